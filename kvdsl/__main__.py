@@ -1,0 +1,5 @@
+"""``python -m kvdsl``."""
+
+from kvdsl.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,246 @@
+"""The WGSL emitter: IR → deterministic, readable WGSL.
+
+Layout of a module, always in this order: ``enable f16;`` (only when the kernel mentions f16),
+the params struct, the storage bindings in declaration order followed by the params uniform (all
+``@group(0)``, numbered from 0), module consts, helper functions, then the documented entry point
+``main``. Indentation is two spaces. Parentheses are printed only where WGSL's grammar needs them,
+as the op table's levels say (see :mod:`kvdsl.ir.ops`).
+
+WGSL quirks handled here, each once:
+- integer literals always carry their suffix (``3u``, ``-2i``); i32's minimum has no literal
+  spelling (``2147483648i`` overflows before the minus), so it prints as ``i32(-2147483648)``;
+- float literals are the shortest text that reads back to the same f32/f16 value, suffixed
+  ``f``/``h``;
+- a negative literal is a unary minus in WGSL, so it binds like one;
+- ``select(f, t, c)`` takes the false value first: the IR keeps WGSL's argument order.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kvdsl.ir import ops
+from kvdsl.ir.nodes import (
+    Assign,
+    Binary,
+    Block,
+    Break,
+    Call,
+    Comment,
+    Construct,
+    Continue,
+    Convert,
+    Expr,
+    FnCall,
+    For,
+    If,
+    Index,
+    Kernel,
+    Let,
+    Lit,
+    Loop,
+    Member,
+    Name,
+    Return,
+    Stmt,
+    Unary,
+    Var,
+)
+from kvdsl.ir.types import Scalar, bool_, f16, i32, u32
+from kvdsl.ir.verify import uses_f16
+
+INDENT = "  "
+
+
+def format_literal(value: int | float | bool, ty: Scalar) -> str:
+    """The WGSL spelling of a literal of type ``ty``."""
+    if ty == bool_:
+        return "true" if value else "false"
+    if ty == u32:
+        return f"{value}u"
+    if ty == i32:
+        return "i32(-2147483648)" if value == -(2**31) else f"{value}i"
+    v = (np.float16 if ty == f16 else np.float32)(value)
+    if not np.isfinite(v):
+        raise ValueError(f"{ty} literal {value!r} has no WGSL spelling")
+    a = abs(float(v))
+    if a == 0 or 1e-4 <= a < 1e7:
+        text = np.format_float_positional(v, unique=True, trim="0")
+    else:
+        text = np.format_float_scientific(v, unique=True, trim="0").replace(".e", "e")
+    return text + ("h" if ty == f16 else "f")
+
+
+def _level(e: Expr) -> int:
+    match e:
+        case Binary(op, _, _):
+            return ops.info(op).level
+        case Unary():
+            return ops.UNARY
+        case Lit(value, ty) if ty != bool_ and value < 0 and not (ty == i32 and value == -(2**31)):
+            return ops.UNARY
+        case _:
+            return ops.PRIMARY
+
+
+def emit_expr(e: Expr) -> str:
+    """One expression with minimal parentheses."""
+    match e:
+        case Lit(value, ty):
+            return format_literal(value, ty)
+        case Name(name):
+            return name
+        case Unary(op, x):
+            inner = _operand(x, ops.UNARY, None)
+            # "- -x" must not print as the decrement token "--x".
+            sep = " " if inner.startswith(ops.info(op).spelling) else ""
+            return f"{ops.info(op).spelling}{sep}{inner}"
+        case Binary(op, a, b):
+            info = ops.info(op)
+            lhs = _operand(a, info.lhs_max, op if info.chain else None)
+            rhs = _operand(b, info.rhs_max, None)
+            return f"{lhs} {info.spelling} {rhs}"
+        case Call(op, args):
+            return f"{ops.info(op).spelling}({', '.join(map(emit_expr, args))})"
+        case FnCall(name, args):
+            return f"{name}({', '.join(map(emit_expr, args))})"
+        case Convert(ty, x):
+            return f"{ty}({emit_expr(x)})"
+        case Construct(ty, args):
+            return f"{ty}({', '.join(map(emit_expr, args))})"
+        case Index(base, index):
+            return f"{_operand(base, ops.PRIMARY, None)}[{emit_expr(index)}]"
+        case Member(base, name):
+            return f"{_operand(base, ops.PRIMARY, None)}.{name}"
+    raise TypeError(f"emit: not an expression: {e!r}")
+
+
+def _operand(e: Expr, max_level: int, chain: ops.Op | None) -> str:
+    text = emit_expr(e)
+    if _level(e) <= max_level or (isinstance(e, Binary) and e.op == chain):
+        return text
+    return f"({text})"
+
+
+class Emitter:
+    """Prints statements into a list of lines."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def line(self, depth: int, text: str) -> None:
+        self.lines.append(INDENT * depth + text)
+
+    def block(self, body: tuple[Stmt, ...], depth: int) -> None:
+        for s in body:
+            self.stmt(s, depth)
+
+    def stmt(self, s: Stmt, depth: int) -> None:
+        match s:
+            case If():
+                self._if(s, depth, "if")
+                self.line(depth, "}")
+            case For(init, cond, update, body):
+                head = "; ".join(
+                    (
+                        _inline(init),
+                        "" if cond is None else emit_expr(cond),
+                        _inline(update),
+                    )
+                ).rstrip()
+                self.line(depth, f"for ({head}) {{")
+                self.block(body, depth + 1)
+                self.line(depth, "}")
+            case Loop(body):
+                self.line(depth, "loop {")
+                self.block(body, depth + 1)
+                self.line(depth, "}")
+            case Block(body):
+                self.line(depth, "{")
+                self.block(body, depth + 1)
+                self.line(depth, "}")
+            case Comment(text):
+                self.line(depth, f"// {text}".rstrip())
+            case _:
+                self.line(depth, _inline(s) + ";")
+
+    def _if(self, s: If, depth: int, keyword: str) -> None:
+        self.line(depth, f"{keyword} ({emit_expr(s.cond)}) {{")
+        self.block(s.then, depth + 1)
+        if len(s.orelse) == 1 and isinstance(s.orelse[0], If):
+            # An else holding exactly one if prints as "else if".
+            self._if(s.orelse[0], depth, "} else if")
+        elif s.orelse:
+            self.line(depth, "} else {")
+            self.block(s.orelse, depth + 1)
+
+
+def _inline(s: Stmt | None) -> str:
+    """A simple statement without its semicolon (also the parts of a for header)."""
+    match s:
+        case None:
+            return ""
+        case Let(name, value):
+            return f"let {name} = {emit_expr(value)}"
+        case Var(name, ty, init):
+            return f"var {name}: {ty}" + ("" if init is None else f" = {emit_expr(init)}")
+        case Assign(target, value, op):
+            eq = "=" if op is None else ops.info(op).spelling + "="
+            return f"{emit_expr(target)} {eq} {emit_expr(value)}"
+        case Return(value):
+            return "return" if value is None else f"return {emit_expr(value)}"
+        case Break():
+            return "break"
+        case Continue():
+            return "continue"
+    raise TypeError(f"emit: not a simple statement: {s!r}")
+
+
+def emit(kernel: Kernel) -> str:
+    """The kernel as a complete WGSL module."""
+    out: list[str] = []
+    if uses_f16(kernel):
+        out += ["enable f16;", ""]
+    if kernel.params is not None:
+        out.append(f"struct {kernel.params.name} {{")
+        out += [f"{INDENT}{n}: {t}," for n, t in kernel.params.fields]
+        out += ["}", ""]
+    for i, b in enumerate(kernel.bindings):
+        out.append(f"@group(0) @binding({i}) var<storage, {b.access}> {b.name}: array<{b.elem}>;")
+    if kernel.params is not None:
+        n = len(kernel.bindings)
+        out.append(f"@group(0) @binding({n}) var<uniform> params: {kernel.params.name};")
+    if kernel.bindings or kernel.params is not None:
+        out.append("")
+    for c in kernel.consts:
+        if c.comment:
+            out += [f"// {line}".rstrip() for line in c.comment.splitlines()]
+        out.append(f"const {c.name}: {c.ty} = {emit_expr(c.value)};")
+    if kernel.consts:
+        out.append("")
+    for fn in kernel.functions:
+        params = ", ".join(f"{n}: {t}" for n, t in fn.params)
+        ret = "" if fn.ret is None else f" -> {fn.ret}"
+        em = Emitter()
+        em.block(fn.body, 1)
+        out.append(f"fn {fn.name}({params}){ret} {{")
+        out += em.lines
+        out += ["}", ""]
+    out += [f"// {line}".rstrip() for line in kernel.doc]
+    x, y, z = kernel.workgroup_size
+    size = kernel.workgroup_size_name or str(x)
+    if (y, z) != (1, 1):
+        size += f", {y}, {z}"
+    out.append(f"@compute @workgroup_size({size})")
+    args = [f"@builtin({builtin}) {name}: vec3<u32>" for name, builtin in kernel.builtins]
+    if len(args) > 1:
+        out.append("fn main(")
+        out += [f"{INDENT}{a}," for a in args]
+        out.append(") {")
+    else:
+        out.append(f"fn main({''.join(args)}) {{")
+    em = Emitter()
+    em.block(kernel.body, 1)
+    out += em.lines
+    out.append("}")
+    return "\n".join(out) + "\n"

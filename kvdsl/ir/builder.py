@@ -1,0 +1,567 @@
+"""Build kernels with Python operators and context managers.
+
+A :class:`Val` is a typed handle on an IR expression. Arithmetic, bitwise and comparison
+operators build :class:`~kvdsl.ir.nodes.Binary` nodes and check operand types at once; a plain
+Python number adapts to the other operand's type, like WGSL's abstract numerics. Python ``==``
+keeps its meaning, so equality is spelt ``a.eq(b)`` / ``a.ne(b)``.
+
+    kb = KernelBuilder("copy_rows", workgroup_size=64)
+    HEAD_DIM = kb.const("HEAD_DIM", u32, 128)
+    src = kb.binding("src", f32, "read")
+    dst = kb.binding("dst", f32, "read_write")
+    rows = kb.param("count")
+    i = kb.let("i", kb.gid.x)
+    with kb.if_(i >= rows):
+        kb.ret()
+    with kb.for_range("d", 0, HEAD_DIM) as d:
+        dst[i * HEAD_DIM + d] = src[i * HEAD_DIM + d]
+    kernel = kb.build(Dispatch(...))
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Iterator, Union
+
+from kvdsl.ir import ops
+from kvdsl.ir.nodes import (
+    BUILTIN_INPUTS,
+    Assign,
+    Binary,
+    Binding,
+    Call,
+    Comment,
+    Const,
+    Construct,
+    Convert,
+    Dispatch,
+    Expr,
+    FnCall,
+    For,
+    Function,
+    If,
+    Index,
+    Kernel,
+    Let,
+    Lit,
+    Member,
+    Name,
+    Return,
+    Stmt,
+    Unary,
+    Var,
+)
+from kvdsl.ir.ops import Op
+from kvdsl.ir.types import Array, Scalar, Struct, Type, Vec, bool_, f32, i32, u32, vec3u
+from kvdsl.ir.verify import VerifyError, literal_ok, verify
+
+Num = Union[int, float, bool]
+
+
+class BuildError(VerifyError):
+    """An expression or statement the builder cannot make (mixed types, bad literal ...)."""
+
+
+def lit(value: Num, ty: Scalar) -> Val:
+    """A literal of type ``ty``; rejects values the type cannot hold."""
+    if ty.is_float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if not literal_ok(value, ty):
+        raise BuildError(f"literal {value!r} does not fit {ty}")
+    return Val(Lit(value, ty), ty)
+
+
+def _default_type(value: Num) -> Scalar:
+    if isinstance(value, bool):
+        return bool_
+    return f32 if isinstance(value, float) else i32
+
+
+def as_val(x: Val | Num, like: Type | None = None) -> Val:
+    """``x`` as a Val; a Python number takes the scalar type of ``like`` (WGSL abstract numerics)."""
+    if isinstance(x, Val):
+        return x
+    if isinstance(x, (bool, int, float)):
+        ty = like.scalar if isinstance(like, (Scalar, Vec)) else _default_type(x)
+        if isinstance(x, float) and ty.is_int:
+            raise BuildError(f"float literal {x!r} cannot become {ty}")
+        return lit(x, ty)
+    raise BuildError(f"{x!r} is not an IR value")
+
+
+def _typed(op: Op, node: Expr, args: tuple[Type, ...]) -> Val:
+    try:
+        return Val(node, ops.info(op).typing(args))
+    except ops.OpTypeError as err:
+        from kvdsl.ir.verify import show
+
+        raise BuildError(f"{show(node)}: {ops.info(op).spelling} {err}") from None
+
+
+def binary(op: Op, a: Val | Num, b: Val | Num) -> Val:
+    """``a op b`` with literal adaptation; a shift amount literal is always u32."""
+    if op in (Op.SHL, Op.SHR):
+        a = as_val(a, None if isinstance(b, Val) else None)
+        b = as_val(b, u32 if not isinstance(a.ty, Vec) else Vec(a.ty.n, u32))
+    elif isinstance(a, Val):
+        b = as_val(b, a.ty)
+    else:
+        b = as_val(b)
+        a = as_val(a, b.ty)
+    return _typed(op, Binary(op, a.node, b.node), (a.ty, b.ty))
+
+
+def call(op: Op, *args: Val | Num) -> Val:
+    """A builtin call; literal arguments adapt to the first typed argument."""
+    like = next((a.ty for a in args if isinstance(a, Val) and a.ty != bool_), None)
+    vals = [as_val(a, bool_ if op == Op.SELECT and i == 2 else like) for i, a in enumerate(args)]
+    return _typed(op, Call(op, tuple(v.node for v in vals)), tuple(v.ty for v in vals))
+
+
+def select(f: Val | Num, t: Val | Num, cond: Val | bool) -> Val:
+    """WGSL ``select(f, t, cond)``: ``t`` where ``cond`` holds, else ``f`` (false first)."""
+    return call(Op.SELECT, f, t, cond)
+
+
+def min_(a: Val | Num, b: Val | Num) -> Val:
+    return call(Op.MIN, a, b)
+
+
+def max_(a: Val | Num, b: Val | Num) -> Val:
+    return call(Op.MAX, a, b)
+
+
+def clamp(e: Val | Num, lo: Val | Num, hi: Val | Num) -> Val:
+    return call(Op.CLAMP, e, lo, hi)
+
+
+def round_(x: Val) -> Val:
+    return call(Op.ROUND, x)
+
+
+def inverse_sqrt(x: Val) -> Val:
+    return call(Op.INVERSE_SQRT, x)
+
+
+def cos(x: Val) -> Val:
+    return call(Op.COS, x)
+
+
+def sin(x: Val) -> Val:
+    return call(Op.SIN, x)
+
+
+def dot(a: Val, b: Val) -> Val:
+    return call(Op.DOT, a, b)
+
+
+def convert(ty: Scalar | Vec, x: Val | Num) -> Val:
+    """``ty(x)``; a conversion to the value's own type is the value itself."""
+    x = as_val(x, ty)
+    if x.ty == ty:
+        return x
+    ok = (isinstance(ty, Scalar) and isinstance(x.ty, Scalar)) or (
+        isinstance(ty, Vec) and isinstance(x.ty, Vec) and x.ty.n == ty.n
+    )
+    if not ok:
+        raise BuildError(f"cannot convert {x.ty} to {ty}")
+    return Val(Convert(ty, x.node), ty)
+
+
+def construct(ty: Vec | Array, *args: Val | Num) -> Val:
+    """``vecN<T>(...)`` or ``array<T, N>(...)`` from components."""
+    elem = ty.elem if isinstance(ty, Vec) else ty.elem
+    vals = [as_val(a, elem) for a in args]
+    return Val(Construct(ty, tuple(v.node for v in vals)), ty)
+
+
+class Val:
+    """A typed IR expression with Python operators."""
+
+    __slots__ = ("node", "ty")
+
+    def __init__(self, node: Expr, ty: Type) -> None:
+        self.node = node
+        self.ty = ty
+
+    def __repr__(self) -> str:
+        return f"Val({self.node!r}: {self.ty})"
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __bool__(self) -> bool:
+        raise BuildError("an IR value has no Python truth value: use kb.if_() or select()")
+
+    # arithmetic
+    def __add__(self, o):
+        return binary(Op.ADD, self, o)
+
+    def __radd__(self, o):
+        return binary(Op.ADD, o, self)
+
+    def __sub__(self, o):
+        return binary(Op.SUB, self, o)
+
+    def __rsub__(self, o):
+        return binary(Op.SUB, o, self)
+
+    def __mul__(self, o):
+        return binary(Op.MUL, self, o)
+
+    def __rmul__(self, o):
+        return binary(Op.MUL, o, self)
+
+    def __truediv__(self, o):
+        return binary(Op.DIV, self, o)
+
+    def __rtruediv__(self, o):
+        return binary(Op.DIV, o, self)
+
+    __floordiv__ = __truediv__
+    __rfloordiv__ = __rtruediv__
+
+    def __mod__(self, o):
+        return binary(Op.MOD, self, o)
+
+    def __rmod__(self, o):
+        return binary(Op.MOD, o, self)
+
+    def __and__(self, o):
+        return binary(Op.AND, self, o)
+
+    def __rand__(self, o):
+        return binary(Op.AND, o, self)
+
+    def __or__(self, o):
+        return binary(Op.OR, self, o)
+
+    def __ror__(self, o):
+        return binary(Op.OR, o, self)
+
+    def __xor__(self, o):
+        return binary(Op.XOR, self, o)
+
+    def __lshift__(self, o):
+        return binary(Op.SHL, self, o)
+
+    def __rshift__(self, o):
+        return binary(Op.SHR, self, o)
+
+    def __neg__(self):
+        return _typed(Op.NEG, Unary(Op.NEG, self.node), (self.ty,))
+
+    def __invert__(self):
+        op = Op.NOT if self.ty == bool_ else Op.BITNOT
+        return _typed(op, Unary(op, self.node), (self.ty,))
+
+    # comparisons (== and != stay Python's: use eq / ne)
+    def __lt__(self, o):
+        return binary(Op.LT, self, o)
+
+    def __le__(self, o):
+        return binary(Op.LE, self, o)
+
+    def __gt__(self, o):
+        return binary(Op.GT, self, o)
+
+    def __ge__(self, o):
+        return binary(Op.GE, self, o)
+
+    def eq(self, o: Val | Num) -> Val:
+        return binary(Op.EQ, self, o)
+
+    def ne(self, o: Val | Num) -> Val:
+        return binary(Op.NE, self, o)
+
+    def land(self, o: Val | bool) -> Val:
+        """Short-circuit ``self && o``."""
+        return binary(Op.LAND, self, o)
+
+    def lor(self, o: Val | bool) -> Val:
+        """Short-circuit ``self || o``."""
+        return binary(Op.LOR, self, o)
+
+    def to(self, ty: Scalar | Vec) -> Val:
+        """Convert to ``ty``."""
+        return convert(ty, self)
+
+    # access
+    def __getitem__(self, index: Val | int) -> Val:
+        if not isinstance(self.ty, (Array, Vec)):
+            raise BuildError(f"cannot index a value of type {self.ty}")
+        idx = as_val(index, u32)
+        return Val(Index(self.node, idx.node), self.ty.elem)
+
+    def member(self, name: str) -> Val:
+        """A params field or a swizzle (``v.member('xy')``)."""
+        if isinstance(self.ty, Struct):
+            ft = self.ty.field(name)
+            if ft is None:
+                raise BuildError(f"{self.ty} has no field '{name}'")
+            return Val(Member(self.node, name), ft)
+        if isinstance(self.ty, Vec):
+            if any("xyzw".find(c) not in range(self.ty.n) for c in name) or not 0 < len(name) <= 4:
+                raise BuildError(f"invalid swizzle '{name}' of {self.ty}")
+            ty = self.ty.elem if len(name) == 1 else Vec(len(name), self.ty.elem)
+            return Val(Member(self.node, name), ty)
+        raise BuildError(f"{self.ty} has no members")
+
+    @property
+    def x(self) -> Val:
+        return self.member("x")
+
+    @property
+    def y(self) -> Val:
+        return self.member("y")
+
+    @property
+    def z(self) -> Val:
+        return self.member("z")
+
+    @property
+    def w(self) -> Val:
+        return self.member("w")
+
+
+class Buffer:
+    """A storage binding: ``buf[i]`` loads, ``buf[i] = v`` stores (in the current block)."""
+
+    def __init__(self, kb: KernelBuilder, binding: Binding) -> None:
+        self._kb = kb
+        self.binding = binding
+
+    def __getitem__(self, index: Val | int) -> Val:
+        idx = as_val(index, u32)
+        return Val(Index(Name(self.binding.name), idx.node), self.binding.elem)
+
+    def __setitem__(self, index: Val | int, value: Val | Num) -> None:
+        target = self[index]
+        value = as_val(value, target.ty)
+        if value.ty != target.ty:
+            raise BuildError(
+                f"cannot store {value.ty} into {self.binding.name} of {self.binding.elem}"
+            )
+        self._kb.emit(Assign(target.node, value.node))
+
+
+class Local(Val):
+    """A function-scope ``var``: assign with :meth:`set`, elements with ``v[i] = x``."""
+
+    __slots__ = ("_kb",)
+
+    def __init__(self, kb: KernelBuilder, name: str, ty: Type) -> None:
+        super().__init__(Name(name), ty)
+        self._kb = kb
+
+    def set(self, value: Val | Num, op: Op | None = None) -> None:
+        """``self = value`` or, with ``op``, ``self op= value``."""
+        v = as_val(value, self.ty)
+        if op is not None:
+            binary(op, self, v)  # type check
+        elif v.ty != self.ty:
+            raise BuildError(f"cannot assign {v.ty} to var {self.node.name}: {self.ty}")
+        self._kb.emit(Assign(self.node, v.node, op))
+
+    def __setitem__(self, index: Val | int, value: Val | Num) -> None:
+        target = self[index]
+        v = as_val(value, target.ty)
+        if v.ty != target.ty:
+            raise BuildError(f"cannot store {v.ty} into {self.node.name}[] of {target.ty}")
+        self._kb.emit(Assign(target.node, v.node))
+
+
+class KernelBuilder:
+    """Collects a kernel's declarations and statements; :meth:`build` verifies and returns it."""
+
+    def __init__(self, name: str, workgroup_size: int | tuple[int, int, int] = 64) -> None:
+        self.name = name
+        wg = workgroup_size if isinstance(workgroup_size, tuple) else (workgroup_size, 1, 1)
+        self.workgroup_size = wg
+        self.workgroup_size_name: str | None = None
+        self.bindings: list[Binding] = []
+        self.param_fields: list[tuple[str, Scalar | Vec]] = []
+        self.consts: list[Const] = []
+        self.functions: list[Function] = []
+        self.builtins: dict[str, str] = {}
+        self.doc: list[str] = []
+        self._blocks: list[list[Stmt]] = [[]]
+        self._last_if: list[If | None] = [None]
+
+    # -- declarations --
+    def const(self, name: str, ty: Scalar, value: Num | Val, comment: str = "") -> Val:
+        """A module ``const``; returns a handle naming it."""
+        v = as_val(value, ty)
+        self.consts.append(Const(name, ty, v.node, comment))
+        return Val(Name(name), ty)
+
+    def workgroup_const(self, name: str = "WG") -> Val:
+        """Declare the x workgroup size as a const and spell ``@workgroup_size`` with it."""
+        self.workgroup_size_name = name
+        return self.const(name, u32, self.workgroup_size[0])
+
+    def binding(self, name: str, elem: Scalar | Vec, access: str = "read") -> Buffer:
+        """A storage binding, numbered in declaration order."""
+        b = Binding(name, elem, access)
+        self.bindings.append(b)
+        return Buffer(self, b)
+
+    def param(self, name: str, ty: Scalar | Vec = u32) -> Val:
+        """A field of the uniform params struct (declared on first use, in order)."""
+        if name not in dict(self.param_fields):
+            self.param_fields.append((name, ty))
+        return Val(Member(Name("params"), name), dict(self.param_fields)[name])
+
+    def _builtin(self, pname: str) -> Val:
+        kind = {v: k for k, v in BUILTIN_INPUTS.items()}[pname]
+        self.builtins.setdefault(pname, kind)
+        return Val(Name(pname), vec3u)
+
+    @property
+    def gid(self) -> Val:
+        """``@builtin(global_invocation_id)``."""
+        return self._builtin("gid")
+
+    @property
+    def lid(self) -> Val:
+        """``@builtin(local_invocation_id)``."""
+        return self._builtin("lid")
+
+    @property
+    def wid(self) -> Val:
+        """``@builtin(workgroup_id)``."""
+        return self._builtin("wid")
+
+    # -- statements --
+    def emit(self, stmt: Stmt) -> None:
+        """Append a statement to the innermost open block."""
+        self._blocks[-1].append(stmt)
+        self._last_if[-1] = stmt if isinstance(stmt, If) else None
+
+    def let(self, name: str, value: Val | Num) -> Val:
+        v = as_val(value)
+        self.emit(Let(name, v.node))
+        return Val(Name(name), v.ty)
+
+    def var(self, name: str, ty: Scalar | Vec | Array, init: Val | Num | None = None) -> Local:
+        node = None if init is None else as_val(init, ty).node
+        self.emit(Var(name, ty, node))
+        return Local(self, name, ty)
+
+    def comment(self, text: str) -> None:
+        for line in text.splitlines():
+            self.emit(Comment(line))
+
+    def ret(self) -> None:
+        self.emit(Return())
+
+    @contextmanager
+    def _block(self) -> Iterator[list[Stmt]]:
+        self._blocks.append([])
+        self._last_if.append(None)
+        try:
+            yield self._blocks[-1]
+        finally:
+            self._blocks.pop()
+            self._last_if.pop()
+
+    def _cond(self, cond: Val | bool) -> Val:
+        c = as_val(cond)
+        if c.ty != bool_:
+            raise BuildError(f"condition is {c.ty}, expected bool")
+        return c
+
+    @contextmanager
+    def if_(self, cond: Val | bool) -> Iterator[None]:
+        """``if (cond) { ... }``; follow with :meth:`elif_` / :meth:`else_`."""
+        c = self._cond(cond)
+        with self._block() as body:
+            yield
+        self.emit(If(c.node, tuple(body)))
+
+    def _attach_else(self, stmts: tuple[Stmt, ...]) -> None:
+        blk = self._blocks[-1]
+        last = self._last_if[-1]
+        if last is None or not blk or blk[-1] is not last:
+            raise BuildError("else without a preceding if")
+        # Descend the else-if chain to its open end.
+        chain = [last]
+        while len(chain[-1].orelse) == 1 and isinstance(chain[-1].orelse[0], If):
+            chain.append(chain[-1].orelse[0])
+        if chain[-1].orelse:
+            raise BuildError("if already has an else")
+        new = If(chain[-1].cond, chain[-1].then, stmts)
+        for node in reversed(chain[:-1]):
+            new = If(node.cond, node.then, (new,))
+        blk[-1] = new
+        self._last_if[-1] = new
+
+    @contextmanager
+    def elif_(self, cond: Val | bool) -> Iterator[None]:
+        c = self._cond(cond)
+        with self._block() as body:
+            yield
+        self._attach_else((If(c.node, tuple(body)),))
+
+    @contextmanager
+    def else_(self) -> Iterator[None]:
+        with self._block() as body:
+            yield
+        self._attach_else(tuple(body))
+
+    @contextmanager
+    def for_range(
+        self, name: str, start: Val | int, end: Val | int, step: Val | int = 1
+    ) -> Iterator[Val]:
+        """``for (var name = start; name < end; name = name + step) { ... }`` over u32/i32."""
+        like = next((x.ty for x in (start, end, step) if isinstance(x, Val)), u32)
+        s = as_val(start, like)
+        i = Local(self, name, s.ty)
+        cond = i < end
+        update = Assign(i.node, (i + step).node)
+        with self._block() as body:
+            yield i
+        self.emit(For(Var(name, s.ty, s.node), cond.node, update, tuple(body)))
+
+    @contextmanager
+    def function(
+        self, name: str, params: list[tuple[str, Scalar | Vec]], ret: Scalar | Vec | None
+    ) -> Iterator[tuple[Val, ...]]:
+        """Define a helper ``fn``; the block's statements are its body."""
+        with self._block() as body:
+            yield tuple(Val(Name(p), t) for p, t in params)
+        self.functions.append(Function(name, tuple(params), ret, tuple(body)))
+
+    def return_(self, value: Val | Num) -> None:
+        self.emit(Return(as_val(value).node))
+
+    def fn_call(self, name: str, *args: Val | Num) -> Val:
+        fn = next((f for f in self.functions if f.name == name), None)
+        if fn is None:
+            raise BuildError(f"undefined function '{name}'")
+        vals = [as_val(a, t) for a, (_, t) in zip(args, fn.params)]
+        return Val(FnCall(name, tuple(v.node for v in vals)), fn.ret)
+
+    # -- result --
+    def build(self, dispatch: Dispatch | None = None, doc: str = "") -> Kernel:
+        """The verified kernel."""
+        if len(self._blocks) != 1:
+            raise BuildError("build() inside an open block")
+        params = Struct("Params", tuple(self.param_fields)) if self.param_fields else None
+        kernel = Kernel(
+            name=self.name,
+            bindings=tuple(self.bindings),
+            params=params,
+            consts=tuple(self.consts),
+            functions=tuple(self.functions),
+            workgroup_size=self.workgroup_size,
+            builtins=tuple(sorted(self.builtins.items(), key=_builtin_order)),
+            body=tuple(self._blocks[0]),
+            dispatch=dispatch,
+            doc=tuple(doc.splitlines()),
+            workgroup_size_name=self.workgroup_size_name,
+        )
+        return verify(kernel)
+
+
+def _builtin_order(item: tuple[str, str]) -> int:
+    return list(BUILTIN_INPUTS.values()).index(item[0])

@@ -1,0 +1,268 @@
+"""IR expressions, statements and module items: frozen dataclasses with tuple children.
+
+Structural equality and hashing come for free; :func:`dataclasses.replace` rewrites. Expressions
+carry no types except literals and conversions: :mod:`kvdsl.ir.verify` derives every other type
+from the declarations in scope, so a kernel parsed back from WGSL compares equal to the one built.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kvdsl.ir.ops import Op
+from kvdsl.ir.types import Array, Scalar, Struct, Type, Vec
+
+# ---- expressions ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Lit:
+    """A concrete literal: ``3u``, ``-2i``, ``0.5f``, ``true``."""
+
+    value: int | float | bool
+    ty: Scalar
+
+
+@dataclass(frozen=True, slots=True)
+class Name:
+    """A reference to a let, var, parameter, module const, binding or compute builtin."""
+
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Unary:
+    op: Op
+    x: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class Binary:
+    op: Op
+    a: Expr
+    b: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """A builtin call from the op table (``min``, ``select``, ``inverseSqrt`` ...)."""
+
+    op: Op
+    args: tuple[Expr, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class FnCall:
+    """A call of a module helper function."""
+
+    name: str
+    args: tuple[Expr, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Convert:
+    """A value conversion ``T(x)`` to a scalar or vector type (saturating for float → int)."""
+
+    ty: Scalar | Vec
+    x: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class Construct:
+    """A vector or array built from components: ``vec4<f32>(a, b, c, d)``."""
+
+    ty: Vec | Array
+    args: tuple[Expr, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Index:
+    """``base[index]`` on a binding, a ``var`` array or a vector."""
+
+    base: Expr
+    index: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class Member:
+    """``base.name``: a params field or a vector swizzle (``gid.x``, ``v.xy``)."""
+
+    base: Expr
+    name: str
+
+
+Expr = Lit | Name | Unary | Binary | Call | FnCall | Convert | Construct | Index | Member
+
+# ---- statements -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Let:
+    name: str
+    value: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class Var:
+    """A function-scope ``var`` with an explicit type and optional initialiser."""
+
+    name: str
+    ty: Scalar | Vec | Array
+    init: Expr | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Assign:
+    """``target = value`` or, with ``op``, the compound ``target op= value``.
+
+    A target is a local ``var`` name, an element of one, or an element of a read_write binding
+    (a store).
+    """
+
+    target: Expr
+    value: Expr
+    op: Op | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class If:
+    cond: Expr
+    then: tuple[Stmt, ...]
+    orelse: tuple[Stmt, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class For:
+    """``for (init; cond; update) { body }``."""
+
+    init: Var | Let | None
+    cond: Expr | None
+    update: Assign | None
+    body: tuple[Stmt, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Loop:
+    """``loop { body }``, left only by ``break`` or ``return``."""
+
+    body: tuple[Stmt, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Break:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Continue:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Return:
+    value: Expr | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """A nested ``{ ... }`` scope."""
+
+    body: tuple[Stmt, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Comment:
+    """An author's comment line, printed as ``// text``."""
+
+    text: str
+
+
+Stmt = Let | Var | Assign | If | For | Loop | Break | Continue | Return | Block | Comment
+
+# ---- module items -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Const:
+    """A module-scope ``const NAME: T = value;``."""
+
+    name: str
+    ty: Scalar
+    value: Expr
+    comment: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Function:
+    """A helper ``fn name(params) -> ret { body }``."""
+
+    name: str
+    params: tuple[tuple[str, Scalar | Vec], ...]
+    ret: Scalar | Vec | None
+    body: tuple[Stmt, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Binding:
+    """A storage buffer ``var<storage, access> name: array<elem>``."""
+
+    name: str
+    elem: Scalar | Vec
+    access: str  # "read" or "read_write"
+
+
+BUILTIN_INPUTS = {
+    "global_invocation_id": "gid",
+    "local_invocation_id": "lid",
+    "workgroup_id": "wid",
+    "num_workgroups": "nwg",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Dispatch:
+    """How many workgroups a dispatch needs.
+
+    ``items`` (an expression over params fields and module consts) is the number of work items;
+    each workgroup takes ``per_group`` of them. The workgroup count ``ceil(items / per_group)``
+    goes in x up to ``fold``; past that, x is exactly ``fold`` and y carries the high part (the
+    kernel's index math relies on ``gid.y * fold``).
+    """
+
+    items: Expr
+    per_group: int
+    fold: int
+
+
+@dataclass(frozen=True, slots=True)
+class Kernel:
+    """A compute kernel: its interface (bindings, params, workgroup size, dispatch) and body."""
+
+    name: str
+    bindings: tuple[Binding, ...]
+    params: Struct | None
+    consts: tuple[Const, ...]
+    functions: tuple[Function, ...]
+    workgroup_size: tuple[int, int, int]
+    builtins: tuple[tuple[str, str], ...]  # (parameter name, builtin name)
+    body: tuple[Stmt, ...]
+    dispatch: Dispatch | None = None
+    doc: tuple[str, ...] = field(default=())
+    workgroup_size_name: str | None = None  # a const that spells the size in WGSL, e.g. "WG"
+
+    def binding(self, name: str) -> Binding | None:
+        return next((b for b in self.bindings if b.name == name), None)
+
+    def const(self, name: str) -> Const | None:
+        return next((c for c in self.consts if c.name == name), None)
+
+
+def walk(node: object):
+    """Every IR value reachable from ``node`` (itself included), depth first."""
+    yield node
+    if isinstance(node, tuple):
+        for child in node:
+            yield from walk(child)
+    elif hasattr(node, "__dataclass_fields__"):
+        for name in node.__dataclass_fields__:
+            yield from walk(getattr(node, name))

@@ -1,0 +1,344 @@
+"""The op table: the single source of truth for every operator and builtin.
+
+Each :class:`Op` has one :class:`OpInfo` row giving its WGSL spelling, its arity, where it sits
+in WGSL's expression grammar (used to print minimal parentheses and to check the parser), its
+typing rule, and its numpy implementation with WGSL's exact semantics. The emitter, the
+interpreter, the verifier and the frontend all read this table; ``tests/test_ops.py`` checks that
+every row is complete.
+
+WGSL's expression grammar is not a plain precedence ladder: shifts and bitwise operators take
+only unary operands, relations do not chain, and ``&&``/``||`` chain only with themselves. The
+levels below encode it: an operand whose level exceeds the op's ``lhs_max``/``rhs_max`` is
+parenthesised, except that a ``chain`` op accepts itself on the left.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from kvdsl.ir.types import Scalar, Type, Vec, bool_, u32
+
+# Precedence levels, tightest first.
+PRIMARY, UNARY, MUL, ADD, SHIFT, REL, BIT, LOGIC = range(8)
+
+
+class Op(enum.Enum):
+    """Every operator and builtin function of the IR."""
+
+    NEG = "neg"
+    NOT = "not"
+    BITNOT = "bitnot"
+    ADD = "add"
+    SUB = "sub"
+    MUL = "mul"
+    DIV = "div"
+    MOD = "mod"
+    SHL = "shl"
+    SHR = "shr"
+    LT = "lt"
+    LE = "le"
+    GT = "gt"
+    GE = "ge"
+    EQ = "eq"
+    NE = "ne"
+    AND = "and"
+    OR = "or"
+    XOR = "xor"
+    LAND = "land"
+    LOR = "lor"
+    MIN = "min"
+    MAX = "max"
+    CLAMP = "clamp"
+    SELECT = "select"
+    ABS = "abs"
+    ROUND = "round"
+    FLOOR = "floor"
+    CEIL = "ceil"
+    TRUNC = "trunc"
+    SQRT = "sqrt"
+    INVERSE_SQRT = "inverseSqrt"
+    EXP = "exp"
+    LOG = "log"
+    COS = "cos"
+    SIN = "sin"
+    DOT = "dot"
+    FMA = "fma"
+
+
+@dataclass(frozen=True, slots=True)
+class OpInfo:
+    """One row of the op table."""
+
+    spelling: str
+    arity: int
+    kind: str  # "unary", "binary" or "builtin"
+    level: int
+    lhs_max: int
+    rhs_max: int
+    chain: bool
+    typing: Callable[[tuple[Type, ...]], Type]
+    impl: Callable[..., np.ndarray]
+    # Transcendental and approximate builtins: GPU results agree with numpy only within the
+    # accuracy WGSL states for them; everything else must agree bit for bit.
+    approximate: bool = False
+
+
+class OpTypeError(ValueError):
+    """An op applied to operand types its typing rule rejects."""
+
+
+# ---- typing rules -----------------------------------------------------------------------------
+
+
+def _same(args: tuple[Type, ...], what: str, pred: Callable[[Scalar], bool]) -> Type:
+    first = args[0]
+    for a in args[1:]:
+        if a != first:
+            raise OpTypeError(f"operands of different types: {', '.join(map(str, args))}")
+    if not isinstance(first, (Scalar, Vec)) or not pred(first.scalar):
+        raise OpTypeError(f"expects {what} operands, got {first}")
+    return first
+
+
+def _arith(args: tuple[Type, ...]) -> Type:
+    a, b = args
+    # WGSL allows a vector with a scalar of its element type on either side.
+    if isinstance(a, Vec) and b == a.elem:
+        b = a
+    elif isinstance(b, Vec) and a == b.elem:
+        a = b
+    return _same((a, b), "numeric", lambda s: s.is_numeric)
+
+
+def _bitwise(args: tuple[Type, ...]) -> Type:
+    return _same(args, "integer or bool", lambda s: s.is_int or s == bool_)
+
+
+def _shift(args: tuple[Type, ...]) -> Type:
+    a, b = args
+    if not isinstance(a, (Scalar, Vec)) or not a.scalar.is_int:
+        raise OpTypeError(f"shifts an integer, got {a}")
+    want = u32 if isinstance(a, Scalar) else Vec(a.n, u32)
+    if b != want:
+        raise OpTypeError(f"shift amount must be {want}, got {b}")
+    return a
+
+
+def _compare(args: tuple[Type, ...]) -> Type:
+    t = _same(args, "scalar or vector", lambda s: True)
+    return bool_ if isinstance(t, Scalar) else Vec(t.n, bool_)
+
+
+def _order(args: tuple[Type, ...]) -> Type:
+    _same(args, "numeric", lambda s: s.is_numeric)
+    return _compare(args)
+
+
+def _logic(args: tuple[Type, ...]) -> Type:
+    if any(a != bool_ for a in args):
+        raise OpTypeError(f"expects bool operands, got {', '.join(map(str, args))}")
+    return bool_
+
+
+def _neg(args: tuple[Type, ...]) -> Type:
+    return _same(args, "signed numeric", lambda s: s.is_float or s.name == "i32")
+
+
+def _int(args: tuple[Type, ...]) -> Type:
+    return _same(args, "integer", lambda s: s.is_int)
+
+
+def _numeric(args: tuple[Type, ...]) -> Type:
+    return _same(args, "numeric", lambda s: s.is_numeric)
+
+
+def _float(args: tuple[Type, ...]) -> Type:
+    return _same(args, "float", lambda s: s.is_float)
+
+
+def _select(args: tuple[Type, ...]) -> Type:
+    f, t, c = args
+    if f != t:
+        raise OpTypeError(f"select branches differ: {f} and {t}")
+    want = bool_ if isinstance(f, Scalar) else Vec(f.n, bool_)
+    if c != want and c != bool_:
+        raise OpTypeError(f"select condition must be {want}, got {c}")
+    return f
+
+
+def _dot(args: tuple[Type, ...]) -> Type:
+    t = _same(args, "numeric vector", lambda s: s.is_numeric)
+    if not isinstance(t, Vec):
+        raise OpTypeError(f"dot takes vectors, got {t}")
+    return t.elem
+
+
+# ---- numpy implementations with WGSL semantics ------------------------------------------------
+
+
+def _is_int(x: np.ndarray) -> bool:
+    return x.dtype.kind in "iu"
+
+
+def _div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if not _is_int(a):
+        with np.errstate(all="ignore"):
+            return (a / b).astype(a.dtype)
+    # Integer division truncates; x / 0 == x; i32 MIN / -1 == MIN (both as WGSL defines).
+    a64, b64 = a.astype(np.int64), b.astype(np.int64)
+    bad = (b64 == 0) | ((a.dtype == np.int32) & (a64 == -(2**31)) & (b64 == -1))
+    safe = np.where(bad, 1, b64)
+    q = np.sign(a64) * np.sign(safe) * (np.abs(a64) // np.abs(safe))
+    return np.where(bad, a64, q).astype(a.dtype)
+
+
+def _mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if not _is_int(a):
+        with np.errstate(all="ignore"):
+            return np.fmod(a, b).astype(a.dtype)
+    # Truncated remainder (sign of the dividend); x % 0 == 0; i32 MIN % -1 == 0.
+    a64, b64 = a.astype(np.int64), b.astype(np.int64)
+    bad = b64 == 0
+    safe = np.where(bad, 1, b64)
+    r = np.sign(a64) * (np.abs(a64) % np.abs(safe))
+    return np.where(bad, 0, r).astype(a.dtype)
+
+
+def _wrap(f: Callable) -> Callable:
+    """Apply ``f`` with overflow warnings off and the result cast back to the first operand's dtype."""
+
+    def run(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        with np.errstate(all="ignore"):
+            return f(a, b).astype(np.result_type(a, b), copy=False)
+
+    return run
+
+
+def _shift_impl(f: Callable) -> Callable:
+    def run(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        # The shift amount is taken modulo the bit width.
+        return f(a, (b.astype(np.uint32) & np.uint32(31)).astype(a.dtype)).astype(a.dtype)
+
+    return run
+
+
+def _float_fn(f: Callable) -> Callable:
+    def run(x: np.ndarray) -> np.ndarray:
+        with np.errstate(all="ignore"):
+            return f(x).astype(x.dtype)
+
+    return run
+
+
+def _neg_impl(x: np.ndarray) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        return (-x).astype(x.dtype)
+
+
+def _abs_impl(x: np.ndarray) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        return np.abs(x).astype(x.dtype)  # i32 MIN stays MIN, as WGSL wraps
+
+
+def _clamp(e: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    return np.minimum(np.maximum(e, lo), hi)
+
+
+def _select_impl(f: np.ndarray, t: np.ndarray, c: np.ndarray) -> np.ndarray:
+    return np.where(c, t, f)
+
+
+def _dot_impl(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        return np.sum(a * b, axis=-1, dtype=a.dtype)
+
+
+def _fma(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    return (a * b + c).astype(a.dtype)
+
+
+def _unary(spelling: str, typing: Callable, impl: Callable) -> OpInfo:
+    return OpInfo(spelling, 1, "unary", UNARY, UNARY, UNARY, False, typing, impl)
+
+
+def _binary(
+    spelling: str, level: int, lhs: int, rhs: int, typing: Callable, impl: Callable, chain=False
+) -> OpInfo:
+    return OpInfo(spelling, 2, "binary", level, lhs, rhs, chain, typing, impl)
+
+
+def _builtin(
+    spelling: str, arity: int, typing: Callable, impl: Callable, approximate=False
+) -> OpInfo:
+    return OpInfo(
+        spelling, arity, "builtin", PRIMARY, LOGIC, LOGIC, False, typing, impl, approximate
+    )
+
+
+TABLE: dict[Op, OpInfo] = {
+    Op.NEG: _unary("-", _neg, _neg_impl),
+    Op.NOT: _unary("!", _logic, np.logical_not),
+    Op.BITNOT: _unary("~", _int, np.invert),
+    Op.MUL: _binary("*", MUL, MUL, UNARY, _arith, _wrap(np.multiply)),
+    Op.DIV: _binary("/", MUL, MUL, UNARY, _arith, _div),
+    Op.MOD: _binary("%", MUL, MUL, UNARY, _arith, _mod),
+    Op.ADD: _binary("+", ADD, ADD, MUL, _arith, _wrap(np.add)),
+    Op.SUB: _binary("-", ADD, ADD, MUL, _arith, _wrap(np.subtract)),
+    Op.SHL: _binary("<<", SHIFT, UNARY, UNARY, _shift, _shift_impl(np.left_shift)),
+    Op.SHR: _binary(">>", SHIFT, UNARY, UNARY, _shift, _shift_impl(np.right_shift)),
+    Op.LT: _binary("<", REL, SHIFT, SHIFT, _order, np.less),
+    Op.LE: _binary("<=", REL, SHIFT, SHIFT, _order, np.less_equal),
+    Op.GT: _binary(">", REL, SHIFT, SHIFT, _order, np.greater),
+    Op.GE: _binary(">=", REL, SHIFT, SHIFT, _order, np.greater_equal),
+    Op.EQ: _binary("==", REL, SHIFT, SHIFT, _compare, np.equal),
+    Op.NE: _binary("!=", REL, SHIFT, SHIFT, _compare, np.not_equal),
+    Op.AND: _binary("&", BIT, UNARY, UNARY, _bitwise, np.bitwise_and, chain=True),
+    Op.OR: _binary("|", BIT, UNARY, UNARY, _bitwise, np.bitwise_or, chain=True),
+    Op.XOR: _binary("^", BIT, UNARY, UNARY, _int, np.bitwise_xor, chain=True),
+    Op.LAND: _binary("&&", LOGIC, REL, REL, _logic, np.logical_and, chain=True),
+    Op.LOR: _binary("||", LOGIC, REL, REL, _logic, np.logical_or, chain=True),
+    Op.MIN: _builtin("min", 2, _numeric, np.minimum),
+    Op.MAX: _builtin("max", 2, _numeric, np.maximum),
+    Op.CLAMP: _builtin("clamp", 3, _numeric, _clamp),
+    Op.SELECT: _builtin("select", 3, _select, _select_impl),
+    Op.ABS: _builtin("abs", 1, _numeric, _abs_impl),
+    Op.ROUND: _builtin("round", 1, _float, _float_fn(np.rint)),  # ties to even
+    Op.FLOOR: _builtin("floor", 1, _float, _float_fn(np.floor)),
+    Op.CEIL: _builtin("ceil", 1, _float, _float_fn(np.ceil)),
+    Op.TRUNC: _builtin("trunc", 1, _float, _float_fn(np.trunc)),
+    Op.SQRT: _builtin("sqrt", 1, _float, _float_fn(np.sqrt), approximate=True),
+    Op.INVERSE_SQRT: _builtin(
+        "inverseSqrt", 1, _float, _float_fn(lambda x: 1 / np.sqrt(x)), approximate=True
+    ),
+    Op.EXP: _builtin("exp", 1, _float, _float_fn(np.exp), approximate=True),
+    Op.LOG: _builtin("log", 1, _float, _float_fn(np.log), approximate=True),
+    Op.COS: _builtin("cos", 1, _float, _float_fn(np.cos), approximate=True),
+    Op.SIN: _builtin("sin", 1, _float, _float_fn(np.sin), approximate=True),
+    Op.DOT: _builtin("dot", 2, _dot, _dot_impl, approximate=True),
+    Op.FMA: _builtin("fma", 3, _float, _fma, approximate=True),
+}
+
+UNARY_OPS = frozenset(op for op, info in TABLE.items() if info.kind == "unary")
+BINARY_OPS = frozenset(op for op, info in TABLE.items() if info.kind == "binary")
+BUILTINS = frozenset(op for op, info in TABLE.items() if info.kind == "builtin")
+COMPARISONS = frozenset({Op.LT, Op.LE, Op.GT, Op.GE, Op.EQ, Op.NE})
+BY_SPELLING = {
+    (info.kind == "builtin", info.arity, info.spelling): op for op, info in TABLE.items()
+}
+
+
+def info(op: Op) -> OpInfo:
+    """The table row of ``op``."""
+    return TABLE[op]
+
+
+def builtin_named(name: str) -> Op | None:
+    """The builtin function spelled ``name`` in WGSL, or None."""
+    for op in BUILTINS:
+        if TABLE[op].spelling == name:
+            return op
+    return None

@@ -1,0 +1,156 @@
+"""The closed set of IR types.
+
+Every type is a frozen value whose ``str`` is its WGSL spelling. Scalars are singletons
+(``u32``, ``f32``, ...); composite types are built with :func:`vec`, :func:`array` and
+:func:`runtime_array`; the params block is a :class:`Struct`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True, slots=True)
+class Scalar:
+    """One of WGSL's concrete scalar types."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def is_int(self) -> bool:
+        return self.name in ("i32", "u32")
+
+    @property
+    def is_float(self) -> bool:
+        return self.name in ("f32", "f16")
+
+    @property
+    def is_numeric(self) -> bool:
+        return self.name != "bool"
+
+    @property
+    def scalar(self) -> Scalar:
+        return self
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The numpy dtype that holds one value of this type."""
+        return np.dtype(_DTYPES[self.name])
+
+    @property
+    def size(self) -> int:
+        """Bytes one value takes in a storage buffer."""
+        return 2 if self.name == "f16" else 4
+
+
+_DTYPES = {"bool": np.bool_, "i32": np.int32, "u32": np.uint32, "f32": np.float32, "f16": np.float16}
+
+bool_ = Scalar("bool")
+i32 = Scalar("i32")
+u32 = Scalar("u32")
+f32 = Scalar("f32")
+f16 = Scalar("f16")
+SCALARS = {s.name: s for s in (bool_, i32, u32, f32, f16)}
+
+
+@dataclass(frozen=True, slots=True)
+class Vec:
+    """``vecN<T>`` for N in 2..4."""
+
+    n: int
+    elem: Scalar
+
+    def __str__(self) -> str:
+        return f"vec{self.n}<{self.elem}>"
+
+    @property
+    def scalar(self) -> Scalar:
+        return self.elem
+
+    @property
+    def is_int(self) -> bool:
+        return self.elem.is_int
+
+    @property
+    def is_float(self) -> bool:
+        return self.elem.is_float
+
+    @property
+    def is_numeric(self) -> bool:
+        return self.elem.is_numeric
+
+    @property
+    def size(self) -> int:
+        return self.n * self.elem.size
+
+    @property
+    def align(self) -> int:
+        return (4 if self.n == 3 else self.n) * self.elem.size
+
+
+@dataclass(frozen=True, slots=True)
+class Array:
+    """A fixed-size ``array<T, N>`` (function-scope ``var`` arrays)."""
+
+    elem: Scalar | Vec
+    n: int
+
+    def __str__(self) -> str:
+        return f"array<{self.elem}, {self.n}>"
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeArray:
+    """A runtime-sized ``array<T>``: the type of a storage-buffer binding."""
+
+    elem: Scalar | Vec
+
+    def __str__(self) -> str:
+        return f"array<{self.elem}>"
+
+
+@dataclass(frozen=True, slots=True)
+class Struct:
+    """A named struct of scalar or vector fields (the kernel's uniform params block)."""
+
+    name: str
+    fields: tuple[tuple[str, Scalar | Vec], ...]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def field(self, name: str) -> Scalar | Vec | None:
+        """The type of field ``name``, or None when the struct has no such field."""
+        return dict(self.fields).get(name)
+
+
+Type = Scalar | Vec | Array | RuntimeArray | Struct
+
+
+def vec(n: int, elem: Scalar) -> Vec:
+    """``vecN<elem>``; rejects sizes and element types WGSL has no vector for."""
+    if n not in (2, 3, 4):
+        raise ValueError(f"vector size {n} is not one of 2, 3, 4")
+    if not isinstance(elem, Scalar):
+        raise ValueError(f"vector element {elem} is not a scalar")
+    return Vec(n, elem)
+
+
+def array(elem: Scalar | Vec, n: int) -> Array:
+    """``array<elem, n>`` with a positive constant size."""
+    if not isinstance(n, int) or n <= 0:
+        raise ValueError(f"array size {n!r} is not a positive integer")
+    return Array(elem, n)
+
+
+def runtime_array(elem: Scalar | Vec) -> RuntimeArray:
+    """``array<elem>``, the element type of a storage binding."""
+    return RuntimeArray(elem)
+
+
+vec3u = Vec(3, u32)

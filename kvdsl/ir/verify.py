@@ -1,0 +1,406 @@
+"""``verify(kernel)``: reject ill-typed or ill-formed IR before any WGSL exists.
+
+The checker walks the kernel with a scope of declared names and derives the type of every
+expression from the op table's typing rules. Each error names the offending node (printed
+compactly by :func:`show`) and says what was expected.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kvdsl.ir import ops
+from kvdsl.ir.nodes import (
+    BUILTIN_INPUTS,
+    Assign,
+    Binary,
+    Block,
+    Break,
+    Call,
+    Comment,
+    Const,
+    Construct,
+    Continue,
+    Convert,
+    Expr,
+    FnCall,
+    For,
+    Function,
+    If,
+    Index,
+    Kernel,
+    Let,
+    Lit,
+    Loop,
+    Member,
+    Name,
+    Return,
+    Stmt,
+    Unary,
+    Var,
+    walk,
+)
+from kvdsl.ir.types import (
+    Array,
+    RuntimeArray,
+    Scalar,
+    Struct,
+    Type,
+    Vec,
+    bool_,
+    f16,
+    i32,
+    u32,
+    vec3u,
+)
+
+MAX_INVOCATIONS = 256  # WebGPU's default maxComputeInvocationsPerWorkgroup
+SWIZZLE = "xyzw"
+
+
+class VerifyError(ValueError):
+    """The IR is ill-typed or ill-formed; the message names the node."""
+
+
+def show(node: object) -> str:
+    """A compact, WGSL-like rendering of an expression for error messages."""
+    match node:
+        case Lit(value, ty):
+            return f"{value}{'' if ty == bool_ else ty}"
+        case Name(name):
+            return name
+        case Unary(op, x):
+            return f"{ops.info(op).spelling}{show(x)}"
+        case Binary(op, a, b):
+            return f"({show(a)} {ops.info(op).spelling} {show(b)})"
+        case Call(op, args):
+            return f"{ops.info(op).spelling}({', '.join(map(show, args))})"
+        case FnCall(name, args):
+            return f"{name}({', '.join(map(show, args))})"
+        case Convert(ty, x):
+            return f"{ty}({show(x)})"
+        case Construct(ty, args):
+            return f"{ty}({', '.join(map(show, args))})"
+        case Index(base, index):
+            return f"{show(base)}[{show(index)}]"
+        case Member(base, name):
+            return f"{show(base)}.{name}"
+        case Let(name, value):
+            return f"let {name} = {show(value)}"
+        case Var(name, ty, init):
+            return f"var {name}: {ty}" + ("" if init is None else f" = {show(init)}")
+        case Assign(target, value, op):
+            eq = "=" if op is None else ops.info(op).spelling + "="
+            return f"{show(target)} {eq} {show(value)}"
+        case _:
+            return type(node).__name__
+
+
+@dataclass(frozen=True, slots=True)
+class Symbol:
+    """What a name in scope refers to."""
+
+    ty: Type
+    kind: str  # "let", "var", "const", "binding", "builtin", "param", "params"
+    access: str = ""
+
+
+class Scope:
+    """Nested lexical scopes of declared names."""
+
+    def __init__(self, outer: Scope | None = None) -> None:
+        self.outer = outer
+        self.names: dict[str, Symbol] = {}
+
+    def lookup(self, name: str) -> Symbol | None:
+        scope: Scope | None = self
+        while scope is not None:
+            if name in scope.names:
+                return scope.names[name]
+            scope = scope.outer
+        return None
+
+    def declare(self, name: str, sym: Symbol, node: object) -> None:
+        if name in self.names:
+            raise VerifyError(f"{show(node)}: '{name}' is already declared in this scope")
+        self.names[name] = sym
+
+
+def literal_ok(value: object, ty: Scalar) -> bool:
+    """Whether ``value`` is representable as a literal of ``ty``."""
+    if ty == bool_:
+        return isinstance(value, bool)
+    if isinstance(value, bool):
+        return False
+    if ty == u32:
+        return isinstance(value, int) and 0 <= value < 2**32
+    if ty == i32:
+        return isinstance(value, int) and -(2**31) <= value < 2**31
+    limit = 65504.0 if ty == f16 else 3.4028234663852886e38
+    return isinstance(value, (int, float)) and abs(value) <= limit
+
+
+class Checker:
+    """Types expressions and checks statements against a scope."""
+
+    def __init__(self, kernel: Kernel) -> None:
+        self.kernel = kernel
+        self.functions: dict[str, Function] = {}
+        self.used: set[str] = set()
+        self.stored: set[str] = set()
+
+    # -- expressions --
+    def type_of(self, e: Expr, scope: Scope) -> Type:
+        """The type of ``e`` in ``scope``; raises :class:`VerifyError` when ill-typed."""
+        match e:
+            case Lit(value, ty):
+                if not isinstance(ty, Scalar) or not literal_ok(value, ty):
+                    raise VerifyError(f"literal {value!r} is not a valid {ty} value")
+                return ty
+            case Name(name):
+                sym = scope.lookup(name)
+                if sym is None:
+                    raise VerifyError(f"undefined name '{name}'")
+                if sym.kind == "binding":
+                    raise VerifyError(f"binding '{name}' used without an index")
+                return sym.ty
+            case Unary(op, x) | Binary(op, x, _) if op not in ops.TABLE:
+                raise VerifyError(f"{show(e)}: unknown op {op}")
+            case Unary(op, x):
+                return self._apply(e, op, (self.type_of(x, scope),))
+            case Binary(op, a, b):
+                if ops.info(op).kind != "binary":
+                    raise VerifyError(f"{show(e)}: {op.name} is not a binary operator")
+                return self._apply(e, op, (self.type_of(a, scope), self.type_of(b, scope)))
+            case Call(op, args):
+                info = ops.info(op)
+                if info.kind != "builtin" or len(args) != info.arity:
+                    raise VerifyError(
+                        f"{show(e)}: {info.spelling} takes {info.arity} arguments, got {len(args)}"
+                    )
+                return self._apply(e, op, tuple(self.type_of(a, scope) for a in args))
+            case FnCall(name, args):
+                fn = self.functions.get(name)
+                if fn is None:
+                    raise VerifyError(f"{show(e)}: undefined function '{name}'")
+                got = tuple(self.type_of(a, scope) for a in args)
+                want = tuple(t for _, t in fn.params)
+                if got != want:
+                    raise VerifyError(
+                        f"{show(e)}: {name} takes ({', '.join(map(str, want))}), "
+                        f"got ({', '.join(map(str, got))})"
+                    )
+                if fn.ret is None:
+                    raise VerifyError(f"{show(e)}: {name} returns no value")
+                return fn.ret
+            case Convert(ty, x):
+                src = self.type_of(x, scope)
+                ok = (isinstance(ty, Scalar) and isinstance(src, Scalar)) or (
+                    isinstance(ty, Vec) and isinstance(src, Vec) and src.n == ty.n
+                )
+                if not ok:
+                    raise VerifyError(f"{show(e)}: cannot convert {src} to {ty}")
+                return ty
+            case Construct(ty, args):
+                got = [self.type_of(a, scope) for a in args]
+                if isinstance(ty, Vec):
+                    n = sum(t.n if isinstance(t, Vec) else 1 for t in got)
+                    if n != ty.n or any(t.scalar != ty.elem for t in got if hasattr(t, "scalar")):
+                        raise VerifyError(f"{show(e)}: components do not make a {ty}")
+                    if any(not isinstance(t, (Scalar, Vec)) for t in got):
+                        raise VerifyError(f"{show(e)}: components do not make a {ty}")
+                elif isinstance(ty, Array):
+                    if len(got) != ty.n or any(t != ty.elem for t in got):
+                        raise VerifyError(f"{show(e)}: components do not make a {ty}")
+                else:
+                    raise VerifyError(f"{show(e)}: cannot construct {ty}")
+                return ty
+            case Index(base, index):
+                it = self.type_of(index, scope)
+                if it not in (i32, u32):
+                    raise VerifyError(f"{show(e)}: index must be i32 or u32, got {it}")
+                if isinstance(base, Name):
+                    sym = scope.lookup(base.name)
+                    if sym is not None and sym.kind == "binding":
+                        self.used.add(base.name)
+                        return sym.ty.elem
+                bt = self.type_of(base, scope)
+                if isinstance(bt, (Array, Vec)):
+                    return bt.elem
+                raise VerifyError(f"{show(e)}: cannot index a value of type {bt}")
+            case Member(base, name):
+                bt = self.type_of(base, scope)
+                if isinstance(bt, Struct):
+                    ft = bt.field(name)
+                    if ft is None:
+                        fields = ", ".join(n for n, _ in bt.fields)
+                        raise VerifyError(f"{show(e)}: {bt} has no field '{name}' ({fields})")
+                    return ft
+                if isinstance(bt, Vec):
+                    if not name or len(name) > 4 or any(SWIZZLE.find(c) not in range(bt.n) for c in name):
+                        raise VerifyError(f"{show(e)}: invalid swizzle '{name}' of {bt}")
+                    return bt.elem if len(name) == 1 else Vec(len(name), bt.elem)
+                raise VerifyError(f"{show(e)}: {bt} has no members")
+        raise VerifyError(f"not an expression: {e!r}")
+
+    def _apply(self, e: Expr, op: ops.Op, args: tuple[Type, ...]) -> Type:
+        try:
+            return ops.info(op).typing(args)
+        except ops.OpTypeError as err:
+            raise VerifyError(f"{show(e)}: {ops.info(op).spelling} {err}") from None
+
+    # -- statements --
+    def block(self, body: tuple[Stmt, ...], scope: Scope, ret: Type | None, loop: bool) -> None:
+        for s in body:
+            self.stmt(s, scope, ret, loop)
+
+    def stmt(self, s: Stmt, scope: Scope, ret: Type | None, loop: bool) -> None:
+        match s:
+            case Let(name, value):
+                ty = self.type_of(value, scope)
+                if not isinstance(ty, (Scalar, Vec, Array)):
+                    raise VerifyError(f"{show(s)}: cannot bind a value of type {ty}")
+                scope.declare(name, Symbol(ty, "let"), s)
+            case Var(name, ty, init):
+                if not isinstance(ty, (Scalar, Vec, Array)):
+                    raise VerifyError(f"{show(s)}: a var cannot have type {ty}")
+                if init is not None and self.type_of(init, scope) != ty:
+                    got = self.type_of(init, scope)
+                    raise VerifyError(f"{show(s)}: initialiser is {got}, expected {ty}")
+                scope.declare(name, Symbol(ty, "var"), s)
+            case Assign(target, value, op):
+                tt = self._target(s, target, scope)
+                vt = self.type_of(value, scope)
+                if op is not None:
+                    if ops.info(op).kind != "binary" or op in ops.COMPARISONS:
+                        raise VerifyError(f"{show(s)}: {op.name} has no compound assignment")
+                    vt = self._apply(value, op, (tt, vt))
+                if vt != tt:
+                    raise VerifyError(f"{show(s)}: cannot store {vt} into {show(target)} of type {tt}")
+            case If(cond, then, orelse):
+                self._cond(s, cond, scope)
+                self.block(then, Scope(scope), ret, loop)
+                self.block(orelse, Scope(scope), ret, loop)
+            case For(init, cond, update, body):
+                inner = Scope(scope)
+                if init is not None:
+                    self.stmt(init, inner, ret, loop)
+                if cond is not None:
+                    self._cond(s, cond, inner)
+                if update is not None:
+                    self.stmt(update, inner, ret, loop)
+                self.block(body, Scope(inner), ret, True)
+            case Loop(body):
+                self.block(body, Scope(scope), ret, True)
+            case Break() | Continue():
+                if not loop:
+                    raise VerifyError(f"{type(s).__name__.lower()} outside a loop")
+            case Return(value):
+                got = None if value is None else self.type_of(value, scope)
+                if got != ret:
+                    raise VerifyError(f"return of {got or 'nothing'}, expected {ret or 'nothing'}")
+            case Block(body):
+                self.block(body, Scope(scope), ret, loop)
+            case Comment(text):
+                if "\n" in text:
+                    raise VerifyError(f"comment {text!r} spans several lines")
+            case _:
+                raise VerifyError(f"not a statement: {s!r}")
+
+    def _cond(self, s: Stmt, cond: Expr, scope: Scope) -> None:
+        ct = self.type_of(cond, scope)
+        if ct != bool_:
+            raise VerifyError(f"{type(s).__name__} condition {show(cond)} is {ct}, expected bool")
+
+    def _target(self, s: Stmt, target: Expr, scope: Scope) -> Type:
+        root = target
+        while isinstance(root, (Index, Member)):
+            root = root.base
+        if not isinstance(root, Name):
+            raise VerifyError(f"{show(s)}: cannot assign to {show(target)}")
+        sym = scope.lookup(root.name)
+        if sym is None:
+            raise VerifyError(f"{show(s)}: undefined name '{root.name}'")
+        if sym.kind == "binding":
+            if sym.access != "read_write":
+                raise VerifyError(f"{show(s)}: binding '{root.name}' is read-only")
+            if not isinstance(target, Index) or target.base != root:
+                raise VerifyError(f"{show(s)}: a binding is written one element at a time")
+            self.stored.add(root.name)
+        elif sym.kind != "var":
+            raise VerifyError(f"{show(s)}: '{root.name}' is a {sym.kind}, not a var")
+        return self.type_of(target, scope)
+
+
+def module_scope(kernel: Kernel, checker: Checker) -> Scope:
+    """The scope holding module consts, bindings, params and the entry point's builtins."""
+    scope = Scope()
+    for c in kernel.consts:
+        if not isinstance(c.ty, Scalar):
+            raise VerifyError(f"const {c.name}: type {c.ty} is not a scalar")
+        got = checker.type_of(c.value, scope)
+        if got != c.ty:
+            raise VerifyError(f"const {c.name}: value {show(c.value)} is {got}, declared {c.ty}")
+        scope.declare(c.name, Symbol(c.ty, "const"), c)
+    for b in kernel.bindings:
+        if b.access not in ("read", "read_write"):
+            raise VerifyError(f"binding '{b.name}': access '{b.access}' is not read or read_write")
+        if not isinstance(b.elem, (Scalar, Vec)) or b.elem == bool_:
+            raise VerifyError(f"binding '{b.name}': element type {b.elem} cannot be stored")
+        scope.declare(b.name, Symbol(RuntimeArray(b.elem), "binding", b.access), b)
+    if kernel.params is not None:
+        for fname, fty in kernel.params.fields:
+            if not isinstance(fty, (Scalar, Vec)) or fty.scalar == bool_:
+                raise VerifyError(f"params field '{fname}': type {fty} cannot be uniform")
+        scope.declare("params", Symbol(kernel.params, "params"), kernel.params)
+    return scope
+
+
+def verify(kernel: Kernel) -> Kernel:
+    """Check ``kernel``; return it unchanged or raise :class:`VerifyError` naming the problem."""
+    checker = Checker(kernel)
+    scope = module_scope(kernel, checker)
+    wg = kernel.workgroup_size
+    if len(wg) != 3 or any(not isinstance(n, int) or n < 1 for n in wg):
+        raise VerifyError(f"workgroup size {wg} must be three positive integers")
+    if wg[0] * wg[1] * wg[2] > MAX_INVOCATIONS:
+        raise VerifyError(
+            f"workgroup size {wg} has {wg[0] * wg[1] * wg[2]} invocations, at most {MAX_INVOCATIONS}"
+        )
+    if kernel.workgroup_size_name is not None:
+        c = kernel.const(kernel.workgroup_size_name)
+        if c is None or c.value != Lit(wg[0], u32):
+            raise VerifyError(
+                f"workgroup size const '{kernel.workgroup_size_name}' must be declared as {wg[0]}u"
+            )
+    for fn in kernel.functions:
+        inner = Scope(scope)
+        for pname, pty in fn.params:
+            inner.declare(pname, Symbol(pty, "param"), fn)
+        checker.block(fn.body, inner, fn.ret, False)
+        if fn.ret is not None and not (fn.body and isinstance(fn.body[-1], Return)):
+            raise VerifyError(f"function {fn.name} must end with a return")
+        checker.functions[fn.name] = fn
+    main = Scope(scope)
+    for pname, builtin in kernel.builtins:
+        if builtin not in BUILTIN_INPUTS:
+            raise VerifyError(f"unknown compute builtin '{builtin}' ({', '.join(BUILTIN_INPUTS)})")
+        main.declare(pname, Symbol(vec3u, "builtin"), kernel)
+    checker.block(kernel.body, main, None, False)
+    for b in kernel.bindings:
+        if b.name not in checker.used:
+            raise VerifyError(f"binding '{b.name}' is declared but never used")
+        if b.access == "read_write" and b.name not in checker.stored:
+            raise VerifyError(f"binding '{b.name}' is read_write but never written")
+    if kernel.dispatch is not None:
+        d = kernel.dispatch
+        if checker.type_of(d.items, scope) != u32:
+            raise VerifyError(f"dispatch items {show(d.items)} must be u32")
+        if d.per_group < 1 or not 1 <= d.fold <= 65535:
+            raise VerifyError(f"dispatch per_group {d.per_group} / fold {d.fold} out of range")
+    return kernel
+
+
+def uses_f16(kernel: Kernel) -> bool:
+    """Whether any declaration or expression of the kernel mentions f16 (needs ``enable f16;``)."""
+    return any(n == f16 for n in walk(kernel))

@@ -1,0 +1,82 @@
+"""``transpose``: BSH new K/V → BNSH present cache, one element (or one vec4) per invocation.
+
+Drop-in for the template's ``mode == "transpose"`` branch: bindings ``key``, ``value`` (read) and
+``present_key``, ``present_value`` (read_write); params ``batchSize``, ``kvSeq``; one invocation per
+destination element, ``ceil(total / WG)`` workgroups folded at ``fold`` in x.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kvdsl.ir import Dispatch, Kernel, KernelBuilder, convert, vec
+from kvdsl.kernels.config import check, common, one_of, positive_int, scalar
+from kvdsl.nodes.index import flat_index
+
+FLOATS = ("f32", "f16")
+
+
+@dataclass(frozen=True)
+class TransposeConfig:
+    """A transpose variant.
+
+    ``vec4`` moves four head-dim elements per invocation (``head_dim`` must divide by 4);
+    ``input_type`` / ``present_type`` are the element types of the new K/V and the cache.
+    """
+
+    kv_heads: int
+    head_dim: int
+    vec4: bool = False
+    input_type: str = "f32"
+    present_type: str = "f32"
+    workgroup_size: int = 64
+    fold: int = 65535
+    mode = "transpose"
+
+    def __post_init__(self) -> None:
+        positive_int("kv_heads", self.kv_heads)
+        positive_int("head_dim", self.head_dim)
+        check(isinstance(self.vec4, bool), "vec4", self.vec4, "true or false")
+        if self.vec4:
+            check(self.head_dim % 4 == 0, "head_dim", self.head_dim, "a multiple of 4 for vec4")
+        one_of("input_type", self.input_type, FLOATS)
+        one_of("present_type", self.present_type, FLOATS)
+        common(self)
+
+
+def transpose(cfg: TransposeConfig, name: str = "transpose") -> Kernel:
+    """Build the transpose kernel for ``cfg``."""
+    kb = KernelBuilder(name, cfg.workgroup_size)
+    width = 4 if cfg.vec4 else 1
+    elem_in, elem_out = scalar(cfg.input_type), scalar(cfg.present_type)
+    if cfg.vec4:
+        elem_in, elem_out = vec(4, elem_in), vec(4, elem_out)
+    key = kb.binding("key", elem_in, "read")
+    value = kb.binding("value", elem_in, "read")
+    present_key = kb.binding("present_key", elem_out, "read_write")
+    present_value = kb.binding("present_value", elem_out, "read_write")
+    heads = kb.const("KV_HEADS", scalar("u32"), cfg.kv_heads)
+    kb.workgroup_const("WG")
+    suffix = "_V4" if cfg.vec4 else ""
+    head_dim = kb.const("HEAD_DIM" + suffix, scalar("u32"), cfg.head_dim // width)
+    hidden = kb.const("KV_HIDDEN" + suffix, scalar("u32"), cfg.kv_heads * cfg.head_dim // width)
+    batch_size, kv_seq = kb.param("batchSize"), kb.param("kvSeq")
+
+    index = flat_index(kb, cfg.fold, "index")
+    total = kb.let("total", batch_size * heads * kv_seq * head_dim)
+    with kb.if_(index >= total):
+        kb.ret()
+    d = kb.let("d4" if cfg.vec4 else "d", index % head_dim)
+    token = kb.let("token", index / head_dim % kv_seq)
+    head = kb.let("head", index / (head_dim * kv_seq) % heads)
+    batch = kb.let("batch", index / (head_dim * kv_seq * heads))
+    src = kb.let("src", (batch * kv_seq + token) * hidden + head * head_dim + d)
+    present_key[index] = convert(elem_out, key[src])
+    present_value[index] = convert(elem_out, value[src])
+    items = batch_size * heads * kv_seq * head_dim
+    doc = (
+        "Transpose copy [batch, token, head*headDim] -> present [batch, head, token, headDim].\n"
+        + ("Each invocation copies one vec4 along d; " if cfg.vec4 else "Each invocation copies one element; ")
+        + "adjacent invocations write adjacent destinations."
+    )
+    return kb.build(Dispatch(items.node, cfg.workgroup_size, cfg.fold), doc)

@@ -1,0 +1,1 @@
+"""Reusable IR-building blocks: index math, layouts, walks, rotary, RMSNorm, quantisation."""

@@ -1,0 +1,82 @@
+"""Index math: the dispatch-fold flat index and the BSH / BNSH layouts.
+
+Layouts (row-major, innermost last):
+- BSH  ``[batch, token, kvHeads * headDim]``: the new K/V a model layer produces;
+- BNSH ``[batch, kvHead, token, headDim]``: the present (and past) cache.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kvdsl.ir import KernelBuilder, Val
+from kvdsl.ir.builder import as_val
+
+
+def flat_index(
+    kb: KernelBuilder, fold: int, name: str = "i", bound: Val | None = None
+) -> Val:
+    """``let i = gid.x + gid.y * fold * WG;`` and, with ``bound``, ``if (i >= bound) { return; }``.
+
+    The dispatch rule puts exactly ``fold`` workgroups in x whenever y > 1, so ``gid.y`` carries
+    the high part of the flat invocation index.
+    """
+    wg = _wg(kb)
+    kb.comment("2D-folded flat index: gid.y carries the high bits past the dispatch's")
+    kb.comment("per-axis workgroup fold width.")
+    i = kb.let(name, kb.gid.x + kb.gid.y * fold * wg)
+    if bound is not None:
+        with kb.if_(i >= bound):
+            kb.ret()
+    return i
+
+
+def workgroup_flat(kb: KernelBuilder, fold: int, name: str = "wgFlat") -> Val:
+    """``let wgFlat = wid.x + wid.y * fold;``: the workgroup's index in the folded dispatch."""
+    return kb.let(name, kb.wid.x + kb.wid.y * fold)
+
+
+def _wg(kb: KernelBuilder) -> Val | int:
+    from kvdsl.ir.nodes import Name
+    from kvdsl.ir.types import u32
+
+    if kb.workgroup_size_name is not None:
+        return Val(Name(kb.workgroup_size_name), u32)
+    return as_val(kb.workgroup_size[0], u32)
+
+
+@dataclass(frozen=True)
+class Coords:
+    """The ``(b, h, t, d)`` coordinates an index decomposes into."""
+
+    b: Val
+    h: Val
+    t: Val
+    d: Val | None
+
+
+def split_bnsh(
+    kb: KernelBuilder, index: Val, heads: Val, seq: Val, head_dim: Val | None, names=("b", "hk", "t", "d")
+) -> Coords:
+    """Decompose a flat BNSH index (element index when ``head_dim`` is given, else row index)."""
+    nb, nh, nt, nd = names
+    if head_dim is not None:
+        d = kb.let(nd, index % head_dim)
+        row = kb.let(f"{nd}Row", index / head_dim)
+    else:
+        d, row = None, index
+    t = kb.let(nt, row % seq)
+    tmp = kb.let(f"{nt}Rest", row / seq)
+    h = kb.let(nh, tmp % heads)
+    b = kb.let(nb, tmp / heads)
+    return Coords(b, h, t, d)
+
+
+def bnsh(b: Val, h: Val, t: Val, heads: Val, seq: Val, head_dim: Val) -> Val:
+    """The first element of row ``(b, h, t)`` in a BNSH buffer of ``seq`` rows per head."""
+    return ((b * heads + h) * seq + t) * head_dim
+
+
+def bsh(b: Val, t: Val, h: Val, seq: Val, hidden: Val, head_dim: Val) -> Val:
+    """The first element of head ``h`` of token ``(b, t)`` in a BSH buffer."""
+    return (b * seq + t) * hidden + h * head_dim
