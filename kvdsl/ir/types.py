@@ -48,7 +48,13 @@ class Scalar:
         return 2 if self.name == "f16" else 4
 
 
-_DTYPES = {"bool": np.bool_, "i32": np.int32, "u32": np.uint32, "f32": np.float32, "f16": np.float16}
+_DTYPES = {
+    "bool": np.bool_,
+    "i32": np.int32,
+    "u32": np.uint32,
+    "f32": np.float32,
+    "f16": np.float16,
+}
 
 bool_ = Scalar("bool")
 i32 = Scalar("i32")

@@ -237,7 +237,11 @@ class Checker:
                         raise VerifyError(f"{show(e)}: {bt} has no field '{name}' ({fields})")
                     return ft
                 if isinstance(bt, Vec):
-                    if not name or len(name) > 4 or any(SWIZZLE.find(c) not in range(bt.n) for c in name):
+                    if (
+                        not name
+                        or len(name) > 4
+                        or any(SWIZZLE.find(c) not in range(bt.n) for c in name)
+                    ):
                         raise VerifyError(f"{show(e)}: invalid swizzle '{name}' of {bt}")
                     return bt.elem if len(name) == 1 else Vec(len(name), bt.elem)
                 raise VerifyError(f"{show(e)}: {bt} has no members")
@@ -276,7 +280,9 @@ class Checker:
                         raise VerifyError(f"{show(s)}: {op.name} has no compound assignment")
                     vt = self._apply(value, op, (tt, vt))
                 if vt != tt:
-                    raise VerifyError(f"{show(s)}: cannot store {vt} into {show(target)} of type {tt}")
+                    raise VerifyError(
+                        f"{show(s)}: cannot store {vt} into {show(target)} of type {tt}"
+                    )
             case If(cond, then, orelse):
                 self._cond(s, cond, scope)
                 self.block(then, Scope(scope), ret, loop)

@@ -58,5 +58,7 @@ def from_dict(cls: type, data: dict[str, Any]) -> Any:
     """Make ``cls`` from a dict, naming unknown fields in the error."""
     names = {f.name for f in dataclasses.fields(cls)}
     for key in data:
-        check(key in names, key, data[key], f"a field of {cls.__name__}: {', '.join(sorted(names))}")
+        check(
+            key in names, key, data[key], f"a field of {cls.__name__}: {', '.join(sorted(names))}"
+        )
     return cls(**data)

@@ -76,7 +76,11 @@ def transpose(cfg: TransposeConfig, name: str = "transpose") -> Kernel:
     items = batch_size * heads * kv_seq * head_dim
     doc = (
         "Transpose copy [batch, token, head*headDim] -> present [batch, head, token, headDim].\n"
-        + ("Each invocation copies one vec4 along d; " if cfg.vec4 else "Each invocation copies one element; ")
+        + (
+            "Each invocation copies one vec4 along d; "
+            if cfg.vec4
+            else "Each invocation copies one element; "
+        )
         + "adjacent invocations write adjacent destinations."
     )
     return kb.build(Dispatch(items.node, cfg.workgroup_size, cfg.fold), doc)

@@ -13,9 +13,7 @@ from kvdsl.ir import KernelBuilder, Val
 from kvdsl.ir.builder import as_val
 
 
-def flat_index(
-    kb: KernelBuilder, fold: int, name: str = "i", bound: Val | None = None
-) -> Val:
+def flat_index(kb: KernelBuilder, fold: int, name: str = "i", bound: Val | None = None) -> Val:
     """``let i = gid.x + gid.y * fold * WG;`` and, with ``bound``, ``if (i >= bound) { return; }``.
 
     The dispatch rule puts exactly ``fold`` workgroups in x whenever y > 1, so ``gid.y`` carries
@@ -56,7 +54,12 @@ class Coords:
 
 
 def split_bnsh(
-    kb: KernelBuilder, index: Val, heads: Val, seq: Val, head_dim: Val | None, names=("b", "hk", "t", "d")
+    kb: KernelBuilder,
+    index: Val,
+    heads: Val,
+    seq: Val,
+    head_dim: Val | None,
+    names=("b", "hk", "t", "d"),
 ) -> Coords:
     """Decompose a flat BNSH index (element index when ``head_dim`` is given, else row index)."""
     nb, nh, nt, nd = names

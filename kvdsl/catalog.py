@@ -1,0 +1,105 @@
+"""The catalog: named kernel variants over the KV-cache shapes of real model families.
+
+Each variant is a mode's config; :func:`build` makes its kernel. Shapes (KV heads × head dim) come
+from the models' published configs:
+
+| key          | model family                      | KV heads | head dim | notes                     |
+|--------------|-----------------------------------|----------|----------|---------------------------|
+| qwen25_05b   | Qwen2.5-0.5B-Instruct             | 2        | 64       | GQA 14:2                  |
+| llama32_1b   | Llama-3.2-1B                      | 8        | 64       | GQA 32:8                  |
+| phi3_mini    | Phi-3-mini-4k-instruct            | 32       | 96       | MHA                       |
+| llama31_8b   | Llama-3.1-8B / Mistral-7B         | 8        | 128      | GQA 32:8                  |
+| qwen3_06b    | Qwen3-0.6B                        | 8        | 128      | QK RMSNorm                |
+| gemma2_2b    | Gemma-2-2B                        | 4        | 256      | sliding-window layers     |
+| gemma3_1b    | Gemma-3-1B                        | 1        | 256      | MQA, QK norm, sliding     |
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from kvdsl.ir import Kernel
+from kvdsl.kernels.config import as_dict
+from kvdsl.kernels.copy import CopyConfig, copy
+from kvdsl.kernels.transpose import TransposeConfig, transpose
+
+
+@dataclass(frozen=True)
+class Model:
+    """A model family's KV-cache shape."""
+
+    name: str
+    kv_heads: int
+    head_dim: int
+
+
+MODELS = {
+    "qwen25_05b": Model("Qwen2.5-0.5B-Instruct", 2, 64),
+    "llama32_1b": Model("Llama-3.2-1B", 8, 64),
+    "phi3_mini": Model("Phi-3-mini-4k-instruct", 32, 96),
+    "llama31_8b": Model("Llama-3.1-8B / Mistral-7B", 8, 128),
+    "qwen3_06b": Model("Qwen3-0.6B", 8, 128),
+    "gemma2_2b": Model("Gemma-2-2B", 4, 256),
+    "gemma3_1b": Model("Gemma-3-1B", 1, 256),
+}
+
+#: mode name → (config class, kernel builder)
+MODES: dict[str, tuple[type, Callable[..., Kernel]]] = {
+    "transpose": (TransposeConfig, transpose),
+    "copy": (CopyConfig, copy),
+}
+
+
+def _variants() -> dict[str, Any]:
+    v: dict[str, Any] = {}
+    for key, m in MODELS.items():
+        v[f"transpose_{key}"] = TransposeConfig(m.kv_heads, m.head_dim)
+        v[f"transpose_vec4_{key}"] = TransposeConfig(m.kv_heads, m.head_dim, vec4=True)
+        v[f"copy_{key}"] = CopyConfig(m.head_dim)
+        v[f"copy_per_row_{key}"] = CopyConfig(m.head_dim, walk="per_row")
+    v["transpose_f16_llama31_8b"] = TransposeConfig(8, 128, present_type="f16")
+    v["transpose_vec4_f16_llama31_8b"] = TransposeConfig(8, 128, vec4=True, present_type="f16")
+    v["copy_f16_llama31_8b"] = CopyConfig(128, element="f16")
+    # An int8-quantised cache stores one i32 word per element; packed int4 stores headDim/2 u32.
+    v["copy_int8_llama31_8b"] = CopyConfig(128, element="i32")
+    v["copy_int4_per_row_llama31_8b"] = CopyConfig(64, walk="per_row", element="u32")
+    return dict(sorted(v.items()))
+
+
+VARIANTS: dict[str, Any] = _variants()
+
+
+class UnknownVariant(KeyError):
+    """A variant name that is not in the catalog."""
+
+    def __str__(self) -> str:
+        return f"unknown variant {self.args[0]!r} (see `kvdsl list`)"
+
+
+def config(name: str) -> Any:
+    """The config of variant ``name``."""
+    if name not in VARIANTS:
+        raise UnknownVariant(name)
+    return VARIANTS[name]
+
+
+def build_config(cfg: Any, name: str | None = None) -> Kernel:
+    """The kernel of any mode's config."""
+    _, builder = MODES[cfg.mode]
+    return builder(cfg, name or cfg.mode)
+
+
+def build(name: str) -> Kernel:
+    """The kernel of variant ``name``."""
+    return build_config(config(name), name)
+
+
+def all_kernels() -> dict[str, Kernel]:
+    """Every catalog variant's kernel by name."""
+    return {name: build(name) for name in VARIANTS}
+
+
+def describe(name: str) -> dict[str, Any]:
+    """The variant's config as a dict."""
+    return as_dict(config(name))

@@ -1,0 +1,52 @@
+"""NeoX rotary embedding at an absolute position.
+
+For a row ``x`` of ``2*half`` elements and position ``p``, with ``c = cos[p*half + d]`` and
+``s = sin[p*half + d]`` for ``d < half``::
+
+    x'[d]        = x[d] * c - x[d + half] * s
+    x'[d + half] = x[d + half] * c + x[d] * s
+
+Two forms: :func:`rotate_row` rotates a row held in a function-scope ``var`` array (per-row
+walks); :func:`rotate_element` computes one output element straight from the source buffer, the
+pair ``(d mod half, d mod half + half)`` sharing one cos/sin entry (cooperative walks).
+"""
+
+from __future__ import annotations
+
+from kvdsl.ir import Buffer, KernelBuilder, Local, Val, convert, f32, select
+from kvdsl.ir.builder import as_val
+
+
+def rotate_row(
+    kb: KernelBuilder, row: Local, cos: Buffer, sin: Buffer, pos: Val, half: Val
+) -> None:
+    """Rotate the f32 ``var`` array ``row`` in place at position ``pos``."""
+    with kb.for_range("d", as_val(0, half.ty), half) as d:
+        cs = kb.let("cs", cos[pos * half + d])
+        sn = kb.let("sn", sin[pos * half + d])
+        x0 = kb.let("x0", row[d])
+        x1 = kb.let("x1", row[d + half])
+        row[d] = x0 * cs - x1 * sn
+        row[d + half] = x1 * cs + x0 * sn
+
+
+def rotate_element(
+    kb: KernelBuilder,
+    src: Buffer,
+    row_base: Val,
+    d: Val,
+    cos: Buffer,
+    sin: Buffer,
+    pos: Val,
+    half: Val,
+) -> Val:
+    """Element ``d`` of the rotated row starting at ``src[row_base]``, as f32.
+
+    ``d % half`` picks the pair without the u32 wrap of ``d - half`` for ``d < half``.
+    """
+    dr = kb.let("dr", d % half)
+    cs = kb.let("cs", cos[pos * half + dr])
+    sn = kb.let("sn", sin[pos * half + dr])
+    x0 = kb.let("x0", convert(f32, src[row_base + dr]))
+    x1 = kb.let("x1", convert(f32, src[row_base + dr + half]))
+    return select(x1 * cs + x0 * sn, x0 * cs - x1 * sn, d < half)
