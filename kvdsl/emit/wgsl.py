@@ -67,7 +67,7 @@ def format_literal(value: int | float | bool, ty: Scalar) -> str:
     if a == 0 or 1e-4 <= a < 1e7:
         text = np.format_float_positional(v, unique=True, trim="0")
     else:
-        text = np.format_float_scientific(v, unique=True, trim="0").replace(".e", "e")
+        text = np.format_float_scientific(v, unique=True, trim="-")
     return text + ("h" if ty == f16 else "f")
 
 

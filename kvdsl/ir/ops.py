@@ -249,6 +249,9 @@ def _clamp(e: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
 
 
 def _select_impl(f: np.ndarray, t: np.ndarray, c: np.ndarray) -> np.ndarray:
+    c = np.asarray(c)
+    if c.ndim and c.ndim < np.ndim(t):
+        c = c[..., None]  # a scalar condition selects whole vectors (vectors are [..., n])
     return np.where(c, t, f)
 
 

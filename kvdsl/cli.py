@@ -1,0 +1,180 @@
+"""The ``kvdsl`` command line.
+
+Every error a user can cause prints as one line on stderr with exit code 2; a failed check
+(``verify``, ``emit --check``) exits 1; nothing prints a traceback unless ``--traceback`` is given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from kvdsl import catalog
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {}
+
+
+class UsageError(ValueError):
+    """Bad command-line input (a file, a JSON value, a list)."""
+
+
+def command(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    COMMANDS[fn.__name__.removeprefix("cmd_")] = fn
+    return fn
+
+
+@command
+def cmd_list(args: argparse.Namespace) -> int:
+    """List catalog variants."""
+    if args.json:
+        print(json.dumps({n: catalog.describe(n) for n in catalog.VARIANTS}, indent=2))
+        return 0
+    width = max(map(len, catalog.VARIANTS))
+    for name in catalog.VARIANTS:
+        cfg = catalog.describe(name)
+        mode = cfg.pop("mode")
+        opts = " ".join(f"{k}={v}" for k, v in cfg.items())
+        print(f"{name:<{width}}  {mode:<12} {opts}")
+    return 0
+
+
+@command
+def cmd_show(args: argparse.Namespace) -> int:
+    """Print one variant's WGSL."""
+    from kvdsl.emitted import header
+    from kvdsl.emit import emit
+
+    sys.stdout.write(header(args.variant, catalog.config(args.variant)))
+    sys.stdout.write(emit(catalog.build(args.variant)))
+    return 0
+
+
+@command
+def cmd_emit(args: argparse.Namespace) -> int:
+    """Write emitted/ (or check it is current)."""
+    from kvdsl import emitted
+
+    out = Path(args.out)
+    if args.check:
+        diff = emitted.stale(out)
+        if diff:
+            sys.stdout.write(diff)
+            print(f"kvdsl: {out}/ is stale: run `kvdsl emit --out {out}`", file=sys.stderr)
+            return 1
+        print(f"{out}/ is up to date ({len(catalog.VARIANTS)} variants)")
+        return 0
+    names = emitted.write(out)
+    print(f"wrote {len(names)} files to {out}/")
+    return 0
+
+
+def _load_json(text: str, what: str) -> Any:
+    src = Path(text).read_text() if Path(text).is_file() else text
+    try:
+        return json.loads(src)
+    except json.JSONDecodeError as err:
+        raise UsageError(f"{what}: not valid JSON ({err.msg} at column {err.colno})") from None
+
+
+def _load_inputs(path: str) -> dict[str, np.ndarray]:
+    p = Path(path)
+    if not p.is_file():
+        raise UsageError(f"--inputs: no such file {path!r}")
+    try:
+        with np.load(p) as npz:
+            return {k: npz[k] for k in npz.files}
+    except (ValueError, OSError) as err:
+        raise UsageError(f"--inputs: {path!r} is not an .npz archive ({err})") from None
+
+
+def _workgroups(text: str | None) -> tuple[int, int, int] | None:
+    if text is None:
+        return None
+    parts = text.split(",")
+    if len(parts) != 3 or not all(p.strip().isdigit() for p in parts):
+        raise UsageError(f"--workgroups={text!r}: expected three non-negative integers X,Y,Z")
+    x, y, z = (int(p) for p in parts)
+    return x, y, z
+
+
+@command
+def cmd_run(args: argparse.Namespace) -> int:
+    """Run a variant on given inputs; write every read_write buffer."""
+    kernel = catalog.build(args.variant)
+    buffers = _load_inputs(args.inputs)
+    params = _load_json(args.params, "--params") if args.params else {}
+    if not isinstance(params, dict):
+        raise UsageError(f"--params: expected a JSON object of params fields, got {params!r}")
+    workgroups = _workgroups(args.workgroups)
+    if args.backend == "interp":
+        from kvdsl.interp import run
+    else:
+        from kvdsl.runtime import run
+    outputs = run(kernel, buffers, params, workgroups)
+    if args.out:
+        np.savez(args.out, **outputs)
+        print(f"wrote {', '.join(outputs)} to {args.out}")
+    else:
+        for name, arr in outputs.items():
+            print(f"{name}: {arr.dtype}{list(arr.shape)} {np.array2string(arr.ravel()[:8])}")
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="kvdsl", description=__doc__.splitlines()[0])
+    p.add_argument("--traceback", action="store_true", help="show Python tracebacks on errors")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    s = sub.add_parser("list", help="list catalog variants")
+    s.add_argument("--json", action="store_true", help="configs as JSON")
+    s = sub.add_parser("show", help="print a variant's WGSL")
+    s.add_argument("variant")
+    s = sub.add_parser("emit", help="write emitted/<variant>.wgsl and index.json")
+    s.add_argument("--out", default="emitted", help="output folder (default: emitted)")
+    s.add_argument("--check", action="store_true", help="fail with a diff if the folder is stale")
+    s = sub.add_parser("run", help="run a variant on inputs from an .npz")
+    s.add_argument("variant")
+    s.add_argument("--inputs", required=True, help=".npz with one array per binding name")
+    s.add_argument("--params", help="JSON object of params fields (or a file holding one)")
+    s.add_argument("--out", help="write read_write buffers to this .npz")
+    s.add_argument("--workgroups", help="X,Y,Z (default: the kernel's dispatch rule)")
+    s.add_argument("--backend", choices=("gpu", "interp"), default="gpu")
+    return p
+
+
+def user_errors() -> tuple[type[BaseException], ...]:
+    """Exception types that mean bad input: one line, exit code 2."""
+    from kvdsl.ir import DispatchError, VerifyError
+    from kvdsl.kernels.config import ConfigError
+
+    errors: list[type[BaseException]] = [
+        UsageError,
+        catalog.UnknownVariant,
+        ConfigError,
+        VerifyError,
+        DispatchError,
+    ]
+    try:
+        from kvdsl.runtime.errors import BufferError
+
+        errors.append(BufferError)
+    except ImportError:
+        pass
+    return tuple(errors)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``kvdsl`` console script."""
+    args = parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except Exception as err:  # the CLI's one boundary: every error becomes one line
+        if args.traceback:
+            raise
+        code = 2 if isinstance(err, user_errors()) else 1
+        print(f"kvdsl {args.command}: {err}", file=sys.stderr)
+        return code

@@ -1,0 +1,138 @@
+"""The WGSL emitter: minimal parentheses by WGSL's grammar, literals, module layout, staleness."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kvdsl import catalog, emitted
+from kvdsl.emit import emit, emit_expr, format_literal
+from kvdsl.ir import KernelBuilder, Op, bool_, f16, f32, i32, u32
+from kvdsl.ir.nodes import Binary, Call, Convert, Index, Lit, Member, Name, Unary
+
+ROOT = Path(__file__).resolve().parents[1]
+a, b, c = Name("a"), Name("b"), Name("c")
+
+
+def B(op, x, y):
+    return Binary(op, x, y)
+
+
+@pytest.mark.parametrize(
+    "expr, text",
+    [
+        (B(Op.ADD, B(Op.ADD, a, b), c), "a + b + c"),
+        (B(Op.SUB, a, B(Op.SUB, b, c)), "a - (b - c)"),
+        (B(Op.MUL, B(Op.ADD, a, b), c), "(a + b) * c"),
+        (B(Op.ADD, a, B(Op.MUL, b, c)), "a + b * c"),
+        (B(Op.DIV, a, B(Op.MUL, b, c)), "a / (b * c)"),
+        (B(Op.MOD, B(Op.DIV, a, b), c), "a / b % c"),
+        # shifts and bitwise operators take only unary operands in WGSL
+        (B(Op.SHL, B(Op.ADD, a, b), c), "(a + b) << c"),
+        (B(Op.AND, B(Op.ADD, a, Lit(8, i32)), Lit(15, u32)), "(a + 8i) & 15u"),
+        (B(Op.OR, B(Op.AND, a, b), c), "(a & b) | c"),
+        (B(Op.AND, B(Op.AND, a, b), c), "a & b & c"),
+        (B(Op.OR, a, B(Op.SHL, b, c)), "a | (b << c)"),
+        # relations do not chain; && / || chain only with themselves
+        (B(Op.LT, B(Op.ADD, a, b), B(Op.SHL, c, a)), "a + b < c << a"),
+        (B(Op.EQ, B(Op.LT, a, b), c), "(a < b) == c"),
+        (B(Op.LAND, B(Op.LAND, B(Op.LT, a, b), c), a), "a < b && c && a"),
+        (B(Op.LOR, B(Op.LAND, a, b), c), "(a && b) || c"),
+        (Unary(Op.NEG, B(Op.ADD, a, b)), "-(a + b)"),
+        (Unary(Op.NEG, Lit(-3, i32)), "- -3i"),
+        (B(Op.SUB, a, Lit(-3, i32)), "a - -3i"),
+        (B(Op.MUL, Lit(-3, i32), a), "-3i * a"),
+        (Index(Name("buf"), B(Op.ADD, a, b)), "buf[a + b]"),
+        (Member(Name("params"), "seq"), "params.seq"),
+        (Call(Op.SELECT, (a, b, B(Op.LT, a, b))), "select(a, b, a < b)"),
+        (Convert(f32, B(Op.ADD, a, b)), "f32(a + b)"),
+    ],
+)
+def test_minimal_parentheses(expr, text):
+    assert emit_expr(expr) == text
+
+
+@pytest.mark.parametrize(
+    "value, ty, text",
+    [
+        (3, u32, "3u"),
+        (-2, i32, "-2i"),
+        (-(2**31), i32, "i32(-2147483648)"),
+        (0.0, f32, "0.0f"),
+        (0.1, f32, "0.1f"),
+        (1e-6, f32, "1e-06f"),
+        (3.0e38, f32, "3e+38f"),
+        (1234567.0, f32, "1234567.0f"),
+        (0.5, f16, "0.5h"),
+        (True, bool_, "true"),
+    ],
+)
+def test_literals(value, ty, text):
+    assert format_literal(value, ty) == text
+
+
+def test_nonfinite_literal_is_an_error():
+    with pytest.raises(ValueError, match="has no WGSL spelling"):
+        format_literal(float("inf"), f32)
+
+
+def test_module_layout_and_f16():
+    kb = KernelBuilder("k", 8)
+    src = kb.binding("src", f32, "read")
+    out = kb.binding("out", f16, "read_write")
+    n = kb.const("N", u32, 4, comment="elements per invocation")
+    i = kb.let("i", kb.gid.x * n)
+    kb.comment("convert")
+    out[i] = src[i].to(f16)
+    k = kb.build(doc="One conversion.")
+    text = emit(k)
+    assert text == (
+        "enable f16;\n\n"
+        "@group(0) @binding(0) var<storage, read> src: array<f32>;\n"
+        "@group(0) @binding(1) var<storage, read_write> out: array<f16>;\n\n"
+        "// elements per invocation\n"
+        "const N: u32 = 4u;\n\n"
+        "// One conversion.\n"
+        "@compute @workgroup_size(8)\n"
+        "fn main(@builtin(global_invocation_id) gid: vec3<u32>) {\n"
+        "  let i = gid.x * N;\n"
+        "  // convert\n"
+        "  out[i] = f16(src[i]);\n"
+        "}\n"
+    )
+    assert emit(k) == text  # deterministic
+
+
+def test_no_enable_without_f16():
+    assert "enable f16" not in emit(catalog.build("transpose_llama31_8b"))
+    assert emit(catalog.build("transpose_f16_llama31_8b")).startswith("enable f16;\n")
+
+
+def test_emitted_folder_is_current():
+    proc = subprocess.run(
+        [sys.executable, "-m", "kvdsl", "emit", "--check"], cwd=ROOT, capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
+
+
+def test_stale_folder_gives_a_diff(tmp_path):
+    emitted.write(tmp_path)
+    assert emitted.stale(tmp_path) == ""
+    victim = tmp_path / "copy_llama31_8b.wgsl"
+    victim.write_text(victim.read_text().replace("HEAD_DIM: u32 = 128u", "HEAD_DIM: u32 = 127u"))
+    (tmp_path / "old_variant.wgsl").write_text("// gone\n")
+    diff = emitted.stale(tmp_path)
+    assert "-const HEAD_DIM: u32 = 127u;" in diff and "+const HEAD_DIM: u32 = 128u;" in diff
+    assert "old_variant.wgsl (on disk)" in diff
+    proc = subprocess.run(
+        [sys.executable, "-m", "kvdsl", "emit", "--check", "--out", str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 1 and "is stale" in proc.stderr and "+const HEAD_DIM" in proc.stdout
+    emitted.write(tmp_path)
+    assert emitted.stale(tmp_path) == "" and not (tmp_path / "old_variant.wgsl").exists()

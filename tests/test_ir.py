@@ -1,0 +1,241 @@
+"""The IR: op table completeness, builder typing and literal adaptation, verifier rejections."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from kvdsl.ir import (
+    BuildError,
+    Dispatch,
+    KernelBuilder,
+    Op,
+    VerifyError,
+    array,
+    f16,
+    f32,
+    i32,
+    select,
+    u32,
+    vec,
+    verify,
+)
+from kvdsl.ir import ops
+from kvdsl.ir.nodes import (
+    Assign,
+    Binary,
+    Break,
+    Call,
+    Convert,
+    FnCall,
+    Function,
+    If,
+    Index,
+    Let,
+    Lit,
+    Member,
+    Name,
+    Return,
+    Var,
+)
+from kvdsl.ir.types import Scalar, Vec, bool_
+
+CANDIDATES = [f32, u32, i32, bool_, vec(4, f32)]
+
+
+def _operands(op, ty):
+    row = ops.TABLE[op]
+    if op == Op.SELECT:
+        return (ty, ty, bool_)
+    if op in (Op.SHL, Op.SHR):
+        return (ty, u32)
+    return (ty,) * row.arity
+
+
+def test_every_op_row_is_complete():
+    for op in Op:
+        row = ops.TABLE[op]
+        assert (
+            row.spelling and row.arity in (1, 2, 3) and row.kind in ("unary", "binary", "builtin")
+        )
+        assert 0 <= row.level <= ops.LOGIC and row.lhs_max <= ops.LOGIC and row.rhs_max <= ops.LOGIC
+        accepted = []
+        for ty in CANDIDATES:
+            try:
+                accepted.append((ty, row.typing(_operands(op, ty))))
+            except ops.OpTypeError:
+                pass
+        assert accepted, f"{op}: typing accepts none of {CANDIDATES}"
+        for ty, result in accepted:
+            args = [
+                np.array([3, 5], dtype=t.dtype) if isinstance(t, Scalar) else np.ones((2, 4), "f4")
+                for t in _operands(op, ty)
+            ]
+            out = np.asarray(row.impl(*args))
+            want = result.scalar.dtype
+            assert out.dtype == want, f"{op} on {ty}: numpy gives {out.dtype}, typing says {result}"
+
+
+def test_spellings_are_unique_per_kind():
+    seen = {}
+    for op, row in ops.TABLE.items():
+        key = (row.kind == "builtin", row.arity, row.spelling)
+        assert key not in seen, f"{op} and {seen.get(key)} share {key}"
+        seen[key] = op
+
+
+def kernel_with(body, bindings=(("out", f32, "read_write"),)):
+    """A minimal kernel around ``body(kb, bufs)``."""
+    kb = KernelBuilder("k", 4)
+    bufs = [kb.binding(n, t, a) for n, t, a in bindings]
+    body(kb, *bufs)
+    return kb.build()
+
+
+def test_literals_adapt_to_the_other_operand():
+    kb = KernelBuilder("k", 4)
+    i = kb.gid.x
+    assert (i * 3 + 1).ty == u32
+    assert (i * 3 + 1).node == Binary(
+        Op.ADD, Binary(Op.MUL, Member(Name("gid"), "x"), Lit(3, u32)), Lit(1, u32)
+    )
+    x = i.to(f32)
+    assert (x * 2).node.b == Lit(2.0, f32)
+    assert (0.5 * x).node.a == Lit(0.5, f32)
+    assert (i << 4).node.b == Lit(4, u32)
+    assert (i.to(i32) >> 31).node.b == Lit(31, u32)
+
+
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda kb: kb.gid.x + kb.gid.x.to(i32), "+ operands of different types: u32, i32"),
+        (lambda kb: kb.gid.x + 0.5, "float literal 0.5 cannot become u32"),
+        (lambda kb: kb.gid.x.to(i32) + 2**31, "literal 2147483648 does not fit i32"),
+        (lambda kb: kb.gid.x - -1, "literal -1 does not fit u32"),
+        (lambda kb: select(1.0, 2, kb.gid.x < 3), "select branches differ: f32 and i32"),
+        (lambda kb: -kb.gid.x, "- expects signed numeric operands, got u32"),
+        (lambda kb: kb.gid.x << kb.gid.x.to(i32), "shift amount must be u32, got i32"),
+        (lambda kb: kb.gid.member("q"), "invalid swizzle 'q' of vec3<u32>"),
+    ],
+)
+def test_builder_rejects_at_build_time(make, message):
+    kb = KernelBuilder("k", 4)
+    with pytest.raises(BuildError) as err:
+        make(kb)
+    assert message in str(err.value)
+
+
+def test_builder_rejects_python_truth():
+    kb = KernelBuilder("k", 4)
+    with pytest.raises(BuildError, match="no Python truth value"):
+        if kb.gid.x < 3:
+            pass
+
+
+def _base(**kw):
+    def body(kb, out):
+        out[kb.gid.x] = kb.gid.x.to(f32)
+
+    k = kernel_with(body)
+    return dataclasses.replace(k, **kw)
+
+
+X = Member(Name("gid"), "x")
+STORE = Assign(Index(Name("out"), X), Convert(f32, X))
+
+
+@pytest.mark.parametrize(
+    "kernel, message",
+    [
+        (
+            _base(body=(Let("a", Binary(Op.ADD, X, Convert(i32, X))), STORE)),
+            "(gid.x + i32(gid.x)): + operands of different types: u32, i32",
+        ),
+        (
+            _base(body=(Assign(Index(Name("out"), X), Convert(i32, X)),)),
+            "out[gid.x] = i32(gid.x): cannot store i32 into out[gid.x] of type f32",
+        ),
+        (_base(body=(Let("a", Name("nope")), STORE)), "undefined name 'nope'"),
+        (_base(body=(STORE, Let("y", X), Let("y", X))), "let y = gid.x: 'y' is already declared"),
+        (_base(body=(If(X, (STORE,)),)), "If condition gid.x is u32, expected bool"),
+        (_base(body=(Let("a", X), Assign(Name("a"), X), STORE)), "'a' is a let, not a var"),
+        (_base(body=(STORE, Break())), "break outside a loop"),
+        (_base(body=(STORE, Return(X))), "return of u32, expected nothing"),
+        (
+            _base(body=(Var("v", array(f32, 4)), Assign(Index(Name("v"), X), X), STORE)),
+            "cannot store u32 into v[gid.x] of type f32",
+        ),
+        (
+            _base(body=(Let("a", Member(Name("params"), "n")), STORE)),
+            "undefined name 'params'",
+        ),
+        (
+            _base(body=(Let("a", Call(Op.MIN, (X,))), STORE)),
+            "min(gid.x): min takes 2 arguments, got 1",
+        ),
+        (_base(body=(Let("a", Lit(-1, u32)), STORE)), "literal -1 is not a valid u32 value"),
+        (_base(body=(Let("a", FnCall("f", (X,))), STORE)), "undefined function 'f'"),
+        (_base(body=()), "binding 'out' is declared but never used"),
+        (
+            _base(body=(Let("a", Index(Name("out"), X)),)),
+            "binding 'out' is read_write but never written",
+        ),
+        (_base(workgroup_size=(512, 1, 1)), "has 512 invocations, at most 256"),
+        (
+            _base(builtins=(("gid", "global_invocation_id"), ("q", "subgroup_id"))),
+            "unknown compute builtin 'subgroup_id'",
+        ),
+        (
+            _base(body=(Let("a", Index(Name("out"), Lit(1.0, f32))), STORE)),
+            "index must be i32 or u32, got f32",
+        ),
+        (
+            _base(
+                functions=(Function("f", (("a", u32),), u32, (Let("b", Name("a")),)),),
+            ),
+            "function f must end with a return",
+        ),
+        (
+            _base(dispatch=Dispatch(Lit(1.0, f32), 4, 100)),
+            "dispatch items 1.0f32 must be u32",
+        ),
+    ],
+)
+def test_verify_rejects_ill_formed_kernels(kernel, message):
+    with pytest.raises(VerifyError) as err:
+        verify(kernel)
+    assert message in str(err.value)
+
+
+def test_store_to_read_only_binding():
+    def body(kb, src, out):
+        src[kb.gid.x] = 1.0
+        out[kb.gid.x] = src[kb.gid.x]
+
+    with pytest.raises(VerifyError, match="binding 'src' is read-only"):
+        kernel_with(body, (("src", f32, "read"), ("out", f32, "read_write")))
+
+
+def test_if_elif_else_chain():
+    def body(kb, out):
+        i = kb.gid.x
+        with kb.if_(i < 2):
+            out[i] = 1.0
+        with kb.elif_(i < 4):
+            out[i] = 2.0
+        with kb.else_():
+            out[i] = 3.0
+
+    k = kernel_with(body)
+    (stmt,) = k.body
+    assert isinstance(stmt, If) and isinstance(stmt.orelse[0], If) and stmt.orelse[0].orelse
+
+
+def test_types_spell_wgsl():
+    assert str(vec(4, f16)) == "vec4<f16>" and str(array(f32, 8)) == "array<f32, 8>"
+    assert isinstance(u32, Scalar) and isinstance(vec(2, i32), Vec)
+    with pytest.raises(ValueError):
+        vec(5, f32)
