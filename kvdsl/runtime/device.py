@@ -1,0 +1,185 @@
+"""The process's wgpu adapter, its devices (one per feature set) and a pipeline cache.
+
+Devices are created with WebGPU's default limits (8 storage buffers per stage, 65535 workgroups
+per dimension, ...), not the adapter's, so a kernel that runs here also runs in a browser. A device
+gets ``shader-f16`` only when a module says ``enable f16;``, and ``timestamp-query`` whenever the
+adapter has it (it changes nothing a shader can do).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from dataclasses import dataclass
+
+import wgpu
+
+from kvdsl.ir.nodes import Binding
+from kvdsl.runtime.errors import CompileError, DeviceError
+
+# WebGPU's default limits, those that can reject a compute kernel.
+WEBGPU_LIMITS = {
+    "max-storage-buffers-per-shader-stage": 8,
+    "max-uniform-buffers-per-shader-stage": 12,
+    "max-compute-workgroups-per-dimension": 65535,
+    "max-compute-invocations-per-workgroup": 256,
+    "max-compute-workgroup-size-x": 256,
+    "max-compute-workgroup-size-y": 256,
+    "max-compute-workgroup-size-z": 64,
+    "max-compute-workgroup-storage-size": 16384,
+    "max-storage-buffer-binding-size": 134217728,
+    "max-uniform-buffer-binding-size": 65536,
+    "max-buffer-size": 268435456,
+}
+
+_ENABLE_F16 = re.compile(r"^\s*enable\s+[^;]*\bf16\b", re.MULTILINE)
+_SPAN = re.compile(r"wgsl:(\d+):(\d+)")
+
+
+def needs_f16(wgsl: str) -> bool:
+    """Whether the module enables the ``f16`` extension."""
+    return _ENABLE_F16.search(wgsl) is not None
+
+
+@dataclass
+class Pipeline:
+    """A compiled compute pipeline and the bind group layout its bindings go through."""
+
+    device: wgpu.GPUDevice
+    pipeline: wgpu.GPUComputePipeline
+    layout: wgpu.GPUBindGroupLayout
+
+
+_adapter: wgpu.GPUAdapter | None = None
+_devices: dict[bool, wgpu.GPUDevice] = {}
+_pipelines: dict[tuple, Pipeline] = {}
+
+
+def adapter() -> wgpu.GPUAdapter:
+    """The process's adapter (high-performance preference), requested once."""
+    global _adapter
+    if _adapter is None:
+        # Mesa's Vulkan drivers complain and may fail without a runtime dir (CI containers).
+        os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.gettempdir())
+        try:
+            _adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
+        except Exception as e:  # wgpu raises plain RuntimeError with its own text
+            raise DeviceError(f"no wgpu adapter: {e}") from e
+        if _adapter is None:
+            raise DeviceError("no wgpu adapter found")
+    return _adapter
+
+
+def device(f16: bool = False) -> wgpu.GPUDevice:
+    """The device for modules that do (``f16=True``) or do not enable f16."""
+    if f16 not in _devices:
+        a = adapter()
+        features = [f for f in ("timestamp-query",) if f in a.features]
+        if f16:
+            if "shader-f16" not in a.features:
+                raise DeviceError(
+                    f"the kernel enables f16 but adapter '{a.info['device']}' "
+                    f"({a.info['backend_type']}) has no 'shader-f16' feature"
+                )
+            features.append("shader-f16")
+        limits = {k: min(v, a.limits[k]) for k, v in WEBGPU_LIMITS.items()}
+        _devices[f16] = a.request_device_sync(
+            label="kvdsl" + ("-f16" if f16 else ""),
+            required_features=features,
+            required_limits=limits,
+        )
+    return _devices[f16]
+
+
+def max_workgroups_per_dimension() -> int:
+    """The per-dimension workgroup limit every device here has."""
+    return device().limits["max-compute-workgroups-per-dimension"]
+
+
+def compile_error(wgsl: str, message: str) -> CompileError:
+    """A :class:`CompileError` for naga's ``message``, pointing at the WGSL line it names."""
+    m = _SPAN.search(message)
+    if m is None:
+        return CompileError(message)
+    line, column = int(m.group(1)), int(m.group(2))
+    lines = wgsl.splitlines()
+    source = lines[line - 1] if 0 < line <= len(lines) else ""
+    return CompileError(message, line, column, source)
+
+
+def _layout_entries(bindings: tuple[Binding, ...], has_params: bool) -> list[dict]:
+    kinds = {"read": "read-only-storage", "read_write": "storage"}
+    entries = [
+        {
+            "binding": i,
+            "visibility": wgpu.ShaderStage.COMPUTE,
+            "buffer": {"type": kinds[b.access]},
+        }
+        for i, b in enumerate(bindings)
+    ]
+    if has_params:
+        entries.append(
+            {
+                "binding": len(bindings),
+                "visibility": wgpu.ShaderStage.COMPUTE,
+                "buffer": {"type": "uniform"},
+            }
+        )
+    return entries
+
+
+def pipeline(
+    wgsl: str,
+    bindings: tuple[Binding, ...] | None,
+    has_params: bool,
+    label: str = "kernel",
+) -> Pipeline:
+    """The compute pipeline for ``wgsl`` (entry point ``main``), compiled once per text.
+
+    With ``bindings`` the layout is explicit (storage bindings numbered in order, then the params
+    uniform), so a module whose declarations disagree with the interface fails to compile; with
+    None the layout is naga's automatic one.
+    """
+    key = (wgsl, None if bindings is None else tuple(b.access for b in bindings), has_params)
+    if key not in _pipelines:
+        dev = device(needs_f16(wgsl))
+        try:
+            module = dev.create_shader_module(label=label, code=wgsl)
+            if bindings is None:
+                layout = "auto"
+            else:
+                bgl = dev.create_bind_group_layout(entries=_layout_entries(bindings, has_params))
+                layout = dev.create_pipeline_layout(bind_group_layouts=[bgl])
+            pipe = dev.create_compute_pipeline(
+                label=label, layout=layout, compute={"module": module, "entry_point": "main"}
+            )
+        except wgpu.GPUError as e:
+            raise compile_error(wgsl, str(e)) from None
+        bgl = pipe.get_bind_group_layout(0) if bindings is None else bgl
+        _pipelines[key] = Pipeline(dev, pipe, bgl)
+    return _pipelines[key]
+
+
+def compile_wgsl(wgsl: str) -> None:
+    """Compile ``wgsl`` under naga (shader module and pipeline); raise :class:`CompileError`."""
+    pipeline(wgsl, None, False)
+
+
+def adapter_info() -> dict:
+    """What runs the kernels: vendor, device, backend, driver and the limits that matter."""
+    a = adapter()
+    info = a.info
+    dev = device()
+    return {
+        "vendor": info["vendor"],
+        "device": info["device"],
+        "description": info["description"],
+        "architecture": info["architecture"],
+        "adapter_type": info["adapter_type"],
+        "backend": info["backend_type"],
+        "shader_f16": "shader-f16" in a.features,
+        "timestamp_query": "timestamp-query" in a.features,
+        "limits": {k: dev.limits[k] for k in WEBGPU_LIMITS},
+        "adapter_limits": {k: a.limits[k] for k in WEBGPU_LIMITS},
+    }

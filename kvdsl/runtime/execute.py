@@ -1,0 +1,224 @@
+"""Running kernels: upload buffers, dispatch once (or time many dispatches), read back.
+
+Every read_write binding's buffer starts with the caller's array (so callers can poison it) and
+comes back by name with the same dtype and shape. Nothing is clamped or guessed: every binding
+needs a buffer, every buffer a binding, and workgroup counts past the device's per-dimension
+limit are an error.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import wgpu
+
+from kvdsl.emit import emit
+from kvdsl.ir.dispatch import workgroups as dispatch_workgroups
+from kvdsl.ir.nodes import Binding, Kernel
+from kvdsl.ir.types import Struct
+from kvdsl.runtime import device as gpu
+from kvdsl.runtime.errors import DeviceError, ParamsError
+from kvdsl.runtime.layout import check_buffers, from_storage, pack_params, to_storage
+
+_MAX_QUERIES = 4096  # WebGPU's limit on a query set's size
+
+
+class _Dispatch:
+    """A pipeline with its buffers bound, ready to be encoded any number of times."""
+
+    def __init__(
+        self,
+        wgsl: str,
+        bindings: tuple[Binding, ...],
+        params_struct: Struct | None,
+        buffers: dict[str, np.ndarray],
+        params: dict | None,
+        workgroups: tuple[int, int, int],
+        label: str,
+    ) -> None:
+        check_buffers(bindings, buffers)
+        if params_struct is None and params:
+            raise ParamsError(f"the kernel has no params struct, but got params {sorted(params)}")
+        uniform = None if params_struct is None else pack_params(params_struct, params or {})
+        self.pipe = gpu.pipeline(wgsl, bindings, params_struct is not None, label)
+        dev = self.pipe.device
+        limit = dev.limits["max-compute-workgroups-per-dimension"]
+        if len(workgroups) != 3 or any(int(n) < 0 or int(n) > limit for n in workgroups):
+            raise DeviceError(
+                f"workgroups {tuple(workgroups)} of {label}: each of x, y, z must be in "
+                f"0..{limit} (the device's max-compute-workgroups-per-dimension)"
+            )
+        self.workgroups = tuple(int(n) for n in workgroups)
+        self.bindings = bindings
+        self.buffers = buffers
+        self.gpu_buffers = {}
+        entries = []
+        for i, b in enumerate(bindings):
+            usage = wgpu.BufferUsage.STORAGE
+            if b.access == "read_write":
+                usage |= wgpu.BufferUsage.COPY_SRC
+            buf = dev.create_buffer_with_data(data=to_storage(b.elem, buffers[b.name]), usage=usage)
+            self.gpu_buffers[b.name] = buf
+            entries.append(
+                {"binding": i, "resource": {"buffer": buf, "offset": 0, "size": buf.size}}
+            )
+        if uniform is not None:
+            buf = dev.create_buffer_with_data(data=uniform, usage=wgpu.BufferUsage.UNIFORM)
+            entries.append(
+                {
+                    "binding": len(bindings),
+                    "resource": {"buffer": buf, "offset": 0, "size": buf.size},
+                }
+            )
+        self.bind_group = dev.create_bind_group(layout=self.pipe.layout, entries=entries)
+
+    @property
+    def device(self) -> wgpu.GPUDevice:
+        return self.pipe.device
+
+    def encode(self, encoder: wgpu.GPUCommandEncoder, timestamp_writes: dict | None = None) -> None:
+        """One compute pass holding the dispatch."""
+        compute = encoder.begin_compute_pass(timestamp_writes=timestamp_writes)
+        compute.set_pipeline(self.pipe.pipeline)
+        compute.set_bind_group(0, self.bind_group)
+        compute.dispatch_workgroups(*self.workgroups)
+        compute.end()
+
+    def read_back(self, encoder: wgpu.GPUCommandEncoder) -> dict[str, np.ndarray]:
+        """Copy the read_write buffers out, submit ``encoder`` and map the copies (waits)."""
+        staging = {}
+        for b in self.bindings:
+            if b.access == "read_write":
+                src = self.gpu_buffers[b.name]
+                dst = self.device.create_buffer(
+                    size=src.size, usage=wgpu.BufferUsage.COPY_DST | wgpu.BufferUsage.MAP_READ
+                )
+                encoder.copy_buffer_to_buffer(src, 0, dst, 0, src.size)
+                staging[b] = dst
+        self.device.queue.submit([encoder.finish()])
+        out = {}
+        for b, dst in staging.items():
+            dst.map_sync(wgpu.MapMode.READ)
+            out[b.name] = from_storage(b.elem, dst.read_mapped(copy=False), self.buffers[b.name])
+            dst.unmap()
+        return out
+
+
+def run_source(
+    wgsl: str,
+    bindings: tuple[Binding, ...],
+    params_struct: Struct | None,
+    buffers: dict[str, np.ndarray],
+    params: dict[str, int | float] | None,
+    workgroups: tuple[int, int, int],
+    *,
+    label: str = "kernel",
+) -> dict[str, np.ndarray]:
+    """Dispatch WGSL text once; the final contents of every read_write binding, by name.
+
+    Storage bindings are ``@group(0) @binding(i)`` in the order of ``bindings``; the params
+    uniform (when ``params_struct`` is given) is ``@binding(len(bindings))``.
+    """
+    d = _Dispatch(wgsl, bindings, params_struct, buffers, params, workgroups, label)
+    encoder = d.device.create_command_encoder()
+    d.encode(encoder)
+    return d.read_back(encoder)
+
+
+def _workgroups(kernel: Kernel, params: dict | None) -> tuple[int, int, int]:
+    # Evaluated without a limit so that a dispatch too large for the device is a DeviceError
+    # from _Dispatch, which names the device's limit.
+    return dispatch_workgroups(kernel, params or {}, max_per_dim=2**63)
+
+
+def run(
+    kernel: Kernel,
+    buffers: dict[str, np.ndarray],
+    params: dict[str, int | float] | None = None,
+    workgroups: tuple[int, int, int] | None = None,
+) -> dict[str, np.ndarray]:
+    """Emit ``kernel`` and dispatch it once; workgroups default to the kernel's dispatch rule."""
+    if workgroups is None:
+        workgroups = _workgroups(kernel, params)
+    return run_source(
+        emit(kernel), kernel.bindings, kernel.params, buffers, params, workgroups, label=kernel.name
+    )
+
+
+def time_kernel(
+    kernel: Kernel | str,
+    buffers: dict[str, np.ndarray],
+    params: dict[str, int | float] | None = None,
+    workgroups: tuple[int, int, int] | None = None,
+    *,
+    bindings: tuple[Binding, ...] | None = None,
+    params_struct: Struct | None = None,
+    repeats: int = 20,
+    warmup: int = 3,
+    label: str | None = None,
+) -> list[float]:
+    """GPU seconds of each of ``repeats`` dispatches, from timestamp queries around each pass.
+
+    ``kernel`` is a Kernel, or WGSL text with its ``bindings``, ``params_struct`` and
+    ``workgroups``. The buffers are uploaded once; ``warmup`` untimed dispatches run first.
+    """
+    if isinstance(kernel, Kernel):
+        wgsl, bindings, params_struct = emit(kernel), kernel.bindings, kernel.params
+        label = label or kernel.name
+        if workgroups is None:
+            workgroups = _workgroups(kernel, params)
+    elif bindings is None or workgroups is None:
+        raise TypeError("time_kernel of WGSL text needs bindings= and workgroups=")
+    else:
+        wgsl = kernel
+    if not 1 <= repeats <= _MAX_QUERIES // 2:
+        raise ValueError(f"repeats={repeats}: expected 1..{_MAX_QUERIES // 2}")
+    d = _Dispatch(wgsl, bindings, params_struct, buffers, params, workgroups, label or "kernel")
+    dev = d.device
+    if "timestamp-query" not in dev.features:
+        info = gpu.adapter().info
+        raise DeviceError(f"adapter '{info['device']}' has no 'timestamp-query' feature")
+    encoder = dev.create_command_encoder()
+    for _ in range(warmup):
+        d.encode(encoder)
+    d.read_back(encoder)
+
+    queries = dev.create_query_set(type="timestamp", count=2 * repeats)
+    resolved = dev.create_buffer(
+        size=16 * repeats, usage=wgpu.BufferUsage.QUERY_RESOLVE | wgpu.BufferUsage.COPY_SRC
+    )
+    staging = dev.create_buffer(
+        size=16 * repeats, usage=wgpu.BufferUsage.COPY_DST | wgpu.BufferUsage.MAP_READ
+    )
+    encoder = dev.create_command_encoder()
+    for i in range(repeats):
+        d.encode(
+            encoder,
+            {
+                "query_set": queries,
+                "beginning_of_pass_write_index": 2 * i,
+                "end_of_pass_write_index": 2 * i + 1,
+            },
+        )
+    encoder.resolve_query_set(queries, 0, 2 * repeats, resolved, 0)
+    encoder.copy_buffer_to_buffer(resolved, 0, staging, 0, 16 * repeats)
+    dev.queue.submit([encoder.finish()])
+    staging.map_sync(wgpu.MapMode.READ)
+    ticks = np.frombuffer(staging.read_mapped(), dtype=np.uint64).reshape(repeats, 2)
+    staging.unmap()
+    period = _timestamp_period(dev)
+    return [float(end - begin) * period * 1e-9 for begin, end in ticks.astype(np.int64)]
+
+
+def _timestamp_period(dev: wgpu.GPUDevice) -> float:
+    """Nanoseconds per timestamp tick.
+
+    WebGPU says timestamps are nanoseconds, but wgpu-native returns raw ticks unless timestamp
+    normalisation is on; wgpu-py 0.32 has no wrapper for ``wgpuQueueGetTimestampPeriod``, so it is
+    called through wgpu-py's cffi handle when present (1.0 on NVIDIA and llvmpipe anyway).
+    """
+    try:
+        from wgpu.backends.wgpu_native._ffi import lib
+
+        return float(lib.wgpuQueueGetTimestampPeriod(dev.queue._internal))
+    except (ImportError, AttributeError):
+        return 1.0

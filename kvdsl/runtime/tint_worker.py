@@ -1,0 +1,50 @@
+"""Validate WGSL modules under Tint (Dawn's compiler) on Dawn's Null backend.
+
+Run as a script, not imported: ``python tint_worker.py`` reads ``{name: wgsl}`` as JSON on stdin
+and writes ``{name: error text or null}`` as JSON on stdout. It lives in its own process because
+wgpudawn and wgpu-native must not be loaded into one process, and it imports nothing from kvdsl
+for the same reason. The Null backend runs Tint's front end (parse, resolve, validation) and
+Dawn's pipeline checks, but generates no backend code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+
+def _check(device, wgsl: str) -> str | None:
+    device.push_error_scope("validation")
+    device.push_error_scope("internal")
+    module = device.create_shader_module(code=wgsl)
+    info = module.get_compilation_info_sync()
+    errors = [f"{m.line_num}:{m.line_pos}: {m.message}" for m in info.messages if m.type == "error"]
+    if not errors:
+        device.create_compute_pipeline(layout="auto", compute={"module": module})
+    internal = device.pop_error_scope_async().sync_wait()
+    validation = device.pop_error_scope_async().sync_wait()
+    scoped = [e.message.strip() for e in (validation, internal) if e is not None]
+    # Dawn's scoped message repeats the compilation messages with the source excerpt.
+    return "\n".join(scoped or errors) or None
+
+
+def main() -> None:
+    os.environ["WGPU_BACKEND_TYPE"] = "Null"
+    import wgpudawn
+
+    sources = json.load(sys.stdin)
+    adapter = wgpudawn.gpu.request_adapter_sync()
+    features = [f for f in ("shader-f16",) if f in adapter.features]
+    device = adapter.request_device_sync(required_features=features)
+    results = {}
+    for name, wgsl in sources.items():
+        try:
+            results[name] = _check(device, wgsl)
+        except Exception as e:  # wgpudawn raises for some errors instead of scoping them
+            results[name] = f"{type(e).__name__}: {e}"
+    json.dump(results, sys.stdout)
+
+
+if __name__ == "__main__":
+    main()
