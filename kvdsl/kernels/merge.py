@@ -1,0 +1,118 @@
+"""``merge``: past BNSH cache + new BSH K/V → present BNSH cache of ``seq = pastSeq + keySeq``.
+
+Drop-in for the template's ``mode == "merge"`` branches: ``present[b, h, t] = past[b, h, t]`` for
+``t < pastSeq`` and ``new[b, t - pastSeq, h]`` after. Bindings ``past_k``, ``past_v``, ``new_k``,
+``new_v`` (read), ``present_key``, ``present_value`` (read_write); params ``count`` (present rows,
+batch × kvHeads × seq), ``seq``, ``pastSeq``, ``keySeq``; ``ceil(count / WG)`` workgroups folded
+at ``fold``. Walks: ``cooperative`` (every vendor but Apple) and ``per_row`` (Apple).
+
+``cache_type`` is the element type of past and present; ``input_type`` that of the new K/V. The
+template stores new K/V into the present cache without a conversion, so it compiles only when
+both are equal; kvdsl converts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kvdsl.ir import Dispatch, Kernel, KernelBuilder, convert
+from kvdsl.kernels.config import common, one_of, positive_int, scalar
+from kvdsl.nodes import walks
+from kvdsl.nodes.index import bnsh
+
+FLOATS = ("f32", "f16")
+WALKS = ("cooperative", "per_row")
+
+
+@dataclass(frozen=True)
+class MergeConfig:
+    """A merge variant: cache shape, walk and element types."""
+
+    kv_heads: int
+    head_dim: int
+    walk: str = "cooperative"
+    cache_type: str = "f32"
+    input_type: str = "f32"
+    workgroup_size: int = 64
+    fold: int = 65535
+    mode = "merge"
+
+    def __post_init__(self) -> None:
+        positive_int("kv_heads", self.kv_heads)
+        positive_int("head_dim", self.head_dim)
+        one_of("walk", self.walk, WALKS)
+        one_of("cache_type", self.cache_type, FLOATS)
+        one_of("input_type", self.input_type, FLOATS)
+        common(self)
+
+
+def merge(cfg: MergeConfig, name: str = "merge") -> Kernel:
+    """Build the merge kernel for ``cfg``."""
+    kb = KernelBuilder(name, cfg.workgroup_size)
+    cache, inp = scalar(cfg.cache_type), scalar(cfg.input_type)
+    past_k = kb.binding("past_k", cache, "read")
+    past_v = kb.binding("past_v", cache, "read")
+    new_k = kb.binding("new_k", inp, "read")
+    new_v = kb.binding("new_v", inp, "read")
+    present_key = kb.binding("present_key", cache, "read_write")
+    present_value = kb.binding("present_value", cache, "read_write")
+    u32 = scalar("u32")
+    head_dim = kb.const("HEAD_DIM", u32, cfg.head_dim)
+    heads = kb.const("KV_HEADS", u32, cfg.kv_heads)
+    kb.workgroup_const("WG")
+    hidden = kb.const("KV_HIDDEN", u32, cfg.kv_heads * cfg.head_dim)
+    rows, seq, past_seq, key_seq = (kb.param(p) for p in ("count", "seq", "pastSeq", "keySeq"))
+    kb.comment("present[0:pastSeq] = past (BNSH copy); present[pastSeq:seq] = new K/V (BSH).")
+    if cfg.walk == "cooperative":
+        with walks.cooperative(kb, cfg.fold, rows, head_dim) as e:
+            d = kb.let("d", e % head_dim)
+            et = kb.let("et", e / head_dim)
+            t = kb.let("t", et % seq)
+            etmp = kb.let("etmp", et / seq)
+            hk = kb.let("hk", etmp % heads)
+            b = kb.let("b", etmp / heads)
+            with kb.if_(t < past_seq):
+                src = kb.let("src", bnsh(b, hk, t, heads, past_seq, head_dim) + d)
+                present_key[e] = past_k[src]
+                present_value[e] = past_v[src]
+            with kb.else_():
+                n_src = kb.let("nSrc", (b * key_seq + (t - past_seq)) * hidden + hk * head_dim + d)
+                present_key[e] = convert(cache, new_k[n_src])
+                present_value[e] = convert(cache, new_v[n_src])
+    else:
+        i = walks.per_row(kb, cfg.fold, rows)
+        t = kb.let("t", i % seq)
+        tmp = kb.let("tmp", i / seq)
+        hk = kb.let("hk", tmp % heads)
+        b = kb.let("b", tmp / heads)
+        dst = kb.let("dstBase", bnsh(b, hk, t, heads, seq, head_dim))
+        with kb.if_(t < past_seq):
+            src = kb.let("srcBase", bnsh(b, hk, t, heads, past_seq, head_dim))
+            with walks.row_elements(kb, head_dim) as d:
+                present_key[dst + d] = past_k[src + d]
+                present_value[dst + d] = past_v[src + d]
+        with kb.else_():
+            n_src = kb.let("nSrc", (b * key_seq + (t - past_seq)) * hidden + hk * head_dim)
+            with walks.row_elements(kb, head_dim) as d:
+                present_key[dst + d] = convert(cache, new_k[n_src + d])
+                present_value[dst + d] = convert(cache, new_v[n_src + d])
+    doc = "Copy the past BNSH cache, then append new BSH K/V tokens into the present cache."
+    return kb.build(Dispatch(rows.node, cfg.workgroup_size, cfg.fold), doc)
+
+
+def catalog_variants(models: dict) -> dict[str, MergeConfig]:
+    """Named merge variants over a few model shapes, every walk and element type."""
+    v: dict[str, MergeConfig] = {}
+    for key in ("qwen25_05b", "llama31_8b", "phi3_mini", "gemma2_2b"):
+        m = models[key]
+        v[f"merge_{key}"] = MergeConfig(m.kv_heads, m.head_dim)
+        v[f"merge_per_row_{key}"] = MergeConfig(m.kv_heads, m.head_dim, walk="per_row")
+    m = models["llama31_8b"]
+    v["merge_f16_llama31_8b"] = MergeConfig(
+        m.kv_heads, m.head_dim, cache_type="f16", input_type="f16"
+    )
+    v["merge_per_row_f16_llama31_8b"] = MergeConfig(
+        m.kv_heads, m.head_dim, walk="per_row", cache_type="f16", input_type="f16"
+    )
+    v["merge_f32_to_f16_llama31_8b"] = MergeConfig(m.kv_heads, m.head_dim, cache_type="f16")
+    return v

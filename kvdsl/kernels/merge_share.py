@@ -1,0 +1,239 @@
+"""``merge_share``: append into a buffer-sharing BNSH cache (past and present share the capacity).
+
+Drop-in for the template's ``mode == "merge_share"`` branches. Past and present both have ``seq``
+(the full capacity) rows per head. Batch ``b``'s new tokens land at rows ``[appendStart,
+activeEnd)`` (:func:`kvdsl.nodes.window.append_window`). Two passes own disjoint rows, so their
+order is immaterial:
+
+- ``region="retain"``: every row outside the window is an identity copy ``present[e] = past[e]``;
+  params ``count`` = batch × kvHeads × seq, ``seq``, ``keySeq``; bindings ``past_k``, ``past_v``,
+  ``seqlens_k``, ``present_key``, ``present_value``.
+- ``region="append"``: the window's rows come from ``new_k`` / ``new_v`` (BSH), K optionally
+  NeoX-rotated at its row (= absolute position; ``rotary``, bindings ``cos_cache`` /
+  ``sin_cache`` of ``seq * HALF`` f32); params ``count`` = batch × kvHeads × keySeq, ``seq``,
+  ``keySeq``.
+
+Walks: ``cooperative`` (the template's choice off Apple; for append the compact walk bounded by
+``wgEnd``), ``per_row`` (Apple's retain pass) and, for append, ``hybrid`` (Apple's append pass:
+the cooperative walk when ``count < WG``, else per-row, in one kernel).
+
+``cache_type`` is the element type of past and present, ``input_type`` that of the new K/V. The
+template converts neither: its per-row rotary stores an f32 row into the cache and its
+cooperative rotary multiplies raw new K by f32 cos/sin. kvdsl computes rotary in f32 and
+converts on store.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kvdsl.ir import Dispatch, Kernel, KernelBuilder, array, convert, f32
+from kvdsl.kernels.config import check, common, one_of, positive_int, scalar
+from kvdsl.nodes import walks
+from kvdsl.nodes.index import bnsh
+from kvdsl.nodes.rotary import rotate_element, rotate_row
+from kvdsl.nodes.window import append_window
+
+FLOATS = ("f32", "f16")
+REGIONS = ("retain", "append")
+WALKS = ("cooperative", "per_row", "hybrid")
+
+
+@dataclass(frozen=True)
+class MergeShareConfig:
+    """A merge_share pass: which rows it owns, the walk, rotary and element types."""
+
+    kv_heads: int
+    head_dim: int
+    region: str = "append"
+    walk: str = "cooperative"
+    rotary: bool = False
+    cache_type: str = "f32"
+    input_type: str = "f32"
+    workgroup_size: int = 64
+    fold: int = 65535
+    mode = "merge_share"
+
+    def __post_init__(self) -> None:
+        positive_int("kv_heads", self.kv_heads)
+        positive_int("head_dim", self.head_dim)
+        one_of("region", self.region, REGIONS)
+        one_of("walk", self.walk, WALKS if self.region == "append" else WALKS[:2])
+        check(isinstance(self.rotary, bool), "rotary", self.rotary, "true or false")
+        if self.rotary:
+            check(self.region == "append", "rotary", self.rotary, "false for region 'retain'")
+            check(self.head_dim % 2 == 0, "head_dim", self.head_dim, "even for rotary")
+        one_of("cache_type", self.cache_type, FLOATS)
+        one_of("input_type", self.input_type, FLOATS)
+        common(self)
+
+
+def merge_share(cfg: MergeShareConfig, name: str = "merge_share") -> Kernel:
+    """Build the merge_share pass for ``cfg``."""
+    kb = KernelBuilder(name, cfg.workgroup_size)
+    if cfg.region == "retain":
+        _retain(kb, cfg)
+        doc = (
+            "Buffer-sharing append, retain pass: rows outside each batch's append window\n"
+            "are an identity copy of the past cache (dst index == src index)."
+        )
+    else:
+        _append(kb, cfg)
+        doc = (
+            "Buffer-sharing append, append pass: the rows of each batch's append window come\n"
+            "from the new BSH K/V"
+            + (", K rotated at its absolute position." if cfg.rotary else ".")
+        )
+    rows = kb.param("count")
+    return kb.build(Dispatch(rows.node, cfg.workgroup_size, cfg.fold), doc)
+
+
+def _retain(kb: KernelBuilder, cfg: MergeShareConfig) -> None:
+    cache = scalar(cfg.cache_type)
+    past_k = kb.binding("past_k", cache, "read")
+    past_v = kb.binding("past_v", cache, "read")
+    seqlens_k = kb.binding("seqlens_k", scalar("i32"), "read")
+    present_key = kb.binding("present_key", cache, "read_write")
+    present_value = kb.binding("present_value", cache, "read_write")
+    u32 = scalar("u32")
+    head_dim = kb.const("HEAD_DIM", u32, cfg.head_dim)
+    heads = kb.const("KV_HEADS", u32, cfg.kv_heads)
+    kb.workgroup_const("WG")
+    rows, seq, key_seq = kb.param("count"), kb.param("seq"), kb.param("keySeq")
+    if cfg.walk == "cooperative":
+        with walks.cooperative(kb, cfg.fold, rows, head_dim) as e:
+            et = kb.let("et", e / head_dim)
+            t = kb.let("t", et % seq)
+            b = kb.let("b", et / (seq * heads))
+            w = append_window(kb, seqlens_k, b, seq, key_seq)
+            kb.comment("Outside the append window; the shared stride makes this dst == src.")
+            with kb.if_((t < w.append_start).lor(t >= w.active_end)):
+                present_key[e] = past_k[e]
+                present_value[e] = past_v[e]
+    else:
+        i = walks.per_row(kb, cfg.fold, rows)
+        t = kb.let("t", i % seq)
+        tmp = kb.let("tmp", i / seq)
+        hk = kb.let("hk", tmp % heads)
+        b = kb.let("b", tmp / heads)
+        w = append_window(kb, seqlens_k, b, seq, key_seq)
+        dst = kb.let("dstBase", bnsh(b, hk, t, heads, seq, head_dim))
+        kb.comment("Outside the append window; the shared stride makes this dst == src.")
+        with kb.if_((t < w.append_start).lor(t >= w.active_end)):
+            with walks.row_elements(kb, head_dim) as d:
+                present_key[dst + d] = past_k[dst + d]
+                present_value[dst + d] = past_v[dst + d]
+
+
+def _append(kb: KernelBuilder, cfg: MergeShareConfig) -> None:
+    cache, inp = scalar(cfg.cache_type), scalar(cfg.input_type)
+    new_k = kb.binding("new_k", inp, "read")
+    new_v = kb.binding("new_v", inp, "read")
+    seqlens_k = kb.binding("seqlens_k", scalar("i32"), "read")
+    cos = sin = None
+    if cfg.rotary:
+        cos = kb.binding("cos_cache", f32, "read")
+        sin = kb.binding("sin_cache", f32, "read")
+    present_key = kb.binding("present_key", cache, "read_write")
+    present_value = kb.binding("present_value", cache, "read_write")
+    u32 = scalar("u32")
+    head_dim = kb.const("HEAD_DIM", u32, cfg.head_dim)
+    heads = kb.const("KV_HEADS", u32, cfg.kv_heads)
+    wg = kb.workgroup_const("WG")
+    hidden = kb.const("KV_HIDDEN", u32, cfg.kv_heads * cfg.head_dim)
+    half = kb.const("HALF", u32, cfg.head_dim // 2) if cfg.rotary else None
+    rows, seq, key_seq = kb.param("count"), kb.param("seq"), kb.param("keySeq")
+
+    def cooperative() -> None:
+        kb.comment("Compact cooperative append walk: the thread range spans only the appended")
+        kb.comment("window (batch x kvHead x keySeq rows); the destination row is the dynamic")
+        kb.comment("append offset plus the local row.")
+        with walks.cooperative_bounded(kb, cfg.fold, rows, head_dim) as e:
+            d = kb.let("d", e % head_dim)
+            et = kb.let("et", e / head_dim)
+            j = kb.let("j", et % key_seq)
+            etmp = kb.let("etmp", et / key_seq)
+            hk = kb.let("hk", etmp % heads)
+            b = kb.let("b", etmp / heads)
+            w = append_window(kb, seqlens_k, b, seq, key_seq)
+            kb.comment("New tokens before `skip` do not fit the cache (keySeq > seq).")
+            with kb.if_(j >= w.skip):
+                t = kb.let("t", w.append_start + (j - w.skip))
+                dst = kb.let("dst", bnsh(b, hk, t, heads, seq, head_dim) + d)
+                n_src = kb.let("nSrc", (b * key_seq + j) * hidden + hk * head_dim)
+                if cfg.rotary:
+                    kb.comment("Element-wise NeoX rotation; row t is its own absolute position.")
+                    k = rotate_element(kb, new_k, n_src, d, cos, sin, t, half)
+                    present_key[dst] = convert(cache, k)
+                else:
+                    present_key[dst] = convert(cache, new_k[n_src + d])
+                present_value[dst] = convert(cache, new_v[n_src + d])
+
+    def per_row() -> None:
+        i = walks.per_row(kb, cfg.fold, rows)
+        j = kb.let("j", i % key_seq)
+        tmp = kb.let("tmp", i / key_seq)
+        hk = kb.let("hk", tmp % heads)
+        b = kb.let("b", tmp / heads)
+        w = append_window(kb, seqlens_k, b, seq, key_seq)
+        kb.comment("New tokens before `skip` do not fit the cache (keySeq > seq).")
+        with kb.if_(j < w.skip):
+            kb.ret()
+        t = kb.let("t", w.append_start + (j - w.skip))
+        dst = kb.let("dstBase", bnsh(b, hk, t, heads, seq, head_dim))
+        n_src = kb.let("nSrc", (b * key_seq + j) * hidden + hk * head_dim)
+        if cfg.rotary:
+            k = kb.var("k", array(f32, cfg.head_dim))
+            with walks.row_elements(kb, head_dim) as d:
+                k[d] = convert(f32, new_k[n_src + d])
+            kb.comment("Row t is its own absolute position in the shared cache.")
+            rotate_row(kb, k, cos, sin, t, half)
+            with walks.row_elements(kb, head_dim) as d:
+                present_key[dst + d] = convert(cache, k[d])
+                present_value[dst + d] = convert(cache, new_v[n_src + d])
+        else:
+            with walks.row_elements(kb, head_dim) as d:
+                present_key[dst + d] = convert(cache, new_k[n_src + d])
+                present_value[dst + d] = convert(cache, new_v[n_src + d])
+
+    if cfg.walk == "cooperative":
+        cooperative()
+    elif cfg.walk == "per_row":
+        per_row()
+    else:
+        kb.comment("A dispatch smaller than one workgroup walks cooperatively, else per row.")
+        with kb.if_(rows < wg):
+            cooperative()
+            kb.ret()
+        per_row()
+
+
+def catalog_variants(models: dict) -> dict[str, MergeShareConfig]:
+    """Named merge_share passes: both regions, every walk, rotary on and off, f16."""
+    v: dict[str, MergeShareConfig] = {}
+    for key in ("qwen25_05b", "llama31_8b", "gemma3_1b"):
+        m = models[key]
+        h, d = m.kv_heads, m.head_dim
+        v[f"merge_share_retain_{key}"] = MergeShareConfig(h, d, "retain")
+        v[f"merge_share_retain_per_row_{key}"] = MergeShareConfig(h, d, "retain", "per_row")
+        v[f"merge_share_append_{key}"] = MergeShareConfig(h, d, "append")
+        v[f"merge_share_append_rotary_{key}"] = MergeShareConfig(h, d, "append", rotary=True)
+        v[f"merge_share_append_rotary_hybrid_{key}"] = MergeShareConfig(
+            h, d, "append", "hybrid", rotary=True
+        )
+    m = models["llama31_8b"]
+    h, d = m.kv_heads, m.head_dim
+    v["merge_share_append_per_row_llama31_8b"] = MergeShareConfig(h, d, "append", "per_row")
+    v["merge_share_append_rotary_per_row_llama31_8b"] = MergeShareConfig(
+        h, d, "append", "per_row", rotary=True
+    )
+    v["merge_share_append_hybrid_llama31_8b"] = MergeShareConfig(h, d, "append", "hybrid")
+    f16 = dict(cache_type="f16", input_type="f16")
+    v["merge_share_retain_f16_llama31_8b"] = MergeShareConfig(h, d, "retain", **f16)
+    v["merge_share_append_rotary_f16_llama31_8b"] = MergeShareConfig(
+        h, d, "append", rotary=True, **f16
+    )
+    v["merge_share_append_rotary_per_row_f16_llama31_8b"] = MergeShareConfig(
+        h, d, "append", "per_row", rotary=True, **f16
+    )
+    return v

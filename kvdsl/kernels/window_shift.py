@@ -1,0 +1,176 @@
+"""``window_shift``: a sliding-window cache step (past → a distinct present buffer).
+
+Drop-in for the template's ``mode == "window_shift"`` branch. The cache keeps the most recent
+``min(total, seq)`` tokens of each batch contiguous at rows ``[0, resident)``: surviving past rows
+slide down by the eviction count, the new BSH K/V follow, rows past ``resident`` are zeroed
+(:func:`kvdsl.nodes.window.sliding_window`). ``seq`` is the capacity of past and present. One
+invocation per row (the template's only walk for this mode). Regions, i.e. which rows a pass
+owns:
+
+- ``all``: every row; params ``count`` = batch × kvHeads × seq, ``seq``, ``keySeq``;
+- ``shift``: every row but the appended ones (same params and dispatch); no new K/V bindings;
+- ``append``: only the appended rows, one invocation per new token row (``count`` = batch ×
+  kvHeads × keySeq); no past bindings.
+
+``shift`` and ``append`` own disjoint rows, so two passes give the same present as ``all``.
+
+``rotary`` NeoX-rotates appended K at its absolute position ``past + j`` (the retained rows were
+rotated when they were appended); it needs ``cos_cache`` / ``sin_cache`` (f32, ``HALF`` per
+position). The template always rotates in ``append`` (and fails to compile there without rotary:
+``HALF`` is declared only when the host has rotary) and never rotates in ``all``, so its one- and
+two-pass forms disagree for a rotary host; here ``rotary`` means the same in both.
+
+``cache_type`` is the element type of past and present, ``input_type`` that of the new K/V; kvdsl
+converts on store (the template stores new K and its f32 rotary row unconverted).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kvdsl.ir import Dispatch, Kernel, KernelBuilder, Val, array, convert, f32
+from kvdsl.kernels.config import check, common, one_of, positive_int, scalar
+from kvdsl.nodes import walks
+from kvdsl.nodes.index import bnsh
+from kvdsl.nodes.rotary import rotate_row
+from kvdsl.nodes.window import sliding_window
+
+FLOATS = ("f32", "f16")
+REGIONS = ("all", "shift", "append")
+
+
+@dataclass(frozen=True)
+class WindowShiftConfig:
+    """A window_shift pass: which rows it owns, rotary of appended K and element types."""
+
+    kv_heads: int
+    head_dim: int
+    region: str = "all"
+    rotary: bool = False
+    cache_type: str = "f32"
+    input_type: str = "f32"
+    workgroup_size: int = 64
+    fold: int = 65535
+    mode = "window_shift"
+
+    def __post_init__(self) -> None:
+        positive_int("kv_heads", self.kv_heads)
+        positive_int("head_dim", self.head_dim)
+        one_of("region", self.region, REGIONS)
+        check(isinstance(self.rotary, bool), "rotary", self.rotary, "true or false")
+        if self.rotary:
+            check(self.region != "shift", "rotary", self.rotary, "false for region 'shift'")
+            check(self.head_dim % 2 == 0, "head_dim", self.head_dim, "even for rotary")
+        one_of("cache_type", self.cache_type, FLOATS)
+        one_of("input_type", self.input_type, FLOATS)
+        common(self)
+
+
+def window_shift(cfg: WindowShiftConfig, name: str = "window_shift") -> Kernel:
+    """Build the window_shift pass for ``cfg``."""
+    kb = KernelBuilder(name, cfg.workgroup_size)
+    cache, inp = scalar(cfg.cache_type), scalar(cfg.input_type)
+    u32 = scalar("u32")
+    past_k = past_v = new_k = new_v = cos = sin = None
+    if cfg.region != "append":
+        past_k = kb.binding("past_k", cache, "read")
+        past_v = kb.binding("past_v", cache, "read")
+    if cfg.region != "shift":
+        new_k = kb.binding("new_k", inp, "read")
+        new_v = kb.binding("new_v", inp, "read")
+    seqlens_k = kb.binding("seqlens_k", scalar("i32"), "read")
+    if cfg.rotary:
+        cos = kb.binding("cos_cache", f32, "read")
+        sin = kb.binding("sin_cache", f32, "read")
+    present_key = kb.binding("present_key", cache, "read_write")
+    present_value = kb.binding("present_value", cache, "read_write")
+    head_dim = kb.const("HEAD_DIM", u32, cfg.head_dim)
+    heads = kb.const("KV_HEADS", u32, cfg.kv_heads)
+    kb.workgroup_const("WG")
+    hidden = kb.const("KV_HIDDEN", u32, cfg.kv_heads * cfg.head_dim) if new_k else None
+    half = kb.const("HALF", u32, cfg.head_dim // 2) if cfg.rotary else None
+    rows, seq, key_seq = kb.param("count"), kb.param("seq"), kb.param("keySeq")
+
+    def append_row(b: Val, hk: Val, j: Val, dst: Val, pos: Val) -> None:
+        n_src = kb.let("nSrc", (b * key_seq + j) * hidden + hk * head_dim)
+        if cfg.rotary:
+            kb.comment("Appended K is rotated at its absolute position; retained keys already are.")
+            k = kb.var("k", array(f32, cfg.head_dim))
+            with walks.row_elements(kb, head_dim) as d:
+                k[d] = convert(f32, new_k[n_src + d])
+            rotate_row(kb, k, cos, sin, pos, half)
+            with walks.row_elements(kb, head_dim) as d:
+                present_key[dst + d] = convert(cache, k[d])
+                present_value[dst + d] = convert(cache, new_v[n_src + d])
+        else:
+            with walks.row_elements(kb, head_dim) as d:
+                present_key[dst + d] = convert(cache, new_k[n_src + d])
+                present_value[dst + d] = convert(cache, new_v[n_src + d])
+
+    i = walks.per_row(kb, cfg.fold, rows)
+    if cfg.region == "append":
+        kb.comment("Append-only pass: one thread per new token row; `seq` stays the capacity.")
+        j = kb.let("j", i % key_seq)
+        tmp = kb.let("tmp", i / key_seq)
+        hk = kb.let("hk", tmp % heads)
+        b = kb.let("b", tmp / heads)
+        w = sliding_window(kb, seqlens_k, b, seq, key_seq)
+        kb.comment("New tokens before `skip` do not fit the window (keySeq > seq).")
+        with kb.if_(j < w.skip):
+            kb.ret()
+        t = kb.let("t", w.append_start + (j - w.skip))
+        dst = kb.let("dstBase", bnsh(b, hk, t, heads, seq, head_dim))
+        append_row(b, hk, j, dst, kb.let("pos", w.past + j))
+    else:
+        t = kb.let("t", i % seq)
+        tmp = kb.let("tmp", i / seq)
+        hk = kb.let("hk", tmp % heads)
+        b = kb.let("b", tmp / heads)
+        w = sliding_window(kb, seqlens_k, b, seq, key_seq)
+        dst = kb.let("dstBase", bnsh(b, hk, t, heads, seq, head_dim))
+        with kb.if_(t < w.append_start):
+            kb.comment("Surviving past rows slide down by the eviction count.")
+            src = kb.let("srcBase", bnsh(b, hk, t + w.evicted, heads, seq, head_dim))
+            with walks.row_elements(kb, head_dim) as d:
+                present_key[dst + d] = past_k[src + d]
+                present_value[dst + d] = past_v[src + d]
+        if cfg.region == "all":
+            with kb.elif_(t < w.resident):
+                j = kb.let("j", t - w.append_start + w.skip)
+                append_row(b, hk, j, dst, kb.let("pos", w.past + j))
+            zero_guard = kb.else_()
+        else:
+            zero_guard = kb.elif_(t >= w.resident)
+        with zero_guard:
+            kb.comment("Outside the resident window: cleared, not left stale.")
+            with walks.row_elements(kb, head_dim) as d:
+                present_key[dst + d] = convert(cache, 0.0)
+                present_value[dst + d] = convert(cache, 0.0)
+    doc = (
+        "Windowed cache: compact the surviving past rows down by the eviction count and\n"
+        "append the new BSH K/V, keeping the most recent min(T, capacity) tokens\n"
+        "contiguous at rows [0, L). Reads past, writes present (distinct buffers)."
+    )
+    return kb.build(Dispatch(rows.node, cfg.workgroup_size, cfg.fold), doc)
+
+
+def catalog_variants(models: dict) -> dict[str, WindowShiftConfig]:
+    """Named window_shift passes over the sliding-window model shapes and Llama."""
+    v: dict[str, WindowShiftConfig] = {}
+    for key in ("gemma2_2b", "gemma3_1b", "llama31_8b"):
+        m = models[key]
+        h, d = m.kv_heads, m.head_dim
+        v[f"window_shift_{key}"] = WindowShiftConfig(h, d)
+        v[f"window_shift_rotary_{key}"] = WindowShiftConfig(h, d, rotary=True)
+        v[f"window_shift_shift_{key}"] = WindowShiftConfig(h, d, "shift")
+        v[f"window_shift_append_rotary_{key}"] = WindowShiftConfig(h, d, "append", rotary=True)
+    m = models["gemma2_2b"]
+    h, d = m.kv_heads, m.head_dim
+    v["window_shift_append_gemma2_2b"] = WindowShiftConfig(h, d, "append")
+    f16 = dict(cache_type="f16", input_type="f16")
+    v["window_shift_f16_gemma2_2b"] = WindowShiftConfig(h, d, **f16)
+    v["window_shift_shift_f16_gemma2_2b"] = WindowShiftConfig(h, d, "shift", **f16)
+    v["window_shift_append_rotary_f16_gemma2_2b"] = WindowShiftConfig(
+        h, d, "append", rotary=True, **f16
+    )
+    return v
