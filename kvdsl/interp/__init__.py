@@ -1,0 +1,129 @@
+"""The numpy interpreter: the executable definition of what kernel IR means.
+
+``run(kernel, buffers, params)`` has the GPU runtime's signature and returns the same thing, the
+final contents of every read_write binding, so a test can run one kernel on both and compare. It
+differs from the GPU in what it refuses to hide: an out-of-bounds access, two invocations writing
+one element, or (with ``strict_init``) a read of an element nothing wrote raise an error that
+names the buffer, the index, the invocations and the statement.
+
+The rest of this docstring is the semantics, in the order the machine meets them.
+
+Invocations
+    A dispatch of ``workgroups = (X, Y, Z)`` with ``@workgroup_size(x, y, z)`` has
+    ``N = X*Y*Z * x*y*z`` invocations. They are numbered in WebGPU's order, workgroups with x
+    fastest and inside each the local invocation index (``lid.x`` fastest); ``gid = wid * size +
+    lid`` and ``nwg = (X, Y, Z)``. All N run *together*: every value is a numpy array over the
+    invocation axis, and one statement is one numpy operation for every invocation at once.
+    WGSL gives no order among invocations, and without barriers (the IR has none) a correct
+    kernel cannot tell; the race check below rejects the kernels that could.
+
+Values
+    A scalar is an array ``[L]``, a ``vecN`` an array ``[L, N]``, a fixed array a list of element
+    values, where ``L`` is N or 1. ``L == 1`` marks a *uniform* value, the same for every
+    invocation (literals, consts, params fields, ``nwg``, and anything computed only from them,
+    such as a loop counter running from a constant to a constant); numpy broadcasting mixes the
+    two. Values are never changed in place, so ``let a = k;`` copies nothing and aliases nothing.
+
+Operators and builtins
+    Every operator and builtin is the numpy implementation in the op table
+    (:data:`kvdsl.ir.ops.TABLE`), which carries WGSL's exact semantics: ``u32``/``i32`` wrap
+    modulo 2^32; integer ``x / 0 == x`` and ``x % 0 == 0``; ``i32`` ``MIN / -1 == MIN`` (and
+    ``MIN % -1 == 0``); division truncates and ``%`` takes the dividend's sign; shift amounts are
+    taken modulo 32 and ``>>`` on ``i32`` is arithmetic; ``round`` ties to even;
+    ``clamp(e, lo, hi) == min(max(e, lo), hi)``; ``select(f, t, c)`` is ``t`` where ``c``. f32
+    arithmetic happens in float32 and f16 in float16, each op rounding to its type. A scalar
+    operand meeting a vector is widened component-wise, as WGSL does. ``&&`` and ``||`` short-
+    circuit: the right side runs only for invocations the left side did not decide, so
+    ``i < n && buf[i] > 0`` never reads out of bounds. ``inverseSqrt``, ``sqrt``, ``exp``,
+    ``log``, ``cos``, ``sin``, ``dot`` and ``fma`` are marked approximate in the table: a GPU
+    agrees with them only within WGSL's stated accuracy.
+
+Conversions
+    ``T(x)`` between integer types keeps the bits (``i32(0xFFFFFFFFu) == -1``). Integer → float
+    and f32 → f16 round to nearest, ties to even (out of f16 range: infinity). ``bool(x)`` is
+    ``x != 0`` (so ``bool(NaN)`` is true). Float → integer truncates toward zero and saturates,
+    clamping first in the float type to the largest floats inside the target's range, as naga
+    and Tint do: ``i32(3e9f) == 2^31 - 128``, ``u32(-1.5f) == 0``, ``u32(5e9f) == 2^32 - 256``,
+    ``i32(+inf_h) == 65504``. WGSL leaves NaN → integer indeterminate; it is 0 here.
+
+Control flow: masks
+    Each statement runs for a *mask*, the invocations that reach it (``None``: all). ``if``
+    splits the mask by its condition and runs each branch for its part (a uniform condition runs
+    one branch for the whole mask, and a branch no invocation takes is skipped). ``return``,
+    ``break`` and ``continue`` empty the mask for the rest of their block; the rest of the
+    enclosing construct continues without those invocations: after an ``if`` the mask is what
+    reached the end of either branch, after a loop every invocation that entered except those
+    that returned. A loop makes trips while any invocation is still in it, so loops whose bounds
+    differ per invocation (the cooperative walk ``for (var e = base + lid.x; e < end; e = e +
+    WG)``) run as many trips as the longest. ``continue`` rejoins at the update. A statement on an
+    empty mask does not run at all.
+
+Variables
+    ``let`` binds a value. ``var`` holds one, zero when uninitialised. Assigning under a mask
+    keeps the old value on the other invocations (``numpy.where``), with one exception that
+    keeps loop counters uniform: when the mask is the very mask the ``var`` was declared under,
+    the invocations outside it can never read the var, so the new value replaces the old one
+    outright. ``var`` arrays are lists of per-element values (``k[d]`` with uniform ``d`` is
+    one list entry, a whole ``[N]`` column); an element index that differs per invocation
+    gathers and scatters. Indexing a var array or a vector outside its size is
+    :class:`OutOfBounds`, as it is for bindings (WGSL would clamp or return any value).
+
+Helper functions
+    A call inlines the body for the caller's mask, with a fresh scope holding the parameters and
+    the module's names (never the caller's locals or builtins). Each invocation's result is the
+    value of the ``return`` it reached.
+
+Storage buffers
+    A binding is the caller's array viewed as the element type (same-size dtypes are
+    reinterpreted bit for bit, as the GPU sees bytes; vec bindings are ``[length, N]``).
+    read_write bindings are copied, written in place and handed back with the caller's dtype and
+    shape. A read or write checks that every active invocation's index is inside the binding,
+    else :class:`OutOfBounds`; only active invocations store. Every write records which
+    invocation wrote the element: a second invocation writing it, or reading an element another
+    invocation wrote, in the same dispatch is a :class:`RaceError`. (An invocation reading an
+    element *before* another writes it is not tracked.) With ``strict_init=True`` reading a
+    read_write element that nothing in this dispatch wrote is :class:`UninitializedRead`.
+
+Errors name the statement as :func:`kvdsl.ir.verify.show` prints it and, given ``source_lines``
+(``id(stmt)`` → line, which the WGSL frontend supplies), its source line.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kvdsl.ir.dispatch import workgroups as dispatch_workgroups
+from kvdsl.ir.nodes import Kernel
+from kvdsl.interp.errors import InterpError, OutOfBounds, RaceError, UninitializedRead
+from kvdsl.interp.machine import Machine
+from kvdsl.interp.values import Grid, params_values, storage
+
+__all__ = ["InterpError", "OutOfBounds", "RaceError", "UninitializedRead", "run"]
+
+
+def run(
+    kernel: Kernel,
+    buffers: dict[str, np.ndarray],
+    params: dict | None = None,
+    workgroups: tuple[int, int, int] | None = None,
+    *,
+    strict_init: bool = False,
+    source_lines: dict[int, int] | None = None,
+) -> dict[str, np.ndarray]:
+    """Interpret one dispatch of ``kernel``; the final contents of each read_write binding.
+
+    ``buffers`` maps every binding name to an array (read_write ones are not modified; their new
+    contents come back with the same dtype and shape); ``params`` gives the params struct's
+    fields; ``workgroups`` defaults to the kernel's dispatch rule for ``params``.
+    """
+    missing = [b.name for b in kernel.bindings if b.name not in buffers]
+    if missing:
+        raise KeyError(f"kernel {kernel.name} needs buffers {', '.join(missing)}")
+    stores = {b.name: storage(b, buffers[b.name]) for b in kernel.bindings}
+    fields = kernel.params.fields if kernel.params is not None else ()
+    values = params_values(fields, params)
+    if workgroups is None:
+        workgroups = dispatch_workgroups(kernel, {k: int(v) for k, v in (params or {}).items()})
+    grid = Grid(workgroups, kernel.workgroup_size)
+    Machine(kernel, grid, stores, values, strict_init, source_lines).run()
+    return {b.name: stores[b.name].flat for b in kernel.bindings if b.access == "read_write"}

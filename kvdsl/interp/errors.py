@@ -1,0 +1,19 @@
+"""What the interpreter reports when a kernel does something the GPU would hide."""
+
+from __future__ import annotations
+
+
+class InterpError(RuntimeError):
+    """A kernel went wrong under interpretation; the message names where and who."""
+
+
+class OutOfBounds(InterpError):
+    """A read or write past the end of a binding, a ``var`` array or a vector."""
+
+
+class RaceError(InterpError):
+    """Two invocations of one dispatch touched the same binding element, one of them writing."""
+
+
+class UninitializedRead(InterpError):
+    """With ``strict_init``: a read of a read_write element that nothing in the dispatch wrote."""

@@ -1,0 +1,550 @@
+"""The interpreter proper: statements and expressions over every invocation at once.
+
+See :mod:`kvdsl.interp` for the semantics this module implements.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kvdsl.ir import ops
+from kvdsl.ir.nodes import (
+    Assign,
+    Binary,
+    Block,
+    Break,
+    Call,
+    Comment,
+    Construct,
+    Continue,
+    Convert,
+    Expr,
+    FnCall,
+    For,
+    Function,
+    If,
+    Index,
+    Kernel,
+    Let,
+    Lit,
+    Loop,
+    Member,
+    Name,
+    Return,
+    Stmt,
+    Unary,
+    Var,
+)
+from kvdsl.ir.ops import Op
+from kvdsl.ir.types import Array, Vec
+from kvdsl.ir.verify import show
+from kvdsl.interp.errors import InterpError, OutOfBounds, RaceError, UninitializedRead
+from kvdsl.interp.values import (
+    COMPONENTS,
+    ArrayValue,
+    Grid,
+    Mask,
+    Storage,
+    broadcast,
+    convert,
+    empty,
+    is_uniform,
+    m_and,
+    m_andnot,
+    m_or,
+    normal,
+    sel,
+)
+
+MAX_TRIPS = 1 << 22  # a loop still running after this many trips is taken to be infinite
+
+
+class Slot:
+    """A name's value; for a ``var``, the mask it was declared under (see ``_assign_name``)."""
+
+    __slots__ = ("value", "decl", "var")
+
+    def __init__(self, value, decl: Mask = None, var: bool = False) -> None:
+        self.value = value
+        self.decl = decl
+        self.var = var
+
+
+class Frame:
+    """One activation of the entry point or a helper: lanes that returned and the result."""
+
+    def __init__(self, entry: Mask) -> None:
+        self.entry = entry
+        self.returned = 0  # how many return statements ran, to tell if a loop saw one
+        self.done: np.ndarray | None = None  # lanes that returned
+        self.result = None
+        self.loops: list[list[Mask | bool]] = []  # per open loop: lanes that continued
+
+
+def render(s: Stmt) -> str:
+    """A one-line rendering of a statement for messages."""
+    match s:
+        case If(cond):
+            return f"if ({show(cond)})"
+        case For(init, cond, update):
+            parts = ("" if x is None else show(x) for x in (init, cond, update))
+            return f"for ({'; '.join(parts)})"
+        case Return(value):
+            return "return" + ("" if value is None else f" {show(value)}")
+        case _:
+            return show(s)
+
+
+class Machine:
+    """Runs one dispatch of a kernel."""
+
+    def __init__(
+        self,
+        kernel: Kernel,
+        grid: Grid,
+        buffers: dict[str, Storage],
+        params: dict[str, np.ndarray],
+        strict_init: bool,
+        source_lines: dict[int, int] | None,
+    ) -> None:
+        self.kernel = kernel
+        self.grid = grid
+        self.n = grid.n
+        self.buffers = buffers
+        self.params = params
+        self.strict_init = strict_init
+        self.source_lines = source_lines or {}
+        self.functions: dict[str, Function] = {f.name: f for f in kernel.functions}
+        self.builtins = dict(kernel.builtins)
+        self.module: dict[str, Slot] = {}
+        self.scopes: list[dict[str, Slot]] = [self.module]
+        self.frame = self.main = Frame(None)
+        self.lits: dict[Lit, np.ndarray] = {}
+        self.current: Stmt | None = None
+        for c in kernel.consts:
+            self.module[c.name] = Slot(self.eval(c.value, None))
+
+    # ---- entry ---------------------------------------------------------------------------
+    def run(self) -> None:
+        """Execute the entry point on every invocation."""
+        if self.n == 0:
+            return
+        self.scopes = [self.module, {}]
+        self.block(self.kernel.body, None)
+
+    # ---- errors --------------------------------------------------------------------------
+    def where(self) -> str:
+        s = self.current
+        if s is None:
+            return ""
+        line = self.source_lines.get(id(s))
+        return f" in `{render(s)}`" + ("" if line is None else f" (line {line})")
+
+    def _first_bad(self, bad: np.ndarray) -> int:
+        return int(np.flatnonzero(bad)[0]) if bad.shape[0] > 1 else 0
+
+    def _oob(self, what: str, idx: np.ndarray, length: int, m: Mask) -> None:
+        """Raise :class:`OutOfBounds` if an active lane's index is outside ``[0, length)``."""
+        if is_uniform(idx):
+            i = int(idx[0])
+            if 0 <= i < length:
+                return
+            lane = int(self.grid.active(m)[0])
+        else:
+            if m is None:
+                ok = int(idx.max()) < length and (idx.dtype.kind == "u" or int(idx.min()) >= 0)
+                if ok:
+                    return
+            bad = idx >= length if idx.dtype.kind == "u" else (idx < 0) | (idx >= length)
+            if m is not None:
+                bad &= m
+                if not bad.any():
+                    return
+            lane = self._first_bad(bad)
+            i = int(idx[lane])
+        raise OutOfBounds(
+            f"{what}[{i}] is out of bounds (length {length}) for "
+            f"{self.grid.describe(lane)}{self.where()}"
+        )
+
+    # ---- names ---------------------------------------------------------------------------
+    def lookup(self, name: str) -> Slot:
+        for scope in reversed(self.scopes):
+            slot = scope.get(name)
+            if slot is not None:
+                return slot
+        raise InterpError(f"undefined name '{name}'{self.where()}")
+
+    def declare(self, name: str, slot: Slot) -> None:
+        self.scopes[-1][name] = slot
+
+    # ---- statements ----------------------------------------------------------------------
+    def block(self, body: tuple[Stmt, ...], m: Mask) -> Mask:
+        """Run ``body`` on the lanes of ``m``; the lanes that reach its end."""
+        for s in body:
+            out = self.stmt(s, m)
+            if out is not m:
+                if empty(out):
+                    return out
+                m = out
+        return m
+
+    def scoped(self, body: tuple[Stmt, ...], m: Mask) -> Mask:
+        self.scopes.append({})
+        try:
+            return self.block(body, m)
+        finally:
+            self.scopes.pop()
+
+    def stmt(self, s: Stmt, m: Mask) -> Mask:
+        """Run one statement; return the lanes that continue after it."""
+        self.current = s
+        match s:
+            case Let(name, value):
+                self.declare(name, Slot(self.eval(value, m)))
+                return m
+            case Var(name, ty, init):
+                value = self.zero(ty) if init is None else self.eval(init, m)
+                self.declare(name, Slot(value, m, var=True))
+                return m
+            case Assign(target, value, op):
+                v = self.eval(value, m)
+                if op is not None:
+                    v = self.apply(op, (self.eval(target, m), v))
+                self.assign(target, v, m)
+                return m
+            case If(cond, then, orelse):
+                c = self.eval(cond, m)
+                if is_uniform(c) and self.n != 1:
+                    return self.scoped(then if c[0] else orelse, m)
+                tm, em = m_and(m, c, self.n), m_andnot(m, c, self.n)
+                tout = tm if empty(tm) else self.scoped(then, tm)
+                eout = em if empty(em) or not orelse else self.scoped(orelse, em)
+                if tout is tm and eout is em:
+                    return m
+                return normal(m_or(tout, eout) if not empty(tout) else eout)
+            case For() | Loop():
+                return self.loop(s, m)
+            case Break():
+                return np.zeros(self.n, bool)
+            case Continue():
+                cont = self.frame.loops[-1]
+                cont[0] = m_or(cont[0], m) if cont[0] is not False else m
+                return np.zeros(self.n, bool)
+            case Return(value):
+                self.ret(value, m)
+                return np.zeros(self.n, bool)
+            case Block(body):
+                return self.scoped(body, m)
+            case Comment():
+                return m
+        raise InterpError(f"not a statement: {s!r}")
+
+    def loop(self, s: For | Loop, m: Mask) -> Mask:
+        """``for``/``loop``: each trip runs the body on the lanes still looping.
+
+        A lane leaves at a false condition, ``break`` or ``return``; ``continue`` skips to the
+        update. After the loop every lane that entered goes on, except those that returned.
+        """
+        frame = self.frame
+        returned = frame.returned
+        self.scopes.append({})
+        cont: list = [False]
+        frame.loops.append(cont)
+        try:
+            init, cond, update, body = (
+                (s.init, s.cond, s.update, s.body)
+                if isinstance(s, For)
+                else (None,) * 3 + (s.body,)
+            )
+            if init is not None:
+                self.stmt(init, m)
+            lm = m
+            for _ in range(MAX_TRIPS):
+                if cond is not None:
+                    self.current = s
+                    lm = m_and(lm, self.eval(cond, lm), self.n)
+                    if empty(lm):
+                        break
+                cont[0] = False
+                out = self.scoped(body, lm)
+                if cont[0] is False:
+                    nxt = out
+                else:
+                    nxt = cont[0] if empty(out) else m_or(out, cont[0])
+                if nxt is not lm:
+                    if empty(nxt):
+                        break
+                    nxt = normal(nxt)
+                if update is not None:
+                    self.stmt(update, nxt)
+                lm = nxt
+            else:
+                self.current = s
+                raise InterpError(f"loop ran {MAX_TRIPS} trips without ending{self.where()}")
+        finally:
+            frame.loops.pop()
+            self.scopes.pop()
+        if frame.returned == returned:
+            return m
+        return normal(~frame.done if m is None else m & ~frame.done)
+
+    def ret(self, value: Expr | None, m: Mask) -> None:
+        frame = self.frame
+        frame.returned += 1
+        lanes = np.ones(self.n, bool) if m is None else m
+        frame.done = lanes if frame.done is None else frame.done | lanes
+        if value is None:
+            return
+        v = self.eval(value, m)
+        if frame.result is None and m is frame.entry:
+            frame.result = v
+        else:
+            old = frame.result if frame.result is not None else np.zeros_like(v)
+            frame.result = sel(lanes, v, old)
+
+    # ---- assignment ----------------------------------------------------------------------
+    def zero(self, ty) -> np.ndarray | ArrayValue:
+        """WGSL's zero value of ``ty``, uniform."""
+        if isinstance(ty, Array):
+            return ArrayValue([self.zero(ty.elem)] * ty.n)
+        shape = (1, ty.n) if isinstance(ty, Vec) else (1,)
+        return np.zeros(shape, ty.scalar.dtype)
+
+    def root(self, target: Expr) -> Name:
+        while isinstance(target, (Index, Member)):
+            target = target.base
+        return target
+
+    def assign(self, target: Expr, v, m: Mask) -> None:
+        """Store ``v`` into ``target`` on the lanes of ``m``."""
+        if isinstance(target, Index) and isinstance(target.base, Name):
+            b = self.buffers.get(target.base.name)
+            if b is not None and not self._shadowed(target.base.name):
+                self.store(b, self.eval(target.index, m), v, m)
+                return
+        slot = self.lookup(self.root(target).name)
+        # Lanes outside the var's declaring mask never see it, so when the statement runs on
+        # exactly those lanes the new value can replace the old one outright: a loop counter
+        # stays uniform (one value for all lanes) instead of being masked into N copies.
+        eff = None if m is slot.decl else m
+        slot.value = self.update(target, v, m, eff)
+
+    def _shadowed(self, name: str) -> bool:
+        return any(name in scope for scope in self.scopes[1:])
+
+    def update(self, target: Expr, v, m: Mask, eff: Mask):
+        """The new value of the var under ``target`` once ``target`` holds ``v``."""
+        match target:
+            case Name(name):
+                old = self.lookup(name).value
+                if eff is None or isinstance(v, ArrayValue):
+                    return v if eff is None else ArrayValue(sel(eff, a, b) for a, b in zip(v, old))
+                return sel(eff, v, old)
+            case Index(base, index):
+                container = self.eval(base, m)
+                idx = self.eval(index, m)
+                return self.update(base, self.set_elem(container, idx, v, m, eff, base), m, None)
+            case Member(base, name):
+                container = self.eval(base, m)
+                if len(name) != 1:
+                    raise InterpError(f"cannot assign to swizzle .{name}{self.where()}")
+                idx = np.array([COMPONENTS.index(name)], np.uint32)
+                return self.update(base, self.set_elem(container, idx, v, m, eff, base), m, None)
+        raise InterpError(f"cannot assign to {show(target)}{self.where()}")
+
+    def set_elem(self, container, idx: np.ndarray, v, m: Mask, eff: Mask, base: Expr):
+        """``container`` with element ``idx`` set to ``v`` on the lanes of ``eff``."""
+        length = len(container) if isinstance(container, ArrayValue) else container.shape[1]
+        self._oob(show(base), idx, length, m)
+        if isinstance(container, ArrayValue):
+            out = ArrayValue(container)
+            if is_uniform(idx):
+                i = int(idx[0])
+                out[i] = sel(eff, v, out[i])
+            else:
+                live = eff if eff is not None else np.ones(self.n, bool)
+                for i in range(length):
+                    out[i] = sel(live & (idx == i), v, out[i])
+            return out
+        lanes = max(container.shape[0], v.shape[0], 1 if eff is None else self.n)
+        out = np.array(broadcast(container, lanes))
+        if is_uniform(idx):
+            i = int(idx[0])
+            out[:, i] = sel(eff, v, out[:, i]) if eff is not None else v
+        else:
+            live = eff if eff is not None else np.ones(self.n, bool)
+            rows = np.flatnonzero(live)
+            out = np.array(broadcast(out, self.n))
+            out[rows, idx[rows]] = broadcast(v, self.n)[rows]
+        return out
+
+    def store(self, b: Storage, idx: np.ndarray, v: np.ndarray, m: Mask) -> None:
+        """``binding[idx] = v`` on the lanes of ``m``, checking bounds and races."""
+        name = b.binding.name
+        self._oob(name, idx, b.length, m)
+        lanes = self.grid.active(m)
+        owner = b.owners()
+        if is_uniform(idx) and len(lanes) > 1:
+            self._race_pair(name, int(idx[0]), int(lanes[0]), int(lanes[1]), "write")
+        i = idx if is_uniform(idx) or m is None else idx[lanes]
+        val = v if is_uniform(v) or m is None else v[lanes]
+        lo, hi = int(i[0]), int(i[-1])
+        if hi - lo + 1 == len(lanes) and (len(i) == 1 or bool((i[1:] > i[:-1]).all())):
+            # One contiguous run: slices instead of gathers and scatters.
+            prev = owner[lo : hi + 1]
+            if prev.max() >= 0:
+                self._check_owner(name, prev, i, lanes)
+            owner[lo : hi + 1] = lanes
+            b.data[lo : hi + 1] = val
+            return
+        i = i.astype(np.intp)
+        self._check_owner(name, owner[i], i, lanes)
+        owner[i] = lanes
+        back = owner[i]
+        dup = back != lanes
+        if dup.any():
+            j = self._first_bad(dup)
+            self._race_pair(name, int(i[j]), int(back[j]), int(lanes[j]), "write")
+        b.data[i] = val
+
+    def _check_owner(self, name: str, prev: np.ndarray, i: np.ndarray, lanes: np.ndarray) -> None:
+        clash = (prev >= 0) & (prev != lanes)
+        if clash.any():
+            j = self._first_bad(clash)
+            self._race_pair(
+                name, int(broadcast(i, len(lanes))[j]), int(prev[j]), int(lanes[j]), "write"
+            )
+
+    def _race_pair(self, name: str, index: int, first: int, second: int, what: str) -> None:
+        raise RaceError(
+            f"{name}[{index}]: {self.grid.describe(first)} wrote it and "
+            f"{self.grid.describe(second)} {what}s it in the same dispatch{self.where()}"
+        )
+
+    def load(self, b: Storage, idx: np.ndarray, m: Mask) -> np.ndarray:
+        """``binding[idx]`` on the lanes of ``m`` (other lanes get any element)."""
+        self._oob(b.binding.name, idx, b.length, m)
+        if b.binding.access == "read_write" and (b.owner is not None or self.strict_init):
+            self._check_read(b, idx, m)
+        if is_uniform(idx):
+            return b.data[int(idx[0]) : int(idx[0]) + 1].copy()
+        return np.take(b.data, idx, axis=0, mode="clip")
+
+    def _check_read(self, b: Storage, idx: np.ndarray, m: Mask) -> None:
+        lanes = self.grid.active(m)
+        i = broadcast(idx, self.n)[lanes].astype(np.intp)
+        prev = b.owners()[i]
+        if self.strict_init and (prev < 0).any():
+            j = self._first_bad(prev < 0)
+            raise UninitializedRead(
+                f"{b.binding.name}[{int(i[j])}] is read by {self.grid.describe(int(lanes[j]))} "
+                f"before anything in the dispatch wrote it{self.where()}"
+            )
+        clash = (prev >= 0) & (prev != lanes)
+        if clash.any():
+            j = self._first_bad(clash)
+            self._race_pair(b.binding.name, int(i[j]), int(prev[j]), int(lanes[j]), "read")
+
+    # ---- expressions ---------------------------------------------------------------------
+    def eval(self, e: Expr, m: Mask):
+        """The value of ``e`` on the lanes of ``m`` (other lanes hold arbitrary values)."""
+        match e:
+            case Lit():
+                v = self.lits.get(e)
+                if v is None:
+                    v = self.lits[e] = np.array([e.value], e.ty.dtype)
+                return v
+            case Name(name):
+                if self._is_builtin(name):
+                    cols = [self.grid.column(self.builtins[name], k) for k in range(3)]
+                    lanes = max(c.shape[0] for c in cols)
+                    return np.stack([broadcast(c, lanes) for c in cols], axis=1)
+                v = self.lookup(name).value
+                return ArrayValue(v) if isinstance(v, ArrayValue) else v
+            case Unary(op, x):
+                return self.apply(op, (self.eval(x, m),))
+            case Binary(Op.LAND | Op.LOR as op, a, b):
+                return self.logic(op, a, b, m)
+            case Binary(op, a, b):
+                return self.apply(op, (self.eval(a, m), self.eval(b, m)))
+            case Call(op, args):
+                return self.apply(op, tuple(self.eval(a, m) for a in args))
+            case FnCall(name, args):
+                return self.call(self.functions[name], [self.eval(a, m) for a in args], m)
+            case Convert(ty, x):
+                return convert(self.eval(x, m), ty)
+            case Construct(ty, args):
+                return self.construct(ty, [self.eval(a, m) for a in args])
+            case Index(Name(name), index) if name in self.buffers and not self._shadowed(name):
+                return self.load(self.buffers[name], self.eval(index, m), m)
+            case Index(base, index):
+                container = self.eval(base, m)
+                idx = self.eval(index, m)
+                return self.element(container, idx, m, base)
+            case Member(Name("params"), field) if not self._shadowed("params"):
+                return self.params[field]
+            case Member(Name(name), comp) if len(comp) == 1 and self._is_builtin(name):
+                return self.grid.column(self.builtins[name], COMPONENTS.index(comp))
+            case Member(base, comps):
+                v = self.eval(base, m)
+                if len(comps) == 1:
+                    return v[:, COMPONENTS.index(comps)]
+                return v[:, [COMPONENTS.index(c) for c in comps]]
+        raise InterpError(f"not an expression: {e!r}{self.where()}")
+
+    def _is_builtin(self, name: str) -> bool:
+        # The entry point's builtins live in its outermost scope, out of sight of helpers.
+        return (
+            name in self.builtins
+            and self.frame is self.main
+            and not any(name in scope for scope in self.scopes[2:])
+        )
+
+    def element(self, container, idx: np.ndarray, m: Mask, base: Expr):
+        """Element ``idx`` of an array or vector value."""
+        length = len(container) if isinstance(container, ArrayValue) else container.shape[1]
+        self._oob(show(base), idx, length, m)
+        if is_uniform(idx):
+            i = int(idx[0])
+            return container[i] if isinstance(container, ArrayValue) else container[:, i]
+        safe = np.clip(idx, 0, length - 1).astype(np.intp)
+        if isinstance(container, ArrayValue):
+            lanes = max(max(x.shape[0] for x in container), self.n)
+            stacked = np.stack([broadcast(x, lanes) for x in container])
+            return stacked[safe, self.grid.lanes]
+        return broadcast(container, self.n)[self.grid.lanes, safe]
+
+    def logic(self, op: Op, a: Expr, b: Expr, m: Mask) -> np.ndarray:
+        """Short-circuit ``&&`` / ``||``: ``b`` runs only on lanes where ``a`` does not decide."""
+        x = self.eval(a, m)
+        rest = m_and(m, x, self.n) if op == Op.LAND else m_andnot(m, x, self.n)
+        if empty(rest):
+            return x
+        y = self.eval(b, rest)
+        return (x & y) if op == Op.LAND else (x | y)
+
+    def apply(self, op: Op, args: tuple[np.ndarray, ...]) -> np.ndarray:
+        """The op table's numpy implementation, scalars widened against vectors."""
+        nd = max(a.ndim for a in args)
+        if any(a.ndim != nd for a in args):
+            args = tuple(a.reshape(a.shape + (1,) * (nd - a.ndim)) for a in args)
+        return ops.TABLE[op].impl(*args)
+
+    def construct(self, ty, parts: list):
+        if isinstance(ty, Array):
+            return ArrayValue(parts)
+        lanes = max(p.shape[0] for p in parts)
+        cols = [broadcast(p, lanes).reshape(lanes, -1) for p in parts]
+        return np.concatenate(cols, axis=1).astype(ty.elem.dtype, copy=False)
+
+    def call(self, fn: Function, args: list, m: Mask):
+        """Inline a helper: its body runs on the caller's lanes with a fresh scope and frame."""
+        caller = (self.scopes, self.frame, self.current)
+        self.scopes = [self.module, {p: Slot(a) for (p, _), a in zip(fn.params, args)}]
+        self.frame = Frame(m)
+        try:
+            self.block(fn.body, m)
+            return self.frame.result
+        finally:
+            self.scopes, self.frame, self.current = caller
