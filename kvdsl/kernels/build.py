@@ -1,0 +1,200 @@
+"""``build``: a BNSH cache from new BSH K/V, K optionally RMS-normed and NeoX-rotated.
+
+Drop-in for the template's ``mode == "build"`` branch (its final ``{% else %}``, shared with
+``build_quant`` and ``append_quant`` in :mod:`kvdsl.kernels.quant`). One invocation per
+destination row ``(b, hk, t)``: params ``count`` = rows (batch × kvHeads × seq), ``seq`` = new
+tokens per batch (also the present's rows per head), ``pastSeq`` = the absolute position of token
+0 (rotary only). Bindings ``src_k``, ``src_v`` (BSH), ``k_norm_weight`` (``[HEAD_DIM]``),
+``cos_cache``/``sin_cache`` (``[positions * HALF]``), ``present_key``, ``present_value`` (BNSH).
+
+The row program (:func:`k_row`) loads K into ``var k: array<f32, HEAD_DIM>``, applies
+``k' = k * inverseSqrt(mean(k²) + eps) * weight`` and then the rotation at ``pastSeq + t``.
+
+Defect of the template, fixed here: it stores the f32 row ``k`` (and ``src_v``) into
+``present_key``/``present_value`` without conversion, so an f16 present (or f16 ``src_k``, loaded
+into the f32 row) is invalid WGSL; kvdsl converts on load and on store.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from kvdsl.ir import Buffer, Dispatch, Kernel, KernelBuilder, Local, Val, array, convert, f32, u32
+from kvdsl.kernels.config import check, common, one_of, positive_int, scalar
+from kvdsl.nodes import walks
+from kvdsl.nodes.index import bnsh, bsh
+from kvdsl.nodes.rmsnorm import rms_norm_row
+from kvdsl.nodes.rotary import rotate_row
+
+FLOATS = ("f32", "f16")
+
+
+def check_row_program(cfg: Any) -> None:
+    """Checks shared by the build-family configs (shapes, K transforms, input type, dispatch)."""
+    positive_int("kv_heads", cfg.kv_heads)
+    positive_int("head_dim", cfg.head_dim)
+    check(isinstance(cfg.k_norm, bool), "k_norm", cfg.k_norm, "true or false")
+    check(isinstance(cfg.rotary, bool), "rotary", cfg.rotary, "true or false")
+    if cfg.rotary:
+        check(cfg.head_dim % 2 == 0, "head_dim", cfg.head_dim, "an even number for rotary")
+    eps_ok = isinstance(cfg.eps, (int, float)) and not isinstance(cfg.eps, bool)
+    check(eps_ok and math.isfinite(cfg.eps) and cfg.eps > 0, "eps", cfg.eps, "a finite float > 0")
+    one_of("input_type", cfg.input_type, FLOATS)
+    common(cfg)
+
+
+@dataclass(frozen=True)
+class BuildConfig:
+    """A build variant: cache shape, K RMSNorm and rotary switches, element types."""
+
+    kv_heads: int
+    head_dim: int
+    k_norm: bool = False
+    rotary: bool = False
+    eps: float = 1e-6
+    input_type: str = "f32"
+    present_type: str = "f32"
+    workgroup_size: int = 64
+    fold: int = 65535
+    mode = "build"
+
+    def __post_init__(self) -> None:
+        check_row_program(self)
+        one_of("present_type", self.present_type, FLOATS)
+
+
+@dataclass(frozen=True)
+class RowInputs:
+    """The bindings and consts the row program reads (``None`` where a transform is off)."""
+
+    src_k: Buffer
+    src_v: Buffer
+    k_norm_weight: Buffer | None
+    cos_cache: Buffer | None
+    sin_cache: Buffer | None
+
+
+def declare_inputs(kb: KernelBuilder, cfg: Any) -> RowInputs:
+    """Declare ``src_k``, ``src_v`` and, as ``cfg`` needs them, the K-norm weight and rotary caches."""
+    elem = scalar(cfg.input_type)
+    src_k = kb.binding("src_k", elem, "read")
+    src_v = kb.binding("src_v", elem, "read")
+    weight = kb.binding("k_norm_weight", f32, "read") if cfg.k_norm else None
+    cos = kb.binding("cos_cache", f32, "read") if cfg.rotary else None
+    sin = kb.binding("sin_cache", f32, "read") if cfg.rotary else None
+    return RowInputs(src_k, src_v, weight, cos, sin)
+
+
+@dataclass(frozen=True)
+class Consts:
+    """The module consts of the row program (``None`` where the config needs none)."""
+
+    head_dim_value: int
+    head_dim: Val
+    heads: Val
+    hidden: Val
+    packed: Val | None
+    half: Val | None
+    eps: Val | None
+
+
+def declare_consts(kb: KernelBuilder, cfg: Any, packed: int | None = None) -> Consts:
+    """``HEAD_DIM``, ``KV_HEADS``, ``WG``, ``KV_HIDDEN``, ``PACKED``, ``HALF``, ``QK_EPS``.
+
+    In the template's order; ``PACKED`` (stored words per row) only when given, ``HALF`` with
+    rotary, ``QK_EPS`` with K RMSNorm.
+    """
+    head_dim = kb.const("HEAD_DIM", u32, cfg.head_dim)
+    heads = kb.const("KV_HEADS", u32, cfg.kv_heads)
+    kb.workgroup_const("WG")
+    hidden = kb.const("KV_HIDDEN", u32, cfg.kv_heads * cfg.head_dim)
+    words = None if packed is None else kb.const("PACKED", u32, packed)
+    half = kb.const("HALF", u32, cfg.head_dim // 2) if cfg.rotary else None
+    eps = kb.const("QK_EPS", f32, float(cfg.eps)) if cfg.k_norm else None
+    return Consts(cfg.head_dim, head_dim, heads, hidden, words, half, eps)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One invocation's row: new token ``t`` of batch ``b``, kv head ``hk``, at ``srcBase``."""
+
+    b: Val
+    hk: Val
+    t: Val
+    src_base: Val
+
+
+def row_walk(kb: KernelBuilder, fold: int, c: Consts) -> Row:
+    """The per-row walk over ``params.count`` rows of ``params.seq`` new tokens each."""
+    count, seq = kb.param("count"), kb.param("seq")
+    i = walks.per_row(kb, fold, count)
+    t = kb.let("t", i % seq)
+    tmp = kb.let("tmp", i / seq)
+    hk = kb.let("hk", tmp % c.heads)
+    b = kb.let("b", tmp / c.heads)
+    src_base = kb.let("srcBase", bsh(b, t, hk, seq, c.hidden, c.head_dim))
+    return Row(b, hk, t, src_base)
+
+
+def k_row(
+    kb: KernelBuilder, c: Consts, inputs: RowInputs, src_base: Val, position: Callable[[], Val]
+) -> Local:
+    """``var k: array<f32, HEAD_DIM>`` loaded from ``src_k``, then normed and rotated.
+
+    The transforms are those whose consts ``c`` holds; ``position`` makes the rotary position (it
+    may declare lets).
+    """
+    k = kb.var("k", array(f32, c.head_dim_value))
+    with walks.row_elements(kb, c.head_dim) as d:
+        k[d] = convert(f32, inputs.src_k[src_base + d])
+    if c.eps is not None:
+        rms_norm_row(kb, k, inputs.k_norm_weight, c.head_dim, c.eps)
+    if c.half is not None:
+        rotate_row(kb, k, inputs.cos_cache, inputs.sin_cache, position(), c.half)
+    return k
+
+
+def build(cfg: BuildConfig, name: str = "build") -> Kernel:
+    """Build the ``build`` kernel for ``cfg``."""
+    kb = KernelBuilder(name, cfg.workgroup_size)
+    inputs = declare_inputs(kb, cfg)
+    present = scalar(cfg.present_type)
+    present_key = kb.binding("present_key", present, "read_write")
+    present_value = kb.binding("present_value", present, "read_write")
+    c = declare_consts(kb, cfg)
+    count, seq = kb.param("count"), kb.param("seq")
+    row = row_walk(kb, cfg.fold, c)
+    k = k_row(kb, c, inputs, row.src_base, lambda: kb.let("pos", kb.param("pastSeq") + row.t))
+    dst_base = kb.let("dstBase", bnsh(row.b, row.hk, row.t, c.heads, seq, c.head_dim))
+    with walks.row_elements(kb, c.head_dim) as d:
+        present_key[dst_base + d] = convert(present, k[d])
+        present_value[dst_base + d] = convert(present, inputs.src_v[row.src_base + d])
+    doc = "Build a BNSH cache from new BSH K/V" + _transforms_doc(cfg) + "."
+    return kb.build(Dispatch(count.node, cfg.workgroup_size, cfg.fold), doc)
+
+
+def _transforms_doc(cfg: Any) -> str:
+    parts = (["K RMSNorm"] if cfg.k_norm else []) + (["rotary"] if cfg.rotary else [])
+    return ", applying " + " and ".join(parts) + " to K" if parts else ""
+
+
+def catalog_variants(models: dict[str, Any]) -> dict[str, BuildConfig]:
+    """Named ``build`` variants over ``models`` (catalog keys → :class:`Model`)."""
+    v: dict[str, BuildConfig] = {}
+    for key, m in models.items():
+        v[f"build_{key}"] = BuildConfig(m.kv_heads, m.head_dim)
+        v[f"build_rotary_{key}"] = BuildConfig(m.kv_heads, m.head_dim, rotary=True)
+    for key in ("qwen3_06b", "gemma3_1b"):  # the families with QK RMSNorm
+        m = models[key]
+        v[f"build_knorm_{key}"] = BuildConfig(m.kv_heads, m.head_dim, k_norm=True)
+        v[f"build_knorm_rotary_{key}"] = BuildConfig(m.kv_heads, m.head_dim, True, True)
+    m = models["llama31_8b"]
+    v["build_rotary_f16_llama31_8b"] = BuildConfig(
+        m.kv_heads, m.head_dim, rotary=True, present_type="f16"
+    )
+    v["build_rotary_f16_in_llama31_8b"] = BuildConfig(
+        m.kv_heads, m.head_dim, rotary=True, input_type="f16", present_type="f16"
+    )
+    return v

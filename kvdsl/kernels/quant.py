@@ -1,0 +1,234 @@
+"""``build_quant`` and ``append_quant``: new BSH K/V quantised into an int8 or packed int4 cache.
+
+Drop-in for the template's final ``{% else %}`` branch. The row program is :mod:`.build`'s (K
+loaded into an f32 row, optionally RMS-normed and rotated); each element is then quantised with
+:func:`kvdsl.nodes.quant.quantize` by the ``kscale``/``vscale`` helper functions' scale
+(per channel or per tensor as ``params.perChannel`` says at run time). 8 bits store one i32 per
+element (``PACKED = HEAD_DIM`` words per row); 4 bits store two nibbles per u32
+(``PACKED = HEAD_DIM / 2``).
+
+- ``build_quant`` writes a BNSH cache of ``params.seq`` rows per head; rotary at ``pastSeq + t``.
+- ``append_quant`` writes the new tokens into a buffer-sharing cache of ``params.totalSeq`` rows
+  per head at the window :func:`kvdsl.nodes.window.append_window` gives from ``seqlens_k``.
+
+Defects of the template, fixed here:
+
+- ``append_quant`` computes ``appendStart = seqlens_k[b] + 1 - seq`` in u32: a right-padded
+  prompt (``seqlens_k[b] + 1 < seq``) wraps it to ~2^32 and the rows land out of bounds (WebGPU
+  clamps or drops them); ``seqlens_k[b] + 1 > totalSeq`` writes past the head's last row into
+  the next head's rows. kvdsl clamps the window like ``merge_share``:
+  ``activeEnd = min(totalSeq, max(seq, seqlens_k[b] + 1))``, rows ``[activeEnd - seq, activeEnd)``
+  (and, when ``seq > totalSeq``, keeps the newest ``totalSeq`` tokens).
+- ``append_quant`` rotates K at ``pastSeq + t``, one uniform for every batch, while the rows it
+  writes sit at each batch's own ``appendStart + t``: in a buffer-sharing cache the row is the
+  absolute position (``merge_share`` rotates at the row). kvdsl rotates at the row by default
+  (``rotary_position="row"``); ``"past_seq"`` keeps the template's behaviour.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from kvdsl.ir import Dispatch, Kernel, KernelBuilder, convert, f32, i32, u32
+from kvdsl.kernels.build import (
+    check_row_program,
+    declare_consts,
+    declare_inputs,
+    k_row,
+    row_walk,
+)
+from kvdsl.kernels.config import check, one_of
+from kvdsl.nodes import walks
+from kvdsl.nodes.index import bnsh
+from kvdsl.nodes.quant import QRANGE, pack_int4, quantize, scale_function
+from kvdsl.nodes.window import append_window
+
+POSITIONS = ("row", "past_seq")
+MAX_STORAGE_BUFFERS = 8  # WebGPU's default maxStorageBuffersPerShaderStage
+
+
+def storage_buffers(cfg: Any) -> int:
+    """Storage bindings of a quantising kernel: K/V in and out, scales and the optional inputs."""
+    return 6 + cfg.k_norm + 2 * cfg.rotary + (cfg.mode == "append_quant")
+
+
+@dataclass(frozen=True)
+class QuantConfig:
+    """Fields shared by the quantising modes.
+
+    ``qmin``/``qmax`` (the clamp range, inclusive) default to the full signed range of ``bits``.
+    """
+
+    kv_heads: int
+    head_dim: int
+    bits: int = 8
+    qmin: int | None = None
+    qmax: int | None = None
+    k_norm: bool = False
+    rotary: bool = False
+    eps: float = 1e-6
+    input_type: str = "f32"
+    workgroup_size: int = 64
+    fold: int = 65535
+    mode = ""  # set by the two concrete configs
+
+    def __post_init__(self) -> None:
+        check_row_program(self)
+        one_of("bits", self.bits, tuple(QRANGE))
+        if self.bits == 4:
+            check(self.head_dim % 2 == 0, "head_dim", self.head_dim, "an even number for int4")
+        lo, hi = QRANGE[self.bits]
+        for field, default in (("qmin", lo), ("qmax", hi)):
+            value = getattr(self, field)
+            if value is None:
+                object.__setattr__(self, field, default)
+                continue
+            ok = isinstance(value, int) and not isinstance(value, bool) and lo <= value <= hi
+            check(ok, field, value, f"an integer in [{lo}, {hi}] for {self.bits} bits")
+        check(self.qmin < self.qmax, "qmin", self.qmin, f"less than qmax={self.qmax}")
+        n = storage_buffers(self)
+        check(
+            n <= MAX_STORAGE_BUFFERS,
+            "k_norm/rotary",
+            (self.k_norm, self.rotary),
+            f"at most {MAX_STORAGE_BUFFERS} storage buffers (WebGPU's default limit per stage); "
+            f"this {self.mode} needs {n}",
+        )
+
+
+@dataclass(frozen=True)
+class BuildQuantConfig(QuantConfig):
+    """A ``build_quant`` variant."""
+
+    mode = "build_quant"
+
+
+@dataclass(frozen=True)
+class AppendQuantConfig(QuantConfig):
+    """An ``append_quant`` variant; ``rotary_position`` is ``"row"`` or ``"past_seq"``."""
+
+    rotary_position: str = "row"
+    mode = "append_quant"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        one_of("rotary_position", self.rotary_position, POSITIONS)
+
+
+def build_quant(cfg: BuildQuantConfig, name: str = "build_quant") -> Kernel:
+    """Build the ``build_quant`` kernel for ``cfg``."""
+    return _quant(cfg, name, append=False)
+
+
+def append_quant(cfg: AppendQuantConfig, name: str = "append_quant") -> Kernel:
+    """Build the ``append_quant`` kernel for ``cfg``."""
+    return _quant(cfg, name, append=True)
+
+
+def _quant(cfg: Any, name: str, append: bool) -> Kernel:
+    kb = KernelBuilder(name, cfg.workgroup_size)
+    inputs = declare_inputs(kb, cfg)
+    k_scale = kb.binding("k_scale", f32, "read")
+    v_scale = kb.binding("v_scale", f32, "read")
+    seqlens_k = kb.binding("seqlens_k", i32, "read") if append else None
+    word = i32 if cfg.bits == 8 else u32
+    present_key = kb.binding("present_key", word, "read_write")
+    present_value = kb.binding("present_value", word, "read_write")
+    c = declare_consts(kb, cfg, cfg.head_dim if cfg.bits == 8 else cfg.head_dim // 2)
+    qmax = kb.const("QMAX", f32, float(cfg.qmax))
+    qmin = kb.const("QMIN", f32, float(cfg.qmin))
+
+    count, seq = kb.param("count"), kb.param("seq")
+    row_position = append and cfg.rotary_position == "row"
+    past = kb.param("pastSeq") if cfg.rotary and not row_position else None
+    total_seq = kb.param("totalSeq") if append else None
+    per_channel = kb.param("perChannel").ne(0)
+    kscale = scale_function(kb, "kscale", k_scale, c.head_dim, per_channel)
+    vscale = scale_function(kb, "vscale", v_scale, c.head_dim, per_channel)
+
+    row = row_walk(kb, cfg.fold, c)
+    if append:
+        w = append_window(kb, seqlens_k, row.b, total_seq, seq)
+        kb.comment("Only the newest min(seq, totalSeq) tokens fit the cache.")
+        with kb.if_(row.t < w.skip):
+            kb.ret()
+        # t >= skip here, so the row index does not wrap.
+        dst_row = kb.let("row", w.append_start + (row.t - w.skip))
+        rows_per_head = total_seq
+    else:
+        dst_row, rows_per_head = row.t, seq
+
+    def position():
+        if row_position:
+            kb.comment("In the shared cache the row is the token's absolute position.")
+            return dst_row
+        return kb.let("pos", past + row.t)
+
+    k = k_row(kb, c, inputs, row.src_base, position)
+    dst_base = kb.let("dstBase", bnsh(row.b, row.hk, dst_row, c.heads, rows_per_head, c.packed))
+
+    def v_at(d):
+        return convert(f32, inputs.src_v[row.src_base + d])
+
+    if cfg.bits == 8:
+        with walks.row_elements(kb, c.head_dim) as d:
+            present_key[dst_base + d] = quantize(k[d], kb.fn_call(kscale, d, row.hk), qmin, qmax)
+            present_value[dst_base + d] = quantize(
+                v_at(d), kb.fn_call(vscale, d, row.hk), qmin, qmax
+            )
+    else:
+        with walks.row_elements(kb, c.packed, "dd") as dd:
+            d0 = kb.let("d0", dd * 2)
+            d1 = kb.let("d1", dd * 2 + 1)
+            qk0 = kb.let("qk0", quantize(k[d0], kb.fn_call(kscale, d0, row.hk), qmin, qmax))
+            qk1 = kb.let("qk1", quantize(k[d1], kb.fn_call(kscale, d1, row.hk), qmin, qmax))
+            qv0 = kb.let("qv0", quantize(v_at(d0), kb.fn_call(vscale, d0, row.hk), qmin, qmax))
+            qv1 = kb.let("qv1", quantize(v_at(d1), kb.fn_call(vscale, d1, row.hk), qmin, qmax))
+            present_key[dst_base + dd] = pack_int4(qk0, qk1)
+            present_value[dst_base + dd] = pack_int4(qv0, qv1)
+    kind = "INT8" if cfg.bits == 8 else "packed INT4"
+    if append:
+        doc = (
+            f"Quantize new BSH K/V into an existing buffer-sharing {kind} BNSH cache. The\n"
+            "active sequence end comes from seqlens_k; the physical cache stride remains\n"
+            "the full present-cache capacity (totalSeq)."
+        )
+    else:
+        doc = f"Quantize new BSH K/V into a {kind} BNSH cache."
+    return kb.build(Dispatch(count.node, cfg.workgroup_size, cfg.fold), doc)
+
+
+def catalog_variants(models: dict[str, Any]) -> dict[str, QuantConfig]:
+    """Named ``build_quant`` / ``append_quant`` variants over ``models``.
+
+    K RMSNorm with rotary, and rotary in ``append_quant``, need more storage buffers than
+    WebGPU's default limit, so they are absent (see :func:`storage_buffers`).
+    """
+    v: dict[str, QuantConfig] = {}
+    for key in ("qwen25_05b", "llama31_8b", "phi3_mini", "gemma2_2b"):
+        m = models[key]
+        for bits in (8, 4):
+            v[f"build_quant_int{bits}_{key}"] = BuildQuantConfig(m.kv_heads, m.head_dim, bits)
+            v[f"append_quant_int{bits}_{key}"] = AppendQuantConfig(m.kv_heads, m.head_dim, bits)
+    for bits in (8, 4):
+        m = models["llama31_8b"]
+        v[f"build_quant_int{bits}_rotary_llama31_8b"] = BuildQuantConfig(
+            m.kv_heads, m.head_dim, bits, rotary=True
+        )
+        for key in ("qwen3_06b", "gemma3_1b"):  # the families with QK RMSNorm
+            m = models[key]
+            v[f"build_quant_int{bits}_knorm_{key}"] = BuildQuantConfig(
+                m.kv_heads, m.head_dim, bits, k_norm=True
+            )
+            v[f"append_quant_int{bits}_knorm_{key}"] = AppendQuantConfig(
+                m.kv_heads, m.head_dim, bits, k_norm=True
+            )
+    m = models["llama31_8b"]
+    v["build_quant_int8_f16_in_llama31_8b"] = BuildQuantConfig(
+        m.kv_heads, m.head_dim, input_type="f16"
+    )
+    v["append_quant_int8_symmetric_llama31_8b"] = AppendQuantConfig(
+        m.kv_heads, m.head_dim, qmin=-127, qmax=127
+    )
+    return v
