@@ -21,7 +21,19 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from kvdsl.ir import Buffer, Dispatch, Kernel, KernelBuilder, Local, Val, array, convert, f32, u32
+from kvdsl.ir import (
+    Buffer,
+    Dispatch,
+    Kernel,
+    KernelBuilder,
+    Local,
+    Val,
+    array,
+    convert,
+    f32,
+    i32,
+    u32,
+)
 from kvdsl.kernels.config import check, common, one_of, positive_int, scalar
 from kvdsl.nodes import walks
 from kvdsl.nodes.index import bnsh, bsh
@@ -71,20 +83,23 @@ class RowInputs:
 
     src_k: Buffer
     src_v: Buffer
+    seqlens_k: Buffer | None
     k_norm_weight: Buffer | None
     cos_cache: Buffer | None
     sin_cache: Buffer | None
 
 
-def declare_inputs(kb: KernelBuilder, cfg: Any) -> RowInputs:
-    """Declare ``src_k``, ``src_v`` and, as ``cfg`` needs them, the K-norm weight and rotary caches."""
+def declare_inputs(kb: KernelBuilder, cfg: Any, seqlens_k: bool = False) -> RowInputs:
+    """Declare the inputs in the template's order: ``src_k``, ``src_v``, ``seqlens_k`` (when
+    asked), then as ``cfg`` needs them the K-norm weight and the rotary caches."""
     elem = scalar(cfg.input_type)
     src_k = kb.binding("src_k", elem, "read")
     src_v = kb.binding("src_v", elem, "read")
+    seqlens = kb.binding("seqlens_k", i32, "read") if seqlens_k else None
     weight = kb.binding("k_norm_weight", f32, "read") if cfg.k_norm else None
     cos = kb.binding("cos_cache", f32, "read") if cfg.rotary else None
     sin = kb.binding("sin_cache", f32, "read") if cfg.rotary else None
-    return RowInputs(src_k, src_v, weight, cos, sin)
+    return RowInputs(src_k, src_v, seqlens, weight, cos, sin)
 
 
 @dataclass(frozen=True)
@@ -114,6 +129,12 @@ def declare_consts(kb: KernelBuilder, cfg: Any, packed: int | None = None) -> Co
     half = kb.const("HALF", u32, cfg.head_dim // 2) if cfg.rotary else None
     eps = kb.const("QK_EPS", f32, float(cfg.eps)) if cfg.k_norm else None
     return Consts(cfg.head_dim, head_dim, heads, hidden, words, half, eps)
+
+
+def declare_params(kb: KernelBuilder, *names: str) -> tuple[Val, ...]:
+    """The params fields, all u32, declared in the template's order (used or not, so the uniform
+    has the template's layout)."""
+    return tuple(kb.param(n) for n in names)
 
 
 @dataclass(frozen=True)
@@ -164,9 +185,9 @@ def build(cfg: BuildConfig, name: str = "build") -> Kernel:
     present_key = kb.binding("present_key", present, "read_write")
     present_value = kb.binding("present_value", present, "read_write")
     c = declare_consts(kb, cfg)
-    count, seq = kb.param("count"), kb.param("seq")
+    count, seq, past = declare_params(kb, "count", "seq", "pastSeq")
     row = row_walk(kb, cfg.fold, c)
-    k = k_row(kb, c, inputs, row.src_base, lambda: kb.let("pos", kb.param("pastSeq") + row.t))
+    k = k_row(kb, c, inputs, row.src_base, lambda: kb.let("pos", past + row.t))
     dst_base = kb.let("dstBase", bnsh(row.b, row.hk, row.t, c.heads, seq, c.head_dim))
     with walks.row_elements(kb, c.head_dim) as d:
         present_key[dst_base + d] = convert(present, k[d])

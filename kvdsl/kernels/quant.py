@@ -35,6 +35,7 @@ from kvdsl.kernels.build import (
     check_row_program,
     declare_consts,
     declare_inputs,
+    declare_params,
     k_row,
     row_walk,
 )
@@ -128,10 +129,9 @@ def append_quant(cfg: AppendQuantConfig, name: str = "append_quant") -> Kernel:
 
 def _quant(cfg: Any, name: str, append: bool) -> Kernel:
     kb = KernelBuilder(name, cfg.workgroup_size)
-    inputs = declare_inputs(kb, cfg)
+    inputs = declare_inputs(kb, cfg, seqlens_k=append)
     k_scale = kb.binding("k_scale", f32, "read")
     v_scale = kb.binding("v_scale", f32, "read")
-    seqlens_k = kb.binding("seqlens_k", i32, "read") if append else None
     word = i32 if cfg.bits == 8 else u32
     present_key = kb.binding("present_key", word, "read_write")
     present_value = kb.binding("present_value", word, "read_write")
@@ -139,17 +139,19 @@ def _quant(cfg: Any, name: str, append: bool) -> Kernel:
     qmax = kb.const("QMAX", f32, float(cfg.qmax))
     qmin = kb.const("QMIN", f32, float(cfg.qmin))
 
-    count, seq = kb.param("count"), kb.param("seq")
+    if append:
+        names = ("count", "seq", "pastSeq", "totalSeq", "perChannel")
+        count, seq, past, total_seq, per_channel = declare_params(kb, *names)
+    else:
+        count, seq, past, per_channel = declare_params(kb, "count", "seq", "pastSeq", "perChannel")
     row_position = append and cfg.rotary_position == "row"
-    past = kb.param("pastSeq") if cfg.rotary and not row_position else None
-    total_seq = kb.param("totalSeq") if append else None
-    per_channel = kb.param("perChannel").ne(0)
+    per_channel = per_channel.ne(0)
     kscale = scale_function(kb, "kscale", k_scale, c.head_dim, per_channel)
     vscale = scale_function(kb, "vscale", v_scale, c.head_dim, per_channel)
 
     row = row_walk(kb, cfg.fold, c)
     if append:
-        w = append_window(kb, seqlens_k, row.b, total_seq, seq)
+        w = append_window(kb, inputs.seqlens_k, row.b, total_seq, seq)
         kb.comment("Only the newest min(seq, totalSeq) tokens fit the cache.")
         with kb.if_(row.t < w.skip):
             kb.ret()
