@@ -125,6 +125,56 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _progress(done: int, total: int, label: str) -> None:
+    if not sys.stderr.isatty():
+        return
+    width = 30
+    filled = width * done // max(total, 1)
+    bar = "#" * filled + "." * (width - filled)
+    sys.stderr.write(f"\r[{bar}] {done}/{total} {label[:40]:<40}")
+    sys.stderr.flush()
+
+
+@command
+def cmd_verify(args: argparse.Namespace) -> int:
+    """Verify catalog variants: interpreter vs reference, GPU vs interpreter."""
+    from kvdsl.check import CASES, verify_variant
+
+    names = args.variants or list(catalog.VARIANTS)
+    for name in names:
+        catalog.config(name)  # unknown names fail before any work
+    backends = tuple(b for b in ("interp", "gpu") if b not in (args.skip or []))
+    results = []
+    steps, total = 0, len(names) * args.cases
+    for name in names:
+        cfg = catalog.config(name)
+        if cfg.mode not in CASES:
+            raise UsageError(f"variant {name}: mode {cfg.mode!r} has no verification cases")
+
+        def step(name=name):
+            nonlocal steps
+            steps += 1
+            _progress(steps, total, name)
+
+        kernel = catalog.build(name)
+        results.append(verify_variant(name, cfg, kernel, args.cases, backends, args.seed, step))
+    if sys.stderr.isatty():
+        sys.stderr.write("\r" + " " * 80 + "\r")
+    width = max(len(r.variant) for r in results)
+    print(f"{'variant':<{width}}  {'shapes':<40} {'max error':>10}  verdict")
+    for r in results:
+        shapes = "; ".join(r.shapes)
+        shapes = shapes if len(shapes) <= 40 else shapes[:37] + "..."
+        verdict = "ok" if r.ok else "FAIL"
+        print(f"{r.variant:<{width}}  {shapes:<40} {r.max_error:>10.3g}  {verdict}")
+    failed = [r for r in results if not r.ok]
+    for r in failed:
+        for problem in r.problems[:5]:
+            print(f"{r.variant}: {problem}", file=sys.stderr)
+    print(f"{len(results) - len(failed)} passed, {len(failed)} failed")
+    return 1 if failed else 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="kvdsl", description=__doc__.splitlines()[0])
     p.add_argument("--traceback", action="store_true", help="show Python tracebacks on errors")
@@ -143,6 +193,11 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--out", help="write read_write buffers to this .npz")
     s.add_argument("--workgroups", help="X,Y,Z (default: the kernel's dispatch rule)")
     s.add_argument("--backend", choices=("gpu", "interp"), default="gpu")
+    s = sub.add_parser("verify", help="verify catalog variants on random shapes")
+    s.add_argument("variants", nargs="*", metavar="VARIANT", help="default: the whole catalog")
+    s.add_argument("--cases", type=int, default=3, help="random cases per variant (default 3)")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--skip", action="append", choices=("interp", "gpu"), help="leave a backend out")
     return p
 
 
@@ -167,6 +222,12 @@ def user_errors() -> tuple[type[BaseException], ...]:
     return tuple(errors)
 
 
+def known_failures() -> tuple[type[BaseException], ...]:
+    """Exception types of a run that failed for a stated reason: one line, exit code 1."""
+    failures: list[type[BaseException]] = [RuntimeError]  # runtime and interpreter errors
+    return tuple(failures)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``kvdsl`` console script."""
     args = parser().parse_args(argv)
@@ -175,6 +236,15 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as err:  # the CLI's one boundary: every error becomes one line
         if args.traceback:
             raise
-        code = 2 if isinstance(err, user_errors()) else 1
-        print(f"kvdsl {args.command}: {err}", file=sys.stderr)
-        return code
+        if isinstance(err, user_errors()):
+            print(f"kvdsl {args.command}: {err}", file=sys.stderr)
+            return 2
+        if isinstance(err, known_failures()):
+            print(f"kvdsl {args.command}: {err}", file=sys.stderr)
+            return 1
+        print(
+            f"kvdsl {args.command}: internal error ({type(err).__name__}: {err}); "
+            "rerun with --traceback and report it",
+            file=sys.stderr,
+        )
+        return 3

@@ -1,0 +1,12 @@
+"""Verification of catalog variants: random cases per mode, compared across backends.
+
+For each case: the interpreter against the reference (the IR means what the mode means, with no
+out-of-bounds access and no race), then the GPU against the interpreter (the emitted WGSL does
+what the IR means). ``kvdsl verify`` drives it.
+"""
+
+from kvdsl.check.cases import CASES, Case, cases_for
+from kvdsl.check.compare import compare, poison
+from kvdsl.check.runner import Result, verify_variant
+
+__all__ = ["CASES", "Case", "Result", "cases_for", "compare", "poison", "verify_variant"]

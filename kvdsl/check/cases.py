@@ -1,0 +1,113 @@
+"""Random verification cases per mode: inputs, params, poisoned outputs and expected results.
+
+A case generator takes a mode's config, a numpy ``Generator`` and a case number, picks a shape
+(small enough for the software adapter, varied: batch 1-3, odd token counts, partial last
+workgroups), makes random non-zero inputs, and states the expected outputs with
+:mod:`kvdsl.reference`. Outputs start poisoned; ``written`` masks say which elements a pass
+must write (the rest must keep the poison).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from kvdsl import reference
+from kvdsl.check.compare import poison
+from kvdsl.ir.types import SCALARS
+
+
+@dataclass
+class Case:
+    """One verification input and what it must produce."""
+
+    shape: dict[str, int]
+    buffers: dict[str, np.ndarray]
+    params: dict[str, int | float]
+    expected: dict[str, np.ndarray]
+    written: dict[str, np.ndarray] = field(default_factory=dict)
+    tolerance: dict[str, float] = field(default_factory=dict)
+
+    def label(self) -> str:
+        return ",".join(f"{k}={v}" for k, v in self.shape.items())
+
+
+def values(rng: np.random.Generator, shape: tuple[int, ...] | int, dtype: Any) -> np.ndarray:
+    """Random non-zero values of ``dtype``: floats in ±[0.25, 2), integers over their full range."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f":
+        mag = rng.uniform(0.25, 2.0, shape)
+        return (mag * rng.choice([-1.0, 1.0], shape)).astype(dtype)
+    info = np.iinfo(dtype)
+    x = rng.integers(info.min, info.max, shape, dtype=np.int64, endpoint=True).astype(dtype)
+    return np.where(x == 0, dtype.type(1), x)
+
+
+def dtype(name: str) -> np.dtype:
+    """The numpy dtype of the WGSL scalar type ``name`` (numpy reads "f16" as float128)."""
+    return SCALARS[name].dtype
+
+
+CASES: dict[str, Callable[[Any, np.random.Generator, int], Case]] = {}
+
+
+def case_generator(mode: str):
+    def register(fn: Callable[[Any, np.random.Generator, int], Case]):
+        CASES[mode] = fn
+        return fn
+
+    return register
+
+
+def cases_for(cfg: Any, n: int, seed: int = 0) -> list[Case]:
+    """``n`` cases for ``cfg``'s mode, deterministic in ``seed``."""
+    rng = np.random.default_rng(seed)
+    return [CASES[cfg.mode](cfg, rng, i) for i in range(n)]
+
+
+def _tokens(rng: np.random.Generator, i: int, most: int = 40) -> int:
+    return [1, int(rng.integers(2, most)), int(rng.integers(most, 2 * most))][i % 3]
+
+
+@case_generator("transpose")
+def transpose_case(cfg: Any, rng: np.random.Generator, i: int) -> Case:
+    batch, seq = 1 + i % 3, _tokens(rng, i)
+    hidden = cfg.kv_heads * cfg.head_dim
+    dt_in, dt_out = dtype(cfg.input_type), dtype(cfg.present_type)
+    key = values(rng, (batch, seq, hidden), dt_in)
+    value = values(rng, (batch, seq, hidden), dt_in)
+    pk, pv = reference.transpose(key, value, cfg.kv_heads, dt_out)
+    size = pk.size
+    return Case(
+        {"batch": batch, "kvSeq": seq},
+        {
+            "key": key.reshape(-1),
+            "value": value.reshape(-1),
+            "present_key": poison(size, dt_out),
+            "present_value": poison(size, dt_out),
+        },
+        {"batchSize": batch, "kvSeq": seq},
+        {"present_key": pk.reshape(-1), "present_value": pv.reshape(-1)},
+    )
+
+
+@case_generator("copy")
+def copy_case(cfg: Any, rng: np.random.Generator, i: int) -> Case:
+    rows = [1, int(rng.integers(2, 64)), int(rng.integers(200, 400))][i % 3]
+    dt = dtype(cfg.element)
+    src_k = values(rng, (rows, cfg.head_dim), dt)
+    src_v = values(rng, (rows, cfg.head_dim), dt)
+    pk, pv = reference.copy(src_k, src_v)
+    return Case(
+        {"rows": rows},
+        {
+            "src_k": src_k.reshape(-1),
+            "src_v": src_v.reshape(-1),
+            "present_key": poison(src_k.size, dt),
+            "present_value": poison(src_k.size, dt),
+        },
+        {"count": rows},
+        {"present_key": pk.reshape(-1), "present_value": pv.reshape(-1)},
+    )

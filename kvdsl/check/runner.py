@@ -1,0 +1,75 @@
+"""Run a variant's cases through the interpreter and the GPU and judge them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from kvdsl.check.cases import Case, cases_for
+from kvdsl.check.compare import compare
+from kvdsl.ir import Kernel
+
+
+@dataclass
+class Result:
+    """The verdict on one variant."""
+
+    variant: str
+    shapes: list[str] = field(default_factory=list)
+    max_error: float = 0.0
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def _judge(result: Result, case: Case, what: str, got: dict, want: dict, tol: dict) -> None:
+    for name, expected in want.items():
+        err, problem = compare(got[name], expected, tol.get(name, 0.0), case.written.get(name))
+        result.max_error = max(result.max_error, err)
+        if problem:
+            result.problems.append(f"{what} [{case.label()}] {name}: {problem}")
+
+
+def verify_variant(
+    name: str,
+    cfg: Any,
+    kernel: Kernel,
+    n_cases: int = 3,
+    backends: tuple[str, ...] = ("interp", "gpu"),
+    seed: int = 0,
+    on_step: Callable[[], None] | None = None,
+) -> Result:
+    """Interpreter vs reference and GPU vs interpreter over ``n_cases`` random cases.
+
+    The interpreter also proves that no access is out of bounds and no two invocations write
+    one element; its errors become problems of the result.
+    """
+    result = Result(name)
+    for case in cases_for(cfg, n_cases, seed):
+        result.shapes.append(case.label())
+        interp_out = None
+        if "interp" in backends:
+            from kvdsl.interp import InterpError, run as interp_run
+
+            try:
+                interp_out = interp_run(kernel, dict(case.buffers), case.params)
+            except InterpError as err:
+                result.problems.append(f"interp [{case.label()}]: {err}")
+            else:
+                _judge(
+                    result, case, "interp vs reference", interp_out, case.expected, case.tolerance
+                )
+        if "gpu" in backends:
+            from kvdsl.runtime import run as gpu_run
+
+            gpu_out = gpu_run(kernel, dict(case.buffers), case.params)
+            want = interp_out if interp_out is not None else case.expected
+            what = "gpu vs interp" if interp_out is not None else "gpu vs reference"
+            # The interpreter computes in the same precision as the GPU; approximate builtins
+            # (inverseSqrt, cos, sin) and contraction into fma keep a small tolerance there.
+            _judge(result, case, what, gpu_out, {k: want[k] for k in case.expected}, case.tolerance)
+        if on_step is not None:
+            on_step()
+    return result

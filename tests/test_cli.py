@@ -1,0 +1,123 @@
+"""The command line: every command, and bad input as one line with exit code 2."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kvdsl.check import poison
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def kvdsl(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "kvdsl", *args], cwd=ROOT, capture_output=True, text=True
+    )
+
+
+def test_list_and_json():
+    out = kvdsl("list")
+    assert out.returncode == 0 and "transpose_vec4_llama31_8b" in out.stdout
+    data = json.loads(kvdsl("list", "--json").stdout)
+    assert data["copy_per_row_gemma2_2b"] == {
+        "mode": "copy",
+        "head_dim": 256,
+        "walk": "per_row",
+        "element": "f32",
+        "workgroup_size": 64,
+        "fold": 65535,
+    }
+
+
+def test_show_matches_emitted_file():
+    out = kvdsl("show", "copy_llama31_8b")
+    assert out.returncode == 0
+    assert out.stdout == (ROOT / "emitted" / "copy_llama31_8b.wgsl").read_text()
+
+
+@pytest.mark.parametrize("backend", ["gpu", "interp"])
+def test_run_writes_outputs(tmp_path, backend):
+    rng = np.random.default_rng(1)
+    key = rng.uniform(0.5, 2, (2, 5, 2 * 64)).astype(np.float32)
+    value = rng.uniform(0.5, 2, (2, 5, 2 * 64)).astype(np.float32)
+    np.savez(
+        tmp_path / "in.npz",
+        key=key,
+        value=value,
+        present_key=poison(key.size, np.float32),
+        present_value=poison(key.size, np.float32),
+    )
+    out = kvdsl(
+        "run",
+        "transpose_qwen25_05b",
+        "--inputs",
+        str(tmp_path / "in.npz"),
+        "--params",
+        '{"batchSize": 2, "kvSeq": 5}',
+        "--out",
+        str(tmp_path / "out.npz"),
+        "--backend",
+        backend,
+    )
+    assert out.returncode == 0, out.stderr
+    with np.load(tmp_path / "out.npz") as res:
+        assert sorted(res.files) == ["present_key", "present_value"]
+        want = key.reshape(2, 5, 2, 64).transpose(0, 2, 1, 3).reshape(-1)
+        assert np.array_equal(res["present_key"], want)
+
+
+@pytest.fixture
+def inputs(tmp_path):
+    a = np.ones(64 * 4, np.float32)
+    np.savez(tmp_path / "in.npz", src_k=a, src_v=a, present_key=a, present_value=a)
+    np.savez(
+        tmp_path / "bad_dtype.npz",
+        src_k=a.astype(np.int32),
+        src_v=a,
+        present_key=a,
+        present_value=a,
+    )
+    (tmp_path / "notnpz.npz").write_text("hello")
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["show", "nope"], "unknown variant 'nope' (see `kvdsl list`)"),
+        (["run", "copy_llama32_1b", "--inputs", "{d}/missing.npz"], "--inputs: no such file"),
+        (["run", "copy_llama32_1b", "--inputs", "{d}/notnpz.npz"], "is not an .npz archive"),
+        (
+            ["run", "copy_llama32_1b", "--inputs", "{d}/in.npz", "--params", "{count: 4}"],
+            "--params: not valid JSON",
+        ),
+        (
+            ["run", "copy_llama32_1b", "--inputs", "{d}/in.npz", "--params", "[4]"],
+            "--params: expected a JSON object",
+        ),
+        (
+            ["run", "copy_llama32_1b", "--inputs", "{d}/in.npz", "--params", "{}"],
+            "params field 'count'",
+        ),
+        (
+            ["run", "copy_llama32_1b", "--inputs", "{d}/bad_dtype.npz", "--params", '{"count": 4}'],
+            "src_k",
+        ),
+        (
+            ["run", "copy_llama32_1b", "--inputs", "{d}/in.npz", "--workgroups", "1,2"],
+            "--workgroups='1,2': expected three non-negative integers",
+        ),
+        (["verify", "nope"], "unknown variant 'nope'"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2(inputs, args, message):
+    out = kvdsl(*(a.replace("{d}", str(inputs)) for a in args))
+    assert out.returncode == 2, out.stderr
+    assert message in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1 and "Traceback" not in out.stderr
