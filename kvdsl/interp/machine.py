@@ -9,6 +9,7 @@ import numpy as np
 
 from kvdsl.ir import ops
 from kvdsl.ir.nodes import (
+    BUILTIN_INPUTS,
     Assign,
     Binary,
     Block,
@@ -115,7 +116,7 @@ class Machine:
         self.strict_init = strict_init
         self.source_lines = source_lines or {}
         self.functions: dict[str, Function] = {f.name: f for f in kernel.functions}
-        self.builtins = dict(kernel.builtins)
+        self.builtins = {p: BUILTIN_INPUTS[kind] for p, kind in kernel.builtins}
         self.module: dict[str, Slot] = {}
         self.scopes: list[dict[str, Slot]] = [self.module]
         self.frame = self.main = Frame(None)
@@ -164,7 +165,7 @@ class Machine:
             i = int(idx[lane])
         raise OutOfBounds(
             f"{what}[{i}] is out of bounds (length {length}) for "
-            f"{self.grid.describe(lane)}{self.where()}"
+            f"{self.grid.describe(self.grid.original(lane))}{self.where()}"
         )
 
     # ---- names ---------------------------------------------------------------------------
@@ -181,13 +182,36 @@ class Machine:
     # ---- statements ----------------------------------------------------------------------
     def block(self, body: tuple[Stmt, ...], m: Mask) -> Mask:
         """Run ``body`` on the lanes of ``m``; the lanes that reach its end."""
+        top = body is self.kernel.body
         for s in body:
             out = self.stmt(s, m)
             if out is not m:
                 if empty(out):
                     return out
                 m = out
+                if top and m is not None and 4 * int(np.count_nonzero(m)) <= 3 * self.n:
+                    self.compact(m)
+                    m = None
         return m
+
+    def compact(self, m: np.ndarray) -> None:
+        """Drop the lanes that returned from the entry point (they never run again) so that
+        later statements do no work for them: an early ``if (i >= n) { return; }`` in a folded
+        dispatch can leave half the lanes dead. Only at the entry point's top level, where every
+        live value is in scope."""
+        keep = np.flatnonzero(m)
+
+        def take(v):
+            if isinstance(v, ArrayValue):
+                return ArrayValue(take(x) for x in v)
+            return v if v is None or v.shape[0] == 1 else v[keep]
+
+        for scope in self.scopes[1:]:
+            for slot in scope.values():
+                slot.value, slot.decl = take(slot.value), None
+        self.frame.done = None
+        self.grid.compact(keep)
+        self.n = self.grid.n
 
     def scoped(self, body: tuple[Stmt, ...], m: Mask) -> Mask:
         self.scopes.append({})
@@ -383,7 +407,7 @@ class Machine:
         """``binding[idx] = v`` on the lanes of ``m``, checking bounds and races."""
         name = b.binding.name
         self._oob(name, idx, b.length, m)
-        lanes = self.grid.active(m)
+        lanes = self.grid.original(self.grid.active(m))
         owner = b.owners()
         if is_uniform(idx) and len(lanes) > 1:
             self._race_pair(name, int(idx[0]), int(lanes[0]), int(lanes[1]), "write")
@@ -434,6 +458,7 @@ class Machine:
     def _check_read(self, b: Storage, idx: np.ndarray, m: Mask) -> None:
         lanes = self.grid.active(m)
         i = broadcast(idx, self.n)[lanes].astype(np.intp)
+        lanes = self.grid.original(lanes)
         prev = b.owners()[i]
         if self.strict_init and (prev < 0).any():
             j = self._first_bad(prev < 0)

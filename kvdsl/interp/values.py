@@ -31,8 +31,13 @@ class ArrayValue(list):
 
 
 class Grid:
-    """Invocation ``lane`` of a dispatch, in WebGPU's order: workgroups x fastest, then the local
-    invocation index (``lid.x`` fastest) inside each workgroup."""
+    """The invocations of a dispatch, in WebGPU's order: workgroups with x fastest, then the local
+    invocation index (``lid.x`` fastest) inside each workgroup.
+
+    The machine may drop invocations that have returned from the entry point (see
+    :meth:`compact`): *lanes* then number the invocations still live, and ``ids`` maps each
+    lane to its invocation's index in the full dispatch.
+    """
 
     def __init__(self, workgroups: tuple[int, int, int], size: tuple[int, int, int]) -> None:
         self.workgroups = tuple(int(w) for w in workgroups)
@@ -42,50 +47,56 @@ class Grid:
         if self.n >= 2**31:
             raise ValueError(f"{self.n} invocations are more than the interpreter tracks")
         self.lanes = np.arange(self.n, dtype=np.int64)
+        self.ids: np.ndarray | None = None
         self._cols: dict[tuple[str, int], np.ndarray] = {}
-
-    def _parts(self, lane):
-        local, group = lane % self.per_group, lane // self.per_group
-        sx, sy, _ = self.size
-        wx, wy, _ = self.workgroups
-        lid = (local % sx, local // sx % sy, local // (sx * sy))
-        wid = (group % wx, group // wx % wy, group // (wx * wy))
-        return lid, wid
 
     def column(self, builtin: str, comp: int) -> np.ndarray:
         """Component ``comp`` of a compute builtin (``gid``, ``lid``, ``wid``, ``nwg``) as a u32
         value; uniform (length 1) where every invocation has the same component."""
         key = (builtin, comp)
         if key not in self._cols:
-            if builtin == "nwg":
-                col = np.array([self.workgroups[comp]], np.uint32)
-            elif (
-                builtin == "lid"
-                and self.size[comp] == 1
-                or builtin == "wid"
-                and (self.workgroups[comp] == 1)
-            ):
-                col = np.zeros(1, np.uint32)
-            elif builtin == "gid" and self.size[comp] == 1 and self.workgroups[comp] == 1:
-                col = np.zeros(1, np.uint32)
-            elif builtin == "gid" and self.n == self.size[0] * self.workgroups[0] and comp == 0:
-                col = self.lanes.astype(np.uint32)  # a 1-D dispatch: gid.x is the lane
-            else:
-                lid, wid = self._parts(self.lanes)
-                if builtin == "lid":
-                    col = lid[comp]
-                elif builtin == "wid":
-                    col = wid[comp]
-                else:
-                    col = wid[comp] * self.size[comp] + lid[comp]
-                col = col.astype(np.uint32)
+            col = self._full(builtin, comp)
+            if self.ids is not None and col.shape[0] > 1:
+                col = col[self.ids]
             self._cols[key] = col
         return self._cols[key]
 
-    def describe(self, lane: int) -> str:
-        """``gid=(x, y, z)`` of invocation ``lane`` with its workgroup and local ids."""
-        lid, wid = self._parts(int(lane))
-        gid = tuple(w * s + l for w, s, l in zip(wid, self.size, lid))
+    def _full(self, builtin: str, comp: int) -> np.ndarray:
+        if builtin == "nwg":
+            return np.array([self.workgroups[comp]], np.uint32)
+        # Lane order is the row-major order of (wid.z, wid.y, wid.x, lid.z, lid.y, lid.x).
+        shape = self.workgroups[::-1] + self.size[::-1]
+
+        def along(axis: int, n: int) -> np.ndarray:
+            return np.arange(n, dtype=np.uint32).reshape([n if k == axis else 1 for k in range(6)])
+
+        wid, lid = along(2 - comp, self.workgroups[comp]), along(5 - comp, self.size[comp])
+        part = {"wid": wid, "lid": lid, "gid": wid * np.uint32(self.size[comp]) + lid}[builtin]
+        if part.size == 1:
+            return part.reshape(1)
+        return np.broadcast_to(part, shape).reshape(-1)
+
+    def original(self, lanes):
+        """The dispatch-wide invocation index of ``lanes``."""
+        if self.ids is None:
+            return lanes
+        return self.ids if lanes is self.lanes else self.ids[lanes]
+
+    def compact(self, keep: np.ndarray) -> None:
+        """Keep only ``keep`` (lanes in the current numbering)."""
+        self.ids = keep if self.ids is None else self.ids[keep]
+        self.n = len(keep)
+        self.lanes = np.arange(self.n, dtype=np.int64)
+        self._cols = {k: v if v.shape[0] == 1 else v[keep] for k, v in self._cols.items()}
+
+    def describe(self, i: int) -> str:
+        """``gid=(x, y, z)`` of invocation ``i`` (dispatch-wide), with its workgroup and local ids."""
+        i = int(i)
+        local, group = i % self.per_group, i // self.per_group
+        (sx, sy, _), (wx, wy, _) = self.size, self.workgroups
+        lid = (local % sx, local // sx % sy, local // (sx * sy))
+        wid = (group % wx, group // wx % wy, group // (wx * wy))
+        gid = tuple(w * s + x for w, s, x in zip(wid, self.size, lid))
         return f"invocation gid={gid} (workgroup {wid}, local {lid})"
 
     def active(self, m: Mask) -> np.ndarray:

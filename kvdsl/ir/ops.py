@@ -189,11 +189,14 @@ def _div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         with np.errstate(all="ignore"):
             return (a / b).astype(a.dtype)
     # Integer division truncates; x / 0 == x; i32 MIN / -1 == MIN (both as WGSL defines).
-    a64, b64 = a.astype(np.int64), b.astype(np.int64)
-    bad = (b64 == 0) | ((a.dtype == np.int32) & (a64 == -(2**31)) & (b64 == -1))
-    safe = np.where(bad, 1, b64)
-    q = np.sign(a64) * np.sign(safe) * (np.abs(a64) // np.abs(safe))
-    return np.where(bad, a64, q).astype(a.dtype)
+    bad = _int_guard(a, b)
+    if bad is None:
+        if a.dtype.kind == "u":
+            return a // b
+        return _trunc_div(a, b)
+    safe = np.where(bad, b.dtype.type(1), b)
+    q = a // safe if a.dtype.kind == "u" else _trunc_div(a, safe)
+    return np.where(bad, a, q)
 
 
 def _mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -201,11 +204,29 @@ def _mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         with np.errstate(all="ignore"):
             return np.fmod(a, b).astype(a.dtype)
     # Truncated remainder (sign of the dividend); x % 0 == 0; i32 MIN % -1 == 0.
-    a64, b64 = a.astype(np.int64), b.astype(np.int64)
-    bad = b64 == 0
-    safe = np.where(bad, 1, b64)
-    r = np.sign(a64) * (np.abs(a64) % np.abs(safe))
-    return np.where(bad, 0, r).astype(a.dtype)
+    bad = _int_guard(a, b)
+    safe = b if bad is None else np.where(bad, b.dtype.type(1), b)
+    with np.errstate(all="ignore"):
+        # a - (a / b) * b: numpy's integer remainder is much slower than its division.
+        q = a // safe if a.dtype.kind == "u" else _trunc_div(a, safe)
+        r = a - q * safe
+    return r if bad is None else np.where(bad, a.dtype.type(0), r)
+
+
+def _int_guard(a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
+    """Where integer ``a / b`` needs WGSL's special case (b == 0, i32 MIN / -1), or None."""
+    bad = b == 0
+    if a.dtype == np.int32:
+        bad = bad | ((a == np.int32(-(2**31))) & (b == -1))
+    return bad if bad.any() else None
+
+
+def _trunc_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Signed division rounding toward zero (numpy's ``//`` floors); no zero or overflow case."""
+    with np.errstate(all="ignore"):
+        q = a // b
+        fix = (q * b != a) & ((a < 0) != (b < 0))
+    return (q + fix.astype(q.dtype)).astype(a.dtype, copy=False)
 
 
 def _wrap(f: Callable) -> Callable:
