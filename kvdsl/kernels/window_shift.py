@@ -16,9 +16,13 @@ owns:
 
 ``rotary`` NeoX-rotates appended K at its absolute position ``past + j`` (the retained rows were
 rotated when they were appended); it needs ``cos_cache`` / ``sin_cache`` (f32, ``HALF`` per
-position). The template always rotates in ``append`` (and fails to compile there without rotary:
-``HALF`` is declared only when the host has rotary) and never rotates in ``all``, so its one- and
-two-pass forms disagree for a rotary host; here ``rotary`` means the same in both.
+position) and is offered for ``append`` only: ``shift`` writes no new K, and ``all`` would bind
+nine storage buffers, one past WebGPU's default ``maxStorageBuffersPerShaderStage`` (8), so a
+rotary host runs ``shift`` + ``append``. The template's ``append`` always rotates (and does not
+compile without ``hasRotary``: ``HALF`` is declared only then), while its ``all`` never rotates,
+even with ``hasRotary``: its one- and two-pass forms disagree for a rotary host. Here
+``region="all"`` is the unrotated step (a host without rotary), and ``rotary`` means the same
+wherever it is allowed.
 
 ``cache_type`` is the element type of past and present, ``input_type`` that of the new K/V; kvdsl
 converts on store (the template stores new K and its f32 rotary row unconverted).
@@ -37,6 +41,11 @@ from kvdsl.nodes.window import sliding_window
 
 FLOATS = ("f32", "f16")
 REGIONS = ("all", "shift", "append")
+ROTARY_REGIONS = (
+    "false unless region='append' ('shift' writes no new K; 'all' with rotary would need 9"
+    " storage buffers, past WebGPU's default maxStorageBuffersPerShaderStage of 8: run"
+    " 'shift' + 'append')"
+)
 
 
 @dataclass(frozen=True)
@@ -59,7 +68,7 @@ class WindowShiftConfig:
         one_of("region", self.region, REGIONS)
         check(isinstance(self.rotary, bool), "rotary", self.rotary, "true or false")
         if self.rotary:
-            check(self.region != "shift", "rotary", self.rotary, "false for region 'shift'")
+            check(self.region == "append", "rotary", self.rotary, ROTARY_REGIONS)
             check(self.head_dim % 2 == 0, "head_dim", self.head_dim, "even for rotary")
         one_of("cache_type", self.cache_type, FLOATS)
         one_of("input_type", self.input_type, FLOATS)
@@ -161,7 +170,6 @@ def catalog_variants(models: dict) -> dict[str, WindowShiftConfig]:
         m = models[key]
         h, d = m.kv_heads, m.head_dim
         v[f"window_shift_{key}"] = WindowShiftConfig(h, d)
-        v[f"window_shift_rotary_{key}"] = WindowShiftConfig(h, d, rotary=True)
         v[f"window_shift_shift_{key}"] = WindowShiftConfig(h, d, "shift")
         v[f"window_shift_append_rotary_{key}"] = WindowShiftConfig(h, d, "append", rotary=True)
     m = models["gemma2_2b"]
