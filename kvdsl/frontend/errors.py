@@ -1,0 +1,171 @@
+"""Frontend errors, each pointing at ``file:line:col``, and the translation of lark's errors.
+
+Every error the frontend raises subclasses :class:`FrontendError` (a ``ValueError``):
+:class:`WgslSyntaxError` for text the grammar rejects, :class:`UnsupportedError` for valid WGSL
+outside the subset kvdsl's IR can hold, :class:`WgslTypeError` for a kernel the verifier rejects
+(its line is the statement or declaration the problem came from).
+"""
+
+from __future__ import annotations
+
+import re
+
+from lark import Lark
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+
+
+class FrontendError(ValueError):
+    """WGSL the frontend cannot turn into a kernel; ``str()`` is ``file:line:col: message``."""
+
+    def __init__(self, message: str, filename: str, line: int | None, column: int | None = None):
+        self.message = message
+        self.filename = filename
+        self.line = line
+        self.column = column
+        where = filename
+        if line is not None:
+            where += f":{line}"
+            if column is not None:
+                where += f":{column}"
+        super().__init__(f"{where}: {message}")
+
+
+class WgslSyntaxError(FrontendError):
+    """The text is not in the grammar; ``token`` is what was found, ``expected`` what would fit."""
+
+    def __init__(
+        self,
+        message: str,
+        filename: str,
+        line: int,
+        column: int,
+        token: str,
+        expected: tuple[str, ...],
+    ):
+        super().__init__(message, filename, line, column)
+        self.token = token
+        self.expected = expected
+
+
+class UnsupportedError(FrontendError):
+    """Valid WGSL, but a construct outside the subset the IR can represent."""
+
+
+class WgslTypeError(FrontendError):
+    """The parsed kernel is ill-typed or ill-formed (the verifier's message, with its line)."""
+
+
+# Reserved words of constructs the subset leaves out, found before parsing so the error names
+# the construct rather than whatever token the grammar trips over next.
+UNSUPPORTED_WORDS = {
+    "while": "while loops (use for or loop)",
+    "switch": "switch statements",
+    "case": "switch statements",
+    "default": "switch statements",
+    "fallthrough": "switch statements",
+    "continuing": "continuing blocks",
+    "discard": "discard",
+    "override": "override declarations",
+    "const_assert": "const_assert",
+    "alias": "type aliases",
+    "requires": "requires directives",
+    "diagnostic": "diagnostic directives and attributes",
+}
+_WORD = re.compile(r"\b(" + "|".join(UNSUPPORTED_WORDS) + r")\b")
+
+
+def check_words(code: str, filename: str) -> None:
+    """Raise :class:`UnsupportedError` at the first reserved word of an unsupported construct.
+
+    ``code`` is the source with its comments blanked out (positions unchanged).
+    """
+    m = _WORD.search(code)
+    if m is not None:
+        line, column = position(code, m.start())
+        raise UnsupportedError(
+            f"'{m.group(1)}': {UNSUPPORTED_WORDS[m.group(1)]} are outside the supported WGSL subset",
+            filename,
+            line,
+            column,
+        )
+
+
+def position(text: str, offset: int) -> tuple[int, int]:
+    """1-based line and column of ``offset`` in ``text``."""
+    line = text.count("\n", 0, offset) + 1
+    return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
+
+
+# Tokens that may follow a complete operand; when most of them are expected, the message says
+# "an operator" instead of listing twenty spellings.
+_OPERATORS = {
+    "*", "/", "%", "+", "-", "<<", ">>", "<", "<=", ">", ">=", "==", "!=", "&", "|", "^", "&&",
+    "||", "[", ".", "(",
+}  # fmt: skip
+_NAMED = {
+    "NAME": "a name",
+    "NUMBER": "a number",
+    "COMPOUND_OP": "a compound assignment",
+    "$END": "end of input",
+}
+
+
+def _spell(parser: Lark, terminal: str) -> str:
+    if terminal in _NAMED:
+        return _NAMED[terminal]
+    try:
+        pattern = parser.get_terminal(terminal).pattern
+    except KeyError:
+        return terminal
+    return f"'{pattern.value}'" if pattern.type == "str" else terminal
+
+
+def _expected(parser: Lark, names: set[str]) -> tuple[str, ...]:
+    spelled = {_spell(parser, n) for n in names}
+    ops = {f"'{o}'" for o in _OPERATORS} & spelled
+    if len(ops) > 3:
+        return tuple(sorted(spelled - ops)) + ("an operator",)
+    return tuple(sorted(spelled))
+
+
+def _describe(expected: tuple[str, ...]) -> str:
+    if not expected:
+        return ""
+    if len(expected) == 1:
+        return f"; expected {expected[0]}"
+    return f"; expected one of {', '.join(expected[:-1])} or {expected[-1]}"
+
+
+def syntax_error(err: UnexpectedInput, parser: Lark, text: str, filename: str) -> WgslSyntaxError:
+    """Translate lark's ``err`` into a :class:`WgslSyntaxError` at the offending token."""
+    if isinstance(err, UnexpectedToken) and err.token.type != "$END":
+        tok = err.token
+        found = f"'{tok.value}'"
+        expected = _expected(parser, set(err.expected))
+        return WgslSyntaxError(
+            f"unexpected {found}{_describe(expected)}",
+            filename,
+            tok.line,
+            tok.column,
+            str(tok.value),
+            expected,
+        )
+    if isinstance(err, UnexpectedCharacters):
+        char = text[err.pos_in_stream]
+        expected = _expected(parser, set(err.allowed or ()))
+        return WgslSyntaxError(
+            f"unexpected character '{char}'{_describe(expected)}",
+            filename,
+            err.line,
+            err.column,
+            char,
+            expected,
+        )
+    if isinstance(err, (UnexpectedToken, UnexpectedEOF)):
+        end = len(text.rstrip())
+        line, column = position(text, end)
+        expected = _expected(parser, set(err.expected))
+        return WgslSyntaxError(
+            f"unexpected end of input{_describe(expected)}", filename, line, column, "", expected
+        )
+    raise TypeError(f"not a lark input error: {err!r}")

@@ -1,0 +1,329 @@
+"""``parse(text) -> Kernel``: WGSL in the subset of ``grammar/wgsl.lark`` back into the IR.
+
+Three passes: lark's LALR parser (errors become :class:`WgslSyntaxError` at the token), the
+:class:`~kvdsl.frontend.transform.ToIR` transformer (rule by rule to raw IR, rejecting constructs
+outside the subset where they stand), and the :class:`~kvdsl.frontend.typer.Typer` (abstract
+literals typed by context, every statement checked with its line). The module's declarations
+become the kernel's interface: storage bindings in binding-number order, the uniform's struct as
+params, consts with the ``//`` lines directly above them as comments, helper functions, the
+``@compute`` entry point's workgroup size, builtins and body, and the ``//`` lines directly above
+``@compute`` as ``doc``. Finally :func:`~kvdsl.ir.verify.verify` runs on the result.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import replace
+from pathlib import Path
+
+from lark import Lark
+from lark.exceptions import UnexpectedInput, VisitError
+
+from kvdsl.frontend import comments as comments_
+from kvdsl.frontend.errors import (
+    FrontendError,
+    UnsupportedError,
+    WgslTypeError,
+    check_words,
+    syntax_error,
+)
+from kvdsl.frontend.transform import (
+    Attr,
+    ConstDecl,
+    FnDecl,
+    GlobalVar,
+    Module,
+    StructDecl,
+    StructRef,
+    ToIR,
+)
+from kvdsl.frontend.typer import Typer
+from kvdsl.ir.nodes import BUILTIN_INPUTS, Binding, Const, Dispatch, Function, Kernel, Name, Stmt
+from kvdsl.ir.types import RuntimeArray, Scalar, Struct, Vec, f16, u32, vec3u
+from kvdsl.ir.verify import Checker, Scope, Symbol, VerifyError, module_scope, uses_f16, verify
+
+GRAMMAR = Path(__file__).resolve().parents[2] / "grammar" / "wgsl.lark"
+
+
+@functools.cache
+def wgsl_parser() -> Lark:
+    """The LALR parser of ``grammar/wgsl.lark`` (built once per process)."""
+    return Lark(
+        GRAMMAR.read_text(),
+        parser="lalr",
+        strict=True,
+        propagate_positions=True,
+        maybe_placeholders=True,
+    )
+
+
+def parse(text: str, filename: str = "<wgsl>", dispatch: Dispatch | None = None) -> Kernel:
+    """The verified kernel written in ``text``; raises a :class:`FrontendError` subclass.
+
+    The kernel is named after ``filename``'s stem ("main" for a pseudo-name like ``<wgsl>``);
+    ``dispatch`` is attached as given (WGSL text does not carry it).
+    """
+    return parse_with_lines(text, filename, dispatch)[0]
+
+
+def parse_with_lines(
+    text: str, filename: str = "<wgsl>", dispatch: Dispatch | None = None
+) -> tuple[Kernel, dict[int, int]]:
+    """Like :func:`parse`, also returning ``{id(stmt): source line}`` for every statement."""
+    found, code = comments_.scan(text)
+    check_words(code, filename)
+    parser = wgsl_parser()
+    try:
+        tree = parser.parse(text)
+    except UnexpectedInput as err:
+        raise syntax_error(err, parser, text, filename) from None
+    ir = ToIR(filename, found)
+    try:
+        module = ir.transform(tree)
+    except VisitError as err:
+        if isinstance(err.orig_exc, FrontendError):
+            raise err.orig_exc from None
+        raise
+    return _Assembler(module, filename, found, ir.lines).kernel(_name(filename), dispatch)
+
+
+def _name(filename: str) -> str:
+    if filename.startswith("<"):
+        return "main"
+    return Path(filename).stem or "main"
+
+
+class _Assembler:
+    """Builds the kernel's interface from module declarations, then types the bodies."""
+
+    def __init__(
+        self, module: Module, filename: str, found: list, raw_lines: dict[int, int]
+    ) -> None:
+        self.module = module
+        self.filename = filename
+        self.comments = {c.line: c for c in found}
+        self.raw_lines = raw_lines
+        self.decl_lines: dict[str, int] = {}
+
+    def err(self, message: str, line: int | None, column: int | None = None) -> UnsupportedError:
+        return UnsupportedError(message, self.filename, line, column)
+
+    def kernel(self, name: str, dispatch: Dispatch | None) -> tuple[Kernel, dict[int, int]]:
+        enabled = set()
+        for ext, line, column in self.module.enables:
+            if ext != "f16":
+                raise self.err(f"enable {ext} (only f16)", line, column)
+            enabled.add(ext)
+        structs = [d for d in self.module.decls if isinstance(d, StructDecl)]
+        gvars = [d for d in self.module.decls if isinstance(d, GlobalVar)]
+        fns = [d for d in self.module.decls if isinstance(d, FnDecl)]
+        entries = [f for f in fns if any(a.name == "compute" for a in f.attrs)]
+        if len(entries) != 1:
+            line = entries[1].line if entries else None
+            raise self.err(
+                f"a module needs exactly one @compute entry point, has {len(entries)}", line
+            )
+        (entry,) = entries
+        params = self.params(structs, gvars)
+        bindings = self.bindings(gvars)
+        probe = Kernel(name, bindings, params, (), (), (1, 1, 1), (), ())
+        checker = Checker(probe)
+        typer = Typer(checker, self.filename, self.raw_lines)
+        consts = self.consts(typer)
+        wg, wg_name = self.workgroup_size(entry, consts)
+        probe = replace(probe, consts=consts)
+        scope = self.scope(probe, checker, typer)
+        functions = []
+        for fn in fns:
+            if fn is not entry:
+                functions.append(self.function(fn, scope, typer))
+        main = Scope(scope)
+        builtins = self.builtins(entry, main)
+        typer.line = entry.line
+        body = typer.block(entry.body, main, None, False)
+        kernel = Kernel(
+            name=name,
+            bindings=bindings,
+            params=params,
+            consts=consts,
+            functions=tuple(functions),
+            workgroup_size=wg,
+            builtins=builtins,
+            body=body,
+            dispatch=dispatch,
+            doc=tuple(comments_.run_above(self.comments, entry.line)),
+            workgroup_size_name=wg_name,
+        )
+        if uses_f16(kernel) and "f16" not in enabled:
+            raise WgslTypeError("f16 is used without 'enable f16;'", self.filename, 1)
+        try:
+            verify(kernel)
+        except VerifyError as err:
+            raise WgslTypeError(str(err), self.filename, self._line_of(str(err), entry)) from None
+        return kernel, typer.lines
+
+    def _line_of(self, message: str, entry: FnDecl) -> int:
+        for name, line in self.decl_lines.items():
+            if f"'{name}'" in message or f"const {name}:" in message:
+                return line
+        return entry.line
+
+    # -- interface --
+    def params(self, structs: list[StructDecl], gvars: list[GlobalVar]) -> Struct | None:
+        uniforms = [g for g in gvars if g.space == "uniform"]
+        if len(uniforms) > 1:
+            raise self.err("more than one uniform (the IR has one params struct)", uniforms[1].line)
+        if len(structs) > 1 or (structs and not uniforms):
+            extra = structs[1] if len(structs) > 1 else structs[0]
+            raise self.err(f"struct {extra.name} (only the uniform params struct)", extra.line)
+        if not uniforms:
+            return None
+        u = uniforms[0]
+        self.resource_attrs(u)
+        if u.name != "params":
+            raise self.err(
+                f"uniform '{u.name}' (the IR names its uniform 'params')", u.line, u.column
+            )
+        if not isinstance(u.ty, StructRef) or not structs or structs[0].name != u.ty.name:
+            raise self.err("a uniform whose type is not the module's struct", u.line, u.column)
+        for fname, fty in structs[0].fields:
+            if not isinstance(fty, (Scalar, Vec)):
+                raise self.err(
+                    f"struct field {fname}: {fty} (scalars and vectors only)", structs[0].line
+                )
+        self.decl_lines["params"] = u.line
+        return Struct(structs[0].name, tuple(structs[0].fields))
+
+    def resource_attrs(self, g: GlobalVar) -> tuple[int, int]:
+        got = {}
+        for a in g.attrs:
+            if a.name not in ("group", "binding") or a.args is None or len(a.args) != 1:
+                raise self.err(f"attribute @{a.name} on a module var", a.line, a.column)
+            got[a.name] = _int_arg(a, {}, self.filename)
+        if set(got) != {"group", "binding"}:
+            raise self.err(f"var '{g.name}' without @group and @binding", g.line, g.column)
+        return got["group"], got["binding"]
+
+    def bindings(self, gvars: list[GlobalVar]) -> tuple[Binding, ...]:
+        numbered = []
+        seen = {}
+        for g in gvars:
+            if g.space == "uniform":
+                slot = self.resource_attrs(g)
+            elif g.space != "storage":
+                what = f"var<{g.space}>" if g.space else "a module var without address space"
+                raise self.err(f"{what} (storage and uniform only)", g.line, g.column)
+            else:
+                slot = self.resource_attrs(g)
+                if g.has_init:
+                    raise self.err(f"storage var '{g.name}' with an initialiser", g.line)
+                if not isinstance(g.ty, RuntimeArray):
+                    raise self.err(
+                        f"storage var '{g.name}' of type {g.ty} (only runtime arrays)",
+                        g.line,
+                        g.column,
+                    )
+                access = g.access or "read"
+                if access not in ("read", "read_write"):
+                    raise self.err(f"storage access '{access}'", g.line, g.column)
+                numbered.append((slot, Binding(g.name, g.ty.elem, access)))
+                self.decl_lines[g.name] = g.line
+            if slot in seen:
+                raise self.err(f"'{g.name}' reuses @group({slot[0]}) @binding({slot[1]})", g.line)
+            seen[slot] = g.name
+        return tuple(b for _, b in sorted(numbered, key=lambda x: x[0]))
+
+    def consts(self, typer: Typer) -> tuple[Const, ...]:
+        scope = Scope()
+        out = []
+        for d in self.module.decls:
+            if not isinstance(d, ConstDecl):
+                continue
+            typer.line = d.line
+            if d.ty is not None and not isinstance(d.ty, Scalar):
+                raise self.err(f"const {d.name}: {d.ty} (scalar consts only)", d.line)
+            value = typer.expr(d.value, scope, d.ty)
+            ty = d.ty or typer.type_of(value, scope)
+            if typer.type_of(value, scope) != ty:
+                raise typer.error(
+                    f"const {d.name}: {ty} is initialised with a {typer.type_of(value, scope)}"
+                )
+            if not isinstance(ty, Scalar):
+                raise self.err(f"const {d.name} of type {ty} (scalar consts only)", d.line)
+            scope.declare(d.name, Symbol(ty, "const"), d)
+            self.decl_lines[d.name] = d.line
+            comment = "\n".join(comments_.run_above(self.comments, d.line))
+            out.append(Const(d.name, ty, value, comment))
+        return tuple(out)
+
+    def scope(self, probe: Kernel, checker: Checker, typer: Typer) -> Scope:
+        try:
+            return module_scope(probe, checker)
+        except VerifyError as err:
+            raise WgslTypeError(str(err), self.filename, self._line_of(str(err), None)) from None
+
+    def workgroup_size(self, entry: FnDecl, consts: tuple[Const, ...]):
+        values = {c.name: c.value.value for c in consts if hasattr(c.value, "value")}
+        for a in entry.attrs:
+            if a.name == "compute":
+                if a.args is not None:
+                    raise self.err("@compute takes no arguments", a.line, a.column)
+            elif a.name == "workgroup_size":
+                if not a.args or len(a.args) > 3:
+                    raise self.err("@workgroup_size takes 1 to 3 arguments", a.line, a.column)
+                size = [
+                    _int_arg(Attr(a.name, (e,), a.line, a.column), values, self.filename)
+                    for e in a.args
+                ]
+                size += [1] * (3 - len(size))
+                first = a.args[0]
+                name = first.name if isinstance(first, Name) else None
+                return tuple(size), name
+            else:
+                raise self.err(f"attribute @{a.name} on the entry point", a.line, a.column)
+        raise self.err("@compute without @workgroup_size", entry.line)
+
+    def builtins(self, entry: FnDecl, main: Scope) -> tuple[tuple[str, str], ...]:
+        if entry.ret is not None:
+            raise self.err("an entry point with a return type", entry.line)
+        out = []
+        for attrs, pname, pty in entry.params:
+            if len(attrs) != 1 or attrs[0].name != "builtin" or attrs[0].args is None:
+                raise self.err(f"entry point parameter '{pname}' without @builtin", entry.line)
+            arg = attrs[0].args
+            if len(arg) != 1 or not isinstance(arg[0], Name) or arg[0].name not in BUILTIN_INPUTS:
+                raise self.err(
+                    f"@builtin of '{pname}' (one of {', '.join(BUILTIN_INPUTS)})",
+                    attrs[0].line,
+                    attrs[0].column,
+                )
+            if pty != vec3u:
+                raise self.err(f"builtin '{pname}' of type {pty} (vec3<u32>)", attrs[0].line)
+            out.append((pname, arg[0].name))
+            main.declare(pname, Symbol(vec3u, "builtin"), entry)
+        return tuple(out)
+
+    def function(self, fn: FnDecl, scope: Scope, typer: Typer) -> Function:
+        if fn.attrs:
+            a = fn.attrs[0]
+            raise self.err(f"attribute @{a.name} on helper function {fn.name}", a.line, a.column)
+        inner = Scope(scope)
+        params = []
+        for attrs, pname, pty in fn.params:
+            if attrs or not isinstance(pty, (Scalar, Vec)):
+                raise self.err(f"parameter {pname} of {fn.name}: scalars and vectors only", fn.line)
+            inner.declare(pname, Symbol(pty, "param"), fn)
+            params.append((pname, pty))
+        if fn.ret is not None and not isinstance(fn.ret, (Scalar, Vec)):
+            raise self.err(f"{fn.name} returns {fn.ret} (scalars and vectors only)", fn.line)
+        typer.line = fn.line
+        body = typer.block(fn.body, inner, fn.ret, False)
+        out = Function(fn.name, tuple(params), fn.ret, body)
+        typer.checker.functions[fn.name] = out
+        return out
+
+
+def _int_arg(a: Attr, consts: dict, filename: str) -> int:
+    from kvdsl.frontend.transform import const_int
+
+    return const_int(a.args[0], consts, (filename, a.line, a.column))

@@ -1,0 +1,561 @@
+"""Parse tree → IR: a lark :class:`~lark.Transformer` whose rules map 1:1 to IR constructors.
+
+The result is *raw* IR: WGSL's abstract literals (``3``, ``0.5``) stay :class:`RawLit` and a
+one-argument ``T(x)`` stays :class:`RawCtor` (a conversion or a constructor, depending on the
+type of ``x``) until :mod:`kvdsl.frontend.typer` has a scope to type them in. Module-scope
+declarations come out as the small records below, assembled into a kernel by
+:mod:`kvdsl.frontend.parser`. Every statement's source line is kept in ``lines`` (by ``id``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from lark import Token, Transformer, v_args
+from lark.tree import Meta
+
+from kvdsl.frontend.comments import LineComment
+from kvdsl.frontend.errors import UnsupportedError
+from kvdsl.ir import ops
+from kvdsl.ir.nodes import (
+    Assign,
+    Binary,
+    Block,
+    Break,
+    Call,
+    Comment,
+    Continue,
+    Expr,
+    FnCall,
+    For,
+    If,
+    Index,
+    Lit,
+    Loop,
+    Member,
+    Name,
+    Return,
+    Stmt,
+    Unary,
+    Var,
+)
+from kvdsl.ir.ops import Op
+from kvdsl.ir.types import SCALARS, Array, RuntimeArray, Scalar, Vec, bool_, f16, f32, i32, u32
+
+# ---- raw nodes (replaced by concrete IR in the typing pass) ----------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RawLit:
+    """A literal; ``ty`` is None for WGSL's abstract int / float literals."""
+
+    value: int | float
+    ty: Scalar | None
+    negated: bool = False  # a unary minus already folded in: "- -2" stays a Unary
+
+
+@dataclass(frozen=True, slots=True)
+class RawCtor:
+    """``T(args)``: a conversion or a value constructor, decided by the arguments' types."""
+
+    ty: Scalar | Vec | Array
+    args: tuple[Expr, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RawLet:
+    """``let`` or function-scope ``const``, with its optional declared type."""
+
+    name: str
+    ty: Scalar | Vec | Array | None
+    value: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class RawVar:
+    """A function-scope ``var`` whose type may come from its initialiser."""
+
+    name: str
+    ty: Scalar | Vec | Array | None
+    init: Expr | None
+
+
+@dataclass(frozen=True, slots=True)
+class CallStmt:
+    """A statement that is only an expression (WGSL allows calls there; the IR has no such node)."""
+
+    expr: Expr
+
+
+# ---- module records ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class StructRef:
+    """A type named by an identifier that is not a predeclared type (the params struct)."""
+
+    name: str
+    line: int
+    column: int
+
+
+@dataclass(frozen=True, slots=True)
+class Attr:
+    name: str
+    args: tuple[Expr, ...] | None
+    line: int
+    column: int
+
+
+@dataclass(frozen=True, slots=True)
+class StructDecl:
+    name: str
+    fields: tuple[tuple[str, Any], ...]
+    line: int
+
+
+@dataclass(frozen=True, slots=True)
+class GlobalVar:
+    attrs: tuple[Attr, ...]
+    space: str | None
+    access: str | None
+    name: str
+    ty: Any
+    has_init: bool
+    line: int
+    column: int
+
+
+@dataclass(frozen=True, slots=True)
+class ConstDecl:
+    name: str
+    ty: Scalar | None
+    value: Expr
+    line: int
+
+
+@dataclass(frozen=True, slots=True)
+class FnDecl:
+    attrs: tuple[Attr, ...]
+    name: str
+    params: tuple[tuple[tuple[Attr, ...], str, Any], ...]
+    ret: Any
+    body: tuple[Stmt, ...]
+    line: int  # the line of its first attribute, or of "fn"
+
+
+@dataclass(frozen=True, slots=True)
+class Module:
+    enables: tuple[tuple[str, int, int], ...]
+    decls: tuple[StructDecl | GlobalVar | ConstDecl | FnDecl, ...]
+
+
+VEC_ALIASES = {
+    f"vec{n}{s}": Vec(n, ty)
+    for n in (2, 3, 4)
+    for s, ty in (("f", f32), ("h", f16), ("i", i32), ("u", u32))
+}
+# Predeclared WGSL types with no place in the IR.
+UNSUPPORTED_TYPES = {"sampler", "sampler_comparison", "texture_external"} | {
+    f"mat{c}x{r}{s}" for c in (2, 3, 4) for r in (2, 3, 4) for s in ("", "f", "h")
+}
+UNSUPPORTED_TYPE_PREFIXES = ("texture_",)
+
+_UNARY = {"neg": Op.NEG, "logic_not": Op.NOT, "bit_not": Op.BITNOT}
+
+
+def _binary(op: Op):
+    def build(self, a: Expr, b: Expr) -> Binary:
+        return Binary(op, a, b)
+
+    build.__doc__ = f"``a {ops.info(op).spelling} b``"
+    return build
+
+
+def parse_number(tok: Token, filename: str) -> RawLit:
+    """A NUMBER token as a literal, rejecting what WGSL rejects (leading zeros, overflow)."""
+    text = str(tok)
+    ty: Scalar | None = None
+    if text[:2] in ("0x", "0X"):
+        if text[-1] in "iu":
+            ty, text = (i32 if text[-1] == "i" else u32), text[:-1]
+        value: int | float = int(text, 16)
+    elif any(c in text for c in ".eE") or text[-1] in "fh":
+        if text[-1] in "fh":
+            ty, text = (f32 if text[-1] == "f" else f16), text[:-1]
+        if "." not in text and "e" not in text.lower() and len(text) > 1 and text[0] == "0":
+            _bad(tok, filename, "leading zeros are not allowed in a WGSL literal")
+        value = float(text)
+    else:
+        if text[-1] in "iu":
+            ty, text = (i32 if text[-1] == "i" else u32), text[:-1]
+        if len(text) > 1 and text[0] == "0":
+            _bad(tok, filename, "leading zeros are not allowed in a WGSL literal")
+        value = int(text)
+    if ty == i32 and value >= 2**31 or ty == u32 and value >= 2**32:
+        _bad(tok, filename, f"literal {tok} does not fit {ty}")
+    return RawLit(value, ty)
+
+
+def _bad(tok: Token, filename: str, message: str) -> None:
+    from kvdsl.frontend.errors import WgslSyntaxError
+
+    raise WgslSyntaxError(message, filename, tok.line, tok.column, str(tok), ())
+
+
+def const_int(e: Expr, consts: dict[str, int | float], where: tuple[str, int, int]) -> int:
+    """Evaluate an integer const-expression (literals, module consts, integer arithmetic)."""
+    match e:
+        case RawLit(value, _) | Lit(value, _) if isinstance(value, int):
+            return value
+        case Name(name) if isinstance(consts.get(name), int):
+            return consts[name]
+        case Unary(Op.NEG, x):
+            return -const_int(x, consts, where)
+        case Binary(op, a, b) if op in _CONST_OPS:
+            x, y = const_int(a, consts, where), const_int(b, consts, where)
+            if op in (Op.DIV, Op.MOD) and y == 0:
+                raise UnsupportedError("division by zero in a const expression", *where)
+            return _CONST_OPS[op](x, y)
+    raise UnsupportedError(
+        "expected an integer made of literals and module consts declared above", *where
+    )
+
+
+_CONST_OPS = {
+    Op.ADD: lambda x, y: x + y,
+    Op.SUB: lambda x, y: x - y,
+    Op.MUL: lambda x, y: x * y,
+    Op.DIV: lambda x, y: abs(x) // abs(y) * (1 if (x < 0) == (y < 0) else -1),
+    Op.MOD: lambda x, y: (abs(x) % abs(y)) * (1 if x >= 0 else -1),
+    Op.SHL: lambda x, y: x << (y & 31),
+    Op.SHR: lambda x, y: x >> (y & 31),
+    Op.AND: lambda x, y: x & y,
+    Op.OR: lambda x, y: x | y,
+    Op.XOR: lambda x, y: x ^ y,
+}
+
+
+@v_args(inline=True)
+class ToIR(Transformer):
+    """Rules → IR constructors. Unknown rules raise (lark would silently pass them through)."""
+
+    def __init__(self, filename: str, comments: list[LineComment]) -> None:
+        super().__init__()
+        self.filename = filename
+        self.lines: dict[int, int] = {}
+        self.comments = [c for c in comments if c.own_line]
+        self.claimed: set[int] = set()  # lines of comments placed into a block
+        self.consts: dict[str, int | float] = {}  # integer values, for array sizes
+
+    def __default__(self, data, children, meta):
+        raise NotImplementedError(f"grammar rule '{data}' has no IR constructor")
+
+    def _err(self, message: str, line: int, column: int | None = None):
+        return UnsupportedError(message, self.filename, line, column)
+
+    def _at(self, node: Stmt, meta: Meta) -> Stmt:
+        self.lines[id(node)] = meta.line
+        return node
+
+    # -- module --
+    def start(self, *items) -> Module:
+        enables = tuple(e for i in items if isinstance(i, tuple) for e in i)
+        decls = tuple(i for i in items if i is not None and not isinstance(i, tuple))
+        return Module(enables, decls)
+
+    def enable(self, *names: Token) -> tuple[tuple[str, int, int], ...]:
+        return tuple((str(n), n.line, n.column) for n in names)
+
+    def empty(self) -> None:
+        return None
+
+    @v_args(meta=True, inline=True)
+    def struct_decl(self, meta: Meta, name: Token, *fields) -> StructDecl:
+        return StructDecl(str(name), fields, meta.line)
+
+    def field(self, attrs: tuple[Attr, ...], name: Token, ty) -> tuple[str, Any]:
+        if attrs:
+            raise self._err(f"attribute @{attrs[0].name} on a struct member", attrs[0].line)
+        return str(name), ty
+
+    def global_var(self, attrs, address, name: Token, ty, init) -> GlobalVar:
+        space, access = address if address is not None else (None, None)
+        return GlobalVar(
+            attrs, space, access, str(name), ty, init is not None, name.line, name.column
+        )
+
+    def address(self, space: Token, access: Token | None) -> tuple[str, str | None]:
+        return str(space), None if access is None else str(access)
+
+    @v_args(meta=True, inline=True)
+    def const_decl(self, meta: Meta, name: Token, ty, value: Expr) -> ConstDecl:
+        if value is not None and isinstance(value, (RawLit, Lit, Name, Unary, Binary)):
+            try:
+                self.consts[str(name)] = const_int(value, self.consts, ("", 0, 0))
+            except UnsupportedError:
+                pass
+        return ConstDecl(str(name), ty, value, meta.line)
+
+    @v_args(meta=True, inline=True)
+    def fn_decl(self, meta: Meta, attrs, name: Token, params, ret, body) -> FnDecl:
+        return FnDecl(attrs, str(name), params, ret, body, meta.line)
+
+    def params(self, *params) -> tuple:
+        return params
+
+    def param(self, attrs, name: Token, ty) -> tuple:
+        return attrs, str(name), ty
+
+    def attrs(self, *attrs: Attr) -> tuple[Attr, ...]:
+        return attrs
+
+    def attribute(self, name: Token, args) -> Attr:
+        return Attr(str(name), args, name.line, name.column)
+
+    # -- statements --
+    @v_args(meta=True, inline=True)
+    def block(self, meta: Meta, *stmts: Stmt) -> tuple[Stmt, ...]:
+        # Children are transformed first, so inner blocks have claimed their comments already.
+        stmts = tuple(s for s in stmts if s is not None)
+        mine = [
+            c
+            for c in self.comments
+            if meta.line < c.line < meta.end_line and c.line not in self.claimed
+        ]
+        if not mine:
+            return stmts
+        out: list[Stmt] = []
+        pending = sorted(mine, key=lambda c: c.line)
+        for s in stmts:
+            while pending and pending[0].line < self.lines[id(s)]:
+                out.append(self._comment(pending.pop(0)))
+            out.append(s)
+        out += [self._comment(c) for c in pending]
+        return tuple(out)
+
+    def _comment(self, c: LineComment) -> Comment:
+        self.claimed.add(c.line)
+        node = Comment(c.text)
+        self.lines[id(node)] = c.line
+        return node
+
+    @v_args(meta=True, inline=True)
+    def if_(self, meta: Meta, cond: Expr, then: tuple, orelse) -> If:
+        if orelse is None:
+            orelse = ()
+        elif isinstance(orelse, If):
+            orelse = (orelse,)
+        return self._at(If(cond, then, orelse), meta)
+
+    @v_args(meta=True, inline=True)
+    def for_(self, meta: Meta, init, cond, update, body) -> For:
+        if init is not None and not isinstance(init, (RawLet, RawVar, Assign)):
+            raise self._err("a for initialiser other than let, var or an assignment", meta.line)
+        if update is not None and not isinstance(update, Assign):
+            raise self._err("a for update other than an assignment", meta.line)
+        return self._at(For(init, cond, update, body), meta)
+
+    @v_args(meta=True, inline=True)
+    def loop(self, meta: Meta, body) -> Loop:
+        return self._at(Loop(body), meta)
+
+    @v_args(meta=True, inline=True)
+    def block_stmt(self, meta: Meta, body) -> Block:
+        return self._at(Block(body), meta)
+
+    @v_args(meta=True, inline=True)
+    def let(self, meta: Meta, name: Token, ty, value) -> RawLet:
+        return self._at(RawLet(str(name), ty, value), meta)
+
+    local_const = let
+
+    @v_args(meta=True, inline=True)
+    def local_var(self, meta: Meta, address, name: Token, ty, init) -> RawVar:
+        if address is not None and address != ("function", None):
+            raise self._err(
+                f"var<{address[0]}> inside a function (only var and var<function>)",
+                name.line,
+                name.column,
+            )
+        if ty is None and init is None:
+            raise self._err(f"var {name} needs a type or an initialiser", name.line, name.column)
+        return self._at(RawVar(str(name), ty, init), meta)
+
+    @v_args(meta=True, inline=True)
+    def assign(self, meta: Meta, target: Expr, value: Expr) -> Assign:
+        return self._at(Assign(self._lhs(target, meta), value), meta)
+
+    @v_args(meta=True, inline=True)
+    def compound_assign(self, meta: Meta, target: Expr, op: Token, value: Expr) -> Assign:
+        binop = ops.BY_SPELLING[(False, 2, str(op)[:-1])]
+        return self._at(Assign(self._lhs(target, meta), value, binop), meta)
+
+    @v_args(meta=True, inline=True)
+    def increment(self, meta: Meta, target: Expr) -> Assign:
+        return self._at(Assign(self._lhs(target, meta), RawLit(1, None), Op.ADD), meta)
+
+    @v_args(meta=True, inline=True)
+    def decrement(self, meta: Meta, target: Expr) -> Assign:
+        return self._at(Assign(self._lhs(target, meta), RawLit(1, None), Op.SUB), meta)
+
+    def _lhs(self, target: Expr, meta: Meta) -> Expr:
+        root = target
+        while isinstance(root, (Index, Member)):
+            root = root.base
+        if root == Name("_"):
+            raise self._err("phony assignment '_ = ...'", meta.line, meta.column)
+        if not isinstance(root, Name):
+            raise self._err("assignment to something other than a variable", meta.line)
+        return target
+
+    @v_args(meta=True, inline=True)
+    def return_(self, meta: Meta, value) -> Return:
+        return self._at(Return(value), meta)
+
+    @v_args(meta=True, inline=True)
+    def break_(self, meta: Meta) -> Break:
+        return self._at(Break(), meta)
+
+    @v_args(meta=True, inline=True)
+    def continue_(self, meta: Meta) -> Continue:
+        return self._at(Continue(), meta)
+
+    @v_args(meta=True, inline=True)
+    def call_stmt(self, meta: Meta, e: Expr) -> CallStmt:
+        if not isinstance(e, (FnCall, Call, RawCtor)):
+            from kvdsl.frontend.errors import WgslSyntaxError
+
+            raise WgslSyntaxError(
+                "an expression is not a statement (only a call is)",
+                self.filename,
+                meta.line,
+                meta.column,
+                "",
+                (),
+            )
+        what = e.name if isinstance(e, FnCall) else "a builtin"
+        raise self._err(
+            f"call statement of {what} (the IR has no statement that discards a value)",
+            meta.line,
+            meta.column,
+        )
+
+    # -- expressions --
+    def name(self, tok: Token) -> Name:
+        return Name(str(tok))
+
+    def number(self, tok: Token) -> RawLit:
+        return parse_number(tok, self.filename)
+
+    def true(self) -> Lit:
+        return Lit(True, bool_)
+
+    def false(self) -> Lit:
+        return Lit(False, bool_)
+
+    def args(self, *args: Expr) -> tuple[Expr, ...]:
+        return args
+
+    def call(self, fn: Token, args: tuple[Expr, ...]) -> Expr:
+        name = str(fn)
+        if name in SCALARS:
+            return RawCtor(SCALARS[name], args)
+        if name in VEC_ALIASES:
+            return RawCtor(VEC_ALIASES[name], args)
+        op = ops.builtin_named(name)
+        if op is not None:
+            arity = ops.info(op).arity
+            if len(args) != arity:
+                raise self._err(
+                    f"{name} takes {arity} arguments, got {len(args)}", fn.line, fn.column
+                )
+            return Call(op, args)
+        return FnCall(name, args)
+
+    def construct(self, ty, args: tuple[Expr, ...]) -> RawCtor:
+        return RawCtor(ty, args)
+
+    def bitcast(self, ty, args) -> Expr:
+        raise self._err("bitcast", getattr(ty, "line", None))
+
+    def index(self, base: Expr, i: Expr) -> Index:
+        return Index(base, i)
+
+    def member(self, base: Expr, name: Token) -> Member:
+        return Member(base, str(name))
+
+    def neg(self, x: Expr) -> Expr:
+        # "-3" is one negative literal (the emitter prints negative literals that way).
+        if isinstance(x, RawLit) and not x.negated:
+            return RawLit(-x.value, x.ty, True)
+        return Unary(Op.NEG, x)
+
+    def logic_not(self, x: Expr) -> Unary:
+        return Unary(Op.NOT, x)
+
+    def bit_not(self, x: Expr) -> Unary:
+        return Unary(Op.BITNOT, x)
+
+    @v_args(meta=True, inline=True)
+    def address_of(self, meta: Meta, x: Expr) -> Expr:
+        raise self._err("pointers (unary '&')", meta.line, meta.column)
+
+    @v_args(meta=True, inline=True)
+    def deref(self, meta: Meta, x: Expr) -> Expr:
+        raise self._err("pointers (unary '*')", meta.line, meta.column)
+
+    mul = _binary(Op.MUL)
+    div = _binary(Op.DIV)
+    mod = _binary(Op.MOD)
+    add = _binary(Op.ADD)
+    sub = _binary(Op.SUB)
+    shl = _binary(Op.SHL)
+    shr = _binary(Op.SHR)
+    lt = _binary(Op.LT)
+    le = _binary(Op.LE)
+    gt = _binary(Op.GT)
+    ge = _binary(Op.GE)
+    eq = _binary(Op.EQ)
+    ne = _binary(Op.NE)
+    bit_and = _binary(Op.AND)
+    bit_or = _binary(Op.OR)
+    bit_xor = _binary(Op.XOR)
+    land = _binary(Op.LAND)
+    lor = _binary(Op.LOR)
+
+    # -- types --
+    def named_type(self, tok: Token):
+        name = str(tok)
+        if name in SCALARS:
+            return SCALARS[name]
+        if name in VEC_ALIASES:
+            return VEC_ALIASES[name]
+        if name in UNSUPPORTED_TYPES or name.startswith(UNSUPPORTED_TYPE_PREFIXES):
+            raise self._err(f"type '{name}'", tok.line, tok.column)
+        return StructRef(name, tok.line, tok.column)
+
+    def template_type(self, tok: Token, *args):
+        raise self._err(f"type '{tok}<...>'", tok.line, tok.column)
+
+    def vec_type(self, kw: Token, elem) -> Vec:
+        if not isinstance(elem, Scalar):
+            raise self._err(f"{kw}<{elem}>: a vector of a non-scalar", kw.line, kw.column)
+        return Vec(int(str(kw)[3]), elem)
+
+    def runtime_array_type(self, elem) -> RuntimeArray:
+        return RuntimeArray(self._elem(elem))
+
+    @v_args(meta=True, inline=True)
+    def fixed_array_type(self, meta: Meta, elem, count: Expr) -> Array:
+        n = const_int(count, self.consts, (self.filename, meta.line, meta.column))
+        if n <= 0:
+            raise self._err(f"array size {n} is not positive", meta.line, meta.column)
+        return Array(self._elem(elem), n)
+
+    def _elem(self, elem):
+        if not isinstance(elem, (Scalar, Vec)):
+            line = getattr(elem, "line", None)
+            raise self._err(f"array of {elem}: only arrays of scalars and vectors", line)
+        return elem

@@ -1,0 +1,263 @@
+"""Give WGSL's abstract literals concrete types, and check each statement where it stands.
+
+The IR is typeless except for literals and conversions, so ``x + 1`` must become
+``x + Lit(1, type of x)``. This pass walks the raw IR of :mod:`kvdsl.frontend.transform` in
+order with a :class:`~kvdsl.ir.verify.Scope`, types names with the verifier's
+:class:`~kvdsl.ir.verify.Checker`, and picks each abstract literal's type from its context like
+WGSL does: the other operand, the declared type, the parameter type, the assignment target; with
+no context an abstract int is ``i32`` and an abstract float ``f32``. Each finished statement goes
+through ``Checker.stmt``, so a type error is raised with the line of the statement it is in.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kvdsl.frontend.errors import UnsupportedError, WgslTypeError
+from kvdsl.frontend.transform import CallStmt, RawCtor, RawLet, RawLit, RawVar
+from kvdsl.ir import ops
+from kvdsl.ir.nodes import (
+    Assign,
+    Binary,
+    Block,
+    Call,
+    Construct,
+    Convert,
+    Expr,
+    FnCall,
+    For,
+    If,
+    Index,
+    Let,
+    Lit,
+    Loop,
+    Member,
+    Name,
+    Return,
+    Stmt,
+    Unary,
+    Var,
+)
+from kvdsl.ir.ops import Op
+from kvdsl.ir.types import Array, Scalar, Type, Vec, bool_, f16, f32, i32, u32
+from kvdsl.ir.verify import Checker, Scope, VerifyError
+
+# WGSL builtin functions the IR has no op for: calling one is "outside the subset", not an
+# undefined function.
+WGSL_BUILTINS = set(
+    "acos acosh all any arrayLength asin asinh atan atan2 atanh atomicAdd atomicAnd "
+    "atomicCompareExchangeWeak atomicExchange atomicLoad atomicMax atomicMin atomicOr atomicStore "
+    "atomicSub atomicXor ceil countLeadingZeros countOneBits countTrailingZeros cosh cross degrees "
+    "determinant distance dpdx dpdy exp2 extractBits faceForward firstLeadingBit firstTrailingBit "
+    "fract frexp fwidth insertBits ldexp length log2 mix modf normalize pack2x16float "
+    "pack2x16snorm pack2x16unorm pack4x8snorm pack4x8unorm pow quantizeToF16 radians reflect "
+    "refract reverseBits saturate sign sinh smoothstep step storageBarrier tan tanh "
+    "textureDimensions textureGather textureLoad textureNumLayers textureNumLevels "
+    "textureNumSamples textureSample textureSampleBias textureSampleCompare textureSampleGrad "
+    "textureSampleLevel textureStore transpose unpack2x16float unpack2x16snorm unpack2x16unorm "
+    "unpack4x8snorm unpack4x8unorm workgroupBarrier workgroupUniformLoad dot4U8Packed "
+    "dot4I8Packed subgroupAdd subgroupBroadcast".split()
+)
+
+
+def canonical(value: int | float, ty: Scalar) -> int | float | bool:
+    """The literal value as the IR holds it: floats as the shortest decimal of the typed value."""
+    if not ty.is_float:
+        return value
+    with np.errstate(over="ignore"):
+        v = (np.float16 if ty == f16 else np.float32)(value)
+    if not np.isfinite(v):
+        raise ValueError(f"{value!r} is out of range for {ty}")
+    return float(np.format_float_positional(v, unique=True))
+
+
+def is_abstract(e: Expr) -> bool:
+    """Whether every leaf of ``e`` is an abstract literal (so its type comes from context)."""
+    match e:
+        case RawLit(_, ty):
+            return ty is None
+        case Unary(_, x):
+            return is_abstract(x)
+        case Binary(_, a, b):
+            return is_abstract(a) and is_abstract(b)
+        case Call(_, args):
+            return all(is_abstract(a) for a in args)
+    return False
+
+
+def _pick(value: int | float, want: Type | None) -> Scalar:
+    s = want.scalar if isinstance(want, (Scalar, Vec)) else None
+    if isinstance(value, float):
+        return s if s is not None and s.is_float else f32
+    return s if s is not None and s.is_numeric else i32
+
+
+class Typer:
+    """Turns raw statements into verified IR statements, keeping their source lines."""
+
+    def __init__(self, checker: Checker, filename: str, raw_lines: dict[int, int]) -> None:
+        self.checker = checker
+        self.filename = filename
+        self.raw_lines = raw_lines
+        self.lines: dict[int, int] = {}
+        self.line: int | None = None
+
+    def error(self, message: str) -> WgslTypeError:
+        return WgslTypeError(message, self.filename, self.line)
+
+    def type_of(self, e: Expr, scope: Scope) -> Type:
+        try:
+            return self.checker.type_of(e, scope)
+        except VerifyError as err:
+            raise self.error(str(err)) from None
+
+    # -- expressions --
+    def expr(self, e: Expr, scope: Scope, want: Type | None) -> Expr:
+        """``e`` with every abstract literal typed; ``want`` is the type the context expects."""
+        match e:
+            case RawLit(value, ty):
+                ty = ty or _pick(value, want)
+                try:
+                    return Lit(canonical(value, ty), ty)
+                except ValueError as err:
+                    raise self.error(str(err)) from None
+            case Lit() | Name():
+                return e
+            case Unary(op, x):
+                return Unary(op, self.expr(x, scope, bool_ if op == Op.NOT else want))
+            case Binary(op, a, b) if op in (Op.SHL, Op.SHR):
+                a = self.expr(a, scope, want)
+                at = self.type_of(a, scope)
+                return Binary(
+                    op, a, self.expr(b, scope, Vec(at.n, u32) if isinstance(at, Vec) else u32)
+                )
+            case Binary(op, a, b) if op in (Op.LAND, Op.LOR):
+                return Binary(op, self.expr(a, scope, bool_), self.expr(b, scope, bool_))
+            case Binary(op, a, b):
+                a, b = self.unify((a, b), scope, None if op in ops.COMPARISONS else want)
+                return Binary(op, a, b)
+            case Call(Op.SELECT, (f, t, c)):
+                f, t = self.unify((f, t), scope, want)
+                return Call(Op.SELECT, (f, t, self.expr(c, scope, bool_)))
+            case Call(op, args):
+                return Call(op, self.unify(args, scope, None if op == Op.DOT else want))
+            case FnCall(name, args):
+                fn = self.checker.functions.get(name)
+                if fn is None:
+                    if name in WGSL_BUILTINS:
+                        raise UnsupportedError(
+                            f"WGSL builtin '{name}' is outside the supported subset",
+                            self.filename,
+                            self.line,
+                        )
+                    raise self.error(f"undefined function '{name}'")
+                if len(args) != len(fn.params):
+                    raise self.error(f"{name} takes {len(fn.params)} arguments, got {len(args)}")
+                return FnCall(
+                    name, tuple(self.expr(a, scope, t) for a, (_, t) in zip(args, fn.params))
+                )
+            case RawCtor(ty, args):
+                return self.ctor(ty, args, scope)
+            case Index(base, i):
+                return Index(self.expr(base, scope, None), self.expr(i, scope, None))
+            case Member(base, name):
+                return Member(self.expr(base, scope, None), name)
+        raise self.error(f"not an expression: {e!r}")
+
+    def unify(self, args: tuple[Expr, ...], scope: Scope, want: Type | None) -> tuple[Expr, ...]:
+        """Type operands that must agree: abstract ones take the first concrete one's type."""
+        out: list[Expr | None] = [None] * len(args)
+        like: Type | None = None
+        for i, a in enumerate(args):
+            if not is_abstract(a):
+                out[i] = self.expr(a, scope, like or want)
+                like = like or self.type_of(out[i], scope)
+        for i, a in enumerate(args):
+            if out[i] is None:
+                out[i] = self.expr(a, scope, like or want)
+        return tuple(out)
+
+    def ctor(self, ty: Scalar | Vec | Array, args: tuple[Expr, ...], scope: Scope) -> Expr:
+        if isinstance(ty, Array):
+            return Construct(ty, tuple(self.expr(a, scope, ty.elem) for a in args))
+        if len(args) == 1:
+            (a,) = args
+            # The emitter spells i32's minimum i32(-2147483648): read it back as the literal.
+            if ty == i32 and a == RawLit(-(2**31), None, True):
+                return Lit(-(2**31), i32)
+            a = self.expr(a, scope, ty)
+            if isinstance(ty, Scalar) or isinstance(self.type_of(a, scope), Vec):
+                return Convert(ty, a)
+            return Construct(ty, (a,))
+        if isinstance(ty, Scalar):
+            raise self.error(f"{ty}(...) takes one argument, got {len(args)}")
+        return Construct(ty, tuple(self.expr(a, scope, ty.elem) for a in args))
+
+    # -- statements --
+    def block(self, body: tuple[Stmt, ...], scope: Scope, ret: Type | None, loop: bool) -> tuple:
+        return tuple(self.stmt(s, scope, ret, loop) for s in body)
+
+    def stmt(self, s: Stmt, scope: Scope, ret: Type | None, loop: bool) -> Stmt:
+        """The concrete, checked form of raw statement ``s`` (names it declares go in ``scope``)."""
+        outer = self.line
+        self.line = self.raw_lines.get(id(s), outer)
+        out = self._stmt(s, scope, ret, loop)
+        self.lines[id(out)] = self.line
+        self.line = outer
+        return out
+
+    def _stmt(self, s: Stmt, scope: Scope, ret: Type | None, loop: bool) -> Stmt:
+        match s:
+            case RawLet(name, ty, value):
+                value = self.expr(value, scope, ty)
+                if ty is not None and self.type_of(value, scope) != ty:
+                    got = self.type_of(value, scope)
+                    raise self.error(f"let {name}: {ty} is initialised with a {got}")
+                return self.check(Let(name, value), scope, ret, loop)
+            case RawVar(name, ty, init):
+                if init is not None:
+                    init = self.expr(init, scope, ty)
+                if ty is None:
+                    ty = self.type_of(init, scope)
+                return self.check(Var(name, ty, init), scope, ret, loop)
+            case Assign(target, value, op):
+                target = self.expr(target, scope, None)
+                want = self.type_of(target, scope)
+                if op in (Op.SHL, Op.SHR):
+                    want = Vec(want.n, u32) if isinstance(want, Vec) else u32
+                return self.check(
+                    Assign(target, self.expr(value, scope, want), op), scope, ret, loop
+                )
+            case Return(value) if value is not None:
+                return self.check(Return(self.expr(value, scope, ret)), scope, ret, loop)
+            case If(cond, then, orelse):
+                cond = self.condition(cond, scope)
+                then = self.block(then, Scope(scope), ret, loop)
+                return If(cond, then, self.block(orelse, Scope(scope), ret, loop))
+            case For(init, cond, update, body):
+                inner = Scope(scope)
+                init = None if init is None else self.stmt(init, inner, ret, loop)
+                cond = None if cond is None else self.condition(cond, inner)
+                update = None if update is None else self.stmt(update, inner, ret, loop)
+                return For(init, cond, update, self.block(body, Scope(inner), ret, True))
+            case Loop(body):
+                return Loop(self.block(body, Scope(scope), ret, True))
+            case Block(body):
+                return Block(self.block(body, Scope(scope), ret, loop))
+            case CallStmt():
+                raise self.error("call statements are outside the subset")
+        return self.check(s, scope, ret, loop)
+
+    def condition(self, cond: Expr, scope: Scope) -> Expr:
+        cond = self.expr(cond, scope, bool_)
+        ct = self.type_of(cond, scope)
+        if ct != bool_:
+            raise self.error(f"condition is {ct}, expected bool")
+        return cond
+
+    def check(self, s: Stmt, scope: Scope, ret: Type | None, loop: bool) -> Stmt:
+        try:
+            self.checker.stmt(s, scope, ret, loop)
+        except VerifyError as err:
+            raise self.error(str(err)) from None
+        return s
