@@ -39,7 +39,7 @@ from kvdsl.kernels.build import (
     k_row,
     row_walk,
 )
-from kvdsl.kernels.config import check, one_of
+from kvdsl.kernels.config import check, one_of, positive_int
 from kvdsl.nodes import walks
 from kvdsl.nodes.index import bnsh
 from kvdsl.nodes.quant import QRANGE, pack_int4, quantize, scale_function
@@ -59,6 +59,9 @@ class QuantConfig:
     """Fields shared by the quantising modes.
 
     ``qmin``/``qmax`` (the clamp range, inclusive) default to the full signed range of ``bits``.
+    ``storage_buffer_limit`` is the device's storage buffers per stage: K RMSNorm with rotary
+    (and rotary in ``append_quant``) needs 9 or 10, past WebGPU's default of 8, so such configs
+    need a host that requests a higher limit (the interpreter has none).
     """
 
     kv_heads: int
@@ -72,6 +75,7 @@ class QuantConfig:
     input_type: str = "f32"
     workgroup_size: int = 64
     fold: int = 65535
+    storage_buffer_limit: int = MAX_STORAGE_BUFFERS
     mode = ""  # set by the two concrete configs
 
     def __post_init__(self) -> None:
@@ -88,13 +92,14 @@ class QuantConfig:
             ok = isinstance(value, int) and not isinstance(value, bool) and lo <= value <= hi
             check(ok, field, value, f"an integer in [{lo}, {hi}] for {self.bits} bits")
         check(self.qmin < self.qmax, "qmin", self.qmin, f"less than qmax={self.qmax}")
+        positive_int("storage_buffer_limit", self.storage_buffer_limit)
         n = storage_buffers(self)
         check(
-            n <= MAX_STORAGE_BUFFERS,
+            n <= self.storage_buffer_limit,
             "k_norm/rotary",
             (self.k_norm, self.rotary),
-            f"at most {MAX_STORAGE_BUFFERS} storage buffers (WebGPU's default limit per stage); "
-            f"this {self.mode} needs {n}",
+            f"at most storage_buffer_limit={self.storage_buffer_limit} storage buffers "
+            f"(WebGPU's default per stage is {MAX_STORAGE_BUFFERS}); this {self.mode} needs {n}",
         )
 
 
