@@ -191,10 +191,9 @@ def storage(binding: Binding, given: np.ndarray) -> Storage:
     out = np.array(given, copy=True) if binding.access == "read_write" else given
     flat = np.ascontiguousarray(out).reshape(-1).view(dt)
     if isinstance(binding.elem, Vec):
+        # Given tightly packed, as the runtime takes them (it pads vec3 to 16 bytes itself).
         n = binding.elem.n
-        stride = 4 if n == 3 else n
-        rows = flat.size // stride
-        data = flat[: rows * stride].reshape(rows, stride)[:, :n]
+        data = flat[: flat.size // n * n].reshape(-1, n)
     else:
         data = flat
     return Storage(binding, data, out)
