@@ -14,11 +14,15 @@ both are equal; kvdsl converts.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from kvdsl.ir import Dispatch, Kernel, KernelBuilder, convert
 from kvdsl.kernels.config import common, one_of, positive_int, scalar
 from kvdsl.nodes import walks
 from kvdsl.nodes.index import bnsh
+
+if TYPE_CHECKING:
+    from kvdsl.catalog import Model
 
 FLOATS = ("f32", "f16")
 WALKS = ("cooperative", "per_row")
@@ -100,7 +104,7 @@ def merge(cfg: MergeConfig, name: str = "merge") -> Kernel:
     return kb.build(Dispatch(rows.node, cfg.workgroup_size, cfg.fold), doc)
 
 
-def catalog_variants(models: dict) -> dict[str, MergeConfig]:
+def catalog_variants(models: dict[str, Model]) -> dict[str, MergeConfig]:
     """Named merge variants over a few model shapes, every walk and element type."""
     v: dict[str, MergeConfig] = {}
     for key in ("qwen25_05b", "llama31_8b", "phi3_mini", "gemma2_2b"):

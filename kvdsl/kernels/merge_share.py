@@ -26,6 +26,7 @@ converts on store.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from kvdsl.ir import Dispatch, Kernel, KernelBuilder, array, convert, f32
 from kvdsl.kernels.config import check, common, one_of, positive_int, scalar
@@ -33,6 +34,9 @@ from kvdsl.nodes import walks
 from kvdsl.nodes.index import bnsh
 from kvdsl.nodes.rotary import rotate_element, rotate_row
 from kvdsl.nodes.window import append_window
+
+if TYPE_CHECKING:
+    from kvdsl.catalog import Model
 
 FLOATS = ("f32", "f16")
 REGIONS = ("retain", "append")
@@ -208,7 +212,7 @@ def _append(kb: KernelBuilder, cfg: MergeShareConfig) -> None:
         per_row()
 
 
-def catalog_variants(models: dict) -> dict[str, MergeShareConfig]:
+def catalog_variants(models: dict[str, Model]) -> dict[str, MergeShareConfig]:
     """Named merge_share passes: both regions, every walk, rotary on and off, f16."""
     v: dict[str, MergeShareConfig] = {}
     for key in ("qwen25_05b", "llama31_8b", "gemma3_1b"):
@@ -218,9 +222,10 @@ def catalog_variants(models: dict) -> dict[str, MergeShareConfig]:
         v[f"merge_share_retain_per_row_{key}"] = MergeShareConfig(h, d, "retain", "per_row")
         v[f"merge_share_append_{key}"] = MergeShareConfig(h, d, "append")
         v[f"merge_share_append_rotary_{key}"] = MergeShareConfig(h, d, "append", rotary=True)
-        v[f"merge_share_append_rotary_hybrid_{key}"] = MergeShareConfig(
-            h, d, "append", "hybrid", rotary=True
-        )
+        if key != "gemma3_1b":
+            v[f"merge_share_append_rotary_hybrid_{key}"] = MergeShareConfig(
+                h, d, "append", "hybrid", rotary=True
+            )
     m = models["llama31_8b"]
     h, d = m.kv_heads, m.head_dim
     v["merge_share_append_per_row_llama31_8b"] = MergeShareConfig(h, d, "append", "per_row")

@@ -31,6 +31,7 @@ converts on store (the template stores new K and its f32 rotary row unconverted)
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from kvdsl.ir import Dispatch, Kernel, KernelBuilder, Val, array, convert, f32
 from kvdsl.kernels.config import check, common, one_of, positive_int, scalar
@@ -38,6 +39,9 @@ from kvdsl.nodes import walks
 from kvdsl.nodes.index import bnsh
 from kvdsl.nodes.rotary import rotate_row
 from kvdsl.nodes.window import sliding_window
+
+if TYPE_CHECKING:
+    from kvdsl.catalog import Model
 
 FLOATS = ("f32", "f16")
 REGIONS = ("all", "shift", "append")
@@ -163,7 +167,7 @@ def window_shift(cfg: WindowShiftConfig, name: str = "window_shift") -> Kernel:
     return kb.build(Dispatch(rows.node, cfg.workgroup_size, cfg.fold), doc)
 
 
-def catalog_variants(models: dict) -> dict[str, WindowShiftConfig]:
+def catalog_variants(models: dict[str, Model]) -> dict[str, WindowShiftConfig]:
     """Named window_shift passes over the sliding-window model shapes and Llama."""
     v: dict[str, WindowShiftConfig] = {}
     for key in ("gemma2_2b", "gemma3_1b", "llama31_8b"):
