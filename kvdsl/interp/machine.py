@@ -38,6 +38,7 @@ from kvdsl.ir.nodes import (
 )
 from kvdsl.ir.ops import Op
 from kvdsl.ir.types import Array, Vec
+from kvdsl.emit import emit_expr
 from kvdsl.ir.verify import show
 from kvdsl.interp.errors import InterpError, OutOfBounds, RaceError, UninitializedRead
 from kvdsl.interp.values import (
@@ -82,16 +83,24 @@ class Frame:
         self.loops: list[list[Mask | bool]] = []  # per open loop: lanes that continued
 
 
-def render(s: Stmt) -> str:
-    """A one-line rendering of a statement for messages."""
+def render(s: Stmt | None) -> str:
+    """A statement as one line of WGSL, for messages."""
     match s:
+        case None:
+            return ""
+        case Let(name, value):
+            return f"let {name} = {emit_expr(value)}"
+        case Var(name, ty, init):
+            return f"var {name}: {ty}" + ("" if init is None else f" = {emit_expr(init)}")
+        case Assign(target, value, op):
+            eq = "=" if op is None else ops.info(op).spelling + "="
+            return f"{emit_expr(target)} {eq} {emit_expr(value)}"
         case If(cond):
-            return f"if ({show(cond)})"
+            return f"if ({emit_expr(cond)})"
         case For(init, cond, update):
-            parts = ("" if x is None else show(x) for x in (init, cond, update))
-            return f"for ({'; '.join(parts)})"
+            return f"for ({render(init)}; {'' if cond is None else emit_expr(cond)}; {render(update)})"
         case Return(value):
-            return "return" + ("" if value is None else f" {show(value)}")
+            return "return" + ("" if value is None else f" {emit_expr(value)}")
         case _:
             return show(s)
 
