@@ -40,7 +40,7 @@ from kvdsl.ir.nodes import (
 )
 from kvdsl.ir.ops import Op
 from kvdsl.ir.types import Array, Scalar, Type, Vec, bool_, f16, f32, i32, u32
-from kvdsl.ir.verify import Checker, Scope, VerifyError
+from kvdsl.ir.verify import Checker, Scope, VerifyError, literal_ok
 
 # WGSL builtin functions the IR has no op for: calling one is "outside the subset", not an
 # undefined function.
@@ -61,14 +61,20 @@ WGSL_BUILTINS = set(
 
 
 def canonical(value: int | float, ty: Scalar) -> int | float | bool:
-    """The literal value as the IR holds it: floats as the shortest decimal of the typed value."""
+    """The literal value as the IR holds it.
+
+    A float is the shortest decimal that reads back as the same ``ty`` value (so ``1e-6`` stays
+    ``1e-6``, as the builder writes it), except where that decimal lies past the type's largest
+    finite value (``3.4028235e38``): then the exact value, which the verifier accepts.
+    """
     if not ty.is_float:
         return value
     with np.errstate(over="ignore"):
         v = (np.float16 if ty == f16 else np.float32)(value)
     if not np.isfinite(v):
         raise ValueError(f"{value!r} is out of range for {ty}")
-    return float(np.format_float_positional(v, unique=True))
+    short = float(np.format_float_positional(v, unique=True))
+    return short if literal_ok(short, ty) else float(v)
 
 
 def is_abstract(e: Expr) -> bool:

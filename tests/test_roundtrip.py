@@ -1,0 +1,402 @@
+"""The text form is faithful: ``parse(emit(k)) == k`` and ``emit(parse(text)) == text``.
+
+For every kernel available (the transpose variants, and the catalog when it exists) and for
+hypothesis-generated kernels whose bodies hold random well-typed expressions and statements:
+every op of the op table, literals of every type (negative and edge values included), nested
+ifs / else-ifs / fors / loops / blocks, var arrays, vectors and swizzles, comments.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kvdsl.emit import emit
+from kvdsl.frontend import parse
+from kvdsl.frontend.typer import canonical
+from kvdsl.ir import ops
+from kvdsl.ir.nodes import (
+    Assign,
+    Binary,
+    Binding,
+    Block,
+    Break,
+    Call,
+    Comment,
+    Const,
+    Construct,
+    Continue,
+    Convert,
+    FnCall,
+    For,
+    Function,
+    If,
+    Index,
+    Kernel,
+    Let,
+    Lit,
+    Loop,
+    Member,
+    Name,
+    Return,
+    Unary,
+    Var,
+)
+from kvdsl.ir.ops import Op
+from kvdsl.ir.types import Array, Struct, Vec, bool_, f16, f32, i32, u32
+from kvdsl.ir.verify import verify
+from kvdsl.kernels.transpose import TransposeConfig, transpose
+
+
+def available_kernels() -> dict[str, Kernel]:
+    """Every kernel the project can build today: transpose variants, plus the catalog."""
+    out = {
+        f"transpose_{h}_{d}_{v}_{t}": transpose(TransposeConfig(h, d, v, t, t))
+        for h, d, v, t in [(8, 128, True, "f32"), (2, 6, False, "f32"), (4, 64, True, "f16")]
+    }
+    if importlib.util.find_spec("kvdsl.catalog") is not None:
+        from kvdsl.catalog import all_kernels
+
+        out.update(all_kernels())
+    return out
+
+
+KERNELS = available_kernels()
+
+
+def assert_round_trip(k: Kernel) -> None:
+    text = emit(k)
+    parsed = parse(text)
+    assert dataclasses.replace(parsed, name=k.name, dispatch=k.dispatch) == k
+    assert emit(parsed) == text
+
+
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_kernel_round_trip(name: str) -> None:
+    assert_round_trip(KERNELS[name])
+
+
+def test_parse_names_kernel_and_takes_dispatch() -> None:
+    k = KERNELS["transpose_8_128_True_f32"]
+    assert parse(emit(k), "dir/copy_rows.wgsl").name == "copy_rows"
+    assert parse(emit(k)).name == "main"
+    assert parse(emit(k)).dispatch is None
+    assert parse(emit(k), dispatch=k.dispatch).dispatch == k.dispatch
+
+
+# ---- generated kernels ------------------------------------------------------------------------
+
+V4F, V2U, V2F = Vec(4, f32), Vec(2, u32), Vec(2, f32)
+ARR = Array(f32, 4)
+PARAMS = Struct("Params", (("n", u32), ("s", f32)))
+# Names of each type in scope of every generated statement (declared by the prelude).
+NAMES = {
+    u32: [Name("vu"), Member(Name("gid"), "x"), Member(Name("params"), "n")],
+    i32: [Name("vi")],
+    f32: [Name("vf"), Member(Name("params"), "s")],
+    f16: [Name("vh")],
+    bool_: [Name("vb")],
+    V4F: [Name("v4")],
+    V2U: [Member(Name("gid"), "xy"), Name("v2")],
+    V2F: [],
+}
+SCALARS = (u32, i32, f32, f16, bool_)
+TYPES = SCALARS + (V4F, V2U, V2F)
+ARITH = (Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.MOD)
+BITS = (Op.AND, Op.OR, Op.XOR)
+FLOAT_FNS = (Op.ROUND, Op.FLOOR, Op.CEIL, Op.TRUNC, Op.SQRT, Op.INVERSE_SQRT, Op.EXP, Op.LOG)
+FLOAT_FNS += (Op.COS, Op.SIN)
+
+
+def _float_lit(ty):
+    width = 16 if ty == f16 else 32
+    floats = st.floats(width=width, allow_nan=False, allow_infinity=False)
+    return floats.map(lambda x: Lit(canonical(x, ty), ty))
+
+
+def literals(ty):
+    """Literals of ``ty``, edge values likely."""
+    if ty == bool_:
+        return st.booleans().map(lambda b: Lit(b, bool_))
+    if ty == u32:
+        return st.one_of(
+            st.sampled_from([0, 1, 2**31, 2**32 - 1]), st.integers(0, 2**32 - 1)
+        ).map(lambda v: Lit(v, u32))
+    if ty == i32:
+        edges = st.sampled_from([0, -1, 1, -(2**31), 2**31 - 1])
+        return st.one_of(edges, st.integers(-(2**31), 2**31 - 1)).map(lambda v: Lit(v, i32))
+    return _float_lit(ty)
+
+
+def _no_lit_neg(x):
+    # "-(3u)" prints as "-3u", which reads back as the literal -3: not this IR.
+    return x if not isinstance(x, Lit) else Convert(x.ty, x)
+
+
+@st.composite
+def expr(draw, ty, depth: int):
+    """A well-typed expression of ``ty``."""
+    leaves = [literals(ty)] if ty in SCALARS else []
+    if NAMES[ty]:
+        leaves.append(st.sampled_from(NAMES[ty]))
+    if ty == f32:
+        leaves.append(
+            st.builds(lambda i: Index(Name("arr"), i), st.sampled_from([Lit(1, u32), Lit(3, i32)]))
+        )
+    if depth <= 0 or (leaves and draw(st.integers(0, 4)) == 0):
+        if not leaves:
+            return Convert(V2F, draw(expr(V2U, 0)))
+        return draw(st.one_of(leaves))
+    sub = lambda t: expr(t, depth - 1)  # noqa: E731
+    kinds = ["call_sel", "convert"]
+    scalar = ty.scalar
+    if scalar.is_numeric:
+        kinds += ["arith", "minmax", "abs"]
+    if ty in (i32, f32, f16, V4F, V2F):
+        kinds.append("neg")
+    if ty in (u32, i32, V2U):
+        kinds += ["bits", "shift", "bitnot"]
+    if ty == bool_:
+        kinds += ["compare", "logic", "not", "boolbits"]
+    if scalar.is_float:
+        kinds += ["float_fn", "fma"]
+    if ty == f32:
+        kinds += ["dot", "index", "swizzle", "helper"]
+    if ty in (V4F, V2F):
+        kinds += ["construct", "vec_scalar"]
+    if ty == V2F:
+        kinds.append("swizzle2")
+    kind = draw(st.sampled_from(kinds))
+    match kind:
+        case "arith":
+            return Binary(draw(st.sampled_from(ARITH)), draw(sub(ty)), draw(sub(ty)))
+        case "vec_scalar":
+            op = draw(st.sampled_from(ARITH))
+            a, b = draw(sub(ty)), draw(sub(ty.elem))
+            return Binary(op, a, b) if draw(st.booleans()) else Binary(op, b, a)
+        case "bits" | "boolbits":
+            return Binary(
+                draw(st.sampled_from(BITS[:2] if ty == bool_ else BITS)),
+                draw(sub(ty)),
+                draw(sub(ty)),
+            )
+        case "shift":
+            amount = V2U if isinstance(ty, Vec) else u32
+            return Binary(draw(st.sampled_from([Op.SHL, Op.SHR])), draw(sub(ty)), draw(sub(amount)))
+        case "compare":
+            t = draw(st.sampled_from([u32, i32, f32, f16]))
+            op = draw(st.sampled_from(sorted(ops.COMPARISONS, key=str)))
+            return Binary(op, draw(sub(t)), draw(sub(t)))
+        case "logic":
+            return Binary(
+                draw(st.sampled_from([Op.LAND, Op.LOR])), draw(sub(bool_)), draw(sub(bool_))
+            )
+        case "neg":
+            return Unary(Op.NEG, _no_lit_neg(draw(sub(ty))))
+        case "not":
+            return Unary(Op.NOT, draw(sub(bool_)))
+        case "bitnot":
+            return Unary(Op.BITNOT, draw(sub(ty)))
+        case "minmax":
+            op = draw(st.sampled_from([Op.MIN, Op.MAX, Op.CLAMP]))
+            return Call(op, tuple(draw(sub(ty)) for _ in range(ops.info(op).arity)))
+        case "abs":
+            return Call(Op.ABS, (draw(sub(ty)),))
+        case "call_sel":
+            cond = (
+                draw(
+                    sub(
+                        bool_
+                        if draw(st.booleans()) or not isinstance(ty, Vec)
+                        else Vec(ty.n, bool_)
+                    )
+                )
+                if False
+                else draw(sub(bool_))
+            )
+            return Call(Op.SELECT, (draw(sub(ty)), draw(sub(ty)), cond))
+        case "float_fn":
+            return Call(draw(st.sampled_from(FLOAT_FNS)), (draw(sub(ty)),))
+        case "fma":
+            return Call(Op.FMA, (draw(sub(ty)), draw(sub(ty)), draw(sub(ty))))
+        case "dot":
+            return Call(Op.DOT, (draw(sub(V4F)), draw(sub(V4F))))
+        case "index":
+            return Index(draw(sub(V4F)), draw(sub(u32)))
+        case "swizzle":
+            return Member(draw(sub(V4F)), draw(st.sampled_from("xyzw")))
+        case "swizzle2":
+            return Member(draw(sub(V4F)), draw(st.sampled_from(["xy", "zw", "wx", "yy"])))
+        case "helper":
+            return FnCall("helper", (draw(sub(f32)), draw(sub(u32))))
+        case "construct":
+            if ty == V4F and draw(st.booleans()):
+                return Construct(V4F, (draw(sub(V2F)), draw(sub(f32)), draw(sub(f32))))
+            return Construct(ty, tuple(draw(sub(f32)) for _ in range(ty.n)))
+        case "convert":
+            if isinstance(ty, Vec):
+                src = V2U if ty == V2F else V2F
+                return Convert(ty, draw(sub(src))) if ty != V4F else draw(sub(V4F))
+            src = draw(
+                st.sampled_from([u32, i32, f32, f16, bool_] if ty != bool_ else [u32, i32, f32])
+            )
+            return Convert(ty, draw(sub(src)))
+    raise AssertionError(kind)
+
+
+WRITABLE = {u32: "vu", i32: "vi", f32: "vf", f16: "vh", bool_: "vb", V4F: "v4", V2U: "v2"}
+COMPOUND = {u32: ARITH + BITS, i32: ARITH + BITS, f32: ARITH, f16: ARITH, V4F: ARITH}
+COMPOUND[bool_] = (Op.AND, Op.OR)
+COMPOUND[V2U] = ARITH + BITS
+TEXT = st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=20).map(str.rstrip)
+
+
+class Fresh:
+    def __init__(self) -> None:
+        self.n = 0
+
+    def __call__(self, stem: str) -> str:
+        self.n += 1
+        return f"{stem}{self.n}"
+
+
+@st.composite
+def stmts(draw, fresh: Fresh, depth: int, in_loop: bool, in_main: bool):
+    """A block of well-typed statements."""
+    out = []
+    for _ in range(draw(st.integers(0, 4))):
+        kinds = ["let", "assign", "compound", "store", "elem", "comment", "var"]
+        if depth > 0:
+            kinds += ["if", "for", "loop", "block"]
+        if in_loop:
+            kinds += ["break", "continue"]
+        if in_main:
+            kinds.append("return")
+        kind = draw(st.sampled_from(kinds))
+        e = lambda t: expr(t, 2)  # noqa: E731
+        match kind:
+            case "let":
+                out.append(Let(fresh("t"), draw(e(draw(st.sampled_from(TYPES))))))
+            case "var":
+                ty = draw(st.sampled_from([u32, i32, f32, f16, bool_, V4F, ARR]))
+                if ty == ARR:
+                    init = Construct(ARR, tuple(draw(e(f32)) for _ in range(4)))
+                else:
+                    init = draw(e(ty))
+                out.append(Var(fresh("w"), ty, draw(st.sampled_from([None, init]))))
+            case "assign":
+                ty = draw(st.sampled_from(sorted(WRITABLE, key=str)))
+                out.append(Assign(Name(WRITABLE[ty]), draw(e(ty))))
+            case "compound":
+                ty = draw(st.sampled_from(sorted(WRITABLE, key=str)))
+                op = draw(
+                    st.sampled_from(COMPOUND[ty] + ((Op.SHL, Op.SHR) if ty in (u32, i32) else ()))
+                )
+                value = draw(e(u32 if op in (Op.SHL, Op.SHR) else ty))
+                out.append(Assign(Name(WRITABLE[ty]), value, op))
+            case "store":
+                ty, buf = draw(st.sampled_from([(f32, "out_f"), (u32, "out_u"), (V4F, "out_v")]))
+                out.append(Assign(Index(Name(buf), draw(e(u32))), draw(e(ty))))
+            case "elem":
+                target = draw(
+                    st.sampled_from([Index(Name("arr"), Lit(2, u32)), Member(Name("v4"), "y")])
+                )
+                out.append(Assign(target, draw(e(f32))))
+            case "comment":
+                out.append(Comment(draw(TEXT)))
+            case "if":
+                then = draw(stmts(fresh, depth - 1, in_loop, in_main))
+                orelse = draw(
+                    st.one_of(
+                        st.just(()),
+                        stmts(fresh, depth - 1, in_loop, in_main),
+                        stmts(fresh, depth - 1, in_loop, in_main).map(
+                            lambda b: (If(Lit(True, bool_), b),)
+                        ),
+                    )
+                )
+                out.append(If(draw(e(bool_)), then, orelse))
+            case "for":
+                i = fresh("i")
+                init = draw(st.sampled_from([None, Var(i, u32, Lit(0, u32)), Let(i, Lit(0, u32))]))
+                cond = draw(st.one_of(st.none(), e(bool_)))
+                update = draw(st.sampled_from([None, Assign(Name("vu"), Lit(1, u32), Op.ADD)]))
+                body = draw(stmts(fresh, depth - 1, True, in_main))
+                out.append(For(init, cond, update, body))
+            case "loop":
+                out.append(Loop(draw(stmts(fresh, depth - 1, True, in_main)) + (Break(),)))
+            case "block":
+                out.append(Block(draw(stmts(fresh, depth - 1, in_loop, in_main))))
+            case "break":
+                out.append(Break())
+            case "continue":
+                out.append(Continue())
+            case "return":
+                out.append(Return())
+    return tuple(out)
+
+
+PRELUDE = (
+    Var("vu", u32, Member(Name("gid"), "x")),
+    Var("vi", i32, Lit(-3, i32)),
+    Var("vf", f32, Lit(0.5, f32)),
+    Var("vh", f16, Lit(1.5, f16)),
+    Var("vb", bool_, Lit(True, bool_)),
+    Var("v4", V4F),
+    Var("v2", V2U, Member(Name("gid"), "yz")),
+    Var("arr", ARR),
+)
+EPILOGUE = (
+    Assign(Index(Name("out_f"), Lit(0, u32)), Name("vf")),
+    Assign(Index(Name("out_u"), Lit(1, u32)), Name("vu")),
+    Assign(Index(Name("out_v"), Lit(2, u32)), Name("v4")),
+)
+
+
+@st.composite
+def kernels(draw):
+    """A verified kernel around a random body (and a helper function)."""
+    fresh = Fresh()
+    helper = Function(
+        "helper",
+        (("x", f32), ("y", u32)),
+        f32,
+        (
+            Let("t", Binary(Op.MUL, Name("x"), Convert(f32, Name("y")))),
+            If(Binary(Op.GT, Name("t"), Lit(1.0, f32)), (Return(Lit(-2.5, f32)),)),
+            Return(Name("t")),
+        ),
+    )
+    body = PRELUDE + draw(stmts(fresh, 3, False, True)) + EPILOGUE
+    k = Kernel(
+        name="gen",
+        bindings=(
+            Binding("inp", f32, "read"),
+            Binding("out_f", f32, "read_write"),
+            Binding("out_u", u32, "read_write"),
+            Binding("out_v", V4F, "read_write"),
+        ),
+        params=PARAMS,
+        consts=(
+            Const("WG", u32, Lit(64, u32), "workgroup size"),
+            Const("LIMIT", i32, draw(literals(i32))),
+            Const("EPS", f32, draw(literals(f32)), "a\n\nmulti-line comment"),
+        ),
+        functions=(helper,),
+        workgroup_size=(64, 1, 1),
+        builtins=(("gid", "global_invocation_id"), ("lid", "local_invocation_id")),
+        body=body + (Assign(Index(Name("out_f"), Lit(3, u32)), Index(Name("inp"), Name("vu"))),),
+        doc=("generated", "", "kernel"),
+        workgroup_size_name=draw(st.sampled_from([None, "WG"])),
+    )
+    return verify(k)
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(kernels())
+def test_generated_round_trip(k: Kernel) -> None:
+    assert_round_trip(k)
