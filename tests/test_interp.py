@@ -338,3 +338,23 @@ def test_read_only_inputs_untouched_and_outputs_copied():
     src, dst = nonzero(6 * D), poison(6 * D)
     out = interp.run(row_copy(), {"src": src, "dst": dst}, {"rows": 6})
     assert np.isnan(dst).all() and out["dst"] is not dst
+
+
+@pytest.mark.parametrize("dead", ["head", "odd"])
+def test_errors_name_the_right_invocation_after_dead_lanes_are_dropped(dead):
+    """Lanes that returned are dropped (as a run or scattered); messages keep true gids."""
+    kb = KernelBuilder("dead", 8)
+    dst = kb.binding("dst", u32, "read_write")
+    i = kb.let("i", kb.gid.x)
+    with kb.if_(i < 5 if dead == "head" else (i % 2).eq(1)):
+        kb.ret()
+    dst[i - 4] = i
+    k = kb.build()
+    if dead == "head":
+        out = interp.run(k, {"dst": poison(12, np.uint32)}, None, (2, 1, 1))
+        assert out["dst"][1:12].tolist() == list(range(5, 16)) and out["dst"][0] == 0xDEADBEEF
+        with pytest.raises(OutOfBounds, match=r"dst\[11\].*gid=\(15, 0, 0\)"):
+            interp.run(k, {"dst": poison(11, np.uint32)}, None, (2, 1, 1))
+    else:
+        with pytest.raises(OutOfBounds, match=r"dst\[4294967292\].*gid=\(0, 0, 0\)"):
+            interp.run(k, {"dst": poison(16, np.uint32)}, None, (2, 1, 1))

@@ -98,7 +98,9 @@ def render(s: Stmt | None) -> str:
         case If(cond):
             return f"if ({emit_expr(cond)})"
         case For(init, cond, update):
-            return f"for ({render(init)}; {'' if cond is None else emit_expr(cond)}; {render(update)})"
+            return (
+                f"for ({render(init)}; {'' if cond is None else emit_expr(cond)}; {render(update)})"
+            )
         case Return(value):
             return "return" + ("" if value is None else f" {emit_expr(value)}")
         case _:
@@ -208,7 +210,10 @@ class Machine:
         later statements do no work for them: an early ``if (i >= n) { return; }`` in a folded
         dispatch can leave half the lanes dead. Only at the entry point's top level, where every
         live value is in scope."""
-        keep = np.flatnonzero(m)
+        count = int(np.count_nonzero(m))
+        first, last = int(m.argmax()), self.n - 1 - int(m[::-1].argmax())
+        # The live lanes are usually one run (a folded dispatch's tail): views, not copies.
+        keep = slice(first, last + 1) if last - first + 1 == count else np.flatnonzero(m)
 
         def take(v):
             if isinstance(v, ArrayValue):

@@ -46,9 +46,17 @@ class Grid:
         self.n = self.per_group * self.workgroups[0] * self.workgroups[1] * self.workgroups[2]
         if self.n >= 2**31:
             raise ValueError(f"{self.n} invocations are more than the interpreter tracks")
-        self.lanes = np.arange(self.n, dtype=np.int64)
         self.ids: np.ndarray | None = None
+        self.offset = 0  # with ids None, lane k is invocation offset + k
+        self._lanes: np.ndarray | None = None
         self._cols: dict[tuple[str, int], np.ndarray] = {}
+
+    @property
+    def lanes(self) -> np.ndarray:
+        """``0 .. n-1``, made when first needed."""
+        if self._lanes is None:
+            self._lanes = np.arange(self.n, dtype=np.int64)
+        return self._lanes
 
     def column(self, builtin: str, comp: int) -> np.ndarray:
         """Component ``comp`` of a compute builtin (``gid``, ``lid``, ``wid``, ``nwg``) as a u32
@@ -56,8 +64,12 @@ class Grid:
         key = (builtin, comp)
         if key not in self._cols:
             col = self._full(builtin, comp)
-            if self.ids is not None and col.shape[0] > 1:
-                col = col[self.ids]
+            if col.shape[0] > 1:
+                col = (
+                    col[self.ids]
+                    if self.ids is not None
+                    else col[self.offset : self.offset + self.n]
+                )
             self._cols[key] = col
         return self._cols[key]
 
@@ -79,14 +91,19 @@ class Grid:
     def original(self, lanes):
         """The dispatch-wide invocation index of ``lanes``."""
         if self.ids is None:
-            return lanes
-        return self.ids if lanes is self.lanes else self.ids[lanes]
+            return lanes + self.offset if self.offset else lanes
+        return self.ids if lanes is self._lanes else self.ids[lanes]
 
-    def compact(self, keep: np.ndarray) -> None:
-        """Keep only ``keep`` (lanes in the current numbering)."""
-        self.ids = keep if self.ids is None else self.ids[keep]
-        self.n = len(keep)
-        self.lanes = np.arange(self.n, dtype=np.int64)
+    def compact(self, keep: np.ndarray | slice) -> None:
+        """Keep only ``keep`` (lanes in the current numbering: an index array or a slice)."""
+        if isinstance(keep, slice) and self.ids is None:
+            self.offset += keep.start
+            self.n = keep.stop - keep.start
+        else:
+            ids = self.ids if self.ids is not None else self.offset + np.arange(self.n)
+            self.ids = ids[keep]
+            self.n = len(self.ids)
+        self._lanes = None
         self._cols = {k: v if v.shape[0] == 1 else v[keep] for k, v in self._cols.items()}
 
     def describe(self, i: int) -> str:
