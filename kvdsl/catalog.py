@@ -20,6 +20,11 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from kvdsl.ir import Kernel
+from kvdsl.kernels import build as build_mode
+from kvdsl.kernels import merge as merge_mode
+from kvdsl.kernels import merge_share as merge_share_mode
+from kvdsl.kernels import quant as quant_mode
+from kvdsl.kernels import window_shift as window_shift_mode
 from kvdsl.kernels.config import as_dict
 from kvdsl.kernels.copy import CopyConfig, copy
 from kvdsl.kernels.transpose import TransposeConfig, transpose
@@ -48,7 +53,14 @@ MODELS = {
 MODES: dict[str, tuple[type, Callable[..., Kernel]]] = {
     "transpose": (TransposeConfig, transpose),
     "copy": (CopyConfig, copy),
+    "merge": (merge_mode.MergeConfig, merge_mode.merge),
+    "merge_share": (merge_share_mode.MergeShareConfig, merge_share_mode.merge_share),
+    "window_shift": (window_shift_mode.WindowShiftConfig, window_shift_mode.window_shift),
+    "build": (build_mode.BuildConfig, build_mode.build),
+    "build_quant": (quant_mode.BuildQuantConfig, quant_mode.build_quant),
+    "append_quant": (quant_mode.AppendQuantConfig, quant_mode.append_quant),
 }
+MODE_MODULES = (merge_mode, merge_share_mode, window_shift_mode, build_mode, quant_mode)
 
 
 def _variants() -> dict[str, Any]:
@@ -60,10 +72,12 @@ def _variants() -> dict[str, Any]:
         v[f"copy_per_row_{key}"] = CopyConfig(m.head_dim, walk="per_row")
     v["transpose_f16_llama31_8b"] = TransposeConfig(8, 128, present_type="f16")
     v["transpose_vec4_f16_llama31_8b"] = TransposeConfig(8, 128, vec4=True, present_type="f16")
-    v["copy_f16_llama31_8b"] = CopyConfig(128, element="f16")
+    v["copy_f16_llama31_8b"] = CopyConfig(128, present_type="f16")
     # An int8-quantised cache stores one i32 word per element; packed int4 stores headDim/2 u32.
-    v["copy_int8_llama31_8b"] = CopyConfig(128, element="i32")
-    v["copy_int4_per_row_llama31_8b"] = CopyConfig(64, walk="per_row", element="u32")
+    v["copy_int8_llama31_8b"] = CopyConfig(128, present_type="i32")
+    v["copy_int4_per_row_llama31_8b"] = CopyConfig(64, walk="per_row", present_type="u32")
+    for module in MODE_MODULES:
+        v.update(module.catalog_variants(MODELS))
     return dict(sorted(v.items()))
 
 

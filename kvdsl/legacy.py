@@ -140,7 +140,7 @@ def _copy(v: Vars) -> CopyConfig:
     return CopyConfig(
         head_dim=v.need("headDim", int),
         walk=walk_for_vendor(v),
-        element=_present(v),
+        present_type=_present(v),
         workgroup_size=workgroup_size(v),
         fold=v.need("DISPATCH_FOLD_WIDTH", int),
     )

@@ -29,7 +29,7 @@ def test_list_and_json():
         "mode": "copy",
         "head_dim": 256,
         "walk": "per_row",
-        "element": "f32",
+        "present_type": "f32",
         "workgroup_size": 64,
         "fold": 65535,
     }

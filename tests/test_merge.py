@@ -19,7 +19,7 @@ from kvdsl.kernels.merge_share import MergeShareConfig, merge_share
 
 DT = {"f32": np.float32, "f16": np.float16}
 SHAPES = [(1, 8), (3, 6), (2, 64)]  # (kv_heads, head_dim): HALF 4, odd HALF 3, a real head
-TYPES = [("f32", "f32"), ("f16", "f16"), ("f16", "f32")]  # (cache_type, input_type)
+TYPES = [("f32", "f32"), ("f16", "f16"), ("f16", "f32")]  # (present_type, input_type)
 
 
 def _backends() -> list:
@@ -243,7 +243,7 @@ def test_merge_share_over_capacity_keeps_newest(run, walk):
         (lambda: MergeConfig(0, 8), "kv_heads"),
         (lambda: MergeConfig(2, -8), "head_dim"),
         (lambda: MergeConfig(2, 8, walk="hybrid"), "walk"),
-        (lambda: MergeConfig(2, 8, cache_type="i32"), "cache_type"),
+        (lambda: MergeConfig(2, 8, present_type="i32"), "present_type"),
         (lambda: MergeConfig(2, 8, input_type="bf16"), "input_type"),
         (lambda: MergeShareConfig(2, 8, region="prefix"), "region"),
         (lambda: MergeShareConfig(2, 8, "retain", "hybrid"), "walk"),
@@ -264,7 +264,10 @@ def test_config_errors(make, field):
 LEGACY = [  # (kvdsl config, template variables)
     (MergeConfig(2, 8), dict(mode="merge")),
     (MergeConfig(2, 8, "per_row"), dict(mode="merge", vendor="apple")),
-    (MergeConfig(2, 8, cache_type="f16", input_type="f16"), dict(mode="merge", present_type="f16")),
+    (
+        MergeConfig(2, 8, present_type="f16", input_type="f16"),
+        dict(mode="merge", present_type="f16"),
+    ),
     (MergeShareConfig(2, 8, "retain"), dict(mode="merge_share")),
     (MergeShareConfig(2, 8, "retain", "per_row"), dict(mode="merge_share", vendor="apple")),
     (MergeShareConfig(2, 8, "append"), dict(mode="merge_share", share_region="append")),
@@ -277,7 +280,7 @@ LEGACY = [  # (kvdsl config, template variables)
         dict(mode="merge_share", share_region="append", rotary=True, vendor="apple"),
     ),
     (
-        MergeShareConfig(2, 8, "append", "hybrid", cache_type="f16", input_type="f16"),
+        MergeShareConfig(2, 8, "append", "hybrid", present_type="f16", input_type="f16"),
         dict(mode="merge_share", share_region="append", vendor="apple", present_type="f16"),
     ),
 ]
@@ -313,7 +316,7 @@ def test_legacy_outputs(gpu, cfg, extra):
     legacy, vars = _legacy(cfg, extra)
     kernel = merge(cfg) if cfg.mode == "merge" else merge_share(cfg)
     rng = np.random.default_rng(5)
-    dt = DT[cfg.cache_type]
+    dt = DT[cfg.present_type]
     heads, hd = cfg.kv_heads, cfg.head_dim
     # keySeq 3 keeps the hybrid walk cooperative, keySeq 40 sends it per row.
     for b, cap, key, seqlens in [(3, 12, 3, [1, 6, 20]), (2, 48, 40, [50, 44])]:

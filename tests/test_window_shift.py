@@ -108,7 +108,7 @@ def test_shift_then_append_is_the_whole_step(run, rotary):
         (dict(kv_heads=2, head_dim=8, region="shift", rotary=True), "rotary"),
         (dict(kv_heads=2, head_dim=8, region="all", rotary=True), "rotary"),
         (dict(kv_heads=2, head_dim=8, rotary="yes"), "rotary"),
-        (dict(kv_heads=2, head_dim=8, cache_type="u32"), "cache_type"),
+        (dict(kv_heads=2, head_dim=8, present_type="u32"), "present_type"),
         (dict(kv_heads=2, head_dim=8, input_type="f64"), "input_type"),
         (dict(kv_heads=2, head_dim=8, fold=0), "fold"),
     ],
@@ -123,10 +123,10 @@ def test_config_errors(kwargs, field):
 
 LEGACY = [  # (kvdsl config, template variables)
     (WindowShiftConfig(2, 8), dict()),
-    (WindowShiftConfig(2, 8, cache_type="f16", input_type="f16"), dict(present_type="f16")),
+    (WindowShiftConfig(2, 8, present_type="f16", input_type="f16"), dict(present_type="f16")),
     (WindowShiftConfig(2, 8, "shift"), dict(shift_region="shift")),
     (
-        WindowShiftConfig(2, 8, "shift", cache_type="f16"),
+        WindowShiftConfig(2, 8, "shift", present_type="f16"),
         dict(shift_region="shift", present_type="f16"),
     ),
     (WindowShiftConfig(2, 8, "append", True), dict(shift_region="append", rotary=True)),
@@ -160,12 +160,12 @@ def test_legacy_outputs(gpu, cfg, extra):
     kernel = window_shift(cfg)
     rng = np.random.default_rng(9)
     for cap, key, seqlens in [(8, 3, [1, 4, 9, 7, 40, -1]), (6, 1, [0, 5, 6, 30])]:
-        data, rot = _inputs(rng, 2, 8, cap, key, seqlens, cfg.cache_type, cfg.input_type)
+        data, rot = _inputs(rng, 2, 8, cap, key, seqlens, cfg.present_type, cfg.input_type)
         data["cos_cache"], data["sin_cache"] = rot.cos, rot.sin
         bufs = {bd.name: data[bd.name].ravel() for bd in kernel.bindings if bd.name in data}
         shape = data["past_k"].shape
-        bufs["present_key"] = poison(shape, DT[cfg.cache_type]).ravel()
-        bufs["present_value"] = poison(shape, DT[cfg.cache_type]).ravel()
+        bufs["present_key"] = poison(shape, DT[cfg.present_type]).ravel()
+        bufs["present_value"] = poison(shape, DT[cfg.present_type]).ravel()
         rows = len(seqlens) * 2 * (key if cfg.region == "append" else cap)
         params = {"count": rows, "seq": cap, "keySeq": key}
         mine = run(kernel, bufs, params)

@@ -5,6 +5,7 @@ out-of-bounds access and no race), then the GPU against the interpreter (the emi
 what the IR means). ``kvdsl verify`` drives it.
 """
 
+from kvdsl.check import modes as _modes  # noqa: F401  (registers the remaining modes' cases)
 from kvdsl.check.cases import CASES, Case, cases_for
 from kvdsl.check.compare import compare, poison
 from kvdsl.check.runner import Result, verify_variant

@@ -59,3 +59,32 @@ def compare(
             f"{int(bad.sum())} elements differ, first at {i}: {got[i]!r} != {want[i]!r}",
         )
     return err, ""
+
+
+def compare_quantized(
+    got: np.ndarray,
+    want: np.ndarray,
+    bits: int,
+    mask: np.ndarray | None = None,
+    share: float = 0.01,
+) -> tuple[float, str]:
+    """Quantised codes (int8 words or packed int4 nibbles) within one step, at most ``share`` off.
+
+    A value computed with approximate builtins can land on the other side of a rounding
+    boundary; more than one step, or more than ``share`` of the codes off, is a real difference.
+    """
+    err, problem = compare(got, want, 0.0, mask)
+    if not problem or err == float("inf"):
+        return err, problem
+    g, w = np.asarray(got).reshape(-1), np.asarray(want, dtype=np.asarray(got).dtype).reshape(-1)
+    m = np.ones(g.shape, bool) if mask is None else np.asarray(mask).reshape(-1)
+    g, w = g[m], w[m]
+    if bits == 4:
+        shifts = np.array([0, 4], np.uint32)
+        g = ((g.astype(np.uint32)[:, None] >> shifts) & 0xF).astype(np.int64).reshape(-1)
+        w = ((w.astype(np.uint32)[:, None] >> shifts) & 0xF).astype(np.int64).reshape(-1)
+    diff = np.abs(g.astype(np.int64) - w.astype(np.int64))
+    worst, off = int(diff.max()), float(np.mean(diff > 0))
+    if worst > 1 or off > share:
+        return float(worst), f"{off:.2%} of codes differ, by up to {worst} steps"
+    return float(worst), ""

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from kvdsl.check.cases import Case, cases_for
-from kvdsl.check.compare import compare
+from kvdsl.check.compare import compare, compare_quantized
 from kvdsl.ir import Kernel
 
 
@@ -26,7 +26,11 @@ class Result:
 
 def _judge(result: Result, case: Case, what: str, got: dict, want: dict, tol: dict) -> None:
     for name, expected in want.items():
-        err, problem = compare(got[name], expected, tol.get(name, 0.0), case.written.get(name))
+        mask = case.written.get(name)
+        if name in case.quantized:
+            err, problem = compare_quantized(got[name], expected, case.quantized[name], mask)
+        else:
+            err, problem = compare(got[name], expected, tol.get(name, 0.0), mask)
         result.max_error = max(result.max_error, err)
         if problem:
             result.problems.append(f"{what} [{case.label()}] {name}: {problem}")

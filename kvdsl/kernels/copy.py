@@ -23,7 +23,7 @@ class CopyConfig:
 
     head_dim: int
     walk: str = "cooperative"
-    element: str = "f32"
+    present_type: str = "f32"
     workgroup_size: int = 64
     fold: int = 65535
     mode = "copy"
@@ -31,14 +31,14 @@ class CopyConfig:
     def __post_init__(self) -> None:
         positive_int("head_dim", self.head_dim)
         one_of("walk", self.walk, WALKS)
-        one_of("element", self.element, ELEMENTS)
+        one_of("present_type", self.present_type, ELEMENTS)
         common(self)
 
 
 def copy(cfg: CopyConfig, name: str = "copy") -> Kernel:
     """Build the copy kernel for ``cfg``."""
     kb = KernelBuilder(name, cfg.workgroup_size)
-    elem = scalar(cfg.element)
+    elem = scalar(cfg.present_type)
     src_k = kb.binding("src_k", elem, "read")
     src_v = kb.binding("src_v", elem, "read")
     present_key = kb.binding("present_key", elem, "read_write")

@@ -6,7 +6,7 @@ Drop-in for the template's ``mode == "merge"`` branches: ``present[b, h, t] = pa
 batch × kvHeads × seq), ``seq``, ``pastSeq``, ``keySeq``; ``ceil(count / WG)`` workgroups folded
 at ``fold``. Walks: ``cooperative`` (every vendor but Apple) and ``per_row`` (Apple).
 
-``cache_type`` is the element type of past and present; ``input_type`` that of the new K/V. The
+``present_type`` is the element type of past and present; ``input_type`` that of the new K/V. The
 template stores new K/V into the present cache without a conversion, so it compiles only when
 both are equal; kvdsl converts.
 """
@@ -35,7 +35,7 @@ class MergeConfig:
     kv_heads: int
     head_dim: int
     walk: str = "cooperative"
-    cache_type: str = "f32"
+    present_type: str = "f32"
     input_type: str = "f32"
     workgroup_size: int = 64
     fold: int = 65535
@@ -45,7 +45,7 @@ class MergeConfig:
         positive_int("kv_heads", self.kv_heads)
         positive_int("head_dim", self.head_dim)
         one_of("walk", self.walk, WALKS)
-        one_of("cache_type", self.cache_type, FLOATS)
+        one_of("present_type", self.present_type, FLOATS)
         one_of("input_type", self.input_type, FLOATS)
         common(self)
 
@@ -53,7 +53,7 @@ class MergeConfig:
 def merge(cfg: MergeConfig, name: str = "merge") -> Kernel:
     """Build the merge kernel for ``cfg``."""
     kb = KernelBuilder(name, cfg.workgroup_size)
-    cache, inp = scalar(cfg.cache_type), scalar(cfg.input_type)
+    cache, inp = scalar(cfg.present_type), scalar(cfg.input_type)
     past_k = kb.binding("past_k", cache, "read")
     past_v = kb.binding("past_v", cache, "read")
     new_k = kb.binding("new_k", inp, "read")
@@ -113,10 +113,10 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, MergeConfig]:
         v[f"merge_per_row_{key}"] = MergeConfig(m.kv_heads, m.head_dim, walk="per_row")
     m = models["llama31_8b"]
     v["merge_f16_llama31_8b"] = MergeConfig(
-        m.kv_heads, m.head_dim, cache_type="f16", input_type="f16"
+        m.kv_heads, m.head_dim, present_type="f16", input_type="f16"
     )
     v["merge_per_row_f16_llama31_8b"] = MergeConfig(
-        m.kv_heads, m.head_dim, walk="per_row", cache_type="f16", input_type="f16"
+        m.kv_heads, m.head_dim, walk="per_row", present_type="f16", input_type="f16"
     )
-    v["merge_f32_to_f16_llama31_8b"] = MergeConfig(m.kv_heads, m.head_dim, cache_type="f16")
+    v["merge_f32_to_f16_llama31_8b"] = MergeConfig(m.kv_heads, m.head_dim, present_type="f16")
     return v

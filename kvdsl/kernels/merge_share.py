@@ -17,7 +17,7 @@ Walks: ``cooperative`` (the template's choice off Apple; for append the compact 
 ``wgEnd``), ``per_row`` (Apple's retain pass) and, for append, ``hybrid`` (Apple's append pass:
 the cooperative walk when ``count < WG``, else per-row, in one kernel).
 
-``cache_type`` is the element type of past and present, ``input_type`` that of the new K/V. The
+``present_type`` is the element type of past and present, ``input_type`` that of the new K/V. The
 template converts neither: its per-row rotary stores an f32 row into the cache and its
 cooperative rotary multiplies raw new K by f32 cos/sin. kvdsl computes rotary in f32 and
 converts on store.
@@ -52,7 +52,7 @@ class MergeShareConfig:
     region: str = "append"
     walk: str = "cooperative"
     rotary: bool = False
-    cache_type: str = "f32"
+    present_type: str = "f32"
     input_type: str = "f32"
     workgroup_size: int = 64
     fold: int = 65535
@@ -67,7 +67,7 @@ class MergeShareConfig:
         if self.rotary:
             check(self.region == "append", "rotary", self.rotary, "false for region 'retain'")
             check(self.head_dim % 2 == 0, "head_dim", self.head_dim, "even for rotary")
-        one_of("cache_type", self.cache_type, FLOATS)
+        one_of("present_type", self.present_type, FLOATS)
         one_of("input_type", self.input_type, FLOATS)
         common(self)
 
@@ -93,7 +93,7 @@ def merge_share(cfg: MergeShareConfig, name: str = "merge_share") -> Kernel:
 
 
 def _retain(kb: KernelBuilder, cfg: MergeShareConfig) -> None:
-    cache = scalar(cfg.cache_type)
+    cache = scalar(cfg.present_type)
     past_k = kb.binding("past_k", cache, "read")
     past_v = kb.binding("past_v", cache, "read")
     seqlens_k = kb.binding("seqlens_k", scalar("i32"), "read")
@@ -130,7 +130,7 @@ def _retain(kb: KernelBuilder, cfg: MergeShareConfig) -> None:
 
 
 def _append(kb: KernelBuilder, cfg: MergeShareConfig) -> None:
-    cache, inp = scalar(cfg.cache_type), scalar(cfg.input_type)
+    cache, inp = scalar(cfg.present_type), scalar(cfg.input_type)
     new_k = kb.binding("new_k", inp, "read")
     new_v = kb.binding("new_v", inp, "read")
     seqlens_k = kb.binding("seqlens_k", scalar("i32"), "read")
@@ -233,7 +233,7 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, MergeShareConfig]:
         h, d, "append", "per_row", rotary=True
     )
     v["merge_share_append_hybrid_llama31_8b"] = MergeShareConfig(h, d, "append", "hybrid")
-    f16 = dict(cache_type="f16", input_type="f16")
+    f16 = dict(present_type="f16", input_type="f16")
     v["merge_share_retain_f16_llama31_8b"] = MergeShareConfig(h, d, "retain", **f16)
     v["merge_share_append_rotary_f16_llama31_8b"] = MergeShareConfig(
         h, d, "append", rotary=True, **f16

@@ -24,7 +24,7 @@ even with ``hasRotary``: its one- and two-pass forms disagree for a rotary host.
 ``region="all"`` is the unrotated step (a host without rotary), and ``rotary`` means the same
 wherever it is allowed.
 
-``cache_type`` is the element type of past and present, ``input_type`` that of the new K/V; kvdsl
+``present_type`` is the element type of past and present, ``input_type`` that of the new K/V; kvdsl
 converts on store (the template stores new K and its f32 rotary row unconverted).
 """
 
@@ -60,7 +60,7 @@ class WindowShiftConfig:
     head_dim: int
     region: str = "all"
     rotary: bool = False
-    cache_type: str = "f32"
+    present_type: str = "f32"
     input_type: str = "f32"
     workgroup_size: int = 64
     fold: int = 65535
@@ -74,7 +74,7 @@ class WindowShiftConfig:
         if self.rotary:
             check(self.region == "append", "rotary", self.rotary, ROTARY_REGIONS)
             check(self.head_dim % 2 == 0, "head_dim", self.head_dim, "even for rotary")
-        one_of("cache_type", self.cache_type, FLOATS)
+        one_of("present_type", self.present_type, FLOATS)
         one_of("input_type", self.input_type, FLOATS)
         common(self)
 
@@ -82,7 +82,7 @@ class WindowShiftConfig:
 def window_shift(cfg: WindowShiftConfig, name: str = "window_shift") -> Kernel:
     """Build the window_shift pass for ``cfg``."""
     kb = KernelBuilder(name, cfg.workgroup_size)
-    cache, inp = scalar(cfg.cache_type), scalar(cfg.input_type)
+    cache, inp = scalar(cfg.present_type), scalar(cfg.input_type)
     u32 = scalar("u32")
     past_k = past_v = new_k = new_v = cos = sin = None
     if cfg.region != "append":
@@ -179,7 +179,7 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, WindowShiftConfig]:
     m = models["gemma2_2b"]
     h, d = m.kv_heads, m.head_dim
     v["window_shift_append_gemma2_2b"] = WindowShiftConfig(h, d, "append")
-    f16 = dict(cache_type="f16", input_type="f16")
+    f16 = dict(present_type="f16", input_type="f16")
     v["window_shift_f16_gemma2_2b"] = WindowShiftConfig(h, d, **f16)
     v["window_shift_shift_f16_gemma2_2b"] = WindowShiftConfig(h, d, "shift", **f16)
     v["window_shift_append_rotary_f16_gemma2_2b"] = WindowShiftConfig(

@@ -1,0 +1,227 @@
+"""Verification cases for the modes that append, build and quantise.
+
+Shapes are adversarial on purpose: ``seqlens_k`` covers right-padded first prompts
+(``seqlens_k + 1 < keySeq``), appends in the middle, a cache filled exactly, more tokens than the
+capacity (eviction in a window, clamping in a shared cache) and, where the mode defines it, an
+empty sequence (``seqlens_k = -1``). Float outputs computed with approximate builtins or a
+possible fma contraction carry a small tolerance; quantised outputs computed after such math may
+move by one quantisation step in a few elements (``Case.quantized``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from kvdsl import reference
+from kvdsl.check.cases import Case, case_generator, dtype, values
+from kvdsl.check.compare import poison
+
+
+def _present(prefix: str, shape: tuple, dt: np.dtype) -> dict[str, np.ndarray]:
+    size = int(np.prod(shape))
+    return {"present_key": poison(size, dt), "present_value": poison(size, dt)}
+
+
+def _rotary(rng: np.random.Generator, positions: int, half: int) -> reference.Rotary:
+    theta = rng.uniform(0, 2 * np.pi, (positions, half))
+    return reference.Rotary(np.cos(theta).astype(np.float32), np.sin(theta).astype(np.float32))
+
+
+def _float_tol(cfg: Any, transformed: bool) -> float:
+    if not transformed:
+        return 0.0
+    f16 = getattr(cfg, "present_type", "") == "f16"
+    return 2e-3 if f16 else 2e-5
+
+
+def _seqlens(rng: np.random.Generator, batch: int, key_seq: int, cap: int, i: int) -> np.ndarray:
+    """Per-batch ``seqlens_k`` (total valid tokens - 1) mixing every adversarial kind."""
+    kinds = [
+        lambda: int(rng.integers(0, key_seq)) - 1,  # right-padded first prompt (or empty)
+        lambda: int(rng.integers(key_seq, cap + 1)) - 1,  # append in the middle
+        lambda: cap - 1,  # fills the cache exactly
+        lambda: int(rng.integers(cap, 2 * cap + 2)) - 1,  # more than the capacity
+    ]
+    return np.array([kinds[(i + b) % 4]() for b in range(batch)], np.int32)
+
+
+def _flat(d: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    return {k: np.ascontiguousarray(v).reshape(-1) for k, v in d.items()}
+
+
+@case_generator("merge")
+def merge_case(cfg: Any, rng: np.random.Generator, i: int) -> Case:
+    batch = 1 + i % 2
+    past, new = [(0, 3), (17, 1), (40, 9)][i % 3]
+    h, d = cfg.kv_heads, cfg.head_dim
+    ct, it = dtype(cfg.present_type), dtype(cfg.input_type)
+    past_k, past_v = (values(rng, (batch, h, past, d), ct) for _ in range(2))
+    new_k, new_v = (values(rng, (batch, new, h * d), it) for _ in range(2))
+    pk, pv = reference.merge(past_k, past_v, new_k.astype(ct), new_v.astype(ct))
+    seq = past + new
+    return Case(
+        {"batch": batch, "pastSeq": past, "keySeq": new},
+        _flat({"past_k": past_k, "past_v": past_v, "new_k": new_k, "new_v": new_v})
+        | _present("", pk.shape, ct),
+        {"count": batch * h * seq, "seq": seq, "pastSeq": past, "keySeq": new},
+        _flat({"present_key": pk, "present_value": pv}),
+    )
+
+
+@case_generator("merge_share")
+def merge_share_case(cfg: Any, rng: np.random.Generator, i: int) -> Case:
+    batch = 2 + i % 2
+    cap, key_seq = [(24, 5), (9, 1), (40, 40)][i % 3]
+    h, d = cfg.kv_heads, cfg.head_dim
+    ct, it = dtype(cfg.present_type), dtype(cfg.input_type)
+    seqlens = _seqlens(rng, batch, key_seq, cap, i)
+    shape = (batch, h, cap, d)
+    bufs: dict[str, np.ndarray] = {"seqlens_k": seqlens}
+    if cfg.region == "retain":
+        past_k, past_v = (values(rng, shape, ct) for _ in range(2))
+        w = reference.merge_share_retain(past_k, past_v, seqlens, key_seq)
+        bufs |= {"past_k": past_k, "past_v": past_v}
+        count = batch * h * cap
+    else:
+        new_k, new_v = (values(rng, (batch, key_seq, h * d), it) for _ in range(2))
+        rot = _rotary(rng, cap, d // 2) if cfg.rotary else None
+        w = reference.merge_share_append(
+            new_k.astype(np.float32), new_v.astype(np.float32), seqlens, cap, h, rot, ct
+        )
+        bufs |= {"new_k": new_k, "new_v": new_v}
+        if rot is not None:
+            bufs |= {"cos_cache": rot.cos, "sin_cache": rot.sin}
+        count = batch * h * key_seq
+    tol = _float_tol(cfg, cfg.rotary and cfg.region == "append")
+    return Case(
+        {"batch": batch, "seq": cap, "keySeq": key_seq},
+        _flat(bufs) | _present("", shape, ct),
+        {"count": count, "seq": cap, "keySeq": key_seq},
+        _flat({"present_key": w.key, "present_value": w.value}),
+        _flat({"present_key": w.mask, "present_value": w.mask}),
+        {"present_key": tol},
+    )
+
+
+@case_generator("window_shift")
+def window_shift_case(cfg: Any, rng: np.random.Generator, i: int) -> Case:
+    batch = 2 + i % 2
+    cap, key_seq = [(16, 5), (8, 1), (12, 12)][i % 3]
+    h, d = cfg.kv_heads, cfg.head_dim
+    ct, it = dtype(cfg.present_type), dtype(cfg.input_type)
+    seqlens = _seqlens(rng, batch, key_seq, cap, i)
+    shape = (batch, h, cap, d)
+    past_k, past_v = (values(rng, shape, ct) for _ in range(2))
+    new_k, new_v = (values(rng, (batch, key_seq, h * d), it) for _ in range(2))
+    rot = _rotary(rng, int(seqlens.max()) + key_seq + 1, d // 2) if cfg.rotary else None
+    w = reference.window_shift(
+        past_k, past_v, new_k.astype(np.float32), new_v.astype(np.float32), seqlens, cfg.region, rot
+    )
+    bufs: dict[str, np.ndarray] = {"seqlens_k": seqlens}
+    if cfg.region != "append":
+        bufs |= {"past_k": past_k, "past_v": past_v}
+    if cfg.region != "shift":
+        bufs |= {"new_k": new_k, "new_v": new_v}
+    if rot is not None:
+        bufs |= {"cos_cache": rot.cos, "sin_cache": rot.sin}
+    rows = key_seq if cfg.region == "append" else cap
+    return Case(
+        {"batch": batch, "seq": cap, "keySeq": key_seq},
+        _flat(bufs) | _present("", shape, ct),
+        {"count": batch * h * rows, "seq": cap, "keySeq": key_seq},
+        _flat({"present_key": w.key, "present_value": w.value}),
+        _flat({"present_key": w.mask, "present_value": w.mask}),
+        {"present_key": _float_tol(cfg, cfg.rotary)},
+    )
+
+
+def _row_inputs(cfg: Any, rng: np.random.Generator, batch: int, seq: int, positions: int):
+    h, d = cfg.kv_heads, cfg.head_dim
+    it = dtype(cfg.input_type)
+    src_k, src_v = (values(rng, (batch, seq, h * d), it) for _ in range(2))
+    bufs: dict[str, np.ndarray] = {"src_k": src_k, "src_v": src_v}
+    norm = rot = None
+    if cfg.k_norm:
+        norm = reference.KNorm(rng.uniform(0.5, 1.5, d).astype(np.float32), cfg.eps)
+        bufs["k_norm_weight"] = norm.weight
+    if cfg.rotary:
+        rot = _rotary(rng, positions, d // 2)
+        bufs |= {"cos_cache": rot.cos, "sin_cache": rot.sin}
+    return bufs, src_k.astype(np.float32), src_v.astype(np.float32), norm, rot
+
+
+@case_generator("build")
+def build_case(cfg: Any, rng: np.random.Generator, i: int) -> Case:
+    batch, seq, past = 1 + i % 2, [1, 13, 70][i % 3], [0, 5, 31][i % 3]
+    h, d = cfg.kv_heads, cfg.head_dim
+    bufs, k, v, norm, rot = _row_inputs(cfg, rng, batch, seq, past + seq)
+    pk, pv = reference.build(k, v, h, past, norm, rot)
+    pt = dtype(cfg.present_type)
+    return Case(
+        {"batch": batch, "seq": seq, "pastSeq": past},
+        _flat(bufs) | _present("", pk.shape, pt),
+        {"count": batch * h * seq, "seq": seq, "pastSeq": past},
+        _flat({"present_key": pk.astype(pt), "present_value": pv.astype(pt)}),
+        tolerance={"present_key": _float_tol(cfg, cfg.k_norm or cfg.rotary)},
+    )
+
+
+def _quant(cfg: Any, rng: np.random.Generator, per_channel: bool) -> reference.Quant:
+    n = cfg.kv_heads * cfg.head_dim if per_channel else 1
+    top = cfg.qmax if cfg.qmax is not None else 2 ** (cfg.bits - 1) - 1
+    # Scales that put most values inside the range and some beyond it (clamped).
+    k_scale = rng.uniform(1.2, 2.5, n).astype(np.float32) / top
+    v_scale = rng.uniform(1.2, 2.5, n).astype(np.float32) / top
+    return reference.Quant(cfg.bits, k_scale, v_scale, per_channel, cfg.qmin, cfg.qmax)
+
+
+def _quant_case(cfg: Any, case: Case, transformed: bool) -> Case:
+    if transformed:
+        case.quantized = {"present_key": cfg.bits}
+    return case
+
+
+@case_generator("build_quant")
+def build_quant_case(cfg: Any, rng: np.random.Generator, i: int) -> Case:
+    batch, seq, past = 1 + i % 2, [1, 13, 40][i % 3], [0, 5, 31][i % 3]
+    per_channel = i % 2 == 0
+    bufs, k, v, norm, rot = _row_inputs(cfg, rng, batch, seq, past + seq)
+    q = _quant(cfg, rng, per_channel)
+    pk, pv = reference.build_quant(k, v, cfg.kv_heads, q, past, norm, rot)
+    bufs |= {"k_scale": q.k_scale, "v_scale": q.v_scale}
+    case = Case(
+        {"batch": batch, "seq": seq, "pastSeq": past, "perChannel": int(per_channel)},
+        _flat(bufs) | _present("", pk.shape, pk.dtype),
+        {"count": batch * cfg.kv_heads * seq, "seq": seq, "pastSeq": past},
+        _flat({"present_key": pk, "present_value": pv}),
+    )
+    case.params["perChannel"] = int(per_channel)
+    return _quant_case(cfg, case, cfg.k_norm or cfg.rotary)
+
+
+@case_generator("append_quant")
+def append_quant_case(cfg: Any, rng: np.random.Generator, i: int) -> Case:
+    batch = 2 + i % 2
+    cap, seq = [(20, 4), (9, 1), (12, 12)][i % 3]
+    per_channel = i % 2 == 1
+    seqlens = _seqlens(rng, batch, seq, cap, i)
+    bufs, k, v, norm, rot = _row_inputs(cfg, rng, batch, seq, cap)
+    q = _quant(cfg, rng, per_channel)
+    w = reference.append_quant(k, v, seqlens, cap, cfg.kv_heads, q, norm, rot)
+    bufs |= {"seqlens_k": seqlens, "k_scale": q.k_scale, "v_scale": q.v_scale}
+    case = Case(
+        {"batch": batch, "seq": seq, "totalSeq": cap, "perChannel": int(per_channel)},
+        _flat(bufs) | _present("", w.key.shape, w.key.dtype),
+        {
+            "count": batch * cfg.kv_heads * seq,
+            "seq": seq,
+            "pastSeq": 0,
+            "totalSeq": cap,
+            "perChannel": int(per_channel),
+        },
+        _flat({"present_key": w.key, "present_value": w.value}),
+        _flat({"present_key": w.mask, "present_value": w.mask}),
+    )
+    return _quant_case(cfg, case, cfg.k_norm or cfg.rotary)
