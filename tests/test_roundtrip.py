@@ -207,18 +207,7 @@ def expr(draw, ty, depth: int):
         case "abs":
             return Call(Op.ABS, (draw(sub(ty)),))
         case "call_sel":
-            cond = (
-                draw(
-                    sub(
-                        bool_
-                        if draw(st.booleans()) or not isinstance(ty, Vec)
-                        else Vec(ty.n, bool_)
-                    )
-                )
-                if False
-                else draw(sub(bool_))
-            )
-            return Call(Op.SELECT, (draw(sub(ty)), draw(sub(ty)), cond))
+            return Call(Op.SELECT, (draw(sub(ty)), draw(sub(ty)), draw(sub(bool_))))
         case "float_fn":
             return Call(draw(st.sampled_from(FLOAT_FNS)), (draw(sub(ty)),))
         case "fma":

@@ -48,7 +48,16 @@ class WgslSyntaxError(FrontendError):
 
 
 class UnsupportedError(FrontendError):
-    """Valid WGSL, but a construct outside the subset the IR can represent."""
+    """Valid WGSL, but a construct outside the subset the IR can represent.
+
+    ``construct`` names it; the message says it is outside the subset.
+    """
+
+    def __init__(self, construct: str, filename: str, line: int | None, column: int | None = None):
+        super().__init__(
+            f"{construct} is outside the supported WGSL subset", filename, line, column
+        )
+        self.construct = construct
 
 
 class WgslTypeError(FrontendError):
@@ -71,7 +80,8 @@ UNSUPPORTED_WORDS = {
     "requires": "requires directives",
     "diagnostic": "diagnostic directives and attributes",
 }
-_WORD = re.compile(r"\b(" + "|".join(UNSUPPORTED_WORDS) + r")\b")
+_MATRIX = r"mat[234]x[234][fh]?"
+_WORD = re.compile(r"\b(" + "|".join(UNSUPPORTED_WORDS) + "|" + _MATRIX + r")\b")
 
 
 def check_words(code: str, filename: str) -> None:
@@ -82,8 +92,9 @@ def check_words(code: str, filename: str) -> None:
     m = _WORD.search(code)
     if m is not None:
         line, column = position(code, m.start())
+        word = m.group(1)
         raise UnsupportedError(
-            f"'{m.group(1)}': {UNSUPPORTED_WORDS[m.group(1)]} are outside the supported WGSL subset",
+            f"'{word}' ({UNSUPPORTED_WORDS.get(word, 'matrix types')})",
             filename,
             line,
             column,
@@ -120,12 +131,21 @@ def _spell(parser: Lark, terminal: str) -> str:
     return f"'{pattern.value}'" if pattern.type == "str" else terminal
 
 
+_EXPR_START = {"'-'", "'!'", "'~'", "'&'", "'*'", "'('", "'true'", "'false'", "'vec2'", "'vec3'"}
+_EXPR_START |= {"'vec4'", "'array'", "'bitcast'", "a name", "a number"}
+
+
 def _expected(parser: Lark, names: set[str]) -> tuple[str, ...]:
     spelled = {_spell(parser, n) for n in names}
+    tail: tuple[str, ...] = ()
+    if {"a name", "a number", "'('"} <= spelled and "'true'" in spelled:
+        spelled -= _EXPR_START
+        tail += ("an expression",)
     ops = {f"'{o}'" for o in _OPERATORS} & spelled
     if len(ops) > 3:
-        return tuple(sorted(spelled - ops)) + ("an operator",)
-    return tuple(sorted(spelled))
+        spelled -= ops
+        tail += ("an operator",)
+    return tuple(sorted(spelled)) + tail
 
 
 def _describe(expected: tuple[str, ...]) -> str:
@@ -136,12 +156,19 @@ def _describe(expected: tuple[str, ...]) -> str:
     return f"; expected one of {', '.join(expected[:-1])} or {expected[-1]}"
 
 
+def _accepted(err: UnexpectedToken | UnexpectedEOF) -> set[str]:
+    # LALR merges states, so err.expected can list tokens that would fail a step later; the
+    # interactive parser tries each one.
+    ip = getattr(err, "interactive_parser", None)
+    return set(ip.accepts()) if ip is not None else set(err.expected)
+
+
 def syntax_error(err: UnexpectedInput, parser: Lark, text: str, filename: str) -> WgslSyntaxError:
     """Translate lark's ``err`` into a :class:`WgslSyntaxError` at the offending token."""
     if isinstance(err, UnexpectedToken) and err.token.type != "$END":
         tok = err.token
         found = f"'{tok.value}'"
-        expected = _expected(parser, set(err.expected))
+        expected = _expected(parser, _accepted(err))
         return WgslSyntaxError(
             f"unexpected {found}{_describe(expected)}",
             filename,
@@ -151,20 +178,20 @@ def syntax_error(err: UnexpectedInput, parser: Lark, text: str, filename: str) -
             expected,
         )
     if isinstance(err, UnexpectedCharacters):
-        char = text[err.pos_in_stream]
-        expected = _expected(parser, set(err.allowed or ()))
-        return WgslSyntaxError(
-            f"unexpected character '{char}'{_describe(expected)}",
-            filename,
-            err.line,
-            err.column,
-            char,
-            expected,
+        # The contextual lexer's allowed set is its state's, not what would parse: name no
+        # expectations, but show a malformed number or name whole.
+        word = re.match(r"[0-9A-Za-z_.]*", text[err.pos_in_stream :]).group()
+        bad = word if len(word) > 1 else text[err.pos_in_stream]
+        what = (
+            f"malformed number or name '{bad}'"
+            if len(word) > 1
+            else f"unexpected character '{bad}'"
         )
+        return WgslSyntaxError(what, filename, err.line, err.column, bad, ())
     if isinstance(err, (UnexpectedToken, UnexpectedEOF)):
         end = len(text.rstrip())
         line, column = position(text, end)
-        expected = _expected(parser, set(err.expected))
+        expected = _expected(parser, _accepted(err))
         return WgslSyntaxError(
             f"unexpected end of input{_describe(expected)}", filename, line, column, "", expected
         )

@@ -84,7 +84,7 @@ def parse_with_lines(
         if isinstance(err.orig_exc, FrontendError):
             raise err.orig_exc from None
         raise
-    return _Assembler(module, filename, found, ir.lines).kernel(_name(filename), dispatch)
+    return _Assembler(module, filename, found, ir).kernel(_name(filename), dispatch)
 
 
 def _name(filename: str) -> str:
@@ -96,13 +96,12 @@ def _name(filename: str) -> str:
 class _Assembler:
     """Builds the kernel's interface from module declarations, then types the bodies."""
 
-    def __init__(
-        self, module: Module, filename: str, found: list, raw_lines: dict[int, int]
-    ) -> None:
+    def __init__(self, module: Module, filename: str, found: list, ir: ToIR) -> None:
         self.module = module
         self.filename = filename
         self.comments = {c.line: c for c in found}
-        self.raw_lines = raw_lines
+        self.raw_lines = ir.lines
+        self.calls = ir.calls
         self.decl_lines: dict[str, int] = {}
 
     def err(self, message: str, line: int | None, column: int | None = None) -> UnsupportedError:
@@ -128,7 +127,7 @@ class _Assembler:
         bindings = self.bindings(gvars)
         probe = Kernel(name, bindings, params, (), (), (1, 1, 1), (), ())
         checker = Checker(probe)
-        typer = Typer(checker, self.filename, self.raw_lines)
+        typer = Typer(checker, self.filename, self.raw_lines, self.calls)
         consts = self.consts(typer)
         wg, wg_name = self.workgroup_size(entry, consts)
         probe = replace(probe, consts=consts)

@@ -248,6 +248,7 @@ class ToIR(Transformer):
         self.comments = [c for c in comments if c.own_line]
         self.claimed: set[int] = set()  # lines of comments placed into a block
         self.consts: dict[str, int | float] = {}  # integer values, for array sizes
+        self.calls: dict[int, tuple[int, int]] = {}  # id(FnCall) -> position of its name
 
     def __default__(self, data, children, meta):
         raise NotImplementedError(f"grammar rule '{data}' has no IR constructor")
@@ -472,13 +473,16 @@ class ToIR(Transformer):
                     f"{name} takes {arity} arguments, got {len(args)}", fn.line, fn.column
                 )
             return Call(op, args)
-        return FnCall(name, args)
+        node = FnCall(name, args)
+        self.calls[id(node)] = (fn.line, fn.column)
+        return node
 
     def construct(self, ty, args: tuple[Expr, ...]) -> RawCtor:
         return RawCtor(ty, args)
 
-    def bitcast(self, ty, args) -> Expr:
-        raise self._err("bitcast", getattr(ty, "line", None))
+    @v_args(meta=True, inline=True)
+    def bitcast(self, meta: Meta, ty, args) -> Expr:
+        raise self._err("bitcast", meta.line, meta.column)
 
     def index(self, base: Expr, i: Expr) -> Index:
         return Index(base, i)

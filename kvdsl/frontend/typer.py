@@ -101,8 +101,15 @@ def _pick(value: int | float, want: Type | None) -> Scalar:
 class Typer:
     """Turns raw statements into verified IR statements, keeping their source lines."""
 
-    def __init__(self, checker: Checker, filename: str, raw_lines: dict[int, int]) -> None:
+    def __init__(
+        self,
+        checker: Checker,
+        filename: str,
+        raw_lines: dict[int, int],
+        calls: dict[int, tuple[int, int]] | None = None,
+    ) -> None:
         self.checker = checker
+        self.calls = calls or {}
         self.filename = filename
         self.raw_lines = raw_lines
         self.lines: dict[int, int] = {}
@@ -151,10 +158,9 @@ class Typer:
                 fn = self.checker.functions.get(name)
                 if fn is None:
                     if name in WGSL_BUILTINS:
+                        line, column = self.calls.get(id(e), (self.line, None))
                         raise UnsupportedError(
-                            f"WGSL builtin '{name}' is outside the supported subset",
-                            self.filename,
-                            self.line,
+                            f"WGSL builtin '{name}'", self.filename, line, column
                         )
                     raise self.error(f"undefined function '{name}'")
                 if len(args) != len(fn.params):

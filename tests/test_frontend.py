@@ -1,0 +1,381 @@
+"""The frontend's errors point at the source; hand-written WGSL and the legacy template parse."""
+
+from __future__ import annotations
+
+import pytest
+
+from kvdsl.emit import emit
+from kvdsl.frontend import (
+    FrontendError,
+    UnsupportedError,
+    WgslSyntaxError,
+    WgslTypeError,
+    parse,
+    parse_with_lines,
+)
+from kvdsl.frontend.parser import wgsl_parser
+from kvdsl.ir import ops
+from kvdsl.ir.nodes import Assign, Binary, Comment, Convert, For, If, Index, Let, Lit, Name, Var
+from kvdsl.ir.ops import Op
+from kvdsl.ir.types import Array, Vec, f32, i32, u32
+
+HEAD = "@group(0) @binding(0) var<storage, read_write> out: array<u32>;\n"
+
+
+def kernel(body: str, head: str = HEAD) -> str:
+    """A module around ``body``: the body starts on line 4 (line 2 with an empty ``head``)."""
+    return (
+        head
+        + "@compute @workgroup_size(64)\n"
+        + "fn main(@builtin(global_invocation_id) gid: vec3<u32>) {\n"
+        + body
+        + "\n  out[0u] = 1u;\n}\n"
+    )
+
+
+# (source, line, column, message)
+MALFORMED = [
+    (
+        kernel("  let x = 1u\n  out[0u] = x;"),
+        5,
+        3,
+        "unexpected 'out'; expected one of ';' or an operator",
+    ),
+    (kernel("  let x = (1u + 2u;"), 4, 19, "unexpected ';'; expected ')'"),
+    (kernel("  out[0u] = 1u + ;"), 4, 18, "unexpected ';'; expected an expression"),
+    (kernel("  let x = 1u < 2u < 3u;"), 4, 19, "unexpected '<'; expected one of '&&', ';' or '||'"),
+    (kernel("  let x = 1u & 2u | 3u;"), 4, 19, "unexpected '|'; expected one of '&' or ';'"),
+    (
+        kernel("  let x = true && false || true;"),
+        4,
+        25,
+        "unexpected '||'; expected one of '&&' or ';'",
+    ),
+    (
+        kernel("  let x = 1u << 2u << 3u;"),
+        4,
+        20,
+        "unexpected '<<'; expected one of ';' or an operator",
+    ),
+    (
+        kernel("  let x = 1u + 2u << 3u;"),
+        4,
+        19,
+        "unexpected '<<'; expected one of ';' or an operator",
+    ),
+    (kernel("  let x = 1u & 2u + 3u;"), 4, 19, "unexpected '+'; expected one of '&' or ';'"),
+    (kernel("  out[0u] = 1u"), 5, 3, "unexpected 'out'; expected one of ';' or an operator"),
+    (
+        kernel("  if 1u < 2u  out[0u] = 1u; }"),
+        4,
+        15,
+        "unexpected 'out'; expected one of '{' or an operator",
+    ),
+    (kernel("  for (var i = 0u; i < 4u) { out[i] = i; }"), 4, 26, "unexpected ')'; expected ';'"),
+    (kernel("  let = 3u;"), 4, 7, "unexpected '='; expected a name"),
+    (
+        kernel("  let x: = 3u;"),
+        4,
+        10,
+        "unexpected '='; expected one of 'array', 'vec2', 'vec3', 'vec4' or a name",
+    ),
+    (kernel("  let x = 3u $ 4u;"), 4, 14, "unexpected character '$'"),
+    (kernel("  let x = 012u;"), 4, 11, "leading zeros are not allowed in a WGSL literal"),
+    (kernel("  let x = 4294967296u;"), 4, 11, "literal 4294967296u does not fit u32"),
+    (kernel("  let x = 2147483648i;"), 4, 11, "literal 2147483648i does not fit i32"),
+    (kernel("  let x = 1.5.x;"), 4, 11, "malformed number or name '1.5.x'"),
+    (kernel("  let x = vec4<f32(1.0);"), 4, 19, "unexpected '('; expected one of '<' or '>'"),
+    (kernel("  out[0u] += ;"), 4, 14, "unexpected ';'; expected an expression"),
+    (
+        kernel("  out[0u] = 1u;\n  }"),
+        6,
+        3,
+        "unexpected 'out'; expected one of ';', '@', 'const', 'fn', 'struct', 'var' or end of input",
+    ),
+    ("fn main( {\n}\n", 1, 10, "unexpected '{'; expected one of ')', '@' or a name"),
+    ("struct Params { a: u32 b: u32 }\n", 1, 24, "unexpected 'b'; expected one of ',', '<' or '}'"),
+    (
+        "@group(0) @binding(0) var<storage, read> x array<f32>;\n",
+        1,
+        44,
+        "unexpected 'array'; expected one of ':', ';' or '='",
+    ),
+    (
+        "const X: u32 = 3u\nconst Y: u32 = 4u;\n",
+        2,
+        1,
+        "unexpected 'const'; expected one of ';' or an operator",
+    ),
+    (
+        kernel("  else { out[0u] = 1u; }"),
+        4,
+        8,
+        "unexpected '{'; expected one of '++', '--', '.', ';', '=', '[' or a compound assignment",
+    ),
+    (kernel("  out[0u] = 1u; x;"), 4, 17, "an expression is not a statement (only a call is)"),
+    (kernel("  let x = -;"), 4, 12, "unexpected ';'; expected an expression"),
+    (kernel("  let x = a[1u;"), 4, 15, "unexpected ';'; expected ']'"),
+    ("enable f16\n", 1, 11, "unexpected end of input; expected one of ',' or ';'"),
+    (
+        kernel("  let x = out[0u] = 1u;"),
+        4,
+        19,
+        "unexpected '='; expected one of ';' or an operator",
+    ),
+    (kernel("  loop { break }"), 4, 16, "unexpected '}'; expected ';'"),
+    (kernel("  return 1u +"), 5, 11, "unexpected '='; expected one of ';' or an operator"),
+]
+
+
+@pytest.mark.parametrize("source, line, column, message", MALFORMED)
+def test_syntax_error_points_at_token(source: str, line: int, column: int, message: str) -> None:
+    with pytest.raises(WgslSyntaxError) as info:
+        parse(source, "bad.wgsl")
+    err = info.value
+    assert (err.line, err.column, err.message) == (line, column, message)
+    assert str(err) == f"bad.wgsl:{line}:{column}: {message}"
+    assert isinstance(err, FrontendError) and isinstance(err, ValueError)
+
+
+UNSUPPORTED = [
+    (
+        kernel("  let c = textureSample(t, s, vec2<f32>(0.0, 0.0));"),
+        4,
+        11,
+        "WGSL builtin 'textureSample'",
+    ),
+    (
+        kernel(
+            "", HEAD + "@group(0) @binding(1) var<storage, read_write> a: array<atomic<u32>>;\n"
+        ),
+        2,
+        57,
+        "type 'atomic<...>'",
+    ),
+    (kernel("  switch (gid.x) { default: {} }"), 4, 3, "'switch' (switch statements)"),
+    (kernel("  let p = &out;"), 4, 11, "pointers (unary '&')"),
+    (kernel("  let x = *gid;"), 4, 11, "pointers (unary '*')"),
+    (kernel("", HEAD + "override N: u32 = 4u;\n"), 2, 1, "'override' (override declarations)"),
+    (kernel("  while (true) { break; }"), 4, 3, "'while' (while loops (use for or loop))"),
+    (
+        kernel("", HEAD + "var<workgroup> tile: array<f32, 64>;\n"),
+        2,
+        16,
+        "var<workgroup> (storage and uniform only)",
+    ),
+    (kernel("", HEAD + "var<private> g: u32;\n"), 2, 14, "var<private> (storage and uniform only)"),
+    (
+        kernel("  workgroupBarrier();"),
+        4,
+        3,
+        "call statement of workgroupBarrier (the IR has no statement that discards a value)",
+    ),
+    (kernel("  let x = bitcast<u32>(1.0);"), 4, 11, "bitcast"),
+    (kernel("  loop { continuing { } }"), 4, 10, "'continuing' (continuing blocks)"),
+    (kernel("  let m = mat2x2<f32>(1.0, 0.0, 0.0, 1.0);"), 4, 11, "'mat2x2' (matrix types)"),
+    (
+        kernel("", HEAD + "@group(0) @binding(1) var t: texture_2d<f32>;\n"),
+        2,
+        30,
+        "type 'texture_2d<...>'",
+    ),
+    (kernel("  discard;"), 4, 3, "'discard' (discard)"),
+    (kernel("  let x = pow(2.0, 3.0);"), 4, 11, "WGSL builtin 'pow'"),
+    (kernel("  _ = out[0u];"), 4, 3, "phony assignment '_ = ...'"),
+]
+
+
+@pytest.mark.parametrize("source, line, column, construct", UNSUPPORTED)
+def test_construct_outside_subset(source: str, line: int, column: int, construct: str) -> None:
+    with pytest.raises(UnsupportedError) as info:
+        parse(source, "k.wgsl")
+    err = info.value
+    assert (err.line, err.column, err.construct) == (line, column, construct)
+    assert str(err) == f"k.wgsl:{line}:{column}: {construct} is outside the supported WGSL subset"
+
+
+TYPE_ERRORS = [
+    (kernel("  let x = 1u;\n  let y: i32 = x;"), 5, "let y: i32 is initialised with a u32"),
+    (kernel("  let x = 1u + 1i;"), 4, "(1u32 + 1i32): + operands of different types: u32, i32"),
+    (kernel("  if (1u) { return; }"), 4, "condition is u32, expected bool"),
+    (kernel("  let x = 1u;\n\n  x = 2u;"), 6, "x = 2u32: 'x' is a let, not a var"),
+    (
+        kernel("  out[0u] = 1.5;"),
+        4,
+        "out[0u32] = 1.5f32: cannot store f32 into out[0u32] of type u32",
+    ),
+    (kernel("  let x: u32 = -1;"), 4, "literal -1 is not a valid u32 value"),
+    (kernel("  let x = y;"), 4, "undefined name 'y'"),
+    (kernel("  if (true) {\n    break;\n  }"), 5, "break outside a loop"),
+    (
+        kernel(
+            "",
+            HEAD.replace("out", "unused")
+            + "@group(0) @binding(1) var<storage, read_write> out: array<u32>;\n",
+        ),
+        1,
+        "binding 'unused' is declared but never used",
+    ),
+]
+
+
+@pytest.mark.parametrize("source, line, message", TYPE_ERRORS)
+def test_type_error_names_its_line(source: str, line: int, message: str) -> None:
+    with pytest.raises(WgslTypeError) as info:
+        parse(source, "k.wgsl")
+    assert (info.value.line, info.value.message) == (line, message)
+    assert str(info.value) == f"k.wgsl:{line}: {message}"
+
+
+HAND_WRITTEN = """\
+enable f16;
+
+struct P {
+  n: u32,
+  scale: f32,
+}
+
+@group(0) @binding(0) var<storage> src: array<f32>;
+@group(0) @binding(2) var<storage, read_write> dst: array<f16>;
+@group(0) @binding(1) var<storage, read_write> flags: array<i32>;
+@group(0) @binding(3) var<uniform> params: P;
+
+// how many elements each invocation handles
+const PER: u32 = 4;
+const HALF = 0.5;
+const SIZE: u32 = PER * 2u;
+
+fn twice(x: f32) -> f32 {
+  return x * 2;
+}
+
+// A hand-written kernel.
+@compute @workgroup_size(64, 1, 1)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let i = gid.x * PER;
+  if i >= params.n { return; }
+  var acc = 0.0;
+  var buf: array<f32, SIZE>;
+  const limit = 3;
+  for (var k = 0u; k < PER; k++) {
+    // accumulate
+    acc += twice(src[i + k]) * HALF - 1;
+    buf[k] = -1.5e-3;
+  }
+  var count: i32 = limit;
+  count -= 1;
+  let v = vec4f(acc, 1, 2.0, .5);
+  dst[i] = f16(v.x + buf[0]);
+  flags[i] = select(-1, i32(-2147483648), acc > 0 && count != 0) << 1u;
+}
+"""
+
+
+def test_hand_written_abstract_literals() -> None:
+    k, lines = parse_with_lines(HAND_WRITTEN, "dir/hand.wgsl")
+    assert k.name == "hand"
+    assert [(b.name, b.access) for b in k.bindings] == [
+        ("src", "read"),
+        ("flags", "read_write"),
+        ("dst", "read_write"),
+    ]
+    assert k.params.name == "P" and k.params.fields == (("n", u32), ("scale", f32))
+    assert [(c.name, c.ty, c.value) for c in k.consts[:2]] == [
+        ("PER", u32, Lit(4, u32)),
+        ("HALF", f32, Lit(0.5, f32)),
+    ]
+    assert k.consts[0].comment == "how many elements each invocation handles"
+    assert k.doc == ("A hand-written kernel.",)
+    assert k.workgroup_size == (64, 1, 1) and k.workgroup_size_name is None
+    assert k.functions[0].body[0].value == Binary(Op.MUL, Name("x"), Lit(2.0, f32))
+    body = k.body
+    assert body[2] == Var("acc", f32, Lit(0.0, f32))
+    assert body[3] == Var("buf", Array(f32, 8))
+    assert body[4] == Let("limit", Lit(3, i32))
+    loop = body[5]
+    assert isinstance(loop, For) and loop.update == Assign(Name("k"), Lit(1, u32), Op.ADD)
+    assert loop.body[0] == Comment("accumulate")
+    assert loop.body[2] == Assign(Index(Name("buf"), Name("k")), Lit(-0.0015, f32))
+    assert body[7] == Assign(Name("count"), Lit(1, i32), Op.SUB)
+    assert body[8].value.ty == Vec(4, f32)
+    assert body[8].value.args[1:] == (Lit(1.0, f32), Lit(2.0, f32), Lit(0.5, f32))
+    assert body[9].value == Convert(
+        k.bindings[2].elem, Binary(Op.ADD, body[9].value.x.a, body[9].value.x.b)
+    )
+    sel = body[10].value.a
+    assert sel.args[:2] == (Lit(-1, i32), Lit(-(2**31), i32))
+    assert lines[id(loop)] == 30 and lines[id(loop.body[0])] == 31 and lines[id(body[10])] == 39
+    # The emitter's canonical form reads back as the same kernel.
+    assert parse(emit(k), "hand.wgsl") == k
+
+
+def test_every_binary_op_has_a_grammar_alias() -> None:
+    from kvdsl.frontend.transform import ToIR
+
+    for op in ops.BINARY_OPS:
+        a, b = Name("a"), Name("b")
+        built = [
+            getattr(ToIR, rule)(None, a, b)
+            for rule in dir(ToIR)
+            if not rule.startswith("_")
+            and getattr(getattr(ToIR, rule), "__doc__", "") == f"``a {ops.info(op).spelling} b``"
+        ]
+        assert Binary(op, a, b) in built, op
+
+
+def test_grammar_is_strict_lalr() -> None:
+    p = wgsl_parser()
+    assert p.options.parser == "lalr" and p.options.strict
+
+
+def test_if_else_if_chain_and_comments_keep_their_place() -> None:
+    src = kernel(
+        "  // first\n  if (gid.x == 0u) {\n    // inside\n    out[1u] = 2u;\n  } else if (gid.x == 1u) {\n"
+        "    out[2u] = 3u;\n  } else {\n    // only a comment\n  }\n  // last"
+    )
+    k = parse(src)
+    assert k.body[0] == Comment("first")
+    top = k.body[1]
+    assert isinstance(top, If) and top.then[0] == Comment("inside")
+    (inner,) = top.orelse
+    assert isinstance(inner, If) and inner.orelse == (Comment("only a comment"),)
+    assert k.body[2] == Comment("last")
+
+
+# ---- the legacy template ----------------------------------------------------------------------
+
+
+def _legacy_cases():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    import legacy
+
+    cases = [
+        ("transpose", {}),
+        ("transpose", {"vec4": True}),
+        ("copy", {}),
+        ("copy", {"vendor": "apple"}),
+    ]
+    cases += [("merge", {}), ("merge_share", {"share_region": "append", "rotary": True})]
+    cases += [("build_quant", {"bits": 4, "k_norm": True, "rotary": True}), ("window_shift", {})]
+    return legacy, cases
+
+
+LEGACY, LEGACY_CASES = _legacy_cases()
+
+
+@pytest.mark.parametrize(
+    "mode, kw", LEGACY_CASES, ids=[f"{m}-{sorted(kw)}" for m, kw in LEGACY_CASES]
+)
+def test_legacy_template_output_parses(mode: str, kw: dict) -> None:
+    v = LEGACY.legacy_vars(mode, **kw)
+    bindings = LEGACY.legacy_bindings(v)
+    text = LEGACY.render(v, bindings, LEGACY.legacy_params_struct(v))
+    k = parse(text, f"{mode}.wgsl")
+    assert k.bindings == bindings
+    assert k.params == LEGACY.legacy_params_struct(v)
+    assert k.workgroup_size == (64, 1, 1) and k.workgroup_size_name == "WG"
+    # Its canonical re-emission is a fixed point of parse ∘ emit.
+    assert parse(emit(k), f"{mode}.wgsl") == k
