@@ -36,6 +36,7 @@ from kvdsl.frontend.transform import (
     StructDecl,
     StructRef,
     ToIR,
+    const_int,
 )
 from kvdsl.frontend.typer import Typer
 from kvdsl.ir.nodes import BUILTIN_INPUTS, Binding, Const, Dispatch, Function, Kernel, Name, Stmt
@@ -323,6 +324,4 @@ class _Assembler:
 
 
 def _int_arg(a: Attr, consts: dict, filename: str) -> int:
-    from kvdsl.frontend.transform import const_int
-
     return const_int(a.args[0], consts, (filename, a.line, a.column))

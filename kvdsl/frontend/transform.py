@@ -16,7 +16,7 @@ from lark import Token, Transformer, v_args
 from lark.tree import Meta
 
 from kvdsl.frontend.comments import LineComment
-from kvdsl.frontend.errors import UnsupportedError
+from kvdsl.frontend.errors import UnsupportedError, WgslSyntaxError
 from kvdsl.ir import ops
 from kvdsl.ir.nodes import (
     Assign,
@@ -199,8 +199,6 @@ def parse_number(tok: Token, filename: str) -> RawLit:
 
 
 def _bad(tok: Token, filename: str, message: str) -> None:
-    from kvdsl.frontend.errors import WgslSyntaxError
-
     raise WgslSyntaxError(message, filename, tok.line, tok.column, str(tok), ())
 
 
@@ -426,8 +424,6 @@ class ToIR(Transformer):
     @v_args(meta=True, inline=True)
     def call_stmt(self, meta: Meta, e: Expr) -> CallStmt:
         if not isinstance(e, (FnCall, Call, RawCtor)):
-            from kvdsl.frontend.errors import WgslSyntaxError
-
             raise WgslSyntaxError(
                 "an expression is not a statement (only a call is)",
                 self.filename,
