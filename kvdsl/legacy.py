@@ -16,9 +16,14 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from kvdsl.kernels.build import BuildConfig
 from kvdsl.kernels.config import ConfigError, check
 from kvdsl.kernels.copy import CopyConfig
+from kvdsl.kernels.merge import MergeConfig
+from kvdsl.kernels.merge_share import MergeShareConfig
+from kvdsl.kernels.quant import AppendQuantConfig, BuildQuantConfig
 from kvdsl.kernels.transpose import TransposeConfig
+from kvdsl.kernels.window_shift import WindowShiftConfig
 
 #: Every variable the template reads (``env`` carries only the host's resource declarations).
 KNOWN = frozenset(
@@ -31,7 +36,6 @@ KNOWN = frozenset(
     }
 )  # fmt: skip
 
-MODES = ("transpose", "copy")
 BRIDGES: dict[str, Callable[["Vars"], Any]] = {}
 
 
@@ -135,6 +139,33 @@ def workgroup_size(v: Vars) -> int:
     return v.need("tunables.COPY_WORKGROUP_SIZE", int)
 
 
+def _shape(v: Vars) -> dict[str, Any]:
+    """Fields every mode but transpose and copy reads the same way."""
+    return {
+        "kv_heads": v.need("kvHeads", int),
+        "head_dim": v.need("headDim", int),
+        "workgroup_size": workgroup_size(v),
+        "fold": v.need("DISPATCH_FOLD_WIDTH", int),
+    }
+
+
+def _rotary(v: Vars, used: bool = True) -> bool:
+    """``hasRotary``, with ``half`` checked against ``headDim / 2`` when the mode declares it."""
+    rotary = v.get("hasRotary", False, bool)
+    if rotary and used:
+        v.agree("half", v.need("headDim", int) // 2, "headDim / 2")
+    return rotary
+
+
+def _k_norm(v: Vars) -> dict[str, Any]:
+    k_norm = v.get("hasKNorm", False, bool)
+    if not k_norm:
+        return {"k_norm": False}
+    eps = v.need("qkEps", (int, float))
+    check(not isinstance(eps, bool) and eps > 0, "qkEps", eps, "a positive number")
+    return {"k_norm": True, "eps": float(eps)}
+
+
 @_bridge("copy")
 def _copy(v: Vars) -> CopyConfig:
     return CopyConfig(
@@ -144,6 +175,96 @@ def _copy(v: Vars) -> CopyConfig:
         workgroup_size=workgroup_size(v),
         fold=v.need("DISPATCH_FOLD_WIDTH", int),
     )
+
+
+@_bridge("merge")
+def _merge(v: Vars) -> MergeConfig:
+    present = _present(v)
+    return MergeConfig(
+        **_shape(v), walk=walk_for_vendor(v), present_type=present, input_type=present
+    )
+
+
+@_bridge("merge_share")
+def _merge_share(v: Vars) -> MergeShareConfig:
+    append = v.get("shareRegion") == "append"
+    walk = walk_for_vendor(v)
+    if append and walk == "per_row":
+        # Apple's append pass: cooperative for fewer than WG rows, else per row (one kernel).
+        walk = "hybrid"
+    present = _present(v)
+    return MergeShareConfig(
+        **_shape(v),
+        region="append" if append else "retain",
+        walk=walk,
+        rotary=_rotary(v, append) and append,
+        present_type=present,
+        input_type=present,
+    )
+
+
+@_bridge("window_shift")
+def _window_shift(v: Vars) -> WindowShiftConfig:
+    region = v.get("shiftRegion") or "all"
+    check(region in ("all", "shift", "append"), "shiftRegion", region, "all, shift or append")
+    rotary = _rotary(v, region == "append")
+    if region == "append":
+        check(rotary, "hasRotary", rotary, "true for shiftRegion='append': the template "
+              "always rotates there and declares HALF only with hasRotary (it does not compile "
+              "otherwise); kvdsl's unrotated append is WindowShiftConfig(region='append')")  # fmt: skip
+    if region == "all":
+        check(not rotary, "hasRotary", rotary, "false for shiftRegion='all': the template "
+              "appends K unrotated there although its 'append' region rotates; run "
+              "shiftRegion='shift' and then 'append' for a rotary cache")  # fmt: skip
+    present = _present(v)
+    v.agree("zeroScalar", present, "presentScalar: the cleared rows' element type")
+    return WindowShiftConfig(
+        **_shape(v),
+        region=region,
+        rotary=rotary and region == "append",
+        present_type=present,
+        input_type=present,
+    )
+
+
+@_bridge("build")
+def _build(v: Vars) -> BuildConfig:
+    return BuildConfig(
+        **_shape(v), **_k_norm(v), rotary=_rotary(v), input_type="f32", present_type=_present(v)
+    )
+
+
+def _quant_fields(v: Vars) -> dict[str, Any]:
+    bits = v.need("bits", int)
+    check(bits in (4, 8), "bits", bits, "8 or 4 (the template takes any other value as 4)")
+    head_dim = v.need("headDim", int)
+    v.agree(
+        "packed",
+        head_dim if bits == 8 else head_dim // 2,
+        "headDim words for 8 bits, headDim / 2 for 4",
+    )
+    fields: dict[str, Any] = {"bits": bits}
+    for name in ("qmin", "qmax"):
+        value = v.get(name)
+        if value is not None:
+            ok = (
+                isinstance(value, (int, float))
+                and not isinstance(value, bool)
+                and value == int(value)
+            )
+            check(ok, name, value, "an integer value (the template prints it as an f32 const)")
+            fields[name] = int(value)
+    return fields
+
+
+@_bridge("build_quant")
+def _build_quant(v: Vars) -> BuildQuantConfig:
+    return BuildQuantConfig(**_shape(v), **_k_norm(v), **_quant_fields(v), rotary=_rotary(v))
+
+
+@_bridge("append_quant")
+def _append_quant(v: Vars) -> AppendQuantConfig:
+    return AppendQuantConfig(**_shape(v), **_k_norm(v), **_quant_fields(v), rotary=_rotary(v))
 
 
 __all__ = ["BRIDGES", "ConfigError", "KNOWN", "Vars", "config_from_vars", "mode_of"]

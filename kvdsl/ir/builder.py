@@ -68,6 +68,9 @@ def lit(value: Num, ty: Scalar) -> Val:
         value = float(value)
     if not literal_ok(value, ty):
         raise BuildError(f"literal {value!r} does not fit {ty}")
+    if ty.is_float:
+        # Keep the shortest decimal of the value the type holds: what its WGSL text reads back as.
+        value = float(str(ty.dtype.type(value)))
     return Val(Lit(value, ty), ty)
 
 

@@ -350,6 +350,8 @@ UNARY_OPS = frozenset(op for op, info in TABLE.items() if info.kind == "unary")
 BINARY_OPS = frozenset(op for op, info in TABLE.items() if info.kind == "binary")
 BUILTINS = frozenset(op for op, info in TABLE.items() if info.kind == "builtin")
 COMPARISONS = frozenset({Op.LT, Op.LE, Op.GT, Op.GE, Op.EQ, Op.NE})
+# Binary ops WGSL has no compound assignment for (``a < = b`` and ``a &&= b`` do not exist).
+NO_COMPOUND = COMPARISONS | {Op.LAND, Op.LOR}
 BY_SPELLING = {
     (info.kind == "builtin", info.arity, info.spelling): op for op, info in TABLE.items()
 }

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from kvdsl.ir import ops
 from kvdsl.ir.nodes import (
     BUILTIN_INPUTS,
@@ -136,8 +138,10 @@ def literal_ok(value: object, ty: Scalar) -> bool:
         return isinstance(value, int) and 0 <= value < 2**32
     if ty == i32:
         return isinstance(value, int) and -(2**31) <= value < 2**31
-    limit = 65504.0 if ty == f16 else 3.4028234663852886e38
-    return isinstance(value, (int, float)) and abs(value) <= limit
+    if not isinstance(value, (int, float)):
+        return False
+    with np.errstate(over="ignore"):
+        return bool(np.isfinite(ty.dtype.type(value)))
 
 
 class Checker:
@@ -276,7 +280,7 @@ class Checker:
                 tt = self._target(s, target, scope)
                 vt = self.type_of(value, scope)
                 if op is not None:
-                    if ops.info(op).kind != "binary" or op in ops.COMPARISONS:
+                    if ops.info(op).kind != "binary" or op in ops.NO_COMPOUND:
                         raise VerifyError(f"{show(s)}: {op.name} has no compound assignment")
                     vt = self._apply(value, op, (tt, vt))
                 if vt != tt:
