@@ -19,7 +19,7 @@ import numpy as np
 
 os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.gettempdir())
 
-from kvdsl import interp, runtime  # noqa: E402
+from kvdsl import catalog, interp, runtime  # noqa: E402
 from kvdsl.kernels.transpose import TransposeConfig, transpose  # noqa: E402
 
 B, H, S, D = 1, 8, 4096, 128
@@ -38,9 +38,23 @@ def transpose_case(vec4: bool):
     return transpose(TransposeConfig(H, D, vec4)), bufs, {"batchSize": B, "kvSeq": S}, reference
 
 
+def copy_case(name: str):
+    rows = B * H * S
+    rng = np.random.default_rng(1)
+    src = {n: rng.random(rows * D, np.float32) + 0.5 for n in ("src_k", "src_v")}
+    bufs = src | {n: np.zeros(rows * D, np.float32) for n in ("present_key", "present_value")}
+
+    def reference():
+        return [src["src_k"].copy(), src["src_v"].copy()]
+
+    return catalog.build(name), bufs, {"count": rows}, reference
+
+
 CASES: list[tuple[str, Callable]] = [
     ("transpose", lambda: transpose_case(False)),
     ("transpose vec4", lambda: transpose_case(True)),
+    ("copy", lambda: copy_case("copy_llama31_8b")),
+    ("copy per row", lambda: copy_case("copy_per_row_llama31_8b")),
 ]
 
 

@@ -47,6 +47,7 @@ from kvdsl.interp.values import (
     Grid,
     Mask,
     Storage,
+    affine,
     broadcast,
     convert,
     empty,
@@ -56,9 +57,13 @@ from kvdsl.interp.values import (
     m_or,
     normal,
     sel,
+    strided,
 )
 
 MAX_TRIPS = 1 << 22  # a loop still running after this many trips is taken to be infinite
+# Invocations per chunk: big enough that numpy's per-call overhead is small against the work,
+# small enough that a chunk's arrays are reused from the allocator instead of page-faulted in.
+CHUNK = 1 << 18
 
 
 class Slot:
@@ -81,6 +86,25 @@ class Frame:
         self.done: np.ndarray | None = None  # lanes that returned
         self.result = None
         self.loops: list[list[Mask | bool]] = []  # per open loop: lanes that continued
+
+
+def reads_read_write(kernel: Kernel) -> bool:
+    """Whether ``kernel`` may read a read_write binding: any index of one's name that is not the
+    target of a plain ``=`` (a shadowing local counts too, which only errs on the safe side)."""
+    rw = {b.name for b in kernel.bindings if b.access == "read_write"}
+
+    def reads(node) -> bool:
+        if isinstance(node, Assign) and node.op is None and isinstance(node.target, Index):
+            return reads(node.target.index) or reads(node.value)
+        if isinstance(node, Index) and isinstance(node.base, Name) and node.base.name in rw:
+            return True
+        if isinstance(node, tuple):
+            return any(reads(x) for x in node)
+        if hasattr(node, "__dataclass_fields__"):
+            return any(reads(getattr(node, f)) for f in node.__dataclass_fields__)
+        return False
+
+    return reads((kernel.body, kernel.functions))
 
 
 def render(s: Stmt | None) -> str:
@@ -138,11 +162,23 @@ class Machine:
 
     # ---- entry ---------------------------------------------------------------------------
     def run(self) -> None:
-        """Execute the entry point on every invocation."""
-        if self.n == 0:
+        """Execute the entry point on every invocation, one chunk of workgroups at a time.
+
+        Invocations are independent (the IR has no workgroup memory and no barriers) and the
+        race check's record of who wrote what is per binding, across chunks. Only a kernel that
+        reads a read_write binding runs as one chunk: a read is checked against the writes made
+        before it, so chunking could hide a read of an element a later chunk writes.
+        """
+        full = self.grid
+        if full.n == 0:
             return
-        self.scopes = [self.module, {}]
-        self.block(self.kernel.body, None)
+        target = CHUNK if not reads_read_write(self.kernel) else full.n
+        for start, stop in full.chunks(target):
+            self.grid = Grid(full.workgroups, full.size, start, stop)
+            self.n = self.grid.n
+            self.scopes = [self.module, {}]
+            self.frame = self.main = Frame(None)
+            self.block(self.kernel.body, None)
 
     # ---- errors --------------------------------------------------------------------------
     def where(self) -> str:
@@ -421,29 +457,37 @@ class Machine:
         """``binding[idx] = v`` on the lanes of ``m``, checking bounds and races."""
         name = b.binding.name
         self._oob(name, idx, b.length, m)
-        lanes = self.grid.original(self.grid.active(m))
+        active = self.grid.active(m)
+        lanes = self.grid.original(active)
         owner = b.owners()
         if is_uniform(idx) and len(lanes) > 1:
             self._race_pair(name, int(idx[0]), int(lanes[0]), int(lanes[1]), "write")
-        i = idx if is_uniform(idx) or m is None else idx[lanes]
-        val = v if is_uniform(v) or m is None else v[lanes]
-        lo, hi = int(i[0]), int(i[-1])
-        if hi - lo + 1 == len(lanes) and (len(i) == 1 or bool((i[1:] > i[:-1]).all())):
-            # One contiguous run: slices instead of gathers and scatters.
-            prev = owner[lo : hi + 1]
+        i = idx if is_uniform(idx) or m is None else idx[active]
+        val = v if is_uniform(v) or m is None else v[active]
+        shape = affine(i, b.length) if len(i) > 1 else None
+        if shape is not None:
+            # Distinct indices in a strided pattern: views instead of gathers and scatters.
+            rows, cols = shape[1], shape[3]
+            prev = strided(owner, shape)
             if prev.max() >= 0:
-                self._check_owner(name, prev, i, lanes)
-            owner[lo : hi + 1] = lanes
-            b.data[lo : hi + 1] = val
+                self._check_owner(name, prev.reshape(-1), i, lanes)
+            prev[...] = lanes.reshape(rows, cols)
+            strided(b.data, shape)[...] = (
+                val.reshape((rows, cols) + val.shape[1:]) if len(val) > 1 else val
+            )
             return
-        i = i.astype(np.intp)
-        self._check_owner(name, owner[i], i, lanes)
+        rising = len(i) == 1 or bool((i[1:] > i[:-1]).all())
+        prev = owner[i]
+        if prev.max() >= 0:
+            self._check_owner(name, prev, i, lanes)
         owner[i] = lanes
-        back = owner[i]
-        dup = back != lanes
-        if dup.any():
-            j = self._first_bad(dup)
-            self._race_pair(name, int(i[j]), int(back[j]), int(lanes[j]), "write")
+        if not rising:
+            # Repeated indices within this store: the owner that stuck is not every writer's.
+            back = owner[i]
+            dup = back != lanes
+            if dup.any():
+                j = self._first_bad(dup)
+                self._race_pair(name, int(i[j]), int(back[j]), int(lanes[j]), "write")
         b.data[i] = val
 
     def _check_owner(self, name: str, prev: np.ndarray, i: np.ndarray, lanes: np.ndarray) -> None:
@@ -467,6 +511,10 @@ class Machine:
             self._check_read(b, idx, m)
         if is_uniform(idx):
             return b.data[int(idx[0]) : int(idx[0]) + 1].copy()
+        shape = affine(idx, b.length)
+        if shape is not None:
+            v = strided(b.data, shape).reshape(idx.shape + b.data.shape[1:])
+            return v.copy() if b.binding.access == "read_write" else v
         return np.take(b.data, idx, axis=0, mode="clip")
 
     def _check_read(self, b: Storage, idx: np.ndarray, m: Mask) -> None:
@@ -565,6 +613,14 @@ class Machine:
 
     def apply(self, op: Op, args: tuple[np.ndarray, ...]) -> np.ndarray:
         """The op table's numpy implementation, scalars widened against vectors."""
+        if (op is Op.DIV or op is Op.MOD) and args[0].dtype == np.uint32 and args[1].size == 1:
+            # u32 by a uniform power of two: exactly a shift or a mask, and much cheaper.
+            d = int(args[1].reshape(-1)[0])
+            if d and not d & (d - 1):
+                a = args[0]
+                if op is Op.DIV:
+                    return a >> np.uint32(d.bit_length() - 1)
+                return a & np.uint32(d - 1)
         nd = max(a.ndim for a in args)
         if any(a.ndim != nd for a in args):
             args = tuple(a.reshape(a.shape + (1,) * (nd - a.ndim)) for a in args)

@@ -34,22 +34,42 @@ class Grid:
     """The invocations of a dispatch, in WebGPU's order: workgroups with x fastest, then the local
     invocation index (``lid.x`` fastest) inside each workgroup.
 
-    The machine may drop invocations that have returned from the entry point (see
-    :meth:`compact`): *lanes* then number the invocations still live, and ``ids`` maps each
+    A grid may cover only the run ``[start, stop)`` of the dispatch's invocations (a *chunk*, see
+    :meth:`chunks`), and the machine may drop invocations that have returned from the entry point
+    (see :meth:`compact`): *lanes* then number the invocations still live, and ``ids`` maps each
     lane to its invocation's index in the full dispatch.
     """
 
-    def __init__(self, workgroups: tuple[int, int, int], size: tuple[int, int, int]) -> None:
+    def __init__(
+        self,
+        workgroups: tuple[int, int, int],
+        size: tuple[int, int, int],
+        start: int = 0,
+        stop: int | None = None,
+    ) -> None:
         self.workgroups = tuple(int(w) for w in workgroups)
         self.size = tuple(int(s) for s in size)
         self.per_group = self.size[0] * self.size[1] * self.size[2]
-        self.n = self.per_group * self.workgroups[0] * self.workgroups[1] * self.workgroups[2]
-        if self.n >= 2**31:
-            raise ValueError(f"{self.n} invocations are more than the interpreter tracks")
+        self.total = self.per_group * self.workgroups[0] * self.workgroups[1] * self.workgroups[2]
+        if self.total >= 2**31:
+            raise ValueError(f"{self.total} invocations are more than the interpreter tracks")
+        stop = self.total if stop is None else stop
+        self.n = stop - start
         self.ids: np.ndarray | None = None
-        self.offset = 0  # with ids None, lane k is invocation offset + k
+        self.offset = start  # with ids None, lane k is invocation offset + k
         self._lanes: np.ndarray | None = None
         self._cols: dict[tuple[str, int], np.ndarray] = {}
+
+    def chunks(self, target: int):
+        """Runs ``(start, stop)`` of whole workgroups covering the dispatch, about ``target``
+        invocations each, none crossing a row of ``X`` workgroups (so ``wid.y`` and ``wid.z``
+        are the same for every invocation of a run)."""
+        row = self.workgroups[0]
+        step = max(1, min(row, target // self.per_group)) if row else 1
+        for r in range(self.workgroups[1] * self.workgroups[2]):
+            for x in range(0, row, step):
+                g0, g1 = r * row + x, r * row + min(row, x + step)
+                yield g0 * self.per_group, g1 * self.per_group
 
     @property
     def lanes(self) -> np.ndarray:
@@ -60,33 +80,38 @@ class Grid:
 
     def column(self, builtin: str, comp: int) -> np.ndarray:
         """Component ``comp`` of a compute builtin (``gid``, ``lid``, ``wid``, ``nwg``) as a u32
-        value; uniform (length 1) where every invocation has the same component."""
+        value; uniform (length 1) where every live invocation has the same component."""
         key = (builtin, comp)
-        if key not in self._cols:
-            col = self._full(builtin, comp)
-            if col.shape[0] > 1:
-                col = (
-                    col[self.ids]
-                    if self.ids is not None
-                    else col[self.offset : self.offset + self.n]
-                )
+        col = self._cols.get(key)
+        if col is None:
+            if builtin == "nwg":
+                col = np.array([self.workgroups[comp]], np.uint32)
+            elif builtin == "gid":
+                wid, lid = self.column("wid", comp), self.column("lid", comp)
+                col = wid * np.uint32(self.size[comp]) + lid
+            else:
+                col = self._part(builtin, comp)
             self._cols[key] = col
-        return self._cols[key]
+        return col
 
-    def _full(self, builtin: str, comp: int) -> np.ndarray:
-        if builtin == "nwg":
-            return np.array([self.workgroups[comp]], np.uint32)
-        # Lane order is the row-major order of (wid.z, wid.y, wid.x, lid.z, lid.y, lid.x).
-        shape = self.workgroups[::-1] + self.size[::-1]
-
-        def along(axis: int, n: int) -> np.ndarray:
-            return np.arange(n, dtype=np.uint32).reshape([n if k == axis else 1 for k in range(6)])
-
-        wid, lid = along(2 - comp, self.workgroups[comp]), along(5 - comp, self.size[comp])
-        part = {"wid": wid, "lid": lid, "gid": wid * np.uint32(self.size[comp]) + lid}[builtin]
-        if part.size == 1:
-            return part.reshape(1)
-        return np.broadcast_to(part, shape).reshape(-1)
+    def _part(self, builtin: str, comp: int) -> np.ndarray:
+        # Invocation k is local index k % per_group of workgroup k // per_group; each is split
+        # into components x fastest: component c is (k // step) % count.
+        dims = self.size if builtin == "lid" else self.workgroups
+        step = int(np.prod(dims[:comp])) * (self.per_group if builtin == "wid" else 1)
+        count = dims[comp]
+        lo, hi = self.offset, self.offset + self.n - 1
+        if self.ids is not None:
+            lo, hi = int(self.ids[0]), int(self.ids[-1])  # ids ascend
+        if count == 1 or lo // step == hi // step:
+            return np.array([lo // step % count], np.uint32)
+        k = (
+            self.ids.astype(np.uint32)
+            if self.ids is not None
+            else np.arange(lo, hi + 1, dtype=np.uint32)
+        )
+        q = k // np.uint32(step)
+        return q - q // np.uint32(count) * np.uint32(count)
 
     def original(self, lanes):
         """The dispatch-wide invocation index of ``lanes``."""
@@ -264,3 +289,77 @@ def convert(x: np.ndarray, ty: Scalar | Vec) -> np.ndarray:
     with np.errstate(over="ignore", invalid="ignore"):
         # int → int keeps the bits (wraps); int → float and f32 → f16 round to nearest even.
         return x.astype(dt)
+
+
+# ---- affine index sets ------------------------------------------------------------------------
+
+_PREFIX = 4096  # how far to look for the end of the first run of an index array
+_RAMP = np.arange(_PREFIX, dtype=np.int64)
+
+
+def affine(i: np.ndarray, length: int) -> tuple[int, int, int, int, int] | None:
+    """``(lo, rows, row_step, cols, step)`` when the 1-D index array ``i`` is, in order,
+    ``lo + row_step * r + step * c`` for ``r < rows``, ``c < cols``, with every index distinct
+    and inside ``[0, length)``; else None.
+
+    Such an index set is a strided view of the buffer: a load or store through it is a slice
+    copy, not a gather or scatter. Most kernels' accesses are this shape (a contiguous run, one
+    row per invocation, a run per workgroup); the check costs a couple of passes over ``i``.
+    """
+    n = i.shape[0]
+    if n < 2 or i.ndim != 1:
+        return None
+    lo = int(i[0])
+    step = int(i[1]) - lo
+    if step <= 0 or lo < 0:
+        return None
+    head = i[:_PREFIX]
+    brk = np.flatnonzero(head != lo + step * _RAMP[: head.shape[0]])
+    cols = int(brk[0]) if brk.size else n
+    if brk.size == 0 and head.shape[0] == n:
+        return (lo, 1, 0, n, step) if lo + step * (n - 1) < length else None
+    if n % cols:
+        return None
+    rows = n // cols
+    row_step = int(i[cols]) - lo if rows > 1 else 0
+    if rows > 1 and row_step <= step * (cols - 1):
+        return None  # rows would overlap (or run backwards)
+    if lo + row_step * (rows - 1) + step * (cols - 1) >= min(length, 2**31):
+        return None
+    # A few rows' ends first, so that an index set that is not affine is rejected cheaply.
+    probe = np.linspace(0, rows - 1, min(rows, 16)).astype(np.int64)
+    want = lo + row_step * probe
+    grid = i.reshape(rows, cols)
+    if not ((grid[probe, 0] == want).all() and (grid[probe, -1] == want + step * (cols - 1)).all()):
+        return None
+    dt = i.dtype.type
+    across = _ramp(i.dtype, cols, step)
+    if rows == 1:
+        ok = bool(((i - across) == dt(lo)).all())
+    else:
+        down = (_ramp(i.dtype, rows, row_step) + dt(lo))[:, None]
+        ok = bool(((grid - across) == down).all())
+    return (lo, rows, row_step, cols, step) if ok else None
+
+
+_RAMPS: dict[tuple, np.ndarray] = {}
+
+
+def _ramp(dtype: np.dtype, n: int, step: int) -> np.ndarray:
+    """``step * arange(n)``, remembered: loops ask for the same few again and again."""
+    key = (dtype, n, step)
+    r = _RAMPS.get(key)
+    if r is None:
+        if len(_RAMPS) > 64:
+            _RAMPS.clear()
+        r = _RAMPS[key] = np.arange(n, dtype=dtype) * dtype.type(step)
+    return r
+
+
+def strided(data: np.ndarray, shape: tuple[int, int, int, int, int]) -> np.ndarray:
+    """The ``[rows, cols, ...]`` view of ``data`` at the index set :func:`affine` found."""
+    lo, rows, row_step, cols, step = shape
+    s0 = data.strides[0]
+    return np.lib.stride_tricks.as_strided(
+        data[lo:], (rows, cols) + data.shape[1:], (row_step * s0, step * s0) + data.strides[1:]
+    )
