@@ -34,7 +34,18 @@ from kvdsl.ir import (
     i32,
     u32,
 )
-from kvdsl.kernels.config import check, common, one_of, positive_int, scalar
+from kvdsl.kernels.config import (
+    ceil_div,
+    check,
+    common,
+    contract,
+    flag,
+    one_of,
+    plus,
+    scalar,
+    shape,
+    times,
+)
 from kvdsl.nodes import walks
 from kvdsl.nodes.index import bnsh, bsh
 from kvdsl.nodes.rmsnorm import rms_norm_row
@@ -45,14 +56,16 @@ FLOATS = ("f32", "f16")
 
 def check_row_program(cfg: Any) -> None:
     """Checks shared by the build-family configs (shapes, K transforms, input type, dispatch)."""
-    positive_int("kv_heads", cfg.kv_heads)
-    positive_int("head_dim", cfg.head_dim)
-    check(isinstance(cfg.k_norm, bool), "k_norm", cfg.k_norm, "true or false")
-    check(isinstance(cfg.rotary, bool), "rotary", cfg.rotary, "true or false")
+    shape(cfg)
+    flag("k_norm", cfg.k_norm)
+    flag("rotary", cfg.rotary)
     if cfg.rotary:
         check(cfg.head_dim % 2 == 0, "head_dim", cfg.head_dim, "an even number for rotary")
     eps_ok = isinstance(cfg.eps, (int, float)) and not isinstance(cfg.eps, bool)
-    check(eps_ok and math.isfinite(cfg.eps) and cfg.eps > 0, "eps", cfg.eps, "a finite float > 0")
+    eps_ok = eps_ok and math.isfinite(cfg.eps) and cfg.eps > 0
+    # QK_EPS is an f32 const: a value that rounds to 0 or infinity in f32 would change the norm.
+    eps_ok = eps_ok and 2.0**-126 <= cfg.eps <= 3.4e38
+    check(eps_ok, "eps", cfg.eps, "a finite float > 0, a normal f32 (1.2e-38 .. 3.4e38)")
     one_of("input_type", cfg.input_type, FLOATS)
     common(cfg)
 
@@ -193,7 +206,27 @@ def build(cfg: BuildConfig, name: str = "build") -> Kernel:
         present_key[dst_base + d] = convert(present, k[d])
         present_value[dst_base + d] = convert(present, inputs.src_v[row.src_base + d])
     doc = "Build a BNSH cache from new BSH K/V" + _transforms_doc(cfg) + "."
-    return kb.build(Dispatch(count.node, cfg.workgroup_size, cfg.fold), doc)
+    kernel = kb.build(Dispatch(count.node, cfg.workgroup_size, cfg.fold), doc)
+    present = times(count, cfg.head_dim)
+    return contract(
+        kernel,
+        row_extents(cfg, count, seq, plus(past, seq))
+        | {"present_key": present, "present_value": present},
+        {"seq >= 1": seq >= 1},
+    )
+
+
+def row_extents(cfg: Any, count: Val, seq: Val, positions: Any) -> dict[str, Any]:
+    """The least sizes of the row program's inputs: ``src_k``/``src_v`` for ``count`` rows of
+    ``seq`` tokens per batch, the K-norm weight, and ``positions`` rotary positions."""
+    src = times(ceil_div(count, cfg.kv_heads * seq), seq, cfg.kv_heads * cfg.head_dim)
+    out: dict[str, Any] = {"src_k": src, "src_v": src}
+    if cfg.k_norm:
+        out["k_norm_weight"] = cfg.head_dim
+    if cfg.rotary:
+        out |= {"cos_cache": times(positions, cfg.head_dim // 2)}
+        out |= {"sin_cache": times(positions, cfg.head_dim // 2)}
+    return out
 
 
 def _transforms_doc(cfg: Any) -> str:

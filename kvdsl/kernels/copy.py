@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kvdsl.ir import Dispatch, Kernel, KernelBuilder
-from kvdsl.kernels.config import common, one_of, positive_int, scalar
+from kvdsl.kernels.config import common, contract, one_of, positive_int, scalar, times
 from kvdsl.nodes import walks
 
 ELEMENTS = ("f32", "f16", "i32", "u32")
@@ -57,4 +57,6 @@ def copy(cfg: CopyConfig, name: str = "copy") -> Kernel:
             present_key[base + d] = src_k[base + d]
             present_value[base + d] = src_v[base + d]
     doc = "Copy the existing BNSH cache unchanged (dst index == src index)."
-    return kb.build(Dispatch(rows.node, cfg.workgroup_size, cfg.fold), doc)
+    kernel = kb.build(Dispatch(rows.node, cfg.workgroup_size, cfg.fold), doc)
+    n = times(rows, head_dim)
+    return contract(kernel, {b.name: n for b in kernel.bindings})

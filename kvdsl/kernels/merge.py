@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kvdsl.ir import Dispatch, Kernel, KernelBuilder, convert
-from kvdsl.kernels.config import common, one_of, positive_int, scalar
+from kvdsl.kernels.config import ceil_div, common, contract, one_of, scalar, shape, times
 from kvdsl.nodes import walks
 from kvdsl.nodes.index import bnsh
 
@@ -42,8 +42,7 @@ class MergeConfig:
     mode = "merge"
 
     def __post_init__(self) -> None:
-        positive_int("kv_heads", self.kv_heads)
-        positive_int("head_dim", self.head_dim)
+        shape(self)
         one_of("walk", self.walk, WALKS)
         one_of("present_type", self.present_type, FLOATS)
         one_of("input_type", self.input_type, FLOATS)
@@ -101,7 +100,22 @@ def merge(cfg: MergeConfig, name: str = "merge") -> Kernel:
                 present_key[dst + d] = convert(cache, new_k[n_src + d])
                 present_value[dst + d] = convert(cache, new_v[n_src + d])
     doc = "Copy the past BNSH cache, then append new BSH K/V tokens into the present cache."
-    return kb.build(Dispatch(rows.node, cfg.workgroup_size, cfg.fold), doc)
+    kernel = kb.build(Dispatch(rows.node, cfg.workgroup_size, cfg.fold), doc)
+    batches = ceil_div(rows, heads * seq)
+    past = times(batches, heads, past_seq, head_dim)
+    new = times(batches, key_seq, hidden)
+    present = times(rows, head_dim)
+    return contract(
+        kernel,
+        {"past_k": past, "past_v": past, "new_k": new, "new_v": new}
+        | {"present_key": present, "present_value": present},
+        {
+            "seq >= 1": seq >= 1,
+            "seq == pastSeq + keySeq (the present holds the past rows, then the new tokens)": (
+                seq.eq(past_seq + key_seq)
+            ),
+        },
+    )
 
 
 def catalog_variants(models: dict[str, Model]) -> dict[str, MergeConfig]:

@@ -29,7 +29,17 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kvdsl.ir import Dispatch, Kernel, KernelBuilder, array, convert, f32
-from kvdsl.kernels.config import check, common, one_of, positive_int, scalar
+from kvdsl.kernels.config import (
+    ceil_div,
+    check,
+    common,
+    contract,
+    flag,
+    one_of,
+    scalar,
+    shape,
+    times,
+)
 from kvdsl.nodes import walks
 from kvdsl.nodes.index import bnsh
 from kvdsl.nodes.rotary import rotate_element, rotate_row
@@ -59,11 +69,10 @@ class MergeShareConfig:
     mode = "merge_share"
 
     def __post_init__(self) -> None:
-        positive_int("kv_heads", self.kv_heads)
-        positive_int("head_dim", self.head_dim)
+        shape(self)
         one_of("region", self.region, REGIONS)
         one_of("walk", self.walk, WALKS if self.region == "append" else WALKS[:2])
-        check(isinstance(self.rotary, bool), "rotary", self.rotary, "true or false")
+        flag("rotary", self.rotary)
         if self.rotary:
             check(self.region == "append", "rotary", self.rotary, "false for region 'retain'")
             check(self.head_dim % 2 == 0, "head_dim", self.head_dim, "even for rotary")
@@ -88,8 +97,25 @@ def merge_share(cfg: MergeShareConfig, name: str = "merge_share") -> Kernel:
             "from the new BSH K/V"
             + (", K rotated at its absolute position." if cfg.rotary else ".")
         )
-    rows = kb.param("count")
-    return kb.build(Dispatch(rows.node, cfg.workgroup_size, cfg.fold), doc)
+    rows, seq, key_seq = kb.param("count"), kb.param("seq"), kb.param("keySeq")
+    kernel = kb.build(Dispatch(rows.node, cfg.workgroup_size, cfg.fold), doc)
+    heads, head_dim = cfg.kv_heads, cfg.head_dim
+    if cfg.region == "retain":
+        batches = ceil_div(rows, heads * seq)
+        cache = times(rows, head_dim)
+        extents = {"past_k": cache, "past_v": cache, "seqlens_k": batches}
+        requires = {"seq >= 1": seq >= 1}
+    else:
+        batches = ceil_div(rows, heads * key_seq)
+        new = times(batches, key_seq, heads * head_dim)
+        cache = times(batches, heads, seq, head_dim)
+        extents = {"new_k": new, "new_v": new, "seqlens_k": batches}
+        if cfg.rotary:
+            rot = times(seq, head_dim // 2)
+            extents |= {"cos_cache": rot, "sin_cache": rot}
+        requires = {"keySeq >= 1": key_seq >= 1}
+    extents |= {"present_key": cache, "present_value": cache}
+    return contract(kernel, extents, requires)
 
 
 def _retain(kb: KernelBuilder, cfg: MergeShareConfig) -> None:

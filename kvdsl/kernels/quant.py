@@ -33,13 +33,16 @@ from typing import Any
 from kvdsl.ir import Dispatch, Kernel, KernelBuilder, convert, f32, i32, u32
 from kvdsl.kernels.build import (
     check_row_program,
+    row_extents,
     declare_consts,
     declare_inputs,
     declare_params,
     k_row,
     row_walk,
 )
-from kvdsl.kernels.config import check, one_of, positive_int
+from kvdsl.ir.nodes import Binary, Call, Lit
+from kvdsl.ir.ops import Op
+from kvdsl.kernels.config import ceil_div, check, contract, node, one_of, plus, positive_int, times
 from kvdsl.nodes import walks
 from kvdsl.nodes.index import bnsh
 from kvdsl.nodes.quant import QRANGE, pack_int4, quantize, scale_function
@@ -203,7 +206,21 @@ def _quant(cfg: Any, name: str, append: bool) -> Kernel:
         )
     else:
         doc = f"Quantize new BSH K/V into a {kind} BNSH cache."
-    return kb.build(Dispatch(count.node, cfg.workgroup_size, cfg.fold), doc)
+    kernel = kb.build(Dispatch(count.node, cfg.workgroup_size, cfg.fold), doc)
+    words = cfg.head_dim if cfg.bits == 8 else cfg.head_dim // 2
+    if append:
+        present = times(ceil_div(count, cfg.kv_heads * seq), cfg.kv_heads, total_seq, words)
+        positions = total_seq if row_position else plus(past, seq)
+    else:
+        present, positions = times(count, words), plus(past, seq)
+    # Per-channel scales hold one value per (kv head, d); a per-tensor scale one value.
+    on = Binary(Op.NE, node(kb.param("perChannel")), Lit(0, u32))
+    scales = Call(Op.SELECT, (Lit(1, u32), Lit(cfg.kv_heads * cfg.head_dim, u32), on))
+    extents = row_extents(cfg, count, seq, positions) | {"k_scale": scales, "v_scale": scales}
+    if append:
+        extents["seqlens_k"] = ceil_div(count, cfg.kv_heads * seq)
+    extents |= {"present_key": present, "present_value": present}
+    return contract(kernel, extents, {"seq >= 1": seq >= 1})
 
 
 def catalog_variants(models: dict[str, Any]) -> dict[str, QuantConfig]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kvdsl.ir import Dispatch, Kernel, KernelBuilder, convert, vec
-from kvdsl.kernels.config import check, common, one_of, positive_int, scalar
+from kvdsl.kernels.config import check, common, contract, flag, one_of, scalar, shape, times
 from kvdsl.nodes.index import flat_index
 
 FLOATS = ("f32", "f16")
@@ -34,9 +34,8 @@ class TransposeConfig:
     mode = "transpose"
 
     def __post_init__(self) -> None:
-        positive_int("kv_heads", self.kv_heads)
-        positive_int("head_dim", self.head_dim)
-        check(isinstance(self.vec4, bool), "vec4", self.vec4, "true or false")
+        shape(self)
+        flag("vec4", self.vec4)
         if self.vec4:
             check(self.head_dim % 4 == 0, "head_dim", self.head_dim, "a multiple of 4 for vec4")
         one_of("input_type", self.input_type, FLOATS)
@@ -83,4 +82,8 @@ def transpose(cfg: TransposeConfig, name: str = "transpose") -> Kernel:
         )
         + "adjacent invocations write adjacent destinations."
     )
-    return kb.build(Dispatch(items.node, cfg.workgroup_size, cfg.fold), doc)
+    kernel = kb.build(Dispatch(items.node, cfg.workgroup_size, cfg.fold), doc)
+    new = times(batch_size, kv_seq, hidden)
+    return contract(
+        kernel, {"key": new, "value": new, "present_key": items, "present_value": items}
+    )

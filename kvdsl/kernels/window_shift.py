@@ -34,7 +34,20 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kvdsl.ir import Dispatch, Kernel, KernelBuilder, Val, array, convert, f32
-from kvdsl.kernels.config import check, common, one_of, positive_int, scalar
+from kvdsl.kernels.config import (
+    ceil_div,
+    check,
+    common,
+    contract,
+    emax,
+    flag,
+    largest,
+    one_of,
+    plus,
+    scalar,
+    shape,
+    times,
+)
 from kvdsl.nodes import walks
 from kvdsl.nodes.index import bnsh
 from kvdsl.nodes.rotary import rotate_row
@@ -67,10 +80,9 @@ class WindowShiftConfig:
     mode = "window_shift"
 
     def __post_init__(self) -> None:
-        positive_int("kv_heads", self.kv_heads)
-        positive_int("head_dim", self.head_dim)
+        shape(self)
         one_of("region", self.region, REGIONS)
-        check(isinstance(self.rotary, bool), "rotary", self.rotary, "true or false")
+        flag("rotary", self.rotary)
         if self.rotary:
             check(self.region == "append", "rotary", self.rotary, ROTARY_REGIONS)
             check(self.head_dim % 2 == 0, "head_dim", self.head_dim, "even for rotary")
@@ -164,7 +176,26 @@ def window_shift(cfg: WindowShiftConfig, name: str = "window_shift") -> Kernel:
         "append the new BSH K/V, keeping the most recent min(T, capacity) tokens\n"
         "contiguous at rows [0, L). Reads past, writes present (distinct buffers)."
     )
-    return kb.build(Dispatch(rows.node, cfg.workgroup_size, cfg.fold), doc)
+    kernel = kb.build(Dispatch(rows.node, cfg.workgroup_size, cfg.fold), doc)
+    per_batch = key_seq if cfg.region == "append" else seq
+    batches = ceil_div(rows, heads * per_batch)
+    new = times(batches, key_seq, hidden) if new_k else None
+    extents = {"seqlens_k": batches}
+    if cfg.region == "append":
+        present = times(batches, heads, seq, head_dim)
+    else:
+        present = times(rows, head_dim)
+        past = times(ceil_div(rows, seq), seq, head_dim)
+        extents |= {"past_k": past, "past_v": past}
+    if new is not None:
+        extents |= {"new_k": new, "new_v": new}
+    if cfg.rotary:
+        # New token j sits at position max(keySeq, seqlens_k[b] + 1) - keySeq + j.
+        positions = emax(key_seq, plus(largest("seqlens_k"), 1))
+        extents |= {"cos_cache": times(positions, half), "sin_cache": times(positions, half)}
+    extents |= {"present_key": present, "present_value": present}
+    divisor = "keySeq" if cfg.region == "append" else "seq"
+    return contract(kernel, extents, {f"{divisor} >= 1": per_batch >= 1})
 
 
 def catalog_variants(models: dict[str, Model]) -> dict[str, WindowShiftConfig]:

@@ -3,7 +3,9 @@
 Every read_write binding's buffer starts with the caller's array (so callers can poison it) and
 comes back by name with the same dtype and shape. Nothing is clamped or guessed: every binding
 needs a buffer, every buffer a binding, and workgroup counts past the device's per-dimension
-limit are an error.
+limit are an error. Before a kernel's dispatch its host-side contract is checked
+(:mod:`kvdsl.runtime.checks`): no buffer smaller than what the kernel touches for the params,
+no storage binding past the device's limits.
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ from kvdsl.emit import emit
 from kvdsl.ir.dispatch import workgroups as dispatch_workgroups
 from kvdsl.ir.nodes import Binding, Kernel
 from kvdsl.ir.types import Struct
+from kvdsl.ir.verify import uses_f16
 from kvdsl.runtime import device as gpu
+from kvdsl.runtime.checks import check_bindings, check_contract, check_workgroups
 from kvdsl.runtime.errors import DeviceError, ParamsError
 from kvdsl.runtime.layout import check_buffers, from_storage, pack_params, to_storage
 
@@ -36,6 +40,7 @@ class _Dispatch:
         label: str,
     ) -> None:
         check_buffers(bindings, buffers)
+        check_bindings(bindings, buffers, gpu.device(gpu.needs_f16(wgsl)).limits)
         if params_struct is None and params:
             raise ParamsError(f"the kernel has no params struct, but got params {sorted(params)}")
         uniform = None if params_struct is None else pack_params(params_struct, params or {})
@@ -124,7 +129,14 @@ def run_source(
     return d.read_back(encoder)
 
 
-def _workgroups(kernel: Kernel, params: dict | None) -> tuple[int, int, int]:
+def _workgroups(
+    kernel: Kernel, buffers: dict[str, np.ndarray], params: dict | None
+) -> tuple[int, int, int]:
+    """The kernel's workgroups for ``params``, after its host-side contract is checked."""
+    check_buffers(kernel.bindings, buffers)
+    check_contract(kernel, buffers, params)
+    limits = gpu.device(uses_f16(kernel)).limits  # a missing shader-f16 is reported first
+    check_workgroups(kernel, params, limits["max-compute-workgroups-per-dimension"])
     # Evaluated without a limit so that a dispatch too large for the device is a DeviceError
     # from _Dispatch, which names the device's limit.
     return dispatch_workgroups(kernel, params or {}, max_per_dim=2**63)
@@ -138,7 +150,10 @@ def run(
 ) -> dict[str, np.ndarray]:
     """Emit ``kernel`` and dispatch it once; workgroups default to the kernel's dispatch rule."""
     if workgroups is None:
-        workgroups = _workgroups(kernel, params)
+        workgroups = _workgroups(kernel, buffers, params)
+    else:
+        check_buffers(kernel.bindings, buffers)
+        check_contract(kernel, buffers, params)
     return run_source(
         emit(kernel), kernel.bindings, kernel.params, buffers, params, workgroups, label=kernel.name
     )
@@ -159,13 +174,19 @@ def time_kernel(
     """GPU seconds of each of ``repeats`` dispatches, from timestamp queries around each pass.
 
     ``kernel`` is a Kernel, or WGSL text with its ``bindings``, ``params_struct`` and
-    ``workgroups``. The buffers are uploaded once; ``warmup`` untimed dispatches run first.
+    ``workgroups``. The buffers are uploaded once; ``warmup`` untimed dispatches run first (and
+    are waited for). The timed dispatches are then encoded back to back into one command buffer
+    and submitted once, each in its own compute pass with a timestamp at its start and end, so a
+    time holds one dispatch's GPU work and no host overhead; take the median.
     """
     if isinstance(kernel, Kernel):
         wgsl, bindings, params_struct = emit(kernel), kernel.bindings, kernel.params
         label = label or kernel.name
         if workgroups is None:
-            workgroups = _workgroups(kernel, params)
+            workgroups = _workgroups(kernel, buffers, params)
+        else:
+            check_buffers(kernel.bindings, buffers)
+            check_contract(kernel, buffers, params)
     elif bindings is None or workgroups is None:
         raise TypeError("time_kernel of WGSL text needs bindings= and workgroups=")
     else:
@@ -205,6 +226,8 @@ def time_kernel(
     staging.map_sync(wgpu.MapMode.READ)
     ticks = np.frombuffer(staging.read_mapped(), dtype=np.uint64).reshape(repeats, 2)
     staging.unmap()
+    if np.any(ticks[:, 1] < ticks[:, 0]) or not np.any(ticks):
+        raise DeviceError(f"timestamps of {label} are out of order: {ticks[:4].tolist()}")
     period = _timestamp_period(dev)
     return [float(end - begin) * period * 1e-9 for begin, end in ticks.astype(np.int64)]
 
