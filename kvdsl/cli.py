@@ -175,6 +175,24 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def _benchmarks() -> Path:
+    folder = Path(__file__).resolve().parent.parent / "benchmarks"
+    if not (folder / "gpu.py").is_file():
+        raise UsageError("bench runs from a source checkout (benchmarks/gpu.py not found)")
+    return folder
+
+
+@command
+def cmd_bench(args: argparse.Namespace) -> int:
+    """GPU benchmark of the catalog against the vec4 copy roofline and the legacy template."""
+    folder = str(_benchmarks())
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    import gpu  # benchmarks/gpu.py: a script beside the package, not part of it
+
+    return gpu.bench(args)
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="kvdsl", description=__doc__.splitlines()[0])
     p.add_argument("--traceback", action="store_true", help="show Python tracebacks on errors")
@@ -198,6 +216,14 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--cases", type=int, default=3, help="random cases per variant (default 3)")
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--skip", action="append", choices=("interp", "gpu"), help="leave a backend out")
+    s = sub.add_parser("bench", help="GPU benchmark: roofline, template, floor (source checkout)")
+    s.add_argument("--small", action="store_true", help="tiny sizes (llvmpipe smoke run)")
+    s.add_argument("--out", default="benchmarks/out", help="folder for gpu.csv and device.json")
+    s.add_argument("--variants", nargs="*", metavar="NAME", help="variant or mode names")
+    s.add_argument("--repeats", type=int, help="timed dispatches (default 100; --small 5)")
+    s.add_argument("--warmup", type=int, help="untimed dispatches first (default 10; --small 1)")
+    s.add_argument("--template", help="path of kv_cache.wgsl.jinja (default: found beside)")
+    s.add_argument("--report", action="store_true", help="then write docs/performance.md")
     return p
 
 

@@ -1,7 +1,8 @@
 """The process's wgpu adapter, its devices (one per feature set) and a pipeline cache.
 
 Devices are created with WebGPU's default limits (8 storage buffers per stage, 65535 workgroups
-per dimension, ...), not the adapter's, so a kernel that runs here also runs in a browser. A device
+per dimension, ...), not the adapter's, so a kernel that runs here also runs in a browser; only
+:func:`configure` (an explicit opt-in, for benchmarks whose buffers pass 128 MiB) raises them. A device
 gets ``shader-f16`` only when a module says ``enable f16;``, and ``timestamp-query`` whenever the
 adapter has it (it changes nothing a shader can do).
 """
@@ -54,6 +55,32 @@ class Pipeline:
 _adapter: wgpu.GPUAdapter | None = None
 _devices: dict[bool, wgpu.GPUDevice] = {}
 _pipelines: dict[tuple, Pipeline] = {}
+_raised_limits: dict[str, int] = {}
+
+
+def configure(limits: dict[str, int] | None = None) -> dict[str, int]:
+    """Opt in to limits above WebGPU's defaults (benchmarks only); the limits devices will get.
+
+    ``limits`` maps names of :data:`WEBGPU_LIMITS` to the values wanted, capped at the adapter's;
+    None or ``{}`` restores the defaults. Devices and pipelines made before are dropped, so call
+    this before any work whose buffers must outlive it. Kernels that run under raised limits may
+    not run in a browser: everything but benchmarks keeps the defaults.
+    """
+    unknown = sorted(set(limits or {}) - set(WEBGPU_LIMITS))
+    if unknown:
+        raise DeviceError(f"unknown limits {unknown}: expected names of {sorted(WEBGPU_LIMITS)}")
+    _raised_limits.clear()
+    _raised_limits.update(limits or {})
+    _devices.clear()
+    _pipelines.clear()
+    return requested_limits()
+
+
+def requested_limits() -> dict[str, int]:
+    """The limits a device is requested with: WebGPU's defaults (or the configured values),
+    each capped at the adapter's."""
+    a = adapter()
+    return {k: min(_raised_limits.get(k, v), a.limits[k]) for k, v in WEBGPU_LIMITS.items()}
 
 
 def adapter() -> wgpu.GPUAdapter:
@@ -83,7 +110,7 @@ def device(f16: bool = False) -> wgpu.GPUDevice:
                     f"({a.info['backend_type']}) has no 'shader-f16' feature"
                 )
             features.append("shader-f16")
-        limits = {k: min(v, a.limits[k]) for k, v in WEBGPU_LIMITS.items()}
+        limits = requested_limits()
         _devices[f16] = a.request_device_sync(
             label="kvdsl" + ("-f16" if f16 else ""),
             required_features=features,

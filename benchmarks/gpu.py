@@ -1,0 +1,601 @@
+"""GPU benchmark: every catalog mode and walk at realistic sizes against a vec4 copy roofline and
+the legacy template, in one run.
+
+    python benchmarks/gpu.py [--small] [--out DIR] [--variants NAME|MODE ...]   (or `kvdsl bench`)
+
+**What runs.** One representative config per distinct option set of the catalog (mode, walk,
+region, rotary, K norm, bits, vec4, element types ...), reshaped to 8 KV heads × head dim 128 with
+``dataclasses.replace`` (``copy`` of packed int4 words: 64 words per row). Sizes: batch 1 and 4,
+an 8,192-token cache, prefill appends of 2,048 tokens and decode appends of 1 token (``--small``:
+a 32-token cache, 8-token appends, batch 1 and 2, for llvmpipe):
+
+=============  ==================================================================================
+transpose      ``kvSeq`` = cache
+copy           rows = batch × heads × cache
+merge          ``pastSeq`` + ``keySeq`` = cache − prefill + prefill, and cache − 1 + 1
+merge_share    capacity = cache, ``keySeq`` = prefill and 1, ``seqlens_k`` = cache − 1 (the append
+               fills the cache: rows ``[cache − keySeq, cache)``)
+window_shift   capacity = cache, ``keySeq`` = prefill and 1, ``seqlens_k`` = cache + keySeq − 1 (a
+               full cache: ``keySeq`` rows are evicted, the rest slide down)
+build(_quant)  ``seq`` = prefill and cache, ``pastSeq`` = 0, per-channel scales
+append_quant   ``totalSeq`` = cache, ``seq`` = prefill and 1, ``seqlens_k`` = cache − 1
+=============  ==================================================================================
+
+**Bytes that must move** (each input element the kernel's interface needs read once, each output
+element it must write written once; element = a word of the binding's type, so an int8 cache
+element is an i32 word (4 B) and two int4 elements share a u32 word (2 B per element)):
+
+- transpose, copy: all of K and V in, all of present K and V out.
+- merge: past rows (``pastSeq`` per head) and new rows (``keySeq``) in; every present row out.
+- merge_share retain: the rows outside the append window, in and out (the window is the other
+  pass's); ``seqlens_k`` in. append: the window's new rows in and out, ``seqlens_k``, and with
+  rotary the cos/sin entries of the window's positions.
+- window_shift all: the surviving past rows and the new rows in, every capacity row out (cleared
+  rows count as written); shift: surviving past rows in, every row but the appended ones out;
+  append: new rows in and out, cos/sin of their positions. ``seqlens_k`` in.
+- build, build_quant: new K/V in, present K/V out (quantised words); K-norm weight; cos/sin of
+  the ``seq`` positions; per-channel scales (heads × head dim each).
+- append_quant: as build_quant for the fitting new rows, plus ``seqlens_k``.
+
+**Measured.** Each kernel's median GPU time over ``--repeats`` dispatches recorded back to back in
+one submission after ``--warmup`` dispatches (:func:`kvdsl.runtime.time_kernel`, timestamp
+queries at each pass's start and end); GB/s = bytes / time. The roofline is
+:func:`roofline.copy_kernel` moving the same bytes (half read, half written), timed the same way in
+the same run; % of roofline = roofline time / kernel time. The legacy template is rendered for
+the same variables (``tests/legacy.py``: ``legacy_vars`` from the config's fields, the walk as the
+vendor: per-row and hybrid walks are Apple's) and timed as raw WGSL with the same buffers, params
+and its own dispatch geometry (``legacy_workgroups``); ``template/kvdsl`` is its time over kvdsl's.
+Where the template's interface differs from kvdsl's (kvdsl converts types the template cannot) or
+it does not compile, the row says so. The empty dispatch (:func:`roofline.empty_kernel`) is the
+floor; ``x floor`` is a decode-size append's time over it (``decode``: one new token, in a pass
+whose work is the new rows alone: merge_share and window_shift append, append_quant).
+
+**Limits.** A batch-4 roofline copy of a merge's 512 MiB reads one 256 MiB buffer, past WebGPU's
+default ``max-storage-buffer-binding-size`` (128 MiB): when a planned buffer passes a default
+limit, the run raises it (:func:`kvdsl.runtime.device.configure`, this benchmark only) and records
+the limits in ``device.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import dataclasses
+import json
+import math
+import os
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+for _p in (REPO, REPO / "tests", REPO / "benchmarks"):
+    if str(_p) not in sys.path:
+        sys.path.insert(0, str(_p))
+os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.gettempdir())
+
+import roofline  # noqa: E402
+from kvdsl import catalog, runtime  # noqa: E402
+from kvdsl.emit import emit  # noqa: E402
+from kvdsl.ir import Kernel  # noqa: E402
+from kvdsl.runtime import device as gpu  # noqa: E402
+
+HEADS, HEAD_DIM = 8, 128
+FULL = {"batches": (1, 4), "cache": 8192, "prefill": 2048}
+SMALL = {"batches": (1, 2), "cache": 32, "prefill": 8}
+DEFAULT_OUT = REPO / "benchmarks" / "out"
+#: config fields that do not make a variant distinct (its shape and dispatch tunables)
+SHAPE_FIELDS = ("kv_heads", "head_dim", "workgroup_size", "fold", "storage_buffer_limit", "eps")
+
+COLUMNS = (
+    "mode", "variant", "options", "batch", "tokens", "cache", "decode", "bytes",
+    "kvdsl_us", "kvdsl_gbps", "roofline_us", "roofline_gbps", "pct_roofline",
+    "template_us", "template_pct_roofline", "template_over_kvdsl", "floor_us", "floor_x",
+    "template_floor_x", "kvdsl_status", "template_status",
+)  # fmt: skip
+
+
+# -- which configs ------------------------------------------------------------------------------
+
+
+def options(cfg: Any) -> str:
+    """The fields that make ``cfg`` distinct, as ``k=v`` words (shape fields left out)."""
+    fields = dataclasses.asdict(cfg)
+    return " ".join(f"{k}={v}" for k, v in fields.items() if k not in SHAPE_FIELDS)
+
+
+def reshape(cfg: Any) -> Any:
+    """``cfg`` at 8 KV heads × head dim 128 (``copy``: words per row, 64 for packed int4)."""
+    if cfg.mode == "copy":
+        return dataclasses.replace(
+            cfg, head_dim=HEAD_DIM // 2 if cfg.present_type == "u32" else 128
+        )
+    return dataclasses.replace(cfg, kv_heads=HEADS, head_dim=HEAD_DIM)
+
+
+def representatives(select: list[str] | None = None) -> dict[str, Any]:
+    """One catalog config per distinct (mode, options), reshaped; named after its catalog variant
+    (one of 8 × 128 shape where there is one). ``select``: variant or mode names."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for name, cfg in catalog.VARIANTS.items():
+        groups.setdefault((cfg.mode, options(cfg)), []).append(name)
+    chosen = {}
+    for names in groups.values():
+        native = [n for n in names if n.endswith(("llama31_8b", "qwen3_06b"))]
+        chosen[(native or names)[0]] = reshape(catalog.VARIANTS[(native or names)[0]])
+    order = list(catalog.MODES)
+    chosen = dict(sorted(chosen.items(), key=lambda kv: (order.index(kv[1].mode), kv[0])))
+    if not select:
+        return chosen
+    out = {}
+    for s in select:
+        if s in catalog.MODES:
+            out |= {n: c for n, c in chosen.items() if c.mode == s}
+        elif s in chosen:
+            out[s] = chosen[s]
+        else:
+            out[s] = reshape(catalog.config(s))  # raises UnknownVariant for a wrong name
+    return out
+
+
+# -- sizes, buffer sizes and bytes ---------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Plan:
+    """One measurement: params, element counts per binding name, bytes that must move."""
+
+    batch: int
+    tokens: int
+    cache: int
+    params: dict[str, int]
+    counts: dict[str, int]
+    seqlens: int | None
+    moved: Callable[[dict[str, int]], int]  # element bytes per binding name -> bytes moved
+
+
+def decode_append(cfg: Any, plan: Plan) -> bool:
+    """A 1-token append whose work is the new rows alone (the floor target applies to it)."""
+    appends = cfg.mode == "append_quant" or getattr(cfg, "region", "") == "append"
+    return plan.tokens == 1 and appends
+
+
+def _size(kernel: Kernel) -> dict[str, int]:
+    return {b.name: b.elem.scalar.size for b in kernel.bindings}
+
+
+def plans(cfg: Any, size: dict) -> Iterator[Plan]:
+    """The measurements of ``cfg`` at ``size`` (FULL or SMALL)."""
+    S, P, h = size["cache"], size["prefill"], getattr(cfg, "kv_heads", HEADS)
+    d = cfg.head_dim
+    half = d // 2
+    words = d if getattr(cfg, "bits", 8) == 8 else d // 2
+    for B in size["batches"]:
+        row = B * h * d  # elements of one token row over every batch and head
+        match cfg.mode:
+            case "transpose":
+                n = B * S * h * d
+                yield Plan(B, S, S, {"batchSize": B, "kvSeq": S},
+                           dict.fromkeys(("key", "value", "present_key", "present_value"), n),
+                           None, lambda z, n=n: 2 * n * (z["key"] + z["present_key"]))  # fmt: skip
+            case "copy":
+                n = B * h * S * d
+                yield Plan(B, S, S, {"count": B * h * S},
+                           dict.fromkeys(("src_k", "src_v", "present_key", "present_value"), n),
+                           None, lambda z, n=n: 4 * n * z["src_k"])  # fmt: skip
+            case "merge":
+                for new in (P, 1):
+                    past = S - new
+                    counts = {"past_k": past * row, "past_v": past * row, "new_k": new * row,
+                              "new_v": new * row, "present_key": S * row, "present_value": S * row}  # fmt: skip
+                    yield Plan(B, new, S,
+                               {"count": B * h * S, "seq": S, "pastSeq": past, "keySeq": new},
+                               counts, None, _sum_of(counts))  # fmt: skip
+            case "merge_share":
+                for new in (P, 1):
+                    yield _merge_share(cfg, B, h, d, half, S, new)
+            case "window_shift":
+                for new in (P, 1):
+                    yield _window_shift(cfg, B, h, d, half, S, new)
+            case "build" | "build_quant":
+                for seq in (P, S):
+                    yield _build(cfg, B, h, d, half, words, seq, seq, None)
+            case "append_quant":
+                for seq in (P, 1):
+                    yield _build(cfg, B, h, d, half, words, seq, S, S - 1)
+
+
+def _sum_of(moved: dict[str, int]) -> Callable[[dict[str, int]], int]:
+    """Bytes moved when ``moved[name]`` elements of each binding move once."""
+    return lambda z: sum(n * z[k] for k, n in moved.items() if k in z)
+
+
+def _merge_share(cfg: Any, B: int, h: int, d: int, half: int, S: int, new: int) -> Plan:
+    # seqlens_k = S - 1: the window is rows [S - new, S) of each head.
+    counts = {"past_k": B * h * S * d, "past_v": B * h * S * d, "new_k": B * new * h * d,
+              "new_v": B * new * h * d, "seqlens_k": B, "cos_cache": S * half,
+              "sin_cache": S * half, "present_key": B * h * S * d, "present_value": B * h * S * d}  # fmt: skip
+    if cfg.region == "retain":
+        kept = B * h * (S - new) * d
+        moved = dict.fromkeys(("past_k", "past_v", "present_key", "present_value"), kept)
+        rows = B * h * S
+    else:
+        fresh = B * h * new * d
+        moved = dict.fromkeys(("new_k", "new_v", "present_key", "present_value"), fresh)
+        moved |= dict.fromkeys(("cos_cache", "sin_cache"), new * half)
+        rows = B * h * new
+    moved["seqlens_k"] = B
+    return Plan(B, new, S, {"count": rows, "seq": S, "keySeq": new}, counts, S - 1, _sum_of(moved))
+
+
+def _window_shift(cfg: Any, B: int, h: int, d: int, half: int, S: int, new: int) -> Plan:
+    # seqlens_k = S + new - 1 on a full cache: `new` rows evicted, S - new survive, none cleared.
+    counts = {"past_k": B * h * S * d, "past_v": B * h * S * d, "new_k": B * new * h * d,
+              "new_v": B * new * h * d, "seqlens_k": B, "cos_cache": (S + new) * half,
+              "sin_cache": (S + new) * half, "present_key": B * h * S * d,
+              "present_value": B * h * S * d}  # fmt: skip
+    survive, fresh = B * h * (S - new) * d, B * new * h * d
+    moved = {"seqlens_k": B}
+    if cfg.region != "append":
+        moved |= {"past_k": survive, "past_v": survive}
+    if cfg.region != "shift":
+        moved |= {"new_k": fresh, "new_v": fresh}
+        moved |= dict.fromkeys(("cos_cache", "sin_cache"), new * half)
+    written = {"all": B * h * S * d, "shift": survive, "append": fresh}[cfg.region]
+    moved |= {"present_key": written, "present_value": written}
+    rows = B * h * (new if cfg.region == "append" else S)
+    params = {"count": rows, "seq": S, "keySeq": new}
+    return Plan(B, new, S, params, counts, S + new - 1, _sum_of(moved))
+
+
+def _build(cfg: Any, B: int, h: int, d: int, half: int, words: int, seq: int, rows: int,
+           seqlens: int | None) -> Plan:  # fmt: skip
+    """build / build_quant (``rows == seq``) and append_quant (``rows`` = capacity)."""
+    new = B * seq * h * d
+    out_words = d if cfg.mode == "build" else words
+    counts = {"src_k": new, "src_v": new, "seqlens_k": B, "k_norm_weight": d,
+              "cos_cache": rows * half, "sin_cache": rows * half, "k_scale": h * d,
+              "v_scale": h * d, "present_key": B * h * rows * out_words,
+              "present_value": B * h * rows * out_words}  # fmt: skip
+    written = B * h * seq * out_words
+    moved = counts | {"present_key": written, "present_value": written}
+    moved |= dict.fromkeys(("cos_cache", "sin_cache"), seq * half)
+    params = {"count": B * h * seq, "seq": seq, "pastSeq": rows - seq, "perChannel": 1}
+    if cfg.mode == "append_quant":
+        params["totalSeq"] = rows
+    return Plan(B, seq, rows, params, counts, seqlens, _sum_of(moved))
+
+
+class Pool:
+    """Random non-zero inputs, made once per (element count, dtype) and shared by every buffer."""
+
+    def __init__(self) -> None:
+        self.arrays: dict[tuple[int, str], np.ndarray] = {}
+        self.rng = np.random.default_rng(0)
+
+    def get(self, n: int, dtype: np.dtype) -> np.ndarray:
+        key = (n, np.dtype(dtype).str)
+        if key not in self.arrays:
+            x = self.rng.random(n, np.float32) + 0.5
+            self.arrays[key] = (x * 1000).astype(dtype) if np.dtype(dtype).kind in "iu" else x.astype(dtype)  # fmt: skip
+        return self.arrays[key]
+
+    def buffers(self, bindings, plan: Plan) -> dict[str, np.ndarray]:
+        """One array per binding, sized by ``plan``; ``seqlens_k`` holds the plan's value."""
+        out = {}
+        for b in bindings:
+            if b.name == "seqlens_k":
+                out[b.name] = np.full(plan.batch, plan.seqlens, np.int32)
+            else:
+                out[b.name] = self.get(plan.counts[b.name], b.elem.scalar.dtype)
+        return out
+
+
+def biggest_buffer(selection: dict[str, Any], size: dict) -> int:
+    """Bytes of the largest buffer the run will bind (the roofline copy's included)."""
+    big = 0
+    for name, cfg in selection.items():
+        kernel = catalog.build_config(cfg, name)
+        z = _size(kernel)
+        for plan in plans(cfg, size):
+            big = max(big, plan.moved(z) // 2)
+            big = max(big, *(plan.counts[b] * z[b] for b in z if b in plan.counts))
+    return big
+
+
+# -- the template ---------------------------------------------------------------------------------
+
+
+def template_vars(cfg: Any) -> dict[str, Any]:
+    """The legacy template variables for ``cfg`` (``tests/legacy.py:legacy_vars``)."""
+    import legacy
+
+    kw: dict[str, Any] = {"head_dim": cfg.head_dim, "workgroup_size": cfg.workgroup_size}
+    kw |= {"fold": cfg.fold, "kv_heads": getattr(cfg, "kv_heads", 2)}
+    for field, name in (("present_type", "present_type"), ("rotary", "rotary"),
+                        ("k_norm", "k_norm"), ("eps", "eps"), ("bits", "bits"), ("qmin", "qmin"),
+                        ("qmax", "qmax"), ("vec4", "vec4")):  # fmt: skip
+        if hasattr(cfg, field):
+            kw[name] = getattr(cfg, field)
+    if cfg.mode == "transpose":
+        kw["input_type"] = cfg.input_type
+    if hasattr(cfg, "walk"):
+        kw["vendor"] = "nvidia" if cfg.walk == "cooperative" else "apple"
+    if cfg.mode == "merge_share":
+        kw["share_region"] = cfg.region
+    if cfg.mode == "window_shift":
+        kw["shift_region"] = cfg.region
+    return legacy.legacy_vars(cfg.mode, **kw)
+
+
+def find_template(explicit: str | None = None) -> Path | None:
+    """The template file: ``explicit``, tests/legacy.py's path, or ``shared/seed`` in the repo."""
+    import legacy
+
+    for p in (explicit, legacy.TEMPLATE, REPO / "shared" / "seed" / legacy.TEMPLATE.name):
+        if p and Path(p).is_file():
+            return Path(p)
+    return None
+
+
+def render_template(path: Path, vars: dict, bindings, params_struct) -> str:
+    """``tests/legacy.py:render``, for the template at ``path`` (the GPU host may hold a copy)."""
+    import jinja2
+    import legacy
+
+    if path == legacy.TEMPLATE:
+        return legacy.render(vars, bindings, params_struct)
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(path.parent),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+    )
+    decls = legacy.resource_declarations(bindings, params_struct)
+    return env.get_template(path.name).render(**vars, env={"wgsl": {"resourceDeclarations": decls}})
+
+
+def _describe(b) -> str:
+    return f"{b.name}:{b.elem}"
+
+
+# -- the run -------------------------------------------------------------------------------------
+
+
+def _error(e: BaseException) -> str:
+    """One line for a failure: naga's ``error:`` line where there is one, else the first."""
+    lines = [ln.strip() for ln in str(e).strip().splitlines() if ln.strip()]
+    said = next((ln[ln.index("error:") :] for ln in lines if "error:" in ln), "")
+    said = said or (lines[0] if lines else "")
+    return f"{type(e).__name__}: {said}"[:200]
+
+
+def _median_us(times: list[float]) -> float:
+    return float(np.median(times)) * 1e6
+
+
+def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> list[dict[str, Any]]:
+    """Measure every selected config; write the CSV and device.json under ``args.out``."""
+    import legacy
+
+    size = SMALL if args.small else FULL
+    selection = representatives(args.variants)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    big = biggest_buffer(selection, size)
+    limits = gpu.requested_limits()
+    if big > limits["max-storage-buffer-binding-size"] or big > limits["max-buffer-size"]:
+        want = 1 << max(27, math.ceil(math.log2(big)))
+        limits = gpu.configure(
+            {"max-storage-buffer-binding-size": want, "max-buffer-size": max(want, 1 << 28)}
+        )
+        log(f"raised buffer limits for benchmarking: {limits['max-storage-buffer-binding-size']} B")
+    info = runtime.adapter_info() | {"requested_limits": limits, "largest_buffer": big}
+    log(f"device: {info['device']} ({info['backend']}, {info['vendor']}), {info['description']}")
+    template = find_template(args.template)
+    log(f"template: {template or 'not found (legacy columns empty)'}")
+    repeats, warmup = args.repeats, args.warmup
+    started = time.perf_counter()
+
+    def timed(kernel: Any, buffers: dict, params: dict | None, **kw) -> float:
+        return _median_us(
+            runtime.time_kernel(kernel, buffers, params, repeats=repeats, warmup=warmup, **kw)
+        )
+
+    floor = timed(roofline.empty_kernel(), roofline.empty_buffers(), None, workgroups=(1, 1, 1))
+    log(f"empty dispatch: {floor:.2f} us")
+    copy_kernel, roof = roofline.copy_kernel(), {}
+
+    def roofline_us(nbytes: int) -> float:
+        if nbytes not in roof:
+            buffers, params = roofline.copy_buffers(nbytes)
+            roof[nbytes] = timed(copy_kernel, buffers, params)
+        return roof[nbytes]
+
+    pool, rows = Pool(), []
+    total = sum(1 for cfg in selection.values() for _ in plans(cfg, size))
+    for name, cfg in selection.items():
+        try:
+            kernel = catalog.build_config(cfg, name)
+            wgsl = emit(kernel)
+        except Exception as e:  # a broken variant is a row, not the end of the run
+            rows.append({"mode": cfg.mode, "variant": name, "options": options(cfg),
+                         "kvdsl_status": "build error: " + _error(e)})  # fmt: skip
+            log(f"{name}: {rows[-1]['kvdsl_status']}")
+            continue
+        legacy_wgsl, legacy_status, lvars = None, "", None
+        try:
+            lvars = template_vars(cfg)
+            lbind = legacy.legacy_bindings(lvars)
+            lstruct = legacy.legacy_params_struct(lvars)
+            if template is None:
+                legacy_status = "template file not found"
+            elif tuple(map(_describe, lbind)) != tuple(map(_describe, kernel.bindings)):
+                legacy_status = "n/a: template interface " + ",".join(map(_describe, lbind))
+            else:
+                legacy_wgsl = render_template(template, lvars, lbind, lstruct)
+        except Exception as e:
+            legacy_status = "render error: " + _error(e)
+        z = _size(kernel)
+        for plan in plans(cfg, size):
+            nbytes = plan.moved(z)
+            row = {"mode": cfg.mode, "variant": name, "options": options(cfg),
+                   "batch": plan.batch, "tokens": plan.tokens, "cache": plan.cache,
+                   "decode": int(decode_append(cfg, plan)), "bytes": nbytes,
+                   "floor_us": floor}  # fmt: skip
+            buffers = pool.buffers(kernel.bindings, plan)
+            params = {k: v for k, v in plan.params.items() if k in dict(kernel.params.fields)}
+            try:
+                row["kvdsl_us"] = timed(kernel, buffers, params)
+                row["kvdsl_status"] = "ok"
+            except Exception as e:
+                row["kvdsl_status"] = _error(e)
+            try:
+                row["roofline_us"] = roofline_us(nbytes)
+            except Exception as e:
+                row["kvdsl_status"] += "; roofline: " + _error(e)
+            row["template_status"] = legacy_status
+            if legacy_wgsl is not None:
+                try:
+                    lparams = {k: v for k, v in plan.params.items() if k in dict(lstruct.fields)}
+                    row["template_us"] = timed(
+                        legacy_wgsl,
+                        pool.buffers(lbind, plan),
+                        lparams,
+                        workgroups=legacy.legacy_workgroups(lvars, lparams),
+                        bindings=lbind,
+                        params_struct=lstruct,
+                        label="legacy_" + name,
+                    )
+                    row["template_status"] = "ok"
+                except Exception as e:
+                    row["template_status"] = _error(e)
+            rows.append(derive(row))
+            log(progress(len(rows), total, row, time.perf_counter() - started))
+        pool.arrays.clear()  # keep host memory bounded to one config's sizes
+    write_csv(out / "gpu.csv", rows)
+    info |= {"small": bool(args.small), "repeats": repeats, "warmup": warmup,
+             "floor_us": floor, "seconds": time.perf_counter() - started,
+             "sizes": {k: list(v) if isinstance(v, tuple) else v for k, v in size.items()},
+             "heads": HEADS, "head_dim": HEAD_DIM}  # fmt: skip
+    (out / "device.json").write_text(json.dumps(info, indent=2) + "\n")
+    return rows
+
+
+def derive(row: dict[str, Any]) -> dict[str, Any]:
+    """GB/s, % of roofline, ratios, x floor from the measured times."""
+    nbytes, k, r, t = row["bytes"], row.get("kvdsl_us"), row.get("roofline_us"), row.get("template_us")  # fmt: skip
+    if k:
+        row["kvdsl_gbps"] = nbytes / k / 1e3
+    if r:
+        row["roofline_gbps"] = roofline.copy_bytes(nbytes) / r / 1e3
+    if k and r:
+        row["pct_roofline"] = 100 * r / k
+    if t and r:
+        row["template_pct_roofline"] = 100 * r / t
+    if t and k:
+        row["template_over_kvdsl"] = t / k
+    if row["decode"]:
+        row["floor_x"] = k / row["floor_us"] if k else None
+        row["template_floor_x"] = t / row["floor_us"] if t else None
+    return row
+
+
+def _fmt(v: Any, digits: int = 1) -> str:
+    if v is None or v == "":
+        return "-"
+    return f"{v:.{digits}f}" if isinstance(v, float) else str(v)
+
+
+def progress(done: int, total: int, row: dict, elapsed: float) -> str:
+    """One line per measurement: where the run is and what it measured."""
+    return (
+        f"[{done:>3}/{total} {elapsed:6.1f}s] {row['variant']:<48} B={row['batch']} "
+        f"tok={row['tokens']:<5} kvdsl {_fmt(row.get('kvdsl_us'), 2):>9} us "
+        f"{_fmt(row.get('pct_roofline'), 0):>4}% roof, template "
+        f"{_fmt(row.get('template_us'), 2):>9} us  {row.get('template_status', '')[:50]}"
+    )
+
+
+def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
+    """The rows as CSV with :data:`COLUMNS` (empty cells where a figure is missing)."""
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, COLUMNS, extrasaction="ignore")
+        w.writeheader()
+        for row in rows:
+            w.writerow({c: _csv_cell(row.get(c)) for c in COLUMNS})
+
+
+def _csv_cell(v: Any) -> Any:
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    return "" if v is None else v
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    """The terminal table."""
+    head = (f"{'variant':<48} {'B':>2} {'tok':>5} {'MB':>8} {'kvdsl us':>9} {'GB/s':>7} "
+            f"{'%roof':>6} {'tmpl us':>9} {'%roof':>6} {'t/k':>6} {'xfloor':>7}  note")  # fmt: skip
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        note = r.get("template_status", "")
+        note = "" if note == "ok" else note
+        if r.get("kvdsl_status", "ok") != "ok":
+            note = "kvdsl: " + r["kvdsl_status"] + ("; " + note if note else "")
+        lines.append(
+            f"{r['variant']:<48} {_fmt(r.get('batch')):>2} {_fmt(r.get('tokens')):>5} "
+            f"{_fmt(r.get('bytes', 0) / 1e6 if r.get('bytes') else None, 2):>8} "
+            f"{_fmt(r.get('kvdsl_us'), 2):>9} {_fmt(r.get('kvdsl_gbps'), 0):>7} "
+            f"{_fmt(r.get('pct_roofline'), 0):>6} {_fmt(r.get('template_us'), 2):>9} "
+            f"{_fmt(r.get('template_pct_roofline'), 0):>6} "
+            f"{_fmt(r.get('template_over_kvdsl'), 2):>6} {_fmt(r.get('floor_x'), 2):>7}  {note[:70]}"
+        )
+    return "\n".join(lines)
+
+
+def parser(p: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
+    """The benchmark's options (shared with ``kvdsl bench``)."""
+    p = p or argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--small", action="store_true", help="tiny sizes (llvmpipe smoke run)")
+    p.add_argument("--out", default=str(DEFAULT_OUT), help="folder for gpu.csv and device.json")
+    p.add_argument("--variants", nargs="*", metavar="NAME", help="variant or mode names")
+    p.add_argument("--repeats", type=int, default=None, help="timed dispatches (100; small: 5)")
+    p.add_argument("--warmup", type=int, default=None, help="untimed dispatches (10; small: 1)")
+    p.add_argument("--template", help="path of kv_cache.wgsl.jinja (default: found beside)")
+    p.add_argument("--report", action="store_true", help="then write the chart and docs page")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark, print the table, write the CSV (and with --report, the docs)."""
+    args = parser().parse_args(argv)
+    return bench(args)
+
+
+def bench(args: argparse.Namespace) -> int:
+    """The benchmark for parsed ``args``: 0 when every kvdsl row ran, 1 otherwise."""
+    if args.repeats is None:
+        args.repeats = 5 if args.small else 100
+    if args.warmup is None:
+        args.warmup = 1 if args.small else 10
+    try:
+        rows = run(args, lambda s: print(s, flush=True))
+    except Exception:
+        traceback.print_exc()
+        return 1
+    print()
+    print(table(rows))
+    print(f"\nwrote {Path(args.out) / 'gpu.csv'} and device.json ({len(rows)} rows)")
+    if args.report:
+        import report
+
+        report.main(["--csv", str(Path(args.out) / "gpu.csv")])
+    return 0 if all(r.get("kvdsl_status") == "ok" for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

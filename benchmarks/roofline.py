@@ -1,0 +1,66 @@
+"""The two reference kernels of the GPU benchmark: the vec4 copy roofline and the empty dispatch.
+
+Both are built with kvdsl's builder and emitted like every catalog kernel, so they go through the
+same runtime path (pipeline cache, bind groups, timestamp queries) as the kernels they measure.
+
+- :func:`copy_kernel`: ``dst[i] = src[i]`` over ``array<vec4<f32>>``, one vec4 per invocation,
+  ``ceil(count / WG)`` workgroups folded into x/y at ``fold``. Timed moving ``N`` bytes it reads
+  ``N / 2`` and writes ``N / 2``: the most a memory-bound kernel moving ``N`` bytes can hope for.
+- :func:`empty_kernel`: one workgroup that touches nothing useful (one guarded store that never
+  runs, so the module has a binding and a body). Its time is the dispatch floor: the least any
+  kernel costs, whatever the bytes, and the target for decode-size (1-token) appends.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kvdsl.ir import Dispatch, Kernel, KernelBuilder, f32, u32, vec
+from kvdsl.nodes.index import flat_index
+
+WG = 256
+FOLD = 65535
+
+
+def copy_kernel(workgroup_size: int = WG, fold: int = FOLD) -> Kernel:
+    """``dst[i] = src[i]`` for ``i < params.count`` vec4<f32>, one per invocation."""
+    kb = KernelBuilder("roofline_copy_vec4", workgroup_size)
+    src = kb.binding("src", vec(4, f32), "read")
+    dst = kb.binding("dst", vec(4, f32), "read_write")
+    kb.workgroup_const("WG")
+    count = kb.param("count")
+    i = flat_index(kb, fold, "i", bound=count)
+    dst[i] = src[i]
+    doc = "Roofline: a plain vec4<f32> copy, one vec4 per invocation."
+    return kb.build(Dispatch(count.node, workgroup_size, fold), doc)
+
+
+def copy_buffers(nbytes: int) -> tuple[dict[str, np.ndarray], dict[str, int]]:
+    """Buffers and params for a copy moving ``nbytes`` in all (half read, half written).
+
+    The byte count is rounded up to whole vec4s on each side (at least one).
+    """
+    vec4s = max(1, -(-nbytes // 32))
+    src = np.ones(4 * vec4s, np.float32)
+    return {"src": src, "dst": np.zeros_like(src)}, {"count": vec4s}
+
+
+def copy_bytes(nbytes: int) -> int:
+    """The bytes the copy for ``nbytes`` actually moves (after rounding to vec4s)."""
+    return 32 * max(1, -(-nbytes // 32))
+
+
+def empty_kernel() -> Kernel:
+    """One workgroup of one invocation whose only store is never reached."""
+    kb = KernelBuilder("empty_dispatch", 1)
+    sink = kb.binding("sink", u32, "read_write")
+    gid = kb.gid
+    # A store guarded by a condition no invocation meets: the module needs a use of its binding.
+    with kb.if_(gid.x > 0xFFFFFFF0):
+        sink[0] = gid.x
+    return kb.build(None, "The dispatch floor: one invocation that writes nothing.")
+
+
+def empty_buffers() -> dict[str, np.ndarray]:
+    """The empty kernel's one (untouched) buffer."""
+    return {"sink": np.zeros(4, np.uint32)}

@@ -1,0 +1,103 @@
+"""The GPU benchmark's smoke run (``--small`` on llvmpipe): CSV columns, byte counts, legacy rows."""
+
+from __future__ import annotations
+
+import csv
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+
+import gpu as bench  # noqa: E402
+import roofline  # noqa: E402
+from kvdsl import catalog  # noqa: E402
+from kvdsl.cli import main as cli_main  # noqa: E402
+
+VARIANTS = ["copy_llama31_8b", "merge_f32_to_f16_llama31_8b", "merge_share_append_llama31_8b"]
+S, P, H, D = bench.SMALL["cache"], bench.SMALL["prefill"], bench.HEADS, bench.HEAD_DIM
+
+
+@pytest.fixture(scope="module")
+def rows(tmp_path_factory, gpu) -> list[dict[str, str]]:
+    out = tmp_path_factory.mktemp("bench")
+    argv = ["bench", "--small", "--out", str(out), "--repeats", "2", "--warmup", "1"]
+    assert cli_main(argv + ["--variants", *VARIANTS]) == 0
+    with open(out / "gpu.csv", newline="") as f:
+        reader = csv.DictReader(f)
+        assert tuple(reader.fieldnames) == bench.COLUMNS
+        data = list(reader)
+    assert (out / "device.json").is_file()
+    return data
+
+
+def _row(rows, variant, batch, tokens):
+    (row,) = [
+        r
+        for r in rows
+        if r["variant"] == variant and int(r["batch"]) == batch and int(r["tokens"]) == tokens
+    ]
+    return row
+
+
+def test_every_size_of_every_variant_is_timed(rows):
+    # copy: 1 size per batch; merge and merge_share: prefill and decode per batch.
+    assert len(rows) == 2 * (1 + 2 + 2)
+    for r in rows:
+        assert r["kvdsl_status"] == "ok"
+        assert float(r["kvdsl_us"]) > 0 and float(r["roofline_us"]) > 0
+        assert float(r["floor_us"]) > 0
+        gbps = int(r["bytes"]) / float(r["kvdsl_us"]) / 1e3
+        assert float(r["kvdsl_gbps"]) == pytest.approx(gbps, rel=1e-4)
+        assert float(r["pct_roofline"]) == pytest.approx(
+            100 * float(r["roofline_us"]) / float(r["kvdsl_us"]), rel=1e-4
+        )
+
+
+def test_bytes_follow_the_counting_rule(rows):
+    # copy: K and V read and written, f32.
+    assert int(_row(rows, "copy_llama31_8b", 2, S)["bytes"]) == 4 * 2 * H * S * D * 4
+    # merge f32 -> f16: past (S - P rows) f16 in, new (P rows) f32 in, S rows f16 out.
+    past, new, out = 2 * (S - P) * H * D * 2, 2 * P * H * D * 4, 2 * S * H * D * 2
+    assert int(_row(rows, "merge_f32_to_f16_llama31_8b", 1, P)["bytes"]) == past + new + out
+    # merge_share append, 1 token, batch 2: the new rows in and out, and seqlens_k.
+    assert int(_row(rows, "merge_share_append_llama31_8b", 2, 1)["bytes"]) == (
+        2 * (2 * H * D * 4) * 2 + 2 * 4
+    )
+
+
+def test_template_columns(rows):
+    copy = _row(rows, "copy_llama31_8b", 1, S)
+    assert copy["template_status"] == "ok" and float(copy["template_us"]) > 0
+    ratio = float(copy["template_us"]) / float(copy["kvdsl_us"])
+    assert float(copy["template_over_kvdsl"]) == pytest.approx(ratio, rel=1e-4)
+    # kvdsl converts the f32 new K/V; the template has no such interface.
+    converted = _row(rows, "merge_f32_to_f16_llama31_8b", 1, P)
+    assert converted["template_status"].startswith("n/a") and converted["template_us"] == ""
+
+
+def test_decode_rows_carry_the_floor_ratio(rows):
+    decode = _row(rows, "merge_share_append_llama31_8b", 1, 1)
+    assert decode["decode"] == "1"
+    assert float(decode["floor_x"]) == pytest.approx(
+        float(decode["kvdsl_us"]) / float(decode["floor_us"]), rel=1e-4
+    )
+    # A 1-token merge still copies the whole cache: not a decode-size append.
+    assert _row(rows, "merge_f32_to_f16_llama31_8b", 1, 1)["floor_x"] == ""
+
+
+def test_representatives_cover_every_mode_at_the_issue_shape():
+    reps = bench.representatives()
+    assert {c.mode for c in reps.values()} == set(catalog.MODES)
+    for name, cfg in reps.items():
+        assert getattr(cfg, "kv_heads", H) == H, name
+        words = D // 2 if cfg.mode == "copy" and cfg.present_type == "u32" else D
+        assert cfg.head_dim == words, name
+    assert len({(c.mode, bench.options(c)) for c in reps.values()}) == len(reps)
+
+
+def test_roofline_copy_moves_the_bytes_asked():
+    buffers, params = roofline.copy_buffers(1000)
+    assert params["count"] * 32 == roofline.copy_bytes(1000) == 1024
+    assert buffers["src"].size == buffers["dst"].size == 4 * params["count"]
