@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from kvdsl import interp, runtime
-from kvdsl.interp import OutOfBounds, RaceError, UninitializedRead
+from kvdsl.interp import OutOfBounds, RaceError, UninitializedRead, machine, values
 from kvdsl.ir import Dispatch, KernelBuilder, array, construct, f32, min_, select, u32, vec
 from kvdsl.ir.builder import Local, binary
 from kvdsl.ir.nodes import Assign, Break, Continue, For, Lit, Var
@@ -358,3 +358,112 @@ def test_errors_name_the_right_invocation_after_dead_lanes_are_dropped(dead):
     else:
         with pytest.raises(OutOfBounds, match=r"dst\[4294967292\].*gid=\(0, 0, 0\)"):
             interp.run(k, {"dst": poison(16, np.uint32)}, None, (2, 1, 1))
+
+
+# ---- chunks and strided access ---------------------------------------------------------------
+
+
+def ids_kernel():
+    """Each invocation of a (3, 2, 2) dispatch writes its gid, lid and wid components
+    (x + 100*y + 10000*z) to its slots."""
+    kb = KernelBuilder("ids", (4, 2, 1))
+    out = kb.binding("out", u32, "read_write")
+    flat = kb.let("flat", ((kb.wid.z * 2 + kb.wid.y) * 3 + kb.wid.x) * 8 + kb.lid.y * 4 + kb.lid.x)
+    for k, b in enumerate((kb.gid, kb.lid, kb.wid)):
+        out[flat * 3 + k] = b.x + b.y * 100 + b.z * 10000
+    return kb.build()
+
+
+def test_chunks_give_every_invocation_its_ids(monkeypatch):
+    wg = (3, 2, 2)
+    n = 3 * 2 * 2 * 8
+    whole = interp.run(ids_kernel(), {"out": poison(3 * n, np.uint32)}, None, wg)["out"]
+    # Every invocation, computed here: workgroups x fastest, then lid.x fastest inside.
+    want = []
+    for wz, wy, wx, ly, lx in np.ndindex(2, 2, 3, 2, 4):
+        gx, gy, gz = wx * 4 + lx, wy * 2 + ly, wz
+        want += [gx + gy * 100 + gz * 10000, lx + ly * 100, wx + wy * 100 + wz * 10000]
+    np.testing.assert_array_equal(whole, want)
+    for chunk in (8, 16, 24):  # one, two (splitting a row of three) and three workgroups
+        monkeypatch.setattr(machine, "CHUNK", chunk)
+        out = interp.run(ids_kernel(), {"out": poison(3 * n, np.uint32)}, None, wg)["out"]
+        np.testing.assert_array_equal(out, want)
+
+
+def test_race_across_chunks_is_caught(monkeypatch):
+    monkeypatch.setattr(machine, "CHUNK", 8)
+    kb = KernelBuilder("wrap", 8)
+    dst = kb.binding("dst", u32, "read_write")
+    dst[kb.gid.x % 12] = kb.gid.x
+    k = kb.build()
+    with pytest.raises(RaceError) as e:
+        interp.run(k, {"dst": poison(12, np.uint32)}, None, (2, 1, 1))
+    msg = str(e.value)
+    assert msg.startswith("dst[0]:") and "gid=(0, 0, 0)" in msg and "gid=(12, 0, 0)" in msg, msg
+
+
+def test_transpose_in_small_chunks_matches_numpy(monkeypatch):
+    monkeypatch.setattr(machine, "CHUNK", 192)  # three workgroups: chunks split fold rows
+    b, h, s, d = 2, 3, 20, 16
+    key, value = nonzero((b, s, h * d)), nonzero((b, s, h * d))
+    bufs = {"key": key, "value": value, "present_key": poison(b * h * s * d)}
+    bufs["present_value"] = poison(b * h * s * d)
+    out = interp.run(transpose(TransposeConfig(h, d, False)), bufs, {"batchSize": b, "kvSeq": s})
+    for name, x in (("present_key", key), ("present_value", value)):
+        want = x.reshape(b, s, h, d).transpose(0, 2, 1, 3).reshape(-1)
+        np.testing.assert_array_equal(out[name], want)
+
+
+@pytest.mark.parametrize(
+    "index, shape",
+    [
+        (np.arange(5, 105, dtype=np.uint32), (5, 1, 0, 100, 1)),
+        (np.arange(3, 300, 7, dtype=np.uint32), (3, 1, 0, 43, 7)),
+        ((np.arange(6)[:, None] * 50 + np.arange(4) * 2 + 9).reshape(-1), (9, 6, 50, 4, 2)),
+        (np.arange(10, dtype=np.int32)[::-1].copy(), None),  # falling
+        ((np.arange(6)[:, None] * 5 + np.arange(4) * 2).reshape(-1), None),  # rows overlap
+        (np.array([0, 1, 2, 4, 5, 6], np.uint32), (0, 2, 4, 3, 1)),
+        (np.array([0, 1, 2, 4, 5, 7], np.uint32), None),  # last entry off
+        (np.arange(0, 1000, dtype=np.uint32), None),  # past the end (length 999)
+    ],
+)
+def test_affine_index_sets(index, shape):
+    assert values.affine(index.astype(index.dtype), 999) == shape
+    if shape is not None:
+        data = np.arange(999, dtype=np.float32) + 0.5
+        np.testing.assert_array_equal(values.strided(data, shape).reshape(-1), data[index])
+
+
+def test_strided_stores_and_loads_agree_with_gathers():
+    """Strided, two-level and scattered index sets all land where the indices say, and
+    overlapping rows of a strided store are still a race."""
+    kb = KernelBuilder("shapes", 8)
+    src = kb.binding("src", f32)
+    a = kb.binding("a", f32, "read_write")
+    bb = kb.binding("b", f32, "read_write")
+    c = kb.binding("c", f32, "read_write")
+    i = kb.let("i", kb.gid.x)
+    a[i * 3 + 1] = src[i * 3 + 2]  # one progression
+    bb[(i / 8) * 20 + (i % 8) * 2] = src[(i / 8) * 20 + i % 8]  # rows of a run
+    c[(i * 7) % 64] = src[(i * 5) % 64]  # a permutation: gathers and scatters
+    k = kb.build()
+    s = nonzero(200)
+    bufs = {"src": s, "a": poison(200), "b": poison(200), "c": poison(64)}
+    out = interp.run(k, bufs, None, (8, 1, 1))
+    i = np.arange(64)
+    for name, dst_idx, src_idx in (
+        ("a", i * 3 + 1, i * 3 + 2),
+        ("b", i // 8 * 20 + i % 8 * 2, i // 8 * 20 + i % 8),
+        ("c", i * 7 % 64, i * 5 % 64),
+    ):
+        want = poison(len(bufs[name]))
+        want[dst_idx] = s[src_idx]
+        np.testing.assert_array_equal(out[name], want, err_msg=name)
+
+    kb = KernelBuilder("overlap", 8)
+    dst = kb.binding("dst", u32, "read_write")
+    i = kb.let("i", kb.gid.x)
+    dst[(i / 4) * 3 + i % 4] = i  # rows of four, three apart: element 3 is written twice
+    with pytest.raises(RaceError, match=r"dst\[3\]") as e:
+        interp.run(kb.build(), {"dst": poison(64, np.uint32)}, None, (2, 1, 1))
+    assert "gid=(3, 0, 0)" in str(e.value) and "gid=(4, 0, 0)" in str(e.value), str(e.value)

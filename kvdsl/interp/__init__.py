@@ -15,7 +15,12 @@ Invocations
     lid`` and ``nwg = (X, Y, Z)``. All N run *together*: every value is a numpy array over the
     invocation axis, and one statement is one numpy operation for every invocation at once.
     WGSL gives no order among invocations, and without barriers (the IR has none) a correct
-    kernel cannot tell; the race check below rejects the kernels that could.
+    kernel cannot tell; the race check below rejects the kernels that could. To keep arrays in
+    cache the machine runs the dispatch in *chunks* of whole workgroups (about 2^18 invocations,
+    never crossing a row of X workgroups), one after another, each as described here; a kernel
+    that reads a read_write binding runs as one chunk (see Storage buffers). Within a chunk a
+    builtin component that every invocation shares (``wid.y`` in a folded dispatch) is uniform.
+    With several defects, the one met first in this order is reported.
 
 Values
     A scalar is an array ``[L]``, a ``vecN`` an array ``[L, N]``, a fixed array a list of element
@@ -80,9 +85,14 @@ Storage buffers
     shape. A read or write checks that every active invocation's index is inside the binding,
     else :class:`OutOfBounds`; only active invocations store. Every write records which
     invocation wrote the element: a second invocation writing it, or reading an element another
-    invocation wrote, in the same dispatch is a :class:`RaceError`. (An invocation reading an
-    element *before* another writes it is not tracked.) With ``strict_init=True`` reading a
-    read_write element that nothing in this dispatch wrote is :class:`UninitializedRead`.
+    invocation wrote, in the same dispatch is a :class:`RaceError`; the record of who wrote what
+    spans chunks, so two writers race wherever they fall. (An invocation reading an element
+    *before* another writes it is not tracked, which is why a kernel that reads a read_write
+    binding is not chunked: its reads meet every earlier statement's writes as before.) With
+    ``strict_init=True`` reading a read_write element that nothing in this dispatch wrote is
+    :class:`UninitializedRead`. An index set that is a strided pattern (``lo + a*r + b*c``,
+    distinct, in bounds) is read and written as a view of the buffer rather than gathered and
+    scattered; the result is the same.
 
 Errors name the statement as :func:`kvdsl.ir.verify.show` prints it and, given ``source_lines``
 (``id(stmt)`` → line, which the WGSL frontend supplies), its source line.

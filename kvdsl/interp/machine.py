@@ -157,6 +157,7 @@ class Machine:
         self.frame = self.main = Frame(None)
         self.lits: dict[Lit, np.ndarray] = {}
         self.current: Stmt | None = None
+        self._affine: tuple = (None, 0, None)  # the last index array :meth:`affine` looked at
         for c in kernel.consts:
             self.module[c.name] = Slot(self.eval(c.value, None))
 
@@ -464,7 +465,7 @@ class Machine:
             self._race_pair(name, int(idx[0]), int(lanes[0]), int(lanes[1]), "write")
         i = idx if is_uniform(idx) or m is None else idx[active]
         val = v if is_uniform(v) or m is None else v[active]
-        shape = affine(i, b.length) if len(i) > 1 else None
+        shape = self.affine(i, b.length) if len(i) > 1 else None
         if shape is not None:
             # Distinct indices in a strided pattern: views instead of gathers and scatters.
             rows, cols = shape[1], shape[3]
@@ -490,6 +491,16 @@ class Machine:
                 self._race_pair(name, int(i[j]), int(back[j]), int(lanes[j]), "write")
         b.data[i] = val
 
+    def affine(self, idx: np.ndarray, length: int):
+        """:func:`affine` of ``idx``, remembered for the last array (``buf[e] = src[e]`` asks
+        twice about one)."""
+        last, n, shape = self._affine
+        if idx is last and n == length:
+            return shape
+        shape = affine(idx, length)
+        self._affine = (idx, length, shape)
+        return shape
+
     def _check_owner(self, name: str, prev: np.ndarray, i: np.ndarray, lanes: np.ndarray) -> None:
         clash = (prev >= 0) & (prev != lanes)
         if clash.any():
@@ -511,7 +522,7 @@ class Machine:
             self._check_read(b, idx, m)
         if is_uniform(idx):
             return b.data[int(idx[0]) : int(idx[0]) + 1].copy()
-        shape = affine(idx, b.length)
+        shape = self.affine(idx, b.length)
         if shape is not None:
             v = strided(b.data, shape).reshape(idx.shape + b.data.shape[1:])
             return v.copy() if b.binding.access == "read_write" else v

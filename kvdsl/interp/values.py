@@ -86,6 +86,8 @@ class Grid:
         if col is None:
             if builtin == "nwg":
                 col = np.array([self.workgroups[comp]], np.uint32)
+            elif self.ids is None and self.offset % self.per_group == self.n % self.per_group == 0:
+                col = self._whole_groups(builtin, comp)
             elif builtin == "gid":
                 wid, lid = self.column("wid", comp), self.column("lid", comp)
                 col = wid * np.uint32(self.size[comp]) + lid
@@ -93,6 +95,22 @@ class Grid:
                 col = self._part(builtin, comp)
             self._cols[key] = col
         return col
+
+    def _whole_groups(self, builtin: str, comp: int) -> np.ndarray:
+        # A run of whole workgroups is a [groups, per_group] table: the workgroup part varies
+        # along rows, the local part along columns, so the column is one broadcast add.
+        p = self.per_group
+        groups = Grid(self.workgroups, (1, 1, 1), self.offset // p, (self.offset + self.n) // p)
+        wid = groups._part("wid", comp) if builtin != "lid" else np.zeros(1, np.uint32)
+        if builtin == "wid":
+            return wid if wid.shape[0] == 1 else np.repeat(wid, p)
+        lid = Grid((1, 1, 1), self.size)._part("lid", comp)
+        if builtin == "gid":
+            wid = wid * np.uint32(self.size[comp])
+        if wid.shape[0] == 1 and lid.shape[0] == 1:
+            return wid + lid
+        table = wid[:, None] + lid[None, :]
+        return np.broadcast_to(table, (self.n // p, p)).reshape(-1)
 
     def _part(self, builtin: str, comp: int) -> np.ndarray:
         # Invocation k is local index k % per_group of workgroup k // per_group; each is split
@@ -327,7 +345,8 @@ def affine(i: np.ndarray, length: int) -> tuple[int, int, int, int, int] | None:
     if lo + row_step * (rows - 1) + step * (cols - 1) >= min(length, 2**31):
         return None
     # A few rows' ends first, so that an index set that is not affine is rejected cheaply.
-    probe = np.linspace(0, rows - 1, min(rows, 16)).astype(np.int64)
+    k = min(rows, 16)
+    probe = np.arange(k) * (rows - 1) // max(k - 1, 1)
     want = lo + row_step * probe
     grid = i.reshape(rows, cols)
     if not ((grid[probe, 0] == want).all() and (grid[probe, -1] == want + step * (cols - 1)).all()):
