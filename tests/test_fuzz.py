@@ -1,0 +1,344 @@
+"""Fuzzing: random configs, shapes and runtime inputs on the interpreter, a sample on the GPU, and
+mutated WGSL through the frontend.
+
+- every mode's config space (walks, regions, rotary, K norm, bits, element types, odd workgroup
+  sizes and tiny dispatch folds) with the mode's verification cases: the interpreter finds no
+  out-of-bounds access and no race and equals the reference;
+- adversarial runtime inputs for the modes that read ``seqlens_k`` (any i32, keySeq past the
+  capacity, empty and tiny caches), with every buffer sized exactly as the kernel's host-side
+  contract says: either the host check rejects the input, or the interpreter runs it cleanly and
+  equals the reference;
+- a sample of the config fuzz on the GPU adapter, equal to the interpreter;
+- mutated WGSL (token deletions, insertions, swaps on emitted catalog kernels) through
+  :func:`kvdsl.frontend.parse`: it parses or raises a located ``FrontendError``, nothing else.
+
+CI runs a bounded number of examples (the whole file in well under a minute on two cores). A
+long run sets the examples per test (the GPU sample gets a twentieth)::
+
+    KVDSL_FUZZ_EXAMPLES=5000 pytest tests/test_fuzz.py -p no:cacheprovider
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import random
+import re
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kvdsl import catalog, reference
+from kvdsl.check import CASES, Case, compare
+from kvdsl.check.compare import compare_quantized, poison
+from kvdsl.check.modes import _quant, _rotary, _row_inputs
+from kvdsl.check.cases import dtype, values
+from kvdsl.emit import emit
+from kvdsl.interp import run as interp_run
+from kvdsl.kernels.build import BuildConfig, build
+from kvdsl.kernels.copy import CopyConfig, copy
+from kvdsl.kernels.merge import MergeConfig, merge
+from kvdsl.kernels.merge_share import MergeShareConfig, merge_share
+from kvdsl.kernels.quant import AppendQuantConfig, BuildQuantConfig, append_quant, build_quant
+from kvdsl.kernels.transpose import TransposeConfig, transpose
+from kvdsl.kernels.window_shift import WindowShiftConfig, window_shift
+from kvdsl.runtime.checks import LimitError, check_contract
+from kvdsl.runtime.errors import BufferError
+
+LONG = int(os.environ.get("KVDSL_FUZZ_EXAMPLES", "0"))
+
+
+def examples(ci: int) -> settings:
+    """Hypothesis settings: ``ci`` examples, or the long run's count."""
+    return settings(
+        max_examples=LONG or ci,
+        deadline=None,
+        database=None,
+        derandomize=not LONG,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+
+
+BUILDERS = {
+    TransposeConfig: transpose,
+    CopyConfig: copy,
+    MergeConfig: merge,
+    MergeShareConfig: merge_share,
+    WindowShiftConfig: window_shift,
+    BuildConfig: build,
+    BuildQuantConfig: build_quant,
+    AppendQuantConfig: append_quant,
+}
+FLOAT = st.sampled_from(["f32", "f16"])
+# Odd and tiny workgroup sizes and folds: the walks must not rely on powers of two, and a fold
+# of 1-3 puts most workgroups in y.
+DISPATCH = st.fixed_dictionaries(
+    {
+        "workgroup_size": st.sampled_from([1, 3, 7, 32, 48, 64, 100, 256]),
+        "fold": st.sampled_from([1, 2, 3, 65535]),
+    }
+)
+
+
+@st.composite
+def configs(draw: st.DrawFn, modes: tuple[str, ...] = tuple(catalog.MODES)):
+    """A valid config of any mode, small enough for the interpreter."""
+    mode = draw(st.sampled_from(modes))
+    h = draw(st.integers(1, 3))
+    even = 2 * draw(st.integers(1, 12))
+    d = draw(st.sampled_from([even, 4 * draw(st.integers(1, 6)), draw(st.integers(1, 24))]))
+    kw = draw(DISPATCH)
+    if mode == "transpose":
+        vec4 = d % 4 == 0 and draw(st.booleans())
+        return TransposeConfig(h, d, vec4, draw(FLOAT), draw(FLOAT), **kw)
+    if mode == "copy":
+        walk = draw(st.sampled_from(["cooperative", "per_row"]))
+        return CopyConfig(d, walk, draw(st.sampled_from(["f32", "f16", "i32", "u32"])), **kw)
+    if mode == "merge":
+        walk = draw(st.sampled_from(["cooperative", "per_row"]))
+        return MergeConfig(h, d, walk, draw(FLOAT), draw(FLOAT), **kw)
+    if mode == "merge_share":
+        region = draw(st.sampled_from(["retain", "append"]))
+        walks = ["cooperative", "per_row"] + (["hybrid"] if region == "append" else [])
+        rotary = region == "append" and draw(st.booleans())
+        d = even if rotary else d
+        return MergeShareConfig(
+            h, d, region, draw(st.sampled_from(walks)), rotary, draw(FLOAT), draw(FLOAT), **kw
+        )
+    if mode == "window_shift":
+        region = draw(st.sampled_from(["all", "shift", "append"]))
+        rotary = region == "append" and draw(st.booleans())
+        d = even if rotary else d
+        return WindowShiftConfig(h, d, region, rotary, draw(FLOAT), draw(FLOAT), **kw)
+    k_norm, rotary = draw(st.booleans()), draw(st.booleans())
+    d = even if rotary else d
+    eps = draw(st.sampled_from([1e-6, 1e-5, 0.5]))
+    if mode == "build":
+        return BuildConfig(h, d, k_norm, rotary, eps, draw(FLOAT), draw(FLOAT), **kw)
+    bits = draw(st.sampled_from([8, 4]))
+    d = even if bits == 4 else d
+    lo, hi = (-128, 127) if bits == 8 else (-8, 7)
+    qmin = draw(st.integers(lo, hi - 1))
+    qmax = draw(st.integers(max(qmin + 1, 1), hi))  # the cases scale by qmax
+    common = dict(bits=bits, qmin=qmin, qmax=qmax, k_norm=k_norm, rotary=rotary, eps=eps)
+    common |= dict(input_type=draw(FLOAT), storage_buffer_limit=10, **kw)
+    if mode == "build_quant":
+        return BuildQuantConfig(h, d, **common)
+    position = draw(st.sampled_from(["row", "past_seq"]))
+    return AppendQuantConfig(h, d, rotary_position=position, **common)
+
+
+def judge(case: Case, got: dict[str, np.ndarray], want: dict[str, np.ndarray]) -> list[str]:
+    """The problems of ``got`` against ``want`` under the case's masks and tolerances."""
+    problems = []
+    for name, expected in want.items():
+        mask = case.written.get(name)
+        if name in case.quantized:
+            _, problem = compare_quantized(got[name], expected, case.quantized[name], mask)
+        else:
+            _, problem = compare(got[name], expected, case.tolerance.get(name, 0.0), mask)
+        if problem:
+            problems.append(f"{name}: {problem}")
+    return problems
+
+
+def _case(cfg, seed: int, i: int) -> Case:
+    return CASES[cfg.mode](cfg, np.random.default_rng(seed), i)
+
+
+@examples(200)
+@given(cfg=configs(), seed=st.integers(0, 2**32 - 1), i=st.integers(0, 5))
+def test_configs_on_interpreter(cfg, seed: int, i: int) -> None:
+    """Any config, the mode's adversarial shapes: no OOB, no race, equal to the reference, and
+    buffers that fit the kernel's host-side contract."""
+    kernel = BUILDERS[type(cfg)](cfg)
+    case = _case(cfg, seed, i)
+    check_contract(kernel, case.buffers, case.params)
+    got = interp_run(kernel, dict(case.buffers), case.params)
+    assert judge(case, got, case.expected) == [], (cfg, case.label())
+
+
+@pytest.mark.usefixtures("gpu")
+@settings(parent=examples(8), max_examples=max(LONG // 20, 8))
+@given(cfg=configs(), seed=st.integers(0, 2**32 - 1), i=st.integers(0, 5))
+def test_configs_gpu_sample(cfg, seed: int, i: int) -> None:
+    """A sample of the config fuzz on the GPU adapter: equal to the interpreter."""
+    from kvdsl.runtime import run as gpu_run
+
+    kernel = BUILDERS[type(cfg)](cfg)
+    case = _case(cfg, seed, i)
+    if len(kernel.bindings) > 8:  # past WebGPU's default storage buffers per stage
+        with pytest.raises(LimitError, match=f"binds {len(kernel.bindings)} storage buffers"):
+            gpu_run(kernel, dict(case.buffers), case.params)
+        return
+    want = interp_run(kernel, dict(case.buffers), case.params)
+    got = gpu_run(kernel, dict(case.buffers), case.params)
+    assert judge(case, got, {k: want[k] for k in case.expected}) == [], (cfg, case.label())
+
+
+# ---- adversarial runtime inputs ----------------------------------------------------------------
+
+I32 = st.integers(-(2**31), 2**31 - 1)
+SEQLEN = st.one_of(
+    st.integers(-3, 40),  # empty, right-padded, middle, full, past the capacity
+    st.sampled_from([-(2**31), -2, 2**31 - 1, 2**31 - 2, 2**16]),
+    I32,
+)
+WINDOW_CONFIGS = configs(("merge_share", "window_shift", "append_quant"))
+ROTARY_LIMIT = 1 << 16  # cos/sin entries a fuzz case may allocate; more is a host-rejected case
+
+
+@st.composite
+def window_inputs(draw: st.DrawFn):
+    """A config reading ``seqlens_k`` and adversarial runtime inputs for it."""
+    cfg = draw(WINDOW_CONFIGS)
+    if cfg.mode == "append_quant":  # the reference rotates at the row (absolute position)
+        cfg = dataclasses.replace(cfg, rotary_position="row")
+    batch = draw(st.integers(1, 3))
+    # A capacity of 0 is allowed where the capacity divides nothing (the host requires seq >= 1
+    # where it sizes the batches).
+    divides = cfg.mode != "append_quant" and cfg.region in ("retain", "all", "shift")
+    cap = draw(st.integers(1 if divides else 0, 12))
+    key_seq = draw(st.integers(1, 14))
+    seqlens = np.array(draw(st.lists(SEQLEN, min_size=batch, max_size=batch)), np.int32)
+    return cfg, cap, key_seq, seqlens, draw(st.integers(0, 2**32 - 1))
+
+
+def window_case(cfg, cap: int, key_seq: int, seqlens: np.ndarray, seed: int) -> Case | None:
+    """A case of ``cfg`` for the given capacity, new tokens and ``seqlens_k``; None when the
+    rotary tables its positions need are too large to allocate here."""
+    rng = np.random.default_rng(seed)
+    h, d, batch = cfg.kv_heads, cfg.head_dim, len(seqlens)
+    keep = min(key_seq, cap)  # only the newest `cap` new tokens fit
+    if cfg.mode == "window_shift":
+        ct, it = dtype(cfg.present_type), dtype(cfg.input_type)
+        shape = (batch, h, cap, d)
+        past_k, past_v = (values(rng, shape, ct) for _ in range(2))
+        new_k, new_v = (values(rng, (batch, key_seq, h * d), it) for _ in range(2))
+        positions = max(key_seq, int(seqlens.max()) + 1)
+        rot = None
+        if cfg.rotary:
+            if positions * d // 2 > ROTARY_LIMIT:
+                return None
+            rot = _rotary(rng, positions, d // 2)
+        w = reference.window_shift(
+            past_k, past_v, new_k.astype(np.float32), new_v.astype(np.float32), seqlens,
+            cfg.region, rot,
+        )  # fmt: skip
+        bufs = {"seqlens_k": seqlens}
+        if cfg.region != "append":
+            bufs |= {"past_k": past_k, "past_v": past_v}
+        if cfg.region != "shift":
+            bufs |= {"new_k": new_k, "new_v": new_v}
+        if rot is not None:
+            bufs |= {"cos_cache": rot.cos, "sin_cache": rot.sin}
+        rows = key_seq if cfg.region == "append" else cap
+        params = {"count": batch * h * rows, "seq": cap, "keySeq": key_seq}
+        tol = 2e-3 if cfg.present_type == "f16" else 2e-5
+        tolerance = {"present_key": tol if cfg.rotary else 0.0}
+        quantized: dict[str, int] = {}
+    elif cfg.mode == "merge_share":
+        ct, it = dtype(cfg.present_type), dtype(cfg.input_type)
+        shape = (batch, h, cap, d)
+        if cfg.region == "retain":
+            past_k, past_v = (values(rng, shape, ct) for _ in range(2))
+            # With keySeq > cap the window is the whole cache, as for keySeq == cap.
+            w = reference.merge_share_retain(past_k, past_v, seqlens, keep)
+            bufs = {"seqlens_k": seqlens, "past_k": past_k, "past_v": past_v}
+            params = {"count": batch * h * cap, "seq": cap, "keySeq": key_seq}
+        else:
+            new_k, new_v = (values(rng, (batch, key_seq, h * d), it) for _ in range(2))
+            rot = _rotary(rng, cap, d // 2) if cfg.rotary else None
+            kept = (x[:, key_seq - keep :].astype(np.float32) for x in (new_k, new_v))
+            w = reference.merge_share_append(*kept, seqlens, cap, h, rot, ct)
+            bufs = {"seqlens_k": seqlens, "new_k": new_k, "new_v": new_v}
+            if rot is not None:
+                bufs |= {"cos_cache": rot.cos, "sin_cache": rot.sin}
+            params = {"count": batch * h * key_seq, "seq": cap, "keySeq": key_seq}
+        tol = 2e-3 if cfg.present_type == "f16" else 2e-5
+        tolerance = {"present_key": tol if cfg.rotary else 0.0}
+        quantized = {}
+    else:
+        bufs, k, v, norm, rot = _row_inputs(cfg, rng, batch, key_seq, cap)
+        q = _quant(cfg, rng, bool(seed % 2))
+        w = reference.append_quant(
+            k[:, key_seq - keep :], v[:, key_seq - keep :], seqlens, cap, h, q, norm, rot
+        )
+        bufs |= {"seqlens_k": seqlens, "k_scale": q.k_scale, "v_scale": q.v_scale}
+        params = {"count": batch * h * key_seq, "seq": key_seq, "pastSeq": 0, "totalSeq": cap}
+        params["perChannel"] = int(q.per_channel)
+        tolerance = {}
+        quantized = {"present_key": cfg.bits} if cfg.k_norm or cfg.rotary else {}
+    bufs = {k: np.ascontiguousarray(a).reshape(-1) for k, a in bufs.items()}
+    n = w.key.size
+    bufs |= {"present_key": poison(n, w.key.dtype), "present_value": poison(n, w.value.dtype)}
+    flat = {"present_key": w.key.reshape(-1), "present_value": w.value.reshape(-1)}
+    mask = {"present_key": w.mask.reshape(-1), "present_value": w.mask.reshape(-1)}
+    case = Case({"cap": cap, "keySeq": key_seq}, bufs, params, flat, mask, tolerance)
+    case.quantized = quantized
+    return case
+
+
+@examples(200)
+@given(window_inputs())
+def test_runtime_inputs_on_interpreter(inputs) -> None:
+    """Any ``seqlens_k``, keySeq past the capacity, empty caches: with buffers sized by the
+    host-side contract, either the host check rejects the input or the interpreter runs it with
+    no out-of-bounds access and equals the reference."""
+    cfg, cap, key_seq, seqlens, seed = inputs
+    kernel = BUILDERS[type(cfg)](cfg)
+    case = window_case(cfg, cap, key_seq, seqlens, seed)
+    if case is None:
+        # The rotary tables would need more positions than were allocated: the host rejects it.
+        cos = _rotary(np.random.default_rng(0), 4, cfg.head_dim // 2).cos.reshape(-1)
+        params = {"count": len(seqlens) * cfg.kv_heads * key_seq, "seq": cap, "keySeq": key_seq}
+        with pytest.raises(BufferError, match="'cos_cache'.* holds"):
+            check_contract(kernel, {"seqlens_k": seqlens, "cos_cache": cos}, params)
+        return
+    check_contract(kernel, case.buffers, case.params)
+    got = interp_run(kernel, dict(case.buffers), case.params)
+    assert judge(case, got, case.expected) == [], (cfg, cap, key_seq, seqlens)
+
+
+# ---- the frontend on mutated WGSL --------------------------------------------------------------
+
+TOKEN = re.compile(
+    r"\s+|//[^\n]*|[A-Za-z_][A-Za-z0-9_]*|0x[0-9a-fA-F]+[iu]?|[0-9.]+[eE]?[-+]?[0-9]*[a-z]?|."
+)
+SOURCES = [emit(catalog.build(n)) for n in list(catalog.VARIANTS)[::6]]
+SPARE = ["(", ")", "{", "}", ";", ",", "let", "var", "fn", "return", "if", "for", "u32", "f32",
+         "0u", "1.5", "-", "*", "/", "<", ">", "=", "@", "[", "]", "x", "array", "<f32>", "."]  # fmt: skip
+
+
+def mutate(text: str, rng: random.Random, n: int) -> str:
+    """``text`` with ``n`` random token deletions, insertions, swaps or duplications."""
+    toks = TOKEN.findall(text)
+    for _ in range(n):
+        i = rng.randrange(len(toks))
+        kind = rng.randrange(4)
+        if kind == 0:
+            del toks[i]
+        elif kind == 1:
+            toks.insert(i, rng.choice(SPARE + [t for t in toks[i : i + 40] if t.strip()]))
+        elif kind == 2:
+            j = rng.randrange(len(toks))
+            toks[i], toks[j] = toks[j], toks[i]
+        else:
+            toks.insert(i, toks[rng.randrange(len(toks))])
+    return "".join(toks)
+
+
+@examples(400)
+@given(src=st.sampled_from(SOURCES), seed=st.integers(0, 2**32 - 1), n=st.integers(1, 4))
+def test_frontend_on_mutated_wgsl(src: str, seed: int, n: int) -> None:
+    """Mutated kernels parse, or fail with a FrontendError that has a line, never otherwise."""
+    from kvdsl.frontend import FrontendError, parse
+
+    text = mutate(src, random.Random(seed), n)
+    try:
+        parse(text)
+    except FrontendError as err:
+        assert err.line is not None and 1 <= err.line <= text.count("\n") + 1, str(err)
+        assert str(err).startswith("<wgsl>:"), str(err)
