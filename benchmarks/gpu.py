@@ -192,7 +192,8 @@ def plans(cfg: Any, size: dict) -> Iterator[Plan]:
                 for new in (P, 1):
                     past = S - new
                     counts = {"past_k": past * row, "past_v": past * row, "new_k": new * row,
-                              "new_v": new * row, "present_key": S * row, "present_value": S * row}  # fmt: skip
+                              "new_v": new * row, "present_key": S * row,
+                              "present_value": S * row}  # fmt: skip
                     yield Plan(B, new, S,
                                {"count": B * h * S, "seq": S, "pastSeq": past, "keySeq": new},
                                counts, None, _sum_of(counts))  # fmt: skip
@@ -219,7 +220,8 @@ def _merge_share(cfg: Any, B: int, h: int, d: int, half: int, S: int, new: int) 
     # seqlens_k = S - 1: the window is rows [S - new, S) of each head.
     counts = {"past_k": B * h * S * d, "past_v": B * h * S * d, "new_k": B * new * h * d,
               "new_v": B * new * h * d, "seqlens_k": B, "cos_cache": S * half,
-              "sin_cache": S * half, "present_key": B * h * S * d, "present_value": B * h * S * d}  # fmt: skip
+              "sin_cache": S * half, "present_key": B * h * S * d,
+              "present_value": B * h * S * d}  # fmt: skip
     if cfg.region == "retain":
         kept = B * h * (S - new) * d
         moved = dict.fromkeys(("past_k", "past_v", "present_key", "present_value"), kept)
@@ -282,7 +284,8 @@ class Pool:
         key = (n, np.dtype(dtype).str)
         if key not in self.arrays:
             x = self.rng.random(n, np.float32) + 0.5
-            self.arrays[key] = (x * 1000).astype(dtype) if np.dtype(dtype).kind in "iu" else x.astype(dtype)  # fmt: skip
+            integer = np.dtype(dtype).kind in "iu"
+            self.arrays[key] = (x * 1000).astype(dtype) if integer else x.astype(dtype)
         return self.arrays[key]
 
     def buffers(self, bindings, plan: Plan) -> dict[str, np.ndarray]:
@@ -488,7 +491,8 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> list[di
 
 def derive(row: dict[str, Any]) -> dict[str, Any]:
     """GB/s, % of roofline, ratios, x floor from the measured times."""
-    nbytes, k, r, t = row["bytes"], row.get("kvdsl_us"), row.get("roofline_us"), row.get("template_us")  # fmt: skip
+    nbytes, k = row["bytes"], row.get("kvdsl_us")
+    r, t = row.get("roofline_us"), row.get("template_us")
     if k:
         row["kvdsl_gbps"] = nbytes / k / 1e3
     if r:
@@ -552,7 +556,8 @@ def table(rows: list[dict[str, Any]]) -> str:
             f"{_fmt(r.get('kvdsl_us'), 2):>9} {_fmt(r.get('kvdsl_gbps'), 0):>7} "
             f"{_fmt(r.get('pct_roofline'), 0):>6} {_fmt(r.get('template_us'), 2):>9} "
             f"{_fmt(r.get('template_pct_roofline'), 0):>6} "
-            f"{_fmt(r.get('template_over_kvdsl'), 2):>6} {_fmt(r.get('floor_x'), 2):>7}  {note[:70]}"
+            f"{_fmt(r.get('template_over_kvdsl'), 2):>6} {_fmt(r.get('floor_x'), 2):>7}  "
+            f"{note[:70]}"
         )
     return "\n".join(lines)
 

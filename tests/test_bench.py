@@ -1,4 +1,4 @@
-"""The GPU benchmark's smoke run (``--small`` on llvmpipe): CSV columns, byte counts, legacy rows."""
+"""The GPU benchmark's smoke run (``--small`` on llvmpipe): CSV columns, bytes, legacy rows."""
 
 from __future__ import annotations
 

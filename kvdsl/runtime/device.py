@@ -2,9 +2,9 @@
 
 Devices are created with WebGPU's default limits (8 storage buffers per stage, 65535 workgroups
 per dimension, ...), not the adapter's, so a kernel that runs here also runs in a browser; only
-:func:`configure` (an explicit opt-in, for benchmarks whose buffers pass 128 MiB) raises them. A device
-gets ``shader-f16`` only when a module says ``enable f16;``, and ``timestamp-query`` whenever the
-adapter has it (it changes nothing a shader can do).
+:func:`configure` (an explicit opt-in, for benchmarks whose buffers pass 128 MiB) raises them. A
+device gets ``shader-f16`` only when a module says ``enable f16;``, and ``timestamp-query``
+whenever the adapter has it (it changes nothing a shader can do).
 """
 
 from __future__ import annotations
