@@ -17,17 +17,17 @@ from kvdsl import reference as ref
 from kvdsl.emit import emit
 from kvdsl.frontend import parse
 from kvdsl.interp import OutOfBounds
+from kvdsl.ir import Binding
+from kvdsl.ir.types import SCALARS
 from kvdsl.kernels.config import ConfigError
+from kvdsl.kernels.build import BuildConfig, build
 from kvdsl.kernels.merge import MergeConfig, merge
 from kvdsl.kernels.merge_share import MergeShareConfig, merge_share
-from kvdsl.kernels.build import BuildConfig, build
 from kvdsl.kernels.quant import AppendQuantConfig, BuildQuantConfig, append_quant, build_quant
 from kvdsl.kernels.window_shift import WindowShiftConfig, window_shift
 from kvdsl.legacy import config_from_vars
 from kvdsl.runtime import CompileError, ParamsError, compile_wgsl
 from kvdsl.runtime import run as gpu_run
-from kvdsl.ir import Binding
-from kvdsl.ir.types import SCALARS
 from legacy import (
     legacy_bindings,
     legacy_params_struct,
@@ -95,7 +95,13 @@ def close(got: np.ndarray, want: np.ndarray) -> bool:
 
 
 def with_buffers(kernel, data: dict) -> dict:
+    """The arrays ``kernel`` binds, by name."""
     return {b.name: data[b.name] for b in kernel.bindings}
+
+
+def with_buffers_legacy(bindings: tuple, data: dict) -> dict:
+    """The arrays the template's ``bindings`` name."""
+    return {b.name: data[b.name] for b in bindings}
 
 
 # ---- 1. window_shift append without hasRotary ---------------------------------------------------
@@ -250,10 +256,6 @@ def test_04_merge_share_more_new_tokens_than_capacity(gpu):
     newest_v = ref.split_heads(data["new_v"], H)[:, :, s - cap :]
     np.testing.assert_array_equal(mine["present_key"].reshape(newest_k.shape), newest_k)
     np.testing.assert_array_equal(mine["present_value"].reshape(newest_v.shape), newest_v)
-
-
-def with_buffers_legacy(bindings: tuple, data: dict) -> dict:
-    return {b.name: data[b.name] for b in bindings}
 
 
 # ---- 5. seqlens_k < -1 ----------------------------------------------------------------------------
