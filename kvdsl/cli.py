@@ -240,9 +240,10 @@ def user_errors() -> tuple[type[BaseException], ...]:
         DispatchError,
     ]
     try:
+        from kvdsl.runtime.checks import LimitError
         from kvdsl.runtime.errors import BufferError
 
-        errors.append(BufferError)
+        errors += [BufferError, LimitError]
     except ImportError:
         pass
     return tuple(errors)
