@@ -222,7 +222,9 @@ def test_params_errors(gpu) -> None:
 def test_buffer_kind_errors(gpu) -> None:
     kernel, case = _case("transpose")
     bufs = dict(case.buffers)
-    with pytest.raises(BufferError, match=r"binding 'key' \(array<vec4<f32>>, read\) has no buffer"):
+    with pytest.raises(
+        BufferError, match=r"binding 'key' \(array<vec4<f32>>, read\) has no buffer"
+    ):
         gpu_run(kernel, {k: v for k, v in bufs.items() if k != "key"}, case.params)
     with pytest.raises(BufferError, match=r"buffer 'keys' has no binding"):
         gpu_run(kernel, bufs | {"keys": bufs["key"]}, case.params)
