@@ -27,11 +27,21 @@ fn main(
   let wgFlat = wid.x + wid.y * 65535u;
   let elemBase = wgFlat * (WG * HEAD_DIM);
   let totalElems = params.count * HEAD_DIM;
-  for (var s: u32 = 0u; s < HEAD_DIM; s = s + 1u) {
-    let e = elemBase + s * WG + lid.x;
-    if (e < totalElems) {
+  let span = WG * HEAD_DIM;
+  let fullTile = totalElems >= span && elemBase <= totalElems - span;
+  if (fullTile) {
+    for (var s: u32 = 0u; s < HEAD_DIM; s = s + 1u) {
+      let e = elemBase + s * WG + lid.x;
       present_key[e] = src_k[e];
       present_value[e] = src_v[e];
+    }
+  } else {
+    for (var s: u32 = 0u; s < HEAD_DIM; s = s + 1u) {
+      let e = elemBase + s * WG + lid.x;
+      if (e < totalElems) {
+        present_key[e] = src_k[e];
+        present_value[e] = src_v[e];
+      }
     }
   }
 }

@@ -35,9 +35,11 @@ fn main(
   let wgFlat = wid.x + wid.y * 65535u;
   let elemBase = wgFlat * (WG * HEAD_DIM);
   let totalElems = params.count * HEAD_DIM;
-  for (var s: u32 = 0u; s < HEAD_DIM; s = s + 1u) {
-    let e = elemBase + s * WG + lid.x;
-    if (e < totalElems) {
+  let span = WG * HEAD_DIM;
+  let fullTile = totalElems >= span && elemBase <= totalElems - span;
+  if (fullTile) {
+    for (var s: u32 = 0u; s < HEAD_DIM; s = s + 1u) {
+      let e = elemBase + s * WG + lid.x;
       let d = e % HEAD_DIM;
       let et = e / HEAD_DIM;
       let t = et % params.seq;
@@ -52,6 +54,27 @@ fn main(
         let nSrc = (b * params.keySeq + (t - params.pastSeq)) * KV_HIDDEN + hk * HEAD_DIM + d;
         present_key[e] = new_k[nSrc];
         present_value[e] = new_v[nSrc];
+      }
+    }
+  } else {
+    for (var s: u32 = 0u; s < HEAD_DIM; s = s + 1u) {
+      let e = elemBase + s * WG + lid.x;
+      if (e < totalElems) {
+        let d = e % HEAD_DIM;
+        let et = e / HEAD_DIM;
+        let t = et % params.seq;
+        let etmp = et / params.seq;
+        let hk = etmp % KV_HEADS;
+        let b = etmp / KV_HEADS;
+        if (t < params.pastSeq) {
+          let src = ((b * KV_HEADS + hk) * params.pastSeq + t) * HEAD_DIM + d;
+          present_key[e] = past_k[src];
+          present_value[e] = past_v[src];
+        } else {
+          let nSrc = (b * params.keySeq + (t - params.pastSeq)) * KV_HIDDEN + hk * HEAD_DIM + d;
+          present_key[e] = new_k[nSrc];
+          present_value[e] = new_v[nSrc];
+        }
       }
     }
   }

@@ -34,9 +34,11 @@ fn main(
   let wgFlat = wid.x + wid.y * 65535u;
   let elemBase = wgFlat * (WG * HEAD_DIM);
   let totalElems = params.count * HEAD_DIM;
-  for (var s: u32 = 0u; s < HEAD_DIM; s = s + 1u) {
-    let e = elemBase + s * WG + lid.x;
-    if (e < totalElems) {
+  let span = WG * HEAD_DIM;
+  let fullTile = totalElems >= span && elemBase <= totalElems - span;
+  if (fullTile) {
+    for (var s: u32 = 0u; s < HEAD_DIM; s = s + 1u) {
+      let e = elemBase + s * WG + lid.x;
       let et = e / HEAD_DIM;
       let t = et % params.seq;
       let b = et / (params.seq * KV_HEADS);
@@ -51,6 +53,27 @@ fn main(
       if (t < appendStart || t >= activeEnd) {
         present_key[e] = past_k[e];
         present_value[e] = past_v[e];
+      }
+    }
+  } else {
+    for (var s: u32 = 0u; s < HEAD_DIM; s = s + 1u) {
+      let e = elemBase + s * WG + lid.x;
+      if (e < totalElems) {
+        let et = e / HEAD_DIM;
+        let t = et % params.seq;
+        let b = et / (params.seq * KV_HEADS);
+        let total = u32(max(seqlens_k[b], -1i)) + 1u;
+        // Clamping below by keySeq maps a right-padded first prompt
+        // (seqlens_k[b]+1 < keySeq) to append offset 0.
+        let activeEnd = min(params.seq, max(params.keySeq, total));
+        let fresh = min(params.keySeq, activeEnd);
+        let appendStart = activeEnd - fresh;
+        let skip = params.keySeq - fresh;
+        // Outside the append window; the shared stride makes this dst == src.
+        if (t < appendStart || t >= activeEnd) {
+          present_key[e] = past_k[e];
+          present_value[e] = past_v[e];
+        }
       }
     }
   }

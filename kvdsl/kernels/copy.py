@@ -47,7 +47,7 @@ def copy(cfg: CopyConfig, name: str = "copy") -> Kernel:
     kb.workgroup_const("WG")
     rows = kb.param("count")
     if cfg.walk == "cooperative":
-        with walks.cooperative(kb, cfg.fold, rows, head_dim) as e:
+        for e in walks.cooperative(kb, cfg.fold, rows, head_dim):
             present_key[e] = src_k[e]
             present_value[e] = src_v[e]
     else:

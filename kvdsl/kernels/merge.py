@@ -67,7 +67,7 @@ def merge(cfg: MergeConfig, name: str = "merge") -> Kernel:
     rows, seq, past_seq, key_seq = (kb.param(p) for p in ("count", "seq", "pastSeq", "keySeq"))
     kb.comment("present[0:pastSeq] = past (BNSH copy); present[pastSeq:seq] = new K/V (BSH).")
     if cfg.walk == "cooperative":
-        with walks.cooperative(kb, cfg.fold, rows, head_dim) as e:
+        for e in walks.cooperative(kb, cfg.fold, rows, head_dim):
             d = kb.let("d", e % head_dim)
             et = kb.let("et", e / head_dim)
             t = kb.let("t", et % seq)

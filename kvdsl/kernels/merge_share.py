@@ -131,7 +131,7 @@ def _retain(kb: KernelBuilder, cfg: MergeShareConfig) -> None:
     kb.workgroup_const("WG")
     rows, seq, key_seq = kb.param("count"), kb.param("seq"), kb.param("keySeq")
     if cfg.walk == "cooperative":
-        with walks.cooperative(kb, cfg.fold, rows, head_dim) as e:
+        for e in walks.cooperative(kb, cfg.fold, rows, head_dim):
             et = kb.let("et", e / head_dim)
             t = kb.let("t", et % seq)
             b = kb.let("b", et / (seq * heads))
@@ -178,7 +178,7 @@ def _append(kb: KernelBuilder, cfg: MergeShareConfig) -> None:
         kb.comment("Compact cooperative append walk: the thread range spans only the appended")
         kb.comment("window (batch x kvHead x keySeq rows); the destination row is the dynamic")
         kb.comment("append offset plus the local row.")
-        with walks.cooperative_bounded(kb, cfg.fold, rows, head_dim) as e:
+        for e in walks.cooperative_bounded(kb, cfg.fold, rows, head_dim):
             d = kb.let("d", e % head_dim)
             et = kb.let("et", e / head_dim)
             j = kb.let("j", et % key_seq)

