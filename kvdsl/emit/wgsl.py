@@ -22,6 +22,7 @@ import numpy as np
 from kvdsl.ir import ops
 from kvdsl.ir.nodes import (
     Assign,
+    Barrier,
     Binary,
     Block,
     Break,
@@ -193,6 +194,8 @@ def _inline(s: Stmt | None) -> str:
             return "break"
         case Continue():
             return "continue"
+        case Barrier():
+            return "workgroupBarrier()"
     raise TypeError(f"emit: not a simple statement: {s!r}")
 
 
@@ -211,6 +214,10 @@ def emit(kernel: Kernel) -> str:
         n = len(kernel.bindings)
         out.append(f"@group(0) @binding({n}) var<uniform> params: {kernel.params.name};")
     if kernel.bindings or kernel.params is not None:
+        out.append("")
+    for w in kernel.workgroup_vars:
+        out.append(f"var<workgroup> {w.name}: {w.ty};")
+    if kernel.workgroup_vars:
         out.append("")
     for c in kernel.consts:
         if c.comment:

@@ -5,6 +5,7 @@ from kvdsl.ir.builder import (
     Buffer,
     KernelBuilder,
     Local,
+    Shared,
     Val,
     as_val,
     call,
@@ -22,7 +23,7 @@ from kvdsl.ir.builder import (
     sin,
 )
 from kvdsl.ir.dispatch import DispatchError, workgroups
-from kvdsl.ir.nodes import Binding, Const, Dispatch, Function, Kernel
+from kvdsl.ir.nodes import Barrier, Binding, Const, Dispatch, Function, Kernel, WorkgroupVar
 from kvdsl.ir.ops import Op
 from kvdsl.ir.types import (
     Array,
@@ -42,6 +43,7 @@ from kvdsl.ir.verify import VerifyError, verify
 
 __all__ = [
     "Array",
+    "Barrier",
     "Binding",
     "Buffer",
     "BuildError",
@@ -52,6 +54,7 @@ __all__ = [
     "Kernel",
     "KernelBuilder",
     "Local",
+    "Shared",
     "Op",
     "RuntimeArray",
     "Scalar",
@@ -59,6 +62,7 @@ __all__ = [
     "Val",
     "Vec",
     "VerifyError",
+    "WorkgroupVar",
     "array",
     "as_val",
     "bool_",

@@ -27,6 +27,7 @@ from kvdsl.ir import ops
 from kvdsl.ir.nodes import (
     BUILTIN_INPUTS,
     Assign,
+    Barrier,
     Binary,
     Binding,
     Call,
@@ -50,6 +51,7 @@ from kvdsl.ir.nodes import (
     Stmt,
     Unary,
     Var,
+    WorkgroupVar,
 )
 from kvdsl.ir.ops import Op
 from kvdsl.ir.types import Array, Scalar, Struct, Type, Vec, bool_, f32, i32, u32, vec3u
@@ -373,6 +375,15 @@ class Local(Val):
         self._kb.emit(Assign(target.node, v.node))
 
 
+class Shared(Local):
+    """A ``var<workgroup>`` array: ``w[i]`` loads, ``w[i] = x`` stores one element."""
+
+    __slots__ = ()
+
+    def set(self, value: Val | Num, op: Op | None = None) -> None:
+        raise BuildError(f"workgroup var {self.node.name} is written one element at a time")
+
+
 class KernelBuilder:
     """Collects a kernel's declarations and statements; :meth:`build` verifies and returns it."""
 
@@ -385,6 +396,7 @@ class KernelBuilder:
         self.param_fields: list[tuple[str, Scalar | Vec]] = []
         self.consts: list[Const] = []
         self.functions: list[Function] = []
+        self.workgroup_vars: list[WorkgroupVar] = []
         self.builtins: dict[str, str] = {}
         self.doc: list[str] = []
         self._blocks: list[list[Stmt]] = [[]]
@@ -407,6 +419,14 @@ class KernelBuilder:
         b = Binding(name, elem, access)
         self.bindings.append(b)
         return Buffer(self, b)
+
+    def workgroup_var(self, name: str, ty: Array) -> Shared:
+        """A module ``var<workgroup> name: array<T, N>;`` shared by each workgroup's
+        invocations; index it to load, assign ``w[i] = x`` to store."""
+        if not isinstance(ty, Array):
+            raise BuildError(f"workgroup var {name}: type {ty} is not a fixed-size array")
+        self.workgroup_vars.append(WorkgroupVar(name, ty))
+        return Shared(self, name, ty)
 
     def param(self, name: str, ty: Scalar | Vec = u32) -> Val:
         """A field of the uniform params struct (declared on first use, in order)."""
@@ -456,6 +476,10 @@ class KernelBuilder:
 
     def ret(self) -> None:
         self.emit(Return())
+
+    def barrier(self) -> None:
+        """``workgroupBarrier();`` (only where control flow is uniform: see verify)."""
+        self.emit(Barrier())
 
     @contextmanager
     def _block(self) -> Iterator[list[Stmt]]:
@@ -562,6 +586,7 @@ class KernelBuilder:
             dispatch=dispatch,
             doc=tuple(doc.splitlines()),
             workgroup_size_name=self.workgroup_size_name,
+            workgroup_vars=tuple(self.workgroup_vars),
         )
         return verify(kernel)
 

@@ -177,7 +177,13 @@ class Comment:
     text: str
 
 
-Stmt = Let | Var | Assign | If | For | Loop | Break | Continue | Return | Block | Comment
+@dataclass(frozen=True, slots=True)
+class Barrier:
+    """``workgroupBarrier();``: every invocation of the workgroup waits here, and workgroup
+    memory written before it is visible after it. Only in uniform control flow (see verify)."""
+
+
+Stmt = Let | Var | Assign | If | For | Loop | Break | Continue | Return | Block | Comment | Barrier
 
 # ---- module items -----------------------------------------------------------------------------
 
@@ -209,6 +215,15 @@ class Binding:
     name: str
     elem: Scalar | Vec
     access: str  # "read" or "read_write"
+
+
+@dataclass(frozen=True, slots=True)
+class WorkgroupVar:
+    """A module-scope ``var<workgroup> name: array<T, N>;``: memory shared by the invocations of
+    one workgroup (zero at the start of the dispatch), indexed one element at a time."""
+
+    name: str
+    ty: Array
 
 
 BUILTIN_INPUTS = {
@@ -256,6 +271,7 @@ class Kernel:
     # out of equality like a comment would be.
     extents: tuple[tuple[str, Expr], ...] = field(default=(), compare=False)
     requires: tuple[tuple[str, Expr], ...] = field(default=(), compare=False)
+    workgroup_vars: tuple[WorkgroupVar, ...] = ()
 
     def binding(self, name: str) -> Binding | None:
         return next((b for b in self.bindings if b.name == name), None)

@@ -15,6 +15,7 @@ from kvdsl.ir import ops
 from kvdsl.ir.nodes import (
     BUILTIN_INPUTS,
     Assign,
+    Barrier,
     Binary,
     Block,
     Break,
@@ -40,6 +41,7 @@ from kvdsl.ir.nodes import (
     Stmt,
     Unary,
     Var,
+    WorkgroupVar,
     walk,
 )
 from kvdsl.ir.types import (
@@ -57,6 +59,7 @@ from kvdsl.ir.types import (
 )
 
 MAX_INVOCATIONS = 256  # WebGPU's default maxComputeInvocationsPerWorkgroup
+MAX_WORKGROUP_BYTES = 16384  # WebGPU's default maxComputeWorkgroupStorageSize
 SWIZZLE = "xyzw"
 
 
@@ -68,7 +71,8 @@ def show(node: object) -> str:
     """A compact, WGSL-like rendering of an expression for error messages."""
     match node:
         case Lit(value, ty):
-            return f"{value}{'' if ty == bool_ else ty}"
+            suffix = {"u32": "u", "i32": "i", "f32": "f", "f16": "h"}.get(ty.name, "")
+            return f"{str(value).lower() if ty == bool_ else value}{suffix}"
         case Name(name):
             return name
         case Unary(op, x):
@@ -94,6 +98,8 @@ def show(node: object) -> str:
         case Assign(target, value, op):
             eq = "=" if op is None else ops.info(op).spelling + "="
             return f"{show(target)} {eq} {show(value)}"
+        case Barrier():
+            return "workgroupBarrier()"
         case _:
             return type(node).__name__
 
@@ -103,7 +109,7 @@ class Symbol:
     """What a name in scope refers to."""
 
     ty: Type
-    kind: str  # "let", "var", "const", "binding", "builtin", "param", "params"
+    kind: str  # "let", "var", "const", "binding", "builtin", "param", "params", "workgroup"
     access: str = ""
 
 
@@ -167,6 +173,8 @@ class Checker:
                     raise VerifyError(f"undefined name '{name}'")
                 if sym.kind == "binding":
                     raise VerifyError(f"binding '{name}' used without an index")
+                if sym.kind == "workgroup":
+                    raise VerifyError(f"workgroup var '{name}' used without an index")
                 return sym.ty
             case Unary(op, x) | Binary(op, x, _) if op not in ops.TABLE:
                 raise VerifyError(f"{show(e)}: unknown op {op}")
@@ -227,6 +235,8 @@ class Checker:
                     sym = scope.lookup(base.name)
                     if sym is not None and sym.kind == "binding":
                         self.used.add(base.name)
+                        return sym.ty.elem
+                    if sym is not None and sym.kind == "workgroup":
                         return sym.ty.elem
                 bt = self.type_of(base, scope)
                 if isinstance(bt, (Array, Vec)):
@@ -314,6 +324,8 @@ class Checker:
             case Comment(text):
                 if "\n" in text:
                     raise VerifyError(f"comment {text!r} spans several lines")
+            case Barrier():
+                pass  # where a barrier may stand is checked by check_barriers
             case _:
                 raise VerifyError(f"not a statement: {s!r}")
 
@@ -337,6 +349,11 @@ class Checker:
             if not isinstance(target, Index) or target.base != root:
                 raise VerifyError(f"{show(s)}: a binding is written one element at a time")
             self.stored.add(root.name)
+        elif sym.kind == "workgroup":
+            if not isinstance(target, Index) or target.base != root:
+                raise VerifyError(
+                    f"{show(s)}: workgroup var '{root.name}' is written one element at a time"
+                )
         elif sym.kind != "var":
             raise VerifyError(f"{show(s)}: '{root.name}' is a {sym.kind}, not a var")
         return self.type_of(target, scope)
@@ -363,7 +380,105 @@ def module_scope(kernel: Kernel, checker: Checker) -> Scope:
             if not isinstance(fty, (Scalar, Vec)) or fty.scalar == bool_:
                 raise VerifyError(f"params field '{fname}': type {fty} cannot be uniform")
         scope.declare("params", Symbol(kernel.params, "params"), kernel.params)
+    total = 0
+    for w in kernel.workgroup_vars:
+        if not isinstance(w, WorkgroupVar) or not isinstance(w.ty, Array):
+            raise VerifyError(f"workgroup var {w!r} is not a WorkgroupVar of an array type")
+        if not isinstance(w.ty.elem, (Scalar, Vec)) or not isinstance(w.ty.n, int) or w.ty.n < 1:
+            raise VerifyError(f"workgroup var '{w.name}': type {w.ty} is not an array of scalars")
+        total += workgroup_bytes(w.ty)
+        if total > MAX_WORKGROUP_BYTES:
+            raise VerifyError(
+                f"workgroup var '{w.name}': {w.ty} brings workgroup memory to {total} bytes, "
+                f"more than {MAX_WORKGROUP_BYTES}"
+            )
+        scope.declare(w.name, Symbol(w.ty, "workgroup"), w)
     return scope
+
+
+def workgroup_bytes(ty: Array) -> int:
+    """Bytes ``ty`` takes in workgroup memory (WGSL's array stride: vec3 elements take 16)."""
+    elem = ty.elem
+    stride = elem.size if isinstance(elem, Scalar) else max(elem.size, elem.align)
+    return stride * ty.n
+
+
+def check_barriers(kernel: Kernel) -> None:
+    """A ``workgroupBarrier()`` must be reached by every invocation of a workgroup or none (WGSL's
+    uniformity rule). kvdsl accepts the simple, checkable cases: a barrier at the top level of
+    the entry point, or at the top level of a top-level ``for`` whose header uses only consts,
+    params, literals and its own loop variable, whose body neither assigns the loop variable nor
+    holds a ``break``, ``continue`` or ``return``; and none after a top-level statement holding a
+    ``return`` nested inside it (some invocations may have left)."""
+    for fn in kernel.functions:
+        if any(isinstance(n, Barrier) for n in walk(fn.body)):
+            raise VerifyError(f"function {fn.name}: a helper function may not contain a barrier")
+    uniform = {c.name for c in kernel.consts} | {"params"}
+    left: Stmt | None = None  # a top-level statement after which some invocations may have left
+    for s in kernel.body:
+        holds = any(isinstance(n, Barrier) for n in walk(s))
+        if holds and left is not None:
+            raise VerifyError(
+                f"workgroupBarrier() after `{_head(left)}`, which returns from inside it: control "
+                "flow after it is not uniform"
+            )
+        if holds and not isinstance(s, Barrier):
+            _uniform_for(s, uniform)
+        if not isinstance(s, Return) and any(isinstance(n, Return) for n in walk(s)):
+            left = s
+        if isinstance(s, (Let, Var)):
+            uniform.discard(s.name)  # a local shadowing a const is not known to be uniform
+
+
+def _head(s: Stmt) -> str:
+    match s:
+        case If(cond):
+            return f"if {show(cond)}"
+        case For():
+            return "for (...)"
+        case _:
+            return show(s)
+
+
+def _uniform_for(s: Stmt, uniform: set[str]) -> None:
+    """Check that ``s``, a top-level statement holding a barrier, is a uniform ``for`` with the
+    barrier at the top level of its body."""
+    if isinstance(s, If):
+        raise VerifyError("workgroupBarrier() inside an if: control flow there is not uniform")
+    if not isinstance(s, For):
+        raise VerifyError(
+            f"workgroupBarrier() inside {type(s).__name__.lower()}: only at the top level of the "
+            "entry point or of a top-level for loop with a uniform header"
+        )
+    for n in s.body:
+        if not isinstance(n, Barrier) and any(isinstance(x, Barrier) for x in walk(n)):
+            what = "an if" if isinstance(n, If) else type(n).__name__.lower()
+            raise VerifyError(f"workgroupBarrier() inside {what} in a for loop: not uniform")
+    if not isinstance(s.init, (Var, Let)):
+        raise VerifyError("workgroupBarrier() in a for loop without a var or let initialiser")
+    loop_var = s.init.name
+    allowed = uniform | {loop_var}
+    names = [n.name for part in (s.init, s.cond, s.update) for n in walk(part) if type(n) is Name]
+    bad = [n for n in names if n not in allowed]
+    if bad or (s.update is not None and s.update.target != Name(loop_var)):
+        raise VerifyError(
+            f"workgroupBarrier() in a for loop whose header uses '{bad[0] if bad else loop_var}': "
+            "the header may use only consts, params, literals and the loop variable"
+        )
+    for n in walk(s.body):
+        if isinstance(n, (Break, Continue, Return)):
+            raise VerifyError(
+                f"workgroupBarrier() in a for loop holding {type(n).__name__.lower()}: "
+                "the loop's control flow is not uniform"
+            )
+        if isinstance(n, Assign) and Name(loop_var) in (n.target,):
+            raise VerifyError(
+                f"workgroupBarrier() in a for loop whose body assigns its variable '{loop_var}'"
+            )
+        if isinstance(n, (Var, Let)) and n.name == loop_var:
+            raise VerifyError(
+                f"workgroupBarrier() in a for loop whose body redeclares '{loop_var}'"
+            )
 
 
 def verify(kernel: Kernel) -> Kernel:
@@ -397,6 +512,7 @@ def verify(kernel: Kernel) -> Kernel:
             raise VerifyError(f"unknown compute builtin '{builtin}' ({', '.join(BUILTIN_INPUTS)})")
         main.declare(pname, Symbol(vec3u, "builtin"), kernel)
     checker.block(kernel.body, main, None, False)
+    check_barriers(kernel)
     for b in kernel.bindings:
         if b.name not in checker.used:
             raise VerifyError(f"binding '{b.name}' is declared but never used")
