@@ -2,19 +2,22 @@
 
 Drop-in for the template's ``mode == "copy"`` branch. ``head_dim`` is the number of stored words
 per row (compression changes only that). Walks: ``cooperative`` (the template's choice for every
-vendor but Apple) and ``per_row`` (Apple). Params: ``count`` = rows (batch × kvHeads × seq).
+vendor but Apple), ``per_row`` (Apple) and ``flat`` (:mod:`kvdsl.nodes.flat`: one invocation per
+``vec4``, ``count * HEAD_DIM_V4`` items; scalar when ``head_dim`` does not divide by 4). Params:
+``count`` = rows (batch × kvHeads × seq).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from kvdsl.ir import Dispatch, Kernel, KernelBuilder
 from kvdsl.kernels.config import common, contract, one_of, positive_int, scalar, times
-from kvdsl.nodes import walks
+from kvdsl.nodes import flat, walks
 
 ELEMENTS = ("f32", "f16", "i32", "u32")
-WALKS = ("cooperative", "per_row")
+WALKS = ("cooperative", "per_row", "flat")
 
 
 @dataclass(frozen=True)
@@ -24,13 +27,14 @@ class CopyConfig:
     head_dim: int
     walk: str = "cooperative"
     present_type: str = "f32"
-    workgroup_size: int = 64
+    workgroup_size: int | None = None  # 256 for the flat walk, else 64
     fold: int = 65535
     mode = "copy"
 
     def __post_init__(self) -> None:
         positive_int("head_dim", self.head_dim)
         one_of("walk", self.walk, WALKS)
+        flat.resolve_workgroup(self)
         one_of("present_type", self.present_type, ELEMENTS)
         common(self)
 
@@ -38,7 +42,8 @@ class CopyConfig:
 def copy(cfg: CopyConfig, name: str = "copy") -> Kernel:
     """Build the copy kernel for ``cfg``."""
     kb = KernelBuilder(name, cfg.workgroup_size)
-    elem = scalar(cfg.present_type)
+    width = flat.lanes(cfg.head_dim) if cfg.walk == "flat" else 1
+    elem = flat.elem(scalar(cfg.present_type), width)
     src_k = kb.binding("src_k", elem, "read")
     src_v = kb.binding("src_v", elem, "read")
     present_key = kb.binding("present_key", elem, "read_write")
@@ -46,7 +51,14 @@ def copy(cfg: CopyConfig, name: str = "copy") -> Kernel:
     head_dim = kb.const("HEAD_DIM", scalar("u32"), cfg.head_dim)
     kb.workgroup_const("WG")
     rows = kb.param("count")
-    if cfg.walk == "cooperative":
+    dispatch = Dispatch(rows.node, cfg.workgroup_size, cfg.fold)
+    if cfg.walk == "flat":
+        per_row = flat.vector_const(kb, head_dim, cfg.head_dim, width)
+        e = flat.walk(kb, cfg.fold, rows, per_row, width).e
+        present_key[e] = src_k[e]
+        present_value[e] = src_v[e]
+        dispatch = flat.dispatch(rows, per_row, cfg)
+    elif cfg.walk == "cooperative":
         for e in walks.cooperative(kb, cfg.fold, rows, head_dim):
             present_key[e] = src_k[e]
             present_value[e] = src_v[e]
@@ -57,6 +69,18 @@ def copy(cfg: CopyConfig, name: str = "copy") -> Kernel:
             present_key[base + d] = src_k[base + d]
             present_value[base + d] = src_v[base + d]
     doc = "Copy the existing BNSH cache unchanged (dst index == src index)."
-    kernel = kb.build(Dispatch(rows.node, cfg.workgroup_size, cfg.fold), doc)
+    kernel = kb.build(dispatch, doc)
     n = times(rows, head_dim)
-    return contract(kernel, {b.name: n for b in kernel.bindings})
+    return flat.vector_extents(contract(kernel, {b.name: n for b in kernel.bindings}))
+
+
+def catalog_variants(models: dict[str, Any]) -> dict[str, CopyConfig]:
+    """The flat copy variants (the drop-in ones are named in :mod:`kvdsl.catalog`)."""
+    v: dict[str, CopyConfig] = {}
+    for key, m in models.items():
+        v[f"copy_flat_{key}"] = CopyConfig(m.head_dim, walk="flat")
+    v["copy_flat_f16_llama31_8b"] = CopyConfig(128, walk="flat", present_type="f16")
+    v["copy_flat_int8_llama31_8b"] = CopyConfig(128, walk="flat", present_type="i32")
+    # A packed int4 row of head dim 128 is 64 u32 words.
+    v["copy_flat_int4_llama31_8b"] = CopyConfig(64, walk="flat", present_type="u32")
+    return v

@@ -4,7 +4,8 @@ Drop-in for the template's ``mode == "merge"`` branches: ``present[b, h, t] = pa
 ``t < pastSeq`` and ``new[b, t - pastSeq, h]`` after. Bindings ``past_k``, ``past_v``, ``new_k``,
 ``new_v`` (read), ``present_key``, ``present_value`` (read_write); params ``count`` (present rows,
 batch × kvHeads × seq), ``seq``, ``pastSeq``, ``keySeq``; ``ceil(count / WG)`` workgroups folded
-at ``fold``. Walks: ``cooperative`` (every vendor but Apple) and ``per_row`` (Apple).
+at ``fold``. Walks: ``cooperative`` (every vendor but Apple), ``per_row`` (Apple) and ``flat``
+(:mod:`kvdsl.nodes.flat`: one invocation per present ``vec4``, ``count * HEAD_DIM_V4`` items).
 
 ``present_type`` is the element type of past and present; ``input_type`` that of the new K/V. The
 template stores new K/V into the present cache without a conversion, so it compiles only when
@@ -18,14 +19,14 @@ from typing import TYPE_CHECKING
 
 from kvdsl.ir import Dispatch, Kernel, KernelBuilder, convert
 from kvdsl.kernels.config import ceil_div, common, contract, one_of, scalar, shape, times
-from kvdsl.nodes import walks
+from kvdsl.nodes import flat, walks
 from kvdsl.nodes.index import bnsh
 
 if TYPE_CHECKING:
     from kvdsl.catalog import Model
 
 FLOATS = ("f32", "f16")
-WALKS = ("cooperative", "per_row")
+WALKS = ("cooperative", "per_row", "flat")
 
 
 @dataclass(frozen=True)
@@ -37,13 +38,14 @@ class MergeConfig:
     walk: str = "cooperative"
     present_type: str = "f32"
     input_type: str = "f32"
-    workgroup_size: int = 64
+    workgroup_size: int | None = None  # 256 for the flat walk, else 64
     fold: int = 65535
     mode = "merge"
 
     def __post_init__(self) -> None:
         shape(self)
         one_of("walk", self.walk, WALKS)
+        flat.resolve_workgroup(self)
         one_of("present_type", self.present_type, FLOATS)
         one_of("input_type", self.input_type, FLOATS)
         common(self)
@@ -52,7 +54,9 @@ class MergeConfig:
 def merge(cfg: MergeConfig, name: str = "merge") -> Kernel:
     """Build the merge kernel for ``cfg``."""
     kb = KernelBuilder(name, cfg.workgroup_size)
-    cache, inp = scalar(cfg.present_type), scalar(cfg.input_type)
+    width = flat.lanes(cfg.head_dim) if cfg.walk == "flat" else 1
+    cache = flat.elem(scalar(cfg.present_type), width)
+    inp = flat.elem(scalar(cfg.input_type), width)
     past_k = kb.binding("past_k", cache, "read")
     past_v = kb.binding("past_v", cache, "read")
     new_k = kb.binding("new_k", inp, "read")
@@ -66,7 +70,23 @@ def merge(cfg: MergeConfig, name: str = "merge") -> Kernel:
     hidden = kb.const("KV_HIDDEN", u32, cfg.kv_heads * cfg.head_dim)
     rows, seq, past_seq, key_seq = (kb.param(p) for p in ("count", "seq", "pastSeq", "keySeq"))
     kb.comment("present[0:pastSeq] = past (BNSH copy); present[pastSeq:seq] = new K/V (BSH).")
-    if cfg.walk == "cooperative":
+    if cfg.walk == "flat":
+        hd4 = flat.vector_const(kb, head_dim, cfg.head_dim, width)
+        hidden4 = flat.vector_const(kb, hidden, cfg.kv_heads * cfg.head_dim, width)
+        it = flat.walk(kb, cfg.fold, rows, hd4, width)
+        t = kb.let("t", it.row % seq)
+        etmp = kb.let("etmp", it.row / seq)
+        hk = kb.let("hk", etmp % heads)
+        b = kb.let("b", etmp / heads)
+        with kb.if_(t < past_seq):
+            src = kb.let("src", bnsh(b, hk, t, heads, past_seq, hd4) + it.d)
+            present_key[it.e] = past_k[src]
+            present_value[it.e] = past_v[src]
+        with kb.else_():
+            n_src = kb.let("nSrc", (b * key_seq + (t - past_seq)) * hidden4 + hk * hd4 + it.d)
+            present_key[it.e] = convert(cache, new_k[n_src])
+            present_value[it.e] = convert(cache, new_v[n_src])
+    elif cfg.walk == "cooperative":
         for e in walks.cooperative(kb, cfg.fold, rows, head_dim):
             d = kb.let("d", e % head_dim)
             et = kb.let("et", e / head_dim)
@@ -100,21 +120,27 @@ def merge(cfg: MergeConfig, name: str = "merge") -> Kernel:
                 present_key[dst + d] = convert(cache, new_k[n_src + d])
                 present_value[dst + d] = convert(cache, new_v[n_src + d])
     doc = "Copy the past BNSH cache, then append new BSH K/V tokens into the present cache."
-    kernel = kb.build(Dispatch(rows.node, cfg.workgroup_size, cfg.fold), doc)
+    if cfg.walk == "flat":
+        kernel = kb.build(flat.dispatch(rows, hd4, cfg), doc)
+    else:
+        kernel = kb.build(Dispatch(rows.node, cfg.workgroup_size, cfg.fold), doc)
     batches = ceil_div(rows, heads * seq)
     past = times(batches, heads, past_seq, head_dim)
     new = times(batches, key_seq, hidden)
     present = times(rows, head_dim)
-    return contract(
-        kernel,
-        {"past_k": past, "past_v": past, "new_k": new, "new_v": new}
-        | {"present_key": present, "present_value": present},
-        {
-            "seq >= 1": seq >= 1,
-            "seq == pastSeq + keySeq (the present holds the past rows, then the new tokens)": (
-                seq.eq(past_seq + key_seq)
-            ),
-        },
+    # A flat kernel's vector bindings count vectors (a no-op for scalar bindings).
+    return flat.vector_extents(
+        contract(
+            kernel,
+            {"past_k": past, "past_v": past, "new_k": new, "new_v": new}
+            | {"present_key": present, "present_value": present},
+            {
+                "seq >= 1": seq >= 1,
+                "seq == pastSeq + keySeq (the present holds the past rows, then the new tokens)": (
+                    seq.eq(past_seq + key_seq)
+                ),
+            },
+        )
     )
 
 
@@ -125,12 +151,16 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, MergeConfig]:
         m = models[key]
         v[f"merge_{key}"] = MergeConfig(m.kv_heads, m.head_dim)
         v[f"merge_per_row_{key}"] = MergeConfig(m.kv_heads, m.head_dim, walk="per_row")
+        v[f"merge_flat_{key}"] = MergeConfig(m.kv_heads, m.head_dim, walk="flat")
     m = models["llama31_8b"]
     v["merge_f16_llama31_8b"] = MergeConfig(
         m.kv_heads, m.head_dim, present_type="f16", input_type="f16"
     )
     v["merge_per_row_f16_llama31_8b"] = MergeConfig(
         m.kv_heads, m.head_dim, walk="per_row", present_type="f16", input_type="f16"
+    )
+    v["merge_flat_f16_llama31_8b"] = MergeConfig(
+        m.kv_heads, m.head_dim, walk="flat", present_type="f16", input_type="f16"
     )
     v["merge_f32_to_f16_llama31_8b"] = MergeConfig(m.kv_heads, m.head_dim, present_type="f16")
     return v

@@ -8,6 +8,7 @@ destination element, ``ceil(total / WG)`` workgroups folded at ``fold`` in x.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from kvdsl.ir import Dispatch, Kernel, KernelBuilder, convert, vec
 from kvdsl.kernels.config import check, common, contract, flag, one_of, scalar, shape, times
@@ -87,3 +88,18 @@ def transpose(cfg: TransposeConfig, name: str = "transpose") -> Kernel:
     return contract(
         kernel, {"key": new, "value": new, "present_key": items, "present_value": items}
     )
+
+
+def catalog_variants(models: dict[str, Any]) -> dict[str, TransposeConfig]:
+    """Flat transposes at workgroup size 256 (the drop-in ones are named in
+    :mod:`kvdsl.catalog`): a workgroup of 64 reaches about half of a copy's bandwidth."""
+    v: dict[str, TransposeConfig] = {}
+    for key, m in models.items():
+        vec4 = m.head_dim % 4 == 0
+        v[f"transpose_flat_{key}"] = TransposeConfig(
+            m.kv_heads, m.head_dim, vec4=vec4, workgroup_size=256
+        )
+    v["transpose_flat_f16_llama31_8b"] = TransposeConfig(
+        8, 128, vec4=True, present_type="f16", workgroup_size=256
+    )
+    return v

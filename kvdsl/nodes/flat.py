@@ -1,0 +1,204 @@
+"""The flat walk: one invocation per destination vector (``vec4``, or one element), no loops.
+
+A span of ``rows`` contiguous rows of ``per_row`` vectors each is walked by ``rows * per_row``
+invocations: invocation ``e`` of the folded dispatch owns vector ``d = e % per_row`` of row
+``e / per_row``. Adjacent invocations touch adjacent vectors of the destination, a workgroup
+covers ``WG / per_row`` whole rows when ``WG`` divides by ``per_row``, and every invocation makes
+one memory round trip (a per-row walk's loop of ``per_row`` dependent iterations is
+latency-bound; a 1-token decode append spreads over ``kvHeads * per_row`` invocations instead of
+``kvHeads``).
+
+The vector width (:func:`lanes`) is 4 when the row length divides by 4 (by 8 for rotary, so that
+a vector lies inside one half of the row and its cos/sin entries are one ``vec4`` too), else 1:
+bindings then hold ``vec4<T>`` (``vec2<u32>`` for packed int4 words) and the kernel's host-side
+extents count vectors (:func:`vector_extents`). The dispatch rule is ``rows * per_row`` items,
+``WG`` per workgroup (:func:`dispatch`), so the runtime and the interpreter size it alike.
+
+The vector helpers compute exactly what the scalar forms do, lane by lane, in the same order:
+:func:`rotate` is :func:`kvdsl.nodes.rotary.rotate_element` on four lanes, :func:`quantize` is
+:func:`kvdsl.nodes.quant.quantize`, :func:`pack_int4` packs two words as
+:func:`kvdsl.nodes.quant.pack_int4` does (low nibble first).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from kvdsl.ir import (
+    Buffer,
+    Dispatch,
+    Kernel,
+    KernelBuilder,
+    Scalar,
+    Val,
+    Vec,
+    clamp,
+    construct,
+    convert,
+    f32,
+    i32,
+    lit,
+    round_,
+    select,
+    u32,
+    vec,
+)
+from kvdsl.ir.nodes import Binary, Expr, Lit
+from kvdsl.ir.ops import Op
+from kvdsl.nodes.index import flat_index
+from kvdsl.nodes.quant import NIBBLE_OFFSET
+
+WALK = "flat"
+#: The flat walk's workgroup size when a config leaves it unset (64 reaches ~55% of a copy).
+FLAT_WORKGROUP = 256
+#: Every other walk's default.
+DEFAULT_WORKGROUP = 64
+
+
+def resolve_workgroup(cfg: Any) -> None:
+    """Give a frozen config left at ``workgroup_size=None`` its walk's default size."""
+    if cfg.workgroup_size is None:
+        size = FLAT_WORKGROUP if cfg.walk == WALK else DEFAULT_WORKGROUP
+        object.__setattr__(cfg, "workgroup_size", size)
+
+
+def lanes(row_len: int, rotary: bool = False) -> int:
+    """The vector width of a flat walk over rows of ``row_len`` elements: 4 or 1.
+
+    With rotary the half row must divide by 4 too, so a vector never straddles the halves.
+    """
+    return 4 if row_len % (8 if rotary else 4) == 0 else 1
+
+
+def elem(ty: Scalar, width: int) -> Scalar | Vec:
+    """``ty`` or ``vec{width}<ty>``."""
+    return ty if width == 1 else vec(width, ty)
+
+
+def splat(ty: Scalar | Vec, x: Val | float | int) -> Val:
+    """``x`` in every lane of ``ty`` (the builder does not splat scalars into vectors)."""
+    if isinstance(ty, Vec):
+        return construct(ty, *([x] * ty.n))
+    return convert(ty, x)
+
+
+def vector_const(kb: KernelBuilder, scalar_const: Val, row_len: int, width: int) -> Val:
+    """``const NAME_V4 = row_len / 4`` beside the declared ``scalar_const`` ``NAME = row_len``;
+    ``scalar_const`` itself when ``width`` is 1."""
+    if width == 1:
+        return scalar_const
+    return kb.const(f"{scalar_const.node.name}_V{width}", u32, row_len // width)
+
+
+@dataclass(frozen=True)
+class Item:
+    """One invocation's vector: flat index ``e``, its row and its index ``d`` inside the row."""
+
+    e: Val
+    row: Val
+    d: Val
+
+
+def walk(
+    kb: KernelBuilder, fold: int, rows: Val, per_row: Val, width: int, guard: bool = True
+) -> Item:
+    """The vector this invocation owns among ``rows * per_row`` (vectors of ``width`` lanes).
+
+    With ``guard`` an invocation past the end returns at once; without it the caller guards its
+    loads and stores (a kernel with barriers cannot return early).
+    """
+    kb.comment("Flat walk: one invocation per destination vector, adjacent invocations on")
+    kb.comment("adjacent vectors; no loop, so every invocation makes one memory round trip.")
+    e = flat_index(kb, fold, "e", bound=rows * per_row if guard else None)
+    d = kb.let("d4" if width == 4 else "d", e % per_row)
+    row = kb.let("row", e / per_row)
+    return Item(e, row, d)
+
+
+def dispatch(rows: Val, per_row: Val, cfg: Any) -> Dispatch:
+    """``rows * per_row`` items, ``cfg.workgroup_size`` per workgroup, folded at ``cfg.fold``."""
+    return Dispatch((rows * per_row).node, cfg.workgroup_size, cfg.fold)
+
+
+def vector_extents(kernel: Kernel) -> Kernel:
+    """``kernel`` with each vector binding's extent counted in vectors instead of scalars.
+
+    The modes state extents in elements; a flat kernel's vector bindings hold ``n`` of them per
+    vector, and every flat extent divides exactly (the row lengths divide by the width).
+    """
+    widths = {b.name: b.elem.n for b in kernel.bindings if isinstance(b.elem, Vec)}
+    extents = tuple(
+        (name, _exact_div(e, widths[name]) if name in widths else e) for name, e in kernel.extents
+    )
+    return dataclasses.replace(kernel, extents=extents)
+
+
+def _exact_div(e: Expr, n: int) -> Expr:
+    return Binary(Op.DIV, e, Lit(n, u32))
+
+
+def as_f32(x: Val) -> Val:
+    """``x`` converted to f32 lanes (``vec4<f32>`` for a vector)."""
+    return convert(vec(x.ty.n, f32) if isinstance(x.ty, Vec) else f32, x)
+
+
+def rotate(
+    kb: KernelBuilder,
+    src: Buffer,
+    row_base: Val,
+    d: Val,
+    cos: Buffer,
+    sin: Buffer,
+    pos: Val,
+    half: Val,
+) -> Val:
+    """Vector ``d`` of the NeoX-rotated row at ``src[row_base]``, in f32 lanes.
+
+    ``half`` counts vectors (``HALF_V4``); the vector lies in one half of the row, its partner at
+    ``d ± half`` and its cos/sin at ``pos * half + d % half``. Lane for lane the scalar
+    :func:`kvdsl.nodes.rotary.rotate_element`.
+    """
+    dr = kb.let("dr", d % half)
+    cs = kb.let("cs", cos[pos * half + dr])
+    sn = kb.let("sn", sin[pos * half + dr])
+    x0 = kb.let("x0", as_f32(src[row_base + dr]))
+    x1 = kb.let("x1", as_f32(src[row_base + dr + half]))
+    return select(x1 * cs + x0 * sn, x0 * cs - x1 * sn, d < half)
+
+
+def scales(
+    kb: KernelBuilder,
+    name: str,
+    scale: Buffer,
+    hk: Val,
+    d: Val,
+    head_dim: Val,
+    width: int,
+    per_channel: Val,
+) -> Val:
+    """The scales of vector ``d`` of kv head ``hk``: per channel (``scale[hk*HEAD_DIM + 4d + l]``)
+    or per tensor (``scale[0]`` in every lane), as ``per_channel`` (a bool over params) says."""
+    if width == 1:
+        return kb.let(name, scale[select(0, hk * head_dim + d, per_channel)])
+    base = kb.let(f"{name}Base", select(0, hk * head_dim + d * width, per_channel))
+    step = kb.let(f"{name}Step", select(lit(0, u32), lit(1, u32), per_channel))
+    lanes_ = [scale[base + step * i] if i else scale[base] for i in range(width)]
+    return kb.let(name, construct(vec(width, f32), *lanes_))
+
+
+def quantize(x: Val, scale: Val, qmin: Val, qmax: Val) -> Val:
+    """``i32(clamp(round(x / scale), qmin, qmax))`` lane by lane (``qmin``/``qmax`` f32 consts)."""
+    ty = x.ty
+    out = elem(i32, ty.n) if isinstance(ty, Vec) else i32
+    return convert(out, clamp(round_(x / scale), splat(ty, qmin), splat(ty, qmax)))
+
+
+def pack_int4(kb: KernelBuilder, name: str, q: Val) -> Val:
+    """Four int4 values as two u32 words (``vec2<u32>``), lanes 0/2 in the low nibbles."""
+    nib = kb.let(
+        name,
+        convert(vec(4, u32), q + splat(vec(4, i32), NIBBLE_OFFSET)) & splat(vec(4, u32), 0xF),
+    )
+    return construct(vec(2, u32), nib.x | (nib.y << 4), nib.z | (nib.w << 4))
