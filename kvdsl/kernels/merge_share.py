@@ -15,7 +15,9 @@ order is immaterial:
 
 Walks: ``cooperative`` (the template's choice off Apple; for append the compact walk bounded by
 ``wgEnd``), ``per_row`` (Apple's retain pass) and, for append, ``hybrid`` (Apple's append pass:
-the cooperative walk when ``count < WG``, else per-row, in one kernel).
+the cooperative walk when ``count < WG``, else per-row, in one kernel) and ``flat``
+(:mod:`kvdsl.nodes.flat`, both passes: one invocation per present ``vec4``, ``count *
+HEAD_DIM_V4`` items; rotary loads its partner vector and a cos/sin ``vec4``).
 
 ``present_type`` is the element type of past and present, ``input_type`` that of the new K/V. The
 template converts neither: its per-row rotary stores an f32 row into the cache and its
@@ -40,7 +42,7 @@ from kvdsl.kernels.config import (
     shape,
     times,
 )
-from kvdsl.nodes import walks
+from kvdsl.nodes import flat, walks
 from kvdsl.nodes.index import bnsh
 from kvdsl.nodes.rotary import rotate_element, rotate_row
 from kvdsl.nodes.window import append_window
@@ -50,7 +52,8 @@ if TYPE_CHECKING:
 
 FLOATS = ("f32", "f16")
 REGIONS = ("retain", "append")
-WALKS = ("cooperative", "per_row", "hybrid")
+RETAIN_WALKS = ("cooperative", "per_row", "flat")
+WALKS = ("cooperative", "per_row", "hybrid", "flat")
 
 
 @dataclass(frozen=True)
@@ -64,14 +67,15 @@ class MergeShareConfig:
     rotary: bool = False
     present_type: str = "f32"
     input_type: str = "f32"
-    workgroup_size: int = 64
+    workgroup_size: int | None = None  # 256 for the flat walk, else 64
     fold: int = 65535
     mode = "merge_share"
 
     def __post_init__(self) -> None:
         shape(self)
         one_of("region", self.region, REGIONS)
-        one_of("walk", self.walk, WALKS if self.region == "append" else WALKS[:2])
+        one_of("walk", self.walk, WALKS if self.region == "append" else RETAIN_WALKS)
+        flat.resolve_workgroup(self)
         flag("rotary", self.rotary)
         if self.rotary:
             check(self.region == "append", "rotary", self.rotary, "false for region 'retain'")
@@ -98,7 +102,12 @@ def merge_share(cfg: MergeShareConfig, name: str = "merge_share") -> Kernel:
             + (", K rotated at its absolute position." if cfg.rotary else ".")
         )
     rows, seq, key_seq = kb.param("count"), kb.param("seq"), kb.param("keySeq")
-    kernel = kb.build(Dispatch(rows.node, cfg.workgroup_size, cfg.fold), doc)
+    if cfg.walk == "flat":
+        width = flat.lanes(cfg.head_dim, cfg.rotary)
+        dispatch = flat.dispatch(rows, flat.named(kb, "HEAD_DIM", width), cfg)
+    else:
+        dispatch = Dispatch(rows.node, cfg.workgroup_size, cfg.fold)
+    kernel = kb.build(dispatch, doc)
     heads, head_dim = cfg.kv_heads, cfg.head_dim
     if cfg.region == "retain":
         batches = ceil_div(rows, heads * seq)
@@ -115,11 +124,13 @@ def merge_share(cfg: MergeShareConfig, name: str = "merge_share") -> Kernel:
             extents |= {"cos_cache": rot, "sin_cache": rot}
         requires = {"keySeq >= 1": key_seq >= 1}
     extents |= {"present_key": cache, "present_value": cache}
-    return contract(kernel, extents, requires)
+    # A flat kernel's vector bindings count vectors (a no-op for scalar bindings).
+    return flat.vector_extents(contract(kernel, extents, requires))
 
 
 def _retain(kb: KernelBuilder, cfg: MergeShareConfig) -> None:
-    cache = scalar(cfg.present_type)
+    width = flat.lanes(cfg.head_dim) if cfg.walk == "flat" else 1
+    cache = flat.elem(scalar(cfg.present_type), width)
     past_k = kb.binding("past_k", cache, "read")
     past_v = kb.binding("past_v", cache, "read")
     seqlens_k = kb.binding("seqlens_k", scalar("i32"), "read")
@@ -130,7 +141,17 @@ def _retain(kb: KernelBuilder, cfg: MergeShareConfig) -> None:
     heads = kb.const("KV_HEADS", u32, cfg.kv_heads)
     kb.workgroup_const("WG")
     rows, seq, key_seq = kb.param("count"), kb.param("seq"), kb.param("keySeq")
-    if cfg.walk == "cooperative":
+    if cfg.walk == "flat":
+        hd4 = flat.vector_const(kb, head_dim, cfg.head_dim, width)
+        it = flat.walk(kb, cfg.fold, rows, hd4, width)
+        t = kb.let("t", it.row % seq)
+        b = kb.let("b", it.row / (seq * heads))
+        w = append_window(kb, seqlens_k, b, seq, key_seq)
+        kb.comment("Outside the append window; the shared stride makes this dst == src.")
+        with kb.if_((t < w.append_start).lor(t >= w.active_end)):
+            present_key[it.e] = past_k[it.e]
+            present_value[it.e] = past_v[it.e]
+    elif cfg.walk == "cooperative":
         for e in walks.cooperative(kb, cfg.fold, rows, head_dim):
             et = kb.let("et", e / head_dim)
             t = kb.let("t", et % seq)
@@ -156,14 +177,16 @@ def _retain(kb: KernelBuilder, cfg: MergeShareConfig) -> None:
 
 
 def _append(kb: KernelBuilder, cfg: MergeShareConfig) -> None:
-    cache, inp = scalar(cfg.present_type), scalar(cfg.input_type)
+    width = flat.lanes(cfg.head_dim, cfg.rotary) if cfg.walk == "flat" else 1
+    cache = flat.elem(scalar(cfg.present_type), width)
+    inp = flat.elem(scalar(cfg.input_type), width)
     new_k = kb.binding("new_k", inp, "read")
     new_v = kb.binding("new_v", inp, "read")
     seqlens_k = kb.binding("seqlens_k", scalar("i32"), "read")
     cos = sin = None
     if cfg.rotary:
-        cos = kb.binding("cos_cache", f32, "read")
-        sin = kb.binding("sin_cache", f32, "read")
+        cos = kb.binding("cos_cache", flat.elem(f32, width), "read")
+        sin = kb.binding("sin_cache", flat.elem(f32, width), "read")
     present_key = kb.binding("present_key", cache, "read_write")
     present_value = kb.binding("present_value", cache, "read_write")
     u32 = scalar("u32")
@@ -226,7 +249,33 @@ def _append(kb: KernelBuilder, cfg: MergeShareConfig) -> None:
                 present_key[dst + d] = convert(cache, new_k[n_src + d])
                 present_value[dst + d] = convert(cache, new_v[n_src + d])
 
-    if cfg.walk == "cooperative":
+    def flat_walk() -> None:
+        hd4 = flat.vector_const(kb, head_dim, cfg.head_dim, width)
+        hidden4 = flat.vector_const(kb, hidden, cfg.kv_heads * cfg.head_dim, width)
+        half4 = flat.vector_const(kb, half, cfg.head_dim // 2, width) if cfg.rotary else None
+        it = flat.walk(kb, cfg.fold, rows, hd4, width)
+        j = kb.let("j", it.row % key_seq)
+        tmp = kb.let("tmp", it.row / key_seq)
+        hk = kb.let("hk", tmp % heads)
+        b = kb.let("b", tmp / heads)
+        w = append_window(kb, seqlens_k, b, seq, key_seq)
+        kb.comment("New tokens before `skip` do not fit the cache (keySeq > seq).")
+        with kb.if_(j < w.skip):
+            kb.ret()
+        t = kb.let("t", w.append_start + (j - w.skip))
+        dst = kb.let("dst", bnsh(b, hk, t, heads, seq, hd4) + it.d)
+        n_src = kb.let("nSrc", (b * key_seq + j) * hidden4 + hk * hd4)
+        if cfg.rotary:
+            kb.comment("NeoX rotation of one vector; row t is its own absolute position.")
+            k = flat.rotate(kb, new_k, n_src, it.d, cos, sin, t, half4)
+            present_key[dst] = convert(cache, k)
+        else:
+            present_key[dst] = convert(cache, new_k[n_src + it.d])
+        present_value[dst] = convert(cache, new_v[n_src + it.d])
+
+    if cfg.walk == "flat":
+        flat_walk()
+    elif cfg.walk == "cooperative":
         cooperative()
     elif cfg.walk == "per_row":
         per_row()
@@ -248,6 +297,11 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, MergeShareConfig]:
         v[f"merge_share_retain_per_row_{key}"] = MergeShareConfig(h, d, "retain", "per_row")
         v[f"merge_share_append_{key}"] = MergeShareConfig(h, d, "append")
         v[f"merge_share_append_rotary_{key}"] = MergeShareConfig(h, d, "append", rotary=True)
+        v[f"merge_share_retain_flat_{key}"] = MergeShareConfig(h, d, "retain", "flat")
+        v[f"merge_share_append_flat_{key}"] = MergeShareConfig(h, d, "append", "flat")
+        v[f"merge_share_append_rotary_flat_{key}"] = MergeShareConfig(
+            h, d, "append", "flat", rotary=True
+        )
         if key != "gemma3_1b":
             v[f"merge_share_append_rotary_hybrid_{key}"] = MergeShareConfig(
                 h, d, "append", "hybrid", rotary=True
@@ -263,6 +317,10 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, MergeShareConfig]:
     v["merge_share_retain_f16_llama31_8b"] = MergeShareConfig(h, d, "retain", **f16)
     v["merge_share_append_rotary_f16_llama31_8b"] = MergeShareConfig(
         h, d, "append", rotary=True, **f16
+    )
+    v["merge_share_retain_flat_f16_llama31_8b"] = MergeShareConfig(h, d, "retain", "flat", **f16)
+    v["merge_share_append_rotary_flat_f16_llama31_8b"] = MergeShareConfig(
+        h, d, "append", "flat", rotary=True, **f16
     )
     v["merge_share_append_rotary_per_row_f16_llama31_8b"] = MergeShareConfig(
         h, d, "append", "per_row", rotary=True, **f16

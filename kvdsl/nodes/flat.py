@@ -92,6 +92,14 @@ def vector_const(kb: KernelBuilder, scalar_const: Val, row_len: int, width: int)
     return kb.const(f"{scalar_const.node.name}_V{width}", u32, row_len // width)
 
 
+def named(kb: KernelBuilder, name: str, width: int) -> Val:
+    """The const ``{name}_V4`` (or ``{name}`` when ``width`` is 1) that :func:`vector_const`
+    declared, e.g. to size the dispatch outside the function that declared it."""
+    from kvdsl.ir.nodes import Name
+
+    return Val(Name(name if width == 1 else f"{name}_V{width}"), u32)
+
+
 @dataclass(frozen=True)
 class Item:
     """One invocation's vector: flat index ``e``, its row and its index ``d`` inside the row."""
