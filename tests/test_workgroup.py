@@ -196,3 +196,117 @@ def test_naga_and_tint_accept() -> None:
     for text in texts.values():
         compile_wgsl(text)
     assert tint_check(texts) == {name: None for name in texts}
+
+
+# ---- interpreter ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("count", [WG * 3, WG * 5 + ROW])
+def test_interp_row_sum(count: int, monkeypatch) -> None:
+    from kvdsl.interp import machine, run
+
+    rng = np.random.default_rng(count)
+    inputs = random_inputs(rng, count)
+    want = expected_row_sums(inputs["src"]).view(np.uint32).tolist()
+    got = run(row_sum(), inputs, {"count": count}, strict_init=True)["dst"]
+    assert got.view(np.uint32).tolist() == want
+    monkeypatch.setattr(machine, "CHUNK", 2 * WG)  # workgroup memory is per chunk
+    got = run(row_sum(), inputs, {"count": count}, strict_init=True)["dst"]
+    assert got.view(np.uint32).tolist() == want
+
+
+def _interp(body, groups: int = 2, strict: bool = False, wvars=(("w", array(u32, WG)),)):
+    from kvdsl.interp import run
+
+    k = _kernel(body, wvars=wvars)
+    out = np.full(WG * groups, 0xDEADBEEF, np.uint32)
+    return run(k, {"out": out}, workgroups=(groups, 1, 1), strict_init=strict)["out"]
+
+
+def test_interp_races() -> None:
+    from kvdsl.interp import RaceError
+
+    def read_before_barrier(kb, w, out):
+        _store_load(kb, w, out)
+
+    with pytest.raises(RaceError, match=r"w\[1\] \(workgroup memory\): invocation gid=\(1, 0, 0\)"):
+        _interp(read_before_barrier)
+
+    def same_element(kb, w, out):
+        w[kb.lid.x / 2] = kb.gid.x
+        kb.barrier()
+        out[kb.gid.x] = w[kb.lid.x]
+
+    with pytest.raises(RaceError, match=r"w\[0\] .* wrote it and .* writes it"):
+        _interp(same_element)
+
+    def write_after_read(kb, w, out):
+        w[kb.lid.x] = kb.gid.x
+        kb.barrier()
+        x = kb.let("x", w[(kb.lid.x + 1) % WG])
+        w[kb.lid.x] = x
+        kb.barrier()
+        out[kb.gid.x] = w[kb.lid.x]
+
+    with pytest.raises(RaceError, match=r"w\[0\] .* read it and .* local \(0, 0, 0\)\) writes it"):
+        _interp(write_after_read)
+
+    def separated(kb, w, out):
+        w[kb.lid.x] = kb.gid.x
+        kb.barrier()
+        x = kb.let("x", w[(kb.lid.x + 1) % WG])
+        kb.barrier()
+        w[kb.lid.x] = x * 3
+        kb.barrier()
+        out[kb.gid.x] = w[(kb.lid.x + 5) % WG]
+
+    got = _interp(separated)
+    gid = np.arange(2 * WG, dtype=np.uint32)
+    lid, base = gid % WG, gid - gid % WG
+    assert got.tolist() == ((base + (lid + 6) % WG) * 3).astype(np.uint32).tolist()
+
+
+def test_interp_out_of_bounds_and_uninitialised() -> None:
+    from kvdsl.interp import OutOfBounds, UninitializedRead
+
+    def oob(kb, w, out):
+        w[kb.lid.x + 1] = kb.gid.x
+        kb.barrier()
+        out[kb.gid.x] = w[kb.lid.x]
+
+    with pytest.raises(OutOfBounds, match=r"w\[64\] is out of bounds \(length 64\)"):
+        _interp(oob)
+
+    def half(kb, w, out):
+        with kb.if_(kb.lid.x < WG // 2):
+            w[kb.lid.x * 2] = kb.gid.x + 1
+        kb.barrier()
+        out[kb.gid.x] = w[kb.lid.x]
+
+    with pytest.raises(UninitializedRead, match=r"w\[1\] \(workgroup memory\) is read by"):
+        _interp(half, strict=True)
+    got = _interp(half)  # zero-initialised, as WGSL's workgroup memory is
+    gid = np.arange(2 * WG, dtype=np.uint32)
+    lid = gid % WG
+    want = np.where(lid % 2 == 0, gid - lid + lid // 2 + 1, 0)
+    assert got.tolist() == want.tolist()
+
+
+def test_interp_barrier_with_inactive_invocations() -> None:
+    """The verifier rejects this shape; the interpreter still catches it when given the IR."""
+    from dataclasses import replace
+
+    from kvdsl.interp import InterpError, run
+    from kvdsl.ir.nodes import If
+
+    def body(kb, w, out):
+        _store_load(kb, w, out)
+
+    k = _kernel(body)
+    cond = (KernelBuilder("x").lid.x < 10).node
+    k = replace(k, body=(If(cond, (Barrier(),)),) + k.body)
+    out = np.full(WG * 2, 0xDEADBEEF, np.uint32)
+    with pytest.raises(
+        InterpError, match=r"reached by 10 of 64 invocations of workgroup \(0, 0, 0"
+    ):
+        run(k, {"out": out}, workgroups=(2, 1, 1))

@@ -14,8 +14,8 @@ Invocations
     fastest and inside each the local invocation index (``lid.x`` fastest); ``gid = wid * size +
     lid`` and ``nwg = (X, Y, Z)``. All N run *together*: every value is a numpy array over the
     invocation axis, and one statement is one numpy operation for every invocation at once.
-    WGSL gives no order among invocations, and without barriers (the IR has none) a correct
-    kernel cannot tell; the race check below rejects the kernels that could. To keep arrays in
+    WGSL gives no order among invocations, and between barriers a correct kernel cannot tell;
+    the race checks below reject the kernels that could. To keep arrays in
     cache the machine runs the dispatch in *chunks* of whole workgroups (about 2^18 invocations,
     never crossing a row of X workgroups), one after another, each as described here; a kernel
     that reads a read_write binding runs as one chunk (see Storage buffers). Within a chunk a
@@ -93,6 +93,17 @@ Storage buffers
     :class:`UninitializedRead`. An index set that is a strided pattern (``lo + a*r + b*c``,
     distinct, in bounds) is read and written as a view of the buffer rather than gathered and
     scattered; the result is the same.
+
+Workgroup memory and barriers
+    A ``var<workgroup>`` array has one row per workgroup of the chunk (zero at the start, as in
+    WGSL); an invocation's ``w[i]`` is element ``i`` of its own workgroup's row, and an index
+    outside the array is :class:`OutOfBounds` naming it. Since statements already run in lockstep,
+    ``workgroupBarrier()`` only checks that each workgroup has all of its invocations active or
+    none (else :class:`InterpError`: WGSL leaves such a barrier undefined) and starts a new race
+    interval: between two barriers, two invocations of a workgroup writing one element, one
+    reading an element another wrote, or one writing an element another read, is a
+    :class:`RaceError`. With ``strict_init`` a read of an element nothing wrote in the dispatch
+    is :class:`UninitializedRead`.
 
 Errors name the statement as :func:`kvdsl.ir.verify.show` prints it and, given ``source_lines``
 (``id(stmt)`` → line, which the WGSL frontend supplies), its source line.

@@ -8,12 +8,14 @@ class InterpError(RuntimeError):
 
 
 class OutOfBounds(InterpError):
-    """A read or write past the end of a binding, a ``var`` array or a vector."""
+    """A read or write past the end of a binding, a ``var`` or workgroup array or a vector."""
 
 
 class RaceError(InterpError):
-    """Two invocations of one dispatch touched the same binding element, one of them writing."""
+    """Two invocations of one dispatch touched the same binding element, one of them writing
+    (for workgroup memory: two invocations of a workgroup, with no barrier between)."""
 
 
 class UninitializedRead(InterpError):
-    """With ``strict_init``: a read of a read_write element that nothing in the dispatch wrote."""
+    """With ``strict_init``: a read of a read_write or workgroup element that nothing in the
+    dispatch wrote."""

@@ -11,6 +11,7 @@ from kvdsl.ir import ops
 from kvdsl.ir.nodes import (
     BUILTIN_INPUTS,
     Assign,
+    Barrier,
     Binary,
     Block,
     Break,
@@ -46,6 +47,7 @@ from kvdsl.interp.values import (
     ArrayValue,
     Grid,
     Mask,
+    SharedArray,
     Storage,
     affine,
     broadcast,
@@ -156,6 +158,7 @@ class Machine:
         self.scopes: list[dict[str, Slot]] = [self.module]
         self.frame = self.main = Frame(None)
         self.lits: dict[Lit, np.ndarray] = {}
+        self.shared: dict[str, SharedArray] = {}  # the chunk's workgroup memory
         self.current: Stmt | None = None
         self._affine: tuple = (None, 0, None)  # the last index array :meth:`affine` looked at
         for c in kernel.consts:
@@ -165,8 +168,8 @@ class Machine:
     def run(self) -> None:
         """Execute the entry point on every invocation, one chunk of workgroups at a time.
 
-        Invocations are independent (the IR has no workgroup memory and no barriers) and the
-        race check's record of who wrote what is per binding, across chunks. Only a kernel that
+        Workgroups are independent (workgroup memory is per chunk, one row per workgroup) and
+        the race check's record of who wrote what is per binding, across chunks. Only a kernel that
         reads a read_write binding runs as one chunk: a read is checked against the writes made
         before it, so chunking could hide a read of an element a later chunk writes.
         """
@@ -177,6 +180,11 @@ class Machine:
         for start, stop in full.chunks(target):
             self.grid = Grid(full.workgroups, full.size, start, stop)
             self.n = self.grid.n
+            p = full.per_group
+            self.shared = {
+                w.name: SharedArray(w, (stop - start) // p, start // p)
+                for w in self.kernel.workgroup_vars
+            }
             self.scopes = [self.module, {}]
             self.frame = self.main = Frame(None)
             self.block(self.kernel.body, None)
@@ -313,6 +321,9 @@ class Machine:
                 return self.scoped(body, m)
             case Comment():
                 return m
+            case Barrier():
+                self.barrier(m)
+                return m
         raise InterpError(f"not a statement: {s!r}")
 
     def loop(self, s: For | Loop, m: Mask) -> Mask:
@@ -397,6 +408,10 @@ class Machine:
             b = self.buffers.get(target.base.name)
             if b is not None and not self._shadowed(target.base.name):
                 self.store(b, self.eval(target.index, m), v, m)
+                return
+            w = self.shared.get(target.base.name)
+            if w is not None and not self._shadowed(target.base.name):
+                self.shared_store(w, self.eval(target.index, m), v, m)
                 return
         slot = self.lookup(self.root(target).name)
         # Lanes outside the var's declaring mask never see it, so when the statement runs on
@@ -544,6 +559,109 @@ class Machine:
             j = self._first_bad(clash)
             self._race_pair(b.binding.name, int(i[j]), int(prev[j]), int(lanes[j]), "read")
 
+    # ---- workgroup memory ----------------------------------------------------------------
+    def _shared_at(self, w: SharedArray, idx: np.ndarray, m: Mask):
+        """Active lanes, their dispatch-wide invocation ids and flat positions in ``w``."""
+        self._oob(w.var.name, idx, w.length, m)
+        active = self.grid.active(m)
+        ids = self.grid.original(active)
+        i = broadcast(idx, self.n)[active].astype(np.int64)
+        return active, ids, (ids // self.grid.per_group - w.first) * w.length + i
+
+    def _shared_race(self, w: SharedArray, flat: int, first: str, second: str) -> None:
+        raise RaceError(
+            f"{w.var.name}[{flat % w.length}] (workgroup memory): {first} and {second} "
+            f"with no workgroupBarrier() between{self.where()}"
+        )
+
+    def shared_load(self, w: SharedArray, idx: np.ndarray, m: Mask) -> np.ndarray:
+        """``w[idx]`` on the lanes of ``m``: each lane reads its own workgroup's row."""
+        active, ids, flat = self._shared_at(w, idx, m)
+        if self.strict_init and not w.written[flat].all():
+            j = self._first_bad(~w.written[flat])
+            raise UninitializedRead(
+                f"{w.var.name}[{int(flat[j]) % w.length}] (workgroup memory) is read by "
+                f"{self.grid.describe(int(ids[j]))} before anything in the dispatch wrote "
+                f"it{self.where()}"
+            )
+        prev = w.owner[flat]
+        clash = (prev >= 0) & (prev != ids)
+        if clash.any():
+            j = self._first_bad(clash)
+            self._shared_race(
+                w,
+                int(flat[j]),
+                f"{self.grid.describe(int(prev[j]))} wrote it",
+                f"{self.grid.describe(int(ids[j]))} reads it",
+            )
+        r = w.reader[flat]
+        new = np.where((r == -1) | (r == ids), ids, -2)
+        w.reader[flat] = new
+        back = w.reader[flat]
+        w.reader[flat[back != new]] = -2  # two lanes of this load read one element
+        got = w.data[flat]
+        if m is None and len(active) == self.n:
+            return got
+        out = np.zeros((self.n,) + w.data.shape[1:], w.data.dtype)
+        out[active] = got
+        return out
+
+    def shared_store(self, w: SharedArray, idx: np.ndarray, v: np.ndarray, m: Mask) -> None:
+        """``w[idx] = v`` on the lanes of ``m``, checking races since the last barrier."""
+        active, ids, flat = self._shared_at(w, idx, m)
+        prev = w.owner[flat]
+        clash = (prev >= 0) & (prev != ids)
+        if clash.any():
+            j = self._first_bad(clash)
+            self._shared_race(
+                w,
+                int(flat[j]),
+                f"{self.grid.describe(int(prev[j]))} wrote it",
+                f"{self.grid.describe(int(ids[j]))} writes it",
+            )
+        r = w.reader[flat]
+        clash = (r != -1) & (r != ids)
+        if clash.any():
+            j = self._first_bad(clash)
+            who = "several invocations" if r[j] == -2 else self.grid.describe(int(r[j]))
+            self._shared_race(
+                w, int(flat[j]), f"{who} read it", f"{self.grid.describe(int(ids[j]))} writes it"
+            )
+        w.owner[flat] = ids
+        back = w.owner[flat]
+        dup = back != ids
+        if dup.any():
+            j = self._first_bad(dup)
+            self._shared_race(
+                w,
+                int(flat[j]),
+                f"{self.grid.describe(int(back[j]))} wrote it",
+                f"{self.grid.describe(int(ids[j]))} writes it",
+            )
+        w.data[flat] = broadcast(v, self.n)[active]
+        w.written[flat] = True
+
+    def barrier(self, m: Mask) -> None:
+        """``workgroupBarrier()``: every invocation of a workgroup must be here, or none."""
+        p = self.grid.per_group
+        if m is not None or self.grid.ids is not None or self.grid.n % p:
+            ids = self.grid.original(self.grid.active(m))
+            groups, counts = np.unique(ids // p, return_counts=True)
+            bad = np.flatnonzero(counts != p)
+            if bad.size:
+                g = int(groups[bad[0]])
+                raise InterpError(
+                    f"workgroupBarrier() reached by {int(counts[bad[0]])} of {p} invocations of "
+                    f"workgroup {self._wid(g)}: a barrier that some invocations of a workgroup "
+                    f"do not reach is undefined in WGSL{self.where()}"
+                )
+        for w in self.shared.values():
+            w.barrier()
+
+    def _wid(self, g: int) -> tuple[int, int, int]:
+        wx, wy, _ = self.grid.workgroups
+        return (g % wx, g // wx % wy, g // (wx * wy))
+
     # ---- expressions ---------------------------------------------------------------------
     def eval(self, e: Expr, m: Mask):
         """The value of ``e`` on the lanes of ``m`` (other lanes hold arbitrary values)."""
@@ -576,6 +694,8 @@ class Machine:
                 return self.construct(ty, [self.eval(a, m) for a in args])
             case Index(Name(name), index) if name in self.buffers and not self._shadowed(name):
                 return self.load(self.buffers[name], self.eval(index, m), m)
+            case Index(Name(name), index) if name in self.shared and not self._shadowed(name):
+                return self.shared_load(self.shared[name], self.eval(index, m), m)
             case Index(base, index):
                 container = self.eval(base, m)
                 idx = self.eval(index, m)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from kvdsl.ir.nodes import Binding
+from kvdsl.ir.nodes import Binding, WorkgroupVar
 from kvdsl.ir.types import Scalar, Vec
 
 Mask = np.ndarray | None
@@ -234,6 +234,28 @@ class Storage:
         if self.owner is None:
             self.owner = np.full(self.length, -1, np.int32)
         return self.owner
+
+
+class SharedArray:
+    """A ``var<workgroup>`` array during one chunk: one row per workgroup of the chunk, and per
+    element the invocation that wrote it and the one that read it since the last barrier (-1:
+    none, -2 for readers: several), and whether anything wrote it this dispatch."""
+
+    def __init__(self, var: WorkgroupVar, groups: int, first: int) -> None:
+        self.var = var
+        self.length = var.ty.n
+        self.first = first  # dispatch-wide index of the chunk's first workgroup
+        elem = var.ty.elem
+        shape = (groups * self.length,) + ((elem.n,) if isinstance(elem, Vec) else ())
+        self.data = np.zeros(shape, elem.scalar.dtype)
+        self.owner = np.full(groups * self.length, -1, np.int64)
+        self.reader = np.full(groups * self.length, -1, np.int64)
+        self.written = np.zeros(groups * self.length, bool)
+
+    def barrier(self) -> None:
+        """Forget who wrote and read what: accesses on either side of a barrier never race."""
+        self.owner.fill(-1)
+        self.reader.fill(-1)
 
 
 def storage(binding: Binding, given: np.ndarray) -> Storage:
