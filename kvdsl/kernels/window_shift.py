@@ -3,9 +3,10 @@
 Drop-in for the template's ``mode == "window_shift"`` branch. The cache keeps the most recent
 ``min(total, seq)`` tokens of each batch contiguous at rows ``[0, resident)``: surviving past rows
 slide down by the eviction count, the new BSH K/V follow, rows past ``resident`` are zeroed
-(:func:`kvdsl.nodes.window.sliding_window`). ``seq`` is the capacity of past and present. One
-invocation per row (the template's only walk for this mode). Regions, i.e. which rows a pass
-owns:
+(:func:`kvdsl.nodes.window.sliding_window`). ``seq`` is the capacity of past and present. Walks:
+``per_row``, one invocation per row (the template's only walk for this mode), and ``flat``
+(:mod:`kvdsl.nodes.flat`: one invocation per present ``vec4``, ``count * HEAD_DIM_V4`` items, each
+working out its batch's window from ``seqlens_k``). Regions, i.e. which rows a pass owns:
 
 - ``all``: every row; params ``count`` = batch × kvHeads × seq, ``seq``, ``keySeq``;
 - ``shift``: every row but the appended ones (same params and dispatch); no new K/V bindings;
@@ -48,7 +49,7 @@ from kvdsl.kernels.config import (
     shape,
     times,
 )
-from kvdsl.nodes import walks
+from kvdsl.nodes import flat, walks
 from kvdsl.nodes.index import bnsh
 from kvdsl.nodes.rotary import rotate_row
 from kvdsl.nodes.window import sliding_window
@@ -58,6 +59,7 @@ if TYPE_CHECKING:
 
 FLOATS = ("f32", "f16")
 REGIONS = ("all", "shift", "append")
+WALKS = ("per_row", "flat")
 ROTARY_REGIONS = (
     "false unless region='append' ('shift' writes no new K; 'all' with rotary would need 9"
     " storage buffers, past WebGPU's default maxStorageBuffersPerShaderStage of 8: run"
@@ -75,13 +77,16 @@ class WindowShiftConfig:
     rotary: bool = False
     present_type: str = "f32"
     input_type: str = "f32"
-    workgroup_size: int = 64
+    workgroup_size: int | None = None  # 256 for the flat walk, else 64
     fold: int = 65535
+    walk: str = "per_row"
     mode = "window_shift"
 
     def __post_init__(self) -> None:
         shape(self)
         one_of("region", self.region, REGIONS)
+        one_of("walk", self.walk, WALKS)
+        flat.resolve_workgroup(self)
         flag("rotary", self.rotary)
         if self.rotary:
             check(self.region == "append", "rotary", self.rotary, ROTARY_REGIONS)
@@ -94,7 +99,9 @@ class WindowShiftConfig:
 def window_shift(cfg: WindowShiftConfig, name: str = "window_shift") -> Kernel:
     """Build the window_shift pass for ``cfg``."""
     kb = KernelBuilder(name, cfg.workgroup_size)
-    cache, inp = scalar(cfg.present_type), scalar(cfg.input_type)
+    width = flat.lanes(cfg.head_dim, cfg.rotary) if cfg.walk == "flat" else 1
+    cache = flat.elem(scalar(cfg.present_type), width)
+    inp = flat.elem(scalar(cfg.input_type), width)
     u32 = scalar("u32")
     past_k = past_v = new_k = new_v = cos = sin = None
     if cfg.region != "append":
@@ -105,8 +112,8 @@ def window_shift(cfg: WindowShiftConfig, name: str = "window_shift") -> Kernel:
         new_v = kb.binding("new_v", inp, "read")
     seqlens_k = kb.binding("seqlens_k", scalar("i32"), "read")
     if cfg.rotary:
-        cos = kb.binding("cos_cache", f32, "read")
-        sin = kb.binding("sin_cache", f32, "read")
+        cos = kb.binding("cos_cache", flat.elem(f32, width), "read")
+        sin = kb.binding("sin_cache", flat.elem(f32, width), "read")
     present_key = kb.binding("present_key", cache, "read_write")
     present_value = kb.binding("present_value", cache, "read_write")
     head_dim = kb.const("HEAD_DIM", u32, cfg.head_dim)
@@ -132,51 +139,118 @@ def window_shift(cfg: WindowShiftConfig, name: str = "window_shift") -> Kernel:
                 present_key[dst + d] = convert(cache, new_k[n_src + d])
                 present_value[dst + d] = convert(cache, new_v[n_src + d])
 
-    i = walks.per_row(kb, cfg.fold, rows)
-    if cfg.region == "append":
-        kb.comment("Append-only pass: one thread per new token row; `seq` stays the capacity.")
-        j = kb.let("j", i % key_seq)
-        tmp = kb.let("tmp", i / key_seq)
+    def flat_pass() -> None:
+        hd4 = flat.vector_const(kb, head_dim, cfg.head_dim, width)
+        hidden4 = (
+            flat.vector_const(kb, hidden, cfg.kv_heads * cfg.head_dim, width) if new_k else None
+        )
+        half4 = flat.vector_const(kb, half, cfg.head_dim // 2, width) if cfg.rotary else None
+        it = flat.walk(kb, cfg.fold, rows, hd4, width)
+
+        def append_vec(b: Val, hk: Val, j: Val, dst: Val, pos: Val) -> None:
+            n_src = kb.let("nSrc", (b * key_seq + j) * hidden4 + hk * hd4)
+            if cfg.rotary:
+                kb.comment(
+                    "Appended K is rotated at its absolute position; retained keys already are."
+                )
+                present_key[dst] = convert(
+                    cache, flat.rotate(kb, new_k, n_src, it.d, cos, sin, pos, half4)
+                )
+            else:
+                present_key[dst] = convert(cache, new_k[n_src + it.d])
+            present_value[dst] = convert(cache, new_v[n_src + it.d])
+
+        if cfg.region == "append":
+            kb.comment(
+                "Append-only pass: the vectors of the new token rows; `seq` stays the capacity."
+            )
+            j = kb.let("j", it.row % key_seq)
+            tmp = kb.let("tmp", it.row / key_seq)
+            hk = kb.let("hk", tmp % heads)
+            b = kb.let("b", tmp / heads)
+            w = sliding_window(kb, seqlens_k, b, seq, key_seq)
+            kb.comment("New tokens before `skip` do not fit the window (keySeq > seq).")
+            with kb.if_(j < w.skip):
+                kb.ret()
+            t = kb.let("t", w.append_start + (j - w.skip))
+            dst = kb.let("dst", bnsh(b, hk, t, heads, seq, hd4) + it.d)
+            append_vec(b, hk, j, dst, kb.let("pos", w.past + j))
+            return
+        t = kb.let("t", it.row % seq)
+        tmp = kb.let("tmp", it.row / seq)
         hk = kb.let("hk", tmp % heads)
         b = kb.let("b", tmp / heads)
         w = sliding_window(kb, seqlens_k, b, seq, key_seq)
-        kb.comment("New tokens before `skip` do not fit the window (keySeq > seq).")
-        with kb.if_(j < w.skip):
-            kb.ret()
-        t = kb.let("t", w.append_start + (j - w.skip))
-        dst = kb.let("dstBase", bnsh(b, hk, t, heads, seq, head_dim))
-        append_row(b, hk, j, dst, kb.let("pos", w.past + j))
-    else:
-        t = kb.let("t", i % seq)
-        tmp = kb.let("tmp", i / seq)
-        hk = kb.let("hk", tmp % heads)
-        b = kb.let("b", tmp / heads)
-        w = sliding_window(kb, seqlens_k, b, seq, key_seq)
-        dst = kb.let("dstBase", bnsh(b, hk, t, heads, seq, head_dim))
         with kb.if_(t < w.append_start):
             kb.comment("Surviving past rows slide down by the eviction count.")
-            src = kb.let("srcBase", bnsh(b, hk, t + w.evicted, heads, seq, head_dim))
-            with walks.row_elements(kb, head_dim) as d:
-                present_key[dst + d] = past_k[src + d]
-                present_value[dst + d] = past_v[src + d]
+            src = kb.let("src", bnsh(b, hk, t + w.evicted, heads, seq, hd4) + it.d)
+            present_key[it.e] = past_k[src]
+            present_value[it.e] = past_v[src]
         if cfg.region == "all":
             with kb.elif_(t < w.resident):
                 j = kb.let("j", t - w.append_start + w.skip)
-                append_row(b, hk, j, dst, kb.let("pos", w.past + j))
+                append_vec(b, hk, j, it.e, kb.let("pos", w.past + j))
             zero_guard = kb.else_()
         else:
             zero_guard = kb.elif_(t >= w.resident)
         with zero_guard:
             kb.comment("Outside the resident window: cleared, not left stale.")
-            with walks.row_elements(kb, head_dim) as d:
-                present_key[dst + d] = convert(cache, 0.0)
-                present_value[dst + d] = convert(cache, 0.0)
+            present_key[it.e] = flat.splat(cache, 0.0)
+            present_value[it.e] = flat.splat(cache, 0.0)
+
+    def per_row_pass() -> None:
+        i = walks.per_row(kb, cfg.fold, rows)
+        if cfg.region == "append":
+            kb.comment("Append-only pass: one thread per new token row; `seq` stays the capacity.")
+            j = kb.let("j", i % key_seq)
+            tmp = kb.let("tmp", i / key_seq)
+            hk = kb.let("hk", tmp % heads)
+            b = kb.let("b", tmp / heads)
+            w = sliding_window(kb, seqlens_k, b, seq, key_seq)
+            kb.comment("New tokens before `skip` do not fit the window (keySeq > seq).")
+            with kb.if_(j < w.skip):
+                kb.ret()
+            t = kb.let("t", w.append_start + (j - w.skip))
+            dst = kb.let("dstBase", bnsh(b, hk, t, heads, seq, head_dim))
+            append_row(b, hk, j, dst, kb.let("pos", w.past + j))
+        else:
+            t = kb.let("t", i % seq)
+            tmp = kb.let("tmp", i / seq)
+            hk = kb.let("hk", tmp % heads)
+            b = kb.let("b", tmp / heads)
+            w = sliding_window(kb, seqlens_k, b, seq, key_seq)
+            dst = kb.let("dstBase", bnsh(b, hk, t, heads, seq, head_dim))
+            with kb.if_(t < w.append_start):
+                kb.comment("Surviving past rows slide down by the eviction count.")
+                src = kb.let("srcBase", bnsh(b, hk, t + w.evicted, heads, seq, head_dim))
+                with walks.row_elements(kb, head_dim) as d:
+                    present_key[dst + d] = past_k[src + d]
+                    present_value[dst + d] = past_v[src + d]
+            if cfg.region == "all":
+                with kb.elif_(t < w.resident):
+                    j = kb.let("j", t - w.append_start + w.skip)
+                    append_row(b, hk, j, dst, kb.let("pos", w.past + j))
+                zero_guard = kb.else_()
+            else:
+                zero_guard = kb.elif_(t >= w.resident)
+            with zero_guard:
+                kb.comment("Outside the resident window: cleared, not left stale.")
+                with walks.row_elements(kb, head_dim) as d:
+                    present_key[dst + d] = convert(cache, 0.0)
+                    present_value[dst + d] = convert(cache, 0.0)
+
+    if cfg.walk == "flat":
+        flat_pass()
+        dispatch = flat.dispatch(rows, flat.named(kb, "HEAD_DIM", width), cfg)
+    else:
+        per_row_pass()
+        dispatch = Dispatch(rows.node, cfg.workgroup_size, cfg.fold)
     doc = (
         "Windowed cache: compact the surviving past rows down by the eviction count and\n"
         "append the new BSH K/V, keeping the most recent min(T, capacity) tokens\n"
         "contiguous at rows [0, L). Reads past, writes present (distinct buffers)."
     )
-    kernel = kb.build(Dispatch(rows.node, cfg.workgroup_size, cfg.fold), doc)
+    kernel = kb.build(dispatch, doc)
     per_batch = key_seq if cfg.region == "append" else seq
     batches = ceil_div(rows, heads * per_batch)
     new = times(batches, key_seq, hidden) if new_k else None
@@ -195,7 +269,8 @@ def window_shift(cfg: WindowShiftConfig, name: str = "window_shift") -> Kernel:
         extents |= {"cos_cache": times(positions, half), "sin_cache": times(positions, half)}
     extents |= {"present_key": present, "present_value": present}
     divisor = "keySeq" if cfg.region == "append" else "seq"
-    return contract(kernel, extents, {f"{divisor} >= 1": per_batch >= 1})
+    # A flat kernel's vector bindings count vectors (a no-op for scalar bindings).
+    return flat.vector_extents(contract(kernel, extents, {f"{divisor} >= 1": per_batch >= 1}))
 
 
 def catalog_variants(models: dict[str, Model]) -> dict[str, WindowShiftConfig]:
@@ -207,6 +282,11 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, WindowShiftConfig]:
         v[f"window_shift_{key}"] = WindowShiftConfig(h, d)
         v[f"window_shift_shift_{key}"] = WindowShiftConfig(h, d, "shift")
         v[f"window_shift_append_rotary_{key}"] = WindowShiftConfig(h, d, "append", rotary=True)
+        v[f"window_shift_flat_{key}"] = WindowShiftConfig(h, d, walk="flat")
+        v[f"window_shift_shift_flat_{key}"] = WindowShiftConfig(h, d, "shift", walk="flat")
+        v[f"window_shift_append_rotary_flat_{key}"] = WindowShiftConfig(
+            h, d, "append", rotary=True, walk="flat"
+        )
     m = models["gemma2_2b"]
     h, d = m.kv_heads, m.head_dim
     v["window_shift_append_gemma2_2b"] = WindowShiftConfig(h, d, "append")
@@ -215,5 +295,10 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, WindowShiftConfig]:
     v["window_shift_shift_f16_gemma2_2b"] = WindowShiftConfig(h, d, "shift", **f16)
     v["window_shift_append_rotary_f16_gemma2_2b"] = WindowShiftConfig(
         h, d, "append", rotary=True, **f16
+    )
+    v["window_shift_append_flat_gemma2_2b"] = WindowShiftConfig(h, d, "append", walk="flat")
+    v["window_shift_flat_f16_gemma2_2b"] = WindowShiftConfig(h, d, walk="flat", **f16)
+    v["window_shift_append_rotary_flat_f16_gemma2_2b"] = WindowShiftConfig(
+        h, d, "append", rotary=True, walk="flat", **f16
     )
     return v
