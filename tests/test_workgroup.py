@@ -310,3 +310,47 @@ def test_interp_barrier_with_inactive_invocations() -> None:
         InterpError, match=r"reached by 10 of 64 invocations of workgroup \(0, 0, 0"
     ):
         run(k, {"out": out}, workgroups=(2, 1, 1))
+
+
+# ---- frontend -------------------------------------------------------------------------------
+
+
+def test_round_trip() -> None:
+    from dataclasses import replace
+
+    from kvdsl.frontend import parse
+
+    def two_vars(kb, w, out):
+        with kb.for_range("j", 0, 2):
+            w[kb.lid.x] = kb.gid.x + kb.lid.x
+            kb.barrier()
+            out[kb.gid.x] = w[WG - 1 - kb.lid.x]
+            kb.barrier()
+
+    wvars = (("w", array(u32, WG)), ("v4", array(vec(4, f32), 8)))
+    for k in (row_sum("main"), _kernel(two_vars, wvars=wvars)):
+        k = replace(k, name="main")
+        text = emit(k)
+        back = parse(text, dispatch=k.dispatch)
+        assert back == k and emit(back) == text
+    assert back.workgroup_vars[1] == WorkgroupVar("v4", Array(vec(4, f32), 8))
+
+
+def test_frontend_barrier_errors() -> None:
+    from kvdsl.frontend import parse
+    from kvdsl.frontend.errors import WgslTypeError
+
+    head = (
+        "@group(0) @binding(0) var<storage, read_write> out: array<u32>;\n"
+        "var<workgroup> w: array<u32, 64>;\n"
+        "@compute @workgroup_size(64)\n"
+        "fn main(@builtin(local_invocation_id) lid: vec3<u32>) {\n"
+    )
+    ok = head + "  w[lid.x] = lid.x;\n  workgroupBarrier();\n  out[lid.x] = w[63u - lid.x];\n}\n"
+    k = parse(ok)
+    assert Barrier() in k.body and k.workgroup_vars == (WorkgroupVar("w", Array(u32, 64)),)
+    bad = head + "  if (lid.x < 3u) {\n    workgroupBarrier();\n  }\n  out[lid.x] = w[lid.x];\n}\n"
+    with pytest.raises(WgslTypeError, match="workgroupBarrier\\(\\) inside an if"):
+        parse(bad)
+    with pytest.raises(WgslTypeError, match="<wgsl>:5: workgroup var 'w' used without an index"):
+        parse(head + "  w = array<u32, 64>();\n  out[0u] = w[0u];\n}\n")

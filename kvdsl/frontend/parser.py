@@ -39,8 +39,18 @@ from kvdsl.frontend.transform import (
     const_int,
 )
 from kvdsl.frontend.typer import Typer
-from kvdsl.ir.nodes import BUILTIN_INPUTS, Binding, Const, Dispatch, Function, Kernel, Name, Stmt
-from kvdsl.ir.types import RuntimeArray, Scalar, Struct, Vec, f16, u32, vec3u
+from kvdsl.ir.nodes import (
+    BUILTIN_INPUTS,
+    Binding,
+    Const,
+    Dispatch,
+    Function,
+    Kernel,
+    Name,
+    Stmt,
+    WorkgroupVar,
+)
+from kvdsl.ir.types import Array, RuntimeArray, Scalar, Struct, Vec, f16, u32, vec3u
 from kvdsl.ir.verify import Checker, Scope, Symbol, VerifyError, module_scope, uses_f16, verify
 
 GRAMMAR = Path(__file__).resolve().parents[2] / "grammar" / "wgsl.lark"
@@ -126,7 +136,8 @@ class _Assembler:
         (entry,) = entries
         params = self.params(structs, gvars)
         bindings = self.bindings(gvars)
-        probe = Kernel(name, bindings, params, (), (), (1, 1, 1), (), ())
+        shared = self.workgroup_vars(gvars)
+        probe = Kernel(name, bindings, params, (), (), (1, 1, 1), (), (), workgroup_vars=shared)
         checker = Checker(probe)
         typer = Typer(checker, self.filename, self.raw_lines, self.calls)
         consts = self.consts(typer)
@@ -153,6 +164,7 @@ class _Assembler:
             dispatch=dispatch,
             doc=tuple(comments_.run_above(self.comments, entry.line)),
             workgroup_size_name=wg_name,
+            workgroup_vars=shared,
         )
         if uses_f16(kernel) and "f16" not in enabled:
             raise WgslTypeError("f16 is used without 'enable f16;'", self.filename, 1)
@@ -208,11 +220,13 @@ class _Assembler:
         numbered = []
         seen = {}
         for g in gvars:
+            if g.space == "workgroup":
+                continue
             if g.space == "uniform":
                 slot = self.resource_attrs(g)
             elif g.space != "storage":
                 what = f"var<{g.space}>" if g.space else "a module var without address space"
-                raise self.err(f"{what} (storage and uniform only)", g.line, g.column)
+                raise self.err(f"{what} (storage, uniform and workgroup only)", g.line, g.column)
             else:
                 slot = self.resource_attrs(g)
                 if g.has_init:
@@ -232,6 +246,29 @@ class _Assembler:
                 raise self.err(f"'{g.name}' reuses @group({slot[0]}) @binding({slot[1]})", g.line)
             seen[slot] = g.name
         return tuple(b for _, b in sorted(numbered, key=lambda x: x[0]))
+
+    def workgroup_vars(self, gvars: list[GlobalVar]) -> tuple[WorkgroupVar, ...]:
+        """The ``var<workgroup>`` declarations, in source order."""
+        out = []
+        for g in gvars:
+            if g.space != "workgroup":
+                continue
+            if g.attrs:
+                a = g.attrs[0]
+                raise self.err(f"attribute @{a.name} on workgroup var '{g.name}'", a.line, a.column)
+            if g.access is not None:
+                raise self.err(f"var<workgroup, {g.access}>", g.line, g.column)
+            if g.has_init:
+                raise self.err(f"workgroup var '{g.name}' with an initialiser", g.line, g.column)
+            if not isinstance(g.ty, Array):
+                raise self.err(
+                    f"workgroup var '{g.name}' of type {g.ty} (only fixed-size arrays)",
+                    g.line,
+                    g.column,
+                )
+            out.append(WorkgroupVar(g.name, g.ty))
+            self.decl_lines[g.name] = g.line
+        return tuple(out)
 
     def consts(self, typer: Typer) -> tuple[Const, ...]:
         scope = Scope()

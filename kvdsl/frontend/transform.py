@@ -20,6 +20,7 @@ from kvdsl.frontend.errors import UnsupportedError, WgslSyntaxError
 from kvdsl.ir import ops
 from kvdsl.ir.nodes import (
     Assign,
+    Barrier,
     Binary,
     Block,
     Break,
@@ -420,6 +421,10 @@ class ToIR(Transformer):
     @v_args(meta=True, inline=True)
     def continue_(self, meta: Meta) -> Continue:
         return self._at(Continue(), meta)
+
+    @v_args(meta=True, inline=True)
+    def barrier(self, meta: Meta) -> Barrier:
+        return self._at(Barrier(), meta)
 
     @v_args(meta=True, inline=True)
     def call_stmt(self, meta: Meta, e: Expr) -> CallStmt:
