@@ -102,26 +102,102 @@ def _workgroups(text: str | None) -> tuple[int, int, int] | None:
     return x, y, z
 
 
+def _wgsl_file(path: str) -> tuple[Any, dict[int, int]]:
+    """Parse a WGSL file into a verified kernel and its statement → line map."""
+    from kvdsl.frontend import parse_with_lines
+
+    p = Path(path)
+    if not p.is_file():
+        raise UsageError(f"no such WGSL file {path!r}")
+    return parse_with_lines(p.read_text(), filename=path)
+
+
 @command
 def cmd_run(args: argparse.Namespace) -> int:
-    """Run a variant on given inputs; write every read_write buffer."""
-    kernel = catalog.build(args.variant)
+    """Run a variant (or a WGSL file) on given inputs; write every read_write buffer."""
+    lines = None
+    if args.variant.endswith(".wgsl"):
+        kernel, lines = _wgsl_file(args.variant)
+        if args.workgroups is None:
+            raise UsageError(f"{args.variant}: a WGSL file has no dispatch rule: give --workgroups")
+    else:
+        kernel = catalog.build(args.variant)
     buffers = _load_inputs(args.inputs)
     params = _load_json(args.params, "--params") if args.params else {}
     if not isinstance(params, dict):
         raise UsageError(f"--params: expected a JSON object of params fields, got {params!r}")
     workgroups = _workgroups(args.workgroups)
     if args.backend == "interp":
-        from kvdsl.interp import run
+        from kvdsl.interp import run as interp_run
+        from kvdsl.runtime.checks import check_contract
+
+        check_contract(kernel, buffers, params)  # the same host checks as the GPU path
+        outputs = interp_run(kernel, buffers, params, workgroups, source_lines=lines)
     else:
         from kvdsl.runtime import run
-    outputs = run(kernel, buffers, params, workgroups)
+
+        outputs = run(kernel, buffers, params, workgroups)
     if args.out:
         np.savez(args.out, **outputs)
         print(f"wrote {', '.join(outputs)} to {args.out}")
     else:
         for name, arr in outputs.items():
             print(f"{name}: {arr.dtype}{list(arr.shape)} {np.array2string(arr.ravel()[:8])}")
+    return 0
+
+
+@command
+def cmd_check(args: argparse.Namespace) -> int:
+    """Parse, verify and validate WGSL files under naga and Tint; print every problem found."""
+    from kvdsl.frontend import FrontendError
+    from kvdsl.runtime import CompileError, compile_wgsl, tint_check
+
+    sources: dict[str, str] = {}
+    problems: list[str] = []
+    for path in args.files:
+        p = Path(path)
+        if not p.is_file():
+            raise UsageError(f"no such WGSL file {path!r}")
+        sources[path] = text = p.read_text()
+        try:
+            _wgsl_file(path)
+        except FrontendError as err:
+            problems.append(f"{err} [kvdsl]")
+        try:
+            compile_wgsl(text)
+        except CompileError as err:
+            problems.append(f"{path}: {err} [naga]".replace("\n", " | "))
+    for path, err in tint_check(sources).items():
+        if err is not None:
+            problems.append(f"{path}: {err.strip()} [tint]".replace("\n", " | "))
+    for problem in problems:
+        print(problem)
+    ok = len(sources) - len({p.split(":")[0] for p in problems})
+    print(f"{ok} passed, {len(sources) - ok} failed")
+    return 1 if problems else 0
+
+
+@command
+def cmd_legacy(args: argparse.Namespace) -> int:
+    """Print the WGSL kvdsl emits for the legacy template's variables."""
+    from kvdsl.emit import emit
+    from kvdsl.emitted import interface
+    from kvdsl.kernels.config import as_dict
+    from kvdsl.legacy import config_from_vars
+
+    data = _load_json(args.vars, "--vars")
+    if not isinstance(data, dict):
+        raise UsageError(f"--vars: expected a JSON object of template variables, got {data!r}")
+    cfg = config_from_vars(data)
+    kernel = catalog.build_config(cfg)
+    iface = interface(kernel)
+    d = iface["dispatch"]
+    sys.stdout.write(
+        f"// kvdsl {cfg.mode} for the legacy template's variables; config: "
+        f"{json.dumps(as_dict(cfg))}\n"
+        f"// dispatch: ceil(({d['items']}) / {d['per_workgroup']}) workgroups, "
+        f"folded into y past {d['fold']}\n\n" + emit(kernel)
+    )
     return 0
 
 
@@ -204,13 +280,17 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("emit", help="write emitted/<variant>.wgsl and index.json")
     s.add_argument("--out", default="emitted", help="output folder (default: emitted)")
     s.add_argument("--check", action="store_true", help="fail with a diff if the folder is stale")
-    s = sub.add_parser("run", help="run a variant on inputs from an .npz")
-    s.add_argument("variant")
+    s = sub.add_parser("run", help="run a variant or a WGSL file on inputs from an .npz")
+    s.add_argument("variant", metavar="VARIANT|FILE.wgsl")
     s.add_argument("--inputs", required=True, help=".npz with one array per binding name")
     s.add_argument("--params", help="JSON object of params fields (or a file holding one)")
     s.add_argument("--out", help="write read_write buffers to this .npz")
     s.add_argument("--workgroups", help="X,Y,Z (default: the kernel's dispatch rule)")
     s.add_argument("--backend", choices=("gpu", "interp"), default="gpu")
+    s = sub.add_parser("check", help="parse, verify and validate WGSL files (naga, Tint)")
+    s.add_argument("files", nargs="+", metavar="FILE.wgsl")
+    s = sub.add_parser("legacy", help="kvdsl's WGSL for the legacy template's variables")
+    s.add_argument("--vars", required=True, help="JSON object of template variables (or a file)")
     s = sub.add_parser("verify", help="verify catalog variants on random shapes")
     s.add_argument("variants", nargs="*", metavar="VARIANT", help="default: the whole catalog")
     s.add_argument("--cases", type=int, default=3, help="random cases per variant (default 3)")
@@ -246,6 +326,9 @@ def user_errors() -> tuple[type[BaseException], ...]:
         errors += [BufferError, LimitError]
     except ImportError:
         pass
+    from kvdsl.frontend import FrontendError
+
+    errors.append(FrontendError)
     return tuple(errors)
 
 

@@ -121,3 +121,74 @@ def test_bad_input_is_one_line_exit_2(inputs, args, message):
     assert out.returncode == 2, out.stderr
     assert message in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1 and "Traceback" not in out.stderr
+
+
+def test_legacy_prints_kvdsl_wgsl_for_template_variables():
+    vars = {
+        "mode": "merge_share",
+        "shareRegion": "append",
+        "hasRotary": True,
+        "half": 32,
+        "headDim": 64,
+        "kvHeads": 2,
+        "tunables": {"COPY_WORKGROUP_SIZE": 64},
+        "DISPATCH_FOLD_WIDTH": 65535,
+        "device": {"adapterInfo": {"vendor": "apple"}},
+    }
+    out = kvdsl("legacy", "--vars", json.dumps(vars))
+    assert out.returncode == 0, out.stderr
+    assert '"walk": "hybrid"' in out.stdout and '"rotary": true' in out.stdout
+    assert "@group(0) @binding(3) var<storage, read> cos_cache: array<f32>;" in out.stdout
+    assert "@compute @workgroup_size(WG)" in out.stdout
+
+
+@pytest.mark.parametrize(
+    "vars, message",
+    [
+        ('{"mode": "copy", "headDm": 64}', "headDm=64: expected a variable the template reads"),
+        ('{"mode": "nope"}', "mode='nope': expected one of"),
+        ("[1]", "--vars: expected a JSON object"),
+    ],
+)
+def test_legacy_bad_variables(vars, message):
+    out = kvdsl("legacy", "--vars", vars)
+    assert out.returncode == 2 and message in out.stderr and "Traceback" not in out.stderr
+
+
+def test_check_reports_every_validator(tmp_path):
+    good = tmp_path / "good.wgsl"
+    good.write_text(kvdsl("show", "copy_llama31_8b").stdout)
+    out = kvdsl("check", str(good))
+    assert out.returncode == 0 and "1 passed, 0 failed" in out.stdout
+    bad = tmp_path / "bad.wgsl"
+    bad.write_text(good.read_text().replace("= src_k[e];", "= src_k[e] + 1i;", 1))
+    out = kvdsl("check", str(bad))
+    assert out.returncode == 1
+    lines = out.stdout.splitlines()
+    assert any(
+        line.endswith("[kvdsl]") and "+ operands of different types: f32, i32" in line
+        for line in lines
+    )
+    assert any(line.endswith("[naga]") for line in lines)
+    assert any(line.endswith("[tint]") for line in lines)
+
+
+def test_run_wgsl_file_reports_out_of_bounds_with_its_line(tmp_path):
+    src = tmp_path / "oob.wgsl"
+    src.write_text(
+        "@group(0) @binding(0) var<storage, read> src: array<f32>;\n"
+        "@group(0) @binding(1) var<storage, read_write> dst: array<f32>;\n"
+        "\n"
+        "@compute @workgroup_size(4)\n"
+        "fn main(@builtin(global_invocation_id) gid: vec3<u32>) {\n"
+        "  let i = gid.x;\n"
+        "  dst[i + 1u] = src[i] * 2.0;\n"
+        "}\n"
+    )
+    np.savez(tmp_path / "in.npz", src=np.ones(8, np.float32), dst=np.zeros(8, np.float32))
+    args = ["run", str(src), "--inputs", str(tmp_path / "in.npz"), "--workgroups", "2,1,1"]
+    out = kvdsl(*args, "--backend", "interp")
+    assert out.returncode == 1 and "dst" in out.stderr and "8" in out.stderr
+    assert "line 7" in out.stderr, out.stderr
+    missing = kvdsl(*args[:4])
+    assert missing.returncode == 2 and "give --workgroups" in missing.stderr

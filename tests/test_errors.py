@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 
 import numpy as np
+
+from kvdsl import reference
 import pytest
 
 from kvdsl import cli, reference
@@ -207,7 +209,7 @@ def test_contract_sized_inputs_suffice() -> None:
 def test_params_errors(gpu) -> None:
     kernel, case = _case("merge")
     bad = [
-        (dict(case.params, seq=case.params["seq"] + 1), r"requires seq == pastSeq \+ keySeq"),
+        (dict(case.params, seq=case.params["seq"] + 1), r"requires seq <= pastSeq \+ keySeq"),
         (dict(case.params, seq=0, count=0), r"requires seq >= 1; got seq=0"),
         ({k: v for k, v in case.params.items() if k != "keySeq"}, r"'keySeq' is missing"),
         (dict(case.params, count=-1), r"'count' is u32: -1 is outside \[0, 4294967295\]"),
@@ -320,18 +322,32 @@ def test_runtime_inputs_clamped(mode, seqlens, cap: int, key_seq: int) -> None:
         _window_run(WindowShiftConfig(2, 8, "all"), window_shift, seqlens, cap, key_seq)
 
 
-def test_past_seq_beyond_present_capacity_is_rejected(gpu) -> None:
-    """merge: pastSeq larger than the present (seq) is a host error; the kernel itself would
-    only read the first seq rows of each past head (no out-of-bounds access either way)."""
+def test_past_seq_beyond_present_capacity_truncates(gpu) -> None:
+    """merge: a pastSeq larger than the present (seq) keeps the first seq past rows of each head
+    (the present is a truncated concatenation, as the reference states it); no out-of-bounds
+    access on the interpreter, and the GPU agrees. A present longer than past + new is refused."""
     kernel, case = _case("merge")
-    params = dict(case.params, pastSeq=case.params["seq"] + 4, keySeq=0)
-    bufs = dict(case.buffers)
-    with pytest.raises(ParamsError, match=r"requires seq == pastSeq \+ keySeq .*pastSeq="):
-        gpu_run(kernel, bufs, params)
-    past = evaluate(dict(kernel.extents)["past_k"], kernel, params, bufs)
-    bufs |= {"past_k": values(np.random.default_rng(0), past, np.float32)}
-    bufs |= {"past_v": values(np.random.default_rng(1), past, np.float32)}
-    interp_run(kernel, bufs, params)  # in bounds
+    params = dict(case.params, pastSeq=case.params["seq"] + 4, keySeq=1)
+    seq = params["seq"]
+    heads, head_dim = kernel.const("KV_HEADS"), kernel.const("HEAD_DIM")
+    h, d = heads.value.value, head_dim.value.value
+    batches = params["count"] // (h * seq)
+    rng = np.random.default_rng(0)
+    past_k, past_v = (values(rng, (batches, h, params["pastSeq"], d), np.float32) for _ in range(2))
+    new_k, new_v = (values(rng, (batches, 1, h * d), np.float32) for _ in range(2))
+    bufs = dict(case.buffers) | {
+        "past_k": past_k.ravel(),
+        "past_v": past_v.ravel(),
+        "new_k": new_k.ravel(),
+        "new_v": new_v.ravel(),
+    }
+    want_k, want_v = reference.merge(past_k, past_v, new_k, new_v, seq)
+    for out in (interp_run(kernel, bufs, params), gpu_run(kernel, bufs, params)):
+        assert np.array_equal(out["present_key"], want_k.ravel())
+        assert np.array_equal(out["present_value"], want_v.ravel())
+    longer = dict(params, pastSeq=1, keySeq=1)
+    with pytest.raises(ParamsError, match=r"requires seq <= pastSeq \+ keySeq .*pastSeq=1"):
+        gpu_run(kernel, bufs, longer)
 
 
 def test_rotary_positions_past_the_tables(gpu) -> None:

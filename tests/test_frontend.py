@@ -201,13 +201,13 @@ def test_construct_outside_subset(source: str, line: int, column: int, construct
 
 TYPE_ERRORS = [
     (kernel("  let x = 1u;\n  let y: i32 = x;"), 5, "let y: i32 is initialised with a u32"),
-    (kernel("  let x = 1u + 1i;"), 4, "(1u32 + 1i32): + operands of different types: u32, i32"),
+    (kernel("  let x = 1u + 1i;"), 4, "(1u + 1i): + operands of different types: u32, i32"),
     (kernel("  if (1u) { return; }"), 4, "condition is u32, expected bool"),
-    (kernel("  let x = 1u;\n\n  x = 2u;"), 6, "x = 2u32: 'x' is a let, not a var"),
+    (kernel("  let x = 1u;\n\n  x = 2u;"), 6, "x = 2u: 'x' is a let, not a var"),
     (
         kernel("  out[0u] = 1.5;"),
         4,
-        "out[0u32] = 1.5f32: cannot store f32 into out[0u32] of type u32",
+        "out[0u] = 1.5f: cannot store f32 into out[0u] of type u32",
     ),
     (kernel("  let x: u32 = -1;"), 4, "literal -1 is not a valid u32 value"),
     (kernel("  let x = y;"), 4, "undefined name 'y'"),

@@ -200,7 +200,7 @@ STORE = Assign(Index(Name("out"), X), Convert(f32, X))
         ),
         (
             _base(dispatch=Dispatch(Lit(1.0, f32), 4, 100)),
-            "dispatch items 1.0f32 must be u32",
+            "dispatch items 1.0f must be u32",
         ),
     ],
 )
