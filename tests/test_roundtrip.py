@@ -21,6 +21,7 @@ from kvdsl.frontend.typer import canonical
 from kvdsl.ir import ops
 from kvdsl.ir.nodes import (
     Assign,
+    Barrier,
     Binary,
     Binding,
     Block,
@@ -45,6 +46,7 @@ from kvdsl.ir.nodes import (
     Return,
     Unary,
     Var,
+    WorkgroupVar,
 )
 from kvdsl.ir.ops import Op
 from kvdsl.ir.types import Array, Struct, Vec, bool_, f16, f32, i32, u32
@@ -361,6 +363,18 @@ def kernels(draw):
         ),
     )
     body = PRELUDE + draw(stmts(fresh, 3, False, True)) + EPILOGUE
+    shared: tuple[WorkgroupVar, ...] = ()
+    if draw(st.booleans()):
+        # Workgroup memory, with the barrier before any statement that may return.
+        shared = (WorkgroupVar("tile", Array(f32, 16)), WorkgroupVar("tile_v", Array(V4F, 2)))
+        lane = Binary(Op.MOD, Member(Name("lid"), "x"), Lit(16, u32))
+        body = (
+            PRELUDE
+            + (Assign(Index(Name("tile"), lane), Name("vf")), Barrier())
+            + draw(stmts(fresh, 3, False, True))
+            + EPILOGUE
+            + (Assign(Index(Name("tile_v"), Lit(1, u32)), Name("v4")),)
+        )
     k = Kernel(
         name="gen",
         bindings=(
@@ -381,6 +395,7 @@ def kernels(draw):
         body=body + (Assign(Index(Name("out_f"), Lit(3, u32)), Index(Name("inp"), Name("vu"))),),
         doc=("generated", "", "kernel"),
         workgroup_size_name=draw(st.sampled_from([None, "WG"])),
+        workgroup_vars=shared,
     )
     return verify(k)
 
