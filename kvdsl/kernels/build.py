@@ -10,6 +10,12 @@ tokens per batch (also the present's rows per head), ``pastSeq`` = the absolute 
 The row program (:func:`k_row`) loads K into ``var k: array<f32, HEAD_DIM>``, applies
 ``k' = k * inverseSqrt(mean(k²) + eps) * weight`` and then the rotation at ``pastSeq + t``.
 
+Walks: ``per_row`` (the template's) and ``flat`` (:mod:`kvdsl.nodes.flat`: one invocation per
+present ``vec4``, ``count * HEAD_DIM_V4`` items, :func:`flat_row` / :func:`flat_k`). The flat
+walk's K RMSNorm reduces each row's sum of squares in workgroup memory
+(:func:`kvdsl.nodes.flat.row_sum_of_squares`): the sum is of per-vector ``dot`` partials, so it
+may differ from the per-row sum in the last ulps.
+
 Defect of the template, fixed here: it stores the f32 row ``k`` (and ``src_v``) into
 ``present_key``/``present_value`` without conversion, so an f16 present (or f16 ``src_k``, loaded
 into the f32 row) is invalid WGSL; kvdsl converts on load and on store.
@@ -32,6 +38,7 @@ from kvdsl.ir import (
     convert,
     f32,
     i32,
+    inverse_sqrt,
     u32,
 )
 from kvdsl.kernels.config import (
@@ -46,17 +53,20 @@ from kvdsl.kernels.config import (
     shape,
     times,
 )
-from kvdsl.nodes import walks
+from kvdsl.nodes import flat, walks
 from kvdsl.nodes.index import bnsh, bsh
 from kvdsl.nodes.rmsnorm import rms_norm_row
 from kvdsl.nodes.rotary import rotate_row
 
 FLOATS = ("f32", "f16")
+WALKS = ("per_row", "flat")
 
 
 def check_row_program(cfg: Any) -> None:
     """Checks shared by the build-family configs (shapes, K transforms, input type, dispatch)."""
     shape(cfg)
+    one_of("walk", cfg.walk, WALKS)
+    flat.resolve_workgroup(cfg)
     flag("k_norm", cfg.k_norm)
     flag("rotary", cfg.rotary)
     if cfg.rotary:
@@ -68,6 +78,15 @@ def check_row_program(cfg: Any) -> None:
     check(eps_ok, "eps", cfg.eps, "a finite float > 0, a normal f32 (1.2e-38 .. 3.4e38)")
     one_of("input_type", cfg.input_type, FLOATS)
     common(cfg)
+    if cfg.walk == "flat" and cfg.k_norm:
+        # The row's partial sums are reduced in workgroup memory: no row may straddle two.
+        per_row = cfg.head_dim // flat.lanes(cfg.head_dim, cfg.rotary)
+        check(
+            cfg.workgroup_size % per_row == 0,
+            "workgroup_size",
+            cfg.workgroup_size,
+            f"a multiple of the {per_row} vectors of a row for the flat walk with k_norm",
+        )
 
 
 @dataclass(frozen=True)
@@ -81,8 +100,9 @@ class BuildConfig:
     eps: float = 1e-6
     input_type: str = "f32"
     present_type: str = "f32"
-    workgroup_size: int = 64
+    workgroup_size: int | None = None  # 256 for the flat walk, else 64
     fold: int = 65535
+    walk: str = "per_row"
     mode = "build"
 
     def __post_init__(self) -> None:
@@ -102,16 +122,20 @@ class RowInputs:
     sin_cache: Buffer | None
 
 
-def declare_inputs(kb: KernelBuilder, cfg: Any, seqlens_k: bool = False) -> RowInputs:
+def declare_inputs(
+    kb: KernelBuilder, cfg: Any, seqlens_k: bool = False, width: int = 1
+) -> RowInputs:
     """Declare the inputs in the template's order: ``src_k``, ``src_v``, ``seqlens_k`` (when
-    asked), then as ``cfg`` needs them the K-norm weight and the rotary caches."""
-    elem = scalar(cfg.input_type)
+    asked), then as ``cfg`` needs them the K-norm weight and the rotary caches; ``width`` > 1
+    makes the float inputs vectors (the flat walk)."""
+    elem = flat.elem(scalar(cfg.input_type), width)
+    f32w = flat.elem(f32, width)
     src_k = kb.binding("src_k", elem, "read")
     src_v = kb.binding("src_v", elem, "read")
     seqlens = kb.binding("seqlens_k", i32, "read") if seqlens_k else None
-    weight = kb.binding("k_norm_weight", f32, "read") if cfg.k_norm else None
-    cos = kb.binding("cos_cache", f32, "read") if cfg.rotary else None
-    sin = kb.binding("sin_cache", f32, "read") if cfg.rotary else None
+    weight = kb.binding("k_norm_weight", f32w, "read") if cfg.k_norm else None
+    cos = kb.binding("cos_cache", f32w, "read") if cfg.rotary else None
+    sin = kb.binding("sin_cache", f32w, "read") if cfg.rotary else None
     return RowInputs(src_k, src_v, seqlens, weight, cos, sin)
 
 
@@ -190,15 +214,90 @@ def k_row(
     return k
 
 
+@dataclass(frozen=True)
+class FlatRow:
+    """One flat invocation's vector: walk item, row coordinates, vector consts and ``invRms``."""
+
+    it: flat.Item
+    b: Val
+    hk: Val
+    t: Val
+    src_base: Val
+    per_row: Val
+    half: Val | None
+    inv_rms: Val | None
+
+
+def flat_row(kb: KernelBuilder, cfg: Any, c: Consts, inputs: RowInputs, width: int) -> FlatRow:
+    """The flat walk over ``params.count`` rows of ``params.seq`` new tokens each.
+
+    With K RMSNorm the walk cannot return before the row reduction's barrier
+    (:func:`kvdsl.nodes.flat.row_sum_of_squares`): out-of-range invocations load nothing, add
+    zero, and return right after it.
+    """
+    count, seq = kb.param("count"), kb.param("seq")
+    per_row = flat.vector_const(kb, c.head_dim, cfg.head_dim, width)
+    hidden = flat.vector_const(kb, c.hidden, cfg.kv_heads * cfg.head_dim, width)
+    half = flat.vector_const(kb, c.half, cfg.head_dim // 2, width) if c.half is not None else None
+    it = flat.walk(kb, cfg.fold, count, per_row, width, guard=c.eps is None)
+    t = kb.let("t", it.row % seq)
+    tmp = kb.let("tmp", it.row / seq)
+    hk = kb.let("hk", tmp % c.heads)
+    b = kb.let("b", tmp / c.heads)
+    src_base = kb.let("srcBase", bsh(b, t, hk, seq, hidden, per_row))
+    inv_rms = None
+    if c.eps is not None:
+        items = kb.let("items", count * per_row)
+        f32w = flat.elem(f32, width)
+        x = kb.var("kSq", f32w, flat.splat(f32w, 0.0))
+        with kb.if_(it.e < items):
+            x.set(flat.as_f32(inputs.src_k[src_base + it.d]))
+        kb.comment("K RMSNorm: the row's sum of squares, reduced in workgroup memory.")
+        ms = flat.row_sum_of_squares(kb, x, it.d, per_row, cfg.workgroup_size)
+        inv_rms = kb.let("invRms", inverse_sqrt(ms / convert(f32, c.head_dim) + c.eps))
+        with kb.if_(it.e >= items):
+            kb.ret()
+    return FlatRow(it, b, hk, t, src_base, per_row, half, inv_rms)
+
+
+def flat_k(kb: KernelBuilder, row: FlatRow, inputs: RowInputs, position: Callable[[], Val]) -> Val:
+    """This invocation's vector of K in f32 lanes, normed and rotated as the row program does."""
+
+    def load(i: Val) -> Val:
+        x = flat.as_f32(inputs.src_k[row.src_base + i])
+        if row.inv_rms is None:
+            return x
+        return x * row.inv_rms * flat.as_f32(inputs.k_norm_weight[i])
+
+    if row.half is None:
+        return kb.let("k", load(row.it.d))
+    return kb.let(
+        "k",
+        flat.rotate_loaded(
+            kb, load, row.it.d, inputs.cos_cache, inputs.sin_cache, position(), row.half
+        ),
+    )
+
+
 def build(cfg: BuildConfig, name: str = "build") -> Kernel:
     """Build the ``build`` kernel for ``cfg``."""
     kb = KernelBuilder(name, cfg.workgroup_size)
-    inputs = declare_inputs(kb, cfg)
-    present = scalar(cfg.present_type)
+    width = flat.lanes(cfg.head_dim, cfg.rotary) if cfg.walk == "flat" else 1
+    inputs = declare_inputs(kb, cfg, width=width)
+    present = flat.elem(scalar(cfg.present_type), width)
     present_key = kb.binding("present_key", present, "read_write")
     present_value = kb.binding("present_value", present, "read_write")
     c = declare_consts(kb, cfg)
     count, seq, past = declare_params(kb, "count", "seq", "pastSeq")
+    if cfg.walk == "flat":
+        fr = flat_row(kb, cfg, c, inputs, width)
+        k = flat_k(kb, fr, inputs, lambda: kb.let("pos", past + fr.t))
+        kb.comment("The present row is the walk's row: the destination is the flat index.")
+        present_key[fr.it.e] = convert(present, k)
+        present_value[fr.it.e] = convert(present, inputs.src_v[fr.src_base + fr.it.d])
+        doc = "Build a BNSH cache from new BSH K/V" + _transforms_doc(cfg) + "."
+        kernel = kb.build(flat.dispatch(count, fr.per_row, cfg), doc)
+        return _build_contract(kernel, cfg, count, seq, past)
     row = row_walk(kb, cfg.fold, c)
     k = k_row(kb, c, inputs, row.src_base, lambda: kb.let("pos", past + row.t))
     dst_base = kb.let("dstBase", bnsh(row.b, row.hk, row.t, c.heads, seq, c.head_dim))
@@ -207,12 +306,19 @@ def build(cfg: BuildConfig, name: str = "build") -> Kernel:
         present_value[dst_base + d] = convert(present, inputs.src_v[row.src_base + d])
     doc = "Build a BNSH cache from new BSH K/V" + _transforms_doc(cfg) + "."
     kernel = kb.build(Dispatch(count.node, cfg.workgroup_size, cfg.fold), doc)
+    return _build_contract(kernel, cfg, count, seq, past)
+
+
+def _build_contract(kernel: Kernel, cfg: BuildConfig, count: Val, seq: Val, past: Val) -> Kernel:
     present = times(count, cfg.head_dim)
-    return contract(
-        kernel,
-        row_extents(cfg, count, seq, plus(past, seq))
-        | {"present_key": present, "present_value": present},
-        {"seq >= 1": seq >= 1},
+    # A flat kernel's vector bindings count vectors (a no-op for scalar bindings).
+    return flat.vector_extents(
+        contract(
+            kernel,
+            row_extents(cfg, count, seq, plus(past, seq))
+            | {"present_key": present, "present_value": present},
+            {"seq >= 1": seq >= 1},
+        )
     )
 
 
@@ -240,15 +346,29 @@ def catalog_variants(models: dict[str, Any]) -> dict[str, BuildConfig]:
     for key, m in models.items():
         v[f"build_{key}"] = BuildConfig(m.kv_heads, m.head_dim)
         v[f"build_rotary_{key}"] = BuildConfig(m.kv_heads, m.head_dim, rotary=True)
+        v[f"build_flat_{key}"] = BuildConfig(m.kv_heads, m.head_dim, walk="flat")
+        v[f"build_rotary_flat_{key}"] = BuildConfig(
+            m.kv_heads, m.head_dim, rotary=True, walk="flat"
+        )
     for key in ("qwen3_06b", "gemma3_1b"):  # the families with QK RMSNorm
         m = models[key]
         v[f"build_knorm_{key}"] = BuildConfig(m.kv_heads, m.head_dim, k_norm=True)
         v[f"build_knorm_rotary_{key}"] = BuildConfig(m.kv_heads, m.head_dim, True, True)
+        v[f"build_knorm_flat_{key}"] = BuildConfig(m.kv_heads, m.head_dim, True, walk="flat")
+        v[f"build_knorm_rotary_flat_{key}"] = BuildConfig(
+            m.kv_heads, m.head_dim, True, True, walk="flat"
+        )
     m = models["llama31_8b"]
     v["build_rotary_f16_llama31_8b"] = BuildConfig(
         m.kv_heads, m.head_dim, rotary=True, present_type="f16"
     )
     v["build_rotary_f16_in_llama31_8b"] = BuildConfig(
         m.kv_heads, m.head_dim, rotary=True, input_type="f16", present_type="f16"
+    )
+    v["build_rotary_flat_f16_llama31_8b"] = BuildConfig(
+        m.kv_heads, m.head_dim, rotary=True, present_type="f16", walk="flat"
+    )
+    v["build_rotary_flat_f16_in_llama31_8b"] = BuildConfig(
+        m.kv_heads, m.head_dim, rotary=True, input_type="f16", present_type="f16", walk="flat"
     )
     return v

@@ -11,6 +11,12 @@ element (``PACKED = HEAD_DIM`` words per row); 4 bits store two nibbles per u32
 - ``append_quant`` writes the new tokens into a buffer-sharing cache of ``params.totalSeq`` rows
   per head at the window :func:`kvdsl.nodes.window.append_window` gives from ``seqlens_k``.
 
+Walks: ``per_row`` (the template's) and ``flat`` (:mod:`kvdsl.nodes.flat`): one invocation per
+four elements, stored as one ``vec4<i32>`` (8 bits) or one ``vec2<u32>`` of two packed words (4
+bits; the cache layout is the drop-in's, low nibble first), ``count * HEAD_DIM_V4`` items; one
+element per invocation for 8 bits when ``head_dim`` does not divide by 4 (the flat int4 walk
+requires it). Scales stay scalar ``f32`` bindings, read per lane.
+
 Defects of the template, fixed here:
 
 - ``append_quant`` computes ``appendStart = seqlens_k[b] + 1 - seq`` in u32: a right-padded
@@ -30,20 +36,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kvdsl.ir import Dispatch, Kernel, KernelBuilder, convert, f32, i32, u32
+from kvdsl.ir import Dispatch, Kernel, KernelBuilder, convert, f32, i32, u32, vec
 from kvdsl.kernels.build import (
     check_row_program,
     row_extents,
     declare_consts,
     declare_inputs,
     declare_params,
+    flat_k,
+    flat_row,
     k_row,
     row_walk,
 )
 from kvdsl.ir.nodes import Binary, Call, Lit
 from kvdsl.ir.ops import Op
 from kvdsl.kernels.config import ceil_div, check, contract, node, one_of, plus, positive_int, times
-from kvdsl.nodes import walks
+from kvdsl.nodes import flat, walks
 from kvdsl.nodes.index import bnsh
 from kvdsl.nodes.quant import QRANGE, pack_int4, quantize, scale_function
 from kvdsl.nodes.window import append_window
@@ -76,9 +84,10 @@ class QuantConfig:
     rotary: bool = False
     eps: float = 1e-6
     input_type: str = "f32"
-    workgroup_size: int = 64
+    workgroup_size: int | None = None  # 256 for the flat walk, else 64
     fold: int = 65535
     storage_buffer_limit: int = MAX_STORAGE_BUFFERS
+    walk: str = "per_row"
     mode = ""  # set by the two concrete configs
 
     def __post_init__(self) -> None:
@@ -86,6 +95,15 @@ class QuantConfig:
         one_of("bits", self.bits, tuple(QRANGE))
         if self.bits == 4:
             check(self.head_dim % 2 == 0, "head_dim", self.head_dim, "an even number for int4")
+            if self.walk == "flat":
+                # One invocation packs four elements into two words.
+                need = 8 if self.rotary else 4
+                check(
+                    self.head_dim % need == 0,
+                    "head_dim",
+                    self.head_dim,
+                    f"a multiple of {need} for the flat int4 walk",
+                )
         lo, hi = QRANGE[self.bits]
         for field, default in (("qmin", lo), ("qmax", hi)):
             value = getattr(self, field)
@@ -137,10 +155,14 @@ def append_quant(cfg: AppendQuantConfig, name: str = "append_quant") -> Kernel:
 
 def _quant(cfg: Any, name: str, append: bool) -> Kernel:
     kb = KernelBuilder(name, cfg.workgroup_size)
-    inputs = declare_inputs(kb, cfg, seqlens_k=append)
+    width = flat.lanes(cfg.head_dim, cfg.rotary) if cfg.walk == "flat" else 1
+    inputs = declare_inputs(kb, cfg, seqlens_k=append, width=width)
     k_scale = kb.binding("k_scale", f32, "read")
     v_scale = kb.binding("v_scale", f32, "read")
     word = i32 if cfg.bits == 8 else u32
+    if width == 4:
+        # Four elements: four i32 words, or two words of packed int4.
+        word = vec(4, i32) if cfg.bits == 8 else vec(2, u32)
     present_key = kb.binding("present_key", word, "read_write")
     present_value = kb.binding("present_value", word, "read_write")
     c = declare_consts(kb, cfg, cfg.head_dim if cfg.bits == 8 else cfg.head_dim // 2)
@@ -152,8 +174,45 @@ def _quant(cfg: Any, name: str, append: bool) -> Kernel:
         count, seq, past, total_seq, per_channel = declare_params(kb, *names)
     else:
         count, seq, past, per_channel = declare_params(kb, "count", "seq", "pastSeq", "perChannel")
+        total_seq = None
     row_position = append and cfg.rotary_position == "row"
     per_channel = per_channel.ne(0)
+    if cfg.walk == "flat":
+        fr = flat_row(kb, cfg, c, inputs, width)
+        if append:
+            w = append_window(kb, inputs.seqlens_k, fr.b, total_seq, seq)
+            kb.comment("Only the newest min(seq, totalSeq) tokens fit the cache.")
+            with kb.if_(fr.t < w.skip):
+                kb.ret()
+            # t >= skip here, so the row index does not wrap.
+            dst_row = kb.let("dstRow", w.append_start + (fr.t - w.skip))
+            rows_per_head = total_seq
+        else:
+            dst_row, rows_per_head = fr.t, seq
+
+        def flat_position():
+            if row_position:
+                kb.comment("In the shared cache the row is the token's absolute position.")
+                return dst_row
+            return kb.let("pos", past + fr.t)
+
+        k = flat_k(kb, fr, inputs, flat_position)
+        v = kb.let("v", flat.as_f32(inputs.src_v[fr.src_base + fr.it.d]))
+        dst = kb.let(
+            "dst", bnsh(fr.b, fr.hk, dst_row, c.heads, rows_per_head, fr.per_row) + fr.it.d
+        )
+        ks = flat.scales(kb, "ks", k_scale, fr.hk, fr.it.d, c.head_dim, width, per_channel)
+        vs = flat.scales(kb, "vs", v_scale, fr.hk, fr.it.d, c.head_dim, width, per_channel)
+        qk = kb.let("qk", flat.quantize(k, ks, qmin, qmax))
+        qv = kb.let("qv", flat.quantize(v, vs, qmin, qmax))
+        if cfg.bits == 8:
+            present_key[dst] = qk
+            present_value[dst] = qv
+        else:
+            present_key[dst] = flat.pack_int4(kb, "nk", qk)
+            present_value[dst] = flat.pack_int4(kb, "nv", qv)
+        kernel = kb.build(flat.dispatch(count, fr.per_row, cfg), _doc(cfg, append))
+        return _contract(kernel, cfg, kb, append, count, seq, past, total_seq, row_position)
     kscale = scale_function(kb, "kscale", k_scale, c.head_dim, per_channel)
     vscale = scale_function(kb, "vscale", v_scale, c.head_dim, per_channel)
 
@@ -197,16 +256,22 @@ def _quant(cfg: Any, name: str, append: bool) -> Kernel:
             qv1 = kb.let("qv1", quantize(v_at(d1), kb.fn_call(vscale, d1, row.hk), qmin, qmax))
             present_key[dst_base + dd] = pack_int4(qk0, qk1)
             present_value[dst_base + dd] = pack_int4(qv0, qv1)
+    kernel = kb.build(Dispatch(count.node, cfg.workgroup_size, cfg.fold), _doc(cfg, append))
+    return _contract(kernel, cfg, kb, append, count, seq, past, total_seq, row_position)
+
+
+def _doc(cfg: Any, append: bool) -> str:
     kind = "INT8" if cfg.bits == 8 else "packed INT4"
     if append:
-        doc = (
+        return (
             f"Quantize new BSH K/V into an existing buffer-sharing {kind} BNSH cache. The\n"
             "active sequence end comes from seqlens_k; the physical cache stride remains\n"
             "the full present-cache capacity (totalSeq)."
         )
-    else:
-        doc = f"Quantize new BSH K/V into a {kind} BNSH cache."
-    kernel = kb.build(Dispatch(count.node, cfg.workgroup_size, cfg.fold), doc)
+    return f"Quantize new BSH K/V into a {kind} BNSH cache."
+
+
+def _contract(kernel, cfg, kb, append, count, seq, past, total_seq, row_position) -> Kernel:
     words = cfg.head_dim if cfg.bits == 8 else cfg.head_dim // 2
     if append:
         present = times(ceil_div(count, cfg.kv_heads * seq), cfg.kv_heads, total_seq, words)
@@ -220,7 +285,8 @@ def _quant(cfg: Any, name: str, append: bool) -> Kernel:
     if append:
         extents["seqlens_k"] = ceil_div(count, cfg.kv_heads * seq)
     extents |= {"present_key": present, "present_value": present}
-    return contract(kernel, extents, {"seq >= 1": seq >= 1})
+    # A flat kernel's vector bindings count vectors (a no-op for scalar bindings).
+    return flat.vector_extents(contract(kernel, extents, {"seq >= 1": seq >= 1}))
 
 
 def catalog_variants(models: dict[str, Any]) -> dict[str, QuantConfig]:
@@ -235,10 +301,19 @@ def catalog_variants(models: dict[str, Any]) -> dict[str, QuantConfig]:
         for bits in (8, 4):
             v[f"build_quant_int{bits}_{key}"] = BuildQuantConfig(m.kv_heads, m.head_dim, bits)
             v[f"append_quant_int{bits}_{key}"] = AppendQuantConfig(m.kv_heads, m.head_dim, bits)
+            v[f"build_quant_int{bits}_flat_{key}"] = BuildQuantConfig(
+                m.kv_heads, m.head_dim, bits, walk="flat"
+            )
+            v[f"append_quant_int{bits}_flat_{key}"] = AppendQuantConfig(
+                m.kv_heads, m.head_dim, bits, walk="flat"
+            )
     for bits in (8, 4):
         m = models["llama31_8b"]
         v[f"build_quant_int{bits}_rotary_llama31_8b"] = BuildQuantConfig(
             m.kv_heads, m.head_dim, bits, rotary=True
+        )
+        v[f"build_quant_int{bits}_rotary_flat_llama31_8b"] = BuildQuantConfig(
+            m.kv_heads, m.head_dim, bits, rotary=True, walk="flat"
         )
         for key in ("qwen3_06b", "gemma3_1b"):  # the families with QK RMSNorm
             m = models[key]
@@ -248,9 +323,18 @@ def catalog_variants(models: dict[str, Any]) -> dict[str, QuantConfig]:
             v[f"append_quant_int{bits}_knorm_{key}"] = AppendQuantConfig(
                 m.kv_heads, m.head_dim, bits, k_norm=True
             )
+            v[f"build_quant_int{bits}_knorm_flat_{key}"] = BuildQuantConfig(
+                m.kv_heads, m.head_dim, bits, k_norm=True, walk="flat"
+            )
+            v[f"append_quant_int{bits}_knorm_flat_{key}"] = AppendQuantConfig(
+                m.kv_heads, m.head_dim, bits, k_norm=True, walk="flat"
+            )
     m = models["llama31_8b"]
     v["build_quant_int8_f16_in_llama31_8b"] = BuildQuantConfig(
         m.kv_heads, m.head_dim, input_type="f16"
+    )
+    v["build_quant_int8_flat_f16_in_llama31_8b"] = BuildQuantConfig(
+        m.kv_heads, m.head_dim, input_type="f16", walk="flat"
     )
     v["append_quant_int8_symmetric_llama31_8b"] = AppendQuantConfig(
         m.kv_heads, m.head_dim, qmin=-127, qmax=127

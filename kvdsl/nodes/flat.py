@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from kvdsl.ir import (
     Buffer,
@@ -34,9 +34,11 @@ from kvdsl.ir import (
     Scalar,
     Val,
     Vec,
+    array,
     clamp,
     construct,
     convert,
+    dot,
     f32,
     i32,
     lit,
@@ -168,12 +170,44 @@ def rotate(
     ``d ± half`` and its cos/sin at ``pos * half + d % half``. Lane for lane the scalar
     :func:`kvdsl.nodes.rotary.rotate_element`.
     """
+    return rotate_loaded(kb, lambda i: as_f32(src[row_base + i]), d, cos, sin, pos, half)
+
+
+def rotate_loaded(
+    kb: KernelBuilder,
+    load: Callable[[Val], Val],
+    d: Val,
+    cos: Buffer,
+    sin: Buffer,
+    pos: Val,
+    half: Val,
+) -> Val:
+    """:func:`rotate` of a row whose vector ``i`` is ``load(i)`` (f32 lanes), e.g. normed K."""
     dr = kb.let("dr", d % half)
     cs = kb.let("cs", cos[pos * half + dr])
     sn = kb.let("sn", sin[pos * half + dr])
-    x0 = kb.let("x0", as_f32(src[row_base + dr]))
-    x1 = kb.let("x1", as_f32(src[row_base + dr + half]))
+    x0 = kb.let("x0", load(dr))
+    x1 = kb.let("x1", load(dr + half))
     return select(x1 * cs + x0 * sn, x0 * cs - x1 * sn, d < half)
+
+
+def row_sum_of_squares(kb: KernelBuilder, x: Val, d: Val, per_row: Val, wg: int) -> Val:
+    """The sum of squares of the row whose vector ``d`` this invocation holds as ``x``.
+
+    Each invocation writes ``dot(x, x)`` to ``wsum[lid.x]``; after a barrier it adds its row's
+    ``per_row`` partials in order from the row's first lane. A row's vectors are consecutive
+    invocations of one workgroup when ``WG % per_row == 0`` (the configs require it), so the
+    row starts at lane ``lid.x - d``. Call at the top level of the entry point, with every
+    invocation (out-of-range ones with ``x = 0``): the barrier must be uniform.
+    """
+    wsum = kb.workgroup_var("wsum", array(f32, wg))
+    wsum[kb.lid.x] = dot(x, x) if isinstance(x.ty, Vec) else x * x
+    kb.barrier()
+    first = kb.let("rowLane", kb.lid.x - d)
+    ms = kb.var("ms", f32, 0.0)
+    with kb.for_range("j", lit(0, u32), per_row) as j:
+        ms.set(ms + wsum[first + j])
+    return ms
 
 
 def scales(
