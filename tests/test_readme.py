@@ -1,0 +1,28 @@
+"""README stays true: its authoring example runs, and its commands exist."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from kvdsl.cli import parser
+
+README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+
+
+def test_authoring_example_runs(gpu):
+    code = re.search(r"```python\n(.*?)```", README, re.S).group(1)
+    exec(compile(code, "README.md", "exec"), {})
+
+
+def test_quick_start_is_two_commands_and_ci_runs_the_second():
+    commands = re.findall(r"^    (bash scripts/setup\.sh && .+)$", README, re.M)
+    assert len(commands) == 2
+    ci = (Path(__file__).resolve().parents[1] / ".ci" / "run").read_text()
+    assert commands[1] in ci
+
+
+def test_every_documented_command_exists():
+    documented = set(re.findall(r"^\| `kvdsl (\w+)", README, re.M))
+    subcommands = parser()._subparsers._group_actions[0].choices
+    assert documented == set(subcommands)
