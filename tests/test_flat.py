@@ -1,0 +1,245 @@
+"""The flat walk (kvdsl.nodes.flat) of every mode against the drop-in kernel of the same config.
+
+Each case comes from the verification case generators (random never-zero inputs, outputs
+poisoned with a NaN payload, 1-token decode appends, caches filled past capacity) and runs the
+flat kernel and the drop-in kernel (same config, the template's walk and workgroup size) on the
+interpreter and on the GPU. Copies, conversions and quantisation of plain values are compared
+bit for bit, so an element either kernel leaves unwritten shows as poison; rotary is the same
+expression in the same order (bit for bit on the interpreter, within a few ulps on the GPU,
+where the shader compiler may contract into fma differently); K RMSNorm sums per-vector partials
+and stays within a few ulps (quantised: one step in a few codes). Every case is also judged
+against the numpy reference, and the flat kernels' dispatch, bindings and config checks are
+tested directly.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from kvdsl import catalog
+from kvdsl.check import modes  # noqa: F401  (registers the mode case generators)
+from kvdsl.check.cases import Case, cases_for
+from kvdsl.check.compare import POISON_BITS, compare, compare_quantized
+from kvdsl.emit import emit
+from kvdsl.interp import run as interp_run
+from kvdsl.ir import Vec, workgroups
+from kvdsl.kernels.build import BuildConfig
+from kvdsl.kernels.config import ConfigError
+from kvdsl.kernels.copy import CopyConfig
+from kvdsl.kernels.merge import MergeConfig
+from kvdsl.kernels.merge_share import MergeShareConfig
+from kvdsl.kernels.quant import AppendQuantConfig, BuildQuantConfig
+from kvdsl.kernels.window_shift import WindowShiftConfig
+from kvdsl.runtime import run as gpu_run
+
+pytestmark = pytest.mark.filterwarnings("ignore:All-NaN slice")
+F16 = dict(present_type="f16", input_type="f16")
+# (config, how the flat kernel may differ from the drop-in): "exact", "rotary" or "norm".
+CONFIGS = [
+    (CopyConfig(128, walk="flat"), "exact"),
+    (CopyConfig(6, walk="flat", present_type="u32", fold=1), "exact"),
+    (MergeConfig(2, 64, walk="flat"), "exact"),
+    (MergeConfig(3, 12, walk="flat", present_type="f16", fold=2), "exact"),
+    (MergeConfig(2, 6, walk="flat", **F16), "exact"),
+    (MergeShareConfig(2, 64, "retain", "flat"), "exact"),
+    (MergeShareConfig(3, 12, "retain", "flat", fold=2, **F16), "exact"),
+    (MergeShareConfig(2, 64, "append", "flat"), "exact"),
+    (MergeShareConfig(2, 64, "append", "flat", rotary=True), "rotary"),
+    (MergeShareConfig(3, 12, "append", "flat", rotary=True, fold=1, **F16), "rotary"),
+    (WindowShiftConfig(2, 32, walk="flat"), "exact"),
+    (WindowShiftConfig(3, 10, "all", walk="flat", fold=2, **F16), "exact"),
+    (WindowShiftConfig(2, 32, "shift", walk="flat"), "exact"),
+    (WindowShiftConfig(2, 32, "append", walk="flat"), "exact"),
+    (WindowShiftConfig(2, 32, "append", True, walk="flat"), "rotary"),
+    (WindowShiftConfig(1, 16, "append", True, walk="flat", fold=1, **F16), "rotary"),
+    (BuildConfig(2, 64, walk="flat"), "exact"),
+    (BuildConfig(3, 10, walk="flat", present_type="f16", fold=2), "exact"),
+    (BuildConfig(2, 64, rotary=True, walk="flat"), "rotary"),
+    (BuildConfig(2, 12, rotary=True, walk="flat", fold=1, **F16), "rotary"),
+    (BuildConfig(2, 64, k_norm=True, walk="flat"), "norm"),
+    (BuildConfig(2, 32, True, True, walk="flat", fold=2), "norm"),
+    (BuildConfig(3, 6, k_norm=True, walk="flat", workgroup_size=12), "norm"),
+    (BuildQuantConfig(2, 64, 8, walk="flat"), "exact"),
+    (BuildQuantConfig(2, 64, 4, walk="flat", fold=2), "exact"),
+    (BuildQuantConfig(3, 10, 8, walk="flat", input_type="f16"), "exact"),
+    (BuildQuantConfig(2, 64, 8, rotary=True, walk="flat"), "rotary"),
+    (BuildQuantConfig(2, 32, 4, rotary=True, walk="flat", fold=1), "rotary"),
+    (BuildQuantConfig(2, 64, 8, k_norm=True, walk="flat"), "norm"),
+    (BuildQuantConfig(2, 64, 4, k_norm=True, walk="flat"), "norm"),
+    (AppendQuantConfig(2, 64, 8, walk="flat"), "exact"),
+    (AppendQuantConfig(3, 12, 4, walk="flat", fold=2, qmin=-7, qmax=7), "exact"),
+    (AppendQuantConfig(2, 64, 4, k_norm=True, walk="flat"), "norm"),
+]
+DROP_IN_WALK = {"copy": "cooperative", "merge": "cooperative", "merge_share": "cooperative"}
+
+
+def drop_in(cfg) -> object:
+    """The same config with the template's walk and workgroup size."""
+    walk = DROP_IN_WALK.get(cfg.mode, "per_row")
+    return dataclasses.replace(cfg, walk=walk, workgroup_size=64)
+
+
+_KERNELS: dict = {}
+
+
+def kernels(cfg):
+    if cfg not in _KERNELS:
+        _KERNELS[cfg] = (catalog.build_config(cfg), catalog.build_config(drop_in(cfg)))
+    return _KERNELS[cfg]
+
+
+def judge(case: Case, got: dict, want: dict, kind: str, gpu: bool) -> list[str]:
+    """Problems of the flat kernel's outputs ``got`` against ``want`` for a change of ``kind``."""
+    problems = []
+    for name in case.expected:
+        g, w, mask = got[name], want[name], case.written.get(name)
+        exact = kind == "exact" or name != "present_key" or (kind == "rotary" and not gpu)
+        if exact:
+            _, problem = compare(g, w)
+        elif g.dtype.kind in "iu":
+            _, problem = compare_quantized(g, w, 4 if g.dtype == np.uint32 else 8, mask)
+        else:
+            # Unwritten elements must keep the poison in both (checked bit for bit by the mask).
+            _, problem = compare(g, w, 2e-3 if g.dtype == np.float16 else 4e-6, mask)
+        if problem:
+            problems.append(f"{name}: {problem}")
+    return problems
+
+
+@pytest.mark.parametrize("backend", ["interp", "gpu"])
+@pytest.mark.parametrize(
+    "cfg,kind", CONFIGS, ids=[f"{c.mode}-{i}" for i, (c, _) in enumerate(CONFIGS)]
+)
+def test_flat_matches_drop_in(cfg, kind, backend, request):
+    if backend == "gpu":
+        request.getfixturevalue("gpu")
+    run = interp_run if backend == "interp" else gpu_run
+    flat_k, drop_k = kernels(cfg)
+    for case in cases_for(cfg, 3, seed=7):
+        got = run(flat_k, dict(case.buffers), case.params)
+        want = run(drop_k, dict(case.buffers), case.params)
+        problems = judge(case, got, want, kind, backend == "gpu")
+        assert not problems, f"{case.label()}: {problems}"
+        # Against the reference too, and no element written that the pass does not own.
+        for name, expected in case.expected.items():
+            mask = case.written.get(name)
+            if name in case.quantized:
+                _, problem = compare_quantized(got[name], expected, case.quantized[name], mask)
+            else:
+                _, problem = compare(got[name], expected, case.tolerance.get(name, 0.0), mask)
+            assert not problem, f"{case.label()} {name} vs reference: {problem}"
+
+
+def test_cases_cover_decode_partial_and_folded_dispatches():
+    """The cases above include a 1-token append, a partial last workgroup and a folded grid."""
+    decode = partial = folded = 0
+    for cfg, _ in CONFIGS:
+        flat_k, _ = kernels(cfg)
+        for case in cases_for(cfg, 3, seed=7):
+            items = case.params["count"] * (cfg.head_dim // _width(flat_k))
+            if cfg.mode in ("merge_share", "window_shift", "append_quant"):
+                decode += case.params.get("keySeq", case.params.get("seq")) == 1
+            partial += items % cfg.workgroup_size != 0
+            folded += workgroups(flat_k, case.params)[1] > 1
+    assert decode >= 8 and partial >= 40 and folded >= 5
+
+
+def _width(kernel) -> int:
+    b = kernel.binding("present_key") or kernel.binding("present_value")
+    n = b.elem.n if isinstance(b.elem, Vec) else 1
+    # A vec2<u32> of packed int4 words holds four elements, like a vec4.
+    return 4 if n == 2 else n
+
+
+def test_decode_append_is_one_round_trip_per_vector():
+    """A 1-token append of 8 heads × 128 dims: 256 invocations, one workgroup, no loop."""
+    cfg = MergeShareConfig(8, 128, "append", "flat", rotary=True)
+    k, _ = kernels(cfg)
+    assert workgroups(k, {"count": 8, "seq": 4096, "keySeq": 1}) == (1, 1, 1)
+    wgsl = emit(k)
+    assert "for (" not in wgsl and "@workgroup_size(WG)" in wgsl and "const WG: u32 = 256u;" in wgsl
+    assert "array<vec4<f32>>" in wgsl
+
+
+def test_dispatch_folds_items_of_vectors():
+    cfg = BuildConfig(8, 128, walk="flat", fold=3)
+    k, _ = kernels(cfg)
+    # 10 rows x 32 vec4 = 320 items -> 2 workgroups; 100 rows -> 13 workgroups -> (3, 5).
+    assert workgroups(k, {"count": 10, "seq": 10, "pastSeq": 0}) == (2, 1, 1)
+    assert workgroups(k, {"count": 100, "seq": 10, "pastSeq": 0}) == (3, 5, 1)
+
+
+def test_bindings_and_extents_count_vectors():
+    k = catalog.build_config(AppendQuantConfig(8, 128, 4, walk="flat"))
+    elems = {b.name: str(b.elem) for b in k.bindings}
+    assert elems["src_k"] == "vec4<f32>" and elems["present_key"] == "vec2<u32>"
+    assert elems["k_scale"] == "f32" and elems["seqlens_k"] == "i32"
+    from kvdsl.runtime.checks import evaluate
+
+    params = {"count": 16, "seq": 2, "pastSeq": 0, "totalSeq": 10, "perChannel": 1}
+    ext = {n: evaluate(e, k, params, {}) for n, e in k.extents}
+    # 1 batch x 8 heads x 10 rows x 64 words = 5120 words = 2560 vec2<u32>.
+    assert ext["present_key"] == 2560 and ext["src_k"] == 2 * 8 * 128 // 4
+    assert ext["k_scale"] == 8 * 128
+
+
+def test_int4_layout_is_the_drop_ins():
+    """Packed words: element 2j in the low nibble, as the per-row kernel stores them."""
+    cfg = BuildQuantConfig(1, 8, 4, walk="flat", qmin=-8, qmax=7)
+    k, _ = kernels(cfg)
+    src = np.array([[-8.0, 7.0, 1.0, -1.0, 3.0, 0.5, -3.0, 2.0]], np.float32)
+    out = interp_run(
+        k,
+        {
+            "src_k": src.reshape(-1),
+            "src_v": src.reshape(-1),
+            "k_scale": np.ones(1, np.float32),
+            "v_scale": np.ones(1, np.float32),
+            "present_key": np.full(4, 0xDEADBEEF, np.uint32),
+            "present_value": np.full(4, 0xDEADBEEF, np.uint32),
+        },
+        {"count": 1, "seq": 1, "pastSeq": 0, "perChannel": 0},
+    )
+    # round(0.5) ties to even: 0 -> nibble 8.
+    assert out["present_key"].tolist() == [
+        0x0 | 0xF << 4,
+        0x9 | 0x7 << 4,
+        0xB | 0x8 << 4,
+        0x5 | 0xA << 4,
+    ]
+
+
+def test_workgroup_size_defaults():
+    assert MergeConfig(8, 128, walk="flat").workgroup_size == 256
+    assert MergeConfig(8, 128).workgroup_size == 64
+    assert BuildConfig(8, 128, walk="flat", workgroup_size=128).workgroup_size == 128
+
+
+@pytest.mark.parametrize(
+    "make,field",
+    [
+        (lambda: BuildConfig(3, 6, k_norm=True, walk="flat"), "workgroup_size"),
+        (lambda: BuildQuantConfig(2, 6, 4, walk="flat"), "head_dim"),
+        (lambda: BuildQuantConfig(2, 12, 4, rotary=True, walk="flat"), "head_dim"),
+        (lambda: WindowShiftConfig(2, 8, walk="cooperative"), "walk"),
+        (lambda: BuildConfig(2, 8, walk="hybrid"), "walk"),
+    ],
+)
+def test_flat_config_errors(make, field):
+    with pytest.raises(ConfigError) as err:
+        make()
+    assert err.value.field == field
+
+
+def test_poison_survives_outside_the_window():
+    """The flat retain pass leaves the append window's rows poisoned (it does not own them)."""
+    cfg = MergeShareConfig(2, 64, "retain", "flat")
+    k, _ = kernels(cfg)
+    case = cases_for(cfg, 1, seed=3)[0]
+    got = interp_run(k, dict(case.buffers), case.params)["present_key"]
+    untouched = ~case.written["present_key"].reshape(-1)
+    assert untouched.any()
+    assert (got.view(np.uint32)[untouched] == POISON_BITS[4]).all()
