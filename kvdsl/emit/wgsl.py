@@ -17,6 +17,8 @@ WGSL quirks handled here, each once:
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from kvdsl.ir import ops
@@ -48,7 +50,6 @@ from kvdsl.ir.nodes import (
     Var,
 )
 from kvdsl.ir.types import Scalar, bool_, f16, i32, u32
-from kvdsl.ir.verify import uses_f16
 
 INDENT = "  "
 
@@ -199,11 +200,22 @@ def _inline(s: Stmt | None) -> str:
     raise TypeError(f"emit: not a simple statement: {s!r}")
 
 
+_F16 = re.compile(r"\bf16\b|\b\d[\d.]*(?:e[+-]?\d+)?h\b")
+
+
+def _mentions_f16(text: str) -> bool:
+    """Whether WGSL text (comments aside) names the f16 type or holds an f16 literal (``1.5h``).
+
+    ``f16`` is a reserved word, so it cannot be part of an identifier; scanning the printed text
+    is one pass where walking the IR for f16 types was the emitter's costliest step.
+    """
+    code = (line.split("//", 1)[0] for line in text.splitlines())
+    return any(_F16.search(line) for line in code)
+
+
 def emit(kernel: Kernel) -> str:
     """The kernel as a complete WGSL module."""
     out: list[str] = []
-    if uses_f16(kernel):
-        out += ["enable f16;", ""]
     if kernel.params is not None:
         out.append(f"struct {kernel.params.name} {{")
         out += [f"{INDENT}{n}: {t}," for n, t in kernel.params.fields]
@@ -250,4 +262,5 @@ def emit(kernel: Kernel) -> str:
     em.block(kernel.body, 1)
     out += em.lines
     out.append("}")
-    return "\n".join(out) + "\n"
+    text = "\n".join(out) + "\n"
+    return "enable f16;\n\n" + text if _mentions_f16(text) else text

@@ -280,12 +280,25 @@ class Kernel:
         return next((c for c in self.consts if c.name == name), None)
 
 
+_CHILDREN: dict[type, tuple[str, ...]] = {}
+_LEAVES = (str, int, float, bool, type(None), Op)
+
+
 def walk(node: object):
-    """Every IR value reachable from ``node`` (itself included), depth first."""
-    yield node
-    if isinstance(node, tuple):
-        for child in node:
-            yield from walk(child)
-    elif hasattr(node, "__dataclass_fields__"):
-        for name in node.__dataclass_fields__:
-            yield from walk(getattr(node, name))
+    """Every IR node, type and tuple reachable from ``node`` (itself included), depth first.
+
+    Leaf values (names, numbers, ops) are not yielded. Iterative, with each class's child fields
+    looked up once: verification and emission walk every kernel, so this is on the hot path.
+    """
+    stack = [node]
+    pop, push = stack.pop, stack.extend
+    while stack:
+        n = pop()
+        yield n
+        if type(n) is tuple:
+            push(reversed(n))
+            continue
+        fields = _CHILDREN.get(type(n))
+        if fields is None:
+            fields = _CHILDREN[type(n)] = tuple(getattr(type(n), "__dataclass_fields__", ()))
+        push(c for c in (getattr(n, f) for f in reversed(fields)) if not isinstance(c, _LEAVES))

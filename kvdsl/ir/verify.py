@@ -157,6 +157,7 @@ class Checker:
         self.kernel = kernel
         self.functions: dict[str, Function] = {}
         self.used: set[str] = set()
+        self.barriers = False
         self.stored: set[str] = set()
 
     # -- expressions --
@@ -325,7 +326,7 @@ class Checker:
                 if "\n" in text:
                     raise VerifyError(f"comment {text!r} spans several lines")
             case Barrier():
-                pass  # where a barrier may stand is checked by check_barriers
+                self.barriers = True  # where a barrier may stand is checked by check_barriers
             case _:
                 raise VerifyError(f"not a statement: {s!r}")
 
@@ -512,7 +513,8 @@ def verify(kernel: Kernel) -> Kernel:
             raise VerifyError(f"unknown compute builtin '{builtin}' ({', '.join(BUILTIN_INPUTS)})")
         main.declare(pname, Symbol(vec3u, "builtin"), kernel)
     checker.block(kernel.body, main, None, False)
-    check_barriers(kernel)
+    if checker.barriers:  # seen by the checker, in the entry point or a helper
+        check_barriers(kernel)
     for b in kernel.bindings:
         if b.name not in checker.used:
             raise VerifyError(f"binding '{b.name}' is declared but never used")
@@ -529,4 +531,4 @@ def verify(kernel: Kernel) -> Kernel:
 
 def uses_f16(kernel: Kernel) -> bool:
     """Whether any declaration or expression of the kernel mentions f16 (needs ``enable f16;``)."""
-    return any(n == f16 for n in walk(kernel))
+    return any(type(n) is Scalar and n.name == "f16" for n in walk(kernel))
