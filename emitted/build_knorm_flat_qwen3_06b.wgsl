@@ -53,9 +53,16 @@ fn main(
   workgroupBarrier();
   let rowLane = lid.x - d4;
   var ms: f32 = 0.0f;
-  for (var j: u32 = 0u; j < HEAD_DIM_V4; j = j + 1u) {
+  var ms1: f32 = 0.0f;
+  var ms2: f32 = 0.0f;
+  var ms3: f32 = 0.0f;
+  for (var j: u32 = 0u; j < HEAD_DIM_V4; j = j + 4u) {
     ms = ms + wsum[rowLane + j];
+    ms1 = ms1 + wsum[rowLane + j + 1u];
+    ms2 = ms2 + wsum[rowLane + j + 2u];
+    ms3 = ms3 + wsum[rowLane + j + 3u];
   }
+  ms = ms + ms1 + (ms2 + ms3);
   let invRms = inverseSqrt(ms / f32(HEAD_DIM) + QK_EPS);
   if (e >= items) {
     return;

@@ -253,7 +253,8 @@ def flat_row(kb: KernelBuilder, cfg: Any, c: Consts, inputs: RowInputs, width: i
         with kb.if_(it.e < items):
             x.set(flat.as_f32(inputs.src_k[src_base + it.d]))
         kb.comment("K RMSNorm: the row's sum of squares, reduced in workgroup memory.")
-        ms = flat.row_sum_of_squares(kb, x, it.d, per_row, cfg.workgroup_size)
+        lanes = cfg.head_dim // width
+        ms = flat.row_sum_of_squares(kb, x, it.d, per_row, cfg.workgroup_size, lanes)
         inv_rms = kb.let("invRms", inverse_sqrt(ms / convert(f32, c.head_dim) + c.eps))
         with kb.if_(it.e >= items):
             kb.ret()

@@ -191,23 +191,32 @@ def rotate_loaded(
     return select(x1 * cs + x0 * sn, x0 * cs - x1 * sn, d < half)
 
 
-def row_sum_of_squares(kb: KernelBuilder, x: Val, d: Val, per_row: Val, wg: int) -> Val:
+def row_sum_of_squares(
+    kb: KernelBuilder, x: Val, d: Val, per_row: Val, wg: int, lanes_per_row: int
+) -> Val:
     """The sum of squares of the row whose vector ``d`` this invocation holds as ``x``.
 
     Each invocation writes ``dot(x, x)`` to ``wsum[lid.x]``; after a barrier it adds its row's
-    ``per_row`` partials in order from the row's first lane. A row's vectors are consecutive
-    invocations of one workgroup when ``WG % per_row == 0`` (the configs require it), so the
-    row starts at lane ``lid.x - d``. Call at the top level of the entry point, with every
+    ``per_row`` partials from the row's first lane, in a fixed order: with four accumulators
+    (partial ``j`` into accumulator ``j % 4``, then ``(a0 + a1) + (a2 + a3)``) when the row has a
+    multiple of four partials — a dependent chain of ``per_row / 4`` adds instead of ``per_row``
+    (measured on an H200: 77% → 97% of a vec4 copy's bandwidth) — else one. A row's vectors are
+    consecutive invocations of one workgroup when ``WG % per_row == 0`` (the configs require it),
+    so the row starts at lane ``lid.x - d``. Call at the top level of the entry point, with every
     invocation (out-of-range ones with ``x = 0``): the barrier must be uniform.
     """
     wsum = kb.workgroup_var("wsum", array(f32, wg))
     wsum[kb.lid.x] = dot(x, x) if isinstance(x.ty, Vec) else x * x
     kb.barrier()
     first = kb.let("rowLane", kb.lid.x - d)
-    ms = kb.var("ms", f32, 0.0)
-    with kb.for_range("j", lit(0, u32), per_row) as j:
-        ms.set(ms + wsum[first + j])
-    return ms
+    ways = 4 if lanes_per_row % 4 == 0 else 1
+    acc = [kb.var("ms" if i == 0 else f"ms{i}", f32, 0.0) for i in range(ways)]
+    with kb.for_range("j", lit(0, u32), per_row, ways) as j:
+        for i, a in enumerate(acc):
+            a.set(a + wsum[first + j + i] if i else a + wsum[first + j])
+    if ways == 4:
+        acc[0].set((acc[0] + acc[1]) + (acc[2] + acc[3]))
+    return acc[0]
 
 
 def scales(
