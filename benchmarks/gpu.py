@@ -38,7 +38,8 @@ element is an i32 word (4 B) and two int4 elements share a u32 word (2 B per ele
 - append_quant: as build_quant for the fitting new rows, plus ``seqlens_k``.
 
 **Measured.** Each kernel's median GPU time over ``--repeats`` dispatches recorded back to back in
-one submission after ``--warmup`` dispatches (:func:`kvdsl.runtime.time_kernel`, timestamp
+one submission after at least ``--warmup`` dispatches and 10 ms of untimed GPU work, so clocks
+lowered while the host uploaded buffers are back up (:func:`kvdsl.runtime.time_kernel`, timestamp
 queries at each pass's start and end); GB/s = bytes / time. The roofline is
 :func:`roofline.copy_kernel` moving the same bytes (half read, half written), timed the same way in
 the same run; % of roofline = roofline time / kernel time. The legacy template is rendered for
@@ -73,6 +74,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
+WARM_SECONDS = 0.01  # GPU work run untimed before each measurement (see ``timed``)
 REPO = Path(__file__).resolve().parent.parent
 for _p in (REPO, REPO / "tests", REPO / "benchmarks"):
     if str(_p) not in sys.path:
@@ -328,12 +330,23 @@ def template_vars(cfg: Any) -> dict[str, Any]:
     if cfg.mode == "transpose":
         kw["input_type"] = cfg.input_type
     if hasattr(cfg, "walk"):
-        kw["vendor"] = "nvidia" if cfg.walk == "cooperative" else "apple"
+        # A flat variant is compared with the template's own walk for the mode (non-Apple).
+        kw["vendor"] = "nvidia" if cfg.walk in ("cooperative", "flat") else "apple"
     if cfg.mode == "merge_share":
         kw["share_region"] = cfg.region
     if cfg.mode == "window_shift":
         kw["shift_region"] = cfg.region
     return legacy.legacy_vars(cfg.mode, **kw)
+
+
+def _with_workgroup(lvars: dict[str, Any], wg: int) -> dict[str, Any]:
+    """Template variables with another workgroup size (both spellings the template reads)."""
+    out = dict(lvars)
+    if "tunables" in out:
+        out["tunables"] = {**out["tunables"], "COPY_WORKGROUP_SIZE": wg}
+    if "copyWorkgroupSize" in out:
+        out["copyWorkgroupSize"] = wg
+    return out
 
 
 def find_template(explicit: str | None = None) -> Path | None:
@@ -364,6 +377,13 @@ def render_template(path: Path, vars: dict, bindings, params_struct) -> str:
 
 def _describe(b) -> str:
     return f"{b.name}:{b.elem}"
+
+
+def _interface(bindings, cfg: Any) -> tuple[str, ...]:
+    """Binding names and element types; a flat walk's vec4 bindings compare by their scalar."""
+    if getattr(cfg, "walk", None) == "flat":
+        return tuple(f"{b.name}:{b.elem.scalar}" for b in bindings)
+    return tuple(map(_describe, bindings))
 
 
 # -- the run -------------------------------------------------------------------------------------
@@ -405,8 +425,13 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> list[di
     started = time.perf_counter()
 
     def timed(kernel: Any, buffers: dict, params: dict | None, **kw) -> float:
+        # The GPU lowers its clocks when idle (the host spends seconds uploading between
+        # kernels), so a fixed number of warm-up dispatches is too little for µs-size kernels:
+        # estimate the kernel's time, then warm up for at least WARM_SECONDS of GPU work.
+        probe = runtime.time_kernel(kernel, buffers, params, repeats=5, warmup=warmup, **kw)
+        ahead = max(warmup, min(2000, math.ceil(WARM_SECONDS / max(float(np.median(probe)), 1e-7))))
         return _median_us(
-            runtime.time_kernel(kernel, buffers, params, repeats=repeats, warmup=warmup, **kw)
+            runtime.time_kernel(kernel, buffers, params, repeats=repeats, warmup=ahead, **kw)
         )
 
     floor = timed(roofline.empty_kernel(), roofline.empty_buffers(), None, workgroups=(1, 1, 1))
@@ -437,10 +462,15 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> list[di
             lstruct = legacy.legacy_params_struct(lvars)
             if template is None:
                 legacy_status = "template file not found"
-            elif tuple(map(_describe, lbind)) != tuple(map(_describe, kernel.bindings)):
+            elif _interface(lbind, cfg) != _interface(kernel.bindings, cfg):
                 legacy_status = "n/a: template interface " + ",".join(map(_describe, lbind))
             else:
-                legacy_wgsl = render_template(template, lvars, lbind, lstruct)
+                # Against a flat variant the template gets its best workgroup size of 64 and 256.
+                sizes = (64, 256) if getattr(cfg, "walk", None) == "flat" else (None,)
+                legacy_wgsl = []
+                for wg in sizes:
+                    lv = lvars if wg is None else _with_workgroup(lvars, wg)
+                    legacy_wgsl.append((lv, render_template(template, lv, lbind, lstruct)))
         except Exception as e:
             legacy_status = "render error: " + _error(e)
         z = _size(kernel)
@@ -465,21 +495,27 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> list[di
             if legacy_wgsl is not None:
                 try:
                     lparams = {k: v for k, v in plan.params.items() if k in dict(lstruct.fields)}
-                    row["template_us"] = timed(
-                        legacy_wgsl,
-                        pool.buffers(lbind, plan),
-                        lparams,
-                        workgroups=legacy.legacy_workgroups(lvars, lparams),
-                        bindings=lbind,
-                        params_struct=lstruct,
-                        label="legacy_" + name,
-                    )
+                    times = []
+                    for lv, text in legacy_wgsl:
+                        times.append(
+                            timed(
+                                text,
+                                pool.buffers(lbind, plan),
+                                lparams,
+                                workgroups=legacy.legacy_workgroups(lv, lparams),
+                                bindings=lbind,
+                                params_struct=lstruct,
+                                label="legacy_" + name,
+                            )
+                        )
+                    row["template_us"] = min(times)
                     row["template_status"] = "ok"
                 except Exception as e:
                     row["template_status"] = _error(e)
             rows.append(derive(row))
             log(progress(len(rows), total, row, time.perf_counter() - started))
         pool.arrays.clear()  # keep host memory bounded to one config's sizes
+        write_csv(out / "gpu.csv", rows)  # a run cut short still leaves its rows
     write_csv(out / "gpu.csv", rows)
     info |= {"small": bool(args.small), "repeats": repeats, "warmup": warmup,
              "floor_us": floor, "seconds": time.perf_counter() - started,
