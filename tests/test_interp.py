@@ -417,14 +417,25 @@ def test_transpose_in_small_chunks_matches_numpy(monkeypatch):
 @pytest.mark.parametrize(
     "index, shape",
     [
-        (np.arange(5, 105, dtype=np.uint32), (5, 1, 0, 100, 1)),
-        (np.arange(3, 300, 7, dtype=np.uint32), (3, 1, 0, 43, 7)),
-        ((np.arange(6)[:, None] * 50 + np.arange(4) * 2 + 9).reshape(-1), (9, 6, 50, 4, 2)),
+        (np.arange(5, 105, dtype=np.uint32), (5, ((100, 1),))),
+        (np.arange(3, 300, 7, dtype=np.uint32), (3, ((43, 7),))),
+        ((np.arange(6)[:, None] * 50 + np.arange(4) * 2 + 9).reshape(-1), (9, ((6, 50), (4, 2)))),
         (np.arange(10, dtype=np.int32)[::-1].copy(), None),  # falling
         ((np.arange(6)[:, None] * 5 + np.arange(4) * 2).reshape(-1), None),  # rows overlap
-        (np.array([0, 1, 2, 4, 5, 6], np.uint32), (0, 2, 4, 3, 1)),
+        (np.array([0, 1, 2, 4, 5, 6], np.uint32), (0, ((2, 4), (3, 1)))),
         (np.array([0, 1, 2, 4, 5, 7], np.uint32), None),  # last entry off
         (np.arange(0, 1000, dtype=np.uint32), None),  # past the end (length 999)
+        # Trips of a batched loop as the outer level: rows interleave, the steps still nest.
+        ((np.arange(3)[:, None] + np.arange(40) * 8).reshape(-1), (0, ((3, 1), (40, 8)))),
+        (
+            (np.arange(2)[:, None, None] * 4 + np.arange(5)[:, None] * 100 + np.arange(4))
+            .reshape(-1)
+            .astype(np.uint32),
+            (0, ((2, 4), (5, 100), (4, 1))),
+        ),
+        ((np.arange(3)[:, None] + np.arange(40) * 2).reshape(-1), None),  # trips overlap
+        (np.r_[np.arange(5000), np.arange(5000) + 6000].astype(np.uint32), None),  # past 999
+        (np.r_[np.arange(500), np.arange(400) + 600], None),  # a second run of another length
     ],
 )
 def test_affine_index_sets(index, shape):

@@ -115,6 +115,7 @@ import numpy as np
 
 from kvdsl.ir.dispatch import workgroups as dispatch_workgroups
 from kvdsl.ir.nodes import Kernel
+from kvdsl.interp.batch import Fallback
 from kvdsl.interp.errors import InterpError, OutOfBounds, RaceError, UninitializedRead
 from kvdsl.interp.machine import Machine
 from kvdsl.interp.values import Grid, params_values, storage
@@ -140,11 +141,22 @@ def run(
     missing = [b.name for b in kernel.bindings if b.name not in buffers]
     if missing:
         raise KeyError(f"kernel {kernel.name} needs buffers {', '.join(missing)}")
-    stores = {b.name: storage(b, buffers[b.name]) for b in kernel.bindings}
     fields = kernel.params.fields if kernel.params is not None else ()
     values = params_values(fields, params)
     if workgroups is None:
         workgroups = dispatch_workgroups(kernel, {k: int(v) for k, v in (params or {}).items()})
-    grid = Grid(workgroups, kernel.workgroup_size)
-    Machine(kernel, grid, stores, values, strict_init, source_lines).run()
+    for batching in (True, False):
+        stores = {b.name: storage(b, buffers[b.name]) for b in kernel.bindings}
+        grid = Grid(workgroups, kernel.workgroup_size)
+        machine = Machine(kernel, grid, stores, values, strict_init, source_lines, batching)
+        try:
+            machine.run()
+        except (InterpError, Fallback) as e:
+            # A batched loop reports a defect in its own order, or met two trips storing one
+            # element: trip by trip from the start gives the error (or result) WGSL's order
+            # gives.
+            if batching and machine.batched:
+                continue
+            raise e
+        break
     return {b.name: stores[b.name].flat for b in kernel.bindings if b.access == "read_write"}

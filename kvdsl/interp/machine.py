@@ -41,6 +41,8 @@ from kvdsl.ir.ops import Op
 from kvdsl.ir.types import Array, Vec
 from kvdsl.emit import emit_expr
 from kvdsl.ir.verify import show
+from kvdsl.interp import batch
+from kvdsl.interp.batch import BatchGrid, Fallback
 from kvdsl.interp.errors import InterpError, OutOfBounds, RaceError, UninitializedRead
 from kvdsl.interp.values import (
     COMPONENTS,
@@ -52,6 +54,7 @@ from kvdsl.interp.values import (
     affine,
     broadcast,
     convert,
+    counts,
     empty,
     is_uniform,
     m_and,
@@ -144,6 +147,7 @@ class Machine:
         params: dict[str, np.ndarray],
         strict_init: bool,
         source_lines: dict[int, int] | None,
+        batching: bool = True,
     ) -> None:
         self.kernel = kernel
         self.grid = grid
@@ -161,6 +165,14 @@ class Machine:
         self.shared: dict[str, SharedArray] = {}  # the chunk's workgroup memory
         self.current: Stmt | None = None
         self._affine: tuple = (None, 0, None)  # the last index array :meth:`affine` looked at
+        self.batching = batching
+        self.batched = False  # whether a loop ran batched (see :mod:`kvdsl.interp.batch`)
+        self.batch: BatchGrid | None = None  # the grid of the batch running now
+        self._plans: dict[int, batch.Plan | None] = {}
+        self._orders: dict[int, bool] = {}  # per batched loop: trip-major lanes or not
+        self._last_load: tuple | None = None  # (index expr, mask, scopes, index) of a load
+        self._probe: bool | int | None = False  # True: the next store picks the lane order
+        self._repeated: dict[int, tuple[Slot, Slot]] = {}  # outside slots, repeated per trip
         for c in kernel.consts:
             self.module[c.name] = Slot(self.eval(c.value, None))
 
@@ -229,8 +241,23 @@ class Machine:
         for scope in reversed(self.scopes):
             slot = scope.get(name)
             if slot is not None:
-                return slot
+                return slot if self.batch is None else self._spread(slot)
         raise InterpError(f"undefined name '{name}'{self.where()}")
+
+    def _spread(self, slot: Slot) -> Slot:
+        """In a batch, a slot from outside the loop with its value repeated for every trip
+        (the body never assigns one, so a copy serves)."""
+        v, rep = slot.value, self.batch.spread
+        if isinstance(v, ArrayValue):
+            if all(rep(x) is x for x in v):
+                return slot
+        elif rep(v) is v:
+            return slot
+        hit = self._repeated.get(id(slot))
+        if hit is None:
+            value = ArrayValue(rep(x) for x in v) if isinstance(v, ArrayValue) else rep(v)
+            hit = self._repeated[id(slot)] = (slot, Slot(value, None, slot.var))
+        return hit[1]
 
     def declare(self, name: str, slot: Slot) -> None:
         self.scopes[-1][name] = slot
@@ -291,6 +318,7 @@ class Machine:
                 self.declare(name, Slot(value, m, var=True))
                 return m
             case Assign(target, value, op):
+                self._last_load = None
                 v = self.eval(value, m)
                 if op is not None:
                     v = self.apply(op, (self.eval(target, m), v))
@@ -300,7 +328,7 @@ class Machine:
                 c = self.eval(cond, m)
                 if is_uniform(c) and self.n != 1:
                     return self.scoped(then if c[0] else orelse, m)
-                tm, em = m_and(m, c, self.n), m_andnot(m, c, self.n)
+                tm, em = normal(m_and(m, c, self.n)), m_andnot(m, c, self.n)
                 tout = tm if empty(tm) else self.scoped(then, tm)
                 eout = em if empty(em) or not orelse else self.scoped(orelse, em)
                 if tout is tm and eout is em:
@@ -332,6 +360,13 @@ class Machine:
         A lane leaves at a false condition, ``break`` or ``return``; ``continue`` skips to the
         update. After the loop every lane that entered goes on, except those that returned.
         """
+        if isinstance(s, For) and self.batching and self.batch is None:
+            key = id(s)
+            if key not in self._plans:
+                self._plans[key] = batch.plan(s, self.kernel, self.functions)
+            p = self._plans[key]
+            if p is not None and self.batched_loop(s, p, m):
+                return m
         frame = self.frame
         returned = frame.returned
         self.scopes.append({})
@@ -375,6 +410,79 @@ class Machine:
             return m
         return normal(~frame.done if m is None else m & ~frame.done)
 
+    def batched_loop(self, s: For, p: batch.Plan, m: Mask) -> bool:
+        """Run ``s`` as batches of (trip × lane) lanes (see :mod:`kvdsl.interp.batch`); False,
+        having run nothing, when the values rule it out (fewer than two lanes or trips, a trip
+        count that is not uniform or not known on entry, an array value from outside read).
+
+        Each batch runs the body once for its trips of its lanes: every lane's trips in order,
+        different lanes' in any order, which only a race could tell (and a race is an error).
+        """
+        n0 = self.n
+        if n0 < 2 or n0 * 2 > batch.LANES:
+            return False
+        for name in p.free:
+            slot = next((sc[name] for sc in reversed(self.scopes) if name in sc), None)
+            if slot is not None and isinstance(slot.value, ArrayValue):
+                return False
+        trips = self.trips(s, m)
+        if trips is None or len(trips) < 2:
+            return False
+        vals = np.concatenate(trips)
+        count = len(vals)
+        per_trips = min(count, batch.LANES)
+        width = max(1, batch.LANES // per_trips)
+        g = self.grid.per_group
+        if width >= g:
+            width -= width % g  # whole workgroups keep a walk's index sets affine
+        grid0 = self.grid
+        self.batched = True
+        for lo in range(0, n0, width):
+            hi = min(n0, lo + width)
+            for start in range(0, count, per_trips):
+                chunk = vals[start : start + per_trips]
+                inner = self._orders.get(id(s))
+                inner = hi - lo if inner is None or (hi - lo) % inner else inner
+                bg = BatchGrid(grid0, len(chunk), lo, hi, inner)
+                bm = normal(bg.mask(m))
+                if empty(bm):
+                    continue
+                self.scopes.append({p.var: Slot(bg.counter(chunk), bm, var=True)})
+                self.grid, self.n, self.batch, self._repeated = bg, bg.n, bg, {}
+                probing = self._probe = id(s) not in self._orders
+                try:
+                    self.scoped(s.body, bm)
+                finally:
+                    self.scopes.pop()
+                    self.grid, self.n, self.batch, self._repeated = grid0, n0, None, {}
+                if probing and self._probe is not True:
+                    # The first batch's first store chose the lane order of the rest (speed only).
+                    self._orders[id(s)] = self._probe or None
+        return True
+
+    def trips(self, s: For, m: Mask) -> list[np.ndarray] | None:
+        """The loop variable's value on each trip, when the header keeps it uniform; None if it
+        does not, or if the loop runs past :data:`batch.MAX_SIMULATED` trips. The header is
+        free of indexing and calls, so evaluating it here changes nothing."""
+        self.scopes.append({})
+        try:
+            self.stmt(s.init, m)
+            slot = self.scopes[-1][s.init.name]
+            out: list[np.ndarray] = []
+            while len(out) <= batch.MAX_SIMULATED:
+                if isinstance(slot.value, ArrayValue) or not is_uniform(slot.value):
+                    return None
+                c = self.eval(s.cond, m)
+                if not is_uniform(c) or c.ndim != 1:
+                    return None
+                if not c[0]:
+                    return out
+                out.append(slot.value)
+                self.stmt(s.update, m)
+            return None
+        finally:
+            self.scopes.pop()
+
     def ret(self, value: Expr | None, m: Mask) -> None:
         frame = self.frame
         frame.returned += 1
@@ -407,7 +515,13 @@ class Machine:
         if isinstance(target, Index) and isinstance(target.base, Name):
             b = self.buffers.get(target.base.name)
             if b is not None and not self._shadowed(target.base.name):
-                self.store(b, self.eval(target.index, m), v, m)
+                # ``dst[x] = src[x]``: the index the value's load just computed, not a copy.
+                last = self._last_load
+                if last is not None and last[1] is m and last[2] is self.scopes:
+                    idx = last[3] if last[0] == target.index else self.eval(target.index, m)
+                else:
+                    idx = self.eval(target.index, m)
+                self.store(b, idx, v, m)
                 return
             w = self.shared.get(target.base.name)
             if w is not None and not self._shadowed(target.base.name):
@@ -476,23 +590,27 @@ class Machine:
         active = self.grid.active(m)
         lanes = self.grid.original(active)
         owner = b.owners()
+        if self._probe is True and self.batch is not None:
+            self._probe = self.batch.best_inner(idx)
         if is_uniform(idx) and len(lanes) > 1:
+            if self.batch is not None:
+                raise Fallback(f"{name}: one element stored on several trips")
             self._race_pair(name, int(idx[0]), int(lanes[0]), int(lanes[1]), "write")
         i = idx if is_uniform(idx) or m is None else idx[active]
         val = v if is_uniform(v) or m is None else v[active]
         shape = self.affine(i, b.length) if len(i) > 1 else None
         if shape is not None:
             # Distinct indices in a strided pattern: views instead of gathers and scatters.
-            rows, cols = shape[1], shape[3]
+            dims = counts(shape)
             prev = strided(owner, shape)
             if prev.max() >= 0:
                 self._check_owner(name, prev.reshape(-1), i, lanes)
-            prev[...] = lanes.reshape(rows, cols)
-            strided(b.data, shape)[...] = (
-                val.reshape((rows, cols) + val.shape[1:]) if len(val) > 1 else val
-            )
+            prev[...] = lanes.reshape(dims)
+            strided(b.data, shape)[...] = val.reshape(dims + val.shape[1:]) if len(val) > 1 else val
             return
         rising = len(i) == 1 or bool((i[1:] > i[:-1]).all())
+        if not rising and self.batch is not None and np.unique(i).size != i.size:
+            raise Fallback(f"{name}: one element stored on several trips")
         prev = owner[i]
         if prev.max() >= 0:
             self._check_owner(name, prev, i, lanes)
@@ -693,7 +811,9 @@ class Machine:
             case Construct(ty, args):
                 return self.construct(ty, [self.eval(a, m) for a in args])
             case Index(Name(name), index) if name in self.buffers and not self._shadowed(name):
-                return self.load(self.buffers[name], self.eval(index, m), m)
+                idx = self.eval(index, m)
+                self._last_load = (index, m, self.scopes, idx)
+                return self.load(self.buffers[name], idx, m)
             case Index(Name(name), index) if name in self.shared and not self._shadowed(name):
                 return self.shared_load(self.shared[name], self.eval(index, m), m)
             case Index(base, index):

@@ -1,0 +1,243 @@
+"""Batched loops: several trips of a counted loop run as one pass over (trip × invocation) lanes.
+
+A loop like the walks' ``for (var s = 0u; s < HEAD_DIM; s = s + 1u) { dst[f(s)] = src[g(s)]; }``
+costs a few dozen numpy calls per trip whatever the trips do; over 128 trips that is most of a
+kernel's time. When no trip can see what another trip did, the trips may as well run at once:
+the machine then runs the body for ``T`` trips together on a grid whose lane ``t*N + k`` is
+trip ``t`` of lane ``k`` (:class:`BatchGrid`), with the loop variable a per-lane value and every
+value from outside the loop repeated for each trip.
+
+:func:`plan` decides from the IR alone whether a loop qualifies; the machine adds the checks
+only the values can make (the trip count is uniform and known on entry, no outside array value
+is read, each store of a batch writes distinct elements) and raises :class:`Fallback` when a
+batch breaks one midway, so that :func:`kvdsl.interp.run` repeats the dispatch trip by trip.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from kvdsl.ir.nodes import (
+    Assign,
+    Barrier,
+    Break,
+    Continue,
+    For,
+    FnCall,
+    Function,
+    Index,
+    Kernel,
+    Let,
+    Loop,
+    Name,
+    Return,
+    Var,
+    walk,
+)
+from kvdsl.interp.values import Grid
+
+# Lanes per batch: as many trips as keep (trips × invocations) near this many lanes.
+LANES = 1 << 18
+MAX_SIMULATED = 1 << 16  # a trip count past this is left to the trip-by-trip loop
+
+
+class Fallback(Exception):
+    """A batch met something only trip-by-trip execution gets right (two trips storing one
+    element); the dispatch is to be run again without batching."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What the machine needs to batch a ``for`` loop :func:`plan` accepted."""
+
+    var: str  # the loop variable
+    free: tuple[str, ...]  # names the body reads from outside the loop (never array values)
+
+
+def _header_pure(e) -> bool:
+    return not any(isinstance(x, (Index, FnCall)) for x in walk(e))
+
+
+def _declared(body) -> set[str]:
+    return {x.name for x in walk(body) if isinstance(x, (Let, Var))}
+
+
+def _root(target):
+    while not isinstance(target, Name):
+        target = target.base
+    return target.name
+
+
+def _helpers(body, functions: dict[str, Function]) -> list[Function]:
+    """Every helper ``body`` calls, directly or through other helpers."""
+    seen: dict[str, Function] = {}
+    stack = [x.name for x in walk(body) if isinstance(x, FnCall)]
+    while stack:
+        name = stack.pop()
+        if name in seen or name not in functions:
+            continue
+        seen[name] = functions[name]
+        stack += [x.name for x in walk(functions[name].body) if isinstance(x, FnCall)]
+    return list(seen.values())
+
+
+def plan(s: For, kernel: Kernel, functions: dict[str, Function]) -> Plan | None:
+    """A :class:`Plan` if ``s`` can run batched as far as its IR shows, else None.
+
+    The loop must be ``for (var i = a; cond; i = u)`` with ``a``, ``cond`` and ``u`` free of
+    indexing and calls (so they are uniform when their names are, which the machine checks), and
+    its body must have no loop, ``break``, ``continue``, ``return`` or barrier, assign nothing
+    declared outside the body except plain stores to storage bindings (at most one store
+    statement per binding), never store to workgroup memory, and never read a binding it
+    stores to. Helpers it calls may not store to bindings or workgroup memory, hold a barrier,
+    or read a binding the body stores to.
+    """
+    init, cond, update = s.init, s.cond, s.update
+    if not isinstance(init, Var) or cond is None or update is None:
+        return None
+    var = init.name
+    if not (isinstance(update.target, Name) and update.target.name == var):
+        return None
+    if not all(_header_pure(e) for e in (init.init, cond, update.value) if e is not None):
+        return None
+    bindings = {b.name for b in kernel.bindings}
+    shared = {w.name for w in kernel.workgroup_vars}
+    declared = _declared(s.body)
+    if declared & (bindings | shared | {var, "params"}) or declared & {
+        p for p, _ in kernel.builtins
+    }:
+        return None
+    stored: list[str] = []
+    for x in walk(s.body):
+        if isinstance(x, (For, Loop, Break, Continue, Return, Barrier)):
+            return None
+        if isinstance(x, Assign):
+            root = _root(x.target)
+            if root in declared:
+                continue
+            plain = isinstance(x.target, Index) and isinstance(x.target.base, Name)
+            if root not in bindings or x.op is not None or not plain:
+                return None
+            stored.append(root)
+    if len(set(stored)) != len(stored):
+        return None
+    helpers = _helpers(s.body, functions)
+    for f in helpers:
+        for x in walk(f.body):
+            if isinstance(x, Barrier):
+                return None
+            if isinstance(x, Assign) and _root(x.target) in bindings | shared:
+                return None
+            if isinstance(x, Index) and isinstance(x.base, Name) and x.base.name in stored:
+                return None
+    if _reads(s.body, set(stored)):
+        return None
+    names = {x.name for x in walk(s.body) if isinstance(x, Name)}
+    builtins = {p for p, _ in kernel.builtins}
+    free = names - declared - bindings - shared - builtins - {var, "params"}
+    return Plan(var, tuple(sorted(free)))
+
+
+def _reads(node, names: set[str]) -> bool:
+    """Whether ``node`` reads an element of a binding in ``names`` (the target of a plain store
+    is written, not read; its index is read)."""
+    if isinstance(node, Assign) and node.op is None and isinstance(node.target, Index):
+        return _reads(node.target.index, names) or _reads(node.value, names)
+    if isinstance(node, Index) and isinstance(node.base, Name) and node.base.name in names:
+        return True
+    if isinstance(node, tuple):
+        return any(_reads(x, names) for x in node)
+    if hasattr(node, "__dataclass_fields__"):
+        return any(_reads(getattr(node, f), names) for f in node.__dataclass_fields__)
+    return False
+
+
+class BatchGrid:
+    """``trips`` trips of a loop over lanes ``lo .. hi-1`` of ``base`` (``K = hi - lo`` of
+    them), in blocks of ``inner`` lanes: lane ``(o*trips + t)*inner + j`` is trip ``t`` of base
+    lane ``lo + o*inner + j``. ``inner == K`` is trip-major, ``inner == 1`` lane-major; which
+    order only decides which index sets come out as long runs (a cooperative walk's are long
+    with ``inner`` the workgroup size, a per-row walk's lane-major). Builtins, invocation ids and
+    descriptions are the base lane's."""
+
+    def __init__(self, base: Grid, trips: int, lo: int, hi: int, inner: int) -> None:
+        self.base = base
+        self.trips = trips
+        self.lo, self.hi, self.inner = lo, hi, inner
+        self.k = hi - lo
+        self.n = self.k * trips
+        self.workgroups, self.size = base.workgroups, base.size
+        self.per_group, self.total = base.per_group, base.total
+        self.ids, self.offset = base.ids, base.offset
+        self._lanes: np.ndarray | None = None
+        self._original: np.ndarray | None = None
+        self._cols: dict[tuple[str, int], np.ndarray] = {}
+
+    @property
+    def lanes(self) -> np.ndarray:
+        if self._lanes is None:
+            self._lanes = np.arange(self.n, dtype=np.int64)
+        return self._lanes
+
+    def spread(self, v: np.ndarray) -> np.ndarray:
+        """A per-lane value of ``base`` on this batch's lanes (a uniform one as it is)."""
+        if v.shape[0] != self.base.n or v.shape[0] == 1:
+            return v
+        v = v[self.lo : self.hi]
+        if self.trips == 1:
+            return v
+        rest = v.shape[1:]
+        blocks = v.reshape((self.k // self.inner, 1, self.inner) + rest)
+        full = (self.k // self.inner, self.trips, self.inner) + rest
+        return np.broadcast_to(blocks, full).reshape((self.n,) + rest)
+
+    def counter(self, values: np.ndarray) -> np.ndarray:
+        """The loop variable: ``values[t]`` on trip ``t`` of every lane."""
+        rest = values.shape[1:]
+        v = values.reshape((1, self.trips, 1) + rest)
+        full = (self.k // self.inner, self.trips, self.inner) + rest
+        return np.broadcast_to(v, full).reshape((self.n,) + rest)
+
+    def mask(self, m):
+        """The base mask ``m`` on every trip."""
+        return None if m is None else self.spread(m)
+
+    def column(self, builtin: str, comp: int) -> np.ndarray:
+        key = (builtin, comp)
+        col = self._cols.get(key)
+        if col is None:
+            col = self._cols[key] = self.spread(self.base.column(builtin, comp))
+        return col
+
+    def original(self, lanes):
+        if self._original is None:
+            ids = self.base.original(self.base.lanes)
+            self._original = self.spread(ids) if self.base.n > 1 else np.repeat(ids, self.n)
+        return self._original if lanes is self._lanes else self._original[lanes]
+
+    def describe(self, i: int) -> str:
+        return self.base.describe(i)
+
+    def active(self, m) -> np.ndarray:
+        return self.lanes if m is None else np.flatnonzero(m)
+
+    def compact(self, keep) -> None:
+        raise AssertionError("a batched loop body never drops lanes")
+
+    def best_inner(self, idx: np.ndarray) -> int | None:
+        """From a store's index over this (trip-major) batch's lanes, the block size under which
+        consecutive trips of a lane continue the run its neighbours make: 1 when a trip steps
+        the index by 1, the workgroup size when a trip steps it by a workgroup's span, else None
+        (keep trip-major)."""
+        if self.trips < 2 or self.k < 2 or idx.shape[0] != self.n or idx.ndim != 1:
+            return None
+        lane_step = int(idx[1]) - int(idx[0])
+        trip_step = int(idx[self.k]) - int(idx[0])
+        if trip_step == 1:
+            return 1
+        p = self.per_group
+        if lane_step > 0 and trip_step == lane_step * p and self.k % p == 0:
+            return p
+        return None
