@@ -63,6 +63,22 @@ Control flow: masks
     WG)``) run as many trips as the longest. ``continue`` rejoins at the update. A statement on an
     empty mask does not run at all.
 
+Batched loops
+    A counted loop whose trips cannot see each other runs several trips at once
+    (:mod:`kvdsl.interp.batch`): ``for (var i = a; cond; i = u)`` whose header has no indexing
+    or calls and evaluates to a uniform value on every trip (so the trip values are known on
+    entry), and whose body has no loop, ``break``, ``continue``, ``return`` or barrier, assigns
+    no var declared outside it, stores to each storage binding in at most one statement and to
+    no workgroup array, reads no binding it stores to and no array value from outside (helpers it
+    calls likewise). Its lanes are (trip × invocation) pairs, up to about 2^18 per batch: every
+    outside value is repeated per trip, the loop variable differs per trip, and each statement is
+    one numpy operation for all of them. Each invocation's trips still happen in order, and only
+    a race (an error) could tell the order between invocations'. A batch's store of one element
+    by two of its lanes, which in trip order would be a race or a later trip overwriting an
+    earlier one, is not decided there: as for any error raised once a loop has run batched, the
+    whole dispatch runs again trip by trip, which yields the result, or the error and message,
+    of the order described here. Anything else runs trip by trip as above.
+
 Variables
     ``let`` binds a value. ``var`` holds one, zero when uninitialised. Assigning under a mask
     keeps the old value on the other invocations (``numpy.where``), with one exception that
@@ -90,7 +106,7 @@ Storage buffers
     *before* another writes it is not tracked, which is why a kernel that reads a read_write
     binding is not chunked: its reads meet every earlier statement's writes as before.) With
     ``strict_init=True`` reading a read_write element that nothing in this dispatch wrote is
-    :class:`UninitializedRead`. An index set that is a strided pattern (``lo + a*r + b*c``,
+    :class:`UninitializedRead`. An index set that is a strided pattern (``lo + a*r + b*c + ...``,
     distinct, in bounds) is read and written as a view of the buffer rather than gathered and
     scattered; the result is the same.
 
