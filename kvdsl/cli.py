@@ -300,6 +300,8 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--small", action="store_true", help="tiny sizes (llvmpipe smoke run)")
     s.add_argument("--out", default="benchmarks/out", help="folder for gpu.csv and device.json")
     s.add_argument("--variants", nargs="*", metavar="NAME", help="variant or mode names")
+    s.add_argument("--batches", type=int, nargs="*", help="batch sizes (default 1 and 4)")
+    s.add_argument("--trials", type=int, default=2, help="alternating timings, best kept (2)")
     s.add_argument("--repeats", type=int, help="timed dispatches (default 100; --small 5)")
     s.add_argument("--warmup", type=int, help="untimed dispatches first (default 10; --small 1)")
     s.add_argument("--template", help="path of kv_cache.wgsl.jinja (default: found beside)")
