@@ -220,6 +220,14 @@ class BatchGrid:
     def describe(self, i: int) -> str:
         return self.base.describe(i)
 
+    def writers(self, m) -> tuple | None:
+        """The invocation ids of the lanes of ``m`` as ``(first, counts, steps)`` (see
+        :meth:`kvdsl.interp.values.Storage.defer`), where they are a pattern."""
+        if m is not None or self.base.ids is not None:
+            return None
+        blocks = (self.k // self.inner, self.trips, self.inner)
+        return (self.base.offset + self.lo, blocks, (self.inner, 0, 1))
+
     def active(self, m) -> np.ndarray:
         return self.lanes if m is None else np.flatnonzero(m)
 

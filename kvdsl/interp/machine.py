@@ -586,12 +586,22 @@ class Machine:
     def store(self, b: Storage, idx: np.ndarray, v: np.ndarray, m: Mask) -> None:
         """``binding[idx] = v`` on the lanes of ``m``, checking bounds and races."""
         name = b.binding.name
-        self._oob(name, idx, b.length, m)
+        if not self._inside(idx, b.length, m):
+            self._oob(name, idx, b.length, m)
+        if self._probe is True and self.batch is not None:
+            self._probe = self.batch.best_inner(idx)
+        if m is None and b.owner is None and idx.shape[0] > 1:
+            shape = self.affine(idx, b.length)
+            writers = self.grid.writers(m) if shape is not None else None
+            if writers is not None and b.defer(shape, writers):
+                # Distinct elements no other store has touched: who wrote them is recorded as
+                # a pattern, entered in the owner array only if something needs it.
+                data = strided(b.data, shape)
+                data[...] = v.reshape(counts(shape) + v.shape[1:]) if len(v) > 1 else v
+                return
         active = self.grid.active(m)
         lanes = self.grid.original(active)
         owner = b.owners()
-        if self._probe is True and self.batch is not None:
-            self._probe = self.batch.best_inner(idx)
         if is_uniform(idx) and len(lanes) > 1:
             if self.batch is not None:
                 raise Fallback(f"{name}: one element stored on several trips")
@@ -624,6 +634,11 @@ class Machine:
                 self._race_pair(name, int(i[j]), int(back[j]), int(lanes[j]), "write")
         b.data[i] = val
 
+    def _inside(self, idx: np.ndarray, length: int, m: Mask) -> bool:
+        """Whether every lane's index is known inside ``[0, length)`` without a bounds pass: an
+        affine index set is (the access asks :meth:`affine` next, which remembers it)."""
+        return m is None and idx.shape[0] > 1 and self.affine(idx, length) is not None
+
     def affine(self, idx: np.ndarray, length: int):
         """:func:`affine` of ``idx``, remembered for the last array (``buf[e] = src[e]`` asks
         twice about one)."""
@@ -650,8 +665,9 @@ class Machine:
 
     def load(self, b: Storage, idx: np.ndarray, m: Mask) -> np.ndarray:
         """``binding[idx]`` on the lanes of ``m`` (other lanes get any element)."""
-        self._oob(b.binding.name, idx, b.length, m)
-        if b.binding.access == "read_write" and (b.owner is not None or self.strict_init):
+        if not self._inside(idx, b.length, m):
+            self._oob(b.binding.name, idx, b.length, m)
+        if b.binding.access == "read_write" and (b.written or self.strict_init):
             self._check_read(b, idx, m)
         if is_uniform(idx):
             return b.data[int(idx[0]) : int(idx[0]) + 1].copy()

@@ -12,6 +12,8 @@ bool array of length ``N``.
 
 from __future__ import annotations
 
+import bisect
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -58,6 +60,7 @@ class Grid:
         self.ids: np.ndarray | None = None
         self.offset = start  # with ids None, lane k is invocation offset + k
         self._lanes: np.ndarray | None = None
+        self._orig: np.ndarray | None = None  # original(lanes), made when first needed
         self._cols: dict[tuple[str, int], np.ndarray] = {}
 
     def chunks(self, target: int):
@@ -116,7 +119,7 @@ class Grid:
         # Invocation k is local index k % per_group of workgroup k // per_group; each is split
         # into components x fastest: component c is (k // step) % count.
         dims = self.size if builtin == "lid" else self.workgroups
-        step = int(np.prod(dims[:comp])) * (self.per_group if builtin == "wid" else 1)
+        step = math.prod(dims[:comp]) * (self.per_group if builtin == "wid" else 1)
         count = dims[comp]
         lo, hi = self.offset, self.offset + self.n - 1
         if self.ids is not None:
@@ -134,6 +137,10 @@ class Grid:
     def original(self, lanes):
         """The dispatch-wide invocation index of ``lanes``."""
         if self.ids is None:
+            if lanes is self._lanes and self.offset:
+                if self._orig is None:
+                    self._orig = lanes + self.offset
+                return self._orig
             return lanes + self.offset if self.offset else lanes
         return self.ids if lanes is self._lanes else self.ids[lanes]
 
@@ -146,8 +153,15 @@ class Grid:
             ids = self.ids if self.ids is not None else self.offset + np.arange(self.n)
             self.ids = ids[keep]
             self.n = len(self.ids)
-        self._lanes = None
+        self._lanes = self._orig = None
         self._cols = {k: v if v.shape[0] == 1 else v[keep] for k, v in self._cols.items()}
+
+    def writers(self, m) -> tuple | None:
+        """The invocation ids of the lanes of ``m`` as ``(first, counts, steps)`` (see
+        :meth:`Storage.defer`), where they are a pattern."""
+        if m is not None or self.ids is not None:
+            return None
+        return (self.offset, (self.n,), (1,))
 
     def describe(self, i: int) -> str:
         """``gid=(x, y, z)`` of invocation ``i`` (dispatch-wide), with its workgroup and local ids."""
@@ -225,14 +239,48 @@ class Storage:
     data: np.ndarray  # [length] or [length, n]
     flat: np.ndarray  # the bytes the caller gets back, as the caller's dtype and shape
     owner: np.ndarray | None = field(default=None)  # lane that wrote each element, -1: none
+    # Strided stores not yet entered in ``owner``: (index set, writers' pattern), over disjoint
+    # spans (sorted), while nothing has needed ``owner`` itself.
+    pending: list = field(default_factory=list)
+    spans: list = field(default_factory=list)
 
     @property
     def length(self) -> int:
         return self.data.shape[0]
 
+    @property
+    def written(self) -> bool:
+        """Whether anything in this dispatch wrote an element."""
+        return self.owner is not None or bool(self.pending)
+
+    def defer(self, shape: Shape, writers: tuple) -> bool:
+        """Record a strided store by the invocations ``writers`` (``(first, counts, steps)``:
+        ``first + sum(k_i * steps_i)`` over ``counts``, in lane order) without touching
+        ``owner``, if ``owner`` was never needed and no earlier store's span meets its span
+        (so no element can have two writers); False, recording nothing, otherwise."""
+        if self.owner is not None:
+            return False
+        lo, dims = shape
+        span = (lo, lo + sum((c - 1) * st for c, st in dims))
+        at = bisect.bisect(self.spans, span)
+        if at and self.spans[at - 1][1] >= span[0]:
+            return False
+        if at < len(self.spans) and self.spans[at][0] <= span[1]:
+            return False
+        self.spans.insert(at, span)
+        self.pending.append((shape, writers))
+        return True
+
     def owners(self) -> np.ndarray:
         if self.owner is None:
             self.owner = np.full(self.length, -1, np.int32)
+            for shape, (first, cnt, steps) in self.pending:
+                ids = np.full(1, first, np.int64)
+                for c, st in zip(cnt, steps):
+                    ids = (ids[:, None] + np.arange(c, dtype=np.int64) * st).reshape(-1)
+                strided(self.owner, shape)[...] = ids.reshape(counts(shape))
+            self.pending.clear()
+            self.spans.clear()
         return self.owner
 
 
