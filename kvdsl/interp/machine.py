@@ -65,10 +65,64 @@ from kvdsl.interp.values import (
     strided,
 )
 
+_INT_FAST = {
+    Op.ADD: np.add,
+    Op.SUB: np.subtract,
+    Op.MUL: np.multiply,
+    Op.LT: np.less,
+    Op.LE: np.less_equal,
+    Op.GT: np.greater,
+    Op.GE: np.greater_equal,
+    Op.EQ: np.equal,
+    Op.NE: np.not_equal,
+    Op.AND: np.bitwise_and,
+    Op.OR: np.bitwise_or,
+    Op.XOR: np.bitwise_xor,
+    Op.MIN: np.minimum,
+    Op.MAX: np.maximum,
+}
+# Integer operators that may write their result over an operand (elementwise, same dtype out).
+_IN_PLACE = {
+    op: _INT_FAST[op] for op in (Op.ADD, Op.SUB, Op.MUL, Op.AND, Op.OR, Op.XOR, Op.MIN, Op.MAX)
+}
+# Binary operators whose result may be an operand itself (short-circuit logic returns its left
+# side when the right side need not run); every other one makes a new array.
+_NOT_FRESH = (Op.LAND, Op.LOR)
 MAX_TRIPS = 1 << 22  # a loop still running after this many trips is taken to be infinite
 # Invocations per chunk: big enough that numpy's per-call overhead is small against the work,
 # small enough that a chunk's arrays are reused from the allocator instead of page-faulted in.
 CHUNK = 1 << 18
+
+
+class Strided:
+    """A load's elements left in the buffer: ``view`` (a strided view, one axis per level of
+    the index set, then the element's components) holds the lanes' elements in lane order. Only
+    a store takes one, copying view to view where the shapes allow."""
+
+    __slots__ = ("view", "n", "levels")
+
+    def __init__(self, view: np.ndarray, n: int, levels: int) -> None:
+        self.view, self.n, self.levels = view, n, levels
+
+    def array(self) -> np.ndarray:
+        """The value as an ordinary ``[n, ...]`` array (a copy)."""
+        return self.view.reshape((self.n,) + self.view.shape[self.levels :])
+
+
+def _put(dst: np.ndarray, v: np.ndarray, lazy: Strided | None) -> None:
+    """Write the lanes' values ``v`` (or ``lazy``'s view) over the strided view ``dst``."""
+    if lazy is not None:
+        try:
+            np.reshape(dst, lazy.view.shape, copy=False)[...] = lazy.view
+            return
+        except ValueError:
+            pass
+        try:
+            dst[...] = np.reshape(lazy.view, dst.shape, copy=False)
+            return
+        except ValueError:
+            v = lazy.array()
+    dst[...] = v.reshape(dst.shape) if len(v) > 1 else v
 
 
 class Slot:
@@ -164,13 +218,14 @@ class Machine:
         self.lits: dict[Lit, np.ndarray] = {}
         self.shared: dict[str, SharedArray] = {}  # the chunk's workgroup memory
         self.current: Stmt | None = None
-        self._affine: tuple = (None, 0, None)  # the last index array :meth:`affine` looked at
+        self._affine: list[tuple] = []  # the last few index arrays :meth:`affine` looked at
         self.batching = batching
         self.batched = False  # whether a loop ran batched (see :mod:`kvdsl.interp.batch`)
         self.batch: BatchGrid | None = None  # the grid of the batch running now
         self._plans: dict[int, batch.Plan | None] = {}
         self._orders: dict[int, bool] = {}  # per batched loop: trip-major lanes or not
-        self._last_load: tuple | None = None  # (index expr, mask, scopes, index) of a load
+        self._last_load: tuple | None = None
+        self._want_view = False  # the next binding load may return a :class:`Strided`  # (index expr, mask, scopes, index) of a load
         self._probe: bool | int | None = False  # True: the next store picks the lane order
         self._repeated: dict[int, tuple[Slot, Slot]] = {}  # outside slots, repeated per trip
         for c in kernel.consts:
@@ -319,7 +374,17 @@ class Machine:
                 return m
             case Assign(target, value, op):
                 self._last_load = None
+                # ``dst[x] = src[y]`` on every lane may copy buffer to buffer, not via an array.
+                self._want_view = (
+                    m is None
+                    and op is None
+                    and type(value) is Index
+                    and type(target) is Index
+                    and type(target.base) is Name
+                    and target.base.name in self.buffers
+                )
                 v = self.eval(value, m)
+                self._want_view = False
                 if op is not None:
                     v = self.apply(op, (self.eval(target, m), v))
                 self.assign(target, v, m)
@@ -328,7 +393,11 @@ class Machine:
                 c = self.eval(cond, m)
                 if is_uniform(c) and self.n != 1:
                     return self.scoped(then if c[0] else orelse, m)
-                tm, em = normal(m_and(m, c, self.n)), m_andnot(m, c, self.n)
+                tm = m_and(m, c, self.n)
+                if empty(tm) and not orelse:
+                    return m  # a guard no invocation takes
+                tm = normal(tm)
+                em = m_andnot(m, c, self.n)
                 tout = tm if empty(tm) else self.scoped(then, tm)
                 eout = em if empty(em) or not orelse else self.scoped(orelse, em)
                 if tout is tm and eout is em:
@@ -588,6 +657,7 @@ class Machine:
         name = b.binding.name
         if not self._inside(idx, b.length, m):
             self._oob(name, idx, b.length, m)
+        lazy = v if isinstance(v, Strided) else None
         if self._probe is True and self.batch is not None:
             self._probe = self.batch.best_inner(idx)
         if m is None and b.owner is None and idx.shape[0] > 1:
@@ -596,9 +666,10 @@ class Machine:
             if writers is not None and b.defer(shape, writers):
                 # Distinct elements no other store has touched: who wrote them is recorded as
                 # a pattern, entered in the owner array only if something needs it.
-                data = strided(b.data, shape)
-                data[...] = v.reshape(counts(shape) + v.shape[1:]) if len(v) > 1 else v
+                _put(strided(b.data, shape), v, lazy)
                 return
+        if lazy is not None:
+            v = lazy.array()
         active = self.grid.active(m)
         lanes = self.grid.original(active)
         owner = b.owners()
@@ -616,7 +687,7 @@ class Machine:
             if prev.max() >= 0:
                 self._check_owner(name, prev.reshape(-1), i, lanes)
             prev[...] = lanes.reshape(dims)
-            strided(b.data, shape)[...] = val.reshape(dims + val.shape[1:]) if len(val) > 1 else val
+            _put(strided(b.data, shape), val, None)
             return
         rising = len(i) == 1 or bool((i[1:] > i[:-1]).all())
         if not rising and self.batch is not None and np.unique(i).size != i.size:
@@ -640,13 +711,13 @@ class Machine:
         return m is None and idx.shape[0] > 1 and self.affine(idx, length) is not None
 
     def affine(self, idx: np.ndarray, length: int):
-        """:func:`affine` of ``idx``, remembered for the last array (``buf[e] = src[e]`` asks
-        twice about one)."""
-        last, n, shape = self._affine
-        if idx is last and n == length:
-            return shape
+        """:func:`affine` of ``idx``, remembered for the last few arrays (``buf[e] = src[e]``
+        asks twice about one, ``a[i] = x[j]; b[i] = y[j]`` four times about two)."""
+        for last, n, shape in self._affine:
+            if idx is last and n == length:
+                return shape
         shape = affine(idx, length)
-        self._affine = (idx, length, shape)
+        self._affine = [(idx, length, shape)] + self._affine[:3]
         return shape
 
     def _check_owner(self, name: str, prev: np.ndarray, i: np.ndarray, lanes: np.ndarray) -> None:
@@ -663,8 +734,9 @@ class Machine:
             f"{self.grid.describe(second)} {what}s it in the same dispatch{self.where()}"
         )
 
-    def load(self, b: Storage, idx: np.ndarray, m: Mask) -> np.ndarray:
-        """``binding[idx]`` on the lanes of ``m`` (other lanes get any element)."""
+    def load(self, b: Storage, idx: np.ndarray, m: Mask, view: bool = False):
+        """``binding[idx]`` on the lanes of ``m`` (other lanes get any element); with ``view``,
+        a read-only binding's strided elements may come back as a :class:`Strided` instead."""
         if not self._inside(idx, b.length, m):
             self._oob(b.binding.name, idx, b.length, m)
         if b.binding.access == "read_write" and (b.written or self.strict_init):
@@ -673,6 +745,8 @@ class Machine:
             return b.data[int(idx[0]) : int(idx[0]) + 1].copy()
         shape = self.affine(idx, b.length)
         if shape is not None:
+            if view and b.binding.access == "read":
+                return Strided(strided(b.data, shape), idx.shape[0], len(shape[1]))
             v = strided(b.data, shape).reshape(idx.shape + b.data.shape[1:])
             return v.copy() if b.binding.access == "read_write" else v
         return np.take(b.data, idx, axis=0, mode="clip")
@@ -817,7 +891,19 @@ class Machine:
             case Binary(Op.LAND | Op.LOR as op, a, b):
                 return self.logic(op, a, b, m)
             case Binary(op, a, b):
-                return self.apply(op, (self.eval(a, m), self.eval(b, m)))
+                x, y = self.eval(a, m), self.eval(b, m)
+                f = _IN_PLACE.get(op)
+                if f is not None and x.dtype == y.dtype and x.dtype.kind in "iu":
+                    # An operand another integer operator just made is referenced nowhere
+                    # else: the result can overwrite it instead of taking new memory.
+                    if type(a) is Binary and a.op not in _NOT_FRESH and x.shape == y.shape:
+                        return f(x, y, out=x)
+                    if type(b) is Binary and b.op not in _NOT_FRESH and x.shape == y.shape:
+                        return f(x, y, out=y)
+                    if type(a) is Binary and a.op not in _NOT_FRESH and x.ndim == y.ndim:
+                        if x.shape[0] > 1 and y.shape[0] == 1:
+                            return f(x, y, out=x)
+                return self.apply(op, (x, y))
             case Call(op, args):
                 return self.apply(op, tuple(self.eval(a, m) for a in args))
             case FnCall(name, args):
@@ -827,9 +913,10 @@ class Machine:
             case Construct(ty, args):
                 return self.construct(ty, [self.eval(a, m) for a in args])
             case Index(Name(name), index) if name in self.buffers and not self._shadowed(name):
+                want, self._want_view = self._want_view, False
                 idx = self.eval(index, m)
                 self._last_load = (index, m, self.scopes, idx)
-                return self.load(self.buffers[name], idx, m)
+                return self.load(self.buffers[name], idx, m, want)
             case Index(Name(name), index) if name in self.shared and not self._shadowed(name):
                 return self.shared_load(self.shared[name], self.eval(index, m), m)
             case Index(base, index):
@@ -888,6 +975,18 @@ class Machine:
                 if op is Op.DIV:
                     return a >> np.uint32(d.bit_length() - 1)
                 return a & np.uint32(d - 1)
+        if len(args) == 2:
+            a, b = args
+            fast = _INT_FAST.get(op)
+            if (
+                fast is not None
+                and a.dtype == b.dtype
+                and a.dtype.kind in "iu"
+                and a.ndim == b.ndim
+            ):
+                # Integer arrays wrap modulo 2^32 in numpy as in WGSL, silently: no error state
+                # or dtype work needed.
+                return fast(a, b)
         nd = max(a.ndim for a in args)
         if any(a.ndim != nd for a in args):
             args = tuple(a.reshape(a.shape + (1,) * (nd - a.ndim)) for a in args)
