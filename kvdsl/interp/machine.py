@@ -37,6 +37,7 @@ from kvdsl.ir.nodes import (
     Unary,
     Var,
 )
+from kvdsl.ir.nodes import walk
 from kvdsl.ir.ops import Op
 from kvdsl.ir.types import Array, Vec
 from kvdsl.emit import emit_expr
@@ -223,9 +224,16 @@ class Machine:
         self.batched = False  # whether a loop ran batched (see :mod:`kvdsl.interp.batch`)
         self.batch: BatchGrid | None = None  # the grid of the batch running now
         self._plans: dict[int, batch.Plan | None] = {}
-        self._orders: dict[int, bool] = {}  # per batched loop: trip-major lanes or not
-        self._last_load: tuple | None = None
-        self._want_view = False  # the next binding load may return a :class:`Strided`  # (index expr, mask, scopes, index) of a load
+        self._orders: dict[int, int | None] = {}  # per batched loop: lane block (None: trips)
+        self._last_load: tuple | None = None  # (index expr, mask, scopes, index) of a load
+        self._want_view = False  # the next binding load may return a :class:`Strided`
+        self._static: dict[int, bool] = {}  # per expression node: see :meth:`static`
+        self._static_vals: dict[int, np.ndarray] = {}
+        self._locals = {
+            x.name for x in walk((kernel.body, kernel.functions)) if isinstance(x, (Let, Var))
+        }
+        self._locals |= {p for f in kernel.functions for p, _ in f.params}
+        self._locals |= {p for p, _ in kernel.builtins}
         self._probe: bool | int | None = False  # True: the next store picks the lane order
         self._repeated: dict[int, tuple[Slot, Slot]] = {}  # outside slots, repeated per trip
         for c in kernel.consts:
@@ -873,6 +881,42 @@ class Machine:
     # ---- expressions ---------------------------------------------------------------------
     def eval(self, e: Expr, m: Mask):
         """The value of ``e`` on the lanes of ``m`` (other lanes hold arbitrary values)."""
+        t = type(e)
+        if t is Binary or t is Unary or t is Call or t is Convert:
+            v = self._static_vals.get(id(e))
+            if v is not None:
+                return v
+            if self.static(e):
+                v = self._static_vals[id(e)] = self._eval(e, m)
+                return v
+        return self._eval(e, m)
+
+    def static(self, e: Expr) -> bool:
+        """Whether ``e`` is computed from literals, consts and params alone: the same value in
+        every chunk and batch, so computed once (uniform, and never overwritten in place)."""
+        k = id(e)
+        known = self._static.get(k)
+        if known is not None:
+            return known
+        match e:
+            case Lit():
+                ok = True
+            case Name(name):
+                ok = name in self.module and name not in self._locals
+            case Member(Name("params"), _):
+                ok = "params" not in self._locals
+            case Unary(_, x) | Convert(_, x):
+                ok = self.static(x)
+            case Binary(_, a, b):
+                ok = self.static(a) and self.static(b)
+            case Call(_, args):
+                ok = all(self.static(a) for a in args)
+            case _:
+                ok = False
+        self._static[k] = ok
+        return ok
+
+    def _eval(self, e: Expr, m: Mask):
         match e:
             case Lit():
                 v = self.lits.get(e)
@@ -894,15 +938,15 @@ class Machine:
                 x, y = self.eval(a, m), self.eval(b, m)
                 f = _IN_PLACE.get(op)
                 if f is not None and x.dtype == y.dtype and x.dtype.kind in "iu":
-                    # An operand another integer operator just made is referenced nowhere
-                    # else: the result can overwrite it instead of taking new memory.
-                    if type(a) is Binary and a.op not in _NOT_FRESH and x.shape == y.shape:
+                    # A per-lane operand another integer operator just made is referenced
+                    # nowhere else (uniform ones may be remembered, see :meth:`static`): the
+                    # result can overwrite it instead of taking new memory.
+                    fresh_a = type(a) is Binary and a.op not in _NOT_FRESH and x.shape[0] > 1
+                    fresh_b = type(b) is Binary and b.op not in _NOT_FRESH and y.shape[0] > 1
+                    if fresh_a and x.shape == y.shape or fresh_a and y.shape[0] == 1 == y.ndim:
                         return f(x, y, out=x)
-                    if type(b) is Binary and b.op not in _NOT_FRESH and x.shape == y.shape:
+                    if fresh_b and x.shape == y.shape:
                         return f(x, y, out=y)
-                    if type(a) is Binary and a.op not in _NOT_FRESH and x.ndim == y.ndim:
-                        if x.shape[0] > 1 and y.shape[0] == 1:
-                            return f(x, y, out=x)
                 return self.apply(op, (x, y))
             case Call(op, args):
                 return self.apply(op, tuple(self.eval(a, m) for a in args))
