@@ -38,6 +38,42 @@ def load(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def merge(sources: list[Path]) -> list[dict[str, Any]]:
+    """Rows of several runs: the first file that has a (variant, batch, tokens) row wins; each
+    row records its ``run`` (1-based position in ``sources``)."""
+    seen: dict[tuple, dict[str, Any]] = {}
+    for i, src in enumerate(sources, 1):
+        for r in load(src):
+            key = (r["variant"], r.get("batch"), r.get("tokens"))
+            if key not in seen:
+                seen[key] = r | {"run": src.stem.removeprefix("gpu-")}
+    return list(seen.values())
+
+
+def conservative(rows: list[dict[str, Any]]) -> float | None:
+    """Add ``pct_best``: bandwidth as % of the best copy bandwidth of the runs.
+
+    The copy beside a kernel is timed in the same run, alternately with it, but the GPU here is
+    shared or clock-managed: a measurement lands in a slow (~1.2-1.6 TB/s) or a fast
+    (~3.2-4.1 TB/s) state, and a kernel measured fast beside a copy measured slow shows more
+    than 100%. ``pct_best`` divides by the higher of the copy beside the kernel and the best copy
+    of the runs (at 64 MB or more), so it never flatters; a kernel only ever measured in the
+    slow state is understated by it. Returns that best bandwidth (GB/s).
+    """
+    copies = [r["roofline_gbps"] for r in rows if r.get("roofline_gbps") and r["bytes"] >= 64e6]
+    peak = max(copies, default=None)
+    for r in rows:
+        if not r.get("roofline_gbps") or peak is None:
+            continue
+        roof = max(r["roofline_gbps"], peak if r["bytes"] >= 64e6 else r["roofline_gbps"])
+        r["copy_gbps"] = r["roofline_gbps"]
+        if r.get("kvdsl_gbps"):
+            r["pct_best"] = 100 * r["kvdsl_gbps"] / roof
+        if r.get("template_us") and r.get("bytes"):
+            r["template_pct_best"] = 100 * (r["bytes"] / r["template_us"] / 1e3) / roof
+    return peak
+
+
 def geomean(xs: list[float]) -> float | None:
     xs = [x for x in xs if x]
     return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else None
@@ -60,10 +96,10 @@ def chart(rows: list[dict], path: Path) -> bool:
     except ImportError:
         return False
     # Decode appends are dispatch-bound (their figure is x floor), so they are left out.
-    rows = [r for r in big(rows) if r.get("pct_roofline") and not r.get("decode")]
+    rows = [r for r in big(rows) if r.get("pct_best") and not r.get("decode")]
     labels = [f"{r['variant']} ({int(r['tokens'])} tok)" for r in rows]
-    kv = [r["pct_roofline"] for r in rows]
-    tp = [r.get("template_pct_roofline") or 0 for r in rows]
+    kv = [r["pct_best"] for r in rows]
+    tp = [r.get("template_pct_best") or 0 for r in rows]
     fig, ax = plt.subplots(figsize=(10, 0.22 * len(rows) + 1.5))
     y = range(len(rows))
     ax.barh([i - 0.2 for i in y], kv, 0.4, label="kvdsl", color="#2b6cb0")
@@ -72,7 +108,7 @@ def chart(rows: list[dict], path: Path) -> bool:
     ax.set_xlim(0, min(200, max([110, *kv, *tp])))
     ax.set_yticks(list(y), labels, fontsize=6)
     ax.invert_yaxis()
-    ax.set_xlabel("% of vec4 copy roofline (same bytes, same run)")
+    ax.set_xlabel("% of the best vec4 copy bandwidth of the runs")
     batch = int(rows[0]["batch"]) if rows else 0
     ax.set_title(f"Batch {batch}: bandwidth as % of a vec4 copy moving the same bytes")
     ax.legend(loc="lower right", fontsize=7)
@@ -95,9 +131,17 @@ def summary(rows: list[dict]) -> list[str]:
     at = [r for r in timed if r["pct_roofline"] >= TARGET_ROOFLINE]
     pair = [r for r in b if r.get("template_over_kvdsl")]
     faster = [r for r in pair if r["template_over_kvdsl"] >= 1.0]
+    best = [r for r in b if r.get("pct_best") and not r.get("decode")]
+    at_best = [r for r in best if r["pct_best"] >= TARGET_ROOFLINE]
+    flat = [r for r in best if "flat" in r["variant"]]
     out = [
+        f"- Against the best copy of the runs (never flattering): **{len(at_best)} of "
+        f"{len(best)}** rows at ≥ {TARGET_ROOFLINE:.0f}%; the flat variants (kvdsl's fastest walk): "
+        f"**{sum(r['pct_best'] >= TARGET_ROOFLINE for r in flat)} of {len(flat)}**, geometric mean "
+        f"{_f(geomean([r['pct_best'] for r in flat]))}%, "
+        f"{sum(r['pct_best'] >= 75 for r in flat)} at ≥ 75%.",
         (
-            f"- Rows at ≥ {TARGET_ROOFLINE:.0f}% of the roofline (batch {_f(b[0]['batch'], 0)}, "
+            f"- Rows at ≥ {TARGET_ROOFLINE:.0f}% of the copy measured beside them (batch {_f(b[0]['batch'], 0)}, "
             f"not decode appends): **{len(at)} of {len(timed)}**; geometric mean kvdsl "
             f"{_f(geomean([r['pct_roofline'] for r in timed]))}%, template "
             f"{_f(geomean([r.get('template_pct_roofline') for r in timed]))}%."
@@ -124,6 +168,32 @@ def summary(rows: list[dict]) -> list[str]:
                 f"- {mode}: fastest kvdsl variant vs fastest template render "
                 f"(target ≥ {TARGET_PER_ROW:.0f}x): " + ", ".join(parts) + "."
             )
+    drop = [r for r in pair if "flat" not in r["variant"]]
+    if drop:
+        slow = sorted(
+            (r for r in drop if r["template_over_kvdsl"] < 0.95),
+            key=lambda r: r["template_over_kvdsl"],
+        )
+        out.append(
+            f"- Drop-in variants (the template's interface): **{len(drop) - len(slow)} of {len(drop)}** "
+            f"within 5% of the template or faster; below: "
+            + (
+                ", ".join(
+                    f"{r['variant']} {int(r['tokens'])} tok {r['template_over_kvdsl']:.2f}"
+                    for r in slow
+                )
+                or "none"
+            )
+            + " (1-token appends: kvdsl's window arithmetic also clamps negative seqlens_k and keySeq > capacity, which a latency-bound per-row append pays for; single timings vary up to 2x on this GPU)."
+        )
+    flat_dec = [r for r in rows if r.get("decode") and r.get("floor_x") and "flat" in r["variant"]]
+    if flat_dec:
+        ok = [r for r in flat_dec if r["floor_x"] <= TARGET_FLOOR]
+        out.append(
+            f"- Flat (fastest) decode appends within {TARGET_FLOOR}x of the empty dispatch: "
+            f"**{len(ok)} of {len(flat_dec)}**; range {min(r['floor_x'] for r in flat_dec):.2f}x-"
+            f"{max(r['floor_x'] for r in flat_dec):.2f}x."
+        )
     dec = [r for r in rows if r.get("decode") and r.get("floor_x")]
     if dec:
         worst = max(dec, key=lambda r: r["floor_x"])
@@ -143,9 +213,9 @@ def tables(rows: list[dict]) -> list[str]:
         out += [
             f"### {mode}",
             "",
-            "| variant | B | tokens | MB | kvdsl µs | GB/s | % roof | template µs | "
-            "template % roof | template/kvdsl | × floor | note |",
-            "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|",
+            "| variant | B | tokens | MB | kvdsl µs | GB/s | copy GB/s | % roof | % best | "
+            "template µs | template % best | template/kvdsl | × floor | run | note |",
+            "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|",
         ]
         for r in rows:
             if r["mode"] != mode:
@@ -158,10 +228,11 @@ def tables(rows: list[dict]) -> list[str]:
             out.append(
                 f"| {r['variant']} | {_f(r.get('batch'), 0)} | {_f(r.get('tokens'), 0)} | "
                 f"{_f(mb, 2)} | {_f(r.get('kvdsl_us'), 2)} | {_f(r.get('kvdsl_gbps'), 0)} | "
-                f"{_f(r.get('pct_roofline'), 0)} | {_f(r.get('template_us'), 2)} | "
-                f"{_f(r.get('template_pct_roofline'), 0)} | "
+                f"{_f(r.get('copy_gbps'), 0)} | "
+                f"{_f(r.get('pct_roofline'), 0)} | {_f(r.get('pct_best'), 0)} | "
+                f"{_f(r.get('template_us'), 2)} | {_f(r.get('template_pct_best'), 0)} | "
                 f"{_f(r.get('template_over_kvdsl'), 2)} | {_f(r.get('floor_x'), 2)} | "
-                f"{note.replace('|', '/')} |"
+                f"{r.get('run', 1)} | {note.replace('|', '/')} |"
             )
         out.append("")
     return out
@@ -192,12 +263,12 @@ def compile_section(data: dict | None) -> list[str]:
     return out + [""]
 
 
-def page(rows: list[dict], device: dict, comp: dict | None, png: str | None) -> str:
+def page(rows: list[dict], device: dict, comp: dict | None, png: str | None, note: str = "") -> str:
     """The whole docs page."""
     sizes = device.get("sizes", {})
     lim = device.get("requested_limits", {})
     lines = [
-        "<!-- generated by `python benchmarks/report.py` from benchmarks/out/: do not edit -->",
+        "<!-- generated by `python benchmarks/report.py`: do not edit -->",
         "# Performance",
         "",
         "## Device",
@@ -213,8 +284,10 @@ def page(rows: list[dict], device: dict, comp: dict | None, png: str | None) -> 
         f"{device.get('head_dim')}, cache {sizes.get('cache')} tokens, prefill appends "
         f"{sizes.get('prefill')} tokens, decode appends 1 token"
         + (" (**--small smoke run, not a measurement**)" if device.get("small") else ""),
-        f"- median of {device.get('repeats')} dispatches after {device.get('warmup')} warm-up "
-        f"dispatches; whole run {device.get('seconds', 0):.0f} s",
+        f"- best vec4 copy bandwidth of the runs (≥ 64 MB): **{_f(device.get('peak_copy_gbps'), 0)} "
+        "GB/s**",
+        "",
+        note.strip(),
         "",
         "## Method",
         "",
@@ -227,7 +300,11 @@ def page(rows: list[dict], device: dict, comp: dict | None, png: str | None) -> 
         "interface must move: each input element read once, each output element written once "
         "(the counting rule per mode is in `benchmarks/gpu.py`'s docstring). *% roof* is the "
         "time of a `vec4<f32>` copy moving the same bytes (half read, half written), measured "
-        "in the same run, over the kernel's time. *template* is the legacy Jinja template "
+        "in the same run (alternately with it), over the kernel's time; *copy GB/s* is that copy's "
+        "bandwidth. *% best* divides by the higher of that copy and the best copy of the runs "
+        "(`conservative` in `benchmarks/report.py`): on this shared GPU a copy measured slow "
+        "must not flatter a kernel, so *% best* is the figure to trust, and it understates a "
+        "kernel measured only while the GPU was slow. *template* is the legacy Jinja template "
         "rendered for the same variables and timed the same way with its own dispatch geometry; "
         "where its interface differs or it does not compile, the note says so. *× floor* is a "
         "1-token append's time over the empty dispatch.",
@@ -247,18 +324,26 @@ def page(rows: list[dict], device: dict, comp: dict | None, png: str | None) -> 
 def main(argv: list[str] | None = None) -> int:
     """Write the chart and the docs page."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--csv", default=str(HERE / "out" / "gpu.csv"))
+    ap.add_argument(
+        "--csv",
+        action="append",
+        help="gpu.csv of a run; repeat for several (the first to have a row wins)",
+    )
+    ap.add_argument("--note", help="a markdown file inserted after the device section")
     ap.add_argument("--docs", default=str(REPO / "docs"))
     args = ap.parse_args(argv)
-    src = Path(args.csv)
-    rows = load(src)
-    device = json.loads((src.parent / "device.json").read_text())
-    comp_path = src.parent / "compile.json"
+    sources = [Path(p) for p in (args.csv or [str(HERE / "out" / "gpu.csv")])]
+    rows = merge(sources)
+    peak = conservative(rows)
+    folder = next(p.parent for p in sources if (p.parent / "device.json").is_file())
+    device = json.loads((folder / "device.json").read_text()) | {"peak_copy_gbps": peak}
+    comp_path = folder / "compile.json"
     comp = json.loads(comp_path.read_text()) if comp_path.is_file() else None
+    note = Path(args.note).read_text() if args.note else ""
     docs = Path(args.docs)
     docs.mkdir(parents=True, exist_ok=True)
     png = "performance.png" if chart(rows, docs / "performance.png") else None
-    (docs / "performance.md").write_text(page(rows, device, comp, png))
+    (docs / "performance.md").write_text(page(rows, device, comp, png, note))
     print(f"wrote {docs / 'performance.md'}" + (f" and {docs / png}" if png else " (no chart)"))
     return 0
 
