@@ -36,7 +36,7 @@ from kvdsl.ir.nodes import (
     Var,
     walk,
 )
-from kvdsl.interp.values import Grid
+from kvdsl.interp.values import ArrayValue, Grid, empty, is_uniform, normal
 
 # Lanes per batch: as many trips as keep (trips × invocations) near this many lanes.
 LANES = 1 << 18
@@ -249,3 +249,80 @@ class BatchGrid:
         if lane_step > 0 and trip_step == lane_step * p and self.k % p == 0:
             return p
         return None
+
+
+def run_batched(mc, s: For, p: Plan, m) -> bool:
+    """Run ``s`` as batches of (trip × lane) lanes (see :mod:`kvdsl.interp.batch`); False,
+    having run nothing, when the values rule it out (fewer than two lanes or trips, a trip
+    count that is not uniform or not known on entry, an array value from outside read).
+
+    Each batch runs the body once for its trips of its lanes: every lane's trips in order,
+    different lanes' in any order, which only a race could tell (and a race is an error).
+    """
+    from kvdsl.interp.machine import Slot  # the machine imports this module
+
+    n0 = mc.n
+    if n0 < 2 or n0 * 2 > LANES:
+        return False
+    for name in p.free:
+        slot = next((sc[name] for sc in reversed(mc.scopes) if name in sc), None)
+        if slot is not None and isinstance(slot.value, ArrayValue):
+            return False
+    trips = trip_values(mc, s, m)
+    if trips is None or len(trips) < 2:
+        return False
+    vals = np.concatenate(trips)
+    count = len(vals)
+    per_trips = min(count, LANES)
+    width = max(1, LANES // per_trips)
+    g = mc.grid.per_group
+    if width >= g:
+        width -= width % g  # whole workgroups keep a walk's index sets affine
+    grid0 = mc.grid
+    mc.batched = True
+    for lo in range(0, n0, width):
+        hi = min(n0, lo + width)
+        for start in range(0, count, per_trips):
+            chunk = vals[start : start + per_trips]
+            inner = mc._orders.get(id(s))
+            inner = hi - lo if inner is None or (hi - lo) % inner else inner
+            bg = BatchGrid(grid0, len(chunk), lo, hi, inner)
+            bm = normal(bg.mask(m))
+            if empty(bm):
+                continue
+            mc.scopes.append({p.var: Slot(bg.counter(chunk), bm, var=True)})
+            mc.grid, mc.n, mc.batch, mc._repeated = bg, bg.n, bg, {}
+            probing = mc._probe = id(s) not in mc._orders
+            try:
+                mc.scoped(s.body, bm)
+            finally:
+                mc.scopes.pop()
+                mc.grid, mc.n, mc.batch, mc._repeated = grid0, n0, None, {}
+            if probing and mc._probe is not True:
+                # The first batch's first store chose the lane order of the rest (speed only).
+                mc._orders[id(s)] = mc._probe or None
+    return True
+
+
+def trip_values(mc, s: For, m) -> list[np.ndarray] | None:
+    """The loop variable's value on each trip, when the header keeps it uniform; None if it
+    does not, or if the loop runs past :data:`MAX_SIMULATED` trips. The header is
+    free of indexing and calls, so evaluating it here changes nothing."""
+    mc.scopes.append({})
+    try:
+        mc.stmt(s.init, m)
+        slot = mc.scopes[-1][s.init.name]
+        out: list[np.ndarray] = []
+        while len(out) <= MAX_SIMULATED:
+            if isinstance(slot.value, ArrayValue) or not is_uniform(slot.value):
+                return None
+            c = mc.eval(s.cond, m)
+            if not is_uniform(c) or c.ndim != 1:
+                return None
+            if not c[0]:
+                return out
+            out.append(slot.value)
+            mc.stmt(s.update, m)
+        return None
+    finally:
+        mc.scopes.pop()

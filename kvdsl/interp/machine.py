@@ -488,77 +488,9 @@ class Machine:
         return normal(~frame.done if m is None else m & ~frame.done)
 
     def batched_loop(self, s: For, p: batch.Plan, m: Mask) -> bool:
-        """Run ``s`` as batches of (trip × lane) lanes (see :mod:`kvdsl.interp.batch`); False,
-        having run nothing, when the values rule it out (fewer than two lanes or trips, a trip
-        count that is not uniform or not known on entry, an array value from outside read).
-
-        Each batch runs the body once for its trips of its lanes: every lane's trips in order,
-        different lanes' in any order, which only a race could tell (and a race is an error).
-        """
-        n0 = self.n
-        if n0 < 2 or n0 * 2 > batch.LANES:
-            return False
-        for name in p.free:
-            slot = next((sc[name] for sc in reversed(self.scopes) if name in sc), None)
-            if slot is not None and isinstance(slot.value, ArrayValue):
-                return False
-        trips = self.trips(s, m)
-        if trips is None or len(trips) < 2:
-            return False
-        vals = np.concatenate(trips)
-        count = len(vals)
-        per_trips = min(count, batch.LANES)
-        width = max(1, batch.LANES // per_trips)
-        g = self.grid.per_group
-        if width >= g:
-            width -= width % g  # whole workgroups keep a walk's index sets affine
-        grid0 = self.grid
-        self.batched = True
-        for lo in range(0, n0, width):
-            hi = min(n0, lo + width)
-            for start in range(0, count, per_trips):
-                chunk = vals[start : start + per_trips]
-                inner = self._orders.get(id(s))
-                inner = hi - lo if inner is None or (hi - lo) % inner else inner
-                bg = BatchGrid(grid0, len(chunk), lo, hi, inner)
-                bm = normal(bg.mask(m))
-                if empty(bm):
-                    continue
-                self.scopes.append({p.var: Slot(bg.counter(chunk), bm, var=True)})
-                self.grid, self.n, self.batch, self._repeated = bg, bg.n, bg, {}
-                probing = self._probe = id(s) not in self._orders
-                try:
-                    self.scoped(s.body, bm)
-                finally:
-                    self.scopes.pop()
-                    self.grid, self.n, self.batch, self._repeated = grid0, n0, None, {}
-                if probing and self._probe is not True:
-                    # The first batch's first store chose the lane order of the rest (speed only).
-                    self._orders[id(s)] = self._probe or None
-        return True
-
-    def trips(self, s: For, m: Mask) -> list[np.ndarray] | None:
-        """The loop variable's value on each trip, when the header keeps it uniform; None if it
-        does not, or if the loop runs past :data:`batch.MAX_SIMULATED` trips. The header is
-        free of indexing and calls, so evaluating it here changes nothing."""
-        self.scopes.append({})
-        try:
-            self.stmt(s.init, m)
-            slot = self.scopes[-1][s.init.name]
-            out: list[np.ndarray] = []
-            while len(out) <= batch.MAX_SIMULATED:
-                if isinstance(slot.value, ArrayValue) or not is_uniform(slot.value):
-                    return None
-                c = self.eval(s.cond, m)
-                if not is_uniform(c) or c.ndim != 1:
-                    return None
-                if not c[0]:
-                    return out
-                out.append(slot.value)
-                self.stmt(s.update, m)
-            return None
-        finally:
-            self.scopes.pop()
+        """Run ``s`` in batches (:func:`kvdsl.interp.batch.run_batched`); False, having run
+        nothing, when its values rule batching out."""
+        return batch.run_batched(self, s, p, m)
 
     def ret(self, value: Expr | None, m: Mask) -> None:
         frame = self.frame
