@@ -451,7 +451,7 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> list[di
     for name, cfg in selection.items():
         try:
             kernel = catalog.build_config(cfg, name)
-            wgsl = emit(kernel)
+            emit(kernel)  # an emitter failure is this variant's row, before any timing
         except Exception as e:  # a broken variant is a row, not the end of the run
             rows.append({"mode": cfg.mode, "variant": name, "options": options(cfg),
                          "kvdsl_status": "build error: " + _error(e)})  # fmt: skip

@@ -15,7 +15,7 @@ import numpy as np
 os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.gettempdir())
 
 from kvdsl import catalog  # noqa: E402
-from kvdsl.ir import Dispatch, KernelBuilder, f32, min_, u32, vec  # noqa: E402
+from kvdsl.ir import Dispatch, KernelBuilder, f32, u32, vec  # noqa: E402
 from kvdsl.kernels.copy import CopyConfig  # noqa: E402
 from kvdsl.nodes.index import flat_index, workgroup_flat  # noqa: E402
 from kvdsl.runtime import adapter_info, time_kernel  # noqa: E402

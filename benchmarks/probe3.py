@@ -20,7 +20,6 @@ from kvdsl.ir import (
     f32,
     i32,
     round_,
-    u32,
     vec,
 )  # noqa: E402
 from kvdsl.nodes.index import workgroup_flat  # noqa: E402

@@ -54,11 +54,11 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let t = appendStart + (j - skip);
   let dstBase = ((b * KV_HEADS + hk) * params.seq + t) * HEAD_DIM;
   let nSrc = (b * params.keySeq + j) * KV_HIDDEN + hk * HEAD_DIM;
+  // Row t is its own absolute position in the shared cache.
   var k: array<f32, 128>;
   for (var d: u32 = 0u; d < HEAD_DIM; d = d + 1u) {
     k[d] = f32(new_k[nSrc + d]);
   }
-  // Row t is its own absolute position in the shared cache.
   for (var d: u32 = 0u; d < HALF; d = d + 1u) {
     let cs = cos_cache[t * HALF + d];
     let sn = sin_cache[t * HALF + d];

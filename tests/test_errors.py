@@ -5,14 +5,11 @@ docs/errors.md is the table of them.
 
 from __future__ import annotations
 
-import dataclasses
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
-
-from kvdsl import reference
 import pytest
 
 from kvdsl import cli, reference

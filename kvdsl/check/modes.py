@@ -155,7 +155,7 @@ def _row_inputs(cfg: Any, rng: np.random.Generator, batch: int, seq: int, positi
 @case_generator("build")
 def build_case(cfg: Any, rng: np.random.Generator, i: int) -> Case:
     batch, seq, past = 1 + i % 2, [1, 13, 70][i % 3], [0, 5, 31][i % 3]
-    h, d = cfg.kv_heads, cfg.head_dim
+    h = cfg.kv_heads
     bufs, k, v, norm, rot = _row_inputs(cfg, rng, batch, seq, past + seq)
     pk, pv = reference.build(k, v, h, past, norm, rot)
     pt = dtype(cfg.present_type)

@@ -47,10 +47,9 @@ from kvdsl.ir.nodes import (
     Function,
     Kernel,
     Name,
-    Stmt,
     WorkgroupVar,
 )
-from kvdsl.ir.types import Array, RuntimeArray, Scalar, Struct, Vec, f16, u32, vec3u
+from kvdsl.ir.types import Array, RuntimeArray, Scalar, Struct, Vec, vec3u
 from kvdsl.ir.verify import Checker, Scope, Symbol, VerifyError, module_scope, uses_f16, verify
 
 GRAMMAR = Path(__file__).resolve().parents[2] / "grammar" / "wgsl.lark"

@@ -39,7 +39,6 @@ from kvdsl.ir.nodes import (
     Return,
     Stmt,
     Unary,
-    Var,
 )
 from kvdsl.ir.ops import Op
 from kvdsl.ir.types import SCALARS, Array, RuntimeArray, Scalar, Vec, bool_, f16, f32, i32, u32

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kvdsl.ir.ops import Op
-from kvdsl.ir.types import Array, Scalar, Struct, Type, Vec
+from kvdsl.ir.types import Array, Scalar, Struct, Vec
 
 # ---- expressions ------------------------------------------------------------------------------
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kvdsl.ir import Dispatch, Kernel, KernelBuilder, array, convert, f32
+from kvdsl.ir import Dispatch, Kernel, KernelBuilder, convert, f32
 from kvdsl.kernels.config import (
     ceil_div,
     check,
@@ -43,8 +43,9 @@ from kvdsl.kernels.config import (
     times,
 )
 from kvdsl.nodes import flat, walks
+from kvdsl.nodes.append import RowRotary, append_row
 from kvdsl.nodes.index import bnsh
-from kvdsl.nodes.rotary import rotate_element, rotate_row
+from kvdsl.nodes.rotary import rotate_element
 from kvdsl.nodes.window import append_window
 
 if TYPE_CHECKING:
@@ -235,19 +236,13 @@ def _append(kb: KernelBuilder, cfg: MergeShareConfig) -> None:
         t = kb.let("t", w.append_start + (j - w.skip))
         dst = kb.let("dstBase", bnsh(b, hk, t, heads, seq, head_dim))
         n_src = kb.let("nSrc", (b * key_seq + j) * hidden + hk * head_dim)
-        if cfg.rotary:
-            k = kb.var("k", array(f32, cfg.head_dim))
-            with walks.row_elements(kb, head_dim) as d:
-                k[d] = convert(f32, new_k[n_src + d])
+        rot = RowRotary(cos, sin, half) if cfg.rotary else None
+        if rot is not None:
             kb.comment("Row t is its own absolute position in the shared cache.")
-            rotate_row(kb, k, cos, sin, t, half)
-            with walks.row_elements(kb, head_dim) as d:
-                present_key[dst + d] = convert(cache, k[d])
-                present_value[dst + d] = convert(cache, new_v[n_src + d])
-        else:
-            with walks.row_elements(kb, head_dim) as d:
-                present_key[dst + d] = convert(cache, new_k[n_src + d])
-                present_value[dst + d] = convert(cache, new_v[n_src + d])
+        append_row(
+            kb, new_k, new_v, present_key, present_value, n_src, dst, head_dim, cfg.head_dim,
+            cache, rot, t,
+        )  # fmt: skip
 
     def flat_walk() -> None:
         hd4 = flat.vector_const(kb, head_dim, cfg.head_dim, width)

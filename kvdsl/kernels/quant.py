@@ -36,7 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kvdsl.ir import Dispatch, Kernel, KernelBuilder, convert, f32, i32, u32, vec
+from kvdsl.ir import Dispatch, Kernel, KernelBuilder, Val, convert, f32, i32, u32, vec
 from kvdsl.kernels.build import (
     check_row_program,
     row_extents,
@@ -179,24 +179,10 @@ def _quant(cfg: Any, name: str, append: bool) -> Kernel:
     per_channel = per_channel.ne(0)
     if cfg.walk == "flat":
         fr = flat_row(kb, cfg, c, inputs, width)
-        if append:
-            w = append_window(kb, inputs.seqlens_k, fr.b, total_seq, seq)
-            kb.comment("Only the newest min(seq, totalSeq) tokens fit the cache.")
-            with kb.if_(fr.t < w.skip):
-                kb.ret()
-            # t >= skip here, so the row index does not wrap.
-            dst_row = kb.let("dstRow", w.append_start + (fr.t - w.skip))
-            rows_per_head = total_seq
-        else:
-            dst_row, rows_per_head = fr.t, seq
-
-        def flat_position():
-            if row_position:
-                kb.comment("In the shared cache the row is the token's absolute position.")
-                return dst_row
-            return kb.let("pos", past + fr.t)
-
-        k = flat_k(kb, fr, inputs, flat_position)
+        dst_row, rows_per_head = _destination(
+            kb, inputs, fr.b, fr.t, append, total_seq, seq, "dstRow"
+        )
+        k = flat_k(kb, fr, inputs, lambda: _position(kb, row_position, dst_row, past, fr.t))
         v = kb.let("v", flat.as_f32(inputs.src_v[fr.src_base + fr.it.d]))
         dst = kb.let(
             "dst", bnsh(fr.b, fr.hk, dst_row, c.heads, rows_per_head, fr.per_row) + fr.it.d
@@ -217,22 +203,10 @@ def _quant(cfg: Any, name: str, append: bool) -> Kernel:
     vscale = scale_function(kb, "vscale", v_scale, c.head_dim, per_channel)
 
     row = row_walk(kb, cfg.fold, c)
-    if append:
-        w = append_window(kb, inputs.seqlens_k, row.b, total_seq, seq)
-        kb.comment("Only the newest min(seq, totalSeq) tokens fit the cache.")
-        with kb.if_(row.t < w.skip):
-            kb.ret()
-        # t >= skip here, so the row index does not wrap.
-        dst_row = kb.let("row", w.append_start + (row.t - w.skip))
-        rows_per_head = total_seq
-    else:
-        dst_row, rows_per_head = row.t, seq
+    dst_row, rows_per_head = _destination(kb, inputs, row.b, row.t, append, total_seq, seq, "row")
 
     def position():
-        if row_position:
-            kb.comment("In the shared cache the row is the token's absolute position.")
-            return dst_row
-        return kb.let("pos", past + row.t)
+        return _position(kb, row_position, dst_row, past, row.t)
 
     k = k_row(kb, c, inputs, row.src_base, position)
     dst_base = kb.let("dstBase", bnsh(row.b, row.hk, dst_row, c.heads, rows_per_head, c.packed))
@@ -287,6 +261,39 @@ def _contract(kernel, cfg, kb, append, count, seq, past, total_seq, row_position
     extents |= {"present_key": present, "present_value": present}
     # A flat kernel's vector bindings count vectors (a no-op for scalar bindings).
     return flat.vector_extents(contract(kernel, extents, {"seq >= 1": seq >= 1}))
+
+
+def _destination(
+    kb: KernelBuilder,
+    inputs: Any,
+    b: Val,
+    t: Val,
+    append: bool,
+    total_seq: Val,
+    seq: Val,
+    name: str,
+) -> tuple[Val, Val]:
+    """The cache row new token ``t`` lands in and the cache's rows per head.
+
+    ``append_quant`` writes the clamped append window of ``seqlens_k`` (tokens that do not fit
+    return), ``build_quant`` row ``t`` of a ``seq``-row cache.
+    """
+    if not append:
+        return t, seq
+    w = append_window(kb, inputs.seqlens_k, b, total_seq, seq)
+    kb.comment("Only the newest min(seq, totalSeq) tokens fit the cache.")
+    with kb.if_(t < w.skip):
+        kb.ret()
+    # t >= skip here, so the row index does not wrap.
+    return kb.let(name, w.append_start + (t - w.skip)), total_seq
+
+
+def _position(kb: KernelBuilder, row_position: bool, dst_row: Val, past: Val, t: Val) -> Val:
+    """The rotary position of new token ``t``: its cache row, or ``pastSeq + t``."""
+    if row_position:
+        kb.comment("In the shared cache the row is the token's absolute position.")
+        return dst_row
+    return kb.let("pos", past + t)
 
 
 def catalog_variants(models: dict[str, Any]) -> dict[str, QuantConfig]:

@@ -34,7 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kvdsl.ir import Dispatch, Kernel, KernelBuilder, Val, array, convert, f32
+from kvdsl.ir import Dispatch, Kernel, KernelBuilder, Val, convert, f32
 from kvdsl.kernels.config import (
     ceil_div,
     check,
@@ -50,8 +50,9 @@ from kvdsl.kernels.config import (
     times,
 )
 from kvdsl.nodes import flat, walks
+from kvdsl.nodes.append import RowRotary
+from kvdsl.nodes.append import append_row as write_new_row
 from kvdsl.nodes.index import bnsh
-from kvdsl.nodes.rotary import rotate_row
 from kvdsl.nodes.window import sliding_window
 
 if TYPE_CHECKING:
@@ -125,19 +126,13 @@ def window_shift(cfg: WindowShiftConfig, name: str = "window_shift") -> Kernel:
 
     def append_row(b: Val, hk: Val, j: Val, dst: Val, pos: Val) -> None:
         n_src = kb.let("nSrc", (b * key_seq + j) * hidden + hk * head_dim)
-        if cfg.rotary:
+        rot = RowRotary(cos, sin, half) if cfg.rotary else None
+        if rot is not None:
             kb.comment("Appended K is rotated at its absolute position; retained keys already are.")
-            k = kb.var("k", array(f32, cfg.head_dim))
-            with walks.row_elements(kb, head_dim) as d:
-                k[d] = convert(f32, new_k[n_src + d])
-            rotate_row(kb, k, cos, sin, pos, half)
-            with walks.row_elements(kb, head_dim) as d:
-                present_key[dst + d] = convert(cache, k[d])
-                present_value[dst + d] = convert(cache, new_v[n_src + d])
-        else:
-            with walks.row_elements(kb, head_dim) as d:
-                present_key[dst + d] = convert(cache, new_k[n_src + d])
-                present_value[dst + d] = convert(cache, new_v[n_src + d])
+        write_new_row(
+            kb, new_k, new_v, present_key, present_value, n_src, dst, head_dim, cfg.head_dim,
+            cache, rot, pos,
+        )  # fmt: skip
 
     def flat_pass() -> None:
         hd4 = flat.vector_const(kb, head_dim, cfg.head_dim, width)

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kvdsl.ir import Buffer, KernelBuilder, Val, i32, max_, min_, u32
+from kvdsl.ir import Buffer, KernelBuilder, Val, max_, min_, u32
 
 
 def total_tokens(kb: KernelBuilder, seqlens_k: Buffer, b: Val, name: str = "total") -> Val:
