@@ -13,6 +13,7 @@ params, consts with the ``//`` lines directly above them as comments, helper fun
 from __future__ import annotations
 
 import functools
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -52,7 +53,18 @@ from kvdsl.ir.nodes import (
 from kvdsl.ir.types import Array, RuntimeArray, Scalar, Struct, Vec, vec3u
 from kvdsl.ir.verify import Checker, Scope, Symbol, VerifyError, module_scope, uses_f16, verify
 
-GRAMMAR = Path(__file__).resolve().parents[2] / "grammar" / "wgsl.lark"
+
+def _grammar_path() -> Path:
+    """``grammar/wgsl.lark``: beside the package in a checkout (editable install), else where a
+    wheel installs it (``<prefix>/share/kvdsl/grammar``, pyproject's ``data-files``)."""
+    candidates = [
+        Path(__file__).resolve().parents[2] / "grammar" / "wgsl.lark",
+        Path(sys.prefix) / "share" / "kvdsl" / "grammar" / "wgsl.lark",
+    ]
+    return next((p for p in candidates if p.is_file()), candidates[0])
+
+
+GRAMMAR = _grammar_path()
 
 
 @functools.cache
