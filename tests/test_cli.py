@@ -192,3 +192,16 @@ def test_run_wgsl_file_reports_out_of_bounds_with_its_line(tmp_path):
     assert "line 7" in out.stderr, out.stderr
     missing = kvdsl(*args[:4])
     assert missing.returncode == 2 and "give --workgroups" in missing.stderr
+
+
+def test_verify_prints_a_table_and_passes():
+    names = [
+        "copy_llama32_1b",
+        "merge_share_append_rotary_flat_llama31_8b",
+        "build_knorm_qwen3_06b",
+    ]
+    out = kvdsl("verify", *names, "--cases", "2")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].split()[:2] == ["variant", "shapes"] and lines[-1] == "3 passed, 0 failed"
+    assert all(any(line.startswith(n) and line.endswith("ok") for line in lines) for n in names)
