@@ -123,6 +123,13 @@ Workgroup memory and barriers
 
 Errors name the statement as :func:`kvdsl.ir.verify.show` prints it and, given ``source_lines``
 (``id(stmt)`` → line, which the WGSL frontend supplies), its source line.
+
+Modules
+    :mod:`~kvdsl.interp.machine` runs statements and control flow (:class:`Machine`), built from
+    :mod:`~kvdsl.interp.scope` (name lookup), :mod:`~kvdsl.interp.exprs` (expressions) and
+    :mod:`~kvdsl.interp.memory` (loads, stores, bounds and race checks, barriers);
+    :mod:`~kvdsl.interp.batch` runs batched loops; :mod:`~kvdsl.interp.values` holds the data
+    (grid, masks, buffers, conversions, index sets) and :mod:`~kvdsl.interp.errors` the errors.
 """
 
 from __future__ import annotations

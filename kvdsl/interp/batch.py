@@ -36,6 +36,7 @@ from kvdsl.ir.nodes import (
     Var,
     walk,
 )
+from kvdsl.interp.scope import Slot
 from kvdsl.interp.values import ArrayValue, Grid, empty, is_uniform, normal
 
 # Lanes per batch: as many trips as keep (trips × invocations) near this many lanes.
@@ -259,8 +260,6 @@ def run_batched(mc, s: For, p: Plan, m) -> bool:
     Each batch runs the body once for its trips of its lanes: every lane's trips in order,
     different lanes' in any order, which only a race could tell (and a race is an error).
     """
-    from kvdsl.interp.machine import Slot  # the machine imports this module
-
     n0 = mc.n
     if n0 < 2 or n0 * 2 > LANES:
         return False

@@ -1,6 +1,13 @@
-"""The interpreter proper: statements and expressions over every invocation at once.
+"""The interpreter proper: statement execution and control flow over every invocation at once.
 
-See :mod:`kvdsl.interp` for the semantics this module implements.
+:class:`Machine` runs one dispatch: the entry point chunk by chunk, statements under masks,
+loops (batched through :mod:`kvdsl.interp.batch` where they qualify), returns, and assignment
+to names, vars and their elements. It is assembled from mixins that each hold one job:
+:class:`~kvdsl.interp.scope.Scopes` (name lookup), :class:`~kvdsl.interp.exprs.Expressions`
+(expression evaluation) and :class:`~kvdsl.interp.memory.Memory` (loads, stores, bounds and race
+checks, workgroup memory and barriers).
+
+See :mod:`kvdsl.interp` for the semantics these modules implement.
 """
 
 from __future__ import annotations
@@ -12,16 +19,11 @@ from kvdsl.ir.nodes import (
     BUILTIN_INPUTS,
     Assign,
     Barrier,
-    Binary,
     Block,
     Break,
-    Call,
     Comment,
-    Construct,
     Continue,
-    Convert,
     Expr,
-    FnCall,
     For,
     Function,
     If,
@@ -34,17 +36,18 @@ from kvdsl.ir.nodes import (
     Name,
     Return,
     Stmt,
-    Unary,
     Var,
 )
 from kvdsl.ir.nodes import walk
-from kvdsl.ir.ops import Op
 from kvdsl.ir.types import Array, Vec
 from kvdsl.emit import emit_expr
 from kvdsl.ir.verify import show
 from kvdsl.interp import batch
-from kvdsl.interp.batch import BatchGrid, Fallback
-from kvdsl.interp.errors import InterpError, OutOfBounds, RaceError, UninitializedRead
+from kvdsl.interp.batch import BatchGrid
+from kvdsl.interp.errors import InterpError
+from kvdsl.interp.exprs import Expressions
+from kvdsl.interp.memory import Memory
+from kvdsl.interp.scope import Frame, Scopes, Slot
 from kvdsl.interp.values import (
     COMPONENTS,
     ArrayValue,
@@ -52,10 +55,7 @@ from kvdsl.interp.values import (
     Mask,
     SharedArray,
     Storage,
-    affine,
     broadcast,
-    convert,
-    counts,
     empty,
     is_uniform,
     m_and,
@@ -63,89 +63,12 @@ from kvdsl.interp.values import (
     m_or,
     normal,
     sel,
-    strided,
 )
 
-_INT_FAST = {
-    Op.ADD: np.add,
-    Op.SUB: np.subtract,
-    Op.MUL: np.multiply,
-    Op.LT: np.less,
-    Op.LE: np.less_equal,
-    Op.GT: np.greater,
-    Op.GE: np.greater_equal,
-    Op.EQ: np.equal,
-    Op.NE: np.not_equal,
-    Op.AND: np.bitwise_and,
-    Op.OR: np.bitwise_or,
-    Op.XOR: np.bitwise_xor,
-    Op.MIN: np.minimum,
-    Op.MAX: np.maximum,
-}
-# Integer operators that may write their result over an operand (elementwise, same dtype out).
-_IN_PLACE = {
-    op: _INT_FAST[op] for op in (Op.ADD, Op.SUB, Op.MUL, Op.AND, Op.OR, Op.XOR, Op.MIN, Op.MAX)
-}
-# Binary operators whose result may be an operand itself (short-circuit logic returns its left
-# side when the right side need not run); every other one makes a new array.
-_NOT_FRESH = (Op.LAND, Op.LOR)
 MAX_TRIPS = 1 << 22  # a loop still running after this many trips is taken to be infinite
 # Invocations per chunk: big enough that numpy's per-call overhead is small against the work,
 # small enough that a chunk's arrays are reused from the allocator instead of page-faulted in.
 CHUNK = 1 << 18
-
-
-class Strided:
-    """A load's elements left in the buffer: ``view`` (a strided view, one axis per level of
-    the index set, then the element's components) holds the lanes' elements in lane order. Only
-    a store takes one, copying view to view where the shapes allow."""
-
-    __slots__ = ("view", "n", "levels")
-
-    def __init__(self, view: np.ndarray, n: int, levels: int) -> None:
-        self.view, self.n, self.levels = view, n, levels
-
-    def array(self) -> np.ndarray:
-        """The value as an ordinary ``[n, ...]`` array (a copy)."""
-        return self.view.reshape((self.n,) + self.view.shape[self.levels :])
-
-
-def _put(dst: np.ndarray, v: np.ndarray, lazy: Strided | None) -> None:
-    """Write the lanes' values ``v`` (or ``lazy``'s view) over the strided view ``dst``."""
-    if lazy is not None:
-        try:
-            np.reshape(dst, lazy.view.shape, copy=False)[...] = lazy.view
-            return
-        except ValueError:
-            pass
-        try:
-            dst[...] = np.reshape(lazy.view, dst.shape, copy=False)
-            return
-        except ValueError:
-            v = lazy.array()
-    dst[...] = v.reshape(dst.shape) if len(v) > 1 else v
-
-
-class Slot:
-    """A name's value; for a ``var``, the mask it was declared under (see ``_assign_name``)."""
-
-    __slots__ = ("value", "decl", "var")
-
-    def __init__(self, value, decl: Mask = None, var: bool = False) -> None:
-        self.value = value
-        self.decl = decl
-        self.var = var
-
-
-class Frame:
-    """One activation of the entry point or a helper: lanes that returned and the result."""
-
-    def __init__(self, entry: Mask) -> None:
-        self.entry = entry
-        self.returned = 0  # how many return statements ran, to tell if a loop saw one
-        self.done: np.ndarray | None = None  # lanes that returned
-        self.result = None
-        self.loops: list[list[Mask | bool]] = []  # per open loop: lanes that continued
 
 
 def reads_read_write(kernel: Kernel) -> bool:
@@ -191,7 +114,7 @@ def render(s: Stmt | None) -> str:
             return show(s)
 
 
-class Machine:
+class Machine(Scopes, Expressions, Memory):
     """Runs one dispatch of a kernel."""
 
     def __init__(
@@ -271,59 +194,6 @@ class Machine:
             return ""
         line = self.source_lines.get(id(s))
         return f" in `{render(s)}`" + ("" if line is None else f" (line {line})")
-
-    def _first_bad(self, bad: np.ndarray) -> int:
-        return int(np.flatnonzero(bad)[0]) if bad.shape[0] > 1 else 0
-
-    def _oob(self, what: str, idx: np.ndarray, length: int, m: Mask) -> None:
-        """Raise :class:`OutOfBounds` if an active lane's index is outside ``[0, length)``."""
-        if is_uniform(idx):
-            i = int(idx[0])
-            if 0 <= i < length:
-                return
-            lane = int(self.grid.active(m)[0])
-        else:
-            if m is None:
-                ok = int(idx.max()) < length and (idx.dtype.kind == "u" or int(idx.min()) >= 0)
-                if ok:
-                    return
-            bad = idx >= length if idx.dtype.kind == "u" else (idx < 0) | (idx >= length)
-            if m is not None:
-                bad &= m
-                if not bad.any():
-                    return
-            lane = self._first_bad(bad)
-            i = int(idx[lane])
-        raise OutOfBounds(
-            f"{what}[{i}] is out of bounds (length {length}) for "
-            f"{self.grid.describe(self.grid.original(lane))}{self.where()}"
-        )
-
-    # ---- names ---------------------------------------------------------------------------
-    def lookup(self, name: str) -> Slot:
-        for scope in reversed(self.scopes):
-            slot = scope.get(name)
-            if slot is not None:
-                return slot if self.batch is None else self._spread(slot)
-        raise InterpError(f"undefined name '{name}'{self.where()}")
-
-    def _spread(self, slot: Slot) -> Slot:
-        """In a batch, a slot from outside the loop with its value repeated for every trip
-        (the body never assigns one, so a copy serves)."""
-        v, rep = slot.value, self.batch.spread
-        if isinstance(v, ArrayValue):
-            if all(rep(x) is x for x in v):
-                return slot
-        elif rep(v) is v:
-            return slot
-        hit = self._repeated.get(id(slot))
-        if hit is None:
-            value = ArrayValue(rep(x) for x in v) if isinstance(v, ArrayValue) else rep(v)
-            hit = self._repeated[id(slot)] = (slot, Slot(value, None, slot.var))
-        return hit[1]
-
-    def declare(self, name: str, slot: Slot) -> None:
-        self.scopes[-1][name] = slot
 
     # ---- statements ----------------------------------------------------------------------
     def block(self, body: tuple[Stmt, ...], m: Mask) -> Mask:
@@ -543,9 +413,6 @@ class Machine:
         eff = None if m is slot.decl else m
         slot.value = self.update(target, v, m, eff)
 
-    def _shadowed(self, name: str) -> bool:
-        return any(name in scope for scope in self.scopes[1:])
-
     def update(self, target: Expr, v, m: Mask, eff: Mask):
         """The new value of the var under ``target`` once ``target`` holds ``v``."""
         match target:
@@ -591,397 +458,3 @@ class Machine:
             out = np.array(broadcast(out, self.n))
             out[rows, idx[rows]] = broadcast(v, self.n)[rows]
         return out
-
-    def store(self, b: Storage, idx: np.ndarray, v: np.ndarray, m: Mask) -> None:
-        """``binding[idx] = v`` on the lanes of ``m``, checking bounds and races."""
-        name = b.binding.name
-        if not self._inside(idx, b.length, m):
-            self._oob(name, idx, b.length, m)
-        lazy = v if isinstance(v, Strided) else None
-        if self._probe is True and self.batch is not None:
-            self._probe = self.batch.best_inner(idx)
-        if m is None and b.owner is None and idx.shape[0] > 1:
-            shape = self.affine(idx, b.length)
-            writers = self.grid.writers(m) if shape is not None else None
-            if writers is not None and b.defer(shape, writers):
-                # Distinct elements no other store has touched: who wrote them is recorded as
-                # a pattern, entered in the owner array only if something needs it.
-                _put(strided(b.data, shape), v, lazy)
-                return
-        if lazy is not None:
-            v = lazy.array()
-        active = self.grid.active(m)
-        lanes = self.grid.original(active)
-        owner = b.owners()
-        if is_uniform(idx) and len(lanes) > 1:
-            if self.batch is not None:
-                raise Fallback(f"{name}: one element stored on several trips")
-            self._race_pair(name, int(idx[0]), int(lanes[0]), int(lanes[1]), "write")
-        i = idx if is_uniform(idx) or m is None else idx[active]
-        val = v if is_uniform(v) or m is None else v[active]
-        shape = self.affine(i, b.length) if len(i) > 1 else None
-        if shape is not None:
-            # Distinct indices in a strided pattern: views instead of gathers and scatters.
-            dims = counts(shape)
-            prev = strided(owner, shape)
-            if prev.max() >= 0:
-                self._check_owner(name, prev.reshape(-1), i, lanes)
-            prev[...] = lanes.reshape(dims)
-            _put(strided(b.data, shape), val, None)
-            return
-        rising = len(i) == 1 or bool((i[1:] > i[:-1]).all())
-        if not rising and self.batch is not None and np.unique(i).size != i.size:
-            raise Fallback(f"{name}: one element stored on several trips")
-        prev = owner[i]
-        if prev.max() >= 0:
-            self._check_owner(name, prev, i, lanes)
-        owner[i] = lanes
-        if not rising:
-            # Repeated indices within this store: the owner that stuck is not every writer's.
-            back = owner[i]
-            dup = back != lanes
-            if dup.any():
-                j = self._first_bad(dup)
-                self._race_pair(name, int(i[j]), int(back[j]), int(lanes[j]), "write")
-        b.data[i] = val
-
-    def _inside(self, idx: np.ndarray, length: int, m: Mask) -> bool:
-        """Whether every lane's index is known inside ``[0, length)`` without a bounds pass: an
-        affine index set is (the access asks :meth:`affine` next, which remembers it)."""
-        return m is None and idx.shape[0] > 1 and self.affine(idx, length) is not None
-
-    def affine(self, idx: np.ndarray, length: int):
-        """:func:`affine` of ``idx``, remembered for the last few arrays (``buf[e] = src[e]``
-        asks twice about one, ``a[i] = x[j]; b[i] = y[j]`` four times about two)."""
-        for last, n, shape in self._affine:
-            if idx is last and n == length:
-                return shape
-        shape = affine(idx, length)
-        self._affine = [(idx, length, shape)] + self._affine[:3]
-        return shape
-
-    def _check_owner(self, name: str, prev: np.ndarray, i: np.ndarray, lanes: np.ndarray) -> None:
-        clash = (prev >= 0) & (prev != lanes)
-        if clash.any():
-            j = self._first_bad(clash)
-            self._race_pair(
-                name, int(broadcast(i, len(lanes))[j]), int(prev[j]), int(lanes[j]), "write"
-            )
-
-    def _race_pair(self, name: str, index: int, first: int, second: int, what: str) -> None:
-        raise RaceError(
-            f"{name}[{index}]: {self.grid.describe(first)} wrote it and "
-            f"{self.grid.describe(second)} {what}s it in the same dispatch{self.where()}"
-        )
-
-    def load(self, b: Storage, idx: np.ndarray, m: Mask, view: bool = False):
-        """``binding[idx]`` on the lanes of ``m`` (other lanes get any element); with ``view``,
-        a read-only binding's strided elements may come back as a :class:`Strided` instead."""
-        if not self._inside(idx, b.length, m):
-            self._oob(b.binding.name, idx, b.length, m)
-        if b.binding.access == "read_write" and (b.written or self.strict_init):
-            self._check_read(b, idx, m)
-        if is_uniform(idx):
-            return b.data[int(idx[0]) : int(idx[0]) + 1].copy()
-        shape = self.affine(idx, b.length)
-        if shape is not None:
-            if view and b.binding.access == "read":
-                return Strided(strided(b.data, shape), idx.shape[0], len(shape[1]))
-            v = strided(b.data, shape).reshape(idx.shape + b.data.shape[1:])
-            return v.copy() if b.binding.access == "read_write" else v
-        return np.take(b.data, idx, axis=0, mode="clip")
-
-    def _check_read(self, b: Storage, idx: np.ndarray, m: Mask) -> None:
-        lanes = self.grid.active(m)
-        i = broadcast(idx, self.n)[lanes].astype(np.intp)
-        lanes = self.grid.original(lanes)
-        prev = b.owners()[i]
-        if self.strict_init and (prev < 0).any():
-            j = self._first_bad(prev < 0)
-            raise UninitializedRead(
-                f"{b.binding.name}[{int(i[j])}] is read by {self.grid.describe(int(lanes[j]))} "
-                f"before anything in the dispatch wrote it{self.where()}"
-            )
-        clash = (prev >= 0) & (prev != lanes)
-        if clash.any():
-            j = self._first_bad(clash)
-            self._race_pair(b.binding.name, int(i[j]), int(prev[j]), int(lanes[j]), "read")
-
-    # ---- workgroup memory ----------------------------------------------------------------
-    def _shared_at(self, w: SharedArray, idx: np.ndarray, m: Mask):
-        """Active lanes, their dispatch-wide invocation ids and flat positions in ``w``."""
-        self._oob(w.var.name, idx, w.length, m)
-        active = self.grid.active(m)
-        ids = self.grid.original(active)
-        i = broadcast(idx, self.n)[active].astype(np.int64)
-        return active, ids, (ids // self.grid.per_group - w.first) * w.length + i
-
-    def _shared_race(self, w: SharedArray, flat: int, first: str, second: str) -> None:
-        raise RaceError(
-            f"{w.var.name}[{flat % w.length}] (workgroup memory): {first} and {second} "
-            f"with no workgroupBarrier() between{self.where()}"
-        )
-
-    def shared_load(self, w: SharedArray, idx: np.ndarray, m: Mask) -> np.ndarray:
-        """``w[idx]`` on the lanes of ``m``: each lane reads its own workgroup's row."""
-        active, ids, flat = self._shared_at(w, idx, m)
-        if self.strict_init and not w.written[flat].all():
-            j = self._first_bad(~w.written[flat])
-            raise UninitializedRead(
-                f"{w.var.name}[{int(flat[j]) % w.length}] (workgroup memory) is read by "
-                f"{self.grid.describe(int(ids[j]))} before anything in the dispatch wrote "
-                f"it{self.where()}"
-            )
-        prev = w.owner[flat]
-        clash = (prev >= 0) & (prev != ids)
-        if clash.any():
-            j = self._first_bad(clash)
-            self._shared_race(
-                w,
-                int(flat[j]),
-                f"{self.grid.describe(int(prev[j]))} wrote it",
-                f"{self.grid.describe(int(ids[j]))} reads it",
-            )
-        r = w.reader[flat]
-        new = np.where((r == -1) | (r == ids), ids, -2)
-        w.reader[flat] = new
-        back = w.reader[flat]
-        w.reader[flat[back != new]] = -2  # two lanes of this load read one element
-        got = w.data[flat]
-        if m is None and len(active) == self.n:
-            return got
-        out = np.zeros((self.n,) + w.data.shape[1:], w.data.dtype)
-        out[active] = got
-        return out
-
-    def shared_store(self, w: SharedArray, idx: np.ndarray, v: np.ndarray, m: Mask) -> None:
-        """``w[idx] = v`` on the lanes of ``m``, checking races since the last barrier."""
-        active, ids, flat = self._shared_at(w, idx, m)
-        prev = w.owner[flat]
-        clash = (prev >= 0) & (prev != ids)
-        if clash.any():
-            j = self._first_bad(clash)
-            self._shared_race(
-                w,
-                int(flat[j]),
-                f"{self.grid.describe(int(prev[j]))} wrote it",
-                f"{self.grid.describe(int(ids[j]))} writes it",
-            )
-        r = w.reader[flat]
-        clash = (r != -1) & (r != ids)
-        if clash.any():
-            j = self._first_bad(clash)
-            who = "several invocations" if r[j] == -2 else self.grid.describe(int(r[j]))
-            self._shared_race(
-                w, int(flat[j]), f"{who} read it", f"{self.grid.describe(int(ids[j]))} writes it"
-            )
-        w.owner[flat] = ids
-        back = w.owner[flat]
-        dup = back != ids
-        if dup.any():
-            j = self._first_bad(dup)
-            self._shared_race(
-                w,
-                int(flat[j]),
-                f"{self.grid.describe(int(back[j]))} wrote it",
-                f"{self.grid.describe(int(ids[j]))} writes it",
-            )
-        w.data[flat] = broadcast(v, self.n)[active]
-        w.written[flat] = True
-
-    def barrier(self, m: Mask) -> None:
-        """``workgroupBarrier()``: every invocation of a workgroup must be here, or none."""
-        p = self.grid.per_group
-        if m is not None or self.grid.ids is not None or self.grid.n % p:
-            ids = self.grid.original(self.grid.active(m))
-            groups, counts = np.unique(ids // p, return_counts=True)
-            bad = np.flatnonzero(counts != p)
-            if bad.size:
-                g = int(groups[bad[0]])
-                raise InterpError(
-                    f"workgroupBarrier() reached by {int(counts[bad[0]])} of {p} invocations of "
-                    f"workgroup {self._wid(g)}: a barrier that some invocations of a workgroup "
-                    f"do not reach is undefined in WGSL{self.where()}"
-                )
-        for w in self.shared.values():
-            w.barrier()
-
-    def _wid(self, g: int) -> tuple[int, int, int]:
-        wx, wy, _ = self.grid.workgroups
-        return (g % wx, g // wx % wy, g // (wx * wy))
-
-    # ---- expressions ---------------------------------------------------------------------
-    def eval(self, e: Expr, m: Mask):
-        """The value of ``e`` on the lanes of ``m`` (other lanes hold arbitrary values)."""
-        t = type(e)
-        if t is Binary or t is Unary or t is Call or t is Convert:
-            v = self._static_vals.get(id(e))
-            if v is not None:
-                return v
-            if self.static(e):
-                v = self._static_vals[id(e)] = self._eval(e, m)
-                return v
-        return self._eval(e, m)
-
-    def static(self, e: Expr) -> bool:
-        """Whether ``e`` is computed from literals, consts and params alone: the same value in
-        every chunk and batch, so computed once (uniform, and never overwritten in place)."""
-        k = id(e)
-        known = self._static.get(k)
-        if known is not None:
-            return known
-        match e:
-            case Lit():
-                ok = True
-            case Name(name):
-                ok = name in self.module and name not in self._locals
-            case Member(Name("params"), _):
-                ok = "params" not in self._locals
-            case Unary(_, x) | Convert(_, x):
-                ok = self.static(x)
-            case Binary(_, a, b):
-                ok = self.static(a) and self.static(b)
-            case Call(_, args):
-                ok = all(self.static(a) for a in args)
-            case _:
-                ok = False
-        self._static[k] = ok
-        return ok
-
-    def _eval(self, e: Expr, m: Mask):
-        match e:
-            case Lit():
-                v = self.lits.get(e)
-                if v is None:
-                    v = self.lits[e] = np.array([e.value], e.ty.dtype)
-                return v
-            case Name(name):
-                if self._is_builtin(name):
-                    cols = [self.grid.column(self.builtins[name], k) for k in range(3)]
-                    lanes = max(c.shape[0] for c in cols)
-                    return np.stack([broadcast(c, lanes) for c in cols], axis=1)
-                v = self.lookup(name).value
-                return ArrayValue(v) if isinstance(v, ArrayValue) else v
-            case Unary(op, x):
-                return self.apply(op, (self.eval(x, m),))
-            case Binary(Op.LAND | Op.LOR as op, a, b):
-                return self.logic(op, a, b, m)
-            case Binary(op, a, b):
-                x, y = self.eval(a, m), self.eval(b, m)
-                f = _IN_PLACE.get(op)
-                if f is not None and x.dtype == y.dtype and x.dtype.kind in "iu":
-                    # A per-lane operand another integer operator just made is referenced
-                    # nowhere else (uniform ones may be remembered, see :meth:`static`): the
-                    # result can overwrite it instead of taking new memory.
-                    fresh_a = type(a) is Binary and a.op not in _NOT_FRESH and x.shape[0] > 1
-                    fresh_b = type(b) is Binary and b.op not in _NOT_FRESH and y.shape[0] > 1
-                    if fresh_a and x.shape == y.shape or fresh_a and y.shape[0] == 1 == y.ndim:
-                        return f(x, y, out=x)
-                    if fresh_b and x.shape == y.shape:
-                        return f(x, y, out=y)
-                return self.apply(op, (x, y))
-            case Call(op, args):
-                return self.apply(op, tuple(self.eval(a, m) for a in args))
-            case FnCall(name, args):
-                return self.call(self.functions[name], [self.eval(a, m) for a in args], m)
-            case Convert(ty, x):
-                return convert(self.eval(x, m), ty)
-            case Construct(ty, args):
-                return self.construct(ty, [self.eval(a, m) for a in args])
-            case Index(Name(name), index) if name in self.buffers and not self._shadowed(name):
-                want, self._want_view = self._want_view, False
-                idx = self.eval(index, m)
-                self._last_load = (index, m, self.scopes, idx)
-                return self.load(self.buffers[name], idx, m, want)
-            case Index(Name(name), index) if name in self.shared and not self._shadowed(name):
-                return self.shared_load(self.shared[name], self.eval(index, m), m)
-            case Index(base, index):
-                container = self.eval(base, m)
-                idx = self.eval(index, m)
-                return self.element(container, idx, m, base)
-            case Member(Name("params"), field) if not self._shadowed("params"):
-                return self.params[field]
-            case Member(Name(name), comp) if len(comp) == 1 and self._is_builtin(name):
-                return self.grid.column(self.builtins[name], COMPONENTS.index(comp))
-            case Member(base, comps):
-                v = self.eval(base, m)
-                if len(comps) == 1:
-                    return v[:, COMPONENTS.index(comps)]
-                return v[:, [COMPONENTS.index(c) for c in comps]]
-        raise InterpError(f"not an expression: {e!r}{self.where()}")
-
-    def _is_builtin(self, name: str) -> bool:
-        # The entry point's builtins live in its outermost scope, out of sight of helpers.
-        return (
-            name in self.builtins
-            and self.frame is self.main
-            and not any(name in scope for scope in self.scopes[2:])
-        )
-
-    def element(self, container, idx: np.ndarray, m: Mask, base: Expr):
-        """Element ``idx`` of an array or vector value."""
-        length = len(container) if isinstance(container, ArrayValue) else container.shape[1]
-        self._oob(show(base), idx, length, m)
-        if is_uniform(idx):
-            i = int(idx[0])
-            return container[i] if isinstance(container, ArrayValue) else container[:, i]
-        safe = np.clip(idx, 0, length - 1).astype(np.intp)
-        if isinstance(container, ArrayValue):
-            lanes = max(max(x.shape[0] for x in container), self.n)
-            stacked = np.stack([broadcast(x, lanes) for x in container])
-            return stacked[safe, self.grid.lanes]
-        return broadcast(container, self.n)[self.grid.lanes, safe]
-
-    def logic(self, op: Op, a: Expr, b: Expr, m: Mask) -> np.ndarray:
-        """Short-circuit ``&&`` / ``||``: ``b`` runs only on lanes where ``a`` does not decide."""
-        x = self.eval(a, m)
-        rest = m_and(m, x, self.n) if op == Op.LAND else m_andnot(m, x, self.n)
-        if empty(rest):
-            return x
-        y = self.eval(b, rest)
-        return (x & y) if op == Op.LAND else (x | y)
-
-    def apply(self, op: Op, args: tuple[np.ndarray, ...]) -> np.ndarray:
-        """The op table's numpy implementation, scalars widened against vectors."""
-        if (op is Op.DIV or op is Op.MOD) and args[0].dtype == np.uint32 and args[1].size == 1:
-            # u32 by a uniform power of two: exactly a shift or a mask, and much cheaper.
-            d = int(args[1].reshape(-1)[0])
-            if d and not d & (d - 1):
-                a = args[0]
-                if op is Op.DIV:
-                    return a >> np.uint32(d.bit_length() - 1)
-                return a & np.uint32(d - 1)
-        if len(args) == 2:
-            a, b = args
-            fast = _INT_FAST.get(op)
-            if (
-                fast is not None
-                and a.dtype == b.dtype
-                and a.dtype.kind in "iu"
-                and a.ndim == b.ndim
-            ):
-                # Integer arrays wrap modulo 2^32 in numpy as in WGSL, silently: no error state
-                # or dtype work needed.
-                return fast(a, b)
-        nd = max(a.ndim for a in args)
-        if any(a.ndim != nd for a in args):
-            args = tuple(a.reshape(a.shape + (1,) * (nd - a.ndim)) for a in args)
-        return ops.TABLE[op].impl(*args)
-
-    def construct(self, ty, parts: list):
-        if isinstance(ty, Array):
-            return ArrayValue(parts)
-        lanes = max(p.shape[0] for p in parts)
-        cols = [broadcast(p, lanes).reshape(lanes, -1) for p in parts]
-        return np.concatenate(cols, axis=1).astype(ty.elem.dtype, copy=False)
-
-    def call(self, fn: Function, args: list, m: Mask):
-        """Inline a helper: its body runs on the caller's lanes with a fresh scope and frame."""
-        caller = (self.scopes, self.frame, self.current)
-        self.scopes = [self.module, {p: Slot(a) for (p, _), a in zip(fn.params, args)}]
-        self.frame = Frame(m)
-        try:
-            self.block(fn.body, m)
-            return self.frame.result
-        finally:
-            self.scopes, self.frame, self.current = caller

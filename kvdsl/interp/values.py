@@ -1,4 +1,5 @@
-"""The interpreter's data: the invocation grid, storage buffers, masks and conversions.
+"""The interpreter's data: the invocation grid, masks, storage buffers and workgroup arrays,
+conversions, and the strided (affine) index sets that loads and stores take as buffer views.
 
 A *value* is a numpy array whose first axis is the invocation axis: length ``N`` (one entry per
 invocation of the dispatch) or length 1 (the same for every invocation, a *uniform* value, which

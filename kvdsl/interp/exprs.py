@@ -1,0 +1,240 @@
+"""Expression evaluation: the value of an expression on the lanes of a mask, through the op
+table, with the shortcuts that keep it cheap (uniform values, expressions of literals, consts and
+params computed once, integer operators in place over fresh operands) and helper calls inlined.
+
+See :mod:`kvdsl.interp` (Values; Operators and builtins; Conversions) for the semantics.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kvdsl.ir import ops
+from kvdsl.ir.nodes import (
+    Binary,
+    Call,
+    Construct,
+    Convert,
+    Expr,
+    FnCall,
+    Function,
+    Index,
+    Lit,
+    Member,
+    Name,
+    Unary,
+)
+from kvdsl.ir.ops import Op
+from kvdsl.ir.types import Array
+from kvdsl.ir.verify import show
+from kvdsl.interp.errors import InterpError
+from kvdsl.interp.scope import Frame, Slot
+from kvdsl.interp.values import (
+    COMPONENTS,
+    ArrayValue,
+    Mask,
+    broadcast,
+    convert,
+    empty,
+    is_uniform,
+    m_and,
+    m_andnot,
+)
+
+_INT_FAST = {
+    Op.ADD: np.add,
+    Op.SUB: np.subtract,
+    Op.MUL: np.multiply,
+    Op.LT: np.less,
+    Op.LE: np.less_equal,
+    Op.GT: np.greater,
+    Op.GE: np.greater_equal,
+    Op.EQ: np.equal,
+    Op.NE: np.not_equal,
+    Op.AND: np.bitwise_and,
+    Op.OR: np.bitwise_or,
+    Op.XOR: np.bitwise_xor,
+    Op.MIN: np.minimum,
+    Op.MAX: np.maximum,
+}
+# Integer operators that may write their result over an operand (elementwise, same dtype out).
+_IN_PLACE = {
+    op: _INT_FAST[op] for op in (Op.ADD, Op.SUB, Op.MUL, Op.AND, Op.OR, Op.XOR, Op.MIN, Op.MAX)
+}
+# Binary operators whose result may be an operand itself (short-circuit logic returns its left
+# side when the right side need not run); every other one makes a new array.
+_NOT_FRESH = (Op.LAND, Op.LOR)
+
+
+class Expressions:
+    """Expression evaluation, a mixin of :class:`kvdsl.interp.machine.Machine`, which holds the
+    state it uses (``grid``, ``n``, ``buffers``, ``shared``, ``params``, ``module``, ``scopes``,
+    ``functions``, ``builtins``, the caches ``lits``, ``_static``, ``_static_vals``) and runs
+    helper bodies (``block``); loads go through :class:`kvdsl.interp.memory.Memory`."""
+
+    def eval(self, e: Expr, m: Mask):
+        """The value of ``e`` on the lanes of ``m`` (other lanes hold arbitrary values)."""
+        t = type(e)
+        if t is Binary or t is Unary or t is Call or t is Convert:
+            v = self._static_vals.get(id(e))
+            if v is not None:
+                return v
+            if self.static(e):
+                v = self._static_vals[id(e)] = self._eval(e, m)
+                return v
+        return self._eval(e, m)
+
+    def static(self, e: Expr) -> bool:
+        """Whether ``e`` is computed from literals, consts and params alone: the same value in
+        every chunk and batch, so computed once (uniform, and never overwritten in place)."""
+        k = id(e)
+        known = self._static.get(k)
+        if known is not None:
+            return known
+        match e:
+            case Lit():
+                ok = True
+            case Name(name):
+                ok = name in self.module and name not in self._locals
+            case Member(Name("params"), _):
+                ok = "params" not in self._locals
+            case Unary(_, x) | Convert(_, x):
+                ok = self.static(x)
+            case Binary(_, a, b):
+                ok = self.static(a) and self.static(b)
+            case Call(_, args):
+                ok = all(self.static(a) for a in args)
+            case _:
+                ok = False
+        self._static[k] = ok
+        return ok
+
+    def _eval(self, e: Expr, m: Mask):
+        match e:
+            case Lit():
+                v = self.lits.get(e)
+                if v is None:
+                    v = self.lits[e] = np.array([e.value], e.ty.dtype)
+                return v
+            case Name(name):
+                if self._is_builtin(name):
+                    cols = [self.grid.column(self.builtins[name], k) for k in range(3)]
+                    lanes = max(c.shape[0] for c in cols)
+                    return np.stack([broadcast(c, lanes) for c in cols], axis=1)
+                v = self.lookup(name).value
+                return ArrayValue(v) if isinstance(v, ArrayValue) else v
+            case Unary(op, x):
+                return self.apply(op, (self.eval(x, m),))
+            case Binary(Op.LAND | Op.LOR as op, a, b):
+                return self.logic(op, a, b, m)
+            case Binary(op, a, b):
+                x, y = self.eval(a, m), self.eval(b, m)
+                f = _IN_PLACE.get(op)
+                if f is not None and x.dtype == y.dtype and x.dtype.kind in "iu":
+                    # A per-lane operand another integer operator just made is referenced
+                    # nowhere else (uniform ones may be remembered, see :meth:`static`): the
+                    # result can overwrite it instead of taking new memory.
+                    fresh_a = type(a) is Binary and a.op not in _NOT_FRESH and x.shape[0] > 1
+                    fresh_b = type(b) is Binary and b.op not in _NOT_FRESH and y.shape[0] > 1
+                    if fresh_a and x.shape == y.shape or fresh_a and y.shape[0] == 1 == y.ndim:
+                        return f(x, y, out=x)
+                    if fresh_b and x.shape == y.shape:
+                        return f(x, y, out=y)
+                return self.apply(op, (x, y))
+            case Call(op, args):
+                return self.apply(op, tuple(self.eval(a, m) for a in args))
+            case FnCall(name, args):
+                return self.call(self.functions[name], [self.eval(a, m) for a in args], m)
+            case Convert(ty, x):
+                return convert(self.eval(x, m), ty)
+            case Construct(ty, args):
+                return self.construct(ty, [self.eval(a, m) for a in args])
+            case Index(Name(name), index) if name in self.buffers and not self._shadowed(name):
+                want, self._want_view = self._want_view, False
+                idx = self.eval(index, m)
+                self._last_load = (index, m, self.scopes, idx)
+                return self.load(self.buffers[name], idx, m, want)
+            case Index(Name(name), index) if name in self.shared and not self._shadowed(name):
+                return self.shared_load(self.shared[name], self.eval(index, m), m)
+            case Index(base, index):
+                container = self.eval(base, m)
+                idx = self.eval(index, m)
+                return self.element(container, idx, m, base)
+            case Member(Name("params"), field) if not self._shadowed("params"):
+                return self.params[field]
+            case Member(Name(name), comp) if len(comp) == 1 and self._is_builtin(name):
+                return self.grid.column(self.builtins[name], COMPONENTS.index(comp))
+            case Member(base, comps):
+                v = self.eval(base, m)
+                if len(comps) == 1:
+                    return v[:, COMPONENTS.index(comps)]
+                return v[:, [COMPONENTS.index(c) for c in comps]]
+        raise InterpError(f"not an expression: {e!r}{self.where()}")
+
+    def element(self, container, idx: np.ndarray, m: Mask, base: Expr):
+        """Element ``idx`` of an array or vector value."""
+        length = len(container) if isinstance(container, ArrayValue) else container.shape[1]
+        self._oob(show(base), idx, length, m)
+        if is_uniform(idx):
+            i = int(idx[0])
+            return container[i] if isinstance(container, ArrayValue) else container[:, i]
+        safe = np.clip(idx, 0, length - 1).astype(np.intp)
+        if isinstance(container, ArrayValue):
+            lanes = max(max(x.shape[0] for x in container), self.n)
+            stacked = np.stack([broadcast(x, lanes) for x in container])
+            return stacked[safe, self.grid.lanes]
+        return broadcast(container, self.n)[self.grid.lanes, safe]
+
+    def logic(self, op: Op, a: Expr, b: Expr, m: Mask) -> np.ndarray:
+        """Short-circuit ``&&`` / ``||``: ``b`` runs only on lanes where ``a`` does not decide."""
+        x = self.eval(a, m)
+        rest = m_and(m, x, self.n) if op == Op.LAND else m_andnot(m, x, self.n)
+        if empty(rest):
+            return x
+        y = self.eval(b, rest)
+        return (x & y) if op == Op.LAND else (x | y)
+
+    def apply(self, op: Op, args: tuple[np.ndarray, ...]) -> np.ndarray:
+        """The op table's numpy implementation, scalars widened against vectors."""
+        if (op is Op.DIV or op is Op.MOD) and args[0].dtype == np.uint32 and args[1].size == 1:
+            # u32 by a uniform power of two: exactly a shift or a mask, and much cheaper.
+            d = int(args[1].reshape(-1)[0])
+            if d and not d & (d - 1):
+                a = args[0]
+                if op is Op.DIV:
+                    return a >> np.uint32(d.bit_length() - 1)
+                return a & np.uint32(d - 1)
+        if len(args) == 2:
+            a, b = args
+            fast = _INT_FAST.get(op)
+            if (
+                fast is not None
+                and a.dtype == b.dtype
+                and a.dtype.kind in "iu"
+                and a.ndim == b.ndim
+            ):
+                # Integer arrays wrap modulo 2^32 in numpy as in WGSL, silently: no error state
+                # or dtype work needed.
+                return fast(a, b)
+        nd = max(a.ndim for a in args)
+        if any(a.ndim != nd for a in args):
+            args = tuple(a.reshape(a.shape + (1,) * (nd - a.ndim)) for a in args)
+        return ops.TABLE[op].impl(*args)
+
+    def construct(self, ty, parts: list):
+        if isinstance(ty, Array):
+            return ArrayValue(parts)
+        lanes = max(p.shape[0] for p in parts)
+        cols = [broadcast(p, lanes).reshape(lanes, -1) for p in parts]
+        return np.concatenate(cols, axis=1).astype(ty.elem.dtype, copy=False)
+
+    def call(self, fn: Function, args: list, m: Mask):
+        """Inline a helper: its body runs on the caller's lanes with a fresh scope and frame."""
+        caller = (self.scopes, self.frame, self.current)
+        self.scopes = [self.module, {p: Slot(a) for (p, _), a in zip(fn.params, args)}]
+        self.frame = Frame(m)
+        try:
+            self.block(fn.body, m)
+            return self.frame.result
+        finally:
+            self.scopes, self.frame, self.current = caller

@@ -1,0 +1,307 @@
+"""Memory access: loads and stores of storage bindings and workgroup memory, with the bounds
+checks, the record of who wrote (and, in workgroup memory, read) each element that the race
+checks consult, and ``workgroupBarrier()``.
+
+See :mod:`kvdsl.interp` (Storage buffers; Workgroup memory and barriers) for the semantics.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kvdsl.interp.batch import Fallback
+from kvdsl.interp.errors import InterpError, OutOfBounds, RaceError, UninitializedRead
+from kvdsl.interp.values import (
+    Mask,
+    SharedArray,
+    Storage,
+    affine,
+    broadcast,
+    counts,
+    is_uniform,
+    strided,
+)
+
+
+class Strided:
+    """A load's elements left in the buffer: ``view`` (a strided view, one axis per level of
+    the index set, then the element's components) holds the lanes' elements in lane order. Only
+    a store takes one, copying view to view where the shapes allow."""
+
+    __slots__ = ("view", "n", "levels")
+
+    def __init__(self, view: np.ndarray, n: int, levels: int) -> None:
+        self.view, self.n, self.levels = view, n, levels
+
+    def array(self) -> np.ndarray:
+        """The value as an ordinary ``[n, ...]`` array (a copy)."""
+        return self.view.reshape((self.n,) + self.view.shape[self.levels :])
+
+
+def _put(dst: np.ndarray, v: np.ndarray, lazy: Strided | None) -> None:
+    """Write the lanes' values ``v`` (or ``lazy``'s view) over the strided view ``dst``."""
+    if lazy is not None:
+        try:
+            np.reshape(dst, lazy.view.shape, copy=False)[...] = lazy.view
+            return
+        except ValueError:
+            pass
+        try:
+            dst[...] = np.reshape(lazy.view, dst.shape, copy=False)
+            return
+        except ValueError:
+            v = lazy.array()
+    dst[...] = v.reshape(dst.shape) if len(v) > 1 else v
+
+
+class Memory:
+    """The machine's memory accesses, a mixin of :class:`kvdsl.interp.machine.Machine`, which
+    holds the state they use: ``grid``, ``n``, ``shared``, ``strict_init``, ``batch``,
+    ``_probe``, ``_affine`` and ``where()`` for messages."""
+
+    # ---- bounds --------------------------------------------------------------------------
+    def _first_bad(self, bad: np.ndarray) -> int:
+        return int(np.flatnonzero(bad)[0]) if bad.shape[0] > 1 else 0
+
+    def _oob(self, what: str, idx: np.ndarray, length: int, m: Mask) -> None:
+        """Raise :class:`OutOfBounds` if an active lane's index is outside ``[0, length)``."""
+        if is_uniform(idx):
+            i = int(idx[0])
+            if 0 <= i < length:
+                return
+            lane = int(self.grid.active(m)[0])
+        else:
+            if m is None:
+                ok = int(idx.max()) < length and (idx.dtype.kind == "u" or int(idx.min()) >= 0)
+                if ok:
+                    return
+            bad = idx >= length if idx.dtype.kind == "u" else (idx < 0) | (idx >= length)
+            if m is not None:
+                bad &= m
+                if not bad.any():
+                    return
+            lane = self._first_bad(bad)
+            i = int(idx[lane])
+        raise OutOfBounds(
+            f"{what}[{i}] is out of bounds (length {length}) for "
+            f"{self.grid.describe(self.grid.original(lane))}{self.where()}"
+        )
+
+    # ---- storage bindings ----------------------------------------------------------------
+    def store(self, b: Storage, idx: np.ndarray, v: np.ndarray, m: Mask) -> None:
+        """``binding[idx] = v`` on the lanes of ``m``, checking bounds and races."""
+        name = b.binding.name
+        if not self._inside(idx, b.length, m):
+            self._oob(name, idx, b.length, m)
+        lazy = v if isinstance(v, Strided) else None
+        if self._probe is True and self.batch is not None:
+            self._probe = self.batch.best_inner(idx)
+        if m is None and b.owner is None and idx.shape[0] > 1:
+            shape = self.affine(idx, b.length)
+            writers = self.grid.writers(m) if shape is not None else None
+            if writers is not None and b.defer(shape, writers):
+                # Distinct elements no other store has touched: who wrote them is recorded as
+                # a pattern, entered in the owner array only if something needs it.
+                _put(strided(b.data, shape), v, lazy)
+                return
+        if lazy is not None:
+            v = lazy.array()
+        active = self.grid.active(m)
+        lanes = self.grid.original(active)
+        owner = b.owners()
+        if is_uniform(idx) and len(lanes) > 1:
+            if self.batch is not None:
+                raise Fallback(f"{name}: one element stored on several trips")
+            self._race_pair(name, int(idx[0]), int(lanes[0]), int(lanes[1]), "write")
+        i = idx if is_uniform(idx) or m is None else idx[active]
+        val = v if is_uniform(v) or m is None else v[active]
+        shape = self.affine(i, b.length) if len(i) > 1 else None
+        if shape is not None:
+            # Distinct indices in a strided pattern: views instead of gathers and scatters.
+            dims = counts(shape)
+            prev = strided(owner, shape)
+            if prev.max() >= 0:
+                self._check_owner(name, prev.reshape(-1), i, lanes)
+            prev[...] = lanes.reshape(dims)
+            _put(strided(b.data, shape), val, None)
+            return
+        rising = len(i) == 1 or bool((i[1:] > i[:-1]).all())
+        if not rising and self.batch is not None and np.unique(i).size != i.size:
+            raise Fallback(f"{name}: one element stored on several trips")
+        prev = owner[i]
+        if prev.max() >= 0:
+            self._check_owner(name, prev, i, lanes)
+        owner[i] = lanes
+        if not rising:
+            # Repeated indices within this store: the owner that stuck is not every writer's.
+            back = owner[i]
+            dup = back != lanes
+            if dup.any():
+                j = self._first_bad(dup)
+                self._race_pair(name, int(i[j]), int(back[j]), int(lanes[j]), "write")
+        b.data[i] = val
+
+    def _inside(self, idx: np.ndarray, length: int, m: Mask) -> bool:
+        """Whether every lane's index is known inside ``[0, length)`` without a bounds pass: an
+        affine index set is (the access asks :meth:`affine` next, which remembers it)."""
+        return m is None and idx.shape[0] > 1 and self.affine(idx, length) is not None
+
+    def affine(self, idx: np.ndarray, length: int):
+        """:func:`affine` of ``idx``, remembered for the last few arrays (``buf[e] = src[e]``
+        asks twice about one, ``a[i] = x[j]; b[i] = y[j]`` four times about two)."""
+        for last, n, shape in self._affine:
+            if idx is last and n == length:
+                return shape
+        shape = affine(idx, length)
+        self._affine = [(idx, length, shape)] + self._affine[:3]
+        return shape
+
+    def _check_owner(self, name: str, prev: np.ndarray, i: np.ndarray, lanes: np.ndarray) -> None:
+        clash = (prev >= 0) & (prev != lanes)
+        if clash.any():
+            j = self._first_bad(clash)
+            self._race_pair(
+                name, int(broadcast(i, len(lanes))[j]), int(prev[j]), int(lanes[j]), "write"
+            )
+
+    def _race_pair(self, name: str, index: int, first: int, second: int, what: str) -> None:
+        raise RaceError(
+            f"{name}[{index}]: {self.grid.describe(first)} wrote it and "
+            f"{self.grid.describe(second)} {what}s it in the same dispatch{self.where()}"
+        )
+
+    def load(self, b: Storage, idx: np.ndarray, m: Mask, view: bool = False):
+        """``binding[idx]`` on the lanes of ``m`` (other lanes get any element); with ``view``,
+        a read-only binding's strided elements may come back as a :class:`Strided` instead."""
+        if not self._inside(idx, b.length, m):
+            self._oob(b.binding.name, idx, b.length, m)
+        if b.binding.access == "read_write" and (b.written or self.strict_init):
+            self._check_read(b, idx, m)
+        if is_uniform(idx):
+            return b.data[int(idx[0]) : int(idx[0]) + 1].copy()
+        shape = self.affine(idx, b.length)
+        if shape is not None:
+            if view and b.binding.access == "read":
+                return Strided(strided(b.data, shape), idx.shape[0], len(shape[1]))
+            v = strided(b.data, shape).reshape(idx.shape + b.data.shape[1:])
+            return v.copy() if b.binding.access == "read_write" else v
+        return np.take(b.data, idx, axis=0, mode="clip")
+
+    def _check_read(self, b: Storage, idx: np.ndarray, m: Mask) -> None:
+        lanes = self.grid.active(m)
+        i = broadcast(idx, self.n)[lanes].astype(np.intp)
+        lanes = self.grid.original(lanes)
+        prev = b.owners()[i]
+        if self.strict_init and (prev < 0).any():
+            j = self._first_bad(prev < 0)
+            raise UninitializedRead(
+                f"{b.binding.name}[{int(i[j])}] is read by {self.grid.describe(int(lanes[j]))} "
+                f"before anything in the dispatch wrote it{self.where()}"
+            )
+        clash = (prev >= 0) & (prev != lanes)
+        if clash.any():
+            j = self._first_bad(clash)
+            self._race_pair(b.binding.name, int(i[j]), int(prev[j]), int(lanes[j]), "read")
+
+    # ---- workgroup memory ----------------------------------------------------------------
+    def _shared_at(self, w: SharedArray, idx: np.ndarray, m: Mask):
+        """Active lanes, their dispatch-wide invocation ids and flat positions in ``w``."""
+        self._oob(w.var.name, idx, w.length, m)
+        active = self.grid.active(m)
+        ids = self.grid.original(active)
+        i = broadcast(idx, self.n)[active].astype(np.int64)
+        return active, ids, (ids // self.grid.per_group - w.first) * w.length + i
+
+    def _shared_race(self, w: SharedArray, flat: int, first: str, second: str) -> None:
+        raise RaceError(
+            f"{w.var.name}[{flat % w.length}] (workgroup memory): {first} and {second} "
+            f"with no workgroupBarrier() between{self.where()}"
+        )
+
+    def shared_load(self, w: SharedArray, idx: np.ndarray, m: Mask) -> np.ndarray:
+        """``w[idx]`` on the lanes of ``m``: each lane reads its own workgroup's row."""
+        active, ids, flat = self._shared_at(w, idx, m)
+        if self.strict_init and not w.written[flat].all():
+            j = self._first_bad(~w.written[flat])
+            raise UninitializedRead(
+                f"{w.var.name}[{int(flat[j]) % w.length}] (workgroup memory) is read by "
+                f"{self.grid.describe(int(ids[j]))} before anything in the dispatch wrote "
+                f"it{self.where()}"
+            )
+        prev = w.owner[flat]
+        clash = (prev >= 0) & (prev != ids)
+        if clash.any():
+            j = self._first_bad(clash)
+            self._shared_race(
+                w,
+                int(flat[j]),
+                f"{self.grid.describe(int(prev[j]))} wrote it",
+                f"{self.grid.describe(int(ids[j]))} reads it",
+            )
+        r = w.reader[flat]
+        new = np.where((r == -1) | (r == ids), ids, -2)
+        w.reader[flat] = new
+        back = w.reader[flat]
+        w.reader[flat[back != new]] = -2  # two lanes of this load read one element
+        got = w.data[flat]
+        if m is None and len(active) == self.n:
+            return got
+        out = np.zeros((self.n,) + w.data.shape[1:], w.data.dtype)
+        out[active] = got
+        return out
+
+    def shared_store(self, w: SharedArray, idx: np.ndarray, v: np.ndarray, m: Mask) -> None:
+        """``w[idx] = v`` on the lanes of ``m``, checking races since the last barrier."""
+        active, ids, flat = self._shared_at(w, idx, m)
+        prev = w.owner[flat]
+        clash = (prev >= 0) & (prev != ids)
+        if clash.any():
+            j = self._first_bad(clash)
+            self._shared_race(
+                w,
+                int(flat[j]),
+                f"{self.grid.describe(int(prev[j]))} wrote it",
+                f"{self.grid.describe(int(ids[j]))} writes it",
+            )
+        r = w.reader[flat]
+        clash = (r != -1) & (r != ids)
+        if clash.any():
+            j = self._first_bad(clash)
+            who = "several invocations" if r[j] == -2 else self.grid.describe(int(r[j]))
+            self._shared_race(
+                w, int(flat[j]), f"{who} read it", f"{self.grid.describe(int(ids[j]))} writes it"
+            )
+        w.owner[flat] = ids
+        back = w.owner[flat]
+        dup = back != ids
+        if dup.any():
+            j = self._first_bad(dup)
+            self._shared_race(
+                w,
+                int(flat[j]),
+                f"{self.grid.describe(int(back[j]))} wrote it",
+                f"{self.grid.describe(int(ids[j]))} writes it",
+            )
+        w.data[flat] = broadcast(v, self.n)[active]
+        w.written[flat] = True
+
+    def barrier(self, m: Mask) -> None:
+        """``workgroupBarrier()``: every invocation of a workgroup must be here, or none."""
+        p = self.grid.per_group
+        if m is not None or self.grid.ids is not None or self.grid.n % p:
+            ids = self.grid.original(self.grid.active(m))
+            groups, counts = np.unique(ids // p, return_counts=True)
+            bad = np.flatnonzero(counts != p)
+            if bad.size:
+                g = int(groups[bad[0]])
+                raise InterpError(
+                    f"workgroupBarrier() reached by {int(counts[bad[0]])} of {p} invocations of "
+                    f"workgroup {self._wid(g)}: a barrier that some invocations of a workgroup "
+                    f"do not reach is undefined in WGSL{self.where()}"
+                )
+        for w in self.shared.values():
+            w.barrier()
+
+    def _wid(self, g: int) -> tuple[int, int, int]:
+        wx, wy, _ = self.grid.workgroups
+        return (g % wx, g // wx % wy, g // (wx * wy))
