@@ -14,6 +14,7 @@ from kvdsl.ir import (
     Op,
     VerifyError,
     array,
+    clamp,
     f16,
     f32,
     i32,
@@ -239,3 +240,21 @@ def test_types_spell_wgsl():
     assert isinstance(u32, Scalar) and isinstance(vec(2, i32), Vec)
     with pytest.raises(ValueError):
         vec(5, f32)
+
+
+def test_vector_builtins_splat_literals(gpu):
+    """``clamp(v4, 0.5, 1.0)`` builds WGSL's splat ``vec4<f32>(0.5f)``; both backends agree."""
+    from kvdsl import interp, runtime
+    from kvdsl.emit import emit
+    from kvdsl.frontend import parse
+
+    kb = KernelBuilder("splat", 4)
+    out = kb.binding("out", vec(4, f32), "read_write")
+    out[kb.gid.x] = clamp(out[kb.gid.x], 0.5, 1.0) * 2.0
+    k = kb.build()
+    assert "clamp(out[gid.x], vec4<f32>(0.5f), vec4<f32>(1.0f)) * 2.0f" in emit(k)
+    assert parse(emit(k)).body == k.body
+    x = np.random.default_rng(2).uniform(0.1, 1.4, 16).astype(np.float32)
+    want = np.clip(x, 0.5, 1.0) * np.float32(2)
+    for run in (interp.run, runtime.run):
+        assert np.array_equal(run(k, {"out": x}, None, (1, 1, 1))["out"], want)

@@ -226,6 +226,8 @@ class Expressions:
             return ArrayValue(parts)
         lanes = max(p.shape[0] for p in parts)
         cols = [broadcast(p, lanes).reshape(lanes, -1) for p in parts]
+        if len(cols) == 1 and cols[0].shape[1] == 1:
+            cols = cols * ty.n  # the splat vecN<T>(x)
         return np.concatenate(cols, axis=1).astype(ty.elem.dtype, copy=False)
 
     def call(self, fn: Function, args: list, m: Mask):

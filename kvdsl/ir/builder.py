@@ -117,9 +117,18 @@ def binary(op: Op, a: Val | Num, b: Val | Num) -> Val:
 
 
 def call(op: Op, *args: Val | Num) -> Val:
-    """A builtin call; literal arguments adapt to the first typed argument."""
+    """A builtin call; literal arguments adapt to the first typed argument (a vector's literal
+    becomes the splat ``vecN<T>(x)``, as builtins take no mixed vector/scalar operands)."""
     like = next((a.ty for a in args if isinstance(a, Val) and a.ty != bool_), None)
-    vals = [as_val(a, bool_ if op == Op.SELECT and i == 2 else like) for i, a in enumerate(args)]
+
+    def arg(i: int, a: Val | Num) -> Val:
+        if op == Op.SELECT and i == 2:
+            return as_val(a, bool_)
+        if isinstance(like, Vec) and not isinstance(a, Val):
+            return construct(like, a)
+        return as_val(a, like)
+
+    vals = [arg(i, a) for i, a in enumerate(args)]
     return _typed(op, Call(op, tuple(v.node for v in vals)), tuple(v.ty for v in vals))
 
 
@@ -175,8 +184,8 @@ def convert(ty: Scalar | Vec, x: Val | Num) -> Val:
 
 def construct(ty: Vec | Array, *args: Val | Num) -> Val:
     """``vecN<T>(...)`` or ``array<T, N>(...)`` from components."""
-    elem = ty.elem if isinstance(ty, Vec) else ty.elem
-    vals = [as_val(a, elem) for a in args]
+    vals = [as_val(a, ty.elem) for a in args]
+    # One scalar for a vector is WGSL's splat vecN<T>(x); verify checks the components.
     return Val(Construct(ty, tuple(v.node for v in vals)), ty)
 
 

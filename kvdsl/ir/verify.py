@@ -216,6 +216,8 @@ class Checker:
                 got = [self.type_of(a, scope) for a in args]
                 if isinstance(ty, Vec):
                     n = sum(t.n if isinstance(t, Vec) else 1 for t in got)
+                    if got == [ty.elem]:
+                        n = ty.n  # one scalar: the splat vecN<T>(x)
                     if n != ty.n or any(t.scalar != ty.elem for t in got if hasattr(t, "scalar")):
                         raise VerifyError(f"{show(e)}: components do not make a {ty}")
                     if any(not isinstance(t, (Scalar, Vec)) for t in got):
