@@ -3,39 +3,9 @@ the legacy template, in one run.
 
     python benchmarks/gpu.py [--small] [--out DIR] [--variants NAME|MODE ...]   (or `kvdsl bench`)
 
-**What runs.** One representative config per distinct option set of the catalog (mode, walk,
-region, rotary, K norm, bits, vec4, element types ...), reshaped to 8 KV heads × head dim 128 with
-``dataclasses.replace`` (``copy`` of packed int4 words: 64 words per row). Sizes: batch 1 and 4,
-an 8,192-token cache, prefill appends of 2,048 tokens and decode appends of 1 token (``--small``:
-a 32-token cache, 8-token appends, batch 1 and 2, for llvmpipe):
-
-=============  ==================================================================================
-transpose      ``kvSeq`` = cache
-copy           rows = batch × heads × cache
-merge          ``pastSeq`` + ``keySeq`` = cache − prefill + prefill, and cache − 1 + 1
-merge_share    capacity = cache, ``keySeq`` = prefill and 1, ``seqlens_k`` = cache − 1 (the append
-               fills the cache: rows ``[cache − keySeq, cache)``)
-window_shift   capacity = cache, ``keySeq`` = prefill and 1, ``seqlens_k`` = cache + keySeq − 1 (a
-               full cache: ``keySeq`` rows are evicted, the rest slide down)
-build(_quant)  ``seq`` = prefill and cache, ``pastSeq`` = 0, per-channel scales
-append_quant   ``totalSeq`` = cache, ``seq`` = prefill and 1, ``seqlens_k`` = cache − 1
-=============  ==================================================================================
-
-**Bytes that must move** (each input element the kernel's interface needs read once, each output
-element it must write written once; element = a word of the binding's type, so an int8 cache
-element is an i32 word (4 B) and two int4 elements share a u32 word (2 B per element)):
-
-- transpose, copy: all of K and V in, all of present K and V out.
-- merge: past rows (``pastSeq`` per head) and new rows (``keySeq``) in; every present row out.
-- merge_share retain: the rows outside the append window, in and out (the window is the other
-  pass's); ``seqlens_k`` in. append: the window's new rows in and out, ``seqlens_k``, and with
-  rotary the cos/sin entries of the window's positions.
-- window_shift all: the surviving past rows and the new rows in, every capacity row out (cleared
-  rows count as written); shift: surviving past rows in, every row but the appended ones out;
-  append: new rows in and out, cos/sin of their positions. ``seqlens_k`` in.
-- build, build_quant: new K/V in, present K/V out (quantised words); K-norm weight; cos/sin of
-  the ``seq`` positions; per-channel scales (heads × head dim each).
-- append_quant: as build_quant for the fitting new rows, plus ``seqlens_k``.
+**What runs** (one representative config per distinct catalog option set, reshaped to 8 KV heads ×
+head dim 128, at batch 1 and 4, an 8,192-token cache, prefill and decode appends) and **the bytes
+each measurement must move** (the counting rule per mode): ``benchmarks/plans.py``.
 
 **Measured.** Each kernel's median GPU time over ``--repeats`` dispatches recorded back to back in
 one submission after at least ``--warmup`` dispatches and ~10 ms of untimed GPU work, so clocks
@@ -63,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import dataclasses
 import json
 import math
 import os
@@ -72,7 +41,7 @@ import tempfile
 import time
 import traceback
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import numpy as np
 
@@ -86,15 +55,25 @@ os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.gettempdir())
 import roofline  # noqa: E402
 from kvdsl import catalog, runtime  # noqa: E402
 from kvdsl.emit import emit  # noqa: E402
-from kvdsl.ir import Kernel  # noqa: E402
 from kvdsl.runtime import device as gpu  # noqa: E402
+from plans import (  # noqa: E402, F401  (plans' public names stay importable from gpu)
+    FULL,
+    HEAD_DIM,
+    HEADS,
+    SHAPE_FIELDS,
+    SMALL,
+    Plan,
+    Pool,
+    biggest_buffer,
+    decode_append,
+    element_sizes,
+    options,
+    plans,
+    representatives,
+    reshape,
+)
 
-HEADS, HEAD_DIM = 8, 128
-FULL = {"batches": (1, 4), "cache": 8192, "prefill": 2048}
-SMALL = {"batches": (1, 2), "cache": 32, "prefill": 8}
 DEFAULT_OUT = REPO / "benchmarks" / "out"
-#: config fields that do not make a variant distinct (its shape and dispatch tunables)
-SHAPE_FIELDS = ("kv_heads", "head_dim", "workgroup_size", "fold", "storage_buffer_limit", "eps")
 
 COLUMNS = (
     "mode", "variant", "options", "batch", "tokens", "cache", "decode", "bytes",
@@ -102,217 +81,6 @@ COLUMNS = (
     "template_us", "template_pct_roofline", "template_over_kvdsl", "floor_us", "floor_x",
     "template_floor_x", "kvdsl_status", "template_status",
 )  # fmt: skip
-
-
-# -- which configs ------------------------------------------------------------------------------
-
-
-def options(cfg: Any) -> str:
-    """The fields that make ``cfg`` distinct, as ``k=v`` words (shape fields left out)."""
-    fields = dataclasses.asdict(cfg)
-    return " ".join(f"{k}={v}" for k, v in fields.items() if k not in SHAPE_FIELDS)
-
-
-def reshape(cfg: Any) -> Any:
-    """``cfg`` at 8 KV heads × head dim 128 (``copy``: words per row, 64 for packed int4)."""
-    if cfg.mode == "copy":
-        return dataclasses.replace(
-            cfg, head_dim=HEAD_DIM // 2 if cfg.present_type == "u32" else 128
-        )
-    return dataclasses.replace(cfg, kv_heads=HEADS, head_dim=HEAD_DIM)
-
-
-def representatives(select: list[str] | None = None) -> dict[str, Any]:
-    """One catalog config per distinct (mode, options), reshaped; named after its catalog variant
-    (one of 8 × 128 shape where there is one). ``select``: variant or mode names."""
-    groups: dict[tuple[str, str], list[str]] = {}
-    for name, cfg in catalog.VARIANTS.items():
-        groups.setdefault((cfg.mode, options(cfg)), []).append(name)
-    chosen = {}
-    for names in groups.values():
-        native = [n for n in names if n.endswith(("llama31_8b", "qwen3_06b"))]
-        chosen[(native or names)[0]] = reshape(catalog.VARIANTS[(native or names)[0]])
-    order = list(catalog.MODES)
-    chosen = dict(sorted(chosen.items(), key=lambda kv: (order.index(kv[1].mode), kv[0])))
-    if not select:
-        return chosen
-    out = {}
-    for s in select:
-        if s in catalog.MODES:
-            out |= {n: c for n, c in chosen.items() if c.mode == s}
-        elif s in chosen:
-            out[s] = chosen[s]
-        else:
-            out[s] = reshape(catalog.config(s))  # raises UnknownVariant for a wrong name
-    return out
-
-
-# -- sizes, buffer sizes and bytes ---------------------------------------------------------------
-
-
-@dataclasses.dataclass
-class Plan:
-    """One measurement: params, element counts per binding name, bytes that must move."""
-
-    batch: int
-    tokens: int
-    cache: int
-    params: dict[str, int]
-    counts: dict[str, int]
-    seqlens: int | None
-    moved: Callable[[dict[str, int]], int]  # element bytes per binding name -> bytes moved
-
-
-def decode_append(cfg: Any, plan: Plan) -> bool:
-    """A 1-token append whose work is the new rows alone (the floor target applies to it)."""
-    appends = cfg.mode == "append_quant" or getattr(cfg, "region", "") == "append"
-    return plan.tokens == 1 and appends
-
-
-def _size(kernel: Kernel) -> dict[str, int]:
-    return {b.name: b.elem.scalar.size for b in kernel.bindings}
-
-
-def plans(cfg: Any, size: dict) -> Iterator[Plan]:
-    """The measurements of ``cfg`` at ``size`` (FULL or SMALL)."""
-    S, P, h = size["cache"], size["prefill"], getattr(cfg, "kv_heads", HEADS)
-    d = cfg.head_dim
-    half = d // 2
-    words = d if getattr(cfg, "bits", 8) == 8 else d // 2
-    for B in size["batches"]:
-        row = B * h * d  # elements of one token row over every batch and head
-        match cfg.mode:
-            case "transpose":
-                n = B * S * h * d
-                yield Plan(B, S, S, {"batchSize": B, "kvSeq": S},
-                           dict.fromkeys(("key", "value", "present_key", "present_value"), n),
-                           None, lambda z, n=n: 2 * n * (z["key"] + z["present_key"]))  # fmt: skip
-            case "copy":
-                n = B * h * S * d
-                yield Plan(B, S, S, {"count": B * h * S},
-                           dict.fromkeys(("src_k", "src_v", "present_key", "present_value"), n),
-                           None, lambda z, n=n: 4 * n * z["src_k"])  # fmt: skip
-            case "merge":
-                for new in (P, 1):
-                    past = S - new
-                    counts = {"past_k": past * row, "past_v": past * row, "new_k": new * row,
-                              "new_v": new * row, "present_key": S * row,
-                              "present_value": S * row}  # fmt: skip
-                    yield Plan(B, new, S,
-                               {"count": B * h * S, "seq": S, "pastSeq": past, "keySeq": new},
-                               counts, None, _sum_of(counts))  # fmt: skip
-            case "merge_share":
-                for new in (P, 1):
-                    yield _merge_share(cfg, B, h, d, half, S, new)
-            case "window_shift":
-                for new in (P, 1):
-                    yield _window_shift(cfg, B, h, d, half, S, new)
-            case "build" | "build_quant":
-                for seq in (P, S):
-                    yield _build(cfg, B, h, d, half, words, seq, seq, None)
-            case "append_quant":
-                for seq in (P, 1):
-                    yield _build(cfg, B, h, d, half, words, seq, S, S - 1)
-
-
-def _sum_of(moved: dict[str, int]) -> Callable[[dict[str, int]], int]:
-    """Bytes moved when ``moved[name]`` elements of each binding move once."""
-    return lambda z: sum(n * z[k] for k, n in moved.items() if k in z)
-
-
-def _merge_share(cfg: Any, B: int, h: int, d: int, half: int, S: int, new: int) -> Plan:
-    # seqlens_k = S - 1: the window is rows [S - new, S) of each head.
-    counts = {"past_k": B * h * S * d, "past_v": B * h * S * d, "new_k": B * new * h * d,
-              "new_v": B * new * h * d, "seqlens_k": B, "cos_cache": S * half,
-              "sin_cache": S * half, "present_key": B * h * S * d,
-              "present_value": B * h * S * d}  # fmt: skip
-    if cfg.region == "retain":
-        kept = B * h * (S - new) * d
-        moved = dict.fromkeys(("past_k", "past_v", "present_key", "present_value"), kept)
-        rows = B * h * S
-    else:
-        fresh = B * h * new * d
-        moved = dict.fromkeys(("new_k", "new_v", "present_key", "present_value"), fresh)
-        moved |= dict.fromkeys(("cos_cache", "sin_cache"), new * half)
-        rows = B * h * new
-    moved["seqlens_k"] = B
-    return Plan(B, new, S, {"count": rows, "seq": S, "keySeq": new}, counts, S - 1, _sum_of(moved))
-
-
-def _window_shift(cfg: Any, B: int, h: int, d: int, half: int, S: int, new: int) -> Plan:
-    # seqlens_k = S + new - 1 on a full cache: `new` rows evicted, S - new survive, none cleared.
-    counts = {"past_k": B * h * S * d, "past_v": B * h * S * d, "new_k": B * new * h * d,
-              "new_v": B * new * h * d, "seqlens_k": B, "cos_cache": (S + new) * half,
-              "sin_cache": (S + new) * half, "present_key": B * h * S * d,
-              "present_value": B * h * S * d}  # fmt: skip
-    survive, fresh = B * h * (S - new) * d, B * new * h * d
-    moved = {"seqlens_k": B}
-    if cfg.region != "append":
-        moved |= {"past_k": survive, "past_v": survive}
-    if cfg.region != "shift":
-        moved |= {"new_k": fresh, "new_v": fresh}
-        moved |= dict.fromkeys(("cos_cache", "sin_cache"), new * half)
-    written = {"all": B * h * S * d, "shift": survive, "append": fresh}[cfg.region]
-    moved |= {"present_key": written, "present_value": written}
-    rows = B * h * (new if cfg.region == "append" else S)
-    params = {"count": rows, "seq": S, "keySeq": new}
-    return Plan(B, new, S, params, counts, S + new - 1, _sum_of(moved))
-
-
-def _build(cfg: Any, B: int, h: int, d: int, half: int, words: int, seq: int, rows: int,
-           seqlens: int | None) -> Plan:  # fmt: skip
-    """build / build_quant (``rows == seq``) and append_quant (``rows`` = capacity)."""
-    new = B * seq * h * d
-    out_words = d if cfg.mode == "build" else words
-    counts = {"src_k": new, "src_v": new, "seqlens_k": B, "k_norm_weight": d,
-              "cos_cache": rows * half, "sin_cache": rows * half, "k_scale": h * d,
-              "v_scale": h * d, "present_key": B * h * rows * out_words,
-              "present_value": B * h * rows * out_words}  # fmt: skip
-    written = B * h * seq * out_words
-    moved = counts | {"present_key": written, "present_value": written}
-    moved |= dict.fromkeys(("cos_cache", "sin_cache"), seq * half)
-    params = {"count": B * h * seq, "seq": seq, "pastSeq": rows - seq, "perChannel": 1}
-    if cfg.mode == "append_quant":
-        params["totalSeq"] = rows
-    return Plan(B, seq, rows, params, counts, seqlens, _sum_of(moved))
-
-
-class Pool:
-    """Random non-zero inputs, made once per (element count, dtype) and shared by every buffer."""
-
-    def __init__(self) -> None:
-        self.arrays: dict[tuple[int, str], np.ndarray] = {}
-        self.rng = np.random.default_rng(0)
-
-    def get(self, n: int, dtype: np.dtype) -> np.ndarray:
-        key = (n, np.dtype(dtype).str)
-        if key not in self.arrays:
-            x = self.rng.random(n, np.float32) + 0.5
-            integer = np.dtype(dtype).kind in "iu"
-            self.arrays[key] = (x * 1000).astype(dtype) if integer else x.astype(dtype)
-        return self.arrays[key]
-
-    def buffers(self, bindings, plan: Plan) -> dict[str, np.ndarray]:
-        """One array per binding, sized by ``plan``; ``seqlens_k`` holds the plan's value."""
-        out = {}
-        for b in bindings:
-            if b.name == "seqlens_k":
-                out[b.name] = np.full(plan.batch, plan.seqlens, np.int32)
-            else:
-                out[b.name] = self.get(plan.counts[b.name], b.elem.scalar.dtype)
-        return out
-
-
-def biggest_buffer(selection: dict[str, Any], size: dict) -> int:
-    """Bytes of the largest buffer the run will bind (the roofline copy's included)."""
-    big = 0
-    for name, cfg in selection.items():
-        kernel = catalog.build_config(cfg, name)
-        z = _size(kernel)
-        for plan in plans(cfg, size):
-            big = max(big, plan.moved(z) // 2)
-            big = max(big, *(plan.counts[b] * z[b] for b in z if b in plan.counts))
-    return big
 
 
 # -- the template ---------------------------------------------------------------------------------
@@ -475,7 +243,7 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> list[di
                     legacy_wgsl.append((lv, render_template(template, lv, lbind, lstruct)))
         except Exception as e:
             legacy_status = "render error: " + _error(e)
-        z = _size(kernel)
+        z = element_sizes(kernel)
         for plan in plans(cfg, size):
             nbytes = plan.moved(z)
             row = {"mode": cfg.mode, "variant": name, "options": options(cfg),

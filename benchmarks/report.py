@@ -298,7 +298,7 @@ def page(rows: list[dict], device: dict, comp: dict | None, png: str | None, not
         "runs once, reshaped to 8 KV heads × head dim 128. Times are GPU timestamps around each "
         "dispatch, many dispatches in one submission, median. *Bytes* are what the variant's "
         "interface must move: each input element read once, each output element written once "
-        "(the counting rule per mode is in `benchmarks/gpu.py`'s docstring). *% roof* is the "
+        "(the counting rule per mode is in `benchmarks/plans.py`'s docstring). *% roof* is the "
         "time of a `vec4<f32>` copy moving the same bytes (half read, half written), measured "
         "in the same run (alternately with it), over the kernel's time; *copy GB/s* is that copy's "
         "bandwidth. *% best* divides by the higher of that copy and the best copy of the runs "
