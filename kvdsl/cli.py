@@ -335,9 +335,9 @@ def user_errors() -> tuple[type[BaseException], ...]:
 
 
 def known_failures() -> tuple[type[BaseException], ...]:
-    """Exception types of a run that failed for a stated reason: one line, exit code 1."""
-    failures: list[type[BaseException]] = [RuntimeError]  # runtime and interpreter errors
-    return tuple(failures)
+    """Exception types of a run that failed for a stated reason: one line, exit code 1 (the
+    runtime's and the interpreter's errors are RuntimeErrors)."""
+    return (RuntimeError,)
 
 
 def main(argv: list[str] | None = None) -> int:
