@@ -359,7 +359,11 @@ BY_SPELLING = {
 
 def info(op: Op) -> OpInfo:
     """The table row of ``op``."""
-    return TABLE[op]
+    return _ROWS[op.value]
+
+
+# Rows by the op's value: a str key hashes faster than an Enum member on the compiler's hot path.
+_ROWS = {op.value: row for op, row in TABLE.items()}
 
 
 def builtin_named(name: str) -> Op | None:

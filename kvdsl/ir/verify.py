@@ -175,8 +175,6 @@ class Checker:
                 if sym.kind == "workgroup":
                     raise VerifyError(f"workgroup var '{name}' used without an index")
                 return sym.ty
-            case Unary(op, x) | Binary(op, x, _) if op not in ops.TABLE:
-                raise VerifyError(f"{show(e)}: unknown op {op}")
             case Unary(op, x):
                 return self._apply(e, op, (self.type_of(x, scope),))
             case Binary(op, a, b):
