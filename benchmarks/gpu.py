@@ -195,15 +195,28 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> list[di
     template = find_template(args.template)
     log(f"template: {template or 'not found (legacy columns empty)'}")
     repeats, warmup = args.repeats, args.warmup
+    warm_seconds = 0.0 if args.small else WARM_SECONDS  # a smoke run on a CPU adapter: no clocks
     started = time.perf_counter()
+
+    # Device buffers shared by the timings of one config (and by every roofline copy of a size):
+    # each large array is uploaded once, not once per timing.
+    device_buffers: dict = {}
+    roof_buffers: dict = {}
 
     def timed(kernel: Any, buffers: dict, params: dict | None, nbytes: int = 0, **kw) -> float:
         # The GPU lowers its clocks when idle (the host spends seconds uploading between
         # kernels), so a fixed number of warm-up dispatches is too little for µs-size kernels:
         # warm up for at least WARM_SECONDS of GPU work, estimated from the bytes at 4 TB/s.
-        ahead = max(warmup, min(2000, math.ceil(WARM_SECONDS / max(nbytes / 4e12, 5e-6))))
+        ahead = max(warmup, min(2000, math.ceil(warm_seconds / max(nbytes / 4e12, 5e-6))))
         return _median_us(
-            runtime.time_kernel(kernel, buffers, params, repeats=repeats, warmup=ahead, **kw)
+            runtime.time_kernel(
+                kernel,
+                buffers,
+                params,
+                repeats=repeats,
+                warmup=ahead,
+                **({"reuse": device_buffers} | kw),
+            )
         )
 
     floor = timed(roofline.empty_kernel(), roofline.empty_buffers(), None, workgroups=(1, 1, 1))
@@ -212,7 +225,7 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> list[di
 
     def roofline_us(nbytes: int) -> float:
         buffers, params = roof.get(nbytes) or roof.setdefault(nbytes, roofline.copy_buffers(nbytes))
-        return timed(copy_kernel, buffers, params, nbytes)
+        return timed(copy_kernel, buffers, params, nbytes, reuse=roof_buffers)
 
     pool, rows = Pool(), []
     total = sum(1 for cfg in selection.values() for _ in plans(cfg, size))
@@ -298,6 +311,7 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> list[di
             rows.append(derive(row))
             log(progress(len(rows), total, row, time.perf_counter() - started))
         pool.arrays.clear()  # keep host memory bounded to one config's sizes
+        device_buffers.clear()  # and device memory
         write_csv(out / "gpu.csv", rows)  # a run cut short still leaves its rows
     write_csv(out / "gpu.csv", rows)
     info |= {"small": bool(args.small), "repeats": repeats, "warmup": warmup,
