@@ -106,7 +106,7 @@ def _typed(op: Op, node: Expr, args: tuple[Type, ...]) -> Val:
 def binary(op: Op, a: Val | Num, b: Val | Num) -> Val:
     """``a op b`` with literal adaptation; a shift amount literal is always u32."""
     if op in (Op.SHL, Op.SHR):
-        a = as_val(a, None if isinstance(b, Val) else None)
+        a = as_val(a)  # a literal shifted is i32, as WGSL's abstract int becomes
         b = as_val(b, u32 if not isinstance(a.ty, Vec) else Vec(a.ty.n, u32))
     elif isinstance(a, Val):
         b = as_val(b, a.ty)
