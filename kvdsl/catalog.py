@@ -21,9 +21,11 @@ from typing import Any, Callable
 
 from kvdsl.ir import Kernel
 from kvdsl.kernels import build as build_mode
+from kvdsl.kernels import copy as copy_mode
 from kvdsl.kernels import merge as merge_mode
 from kvdsl.kernels import merge_share as merge_share_mode
 from kvdsl.kernels import quant as quant_mode
+from kvdsl.kernels import transpose as transpose_mode
 from kvdsl.kernels import window_shift as window_shift_mode
 from kvdsl.kernels.config import as_dict
 from kvdsl.kernels.copy import CopyConfig, copy
@@ -60,7 +62,15 @@ MODES: dict[str, tuple[type, Callable[..., Kernel]]] = {
     "build_quant": (quant_mode.BuildQuantConfig, quant_mode.build_quant),
     "append_quant": (quant_mode.AppendQuantConfig, quant_mode.append_quant),
 }
-MODE_MODULES = (merge_mode, merge_share_mode, window_shift_mode, build_mode, quant_mode)
+MODE_MODULES = (
+    transpose_mode,
+    copy_mode,
+    merge_mode,
+    merge_share_mode,
+    window_shift_mode,
+    build_mode,
+    quant_mode,
+)
 
 
 def _variants() -> dict[str, Any]:
