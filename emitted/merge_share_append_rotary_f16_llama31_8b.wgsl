@@ -69,7 +69,7 @@ fn main(
         let cs = cos_cache[t * HALF + dr];
         let sn = sin_cache[t * HALF + dr];
         let x0 = f32(new_k[nSrc + dr]);
-        let x1 = f32(new_k[nSrc + dr + HALF]);
+        let x1 = f32(new_k[nSrc + (dr + HALF)]);
         present_key[dst] = f16(select(x1 * cs + x0 * sn, x0 * cs - x1 * sn, d < HALF));
         present_value[dst] = new_v[nSrc + d];
       }
@@ -100,7 +100,7 @@ fn main(
         let cs = cos_cache[t * HALF + dr];
         let sn = sin_cache[t * HALF + dr];
         let x0 = f32(new_k[nSrc + dr]);
-        let x1 = f32(new_k[nSrc + dr + HALF]);
+        let x1 = f32(new_k[nSrc + (dr + HALF)]);
         present_key[dst] = f16(select(x1 * cs + x0 * sn, x0 * cs - x1 * sn, d < HALF));
         present_value[dst] = new_v[nSrc + d];
       }

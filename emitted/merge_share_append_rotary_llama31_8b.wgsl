@@ -67,7 +67,7 @@ fn main(
         let cs = cos_cache[t * HALF + dr];
         let sn = sin_cache[t * HALF + dr];
         let x0 = new_k[nSrc + dr];
-        let x1 = new_k[nSrc + dr + HALF];
+        let x1 = new_k[nSrc + (dr + HALF)];
         present_key[dst] = select(x1 * cs + x0 * sn, x0 * cs - x1 * sn, d < HALF);
         present_value[dst] = new_v[nSrc + d];
       }
@@ -98,7 +98,7 @@ fn main(
         let cs = cos_cache[t * HALF + dr];
         let sn = sin_cache[t * HALF + dr];
         let x0 = new_k[nSrc + dr];
-        let x1 = new_k[nSrc + dr + HALF];
+        let x1 = new_k[nSrc + (dr + HALF)];
         present_key[dst] = select(x1 * cs + x0 * sn, x0 * cs - x1 * sn, d < HALF);
         present_value[dst] = new_v[nSrc + d];
       }

@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kvdsl.ir import Dispatch, Kernel, KernelBuilder, convert, f32
+from kvdsl.ir import Dispatch, Kernel, KernelBuilder, Val, convert, f32
 from kvdsl.kernels.config import (
     ceil_div,
     check,
@@ -198,6 +198,19 @@ def _append(kb: KernelBuilder, cfg: MergeShareConfig) -> None:
     half = kb.const("HALF", u32, cfg.head_dim // 2) if cfg.rotary else None
     rows, seq, key_seq = kb.param("count"), kb.param("seq"), kb.param("keySeq")
 
+    def window_row(row: Val) -> tuple[Val, Val, Val, Val]:
+        """``(b, hk, j, t)`` of new row ``row``: its cache row ``t`` in the append window;
+        tokens that do not fit the cache (keySeq > seq) return."""
+        j = kb.let("j", row % key_seq)
+        tmp = kb.let("tmp", row / key_seq)
+        hk = kb.let("hk", tmp % heads)
+        b = kb.let("b", tmp / heads)
+        w = append_window(kb, seqlens_k, b, seq, key_seq)
+        kb.comment("New tokens before `skip` do not fit the cache (keySeq > seq).")
+        with kb.if_(j < w.skip):
+            kb.ret()
+        return b, hk, j, kb.let("t", w.append_start + (j - w.skip))
+
     def cooperative() -> None:
         kb.comment("Compact cooperative append walk: the thread range spans only the appended")
         kb.comment("window (batch x kvHead x keySeq rows); the destination row is the dynamic")
@@ -225,15 +238,7 @@ def _append(kb: KernelBuilder, cfg: MergeShareConfig) -> None:
 
     def per_row() -> None:
         i = walks.per_row(kb, cfg.fold, rows)
-        j = kb.let("j", i % key_seq)
-        tmp = kb.let("tmp", i / key_seq)
-        hk = kb.let("hk", tmp % heads)
-        b = kb.let("b", tmp / heads)
-        w = append_window(kb, seqlens_k, b, seq, key_seq)
-        kb.comment("New tokens before `skip` do not fit the cache (keySeq > seq).")
-        with kb.if_(j < w.skip):
-            kb.ret()
-        t = kb.let("t", w.append_start + (j - w.skip))
+        b, hk, j, t = window_row(i)
         dst = kb.let("dstBase", bnsh(b, hk, t, heads, seq, head_dim))
         n_src = kb.let("nSrc", (b * key_seq + j) * hidden + hk * head_dim)
         rot = RowRotary(cos, sin, half) if cfg.rotary else None
@@ -249,15 +254,7 @@ def _append(kb: KernelBuilder, cfg: MergeShareConfig) -> None:
         hidden4 = flat.vector_const(kb, hidden, cfg.kv_heads * cfg.head_dim, width)
         half4 = flat.vector_const(kb, half, cfg.head_dim // 2, width) if cfg.rotary else None
         it = flat.walk(kb, cfg.fold, rows, hd4, width)
-        j = kb.let("j", it.row % key_seq)
-        tmp = kb.let("tmp", it.row / key_seq)
-        hk = kb.let("hk", tmp % heads)
-        b = kb.let("b", tmp / heads)
-        w = append_window(kb, seqlens_k, b, seq, key_seq)
-        kb.comment("New tokens before `skip` do not fit the cache (keySeq > seq).")
-        with kb.if_(j < w.skip):
-            kb.ret()
-        t = kb.let("t", w.append_start + (j - w.skip))
+        b, hk, j, t = window_row(it.row)
         dst = kb.let("dst", bnsh(b, hk, t, heads, seq, hd4) + it.d)
         n_src = kb.let("nSrc", (b * key_seq + j) * hidden4 + hk * hd4)
         if cfg.rotary:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from kvdsl.ir import (
     Buffer,
@@ -50,6 +50,7 @@ from kvdsl.ir import (
 from kvdsl.ir.nodes import Binary, Expr, Lit
 from kvdsl.ir.ops import Op
 from kvdsl.nodes.index import flat_index
+from kvdsl.nodes.rotary import rotate_loaded
 from kvdsl.nodes.quant import NIBBLE_OFFSET
 
 WALK = "flat"
@@ -171,24 +172,6 @@ def rotate(
     :func:`kvdsl.nodes.rotary.rotate_element`.
     """
     return rotate_loaded(kb, lambda i: as_f32(src[row_base + i]), d, cos, sin, pos, half)
-
-
-def rotate_loaded(
-    kb: KernelBuilder,
-    load: Callable[[Val], Val],
-    d: Val,
-    cos: Buffer,
-    sin: Buffer,
-    pos: Val,
-    half: Val,
-) -> Val:
-    """:func:`rotate` of a row whose vector ``i`` is ``load(i)`` (f32 lanes), e.g. normed K."""
-    dr = kb.let("dr", d % half)
-    cs = kb.let("cs", cos[pos * half + dr])
-    sn = kb.let("sn", sin[pos * half + dr])
-    x0 = kb.let("x0", load(dr))
-    x1 = kb.let("x1", load(dr + half))
-    return select(x1 * cs + x0 * sn, x0 * cs - x1 * sn, d < half)
 
 
 def row_sum_of_squares(

@@ -13,6 +13,8 @@ pair ``(d mod half, d mod half + half)`` sharing one cos/sin entry (cooperative 
 
 from __future__ import annotations
 
+from typing import Callable
+
 from kvdsl.ir import Buffer, KernelBuilder, Local, Val, convert, f32, select
 from kvdsl.ir.builder import as_val
 
@@ -30,6 +32,29 @@ def rotate_row(
         row[d + half] = x1 * cs + x0 * sn
 
 
+def rotate_loaded(
+    kb: KernelBuilder,
+    load: Callable[[Val], Val],
+    d: Val,
+    cos: Buffer,
+    sin: Buffer,
+    pos: Val,
+    half: Val,
+) -> Val:
+    """Element (or vector) ``d`` of the rotated row whose entry ``i`` is ``load(i)`` (f32).
+
+    ``d % half`` picks the pair without the u32 wrap of ``d - half`` for ``d < half``; the pair
+    ``(d % half, d % half + half)`` shares one cos/sin entry. Scalar or vector alike: with
+    vectors, ``half`` counts vectors and the vector lies in one half of the row.
+    """
+    dr = kb.let("dr", d % half)
+    cs = kb.let("cs", cos[pos * half + dr])
+    sn = kb.let("sn", sin[pos * half + dr])
+    x0 = kb.let("x0", load(dr))
+    x1 = kb.let("x1", load(dr + half))
+    return select(x1 * cs + x0 * sn, x0 * cs - x1 * sn, d < half)
+
+
 def rotate_element(
     kb: KernelBuilder,
     src: Buffer,
@@ -40,13 +65,5 @@ def rotate_element(
     pos: Val,
     half: Val,
 ) -> Val:
-    """Element ``d`` of the rotated row starting at ``src[row_base]``, as f32.
-
-    ``d % half`` picks the pair without the u32 wrap of ``d - half`` for ``d < half``.
-    """
-    dr = kb.let("dr", d % half)
-    cs = kb.let("cs", cos[pos * half + dr])
-    sn = kb.let("sn", sin[pos * half + dr])
-    x0 = kb.let("x0", convert(f32, src[row_base + dr]))
-    x1 = kb.let("x1", convert(f32, src[row_base + dr + half]))
-    return select(x1 * cs + x0 * sn, x0 * cs - x1 * sn, d < half)
+    """Element ``d`` of the rotated row starting at ``src[row_base]``, as f32."""
+    return rotate_loaded(kb, lambda i: convert(f32, src[row_base + i]), d, cos, sin, pos, half)

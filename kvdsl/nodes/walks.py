@@ -48,6 +48,12 @@ def _full_tile(kb: KernelBuilder, elem_base: Val, total: Val, span: Val) -> Val:
     return kb.let("fullTile", (total >= span).land(elem_base <= total - span))
 
 
+def _tile_steps(kb: KernelBuilder, elem_base: Val, row_len: Val) -> Iterator[Val]:
+    """``e = elemBase + s*WG + lid.x`` for ``s`` in ``[0, row_len)``: a full tile, no test."""
+    with kb.for_range("s", as_val(0, u32), row_len) as s:
+        yield kb.let("e", elem_base + s * _wg(kb) + kb.lid.x)
+
+
 def cooperative(kb: KernelBuilder, fold: int, rows: Val, row_len: Val) -> Iterator[Val]:
     """The element ``e`` this lane touches at each step; iterate it: ``for e in cooperative(...)``.
 
@@ -59,8 +65,7 @@ def cooperative(kb: KernelBuilder, fold: int, rows: Val, row_len: Val) -> Iterat
     elem_base, total = cooperative_span(kb, fold, rows, row_len)
     span = kb.let("span", _wg(kb) * row_len)
     with kb.if_(_full_tile(kb, elem_base, total, span)):
-        with kb.for_range("s", as_val(0, u32), row_len) as s:
-            yield kb.let("e", elem_base + s * _wg(kb) + kb.lid.x)
+        yield from _tile_steps(kb, elem_base, row_len)
     with kb.else_():
         with kb.for_range("s", as_val(0, u32), row_len) as s:
             e = kb.let("e", elem_base + s * _wg(kb) + kb.lid.x)
@@ -78,8 +83,7 @@ def cooperative_bounded(kb: KernelBuilder, fold: int, rows: Val, row_len: Val) -
     elem_base, total = cooperative_span(kb, fold, rows, row_len)
     span = kb.let("span", _wg(kb) * row_len)
     with kb.if_(_full_tile(kb, elem_base, total, span)):
-        with kb.for_range("s", as_val(0, u32), row_len) as s:
-            yield kb.let("e", elem_base + s * _wg(kb) + kb.lid.x)
+        yield from _tile_steps(kb, elem_base, row_len)
     with kb.else_():
         wg_end = kb.let("wgEnd", _min(elem_base + span, total))
         with kb.for_range("e", elem_base + kb.lid.x, wg_end, _wg(kb)) as e:
