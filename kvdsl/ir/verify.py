@@ -112,24 +112,29 @@ class Symbol:
 
 
 class Scope:
-    """Nested lexical scopes of declared names."""
+    """Nested lexical scopes of declared names.
+
+    Each scope keeps the names declared in it and a flat map of every name visible in it, copied
+    from the outer scope when it is made: lookups are one dict access, however deep the nesting.
+    So an inner scope sees the outer scope's names as of its creation, which is how the checker
+    uses scopes (a block's scope is made, used and dropped while its outer block is paused).
+    """
+
+    __slots__ = ("outer", "names", "visible")
 
     def __init__(self, outer: Scope | None = None) -> None:
         self.outer = outer
         self.names: dict[str, Symbol] = {}
+        self.visible: dict[str, Symbol] = {} if outer is None else outer.visible.copy()
 
     def lookup(self, name: str) -> Symbol | None:
-        scope: Scope | None = self
-        while scope is not None:
-            if name in scope.names:
-                return scope.names[name]
-            scope = scope.outer
-        return None
+        return self.visible.get(name)
 
     def declare(self, name: str, sym: Symbol, node: object) -> None:
         if name in self.names:
             raise VerifyError(f"{show(node)}: '{name}' is already declared in this scope")
         self.names[name] = sym
+        self.visible[name] = sym
 
 
 def literal_ok(value: object, ty: Scalar) -> bool:
@@ -161,70 +166,25 @@ class Checker:
     # -- expressions --
     def type_of(self, e: Expr, scope: Scope) -> Type:
         """The type of ``e`` in ``scope``; raises :class:`VerifyError` when ill-typed."""
+        if type(e) is Name:  # half of all expressions: the fast path
+            name = e.name
+            sym = scope.visible.get(name)
+            if sym is None:
+                raise VerifyError(f"undefined name '{name}'")
+            kind = sym.kind
+            if kind == "binding":
+                raise VerifyError(f"binding '{name}' used without an index")
+            if kind == "workgroup":
+                raise VerifyError(f"workgroup var '{name}' used without an index")
+            return sym.ty
         match e:
-            case Lit(value, ty):
-                if not isinstance(ty, Scalar) or not literal_ok(value, ty):
-                    raise VerifyError(f"literal {value!r} is not a valid {ty} value")
-                return ty
-            case Name(name):
-                sym = scope.lookup(name)
-                if sym is None:
-                    raise VerifyError(f"undefined name '{name}'")
-                if sym.kind == "binding":
-                    raise VerifyError(f"binding '{name}' used without an index")
-                if sym.kind == "workgroup":
-                    raise VerifyError(f"workgroup var '{name}' used without an index")
-                return sym.ty
-            case Unary(op, x):
-                return self._apply(e, op, (self.type_of(x, scope),))
             case Binary(op, a, b):
                 if ops.info(op).kind != "binary":
                     raise VerifyError(f"{show(e)}: {op.name} is not a binary operator")
                 return self._apply(e, op, (self.type_of(a, scope), self.type_of(b, scope)))
-            case Call(op, args):
-                info = ops.info(op)
-                if info.kind != "builtin" or len(args) != info.arity:
-                    raise VerifyError(
-                        f"{show(e)}: {info.spelling} takes {info.arity} arguments, got {len(args)}"
-                    )
-                return self._apply(e, op, tuple(self.type_of(a, scope) for a in args))
-            case FnCall(name, args):
-                fn = self.functions.get(name)
-                if fn is None:
-                    raise VerifyError(f"{show(e)}: undefined function '{name}'")
-                got = tuple(self.type_of(a, scope) for a in args)
-                want = tuple(t for _, t in fn.params)
-                if got != want:
-                    raise VerifyError(
-                        f"{show(e)}: {name} takes ({', '.join(map(str, want))}), "
-                        f"got ({', '.join(map(str, got))})"
-                    )
-                if fn.ret is None:
-                    raise VerifyError(f"{show(e)}: {name} returns no value")
-                return fn.ret
-            case Convert(ty, x):
-                src = self.type_of(x, scope)
-                ok = (isinstance(ty, Scalar) and isinstance(src, Scalar)) or (
-                    isinstance(ty, Vec) and isinstance(src, Vec) and src.n == ty.n
-                )
-                if not ok:
-                    raise VerifyError(f"{show(e)}: cannot convert {src} to {ty}")
-                return ty
-            case Construct(ty, args):
-                got = [self.type_of(a, scope) for a in args]
-                if isinstance(ty, Vec):
-                    n = sum(t.n if isinstance(t, Vec) else 1 for t in got)
-                    if got == [ty.elem]:
-                        n = ty.n  # one scalar: the splat vecN<T>(x)
-                    if n != ty.n or any(t.scalar != ty.elem for t in got if hasattr(t, "scalar")):
-                        raise VerifyError(f"{show(e)}: components do not make a {ty}")
-                    if any(not isinstance(t, (Scalar, Vec)) for t in got):
-                        raise VerifyError(f"{show(e)}: components do not make a {ty}")
-                elif isinstance(ty, Array):
-                    if len(got) != ty.n or any(t != ty.elem for t in got):
-                        raise VerifyError(f"{show(e)}: components do not make a {ty}")
-                else:
-                    raise VerifyError(f"{show(e)}: cannot construct {ty}")
+            case Lit(value, ty):
+                if not isinstance(ty, Scalar) or not literal_ok(value, ty):
+                    raise VerifyError(f"literal {value!r} is not a valid {ty} value")
                 return ty
             case Index(base, index):
                 it = self.type_of(index, scope)
@@ -258,6 +218,53 @@ class Checker:
                         raise VerifyError(f"{show(e)}: invalid swizzle '{name}' of {bt}")
                     return bt.elem if len(name) == 1 else Vec(len(name), bt.elem)
                 raise VerifyError(f"{show(e)}: {bt} has no members")
+            case Call(op, args):
+                info = ops.info(op)
+                if info.kind != "builtin" or len(args) != info.arity:
+                    raise VerifyError(
+                        f"{show(e)}: {info.spelling} takes {info.arity} arguments, got {len(args)}"
+                    )
+                return self._apply(e, op, tuple(self.type_of(a, scope) for a in args))
+            case Convert(ty, x):
+                src = self.type_of(x, scope)
+                ok = (isinstance(ty, Scalar) and isinstance(src, Scalar)) or (
+                    isinstance(ty, Vec) and isinstance(src, Vec) and src.n == ty.n
+                )
+                if not ok:
+                    raise VerifyError(f"{show(e)}: cannot convert {src} to {ty}")
+                return ty
+            case Construct(ty, args):
+                got = [self.type_of(a, scope) for a in args]
+                if isinstance(ty, Vec):
+                    n = sum(t.n if isinstance(t, Vec) else 1 for t in got)
+                    if got == [ty.elem]:
+                        n = ty.n  # one scalar: the splat vecN<T>(x)
+                    if n != ty.n or any(t.scalar != ty.elem for t in got if hasattr(t, "scalar")):
+                        raise VerifyError(f"{show(e)}: components do not make a {ty}")
+                    if any(not isinstance(t, (Scalar, Vec)) for t in got):
+                        raise VerifyError(f"{show(e)}: components do not make a {ty}")
+                elif isinstance(ty, Array):
+                    if len(got) != ty.n or any(t != ty.elem for t in got):
+                        raise VerifyError(f"{show(e)}: components do not make a {ty}")
+                else:
+                    raise VerifyError(f"{show(e)}: cannot construct {ty}")
+                return ty
+            case Unary(op, x):
+                return self._apply(e, op, (self.type_of(x, scope),))
+            case FnCall(name, args):
+                fn = self.functions.get(name)
+                if fn is None:
+                    raise VerifyError(f"{show(e)}: undefined function '{name}'")
+                got = tuple(self.type_of(a, scope) for a in args)
+                want = tuple(t for _, t in fn.params)
+                if got != want:
+                    raise VerifyError(
+                        f"{show(e)}: {name} takes ({', '.join(map(str, want))}), "
+                        f"got ({', '.join(map(str, got))})"
+                    )
+                if fn.ret is None:
+                    raise VerifyError(f"{show(e)}: {name} returns no value")
+                return fn.ret
         raise VerifyError(f"not an expression: {e!r}")
 
     def _apply(self, e: Expr, op: ops.Op, args: tuple[Type, ...]) -> Type:
