@@ -94,28 +94,50 @@ class OpTypeError(ValueError):
 # ---- typing rules -----------------------------------------------------------------------------
 
 
-def _same(args: tuple[Type, ...], what: str, pred: Callable[[Scalar], bool]) -> Type:
+def _same(args: tuple[Type, ...], what: str, pred: Callable[[str], bool]) -> Type:
+    """The one type of ``args``, whose scalar's name satisfies ``pred``."""
     first = args[0]
     for a in args[1:]:
-        if a != first:
+        if a is not first and a != first:
             raise OpTypeError(f"operands of different types: {', '.join(map(str, args))}")
-    if not isinstance(first, (Scalar, Vec)) or not pred(first.scalar):
+    cls = type(first)
+    if cls is Scalar:
+        name = first.name
+    elif cls is Vec or isinstance(first, (Scalar, Vec)):
+        name = first.scalar.name
+    else:
+        raise OpTypeError(f"expects {what} operands, got {first}")
+    if not pred(name):
         raise OpTypeError(f"expects {what} operands, got {first}")
     return first
 
 
+# Predicates on a scalar type's name (C-level calls: typing runs for every operator built).
+_IS_NUMERIC = "bool".__ne__
+_IS_INT = frozenset(("i32", "u32")).__contains__
+_IS_FLOAT = frozenset(("f32", "f16")).__contains__
+_IS_SIGNED = frozenset(("f32", "f16", "i32")).__contains__
+_IS_INT_OR_BOOL = frozenset(("i32", "u32", "bool")).__contains__
+
+
+def _any(name: str) -> bool:
+    return True
+
+
 def _arith(args: tuple[Type, ...]) -> Type:
     a, b = args
+    if a is b and type(a) is Scalar and a.name != "bool":
+        return a  # the common case: the same numeric scalar on both sides
     # WGSL allows a vector with a scalar of its element type on either side.
     if isinstance(a, Vec) and b == a.elem:
         b = a
     elif isinstance(b, Vec) and a == b.elem:
         a = b
-    return _same((a, b), "numeric", lambda s: s.is_numeric)
+    return _same((a, b), "numeric", _IS_NUMERIC)
 
 
 def _bitwise(args: tuple[Type, ...]) -> Type:
-    return _same(args, "integer or bool", lambda s: s.is_int or s == bool_)
+    return _same(args, "integer or bool", _IS_INT_OR_BOOL)
 
 
 def _shift(args: tuple[Type, ...]) -> Type:
@@ -129,12 +151,12 @@ def _shift(args: tuple[Type, ...]) -> Type:
 
 
 def _compare(args: tuple[Type, ...]) -> Type:
-    t = _same(args, "scalar or vector", lambda s: True)
+    t = _same(args, "scalar or vector", _any)
     return bool_ if isinstance(t, Scalar) else Vec(t.n, bool_)
 
 
 def _order(args: tuple[Type, ...]) -> Type:
-    _same(args, "numeric", lambda s: s.is_numeric)
+    _same(args, "numeric", _IS_NUMERIC)
     return _compare(args)
 
 
@@ -145,19 +167,19 @@ def _logic(args: tuple[Type, ...]) -> Type:
 
 
 def _neg(args: tuple[Type, ...]) -> Type:
-    return _same(args, "signed numeric", lambda s: s.is_float or s.name == "i32")
+    return _same(args, "signed numeric", _IS_SIGNED)
 
 
 def _int(args: tuple[Type, ...]) -> Type:
-    return _same(args, "integer", lambda s: s.is_int)
+    return _same(args, "integer", _IS_INT)
 
 
 def _numeric(args: tuple[Type, ...]) -> Type:
-    return _same(args, "numeric", lambda s: s.is_numeric)
+    return _same(args, "numeric", _IS_NUMERIC)
 
 
 def _float(args: tuple[Type, ...]) -> Type:
-    return _same(args, "float", lambda s: s.is_float)
+    return _same(args, "float", _IS_FLOAT)
 
 
 def _select(args: tuple[Type, ...]) -> Type:
@@ -171,7 +193,7 @@ def _select(args: tuple[Type, ...]) -> Type:
 
 
 def _dot(args: tuple[Type, ...]) -> Type:
-    t = _same(args, "numeric vector", lambda s: s.is_numeric)
+    t = _same(args, "numeric vector", _IS_NUMERIC)
     if not isinstance(t, Vec):
         raise OpTypeError(f"dot takes vectors, got {t}")
     return t.elem
@@ -359,11 +381,14 @@ BY_SPELLING = {
 
 def info(op: Op) -> OpInfo:
     """The table row of ``op``."""
-    return _ROWS[op.value]
+    return op._row
 
 
-# Rows by the op's value: a str key hashes faster than an Enum member on the compiler's hot path.
-_ROWS = {op.value: row for op, row in TABLE.items()}
+# Each member carries its row: an attribute read is cheaper than hashing an Enum member (or
+# reading its ``value`` property) on the compiler's hot path.
+for _op, _row in TABLE.items():
+    _op._row = _row
+del _op, _row
 
 
 def builtin_named(name: str) -> Op | None:
