@@ -188,6 +188,21 @@ def test_time_kernel(gpu):
     assert all(0 < t < 1 for t in times)
 
 
+def test_time_kernel_reuse_never_aliases_bindings(gpu):
+    # One numpy array given to both inputs and one to both outputs (a benchmark's shared random
+    # pool): reuse must still make one device buffer per binding, or K and V reads would hit one
+    # address and the timing would count half the traffic.
+    cfg = TransposeConfig(4, 16, vec4=True)
+    buffers, params, _ = transpose_case(cfg, 2, 32)
+    src, dst = buffers["key"], buffers["present_key"]
+    shared = {"key": src, "value": src, "present_key": dst, "present_value": dst}
+    reuse: dict = {}
+    time_kernel(transpose(cfg), shared, params, repeats=2, warmup=1, reuse=reuse)
+    assert len(reuse) == 4 and len({id(b) for b in reuse.values()}) == 4
+    time_kernel(transpose(cfg), shared, params, repeats=2, warmup=1, reuse=reuse)
+    assert len(reuse) == 4  # the second timing uploads nothing new
+
+
 # ---- errors -------------------------------------------------------------------------------------
 
 

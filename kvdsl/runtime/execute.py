@@ -63,7 +63,10 @@ class _Dispatch:
             if b.access == "read_write":
                 usage |= wgpu.BufferUsage.COPY_SRC
             array = buffers[b.name]
-            key = (id(array), array.nbytes, b.access, id(dev))
+            # Keyed by binding name too: two bindings given one numpy array (a benchmark's shared
+            # random pool) must still be two device buffers. Aliased, K and V reads hit one
+            # address and their writes merge in the cache, which halves the traffic measured.
+            key = (b.name, id(array), array.nbytes, b.access, id(dev))
             buf = None if reuse is None else reuse.get(key)
             if buf is None:
                 buf = dev.create_buffer_with_data(data=to_storage(b.elem, array), usage=usage)
@@ -188,8 +191,9 @@ def time_kernel(
     time holds one dispatch's GPU work and no host overhead; take the median.
 
     ``reuse`` (a dict the caller keeps) shares device buffers between calls given the same numpy
-    arrays: a benchmark timing several kernels on one set of large arrays uploads them once. The
-    contents a kernel leaves in a shared read_write buffer are what the next one reads.
+    arrays for the same binding name: a benchmark timing several kernels on one set of large
+    arrays uploads them once. Two bindings never share a device buffer, even when given one array.
+    The contents a kernel leaves in a shared read_write buffer are what the next one reads.
     """
     if isinstance(kernel, Kernel):
         wgsl, bindings, params_struct = emit(kernel), kernel.bindings, kernel.params

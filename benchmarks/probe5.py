@@ -1,0 +1,93 @@
+"""Walk design probe 5 (H200): why kvdsl's drop-in per-row and cooperative 1-token appends of
+``merge_share`` trailed the template's (run 2 and 3: per-row 0.44-0.65x, cooperative 0.93-0.95x).
+
+kvdsl's window arithmetic differs from the template's in two ways (docs/legacy.md): a negative
+``seqlens_k`` is clamped (``max(seqlens_k[b], -1)``) and new tokens that do not fit a cache
+shorter than ``keySeq`` are skipped (``if (j < skip)``). Each catalog kernel is timed as emitted and
+text-edited to isolate each difference, at 1 and 2,048 new tokens, in one run.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+
+import numpy as np
+
+os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.gettempdir())
+
+from kvdsl import catalog  # noqa: E402
+from kvdsl.emit import emit  # noqa: E402
+from kvdsl.ir import workgroups  # noqa: E402
+from kvdsl.runtime import time_kernel  # noqa: E402
+
+B, H, D = 4, 8, 128
+
+CLAMP = "u32(max(seqlens_k[b], -1i)) + 1u"
+WINDOW = (
+    "  let fresh = min(params.keySeq, activeEnd);\n"
+    "  let appendStart = activeEnd - fresh;\n"
+    "  let skip = params.keySeq - fresh;\n"
+)
+
+
+def timed(kernel, wgsl, bufs, params, reps=100):
+    wg = workgroups(kernel, params)
+    ts = time_kernel(
+        wgsl, bufs, params, wg, bindings=kernel.bindings, params_struct=kernel.params,
+        repeats=reps, warmup=30, label=kernel.name,
+    )  # fmt: skip
+    return float(np.median(ts)) * 1e6
+
+
+def forms(text: str, indent: str) -> dict[str, str]:
+    """The emitted kernel and its edits: without the clamp, without the skip, the template's."""
+    window = "".join(indent + line.lstrip() + "\n" for line in WINDOW.splitlines())
+    no_clamp = text.replace(CLAMP, "u32(seqlens_k[b]) + 1u")
+    per_row_skip = f"{indent}if (j < skip) {{\n{indent}  return;\n{indent}}}\n"
+    no_skip = text.replace(per_row_skip, "")
+    if no_skip == text:  # the cooperative walk wraps the stores in `if (j >= skip) { ... }`
+        no_skip = text.replace("if (j >= skip) {", "if (true) {")
+    template = no_skip.replace(CLAMP, "u32(seqlens_k[b]) + 1u").replace(window, "")
+    template = template.replace(
+        "let t = appendStart + (j - skip);", "let t = activeEnd - params.keySeq + j;"
+    )
+    out = {"as emitted": text, "no clamp": no_clamp, "no skip": no_skip, "template's": template}
+    for name, form in out.items():
+        assert name == "as emitted" or form != text, name
+    return out
+
+
+def main() -> None:
+    small = "--small" in sys.argv
+    cap = 256 if small else 8192
+    rng = np.random.default_rng(0)
+    for variant, indent in (
+        ("merge_share_append_per_row_llama31_8b", "  "),
+        ("merge_share_append_rotary_per_row_llama31_8b", "  "),
+        ("merge_share_append_llama31_8b", "      "),
+        ("merge_share_append_rotary_llama31_8b", "      "),
+    ):
+        k = catalog.build(variant)
+        text = emit(k)
+        for tokens in (1, 64 if small else 2048):
+            new = rng.random(B * H * D * tokens, np.float32) + 0.5
+            bufs = {
+                "new_k": new,
+                "new_v": new.copy(),
+                "seqlens_k": np.full(B, cap // 2 + tokens - 1, np.int32),
+                "present_key": np.zeros(B * H * cap * D, np.float32),
+                "present_value": np.zeros(B * H * cap * D, np.float32),
+            }
+            if "rotary" in variant:
+                cs = rng.random(cap * D // 2, np.float32)
+                bufs |= {"cos_cache": cs, "sin_cache": cs.copy()}
+            params = {"count": B * H * tokens, "seq": cap, "keySeq": tokens}
+            for name, form in forms(text, indent).items():
+                us = timed(k, form, bufs, params)
+                print(f"{variant:<46} tok={tokens:<5} {name:<12} {us:9.2f} us", flush=True)
+
+
+if __name__ == "__main__":
+    main()
