@@ -66,6 +66,10 @@ class BuildError(VerifyError):
 
 def lit(value: Num, ty: Scalar) -> Val:
     """A literal of type ``ty``; rejects values the type cannot hold."""
+    if ty is u32 or ty is i32:  # most literals: no float conversion to make
+        if not literal_ok(value, ty):
+            raise BuildError(f"literal {value!r} does not fit {ty}")
+        return Val(Lit(value, ty), ty)
     if ty.is_float and isinstance(value, int) and not isinstance(value, bool):
         value = float(value)
     if not literal_ok(value, ty):
@@ -105,7 +109,7 @@ def _typed(op: Op, node: Expr, args: tuple[Type, ...]) -> Val:
 
 def binary(op: Op, a: Val | Num, b: Val | Num) -> Val:
     """``a op b`` with literal adaptation; a shift amount literal is always u32."""
-    if op in (Op.SHL, Op.SHR):
+    if op is Op.SHL or op is Op.SHR:
         a = as_val(a)  # a literal shifted is i32, as WGSL's abstract int becomes
         b = as_val(b, u32 if not isinstance(a.ty, Vec) else Vec(a.ty.n, u32))
     elif isinstance(a, Val):

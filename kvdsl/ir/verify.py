@@ -139,6 +139,10 @@ class Scope:
 
 def literal_ok(value: object, ty: Scalar) -> bool:
     """Whether ``value`` is representable as a literal of ``ty``."""
+    if ty is u32:  # the common cases first, without comparing types by value
+        return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**32
+    if ty is i32:
+        return isinstance(value, int) and not isinstance(value, bool) and -(2**31) <= value < 2**31
     if ty == bool_:
         return isinstance(value, bool)
     if isinstance(value, bool):
