@@ -323,14 +323,18 @@ def walk(node: object):
     looked up once: verification and emission walk every kernel, so this is on the hot path.
     """
     stack = [node]
-    pop, push = stack.pop, stack.extend
+    pop, push, append = stack.pop, stack.extend, stack.append
     while stack:
         n = pop()
         yield n
         if type(n) is tuple:
             push(reversed(n))
             continue
-        fields = _CHILDREN.get(type(n))
-        if fields is None:
-            fields = _CHILDREN[type(n)] = tuple(getattr(type(n), "__dataclass_fields__", ()))
-        push(c for c in (getattr(n, f) for f in reversed(fields)) if not isinstance(c, _LEAVES))
+        names = _CHILDREN.get(type(n))  # the child fields, last first
+        if names is None:
+            names = tuple(reversed(tuple(getattr(type(n), "__dataclass_fields__", ()))))
+            _CHILDREN[type(n)] = names
+        for f in names:
+            c = getattr(n, f)
+            if not isinstance(c, _LEAVES):
+                append(c)

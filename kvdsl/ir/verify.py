@@ -183,9 +183,14 @@ class Checker:
             return sym.ty
         match e:
             case Binary(op, a, b):
-                if ops.info(op).kind != "binary":
+                info = ops.info(op)
+                if info.kind != "binary":
                     raise VerifyError(f"{show(e)}: {op.name} is not a binary operator")
-                return self._apply(e, op, (self.type_of(a, scope), self.type_of(b, scope)))
+                args = (self.type_of(a, scope), self.type_of(b, scope))
+                try:
+                    return info.typing(args)
+                except ops.OpTypeError as err:
+                    raise VerifyError(f"{show(e)}: {info.spelling} {err}") from None
             case Lit(value, ty):
                 if not isinstance(ty, Scalar) or not literal_ok(value, ty):
                     raise VerifyError(f"literal {value!r} is not a valid {ty} value")
@@ -426,7 +431,12 @@ def check_barriers(kernel: Kernel) -> None:
     uniform = {c.name for c in kernel.consts} | {"params"}
     left: Stmt | None = None  # a top-level statement after which some invocations may have left
     for s in kernel.body:
-        holds = any(isinstance(n, Barrier) for n in walk(s))
+        holds = returns = False  # one walk for both questions: this is the check's cost
+        for n in walk(s):
+            if isinstance(n, Barrier):
+                holds = True
+            elif isinstance(n, Return):
+                returns = True
         if holds and left is not None:
             raise VerifyError(
                 f"workgroupBarrier() after `{_head(left)}`, which returns from inside it: control "
@@ -434,7 +444,7 @@ def check_barriers(kernel: Kernel) -> None:
             )
         if holds and not isinstance(s, Barrier):
             _uniform_for(s, uniform)
-        if not isinstance(s, Return) and any(isinstance(n, Return) for n in walk(s)):
+        if not isinstance(s, Return) and returns:
             left = s
         if isinstance(s, (Let, Var)):
             uniform.discard(s.name)  # a local shadowing a const is not known to be uniform
