@@ -496,13 +496,23 @@ class KernelBuilder:
 
     @contextmanager
     def _block(self) -> Iterator[list[Stmt]]:
-        self._blocks.append([])
-        self._last_if.append(None)
+        body = self._open_block()
         try:
-            yield self._blocks[-1]
+            yield body
         finally:
-            self._blocks.pop()
-            self._last_if.pop()
+            self._close_block()
+
+    # The public context managers open and close their block with these two directly, not with
+    # a nested context manager: one generator frame less per block.
+    def _open_block(self) -> list[Stmt]:
+        body: list[Stmt] = []
+        self._blocks.append(body)
+        self._last_if.append(None)
+        return body
+
+    def _close_block(self) -> None:
+        self._blocks.pop()
+        self._last_if.pop()
 
     def _cond(self, cond: Val | bool) -> Val:
         c = as_val(cond)
@@ -514,8 +524,11 @@ class KernelBuilder:
     def if_(self, cond: Val | bool) -> Iterator[None]:
         """``if (cond) { ... }``; follow with :meth:`elif_` / :meth:`else_`."""
         c = self._cond(cond)
-        with self._block() as body:
+        body = self._open_block()
+        try:
             yield
+        finally:
+            self._close_block()
         self.emit(If(c.node, tuple(body)))
 
     def _attach_else(self, stmts: tuple[Stmt, ...]) -> None:
@@ -538,14 +551,20 @@ class KernelBuilder:
     @contextmanager
     def elif_(self, cond: Val | bool) -> Iterator[None]:
         c = self._cond(cond)
-        with self._block() as body:
+        body = self._open_block()
+        try:
             yield
+        finally:
+            self._close_block()
         self._attach_else((If(c.node, tuple(body)),))
 
     @contextmanager
     def else_(self) -> Iterator[None]:
-        with self._block() as body:
+        body = self._open_block()
+        try:
             yield
+        finally:
+            self._close_block()
         self._attach_else(tuple(body))
 
     @contextmanager
@@ -558,8 +577,11 @@ class KernelBuilder:
         i = Local(self, name, s.ty)
         cond = i < end
         update = Assign(i.node, (i + step).node)
-        with self._block() as body:
+        body = self._open_block()
+        try:
             yield i
+        finally:
+            self._close_block()
         self.emit(For(Var(name, s.ty, s.node), cond.node, update, tuple(body)))
 
     @contextmanager
@@ -567,8 +589,11 @@ class KernelBuilder:
         self, name: str, params: list[tuple[str, Scalar | Vec]], ret: Scalar | Vec | None
     ) -> Iterator[tuple[Val, ...]]:
         """Define a helper ``fn``; the block's statements are its body."""
-        with self._block() as body:
+        body = self._open_block()
+        try:
             yield tuple(Val(Name(p), t) for p, t in params)
+        finally:
+            self._close_block()
         self.functions.append(Function(name, tuple(params), ret, tuple(body)))
 
     def return_(self, value: Val | Num) -> None:

@@ -41,6 +41,7 @@ from kvdsl.ir.nodes import (
     Unary,
     Var,
     WorkgroupVar,
+    _slot_init,
     walk,
 )
 from kvdsl.ir.types import (
@@ -109,6 +110,9 @@ class Symbol:
     ty: Type
     kind: str  # "let", "var", "const", "binding", "builtin", "param", "params", "workgroup"
     access: str = ""
+
+
+_slot_init(Symbol)  # a Symbol per declaration: the cheaper __init__ of the IR nodes
 
 
 class Scope:
@@ -315,7 +319,8 @@ class Checker:
             case If(cond, then, orelse):
                 self._cond(s, cond, scope)
                 self.block(then, Scope(scope), ret, loop)
-                self.block(orelse, Scope(scope), ret, loop)
+                if orelse != ():  # most ifs have no else: no scope to make for it
+                    self.block(orelse, Scope(scope), ret, loop)
             case For(init, cond, update, body):
                 inner = Scope(scope)
                 if init is not None:
