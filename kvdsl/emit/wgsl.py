@@ -120,9 +120,17 @@ def emit_expr(e: Expr) -> str:
 
 
 def _operand(e: Expr, max_level: int, chain: ops.Op | None) -> str:
-    if type(e) is Name:  # a name is primary: never parenthesised
+    cls = type(e)
+    if cls is Name:  # a name is primary: never parenthesised
         return e.name
+    if cls is Lit and e.ty is u32 and not e.value < 0:  # nor is a u32 literal
+        return f"{e.value}u"
     text = emit_expr(e)
+    if cls is Binary:
+        op = e.op
+        if ops.info(op).level <= max_level or op == chain:
+            return text
+        return f"({text})"
     if _level(e) <= max_level or (isinstance(e, Binary) and e.op == chain):
         return text
     return f"({text})"
