@@ -32,13 +32,16 @@ WINDOW = (
 )
 
 
-def timed(kernel, wgsl, bufs, params, reps=100):
+def timed(kernel, wgsl, bufs, params, warmup, reps=100):
     wg = workgroups(kernel, params)
     ts = time_kernel(
         wgsl, bufs, params, wg, bindings=kernel.bindings, params_struct=kernel.params,
-        repeats=reps, warmup=30, label=kernel.name,
+        repeats=reps, warmup=warmup, label=kernel.name, reuse=REUSE,
     )  # fmt: skip
     return float(np.median(ts)) * 1e6
+
+
+REUSE: dict = {}
 
 
 def forms(text: str, indent: str) -> dict[str, str]:
@@ -84,8 +87,15 @@ def main() -> None:
                 cs = rng.random(cap * D // 2, np.float32)
                 bufs |= {"cos_cache": cs, "sin_cache": cs.copy()}
             params = {"count": B * H * tokens, "seq": cap, "keySeq": tokens}
-            for name, form in forms(text, indent).items():
-                us = timed(k, form, bufs, params)
+            # The GPU lowers its clocks when idle: ~100 ms of back-to-back dispatches before each
+            # timing, and the forms alternate over three rounds, the best of each kept.
+            warmup = 2000 if tokens == 1 else 300
+            best: dict[str, float] = {}
+            for _ in range(3):
+                for name, form in forms(text, indent).items():
+                    us = timed(k, form, bufs, params, warmup)
+                    best[name] = min(best.get(name, us), us)
+            for name, us in best.items():
                 print(f"{variant:<46} tok={tokens:<5} {name:<12} {us:9.2f} us", flush=True)
 
 

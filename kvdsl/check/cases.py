@@ -32,6 +32,11 @@ class Case:
     # Outputs quantised after approximate math, by bit width: one step off is allowed in a few
     # elements (a value within rounding error of a .5 boundary may round either way).
     quantized: dict[str, int] = field(default_factory=dict)
+    # Every quantised output, by bit width. Against the GPU each may be one step off in a few
+    # elements: WGSL's f32 division is accurate only to 2.5 ULP, so a GPU (an H200 through
+    # Vulkan did) may round ``x / scale`` near a .5 boundary the other way; llvmpipe divides
+    # exactly, as the interpreter does.
+    codes: dict[str, int] = field(default_factory=dict)
 
     def label(self) -> str:
         return ",".join(f"{k}={v}" for k, v in self.shape.items())

@@ -178,6 +178,7 @@ def _quant(cfg: Any, rng: np.random.Generator, per_channel: bool) -> reference.Q
 
 
 def _quant_case(cfg: Any, case: Case, transformed: bool) -> Case:
+    case.codes = {"present_key": cfg.bits, "present_value": cfg.bits}
     if transformed:
         case.quantized = {"present_key": cfg.bits}
     return case
