@@ -118,6 +118,14 @@ def chart(rows: list[dict], path: Path) -> bool:
     return True
 
 
+def walk_of(row: dict) -> str:
+    """The row's walk from its options (``transpose`` has none: one invocation per element)."""
+    for part in str(row.get("options", "")).split():
+        if part.startswith("walk="):
+            return part[len("walk=") :]
+    return "element"
+
+
 def _f(v: Any, digits: int = 1) -> str:
     if v is None or v == "":
         return "–"
@@ -153,6 +161,20 @@ def summary(rows: list[dict]) -> list[str]:
         f"geometric mean template/kvdsl "
         f"{_f(geomean([r['template_over_kvdsl'] for r in pair]), 2)}.",
     ]
+    by_walk: dict[str, list[float]] = {}
+    for r in best:
+        by_walk.setdefault(walk_of(r), []).append(r["pct_best"])
+    out.append(
+        "- % best by walk (batch "
+        + _f(b[0]["batch"] if b else None, 0)
+        + ", not decode appends; geometric mean, range, rows ≥ 90%): "
+        + "; ".join(
+            f"{w} {_f(geomean(xs))}% ({min(xs):.0f}-{max(xs):.0f}%, "
+            f"{sum(x >= TARGET_ROOFLINE for x in xs)} of {len(xs)})"
+            for w, xs in sorted(by_walk.items(), key=lambda kv: -geomean(kv[1]))
+        )
+        + "."
+    )
     for mode in PER_ROW_MODES:
         m = [r for r in b if r["mode"] == mode and r.get("kvdsl_us")]
         sizes = sorted({(r["tokens"]) for r in m})
@@ -184,7 +206,7 @@ def summary(rows: list[dict]) -> list[str]:
                 )
                 or "none"
             )
-            + " (1-token appends: kvdsl's window arithmetic also clamps negative seqlens_k and keySeq > capacity, which a latency-bound per-row append pays for; single timings vary up to 2x on this GPU)."
+            + " (the notes above say why)."
         )
     flat_dec = [r for r in rows if r.get("decode") and r.get("floor_x") and "flat" in r["variant"]]
     if flat_dec:
