@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Everything issue 7 measures, in one call on the GPU host: check every catalog variant on the
+# GPU against the interpreter, time the compiler, then run the GPU benchmark. Each step's log
+# lands under OUT; a failing step is reported and the next still runs.
+#
+#   . scripts/on-gpu.sh && bash benchmarks/all.sh "$OUT/run5" --template .seed/kv_cache.wgsl.jinja
+#
+# Then, here: python benchmarks/report.py --csv <OUT>/run5/gpu.csv --note benchmarks/results/h200/NOTE.md
+set -u
+out=${1:?usage: all.sh OUT [gpu.py options]}
+shift
+mkdir -p "$out"
+py=${PYTHON:-python3}
+step() {
+  local name=$1
+  shift
+  local t0=$SECONDS
+  "$@" >"$out/$name.log" 2>&1
+  local rc=$?
+  echo "$name: rc=$rc in $((SECONDS - t0)) s; $(tail -n 1 "$out/$name.log")"
+}
+step verify "$py" -m kvdsl verify
+step compile "$py" benchmarks/compile.py --out "$out"
+step gpu "$py" benchmarks/gpu.py --out "$out" "$@"
