@@ -10,6 +10,7 @@ best kept), at the benchmark's batch-4 sizes, beside the two-pair vec4 copy of t
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import sys
@@ -102,8 +103,13 @@ def main() -> None:
     for variant in VARIANTS:
         cfg = reshape(catalog.config(variant))
         kernel = catalog.build_config(cfg, variant)
-        forms = {"as emitted": emit(kernel)}
-        forms["loads first"] = hoisted(forms["as emitted"])
+        forms = {"as emitted": (kernel, emit(kernel))}
+        forms["loads first"] = (kernel, hoisted(emit(kernel)))
+        if "--workgroups" in sys.argv:  # the same kernels with smaller workgroups
+            for wg in (64, 128):
+                k = catalog.build_config(dataclasses.replace(cfg, workgroup_size=wg), variant)
+                forms[f"WG {wg}"] = (k, emit(k))
+                forms[f"WG {wg} first"] = (k, hoisted(emit(k)))
         z = element_sizes(kernel)
         for plan in plans(cfg, size):
             bufs = pool.buffers(kernel.bindings, plan)
@@ -113,8 +119,8 @@ def main() -> None:
             warmup = 2000 if plan.tokens == 1 else 300
             best: dict[str, float] = {}
             for _ in range(3):
-                for name, text in forms.items():
-                    us = timed(kernel, text, bufs, params, warmup, reuse)
+                for name, (k, text) in forms.items():
+                    us = timed(k, text, bufs, params, warmup, reuse)
                     best[name] = min(best.get(name, us), us)
                 us = float(np.median(time_kernel(copy, cbufs, cparams, repeats=30, warmup=warmup,
                                                  reuse=roof_reuse))) * 1e6  # fmt: skip
