@@ -21,6 +21,7 @@ keeps its meaning, so equality is spelt ``a.eq(b)`` / ``a.ne(b)``.
 from __future__ import annotations
 
 from contextlib import contextmanager
+from math import copysign
 from typing import Iterator, Union
 
 from kvdsl.ir import ops
@@ -72,12 +73,33 @@ def lit(value: Num, ty: Scalar) -> Val:
         return Val(Lit(value, ty), ty)
     if ty.is_float and isinstance(value, int) and not isinstance(value, bool):
         value = float(value)
+    if type(value) is float and ty.is_float:
+        # -0.0 equals 0.0 (and hashes alike): the sign keeps their entries apart.
+        key = (ty.name, value, copysign(1.0, value))
+        held = _FLOAT_HELD.get(key)
+        if held is None:
+            if not literal_ok(value, ty):
+                raise BuildError(f"literal {value!r} does not fit {ty}")
+            held = _float_held(value, ty)
+            if len(_FLOAT_HELD) < _FLOAT_HELD_MAX:
+                _FLOAT_HELD[key] = held
+        return Val(Lit(held, ty), ty)
     if not literal_ok(value, ty):
         raise BuildError(f"literal {value!r} does not fit {ty}")
     if ty.is_float:
-        # Keep the shortest decimal of the value the type holds: what its WGSL text reads back as.
-        value = float(str(ty.dtype.type(value)))
+        value = _float_held(value, ty)
     return Val(Lit(value, ty), ty)
+
+
+def _float_held(value: Num, ty: Scalar) -> float:
+    # Keep the shortest decimal of the value the type holds: what its WGSL text reads back as.
+    return float(str(ty.dtype.type(value)))
+
+
+# (type name, value, sign) -> the value a float type holds: numpy's conversion and str() cost
+# microseconds per literal, and kernels repeat a few constants (0.0, 1.0, eps ...) many times.
+_FLOAT_HELD: dict[tuple[str, float, float], float] = {}
+_FLOAT_HELD_MAX = 4096
 
 
 def _default_type(value: Num) -> Scalar:
@@ -90,6 +112,13 @@ def as_val(x: Val | Num, like: Type | None = None) -> Val:
     """``x`` as a Val; a Python number takes the scalar type of ``like`` (WGSL abstract numerics)."""
     if isinstance(x, Val):
         return x
+    if type(x) is int:  # most literals: an index or a count, the range checks inline
+        if like is u32:
+            if 0 <= x < 4294967296:
+                return Val(Lit(x, u32), u32)
+        elif like is i32:
+            if -2147483648 <= x < 2147483648:
+                return Val(Lit(x, i32), i32)
     if isinstance(x, (bool, int, float)):
         ty = like.scalar if isinstance(like, (Scalar, Vec)) else _default_type(x)
         if isinstance(x, float) and ty.is_int:
@@ -100,7 +129,7 @@ def as_val(x: Val | Num, like: Type | None = None) -> Val:
 
 def _typed(op: Op, node: Expr, args: tuple[Type, ...]) -> Val:
     try:
-        return Val(node, ops.info(op).typing(args))
+        return Val(node, op._row.typing(args))
     except ops.OpTypeError as err:
         from kvdsl.ir.verify import show
 
@@ -113,11 +142,18 @@ def binary(op: Op, a: Val | Num, b: Val | Num) -> Val:
         a = as_val(a)  # a literal shifted is i32, as WGSL's abstract int becomes
         b = as_val(b, u32 if not isinstance(a.ty, Vec) else Vec(a.ty.n, u32))
     elif isinstance(a, Val):
-        b = as_val(b, a.ty)
+        if not isinstance(b, Val):
+            b = as_val(b, a.ty)
     else:
         b = as_val(b)
         a = as_val(a, b.ty)
-    return _typed(op, Binary(op, a.node, b.node), (a.ty, b.ty))
+    node = Binary(op, a.node, b.node)
+    try:  # _typed, inline: one call less for every operator built
+        return Val(node, op._row.typing((a.ty, b.ty)))
+    except ops.OpTypeError as err:
+        from kvdsl.ir.verify import show
+
+        raise BuildError(f"{show(node)}: {ops.info(op).spelling} {err}") from None
 
 
 def call(op: Op, *args: Val | Num) -> Val:
@@ -407,6 +443,7 @@ class KernelBuilder:
         self.workgroup_size_name: str | None = None
         self.bindings: list[Binding] = []
         self.param_fields: list[tuple[str, Scalar | Vec]] = []
+        self._param_types: dict[str, Scalar | Vec] = {}  # param_fields as a dict
         self.consts: list[Const] = []
         self.functions: list[Function] = []
         self.workgroup_vars: list[WorkgroupVar] = []
@@ -443,9 +480,14 @@ class KernelBuilder:
 
     def param(self, name: str, ty: Scalar | Vec = u32) -> Val:
         """A field of the uniform params struct (declared on first use, in order)."""
-        if name not in dict(self.param_fields):
+        fields = self._param_types
+        if len(fields) != len(self.param_fields):  # param_fields was edited directly
+            fields.clear()
+            fields.update(self.param_fields)
+        if name not in fields:
             self.param_fields.append((name, ty))
-        return Val(Member(Name("params"), name), dict(self.param_fields)[name])
+            fields[name] = ty
+        return Val(Member(Name("params"), name), fields[name])
 
     def _builtin(self, pname: str) -> Val:
         kind = {v: k for k, v in BUILTIN_INPUTS.items()}[pname]
