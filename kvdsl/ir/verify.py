@@ -60,6 +60,7 @@ from kvdsl.ir.types import (
 MAX_INVOCATIONS = 256  # WebGPU's default maxComputeInvocationsPerWorkgroup
 MAX_WORKGROUP_BYTES = 16384  # WebGPU's default maxComputeWorkgroupStorageSize
 SWIZZLE = "xyzw"
+_INDEXED = frozenset(("binding", "workgroup"))  # kinds of names that are used only indexed
 
 
 class VerifyError(ValueError):
@@ -157,8 +158,20 @@ def literal_ok(value: object, ty: Scalar) -> bool:
         return isinstance(value, int) and -(2**31) <= value < 2**31
     if not isinstance(value, (int, float)):
         return False
+    key = (ty.name, type(value), value)  # True and 1 never get here; -0.0 and 0.0 agree
+    if key in _FINITE:
+        return True
     with np.errstate(over="ignore"):
-        return bool(np.isfinite(ty.dtype.type(value)))
+        ok = bool(np.isfinite(ty.dtype.type(value)))
+    if ok and len(_FINITE) < _FINITE_MAX:
+        _FINITE.add(key)
+    return ok
+
+
+# (type name, value's type, value) of the float literals found finite: numpy's errstate and
+# conversion cost microseconds per literal, and the builder and the checker both ask.
+_FINITE: set[tuple[str, type, object]] = set()
+_FINITE_MAX = 4096
 
 
 class Checker:
@@ -187,15 +200,27 @@ class Checker:
             return sym.ty
         match e:
             case Binary(op, a, b):
-                info = ops.info(op)
+                info = op._row  # ops.info(op), without the call
                 if info.kind != "binary":
                     raise VerifyError(f"{show(e)}: {op.name} is not a binary operator")
-                args = (self.type_of(a, scope), self.type_of(b, scope))
+                # An operand that is a plain name is typed here (type_of's fast path, without
+                # the call); anything else, or a name type_of would reject, goes through it.
+                visible = scope.visible
+                if type(a) is Name and (sym := visible.get(a.name)) and sym.kind not in _INDEXED:
+                    ta = sym.ty
+                else:
+                    ta = self.type_of(a, scope)
+                if type(b) is Name and (sym := visible.get(b.name)) and sym.kind not in _INDEXED:
+                    tb = sym.ty
+                else:
+                    tb = self.type_of(b, scope)
                 try:
-                    return info.typing(args)
+                    return info.typing((ta, tb))
                 except ops.OpTypeError as err:
                     raise VerifyError(f"{show(e)}: {info.spelling} {err}") from None
             case Lit(value, ty):
+                if ty is u32 and type(value) is int and 0 <= value < 4294967296:
+                    return ty  # most literals: literal_ok's u32 case, inline
                 if not isinstance(ty, Scalar) or not literal_ok(value, ty):
                     raise VerifyError(f"literal {value!r} is not a valid {ty} value")
                 return ty
