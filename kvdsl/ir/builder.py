@@ -236,6 +236,25 @@ def construct(ty: Vec | Array, *args: Val | Num) -> Val:
     return Val(Construct(ty, tuple(v.node for v in vals)), ty)
 
 
+def _operator(op: Op, doc: str | None = None) -> Callable[[Val, Val | Num], Val]:
+    """``Val``'s method for ``a op b``: :func:`binary`, with its commonest cases (another value, a
+    u32 literal beside a u32) inline; any operand it would reject goes through it for the error."""
+    typing = op._row.typing
+
+    def method(self: Val, o: Val | Num) -> Val:
+        try:
+            if isinstance(o, Val):
+                return Val(Binary(op, self.node, o.node), typing((self.ty, o.ty)))
+            if type(o) is int and self.ty is u32 and 0 <= o < 4294967296:
+                return Val(Binary(op, self.node, Lit(o, u32)), typing((u32, u32)))
+        except ops.OpTypeError:
+            pass
+        return binary(op, self, o)
+
+    method.__doc__ = doc
+    return method
+
+
 class Val:
     """A typed IR expression with Python operators."""
 
@@ -254,26 +273,22 @@ class Val:
         raise BuildError("an IR value has no Python truth value: use kb.if_() or select()")
 
     # arithmetic
-    def __add__(self, o):
-        return binary(Op.ADD, self, o)
+    __add__ = _operator(Op.ADD)
 
     def __radd__(self, o):
         return binary(Op.ADD, o, self)
 
-    def __sub__(self, o):
-        return binary(Op.SUB, self, o)
+    __sub__ = _operator(Op.SUB)
 
     def __rsub__(self, o):
         return binary(Op.SUB, o, self)
 
-    def __mul__(self, o):
-        return binary(Op.MUL, self, o)
+    __mul__ = _operator(Op.MUL)
 
     def __rmul__(self, o):
         return binary(Op.MUL, o, self)
 
-    def __truediv__(self, o):
-        return binary(Op.DIV, self, o)
+    __truediv__ = _operator(Op.DIV)
 
     def __rtruediv__(self, o):
         return binary(Op.DIV, o, self)
@@ -281,32 +296,26 @@ class Val:
     __floordiv__ = __truediv__
     __rfloordiv__ = __rtruediv__
 
-    def __mod__(self, o):
-        return binary(Op.MOD, self, o)
+    __mod__ = _operator(Op.MOD)
 
     def __rmod__(self, o):
         return binary(Op.MOD, o, self)
 
-    def __and__(self, o):
-        return binary(Op.AND, self, o)
+    __and__ = _operator(Op.AND)
 
     def __rand__(self, o):
         return binary(Op.AND, o, self)
 
-    def __or__(self, o):
-        return binary(Op.OR, self, o)
+    __or__ = _operator(Op.OR)
 
     def __ror__(self, o):
         return binary(Op.OR, o, self)
 
-    def __xor__(self, o):
-        return binary(Op.XOR, self, o)
+    __xor__ = _operator(Op.XOR)
 
-    def __lshift__(self, o):
-        return binary(Op.SHL, self, o)
+    __lshift__ = _operator(Op.SHL)
 
-    def __rshift__(self, o):
-        return binary(Op.SHR, self, o)
+    __rshift__ = _operator(Op.SHR)
 
     def __neg__(self):
         return _typed(Op.NEG, Unary(Op.NEG, self.node), (self.ty,))
@@ -316,31 +325,21 @@ class Val:
         return _typed(op, Unary(op, self.node), (self.ty,))
 
     # comparisons (== and != stay Python's: use eq / ne)
-    def __lt__(self, o):
-        return binary(Op.LT, self, o)
+    __lt__ = _operator(Op.LT)
 
-    def __le__(self, o):
-        return binary(Op.LE, self, o)
+    __le__ = _operator(Op.LE)
 
-    def __gt__(self, o):
-        return binary(Op.GT, self, o)
+    __gt__ = _operator(Op.GT)
 
-    def __ge__(self, o):
-        return binary(Op.GE, self, o)
+    __ge__ = _operator(Op.GE)
 
-    def eq(self, o: Val | Num) -> Val:
-        return binary(Op.EQ, self, o)
+    eq = _operator(Op.EQ)
 
-    def ne(self, o: Val | Num) -> Val:
-        return binary(Op.NE, self, o)
+    ne = _operator(Op.NE)
 
-    def land(self, o: Val | bool) -> Val:
-        """Short-circuit ``self && o``."""
-        return binary(Op.LAND, self, o)
+    land = _operator(Op.LAND, "Short-circuit ``self && o``.")
 
-    def lor(self, o: Val | bool) -> Val:
-        """Short-circuit ``self || o``."""
-        return binary(Op.LOR, self, o)
+    lor = _operator(Op.LOR, "Short-circuit ``self || o``.")
 
     def to(self, ty: Scalar | Vec) -> Val:
         """Convert to ``ty``."""
