@@ -225,8 +225,15 @@ class Checker:
                     raise VerifyError(f"literal {value!r} is not a valid {ty} value")
                 return ty
             case Index(base, index):
-                it = self.type_of(index, scope)
-                if it not in (i32, u32):
+                if (
+                    type(index) is Name
+                    and (sym := scope.visible.get(index.name))
+                    and sym.kind not in _INDEXED
+                ):
+                    it = sym.ty  # a plain name, as for Binary's operands
+                else:
+                    it = self.type_of(index, scope)
+                if it is not u32 and it is not i32 and it not in (i32, u32):
                     raise VerifyError(f"{show(e)}: index must be i32 or u32, got {it}")
                 if isinstance(base, Name):
                     sym = scope.lookup(base.name)
@@ -240,7 +247,14 @@ class Checker:
                     return bt.elem
                 raise VerifyError(f"{show(e)}: cannot index a value of type {bt}")
             case Member(base, name):
-                bt = self.type_of(base, scope)
+                if (
+                    type(base) is Name
+                    and (sym := scope.visible.get(base.name))
+                    and sym.kind not in _INDEXED
+                ):
+                    bt = sym.ty  # a plain name (params, a vector), as for Binary's operands
+                else:
+                    bt = self.type_of(base, scope)
                 if isinstance(bt, Struct):
                     ft = bt.field(name)
                     if ft is None:
@@ -326,8 +340,7 @@ class Checker:
             case Var(name, ty, init):
                 if not isinstance(ty, (Scalar, Vec, Array)):
                     raise VerifyError(f"{show(s)}: a var cannot have type {ty}")
-                if init is not None and self.type_of(init, scope) != ty:
-                    got = self.type_of(init, scope)
+                if init is not None and (got := self.type_of(init, scope)) is not ty and got != ty:
                     raise VerifyError(f"{show(s)}: initialiser is {got}, expected {ty}")
                 scope.declare(name, Symbol(ty, "var"), s)
             case Assign(target, value, op):
@@ -337,7 +350,7 @@ class Checker:
                     if ops.info(op).kind != "binary" or op in ops.NO_COMPOUND:
                         raise VerifyError(f"{show(s)}: {op.name} has no compound assignment")
                     vt = self._apply(value, op, (tt, vt))
-                if vt != tt:
+                if vt is not tt and vt != tt:
                     raise VerifyError(
                         f"{show(s)}: cannot store {vt} into {show(target)} of type {tt}"
                     )
@@ -362,7 +375,7 @@ class Checker:
                     raise VerifyError(f"{type(s).__name__.lower()} outside a loop")
             case Return(value):
                 got = None if value is None else self.type_of(value, scope)
-                if got != ret:
+                if got is not ret and got != ret:
                     raise VerifyError(f"return of {got or 'nothing'}, expected {ret or 'nothing'}")
             case Block(body):
                 self.block(body, Scope(scope), ret, loop)
@@ -376,7 +389,7 @@ class Checker:
 
     def _cond(self, s: Stmt, cond: Expr, scope: Scope) -> None:
         ct = self.type_of(cond, scope)
-        if ct != bool_:
+        if ct is not bool_ and ct != bool_:
             raise VerifyError(f"{type(s).__name__} condition {show(cond)} is {ct}, expected bool")
 
     def _target(self, s: Stmt, target: Expr, scope: Scope) -> Type:
@@ -391,7 +404,7 @@ class Checker:
         if sym.kind == "binding":
             if sym.access != "read_write":
                 raise VerifyError(f"{show(s)}: binding '{root.name}' is read-only")
-            if not isinstance(target, Index) or target.base != root:
+            if not isinstance(target, Index) or (target.base is not root and target.base != root):
                 raise VerifyError(f"{show(s)}: a binding is written one element at a time")
             self.stored.add(root.name)
         elif sym.kind == "workgroup":
@@ -411,7 +424,7 @@ def module_scope(kernel: Kernel, checker: Checker) -> Scope:
         if not isinstance(c.ty, Scalar):
             raise VerifyError(f"const {c.name}: type {c.ty} is not a scalar")
         got = checker.type_of(c.value, scope)
-        if got != c.ty:
+        if got is not c.ty and got != c.ty:
             raise VerifyError(f"const {c.name}: value {show(c.value)} is {got}, declared {c.ty}")
         scope.declare(c.name, Symbol(c.ty, "const"), c)
     for b in kernel.bindings:
