@@ -523,8 +523,9 @@ class KernelBuilder:
         self._last_if[-1] = stmt if isinstance(stmt, If) else None
 
     def let(self, name: str, value: Val | Num) -> Val:
-        v = as_val(value)
-        self.emit(Let(name, v.node))
+        v = value if isinstance(value, Val) else as_val(value)
+        self._blocks[-1].append(Let(name, v.node))  # self.emit(), inline: lets are many
+        self._last_if[-1] = None
         return Val(Name(name), v.ty)
 
     def var(self, name: str, ty: Scalar | Vec | Array, init: Val | Num | None = None) -> Local:
@@ -533,8 +534,10 @@ class KernelBuilder:
         return Local(self, name, ty)
 
     def comment(self, text: str) -> None:
-        for line in text.splitlines():
-            self.emit(Comment(line))
+        lines = text.splitlines()
+        if lines:
+            self._blocks[-1].extend([Comment(line) for line in lines])  # self.emit(), inline
+            self._last_if[-1] = None
 
     def ret(self) -> None:
         self.emit(Return())

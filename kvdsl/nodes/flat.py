@@ -140,6 +140,8 @@ def vector_extents(kernel: Kernel) -> Kernel:
     vector, and every flat extent divides exactly (the row lengths divide by the width).
     """
     widths = {b.name: b.elem.n for b in kernel.bindings if isinstance(b.elem, Vec)}
+    if not widths:
+        return kernel  # nothing to count in vectors: the kernel as it is, without a copy
     extents = tuple(
         (name, _exact_div(e, widths[name]) if name in widths else e) for name, e in kernel.extents
     )
