@@ -224,28 +224,6 @@ class Checker:
                 if not isinstance(ty, Scalar) or not literal_ok(value, ty):
                     raise VerifyError(f"literal {value!r} is not a valid {ty} value")
                 return ty
-            case Index(base, index):
-                if (
-                    type(index) is Name
-                    and (sym := scope.visible.get(index.name))
-                    and sym.kind not in _INDEXED
-                ):
-                    it = sym.ty  # a plain name, as for Binary's operands
-                else:
-                    it = self.type_of(index, scope)
-                if it is not u32 and it is not i32 and it not in (i32, u32):
-                    raise VerifyError(f"{show(e)}: index must be i32 or u32, got {it}")
-                if isinstance(base, Name):
-                    sym = scope.lookup(base.name)
-                    if sym is not None and sym.kind == "binding":
-                        self.used.add(base.name)
-                        return sym.ty.elem
-                    if sym is not None and sym.kind == "workgroup":
-                        return sym.ty.elem
-                bt = self.type_of(base, scope)
-                if isinstance(bt, (Array, Vec)):
-                    return bt.elem
-                raise VerifyError(f"{show(e)}: cannot index a value of type {bt}")
             case Member(base, name):
                 if (
                     type(base) is Name
@@ -270,6 +248,28 @@ class Checker:
                         raise VerifyError(f"{show(e)}: invalid swizzle '{name}' of {bt}")
                     return bt.elem if len(name) == 1 else Vec(len(name), bt.elem)
                 raise VerifyError(f"{show(e)}: {bt} has no members")
+            case Index(base, index):
+                if (
+                    type(index) is Name
+                    and (sym := scope.visible.get(index.name))
+                    and sym.kind not in _INDEXED
+                ):
+                    it = sym.ty  # a plain name, as for Binary's operands
+                else:
+                    it = self.type_of(index, scope)
+                if it is not u32 and it is not i32 and it not in (i32, u32):
+                    raise VerifyError(f"{show(e)}: index must be i32 or u32, got {it}")
+                if isinstance(base, Name):
+                    sym = scope.lookup(base.name)
+                    if sym is not None and sym.kind == "binding":
+                        self.used.add(base.name)
+                        return sym.ty.elem
+                    if sym is not None and sym.kind == "workgroup":
+                        return sym.ty.elem
+                bt = self.type_of(base, scope)
+                if isinstance(bt, (Array, Vec)):
+                    return bt.elem
+                raise VerifyError(f"{show(e)}: cannot index a value of type {bt}")
             case Call(op, args):
                 info = ops.info(op)
                 if info.kind != "builtin" or len(args) != info.arity:
@@ -332,11 +332,15 @@ class Checker:
 
     def stmt(self, s: Stmt, scope: Scope, ret: Type | None, loop: bool) -> None:
         match s:
+            # Cases by frequency: lets, comments and assignments are most statements.
             case Let(name, value):
                 ty = self.type_of(value, scope)
                 if not isinstance(ty, (Scalar, Vec, Array)):
                     raise VerifyError(f"{show(s)}: cannot bind a value of type {ty}")
                 scope.declare(name, Symbol(ty, "let"), s)
+            case Comment(text):
+                if "\n" in text:
+                    raise VerifyError(f"comment {text!r} spans several lines")
             case Var(name, ty, init):
                 if not isinstance(ty, (Scalar, Vec, Array)):
                     raise VerifyError(f"{show(s)}: a var cannot have type {ty}")
@@ -379,9 +383,6 @@ class Checker:
                     raise VerifyError(f"return of {got or 'nothing'}, expected {ret or 'nothing'}")
             case Block(body):
                 self.block(body, Scope(scope), ret, loop)
-            case Comment(text):
-                if "\n" in text:
-                    raise VerifyError(f"comment {text!r} spans several lines")
             case Barrier():
                 self.barriers = True  # where a barrier may stand is checked by check_barriers
             case _:
