@@ -71,9 +71,10 @@ def lit(value: Num, ty: Scalar) -> Val:
         if not literal_ok(value, ty):
             raise BuildError(f"literal {value!r} does not fit {ty}")
         return Val(Lit(value, ty), ty)
-    if ty.is_float and isinstance(value, int) and not isinstance(value, bool):
-        value = float(value)
-    if type(value) is float and ty.is_float:
+    if type(value) is not float and ty.is_float and isinstance(value, int):  # floats skip it
+        if not isinstance(value, bool):
+            value = float(value)
+    if type(value) is float and (ty is f32 or ty.is_float):
         # -0.0 equals 0.0 (and hashes alike): the sign keeps their entries apart.
         key = (ty.name, value, copysign(1.0, value))
         held = _FLOAT_HELD.get(key)
@@ -119,6 +120,8 @@ def as_val(x: Val | Num, like: Type | None = None) -> Val:
         elif like is i32:
             if -2147483648 <= x < 2147483648:
                 return Val(Lit(x, i32), i32)
+    elif type(x) is float and like is f32:
+        return lit(x, f32)
     if isinstance(x, (bool, int, float)):
         ty = like.scalar if isinstance(like, (Scalar, Vec)) else _default_type(x)
         if isinstance(x, float) and ty.is_int:
@@ -534,9 +537,8 @@ class KernelBuilder:
         return Local(self, name, ty)
 
     def comment(self, text: str) -> None:
-        lines = text.splitlines()
-        if lines:
-            self._blocks[-1].extend([Comment(line) for line in lines])  # self.emit(), inline
+        for line in text.splitlines():
+            self._blocks[-1].append(Comment(line))  # self.emit(), inline
             self._last_if[-1] = None
 
     def ret(self) -> None:
