@@ -47,7 +47,7 @@ from kvdsl.ir import (
     u32,
     vec,
 )
-from kvdsl.ir.nodes import Binary, Expr, Lit
+from kvdsl.ir.nodes import Binary, Expr, Lit, Name
 from kvdsl.ir.ops import Op
 from kvdsl.nodes.index import flat_index
 from kvdsl.nodes.rotary import rotate_loaded
@@ -98,8 +98,6 @@ def vector_const(kb: KernelBuilder, scalar_const: Val, row_len: int, width: int)
 def named(kb: KernelBuilder, name: str, width: int) -> Val:
     """The const ``{name}_V4`` (or ``{name}`` when ``width`` is 1) that :func:`vector_const`
     declared, e.g. to size the dispatch outside the function that declared it."""
-    from kvdsl.ir.nodes import Name
-
     return Val(Name(name if width == 1 else f"{name}_V{width}"), u32)
 
 

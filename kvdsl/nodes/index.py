@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 from kvdsl.ir import KernelBuilder, Val
 from kvdsl.ir.builder import as_val
+from kvdsl.ir.nodes import Name
+from kvdsl.ir.types import u32
 
 
 def flat_index(kb: KernelBuilder, fold: int, name: str = "i", bound: Val | None = None) -> Val:
@@ -35,9 +37,6 @@ def workgroup_flat(kb: KernelBuilder, fold: int, name: str = "wgFlat") -> Val:
 
 
 def _wg(kb: KernelBuilder) -> Val | int:
-    from kvdsl.ir.nodes import Name
-    from kvdsl.ir.types import u32
-
     if kb.workgroup_size_name is not None:
         return Val(Name(kb.workgroup_size_name), u32)
     return as_val(kb.workgroup_size[0], u32)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Iterator
 
-from kvdsl.ir import KernelBuilder, Val
+from kvdsl.ir import KernelBuilder, Val, min_
 from kvdsl.ir.builder import as_val
 from kvdsl.ir.types import u32
 from kvdsl.nodes.index import _wg, flat_index, workgroup_flat
@@ -85,12 +85,6 @@ def cooperative_bounded(kb: KernelBuilder, fold: int, rows: Val, row_len: Val) -
     with kb.if_(_full_tile(kb, elem_base, total, span)):
         yield from _tile_steps(kb, elem_base, row_len)
     with kb.else_():
-        wg_end = kb.let("wgEnd", _min(elem_base + span, total))
+        wg_end = kb.let("wgEnd", min_(elem_base + span, total))
         with kb.for_range("e", elem_base + kb.lid.x, wg_end, _wg(kb)) as e:
             yield e
-
-
-def _min(a: Val, b: Val) -> Val:
-    from kvdsl.ir import min_
-
-    return min_(a, b)
