@@ -20,7 +20,7 @@ keeps its meaning, so equality is spelt ``a.eq(b)`` / ``a.ne(b)``.
 
 from __future__ import annotations
 
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from math import copysign
 from typing import Any, Callable, Iterator, Union
 
@@ -574,7 +574,7 @@ class KernelBuilder:
             raise BuildError(f"condition is {c.ty}, expected bool")
         return c
 
-    def if_(self, cond: Val | bool) -> _Block:
+    def if_(self, cond: Val | bool) -> AbstractContextManager[None]:
         """``if (cond) { ... }``; follow with :meth:`elif_` / :meth:`else_`."""
         c = self._cond(cond).node
         return _Block(self, None, lambda body: self.emit(If(c, body)))
@@ -596,14 +596,16 @@ class KernelBuilder:
         blk[-1] = new
         self._last_if[-1] = new
 
-    def elif_(self, cond: Val | bool) -> _Block:
+    def elif_(self, cond: Val | bool) -> AbstractContextManager[None]:
         c = self._cond(cond).node
         return _Block(self, None, lambda body: self._attach_else((If(c, body),)))
 
-    def else_(self) -> _Block:
+    def else_(self) -> AbstractContextManager[None]:
         return _Block(self, None, self._attach_else)
 
-    def for_range(self, name: str, start: Val | int, end: Val | int, step: Val | int = 1) -> _Block:
+    def for_range(
+        self, name: str, start: Val | int, end: Val | int, step: Val | int = 1
+    ) -> AbstractContextManager[Val]:
         """``for (var name = start; name < end; name = name + step) { ... }`` over u32/i32;
         ``with`` gives the loop variable."""
         like: Type = u32
@@ -620,7 +622,7 @@ class KernelBuilder:
 
     def function(
         self, name: str, params: list[tuple[str, Scalar | Vec]], ret: Scalar | Vec | None
-    ) -> _Block:
+    ) -> AbstractContextManager[tuple[Val, ...]]:
         """Define a helper ``fn``; the block's statements are its body (``with`` gives the
         parameters as values)."""
         args = tuple(Val(Name(p), t) for p, t in params)
