@@ -37,19 +37,19 @@ fn main(
   // per-axis workgroup fold width.
   let e = gid.x + gid.y * 65535u * WG;
   let d4 = e % HEAD_DIM_V4;
-  let row = e / HEAD_DIM_V4;
+  // Past the end: the last row again (loads in range; no store before the return).
+  let row = min(e / HEAD_DIM_V4, params.count - 1u);
   let t = row % params.seq;
   let tmp = row / params.seq;
   let hk = tmp % KV_HEADS;
   let b = tmp / KV_HEADS;
   let srcBase = (b * params.seq + t) * KV_HIDDEN_V4 + hk * HEAD_DIM_V4;
   let items = params.count * HEAD_DIM_V4;
-  var kSq: vec4<f32> = vec4<f32>(0.0f, 0.0f, 0.0f, 0.0f);
-  if (e < items) {
-    kSq = src_k[srcBase + d4];
-  }
+  let kOwn = src_k[srcBase + d4];
+  let kW = k_norm_weight[d4];
+  let v = src_v[srcBase + d4];
   // K RMSNorm: the row's sum of squares, reduced in workgroup memory.
-  wsum[lid.x] = dot(kSq, kSq);
+  wsum[lid.x] = dot(kOwn, kOwn);
   workgroupBarrier();
   let rowLane = lid.x - d4;
   var ms: f32 = 0.0f;
@@ -67,8 +67,8 @@ fn main(
   if (e >= items) {
     return;
   }
-  let k = src_k[srcBase + d4] * invRms * k_norm_weight[d4];
+  let k = kOwn * invRms * kW;
   // The present row is the walk's row: the destination is the flat index.
   present_key[e] = k;
-  present_value[e] = src_v[srcBase + d4];
+  present_value[e] = v;
 }

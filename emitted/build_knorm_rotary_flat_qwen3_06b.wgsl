@@ -41,19 +41,27 @@ fn main(
   // per-axis workgroup fold width.
   let e = gid.x + gid.y * 65535u * WG;
   let d4 = e % HEAD_DIM_V4;
-  let row = e / HEAD_DIM_V4;
+  // Past the end: the last row again (loads in range; no store before the return).
+  let row = min(e / HEAD_DIM_V4, params.count - 1u);
   let t = row % params.seq;
   let tmp = row / params.seq;
   let hk = tmp % KV_HEADS;
   let b = tmp / KV_HEADS;
   let srcBase = (b * params.seq + t) * KV_HIDDEN_V4 + hk * HEAD_DIM_V4;
   let items = params.count * HEAD_DIM_V4;
-  var kSq: vec4<f32> = vec4<f32>(0.0f, 0.0f, 0.0f, 0.0f);
-  if (e < items) {
-    kSq = src_k[srcBase + d4];
-  }
+  let kOwn = src_k[srcBase + d4];
+  let pos = params.pastSeq + t;
+  let dr = d4 % HALF_V4;
+  let cs = cos_cache[pos * HALF_V4 + dr];
+  let sn = sin_cache[pos * HALF_V4 + dr];
+  let kPair = src_k[srcBase + select(dr, dr + HALF_V4, d4 < HALF_V4)];
+  let x0Raw = select(kPair, kOwn, d4 < HALF_V4);
+  let x1Raw = select(kOwn, kPair, d4 < HALF_V4);
+  let w0 = k_norm_weight[dr];
+  let w1 = k_norm_weight[dr + HALF_V4];
+  let v = src_v[srcBase + d4];
   // K RMSNorm: the row's sum of squares, reduced in workgroup memory.
-  wsum[lid.x] = dot(kSq, kSq);
+  wsum[lid.x] = dot(kOwn, kOwn);
   workgroupBarrier();
   let rowLane = lid.x - d4;
   var ms: f32 = 0.0f;
@@ -71,14 +79,10 @@ fn main(
   if (e >= items) {
     return;
   }
-  let pos = params.pastSeq + t;
-  let dr = d4 % HALF_V4;
-  let cs = cos_cache[pos * HALF_V4 + dr];
-  let sn = sin_cache[pos * HALF_V4 + dr];
-  let x0 = src_k[srcBase + dr] * invRms * k_norm_weight[dr];
-  let x1 = src_k[srcBase + (dr + HALF_V4)] * invRms * k_norm_weight[dr + HALF_V4];
+  let x0 = x0Raw * invRms * w0;
+  let x1 = x1Raw * invRms * w1;
   let k = select(x1 * cs + x0 * sn, x0 * cs - x1 * sn, d4 < HALF_V4);
   // The present row is the walk's row: the destination is the flat index.
   present_key[e] = k;
-  present_value[e] = src_v[srcBase + d4];
+  present_value[e] = v;
 }

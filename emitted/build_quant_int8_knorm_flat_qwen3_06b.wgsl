@@ -43,19 +43,26 @@ fn main(
   // per-axis workgroup fold width.
   let e = gid.x + gid.y * 65535u * WG;
   let d4 = e % HEAD_DIM_V4;
-  let row = e / HEAD_DIM_V4;
+  // Past the end: the last row again (loads in range; no store before the return).
+  let row = min(e / HEAD_DIM_V4, params.count - 1u);
   let t = row % params.seq;
   let tmp = row / params.seq;
   let hk = tmp % KV_HEADS;
   let b = tmp / KV_HEADS;
   let srcBase = (b * params.seq + t) * KV_HIDDEN_V4 + hk * HEAD_DIM_V4;
   let items = params.count * HEAD_DIM_V4;
-  var kSq: vec4<f32> = vec4<f32>(0.0f, 0.0f, 0.0f, 0.0f);
-  if (e < items) {
-    kSq = src_k[srcBase + d4];
-  }
+  let kOwn = src_k[srcBase + d4];
+  let kW = k_norm_weight[d4];
+  let v = src_v[srcBase + d4];
+  let dst = ((b * KV_HEADS + hk) * params.seq + t) * HEAD_DIM_V4 + d4;
+  let ksBase = select(0u, hk * HEAD_DIM + d4 * 4u, params.perChannel != 0u);
+  let ksStep = select(0u, 1u, params.perChannel != 0u);
+  let ks = vec4<f32>(k_scale[ksBase], k_scale[ksBase + ksStep * 1u], k_scale[ksBase + ksStep * 2u], k_scale[ksBase + ksStep * 3u]);
+  let vsBase = select(0u, hk * HEAD_DIM + d4 * 4u, params.perChannel != 0u);
+  let vsStep = select(0u, 1u, params.perChannel != 0u);
+  let vs = vec4<f32>(v_scale[vsBase], v_scale[vsBase + vsStep * 1u], v_scale[vsBase + vsStep * 2u], v_scale[vsBase + vsStep * 3u]);
   // K RMSNorm: the row's sum of squares, reduced in workgroup memory.
-  wsum[lid.x] = dot(kSq, kSq);
+  wsum[lid.x] = dot(kOwn, kOwn);
   workgroupBarrier();
   let rowLane = lid.x - d4;
   var ms: f32 = 0.0f;
@@ -73,15 +80,7 @@ fn main(
   if (e >= items) {
     return;
   }
-  let k = src_k[srcBase + d4] * invRms * k_norm_weight[d4];
-  let v = src_v[srcBase + d4];
-  let dst = ((b * KV_HEADS + hk) * params.seq + t) * HEAD_DIM_V4 + d4;
-  let ksBase = select(0u, hk * HEAD_DIM + d4 * 4u, params.perChannel != 0u);
-  let ksStep = select(0u, 1u, params.perChannel != 0u);
-  let ks = vec4<f32>(k_scale[ksBase], k_scale[ksBase + ksStep * 1u], k_scale[ksBase + ksStep * 2u], k_scale[ksBase + ksStep * 3u]);
-  let vsBase = select(0u, hk * HEAD_DIM + d4 * 4u, params.perChannel != 0u);
-  let vsStep = select(0u, 1u, params.perChannel != 0u);
-  let vs = vec4<f32>(v_scale[vsBase], v_scale[vsBase + vsStep * 1u], v_scale[vsBase + vsStep * 2u], v_scale[vsBase + vsStep * 3u]);
+  let k = kOwn * invRms * kW;
   let qk = vec4<i32>(clamp(round(k / ks), vec4<f32>(QMIN, QMIN, QMIN, QMIN), vec4<f32>(QMAX, QMAX, QMAX, QMAX)));
   let qv = vec4<i32>(clamp(round(v / vs), vec4<f32>(QMIN, QMIN, QMIN, QMIN), vec4<f32>(QMAX, QMAX, QMAX, QMAX)));
   present_key[dst] = qk;

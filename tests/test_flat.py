@@ -243,3 +243,61 @@ def test_poison_survives_outside_the_window():
     untouched = ~case.written["present_key"].reshape(-1)
     assert untouched.any()
     assert (got.view(np.uint32)[untouched] == POISON_BITS[4]).all()
+
+
+def _append_past_capacity(cfg, seed: int) -> tuple[dict, dict]:
+    """Buffers and params of an append of 7 new tokens into a 5-row cache (the first two tokens
+    do not fit), 3 batches with adversarial ``seqlens_k`` (so the last workgroup is partial)."""
+    rng = np.random.default_rng(seed)
+    batch, key_seq, cap, h, d = 3, 7, 5, cfg.kv_heads, cfg.head_dim
+    new = {n: rng.uniform(0.25, 2.0, batch * key_seq * h * d).astype(np.float32) for n in "kv"}
+    bufs = {"src_k": new["k"] * rng.choice([-1.0, 1.0], new["k"].size).astype(np.float32)}
+    bufs |= {"src_v": new["v"], "seqlens_k": np.array([-5, 3, 40], np.int32)}
+    bufs |= {"k_norm_weight": rng.uniform(0.5, 1.5, d).astype(np.float32)}
+    bufs |= {"k_scale": np.full(1, 0.02, np.float32), "v_scale": np.full(1, 0.015, np.float32)}
+    if cfg.rotary:
+        angles = rng.uniform(0, 6.0, cap * d // 2).astype(np.float32)
+        bufs |= {"cos_cache": np.cos(angles), "sin_cache": np.sin(angles)}
+    words = d if cfg.bits == 8 else d // 2
+    dt = np.int32 if cfg.bits == 8 else np.uint32
+    for n in ("present_key", "present_value"):
+        bufs[n] = np.full(batch * h * cap * words, POISON_BITS[4], np.uint32).view(dt)
+    params = {"count": batch * h * key_seq, "seq": key_seq, "pastSeq": 0, "totalSeq": cap}
+    return bufs, params | {"perChannel": 0}
+
+
+KNORM_APPENDS = [
+    AppendQuantConfig(2, 64, 8, k_norm=True, walk="flat"),
+    AppendQuantConfig(3, 32, 4, k_norm=True, walk="flat", workgroup_size=64),
+    AppendQuantConfig(2, 64, 8, k_norm=True, rotary=True, walk="flat", storage_buffer_limit=10),
+]
+
+
+@pytest.mark.parametrize("cfg", KNORM_APPENDS, ids=["int8", "int4", "int8-rotary"])
+def test_flat_knorm_append_past_capacity(cfg):
+    """The flat K-RMSNorm append issues its loads before the barrier, with skipped tokens (keySeq
+    > capacity) and invocations past the end still loading in range (the interpreter checks every
+    access) and storing nothing: equal to the per-row kernel, every poisoned row overwritten."""
+    flat_k, drop_k = kernels(cfg)
+    bufs, params = _append_past_capacity(cfg, 3)
+    assert params["count"] * cfg.head_dim // _width(flat_k) % cfg.workgroup_size != 0
+    got = interp_run(flat_k, dict(bufs), params)
+    want = interp_run(drop_k, dict(bufs), params)
+    bits = np.uint32(POISON_BITS[4])
+    for name in ("present_key", "present_value"):
+        poisoned = want[name].view(np.uint32) == bits
+        assert not poisoned.any()  # 7 tokens into 5 rows: the newest 5 fill every row
+        assert np.array_equal(got[name].view(np.uint32) == bits, poisoned), name
+        _, problem = compare_quantized(got[name], want[name], cfg.bits, ~poisoned)
+        assert not problem, f"{name}: {problem}"
+
+
+def test_flat_knorm_append_past_capacity_gpu(gpu):
+    cfg = KNORM_APPENDS[0]
+    flat_k, _ = kernels(cfg)
+    bufs, params = _append_past_capacity(cfg, 4)
+    got = gpu_run(flat_k, dict(bufs), params)
+    want = interp_run(flat_k, dict(bufs), params)
+    for name in ("present_key", "present_value"):
+        _, problem = compare_quantized(got[name], want[name], cfg.bits)
+        assert not problem, f"{name}: {problem}"

@@ -36,7 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kvdsl.ir import Dispatch, Kernel, KernelBuilder, Val, convert, f32, i32, u32, vec
+from kvdsl.ir import Dispatch, Kernel, KernelBuilder, Val, convert, f32, i32, min_, u32, vec
 from kvdsl.kernels.build import (
     check_row_program,
     row_extents,
@@ -44,6 +44,8 @@ from kvdsl.kernels.build import (
     declare_inputs,
     declare_params,
     flat_k,
+    flat_k_loads,
+    flat_norm,
     flat_row,
     k_row,
     row_walk,
@@ -179,16 +181,19 @@ def _quant(cfg: Any, name: str, append: bool) -> Kernel:
     per_channel = per_channel.ne(0)
     if cfg.walk == "flat":
         fr = flat_row(kb, cfg, c, inputs, width)
-        dst_row, rows_per_head = _destination(
-            kb, inputs, fr.b, fr.t, append, total_seq, seq, "dstRow"
+        norm = fr.k_own is not None
+        dst_row, rows_per_head, skipped = _destination(
+            kb, inputs, fr.b, fr.t, append, total_seq, seq, "dstRow", defer=norm
         )
-        k = flat_k(kb, fr, inputs, lambda: _position(kb, row_position, dst_row, past, fr.t))
+        kl = flat_k_loads(kb, fr, inputs, lambda: _position(kb, row_position, dst_row, past, fr.t))
         v = kb.let("v", flat.as_f32(inputs.src_v[fr.src_base + fr.it.d]))
         dst = kb.let(
             "dst", bnsh(fr.b, fr.hk, dst_row, c.heads, rows_per_head, fr.per_row) + fr.it.d
         )
         ks = flat.scales(kb, "ks", k_scale, fr.hk, fr.it.d, c.head_dim, width, per_channel)
         vs = flat.scales(kb, "vs", v_scale, fr.hk, fr.it.d, c.head_dim, width, per_channel)
+        # With K RMSNorm every load above precedes the norm's barrier.
+        k = flat_k(kb, fr, kl, flat_norm(kb, cfg, c, fr, skipped) if norm else None)
         qk = kb.let("qk", flat.quantize(k, ks, qmin, qmax))
         qv = kb.let("qv", flat.quantize(v, vs, qmin, qmax))
         if cfg.bits == 8:
@@ -203,7 +208,9 @@ def _quant(cfg: Any, name: str, append: bool) -> Kernel:
     vscale = scale_function(kb, "vscale", v_scale, c.head_dim, per_channel)
 
     row = row_walk(kb, cfg.fold, c)
-    dst_row, rows_per_head = _destination(kb, inputs, row.b, row.t, append, total_seq, seq, "row")
+    dst_row, rows_per_head, _ = _destination(
+        kb, inputs, row.b, row.t, append, total_seq, seq, "row"
+    )
 
     def position():
         return _position(kb, row_position, dst_row, past, row.t)
@@ -272,20 +279,27 @@ def _destination(
     total_seq: Val,
     seq: Val,
     name: str,
-) -> tuple[Val, Val]:
-    """The cache row new token ``t`` lands in and the cache's rows per head.
+    defer: bool = False,
+) -> tuple[Val, Val, Val | None]:
+    """The cache row new token ``t`` lands in, the cache's rows per head, and (``defer``) whether
+    the token is skipped.
 
-    ``append_quant`` writes the clamped append window of ``seqlens_k`` (tokens that do not fit
-    return), ``build_quant`` row ``t`` of a ``seq``-row cache.
+    ``append_quant`` writes the clamped append window of ``seqlens_k``: tokens that do not fit
+    return, or with ``defer`` (a kernel whose barrier is still ahead) get the window's first row,
+    so their loads stay in range, and the returned condition for the return after the barrier.
+    ``build_quant`` writes row ``t`` of a ``seq``-row cache.
     """
     if not append:
-        return t, seq
+        return t, seq, None
     w = append_window(kb, inputs.seqlens_k, b, total_seq, seq)
     kb.comment("Only the newest min(seq, totalSeq) tokens fit the cache.")
+    if defer:
+        skipped = kb.let("skipped", t < w.skip)
+        return kb.let(name, w.append_start + (t - min_(t, w.skip))), total_seq, skipped
     with kb.if_(t < w.skip):
         kb.ret()
     # t >= skip here, so the row index does not wrap.
-    return kb.let(name, w.append_start + (t - w.skip)), total_seq
+    return kb.let(name, w.append_start + (t - w.skip)), total_seq, None
 
 
 def _position(kb: KernelBuilder, row_position: bool, dst_row: Val, past: Val, t: Val) -> Val:

@@ -42,6 +42,7 @@ from kvdsl.ir import (
     f32,
     i32,
     lit,
+    min_,
     round_,
     select,
     u32,
@@ -115,15 +116,20 @@ def walk(
 ) -> Item:
     """The vector this invocation owns among ``rows * per_row`` (vectors of ``width`` lanes).
 
-    With ``guard`` an invocation past the end returns at once; without it the caller guards its
-    loads and stores (a kernel with barriers cannot return early).
+    With ``guard`` an invocation past the end returns at once. Without it (a kernel with a
+    barrier cannot return early) the row is clamped to the last one, so every invocation's loads
+    stay in range: an invocation past the end holds a copy of a vector of the last row, in a
+    workgroup row of its own (rows are whole within a workgroup), and the caller returns it
+    after the barrier, before any store.
     """
     kb.comment("Flat walk: one invocation per destination vector, adjacent invocations on")
     kb.comment("adjacent vectors; no loop, so every invocation makes one memory round trip.")
     e = flat_index(kb, fold, "e", bound=rows * per_row if guard else None)
     d = kb.let("d4" if width == 4 else "d", e % per_row)
-    row = kb.let("row", e / per_row)
-    return Item(e, row, d)
+    if guard:
+        return Item(e, kb.let("row", e / per_row), d)
+    kb.comment("Past the end: the last row again (loads in range; no store before the return).")
+    return Item(e, kb.let("row", min_(e / per_row, rows - 1)), d)
 
 
 def dispatch(rows: Val, per_row: Val, cfg: Any) -> Dispatch:
@@ -186,7 +192,8 @@ def row_sum_of_squares(
     (measured on an H200: 77% → 97% of a vec4 copy's bandwidth) — else one. A row's vectors are
     consecutive invocations of one workgroup when ``WG % per_row == 0`` (the configs require it),
     so the row starts at lane ``lid.x - d``. Call at the top level of the entry point, with every
-    invocation (out-of-range ones with ``x = 0``): the barrier must be uniform.
+    invocation: the barrier must be uniform. Invocations past the end (the unguarded
+    :func:`walk`) fill whole workgroup rows of their own, whose sums only they read.
     """
     wsum = kb.workgroup_var("wsum", array(f32, wg))
     wsum[kb.lid.x] = dot(x, x) if isinstance(x.ty, Vec) else x * x

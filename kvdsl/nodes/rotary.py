@@ -52,6 +52,12 @@ def rotate_loaded(
     sn = kb.let("sn", sin[pos * half + dr])
     x0 = kb.let("x0", load(dr))
     x1 = kb.let("x1", load(dr + half))
+    return rotate_pair(x0, x1, cs, sn, d, half)
+
+
+def rotate_pair(x0: Val, x1: Val, cs: Val, sn: Val, d: Val, half: Val) -> Val:
+    """Element ``d`` of the rotated pair ``(x0, x1)`` = row ``(d mod half, d mod half + half)``:
+    ``x0*cs - x1*sn`` in the first half, ``x1*cs + x0*sn`` in the second."""
     return select(x1 * cs + x0 * sn, x0 * cs - x1 * sn, d < half)
 
 
