@@ -3,7 +3,9 @@
 # GPU against the interpreter, time the compiler, then run the GPU benchmark. Each step's log
 # lands under OUT; a failing step is reported and the next still runs.
 #
-#   . scripts/on-gpu.sh && bash benchmarks/all.sh "$OUT/run5" --template .seed/kv_cache.wgsl.jinja
+#   . scripts/on-gpu.sh && bash benchmarks/all.sh "$OUT/run5" --batches 4 --trials 3 --repeats 30
+#
+# The legacy template is found beside the repo or in .seed/ (copy it there on the GPU host).
 #
 # Then, here: python benchmarks/report.py --csv <OUT>/run5/gpu.csv --note benchmarks/results/h200/NOTE.md
 set -u

@@ -127,10 +127,12 @@ def _with_workgroup(lvars: dict[str, Any], wg: int) -> dict[str, Any]:
 
 
 def find_template(explicit: str | None = None) -> Path | None:
-    """The template file: ``explicit``, tests/legacy.py's path, or ``shared/seed`` in the repo."""
+    """The template file: ``explicit``, tests/legacy.py's path, ``shared/seed`` in the repo, or
+    ``.seed/`` (where the GPU host's checkout keeps a copy)."""
     import legacy
 
-    for p in (explicit, legacy.TEMPLATE, REPO / "shared" / "seed" / legacy.TEMPLATE.name):
+    name = legacy.TEMPLATE.name
+    for p in (explicit, legacy.TEMPLATE, REPO / "shared" / "seed" / name, REPO / ".seed" / name):
         if p and Path(p).is_file():
             return Path(p)
     return None

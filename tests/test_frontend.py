@@ -187,6 +187,19 @@ UNSUPPORTED = [
     (kernel("  discard;"), 4, 3, "'discard' (discard)"),
     (kernel("  let x = pow(2.0, 3.0);"), 4, 11, "WGSL builtin 'pow'"),
     (kernel("  _ = out[0u];"), 4, 3, "phony assignment '_ = ...'"),
+    # Found by the long fuzz run: a nested array had no location.
+    (
+        kernel("", HEAD + "@group(0) @binding(1) var<storage, read> a: array<array<f32>>;\n"),
+        2,
+        45,
+        "array of array<f32>: only arrays of scalars and vectors",
+    ),
+    (
+        kernel("", HEAD + "var<workgroup> w: array<array<f32>, 4>;\n"),
+        2,
+        19,
+        "array of array<f32>: only arrays of scalars and vectors",
+    ),
 ]
 
 

@@ -548,18 +548,20 @@ class ToIR(Transformer):
             raise self._err(f"{kw}<{elem}>: a vector of a non-scalar", kw.line, kw.column)
         return Vec(int(str(kw)[3]), elem)
 
-    def runtime_array_type(self, elem) -> RuntimeArray:
-        return RuntimeArray(self._elem(elem))
+    @v_args(meta=True, inline=True)
+    def runtime_array_type(self, meta: Meta, elem) -> RuntimeArray:
+        return RuntimeArray(self._elem(elem, meta))
 
     @v_args(meta=True, inline=True)
     def fixed_array_type(self, meta: Meta, elem, count: Expr) -> Array:
         n = const_int(count, self.consts, (self.filename, meta.line, meta.column))
         if n <= 0:
             raise self._err(f"array size {n} is not positive", meta.line, meta.column)
-        return Array(self._elem(elem), n)
+        return Array(self._elem(elem, meta), n)
 
-    def _elem(self, elem):
+    def _elem(self, elem, meta: Meta):
+        """``elem`` when an array may hold it; else an error at the array type."""
         if not isinstance(elem, (Scalar, Vec)):
-            line = getattr(elem, "line", None)
-            raise self._err(f"array of {elem}: only arrays of scalars and vectors", line)
+            message = f"array of {elem}: only arrays of scalars and vectors"
+            raise self._err(message, meta.line, meta.column)
         return elem
