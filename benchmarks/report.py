@@ -118,6 +118,11 @@ def chart(rows: list[dict], path: Path) -> bool:
     return True
 
 
+def batches(rows: list[dict]) -> list[int]:
+    """The batch sizes the rows measured."""
+    return sorted({int(r["batch"]) for r in rows if r.get("batch") not in (None, "")})
+
+
 def walk_of(row: dict) -> str:
     """The row's walk from its options (``transpose`` has none: one invocation per element)."""
     for part in str(row.get("options", "")).split():
@@ -302,7 +307,7 @@ def page(rows: list[dict], device: dict, comp: dict | None, png: str | None, not
         f"buffer limit {lim.get('max-buffer-size')} B (WebGPU defaults 134217728 / 268435456; "
         f"raised only by the benchmark when its largest buffer, "
         f"{device.get('largest_buffer')} B, needs it)",
-        f"- sizes: batch {sizes.get('batches')}, {device.get('heads')} KV heads, head dim "
+        f"- sizes: batch {batches(rows) or sizes.get('batches')}, {device.get('heads')} KV heads, head dim "
         f"{device.get('head_dim')}, cache {sizes.get('cache')} tokens, prefill appends "
         f"{sizes.get('prefill')} tokens, decode appends 1 token"
         + (" (**--small smoke run, not a measurement**)" if device.get("small") else ""),
@@ -313,15 +318,18 @@ def page(rows: list[dict], device: dict, comp: dict | None, png: str | None, not
         "",
         "## Method",
         "",
-        "Regenerate: `kvdsl bench --report` (or `python benchmarks/gpu.py --report`) on the GPU, "
-        "then `python benchmarks/compile.py` and `python benchmarks/report.py`.",
+        "Regenerate: on the GPU host `bash benchmarks/all.sh OUT --batches 4 --trials 3 "
+        "--repeats 30` (verify on the GPU, compiler timing, benchmark; or `kvdsl bench`), then "
+        "here `python benchmarks/report.py --csv OUT/gpu.csv --note "
+        "benchmarks/results/h200/NOTE.md`.",
         "",
         "Each catalog option set (mode, walk, region, rotary, K norm, bits, vec4, element types) "
         "runs once, reshaped to 8 KV heads × head dim 128. Times are GPU timestamps around each "
         "dispatch, many dispatches in one submission, median. *Bytes* are what the variant's "
         "interface must move: each input element read once, each output element written once "
         "(the counting rule per mode is in `benchmarks/plans.py`'s docstring). *% roof* is the "
-        "time of a `vec4<f32>` copy moving the same bytes (half read, half written), measured "
+        "time of a `vec4<f32>` copy moving the same bytes (half read, half written, through two "
+        "buffer pairs as K and V move), measured "
         "in the same run (alternately with it), over the kernel's time; *copy GB/s* is that copy's "
         "bandwidth. *% best* divides by the higher of that copy and the best copy of the runs "
         "(`conservative` in `benchmarks/report.py`): on this shared GPU a copy measured slow "
