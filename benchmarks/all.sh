@@ -3,7 +3,10 @@
 # GPU against the interpreter, time the compiler, then run the GPU benchmark. Each step's log
 # lands under OUT; a failing step is reported and the next still runs.
 #
-#   . scripts/on-gpu.sh && bash benchmarks/all.sh "$OUT/run5" --batches 4 --trials 3 --repeats 30
+#   . scripts/on-gpu.sh && bash benchmarks/all.sh "$OUT/run5" --batches 4 --trials 3 --repeats 30 --budget 480
+#
+# (--budget: the benchmark starts no config after that many seconds, so a time-limited device
+# call still ends with its CSV and device.json written.)
 #
 # The legacy template is found beside the repo or in .seed/ (copy it there on the GPU host).
 #

@@ -238,7 +238,15 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> list[di
 
     pool, rows = Pool(), []
     total = sum(1 for cfg in selection.values() for _ in plans(cfg, size))
-    for name, cfg in selection.items():
+    budget = getattr(args, "budget", None)
+    for index, (name, cfg) in enumerate(selection.items()):
+        if budget is not None and time.perf_counter() - started >= budget:
+            # A device session ends hard: stop between configs, with the CSV and device.json
+            # written and the configs left named, rather than be killed mid-row.
+            left = list(selection)[index:]
+            info["unmeasured"] = left
+            log(f"budget of {budget:g} s reached: {len(left)} configs left: {' '.join(left)}")
+            break
         try:
             kernel = catalog.build_config(cfg, name)
             emit(kernel)  # an emitter failure is this variant's row, before any timing
@@ -420,6 +428,13 @@ def parser(p: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
     p.add_argument("--warmup", type=int, default=None, help="untimed dispatches (10; small: 1)")
     p.add_argument("--template", help="path of kv_cache.wgsl.jinja (default: found beside)")
     p.add_argument("--report", action="store_true", help="then write the chart and docs page")
+    p.add_argument(
+        "--budget",
+        type=float,
+        metavar="SECONDS",
+        help="start no new config after this many seconds (the rest are named in the log and "
+        "in device.json's 'unmeasured')",
+    )
     return p
 
 

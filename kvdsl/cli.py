@@ -306,6 +306,9 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--warmup", type=int, help="untimed dispatches first (default 10; --small 1)")
     s.add_argument("--template", help="path of kv_cache.wgsl.jinja (default: found beside)")
     s.add_argument("--report", action="store_true", help="then write docs/performance.md")
+    s.add_argument(
+        "--budget", type=float, metavar="SECONDS", help="start no new config after SECONDS"
+    )
     return p
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import sys
 from pathlib import Path
 
@@ -95,6 +96,15 @@ def test_representatives_cover_every_mode_at_the_issue_shape():
         words = D // 2 if cfg.mode == "copy" and cfg.present_type == "u32" else D
         assert cfg.head_dim == words, name
     assert len({(c.mode, bench.options(c)) for c in reps.values()}) == len(reps)
+
+
+def test_budget_stops_between_configs_and_names_the_rest(tmp_path, gpu):
+    argv = ["bench", "--small", "--out", str(tmp_path), "--repeats", "2", "--warmup", "1"]
+    assert cli_main(argv + ["--budget", "0", "--variants", *VARIANTS]) == 0
+    with open(tmp_path / "gpu.csv", newline="") as f:
+        assert list(csv.DictReader(f)) == []
+    info = json.loads((tmp_path / "device.json").read_text())
+    assert info["unmeasured"] == VARIANTS and info["floor_us"] > 0
 
 
 def test_roofline_copy_moves_the_bytes_asked():
