@@ -417,25 +417,11 @@ def table(rows: list[dict[str, Any]]) -> str:
 
 
 def parser(p: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
-    """The benchmark's options (shared with ``kvdsl bench``)."""
-    p = p or argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--small", action="store_true", help="tiny sizes (llvmpipe smoke run)")
-    p.add_argument("--out", default=str(DEFAULT_OUT), help="folder for gpu.csv and device.json")
-    p.add_argument("--variants", nargs="*", metavar="NAME", help="variant or mode names")
-    p.add_argument("--batches", type=int, nargs="*", help="batch sizes (default 1 and 4)")
-    p.add_argument("--trials", type=int, default=2, help="alternating timings, best kept (2)")
-    p.add_argument("--repeats", type=int, default=None, help="timed dispatches (100; small: 5)")
-    p.add_argument("--warmup", type=int, default=None, help="untimed dispatches (10; small: 1)")
-    p.add_argument("--template", help="path of kv_cache.wgsl.jinja (default: found beside)")
-    p.add_argument("--report", action="store_true", help="then write the chart and docs page")
-    p.add_argument(
-        "--budget",
-        type=float,
-        metavar="SECONDS",
-        help="start no new config after this many seconds (the rest are named in the log and "
-        "in device.json's 'unmeasured')",
-    )
-    return p
+    """The benchmark's options (``kvdsl bench`` declares the same ones)."""
+    from kvdsl.cli import bench_options
+
+    return bench_options(p or argparse.ArgumentParser(description=__doc__.splitlines()[0]),
+                         str(DEFAULT_OUT))  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:

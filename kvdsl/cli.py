@@ -297,17 +297,27 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--skip", action="append", choices=("interp", "gpu"), help="leave a backend out")
     s = sub.add_parser("bench", help="GPU benchmark: roofline, template, floor (source checkout)")
-    s.add_argument("--small", action="store_true", help="tiny sizes (llvmpipe smoke run)")
-    s.add_argument("--out", default="benchmarks/out", help="folder for gpu.csv and device.json")
-    s.add_argument("--variants", nargs="*", metavar="NAME", help="variant or mode names")
-    s.add_argument("--batches", type=int, nargs="*", help="batch sizes (default 1 and 4)")
-    s.add_argument("--trials", type=int, default=2, help="alternating timings, best kept (2)")
-    s.add_argument("--repeats", type=int, help="timed dispatches (default 100; --small 5)")
-    s.add_argument("--warmup", type=int, help="untimed dispatches first (default 10; --small 1)")
-    s.add_argument("--template", help="path of kv_cache.wgsl.jinja (default: found beside)")
-    s.add_argument("--report", action="store_true", help="then write docs/performance.md")
-    s.add_argument(
-        "--budget", type=float, metavar="SECONDS", help="start no new config after SECONDS"
+    bench_options(s, "benchmarks/out")
+    return p
+
+
+def bench_options(p: argparse.ArgumentParser, out: str) -> argparse.ArgumentParser:
+    """The GPU benchmark's options, for ``kvdsl bench`` and ``benchmarks/gpu.py`` alike."""
+    p.add_argument("--small", action="store_true", help="tiny sizes (llvmpipe smoke run)")
+    p.add_argument("--out", default=out, help="folder for gpu.csv and device.json")
+    p.add_argument("--variants", nargs="*", metavar="NAME", help="variant or mode names")
+    p.add_argument("--batches", type=int, nargs="*", help="batch sizes (default 1 and 4)")
+    p.add_argument("--trials", type=int, default=2, help="alternating timings, best kept (2)")
+    p.add_argument("--repeats", type=int, help="timed dispatches (default 100; --small 5)")
+    p.add_argument("--warmup", type=int, help="untimed dispatches first (default 10; --small 1)")
+    p.add_argument("--template", help="path of kv_cache.wgsl.jinja (default: found beside)")
+    p.add_argument("--report", action="store_true", help="then write docs/performance.md")
+    p.add_argument(
+        "--budget",
+        type=float,
+        metavar="SECONDS",
+        help="start no new config after SECONDS (the rest are named in the log and in "
+        "device.json's 'unmeasured')",
     )
     return p
 
