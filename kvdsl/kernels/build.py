@@ -299,7 +299,10 @@ def flat_k_loads(
     """
     d = row.it.d
     if row.k_own is None:
-        load = lambda i: flat.as_f32(inputs.src_k[row.src_base + i])  # noqa: E731
+
+        def load(i: Val) -> Val:
+            return flat.as_f32(inputs.src_k[row.src_base + i])
+
         if row.half is None:
             return KLoads(kb.let("k", load(d)))
         rotated = flat.rotate_loaded(
