@@ -1,5 +1,5 @@
 """WGSL text from IR."""
 
-from kvdsl.emit.wgsl import emit, emit_expr, format_literal
+from kvdsl.emit.wgsl import emit, emit_expr, format_literal, inline
 
-__all__ = ["emit", "emit_expr", "format_literal"]
+__all__ = ["emit", "emit_expr", "format_literal", "inline"]

@@ -166,9 +166,9 @@ class Emitter:
             case For(init, cond, update, body):
                 head = "; ".join(
                     (
-                        _inline(init),
+                        inline(init),
                         "" if cond is None else emit_expr(cond),
-                        _inline(update),
+                        inline(update),
                     )
                 ).rstrip()
                 self.line(depth, f"for ({head}) {{")
@@ -185,7 +185,7 @@ class Emitter:
             case Comment(text):
                 self.line(depth, f"// {text}".rstrip())
             case _:
-                self.line(depth, _inline(s) + ";")
+                self.line(depth, inline(s) + ";")
 
     def _if(self, s: If, depth: int, keyword: str) -> None:
         self.line(depth, f"{keyword} ({emit_expr(s.cond)}) {{")
@@ -198,8 +198,9 @@ class Emitter:
             self.block(s.orelse, depth + 1)
 
 
-def _inline(s: Stmt | None) -> str:
-    """A simple statement without its semicolon (also the parts of a for header)."""
+def inline(s: Stmt | None) -> str:
+    """A simple statement without its semicolon (also the parts of a for header, and the
+    statement the interpreter names in its errors)."""
     match s:
         case None:
             return ""

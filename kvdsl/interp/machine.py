@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from kvdsl.ir import ops
 from kvdsl.ir.nodes import (
     BUILTIN_INPUTS,
     Assign,
@@ -40,7 +39,7 @@ from kvdsl.ir.nodes import (
 )
 from kvdsl.ir.nodes import walk
 from kvdsl.ir.types import Array, Vec
-from kvdsl.emit import emit_expr
+from kvdsl.emit import emit_expr, inline
 from kvdsl.ir.verify import show
 from kvdsl.interp import batch
 from kvdsl.interp.batch import BatchGrid
@@ -91,25 +90,17 @@ def reads_read_write(kernel: Kernel) -> bool:
 
 
 def render(s: Stmt | None) -> str:
-    """A statement as one line of WGSL, for messages."""
+    """A statement as one line of WGSL, for messages: a simple one as the emitter prints it, an
+    ``if`` or ``for`` as its header."""
     match s:
-        case None:
-            return ""
-        case Let(name, value):
-            return f"let {name} = {emit_expr(value)}"
-        case Var(name, ty, init):
-            return f"var {name}: {ty}" + ("" if init is None else f" = {emit_expr(init)}")
-        case Assign(target, value, op):
-            eq = "=" if op is None else ops.info(op).spelling + "="
-            return f"{emit_expr(target)} {eq} {emit_expr(value)}"
         case If(cond):
             return f"if ({emit_expr(cond)})"
         case For(init, cond, update):
             return (
-                f"for ({render(init)}; {'' if cond is None else emit_expr(cond)}; {render(update)})"
+                f"for ({inline(init)}; {'' if cond is None else emit_expr(cond)}; {inline(update)})"
             )
-        case Return(value):
-            return "return" + ("" if value is None else f" {emit_expr(value)}")
+        case None | Let() | Var() | Assign() | Return() | Break() | Continue() | Barrier():
+            return inline(s)
         case _:
             return show(s)
 
