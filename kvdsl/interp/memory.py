@@ -228,16 +228,7 @@ class Memory:
                 f"{self.grid.describe(int(ids[j]))} before anything in the dispatch wrote "
                 f"it{self.where()}"
             )
-        prev = w.owner[flat]
-        clash = (prev >= 0) & (prev != ids)
-        if clash.any():
-            j = self._first_bad(clash)
-            self._shared_race(
-                w,
-                int(flat[j]),
-                f"{self.grid.describe(int(prev[j]))} wrote it",
-                f"{self.grid.describe(int(ids[j]))} reads it",
-            )
+        self._shared_writer_clash(w, flat, ids, "reads")
         r = w.reader[flat]
         new = np.where((r == -1) | (r == ids), ids, -2)
         w.reader[flat] = new
@@ -250,9 +241,10 @@ class Memory:
         out[active] = got
         return out
 
-    def shared_store(self, w: SharedArray, idx: np.ndarray, v: np.ndarray, m: Mask) -> None:
-        """``w[idx] = v`` on the lanes of ``m``, checking races since the last barrier."""
-        active, ids, flat = self._shared_at(w, idx, m)
+    def _shared_writer_clash(
+        self, w: SharedArray, flat: np.ndarray, ids: np.ndarray, verb: str
+    ) -> None:
+        """A race when another invocation wrote an element these lanes touch since the barrier."""
         prev = w.owner[flat]
         clash = (prev >= 0) & (prev != ids)
         if clash.any():
@@ -261,8 +253,13 @@ class Memory:
                 w,
                 int(flat[j]),
                 f"{self.grid.describe(int(prev[j]))} wrote it",
-                f"{self.grid.describe(int(ids[j]))} writes it",
+                f"{self.grid.describe(int(ids[j]))} {verb} it",
             )
+
+    def shared_store(self, w: SharedArray, idx: np.ndarray, v: np.ndarray, m: Mask) -> None:
+        """``w[idx] = v`` on the lanes of ``m``, checking races since the last barrier."""
+        active, ids, flat = self._shared_at(w, idx, m)
+        self._shared_writer_clash(w, flat, ids, "writes")
         r = w.reader[flat]
         clash = (r != -1) & (r != ids)
         if clash.any():

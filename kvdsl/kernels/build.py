@@ -55,9 +55,9 @@ from kvdsl.kernels.config import (
     times,
 )
 from kvdsl.nodes import flat, walks
-from kvdsl.nodes.index import bnsh, bsh
+from kvdsl.nodes.index import bnsh, bsh, split_rows
 from kvdsl.nodes.rmsnorm import rms_norm_row
-from kvdsl.nodes.rotary import rotate_pair, rotate_row
+from kvdsl.nodes.rotary import pair_entry, rotate_pair, rotate_row
 
 FLOATS = ("f32", "f16")
 WALKS = ("per_row", "flat")
@@ -189,10 +189,7 @@ def row_walk(kb: KernelBuilder, fold: int, c: Consts) -> Row:
     """The per-row walk over ``params.count`` rows of ``params.seq`` new tokens each."""
     count, seq = kb.param("count"), kb.param("seq")
     i = walks.per_row(kb, fold, count)
-    t = kb.let("t", i % seq)
-    tmp = kb.let("tmp", i / seq)
-    hk = kb.let("hk", tmp % c.heads)
-    b = kb.let("b", tmp / c.heads)
+    b, hk, t = split_rows(kb, i, c.heads, seq)
     src_base = kb.let("srcBase", bsh(b, t, hk, seq, c.hidden, c.head_dim))
     return Row(b, hk, t, src_base)
 
@@ -247,10 +244,7 @@ def flat_row(kb: KernelBuilder, cfg: Any, c: Consts, inputs: RowInputs, width: i
     half = flat.vector_const(kb, c.half, cfg.head_dim // 2, width) if c.half is not None else None
     norm = c.eps is not None
     it = flat.walk(kb, cfg.fold, count, per_row, width, guard=not norm)
-    t = kb.let("t", it.row % seq)
-    tmp = kb.let("tmp", it.row / seq)
-    hk = kb.let("hk", tmp % c.heads)
-    b = kb.let("b", tmp / c.heads)
+    b, hk, t = split_rows(kb, it.row, c.heads, seq)
     src_base = kb.let("srcBase", bsh(b, t, hk, seq, hidden, per_row))
     items = k_own = None
     if norm:
@@ -297,26 +291,17 @@ def flat_k_loads(
     With rotary the vector's partner is the one load besides ``kOwn``: the pair is
     ``(select(partner, own, d < half), select(own, partner, d < half))``.
     """
-    d = row.it.d
+    d, cos, sin = row.it.d, inputs.cos_cache, inputs.sin_cache
     if row.k_own is None:
-
-        def load(i: Val) -> Val:
-            return flat.as_f32(inputs.src_k[row.src_base + i])
-
         if row.half is None:
-            return KLoads(kb.let("k", load(d)))
-        rotated = flat.rotate_loaded(
-            kb, load, d, inputs.cos_cache, inputs.sin_cache, position(), row.half
-        )
+            return KLoads(kb.let("k", flat.as_f32(inputs.src_k[row.src_base + d])))
+        rotated = flat.rotate(kb, inputs.src_k, row.src_base, d, cos, sin, position(), row.half)
         return KLoads(kb.let("k", rotated))
     weight = inputs.k_norm_weight
     if row.half is None:
         return KLoads(None, row.k_own, w0=kb.let("kW", flat.as_f32(weight[d])))
     half, low = row.half, d < row.half
-    pos = position()
-    dr = kb.let("dr", d % half)
-    cs = kb.let("cs", inputs.cos_cache[pos * half + dr])
-    sn = kb.let("sn", inputs.sin_cache[pos * half + dr])
+    dr, cs, sn = pair_entry(kb, d, cos, sin, position(), half)
     partner = kb.let("kPair", flat.as_f32(inputs.src_k[row.src_base + select(dr, dr + half, low)]))
     x0 = kb.let("x0Raw", select(partner, row.k_own, low))
     x1 = kb.let("x1Raw", select(row.k_own, partner, low))

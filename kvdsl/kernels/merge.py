@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from kvdsl.ir import Dispatch, Kernel, KernelBuilder, convert
 from kvdsl.kernels.config import ceil_div, common, contract, one_of, scalar, shape, times
 from kvdsl.nodes import flat, walks
-from kvdsl.nodes.index import bnsh
+from kvdsl.nodes.index import bnsh, split_rows
 
 if TYPE_CHECKING:
     from kvdsl.catalog import Model
@@ -104,10 +104,7 @@ def merge(cfg: MergeConfig, name: str = "merge") -> Kernel:
                 present_value[e] = convert(cache, new_v[n_src])
     else:
         i = walks.per_row(kb, cfg.fold, rows)
-        t = kb.let("t", i % seq)
-        tmp = kb.let("tmp", i / seq)
-        hk = kb.let("hk", tmp % heads)
-        b = kb.let("b", tmp / heads)
+        b, hk, t = split_rows(kb, i, heads, seq)
         dst = kb.let("dstBase", bnsh(b, hk, t, heads, seq, head_dim))
         with kb.if_(t < past_seq):
             src = kb.let("srcBase", bnsh(b, hk, t, heads, past_seq, head_dim))

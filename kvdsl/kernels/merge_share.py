@@ -44,7 +44,7 @@ from kvdsl.kernels.config import (
 )
 from kvdsl.nodes import flat, walks
 from kvdsl.nodes.append import RowRotary, append_row
-from kvdsl.nodes.index import bnsh
+from kvdsl.nodes.index import bnsh, split_rows
 from kvdsl.nodes.rotary import rotate_element
 from kvdsl.nodes.window import append_window
 
@@ -164,10 +164,7 @@ def _retain(kb: KernelBuilder, cfg: MergeShareConfig) -> None:
                 present_value[e] = past_v[e]
     else:
         i = walks.per_row(kb, cfg.fold, rows)
-        t = kb.let("t", i % seq)
-        tmp = kb.let("tmp", i / seq)
-        hk = kb.let("hk", tmp % heads)
-        b = kb.let("b", tmp / heads)
+        b, hk, t = split_rows(kb, i, heads, seq)
         w = append_window(kb, seqlens_k, b, seq, key_seq)
         dst = kb.let("dstBase", bnsh(b, hk, t, heads, seq, head_dim))
         kb.comment("Outside the append window; the shared stride makes this dst == src.")
@@ -201,10 +198,7 @@ def _append(kb: KernelBuilder, cfg: MergeShareConfig) -> None:
     def window_row(row: Val) -> tuple[Val, Val, Val, Val]:
         """``(b, hk, j, t)`` of new row ``row``: its cache row ``t`` in the append window;
         tokens that do not fit the cache (keySeq > seq) return."""
-        j = kb.let("j", row % key_seq)
-        tmp = kb.let("tmp", row / key_seq)
-        hk = kb.let("hk", tmp % heads)
-        b = kb.let("b", tmp / heads)
+        b, hk, j = split_rows(kb, row, heads, key_seq, "j")
         w = append_window(kb, seqlens_k, b, seq, key_seq)
         kb.comment("New tokens before `skip` do not fit the cache (keySeq > seq).")
         with kb.if_(j < w.skip):

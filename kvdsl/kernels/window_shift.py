@@ -52,7 +52,7 @@ from kvdsl.kernels.config import (
 from kvdsl.nodes import flat, walks
 from kvdsl.nodes.append import RowRotary
 from kvdsl.nodes.append import append_row as write_new_row
-from kvdsl.nodes.index import bnsh
+from kvdsl.nodes.index import bnsh, split_rows
 from kvdsl.nodes.window import sliding_window
 
 if TYPE_CHECKING:
@@ -159,10 +159,7 @@ def window_shift(cfg: WindowShiftConfig, name: str = "window_shift") -> Kernel:
             kb.comment(
                 "Append-only pass: the vectors of the new token rows; `seq` stays the capacity."
             )
-            j = kb.let("j", it.row % key_seq)
-            tmp = kb.let("tmp", it.row / key_seq)
-            hk = kb.let("hk", tmp % heads)
-            b = kb.let("b", tmp / heads)
+            b, hk, j = split_rows(kb, it.row, heads, key_seq, "j")
             w = sliding_window(kb, seqlens_k, b, seq, key_seq)
             kb.comment("New tokens before `skip` do not fit the window (keySeq > seq).")
             with kb.if_(j < w.skip):
@@ -171,10 +168,7 @@ def window_shift(cfg: WindowShiftConfig, name: str = "window_shift") -> Kernel:
             dst = kb.let("dst", bnsh(b, hk, t, heads, seq, hd4) + it.d)
             append_vec(b, hk, j, dst, kb.let("pos", w.past + j))
             return
-        t = kb.let("t", it.row % seq)
-        tmp = kb.let("tmp", it.row / seq)
-        hk = kb.let("hk", tmp % heads)
-        b = kb.let("b", tmp / heads)
+        b, hk, t = split_rows(kb, it.row, heads, seq)
         w = sliding_window(kb, seqlens_k, b, seq, key_seq)
         with kb.if_(t < w.append_start):
             kb.comment("Surviving past rows slide down by the eviction count.")
@@ -197,10 +191,7 @@ def window_shift(cfg: WindowShiftConfig, name: str = "window_shift") -> Kernel:
         i = walks.per_row(kb, cfg.fold, rows)
         if cfg.region == "append":
             kb.comment("Append-only pass: one thread per new token row; `seq` stays the capacity.")
-            j = kb.let("j", i % key_seq)
-            tmp = kb.let("tmp", i / key_seq)
-            hk = kb.let("hk", tmp % heads)
-            b = kb.let("b", tmp / heads)
+            b, hk, j = split_rows(kb, i, heads, key_seq, "j")
             w = sliding_window(kb, seqlens_k, b, seq, key_seq)
             kb.comment("New tokens before `skip` do not fit the window (keySeq > seq).")
             with kb.if_(j < w.skip):
@@ -209,10 +200,7 @@ def window_shift(cfg: WindowShiftConfig, name: str = "window_shift") -> Kernel:
             dst = kb.let("dstBase", bnsh(b, hk, t, heads, seq, head_dim))
             append_row(b, hk, j, dst, kb.let("pos", w.past + j))
         else:
-            t = kb.let("t", i % seq)
-            tmp = kb.let("tmp", i / seq)
-            hk = kb.let("hk", tmp % heads)
-            b = kb.let("b", tmp / heads)
+            b, hk, t = split_rows(kb, i, heads, seq)
             w = sliding_window(kb, seqlens_k, b, seq, key_seq)
             dst = kb.let("dstBase", bnsh(b, hk, t, heads, seq, head_dim))
             with kb.if_(t < w.append_start):

@@ -7,8 +7,6 @@ Layouts (row-major, innermost last):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from kvdsl.ir import KernelBuilder, Val
 from kvdsl.ir.builder import as_val
 from kvdsl.ir.nodes import Name
@@ -42,36 +40,16 @@ def _wg(kb: KernelBuilder) -> Val | int:
     return as_val(kb.workgroup_size[0], u32)
 
 
-@dataclass(frozen=True)
-class Coords:
-    """The ``(b, h, t, d)`` coordinates an index decomposes into."""
-
-    b: Val
-    h: Val
-    t: Val
-    d: Val | None
-
-
-def split_bnsh(
-    kb: KernelBuilder,
-    index: Val,
-    heads: Val,
-    seq: Val,
-    head_dim: Val | None,
-    names=("b", "hk", "t", "d"),
-) -> Coords:
-    """Decompose a flat BNSH index (element index when ``head_dim`` is given, else row index)."""
-    nb, nh, nt, nd = names
-    if head_dim is not None:
-        d = kb.let(nd, index % head_dim)
-        row = kb.let(f"{nd}Row", index / head_dim)
-    else:
-        d, row = None, index
-    t = kb.let(nt, row % seq)
-    tmp = kb.let(f"{nt}Rest", row / seq)
-    h = kb.let(nh, tmp % heads)
-    b = kb.let(nb, tmp / heads)
-    return Coords(b, h, t, d)
+def split_rows(
+    kb: KernelBuilder, row: Val, heads: Val, seq: Val, token: str = "t"
+) -> tuple[Val, Val, Val]:
+    """``(b, hk, t)`` of a row of ``batch × heads × seq`` rows (BNSH order), as the template
+    writes it: ``t = row % seq; tmp = row / seq; hk = tmp % heads; b = tmp / heads``; ``token``
+    names ``t`` (``j`` for a new token)."""
+    t = kb.let(token, row % seq)
+    tmp = kb.let("tmp", row / seq)
+    hk = kb.let("hk", tmp % heads)
+    return kb.let("b", tmp / heads), hk, t
 
 
 def bnsh(b: Val, h: Val, t: Val, heads: Val, seq: Val, head_dim: Val) -> Val:

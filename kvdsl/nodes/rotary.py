@@ -47,12 +47,21 @@ def rotate_loaded(
     ``(d % half, d % half + half)`` shares one cos/sin entry. Scalar or vector alike: with
     vectors, ``half`` counts vectors and the vector lies in one half of the row.
     """
-    dr = kb.let("dr", d % half)
-    cs = kb.let("cs", cos[pos * half + dr])
-    sn = kb.let("sn", sin[pos * half + dr])
+    dr, cs, sn = pair_entry(kb, d, cos, sin, pos, half)
     x0 = kb.let("x0", load(dr))
     x1 = kb.let("x1", load(dr + half))
     return rotate_pair(x0, x1, cs, sn, d, half)
+
+
+def pair_entry(
+    kb: KernelBuilder, d: Val, cos: Buffer, sin: Buffer, pos: Val, half: Val
+) -> tuple[Val, Val, Val]:
+    """``(dr, cs, sn)`` for element (or vector) ``d``: its pair's first index ``d % half`` (no
+    u32 wrap of ``d - half``) and the pair's cos/sin entry at position ``pos``."""
+    dr = kb.let("dr", d % half)
+    cs = kb.let("cs", cos[pos * half + dr])
+    sn = kb.let("sn", sin[pos * half + dr])
+    return dr, cs, sn
 
 
 def rotate_pair(x0: Val, x1: Val, cs: Val, sn: Val, d: Val, half: Val) -> Val:
