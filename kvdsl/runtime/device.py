@@ -3,8 +3,13 @@
 Devices are created with WebGPU's default limits (8 storage buffers per stage, 65535 workgroups
 per dimension, ...), not the adapter's, so a kernel that runs here also runs in a browser; only
 :func:`configure` (an explicit opt-in, for benchmarks whose buffers pass 128 MiB) raises them. A
-device gets ``shader-f16`` only when a module says ``enable f16;``, and ``timestamp-query``
-whenever the adapter has it (it changes nothing a shader can do).
+device gets ``shader-f16`` only when a module says ``enable f16;``, ``subgroups`` only when it
+says ``enable subgroups;``, and ``timestamp-query`` whenever the adapter has it (it changes nothing
+a shader can do).
+
+naga (wgpu 0.32) implements the subgroup built-ins but rejects the standard ``enable subgroups;``
+directive (gfx-rs/wgpu#5555) that Tint, and so every browser, requires: kvdsl emits the standard
+module and :func:`naga_source` drops that one directive before naga sees it.
 """
 
 from __future__ import annotations
@@ -35,12 +40,29 @@ WEBGPU_LIMITS = {
 }
 
 _ENABLE_F16 = re.compile(r"^\s*enable\s+[^;]*\bf16\b", re.MULTILINE)
+_ENABLE_SUBGROUPS = re.compile(r"^[ \t]*enable[ \t]+subgroups[ \t]*;", re.MULTILINE)
 _SPAN = re.compile(r"wgsl:(\d+):(\d+)")
 
 
 def needs_f16(wgsl: str) -> bool:
     """Whether the module enables the ``f16`` extension."""
     return _ENABLE_F16.search(wgsl) is not None
+
+
+def needs_subgroups(wgsl: str) -> bool:
+    """Whether the module enables the ``subgroups`` extension."""
+    return _ENABLE_SUBGROUPS.search(wgsl) is not None
+
+
+def extensions(wgsl: str) -> tuple[bool, bool]:
+    """(f16, subgroups): the extensions the module enables, the key of its device."""
+    return needs_f16(wgsl), needs_subgroups(wgsl)
+
+
+def naga_source(wgsl: str) -> str:
+    """``wgsl`` as naga takes it: ``enable subgroups;`` blanked out (see the module doc); the
+    line stays, so naga's line numbers are the module's."""
+    return _ENABLE_SUBGROUPS.sub("", wgsl)
 
 
 @dataclass
@@ -53,7 +75,7 @@ class Pipeline:
 
 
 _adapter: wgpu.GPUAdapter | None = None
-_devices: dict[bool, wgpu.GPUDevice] = {}
+_devices: dict[tuple[bool, bool], wgpu.GPUDevice] = {}
 _pipelines: dict[tuple, Pipeline] = {}
 _raised_limits: dict[str, int] = {}
 
@@ -98,25 +120,28 @@ def adapter() -> wgpu.GPUAdapter:
     return _adapter
 
 
-def device(f16: bool = False) -> wgpu.GPUDevice:
-    """The device for modules that do (``f16=True``) or do not enable f16."""
-    if f16 not in _devices:
+def device(f16: bool = False, subgroups: bool = False) -> wgpu.GPUDevice:
+    """The device for modules that do or do not enable ``f16`` and ``subgroups``."""
+    key = (f16, subgroups)
+    if key not in _devices:
         a = adapter()
         features = [f for f in ("timestamp-query",) if f in a.features]
-        if f16:
-            if "shader-f16" not in a.features:
+        wanted = [("f16", "shader-f16", f16), ("subgroups", "subgroup", subgroups)]
+        for extension, feature, on in wanted:
+            if not on:
+                continue
+            if feature not in a.features:
                 raise DeviceError(
-                    f"the kernel enables f16 but adapter '{a.info['device']}' "
-                    f"({a.info['backend_type']}) has no 'shader-f16' feature"
+                    f"the kernel enables {extension} but adapter '{a.info['device']}' "
+                    f"({a.info['backend_type']}) has no '{feature}' feature"
                 )
-            features.append("shader-f16")
+            features.append(feature)
         limits = requested_limits()
-        _devices[f16] = a.request_device_sync(
-            label="kvdsl" + ("-f16" if f16 else ""),
-            required_features=features,
-            required_limits=limits,
+        label = "kvdsl" + "".join(f"-{e}" for e, _, on in wanted if on)
+        _devices[key] = a.request_device_sync(
+            label=label, required_features=features, required_limits=limits
         )
-    return _devices[f16]
+    return _devices[key]
 
 
 def max_workgroups_per_dimension() -> int:
@@ -170,9 +195,9 @@ def pipeline(
     """
     key = (wgsl, None if bindings is None else tuple(b.access for b in bindings), has_params)
     if key not in _pipelines:
-        dev = device(needs_f16(wgsl))
+        dev = device(*extensions(wgsl))
         try:
-            module = dev.create_shader_module(label=label, code=wgsl)
+            module = dev.create_shader_module(label=label, code=naga_source(wgsl))
             if bindings is None:
                 layout = "auto"
             else:
@@ -206,6 +231,7 @@ def adapter_info() -> dict:
         "adapter_type": info["adapter_type"],
         "backend": info["backend_type"],
         "shader_f16": "shader-f16" in a.features,
+        "subgroups": "subgroup" in a.features,
         "timestamp_query": "timestamp-query" in a.features,
         "limits": {k: dev.limits[k] for k in WEBGPU_LIMITS},
         "adapter_limits": {k: a.limits[k] for k in WEBGPU_LIMITS},

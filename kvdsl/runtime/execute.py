@@ -41,7 +41,7 @@ class _Dispatch:
         reuse: dict | None = None,
     ) -> None:
         check_buffers(bindings, buffers)
-        check_bindings(bindings, buffers, gpu.device(gpu.needs_f16(wgsl)).limits)
+        check_bindings(bindings, buffers, gpu.device(*gpu.extensions(wgsl)).limits)
         if params_struct is None and params:
             raise ParamsError(f"the kernel has no params struct, but got params {sorted(params)}")
         uniform = None if params_struct is None else pack_params(params_struct, params or {})
