@@ -1,7 +1,7 @@
 """The WGSL emitter: IR → deterministic, readable WGSL.
 
 Layout of a module, always in this order: ``enable f16;`` (only when the kernel mentions f16),
-the params struct, the storage bindings in declaration order followed by the params uniform (all
+``enable subgroups;`` (only when it uses a subgroup builtin value or function), the params struct, the storage bindings in declaration order followed by the params uniform (all
 ``@group(0)``, numbered from 0), module consts, helper functions, then the documented entry point
 ``main``. Indentation is two spaces. Parentheses are printed only where WGSL's grammar needs them,
 as the op table's levels say (see :mod:`kvdsl.ir.ops`).
@@ -23,6 +23,7 @@ import numpy as np
 
 from kvdsl.ir import ops
 from kvdsl.ir.nodes import (
+    SCALAR_BUILTINS,
     Assign,
     Barrier,
     Binary,
@@ -52,6 +53,8 @@ from kvdsl.ir.nodes import (
 from kvdsl.ir.types import Scalar, bool_, f16, i32, u32
 
 INDENT = "  "
+#: The trailing comment that names a binding's host data type (``// host: f16``).
+HOST_DATA = "// host: "
 
 
 def format_literal(value: int | float | bool, ty: Scalar) -> str:
@@ -240,6 +243,18 @@ def _mentions_f16(text: str) -> bool:
     return any(_F16.search(line) for line in code)
 
 
+_SUBGROUP_USE = re.compile(r"@builtin\(subgroup_\w+\)|\bsubgroup[A-Z]\w*\s*\(")
+
+
+def _uses_subgroups(text: str) -> bool:
+    """Whether WGSL text (comments aside) takes a subgroup builtin value or calls a subgroup
+    builtin function (``subgroupShuffleXor(...)``): the module then needs ``enable subgroups;``."""
+    if "subgroup" not in text:
+        return False
+    code = (line.split("//", 1)[0] for line in text.splitlines())
+    return any(_SUBGROUP_USE.search(line) for line in code)
+
+
 def emit(kernel: Kernel) -> str:
     """The kernel as a complete WGSL module."""
     out: list[str] = []
@@ -248,7 +263,9 @@ def emit(kernel: Kernel) -> str:
         out += [f"{INDENT}{n}: {t}," for n, t in kernel.params.fields]
         out += ["}", ""]
     for i, b in enumerate(kernel.bindings):
-        out.append(f"@group(0) @binding({i}) var<storage, {b.access}> {b.name}: array<{b.elem}>;")
+        decl = f"@group(0) @binding({i}) var<storage, {b.access}> {b.name}: array<{b.elem}>;"
+        # The host's element type, when not the WGSL one, survives a parse (kvdsl.frontend).
+        out.append(decl if b.data is None else f"{decl} {HOST_DATA}{b.data}")
     if kernel.params is not None:
         n = len(kernel.bindings)
         out.append(f"@group(0) @binding({n}) var<uniform> params: {kernel.params.name};")
@@ -278,7 +295,10 @@ def emit(kernel: Kernel) -> str:
     if (y, z) != (1, 1):
         size += f", {y}, {z}"
     out.append(f"@compute @workgroup_size({size})")
-    args = [f"@builtin({builtin}) {name}: vec3<u32>" for name, builtin in kernel.builtins]
+    args = [
+        f"@builtin({builtin}) {name}: {'u32' if builtin in SCALAR_BUILTINS else 'vec3<u32>'}"
+        for name, builtin in kernel.builtins
+    ]
     if len(args) > 1:
         out.append("fn main(")
         out += [f"{INDENT}{a}," for a in args]
@@ -290,4 +310,7 @@ def emit(kernel: Kernel) -> str:
     out += em.lines
     out.append("}")
     text = "\n".join(out) + "\n"
-    return "enable f16;\n\n" + text if _mentions_f16(text) else text
+    enables = [
+        e for e, used in (("f16", _mentions_f16), ("subgroups", _uses_subgroups)) if used(text)
+    ]
+    return "".join(f"enable {e};\n" for e in enables) + "\n" + text if enables else text

@@ -42,6 +42,7 @@ from kvdsl.frontend.transform import (
 from kvdsl.frontend.typer import Typer
 from kvdsl.ir.nodes import (
     BUILTIN_INPUTS,
+    SCALAR_BUILTINS,
     Binding,
     Const,
     Dispatch,
@@ -50,8 +51,20 @@ from kvdsl.ir.nodes import (
     Name,
     WorkgroupVar,
 )
-from kvdsl.ir.types import Array, RuntimeArray, Scalar, Struct, Vec, vec3u
-from kvdsl.ir.verify import Checker, Scope, Symbol, VerifyError, module_scope, uses_f16, verify
+from kvdsl.emit.wgsl import HOST_DATA
+from kvdsl.ir.types import SCALARS, Array, RuntimeArray, Scalar, Struct, Vec, u32, vec3u
+from kvdsl.ir.verify import (
+    Checker,
+    Scope,
+    Symbol,
+    VerifyError,
+    module_scope,
+    uses_f16,
+    uses_subgroups,
+    verify,
+)
+
+HOST = HOST_DATA[3:]  # the comment's text after '// '
 
 
 def _grammar_path() -> Path:
@@ -132,8 +145,8 @@ class _Assembler:
     def kernel(self, name: str, dispatch: Dispatch | None) -> tuple[Kernel, dict[int, int]]:
         enabled = set()
         for ext, line, column in self.module.enables:
-            if ext != "f16":
-                raise self.err(f"enable {ext} (only f16)", line, column)
+            if ext not in ("f16", "subgroups"):
+                raise self.err(f"enable {ext} (only f16 and subgroups)", line, column)
             enabled.add(ext)
         structs = [d for d in self.module.decls if isinstance(d, StructDecl)]
         gvars = [d for d in self.module.decls if isinstance(d, GlobalVar)]
@@ -179,6 +192,10 @@ class _Assembler:
         )
         if uses_f16(kernel) and "f16" not in enabled:
             raise WgslTypeError("f16 is used without 'enable f16;'", self.filename, 1)
+        if uses_subgroups(kernel) and "subgroups" not in enabled:
+            raise WgslTypeError(
+                "a subgroup builtin is used without 'enable subgroups;'", self.filename, 1
+            )
         try:
             verify(kernel)
         except VerifyError as err:
@@ -251,12 +268,23 @@ class _Assembler:
                 access = g.access or "read"
                 if access not in ("read", "read_write"):
                     raise self.err(f"storage access '{access}'", g.line, g.column)
-                numbered.append((slot, Binding(g.name, g.ty.elem, access)))
+                data = self.host_data(g)
+                numbered.append((slot, Binding(g.name, g.ty.elem, access, data)))
                 self.decl_lines[g.name] = g.line
             if slot in seen:
                 raise self.err(f"'{g.name}' reuses @group({slot[0]}) @binding({slot[1]})", g.line)
             seen[slot] = g.name
         return tuple(b for _, b in sorted(numbered, key=lambda x: x[0]))
+
+    def host_data(self, g: GlobalVar) -> Scalar | None:
+        """The host data type a ``// host: T`` comment ending the binding's line names."""
+        c = self.comments.get(g.line)
+        if c is None or c.own_line or not c.text.startswith(HOST):
+            return None
+        name = c.text[len(HOST) :].strip()
+        if name not in SCALARS:
+            raise self.err(f"'// {HOST}{name}' on binding '{g.name}' (a scalar type)", g.line)
+        return SCALARS[name]
 
     def workgroup_vars(self, gvars: list[GlobalVar]) -> tuple[WorkgroupVar, ...]:
         """The ``var<workgroup>`` declarations, in source order."""
@@ -345,10 +373,11 @@ class _Assembler:
                     attrs[0].line,
                     attrs[0].column,
                 )
-            if pty != vec3u:
-                raise self.err(f"builtin '{pname}' of type {pty} (vec3<u32>)", attrs[0].line)
+            want = u32 if arg[0].name in SCALAR_BUILTINS else vec3u
+            if pty != want:
+                raise self.err(f"builtin '{pname}' of type {pty} ({want})", attrs[0].line)
             out.append((pname, arg[0].name))
-            main.declare(pname, Symbol(vec3u, "builtin"), entry)
+            main.declare(pname, Symbol(want, "builtin"), entry)
         return tuple(out)
 
     def function(self, fn: FnDecl, scope: Scope, typer: Typer) -> Function:

@@ -152,6 +152,9 @@ class Typer:
             case Call(Op.SELECT, (f, t, c)):
                 f, t = self.unify((f, t), scope, want)
                 return Call(Op.SELECT, (f, t, self.expr(c, scope, bool_)))
+            case Call(Op.SUBGROUP_SHUFFLE_XOR, (x, mask)):
+                x = self.expr(x, scope, want)
+                return Call(Op.SUBGROUP_SHUFFLE_XOR, (x, self.expr(mask, scope, u32)))
             case Call(op, args):
                 return Call(op, self.unify(args, scope, None if op == Op.DOT else want))
             case FnCall(name, args):

@@ -110,6 +110,17 @@ Storage buffers
     distinct, in bounds) is read and written as a view of the buffer rather than gathered and
     scattered; the result is the same.
 
+Subgroups
+    ``subgroup_size`` is ``run``'s ``subgroup_size`` (32 unless given), the same for every
+    invocation. A workgroup's subgroups are runs of that many consecutive local invocation
+    indices; WGSL leaves the mapping to the implementation, and every GPU kvdsl runs on (NVIDIA,
+    llvmpipe) lays a one-dimensional workgroup out this way, which kernels that shuffle across a
+    row of invocations rely on. ``subgroupShuffleXor(x, mask)`` gives each invocation ``x`` of
+    the invocation whose lane is its own xor ``mask`` (a workgroup that is not a whole number of
+    subgroups ends in a short one). The mask must be uniform and below the subgroup size, and
+    the invocation read must exist and be active at that statement (WGSL leaves each of those
+    cases indeterminate): otherwise :class:`InterpError`. A loop whose body shuffles never runs batched.
+
 Workgroup memory and barriers
     A ``var<workgroup>`` array has one row per workgroup of the chunk (zero at the start, as in
     WGSL); an invocation's ``w[i]`` is element ``i`` of its own workgroup's row, and an index
@@ -143,7 +154,10 @@ from kvdsl.interp.errors import InterpError, OutOfBounds, RaceError, Uninitializ
 from kvdsl.interp.machine import Machine
 from kvdsl.interp.values import Grid, params_values, storage
 
-__all__ = ["InterpError", "OutOfBounds", "RaceError", "UninitializedRead", "run"]
+#: The subgroup sizes WGSL allows (``subgroupMinSize`` .. ``subgroupMaxSize`` lie in 4..128).
+SUBGROUP_SIZES = (4, 8, 16, 32, 64, 128)
+
+__all__ = ["SUBGROUP_SIZES", "InterpError", "OutOfBounds", "RaceError", "UninitializedRead", "run"]
 
 
 def run(
@@ -154,13 +168,21 @@ def run(
     *,
     strict_init: bool = False,
     source_lines: dict[int, int] | None = None,
+    subgroup_size: int = 32,
 ) -> dict[str, np.ndarray]:
     """Interpret one dispatch of ``kernel``; the final contents of each read_write binding.
 
     ``buffers`` maps every binding name to an array (read_write ones are not modified; their new
     contents come back with the same dtype and shape); ``params`` gives the params struct's
-    fields; ``workgroups`` defaults to the kernel's dispatch rule for ``params``.
+    fields; ``workgroups`` defaults to the kernel's dispatch rule for ``params``;
+    ``subgroup_size`` (a power of two in 4..128) is the ``subgroup_size`` builtin and the width
+    of the subgroups ``subgroupShuffleXor`` reads across.
     """
+    if subgroup_size not in SUBGROUP_SIZES:
+        raise ValueError(
+            f"subgroup_size {subgroup_size!r}: expected a power of two in 4..128 "
+            f"({', '.join(map(str, SUBGROUP_SIZES))})"
+        )
     missing = [b.name for b in kernel.bindings if b.name not in buffers]
     if missing:
         raise KeyError(f"kernel {kernel.name} needs buffers {', '.join(missing)}")
@@ -170,7 +192,7 @@ def run(
         workgroups = dispatch_workgroups(kernel, {k: int(v) for k, v in (params or {}).items()})
     for batching in (True, False):
         stores = {b.name: storage(b, buffers[b.name]) for b in kernel.bindings}
-        grid = Grid(workgroups, kernel.workgroup_size)
+        grid = Grid(workgroups, kernel.workgroup_size, subgroup_size=subgroup_size)
         machine = Machine(kernel, grid, stores, values, strict_init, source_lines, batching)
         try:
             machine.run()

@@ -23,6 +23,7 @@ from kvdsl.ir.nodes import (
     Assign,
     Barrier,
     Break,
+    Call,
     Continue,
     For,
     FnCall,
@@ -36,6 +37,7 @@ from kvdsl.ir.nodes import (
     Var,
     walk,
 )
+from kvdsl.ir.ops import SUBGROUP_OPS
 from kvdsl.interp.scope import Slot
 from kvdsl.interp.values import ArrayValue, Grid, empty, is_uniform, normal
 
@@ -89,7 +91,7 @@ def plan(s: For, kernel: Kernel, functions: dict[str, Function]) -> Plan | None:
 
     The loop must be ``for (var i = a; cond; i = u)`` with ``a``, ``cond`` and ``u`` free of
     indexing and calls (so they are uniform when their names are, which the machine checks), and
-    its body must have no loop, ``break``, ``continue``, ``return`` or barrier, assign nothing
+    its body must have no loop, ``break``, ``continue``, ``return``, barrier or subgroup call, assign nothing
     declared outside the body except plain stores to storage bindings (at most one store
     statement per binding), never store to workgroup memory, and never read a binding it
     stores to. Helpers it calls may not store to bindings or workgroup memory, hold a barrier,
@@ -114,6 +116,8 @@ def plan(s: For, kernel: Kernel, functions: dict[str, Function]) -> Plan | None:
     for x in walk(s.body):
         if isinstance(x, (For, Loop, Break, Continue, Return, Barrier)):
             return None
+        if isinstance(x, Call) and x.op in SUBGROUP_OPS:  # reads other invocations' lanes
+            return None
         if isinstance(x, Assign):
             root = _root(x.target)
             if root in declared:
@@ -127,7 +131,7 @@ def plan(s: For, kernel: Kernel, functions: dict[str, Function]) -> Plan | None:
     helpers = _helpers(s.body, functions)
     for f in helpers:
         for x in walk(f.body):
-            if isinstance(x, Barrier):
+            if isinstance(x, Barrier) or isinstance(x, Call) and x.op in SUBGROUP_OPS:
                 return None
             if isinstance(x, Assign) and _root(x.target) in bindings | shared:
                 return None

@@ -102,8 +102,8 @@ class Expressions:
                 ok = self.static(x)
             case Binary(_, a, b):
                 ok = self.static(a) and self.static(b)
-            case Call(_, args):
-                ok = all(self.static(a) for a in args)
+            case Call(op, args):
+                ok = op not in ops.SUBGROUP_OPS and all(self.static(a) for a in args)
             case _:
                 ok = False
         self._static[k] = ok
@@ -118,6 +118,8 @@ class Expressions:
                 return v
             case Name(name):
                 if self._is_builtin(name):
+                    if self.builtins[name] == "sg":
+                        return self.grid.column("sg", 0)
                     cols = [self.grid.column(self.builtins[name], k) for k in range(3)]
                     lanes = max(c.shape[0] for c in cols)
                     return np.stack([broadcast(c, lanes) for c in cols], axis=1)
@@ -141,6 +143,8 @@ class Expressions:
                     if fresh_b and x.shape == y.shape:
                         return f(x, y, out=y)
                 return self.apply(op, (x, y))
+            case Call(Op.SUBGROUP_SHUFFLE_XOR, (x, mask)):
+                return self.shuffle_xor(self.eval(x, m), self.eval(mask, m), m, e)
             case Call(op, args):
                 return self.apply(op, tuple(self.eval(a, m) for a in args))
             case FnCall(name, args):
@@ -184,6 +188,47 @@ class Expressions:
             stacked = np.stack([broadcast(x, lanes) for x in container])
             return stacked[safe, self.grid.lanes]
         return broadcast(container, self.n)[self.grid.lanes, safe]
+
+    def shuffle_xor(self, x: np.ndarray, mask: np.ndarray, m: Mask, e: Expr) -> np.ndarray:
+        """``subgroupShuffleXor``: each lane of ``m`` gets ``x`` of the invocation whose
+        subgroup lane is its own xor ``mask`` (see *Subgroups* in :mod:`kvdsl.interp`)."""
+        grid, size = self.grid, self.grid.subgroup_size
+        if not is_uniform(mask):
+            raise InterpError(f"{show(e)}: the mask differs between invocations{self.where()}")
+        k = int(mask[0])
+        if k >= size:
+            raise InterpError(
+                f"{show(e)}: mask {k} is not below the subgroup size {size}{self.where()}"
+            )
+        lanes = grid.active(m)
+        if len(lanes) == 0:
+            return x
+        # Subgroups are aligned runs of ``size`` local indices (the last one short where the
+        # workgroup is not a whole number of them) and ``k < size``: the partner is in the same
+        # run, at local index ``local ^ k``, if the workgroup has it.
+        me = grid.original(lanes)
+        local = me % grid.per_group
+        partner = local ^ k
+        past = partner >= grid.per_group
+        if past.any():
+            i = int(np.flatnonzero(past)[0])
+            raise InterpError(
+                f"{show(e)}: {grid.describe(int(me[i]))} reads local invocation {int(partner[i])}, "
+                f"past the workgroup's {grid.per_group}{self.where()}"
+            )
+        source, found = grid.lanes_of(me - local + partner)
+        live = found if m is None else found & m[source]
+        if not live.all():
+            bad = int(me[np.flatnonzero(~live)[0]])
+            raise InterpError(
+                f"{show(e)}: {grid.describe(bad)} reads invocation {bad ^ k}, which is not "
+                f"active here (WGSL leaves the value indeterminate){self.where()}"
+            )
+        if is_uniform(x):
+            return x
+        out = x.copy()
+        out[lanes] = x[source]
+        return out
 
     def logic(self, op: Op, a: Expr, b: Expr, m: Mask) -> np.ndarray:
         """Short-circuit ``&&`` / ``||``: ``b`` runs only on lanes where ``a`` does not decide."""

@@ -167,7 +167,7 @@ class Machine(Scopes, Expressions, Memory):
             return
         target = CHUNK if not reads_read_write(self.kernel) else full.n
         for start, stop in full.chunks(target):
-            self.grid = Grid(full.workgroups, full.size, start, stop)
+            self.grid = Grid(full.workgroups, full.size, start, stop, full.subgroup_size)
             self.n = self.grid.n
             p = full.per_group
             self.shared = {

@@ -49,7 +49,9 @@ class Grid:
         size: tuple[int, int, int],
         start: int = 0,
         stop: int | None = None,
+        subgroup_size: int = 32,
     ) -> None:
+        self.subgroup_size = subgroup_size
         self.workgroups = tuple(int(w) for w in workgroups)
         self.size = tuple(int(s) for s in size)
         self.per_group = self.size[0] * self.size[1] * self.size[2]
@@ -83,12 +85,15 @@ class Grid:
         return self._lanes
 
     def column(self, builtin: str, comp: int) -> np.ndarray:
-        """Component ``comp`` of a compute builtin (``gid``, ``lid``, ``wid``, ``nwg``) as a u32
-        value; uniform (length 1) where every live invocation has the same component."""
+        """Component ``comp`` of a compute builtin (``gid``, ``lid``, ``wid``, ``nwg``; ``sg``,
+        the subgroup size, has only component 0) as a u32 value; uniform (length 1) where every
+        live invocation has the same component."""
         key = (builtin, comp)
         col = self._cols.get(key)
         if col is None:
-            if builtin == "nwg":
+            if builtin == "sg":
+                col = np.array([self.subgroup_size], np.uint32)
+            elif builtin == "nwg":
                 col = np.array([self.workgroups[comp]], np.uint32)
             elif self.ids is None and self.offset % self.per_group == self.n % self.per_group == 0:
                 col = self._whole_groups(builtin, comp)
@@ -177,6 +182,18 @@ class Grid:
     def active(self, m: Mask) -> np.ndarray:
         """The lanes of mask ``m``."""
         return self.lanes if m is None else np.flatnonzero(m)
+
+    def lanes_of(self, invocations: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(lane, found) for dispatch-wide invocation indices: the lane holding each, and whether
+        it is live in this grid (where not, its lane is 0)."""
+        if self.ids is None:
+            lane = invocations - self.offset
+            found = (lane >= 0) & (lane < self.n)
+        else:
+            lane = np.searchsorted(self.ids, invocations)
+            found = lane < self.n
+            found[found] = self.ids[lane[found]] == invocations[found]
+        return np.where(found, lane, 0), found
 
 
 # ---- masks ------------------------------------------------------------------------------------
@@ -310,17 +327,23 @@ class SharedArray:
 def storage(binding: Binding, given: np.ndarray) -> Storage:
     """View ``given`` as ``binding``'s runtime array (read_write bindings get a private copy).
 
-    The bytes are reinterpreted as the element type when the dtypes differ but have one size, as
-    the GPU would see them; WGSL's ``arrayLength`` rounds a partial trailing element down.
+    The bytes are reinterpreted as the element type when the dtypes differ but have one size (or
+    the array holds the binding's host ``data`` type), as the GPU would see them; WGSL's
+    ``arrayLength`` rounds a partial trailing element down.
     """
     given = np.asarray(given)
     dt = binding.elem.scalar.dtype
-    if given.dtype.itemsize != dt.itemsize:
+    # The host's array holds binding.host values (f16 data of u32 words: a float16 array).
+    if given.dtype.itemsize != binding.host.dtype.itemsize:
         raise TypeError(
             f"buffer '{binding.name}' has dtype {given.dtype}, binding element is {binding.elem}"
         )
     out = np.array(given, copy=True) if binding.access == "read_write" else given
-    flat = np.ascontiguousarray(out).reshape(-1).view(dt)
+    flat = np.ascontiguousarray(out).reshape(-1)
+    if flat.dtype.itemsize != dt.itemsize:  # whole elements only, like arrayLength
+        raw = flat.view(np.uint8)
+        flat = raw[: raw.size // dt.itemsize * dt.itemsize]
+    flat = flat.view(dt)
     if isinstance(binding.elem, Vec):
         # Given tightly packed, as the runtime takes them (it pads vec3 to 16 bytes itself).
         n = binding.elem.n

@@ -20,6 +20,7 @@ from kvdsl.ir.builder import (
     min_,
     round_,
     select,
+    shuffle_xor,
     sin,
 )
 from kvdsl.ir.dispatch import DispatchError, workgroups
@@ -81,6 +82,7 @@ __all__ = [
     "min_",
     "round_",
     "select",
+    "shuffle_xor",
     "sin",
     "u32",
     "vec",

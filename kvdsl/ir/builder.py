@@ -27,6 +27,7 @@ from typing import Any, Callable, Iterator, Union
 from kvdsl.ir import ops
 from kvdsl.ir.nodes import (
     BUILTIN_INPUTS,
+    SCALAR_BUILTINS,
     Assign,
     Barrier,
     Binary,
@@ -217,6 +218,13 @@ def sin(x: Val) -> Val:
 
 def dot(a: Val, b: Val) -> Val:
     return call(Op.DOT, a, b)
+
+
+def shuffle_xor(x: Val, mask: Val | int) -> Val:
+    """WGSL ``subgroupShuffleXor(x, mask)``: ``x`` as the invocation of this subgroup whose
+    subgroup lane is this one's xor ``mask`` holds it (``mask`` uniform, below the subgroup size;
+    the module then enables ``subgroups``)."""
+    return call(Op.SUBGROUP_SHUFFLE_XOR, x, as_val(mask, u32))
 
 
 def convert(ty: Scalar | Vec, x: Val | Num) -> Val:
@@ -475,9 +483,12 @@ class KernelBuilder:
         self.workgroup_size_name = name
         return self.const(name, u32, self.workgroup_size[0])
 
-    def binding(self, name: str, elem: Scalar | Vec, access: str = "read") -> Buffer:
-        """A storage binding, numbered in declaration order."""
-        b = Binding(name, elem, access)
+    def binding(
+        self, name: str, elem: Scalar | Vec, access: str = "read", data: Scalar | None = None
+    ) -> Buffer:
+        """A storage binding, numbered in declaration order; ``data``: the host array's scalar
+        type when it is not the element's (see :class:`~kvdsl.ir.nodes.Binding`)."""
+        b = Binding(name, elem, access, data)
         self.bindings.append(b)
         return Buffer(self, b)
 
@@ -501,8 +512,8 @@ class KernelBuilder:
         return Val(Member(Name("params"), name), fields[name])
 
     def _builtin(self, pname: str) -> Val:
-        self.builtins.setdefault(pname, _BUILTIN_OF[pname])
-        return Val(Name(pname), vec3u)
+        builtin = self.builtins.setdefault(pname, _BUILTIN_OF[pname])
+        return Val(Name(pname), u32 if builtin in SCALAR_BUILTINS else vec3u)
 
     @property
     def gid(self) -> Val:
@@ -518,6 +529,11 @@ class KernelBuilder:
     def wid(self) -> Val:
         """``@builtin(workgroup_id)``."""
         return self._builtin("wid")
+
+    @property
+    def subgroup_size(self) -> Val:
+        """``@builtin(subgroup_size)`` (u32, the same for every invocation; enables subgroups)."""
+        return self._builtin("sg")
 
     # -- statements --
     def emit(self, stmt: Stmt) -> None:
@@ -604,10 +620,11 @@ class KernelBuilder:
         return _Block(self, None, self._attach_else)
 
     def for_range(
-        self, name: str, start: Val | int, end: Val | int, step: Val | int = 1
+        self, name: str, start: Val | int, end: Val | int, step: Val | int = 1, shift=False
     ) -> AbstractContextManager[Val]:
-        """``for (var name = start; name < end; name = name + step) { ... }`` over u32/i32;
-        ``with`` gives the loop variable."""
+        """``for (var name = start; name < end; name = name + step) { ... }`` over u32/i32
+        (``name = name << step`` with ``shift``: a doubling loop); ``with`` gives the loop
+        variable."""
         like: Type = u32
         for x in (start, end, step):
             if isinstance(x, Val):
@@ -617,7 +634,7 @@ class KernelBuilder:
         i = Local(self, name, s.ty)
         init = Var(name, s.ty, s.node)
         cond = (i < end).node
-        update = Assign(i.node, (i + step).node)
+        update = Assign(i.node, ((i << step) if shift else (i + step)).node)
         return _Block(self, i, lambda body: self.emit(For(init, cond, update, body)))
 
     def function(

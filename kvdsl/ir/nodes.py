@@ -242,11 +242,28 @@ class Function:
 
 @dataclass(frozen=True, slots=True)
 class Binding:
-    """A storage buffer ``var<storage, access> name: array<elem>``."""
+    """A storage buffer ``var<storage, access> name: array<elem>``.
+
+    ``data`` is the scalar type of the host's array when it differs from the element's scalar:
+    a flat f16 data move declares ``array<vec4<u32>>`` words and the host passes float16 arrays,
+    eight halves per element (the bytes are the same; the kernel never computes on them).
+    """
 
     name: str
     elem: Scalar | Vec
     access: str  # "read" or "read_write"
+    data: Scalar | None = None
+
+    @property
+    def host(self) -> Scalar:
+        """The scalar type of the host's array (``data``, else the element's scalar)."""
+        return self.elem.scalar if self.data is None else self.data
+
+    @property
+    def host_values(self) -> int:
+        """How many host values one element holds (``vec4<u32>`` of f16 data: 8)."""
+        n = self.elem.n if isinstance(self.elem, Vec) else 1
+        return n if self.data is None else n * self.elem.scalar.size // self.data.size
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,7 +280,15 @@ BUILTIN_INPUTS = {
     "local_invocation_id": "lid",
     "workgroup_id": "wid",
     "num_workgroups": "nwg",
+    "subgroup_size": "sg",
 }
+#: Builtins whose value is one ``u32`` (the others are ``vec3<u32>``).
+SCALAR_BUILTINS = frozenset({"subgroup_size"})
+#: Builtins of WGSL's ``subgroups`` extension (a module using one says ``enable subgroups;``).
+SUBGROUP_BUILTINS = frozenset({"subgroup_size"})
+#: Builtins every invocation of a workgroup sees the same value of (WGSL's uniformity analysis
+#: agrees: a barrier may stand under a condition on them).
+UNIFORM_BUILTINS = frozenset({"subgroup_size"})
 
 
 @dataclass(frozen=True, slots=True)

@@ -67,6 +67,7 @@ class Op(enum.Enum):
     SIN = "sin"
     DOT = "dot"
     FMA = "fma"
+    SUBGROUP_SHUFFLE_XOR = "subgroupShuffleXor"
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +86,9 @@ class OpInfo:
     # Transcendental and approximate builtins: GPU results agree with numpy only within the
     # accuracy WGSL states for them; everything else must agree bit for bit.
     approximate: bool = False
+    # Subgroup builtins read other invocations' values: the interpreter evaluates them against
+    # its invocation grid (``impl`` is never called) and a module using one enables subgroups.
+    subgroup: bool = False
 
 
 class OpTypeError(ValueError):
@@ -298,6 +302,19 @@ def _select_impl(f: np.ndarray, t: np.ndarray, c: np.ndarray) -> np.ndarray:
     return np.where(c, t, f)
 
 
+def _shuffle_xor(args: tuple[Type, ...]) -> Type:
+    x, mask = args
+    if mask != u32:
+        raise OpTypeError(f"expects a u32 mask, got {mask}")
+    if not isinstance(x, (Scalar, Vec)) or x.scalar.name == "bool":
+        raise OpTypeError(f"expects a numeric scalar or vector, got {x}")
+    return x
+
+
+def _needs_grid(*args: np.ndarray) -> np.ndarray:
+    raise TypeError("a subgroup builtin reads other invocations: only the interpreter runs it")
+
+
 def _dot_impl(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     with np.errstate(all="ignore"):
         return np.sum(a * b, axis=-1, dtype=a.dtype)
@@ -366,11 +383,16 @@ TABLE: dict[Op, OpInfo] = {
     Op.SIN: _builtin("sin", 1, _float, _float_fn(np.sin), approximate=True),
     Op.DOT: _builtin("dot", 2, _dot, _dot_impl, approximate=True),
     Op.FMA: _builtin("fma", 3, _float, _fma, approximate=True),
+    Op.SUBGROUP_SHUFFLE_XOR: OpInfo(
+        "subgroupShuffleXor", 2, "builtin", PRIMARY, LOGIC, LOGIC, False, _shuffle_xor,
+        _needs_grid, subgroup=True,
+    ),  # fmt: skip
 }
 
 UNARY_OPS = frozenset(op for op, info in TABLE.items() if info.kind == "unary")
 BINARY_OPS = frozenset(op for op, info in TABLE.items() if info.kind == "binary")
 BUILTINS = frozenset(op for op, info in TABLE.items() if info.kind == "builtin")
+SUBGROUP_OPS = frozenset(op for op, info in TABLE.items() if info.subgroup)
 COMPARISONS = frozenset({Op.LT, Op.LE, Op.GT, Op.GE, Op.EQ, Op.NE})
 # Binary ops WGSL has no compound assignment for (``a < = b`` and ``a &&= b`` do not exist).
 NO_COMPOUND = COMPARISONS | {Op.LAND, Op.LOR}

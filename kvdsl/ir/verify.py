@@ -7,6 +7,7 @@ compactly by :func:`show`) and says what was expected.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -14,9 +15,13 @@ import numpy as np
 from kvdsl.ir import ops
 from kvdsl.ir.nodes import (
     BUILTIN_INPUTS,
+    SCALAR_BUILTINS,
+    SUBGROUP_BUILTINS,
+    UNIFORM_BUILTINS,
     Assign,
     Barrier,
     Binary,
+    Binding,
     Block,
     Break,
     Call,
@@ -433,6 +438,10 @@ def module_scope(kernel: Kernel, checker: Checker) -> Scope:
             raise VerifyError(f"binding '{b.name}': access '{b.access}' is not read or read_write")
         if not isinstance(b.elem, (Scalar, Vec)) or b.elem == bool_:
             raise VerifyError(f"binding '{b.name}': element type {b.elem} cannot be stored")
+        if b.data is not None and not _host_fits(b):
+            raise VerifyError(
+                f"binding '{b.name}': host data {b.data} does not tile element type {b.elem}"
+            )
         scope.declare(b.name, Symbol(RuntimeArray(b.elem), "binding", b.access), b)
     if kernel.params is not None:
         for fname, fty in kernel.params.fields:
@@ -465,14 +474,17 @@ def workgroup_bytes(ty: Array) -> int:
 def check_barriers(kernel: Kernel) -> None:
     """A ``workgroupBarrier()`` must be reached by every invocation of a workgroup or none (WGSL's
     uniformity rule). kvdsl accepts the simple, checkable cases: a barrier at the top level of
-    the entry point, or at the top level of a top-level ``for`` whose header uses only consts,
-    params, literals and its own loop variable, whose body neither assigns the loop variable nor
+    the entry point, at the top level of a branch of a top-level ``if`` whose condition uses only
+    consts, params, literals and uniform builtins (``subgroup_size``) and which holds no
+    ``break``, ``continue`` or ``return``, or at the top level of a top-level ``for`` whose header
+    uses only those and its own loop variable, whose body neither assigns the loop variable nor
     holds a ``break``, ``continue`` or ``return``; and none after a top-level statement holding a
     ``return`` nested inside it (some invocations may have left)."""
     for fn in kernel.functions:
         if any(isinstance(n, Barrier) for n in walk(fn.body)):
             raise VerifyError(f"function {fn.name}: a helper function may not contain a barrier")
     uniform = {c.name for c in kernel.consts} | {"params"}
+    uniform |= {p for p, builtin in kernel.builtins if builtin in UNIFORM_BUILTINS}
     left: Stmt | None = None  # a top-level statement after which some invocations may have left
     for s in kernel.body:
         holds = returns = False  # one walk for both questions: this is the check's cost
@@ -504,11 +516,33 @@ def _head(s: Stmt) -> str:
             return show(s)
 
 
+def _uniform_if(s: If, uniform: set[str]) -> None:
+    """Check that ``s``, a top-level ``if`` holding a barrier, has a uniform condition, the
+    barrier at the top level of a branch and no statement that leaves either branch early."""
+    bad = [n.name for n in walk(s.cond) if type(n) is Name and n.name not in uniform]
+    if bad:
+        raise VerifyError(
+            f"workgroupBarrier() inside an if whose condition `{show(s.cond)}` uses '{bad[0]}': "
+            "control flow there is not uniform (only consts, params, literals and uniform "
+            "builtins such as subgroup_size)"
+        )
+    for n in s.then + s.orelse:
+        if not isinstance(n, Barrier) and any(isinstance(x, Barrier) for x in walk(n)):
+            what = "an if" if isinstance(n, If) else type(n).__name__.lower()
+            raise VerifyError(f"workgroupBarrier() inside {what} in an if: not uniform")
+    for n in walk(s):
+        if isinstance(n, (Break, Continue, Return)):
+            raise VerifyError(
+                f"workgroupBarrier() in an if holding {type(n).__name__.lower()}: "
+                "control flow there is not uniform"
+            )
+
+
 def _uniform_for(s: Stmt, uniform: set[str]) -> None:
-    """Check that ``s``, a top-level statement holding a barrier, is a uniform ``for`` with the
-    barrier at the top level of its body."""
+    """Check that ``s``, a top-level statement holding a barrier, is a uniform ``for`` or ``if``
+    with the barrier at the top level of its body."""
     if isinstance(s, If):
-        raise VerifyError("workgroupBarrier() inside an if: control flow there is not uniform")
+        return _uniform_if(s, uniform)
     if not isinstance(s, For):
         raise VerifyError(
             f"workgroupBarrier() inside {type(s).__name__.lower()}: only at the top level of the "
@@ -574,7 +608,8 @@ def verify(kernel: Kernel) -> Kernel:
     for pname, builtin in kernel.builtins:
         if builtin not in BUILTIN_INPUTS:
             raise VerifyError(f"unknown compute builtin '{builtin}' ({', '.join(BUILTIN_INPUTS)})")
-        main.declare(pname, Symbol(vec3u, "builtin"), kernel)
+        ty = u32 if builtin in SCALAR_BUILTINS else vec3u
+        main.declare(pname, Symbol(ty, "builtin"), kernel)
     checker.block(kernel.body, main, None, False)
     if checker.barriers:  # seen by the checker, in the entry point or a helper
         check_barriers(kernel)
@@ -592,6 +627,29 @@ def verify(kernel: Kernel) -> Kernel:
     return kernel
 
 
+def _host_fits(b: Binding) -> bool:
+    """Whether ``b.data`` is a numeric scalar whose values tile ``b.elem`` (no vec3 padding)."""
+    d, e = b.data, b.elem
+    if not isinstance(d, Scalar) or d == bool_ or (isinstance(e, Vec) and e.n == 3):
+        return False
+    return e.scalar.size % d.size == 0
+
+
+def uses_subgroups(kernel: Kernel) -> bool:
+    """Whether the kernel takes a subgroup builtin value or calls a subgroup builtin function
+    (needs ``enable subgroups;``)."""
+    if any(builtin in SUBGROUP_BUILTINS for _, builtin in kernel.builtins):
+        return True
+    return any(type(n) is Call and n.op in ops.SUBGROUP_OPS for n in walk(kernel))
+
+
 def uses_f16(kernel: Kernel) -> bool:
-    """Whether any declaration or expression of the kernel mentions f16 (needs ``enable f16;``)."""
+    """Whether any declaration or expression of the kernel mentions f16 (needs ``enable f16;``).
+
+    A binding's host ``data`` type is not part of the module: f16 data moved as ``u32`` words
+    needs no ``enable f16;``.
+    """
+    if any(b.data is not None for b in kernel.bindings):
+        plain = tuple(dataclasses.replace(b, data=None) for b in kernel.bindings)
+        kernel = dataclasses.replace(kernel, bindings=plain)
     return any(type(n) is Scalar and n.name == "f16" for n in walk(kernel))

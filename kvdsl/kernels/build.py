@@ -61,6 +61,10 @@ from kvdsl.nodes.rotary import pair_entry, rotate_pair, rotate_row
 
 FLOATS = ("f32", "f16")
 WALKS = ("per_row", "flat")
+#: How the flat walk's K RMSNorm sums a row: through workgroup memory (any device) or across
+#: the subgroup with shuffles (devices with WGSL's ``subgroups``; no barrier where a subgroup
+#: holds a whole row).
+REDUCTIONS = ("workgroup", "subgroup")
 
 
 def check_row_program(cfg: Any) -> None:
@@ -88,6 +92,22 @@ def check_row_program(cfg: Any) -> None:
             cfg.workgroup_size,
             f"a multiple of the {per_row} vectors of a row for the flat walk with k_norm",
         )
+    one_of("reduction", cfg.reduction, REDUCTIONS)
+    if cfg.reduction == "subgroup":
+        check(
+            cfg.walk == "flat" and cfg.k_norm,
+            "reduction",
+            cfg.reduction,
+            "'workgroup' unless walk='flat' and k_norm=True (the only row reduction)",
+        )
+        # Subgroups are powers of two: a row of a power-of-two vectors lies in one, or spans
+        # whole ones.
+        check(
+            per_row & (per_row - 1) == 0,
+            "head_dim",
+            cfg.head_dim,
+            f"a power-of-two number of vectors per row for reduction='subgroup' (has {per_row})",
+        )
 
 
 @dataclass(frozen=True)
@@ -104,6 +124,7 @@ class BuildConfig:
     workgroup_size: int | None = None  # 256 for the flat walk, else 64
     fold: int = 65535
     walk: str = "per_row"
+    reduction: str = "workgroup"
     mode = "build"
 
     def __post_init__(self) -> None:
@@ -258,9 +279,20 @@ def flat_norm(
 ) -> Val:
     """``invRms`` of the row (the barrier), then invocations past the end, or ``skipped``,
     return. Call after every load the invocation needs (:func:`flat_k_loads`)."""
-    kb.comment("K RMSNorm: the row's sum of squares, reduced in workgroup memory.")
     lanes = cfg.head_dim // flat.lanes(cfg.head_dim, cfg.rotary)
-    ms = flat.row_sum_of_squares(kb, row.k_own, row.it.d, row.per_row, cfg.workgroup_size, lanes)
+    if cfg.reduction == "subgroup":
+        kb.comment(
+            "K RMSNorm: the row's sum of squares, reduced across the subgroup (through\n"
+            "workgroup memory only where a subgroup is narrower than a row)."
+        )
+        ms = flat.subgroup_row_sum_of_squares(
+            kb, row.k_own, row.it.d, row.per_row, cfg.workgroup_size
+        )
+    else:
+        kb.comment("K RMSNorm: the row's sum of squares, reduced in workgroup memory.")
+        ms = flat.row_sum_of_squares(
+            kb, row.k_own, row.it.d, row.per_row, cfg.workgroup_size, lanes
+        )
     inv_rms = kb.let("invRms", inverse_sqrt(ms / convert(f32, c.head_dim) + c.eps))
     done = row.it.e >= row.items
     with kb.if_(done if skipped is None else done.lor(skipped)):
@@ -406,6 +438,12 @@ def catalog_variants(models: dict[str, Any]) -> dict[str, BuildConfig]:
         v[f"build_knorm_flat_{key}"] = BuildConfig(m.kv_heads, m.head_dim, True, walk="flat")
         v[f"build_knorm_rotary_flat_{key}"] = BuildConfig(
             m.kv_heads, m.head_dim, True, True, walk="flat"
+        )
+        v[f"build_knorm_flat_sg_{key}"] = BuildConfig(
+            m.kv_heads, m.head_dim, True, walk="flat", reduction="subgroup"
+        )
+        v[f"build_knorm_rotary_flat_sg_{key}"] = BuildConfig(
+            m.kv_heads, m.head_dim, True, True, walk="flat", reduction="subgroup"
         )
     m = models["llama31_8b"]
     v["build_rotary_f16_llama31_8b"] = BuildConfig(

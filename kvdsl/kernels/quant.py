@@ -90,6 +90,7 @@ class QuantConfig:
     fold: int = 65535
     storage_buffer_limit: int = MAX_STORAGE_BUFFERS
     walk: str = "per_row"
+    reduction: str = "workgroup"
     mode = ""  # set by the two concrete configs
 
     def __post_init__(self) -> None:
@@ -350,6 +351,10 @@ def catalog_variants(models: dict[str, Any]) -> dict[str, QuantConfig]:
             v[f"append_quant_int{bits}_knorm_flat_{key}"] = AppendQuantConfig(
                 m.kv_heads, m.head_dim, bits, k_norm=True, walk="flat"
             )
+            for cls, mode in ((BuildQuantConfig, "build"), (AppendQuantConfig, "append")):
+                v[f"{mode}_quant_int{bits}_knorm_flat_sg_{key}"] = cls(
+                    m.kv_heads, m.head_dim, bits, k_norm=True, walk="flat", reduction="subgroup"
+                )
     m = models["llama31_8b"]
     v["build_quant_int8_f16_in_llama31_8b"] = BuildQuantConfig(
         m.kv_heads, m.head_dim, input_type="f16"

@@ -39,12 +39,14 @@ from kvdsl.ir import (
     construct,
     convert,
     dot,
+    f16,
     f32,
     i32,
     lit,
     min_,
     round_,
     select,
+    shuffle_xor,
     u32,
     vec,
 )
@@ -59,6 +61,11 @@ WALK = "flat"
 FLAT_WORKGROUP = 256
 #: Every other walk's default.
 DEFAULT_WORKGROUP = 64
+#: f16 data that is only moved travels as ``vec4<u32>`` words of eight halves: 16 bytes per
+#: invocation, as an f32 ``vec4`` (one ``vec4<f16>`` is 8; measured on an H200, 89-94% → 99-102%
+#: of a vec4 copy), and the module needs no ``enable f16;``.
+WORD_HALVES = 8
+WORDS = Vec(4, u32)
 
 
 def resolve_workgroup(cfg: Any) -> None:
@@ -76,9 +83,33 @@ def lanes(row_len: int, rotary: bool = False) -> int:
     return 4 if row_len % (8 if rotary else 4) == 0 else 1
 
 
+def width(row_len: int, types: tuple[str, ...], rotary: bool = False) -> int:
+    """The vector width of a flat walk over rows of ``row_len`` values of ``types``: 8 halves as
+    :data:`WORDS` when the walk only moves f16 data (every type f16, no rotary) and the row
+    divides by 8, else :func:`lanes`."""
+    if not rotary and row_len % WORD_HALVES == 0 and all(t == "f16" for t in types):
+        return WORD_HALVES
+    return lanes(row_len, rotary)
+
+
 def elem(ty: Scalar, width: int) -> Scalar | Vec:
-    """``ty`` or ``vec{width}<ty>``."""
+    """``ty``, ``vec{width}<ty>``, or :data:`WORDS` for eight halves (``width`` 8, ``ty`` f16)."""
+    if width == WORD_HALVES:
+        if ty != f16:
+            raise ValueError(f"only f16 data moves as {WORDS} words, not {ty}")
+        return WORDS
     return ty if width == 1 else vec(width, ty)
+
+
+def binding(kb: KernelBuilder, name: str, ty: Scalar, width: int, access: str = "read") -> Buffer:
+    """A binding of ``ty`` data as :func:`elem` of ``width``; eight halves are declared as words
+    whose host array still holds f16 (:attr:`kvdsl.ir.nodes.Binding.data`)."""
+    return kb.binding(name, elem(ty, width), access, ty if width == WORD_HALVES else None)
+
+
+def zero(ty: Scalar | Vec) -> Val:
+    """Zero in every lane of ``ty`` (all-zero words are +0.0 halves)."""
+    return splat(ty, 0 if ty.scalar.is_int else 0.0)
 
 
 def splat(ty: Scalar | Vec, x: Val | float | int) -> Val:
@@ -125,7 +156,7 @@ def walk(
     kb.comment("Flat walk: one invocation per destination vector, adjacent invocations on")
     kb.comment("adjacent vectors; no loop, so every invocation makes one memory round trip.")
     e = flat_index(kb, fold, "e", bound=rows * per_row if guard else None)
-    d = kb.let("d4" if width == 4 else "d", e % per_row)
+    d = kb.let(f"d{width}" if width > 1 else "d", e % per_row)
     if guard:
         return Item(e, kb.let("row", e / per_row), d)
     kb.comment("Past the end: the last row again (loads in range; no store before the return).")
@@ -141,9 +172,10 @@ def vector_extents(kernel: Kernel) -> Kernel:
     """``kernel`` with each vector binding's extent counted in vectors instead of scalars.
 
     The modes state extents in elements; a flat kernel's vector bindings hold ``n`` of them per
-    vector, and every flat extent divides exactly (the row lengths divide by the width).
+    vector (eight for f16 words), and every flat extent divides exactly (the row lengths divide
+    by the width).
     """
-    widths = {b.name: b.elem.n for b in kernel.bindings if isinstance(b.elem, Vec)}
+    widths = {b.name: b.host_values for b in kernel.bindings if b.host_values > 1}
     if not widths:
         return kernel  # nothing to count in vectors: the kernel as it is, without a copy
     extents = tuple(
@@ -207,6 +239,35 @@ def row_sum_of_squares(
     if ways == 4:
         acc[0].set((acc[0] + acc[1]) + (acc[2] + acc[3]))
     return acc[0]
+
+
+def subgroup_row_sum_of_squares(kb: KernelBuilder, x: Val, d: Val, per_row: Val, wg: int) -> Val:
+    """:func:`row_sum_of_squares` across the subgroup: no barrier where a subgroup holds a row.
+
+    A butterfly of ``subgroupShuffleXor`` over ``min(subgroup_size, per_row)`` lanes (masks 1, 2,
+    4, ...) leaves every lane of an aligned run of that many invocations with the run's sum;
+    where the subgroup is narrower than the row (a uniform branch: llvmpipe's are 8 wide,
+    NVIDIA's 32), each lane writes that sum to ``wsum[lid.x]`` and, after a barrier, adds the
+    row's runs from its first lane. Rows are aligned runs of ``per_row`` (a power of two)
+    consecutive invocations and subgroups aligned runs of consecutive local indices (WGSL leaves
+    that layout to the device; every device kvdsl runs on uses it, see :mod:`kvdsl.interp`).
+    H200, batch 4 (``benchmarks/probe8.py``): int4 K RMSNorm 72% → 95-99% of a copy, int8 85% →
+    94-95%, rotary 84-86% → 93-97%. The sum's order differs from :func:`row_sum_of_squares`'s
+    (a butterfly, not four accumulators): results may differ in the last ulps.
+    """
+    sg = kb.subgroup_size
+    ms = kb.var("ms", f32, dot(x, x) if isinstance(x.ty, Vec) else x * x)
+    with kb.for_range("mask", lit(1, u32), min_(sg, per_row), 1, shift=True) as mask:
+        ms.set(ms + shuffle_xor(ms, mask))
+    with kb.if_(sg < per_row):
+        wsum = kb.workgroup_var("wsum", array(f32, wg))
+        wsum[kb.lid.x] = ms
+        kb.barrier()
+        total = kb.var("total", f32, 0.0)
+        with kb.for_range("j", lit(0, u32), per_row, sg) as j:
+            total.set(total + wsum[kb.lid.x - d + j])
+        ms.set(total)
+    return ms
 
 
 def scales(

@@ -35,7 +35,7 @@ def main() -> None:
 
     sources = json.load(sys.stdin)
     adapter = wgpudawn.gpu.request_adapter_sync()
-    features = [f for f in ("shader-f16",) if f in adapter.features]
+    features = [f for f in ("shader-f16", "subgroups") if f in adapter.features]
     device = adapter.request_device_sync(required_features=features)
     results = {}
     for name, wgsl in sources.items():

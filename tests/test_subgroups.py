@@ -1,0 +1,212 @@
+"""Subgroups through every layer: the ``subgroup_size`` builtin and ``subgroupShuffleXor`` in the
+builder, verifier (a barrier under a uniform ``if`` on the subgroup size), emitter (``enable
+subgroups;``), naga / Tint, the GPU, the interpreter (any subgroup size) and the WGSL frontend;
+then the flat K RMSNorm's subgroup reduction (``reduction="subgroup"``) against the reference
+at every subgroup size WGSL allows and on this machine's GPU."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from kvdsl import catalog
+from kvdsl.check import cases_for
+from kvdsl.check.runner import Result, _judge
+from kvdsl.emit import emit
+from kvdsl.frontend import parse
+from kvdsl.frontend.errors import UnsupportedError, WgslTypeError
+from kvdsl.interp import SUBGROUP_SIZES, InterpError
+from kvdsl.interp import run as interp
+from kvdsl.ir import KernelBuilder, VerifyError, array, convert, f32, shuffle_xor, vec
+from kvdsl.ir.verify import uses_subgroups
+from kvdsl.kernels.build import BuildConfig, build
+from kvdsl.kernels.config import ConfigError
+from kvdsl.runtime import run, tint_check
+from kvdsl.runtime.device import naga_source, needs_subgroups
+
+WG = 64
+
+
+def shuffled(mask: int | None = 5, vector: bool = False, guard: int | None = None):
+    """``dst[i] = subgroupShuffleXor(src[i], mask)`` (``mask=None``: ``gid.x % 4``, not uniform;
+    ``guard``: invocations from ``gid.x == guard`` on return first), plus ``dst[i] += sg``."""
+    kb = KernelBuilder("shuffled", workgroup_size=WG)
+    ty = vec(4, f32) if vector else f32
+    src = kb.binding("src", ty, "read")
+    dst = kb.binding("dst", ty, "read_write")
+    i = kb.let("i", kb.gid.x)
+    if guard is not None:
+        with kb.if_(i >= guard):
+            kb.ret()
+    m = kb.gid.x % 4 if mask is None else mask
+    x = kb.let("x", shuffle_xor(src[i], m))
+    dst[i] = x + kb.let("size", convert(f32, kb.subgroup_size))
+    return kb.build()
+
+
+def expected(src: np.ndarray, mask: int, size: int) -> np.ndarray:
+    lanes = np.arange(src.shape[0])
+    return src[lanes ^ mask] + np.float32(size)
+
+
+def test_shuffle_builds_emits_and_round_trips() -> None:
+    k = shuffled()
+    text = emit(k)
+    assert text.startswith("enable subgroups;\n\n")
+    assert "@builtin(subgroup_size) sg: u32," in text
+    assert "subgroupShuffleXor(src[i], 5u)" in text
+    assert uses_subgroups(k) and needs_subgroups(text)
+    assert emit(parse(text, "shuffled.wgsl")) == text
+    # naga rejects the standard directive: the runtime blanks it, keeping line numbers.
+    naga = naga_source(text)
+    assert "enable" not in naga and naga.count("\n") == text.count("\n")
+    # Tint (every browser) requires it and accepts the module.
+    assert tint_check({"k": text}) == {"k": None}
+
+
+def test_frontend_needs_enable_subgroups() -> None:
+    text = emit(shuffled())
+    with pytest.raises(WgslTypeError, match="without 'enable subgroups;'"):
+        parse(text.replace("enable subgroups;\n", ""))
+    with pytest.raises(UnsupportedError, match="enable chromium_x .only f16 and subgroups."):
+        parse("enable chromium_x;\n" + text)
+    bad = text.replace("@builtin(subgroup_size) sg: u32", "@builtin(subgroup_size) sg: vec3<u32>")
+    with pytest.raises(UnsupportedError, match="builtin 'sg' of type vec3<u32> .u32."):
+        parse(bad)
+
+
+@pytest.mark.parametrize("size", SUBGROUP_SIZES)
+@pytest.mark.parametrize("vector", [False, True])
+def test_interpreter_shuffle_every_subgroup_size(size: int, vector: bool) -> None:
+    rng = np.random.default_rng(size)
+    n = 4 * WG
+    shape = (n, 4) if vector else (n,)
+    src = rng.uniform(0.5, 2.0, shape).astype(np.float32)
+    dst = np.full(shape, np.nan, np.float32)
+    # 128 is wider than the workgroup: its one subgroup is the workgroup's 64 invocations.
+    k = shuffled(3, vector)
+    got = interp(k, {"src": src, "dst": dst}, workgroups=(4, 1, 1), subgroup_size=size)
+    np.testing.assert_array_equal(got["dst"], expected(src, 3, size))
+
+
+def test_interpreter_shuffle_rejects_what_wgsl_leaves_indeterminate() -> None:
+    src = np.arange(1, 2 * WG + 1, dtype=np.float32)
+    bufs = {"src": src, "dst": np.zeros_like(src)}
+    with pytest.raises(InterpError, match="the mask differs between invocations"):
+        interp(shuffled(None), dict(bufs), workgroups=(2, 1, 1))
+    with pytest.raises(InterpError, match="mask 5 is not below the subgroup size 4"):
+        interp(shuffled(5), dict(bufs), workgroups=(2, 1, 1), subgroup_size=4)
+    # Invocations 10.. returned: invocation 8 is the first to read one of them (8 ^ 5 = 13).
+    with pytest.raises(InterpError, match=r"gid=\(8, 0, 0\).* reads invocation 13, which is not"):
+        interp(shuffled(5, guard=10), dict(bufs), workgroups=(2, 1, 1), subgroup_size=8)
+    with pytest.raises(ValueError, match="subgroup_size 24: expected a power of two in 4..128"):
+        interp(shuffled(), dict(bufs), workgroups=(2, 1, 1), subgroup_size=24)
+    # 48 invocations, subgroups of 32: the second holds 16; local 32 xor 16 does not exist.
+    kb = KernelBuilder("odd", workgroup_size=48)
+    src_b, dst_b = kb.binding("src", f32, "read"), kb.binding("dst", f32, "read_write")
+    dst_b[kb.gid.x] = shuffle_xor(src_b[kb.gid.x], 16)
+    with pytest.raises(InterpError, match="reads local invocation 48, past the workgroup's 48"):
+        interp(kb.build(), {"src": src[:48], "dst": src[:48] * 0}, workgroups=(1, 1, 1))
+
+
+def test_gpu_shuffle_matches_interpreter(gpu) -> None:
+    """On this machine's GPU (llvmpipe's subgroups are 8 wide; any device's are >= 4, so
+    masks 1..3 stay inside one), the lanes the interpreter's model predicts."""
+    assert gpu["subgroups"], "the adapter has no subgroups feature"
+    rng = np.random.default_rng(7)
+    n = 8 * WG
+    src = rng.uniform(0.5, 2.0, n).astype(np.float32)
+    for mask in (1, 2, 3):
+        k = shuffled(mask)
+        got = run(k, {"src": src, "dst": np.full(n, np.nan, np.float32)}, workgroups=(8, 1, 1))
+        size = int(round(float(got["dst"][0] - src[mask])))
+        assert size in SUBGROUP_SIZES
+        want = interp(
+            k,
+            {"src": src, "dst": np.zeros(n, np.float32)},
+            workgroups=(8, 1, 1),
+            subgroup_size=size,
+        )
+        np.testing.assert_array_equal(got["dst"], want["dst"])
+
+
+def test_verify_barrier_under_uniform_subgroup_size_branch() -> None:
+    def kernel(cond, leave=False):
+        kb = KernelBuilder("k", workgroup_size=WG)
+        dst = kb.binding("dst", f32, "read_write")
+        w = kb.workgroup_var("w", array(f32, WG))
+        with kb.if_(cond(kb)):
+            w[kb.lid.x] = 1.0
+            kb.barrier()
+            if leave:
+                kb.ret()
+        dst[kb.gid.x] = w[(kb.lid.x + 1) % WG]
+        return kb.build()
+
+    k = kernel(lambda kb: kb.subgroup_size < 32)
+    assert "if (sg < 32u) {" in emit(k)
+    with pytest.raises(VerifyError, match=r"whose condition `\(lid.x < sg\)` uses 'lid'"):
+        kernel(lambda kb: kb.lid.x < kb.subgroup_size)
+    with pytest.raises(VerifyError, match="in an if holding return"):
+        kernel(lambda kb: kb.subgroup_size < 32, leave=True)
+
+
+def test_reduction_config_errors() -> None:
+    with pytest.raises(ConfigError, match="reduction='warp': expected one of 'workgroup', 'sub"):
+        BuildConfig(8, 128, k_norm=True, walk="flat", reduction="warp")
+    with pytest.raises(ConfigError, match="reduction='subgroup': expected 'workgroup' unless"):
+        BuildConfig(8, 128, k_norm=True, reduction="subgroup")
+    with pytest.raises(ConfigError, match="reduction='subgroup': expected 'workgroup' unless"):
+        BuildConfig(8, 128, walk="flat", reduction="subgroup")
+    with pytest.raises(ConfigError, match=r"head_dim=96: .*power-of-two .* \(has 24\)"):
+        BuildConfig(8, 96, k_norm=True, walk="flat", workgroup_size=96, reduction="subgroup")
+
+
+SG_VARIANTS = [n for n in catalog.VARIANTS if "_flat_sg_" in n]
+
+
+def test_catalog_has_a_subgroup_form_of_every_flat_knorm_variant() -> None:
+    plain = sorted(
+        n for n, c in catalog.VARIANTS.items() if getattr(c, "k_norm", False) and "_flat_" in n
+    )
+    assert len(SG_VARIANTS) == 12
+    assert sorted(n.replace("_flat_sg_", "_flat_") for n in SG_VARIANTS) == sorted(
+        n for n in plain if "_sg_" not in n
+    )
+
+
+@pytest.mark.parametrize("size", SUBGROUP_SIZES)
+@pytest.mark.parametrize(
+    "name", ["build_knorm_rotary_flat_sg_gemma3_1b", "build_quant_int4_knorm_flat_sg_qwen3_06b"]
+)
+def test_subgroup_knorm_against_reference_every_size(name: str, size: int) -> None:
+    """Rows of 64 (gemma3) and 32 (qwen3) vectors: subgroups narrower than, as wide as and
+    wider than a row; every access checked, poisoned outputs (the cases poison them)."""
+    cfg = catalog.config(name)
+    kernel = catalog.build_config(cfg, name)
+    result = Result(name)
+    for case in cases_for(cfg, 3, seed=size):
+        got = interp(kernel, dict(case.buffers), case.params, subgroup_size=size)
+        _judge(result, case, "interp", got, case.expected, case.tolerance, case.quantized)
+    assert result.ok, result.problems
+
+
+@pytest.mark.parametrize("name", SG_VARIANTS)
+def test_subgroup_knorm_gpu_matches_workgroup_form(gpu, name: str) -> None:
+    """On the GPU the subgroup form writes what the workgroup form does (floats to rounding,
+    quantised codes within one step in a few elements)."""
+    cfg = catalog.config(name)
+    plain = build(dataclasses.replace(cfg, reduction="workgroup")) if cfg.mode == "build" else None
+    kernel = catalog.build_config(cfg, name)
+    other = plain or catalog.build_config(dataclasses.replace(cfg, reduction="workgroup"))
+    result = Result(name)
+    for case in cases_for(cfg, 2, seed=3):
+        got = run(kernel, dict(case.buffers), case.params)
+        want = run(other, dict(case.buffers), case.params)
+        tol = {k: max(v, 1e-5) for k, v in case.tolerance.items()} or {
+            k: 1e-5 for k in want if want[k].dtype.kind == "f"
+        }
+        _judge(result, case, "gpu sg vs wg", got, want, tol, case.codes)
+    assert result.ok, result.problems
