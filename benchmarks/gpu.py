@@ -159,9 +159,10 @@ def _describe(b) -> str:
 
 
 def _interface(bindings, cfg: Any) -> tuple[str, ...]:
-    """Binding names and element types; a flat walk's vec4 bindings compare by their scalar."""
+    """Binding names and element types; a flat walk's vec4 bindings compare by their host's
+    scalar (f16 moved as u32 words is f16 data)."""
     if getattr(cfg, "walk", None) == "flat":
-        return tuple(f"{b.name}:{b.elem.scalar}" for b in bindings)
+        return tuple(f"{b.name}:{b.host}" for b in bindings)
     return tuple(map(_describe, bindings))
 
 

@@ -119,8 +119,9 @@ def decode_append(cfg: Any, plan: Plan) -> bool:
 
 
 def element_sizes(kernel: Kernel) -> dict[str, int]:
-    """Bytes of one element of each binding, by name."""
-    return {b.name: b.elem.scalar.size for b in kernel.bindings}
+    """Bytes of one host value of each binding, by name (plans count host values: halves for
+    f16 data moved as u32 words)."""
+    return {b.name: b.host.size for b in kernel.bindings}
 
 
 def plans(cfg: Any, size: dict) -> Iterator[Plan]:
@@ -249,7 +250,7 @@ class Pool:
             if b.name == "seqlens_k":
                 out[b.name] = np.full(plan.batch, plan.seqlens, np.int32)
             else:
-                out[b.name] = self.get(plan.counts[b.name], b.elem.scalar.dtype)
+                out[b.name] = self.get(plan.counts[b.name], b.host.dtype)
         return out
 
 

@@ -2,21 +2,19 @@
 // regenerate with `kvdsl emit`.
 // config: {"mode": "copy", "head_dim": 128, "walk": "flat", "present_type": "f16", "workgroup_size": 256, "fold": 65535}
 
-enable f16;
-
 struct Params {
   count: u32,
 }
 
-@group(0) @binding(0) var<storage, read> src_k: array<vec4<f16>>;
-@group(0) @binding(1) var<storage, read> src_v: array<vec4<f16>>;
-@group(0) @binding(2) var<storage, read_write> present_key: array<vec4<f16>>;
-@group(0) @binding(3) var<storage, read_write> present_value: array<vec4<f16>>;
+@group(0) @binding(0) var<storage, read> src_k: array<vec4<u32>>; // host: f16
+@group(0) @binding(1) var<storage, read> src_v: array<vec4<u32>>; // host: f16
+@group(0) @binding(2) var<storage, read_write> present_key: array<vec4<u32>>; // host: f16
+@group(0) @binding(3) var<storage, read_write> present_value: array<vec4<u32>>; // host: f16
 @group(0) @binding(4) var<uniform> params: Params;
 
 const HEAD_DIM: u32 = 128u;
 const WG: u32 = 256u;
-const HEAD_DIM_V4: u32 = 32u;
+const HEAD_DIM_V8: u32 = 16u;
 
 // Copy the existing BNSH cache unchanged (dst index == src index).
 @compute @workgroup_size(WG)
@@ -26,11 +24,11 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   // 2D-folded flat index: gid.y carries the high bits past the dispatch's
   // per-axis workgroup fold width.
   let e = gid.x + gid.y * 65535u * WG;
-  if (e >= params.count * HEAD_DIM_V4) {
+  if (e >= params.count * HEAD_DIM_V8) {
     return;
   }
-  let d4 = e % HEAD_DIM_V4;
-  let row = e / HEAD_DIM_V4;
+  let d8 = e % HEAD_DIM_V8;
+  let row = e / HEAD_DIM_V8;
   present_key[e] = src_k[e];
   present_value[e] = src_v[e];
 }

@@ -2,8 +2,6 @@
 // regenerate with `kvdsl emit`.
 // config: {"mode": "merge", "kv_heads": 8, "head_dim": 128, "walk": "flat", "present_type": "f16", "input_type": "f16", "workgroup_size": 256, "fold": 65535}
 
-enable f16;
-
 struct Params {
   count: u32,
   seq: u32,
@@ -11,20 +9,20 @@ struct Params {
   keySeq: u32,
 }
 
-@group(0) @binding(0) var<storage, read> past_k: array<vec4<f16>>;
-@group(0) @binding(1) var<storage, read> past_v: array<vec4<f16>>;
-@group(0) @binding(2) var<storage, read> new_k: array<vec4<f16>>;
-@group(0) @binding(3) var<storage, read> new_v: array<vec4<f16>>;
-@group(0) @binding(4) var<storage, read_write> present_key: array<vec4<f16>>;
-@group(0) @binding(5) var<storage, read_write> present_value: array<vec4<f16>>;
+@group(0) @binding(0) var<storage, read> past_k: array<vec4<u32>>; // host: f16
+@group(0) @binding(1) var<storage, read> past_v: array<vec4<u32>>; // host: f16
+@group(0) @binding(2) var<storage, read> new_k: array<vec4<u32>>; // host: f16
+@group(0) @binding(3) var<storage, read> new_v: array<vec4<u32>>; // host: f16
+@group(0) @binding(4) var<storage, read_write> present_key: array<vec4<u32>>; // host: f16
+@group(0) @binding(5) var<storage, read_write> present_value: array<vec4<u32>>; // host: f16
 @group(0) @binding(6) var<uniform> params: Params;
 
 const HEAD_DIM: u32 = 128u;
 const KV_HEADS: u32 = 8u;
 const WG: u32 = 256u;
 const KV_HIDDEN: u32 = 1024u;
-const HEAD_DIM_V4: u32 = 32u;
-const KV_HIDDEN_V4: u32 = 256u;
+const HEAD_DIM_V8: u32 = 16u;
+const KV_HIDDEN_V8: u32 = 128u;
 
 // Copy the past BNSH cache, then append new BSH K/V tokens into the present cache.
 @compute @workgroup_size(WG)
@@ -35,21 +33,21 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   // 2D-folded flat index: gid.y carries the high bits past the dispatch's
   // per-axis workgroup fold width.
   let e = gid.x + gid.y * 65535u * WG;
-  if (e >= params.count * HEAD_DIM_V4) {
+  if (e >= params.count * HEAD_DIM_V8) {
     return;
   }
-  let d4 = e % HEAD_DIM_V4;
-  let row = e / HEAD_DIM_V4;
+  let d8 = e % HEAD_DIM_V8;
+  let row = e / HEAD_DIM_V8;
   let t = row % params.seq;
   let etmp = row / params.seq;
   let hk = etmp % KV_HEADS;
   let b = etmp / KV_HEADS;
   if (t < params.pastSeq) {
-    let src = ((b * KV_HEADS + hk) * params.pastSeq + t) * HEAD_DIM_V4 + d4;
+    let src = ((b * KV_HEADS + hk) * params.pastSeq + t) * HEAD_DIM_V8 + d8;
     present_key[e] = past_k[src];
     present_value[e] = past_v[src];
   } else {
-    let nSrc = (b * params.keySeq + (t - params.pastSeq)) * KV_HIDDEN_V4 + hk * HEAD_DIM_V4 + d4;
+    let nSrc = (b * params.keySeq + (t - params.pastSeq)) * KV_HIDDEN_V8 + hk * HEAD_DIM_V8 + d8;
     present_key[e] = new_k[nSrc];
     present_value[e] = new_v[nSrc];
   }

@@ -2,25 +2,23 @@
 // regenerate with `kvdsl emit`.
 // config: {"mode": "merge_share", "kv_heads": 8, "head_dim": 128, "region": "retain", "walk": "flat", "rotary": false, "present_type": "f16", "input_type": "f16", "workgroup_size": 256, "fold": 65535}
 
-enable f16;
-
 struct Params {
   count: u32,
   seq: u32,
   keySeq: u32,
 }
 
-@group(0) @binding(0) var<storage, read> past_k: array<vec4<f16>>;
-@group(0) @binding(1) var<storage, read> past_v: array<vec4<f16>>;
+@group(0) @binding(0) var<storage, read> past_k: array<vec4<u32>>; // host: f16
+@group(0) @binding(1) var<storage, read> past_v: array<vec4<u32>>; // host: f16
 @group(0) @binding(2) var<storage, read> seqlens_k: array<i32>;
-@group(0) @binding(3) var<storage, read_write> present_key: array<vec4<f16>>;
-@group(0) @binding(4) var<storage, read_write> present_value: array<vec4<f16>>;
+@group(0) @binding(3) var<storage, read_write> present_key: array<vec4<u32>>; // host: f16
+@group(0) @binding(4) var<storage, read_write> present_value: array<vec4<u32>>; // host: f16
 @group(0) @binding(5) var<uniform> params: Params;
 
 const HEAD_DIM: u32 = 128u;
 const KV_HEADS: u32 = 8u;
 const WG: u32 = 256u;
-const HEAD_DIM_V4: u32 = 32u;
+const HEAD_DIM_V8: u32 = 16u;
 
 // Buffer-sharing append, retain pass: rows outside each batch's append window
 // are an identity copy of the past cache (dst index == src index).
@@ -31,11 +29,11 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   // 2D-folded flat index: gid.y carries the high bits past the dispatch's
   // per-axis workgroup fold width.
   let e = gid.x + gid.y * 65535u * WG;
-  if (e >= params.count * HEAD_DIM_V4) {
+  if (e >= params.count * HEAD_DIM_V8) {
     return;
   }
-  let d4 = e % HEAD_DIM_V4;
-  let row = e / HEAD_DIM_V4;
+  let d8 = e % HEAD_DIM_V8;
+  let row = e / HEAD_DIM_V8;
   let t = row % params.seq;
   let b = row / (params.seq * KV_HEADS);
   let total = u32(max(seqlens_k[b], -1i)) + 1u;

@@ -2,29 +2,27 @@
 // regenerate with `kvdsl emit`.
 // config: {"mode": "window_shift", "kv_heads": 4, "head_dim": 256, "region": "all", "rotary": false, "present_type": "f16", "input_type": "f16", "workgroup_size": 256, "fold": 65535, "walk": "flat"}
 
-enable f16;
-
 struct Params {
   count: u32,
   seq: u32,
   keySeq: u32,
 }
 
-@group(0) @binding(0) var<storage, read> past_k: array<vec4<f16>>;
-@group(0) @binding(1) var<storage, read> past_v: array<vec4<f16>>;
-@group(0) @binding(2) var<storage, read> new_k: array<vec4<f16>>;
-@group(0) @binding(3) var<storage, read> new_v: array<vec4<f16>>;
+@group(0) @binding(0) var<storage, read> past_k: array<vec4<u32>>; // host: f16
+@group(0) @binding(1) var<storage, read> past_v: array<vec4<u32>>; // host: f16
+@group(0) @binding(2) var<storage, read> new_k: array<vec4<u32>>; // host: f16
+@group(0) @binding(3) var<storage, read> new_v: array<vec4<u32>>; // host: f16
 @group(0) @binding(4) var<storage, read> seqlens_k: array<i32>;
-@group(0) @binding(5) var<storage, read_write> present_key: array<vec4<f16>>;
-@group(0) @binding(6) var<storage, read_write> present_value: array<vec4<f16>>;
+@group(0) @binding(5) var<storage, read_write> present_key: array<vec4<u32>>; // host: f16
+@group(0) @binding(6) var<storage, read_write> present_value: array<vec4<u32>>; // host: f16
 @group(0) @binding(7) var<uniform> params: Params;
 
 const HEAD_DIM: u32 = 256u;
 const KV_HEADS: u32 = 4u;
 const WG: u32 = 256u;
 const KV_HIDDEN: u32 = 1024u;
-const HEAD_DIM_V4: u32 = 64u;
-const KV_HIDDEN_V4: u32 = 256u;
+const HEAD_DIM_V8: u32 = 32u;
+const KV_HIDDEN_V8: u32 = 128u;
 
 // Windowed cache: compact the surviving past rows down by the eviction count and
 // append the new BSH K/V, keeping the most recent min(T, capacity) tokens
@@ -36,11 +34,11 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   // 2D-folded flat index: gid.y carries the high bits past the dispatch's
   // per-axis workgroup fold width.
   let e = gid.x + gid.y * 65535u * WG;
-  if (e >= params.count * HEAD_DIM_V4) {
+  if (e >= params.count * HEAD_DIM_V8) {
     return;
   }
-  let d4 = e % HEAD_DIM_V4;
-  let row = e / HEAD_DIM_V4;
+  let d8 = e % HEAD_DIM_V8;
+  let row = e / HEAD_DIM_V8;
   let t = row % params.seq;
   let tmp = row / params.seq;
   let hk = tmp % KV_HEADS;
@@ -56,18 +54,18 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let skip = params.keySeq - fresh;
   if (t < appendStart) {
     // Surviving past rows slide down by the eviction count.
-    let src = ((b * KV_HEADS + hk) * params.seq + (t + evicted)) * HEAD_DIM_V4 + d4;
+    let src = ((b * KV_HEADS + hk) * params.seq + (t + evicted)) * HEAD_DIM_V8 + d8;
     present_key[e] = past_k[src];
     present_value[e] = past_v[src];
   } else if (t < resident) {
     let j = t - appendStart + skip;
     let pos = past + j;
-    let nSrc = (b * params.keySeq + j) * KV_HIDDEN_V4 + hk * HEAD_DIM_V4;
-    present_key[e] = new_k[nSrc + d4];
-    present_value[e] = new_v[nSrc + d4];
+    let nSrc = (b * params.keySeq + j) * KV_HIDDEN_V8 + hk * HEAD_DIM_V8;
+    present_key[e] = new_k[nSrc + d8];
+    present_value[e] = new_v[nSrc + d8];
   } else {
     // Outside the resident window: cleared, not left stale.
-    present_key[e] = vec4<f16>(0.0h, 0.0h, 0.0h, 0.0h);
-    present_value[e] = vec4<f16>(0.0h, 0.0h, 0.0h, 0.0h);
+    present_key[e] = vec4<u32>(0u, 0u, 0u, 0u);
+    present_value[e] = vec4<u32>(0u, 0u, 0u, 0u);
   }
 }

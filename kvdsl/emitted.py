@@ -30,8 +30,10 @@ def header(name: str, cfg: Any) -> str:
 
 def interface(kernel: Kernel) -> dict[str, Any]:
     """The kernel's host interface as JSON-ready data."""
+    # "data": the scalar type of the host's array, where it is not the WGSL element's.
     bindings = [
         {"binding": i, "name": b.name, "type": f"array<{b.elem}>", "access": b.access}
+        | ({} if b.data is None else {"data": str(b.data)})
         for i, b in enumerate(kernel.bindings)
     ]
     params = (

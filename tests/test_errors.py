@@ -195,7 +195,7 @@ def test_contract_sized_inputs_suffice() -> None:
             for b in kernel.bindings:
                 if b.access == "read":
                     need = evaluate(dict(kernel.extents)[b.name], kernel, case.params, bufs)
-                    bufs[b.name] = bufs[b.name][: need * getattr(b.elem, "n", 1)]
+                    bufs[b.name] = bufs[b.name][: need * b.host_values]
             got = interp_run(kernel, bufs, case.params)
             for name, want in case.expected.items():
                 tol = case.tolerance.get(name, 0.0)

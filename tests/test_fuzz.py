@@ -150,7 +150,7 @@ def contract_sized(kernel, case: Case) -> dict[str, np.ndarray]:
     for b in kernel.bindings:
         if b.access == "read":
             need = evaluate(dict(kernel.extents)[b.name], kernel, case.params, bufs)
-            bufs[b.name] = bufs[b.name][: need * getattr(b.elem, "n", 1)]
+            bufs[b.name] = bufs[b.name][: need * b.host_values]
     return bufs
 
 

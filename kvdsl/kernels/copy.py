@@ -42,12 +42,12 @@ class CopyConfig:
 def copy(cfg: CopyConfig, name: str = "copy") -> Kernel:
     """Build the copy kernel for ``cfg``."""
     kb = KernelBuilder(name, cfg.workgroup_size)
-    width = flat.lanes(cfg.head_dim) if cfg.walk == "flat" else 1
-    elem = flat.elem(scalar(cfg.present_type), width)
-    src_k = kb.binding("src_k", elem, "read")
-    src_v = kb.binding("src_v", elem, "read")
-    present_key = kb.binding("present_key", elem, "read_write")
-    present_value = kb.binding("present_value", elem, "read_write")
+    ty = cfg.present_type
+    width = flat.width(cfg.head_dim, (ty,)) if cfg.walk == "flat" else 1
+    src_k = flat.binding(kb, "src_k", scalar(ty), width, "read")
+    src_v = flat.binding(kb, "src_v", scalar(ty), width, "read")
+    present_key = flat.binding(kb, "present_key", scalar(ty), width, "read_write")
+    present_value = flat.binding(kb, "present_value", scalar(ty), width, "read_write")
     head_dim = kb.const("HEAD_DIM", scalar("u32"), cfg.head_dim)
     kb.workgroup_const("WG")
     rows = kb.param("count")

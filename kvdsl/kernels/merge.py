@@ -54,15 +54,16 @@ class MergeConfig:
 def merge(cfg: MergeConfig, name: str = "merge") -> Kernel:
     """Build the merge kernel for ``cfg``."""
     kb = KernelBuilder(name, cfg.workgroup_size)
-    width = flat.lanes(cfg.head_dim) if cfg.walk == "flat" else 1
-    cache = flat.elem(scalar(cfg.present_type), width)
-    inp = flat.elem(scalar(cfg.input_type), width)
-    past_k = kb.binding("past_k", cache, "read")
-    past_v = kb.binding("past_v", cache, "read")
-    new_k = kb.binding("new_k", inp, "read")
-    new_v = kb.binding("new_v", inp, "read")
-    present_key = kb.binding("present_key", cache, "read_write")
-    present_value = kb.binding("present_value", cache, "read_write")
+    types = (cfg.present_type, cfg.input_type)
+    width = flat.width(cfg.head_dim, types) if cfg.walk == "flat" else 1
+    cache_ty, inp_ty = (scalar(t) for t in types)
+    cache = flat.elem(cache_ty, width)
+    past_k = flat.binding(kb, "past_k", cache_ty, width, "read")
+    past_v = flat.binding(kb, "past_v", cache_ty, width, "read")
+    new_k = flat.binding(kb, "new_k", inp_ty, width, "read")
+    new_v = flat.binding(kb, "new_v", inp_ty, width, "read")
+    present_key = flat.binding(kb, "present_key", cache_ty, width, "read_write")
+    present_value = flat.binding(kb, "present_value", cache_ty, width, "read_write")
     u32 = scalar("u32")
     head_dim = kb.const("HEAD_DIM", u32, cfg.head_dim)
     heads = kb.const("KV_HEADS", u32, cfg.kv_heads)

@@ -104,8 +104,7 @@ def merge_share(cfg: MergeShareConfig, name: str = "merge_share") -> Kernel:
         )
     rows, seq, key_seq = kb.param("count"), kb.param("seq"), kb.param("keySeq")
     if cfg.walk == "flat":
-        width = flat.lanes(cfg.head_dim, cfg.rotary)
-        dispatch = flat.dispatch(rows, flat.named(kb, "HEAD_DIM", width), cfg)
+        dispatch = flat.dispatch(rows, flat.named(kb, "HEAD_DIM", _width(cfg)), cfg)
     else:
         dispatch = Dispatch(rows.node, cfg.workgroup_size, cfg.fold)
     kernel = kb.build(dispatch, doc)
@@ -129,14 +128,22 @@ def merge_share(cfg: MergeShareConfig, name: str = "merge_share") -> Kernel:
     return flat.vector_extents(contract(kernel, extents, requires))
 
 
+def _width(cfg: MergeShareConfig) -> int:
+    """The flat walk's vector width (f16 moved as words; see :func:`kvdsl.nodes.flat.width`)."""
+    if cfg.walk != "flat":
+        return 1
+    types = (cfg.present_type,) if cfg.region == "retain" else (cfg.present_type, cfg.input_type)
+    return flat.width(cfg.head_dim, types, cfg.rotary)
+
+
 def _retain(kb: KernelBuilder, cfg: MergeShareConfig) -> None:
-    width = flat.lanes(cfg.head_dim) if cfg.walk == "flat" else 1
-    cache = flat.elem(scalar(cfg.present_type), width)
-    past_k = kb.binding("past_k", cache, "read")
-    past_v = kb.binding("past_v", cache, "read")
+    width = _width(cfg)
+    cache = scalar(cfg.present_type)
+    past_k = flat.binding(kb, "past_k", cache, width, "read")
+    past_v = flat.binding(kb, "past_v", cache, width, "read")
     seqlens_k = kb.binding("seqlens_k", scalar("i32"), "read")
-    present_key = kb.binding("present_key", cache, "read_write")
-    present_value = kb.binding("present_value", cache, "read_write")
+    present_key = flat.binding(kb, "present_key", cache, width, "read_write")
+    present_value = flat.binding(kb, "present_value", cache, width, "read_write")
     u32 = scalar("u32")
     head_dim = kb.const("HEAD_DIM", u32, cfg.head_dim)
     heads = kb.const("KV_HEADS", u32, cfg.kv_heads)
@@ -175,18 +182,18 @@ def _retain(kb: KernelBuilder, cfg: MergeShareConfig) -> None:
 
 
 def _append(kb: KernelBuilder, cfg: MergeShareConfig) -> None:
-    width = flat.lanes(cfg.head_dim, cfg.rotary) if cfg.walk == "flat" else 1
-    cache = flat.elem(scalar(cfg.present_type), width)
-    inp = flat.elem(scalar(cfg.input_type), width)
-    new_k = kb.binding("new_k", inp, "read")
-    new_v = kb.binding("new_v", inp, "read")
+    width = _width(cfg)
+    cache_ty, inp_ty = scalar(cfg.present_type), scalar(cfg.input_type)
+    cache = flat.elem(cache_ty, width)
+    new_k = flat.binding(kb, "new_k", inp_ty, width, "read")
+    new_v = flat.binding(kb, "new_v", inp_ty, width, "read")
     seqlens_k = kb.binding("seqlens_k", scalar("i32"), "read")
     cos = sin = None
     if cfg.rotary:
         cos = kb.binding("cos_cache", flat.elem(f32, width), "read")
         sin = kb.binding("sin_cache", flat.elem(f32, width), "read")
-    present_key = kb.binding("present_key", cache, "read_write")
-    present_value = kb.binding("present_value", cache, "read_write")
+    present_key = flat.binding(kb, "present_key", cache_ty, width, "read_write")
+    present_value = flat.binding(kb, "present_value", cache_ty, width, "read_write")
     u32 = scalar("u32")
     head_dim = kb.const("HEAD_DIM", u32, cfg.head_dim)
     heads = kb.const("KV_HEADS", u32, cfg.kv_heads)

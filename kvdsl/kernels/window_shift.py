@@ -100,23 +100,25 @@ class WindowShiftConfig:
 def window_shift(cfg: WindowShiftConfig, name: str = "window_shift") -> Kernel:
     """Build the window_shift pass for ``cfg``."""
     kb = KernelBuilder(name, cfg.workgroup_size)
-    width = flat.lanes(cfg.head_dim, cfg.rotary) if cfg.walk == "flat" else 1
-    cache = flat.elem(scalar(cfg.present_type), width)
-    inp = flat.elem(scalar(cfg.input_type), width)
+    # Only the types of the bindings the region declares decide whether f16 moves as words.
+    types = (cfg.present_type,) if cfg.region == "shift" else (cfg.present_type, cfg.input_type)
+    width = flat.width(cfg.head_dim, types, cfg.rotary) if cfg.walk == "flat" else 1
+    cache_ty, inp_ty = scalar(cfg.present_type), scalar(cfg.input_type)
+    cache = flat.elem(cache_ty, width)
     u32 = scalar("u32")
     past_k = past_v = new_k = new_v = cos = sin = None
     if cfg.region != "append":
-        past_k = kb.binding("past_k", cache, "read")
-        past_v = kb.binding("past_v", cache, "read")
+        past_k = flat.binding(kb, "past_k", cache_ty, width, "read")
+        past_v = flat.binding(kb, "past_v", cache_ty, width, "read")
     if cfg.region != "shift":
-        new_k = kb.binding("new_k", inp, "read")
-        new_v = kb.binding("new_v", inp, "read")
+        new_k = flat.binding(kb, "new_k", inp_ty, width, "read")
+        new_v = flat.binding(kb, "new_v", inp_ty, width, "read")
     seqlens_k = kb.binding("seqlens_k", scalar("i32"), "read")
     if cfg.rotary:
         cos = kb.binding("cos_cache", flat.elem(f32, width), "read")
         sin = kb.binding("sin_cache", flat.elem(f32, width), "read")
-    present_key = kb.binding("present_key", cache, "read_write")
-    present_value = kb.binding("present_value", cache, "read_write")
+    present_key = flat.binding(kb, "present_key", cache_ty, width, "read_write")
+    present_value = flat.binding(kb, "present_value", cache_ty, width, "read_write")
     head_dim = kb.const("HEAD_DIM", u32, cfg.head_dim)
     heads = kb.const("KV_HEADS", u32, cfg.kv_heads)
     kb.workgroup_const("WG")
@@ -184,8 +186,8 @@ def window_shift(cfg: WindowShiftConfig, name: str = "window_shift") -> Kernel:
             zero_guard = kb.elif_(t >= w.resident)
         with zero_guard:
             kb.comment("Outside the resident window: cleared, not left stale.")
-            present_key[it.e] = flat.splat(cache, 0.0)
-            present_value[it.e] = flat.splat(cache, 0.0)
+            present_key[it.e] = flat.zero(cache)
+            present_value[it.e] = flat.zero(cache)
 
     def per_row_pass() -> None:
         i = walks.per_row(kb, cfg.fold, rows)

@@ -25,7 +25,6 @@ import numpy as np
 from kvdsl.emit.wgsl import emit_expr
 from kvdsl.ir.nodes import Binary, Binding, Call, Expr, Kernel, Lit, Member, Name
 from kvdsl.ir.ops import Op
-from kvdsl.ir.types import Vec
 from kvdsl.runtime.errors import BufferError, DeviceError, ParamsError
 
 _OPS = {
@@ -87,7 +86,7 @@ def rule(e: Expr) -> str:
 
 def elements(b: Binding, a: np.ndarray) -> int:
     """How many elements of ``array<b.elem>`` the host array ``a`` holds."""
-    return a.size // b.elem.n if isinstance(b.elem, Vec) else a.size
+    return a.size // b.host_values
 
 
 def check_contract(

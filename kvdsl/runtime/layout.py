@@ -86,7 +86,11 @@ def pack_params(struct: Struct, values: dict) -> bytes:
 
 
 def check_buffers(bindings: tuple[Binding, ...], buffers: dict[str, np.ndarray]) -> None:
-    """Raise :class:`BufferError` unless ``buffers`` holds exactly one fitting array per binding."""
+    """Raise :class:`BufferError` unless ``buffers`` holds exactly one fitting array per binding.
+
+    An array holds the binding's host type (:attr:`~kvdsl.ir.nodes.Binding.host`: float16 for
+    f16 data moved as ``vec4<u32>`` words), a whole number of elements of it.
+    """
     names = [b.name for b in bindings]
     for name in buffers:
         if name not in names:
@@ -97,20 +101,19 @@ def check_buffers(bindings: tuple[Binding, ...], buffers: dict[str, np.ndarray])
         if b.name not in buffers:
             raise BufferError(f"binding '{b.name}' (array<{b.elem}>, {b.access}) has no buffer")
         a = buffers[b.name]
-        want = b.elem.scalar.dtype
+        want = b.host.dtype
+        what = f"array<{b.elem}>" if b.data is None else f"array<{b.elem}> of {b.data} data"
         if not isinstance(a, np.ndarray):
             raise BufferError(
-                f"binding '{b.name}' (array<{b.elem}>) got {type(a).__name__}, "
+                f"binding '{b.name}' ({what}) got {type(a).__name__}, "
                 f"expected a numpy array of {want}"
             )
         if a.dtype != want:
+            raise BufferError(f"binding '{b.name}' ({what}) got a {a.dtype} array, expected {want}")
+        if b.host_values > 1 and a.size % b.host_values:
             raise BufferError(
-                f"binding '{b.name}' (array<{b.elem}>) got a {a.dtype} array, expected {want}"
-            )
-        if isinstance(b.elem, Vec) and a.size % b.elem.n:
-            raise BufferError(
-                f"binding '{b.name}' (array<{b.elem}>) got {a.size} {want} values, "
-                f"expected a multiple of {b.elem.n}"
+                f"binding '{b.name}' ({what}) got {a.size} {want} values, "
+                f"expected a multiple of {b.host_values}"
             )
 
 
