@@ -11,7 +11,10 @@ latency-bound; a 1-token decode append spreads over ``kvHeads * per_row`` invoca
 The vector width (:func:`lanes`) is 4 when the row length divides by 4 (by 8 for rotary, so that
 a vector lies inside one half of the row and its cos/sin entries are one ``vec4`` too), else 1:
 bindings then hold ``vec4<T>`` (``vec2<u32>`` for packed int4 words) and the kernel's host-side
-extents count vectors (:func:`vector_extents`). The dispatch rule is ``rows * per_row`` items,
+extents count vectors (:func:`vector_extents`). A walk that only moves f16 data (:func:`width`)
+takes eight halves per invocation as one ``vec4<u32>`` (:data:`WORDS`) when the row divides by 8:
+its bindings (:func:`binding`) keep f16 as the host's type, and the module needs no ``enable
+f16;``. The dispatch rule is ``rows * per_row`` items,
 ``WG`` per workgroup (:func:`dispatch`), so the runtime and the interpreter size it alike.
 
 The vector helpers compute exactly what the scalar forms do, lane by lane, in the same order:
