@@ -35,7 +35,9 @@ fn main(
   if (params.count < WG) {
     // Compact cooperative append walk: the thread range spans only the appended
     // window (batch x kvHead x keySeq rows); the destination row is the dynamic
-    // append offset plus the local row.
+    // append offset plus the local row. Each loop twice: when the new tokens fit
+    // the cache (keySeq <= seq, uniform) skip is 0 and the loop has no j >= skip
+    // test, so its loads are not under a divergent branch.
     // Each workgroup copies the contiguous element span of its WG rows
     // cooperatively: at step s lane l touches element s*WG + l, so adjacent
     // lanes hit adjacent addresses on both source and destination.
@@ -45,23 +47,22 @@ fn main(
     let span = WG * HEAD_DIM;
     let fullTile = totalElems >= span && elemBase <= totalElems - span;
     if (fullTile) {
-      for (var s: u32 = 0u; s < HEAD_DIM; s = s + 1u) {
-        let e = elemBase + s * WG + lid.x;
-        let d = e % HEAD_DIM;
-        let et = e / HEAD_DIM;
-        let j = et % params.keySeq;
-        let etmp = et / params.keySeq;
-        let hk = etmp % KV_HEADS;
-        let b = etmp / KV_HEADS;
-        let total = u32(max(seqlens_k[b], -1i)) + 1u;
-        // Clamping below by keySeq maps a right-padded first prompt
-        // (seqlens_k[b]+1 < keySeq) to append offset 0.
-        let activeEnd = min(params.seq, max(params.keySeq, total));
-        let fresh = min(params.keySeq, activeEnd);
-        let appendStart = activeEnd - fresh;
-        let skip = params.keySeq - fresh;
-        // New tokens before `skip` do not fit the cache (keySeq > seq).
-        if (j >= skip) {
+      if (params.keySeq <= params.seq) {
+        for (var s: u32 = 0u; s < HEAD_DIM; s = s + 1u) {
+          let e = elemBase + s * WG + lid.x;
+          let d = e % HEAD_DIM;
+          let et = e / HEAD_DIM;
+          let j = et % params.keySeq;
+          let etmp = et / params.keySeq;
+          let hk = etmp % KV_HEADS;
+          let b = etmp / KV_HEADS;
+          let total = u32(max(seqlens_k[b], -1i)) + 1u;
+          // Clamping below by keySeq maps a right-padded first prompt
+          // (seqlens_k[b]+1 < keySeq) to append offset 0.
+          let activeEnd = min(params.seq, max(params.keySeq, total));
+          let fresh = min(params.keySeq, activeEnd);
+          let appendStart = activeEnd - fresh;
+          let skip = params.keySeq - fresh;
           let t = appendStart + (j - skip);
           let dst = ((b * KV_HEADS + hk) * params.seq + t) * HEAD_DIM + d;
           let nSrc = (b * params.keySeq + j) * KV_HIDDEN + hk * HEAD_DIM;
@@ -74,25 +75,55 @@ fn main(
           present_key[dst] = select(x1 * cs + x0 * sn, x0 * cs - x1 * sn, d < HALF);
           present_value[dst] = new_v[nSrc + d];
         }
+      } else {
+        for (var s: u32 = 0u; s < HEAD_DIM; s = s + 1u) {
+          let e = elemBase + s * WG + lid.x;
+          let d = e % HEAD_DIM;
+          let et = e / HEAD_DIM;
+          let j = et % params.keySeq;
+          let etmp = et / params.keySeq;
+          let hk = etmp % KV_HEADS;
+          let b = etmp / KV_HEADS;
+          let total = u32(max(seqlens_k[b], -1i)) + 1u;
+          // Clamping below by keySeq maps a right-padded first prompt
+          // (seqlens_k[b]+1 < keySeq) to append offset 0.
+          let activeEnd = min(params.seq, max(params.keySeq, total));
+          let fresh = min(params.keySeq, activeEnd);
+          let appendStart = activeEnd - fresh;
+          let skip = params.keySeq - fresh;
+          // New tokens before `skip` do not fit the cache (keySeq > seq).
+          if (j >= skip) {
+            let t = appendStart + (j - skip);
+            let dst = ((b * KV_HEADS + hk) * params.seq + t) * HEAD_DIM + d;
+            let nSrc = (b * params.keySeq + j) * KV_HIDDEN + hk * HEAD_DIM;
+            // Element-wise NeoX rotation; row t is its own absolute position.
+            let dr = d % HALF;
+            let cs = cos_cache[t * HALF + dr];
+            let sn = sin_cache[t * HALF + dr];
+            let x0 = new_k[nSrc + dr];
+            let x1 = new_k[nSrc + (dr + HALF)];
+            present_key[dst] = select(x1 * cs + x0 * sn, x0 * cs - x1 * sn, d < HALF);
+            present_value[dst] = new_v[nSrc + d];
+          }
+        }
       }
     } else {
       let wgEnd = min(elemBase + span, totalElems);
-      for (var e: u32 = elemBase + lid.x; e < wgEnd; e = e + WG) {
-        let d = e % HEAD_DIM;
-        let et = e / HEAD_DIM;
-        let j = et % params.keySeq;
-        let etmp = et / params.keySeq;
-        let hk = etmp % KV_HEADS;
-        let b = etmp / KV_HEADS;
-        let total = u32(max(seqlens_k[b], -1i)) + 1u;
-        // Clamping below by keySeq maps a right-padded first prompt
-        // (seqlens_k[b]+1 < keySeq) to append offset 0.
-        let activeEnd = min(params.seq, max(params.keySeq, total));
-        let fresh = min(params.keySeq, activeEnd);
-        let appendStart = activeEnd - fresh;
-        let skip = params.keySeq - fresh;
-        // New tokens before `skip` do not fit the cache (keySeq > seq).
-        if (j >= skip) {
+      if (params.keySeq <= params.seq) {
+        for (var e: u32 = elemBase + lid.x; e < wgEnd; e = e + WG) {
+          let d = e % HEAD_DIM;
+          let et = e / HEAD_DIM;
+          let j = et % params.keySeq;
+          let etmp = et / params.keySeq;
+          let hk = etmp % KV_HEADS;
+          let b = etmp / KV_HEADS;
+          let total = u32(max(seqlens_k[b], -1i)) + 1u;
+          // Clamping below by keySeq maps a right-padded first prompt
+          // (seqlens_k[b]+1 < keySeq) to append offset 0.
+          let activeEnd = min(params.seq, max(params.keySeq, total));
+          let fresh = min(params.keySeq, activeEnd);
+          let appendStart = activeEnd - fresh;
+          let skip = params.keySeq - fresh;
           let t = appendStart + (j - skip);
           let dst = ((b * KV_HEADS + hk) * params.seq + t) * HEAD_DIM + d;
           let nSrc = (b * params.keySeq + j) * KV_HIDDEN + hk * HEAD_DIM;
@@ -104,6 +135,36 @@ fn main(
           let x1 = new_k[nSrc + (dr + HALF)];
           present_key[dst] = select(x1 * cs + x0 * sn, x0 * cs - x1 * sn, d < HALF);
           present_value[dst] = new_v[nSrc + d];
+        }
+      } else {
+        for (var e: u32 = elemBase + lid.x; e < wgEnd; e = e + WG) {
+          let d = e % HEAD_DIM;
+          let et = e / HEAD_DIM;
+          let j = et % params.keySeq;
+          let etmp = et / params.keySeq;
+          let hk = etmp % KV_HEADS;
+          let b = etmp / KV_HEADS;
+          let total = u32(max(seqlens_k[b], -1i)) + 1u;
+          // Clamping below by keySeq maps a right-padded first prompt
+          // (seqlens_k[b]+1 < keySeq) to append offset 0.
+          let activeEnd = min(params.seq, max(params.keySeq, total));
+          let fresh = min(params.keySeq, activeEnd);
+          let appendStart = activeEnd - fresh;
+          let skip = params.keySeq - fresh;
+          // New tokens before `skip` do not fit the cache (keySeq > seq).
+          if (j >= skip) {
+            let t = appendStart + (j - skip);
+            let dst = ((b * KV_HEADS + hk) * params.seq + t) * HEAD_DIM + d;
+            let nSrc = (b * params.keySeq + j) * KV_HIDDEN + hk * HEAD_DIM;
+            // Element-wise NeoX rotation; row t is its own absolute position.
+            let dr = d % HALF;
+            let cs = cos_cache[t * HALF + dr];
+            let sn = sin_cache[t * HALF + dr];
+            let x0 = new_k[nSrc + dr];
+            let x1 = new_k[nSrc + (dr + HALF)];
+            present_key[dst] = select(x1 * cs + x0 * sn, x0 * cs - x1 * sn, d < HALF);
+            present_value[dst] = new_v[nSrc + d];
+          }
         }
       }
     }

@@ -14,7 +14,8 @@ order is immaterial:
   ``keySeq``.
 
 Walks: ``cooperative`` (the template's choice off Apple; for append the compact walk bounded by
-``wgEnd``), ``per_row`` (Apple's retain pass) and, for append, ``hybrid`` (Apple's append pass:
+``wgEnd``, each loop twice under the uniform ``keySeq <= seq``: the ``j >= skip`` test only in
+the copy where tokens can be skipped), ``per_row`` (Apple's retain pass) and, for append, ``hybrid`` (Apple's append pass:
 the cooperative walk when ``count < WG``, else per-row, in one kernel) and ``flat``
 (:mod:`kvdsl.nodes.flat`, both passes: one invocation per present ``vec4``, ``count *
 HEAD_DIM_V4`` items; rotary loads its partner vector and a cos/sin ``vec4``).
@@ -28,7 +29,7 @@ converts on store.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kvdsl.ir import Dispatch, Kernel, KernelBuilder, Val, convert, f32
 from kvdsl.kernels.config import (
@@ -215,8 +216,11 @@ def _append(kb: KernelBuilder, cfg: MergeShareConfig) -> None:
     def cooperative() -> None:
         kb.comment("Compact cooperative append walk: the thread range spans only the appended")
         kb.comment("window (batch x kvHead x keySeq rows); the destination row is the dynamic")
-        kb.comment("append offset plus the local row.")
-        for e in walks.cooperative_bounded(kb, cfg.fold, rows, head_dim):
+        kb.comment("append offset plus the local row. Each loop twice: when the new tokens fit")
+        kb.comment("the cache (keySeq <= seq, uniform) skip is 0 and the loop has no j >= skip")
+        kb.comment("test, so its loads are not under a divergent branch.")
+        fits = key_seq <= seq
+        for e, fit in walks.cooperative_bounded_split(kb, cfg.fold, rows, head_dim, fits):
             d = kb.let("d", e % head_dim)
             et = kb.let("et", e / head_dim)
             j = kb.let("j", et % key_seq)
@@ -224,18 +228,25 @@ def _append(kb: KernelBuilder, cfg: MergeShareConfig) -> None:
             hk = kb.let("hk", etmp % heads)
             b = kb.let("b", etmp / heads)
             w = append_window(kb, seqlens_k, b, seq, key_seq)
+            if fit:
+                store(b, hk, j, d, w)
+                continue
             kb.comment("New tokens before `skip` do not fit the cache (keySeq > seq).")
             with kb.if_(j >= w.skip):
-                t = kb.let("t", w.append_start + (j - w.skip))
-                dst = kb.let("dst", bnsh(b, hk, t, heads, seq, head_dim) + d)
-                n_src = kb.let("nSrc", (b * key_seq + j) * hidden + hk * head_dim)
-                if cfg.rotary:
-                    kb.comment("Element-wise NeoX rotation; row t is its own absolute position.")
-                    k = rotate_element(kb, new_k, n_src, d, cos, sin, t, half)
-                    present_key[dst] = convert(cache, k)
-                else:
-                    present_key[dst] = convert(cache, new_k[n_src + d])
-                present_value[dst] = convert(cache, new_v[n_src + d])
+                store(b, hk, j, d, w)
+
+    def store(b: Val, hk: Val, j: Val, d: Val, w: Any) -> None:
+        """New element ``d`` of token ``j`` into its cache row of the append window ``w``."""
+        t = kb.let("t", w.append_start + (j - w.skip))
+        dst = kb.let("dst", bnsh(b, hk, t, heads, seq, head_dim) + d)
+        n_src = kb.let("nSrc", (b * key_seq + j) * hidden + hk * head_dim)
+        if cfg.rotary:
+            kb.comment("Element-wise NeoX rotation; row t is its own absolute position.")
+            k = rotate_element(kb, new_k, n_src, d, cos, sin, t, half)
+            present_key[dst] = convert(cache, k)
+        else:
+            present_key[dst] = convert(cache, new_k[n_src + d])
+        present_value[dst] = convert(cache, new_v[n_src + d])
 
     def per_row() -> None:
         i = walks.per_row(kb, cfg.fold, rows)

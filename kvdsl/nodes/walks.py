@@ -11,7 +11,7 @@ Both dispatch ``ceil(rows / WG)`` workgroups folded at ``fold``.
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Callable, Iterator
 
 from kvdsl.ir import KernelBuilder, Val, min_
 from kvdsl.ir.builder import as_val
@@ -80,11 +80,45 @@ def cooperative_bounded(kb: KernelBuilder, fold: int, rows: Val, row_len: Val) -
     the elements it owns, instead of testing a guard ``row_len`` times; full workgroups take the
     constant-trip loop without a test.
     """
+    for e, _ in cooperative_bounded_split(kb, fold, rows, row_len, None):
+        yield e
+
+
+def cooperative_bounded_split(
+    kb: KernelBuilder, fold: int, rows: Val, row_len: Val, uniform: Val | None
+) -> Iterator[tuple[Val, bool]]:
+    """:func:`cooperative_bounded` with each of its two loops generated twice, under ``if
+    (uniform)`` and its ``else``; yields ``(e, True)`` in the first copy, ``(e, False)`` in the
+    second. ``uniform`` must be the same for every invocation (params and consts only), so a
+    caller can leave out of the first copy a per-element test that the condition makes
+    always true, without putting the loop's loads under a divergent branch. With ``uniform``
+    None each loop is generated once, yielding ``(e, False)``.
+    """
     elem_base, total = cooperative_span(kb, fold, rows, row_len)
     span = kb.let("span", _wg(kb) * row_len)
     with kb.if_(_full_tile(kb, elem_base, total, span)):
-        yield from _tile_steps(kb, elem_base, row_len)
+        yield from _split(kb, uniform, lambda: _tile_steps(kb, elem_base, row_len))
     with kb.else_():
         wg_end = kb.let("wgEnd", min_(elem_base + span, total))
-        with kb.for_range("e", elem_base + kb.lid.x, wg_end, _wg(kb)) as e:
-            yield e
+        yield from _split(kb, uniform, lambda: _bounded_steps(kb, elem_base, wg_end))
+
+
+def _bounded_steps(kb: KernelBuilder, elem_base: Val, wg_end: Val) -> Iterator[Val]:
+    """``for (e = elemBase + lid.x; e < wgEnd; e += WG)``."""
+    with kb.for_range("e", elem_base + kb.lid.x, wg_end, _wg(kb)) as e:
+        yield e
+
+
+def _split(
+    kb: KernelBuilder, uniform: Val | None, loop: Callable[[], Iterator[Val]]
+) -> Iterator[tuple[Val, bool]]:
+    if uniform is None:
+        for e in loop():
+            yield e, False
+        return
+    with kb.if_(uniform):
+        for e in loop():
+            yield e, True
+    with kb.else_():
+        for e in loop():
+            yield e, False
