@@ -112,7 +112,9 @@ def main() -> None:
             params = {k: v for k, v in plan.params.items() if k in dict(kernel.params.fields)}
             wg = workgroups(kernel, params)
             outs = {
-                name: run_source(forms[name], kernel.bindings, kernel.params, dict(bufs), params, wg)
+                name: run_source(
+                    forms[name], kernel.bindings, kernel.params, dict(bufs), params, wg
+                )
                 for name in ("emitted", "subgroup")
             }
             for b, want in outs["emitted"].items():
