@@ -26,3 +26,9 @@ def test_every_documented_command_exists():
     documented = set(re.findall(r"^\| `kvdsl (\w+)", README, re.M))
     subcommands = parser()._subparsers._group_actions[0].choices
     assert documented == set(subcommands)
+
+
+def test_readme_counts_the_catalog():
+    from kvdsl import catalog
+
+    assert f"`kvdsl list` names {len(catalog.VARIANTS)} variants" in README

@@ -77,6 +77,12 @@ def test_summary_counts_the_targets():
     assert (
         "build: fastest kvdsl variant vs fastest template render (target ≥ 3x): 2048 tok " in text
     )
-    assert "**2 of 3** within 5% of the template or faster; below: merge_a 2048 tok 0.83" in text
+    assert (
+        "**2 of 3** within 5% of the template or faster (1 at ≥ 1.00, 1 at ≥ 0.99); below: " in text
+    )
+    assert "below: merge_a 2048 tok 0.83" in text
+    assert (
+        "timed beside them (the issue's measure): **1 of 2** at ≥ 90%; below: build_flat_b" in text
+    )
     assert "Flat (fastest) decode appends within 1.5x of the empty dispatch: **1 of 1**" in text
     assert "**1 of 2**; worst append_quant_a (batch 4) at 15.00x" in text
