@@ -32,16 +32,16 @@ const HALF_V4: u32 = 16u;
 // from the new BSH K/V, K rotated at its absolute position.
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-  // Flat walk: one invocation per destination vector, adjacent invocations on
-  // adjacent vectors; no loop, so every invocation makes one memory round trip.
+  // Pair walk: one invocation per rotary pair of vectors (dr, dr + HALF_V4) of a
+  // row; it loads the pair and cos/sin once and stores both rotated vectors.
   // 2D-folded flat index: gid.y carries the high bits past the dispatch's
   // per-axis workgroup fold width.
   let e = gid.x + gid.y * 65535u * WG;
-  if (e >= params.count * HEAD_DIM_V4) {
+  if (e >= params.count * HALF_V4) {
     return;
   }
-  let d4 = e % HEAD_DIM_V4;
-  let row = e / HEAD_DIM_V4;
+  let dr = e % HALF_V4;
+  let row = e / HALF_V4;
   let j = row % params.keySeq;
   let tmp = row / params.keySeq;
   let hk = tmp % KV_HEADS;
@@ -58,14 +58,17 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     return;
   }
   let t = appendStart + (j - skip);
-  let dst = ((b * KV_HEADS + hk) * params.seq + t) * HEAD_DIM_V4 + d4;
+  let dst = ((b * KV_HEADS + hk) * params.seq + t) * HEAD_DIM_V4 + dr;
   let nSrc = (b * params.keySeq + j) * KV_HIDDEN_V4 + hk * HEAD_DIM_V4;
-  // NeoX rotation of one vector; row t is its own absolute position.
-  let dr = d4 % HALF_V4;
+  // NeoX rotation of one pair of vectors; row t is its own absolute position.
   let cs = cos_cache[t * HALF_V4 + dr];
   let sn = sin_cache[t * HALF_V4 + dr];
   let x0 = vec4<f32>(new_k[nSrc + dr]);
   let x1 = vec4<f32>(new_k[nSrc + (dr + HALF_V4)]);
-  present_key[dst] = vec4<f16>(select(x1 * cs + x0 * sn, x0 * cs - x1 * sn, d4 < HALF_V4));
-  present_value[dst] = new_v[nSrc + d4];
+  let v0 = new_v[nSrc + dr];
+  let v1 = new_v[nSrc + (dr + HALF_V4)];
+  present_key[dst] = vec4<f16>(x0 * cs - x1 * sn);
+  present_key[dst + HALF_V4] = vec4<f16>(x1 * cs + x0 * sn);
+  present_value[dst] = v0;
+  present_value[dst + HALF_V4] = v1;
 }

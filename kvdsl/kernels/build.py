@@ -249,8 +249,12 @@ class FlatRow:
     k_own: Val | None
 
 
-def flat_row(kb: KernelBuilder, cfg: Any, c: Consts, inputs: RowInputs, width: int) -> FlatRow:
-    """The flat walk over ``params.count`` rows of ``params.seq`` new tokens each.
+def flat_row(
+    kb: KernelBuilder, cfg: Any, c: Consts, inputs: RowInputs, width: int, pairs: bool = False
+) -> FlatRow:
+    """The flat walk over ``params.count`` rows of ``params.seq`` new tokens each; with
+    ``pairs`` (rotary without K RMSNorm) the pair walk, ``it.d`` the pair's first vector
+    (:func:`kvdsl.nodes.flat.pair_walk`).
 
     With K RMSNorm the walk cannot return before the row reduction's barrier: it clamps the row
     (:func:`kvdsl.nodes.flat.walk`), loads this vector of K at once, and the kernel issues every
@@ -264,7 +268,10 @@ def flat_row(kb: KernelBuilder, cfg: Any, c: Consts, inputs: RowInputs, width: i
     hidden = flat.vector_const(kb, c.hidden, cfg.kv_heads * cfg.head_dim, width)
     half = flat.vector_const(kb, c.half, cfg.head_dim // 2, width) if c.half is not None else None
     norm = c.eps is not None
-    it = flat.walk(kb, cfg.fold, count, per_row, width, guard=not norm)
+    if pairs:
+        it = flat.pair_walk(kb, cfg.fold, count, half)
+    else:
+        it = flat.walk(kb, cfg.fold, count, per_row, width, guard=not norm)
     b, hk, t = split_rows(kb, it.row, c.heads, seq)
     src_base = kb.let("srcBase", bsh(b, t, hk, seq, hidden, per_row))
     items = k_own = None
@@ -354,8 +361,12 @@ def flat_k(kb: KernelBuilder, row: FlatRow, loads: KLoads, inv_rms: Val | None) 
     return kb.let("k", rotate_pair(x0, x1, loads.cs, loads.sn, row.it.d, row.half))
 
 
-def build(cfg: BuildConfig, name: str = "build") -> Kernel:
-    """Build the ``build`` kernel for ``cfg``."""
+def build(cfg: BuildConfig, name: str = "build", *, pairs: bool | None = None) -> Kernel:
+    """Build the ``build`` kernel for ``cfg``.
+
+    ``pairs`` picks the flat rotary walk: one invocation per rotary pair (``True``) or per vector
+    (``False``); ``None`` leaves it to :func:`kvdsl.nodes.flat.uses_pairs` (f16 data).
+    """
     kb = KernelBuilder(name, cfg.workgroup_size)
     width = flat.lanes(cfg.head_dim, cfg.rotary) if cfg.walk == "flat" else 1
     inputs = declare_inputs(kb, cfg, width=width)
@@ -364,6 +375,19 @@ def build(cfg: BuildConfig, name: str = "build") -> Kernel:
     present_value = kb.binding("present_value", present, "read_write")
     c = declare_consts(kb, cfg)
     count, seq, past = declare_params(kb, "count", "seq", "pastSeq")
+    if cfg.walk == "flat" and _pairs(cfg, pairs):
+        fr = flat_row(kb, cfg, c, inputs, width, pairs=True)
+        pos = kb.let("pos", past + fr.t)
+        rot = (inputs.cos_cache, inputs.sin_cache, pos, fr.half)
+        k0, k1 = flat.rotate_pair_vectors(kb, inputs.src_k, fr.src_base, fr.it.d, *rot)
+        v0, v1 = flat.load_pair(kb, inputs.src_v, fr.src_base, fr.it.d, fr.half)
+        kb.comment("The present row is the walk's row.")
+        dst = kb.let("dst", fr.it.row * fr.per_row + fr.it.d)
+        flat.store_pair(present_key, dst, fr.half, k0, k1)
+        flat.store_pair(present_value, dst, fr.half, v0, v1)
+        doc = "Build a BNSH cache from new BSH K/V" + _transforms_doc(cfg) + "."
+        kernel = kb.build(flat.pair_dispatch(kb, count, cfg), doc)
+        return _build_contract(kernel, cfg, count, seq, past)
     if cfg.walk == "flat":
         fr = flat_row(kb, cfg, c, inputs, width)
         kl = flat_k_loads(kb, fr, inputs, lambda: kb.let("pos", past + fr.t))
@@ -388,6 +412,15 @@ def build(cfg: BuildConfig, name: str = "build") -> Kernel:
     doc = "Build a BNSH cache from new BSH K/V" + _transforms_doc(cfg) + "."
     kernel = kb.build(Dispatch(count.node, cfg.workgroup_size, cfg.fold), doc)
     return _build_contract(kernel, cfg, count, seq, past)
+
+
+def _pairs(cfg: Any, pairs: bool | None) -> bool:
+    """The pair walk's switch: ``pairs`` where given (checked), else the f16 rule."""
+    if pairs is None:
+        return flat.uses_pairs(cfg)
+    if pairs:
+        flat.check_pairs(cfg)
+    return pairs
 
 
 def _build_contract(kernel: Kernel, cfg: BuildConfig, count: Val, seq: Val, past: Val) -> Kernel:

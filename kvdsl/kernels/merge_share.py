@@ -87,9 +87,16 @@ class MergeShareConfig:
         common(self)
 
 
-def merge_share(cfg: MergeShareConfig, name: str = "merge_share") -> Kernel:
-    """Build the merge_share pass for ``cfg``."""
+def merge_share(
+    cfg: MergeShareConfig, name: str = "merge_share", *, pairs: bool | None = None
+) -> Kernel:
+    """Build the merge_share pass for ``cfg``.
+
+    ``pairs`` picks the flat rotary append's walk: one invocation per rotary pair (``True``) or
+    per vector (``False``); ``None`` leaves it to :func:`kvdsl.nodes.flat.uses_pairs` (f16).
+    """
     kb = KernelBuilder(name, cfg.workgroup_size)
+    pairs = _pairs(cfg, pairs)
     if cfg.region == "retain":
         _retain(kb, cfg)
         doc = (
@@ -97,14 +104,16 @@ def merge_share(cfg: MergeShareConfig, name: str = "merge_share") -> Kernel:
             "are an identity copy of the past cache (dst index == src index)."
         )
     else:
-        _append(kb, cfg)
+        _append(kb, cfg, pairs)
         doc = (
             "Buffer-sharing append, append pass: the rows of each batch's append window come\n"
             "from the new BSH K/V"
             + (", K rotated at its absolute position." if cfg.rotary else ".")
         )
     rows, seq, key_seq = kb.param("count"), kb.param("seq"), kb.param("keySeq")
-    if cfg.walk == "flat":
+    if pairs:
+        dispatch = flat.pair_dispatch(kb, rows, cfg)
+    elif cfg.walk == "flat":
         dispatch = flat.dispatch(rows, flat.named(kb, "HEAD_DIM", _width(cfg)), cfg)
     else:
         dispatch = Dispatch(rows.node, cfg.workgroup_size, cfg.fold)
@@ -127,6 +136,15 @@ def merge_share(cfg: MergeShareConfig, name: str = "merge_share") -> Kernel:
     extents |= {"present_key": cache, "present_value": cache}
     # A flat kernel's vector bindings count vectors (a no-op for scalar bindings).
     return flat.vector_extents(contract(kernel, extents, requires))
+
+
+def _pairs(cfg: MergeShareConfig, pairs: bool | None) -> bool:
+    """The pair walk's switch: ``pairs`` where given (checked), else the f16 rule."""
+    if pairs is None:
+        return flat.uses_pairs(cfg)
+    if pairs:
+        flat.check_pairs(cfg)
+    return pairs
 
 
 def _width(cfg: MergeShareConfig) -> int:
@@ -182,7 +200,7 @@ def _retain(kb: KernelBuilder, cfg: MergeShareConfig) -> None:
                 present_value[dst + d] = past_v[dst + d]
 
 
-def _append(kb: KernelBuilder, cfg: MergeShareConfig) -> None:
+def _append(kb: KernelBuilder, cfg: MergeShareConfig, pairs: bool) -> None:
     width = _width(cfg)
     cache_ty, inp_ty = scalar(cfg.present_type), scalar(cfg.input_type)
     cache = flat.elem(cache_ty, width)
@@ -265,10 +283,20 @@ def _append(kb: KernelBuilder, cfg: MergeShareConfig) -> None:
         hd4 = flat.vector_const(kb, head_dim, cfg.head_dim, width)
         hidden4 = flat.vector_const(kb, hidden, cfg.kv_heads * cfg.head_dim, width)
         half4 = flat.vector_const(kb, half, cfg.head_dim // 2, width) if cfg.rotary else None
-        it = flat.walk(kb, cfg.fold, rows, hd4, width)
+        if pairs:
+            it = flat.pair_walk(kb, cfg.fold, rows, half4)
+        else:
+            it = flat.walk(kb, cfg.fold, rows, hd4, width)
         b, hk, j, t = window_row(it.row)
         dst = kb.let("dst", bnsh(b, hk, t, heads, seq, hd4) + it.d)
         n_src = kb.let("nSrc", (b * key_seq + j) * hidden4 + hk * hd4)
+        if pairs:
+            kb.comment("NeoX rotation of one pair of vectors; row t is its own absolute position.")
+            k0, k1 = flat.rotate_pair_vectors(kb, new_k, n_src, it.d, cos, sin, t, half4)
+            v0, v1 = flat.load_pair(kb, new_v, n_src, it.d, half4)
+            flat.store_pair(present_key, dst, half4, k0, k1)
+            flat.store_pair(present_value, dst, half4, v0, v1)
+            return
         if cfg.rotary:
             kb.comment("NeoX rotation of one vector; row t is its own absolute position.")
             k = flat.rotate(kb, new_k, n_src, it.d, cos, sin, t, half4)

@@ -97,9 +97,19 @@ class WindowShiftConfig:
         common(self)
 
 
-def window_shift(cfg: WindowShiftConfig, name: str = "window_shift") -> Kernel:
-    """Build the window_shift pass for ``cfg``."""
+def window_shift(
+    cfg: WindowShiftConfig, name: str = "window_shift", *, pairs: bool | None = None
+) -> Kernel:
+    """Build the window_shift pass for ``cfg``.
+
+    ``pairs`` picks the flat rotary append's walk: one invocation per rotary pair (``True``) or
+    per vector (``False``); ``None`` leaves it to :func:`kvdsl.nodes.flat.uses_pairs` (f16).
+    """
     kb = KernelBuilder(name, cfg.workgroup_size)
+    if pairs is None:
+        pairs = flat.uses_pairs(cfg)
+    elif pairs:
+        flat.check_pairs(cfg)
     # Only the types of the bindings the region declares decide whether f16 moves as words.
     types = (cfg.present_type,) if cfg.region == "shift" else (cfg.present_type, cfg.input_type)
     width = flat.width(cfg.head_dim, types, cfg.rotary) if cfg.walk == "flat" else 1
@@ -142,10 +152,22 @@ def window_shift(cfg: WindowShiftConfig, name: str = "window_shift") -> Kernel:
             flat.vector_const(kb, hidden, cfg.kv_heads * cfg.head_dim, width) if new_k else None
         )
         half4 = flat.vector_const(kb, half, cfg.head_dim // 2, width) if cfg.rotary else None
-        it = flat.walk(kb, cfg.fold, rows, hd4, width)
+        if pairs:
+            it = flat.pair_walk(kb, cfg.fold, rows, half4)
+        else:
+            it = flat.walk(kb, cfg.fold, rows, hd4, width)
 
         def append_vec(b: Val, hk: Val, j: Val, dst: Val, pos: Val) -> None:
             n_src = kb.let("nSrc", (b * key_seq + j) * hidden4 + hk * hd4)
+            if pairs:
+                kb.comment(
+                    "Appended K is rotated at its absolute position; retained keys already are."
+                )
+                k0, k1 = flat.rotate_pair_vectors(kb, new_k, n_src, it.d, cos, sin, pos, half4)
+                v0, v1 = flat.load_pair(kb, new_v, n_src, it.d, half4)
+                flat.store_pair(present_key, dst, half4, k0, k1)
+                flat.store_pair(present_value, dst, half4, v0, v1)
+                return
             if cfg.rotary:
                 kb.comment(
                     "Appended K is rotated at its absolute position; retained keys already are."
@@ -226,7 +248,10 @@ def window_shift(cfg: WindowShiftConfig, name: str = "window_shift") -> Kernel:
 
     if cfg.walk == "flat":
         flat_pass()
-        dispatch = flat.dispatch(rows, flat.named(kb, "HEAD_DIM", width), cfg)
+        if pairs:
+            dispatch = flat.pair_dispatch(kb, rows, cfg)
+        else:
+            dispatch = flat.dispatch(rows, flat.named(kb, "HEAD_DIM", width), cfg)
     else:
         per_row_pass()
         dispatch = Dispatch(rows.node, cfg.workgroup_size, cfg.fold)
