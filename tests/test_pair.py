@@ -1,0 +1,181 @@
+"""The pair walk of the flat f16 rotary kernels (kvdsl.nodes.flat.pair_walk / uses_pairs).
+
+A flat rotary kernel without K RMSNorm that moves f16 data walks one invocation per rotary pair
+of vectors ``(dr, dr + HALF_V4)``: build, merge_share append and window_shift append. Each pair
+kernel runs on the interpreter and the GPU on random never-zero inputs with NaN-poisoned
+outputs, bit for bit against the per-vector form of the same config (``pairs=False``) and the
+drop-in per-row kernel, and within tolerance of the numpy reference; the cases cover decode (one
+new token), partial last workgroups and folded (2D) dispatches. The emitted text has no
+``select`` and two stores per present binding; f32, K RMSNorm and rows not of eight keep the
+per-vector walk.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from kvdsl import catalog
+from kvdsl.check import modes  # noqa: F401  (registers the mode case generators)
+from kvdsl.check.cases import cases_for
+from kvdsl.check.compare import compare
+from kvdsl.emit import emit
+from kvdsl.interp import run as interp_run
+from kvdsl.ir import workgroups
+from kvdsl.kernels.build import BuildConfig, build
+from kvdsl.kernels.merge_share import MergeShareConfig, merge_share
+from kvdsl.kernels.window_shift import WindowShiftConfig, window_shift
+from kvdsl.nodes import flat
+from kvdsl.runtime import run as gpu_run
+
+pytestmark = pytest.mark.filterwarnings("ignore:All-NaN slice")
+F16 = dict(present_type="f16", input_type="f16")
+SMALL = dict(fold=2, workgroup_size=32)
+PAIR_CONFIGS = [
+    BuildConfig(2, 16, rotary=True, walk="flat", **F16),
+    BuildConfig(3, 8, rotary=True, walk="flat", present_type="f16", **SMALL),
+    MergeShareConfig(2, 16, "append", "flat", rotary=True, **F16),
+    MergeShareConfig(3, 8, "append", "flat", rotary=True, **SMALL, **F16),
+    MergeShareConfig(2, 16, "append", "flat", rotary=True, input_type="f16"),
+    WindowShiftConfig(2, 16, "append", True, walk="flat", **F16),
+    WindowShiftConfig(3, 8, "append", True, walk="flat", **SMALL, **F16),
+]
+# Flat rotary kernels that keep one invocation per vector: f32 data, K RMSNorm, rows not of 8.
+VECTOR_CONFIGS = [
+    BuildConfig(2, 16, rotary=True, walk="flat"),
+    BuildConfig(2, 16, True, True, walk="flat", **F16),
+    BuildConfig(2, 12, rotary=True, walk="flat", **F16),
+    MergeShareConfig(2, 16, "append", "flat", rotary=True),
+    MergeShareConfig(2, 12, "append", "flat", rotary=True, **F16),
+    WindowShiftConfig(2, 16, "append", True, walk="flat"),
+]
+BUILDERS = {"build": build, "merge_share": merge_share, "window_shift": window_shift}
+PAIR_VARIANTS = [
+    "build_rotary_flat_f16_llama31_8b",
+    "build_rotary_flat_f16_in_llama31_8b",
+    "merge_share_append_rotary_flat_f16_llama31_8b",
+    "window_shift_append_rotary_flat_f16_gemma2_2b",
+]
+DROP_IN_WALK = {"merge_share": "cooperative"}
+_KERNELS: dict = {}
+
+
+def kernels(cfg):
+    """``cfg``'s pair kernel, its per-vector form and the drop-in kernel (template walk)."""
+    if cfg not in _KERNELS:
+        builder = BUILDERS[cfg.mode]
+        drop = dataclasses.replace(cfg, walk=DROP_IN_WALK.get(cfg.mode, "per_row"))
+        drop = dataclasses.replace(drop, workgroup_size=64)
+        _KERNELS[cfg] = (
+            catalog.build_config(cfg),
+            builder(cfg, cfg.mode, pairs=False),
+            catalog.build_config(drop),
+        )
+    return _KERNELS[cfg]
+
+
+def _ids(cfgs) -> list[str]:
+    return [f"{c.mode}-{i}" for i, c in enumerate(cfgs)]
+
+
+def _stores(text: str, binding: str) -> int:
+    return sum(line.lstrip().startswith(f"{binding}[") for line in text.splitlines())
+
+
+@pytest.mark.parametrize("cfg", PAIR_CONFIGS, ids=_ids(PAIR_CONFIGS))
+def test_pair_text_shape(cfg):
+    pair, vector, _ = kernels(cfg)
+    assert flat.uses_pairs(cfg)
+    text = emit(pair)
+    assert "select(" not in text
+    assert "if (e >= params.count * HALF_V4) {" in text
+    assert "let dr = e % HALF_V4;" in text and "let row = e / HALF_V4;" in text
+    for binding in ("present_key", "present_value"):
+        assert _stores(text, binding) == 2, binding
+        assert f"{binding}[dst + HALF_V4] = " in text, binding
+    assert "x0 * cs - x1 * sn" in text and "x1 * cs + x0 * sn" in text
+    # The per-vector form: one select, one store per binding, count * HEAD_DIM_V4 items.
+    old = emit(vector)
+    assert old.count("select(") == 1 and "params.count * HEAD_DIM_V4" in old
+    assert all(_stores(old, b) == 1 for b in ("present_key", "present_value"))
+
+
+def test_dispatch_counts_pairs():
+    pair, vector, _ = kernels(PAIR_CONFIGS[0])  # 16 halves per row: 2 pairs of vec4
+    params = {"count": 300, "seq": 1, "pastSeq": 0}
+    assert workgroups(pair, params) == (3, 1, 1)  # 600 items, WG 256
+    assert workgroups(vector, params) == (5, 1, 1)  # 1,200 items
+    folded, _, _ = kernels(PAIR_CONFIGS[1])  # 8 halves: 1 pair, fold 2, WG 32
+    assert workgroups(folded, {"count": 70, "seq": 70, "pastSeq": 0}) == (2, 2, 1)
+
+
+@pytest.mark.parametrize("name", PAIR_VARIANTS)
+def test_catalog_f16_rotary_flat_variants_walk_pairs(name):
+    assert flat.uses_pairs(catalog.config(name))
+    text = emit(catalog.build(name))
+    assert "select(" not in text and "params.count * HALF_V4" in text
+
+
+@pytest.mark.parametrize("cfg", VECTOR_CONFIGS, ids=_ids(VECTOR_CONFIGS))
+def test_f32_knorm_and_rows_not_of_eight_keep_the_vector_walk(cfg):
+    assert not flat.uses_pairs(cfg)
+    text = emit(catalog.build_config(cfg))
+    assert "let row = e / HALF_V4;" not in text and "let row = e / HALF;" not in text
+    assert "select(" in text  # each invocation keeps one rotated half
+
+
+def test_pairs_true_is_checked():
+    with pytest.raises(ValueError, match="pair walk needs"):
+        build(BuildConfig(2, 16, True, True, walk="flat", **F16), pairs=True)
+    with pytest.raises(ValueError, match="pair walk needs"):
+        merge_share(MergeShareConfig(2, 12, "append", "flat", rotary=True, **F16), pairs=True)
+    with pytest.raises(ValueError, match="pair walk needs"):
+        window_shift(WindowShiftConfig(2, 16, "append", False, walk="flat", **F16), pairs=True)
+
+
+@pytest.mark.parametrize("backend", ["interp", "gpu"])
+@pytest.mark.parametrize("cfg", PAIR_CONFIGS, ids=_ids(PAIR_CONFIGS))
+def test_pairs_match_vector_form_drop_in_and_reference(cfg, backend, request):
+    if backend == "gpu":
+        request.getfixturevalue("gpu")
+    run = interp_run if backend == "interp" else gpu_run
+    pair, vector, drop = kernels(cfg)
+    for case in cases_for(cfg, 3, seed=17):
+        got = run(pair, dict(case.buffers), case.params)
+        want = run(vector, dict(case.buffers), case.params)
+        drop_in = run(drop, dict(case.buffers), case.params)
+        for name, expected in case.expected.items():
+            bits = got[name].view(np.uint16 if got[name].dtype == np.float16 else np.uint32)
+            # Bit for bit: every element the other forms wrote, and the poison they left.
+            for other in (want, drop_in):
+                assert np.array_equal(bits, other[name].view(bits.dtype)), (case.label(), name)
+            tol = case.tolerance.get(name, 0.0)
+            _, problem = compare(got[name], expected, tol, case.written.get(name))
+            assert not problem, f"{case.label()} {name} vs reference: {problem}"
+
+
+def test_pair_forced_on_f32_matches_the_vector_walk():
+    """The pair walk is an f16 choice, not an f16 requirement: forced on f32 data it writes
+    the per-vector walk's bits too."""
+    cfg = BuildConfig(2, 16, rotary=True, walk="flat")
+    pair, vector = build(cfg, pairs=True), build(cfg, pairs=False)
+    assert "select(" not in emit(pair) and "select(" in emit(vector)
+    for case in cases_for(cfg, 3, seed=5):
+        got = interp_run(pair, dict(case.buffers), case.params)
+        want = interp_run(vector, dict(case.buffers), case.params)
+        for name in case.expected:
+            assert np.array_equal(got[name].view(np.uint32), want[name].view(np.uint32)), name
+
+
+def test_cases_cover_decode_partial_and_folded_dispatches():
+    decode = partial = folded = 0
+    for cfg in PAIR_CONFIGS:
+        pair, _, _ = kernels(cfg)
+        for case in cases_for(cfg, 3, seed=17):
+            items = case.params["count"] * (cfg.head_dim // 8)
+            decode += case.params.get("keySeq", case.params.get("seq")) == 1
+            partial += items % cfg.workgroup_size != 0
+            folded += workgroups(pair, case.params)[1] > 1
+    assert decode >= 7 and partial >= 14 and folded >= 3
