@@ -28,13 +28,12 @@ import numpy as np
 os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.gettempdir())
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import roofline  # noqa: E402
+import probes  # noqa: E402
 from kvdsl import catalog  # noqa: E402
 from kvdsl.emit import emit  # noqa: E402
 from kvdsl.ir import workgroups  # noqa: E402
-from kvdsl.runtime import device as gpu  # noqa: E402
-from kvdsl.runtime import run_source, time_kernel  # noqa: E402
-from plans import FULL, SMALL, Pool, element_sizes, plans, reshape  # noqa: E402
+from kvdsl.runtime import run_source  # noqa: E402
+from plans import Pool, element_sizes, plans, reshape  # noqa: E402
 
 VARIANTS = [
     "build_quant_int4_knorm_flat_qwen3_06b",
@@ -87,20 +86,9 @@ def same(a: np.ndarray, b: np.ndarray) -> bool:
     return float(np.mean(a != b)) <= 0.01
 
 
-def timed(kernel, text, wg, bufs, params, warmup, reuse) -> float:
-    ts = time_kernel(
-        text, bufs, params, wg, bindings=kernel.bindings, params_struct=kernel.params,
-        repeats=30, warmup=warmup, label=kernel.name, reuse=reuse,
-    )  # fmt: skip
-    return float(np.median(ts)) * 1e6
-
-
 def main() -> None:
-    small = "--small" in sys.argv
-    size = dict(SMALL if small else FULL) | {"batches": (2 if small else 4,)}
-    gpu.configure({"max-storage-buffer-binding-size": 1 << 28, "max-buffer-size": 1 << 28})
-    pool, reuse, roof_reuse = Pool(), {}, {}
-    copy = roofline.copy_kernel()
+    size = probes.sizes(sys.argv)
+    pool, race = Pool(), probes.Race()
     for variant in VARIANTS:
         cfg = reshape(catalog.config(variant))
         kernel = catalog.build_config(cfg, variant)
@@ -119,20 +107,8 @@ def main() -> None:
             }
             for b, want in outs["emitted"].items():
                 assert same(want, outs["subgroup"][b]), (variant, b)
-            cbufs, cparams = roofline.copy_buffers(plan.moved(z))
-            warmup = 2000 if plan.tokens == 1 else 300
-            best: dict[str, float] = {}
-            for _ in range(3):
-                for name, t in forms.items():
-                    us = timed(kernel, t, wg, bufs, params, warmup, reuse)
-                    best[name] = min(best.get(name, us), us)
-                us = float(np.median(time_kernel(copy, cbufs, cparams, repeats=30, warmup=warmup,
-                                                 reuse=roof_reuse))) * 1e6  # fmt: skip
-                best["copy"] = min(best.get("copy", us), us)
-            for name, us in best.items():
-                pct = 100 * best["copy"] / us
-                print(f"{variant:<42} tok={plan.tokens:<5} {name:<10} {us:9.2f} us {pct:5.0f}% copy",
-                      flush=True)  # fmt: skip
+            timed = {name: (t, wg) for name, t in forms.items()}
+            race.run(f"{variant} tok={plan.tokens}", kernel, timed, bufs, params, plan.moved(z))
 
 
 if __name__ == "__main__":

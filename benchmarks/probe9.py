@@ -24,13 +24,12 @@ import numpy as np
 os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.gettempdir())
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import roofline  # noqa: E402
+import probes  # noqa: E402
 from kvdsl import catalog  # noqa: E402
 from kvdsl.emit import emit  # noqa: E402
 from kvdsl.ir import workgroups  # noqa: E402
-from kvdsl.runtime import device as gpu  # noqa: E402
-from kvdsl.runtime import run_source, time_kernel  # noqa: E402
-from plans import FULL, SMALL, Pool, element_sizes, plans, reshape  # noqa: E402
+from kvdsl.runtime import run_source  # noqa: E402
+from plans import Pool, element_sizes, plans, reshape  # noqa: E402
 
 VARIANT = "build_rotary_flat_f16_in_llama31_8b"
 EMITTED_BODY = """  if (e >= params.count * HEAD_DIM_V4) {
@@ -72,23 +71,15 @@ def pair(text: str) -> str:
     return text.replace(EMITTED_BODY, PAIR_BODY).replace(EMITTED_TAIL, PAIR_TAIL)
 
 
-def timed(kernel, text, wg, bufs, params, warmup, reuse) -> float:
-    ts = time_kernel(
-        text, bufs, params, wg, bindings=kernel.bindings, params_struct=kernel.params,
-        repeats=30, warmup=warmup, label=kernel.name, reuse=reuse,
-    )  # fmt: skip
-    return float(np.median(ts)) * 1e6
-
-
 def main() -> None:
-    small = "--small" in sys.argv
-    size = dict(SMALL if small else FULL) | {"batches": (2 if small else 4,)}
-    gpu.configure({"max-storage-buffer-binding-size": 1 << 28, "max-buffer-size": 1 << 28})
-    pool, reuse, roof_reuse = Pool(), {}, {}
-    copy = roofline.copy_kernel()
+    size = probes.sizes(sys.argv)
+    pool, race = Pool(), probes.Race()
     cfg = reshape(catalog.config(VARIANT))
     kernel = catalog.build_config(cfg, VARIANT)
     text = emit(kernel)
+    if EMITTED_BODY not in text:
+        print(f"{VARIANT} is emitted in the pair form now; probe9.txt is this probe's record")
+        return
     z = element_sizes(kernel)
     for plan in plans(cfg, size):
         bufs = pool.buffers(kernel.bindings, plan)
@@ -102,19 +93,7 @@ def main() -> None:
         ]
         for b in outs[0]:
             assert np.array_equal(outs[0][b].view(np.uint16), outs[1][b].view(np.uint16)), b
-        cbufs, cparams = roofline.copy_buffers(plan.moved(z))
-        best: dict[str, float] = {}
-        for _ in range(3):
-            for name, (t, w) in forms.items():
-                us = timed(kernel, t, w, bufs, params, 300, reuse)
-                best[name] = min(best.get(name, us), us)
-            us = float(np.median(time_kernel(copy, cbufs, cparams, repeats=30, warmup=300,
-                                             reuse=roof_reuse))) * 1e6  # fmt: skip
-            best["copy"] = min(best.get("copy", us), us)
-        for name, us in best.items():
-            pct = 100 * best["copy"] / us
-            print(f"{VARIANT:<40} tok={plan.tokens:<5} {name:<8} {us:9.2f} us {pct:5.0f}% copy",
-                  flush=True)  # fmt: skip
+        race.run(f"{VARIANT} tok={plan.tokens}", kernel, forms, bufs, params, plan.moved(z))
 
 
 if __name__ == "__main__":

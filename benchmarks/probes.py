@@ -1,0 +1,73 @@
+"""What the walk-design probes share (``probe8.py``, ``probe9.py``; the older ones are records of
+kernels since changed and keep their own copies): the benchmark's batch-4 sizes, and a *race*
+that times text forms of one kernel alternately with the two-pair copy of the same bytes."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.gettempdir())
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import roofline  # noqa: E402
+from kvdsl.ir import Kernel  # noqa: E402
+from kvdsl.runtime import device as gpu  # noqa: E402
+from kvdsl.runtime import time_kernel  # noqa: E402
+from plans import FULL, SMALL  # noqa: E402
+
+
+def sizes(argv: list[str]) -> dict[str, Any]:
+    """The benchmark's sizes at batch 4 (``--small``: llvmpipe smoke sizes at batch 2), with
+    the storage-binding limit raised as the benchmark raises it (8,192-token copies bind 134 MB)."""
+    small = "--small" in argv
+    gpu.configure({"max-storage-buffer-binding-size": 1 << 28, "max-buffer-size": 1 << 28})
+    return dict(SMALL if small else FULL) | {"batches": (2 if small else 4,)}
+
+
+class Race:
+    """Times forms of kernels beside the copy; device buffers are reused across calls."""
+
+    def __init__(self) -> None:
+        self.copy = roofline.copy_kernel()
+        self.reuse: dict = {}
+        self.roof_reuse: dict = {}
+
+    def _time(self, kernel: Kernel, text: str, wg, bufs, params, warmup: int) -> float:
+        ts = time_kernel(
+            text, bufs, params, wg, bindings=kernel.bindings, params_struct=kernel.params,
+            repeats=30, warmup=warmup, label=kernel.name, reuse=self.reuse,
+        )  # fmt: skip
+        return float(np.median(ts)) * 1e6
+
+    def run(
+        self,
+        label: str,
+        kernel: Kernel,
+        forms: dict[str, tuple[str, tuple[int, int, int]]],
+        bufs: dict[str, np.ndarray],
+        params: dict[str, Any],
+        nbytes: int,
+        rounds: int = 3,
+    ) -> dict[str, float]:
+        """Each form (name → (WGSL, workgroups)) and the copy of ``nbytes`` timed alternately
+        ``rounds`` times, the best median kept; prints and returns µs per name (and "copy")."""
+        cbufs, cparams = roofline.copy_buffers(nbytes)
+        warmup = 2000 if nbytes < 1e6 else 300
+        best: dict[str, float] = {}
+        for _ in range(rounds):
+            for name, (text, wg) in forms.items():
+                us = self._time(kernel, text, wg, bufs, params, warmup)
+                best[name] = min(best.get(name, us), us)
+            ts = time_kernel(self.copy, cbufs, cparams, repeats=30, warmup=warmup,
+                             reuse=self.roof_reuse)  # fmt: skip
+            best["copy"] = min(best.get("copy", np.inf), float(np.median(ts)) * 1e6)
+        for name, us in best.items():
+            pct = 100 * best["copy"] / us
+            print(f"{label:<48} {name:<10} {us:9.2f} us {pct:5.0f}% copy", flush=True)
+        return best
