@@ -11,7 +11,9 @@ The row program (:func:`k_row`) loads K into ``var k: array<f32, HEAD_DIM>``, ap
 ``k' = k * inverseSqrt(mean(k²) + eps) * weight`` and then the rotation at ``pastSeq + t``.
 
 Walks: ``per_row`` (the template's) and ``flat`` (:mod:`kvdsl.nodes.flat`: one invocation per
-present ``vec4``, ``count * HEAD_DIM_V4`` items, :func:`flat_row` / :func:`flat_k`). The flat
+present ``vec4``, ``count * HEAD_DIM_V4`` items, :func:`flat_row` / :func:`flat_k`; rotary
+without K RMSNorm on f16 data walks one invocation per rotary pair, ``count * HALF_V4`` items,
+:func:`kvdsl.nodes.flat.pair_walk`). The flat
 walk's K RMSNorm reduces each row's sum of squares in workgroup memory
 (:func:`kvdsl.nodes.flat.row_sum_of_squares`): the sum is of per-vector ``dot`` partials, so it
 may differ from the per-row sum in the last ulps.

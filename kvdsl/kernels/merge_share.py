@@ -18,7 +18,9 @@ Walks: ``cooperative`` (the template's choice off Apple; for append the compact 
 the copy where tokens can be skipped), ``per_row`` (Apple's retain pass) and, for append, ``hybrid`` (Apple's append pass:
 the cooperative walk when ``count < WG``, else per-row, in one kernel) and ``flat``
 (:mod:`kvdsl.nodes.flat`, both passes: one invocation per present ``vec4``, ``count *
-HEAD_DIM_V4`` items; rotary loads its partner vector and a cos/sin ``vec4``).
+HEAD_DIM_V4`` items; rotary loads its partner vector and a cos/sin ``vec4``; rotary on f16
+data walks one invocation per rotary pair, ``count * HALF_V4`` items,
+:func:`kvdsl.nodes.flat.pair_walk`).
 
 ``present_type`` is the element type of past and present, ``input_type`` that of the new K/V. The
 template converts neither: its per-row rotary stores an f32 row into the cache and its
