@@ -30,32 +30,29 @@ const HALF_V4: u32 = 16u;
 // Build a BNSH cache from new BSH K/V, applying rotary to K.
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-  // Pair walk: one invocation per rotary pair of vectors (dr, dr + HALF_V4) of a
-  // row; it loads the pair and cos/sin once and stores both rotated vectors.
+  // Flat walk: one invocation per destination vector, adjacent invocations on
+  // adjacent vectors; no loop, so every invocation makes one memory round trip.
   // 2D-folded flat index: gid.y carries the high bits past the dispatch's
   // per-axis workgroup fold width.
   let e = gid.x + gid.y * 65535u * WG;
-  if (e >= params.count * HALF_V4) {
+  if (e >= params.count * HEAD_DIM_V4) {
     return;
   }
-  let dr = e % HALF_V4;
-  let row = e / HALF_V4;
+  let d4 = e % HEAD_DIM_V4;
+  let row = e / HEAD_DIM_V4;
   let t = row % params.seq;
   let tmp = row / params.seq;
   let hk = tmp % KV_HEADS;
   let b = tmp / KV_HEADS;
   let srcBase = (b * params.seq + t) * KV_HIDDEN_V4 + hk * HEAD_DIM_V4;
   let pos = params.pastSeq + t;
+  let dr = d4 % HALF_V4;
   let cs = cos_cache[pos * HALF_V4 + dr];
   let sn = sin_cache[pos * HALF_V4 + dr];
   let x0 = src_k[srcBase + dr];
   let x1 = src_k[srcBase + (dr + HALF_V4)];
-  let v0 = src_v[srcBase + dr];
-  let v1 = src_v[srcBase + (dr + HALF_V4)];
-  // The present row is the walk's row.
-  let dst = row * HEAD_DIM_V4 + dr;
-  present_key[dst] = vec4<f16>(x0 * cs - x1 * sn);
-  present_key[dst + HALF_V4] = vec4<f16>(x1 * cs + x0 * sn);
-  present_value[dst] = vec4<f16>(v0);
-  present_value[dst + HALF_V4] = vec4<f16>(v1);
+  let k = select(x1 * cs + x0 * sn, x0 * cs - x1 * sn, d4 < HALF_V4);
+  // The present row is the walk's row: the destination is the flat index.
+  present_key[e] = vec4<f16>(k);
+  present_value[e] = vec4<f16>(src_v[srcBase + d4]);
 }

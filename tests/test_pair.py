@@ -35,16 +35,18 @@ F16 = dict(present_type="f16", input_type="f16")
 SMALL = dict(fold=2, workgroup_size=32)
 PAIR_CONFIGS = [
     BuildConfig(2, 16, rotary=True, walk="flat", **F16),
-    BuildConfig(3, 8, rotary=True, walk="flat", present_type="f16", **SMALL),
+    BuildConfig(3, 8, rotary=True, walk="flat", **SMALL, **F16),
     MergeShareConfig(2, 16, "append", "flat", rotary=True, **F16),
     MergeShareConfig(3, 8, "append", "flat", rotary=True, **SMALL, **F16),
     MergeShareConfig(2, 16, "append", "flat", rotary=True, input_type="f16"),
     WindowShiftConfig(2, 16, "append", True, walk="flat", **F16),
     WindowShiftConfig(3, 8, "append", True, walk="flat", **SMALL, **F16),
 ]
-# Flat rotary kernels that keep one invocation per vector: f32 data, K RMSNorm, rows not of 8.
+# Flat rotary kernels that keep one invocation per vector: f32 loads (f16 present too), K
+# RMSNorm, rows not of 8.
 VECTOR_CONFIGS = [
     BuildConfig(2, 16, rotary=True, walk="flat"),
+    BuildConfig(3, 8, rotary=True, walk="flat", present_type="f16", **SMALL),
     BuildConfig(2, 16, True, True, walk="flat", **F16),
     BuildConfig(2, 12, rotary=True, walk="flat", **F16),
     MergeShareConfig(2, 16, "append", "flat", rotary=True),
@@ -53,7 +55,6 @@ VECTOR_CONFIGS = [
 ]
 BUILDERS = {"build": build, "merge_share": merge_share, "window_shift": window_shift}
 PAIR_VARIANTS = [
-    "build_rotary_flat_f16_llama31_8b",
     "build_rotary_flat_f16_in_llama31_8b",
     "merge_share_append_rotary_flat_f16_llama31_8b",
     "window_shift_append_rotary_flat_f16_gemma2_2b",
