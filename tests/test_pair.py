@@ -13,6 +13,7 @@ per-vector walk.
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import numpy as np
 import pytest
@@ -25,6 +26,7 @@ from kvdsl.emit import emit
 from kvdsl.interp import run as interp_run
 from kvdsl.ir import workgroups
 from kvdsl.kernels.build import BuildConfig, build
+from kvdsl.kernels.config import ConfigError
 from kvdsl.kernels.merge_share import MergeShareConfig, merge_share
 from kvdsl.kernels.window_shift import WindowShiftConfig, window_shift
 from kvdsl.nodes import flat
@@ -36,28 +38,30 @@ SMALL = dict(fold=2, workgroup_size=32)
 PAIR_CONFIGS = [
     BuildConfig(2, 16, rotary=True, walk="flat", **F16),
     BuildConfig(3, 8, rotary=True, walk="flat", **SMALL, **F16),
-    MergeShareConfig(2, 16, "append", "flat", rotary=True, **F16),
-    MergeShareConfig(3, 8, "append", "flat", rotary=True, **SMALL, **F16),
-    MergeShareConfig(2, 16, "append", "flat", rotary=True, input_type="f16"),
-    WindowShiftConfig(2, 16, "append", True, walk="flat", **F16),
-    WindowShiftConfig(3, 8, "append", True, walk="flat", **SMALL, **F16),
+    MergeShareConfig(2, 16, "append", "flat", rotary=True, pairs=True, **F16),
+    MergeShareConfig(3, 8, "append", "flat", rotary=True, pairs=True, **SMALL, **F16),
+    MergeShareConfig(2, 16, "append", "flat", rotary=True, pairs=True, input_type="f16"),
+    WindowShiftConfig(2, 16, "append", True, walk="flat", pairs=True, **F16),
+    WindowShiftConfig(3, 8, "append", True, walk="flat", pairs=True, **SMALL, **F16),
 ]
 # Flat rotary kernels that keep one invocation per vector: f32 loads (f16 present too), K
-# RMSNorm, rows not of 8.
+# RMSNorm, rows not of 8, and the f16 appends unless asked (decode is their hot path).
 VECTOR_CONFIGS = [
     BuildConfig(2, 16, rotary=True, walk="flat"),
     BuildConfig(3, 8, rotary=True, walk="flat", present_type="f16", **SMALL),
     BuildConfig(2, 16, True, True, walk="flat", **F16),
     BuildConfig(2, 12, rotary=True, walk="flat", **F16),
     MergeShareConfig(2, 16, "append", "flat", rotary=True),
+    MergeShareConfig(2, 16, "append", "flat", rotary=True, **F16),
     MergeShareConfig(2, 12, "append", "flat", rotary=True, **F16),
     WindowShiftConfig(2, 16, "append", True, walk="flat"),
+    WindowShiftConfig(2, 16, "append", True, walk="flat", **F16),
 ]
 BUILDERS = {"build": build, "merge_share": merge_share, "window_shift": window_shift}
 PAIR_VARIANTS = [
     "build_rotary_flat_f16_in_llama31_8b",
-    "merge_share_append_rotary_flat_f16_llama31_8b",
-    "window_shift_append_rotary_flat_f16_gemma2_2b",
+    "merge_share_append_rotary_flat_pairs_f16_llama31_8b",
+    "window_shift_append_rotary_flat_pairs_f16_gemma2_2b",
 ]
 DROP_IN_WALK = {"merge_share": "cooperative"}
 _KERNELS: dict = {}
@@ -67,11 +71,11 @@ def kernels(cfg):
     """``cfg``'s pair kernel, its per-vector form and the drop-in kernel (template walk)."""
     if cfg not in _KERNELS:
         builder = BUILDERS[cfg.mode]
-        drop = dataclasses.replace(cfg, walk=DROP_IN_WALK.get(cfg.mode, "per_row"))
+        drop = dataclasses.replace(cfg, walk=DROP_IN_WALK.get(cfg.mode, "per_row"), pairs=None)
         drop = dataclasses.replace(drop, workgroup_size=64)
         _KERNELS[cfg] = (
             catalog.build_config(cfg),
-            builder(cfg, cfg.mode, pairs=False),
+            builder(dataclasses.replace(cfg, pairs=False), cfg.mode),
             catalog.build_config(drop),
         )
     return _KERNELS[cfg]
@@ -128,12 +132,15 @@ def test_f32_knorm_and_rows_not_of_eight_keep_the_vector_walk(cfg):
 
 
 def test_pairs_true_is_checked():
-    with pytest.raises(ValueError, match="pair walk needs"):
-        build(BuildConfig(2, 16, True, True, walk="flat", **F16), pairs=True)
-    with pytest.raises(ValueError, match="pair walk needs"):
-        merge_share(MergeShareConfig(2, 12, "append", "flat", rotary=True, **F16), pairs=True)
-    with pytest.raises(ValueError, match="pair walk needs"):
-        window_shift(WindowShiftConfig(2, 16, "append", False, walk="flat", **F16), pairs=True)
+    want = "pairs=True: expected None or False unless walk='flat', rotary=True, k_norm=False"
+    with pytest.raises(ConfigError, match=re.escape(want)):
+        BuildConfig(2, 16, True, True, walk="flat", pairs=True, **F16)
+    with pytest.raises(ConfigError, match=re.escape(want)):
+        MergeShareConfig(2, 12, "append", "flat", rotary=True, pairs=True, **F16)
+    with pytest.raises(ConfigError, match=re.escape(want)):
+        WindowShiftConfig(2, 16, "append", False, walk="flat", pairs=True, **F16)
+    with pytest.raises(ConfigError, match="pairs=1: expected None .the mode's default. or a bool"):
+        BuildConfig(2, 16, rotary=True, walk="flat", pairs=1)
 
 
 @pytest.mark.parametrize("backend", ["interp", "gpu"])
@@ -161,7 +168,7 @@ def test_pair_forced_on_f32_matches_the_vector_walk():
     """The pair walk is an f16 choice, not an f16 requirement: forced on f32 data it writes
     the per-vector walk's bits too."""
     cfg = BuildConfig(2, 16, rotary=True, walk="flat")
-    pair, vector = build(cfg, pairs=True), build(cfg, pairs=False)
+    pair, vector = build(dataclasses.replace(cfg, pairs=True)), build(cfg)
     assert "select(" not in emit(pair) and "select(" in emit(vector)
     for case in cases_for(cfg, 3, seed=5):
         got = interp_run(pair, dict(case.buffers), case.params)

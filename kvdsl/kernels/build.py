@@ -127,11 +127,13 @@ class BuildConfig:
     fold: int = 65535
     walk: str = "per_row"
     reduction: str = "workgroup"
+    pairs: bool | None = None  # flat rotary: one invocation per rotary pair (flat.uses_pairs)
     mode = "build"
 
     def __post_init__(self) -> None:
         check_row_program(self)
         one_of("present_type", self.present_type, FLOATS)
+        flat.check_pairs(self)
 
 
 @dataclass(frozen=True)
@@ -363,12 +365,9 @@ def flat_k(kb: KernelBuilder, row: FlatRow, loads: KLoads, inv_rms: Val | None) 
     return kb.let("k", rotate_pair(x0, x1, loads.cs, loads.sn, row.it.d, row.half))
 
 
-def build(cfg: BuildConfig, name: str = "build", *, pairs: bool | None = None) -> Kernel:
-    """Build the ``build`` kernel for ``cfg``.
-
-    ``pairs`` picks the flat rotary walk: one invocation per rotary pair (``True``) or per vector
-    (``False``); ``None`` leaves it to :func:`kvdsl.nodes.flat.uses_pairs` (f16 data).
-    """
+def build(cfg: BuildConfig, name: str = "build") -> Kernel:
+    """Build the ``build`` kernel for ``cfg`` (the flat rotary walk walks rotary pairs where
+    :func:`kvdsl.nodes.flat.uses_pairs` says: by default where it loads f16)."""
     kb = KernelBuilder(name, cfg.workgroup_size)
     width = flat.lanes(cfg.head_dim, cfg.rotary) if cfg.walk == "flat" else 1
     inputs = declare_inputs(kb, cfg, width=width)
@@ -377,7 +376,7 @@ def build(cfg: BuildConfig, name: str = "build", *, pairs: bool | None = None) -
     present_value = kb.binding("present_value", present, "read_write")
     c = declare_consts(kb, cfg)
     count, seq, past = declare_params(kb, "count", "seq", "pastSeq")
-    if cfg.walk == "flat" and _pairs(cfg, pairs):
+    if flat.uses_pairs(cfg):
         fr = flat_row(kb, cfg, c, inputs, width, pairs=True)
         pos = kb.let("pos", past + fr.t)
         rot = (inputs.cos_cache, inputs.sin_cache, pos, fr.half)
@@ -414,15 +413,6 @@ def build(cfg: BuildConfig, name: str = "build", *, pairs: bool | None = None) -
     doc = "Build a BNSH cache from new BSH K/V" + _transforms_doc(cfg) + "."
     kernel = kb.build(Dispatch(count.node, cfg.workgroup_size, cfg.fold), doc)
     return _build_contract(kernel, cfg, count, seq, past)
-
-
-def _pairs(cfg: Any, pairs: bool | None) -> bool:
-    """The pair walk's switch: ``pairs`` where given (checked), else the f16 rule."""
-    if pairs is None:
-        return flat.uses_pairs(cfg)
-    if pairs:
-        flat.check_pairs(cfg)
-    return pairs
 
 
 def _build_contract(kernel: Kernel, cfg: BuildConfig, count: Val, seq: Val, past: Val) -> Kernel:

@@ -73,6 +73,7 @@ class MergeShareConfig:
     input_type: str = "f32"
     workgroup_size: int | None = None  # 256 for the flat walk, else 64
     fold: int = 65535
+    pairs: bool | None = None  # flat rotary: one invocation per rotary pair (flat.uses_pairs)
     mode = "merge_share"
 
     def __post_init__(self) -> None:
@@ -87,18 +88,14 @@ class MergeShareConfig:
         one_of("present_type", self.present_type, FLOATS)
         one_of("input_type", self.input_type, FLOATS)
         common(self)
+        flat.check_pairs(self)
 
 
-def merge_share(
-    cfg: MergeShareConfig, name: str = "merge_share", *, pairs: bool | None = None
-) -> Kernel:
-    """Build the merge_share pass for ``cfg``.
-
-    ``pairs`` picks the flat rotary append's walk: one invocation per rotary pair (``True``) or
-    per vector (``False``); ``None`` leaves it to :func:`kvdsl.nodes.flat.uses_pairs` (f16).
-    """
+def merge_share(cfg: MergeShareConfig, name: str = "merge_share") -> Kernel:
+    """Build the merge_share pass for ``cfg`` (the flat rotary append walks rotary pairs where
+    :func:`kvdsl.nodes.flat.uses_pairs` says)."""
     kb = KernelBuilder(name, cfg.workgroup_size)
-    pairs = _pairs(cfg, pairs)
+    pairs = flat.uses_pairs(cfg)
     if cfg.region == "retain":
         _retain(kb, cfg)
         doc = (
@@ -138,15 +135,6 @@ def merge_share(
     extents |= {"present_key": cache, "present_value": cache}
     # A flat kernel's vector bindings count vectors (a no-op for scalar bindings).
     return flat.vector_extents(contract(kernel, extents, requires))
-
-
-def _pairs(cfg: MergeShareConfig, pairs: bool | None) -> bool:
-    """The pair walk's switch: ``pairs`` where given (checked), else the f16 rule."""
-    if pairs is None:
-        return flat.uses_pairs(cfg)
-    if pairs:
-        flat.check_pairs(cfg)
-    return pairs
 
 
 def _width(cfg: MergeShareConfig) -> int:
@@ -355,6 +343,11 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, MergeShareConfig]:
     v["merge_share_retain_flat_f16_llama31_8b"] = MergeShareConfig(h, d, "retain", "flat", **f16)
     v["merge_share_append_rotary_flat_f16_llama31_8b"] = MergeShareConfig(
         h, d, "append", "flat", rotary=True, **f16
+    )
+    # Prefill appends: one invocation per rotary pair (kvdsl.nodes.flat.uses_pairs says why
+    # decode keeps the vector walk).
+    v["merge_share_append_rotary_flat_pairs_f16_llama31_8b"] = MergeShareConfig(
+        h, d, "append", "flat", rotary=True, pairs=True, **f16
     )
     v["merge_share_append_rotary_per_row_f16_llama31_8b"] = MergeShareConfig(
         h, d, "append", "per_row", rotary=True, **f16

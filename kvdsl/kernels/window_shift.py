@@ -82,6 +82,7 @@ class WindowShiftConfig:
     workgroup_size: int | None = None  # 256 for the flat walk, else 64
     fold: int = 65535
     walk: str = "per_row"
+    pairs: bool | None = None  # flat rotary: one invocation per rotary pair (flat.uses_pairs)
     mode = "window_shift"
 
     def __post_init__(self) -> None:
@@ -96,21 +97,14 @@ class WindowShiftConfig:
         one_of("present_type", self.present_type, FLOATS)
         one_of("input_type", self.input_type, FLOATS)
         common(self)
+        flat.check_pairs(self)
 
 
-def window_shift(
-    cfg: WindowShiftConfig, name: str = "window_shift", *, pairs: bool | None = None
-) -> Kernel:
-    """Build the window_shift pass for ``cfg``.
-
-    ``pairs`` picks the flat rotary append's walk: one invocation per rotary pair (``True``) or
-    per vector (``False``); ``None`` leaves it to :func:`kvdsl.nodes.flat.uses_pairs` (f16).
-    """
+def window_shift(cfg: WindowShiftConfig, name: str = "window_shift") -> Kernel:
+    """Build the window_shift pass for ``cfg`` (the flat rotary append walks rotary pairs where
+    :func:`kvdsl.nodes.flat.uses_pairs` says)."""
     kb = KernelBuilder(name, cfg.workgroup_size)
-    if pairs is None:
-        pairs = flat.uses_pairs(cfg)
-    elif pairs:
-        flat.check_pairs(cfg)
+    pairs = flat.uses_pairs(cfg)
     # Only the types of the bindings the region declares decide whether f16 moves as words.
     types = (cfg.present_type,) if cfg.region == "shift" else (cfg.present_type, cfg.input_type)
     width = flat.width(cfg.head_dim, types, cfg.rotary) if cfg.walk == "flat" else 1
@@ -311,5 +305,10 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, WindowShiftConfig]:
     v["window_shift_flat_f16_gemma2_2b"] = WindowShiftConfig(h, d, walk="flat", **f16)
     v["window_shift_append_rotary_flat_f16_gemma2_2b"] = WindowShiftConfig(
         h, d, "append", rotary=True, walk="flat", **f16
+    )
+    # Prefill appends: one invocation per rotary pair (kvdsl.nodes.flat.uses_pairs says why
+    # decode keeps the vector walk).
+    v["window_shift_append_rotary_flat_pairs_f16_gemma2_2b"] = WindowShiftConfig(
+        h, d, "append", rotary=True, walk="flat", pairs=True, **f16
     )
     return v

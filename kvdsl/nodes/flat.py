@@ -17,8 +17,9 @@ its bindings (:func:`binding`) keep f16 as the host's type, and the module needs
 f16;``. The dispatch rule is ``rows * per_row`` items,
 ``WG`` per workgroup (:func:`dispatch`), so the runtime and the interpreter size it alike.
 
-The *pair* walk (:func:`pair_walk`, :func:`uses_pairs`) is the rotary form of the flat walk for
-kernels that load f16 data without K RMSNorm: one invocation per rotary pair of vectors
+The *pair* walk (:func:`pair_walk`, :func:`uses_pairs`: by default ``build`` loading f16; a
+config's ``pairs`` field asks for it elsewhere) is a rotary form of the flat walk without K
+RMSNorm: one invocation per rotary pair of vectors
 ``(dr, dr + HALF_V4)`` of a row, ``rows * HALF_V4`` items (:func:`pair_dispatch`). It loads
 ``x0``, ``x1`` and cos/sin once and stores both rotated vectors and both V vectors
 (:func:`rotate_pair_vectors`, :func:`load_pair`, :func:`store_pair`), where the vector walk's two
@@ -65,6 +66,7 @@ from kvdsl.ir import (
 )
 from kvdsl.ir.nodes import Binary, Expr, Lit, Name
 from kvdsl.ir.ops import Op
+from kvdsl.kernels.config import check
 from kvdsl.nodes.index import flat_index
 from kvdsl.nodes.rotary import rotate_loaded
 from kvdsl.nodes.quant import NIBBLE_OFFSET
@@ -176,32 +178,46 @@ def walk(
     return Item(e, kb.let("row", min_(e / per_row, rows - 1)), d)
 
 
-def uses_pairs(cfg: Any) -> bool:
-    """Whether ``cfg``'s flat rotary K walks one invocation per rotary pair (:func:`pair_walk`).
-
-    Flat, rotary, without K RMSNorm (its row reduction needs every vector's invocation),
-    loading f16 (``input_type``), with ``HALF`` a multiple of the vector width 4 (rows divide
-    by 8). Loads of f32 already move 16 bytes per vector and reach a copy's bandwidth: on the
-    H200 the f32 → f16 build gained nothing from pairs (101 → 100% at 2,048 tokens, 98 → 96% at
-    8,192), so it stays per vector.
-    """
+def pairs_apply(cfg: Any) -> bool:
+    """Whether the pair walk can serve ``cfg``: flat, rotary, without K RMSNorm (its row
+    reduction needs every vector's invocation), ``HALF`` a multiple of the vector width 4."""
     return (
         cfg.walk == WALK
         and cfg.rotary
         and not getattr(cfg, "k_norm", False)
-        and cfg.input_type == f16.name
         and lanes(cfg.head_dim, rotary=True) == 4
     )
 
 
+def uses_pairs(cfg: Any) -> bool:
+    """Whether ``cfg``'s flat rotary K walks one invocation per rotary pair (:func:`pair_walk`).
+
+    ``cfg.pairs`` where set (the configs check it with :func:`check_pairs`); unset, only
+    ``build`` loading f16 (``input_type``) does. H200 (``benchmarks/probe9.py``, ``probe10.py``):
+    the f16 build gains 86-91% → 95-97% of a copy. Loads of f32 already move 16 bytes per vector
+    (the f32 → f16 build: 98% → 96% with pairs at 8,192 tokens). The f16 rotary appends gain at
+    2,048 tokens (``merge_share`` 91-93% → 94-95%, ``window_shift`` 87% → 89-93%) but lose
+    ~0.2 µs of ~5.6 at 1 token, their hot path in decoding: they keep one invocation per vector
+    unless asked (the ``*_pairs_*`` catalog variants, for prefill).
+    """
+    pairs = getattr(cfg, "pairs", None)
+    if pairs is not None:
+        return pairs
+    return cfg.mode == "build" and cfg.input_type == f16.name and pairs_apply(cfg)
+
+
 def check_pairs(cfg: Any) -> None:
-    """Raise ``ValueError`` unless the pair walk applies to ``cfg``'s kind of kernel at all: flat,
-    rotary, no K RMSNorm, vectors of 4 (any element types; :func:`uses_pairs` picks f16)."""
-    ok = cfg.walk == WALK and cfg.rotary and not getattr(cfg, "k_norm", False)
-    if not (ok and lanes(cfg.head_dim, rotary=True) == 4):
-        raise ValueError(
-            "the pair walk needs walk='flat', rotary, no k_norm and head_dim % 8 == 0,"
-            f" not {cfg!r}"
+    """Check a config's ``pairs`` field: None, or a bool, True only where :func:`pairs_apply`."""
+    if cfg.pairs is None:
+        return
+    check(isinstance(cfg.pairs, bool), "pairs", cfg.pairs, "None (the mode's default) or a bool")
+    if cfg.pairs:
+        check(
+            pairs_apply(cfg),
+            "pairs",
+            cfg.pairs,
+            "None or False unless walk='flat', rotary=True, k_norm=False and head_dim % 8 == 0 "
+            "(one invocation per rotary pair of vec4)",
         )
 
 
