@@ -6,6 +6,9 @@ move that never computes on its values can carry eight halves as one ``vec4<u32>
 form retypes the bindings, halves the ``*_V4`` consts (the index math is in vectors) and the
 workgroups. Each form is first checked on the device to write the same bytes as the emitted
 kernel, then timed alternately with it (three rounds, best kept) beside the two-pair copy.
+
+The flat f16 moves are emitted as words since (``kvdsl.nodes.flat``), so the edit finds nothing
+left to change and this probe stops at its first check: ``probe7.txt`` is its record.
 """
 
 from __future__ import annotations

@@ -67,6 +67,7 @@ def test_summary_counts_the_targets():
         row("merge_a", "cooperative", 60.0, 33.5, template_us=50.0),  # drop-in, 0.83: below
         row("append_quant_flat_a", "flat", 5.6, 5.0, decode=1, tokens=1, mb=0.07),  # 1.4x
         row("append_quant_a", "per_row", 60.0, 5.0, 60.0, decode=1, tokens=1, mb=0.07),  # 15x
+        row("merge_share_append_flat_pairs_a", "flat", 8.0, 5.0, decode=1, tokens=1, mb=0.07),
     ]
     rows[4]["mode"] = rows[5]["mode"] = "append_quant"
     report.conservative(rows)
@@ -85,4 +86,5 @@ def test_summary_counts_the_targets():
         "timed beside them (the issue's measure): **1 of 2** at ≥ 90%; below: build_flat_b" in text
     )
     assert "Flat (fastest) decode appends within 1.5x of the empty dispatch: **1 of 1**" in text
-    assert "**1 of 2**; worst append_quant_a (batch 4) at 15.00x" in text
+    assert "(not counted: the prefill variants *_pairs_* at 1 token, 2.00x-2.00x)" in text
+    assert "**1 of 3**; worst append_quant_a (batch 4) at 15.00x" in text
