@@ -313,6 +313,14 @@ def bench_options(p: argparse.ArgumentParser, out: str) -> argparse.ArgumentPars
     p.add_argument("--template", help="path of kv_cache.wgsl.jinja (default: found beside)")
     p.add_argument("--report", action="store_true", help="then write docs/performance.md")
     p.add_argument(
+        "--settle",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="first copy 256 MB back and forth for SECONDS, so a GPU that idled in a low clock "
+        "state is up before the first timing (a shared GPU: 30 s for short runs)",
+    )
+    p.add_argument(
         "--budget",
         type=float,
         metavar="SECONDS",

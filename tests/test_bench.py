@@ -107,6 +107,13 @@ def test_budget_stops_between_configs_and_names_the_rest(tmp_path, gpu):
     assert info["unmeasured"] == VARIANTS and info["floor_us"] > 0
 
 
+def test_settle_keeps_the_gpu_busy_first(tmp_path, gpu):
+    argv = ["bench", "--small", "--out", str(tmp_path), "--repeats", "2", "--warmup", "1"]
+    assert cli_main(argv + ["--budget", "0", "--settle", "0.3", "--variants", *VARIANTS]) == 0
+    info = json.loads((tmp_path / "device.json").read_text())
+    assert info["settle_s"] == 0.3 and info["floor_us"] > 0
+
+
 def test_roofline_copy_moves_the_bytes_asked():
     buffers, params = roofline.copy_buffers(1000)
     assert params["count"] * 64 == roofline.copy_bytes(1000) == 1024
