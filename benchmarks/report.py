@@ -322,7 +322,14 @@ def compile_section(data: dict | None) -> list[str]:
     return out + [""]
 
 
-def page(rows: list[dict], device: dict, comp: dict | None, png: str | None, note: str = "") -> str:
+def page(
+    rows: list[dict],
+    device: dict,
+    comp: dict | None,
+    png: str | None,
+    note: str = "",
+    command: str | None = None,
+) -> str:
     """The whole docs page."""
     sizes = device.get("sizes", {})
     lim = device.get("requested_limits", {})
@@ -353,7 +360,7 @@ def page(rows: list[dict], device: dict, comp: dict | None, png: str | None, not
         "Regenerate: on the GPU host `bash benchmarks/all.sh OUT --batches 4 --trials 3 "
         "--repeats 30` (verify on the GPU, compiler timing, benchmark; or `kvdsl bench`), then "
         "here `python benchmarks/report.py --csv OUT/gpu.csv --note "
-        "benchmarks/results/h200/NOTE.md`.",
+        "benchmarks/results/h200/NOTE.md`." + (f" This page: `{command}`." if command else ""),
         "",
         "Each catalog option set (mode, walk, region, rotary, K norm, bits, vec4, element types) "
         "runs once, reshaped to 8 KV heads × head dim 128. Times are GPU timestamps around each "
@@ -383,6 +390,14 @@ def page(rows: list[dict], device: dict, comp: dict | None, png: str | None, not
     return "\n".join(lines).rstrip() + "\n"
 
 
+def _rel(path: Path) -> str:
+    """``path`` relative to the repository where it lies inside it."""
+    try:
+        return str(path.resolve().relative_to(REPO))
+    except ValueError:
+        return str(path)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Write the chart and the docs page."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -405,7 +420,12 @@ def main(argv: list[str] | None = None) -> int:
     docs = Path(args.docs)
     docs.mkdir(parents=True, exist_ok=True)
     png = "performance.png" if chart(rows, docs / "performance.png") else None
-    (docs / "performance.md").write_text(page(rows, device, comp, png, note))
+    command = " ".join(
+        ["python benchmarks/report.py"]
+        + [f"--csv {_rel(p)}" for p in sources]
+        + ([f"--note {_rel(Path(args.note))}"] if args.note else [])
+    )
+    (docs / "performance.md").write_text(page(rows, device, comp, png, note, command))
     print(f"wrote {docs / 'performance.md'}" + (f" and {docs / png}" if png else " (no chart)"))
     return 0
 
