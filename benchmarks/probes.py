@@ -71,3 +71,14 @@ class Race:
             pct = 100 * best["copy"] / us
             print(f"{label:<48} {name:<10} {us:9.2f} us {pct:5.0f}% copy", flush=True)
         return best
+
+
+def settle(seconds: float, nbytes: int = 1 << 28) -> None:
+    """Keep the GPU busy with copies for ``seconds`` (see ``kvdsl bench --settle``)."""
+    import time
+
+    buffers, params = roofline.copy_buffers(nbytes)
+    copy, reuse = roofline.copy_kernel(), {}
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        time_kernel(copy, buffers, params, repeats=20, warmup=0, reuse=reuse)
