@@ -242,12 +242,20 @@ def cmd_verify(args: argparse.Namespace) -> int:
         shapes = "; ".join(r.shapes)
         shapes = shapes if len(shapes) <= 40 else shapes[:37] + "..."
         verdict = "ok" if r.ok else "FAIL"
+        if r.unsupported and r.ok:
+            verdict = "ok (interpreter only: not on this GPU)"
         print(f"{r.variant:<{width}}  {shapes:<40} {r.max_error:>10.3g}  {verdict}")
     failed = [r for r in results if not r.ok]
     for r in failed:
         for problem in r.problems[:5]:
             print(f"{r.variant}: {problem}", file=sys.stderr)
-    print(f"{len(results) - len(failed)} passed, {len(failed)} failed")
+    unsupported = [r for r in results if r.unsupported]
+    for r in unsupported:
+        print(f"{r.variant}: not run on the GPU: {r.unsupported}", file=sys.stderr)
+    print(
+        f"{len(results) - len(failed)} passed, {len(failed)} failed"
+        + (f", {len(unsupported)} not run on this GPU (a feature it lacks)" if unsupported else "")
+    )
     return 1 if failed else 0
 
 

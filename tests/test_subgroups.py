@@ -210,3 +210,36 @@ def test_subgroup_knorm_gpu_matches_workgroup_form(gpu, name: str) -> None:
         }
         _judge(result, case, "gpu sg vs wg", got, want, tol, case.codes)
     assert result.ok, result.problems
+
+
+def test_verify_on_an_adapter_without_subgroups(gpu, monkeypatch, capsys):
+    """A device without subgroups cannot run the subgroup variants: `kvdsl verify` still checks
+    them in the interpreter, says so, and runs everything else on the GPU."""
+    from kvdsl.cli import main
+    from kvdsl.runtime import device
+
+    class NoSubgroups:
+        """The real adapter, minus the subgroup feature."""
+
+        def __init__(self, real):
+            self.real = real
+            self.features = set(real.features) - {"subgroup"}
+
+        def __getattr__(self, name):
+            return getattr(self.real, name)
+
+    monkeypatch.setattr(device, "_adapter", NoSubgroups(device.adapter()))
+    monkeypatch.setattr(device, "_devices", {})
+    monkeypatch.setattr(device, "_pipelines", {})
+    names = ["build_knorm_flat_sg_qwen3_06b", "build_knorm_flat_qwen3_06b"]
+    assert main(["verify", *names, "--cases", "2"]) == 0
+    out = capsys.readouterr()
+    lines = out.out.splitlines()
+    assert any(
+        line.startswith(names[0]) and line.endswith("ok (interpreter only: not on this GPU)")
+        for line in lines
+    ), out.out
+    assert any(line.startswith(names[1] + " ") and line.endswith("  ok") for line in lines)
+    assert lines[-1] == "2 passed, 0 failed, 1 not run on this GPU (a feature it lacks)"
+    assert f"{names[0]}: not run on the GPU: the kernel enables subgroups but adapter" in out.err
+    assert "has no 'subgroup' feature" in out.err

@@ -18,6 +18,9 @@ class Result:
     shapes: list[str] = field(default_factory=list)
     max_error: float = 0.0
     problems: list[str] = field(default_factory=list)
+    # Why the GPU could not run the variant here (the adapter lacks a feature its module
+    # enables), or None: the interpreter's checks still ran; nothing was compared on the GPU.
+    unsupported: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -36,6 +39,25 @@ def _judge(
         result.max_error = max(result.max_error, err)
         if problem:
             result.problems.append(f"{what} [{case.label()}] {name}: {problem}")
+
+
+def _gpu_case(result: Result, kernel: Kernel, case: Case, interp_out: dict | None) -> None:
+    """Run ``case`` on the GPU and judge it against the interpreter (or the reference); an
+    adapter without a feature the module enables marks the result unsupported instead."""
+    from kvdsl.runtime import FeatureError, run as gpu_run
+
+    try:
+        gpu_out = gpu_run(kernel, dict(case.buffers), case.params)
+    except FeatureError as err:
+        result.unsupported = str(err)
+        return
+    want = interp_out if interp_out is not None else case.expected
+    what = "gpu vs interp" if interp_out is not None else "gpu vs reference"
+    # The interpreter computes in the same precision as the GPU; approximate builtins
+    # (inverseSqrt, cos, sin, division) and contraction into fma keep a small tolerance there,
+    # and a quantised code may move by one step.
+    expected = {k: want[k] for k in case.expected}
+    _judge(result, case, what, gpu_out, expected, case.tolerance, case.codes)
 
 
 def verify_variant(
@@ -73,17 +95,8 @@ def verify_variant(
                     case.tolerance,
                     case.quantized,
                 )
-        if "gpu" in backends:
-            from kvdsl.runtime import run as gpu_run
-
-            gpu_out = gpu_run(kernel, dict(case.buffers), case.params)
-            want = interp_out if interp_out is not None else case.expected
-            what = "gpu vs interp" if interp_out is not None else "gpu vs reference"
-            # The interpreter computes in the same precision as the GPU; approximate builtins
-            # (inverseSqrt, cos, sin, division) and contraction into fma keep a small tolerance
-            # there, and a quantised code may move by one step.
-            expected = {k: want[k] for k in case.expected}
-            _judge(result, case, what, gpu_out, expected, case.tolerance, case.codes)
+        if "gpu" in backends and result.unsupported is None:
+            _gpu_case(result, kernel, case, interp_out)
         if on_step is not None:
             on_step()
     return result

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import wgpu
 
 from kvdsl.ir.nodes import Binding
-from kvdsl.runtime.errors import CompileError, DeviceError
+from kvdsl.runtime.errors import CompileError, DeviceError, FeatureError
 
 # WebGPU's default limits, those that can reject a compute kernel.
 WEBGPU_LIMITS = {
@@ -131,7 +131,7 @@ def device(f16: bool = False, subgroups: bool = False) -> wgpu.GPUDevice:
             if not on:
                 continue
             if feature not in a.features:
-                raise DeviceError(
+                raise FeatureError(
                     f"the kernel enables {extension} but adapter '{a.info['device']}' "
                     f"({a.info['backend_type']}) has no '{feature}' feature"
                 )

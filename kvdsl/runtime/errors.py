@@ -39,3 +39,8 @@ class ParamsError(BufferError):
 
 class DeviceError(RuntimeError):
     """The device cannot run the request: no adapter, a missing feature, a limit exceeded."""
+
+
+class FeatureError(DeviceError):
+    """The adapter lacks a feature the kernel's module enables (``shader-f16``, ``subgroup``):
+    the kernel is fine, this device cannot run it."""
