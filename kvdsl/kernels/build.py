@@ -51,6 +51,7 @@ from kvdsl.kernels.config import (
     contract,
     flag,
     one_of,
+    pairs_field,
     plus,
     scalar,
     shape,
@@ -133,7 +134,7 @@ class BuildConfig:
     def __post_init__(self) -> None:
         check_row_program(self)
         one_of("present_type", self.present_type, FLOATS)
-        flat.check_pairs(self)
+        pairs_field(self)
 
 
 @dataclass(frozen=True)

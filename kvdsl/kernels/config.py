@@ -65,6 +65,24 @@ def shape(cfg: Any) -> None:
     )
 
 
+def pairs_field(cfg: Any) -> None:
+    """A config's ``pairs``: None (the mode's default), or a bool, True only where the pair walk
+    can serve the config (:func:`kvdsl.nodes.flat.pairs_apply`)."""
+    from kvdsl.nodes.flat import pairs_apply
+
+    if cfg.pairs is None:
+        return
+    check(isinstance(cfg.pairs, bool), "pairs", cfg.pairs, "None (the mode's default) or a bool")
+    if cfg.pairs:
+        check(
+            pairs_apply(cfg),
+            "pairs",
+            cfg.pairs,
+            "None or False unless walk='flat', rotary=True, k_norm=False and head_dim % 8 == 0 "
+            "(one invocation per rotary pair of vec4)",
+        )
+
+
 def scalar(name: str) -> Scalar:
     """The IR scalar type spelled ``name``."""
     return SCALARS[name]

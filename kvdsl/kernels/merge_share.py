@@ -41,6 +41,7 @@ from kvdsl.kernels.config import (
     contract,
     flag,
     one_of,
+    pairs_field,
     scalar,
     shape,
     times,
@@ -88,7 +89,7 @@ class MergeShareConfig:
         one_of("present_type", self.present_type, FLOATS)
         one_of("input_type", self.input_type, FLOATS)
         common(self)
-        flat.check_pairs(self)
+        pairs_field(self)
 
 
 def merge_share(cfg: MergeShareConfig, name: str = "merge_share") -> Kernel:

@@ -45,6 +45,7 @@ from kvdsl.kernels.config import (
     flag,
     largest,
     one_of,
+    pairs_field,
     plus,
     scalar,
     shape,
@@ -97,7 +98,7 @@ class WindowShiftConfig:
         one_of("present_type", self.present_type, FLOATS)
         one_of("input_type", self.input_type, FLOATS)
         common(self)
-        flat.check_pairs(self)
+        pairs_field(self)
 
 
 def window_shift(cfg: WindowShiftConfig, name: str = "window_shift") -> Kernel:

@@ -66,7 +66,6 @@ from kvdsl.ir import (
 )
 from kvdsl.ir.nodes import Binary, Expr, Lit, Name
 from kvdsl.ir.ops import Op
-from kvdsl.kernels.config import check
 from kvdsl.nodes.index import flat_index
 from kvdsl.nodes.rotary import rotate_loaded
 from kvdsl.nodes.quant import NIBBLE_OFFSET
@@ -192,7 +191,8 @@ def pairs_apply(cfg: Any) -> bool:
 def uses_pairs(cfg: Any) -> bool:
     """Whether ``cfg``'s flat rotary K walks one invocation per rotary pair (:func:`pair_walk`).
 
-    ``cfg.pairs`` where set (the configs check it with :func:`check_pairs`); unset, only
+    ``cfg.pairs`` where set (the configs check it with
+    :func:`kvdsl.kernels.config.pairs_field`); unset, only
     ``build`` loading f16 (``input_type``) does. H200 (``benchmarks/probe9.py``, ``probe10.py``):
     the f16 build gains 86-91% → 95-97% of a copy. Loads of f32 already move 16 bytes per vector
     (the f32 → f16 build: 98% → 96% with pairs at 8,192 tokens). The f16 rotary appends gain at
@@ -204,21 +204,6 @@ def uses_pairs(cfg: Any) -> bool:
     if pairs is not None:
         return pairs
     return cfg.mode == "build" and cfg.input_type == f16.name and pairs_apply(cfg)
-
-
-def check_pairs(cfg: Any) -> None:
-    """Check a config's ``pairs`` field: None, or a bool, True only where :func:`pairs_apply`."""
-    if cfg.pairs is None:
-        return
-    check(isinstance(cfg.pairs, bool), "pairs", cfg.pairs, "None (the mode's default) or a bool")
-    if cfg.pairs:
-        check(
-            pairs_apply(cfg),
-            "pairs",
-            cfg.pairs,
-            "None or False unless walk='flat', rotary=True, k_norm=False and head_dim % 8 == 0 "
-            "(one invocation per rotary pair of vec4)",
-        )
 
 
 def pair_walk(kb: KernelBuilder, fold: int, rows: Val, half: Val) -> Item:
