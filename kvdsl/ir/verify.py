@@ -481,17 +481,17 @@ def check_barriers(kernel: Kernel) -> None:
     holds a ``break``, ``continue`` or ``return``; and none after a top-level statement holding a
     ``return`` nested inside it (some invocations may have left)."""
     for fn in kernel.functions:
-        if any(isinstance(n, Barrier) for n in walk(fn.body)):
+        if any(type(n) is Barrier for n in statements(fn.body)):
             raise VerifyError(f"function {fn.name}: a helper function may not contain a barrier")
     uniform = {c.name for c in kernel.consts} | {"params"}
     uniform |= {p for p, builtin in kernel.builtins if builtin in UNIFORM_BUILTINS}
     left: Stmt | None = None  # a top-level statement after which some invocations may have left
     for s in kernel.body:
-        holds = returns = False  # one walk for both questions: this is the check's cost
-        for n in walk(s):
-            if isinstance(n, Barrier):
+        holds = returns = False  # one pass for both questions: this is the check's cost
+        for n in statements((s,)):
+            if type(n) is Barrier:
                 holds = True
-            elif isinstance(n, Return):
+            elif type(n) is Return:
                 returns = True
         if holds and left is not None:
             raise VerifyError(
@@ -504,6 +504,20 @@ def check_barriers(kernel: Kernel) -> None:
             left = s
         if isinstance(s, (Let, Var)):
             uniform.discard(s.name)  # a local shadowing a const is not known to be uniform
+
+
+def statements(body: tuple[Stmt, ...]):
+    """Every statement of ``body``, nested ones included, never an expression: barriers and
+    returns are statements, so the barrier check need not walk the expressions (most nodes)."""
+    stack = list(reversed(body))
+    while stack:
+        s = stack.pop()
+        yield s
+        t = type(s)
+        if t is If:
+            stack.extend(reversed(s.then + s.orelse))
+        elif t is For or t is Loop or t is Block:
+            stack.extend(reversed(s.body))
 
 
 def _head(s: Stmt) -> str:
