@@ -167,6 +167,24 @@ def test_reduction_config_errors() -> None:
 SG_VARIANTS = [n for n in catalog.VARIANTS if "_flat_sg_" in n]
 
 
+@pytest.fixture
+def no_subgroups(gpu, monkeypatch):
+    """This machine's adapter, minus the subgroup feature (devices and pipelines made anew)."""
+    from kvdsl.runtime import device
+
+    class NoSubgroups:
+        def __init__(self, real):
+            self.real = real
+            self.features = set(real.features) - {"subgroup"}
+
+        def __getattr__(self, name):
+            return getattr(self.real, name)
+
+    monkeypatch.setattr(device, "_adapter", NoSubgroups(device.adapter()))
+    monkeypatch.setattr(device, "_devices", {})
+    monkeypatch.setattr(device, "_pipelines", {})
+
+
 def test_catalog_has_a_subgroup_form_of_every_flat_knorm_variant() -> None:
     plain = sorted(
         n for n, c in catalog.VARIANTS.items() if getattr(c, "k_norm", False) and "_flat_" in n
@@ -212,25 +230,11 @@ def test_subgroup_knorm_gpu_matches_workgroup_form(gpu, name: str) -> None:
     assert result.ok, result.problems
 
 
-def test_verify_on_an_adapter_without_subgroups(gpu, monkeypatch, capsys):
+def test_verify_on_an_adapter_without_subgroups(no_subgroups, capsys):
     """A device without subgroups cannot run the subgroup variants: `kvdsl verify` still checks
     them in the interpreter, says so, and runs everything else on the GPU."""
     from kvdsl.cli import main
-    from kvdsl.runtime import device
 
-    class NoSubgroups:
-        """The real adapter, minus the subgroup feature."""
-
-        def __init__(self, real):
-            self.real = real
-            self.features = set(real.features) - {"subgroup"}
-
-        def __getattr__(self, name):
-            return getattr(self.real, name)
-
-    monkeypatch.setattr(device, "_adapter", NoSubgroups(device.adapter()))
-    monkeypatch.setattr(device, "_devices", {})
-    monkeypatch.setattr(device, "_pipelines", {})
     names = ["build_knorm_flat_sg_qwen3_06b", "build_knorm_flat_qwen3_06b"]
     assert main(["verify", *names, "--cases", "2"]) == 0
     out = capsys.readouterr()
@@ -243,3 +247,22 @@ def test_verify_on_an_adapter_without_subgroups(gpu, monkeypatch, capsys):
     assert lines[-1] == "2 passed, 0 failed, 1 not run on this GPU (a feature it lacks)"
     assert f"{names[0]}: not run on the GPU: the kernel enables subgroups but adapter" in out.err
     assert "has no 'subgroup' feature" in out.err
+
+
+def test_bench_on_an_adapter_without_subgroups(no_subgroups, tmp_path):
+    """The benchmark's rows for a variant this device cannot run say so (n/a) and do not make
+    the run fail."""
+    import csv
+
+    from kvdsl.cli import main
+
+    argv = ["bench", "--small", "--out", str(tmp_path), "--repeats", "2", "--warmup", "1"]
+    argv += ["--batches", "1", "--variants", "build_knorm_flat_sg_qwen3_06b"]
+    assert main(argv) == 0
+    with open(tmp_path / "gpu.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert rows and all(
+        r["kvdsl_status"].startswith("n/a: FeatureError: the kernel enables subgroups")
+        and r["kvdsl_us"] == ""
+        for r in rows
+    ), rows
