@@ -298,7 +298,7 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> list[di
                    "decode": int(decode_append(cfg, plan)), "bytes": nbytes,
                    "floor_us": floor}  # fmt: skip
             buffers = pool.buffers(kernel.bindings, plan)
-            params = {k: v for k, v in plan.params.items() if k in dict(kernel.params.fields)}
+            params = plan.params_of(kernel.params)
             # The GPU may be shared and its clocks move: the kernel and its roofline are timed
             # alternately, `trials` times each, and each keeps its best (interference only
             # slows a run down).
@@ -325,7 +325,7 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> list[di
             row["template_status"] = legacy_status
             if legacy_wgsl is not None:
                 try:
-                    lparams = {k: v for k, v in plan.params.items() if k in dict(lstruct.fields)}
+                    lparams = plan.params_of(lstruct)
                     times = []
                     for lv, text in legacy_wgsl:
                         for _ in range(trials):

@@ -111,6 +111,11 @@ class Plan:
     seqlens: int | None
     moved: Callable[[dict[str, int]], int]  # element bytes per binding name -> bytes moved
 
+    def params_of(self, struct: Any) -> dict[str, int]:
+        """The plan's params that the params struct ``struct`` has fields for."""
+        fields = dict(struct.fields)
+        return {k: v for k, v in self.params.items() if k in fields}
+
 
 def decode_append(cfg: Any, plan: Plan) -> bool:
     """A 1-token append whose work is the new rows alone (the floor target applies to it)."""

@@ -44,9 +44,7 @@ def main() -> None:
             z = element_sizes(kernels["pair"])
             for plan in plans(cfg, size):
                 bufs = pool.buffers(kernels["pair"].bindings, plan)
-                params = {
-                    k: v for k, v in plan.params.items() if k in dict(kernels["pair"].params.fields)
-                }
+                params = plan.params_of(kernels["pair"].params)
                 forms = {n: (emit(k), workgroups(k, params)) for n, k in kernels.items()}
                 outs = [
                     run_source(t, k.bindings, k.params, dict(bufs), params, w)

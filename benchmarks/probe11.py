@@ -63,7 +63,7 @@ def main() -> None:
         z = element_sizes(kernel)
         for plan in plans(cfg, size):
             bufs = pool.buffers(kernel.bindings, plan)
-            params = {k: v for k, v in plan.params.items() if k in dict(kernel.params.fields)}
+            params = plan.params_of(kernel.params)
             wg = workgroups(kernel, params)
             outs = [
                 run_source(t, kernel.bindings, kernel.params, dict(bufs), params, wg)

@@ -56,7 +56,7 @@ def main() -> None:
             if plan.tokens == 1:
                 continue
             bufs = pool.buffers(kernel.bindings, plan)
-            params = {k: v for k, v in plan.params.items() if k in dict(kernel.params.fields)}
+            params = plan.params_of(kernel.params)
             wg = workgroups(kernel, params)
             forms = {"emitted": (text, wg), "no table": (no_table(text), wg)}
             forms["no rotate"] = (no_rotation(text), wg)

@@ -117,7 +117,7 @@ def main() -> None:
     z = element_sizes(kernel)
     for plan in plans(cfg, size):
         bufs = pool.buffers(kernel.bindings, plan)
-        params = {k: v for k, v in plan.params.items() if k in dict(kernel.params.fields)}
+        params = plan.params_of(kernel.params)
         wg = workgroups(kernel, params)
         assert wg[1] == wg[2] == 1
         forms = {"vec4<f16>": (text, wg), "words": (WORDS, (math.ceil(wg[0] / 2), 1, 1))}

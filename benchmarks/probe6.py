@@ -113,7 +113,7 @@ def main() -> None:
         z = element_sizes(kernel)
         for plan in plans(cfg, size):
             bufs = pool.buffers(kernel.bindings, plan)
-            params = {k: v for k, v in plan.params.items() if k in dict(kernel.params.fields)}
+            params = plan.params_of(kernel.params)
             nbytes = plan.moved(z)
             cbufs, cparams = roofline.copy_buffers(nbytes)
             warmup = 2000 if plan.tokens == 1 else 300

@@ -77,7 +77,7 @@ def main() -> None:
         z = element_sizes(kernel)
         for plan in plans(cfg, size):
             bufs = pool.buffers(kernel.bindings, plan)
-            params = {k: v for k, v in plan.params.items() if k in dict(kernel.params.fields)}
+            params = plan.params_of(kernel.params)
             wg = workgroups(kernel, params)
             forms = {"vec4<f16>": (text, wg), "vec4<u32>": (words(text), halved(wg))}
             outs = [

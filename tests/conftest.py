@@ -22,6 +22,30 @@ def gpu() -> dict:
         pytest.fail(f"GPU tests need a wgpu adapter (llvmpipe will do): {e}", pytrace=False)
 
 
+@pytest.fixture
+def without_feature(gpu, monkeypatch):
+    """``without_feature(name)``: from then on the process's adapter lacks the feature ``name``
+    (``"shader-f16"``, ``"subgroup"``); devices and pipelines are made anew, as on such a device."""
+    from kvdsl.runtime import device
+
+    class Without:
+        """The real adapter, minus one feature."""
+
+        def __init__(self, real, feature: str) -> None:
+            self.real = real
+            self.features = set(real.features) - {feature}
+
+        def __getattr__(self, name):
+            return getattr(self.real, name)
+
+    def apply(feature: str) -> None:
+        monkeypatch.setattr(device, "_adapter", Without(device.adapter(), feature))
+        monkeypatch.setattr(device, "_devices", {})
+        monkeypatch.setattr(device, "_pipelines", {})
+
+    return apply
+
+
 def pytest_terminal_summary(terminalreporter) -> None:
     """Print the legacy-parity tally (tests/test_parity.py) at the end of every run."""
     import sys

@@ -298,20 +298,8 @@ def test_poison_catches_unwritten_elements(gpu):
         assert_bits_equal(got, expected)
 
 
-def test_f16_kernel_on_adapter_without_f16(gpu, monkeypatch):
-    from kvdsl.runtime import device
-
-    class NoF16:
-        """The real adapter, minus shader-f16."""
-
-        def __init__(self, real):
-            self.real = real
-            self.features = set(real.features) - {"shader-f16"}
-            self.info = real.info
-
-    monkeypatch.setattr(device, "_adapter", NoF16(device.adapter()))
-    monkeypatch.setattr(device, "_devices", {})
-    monkeypatch.setattr(device, "_pipelines", {})
+def test_f16_kernel_on_adapter_without_f16(without_feature):
+    without_feature("shader-f16")
     cfg = TransposeConfig(2, 8, present_type="f16")
     buffers, params, _ = transpose_case(cfg, 1, 2)
     with pytest.raises(DeviceError, match="shader-f16"):

@@ -168,21 +168,9 @@ SG_VARIANTS = [n for n in catalog.VARIANTS if "_flat_sg_" in n]
 
 
 @pytest.fixture
-def no_subgroups(gpu, monkeypatch):
-    """This machine's adapter, minus the subgroup feature (devices and pipelines made anew)."""
-    from kvdsl.runtime import device
-
-    class NoSubgroups:
-        def __init__(self, real):
-            self.real = real
-            self.features = set(real.features) - {"subgroup"}
-
-        def __getattr__(self, name):
-            return getattr(self.real, name)
-
-    monkeypatch.setattr(device, "_adapter", NoSubgroups(device.adapter()))
-    monkeypatch.setattr(device, "_devices", {})
-    monkeypatch.setattr(device, "_pipelines", {})
+def no_subgroups(without_feature):
+    """This machine's adapter, minus the subgroup feature."""
+    without_feature("subgroup")
 
 
 def test_catalog_has_a_subgroup_form_of_every_flat_knorm_variant() -> None:

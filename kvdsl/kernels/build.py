@@ -381,12 +381,13 @@ def build(cfg: BuildConfig, name: str = "build") -> Kernel:
         fr = flat_row(kb, cfg, c, inputs, width, pairs=True)
         pos = kb.let("pos", past + fr.t)
         rot = (inputs.cos_cache, inputs.sin_cache, pos, fr.half)
-        k0, k1 = flat.rotate_pair_vectors(kb, inputs.src_k, fr.src_base, fr.it.d, *rot)
-        v0, v1 = flat.load_pair(kb, inputs.src_v, fr.src_base, fr.it.d, fr.half)
-        kb.comment("The present row is the walk's row.")
-        dst = kb.let("dst", fr.it.row * fr.per_row + fr.it.d)
-        flat.store_pair(present_key, dst, fr.half, k0, k1)
-        flat.store_pair(present_value, dst, fr.half, v0, v1)
+
+        def dst() -> Val:
+            kb.comment("The present row is the walk's row.")
+            return kb.let("dst", fr.it.row * fr.per_row + fr.it.d)
+
+        src = (inputs.src_k, inputs.src_v, fr.src_base, fr.it.d)
+        flat.move_rotated_pair(kb, *src, rot, present_key, present_value, dst)
         doc = "Build a BNSH cache from new BSH K/V" + _transforms_doc(cfg) + "."
         kernel = kb.build(flat.pair_dispatch(kb, count, cfg), doc)
         return _build_contract(kernel, cfg, count, seq, past)

@@ -283,10 +283,10 @@ def _append(kb: KernelBuilder, cfg: MergeShareConfig, pairs: bool) -> None:
         n_src = kb.let("nSrc", (b * key_seq + j) * hidden4 + hk * hd4)
         if pairs:
             kb.comment("NeoX rotation of one pair of vectors; row t is its own absolute position.")
-            k0, k1 = flat.rotate_pair_vectors(kb, new_k, n_src, it.d, cos, sin, t, half4)
-            v0, v1 = flat.load_pair(kb, new_v, n_src, it.d, half4)
-            flat.store_pair(present_key, dst, half4, k0, k1)
-            flat.store_pair(present_value, dst, half4, v0, v1)
+            rot = (cos, sin, t, half4)
+            flat.move_rotated_pair(
+                kb, new_k, new_v, n_src, it.d, rot, present_key, present_value, dst
+            )
             return
         if cfg.rotary:
             kb.comment("NeoX rotation of one vector; row t is its own absolute position.")

@@ -159,10 +159,10 @@ def window_shift(cfg: WindowShiftConfig, name: str = "window_shift") -> Kernel:
                 kb.comment(
                     "Appended K is rotated at its absolute position; retained keys already are."
                 )
-                k0, k1 = flat.rotate_pair_vectors(kb, new_k, n_src, it.d, cos, sin, pos, half4)
-                v0, v1 = flat.load_pair(kb, new_v, n_src, it.d, half4)
-                flat.store_pair(present_key, dst, half4, k0, k1)
-                flat.store_pair(present_value, dst, half4, v0, v1)
+                rot = (cos, sin, pos, half4)
+                flat.move_rotated_pair(
+                    kb, new_k, new_v, n_src, it.d, rot, present_key, present_value, dst
+                )
                 return
             if cfg.rotary:
                 kb.comment(

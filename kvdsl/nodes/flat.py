@@ -22,7 +22,7 @@ config's ``pairs`` field asks for it elsewhere) is a rotary form of the flat wal
 RMSNorm: one invocation per rotary pair of vectors
 ``(dr, dr + HALF_V4)`` of a row, ``rows * HALF_V4`` items (:func:`pair_dispatch`). It loads
 ``x0``, ``x1`` and cos/sin once and stores both rotated vectors and both V vectors
-(:func:`rotate_pair_vectors`, :func:`load_pair`, :func:`store_pair`), where the vector walk's two
+(:func:`move_rotated_pair`), where the vector walk's two
 partner invocations each loaded the pair and kept one half through a ``select``. Same bytes
 written, same arithmetic per element (bit-identical outputs); H200, ``benchmarks/probe9.py``,
 ``build_rotary_flat_f16_in_llama31_8b``: 88% → 95% of a vec4 copy at 2,048 tokens, 90% → 94% at
@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from kvdsl.ir import (
     Buffer,
@@ -219,39 +219,36 @@ def pair_walk(kb: KernelBuilder, fold: int, rows: Val, half: Val) -> Item:
     return Item(e, kb.let("row", e / half), dr)
 
 
-def rotate_pair_vectors(
+def move_rotated_pair(
     kb: KernelBuilder,
-    src: Buffer,
-    row_base: Val,
+    k: Buffer,
+    v: Buffer,
+    src_base: Val,
     dr: Val,
-    cos: Buffer,
-    sin: Buffer,
-    pos: Val,
-    half: Val,
-) -> tuple[Val, Val]:
-    """Vectors ``dr`` and ``dr + half`` of the NeoX-rotated row at ``src[row_base]``, f32 lanes.
+    rot: tuple[Buffer, Buffer, Val, Val],
+    k_out: Buffer,
+    v_out: Buffer,
+    dst: Val | Callable[[], Val],
+) -> None:
+    """The pair walk's row program: vectors ``dr`` and ``dr + half`` of K, NeoX-rotated, and of
+    V, from the rows at ``src_base`` to ``k_out``/``v_out`` at ``dst`` and ``dst + half``.
 
-    ``dr < half`` counts vectors. The products of :func:`rotate`, element for element:
-    ``x0 * cs - x1 * sn`` and ``x1 * cs + x0 * sn``, with no ``select``.
+    ``rot`` is ``(cos, sin, pos, half)``, ``half`` counting vectors (``dr < half``). K's lanes
+    are the products of :func:`rotate`, element for element (``x0 * cs - x1 * sn`` and
+    ``x1 * cs + x0 * sn``, no ``select``), converted to each output's element type. Every load
+    comes before any store; ``dst`` may be a callable, declared after the loads.
     """
+    cos, sin, pos, half = rot
     cs = kb.let("cs", cos[pos * half + dr])
     sn = kb.let("sn", sin[pos * half + dr])
-    x0 = kb.let("x0", as_f32(src[row_base + dr]))
-    x1 = kb.let("x1", as_f32(src[row_base + (dr + half)]))
-    return x0 * cs - x1 * sn, x1 * cs + x0 * sn
-
-
-def load_pair(kb: KernelBuilder, src: Buffer, row_base: Val, dr: Val, half: Val) -> tuple[Val, Val]:
-    """``let v0 = src[row_base + dr]; let v1 = src[row_base + (dr + half)];`` (loaded before
-    any store)."""
-    return kb.let("v0", src[row_base + dr]), kb.let("v1", src[row_base + (dr + half)])
-
-
-def store_pair(dst: Buffer, at: Val, half: Val, lo: Val, hi: Val) -> None:
-    """``dst[at] = lo; dst[at + half] = hi``, each converted to ``dst``'s element type."""
-    ty = dst.binding.elem
-    dst[at] = convert(ty, lo)
-    dst[at + half] = convert(ty, hi)
+    x0 = kb.let("x0", as_f32(k[src_base + dr]))
+    x1 = kb.let("x1", as_f32(k[src_base + (dr + half)]))
+    v0, v1 = kb.let("v0", v[src_base + dr]), kb.let("v1", v[src_base + (dr + half)])
+    at = dst() if callable(dst) else dst
+    for out, lo, hi in ((k_out, x0 * cs - x1 * sn, x1 * cs + x0 * sn), (v_out, v0, v1)):
+        ty = out.binding.elem
+        out[at] = convert(ty, lo)
+        out[at + half] = convert(ty, hi)
 
 
 def pair_dispatch(kb: KernelBuilder, rows: Val, cfg: Any) -> Dispatch:
