@@ -18,7 +18,7 @@ struct Params {
 @group(0) @binding(6) var<storage, read_write> present_value: array<vec2<u32>>;
 @group(0) @binding(7) var<uniform> params: Params;
 
-var<workgroup> wsum: array<f32, 256>;
+var<workgroup> wsum: array<vec4<f32>, 64>;
 
 const HEAD_DIM: u32 = 256u;
 const KV_HEADS: u32 = 1u;
@@ -62,20 +62,14 @@ fn main(
   let vsStep = select(0u, 1u, params.perChannel != 0u);
   let vs = vec4<f32>(v_scale[vsBase], v_scale[vsBase + vsStep * 1u], v_scale[vsBase + vsStep * 2u], v_scale[vsBase + vsStep * 3u]);
   // K RMSNorm: the row's sum of squares, reduced in workgroup memory.
-  wsum[lid.x] = dot(kOwn, kOwn);
+  wsum[lid.x / 4u][lid.x % 4u] = dot(kOwn, kOwn);
   workgroupBarrier();
-  let rowLane = lid.x - d4;
-  var ms: f32 = 0.0f;
-  var ms1: f32 = 0.0f;
-  var ms2: f32 = 0.0f;
-  var ms3: f32 = 0.0f;
-  for (var j: u32 = 0u; j < HEAD_DIM_V4; j = j + 4u) {
-    ms = ms + wsum[rowLane + j];
-    ms1 = ms1 + wsum[rowLane + j + 1u];
-    ms2 = ms2 + wsum[rowLane + j + 2u];
-    ms3 = ms3 + wsum[rowLane + j + 3u];
+  let rowQuad = (lid.x - d4) / 4u;
+  var acc: vec4<f32> = vec4<f32>(0.0f, 0.0f, 0.0f, 0.0f);
+  for (var j: u32 = 0u; j < HEAD_DIM_V4 / 4u; j = j + 1u) {
+    acc = acc + wsum[rowQuad + j];
   }
-  ms = ms + ms1 + (ms2 + ms3);
+  let ms = acc.x + acc.y + (acc.z + acc.w);
   let invRms = inverseSqrt(ms / f32(HEAD_DIM) + QK_EPS);
   if (e >= items) {
     return;

@@ -42,6 +42,7 @@ from kvdsl.ir.nodes import (
     Var,
 )
 from kvdsl.ir.types import Scalar, Vec, bool_
+from kvdsl.ir.verify import show
 
 CANDIDATES = [f32, u32, i32, bool_, vec(4, f32)]
 
@@ -138,6 +139,12 @@ def test_builder_rejects_python_truth():
     with pytest.raises(BuildError, match="no Python truth value"):
         if kb.gid.x < 3:
             pass
+    # `==` and `!=` would compare the Python objects (a kernel with `if (true)` once came of it)
+    with pytest.raises(BuildError, match=r"`!=` on IR values .* use a.ne\(b\)"):
+        kb.gid.x % 4 != 3
+    with pytest.raises(BuildError, match=r"`==` on IR values .* use a.eq\(b\)"):
+        kb.gid.x == kb.gid.y
+    assert show((kb.gid.x % 4).eq(3).node) == "((gid.x % 4u) == 3u)"
 
 
 def _base(**kw):

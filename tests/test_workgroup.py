@@ -15,11 +15,12 @@ from kvdsl.ir import (
     VerifyError,
     WorkgroupVar,
     array,
+    construct,
     f32,
     u32,
     vec,
 )
-from kvdsl.ir.nodes import Let, Return
+from kvdsl.ir.nodes import Let, Member, Return
 
 WG = 64
 ROW = 32
@@ -310,6 +311,154 @@ def test_interp_barrier_with_inactive_invocations() -> None:
         InterpError, match=r"reached by 10 of 64 invocations of workgroup \(0, 0, 0"
     ):
         run(k, {"out": out}, workgroups=(2, 1, 1))
+
+
+# ---- lanes of vector elements ----------------------------------------------------------------
+
+
+def quad_sum(name: str = "quad_sum"):
+    """Each invocation stores its value as lane ``lid % 4`` of ``quads[lid / 4]``; after a barrier
+    each invocation adds its row's ``ROW / 4`` quads as vectors and writes the lanes' sum,
+    ``(a.x + a.y) + (a.z + a.w)``, to its output element."""
+    kb = KernelBuilder(name, workgroup_size=WG)
+    src = kb.binding("src", f32, "read")
+    dst = kb.binding("dst", f32, "read_write")
+    n = kb.param("count")
+    w = kb.workgroup_var("quads", array(vec(4, f32), WG // 4))
+    i = kb.let("i", kb.gid.x)
+    v = kb.var("v", f32, 0.0)
+    with kb.if_(i < n):
+        v.set(src[i])
+    w[kb.lid.x / 4, kb.lid.x % 4] = v
+    kb.barrier()
+    base = kb.let("base", kb.lid.x / ROW * (ROW // 4))
+    acc = kb.var("acc", vec(4, f32), construct(vec(4, f32), 0.0, 0.0, 0.0, 0.0))
+    with kb.for_range("j", 0, ROW // 4) as j:
+        acc.set(acc + w[base + j])
+    with kb.if_(i < n):
+        dst[i] = (acc.x + acc.y) + (acc.z + acc.w)
+    return kb.build(Dispatch(n.node, WG, 65535))
+
+
+def expected_quad_sums(x: np.ndarray) -> np.ndarray:
+    """:func:`quad_sum`'s row sums, in its order, in float32."""
+    rows = -(-len(x) // ROW)
+    padded = np.zeros(rows * ROW, np.float32)
+    padded[: len(x)] = x
+    lanes = np.zeros((rows, 4), np.float32)
+    for j in range(ROW // 4):
+        lanes = lanes + padded.reshape(rows, ROW // 4, 4)[:, j]
+    sums = (lanes[:, 0] + lanes[:, 1]) + (lanes[:, 2] + lanes[:, 3])
+    return np.repeat(sums, ROW)[: len(x)]
+
+
+def test_lane_store_emits_and_round_trips() -> None:
+    from dataclasses import replace
+
+    from kvdsl.frontend import parse
+
+    k = replace(quad_sum(), name="main")
+    text = emit(k)
+    assert "var<workgroup> quads: array<vec4<f32>, 16>;" in text
+    assert "  quads[lid.x / 4u][lid.x % 4u] = v;" in text
+    back = parse(text, dispatch=k.dispatch)
+    assert back == k and emit(back) == text
+
+
+@pytest.mark.parametrize("count", [WG * 3, WG * 5 + ROW])
+def test_lane_store_gpu_and_interp(count: int, gpu) -> None:
+    from kvdsl import interp
+    from kvdsl.runtime import run
+
+    rng = np.random.default_rng(count + 1)
+    inputs = random_inputs(rng, count)
+    want = expected_quad_sums(inputs["src"]).view(np.uint32).tolist()
+    k = quad_sum()
+    assert run(k, inputs, {"count": count})["dst"].view(np.uint32).tolist() == want
+    got = interp.run(k, inputs, {"count": count}, strict_init=True)["dst"]
+    assert got.view(np.uint32).tolist() == want
+
+
+def test_lane_races_and_errors() -> None:
+    from kvdsl.interp import OutOfBounds, RaceError, UninitializedRead
+
+    quads = (("w", array(vec(4, u32), WG // 4)),)
+
+    def lanes(kb, w, out):  # four invocations fill one element, no race between them
+        w[kb.lid.x / 4, kb.lid.x % 4] = kb.gid.x
+        kb.barrier()
+        q = kb.let("q", w[kb.lid.x / 4])
+        out[kb.gid.x] = q.x + q.y + q.z + q.w
+
+    got = _interp(lanes, wvars=quads, strict=True)
+    first = np.arange(2 * WG, dtype=np.uint32) // 4 * 4
+    assert got.tolist() == (4 * first + 6).tolist()
+
+    def same_lane(kb, w, out):
+        w[kb.lid.x / 4, kb.lid.x % 2] = kb.gid.x
+        kb.barrier()
+        out[kb.gid.x] = w[kb.lid.x / 4].x
+
+    with pytest.raises(RaceError, match=r"w\[0\]\[0\] \(workgroup memory\): .* wrote it and"):
+        _interp(same_lane, wvars=quads)
+
+    def whole_read(kb, w, out):  # reads the lanes the other three invocations wrote
+        w[kb.lid.x / 4, kb.lid.x % 4] = kb.gid.x
+        q = kb.let("q", w[kb.lid.x / 4])
+        out[kb.gid.x] = q.x
+
+    with pytest.raises(
+        RaceError,
+        match=r"w\[0\]\[1\] .* gid=\(1, 0, 0\) .* wrote it and .* gid=\(0, 0, 0\) .* reads",
+    ):
+        _interp(whole_read, wvars=quads)
+
+    def own_lane(kb, w, out):  # reading back only its own lane is no race
+        w[kb.lid.x / 4, kb.lid.x % 4] = kb.gid.x + 1
+        out[kb.gid.x] = w[kb.lid.x / 4, kb.lid.x % 4] * 2
+
+    assert _interp(own_lane, wvars=quads).tolist() == list(range(2, 4 * WG + 2, 2))
+
+    def unwritten(kb, w, out):
+        with kb.if_((kb.lid.x % 4).ne(3)):
+            w[kb.lid.x / 4, kb.lid.x % 4] = kb.gid.x
+        kb.barrier()
+        out[kb.gid.x] = w[kb.lid.x / 4].x
+
+    with pytest.raises(UninitializedRead, match=r"w\[0\]\[3\] \(workgroup memory\) is read by"):
+        _interp(unwritten, wvars=quads, strict=True)
+
+    def past_lane(kb, w, out):
+        w[kb.lid.x / 4, kb.lid.x % 8] = kb.gid.x
+        kb.barrier()
+        out[kb.gid.x] = w[kb.lid.x / 4].x
+
+    with pytest.raises(OutOfBounds, match=r"w\[\]\[4\] is out of bounds \(length 4\)"):
+        _interp(past_lane, wvars=quads)
+
+
+def test_lane_store_needs_vector_elements() -> None:
+    from kvdsl.ir.nodes import Assign, Index, Lit, Name
+
+    def scalar_lanes(kb, w, out):
+        w[kb.lid.x, 0] = kb.gid.x
+
+    with pytest.raises(VerifyError, match="a lane index needs vector elements, not u32"):
+        _kernel(scalar_lanes)
+
+    def raw(kb, w, out):  # the same through raw IR: the verifier rejects it
+        kb.emit(Assign(Index(Index(Name("w"), Lit(0, u32)), Lit(0, u32)), Lit(1, u32)))
+        _store_load(kb, w, out)
+
+    with pytest.raises(VerifyError, match="cannot index|one element at a time"):
+        _kernel(raw)
+
+    def swizzle(kb, w, out):
+        kb.emit(Assign(Member(Index(Name("w"), Lit(0, u32)), "x"), Lit(1, u32)))
+        out[kb.gid.x] = w[kb.lid.x].x
+
+    with pytest.raises(VerifyError, match=r"one element at a time \(or one lane"):
+        _kernel(swizzle, wvars=(("w", array(vec(4, u32), WG // 4)),))
 
 
 # ---- frontend -------------------------------------------------------------------------------

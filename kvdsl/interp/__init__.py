@@ -129,8 +129,10 @@ Workgroup memory and barriers
     none (else :class:`InterpError`: WGSL leaves such a barrier undefined) and starts a new race
     interval: between two barriers, two invocations of a workgroup writing one element, one
     reading an element another wrote, or one writing an element another read, is a
-    :class:`RaceError`. With ``strict_init`` a read of an element nothing wrote in the dispatch
-    is :class:`UninitializedRead`.
+    :class:`RaceError`. Of an array of vectors each lane counts as an element of its own, as in
+    WGSL: ``w[i][lane] = x`` by four invocations on four lanes is no race, and a load of the
+    whole ``w[i]`` reads all four. With ``strict_init`` a read of an element (lane) nothing wrote
+    in the dispatch is :class:`UninitializedRead`.
 
 Errors name the statement as :func:`kvdsl.ir.verify.show` prints it and, given ``source_lines``
 (``id(stmt)`` → line, which the WGSL frontend supplies), its source line.

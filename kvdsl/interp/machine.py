@@ -397,6 +397,17 @@ class Machine(Scopes, Expressions, Memory):
             if w is not None and not self._shadowed(target.base.name):
                 self.shared_store(w, self.eval(target.index, m), v, m)
                 return
+        if (
+            isinstance(target, Index)
+            and isinstance(target.base, Index)
+            and isinstance(target.base.base, Name)
+        ):  # ``w[i][lane] = v``: one lane of a workgroup vector element
+            name = target.base.base.name
+            w = self.shared.get(name)
+            if w is not None and not self._shadowed(name):
+                idx = self.eval(target.base.index, m)
+                self.shared_store(w, idx, v, m, self.eval(target.index, m))
+                return
         slot = self.lookup(self.root(target).name)
         # Lanes outside the var's declaring mask never see it, so when the statement runs on
         # exactly those lanes the new value can replace the old one outright: a loop counter

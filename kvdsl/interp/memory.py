@@ -204,83 +204,110 @@ class Memory:
             self._race_pair(b.binding.name, int(i[j]), int(prev[j]), int(lanes[j]), "read")
 
     # ---- workgroup memory ----------------------------------------------------------------
-    def _shared_at(self, w: SharedArray, idx: np.ndarray, m: Mask):
-        """Active lanes, their dispatch-wide invocation ids and flat positions in ``w``."""
+    def _shared_at(self, w: SharedArray, idx: np.ndarray, m: Mask, lane: np.ndarray | None):
+        """Active lanes, their dispatch-wide invocation ids, flat element positions in ``w``,
+        and the slots the access touches with the invocation id of each (a whole vector element
+        touches all of its lanes' slots; ``lane`` picks one)."""
         self._oob(w.var.name, idx, w.length, m)
         active = self.grid.active(m)
         ids = self.grid.original(active)
         i = broadcast(idx, self.n)[active].astype(np.int64)
-        return active, ids, (ids // self.grid.per_group - w.first) * w.length + i
+        flat = (ids // self.grid.per_group - w.first) * w.length + i
+        n = w.lanes
+        if lane is not None:
+            self._oob(f"{w.var.name}[]", lane, n, m)
+            return active, flat, flat * n + broadcast(lane, self.n)[active], ids
+        if n == 1:
+            return active, flat, flat, ids
+        slots = (flat[:, None] * n + np.arange(n)).reshape(-1)
+        return active, flat, slots, np.repeat(ids, n)
 
-    def _shared_race(self, w: SharedArray, flat: int, first: str, second: str) -> None:
+    def _shared_race(self, w: SharedArray, slot: int, first: str, second: str) -> None:
         raise RaceError(
-            f"{w.var.name}[{flat % w.length}] (workgroup memory): {first} and {second} "
+            f"{w.show(slot)} (workgroup memory): {first} and {second} "
             f"with no workgroupBarrier() between{self.where()}"
         )
 
-    def shared_load(self, w: SharedArray, idx: np.ndarray, m: Mask) -> np.ndarray:
-        """``w[idx]`` on the lanes of ``m``: each lane reads its own workgroup's row."""
-        active, ids, flat = self._shared_at(w, idx, m)
-        if self.strict_init and not w.written[flat].all():
-            j = self._first_bad(~w.written[flat])
+    def shared_load(
+        self, w: SharedArray, idx: np.ndarray, m: Mask, lane: np.ndarray | None = None
+    ) -> np.ndarray:
+        """``w[idx]`` (with ``lane``: ``w[idx][lane]``) on the lanes of ``m``: each lane reads
+        its own workgroup's row."""
+        active, flat, slots, ids = self._shared_at(w, idx, m, lane)
+        if self.strict_init and not w.written[slots].all():
+            j = self._first_bad(~w.written[slots])
             raise UninitializedRead(
-                f"{w.var.name}[{int(flat[j]) % w.length}] (workgroup memory) is read by "
+                f"{w.show(int(slots[j]))} (workgroup memory) is read by "
                 f"{self.grid.describe(int(ids[j]))} before anything in the dispatch wrote "
                 f"it{self.where()}"
             )
-        self._shared_writer_clash(w, flat, ids, "reads")
-        r = w.reader[flat]
+        self._shared_writer_clash(w, slots, ids, "reads")
+        r = w.reader[slots]
         new = np.where((r == -1) | (r == ids), ids, -2)
-        w.reader[flat] = new
-        back = w.reader[flat]
-        w.reader[flat[back != new]] = -2  # two lanes of this load read one element
-        got = w.data[flat]
+        w.reader[slots] = new
+        back = w.reader[slots]
+        w.reader[slots[back != new]] = -2  # two lanes of this load read one slot
+        if lane is None:
+            got = w.data[flat]
+        else:
+            got = w.data[flat, broadcast(lane, self.n)[active]]
         if m is None and len(active) == self.n:
             return got
-        out = np.zeros((self.n,) + w.data.shape[1:], w.data.dtype)
+        out = np.zeros((self.n,) + got.shape[1:], w.data.dtype)
         out[active] = got
         return out
 
     def _shared_writer_clash(
-        self, w: SharedArray, flat: np.ndarray, ids: np.ndarray, verb: str
+        self, w: SharedArray, slots: np.ndarray, ids: np.ndarray, verb: str
     ) -> None:
-        """A race when another invocation wrote an element these lanes touch since the barrier."""
-        prev = w.owner[flat]
+        """A race when another invocation wrote a slot these lanes touch since the barrier."""
+        prev = w.owner[slots]
         clash = (prev >= 0) & (prev != ids)
         if clash.any():
             j = self._first_bad(clash)
             self._shared_race(
                 w,
-                int(flat[j]),
+                int(slots[j]),
                 f"{self.grid.describe(int(prev[j]))} wrote it",
                 f"{self.grid.describe(int(ids[j]))} {verb} it",
             )
 
-    def shared_store(self, w: SharedArray, idx: np.ndarray, v: np.ndarray, m: Mask) -> None:
-        """``w[idx] = v`` on the lanes of ``m``, checking races since the last barrier."""
-        active, ids, flat = self._shared_at(w, idx, m)
-        self._shared_writer_clash(w, flat, ids, "writes")
-        r = w.reader[flat]
+    def shared_store(
+        self,
+        w: SharedArray,
+        idx: np.ndarray,
+        v: np.ndarray,
+        m: Mask,
+        lane: np.ndarray | None = None,
+    ) -> None:
+        """``w[idx] = v`` (with ``lane``: ``w[idx][lane] = v``) on the lanes of ``m``, checking
+        races since the last barrier."""
+        active, flat, slots, ids = self._shared_at(w, idx, m, lane)
+        self._shared_writer_clash(w, slots, ids, "writes")
+        r = w.reader[slots]
         clash = (r != -1) & (r != ids)
         if clash.any():
             j = self._first_bad(clash)
             who = "several invocations" if r[j] == -2 else self.grid.describe(int(r[j]))
             self._shared_race(
-                w, int(flat[j]), f"{who} read it", f"{self.grid.describe(int(ids[j]))} writes it"
+                w, int(slots[j]), f"{who} read it", f"{self.grid.describe(int(ids[j]))} writes it"
             )
-        w.owner[flat] = ids
-        back = w.owner[flat]
+        w.owner[slots] = ids
+        back = w.owner[slots]
         dup = back != ids
         if dup.any():
             j = self._first_bad(dup)
             self._shared_race(
                 w,
-                int(flat[j]),
+                int(slots[j]),
                 f"{self.grid.describe(int(back[j]))} wrote it",
                 f"{self.grid.describe(int(ids[j]))} writes it",
             )
-        w.data[flat] = broadcast(v, self.n)[active]
-        w.written[flat] = True
+        if lane is None:
+            w.data[flat] = broadcast(v, self.n)[active]
+        else:
+            w.data[flat, broadcast(lane, self.n)[active]] = broadcast(v, self.n)[active]
+        w.written[slots] = True
 
     def barrier(self, m: Mask) -> None:
         """``workgroupBarrier()``: every invocation of a workgroup must be here, or none."""

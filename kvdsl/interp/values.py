@@ -304,24 +304,33 @@ class Storage:
 
 class SharedArray:
     """A ``var<workgroup>`` array during one chunk: one row per workgroup of the chunk, and per
-    element the invocation that wrote it and the one that read it since the last barrier (-1:
-    none, -2 for readers: several), and whether anything wrote it this dispatch."""
+    *slot* (a scalar element, or one lane of a vector element) the invocation that wrote it and
+    the one that read it since the last barrier (-1: none, -2 for readers: several), and whether
+    anything wrote it this dispatch. Slots, not elements, so that invocations writing different
+    lanes of one vector (``w[i][lane] = x``) do not race, as in WGSL."""
 
     def __init__(self, var: WorkgroupVar, groups: int, first: int) -> None:
         self.var = var
         self.length = var.ty.n
         self.first = first  # dispatch-wide index of the chunk's first workgroup
         elem = var.ty.elem
+        self.lanes = elem.n if isinstance(elem, Vec) else 1
         shape = (groups * self.length,) + ((elem.n,) if isinstance(elem, Vec) else ())
         self.data = np.zeros(shape, elem.scalar.dtype)
-        self.owner = np.full(groups * self.length, -1, np.int64)
-        self.reader = np.full(groups * self.length, -1, np.int64)
-        self.written = np.zeros(groups * self.length, bool)
+        slots = groups * self.length * self.lanes
+        self.owner = np.full(slots, -1, np.int64)
+        self.reader = np.full(slots, -1, np.int64)
+        self.written = np.zeros(slots, bool)
 
     def barrier(self) -> None:
         """Forget who wrote and read what: accesses on either side of a barrier never race."""
         self.owner.fill(-1)
         self.reader.fill(-1)
+
+    def show(self, slot: int) -> str:
+        """The element (and lane, for a vector array) of ``slot``, as WGSL indexes it."""
+        lane = f"[{slot % self.lanes}]" if self.lanes > 1 else ""
+        return f"{self.var.name}[{slot // self.lanes % self.length}]{lane}"
 
 
 def storage(binding: Binding, given: np.ndarray) -> Storage:

@@ -283,6 +283,12 @@ class Val:
     def __bool__(self) -> bool:
         raise BuildError("an IR value has no Python truth value: use kb.if_() or select()")
 
+    def __eq__(self, o: object) -> bool:  # type: ignore[override]
+        raise BuildError("`==` on IR values would compare Python objects: use a.eq(b)")
+
+    def __ne__(self, o: object) -> bool:  # type: ignore[override]
+        raise BuildError("`!=` on IR values would compare Python objects: use a.ne(b)")
+
     # arithmetic
     __add__ = _operator(Op.ADD)
 
@@ -444,9 +450,25 @@ class Local(Val):
 
 
 class Shared(Local):
-    """A ``var<workgroup>`` array: ``w[i]`` loads, ``w[i] = x`` stores one element."""
+    """A ``var<workgroup>`` array: ``w[i]`` loads, ``w[i] = x`` stores one element; of an array
+    of vectors, ``w[i, lane]`` loads and ``w[i, lane] = x`` stores one lane of element ``i``
+    (WGSL ``w[i][lane]``), so invocations can fill one vector together."""
 
     __slots__ = ()
+
+    def __getitem__(self, index: Val | int | tuple[Val | int, Val | int]) -> Val:
+        if isinstance(index, tuple):
+            i, lane = index
+            return super().__getitem__(i)[lane]
+        return super().__getitem__(index)
+
+    def __setitem__(self, index: Val | int | tuple[Val | int, Val | int], value: Val | Num) -> None:
+        if isinstance(index, tuple) and not isinstance(self.ty.elem, Vec):
+            raise BuildError(
+                f"workgroup var {self.node.name}: a lane index needs vector elements, "
+                f"not {self.ty.elem}"
+            )
+        super().__setitem__(index, value)
 
     def set(self, value: Val | Num, op: Op | None = None) -> None:
         raise BuildError(f"workgroup var {self.node.name} is written one element at a time")

@@ -414,9 +414,17 @@ class Checker:
                 raise VerifyError(f"{show(s)}: a binding is written one element at a time")
             self.stored.add(root.name)
         elif sym.kind == "workgroup":
-            if not isinstance(target, Index) or target.base != root:
+            element = isinstance(target, Index) and target.base == root
+            lane = (
+                isinstance(target, Index)
+                and isinstance(target.base, Index)
+                and target.base.base == root
+                and isinstance(sym.ty.elem, Vec)
+            )
+            if not (element or lane):
                 raise VerifyError(
-                    f"{show(s)}: workgroup var '{root.name}' is written one element at a time"
+                    f"{show(s)}: workgroup var '{root.name}' is written one element at a time "
+                    "(or one lane of a vector element, `w[i][lane]`)"
                 )
         elif sym.kind != "var":
             raise VerifyError(f"{show(s)}: '{root.name}' is a {sym.kind}, not a var")

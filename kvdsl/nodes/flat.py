@@ -310,28 +310,43 @@ def row_sum_of_squares(
 ) -> Val:
     """The sum of squares of the row whose vector ``d`` this invocation holds as ``x``.
 
-    Each invocation writes ``dot(x, x)`` to ``wsum[lid.x]``; after a barrier it adds its row's
-    ``per_row`` partials from the row's first lane, in a fixed order: with four accumulators
-    (partial ``j`` into accumulator ``j % 4``, then ``(a0 + a1) + (a2 + a3)``) when the row has a
-    multiple of four partials — a dependent chain of ``per_row / 4`` adds instead of ``per_row``
-    (measured on an H200: 77% → 97% of a vec4 copy's bandwidth) — else one. A row's vectors are
+    Each invocation writes ``dot(x, x)`` to workgroup memory; after a barrier it adds its row's
+    ``per_row`` partials from the row's first lane, in a fixed order. A row's vectors are
     consecutive invocations of one workgroup when ``WG % per_row == 0`` (the configs require it),
-    so the row starts at lane ``lid.x - d``. Call at the top level of the entry point, with every
-    invocation: the barrier must be uniform. Invocations past the end (the unguarded
-    :func:`walk`) fill whole workgroup rows of their own, whose sums only they read.
+    so the row starts at lane ``lid.x - d``.
+
+    When the row has a multiple of four partials, they are stored four to a ``vec4<f32>``
+    (``wsum[lid.x / 4][lid.x % 4]``) and read back as ``per_row / 4`` vector loads into one
+    vector accumulator, summed ``(a.x + a.y) + (a.z + a.w)``: partial ``j`` goes to lane
+    ``j % 4``. That is four independent chains of ``per_row / 4`` adds (against ``per_row``
+    with one: H200, 77% → 97% of a vec4 copy's bandwidth) and a quarter of the workgroup loads
+    of scalar partials (``benchmarks/probe14.py``, batch 4: int4 K RMSNorm 72-73% → 79-80% of
+    the copy, int8 85-86% → 90-93%, with rotary 83-84% → 91%; bit-identical to four scalar
+    accumulators). Otherwise the partials are scalars added in one chain.
+
+    Call at the top level of the entry point, with every invocation: the barrier must be
+    uniform. Invocations past the end (the unguarded :func:`walk`) fill whole workgroup rows of
+    their own, whose sums only they read.
     """
-    wsum = kb.workgroup_var("wsum", array(f32, wg))
-    wsum[kb.lid.x] = dot(x, x) if isinstance(x.ty, Vec) else x * x
+    square = dot(x, x) if isinstance(x.ty, Vec) else x * x
+    first = kb.lid.x - d
+    if lanes_per_row % 4 or wg % 4:
+        wsum = kb.workgroup_var("wsum", array(f32, wg))
+        wsum[kb.lid.x] = square
+        kb.barrier()
+        row = kb.let("rowLane", first)
+        ms = kb.var("ms", f32, 0.0)
+        with kb.for_range("j", lit(0, u32), per_row, 1) as j:
+            ms.set(ms + wsum[row + j])
+        return ms
+    wsum = kb.workgroup_var("wsum", array(vec(4, f32), wg // 4))
+    wsum[kb.lid.x / 4, kb.lid.x % 4] = square
     kb.barrier()
-    first = kb.let("rowLane", kb.lid.x - d)
-    ways = 4 if lanes_per_row % 4 == 0 else 1
-    acc = [kb.var("ms" if i == 0 else f"ms{i}", f32, 0.0) for i in range(ways)]
-    with kb.for_range("j", lit(0, u32), per_row, ways) as j:
-        for i, a in enumerate(acc):
-            a.set(a + wsum[first + j + i] if i else a + wsum[first + j])
-    if ways == 4:
-        acc[0].set((acc[0] + acc[1]) + (acc[2] + acc[3]))
-    return acc[0]
+    row = kb.let("rowQuad", first / 4)
+    acc = kb.var("acc", vec(4, f32), splat(vec(4, f32), 0.0))
+    with kb.for_range("j", lit(0, u32), per_row / 4, 1) as j:
+        acc.set(acc + wsum[row + j])
+    return kb.let("ms", (acc.x + acc.y) + (acc.z + acc.w))
 
 
 def subgroup_row_sum_of_squares(kb: KernelBuilder, x: Val, d: Val, per_row: Val, wg: int) -> Val:
