@@ -35,37 +35,35 @@ fn main(
   @builtin(global_invocation_id) gid: vec3<u32>,
   @builtin(local_invocation_id) lid: vec3<u32>,
 ) {
-  // Flat walk: one invocation per destination vector, adjacent invocations on
-  // adjacent vectors; no loop, so every invocation makes one memory round trip.
+  // Pair walk: one invocation per pair of vectors (dr, dr + HALF_V4) of a row;
+  // it loads both (and cos/sin once) and stores both.
   // 2D-folded flat index: gid.y carries the high bits past the dispatch's
   // per-axis workgroup fold width.
   let e = gid.x + gid.y * 65535u * WG;
-  let d4 = e % HEAD_DIM_V4;
+  let dr = e % HALF_V4;
   // Past the end: the last row again (loads in range; no store before the return).
-  let row = min(e / HEAD_DIM_V4, params.count - 1u);
+  let row = min(e / HALF_V4, params.count - 1u);
   let t = row % params.seq;
   let tmp = row / params.seq;
   let hk = tmp % KV_HEADS;
   let b = tmp / KV_HEADS;
   let srcBase = (b * params.seq + t) * KV_HIDDEN_V4 + hk * HEAD_DIM_V4;
-  let items = params.count * HEAD_DIM_V4;
-  let kOwn = src_k[srcBase + d4];
-  let pos = params.pastSeq + t;
-  let dr = d4 % HALF_V4;
-  let cs = cos_cache[pos * HALF_V4 + dr];
-  let sn = sin_cache[pos * HALF_V4 + dr];
-  let kPair = src_k[srcBase + select(dr, dr + HALF_V4, d4 < HALF_V4)];
-  let x0Raw = select(kPair, kOwn, d4 < HALF_V4);
-  let x1Raw = select(kOwn, kPair, d4 < HALF_V4);
+  let items = params.count * HALF_V4;
+  let x0Raw = src_k[srcBase + dr];
+  let x1Raw = src_k[srcBase + (dr + HALF_V4)];
   let w0 = k_norm_weight[dr];
   let w1 = k_norm_weight[dr + HALF_V4];
-  let v = src_v[srcBase + d4];
+  let pos = params.pastSeq + t;
+  let cs = cos_cache[pos * HALF_V4 + dr];
+  let sn = sin_cache[pos * HALF_V4 + dr];
+  let v0 = src_v[srcBase + dr];
+  let v1 = src_v[srcBase + (dr + HALF_V4)];
   // K RMSNorm: the row's sum of squares, reduced in workgroup memory.
-  wsum[lid.x / 4u][lid.x % 4u] = dot(kOwn, kOwn);
+  wsum[lid.x / 4u][lid.x % 4u] = dot(x0Raw, x0Raw) + dot(x1Raw, x1Raw);
   workgroupBarrier();
-  let rowQuad = (lid.x - d4) / 4u;
+  let rowQuad = (lid.x - dr) / 4u;
   var acc: vec4<f32> = vec4<f32>(0.0f, 0.0f, 0.0f, 0.0f);
-  for (var j: u32 = 0u; j < HEAD_DIM_V4 / 4u; j = j + 1u) {
+  for (var j: u32 = 0u; j < HALF_V4 / 4u; j = j + 1u) {
     acc = acc + wsum[rowQuad + j];
   }
   let ms = acc.x + acc.y + (acc.z + acc.w);
@@ -75,8 +73,10 @@ fn main(
   }
   let x0 = x0Raw * invRms * w0;
   let x1 = x1Raw * invRms * w1;
-  let k = select(x1 * cs + x0 * sn, x0 * cs - x1 * sn, d4 < HALF_V4);
-  // The present row is the walk's row: the destination is the flat index.
-  present_key[e] = k;
-  present_value[e] = v;
+  // The present row is the walk's row.
+  let dst = row * HEAD_DIM_V4 + dr;
+  present_key[dst] = x0 * cs - x1 * sn;
+  present_value[dst] = v0;
+  present_key[dst + HALF_V4] = x1 * cs + x0 * sn;
+  present_value[dst + HALF_V4] = v1;
 }

@@ -72,6 +72,11 @@ CONFIGS = [
     (AppendQuantConfig(2, 64, 8, walk="flat"), "exact"),
     (AppendQuantConfig(3, 12, 4, walk="flat", fold=2, qmin=-7, qmax=7), "exact"),
     (AppendQuantConfig(2, 64, 4, k_norm=True, walk="flat"), "norm"),
+    # K RMSNorm walks pairs by default (tests/test_pair.py); its per-vector form, asked:
+    (BuildConfig(2, 64, k_norm=True, walk="flat", pairs=False), "norm"),
+    (BuildConfig(2, 32, True, True, walk="flat", fold=2, pairs=False), "norm"),
+    (BuildQuantConfig(2, 64, 4, k_norm=True, walk="flat", pairs=False), "norm"),
+    (AppendQuantConfig(2, 64, 8, k_norm=True, walk="flat", pairs=False), "norm"),
 ]
 DROP_IN_WALK = {"copy": "cooperative", "merge": "cooperative", "merge_share": "cooperative"}
 
@@ -270,10 +275,11 @@ KNORM_APPENDS = [
     AppendQuantConfig(2, 64, 8, k_norm=True, walk="flat"),
     AppendQuantConfig(3, 32, 4, k_norm=True, walk="flat", workgroup_size=64),
     AppendQuantConfig(2, 64, 8, k_norm=True, rotary=True, walk="flat", storage_buffer_limit=10),
+    AppendQuantConfig(3, 32, 4, k_norm=True, walk="flat", workgroup_size=64, pairs=False),
 ]
 
 
-@pytest.mark.parametrize("cfg", KNORM_APPENDS, ids=["int8", "int4", "int8-rotary"])
+@pytest.mark.parametrize("cfg", KNORM_APPENDS, ids=["int8", "int4", "int8-rotary", "int4-vector"])
 def test_flat_knorm_append_past_capacity(cfg):
     """The flat K-RMSNorm append issues its loads before the barrier, with skipped tokens (keySeq
     > capacity) and invocations past the end still loading in range (the interpreter checks every

@@ -8,6 +8,11 @@ drop-in per-row kernel, and within tolerance of the numpy reference; the cases c
 new token), partial last workgroups and folded (2D) dispatches. The emitted text has no
 ``select`` and two stores per present binding; f32, K RMSNorm and rows not of eight keep the
 per-vector walk.
+
+The flat K RMSNorm kernels that reduce in workgroup memory walk pairs by default too (the pair
+is rotary's, or the row's two halves): they are checked against their per-vector form (K within
+a few ulps, V bit for bit) and the reference, on the interpreter and, within WebGPU's default 8
+storage buffers, the GPU.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from kvdsl.ir import workgroups
 from kvdsl.kernels.build import BuildConfig, build
 from kvdsl.kernels.config import ConfigError
 from kvdsl.kernels.merge_share import MergeShareConfig, merge_share
+from kvdsl.kernels.quant import AppendQuantConfig, BuildQuantConfig
 from kvdsl.kernels.window_shift import WindowShiftConfig, window_shift
 from kvdsl.nodes import flat
 from kvdsl.runtime import run as gpu_run
@@ -45,11 +51,12 @@ PAIR_CONFIGS = [
     WindowShiftConfig(3, 8, "append", True, walk="flat", pairs=True, **SMALL, **F16),
 ]
 # Flat rotary kernels that keep one invocation per vector: f32 loads (f16 present too), K
-# RMSNorm, rows not of 8, and the f16 appends unless asked (decode is their hot path).
+# RMSNorm reduced across subgroups, rows not of 8, and the f16 appends unless asked (decode is
+# their hot path).
 VECTOR_CONFIGS = [
     BuildConfig(2, 16, rotary=True, walk="flat"),
     BuildConfig(3, 8, rotary=True, walk="flat", present_type="f16", **SMALL),
-    BuildConfig(2, 16, True, True, walk="flat", **F16),
+    BuildConfig(2, 16, True, True, walk="flat", reduction="subgroup", **F16),
     BuildConfig(2, 12, rotary=True, walk="flat", **F16),
     MergeShareConfig(2, 16, "append", "flat", rotary=True),
     MergeShareConfig(2, 16, "append", "flat", rotary=True, **F16),
@@ -132,9 +139,13 @@ def test_f32_knorm_and_rows_not_of_eight_keep_the_vector_walk(cfg):
 
 
 def test_pairs_true_is_checked():
-    want = "pairs=True: expected None or False unless walk='flat', rotary=True, k_norm=False"
+    want = "pairs=True: expected None or False unless walk='flat', rotary=True or k_norm=True"
     with pytest.raises(ConfigError, match=re.escape(want)):
-        BuildConfig(2, 16, True, True, walk="flat", pairs=True, **F16)
+        BuildConfig(2, 12, k_norm=True, walk="flat", workgroup_size=48, pairs=True)
+    with pytest.raises(ConfigError, match=re.escape(want)):
+        BuildQuantConfig(2, 16, 8, walk="flat", pairs=True)
+    with pytest.raises(ConfigError, match=re.escape(want)):
+        AppendQuantConfig(2, 16, 8, k_norm=True, pairs=True)  # the per-row walk
     with pytest.raises(ConfigError, match=re.escape(want)):
         MergeShareConfig(2, 12, "append", "flat", rotary=True, pairs=True, **F16)
     with pytest.raises(ConfigError, match=re.escape(want)):
@@ -187,3 +198,109 @@ def test_cases_cover_decode_partial_and_folded_dispatches():
             partial += items % cfg.workgroup_size != 0
             folded += workgroups(pair, case.params)[1] > 1
     assert decode >= 7 and partial >= 14 and folded >= 3
+
+
+# ---- K RMSNorm on the pair walk ---------------------------------------------------------------
+
+# The flat K RMSNorm kernels that reduce in workgroup memory walk pairs by default (the pair is
+# the row's vectors d and d + HALF_V4: rotary's pair with rotary, the row's halves without);
+# asked, the subgroup reduction and a rotary quantising kernel without K RMSNorm do too.
+KNORM_PAIR_CONFIGS = [
+    BuildConfig(2, 16, k_norm=True, walk="flat"),
+    BuildConfig(2, 16, True, True, walk="flat", **F16),
+    BuildConfig(3, 8, k_norm=True, walk="flat", **SMALL),  # one pair per row: scalar partials
+    BuildConfig(2, 64, True, True, walk="flat", reduction="subgroup", pairs=True),
+    BuildQuantConfig(2, 32, 4, k_norm=True, walk="flat"),
+    BuildQuantConfig(
+        2, 32, 8, k_norm=True, rotary=True, walk="flat", storage_buffer_limit=9, **SMALL
+    ),
+    BuildQuantConfig(2, 16, 8, rotary=True, walk="flat", pairs=True),
+    AppendQuantConfig(2, 32, 4, k_norm=True, walk="flat"),
+    AppendQuantConfig(
+        3, 16, 8, k_norm=True, rotary=True, walk="flat", storage_buffer_limit=10, **SMALL
+    ),
+]
+
+
+def _knorm_kernels(cfg):
+    """``cfg``'s pair kernel and its per-vector form (``pairs=False``)."""
+    if cfg not in _KERNELS:
+        _KERNELS[cfg] = (
+            catalog.build_config(cfg),
+            catalog.build_config(dataclasses.replace(cfg, pairs=False)),
+        )
+    return _KERNELS[cfg]
+
+
+@pytest.mark.parametrize("cfg", KNORM_PAIR_CONFIGS, ids=_ids(KNORM_PAIR_CONFIGS))
+def test_knorm_pair_text_shape(cfg):
+    pair, vector = _knorm_kernels(cfg)
+    assert flat.uses_pairs(cfg)
+    text = emit(pair)
+    assert "let dr = e % HALF_V4;" in text
+    for binding in ("present_key", "present_value"):
+        assert _stores(text, binding) == 2, binding
+        assert f"{binding}[dst + HALF_V4] = " in text, binding
+    if cfg.rotary:
+        assert "x0 * cs - x1 * sn" in text and "x1 * cs + x0 * sn" in text
+        assert "select(x1" not in text  # no rotated half thrown away
+    if cfg.k_norm:
+        # No return before the barrier: invocations past the end clamp their row.
+        assert "let row = min(e / HALF_V4, params.count - 1u);" in text
+        assert "let items = params.count * HALF_V4;" in text
+        if cfg.reduction == "workgroup":
+            assert "dot(x0Raw, x0Raw) + dot(x1Raw, x1Raw);" in text
+        assert "HALF_V4" in emit(pair) and "params.count * HEAD_DIM_V4" in emit(vector)
+    else:
+        assert "if (e >= params.count * HALF_V4) {" in text
+
+
+def test_knorm_pair_dispatch_is_half_the_vectors():
+    pair, vector = _knorm_kernels(KNORM_PAIR_CONFIGS[4])  # 32 dims: 8 vec4, 4 pairs per row
+    params = {"count": 100, "seq": 1, "pastSeq": 0, "perChannel": 1}
+    assert workgroups(pair, params) == (2, 1, 1)  # 400 items, WG 256
+    assert workgroups(vector, params) == (4, 1, 1)  # 800 items
+
+
+# The GPU runs the configs within WebGPU's default 8 storage buffers (K RMSNorm with rotary
+# in a quantising kernel needs 9-10: the interpreter, which has no such limit, runs those).
+KNORM_PAIR_RUNS = [
+    pytest.param(cfg, backend, id=f"{cfg.mode}-{i}-{backend}")
+    for i, cfg in enumerate(KNORM_PAIR_CONFIGS)
+    for backend in ("interp", "gpu")
+    if backend == "interp" or getattr(cfg, "storage_buffer_limit", 8) <= 8
+]
+
+
+@pytest.mark.parametrize("cfg,backend", KNORM_PAIR_RUNS)
+def test_knorm_pairs_match_vector_form_and_reference(cfg, backend, request):
+    """The pair's sum of squares adds its two dots first, so K may differ from the per-vector
+    form's in the last ulps (quantised: one step in a few codes); V is bit for bit, and so is
+    rotary K without the norm. Unwritten elements keep the poison."""
+    from kvdsl.check.compare import compare_quantized
+
+    if backend == "gpu":
+        request.getfixturevalue("gpu")
+    run = interp_run if backend == "interp" else gpu_run
+    pair, vector = _knorm_kernels(cfg)
+    for case in cases_for(cfg, 3, seed=23):
+        got = run(pair, dict(case.buffers), case.params)
+        want = run(vector, dict(case.buffers), case.params)
+        for name, expected in case.expected.items():
+            g, w, mask = got[name], want[name], case.written.get(name)
+            if name != "present_key" or not cfg.k_norm:
+                # f16 words as uint16: NaN payloads must survive bit for bit too
+                view = np.uint16 if g.dtype == np.float16 else np.uint32
+                assert np.array_equal(g.view(view), w.view(view)), (case.label(), name)
+            elif g.dtype.kind in "iu":
+                _, problem = compare_quantized(g, w, 4 if g.dtype == np.uint32 else 8, mask)
+                assert not problem, f"{case.label()} {name} vs vector form: {problem}"
+            else:
+                tol = 2e-3 if g.dtype == np.float16 else 4e-6
+                _, problem = compare(g, w, tol, mask)
+                assert not problem, f"{case.label()} {name} vs vector form: {problem}"
+            if name in case.quantized:
+                _, problem = compare_quantized(g, expected, case.quantized[name], mask)
+            else:
+                _, problem = compare(g, expected, case.tolerance.get(name, 0.0), mask)
+            assert not problem, f"{case.label()} {name} vs reference: {problem}"

@@ -12,8 +12,8 @@ The row program (:func:`k_row`) loads K into ``var k: array<f32, HEAD_DIM>``, ap
 
 Walks: ``per_row`` (the template's) and ``flat`` (:mod:`kvdsl.nodes.flat`: one invocation per
 present ``vec4``, ``count * HEAD_DIM_V4`` items, :func:`flat_row` / :func:`flat_k`; rotary
-without K RMSNorm on f16 data walks one invocation per rotary pair, ``count * HALF_V4`` items,
-:func:`kvdsl.nodes.flat.pair_walk`). The flat
+on f16 data, and K RMSNorm reduced in workgroup memory, walk one invocation per pair of vectors
+``(dr, dr + HALF_V4)``, ``count * HALF_V4`` items, :func:`kvdsl.nodes.flat.pair_walk`). The flat
 walk's K RMSNorm reduces each row's sum of squares in workgroup memory
 (:func:`kvdsl.nodes.flat.row_sum_of_squares`): the sum is of per-vector ``dot`` partials, so it
 may differ from the per-row sum in the last ulps.
@@ -240,8 +240,10 @@ def k_row(
 
 @dataclass(frozen=True)
 class FlatRow:
-    """One flat invocation's vector: walk item, row coordinates and vector consts; with K
-    RMSNorm, the items' bound and this vector of K as loaded (``kOwn``, f32 lanes)."""
+    """One flat invocation's vector (or, on the pair walk, its pair ``it.d``, ``it.d + pair``):
+    walk item, row coordinates and vector consts (``half``: rotary's; ``pair``: the pair walk's
+    offset, ``HALF_V4``); with K RMSNorm, the items' bound and K as loaded (f32 lanes: ``kOwn``,
+    or the pair's ``x0Raw`` and ``k_hi``, ``x1Raw``)."""
 
     it: flat.Item
     b: Val
@@ -252,14 +254,20 @@ class FlatRow:
     half: Val | None
     items: Val | None
     k_own: Val | None
+    pair: Val | None = None
+    k_hi: Val | None = None
+
+    def own(self) -> Val | tuple[Val, Val]:
+        """K as the row reduction takes it: the vector, or the pair."""
+        return self.k_own if self.k_hi is None else (self.k_own, self.k_hi)
 
 
 def flat_row(
     kb: KernelBuilder, cfg: Any, c: Consts, inputs: RowInputs, width: int, pairs: bool = False
 ) -> FlatRow:
     """The flat walk over ``params.count`` rows of ``params.seq`` new tokens each; with
-    ``pairs`` (rotary without K RMSNorm) the pair walk, ``it.d`` the pair's first vector
-    (:func:`kvdsl.nodes.flat.pair_walk`).
+    ``pairs`` the pair walk, ``it.d`` the pair's first vector, ``it.d + HALF_V4`` its second
+    (:func:`kvdsl.nodes.flat.pair_walk`; ``HALF`` is declared here when rotary has not).
 
     With K RMSNorm the walk cannot return before the row reduction's barrier: it clamps the row
     (:func:`kvdsl.nodes.flat.walk`), loads this vector of K at once, and the kernel issues every
@@ -273,17 +281,26 @@ def flat_row(
     hidden = flat.vector_const(kb, c.hidden, cfg.kv_heads * cfg.head_dim, width)
     half = flat.vector_const(kb, c.half, cfg.head_dim // 2, width) if c.half is not None else None
     norm = c.eps is not None
+    pair = None
     if pairs:
-        it = flat.pair_walk(kb, cfg.fold, count, half)
+        pair = half
+        if pair is None:  # K RMSNorm without rotary: the pair is the row's two halves
+            whole = kb.const("HALF", u32, cfg.head_dim // 2)
+            pair = flat.vector_const(kb, whole, cfg.head_dim // 2, width)
+        it = flat.pair_walk(kb, cfg.fold, count, pair, guard=not norm)
     else:
         it = flat.walk(kb, cfg.fold, count, per_row, width, guard=not norm)
     b, hk, t = split_rows(kb, it.row, c.heads, seq)
     src_base = kb.let("srcBase", bsh(b, t, hk, seq, hidden, per_row))
-    items = k_own = None
-    if norm:
+    items = k_own = k_hi = None
+    if norm and pair is not None:
+        items = kb.let("items", count * pair)
+        k_own = kb.let("x0Raw", flat.as_f32(inputs.src_k[src_base + it.d]))
+        k_hi = kb.let("x1Raw", flat.as_f32(inputs.src_k[src_base + (it.d + pair)]))
+    elif norm:
         items = kb.let("items", count * per_row)
         k_own = kb.let("kOwn", flat.as_f32(inputs.src_k[src_base + it.d]))
-    return FlatRow(it, b, hk, t, src_base, per_row, half, items, k_own)
+    return FlatRow(it, b, hk, t, src_base, per_row, half, items, k_own, pair, k_hi)
 
 
 def flat_norm(
@@ -292,19 +309,18 @@ def flat_norm(
     """``invRms`` of the row (the barrier), then invocations past the end, or ``skipped``,
     return. Call after every load the invocation needs (:func:`flat_k_loads`)."""
     lanes = cfg.head_dim // flat.lanes(cfg.head_dim, cfg.rotary)
+    per_row = row.per_row
+    if row.pair is not None:  # one invocation per pair: half the partials
+        lanes, per_row = lanes // 2, row.pair
     if cfg.reduction == "subgroup":
         kb.comment(
             "K RMSNorm: the row's sum of squares, reduced across the subgroup (through\n"
             "workgroup memory only where a subgroup is narrower than a row)."
         )
-        ms = flat.subgroup_row_sum_of_squares(
-            kb, row.k_own, row.it.d, row.per_row, cfg.workgroup_size
-        )
+        ms = flat.subgroup_row_sum_of_squares(kb, row.own(), row.it.d, per_row, cfg.workgroup_size)
     else:
         kb.comment("K RMSNorm: the row's sum of squares, reduced in workgroup memory.")
-        ms = flat.row_sum_of_squares(
-            kb, row.k_own, row.it.d, row.per_row, cfg.workgroup_size, lanes
-        )
+        ms = flat.row_sum_of_squares(kb, row.own(), row.it.d, per_row, cfg.workgroup_size, lanes)
     inv_rms = kb.let("invRms", inverse_sqrt(ms / convert(f32, c.head_dim) + c.eps))
     done = row.it.e >= row.items
     with kb.if_(done if skipped is None else done.lor(skipped)):
@@ -333,9 +349,26 @@ def flat_k_loads(
     RMSNorm only its loads (:func:`flat_k` finishes it after :func:`flat_norm`).
 
     With rotary the vector's partner is the one load besides ``kOwn``: the pair is
-    ``(select(partner, own, d < half), select(own, partner, d < half))``.
+    ``(select(partner, own, d < half), select(own, partner, d < half))``. On the pair walk
+    the pair is loaded as such (:func:`flat_row`, or here without K RMSNorm), with its norm
+    weights and one cos/sin entry.
     """
     d, cos, sin = row.it.d, inputs.cos_cache, inputs.sin_cache
+    if row.pair is not None:
+        if row.k_own is None:
+            x0 = kb.let("x0", flat.as_f32(inputs.src_k[row.src_base + d]))
+            x1 = kb.let("x1", flat.as_f32(inputs.src_k[row.src_base + (d + row.pair)]))
+            w0 = w1 = None
+        else:
+            x0, x1 = row.k_own, row.k_hi
+            w0 = kb.let("w0", flat.as_f32(inputs.k_norm_weight[d]))
+            w1 = kb.let("w1", flat.as_f32(inputs.k_norm_weight[d + row.pair]))
+        cs = sn = None
+        if row.half is not None:
+            pos = position()
+            cs = kb.let("cs", cos[pos * row.half + d])
+            sn = kb.let("sn", sin[pos * row.half + d])
+        return KLoads(None, x0, x1, w0, w1, cs, sn)
     if row.k_own is None:
         if row.half is None:
             return KLoads(kb.let("k", flat.as_f32(inputs.src_k[row.src_base + d])))
@@ -352,6 +385,22 @@ def flat_k_loads(
     w0 = kb.let("w0", flat.as_f32(weight[dr]))
     w1 = kb.let("w1", flat.as_f32(weight[dr + half]))
     return KLoads(None, x0, x1, w0, w1, cs, sn)
+
+
+def flat_k_pair(
+    kb: KernelBuilder, row: FlatRow, loads: KLoads, inv_rms: Val | None
+) -> tuple[Val, Val]:
+    """The pair walk's two vectors of K (at ``it.d`` and ``it.d + pair``) from
+    :func:`flat_k_loads`: each ``x * invRms * weight`` with K RMSNorm, then rotated as
+    :func:`kvdsl.nodes.flat.move_rotated_pair` does (``x0*cs - x1*sn``, ``x1*cs + x0*sn``):
+    per element the products of :func:`flat_k`."""
+    x0, x1 = loads.x0, loads.x1
+    if inv_rms is not None:
+        x0 = kb.let("x0", x0 * inv_rms * loads.w0)
+        x1 = kb.let("x1", x1 * inv_rms * loads.w1)
+    if row.half is None:
+        return x0, x1
+    return x0 * loads.cs - x1 * loads.sn, x1 * loads.cs + x0 * loads.sn
 
 
 def flat_k(kb: KernelBuilder, row: FlatRow, loads: KLoads, inv_rms: Val | None) -> Val:
@@ -377,7 +426,8 @@ def build(cfg: BuildConfig, name: str = "build") -> Kernel:
     present_value = kb.binding("present_value", present, "read_write")
     c = declare_consts(kb, cfg)
     count, seq, past = declare_params(kb, "count", "seq", "pastSeq")
-    if flat.uses_pairs(cfg):
+    pairs = flat.uses_pairs(cfg)
+    if pairs and not cfg.k_norm:
         fr = flat_row(kb, cfg, c, inputs, width, pairs=True)
         pos = kb.let("pos", past + fr.t)
         rot = (inputs.cos_cache, inputs.sin_cache, pos, fr.half)
@@ -390,6 +440,20 @@ def build(cfg: BuildConfig, name: str = "build") -> Kernel:
         flat.move_rotated_pair(kb, *src, rot, present_key, present_value, dst)
         doc = "Build a BNSH cache from new BSH K/V" + _transforms_doc(cfg) + "."
         kernel = kb.build(flat.pair_dispatch(kb, count, cfg), doc)
+        return _build_contract(kernel, cfg, count, seq, past)
+    if pairs:  # with K RMSNorm: every load before the norm's barrier
+        fr = flat_row(kb, cfg, c, inputs, width, pairs=True)
+        kl = flat_k_loads(kb, fr, inputs, lambda: kb.let("pos", past + fr.t))
+        v0 = kb.let("v0", inputs.src_v[fr.src_base + fr.it.d])
+        v1 = kb.let("v1", inputs.src_v[fr.src_base + (fr.it.d + fr.pair)])
+        k0, k1 = flat_k_pair(kb, fr, kl, flat_norm(kb, cfg, c, fr))
+        kb.comment("The present row is the walk's row.")
+        dst = kb.let("dst", fr.it.row * fr.per_row + fr.it.d)
+        for at, k, v in ((dst, k0, v0), (dst + fr.pair, k1, v1)):
+            present_key[at] = convert(present, k)
+            present_value[at] = convert(present, v)
+        doc = "Build a BNSH cache from new BSH K/V" + _transforms_doc(cfg) + "."
+        kernel = kb.build(flat.dispatch(count, fr.pair, cfg), doc)
         return _build_contract(kernel, cfg, count, seq, past)
     if cfg.walk == "flat":
         fr = flat_row(kb, cfg, c, inputs, width)

@@ -78,8 +78,8 @@ def pairs_field(cfg: Any) -> None:
             pairs_apply(cfg),
             "pairs",
             cfg.pairs,
-            "None or False unless walk='flat', rotary=True, k_norm=False and head_dim % 8 == 0 "
-            "(one invocation per rotary pair of vec4)",
+            "None or False unless walk='flat', rotary=True or k_norm=True, and head_dim % 8 == 0 "
+            "(one invocation per pair of vec4 half a row apart)",
         )
 
 

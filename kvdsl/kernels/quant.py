@@ -15,7 +15,9 @@ Walks: ``per_row`` (the template's) and ``flat`` (:mod:`kvdsl.nodes.flat`): one 
 four elements, stored as one ``vec4<i32>`` (8 bits) or one ``vec2<u32>`` of two packed words (4
 bits; the cache layout is the drop-in's, low nibble first), ``count * HEAD_DIM_V4`` items; one
 element per invocation for 8 bits when ``head_dim`` does not divide by 4 (the flat int4 walk
-requires it). Scales stay scalar ``f32`` bindings, read per lane.
+requires it). Scales stay scalar ``f32`` bindings, read per lane. With K RMSNorm reduced in
+workgroup memory (or ``pairs=True`` with rotary) the flat walk takes one invocation per pair of
+vectors ``(dr, dr + HALF_V4)`` (:func:`kvdsl.nodes.flat.uses_pairs`).
 
 Defects of the template, fixed here:
 
@@ -45,6 +47,7 @@ from kvdsl.kernels.build import (
     declare_params,
     flat_k,
     flat_k_loads,
+    flat_k_pair,
     flat_norm,
     flat_row,
     k_row,
@@ -52,7 +55,17 @@ from kvdsl.kernels.build import (
 )
 from kvdsl.ir.nodes import Binary, Call, Lit
 from kvdsl.ir.ops import Op
-from kvdsl.kernels.config import ceil_div, check, contract, node, one_of, plus, positive_int, times
+from kvdsl.kernels.config import (
+    ceil_div,
+    check,
+    contract,
+    node,
+    one_of,
+    pairs_field,
+    plus,
+    positive_int,
+    times,
+)
 from kvdsl.nodes import flat, walks
 from kvdsl.nodes.index import bnsh
 from kvdsl.nodes.quant import QRANGE, pack_int4, quantize, scale_function
@@ -91,10 +104,12 @@ class QuantConfig:
     storage_buffer_limit: int = MAX_STORAGE_BUFFERS
     walk: str = "per_row"
     reduction: str = "workgroup"
+    pairs: bool | None = None  # flat: one invocation per pair of vectors (flat.uses_pairs)
     mode = ""  # set by the two concrete configs
 
     def __post_init__(self) -> None:
         check_row_program(self)
+        pairs_field(self)
         one_of("bits", self.bits, tuple(QRANGE))
         if self.bits == 4:
             check(self.head_dim % 2 == 0, "head_dim", self.head_dim, "an even number for int4")
@@ -180,6 +195,40 @@ def _quant(cfg: Any, name: str, append: bool) -> Kernel:
         total_seq = None
     row_position = append and cfg.rotary_position == "row"
     per_channel = per_channel.ne(0)
+    if flat.uses_pairs(cfg):
+        fr = flat_row(kb, cfg, c, inputs, width, pairs=True)
+        norm = fr.k_own is not None
+        dst_row, rows_per_head, skipped = _destination(
+            kb, inputs, fr.b, fr.t, append, total_seq, seq, "dstRow", defer=norm
+        )
+        kl = flat_k_loads(kb, fr, inputs, lambda: _position(kb, row_position, dst_row, past, fr.t))
+        d, pair = fr.it.d, fr.pair
+        v0 = kb.let("v0", flat.as_f32(inputs.src_v[fr.src_base + d]))
+        v1 = kb.let("v1", flat.as_f32(inputs.src_v[fr.src_base + (d + pair)]))
+        dst = kb.let("dst", bnsh(fr.b, fr.hk, dst_row, c.heads, rows_per_head, fr.per_row) + d)
+        scales = [
+            flat.scales(kb, name, buf, fr.hk, at, c.head_dim, width, per_channel)
+            for name, buf, at in (
+                ("ks0", k_scale, d),
+                ("ks1", k_scale, d + pair),
+                ("vs0", v_scale, d),
+                ("vs1", v_scale, d + pair),
+            )
+        ]
+        # With K RMSNorm every load above precedes the norm's barrier.
+        k0, k1 = flat_k_pair(kb, fr, kl, flat_norm(kb, cfg, c, fr, skipped) if norm else None)
+        halves = ((dst, k0, v0, scales[0], scales[2]), (dst + pair, k1, v1, scales[1], scales[3]))
+        for i, (at, k, v, ks, vs) in enumerate(halves):
+            qk = kb.let(f"qk{i}", flat.quantize(k, ks, qmin, qmax))
+            qv = kb.let(f"qv{i}", flat.quantize(v, vs, qmin, qmax))
+            if cfg.bits == 8:
+                present_key[at] = qk
+                present_value[at] = qv
+            else:
+                present_key[at] = flat.pack_int4(kb, f"nk{i}", qk)
+                present_value[at] = flat.pack_int4(kb, f"nv{i}", qv)
+        kernel = kb.build(flat.dispatch(count, pair, cfg), _doc(cfg, append))
+        return _contract(kernel, cfg, kb, append, count, seq, past, total_seq, row_position)
     if cfg.walk == "flat":
         fr = flat_row(kb, cfg, c, inputs, width)
         norm = fr.k_own is not None

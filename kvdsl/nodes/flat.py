@@ -17,16 +17,18 @@ its bindings (:func:`binding`) keep f16 as the host's type, and the module needs
 f16;``. The dispatch rule is ``rows * per_row`` items,
 ``WG`` per workgroup (:func:`dispatch`), so the runtime and the interpreter size it alike.
 
-The *pair* walk (:func:`pair_walk`, :func:`uses_pairs`: by default ``build`` loading f16; a
-config's ``pairs`` field asks for it elsewhere) is a rotary form of the flat walk without K
-RMSNorm: one invocation per rotary pair of vectors
+The *pair* walk (:func:`pair_walk`, :func:`uses_pairs`: by default ``build`` loading f16 and the
+K RMSNorm kernels that reduce in workgroup memory; a config's ``pairs`` field asks for it
+elsewhere) is a form of the flat walk for rotary or K RMSNorm: one invocation per pair of vectors
 ``(dr, dr + HALF_V4)`` of a row, ``rows * HALF_V4`` items (:func:`pair_dispatch`). It loads
 ``x0``, ``x1`` and cos/sin once and stores both rotated vectors and both V vectors
 (:func:`move_rotated_pair`), where the vector walk's two
 partner invocations each loaded the pair and kept one half through a ``select``. Same bytes
 written, same arithmetic per element (bit-identical outputs); H200, ``benchmarks/probe9.py``,
 ``build_rotary_flat_f16_in_llama31_8b``: 88% → 95% of a vec4 copy at 2,048 tokens, 90% → 94% at
-8,192 (a ``vec4<f16>`` is 8 bytes: the vector walk's invocations moved too little each).
+8,192 (a ``vec4<f16>`` is 8 bytes: the vector walk's invocations moved too little each). With K
+RMSNorm the pair (rotary's, or the row's two halves) makes one partial of the row's sum of
+squares, and both vectors' loads precede the barrier (``benchmarks/probe15.py``).
 
 The vector helpers compute exactly what the scalar forms do, lane by lane, in the same order:
 :func:`rotate` is :func:`kvdsl.nodes.rotary.rotate_element` on four lanes, :func:`quantize` is
@@ -178,13 +180,12 @@ def walk(
 
 
 def pairs_apply(cfg: Any) -> bool:
-    """Whether the pair walk can serve ``cfg``: flat, rotary, without K RMSNorm (its row
-    reduction needs every vector's invocation), ``HALF`` a multiple of the vector width 4."""
+    """Whether the pair walk can serve ``cfg``: flat, rotary or K RMSNorm (the pair is then the
+    row's vectors ``d`` and ``d + HALF_V4``), half a row a whole number of ``vec4``."""
     return (
         cfg.walk == WALK
-        and cfg.rotary
-        and not getattr(cfg, "k_norm", False)
-        and lanes(cfg.head_dim, rotary=True) == 4
+        and (cfg.rotary or getattr(cfg, "k_norm", False))
+        and cfg.head_dim % (2 * 4) == 0
     )
 
 
@@ -199,24 +200,38 @@ def uses_pairs(cfg: Any) -> bool:
     2,048 tokens (``merge_share`` 91-93% → 94-95%, ``window_shift`` 87% → 89-93%) but lose
     ~0.2 µs of ~5.6 at 1 token, their hot path in decoding: they keep one invocation per vector
     unless asked (the ``*_pairs_*`` catalog variants, for prefill).
+
+    Unset, the flat K RMSNorm kernels that reduce in workgroup memory walk pairs too: twice the
+    bytes in flight per invocation before the barrier, half the partials per row. H200 at batch
+    4 (``benchmarks/probe15.py``): int4 ``build_quant`` 79-80% → 91-94% of a copy. Their
+    subgroup form (``reduction="subgroup"``, 91-100% already) keeps one invocation per vector
+    unless asked.
     """
     pairs = getattr(cfg, "pairs", None)
     if pairs is not None:
         return pairs
-    return cfg.mode == "build" and cfg.input_type == f16.name and pairs_apply(cfg)
+    if not pairs_apply(cfg):
+        return False
+    if getattr(cfg, "k_norm", False):
+        return cfg.reduction == "workgroup"
+    return cfg.mode == "build" and cfg.input_type == f16.name
 
 
-def pair_walk(kb: KernelBuilder, fold: int, rows: Val, half: Val) -> Item:
-    """The rotary pair this invocation owns among ``rows * half`` (``half`` = ``HALF_V4``).
+def pair_walk(kb: KernelBuilder, fold: int, rows: Val, half: Val, guard: bool = True) -> Item:
+    """The pair this invocation owns among ``rows * half`` (``half`` = ``HALF_V4``).
 
     ``Item.d`` is ``dr = e % HALF_V4``: the pair's first vector; its second is ``dr + HALF_V4``.
-    Invocations past the end return at once.
+    With ``guard`` invocations past the end return at once; without it (K RMSNorm's barrier is
+    ahead) their row is clamped to the last, as :func:`walk` does.
     """
-    kb.comment("Pair walk: one invocation per rotary pair of vectors (dr, dr + HALF_V4) of a")
-    kb.comment("row; it loads the pair and cos/sin once and stores both rotated vectors.")
-    e = flat_index(kb, fold, "e", bound=rows * half)
+    kb.comment("Pair walk: one invocation per pair of vectors (dr, dr + HALF_V4) of a row;")
+    kb.comment("it loads both (and cos/sin once) and stores both.")
+    e = flat_index(kb, fold, "e", bound=rows * half if guard else None)
     dr = kb.let("dr", e % half)
-    return Item(e, kb.let("row", e / half), dr)
+    if guard:
+        return Item(e, kb.let("row", e / half), dr)
+    kb.comment("Past the end: the last row again (loads in range; no store before the return).")
+    return Item(e, kb.let("row", min_(e / half, rows - 1)), dr)
 
 
 def move_rotated_pair(
@@ -305,10 +320,28 @@ def rotate(
     return rotate_loaded(kb, lambda i: as_f32(src[row_base + i]), d, cos, sin, pos, half)
 
 
+def square(x: Val | tuple[Val, ...]) -> Val:
+    """``dot(x, x)`` (``x * x`` for a scalar); of a tuple, the sum of its members' in order."""
+    xs = x if isinstance(x, tuple) else (x,)
+    parts = [dot(v, v) if isinstance(v.ty, Vec) else v * v for v in xs]
+    total = parts[0]
+    for p in parts[1:]:
+        total = total + p
+    return total
+
+
 def row_sum_of_squares(
-    kb: KernelBuilder, x: Val, d: Val, per_row: Val, wg: int, lanes_per_row: int
+    kb: KernelBuilder,
+    x: Val | tuple[Val, ...],
+    d: Val,
+    per_row: Val,
+    wg: int,
+    lanes_per_row: int,
 ) -> Val:
     """The sum of squares of the row whose vector ``d`` this invocation holds as ``x``.
+
+    ``x`` may be the pair walk's two vectors (:func:`square`); ``per_row`` and
+    ``lanes_per_row`` then count pairs, the row's invocations.
 
     Each invocation writes ``dot(x, x)`` to workgroup memory; after a barrier it adds its row's
     ``per_row`` partials from the row's first lane, in a fixed order. A row's vectors are
@@ -328,11 +361,11 @@ def row_sum_of_squares(
     uniform. Invocations past the end (the unguarded :func:`walk`) fill whole workgroup rows of
     their own, whose sums only they read.
     """
-    square = dot(x, x) if isinstance(x.ty, Vec) else x * x
+    sq = square(x)
     first = kb.lid.x - d
     if lanes_per_row % 4 or wg % 4:
         wsum = kb.workgroup_var("wsum", array(f32, wg))
-        wsum[kb.lid.x] = square
+        wsum[kb.lid.x] = sq
         kb.barrier()
         row = kb.let("rowLane", first)
         ms = kb.var("ms", f32, 0.0)
@@ -340,7 +373,7 @@ def row_sum_of_squares(
             ms.set(ms + wsum[row + j])
         return ms
     wsum = kb.workgroup_var("wsum", array(vec(4, f32), wg // 4))
-    wsum[kb.lid.x / 4, kb.lid.x % 4] = square
+    wsum[kb.lid.x / 4, kb.lid.x % 4] = sq
     kb.barrier()
     row = kb.let("rowQuad", first / 4)
     acc = kb.var("acc", vec(4, f32), splat(vec(4, f32), 0.0))
@@ -349,7 +382,9 @@ def row_sum_of_squares(
     return kb.let("ms", (acc.x + acc.y) + (acc.z + acc.w))
 
 
-def subgroup_row_sum_of_squares(kb: KernelBuilder, x: Val, d: Val, per_row: Val, wg: int) -> Val:
+def subgroup_row_sum_of_squares(
+    kb: KernelBuilder, x: Val | tuple[Val, ...], d: Val, per_row: Val, wg: int
+) -> Val:
     """:func:`row_sum_of_squares` across the subgroup: no barrier where a subgroup holds a row.
 
     A butterfly of ``subgroupShuffleXor`` over ``min(subgroup_size, per_row)`` lanes (masks 1, 2,
@@ -364,7 +399,7 @@ def subgroup_row_sum_of_squares(kb: KernelBuilder, x: Val, d: Val, per_row: Val,
     (a butterfly, not four accumulators): results may differ in the last ulps.
     """
     sg = kb.subgroup_size
-    ms = kb.var("ms", f32, dot(x, x) if isinstance(x.ty, Vec) else x * x)
+    ms = kb.var("ms", f32, square(x))
     with kb.for_range("mask", lit(1, u32), min_(sg, per_row), 1, shift=True) as mask:
         ms.set(ms + shuffle_xor(ms, mask))
     with kb.if_(sg < per_row):
