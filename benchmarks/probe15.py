@@ -14,10 +14,8 @@ after 30 s of copies.
 from __future__ import annotations
 
 import math
-import re
 import sys
 
-import numpy as np
 
 import probes
 from kvdsl import catalog
