@@ -145,6 +145,13 @@ def test_builder_rejects_python_truth():
     with pytest.raises(BuildError, match=r"`==` on IR values .* use a.eq\(b\)"):
         kb.gid.x == kb.gid.y
     assert show((kb.gid.x % 4).eq(3).node) == "((gid.x % 4u) == 3u)"
+    # iteration would index the value forever (v[0], v[1], ... never raise IndexError)
+    with pytest.raises(BuildError, match="not a Python sequence"):
+        x, y, z = kb.gid
+    with pytest.raises(BuildError, match="not a Python sequence"):
+        list(kb.gid)
+    with pytest.raises(BuildError, match="`in` on an IR value"):
+        3 in kb.gid
 
 
 def _base(**kw):

@@ -283,6 +283,13 @@ class Val:
     def __bool__(self) -> bool:
         raise BuildError("an IR value has no Python truth value: use kb.if_() or select()")
 
+    def __iter__(self) -> Iterator[Val]:
+        # Without this, Python would iterate through __getitem__ forever (v[0], v[1], ...).
+        raise BuildError("an IR value is not a Python sequence: index it (v[i], v.x) instead")
+
+    def __contains__(self, o: object) -> bool:
+        raise BuildError("`in` on an IR value would iterate it: compare elements with .eq()")
+
     def __eq__(self, o: object) -> bool:  # type: ignore[override]
         raise BuildError("`==` on IR values would compare Python objects: use a.eq(b)")
 
