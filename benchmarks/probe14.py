@@ -27,6 +27,7 @@ import sys
 
 import numpy as np
 
+import probe13
 import probes
 from kvdsl import catalog
 from kvdsl.emit import emit
@@ -64,37 +65,8 @@ def v4_read(text: str) -> str:
     return out
 
 
-PAIR_WORDS = """struct Params {
-  count: u32,
-  seq: u32,
-  keySeq: u32,
-}
-
-@group(0) @binding(0) var<storage, read> new_k: array<vec4<u32>>;
-@group(0) @binding(1) var<storage, read> new_v: array<vec4<u32>>;
-@group(0) @binding(2) var<storage, read> seqlens_k: array<i32>;
-@group(0) @binding(3) var<storage, read> cos_cache: array<vec4<f32>>;
-@group(0) @binding(4) var<storage, read> sin_cache: array<vec4<f32>>;
-@group(0) @binding(5) var<storage, read_write> present_key: array<vec4<u32>>;
-@group(0) @binding(6) var<storage, read_write> present_value: array<vec4<u32>>;
-@group(0) @binding(7) var<uniform> params: Params;
-
-const KV_HEADS: u32 = 8u;
-const WG: u32 = 256u;
-const HEAD_DIM_V8: u32 = 16u;
-const KV_HIDDEN_V8: u32 = 128u;
-const HALF_V8: u32 = 8u;
-const HALF_V4: u32 = 16u;
-
-fn halves(w: vec2<u32>) -> vec4<f32> {
-  return vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y));
-}
-
-fn packed(x: vec4<f32>) -> vec2<u32> {
-  return vec2<u32>(pack2x16float(x.xy), pack2x16float(x.zw));
-}
-
-@compute @workgroup_size(WG)
+# probe 13's bindings, consts and halves()/packed() helpers, then the pair body.
+PAIR_WORDS = probe13.WORDS[: probe13.WORDS.index("@compute")] + """@compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let e = gid.x + gid.y * 65535u * WG;
   if (e >= params.count * HALF_V8) {
@@ -182,8 +154,6 @@ def knorm(pool: Pool, race: probes.Race, size) -> None:
 
 
 def rotary(pool: Pool, race: probes.Race, size) -> None:
-    import probe13
-
     cfg = reshape(catalog.config(ROTARY))
     kernel = catalog.build_config(cfg, ROTARY)
     text = emit(kernel)

@@ -26,7 +26,6 @@ import pytest
 from kvdsl import catalog
 from kvdsl.check import modes  # noqa: F401  (registers the mode case generators)
 from kvdsl.check.cases import cases_for
-from kvdsl.check.compare import compare
 from kvdsl.emit import emit
 from kvdsl.interp import run as interp_run
 from kvdsl.ir import workgroups
@@ -165,14 +164,12 @@ def test_pairs_match_vector_form_drop_in_and_reference(cfg, backend, request):
         got = run(pair, dict(case.buffers), case.params)
         want = run(vector, dict(case.buffers), case.params)
         drop_in = run(drop, dict(case.buffers), case.params)
-        for name, expected in case.expected.items():
+        for name in case.expected:
             bits = got[name].view(np.uint16 if got[name].dtype == np.float16 else np.uint32)
             # Bit for bit: every element the other forms wrote, and the poison they left.
             for other in (want, drop_in):
                 assert np.array_equal(bits, other[name].view(bits.dtype)), (case.label(), name)
-            tol = case.tolerance.get(name, 0.0)
-            _, problem = compare(got[name], expected, tol, case.written.get(name))
-            assert not problem, f"{case.label()} {name} vs reference: {problem}"
+        assert not case.against_reference(got)
 
 
 def test_pair_forced_on_f32_matches_the_vector_walk():
@@ -276,31 +273,17 @@ KNORM_PAIR_RUNS = [
 def test_knorm_pairs_match_vector_form_and_reference(cfg, backend, request):
     """The pair's sum of squares adds its two dots first, so K may differ from the per-vector
     form's in the last ulps (quantised: one step in a few codes); V is bit for bit, and so is
-    rotary K without the norm. Unwritten elements keep the poison."""
-    from kvdsl.check.compare import compare_quantized
+    rotary K without the norm on the interpreter. Unwritten elements keep the poison."""
+    from test_flat import judge
 
     if backend == "gpu":
         request.getfixturevalue("gpu")
     run = interp_run if backend == "interp" else gpu_run
     pair, vector = _knorm_kernels(cfg)
+    kind = "norm" if cfg.k_norm else "rotary"
     for case in cases_for(cfg, 3, seed=23):
         got = run(pair, dict(case.buffers), case.params)
         want = run(vector, dict(case.buffers), case.params)
-        for name, expected in case.expected.items():
-            g, w, mask = got[name], want[name], case.written.get(name)
-            if name != "present_key" or not cfg.k_norm:
-                # f16 words as uint16: NaN payloads must survive bit for bit too
-                view = np.uint16 if g.dtype == np.float16 else np.uint32
-                assert np.array_equal(g.view(view), w.view(view)), (case.label(), name)
-            elif g.dtype.kind in "iu":
-                _, problem = compare_quantized(g, w, 4 if g.dtype == np.uint32 else 8, mask)
-                assert not problem, f"{case.label()} {name} vs vector form: {problem}"
-            else:
-                tol = 2e-3 if g.dtype == np.float16 else 4e-6
-                _, problem = compare(g, w, tol, mask)
-                assert not problem, f"{case.label()} {name} vs vector form: {problem}"
-            if name in case.quantized:
-                _, problem = compare_quantized(g, expected, case.quantized[name], mask)
-            else:
-                _, problem = compare(g, expected, case.tolerance.get(name, 0.0), mask)
-            assert not problem, f"{case.label()} {name} vs reference: {problem}"
+        problems = judge(case, got, want, kind, backend == "gpu")
+        assert not problems, f"{case.label()} vs vector form: {problems}"
+        assert not case.against_reference(got)

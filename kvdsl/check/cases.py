@@ -15,7 +15,7 @@ from typing import Any, Callable
 import numpy as np
 
 from kvdsl import reference
-from kvdsl.check.compare import poison
+from kvdsl.check.compare import compare, compare_quantized, poison
 from kvdsl.ir.types import SCALARS
 
 
@@ -40,6 +40,21 @@ class Case:
 
     def label(self) -> str:
         return ",".join(f"{k}={v}" for k, v in self.shape.items())
+
+    def against_reference(self, got: dict[str, np.ndarray]) -> list[str]:
+        """What is wrong with the outputs ``got`` against the reference: each expected output
+        within its tolerance (quantised ones: :data:`quantized`'s rule), and no element
+        written outside :data:`written`. Empty when nothing is."""
+        problems = []
+        for name, expected in self.expected.items():
+            mask = self.written.get(name)
+            if name in self.quantized:
+                _, problem = compare_quantized(got[name], expected, self.quantized[name], mask)
+            else:
+                _, problem = compare(got[name], expected, self.tolerance.get(name, 0.0), mask)
+            if problem:
+                problems.append(f"{self.label()} {name} vs reference: {problem}")
+        return problems
 
 
 def values(rng: np.random.Generator, shape: tuple[int, ...] | int, dtype: Any) -> np.ndarray:
