@@ -1,0 +1,54 @@
+"""Walk design probe 17 (H200): is the f16 rotary appends' gap their destination?
+
+Probe 16 left one difference between the f16 append on the pair walk (88-89% of the copy) and
+the f16 build on it (94-96%): the append writes a 2,048-row window into each head's 8,192-row
+cache, the build a contiguous span. Here the emitted append kernels (vector and pair forms, and
+the f32 append as a control) run the benchmark's 2,048-token append twice: into the benchmark's
+8,192-row cache and into a 2,048-row cache, where the window is the whole cache and the
+destination one contiguous span. The bytes moved are the same. Five rounds alternately with
+the copy of those bytes, best kept, after 30 s of copies. The f16 build on the pair walk (its
+2,048-token build, whatever the cache) runs in the same process as a control.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import probes
+from kvdsl import catalog
+from kvdsl.emit import emit
+from kvdsl.ir import workgroups
+from plans import Pool, element_sizes, plans, reshape
+
+VARIANTS = [
+    "merge_share_append_rotary_flat_f16_llama31_8b",
+    "merge_share_append_rotary_flat_pairs_f16_llama31_8b",
+    "merge_share_append_rotary_flat_llama31_8b",
+    "build_rotary_flat_f16_in_llama31_8b",  # control: the f16 build on the pair walk
+]
+
+
+def main() -> None:
+    size = probes.sizes(sys.argv)
+    if "--small" not in sys.argv:
+        probes.settle(30.0)
+    pool, race = Pool(), probes.Race()
+    for variant in VARIANTS:
+        cfg = reshape(catalog.config(variant))
+        kernel = catalog.build_config(cfg, variant)
+        text = emit(kernel)
+        z = element_sizes(kernel)
+        caches = (size["cache"], size["prefill"]) if cfg.mode != "build" else (size["cache"],)
+        for cache in caches:
+            for plan in plans(cfg, size | {"cache": cache}):
+                if plan.tokens != size["prefill"]:
+                    continue
+                bufs = pool.buffers(kernel.bindings, plan)
+                params = plan.params_of(kernel.params)
+                forms = {"emitted": (text, workgroups(kernel, params))}
+                label = f"{variant} tok={plan.tokens} cache={cache}"
+                race.run(label, kernel, forms, bufs, params, plan.moved(z), 5)
+
+
+if __name__ == "__main__":
+    main()
