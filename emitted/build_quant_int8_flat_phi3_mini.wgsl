@@ -48,12 +48,10 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let k = src_k[srcBase + d4];
   let v = src_v[srcBase + d4];
   let dst = ((b * KV_HEADS + hk) * params.seq + t) * HEAD_DIM_V4 + d4;
-  let ksBase = select(0u, hk * HEAD_DIM + d4 * 4u, params.perChannel != 0u);
-  let ksStep = select(0u, 1u, params.perChannel != 0u);
-  let ks = vec4<f32>(k_scale[ksBase], k_scale[ksBase + ksStep * 1u], k_scale[ksBase + ksStep * 2u], k_scale[ksBase + ksStep * 3u]);
-  let vsBase = select(0u, hk * HEAD_DIM + d4 * 4u, params.perChannel != 0u);
-  let vsStep = select(0u, 1u, params.perChannel != 0u);
-  let vs = vec4<f32>(v_scale[vsBase], v_scale[vsBase + vsStep * 1u], v_scale[vsBase + vsStep * 2u], v_scale[vsBase + vsStep * 3u]);
+  let sBase = select(0u, hk * HEAD_DIM + d4 * 4u, params.perChannel != 0u);
+  let sStep = select(0u, 1u, params.perChannel != 0u);
+  let ks = vec4<f32>(k_scale[sBase], k_scale[sBase + sStep * 1u], k_scale[sBase + sStep * 2u], k_scale[sBase + sStep * 3u]);
+  let vs = vec4<f32>(v_scale[sBase], v_scale[sBase + sStep * 1u], v_scale[sBase + sStep * 2u], v_scale[sBase + sStep * 3u]);
   let qk = vec4<i32>(clamp(round(k / ks), vec4<f32>(QMIN, QMIN, QMIN, QMIN), vec4<f32>(QMAX, QMAX, QMAX, QMAX)));
   let qv = vec4<i32>(clamp(round(v / vs), vec4<f32>(QMIN, QMIN, QMIN, QMIN), vec4<f32>(QMAX, QMAX, QMAX, QMAX)));
   present_key[dst] = qk;

@@ -60,18 +60,13 @@ fn main(
   let v0 = src_v[srcBase + dr];
   let v1 = src_v[srcBase + (dr + HALF_V4)];
   let dst = ((b * KV_HEADS + hk) * params.seq + t) * HEAD_DIM_V4 + dr;
-  let ks0Base = select(0u, hk * HEAD_DIM + dr * 4u, params.perChannel != 0u);
-  let ks0Step = select(0u, 1u, params.perChannel != 0u);
-  let ks0 = vec4<f32>(k_scale[ks0Base], k_scale[ks0Base + ks0Step * 1u], k_scale[ks0Base + ks0Step * 2u], k_scale[ks0Base + ks0Step * 3u]);
-  let ks1Base = select(0u, hk * HEAD_DIM + (dr + HALF_V4) * 4u, params.perChannel != 0u);
-  let ks1Step = select(0u, 1u, params.perChannel != 0u);
-  let ks1 = vec4<f32>(k_scale[ks1Base], k_scale[ks1Base + ks1Step * 1u], k_scale[ks1Base + ks1Step * 2u], k_scale[ks1Base + ks1Step * 3u]);
-  let vs0Base = select(0u, hk * HEAD_DIM + dr * 4u, params.perChannel != 0u);
-  let vs0Step = select(0u, 1u, params.perChannel != 0u);
-  let vs0 = vec4<f32>(v_scale[vs0Base], v_scale[vs0Base + vs0Step * 1u], v_scale[vs0Base + vs0Step * 2u], v_scale[vs0Base + vs0Step * 3u]);
-  let vs1Base = select(0u, hk * HEAD_DIM + (dr + HALF_V4) * 4u, params.perChannel != 0u);
-  let vs1Step = select(0u, 1u, params.perChannel != 0u);
-  let vs1 = vec4<f32>(v_scale[vs1Base], v_scale[vs1Base + vs1Step * 1u], v_scale[vs1Base + vs1Step * 2u], v_scale[vs1Base + vs1Step * 3u]);
+  let s0Base = select(0u, hk * HEAD_DIM + dr * 4u, params.perChannel != 0u);
+  let sStep = select(0u, 1u, params.perChannel != 0u);
+  let s1Base = select(0u, hk * HEAD_DIM + (dr + HALF_V4) * 4u, params.perChannel != 0u);
+  let ks0 = vec4<f32>(k_scale[s0Base], k_scale[s0Base + sStep * 1u], k_scale[s0Base + sStep * 2u], k_scale[s0Base + sStep * 3u]);
+  let ks1 = vec4<f32>(k_scale[s1Base], k_scale[s1Base + sStep * 1u], k_scale[s1Base + sStep * 2u], k_scale[s1Base + sStep * 3u]);
+  let vs0 = vec4<f32>(v_scale[s0Base], v_scale[s0Base + sStep * 1u], v_scale[s0Base + sStep * 2u], v_scale[s0Base + sStep * 3u]);
+  let vs1 = vec4<f32>(v_scale[s1Base], v_scale[s1Base + sStep * 1u], v_scale[s1Base + sStep * 2u], v_scale[s1Base + sStep * 3u]);
   // K RMSNorm: the row's sum of squares, reduced in workgroup memory.
   wsum[lid.x / 4u][lid.x % 4u] = dot(x0Raw, x0Raw) + dot(x1Raw, x1Raw);
   workgroupBarrier();

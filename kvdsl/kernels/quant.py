@@ -206,13 +206,15 @@ def _quant(cfg: Any, name: str, append: bool) -> Kernel:
         v0 = kb.let("v0", flat.as_f32(inputs.src_v[fr.src_base + d]))
         v1 = kb.let("v1", flat.as_f32(inputs.src_v[fr.src_base + (d + pair)]))
         dst = kb.let("dst", bnsh(fr.b, fr.hk, dst_row, c.heads, rows_per_head, fr.per_row) + d)
+        at0 = flat.scale_index(kb, "s0", fr.hk, d, c.head_dim, width, per_channel)
+        at1 = flat.scale_index(kb, "s1", fr.hk, d + pair, c.head_dim, width, per_channel, at0.step)
         scales = [
-            flat.scales(kb, name, buf, fr.hk, at, c.head_dim, width, per_channel)
+            flat.scales(kb, name, buf, at)
             for name, buf, at in (
-                ("ks0", k_scale, d),
-                ("ks1", k_scale, d + pair),
-                ("vs0", v_scale, d),
-                ("vs1", v_scale, d + pair),
+                ("ks0", k_scale, at0),
+                ("ks1", k_scale, at1),
+                ("vs0", v_scale, at0),
+                ("vs1", v_scale, at1),
             )
         ]
         # With K RMSNorm every load above precedes the norm's barrier.
@@ -240,8 +242,8 @@ def _quant(cfg: Any, name: str, append: bool) -> Kernel:
         dst = kb.let(
             "dst", bnsh(fr.b, fr.hk, dst_row, c.heads, rows_per_head, fr.per_row) + fr.it.d
         )
-        ks = flat.scales(kb, "ks", k_scale, fr.hk, fr.it.d, c.head_dim, width, per_channel)
-        vs = flat.scales(kb, "vs", v_scale, fr.hk, fr.it.d, c.head_dim, width, per_channel)
+        at = flat.scale_index(kb, "s", fr.hk, fr.it.d, c.head_dim, width, per_channel)
+        ks, vs = flat.scales(kb, "ks", k_scale, at), flat.scales(kb, "vs", v_scale, at)
         # With K RMSNorm every load above precedes the norm's barrier.
         k = flat_k(kb, fr, kl, flat_norm(kb, cfg, c, fr, skipped) if norm else None)
         qk = kb.let("qk", flat.quantize(k, ks, qmin, qmax))

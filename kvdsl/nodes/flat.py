@@ -413,23 +413,43 @@ def subgroup_row_sum_of_squares(
     return ms
 
 
-def scales(
+@dataclass(frozen=True)
+class ScaleIndex:
+    """Where vector ``d``'s scales start in a scale binding and the step between its lanes'."""
+
+    base: Val
+    step: Val | None  # None for one lane per vector
+
+
+def scale_index(
     kb: KernelBuilder,
     name: str,
-    scale: Buffer,
     hk: Val,
     d: Val,
     head_dim: Val,
     width: int,
     per_channel: Val,
-) -> Val:
-    """The scales of vector ``d`` of kv head ``hk``: per channel (``scale[hk*HEAD_DIM + 4d + l]``)
-    or per tensor (``scale[0]`` in every lane), as ``per_channel`` (a bool over params) says."""
+    step: Val | None = None,
+) -> ScaleIndex:
+    """The scales' index of vector ``d`` of kv head ``hk``, shared by K's and V's scale
+    bindings: per channel ``hk*HEAD_DIM + 4d + l`` for lane ``l``, per tensor 0 in every lane,
+    as ``per_channel`` (a bool over params) says (``{name}Base`` and ``sStep``). ``step`` reuses
+    another index's step."""
     if width == 1:
-        return kb.let(name, scale[select(0, hk * head_dim + d, per_channel)])
+        return ScaleIndex(kb.let(f"{name}Base", select(0, hk * head_dim + d, per_channel)), None)
     base = kb.let(f"{name}Base", select(0, hk * head_dim + d * width, per_channel))
-    step = kb.let(f"{name}Step", select(lit(0, u32), lit(1, u32), per_channel))
-    lanes_ = [scale[base + step * i] if i else scale[base] for i in range(width)]
+    if step is None:
+        step = kb.let("sStep", select(lit(0, u32), lit(1, u32), per_channel))
+    return ScaleIndex(base, step)
+
+
+def scales(kb: KernelBuilder, name: str, scale: Buffer, at: ScaleIndex) -> Val:
+    """The scales of binding ``scale`` at ``at`` (:func:`scale_index`): ``f32``, or one
+    ``vec4<f32>`` of the four lanes'."""
+    if at.step is None:
+        return kb.let(name, scale[at.base])
+    width = 4
+    lanes_ = [scale[at.base + at.step * i] if i else scale[at.base] for i in range(width)]
     return kb.let(name, construct(vec(width, f32), *lanes_))
 
 
