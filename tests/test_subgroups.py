@@ -184,13 +184,15 @@ def test_catalog_has_a_subgroup_form_of_every_flat_knorm_variant() -> None:
 
 
 @pytest.mark.parametrize("size", SUBGROUP_SIZES)
+@pytest.mark.parametrize("pairs", [None, True])
 @pytest.mark.parametrize(
     "name", ["build_knorm_rotary_flat_sg_gemma3_1b", "build_quant_int4_knorm_flat_sg_qwen3_06b"]
 )
-def test_subgroup_knorm_against_reference_every_size(name: str, size: int) -> None:
-    """Rows of 64 (gemma3) and 32 (qwen3) vectors: subgroups narrower than, as wide as and
-    wider than a row; every access checked, poisoned outputs (the cases poison them)."""
-    cfg = catalog.config(name)
+def test_subgroup_knorm_against_reference_every_size(name: str, pairs: bool, size: int) -> None:
+    """Rows of 64 (gemma3) and 32 (qwen3) vectors, or half as many pairs on the pair walk:
+    subgroups narrower than, as wide as and wider than a row; every access checked, poisoned
+    outputs (the cases poison them)."""
+    cfg = dataclasses.replace(catalog.config(name), pairs=pairs)
     kernel = catalog.build_config(cfg, name)
     result = Result(name)
     for case in cases_for(cfg, 3, seed=size):
