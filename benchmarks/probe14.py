@@ -33,7 +33,7 @@ from kvdsl import catalog
 from kvdsl.emit import emit
 from kvdsl.ir import workgroups
 from kvdsl.runtime import run_source
-from plans import Pool, element_sizes, plans, reshape
+from plans import Pool
 
 KNORM = [
     "build_quant_int4_knorm_flat_qwen3_06b",
@@ -123,57 +123,40 @@ def same(kernel, forms, bufs, params, label: str, view) -> None:
 
 
 def knorm(pool: Pool, race: probes.Race, size) -> None:
-    for variant in KNORM:
-        cfg = reshape(catalog.config(variant))
-        kernel = catalog.build_config(cfg, variant)
-        text = emit(kernel)
-        sg_cfg = dataclasses.replace(cfg, reduction="subgroup")
-        sg = catalog.build_config(sg_cfg, variant + "_sg")
-        k128 = catalog.build_config(dataclasses.replace(cfg, workgroup_size=128), variant)
-        k64 = catalog.build_config(dataclasses.replace(cfg, workgroup_size=64), variant)
-        z = element_sizes(kernel)
-        for plan in plans(cfg, size):
-            if plan.tokens == 1:
-                continue
-            bufs = pool.buffers(kernel.bindings, plan)
-            params = plan.params_of(kernel.params)
-            wg = workgroups(kernel, params)
-            w128, w64 = workgroups(k128, params), workgroups(k64, params)
-            forms = {
-                "wg256": (text, wg),
-                "v4 read": (v4_read(text), wg),
-                "wg128": (emit(k128), w128),
-                "v4 r128": (v4_read(emit(k128)), w128),
-                "wg64": (emit(k64), w64),
-                "sg": (emit(sg), workgroups(sg, params)),
-            }
-            label = f"{variant} tok={plan.tokens}"
-            exact = {k: forms[k] for k in ("wg256", "v4 read", "wg128", "v4 r128", "wg64")}
-            same(kernel, exact, bufs, params, label, np.uint32)
-            race.run(label, kernel, forms, bufs, params, plan.moved(z), 5)
+    for m in probes.measurements(KNORM, size, pool, decode=False):
+        if "array<vec4<f32>" in m.text:
+            print(f"{m.variant} is emitted with vec4 partials now; probe14.txt is this record")
+            continue
+        k128 = catalog.build_config(dataclasses.replace(m.cfg, workgroup_size=128), m.variant)
+        k64 = catalog.build_config(dataclasses.replace(m.cfg, workgroup_size=64), m.variant)
+        sg = catalog.build_config(dataclasses.replace(m.cfg, reduction="subgroup"), m.variant)
+        w128, w64 = workgroups(k128, m.params), workgroups(k64, m.params)
+        forms = {
+            "wg256": (m.text, m.wg),
+            "v4 read": (v4_read(m.text), m.wg),
+            "wg128": (emit(k128), w128),
+            "v4 r128": (v4_read(emit(k128)), w128),
+            "wg64": (emit(k64), w64),
+            "sg": (emit(sg), workgroups(sg, m.params)),
+        }
+        exact = {k: forms[k] for k in ("wg256", "v4 read", "wg128", "v4 r128", "wg64")}
+        same(m.kernel, exact, m.bufs, m.params, m.label, np.uint32)
+        race.run(m.label, m.kernel, forms, m.bufs, m.params, m.nbytes, 5)
 
 
 def rotary(pool: Pool, race: probes.Race, size) -> None:
-    cfg = reshape(catalog.config(ROTARY))
-    kernel = catalog.build_config(cfg, ROTARY)
-    text = emit(kernel)
-    assert "HEAD_DIM_V4: u32 = 32u" in text, "the probe's words kernels are for head dim 128"
-    pairs = catalog.build_config(dataclasses.replace(cfg, pairs=True), ROTARY)
-    z = element_sizes(kernel)
-    for plan in plans(cfg, size):
-        bufs = pool.buffers(kernel.bindings, plan)
-        params = plan.params_of(kernel.params)
-        wg = workgroups(kernel, params)
-        assert wg[1] == wg[2] == 1
+    for m in probes.measurements([ROTARY], size, pool):
+        assert "HEAD_DIM_V4: u32 = 32u" in m.text, "the probe's words kernels are for head dim 128"
+        assert m.wg[1] == m.wg[2] == 1
+        pairs = catalog.build_config(dataclasses.replace(m.cfg, pairs=True), ROTARY)
         forms = {
-            "vec4<f16>": (text, wg),
-            "pairs": (emit(pairs), workgroups(pairs, params)),
-            "words": (probe13.WORDS, (math.ceil(wg[0] / 2), 1, 1)),
-            "pair words": (PAIR_WORDS, (math.ceil(wg[0] / 4), 1, 1)),
+            "vec4<f16>": (m.text, m.wg),
+            "pairs": (emit(pairs), workgroups(pairs, m.params)),
+            "words": (probe13.WORDS, (math.ceil(m.wg[0] / 2), 1, 1)),
+            "pair words": (PAIR_WORDS, (math.ceil(m.wg[0] / 4), 1, 1)),
         }
-        label = f"{ROTARY} tok={plan.tokens}"
-        same(kernel, forms, bufs, params, label, np.uint16)
-        race.run(label, kernel, forms, bufs, params, plan.moved(z), 5)
+        same(m.kernel, forms, m.bufs, m.params, m.label, np.uint16)
+        race.run(m.label, m.kernel, forms, m.bufs, m.params, m.nbytes, 5)
 
 
 def main() -> None:

@@ -21,7 +21,7 @@ import probes
 from kvdsl import catalog
 from kvdsl.emit import emit
 from kvdsl.ir import workgroups
-from plans import Pool, element_sizes, plans, reshape
+from plans import Pool
 
 VARIANTS = [
     "merge_share_append_rotary_flat_f16_llama31_8b",
@@ -54,31 +54,18 @@ def main() -> None:
     if "--small" not in sys.argv:
         probes.settle(30.0)
     pool, race = Pool(), probes.Race()
-    for variant in VARIANTS:
-        cfg = reshape(catalog.config(variant))
-        kernel = catalog.build_config(cfg, variant)
-        text = emit(kernel)
-        z = element_sizes(kernel)
-        small = {
-            n: catalog.build_config(dataclasses.replace(cfg, workgroup_size=n), variant)
-            for n in (128, 64)
+    for m in probes.measurements(VARIANTS, size, pool, decode=False):
+        forms = {
+            "emitted": (m.text, m.wg),
+            "no window": (no_window(m.text), m.wg),
+            "f16 math": (f16_math(m.text), m.wg),
         }
-        for plan in plans(cfg, size):
-            if plan.tokens == 1:
-                continue
-            bufs = pool.buffers(kernel.bindings, plan)
-            params = plan.params_of(kernel.params)
-            wg = workgroups(kernel, params)
-            forms = {
-                "emitted": (text, wg),
-                "no window": (no_window(text), wg),
-                "f16 math": (f16_math(text), wg),
-            }
-            if "select(" in text:
-                forms["no select"] = (no_select(text), wg)
-            for n, k in small.items():
-                forms[f"wg{n}"] = (emit(k), workgroups(k, params))
-            race.run(f"{variant} tok={plan.tokens}", kernel, forms, bufs, params, plan.moved(z), 5)
+        if "select(" in m.text:
+            forms["no select"] = (no_select(m.text), m.wg)
+        for n in (128, 64):
+            k = catalog.build_config(dataclasses.replace(m.cfg, workgroup_size=n), m.variant)
+            forms[f"wg{n}"] = (emit(k), workgroups(k, m.params))
+        race.run(m.label, m.kernel, forms, m.bufs, m.params, m.nbytes, 5)
 
 
 if __name__ == "__main__":

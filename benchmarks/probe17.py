@@ -16,9 +16,7 @@ import sys
 
 import probes
 from kvdsl import catalog
-from kvdsl.emit import emit
-from kvdsl.ir import workgroups
-from plans import Pool, element_sizes, plans, reshape
+from plans import Pool
 
 VARIANTS = [
     "merge_share_append_rotary_flat_f16_llama31_8b",
@@ -34,20 +32,17 @@ def main() -> None:
         probes.settle(30.0)
     pool, race = Pool(), probes.Race()
     for variant in VARIANTS:
-        cfg = reshape(catalog.config(variant))
-        kernel = catalog.build_config(cfg, variant)
-        text = emit(kernel)
-        z = element_sizes(kernel)
-        caches = (size["cache"], size["prefill"]) if cfg.mode != "build" else (size["cache"],)
+        build = catalog.config(variant).mode == "build"
+        caches = (size["cache"],) if build else (size["cache"], size["prefill"])
         for cache in caches:
-            for plan in plans(cfg, size | {"cache": cache}):
-                if plan.tokens != size["prefill"]:
+            at = size | {"cache": cache}
+            for m in probes.measurements([variant], at, pool, decode=False):
+                if m.plan.tokens != size["prefill"]:
                     continue
-                bufs = pool.buffers(kernel.bindings, plan)
-                params = plan.params_of(kernel.params)
-                forms = {"emitted": (text, workgroups(kernel, params))}
-                label = f"{variant} tok={plan.tokens} cache={cache}"
-                race.run(label, kernel, forms, bufs, params, plan.moved(z), 5)
+                label = f"{m.label} cache={cache}"
+                race.run(
+                    label, m.kernel, {"emitted": (m.text, m.wg)}, m.bufs, m.params, m.nbytes, 5
+                )
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
-"""What the walk-design probes share (``probe8.py``, ``probe9.py``; the older ones are records of
-kernels since changed and keep their own copies): the benchmark's batch-4 sizes, and a *race*
-that times text forms of one kernel alternately with the two-pair copy of the same bytes."""
+"""What the walk-design probes share (``probe8.py`` on; the older ones are records of kernels
+since changed and keep their own copies): the benchmark's batch-4 sizes, each catalog variant's
+benchmark plans with their buffers (:func:`measurements`), and a *race* that times text forms of
+one kernel alternately with the two-pair copy of the same bytes."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -19,7 +21,10 @@ import roofline  # noqa: E402
 from kvdsl.ir import Kernel  # noqa: E402
 from kvdsl.runtime import device as gpu  # noqa: E402
 from kvdsl.runtime import time_kernel  # noqa: E402
-from plans import FULL, SMALL  # noqa: E402
+from kvdsl import catalog  # noqa: E402
+from kvdsl.emit import emit  # noqa: E402
+from kvdsl.ir import workgroups  # noqa: E402
+from plans import FULL, SMALL, Plan, Pool, element_sizes, plans, reshape  # noqa: E402
 
 
 def sizes(argv: list[str]) -> dict[str, Any]:
@@ -82,3 +87,40 @@ def settle(seconds: float, nbytes: int = 1 << 28) -> None:
     t0 = time.perf_counter()
     while time.perf_counter() - t0 < seconds:
         time_kernel(copy, buffers, params, repeats=20, warmup=0, reuse=reuse)
+
+
+@dataclass
+class Measurement:
+    """One benchmark plan of a catalog variant (reshaped as the benchmark does), ready to race."""
+
+    variant: str
+    cfg: Any
+    kernel: Kernel
+    text: str
+    plan: Plan
+    bufs: dict[str, np.ndarray]
+    params: dict[str, Any]
+    wg: tuple[int, int, int]
+    nbytes: int
+
+    @property
+    def label(self) -> str:
+        return f"{self.variant} tok={self.plan.tokens}"
+
+
+def measurements(
+    variants: list[str], size: dict[str, Any], pool: Pool, decode: bool = True
+) -> Iterator[Measurement]:
+    """Each plan of each variant at ``size`` (without ``decode``: not the 1-token ones), with
+    its emitted WGSL, buffers from ``pool``, params, workgroups and bytes that must move."""
+    for variant in variants:
+        cfg = reshape(catalog.config(variant))
+        kernel = catalog.build_config(cfg, variant)
+        text, z = emit(kernel), element_sizes(kernel)
+        for plan in plans(cfg, size):
+            if plan.tokens == 1 and not decode:
+                continue
+            bufs = pool.buffers(kernel.bindings, plan)
+            params = plan.params_of(kernel.params)
+            wg = workgroups(kernel, params)
+            yield Measurement(variant, cfg, kernel, text, plan, bufs, params, wg, plan.moved(z))

@@ -30,8 +30,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kvdsl import catalog, reference
-from kvdsl.check import CASES, Case, compare
-from kvdsl.check.compare import compare_quantized, poison
+from kvdsl.check import CASES, Case
+from kvdsl.check.compare import poison
 from kvdsl.check.modes import _quant, _rotary, _row_inputs
 from kvdsl.check.cases import dtype, values
 from kvdsl.emit import emit
@@ -130,20 +130,6 @@ def configs(draw: st.DrawFn, modes: tuple[str, ...] = tuple(catalog.MODES)):
     return AppendQuantConfig(h, d, rotary_position="row", **common)
 
 
-def judge(case: Case, got: dict[str, np.ndarray], want: dict[str, np.ndarray]) -> list[str]:
-    """The problems of ``got`` against ``want`` under the case's masks and tolerances."""
-    problems = []
-    for name, expected in want.items():
-        mask = case.written.get(name)
-        if name in case.quantized:
-            _, problem = compare_quantized(got[name], expected, case.quantized[name], mask)
-        else:
-            _, problem = compare(got[name], expected, case.tolerance.get(name, 0.0), mask)
-        if problem:
-            problems.append(f"{name}: {problem}")
-    return problems
-
-
 def contract_sized(kernel, case: Case) -> dict[str, np.ndarray]:
     """The case's buffers with every input cut to exactly its extent: enough for the kernel."""
     bufs = dict(case.buffers)
@@ -167,7 +153,7 @@ def test_configs_on_interpreter(cfg, seed: int, i: int) -> None:
     case = _case(cfg, seed, i)
     check_contract(kernel, case.buffers, case.params)
     got = interp_run(kernel, contract_sized(kernel, case), case.params)
-    assert judge(case, got, case.expected) == [], (cfg, case.label())
+    assert case.against_reference(got) == [], (cfg, case.label())
 
 
 @pytest.mark.usefixtures("gpu")
@@ -185,7 +171,10 @@ def test_configs_gpu_sample(cfg, seed: int, i: int) -> None:
         return
     want = interp_run(kernel, dict(case.buffers), case.params)
     got = gpu_run(kernel, dict(case.buffers), case.params)
-    assert judge(case, got, {k: want[k] for k in case.expected}) == [], (cfg, case.label())
+    assert case.against_reference(got, {k: want[k] for k in case.expected}) == [], (
+        cfg,
+        case.label(),
+    )
 
 
 # ---- adversarial runtime inputs ----------------------------------------------------------------
@@ -307,7 +296,7 @@ def test_runtime_inputs_on_interpreter(inputs) -> None:
         return
     check_contract(kernel, case.buffers, case.params)
     got = interp_run(kernel, dict(case.buffers), case.params)
-    assert judge(case, got, case.expected) == [], (cfg, cap, key_seq, seqlens)
+    assert case.against_reference(got) == [], (cfg, cap, key_seq, seqlens)
 
 
 # ---- the frontend on mutated WGSL --------------------------------------------------------------

@@ -41,19 +41,22 @@ class Case:
     def label(self) -> str:
         return ",".join(f"{k}={v}" for k, v in self.shape.items())
 
-    def against_reference(self, got: dict[str, np.ndarray]) -> list[str]:
-        """What is wrong with the outputs ``got`` against the reference: each expected output
-        within its tolerance (quantised ones: :data:`quantized`'s rule), and no element
-        written outside :data:`written`. Empty when nothing is."""
+    def against_reference(
+        self, got: dict[str, np.ndarray], want: dict[str, np.ndarray] | None = None
+    ) -> list[str]:
+        """What is wrong with the outputs ``got`` against the reference (or ``want``, another
+        run's outputs of the same names): each expected output within its tolerance (quantised
+        ones: :data:`quantized`'s rule), and no element written outside :data:`written`. Empty
+        when nothing is."""
         problems = []
-        for name, expected in self.expected.items():
+        for name, expected in (want if want is not None else self.expected).items():
             mask = self.written.get(name)
             if name in self.quantized:
                 _, problem = compare_quantized(got[name], expected, self.quantized[name], mask)
             else:
                 _, problem = compare(got[name], expected, self.tolerance.get(name, 0.0), mask)
             if problem:
-                problems.append(f"{self.label()} {name} vs reference: {problem}")
+                problems.append(f"{self.label()} {name}: {problem}")
         return problems
 
 
