@@ -29,12 +29,15 @@ const KV_HIDDEN_V4: u32 = 256u;
 
 // Quantize new BSH K/V into a packed INT4 BNSH cache.
 @compute @workgroup_size(WG)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+fn main(
+  @builtin(global_invocation_id) gid: vec3<u32>,
+  @builtin(num_workgroups) nwg: vec3<u32>,
+) {
   // Flat walk: one invocation per destination vector, adjacent invocations on
   // adjacent vectors; no loop, so every invocation makes one memory round trip.
-  // 2D-folded flat index: gid.y carries the high bits past the dispatch's
-  // per-axis workgroup fold width.
-  let e = gid.x + gid.y * 65535u * WG;
+  // 2D flat index: the dispatch spreads its workgroups evenly over gid.y rows
+  // of nwg.x workgroups once they pass the per-axis fold width.
+  let e = gid.x + gid.y * nwg.x * WG;
   if (e >= params.count * HEAD_DIM_V4) {
     return;
   }

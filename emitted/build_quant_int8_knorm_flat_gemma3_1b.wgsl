@@ -38,12 +38,13 @@ const HALF_V4: u32 = 32u;
 fn main(
   @builtin(global_invocation_id) gid: vec3<u32>,
   @builtin(local_invocation_id) lid: vec3<u32>,
+  @builtin(num_workgroups) nwg: vec3<u32>,
 ) {
   // Pair walk: one invocation per pair of vectors (dr, dr + HALF_V4) of a row;
   // it loads both (and cos/sin once) and stores both.
-  // 2D-folded flat index: gid.y carries the high bits past the dispatch's
-  // per-axis workgroup fold width.
-  let e = gid.x + gid.y * 65535u * WG;
+  // 2D flat index: the dispatch spreads its workgroups evenly over gid.y rows
+  // of nwg.x workgroups once they pass the per-axis fold width.
+  let e = gid.x + gid.y * nwg.x * WG;
   let dr = e % HALF_V4;
   // Past the end: the last row again (loads in range; no store before the return).
   let row = min(e / HALF_V4, params.count - 1u);

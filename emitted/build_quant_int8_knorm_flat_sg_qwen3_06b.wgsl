@@ -38,13 +38,14 @@ const KV_HIDDEN_V4: u32 = 256u;
 fn main(
   @builtin(global_invocation_id) gid: vec3<u32>,
   @builtin(local_invocation_id) lid: vec3<u32>,
+  @builtin(num_workgroups) nwg: vec3<u32>,
   @builtin(subgroup_size) sg: u32,
 ) {
   // Flat walk: one invocation per destination vector, adjacent invocations on
   // adjacent vectors; no loop, so every invocation makes one memory round trip.
-  // 2D-folded flat index: gid.y carries the high bits past the dispatch's
-  // per-axis workgroup fold width.
-  let e = gid.x + gid.y * 65535u * WG;
+  // 2D flat index: the dispatch spreads its workgroups evenly over gid.y rows
+  // of nwg.x workgroups once they pass the per-axis fold width.
+  let e = gid.x + gid.y * nwg.x * WG;
   let d4 = e % HEAD_DIM_V4;
   // Past the end: the last row again (loads in range; no store before the return).
   let row = min(e / HEAD_DIM_V4, params.count - 1u);

@@ -25,7 +25,7 @@ from kvdsl.check.cases import Case, cases_for
 from kvdsl.check.compare import POISON_BITS, compare, compare_quantized
 from kvdsl.emit import emit
 from kvdsl.interp import run as interp_run
-from kvdsl.ir import workgroups
+from kvdsl.ir import u32, workgroups
 from kvdsl.kernels.build import BuildConfig
 from kvdsl.kernels.config import ConfigError
 from kvdsl.kernels.copy import CopyConfig
@@ -165,10 +165,78 @@ def test_decode_append_is_one_round_trip_per_vector():
 
 def test_dispatch_folds_items_of_vectors():
     cfg = BuildConfig(8, 128, walk="flat", fold=3)
-    k, _ = kernels(cfg)
+    k, drop = kernels(cfg)
     # 10 rows x 32 vec4 = 320 items -> 2 workgroups; 100 rows -> 13 workgroups -> (3, 5).
     assert workgroups(k, {"count": 10, "seq": 10, "pastSeq": 0}) == (2, 1, 1)
     assert workgroups(k, {"count": 100, "seq": 10, "pastSeq": 0}) == (3, 5, 1)
+    # Past the fold the flat walks spread the workgroups evenly over y rows (balanced): 32
+    # rows -> 4 workgroups -> (2, 2), where the template's rule would launch (3, 2).
+    assert workgroups(k, {"count": 32, "seq": 8, "pastSeq": 0}) == (2, 2, 1)
+    assert k.dispatch.balanced and not drop.dispatch.balanced
+    assert "let e = gid.x + gid.y * nwg.x * WG;" in emit(k)
+    assert "gid.y * 3u * WG" in emit(drop) and "nwg" not in emit(drop)
+
+
+def test_balanced_dispatch_rule():
+    """x = ceil(n / y) with y = ceil(n / fold): never more than y - 1 workgroups past n, where
+    the template's rule (x = fold) launches up to fold - 1 more (65,536 groups: 131,070)."""
+    from kvdsl.ir import Dispatch
+    from kvdsl.ir.dispatch import DispatchError
+    from kvdsl.ir.nodes import Lit
+
+    k, _ = kernels(BuildConfig(8, 128, walk="flat"))
+    for n, balanced, template in [
+        (65535, (65535, 1, 1), (65535, 1, 1)),
+        (65536, (32768, 2, 1), (65535, 2, 1)),
+        (131071, (43691, 3, 1), (65535, 3, 1)),
+        (10**6, (62500, 16, 1), (65535, 16, 1)),
+    ]:
+        for flag, want in ((True, balanced), (False, template)):
+            d = Dispatch(Lit(n * 256, u32), 256, 65535, balanced=flag)
+            assert workgroups(dataclasses.replace(k, dispatch=d), {}) == want, (n, flag)
+            x, y, _ = want
+            assert x * y >= n and (x * y - n < y if flag else True)
+    too_many = Dispatch(Lit(2**32 - 1, u32), 1, 65535, balanced=True)  # 65,537 rows
+    with pytest.raises(DispatchError, match="past the device's 65535 per dimension"):
+        workgroups(dataclasses.replace(k, dispatch=too_many), {})
+
+
+@pytest.mark.parametrize("backend", ["interp", "gpu"])
+@pytest.mark.parametrize("count", [48, 88, 128])
+def test_balanced_fold_writes_every_row_once(count, backend, request):
+    """Flat builds whose workgroups pass a fold of 5 (6, 11 and 16 workgroups as (3, 2),
+    (4, 3) and (4, 4), where the template's rule launches 10, 15 and 20) write every element
+    of the drop-in's output, bit for bit, and nothing past it (poisoned tail), with and without
+    K RMSNorm's clamped walk."""
+    if backend == "gpu":
+        request.getfixturevalue("gpu")
+    run = interp_run if backend == "interp" else gpu_run
+    rng = np.random.default_rng(count)
+    for cfg in (
+        BuildConfig(2, 32, walk="flat", fold=5, workgroup_size=64),
+        BuildConfig(2, 64, k_norm=True, walk="flat", fold=5, workgroup_size=64),
+    ):
+        flat_k, drop_k = kernels(cfg)
+        seq = count // cfg.kv_heads
+        params = {"count": count, "seq": seq, "pastSeq": 0}
+        src = rng.uniform(0.5, 2.0, (2, count * cfg.head_dim)).astype(np.float32)
+        src *= rng.choice([-1, 1], src.shape)
+        tail = 36  # nine vectors past the kernel's extent, which no walk may write
+        out = np.full(count * cfg.head_dim + tail, np.nan, np.float32)
+        bufs = {"src_k": src[0], "src_v": src[1], "present_key": out, "present_value": out}
+        if cfg.k_norm:
+            bufs["k_norm_weight"] = rng.uniform(0.5, 1.5, cfg.head_dim).astype(np.float32)
+        wg = workgroups(flat_k, params)
+        assert wg[1] > 1 and wg[0] < 5, wg  # folded, balanced
+        got = run(flat_k, dict(bufs), params)
+        want = run(drop_k, dict(bufs), params)
+        for name in ("present_key", "present_value"):
+            assert np.isnan(got[name][-tail:]).all(), name
+            if cfg.k_norm and name == "present_key":
+                _, problem = compare(got[name][:-tail], want[name][:-tail], 4e-6)
+                assert not problem, problem
+            else:
+                assert np.array_equal(got[name].view(np.uint32), want[name].view(np.uint32))
 
 
 def test_bindings_and_extents_count_vectors():

@@ -560,6 +560,11 @@ class KernelBuilder:
         return self._builtin("wid")
 
     @property
+    def nwg(self) -> Val:
+        """``@builtin(num_workgroups)``."""
+        return self._builtin("nwg")
+
+    @property
     def subgroup_size(self) -> Val:
         """``@builtin(subgroup_size)`` (u32, the same for every invocation; enables subgroups)."""
         return self._builtin("sg")

@@ -51,7 +51,8 @@ def workgroups(
     if groups <= d.fold:
         x, y = groups, 1
     else:
-        x, y = d.fold, math.ceil(groups / d.fold)
+        y = math.ceil(groups / d.fold)
+        x = math.ceil(groups / y) if d.balanced else d.fold
     if x > max_per_dim or y > max_per_dim:
         raise DispatchError(
             f"{groups} workgroups need ({x}, {y}) with fold {d.fold}, "

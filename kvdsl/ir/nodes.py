@@ -297,13 +297,16 @@ class Dispatch:
 
     ``items`` (an expression over params fields and module consts) is the number of work items;
     each workgroup takes ``per_group`` of them. The workgroup count ``ceil(items / per_group)``
-    goes in x up to ``fold``; past that, x is exactly ``fold`` and y carries the high part (the
-    kernel's index math relies on ``gid.y * fold``).
+    goes in x up to ``fold``; past that, y = ``ceil(count / fold)`` rows carry it, and x is
+    exactly ``fold`` (the kernel's index math relies on ``gid.y * fold``: the template's rule)
+    or, ``balanced``, ``ceil(count / y)`` (the kernel reads x back from ``num_workgroups``): at
+    most ``y - 1`` workgroups past the end instead of up to ``fold - 1``.
     """
 
     items: Expr
     per_group: int
     fold: int
+    balanced: bool = False
 
 
 @dataclass(frozen=True, slots=True)

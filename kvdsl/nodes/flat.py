@@ -15,7 +15,8 @@ extents count vectors (:func:`vector_extents`). A walk that only moves f16 data 
 takes eight halves per invocation as one ``vec4<u32>`` (:data:`WORDS`) when the row divides by 8:
 its bindings (:func:`binding`) keep f16 as the host's type, and the module needs no ``enable
 f16;``. The dispatch rule is ``rows * per_row`` items,
-``WG`` per workgroup (:func:`dispatch`), so the runtime and the interpreter size it alike.
+``WG`` per workgroup (:func:`dispatch`), so the runtime and the interpreter size it alike; past
+``fold`` workgroups it is *balanced* (:func:`kvdsl.nodes.index.flat_index`).
 
 The *pair* walk (:func:`pair_walk`, :func:`uses_pairs`: by default ``build`` loading f16 and the
 K RMSNorm kernels that reduce in workgroup memory; a config's ``pairs`` field asks for it
@@ -171,7 +172,7 @@ def walk(
     """
     kb.comment("Flat walk: one invocation per destination vector, adjacent invocations on")
     kb.comment("adjacent vectors; no loop, so every invocation makes one memory round trip.")
-    e = flat_index(kb, fold, "e", bound=rows * per_row if guard else None)
+    e = flat_index(kb, fold, "e", bound=rows * per_row if guard else None, balanced=True)
     d = kb.let(f"d{width}" if width > 1 else "d", e % per_row)
     if guard:
         return Item(e, kb.let("row", e / per_row), d)
@@ -226,7 +227,7 @@ def pair_walk(kb: KernelBuilder, fold: int, rows: Val, half: Val, guard: bool = 
     """
     kb.comment("Pair walk: one invocation per pair of vectors (dr, dr + HALF_V4) of a row;")
     kb.comment("it loads both (and cos/sin once) and stores both.")
-    e = flat_index(kb, fold, "e", bound=rows * half if guard else None)
+    e = flat_index(kb, fold, "e", bound=rows * half if guard else None, balanced=True)
     dr = kb.let("dr", e % half)
     if guard:
         return Item(e, kb.let("row", e / half), dr)
@@ -272,8 +273,9 @@ def pair_dispatch(kb: KernelBuilder, rows: Val, cfg: Any) -> Dispatch:
 
 
 def dispatch(rows: Val, per_row: Val, cfg: Any) -> Dispatch:
-    """``rows * per_row`` items, ``cfg.workgroup_size`` per workgroup, folded at ``cfg.fold``."""
-    return Dispatch((rows * per_row).node, cfg.workgroup_size, cfg.fold)
+    """``rows * per_row`` items, ``cfg.workgroup_size`` per workgroup, folded at ``cfg.fold``
+    with the workgroups spread evenly over the y rows (``balanced``: the walks read x back)."""
+    return Dispatch((rows * per_row).node, cfg.workgroup_size, cfg.fold, balanced=True)
 
 
 def vector_extents(kernel: Kernel) -> Kernel:

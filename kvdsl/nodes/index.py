@@ -13,16 +13,32 @@ from kvdsl.ir.nodes import Name
 from kvdsl.ir.types import u32
 
 
-def flat_index(kb: KernelBuilder, fold: int, name: str = "i", bound: Val | None = None) -> Val:
+def flat_index(
+    kb: KernelBuilder,
+    fold: int,
+    name: str = "i",
+    bound: Val | None = None,
+    balanced: bool = False,
+) -> Val:
     """``let i = gid.x + gid.y * fold * WG;`` and, with ``bound``, ``if (i >= bound) { return; }``.
 
-    The dispatch rule puts exactly ``fold`` workgroups in x whenever y > 1, so ``gid.y`` carries
-    the high part of the flat invocation index.
+    The template's dispatch rule puts exactly ``fold`` workgroups in x whenever y > 1, so
+    ``gid.y`` carries the high part of the flat invocation index. ``balanced`` (a
+    :class:`kvdsl.ir.Dispatch` with ``balanced=True``) spreads the workgroups evenly over the y
+    rows instead and reads x back: ``gid.x + gid.y * nwg.x * WG``. Just past ``fold``
+    workgroups the template's rule launches up to twice the workgroups needed; the extra ones
+    cost as much as the work on an H200 (``benchmarks/probe18.py``: 65,536 workgroups of a flat
+    build, 173 µs folded, 137 µs balanced, 136 µs unfolded).
     """
     wg = _wg(kb)
-    kb.comment("2D-folded flat index: gid.y carries the high bits past the dispatch's")
-    kb.comment("per-axis workgroup fold width.")
-    i = kb.let(name, kb.gid.x + kb.gid.y * fold * wg)
+    if balanced:
+        kb.comment("2D flat index: the dispatch spreads its workgroups evenly over gid.y rows")
+        kb.comment("of nwg.x workgroups once they pass the per-axis fold width.")
+        i = kb.let(name, kb.gid.x + kb.gid.y * kb.nwg.x * wg)
+    else:
+        kb.comment("2D-folded flat index: gid.y carries the high bits past the dispatch's")
+        kb.comment("per-axis workgroup fold width.")
+        i = kb.let(name, kb.gid.x + kb.gid.y * fold * wg)
     if bound is not None:
         with kb.if_(i >= bound):
             kb.ret()
