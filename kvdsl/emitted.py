@@ -62,8 +62,15 @@ def interface(kernel: Kernel) -> dict[str, Any]:
                 "items": emit_expr(d.items),
                 "per_workgroup": d.per_group,
                 "fold": d.fold,
-                "rule": "n = ceil(items / per_workgroup); (n, 1, 1) if n <= fold "
-                "else (fold, ceil(n / fold), 1)",
+                "balanced": d.balanced,
+                "rule": (
+                    "n = ceil(items / per_workgroup); (n, 1, 1) if n <= fold "
+                    "else (ceil(n / y), y, 1) with y = ceil(n / fold) (the kernel reads x back "
+                    "from num_workgroups: any (x, y, 1) with x <= fold covering n also works)"
+                    if d.balanced
+                    else "n = ceil(items / per_workgroup); (n, 1, 1) if n <= fold "
+                    "else (fold, ceil(n / fold), 1)"
+                ),
             }
         ),
     }

@@ -175,6 +175,12 @@ def test_dispatch_folds_items_of_vectors():
     assert k.dispatch.balanced and not drop.dispatch.balanced
     assert "let e = gid.x + gid.y * nwg.x * WG;" in emit(k)
     assert "gid.y * 3u * WG" in emit(drop) and "nwg" not in emit(drop)
+    # emitted/index.json tells a host which rule a kernel follows
+    from kvdsl.emitted import interface
+
+    flat_rule, drop_rule = interface(k)["dispatch"], interface(drop)["dispatch"]
+    assert flat_rule["balanced"] and "(ceil(n / y), y, 1)" in flat_rule["rule"]
+    assert not drop_rule["balanced"] and drop_rule["rule"].endswith("(fold, ceil(n / fold), 1)")
 
 
 def test_balanced_dispatch_rule():
@@ -230,7 +236,11 @@ def test_balanced_fold_writes_every_row_once(count, backend, request):
         assert wg[1] > 1 and wg[0] < 5, wg  # folded, balanced
         got = run(flat_k, dict(bufs), params)
         want = run(drop_k, dict(bufs), params)
+        # The kernel reads x back, so the template's geometry (x = fold) writes the same.
+        template_geometry = (5, wg[1], 1)
+        again = run(flat_k, dict(bufs), params, workgroups=template_geometry)
         for name in ("present_key", "present_value"):
+            assert np.array_equal(got[name].view(np.uint32), again[name].view(np.uint32))
             assert np.isnan(got[name][-tail:]).all(), name
             if cfg.k_norm and name == "present_key":
                 _, problem = compare(got[name][:-tail], want[name][:-tail], 4e-6)
