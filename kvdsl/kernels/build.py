@@ -400,7 +400,7 @@ def flat_k_pair(
         x1 = kb.let("x1", x1 * inv_rms * loads.w1)
     if row.half is None:
         return x0, x1
-    return x0 * loads.cs - x1 * loads.sn, x1 * loads.cs + x0 * loads.sn
+    return flat.rotated_pair(x0, x1, loads.cs, loads.sn)
 
 
 def flat_k(kb: KernelBuilder, row: FlatRow, loads: KLoads, inv_rms: Val | None) -> Val:

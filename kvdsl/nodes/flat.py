@@ -261,10 +261,16 @@ def move_rotated_pair(
     x1 = kb.let("x1", as_f32(k[src_base + (dr + half)]))
     v0, v1 = kb.let("v0", v[src_base + dr]), kb.let("v1", v[src_base + (dr + half)])
     at = dst() if callable(dst) else dst
-    for out, lo, hi in ((k_out, x0 * cs - x1 * sn, x1 * cs + x0 * sn), (v_out, v0, v1)):
+    for out, lo, hi in ((k_out, *rotated_pair(x0, x1, cs, sn)), (v_out, v0, v1)):
         ty = out.binding.elem
         out[at] = convert(ty, lo)
         out[at + half] = convert(ty, hi)
+
+
+def rotated_pair(x0: Val, x1: Val, cs: Val, sn: Val) -> tuple[Val, Val]:
+    """The NeoX rotation of the pair ``(x0, x1)``: ``(x0*cs - x1*sn, x1*cs + x0*sn)``, element
+    for element the products of :func:`rotate` (which keeps one of them through a ``select``)."""
+    return x0 * cs - x1 * sn, x1 * cs + x0 * sn
 
 
 def pair_dispatch(kb: KernelBuilder, rows: Val, cfg: Any) -> Dispatch:
