@@ -160,10 +160,7 @@ def rotary(pool: Pool, race: probes.Race, size) -> None:
 
 
 def main() -> None:
-    size = probes.sizes(sys.argv)
-    if "--small" not in sys.argv:
-        probes.settle(30.0)
-    pool, race = Pool(), probes.Race()
+    size, pool, race = probes.start(sys.argv)
     only = [a for a in sys.argv[1:] if not a.startswith("--")]
     if not only or "knorm" in only:
         knorm(pool, race, size)

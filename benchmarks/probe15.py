@@ -20,7 +20,6 @@ import sys
 import probes
 from kvdsl.ir import workgroups
 from kvdsl.runtime import run_source
-from plans import Pool
 
 VARIANT = "build_quant_int4_knorm_flat_qwen3_06b"
 BODY = """  let e = gid.x + gid.y * 65535u * WG;
@@ -86,10 +85,7 @@ def two(text: str) -> str:
 
 
 def main() -> None:
-    size = probes.sizes(sys.argv)
-    if "--small" not in sys.argv:
-        probes.settle(30.0)
-    pool, race = Pool(), probes.Race()
+    size, pool, race = probes.start(sys.argv)
     for m in probes.measurements([VARIANT], size, pool):
         if "Pair walk" in m.text:
             print(f"{VARIANT} is emitted on the pair walk now; probe15.txt is this probe's record")

@@ -21,7 +21,6 @@ import probes
 from kvdsl import catalog
 from kvdsl.emit import emit
 from kvdsl.ir import workgroups
-from plans import Pool
 
 VARIANTS = [
     "merge_share_append_rotary_flat_f16_llama31_8b",
@@ -50,10 +49,7 @@ def no_select(text: str) -> str:
 
 
 def main() -> None:
-    size = probes.sizes(sys.argv)
-    if "--small" not in sys.argv:
-        probes.settle(30.0)
-    pool, race = Pool(), probes.Race()
+    size, pool, race = probes.start(sys.argv)
     for m in probes.measurements(VARIANTS, size, pool, decode=False):
         forms = {
             "emitted": (m.text, m.wg),

@@ -16,7 +16,6 @@ import sys
 
 import probes
 from kvdsl import catalog
-from plans import Pool
 
 VARIANTS = [
     "merge_share_append_rotary_flat_f16_llama31_8b",
@@ -27,10 +26,7 @@ VARIANTS = [
 
 
 def main() -> None:
-    size = probes.sizes(sys.argv)
-    if "--small" not in sys.argv:
-        probes.settle(30.0)
-    pool, race = Pool(), probes.Race()
+    size, pool, race = probes.start(sys.argv)
     for variant in VARIANTS:
         build = catalog.config(variant).mode == "build"
         caches = (size["cache"],) if build else (size["cache"], size["prefill"])

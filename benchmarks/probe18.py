@@ -9,7 +9,8 @@ here the same kernels at 128 (65,536 workgroups at batch 4, 8,192 tokens) show i
 kernel against a *balanced* fold, ``e = gid.x + gid.y * nwg.x * WG`` with
 ``@builtin(num_workgroups)`` and the groups split evenly over y rows (x = ceil(n / y)), checked
 to write the same bytes, and the emitted kernel at 256 (no fold). Five rounds alternately with
-the copy, best kept, after 30 s of copies.
+the copy, best kept, after 30 s of copies. The flat walks emit the balanced form since this
+probe (``probe18.txt`` is its record), so it now rebuilds the folded form from the emitted one.
 """
 
 from __future__ import annotations
@@ -24,50 +25,48 @@ import numpy as np
 import probes
 from kvdsl import catalog
 from kvdsl.emit import emit
-from kvdsl.ir import workgroups
 from kvdsl.runtime import run_source
-from plans import Pool
 
 VARIANTS = ["build_knorm_flat_sg_qwen3_06b", "build_flat_llama31_8b", "build_knorm_flat_qwen3_06b"]
 GID = "@builtin(global_invocation_id) gid: vec3<u32>"
 
 
 def balanced(text: str) -> str:
+    """The folded form with the balanced index (what the flat walks emit since this probe)."""
     out = text.replace(GID, GID + ", @builtin(num_workgroups) nwg: vec3<u32>", 1)
     out, n = re.subn(r"gid\.y \* \d+u \* WG", "gid.y * nwg.x * WG", out)
     assert n == 1
     return out
 
 
-def balanced_groups(wg: tuple[int, int, int], n: int) -> tuple[int, int, int]:
-    """``n`` workgroups (the fold's x * y covers them) split evenly over the fold's y rows."""
-    y = wg[1]
-    return (math.ceil(n / y), y, 1)
+def folded(text: str, fold: int) -> str:
+    """The emitted (balanced) form with the template's index ``gid.y * fold * WG`` again."""
+    out = re.sub(r",?\s*@builtin\(num_workgroups\) nwg: vec3<u32>", "", text, count=1)
+    out, n = re.subn(r"gid\.y \* nwg\.x \* WG", f"gid.y * {fold}u * WG", out)
+    assert n == 1
+    return out
 
 
 def main() -> None:
-    size = probes.sizes(sys.argv)
-    if "--small" not in sys.argv:
-        probes.settle(30.0)
-    pool, race = Pool(), probes.Race()
+    size, pool, race = probes.start(sys.argv)
+    # llvmpipe's sizes do not pass 65,535 workgroups: fold them at 4 there
+    fold = 4 if "--small" in sys.argv else 65535
     for variant in VARIANTS:
         for m in probes.measurements([variant], size, pool, decode=False):
             if m.plan.tokens != size["cache"]:
                 continue
             k128 = catalog.build_config(dataclasses.replace(m.cfg, workgroup_size=128), variant)
             text = emit(k128)
-            wg = workgroups(k128, m.params)
             items = math.ceil(m.wg[0] * m.wg[1] * m.cfg.workgroup_size / 128)
-            if "--small" in sys.argv:  # llvmpipe sizes do not fold: fold them at 4
-                text = text.replace("65535u", "4u")
-                wg = (4, math.ceil(items / 4), 1)
-            print(f"{m.label}: {items} workgroups of 128 dispatched as {wg}", flush=True)
-            b_text = balanced(text)
-            forms = {
-                "wg128": (text, wg),
-                "balanced": (b_text, balanced_groups(wg, items)),
-                "wg256": (m.text, m.wg),
-            }
+            y = math.ceil(items / fold)
+            template = (fold, y, 1) if y > 1 else (items, 1, 1)
+            even = (math.ceil(items / y), y, 1)
+            if "nwg.x" in text:  # the flat walks are balanced now: rebuild the folded form
+                old, new = folded(text, fold), text
+            else:
+                old, new = text, balanced(text)
+            print(f"{m.label}: {items} workgroups of 128: {template} or {even}", flush=True)
+            forms = {"wg128": (old, template), "balanced": (new, even), "wg256": (m.text, m.wg)}
             outs = [
                 run_source(t, m.kernel.bindings, m.kernel.params, dict(m.bufs), m.params, w)
                 for t, w in forms.values()

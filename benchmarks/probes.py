@@ -124,3 +124,12 @@ def measurements(
             params = plan.params_of(kernel.params)
             wg = workgroups(kernel, params)
             yield Measurement(variant, cfg, kernel, text, plan, bufs, params, wg, plan.moved(z))
+
+
+def start(argv: list[str], seconds: float = 30.0) -> tuple[dict[str, Any], Pool, Race]:
+    """A probe's sizes (:func:`sizes`), buffer pool and race, after ``seconds`` of copies
+    (:func:`settle`; not with ``--small``)."""
+    size = sizes(argv)
+    if "--small" not in argv:
+        settle(seconds)
+    return size, Pool(), Race()
