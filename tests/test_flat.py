@@ -370,6 +370,26 @@ def test_flat_knorm_append_past_capacity(cfg):
         assert not problem, f"{name}: {problem}"
 
 
+@pytest.mark.parametrize("pairs", [False, True])
+def test_flat_knorm_rotary_append_into_an_empty_cache(pairs):
+    """totalSeq = 0 (the host contract allows it for append_quant): the rotary K RMSNorm append
+    loads cos/sin at the window's row before its barrier, and an empty cache has neither rows
+    nor table. The kernel leaves uniformly first; found by the config fuzz (tests/test_fuzz.py),
+    which read cos_cache[0] of an empty table here."""
+    from test_fuzz import window_case
+
+    cfg = AppendQuantConfig(
+        1, 8, 8, k_norm=True, rotary=True, walk="flat", storage_buffer_limit=10, pairs=pairs
+    )
+    kernel = catalog.build_config(cfg)
+    assert "if (params.totalSeq == 0u) {" in emit(kernel)
+    for seqlens in ([0], [5, -1]):
+        case = window_case(cfg, 0, 2, np.array(seqlens, np.int32), 3)
+        assert case.buffers["cos_cache"].size == 0 and case.params["totalSeq"] == 0
+        got = interp_run(kernel, dict(case.buffers), case.params, strict_init=True)
+        assert not case.against_reference(got)
+
+
 def test_flat_knorm_append_past_capacity_gpu(gpu):
     cfg = KNORM_APPENDS[0]
     flat_k, _ = kernels(cfg)

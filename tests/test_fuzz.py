@@ -1,8 +1,9 @@
 """Fuzzing: random configs, shapes and runtime inputs on the interpreter, a sample on the GPU, and
 mutated WGSL through the frontend.
 
-- every mode's config space (walks, regions, rotary, K norm, bits, element types, odd workgroup
-  sizes and tiny dispatch folds) with the mode's verification cases: the interpreter finds no
+- every mode's config space (walks, the flat ones with their K RMSNorm reductions and pair
+  walks included, regions, rotary, K norm, bits, element types, odd workgroup sizes and tiny
+  dispatch folds) with the mode's verification cases: the interpreter finds no
   out-of-bounds access and no race and equals the reference;
 - adversarial runtime inputs for the modes that read ``seqlens_k`` (any i32, keySeq past the
   capacity, empty and tiny caches), with every buffer sized exactly as the kernel's host-side
@@ -43,6 +44,7 @@ from kvdsl.kernels.merge_share import MergeShareConfig, merge_share
 from kvdsl.kernels.quant import AppendQuantConfig, BuildQuantConfig, append_quant, build_quant
 from kvdsl.kernels.transpose import TransposeConfig, transpose
 from kvdsl.kernels.window_shift import WindowShiftConfig, window_shift
+from kvdsl.nodes import flat
 from kvdsl.runtime.checks import LimitError, check_contract, evaluate
 from kvdsl.runtime.errors import BufferError
 
@@ -81,9 +83,16 @@ DISPATCH = st.fixed_dictionaries(
 )
 
 
+def _pairs(draw: st.DrawFn, walk: str, d: int, rotary: bool, k_norm: bool = False):
+    """``pairs``: None, False, or True where the pair walk applies (flat, rotary or K RMSNorm,
+    half a row a whole number of vec4)."""
+    applies = walk == "flat" and (rotary or k_norm) and d % 8 == 0
+    return draw(st.sampled_from([None, False, True] if applies else [None, False]))
+
+
 @st.composite
 def configs(draw: st.DrawFn, modes: tuple[str, ...] = tuple(catalog.MODES)):
-    """A valid config of any mode, small enough for the interpreter."""
+    """A valid config of any mode, small enough for the interpreter, every walk included."""
     mode = draw(st.sampled_from(modes))
     h = draw(st.integers(1, 3))
     even = 2 * draw(st.integers(1, 12))
@@ -93,36 +102,54 @@ def configs(draw: st.DrawFn, modes: tuple[str, ...] = tuple(catalog.MODES)):
         vec4 = d % 4 == 0 and draw(st.booleans())
         return TransposeConfig(h, d, vec4, draw(FLOAT), draw(FLOAT), **kw)
     if mode == "copy":
-        walk = draw(st.sampled_from(["cooperative", "per_row"]))
+        walk = draw(st.sampled_from(["cooperative", "per_row", "flat"]))
         return CopyConfig(d, walk, draw(st.sampled_from(["f32", "f16", "i32", "u32"])), **kw)
     if mode == "merge":
-        walk = draw(st.sampled_from(["cooperative", "per_row"]))
+        walk = draw(st.sampled_from(["cooperative", "per_row", "flat"]))
         return MergeConfig(h, d, walk, draw(FLOAT), draw(FLOAT), **kw)
     if mode == "merge_share":
         region = draw(st.sampled_from(["retain", "append"]))
-        walks = ["cooperative", "per_row"] + (["hybrid"] if region == "append" else [])
+        walks = ["cooperative", "per_row", "flat"] + (["hybrid"] if region == "append" else [])
+        walk = draw(st.sampled_from(walks))
         rotary = region == "append" and draw(st.booleans())
         d = even if rotary else d
+        pairs = _pairs(draw, walk, d, rotary)
         return MergeShareConfig(
-            h, d, region, draw(st.sampled_from(walks)), rotary, draw(FLOAT), draw(FLOAT), **kw
+            h, d, region, walk, rotary, draw(FLOAT), draw(FLOAT), pairs=pairs, **kw
         )
     if mode == "window_shift":
         region = draw(st.sampled_from(["all", "shift", "append"]))
+        walk = draw(st.sampled_from(["per_row", "flat"]))
         rotary = region == "append" and draw(st.booleans())
         d = even if rotary else d
-        return WindowShiftConfig(h, d, region, rotary, draw(FLOAT), draw(FLOAT), **kw)
+        pairs = _pairs(draw, walk, d, rotary)
+        return WindowShiftConfig(
+            h, d, region, rotary, draw(FLOAT), draw(FLOAT), walk=walk, pairs=pairs, **kw
+        )
     k_norm, rotary = draw(st.booleans()), draw(st.booleans())
     d = even if rotary else d
     eps = draw(st.sampled_from([1e-6, 1e-5, 0.5]))
+    walk = draw(st.sampled_from(["per_row", "flat"]))
+    bits = draw(st.sampled_from([8, 4])) if mode != "build" else 8
+    if mode != "build" and bits == 4:
+        d = even
+        if walk == "flat":  # one invocation packs four elements (eight with rotary)
+            d = (8 if rotary else 4) * draw(st.integers(1, 3))
+    reduction = "workgroup"
+    if walk == "flat" and k_norm:
+        # The row's partials are reduced in workgroup memory: no row may straddle two.
+        per_row = d // flat.lanes(d, rotary)
+        kw["workgroup_size"] = per_row * draw(st.integers(1, max(1, 256 // per_row)))
+        if per_row & (per_row - 1) == 0 and draw(st.booleans()):
+            reduction = "subgroup"
+    walks = dict(walk=walk, reduction=reduction, pairs=_pairs(draw, walk, d, rotary, k_norm))
     if mode == "build":
-        return BuildConfig(h, d, k_norm, rotary, eps, draw(FLOAT), draw(FLOAT), **kw)
-    bits = draw(st.sampled_from([8, 4]))
-    d = even if bits == 4 else d
+        return BuildConfig(h, d, k_norm, rotary, eps, draw(FLOAT), draw(FLOAT), **walks, **kw)
     lo, hi = (-128, 127) if bits == 8 else (-8, 7)
     qmin = draw(st.integers(lo, hi - 1))
     qmax = draw(st.integers(max(qmin + 1, 1), hi))  # the cases scale by qmax
     common = dict(bits=bits, qmin=qmin, qmax=qmax, k_norm=k_norm, rotary=rotary, eps=eps)
-    common |= dict(input_type=draw(FLOAT), storage_buffer_limit=10, **kw)
+    common |= dict(input_type=draw(FLOAT), storage_buffer_limit=10, **walks, **kw)
     if mode == "build_quant":
         return BuildQuantConfig(h, d, **common)
     # The reference rotates append_quant's K at its row (the absolute position); "past_seq",

@@ -154,6 +154,64 @@ def test_verify_barrier_rules() -> None:
     assert _kernel(good_loop).body[0].body[0] == Barrier()
 
 
+def _param_return(kb, w, out):
+    """Every invocation leaves when ``params.n`` is 0 (a uniform condition), before a barrier."""
+    with kb.if_(kb.param("n").eq(0)):
+        kb.ret()
+    w[kb.lid.x] = kb.gid.x
+    kb.barrier()
+    out[kb.gid.x] = w[(kb.lid.x + 1) % WG]
+
+
+def test_verify_barrier_after_a_uniform_return() -> None:
+    """A return under an if on consts or params leaves every invocation or none: a barrier
+    after it stays uniform (naga and Tint agree); a non-uniform or nested one does not."""
+    from kvdsl.runtime import compile_wgsl, tint_check
+
+    text = emit(_kernel(_param_return))
+    compile_wgsl(text)
+    assert tint_check({"k": text}) == {"k": None}
+
+    def nested(kb, w, out):
+        with kb.if_(kb.param("n").eq(0)):
+            with kb.if_(kb.gid.x < 3):
+                kb.ret()
+        _store_load_barrier(kb, w, out)
+
+    with pytest.raises(VerifyError, match=r"after `if \(params.n == 0u\)`, which returns"):
+        _kernel(nested)
+
+    def mixed(kb, w, out):
+        with kb.if_(kb.param("n").eq(0).lor(kb.lid.x < 3)):
+            kb.ret()
+        _store_load_barrier(kb, w, out)
+
+    with pytest.raises(VerifyError, match="which returns from inside it"):
+        _kernel(mixed)
+
+
+def _store_load_barrier(kb, w, out):
+    w[kb.lid.x] = kb.gid.x
+    kb.barrier()
+    out[kb.gid.x] = w[(kb.lid.x + 1) % WG]
+
+
+@pytest.mark.parametrize("n", [0, 3])
+def test_uniform_return_runs(n: int, gpu) -> None:
+    """n = 0: nothing written (the poison stays) on the interpreter and the GPU; else the
+    barrier's exchange as usual."""
+    from kvdsl.interp import run as interp_run
+    from kvdsl.runtime import run as gpu_run
+
+    k = _kernel(_param_return)
+    out = np.full(WG * 2, 0xDEADBEEF, np.uint32)
+    gid = np.arange(2 * WG, dtype=np.uint32)
+    want = out if n == 0 else gid - gid % WG + (gid % WG + 1) % WG
+    for run in (interp_run, gpu_run):
+        got = run(k, {"out": out}, {"n": n}, workgroups=(2, 1, 1))["out"]
+        assert got.tolist() == want.tolist(), run
+
+
 def test_verify_workgroup_memory_limits() -> None:
     def fits(kb, w, out):
         _store_load(kb, w, out)

@@ -487,7 +487,9 @@ def check_barriers(kernel: Kernel) -> None:
     ``break``, ``continue`` or ``return``, or at the top level of a top-level ``for`` whose header
     uses only those and its own loop variable, whose body neither assigns the loop variable nor
     holds a ``break``, ``continue`` or ``return``; and none after a top-level statement holding a
-    ``return`` nested inside it (some invocations may have left)."""
+    ``return`` nested inside it (some invocations may have left), unless that statement is an
+    ``if`` on such a uniform condition returning at the top level of a branch (all or none
+    left)."""
     for fn in kernel.functions:
         if any(type(n) is Barrier for n in statements(fn.body)):
             raise VerifyError(f"function {fn.name}: a helper function may not contain a barrier")
@@ -508,10 +510,25 @@ def check_barriers(kernel: Kernel) -> None:
             )
         if holds and not isinstance(s, Barrier):
             _uniform_for(s, uniform)
-        if not isinstance(s, Return) and returns:
+        if not isinstance(s, Return) and returns and not _uniform_return(s, uniform):
             left = s
         if isinstance(s, (Let, Var)):
             uniform.discard(s.name)  # a local shadowing a const is not known to be uniform
+
+
+def _uniform_return(s: Stmt, uniform: set[str]) -> bool:
+    """Whether ``s`` is an ``if`` on a uniform condition (consts, params, literals, uniform
+    builtins) whose returns stand at the top level of its branches, and which holds no
+    barrier, ``break`` or ``continue``: every invocation of a workgroup returns there or none
+    does, so a barrier after it is still reached by all or none (WGSL's analysis agrees)."""
+    if type(s) is not If or any(type(n) is Name and n.name not in uniform for n in walk(s.cond)):
+        return False
+    top = {id(n) for n in s.then + s.orelse if type(n) is Return}
+    return all(
+        id(n) in top
+        for n in statements(s.then + s.orelse)
+        if type(n) in (Return, Break, Continue, Barrier)
+    )
 
 
 def statements(body: tuple[Stmt, ...]):

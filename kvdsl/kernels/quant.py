@@ -195,6 +195,12 @@ def _quant(cfg: Any, name: str, append: bool) -> Kernel:
         total_seq = None
     row_position = append and cfg.rotary_position == "row"
     per_channel = per_channel.ne(0)
+    if cfg.walk == "flat" and cfg.k_norm and cfg.rotary and row_position:
+        # K RMSNorm loads cos/sin at the window's row before its barrier, skipped tokens too;
+        # an empty cache has no row (and no table): every invocation leaves, uniformly.
+        kb.comment("An empty cache (totalSeq = 0) holds no row to write or rotate at.")
+        with kb.if_(total_seq.eq(0)):
+            kb.ret()
     if flat.uses_pairs(cfg):
         fr = flat_row(kb, cfg, c, inputs, width, pairs=True)
         norm = fr.k_own is not None
