@@ -172,14 +172,19 @@ def _case(cfg, seed: int, i: int) -> Case:
 
 
 @examples(200)
-@given(cfg=configs(), seed=st.integers(0, 2**32 - 1), i=st.integers(0, 5))
-def test_configs_on_interpreter(cfg, seed: int, i: int) -> None:
+@given(
+    cfg=configs(),
+    seed=st.integers(0, 2**32 - 1),
+    i=st.integers(0, 5),
+    subgroup=st.sampled_from([4, 8, 16, 32, 64, 128]),
+)
+def test_configs_on_interpreter(cfg, seed: int, i: int, subgroup: int) -> None:
     """Any config, the mode's adversarial shapes: no OOB, no race, equal to the reference, and
-    buffers that fit the kernel's host-side contract."""
+    buffers that fit the kernel's host-side contract; subgroup kernels at any subgroup size."""
     kernel = BUILDERS[type(cfg)](cfg)
     case = _case(cfg, seed, i)
     check_contract(kernel, case.buffers, case.params)
-    got = interp_run(kernel, contract_sized(kernel, case), case.params)
+    got = interp_run(kernel, contract_sized(kernel, case), case.params, subgroup_size=subgroup)
     assert case.against_reference(got) == [], (cfg, case.label())
 
 
