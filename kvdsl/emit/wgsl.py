@@ -23,7 +23,7 @@ import numpy as np
 
 from kvdsl.ir import ops
 from kvdsl.ir.nodes import (
-    SCALAR_BUILTINS,
+    builtin_type,
     Assign,
     Barrier,
     Binary,
@@ -77,9 +77,8 @@ def format_literal(value: int | float | bool, ty: Scalar) -> str:
 
 
 def _level(e: Expr) -> int:
+    """The precedence level of a non-binary operand (:func:`_operand` handles binaries)."""
     match e:
-        case Binary(op, _, _):
-            return ops.info(op).level
         case Lit(value, ty) if ty != bool_ and value < 0 and not (ty == i32 and value == -(2**31)):
             return ops.UNARY
         case Unary():
@@ -134,9 +133,7 @@ def _operand(e: Expr, max_level: int, chain: ops.Op | None) -> str:
         if ops.info(op).level <= max_level or op == chain:
             return text
         return f"({text})"
-    if _level(e) <= max_level or (isinstance(e, Binary) and e.op == chain):
-        return text
-    return f"({text})"
+    return text if _level(e) <= max_level else f"({text})"
 
 
 class Emitter:
@@ -296,8 +293,7 @@ def emit(kernel: Kernel) -> str:
         size += f", {y}, {z}"
     out.append(f"@compute @workgroup_size({size})")
     args = [
-        f"@builtin({builtin}) {name}: {'u32' if builtin in SCALAR_BUILTINS else 'vec3<u32>'}"
-        for name, builtin in kernel.builtins
+        f"@builtin({builtin}) {name}: {builtin_type(builtin)}" for name, builtin in kernel.builtins
     ]
     if len(args) > 1:
         out.append("fn main(")

@@ -42,7 +42,7 @@ from kvdsl.frontend.transform import (
 from kvdsl.frontend.typer import Typer
 from kvdsl.ir.nodes import (
     BUILTIN_INPUTS,
-    SCALAR_BUILTINS,
+    builtin_type,
     Binding,
     Const,
     Dispatch,
@@ -52,7 +52,7 @@ from kvdsl.ir.nodes import (
     WorkgroupVar,
 )
 from kvdsl.emit.wgsl import HOST_DATA
-from kvdsl.ir.types import SCALARS, Array, RuntimeArray, Scalar, Struct, Vec, u32, vec3u
+from kvdsl.ir.types import SCALARS, Array, RuntimeArray, Scalar, Struct, Vec
 from kvdsl.ir.verify import (
     Checker,
     Scope,
@@ -373,7 +373,7 @@ class _Assembler:
                     attrs[0].line,
                     attrs[0].column,
                 )
-            want = u32 if arg[0].name in SCALAR_BUILTINS else vec3u
+            want = builtin_type(arg[0].name)
             if pty != want:
                 raise self.err(f"builtin '{pname}' of type {pty} ({want})", attrs[0].line)
             out.append((pname, arg[0].name))

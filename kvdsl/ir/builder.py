@@ -27,7 +27,7 @@ from typing import Any, Callable, Iterator, Union
 from kvdsl.ir import ops
 from kvdsl.ir.nodes import (
     BUILTIN_INPUTS,
-    SCALAR_BUILTINS,
+    builtin_type,
     Assign,
     Barrier,
     Binary,
@@ -56,7 +56,7 @@ from kvdsl.ir.nodes import (
     WorkgroupVar,
 )
 from kvdsl.ir.ops import Op
-from kvdsl.ir.types import Array, Scalar, Struct, Type, Vec, bool_, f32, i32, u32, vec3u
+from kvdsl.ir.types import Array, Scalar, Struct, Type, Vec, bool_, f32, i32, u32
 from kvdsl.ir.verify import VerifyError, literal_ok, verify
 
 Num = Union[int, float, bool]
@@ -151,13 +151,7 @@ def binary(op: Op, a: Val | Num, b: Val | Num) -> Val:
     else:
         b = as_val(b)
         a = as_val(a, b.ty)
-    node = Binary(op, a.node, b.node)
-    try:  # _typed, inline: one call less for every operator built
-        return Val(node, op._row.typing((a.ty, b.ty)))
-    except ops.OpTypeError as err:
-        from kvdsl.ir.verify import show
-
-        raise BuildError(f"{show(node)}: {ops.info(op).spelling} {err}") from None
+    return _typed(op, Binary(op, a.node, b.node), (a.ty, b.ty))
 
 
 def call(op: Op, *args: Val | Num) -> Val:
@@ -490,8 +484,7 @@ class KernelBuilder:
         self.workgroup_size = wg
         self.workgroup_size_name: str | None = None
         self.bindings: list[Binding] = []
-        self.param_fields: list[tuple[str, Scalar | Vec]] = []
-        self._param_types: dict[str, Scalar | Vec] = {}  # param_fields as a dict
+        self.param_fields: dict[str, Scalar | Vec] = {}  # in declaration order
         self.consts: list[Const] = []
         self.functions: list[Function] = []
         self.workgroup_vars: list[WorkgroupVar] = []
@@ -531,18 +524,12 @@ class KernelBuilder:
 
     def param(self, name: str, ty: Scalar | Vec = u32) -> Val:
         """A field of the uniform params struct (declared on first use, in order)."""
-        fields = self._param_types
-        if len(fields) != len(self.param_fields):  # param_fields was edited directly
-            fields.clear()
-            fields.update(self.param_fields)
-        if name not in fields:
-            self.param_fields.append((name, ty))
-            fields[name] = ty
-        return Val(Member(Name("params"), name), fields[name])
+        ty = self.param_fields.setdefault(name, ty)
+        return Val(Member(Name("params"), name), ty)
 
     def _builtin(self, pname: str) -> Val:
         builtin = self.builtins.setdefault(pname, _BUILTIN_OF[pname])
-        return Val(Name(pname), u32 if builtin in SCALAR_BUILTINS else vec3u)
+        return Val(Name(pname), builtin_type(builtin))
 
     @property
     def gid(self) -> Val:
@@ -600,23 +587,16 @@ class KernelBuilder:
 
     @contextmanager
     def _block(self) -> Iterator[list[Stmt]]:
-        body = self._open_block()
-        try:
-            yield body
-        finally:
-            self._close_block()
-
-    # The public context managers open and close their block with these two directly, not with
-    # a nested context manager: one generator frame less per block.
-    def _open_block(self) -> list[Stmt]:
+        """A bare block whose statements are collected and not emitted (tests use it); the
+        public blocks are :class:`_Block`s."""
         body: list[Stmt] = []
         self._blocks.append(body)
         self._last_if.append(None)
-        return body
-
-    def _close_block(self) -> None:
-        self._blocks.pop()
-        self._last_if.pop()
+        try:
+            yield body
+        finally:
+            self._blocks.pop()
+            self._last_if.pop()
 
     def _cond(self, cond: Val | bool) -> Val:
         c = as_val(cond)
@@ -697,7 +677,8 @@ class KernelBuilder:
         """The verified kernel."""
         if len(self._blocks) != 1:
             raise BuildError("build() inside an open block")
-        params = Struct("Params", tuple(self.param_fields)) if self.param_fields else None
+        fields = tuple(self.param_fields.items())
+        params = Struct("Params", fields) if fields else None
         kernel = Kernel(
             name=self.name,
             bindings=tuple(self.bindings),
@@ -732,7 +713,7 @@ class _Block:
         self.finish = finish
 
     def __enter__(self) -> Any:
-        self.body = body = []  # kb._open_block(), inline
+        self.body = body = []
         kb = self.kb
         kb._blocks.append(body)
         kb._last_if.append(None)
@@ -740,7 +721,7 @@ class _Block:
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> bool:
         kb = self.kb
-        kb._blocks.pop()  # kb._close_block(), inline
+        kb._blocks.pop()
         kb._last_if.pop()
         if exc_type is None:
             self.finish(tuple(self.body))

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import MISSING, dataclass, field, fields
 
 from kvdsl.ir.ops import Op
-from kvdsl.ir.types import Array, Scalar, Struct, Vec
+from kvdsl.ir.types import Array, Scalar, Struct, Vec, u32, vec3u
 
 # ---- expressions ------------------------------------------------------------------------------
 
@@ -211,9 +211,7 @@ def _slot_init(cls: type) -> type:
     return cls
 
 
-for _cls in (Lit, Name, Unary, Binary, Call, FnCall, Convert, Construct, Index, Member):
-    _slot_init(_cls)
-for _cls in (Let, Var, Assign, If, For, Loop, Return, Block, Comment):
+for _cls in (*Expr.__args__, *Stmt.__args__):  # classes without fields keep theirs
     _slot_init(_cls)
 del _cls
 
@@ -289,6 +287,11 @@ SUBGROUP_BUILTINS = frozenset({"subgroup_size"})
 #: Builtins every invocation of a workgroup sees the same value of (WGSL's uniformity analysis
 #: agrees: a barrier may stand under a condition on them).
 UNIFORM_BUILTINS = frozenset({"subgroup_size"})
+
+
+def builtin_type(builtin: str) -> Scalar | Vec:
+    """The WGSL type of compute builtin ``builtin`` (WGSL's name, e.g. ``subgroup_size``)."""
+    return u32 if builtin in SCALAR_BUILTINS else vec3u
 
 
 @dataclass(frozen=True, slots=True)

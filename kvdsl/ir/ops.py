@@ -335,11 +335,12 @@ def _binary(
 
 
 def _builtin(
-    spelling: str, arity: int, typing: Callable, impl: Callable, approximate=False
+    spelling: str, arity: int, typing: Callable, impl: Callable, approximate=False, subgroup=False
 ) -> OpInfo:
     return OpInfo(
-        spelling, arity, "builtin", PRIMARY, LOGIC, LOGIC, False, typing, impl, approximate
-    )
+        spelling, arity, "builtin", PRIMARY, LOGIC, LOGIC, False, typing, impl, approximate,
+        subgroup=subgroup,
+    )  # fmt: skip
 
 
 TABLE: dict[Op, OpInfo] = {
@@ -383,10 +384,9 @@ TABLE: dict[Op, OpInfo] = {
     Op.SIN: _builtin("sin", 1, _float, _float_fn(np.sin), approximate=True),
     Op.DOT: _builtin("dot", 2, _dot, _dot_impl, approximate=True),
     Op.FMA: _builtin("fma", 3, _float, _fma, approximate=True),
-    Op.SUBGROUP_SHUFFLE_XOR: OpInfo(
-        "subgroupShuffleXor", 2, "builtin", PRIMARY, LOGIC, LOGIC, False, _shuffle_xor,
-        _needs_grid, subgroup=True,
-    ),  # fmt: skip
+    Op.SUBGROUP_SHUFFLE_XOR: _builtin(
+        "subgroupShuffleXor", 2, _shuffle_xor, _needs_grid, subgroup=True
+    ),
 }
 
 UNARY_OPS = frozenset(op for op, info in TABLE.items() if info.kind == "unary")

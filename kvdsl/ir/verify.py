@@ -15,7 +15,7 @@ import numpy as np
 from kvdsl.ir import ops
 from kvdsl.ir.nodes import (
     BUILTIN_INPUTS,
-    SCALAR_BUILTINS,
+    builtin_type,
     SUBGROUP_BUILTINS,
     UNIFORM_BUILTINS,
     Assign,
@@ -59,7 +59,6 @@ from kvdsl.ir.types import (
     bool_,
     i32,
     u32,
-    vec3u,
 )
 
 MAX_INVOCATIONS = 256  # WebGPU's default maxComputeInvocationsPerWorkgroup
@@ -130,10 +129,9 @@ class Scope:
     uses scopes (a block's scope is made, used and dropped while its outer block is paused).
     """
 
-    __slots__ = ("outer", "names", "visible")
+    __slots__ = ("names", "visible")
 
     def __init__(self, outer: Scope | None = None) -> None:
-        self.outer = outer
         self.names: dict[str, Symbol] = {}
         self.visible: dict[str, Symbol] = {} if outer is None else outer.visible.copy()
 
@@ -647,7 +645,7 @@ def verify(kernel: Kernel) -> Kernel:
     for pname, builtin in kernel.builtins:
         if builtin not in BUILTIN_INPUTS:
             raise VerifyError(f"unknown compute builtin '{builtin}' ({', '.join(BUILTIN_INPUTS)})")
-        ty = u32 if builtin in SCALAR_BUILTINS else vec3u
+        ty = builtin_type(builtin)
         main.declare(pname, Symbol(ty, "builtin"), kernel)
     checker.block(kernel.body, main, None, False)
     if checker.barriers:  # seen by the checker, in the entry point or a helper

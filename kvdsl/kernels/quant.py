@@ -201,66 +201,43 @@ def _quant(cfg: Any, name: str, append: bool) -> Kernel:
         kb.comment("An empty cache (totalSeq = 0) holds no row to write or rotate at.")
         with kb.if_(total_seq.eq(0)):
             kb.ret()
-    if flat.uses_pairs(cfg):
-        fr = flat_row(kb, cfg, c, inputs, width, pairs=True)
+    if cfg.walk == "flat":
+        # One vector per invocation, or on the pair walk vectors d and d + HALF_V4 (names
+        # suffixed 0 and 1): the same program per vector.
+        pairs = flat.uses_pairs(cfg)
+        fr = flat_row(kb, cfg, c, inputs, width, pairs=pairs)
         norm = fr.k_own is not None
         dst_row, rows_per_head, skipped = _destination(
             kb, inputs, fr.b, fr.t, append, total_seq, seq, "dstRow", defer=norm
         )
         kl = flat_k_loads(kb, fr, inputs, lambda: _position(kb, row_position, dst_row, past, fr.t))
-        d, pair = fr.it.d, fr.pair
-        v0 = kb.let("v0", flat.as_f32(inputs.src_v[fr.src_base + d]))
-        v1 = kb.let("v1", flat.as_f32(inputs.src_v[fr.src_base + (d + pair)]))
+        d = fr.it.d
+        owned = (("0", d), ("1", d + fr.pair)) if pairs else (("", d),)
+        vs_in = [kb.let(f"v{t}", flat.as_f32(inputs.src_v[fr.src_base + o])) for t, o in owned]
         dst = kb.let("dst", bnsh(fr.b, fr.hk, dst_row, c.heads, rows_per_head, fr.per_row) + d)
-        at0 = flat.scale_index(kb, "s0", fr.hk, d, c.head_dim, width, per_channel)
-        at1 = flat.scale_index(kb, "s1", fr.hk, d + pair, c.head_dim, width, per_channel, at0.step)
-        scales = [
-            flat.scales(kb, name, buf, at)
-            for name, buf, at in (
-                ("ks0", k_scale, at0),
-                ("ks1", k_scale, at1),
-                ("vs0", v_scale, at0),
-                ("vs1", v_scale, at1),
+        ats, step = [], None
+        for t, o in owned:
+            ats.append(
+                flat.scale_index(kb, f"s{t}", fr.hk, o, c.head_dim, width, per_channel, step)
             )
-        ]
+            step = ats[0].step
+        ks = [flat.scales(kb, f"ks{t}", k_scale, at) for (t, _), at in zip(owned, ats)]
+        vs = [flat.scales(kb, f"vs{t}", v_scale, at) for (t, _), at in zip(owned, ats)]
         # With K RMSNorm every load above precedes the norm's barrier.
-        k0, k1 = flat_k_pair(kb, fr, kl, flat_norm(kb, cfg, c, fr, skipped) if norm else None)
-        halves = ((dst, k0, v0, scales[0], scales[2]), (dst + pair, k1, v1, scales[1], scales[3]))
-        for i, (at, k, v, ks, vs) in enumerate(halves):
-            qk = kb.let(f"qk{i}", flat.quantize(k, ks, qmin, qmax))
-            qv = kb.let(f"qv{i}", flat.quantize(v, vs, qmin, qmax))
+        inv_rms = flat_norm(kb, cfg, c, fr, skipped) if norm else None
+        k = flat_k_pair(kb, fr, kl, inv_rms) if pairs else (flat_k(kb, fr, kl, inv_rms),)
+        dsts = (dst, dst + fr.pair) if pairs else (dst,)
+        for (t, _), at, k_i, v_i, ks_i, vs_i in zip(owned, dsts, k, vs_in, ks, vs):
+            qk = kb.let(f"qk{t}", flat.quantize(k_i, ks_i, qmin, qmax))
+            qv = kb.let(f"qv{t}", flat.quantize(v_i, vs_i, qmin, qmax))
             if cfg.bits == 8:
                 present_key[at] = qk
                 present_value[at] = qv
             else:
-                present_key[at] = flat.pack_int4(kb, f"nk{i}", qk)
-                present_value[at] = flat.pack_int4(kb, f"nv{i}", qv)
-        kernel = kb.build(flat.dispatch(count, pair, cfg), _doc(cfg, append))
-        return _contract(kernel, cfg, kb, append, count, seq, past, total_seq, row_position)
-    if cfg.walk == "flat":
-        fr = flat_row(kb, cfg, c, inputs, width)
-        norm = fr.k_own is not None
-        dst_row, rows_per_head, skipped = _destination(
-            kb, inputs, fr.b, fr.t, append, total_seq, seq, "dstRow", defer=norm
-        )
-        kl = flat_k_loads(kb, fr, inputs, lambda: _position(kb, row_position, dst_row, past, fr.t))
-        v = kb.let("v", flat.as_f32(inputs.src_v[fr.src_base + fr.it.d]))
-        dst = kb.let(
-            "dst", bnsh(fr.b, fr.hk, dst_row, c.heads, rows_per_head, fr.per_row) + fr.it.d
-        )
-        at = flat.scale_index(kb, "s", fr.hk, fr.it.d, c.head_dim, width, per_channel)
-        ks, vs = flat.scales(kb, "ks", k_scale, at), flat.scales(kb, "vs", v_scale, at)
-        # With K RMSNorm every load above precedes the norm's barrier.
-        k = flat_k(kb, fr, kl, flat_norm(kb, cfg, c, fr, skipped) if norm else None)
-        qk = kb.let("qk", flat.quantize(k, ks, qmin, qmax))
-        qv = kb.let("qv", flat.quantize(v, vs, qmin, qmax))
-        if cfg.bits == 8:
-            present_key[dst] = qk
-            present_value[dst] = qv
-        else:
-            present_key[dst] = flat.pack_int4(kb, "nk", qk)
-            present_value[dst] = flat.pack_int4(kb, "nv", qv)
-        kernel = kb.build(flat.dispatch(count, fr.per_row, cfg), _doc(cfg, append))
+                present_key[at] = flat.pack_int4(kb, f"nk{t}", qk)
+                present_value[at] = flat.pack_int4(kb, f"nv{t}", qv)
+        items = fr.pair if pairs else fr.per_row
+        kernel = kb.build(flat.dispatch(count, items, cfg), _doc(cfg, append))
         return _contract(kernel, cfg, kb, append, count, seq, past, total_seq, row_position)
     kscale = scale_function(kb, "kscale", k_scale, c.head_dim, per_channel)
     vscale = scale_function(kb, "vscale", v_scale, c.head_dim, per_channel)

@@ -172,12 +172,18 @@ def walk(
     """
     kb.comment("Flat walk: one invocation per destination vector, adjacent invocations on")
     kb.comment("adjacent vectors; no loop, so every invocation makes one memory round trip.")
+    return _item(kb, fold, rows, per_row, f"d{width}" if width > 1 else "d", guard)
+
+
+def _item(kb: KernelBuilder, fold: int, rows: Val, per_row: Val, d: str, guard: bool) -> Item:
+    """Item ``e`` of ``rows * per_row`` (the balanced flat index), its vector ``e % per_row``
+    named ``d``, its row; guarded (past the end returns) or clamped to the last row."""
     e = flat_index(kb, fold, "e", bound=rows * per_row if guard else None, balanced=True)
-    d = kb.let(f"d{width}" if width > 1 else "d", e % per_row)
+    dv = kb.let(d, e % per_row)
     if guard:
-        return Item(e, kb.let("row", e / per_row), d)
+        return Item(e, kb.let("row", e / per_row), dv)
     kb.comment("Past the end: the last row again (loads in range; no store before the return).")
-    return Item(e, kb.let("row", min_(e / per_row, rows - 1)), d)
+    return Item(e, kb.let("row", min_(e / per_row, rows - 1)), dv)
 
 
 def pairs_apply(cfg: Any) -> bool:
@@ -227,12 +233,7 @@ def pair_walk(kb: KernelBuilder, fold: int, rows: Val, half: Val, guard: bool = 
     """
     kb.comment("Pair walk: one invocation per pair of vectors (dr, dr + HALF_V4) of a row;")
     kb.comment("it loads both (and cos/sin once) and stores both.")
-    e = flat_index(kb, fold, "e", bound=rows * half if guard else None, balanced=True)
-    dr = kb.let("dr", e % half)
-    if guard:
-        return Item(e, kb.let("row", e / half), dr)
-    kb.comment("Past the end: the last row again (loads in range; no store before the return).")
-    return Item(e, kb.let("row", min_(e / half, rows - 1)), dr)
+    return _item(kb, fold, rows, half, "dr", guard)
 
 
 def move_rotated_pair(

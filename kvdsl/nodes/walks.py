@@ -67,8 +67,7 @@ def cooperative(kb: KernelBuilder, fold: int, rows: Val, row_len: Val) -> Iterat
     with kb.if_(_full_tile(kb, elem_base, total, span)):
         yield from _tile_steps(kb, elem_base, row_len)
     with kb.else_():
-        with kb.for_range("s", as_val(0, u32), row_len) as s:
-            e = kb.let("e", elem_base + s * _wg(kb) + kb.lid.x)
+        for e in _tile_steps(kb, elem_base, row_len):
             with kb.if_(e < total):
                 yield e
 
