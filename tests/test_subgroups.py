@@ -109,6 +109,15 @@ def test_interpreter_shuffle_rejects_what_wgsl_leaves_indeterminate() -> None:
     dst_b[kb.gid.x] = shuffle_xor(src_b[kb.gid.x], 16)
     with pytest.raises(InterpError, match="reads local invocation 48, past the workgroup's 48"):
         interp(kb.build(), {"src": src[:48], "dst": src[:48] * 0}, workgroups=(1, 1, 1))
+    # The partner is named by its own id, not this id xor the mask: in workgroup 1 (ids 48..95)
+    # invocation 48 reads local 16, invocation 64 (48 ^ 16 would say 32).
+    kb = KernelBuilder("named", workgroup_size=48)
+    src_b, dst_b = kb.binding("src", f32, "read"), kb.binding("dst", f32, "read_write")
+    with kb.if_((kb.lid.x >= 32).lor(kb.gid.x.eq(64))):
+        kb.ret()
+    dst_b[kb.gid.x] = shuffle_xor(src_b[kb.gid.x], 16)
+    with pytest.raises(InterpError, match=r"gid=\(48, 0, 0\).* reads invocation 64, which is not"):
+        interp(kb.build(), {"src": src[:96], "dst": src[:96] * 0}, workgroups=(2, 1, 1))
 
 
 def test_gpu_shuffle_matches_interpreter(gpu) -> None:

@@ -223,13 +223,14 @@ class Expressions:
                 f"{show(e)}: {grid.describe(int(me[i]))} reads local invocation {int(partner[i])}, "
                 f"past the workgroup's {grid.per_group}{self.where()}"
             )
-        source, found = grid.lanes_of(me - local + partner)
+        partners = me - local + partner  # dispatch-wide ids
+        source, found = grid.lanes_of(partners)
         live = found if m is None else found & m[source]
         if not live.all():
-            bad = int(me[np.flatnonzero(~live)[0]])
+            j = int(np.flatnonzero(~live)[0])
             raise InterpError(
-                f"{show(e)}: {grid.describe(bad)} reads invocation {bad ^ k}, which is not "
-                f"active here (WGSL leaves the value indeterminate){self.where()}"
+                f"{show(e)}: {grid.describe(int(me[j]))} reads invocation {int(partners[j])}, "
+                f"which is not active here (WGSL leaves the value indeterminate){self.where()}"
             )
         if is_uniform(x):
             return x
