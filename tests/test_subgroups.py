@@ -13,7 +13,6 @@ import pytest
 
 from kvdsl import catalog
 from kvdsl.check import cases_for
-from kvdsl.check.runner import Result, _judge
 from kvdsl.emit import emit
 from kvdsl.frontend import parse
 from kvdsl.frontend.errors import UnsupportedError, WgslTypeError
@@ -21,7 +20,7 @@ from kvdsl.interp import SUBGROUP_SIZES, InterpError
 from kvdsl.interp import run as interp
 from kvdsl.ir import KernelBuilder, VerifyError, array, convert, f32, shuffle_xor, vec
 from kvdsl.ir.verify import uses_subgroups
-from kvdsl.kernels.build import BuildConfig, build
+from kvdsl.kernels.build import BuildConfig
 from kvdsl.kernels.config import ConfigError
 from kvdsl.runtime import run, tint_check
 from kvdsl.runtime.device import naga_source, needs_subgroups
@@ -203,11 +202,9 @@ def test_subgroup_knorm_against_reference_every_size(name: str, pairs: bool, siz
     outputs (the cases poison them)."""
     cfg = dataclasses.replace(catalog.config(name), pairs=pairs)
     kernel = catalog.build_config(cfg, name)
-    result = Result(name)
     for case in cases_for(cfg, 3, seed=size):
         got = interp(kernel, dict(case.buffers), case.params, subgroup_size=size)
-        _judge(result, case, "interp", got, case.expected, case.tolerance, case.quantized)
-    assert result.ok, result.problems
+        assert not case.against_reference(got)
 
 
 @pytest.mark.parametrize("name", SG_VARIANTS)
@@ -215,18 +212,16 @@ def test_subgroup_knorm_gpu_matches_workgroup_form(gpu, name: str) -> None:
     """On the GPU the subgroup form writes what the workgroup form does (floats to rounding,
     quantised codes within one step in a few elements)."""
     cfg = catalog.config(name)
-    plain = build(dataclasses.replace(cfg, reduction="workgroup")) if cfg.mode == "build" else None
     kernel = catalog.build_config(cfg, name)
-    other = plain or catalog.build_config(dataclasses.replace(cfg, reduction="workgroup"))
-    result = Result(name)
+    other = catalog.build_config(dataclasses.replace(cfg, reduction="workgroup"))
     for case in cases_for(cfg, 2, seed=3):
         got = run(kernel, dict(case.buffers), case.params)
         want = run(other, dict(case.buffers), case.params)
         tol = {k: max(v, 1e-5) for k, v in case.tolerance.items()} or {
             k: 1e-5 for k in want if want[k].dtype.kind == "f"
         }
-        _judge(result, case, "gpu sg vs wg", got, want, tol, case.codes)
-    assert result.ok, result.problems
+        problems = [(n, p) for n, _, p in case.judge(got, want, tol, case.codes) if p]
+        assert not problems, (case.label(), problems)
 
 
 def test_verify_on_an_adapter_without_subgroups(no_subgroups, capsys):

@@ -10,7 +10,7 @@ must write (the rest must keep the poison).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -48,16 +48,29 @@ class Case:
         run's outputs of the same names): each expected output within its tolerance (quantised
         ones: :data:`quantized`'s rule), and no element written outside :data:`written`. Empty
         when nothing is."""
-        problems = []
-        for name, expected in (want if want is not None else self.expected).items():
+        return [f"{self.label()} {name}: {p}" for name, _, p in self.judge(got, want) if p]
+
+    def judge(
+        self,
+        got: dict[str, np.ndarray],
+        want: dict[str, np.ndarray] | None = None,
+        tolerance: dict[str, float] | None = None,
+        codes: dict[str, int] | None = None,
+    ) -> Iterator[tuple[str, float, str | None]]:
+        """``(name, largest error, problem or None)`` of each output of ``want`` (default: the
+        reference) in ``got``, within ``tolerance`` (default :data:`tolerance`); the outputs
+        named in ``codes`` (default :data:`quantized`) are quantised, compared by bit width;
+        elements outside :data:`written` must be untouched."""
+        want = self.expected if want is None else want
+        tolerance = self.tolerance if tolerance is None else tolerance
+        codes = self.quantized if codes is None else codes
+        for name, expected in want.items():
             mask = self.written.get(name)
-            if name in self.quantized:
-                _, problem = compare_quantized(got[name], expected, self.quantized[name], mask)
+            if name in codes:
+                err, problem = compare_quantized(got[name], expected, codes[name], mask)
             else:
-                _, problem = compare(got[name], expected, self.tolerance.get(name, 0.0), mask)
-            if problem:
-                problems.append(f"{self.label()} {name}: {problem}")
-        return problems
+                err, problem = compare(got[name], expected, tolerance.get(name, 0.0), mask)
+            yield name, err, problem
 
 
 def values(rng: np.random.Generator, shape: tuple[int, ...] | int, dtype: Any) -> np.ndarray:

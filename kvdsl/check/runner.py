@@ -6,7 +6,6 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from kvdsl.check.cases import Case, cases_for
-from kvdsl.check.compare import compare, compare_quantized
 from kvdsl.ir import Kernel
 
 
@@ -30,12 +29,7 @@ class Result:
 def _judge(
     result: Result, case: Case, what: str, got: dict, want: dict, tol: dict, codes: dict
 ) -> None:
-    for name, expected in want.items():
-        mask = case.written.get(name)
-        if name in codes:
-            err, problem = compare_quantized(got[name], expected, codes[name], mask)
-        else:
-            err, problem = compare(got[name], expected, tol.get(name, 0.0), mask)
+    for name, err, problem in case.judge(got, want, tol, codes):
         result.max_error = max(result.max_error, err)
         if problem:
             result.problems.append(f"{what} [{case.label()}] {name}: {problem}")
