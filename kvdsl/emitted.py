@@ -28,6 +28,12 @@ def header(name: str, cfg: Any) -> str:
     )
 
 
+BALANCED_RULE = (
+    "(ceil(n / y), y, 1) with y = ceil(n / fold) (the kernel reads x back from num_workgroups: "
+    "any (x, y, 1) with x <= fold covering n also works)"
+)
+
+
 def interface(kernel: Kernel) -> dict[str, Any]:
     """The kernel's host interface as JSON-ready data."""
     # "data": the scalar type of the host's array, where it is not the WGSL element's.
@@ -63,14 +69,8 @@ def interface(kernel: Kernel) -> dict[str, Any]:
                 "per_workgroup": d.per_group,
                 "fold": d.fold,
                 "balanced": d.balanced,
-                "rule": (
-                    "n = ceil(items / per_workgroup); (n, 1, 1) if n <= fold "
-                    "else (ceil(n / y), y, 1) with y = ceil(n / fold) (the kernel reads x back "
-                    "from num_workgroups: any (x, y, 1) with x <= fold covering n also works)"
-                    if d.balanced
-                    else "n = ceil(items / per_workgroup); (n, 1, 1) if n <= fold "
-                    "else (fold, ceil(n / fold), 1)"
-                ),
+                "rule": "n = ceil(items / per_workgroup); (n, 1, 1) if n <= fold else "
+                + (BALANCED_RULE if d.balanced else "(fold, ceil(n / fold), 1)"),
             }
         ),
     }

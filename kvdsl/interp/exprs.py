@@ -158,15 +158,10 @@ class Expressions:
                 idx = self.eval(index, m)
                 self._last_load = (index, m, self.scopes, idx)
                 return self.load(self.buffers[name], idx, m, want)
-            case Index(Name(name), index) if name in self.shared and not self._shadowed(name):
-                return self.shared_load(self.shared[name], self.eval(index, m), m)
-            case Index(
-                Index(Name(name), index), lane
-            ) if name in self.shared and not self._shadowed(
-                name
-            ):  # one lane of a vector element: only that lane's slot is read
-                w = self.shared[name]
-                return self.shared_load(w, self.eval(index, m), m, self.eval(lane, m))
+            case Index() if self.shared and (ref := self.shared_ref(e)) is not None:
+                w, index, lane = ref  # one lane of a vector element reads only that lane's slot
+                lanes = None if lane is None else self.eval(lane, m)
+                return self.shared_load(w, self.eval(index, m), m, lanes)
             case Index(base, index):
                 container = self.eval(base, m)
                 idx = self.eval(index, m)

@@ -393,21 +393,12 @@ class Machine(Scopes, Expressions, Memory):
                     idx = self.eval(target.index, m)
                 self.store(b, idx, v, m)
                 return
-            w = self.shared.get(target.base.name)
-            if w is not None and not self._shadowed(target.base.name):
-                self.shared_store(w, self.eval(target.index, m), v, m)
-                return
-        if (
-            isinstance(target, Index)
-            and isinstance(target.base, Index)
-            and isinstance(target.base.base, Name)
-        ):  # ``w[i][lane] = v``: one lane of a workgroup vector element
-            name = target.base.base.name
-            w = self.shared.get(name)
-            if w is not None and not self._shadowed(name):
-                idx = self.eval(target.base.index, m)
-                self.shared_store(w, idx, v, m, self.eval(target.index, m))
-                return
+        ref = self.shared_ref(target) if self.shared else None
+        if ref is not None:  # ``w[i] = v`` or ``w[i][lane] = v``
+            w, index, lane = ref
+            idx = self.eval(index, m)
+            self.shared_store(w, idx, v, m, None if lane is None else self.eval(lane, m))
+            return
         slot = self.lookup(self.root(target).name)
         # Lanes outside the var's declaring mask never see it, so when the statement runs on
         # exactly those lanes the new value can replace the old one outright: a loop counter

@@ -11,6 +11,7 @@ import numpy as np
 
 from kvdsl.interp.batch import Fallback
 from kvdsl.interp.errors import InterpError, OutOfBounds, RaceError, UninitializedRead
+from kvdsl.ir.nodes import Expr, Index, Name
 from kvdsl.interp.values import (
     Mask,
     SharedArray,
@@ -222,6 +223,19 @@ class Memory:
         slots = (flat[:, None] * n + np.arange(n)).reshape(-1)
         return active, flat, slots, np.repeat(ids, n)
 
+    def shared_ref(self, e: Expr) -> tuple[SharedArray, Expr, Expr | None] | None:
+        """``(w, index, lane)`` when ``e`` is ``w[index]`` or ``w[index][lane]`` of a workgroup
+        array in sight (``lane`` None for the whole element), else None."""
+        match e:
+            case Index(Name(name), index):
+                lane = None
+            case Index(Index(Name(name), index), lane):
+                pass
+            case _:
+                return None
+        w = self.shared.get(name)
+        return None if w is None or self._shadowed(name) else (w, index, lane)
+
     def _shared_race(self, w: SharedArray, slot: int, first: str, second: str) -> None:
         raise RaceError(
             f"{w.show(slot)} (workgroup memory): {first} and {second} "
@@ -250,7 +264,7 @@ class Memory:
         if lane is None:
             got = w.data[flat]
         else:
-            got = w.data[flat, broadcast(lane, self.n)[active]]
+            got = w.data.reshape(-1)[slots]  # a lane's slot is its place in the flat data
         if m is None and len(active) == self.n:
             return got
         out = np.zeros((self.n,) + got.shape[1:], w.data.dtype)
@@ -306,7 +320,7 @@ class Memory:
         if lane is None:
             w.data[flat] = broadcast(v, self.n)[active]
         else:
-            w.data[flat, broadcast(lane, self.n)[active]] = broadcast(v, self.n)[active]
+            w.data.reshape(-1)[slots] = broadcast(v, self.n)[active]
         w.written[slots] = True
 
     def barrier(self, m: Mask) -> None:

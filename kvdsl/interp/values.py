@@ -349,16 +349,10 @@ def storage(binding: Binding, given: np.ndarray) -> Storage:
         )
     out = np.array(given, copy=True) if binding.access == "read_write" else given
     flat = np.ascontiguousarray(out).reshape(-1)
-    if flat.dtype.itemsize != dt.itemsize:  # whole elements only, like arrayLength
-        raw = flat.view(np.uint8)
-        flat = raw[: raw.size // dt.itemsize * dt.itemsize]
-    flat = flat.view(dt)
-    if isinstance(binding.elem, Vec):
-        # Given tightly packed, as the runtime takes them (it pads vec3 to 16 bytes itself).
-        n = binding.elem.n
-        data = flat[: flat.size // n * n].reshape(-1, n)
-    else:
-        data = flat
+    per = binding.host_values  # whole elements only, like arrayLength
+    flat = flat[: flat.size // per * per].view(dt)
+    # Vectors given tightly packed, as the runtime takes them (it pads vec3 to 16 bytes itself).
+    data = flat.reshape(-1, binding.elem.n) if isinstance(binding.elem, Vec) else flat
     return Storage(binding, data, out)
 
 

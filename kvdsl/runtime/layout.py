@@ -110,7 +110,7 @@ def check_buffers(bindings: tuple[Binding, ...], buffers: dict[str, np.ndarray])
             )
         if a.dtype != want:
             raise BufferError(f"binding '{b.name}' ({what}) got a {a.dtype} array, expected {want}")
-        if b.host_values > 1 and a.size % b.host_values:
+        if a.size % b.host_values:
             raise BufferError(
                 f"binding '{b.name}' ({what}) got {a.size} {want} values, "
                 f"expected a multiple of {b.host_values}"
