@@ -18,12 +18,13 @@ WGSL quirks handled here, each once:
 from __future__ import annotations
 
 import re
+from typing import Iterator
 
 import numpy as np
 
 from kvdsl.ir import ops
 from kvdsl.ir.nodes import (
-    builtin_type,
+    SUBGROUP_BUILTINS,
     Assign,
     Barrier,
     Binary,
@@ -49,6 +50,7 @@ from kvdsl.ir.nodes import (
     Stmt,
     Unary,
     Var,
+    builtin_type,
 )
 from kvdsl.ir.types import Scalar, bool_, f16, i32, u32
 
@@ -236,20 +238,28 @@ def _mentions_f16(text: str) -> bool:
     # rule most kernels out before the regex runs.
     if "f16" not in text and b"\0h" not in text.encode().translate(_DIGITS_TO_NUL):
         return False
-    code = (line.split("//", 1)[0] for line in text.splitlines())
-    return any(_F16.search(line) for line in code)
+    return any(_F16.search(line) for line in _code_lines(text))
 
 
-_SUBGROUP_USE = re.compile(r"@builtin\(subgroup_\w+\)|\bsubgroup[A-Z]\w*\s*\(")
+def _code_lines(text: str) -> Iterator[str]:
+    """The lines of WGSL text without their ``//`` comments."""
+    return (line.split("//", 1)[0] for line in text.splitlines())
 
 
-def _uses_subgroups(text: str) -> bool:
-    """Whether WGSL text (comments aside) takes a subgroup builtin value or calls a subgroup
-    builtin function (``subgroupShuffleXor(...)``): the module then needs ``enable subgroups;``."""
-    if "subgroup" not in text:
-        return False
-    code = (line.split("//", 1)[0] for line in text.splitlines())
-    return any(_SUBGROUP_USE.search(line) for line in code)
+#: A call of one of the op table's subgroup builtins.
+_SUBGROUP_CALL = re.compile(
+    r"\b(?:" + "|".join(sorted(ops.info(op).spelling for op in ops.SUBGROUP_OPS)) + r")\s*\("
+)
+
+
+def _uses_subgroups(kernel: Kernel, text: str) -> bool:
+    """Whether the kernel takes a subgroup builtin value or calls a subgroup builtin function
+    (the module then needs ``enable subgroups;``): its builtins say the first, one scan of the
+    printed code (comments aside) the second, cheaper than walking the IR
+    (:func:`kvdsl.ir.verify.uses_subgroups` walks it)."""
+    if any(builtin in SUBGROUP_BUILTINS for _, builtin in kernel.builtins):
+        return True
+    return "subgroup" in text and any(_SUBGROUP_CALL.search(line) for line in _code_lines(text))
 
 
 def emit(kernel: Kernel) -> str:
@@ -307,6 +317,8 @@ def emit(kernel: Kernel) -> str:
     out.append("}")
     text = "\n".join(out) + "\n"
     enables = [
-        e for e, used in (("f16", _mentions_f16), ("subgroups", _uses_subgroups)) if used(text)
+        e
+        for e, used in (("f16", _mentions_f16(text)), ("subgroups", _uses_subgroups(kernel, text)))
+        if used
     ]
     return "".join(f"enable {e};\n" for e in enables) + "\n" + text if enables else text
