@@ -507,7 +507,7 @@ def check_barriers(kernel: Kernel) -> None:
                 "flow after it is not uniform"
             )
         if holds and not isinstance(s, Barrier):
-            _uniform_for(s, uniform)
+            (_uniform_if if isinstance(s, If) else _uniform_for)(s, uniform)
         if not isinstance(s, Return) and returns and not _uniform_return(s, uniform):
             left = s
         if isinstance(s, (Let, Var)):
@@ -519,7 +519,7 @@ def _uniform_return(s: Stmt, uniform: set[str]) -> bool:
     builtins) whose returns stand at the top level of its branches, and which holds no
     barrier, ``break`` or ``continue``: every invocation of a workgroup returns there or none
     does, so a barrier after it is still reached by all or none (WGSL's analysis agrees)."""
-    if type(s) is not If or any(type(n) is Name and n.name not in uniform for n in walk(s.cond)):
+    if type(s) is not If or _non_uniform(s.cond, uniform):
         return False
     top = {id(n) for n in s.then + s.orelse if type(n) is Return}
     return all(
@@ -553,21 +553,31 @@ def _head(s: Stmt) -> str:
             return show(s)
 
 
+def _non_uniform(e: Expr, uniform: set[str]) -> list[str]:
+    """The names ``e`` uses that are not known to be uniform."""
+    return [n.name for n in walk(e) if type(n) is Name and n.name not in uniform]
+
+
+def _barriers_on_top(body: tuple[Stmt, ...], where: str) -> None:
+    """A barrier in ``body`` only at its top level (``where``: "an if", "a for loop")."""
+    for n in body:
+        if not isinstance(n, Barrier) and any(type(x) is Barrier for x in statements((n,))):
+            what = "an if" if isinstance(n, If) else type(n).__name__.lower()
+            raise VerifyError(f"workgroupBarrier() inside {what} in {where}: not uniform")
+
+
 def _uniform_if(s: If, uniform: set[str]) -> None:
     """Check that ``s``, a top-level ``if`` holding a barrier, has a uniform condition, the
     barrier at the top level of a branch and no statement that leaves either branch early."""
-    bad = [n.name for n in walk(s.cond) if type(n) is Name and n.name not in uniform]
+    bad = _non_uniform(s.cond, uniform)
     if bad:
         raise VerifyError(
             f"workgroupBarrier() inside an if whose condition `{show(s.cond)}` uses '{bad[0]}': "
             "control flow there is not uniform (only consts, params, literals and uniform "
             "builtins such as subgroup_size)"
         )
-    for n in s.then + s.orelse:
-        if not isinstance(n, Barrier) and any(isinstance(x, Barrier) for x in walk(n)):
-            what = "an if" if isinstance(n, If) else type(n).__name__.lower()
-            raise VerifyError(f"workgroupBarrier() inside {what} in an if: not uniform")
-    for n in walk(s):
+    _barriers_on_top(s.then + s.orelse, "an if")
+    for n in statements((s,)):
         if isinstance(n, (Break, Continue, Return)):
             raise VerifyError(
                 f"workgroupBarrier() in an if holding {type(n).__name__.lower()}: "
@@ -576,31 +586,25 @@ def _uniform_if(s: If, uniform: set[str]) -> None:
 
 
 def _uniform_for(s: Stmt, uniform: set[str]) -> None:
-    """Check that ``s``, a top-level statement holding a barrier, is a uniform ``for`` or ``if``
-    with the barrier at the top level of its body."""
-    if isinstance(s, If):
-        return _uniform_if(s, uniform)
+    """Check that ``s``, a top-level statement other than an ``if`` holding a barrier, is a
+    uniform ``for`` with the barrier at the top level of its body."""
     if not isinstance(s, For):
         raise VerifyError(
             f"workgroupBarrier() inside {type(s).__name__.lower()}: only at the top level of the "
             "entry point or of a top-level for loop with a uniform header"
         )
-    for n in s.body:
-        if not isinstance(n, Barrier) and any(isinstance(x, Barrier) for x in walk(n)):
-            what = "an if" if isinstance(n, If) else type(n).__name__.lower()
-            raise VerifyError(f"workgroupBarrier() inside {what} in a for loop: not uniform")
+    _barriers_on_top(s.body, "a for loop")
     if not isinstance(s.init, (Var, Let)):
         raise VerifyError("workgroupBarrier() in a for loop without a var or let initialiser")
     loop_var = s.init.name
     allowed = uniform | {loop_var}
-    names = [n.name for part in (s.init, s.cond, s.update) for n in walk(part) if type(n) is Name]
-    bad = [n for n in names if n not in allowed]
+    bad = [n for part in (s.init, s.cond, s.update) for n in _non_uniform(part, allowed)]
     if bad or (s.update is not None and s.update.target != Name(loop_var)):
         raise VerifyError(
             f"workgroupBarrier() in a for loop whose header uses '{bad[0] if bad else loop_var}': "
             "the header may use only consts, params, literals and the loop variable"
         )
-    for n in walk(s.body):
+    for n in statements(s.body):
         if isinstance(n, (Break, Continue, Return)):
             raise VerifyError(
                 f"workgroupBarrier() in a for loop holding {type(n).__name__.lower()}: "
