@@ -34,6 +34,7 @@ from kvdsl.kernels.merge_share import MergeShareConfig
 from kvdsl.kernels.quant import AppendQuantConfig, BuildQuantConfig
 from kvdsl.kernels.window_shift import WindowShiftConfig
 from kvdsl.runtime import run as gpu_run
+from test_fuzz import window_case
 
 pytestmark = pytest.mark.filterwarnings("ignore:All-NaN slice")
 F16 = dict(present_type="f16", input_type="f16")
@@ -324,23 +325,11 @@ def test_poison_survives_outside_the_window():
 
 def _append_past_capacity(cfg, seed: int) -> tuple[dict, dict]:
     """Buffers and params of an append of 7 new tokens into a 5-row cache (the first two tokens
-    do not fit), 3 batches with adversarial ``seqlens_k`` (so the last workgroup is partial)."""
-    rng = np.random.default_rng(seed)
-    batch, key_seq, cap, h, d = 3, 7, 5, cfg.kv_heads, cfg.head_dim
-    new = {n: rng.uniform(0.25, 2.0, batch * key_seq * h * d).astype(np.float32) for n in "kv"}
-    bufs = {"src_k": new["k"] * rng.choice([-1.0, 1.0], new["k"].size).astype(np.float32)}
-    bufs |= {"src_v": new["v"], "seqlens_k": np.array([-5, 3, 40], np.int32)}
-    bufs |= {"k_norm_weight": rng.uniform(0.5, 1.5, d).astype(np.float32)}
-    bufs |= {"k_scale": np.full(1, 0.02, np.float32), "v_scale": np.full(1, 0.015, np.float32)}
-    if cfg.rotary:
-        angles = rng.uniform(0, 6.0, cap * d // 2).astype(np.float32)
-        bufs |= {"cos_cache": np.cos(angles), "sin_cache": np.sin(angles)}
-    words = d if cfg.bits == 8 else d // 2
-    dt = np.int32 if cfg.bits == 8 else np.uint32
-    for n in ("present_key", "present_value"):
-        bufs[n] = np.full(batch * h * cap * words, POISON_BITS[4], np.uint32).view(dt)
-    params = {"count": batch * h * key_seq, "seq": key_seq, "pastSeq": 0, "totalSeq": cap}
-    return bufs, params | {"perChannel": 0}
+    do not fit), 3 batches with adversarial ``seqlens_k`` (so the last workgroup is partial),
+    per-tensor scales (an even ``seed``)."""
+    case = window_case(cfg, 5, 7, np.array([-5, 3, 40], np.int32), seed)
+    assert case.params["perChannel"] == 0
+    return case.buffers, case.params
 
 
 KNORM_APPENDS = [
@@ -357,7 +346,7 @@ def test_flat_knorm_append_past_capacity(cfg):
     > capacity) and invocations past the end still loading in range (the interpreter checks every
     access) and storing nothing: equal to the per-row kernel, every poisoned row overwritten."""
     flat_k, drop_k = kernels(cfg)
-    bufs, params = _append_past_capacity(cfg, 3)
+    bufs, params = _append_past_capacity(cfg, 2)
     assert params["count"] * cfg.head_dim // _width(flat_k) % cfg.workgroup_size != 0
     got = interp_run(flat_k, dict(bufs), params)
     want = interp_run(drop_k, dict(bufs), params)
@@ -376,8 +365,6 @@ def test_flat_knorm_rotary_append_into_an_empty_cache(pairs):
     loads cos/sin at the window's row before its barrier, and an empty cache has neither rows
     nor table. The kernel leaves uniformly first; found by the config fuzz (tests/test_fuzz.py),
     which read cos_cache[0] of an empty table here."""
-    from test_fuzz import window_case
-
     cfg = AppendQuantConfig(
         1, 8, 8, k_norm=True, rotary=True, walk="flat", storage_buffer_limit=10, pairs=pairs
     )

@@ -31,11 +31,12 @@ from kvdsl.interp import run as interp_run
 from kvdsl.ir import workgroups
 from kvdsl.kernels.build import BuildConfig, build
 from kvdsl.kernels.config import ConfigError
-from kvdsl.kernels.merge_share import MergeShareConfig, merge_share
+from kvdsl.kernels.merge_share import MergeShareConfig
 from kvdsl.kernels.quant import AppendQuantConfig, BuildQuantConfig
-from kvdsl.kernels.window_shift import WindowShiftConfig, window_shift
+from kvdsl.kernels.window_shift import WindowShiftConfig
 from kvdsl.nodes import flat
 from kvdsl.runtime import run as gpu_run
+from test_flat import drop_in, judge
 
 pytestmark = pytest.mark.filterwarnings("ignore:All-NaN slice")
 F16 = dict(present_type="f16", input_type="f16")
@@ -63,28 +64,28 @@ VECTOR_CONFIGS = [
     WindowShiftConfig(2, 16, "append", True, walk="flat"),
     WindowShiftConfig(2, 16, "append", True, walk="flat", **F16),
 ]
-BUILDERS = {"build": build, "merge_share": merge_share, "window_shift": window_shift}
 PAIR_VARIANTS = [
     "build_rotary_flat_f16_in_llama31_8b",
     "merge_share_append_rotary_flat_pairs_f16_llama31_8b",
     "window_shift_append_rotary_flat_pairs_f16_gemma2_2b",
 ]
-DROP_IN_WALK = {"merge_share": "cooperative"}
-_KERNELS: dict = {}
+_FORMS: dict = {}
+_DROP_INS: dict = {}
+
+
+def forms(cfg):
+    """``cfg``'s pair kernel and its per-vector form (``pairs=False``)."""
+    if cfg not in _FORMS:
+        vector = dataclasses.replace(cfg, pairs=False)
+        _FORMS[cfg] = (catalog.build_config(cfg), catalog.build_config(vector))
+    return _FORMS[cfg]
 
 
 def kernels(cfg):
     """``cfg``'s pair kernel, its per-vector form and the drop-in kernel (template walk)."""
-    if cfg not in _KERNELS:
-        builder = BUILDERS[cfg.mode]
-        drop = dataclasses.replace(cfg, walk=DROP_IN_WALK.get(cfg.mode, "per_row"), pairs=None)
-        drop = dataclasses.replace(drop, workgroup_size=64)
-        _KERNELS[cfg] = (
-            catalog.build_config(cfg),
-            builder(dataclasses.replace(cfg, pairs=False), cfg.mode),
-            catalog.build_config(drop),
-        )
-    return _KERNELS[cfg]
+    if cfg not in _DROP_INS:
+        _DROP_INS[cfg] = catalog.build_config(drop_in(dataclasses.replace(cfg, pairs=None)))
+    return (*forms(cfg), _DROP_INS[cfg])
 
 
 def _ids(cfgs) -> list[str]:
@@ -163,11 +164,11 @@ def test_pairs_match_vector_form_drop_in_and_reference(cfg, backend, request):
     for case in cases_for(cfg, 3, seed=17):
         got = run(pair, dict(case.buffers), case.params)
         want = run(vector, dict(case.buffers), case.params)
-        drop_in = run(drop, dict(case.buffers), case.params)
+        template_walk = run(drop, dict(case.buffers), case.params)
         for name in case.expected:
             bits = got[name].view(np.uint16 if got[name].dtype == np.float16 else np.uint32)
             # Bit for bit: every element the other forms wrote, and the poison they left.
-            for other in (want, drop_in):
+            for other in (want, template_walk):
                 assert np.array_equal(bits, other[name].view(bits.dtype)), (case.label(), name)
         assert not case.against_reference(got)
 
@@ -219,19 +220,9 @@ KNORM_PAIR_CONFIGS = [
 ]
 
 
-def _knorm_kernels(cfg):
-    """``cfg``'s pair kernel and its per-vector form (``pairs=False``)."""
-    if cfg not in _KERNELS:
-        _KERNELS[cfg] = (
-            catalog.build_config(cfg),
-            catalog.build_config(dataclasses.replace(cfg, pairs=False)),
-        )
-    return _KERNELS[cfg]
-
-
 @pytest.mark.parametrize("cfg", KNORM_PAIR_CONFIGS, ids=_ids(KNORM_PAIR_CONFIGS))
 def test_knorm_pair_text_shape(cfg):
-    pair, vector = _knorm_kernels(cfg)
+    pair, vector = forms(cfg)
     assert flat.uses_pairs(cfg)
     text = emit(pair)
     assert "let dr = e % HALF_V4;" in text
@@ -247,13 +238,13 @@ def test_knorm_pair_text_shape(cfg):
         assert "let items = params.count * HALF_V4;" in text
         if cfg.reduction == "workgroup":
             assert "dot(x0Raw, x0Raw) + dot(x1Raw, x1Raw);" in text
-        assert "HALF_V4" in emit(pair) and "params.count * HEAD_DIM_V4" in emit(vector)
+        assert "params.count * HEAD_DIM_V4" in emit(vector)
     else:
         assert "if (e >= params.count * HALF_V4) {" in text
 
 
 def test_knorm_pair_dispatch_is_half_the_vectors():
-    pair, vector = _knorm_kernels(KNORM_PAIR_CONFIGS[4])  # 32 dims: 8 vec4, 4 pairs per row
+    pair, vector = forms(KNORM_PAIR_CONFIGS[4])  # 32 dims: 8 vec4, 4 pairs per row
     params = {"count": 100, "seq": 1, "pastSeq": 0, "perChannel": 1}
     assert workgroups(pair, params) == (2, 1, 1)  # 400 items, WG 256
     assert workgroups(vector, params) == (4, 1, 1)  # 800 items
@@ -274,12 +265,10 @@ def test_knorm_pairs_match_vector_form_and_reference(cfg, backend, request):
     """The pair's sum of squares adds its two dots first, so K may differ from the per-vector
     form's in the last ulps (quantised: one step in a few codes); V is bit for bit, and so is
     rotary K without the norm on the interpreter. Unwritten elements keep the poison."""
-    from test_flat import judge
-
     if backend == "gpu":
         request.getfixturevalue("gpu")
     run = interp_run if backend == "interp" else gpu_run
-    pair, vector = _knorm_kernels(cfg)
+    pair, vector = forms(cfg)
     kind = "norm" if cfg.k_norm else "rotary"
     for case in cases_for(cfg, 3, seed=23):
         got = run(pair, dict(case.buffers), case.params)

@@ -14,12 +14,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kvdsl import catalog, reference
-from kvdsl.check.compare import compare, poison
+from kvdsl import catalog
 from kvdsl.emit import emit
 from kvdsl.interp import run as interp_run
 from kvdsl.kernels.merge_share import MergeShareConfig
 from kvdsl.runtime import run as gpu_run
+from test_fuzz import window_case
 
 CONFIGS = [
     MergeShareConfig(2, 16, "append"),
@@ -45,35 +45,6 @@ def kernel(cfg):
     return _KERNELS[cfg]
 
 
-def _case(cfg, cap: int, key_seq: int, seqlens: list[int], seed: int):
-    rng = np.random.default_rng(seed)
-    batch, h, d = len(seqlens), cfg.kv_heads, cfg.head_dim
-    it, ct = np.dtype(cfg.input_type.replace("f", "float")), cfg.present_type
-    ct = np.float16 if ct == "f16" else np.float32
-    new = [
-        (rng.uniform(0.25, 2.0, (batch, key_seq, h * d)) * rng.choice([-1, 1], (1, 1, h * d)))
-        for _ in range(2)
-    ]
-    new_k, new_v = (x.astype(it) for x in new)
-    sl = np.array(seqlens, np.int32)
-    rot = None
-    bufs = {"new_k": new_k.reshape(-1), "new_v": new_v.reshape(-1), "seqlens_k": sl}
-    if cfg.rotary:
-        theta = rng.uniform(0, 2 * np.pi, (cap, d // 2))
-        rot = reference.Rotary(np.cos(theta).astype(np.float32), np.sin(theta).astype(np.float32))
-        bufs |= {"cos_cache": rot.cos.reshape(-1), "sin_cache": rot.sin.reshape(-1)}
-    # Tokens that do not fit (keySeq > capacity) are skipped: the last `cap` of them fill the
-    # cache from row 0, which the reference states as an append of those alone.
-    fit = slice(max(key_seq - cap, 0), None)
-    w = reference.merge_share_append(
-        new_k[:, fit].astype(np.float32), new_v[:, fit].astype(np.float32), sl, cap, h, rot, ct
-    )
-    size = batch * h * cap * d
-    bufs |= {"present_key": poison(size, ct), "present_value": poison(size, ct)}
-    params = {"count": batch * h * key_seq, "seq": cap, "keySeq": key_seq}
-    return bufs, params, w
-
-
 def test_each_loop_is_split_on_the_uniform_condition():
     text = emit(kernel(CONFIGS[0]))
     assert text.count("if (params.keySeq <= params.seq) {") == 2  # the full-tile and last loops
@@ -90,15 +61,18 @@ def test_both_paths_match_the_reference(cfg, backend, request):
     k = kernel(cfg)
     skipped = fitted = poisoned = 0
     for n, (cap, key_seq, seqlens) in enumerate(SHAPES):
-        bufs, params, w = _case(cfg, cap, key_seq, seqlens, seed=n)
-        got = run(k, dict(bufs), params)
+        # The fuzz's case: tokens that do not fit (keySeq > capacity) are skipped, the last
+        # `cap` of them filling the cache from row 0.
+        case = window_case(cfg, cap, key_seq, np.array(seqlens, np.int32), n)
+        got = run(k, dict(case.buffers), case.params)
         rotated = cfg.rotary and backend == "gpu"
-        for name, want in (("present_key", w.key), ("present_value", w.value)):
-            tol = 2e-6 if rotated and name == "present_key" else 0.0
-            _, problem = compare(got[name], want.reshape(-1), tol, w.mask.reshape(-1))
-            assert not problem, f"cap={cap} keySeq={key_seq} {name}: {problem}"
-        assert w.mask.any()
-        poisoned += not w.mask.all()  # rows the pass does not own must keep the poison
+        # Tighter than the case's own tolerance: exact, rotary K on the GPU within 2e-6.
+        tol = {"present_key": 2e-6} if rotated else {}
+        problems = [(name, p) for name, _, p in case.judge(got, tolerance=tol) if p]
+        assert not problems, f"cap={cap} keySeq={key_seq}: {problems}"
+        mask = case.written["present_key"]
+        assert mask.any()
+        poisoned += not mask.all()  # rows the pass does not own must keep the poison
         skipped += key_seq > cap
         fitted += key_seq <= cap
     assert skipped == 2 and fitted == 2 and poisoned >= 2

@@ -20,7 +20,7 @@ import pytest
 from kvdsl import catalog
 from kvdsl.check import modes  # noqa: F401  (registers the mode case generators)
 from kvdsl.check.cases import cases_for
-from kvdsl.check.compare import POISON_BITS, compare
+from kvdsl.check.compare import POISON_BITS
 from kvdsl.emit import emit
 from kvdsl.frontend import parse
 from kvdsl.interp import run as interp_run
@@ -32,8 +32,10 @@ from kvdsl.kernels.window_shift import WindowShiftConfig
 from kvdsl.runtime import BufferError
 from kvdsl.runtime import device as gpu_device
 from kvdsl.runtime import run as gpu_run
-from kvdsl.runtime.checks import check_contract, evaluate
+from kvdsl.runtime.checks import check_contract
 from kvdsl.runtime.layout import check_buffers
+from test_flat import kernels
+from test_fuzz import contract_sized
 
 pytestmark = pytest.mark.filterwarnings("ignore:All-NaN slice")
 F16 = dict(present_type="f16", input_type="f16")
@@ -63,21 +65,15 @@ KEPT = [
     (MergeConfig(2, 16, walk="cooperative", **F16), "f16"),
     (MergeShareConfig(2, 16, "append", "per_row", **F16), "f16"),
 ]
-DROP_IN_WALK = {"copy": "cooperative", "merge": "cooperative", "merge_share": "cooperative"}
-_KERNELS: dict = {}
-
-
-def kernels(cfg):
-    """The word kernel of ``cfg`` and the drop-in kernel (template walk) of the same config."""
-    if cfg not in _KERNELS:
-        walk = DROP_IN_WALK.get(cfg.mode, "per_row")
-        drop = dataclasses.replace(cfg, walk=walk, workgroup_size=64)
-        _KERNELS[cfg] = (catalog.build_config(cfg), catalog.build_config(drop))
-    return _KERNELS[cfg]
 
 
 def _ids(cfgs) -> list[str]:
     return [f"{c.mode}-{i}" for i, c in enumerate(cfgs)]
+
+
+def exact_to_reference(case, got) -> list[str]:
+    """Problems of ``got`` against the reference with no tolerance at all (words only move)."""
+    return [f"{case.label()} {n}: {p}" for n, _, p in case.judge(got, tolerance={}) if p]
 
 
 @pytest.mark.parametrize("cfg", WORD_CONFIGS, ids=_ids(WORD_CONFIGS))
@@ -109,9 +105,7 @@ def test_words_match_drop_in_and_reference(cfg, backend, request):
             assert got[name].dtype == np.float16 and got[name].shape == expected.shape
             # Bit for bit: every element the drop-in wrote, and the poison it left.
             assert np.array_equal(got[name].view(np.uint16), want[name].view(np.uint16)), name
-            mask = case.written.get(name)
-            _, problem = compare(got[name], expected, 0.0, mask)
-            assert not problem, f"{case.label()} {name} vs reference: {problem}"
+        assert not exact_to_reference(case, got)
 
 
 @pytest.mark.parametrize("cfg", WORD_CONFIGS[::2], ids=_ids(WORD_CONFIGS[::2]))
@@ -119,14 +113,8 @@ def test_inputs_cut_to_their_extents_suffice(cfg):
     """Extents count words (eight halves): inputs cut to exactly them run without a stray read."""
     k, _ = kernels(cfg)
     case = cases_for(cfg, 3, seed=13)[2]
-    bufs = dict(case.buffers)
-    for b in k.bindings:
-        if b.access == "read":
-            need = evaluate(dict(k.extents)[b.name], k, case.params, bufs)
-            bufs[b.name] = bufs[b.name][: need * b.host_values]
-    got = interp_run(k, bufs, case.params)
-    for name, expected in case.expected.items():
-        assert compare(got[name], expected, 0.0, case.written.get(name))[1] == "", name
+    got = interp_run(k, contract_sized(k, case), case.params)
+    assert not exact_to_reference(case, got)
 
 
 def test_cases_cover_decode_partial_and_folded_dispatches():
