@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Everything issue 7 measures, in one call on the GPU host: check every catalog variant on the
 # GPU against the interpreter, time the compiler, then run the GPU benchmark. Each step's log
-# lands under OUT; a failing step is reported and the next still runs.
+# lands under OUT; a failing step is reported and the next still runs, and the script then exits
+# with 1.
 #
 #   . scripts/on-gpu.sh && bash benchmarks/all.sh "$OUT/run5" --batches 4 --trials 3 --repeats 30 --budget 480
 #
@@ -23,7 +24,10 @@ step() {
   "$@" >"$out/$name.log" 2>&1
   local rc=$?
   echo "$name: rc=$rc in $((SECONDS - t0)) s; $(tail -n 1 "$out/$name.log")"
+  [ "$rc" -eq 0 ] || failed=1
 }
+failed=0
 step verify "$py" -m kvdsl verify
 step compile "$py" benchmarks/compile.py --out "$out"
 step gpu "$py" benchmarks/gpu.py --out "$out" "$@"
+exit $failed

@@ -229,18 +229,12 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> list[di
             )
         )
 
-    settle = getattr(args, "settle", 0.0) or 0.0
-    if settle > 0:
-        # Short runs on a shared GPU met it in slow states (copies 1.3-1.9x slower, runs 7-8 of
-        # benchmarks/results/h200): keep it busy first, the same work the roofline does.
+    if args.settle > 0:
         nbytes = 1 << 16 if args.small else 1 << 28
-        buffers, params = roofline.copy_buffers(nbytes)
-        t0, copies = time.perf_counter(), 0
-        while time.perf_counter() - t0 < settle:
-            timed(roofline.copy_kernel(), buffers, params, nbytes, reuse=roof_buffers)
-            copies += 1
-        info["settle_s"] = settle
-        log(f"settled: {copies} rounds of {nbytes} B copies in {time.perf_counter() - t0:.1f} s")
+        t0 = time.perf_counter()
+        rounds = roofline.settle(args.settle, nbytes)
+        info["settle_s"] = args.settle
+        log(f"settled: {rounds} rounds of {nbytes} B copies in {time.perf_counter() - t0:.1f} s")
     floor = timed(roofline.empty_kernel(), roofline.empty_buffers(), None, workgroups=(1, 1, 1))
     log(f"empty dispatch: {floor:.2f} us")
     copy_kernel, roof = roofline.copy_kernel(), {}
@@ -251,7 +245,7 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> list[di
 
     pool, rows = Pool(), []
     total = sum(1 for cfg in selection.values() for _ in plans(cfg, size))
-    budget = getattr(args, "budget", None)
+    budget = args.budget
     for index, (name, cfg) in enumerate(selection.items()):
         if budget is not None and time.perf_counter() - started >= budget:
             # A device session ends hard: stop between configs, with the CSV and device.json

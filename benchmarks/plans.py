@@ -43,6 +43,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
+import roofline
 from kvdsl import catalog
 from kvdsl.ir import Kernel
 
@@ -266,6 +267,6 @@ def biggest_buffer(selection: dict[str, Any], size: dict) -> int:
         kernel = catalog.build_config(cfg, name)
         z = element_sizes(kernel)
         for plan in plans(cfg, size):
-            big = max(big, -(-plan.moved(z) // 64) * 16)  # the roofline copy: 4 buffers
+            big = max(big, roofline.copy_bytes(plan.moved(z)) // 4)  # the copy's 4 buffers
             big = max(big, *(plan.counts[b] * z[b] for b in z if b in plan.counts))
     return big

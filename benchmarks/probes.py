@@ -78,17 +78,6 @@ class Race:
         return best
 
 
-def settle(seconds: float, nbytes: int = 1 << 28) -> None:
-    """Keep the GPU busy with copies for ``seconds`` (see ``kvdsl bench --settle``)."""
-    import time
-
-    buffers, params = roofline.copy_buffers(nbytes)
-    copy, reuse = roofline.copy_kernel(), {}
-    t0 = time.perf_counter()
-    while time.perf_counter() - t0 < seconds:
-        time_kernel(copy, buffers, params, repeats=20, warmup=0, reuse=reuse)
-
-
 @dataclass
 class Measurement:
     """One benchmark plan of a catalog variant (reshaped as the benchmark does), ready to race."""
@@ -131,5 +120,5 @@ def start(argv: list[str], seconds: float = 30.0) -> tuple[dict[str, Any], Pool,
     (:func:`settle`; not with ``--small``)."""
     size = sizes(argv)
     if "--small" not in argv:
-        settle(seconds)
+        roofline.settle(seconds)
     return size, Pool(), Race()

@@ -62,6 +62,23 @@ def copy_bytes(nbytes: int) -> int:
     return 64 * max(1, -(-nbytes // 64))
 
 
+def settle(seconds: float, nbytes: int = 1 << 28) -> int:
+    """Keep the GPU busy with copies of ``nbytes`` for ``seconds``; the rounds run. A shared
+    GPU met idle runs in slow states (copies 1.3-1.9x slower, runs 7-8 of
+    ``benchmarks/results/h200``): ``kvdsl bench --settle`` and the probes call this first."""
+    import time
+
+    from kvdsl.runtime import time_kernel
+
+    buffers, params = copy_buffers(nbytes)
+    copy, reuse, rounds = copy_kernel(), {}, 0  # the device buffers go with ``reuse``
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        time_kernel(copy, buffers, params, repeats=20, warmup=0, reuse=reuse)
+        rounds += 1
+    return rounds
+
+
 def empty_kernel() -> Kernel:
     """One workgroup of one invocation whose only store is never reached."""
     kb = KernelBuilder("empty_dispatch", 1)

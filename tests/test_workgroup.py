@@ -154,13 +154,17 @@ def test_verify_barrier_rules() -> None:
     assert _kernel(good_loop).body[0].body[0] == Barrier()
 
 
+def _store_load_barrier(kb, w, out):
+    w[kb.lid.x] = kb.gid.x
+    kb.barrier()
+    out[kb.gid.x] = w[(kb.lid.x + 1) % WG]
+
+
 def _param_return(kb, w, out):
     """Every invocation leaves when ``params.n`` is 0 (a uniform condition), before a barrier."""
     with kb.if_(kb.param("n").eq(0)):
         kb.ret()
-    w[kb.lid.x] = kb.gid.x
-    kb.barrier()
-    out[kb.gid.x] = w[(kb.lid.x + 1) % WG]
+    _store_load_barrier(kb, w, out)
 
 
 def test_verify_barrier_after_a_uniform_return() -> None:
@@ -188,12 +192,6 @@ def test_verify_barrier_after_a_uniform_return() -> None:
 
     with pytest.raises(VerifyError, match="which returns from inside it"):
         _kernel(mixed)
-
-
-def _store_load_barrier(kb, w, out):
-    w[kb.lid.x] = kb.gid.x
-    kb.barrier()
-    out[kb.gid.x] = w[(kb.lid.x + 1) % WG]
 
 
 @pytest.mark.parametrize("n", [0, 3])
