@@ -201,7 +201,8 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> list[di
         )
         log(f"raised buffer limits for benchmarking: {limits['max-storage-buffer-binding-size']} B")
     info = runtime.adapter_info() | {"requested_limits": limits, "largest_buffer": big}
-    log(f"device: {info['device']} ({info['backend']}, {info['vendor']}), {info['description']}")
+    log(f"device: {info['device']} ({info['backend']}, {info['vendor']}), {info['description']}; "
+        f"WebGPU: {info['implementation']}")  # fmt: skip
     template = find_template(args.template)
     log(f"template: {template or 'not found (legacy columns empty)'}")
     repeats, warmup = args.repeats, args.warmup

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any, Callable
@@ -15,6 +16,9 @@ from typing import Any, Callable
 import numpy as np
 
 from kvdsl import catalog
+
+# kvdsl.runtime.device.IMPLEMENTATIONS, spelt here so parsing the command line loads no wgpu.
+WEBGPU = ("wgpu-native", "dawn")
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {}
 
@@ -151,7 +155,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     """Parse, verify and validate WGSL files under naga and Tint; print every problem found."""
     from kvdsl.frontend import FrontendError
     from kvdsl.runtime import CompileError, compile_wgsl, tint_check
+    from kvdsl.runtime.device import IMPLEMENTATION
 
+    compiler = "naga" if IMPLEMENTATION == "wgpu-native" else "dawn"  # the adapter's compiler
     sources: dict[str, str] = {}
     problems: list[str] = []
     for path in args.files:
@@ -166,7 +172,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         try:
             compile_wgsl(text)
         except CompileError as err:
-            problems.append(f"{path}: {err} [naga]".replace("\n", " | "))
+            problems.append(f"{path}: {err} [{compiler}]".replace("\n", " | "))
     for path, err in tint_check(sources).items():
         if err is not None:
             problems.append(f"{path}: {err.strip()} [tint]".replace("\n", " | "))
@@ -280,6 +286,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="kvdsl", description=__doc__.splitlines()[0])
     p.add_argument("--traceback", action="store_true", help="show Python tracebacks on errors")
+    p.add_argument(
+        "--webgpu",
+        choices=WEBGPU,
+        help="WebGPU implementation that runs kernels: wgpu-native (default) or dawn (Chrome's, "
+        "through the wgpudawn package); sets KVDSL_WEBGPU",
+    )
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     s = sub.add_parser("list", help="list catalog variants")
     s.add_argument("--json", action="store_true", help="configs as JSON")
@@ -355,7 +367,7 @@ def user_errors() -> tuple[type[BaseException], ...]:
         from kvdsl.runtime.errors import BufferError
 
         errors += [BufferError, LimitError]
-    except ImportError:
+    except Exception:  # the runtime cannot load (no wgpu, a bad KVDSL_WEBGPU): none was raised
         pass
     from kvdsl.frontend import FrontendError
 
@@ -369,9 +381,26 @@ def known_failures() -> tuple[type[BaseException], ...]:
     return (RuntimeError,)
 
 
+def select_webgpu(name: str) -> None:
+    """Make ``name`` the WebGPU implementation of this process (before the runtime loads)."""
+    loaded = sys.modules.get("kvdsl.runtime.device")
+    if loaded is not None and loaded.IMPLEMENTATION != name:
+        raise ValueError(
+            f"--webgpu {name}: this process already runs kernels on {loaded.IMPLEMENTATION}; "
+            "the implementation is chosen once per process"
+        )
+    os.environ["KVDSL_WEBGPU"] = name
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``kvdsl`` console script."""
     args = parser().parse_args(argv)
+    if args.webgpu:
+        try:
+            select_webgpu(args.webgpu)
+        except ValueError as err:
+            print(f"kvdsl: {err}", file=sys.stderr)
+            return 2
     try:
         return COMMANDS[args.command](args)
     except Exception as err:  # the CLI's one boundary: every error becomes one line

@@ -10,6 +10,14 @@ a shader can do).
 naga (wgpu 0.32) implements the subgroup built-ins but rejects the standard ``enable subgroups;``
 directive (gfx-rs/wgpu#5555) that Tint, and so every browser, requires: kvdsl emits the standard
 module and :func:`naga_source` drops that one directive before naga sees it.
+
+The WebGPU implementation is wgpu-native (the ``wgpu`` package) unless ``KVDSL_WEBGPU=dawn``
+(or ``kvdsl --webgpu dawn``) is set before this module is imported: then it is Dawn, the
+implementation inside Chrome, through the ``wgpudawn`` package, which has the same Python API.
+Dawn compiles WGSL with Tint, takes ``enable subgroups;`` as written, and gets its
+``timestamp_quantization`` toggle turned off so timestamp queries keep their resolution (a
+browser quantises them; a benchmark must not). ``KVDSL_DAWN_DISABLE`` names more toggles to
+turn off (comma-separated, e.g. ``disable_workgroup_init``), for probes.
 """
 
 from __future__ import annotations
@@ -19,10 +27,40 @@ import re
 import tempfile
 from dataclasses import dataclass
 
-import wgpu
-
 from kvdsl.ir.nodes import Binding
 from kvdsl.runtime.errors import CompileError, DeviceError, FeatureError
+
+IMPLEMENTATIONS = ("wgpu-native", "dawn")
+
+
+def implementation_name() -> str:
+    """The WebGPU implementation ``KVDSL_WEBGPU`` names (default ``wgpu-native``)."""
+    name = os.environ.get("KVDSL_WEBGPU", "").strip() or "wgpu-native"
+    if name not in IMPLEMENTATIONS:
+        raise DeviceError(f"KVDSL_WEBGPU={name!r}: expected one of {', '.join(IMPLEMENTATIONS)}")
+    return name
+
+
+IMPLEMENTATION = implementation_name()
+if IMPLEMENTATION == "dawn":
+    try:
+        import wgpudawn
+    except ImportError as e:
+        raise DeviceError(
+            "KVDSL_WEBGPU='dawn' needs the wgpudawn package (pip install wgpudawn)"
+        ) from e
+    wgpudawn.install_as_wgpu()
+    from wgpudawn.backends.dawn.extras import set_instance_extras
+
+    # KVDSL_DAWN_DISABLE: more Dawn toggles to turn off, comma-separated (probes: what Chrome's
+    # robustness or workgroup zeroing costs); timestamp quantisation is always off.
+    _disabled = [t.strip() for t in os.environ.get("KVDSL_DAWN_DISABLE", "").split(",")]
+    try:
+        set_instance_extras(disable_toggles=["timestamp_quantization", *filter(None, _disabled)])
+    except ValueError as e:  # an unknown toggle
+        raise DeviceError(f"KVDSL_DAWN_DISABLE={os.environ['KVDSL_DAWN_DISABLE']!r}: {e}") from e
+
+import wgpu  # noqa: E402  (wgpudawn's, under KVDSL_WEBGPU=dawn)
 
 # WebGPU's default limits, those that can reject a compute kernel.
 WEBGPU_LIMITS = {
@@ -65,6 +103,12 @@ def naga_source(wgsl: str) -> str:
     return _ENABLE_SUBGROUPS.sub("", wgsl)
 
 
+def shader_source(wgsl: str) -> str:
+    """``wgsl`` as this process's implementation takes it: :func:`naga_source` under
+    wgpu-native, unchanged under Dawn."""
+    return wgsl if IMPLEMENTATION == "dawn" else naga_source(wgsl)
+
+
 @dataclass
 class Pipeline:
     """A compiled compute pipeline and the bind group layout its bindings go through."""
@@ -78,6 +122,7 @@ _adapter: wgpu.GPUAdapter | None = None
 _devices: dict[tuple[bool, bool], wgpu.GPUDevice] = {}
 _pipelines: dict[tuple, Pipeline] = {}
 _raised_limits: dict[str, int] = {}
+_consumed: list[tuple[bool, bool]] = []  # the devices made so far, in order
 
 
 def configure(limits: dict[str, int] | None = None) -> dict[str, int]:
@@ -105,18 +150,24 @@ def requested_limits() -> dict[str, int]:
     return {k: min(_raised_limits.get(k, v), a.limits[k]) for k, v in WEBGPU_LIMITS.items()}
 
 
+def _request_adapter() -> wgpu.GPUAdapter:
+    # Mesa's Vulkan drivers complain and may fail without a runtime dir (CI containers).
+    os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.gettempdir())
+    try:
+        a = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
+    except Exception as e:  # wgpu raises plain RuntimeError with its own text
+        raise DeviceError(f"no {IMPLEMENTATION} adapter: {e}") from e
+    if a is None:
+        raise DeviceError(f"no {IMPLEMENTATION} adapter found")
+    return a
+
+
 def adapter() -> wgpu.GPUAdapter:
-    """The process's adapter (high-performance preference), requested once."""
+    """The process's adapter (high-performance preference), requested once: what the devices
+    are checked against and :func:`adapter_info` describes."""
     global _adapter
     if _adapter is None:
-        # Mesa's Vulkan drivers complain and may fail without a runtime dir (CI containers).
-        os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.gettempdir())
-        try:
-            _adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
-        except Exception as e:  # wgpu raises plain RuntimeError with its own text
-            raise DeviceError(f"no wgpu adapter: {e}") from e
-        if _adapter is None:
-            raise DeviceError("no wgpu adapter found")
+        _adapter = _request_adapter()
     return _adapter
 
 
@@ -126,7 +177,9 @@ def device(f16: bool = False, subgroups: bool = False) -> wgpu.GPUDevice:
     if key not in _devices:
         a = adapter()
         features = [f for f in ("timestamp-query",) if f in a.features]
-        wanted = [("f16", "shader-f16", f16), ("subgroups", "subgroup", subgroups)]
+        # wgpu-native 0.32 names the subgroup feature "subgroup"; WebGPU (Dawn) "subgroups".
+        sg = "subgroups" if "subgroups" in a.features else "subgroup"
+        wanted = [("f16", "shader-f16", f16), ("subgroups", sg, subgroups)]
         for extension, feature, on in wanted:
             if not on:
                 continue
@@ -138,7 +191,11 @@ def device(f16: bool = False, subgroups: bool = False) -> wgpu.GPUDevice:
             features.append(feature)
         limits = requested_limits()
         label = "kvdsl" + "".join(f"-{e}" for e, _, on in wanted if on)
-        _devices[key] = a.request_device_sync(
+        # WebGPU lets an adapter make one device (Dawn enforces it, wgpu-native does not): the
+        # first device takes the process's adapter, each later one a fresh adapter.
+        source = a if not _consumed else _request_adapter()
+        _consumed.append(key)
+        _devices[key] = source.request_device_sync(
             label=label, required_features=features, required_limits=limits
         )
     return _devices[key]
@@ -197,7 +254,7 @@ def pipeline(
     if key not in _pipelines:
         dev = device(*extensions(wgsl))
         try:
-            module = dev.create_shader_module(label=label, code=naga_source(wgsl))
+            module = dev.create_shader_module(label=label, code=shader_source(wgsl))
             if bindings is None:
                 layout = "auto"
             else:
@@ -231,7 +288,8 @@ def adapter_info() -> dict:
         "adapter_type": info["adapter_type"],
         "backend": info["backend_type"],
         "shader_f16": "shader-f16" in a.features,
-        "subgroups": "subgroup" in a.features,
+        "subgroups": bool({"subgroup", "subgroups"} & set(a.features)),
+        "implementation": IMPLEMENTATION,
         "timestamp_query": "timestamp-query" in a.features,
         "limits": {k: dev.limits[k] for k in WEBGPU_LIMITS},
         "adapter_limits": {k: a.limits[k] for k in WEBGPU_LIMITS},

@@ -259,6 +259,8 @@ def _timestamp_period(dev: wgpu.GPUDevice) -> float:
     normalisation is on; wgpu-py 0.32 has no wrapper for ``wgpuQueueGetTimestampPeriod``, so it is
     called through wgpu-py's cffi handle when present (1.0 on NVIDIA and llvmpipe anyway).
     """
+    if gpu.IMPLEMENTATION == "dawn":
+        return 1.0  # Dawn converts ticks to nanoseconds itself
     try:
         from wgpu.backends.wgpu_native._ffi import lib
 
