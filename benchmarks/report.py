@@ -297,6 +297,59 @@ def tables(rows: list[dict]) -> list[str]:
     return out
 
 
+def dawn_section(dawn: list[dict], rows: list[dict]) -> list[str]:
+    """The rows of a run under Dawn (``KVDSL_WEBGPU=dawn``) beside the same rows under
+    wgpu-native from ``rows``: targets counted as for wgpu-native, then a table. ``dawn`` has
+    been through :func:`conservative` on its own (its own best copy)."""
+    native = {(r["variant"], r["batch"], r["tokens"]): r for r in rows}
+    timed = [r for r in dawn if r.get("kvdsl_us")]
+    for r in timed:
+        other = native.get((r["variant"], r["batch"], r["tokens"]), {})
+        r["native_us"] = other.get("kvdsl_us")
+        r["native_run"] = other.get("run")
+        r["over_native"] = r["kvdsl_us"] / r["native_us"] if r["native_us"] else None
+    wide = [r for r in timed if not r.get("decode")]
+    decode = [r for r in timed if r.get("decode") and "_pairs_" not in r["variant"]]
+    at = sum(r["pct_roofline"] >= TARGET_ROOFLINE for r in wide)
+    at_best = sum((r.get("pct_best") or 0) >= TARGET_ROOFLINE for r in wide)
+    within = sum(r["floor_x"] <= TARGET_FLOOR for r in decode)
+    ratios = [r["over_native"] for r in timed if r["over_native"]]
+    below = ", ".join(
+        f"{r['variant']} {int(r['tokens'])} tok {r['pct_best']:.0f}%"
+        for r in sorted(wide, key=lambda r: r.get("pct_best") or 0)
+        if (r.get("pct_best") or 0) < TARGET_ROOFLINE
+    )
+    floors = sorted({r["floor_us"] for r in timed if r.get("floor_us")})
+    out = [
+        f"- Rows at ≥ {TARGET_ROOFLINE:.0f}% of the copy timed beside them (not decode "
+        f"appends): **{at} of {len(wide)}**; against the run's best copy (*% best*): "
+        f"**{at_best} of {len(wide)}**; below: {below or 'none'}.",
+        f"- Decode (1-token) appends within {TARGET_FLOOR}x of Dawn's empty dispatch "
+        f"({', '.join(f'{f:.2f}' for f in floors)} µs): **{within} of {len(decode)}** "
+        f"({min((r['floor_x'] for r in decode), default=0):.2f}x-"
+        f"{max((r['floor_x'] for r in decode), default=0):.2f}x).",
+        f"- Dawn's time over wgpu-native's for the same row (the wgpu-native rows of this page): "
+        f"geometric mean {_f(geomean(ratios), 2)}, "
+        f"range {_f(min(ratios, default=None), 2)}-{_f(max(ratios, default=None), 2)}.",
+        "",
+        "| variant | B | tokens | Dawn µs | copy GB/s | % roof | % best | wgpu-native µs | "
+        "Dawn / wgpu-native | × floor | note |",
+        "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|",
+    ]
+    for r in dawn:
+        note = "" if r.get("kvdsl_status") == "ok" else str(r.get("kvdsl_status"))
+        if r.get("native_run"):
+            note = f"wgpu-native: {r['native_run']}" + (f"; {note}" if note else "")
+        out.append(
+            f"| {r['variant']} | {_f(r.get('batch'), 0)} | {_f(r.get('tokens'), 0)} | "
+            f"{_f(r.get('kvdsl_us'), 2)} | {_f(r.get('copy_gbps'), 0)} | "
+            f"{_f(r.get('pct_roofline'), 0)} | {_f(r.get('pct_best'), 0)} | "
+            f"{_f(r.get('native_us'), 2)} | {_f(r.get('over_native'), 2)} | "
+            f"{_f(r.get('floor_x'), 2)} | {note.replace('|', '/')} |"
+        )
+    return out + [""]
+
+
 def compile_section(data: dict | None) -> list[str]:
     """The compiler-speed figures of ``compile.json``."""
     if not data:
@@ -329,6 +382,7 @@ def page(
     png: str | None,
     note: str = "",
     command: str | None = None,
+    dawn: list[dict] | None = None,
 ) -> str:
     """The whole docs page."""
     sizes = device.get("sizes", {})
@@ -385,6 +439,17 @@ def page(
     ]
     if png:
         lines += ["## Chart", "", f"![% of roofline per variant]({png})", ""]
+    if dawn:
+        lines += [
+            "## Dawn (Chrome's WebGPU) on the same GPU",
+            "",
+            "The same benchmark with `KVDSL_WEBGPU=dawn`: Dawn, the WebGPU implementation inside "
+            "Chrome, compiles the same WGSL with Tint (robustness and workgroup zeroing on, as in "
+            "a browser; timestamp quantisation off). The copy and the empty dispatch are timed "
+            "under Dawn too; *% best* divides by the best copy of the Dawn run.",
+            "",
+            *dawn_section(dawn, rows),
+        ]
     lines += ["## Compiler and interpreter", "", *compile_section(comp), "## Tables", ""]
     lines += tables(rows)
     return "\n".join(lines).rstrip() + "\n"
@@ -407,6 +472,7 @@ def main(argv: list[str] | None = None) -> int:
         help="gpu.csv of a run; repeat for several (the first to have a row wins)",
     )
     ap.add_argument("--note", help="a markdown file inserted after the device section")
+    ap.add_argument("--dawn", help="gpu.csv of a run under KVDSL_WEBGPU=dawn (its own section)")
     ap.add_argument("--docs", default=str(REPO / "docs"))
     args = ap.parse_args(argv)
     sources = [Path(p) for p in (args.csv or [str(HERE / "out" / "gpu.csv")])]
@@ -417,6 +483,9 @@ def main(argv: list[str] | None = None) -> int:
     comp_path = folder / "compile.json"
     comp = json.loads(comp_path.read_text()) if comp_path.is_file() else None
     note = Path(args.note).read_text() if args.note else ""
+    dawn = load(Path(args.dawn)) if args.dawn else None
+    if dawn:
+        conservative(dawn)
     docs = Path(args.docs)
     docs.mkdir(parents=True, exist_ok=True)
     png = "performance.png" if chart(rows, docs / "performance.png") else None
@@ -424,8 +493,9 @@ def main(argv: list[str] | None = None) -> int:
         ["python benchmarks/report.py"]
         + [f"--csv {_rel(p)}" for p in sources]
         + ([f"--note {_rel(Path(args.note))}"] if args.note else [])
+        + ([f"--dawn {_rel(Path(args.dawn))}"] if args.dawn else [])
     )
-    (docs / "performance.md").write_text(page(rows, device, comp, png, note, command))
+    (docs / "performance.md").write_text(page(rows, device, comp, png, note, command, dawn))
     print(f"wrote {docs / 'performance.md'}" + (f" and {docs / png}" if png else " (no chart)"))
     return 0
 

@@ -1,0 +1,129 @@
+"""Choosing the WebGPU implementation: wgpu-native (default) or Dawn (``KVDSL_WEBGPU=dawn``,
+``kvdsl --webgpu dawn``).
+
+Dawn finds no adapter on llvmpipe, so CI drives it on its Null backend (``WGPU_BACKEND_TYPE=Null``),
+which creates devices and compiles pipelines with Tint but executes nothing: these tests check the
+plumbing (devices, features, shader text, errors). Dawn running the catalog for real is
+``kvdsl --webgpu dawn verify`` on the H200 (``benchmarks/results/h200/verify14-dawn.log``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from kvdsl import cli
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def python(code: str, **env: str) -> subprocess.CompletedProcess:
+    """Run ``code`` in a fresh interpreter (the implementation is chosen once per process)."""
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env=os.environ | env,
+    )
+
+
+def kvdsl(*args: str, **env: str) -> subprocess.CompletedProcess:
+    return python(f"import sys; from kvdsl.cli import main; sys.exit(main({list(args)!r}))", **env)
+
+
+def test_cli_choices_are_the_runtime_implementations():
+    from kvdsl.runtime.device import IMPLEMENTATIONS
+
+    assert cli.WEBGPU == IMPLEMENTATIONS
+
+
+@pytest.mark.parametrize(
+    "env, message",
+    [
+        ({"KVDSL_WEBGPU": "webgl"}, "KVDSL_WEBGPU='webgl': expected one of wgpu-native, dawn"),
+        (
+            {"KVDSL_WEBGPU": "dawn", "KVDSL_DAWN_DISABLE": "no_such_toggle"},
+            "KVDSL_DAWN_DISABLE='no_such_toggle': Unknown Dawn toggle 'no_such_toggle'",
+        ),
+    ],
+)
+def test_bad_implementation_settings_are_one_line(env, message):
+    out = kvdsl("verify", "copy_flat_llama31_8b", "--cases", "1", **env)
+    assert out.returncode == 1, out.stderr
+    assert out.stderr.strip() == f"kvdsl verify: {message}" + (
+        ": see all_toggles()" if "toggle" in message else ""
+    )
+
+
+def test_webgpu_flag_cannot_switch_a_loaded_runtime(monkeypatch, capsys):
+    import kvdsl.runtime  # noqa: F401  (loaded on wgpu-native, as in every test process)
+
+    monkeypatch.setenv("KVDSL_WEBGPU", "wgpu-native")  # restored after the test
+    assert cli.main(["--webgpu", "dawn", "list"]) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == (
+        "kvdsl: --webgpu dawn: this process already runs kernels on wgpu-native; "
+        "the implementation is chosen once per process"
+    )
+    assert cli.main(["--webgpu", "wgpu-native", "list"]) == 0
+    assert "copy_flat_llama31_8b" in capsys.readouterr().out
+
+
+def test_dawn_makes_one_device_per_adapter_and_keeps_enable_subgroups():
+    # Four feature sets, four devices: WebGPU lets an adapter make one device (Dawn enforces it),
+    # so each after the first needs a fresh adapter; Tint requires `enable subgroups;`, which
+    # the naga path strips.
+    out = python(
+        """
+        import dataclasses, json
+        from kvdsl import catalog
+        from kvdsl.emit import emit
+        from kvdsl.runtime import adapter_info, compile_wgsl, device
+
+        sg = catalog.config("build_knorm_flat_sg_qwen3_06b")
+        configs = {
+            "plain": catalog.config("copy_flat_llama31_8b"),
+            "f16": catalog.config("merge_share_append_rotary_flat_f16_llama31_8b"),
+            "subgroups": sg,
+            "f16+subgroups": dataclasses.replace(sg, present_type="f16"),
+        }
+        texts = {k: emit(catalog.build_config(c, k)) for k, c in configs.items()}
+        for text in texts.values():
+            compile_wgsl(text)
+        print(json.dumps({
+            "implementation": adapter_info()["implementation"],
+            "backend": adapter_info()["backend"],
+            "devices": sorted(map(list, device._devices)),
+            "kept": device.shader_source(texts["subgroups"]) == texts["subgroups"],
+            "enables": "enable subgroups;" in texts["subgroups"],
+        }))
+        """,
+        KVDSL_WEBGPU="dawn",
+        WGPU_BACKEND_TYPE="Null",
+    )
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout.splitlines()[-1])
+    assert got == {
+        "implementation": "dawn",
+        "backend": "Null",
+        "devices": [[False, False], [False, True], [True, False], [True, True]],
+        "kept": True,
+        "enables": True,
+    }
+
+
+def test_wgpu_native_strips_enable_subgroups_for_naga():
+    from kvdsl.runtime import device
+
+    text = (ROOT / "emitted" / "build_knorm_flat_sg_qwen3_06b.wgsl").read_text()
+    assert device.IMPLEMENTATION == "wgpu-native" and "enable subgroups;" in text
+    stripped = device.shader_source(text)
+    assert "enable subgroups;" not in stripped
+    assert stripped.count("\n") == text.count("\n")  # naga's line numbers stay the module's
