@@ -1,10 +1,13 @@
 """Regenerate ``docs/performance.md`` and its chart from the benchmark's output.
 
-    python benchmarks/report.py [--csv benchmarks/out/gpu.csv] [--docs docs]
+    python benchmarks/report.py [--csv benchmarks/out/gpu.csv ...] [--note NOTE.md]
+                                [--dawn DAWN.csv] [--docs docs]
 
 Reads ``gpu.csv`` and ``device.json`` (and ``compile.json`` when present) from the CSV's folder,
 writes ``docs/performance.png`` (% of the vec4 copy roofline per variant at the largest batch,
 kvdsl beside the template; needs matplotlib, the ``bench`` extra) and ``docs/performance.md``.
+``--dawn`` adds a section for a run under ``KVDSL_WEBGPU=dawn``, each row beside the same row
+under wgpu-native.
 """
 
 from __future__ import annotations
