@@ -88,3 +88,28 @@ def test_summary_counts_the_targets():
     assert "Flat (fastest) decode appends within 1.5x of the empty dispatch: **1 of 1**" in text
     assert "(not counted: the prefill variants *_pairs_* at 1 token, 2.00x-2.00x)" in text
     assert "**1 of 3**; worst append_quant_a (batch 4) at 15.00x" in text
+
+
+def test_dawn_section_sets_each_row_beside_wgpu_native():
+    native = [
+        row("build_flat_a", "flat", 40.0, 38.0),
+        row("append_quant_flat_a", "flat", 5.5, 5.2, decode=1, tokens=1, mb=0.07),
+    ]
+    for r in native:
+        r["run"] = "run13"
+    dawn = [
+        row("build_flat_a", "flat", 44.0, 38.0),  # 86% of the copy beside it, 1.10x wgpu-native
+        row("append_quant_flat_a", "flat", 7.0, 6.6, decode=1, tokens=1, mb=0.07),
+        row("merge_flat_b", "flat", 33.5, 33.5),  # no wgpu-native row
+    ]
+    for r in dawn:
+        r["floor_us"], r["kvdsl_status"] = 5.0, "ok"
+    dawn[1]["floor_x"] = 7.0 / 5.0
+    report.conservative(dawn)
+    text = "\n".join(report.dawn_section(dawn, native))
+    assert "(not decode appends): **1 of 2**" in text
+    assert "below: build_flat_a 2048 tok 76%" in text  # 134 MB in 44 µs against 4,000 GB/s
+    assert "empty dispatch (5.00 µs): **1 of 1** (1.40x-1.40x)" in text
+    assert "geometric mean 1.18, range 1.10-1.27" in text
+    assert "| build_flat_a | 4 | 2048 | 44.00 |" in text and "| 40.00 | 1.10 |" in text
+    assert "| merge_flat_b | 4 | 2048 | 33.50 |" in text and "| – | – |" in text
