@@ -10,7 +10,7 @@ import sys
 import tempfile
 from pathlib import Path
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -98,12 +98,18 @@ class Measurement:
 
 
 def measurements(
-    variants: list[str], size: dict[str, Any], pool: Pool, decode: bool = True
+    variants: list[str],
+    size: dict[str, Any],
+    pool: Pool,
+    decode: bool = True,
+    tweak: Callable[[Any], Any] | None = None,
 ) -> Iterator[Measurement]:
     """Each plan of each variant at ``size`` (without ``decode``: not the 1-token ones), with
-    its emitted WGSL, buffers from ``pool``, params, workgroups and bytes that must move."""
+    its emitted WGSL, buffers from ``pool``, params, workgroups and bytes that must move.
+    ``tweak`` maps each (reshaped) config to the one to build, e.g. another workgroup size."""
     for variant in variants:
         cfg = reshape(catalog.config(variant))
+        cfg = tweak(cfg) if tweak else cfg
         kernel = catalog.build_config(cfg, variant)
         text, z = emit(kernel), element_sizes(kernel)
         for plan in plans(cfg, size):

@@ -386,3 +386,20 @@ def test_flat_knorm_append_past_capacity_gpu(gpu):
     for name in ("present_key", "present_value"):
         _, problem = compare_quantized(got[name], want[name], cfg.bits)
         assert not problem, f"{name}: {problem}"
+
+
+@pytest.mark.parametrize(
+    "cfg, size",
+    [
+        (BuildConfig(8, 128, walk="flat"), 256),
+        (BuildConfig(8, 128, k_norm=True, walk="flat"), 128),  # a barrier: smaller workgroups
+        (BuildConfig(8, 128, k_norm=True, walk="flat", reduction="subgroup"), 256),
+        (BuildQuantConfig(8, 128, bits=4, k_norm=True, walk="flat"), 128),
+        (AppendQuantConfig(8, 128, k_norm=True, walk="flat", pairs=False), 128),
+        (BuildConfig(8, 128, k_norm=True), 64),  # the template's walk
+        (BuildConfig(8, 128, k_norm=True, walk="flat", workgroup_size=64), 64),  # as given
+    ],
+)
+def test_default_workgroup_size(cfg, size):
+    assert cfg.workgroup_size == size
+    assert catalog.build_config(cfg, "k").workgroup_size == (size, 1, 1)

@@ -246,8 +246,9 @@ def test_knorm_pair_text_shape(cfg):
 def test_knorm_pair_dispatch_is_half_the_vectors():
     pair, vector = forms(KNORM_PAIR_CONFIGS[4])  # 32 dims: 8 vec4, 4 pairs per row
     params = {"count": 100, "seq": 1, "pastSeq": 0, "perChannel": 1}
-    assert workgroups(pair, params) == (2, 1, 1)  # 400 items, WG 256
-    assert workgroups(vector, params) == (4, 1, 1)  # 800 items
+    assert pair.workgroup_size == vector.workgroup_size == (128, 1, 1)  # flat.KNORM_WORKGROUP
+    assert workgroups(pair, params) == (4, 1, 1)  # 400 items
+    assert workgroups(vector, params) == (7, 1, 1)  # 800 items
 
 
 # The GPU runs the configs within WebGPU's default 8 storage buffers (K RMSNorm with rotary

@@ -76,6 +76,11 @@ from kvdsl.nodes.quant import NIBBLE_OFFSET
 WALK = "flat"
 #: The flat walk's workgroup size when a config leaves it unset (64 reaches ~55% of a copy).
 FLAT_WORKGROUP = 256
+#: The flat walk's default when K RMSNorm reduces its rows in workgroup memory: each workgroup
+#: waits at a barrier, and on an H200 halving the workgroups' size took the quantising kernels
+#: from 83-91% to 94-100% of a copy under Dawn and wgpu-native alike, the others unchanged
+#: (``benchmarks/probe21.py``).
+KNORM_WORKGROUP = 128
 #: Every other walk's default.
 DEFAULT_WORKGROUP = 64
 #: f16 data that is only moved travels as ``vec4<u32>`` words of eight halves: 16 bytes per
@@ -89,6 +94,9 @@ def resolve_workgroup(cfg: Any) -> None:
     """Give a frozen config left at ``workgroup_size=None`` its walk's default size."""
     if cfg.workgroup_size is None:
         size = FLAT_WORKGROUP if cfg.walk == WALK else DEFAULT_WORKGROUP
+        barrier = getattr(cfg, "k_norm", False) and getattr(cfg, "reduction", "") == "workgroup"
+        if cfg.walk == WALK and barrier:
+            size = KNORM_WORKGROUP
         object.__setattr__(cfg, "workgroup_size", size)
 
 
