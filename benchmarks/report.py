@@ -1,7 +1,7 @@
 """Regenerate ``docs/performance.md`` and its chart from the benchmark's output.
 
     python benchmarks/report.py [--csv benchmarks/out/gpu.csv ...] [--note NOTE.md]
-                                [--dawn DAWN.csv] [--docs docs]
+                                [--dawn DAWN.csv ...] [--docs docs]
 
 Reads ``gpu.csv`` and ``device.json`` (and ``compile.json`` when present) from the CSV's folder,
 writes ``docs/performance.png`` (% of the vec4 copy roofline per variant at the largest batch,
@@ -336,8 +336,8 @@ def dawn_section(dawn: list[dict], rows: list[dict]) -> list[str]:
         f"range {_f(min(ratios, default=None), 2)}-{_f(max(ratios, default=None), 2)}.",
         "",
         "| variant | B | tokens | Dawn µs | copy GB/s | % roof | % best | wgpu-native µs | "
-        "Dawn / wgpu-native | × floor | note |",
-        "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|",
+        "Dawn / wgpu-native | × floor | run | note |",
+        "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|",
     ]
     for r in dawn:
         note = "" if r.get("kvdsl_status") == "ok" else str(r.get("kvdsl_status"))
@@ -348,7 +348,7 @@ def dawn_section(dawn: list[dict], rows: list[dict]) -> list[str]:
             f"{_f(r.get('kvdsl_us'), 2)} | {_f(r.get('copy_gbps'), 0)} | "
             f"{_f(r.get('pct_roofline'), 0)} | {_f(r.get('pct_best'), 0)} | "
             f"{_f(r.get('native_us'), 2)} | {_f(r.get('over_native'), 2)} | "
-            f"{_f(r.get('floor_x'), 2)} | {note.replace('|', '/')} |"
+            f"{_f(r.get('floor_x'), 2)} | {r.get('run', '')} | {note.replace('|', '/')} |"
         )
     return out + [""]
 
@@ -475,7 +475,11 @@ def main(argv: list[str] | None = None) -> int:
         help="gpu.csv of a run; repeat for several (the first to have a row wins)",
     )
     ap.add_argument("--note", help="a markdown file inserted after the device section")
-    ap.add_argument("--dawn", help="gpu.csv of a run under KVDSL_WEBGPU=dawn (its own section)")
+    ap.add_argument(
+        "--dawn",
+        action="append",
+        help="gpu.csv of a run under KVDSL_WEBGPU=dawn (its own section); repeat as --csv",
+    )
     ap.add_argument("--docs", default=str(REPO / "docs"))
     args = ap.parse_args(argv)
     sources = [Path(p) for p in (args.csv or [str(HERE / "out" / "gpu.csv")])]
@@ -486,7 +490,7 @@ def main(argv: list[str] | None = None) -> int:
     comp_path = folder / "compile.json"
     comp = json.loads(comp_path.read_text()) if comp_path.is_file() else None
     note = Path(args.note).read_text() if args.note else ""
-    dawn = load(Path(args.dawn)) if args.dawn else None
+    dawn = merge([Path(p) for p in args.dawn]) if args.dawn else None
     if dawn:
         conservative(dawn)
     docs = Path(args.docs)
@@ -496,7 +500,7 @@ def main(argv: list[str] | None = None) -> int:
         ["python benchmarks/report.py"]
         + [f"--csv {_rel(p)}" for p in sources]
         + ([f"--note {_rel(Path(args.note))}"] if args.note else [])
-        + ([f"--dawn {_rel(Path(args.dawn))}"] if args.dawn else [])
+        + [f"--dawn {_rel(Path(p))}" for p in args.dawn or []]
     )
     (docs / "performance.md").write_text(page(rows, device, comp, png, note, command, dawn))
     print(f"wrote {docs / 'performance.md'}" + (f" and {docs / png}" if png else " (no chart)"))
