@@ -2,8 +2,6 @@
 // regenerate with `kvdsl emit`.
 // config: {"mode": "build_quant", "kv_heads": 8, "head_dim": 128, "bits": 8, "qmin": -128, "qmax": 127, "k_norm": false, "rotary": false, "eps": 1e-06, "input_type": "f16", "workgroup_size": 256, "fold": 65535, "storage_buffer_limit": 8, "walk": "flat", "reduction": "workgroup", "pairs": null}
 
-enable f16;
-
 struct Params {
   count: u32,
   seq: u32,
@@ -11,8 +9,8 @@ struct Params {
   perChannel: u32,
 }
 
-@group(0) @binding(0) var<storage, read> src_k: array<vec4<f16>>;
-@group(0) @binding(1) var<storage, read> src_v: array<vec4<f16>>;
+@group(0) @binding(0) var<storage, read> src_k: array<vec2<u32>>; // host: f16
+@group(0) @binding(1) var<storage, read> src_v: array<vec2<u32>>; // host: f16
 @group(0) @binding(2) var<storage, read> k_scale: array<f32>;
 @group(0) @binding(3) var<storage, read> v_scale: array<f32>;
 @group(0) @binding(4) var<storage, read_write> present_key: array<vec4<i32>>;
@@ -28,6 +26,10 @@ const QMAX: f32 = 127.0f;
 const QMIN: f32 = -128.0f;
 const HEAD_DIM_V4: u32 = 32u;
 const KV_HIDDEN_V4: u32 = 256u;
+
+fn unpackHalves(w: vec2<u32>) -> vec4<f32> {
+  return vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y));
+}
 
 // Quantize new BSH K/V into a INT8 BNSH cache.
 @compute @workgroup_size(WG)
@@ -50,8 +52,8 @@ fn main(
   let hk = tmp % KV_HEADS;
   let b = tmp / KV_HEADS;
   let srcBase = (b * params.seq + t) * KV_HIDDEN_V4 + hk * HEAD_DIM_V4;
-  let k = vec4<f32>(src_k[srcBase + d4]);
-  let v = vec4<f32>(src_v[srcBase + d4]);
+  let k = unpackHalves(src_k[srcBase + d4]);
+  let v = unpackHalves(src_v[srcBase + d4]);
   let dst = ((b * KV_HEADS + hk) * params.seq + t) * HEAD_DIM_V4 + d4;
   let sBase = select(0u, hk * HEAD_DIM + d4 * 4u, params.perChannel != 0u);
   let sStep = select(0u, 1u, params.perChannel != 0u);

@@ -2,20 +2,18 @@
 // regenerate with `kvdsl emit`.
 // config: {"mode": "build", "kv_heads": 8, "head_dim": 128, "k_norm": false, "rotary": true, "eps": 1e-06, "input_type": "f16", "present_type": "f16", "workgroup_size": 256, "fold": 65535, "walk": "flat", "reduction": "workgroup", "pairs": null}
 
-enable f16;
-
 struct Params {
   count: u32,
   seq: u32,
   pastSeq: u32,
 }
 
-@group(0) @binding(0) var<storage, read> src_k: array<vec4<f16>>;
-@group(0) @binding(1) var<storage, read> src_v: array<vec4<f16>>;
+@group(0) @binding(0) var<storage, read> src_k: array<vec2<u32>>; // host: f16
+@group(0) @binding(1) var<storage, read> src_v: array<vec2<u32>>; // host: f16
 @group(0) @binding(2) var<storage, read> cos_cache: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read> sin_cache: array<vec4<f32>>;
-@group(0) @binding(4) var<storage, read_write> present_key: array<vec4<f16>>;
-@group(0) @binding(5) var<storage, read_write> present_value: array<vec4<f16>>;
+@group(0) @binding(4) var<storage, read_write> present_key: array<vec2<u32>>; // host: f16
+@group(0) @binding(5) var<storage, read_write> present_value: array<vec2<u32>>; // host: f16
 @group(0) @binding(6) var<uniform> params: Params;
 
 const HEAD_DIM: u32 = 128u;
@@ -26,6 +24,14 @@ const HALF: u32 = 64u;
 const HEAD_DIM_V4: u32 = 32u;
 const KV_HIDDEN_V4: u32 = 256u;
 const HALF_V4: u32 = 16u;
+
+fn unpackHalves(w: vec2<u32>) -> vec4<f32> {
+  return vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y));
+}
+
+fn packHalves(x: vec4<f32>) -> vec2<u32> {
+  return vec2<u32>(pack2x16float(x.xy), pack2x16float(x.zw));
+}
 
 // Build a BNSH cache from new BSH K/V, applying rotary to K.
 @compute @workgroup_size(WG)
@@ -51,14 +57,14 @@ fn main(
   let pos = params.pastSeq + t;
   let cs = cos_cache[pos * HALF_V4 + dr];
   let sn = sin_cache[pos * HALF_V4 + dr];
-  let x0 = vec4<f32>(src_k[srcBase + dr]);
-  let x1 = vec4<f32>(src_k[srcBase + (dr + HALF_V4)]);
+  let x0 = unpackHalves(src_k[srcBase + dr]);
+  let x1 = unpackHalves(src_k[srcBase + (dr + HALF_V4)]);
   let v0 = src_v[srcBase + dr];
   let v1 = src_v[srcBase + (dr + HALF_V4)];
   // The present row is the walk's row.
   let dst = row * HEAD_DIM_V4 + dr;
-  present_key[dst] = vec4<f16>(x0 * cs - x1 * sn);
-  present_key[dst + HALF_V4] = vec4<f16>(x1 * cs + x0 * sn);
+  present_key[dst] = packHalves(x0 * cs - x1 * sn);
+  present_key[dst + HALF_V4] = packHalves(x1 * cs + x0 * sn);
   present_value[dst] = v0;
   present_value[dst + HALF_V4] = v1;
 }

@@ -2,8 +2,6 @@
 // regenerate with `kvdsl emit`.
 // config: {"mode": "build", "kv_heads": 8, "head_dim": 128, "k_norm": false, "rotary": true, "eps": 1e-06, "input_type": "f32", "present_type": "f16", "workgroup_size": 256, "fold": 65535, "walk": "flat", "reduction": "workgroup", "pairs": null}
 
-enable f16;
-
 struct Params {
   count: u32,
   seq: u32,
@@ -14,8 +12,8 @@ struct Params {
 @group(0) @binding(1) var<storage, read> src_v: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read> cos_cache: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read> sin_cache: array<vec4<f32>>;
-@group(0) @binding(4) var<storage, read_write> present_key: array<vec4<f16>>;
-@group(0) @binding(5) var<storage, read_write> present_value: array<vec4<f16>>;
+@group(0) @binding(4) var<storage, read_write> present_key: array<vec2<u32>>; // host: f16
+@group(0) @binding(5) var<storage, read_write> present_value: array<vec2<u32>>; // host: f16
 @group(0) @binding(6) var<uniform> params: Params;
 
 const HEAD_DIM: u32 = 128u;
@@ -26,6 +24,10 @@ const HALF: u32 = 64u;
 const HEAD_DIM_V4: u32 = 32u;
 const KV_HIDDEN_V4: u32 = 256u;
 const HALF_V4: u32 = 16u;
+
+fn packHalves(x: vec4<f32>) -> vec2<u32> {
+  return vec2<u32>(pack2x16float(x.xy), pack2x16float(x.zw));
+}
 
 // Build a BNSH cache from new BSH K/V, applying rotary to K.
 @compute @workgroup_size(WG)
@@ -56,6 +58,6 @@ fn main(
   let x1 = src_k[srcBase + (dr + HALF_V4)];
   let k = select(x1 * cs + x0 * sn, x0 * cs - x1 * sn, d4 < HALF_V4);
   // The present row is the walk's row: the destination is the flat index.
-  present_key[e] = vec4<f16>(k);
-  present_value[e] = vec4<f16>(src_v[srcBase + d4]);
+  present_key[e] = packHalves(k);
+  present_value[e] = packHalves(src_v[srcBase + d4]);
 }

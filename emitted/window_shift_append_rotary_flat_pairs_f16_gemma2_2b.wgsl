@@ -2,21 +2,19 @@
 // regenerate with `kvdsl emit`.
 // config: {"mode": "window_shift", "kv_heads": 4, "head_dim": 256, "region": "append", "rotary": true, "present_type": "f16", "input_type": "f16", "workgroup_size": 256, "fold": 65535, "walk": "flat", "pairs": true}
 
-enable f16;
-
 struct Params {
   count: u32,
   seq: u32,
   keySeq: u32,
 }
 
-@group(0) @binding(0) var<storage, read> new_k: array<vec4<f16>>;
-@group(0) @binding(1) var<storage, read> new_v: array<vec4<f16>>;
+@group(0) @binding(0) var<storage, read> new_k: array<vec2<u32>>; // host: f16
+@group(0) @binding(1) var<storage, read> new_v: array<vec2<u32>>; // host: f16
 @group(0) @binding(2) var<storage, read> seqlens_k: array<i32>;
 @group(0) @binding(3) var<storage, read> cos_cache: array<vec4<f32>>;
 @group(0) @binding(4) var<storage, read> sin_cache: array<vec4<f32>>;
-@group(0) @binding(5) var<storage, read_write> present_key: array<vec4<f16>>;
-@group(0) @binding(6) var<storage, read_write> present_value: array<vec4<f16>>;
+@group(0) @binding(5) var<storage, read_write> present_key: array<vec2<u32>>; // host: f16
+@group(0) @binding(6) var<storage, read_write> present_value: array<vec2<u32>>; // host: f16
 @group(0) @binding(7) var<uniform> params: Params;
 
 const HEAD_DIM: u32 = 256u;
@@ -27,6 +25,14 @@ const HALF: u32 = 128u;
 const HEAD_DIM_V4: u32 = 64u;
 const KV_HIDDEN_V4: u32 = 256u;
 const HALF_V4: u32 = 32u;
+
+fn unpackHalves(w: vec2<u32>) -> vec4<f32> {
+  return vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y));
+}
+
+fn packHalves(x: vec4<f32>) -> vec2<u32> {
+  return vec2<u32>(pack2x16float(x.xy), pack2x16float(x.zw));
+}
 
 // Windowed cache: compact the surviving past rows down by the eviction count and
 // append the new BSH K/V, keeping the most recent min(T, capacity) tokens
@@ -71,12 +77,12 @@ fn main(
   // Appended K is rotated at its absolute position; retained keys already are.
   let cs = cos_cache[pos * HALF_V4 + dr];
   let sn = sin_cache[pos * HALF_V4 + dr];
-  let x0 = vec4<f32>(new_k[nSrc + dr]);
-  let x1 = vec4<f32>(new_k[nSrc + (dr + HALF_V4)]);
+  let x0 = unpackHalves(new_k[nSrc + dr]);
+  let x1 = unpackHalves(new_k[nSrc + (dr + HALF_V4)]);
   let v0 = new_v[nSrc + dr];
   let v1 = new_v[nSrc + (dr + HALF_V4)];
-  present_key[dst] = vec4<f16>(x0 * cs - x1 * sn);
-  present_key[dst + HALF_V4] = vec4<f16>(x1 * cs + x0 * sn);
+  present_key[dst] = packHalves(x0 * cs - x1 * sn);
+  present_key[dst + HALF_V4] = packHalves(x1 * cs + x0 * sn);
   present_value[dst] = v0;
   present_value[dst + HALF_V4] = v1;
 }

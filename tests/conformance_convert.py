@@ -5,7 +5,20 @@ quantiser's round-clamp-convert chain."""
 from __future__ import annotations
 
 from conformance_cases import INF, MAX, MIN, NAN, UMAX, Group, rows
-from kvdsl.ir import bool_, clamp, convert, f16, f32, i32, round_, u32
+from kvdsl.ir import (
+    bool_,
+    clamp,
+    construct,
+    convert,
+    f16,
+    f32,
+    i32,
+    pack2x16float,
+    round_,
+    u32,
+    unpack2x16float,
+    vec,
+)
 
 GROUPS = [
     Group(
@@ -147,6 +160,39 @@ GROUPS = [
         lambda a: convert(f16, a),
         (i32,),
         rows(((-2049,), -2048.0), ((-65504,), -65504.0), ((1,), 1.0)),
+    ),
+    Group(
+        "pack2x16float",
+        lambda a, b: pack2x16float(construct(vec(2, f32), a, b)),
+        (f32, f32),
+        rows(
+            ((1.0, -2.0), 0xC0003C00),  # lane 0 in the low half
+            ((65504.0, 0.0), 0x00007BFF),
+            ((1.0 + 2.0**-11, 0.5), 0x38003C00),  # halfway: ties to even (1.0)
+            ((1.0 + 3 * 2.0**-11, -0.0), 0x80003C02),  # halfway: ties to even (up)
+            ((2.0**-24, -(2.0**-14)), 0x84000001),  # the least subnormal, the least normal
+            ((INF, -INF), 0xFC007C00),
+            ((0.1, 3.14159), 0x42482E66),
+            ((1e6, 1.0), 0x3C007C00),  # past f16's range: indeterminate (interpreter: inf)
+        ),
+    ),
+    Group(
+        "unpack2x16float_lo",
+        lambda w: unpack2x16float(w).x,
+        (u32,),
+        rows(
+            ((0x3C00C000,), -2.0),
+            ((0x00007BFF,), 65504.0),
+            ((0x00000001,), 2.0**-24),
+            ((0x0000FC00,), -INF),
+            ((0x12342E66,), 0.0999755859375),
+        ),
+    ),
+    Group(
+        "unpack2x16float_hi",
+        lambda w: unpack2x16float(w).y,
+        (u32,),
+        rows(((0x3C00C000,), 1.0), ((0x84000000,), -(2.0**-14)), ((0x7C000000,), INF)),
     ),
     Group(
         "f32_quant",

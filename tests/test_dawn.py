@@ -82,19 +82,27 @@ def test_dawn_makes_one_device_per_adapter_and_keeps_enable_subgroups():
     # the naga path strips.
     out = python(
         """
-        import dataclasses, json
+        import json
         from kvdsl import catalog
         from kvdsl.emit import emit
         from kvdsl.runtime import adapter_info, compile_wgsl, device
 
-        sg = catalog.config("build_knorm_flat_sg_qwen3_06b")
-        configs = {
-            "plain": catalog.config("copy_flat_llama31_8b"),
-            "f16": catalog.config("merge_share_append_rotary_flat_f16_llama31_8b"),
-            "subgroups": sg,
-            "f16+subgroups": dataclasses.replace(sg, present_type="f16"),
+        from kvdsl.ir import KernelBuilder, f16, shuffle_xor
+
+        # No catalog variant enables both f16 and subgroups (the flat walks carry f16 in u32
+        # words): a kernel made for it.
+        kb = KernelBuilder("both", 64)
+        src, dst = kb.binding("src", f16, "read"), kb.binding("dst", f16, "read_write")
+        dst[kb.gid.x] = shuffle_xor(src[kb.gid.x], 1)
+        texts = {
+            k: emit(catalog.build_config(catalog.config(v), k))
+            for k, v in (
+                ("plain", "copy_flat_llama31_8b"),
+                ("f16", "transpose_flat_f16_llama31_8b"),
+                ("subgroups", "build_knorm_flat_sg_qwen3_06b"),
+            )
         }
-        texts = {k: emit(catalog.build_config(c, k)) for k, c in configs.items()}
+        texts["f16+subgroups"] = emit(kb.build(None))
         for text in texts.values():
             compile_wgsl(text)
         print(json.dumps({

@@ -44,7 +44,7 @@ from kvdsl.ir.nodes import (
 from kvdsl.ir.types import Scalar, Vec, bool_
 from kvdsl.ir.verify import show
 
-CANDIDATES = [f32, u32, i32, bool_, vec(4, f32)]
+CANDIDATES = [f32, u32, i32, bool_, vec(4, f32), vec(2, f32)]  # vec2<f32>: pack2x16float
 
 
 def _operands(op, ty):
@@ -72,7 +72,11 @@ def test_every_op_row_is_complete():
         assert accepted, f"{op}: typing accepts none of {CANDIDATES}"
         for ty, result in accepted:
             args = [
-                np.array([3, 5], dtype=t.dtype) if isinstance(t, Scalar) else np.ones((2, 4), "f4")
+                (
+                    np.array([3, 5], dtype=t.dtype)
+                    if isinstance(t, Scalar)
+                    else np.ones((2, t.n), "f4")
+                )
                 for t in _operands(op, ty)
             ]
             if row.subgroup:  # reads other invocations: the interpreter evaluates it (tested there)

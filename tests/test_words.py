@@ -5,9 +5,12 @@ append, window_shift unrotated) declares its f16 K/V bindings as ``array<vec4<u3
 halves when the row divides by 8, while the host keeps passing float16 arrays
 (:attr:`kvdsl.ir.nodes.Binding.data`). Each word kernel runs on the interpreter and the GPU on
 random never-zero f16 data with NaN-poisoned outputs, bit for bit against the drop-in kernel of
-the same config and the numpy reference; its module needs no ``enable f16;``. Rows that do not
-divide by 8, rotary and converting passes keep ``vec4<f16>`` or scalars; the host checks name
-the binding and the host dtype; the host type survives a parse of the emitted text.
+the same config and the numpy reference; its module needs no ``enable f16;``. A flat walk whose
+rows do not divide by 8, or that computes on f16 (rotary, K RMSNorm, conversions), carries four
+halves per vector as ``vec2<u32>`` (``flat.HALVES``: ``unpack2x16float`` in, ``pack2x16float``
+out) and needs no ``enable f16;`` either; rows not of four, and the template's walks, keep f16
+scalars. The host checks name the binding and the host dtype; the host type survives a parse of
+the emitted text.
 """
 
 from __future__ import annotations
@@ -25,9 +28,11 @@ from kvdsl.emit import emit
 from kvdsl.frontend import parse
 from kvdsl.interp import run as interp_run
 from kvdsl.ir import Vec, f16, u32, workgroups
+from kvdsl.kernels.build import BuildConfig
 from kvdsl.kernels.copy import CopyConfig
 from kvdsl.kernels.merge import MergeConfig
 from kvdsl.kernels.merge_share import MergeShareConfig
+from kvdsl.kernels.quant import BuildQuantConfig
 from kvdsl.kernels.window_shift import WindowShiftConfig
 from kvdsl.runtime import BufferError
 from kvdsl.runtime import device as gpu_device
@@ -51,19 +56,31 @@ WORD_CONFIGS = [
     WindowShiftConfig(3, 8, "shift", walk="flat", fold=2, workgroup_size=32, **F16),
     WindowShiftConfig(2, 16, "append", walk="flat", **F16),
 ]
-# (config, the present binding's element type): vec4<f16> or scalar f16 stays where the row does
-# not divide by 8, a pass rotates, or new f32 K/V are converted.
+# (config, the present binding's element type): four halves as vec2<u32> where a flat row does
+# not divide by 8, a pass rotates, or new f32 K/V are converted; f16 scalars where a flat row does
+# not divide by 4, and in the template's walks.
 KEPT = [
-    (CopyConfig(12, walk="flat", present_type="f16"), "vec4<f16>"),
+    (CopyConfig(12, walk="flat", present_type="f16"), "vec2<u32>"),
     (CopyConfig(6, walk="flat", present_type="f16"), "f16"),
-    (MergeConfig(2, 4, walk="flat", **F16), "vec4<f16>"),
-    (MergeConfig(2, 16, walk="flat", present_type="f16"), "vec4<f16>"),
-    (MergeShareConfig(2, 12, "retain", "flat", **F16), "vec4<f16>"),
-    (MergeShareConfig(2, 16, "append", "flat", rotary=True, **F16), "vec4<f16>"),
-    (WindowShiftConfig(2, 4, walk="flat", **F16), "vec4<f16>"),
-    (WindowShiftConfig(2, 16, "append", True, walk="flat", **F16), "vec4<f16>"),
+    (MergeConfig(2, 4, walk="flat", **F16), "vec2<u32>"),
+    (MergeConfig(2, 16, walk="flat", present_type="f16"), "vec2<u32>"),
+    (MergeShareConfig(2, 12, "retain", "flat", **F16), "vec2<u32>"),
+    (MergeShareConfig(2, 16, "append", "flat", rotary=True, **F16), "vec2<u32>"),
+    (WindowShiftConfig(2, 4, walk="flat", **F16), "vec2<u32>"),
+    (WindowShiftConfig(2, 16, "append", True, walk="flat", **F16), "vec2<u32>"),
     (MergeConfig(2, 16, walk="cooperative", **F16), "f16"),
     (MergeShareConfig(2, 16, "append", "per_row", **F16), "f16"),
+]
+# Flat kernels that compute on four halves per vector, each run on the interpreter and the GPU.
+HALF_CONFIGS = [
+    MergeShareConfig(2, 16, "append", "flat", rotary=True, **F16),
+    MergeShareConfig(2, 16, "append", "flat", rotary=True, pairs=True, **F16),
+    WindowShiftConfig(2, 16, "append", True, walk="flat", **F16),
+    CopyConfig(12, walk="flat", present_type="f16"),
+    MergeConfig(2, 16, walk="flat", present_type="f16"),
+    BuildConfig(2, 16, rotary=True, walk="flat", input_type="f16", present_type="f16"),
+    BuildConfig(2, 16, k_norm=True, walk="flat", present_type="f16", workgroup_size=32),
+    BuildQuantConfig(2, 16, bits=8, walk="flat", input_type="f16"),
 ]
 
 
@@ -159,9 +176,35 @@ def test_window_shift_clears_words_to_zero_halves():
 @pytest.mark.parametrize("cfg,elem", KEPT, ids=_ids([c for c, _ in KEPT]))
 def test_rows_not_of_eight_rotary_and_conversions_keep_halves(cfg, elem):
     k = catalog.build_config(cfg)
-    assert all(b.data is None for b in k.bindings)
-    assert str(k.binding("present_key").elem) == elem
-    assert "enable f16;" in emit(k) and "vec4<u32>" not in emit(k)
+    text = emit(k)
+    assert str(k.binding("present_key").elem) == elem and "vec4<u32>" not in text
+    if elem == "f16":
+        assert all(b.data is None for b in k.bindings) and "enable f16;" in text
+    else:
+        assert k.binding("present_key").data == f16 and k.binding("present_key").host_values == 4
+        assert "enable f16;" not in text and "vec4<f16>" not in text
+
+
+@pytest.mark.parametrize("backend", ["interp", "gpu"])
+@pytest.mark.parametrize("cfg", HALF_CONFIGS, ids=_ids(HALF_CONFIGS))
+def test_halves_in_words_match_reference_without_f16(cfg, backend, request):
+    """Four halves per ``vec2<u32>``: no ``enable f16;``, the reference's values (rotary and
+    the norm within the usual tolerance), and the GPU bit for bit with the interpreter."""
+    k = catalog.build_config(cfg)
+    text = emit(k)
+    assert gpu_device.extensions(text) == (False, False) and "vec4<f16>" not in text
+    halves = [b for b in k.bindings if b.data == f16]
+    assert halves and all(b.elem == Vec(2, u32) and b.host_values == 4 for b in halves)
+    if backend == "gpu":
+        request.getfixturevalue("gpu")
+    for case in cases_for(cfg, 3, seed=17):
+        got = interp_run(k, dict(case.buffers), case.params)
+        problems = [f"{case.label()} {n}: {p}" for n, _, p in case.judge(got) if p]
+        assert not problems, problems
+        if backend == "gpu":
+            on_gpu = gpu_run(k, dict(case.buffers), case.params)
+            for name in case.expected:
+                assert np.array_equal(on_gpu[name].view(np.uint8), got[name].view(np.uint8)), name
 
 
 def _copy_buffers(n_halves: int, dtype=np.float16) -> dict:

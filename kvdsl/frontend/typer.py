@@ -49,12 +49,12 @@ WGSL_BUILTINS = set(
     "atomicCompareExchangeWeak atomicExchange atomicLoad atomicMax atomicMin atomicOr atomicStore "
     "atomicSub atomicXor ceil countLeadingZeros countOneBits countTrailingZeros cosh cross degrees "
     "determinant distance dpdx dpdy exp2 extractBits faceForward firstLeadingBit firstTrailingBit "
-    "fract frexp fwidth insertBits ldexp length log2 mix modf normalize pack2x16float "
+    "fract frexp fwidth insertBits ldexp length log2 mix modf normalize "
     "pack2x16snorm pack2x16unorm pack4x8snorm pack4x8unorm pow quantizeToF16 radians reflect "
     "refract reverseBits saturate sign sinh smoothstep step storageBarrier tan tanh "
     "textureDimensions textureGather textureLoad textureNumLayers textureNumLevels "
     "textureNumSamples textureSample textureSampleBias textureSampleCompare textureSampleGrad "
-    "textureSampleLevel textureStore transpose unpack2x16float unpack2x16snorm unpack2x16unorm "
+    "textureSampleLevel textureStore transpose unpack2x16snorm unpack2x16unorm "
     "unpack4x8snorm unpack4x8unorm workgroupBarrier workgroupUniformLoad dot4U8Packed "
     "dot4I8Packed subgroupAdd subgroupBroadcast".split()
 )

@@ -18,10 +18,12 @@ from kvdsl.ir.builder import (
     lit,
     max_,
     min_,
+    pack2x16float,
     round_,
     select,
     shuffle_xor,
     sin,
+    unpack2x16float,
 )
 from kvdsl.ir.dispatch import DispatchError, workgroups
 from kvdsl.ir.nodes import Barrier, Binding, Const, Dispatch, Function, Kernel, WorkgroupVar
@@ -80,11 +82,13 @@ __all__ = [
     "lit",
     "max_",
     "min_",
+    "pack2x16float",
     "round_",
     "select",
     "shuffle_xor",
     "sin",
     "u32",
+    "unpack2x16float",
     "vec",
     "verify",
     "workgroups",

@@ -221,6 +221,17 @@ def shuffle_xor(x: Val, mask: Val | int) -> Val:
     return call(Op.SUBGROUP_SHUFFLE_XOR, x, as_val(mask, u32))
 
 
+def pack2x16float(x: Val) -> Val:
+    """WGSL ``pack2x16float(x)``: the two f32 lanes of ``x`` as f16 halves of one u32 (lane 0 in
+    the low bits); needs no ``enable f16;``."""
+    return call(Op.PACK2X16FLOAT, x)
+
+
+def unpack2x16float(w: Val) -> Val:
+    """WGSL ``unpack2x16float(w)``: the two f16 halves of the u32 ``w`` as a ``vec2<f32>``."""
+    return call(Op.UNPACK2X16FLOAT, w)
+
+
 def convert(ty: Scalar | Vec, x: Val | Num) -> Val:
     """``ty(x)``; a conversion to the value's own type is the value itself."""
     x = as_val(x, ty)

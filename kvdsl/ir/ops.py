@@ -20,7 +20,7 @@ from typing import Callable
 
 import numpy as np
 
-from kvdsl.ir.types import Scalar, Type, Vec, bool_, u32
+from kvdsl.ir.types import Scalar, Type, Vec, bool_, f32, u32
 
 # Precedence levels, tightest first.
 PRIMARY, UNARY, MUL, ADD, SHIFT, REL, BIT, LOGIC = range(8)
@@ -68,6 +68,8 @@ class Op(enum.Enum):
     DOT = "dot"
     FMA = "fma"
     SUBGROUP_SHUFFLE_XOR = "subgroupShuffleXor"
+    PACK2X16FLOAT = "pack2x16float"
+    UNPACK2X16FLOAT = "unpack2x16float"
 
 
 @dataclass(frozen=True, slots=True)
@@ -311,6 +313,33 @@ def _shuffle_xor(args: tuple[Type, ...]) -> Type:
     return x
 
 
+def _pack2x16(args: tuple[Type, ...]) -> Type:
+    if args[0] != Vec(2, f32):
+        raise OpTypeError(f"expects vec2<f32>, got {args[0]}")
+    return u32
+
+
+def _unpack2x16(args: tuple[Type, ...]) -> Type:
+    if args[0] != u32:
+        raise OpTypeError(f"expects u32, got {args[0]}")
+    return Vec(2, f32)
+
+
+def _pack2x16float(x: np.ndarray) -> np.ndarray:
+    """Each lane rounded to f16 (nearest, ties to even), lane 0 in the low 16 bits. WGSL leaves
+    a lane past f16's finite range indeterminate; here it becomes infinity, as ``f16(x)`` does."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        bits = np.asarray(x, np.float32).astype(np.float16).view(np.uint16).astype(np.uint32)
+    return bits[..., 0] | (bits[..., 1] << np.uint32(16))
+
+
+def _unpack2x16float(w: np.ndarray) -> np.ndarray:
+    """The low and high 16 bits of ``w`` read as f16, widened exactly to f32."""
+    w = np.asarray(w, np.uint32)
+    halves = np.stack([w & np.uint32(0xFFFF), w >> np.uint32(16)], axis=-1).astype(np.uint16)
+    return halves.view(np.float16).astype(np.float32)
+
+
 def _needs_grid(*args: np.ndarray) -> np.ndarray:
     raise TypeError("a subgroup builtin reads other invocations: only the interpreter runs it")
 
@@ -387,6 +416,9 @@ TABLE: dict[Op, OpInfo] = {
     Op.SUBGROUP_SHUFFLE_XOR: _builtin(
         "subgroupShuffleXor", 2, _shuffle_xor, _needs_grid, subgroup=True
     ),
+    # f16 values carried in u32 words (no ``enable f16;``): two halves per word, lane 0 low.
+    Op.PACK2X16FLOAT: _builtin("pack2x16float", 1, _pack2x16, _pack2x16float),
+    Op.UNPACK2X16FLOAT: _builtin("unpack2x16float", 1, _unpack2x16, _unpack2x16float),
 }
 
 UNARY_OPS = frozenset(op for op, info in TABLE.items() if info.kind == "unary")

@@ -155,10 +155,9 @@ def declare_inputs(
     """Declare the inputs in the template's order: ``src_k``, ``src_v``, ``seqlens_k`` (when
     asked), then as ``cfg`` needs them the K-norm weight and the rotary caches; ``width`` > 1
     makes the float inputs vectors (the flat walk)."""
-    elem = flat.elem(scalar(cfg.input_type), width)
     f32w = flat.elem(f32, width)
-    src_k = kb.binding("src_k", elem, "read")
-    src_v = kb.binding("src_v", elem, "read")
+    src_k = flat.binding(kb, "src_k", scalar(cfg.input_type), width, "read")
+    src_v = flat.binding(kb, "src_v", scalar(cfg.input_type), width, "read")
     seqlens = kb.binding("seqlens_k", i32, "read") if seqlens_k else None
     weight = kb.binding("k_norm_weight", f32w, "read") if cfg.k_norm else None
     cos = kb.binding("cos_cache", f32w, "read") if cfg.rotary else None
@@ -295,11 +294,11 @@ def flat_row(
     items = k_own = k_hi = None
     if norm and pair is not None:
         items = kb.let("items", count * pair)
-        k_own = kb.let("x0Raw", flat.as_f32(inputs.src_k[src_base + it.d]))
-        k_hi = kb.let("x1Raw", flat.as_f32(inputs.src_k[src_base + (it.d + pair)]))
+        k_own = kb.let("x0Raw", flat.as_f32(kb, inputs.src_k[src_base + it.d]))
+        k_hi = kb.let("x1Raw", flat.as_f32(kb, inputs.src_k[src_base + (it.d + pair)]))
     elif norm:
         items = kb.let("items", count * per_row)
-        k_own = kb.let("kOwn", flat.as_f32(inputs.src_k[src_base + it.d]))
+        k_own = kb.let("kOwn", flat.as_f32(kb, inputs.src_k[src_base + it.d]))
     return FlatRow(it, b, hk, t, src_base, per_row, half, items, k_own, pair, k_hi)
 
 
@@ -356,13 +355,13 @@ def flat_k_loads(
     d, cos, sin = row.it.d, inputs.cos_cache, inputs.sin_cache
     if row.pair is not None:
         if row.k_own is None:
-            x0 = kb.let("x0", flat.as_f32(inputs.src_k[row.src_base + d]))
-            x1 = kb.let("x1", flat.as_f32(inputs.src_k[row.src_base + (d + row.pair)]))
+            x0 = kb.let("x0", flat.as_f32(kb, inputs.src_k[row.src_base + d]))
+            x1 = kb.let("x1", flat.as_f32(kb, inputs.src_k[row.src_base + (d + row.pair)]))
             w0 = w1 = None
         else:
             x0, x1 = row.k_own, row.k_hi
-            w0 = kb.let("w0", flat.as_f32(inputs.k_norm_weight[d]))
-            w1 = kb.let("w1", flat.as_f32(inputs.k_norm_weight[d + row.pair]))
+            w0 = kb.let("w0", flat.as_f32(kb, inputs.k_norm_weight[d]))
+            w1 = kb.let("w1", flat.as_f32(kb, inputs.k_norm_weight[d + row.pair]))
         cs = sn = None
         if row.half is not None:
             pos = position()
@@ -371,19 +370,21 @@ def flat_k_loads(
         return KLoads(None, x0, x1, w0, w1, cs, sn)
     if row.k_own is None:
         if row.half is None:
-            return KLoads(kb.let("k", flat.as_f32(inputs.src_k[row.src_base + d])))
+            return KLoads(kb.let("k", flat.as_f32(kb, inputs.src_k[row.src_base + d])))
         rotated = flat.rotate(kb, inputs.src_k, row.src_base, d, cos, sin, position(), row.half)
         return KLoads(kb.let("k", rotated))
     weight = inputs.k_norm_weight
     if row.half is None:
-        return KLoads(None, row.k_own, w0=kb.let("kW", flat.as_f32(weight[d])))
+        return KLoads(None, row.k_own, w0=kb.let("kW", flat.as_f32(kb, weight[d])))
     half, low = row.half, d < row.half
     dr, cs, sn = pair_entry(kb, d, cos, sin, position(), half)
-    partner = kb.let("kPair", flat.as_f32(inputs.src_k[row.src_base + select(dr, dr + half, low)]))
+    partner = kb.let(
+        "kPair", flat.as_f32(kb, inputs.src_k[row.src_base + select(dr, dr + half, low)])
+    )
     x0 = kb.let("x0Raw", select(partner, row.k_own, low))
     x1 = kb.let("x1Raw", select(row.k_own, partner, low))
-    w0 = kb.let("w0", flat.as_f32(weight[dr]))
-    w1 = kb.let("w1", flat.as_f32(weight[dr + half]))
+    w0 = kb.let("w0", flat.as_f32(kb, weight[dr]))
+    w1 = kb.let("w1", flat.as_f32(kb, weight[dr + half]))
     return KLoads(None, x0, x1, w0, w1, cs, sn)
 
 
@@ -422,8 +423,8 @@ def build(cfg: BuildConfig, name: str = "build") -> Kernel:
     width = flat.lanes(cfg.head_dim, cfg.rotary) if cfg.walk == "flat" else 1
     inputs = declare_inputs(kb, cfg, width=width)
     present = flat.elem(scalar(cfg.present_type), width)
-    present_key = kb.binding("present_key", present, "read_write")
-    present_value = kb.binding("present_value", present, "read_write")
+    present_key = flat.binding(kb, "present_key", scalar(cfg.present_type), width, "read_write")
+    present_value = flat.binding(kb, "present_value", scalar(cfg.present_type), width, "read_write")
     c = declare_consts(kb, cfg)
     count, seq, past = declare_params(kb, "count", "seq", "pastSeq")
     pairs = flat.uses_pairs(cfg)
@@ -450,8 +451,8 @@ def build(cfg: BuildConfig, name: str = "build") -> Kernel:
         kb.comment("The present row is the walk's row.")
         dst = kb.let("dst", fr.it.row * fr.per_row + fr.it.d)
         for at, k, v in ((dst, k0, v0), (dst + fr.pair, k1, v1)):
-            present_key[at] = convert(present, k)
-            present_value[at] = convert(present, v)
+            present_key[at] = flat.to(kb, present, k)
+            present_value[at] = flat.to(kb, present, v)
         doc = "Build a BNSH cache from new BSH K/V" + _transforms_doc(cfg) + "."
         kernel = kb.build(flat.dispatch(count, fr.pair, cfg), doc)
         return _build_contract(kernel, cfg, count, seq, past)
@@ -465,8 +466,8 @@ def build(cfg: BuildConfig, name: str = "build") -> Kernel:
             inv_rms = flat_norm(kb, cfg, c, fr)
         k = flat_k(kb, fr, kl, inv_rms)
         kb.comment("The present row is the walk's row: the destination is the flat index.")
-        present_key[fr.it.e] = convert(present, k)
-        present_value[fr.it.e] = convert(present, v)
+        present_key[fr.it.e] = flat.to(kb, present, k)
+        present_value[fr.it.e] = flat.to(kb, present, v)
         doc = "Build a BNSH cache from new BSH K/V" + _transforms_doc(cfg) + "."
         kernel = kb.build(flat.dispatch(count, fr.per_row, cfg), doc)
         return _build_contract(kernel, cfg, count, seq, past)

@@ -85,8 +85,8 @@ def merge(cfg: MergeConfig, name: str = "merge") -> Kernel:
             present_value[it.e] = past_v[src]
         with kb.else_():
             n_src = kb.let("nSrc", (b * key_seq + (t - past_seq)) * hidden4 + hk * hd4 + it.d)
-            present_key[it.e] = convert(cache, new_k[n_src])
-            present_value[it.e] = convert(cache, new_v[n_src])
+            present_key[it.e] = flat.to(kb, cache, new_k[n_src])
+            present_value[it.e] = flat.to(kb, cache, new_v[n_src])
     elif cfg.walk == "cooperative":
         for e in walks.cooperative(kb, cfg.fold, rows, head_dim):
             d = kb.let("d", e % head_dim)

@@ -291,10 +291,10 @@ def _append(kb: KernelBuilder, cfg: MergeShareConfig, pairs: bool) -> None:
         if cfg.rotary:
             kb.comment("NeoX rotation of one vector; row t is its own absolute position.")
             k = flat.rotate(kb, new_k, n_src, it.d, cos, sin, t, half4)
-            present_key[dst] = convert(cache, k)
+            present_key[dst] = flat.to(kb, cache, k)
         else:
-            present_key[dst] = convert(cache, new_k[n_src + it.d])
-        present_value[dst] = convert(cache, new_v[n_src + it.d])
+            present_key[dst] = flat.to(kb, cache, new_k[n_src + it.d])
+        present_value[dst] = flat.to(kb, cache, new_v[n_src + it.d])
 
     if cfg.walk == "flat":
         flat_walk()

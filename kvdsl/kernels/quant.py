@@ -213,7 +213,7 @@ def _quant(cfg: Any, name: str, append: bool) -> Kernel:
         kl = flat_k_loads(kb, fr, inputs, lambda: _position(kb, row_position, dst_row, past, fr.t))
         d = fr.it.d
         owned = (("0", d), ("1", d + fr.pair)) if pairs else (("", d),)
-        vs_in = [kb.let(f"v{t}", flat.as_f32(inputs.src_v[fr.src_base + o])) for t, o in owned]
+        vs_in = [kb.let(f"v{t}", flat.as_f32(kb, inputs.src_v[fr.src_base + o])) for t, o in owned]
         dst = kb.let("dst", bnsh(fr.b, fr.hk, dst_row, c.heads, rows_per_head, fr.per_row) + d)
         ats, step = [], None
         for t, o in owned:

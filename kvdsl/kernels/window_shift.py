@@ -168,12 +168,12 @@ def window_shift(cfg: WindowShiftConfig, name: str = "window_shift") -> Kernel:
                 kb.comment(
                     "Appended K is rotated at its absolute position; retained keys already are."
                 )
-                present_key[dst] = convert(
-                    cache, flat.rotate(kb, new_k, n_src, it.d, cos, sin, pos, half4)
+                present_key[dst] = flat.to(
+                    kb, cache, flat.rotate(kb, new_k, n_src, it.d, cos, sin, pos, half4)
                 )
             else:
-                present_key[dst] = convert(cache, new_k[n_src + it.d])
-            present_value[dst] = convert(cache, new_v[n_src + it.d])
+                present_key[dst] = flat.to(kb, cache, new_k[n_src + it.d])
+            present_value[dst] = flat.to(kb, cache, new_v[n_src + it.d])
 
         if cfg.region == "append":
             kb.comment(

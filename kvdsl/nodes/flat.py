@@ -14,7 +14,8 @@ bindings then hold ``vec4<T>`` (``vec2<u32>`` for packed int4 words) and the ker
 extents count vectors (:func:`vector_extents`). A walk that only moves f16 data (:func:`width`)
 takes eight halves per invocation as one ``vec4<u32>`` (:data:`WORDS`) when the row divides by 8:
 its bindings (:func:`binding`) keep f16 as the host's type, and the module needs no ``enable
-f16;``. The dispatch rule is ``rows * per_row`` items,
+f16;``. Four halves a walk computes on travel the same way as ``vec2<u32>`` (:data:`HALVES`),
+unpacked by :func:`as_f32` and packed by :func:`to`, so no flat kernel enables f16. The dispatch rule is ``rows * per_row`` items,
 ``WG`` per workgroup (:func:`dispatch`), so the runtime and the interpreter size it alike; past
 ``fold`` workgroups it is *balanced* (:func:`kvdsl.nodes.index.flat_index`).
 
@@ -61,10 +62,12 @@ from kvdsl.ir import (
     i32,
     lit,
     min_,
+    pack2x16float,
     round_,
     select,
     shuffle_xor,
     u32,
+    unpack2x16float,
     vec,
 )
 from kvdsl.ir.nodes import Binary, Expr, Lit, Name
@@ -88,6 +91,13 @@ DEFAULT_WORKGROUP = 64
 #: of a vec4 copy), and the module needs no ``enable f16;``.
 WORD_HALVES = 8
 WORDS = Vec(4, u32)
+#: Four f16 lanes a flat walk computes on (rotary, K RMSNorm, conversions) travel as two u32
+#: words: :func:`as_f32` unpacks them (``unpack2x16float``), :func:`to` packs results
+#: (``pack2x16float``), both through helper functions the kernel declares once. The module needs
+#: no ``enable f16;``, so it runs where ``shader-f16`` is missing (Dawn on an H200 has none), and
+#: on an H200 it runs as fast as ``vec4<f16>`` (``benchmarks/probe22.py``).
+HALVES = Vec(2, u32)
+UNPACK_FN, PACK_FN = "unpackHalves", "packHalves"
 
 
 def resolve_workgroup(cfg: Any) -> None:
@@ -118,18 +128,22 @@ def width(row_len: int, types: tuple[str, ...], rotary: bool = False) -> int:
 
 
 def elem(ty: Scalar, width: int) -> Scalar | Vec:
-    """``ty``, ``vec{width}<ty>``, or :data:`WORDS` for eight halves (``width`` 8, ``ty`` f16)."""
+    """``ty``, ``vec{width}<ty>``, :data:`WORDS` for eight halves (``width`` 8, ``ty`` f16) or
+    :data:`HALVES` for four (``width`` 4, ``ty`` f16)."""
     if width == WORD_HALVES:
         if ty != f16:
             raise ValueError(f"only f16 data moves as {WORDS} words, not {ty}")
         return WORDS
+    if width == 4 and ty == f16:
+        return HALVES
     return ty if width == 1 else vec(width, ty)
 
 
 def binding(kb: KernelBuilder, name: str, ty: Scalar, width: int, access: str = "read") -> Buffer:
-    """A binding of ``ty`` data as :func:`elem` of ``width``; eight halves are declared as words
-    whose host array still holds f16 (:attr:`kvdsl.ir.nodes.Binding.data`)."""
-    return kb.binding(name, elem(ty, width), access, ty if width == WORD_HALVES else None)
+    """A binding of ``ty`` data as :func:`elem` of ``width``; f16 carried in u32 words keeps f16
+    as the host array's type (:attr:`kvdsl.ir.nodes.Binding.data`)."""
+    e = elem(ty, width)
+    return kb.binding(name, e, access, ty if ty == f16 and e in (WORDS, HALVES) else None)
 
 
 def zero(ty: Scalar | Vec) -> Val:
@@ -266,14 +280,14 @@ def move_rotated_pair(
     cos, sin, pos, half = rot
     cs = kb.let("cs", cos[pos * half + dr])
     sn = kb.let("sn", sin[pos * half + dr])
-    x0 = kb.let("x0", as_f32(k[src_base + dr]))
-    x1 = kb.let("x1", as_f32(k[src_base + (dr + half)]))
+    x0 = kb.let("x0", as_f32(kb, k[src_base + dr]))
+    x1 = kb.let("x1", as_f32(kb, k[src_base + (dr + half)]))
     v0, v1 = kb.let("v0", v[src_base + dr]), kb.let("v1", v[src_base + (dr + half)])
     at = dst() if callable(dst) else dst
     for out, lo, hi in ((k_out, *rotated_pair(x0, x1, cs, sn)), (v_out, v0, v1)):
         ty = out.binding.elem
-        out[at] = convert(ty, lo)
-        out[at + half] = convert(ty, hi)
+        out[at] = to(kb, ty, lo)
+        out[at + half] = to(kb, ty, hi)
 
 
 def rotated_pair(x0: Val, x1: Val, cs: Val, sn: Val) -> tuple[Val, Val]:
@@ -313,9 +327,38 @@ def _exact_div(e: Expr, n: int) -> Expr:
     return Binary(Op.DIV, e, Lit(n, u32))
 
 
-def as_f32(x: Val) -> Val:
-    """``x`` converted to f32 lanes (``vec4<f32>`` for a vector)."""
+def as_f32(kb: KernelBuilder, x: Val) -> Val:
+    """``x`` converted to f32 lanes (``vec4<f32>`` for a vector; :data:`HALVES` unpacked)."""
+    if x.ty == HALVES:
+        return kb.fn_call(_halves_fn(kb, UNPACK_FN), x)
     return convert(vec(x.ty.n, f32) if isinstance(x.ty, Vec) else f32, x)
+
+
+def to(kb: KernelBuilder, ty: Scalar | Vec, x: Val) -> Val:
+    """``x`` as a value of the element type ``ty`` to store: itself, converted, or f32 lanes
+    packed into :data:`HALVES`."""
+    if x.ty == ty:
+        return x
+    if ty == HALVES:
+        return kb.fn_call(_halves_fn(kb, PACK_FN), as_f32(kb, x))
+    return convert(ty, as_f32(kb, x) if x.ty == HALVES else x)
+
+
+def _halves_fn(kb: KernelBuilder, name: str) -> str:
+    """Declare ``unpackHalves(w: vec2<u32>) -> vec4<f32>`` or ``packHalves(x: vec4<f32>) ->
+    vec2<u32>`` in ``kb`` unless it already is; its name."""
+    if any(f.name == name for f in kb.functions):
+        return name
+    f32x4 = vec(4, f32)
+    if name == UNPACK_FN:
+        with kb.function(name, [("w", HALVES)], f32x4) as (w,):
+            kb.return_(construct(f32x4, unpack2x16float(w.x), unpack2x16float(w.y)))
+    else:
+        with kb.function(name, [("x", f32x4)], HALVES) as (x,):
+            kb.return_(
+                construct(HALVES, pack2x16float(x.member("xy")), pack2x16float(x.member("zw")))
+            )
+    return name
 
 
 def rotate(
@@ -334,7 +377,7 @@ def rotate(
     ``d ± half`` and its cos/sin at ``pos * half + d % half``. Lane for lane the scalar
     :func:`kvdsl.nodes.rotary.rotate_element`.
     """
-    return rotate_loaded(kb, lambda i: as_f32(src[row_base + i]), d, cos, sin, pos, half)
+    return rotate_loaded(kb, lambda i: as_f32(kb, src[row_base + i]), d, cos, sin, pos, half)
 
 
 def square(x: Val | tuple[Val, ...]) -> Val:
