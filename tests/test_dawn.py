@@ -98,7 +98,7 @@ def test_dawn_makes_one_device_per_adapter_and_keeps_enable_subgroups():
             k: emit(catalog.build_config(catalog.config(v), k))
             for k, v in (
                 ("plain", "copy_flat_llama31_8b"),
-                ("f16", "transpose_flat_f16_llama31_8b"),
+                ("f16", "transpose_vec4_f16_llama31_8b"),
                 ("subgroups", "build_knorm_flat_sg_qwen3_06b"),
             )
         }

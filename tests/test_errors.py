@@ -42,6 +42,11 @@ CONFIG_ERRORS = [
     ("head_dim a string", lambda: MergeConfig(8, "128"), r"head_dim='128': expected a positive"),
     ("vec4 head_dim", lambda: TransposeConfig(8, 130, True), r"head_dim=130: .*multiple of 4"),
     ("vec4 not bool", lambda: TransposeConfig(8, 128, 1), r"vec4=1: expected true or false"),
+    (
+        "words without vec4",
+        lambda: TransposeConfig(8, 128, present_type="f16", words=True),
+        r"words=True: expected vec4=True \(words carry f16 vectors\)",
+    ),
     ("input type", lambda: TransposeConfig(8, 128, input_type="f64"), r"input_type='f64': .*'f32'"),
     ("copy element", lambda: CopyConfig(64, present_type="bf16"), r"present_type='bf16'"),
     (

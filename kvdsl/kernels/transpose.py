@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kvdsl.ir import Dispatch, Kernel, KernelBuilder, convert, vec
+from kvdsl.ir import Dispatch, Kernel, KernelBuilder, vec
+from kvdsl.nodes import flat
 from kvdsl.kernels.config import check, common, contract, flag, one_of, scalar, shape, times
 from kvdsl.nodes.index import flat_index
 
@@ -22,7 +23,9 @@ class TransposeConfig:
     """A transpose variant.
 
     ``vec4`` moves four head-dim elements per invocation (``head_dim`` must divide by 4);
-    ``input_type`` / ``present_type`` are the element types of the new K/V and the cache.
+    ``input_type`` / ``present_type`` are the element types of the new K/V and the cache;
+    ``words`` (with ``vec4``) carries f16 vectors as ``vec2<u32>`` words of four halves
+    (:data:`kvdsl.nodes.flat.HALVES`), so the module needs no ``enable f16;`` (the flat variants).
     """
 
     kv_heads: int
@@ -32,6 +35,7 @@ class TransposeConfig:
     present_type: str = "f32"
     workgroup_size: int = 64
     fold: int = 65535
+    words: bool = False
     mode = "transpose"
 
     def __post_init__(self) -> None:
@@ -41,6 +45,9 @@ class TransposeConfig:
             check(self.head_dim % 4 == 0, "head_dim", self.head_dim, "a multiple of 4 for vec4")
         one_of("input_type", self.input_type, FLOATS)
         one_of("present_type", self.present_type, FLOATS)
+        flag("words", self.words)
+        if self.words:
+            check(self.vec4, "words", self.words, "vec4=True (words carry f16 vectors)")
         common(self)
 
 
@@ -48,13 +55,19 @@ def transpose(cfg: TransposeConfig, name: str = "transpose") -> Kernel:
     """Build the transpose kernel for ``cfg``."""
     kb = KernelBuilder(name, cfg.workgroup_size)
     width = 4 if cfg.vec4 else 1
-    elem_in, elem_out = scalar(cfg.input_type), scalar(cfg.present_type)
-    if cfg.vec4:
-        elem_in, elem_out = vec(4, elem_in), vec(4, elem_out)
-    key = kb.binding("key", elem_in, "read")
-    value = kb.binding("value", elem_in, "read")
-    present_key = kb.binding("present_key", elem_out, "read_write")
-    present_value = kb.binding("present_value", elem_out, "read_write")
+    ty_in, ty_out = scalar(cfg.input_type), scalar(cfg.present_type)
+    if cfg.words:  # f16 vectors in u32 words; f32 ones as they are
+        key = flat.binding(kb, "key", ty_in, width)
+        value = flat.binding(kb, "value", ty_in, width)
+        present_key = flat.binding(kb, "present_key", ty_out, width, "read_write")
+        present_value = flat.binding(kb, "present_value", ty_out, width, "read_write")
+    else:
+        elem_in, elem_out = (vec(4, ty_in), vec(4, ty_out)) if cfg.vec4 else (ty_in, ty_out)
+        key = kb.binding("key", elem_in, "read")
+        value = kb.binding("value", elem_in, "read")
+        present_key = kb.binding("present_key", elem_out, "read_write")
+        present_value = kb.binding("present_value", elem_out, "read_write")
+    elem_out = present_key.binding.elem
     heads = kb.const("KV_HEADS", scalar("u32"), cfg.kv_heads)
     kb.workgroup_const("WG")
     suffix = "_V4" if cfg.vec4 else ""
@@ -71,8 +84,8 @@ def transpose(cfg: TransposeConfig, name: str = "transpose") -> Kernel:
     head = kb.let("head", index / (head_dim * kv_seq) % heads)
     batch = kb.let("batch", index / (head_dim * kv_seq * heads))
     src = kb.let("src", (batch * kv_seq + token) * hidden + head * head_dim + d)
-    present_key[index] = convert(elem_out, key[src])
-    present_value[index] = convert(elem_out, value[src])
+    present_key[index] = flat.to(kb, elem_out, key[src])
+    present_value[index] = flat.to(kb, elem_out, value[src])
     items = batch_size * heads * kv_seq * head_dim
     doc = (
         "Transpose copy [batch, token, head*headDim] -> present [batch, head, token, headDim].\n"
@@ -100,6 +113,6 @@ def catalog_variants(models: dict[str, Any]) -> dict[str, TransposeConfig]:
             m.kv_heads, m.head_dim, vec4=vec4, workgroup_size=256
         )
     v["transpose_flat_f16_llama31_8b"] = TransposeConfig(
-        8, 128, vec4=True, present_type="f16", workgroup_size=256
+        8, 128, vec4=True, present_type="f16", workgroup_size=256, words=True
     )
     return v
