@@ -16,10 +16,8 @@ from __future__ import annotations
 import re
 import sys
 
-import numpy as np
-
 import probes
-from kvdsl.runtime import adapter_info, run_source
+from kvdsl.runtime import adapter_info
 
 VARIANTS = [
     "merge_share_append_rotary_flat_f16_llama31_8b",
@@ -45,13 +43,7 @@ def main(argv: list[str]) -> None:
     print(f"{adapter_info()['implementation']}: {adapter_info()['device']}")
     for m in probes.measurements(VARIANTS, size, pool):
         old = halves(m.text)
-        outs = [
-            run_source(t, m.kernel.bindings, m.kernel.params, dict(m.bufs), m.params, m.wg)
-            for t in (m.text, old)
-        ]
-        for b in outs[0]:
-            same = outs[0][b].view(np.uint16) == outs[1][b].view(np.uint16)
-            print(f"{m.label} {b}: {100 * same.mean():.4f}% of halves equal", flush=True)
+        probes.same_bytes(m, m.text, old)
         forms = {"words": (m.text, m.wg), "vec4<f16>": (old, m.wg)}
         race.run(m.label, m.kernel, forms, m.bufs, m.params, m.nbytes, 5)
 

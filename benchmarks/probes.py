@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import roofline  # noqa: E402
 from kvdsl.ir import Kernel  # noqa: E402
 from kvdsl.runtime import device as gpu  # noqa: E402
-from kvdsl.runtime import time_kernel  # noqa: E402
+from kvdsl.runtime import run_source, time_kernel  # noqa: E402
 from kvdsl import catalog  # noqa: E402
 from kvdsl.emit import emit  # noqa: E402
 from kvdsl.ir import workgroups  # noqa: E402
@@ -119,6 +119,18 @@ def measurements(
             params = plan.params_of(kernel.params)
             wg = workgroups(kernel, params)
             yield Measurement(variant, cfg, kernel, text, plan, bufs, params, wg, plan.moved(z))
+
+
+def same_bytes(m: Measurement, a: str, b: str) -> None:
+    """Run the WGSL forms ``a`` and ``b`` of ``m``'s kernel on its buffers and print, per output,
+    the share of 16-bit units (f16 halves) the two wrote alike."""
+    outs = [
+        run_source(t, m.kernel.bindings, m.kernel.params, dict(m.bufs), m.params, m.wg)
+        for t in (a, b)
+    ]
+    for name in outs[0]:
+        same = outs[0][name].view(np.uint16) == outs[1][name].view(np.uint16)
+        print(f"{m.label} {name}: {100 * same.mean():.4f}% of halves equal", flush=True)
 
 
 def start(argv: list[str], seconds: float = 30.0) -> tuple[dict[str, Any], Pool, Race]:
