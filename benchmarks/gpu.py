@@ -39,7 +39,6 @@ import os
 import sys
 import tempfile
 import time
-import traceback
 from pathlib import Path
 from typing import Any, Callable
 
@@ -438,20 +437,22 @@ def parser(p: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark, print the table, write the CSV (and with --report, the docs)."""
     args = parser().parse_args(argv)
-    return bench(args)
+    try:
+        return bench(args)
+    except RuntimeError as e:  # the runtime's errors (no adapter, a device failure): one line
+        print(f"gpu.py: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
 
 
 def bench(args: argparse.Namespace) -> int:
-    """The benchmark for parsed ``args``: 0 when every kvdsl row ran, 1 otherwise."""
+    """The benchmark for parsed ``args``: 0 when every kvdsl row ran, 1 otherwise. A failure of
+    the run itself (no adapter, timestamps the device got wrong) raises: ``kvdsl bench`` and
+    :func:`main` print it as one line."""
     if args.repeats is None:
         args.repeats = 5 if args.small else 100
     if args.warmup is None:
         args.warmup = 1 if args.small else 10
-    try:
-        rows = run(args, lambda s: print(s, flush=True))
-    except Exception:
-        traceback.print_exc()
-        return 1
+    rows = run(args, lambda s: print(s, flush=True))
     print()
     print(table(rows))
     print(f"\nwrote {Path(args.out) / 'gpu.csv'} and device.json ({len(rows)} rows)")

@@ -119,3 +119,23 @@ def test_roofline_copy_moves_the_bytes_asked():
     assert params["count"] * 64 == roofline.copy_bytes(1000) == 1024
     assert {b.size for b in buffers.values()} == {4 * params["count"]} and len(buffers) == 4
     assert len({id(b) for b in buffers.values()}) == 4  # four distinct arrays, never aliased
+
+
+def test_a_failed_run_is_one_line(tmp_path, monkeypatch, capsys):
+    """A failure of the run itself (here the device's timestamps) reaches the CLI's boundary:
+    one line and exit 1 from ``kvdsl bench``, and from ``benchmarks/gpu.py``."""
+    from kvdsl.runtime import DeviceError
+
+    def fail(args, log):
+        raise DeviceError("timestamps of empty_dispatch are out of order: [[5, 0]]")
+
+    monkeypatch.setattr(bench, "run", fail)
+    argv = ["--small", "--out", str(tmp_path)]
+    assert cli_main(["bench", *argv]) == 1
+    assert capsys.readouterr().err == (
+        "kvdsl bench: timestamps of empty_dispatch are out of order: [[5, 0]]\n"
+    )
+    assert bench.main(argv) == 1
+    assert capsys.readouterr().err == (
+        "gpu.py: DeviceError: timestamps of empty_dispatch are out of order: [[5, 0]]\n"
+    )
