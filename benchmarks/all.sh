@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Everything issue 7 measures, in one call on the GPU host: check every catalog variant on the
-# GPU against the interpreter, time the compiler, then run the GPU benchmark. Each step's log
+# GPU against the interpreter (under wgpu-native, and under Dawn where wgpudawn is installed),
+# time the compiler, then run the GPU benchmark. Each step's log
 # lands under OUT; a failing step is reported and the next still runs, and the script then exits
 # with 1.
 #
@@ -28,6 +29,12 @@ step() {
 }
 failed=0
 step verify "$py" -m kvdsl verify
+# Where wgpudawn is installed (its wheel in .whl on the GPU host) and finds a GPU, the catalog
+# is also checked as Chrome compiles it: Dawn, Tint, robustness on (f16 drop-ins are not run
+# without shader-f16).
+if "$py" -c "import wgpudawn; wgpudawn.gpu.request_adapter_sync()" >/dev/null 2>&1; then
+  step verify-dawn env KVDSL_WEBGPU=dawn "$py" -m kvdsl verify
+fi
 step compile "$py" benchmarks/compile.py --out "$out"
 step gpu "$py" benchmarks/gpu.py --out "$out" "$@"
 exit $failed

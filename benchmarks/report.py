@@ -415,7 +415,8 @@ def page(
         "## Method",
         "",
         "Regenerate: on the GPU host `bash benchmarks/all.sh OUT --batches 4 --trials 3 "
-        "--repeats 30` (verify on the GPU, compiler timing, benchmark; or `kvdsl bench`), then "
+        "--repeats 30` (verify on the GPU, under Dawn too where wgpudawn finds it; compiler timing; "
+        "benchmark; or `kvdsl bench`), then "
         "here `python benchmarks/report.py --csv OUT/gpu.csv --note "
         "benchmarks/results/h200/NOTE.md`." + (f" This page: `{command}`." if command else ""),
         "",
