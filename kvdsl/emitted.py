@@ -1,8 +1,8 @@
 """The ``emitted/`` folder: one WGSL file per catalog variant plus ``index.json``.
 
 Each file starts with a generated-file header naming its variant and config; ``index.json`` maps
-each variant to its config and interface (bindings, params fields, workgroup size, dispatch rule)
-so a host needs nothing else to run it. :func:`stale` compares a folder with what would be written
+each variant to its config and interface (bindings, params fields, the WebGPU features the
+module needs, workgroup size, dispatch rule) so a host needs nothing else to run it. :func:`stale` compares a folder with what would be written
 and returns a unified diff.
 """
 
@@ -16,6 +16,7 @@ from typing import Any
 from kvdsl import __version__, catalog
 from kvdsl.emit import emit, emit_expr
 from kvdsl.ir import Kernel
+from kvdsl.ir.verify import uses_f16, uses_subgroups
 from kvdsl.kernels.config import as_dict
 
 
@@ -57,9 +58,17 @@ def interface(kernel: Kernel) -> dict[str, Any]:
             }
         )
     d = kernel.dispatch
+    # The WebGPU device features a host must request for the module (its `enable` lines): a
+    # host picks the variants its device can run (Chrome on an H200 has no shader-f16).
+    features = [
+        f
+        for f, on in (("shader-f16", uses_f16(kernel)), ("subgroups", uses_subgroups(kernel)))
+        if on
+    ]
     return {
         "bindings": bindings,
         "params": params,
+        "features": features,
         "workgroup_size": list(kernel.workgroup_size),
         "dispatch": (
             None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -136,3 +138,18 @@ def test_stale_folder_gives_a_diff(tmp_path):
     assert proc.returncode == 1 and "is stale" in proc.stderr and "+const HEAD_DIM" in proc.stdout
     emitted.write(tmp_path)
     assert emitted.stale(tmp_path) == "" and not (tmp_path / "old_variant.wgsl").exists()
+
+
+def test_index_names_the_features_each_module_enables():
+    """index.json's ``features`` are the WebGPU features the module's ``enable`` lines need."""
+    index = json.loads((ROOT / "emitted" / "index.json").read_text())
+    wanted = {"f16": "shader-f16", "subgroups": "subgroups"}
+    seen = set()
+    for name, entry in index.items():
+        text = (ROOT / "emitted" / f"{name}.wgsl").read_text()
+        enables = re.findall(r"^enable (\w+);", text, re.MULTILINE)
+        assert entry["features"] == [wanted[e] for e in enables], name
+        seen.update(entry["features"])
+    assert seen == {"shader-f16", "subgroups"}
+    assert index["merge_share_append_rotary_flat_f16_llama31_8b"]["features"] == []  # words
+    assert index["transpose_vec4_f16_llama31_8b"]["features"] == ["shader-f16"]  # a drop-in
