@@ -196,13 +196,13 @@ def cmd_legacy(args: argparse.Namespace) -> int:
         raise UsageError(f"--vars: expected a JSON object of template variables, got {data!r}")
     cfg = config_from_vars(data)
     kernel = catalog.build_config(cfg)
-    iface = interface(kernel)
-    d = iface["dispatch"]
+    wgsl = emit(kernel)
+    d = interface(kernel, wgsl)["dispatch"]
     sys.stdout.write(
         f"// kvdsl {cfg.mode} for the legacy template's variables; config: "
         f"{json.dumps(as_dict(cfg))}\n"
         f"// dispatch: ceil(({d['items']}) / {d['per_workgroup']}) workgroups, "
-        f"folded into y past {d['fold']}\n\n" + emit(kernel)
+        f"folded into y past {d['fold']}\n\n" + wgsl
     )
     return 0
 

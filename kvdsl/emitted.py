@@ -2,21 +2,21 @@
 
 Each file starts with a generated-file header naming its variant and config; ``index.json`` maps
 each variant to its config and interface (bindings, params fields, the WebGPU features the
-module needs, workgroup size, dispatch rule) so a host needs nothing else to run it. :func:`stale` compares a folder with what would be written
-and returns a unified diff.
+module needs, workgroup size, dispatch rule) so a host needs nothing else to run it.
+:func:`stale` compares a folder with what would be written and returns a unified diff.
 """
 
 from __future__ import annotations
 
 import difflib
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 from kvdsl import __version__, catalog
 from kvdsl.emit import emit, emit_expr
 from kvdsl.ir import Kernel
-from kvdsl.ir.verify import uses_f16, uses_subgroups
 from kvdsl.kernels.config import as_dict
 
 
@@ -35,8 +35,13 @@ BALANCED_RULE = (
 )
 
 
-def interface(kernel: Kernel) -> dict[str, Any]:
-    """The kernel's host interface as JSON-ready data."""
+# The WebGPU device feature each WGSL extension of an emitted module needs.
+FEATURES = {"f16": "shader-f16", "subgroups": "subgroups"}
+_ENABLE = re.compile(r"^enable (\w+);$", re.MULTILINE)
+
+
+def interface(kernel: Kernel, wgsl: str) -> dict[str, Any]:
+    """The host interface of ``kernel``, whose emitted module is ``wgsl``, as JSON-ready data."""
     # "data": the scalar type of the host's array, where it is not the WGSL element's.
     bindings = [
         {"binding": i, "name": b.name, "type": f"array<{b.elem}>", "access": b.access}
@@ -58,13 +63,10 @@ def interface(kernel: Kernel) -> dict[str, Any]:
             }
         )
     d = kernel.dispatch
-    # The WebGPU device features a host must request for the module (its `enable` lines): a
-    # host picks the variants its device can run (Chrome on an H200 has no shader-f16).
-    features = [
-        f
-        for f, on in (("shader-f16", uses_f16(kernel)), ("subgroups", uses_subgroups(kernel)))
-        if on
-    ]
+    # The WebGPU device features a host must request for the module, read from the `enable`
+    # lines the emitter wrote: a host picks the variants its device can run (Chrome on an H200
+    # has no shader-f16).
+    features = [FEATURES[e] for e in _ENABLE.findall(wgsl)]
     return {
         "bindings": bindings,
         "params": params,
@@ -91,8 +93,9 @@ def render() -> dict[str, str]:
     index: dict[str, Any] = {}
     for name, cfg in catalog.VARIANTS.items():
         kernel = catalog.build(name)
-        files[f"{name}.wgsl"] = header(name, cfg) + emit(kernel)
-        index[name] = {"config": as_dict(cfg), **interface(kernel)}
+        wgsl = emit(kernel)
+        files[f"{name}.wgsl"] = header(name, cfg) + wgsl
+        index[name] = {"config": as_dict(cfg), **interface(kernel, wgsl)}
     files["index.json"] = json.dumps(index, indent=2) + "\n"
     return files
 

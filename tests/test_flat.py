@@ -179,7 +179,10 @@ def test_dispatch_folds_items_of_vectors():
     # emitted/index.json tells a host which rule a kernel follows
     from kvdsl.emitted import interface
 
-    flat_rule, drop_rule = interface(k)["dispatch"], interface(drop)["dispatch"]
+    flat_rule, drop_rule = (
+        interface(k, emit(k))["dispatch"],
+        interface(drop, emit(drop))["dispatch"],
+    )
     assert flat_rule["balanced"] and "(ceil(n / y), y, 1)" in flat_rule["rule"]
     assert not drop_rule["balanced"] and drop_rule["rule"].endswith("(fold, ceil(n / fold), 1)")
 

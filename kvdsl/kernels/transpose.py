@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kvdsl.ir import Dispatch, Kernel, KernelBuilder, vec
+from kvdsl.ir import Buffer, Dispatch, Kernel, KernelBuilder, Scalar, vec
 from kvdsl.nodes import flat
 from kvdsl.kernels.config import check, common, contract, flag, one_of, scalar, shape, times
 from kvdsl.nodes.index import flat_index
@@ -56,17 +56,15 @@ def transpose(cfg: TransposeConfig, name: str = "transpose") -> Kernel:
     kb = KernelBuilder(name, cfg.workgroup_size)
     width = 4 if cfg.vec4 else 1
     ty_in, ty_out = scalar(cfg.input_type), scalar(cfg.present_type)
-    if cfg.words:  # f16 vectors in u32 words; f32 ones as they are
-        key = flat.binding(kb, "key", ty_in, width)
-        value = flat.binding(kb, "value", ty_in, width)
-        present_key = flat.binding(kb, "present_key", ty_out, width, "read_write")
-        present_value = flat.binding(kb, "present_value", ty_out, width, "read_write")
-    else:
-        elem_in, elem_out = (vec(4, ty_in), vec(4, ty_out)) if cfg.vec4 else (ty_in, ty_out)
-        key = kb.binding("key", elem_in, "read")
-        value = kb.binding("value", elem_in, "read")
-        present_key = kb.binding("present_key", elem_out, "read_write")
-        present_value = kb.binding("present_value", elem_out, "read_write")
+
+    def bind(name: str, ty: Scalar, access: str) -> Buffer:
+        if cfg.words:  # f16 vectors in u32 words; f32 ones as they are
+            return flat.binding(kb, name, ty, width, access)
+        return kb.binding(name, vec(4, ty) if cfg.vec4 else ty, access)
+
+    key, value = bind("key", ty_in, "read"), bind("value", ty_in, "read")
+    present_key = bind("present_key", ty_out, "read_write")
+    present_value = bind("present_value", ty_out, "read_write")
     elem_out = present_key.binding.elem
     heads = kb.const("KV_HEADS", scalar("u32"), cfg.kv_heads)
     kb.workgroup_const("WG")
