@@ -158,9 +158,10 @@ def _describe(b) -> str:
 
 
 def _interface(bindings, cfg: Any) -> tuple[str, ...]:
-    """Binding names and element types; a flat walk's vec4 bindings, and a transpose's in words,
-    compare by their host's scalar (f16 carried in u32 words is f16 data)."""
-    if getattr(cfg, "walk", None) == "flat" or getattr(cfg, "words", False):
+    """Binding names and element types; a walk's vector bindings (every mode but transpose), and
+    a transpose's in words, compare by their host's scalar (f16 carried in u32 words is f16
+    data)."""
+    if getattr(cfg, "walk", None) is not None or getattr(cfg, "words", False):
         return tuple(f"{b.name}:{b.host}" for b in bindings)
     return tuple(map(_describe, bindings))
 

@@ -10,13 +10,13 @@ struct Params {
   perChannel: u32,
 }
 
-@group(0) @binding(0) var<storage, read> src_k: array<f32>;
-@group(0) @binding(1) var<storage, read> src_v: array<f32>;
+@group(0) @binding(0) var<storage, read> src_k: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> src_v: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read> seqlens_k: array<i32>;
 @group(0) @binding(3) var<storage, read> k_scale: array<f32>;
 @group(0) @binding(4) var<storage, read> v_scale: array<f32>;
-@group(0) @binding(5) var<storage, read_write> present_key: array<i32>;
-@group(0) @binding(6) var<storage, read_write> present_value: array<i32>;
+@group(0) @binding(5) var<storage, read_write> present_key: array<vec4<i32>>;
+@group(0) @binding(6) var<storage, read_write> present_value: array<vec4<i32>>;
 @group(0) @binding(7) var<uniform> params: Params;
 
 const HEAD_DIM: u32 = 128u;
@@ -26,51 +26,94 @@ const KV_HIDDEN: u32 = 1024u;
 const PACKED: u32 = 128u;
 const QMAX: f32 = 127.0f;
 const QMIN: f32 = -128.0f;
-
-fn kscale(d: u32, hk: u32) -> f32 {
-  return k_scale[select(0u, hk * HEAD_DIM + d, params.perChannel != 0u)];
-}
-
-fn vscale(d: u32, hk: u32) -> f32 {
-  return v_scale[select(0u, hk * HEAD_DIM + d, params.perChannel != 0u)];
-}
+const HEAD_DIM_V4: u32 = 32u;
+const KV_HIDDEN_V4: u32 = 256u;
 
 // Quantize new BSH K/V into an existing buffer-sharing INT8 BNSH cache. The
 // active sequence end comes from seqlens_k; the physical cache stride remains
 // the full present-cache capacity (totalSeq).
 @compute @workgroup_size(WG)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-  // Thread i streams one contiguous row.
-  // 2D-folded flat index: gid.y carries the high bits past the dispatch's
-  // per-axis workgroup fold width.
-  let i = gid.x + gid.y * 65535u * WG;
-  if (i >= params.count) {
-    return;
-  }
-  let t = i % params.seq;
-  let tmp = i / params.seq;
-  let hk = tmp % KV_HEADS;
-  let b = tmp / KV_HEADS;
-  let srcBase = (b * params.seq + t) * KV_HIDDEN + hk * HEAD_DIM;
-  let total = u32(max(seqlens_k[b], -1i)) + 1u;
-  // Clamping below by keySeq maps a right-padded first prompt
-  // (seqlens_k[b]+1 < keySeq) to append offset 0.
-  let activeEnd = min(params.totalSeq, max(params.seq, total));
-  let fresh = min(params.seq, activeEnd);
-  let appendStart = activeEnd - fresh;
-  let skip = params.seq - fresh;
-  // Only the newest min(seq, totalSeq) tokens fit the cache.
-  if (t < skip) {
-    return;
-  }
-  let row = appendStart + (t - skip);
-  var k: array<f32, 128>;
-  for (var d: u32 = 0u; d < HEAD_DIM; d = d + 1u) {
-    k[d] = src_k[srcBase + d];
-  }
-  let dstBase = ((b * KV_HEADS + hk) * params.totalSeq + row) * PACKED;
-  for (var d: u32 = 0u; d < HEAD_DIM; d = d + 1u) {
-    present_key[dstBase + d] = i32(clamp(round(k[d] / kscale(d, hk)), QMIN, QMAX));
-    present_value[dstBase + d] = i32(clamp(round(src_v[srcBase + d] / vscale(d, hk)), QMIN, QMAX));
+fn main(
+  @builtin(local_invocation_id) lid: vec3<u32>,
+  @builtin(workgroup_id) wid: vec3<u32>,
+) {
+  // Block walk: the template's dispatch (workgroup w owns rows [w*WG, (w+1)*WG));
+  // its invocations walk those rows' items WG at a time, adjacent lanes on adjacent
+  // vectors, running the flat walk's program on each.
+  let wgFlat = wid.x + wid.y * 65535u;
+  let itemBase = wgFlat * (WG * HEAD_DIM_V4);
+  let itemEnd = params.count * HEAD_DIM_V4;
+  let span = WG * HEAD_DIM_V4;
+  let fullBlock = itemEnd >= span && itemBase <= itemEnd - span;
+  // A workgroup whose block lies inside the items steps without a bounds test;
+  // the last one tests each step.
+  if (fullBlock) {
+    for (var s: u32 = 0u; s < HEAD_DIM_V4; s = s + 1u) {
+      let e = itemBase + lid.x + s * WG;
+      let d4 = e % HEAD_DIM_V4;
+      let row = e / HEAD_DIM_V4;
+      let t = row % params.seq;
+      let tmp = row / params.seq;
+      let hk = tmp % KV_HEADS;
+      let b = tmp / KV_HEADS;
+      let srcBase = (b * params.seq + t) * KV_HIDDEN_V4 + hk * HEAD_DIM_V4;
+      let total = u32(max(seqlens_k[b], -1i)) + 1u;
+      // Clamping below by keySeq maps a right-padded first prompt
+      // (seqlens_k[b]+1 < keySeq) to append offset 0.
+      let activeEnd = min(params.totalSeq, max(params.seq, total));
+      let fresh = min(params.seq, activeEnd);
+      let appendStart = activeEnd - fresh;
+      let skip = params.seq - fresh;
+      // Only the newest min(seq, totalSeq) tokens fit the cache.
+      if (!(t < skip)) {
+        let dstRow = appendStart + (t - skip);
+        let k = src_k[srcBase + d4];
+        let v = src_v[srcBase + d4];
+        let dst = ((b * KV_HEADS + hk) * params.totalSeq + dstRow) * HEAD_DIM_V4 + d4;
+        let sBase = select(0u, hk * HEAD_DIM + d4 * 4u, params.perChannel != 0u);
+        let sStep = select(0u, 1u, params.perChannel != 0u);
+        let ks = vec4<f32>(k_scale[sBase], k_scale[sBase + sStep * 1u], k_scale[sBase + sStep * 2u], k_scale[sBase + sStep * 3u]);
+        let vs = vec4<f32>(v_scale[sBase], v_scale[sBase + sStep * 1u], v_scale[sBase + sStep * 2u], v_scale[sBase + sStep * 3u]);
+        let qk = vec4<i32>(clamp(round(k / ks), vec4<f32>(QMIN, QMIN, QMIN, QMIN), vec4<f32>(QMAX, QMAX, QMAX, QMAX)));
+        let qv = vec4<i32>(clamp(round(v / vs), vec4<f32>(QMIN, QMIN, QMIN, QMIN), vec4<f32>(QMAX, QMAX, QMAX, QMAX)));
+        present_key[dst] = qk;
+        present_value[dst] = qv;
+      }
+    }
+  } else {
+    for (var s: u32 = 0u; s < HEAD_DIM_V4; s = s + 1u) {
+      let e = itemBase + lid.x + s * WG;
+      if (e < itemEnd) {
+        let d4 = e % HEAD_DIM_V4;
+        let row = e / HEAD_DIM_V4;
+        let t = row % params.seq;
+        let tmp = row / params.seq;
+        let hk = tmp % KV_HEADS;
+        let b = tmp / KV_HEADS;
+        let srcBase = (b * params.seq + t) * KV_HIDDEN_V4 + hk * HEAD_DIM_V4;
+        let total = u32(max(seqlens_k[b], -1i)) + 1u;
+        // Clamping below by keySeq maps a right-padded first prompt
+        // (seqlens_k[b]+1 < keySeq) to append offset 0.
+        let activeEnd = min(params.totalSeq, max(params.seq, total));
+        let fresh = min(params.seq, activeEnd);
+        let appendStart = activeEnd - fresh;
+        let skip = params.seq - fresh;
+        // Only the newest min(seq, totalSeq) tokens fit the cache.
+        if (!(t < skip)) {
+          let dstRow = appendStart + (t - skip);
+          let k = src_k[srcBase + d4];
+          let v = src_v[srcBase + d4];
+          let dst = ((b * KV_HEADS + hk) * params.totalSeq + dstRow) * HEAD_DIM_V4 + d4;
+          let sBase = select(0u, hk * HEAD_DIM + d4 * 4u, params.perChannel != 0u);
+          let sStep = select(0u, 1u, params.perChannel != 0u);
+          let ks = vec4<f32>(k_scale[sBase], k_scale[sBase + sStep * 1u], k_scale[sBase + sStep * 2u], k_scale[sBase + sStep * 3u]);
+          let vs = vec4<f32>(v_scale[sBase], v_scale[sBase + sStep * 1u], v_scale[sBase + sStep * 2u], v_scale[sBase + sStep * 3u]);
+          let qk = vec4<i32>(clamp(round(k / ks), vec4<f32>(QMIN, QMIN, QMIN, QMIN), vec4<f32>(QMAX, QMAX, QMAX, QMAX)));
+          let qv = vec4<i32>(clamp(round(v / vs), vec4<f32>(QMIN, QMIN, QMIN, QMIN), vec4<f32>(QMAX, QMAX, QMAX, QMAX)));
+          present_key[dst] = qk;
+          present_value[dst] = qv;
+        }
+      }
+    }
   }
 }

@@ -9,14 +9,16 @@ struct Params {
   perChannel: u32,
 }
 
-@group(0) @binding(0) var<storage, read> src_k: array<f32>;
-@group(0) @binding(1) var<storage, read> src_v: array<f32>;
-@group(0) @binding(2) var<storage, read> k_norm_weight: array<f32>;
+@group(0) @binding(0) var<storage, read> src_k: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> src_v: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> k_norm_weight: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read> k_scale: array<f32>;
 @group(0) @binding(4) var<storage, read> v_scale: array<f32>;
-@group(0) @binding(5) var<storage, read_write> present_key: array<u32>;
-@group(0) @binding(6) var<storage, read_write> present_value: array<u32>;
+@group(0) @binding(5) var<storage, read_write> present_key: array<vec2<u32>>;
+@group(0) @binding(6) var<storage, read_write> present_value: array<vec2<u32>>;
 @group(0) @binding(7) var<uniform> params: Params;
+
+var<workgroup> wsum: array<vec4<f32>, 16>;
 
 const HEAD_DIM: u32 = 256u;
 const KV_HEADS: u32 = 1u;
@@ -26,51 +28,76 @@ const PACKED: u32 = 128u;
 const QK_EPS: f32 = 1e-06f;
 const QMAX: f32 = 7.0f;
 const QMIN: f32 = -8.0f;
-
-fn kscale(d: u32, hk: u32) -> f32 {
-  return k_scale[select(0u, hk * HEAD_DIM + d, params.perChannel != 0u)];
-}
-
-fn vscale(d: u32, hk: u32) -> f32 {
-  return v_scale[select(0u, hk * HEAD_DIM + d, params.perChannel != 0u)];
-}
+const HEAD_DIM_V4: u32 = 64u;
+const KV_HIDDEN_V4: u32 = 64u;
+const HALF: u32 = 128u;
+const HALF_V4: u32 = 32u;
 
 // Quantize new BSH K/V into a packed INT4 BNSH cache.
 @compute @workgroup_size(WG)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-  // Thread i streams one contiguous row.
-  // 2D-folded flat index: gid.y carries the high bits past the dispatch's
-  // per-axis workgroup fold width.
-  let i = gid.x + gid.y * 65535u * WG;
-  if (i >= params.count) {
-    return;
-  }
-  let t = i % params.seq;
-  let tmp = i / params.seq;
-  let hk = tmp % KV_HEADS;
-  let b = tmp / KV_HEADS;
-  let srcBase = (b * params.seq + t) * KV_HIDDEN + hk * HEAD_DIM;
-  var k: array<f32, 256>;
-  for (var d: u32 = 0u; d < HEAD_DIM; d = d + 1u) {
-    k[d] = src_k[srcBase + d];
-  }
-  var ms: f32 = 0.0f;
-  for (var d: u32 = 0u; d < HEAD_DIM; d = d + 1u) {
-    ms = ms + k[d] * k[d];
-  }
-  let invRms = inverseSqrt(ms / f32(HEAD_DIM) + QK_EPS);
-  for (var d: u32 = 0u; d < HEAD_DIM; d = d + 1u) {
-    k[d] = k[d] * invRms * k_norm_weight[d];
-  }
-  let dstBase = ((b * KV_HEADS + hk) * params.seq + t) * PACKED;
-  for (var dd: u32 = 0u; dd < PACKED; dd = dd + 1u) {
-    let d0 = dd * 2u;
-    let d1 = dd * 2u + 1u;
-    let qk0 = i32(clamp(round(k[d0] / kscale(d0, hk)), QMIN, QMAX));
-    let qk1 = i32(clamp(round(k[d1] / kscale(d1, hk)), QMIN, QMAX));
-    let qv0 = i32(clamp(round(src_v[srcBase + d0] / vscale(d0, hk)), QMIN, QMAX));
-    let qv1 = i32(clamp(round(src_v[srcBase + d1] / vscale(d1, hk)), QMIN, QMAX));
-    present_key[dstBase + dd] = (u32(qk0 + 8i) & 15u) | ((u32(qk1 + 8i) & 15u) << 4u);
-    present_value[dstBase + dd] = (u32(qv0 + 8i) & 15u) | ((u32(qv1 + 8i) & 15u) << 4u);
+fn main(
+  @builtin(local_invocation_id) lid: vec3<u32>,
+  @builtin(workgroup_id) wid: vec3<u32>,
+) {
+  // Pair walk: one invocation per pair of vectors (dr, dr + HALF_V4) of a row;
+  // it loads both (and cos/sin once) and stores both.
+  // Block walk: the template's dispatch (workgroup w owns rows [w*WG, (w+1)*WG));
+  // its invocations walk those rows' items WG at a time, adjacent lanes on adjacent
+  // vectors, running the flat walk's program on each.
+  let wgFlat = wid.x + wid.y * 65535u;
+  let itemBase = wgFlat * (WG * HALF_V4);
+  for (var s: u32 = 0u; s < HALF_V4; s = s + 1u) {
+    let e = itemBase + lid.x + s * WG;
+    let dr = e % HALF_V4;
+    // Past the end: the last row again (loads in range; no store before the return).
+    let row = min(e / HALF_V4, params.count - 1u);
+    let t = row % params.seq;
+    let tmp = row / params.seq;
+    let hk = tmp % KV_HEADS;
+    let b = tmp / KV_HEADS;
+    let srcBase = (b * params.seq + t) * KV_HIDDEN_V4 + hk * HEAD_DIM_V4;
+    let items = params.count * HALF_V4;
+    let x0Raw = src_k[srcBase + dr];
+    let x1Raw = src_k[srcBase + (dr + HALF_V4)];
+    let w0 = k_norm_weight[dr];
+    let w1 = k_norm_weight[dr + HALF_V4];
+    let v0 = src_v[srcBase + dr];
+    let v1 = src_v[srcBase + (dr + HALF_V4)];
+    let dst = ((b * KV_HEADS + hk) * params.seq + t) * HEAD_DIM_V4 + dr;
+    let s0Base = select(0u, hk * HEAD_DIM + dr * 4u, params.perChannel != 0u);
+    let sStep = select(0u, 1u, params.perChannel != 0u);
+    let s1Base = select(0u, hk * HEAD_DIM + (dr + HALF_V4) * 4u, params.perChannel != 0u);
+    let ks0 = vec4<f32>(k_scale[s0Base], k_scale[s0Base + sStep * 1u], k_scale[s0Base + sStep * 2u], k_scale[s0Base + sStep * 3u]);
+    let ks1 = vec4<f32>(k_scale[s1Base], k_scale[s1Base + sStep * 1u], k_scale[s1Base + sStep * 2u], k_scale[s1Base + sStep * 3u]);
+    let vs0 = vec4<f32>(v_scale[s0Base], v_scale[s0Base + sStep * 1u], v_scale[s0Base + sStep * 2u], v_scale[s0Base + sStep * 3u]);
+    let vs1 = vec4<f32>(v_scale[s1Base], v_scale[s1Base + sStep * 1u], v_scale[s1Base + sStep * 2u], v_scale[s1Base + sStep * 3u]);
+    // K RMSNorm: the row's sum of squares, reduced in workgroup memory.
+    wsum[lid.x / 4u][lid.x % 4u] = dot(x0Raw, x0Raw) + dot(x1Raw, x1Raw);
+    workgroupBarrier();
+    let rowQuad = (lid.x - dr) / 4u;
+    var acc: vec4<f32> = vec4<f32>(0.0f, 0.0f, 0.0f, 0.0f);
+    for (var j: u32 = 0u; j < HALF_V4 / 4u; j = j + 1u) {
+      acc = acc + wsum[rowQuad + j];
+    }
+    let ms = acc.x + acc.y + (acc.z + acc.w);
+    let invRms = inverseSqrt(ms / f32(HEAD_DIM) + QK_EPS);
+    if (!(e >= items)) {
+      let x0 = x0Raw * invRms * w0;
+      let x1 = x1Raw * invRms * w1;
+      let qk0 = vec4<i32>(clamp(round(x0 / ks0), vec4<f32>(QMIN, QMIN, QMIN, QMIN), vec4<f32>(QMAX, QMAX, QMAX, QMAX)));
+      let qv0 = vec4<i32>(clamp(round(v0 / vs0), vec4<f32>(QMIN, QMIN, QMIN, QMIN), vec4<f32>(QMAX, QMAX, QMAX, QMAX)));
+      let nk0 = vec4<u32>(qk0 + vec4<i32>(8i, 8i, 8i, 8i)) & vec4<u32>(15u, 15u, 15u, 15u);
+      present_key[dst] = vec2<u32>(nk0.x | (nk0.y << 4u), nk0.z | (nk0.w << 4u));
+      let nv0 = vec4<u32>(qv0 + vec4<i32>(8i, 8i, 8i, 8i)) & vec4<u32>(15u, 15u, 15u, 15u);
+      present_value[dst] = vec2<u32>(nv0.x | (nv0.y << 4u), nv0.z | (nv0.w << 4u));
+      let qk1 = vec4<i32>(clamp(round(x1 / ks1), vec4<f32>(QMIN, QMIN, QMIN, QMIN), vec4<f32>(QMAX, QMAX, QMAX, QMAX)));
+      let qv1 = vec4<i32>(clamp(round(v1 / vs1), vec4<f32>(QMIN, QMIN, QMIN, QMIN), vec4<f32>(QMAX, QMAX, QMAX, QMAX)));
+      let nk1 = vec4<u32>(qk1 + vec4<i32>(8i, 8i, 8i, 8i)) & vec4<u32>(15u, 15u, 15u, 15u);
+      present_key[dst + HALF_V4] = vec2<u32>(nk1.x | (nk1.y << 4u), nk1.z | (nk1.w << 4u));
+      let nv1 = vec4<u32>(qv1 + vec4<i32>(8i, 8i, 8i, 8i)) & vec4<u32>(15u, 15u, 15u, 15u);
+      present_value[dst + HALF_V4] = vec2<u32>(nv1.x | (nv1.y << 4u), nv1.z | (nv1.w << 4u));
+    }
+    // The next step reuses workgroup memory: wait until every lane read it.
+    workgroupBarrier();
   }
 }

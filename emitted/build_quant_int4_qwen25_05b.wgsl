@@ -9,12 +9,12 @@ struct Params {
   perChannel: u32,
 }
 
-@group(0) @binding(0) var<storage, read> src_k: array<f32>;
-@group(0) @binding(1) var<storage, read> src_v: array<f32>;
+@group(0) @binding(0) var<storage, read> src_k: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> src_v: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read> k_scale: array<f32>;
 @group(0) @binding(3) var<storage, read> v_scale: array<f32>;
-@group(0) @binding(4) var<storage, read_write> present_key: array<u32>;
-@group(0) @binding(5) var<storage, read_write> present_value: array<u32>;
+@group(0) @binding(4) var<storage, read_write> present_key: array<vec2<u32>>;
+@group(0) @binding(5) var<storage, read_write> present_value: array<vec2<u32>>;
 @group(0) @binding(6) var<uniform> params: Params;
 
 const HEAD_DIM: u32 = 64u;
@@ -24,43 +24,74 @@ const KV_HIDDEN: u32 = 128u;
 const PACKED: u32 = 32u;
 const QMAX: f32 = 7.0f;
 const QMIN: f32 = -8.0f;
-
-fn kscale(d: u32, hk: u32) -> f32 {
-  return k_scale[select(0u, hk * HEAD_DIM + d, params.perChannel != 0u)];
-}
-
-fn vscale(d: u32, hk: u32) -> f32 {
-  return v_scale[select(0u, hk * HEAD_DIM + d, params.perChannel != 0u)];
-}
+const HEAD_DIM_V4: u32 = 16u;
+const KV_HIDDEN_V4: u32 = 32u;
 
 // Quantize new BSH K/V into a packed INT4 BNSH cache.
 @compute @workgroup_size(WG)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-  // Thread i streams one contiguous row.
-  // 2D-folded flat index: gid.y carries the high bits past the dispatch's
-  // per-axis workgroup fold width.
-  let i = gid.x + gid.y * 65535u * WG;
-  if (i >= params.count) {
-    return;
-  }
-  let t = i % params.seq;
-  let tmp = i / params.seq;
-  let hk = tmp % KV_HEADS;
-  let b = tmp / KV_HEADS;
-  let srcBase = (b * params.seq + t) * KV_HIDDEN + hk * HEAD_DIM;
-  var k: array<f32, 64>;
-  for (var d: u32 = 0u; d < HEAD_DIM; d = d + 1u) {
-    k[d] = src_k[srcBase + d];
-  }
-  let dstBase = ((b * KV_HEADS + hk) * params.seq + t) * PACKED;
-  for (var dd: u32 = 0u; dd < PACKED; dd = dd + 1u) {
-    let d0 = dd * 2u;
-    let d1 = dd * 2u + 1u;
-    let qk0 = i32(clamp(round(k[d0] / kscale(d0, hk)), QMIN, QMAX));
-    let qk1 = i32(clamp(round(k[d1] / kscale(d1, hk)), QMIN, QMAX));
-    let qv0 = i32(clamp(round(src_v[srcBase + d0] / vscale(d0, hk)), QMIN, QMAX));
-    let qv1 = i32(clamp(round(src_v[srcBase + d1] / vscale(d1, hk)), QMIN, QMAX));
-    present_key[dstBase + dd] = (u32(qk0 + 8i) & 15u) | ((u32(qk1 + 8i) & 15u) << 4u);
-    present_value[dstBase + dd] = (u32(qv0 + 8i) & 15u) | ((u32(qv1 + 8i) & 15u) << 4u);
+fn main(
+  @builtin(local_invocation_id) lid: vec3<u32>,
+  @builtin(workgroup_id) wid: vec3<u32>,
+) {
+  // Block walk: the template's dispatch (workgroup w owns rows [w*WG, (w+1)*WG));
+  // its invocations walk those rows' items WG at a time, adjacent lanes on adjacent
+  // vectors, running the flat walk's program on each.
+  let wgFlat = wid.x + wid.y * 65535u;
+  let itemBase = wgFlat * (WG * HEAD_DIM_V4);
+  let itemEnd = params.count * HEAD_DIM_V4;
+  let span = WG * HEAD_DIM_V4;
+  let fullBlock = itemEnd >= span && itemBase <= itemEnd - span;
+  // A workgroup whose block lies inside the items steps without a bounds test;
+  // the last one tests each step.
+  if (fullBlock) {
+    for (var s: u32 = 0u; s < HEAD_DIM_V4; s = s + 1u) {
+      let e = itemBase + lid.x + s * WG;
+      let d4 = e % HEAD_DIM_V4;
+      let row = e / HEAD_DIM_V4;
+      let t = row % params.seq;
+      let tmp = row / params.seq;
+      let hk = tmp % KV_HEADS;
+      let b = tmp / KV_HEADS;
+      let srcBase = (b * params.seq + t) * KV_HIDDEN_V4 + hk * HEAD_DIM_V4;
+      let k = src_k[srcBase + d4];
+      let v = src_v[srcBase + d4];
+      let dst = ((b * KV_HEADS + hk) * params.seq + t) * HEAD_DIM_V4 + d4;
+      let sBase = select(0u, hk * HEAD_DIM + d4 * 4u, params.perChannel != 0u);
+      let sStep = select(0u, 1u, params.perChannel != 0u);
+      let ks = vec4<f32>(k_scale[sBase], k_scale[sBase + sStep * 1u], k_scale[sBase + sStep * 2u], k_scale[sBase + sStep * 3u]);
+      let vs = vec4<f32>(v_scale[sBase], v_scale[sBase + sStep * 1u], v_scale[sBase + sStep * 2u], v_scale[sBase + sStep * 3u]);
+      let qk = vec4<i32>(clamp(round(k / ks), vec4<f32>(QMIN, QMIN, QMIN, QMIN), vec4<f32>(QMAX, QMAX, QMAX, QMAX)));
+      let qv = vec4<i32>(clamp(round(v / vs), vec4<f32>(QMIN, QMIN, QMIN, QMIN), vec4<f32>(QMAX, QMAX, QMAX, QMAX)));
+      let nk = vec4<u32>(qk + vec4<i32>(8i, 8i, 8i, 8i)) & vec4<u32>(15u, 15u, 15u, 15u);
+      present_key[dst] = vec2<u32>(nk.x | (nk.y << 4u), nk.z | (nk.w << 4u));
+      let nv = vec4<u32>(qv + vec4<i32>(8i, 8i, 8i, 8i)) & vec4<u32>(15u, 15u, 15u, 15u);
+      present_value[dst] = vec2<u32>(nv.x | (nv.y << 4u), nv.z | (nv.w << 4u));
+    }
+  } else {
+    for (var s: u32 = 0u; s < HEAD_DIM_V4; s = s + 1u) {
+      let e = itemBase + lid.x + s * WG;
+      if (e < itemEnd) {
+        let d4 = e % HEAD_DIM_V4;
+        let row = e / HEAD_DIM_V4;
+        let t = row % params.seq;
+        let tmp = row / params.seq;
+        let hk = tmp % KV_HEADS;
+        let b = tmp / KV_HEADS;
+        let srcBase = (b * params.seq + t) * KV_HIDDEN_V4 + hk * HEAD_DIM_V4;
+        let k = src_k[srcBase + d4];
+        let v = src_v[srcBase + d4];
+        let dst = ((b * KV_HEADS + hk) * params.seq + t) * HEAD_DIM_V4 + d4;
+        let sBase = select(0u, hk * HEAD_DIM + d4 * 4u, params.perChannel != 0u);
+        let sStep = select(0u, 1u, params.perChannel != 0u);
+        let ks = vec4<f32>(k_scale[sBase], k_scale[sBase + sStep * 1u], k_scale[sBase + sStep * 2u], k_scale[sBase + sStep * 3u]);
+        let vs = vec4<f32>(v_scale[sBase], v_scale[sBase + sStep * 1u], v_scale[sBase + sStep * 2u], v_scale[sBase + sStep * 3u]);
+        let qk = vec4<i32>(clamp(round(k / ks), vec4<f32>(QMIN, QMIN, QMIN, QMIN), vec4<f32>(QMAX, QMAX, QMAX, QMAX)));
+        let qv = vec4<i32>(clamp(round(v / vs), vec4<f32>(QMIN, QMIN, QMIN, QMIN), vec4<f32>(QMAX, QMAX, QMAX, QMAX)));
+        let nk = vec4<u32>(qk + vec4<i32>(8i, 8i, 8i, 8i)) & vec4<u32>(15u, 15u, 15u, 15u);
+        present_key[dst] = vec2<u32>(nk.x | (nk.y << 4u), nk.z | (nk.w << 4u));
+        let nv = vec4<u32>(qv + vec4<i32>(8i, 8i, 8i, 8i)) & vec4<u32>(15u, 15u, 15u, 15u);
+        present_value[dst] = vec2<u32>(nv.x | (nv.y << 4u), nv.z | (nv.w << 4u));
+      }
+    }
   }
 }

@@ -8,12 +8,12 @@ struct Params {
   pastSeq: u32,
 }
 
-@group(0) @binding(0) var<storage, read> src_k: array<f32>;
-@group(0) @binding(1) var<storage, read> src_v: array<f32>;
-@group(0) @binding(2) var<storage, read> cos_cache: array<f32>;
-@group(0) @binding(3) var<storage, read> sin_cache: array<f32>;
-@group(0) @binding(4) var<storage, read_write> present_key: array<f32>;
-@group(0) @binding(5) var<storage, read_write> present_value: array<f32>;
+@group(0) @binding(0) var<storage, read> src_k: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> src_v: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> cos_cache: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read> sin_cache: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read_write> present_key: array<vec4<f32>>;
+@group(0) @binding(5) var<storage, read_write> present_value: array<vec4<f32>>;
 @group(0) @binding(6) var<uniform> params: Params;
 
 const HEAD_DIM: u32 = 64u;
@@ -21,38 +21,69 @@ const KV_HEADS: u32 = 8u;
 const WG: u32 = 64u;
 const KV_HIDDEN: u32 = 512u;
 const HALF: u32 = 32u;
+const HEAD_DIM_V4: u32 = 16u;
+const KV_HIDDEN_V4: u32 = 128u;
+const HALF_V4: u32 = 8u;
 
 // Build a BNSH cache from new BSH K/V, applying rotary to K.
 @compute @workgroup_size(WG)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-  // Thread i streams one contiguous row.
-  // 2D-folded flat index: gid.y carries the high bits past the dispatch's
-  // per-axis workgroup fold width.
-  let i = gid.x + gid.y * 65535u * WG;
-  if (i >= params.count) {
-    return;
-  }
-  let t = i % params.seq;
-  let tmp = i / params.seq;
-  let hk = tmp % KV_HEADS;
-  let b = tmp / KV_HEADS;
-  let srcBase = (b * params.seq + t) * KV_HIDDEN + hk * HEAD_DIM;
-  var k: array<f32, 64>;
-  for (var d: u32 = 0u; d < HEAD_DIM; d = d + 1u) {
-    k[d] = src_k[srcBase + d];
-  }
-  let pos = params.pastSeq + t;
-  for (var d: u32 = 0u; d < HALF; d = d + 1u) {
-    let cs = cos_cache[pos * HALF + d];
-    let sn = sin_cache[pos * HALF + d];
-    let x0 = k[d];
-    let x1 = k[d + HALF];
-    k[d] = x0 * cs - x1 * sn;
-    k[d + HALF] = x1 * cs + x0 * sn;
-  }
-  let dstBase = ((b * KV_HEADS + hk) * params.seq + t) * HEAD_DIM;
-  for (var d: u32 = 0u; d < HEAD_DIM; d = d + 1u) {
-    present_key[dstBase + d] = k[d];
-    present_value[dstBase + d] = src_v[srcBase + d];
+fn main(
+  @builtin(local_invocation_id) lid: vec3<u32>,
+  @builtin(workgroup_id) wid: vec3<u32>,
+) {
+  // Block walk: the template's dispatch (workgroup w owns rows [w*WG, (w+1)*WG));
+  // its invocations walk those rows' items WG at a time, adjacent lanes on adjacent
+  // vectors, running the flat walk's program on each.
+  let wgFlat = wid.x + wid.y * 65535u;
+  let itemBase = wgFlat * (WG * HEAD_DIM_V4);
+  let itemEnd = params.count * HEAD_DIM_V4;
+  let span = WG * HEAD_DIM_V4;
+  let fullBlock = itemEnd >= span && itemBase <= itemEnd - span;
+  // A workgroup whose block lies inside the items steps without a bounds test;
+  // the last one tests each step.
+  if (fullBlock) {
+    for (var s: u32 = 0u; s < HEAD_DIM_V4; s = s + 1u) {
+      let e = itemBase + lid.x + s * WG;
+      let d4 = e % HEAD_DIM_V4;
+      let row = e / HEAD_DIM_V4;
+      let t = row % params.seq;
+      let tmp = row / params.seq;
+      let hk = tmp % KV_HEADS;
+      let b = tmp / KV_HEADS;
+      let srcBase = (b * params.seq + t) * KV_HIDDEN_V4 + hk * HEAD_DIM_V4;
+      let pos = params.pastSeq + t;
+      let dr = d4 % HALF_V4;
+      let cs = cos_cache[pos * HALF_V4 + dr];
+      let sn = sin_cache[pos * HALF_V4 + dr];
+      let x0 = src_k[srcBase + dr];
+      let x1 = src_k[srcBase + (dr + HALF_V4)];
+      let k = select(x1 * cs + x0 * sn, x0 * cs - x1 * sn, d4 < HALF_V4);
+      // The present row is the walk's row: the destination is the flat index.
+      present_key[e] = k;
+      present_value[e] = src_v[srcBase + d4];
+    }
+  } else {
+    for (var s: u32 = 0u; s < HEAD_DIM_V4; s = s + 1u) {
+      let e = itemBase + lid.x + s * WG;
+      if (e < itemEnd) {
+        let d4 = e % HEAD_DIM_V4;
+        let row = e / HEAD_DIM_V4;
+        let t = row % params.seq;
+        let tmp = row / params.seq;
+        let hk = tmp % KV_HEADS;
+        let b = tmp / KV_HEADS;
+        let srcBase = (b * params.seq + t) * KV_HIDDEN_V4 + hk * HEAD_DIM_V4;
+        let pos = params.pastSeq + t;
+        let dr = d4 % HALF_V4;
+        let cs = cos_cache[pos * HALF_V4 + dr];
+        let sn = sin_cache[pos * HALF_V4 + dr];
+        let x0 = src_k[srcBase + dr];
+        let x1 = src_k[srcBase + (dr + HALF_V4)];
+        let k = select(x1 * cs + x0 * sn, x0 * cs - x1 * sn, d4 < HALF_V4);
+        // The present row is the walk's row: the destination is the flat index.
+        present_key[e] = k;
+        present_value[e] = src_v[srcBase + d4];
+      }
+    }
   }
 }

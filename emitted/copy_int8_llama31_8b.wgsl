@@ -6,14 +6,15 @@ struct Params {
   count: u32,
 }
 
-@group(0) @binding(0) var<storage, read> src_k: array<i32>;
-@group(0) @binding(1) var<storage, read> src_v: array<i32>;
-@group(0) @binding(2) var<storage, read_write> present_key: array<i32>;
-@group(0) @binding(3) var<storage, read_write> present_value: array<i32>;
+@group(0) @binding(0) var<storage, read> src_k: array<vec4<i32>>;
+@group(0) @binding(1) var<storage, read> src_v: array<vec4<i32>>;
+@group(0) @binding(2) var<storage, read_write> present_key: array<vec4<i32>>;
+@group(0) @binding(3) var<storage, read_write> present_value: array<vec4<i32>>;
 @group(0) @binding(4) var<uniform> params: Params;
 
 const HEAD_DIM: u32 = 128u;
 const WG: u32 = 64u;
+const HEAD_DIM_V4: u32 = 32u;
 
 // Copy the existing BNSH cache unchanged (dst index == src index).
 @compute @workgroup_size(WG)
@@ -21,24 +22,30 @@ fn main(
   @builtin(local_invocation_id) lid: vec3<u32>,
   @builtin(workgroup_id) wid: vec3<u32>,
 ) {
-  // Each workgroup copies the contiguous element span of its WG rows
-  // cooperatively: at step s lane l touches element s*WG + l, so adjacent
-  // lanes hit adjacent addresses on both source and destination.
+  // Block walk: the template's dispatch (workgroup w owns rows [w*WG, (w+1)*WG));
+  // its invocations walk those rows' items WG at a time, adjacent lanes on adjacent
+  // vectors, running the flat walk's program on each.
   let wgFlat = wid.x + wid.y * 65535u;
-  let elemBase = wgFlat * (WG * HEAD_DIM);
-  let totalElems = params.count * HEAD_DIM;
-  let span = WG * HEAD_DIM;
-  let fullTile = totalElems >= span && elemBase <= totalElems - span;
-  if (fullTile) {
-    for (var s: u32 = 0u; s < HEAD_DIM; s = s + 1u) {
-      let e = elemBase + s * WG + lid.x;
+  let itemBase = wgFlat * (WG * HEAD_DIM_V4);
+  let itemEnd = params.count * HEAD_DIM_V4;
+  let span = WG * HEAD_DIM_V4;
+  let fullBlock = itemEnd >= span && itemBase <= itemEnd - span;
+  // A workgroup whose block lies inside the items steps without a bounds test;
+  // the last one tests each step.
+  if (fullBlock) {
+    for (var s: u32 = 0u; s < HEAD_DIM_V4; s = s + 1u) {
+      let e = itemBase + lid.x + s * WG;
+      let d4 = e % HEAD_DIM_V4;
+      let row = e / HEAD_DIM_V4;
       present_key[e] = src_k[e];
       present_value[e] = src_v[e];
     }
   } else {
-    for (var s: u32 = 0u; s < HEAD_DIM; s = s + 1u) {
-      let e = elemBase + s * WG + lid.x;
-      if (e < totalElems) {
+    for (var s: u32 = 0u; s < HEAD_DIM_V4; s = s + 1u) {
+      let e = itemBase + lid.x + s * WG;
+      if (e < itemEnd) {
+        let d4 = e % HEAD_DIM_V4;
+        let row = e / HEAD_DIM_V4;
         present_key[e] = src_k[e];
         present_value[e] = src_v[e];
       }

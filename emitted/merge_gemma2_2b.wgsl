@@ -9,18 +9,20 @@ struct Params {
   keySeq: u32,
 }
 
-@group(0) @binding(0) var<storage, read> past_k: array<f32>;
-@group(0) @binding(1) var<storage, read> past_v: array<f32>;
-@group(0) @binding(2) var<storage, read> new_k: array<f32>;
-@group(0) @binding(3) var<storage, read> new_v: array<f32>;
-@group(0) @binding(4) var<storage, read_write> present_key: array<f32>;
-@group(0) @binding(5) var<storage, read_write> present_value: array<f32>;
+@group(0) @binding(0) var<storage, read> past_k: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> past_v: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> new_k: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read> new_v: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read_write> present_key: array<vec4<f32>>;
+@group(0) @binding(5) var<storage, read_write> present_value: array<vec4<f32>>;
 @group(0) @binding(6) var<uniform> params: Params;
 
 const HEAD_DIM: u32 = 256u;
 const KV_HEADS: u32 = 4u;
 const WG: u32 = 64u;
 const KV_HIDDEN: u32 = 1024u;
+const HEAD_DIM_V4: u32 = 64u;
+const KV_HIDDEN_V4: u32 = 256u;
 
 // Copy the past BNSH cache, then append new BSH K/V tokens into the present cache.
 @compute @workgroup_size(WG)
@@ -29,49 +31,51 @@ fn main(
   @builtin(workgroup_id) wid: vec3<u32>,
 ) {
   // present[0:pastSeq] = past (BNSH copy); present[pastSeq:seq] = new K/V (BSH).
-  // Each workgroup copies the contiguous element span of its WG rows
-  // cooperatively: at step s lane l touches element s*WG + l, so adjacent
-  // lanes hit adjacent addresses on both source and destination.
+  // Block walk: the template's dispatch (workgroup w owns rows [w*WG, (w+1)*WG));
+  // its invocations walk those rows' items WG at a time, adjacent lanes on adjacent
+  // vectors, running the flat walk's program on each.
   let wgFlat = wid.x + wid.y * 65535u;
-  let elemBase = wgFlat * (WG * HEAD_DIM);
-  let totalElems = params.count * HEAD_DIM;
-  let span = WG * HEAD_DIM;
-  let fullTile = totalElems >= span && elemBase <= totalElems - span;
-  if (fullTile) {
-    for (var s: u32 = 0u; s < HEAD_DIM; s = s + 1u) {
-      let e = elemBase + s * WG + lid.x;
-      let d = e % HEAD_DIM;
-      let et = e / HEAD_DIM;
-      let t = et % params.seq;
-      let etmp = et / params.seq;
+  let itemBase = wgFlat * (WG * HEAD_DIM_V4);
+  let itemEnd = params.count * HEAD_DIM_V4;
+  let span = WG * HEAD_DIM_V4;
+  let fullBlock = itemEnd >= span && itemBase <= itemEnd - span;
+  // A workgroup whose block lies inside the items steps without a bounds test;
+  // the last one tests each step.
+  if (fullBlock) {
+    for (var s: u32 = 0u; s < HEAD_DIM_V4; s = s + 1u) {
+      let e = itemBase + lid.x + s * WG;
+      let d4 = e % HEAD_DIM_V4;
+      let row = e / HEAD_DIM_V4;
+      let t = row % params.seq;
+      let etmp = row / params.seq;
       let hk = etmp % KV_HEADS;
       let b = etmp / KV_HEADS;
       if (t < params.pastSeq) {
-        let src = ((b * KV_HEADS + hk) * params.pastSeq + t) * HEAD_DIM + d;
+        let src = ((b * KV_HEADS + hk) * params.pastSeq + t) * HEAD_DIM_V4 + d4;
         present_key[e] = past_k[src];
         present_value[e] = past_v[src];
       } else {
-        let nSrc = (b * params.keySeq + (t - params.pastSeq)) * KV_HIDDEN + hk * HEAD_DIM + d;
+        let nSrc = (b * params.keySeq + (t - params.pastSeq)) * KV_HIDDEN_V4 + hk * HEAD_DIM_V4 + d4;
         present_key[e] = new_k[nSrc];
         present_value[e] = new_v[nSrc];
       }
     }
   } else {
-    for (var s: u32 = 0u; s < HEAD_DIM; s = s + 1u) {
-      let e = elemBase + s * WG + lid.x;
-      if (e < totalElems) {
-        let d = e % HEAD_DIM;
-        let et = e / HEAD_DIM;
-        let t = et % params.seq;
-        let etmp = et / params.seq;
+    for (var s: u32 = 0u; s < HEAD_DIM_V4; s = s + 1u) {
+      let e = itemBase + lid.x + s * WG;
+      if (e < itemEnd) {
+        let d4 = e % HEAD_DIM_V4;
+        let row = e / HEAD_DIM_V4;
+        let t = row % params.seq;
+        let etmp = row / params.seq;
         let hk = etmp % KV_HEADS;
         let b = etmp / KV_HEADS;
         if (t < params.pastSeq) {
-          let src = ((b * KV_HEADS + hk) * params.pastSeq + t) * HEAD_DIM + d;
+          let src = ((b * KV_HEADS + hk) * params.pastSeq + t) * HEAD_DIM_V4 + d4;
           present_key[e] = past_k[src];
           present_value[e] = past_v[src];
         } else {
-          let nSrc = (b * params.keySeq + (t - params.pastSeq)) * KV_HIDDEN + hk * HEAD_DIM + d;
+          let nSrc = (b * params.keySeq + (t - params.pastSeq)) * KV_HIDDEN_V4 + hk * HEAD_DIM_V4 + d4;
           present_key[e] = new_k[nSrc];
           present_value[e] = new_v[nSrc];
         }

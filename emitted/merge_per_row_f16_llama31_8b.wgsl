@@ -2,8 +2,6 @@
 // regenerate with `kvdsl emit`.
 // config: {"mode": "merge", "kv_heads": 8, "head_dim": 128, "walk": "per_row", "present_type": "f16", "input_type": "f16", "workgroup_size": 64, "fold": 65535}
 
-enable f16;
-
 struct Params {
   count: u32,
   seq: u32,
@@ -11,46 +9,77 @@ struct Params {
   keySeq: u32,
 }
 
-@group(0) @binding(0) var<storage, read> past_k: array<f16>;
-@group(0) @binding(1) var<storage, read> past_v: array<f16>;
-@group(0) @binding(2) var<storage, read> new_k: array<f16>;
-@group(0) @binding(3) var<storage, read> new_v: array<f16>;
-@group(0) @binding(4) var<storage, read_write> present_key: array<f16>;
-@group(0) @binding(5) var<storage, read_write> present_value: array<f16>;
+@group(0) @binding(0) var<storage, read> past_k: array<vec4<u32>>; // host: f16
+@group(0) @binding(1) var<storage, read> past_v: array<vec4<u32>>; // host: f16
+@group(0) @binding(2) var<storage, read> new_k: array<vec4<u32>>; // host: f16
+@group(0) @binding(3) var<storage, read> new_v: array<vec4<u32>>; // host: f16
+@group(0) @binding(4) var<storage, read_write> present_key: array<vec4<u32>>; // host: f16
+@group(0) @binding(5) var<storage, read_write> present_value: array<vec4<u32>>; // host: f16
 @group(0) @binding(6) var<uniform> params: Params;
 
 const HEAD_DIM: u32 = 128u;
 const KV_HEADS: u32 = 8u;
 const WG: u32 = 64u;
 const KV_HIDDEN: u32 = 1024u;
+const HEAD_DIM_V8: u32 = 16u;
+const KV_HIDDEN_V8: u32 = 128u;
 
 // Copy the past BNSH cache, then append new BSH K/V tokens into the present cache.
 @compute @workgroup_size(WG)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+fn main(
+  @builtin(local_invocation_id) lid: vec3<u32>,
+  @builtin(workgroup_id) wid: vec3<u32>,
+) {
   // present[0:pastSeq] = past (BNSH copy); present[pastSeq:seq] = new K/V (BSH).
-  // Thread i streams one contiguous row.
-  // 2D-folded flat index: gid.y carries the high bits past the dispatch's
-  // per-axis workgroup fold width.
-  let i = gid.x + gid.y * 65535u * WG;
-  if (i >= params.count) {
-    return;
-  }
-  let t = i % params.seq;
-  let tmp = i / params.seq;
-  let hk = tmp % KV_HEADS;
-  let b = tmp / KV_HEADS;
-  let dstBase = ((b * KV_HEADS + hk) * params.seq + t) * HEAD_DIM;
-  if (t < params.pastSeq) {
-    let srcBase = ((b * KV_HEADS + hk) * params.pastSeq + t) * HEAD_DIM;
-    for (var d: u32 = 0u; d < HEAD_DIM; d = d + 1u) {
-      present_key[dstBase + d] = past_k[srcBase + d];
-      present_value[dstBase + d] = past_v[srcBase + d];
+  // Block walk: the template's dispatch (workgroup w owns rows [w*WG, (w+1)*WG));
+  // its invocations walk those rows' items WG at a time, adjacent lanes on adjacent
+  // vectors, running the flat walk's program on each.
+  let wgFlat = wid.x + wid.y * 65535u;
+  let itemBase = wgFlat * (WG * HEAD_DIM_V8);
+  let itemEnd = params.count * HEAD_DIM_V8;
+  let span = WG * HEAD_DIM_V8;
+  let fullBlock = itemEnd >= span && itemBase <= itemEnd - span;
+  // A workgroup whose block lies inside the items steps without a bounds test;
+  // the last one tests each step.
+  if (fullBlock) {
+    for (var s: u32 = 0u; s < HEAD_DIM_V8; s = s + 1u) {
+      let e = itemBase + lid.x + s * WG;
+      let d8 = e % HEAD_DIM_V8;
+      let row = e / HEAD_DIM_V8;
+      let t = row % params.seq;
+      let etmp = row / params.seq;
+      let hk = etmp % KV_HEADS;
+      let b = etmp / KV_HEADS;
+      if (t < params.pastSeq) {
+        let src = ((b * KV_HEADS + hk) * params.pastSeq + t) * HEAD_DIM_V8 + d8;
+        present_key[e] = past_k[src];
+        present_value[e] = past_v[src];
+      } else {
+        let nSrc = (b * params.keySeq + (t - params.pastSeq)) * KV_HIDDEN_V8 + hk * HEAD_DIM_V8 + d8;
+        present_key[e] = new_k[nSrc];
+        present_value[e] = new_v[nSrc];
+      }
     }
   } else {
-    let nSrc = (b * params.keySeq + (t - params.pastSeq)) * KV_HIDDEN + hk * HEAD_DIM;
-    for (var d: u32 = 0u; d < HEAD_DIM; d = d + 1u) {
-      present_key[dstBase + d] = new_k[nSrc + d];
-      present_value[dstBase + d] = new_v[nSrc + d];
+    for (var s: u32 = 0u; s < HEAD_DIM_V8; s = s + 1u) {
+      let e = itemBase + lid.x + s * WG;
+      if (e < itemEnd) {
+        let d8 = e % HEAD_DIM_V8;
+        let row = e / HEAD_DIM_V8;
+        let t = row % params.seq;
+        let etmp = row / params.seq;
+        let hk = etmp % KV_HEADS;
+        let b = etmp / KV_HEADS;
+        if (t < params.pastSeq) {
+          let src = ((b * KV_HEADS + hk) * params.pastSeq + t) * HEAD_DIM_V8 + d8;
+          present_key[e] = past_k[src];
+          present_value[e] = past_v[src];
+        } else {
+          let nSrc = (b * params.keySeq + (t - params.pastSeq)) * KV_HIDDEN_V8 + hk * HEAD_DIM_V8 + d8;
+          present_key[e] = new_k[nSrc];
+          present_value[e] = new_v[nSrc];
+        }
+      }
     }
   }
 }

@@ -2,21 +2,19 @@
 // regenerate with `kvdsl emit`.
 // config: {"mode": "merge_share", "kv_heads": 8, "head_dim": 128, "region": "append", "walk": "per_row", "rotary": true, "present_type": "f16", "input_type": "f16", "workgroup_size": 64, "fold": 65535, "pairs": null}
 
-enable f16;
-
 struct Params {
   count: u32,
   seq: u32,
   keySeq: u32,
 }
 
-@group(0) @binding(0) var<storage, read> new_k: array<f16>;
-@group(0) @binding(1) var<storage, read> new_v: array<f16>;
+@group(0) @binding(0) var<storage, read> new_k: array<vec2<u32>>; // host: f16
+@group(0) @binding(1) var<storage, read> new_v: array<vec2<u32>>; // host: f16
 @group(0) @binding(2) var<storage, read> seqlens_k: array<i32>;
-@group(0) @binding(3) var<storage, read> cos_cache: array<f32>;
-@group(0) @binding(4) var<storage, read> sin_cache: array<f32>;
-@group(0) @binding(5) var<storage, read_write> present_key: array<f16>;
-@group(0) @binding(6) var<storage, read_write> present_value: array<f16>;
+@group(0) @binding(3) var<storage, read> cos_cache: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read> sin_cache: array<vec4<f32>>;
+@group(0) @binding(5) var<storage, read_write> present_key: array<vec2<u32>>; // host: f16
+@group(0) @binding(6) var<storage, read_write> present_value: array<vec2<u32>>; // host: f16
 @group(0) @binding(7) var<uniform> params: Params;
 
 const HEAD_DIM: u32 = 128u;
@@ -24,51 +22,98 @@ const KV_HEADS: u32 = 8u;
 const WG: u32 = 64u;
 const KV_HIDDEN: u32 = 1024u;
 const HALF: u32 = 64u;
+const HEAD_DIM_V4: u32 = 32u;
+const KV_HIDDEN_V4: u32 = 256u;
+const HALF_V4: u32 = 16u;
+
+fn unpackHalves(w: vec2<u32>) -> vec4<f32> {
+  return vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y));
+}
+
+fn packHalves(x: vec4<f32>) -> vec2<u32> {
+  return vec2<u32>(pack2x16float(x.xy), pack2x16float(x.zw));
+}
 
 // Buffer-sharing append, append pass: the rows of each batch's append window come
 // from the new BSH K/V, K rotated at its absolute position.
 @compute @workgroup_size(WG)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-  // Thread i streams one contiguous row.
-  // 2D-folded flat index: gid.y carries the high bits past the dispatch's
-  // per-axis workgroup fold width.
-  let i = gid.x + gid.y * 65535u * WG;
-  if (i >= params.count) {
-    return;
-  }
-  let j = i % params.keySeq;
-  let tmp = i / params.keySeq;
-  let hk = tmp % KV_HEADS;
-  let b = tmp / KV_HEADS;
-  let total = u32(max(seqlens_k[b], -1i)) + 1u;
-  // Clamping below by keySeq maps a right-padded first prompt
-  // (seqlens_k[b]+1 < keySeq) to append offset 0.
-  let activeEnd = min(params.seq, max(params.keySeq, total));
-  let fresh = min(params.keySeq, activeEnd);
-  let appendStart = activeEnd - fresh;
-  let skip = params.keySeq - fresh;
-  // New tokens before `skip` do not fit the cache (keySeq > seq).
-  if (j < skip) {
-    return;
-  }
-  let t = appendStart + (j - skip);
-  let dstBase = ((b * KV_HEADS + hk) * params.seq + t) * HEAD_DIM;
-  let nSrc = (b * params.keySeq + j) * KV_HIDDEN + hk * HEAD_DIM;
-  // Row t is its own absolute position in the shared cache.
-  var k: array<f32, 128>;
-  for (var d: u32 = 0u; d < HEAD_DIM; d = d + 1u) {
-    k[d] = f32(new_k[nSrc + d]);
-  }
-  for (var d: u32 = 0u; d < HALF; d = d + 1u) {
-    let cs = cos_cache[t * HALF + d];
-    let sn = sin_cache[t * HALF + d];
-    let x0 = k[d];
-    let x1 = k[d + HALF];
-    k[d] = x0 * cs - x1 * sn;
-    k[d + HALF] = x1 * cs + x0 * sn;
-  }
-  for (var d: u32 = 0u; d < HEAD_DIM; d = d + 1u) {
-    present_key[dstBase + d] = f16(k[d]);
-    present_value[dstBase + d] = new_v[nSrc + d];
+fn main(
+  @builtin(local_invocation_id) lid: vec3<u32>,
+  @builtin(workgroup_id) wid: vec3<u32>,
+) {
+  // Block walk: the template's dispatch (workgroup w owns rows [w*WG, (w+1)*WG));
+  // its invocations walk those rows' items WG at a time, adjacent lanes on adjacent
+  // vectors, running the flat walk's program on each.
+  let wgFlat = wid.x + wid.y * 65535u;
+  let itemBase = wgFlat * (WG * HEAD_DIM_V4);
+  let itemEnd = params.count * HEAD_DIM_V4;
+  let span = WG * HEAD_DIM_V4;
+  let fullBlock = itemEnd >= span && itemBase <= itemEnd - span;
+  // A workgroup whose block lies inside the items steps without a bounds test;
+  // the last one tests each step.
+  if (fullBlock) {
+    for (var s: u32 = 0u; s < HEAD_DIM_V4; s = s + 1u) {
+      let e = itemBase + lid.x + s * WG;
+      let d4 = e % HEAD_DIM_V4;
+      let row = e / HEAD_DIM_V4;
+      let j = row % params.keySeq;
+      let tmp = row / params.keySeq;
+      let hk = tmp % KV_HEADS;
+      let b = tmp / KV_HEADS;
+      let total = u32(max(seqlens_k[b], -1i)) + 1u;
+      // Clamping below by keySeq maps a right-padded first prompt
+      // (seqlens_k[b]+1 < keySeq) to append offset 0.
+      let activeEnd = min(params.seq, max(params.keySeq, total));
+      let fresh = min(params.keySeq, activeEnd);
+      let appendStart = activeEnd - fresh;
+      let skip = params.keySeq - fresh;
+      // New tokens before `skip` do not fit the cache (keySeq > seq).
+      if (!(j < skip)) {
+        let t = appendStart + (j - skip);
+        let dst = ((b * KV_HEADS + hk) * params.seq + t) * HEAD_DIM_V4 + d4;
+        let nSrc = (b * params.keySeq + j) * KV_HIDDEN_V4 + hk * HEAD_DIM_V4;
+        // NeoX rotation of one vector; row t is its own absolute position.
+        let dr = d4 % HALF_V4;
+        let cs = cos_cache[t * HALF_V4 + dr];
+        let sn = sin_cache[t * HALF_V4 + dr];
+        let x0 = unpackHalves(new_k[nSrc + dr]);
+        let x1 = unpackHalves(new_k[nSrc + (dr + HALF_V4)]);
+        present_key[dst] = packHalves(select(x1 * cs + x0 * sn, x0 * cs - x1 * sn, d4 < HALF_V4));
+        present_value[dst] = new_v[nSrc + d4];
+      }
+    }
+  } else {
+    for (var s: u32 = 0u; s < HEAD_DIM_V4; s = s + 1u) {
+      let e = itemBase + lid.x + s * WG;
+      if (e < itemEnd) {
+        let d4 = e % HEAD_DIM_V4;
+        let row = e / HEAD_DIM_V4;
+        let j = row % params.keySeq;
+        let tmp = row / params.keySeq;
+        let hk = tmp % KV_HEADS;
+        let b = tmp / KV_HEADS;
+        let total = u32(max(seqlens_k[b], -1i)) + 1u;
+        // Clamping below by keySeq maps a right-padded first prompt
+        // (seqlens_k[b]+1 < keySeq) to append offset 0.
+        let activeEnd = min(params.seq, max(params.keySeq, total));
+        let fresh = min(params.keySeq, activeEnd);
+        let appendStart = activeEnd - fresh;
+        let skip = params.keySeq - fresh;
+        // New tokens before `skip` do not fit the cache (keySeq > seq).
+        if (!(j < skip)) {
+          let t = appendStart + (j - skip);
+          let dst = ((b * KV_HEADS + hk) * params.seq + t) * HEAD_DIM_V4 + d4;
+          let nSrc = (b * params.keySeq + j) * KV_HIDDEN_V4 + hk * HEAD_DIM_V4;
+          // NeoX rotation of one vector; row t is its own absolute position.
+          let dr = d4 % HALF_V4;
+          let cs = cos_cache[t * HALF_V4 + dr];
+          let sn = sin_cache[t * HALF_V4 + dr];
+          let x0 = unpackHalves(new_k[nSrc + dr]);
+          let x1 = unpackHalves(new_k[nSrc + (dr + HALF_V4)]);
+          present_key[dst] = packHalves(select(x1 * cs + x0 * sn, x0 * cs - x1 * sn, d4 < HALF_V4));
+          present_value[dst] = new_v[nSrc + d4];
+        }
+      }
+    }
   }
 }

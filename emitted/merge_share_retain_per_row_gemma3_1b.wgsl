@@ -8,45 +8,76 @@ struct Params {
   keySeq: u32,
 }
 
-@group(0) @binding(0) var<storage, read> past_k: array<f32>;
-@group(0) @binding(1) var<storage, read> past_v: array<f32>;
+@group(0) @binding(0) var<storage, read> past_k: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> past_v: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read> seqlens_k: array<i32>;
-@group(0) @binding(3) var<storage, read_write> present_key: array<f32>;
-@group(0) @binding(4) var<storage, read_write> present_value: array<f32>;
+@group(0) @binding(3) var<storage, read_write> present_key: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read_write> present_value: array<vec4<f32>>;
 @group(0) @binding(5) var<uniform> params: Params;
 
 const HEAD_DIM: u32 = 256u;
 const KV_HEADS: u32 = 1u;
 const WG: u32 = 64u;
+const HEAD_DIM_V4: u32 = 64u;
 
 // Buffer-sharing append, retain pass: rows outside each batch's append window
 // are an identity copy of the past cache (dst index == src index).
 @compute @workgroup_size(WG)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-  // Thread i streams one contiguous row.
-  // 2D-folded flat index: gid.y carries the high bits past the dispatch's
-  // per-axis workgroup fold width.
-  let i = gid.x + gid.y * 65535u * WG;
-  if (i >= params.count) {
-    return;
-  }
-  let t = i % params.seq;
-  let tmp = i / params.seq;
-  let hk = tmp % KV_HEADS;
-  let b = tmp / KV_HEADS;
-  let total = u32(max(seqlens_k[b], -1i)) + 1u;
-  // Clamping below by keySeq maps a right-padded first prompt
-  // (seqlens_k[b]+1 < keySeq) to append offset 0.
-  let activeEnd = min(params.seq, max(params.keySeq, total));
-  let fresh = min(params.keySeq, activeEnd);
-  let appendStart = activeEnd - fresh;
-  let skip = params.keySeq - fresh;
-  let dstBase = ((b * KV_HEADS + hk) * params.seq + t) * HEAD_DIM;
-  // Outside the append window; the shared stride makes this dst == src.
-  if (t < appendStart || t >= activeEnd) {
-    for (var d: u32 = 0u; d < HEAD_DIM; d = d + 1u) {
-      present_key[dstBase + d] = past_k[dstBase + d];
-      present_value[dstBase + d] = past_v[dstBase + d];
+fn main(
+  @builtin(local_invocation_id) lid: vec3<u32>,
+  @builtin(workgroup_id) wid: vec3<u32>,
+) {
+  // Block walk: the template's dispatch (workgroup w owns rows [w*WG, (w+1)*WG));
+  // its invocations walk those rows' items WG at a time, adjacent lanes on adjacent
+  // vectors, running the flat walk's program on each.
+  let wgFlat = wid.x + wid.y * 65535u;
+  let itemBase = wgFlat * (WG * HEAD_DIM_V4);
+  let itemEnd = params.count * HEAD_DIM_V4;
+  let span = WG * HEAD_DIM_V4;
+  let fullBlock = itemEnd >= span && itemBase <= itemEnd - span;
+  // A workgroup whose block lies inside the items steps without a bounds test;
+  // the last one tests each step.
+  if (fullBlock) {
+    for (var s: u32 = 0u; s < HEAD_DIM_V4; s = s + 1u) {
+      let e = itemBase + lid.x + s * WG;
+      let d4 = e % HEAD_DIM_V4;
+      let row = e / HEAD_DIM_V4;
+      let t = row % params.seq;
+      let b = row / (params.seq * KV_HEADS);
+      let total = u32(max(seqlens_k[b], -1i)) + 1u;
+      // Clamping below by keySeq maps a right-padded first prompt
+      // (seqlens_k[b]+1 < keySeq) to append offset 0.
+      let activeEnd = min(params.seq, max(params.keySeq, total));
+      let fresh = min(params.keySeq, activeEnd);
+      let appendStart = activeEnd - fresh;
+      let skip = params.keySeq - fresh;
+      // Outside the append window; the shared stride makes this dst == src.
+      if (t < appendStart || t >= activeEnd) {
+        present_key[e] = past_k[e];
+        present_value[e] = past_v[e];
+      }
+    }
+  } else {
+    for (var s: u32 = 0u; s < HEAD_DIM_V4; s = s + 1u) {
+      let e = itemBase + lid.x + s * WG;
+      if (e < itemEnd) {
+        let d4 = e % HEAD_DIM_V4;
+        let row = e / HEAD_DIM_V4;
+        let t = row % params.seq;
+        let b = row / (params.seq * KV_HEADS);
+        let total = u32(max(seqlens_k[b], -1i)) + 1u;
+        // Clamping below by keySeq maps a right-padded first prompt
+        // (seqlens_k[b]+1 < keySeq) to append offset 0.
+        let activeEnd = min(params.seq, max(params.keySeq, total));
+        let fresh = min(params.keySeq, activeEnd);
+        let appendStart = activeEnd - fresh;
+        let skip = params.keySeq - fresh;
+        // Outside the append window; the shared stride makes this dst == src.
+        if (t < appendStart || t >= activeEnd) {
+          present_key[e] = past_k[e];
+          present_value[e] = past_v[e];
+        }
+      }
     }
   }
 }

@@ -8,55 +8,95 @@ struct Params {
   keySeq: u32,
 }
 
-@group(0) @binding(0) var<storage, read> past_k: array<f32>;
-@group(0) @binding(1) var<storage, read> past_v: array<f32>;
+@group(0) @binding(0) var<storage, read> past_k: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> past_v: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read> seqlens_k: array<i32>;
-@group(0) @binding(3) var<storage, read_write> present_key: array<f32>;
-@group(0) @binding(4) var<storage, read_write> present_value: array<f32>;
+@group(0) @binding(3) var<storage, read_write> present_key: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read_write> present_value: array<vec4<f32>>;
 @group(0) @binding(5) var<uniform> params: Params;
 
 const HEAD_DIM: u32 = 128u;
 const KV_HEADS: u32 = 8u;
 const WG: u32 = 64u;
+const HEAD_DIM_V4: u32 = 32u;
 
 // Windowed cache: compact the surviving past rows down by the eviction count and
 // append the new BSH K/V, keeping the most recent min(T, capacity) tokens
 // contiguous at rows [0, L). Reads past, writes present (distinct buffers).
 @compute @workgroup_size(WG)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-  // Thread i streams one contiguous row.
-  // 2D-folded flat index: gid.y carries the high bits past the dispatch's
-  // per-axis workgroup fold width.
-  let i = gid.x + gid.y * 65535u * WG;
-  if (i >= params.count) {
-    return;
-  }
-  let t = i % params.seq;
-  let tmp = i / params.seq;
-  let hk = tmp % KV_HEADS;
-  let b = tmp / KV_HEADS;
-  let total = u32(max(seqlens_k[b], -1i)) + 1u;
-  let absTotal = max(params.keySeq, total);
-  let past = absTotal - params.keySeq;
-  let residentBefore = min(past, params.seq);
-  let resident = min(absTotal, params.seq);
-  let fresh = min(params.keySeq, params.seq);
-  let appendStart = resident - fresh;
-  let evicted = residentBefore - appendStart;
-  let skip = params.keySeq - fresh;
-  let dstBase = ((b * KV_HEADS + hk) * params.seq + t) * HEAD_DIM;
-  if (t < appendStart) {
-    // Surviving past rows slide down by the eviction count.
-    let srcBase = ((b * KV_HEADS + hk) * params.seq + (t + evicted)) * HEAD_DIM;
-    for (var d: u32 = 0u; d < HEAD_DIM; d = d + 1u) {
-      present_key[dstBase + d] = past_k[srcBase + d];
-      present_value[dstBase + d] = past_v[srcBase + d];
+fn main(
+  @builtin(local_invocation_id) lid: vec3<u32>,
+  @builtin(workgroup_id) wid: vec3<u32>,
+) {
+  // Block walk: the template's dispatch (workgroup w owns rows [w*WG, (w+1)*WG));
+  // its invocations walk those rows' items WG at a time, adjacent lanes on adjacent
+  // vectors, running the flat walk's program on each.
+  let wgFlat = wid.x + wid.y * 65535u;
+  let itemBase = wgFlat * (WG * HEAD_DIM_V4);
+  let itemEnd = params.count * HEAD_DIM_V4;
+  let span = WG * HEAD_DIM_V4;
+  let fullBlock = itemEnd >= span && itemBase <= itemEnd - span;
+  // A workgroup whose block lies inside the items steps without a bounds test;
+  // the last one tests each step.
+  if (fullBlock) {
+    for (var s: u32 = 0u; s < HEAD_DIM_V4; s = s + 1u) {
+      let e = itemBase + lid.x + s * WG;
+      let d4 = e % HEAD_DIM_V4;
+      let row = e / HEAD_DIM_V4;
+      let t = row % params.seq;
+      let tmp = row / params.seq;
+      let hk = tmp % KV_HEADS;
+      let b = tmp / KV_HEADS;
+      let total = u32(max(seqlens_k[b], -1i)) + 1u;
+      let absTotal = max(params.keySeq, total);
+      let past = absTotal - params.keySeq;
+      let residentBefore = min(past, params.seq);
+      let resident = min(absTotal, params.seq);
+      let fresh = min(params.keySeq, params.seq);
+      let appendStart = resident - fresh;
+      let evicted = residentBefore - appendStart;
+      let skip = params.keySeq - fresh;
+      if (t < appendStart) {
+        // Surviving past rows slide down by the eviction count.
+        let src = ((b * KV_HEADS + hk) * params.seq + (t + evicted)) * HEAD_DIM_V4 + d4;
+        present_key[e] = past_k[src];
+        present_value[e] = past_v[src];
+      } else if (t >= resident) {
+        // Outside the resident window: cleared, not left stale.
+        present_key[e] = vec4<f32>(0.0f, 0.0f, 0.0f, 0.0f);
+        present_value[e] = vec4<f32>(0.0f, 0.0f, 0.0f, 0.0f);
+      }
     }
-  } else if (t >= resident) {
-    // Outside the resident window: cleared, not left stale.
-    for (var d: u32 = 0u; d < HEAD_DIM; d = d + 1u) {
-      present_key[dstBase + d] = 0.0f;
-      present_value[dstBase + d] = 0.0f;
+  } else {
+    for (var s: u32 = 0u; s < HEAD_DIM_V4; s = s + 1u) {
+      let e = itemBase + lid.x + s * WG;
+      if (e < itemEnd) {
+        let d4 = e % HEAD_DIM_V4;
+        let row = e / HEAD_DIM_V4;
+        let t = row % params.seq;
+        let tmp = row / params.seq;
+        let hk = tmp % KV_HEADS;
+        let b = tmp / KV_HEADS;
+        let total = u32(max(seqlens_k[b], -1i)) + 1u;
+        let absTotal = max(params.keySeq, total);
+        let past = absTotal - params.keySeq;
+        let residentBefore = min(past, params.seq);
+        let resident = min(absTotal, params.seq);
+        let fresh = min(params.keySeq, params.seq);
+        let appendStart = resident - fresh;
+        let evicted = residentBefore - appendStart;
+        let skip = params.keySeq - fresh;
+        if (t < appendStart) {
+          // Surviving past rows slide down by the eviction count.
+          let src = ((b * KV_HEADS + hk) * params.seq + (t + evicted)) * HEAD_DIM_V4 + d4;
+          present_key[e] = past_k[src];
+          present_value[e] = past_v[src];
+        } else if (t >= resident) {
+          // Outside the resident window: cleared, not left stale.
+          present_key[e] = vec4<f32>(0.0f, 0.0f, 0.0f, 0.0f);
+          present_value[e] = vec4<f32>(0.0f, 0.0f, 0.0f, 0.0f);
+        }
+      }
     }
   }
 }

@@ -96,8 +96,23 @@ def render(
     vars: dict[str, Any], bindings: tuple[Binding, ...], params_struct: Struct | None
 ) -> str:
     """The template rendered with ``vars`` and resource declarations for this interface."""
-    env = {"wgsl": {"resourceDeclarations": resource_declarations(bindings, params_struct)}}
+    decls = resource_declarations(declared(vars, bindings), params_struct)
+    env = {"wgsl": {"resourceDeclarations": decls}}
     return _ENV.get_template(TEMPLATE.name).render(**vars, env=env)
+
+
+def declared(vars: dict[str, Any], bindings: tuple[Binding, ...]) -> tuple[Binding, ...]:
+    """``bindings`` as the template declares them: arrays of the host's scalars, where kvdsl's
+    kernels walk vectors of the same bytes (a transpose's ``vec4`` are the template's own)."""
+    if vars["mode"] == "transpose":
+        return bindings
+    return tuple(Binding(b.name, b.host, b.access) for b in bindings)
+
+
+def host_interface(bindings: tuple[Binding, ...]) -> tuple[tuple[str, str, str], ...]:
+    """What a host binds: each binding's name, access and host scalar type, in order (a drop-in
+    declares vectors where the template declares scalars; the buffers are the same)."""
+    return tuple((b.name, b.access, b.host.name) for b in bindings)
 
 
 def legacy_vars(
@@ -250,4 +265,4 @@ def run_legacy(
     wgsl = render(vars, bindings, params_struct)
     if workgroups is None:
         workgroups = legacy_workgroups(vars, params)
-    return run_source(wgsl, bindings, params_struct, buffers, params, workgroups)
+    return run_source(wgsl, declared(vars, bindings), params_struct, buffers, params, workgroups)

@@ -126,11 +126,18 @@ def test_build_matches_legacy_template(k_norm, rotary):
     vars = legacy.legacy_vars("build", kv_heads=2, head_dim=16, k_norm=k_norm, rotary=rotary)
     vars["qkEps"] = cfg.eps
     bindings, struct = legacy.legacy_bindings(vars), legacy.legacy_params_struct(vars)
-    assert bindings == k.bindings and struct == k.params
+    assert legacy.host_interface(bindings) == legacy.host_interface(k.bindings)
+    assert struct == k.params
     old = legacy.run_legacy(vars, bindings, struct, bufs, params)
     new = runtime.run(k, bufs, params)
+    # K RMSNorm sums the row in another order than the template's loop.
+    same = np.testing.assert_array_equal if not k_norm else _close
     for name in ("present_key", "present_value"):
-        np.testing.assert_array_equal(new[name], old[name])
+        same(new[name], old[name])
+
+
+def _close(got: np.ndarray, want: np.ndarray) -> None:
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
 
 
 def test_legacy_f16_present_is_invalid_wgsl():

@@ -138,7 +138,7 @@ def test_legacy_prints_kvdsl_wgsl_for_template_variables():
     out = kvdsl("legacy", "--vars", json.dumps(vars))
     assert out.returncode == 0, out.stderr
     assert '"walk": "hybrid"' in out.stdout and '"rotary": true' in out.stdout
-    assert "@group(0) @binding(3) var<storage, read> cos_cache: array<f32>;" in out.stdout
+    assert "@group(0) @binding(3) var<storage, read> cos_cache: array<vec4<f32>>;" in out.stdout
     assert "@compute @workgroup_size(WG)" in out.stdout
 
 
@@ -166,7 +166,7 @@ def test_check_reports_every_validator(tmp_path):
     assert out.returncode == 1
     lines = out.stdout.splitlines()
     assert any(
-        line.endswith("[kvdsl]") and "+ operands of different types: f32, i32" in line
+        line.endswith("[kvdsl]") and "+ operands of different types: vec4<f32>, i32" in line
         for line in lines
     )
     assert any(line.endswith("[naga]") for line in lines)

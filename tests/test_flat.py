@@ -175,7 +175,7 @@ def test_dispatch_folds_items_of_vectors():
     assert workgroups(k, {"count": 32, "seq": 8, "pastSeq": 0}) == (2, 2, 1)
     assert k.dispatch.balanced and not drop.dispatch.balanced
     assert "let e = gid.x + gid.y * nwg.x * WG;" in emit(k)
-    assert "gid.y * 3u * WG" in emit(drop) and "nwg" not in emit(drop)
+    assert "wid.y * 3u" in emit(drop) and "nwg" not in emit(drop)
     # emitted/index.json tells a host which rule a kernel follows
     from kvdsl.emitted import interface
 

@@ -168,7 +168,7 @@ def test_15_cooperative_rotary_pair_index_does_not_wrap(gpu):
     v, bindings, struct = variables("merge_share", share_region="append", rotary=True)
     assert "select(d - HALF, d, d < HALF)" in render(v, bindings, struct)
     wgsl = emit(merge_share(config_from_vars(v)))
-    assert "d % HALF" in wgsl and "d - HALF" not in wgsl
+    assert "d4 % HALF_V4" in wgsl and "- HALF" not in wgsl
 
 
 # ---- 17. vec4 transpose of a head dim not divisible by four -------------------------------------

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
 from kvdsl import interp, runtime
 from kvdsl.check import poison
 from kvdsl.ir import Dispatch, KernelBuilder, array, f32, u32
-from kvdsl.nodes import walks
+from kvdsl.nodes import flat, walks
 from kvdsl.nodes.rotary import rotate_element, rotate_row
 from kvdsl.reference import rotate_neox
 
@@ -77,19 +79,18 @@ def walk_kernel(walk: str, wg: int, row_len: int, fold: int):
         i = walks.per_row(kb, fold, rows)
         with walks.row_elements(kb, n) as d:
             who[i * n + d] = i
-    else:
-        iterate = walks.cooperative if walk == "cooperative" else walks.cooperative_bounded
-        for e in iterate(kb, fold, rows, n):
-            who[e] = (kb.wid.x + kb.wid.y * fold) * 1000 + kb.lid.x
+    else:  # the block walk: the per-row dispatch, adjacent lanes on adjacent elements
+        it = flat.walk(kb, SimpleNamespace(walk="per_row", fold=fold), rows, n, 1)
+        who[it.e] = (kb.wid.x + kb.wid.y * fold) * 1000 + kb.lid.x
     return kb.build(Dispatch(rows.node, wg, fold))
 
 
 @pytest.mark.parametrize("run", BACKENDS, ids=["interp", "gpu"])
-@pytest.mark.parametrize("walk", ["per_row", "cooperative", "cooperative_bounded"])
+@pytest.mark.parametrize("walk", ["per_row", "block"])
 @pytest.mark.parametrize("rows", [1, 7, 8, 29])
 def test_walks_touch_every_element_once(gpu, run, walk, rows):
     """Every element written exactly once (the interpreter would report a race otherwise),
-    nothing past the rows, and the cooperative walks put adjacent lanes on adjacent elements."""
+    nothing past the rows, and the block walk puts adjacent lanes on adjacent elements."""
     wg, row_len, fold = 4, 6, 2
     k = walk_kernel(walk, wg, row_len, fold)
     total = rows * row_len

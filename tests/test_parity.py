@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 
 from kvdsl import catalog
-from kvdsl.check import cases_for, compare, verify_variant
+from kvdsl.check import cases_for, verify_variant
 from kvdsl.ir import workgroups
 from kvdsl.kernels.config import ConfigError
 from kvdsl.legacy import config_from_vars
@@ -127,9 +127,12 @@ def test_template_and_kvdsl_agree(gpu, vars):
         assert workgroups(kernel, case.params) == legacy_workgroups(vars, case.params)
         ours = run(kernel, dict(case.buffers), case.params)
         theirs = run_legacy(vars, kernel.bindings, kernel.params, dict(case.buffers), case.params)
-        for name in case.expected:
-            mask = case.written.get(name)
-            if compare(ours[name], theirs[name], mask=mask) == (0.0, ""):
+        # K RMSNorm sums a row in another order than the template's loop (the block walk's
+        # reduction): within the reference's tolerance, quantised codes within one step.
+        exact = not getattr(cfg, "k_norm", False)
+        tol, codes = ({}, {}) if exact else (case.tolerance, case.codes)
+        for name, _, problem in case.judge(ours, theirs, tol, codes):
+            if not problem:
                 continue
             defect = defect_triggered(vars, case)
             assert defect, f"{name} differs from the template on {case.label()}"

@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 from kvdsl import interp, reference as ref, runtime
+from kvdsl.check.compare import compare_quantized
 from kvdsl.kernels.config import ConfigError
 from kvdsl.kernels.quant import AppendQuantConfig, BuildQuantConfig, append_quant, build_quant
 from kvdsl.reference import elementwise as ew
@@ -207,11 +208,18 @@ def test_matches_legacy_template(bits, k_norm):
             params["totalSeq"] = 10
         vars, bindings, struct = _legacy(cfg, True)
         k = kernel(cfg)
-        assert bindings == k.bindings and struct == k.params
+        assert legacy.host_interface(bindings) == legacy.host_interface(k.bindings)
+        assert struct == k.params
         old = legacy.run_legacy(vars, bindings, struct, bufs, params)
         new = runtime.run(k, bufs, params)
         for name in ("present_key", "present_value"):
-            np.testing.assert_array_equal(new[name], old[name])
+            if not k_norm:
+                np.testing.assert_array_equal(new[name], old[name])
+                continue
+            # K RMSNorm sums the row in another order than the template's loop: a code at a
+            # rounding boundary may land one step away.
+            err, problem = compare_quantized(new[name], old[name], bits)
+            assert not problem, f"{name}: {problem}"
 
 
 def test_legacy_append_quant_wraps_on_right_padded_prompt():

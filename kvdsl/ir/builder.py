@@ -503,6 +503,8 @@ class KernelBuilder:
         self.doc: list[str] = []
         self._blocks: list[list[Stmt]] = [[]]
         self._last_if: list[If | None] = [None]
+        # Blocks entered by open(): (depth of the block they stand in, the block, before_close).
+        self._open: list[tuple[int, _Block, Callable[[], None] | None]] = []
 
     # -- declarations --
     def const(self, name: str, ty: Scalar, value: Num | Val, comment: str = "") -> Val:
@@ -591,6 +593,41 @@ class KernelBuilder:
 
     def ret(self) -> None:
         self.emit(Return())
+
+    def open(
+        self, block: AbstractContextManager[Any], before_close: Callable[[], None] | None = None
+    ) -> Any:
+        """Enter ``block`` (``kb.for_range(...)``, ``kb.if_(...)``) and leave it open: what
+        follows goes into it until the block it stands in closes (at :meth:`build` for the entry
+        point's body), which closes it first, after ``before_close`` has emitted its last
+        statements. A walk that wraps the rest of a kernel in a loop opens it so."""
+        depth = len(self._blocks)
+        value = block.__enter__()
+        self._open.append((depth, block, before_close))
+        return value
+
+    def _close_open(self, depth: int) -> None:
+        """Close the blocks :meth:`open` entered at ``depth`` or deeper, innermost first."""
+        while self._open and self._open[-1][0] >= depth:
+            _, block, before_close = self._open.pop()
+            if before_close is not None:
+                before_close()
+            block.__exit__(None, None, None)
+
+    def leave_if(self, cond: Val) -> None:
+        """The rest of the current body runs only where ``cond`` is false: ``if (cond) {
+        return; }``, or inside a block :meth:`open` entered (a loop over items, where a return
+        would leave the later items too) the rest under an open ``if (!cond) {``. Only at the top
+        level of the entry point or of the innermost opened block."""
+        if not self._open:
+            if len(self._blocks) != 1:
+                raise BuildError("leave_if inside a block: only at the top level of the body")
+            with self.if_(cond):
+                self.ret()
+            return
+        if len(self._blocks) != self._open[-1][0] + 1:
+            raise BuildError("leave_if inside a block: only at the top level of an opened block")
+        self.open(self.if_(~self._cond(cond)))
 
     def barrier(self) -> None:
         """``workgroupBarrier();`` (only where control flow is uniform: see verify)."""
@@ -686,6 +723,8 @@ class KernelBuilder:
     # -- result --
     def build(self, dispatch: Dispatch | None = None, doc: str = "") -> Kernel:
         """The verified kernel."""
+        if self._open:
+            self._close_open(1)
         if len(self._blocks) != 1:
             raise BuildError("build() inside an open block")
         fields = tuple(self.param_fields.items())
@@ -732,6 +771,8 @@ class _Block:
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> bool:
         kb = self.kb
+        if kb._open and exc_type is None:
+            kb._close_open(len(kb._blocks))
         kb._blocks.pop()
         kb._last_if.pop()
         if exc_type is None:

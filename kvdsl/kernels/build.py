@@ -286,9 +286,9 @@ def flat_row(
         if pair is None:  # K RMSNorm without rotary: the pair is the row's two halves
             whole = kb.const("HALF", u32, cfg.head_dim // 2)
             pair = flat.vector_const(kb, whole, cfg.head_dim // 2, width)
-        it = flat.pair_walk(kb, cfg.fold, count, pair, guard=not norm)
+        it = flat.pair_walk(kb, cfg, count, pair, guard=not norm)
     else:
-        it = flat.walk(kb, cfg.fold, count, per_row, width, guard=not norm)
+        it = flat.walk(kb, cfg, count, per_row, width, guard=not norm)
     b, hk, t = split_rows(kb, it.row, c.heads, seq)
     src_base = kb.let("srcBase", bsh(b, t, hk, seq, hidden, per_row))
     items = k_own = k_hi = None
@@ -322,8 +322,7 @@ def flat_norm(
         ms = flat.row_sum_of_squares(kb, row.own(), row.it.d, per_row, cfg.workgroup_size, lanes)
     inv_rms = kb.let("invRms", inverse_sqrt(ms / convert(f32, c.head_dim) + c.eps))
     done = row.it.e >= row.items
-    with kb.if_(done if skipped is None else done.lor(skipped)):
-        kb.ret()
+    kb.leave_if(done if skipped is None else done.lor(skipped))
     return inv_rms
 
 
@@ -420,7 +419,7 @@ def build(cfg: BuildConfig, name: str = "build") -> Kernel:
     """Build the ``build`` kernel for ``cfg`` (the flat rotary walk walks rotary pairs where
     :func:`kvdsl.nodes.flat.uses_pairs` says: by default where it loads f16)."""
     kb = KernelBuilder(name, cfg.workgroup_size)
-    width = flat.lanes(cfg.head_dim, cfg.rotary) if cfg.walk == "flat" else 1
+    width = flat.lanes(cfg.head_dim, cfg.rotary) if flat.program(cfg) else 1
     inputs = declare_inputs(kb, cfg, width=width)
     present = flat.elem(scalar(cfg.present_type), width)
     present_key = flat.binding(kb, "present_key", scalar(cfg.present_type), width, "read_write")
@@ -456,7 +455,7 @@ def build(cfg: BuildConfig, name: str = "build") -> Kernel:
         doc = "Build a BNSH cache from new BSH K/V" + _transforms_doc(cfg) + "."
         kernel = kb.build(flat.dispatch(count, fr.pair, cfg), doc)
         return _build_contract(kernel, cfg, count, seq, past)
-    if cfg.walk == "flat":
+    if flat.program(cfg):
         fr = flat_row(kb, cfg, c, inputs, width)
         kl = flat_k_loads(kb, fr, inputs, lambda: kb.let("pos", past + fr.t))
         v = inputs.src_v[fr.src_base + fr.it.d]

@@ -75,7 +75,7 @@ def pairs_field(cfg: Any) -> None:
     check(isinstance(cfg.pairs, bool), "pairs", cfg.pairs, "None (the mode's default) or a bool")
     if cfg.pairs:
         check(
-            pairs_apply(cfg),
+            cfg.walk == "flat" and pairs_apply(cfg),
             "pairs",
             cfg.pairs,
             "None or False unless walk='flat', rotary=True or k_norm=True, and head_dim % 8 == 0 "

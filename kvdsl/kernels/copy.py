@@ -1,10 +1,10 @@
 """``copy``: an identity copy of a BNSH cache (``src_k/src_v`` → ``present_key/present_value``).
 
 Drop-in for the template's ``mode == "copy"`` branch. ``head_dim`` is the number of stored words
-per row (compression changes only that). Walks: ``cooperative`` (the template's choice for every
-vendor but Apple), ``per_row`` (Apple) and ``flat`` (:mod:`kvdsl.nodes.flat`: one invocation per
-``vec4``, ``count * HEAD_DIM_V4`` items; scalar when ``head_dim`` does not divide by 4). Params:
-``count`` = rows (batch × kvHeads × seq).
+per row (compression changes only that). Walks (:mod:`kvdsl.nodes.flat`): ``flat``, one invocation
+per ``vec4``, ``count * HEAD_DIM_V4`` items (scalar when ``head_dim`` does not divide by 4), and
+the template's ``cooperative`` (every vendor but Apple) and ``per_row`` (Apple), whose dispatch the
+block walk keeps. Params: ``count`` = rows (batch × kvHeads × seq).
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kvdsl.ir import Dispatch, Kernel, KernelBuilder
+from kvdsl.ir import Kernel, KernelBuilder
 from kvdsl.kernels.config import common, contract, one_of, positive_int, scalar, times
-from kvdsl.nodes import flat, walks
+from kvdsl.nodes import flat
 
 ELEMENTS = ("f32", "f16", "i32", "u32")
 WALKS = ("cooperative", "per_row", "flat")
@@ -43,7 +43,7 @@ def copy(cfg: CopyConfig, name: str = "copy") -> Kernel:
     """Build the copy kernel for ``cfg``."""
     kb = KernelBuilder(name, cfg.workgroup_size)
     ty = cfg.present_type
-    width = flat.width(cfg.head_dim, (ty,)) if cfg.walk == "flat" else 1
+    width = flat.width(cfg.head_dim, (ty,))
     src_k = flat.binding(kb, "src_k", scalar(ty), width, "read")
     src_v = flat.binding(kb, "src_v", scalar(ty), width, "read")
     present_key = flat.binding(kb, "present_key", scalar(ty), width, "read_write")
@@ -51,23 +51,11 @@ def copy(cfg: CopyConfig, name: str = "copy") -> Kernel:
     head_dim = kb.const("HEAD_DIM", scalar("u32"), cfg.head_dim)
     kb.workgroup_const("WG")
     rows = kb.param("count")
-    dispatch = Dispatch(rows.node, cfg.workgroup_size, cfg.fold)
-    if cfg.walk == "flat":
-        per_row = flat.vector_const(kb, head_dim, cfg.head_dim, width)
-        e = flat.walk(kb, cfg.fold, rows, per_row, width).e
-        present_key[e] = src_k[e]
-        present_value[e] = src_v[e]
-        dispatch = flat.dispatch(rows, per_row, cfg)
-    elif cfg.walk == "cooperative":
-        for e in walks.cooperative(kb, cfg.fold, rows, head_dim):
-            present_key[e] = src_k[e]
-            present_value[e] = src_v[e]
-    else:
-        i = walks.per_row(kb, cfg.fold, rows)
-        base = kb.let("base", i * head_dim)
-        with walks.row_elements(kb, head_dim) as d:
-            present_key[base + d] = src_k[base + d]
-            present_value[base + d] = src_v[base + d]
+    per_row = flat.vector_const(kb, head_dim, cfg.head_dim, width)
+    e = flat.walk(kb, cfg, rows, per_row, width).e
+    present_key[e] = src_k[e]
+    present_value[e] = src_v[e]
+    dispatch = flat.dispatch(rows, per_row, cfg)
     doc = "Copy the existing BNSH cache unchanged (dst index == src index)."
     kernel = kb.build(dispatch, doc)
     n = times(rows, head_dim)

@@ -4,8 +4,9 @@ Drop-in for the template's ``mode == "merge"`` branches: ``present[b, h, t] = pa
 ``t < pastSeq`` and ``new[b, t - pastSeq, h]`` after. Bindings ``past_k``, ``past_v``, ``new_k``,
 ``new_v`` (read), ``present_key``, ``present_value`` (read_write); params ``count`` (present rows,
 batch × kvHeads × seq), ``seq``, ``pastSeq``, ``keySeq``; ``ceil(count / WG)`` workgroups folded
-at ``fold``. Walks: ``cooperative`` (every vendor but Apple), ``per_row`` (Apple) and ``flat``
-(:mod:`kvdsl.nodes.flat`: one invocation per present ``vec4``, ``count * HEAD_DIM_V4`` items).
+at ``fold``. Walks (:mod:`kvdsl.nodes.flat`): ``flat``, one invocation per present ``vec4``,
+``count * HEAD_DIM_V4`` items, and the template's ``cooperative`` (every vendor but Apple) and
+``per_row`` (Apple), whose dispatch the block walk keeps.
 
 ``present_type`` is the element type of past and present; ``input_type`` that of the new K/V. The
 template stores new K/V into the present cache without a conversion, so it compiles only when
@@ -17,10 +18,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kvdsl.ir import Dispatch, Kernel, KernelBuilder, convert
+from kvdsl.ir import Kernel, KernelBuilder
 from kvdsl.kernels.config import ceil_div, common, contract, one_of, scalar, shape, times
-from kvdsl.nodes import flat, walks
-from kvdsl.nodes.index import bnsh, split_rows
+from kvdsl.nodes import flat
+from kvdsl.nodes.index import bnsh
 
 if TYPE_CHECKING:
     from kvdsl.catalog import Model
@@ -55,7 +56,7 @@ def merge(cfg: MergeConfig, name: str = "merge") -> Kernel:
     """Build the merge kernel for ``cfg``."""
     kb = KernelBuilder(name, cfg.workgroup_size)
     types = (cfg.present_type, cfg.input_type)
-    width = flat.width(cfg.head_dim, types) if cfg.walk == "flat" else 1
+    width = flat.width(cfg.head_dim, types)
     cache_ty, inp_ty = (scalar(t) for t in types)
     cache = flat.elem(cache_ty, width)
     past_k = flat.binding(kb, "past_k", cache_ty, width, "read")
@@ -71,57 +72,23 @@ def merge(cfg: MergeConfig, name: str = "merge") -> Kernel:
     hidden = kb.const("KV_HIDDEN", u32, cfg.kv_heads * cfg.head_dim)
     rows, seq, past_seq, key_seq = (kb.param(p) for p in ("count", "seq", "pastSeq", "keySeq"))
     kb.comment("present[0:pastSeq] = past (BNSH copy); present[pastSeq:seq] = new K/V (BSH).")
-    if cfg.walk == "flat":
-        hd4 = flat.vector_const(kb, head_dim, cfg.head_dim, width)
-        hidden4 = flat.vector_const(kb, hidden, cfg.kv_heads * cfg.head_dim, width)
-        it = flat.walk(kb, cfg.fold, rows, hd4, width)
-        t = kb.let("t", it.row % seq)
-        etmp = kb.let("etmp", it.row / seq)
-        hk = kb.let("hk", etmp % heads)
-        b = kb.let("b", etmp / heads)
-        with kb.if_(t < past_seq):
-            src = kb.let("src", bnsh(b, hk, t, heads, past_seq, hd4) + it.d)
-            present_key[it.e] = past_k[src]
-            present_value[it.e] = past_v[src]
-        with kb.else_():
-            n_src = kb.let("nSrc", (b * key_seq + (t - past_seq)) * hidden4 + hk * hd4 + it.d)
-            present_key[it.e] = flat.to(kb, cache, new_k[n_src])
-            present_value[it.e] = flat.to(kb, cache, new_v[n_src])
-    elif cfg.walk == "cooperative":
-        for e in walks.cooperative(kb, cfg.fold, rows, head_dim):
-            d = kb.let("d", e % head_dim)
-            et = kb.let("et", e / head_dim)
-            t = kb.let("t", et % seq)
-            etmp = kb.let("etmp", et / seq)
-            hk = kb.let("hk", etmp % heads)
-            b = kb.let("b", etmp / heads)
-            with kb.if_(t < past_seq):
-                src = kb.let("src", bnsh(b, hk, t, heads, past_seq, head_dim) + d)
-                present_key[e] = past_k[src]
-                present_value[e] = past_v[src]
-            with kb.else_():
-                n_src = kb.let("nSrc", (b * key_seq + (t - past_seq)) * hidden + hk * head_dim + d)
-                present_key[e] = convert(cache, new_k[n_src])
-                present_value[e] = convert(cache, new_v[n_src])
-    else:
-        i = walks.per_row(kb, cfg.fold, rows)
-        b, hk, t = split_rows(kb, i, heads, seq)
-        dst = kb.let("dstBase", bnsh(b, hk, t, heads, seq, head_dim))
-        with kb.if_(t < past_seq):
-            src = kb.let("srcBase", bnsh(b, hk, t, heads, past_seq, head_dim))
-            with walks.row_elements(kb, head_dim) as d:
-                present_key[dst + d] = past_k[src + d]
-                present_value[dst + d] = past_v[src + d]
-        with kb.else_():
-            n_src = kb.let("nSrc", (b * key_seq + (t - past_seq)) * hidden + hk * head_dim)
-            with walks.row_elements(kb, head_dim) as d:
-                present_key[dst + d] = convert(cache, new_k[n_src + d])
-                present_value[dst + d] = convert(cache, new_v[n_src + d])
+    hd4 = flat.vector_const(kb, head_dim, cfg.head_dim, width)
+    hidden4 = flat.vector_const(kb, hidden, cfg.kv_heads * cfg.head_dim, width)
+    it = flat.walk(kb, cfg, rows, hd4, width)
+    t = kb.let("t", it.row % seq)
+    etmp = kb.let("etmp", it.row / seq)
+    hk = kb.let("hk", etmp % heads)
+    b = kb.let("b", etmp / heads)
+    with kb.if_(t < past_seq):
+        src = kb.let("src", bnsh(b, hk, t, heads, past_seq, hd4) + it.d)
+        present_key[it.e] = past_k[src]
+        present_value[it.e] = past_v[src]
+    with kb.else_():
+        n_src = kb.let("nSrc", (b * key_seq + (t - past_seq)) * hidden4 + hk * hd4 + it.d)
+        present_key[it.e] = flat.to(kb, cache, new_k[n_src])
+        present_value[it.e] = flat.to(kb, cache, new_v[n_src])
     doc = "Copy the past BNSH cache, then append new BSH K/V tokens into the present cache."
-    if cfg.walk == "flat":
-        kernel = kb.build(flat.dispatch(rows, hd4, cfg), doc)
-    else:
-        kernel = kb.build(Dispatch(rows.node, cfg.workgroup_size, cfg.fold), doc)
+    kernel = kb.build(flat.dispatch(rows, hd4, cfg), doc)
     batches = ceil_div(rows, heads * seq)
     past = times(batches, heads, past_seq, head_dim)
     new = times(batches, key_seq, hidden)

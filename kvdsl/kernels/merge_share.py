@@ -13,14 +13,12 @@ order is immaterial:
   ``sin_cache`` of ``seq * HALF`` f32); params ``count`` = batch × kvHeads × keySeq, ``seq``,
   ``keySeq``.
 
-Walks: ``cooperative`` (the template's choice off Apple; for append the compact walk bounded by
-``wgEnd``, each loop twice under the uniform ``keySeq <= seq``: the ``j >= skip`` test only in
-the copy where tokens can be skipped), ``per_row`` (Apple's retain pass) and, for append, ``hybrid`` (Apple's append pass:
-the cooperative walk when ``count < WG``, else per-row, in one kernel) and ``flat``
-(:mod:`kvdsl.nodes.flat`, both passes: one invocation per present ``vec4``, ``count *
-HEAD_DIM_V4`` items; rotary loads its partner vector and a cos/sin ``vec4``; rotary on f16
-data walks one invocation per rotary pair, ``count * HALF_V4`` items,
-:func:`kvdsl.nodes.flat.pair_walk`).
+Walks (:mod:`kvdsl.nodes.flat`, both passes): ``flat``, one invocation per present ``vec4``,
+``count * HEAD_DIM_V4`` items (rotary loads its partner vector and a cos/sin ``vec4``; rotary on
+f16 data walks one invocation per rotary pair, ``count * HALF_V4`` items,
+:func:`kvdsl.nodes.flat.pair_walk`), and the template's ``cooperative`` (off Apple),
+``per_row`` (Apple's retain pass) and ``hybrid`` (Apple's append pass), whose dispatch the block
+walk keeps.
 
 ``present_type`` is the element type of past and present, ``input_type`` that of the new K/V. The
 template converts neither: its per-row rotary stores an f32 row into the cache and its
@@ -31,9 +29,9 @@ converts on store.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from kvdsl.ir import Dispatch, Kernel, KernelBuilder, Val, convert, f32
+from kvdsl.ir import Kernel, KernelBuilder, Val, f32
 from kvdsl.kernels.config import (
     ceil_div,
     check,
@@ -46,10 +44,8 @@ from kvdsl.kernels.config import (
     shape,
     times,
 )
-from kvdsl.nodes import flat, walks
-from kvdsl.nodes.append import RowRotary, append_row
+from kvdsl.nodes import flat
 from kvdsl.nodes.index import bnsh, split_rows
-from kvdsl.nodes.rotary import rotate_element
 from kvdsl.nodes.window import append_window
 
 if TYPE_CHECKING:
@@ -113,10 +109,8 @@ def merge_share(cfg: MergeShareConfig, name: str = "merge_share") -> Kernel:
     rows, seq, key_seq = kb.param("count"), kb.param("seq"), kb.param("keySeq")
     if pairs:
         dispatch = flat.pair_dispatch(kb, rows, cfg)
-    elif cfg.walk == "flat":
-        dispatch = flat.dispatch(rows, flat.named(kb, "HEAD_DIM", _width(cfg)), cfg)
     else:
-        dispatch = Dispatch(rows.node, cfg.workgroup_size, cfg.fold)
+        dispatch = flat.dispatch(rows, flat.named(kb, "HEAD_DIM", _width(cfg)), cfg)
     kernel = kb.build(dispatch, doc)
     heads, head_dim = cfg.kv_heads, cfg.head_dim
     if cfg.region == "retain":
@@ -139,9 +133,7 @@ def merge_share(cfg: MergeShareConfig, name: str = "merge_share") -> Kernel:
 
 
 def _width(cfg: MergeShareConfig) -> int:
-    """The flat walk's vector width (f16 moved as words; see :func:`kvdsl.nodes.flat.width`)."""
-    if cfg.walk != "flat":
-        return 1
+    """The walk's vector width (f16 moved as words; see :func:`kvdsl.nodes.flat.width`)."""
     types = (cfg.present_type,) if cfg.region == "retain" else (cfg.present_type, cfg.input_type)
     return flat.width(cfg.head_dim, types, cfg.rotary)
 
@@ -159,36 +151,15 @@ def _retain(kb: KernelBuilder, cfg: MergeShareConfig) -> None:
     heads = kb.const("KV_HEADS", u32, cfg.kv_heads)
     kb.workgroup_const("WG")
     rows, seq, key_seq = kb.param("count"), kb.param("seq"), kb.param("keySeq")
-    if cfg.walk == "flat":
-        hd4 = flat.vector_const(kb, head_dim, cfg.head_dim, width)
-        it = flat.walk(kb, cfg.fold, rows, hd4, width)
-        t = kb.let("t", it.row % seq)
-        b = kb.let("b", it.row / (seq * heads))
-        w = append_window(kb, seqlens_k, b, seq, key_seq)
-        kb.comment("Outside the append window; the shared stride makes this dst == src.")
-        with kb.if_((t < w.append_start).lor(t >= w.active_end)):
-            present_key[it.e] = past_k[it.e]
-            present_value[it.e] = past_v[it.e]
-    elif cfg.walk == "cooperative":
-        for e in walks.cooperative(kb, cfg.fold, rows, head_dim):
-            et = kb.let("et", e / head_dim)
-            t = kb.let("t", et % seq)
-            b = kb.let("b", et / (seq * heads))
-            w = append_window(kb, seqlens_k, b, seq, key_seq)
-            kb.comment("Outside the append window; the shared stride makes this dst == src.")
-            with kb.if_((t < w.append_start).lor(t >= w.active_end)):
-                present_key[e] = past_k[e]
-                present_value[e] = past_v[e]
-    else:
-        i = walks.per_row(kb, cfg.fold, rows)
-        b, hk, t = split_rows(kb, i, heads, seq)
-        w = append_window(kb, seqlens_k, b, seq, key_seq)
-        dst = kb.let("dstBase", bnsh(b, hk, t, heads, seq, head_dim))
-        kb.comment("Outside the append window; the shared stride makes this dst == src.")
-        with kb.if_((t < w.append_start).lor(t >= w.active_end)):
-            with walks.row_elements(kb, head_dim) as d:
-                present_key[dst + d] = past_k[dst + d]
-                present_value[dst + d] = past_v[dst + d]
+    hd4 = flat.vector_const(kb, head_dim, cfg.head_dim, width)
+    it = flat.walk(kb, cfg, rows, hd4, width)
+    t = kb.let("t", it.row % seq)
+    b = kb.let("b", it.row / (seq * heads))
+    w = append_window(kb, seqlens_k, b, seq, key_seq)
+    kb.comment("Outside the append window; the shared stride makes this dst == src.")
+    with kb.if_((t < w.append_start).lor(t >= w.active_end)):
+        present_key[it.e] = past_k[it.e]
+        present_value[it.e] = past_v[it.e]
 
 
 def _append(kb: KernelBuilder, cfg: MergeShareConfig, pairs: bool) -> None:
@@ -207,7 +178,7 @@ def _append(kb: KernelBuilder, cfg: MergeShareConfig, pairs: bool) -> None:
     u32 = scalar("u32")
     head_dim = kb.const("HEAD_DIM", u32, cfg.head_dim)
     heads = kb.const("KV_HEADS", u32, cfg.kv_heads)
-    wg = kb.workgroup_const("WG")
+    kb.workgroup_const("WG")
     hidden = kb.const("KV_HIDDEN", u32, cfg.kv_heads * cfg.head_dim)
     half = kb.const("HALF", u32, cfg.head_dim // 2) if cfg.rotary else None
     rows, seq, key_seq = kb.param("count"), kb.param("seq"), kb.param("keySeq")
@@ -218,66 +189,17 @@ def _append(kb: KernelBuilder, cfg: MergeShareConfig, pairs: bool) -> None:
         b, hk, j = split_rows(kb, row, heads, key_seq, "j")
         w = append_window(kb, seqlens_k, b, seq, key_seq)
         kb.comment("New tokens before `skip` do not fit the cache (keySeq > seq).")
-        with kb.if_(j < w.skip):
-            kb.ret()
+        kb.leave_if(j < w.skip)
         return b, hk, j, kb.let("t", w.append_start + (j - w.skip))
-
-    def cooperative() -> None:
-        kb.comment("Compact cooperative append walk: the thread range spans only the appended")
-        kb.comment("window (batch x kvHead x keySeq rows); the destination row is the dynamic")
-        kb.comment("append offset plus the local row. Each loop twice: when the new tokens fit")
-        kb.comment("the cache (keySeq <= seq, uniform) skip is 0 and the loop has no j >= skip")
-        kb.comment("test, so its loads are not under a divergent branch.")
-        fits = key_seq <= seq
-        for e, fit in walks.cooperative_bounded_split(kb, cfg.fold, rows, head_dim, fits):
-            d = kb.let("d", e % head_dim)
-            et = kb.let("et", e / head_dim)
-            j = kb.let("j", et % key_seq)
-            etmp = kb.let("etmp", et / key_seq)
-            hk = kb.let("hk", etmp % heads)
-            b = kb.let("b", etmp / heads)
-            w = append_window(kb, seqlens_k, b, seq, key_seq)
-            if fit:
-                store(b, hk, j, d, w)
-                continue
-            kb.comment("New tokens before `skip` do not fit the cache (keySeq > seq).")
-            with kb.if_(j >= w.skip):
-                store(b, hk, j, d, w)
-
-    def store(b: Val, hk: Val, j: Val, d: Val, w: Any) -> None:
-        """New element ``d`` of token ``j`` into its cache row of the append window ``w``."""
-        t = kb.let("t", w.append_start + (j - w.skip))
-        dst = kb.let("dst", bnsh(b, hk, t, heads, seq, head_dim) + d)
-        n_src = kb.let("nSrc", (b * key_seq + j) * hidden + hk * head_dim)
-        if cfg.rotary:
-            kb.comment("Element-wise NeoX rotation; row t is its own absolute position.")
-            k = rotate_element(kb, new_k, n_src, d, cos, sin, t, half)
-            present_key[dst] = convert(cache, k)
-        else:
-            present_key[dst] = convert(cache, new_k[n_src + d])
-        present_value[dst] = convert(cache, new_v[n_src + d])
-
-    def per_row() -> None:
-        i = walks.per_row(kb, cfg.fold, rows)
-        b, hk, j, t = window_row(i)
-        dst = kb.let("dstBase", bnsh(b, hk, t, heads, seq, head_dim))
-        n_src = kb.let("nSrc", (b * key_seq + j) * hidden + hk * head_dim)
-        rot = RowRotary(cos, sin, half) if cfg.rotary else None
-        if rot is not None:
-            kb.comment("Row t is its own absolute position in the shared cache.")
-        append_row(
-            kb, new_k, new_v, present_key, present_value, n_src, dst, head_dim, cfg.head_dim,
-            cache, rot, t,
-        )  # fmt: skip
 
     def flat_walk() -> None:
         hd4 = flat.vector_const(kb, head_dim, cfg.head_dim, width)
         hidden4 = flat.vector_const(kb, hidden, cfg.kv_heads * cfg.head_dim, width)
         half4 = flat.vector_const(kb, half, cfg.head_dim // 2, width) if cfg.rotary else None
         if pairs:
-            it = flat.pair_walk(kb, cfg.fold, rows, half4)
+            it = flat.pair_walk(kb, cfg, rows, half4)
         else:
-            it = flat.walk(kb, cfg.fold, rows, hd4, width)
+            it = flat.walk(kb, cfg, rows, hd4, width)
         b, hk, j, t = window_row(it.row)
         dst = kb.let("dst", bnsh(b, hk, t, heads, seq, hd4) + it.d)
         n_src = kb.let("nSrc", (b * key_seq + j) * hidden4 + hk * hd4)
@@ -296,18 +218,7 @@ def _append(kb: KernelBuilder, cfg: MergeShareConfig, pairs: bool) -> None:
             present_key[dst] = flat.to(kb, cache, new_k[n_src + it.d])
         present_value[dst] = flat.to(kb, cache, new_v[n_src + it.d])
 
-    if cfg.walk == "flat":
-        flat_walk()
-    elif cfg.walk == "cooperative":
-        cooperative()
-    elif cfg.walk == "per_row":
-        per_row()
-    else:
-        kb.comment("A dispatch smaller than one workgroup walks cooperatively, else per row.")
-        with kb.if_(rows < wg):
-            cooperative()
-            kb.ret()
-        per_row()
+    flat_walk()
 
 
 def catalog_variants(models: dict[str, Model]) -> dict[str, MergeShareConfig]:

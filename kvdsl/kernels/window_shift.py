@@ -35,7 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kvdsl.ir import Dispatch, Kernel, KernelBuilder, Val, convert, f32
+from kvdsl.ir import Kernel, KernelBuilder, Val, f32
 from kvdsl.kernels.config import (
     ceil_div,
     check,
@@ -51,9 +51,7 @@ from kvdsl.kernels.config import (
     shape,
     times,
 )
-from kvdsl.nodes import flat, walks
-from kvdsl.nodes.append import RowRotary
-from kvdsl.nodes.append import append_row as write_new_row
+from kvdsl.nodes import flat
 from kvdsl.nodes.index import bnsh, split_rows
 from kvdsl.nodes.window import sliding_window
 
@@ -108,7 +106,7 @@ def window_shift(cfg: WindowShiftConfig, name: str = "window_shift") -> Kernel:
     pairs = flat.uses_pairs(cfg)
     # Only the types of the bindings the region declares decide whether f16 moves as words.
     types = (cfg.present_type,) if cfg.region == "shift" else (cfg.present_type, cfg.input_type)
-    width = flat.width(cfg.head_dim, types, cfg.rotary) if cfg.walk == "flat" else 1
+    width = flat.width(cfg.head_dim, types, cfg.rotary)
     cache_ty, inp_ty = scalar(cfg.present_type), scalar(cfg.input_type)
     cache = flat.elem(cache_ty, width)
     u32 = scalar("u32")
@@ -132,16 +130,6 @@ def window_shift(cfg: WindowShiftConfig, name: str = "window_shift") -> Kernel:
     half = kb.const("HALF", u32, cfg.head_dim // 2) if cfg.rotary else None
     rows, seq, key_seq = kb.param("count"), kb.param("seq"), kb.param("keySeq")
 
-    def append_row(b: Val, hk: Val, j: Val, dst: Val, pos: Val) -> None:
-        n_src = kb.let("nSrc", (b * key_seq + j) * hidden + hk * head_dim)
-        rot = RowRotary(cos, sin, half) if cfg.rotary else None
-        if rot is not None:
-            kb.comment("Appended K is rotated at its absolute position; retained keys already are.")
-        write_new_row(
-            kb, new_k, new_v, present_key, present_value, n_src, dst, head_dim, cfg.head_dim,
-            cache, rot, pos,
-        )  # fmt: skip
-
     def flat_pass() -> None:
         hd4 = flat.vector_const(kb, head_dim, cfg.head_dim, width)
         hidden4 = (
@@ -149,9 +137,9 @@ def window_shift(cfg: WindowShiftConfig, name: str = "window_shift") -> Kernel:
         )
         half4 = flat.vector_const(kb, half, cfg.head_dim // 2, width) if cfg.rotary else None
         if pairs:
-            it = flat.pair_walk(kb, cfg.fold, rows, half4)
+            it = flat.pair_walk(kb, cfg, rows, half4)
         else:
-            it = flat.walk(kb, cfg.fold, rows, hd4, width)
+            it = flat.walk(kb, cfg, rows, hd4, width)
 
         def append_vec(b: Val, hk: Val, j: Val, dst: Val, pos: Val) -> None:
             n_src = kb.let("nSrc", (b * key_seq + j) * hidden4 + hk * hd4)
@@ -182,8 +170,7 @@ def window_shift(cfg: WindowShiftConfig, name: str = "window_shift") -> Kernel:
             b, hk, j = split_rows(kb, it.row, heads, key_seq, "j")
             w = sliding_window(kb, seqlens_k, b, seq, key_seq)
             kb.comment("New tokens before `skip` do not fit the window (keySeq > seq).")
-            with kb.if_(j < w.skip):
-                kb.ret()
+            kb.leave_if(j < w.skip)
             t = kb.let("t", w.append_start + (j - w.skip))
             dst = kb.let("dst", bnsh(b, hk, t, heads, seq, hd4) + it.d)
             append_vec(b, hk, j, dst, kb.let("pos", w.past + j))
@@ -207,50 +194,11 @@ def window_shift(cfg: WindowShiftConfig, name: str = "window_shift") -> Kernel:
             present_key[it.e] = flat.zero(cache)
             present_value[it.e] = flat.zero(cache)
 
-    def per_row_pass() -> None:
-        i = walks.per_row(kb, cfg.fold, rows)
-        if cfg.region == "append":
-            kb.comment("Append-only pass: one thread per new token row; `seq` stays the capacity.")
-            b, hk, j = split_rows(kb, i, heads, key_seq, "j")
-            w = sliding_window(kb, seqlens_k, b, seq, key_seq)
-            kb.comment("New tokens before `skip` do not fit the window (keySeq > seq).")
-            with kb.if_(j < w.skip):
-                kb.ret()
-            t = kb.let("t", w.append_start + (j - w.skip))
-            dst = kb.let("dstBase", bnsh(b, hk, t, heads, seq, head_dim))
-            append_row(b, hk, j, dst, kb.let("pos", w.past + j))
-        else:
-            b, hk, t = split_rows(kb, i, heads, seq)
-            w = sliding_window(kb, seqlens_k, b, seq, key_seq)
-            dst = kb.let("dstBase", bnsh(b, hk, t, heads, seq, head_dim))
-            with kb.if_(t < w.append_start):
-                kb.comment("Surviving past rows slide down by the eviction count.")
-                src = kb.let("srcBase", bnsh(b, hk, t + w.evicted, heads, seq, head_dim))
-                with walks.row_elements(kb, head_dim) as d:
-                    present_key[dst + d] = past_k[src + d]
-                    present_value[dst + d] = past_v[src + d]
-            if cfg.region == "all":
-                with kb.elif_(t < w.resident):
-                    j = kb.let("j", t - w.append_start + w.skip)
-                    append_row(b, hk, j, dst, kb.let("pos", w.past + j))
-                zero_guard = kb.else_()
-            else:
-                zero_guard = kb.elif_(t >= w.resident)
-            with zero_guard:
-                kb.comment("Outside the resident window: cleared, not left stale.")
-                with walks.row_elements(kb, head_dim) as d:
-                    present_key[dst + d] = convert(cache, 0.0)
-                    present_value[dst + d] = convert(cache, 0.0)
-
-    if cfg.walk == "flat":
-        flat_pass()
-        if pairs:
-            dispatch = flat.pair_dispatch(kb, rows, cfg)
-        else:
-            dispatch = flat.dispatch(rows, flat.named(kb, "HEAD_DIM", width), cfg)
+    flat_pass()
+    if pairs:
+        dispatch = flat.pair_dispatch(kb, rows, cfg)
     else:
-        per_row_pass()
-        dispatch = Dispatch(rows.node, cfg.workgroup_size, cfg.fold)
+        dispatch = flat.dispatch(rows, flat.named(kb, "HEAD_DIM", width), cfg)
     doc = (
         "Windowed cache: compact the surviving past rows down by the eviction count and\n"
         "append the new BSH K/V, keeping the most recent min(T, capacity) tokens\n"

@@ -70,9 +70,9 @@ from kvdsl.ir import (
     unpack2x16float,
     vec,
 )
-from kvdsl.ir.nodes import Binary, Expr, Lit, Name
+from kvdsl.ir.nodes import Binary, Expr, If, Let, Lit, Name
 from kvdsl.ir.ops import Op
-from kvdsl.nodes.index import flat_index
+from kvdsl.nodes.index import _wg, flat_index, workgroup_flat
 from kvdsl.nodes.rotary import rotate_loaded
 from kvdsl.nodes.quant import NIBBLE_OFFSET
 
@@ -98,6 +98,43 @@ WORDS = Vec(4, u32)
 #: on an H200 it runs as fast as ``vec4<f16>`` (``benchmarks/probe22.py``).
 HALVES = Vec(2, u32)
 UNPACK_FN, PACK_FN = "unpackHalves", "packHalves"
+
+
+#: The template's walks. Their kernels keep the template's dispatch, ``ceil(rows / WG)``
+#: workgroups folded at ``fold`` (workgroup ``w`` owns rows ``[w*WG, (w+1)*WG)``), and run the
+#: flat walk's program over each workgroup's rows in a loop (:func:`block_walk`) wherever
+#: :func:`program` says it serves them.
+TEMPLATE_WALKS = ("per_row", "cooperative", "hybrid")
+
+
+def program(cfg: Any) -> bool:
+    """Whether ``cfg``'s kernel is the flat walk's program: ``walk="flat"``, or a template walk
+    the block walk serves (:func:`block_walk`)."""
+    return cfg.walk == WALK or (cfg.walk in TEMPLATE_WALKS and block_walk(cfg))
+
+
+def block_walk(cfg: Any) -> bool:
+    """Whether a template walk's kernel runs the flat program in blocks.
+
+    The template walks one row per invocation (``per_row``: adjacent invocations a row apart,
+    1-10% of a copy's bandwidth on an H200) or one element per lane (``cooperative``: scalar
+    loads, division by runtime extents per element, 24-83%). The block walk keeps the template's
+    bindings, params and dispatch: workgroup ``w`` owns the same ``WG`` rows and its lanes step
+    through their ``WG * per_row`` items ``WG`` at a time, each step the flat program on adjacent
+    vectors. It serves every template config but two, which keep the template's walk: K RMSNorm
+    (reduced in workgroup memory, so each step must hold whole rows: ``WG`` a multiple of a
+    row's items) and int4 rows the flat walk cannot pack four elements at a time.
+    """
+    if cfg.walk not in TEMPLATE_WALKS:
+        return False
+    rotary = getattr(cfg, "rotary", False)
+    width = lanes(cfg.head_dim, rotary)
+    if getattr(cfg, "bits", 8) == 4 and width == 1:
+        return False
+    if getattr(cfg, "k_norm", False):
+        items = cfg.head_dim // width // (2 if _pairs(cfg) else 1)
+        return cfg.workgroup_size % items == 0
+    return True
 
 
 def resolve_workgroup(cfg: Any) -> None:
@@ -182,25 +219,32 @@ class Item:
 
 
 def walk(
-    kb: KernelBuilder, fold: int, rows: Val, per_row: Val, width: int, guard: bool = True
+    kb: KernelBuilder, cfg: Any, rows: Val, per_row: Val, width: int, guard: bool = True
 ) -> Item:
     """The vector this invocation owns among ``rows * per_row`` (vectors of ``width`` lanes).
 
-    With ``guard`` an invocation past the end returns at once. Without it (a kernel with a
-    barrier cannot return early) the row is clamped to the last one, so every invocation's loads
-    stay in range: an invocation past the end holds a copy of a vector of the last row, in a
-    workgroup row of its own (rows are whole within a workgroup), and the caller returns it
-    after the barrier, before any store.
+    With ``guard`` an invocation past the end leaves at once (:meth:`KernelBuilder.leave_if`).
+    Without it (a kernel with a barrier cannot return early) the row is clamped to the last one,
+    so every invocation's loads stay in range: an invocation past the end holds a copy of a
+    vector of the last row, in a workgroup row of its own (rows are whole within a workgroup),
+    and the caller leaves it after the barrier, before any store. A template walk
+    (:data:`TEMPLATE_WALKS`) walks the same items in blocks (:func:`block_walk`).
     """
+    if cfg.walk != WALK:
+        return _block_item(kb, cfg.fold, rows, per_row, f"d{width}" if width > 1 else "d", guard)
     kb.comment("Flat walk: one invocation per destination vector, adjacent invocations on")
     kb.comment("adjacent vectors; no loop, so every invocation makes one memory round trip.")
-    return _item(kb, fold, rows, per_row, f"d{width}" if width > 1 else "d", guard)
+    return _item(kb, cfg.fold, rows, per_row, f"d{width}" if width > 1 else "d", guard)
 
 
 def _item(kb: KernelBuilder, fold: int, rows: Val, per_row: Val, d: str, guard: bool) -> Item:
     """Item ``e`` of ``rows * per_row`` (the balanced flat index), its vector ``e % per_row``
     named ``d``, its row; guarded (past the end returns) or clamped to the last row."""
     e = flat_index(kb, fold, "e", bound=rows * per_row if guard else None, balanced=True)
+    return _row_of(kb, e, rows, per_row, d, guard)
+
+
+def _row_of(kb: KernelBuilder, e: Val, rows: Val, per_row: Val, d: str, guard: bool) -> Item:
     dv = kb.let(d, e % per_row)
     if guard:
         return Item(e, kb.let("row", e / per_row), dv)
@@ -208,11 +252,60 @@ def _item(kb: KernelBuilder, fold: int, rows: Val, per_row: Val, d: str, guard: 
     return Item(e, kb.let("row", min_(e / per_row, rows - 1)), dv)
 
 
+def _block_item(kb: KernelBuilder, fold: int, rows: Val, per_row: Val, d: str, guard: bool) -> Item:
+    """The block walk (:func:`block_walk`): item ``e`` at each step of the loop this opens over
+    the rest of the kernel; past the end the row is clamped (no ``guard``), or the loop is
+    emitted twice: as it is where the workgroup's whole block lies inside the items, and with
+    the rest of each step under ``if (e < itemEnd)`` in the last workgroup."""
+    kb.comment("Block walk: the template's dispatch (workgroup w owns rows [w*WG, (w+1)*WG));")
+    kb.comment("its invocations walk those rows' items WG at a time, adjacent lanes on adjacent")
+    kb.comment("vectors, running the flat walk's program on each.")
+    wg = _wg(kb)
+    base = kb.let("itemBase", workgroup_flat(kb, fold) * (wg * per_row))
+    loop = kb.for_range("s", lit(0, u32), per_row)
+    if guard:
+        end = kb.let("itemEnd", rows * per_row)
+        span = kb.let("span", wg * per_row)
+        full = kb.let("fullBlock", (end >= span).land(base <= end - span))
+        kb.comment("A workgroup whose block lies inside the items steps without a bounds test;")
+        kb.comment("the last one tests each step.")
+        _split_on_close(kb, loop, full, lambda: (e < end).node)
+        kb.open(loop)
+    else:
+
+        def step_end() -> None:
+            if kb.workgroup_vars:
+                kb.comment("The next step reuses workgroup memory: wait until every lane read it.")
+                kb.barrier()
+
+        kb.open(loop, before_close=step_end)
+    e = kb.let("e", base + kb.lid.x + Val(Name("s"), u32) * wg)
+    return _row_of(kb, e, rows, per_row, d, guard)
+
+
+def _split_on_close(kb: KernelBuilder, loop: Any, full: Val, test: Callable[[], Expr]) -> None:
+    """Make ``loop`` (a :meth:`KernelBuilder.for_range` block) close as ``if (full) { loop }
+    else { loop' }``, ``loop'`` the same body with every statement after its first ``let``
+    under ``if (test)`` (the statements are immutable: both loops share them)."""
+    emit_for = loop.finish
+
+    def finish(body: tuple) -> None:
+        first = next(i for i, st in enumerate(body) if isinstance(st, Let))
+        guarded = body[: first + 1] + (If(test(), body[first + 1 :], ()),)
+        with kb.if_(full):
+            emit_for(body)
+        with kb.else_():
+            emit_for(guarded)
+
+    loop.finish = finish
+
+
 def pairs_apply(cfg: Any) -> bool:
-    """Whether the pair walk can serve ``cfg``: flat, rotary or K RMSNorm (the pair is then the
-    row's vectors ``d`` and ``d + HALF_V4``), half a row a whole number of ``vec4``."""
+    """Whether the pair walk can serve ``cfg``: flat or a template walk, rotary or K RMSNorm
+    (the pair is then the row's vectors ``d`` and ``d + HALF_V4``), half a row a whole number of
+    ``vec4``."""
     return (
-        cfg.walk == WALK
+        (cfg.walk == WALK or cfg.walk in TEMPLATE_WALKS)
         and (cfg.rotary or getattr(cfg, "k_norm", False))
         and cfg.head_dim % (2 * 4) == 0
     )
@@ -236,6 +329,11 @@ def uses_pairs(cfg: Any) -> bool:
     subgroup form (``reduction="subgroup"``, 91-100% already) keeps one invocation per vector
     unless asked.
     """
+    return program(cfg) and _pairs(cfg)
+
+
+def _pairs(cfg: Any) -> bool:
+    """:func:`uses_pairs` of a config whose kernel is the flat program."""
     pairs = getattr(cfg, "pairs", None)
     if pairs is not None:
         return pairs
@@ -246,7 +344,7 @@ def uses_pairs(cfg: Any) -> bool:
     return cfg.mode == "build" and cfg.input_type == f16.name
 
 
-def pair_walk(kb: KernelBuilder, fold: int, rows: Val, half: Val, guard: bool = True) -> Item:
+def pair_walk(kb: KernelBuilder, cfg: Any, rows: Val, half: Val, guard: bool = True) -> Item:
     """The pair this invocation owns among ``rows * half`` (``half`` = ``HALF_V4``).
 
     ``Item.d`` is ``dr = e % HALF_V4``: the pair's first vector; its second is ``dr + HALF_V4``.
@@ -255,7 +353,9 @@ def pair_walk(kb: KernelBuilder, fold: int, rows: Val, half: Val, guard: bool = 
     """
     kb.comment("Pair walk: one invocation per pair of vectors (dr, dr + HALF_V4) of a row;")
     kb.comment("it loads both (and cos/sin once) and stores both.")
-    return _item(kb, fold, rows, half, "dr", guard)
+    if cfg.walk != WALK:
+        return _block_item(kb, cfg.fold, rows, half, "dr", guard)
+    return _item(kb, cfg.fold, rows, half, "dr", guard)
 
 
 def move_rotated_pair(
@@ -303,7 +403,10 @@ def pair_dispatch(kb: KernelBuilder, rows: Val, cfg: Any) -> Dispatch:
 
 def dispatch(rows: Val, per_row: Val, cfg: Any) -> Dispatch:
     """``rows * per_row`` items, ``cfg.workgroup_size`` per workgroup, folded at ``cfg.fold``
-    with the workgroups spread evenly over the y rows (``balanced``: the walks read x back)."""
+    with the workgroups spread evenly over the y rows (``balanced``: the walks read x back); for
+    a template walk its own rule, ``rows`` invocations folded as the template folds them."""
+    if cfg.walk != WALK:
+        return Dispatch(rows.node, cfg.workgroup_size, cfg.fold)
     return Dispatch((rows * per_row).node, cfg.workgroup_size, cfg.fold, balanced=True)
 
 
