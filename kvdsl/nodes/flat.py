@@ -270,7 +270,7 @@ def _block_item(kb: KernelBuilder, fold: int, rows: Val, per_row: Val, d: str, g
         kb.comment("A workgroup whose block lies inside the items steps without a bounds test;")
         kb.comment("the last one tests each step.")
         _split_on_close(kb, loop, full, lambda: (e < end).node)
-        kb.open(loop)
+        s = kb.open(loop)
     else:
 
         def step_end() -> None:
@@ -278,8 +278,8 @@ def _block_item(kb: KernelBuilder, fold: int, rows: Val, per_row: Val, d: str, g
                 kb.comment("The next step reuses workgroup memory: wait until every lane read it.")
                 kb.barrier()
 
-        kb.open(loop, before_close=step_end)
-    e = kb.let("e", base + kb.lid.x + Val(Name("s"), u32) * wg)
+        s = kb.open(loop, before_close=step_end)
+    e = kb.let("e", base + kb.lid.x + s * wg)
     return _row_of(kb, e, rows, per_row, d, guard)
 
 
