@@ -53,7 +53,7 @@ fn main(
   for (var s: u32 = 0u; s < HALF_V4; s = s + 1u) {
     let e = itemBase + lid.x + s * WG;
     let dr = e % HALF_V4;
-    // Past the end: the last row again (loads in range; no store before the return).
+    // Past the end: the last row again (loads in range; it leaves before any store).
     let row = min(e / HALF_V4, params.count - 1u);
     let t = row % params.seq;
     let tmp = row / params.seq;

@@ -50,7 +50,7 @@ fn main(
   // of nwg.x workgroups once they pass the per-axis fold width.
   let e = gid.x + gid.y * nwg.x * WG;
   let dr = e % HALF_V4;
-  // Past the end: the last row again (loads in range; no store before the return).
+  // Past the end: the last row again (loads in range; it leaves before any store).
   let row = min(e / HALF_V4, params.count - 1u);
   let t = row % params.seq;
   let tmp = row / params.seq;

@@ -39,13 +39,9 @@ fn main(
   let wgFlat = wid.x + wid.y * 65535u;
   let itemBase = wgFlat * (WG * HEAD_DIM_V4);
   let itemEnd = params.count * HEAD_DIM_V4;
-  let span = WG * HEAD_DIM_V4;
-  let fullBlock = itemEnd >= span && itemBase <= itemEnd - span;
-  // A workgroup whose block lies inside the items steps without a bounds test;
-  // the last one tests each step.
-  if (fullBlock) {
-    for (var s: u32 = 0u; s < HEAD_DIM_V4; s = s + 1u) {
-      let e = itemBase + lid.x + s * WG;
+  for (var s: u32 = 0u; s < HEAD_DIM_V4; s = s + 1u) {
+    let e = itemBase + lid.x + s * WG;
+    if (!(e >= itemEnd)) {
       let d4 = e % HEAD_DIM_V4;
       let row = e / HEAD_DIM_V4;
       let t = row % params.seq;
@@ -66,32 +62,6 @@ fn main(
       present_key[dst] = vec2<u32>(nk.x | (nk.y << 4u), nk.z | (nk.w << 4u));
       let nv = vec4<u32>(qv + vec4<i32>(8i, 8i, 8i, 8i)) & vec4<u32>(15u, 15u, 15u, 15u);
       present_value[dst] = vec2<u32>(nv.x | (nv.y << 4u), nv.z | (nv.w << 4u));
-    }
-  } else {
-    for (var s: u32 = 0u; s < HEAD_DIM_V4; s = s + 1u) {
-      let e = itemBase + lid.x + s * WG;
-      if (e < itemEnd) {
-        let d4 = e % HEAD_DIM_V4;
-        let row = e / HEAD_DIM_V4;
-        let t = row % params.seq;
-        let tmp = row / params.seq;
-        let hk = tmp % KV_HEADS;
-        let b = tmp / KV_HEADS;
-        let srcBase = (b * params.seq + t) * KV_HIDDEN_V4 + hk * HEAD_DIM_V4;
-        let k = src_k[srcBase + d4];
-        let v = src_v[srcBase + d4];
-        let dst = ((b * KV_HEADS + hk) * params.seq + t) * HEAD_DIM_V4 + d4;
-        let sBase = select(0u, hk * HEAD_DIM + d4 * 4u, params.perChannel != 0u);
-        let sStep = select(0u, 1u, params.perChannel != 0u);
-        let ks = vec4<f32>(k_scale[sBase], k_scale[sBase + sStep * 1u], k_scale[sBase + sStep * 2u], k_scale[sBase + sStep * 3u]);
-        let vs = vec4<f32>(v_scale[sBase], v_scale[sBase + sStep * 1u], v_scale[sBase + sStep * 2u], v_scale[sBase + sStep * 3u]);
-        let qk = vec4<i32>(clamp(round(k / ks), vec4<f32>(QMIN, QMIN, QMIN, QMIN), vec4<f32>(QMAX, QMAX, QMAX, QMAX)));
-        let qv = vec4<i32>(clamp(round(v / vs), vec4<f32>(QMIN, QMIN, QMIN, QMIN), vec4<f32>(QMAX, QMAX, QMAX, QMAX)));
-        let nk = vec4<u32>(qk + vec4<i32>(8i, 8i, 8i, 8i)) & vec4<u32>(15u, 15u, 15u, 15u);
-        present_key[dst] = vec2<u32>(nk.x | (nk.y << 4u), nk.z | (nk.w << 4u));
-        let nv = vec4<u32>(qv + vec4<i32>(8i, 8i, 8i, 8i)) & vec4<u32>(15u, 15u, 15u, 15u);
-        present_value[dst] = vec2<u32>(nv.x | (nv.y << 4u), nv.z | (nv.w << 4u));
-      }
     }
   }
 }

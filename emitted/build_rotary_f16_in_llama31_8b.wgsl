@@ -47,13 +47,9 @@ fn main(
   let wgFlat = wid.x + wid.y * 65535u;
   let itemBase = wgFlat * (WG * HALF_V4);
   let itemEnd = params.count * HALF_V4;
-  let span = WG * HALF_V4;
-  let fullBlock = itemEnd >= span && itemBase <= itemEnd - span;
-  // A workgroup whose block lies inside the items steps without a bounds test;
-  // the last one tests each step.
-  if (fullBlock) {
-    for (var s: u32 = 0u; s < HALF_V4; s = s + 1u) {
-      let e = itemBase + lid.x + s * WG;
+  for (var s: u32 = 0u; s < HALF_V4; s = s + 1u) {
+    let e = itemBase + lid.x + s * WG;
+    if (!(e >= itemEnd)) {
       let dr = e % HALF_V4;
       let row = e / HALF_V4;
       let t = row % params.seq;
@@ -74,32 +70,6 @@ fn main(
       present_key[dst + HALF_V4] = packHalves(x1 * cs + x0 * sn);
       present_value[dst] = v0;
       present_value[dst + HALF_V4] = v1;
-    }
-  } else {
-    for (var s: u32 = 0u; s < HALF_V4; s = s + 1u) {
-      let e = itemBase + lid.x + s * WG;
-      if (e < itemEnd) {
-        let dr = e % HALF_V4;
-        let row = e / HALF_V4;
-        let t = row % params.seq;
-        let tmp = row / params.seq;
-        let hk = tmp % KV_HEADS;
-        let b = tmp / KV_HEADS;
-        let srcBase = (b * params.seq + t) * KV_HIDDEN_V4 + hk * HEAD_DIM_V4;
-        let pos = params.pastSeq + t;
-        let cs = cos_cache[pos * HALF_V4 + dr];
-        let sn = sin_cache[pos * HALF_V4 + dr];
-        let x0 = unpackHalves(src_k[srcBase + dr]);
-        let x1 = unpackHalves(src_k[srcBase + (dr + HALF_V4)]);
-        let v0 = src_v[srcBase + dr];
-        let v1 = src_v[srcBase + (dr + HALF_V4)];
-        // The present row is the walk's row.
-        let dst = row * HEAD_DIM_V4 + dr;
-        present_key[dst] = packHalves(x0 * cs - x1 * sn);
-        present_key[dst + HALF_V4] = packHalves(x1 * cs + x0 * sn);
-        present_value[dst] = v0;
-        present_value[dst + HALF_V4] = v1;
-      }
     }
   }
 }

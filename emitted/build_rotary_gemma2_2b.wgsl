@@ -37,13 +37,9 @@ fn main(
   let wgFlat = wid.x + wid.y * 65535u;
   let itemBase = wgFlat * (WG * HEAD_DIM_V4);
   let itemEnd = params.count * HEAD_DIM_V4;
-  let span = WG * HEAD_DIM_V4;
-  let fullBlock = itemEnd >= span && itemBase <= itemEnd - span;
-  // A workgroup whose block lies inside the items steps without a bounds test;
-  // the last one tests each step.
-  if (fullBlock) {
-    for (var s: u32 = 0u; s < HEAD_DIM_V4; s = s + 1u) {
-      let e = itemBase + lid.x + s * WG;
+  for (var s: u32 = 0u; s < HEAD_DIM_V4; s = s + 1u) {
+    let e = itemBase + lid.x + s * WG;
+    if (!(e >= itemEnd)) {
       let d4 = e % HEAD_DIM_V4;
       let row = e / HEAD_DIM_V4;
       let t = row % params.seq;
@@ -61,29 +57,6 @@ fn main(
       // The present row is the walk's row: the destination is the flat index.
       present_key[e] = k;
       present_value[e] = src_v[srcBase + d4];
-    }
-  } else {
-    for (var s: u32 = 0u; s < HEAD_DIM_V4; s = s + 1u) {
-      let e = itemBase + lid.x + s * WG;
-      if (e < itemEnd) {
-        let d4 = e % HEAD_DIM_V4;
-        let row = e / HEAD_DIM_V4;
-        let t = row % params.seq;
-        let tmp = row / params.seq;
-        let hk = tmp % KV_HEADS;
-        let b = tmp / KV_HEADS;
-        let srcBase = (b * params.seq + t) * KV_HIDDEN_V4 + hk * HEAD_DIM_V4;
-        let pos = params.pastSeq + t;
-        let dr = d4 % HALF_V4;
-        let cs = cos_cache[pos * HALF_V4 + dr];
-        let sn = sin_cache[pos * HALF_V4 + dr];
-        let x0 = src_k[srcBase + dr];
-        let x1 = src_k[srcBase + (dr + HALF_V4)];
-        let k = select(x1 * cs + x0 * sn, x0 * cs - x1 * sn, d4 < HALF_V4);
-        // The present row is the walk's row: the destination is the flat index.
-        present_key[e] = k;
-        present_value[e] = src_v[srcBase + d4];
-      }
     }
   }
 }

@@ -28,27 +28,13 @@ fn main(
   let wgFlat = wid.x + wid.y * 65535u;
   let itemBase = wgFlat * (WG * HEAD_DIM_V4);
   let itemEnd = params.count * HEAD_DIM_V4;
-  let span = WG * HEAD_DIM_V4;
-  let fullBlock = itemEnd >= span && itemBase <= itemEnd - span;
-  // A workgroup whose block lies inside the items steps without a bounds test;
-  // the last one tests each step.
-  if (fullBlock) {
-    for (var s: u32 = 0u; s < HEAD_DIM_V4; s = s + 1u) {
-      let e = itemBase + lid.x + s * WG;
+  for (var s: u32 = 0u; s < HEAD_DIM_V4; s = s + 1u) {
+    let e = itemBase + lid.x + s * WG;
+    if (!(e >= itemEnd)) {
       let d4 = e % HEAD_DIM_V4;
       let row = e / HEAD_DIM_V4;
       present_key[e] = src_k[e];
       present_value[e] = src_v[e];
-    }
-  } else {
-    for (var s: u32 = 0u; s < HEAD_DIM_V4; s = s + 1u) {
-      let e = itemBase + lid.x + s * WG;
-      if (e < itemEnd) {
-        let d4 = e % HEAD_DIM_V4;
-        let row = e / HEAD_DIM_V4;
-        present_key[e] = src_k[e];
-        present_value[e] = src_v[e];
-      }
     }
   }
 }

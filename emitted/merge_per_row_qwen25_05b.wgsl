@@ -37,13 +37,9 @@ fn main(
   let wgFlat = wid.x + wid.y * 65535u;
   let itemBase = wgFlat * (WG * HEAD_DIM_V4);
   let itemEnd = params.count * HEAD_DIM_V4;
-  let span = WG * HEAD_DIM_V4;
-  let fullBlock = itemEnd >= span && itemBase <= itemEnd - span;
-  // A workgroup whose block lies inside the items steps without a bounds test;
-  // the last one tests each step.
-  if (fullBlock) {
-    for (var s: u32 = 0u; s < HEAD_DIM_V4; s = s + 1u) {
-      let e = itemBase + lid.x + s * WG;
+  for (var s: u32 = 0u; s < HEAD_DIM_V4; s = s + 1u) {
+    let e = itemBase + lid.x + s * WG;
+    if (!(e >= itemEnd)) {
       let d4 = e % HEAD_DIM_V4;
       let row = e / HEAD_DIM_V4;
       let t = row % params.seq;
@@ -58,27 +54,6 @@ fn main(
         let nSrc = (b * params.keySeq + (t - params.pastSeq)) * KV_HIDDEN_V4 + hk * HEAD_DIM_V4 + d4;
         present_key[e] = new_k[nSrc];
         present_value[e] = new_v[nSrc];
-      }
-    }
-  } else {
-    for (var s: u32 = 0u; s < HEAD_DIM_V4; s = s + 1u) {
-      let e = itemBase + lid.x + s * WG;
-      if (e < itemEnd) {
-        let d4 = e % HEAD_DIM_V4;
-        let row = e / HEAD_DIM_V4;
-        let t = row % params.seq;
-        let etmp = row / params.seq;
-        let hk = etmp % KV_HEADS;
-        let b = etmp / KV_HEADS;
-        if (t < params.pastSeq) {
-          let src = ((b * KV_HEADS + hk) * params.pastSeq + t) * HEAD_DIM_V4 + d4;
-          present_key[e] = past_k[src];
-          present_value[e] = past_v[src];
-        } else {
-          let nSrc = (b * params.keySeq + (t - params.pastSeq)) * KV_HIDDEN_V4 + hk * HEAD_DIM_V4 + d4;
-          present_key[e] = new_k[nSrc];
-          present_value[e] = new_v[nSrc];
-        }
       }
     }
   }

@@ -39,13 +39,9 @@ fn main(
   let wgFlat = wid.x + wid.y * 65535u;
   let itemBase = wgFlat * (WG * HEAD_DIM_V4);
   let itemEnd = params.count * HEAD_DIM_V4;
-  let span = WG * HEAD_DIM_V4;
-  let fullBlock = itemEnd >= span && itemBase <= itemEnd - span;
-  // A workgroup whose block lies inside the items steps without a bounds test;
-  // the last one tests each step.
-  if (fullBlock) {
-    for (var s: u32 = 0u; s < HEAD_DIM_V4; s = s + 1u) {
-      let e = itemBase + lid.x + s * WG;
+  for (var s: u32 = 0u; s < HEAD_DIM_V4; s = s + 1u) {
+    let e = itemBase + lid.x + s * WG;
+    if (!(e >= itemEnd)) {
       let d4 = e % HEAD_DIM_V4;
       let row = e / HEAD_DIM_V4;
       let j = row % params.keySeq;
@@ -72,39 +68,6 @@ fn main(
         let x1 = new_k[nSrc + (dr + HALF_V4)];
         present_key[dst] = select(x1 * cs + x0 * sn, x0 * cs - x1 * sn, d4 < HALF_V4);
         present_value[dst] = new_v[nSrc + d4];
-      }
-    }
-  } else {
-    for (var s: u32 = 0u; s < HEAD_DIM_V4; s = s + 1u) {
-      let e = itemBase + lid.x + s * WG;
-      if (e < itemEnd) {
-        let d4 = e % HEAD_DIM_V4;
-        let row = e / HEAD_DIM_V4;
-        let j = row % params.keySeq;
-        let tmp = row / params.keySeq;
-        let hk = tmp % KV_HEADS;
-        let b = tmp / KV_HEADS;
-        let total = u32(max(seqlens_k[b], -1i)) + 1u;
-        // Clamping below by keySeq maps a right-padded first prompt
-        // (seqlens_k[b]+1 < keySeq) to append offset 0.
-        let activeEnd = min(params.seq, max(params.keySeq, total));
-        let fresh = min(params.keySeq, activeEnd);
-        let appendStart = activeEnd - fresh;
-        let skip = params.keySeq - fresh;
-        // New tokens before `skip` do not fit the cache (keySeq > seq).
-        if (!(j < skip)) {
-          let t = appendStart + (j - skip);
-          let dst = ((b * KV_HEADS + hk) * params.seq + t) * HEAD_DIM_V4 + d4;
-          let nSrc = (b * params.keySeq + j) * KV_HIDDEN_V4 + hk * HEAD_DIM_V4;
-          // NeoX rotation of one vector; row t is its own absolute position.
-          let dr = d4 % HALF_V4;
-          let cs = cos_cache[t * HALF_V4 + dr];
-          let sn = sin_cache[t * HALF_V4 + dr];
-          let x0 = new_k[nSrc + dr];
-          let x1 = new_k[nSrc + (dr + HALF_V4)];
-          present_key[dst] = select(x1 * cs + x0 * sn, x0 * cs - x1 * sn, d4 < HALF_V4);
-          present_value[dst] = new_v[nSrc + d4];
-        }
       }
     }
   }

@@ -33,13 +33,9 @@ fn main(
   let wgFlat = wid.x + wid.y * 65535u;
   let itemBase = wgFlat * (WG * HEAD_DIM_V8);
   let itemEnd = params.count * HEAD_DIM_V8;
-  let span = WG * HEAD_DIM_V8;
-  let fullBlock = itemEnd >= span && itemBase <= itemEnd - span;
-  // A workgroup whose block lies inside the items steps without a bounds test;
-  // the last one tests each step.
-  if (fullBlock) {
-    for (var s: u32 = 0u; s < HEAD_DIM_V8; s = s + 1u) {
-      let e = itemBase + lid.x + s * WG;
+  for (var s: u32 = 0u; s < HEAD_DIM_V8; s = s + 1u) {
+    let e = itemBase + lid.x + s * WG;
+    if (!(e >= itemEnd)) {
       let d8 = e % HEAD_DIM_V8;
       let row = e / HEAD_DIM_V8;
       let t = row % params.seq;
@@ -55,28 +51,6 @@ fn main(
       if (t < appendStart || t >= activeEnd) {
         present_key[e] = past_k[e];
         present_value[e] = past_v[e];
-      }
-    }
-  } else {
-    for (var s: u32 = 0u; s < HEAD_DIM_V8; s = s + 1u) {
-      let e = itemBase + lid.x + s * WG;
-      if (e < itemEnd) {
-        let d8 = e % HEAD_DIM_V8;
-        let row = e / HEAD_DIM_V8;
-        let t = row % params.seq;
-        let b = row / (params.seq * KV_HEADS);
-        let total = u32(max(seqlens_k[b], -1i)) + 1u;
-        // Clamping below by keySeq maps a right-padded first prompt
-        // (seqlens_k[b]+1 < keySeq) to append offset 0.
-        let activeEnd = min(params.seq, max(params.keySeq, total));
-        let fresh = min(params.keySeq, activeEnd);
-        let appendStart = activeEnd - fresh;
-        let skip = params.keySeq - fresh;
-        // Outside the append window; the shared stride makes this dst == src.
-        if (t < appendStart || t >= activeEnd) {
-          present_key[e] = past_k[e];
-          present_value[e] = past_v[e];
-        }
       }
     }
   }

@@ -38,13 +38,9 @@ fn main(
   let wgFlat = wid.x + wid.y * 65535u;
   let itemBase = wgFlat * (WG * HEAD_DIM_V8);
   let itemEnd = params.count * HEAD_DIM_V8;
-  let span = WG * HEAD_DIM_V8;
-  let fullBlock = itemEnd >= span && itemBase <= itemEnd - span;
-  // A workgroup whose block lies inside the items steps without a bounds test;
-  // the last one tests each step.
-  if (fullBlock) {
-    for (var s: u32 = 0u; s < HEAD_DIM_V8; s = s + 1u) {
-      let e = itemBase + lid.x + s * WG;
+  for (var s: u32 = 0u; s < HEAD_DIM_V8; s = s + 1u) {
+    let e = itemBase + lid.x + s * WG;
+    if (!(e >= itemEnd)) {
       let d8 = e % HEAD_DIM_V8;
       let row = e / HEAD_DIM_V8;
       let t = row % params.seq;
@@ -75,43 +71,6 @@ fn main(
         // Outside the resident window: cleared, not left stale.
         present_key[e] = vec4<u32>(0u, 0u, 0u, 0u);
         present_value[e] = vec4<u32>(0u, 0u, 0u, 0u);
-      }
-    }
-  } else {
-    for (var s: u32 = 0u; s < HEAD_DIM_V8; s = s + 1u) {
-      let e = itemBase + lid.x + s * WG;
-      if (e < itemEnd) {
-        let d8 = e % HEAD_DIM_V8;
-        let row = e / HEAD_DIM_V8;
-        let t = row % params.seq;
-        let tmp = row / params.seq;
-        let hk = tmp % KV_HEADS;
-        let b = tmp / KV_HEADS;
-        let total = u32(max(seqlens_k[b], -1i)) + 1u;
-        let absTotal = max(params.keySeq, total);
-        let past = absTotal - params.keySeq;
-        let residentBefore = min(past, params.seq);
-        let resident = min(absTotal, params.seq);
-        let fresh = min(params.keySeq, params.seq);
-        let appendStart = resident - fresh;
-        let evicted = residentBefore - appendStart;
-        let skip = params.keySeq - fresh;
-        if (t < appendStart) {
-          // Surviving past rows slide down by the eviction count.
-          let src = ((b * KV_HEADS + hk) * params.seq + (t + evicted)) * HEAD_DIM_V8 + d8;
-          present_key[e] = past_k[src];
-          present_value[e] = past_v[src];
-        } else if (t < resident) {
-          let j = t - appendStart + skip;
-          let pos = past + j;
-          let nSrc = (b * params.keySeq + j) * KV_HIDDEN_V8 + hk * HEAD_DIM_V8;
-          present_key[e] = new_k[nSrc + d8];
-          present_value[e] = new_v[nSrc + d8];
-        } else {
-          // Outside the resident window: cleared, not left stale.
-          present_key[e] = vec4<u32>(0u, 0u, 0u, 0u);
-          present_value[e] = vec4<u32>(0u, 0u, 0u, 0u);
-        }
       }
     }
   }

@@ -70,7 +70,7 @@ from kvdsl.ir import (
     unpack2x16float,
     vec,
 )
-from kvdsl.ir.nodes import Binary, Expr, If, Let, Lit, Name
+from kvdsl.ir.nodes import Binary, Expr, Lit, Name
 from kvdsl.ir.ops import Op
 from kvdsl.nodes.index import _wg, flat_index, workgroup_flat
 from kvdsl.nodes.rotary import rotate_loaded
@@ -248,56 +248,31 @@ def _row_of(kb: KernelBuilder, e: Val, rows: Val, per_row: Val, d: str, guard: b
     dv = kb.let(d, e % per_row)
     if guard:
         return Item(e, kb.let("row", e / per_row), dv)
-    kb.comment("Past the end: the last row again (loads in range; no store before the return).")
+    kb.comment("Past the end: the last row again (loads in range; it leaves before any store).")
     return Item(e, kb.let("row", min_(e / per_row, rows - 1)), dv)
 
 
 def _block_item(kb: KernelBuilder, fold: int, rows: Val, per_row: Val, d: str, guard: bool) -> Item:
     """The block walk (:func:`block_walk`): item ``e`` at each step of the loop this opens over
-    the rest of the kernel; past the end the row is clamped (no ``guard``), or the loop is
-    emitted twice: as it is where the workgroup's whole block lies inside the items, and with
-    the rest of each step under ``if (e < itemEnd)`` in the last workgroup."""
+    the rest of the kernel; past the end the rest of the step is skipped (``guard``) or the row
+    clamped."""
     kb.comment("Block walk: the template's dispatch (workgroup w owns rows [w*WG, (w+1)*WG));")
     kb.comment("its invocations walk those rows' items WG at a time, adjacent lanes on adjacent")
     kb.comment("vectors, running the flat walk's program on each.")
     wg = _wg(kb)
     base = kb.let("itemBase", workgroup_flat(kb, fold) * (wg * per_row))
-    loop = kb.for_range("s", lit(0, u32), per_row)
-    if guard:
-        end = kb.let("itemEnd", rows * per_row)
-        span = kb.let("span", wg * per_row)
-        full = kb.let("fullBlock", (end >= span).land(base <= end - span))
-        kb.comment("A workgroup whose block lies inside the items steps without a bounds test;")
-        kb.comment("the last one tests each step.")
-        _split_on_close(kb, loop, full, lambda: (e < end).node)
-        s = kb.open(loop)
-    else:
+    end = kb.let("itemEnd", rows * per_row) if guard else None
 
-        def step_end() -> None:
-            if kb.workgroup_vars:
-                kb.comment("The next step reuses workgroup memory: wait until every lane read it.")
-                kb.barrier()
+    def step_end() -> None:
+        if kb.workgroup_vars:
+            kb.comment("The next step reuses workgroup memory: wait until every lane read it.")
+            kb.barrier()
 
-        s = kb.open(loop, before_close=step_end)
+    s = kb.open(kb.for_range("s", lit(0, u32), per_row), before_close=step_end)
     e = kb.let("e", base + kb.lid.x + s * wg)
+    if guard:
+        kb.leave_if(e >= end)
     return _row_of(kb, e, rows, per_row, d, guard)
-
-
-def _split_on_close(kb: KernelBuilder, loop: Any, full: Val, test: Callable[[], Expr]) -> None:
-    """Make ``loop`` (a :meth:`KernelBuilder.for_range` block) close as ``if (full) { loop }
-    else { loop' }``, ``loop'`` the same body with every statement after its first ``let``
-    under ``if (test)`` (the statements are immutable: both loops share them)."""
-    emit_for = loop.finish
-
-    def finish(body: tuple) -> None:
-        first = next(i for i, st in enumerate(body) if isinstance(st, Let))
-        guarded = body[: first + 1] + (If(test(), body[first + 1 :], ()),)
-        with kb.if_(full):
-            emit_for(body)
-        with kb.else_():
-            emit_for(guarded)
-
-    loop.finish = finish
 
 
 def pairs_apply(cfg: Any) -> bool:
