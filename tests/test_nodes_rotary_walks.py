@@ -11,7 +11,7 @@ from kvdsl import interp, runtime
 from kvdsl.check import poison
 from kvdsl.ir import Dispatch, KernelBuilder, array, f32, u32
 from kvdsl.nodes import flat, walks
-from kvdsl.nodes.rotary import rotate_element, rotate_row
+from kvdsl.nodes.rotary import rotate_row
 from kvdsl.reference import rotate_neox
 
 BACKENDS = [interp.run, runtime.run]
@@ -42,7 +42,7 @@ def rotary_kernel(per_row: bool, half: int):
             kb.ret()
         i = kb.let("i", e / (2 * HALF))
         d = kb.let("dd", e % (2 * HALF))
-        dst[e] = rotate_element(kb, src, i * 2 * HALF, d, cos, sin, pos[i], HALF)
+        dst[e] = flat.rotate(kb, src, i * 2 * HALF, d, cos, sin, pos[i], HALF)
         items = rows * 2 * HALF
     return kb.build(Dispatch(items.node, 16, 65535))
 

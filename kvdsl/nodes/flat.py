@@ -33,7 +33,7 @@ RMSNorm the pair (rotary's, or the row's two halves) makes one partial of the ro
 squares, and both vectors' loads precede the barrier (``benchmarks/probe15.py``).
 
 The vector helpers compute exactly what the scalar forms do, lane by lane, in the same order:
-:func:`rotate` is :func:`kvdsl.nodes.rotary.rotate_element` on four lanes, :func:`quantize` is
+:func:`rotate` is :func:`kvdsl.nodes.rotary.rotate_loaded` on four lanes (or one), :func:`quantize` is
 :func:`kvdsl.nodes.quant.quantize`, :func:`pack_int4` packs two words as
 :func:`kvdsl.nodes.quant.pack_int4` does (low nibble first).
 """
@@ -110,7 +110,7 @@ TEMPLATE_WALKS = ("per_row", "cooperative", "hybrid")
 def program(cfg: Any) -> bool:
     """Whether ``cfg``'s kernel is the flat walk's program: ``walk="flat"``, or a template walk
     the block walk serves (:func:`block_walk`)."""
-    return cfg.walk == WALK or (cfg.walk in TEMPLATE_WALKS and block_walk(cfg))
+    return cfg.walk == WALK or block_walk(cfg)
 
 
 def block_walk(cfg: Any) -> bool:
@@ -452,8 +452,8 @@ def rotate(
     """Vector ``d`` of the NeoX-rotated row at ``src[row_base]``, in f32 lanes.
 
     ``half`` counts vectors (``HALF_V4``); the vector lies in one half of the row, its partner at
-    ``d ± half`` and its cos/sin at ``pos * half + d % half``. Lane for lane the scalar
-    :func:`kvdsl.nodes.rotary.rotate_element`.
+    ``d ± half`` and its cos/sin at ``pos * half + d % half``. Lane for lane what
+    :func:`kvdsl.nodes.rotary.rotate_loaded` computes on scalars.
     """
     return rotate_loaded(kb, lambda i: as_f32(kb, src[row_base + i]), d, cos, sin, pos, half)
 

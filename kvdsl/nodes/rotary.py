@@ -6,16 +6,17 @@ For a row ``x`` of ``2*half`` elements and position ``p``, with ``c = cos[p*half
     x'[d]        = x[d] * c - x[d + half] * s
     x'[d + half] = x[d + half] * c + x[d] * s
 
-Two forms: :func:`rotate_row` rotates a row held in a function-scope ``var`` array (per-row
-walks); :func:`rotate_element` computes one output element straight from the source buffer, the
-pair ``(d mod half, d mod half + half)`` sharing one cos/sin entry (cooperative walks).
+Two forms: :func:`rotate_row` rotates a row held in a function-scope ``var`` array (the per-row
+walk); :func:`rotate_loaded` computes one output element (or vector) from its loads, the pair
+``(d mod half, d mod half + half)`` sharing one cos/sin entry (the flat and block walks, through
+:func:`kvdsl.nodes.flat.rotate`).
 """
 
 from __future__ import annotations
 
 from typing import Callable
 
-from kvdsl.ir import Buffer, KernelBuilder, Local, Val, convert, f32, select
+from kvdsl.ir import Buffer, KernelBuilder, Local, Val, select
 from kvdsl.ir.builder import as_val
 
 
@@ -68,17 +69,3 @@ def rotate_pair(x0: Val, x1: Val, cs: Val, sn: Val, d: Val, half: Val) -> Val:
     """Element ``d`` of the rotated pair ``(x0, x1)`` = row ``(d mod half, d mod half + half)``:
     ``x0*cs - x1*sn`` in the first half, ``x1*cs + x0*sn`` in the second."""
     return select(x1 * cs + x0 * sn, x0 * cs - x1 * sn, d < half)
-
-
-def rotate_element(
-    kb: KernelBuilder,
-    src: Buffer,
-    row_base: Val,
-    d: Val,
-    cos: Buffer,
-    sin: Buffer,
-    pos: Val,
-    half: Val,
-) -> Val:
-    """Element ``d`` of the rotated row starting at ``src[row_base]``, as f32."""
-    return rotate_loaded(kb, lambda i: convert(f32, src[row_base + i]), d, cos, sin, pos, half)
