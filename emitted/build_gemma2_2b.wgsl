@@ -20,21 +20,25 @@ const WG: u32 = 64u;
 const KV_HIDDEN: u32 = 1024u;
 const HEAD_DIM_V4: u32 = 64u;
 const KV_HIDDEN_V4: u32 = 256u;
+const LANES: u32 = 256u;
 
 // Build a BNSH cache from new BSH K/V.
-@compute @workgroup_size(WG)
+@compute @workgroup_size(LANES)
 fn main(
   @builtin(local_invocation_id) lid: vec3<u32>,
   @builtin(workgroup_id) wid: vec3<u32>,
 ) {
   // Block walk: the template's dispatch (workgroup w owns rows [w*WG, (w+1)*WG));
-  // its invocations walk those rows' items WG at a time, adjacent lanes on adjacent
-  // vectors, running the flat walk's program on each.
+  // its LANES invocations walk those rows' items LANES at a time, adjacent lanes on
+  // adjacent vectors, running the flat walk's program on each.
   let wgFlat = wid.x + wid.y * 65535u;
   let itemBase = wgFlat * (WG * HEAD_DIM_V4);
   let itemEnd = params.count * HEAD_DIM_V4;
-  for (var s: u32 = 0u; s < HEAD_DIM_V4; s = s + 1u) {
-    let e = itemBase + lid.x + s * WG;
+  for (var s: u32 = 0u; s < WG * HEAD_DIM_V4 / LANES; s = s + 1u) {
+    if (itemBase + s * LANES >= itemEnd) {
+      break;
+    }
+    let e = itemBase + lid.x + s * LANES;
     if (!(e >= itemEnd)) {
       let d4 = e % HEAD_DIM_V4;
       let row = e / HEAD_DIM_V4;

@@ -15,7 +15,7 @@ struct Params {
 @group(0) @binding(4) var<storage, read_write> present_value: array<vec4<f32>>;
 @group(0) @binding(5) var<uniform> params: Params;
 
-var<workgroup> wsum: array<vec4<f32>, 16>;
+var<workgroup> wsum: array<vec4<f32>, 64>;
 
 const HEAD_DIM: u32 = 128u;
 const KV_HEADS: u32 = 8u;
@@ -26,9 +26,10 @@ const HEAD_DIM_V4: u32 = 32u;
 const KV_HIDDEN_V4: u32 = 256u;
 const HALF: u32 = 64u;
 const HALF_V4: u32 = 16u;
+const LANES: u32 = 256u;
 
 // Build a BNSH cache from new BSH K/V, applying K RMSNorm to K.
-@compute @workgroup_size(WG)
+@compute @workgroup_size(LANES)
 fn main(
   @builtin(local_invocation_id) lid: vec3<u32>,
   @builtin(workgroup_id) wid: vec3<u32>,
@@ -36,12 +37,12 @@ fn main(
   // Pair walk: one invocation per pair of vectors (dr, dr + HALF_V4) of a row;
   // it loads both (and cos/sin once) and stores both.
   // Block walk: the template's dispatch (workgroup w owns rows [w*WG, (w+1)*WG));
-  // its invocations walk those rows' items WG at a time, adjacent lanes on adjacent
-  // vectors, running the flat walk's program on each.
+  // its LANES invocations walk those rows' items LANES at a time, adjacent lanes on
+  // adjacent vectors, running the flat walk's program on each.
   let wgFlat = wid.x + wid.y * 65535u;
   let itemBase = wgFlat * (WG * HALF_V4);
-  for (var s: u32 = 0u; s < HALF_V4; s = s + 1u) {
-    let e = itemBase + lid.x + s * WG;
+  for (var s: u32 = 0u; s < WG * HALF_V4 / LANES; s = s + 1u) {
+    let e = itemBase + lid.x + s * LANES;
     let dr = e % HALF_V4;
     // Past the end: the last row again (loads in range; it leaves before any store).
     let row = min(e / HALF_V4, params.count - 1u);

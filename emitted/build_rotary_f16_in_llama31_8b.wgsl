@@ -24,6 +24,7 @@ const HALF: u32 = 64u;
 const HEAD_DIM_V4: u32 = 32u;
 const KV_HIDDEN_V4: u32 = 256u;
 const HALF_V4: u32 = 16u;
+const LANES: u32 = 256u;
 
 fn unpackHalves(w: vec2<u32>) -> vec4<f32> {
   return vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y));
@@ -34,7 +35,7 @@ fn packHalves(x: vec4<f32>) -> vec2<u32> {
 }
 
 // Build a BNSH cache from new BSH K/V, applying rotary to K.
-@compute @workgroup_size(WG)
+@compute @workgroup_size(LANES)
 fn main(
   @builtin(local_invocation_id) lid: vec3<u32>,
   @builtin(workgroup_id) wid: vec3<u32>,
@@ -42,13 +43,16 @@ fn main(
   // Pair walk: one invocation per pair of vectors (dr, dr + HALF_V4) of a row;
   // it loads both (and cos/sin once) and stores both.
   // Block walk: the template's dispatch (workgroup w owns rows [w*WG, (w+1)*WG));
-  // its invocations walk those rows' items WG at a time, adjacent lanes on adjacent
-  // vectors, running the flat walk's program on each.
+  // its LANES invocations walk those rows' items LANES at a time, adjacent lanes on
+  // adjacent vectors, running the flat walk's program on each.
   let wgFlat = wid.x + wid.y * 65535u;
   let itemBase = wgFlat * (WG * HALF_V4);
   let itemEnd = params.count * HALF_V4;
-  for (var s: u32 = 0u; s < HALF_V4; s = s + 1u) {
-    let e = itemBase + lid.x + s * WG;
+  for (var s: u32 = 0u; s < WG * HALF_V4 / LANES; s = s + 1u) {
+    if (itemBase + s * LANES >= itemEnd) {
+      break;
+    }
+    let e = itemBase + lid.x + s * LANES;
     if (!(e >= itemEnd)) {
       let dr = e % HALF_V4;
       let row = e / HALF_V4;

@@ -139,7 +139,7 @@ def test_legacy_prints_kvdsl_wgsl_for_template_variables():
     assert out.returncode == 0, out.stderr
     assert '"walk": "hybrid"' in out.stdout and '"rotary": true' in out.stdout
     assert "@group(0) @binding(3) var<storage, read> cos_cache: array<vec4<f32>>;" in out.stdout
-    assert "@compute @workgroup_size(WG)" in out.stdout
+    assert "@compute @workgroup_size(LANES)" in out.stdout
 
 
 @pytest.mark.parametrize(

@@ -392,17 +392,20 @@ def test_flat_knorm_append_past_capacity_gpu(gpu):
 
 
 @pytest.mark.parametrize(
-    "cfg, size",
+    "cfg, size, lanes",
     [
-        (BuildConfig(8, 128, walk="flat"), 256),
-        (BuildConfig(8, 128, k_norm=True, walk="flat"), 128),  # a barrier: smaller workgroups
-        (BuildConfig(8, 128, k_norm=True, walk="flat", reduction="subgroup"), 256),
-        (BuildQuantConfig(8, 128, bits=4, k_norm=True, walk="flat"), 128),
-        (AppendQuantConfig(8, 128, k_norm=True, walk="flat", pairs=False), 128),
-        (BuildConfig(8, 128, k_norm=True), 64),  # the template's walk
-        (BuildConfig(8, 128, k_norm=True, walk="flat", workgroup_size=64), 64),  # as given
+        (BuildConfig(8, 128, walk="flat"), 256, 256),
+        (BuildConfig(8, 128, k_norm=True, walk="flat"), 128, 128),  # a barrier: smaller groups
+        (BuildConfig(8, 128, k_norm=True, walk="flat", reduction="subgroup"), 256, 256),
+        (BuildQuantConfig(8, 128, bits=4, k_norm=True, walk="flat"), 128, 128),
+        (AppendQuantConfig(8, 128, k_norm=True, walk="flat", pairs=False), 128, 128),
+        # The template's walk: 64 rows per workgroup, walked by 256 invocations.
+        (BuildConfig(8, 128, k_norm=True), 64, 256),
+        (BuildConfig(8, 128, k_norm=True, walk="flat", workgroup_size=64), 64, 64),  # as given
     ],
 )
-def test_default_workgroup_size(cfg, size):
+def test_default_workgroup_size(cfg, size, lanes):
     assert cfg.workgroup_size == size
-    assert catalog.build_config(cfg, "k").workgroup_size == (size, 1, 1)
+    kernel = catalog.build_config(cfg, "k")
+    assert kernel.workgroup_size == (lanes, 1, 1)
+    assert kernel.dispatch.per_group == size

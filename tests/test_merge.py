@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from kvdsl import reference as ref
-from kvdsl.ir import workgroups
+from kvdsl.ir import u32, workgroups
+from kvdsl.ir.nodes import Lit
 from kvdsl.kernels.config import ConfigError
 from kvdsl.kernels.merge import MergeConfig, merge
 from kvdsl.kernels.merge_share import MergeShareConfig, merge_share
@@ -304,7 +305,9 @@ def test_legacy_interface(cfg, extra):
         legacy.legacy_bindings(vars)
     )
     assert kernel.params == legacy.legacy_params_struct(vars)
-    assert kernel.workgroup_size == (cfg.workgroup_size, 1, 1)
+    # Each workgroup owns the template's WG rows, whatever invocations it runs.
+    assert kernel.dispatch.per_group == cfg.workgroup_size
+    assert {c.name: c.value for c in kernel.consts}["WG"] == Lit(cfg.workgroup_size, u32)
     for count in (1, 63, 64, 65, 64 * 65535 + 1):
         params = {"count": count, "seq": 9, "pastSeq": 4, "keySeq": 5}
         assert workgroups(kernel, params) == legacy.legacy_workgroups(vars, params)

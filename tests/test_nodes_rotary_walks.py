@@ -99,6 +99,8 @@ def test_walks_touch_every_element_once(gpu, run, walk, rows):
     e = np.arange(total)
     if walk == "per_row":
         assert np.array_equal(out[:total], e // row_len)
-    else:
-        group, lane = e // (wg * row_len), e % wg
+    else:  # each workgroup owns wg rows, walked by block_lanes invocations
+        lanes = flat.block_lanes(wg, row_len)
+        assert k.workgroup_size == (lanes, 1, 1) and lanes > wg
+        group, lane = e // (wg * row_len), e % (wg * row_len) % lanes
         assert np.array_equal(out[:total], group * 1000 + lane)

@@ -316,10 +316,12 @@ def flat_norm(
             "K RMSNorm: the row's sum of squares, reduced across the subgroup (through\n"
             "workgroup memory only where a subgroup is narrower than a row)."
         )
-        ms = flat.subgroup_row_sum_of_squares(kb, row.own(), row.it.d, per_row, cfg.workgroup_size)
+        ms = flat.subgroup_row_sum_of_squares(
+            kb, row.own(), row.it.d, per_row, kb.workgroup_size[0]
+        )
     else:
         kb.comment("K RMSNorm: the row's sum of squares, reduced in workgroup memory.")
-        ms = flat.row_sum_of_squares(kb, row.own(), row.it.d, per_row, cfg.workgroup_size, lanes)
+        ms = flat.row_sum_of_squares(kb, row.own(), row.it.d, per_row, kb.workgroup_size[0], lanes)
     inv_rms = kb.let("invRms", inverse_sqrt(ms / convert(f32, c.head_dim) + c.eps))
     done = row.it.e >= row.items
     kb.leave_if(done if skipped is None else done.lor(skipped))

@@ -41,6 +41,7 @@ The vector helpers compute exactly what the scalar forms do, lane by lane, in th
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -70,7 +71,8 @@ from kvdsl.ir import (
     unpack2x16float,
     vec,
 )
-from kvdsl.ir.nodes import Binary, Expr, Lit, Name
+from kvdsl.ir.interleave import interleave
+from kvdsl.ir.nodes import Binary, Break, Expr, For, Lit, Name, Stmt
 from kvdsl.ir.ops import Op
 from kvdsl.nodes.index import _wg, flat_index, workgroup_flat
 from kvdsl.nodes.rotary import rotate_loaded
@@ -133,7 +135,7 @@ def block_walk(cfg: Any) -> bool:
         return False
     if getattr(cfg, "k_norm", False):
         items = cfg.head_dim // width // (2 if _pairs(cfg) else 1)
-        return cfg.workgroup_size % items == 0
+        return block_lanes(cfg.workgroup_size, items) % items == 0
     return True
 
 
@@ -255,11 +257,17 @@ def _row_of(kb: KernelBuilder, e: Val, rows: Val, per_row: Val, d: str, guard: b
 def _block_item(kb: KernelBuilder, fold: int, rows: Val, per_row: Val, d: str, guard: bool) -> Item:
     """The block walk (:func:`block_walk`): item ``e`` at each step of the loop this opens over
     the rest of the kernel; past the end the rest of the step is skipped (``guard``) or the row
-    clamped."""
+    clamped. From here on the kernel runs :func:`block_lanes` invocations per workgroup."""
     kb.comment("Block walk: the template's dispatch (workgroup w owns rows [w*WG, (w+1)*WG));")
-    kb.comment("its invocations walk those rows' items WG at a time, adjacent lanes on adjacent")
-    kb.comment("vectors, running the flat walk's program on each.")
+    kb.comment("its LANES invocations walk those rows' items LANES at a time, adjacent lanes on")
+    kb.comment("adjacent vectors, running the flat walk's program on each.")
     wg = _wg(kb)
+    rows_per_group = kb.workgroup_size[0]
+    known = _known(kb, per_row)
+    lanes = block_lanes(rows_per_group, known)
+    kb.workgroup_size = (lanes, 1, 1)
+    kb.workgroup_size_name = None
+    step = kb.workgroup_const("LANES")
     base = kb.let("itemBase", workgroup_flat(kb, fold) * (wg * per_row))
     end = kb.let("itemEnd", rows * per_row) if guard else None
 
@@ -268,11 +276,56 @@ def _block_item(kb: KernelBuilder, fold: int, rows: Val, per_row: Val, d: str, g
             kb.comment("The next step reuses workgroup memory: wait until every lane read it.")
             kb.barrier()
 
-    s = kb.open(kb.for_range("s", lit(0, u32), per_row), before_close=step_end)
-    e = kb.let("e", base + kb.lid.x + s * wg)
+    if known is None or lanes == rows_per_group:
+        steps, trips = per_row, 1 if known is None or not guard else math.gcd(known, BLOCK_STEPS)
+    else:
+        steps = wg * per_row / step
+        trips = math.gcd(rows_per_group * known // lanes, BLOCK_STEPS) if guard else 1
+    rewrite = None
+    if trips > 1:
+        kb.comment(f"Each trip runs {trips} steps; their stores wait until every step has loaded.")
+
+        def rewrite(loop: For) -> Stmt:
+            elems = {b.name: b.elem for b in kb.bindings}
+            return interleave(loop, trips, elems) or loop
+
+    s = kb.open(kb.for_range("s", lit(0, u32), steps, rewrite=rewrite), before_close=step_end)
+    if guard:
+        with kb.if_(base + s * step >= end):
+            kb.emit(Break())
+    e = kb.let("e", base + kb.lid.x + s * step)
     if guard:
         kb.leave_if(e >= end)
     return _row_of(kb, e, rows, per_row, d, guard)
+
+
+#: Invocations per workgroup of the block walk, at most (:func:`block_lanes`).
+BLOCK_LANES = 256
+#: Steps of the block walk per loop trip, at most (:mod:`kvdsl.ir.interleave`).
+BLOCK_STEPS = 1
+
+
+def block_lanes(wg: int, per_row: int | None) -> int:
+    """The block walk's invocations per workgroup for the template's ``wg`` rows per workgroup
+    of ``per_row`` items: the largest divisor of ``wg * per_row`` up to :data:`BLOCK_LANES`
+    when that is more than ``wg``, else ``wg`` (one step per row item, as the template's lanes).
+
+    The host dispatches ``ceil(rows / wg)`` workgroups; how many invocations each runs is the
+    module's own ``@workgroup_size``. With ``wg = 64`` a 2,048-token prefill of batch 4 is 1,024
+    workgroups, two warps each: a sixth of an H200's warp slots, too few loads in flight.
+    """
+    if per_row is None:
+        return wg
+    g = math.gcd(wg * per_row, BLOCK_LANES)
+    return g if g > wg else wg
+
+
+def _known(kb: KernelBuilder, v: Val) -> int | None:
+    """The value of ``v`` when it is a literal or a module const's name."""
+    n = v.node
+    if isinstance(n, Name):
+        n = next((c.value for c in kb.consts if c.name == n.name), None)
+    return n.value if isinstance(n, Lit) else None
 
 
 def pairs_apply(cfg: Any) -> bool:
