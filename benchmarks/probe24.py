@@ -4,13 +4,19 @@ The drop-ins keep the template's dispatch, so each lane walks up to ``per_row`` 
 workgroup's rows; a step loads and stores, and the GPU cannot issue the next step's loads before
 this step's stores; and at 64 invocations per workgroup a 2,048-token prefill runs two warps
 per workgroup, a sixth of the GPU's warp slots. This builds each variant with
-``flat.BLOCK_LANES`` (invocations per workgroup, the template's 64 or 256) and
-``flat.BLOCK_STEPS`` (steps per trip, :mod:`kvdsl.ir.interleave`), checks on the device that
-every form writes the bytes of the template's shape (64 lanes, 1 step), and times them
+``flat.BLOCK_LANES`` (invocations per workgroup at most: the template's 64, or 256), checks on
+the device that each form writes the bytes of the template's shape (64 lanes), and times them
 alternately with the copy, three rounds, best kept, after 20 s of copies.
 
-Run 28's first call (``probe24.txt``, an earlier form of this probe: steps 1, 2, 4, 8 at 64
-lanes) found steps per trip alone worth little: decode 5-20% faster, prefill within ±3%.
+Records (``benchmarks/results/h200``): ``probe24-steps.txt`` (the first call, before the
+block walk took more lanes: forms ``x1``-``x8``, steps per trip at 64 lanes) and
+``probe24.txt`` (the second, the code of commit 57fefc5: forms ``64x1``, ``256x1``, ``256x2``,
+``256x4``, lanes x steps per trip).
+Steps per trip were built by ``kvdsl/ir/interleave.py`` (commit 57fefc5: unroll the step loop
+and sink every copy's stores below every load) and ``flat.BLOCK_STEPS``, removed after these
+calls: at 256 lanes two steps per trip made decode appends up to 23% faster and prefill up to
+20% slower, four steps slower still. 256 lanes alone: 47-92% → 78-96% of the copy at batch 4,
+decode appends about twice as fast.
 
     python benchmarks/probe24.py [--small]
 """
@@ -42,28 +48,26 @@ VARIANTS = [
     "build_knorm_rotary_qwen3_06b",
     "append_quant_int8_knorm_qwen3_06b",
 ]
-FORMS = {"64x1": (64, 1), "256x1": (256, 1), "256x2": (256, 2), "256x4": (256, 4)}
+FORMS = {"64": 64, "256": 256}
 
 
-def form(m: probes.Measurement, lanes: int, steps: int) -> str:
-    """``m``'s kernel built with at most ``lanes`` invocations per workgroup and ``steps`` steps
-    per trip (the same interface and dispatch)."""
-    default = flat.BLOCK_LANES, flat.BLOCK_STEPS
-    flat.BLOCK_LANES, flat.BLOCK_STEPS = lanes, steps
+def form(m: probes.Measurement, lanes: int) -> str:
+    """``m``'s kernel built with at most ``lanes`` invocations per workgroup (the same
+    interface and dispatch)."""
+    default = flat.BLOCK_LANES
+    flat.BLOCK_LANES = lanes
     try:
         return emit(catalog.build_config(m.cfg, m.variant))
     finally:
-        flat.BLOCK_LANES, flat.BLOCK_STEPS = default
+        flat.BLOCK_LANES = default
 
 
 def main(argv: list[str]) -> None:
     size, pool, race = probes.start(argv, 0 if "--small" in argv else 20)
     print(f"{adapter_info()['implementation']}: {adapter_info()['device']}")
     for m in probes.measurements(VARIANTS, size, pool):
-        texts = {name: form(m, *shape) for name, shape in FORMS.items()}
-        for name, text in texts.items():
-            if name != "64x1":
-                probes.same_bytes(m, texts["64x1"], text)
+        texts = {name: form(m, lanes) for name, lanes in FORMS.items()}
+        probes.same_bytes(m, texts["64"], texts["256"])
         forms = {name: (text, m.wg) for name, text in texts.items()}
         race.run(m.label, m.kernel, forms, m.bufs, m.params, m.nbytes, 3)
 

@@ -45,6 +45,7 @@ fn main(
   let itemBase = wgFlat * (WG * HEAD_DIM_V4);
   let itemEnd = params.count * HEAD_DIM_V4;
   for (var s: u32 = 0u; s < WG * HEAD_DIM_V4 / LANES; s = s + 1u) {
+    // The rest of the block lies past the end (alike for every lane): done.
     if (itemBase + s * LANES >= itemEnd) {
       break;
     }

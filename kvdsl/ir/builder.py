@@ -682,18 +682,11 @@ class KernelBuilder:
         return _Block(self, None, self._attach_else)
 
     def for_range(
-        self,
-        name: str,
-        start: Val | int,
-        end: Val | int,
-        step: Val | int = 1,
-        shift=False,
-        rewrite: Callable[[For], Stmt] | None = None,
+        self, name: str, start: Val | int, end: Val | int, step: Val | int = 1, shift=False
     ) -> AbstractContextManager[Val]:
         """``for (var name = start; name < end; name = name + step) { ... }`` over u32/i32
         (``name = name << step`` with ``shift``: a doubling loop); ``with`` gives the loop
-        variable. ``rewrite`` maps the finished loop to the statement emitted in its place (e.g.
-        :func:`kvdsl.ir.interleave.interleave`)."""
+        variable."""
         like: Type = u32
         for x in (start, end, step):
             if isinstance(x, Val):
@@ -704,8 +697,7 @@ class KernelBuilder:
         init = Var(name, s.ty, s.node)
         cond = (i < end).node
         update = Assign(i.node, ((i << step) if shift else (i + step)).node)
-        done = rewrite or (lambda loop: loop)
-        return _Block(self, i, lambda body: self.emit(done(For(init, cond, update, body))))
+        return _Block(self, i, lambda body: self.emit(For(init, cond, update, body)))
 
     def function(
         self, name: str, params: list[tuple[str, Scalar | Vec]], ret: Scalar | Vec | None

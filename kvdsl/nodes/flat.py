@@ -71,8 +71,7 @@ from kvdsl.ir import (
     unpack2x16float,
     vec,
 )
-from kvdsl.ir.interleave import interleave
-from kvdsl.ir.nodes import Binary, Break, Expr, For, Lit, Name, Stmt
+from kvdsl.ir.nodes import Binary, Break, Expr, Lit, Name
 from kvdsl.ir.ops import Op
 from kvdsl.nodes.index import _wg, flat_index, workgroup_flat
 from kvdsl.nodes.rotary import rotate_loaded
@@ -258,16 +257,21 @@ def _block_item(kb: KernelBuilder, fold: int, rows: Val, per_row: Val, d: str, g
     """The block walk (:func:`block_walk`): item ``e`` at each step of the loop this opens over
     the rest of the kernel; past the end the rest of the step is skipped (``guard``) or the row
     clamped. From here on the kernel runs :func:`block_lanes` invocations per workgroup."""
-    kb.comment("Block walk: the template's dispatch (workgroup w owns rows [w*WG, (w+1)*WG));")
-    kb.comment("its LANES invocations walk those rows' items LANES at a time, adjacent lanes on")
-    kb.comment("adjacent vectors, running the flat walk's program on each.")
     wg = _wg(kb)
     rows_per_group = kb.workgroup_size[0]
-    known = _known(kb, per_row)
-    lanes = block_lanes(rows_per_group, known)
-    kb.workgroup_size = (lanes, 1, 1)
-    kb.workgroup_size_name = None
-    step = kb.workgroup_const("LANES")
+    lanes = block_lanes(rows_per_group, _known(kb, per_row))
+    kb.comment("Block walk: the template's dispatch (workgroup w owns rows [w*WG, (w+1)*WG));")
+    if lanes == rows_per_group:
+        kb.comment("its invocations walk those rows' items WG at a time, adjacent lanes on")
+        step, steps = wg, per_row
+    else:
+        kb.comment(
+            "its LANES invocations walk those rows' items LANES at a time, adjacent lanes on"
+        )
+        kb.workgroup_size, kb.workgroup_size_name = (lanes, 1, 1), None
+        step = kb.workgroup_const("LANES")
+        steps = wg * per_row / step
+    kb.comment("adjacent vectors, running the flat walk's program on each.")
     base = kb.let("itemBase", workgroup_flat(kb, fold) * (wg * per_row))
     end = kb.let("itemEnd", rows * per_row) if guard else None
 
@@ -276,21 +280,9 @@ def _block_item(kb: KernelBuilder, fold: int, rows: Val, per_row: Val, d: str, g
             kb.comment("The next step reuses workgroup memory: wait until every lane read it.")
             kb.barrier()
 
-    if known is None or lanes == rows_per_group:
-        steps, trips = per_row, 1 if known is None or not guard else math.gcd(known, BLOCK_STEPS)
-    else:
-        steps = wg * per_row / step
-        trips = math.gcd(rows_per_group * known // lanes, BLOCK_STEPS) if guard else 1
-    rewrite = None
-    if trips > 1:
-        kb.comment(f"Each trip runs {trips} steps; their stores wait until every step has loaded.")
-
-        def rewrite(loop: For) -> Stmt:
-            elems = {b.name: b.elem for b in kb.bindings}
-            return interleave(loop, trips, elems) or loop
-
-    s = kb.open(kb.for_range("s", lit(0, u32), steps, rewrite=rewrite), before_close=step_end)
+    s = kb.open(kb.for_range("s", lit(0, u32), steps), before_close=step_end)
     if guard:
+        kb.comment("The rest of the block lies past the end (alike for every lane): done.")
         with kb.if_(base + s * step >= end):
             kb.emit(Break())
     e = kb.let("e", base + kb.lid.x + s * step)
@@ -299,10 +291,9 @@ def _block_item(kb: KernelBuilder, fold: int, rows: Val, per_row: Val, d: str, g
     return _row_of(kb, e, rows, per_row, d, guard)
 
 
-#: Invocations per workgroup of the block walk, at most (:func:`block_lanes`).
+#: Invocations per workgroup of the block walk, at most (:func:`block_lanes`): the flat walk's
+#: default, and WebGPU's default limit.
 BLOCK_LANES = 256
-#: Steps of the block walk per loop trip, at most (:mod:`kvdsl.ir.interleave`).
-BLOCK_STEPS = 1
 
 
 def block_lanes(wg: int, per_row: int | None) -> int:
