@@ -397,3 +397,17 @@ def test_legacy_template_output_parses(mode: str, kw: dict) -> None:
     assert k.workgroup_size == (64, 1, 1) and k.workgroup_size_name == "WG"
     # Its canonical re-emission is a fixed point of parse ∘ emit.
     assert parse(emit(k), f"{mode}.wgsl") == k
+
+
+def test_duplicate_const_is_a_located_error():
+    """A const declared twice is a located frontend error, not the verifier's own."""
+    from kvdsl import catalog
+
+    src = emit(catalog.build_config(catalog.config("copy_llama31_8b"), "copy_llama31_8b"))
+    twice = src.replace("const LANES:", "const WG:", 1)
+    with pytest.raises(FrontendError) as err:
+        parse(twice)
+    line = twice.splitlines().index(next(x for x in twice.splitlines()[::-1] if "const WG:" in x))
+    assert err.value.line == line + 1 and "const WG is already declared" in str(err.value)
+    with pytest.raises(FrontendError, match="parameter lid is already declared"):
+        parse(src.replace("@builtin(workgroup_id) wid", "@builtin(workgroup_id) lid", 1))

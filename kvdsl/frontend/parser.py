@@ -16,6 +16,7 @@ import functools
 import sys
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from lark import Lark
 from lark.exceptions import UnexpectedInput, VisitError
@@ -326,7 +327,7 @@ class _Assembler:
                 )
             if not isinstance(ty, Scalar):
                 raise self.err(f"const {d.name} of type {ty} (scalar consts only)", d.line)
-            scope.declare(d.name, Symbol(ty, "const"), d)
+            self._declare(scope, d.name, Symbol(ty, "const"), d, f"const {d.name}", d.line)
             self.decl_lines[d.name] = d.line
             comment = "\n".join(comments_.run_above(self.comments, d.line))
             out.append(Const(d.name, ty, value, comment))
@@ -377,8 +378,19 @@ class _Assembler:
             if pty != want:
                 raise self.err(f"builtin '{pname}' of type {pty} ({want})", attrs[0].line)
             out.append((pname, arg[0].name))
-            main.declare(pname, Symbol(want, "builtin"), entry)
+            self._declare(
+                main, pname, Symbol(want, "builtin"), entry, f"parameter {pname}", entry.line
+            )
         return tuple(out)
+
+    def _declare(
+        self, scope: Scope, name: str, sym: Symbol, node: Any, what: str, line: int | None
+    ) -> None:
+        """``scope.declare``, a name declared twice a located error."""
+        try:
+            scope.declare(name, sym, node)
+        except VerifyError:
+            raise WgslTypeError(f"{what} is already declared", self.filename, line) from None
 
     def function(self, fn: FnDecl, scope: Scope, typer: Typer) -> Function:
         if fn.attrs:
@@ -389,7 +401,7 @@ class _Assembler:
         for attrs, pname, pty in fn.params:
             if attrs or not isinstance(pty, (Scalar, Vec)):
                 raise self.err(f"parameter {pname} of {fn.name}: scalars and vectors only", fn.line)
-            inner.declare(pname, Symbol(pty, "param"), fn)
+            self._declare(inner, pname, Symbol(pty, "param"), fn, f"parameter {pname}", fn.line)
             params.append((pname, pty))
         if fn.ret is not None and not isinstance(fn.ret, (Scalar, Vec)):
             raise self.err(f"{fn.name} returns {fn.ret} (scalars and vectors only)", fn.line)
