@@ -43,21 +43,23 @@ fn main(
   @builtin(local_invocation_id) lid: vec3<u32>,
   @builtin(workgroup_id) wid: vec3<u32>,
 ) {
+  // Pair walk: one invocation per pair of vectors (dr, dr + HALF_V4) of a row;
+  // it loads both (and cos/sin once) and stores both.
   // Block walk: the template's dispatch (workgroup w owns rows [w*WG, (w+1)*WG));
   // its LANES invocations walk those rows' items LANES at a time, adjacent lanes on
   // adjacent vectors, running the flat walk's program on each.
   let wgFlat = wid.x + wid.y * 65535u;
-  let itemBase = wgFlat * (WG * HEAD_DIM_V4);
-  let itemEnd = params.count * HEAD_DIM_V4;
-  for (var s: u32 = 0u; s < WG * HEAD_DIM_V4 / LANES; s = s + 1u) {
+  let itemBase = wgFlat * (WG * HALF_V4);
+  let itemEnd = params.count * HALF_V4;
+  for (var s: u32 = 0u; s < WG * HALF_V4 / LANES; s = s + 1u) {
     // The rest of the block lies past the end (alike for every lane): done.
     if (itemBase + s * LANES >= itemEnd) {
       break;
     }
     let e = itemBase + lid.x + s * LANES;
     if (!(e >= itemEnd)) {
-      let d4 = e % HEAD_DIM_V4;
-      let row = e / HEAD_DIM_V4;
+      let dr = e % HALF_V4;
+      let row = e / HALF_V4;
       // Append-only pass: the vectors of the new token rows; `seq` stays the capacity.
       let j = row % params.keySeq;
       let tmp = row / params.keySeq;
@@ -75,17 +77,20 @@ fn main(
       // New tokens before `skip` do not fit the window (keySeq > seq).
       if (!(j < skip)) {
         let t = appendStart + (j - skip);
-        let dst = ((b * KV_HEADS + hk) * params.seq + t) * HEAD_DIM_V4 + d4;
+        let dst = ((b * KV_HEADS + hk) * params.seq + t) * HEAD_DIM_V4 + dr;
         let pos = past + j;
         let nSrc = (b * params.keySeq + j) * KV_HIDDEN_V4 + hk * HEAD_DIM_V4;
         // Appended K is rotated at its absolute position; retained keys already are.
-        let dr = d4 % HALF_V4;
         let cs = cos_cache[pos * HALF_V4 + dr];
         let sn = sin_cache[pos * HALF_V4 + dr];
         let x0 = unpackHalves(new_k[nSrc + dr]);
         let x1 = unpackHalves(new_k[nSrc + (dr + HALF_V4)]);
-        present_key[dst] = packHalves(select(x1 * cs + x0 * sn, x0 * cs - x1 * sn, d4 < HALF_V4));
-        present_value[dst] = new_v[nSrc + d4];
+        let v0 = new_v[nSrc + dr];
+        let v1 = new_v[nSrc + (dr + HALF_V4)];
+        present_key[dst] = packHalves(x0 * cs - x1 * sn);
+        present_key[dst + HALF_V4] = packHalves(x1 * cs + x0 * sn);
+        present_value[dst] = v0;
+        present_value[dst + HALF_V4] = v1;
       }
     }
   }

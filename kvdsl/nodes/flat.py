@@ -334,13 +334,17 @@ def uses_pairs(cfg: Any) -> bool:
     """Whether ``cfg``'s flat rotary K walks one invocation per rotary pair (:func:`pair_walk`).
 
     ``cfg.pairs`` where set (the configs check it with
-    :func:`kvdsl.kernels.config.pairs_field`); unset, only
-    ``build`` loading f16 (``input_type``) does. H200 (``benchmarks/probe9.py``, ``probe10.py``):
+    :func:`kvdsl.kernels.config.pairs_field`); unset, ``build`` loading f16 (``input_type``)
+    does, and the drop-ins (block walk) of the other rotary modes loading f16. H200 (``benchmarks/probe9.py``, ``probe10.py``):
     the f16 build gains 86-91% → 95-97% of a copy. Loads of f32 already move 16 bytes per vector
     (the f32 → f16 build: 98% → 96% with pairs at 8,192 tokens). The f16 rotary appends gain at
     2,048 tokens (``merge_share`` 91-93% → 94-95%, ``window_shift`` 87% → 89-93%) but lose
     ~0.2 µs of ~5.6 at 1 token, their hot path in decoding: they keep one invocation per vector
-    unless asked (the ``*_pairs_*`` catalog variants, for prefill).
+    unless asked (the ``*_pairs_*`` catalog variants, for prefill). The drop-ins' f16 rotary
+    appends walk pairs in their blocks: there the lanes per workgroup are the same either way,
+    so pairs halve a lane's steps and gain at one token too (``benchmarks/probe25.py``, batch 4:
+    10-16% faster at one token, 61-81% → 76-85% of a copy at 2,048 tokens; the f32 ones gain at
+    one token and lose 2-5 points at 2,048, and keep vectors).
 
     Unset, the flat K RMSNorm kernels that reduce in workgroup memory walk pairs too: twice the
     bytes in flight per invocation before the barrier, half the partials per row. H200 at batch
@@ -360,7 +364,9 @@ def _pairs(cfg: Any) -> bool:
         return False
     if getattr(cfg, "k_norm", False):
         return cfg.reduction == "workgroup"
-    return cfg.mode == "build" and cfg.input_type == f16.name
+    if getattr(cfg, "input_type", None) != f16.name:
+        return False
+    return cfg.mode == "build" or cfg.walk in TEMPLATE_WALKS
 
 
 def pair_walk(kb: KernelBuilder, cfg: Any, rows: Val, half: Val, guard: bool = True) -> Item:
