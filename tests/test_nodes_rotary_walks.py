@@ -104,3 +104,23 @@ def test_walks_touch_every_element_once(gpu, run, walk, rows):
         assert k.workgroup_size == (lanes, 1, 1) and lanes > wg
         group, lane = e // (wg * row_len), e % (wg * row_len) % lanes
         assert np.array_equal(out[:total], group * 1000 + lane)
+
+
+@pytest.mark.parametrize(
+    "wg, per_row, lanes",
+    [
+        (64, 32, 256),  # the catalog's drop-ins: 2,048 items, 8 steps of 256
+        (64, 16, 256),
+        (4, 6, 8),  # 24 items: 3 steps of 8
+        (256, 1, 256),
+        (64, 25, 64),  # 1,600 items: 256 does not divide them, so one step per row item
+        (100, 25, 100),  # gcd 4 is fewer lanes than the template's: its 100 lanes
+        (64, None, 64),  # items per row not known when building: the template's lanes
+    ],
+)
+def test_block_lanes(wg, per_row, lanes):
+    """The block walk's invocations per workgroup divide its block's items (or are the
+    template's), up to BLOCK_LANES."""
+    assert flat.block_lanes(wg, per_row) == lanes
+    assert lanes <= max(wg, flat.BLOCK_LANES)
+    assert per_row is None or (wg * per_row) % lanes == 0

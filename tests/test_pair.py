@@ -138,6 +138,26 @@ def test_f32_knorm_and_rows_not_of_eight_keep_the_vector_walk(cfg):
     assert "select(" in text  # each invocation keeps one rotated half
 
 
+DROP_IN_F16 = [
+    MergeShareConfig(2, 16, "append", "cooperative", rotary=True, **F16),
+    MergeShareConfig(2, 16, "append", "per_row", rotary=True, input_type="f16"),
+    WindowShiftConfig(2, 16, "append", True, **F16),
+]
+
+
+@pytest.mark.parametrize("cfg", DROP_IN_F16, ids=_ids(DROP_IN_F16))
+def test_drop_in_f16_rotary_appends_walk_pairs_and_f32_ones_vectors(cfg):
+    """In the block walk pairs halve a lane's steps (probe 25): the f16 rotary drop-ins take
+    them; the same configs loading f32 keep one invocation per vector."""
+    assert flat.uses_pairs(cfg)
+    text = emit(catalog.build_config(cfg))
+    assert "let itemEnd = params.count * HALF_V4;" in text and "select(" not in text
+    f32 = dataclasses.replace(cfg, present_type="f32", input_type="f32")
+    assert not flat.uses_pairs(f32)
+    text = emit(catalog.build_config(f32))
+    assert "let itemEnd = params.count * HEAD_DIM_V4;" in text and "select(" in text
+
+
 def test_pairs_true_is_checked():
     want = "pairs=True: expected None or False unless walk='flat', rotary=True or k_norm=True"
     with pytest.raises(ConfigError, match=re.escape(want)):
