@@ -33,6 +33,7 @@ from kvdsl.kernels.merge import MergeConfig
 from kvdsl.kernels.merge_share import MergeShareConfig
 from kvdsl.kernels.quant import AppendQuantConfig, BuildQuantConfig
 from kvdsl.kernels.window_shift import WindowShiftConfig
+from kvdsl.nodes import flat
 from kvdsl.runtime import run as gpu_run
 from test_fuzz import window_case
 
@@ -409,3 +410,43 @@ def test_default_workgroup_size(cfg, size, lanes):
     kernel = catalog.build_config(cfg, "k")
     assert kernel.workgroup_size == (lanes, 1, 1)
     assert kernel.dispatch.per_group == size
+
+
+KNORM_BLOCKS = [
+    BuildConfig(2, 96, k_norm=True, rotary=True),  # 12 pairs a row: 192 lanes, 16 rows a step
+    BuildConfig(3, 24, k_norm=True, workgroup_size=7),  # 3 pairs a row: 21 lanes
+    AppendQuantConfig(2, 96, 8, k_norm=True),
+    BuildQuantConfig(2, 80, 4, k_norm=True),  # 10 pairs a row: 160 lanes
+]
+
+
+@pytest.mark.parametrize("backend", ["interp", "gpu"])
+@pytest.mark.parametrize("cfg", KNORM_BLOCKS, ids=[f"{c.mode}-{c.head_dim}" for c in KNORM_BLOCKS])
+def test_knorm_drop_ins_walk_whole_rows_per_step(cfg, backend, request):
+    """K RMSNorm drop-ins whose rows do not divide the template's 64 lanes still walk in blocks:
+    the lanes are a multiple of a row's items (each step holds whole rows) that divides the
+    block, and the outputs match the reference."""
+    if backend == "gpu":
+        request.getfixturevalue("gpu")
+    run = interp_run if backend == "interp" else gpu_run
+    items = cfg.head_dim // 8  # pairs of vec4 a row
+    lanes = flat.block_lanes(cfg.workgroup_size, items, whole_rows=True)
+    assert flat.block_walk(cfg) and lanes % items == 0 and lanes > cfg.workgroup_size
+    kernel = catalog.build_config(cfg)
+    assert (
+        kernel.workgroup_size == (lanes, 1, 1) and kernel.dispatch.per_group == cfg.workgroup_size
+    )
+    for case in cases_for(cfg, 3, seed=11):
+        got = run(kernel, dict(case.buffers), case.params)
+        assert not case.against_reference(got), case.label()
+
+
+def test_knorm_rows_longer_than_the_lanes_keep_the_template_walk():
+    """A K RMSNorm row of more items than a workgroup may hold keeps the per-row walk."""
+    cfg = BuildConfig(1, 258, k_norm=True)  # 258 scalar items a row
+    assert not flat.block_walk(cfg)
+    kernel = catalog.build_config(cfg)
+    assert kernel.workgroup_size == (64, 1, 1) and "Block walk" not in emit(kernel)
+    for case in cases_for(cfg, 2, seed=3):
+        got = interp_run(kernel, dict(case.buffers), case.params)
+        assert not case.against_reference(got), case.label()

@@ -107,20 +107,25 @@ def test_walks_touch_every_element_once(gpu, run, walk, rows):
 
 
 @pytest.mark.parametrize(
-    "wg, per_row, lanes",
+    "wg, per_row, whole_rows, lanes",
     [
-        (64, 32, 256),  # the catalog's drop-ins: 2,048 items, 8 steps of 256
-        (64, 16, 256),
-        (4, 6, 8),  # 24 items: 3 steps of 8
-        (256, 1, 256),
-        (64, 25, 64),  # 1,600 items: 256 does not divide them, so one step per row item
-        (100, 25, 100),  # gcd 4 is fewer lanes than the template's: its 100 lanes
-        (64, None, 64),  # items per row not known when building: the template's lanes
+        (64, 32, False, 256),  # the catalog's drop-ins: 2,048 items, 8 steps of 256
+        (64, 16, True, 256),
+        (4, 6, False, 24),  # the whole block in one step
+        (256, 1, False, 256),
+        (64, 25, False, 200),  # 1,600 items: the largest divisor up to 256
+        (100, 25, False, 250),
+        (64, 24, False, 256),
+        (64, 24, True, 192),  # K RMSNorm: whole rows of 24 per step
+        (64, None, False, 64),  # items per row not known when building: the template's lanes
+        (4, 300, True, 4),  # no multiple of a row up to 256: the template's lanes
+        (250, 3, False, 250),  # no divisor of 750 between 250 and 256
     ],
 )
-def test_block_lanes(wg, per_row, lanes):
-    """The block walk's invocations per workgroup divide its block's items (or are the
-    template's), up to BLOCK_LANES."""
-    assert flat.block_lanes(wg, per_row) == lanes
-    assert lanes <= max(wg, flat.BLOCK_LANES)
-    assert per_row is None or (wg * per_row) % lanes == 0
+def test_block_lanes(wg, per_row, whole_rows, lanes):
+    """The block walk's invocations per workgroup divide its block's items (whole rows where
+    asked), up to BLOCK_LANES, or are the template's."""
+    assert flat.block_lanes(wg, per_row, whole_rows) == lanes
+    if lanes != wg:
+        assert wg < lanes <= flat.BLOCK_LANES and (wg * per_row) % lanes == 0
+        assert not whole_rows or lanes % per_row == 0

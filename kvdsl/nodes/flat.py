@@ -120,11 +120,12 @@ def block_walk(cfg: Any) -> bool:
     The template walks one row per invocation (``per_row``: adjacent invocations a row apart,
     1-10% of a copy's bandwidth on an H200) or one element per lane (``cooperative``: scalar
     loads, division by runtime extents per element, 24-83%). The block walk keeps the template's
-    bindings, params and dispatch: workgroup ``w`` owns the same ``WG`` rows and its lanes step
-    through their ``WG * per_row`` items ``WG`` at a time, each step the flat program on adjacent
-    vectors. It serves every template config but two, which keep the template's walk: K RMSNorm
-    (reduced in workgroup memory, so each step must hold whole rows: ``WG`` a multiple of a
-    row's items) and int4 rows the flat walk cannot pack four elements at a time.
+    bindings, params and dispatch: workgroup ``w`` owns the same ``WG`` rows and its
+    :func:`block_lanes` invocations step through their ``WG * per_row`` items, each step the
+    flat program on adjacent vectors. It serves every template config but two, which keep the
+    template's walk: K RMSNorm (reduced in workgroup memory, so each step must hold whole rows)
+    when neither up to 256 lanes nor ``WG`` is a multiple of a row's items that divides the
+    block, and int4 rows the flat walk cannot pack four elements at a time.
     """
     if cfg.walk not in TEMPLATE_WALKS:
         return False
@@ -134,7 +135,7 @@ def block_walk(cfg: Any) -> bool:
         return False
     if getattr(cfg, "k_norm", False):
         items = cfg.head_dim // width // (2 if _pairs(cfg) else 1)
-        return block_lanes(cfg.workgroup_size, items) % items == 0
+        return block_lanes(cfg.workgroup_size, items, whole_rows=True) % items == 0
     return True
 
 
@@ -259,7 +260,7 @@ def _block_item(kb: KernelBuilder, fold: int, rows: Val, per_row: Val, d: str, g
     clamped. From here on the kernel runs :func:`block_lanes` invocations per workgroup."""
     wg = _wg(kb)
     rows_per_group = kb.workgroup_size[0]
-    lanes = block_lanes(rows_per_group, _known(kb, per_row))
+    lanes = block_lanes(rows_per_group, _known(kb, per_row), whole_rows=not guard)
     kb.comment("Block walk: the template's dispatch (workgroup w owns rows [w*WG, (w+1)*WG));")
     if lanes == rows_per_group:
         kb.comment("its invocations walk those rows' items WG at a time, adjacent lanes on")
@@ -296,10 +297,12 @@ def _block_item(kb: KernelBuilder, fold: int, rows: Val, per_row: Val, d: str, g
 BLOCK_LANES = 256
 
 
-def block_lanes(wg: int, per_row: int | None) -> int:
+def block_lanes(wg: int, per_row: int | None, whole_rows: bool = False) -> int:
     """The block walk's invocations per workgroup for the template's ``wg`` rows per workgroup
-    of ``per_row`` items: the largest divisor of ``wg * per_row`` up to :data:`BLOCK_LANES`
-    when that is more than ``wg``, else ``wg`` (one step per row item, as the template's lanes).
+    of ``per_row`` items: the largest divisor of the block's ``wg * per_row`` items up to
+    :data:`BLOCK_LANES` (with ``whole_rows``, the largest that is also a multiple of
+    ``per_row``, so that each step holds whole rows), when that is more than ``wg``; else
+    ``wg``, the template's own lanes.
 
     The host dispatches ``ceil(rows / wg)`` workgroups; how many invocations each runs is the
     module's own ``@workgroup_size``. With ``wg = 64`` a 2,048-token prefill of batch 4 is 1,024
@@ -307,8 +310,11 @@ def block_lanes(wg: int, per_row: int | None) -> int:
     """
     if per_row is None:
         return wg
-    g = math.gcd(wg * per_row, BLOCK_LANES)
-    return g if g > wg else wg
+    items, step = wg * per_row, per_row if whole_rows else 1
+    for lanes in range(BLOCK_LANES - BLOCK_LANES % step, wg, -step):
+        if items % lanes == 0:
+            return lanes
+    return wg
 
 
 def _known(kb: KernelBuilder, v: Val) -> int | None:

@@ -2,8 +2,9 @@
 folded at ``fold``) owns row ``i`` and streams its ``row_len`` elements in a loop.
 
 The template's walk for every mode but the copies; kvdsl keeps it only where the block walk
-(:func:`kvdsl.nodes.flat.block_walk`) cannot serve a template config: K RMSNorm whose
-workgroup is not a multiple of a row's vectors, and int4 rows not of four elements.
+(:func:`kvdsl.nodes.flat.block_walk`) cannot serve a template config: K RMSNorm rows of more
+items than a workgroup holds (more than 256, and not dividing the template's workgroup), and
+int4 rows not of four elements.
 """
 
 from __future__ import annotations
