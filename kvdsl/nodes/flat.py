@@ -41,7 +41,6 @@ The vector helpers compute exactly what the scalar forms do, lane by lane, in th
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
