@@ -340,8 +340,8 @@ def uses_pairs(cfg: Any) -> bool:
 
     ``cfg.pairs`` where set (the configs check it with
     :func:`kvdsl.kernels.config.pairs_field`); unset, ``build`` loading f16 (``input_type``)
-    does, and the drop-ins (block walk) of the other rotary modes loading f16. H200 (``benchmarks/probe9.py``, ``probe10.py``):
-    the f16 build gains 86-91% → 95-97% of a copy. Loads of f32 already move 16 bytes per vector
+    does, and the drop-ins (block walk) of the other rotary modes loading f16. H200
+    (``benchmarks/probe9.py``, ``probe10.py``): the f16 build gains 86-91% → 95-97% of a copy. Loads of f32 already move 16 bytes per vector
     (the f32 → f16 build: 98% → 96% with pairs at 8,192 tokens). The f16 rotary appends gain at
     2,048 tokens (``merge_share`` 91-93% → 94-95%, ``window_shift`` 87% → 89-93%) but lose
     ~0.2 µs of ~5.6 at 1 token, their hot path in decoding: they keep one invocation per vector
