@@ -15,8 +15,9 @@ extents count vectors (:func:`vector_extents`). A walk that only moves f16 data 
 takes eight halves per invocation as one ``vec4<u32>`` (:data:`WORDS`) when the row divides by 8:
 its bindings (:func:`binding`) keep f16 as the host's type, and the module needs no ``enable
 f16;``. Four halves a walk computes on travel the same way as ``vec2<u32>`` (:data:`HALVES`),
-unpacked by :func:`as_f32` and packed by :func:`to`, so no flat kernel enables f16. The dispatch rule is ``rows * per_row`` items,
-``WG`` per workgroup (:func:`dispatch`), so the runtime and the interpreter size it alike; past
+unpacked by :func:`as_f32` and packed by :func:`to`, so no flat kernel enables f16. The
+dispatch rule is ``rows * per_row`` items, ``WG`` per workgroup (:func:`dispatch`), so the
+runtime and the interpreter size it alike; past
 ``fold`` workgroups it is *balanced* (:func:`kvdsl.nodes.index.flat_index`).
 
 The *pair* walk (:func:`pair_walk`, :func:`uses_pairs`: by default ``build`` loading f16 and the
@@ -341,8 +342,9 @@ def uses_pairs(cfg: Any) -> bool:
     ``cfg.pairs`` where set (the configs check it with
     :func:`kvdsl.kernels.config.pairs_field`); unset, ``build`` loading f16 (``input_type``)
     does, and the drop-ins (block walk) of the other rotary modes loading f16. H200
-    (``benchmarks/probe9.py``, ``probe10.py``): the f16 build gains 86-91% → 95-97% of a copy. Loads of f32 already move 16 bytes per vector
-    (the f32 → f16 build: 98% → 96% with pairs at 8,192 tokens). The f16 rotary appends gain at
+    (``benchmarks/probe9.py``, ``probe10.py``): the f16 build gains 86-91% → 95-97% of a copy.
+    Loads of f32 already move 16 bytes per vector (the f32 → f16 build: 98% → 96% with pairs at
+    8,192 tokens). The f16 rotary appends gain at
     2,048 tokens (``merge_share`` 91-93% → 94-95%, ``window_shift`` 87% → 89-93%) but lose
     ~0.2 µs of ~5.6 at 1 token, their hot path in decoding: they keep one invocation per vector
     unless asked (the ``*_pairs_*`` catalog variants, for prefill). The drop-ins' f16 rotary
