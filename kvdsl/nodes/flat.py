@@ -17,8 +17,9 @@ its bindings (:func:`binding`) keep f16 as the host's type, and the module needs
 f16;``. Four halves a walk computes on travel the same way as ``vec2<u32>`` (:data:`HALVES`),
 unpacked by :func:`as_f32` and packed by :func:`to`, so no flat kernel enables f16. The
 dispatch rule is ``rows * per_row`` items, ``WG`` per workgroup (:func:`dispatch`), so the
-runtime and the interpreter size it alike; past
-``fold`` workgroups it is *balanced* (:func:`kvdsl.nodes.index.flat_index`).
+runtime and the interpreter size it alike; past ``fold`` workgroups it is *balanced*
+(:func:`kvdsl.nodes.index.flat_index`). The drop-ins keep the template's dispatch and run the
+same program in blocks (:func:`block_walk`, :func:`block_lanes`).
 
 The *pair* walk (:func:`pair_walk`, :func:`uses_pairs`: by default ``build`` loading f16 and the
 K RMSNorm kernels that reduce in workgroup memory; a config's ``pairs`` field asks for it
