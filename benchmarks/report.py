@@ -53,6 +53,13 @@ def merge(sources: list[Path]) -> list[dict[str, Any]]:
     return list(seen.values())
 
 
+def current(rows: list[dict[str, Any]], names: set[str]) -> tuple[list[dict], list[str]]:
+    """The rows of variants in ``names`` (the catalog's), and the variants left out: rows that
+    earlier runs measured for variants the catalog no longer has."""
+    kept = [r for r in rows if r["variant"] in names]
+    return kept, sorted({r["variant"] for r in rows if r["variant"] not in names})
+
+
 def conservative(rows: list[dict[str, Any]]) -> float | None:
     """Add ``pct_best``: bandwidth as % of the best copy bandwidth of the runs.
 
@@ -238,23 +245,12 @@ def summary(rows: list[dict]) -> list[str]:
             + " (the notes above say why)."
         )
     flat_dec = [r for r in rows if r.get("decode") and r.get("floor_x") and "flat" in r["variant"]]
-    # The *_pairs_* variants are the prefill forms of flat appends whose default (vector) form
-    # serves decode (docs/modes.md): their 1-token rows are shown, not counted.
-    prefill = [r for r in flat_dec if "_pairs_" in r["variant"]]
-    flat_dec = [r for r in flat_dec if r not in prefill]
     if flat_dec:
         ok = [r for r in flat_dec if r["floor_x"] <= TARGET_FLOOR]
         out.append(
             f"- Flat (fastest) decode appends within {TARGET_FLOOR}x of the empty dispatch: "
             f"**{len(ok)} of {len(flat_dec)}**; range {min(r['floor_x'] for r in flat_dec):.2f}x-"
-            f"{max(r['floor_x'] for r in flat_dec):.2f}x"
-            + (
-                f" (not counted: the prefill variants *_pairs_* at 1 token, "
-                f"{min(r['floor_x'] for r in prefill):.2f}x-{max(r['floor_x'] for r in prefill):.2f}x)"
-                if prefill
-                else ""
-            )
-            + "."
+            f"{max(r['floor_x'] for r in flat_dec):.2f}x."
         )
     dec = [r for r in rows if r.get("decode") and r.get("floor_x")]
     if dec:
@@ -312,7 +308,7 @@ def dawn_section(dawn: list[dict], rows: list[dict]) -> list[str]:
         r["native_run"] = other.get("run")
         r["over_native"] = r["kvdsl_us"] / r["native_us"] if r["native_us"] else None
     wide = [r for r in timed if not r.get("decode")]
-    decode = [r for r in timed if r.get("decode") and "_pairs_" not in r["variant"]]
+    decode = [r for r in timed if r.get("decode")]
     at = sum(r["pct_roofline"] >= TARGET_ROOFLINE for r in wide)
     at_best = sum((r.get("pct_best") or 0) >= TARGET_ROOFLINE for r in wide)
     within = sum(r["floor_x"] <= TARGET_FLOOR for r in decode)
@@ -484,16 +480,27 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--docs", default=str(REPO / "docs"))
     args = ap.parse_args(argv)
     sources = [Path(p) for p in (args.csv or [str(HERE / "out" / "gpu.csv")])]
-    rows = merge(sources)
+    from kvdsl import catalog
+
+    names = set(catalog.VARIANTS)
+    rows, gone = current(merge(sources), names)
     peak = conservative(rows)
     folder = next(p.parent for p in sources if (p.parent / "device.json").is_file())
     device = json.loads((folder / "device.json").read_text()) | {"peak_copy_gbps": peak}
     comp_path = folder / "compile.json"
     comp = json.loads(comp_path.read_text()) if comp_path.is_file() else None
     note = Path(args.note).read_text() if args.note else ""
-    dawn = merge([Path(p) for p in args.dawn]) if args.dawn else None
-    if dawn:
+    dawn = None
+    if args.dawn:
+        dawn, dawn_gone = current(merge([Path(p) for p in args.dawn]), names)
+        gone = sorted(set(gone) | set(dawn_gone))
         conservative(dawn)
+    if gone:
+        note += (
+            "\n\nRows the runs measured for variants no longer in the catalog are left out: "
+            + ", ".join(f"`{n}`" for n in gone)
+            + ".\n"
+        )
     docs = Path(args.docs)
     docs.mkdir(parents=True, exist_ok=True)
     png = "performance.png" if chart(rows, docs / "performance.png") else None

@@ -41,16 +41,16 @@ fn main(
   @builtin(global_invocation_id) gid: vec3<u32>,
   @builtin(num_workgroups) nwg: vec3<u32>,
 ) {
-  // Flat walk: one invocation per destination vector, adjacent invocations on
-  // adjacent vectors; no loop, so every invocation makes one memory round trip.
+  // Pair walk: one invocation per pair of vectors (dr, dr + HALF_V4) of a row;
+  // it loads both (and cos/sin once) and stores both.
   // 2D flat index: the dispatch spreads its workgroups evenly over gid.y rows
   // of nwg.x workgroups once they pass the per-axis fold width.
   let e = gid.x + gid.y * nwg.x * WG;
-  if (e >= params.count * HEAD_DIM_V4) {
+  if (e >= params.count * HALF_V4) {
     return;
   }
-  let d4 = e % HEAD_DIM_V4;
-  let row = e / HEAD_DIM_V4;
+  let dr = e % HALF_V4;
+  let row = e / HALF_V4;
   let j = row % params.keySeq;
   let tmp = row / params.keySeq;
   let hk = tmp % KV_HEADS;
@@ -67,14 +67,17 @@ fn main(
     return;
   }
   let t = appendStart + (j - skip);
-  let dst = ((b * KV_HEADS + hk) * params.seq + t) * HEAD_DIM_V4 + d4;
+  let dst = ((b * KV_HEADS + hk) * params.seq + t) * HEAD_DIM_V4 + dr;
   let nSrc = (b * params.keySeq + j) * KV_HIDDEN_V4 + hk * HEAD_DIM_V4;
-  // NeoX rotation of one vector; row t is its own absolute position.
-  let dr = d4 % HALF_V4;
+  // NeoX rotation of one pair of vectors; row t is its own absolute position.
   let cs = cos_cache[t * HALF_V4 + dr];
   let sn = sin_cache[t * HALF_V4 + dr];
   let x0 = unpackHalves(new_k[nSrc + dr]);
   let x1 = unpackHalves(new_k[nSrc + (dr + HALF_V4)]);
-  present_key[dst] = packHalves(select(x1 * cs + x0 * sn, x0 * cs - x1 * sn, d4 < HALF_V4));
-  present_value[dst] = new_v[nSrc + d4];
+  let v0 = new_v[nSrc + dr];
+  let v1 = new_v[nSrc + (dr + HALF_V4)];
+  present_key[dst] = packHalves(x0 * cs - x1 * sn);
+  present_key[dst + HALF_V4] = packHalves(x1 * cs + x0 * sn);
+  present_value[dst] = v0;
+  present_value[dst + HALF_V4] = v1;
 }

@@ -1,7 +1,8 @@
 """The pair walk of the flat f16 rotary kernels (kvdsl.nodes.flat.pair_walk / uses_pairs).
 
-A flat rotary kernel without K RMSNorm that moves f16 data walks one invocation per rotary pair
-of vectors ``(dr, dr + HALF_V4)``: build, merge_share append and window_shift append. Each pair
+A flat rotary kernel without K RMSNorm that loads f16 data walks one invocation per rotary pair
+of vectors ``(dr, dr + HALF_V4)`` unless its config asks otherwise (``pairs=False``): build,
+merge_share append and window_shift append. Each pair
 kernel runs on the interpreter and the GPU on random never-zero inputs with NaN-poisoned
 outputs, bit for bit against the per-vector form of the same config (``pairs=False``) and the
 drop-in per-row kernel, and within tolerance of the numpy reference; the cases cover decode (one
@@ -51,23 +52,22 @@ PAIR_CONFIGS = [
     WindowShiftConfig(3, 8, "append", True, walk="flat", pairs=True, **SMALL, **F16),
 ]
 # Flat rotary kernels that keep one invocation per vector: f32 loads (f16 present too), K
-# RMSNorm reduced across subgroups, rows not of 8, and the f16 appends unless asked (decode is
-# their hot path).
+# RMSNorm reduced across subgroups, rows not of 8, and f16 appends that ask (pairs=False).
 VECTOR_CONFIGS = [
     BuildConfig(2, 16, rotary=True, walk="flat"),
     BuildConfig(3, 8, rotary=True, walk="flat", present_type="f16", **SMALL),
     BuildConfig(2, 16, True, True, walk="flat", reduction="subgroup", **F16),
     BuildConfig(2, 12, rotary=True, walk="flat", **F16),
     MergeShareConfig(2, 16, "append", "flat", rotary=True),
-    MergeShareConfig(2, 16, "append", "flat", rotary=True, **F16),
+    MergeShareConfig(2, 16, "append", "flat", rotary=True, pairs=False, **F16),
     MergeShareConfig(2, 12, "append", "flat", rotary=True, **F16),
     WindowShiftConfig(2, 16, "append", True, walk="flat"),
-    WindowShiftConfig(2, 16, "append", True, walk="flat", **F16),
+    WindowShiftConfig(2, 16, "append", True, walk="flat", pairs=False, **F16),
 ]
 PAIR_VARIANTS = [
     "build_rotary_flat_f16_in_llama31_8b",
-    "merge_share_append_rotary_flat_pairs_f16_llama31_8b",
-    "window_shift_append_rotary_flat_pairs_f16_gemma2_2b",
+    "merge_share_append_rotary_flat_f16_llama31_8b",
+    "window_shift_append_rotary_flat_f16_gemma2_2b",
 ]
 _FORMS: dict = {}
 _DROP_INS: dict = {}

@@ -67,7 +67,7 @@ def test_summary_counts_the_targets():
         row("merge_a", "cooperative", 60.0, 33.5, template_us=50.0),  # drop-in, 0.83: below
         row("append_quant_flat_a", "flat", 5.6, 5.0, decode=1, tokens=1, mb=0.07),  # 1.4x
         row("append_quant_a", "per_row", 60.0, 5.0, 60.0, decode=1, tokens=1, mb=0.07),  # 15x
-        row("merge_share_append_flat_pairs_a", "flat", 8.0, 5.0, decode=1, tokens=1, mb=0.07),
+        row("merge_share_append_flat_b", "flat", 8.0, 5.0, decode=1, tokens=1, mb=0.07),  # 2x
     ]
     rows[4]["mode"] = rows[5]["mode"] = "append_quant"
     report.conservative(rows)
@@ -85,8 +85,8 @@ def test_summary_counts_the_targets():
     assert (
         "timed beside them (the issue's measure): **1 of 2** at ≥ 90%; below: build_flat_b" in text
     )
-    assert "Flat (fastest) decode appends within 1.5x of the empty dispatch: **1 of 1**" in text
-    assert "(not counted: the prefill variants *_pairs_* at 1 token, 2.00x-2.00x)" in text
+    assert "Flat (fastest) decode appends within 1.5x of the empty dispatch: **1 of 2**" in text
+    assert "range 1.40x-2.00x." in text
     assert "**1 of 3**; worst append_quant_a (batch 4) at 15.00x" in text
 
 
@@ -113,3 +113,9 @@ def test_dawn_section_sets_each_row_beside_wgpu_native():
     assert "geometric mean 1.18, range 1.10-1.27" in text
     assert "| build_flat_a | 4 | 2048 | 44.00 |" in text and "| 40.00 | 1.10 |" in text
     assert "| merge_flat_b | 4 | 2048 | 33.50 |" in text and "| – | – |" in text
+
+
+def test_rows_of_variants_gone_from_the_catalog_are_left_out():
+    rows = [row("build_flat_a", "flat", 35.0, 33.5), row("build_flat_old", "flat", 40.0, 33.5)]
+    kept, gone = report.current(rows, {"build_flat_a", "build_flat_b"})
+    assert [r["variant"] for r in kept] == ["build_flat_a"] and gone == ["build_flat_old"]

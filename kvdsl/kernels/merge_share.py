@@ -256,11 +256,6 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, MergeShareConfig]:
     v["merge_share_append_rotary_flat_f16_llama31_8b"] = MergeShareConfig(
         h, d, "append", "flat", rotary=True, **f16
     )
-    # Prefill appends: one invocation per rotary pair (kvdsl.nodes.flat.uses_pairs says why
-    # decode keeps the vector walk).
-    v["merge_share_append_rotary_flat_pairs_f16_llama31_8b"] = MergeShareConfig(
-        h, d, "append", "flat", rotary=True, pairs=True, **f16
-    )
     v["merge_share_append_rotary_per_row_f16_llama31_8b"] = MergeShareConfig(
         h, d, "append", "per_row", rotary=True, **f16
     )

@@ -255,9 +255,4 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, WindowShiftConfig]:
     v["window_shift_append_rotary_flat_f16_gemma2_2b"] = WindowShiftConfig(
         h, d, "append", rotary=True, walk="flat", **f16
     )
-    # Prefill appends: one invocation per rotary pair (kvdsl.nodes.flat.uses_pairs says why
-    # decode keeps the vector walk).
-    v["window_shift_append_rotary_flat_pairs_f16_gemma2_2b"] = WindowShiftConfig(
-        h, d, "append", rotary=True, walk="flat", pairs=True, **f16
-    )
     return v

@@ -21,13 +21,13 @@ runtime and the interpreter size it alike; past ``fold`` workgroups it is *balan
 (:func:`kvdsl.nodes.index.flat_index`). The drop-ins keep the template's dispatch and run the
 same program in blocks (:func:`block_walk`, :func:`block_lanes`).
 
-The *pair* walk (:func:`pair_walk`, :func:`uses_pairs`: by default ``build`` loading f16 and the
-K RMSNorm kernels that reduce in workgroup memory; a config's ``pairs`` field asks for it
-elsewhere) is a form of the flat walk for rotary or K RMSNorm: one invocation per pair of vectors
-``(dr, dr + HALF_V4)`` of a row, ``rows * HALF_V4`` items (:func:`pair_dispatch`). It loads
-``x0``, ``x1`` and cos/sin once and stores both rotated vectors and both V vectors
-(:func:`move_rotated_pair`), where the vector walk's two
-partner invocations each loaded the pair and kept one half through a ``select``. Same bytes
+The *pair* walk (:func:`pair_walk`, :func:`uses_pairs`: by default the rotary kernels loading
+f16 and the K RMSNorm kernels that reduce in workgroup memory; a config's ``pairs`` field asks
+for it elsewhere) is a form of the flat walk for rotary or K RMSNorm: one invocation per pair of
+vectors ``(dr, dr + HALF_V4)`` of a row, ``rows * HALF_V4`` items (:func:`pair_dispatch`). It
+loads ``x0``, ``x1`` and cos/sin once and stores both rotated vectors and both V vectors
+(:func:`move_rotated_pair`), where the vector walk's two partner invocations each loaded the
+pair and kept one half through a ``select``. Same bytes
 written, same arithmetic per element (bit-identical outputs); H200, ``benchmarks/probe9.py``,
 ``build_rotary_flat_f16_in_llama31_8b``: 88% → 95% of a vec4 copy at 2,048 tokens, 90% → 94% at
 8,192 (a ``vec4<f16>`` is 8 bytes: the vector walk's invocations moved too little each). With K
@@ -341,18 +341,18 @@ def uses_pairs(cfg: Any) -> bool:
     """Whether ``cfg``'s flat rotary K walks one invocation per rotary pair (:func:`pair_walk`).
 
     ``cfg.pairs`` where set (the configs check it with
-    :func:`kvdsl.kernels.config.pairs_field`); unset, ``build`` loading f16 (``input_type``)
-    does, and the drop-ins (block walk) of the other rotary modes loading f16. H200
+    :func:`kvdsl.kernels.config.pairs_field`); unset, every rotary kernel loading f16
+    (``input_type``) does, in the flat walk and in the drop-ins' blocks. H200
     (``benchmarks/probe9.py``, ``probe10.py``): the f16 build gains 86-91% → 95-97% of a copy.
     Loads of f32 already move 16 bytes per vector (the f32 → f16 build: 98% → 96% with pairs at
-    8,192 tokens). The f16 rotary appends gain at
-    2,048 tokens (``merge_share`` 91-93% → 94-95%, ``window_shift`` 87% → 89-93%) but lose
-    ~0.2 µs of ~5.6 at 1 token, their hot path in decoding: they keep one invocation per vector
-    unless asked (the ``*_pairs_*`` catalog variants, for prefill). The drop-ins' f16 rotary
-    appends walk pairs in their blocks: there the lanes per workgroup are the same either way,
-    so pairs halve a lane's steps and gain at one token too (``benchmarks/probe25.py``, batch 4:
-    10-16% faster at one token, 61-81% → 76-85% of a copy at 2,048 tokens; the f32 ones gain at
-    one token and lose 2-5 points at 2,048, and keep vectors).
+    8,192 tokens), so f32 kernels keep one invocation per vector. The flat f16 rotary appends
+    reach 93-94% of a copy at 2,048 tokens on pairs against 84-89% per vector (runs 15, 21, 29,
+    32), and a 1-token append takes 0.1-0.2 µs more on pairs (5.54 against 5.46 µs, 5.63
+    against 5.44 µs in run 21: within the ±0.5 µs this GPU moves between calls, and 1.33-1.35x
+    the empty dispatch); ``pairs=False`` still asks for the vector walk. In the drop-ins'
+    blocks the lanes are the same either way, so pairs halve a lane's steps and gain at one
+    token too (``benchmarks/probe25.py``, batch 4: 10-16% faster at one token, 61-81% → 76-85%
+    of a copy at 2,048 tokens; the f32 ones gain at one token and lose 2-5 points at 2,048).
 
     Unset, the flat K RMSNorm kernels that reduce in workgroup memory walk pairs too: twice the
     bytes in flight per invocation before the barrier, half the partials per row. H200 at batch
@@ -372,9 +372,7 @@ def _pairs(cfg: Any) -> bool:
         return False
     if getattr(cfg, "k_norm", False):
         return cfg.reduction == "workgroup"
-    if getattr(cfg, "input_type", None) != f16.name:
-        return False
-    return cfg.mode == "build" or cfg.walk in TEMPLATE_WALKS
+    return getattr(cfg, "input_type", None) == f16.name
 
 
 def pair_walk(kb: KernelBuilder, cfg: Any, rows: Val, half: Val, guard: bool = True) -> Item:
