@@ -30,8 +30,6 @@ fn main(
   if (e >= params.count * HEAD_DIM_V8) {
     return;
   }
-  let d8 = e % HEAD_DIM_V8;
-  let row = e / HEAD_DIM_V8;
   present_key[e] = src_k[e];
   present_value[e] = src_v[e];
 }

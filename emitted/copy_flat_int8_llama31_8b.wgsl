@@ -30,8 +30,6 @@ fn main(
   if (e >= params.count * HEAD_DIM_V4) {
     return;
   }
-  let d4 = e % HEAD_DIM_V4;
-  let row = e / HEAD_DIM_V4;
   present_key[e] = src_k[e];
   present_value[e] = src_v[e];
 }

@@ -36,8 +36,6 @@ fn main(
     }
     let e = itemBase + lid.x + s * LANES;
     if (!(e >= itemEnd)) {
-      let d4 = e % HEAD_DIM_V4;
-      let row = e / HEAD_DIM_V4;
       present_key[e] = src_k[e];
       present_value[e] = src_v[e];
     }

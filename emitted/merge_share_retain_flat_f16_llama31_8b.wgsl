@@ -35,7 +35,6 @@ fn main(
   if (e >= params.count * HEAD_DIM_V8) {
     return;
   }
-  let d8 = e % HEAD_DIM_V8;
   let row = e / HEAD_DIM_V8;
   let t = row % params.seq;
   let b = row / (params.seq * KV_HEADS);
@@ -45,7 +44,6 @@ fn main(
   let activeEnd = min(params.seq, max(params.keySeq, total));
   let fresh = min(params.keySeq, activeEnd);
   let appendStart = activeEnd - fresh;
-  let skip = params.keySeq - fresh;
   // Outside the append window; the shared stride makes this dst == src.
   if (t < appendStart || t >= activeEnd) {
     present_key[e] = past_k[e];

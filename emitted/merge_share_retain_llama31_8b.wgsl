@@ -41,7 +41,6 @@ fn main(
     }
     let e = itemBase + lid.x + s * LANES;
     if (!(e >= itemEnd)) {
-      let d4 = e % HEAD_DIM_V4;
       let row = e / HEAD_DIM_V4;
       let t = row % params.seq;
       let b = row / (params.seq * KV_HEADS);
@@ -51,7 +50,6 @@ fn main(
       let activeEnd = min(params.seq, max(params.keySeq, total));
       let fresh = min(params.keySeq, activeEnd);
       let appendStart = activeEnd - fresh;
-      let skip = params.keySeq - fresh;
       // Outside the append window; the shared stride makes this dst == src.
       if (t < appendStart || t >= activeEnd) {
         present_key[e] = past_k[e];

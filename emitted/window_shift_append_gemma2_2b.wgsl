@@ -53,18 +53,14 @@ fn main(
       let b = tmp / KV_HEADS;
       let total = u32(max(seqlens_k[b], -1i)) + 1u;
       let absTotal = max(params.keySeq, total);
-      let past = absTotal - params.keySeq;
-      let residentBefore = min(past, params.seq);
       let resident = min(absTotal, params.seq);
       let fresh = min(params.keySeq, params.seq);
       let appendStart = resident - fresh;
-      let evicted = residentBefore - appendStart;
       let skip = params.keySeq - fresh;
       // New tokens before `skip` do not fit the window (keySeq > seq).
       if (!(j < skip)) {
         let t = appendStart + (j - skip);
         let dst = ((b * KV_HEADS + hk) * params.seq + t) * HEAD_DIM_V4 + d4;
-        let pos = past + j;
         let nSrc = (b * params.keySeq + j) * KV_HIDDEN_V4 + hk * HEAD_DIM_V4;
         present_key[dst] = new_k[nSrc + d4];
         present_value[dst] = new_v[nSrc + d4];

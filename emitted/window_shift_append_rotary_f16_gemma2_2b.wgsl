@@ -68,11 +68,9 @@ fn main(
       let total = u32(max(seqlens_k[b], -1i)) + 1u;
       let absTotal = max(params.keySeq, total);
       let past = absTotal - params.keySeq;
-      let residentBefore = min(past, params.seq);
       let resident = min(absTotal, params.seq);
       let fresh = min(params.keySeq, params.seq);
       let appendStart = resident - fresh;
-      let evicted = residentBefore - appendStart;
       let skip = params.keySeq - fresh;
       // New tokens before `skip` do not fit the window (keySeq > seq).
       if (!(j < skip)) {

@@ -68,7 +68,6 @@ fn main(
         present_value[e] = past_v[src];
       } else if (t < resident) {
         let j = t - appendStart + skip;
-        let pos = past + j;
         let nSrc = (b * params.keySeq + j) * KV_HIDDEN_V8 + hk * HEAD_DIM_V8;
         present_key[e] = new_k[nSrc + d8];
         present_value[e] = new_v[nSrc + d8];

@@ -68,7 +68,6 @@ fn main(
         present_value[e] = past_v[src];
       } else if (t < resident) {
         let j = t - appendStart + skip;
-        let pos = past + j;
         let nSrc = (b * params.keySeq + j) * KV_HIDDEN_V4 + hk * HEAD_DIM_V4;
         present_key[e] = new_k[nSrc + d4];
         present_value[e] = new_v[nSrc + d4];

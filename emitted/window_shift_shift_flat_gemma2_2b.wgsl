@@ -50,7 +50,6 @@ fn main(
   let fresh = min(params.keySeq, params.seq);
   let appendStart = resident - fresh;
   let evicted = residentBefore - appendStart;
-  let skip = params.keySeq - fresh;
   if (t < appendStart) {
     // Surviving past rows slide down by the eviction count.
     let src = ((b * KV_HEADS + hk) * params.seq + (t + evicted)) * HEAD_DIM_V4 + d4;

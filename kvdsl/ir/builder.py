@@ -20,6 +20,7 @@ keeps its meaning, so equality is spelt ``a.eq(b)`` / ``a.ne(b)``.
 
 from __future__ import annotations
 
+import dataclasses
 from contextlib import AbstractContextManager, contextmanager
 from math import copysign
 from typing import Any, Callable, Iterator, Union
@@ -55,6 +56,7 @@ from kvdsl.ir.nodes import (
     Var,
     WorkgroupVar,
 )
+from kvdsl.ir.dead import drop_dead_lets
 from kvdsl.ir.ops import Op
 from kvdsl.ir.types import Array, Scalar, Struct, Type, Vec, bool_, f32, i32, u32
 from kvdsl.ir.verify import VerifyError, literal_ok, verify
@@ -722,7 +724,9 @@ class KernelBuilder:
 
     # -- result --
     def build(self, dispatch: Dispatch | None = None, doc: str = "") -> Kernel:
-        """The verified kernel."""
+        """The verified kernel, then without the arithmetic ``let``s nothing reads
+        (:func:`kvdsl.ir.dead.drop_dead_lets`: after verifying, so an ill-formed ``let`` is an
+        error even where nothing reads it; dropping unread arithmetic keeps a kernel valid)."""
         if self._open:
             self._close_open(1)
         if len(self._blocks) != 1:
@@ -743,7 +747,9 @@ class KernelBuilder:
             workgroup_size_name=self.workgroup_size_name,
             workgroup_vars=tuple(self.workgroup_vars),
         )
-        return verify(kernel)
+        kernel = verify(kernel)
+        body = drop_dead_lets(kernel.body)
+        return kernel if body is kernel.body else dataclasses.replace(kernel, body=body)
 
 
 _BUILTIN_OF = {v: k for k, v in BUILTIN_INPUTS.items()}  # parameter name -> builtin

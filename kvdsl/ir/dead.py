@@ -1,0 +1,144 @@
+"""Dead ``let``s: once it has verified a kernel, the builder drops every ``let`` of arithmetic
+(no load, no helper call) whose name nothing reads.
+
+Shared nodes compute what some modes need and others do not: the flat walk names the vector's
+row and its index in the row (a copy reads neither), the window nodes name every boundary of the
+window (an append reads ``skip``, a shift reads ``evicted``). A ``let`` has no effect but its
+value, so the kernel is the same without the unread ones, and the emitted WGSL says only what it
+computes. A dead ``let`` that loads is kept (:func:`_arithmetic` says why); the GPU's compiler
+drops it. Names are matched by spelling across the whole body, so a name shadowed in an inner
+block keeps every ``let`` of that spelling: the pass can keep a dead ``let``, never drop a live
+one. It repeats until nothing more is dropped (a ``let`` read only by a dead one is dead too).
+"""
+
+from __future__ import annotations
+
+from kvdsl.ir.nodes import (
+    Assign,
+    Binary,
+    Block,
+    Call,
+    Construct,
+    Convert,
+    Expr,
+    FnCall,
+    For,
+    If,
+    Index,
+    Let,
+    Lit,
+    Loop,
+    Member,
+    Name,
+    Return,
+    Stmt,
+    Unary,
+    Var,
+)
+
+
+def drop_dead_lets(body: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
+    """``body`` without the ``let``s whose names it never reads (see the module)."""
+    while True:
+        read: set[str] = set()
+        _reads(body, read)
+        kept = _keep(body, read)
+        if kept is body:
+            return body
+        body = kept
+
+
+def _keep(stmts: tuple[Stmt, ...], read: set[str]) -> tuple[Stmt, ...]:
+    """``stmts`` without dead ``let``s; ``stmts`` itself when nothing in it changed."""
+    out: list[Stmt] = []
+    changed = False
+    for s in stmts:
+        t = type(s)
+        if t is Let:
+            if s.name not in read and _arithmetic(s.value):
+                changed = True
+                continue
+        elif t is If:
+            then, orelse = _keep(s.then, read), _keep(s.orelse, read)
+            if then is not s.then or orelse is not s.orelse:
+                s, changed = If(s.cond, then, orelse), True
+        elif t is For:
+            inner = _keep(s.body, read)
+            if inner is not s.body:
+                s, changed = For(s.init, s.cond, s.update, inner), True
+        elif t is Loop or t is Block:
+            inner = _keep(s.body, read)
+            if inner is not s.body:
+                s, changed = t(inner), True
+        out.append(s)
+    return tuple(out) if changed else stmts
+
+
+def _arithmetic(e: Expr) -> bool:
+    """Whether ``e`` reads no memory and calls no helper: only names, literals, members and
+    operators. A dead ``let`` that loads stays, so that a binding read only there is still
+    read (the verifier rejects a binding nothing reads) and the author sees the load."""
+    todo = [e]
+    while todo:
+        x = todo.pop()
+        t = type(x)
+        if t is Index or t is FnCall:
+            return False
+        if t is Binary:
+            todo += (x.a, x.b)
+        elif t is Member:
+            todo.append(x.base)
+        elif t is Unary or t is Convert:
+            todo.append(x.x)
+        elif t is Call or t is Construct:
+            todo += x.args
+    return True
+
+
+def _reads(stmts: tuple[Stmt, ...], read: set[str]) -> None:
+    """Add every name an expression of ``stmts`` reads to ``read``."""
+    exprs: list[Expr] = []
+    todo = list(stmts)
+    while todo:
+        s = todo.pop()
+        t = type(s)
+        if t is Let:
+            exprs.append(s.value)
+        elif t is Assign:
+            exprs += (s.target, s.value)
+        elif t is If:
+            exprs.append(s.cond)
+            todo += s.then
+            todo += s.orelse
+        elif t is For:
+            todo += s.body
+            for part in (s.init, s.update):
+                if part is not None:
+                    todo.append(part)
+            if s.cond is not None:
+                exprs.append(s.cond)
+        elif t is Loop or t is Block:
+            todo += s.body
+        elif t is Var or t is Return:
+            value = s.init if t is Var else s.value
+            if value is not None:
+                exprs.append(value)
+    add, push = read.add, exprs.append
+    while exprs:
+        e = exprs.pop()
+        t = type(e)
+        if t is Name:
+            add(e.name)
+        elif t is Lit:
+            continue
+        elif t is Binary:
+            push(e.a)
+            push(e.b)
+        elif t is Index:
+            exprs += (e.base, e.index)
+        elif t is Member:
+            push(e.base)
+        elif t is Unary or t is Convert:
+            push(e.x)
+        elif t is Call or t is FnCall or t is Construct:
+            exprs += e.args
