@@ -23,6 +23,9 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 TARGET_ROOFLINE, TARGET_PER_ROW, TARGET_FLOOR = 90.0, 3.0, 1.5
+#: A copy of 64 MB or more under this share of the runs' best ran in a slow state of the GPU:
+#: copies at these sizes take 2.9-4.1 TB/s when the GPU runs at speed, 1.2-2.3 in slow states.
+SLOW_COPY = 0.6
 PER_ROW_MODES = ("build", "build_quant", "append_quant", "window_shift")
 
 
@@ -68,7 +71,8 @@ def conservative(rows: list[dict[str, Any]]) -> float | None:
     (~3.2-4.1 TB/s) state, and a kernel measured fast beside a copy measured slow shows more
     than 100%. ``pct_best`` divides by the higher of the copy beside the kernel and the best copy
     of the runs (at 64 MB or more), so it never flatters; a kernel only ever measured in the
-    slow state is understated by it. Returns that best bandwidth (GB/s).
+    slow state is understated by it. A copy of 64 MB or more under :data:`SLOW_COPY` of the best
+    marks its row ``slow_copy`` (its table note says so). Returns that best bandwidth (GB/s).
     """
     copies = [r["roofline_gbps"] for r in rows if r.get("roofline_gbps") and r["bytes"] >= 64e6]
     peak = max(copies, default=None)
@@ -77,6 +81,7 @@ def conservative(rows: list[dict[str, Any]]) -> float | None:
             continue
         roof = max(r["roofline_gbps"], peak if r["bytes"] >= 64e6 else r["roofline_gbps"])
         r["copy_gbps"] = r["roofline_gbps"]
+        r["slow_copy"] = r["bytes"] >= 64e6 and r["roofline_gbps"] < SLOW_COPY * peak
         if r.get("kvdsl_gbps"):
             r["pct_best"] = 100 * r["kvdsl_gbps"] / roof
         if r.get("template_us") and r.get("bytes"):
@@ -282,6 +287,10 @@ def tables(rows: list[dict]) -> list[str]:
             note = "" if note == "ok" else note
             if r.get("kvdsl_status") not in ("ok", None):
                 note = f"kvdsl: {r['kvdsl_status']}" + (f"; {note}" if note else "")
+            if r.get("slow_copy"):
+                note = "the copy beside it ran slow (% best is the figure)" + (
+                    f"; {note}" if note else ""
+                )
             mb = r["bytes"] / 1e6 if r.get("bytes") else None
             out.append(
                 f"| {r['variant']} | {_f(r.get('batch'), 0)} | {_f(r.get('tokens'), 0)} | "

@@ -119,3 +119,11 @@ def test_rows_of_variants_gone_from_the_catalog_are_left_out():
     rows = [row("build_flat_a", "flat", 35.0, 33.5), row("build_flat_old", "flat", 40.0, 33.5)]
     kept, gone = report.current(rows, {"build_flat_a", "build_flat_b"})
     assert [r["variant"] for r in kept] == ["build_flat_a"] and gone == ["build_flat_old"]
+
+
+def test_rows_beside_a_slow_copy_say_so():
+    rows = [row("build_flat_a", "flat", 35.0, 33.5), row("build_flat_b", "flat", 35.0, 70.0)]
+    report.conservative(rows)
+    assert [r["slow_copy"] for r in rows] == [False, True]
+    text = "\n".join(report.tables(rows))
+    assert text.count("the copy beside it ran slow") == 1
