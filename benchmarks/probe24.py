@@ -26,8 +26,6 @@ from __future__ import annotations
 import sys
 
 import probes
-from kvdsl import catalog
-from kvdsl.emit import emit
 from kvdsl.nodes import flat
 from kvdsl.runtime import adapter_info
 
@@ -51,22 +49,11 @@ VARIANTS = [
 FORMS = {"64": 64, "256": 256}
 
 
-def form(m: probes.Measurement, lanes: int) -> str:
-    """``m``'s kernel built with at most ``lanes`` invocations per workgroup (the same
-    interface and dispatch)."""
-    default = flat.BLOCK_LANES
-    flat.BLOCK_LANES = lanes
-    try:
-        return emit(catalog.build_config(m.cfg, m.variant))
-    finally:
-        flat.BLOCK_LANES = default
-
-
 def main(argv: list[str]) -> None:
     size, pool, race = probes.start(argv, 0 if "--small" in argv else 20)
     print(f"{adapter_info()['implementation']}: {adapter_info()['device']}")
     for m in probes.measurements(VARIANTS, size, pool):
-        texts = {name: form(m, lanes) for name, lanes in FORMS.items()}
+        texts = {n: probes.emit_with(m, flat, BLOCK_LANES=lanes) for n, lanes in FORMS.items()}
         probes.same_bytes(m, texts["64"], texts["256"])
         forms = {name: (text, m.wg) for name, text in texts.items()}
         race.run(m.label, m.kernel, forms, m.bufs, m.params, m.nbytes, 3)

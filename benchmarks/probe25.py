@@ -18,8 +18,6 @@ from __future__ import annotations
 import sys
 
 import probes
-from kvdsl import catalog
-from kvdsl.emit import emit
 from kvdsl.nodes import flat
 from kvdsl.runtime import adapter_info
 
@@ -36,29 +34,27 @@ VARIANTS = [
     "build_quant_int8_rotary_llama31_8b",
     "build_quant_int4_rotary_llama31_8b",
 ]
+FORMS = ("vector", "pairs")
+PAIRS = flat._pairs
 
 
-def form(m: probes.Measurement, pairs: bool) -> str:
-    """``m``'s kernel walking rotary pairs (``pairs``) or its default walk."""
-    default = flat._pairs
+def policy(pairs: bool):
+    """``flat._pairs`` answering ``pairs`` for every rotary template walk the pair walk serves
+    (the vector form is the walk these variants had before this probe)."""
 
-    def forced(cfg):
-        if pairs and cfg.walk in flat.TEMPLATE_WALKS and cfg.rotary and flat.pairs_apply(cfg):
-            return True
-        return default(cfg)
+    def chosen(cfg) -> bool:
+        if cfg.walk in flat.TEMPLATE_WALKS and cfg.rotary and flat.pairs_apply(cfg):
+            return pairs
+        return PAIRS(cfg)
 
-    flat._pairs = forced
-    try:
-        return emit(catalog.build_config(m.cfg, m.variant))
-    finally:
-        flat._pairs = default
+    return chosen
 
 
 def main(argv: list[str]) -> None:
     size, pool, race = probes.start(argv, 0 if "--small" in argv else 20)
     print(f"{adapter_info()['implementation']}: {adapter_info()['device']}")
     for m in probes.measurements(VARIANTS, size, pool):
-        texts = {"vector": form(m, False), "pairs": form(m, True)}
+        texts = {k: probes.emit_with(m, flat, _pairs=policy(k == "pairs")) for k in FORMS}
         assert texts["vector"] != texts["pairs"], m.variant
         probes.same_bytes(m, texts["vector"], texts["pairs"])
         forms = {name: (text, m.wg) for name, text in texts.items()}

@@ -20,8 +20,6 @@ from __future__ import annotations
 import sys
 
 import probes
-from kvdsl import catalog
-from kvdsl.emit import emit
 from kvdsl.nodes import flat
 from kvdsl.runtime import adapter_info
 
@@ -38,15 +36,6 @@ VARIANTS = [
 STEPS = (1, 2, 4)
 
 
-def form(m: probes.Measurement, steps: int) -> str:
-    default = flat.BLOCK_STEPS
-    flat.BLOCK_STEPS = steps
-    try:
-        return emit(catalog.build_config(m.cfg, m.variant))
-    finally:
-        flat.BLOCK_STEPS = default
-
-
 def main(argv: list[str]) -> None:
     size, pool, race = probes.start(argv, 0 if "--small" in argv else 30)
     size["batches"] = (4, 1)
@@ -54,7 +43,7 @@ def main(argv: list[str]) -> None:
     for m in probes.measurements(VARIANTS, size, pool):
         if m.plan.tokens != 1:
             continue
-        texts = {f"x{n}": form(m, n) for n in STEPS}
+        texts = {f"x{n}": probes.emit_with(m, flat, BLOCK_STEPS=n) for n in STEPS}
         for name in ("x2", "x4"):
             probes.same_bytes(m, texts["x1"], texts[name])
         forms = {name: (text, m.wg) for name, text in texts.items()}

@@ -16,8 +16,6 @@ from __future__ import annotations
 import sys
 
 import probes
-from kvdsl import catalog
-from kvdsl.emit import emit
 from kvdsl.nodes import flat
 from kvdsl.runtime import adapter_info
 
@@ -32,20 +30,11 @@ VARIANTS = [
 FORMS = {"256": 256, "128": 128, "64": 64}
 
 
-def form(m: probes.Measurement, lanes: int) -> str:
-    default = flat.BLOCK_LANES
-    flat.BLOCK_LANES = lanes
-    try:
-        return emit(catalog.build_config(m.cfg, m.variant))
-    finally:
-        flat.BLOCK_LANES = default
-
-
 def main(argv: list[str]) -> None:
     size, pool, race = probes.start(argv, 0 if "--small" in argv else 20)
     print(f"{adapter_info()['implementation']}: {adapter_info()['device']}")
     for m in probes.measurements(VARIANTS, size, pool):
-        texts = {name: form(m, lanes) for name, lanes in FORMS.items()}
+        texts = {n: probes.emit_with(m, flat, BLOCK_LANES=lanes) for n, lanes in FORMS.items()}
         for name in ("128", "64"):
             probes.same_bytes(m, texts["256"], texts[name])
         forms = {name: (text, m.wg) for name, text in texts.items()}

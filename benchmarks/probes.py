@@ -121,6 +121,19 @@ def measurements(
             yield Measurement(variant, cfg, kernel, text, plan, bufs, params, wg, plan.moved(z))
 
 
+def emit_with(m: Measurement, module: Any, **attrs: Any) -> str:
+    """``m``'s kernel built and emitted with ``module``'s attributes ``attrs`` set for the
+    build (a walk constant, a policy function), then put back."""
+    saved = {name: getattr(module, name) for name in attrs}
+    for name, value in attrs.items():
+        setattr(module, name, value)
+    try:
+        return emit(catalog.build_config(m.cfg, m.variant))
+    finally:
+        for name, value in saved.items():
+            setattr(module, name, value)
+
+
 def same_bytes(m: Measurement, a: str, b: str) -> None:
     """Run the WGSL forms ``a`` and ``b`` of ``m``'s kernel on its buffers and print, per output,
     the share of 16-bit units (f16 halves) the two wrote alike."""

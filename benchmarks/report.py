@@ -283,14 +283,16 @@ def tables(rows: list[dict]) -> list[str]:
         for r in rows:
             if r["mode"] != mode:
                 continue
-            note = r.get("template_status") or ""
-            note = "" if note == "ok" else note
-            if r.get("kvdsl_status") not in ("ok", None):
-                note = f"kvdsl: {r['kvdsl_status']}" + (f"; {note}" if note else "")
-            if r.get("slow_copy"):
-                note = "the copy beside it ran slow (% best is the figure)" + (
-                    f"; {note}" if note else ""
+            template = r.get("template_status")
+            note = "; ".join(
+                part
+                for part in (
+                    r.get("slow_copy") and "the copy beside it ran slow (% best is the figure)",
+                    r.get("kvdsl_status") not in ("ok", None) and f"kvdsl: {r['kvdsl_status']}",
+                    template != "ok" and template,
                 )
+                if part
+            )
             mb = r["bytes"] / 1e6 if r.get("bytes") else None
             out.append(
                 f"| {r['variant']} | {_f(r.get('batch'), 0)} | {_f(r.get('tokens'), 0)} | "
@@ -345,9 +347,13 @@ def dawn_section(dawn: list[dict], rows: list[dict]) -> list[str]:
         "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|",
     ]
     for r in dawn:
-        note = "" if r.get("kvdsl_status") == "ok" else str(r.get("kvdsl_status"))
-        if r.get("native_run"):
-            note = f"wgpu-native: {r['native_run']}" + (f"; {note}" if note else "")
+        status = r.get("kvdsl_status")
+        native = r.get("native_run")
+        note = "; ".join(
+            part
+            for part in (native and f"wgpu-native: {native}", status != "ok" and str(status))
+            if part
+        )
         out.append(
             f"| {r['variant']} | {_f(r.get('batch'), 0)} | {_f(r.get('tokens'), 0)} | "
             f"{_f(r.get('kvdsl_us'), 2)} | {_f(r.get('copy_gbps'), 0)} | "

@@ -34,11 +34,12 @@ from kvdsl.ir.nodes import (
     Stmt,
     Unary,
     Var,
+    walk,
 )
 
 
 def drop_dead_lets(body: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
-    """``body`` without the ``let``s whose names it never reads (see the module)."""
+    """``body`` without the arithmetic ``let``s whose names it never reads (see the module)."""
     while True:
         read: set[str] = set()
         _reads(body, read)
@@ -78,25 +79,12 @@ def _arithmetic(e: Expr) -> bool:
     """Whether ``e`` reads no memory and calls no helper: only names, literals, members and
     operators. A dead ``let`` that loads stays, so that a binding read only there is still
     read (the verifier rejects a binding nothing reads) and the author sees the load."""
-    todo = [e]
-    while todo:
-        x = todo.pop()
-        t = type(x)
-        if t is Index or t is FnCall:
-            return False
-        if t is Binary:
-            todo += (x.a, x.b)
-        elif t is Member:
-            todo.append(x.base)
-        elif t is Unary or t is Convert:
-            todo.append(x.x)
-        elif t is Call or t is Construct:
-            todo += x.args
-    return True
+    return not any(isinstance(x, (Index, FnCall)) for x in walk(e))
 
 
 def _reads(stmts: tuple[Stmt, ...], read: set[str]) -> None:
-    """Add every name an expression of ``stmts`` reads to ``read``."""
+    """Add every name an expression of ``stmts`` reads to ``read``. Not :func:`walk`: that
+    visits every node, type and tuple, and over the catalog takes 18 ms where this takes 3."""
     exprs: list[Expr] = []
     todo = list(stmts)
     while todo:

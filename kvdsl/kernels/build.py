@@ -421,7 +421,8 @@ def build(cfg: BuildConfig, name: str = "build") -> Kernel:
     """Build the ``build`` kernel for ``cfg`` (the flat rotary walk walks rotary pairs where
     :func:`kvdsl.nodes.flat.uses_pairs` says: by default where it loads f16)."""
     kb = KernelBuilder(name, cfg.workgroup_size)
-    width = flat.lanes(cfg.head_dim, cfg.rotary) if flat.program(cfg) else 1
+    program = flat.program(cfg)
+    width = flat.lanes(cfg.head_dim, cfg.rotary) if program else 1
     inputs = declare_inputs(kb, cfg, width=width)
     present = flat.elem(scalar(cfg.present_type), width)
     present_key = flat.binding(kb, "present_key", scalar(cfg.present_type), width, "read_write")
@@ -457,7 +458,7 @@ def build(cfg: BuildConfig, name: str = "build") -> Kernel:
         doc = "Build a BNSH cache from new BSH K/V" + _transforms_doc(cfg) + "."
         kernel = kb.build(flat.dispatch(count, fr.pair, cfg), doc)
         return _build_contract(kernel, cfg, count, seq, past)
-    if flat.program(cfg):
+    if program:
         fr = flat_row(kb, cfg, c, inputs, width)
         kl = flat_k_loads(kb, fr, inputs, lambda: kb.let("pos", past + fr.t))
         v = inputs.src_v[fr.src_base + fr.it.d]

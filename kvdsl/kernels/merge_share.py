@@ -31,7 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kvdsl.ir import Kernel, KernelBuilder, Val, f32
+from kvdsl.ir import Kernel, KernelBuilder, f32
 from kvdsl.kernels.config import (
     ceil_div,
     check,
@@ -183,42 +183,30 @@ def _append(kb: KernelBuilder, cfg: MergeShareConfig, pairs: bool) -> None:
     half = kb.const("HALF", u32, cfg.head_dim // 2) if cfg.rotary else None
     rows, seq, key_seq = kb.param("count"), kb.param("seq"), kb.param("keySeq")
 
-    def window_row(row: Val) -> tuple[Val, Val, Val, Val]:
-        """``(b, hk, j, t)`` of new row ``row``: its cache row ``t`` in the append window;
-        tokens that do not fit the cache (keySeq > seq) return."""
-        b, hk, j = split_rows(kb, row, heads, key_seq, "j")
-        w = append_window(kb, seqlens_k, b, seq, key_seq)
-        kb.comment("New tokens before `skip` do not fit the cache (keySeq > seq).")
-        kb.leave_if(j < w.skip)
-        return b, hk, j, kb.let("t", w.append_start + (j - w.skip))
-
-    def flat_walk() -> None:
-        hd4 = flat.vector_const(kb, head_dim, cfg.head_dim, width)
-        hidden4 = flat.vector_const(kb, hidden, cfg.kv_heads * cfg.head_dim, width)
-        half4 = flat.vector_const(kb, half, cfg.head_dim // 2, width) if cfg.rotary else None
-        if pairs:
-            it = flat.pair_walk(kb, cfg, rows, half4)
-        else:
-            it = flat.walk(kb, cfg, rows, hd4, width)
-        b, hk, j, t = window_row(it.row)
-        dst = kb.let("dst", bnsh(b, hk, t, heads, seq, hd4) + it.d)
-        n_src = kb.let("nSrc", (b * key_seq + j) * hidden4 + hk * hd4)
-        if pairs:
-            kb.comment("NeoX rotation of one pair of vectors; row t is its own absolute position.")
-            rot = (cos, sin, t, half4)
-            flat.move_rotated_pair(
-                kb, new_k, new_v, n_src, it.d, rot, present_key, present_value, dst
-            )
-            return
-        if cfg.rotary:
-            kb.comment("NeoX rotation of one vector; row t is its own absolute position.")
-            k = flat.rotate(kb, new_k, n_src, it.d, cos, sin, t, half4)
-            present_key[dst] = flat.to(kb, cache, k)
-        else:
-            present_key[dst] = flat.to(kb, cache, new_k[n_src + it.d])
-        present_value[dst] = flat.to(kb, cache, new_v[n_src + it.d])
-
-    flat_walk()
+    hd4 = flat.vector_const(kb, head_dim, cfg.head_dim, width)
+    hidden4 = flat.vector_const(kb, hidden, cfg.kv_heads * cfg.head_dim, width)
+    half4 = flat.vector_const(kb, half, cfg.head_dim // 2, width) if cfg.rotary else None
+    it = flat.pair_walk(kb, cfg, rows, half4) if pairs else flat.walk(kb, cfg, rows, hd4, width)
+    # New row -> its cache row t in the append window.
+    b, hk, j = split_rows(kb, it.row, heads, key_seq, "j")
+    w = append_window(kb, seqlens_k, b, seq, key_seq)
+    kb.comment("New tokens before `skip` do not fit the cache (keySeq > seq).")
+    kb.leave_if(j < w.skip)
+    t = kb.let("t", w.append_start + (j - w.skip))
+    dst = kb.let("dst", bnsh(b, hk, t, heads, seq, hd4) + it.d)
+    n_src = kb.let("nSrc", (b * key_seq + j) * hidden4 + hk * hd4)
+    if pairs:
+        kb.comment("NeoX rotation of one pair of vectors; row t is its own absolute position.")
+        rot = (cos, sin, t, half4)
+        flat.move_rotated_pair(kb, new_k, new_v, n_src, it.d, rot, present_key, present_value, dst)
+        return
+    if cfg.rotary:
+        kb.comment("NeoX rotation of one vector; row t is its own absolute position.")
+        k = flat.rotate(kb, new_k, n_src, it.d, cos, sin, t, half4)
+        present_key[dst] = flat.to(kb, cache, k)
+    else:
+        present_key[dst] = flat.to(kb, cache, new_k[n_src + it.d])
+    present_value[dst] = flat.to(kb, cache, new_v[n_src + it.d])
 
 
 def catalog_variants(models: dict[str, Model]) -> dict[str, MergeShareConfig]:

@@ -173,7 +173,8 @@ def append_quant(cfg: AppendQuantConfig, name: str = "append_quant") -> Kernel:
 
 def _quant(cfg: Any, name: str, append: bool) -> Kernel:
     kb = KernelBuilder(name, cfg.workgroup_size)
-    width = flat.lanes(cfg.head_dim, cfg.rotary) if flat.program(cfg) else 1
+    program = flat.program(cfg)
+    width = flat.lanes(cfg.head_dim, cfg.rotary) if program else 1
     inputs = declare_inputs(kb, cfg, seqlens_k=append, width=width)
     k_scale = kb.binding("k_scale", f32, "read")
     v_scale = kb.binding("v_scale", f32, "read")
@@ -195,13 +196,13 @@ def _quant(cfg: Any, name: str, append: bool) -> Kernel:
         total_seq = None
     row_position = append and cfg.rotary_position == "row"
     per_channel = per_channel.ne(0)
-    if flat.program(cfg) and cfg.k_norm and cfg.rotary and row_position:
+    if program and cfg.k_norm and cfg.rotary and row_position:
         # K RMSNorm loads cos/sin at the window's row before its barrier, skipped tokens too;
         # an empty cache has no row (and no table): every invocation leaves, uniformly.
         kb.comment("An empty cache (totalSeq = 0) holds no row to write or rotate at.")
         with kb.if_(total_seq.eq(0)):
             kb.ret()
-    if flat.program(cfg):
+    if program:
         # One vector per invocation, or on the pair walk vectors d and d + HALF_V4 (names
         # suffixed 0 and 1): the same program per vector.
         pairs = flat.uses_pairs(cfg)

@@ -130,51 +130,39 @@ def window_shift(cfg: WindowShiftConfig, name: str = "window_shift") -> Kernel:
     half = kb.const("HALF", u32, cfg.head_dim // 2) if cfg.rotary else None
     rows, seq, key_seq = kb.param("count"), kb.param("seq"), kb.param("keySeq")
 
-    def flat_pass() -> None:
-        hd4 = flat.vector_const(kb, head_dim, cfg.head_dim, width)
-        hidden4 = (
-            flat.vector_const(kb, hidden, cfg.kv_heads * cfg.head_dim, width) if new_k else None
-        )
-        half4 = flat.vector_const(kb, half, cfg.head_dim // 2, width) if cfg.rotary else None
+    hd4 = flat.vector_const(kb, head_dim, cfg.head_dim, width)
+    hidden4 = flat.vector_const(kb, hidden, cfg.kv_heads * cfg.head_dim, width) if new_k else None
+    half4 = flat.vector_const(kb, half, cfg.head_dim // 2, width) if cfg.rotary else None
+    it = flat.pair_walk(kb, cfg, rows, half4) if pairs else flat.walk(kb, cfg, rows, hd4, width)
+
+    def append_vec(b: Val, hk: Val, j: Val, dst: Val, pos: Val) -> None:
+        n_src = kb.let("nSrc", (b * key_seq + j) * hidden4 + hk * hd4)
+        if cfg.rotary:
+            kb.comment("Appended K is rotated at its absolute position; retained keys already are.")
         if pairs:
-            it = flat.pair_walk(kb, cfg, rows, half4)
-        else:
-            it = flat.walk(kb, cfg, rows, hd4, width)
-
-        def append_vec(b: Val, hk: Val, j: Val, dst: Val, pos: Val) -> None:
-            n_src = kb.let("nSrc", (b * key_seq + j) * hidden4 + hk * hd4)
-            if pairs:
-                kb.comment(
-                    "Appended K is rotated at its absolute position; retained keys already are."
-                )
-                rot = (cos, sin, pos, half4)
-                flat.move_rotated_pair(
-                    kb, new_k, new_v, n_src, it.d, rot, present_key, present_value, dst
-                )
-                return
-            if cfg.rotary:
-                kb.comment(
-                    "Appended K is rotated at its absolute position; retained keys already are."
-                )
-                present_key[dst] = flat.to(
-                    kb, cache, flat.rotate(kb, new_k, n_src, it.d, cos, sin, pos, half4)
-                )
-            else:
-                present_key[dst] = flat.to(kb, cache, new_k[n_src + it.d])
-            present_value[dst] = flat.to(kb, cache, new_v[n_src + it.d])
-
-        if cfg.region == "append":
-            kb.comment(
-                "Append-only pass: the vectors of the new token rows; `seq` stays the capacity."
+            rot = (cos, sin, pos, half4)
+            flat.move_rotated_pair(
+                kb, new_k, new_v, n_src, it.d, rot, present_key, present_value, dst
             )
-            b, hk, j = split_rows(kb, it.row, heads, key_seq, "j")
-            w = sliding_window(kb, seqlens_k, b, seq, key_seq)
-            kb.comment("New tokens before `skip` do not fit the window (keySeq > seq).")
-            kb.leave_if(j < w.skip)
-            t = kb.let("t", w.append_start + (j - w.skip))
-            dst = kb.let("dst", bnsh(b, hk, t, heads, seq, hd4) + it.d)
-            append_vec(b, hk, j, dst, kb.let("pos", w.past + j))
             return
+        if cfg.rotary:
+            present_key[dst] = flat.to(
+                kb, cache, flat.rotate(kb, new_k, n_src, it.d, cos, sin, pos, half4)
+            )
+        else:
+            present_key[dst] = flat.to(kb, cache, new_k[n_src + it.d])
+        present_value[dst] = flat.to(kb, cache, new_v[n_src + it.d])
+
+    if cfg.region == "append":
+        kb.comment("Append-only pass: the vectors of the new token rows; `seq` stays the capacity.")
+        b, hk, j = split_rows(kb, it.row, heads, key_seq, "j")
+        w = sliding_window(kb, seqlens_k, b, seq, key_seq)
+        kb.comment("New tokens before `skip` do not fit the window (keySeq > seq).")
+        kb.leave_if(j < w.skip)
+        t = kb.let("t", w.append_start + (j - w.skip))
+        dst = kb.let("dst", bnsh(b, hk, t, heads, seq, hd4) + it.d)
+        append_vec(b, hk, j, dst, kb.let("pos", w.past + j))
+    else:
         b, hk, t = split_rows(kb, it.row, heads, seq)
         w = sliding_window(kb, seqlens_k, b, seq, key_seq)
         with kb.if_(t < w.append_start):
@@ -193,8 +181,6 @@ def window_shift(cfg: WindowShiftConfig, name: str = "window_shift") -> Kernel:
             kb.comment("Outside the resident window: cleared, not left stale.")
             present_key[it.e] = flat.zero(cache)
             present_value[it.e] = flat.zero(cache)
-
-    flat_pass()
     if pairs:
         dispatch = flat.pair_dispatch(kb, rows, cfg)
     else:
