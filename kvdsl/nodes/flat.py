@@ -297,6 +297,10 @@ def _block_item(kb: KernelBuilder, fold: int, rows: Val, per_row: Val, d: str, g
 #: default, and WebGPU's default limit.
 BLOCK_LANES = 256
 
+#: A K RMSNorm row sum of up to this many workgroup-memory loads is written out, one ``let``,
+#: instead of a loop (:func:`row_sum_of_squares`); 0 keeps every loop.
+UNROLL_SUMS = 16
+
 
 def block_lanes(wg: int, per_row: int | None, whole_rows: bool = False) -> int:
     """The block walk's invocations per workgroup for the template's ``wg`` rows per workgroup
@@ -517,11 +521,7 @@ def rotate(
 def square(x: Val | tuple[Val, ...]) -> Val:
     """``dot(x, x)`` (``x * x`` for a scalar); of a tuple, the sum of its members' in order."""
     xs = x if isinstance(x, tuple) else (x,)
-    parts = [dot(v, v) if isinstance(v.ty, Vec) else v * v for v in xs]
-    total = parts[0]
-    for p in parts[1:]:
-        total = total + p
-    return total
+    return _sum_in_order([dot(v, v) if isinstance(v.ty, Vec) else v * v for v in xs])
 
 
 def row_sum_of_squares(
@@ -562,6 +562,10 @@ def row_sum_of_squares(
         wsum[kb.lid.x] = sq
         kb.barrier()
         row = kb.let("rowLane", first)
+        if lanes_per_row <= UNROLL_SUMS:
+            return kb.let(
+                "ms", _sum_in_order([wsum[row + j if j else row] for j in range(lanes_per_row)])
+            )
         ms = kb.var("ms", f32, 0.0)
         with kb.for_range("j", lit(0, u32), per_row, 1) as j:
             ms.set(ms + wsum[row + j])
@@ -570,10 +574,23 @@ def row_sum_of_squares(
     wsum[kb.lid.x / 4, kb.lid.x % 4] = sq
     kb.barrier()
     row = kb.let("rowQuad", first / 4)
-    acc = kb.var("acc", vec(4, f32), splat(vec(4, f32), 0.0))
-    with kb.for_range("j", lit(0, u32), per_row / 4, 1) as j:
-        acc.set(acc + wsum[row + j])
+    if lanes_per_row // 4 <= UNROLL_SUMS:
+        acc = kb.let(
+            "acc", _sum_in_order([wsum[row + j if j else row] for j in range(lanes_per_row // 4)])
+        )
+    else:
+        acc = kb.var("acc", vec(4, f32), splat(vec(4, f32), 0.0))
+        with kb.for_range("j", lit(0, u32), per_row / 4, 1) as j:
+            acc.set(acc + wsum[row + j])
     return kb.let("ms", (acc.x + acc.y) + (acc.z + acc.w))
+
+
+def _sum_in_order(parts: list[Val]) -> Val:
+    """``((p0 + p1) + p2) + ...``: the loop's order of adds, so the sum is bit-identical."""
+    total = parts[0]
+    for p in parts[1:]:
+        total = total + p
+    return total
 
 
 def subgroup_row_sum_of_squares(
