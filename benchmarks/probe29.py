@@ -10,6 +10,13 @@ builds each K RMSNorm kernel (drop-ins and flat, Qwen3-0.6B) with the sum as a l
 the same bytes, and times them alternately with the copy, three rounds, best kept, after 20 s
 of copies, at batch 4.
 
+Result (``results/h200/probe29.txt``, ``probe29-dawn.txt``): no gain. Both forms write the same
+bytes; at 2,048 and 8,192 tokens they are within 2 points on most rows under both
+implementations, and the written-out sum loses on the int4 drop-ins (2,048 tokens: 89% → 75% of
+the copy under wgpu-native, 92% → 79% under Dawn) and on the int8 appends at 2,048 tokens. The
+loop stays. The written-out form was commit c14608f (``flat.UNROLL_SUMS``), removed in the next
+commit; this probe runs against that commit.
+
     python benchmarks/probe29.py [--small]
 """
 

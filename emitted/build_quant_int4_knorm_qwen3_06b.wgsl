@@ -76,7 +76,10 @@ fn main(
     wsum[lid.x / 4u][lid.x % 4u] = dot(x0Raw, x0Raw) + dot(x1Raw, x1Raw);
     workgroupBarrier();
     let rowQuad = (lid.x - dr) / 4u;
-    let acc = wsum[rowQuad] + wsum[rowQuad + 1u] + wsum[rowQuad + 2u] + wsum[rowQuad + 3u];
+    var acc: vec4<f32> = vec4<f32>(0.0f, 0.0f, 0.0f, 0.0f);
+    for (var j: u32 = 0u; j < HALF_V4 / 4u; j = j + 1u) {
+      acc = acc + wsum[rowQuad + j];
+    }
     let ms = acc.x + acc.y + (acc.z + acc.w);
     let invRms = inverseSqrt(ms / f32(HEAD_DIM) + QK_EPS);
     if (!(e >= items)) {

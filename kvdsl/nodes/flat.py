@@ -278,11 +278,12 @@ def _block_item(kb: KernelBuilder, fold: int, rows: Val, per_row: Val, d: str, g
     end = kb.let("itemEnd", rows * per_row) if guard else None
 
     def step_end() -> None:
-        if kb.workgroup_vars:
+        if kb.workgroup_vars and STEP_BUFFERS == 1:
             kb.comment("The next step reuses workgroup memory: wait until every lane read it.")
             kb.barrier()
 
     s = kb.open(kb.for_range("s", lit(0, u32), steps), before_close=step_end)
+    kb.step_slot = s % 2 if STEP_BUFFERS == 2 else None
     if guard:
         kb.comment("The rest of the block lies past the end (alike for every lane): done.")
         with kb.if_(base + s * step >= end):
@@ -297,9 +298,8 @@ def _block_item(kb: KernelBuilder, fold: int, rows: Val, per_row: Val, d: str, g
 #: default, and WebGPU's default limit.
 BLOCK_LANES = 256
 
-#: A K RMSNorm row sum of up to this many workgroup-memory loads is written out, one ``let``,
-#: instead of a loop (:func:`row_sum_of_squares`); 0 keeps every loop.
-UNROLL_SUMS = 16
+#: Probe 30: 2 gives the block walk's K RMSNorm two workgroup-memory slots, by step parity.
+STEP_BUFFERS = 1
 
 
 def block_lanes(wg: int, per_row: int | None, whole_rows: bool = False) -> int:
@@ -521,7 +521,11 @@ def rotate(
 def square(x: Val | tuple[Val, ...]) -> Val:
     """``dot(x, x)`` (``x * x`` for a scalar); of a tuple, the sum of its members' in order."""
     xs = x if isinstance(x, tuple) else (x,)
-    return _sum_in_order([dot(v, v) if isinstance(v.ty, Vec) else v * v for v in xs])
+    parts = [dot(v, v) if isinstance(v.ty, Vec) else v * v for v in xs]
+    total = parts[0]
+    for p in parts[1:]:
+        total = total + p
+    return total
 
 
 def row_sum_of_squares(
@@ -562,35 +566,26 @@ def row_sum_of_squares(
         wsum[kb.lid.x] = sq
         kb.barrier()
         row = kb.let("rowLane", first)
-        if lanes_per_row <= UNROLL_SUMS:
-            return kb.let(
-                "ms", _sum_in_order([wsum[row + j if j else row] for j in range(lanes_per_row)])
-            )
         ms = kb.var("ms", f32, 0.0)
         with kb.for_range("j", lit(0, u32), per_row, 1) as j:
             ms.set(ms + wsum[row + j])
         return ms
-    wsum = kb.workgroup_var("wsum", array(vec(4, f32), wg // 4))
-    wsum[kb.lid.x / 4, kb.lid.x % 4] = sq
-    kb.barrier()
-    row = kb.let("rowQuad", first / 4)
-    if lanes_per_row // 4 <= UNROLL_SUMS:
-        acc = kb.let(
-            "acc", _sum_in_order([wsum[row + j if j else row] for j in range(lanes_per_row // 4)])
-        )
+    slot = getattr(kb, "step_slot", None)
+    if slot is None:
+        wsum = kb.workgroup_var("wsum", array(vec(4, f32), wg // 4))
+        wsum[kb.lid.x / 4, kb.lid.x % 4] = sq
+        kb.barrier()
+        row = kb.let("rowQuad", first / 4)
     else:
-        acc = kb.var("acc", vec(4, f32), splat(vec(4, f32), 0.0))
-        with kb.for_range("j", lit(0, u32), per_row / 4, 1) as j:
-            acc.set(acc + wsum[row + j])
+        wsum = kb.workgroup_var("wsum", array(vec(4, f32), 2 * (wg // 4)))
+        base = kb.let("slotBase", slot * (wg // 4))
+        wsum[base + kb.lid.x / 4, kb.lid.x % 4] = sq
+        kb.barrier()
+        row = kb.let("rowQuad", base + first / 4)
+    acc = kb.var("acc", vec(4, f32), splat(vec(4, f32), 0.0))
+    with kb.for_range("j", lit(0, u32), per_row / 4, 1) as j:
+        acc.set(acc + wsum[row + j])
     return kb.let("ms", (acc.x + acc.y) + (acc.z + acc.w))
-
-
-def _sum_in_order(parts: list[Val]) -> Val:
-    """``((p0 + p1) + p2) + ...``: the loop's order of adds, so the sum is bit-identical."""
-    total = parts[0]
-    for p in parts[1:]:
-        total = total + p
-    return total
 
 
 def subgroup_row_sum_of_squares(
