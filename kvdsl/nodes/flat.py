@@ -278,12 +278,11 @@ def _block_item(kb: KernelBuilder, fold: int, rows: Val, per_row: Val, d: str, g
     end = kb.let("itemEnd", rows * per_row) if guard else None
 
     def step_end() -> None:
-        if kb.workgroup_vars and STEP_BUFFERS == 1:
+        if kb.workgroup_vars:
             kb.comment("The next step reuses workgroup memory: wait until every lane read it.")
             kb.barrier()
 
     s = kb.open(kb.for_range("s", lit(0, u32), steps), before_close=step_end)
-    kb.step_slot = s % 2 if STEP_BUFFERS == 2 else None
     if guard:
         kb.comment("The rest of the block lies past the end (alike for every lane): done.")
         with kb.if_(base + s * step >= end):
@@ -297,9 +296,6 @@ def _block_item(kb: KernelBuilder, fold: int, rows: Val, per_row: Val, d: str, g
 #: Invocations per workgroup of the block walk, at most (:func:`block_lanes`): the flat walk's
 #: default, and WebGPU's default limit.
 BLOCK_LANES = 256
-
-#: Probe 30: 2 gives the block walk's K RMSNorm two workgroup-memory slots, by step parity.
-STEP_BUFFERS = 1
 
 
 def block_lanes(wg: int, per_row: int | None, whole_rows: bool = False) -> int:
@@ -570,18 +566,10 @@ def row_sum_of_squares(
         with kb.for_range("j", lit(0, u32), per_row, 1) as j:
             ms.set(ms + wsum[row + j])
         return ms
-    slot = getattr(kb, "step_slot", None)
-    if slot is None:
-        wsum = kb.workgroup_var("wsum", array(vec(4, f32), wg // 4))
-        wsum[kb.lid.x / 4, kb.lid.x % 4] = sq
-        kb.barrier()
-        row = kb.let("rowQuad", first / 4)
-    else:
-        wsum = kb.workgroup_var("wsum", array(vec(4, f32), 2 * (wg // 4)))
-        base = kb.let("slotBase", slot * (wg // 4))
-        wsum[base + kb.lid.x / 4, kb.lid.x % 4] = sq
-        kb.barrier()
-        row = kb.let("rowQuad", base + first / 4)
+    wsum = kb.workgroup_var("wsum", array(vec(4, f32), wg // 4))
+    wsum[kb.lid.x / 4, kb.lid.x % 4] = sq
+    kb.barrier()
+    row = kb.let("rowQuad", first / 4)
     acc = kb.var("acc", vec(4, f32), splat(vec(4, f32), 0.0))
     with kb.for_range("j", lit(0, u32), per_row / 4, 1) as j:
         acc.set(acc + wsum[row + j])
