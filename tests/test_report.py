@@ -38,6 +38,18 @@ def test_merge_keeps_the_first_run_of_each_row(tmp_path):
     assert got == {("x", "a"): 5.0, ("y", "a"): 7.0, ("z", "b"): 3.0}
 
 
+def test_merge_can_keep_the_row_beside_the_fastest_copy(tmp_path):
+    # x: run b's copy ran faster (its row wins, though its kernel measured slower); y: a tie
+    # keeps the first; z: only run b has it; w: a copy not timed never wins over a timed one.
+    header = "variant,batch,tokens,kvdsl_us,roofline_us\n"
+    (tmp_path / "gpu-a.csv").write_text(header + "x,4,1,5.0,9.0\ny,4,1,7.0,6.0\nw,4,1,2.0,\n")
+    (tmp_path / "gpu-b.csv").write_text(header + "x,4,1,6.0,5.0\ny,4,1,8.0,6.0\nz,1,1,3.0,4.0\n"
+                                        "w,4,1,4.0,8.0\n")  # fmt: skip
+    rows = report.merge([tmp_path / "gpu-a.csv", tmp_path / "gpu-b.csv"], "fastest-copy")
+    got = {(r["variant"], r["run"]): r["kvdsl_us"] for r in rows}
+    assert got == {("x", "b"): 6.0, ("y", "a"): 7.0, ("z", "b"): 3.0, ("w", "b"): 4.0}
+
+
 def test_pct_best_never_flatters():
     # A copy measured slow beside the first kernel (2,000 GB/s) against a run's best (4,000):
     # % roof says 150%, % best 75%. Rows under 64 MB keep their own copy.
