@@ -63,6 +63,7 @@ def merge(sources: list[Path], pick: str = "first") -> list[dict[str, Any]]:
 
 
 def _copy_us(row: dict[str, Any]) -> float:
+    """The copy's time beside ``row`` (µs); a row without one sorts last."""
     us = row.get("roofline_us")
     return us if us else float("inf")
 
