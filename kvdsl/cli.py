@@ -328,6 +328,17 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def _count(text: str) -> int:
+    """A whole number ≥ 0 (argparse names the option and the value when this raises)."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"{n} is negative: give 0 or more")
+    return n
+
+
 def bench_options(p: argparse.ArgumentParser, out: str) -> argparse.ArgumentParser:
     """The GPU benchmark's options, for ``kvdsl bench`` and ``benchmarks/gpu.py`` alike."""
     p.add_argument("--small", action="store_true", help="tiny sizes (llvmpipe smoke run)")
@@ -346,6 +357,15 @@ def bench_options(p: argparse.ArgumentParser, out: str) -> argparse.ArgumentPars
         metavar="SECONDS",
         help="first copy 256 MB back and forth for SECONDS, so a GPU that idled in a low clock "
         "state is up before the first timing (a shared GPU: 30 s for short runs)",
+    )
+    p.add_argument(
+        "--retry-slow",
+        type=_count,
+        default=2,
+        metavar="N",
+        help="time a row again, up to N times, when the copy beside it ran in a slow state of "
+        "the GPU (over 1.4x the floor plus its bytes at the run's best bandwidth); the attempt "
+        "whose copy ran fastest stands (2; 0: never)",
     )
     p.add_argument(
         "--budget",
