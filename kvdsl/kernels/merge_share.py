@@ -165,7 +165,6 @@ def _retain(kb: KernelBuilder, cfg: MergeShareConfig) -> None:
 def _append(kb: KernelBuilder, cfg: MergeShareConfig, pairs: bool) -> None:
     width = _width(cfg)
     cache_ty, inp_ty = scalar(cfg.present_type), scalar(cfg.input_type)
-    cache = flat.elem(cache_ty, width)
     new_k = flat.binding(kb, "new_k", inp_ty, width, "read")
     new_v = flat.binding(kb, "new_v", inp_ty, width, "read")
     seqlens_k = kb.binding("seqlens_k", scalar("i32"), "read")
@@ -195,18 +194,11 @@ def _append(kb: KernelBuilder, cfg: MergeShareConfig, pairs: bool) -> None:
     t = kb.let("t", w.append_start + (j - w.skip))
     dst = kb.let("dst", bnsh(b, hk, t, heads, seq, hd4) + it.d)
     n_src = kb.let("nSrc", (b * key_seq + j) * hidden4 + hk * hd4)
-    if pairs:
-        kb.comment("NeoX rotation of one pair of vectors; row t is its own absolute position.")
-        rot = (cos, sin, t, half4)
-        flat.move_rotated_pair(kb, new_k, new_v, n_src, it.d, rot, present_key, present_value, dst)
-        return
-    if cfg.rotary:
-        kb.comment("NeoX rotation of one vector; row t is its own absolute position.")
-        k = flat.rotate(kb, new_k, n_src, it.d, cos, sin, t, half4)
-        present_key[dst] = flat.to(kb, cache, k)
-    else:
-        present_key[dst] = flat.to(kb, cache, new_k[n_src + it.d])
-    present_value[dst] = flat.to(kb, cache, new_v[n_src + it.d])
+    rot = (cos, sin, t, half4) if cfg.rotary else None
+    if rot is not None:
+        what = "one pair of vectors" if pairs else "one vector"
+        kb.comment(f"NeoX rotation of {what}; row t is its own absolute position.")
+    flat.move_new(kb, new_k, new_v, n_src, it.d, rot, present_key, present_value, dst, pairs)
 
 
 def catalog_variants(models: dict[str, Model]) -> dict[str, MergeShareConfig]:

@@ -137,21 +137,10 @@ def window_shift(cfg: WindowShiftConfig, name: str = "window_shift") -> Kernel:
 
     def append_vec(b: Val, hk: Val, j: Val, dst: Val, pos: Val) -> None:
         n_src = kb.let("nSrc", (b * key_seq + j) * hidden4 + hk * hd4)
-        if cfg.rotary:
+        rot = (cos, sin, pos, half4) if cfg.rotary else None
+        if rot is not None:
             kb.comment("Appended K is rotated at its absolute position; retained keys already are.")
-        if pairs:
-            rot = (cos, sin, pos, half4)
-            flat.move_rotated_pair(
-                kb, new_k, new_v, n_src, it.d, rot, present_key, present_value, dst
-            )
-            return
-        if cfg.rotary:
-            present_key[dst] = flat.to(
-                kb, cache, flat.rotate(kb, new_k, n_src, it.d, cos, sin, pos, half4)
-            )
-        else:
-            present_key[dst] = flat.to(kb, cache, new_k[n_src + it.d])
-        present_value[dst] = flat.to(kb, cache, new_v[n_src + it.d])
+        flat.move_new(kb, new_k, new_v, n_src, it.d, rot, present_key, present_value, dst, pairs)
 
     if cfg.region == "append":
         kb.comment("Append-only pass: the vectors of the new token rows; `seq` stays the capacity.")

@@ -421,6 +421,31 @@ def move_rotated_pair(
         out[at + half] = to(kb, ty, hi)
 
 
+def move_new(
+    kb: KernelBuilder,
+    k: Buffer,
+    v: Buffer,
+    src_base: Val,
+    d: Val,
+    rot: tuple[Buffer, Buffer, Val, Val] | None,
+    k_out: Buffer,
+    v_out: Buffer,
+    dst: Val,
+    pairs: bool,
+) -> None:
+    """An appending walk's program for one new row: vector ``d`` of K and V from the rows at
+    ``src_base`` to ``k_out``/``v_out`` at ``dst``, K NeoX-rotated where ``rot`` (``(cos, sin,
+    pos, half)``, as :func:`move_rotated_pair` takes it) is given, converted to each output's
+    element type; on the pair walk (``pairs``) the pair ``d``, ``d + half``
+    (:func:`move_rotated_pair`)."""
+    if pairs:
+        move_rotated_pair(kb, k, v, src_base, d, rot, k_out, v_out, dst)
+        return
+    key = k[src_base + d] if rot is None else rotate(kb, k, src_base, d, *rot)
+    k_out[dst] = to(kb, k_out.binding.elem, key)
+    v_out[dst] = to(kb, v_out.binding.elem, v[src_base + d])
+
+
 def rotated_pair(x0: Val, x1: Val, cs: Val, sn: Val) -> tuple[Val, Val]:
     """The NeoX rotation of the pair ``(x0, x1)``: ``(x0*cs - x1*sn, x1*cs + x0*sn)``, element
     for element the products of :func:`rotate` (which keeps one of them through a ``select``)."""
