@@ -368,8 +368,12 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> list[di
                    "floor_us": floor}  # fmt: skip
             buffers = pool.buffers(kernel.bindings, plan)
             params = plan.params_of(kernel.params)
-            row |= measure(kernel, buffers, params, plan, nbytes, legacy_wgsl, legacy_status,
-                           lbind, lstruct, name)  # fmt: skip
+
+            def attempt() -> dict[str, Any]:
+                return measure(kernel, buffers, params, plan, nbytes, legacy_wgsl, legacy_status,
+                               lbind, lstruct, name)  # fmt: skip
+
+            row |= attempt()
             retries = 0
             while (retries < args.retry_slow and row.get("roofline_us")
                    and slow_copy(row["roofline_us"], nbytes, floor, best_gbps)):  # fmt: skip
@@ -379,8 +383,7 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> list[di
                 t0 = time.perf_counter()
                 while time.perf_counter() - t0 < retry_settle:
                     roofline_us(nbytes)
-                again = measure(kernel, buffers, params, plan, nbytes, legacy_wgsl,
-                                legacy_status, lbind, lstruct, name)  # fmt: skip
+                again = attempt()
                 if again.get("roofline_us") and again["roofline_us"] < row["roofline_us"]:
                     row |= again
             row["retries"] = retries
