@@ -17,6 +17,7 @@ from kvdsl.ir import (
     array,
     construct,
     f32,
+    min_,
     u32,
     vec,
 )
@@ -152,6 +153,53 @@ def test_verify_barrier_rules() -> None:
         _store_load(kb, w, out)
 
     assert _kernel(good_loop).body[0].body[0] == Barrier()
+
+
+def test_verify_barrier_in_uniform_blocks_nested() -> None:
+    """A barrier in a uniform if in a uniform for (or the reverse), a loop bounded by a let of
+    uniform values (workgroup_id among them); not under a let of a load, a helper's result or
+    an invocation's id."""
+
+    def nested(cond, bound=lambda kb: 4):
+        def body(kb, w, out):
+            with kb.for_range("j", 0, bound(kb)):
+                with kb.if_(cond(kb)):
+                    w[kb.lid.x] = kb.gid.x
+                    kb.barrier()
+            _store_load(kb, w, out)
+
+        return body
+
+    k = _kernel(nested(lambda kb: kb.param("n") > 2))
+    assert k.body[0].body[0].then[1] == Barrier()
+
+    def uniform_let(kb):
+        return kb.let("steps", min_(kb.wid.x * 3, kb.param("n")))
+
+    assert "j < steps;" in emit(_kernel(nested(lambda kb: kb.param("n") > 2, uniform_let)))
+    with pytest.raises(VerifyError, match=r"whose header uses 'steps'"):
+        _kernel(nested(lambda kb: kb.param("n") > 2, lambda kb: kb.let("steps", kb.lid.x)))
+    with pytest.raises(VerifyError, match=r"condition `\(lid.x > 0u\)` uses 'lid'"):
+        _kernel(nested(lambda kb: kb.lid.x > 0))
+
+    def loaded(kb, w, out):
+        n = kb.let("n", out[0])
+        with kb.if_(n > 2):
+            kb.barrier()
+        _store_load(kb, w, out)
+
+    with pytest.raises(VerifyError, match=r"condition `\(n > 2u\)` uses 'n'"):
+        _kernel(loaded)
+
+    def helper(kb, w, out):
+        with kb.function("twice", [("a", u32)], u32) as (a,):
+            kb.return_(a * 2)
+        with kb.if_(kb.fn_call("twice", kb.param("n")) > 2):
+            kb.barrier()
+        _store_load(kb, w, out)
+
+    with pytest.raises(VerifyError, match=r"uses 'twice\(\)'"):
+        _kernel(helper)
 
 
 def _store_load_barrier(kb, w, out):

@@ -286,7 +286,7 @@ SCALAR_BUILTINS = frozenset({"subgroup_size"})
 SUBGROUP_BUILTINS = frozenset({"subgroup_size"})
 #: Builtins every invocation of a workgroup sees the same value of (WGSL's uniformity analysis
 #: agrees: a barrier may stand under a condition on them).
-UNIFORM_BUILTINS = frozenset({"subgroup_size"})
+UNIFORM_BUILTINS = frozenset({"subgroup_size", "workgroup_id", "num_workgroups"})
 
 
 def builtin_type(builtin: str) -> Scalar | Vec:

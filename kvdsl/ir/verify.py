@@ -480,14 +480,17 @@ def workgroup_bytes(ty: Array) -> int:
 def check_barriers(kernel: Kernel) -> None:
     """A ``workgroupBarrier()`` must be reached by every invocation of a workgroup or none (WGSL's
     uniformity rule). kvdsl accepts the simple, checkable cases: a barrier at the top level of
-    the entry point, at the top level of a branch of a top-level ``if`` whose condition uses only
-    consts, params, literals and uniform builtins (``subgroup_size``) and which holds no
-    ``break``, ``continue`` or ``return``, or at the top level of a top-level ``for`` whose header
-    uses only those and its own loop variable, whose body neither assigns the loop variable nor
-    holds a ``break``, ``continue`` or ``return``; and none after a top-level statement holding a
-    ``return`` nested inside it (some invocations may have left), unless that statement is an
-    ``if`` on such a uniform condition returning at the top level of a branch (all or none
-    left)."""
+    the entry point; at the top level of a branch of an ``if`` whose condition uses only consts,
+    params, literals, uniform builtins (``subgroup_size``, ``workgroup_id``, ``num_workgroups``)
+    and lets of those (no load, helper call or subgroup builtin), and which holds no ``break``,
+    ``continue`` or ``return``; at the top level of a ``for`` whose header uses only those and
+    its own loop variable, whose body neither assigns the loop variable nor holds a ``break``,
+    ``continue`` or ``return``; and, in turn, in such an ``if`` or ``for`` standing where a
+    barrier could (a uniform ``if`` in a uniform loop: the drop-ins' subgroup K RMSNorm, whose
+    barrier is taken only where the subgroup is narrower than a row). None after a top-level
+    statement holding a ``return`` nested inside it (some invocations may have left), unless that
+    statement is an ``if`` on such a uniform condition returning at the top level of a branch
+    (all or none left)."""
     for fn in kernel.functions:
         if any(type(n) is Barrier for n in statements(fn.body)):
             raise VerifyError(f"function {fn.name}: a helper function may not contain a barrier")
@@ -510,8 +513,7 @@ def check_barriers(kernel: Kernel) -> None:
             (_uniform_if if isinstance(s, If) else _uniform_for)(s, uniform)
         if not isinstance(s, Return) and returns and not _uniform_return(s, uniform):
             left = s
-        if isinstance(s, (Let, Var)):
-            uniform.discard(s.name)  # a local shadowing a const is not known to be uniform
+        _track(s, uniform)
 
 
 def _uniform_return(s: Stmt, uniform: set[str]) -> bool:
@@ -554,29 +556,58 @@ def _head(s: Stmt) -> str:
 
 
 def _non_uniform(e: Expr, uniform: set[str]) -> list[str]:
-    """The names ``e`` uses that are not known to be uniform."""
-    return [n.name for n in walk(e) if type(n) is Name and n.name not in uniform]
+    """What in ``e`` is not known to be uniform: names outside ``uniform`` (a binding's loads
+    among them), helper calls (``name()``: a helper may load) and subgroup builtins."""
+    bad = []
+    for n in walk(e):
+        t = type(n)
+        if t is Name and n.name not in uniform:
+            bad.append(n.name)
+        elif t is FnCall:
+            bad.append(f"{n.name}()")
+        elif t is Call and n.op in ops.SUBGROUP_OPS:
+            bad.append(f"{n.op.value}()")
+    return bad
 
 
-def _barriers_on_top(body: tuple[Stmt, ...], where: str) -> None:
-    """A barrier in ``body`` only at its top level (``where``: "an if", "a for loop")."""
+def _track(s: Stmt, uniform: set[str]) -> None:
+    """After statement ``s``: a ``let`` of a uniform value is uniform (WGSL's analysis agrees);
+    any other local shadowing a uniform name is not known to be."""
+    if type(s) is Let and not _non_uniform(s.value, uniform):
+        uniform.add(s.name)
+    elif isinstance(s, (Let, Var)):
+        uniform.discard(s.name)
+
+
+def _uniform_body(body: tuple[Stmt, ...], uniform: set[str], where: str) -> None:
+    """Barriers in ``body`` (``where``: "an if", "a for loop") only at its top level or, in
+    turn, in a uniform ``if`` or ``for`` there (:func:`_uniform_if`, :func:`_uniform_for`)."""
+    uniform = set(uniform)
     for n in body:
         if not isinstance(n, Barrier) and any(type(x) is Barrier for x in statements((n,))):
-            what = "an if" if isinstance(n, If) else type(n).__name__.lower()
-            raise VerifyError(f"workgroupBarrier() inside {what} in {where}: not uniform")
+            if isinstance(n, If):
+                _uniform_if(n, uniform)
+            elif isinstance(n, For):
+                _uniform_for(n, uniform)
+            else:
+                what = type(n).__name__.lower()
+                raise VerifyError(f"workgroupBarrier() inside {what} in {where}: not uniform")
+        _track(n, uniform)
 
 
 def _uniform_if(s: If, uniform: set[str]) -> None:
-    """Check that ``s``, a top-level ``if`` holding a barrier, has a uniform condition, the
-    barrier at the top level of a branch and no statement that leaves either branch early."""
+    """Check that ``s``, an ``if`` holding a barrier, has a uniform condition, the barrier at
+    the top level of a branch (or in a uniform ``if`` or ``for`` there) and no statement that
+    leaves either branch early."""
     bad = _non_uniform(s.cond, uniform)
     if bad:
         raise VerifyError(
             f"workgroupBarrier() inside an if whose condition `{show(s.cond)}` uses '{bad[0]}': "
-            "control flow there is not uniform (only consts, params, literals and uniform "
-            "builtins such as subgroup_size)"
+            "control flow there is not uniform (only consts, params, literals, uniform "
+            "builtins such as subgroup_size and workgroup_id, and lets of those)"
         )
-    _barriers_on_top(s.then + s.orelse, "an if")
+    _uniform_body(s.then, uniform, "an if")
+    _uniform_body(s.orelse, uniform, "an if")
     for n in statements((s,)):
         if isinstance(n, (Break, Continue, Return)):
             raise VerifyError(
@@ -586,14 +617,14 @@ def _uniform_if(s: If, uniform: set[str]) -> None:
 
 
 def _uniform_for(s: Stmt, uniform: set[str]) -> None:
-    """Check that ``s``, a top-level statement other than an ``if`` holding a barrier, is a
-    uniform ``for`` with the barrier at the top level of its body."""
+    """Check that ``s``, a statement other than an ``if`` holding a barrier, is a uniform
+    ``for`` with the barrier at the top level of its body (or in a uniform ``if`` or ``for``
+    there)."""
     if not isinstance(s, For):
         raise VerifyError(
             f"workgroupBarrier() inside {type(s).__name__.lower()}: only at the top level of the "
-            "entry point or of a top-level for loop with a uniform header"
+            "entry point or of a for loop with a uniform header"
         )
-    _barriers_on_top(s.body, "a for loop")
     if not isinstance(s.init, (Var, Let)):
         raise VerifyError("workgroupBarrier() in a for loop without a var or let initialiser")
     loop_var = s.init.name
@@ -602,7 +633,8 @@ def _uniform_for(s: Stmt, uniform: set[str]) -> None:
     if bad or (s.update is not None and s.update.target != Name(loop_var)):
         raise VerifyError(
             f"workgroupBarrier() in a for loop whose header uses '{bad[0] if bad else loop_var}': "
-            "the header may use only consts, params, literals and the loop variable"
+            "the header may use only consts, params, literals, uniform builtins, lets of those "
+            "and the loop variable"
         )
     for n in statements(s.body):
         if isinstance(n, (Break, Continue, Return)):
@@ -618,6 +650,7 @@ def _uniform_for(s: Stmt, uniform: set[str]) -> None:
             raise VerifyError(
                 f"workgroupBarrier() in a for loop whose body redeclares '{loop_var}'"
             )
+    _uniform_body(s.body, allowed, "a for loop")
 
 
 def verify(kernel: Kernel) -> Kernel:
