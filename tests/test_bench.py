@@ -179,7 +179,8 @@ def test_a_row_beside_a_slow_copy_is_timed_again(tmp_path, monkeypatch, gpu):
         per_row = copies[1:]
         assert len(per_row) == 2 * (1 + retries)
         attempts = [min(per_row[i : i + 2]) for i in range(0, len(per_row), 2)]
-        assert float(row["roofline_us"]) == pytest.approx(min(attempts), rel=1e-6)
+        # The CSV keeps six significant digits.
+        assert float(row["roofline_us"]) == pytest.approx(min(attempts), rel=5e-6)
         info = json.loads((tmp_path / "device.json").read_text())
         assert info["retry_slow"] == retries
 
