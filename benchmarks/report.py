@@ -62,6 +62,14 @@ def merge(sources: list[Path], pick: str = "first") -> list[dict[str, Any]]:
     return list(seen.values())
 
 
+def supersede(rows: list[dict[str, Any]], newer: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` with every variant that ``newer`` measured taking its rows from ``newer`` alone:
+    runs of a kernel that has changed since ``rows`` were measured (its older rows, decode and
+    prefill alike, no longer describe what the catalog emits)."""
+    changed = {r["variant"] for r in newer}
+    return [r for r in rows if r["variant"] not in changed] + newer
+
+
 def _copy_us(row: dict[str, Any]) -> float:
     """The copy's time beside ``row`` (µs); a row without one sorts last."""
     us = row.get("roofline_us")
@@ -505,6 +513,13 @@ def main(argv: list[str] | None = None) -> int:
         help="of the runs that measured a row, the first listed (default) or the one whose copy "
         "beside it ran fastest (runs of the same kernels only)",
     )
+    ap.add_argument(
+        "--changed",
+        action="append",
+        help="gpu.csv of a run of kernels changed since the --csv runs: the variants it measured "
+        "take their rows from the --changed runs alone (picked among them as --pick says)",
+    )
+    ap.add_argument("--dawn-changed", action="append", help="the same for the --dawn runs")
     ap.add_argument("--note", help="a markdown file inserted after the device section")
     ap.add_argument(
         "--dawn",
@@ -517,7 +532,10 @@ def main(argv: list[str] | None = None) -> int:
     from kvdsl import catalog
 
     names = set(catalog.VARIANTS)
-    rows, gone = current(merge(sources, args.pick), names)
+    merged = merge(sources, args.pick)
+    if args.changed:
+        merged = supersede(merged, merge([Path(p) for p in args.changed], args.pick))
+    rows, gone = current(merged, names)
     peak = conservative(rows)
     folder = next(p.parent for p in sources if (p.parent / "device.json").is_file())
     device = json.loads((folder / "device.json").read_text()) | {"peak_copy_gbps": peak}
@@ -526,7 +544,11 @@ def main(argv: list[str] | None = None) -> int:
     note = Path(args.note).read_text() if args.note else ""
     dawn = None
     if args.dawn:
-        dawn, dawn_gone = current(merge([Path(p) for p in args.dawn], args.pick), names)
+        dawn_rows = merge([Path(p) for p in args.dawn], args.pick)
+        if args.dawn_changed:
+            newer = merge([Path(p) for p in args.dawn_changed], args.pick)
+            dawn_rows = supersede(dawn_rows, newer)
+        dawn, dawn_gone = current(dawn_rows, names)
         gone = sorted(set(gone) | set(dawn_gone))
         conservative(dawn)
     if gone:

@@ -50,6 +50,21 @@ def test_merge_can_keep_the_row_beside_the_fastest_copy(tmp_path):
     assert got == {("x", "b"): 6.0, ("y", "a"): 7.0, ("z", "b"): 3.0, ("w", "b"): 4.0}
 
 
+def test_changed_kernels_take_rows_from_their_new_runs_alone(tmp_path):
+    # x changed after runs a and b: run c's rows replace both (its decode row included, and
+    # though run a's copy ran faster); y did not change and keeps the older runs' pick.
+    header = "variant,batch,tokens,kvdsl_us,roofline_us\n"
+    (tmp_path / "gpu-a.csv").write_text(
+        header + "x,4,1,5.0,2.0\nx,4,2048,50.0,40.0\ny,4,1,7.0,6.0\n"
+    )
+    (tmp_path / "gpu-b.csv").write_text(header + "x,4,1,6.0,9.0\ny,4,1,8.0,5.0\n")
+    (tmp_path / "gpu-c.csv").write_text(header + "x,4,1,4.0,5.0\n")
+    older = report.merge([tmp_path / "gpu-a.csv", tmp_path / "gpu-b.csv"], "fastest-copy")
+    rows = report.supersede(older, report.merge([tmp_path / "gpu-c.csv"], "fastest-copy"))
+    got = {(r["variant"], r["tokens"], r["run"]): r["kvdsl_us"] for r in rows}
+    assert got == {("x", 1, "c"): 4.0, ("y", 1, "b"): 8.0}
+
+
 def test_pct_best_never_flatters():
     # A copy measured slow beside the first kernel (2,000 GB/s) against a run's best (4,000):
     # % roof says 150%, % best 75%. Rows under 64 MB keep their own copy.
