@@ -41,7 +41,10 @@ fn main(
   // adjacent vectors, running the flat walk's program on each.
   let wgFlat = wid.x + wid.y * 65535u;
   let itemBase = wgFlat * (WG * HALF_V4);
-  for (var s: u32 = 0u; s < WG * HALF_V4 / LANES; s = s + 1u) {
+  let itemEnd = params.count * HALF_V4;
+  // The steps that hold an item (alike for every lane; none past the end).
+  let blockItems = min(WG * HALF_V4, itemEnd - min(itemBase, itemEnd));
+  for (var s: u32 = 0u; s < (blockItems + (LANES - 1u)) / LANES; s = s + 1u) {
     let e = itemBase + lid.x + s * LANES;
     let dr = e % HALF_V4;
     // Past the end: the last row again (loads in range; it leaves before any store).

@@ -25,7 +25,7 @@ from kvdsl.check.cases import Case, cases_for
 from kvdsl.check.compare import POISON_BITS, compare, compare_quantized
 from kvdsl.emit import emit
 from kvdsl.interp import run as interp_run
-from kvdsl.ir import u32, workgroups
+from kvdsl.ir import Dispatch, KernelBuilder, u32, workgroups
 from kvdsl.kernels.build import BuildConfig
 from kvdsl.kernels.config import ConfigError
 from kvdsl.kernels.copy import CopyConfig
@@ -439,6 +439,28 @@ def test_knorm_drop_ins_walk_whole_rows_per_step(cfg, backend, request):
     for case in cases_for(cfg, 3, seed=11):
         got = run(kernel, dict(case.buffers), case.params)
         assert not case.against_reference(got), case.label()
+
+
+@pytest.mark.parametrize("rows,groups", [(9, 1), (64, 1), (9, 3)])
+def test_unguarded_block_walk_stops_after_the_last_step_with_items(rows, groups):
+    """A block walk with a barrier ahead (K RMSNorm) cannot break out of its loop: its bound
+    stops at the last step that holds an item, and a workgroup wholly past the end (a folded
+    grid's extras) runs none. WG = 64 rows of 32 items, 256 lanes: 8 steps a full block."""
+    cfg = dataclasses.replace(BuildConfig(2, 128), walk="per_row", fold=65535)
+    kb = KernelBuilder("k", workgroup_size=64)
+    out = kb.binding("out", u32, "read_write")
+    it = flat.walk(kb, cfg, kb.param("rows"), kb.const("PER_ROW", u32, 32), 1, guard=False)
+    out[it.e] = it.row + 1
+    kernel = kb.build(Dispatch(kb.param("rows").node, 64, 65535))
+    assert kernel.workgroup_size == (256, 1, 1)
+    poison = np.full(groups * 64 * 32, 0xDEADBEEF, np.uint32)
+    got = interp_run(kernel, {"out": poison}, {"rows": rows}, (groups, 1, 1))["out"]
+    steps = -(-rows * 32 // 256)  # the steps that hold an item of the first block
+    written = np.arange(steps * 256)
+    # Lanes past the end in the last step hold the last row (loads stay in range).
+    want = np.minimum(written // 32, rows - 1) + 1
+    np.testing.assert_array_equal(got[: steps * 256], want)
+    assert (got[steps * 256 :] == 0xDEADBEEF).all()
 
 
 def test_knorm_rows_longer_than_the_lanes_keep_the_template_walk():

@@ -22,6 +22,7 @@ from kvdsl.ir import KernelBuilder, VerifyError, array, convert, f32, shuffle_xo
 from kvdsl.ir.verify import uses_subgroups
 from kvdsl.kernels.build import BuildConfig
 from kvdsl.kernels.config import ConfigError
+from kvdsl.nodes import flat
 from kvdsl.runtime import run, tint_check
 from kvdsl.runtime.device import naga_source, needs_subgroups
 
@@ -165,14 +166,21 @@ def test_reduction_config_errors() -> None:
     with pytest.raises(ConfigError, match="reduction='warp': expected one of 'workgroup', 'sub"):
         BuildConfig(8, 128, k_norm=True, walk="flat", reduction="warp")
     with pytest.raises(ConfigError, match="reduction='subgroup': expected 'workgroup' unless"):
-        BuildConfig(8, 128, k_norm=True, reduction="subgroup")
-    with pytest.raises(ConfigError, match="reduction='subgroup': expected 'workgroup' unless"):
         BuildConfig(8, 128, walk="flat", reduction="subgroup")
+    with pytest.raises(ConfigError, match="reduction='subgroup': expected 'workgroup' unless"):
+        BuildConfig(8, 128, reduction="subgroup")
+    # A row of 512 vectors is more than a block's 256 lanes: the drop-in keeps the per-row walk,
+    # which has no row reduction across invocations.
+    with pytest.raises(ConfigError, match="on a template walk whose kernel runs in blocks"):
+        BuildConfig(1, 2048, k_norm=True, reduction="subgroup")
+    assert BuildConfig(8, 128, k_norm=True, reduction="subgroup").walk == "per_row"
     with pytest.raises(ConfigError, match=r"head_dim=96: .*power-of-two .* \(has 24\)"):
         BuildConfig(8, 96, k_norm=True, walk="flat", workgroup_size=96, reduction="subgroup")
 
 
 SG_VARIANTS = [n for n in catalog.VARIANTS if "_flat_sg_" in n]
+#: The drop-ins' subgroup forms (the block walk).
+SG_DROP_INS = [n for n in catalog.VARIANTS if "_sg_" in n and "_flat_" not in n]
 
 
 @pytest.fixture
@@ -181,25 +189,37 @@ def no_subgroups(without_feature):
     without_feature("subgroup")
 
 
-def test_catalog_has_a_subgroup_form_of_every_flat_knorm_variant() -> None:
-    plain = sorted(
-        n for n, c in catalog.VARIANTS.items() if getattr(c, "k_norm", False) and "_flat_" in n
-    )
+def test_catalog_has_a_subgroup_form_of_every_knorm_variant() -> None:
+    knorm = [n for n, c in catalog.VARIANTS.items() if getattr(c, "k_norm", False)]
+    plain = sorted(n for n in knorm if "_flat_" in n and "_sg_" not in n)
     assert len(SG_VARIANTS) == 12
-    assert sorted(n.replace("_flat_sg_", "_flat_") for n in SG_VARIANTS) == sorted(
-        n for n in plain if "_sg_" not in n
-    )
+    assert sorted(n.replace("_flat_sg_", "_flat_") for n in SG_VARIANTS) == plain
+    drop_ins = sorted(n for n in knorm if "_flat_" not in n and "_sg_" not in n)
+    assert len(SG_DROP_INS) == 12
+    assert sorted(n.replace("_sg_", "_") for n in SG_DROP_INS) == drop_ins
+    for n in SG_DROP_INS:
+        cfg = catalog.config(n)
+        assert cfg.walk == "per_row" and flat.block_walk(cfg) and cfg.reduction == "subgroup"
 
 
 @pytest.mark.parametrize("size", SUBGROUP_SIZES)
-@pytest.mark.parametrize("pairs", [None, True])
 @pytest.mark.parametrize(
-    "name", ["build_knorm_rotary_flat_sg_gemma3_1b", "build_quant_int4_knorm_flat_sg_qwen3_06b"]
+    "name,pairs",
+    [
+        ("build_knorm_rotary_flat_sg_gemma3_1b", None),
+        ("build_knorm_rotary_flat_sg_gemma3_1b", True),
+        ("build_quant_int4_knorm_flat_sg_qwen3_06b", None),
+        ("build_quant_int4_knorm_flat_sg_qwen3_06b", True),
+        ("build_knorm_rotary_sg_gemma3_1b", None),
+        ("append_quant_int8_knorm_sg_qwen3_06b", None),
+    ],
 )
 def test_subgroup_knorm_against_reference_every_size(name: str, pairs: bool, size: int) -> None:
     """Rows of 64 (gemma3) and 32 (qwen3) vectors, or half as many pairs on the pair walk:
     subgroups narrower than, as wide as and wider than a row; every access checked, poisoned
-    outputs (the cases poison them)."""
+    outputs (the cases poison them). The drop-ins run it once per step of their block walk, so
+    the narrow branch's workgroup memory is reused step after step (the interpreter reports a
+    read and a write of it with no barrier between)."""
     cfg = dataclasses.replace(catalog.config(name), pairs=pairs)
     kernel = catalog.build_config(cfg, name)
     for case in cases_for(cfg, 3, seed=size):
@@ -207,7 +227,7 @@ def test_subgroup_knorm_against_reference_every_size(name: str, pairs: bool, siz
         assert not case.against_reference(got)
 
 
-@pytest.mark.parametrize("name", SG_VARIANTS)
+@pytest.mark.parametrize("name", SG_VARIANTS + SG_DROP_INS)
 def test_subgroup_knorm_gpu_matches_workgroup_form(gpu, name: str) -> None:
     """On the GPU the subgroup form writes what the workgroup form does (floats to rounding,
     quantised codes within one step in a few elements)."""

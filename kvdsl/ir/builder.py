@@ -501,6 +501,8 @@ class KernelBuilder:
         self.consts: list[Const] = []
         self.functions: list[Function] = []
         self.workgroup_vars: list[WorkgroupVar] = []
+        # Workgroup vars whose users end every use with a barrier (workgroup_var's ``fenced``).
+        self.fenced: set[str] = set()
         self.builtins: dict[str, str] = {}
         self.doc: list[str] = []
         self._blocks: list[list[Stmt]] = [[]]
@@ -529,12 +531,16 @@ class KernelBuilder:
         self.bindings.append(b)
         return Buffer(self, b)
 
-    def workgroup_var(self, name: str, ty: Array) -> Shared:
+    def workgroup_var(self, name: str, ty: Array, fenced: bool = False) -> Shared:
         """A module ``var<workgroup> name: array<T, N>;`` shared by each workgroup's
-        invocations; index it to load, assign ``w[i] = x`` to store."""
+        invocations; index it to load, assign ``w[i] = x`` to store. ``fenced``: its users end
+        every use with a barrier, so a walk that loops over the kernel's program needs no barrier
+        of its own before the next trip reuses it (:attr:`fenced`)."""
         if not isinstance(ty, Array):
             raise BuildError(f"workgroup var {name}: type {ty} is not a fixed-size array")
         self.workgroup_vars.append(WorkgroupVar(name, ty))
+        if fenced:
+            self.fenced.add(name)
         return Shared(self, name, ty)
 
     def param(self, name: str, ty: Scalar | Vec = u32) -> Val:

@@ -64,9 +64,9 @@ from kvdsl.nodes.rotary import pair_entry, rotate_pair, rotate_row
 
 FLOATS = ("f32", "f16")
 WALKS = ("per_row", "flat")
-#: How the flat walk's K RMSNorm sums a row: through workgroup memory (any device) or across
-#: the subgroup with shuffles (devices with WGSL's ``subgroups``; no barrier where a subgroup
-#: holds a whole row).
+#: How K RMSNorm sums a row on the flat program (the flat walk, and the drop-ins' block walk):
+#: through workgroup memory (any device) or across the subgroup with shuffles (devices with
+#: WGSL's ``subgroups``; no barrier where a subgroup holds a whole row).
 REDUCTIONS = ("workgroup", "subgroup")
 
 
@@ -98,13 +98,15 @@ def check_row_program(cfg: Any) -> None:
     one_of("reduction", cfg.reduction, REDUCTIONS)
     if cfg.reduction == "subgroup":
         check(
-            cfg.walk == "flat" and cfg.k_norm,
+            cfg.k_norm and flat.program(cfg),
             "reduction",
             cfg.reduction,
-            "'workgroup' unless walk='flat' and k_norm=True (the only row reduction)",
+            "'workgroup' unless k_norm=True (the only row reduction) on the flat walk or on"
+            " a template walk whose kernel runs in blocks",
         )
         # Subgroups are powers of two: a row of a power-of-two vectors lies in one, or spans
         # whole ones.
+        per_row = cfg.head_dim // flat.lanes(cfg.head_dim, cfg.rotary)
         check(
             per_row & (per_row - 1) == 0,
             "head_dim",
@@ -317,7 +319,7 @@ def flat_norm(
             "workgroup memory only where a subgroup is narrower than a row)."
         )
         ms = flat.subgroup_row_sum_of_squares(
-            kb, row.own(), row.it.d, per_row, kb.workgroup_size[0]
+            kb, row.own(), row.it.d, per_row, kb.workgroup_size[0], fence=cfg.walk != flat.WALK
         )
     else:
         kb.comment("K RMSNorm: the row's sum of squares, reduced in workgroup memory.")
@@ -538,6 +540,10 @@ def catalog_variants(models: dict[str, Any]) -> dict[str, BuildConfig]:
         )
         v[f"build_knorm_rotary_flat_sg_{key}"] = BuildConfig(
             m.kv_heads, m.head_dim, True, True, walk="flat", reduction="subgroup"
+        )
+        v[f"build_knorm_sg_{key}"] = BuildConfig(m.kv_heads, m.head_dim, True, reduction="subgroup")
+        v[f"build_knorm_rotary_sg_{key}"] = BuildConfig(
+            m.kv_heads, m.head_dim, True, True, reduction="subgroup"
         )
     m = models["llama31_8b"]
     v["build_rotary_f16_llama31_8b"] = BuildConfig(

@@ -389,6 +389,9 @@ def catalog_variants(models: dict[str, Any]) -> dict[str, QuantConfig]:
                 v[f"{mode}_quant_int{bits}_knorm_flat_sg_{key}"] = cls(
                     m.kv_heads, m.head_dim, bits, k_norm=True, walk="flat", reduction="subgroup"
                 )
+                v[f"{mode}_quant_int{bits}_knorm_sg_{key}"] = cls(
+                    m.kv_heads, m.head_dim, bits, k_norm=True, reduction="subgroup"
+                )
     m = models["llama31_8b"]
     v["build_quant_int8_f16_in_llama31_8b"] = BuildQuantConfig(
         m.kv_heads, m.head_dim, input_type="f16"

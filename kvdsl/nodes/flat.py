@@ -275,10 +275,16 @@ def _block_item(kb: KernelBuilder, fold: int, rows: Val, per_row: Val, d: str, g
         steps = wg * per_row / step
     kb.comment("adjacent vectors, running the flat walk's program on each.")
     base = kb.let("itemBase", workgroup_flat(kb, fold) * (wg * per_row))
-    end = kb.let("itemEnd", rows * per_row) if guard else None
+    end = kb.let("itemEnd", rows * per_row)
+    if not guard:
+        # A barrier in the loop forbids the break below: the loop stops at the last step that
+        # holds an item instead (a decode append's rows fill a block's first steps only).
+        kb.comment("The steps that hold an item (alike for every lane; none past the end).")
+        items = kb.let("blockItems", min_(wg * per_row, end - min_(base, end)))
+        steps = (items + (step - 1)) / step
 
     def step_end() -> None:
-        if kb.workgroup_vars:
+        if any(w.name not in kb.fenced for w in kb.workgroup_vars):
             kb.comment("The next step reuses workgroup memory: wait until every lane read it.")
             kb.barrier()
 
@@ -358,7 +364,10 @@ def uses_pairs(cfg: Any) -> bool:
     bytes in flight per invocation before the barrier, half the partials per row. H200 at batch
     4 (``benchmarks/probe15.py``): int4 ``build_quant`` 79-80% → 91-94% of a copy. Their
     subgroup form (``reduction="subgroup"``, 91-100% already) keeps one invocation per vector
-    unless asked.
+    unless asked; so do the subgroup drop-ins but the int4 ones. H200 at batch 4, 2,048 tokens
+    (``benchmarks/probe34.py``): on vectors against pairs, int8 92% against 82% of a copy, the
+    plain and rotary builds 89-91% against 88-89%; the int4 build 89% against 91% and the int4
+    append 73% against 84%.
     """
     return program(cfg) and _pairs(cfg)
 
@@ -371,7 +380,8 @@ def _pairs(cfg: Any) -> bool:
     if not pairs_apply(cfg):
         return False
     if getattr(cfg, "k_norm", False):
-        return cfg.reduction == "workgroup"
+        int4_block = cfg.walk != WALK and getattr(cfg, "bits", None) == 4
+        return cfg.reduction == "workgroup" or int4_block
     return getattr(cfg, "input_type", None) == f16.name
 
 
@@ -602,7 +612,12 @@ def row_sum_of_squares(
 
 
 def subgroup_row_sum_of_squares(
-    kb: KernelBuilder, x: Val | tuple[Val, ...], d: Val, per_row: Val, wg: int
+    kb: KernelBuilder,
+    x: Val | tuple[Val, ...],
+    d: Val,
+    per_row: Val,
+    wg: int,
+    fence: bool = False,
 ) -> Val:
     """:func:`row_sum_of_squares` across the subgroup: no barrier where a subgroup holds a row.
 
@@ -616,19 +631,27 @@ def subgroup_row_sum_of_squares(
     H200, batch 4 (``benchmarks/probe8.py``): int4 K RMSNorm 72% → 95-99% of a copy, int8 85% →
     94-95%, rotary 84-86% → 93-97%. The sum's order differs from :func:`row_sum_of_squares`'s
     (a butterfly, not four accumulators): results may differ in the last ulps.
+
+    ``fence`` (the drop-ins' block walk, which runs this once per step): the narrow branch ends
+    with a second barrier, after every lane has read ``wsum``, so the next step may write it;
+    the walk then adds no barrier of its own to each step, and a subgroup that holds the row
+    passes none at all.
     """
     sg = kb.subgroup_size
     ms = kb.var("ms", f32, square(x))
     with kb.for_range("mask", lit(1, u32), min_(sg, per_row), 1, shift=True) as mask:
         ms.set(ms + shuffle_xor(ms, mask))
     with kb.if_(sg < per_row):
-        wsum = kb.workgroup_var("wsum", array(f32, wg))
+        wsum = kb.workgroup_var("wsum", array(f32, wg), fenced=fence)
         wsum[kb.lid.x] = ms
         kb.barrier()
         total = kb.var("total", f32, 0.0)
         with kb.for_range("j", lit(0, u32), per_row, sg) as j:
             total.set(total + wsum[kb.lid.x - d + j])
         ms.set(total)
+        if fence:
+            kb.comment("Every lane has read wsum: the next step may write it.")
+            kb.barrier()
     return ms
 
 
