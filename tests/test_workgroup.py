@@ -182,6 +182,20 @@ def test_verify_barrier_in_uniform_blocks_nested() -> None:
     with pytest.raises(VerifyError, match=r"condition `\(lid.x > 0u\)` uses 'lid'"):
         _kernel(nested(lambda kb: kb.lid.x > 0))
 
+    def shadowed(kb, w, out):
+        # `a` is decided only when the if asks, after the loop's `x` shadows the one `a` read:
+        # it must still be judged by the `x` it saw (an invocation's id), not the new one.
+        x = kb.let("x", kb.lid.x)
+        a = kb.let("a", x + 1)
+        with kb.for_range("j", 0, 4):
+            kb.let("x", kb.param("n"))
+            with kb.if_(a > 2):
+                kb.barrier()
+        _store_load(kb, w, out)
+
+    with pytest.raises(VerifyError, match=r"condition `\(a > 2u\)` uses 'a'"):
+        _kernel(shadowed)
+
     def loaded(kb, w, out):
         n = kb.let("n", out[0])
         with kb.if_(n > 2):

@@ -494,8 +494,11 @@ def check_barriers(kernel: Kernel) -> None:
     for fn in kernel.functions:
         if any(type(n) is Barrier for n in statements(fn.body)):
             raise VerifyError(f"function {fn.name}: a helper function may not contain a barrier")
-    uniform = {c.name for c in kernel.consts} | {"params"}
-    uniform |= {p for p, builtin in kernel.builtins if builtin in UNIFORM_BUILTINS}
+    if not any(type(n) is Barrier for n in statements(kernel.body)):
+        return  # most kernels: nothing below can fail
+    names = [c.name for c in kernel.consts] + ["params"]
+    names += [p for p, builtin in kernel.builtins if builtin in UNIFORM_BUILTINS]
+    uniform = _Uniform(dict.fromkeys(names, True))
     left: Stmt | None = None  # a top-level statement after which some invocations may have left
     for s in kernel.body:
         holds = returns = False  # one pass for both questions: this is the check's cost
@@ -513,10 +516,10 @@ def check_barriers(kernel: Kernel) -> None:
             (_uniform_if if isinstance(s, If) else _uniform_for)(s, uniform)
         if not isinstance(s, Return) and returns and not _uniform_return(s, uniform):
             left = s
-        _track(s, uniform)
+        uniform.declare(s)
 
 
-def _uniform_return(s: Stmt, uniform: set[str]) -> bool:
+def _uniform_return(s: Stmt, uniform: _Uniform) -> bool:
     """Whether ``s`` is an ``if`` on a uniform condition (consts, params, literals, uniform
     builtins) whose returns stand at the top level of its branches, and which holds no
     barrier, ``break`` or ``continue``: every invocation of a workgroup returns there or none
@@ -555,7 +558,7 @@ def _head(s: Stmt) -> str:
             return show(s)
 
 
-def _non_uniform(e: Expr, uniform: set[str]) -> list[str]:
+def _non_uniform(e: Expr, uniform: _Uniform) -> list[str]:
     """What in ``e`` is not known to be uniform: names outside ``uniform`` (a binding's loads
     among them), helper calls (``name()``: a helper may load) and subgroup builtins."""
     bad = []
@@ -570,19 +573,62 @@ def _non_uniform(e: Expr, uniform: set[str]) -> list[str]:
     return bad
 
 
-def _track(s: Stmt, uniform: set[str]) -> None:
-    """After statement ``s``: a ``let`` of a uniform value is uniform (WGSL's analysis agrees);
-    any other local shadowing a uniform name is not known to be."""
-    if type(s) is Let and not _non_uniform(s.value, uniform):
-        uniform.add(s.name)
-    elif isinstance(s, (Let, Var)):
-        uniform.discard(s.name)
+class _Uniform:
+    """The names known to be uniform at a point of a body: consts, params, uniform builtins, and
+    ``let``s of uniform values (WGSL's analysis agrees). A let is decided when a condition first
+    names it: most never are, and deciding one walks its value."""
+
+    __slots__ = ("known", "lets")
+
+    def __init__(self, known: dict[str, bool], lets: dict[str, Expr] | None = None) -> None:
+        self.known = known  # decided: name -> uniform
+        self.lets = lets if lets is not None else {}  # undecided: name -> value
+
+    def copy(self) -> _Uniform:
+        return _Uniform(dict(self.known), dict(self.lets))
+
+    def with_name(self, name: str) -> _Uniform:
+        """A copy in which ``name`` (a loop variable with a uniform header) is uniform."""
+        out = self.copy()
+        out.declare_as(name, True)
+        return out
+
+    def declare(self, s: Stmt) -> None:
+        """After statement ``s``: a ``let`` waits to be decided; a ``var`` is not uniform."""
+        if type(s) is Let:
+            self.declare_as(s.name, s.value)
+        elif type(s) is Var:
+            self.declare_as(s.name, False)
+
+    def declare_as(self, name: str, value: bool | Expr) -> None:
+        if name in self.known or name in self.lets:
+            # A shadowing declaration: decide the pending lets while they still see the old one.
+            for pending in list(self.lets):
+                self._decide(pending)
+        self.known.pop(name, None)
+        self.lets.pop(name, None)
+        if isinstance(value, bool):
+            self.known[name] = value
+        else:
+            self.lets[name] = value
+
+    def __contains__(self, name: str) -> bool:  # type: ignore[override]
+        v = self.known.get(name)
+        if v is not None:
+            return v
+        return name in self.lets and self._decide(name)
+
+    def _decide(self, name: str) -> bool:
+        value = self.lets.pop(name)
+        self.known[name] = False  # while its value is walked (a let cannot name itself)
+        uniform = self.known[name] = not _non_uniform(value, self)
+        return uniform
 
 
-def _uniform_body(body: tuple[Stmt, ...], uniform: set[str], where: str) -> None:
+def _uniform_body(body: tuple[Stmt, ...], uniform: _Uniform, where: str) -> None:
     """Barriers in ``body`` (``where``: "an if", "a for loop") only at its top level or, in
     turn, in a uniform ``if`` or ``for`` there (:func:`_uniform_if`, :func:`_uniform_for`)."""
-    uniform = set(uniform)
+    uniform = uniform.copy()
     for n in body:
         if not isinstance(n, Barrier) and any(type(x) is Barrier for x in statements((n,))):
             if isinstance(n, If):
@@ -592,10 +638,10 @@ def _uniform_body(body: tuple[Stmt, ...], uniform: set[str], where: str) -> None
             else:
                 what = type(n).__name__.lower()
                 raise VerifyError(f"workgroupBarrier() inside {what} in {where}: not uniform")
-        _track(n, uniform)
+        uniform.declare(n)
 
 
-def _uniform_if(s: If, uniform: set[str]) -> None:
+def _uniform_if(s: If, uniform: _Uniform) -> None:
     """Check that ``s``, an ``if`` holding a barrier, has a uniform condition, the barrier at
     the top level of a branch (or in a uniform ``if`` or ``for`` there) and no statement that
     leaves either branch early."""
@@ -616,7 +662,7 @@ def _uniform_if(s: If, uniform: set[str]) -> None:
             )
 
 
-def _uniform_for(s: Stmt, uniform: set[str]) -> None:
+def _uniform_for(s: Stmt, uniform: _Uniform) -> None:
     """Check that ``s``, a statement other than an ``if`` holding a barrier, is a uniform
     ``for`` with the barrier at the top level of its body (or in a uniform ``if`` or ``for``
     there)."""
@@ -628,7 +674,7 @@ def _uniform_for(s: Stmt, uniform: set[str]) -> None:
     if not isinstance(s.init, (Var, Let)):
         raise VerifyError("workgroupBarrier() in a for loop without a var or let initialiser")
     loop_var = s.init.name
-    allowed = uniform | {loop_var}
+    allowed = uniform.with_name(loop_var)
     bad = [n for part in (s.init, s.cond, s.update) for n in _non_uniform(part, allowed)]
     if bad or (s.update is not None and s.update.target != Name(loop_var)):
         raise VerifyError(
