@@ -563,9 +563,11 @@ def main(argv: list[str] | None = None) -> int:
     command = " ".join(
         ["python benchmarks/report.py"]
         + [f"--csv {_rel(p)}" for p in sources]
+        + [f"--changed {_rel(Path(p))}" for p in args.changed or []]
         + ([f"--pick {args.pick}"] if args.pick != "first" else [])
         + ([f"--note {_rel(Path(args.note))}"] if args.note else [])
         + [f"--dawn {_rel(Path(p))}" for p in args.dawn or []]
+        + [f"--dawn-changed {_rel(Path(p))}" for p in args.dawn_changed or []]
     )
     (docs / "performance.md").write_text(page(rows, device, comp, png, note, command, dawn))
     print(f"wrote {docs / 'performance.md'}" + (f" and {docs / png}" if png else " (no chart)"))
