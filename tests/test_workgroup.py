@@ -196,24 +196,23 @@ def test_verify_barrier_in_uniform_blocks_nested() -> None:
     with pytest.raises(VerifyError, match=r"condition `\(a > 2u\)` uses 'a'"):
         _kernel(shadowed)
 
-    def loaded(kb, w, out):
-        n = kb.let("n", out[0])
-        with kb.if_(n > 2):
-            kb.barrier()
-        _store_load(kb, w, out)
+    def under_if(cond):
+        def body(kb, w, out):
+            with kb.if_(cond(kb, out)):
+                kb.barrier()
+            _store_load(kb, w, out)
 
-    with pytest.raises(VerifyError, match=r"condition `\(n > 2u\)` uses 'n'"):
-        _kernel(loaded)
+        return body
 
-    def helper(kb, w, out):
+    def twice(kb, out):
         with kb.function("twice", [("a", u32)], u32) as (a,):
             kb.return_(a * 2)
-        with kb.if_(kb.fn_call("twice", kb.param("n")) > 2):
-            kb.barrier()
-        _store_load(kb, w, out)
+        return kb.fn_call("twice", kb.param("n")) > 2
 
+    with pytest.raises(VerifyError, match=r"condition `\(n > 2u\)` uses 'n'"):
+        _kernel(under_if(lambda kb, out: kb.let("n", out[0]) > 2))
     with pytest.raises(VerifyError, match=r"uses 'twice\(\)'"):
-        _kernel(helper)
+        _kernel(under_if(twice))
 
 
 def _store_load_barrier(kb, w, out):
