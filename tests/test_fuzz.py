@@ -21,6 +21,7 @@ long run sets the examples per test (the GPU sample gets a twentieth)::
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import random
 import re
@@ -38,6 +39,7 @@ from kvdsl.check.cases import dtype, values
 from kvdsl.emit import emit
 from kvdsl.interp import run as interp_run
 from kvdsl.kernels.build import BuildConfig, build
+from kvdsl.kernels.config import ConfigError
 from kvdsl.kernels.copy import CopyConfig, copy
 from kvdsl.kernels.merge import MergeConfig, merge
 from kvdsl.kernels.merge_share import MergeShareConfig, merge_share
@@ -135,6 +137,11 @@ def configs(draw: st.DrawFn, modes: tuple[str, ...] = tuple(catalog.MODES)):
         d = even
         if walk == "flat":  # one invocation packs four elements (eight with rotary)
             d = (8 if rotary else 4) * draw(st.integers(1, 3))
+    # The drop-ins' block walk reduces across the subgroup too: rows of a power of two of
+    # vectors (8-128 elements), where the block walk serves the config.
+    sg_drop_in = walk == "per_row" and k_norm and draw(st.booleans())
+    if sg_drop_in:
+        d = 8 * 2 ** draw(st.integers(0, 4))
     reduction = "workgroup"
     if walk == "flat" and k_norm:
         # The row's partials are reduced in workgroup memory: no row may straddle two.
@@ -144,17 +151,26 @@ def configs(draw: st.DrawFn, modes: tuple[str, ...] = tuple(catalog.MODES)):
             reduction = "subgroup"
     walks = dict(walk=walk, reduction=reduction, pairs=_pairs(draw, walk, d, rotary, k_norm))
     if mode == "build":
-        return BuildConfig(h, d, k_norm, rotary, eps, draw(FLOAT), draw(FLOAT), **walks, **kw)
-    lo, hi = (-128, 127) if bits == 8 else (-8, 7)
-    qmin = draw(st.integers(lo, hi - 1))
-    qmax = draw(st.integers(max(qmin + 1, 1), hi))  # the cases scale by qmax
-    common = dict(bits=bits, qmin=qmin, qmax=qmax, k_norm=k_norm, rotary=rotary, eps=eps)
-    common |= dict(input_type=draw(FLOAT), storage_buffer_limit=10, **walks, **kw)
-    if mode == "build_quant":
-        return BuildQuantConfig(h, d, **common)
-    # The reference rotates append_quant's K at its row (the absolute position); "past_seq",
-    # the template's position, is compared with the legacy template in the parity tests instead.
-    return AppendQuantConfig(h, d, rotary_position="row", **common)
+        cfg = BuildConfig(h, d, k_norm, rotary, eps, draw(FLOAT), draw(FLOAT), **walks, **kw)
+    else:
+        lo, hi = (-128, 127) if bits == 8 else (-8, 7)
+        qmin = draw(st.integers(lo, hi - 1))
+        qmax = draw(st.integers(max(qmin + 1, 1), hi))  # the cases scale by qmax
+        common = dict(bits=bits, qmin=qmin, qmax=qmax, k_norm=k_norm, rotary=rotary, eps=eps)
+        common |= dict(input_type=draw(FLOAT), storage_buffer_limit=10, **walks, **kw)
+        if mode == "build_quant":
+            cfg = BuildQuantConfig(h, d, **common)
+        else:
+            # The reference rotates append_quant's K at its row (the absolute position);
+            # "past_seq", the template's position, is compared with the legacy template in the
+            # parity tests instead.
+            cfg = AppendQuantConfig(h, d, rotary_position="row", **common)
+    if sg_drop_in:
+        try:
+            cfg = dataclasses.replace(cfg, reduction="subgroup")
+        except ConfigError:
+            pass
+    return cfg
 
 
 def contract_sized(kernel, case: Case) -> dict[str, np.ndarray]:
