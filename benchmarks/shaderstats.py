@@ -10,10 +10,14 @@ is needed: an instruction is a word count and an opcode).
 
     python benchmarks/shaderstats.py [--out DIR] [--webgpu wgpu-native|dawn ...] VARIANT ...
 
-The layer also takes ``KVDSL_BARRIER_SEMANTICS=N``: every ``OpControlBarrier`` of a module gets
-the module's unsigned constant N as its memory semantics. That is a diagnostic (0 drops the
-barrier's ordering of workgroup memory, which WGSL's ``workgroupBarrier`` requires), for timing
-a module with its barriers changed and nothing else.
+The layer also takes two diagnostics, for timing a module with one thing changed (through
+``benchmarks/gpu.py`` with the layer's variables set):
+
+- ``KVDSL_BARRIER_SEMANTICS=N``: every ``OpControlBarrier`` of a module gets the module's
+  unsigned constant N as its memory semantics (0 drops the barrier's ordering of workgroup
+  memory, which WGSL's ``workgroupBarrier`` requires);
+- ``KVDSL_VULKAN_MEMORY_MODEL=1``: a GLSL450-memory-model module (naga's) is declared in the
+  Vulkan memory model, as Tint's is, and the device gets the ``vulkanMemoryModel`` feature.
 
 H200, sixth stop (``results/h200/shaderstats46.txt``, ``run47-*.log``): naga writes the GLSL450
 memory model and barriers with AcquireRelease | WorkgroupMemory semantics; Tint the Vulkan memory
@@ -22,7 +26,8 @@ for the int8 K RMSNorm drop-in). The driver gives naga's form of that drop-in 35
 Tint's 64 (the plain K RMSNorm drop-in 32 and 48; the subgroup drop-ins 32 and 32, the flat
 int8 K RMSNorm 56 and 56). Dropping the memory semantics of naga's barriers changed nothing
 (the int8 build 73-74% of the copy, the append 76-77%, either way, two calls each): their cost
-under wgpu-native is not the barriers' memory ordering.
+under wgpu-native is not the barriers' memory ordering. Nor the memory model: declared in the
+Vulkan one, naga's modules keep 35 registers and their times (run 48).
 """
 
 from __future__ import annotations
@@ -85,12 +90,15 @@ def build_layer(layer: Path = LAYER) -> Path:
 
 
 def summary(spv: bytes) -> dict[str, int]:
-    """Words and instructions by class of a SPIR-V module."""
+    """Words and instructions by class of a SPIR-V module, and its memory model (1: GLSL450,
+    3: Vulkan)."""
     words = memoryview(spv).cast("I")
     counts: collections.Counter = collections.Counter(words=len(words))
     i = 5  # the header
     while i < len(words):
         op, n = words[i] & 0xFFFF, words[i] >> 16
+        if op == 14:  # OpMemoryModel addressing memory
+            counts["memory_model"] = words[i + 2]
         kind = next((k for k, ops in CLASSES.items() if op in ops), "other")
         counts[kind] += 1
         counts["instructions"] += 1

@@ -26,7 +26,7 @@ def test_summary_counts_instructions_by_class():
 
 
 @pytest.mark.usefixtures("gpu")
-def test_layer_captures_the_spirv_of_each_variant(tmp_path):
+def test_layer_captures_the_spirv_of_each_variant(tmp_path, monkeypatch):
     if shutil.which("gcc") is None:
         pytest.skip("no gcc to build the Vulkan layer (benchmarks/vklayer) on this machine")
     layer = tmp_path / "layer"
@@ -45,3 +45,9 @@ def test_layer_captures_the_spirv_of_each_variant(tmp_path):
     assert wg.get("group", 0) == 0 and wg["barrier"] == 2
     assert plain.get("barrier", 0) == 0 and plain["store"] >= 2 and plain["words"] > 100
     assert got["layer"] and got["layer"][0].startswith("device: VK_KHR_pipeline_executable")
+    assert {r["spirv"]["memory_model"] for r in rows.values()} == {1}  # naga: GLSL450
+    # The diagnostic declares naga's modules in the Vulkan memory model, as Tint writes them.
+    monkeypatch.setenv("KVDSL_VULKAN_MEMORY_MODEL", "1")
+    got = shaderstats.measure("wgpu-native", variants[:1], tmp_path / "vulkan", layer)
+    assert got["rows"][variants[0]]["spirv"]["memory_model"] == 3
+    assert "Vulkan memory model set" in got["layer"][0]

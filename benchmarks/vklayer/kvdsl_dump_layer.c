@@ -8,7 +8,9 @@
  * Self-contained: the few Vulkan declarations it needs are written out below (no headers on the
  * machines here). Build: gcc -shared -fPIC -O2 -o libkvdsl_dump_layer.so kvdsl_dump_layer.c
  * Enable: VK_ADD_LAYER_PATH=<this folder> VK_INSTANCE_LAYERS=VK_LAYER_KVDSL_dump
- * KVDSL_DUMP_DIR=<folder>.
+ * KVDSL_DUMP_DIR=<folder>. Diagnostics (they change what runs; see benchmarks/shaderstats.py):
+ * KVDSL_BARRIER_SEMANTICS=N, KVDSL_VULKAN_MEMORY_MODEL=1; KVDSL_NO_STATS=1 leaves the device as
+ * the application asks.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -115,6 +117,7 @@ static PFN_CreateComputePipelines next_create_pipelines;
 static PFN_GetExecProps get_props;
 static PFN_GetExecStats get_stats;
 static int stats_on;
+static int mm_on; /* the device runs with the vulkanMemoryModel feature (KVDSL_VULKAN_MEMORY_MODEL) */
 static unsigned counter;
 #define MAX_MODULES 4096
 static VkShaderModule modules[MAX_MODULES];
@@ -189,12 +192,38 @@ static VkResult layer_CreateDevice(VkPhysicalDevice phys, const VkDeviceCreateIn
         copy.ppEnabledExtensionNames = names;
         copy.pNext = &feat;
     }
-    VkResult r = create(phys, want ? &copy : info, alloc, dev);
-    if (r != 0 && want) { /* fall back to the device as asked */
+    /* KVDSL_VULKAN_MEMORY_MODEL: the vulkanMemoryModel feature, set in the application's
+     * Vulkan 1.2 or memory-model features struct where it chains one, else chained here. */
+    struct { int32_t sType; void *pNext; VkBool32 model, device_scope, chains; } mm_features = {
+        1000211000, NULL, 1, 0, 0};
+    const char *mm_how = "off";
+    int use_copy = want;
+    if (getenv("KVDSL_VULKAN_MEMORY_MODEL")) {
+        use_copy = 1;
+        mm_how = "chained";
+        for (VkBaseInStructure *c = (VkBaseInStructure *)copy.pNext; c;
+             c = (VkBaseInStructure *)c->pNext) {
+            if (c->sType == 51) { /* VkPhysicalDeviceVulkan12Features: vulkanMemoryModel */
+                ((VkBool32 *)((char *)c + 16))[41] = 1;
+                mm_how = "set in Vulkan12Features";
+            } else if (c->sType == 1000211000) {
+                ((VkBool32 *)((char *)c + 16))[0] = 1;
+                mm_how = "set in VulkanMemoryModelFeatures";
+            }
+        }
+        if (!strcmp(mm_how, "chained")) {
+            mm_features.pNext = (void *)copy.pNext;
+            copy.pNext = &mm_features;
+        }
+    }
+    VkResult r = create(phys, use_copy ? &copy : info, alloc, dev);
+    if (r != 0 && use_copy) { /* fall back to the device as asked */
         want = 0;
+        mm_how = "refused";
         r = create(phys, info, alloc, dev);
     }
     if (r != 0) return r;
+    mm_on = strcmp(mm_how, "off") != 0 && strcmp(mm_how, "refused") != 0;
     next_create_module = (PFN_CreateShaderModule)next_gdpa(*dev, "vkCreateShaderModule");
     next_create_pipelines =
         (PFN_CreateComputePipelines)next_gdpa(*dev, "vkCreateComputePipelines");
@@ -208,8 +237,9 @@ static VkResult layer_CreateDevice(VkPhysicalDevice phys, const VkDeviceCreateIn
     snprintf(path, sizeof path, "%s/layer.log", dump_dir());
     FILE *f = fopen(path, "a");
     if (f) {
-        fprintf(f, "device: %s %s, statistics %s\n", EXT_NAME,
-                has_extension(phys) ? "offered" : "not offered", stats_on ? "on" : "off");
+        fprintf(f, "device: %s %s, statistics %s, Vulkan memory model %s\n", EXT_NAME,
+                has_extension(phys) ? "offered" : "not offered", stats_on ? "on" : "off",
+                mm_how);
         fclose(f);
     }
     return 0;
@@ -241,12 +271,46 @@ static uint32_t *patch_barriers(const VkShaderModuleCreateInfo *info) {
     return code;
 }
 
+/* KVDSL_VULKAN_MEMORY_MODEL=1 (a diagnostic): a GLSL450-memory-model module (naga's) declared
+ * in the Vulkan memory model instead, as Tint writes it: OpCapability VulkanMemoryModel after
+ * the first capability, OpMemoryModel's model 1 -> 3 (SPIR-V 1.5 and later, where it is core;
+ * the module must carry no Coherent or Volatile decoration, which naga's do not). The device is
+ * created with the vulkanMemoryModel feature (layer_CreateDevice). Returns the patched copy or
+ * NULL. */
+static uint32_t *patch_memory_model(const uint32_t *code_in, size_t size, size_t *out_size) {
+    if (!mm_on || size < 24 || code_in[1] < 0x10500) return NULL;
+    size_t n = size / 4, first_cap = 0, model = 0;
+    for (size_t i = 5; i < n; i += code_in[i] >> 16 ? code_in[i] >> 16 : 1) {
+        uint32_t op = code_in[i] & 0xFFFF;
+        if (op == 17 && !first_cap) first_cap = i;
+        if (op == 14) model = i;
+        if (op == 71 && (code_in[i + 2] == 21 || code_in[i + 2] == 23)) return NULL;
+    }
+    if (!first_cap || !model || code_in[model + 2] != 1) return NULL;
+    uint32_t *code = malloc(size + 8);
+    size_t at = first_cap + 2; /* after OpCapability X (2 words) */
+    memcpy(code, code_in, at * 4);
+    code[at] = (2u << 16) | 17;
+    code[at + 1] = 5345; /* VulkanMemoryModel */
+    memcpy(code + at + 2, code_in + at, (n - at) * 4);
+    code[model + 2 + 2] = 3; /* OpMemoryModel moved by 2 words; its memory model operand */
+    *out_size = size + 8;
+    return code;
+}
+
 static VkResult layer_CreateShaderModule(VkDevice dev, const VkShaderModuleCreateInfo *info,
                                          const void *alloc, VkShaderModule *module) {
     uint32_t *patched = patch_barriers(info);
     VkShaderModuleCreateInfo copy = *info;
     if (patched) {
         copy.pCode = patched;
+        info = &copy;
+    }
+    size_t mm_size = 0;
+    uint32_t *mm = patch_memory_model(info->pCode, info->codeSize, &mm_size);
+    if (mm) {
+        copy.pCode = mm;
+        copy.codeSize = mm_size;
         info = &copy;
     }
     VkResult r = next_create_module(dev, info, alloc, module);
@@ -265,6 +329,7 @@ static VkResult layer_CreateShaderModule(VkDevice dev, const VkShaderModuleCreat
         fclose(f);
     }
     free(patched);
+    free(mm);
     return r;
 }
 
