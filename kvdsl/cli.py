@@ -7,6 +7,7 @@ Every error a user can cause prints as one line on stderr with exit code 2; a fa
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -78,7 +79,14 @@ def cmd_emit(args: argparse.Namespace) -> int:
 
 
 def _load_json(text: str, what: str) -> Any:
-    src = Path(text).read_text() if Path(text).is_file() else text
+    """``text`` as JSON, or the JSON in the file it names (a JSON object or array is never taken
+    for a path: past 255 bytes the OS refuses such a name)."""
+    src = text
+    if not text.lstrip().startswith(("{", "[")):
+        try:
+            src = Path(text).read_text() if Path(text).is_file() else text
+        except OSError as err:
+            raise UsageError(f"{what}: cannot read {text!r} ({err.strerror})") from None
     try:
         return json.loads(src)
     except json.JSONDecodeError as err:
@@ -195,6 +203,13 @@ def cmd_legacy(args: argparse.Namespace) -> int:
     if not isinstance(data, dict):
         raise UsageError(f"--vars: expected a JSON object of template variables, got {data!r}")
     cfg = config_from_vars(data)
+    if args.subgroups:
+        if not getattr(cfg, "k_norm", False):
+            raise UsageError(
+                f"--subgroups: expected variables of a K RMSNorm kernel (the only row reduction); "
+                f"these make a {cfg.mode} kernel without one"
+            )
+        cfg = dataclasses.replace(cfg, reduction="subgroup")
     kernel = catalog.build_config(cfg)
     wgsl = emit(kernel)
     d = interface(kernel, wgsl)["dispatch"]
@@ -318,6 +333,12 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("files", nargs="+", metavar="FILE.wgsl")
     s = sub.add_parser("legacy", help="kvdsl's WGSL for the legacy template's variables")
     s.add_argument("--vars", required=True, help="JSON object of template variables (or a file)")
+    s.add_argument(
+        "--subgroups",
+        action="store_true",
+        help="K RMSNorm summed across the subgroup (the *_knorm_sg_* drop-ins' form; the device "
+        "needs WGSL's subgroups)",
+    )
     s = sub.add_parser("verify", help="verify catalog variants on random shapes")
     s.add_argument("variants", nargs="*", metavar="VARIANT", help="default: the whole catalog")
     s.add_argument("--cases", type=int, default=3, help="random cases per variant (default 3)")

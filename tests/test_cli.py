@@ -142,6 +142,25 @@ def test_legacy_prints_kvdsl_wgsl_for_template_variables():
     assert "@compute @workgroup_size(LANES)" in out.stdout
 
 
+def test_legacy_subgroups_sums_the_k_norm_across_the_subgroup():
+    from legacy import legacy_vars
+
+    knorm = json.dumps(legacy_vars("build", kv_heads=8, head_dim=128, k_norm=True))
+    out = kvdsl("legacy", "--vars", knorm, "--subgroups")
+    assert out.returncode == 0, out.stderr
+    assert '"reduction": "subgroup"' in out.stdout and out.stdout.count("enable subgroups;") == 1
+    assert "subgroupShuffleXor" in out.stdout and "ceil((params.count) / 64)" in out.stdout
+    plain = kvdsl("legacy", "--vars", knorm)
+    assert plain.returncode == 0 and "subgroupShuffleXor" not in plain.stdout
+    out = kvdsl("legacy", "--vars", json.dumps(legacy_vars("copy", head_dim=64)), "--subgroups")
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "--subgroups: expected variables of a K RMSNorm kernel" in out.stderr
+    # A row of 512 vectors: the drop-in keeps the per-row walk, which has no such reduction.
+    big = json.dumps(legacy_vars("build", kv_heads=1, head_dim=2048, k_norm=True))
+    out = kvdsl("legacy", "--vars", big, "--subgroups")
+    assert out.returncode == 2 and "reduction='subgroup': expected 'workgroup' unless" in out.stderr
+
+
 @pytest.mark.parametrize(
     "vars, message",
     [
@@ -205,3 +224,13 @@ def test_verify_prints_a_table_and_passes():
     lines = out.stdout.splitlines()
     assert lines[0].split()[:2] == ["variant", "shapes"] and lines[-1] == "3 passed, 0 failed"
     assert all(any(line.startswith(n) and line.endswith("ok") for line in lines) for n in names)
+
+
+def test_json_options_take_long_text_and_name_unreadable_paths():
+    # JSON text past 255 bytes used to be taken for a file name (OSError: an internal error).
+    vars = {"mode": "copy", "headDim": 64, "headDm": 1, "padding": "x" * 300}
+    out = kvdsl("legacy", "--vars", json.dumps(vars))
+    assert out.returncode == 2 and "expected a variable the template reads" in out.stderr
+    out = kvdsl("legacy", "--vars", "y" * 300)
+    assert out.returncode == 2 and "--vars: cannot read 'yyy" in out.stderr
+    assert "Traceback" not in out.stderr and "internal error" not in out.stderr

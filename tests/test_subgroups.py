@@ -244,6 +244,31 @@ def test_subgroup_knorm_gpu_matches_workgroup_form(gpu, name: str) -> None:
         assert not problems, (case.label(), problems)
 
 
+@pytest.mark.parametrize(
+    "mode,opts", [("build", dict(rotary=True)), ("build_quant", {}), ("append_quant", dict(bits=4))]
+)
+def test_legacy_variables_in_the_subgroup_form(gpu, mode, opts):
+    """`kvdsl legacy --subgroups`: the template's variables of a K RMSNorm kernel, as the block
+    walk's subgroup form, write what the workgroup form writes on the GPU."""
+    from legacy import legacy_vars
+
+    from kvdsl.legacy import config_from_vars
+
+    cfg = config_from_vars(legacy_vars(mode, kv_heads=2, head_dim=64, k_norm=True, **opts))
+    sg = dataclasses.replace(cfg, reduction="subgroup")
+    kernel, other = catalog.build_config(sg), catalog.build_config(cfg)
+    assert "subgroupShuffleXor" in emit(kernel) and flat.block_walk(sg)
+    for case in cases_for(cfg, 2, seed=5):
+        got = run(kernel, dict(case.buffers), case.params)
+        want = run(other, dict(case.buffers), case.params)
+        tol = {k: max(v, 1e-5) for k, v in case.tolerance.items()} or {
+            k: 1e-5 for k in want if want[k].dtype.kind == "f"
+        }
+        problems = [(n, p) for n, _, p in case.judge(got, want, tol, case.codes) if p]
+        assert not problems, (case.label(), problems)
+        assert not case.against_reference(got), case.label()
+
+
 def test_verify_on_an_adapter_without_subgroups(no_subgroups, capsys):
     """A device without subgroups cannot run the subgroup variants: `kvdsl verify` still checks
     them in the interpreter, says so, and runs everything else on the GPU."""
