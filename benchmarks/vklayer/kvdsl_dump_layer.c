@@ -9,7 +9,8 @@
  * machines here). Build: gcc -shared -fPIC -O2 -o libkvdsl_dump_layer.so kvdsl_dump_layer.c
  * Enable: VK_ADD_LAYER_PATH=<this folder> VK_INSTANCE_LAYERS=VK_LAYER_KVDSL_dump
  * KVDSL_DUMP_DIR=<folder>. Diagnostics (they change what runs; see benchmarks/shaderstats.py):
- * KVDSL_BARRIER_SEMANTICS=N, KVDSL_VULKAN_MEMORY_MODEL=1; KVDSL_NO_STATS=1 leaves the device as
+ * KVDSL_BARRIER_SEMANTICS=N, KVDSL_VULKAN_MEMORY_MODEL=1, KVDSL_DROP_EXECUTION_MODE=N;
+ * KVDSL_NO_STATS=1 leaves the device as
  * the application asks.
  */
 #include <stdint.h>
@@ -298,6 +299,34 @@ static uint32_t *patch_memory_model(const uint32_t *code_in, size_t size, size_t
     return code;
 }
 
+/* KVDSL_DROP_EXECUTION_MODE=N (a diagnostic): the module without its OpExecutionMode
+ * instructions of mode N (e.g. 6023, MaximallyReconvergesKHR, which Tint writes and naga does
+ * not). Returns the shortened copy or NULL. */
+static uint32_t *drop_execution_mode(const uint32_t *code_in, size_t size, size_t *out_size) {
+    const char *want = getenv("KVDSL_DROP_EXECUTION_MODE");
+    if (!want || size < 24) return NULL;
+    uint32_t mode = (uint32_t)strtoul(want, NULL, 0);
+    size_t n = size / 4, kept = 5, dropped = 0;
+    uint32_t *code = malloc(size);
+    memcpy(code, code_in, 20);
+    for (size_t i = 5; i < n;) {
+        uint32_t len = code_in[i] >> 16 ? code_in[i] >> 16 : 1;
+        if ((code_in[i] & 0xFFFF) == 16 && len >= 3 && code_in[i + 2] == mode) {
+            dropped++;
+        } else {
+            memcpy(code + kept, code_in + i, len * 4);
+            kept += len;
+        }
+        i += len;
+    }
+    if (!dropped) {
+        free(code);
+        return NULL;
+    }
+    *out_size = kept * 4;
+    return code;
+}
+
 static VkResult layer_CreateShaderModule(VkDevice dev, const VkShaderModuleCreateInfo *info,
                                          const void *alloc, VkShaderModule *module) {
     uint32_t *patched = patch_barriers(info);
@@ -311,6 +340,13 @@ static VkResult layer_CreateShaderModule(VkDevice dev, const VkShaderModuleCreat
     if (mm) {
         copy.pCode = mm;
         copy.codeSize = mm_size;
+        info = &copy;
+    }
+    size_t em_size = 0;
+    uint32_t *em = drop_execution_mode(info->pCode, info->codeSize, &em_size);
+    if (em) {
+        copy.pCode = em;
+        copy.codeSize = em_size;
         info = &copy;
     }
     VkResult r = next_create_module(dev, info, alloc, module);
@@ -330,6 +366,7 @@ static VkResult layer_CreateShaderModule(VkDevice dev, const VkShaderModuleCreat
     }
     free(patched);
     free(mm);
+    free(em);
     return r;
 }
 
