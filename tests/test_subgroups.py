@@ -227,6 +227,19 @@ def test_subgroup_knorm_against_reference_every_size(name: str, pairs: bool, siz
         assert not case.against_reference(got)
 
 
+def assert_writes_alike(kernel, other, case) -> dict:
+    """Run both kernels on the GPU on ``case``: floats alike to rounding (the sums' order
+    differs), quantised codes within one step in a few elements; ``kernel``'s outputs."""
+    got = run(kernel, dict(case.buffers), case.params)
+    want = run(other, dict(case.buffers), case.params)
+    tol = {k: max(v, 1e-5) for k, v in case.tolerance.items()} or {
+        k: 1e-5 for k in want if want[k].dtype.kind == "f"
+    }
+    problems = [(n, p) for n, _, p in case.judge(got, want, tol, case.codes) if p]
+    assert not problems, (case.label(), problems)
+    return got
+
+
 @pytest.mark.parametrize("name", SG_VARIANTS + SG_DROP_INS)
 def test_subgroup_knorm_gpu_matches_workgroup_form(gpu, name: str) -> None:
     """On the GPU the subgroup form writes what the workgroup form does (floats to rounding,
@@ -235,13 +248,7 @@ def test_subgroup_knorm_gpu_matches_workgroup_form(gpu, name: str) -> None:
     kernel = catalog.build_config(cfg, name)
     other = catalog.build_config(dataclasses.replace(cfg, reduction="workgroup"))
     for case in cases_for(cfg, 2, seed=3):
-        got = run(kernel, dict(case.buffers), case.params)
-        want = run(other, dict(case.buffers), case.params)
-        tol = {k: max(v, 1e-5) for k, v in case.tolerance.items()} or {
-            k: 1e-5 for k in want if want[k].dtype.kind == "f"
-        }
-        problems = [(n, p) for n, _, p in case.judge(got, want, tol, case.codes) if p]
-        assert not problems, (case.label(), problems)
+        assert_writes_alike(kernel, other, case)
 
 
 @pytest.mark.parametrize(
@@ -259,13 +266,7 @@ def test_legacy_variables_in_the_subgroup_form(gpu, mode, opts):
     kernel, other = catalog.build_config(sg), catalog.build_config(cfg)
     assert "subgroupShuffleXor" in emit(kernel) and flat.block_walk(sg)
     for case in cases_for(cfg, 2, seed=5):
-        got = run(kernel, dict(case.buffers), case.params)
-        want = run(other, dict(case.buffers), case.params)
-        tol = {k: max(v, 1e-5) for k, v in case.tolerance.items()} or {
-            k: 1e-5 for k in want if want[k].dtype.kind == "f"
-        }
-        problems = [(n, p) for n, _, p in case.judge(got, want, tol, case.codes) if p]
-        assert not problems, (case.label(), problems)
+        got = assert_writes_alike(kernel, other, case)
         assert not case.against_reference(got), case.label()
 
 

@@ -249,13 +249,14 @@ static VkResult layer_CreateDevice(VkPhysicalDevice phys, const VkDeviceCreateIn
 /* KVDSL_BARRIER_SEMANTICS=N (a diagnostic, not for results one keeps): every OpControlBarrier
  * takes the module's 32-bit unsigned constant N as its memory semantics (e.g. 0: none), where
  * the module has one. Returns the patched copy (free it) or NULL. */
-static uint32_t *patch_barriers(const VkShaderModuleCreateInfo *info) {
+static uint32_t *patch_barriers(const uint32_t *code_in, size_t size, size_t *out_size) {
     const char *want = getenv("KVDSL_BARRIER_SEMANTICS");
     if (!want) return NULL;
     uint32_t value = (uint32_t)strtoul(want, NULL, 0);
-    size_t n = info->codeSize / 4;
-    uint32_t *code = malloc(info->codeSize);
-    memcpy(code, info->pCode, info->codeSize);
+    size_t n = size / 4;
+    uint32_t *code = malloc(size);
+    memcpy(code, code_in, size);
+    *out_size = size;
     uint32_t uint_type = 0, constant = 0;
     for (size_t i = 5; i < n; i += code[i] >> 16 ? code[i] >> 16 : 1) {
         uint32_t op = code[i] & 0xFFFF;
@@ -327,28 +328,24 @@ static uint32_t *drop_execution_mode(const uint32_t *code_in, size_t size, size_
     return code;
 }
 
+typedef uint32_t *(*Patch)(const uint32_t *, size_t, size_t *);
+static const Patch patches[] = {patch_barriers, patch_memory_model, drop_execution_mode};
+#define N_PATCHES (sizeof patches / sizeof patches[0])
+
 static VkResult layer_CreateShaderModule(VkDevice dev, const VkShaderModuleCreateInfo *info,
                                          const void *alloc, VkShaderModule *module) {
-    uint32_t *patched = patch_barriers(info);
+    /* The diagnostics, each on the module as the one before it left it. */
     VkShaderModuleCreateInfo copy = *info;
-    if (patched) {
-        copy.pCode = patched;
-        info = &copy;
+    uint32_t *made[N_PATCHES] = {0};
+    for (size_t p = 0; p < N_PATCHES; p++) {
+        size_t size = 0;
+        made[p] = patches[p](copy.pCode, copy.codeSize, &size);
+        if (made[p]) {
+            copy.pCode = made[p];
+            copy.codeSize = size;
+        }
     }
-    size_t mm_size = 0;
-    uint32_t *mm = patch_memory_model(info->pCode, info->codeSize, &mm_size);
-    if (mm) {
-        copy.pCode = mm;
-        copy.codeSize = mm_size;
-        info = &copy;
-    }
-    size_t em_size = 0;
-    uint32_t *em = drop_execution_mode(info->pCode, info->codeSize, &em_size);
-    if (em) {
-        copy.pCode = em;
-        copy.codeSize = em_size;
-        info = &copy;
-    }
+    info = &copy;
     VkResult r = next_create_module(dev, info, alloc, module);
     pthread_mutex_lock(&lock);
     unsigned id = counter++;
@@ -364,9 +361,7 @@ static VkResult layer_CreateShaderModule(VkDevice dev, const VkShaderModuleCreat
         fwrite(info->pCode, 1, info->codeSize, f);
         fclose(f);
     }
-    free(patched);
-    free(mm);
-    free(em);
+    for (size_t p = 0; p < N_PATCHES; p++) free(made[p]);
     return r;
 }
 
