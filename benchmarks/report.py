@@ -70,6 +70,13 @@ def supersede(rows: list[dict[str, Any]], newer: list[dict[str, Any]]) -> list[d
     return [r for r in rows if r["variant"] not in changed] + newer
 
 
+def runs(sources: list[Path], changed: list[Path], pick: str) -> list[dict[str, Any]]:
+    """:func:`merge` of ``sources``, the variants the ``changed`` runs measured taking their rows
+    from those alone (:func:`supersede`)."""
+    rows = merge(sources, pick)
+    return supersede(rows, merge(changed, pick)) if changed else rows
+
+
 def _copy_us(row: dict[str, Any]) -> float:
     """The copy's time beside ``row`` (µs); a row without one sorts last."""
     us = row.get("roofline_us")
@@ -532,10 +539,8 @@ def main(argv: list[str] | None = None) -> int:
     from kvdsl import catalog
 
     names = set(catalog.VARIANTS)
-    merged = merge(sources, args.pick)
-    if args.changed:
-        merged = supersede(merged, merge([Path(p) for p in args.changed], args.pick))
-    rows, gone = current(merged, names)
+    changed = [Path(p) for p in args.changed or []]
+    rows, gone = current(runs(sources, changed, args.pick), names)
     peak = conservative(rows)
     folder = next(p.parent for p in sources if (p.parent / "device.json").is_file())
     device = json.loads((folder / "device.json").read_text()) | {"peak_copy_gbps": peak}
@@ -544,10 +549,8 @@ def main(argv: list[str] | None = None) -> int:
     note = Path(args.note).read_text() if args.note else ""
     dawn = None
     if args.dawn:
-        dawn_rows = merge([Path(p) for p in args.dawn], args.pick)
-        if args.dawn_changed:
-            newer = merge([Path(p) for p in args.dawn_changed], args.pick)
-            dawn_rows = supersede(dawn_rows, newer)
+        dawn_changed = [Path(p) for p in args.dawn_changed or []]
+        dawn_rows = runs([Path(p) for p in args.dawn], dawn_changed, args.pick)
         dawn, dawn_gone = current(dawn_rows, names)
         gone = sorted(set(gone) | set(dawn_gone))
         conservative(dawn)

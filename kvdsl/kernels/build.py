@@ -86,9 +86,9 @@ def check_row_program(cfg: Any) -> None:
     check(eps_ok, "eps", cfg.eps, "a finite float > 0, a normal f32 (1.2e-38 .. 3.4e38)")
     one_of("input_type", cfg.input_type, FLOATS)
     common(cfg)
+    per_row = cfg.head_dim // flat.lanes(cfg.head_dim, cfg.rotary)  # vectors of a row
     if cfg.walk == "flat" and cfg.k_norm:
         # The row's partial sums are reduced in workgroup memory: no row may straddle two.
-        per_row = cfg.head_dim // flat.lanes(cfg.head_dim, cfg.rotary)
         check(
             cfg.workgroup_size % per_row == 0,
             "workgroup_size",
@@ -106,7 +106,6 @@ def check_row_program(cfg: Any) -> None:
         )
         # Subgroups are powers of two: a row of a power-of-two vectors lies in one, or spans
         # whole ones.
-        per_row = cfg.head_dim // flat.lanes(cfg.head_dim, cfg.rotary)
         check(
             per_row & (per_row - 1) == 0,
             "head_dim",
