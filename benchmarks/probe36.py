@@ -14,6 +14,17 @@ Every unrotated append representative, drop-ins and flat, at batches 4 and 1 and
 tokens; both forms checked to write the same bytes on the device, then timed alternately with
 the copy, five rounds, best kept, after 20 s of copies.
 
+Result (``results/h200/probe36.txt``, ``probe36-dawn.txt``; one call, both implementations):
+the same bytes everywhere, and no row moved beyond the call's noise. The drop-ins' decode
+appends at batch 4 under wgpu-native: 6.78 → 6.75 µs (merge_share), 6.64 → 6.72 (per row),
+7.02 → 7.07 (window_shift), 8.18 → 8.11 (int8), 8.78 → 8.37 (int4); at 2,048 tokens within 2%
+either way; under Dawn within 1% on 34 of 40 rows, and the rest (-5.7% to +6.9%) at one token,
+where the call's noise is that large. The driver does not wait on the window's load before
+issuing the vectors': the dependent round trip was not what the decode appends pay for. The
+early form stays at the record commit dc82139 (``flat.EARLY_LOADS``); run this probe with that
+commit's ``kvdsl`` on the path (``git archive dc82139 kvdsl | tar -x -C p36``, then
+``PYTHONPATH=$PWD/p36:$PYTHONPATH python3 benchmarks/probe36.py``).
+
     python benchmarks/probe36.py [--small]
 """
 

@@ -66,16 +66,15 @@ fn main(
       let appendStart = activeEnd - fresh;
       let skip = params.seq - fresh;
       // Only the newest min(seq, totalSeq) tokens fit the cache.
-      let skipped = t < skip;
-      let dstRow = appendStart + (t - min(t, skip));
-      let k = src_k[srcBase + d4];
-      let v = src_v[srcBase + d4];
-      let dst = ((b * KV_HEADS + hk) * params.totalSeq + dstRow) * HEAD_DIM_V4 + d4;
-      let sBase = select(0u, hk * HEAD_DIM + d4 * 4u, params.perChannel != 0u);
-      let sStep = select(0u, 1u, params.perChannel != 0u);
-      let ks = vec4<f32>(k_scale[sBase], k_scale[sBase + sStep * 1u], k_scale[sBase + sStep * 2u], k_scale[sBase + sStep * 3u]);
-      let vs = vec4<f32>(v_scale[sBase], v_scale[sBase + sStep * 1u], v_scale[sBase + sStep * 2u], v_scale[sBase + sStep * 3u]);
-      if (!skipped) {
+      if (!(t < skip)) {
+        let dstRow = appendStart + (t - skip);
+        let k = src_k[srcBase + d4];
+        let v = src_v[srcBase + d4];
+        let dst = ((b * KV_HEADS + hk) * params.totalSeq + dstRow) * HEAD_DIM_V4 + d4;
+        let sBase = select(0u, hk * HEAD_DIM + d4 * 4u, params.perChannel != 0u);
+        let sStep = select(0u, 1u, params.perChannel != 0u);
+        let ks = vec4<f32>(k_scale[sBase], k_scale[sBase + sStep * 1u], k_scale[sBase + sStep * 2u], k_scale[sBase + sStep * 3u]);
+        let vs = vec4<f32>(v_scale[sBase], v_scale[sBase + sStep * 1u], v_scale[sBase + sStep * 2u], v_scale[sBase + sStep * 3u]);
         let qk = vec4<i32>(clamp(round(k / ks), vec4<f32>(QMIN, QMIN, QMIN, QMIN), vec4<f32>(QMAX, QMAX, QMAX, QMAX)));
         let qv = vec4<i32>(clamp(round(v / vs), vec4<f32>(QMIN, QMIN, QMIN, QMIN), vec4<f32>(QMAX, QMAX, QMAX, QMAX)));
         let nk = vec4<u32>(qk + vec4<i32>(8i, 8i, 8i, 8i)) & vec4<u32>(15u, 15u, 15u, 15u);

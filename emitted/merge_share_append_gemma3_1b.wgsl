@@ -49,10 +49,6 @@ fn main(
       let tmp = row / params.keySeq;
       let hk = tmp % KV_HEADS;
       let b = tmp / KV_HEADS;
-      let nSrc = (b * params.keySeq + j) * KV_HIDDEN_V4 + hk * HEAD_DIM_V4;
-      // The new vectors first: their index needs no cache row.
-      let kIn = new_k[nSrc + d4];
-      let vIn = new_v[nSrc + d4];
       let total = u32(max(seqlens_k[b], -1i)) + 1u;
       // Clamping below by keySeq maps a right-padded first prompt
       // (seqlens_k[b]+1 < keySeq) to append offset 0.
@@ -64,8 +60,9 @@ fn main(
       if (!(j < skip)) {
         let t = appendStart + (j - skip);
         let dst = ((b * KV_HEADS + hk) * params.seq + t) * HEAD_DIM_V4 + d4;
-        present_key[dst] = kIn;
-        present_value[dst] = vIn;
+        let nSrc = (b * params.keySeq + j) * KV_HIDDEN_V4 + hk * HEAD_DIM_V4;
+        present_key[dst] = new_k[nSrc + d4];
+        present_value[dst] = new_v[nSrc + d4];
       }
     }
   }

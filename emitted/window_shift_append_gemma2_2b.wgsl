@@ -51,10 +51,6 @@ fn main(
       let tmp = row / params.keySeq;
       let hk = tmp % KV_HEADS;
       let b = tmp / KV_HEADS;
-      let nSrc = (b * params.keySeq + j) * KV_HIDDEN_V4 + hk * HEAD_DIM_V4;
-      // The new vectors first: their index needs no window row.
-      let kIn = new_k[nSrc + d4];
-      let vIn = new_v[nSrc + d4];
       let total = u32(max(seqlens_k[b], -1i)) + 1u;
       let absTotal = max(params.keySeq, total);
       let resident = min(absTotal, params.seq);
@@ -65,8 +61,9 @@ fn main(
       if (!(j < skip)) {
         let t = appendStart + (j - skip);
         let dst = ((b * KV_HEADS + hk) * params.seq + t) * HEAD_DIM_V4 + d4;
-        present_key[dst] = kIn;
-        present_value[dst] = vIn;
+        let nSrc = (b * params.keySeq + j) * KV_HIDDEN_V4 + hk * HEAD_DIM_V4;
+        present_key[dst] = new_k[nSrc + d4];
+        present_value[dst] = new_v[nSrc + d4];
       }
     }
   }

@@ -188,19 +188,11 @@ def _append(kb: KernelBuilder, cfg: MergeShareConfig, pairs: bool) -> None:
     it = flat.pair_walk(kb, cfg, rows, half4) if pairs else flat.walk(kb, cfg, rows, hd4, width)
     # New row -> its cache row t in the append window.
     b, hk, j = split_rows(kb, it.row, heads, key_seq, "j")
-    loaded = None
-    if flat.EARLY_LOADS and not cfg.rotary:
-        n_src = kb.let("nSrc", (b * key_seq + j) * hidden4 + hk * hd4)
-        kb.comment("The new vectors first: their index needs no cache row.")
-        loaded = flat.load_new(kb, new_k, new_v, n_src, it.d)
     w = append_window(kb, seqlens_k, b, seq, key_seq)
     kb.comment("New tokens before `skip` do not fit the cache (keySeq > seq).")
     kb.leave_if(j < w.skip)
     t = kb.let("t", w.append_start + (j - w.skip))
     dst = kb.let("dst", bnsh(b, hk, t, heads, seq, hd4) + it.d)
-    if loaded is not None:
-        flat.store_new(kb, loaded, present_key, present_value, dst)
-        return
     n_src = kb.let("nSrc", (b * key_seq + j) * hidden4 + hk * hd4)
     rot = (cos, sin, t, half4) if cfg.rotary else None
     if rot is not None:

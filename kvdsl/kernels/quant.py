@@ -208,11 +208,8 @@ def _quant(cfg: Any, name: str, append: bool) -> Kernel:
         pairs = flat.uses_pairs(cfg)
         fr = flat_row(kb, cfg, c, inputs, width, pairs=pairs)
         norm = fr.k_own is not None
-        # Without rotary no load needs the cache row: a skipped token leaves after the loads,
-        # which then travel beside the window's seqlens_k load (benchmarks/probe36.py).
-        defer = norm or (flat.EARLY_LOADS and not cfg.rotary)
         dst_row, rows_per_head, skipped = _destination(
-            kb, inputs, fr.b, fr.t, append, total_seq, seq, "dstRow", defer=defer
+            kb, inputs, fr.b, fr.t, append, total_seq, seq, "dstRow", defer=norm
         )
         kl = flat_k_loads(kb, fr, inputs, lambda: _position(kb, row_position, dst_row, past, fr.t))
         d = fr.it.d
@@ -229,8 +226,6 @@ def _quant(cfg: Any, name: str, append: bool) -> Kernel:
         vs = [flat.scales(kb, f"vs{t}", v_scale, at) for (t, _), at in zip(owned, ats)]
         # With K RMSNorm every load above precedes the norm's barrier.
         inv_rms = flat_norm(kb, cfg, c, fr, skipped) if norm else None
-        if not norm and skipped is not None:
-            kb.leave_if(skipped)
         k = flat_k_pair(kb, fr, kl, inv_rms) if pairs else (flat_k(kb, fr, kl, inv_rms),)
         dsts = (dst, dst + fr.pair) if pairs else (dst,)
         for (t, _), at, k_i, v_i, ks_i, vs_i in zip(owned, dsts, k, vs_in, ks, vs):
@@ -326,9 +321,8 @@ def _destination(
     the token is skipped.
 
     ``append_quant`` writes the clamped append window of ``seqlens_k``: tokens that do not fit
-    return, or with ``defer`` (a kernel whose barrier, or whose loads, are still ahead) get the
-    window's first row, so their loads stay in range, and the returned condition for the return
-    after the barrier or the loads.
+    return, or with ``defer`` (a kernel whose barrier is still ahead) get the window's first row,
+    so their loads stay in range, and the returned condition for the return after the barrier.
     ``build_quant`` writes row ``t`` of a ``seq``-row cache.
     """
     if not append:

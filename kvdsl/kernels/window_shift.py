@@ -145,20 +145,12 @@ def window_shift(cfg: WindowShiftConfig, name: str = "window_shift") -> Kernel:
     if cfg.region == "append":
         kb.comment("Append-only pass: the vectors of the new token rows; `seq` stays the capacity.")
         b, hk, j = split_rows(kb, it.row, heads, key_seq, "j")
-        loaded = None
-        if flat.EARLY_LOADS and not cfg.rotary:
-            n_src = kb.let("nSrc", (b * key_seq + j) * hidden4 + hk * hd4)
-            kb.comment("The new vectors first: their index needs no window row.")
-            loaded = flat.load_new(kb, new_k, new_v, n_src, it.d)
         w = sliding_window(kb, seqlens_k, b, seq, key_seq)
         kb.comment("New tokens before `skip` do not fit the window (keySeq > seq).")
         kb.leave_if(j < w.skip)
         t = kb.let("t", w.append_start + (j - w.skip))
         dst = kb.let("dst", bnsh(b, hk, t, heads, seq, hd4) + it.d)
-        if loaded is not None:
-            flat.store_new(kb, loaded, present_key, present_value, dst)
-        else:
-            append_vec(b, hk, j, dst, kb.let("pos", w.past + j))
+        append_vec(b, hk, j, dst, kb.let("pos", w.past + j))
     else:
         b, hk, t = split_rows(kb, it.row, heads, seq)
         w = sliding_window(kb, seqlens_k, b, seq, key_seq)

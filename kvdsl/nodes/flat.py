@@ -456,29 +456,6 @@ def move_new(
     v_out[dst] = to(kb, v_out.binding.elem, v[src_base + d])
 
 
-#: An unrotated append loads its new vectors before its append window (:func:`load_new`);
-#: False builds the form before probe 36, which loaded them after the window's guard.
-EARLY_LOADS = True
-
-
-def load_new(kb: KernelBuilder, k: Buffer, v: Buffer, src_base: Val, d: Val) -> tuple[Val, Val]:
-    """Vector ``d`` of K and V of the new row at ``src_base``, as ``let``s (``kIn``, ``vIn``).
-
-    An unrotated append loads these before its append window: their index needs only the walk's
-    row, so they travel beside the window's ``seqlens_k`` load instead of after it (one memory
-    round trip per step where the window's guard made two; ``benchmarks/probe36.py``)."""
-    return kb.let("kIn", k[src_base + d]), kb.let("vIn", v[src_base + d])
-
-
-def store_new(
-    kb: KernelBuilder, loaded: tuple[Val, Val], k_out: Buffer, v_out: Buffer, dst: Val
-) -> None:
-    """:func:`load_new`'s vectors to ``k_out``/``v_out`` at ``dst``, each converted to its
-    output's element type."""
-    k_out[dst] = to(kb, k_out.binding.elem, loaded[0])
-    v_out[dst] = to(kb, v_out.binding.elem, loaded[1])
-
-
 def rotated_pair(x0: Val, x1: Val, cs: Val, sn: Val) -> tuple[Val, Val]:
     """The NeoX rotation of the pair ``(x0, x1)``: ``(x0*cs - x1*sn, x1*cs + x0*sn)``, element
     for element the products of :func:`rotate` (which keeps one of them through a ``select``)."""
