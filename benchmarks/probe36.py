@@ -18,9 +18,12 @@ Result (``results/h200/probe36.txt``, ``probe36-dawn.txt``; one call, both imple
 the same bytes everywhere, and no row moved beyond the call's noise. The drop-ins' decode
 appends at batch 4 under wgpu-native: 6.78 → 6.75 µs (merge_share), 6.64 → 6.72 (per row),
 7.02 → 7.07 (window_shift), 8.18 → 8.11 (int8), 8.78 → 8.37 (int4); at 2,048 tokens within 2%
-either way; under Dawn within 1% on 34 of 40 rows, and the rest (-5.7% to +6.9%) at one token,
-where the call's noise is that large. The driver does not wait on the window's load before
-issuing the vectors': the dependent round trip was not what the decode appends pay for. The
+either way except the int4 drop-in (-1.5% at batch 4, -3.9% at batch 1). Under Dawn 32 of 40
+rows within 1.5%; of the rest, six at one token (-2.5% to +6.9%, where the call's noise is that
+large) and the int4 drop-in at 2,048 tokens, batch 1 (-3.3%). The int4 rows alone gained
+somewhat under both (up to 5.7%), and lost 5% at one token, batch 1, under wgpu-native; no
+target row would pass. The driver does not wait on the window's load before issuing the
+vectors': the dependent round trip was not what the decode appends pay for. The
 early form stays at the record commit dc82139 (``flat.EARLY_LOADS``); run this probe with that
 commit's ``kvdsl`` on the path (``git archive dc82139 kvdsl | tar -x -C p36``, then
 ``PYTHONPATH=$PWD/p36:$PYTHONPATH python3 benchmarks/probe36.py``).
