@@ -360,6 +360,17 @@ def _count(text: str) -> int:
     return n
 
 
+def _percent(text: str) -> float:
+    """A percentage from 0 to 100 (argparse names the option and the value when this raises)."""
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 <= x <= 100:
+        raise argparse.ArgumentTypeError(f"{x:g} is not a percentage: give 0 to 100")
+    return x
+
+
 def bench_options(p: argparse.ArgumentParser, out: str) -> argparse.ArgumentParser:
     """The GPU benchmark's options, for ``kvdsl bench`` and ``benchmarks/gpu.py`` alike."""
     p.add_argument("--small", action="store_true", help="tiny sizes (llvmpipe smoke run)")
@@ -385,8 +396,17 @@ def bench_options(p: argparse.ArgumentParser, out: str) -> argparse.ArgumentPars
         default=2,
         metavar="N",
         help="time a row again, up to N times, when the copy beside it ran in a slow state of "
-        "the GPU (over 1.4x the floor plus its bytes at the run's best bandwidth); the attempt "
-        "whose copy ran fastest stands (2; 0: never)",
+        "the GPU (over 1.4x the floor plus its bytes at the run's best bandwidth) or the row "
+        "fell short (--retry-below); each of kvdsl, the copy and the template keeps its fastest "
+        "time over the attempts (2; 0: never)",
+    )
+    p.add_argument(
+        "--retry-below",
+        type=_percent,
+        default=90.0,
+        metavar="PCT",
+        help="a row also counts as short when kvdsl's kernel reached under PCT%% of the copy "
+        "beside it, or a decode append took over 1.5x the empty dispatch (90; 0: never)",
     )
     p.add_argument(
         "--budget",

@@ -152,17 +152,21 @@ def test_slow_copy_against_the_floor_and_the_best_bandwidth():
 
 
 def test_a_row_beside_a_slow_copy_is_timed_again(tmp_path, monkeypatch, gpu):
-    """Every copy called slow: each row is timed 1 + --retry-slow times, the fastest copy's
-    attempt stands, and --retry-slow 0 times it once."""
+    """Every copy called slow: each row is timed 1 + --retry-slow times, the kernel and the copy
+    each keep their fastest time over the attempts, and --retry-slow 0 times it once."""
     from kvdsl import runtime
 
     copies: list[float] = []
+    kernels: list[float] = []
     real = runtime.time_kernel
 
     def recording(kernel, *args, **kw):
         times = real(kernel, *args, **kw)
-        if getattr(kernel, "name", "") == "roofline_copy_vec4":
+        name = getattr(kernel, "name", kw.get("label"))
+        if name == "roofline_copy_vec4":
             copies.append(float(np.median(times)) * 1e6)
+        elif name == "copy_llama31_8b":
+            kernels.append(float(np.median(times)) * 1e6)
         return times
 
     monkeypatch.setattr(runtime, "time_kernel", recording)
@@ -171,6 +175,7 @@ def test_a_row_beside_a_slow_copy_is_timed_again(tmp_path, monkeypatch, gpu):
     argv += ["--variants", "copy_llama31_8b"]
     for retries in (2, 0):
         copies.clear()
+        kernels.clear()
         assert cli_main(argv + ["--out", str(tmp_path), "--retry-slow", str(retries)]) == 0
         with open(tmp_path / "gpu.csv", newline="") as f:
             (row,) = list(csv.DictReader(f))
@@ -181,8 +186,68 @@ def test_a_row_beside_a_slow_copy_is_timed_again(tmp_path, monkeypatch, gpu):
         attempts = [min(per_row[i : i + 2]) for i in range(0, len(per_row), 2)]
         # The CSV keeps six significant digits.
         assert float(row["roofline_us"]) == pytest.approx(min(attempts), rel=5e-6)
+        assert len(kernels) == 2 * (1 + retries)
+        assert float(row["kvdsl_us"]) == pytest.approx(min(kernels), rel=5e-6)
         info = json.loads((tmp_path / "device.json").read_text())
         assert info["retry_slow"] == retries
+
+
+def test_a_short_row_is_timed_again(tmp_path, monkeypatch, gpu):
+    """A row short of its target (copies fine) is timed again up to --retry-slow times; with
+    --retry-below 0 no row is short."""
+    monkeypatch.setattr(bench, "slow_copy", lambda *a: False)
+    calls: list[float] = []
+    real = bench.short
+
+    def short(row, pct):
+        calls.append(pct)
+        return real(row, pct) if pct == 0 else True
+
+    monkeypatch.setattr(bench, "short", short)
+    argv = ["bench", "--small", "--repeats", "2", "--warmup", "1", "--batches", "1"]
+    argv += ["--variants", "copy_llama31_8b", "--out", str(tmp_path)]
+    for below, retries in ((75.5, 2), (0, 0)):
+        calls.clear()
+        assert cli_main(argv + ["--retry-below", str(below)]) == 0
+        with open(tmp_path / "gpu.csv", newline="") as f:
+            rows = list(csv.DictReader(f))
+        assert [int(r["retries"]) for r in rows] == [retries] * len(rows)
+        assert set(calls) == {below}
+        assert json.loads((tmp_path / "device.json").read_text())["retry_below"] == below
+
+
+def test_short_against_the_targets():
+    prefill = {"decode": 0, "floor_us": 4.0, "roofline_us": 90.0}
+    assert bench.short(prefill | {"kvdsl_us": 101.0}, 90)  # 89%
+    assert not bench.short(prefill | {"kvdsl_us": 99.0}, 90)  # 91%
+    assert not bench.short(prefill | {"kvdsl_us": 200.0}, 0)  # 0: never
+    assert not bench.short(prefill | {"kvdsl_us": None}, 90)  # nothing measured
+    decode = {"decode": 1, "floor_us": 4.0, "roofline_us": 5.0}
+    assert bench.short(decode | {"kvdsl_us": 6.1}, 90)  # 1.525x the floor
+    assert not bench.short(decode | {"kvdsl_us": 5.9}, 90)  # 1.475x, though 85% of the copy
+
+
+def test_fastest_keeps_each_sides_fastest_time():
+    row = {"kvdsl_us": 10.0, "kvdsl_status": "ok", "roofline_us": 8.0, "template_us": 50.0,
+           "template_status": "ok", "batch": 4}  # fmt: skip
+    again = {"kvdsl_us": 9.0, "kvdsl_status": "ok", "roofline_us": 8.5, "template_status": "boom"}
+    got = bench.fastest(row, again)
+    assert got == row | {"kvdsl_us": 9.0}
+    assert row["kvdsl_us"] == 10.0  # not modified
+    # A side that failed the first time takes the retry's time and status.
+    failed = {"kvdsl_status": "DeviceError: lost", "template_status": "DeviceError: lost"}
+    ok = {"kvdsl_us": 9.0, "kvdsl_status": "ok", "roofline_us": 8.5, "template_us": 40.0,
+          "template_status": "ok"}  # fmt: skip
+    assert bench.fastest(failed, ok) == ok
+
+
+def test_retry_below_takes_a_percentage(capsys):
+    for bad, why in (("120", "120 is not a percentage: give 0 to 100"), ("x", "'x' is not a")):
+        with pytest.raises(SystemExit) as exit_:
+            cli_main(["bench", "--small", "--retry-below", bad])
+        assert exit_.value.code == 2
+        err = capsys.readouterr().err
+        assert "--retry-below" in err and why in err
 
 
 def test_retry_slow_takes_a_count(capsys):
