@@ -8,7 +8,9 @@
 #   . scripts/on-gpu.sh && bash benchmarks/all.sh "$OUT/run5" --batches 4 --trials 3 --repeats 30 --budget 480
 #
 # (--budget: the benchmark starts no config after that many seconds, so a time-limited device
-# call still ends with its CSV and device.json written.)
+# call still ends with its CSV and device.json written. On the H200 verify and the compiler
+# take ~30 s, and batch 4 with its retries ~500 s (run 52): in a 600 s call, the configs past
+# the budget are named in the log, for a second call with --variants.)
 #
 # The legacy template is found beside the repo or in .seed/ (copy it there on the GPU host).
 #

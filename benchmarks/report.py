@@ -70,11 +70,24 @@ def supersede(rows: list[dict[str, Any]], newer: list[dict[str, Any]]) -> list[d
     return [r for r in rows if r["variant"] not in changed] + newer
 
 
-def runs(sources: list[Path], changed: list[Path], pick: str) -> list[dict[str, Any]]:
+def replace(rows: list[dict[str, Any]], newer: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` with each row ``newer`` measured (variant, batch, tokens) taken from ``newer``: a
+    whole run of the catalog's kernels in one state of the GPU stands for what it measured, and
+    the other runs keep the rows it did not (another batch, say)."""
+    keys = {(r["variant"], r.get("batch"), r.get("tokens")) for r in newer}
+    return [r for r in rows if (r["variant"], r.get("batch"), r.get("tokens")) not in keys] + newer
+
+
+def runs(
+    sources: list[Path], changed: list[Path], pick: str, latest: list[Path] | None = None
+) -> list[dict[str, Any]]:
     """:func:`merge` of ``sources``, the variants the ``changed`` runs measured taking their rows
-    from those alone (:func:`supersede`)."""
+    from those alone (:func:`supersede`), then the rows the ``latest`` runs measured taken from
+    those (:func:`replace`)."""
     rows = merge(sources, pick)
-    return supersede(rows, merge(changed, pick)) if changed else rows
+    if changed:
+        rows = supersede(rows, merge(changed, pick))
+    return replace(rows, merge(latest, pick)) if latest else rows
 
 
 def _copy_us(row: dict[str, Any]) -> float:
@@ -527,6 +540,12 @@ def main(argv: list[str] | None = None) -> int:
         "take their rows from the --changed runs alone (picked among them as --pick says)",
     )
     ap.add_argument("--dawn-changed", action="append", help="the same for the --dawn runs")
+    ap.add_argument(
+        "--latest",
+        action="append",
+        help="gpu.csv of a whole run of the catalog's kernels as they are: each row it measured "
+        "is taken from it (the other runs keep the rows it did not measure)",
+    )
     ap.add_argument("--note", help="a markdown file inserted after the device section")
     ap.add_argument(
         "--dawn",
@@ -540,7 +559,8 @@ def main(argv: list[str] | None = None) -> int:
 
     names = set(catalog.VARIANTS)
     changed = [Path(p) for p in args.changed or []]
-    rows, gone = current(runs(sources, changed, args.pick), names)
+    latest = [Path(p) for p in args.latest or []]
+    rows, gone = current(runs(sources, changed, args.pick, latest), names)
     peak = conservative(rows)
     folder = next(p.parent for p in sources if (p.parent / "device.json").is_file())
     device = json.loads((folder / "device.json").read_text()) | {"peak_copy_gbps": peak}
@@ -567,6 +587,7 @@ def main(argv: list[str] | None = None) -> int:
         ["python benchmarks/report.py"]
         + [f"--csv {_rel(p)}" for p in sources]
         + [f"--changed {_rel(Path(p))}" for p in args.changed or []]
+        + [f"--latest {_rel(p)}" for p in latest]
         + ([f"--pick {args.pick}"] if args.pick != "first" else [])
         + ([f"--note {_rel(Path(args.note))}"] if args.note else [])
         + [f"--dawn {_rel(Path(p))}" for p in args.dawn or []]

@@ -65,6 +65,21 @@ def test_changed_kernels_take_rows_from_their_new_runs_alone(tmp_path):
     assert got == {("x", 1, "c"): 4.0, ("y", 1, "b"): 8.0}
 
 
+def test_a_latest_run_replaces_the_rows_it_measured(tmp_path):
+    # Run c measured x at batch 4 only: that row comes from c though run a's copy ran faster;
+    # x at batch 1 and y keep the older runs' pick; a changed variant's rows from c win too.
+    header = "variant,batch,tokens,kvdsl_us,roofline_us\n"
+    (tmp_path / "gpu-a.csv").write_text(header + "x,4,1,5.0,2.0\nx,1,1,3.0,2.0\ny,4,1,7.0,6.0\n")
+    (tmp_path / "gpu-b.csv").write_text(header + "z,4,1,6.0,5.0\nz,1,1,2.0,1.0\n")
+    (tmp_path / "gpu-c.csv").write_text(header + "x,4,1,6.0,9.0\nz,4,1,4.0,5.0\n")
+    rows = report.runs(
+        [tmp_path / "gpu-a.csv"], [tmp_path / "gpu-b.csv"], "fastest-copy", [tmp_path / "gpu-c.csv"]
+    )
+    got = {(r["variant"], r["batch"], r["run"]): r["kvdsl_us"] for r in rows}
+    assert got == {("x", 4, "c"): 6.0, ("x", 1, "a"): 3.0, ("y", 4, "a"): 7.0,
+                   ("z", 4, "c"): 4.0, ("z", 1, "b"): 2.0}  # fmt: skip
+
+
 def test_pct_best_never_flatters():
     # A copy measured slow beside the first kernel (2,000 GB/s) against a run's best (4,000):
     # % roof says 150%, % best 75%. Rows under 64 MB keep their own copy.
