@@ -10,8 +10,8 @@ of copies, each form checked against the 1-step form's bytes.
 
 Seventh stop (``probe26b.txt``, ``probe26c.txt``): run again in one call and found in the same
 slow state (1-token copies at 10-11 µs); timed alone, decode-size work lets the GPU clock down.
-With a second of 256 MB copies before each race (``probe26c.txt``: batch-1 copies at 5.1-5.8
-µs, batch-4 ones at 5.3-7.2): at batch 4 four steps per trip gained 10% on the plain
+With a second of 256 MB copies before each race (``probes.Race`` now does so before every
+decode-size race; ``probe26c.txt``: batch-1 copies at 5.1-5.8 µs, batch-4 ones at 5.3-7.2): at batch 4 four steps per trip gained 10% on the plain
 ``merge_share`` append (8.08 → 7.26 µs), 6% on the ``window_shift`` one and 3% on int4, and
 lost 0.3-7% on the rotary and int8 ones; at batch 1 every row lost (two steps 1-5%, four 5-15%).
 The answer stands: no second loop.
@@ -28,7 +28,6 @@ from __future__ import annotations
 import sys
 
 import probes
-import roofline
 from kvdsl.nodes import flat
 from kvdsl.runtime import adapter_info
 
@@ -56,11 +55,6 @@ def main(argv: list[str]) -> None:
         for name in ("x2", "x4"):
             probes.same_bytes(m, texts["x1"], texts[name])
         forms = {name: (text, m.wg) for name, text in texts.items()}
-        if "--small" not in argv:
-            # Decode-size work alone lets the GPU clock down (run 51's 1-token copies, timed
-            # between 2,048-token rows, took 5.1-5.4 µs; this probe's, timed alone, 10-11 µs):
-            # a second of 256 MB copies before each race brings it back up.
-            roofline.settle(1.0)
         race.run(f"{m.label} B={m.plan.batch}", m.kernel, forms, m.bufs, m.params, m.nbytes, 5)
 
 
