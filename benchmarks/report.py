@@ -473,7 +473,10 @@ def page(
         "",
         "Each catalog option set (mode, walk, region, rotary, K norm, bits, vec4, element types) "
         "runs once, reshaped to 8 KV heads × head dim 128. Times are GPU timestamps around each "
-        "dispatch, many dispatches in one submission, median. *Bytes* are what the variant's "
+        "dispatch, many dispatches in one submission, median; the kernel and its copy are timed "
+        "alternately `--trials` times, and a row beside a slow copy or short of its target is "
+        "timed again (`--retry-slow`, `--retry-below`), each keeping its fastest time "
+        "(`benchmarks/gpu.py`'s docstring). *Bytes* are what the variant's "
         "interface must move: each input element read once, each output element written once "
         "(the counting rule per mode is in `benchmarks/plans.py`'s docstring). *% roof* is the "
         "time of a `vec4<f32>` copy moving the same bytes (half read, half written, through two "
