@@ -21,6 +21,9 @@ The layer also takes two diagnostics, for timing a module with one thing changed
 - ``KVDSL_DROP_EXECUTION_MODE=N``: a module's ``OpExecutionMode`` of mode N is left out (6023:
   Tint's ``MaximallyReconvergesKHR``).
 
+``KVDSL_LOOP_BOUNDING=0`` (``kvdsl.runtime.device``, not the layer) has naga write no loop
+counters, as Tint writes none.
+
 H200, sixth stop (``results/h200/shaderstats46.txt``, ``run47-*.log``): naga writes the GLSL450
 memory model and barriers with AcquireRelease | WorkgroupMemory semantics; Tint the Vulkan memory
 model (with MakeAvailable | MakeVisible). Their SPIR-V is of like size (2,115 and 2,187 words

@@ -48,6 +48,7 @@ def test_cli_choices_are_the_runtime_implementations():
     "env, message",
     [
         ({"KVDSL_WEBGPU": "webgl"}, "KVDSL_WEBGPU='webgl': expected one of wgpu-native, dawn"),
+        ({"KVDSL_LOOP_BOUNDING": "off"}, "KVDSL_LOOP_BOUNDING='off': expected 0 or 1"),
         (
             {"KVDSL_WEBGPU": "dawn", "KVDSL_DAWN_DISABLE": "no_such_toggle"},
             "KVDSL_DAWN_DISABLE='no_such_toggle': Unknown Dawn toggle 'no_such_toggle'",

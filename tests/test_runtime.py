@@ -304,3 +304,42 @@ def test_f16_kernel_on_adapter_without_f16(without_feature):
     buffers, params, _ = transpose_case(cfg, 1, 2)
     with pytest.raises(DeviceError, match="shader-f16"):
         run(transpose(cfg), buffers, params)
+
+
+def test_loop_bounding_off_writes_what_bounded_loops_write(gpu, monkeypatch):
+    """KVDSL_LOOP_BOUNDING=0 (device.LOOP_BOUNDING false) makes modules without naga's loop
+    counters: a kernel whose step loop passes barriers writes the same bytes either way, through
+    two pipelines (the setting is part of the cache's key)."""
+    from kvdsl import catalog
+    from kvdsl.check import cases_for
+    from kvdsl.runtime import device, run
+
+    name = "build_quant_int8_knorm_qwen3_06b"
+    cfg = catalog.config(name)
+    kernel = catalog.build_config(cfg, name)
+    case = next(iter(cases_for(cfg, 1, seed=3)))
+    outs = {}
+    for bounded in (True, False):
+        monkeypatch.setattr(device, "LOOP_BOUNDING", bounded)
+        outs[bounded] = run(kernel, dict(case.buffers), case.params)
+        assert any(key[-1] is bounded and key[0] == emit(kernel) for key in device._pipelines)
+    assert outs[True].keys() == outs[False].keys() and outs[True]
+    for out in outs[True]:
+        assert np.array_equal(outs[True][out].view(np.uint8), outs[False][out].view(np.uint8))
+        assert np.count_nonzero(outs[True][out]) > 0
+
+
+def test_loop_bounding_setting(monkeypatch):
+    from kvdsl.runtime import DeviceError, device
+
+    for text, want in (("", True), ("1", True), ("0", False), (" 0 ", False)):
+        monkeypatch.setenv("KVDSL_LOOP_BOUNDING", text)
+        assert device._loop_bounding() is want
+    monkeypatch.setenv("KVDSL_LOOP_BOUNDING", "no")
+    with pytest.raises(DeviceError, match="KVDSL_LOOP_BOUNDING='no': expected 0 or 1"):
+        device._loop_bounding()
+    # Only naga bounds loops: under Dawn (Tint) the setting is an error, not a silent no-op.
+    monkeypatch.setattr(device, "LOOP_BOUNDING", False)
+    monkeypatch.setattr(device, "IMPLEMENTATION", "dawn")
+    with pytest.raises(DeviceError, match="KVDSL_LOOP_BOUNDING=0 needs wgpu-native"):
+        device.shader_module(None, "k", "@compute @workgroup_size(1) fn main() {}")

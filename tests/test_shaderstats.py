@@ -51,3 +51,11 @@ def test_layer_captures_the_spirv_of_each_variant(tmp_path, monkeypatch):
     got = shaderstats.measure("wgpu-native", variants[:1], tmp_path / "vulkan", layer)
     assert got["rows"][variants[0]]["spirv"]["memory_model"] == 3
     assert "Vulkan memory model set" in got["layer"][0]
+    # Without loop bounding naga's step loop loses its counter; a kernel without a loop is as
+    # it was.
+    monkeypatch.delenv("KVDSL_VULKAN_MEMORY_MODEL")
+    monkeypatch.setenv("KVDSL_LOOP_BOUNDING", "0")
+    free = shaderstats.measure("wgpu-native", variants[1:], tmp_path / "free", layer)["rows"]
+    assert free[variants[1]]["spirv"]["words"] < wg["words"]
+    assert free[variants[1]]["spirv"]["branch"] < wg["branch"]
+    assert free[variants[2]]["spirv"] == plain

@@ -18,6 +18,12 @@ Dawn compiles WGSL with Tint, takes ``enable subgroups;`` as written, and gets i
 ``timestamp_quantization`` toggle turned off so timestamp queries keep their resolution (a
 browser quantises them; a benchmark must not). ``KVDSL_DAWN_DISABLE`` names more toggles to
 turn off (comma-separated, e.g. ``disable_workgroup_init``), for probes.
+
+wgpu-native's naga bounds every loop of a module with a counter of its own, so that a loop
+the driver cannot prove finite still ends (``WGPUShaderRuntimeChecks_ForceLoopBounding``).
+:data:`LOOP_BOUNDING` false (``KVDSL_LOOP_BOUNDING=0``, for probes) creates modules through
+``wgpuDeviceCreateShaderModuleTrusted`` with bounds checks alone: a host may do so for kernels
+whose loops all end, as kvdsl's counted loops do.
 """
 
 from __future__ import annotations
@@ -61,6 +67,18 @@ if IMPLEMENTATION == "dawn":
         raise DeviceError(f"KVDSL_DAWN_DISABLE={os.environ['KVDSL_DAWN_DISABLE']!r}: {e}") from e
 
 import wgpu  # noqa: E402  (wgpudawn's, under KVDSL_WEBGPU=dawn)
+
+
+def _loop_bounding() -> bool:
+    """``KVDSL_LOOP_BOUNDING``: ``1`` (the default) or ``0``."""
+    text = os.environ.get("KVDSL_LOOP_BOUNDING", "").strip() or "1"
+    if text not in ("0", "1"):
+        raise DeviceError(f"KVDSL_LOOP_BOUNDING={text!r}: expected 0 or 1")
+    return text == "1"
+
+
+#: Whether naga bounds each loop with a counter of its own (wgpu-native's default; see above).
+LOOP_BOUNDING = _loop_bounding()
 
 # WebGPU's default limits, those that can reject a compute kernel.
 WEBGPU_LIMITS = {
@@ -251,10 +269,11 @@ def pipeline(
     None the layout is naga's automatic one.
     """
     key = (wgsl, None if bindings is None else tuple(b.access for b in bindings), has_params)
+    key += (LOOP_BOUNDING,)
     if key not in _pipelines:
         dev = device(*extensions(wgsl))
         try:
-            module = dev.create_shader_module(label=label, code=shader_source(wgsl))
+            module = shader_module(dev, label, shader_source(wgsl))
             if bindings is None:
                 layout = "auto"
             else:
@@ -268,6 +287,34 @@ def pipeline(
         bgl = pipe.get_bind_group_layout(0) if bindings is None else bgl
         _pipelines[key] = Pipeline(dev, pipe, bgl)
     return _pipelines[key]
+
+
+def shader_module(dev: wgpu.GPUDevice, label: str, code: str) -> wgpu.GPUShaderModule:
+    """``code``'s module on ``dev``; without :data:`LOOP_BOUNDING`, created trusted (bounds
+    checks kept, loops left unbounded), which only wgpu-native offers."""
+    if LOOP_BOUNDING:
+        return dev.create_shader_module(label=label, code=code)
+    if IMPLEMENTATION != "wgpu-native":
+        raise DeviceError(
+            "KVDSL_LOOP_BOUNDING=0 needs wgpu-native: it turns off naga's loop counters, "
+            f"and {IMPLEMENTATION} compiles with Tint"
+        )
+    from wgpu.backends.wgpu_native import _api
+    from wgpu.backends.wgpu_native._ffi import ffi, lib
+
+    source = _api.new_struct_p("WGPUShaderSourceWGSL *", code=_api.to_c_string_view(code))
+    source[0].chain.next = ffi.NULL
+    source[0].chain.sType = lib.WGPUSType_ShaderSourceWGSL
+    descriptor = _api.new_struct_p(
+        "WGPUShaderModuleDescriptor *",
+        nextInChain=ffi.cast("WGPUChainedStruct *", source),
+        label=_api.to_c_string_view(label),
+    )
+    checks = lib.WGPUShaderRuntimeChecks_BoundsChecks
+    handle = _api.libf.wgpuDeviceCreateShaderModuleTrusted(dev._internal, descriptor, checks)
+    if handle == ffi.NULL:
+        raise DeviceError("wgpuDeviceCreateShaderModuleTrusted returned no module")
+    return _api.GPUShaderModule(label, handle, dev)
 
 
 def compile_wgsl(wgsl: str) -> None:

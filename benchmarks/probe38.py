@@ -1,0 +1,88 @@
+"""Probe 38 (H200, not yet run): the K RMSNorm drop-ins with naga's loop counters off.
+
+naga (wgpu-native) bounds every loop of a module with a counter of its own
+(``WGPUShaderRuntimeChecks_ForceLoopBounding``, gfx-rs/wgpu#7080): each trip of a drop-in's
+step loop also steps and tests that counter, which the driver cannot prove away. Tint (Dawn)
+writes no such counter, and the workgroup K RMSNorm drop-ins reach 87.5-95.5% of the copy
+under Dawn against 77-91% under wgpu-native (run 52; the int8 ones 77% and 82%), where naga's
+SPIR-V of the int8 build gets 35 registers from the driver and Tint's 64 (run 46). Probes 29
+and 35 took single loops out by hand (the row sum's, the step loop's) with mixed results;
+this keeps the code and removes every counter: ``KVDSL_LOOP_BOUNDING=0``
+(:data:`kvdsl.runtime.device.LOOP_BOUNDING`) creates the modules through
+``wgpuDeviceCreateShaderModuleTrusted`` with bounds checks alone (on llvmpipe the int8 K
+RMSNorm drop-in's SPIR-V goes from 2,115 to 1,969 words, ``tests/test_shaderstats.py``).
+
+Each form of each row is the same WGSL; both are checked on the device to write the same
+bytes, then timed alternately with the copy, three rounds, best kept, after 20 s of copies, at
+batch 4 (decode rows too). Under wgpu-native only. If the unbounded form reaches Tint's figures,
+the register counts can follow with ``KVDSL_LOOP_BOUNDING=0 benchmarks/shaderstats.py``.
+
+    python benchmarks/probe38.py [--small]
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+import probes
+from kvdsl.runtime import adapter_info, device, run_source
+
+VARIANTS = [
+    "build_quant_int8_knorm_qwen3_06b",
+    "append_quant_int8_knorm_qwen3_06b",
+    "build_quant_int4_knorm_qwen3_06b",
+    "append_quant_int4_knorm_qwen3_06b",
+    "build_knorm_qwen3_06b",
+    "build_knorm_rotary_qwen3_06b",
+    "append_quant_int8_knorm_sg_qwen3_06b",
+    "build_quant_int8_llama31_8b",
+    "merge_share_append_llama31_8b",
+]
+
+
+class Bounded:
+    """Times and runs a WGSL text with naga's loop counters on or off: the race and the byte
+    check take (text, workgroups) forms, so each form names its setting inside the text's key."""
+
+    def __init__(self, on: bool) -> None:
+        self.on = on
+
+    def __enter__(self) -> None:
+        self.saved, device.LOOP_BOUNDING = device.LOOP_BOUNDING, self.on
+
+    def __exit__(self, *exc: object) -> None:
+        device.LOOP_BOUNDING = self.saved
+
+
+def main(argv: list[str]) -> None:
+    size, pool, race = probes.start(argv, 0 if "--small" in argv else 20)
+    print(f"{adapter_info()['implementation']}: {adapter_info()['device']}")
+    for m in probes.measurements(VARIANTS, size, pool):
+        outs = {}
+        for on in (True, False):
+            with Bounded(on):
+                outs[on] = run_source(
+                    m.text, m.kernel.bindings, m.kernel.params, dict(m.bufs), m.params, m.wg
+                )
+        for name in outs[True]:
+            same = outs[True][name].view(np.uint16) == outs[False][name].view(np.uint16)
+            print(f"{m.label} {name}: {100 * same.mean():.4f}% of halves equal", flush=True)
+        best: dict[str, float] = {}
+        for _ in range(3):
+            for on, form in ((True, "bounded"), (False, "unbounded")):
+                with Bounded(on):
+                    got = race.run(
+                        f"{m.label} B={m.plan.batch}", m.kernel, {form: (m.text, m.wg)},
+                        m.bufs, m.params, m.nbytes, 1,
+                    )  # fmt: skip
+                for k, us in got.items():
+                    best[k] = min(best.get(k, us), us)
+        for k, us in best.items():
+            pct = 100 * best["copy"] / us
+            print(f"{m.label} B={m.plan.batch:<3} best {k:<10} {us:9.2f} us {pct:5.1f}% copy")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
