@@ -210,6 +210,28 @@ def flat_beside(timed: list[dict]) -> str:
     )
 
 
+def dropins_beside(timed: list[dict]) -> str:
+    """The drop-in variants (the template's interface) against the copy timed beside them, the
+    rows below named; the drop-in transposes are the template's own kernel and counted apart."""
+    drop = [r for r in timed if "flat" not in r["variant"]]
+    own = [r for r in drop if r["mode"] == "transpose"]
+    drop = [r for r in drop if r["mode"] != "transpose"]
+    below = sorted(
+        (r for r in drop if r["pct_roofline"] < TARGET_ROOFLINE), key=lambda r: r["pct_roofline"]
+    )
+    names = ", ".join(
+        f"{r['variant']} {int(r['tokens'])} tok {r['pct_roofline']:.1f}%" for r in below
+    )
+    kept = ", ".join(f"{r['variant']} {r['pct_roofline']:.0f}%" for r in own)
+    return (
+        f"- Drop-in variants against the copy of the same bytes timed beside them: "
+        f"**{len(drop) - len(below)} of {len(drop)}** at ≥ {TARGET_ROOFLINE:.0f}%; below: "
+        + (names or "none")
+        + (f" (the drop-in transposes, the template's own kernel, apart: {kept})" if own else "")
+        + "."
+    )
+
+
 def summary(rows: list[dict]) -> list[str]:
     """The issue's targets, each with its figure, met or not."""
     b = big(rows)
@@ -227,6 +249,7 @@ def summary(rows: list[dict]) -> list[str]:
         f"{_f(geomean([r['pct_best'] for r in flat]))}%, "
         f"{sum(r['pct_best'] >= 75 for r in flat)} at ≥ 75%.",
         flat_beside(timed),
+        dropins_beside(timed),
         (
             f"- Rows at ≥ {TARGET_ROOFLINE:.0f}% of the copy measured beside them (batch {_f(b[0]['batch'], 0)}, "
             f"not decode appends): **{len(at)} of {len(timed)}**; geometric mean kvdsl "

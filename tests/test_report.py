@@ -130,6 +130,27 @@ def test_summary_counts_the_targets():
     assert "Flat (fastest) decode appends within 1.5x of the empty dispatch: **1 of 2**" in text
     assert "range 1.40x-2.00x." in text
     assert "**1 of 3**; worst append_quant_a (batch 4) at 15.00x" in text
+    # build_a 10% and merge_a 56% of the copy: the drop-ins' line names both.
+    assert (
+        "Drop-in variants against the copy of the same bytes timed beside them: **0 of 2** at "
+        "≥ 90%; below: build_a 2048 tok 10.0%, merge_a 2048 tok 55.8%." in text
+    )
+
+
+def test_dropin_transposes_are_counted_apart():
+    rows = [
+        row("copy_a", "cooperative", 35.0, 33.5),  # 96%
+        row("transpose_a", "element", 100.0, 33.5),  # the template's kernel, 34%
+        row("transpose_flat_a", "element", 35.0, 33.5),  # a flat row, not a drop-in
+    ]
+    for r in rows[1:]:
+        r["mode"] = "transpose"
+    text = report.dropins_beside(rows)
+    assert text == (
+        "- Drop-in variants against the copy of the same bytes timed beside them: **1 of 1** at "
+        "≥ 90%; below: none (the drop-in transposes, the template's own kernel, apart: "
+        "transpose_a 34%)."
+    )
 
 
 def test_dawn_section_sets_each_row_beside_wgpu_native():
