@@ -323,6 +323,7 @@ def test_loop_bounding_off_writes_what_bounded_loops_write(gpu, monkeypatch):
         monkeypatch.setattr(device, "LOOP_BOUNDING", bounded)
         outs[bounded] = run(kernel, dict(case.buffers), case.params)
         assert any(key[-1] is bounded and key[0] == emit(kernel) for key in device._pipelines)
+        assert device.adapter_info()["loop_bounding"] is bounded  # what gpu.py's device.json keeps
     assert outs[True].keys() == outs[False].keys() and outs[True]
     for out in outs[True]:
         assert np.array_equal(outs[True][out].view(np.uint8), outs[False][out].view(np.uint8))

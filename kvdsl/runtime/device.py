@@ -337,6 +337,7 @@ def adapter_info() -> dict:
         "shader_f16": "shader-f16" in a.features,
         "subgroups": bool({"subgroup", "subgroups"} & set(a.features)),
         "implementation": IMPLEMENTATION,
+        "loop_bounding": LOOP_BOUNDING,
         "timestamp_query": "timestamp-query" in a.features,
         "limits": {k: dev.limits[k] for k in WEBGPU_LIMITS},
         "adapter_limits": {k: a.limits[k] for k in WEBGPU_LIMITS},
