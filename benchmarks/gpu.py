@@ -472,7 +472,7 @@ def progress(done: int, total: int, row: dict, elapsed: float) -> str:
         f"tok={row['tokens']:<5} kvdsl {_fmt(row.get('kvdsl_us'), 2):>9} us "
         f"{_fmt(row.get('pct_roofline'), 0):>4}% roof, template "
         f"{_fmt(row.get('template_us'), 2):>9} us  {row.get('template_status', '')[:50]}"
-        + (f" (timed {row['retries'] + 1}x: slow copy)" if row.get("retries") else "")
+        + (f" (timed {row['retries'] + 1}x)" if row.get("retries") else "")
     )
 
 

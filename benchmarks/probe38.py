@@ -24,10 +24,8 @@ from __future__ import annotations
 
 import sys
 
-import numpy as np
-
 import probes
-from kvdsl.runtime import adapter_info, device, run_source
+from kvdsl.runtime import adapter_info, device
 
 VARIANTS = [
     "build_quant_int8_knorm_qwen3_06b",
@@ -42,37 +40,19 @@ VARIANTS = [
 ]
 
 
-class Bounded:
-    """Times and runs a WGSL text with naga's loop counters on or off: the race and the byte
-    check take (text, workgroups) forms, so each form names its setting inside the text's key."""
-
-    def __init__(self, on: bool) -> None:
-        self.on = on
-
-    def __enter__(self) -> None:
-        self.saved, device.LOOP_BOUNDING = device.LOOP_BOUNDING, self.on
-
-    def __exit__(self, *exc: object) -> None:
-        device.LOOP_BOUNDING = self.saved
-
-
 def main(argv: list[str]) -> None:
     size, pool, race = probes.start(argv, 0 if "--small" in argv else 20)
     print(f"{adapter_info()['implementation']}: {adapter_info()['device']}")
     for m in probes.measurements(VARIANTS, size, pool):
-        outs = {}
+        outs = []
         for on in (True, False):
-            with Bounded(on):
-                outs[on] = run_source(
-                    m.text, m.kernel.bindings, m.kernel.params, dict(m.bufs), m.params, m.wg
-                )
-        for name in outs[True]:
-            same = outs[True][name].view(np.uint16) == outs[False][name].view(np.uint16)
-            print(f"{m.label} {name}: {100 * same.mean():.4f}% of halves equal", flush=True)
+            with probes.patched(device, LOOP_BOUNDING=on):
+                outs.append(probes.outputs(m, m.text))
+        probes.alike(m, *outs)
         best: dict[str, float] = {}
         for _ in range(3):
             for on, form in ((True, "bounded"), (False, "unbounded")):
-                with Bounded(on):
+                with probes.patched(device, LOOP_BOUNDING=on):
                     got = race.run(
                         f"{m.label} B={m.plan.batch}", m.kernel, {form: (m.text, m.wg)},
                         m.bufs, m.params, m.nbytes, 1,

@@ -9,6 +9,7 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
@@ -126,26 +127,40 @@ def measurements(
             yield Measurement(variant, cfg, kernel, text, plan, bufs, params, wg, plan.moved(z))
 
 
-def emit_with(m: Measurement, module: Any, **attrs: Any) -> str:
-    """``m``'s kernel built and emitted with ``module``'s attributes ``attrs`` set for the
-    build (a walk constant, a policy function), then put back."""
+@contextmanager
+def patched(module: Any, **attrs: Any) -> Iterator[None]:
+    """``module``'s attributes ``attrs`` set (a walk constant, a policy function, a runtime
+    setting) while the block runs, then put back."""
     saved = {name: getattr(module, name) for name in attrs}
     for name, value in attrs.items():
         setattr(module, name, value)
     try:
-        return emit(catalog.build_config(m.cfg, m.variant))
+        yield
     finally:
         for name, value in saved.items():
             setattr(module, name, value)
 
 
+def emit_with(m: Measurement, module: Any, **attrs: Any) -> str:
+    """``m``'s kernel built and emitted with ``module``'s attributes ``attrs`` set for the
+    build (:func:`patched`)."""
+    with patched(module, **attrs):
+        return emit(catalog.build_config(m.cfg, m.variant))
+
+
+def outputs(m: Measurement, text: str) -> dict[str, np.ndarray]:
+    """The WGSL form ``text`` of ``m``'s kernel run once on its buffers: its outputs."""
+    return run_source(text, m.kernel.bindings, m.kernel.params, dict(m.bufs), m.params, m.wg)
+
+
 def same_bytes(m: Measurement, a: str, b: str) -> None:
     """Run the WGSL forms ``a`` and ``b`` of ``m``'s kernel on its buffers and print, per output,
-    the share of 16-bit units (f16 halves) the two wrote alike."""
-    outs = [
-        run_source(t, m.kernel.bindings, m.kernel.params, dict(m.bufs), m.params, m.wg)
-        for t in (a, b)
-    ]
+    the share of 16-bit units (f16 halves) the two wrote alike (:func:`alike`)."""
+    alike(m, outputs(m, a), outputs(m, b))
+
+
+def alike(m: Measurement, *outs: dict[str, np.ndarray]) -> None:
+    """Print, per output of two runs of ``m``, the share of 16-bit units they wrote alike."""
     for name in outs[0]:
         same = outs[0][name].view(np.uint16) == outs[1][name].view(np.uint16)
         print(f"{m.label} {name}: {100 * same.mean():.4f}% of halves equal", flush=True)

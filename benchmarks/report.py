@@ -55,7 +55,7 @@ def merge(sources: list[Path], pick: str = "first") -> list[dict[str, Any]]:
     seen: dict[tuple, dict[str, Any]] = {}
     for src in sources:
         for r in load(src):
-            key = (r["variant"], r.get("batch"), r.get("tokens"))
+            key = _key(r)
             old = seen.get(key)
             if old is None or (pick == "fastest-copy" and _copy_us(r) < _copy_us(old)):
                 seen[key] = r | {"run": src.stem.removeprefix("gpu-")}
@@ -74,8 +74,8 @@ def replace(rows: list[dict[str, Any]], newer: list[dict[str, Any]]) -> list[dic
     """``rows`` with each row ``newer`` measured (variant, batch, tokens) taken from ``newer``: a
     whole run of the catalog's kernels in one state of the GPU stands for what it measured, and
     the other runs keep the rows it did not (another batch, say)."""
-    keys = {(r["variant"], r.get("batch"), r.get("tokens")) for r in newer}
-    return [r for r in rows if (r["variant"], r.get("batch"), r.get("tokens")) not in keys] + newer
+    keys = {_key(r) for r in newer}
+    return [r for r in rows if _key(r) not in keys] + newer
 
 
 def runs(
@@ -88,6 +88,11 @@ def runs(
     if changed:
         rows = supersede(rows, merge(changed, pick))
     return replace(rows, merge(latest, pick)) if latest else rows
+
+
+def _key(row: dict[str, Any]) -> tuple:
+    """What one row of a run measures: (variant, batch, tokens)."""
+    return row["variant"], row.get("batch"), row.get("tokens")
 
 
 def _copy_us(row: dict[str, Any]) -> float:
@@ -192,22 +197,29 @@ def _f(v: Any, digits: int = 1) -> str:
     return f"{v:,.{digits}f}" if isinstance(v, float) else str(v)
 
 
+def _beside(rows: list[dict], what: str, digits: int) -> str:
+    """``what`` against the copy of the same bytes timed beside them: how many reach the target,
+    and the rows below named (their % to ``digits`` places)."""
+    below = sorted(
+        (r for r in rows if r["pct_roofline"] < TARGET_ROOFLINE), key=lambda r: r["pct_roofline"]
+    )
+    names = ", ".join(
+        f"{r['variant']} {int(r['tokens'])} tok {r['pct_roofline']:.{digits}f}%" for r in below
+    )
+    return (
+        f"- {what}: **{len(rows) - len(below)} of {len(rows)}** at ≥ {TARGET_ROOFLINE:.0f}%; "
+        f"below: " + (names or "none")
+    )
+
+
 def flat_beside(timed: list[dict]) -> str:
     """The issue's measure for kvdsl's fastest walk: flat rows against the copy of the same bytes
     timed beside them, with the rows below named."""
     flat = [r for r in timed if "flat" in r["variant"]]
-    below = sorted(
-        (r for r in flat if r["pct_roofline"] < TARGET_ROOFLINE), key=lambda r: r["pct_roofline"]
+    what = (
+        "Flat variants against the copy of the same bytes timed beside them (the issue's measure)"
     )
-    names = ", ".join(
-        f"{r['variant']} {int(r['tokens'])} tok {r['pct_roofline']:.0f}%" for r in below
-    )
-    return (
-        f"- Flat variants against the copy of the same bytes timed beside them (the issue's "
-        f"measure): **{len(flat) - len(below)} of {len(flat)}** at ≥ {TARGET_ROOFLINE:.0f}%; below: "
-        + (names or "none")
-        + "."
-    )
+    return _beside(flat, what, 0) + "."
 
 
 def dropins_beside(timed: list[dict]) -> str:
@@ -216,17 +228,10 @@ def dropins_beside(timed: list[dict]) -> str:
     drop = [r for r in timed if "flat" not in r["variant"]]
     own = [r for r in drop if r["mode"] == "transpose"]
     drop = [r for r in drop if r["mode"] != "transpose"]
-    below = sorted(
-        (r for r in drop if r["pct_roofline"] < TARGET_ROOFLINE), key=lambda r: r["pct_roofline"]
-    )
-    names = ", ".join(
-        f"{r['variant']} {int(r['tokens'])} tok {r['pct_roofline']:.1f}%" for r in below
-    )
     kept = ", ".join(f"{r['variant']} {r['pct_roofline']:.0f}%" for r in own)
+    what = "Drop-in variants against the copy of the same bytes timed beside them"
     return (
-        f"- Drop-in variants against the copy of the same bytes timed beside them: "
-        f"**{len(drop) - len(below)} of {len(drop)}** at ≥ {TARGET_ROOFLINE:.0f}%; below: "
-        + (names or "none")
+        _beside(drop, what, 1)
         + (f" (the drop-in transposes, the template's own kernel, apart: {kept})" if own else "")
         + "."
     )

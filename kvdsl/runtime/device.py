@@ -268,8 +268,8 @@ def pipeline(
     uniform), so a module whose declarations disagree with the interface fails to compile; with
     None the layout is naga's automatic one.
     """
-    key = (wgsl, None if bindings is None else tuple(b.access for b in bindings), has_params)
-    key += (LOOP_BOUNDING,)
+    accesses = None if bindings is None else tuple(b.access for b in bindings)
+    key = (wgsl, accesses, has_params, LOOP_BOUNDING)
     if key not in _pipelines:
         dev = device(*extensions(wgsl))
         try:
