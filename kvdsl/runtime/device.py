@@ -299,6 +299,14 @@ def shader_module(dev: wgpu.GPUDevice, label: str, code: str) -> wgpu.GPUShaderM
             "KVDSL_LOOP_BOUNDING=0 needs wgpu-native: it turns off naga's loop counters, "
             f"and {IMPLEMENTATION} compiles with Tint"
         )
+    from wgpu.backends.wgpu_native._ffi import lib
+
+    return trusted_module(dev, label, code, lib.WGPUShaderRuntimeChecks_BoundsChecks)
+
+
+def trusted_module(dev: wgpu.GPUDevice, label: str, code: str, checks: int) -> wgpu.GPUShaderModule:
+    """``code``'s module created through wgpu-native's ``wgpuDeviceCreateShaderModuleTrusted``
+    with the runtime checks ``checks`` (``WGPUShaderRuntimeChecks`` flags) alone."""
     from wgpu.backends.wgpu_native import _api
     from wgpu.backends.wgpu_native._ffi import ffi, lib
 
@@ -310,7 +318,6 @@ def shader_module(dev: wgpu.GPUDevice, label: str, code: str) -> wgpu.GPUShaderM
         nextInChain=ffi.cast("WGPUChainedStruct *", source),
         label=_api.to_c_string_view(label),
     )
-    checks = lib.WGPUShaderRuntimeChecks_BoundsChecks
     handle = _api.libf.wgpuDeviceCreateShaderModuleTrusted(dev._internal, descriptor, checks)
     if handle == ffi.NULL:
         raise DeviceError("wgpuDeviceCreateShaderModuleTrusted returned no module")

@@ -1,0 +1,63 @@
+"""Probe 39 (H200): the K RMSNorm drop-ins with every runtime check of naga off.
+
+Probe 38 took naga's loop counters out (``KVDSL_LOOP_BOUNDING=0``): the workgroup K RMSNorm
+drop-ins at 2,048 tokens moved by under 1 point (the int8 build 77.1 → 77.6% of the copy),
+where Tint's modules of the same WGSL reach 87.5-95.5% (run 43). The other check naga writes
+and Tint writes differently is the bounds check of every storage access (naga clamps each
+index, or relies on the driver's robust buffer access; Tint clamps in its robustness
+transform). This creates the modules through ``wgpuDeviceCreateShaderModuleTrusted`` with no
+runtime checks at all (:func:`kvdsl.runtime.device.trusted_module` with flags 0), a form no
+WebGPU host may use for untrusted code, to learn whether the checks are where the two
+compilers part. Each form is checked on the device to write the same bytes, then timed
+alternately with the copy, three rounds, best kept, after 20 s of copies, at batch 4.
+
+    python benchmarks/probe39.py [--small]
+"""
+
+from __future__ import annotations
+
+import sys
+
+import probes
+from kvdsl.runtime import adapter_info, device
+from probe38 import VARIANTS
+
+
+def unchecked(dev, label: str, code: str):  # noqa: ANN001, ANN201 (device.shader_module's)
+    """``code``'s module with no runtime checks: no loop counters, no bounds checks."""
+    return device.trusted_module(dev, label, code, 0)
+
+
+FORMS = {
+    "checked": {"LOOP_BOUNDING": True},
+    # A falsy value of its own keeps the pipeline cache's key apart from probe 38's form.
+    "unchecked": {"LOOP_BOUNDING": None, "shader_module": unchecked},
+}
+
+
+def main(argv: list[str]) -> None:
+    size, pool, race = probes.start(argv, 0 if "--small" in argv else 20)
+    print(f"{adapter_info()['implementation']}: {adapter_info()['device']}")
+    for m in probes.measurements(VARIANTS, size, pool):
+        outs = []
+        for attrs in FORMS.values():
+            with probes.patched(device, **attrs):
+                outs.append(probes.outputs(m, m.text))
+        probes.alike(m, *outs)
+        best: dict[str, float] = {}
+        for _ in range(3):
+            for form, attrs in FORMS.items():
+                with probes.patched(device, **attrs):
+                    got = race.run(
+                        f"{m.label} B={m.plan.batch}", m.kernel, {form: (m.text, m.wg)},
+                        m.bufs, m.params, m.nbytes, 1,
+                    )  # fmt: skip
+                for k, us in got.items():
+                    best[k] = min(best.get(k, us), us)
+        for k, us in best.items():
+            pct = 100 * best["copy"] / us
+            print(f"{m.label} B={m.plan.batch:<3} best {k:<10} {us:9.2f} us {pct:5.1f}% copy")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
