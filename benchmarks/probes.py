@@ -174,3 +174,34 @@ def start(argv: list[str], seconds: float = 30.0) -> tuple[dict[str, Any], Pool,
     if not small:
         roofline.settle(seconds)
     return size, Pool(), Race(settle=0.0 if small else 1.0)
+
+
+def race_settings(
+    race: Race, m: Measurement, module: Any, forms: dict[str, dict[str, Any]], rounds: int = 3
+) -> None:
+    """``m``'s WGSL run under each of ``forms`` (name → ``module`` attributes set while it is
+    compiled and timed, :func:`patched`): first checked to write the same bytes, then timed
+    alternately with the copy ``rounds`` times. Prints each form's fastest time and the median
+    over rounds of the copy timed right after it over the kernel's time: a slow stretch of the
+    GPU that falls beside some rounds then moves a ratio, not the race's pairing of bests."""
+    outs = []
+    for attrs in forms.values():
+        with patched(module, **attrs):
+            outs.append(outputs(m, m.text))
+    alike(m, *outs)
+    label = f"{m.label} B={m.plan.batch}"
+    times: dict[str, list[float]] = {name: [] for name in forms}
+    ratios: dict[str, list[float]] = {name: [] for name in forms}
+    for _ in range(rounds):
+        for name, attrs in forms.items():
+            with patched(module, **attrs):
+                got = race.run(label, m.kernel, {name: (m.text, m.wg)}, m.bufs, m.params,
+                               m.nbytes, 1)  # fmt: skip
+            times[name].append(got[name])
+            ratios[name].append(100 * got["copy"] / got[name])
+    for name in forms:
+        print(
+            f"{label:<48} {name:<10} best {min(times[name]):9.2f} us, "
+            f"median {float(np.median(ratios[name])):5.1f}% of the copy beside it",
+            flush=True,
+        )

@@ -324,9 +324,21 @@ def test_loop_bounding_off_writes_what_bounded_loops_write(gpu, monkeypatch):
         outs[bounded] = run(kernel, dict(case.buffers), case.params)
         assert any(key[-1] is bounded and key[0] == emit(kernel) for key in device._pipelines)
         assert device.adapter_info()["loop_bounding"] is bounded  # what gpu.py's device.json keeps
-    assert outs[True].keys() == outs[False].keys() and outs[True]
+    # No runtime checks at all (device.trusted_module with flags 0, probe 39's form): the same.
+    monkeypatch.setattr(device, "LOOP_BOUNDING", None)  # a cache key of its own
+    made = []
+
+    def unchecked(dev, label, code):
+        made.append(label)
+        return device.trusted_module(dev, label, code, 0)
+
+    monkeypatch.setattr(device, "shader_module", unchecked)
+    outs[None] = run(kernel, dict(case.buffers), case.params)
+    assert made, "the unchecked form was served from another form's pipeline"
+    assert outs[True].keys() == outs[False].keys() == outs[None].keys() and outs[True]
     for out in outs[True]:
-        assert np.array_equal(outs[True][out].view(np.uint8), outs[False][out].view(np.uint8))
+        for other in (False, None):
+            assert np.array_equal(outs[True][out].view(np.uint8), outs[other][out].view(np.uint8))
         assert np.count_nonzero(outs[True][out]) > 0
 
 
