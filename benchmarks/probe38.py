@@ -47,11 +47,12 @@ VARIANTS = [
 FORMS = {"bounded": {"LOOP_BOUNDING": True}, "unbounded": {"LOOP_BOUNDING": False}}
 
 
-def main(argv: list[str]) -> None:
+def main(argv: list[str], forms: dict[str, dict] = FORMS) -> None:
+    """Race each of :data:`VARIANTS` under ``forms`` (settings of :mod:`kvdsl.runtime.device`)."""
     size, pool, race = probes.start(argv, 0 if "--small" in argv else 20)
     print(f"{adapter_info()['implementation']}: {adapter_info()['device']}")
     for m in probes.measurements(VARIANTS, size, pool):
-        probes.race_settings(race, m, device, FORMS)
+        probes.race_settings(race, m, device, forms)
 
 
 if __name__ == "__main__":

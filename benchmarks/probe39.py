@@ -23,9 +23,8 @@ from __future__ import annotations
 
 import sys
 
-import probes
-from kvdsl.runtime import adapter_info, device
-from probe38 import VARIANTS
+import probe38
+from kvdsl.runtime import device
 
 
 def unchecked(dev, label: str, code: str):  # noqa: ANN001, ANN201 (device.shader_module's)
@@ -40,12 +39,5 @@ FORMS = {
 }
 
 
-def main(argv: list[str]) -> None:
-    size, pool, race = probes.start(argv, 0 if "--small" in argv else 20)
-    print(f"{adapter_info()['implementation']}: {adapter_info()['device']}")
-    for m in probes.measurements(VARIANTS, size, pool):
-        probes.race_settings(race, m, device, FORMS)
-
-
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    probe38.main(sys.argv[1:], FORMS)
