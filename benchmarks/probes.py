@@ -180,22 +180,37 @@ def race_settings(
     race: Race, m: Measurement, module: Any, forms: dict[str, dict[str, Any]], rounds: int = 3
 ) -> None:
     """``m``'s WGSL run under each of ``forms`` (name → ``module`` attributes set while it is
-    compiled and timed, :func:`patched`): first checked to write the same bytes, then timed
+    compiled and timed, :func:`patched`), raced as :func:`race_forms` does."""
+    race_forms(
+        race, m, {name: (m.text, lambda a=attrs: patched(module, **a)) for name, attrs in forms.items()},
+        rounds,
+    )  # fmt: skip
+
+
+def race_forms(
+    race: Race,
+    m: Measurement,
+    forms: dict[str, tuple[str, Callable[[], Any]]],
+    rounds: int = 3,
+) -> None:
+    """Forms of ``m``'s kernel (name → (WGSL, a context manager factory for its settings, e.g.
+    :func:`contextlib.nullcontext`)): first checked to write the same bytes, then timed
     alternately with the copy ``rounds`` times. Prints each form's fastest time and the median
     over rounds of the copy timed right after it over the kernel's time: a slow stretch of the
     GPU that falls beside some rounds then moves a ratio, not the race's pairing of bests."""
     outs = []
-    for attrs in forms.values():
-        with patched(module, **attrs):
-            outs.append(outputs(m, m.text))
-    alike(m, *outs)
+    for text, setting in forms.values():
+        with setting():
+            outs.append(outputs(m, text))
+    for other in outs[1:]:
+        alike(m, outs[0], other)
     label = f"{m.label} B={m.plan.batch}"
     times: dict[str, list[float]] = {name: [] for name in forms}
     ratios: dict[str, list[float]] = {name: [] for name in forms}
     for _ in range(rounds):
-        for name, attrs in forms.items():
-            with patched(module, **attrs):
-                got = race.run(label, m.kernel, {name: (m.text, m.wg)}, m.bufs, m.params,
+        for name, (text, setting) in forms.items():
+            with setting():
+                got = race.run(label, m.kernel, {name: (text, m.wg)}, m.bufs, m.params,
                                m.nbytes, 1)  # fmt: skip
             times[name].append(got[name])
             ratios[name].append(100 * got["copy"] / got[name])
