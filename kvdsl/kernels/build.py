@@ -68,9 +68,6 @@ WALKS = ("per_row", "flat")
 #: through workgroup memory (any device) or across the subgroup with shuffles (devices with
 #: WGSL's ``subgroups``; no barrier where a subgroup holds a whole row).
 REDUCTIONS = ("workgroup", "subgroup")
-#: With K RMSNorm, V (which needs no norm) is stored before the norm's reduction, by the
-#: invocations that store after it (:func:`before_norm`); else after it, beside K (probe 40).
-V_BEFORE_NORM = False
 
 
 def check_row_program(cfg: Any) -> None:
@@ -306,13 +303,6 @@ def flat_row(
     return FlatRow(it, b, hk, t, src_base, per_row, half, items, k_own, pair, k_hi)
 
 
-def before_norm(kb: KernelBuilder, row: FlatRow, skipped: Val | None = None) -> Any:
-    """``with`` block for stores that need no norm (V's), placed before :func:`flat_norm`: it
-    runs for the invocations that go on past the norm, neither past the end nor ``skipped``."""
-    done = row.it.e >= row.items
-    return kb.if_(~(done if skipped is None else done.lor(skipped)))
-
-
 def flat_norm(
     kb: KernelBuilder, cfg: Any, c: Consts, row: FlatRow, skipped: Val | None = None
 ) -> Val:
@@ -460,22 +450,12 @@ def build(cfg: BuildConfig, name: str = "build") -> Kernel:
         kl = flat_k_loads(kb, fr, inputs, lambda: kb.let("pos", past + fr.t))
         v0 = kb.let("v0", inputs.src_v[fr.src_base + fr.it.d])
         v1 = kb.let("v1", inputs.src_v[fr.src_base + (fr.it.d + fr.pair)])
-        if V_BEFORE_NORM:
-            kb.comment("The present row is the walk's row; V needs no norm: stored first.")
-            dst = kb.let("dst", fr.it.row * fr.per_row + fr.it.d)
-            with before_norm(kb, fr):
-                for at, v in ((dst, v0), (dst + fr.pair, v1)):
-                    present_value[at] = flat.to(kb, present, v)
-            k0, k1 = flat_k_pair(kb, fr, kl, flat_norm(kb, cfg, c, fr))
-            for at, k in ((dst, k0), (dst + fr.pair, k1)):
-                present_key[at] = flat.to(kb, present, k)
-        else:
-            k0, k1 = flat_k_pair(kb, fr, kl, flat_norm(kb, cfg, c, fr))
-            kb.comment("The present row is the walk's row.")
-            dst = kb.let("dst", fr.it.row * fr.per_row + fr.it.d)
-            for at, k, v in ((dst, k0, v0), (dst + fr.pair, k1, v1)):
-                present_key[at] = flat.to(kb, present, k)
-                present_value[at] = flat.to(kb, present, v)
+        k0, k1 = flat_k_pair(kb, fr, kl, flat_norm(kb, cfg, c, fr))
+        kb.comment("The present row is the walk's row.")
+        dst = kb.let("dst", fr.it.row * fr.per_row + fr.it.d)
+        for at, k, v in ((dst, k0, v0), (dst + fr.pair, k1, v1)):
+            present_key[at] = flat.to(kb, present, k)
+            present_value[at] = flat.to(kb, present, v)
         doc = "Build a BNSH cache from new BSH K/V" + _transforms_doc(cfg) + "."
         kernel = kb.build(flat.dispatch(count, fr.pair, cfg), doc)
         return _build_contract(kernel, cfg, count, seq, past)
@@ -484,19 +464,13 @@ def build(cfg: BuildConfig, name: str = "build") -> Kernel:
         kl = flat_k_loads(kb, fr, inputs, lambda: kb.let("pos", past + fr.t))
         v = inputs.src_v[fr.src_base + fr.it.d]
         inv_rms = None
-        v_first = fr.k_own is not None and V_BEFORE_NORM
         if fr.k_own is not None:  # every load before the norm's barrier
             v = kb.let("v", v)
-            if v_first:
-                kb.comment("V needs no norm: stored before it, at the flat index.")
-                with before_norm(kb, fr):
-                    present_value[fr.it.e] = flat.to(kb, present, v)
             inv_rms = flat_norm(kb, cfg, c, fr)
         k = flat_k(kb, fr, kl, inv_rms)
         kb.comment("The present row is the walk's row: the destination is the flat index.")
         present_key[fr.it.e] = flat.to(kb, present, k)
-        if not v_first:
-            present_value[fr.it.e] = flat.to(kb, present, v)
+        present_value[fr.it.e] = flat.to(kb, present, v)
         doc = "Build a BNSH cache from new BSH K/V" + _transforms_doc(cfg) + "."
         kernel = kb.build(flat.dispatch(count, fr.per_row, cfg), doc)
         return _build_contract(kernel, cfg, count, seq, past)

@@ -40,7 +40,6 @@ from typing import Any
 
 from kvdsl.ir import Dispatch, Kernel, KernelBuilder, Val, convert, f32, i32, min_, u32, vec
 from kvdsl.kernels.build import (
-    before_norm,
     check_row_program,
     row_extents,
     declare_consts,
@@ -55,7 +54,6 @@ from kvdsl.kernels.build import (
     row_walk,
 )
 from kvdsl.ir.nodes import Binary, Call, Lit
-from kvdsl.kernels import build as build_kernels
 from kvdsl.ir.ops import Op
 from kvdsl.kernels.config import (
     ceil_div,
@@ -226,28 +224,19 @@ def _quant(cfg: Any, name: str, append: bool) -> Kernel:
             step = ats[0].step
         ks = [flat.scales(kb, f"ks{t}", k_scale, at) for (t, _), at in zip(owned, ats)]
         vs = [flat.scales(kb, f"vs{t}", v_scale, at) for (t, _), at in zip(owned, ats)]
-        dsts = (dst, dst + fr.pair) if pairs else (dst,)
-
-        def store(buffer: Any, at: Val, q: Val, packed: str) -> None:
-            buffer[at] = q if cfg.bits == 8 else flat.pack_int4(kb, packed, q)
-
-        v_first = norm and build_kernels.V_BEFORE_NORM
-        if v_first:
-            kb.comment("V needs no norm: quantised and stored before it.")
-            with before_norm(kb, fr, skipped):
-                for (t, _), at, v_i, vs_i in zip(owned, dsts, vs_in, vs):
-                    qv = kb.let(f"qv{t}", flat.quantize(v_i, vs_i, qmin, qmax))
-                    store(present_value, at, qv, f"nv{t}")
         # With K RMSNorm every load above precedes the norm's barrier.
         inv_rms = flat_norm(kb, cfg, c, fr, skipped) if norm else None
         k = flat_k_pair(kb, fr, kl, inv_rms) if pairs else (flat_k(kb, fr, kl, inv_rms),)
+        dsts = (dst, dst + fr.pair) if pairs else (dst,)
         for (t, _), at, k_i, v_i, ks_i, vs_i in zip(owned, dsts, k, vs_in, ks, vs):
             qk = kb.let(f"qk{t}", flat.quantize(k_i, ks_i, qmin, qmax))
-            if not v_first:
-                qv = kb.let(f"qv{t}", flat.quantize(v_i, vs_i, qmin, qmax))
-            store(present_key, at, qk, f"nk{t}")
-            if not v_first:
-                store(present_value, at, qv, f"nv{t}")
+            qv = kb.let(f"qv{t}", flat.quantize(v_i, vs_i, qmin, qmax))
+            if cfg.bits == 8:
+                present_key[at] = qk
+                present_value[at] = qv
+            else:
+                present_key[at] = flat.pack_int4(kb, f"nk{t}", qk)
+                present_value[at] = flat.pack_int4(kb, f"nv{t}", qv)
         items = fr.pair if pairs else fr.per_row
         kernel = kb.build(flat.dispatch(count, items, cfg), _doc(cfg, append))
         return _contract(kernel, cfg, kb, append, count, seq, past, total_seq, row_position)
