@@ -17,8 +17,11 @@ state of the GPU (:func:`slow_copy`), or that fell short (:func:`short`: under
 ``--retry-below`` % of the copy, 90 by default, or a decode append over 1.5x the floor), is
 timed again after a second of copies, up to ``--retry-slow`` times (2); interference only slows
 a timing, so the kernel, the copy and the template each keep their fastest time over the
-attempts, as over the trials (the ``retries`` column counts the retries; probe 37 found such
-rows to be states of the shared GPU, not their buffers' placement). The roofline is
+attempts, as over the trials (probe 37 found such rows to be states of the shared GPU, not
+their buffers' placement). A slow stretch can outlast those retries (run 53's eight rows): a
+row whose copy is still slow after them is timed once more at the end of the run (with
+``--retry-slow`` 0, never), when the stretch may be over; the ``retries`` column counts every
+attempt after the first. The roofline is
 :func:`roofline.copy_kernel` moving the same bytes (half read, half written, through two
 buffer pairs as K and V move), timed the same way in the same run; % of roofline = roofline time / kernel time. The legacy template is rendered for
 the same variables (``tests/legacy.py``: ``legacy_vars`` from the config's fields, the walk as the
@@ -349,26 +352,9 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> list[di
                 got["template_status"] = _error(e)
         return got
 
-    pool, rows = Pool(), []
-    total = sum(1 for cfg in selection.values() for _ in plans(cfg, size))
-    budget = args.budget
-    for index, (name, cfg) in enumerate(selection.items()):
-        if budget is not None and time.perf_counter() - started >= budget:
-            # A device session ends hard: stop between configs, with the CSV and device.json
-            # written and the configs left named, rather than be killed mid-row.
-            left = list(selection)[index:]
-            info["unmeasured"] = left
-            log(f"budget of {budget:g} s reached: {len(left)} configs left: {' '.join(left)}")
-            break
-        try:
-            kernel = catalog.build_config(cfg, name)
-            emit(kernel)  # an emitter failure is this variant's row, before any timing
-        except Exception as e:  # a broken variant is a row, not the end of the run
-            rows.append({"mode": cfg.mode, "variant": name, "options": options(cfg),
-                         "kvdsl_status": "build error: " + _error(e)})  # fmt: skip
-            log(f"{name}: {rows[-1]['kvdsl_status']}")
-            continue
-        legacy_wgsl, legacy_status, lvars, lbind, lstruct = None, "", None, None, None
+    def template_forms(cfg: Any, kernel: Any) -> tuple:
+        """The template's renders for ``cfg`` (or None), why not, its bindings and params."""
+        legacy_wgsl, legacy_status, lbind, lstruct = None, "", None, None
         try:
             lvars = template_vars(cfg)
             lbind = legacy.legacy_bindings(lvars)
@@ -390,45 +376,94 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> list[di
                     legacy_wgsl.append((lv, render_template(template, lv, lbind, lstruct)))
         except Exception as e:
             legacy_status = "render error: " + _error(e)
+        return legacy_wgsl, legacy_status, lbind, lstruct
+
+    def again(row: dict[str, Any], attempt: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        """``row`` timed once more: a slow state lasts seconds, so the GPU is kept busy first;
+        each side keeps its fastest time (interference only slows, as over the trials)."""
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < retry_settle:
+            roofline_us(row["bytes"])
+        return fastest(row, attempt()) | {"retries": row["retries"] + 1}
+
+    def over_budget() -> bool:
+        return budget is not None and time.perf_counter() - started >= budget
+
+    pool, rows = Pool(), []
+    # Rows whose copy was still slow after their retries: (index in rows, plan), timed once
+    # more at the end of the run, when the slow stretch they met may be over.
+    late: list[tuple[int, Any]] = []
+    total = sum(1 for cfg in selection.values() for _ in plans(cfg, size))
+    budget = args.budget
+    for index, (name, cfg) in enumerate(selection.items()):
+        if over_budget():
+            # A device session ends hard: stop between configs, with the CSV and device.json
+            # written and the configs left named, rather than be killed mid-row.
+            left = list(selection)[index:]
+            info["unmeasured"] = left
+            log(f"budget of {budget:g} s reached: {len(left)} configs left: {' '.join(left)}")
+            break
+        try:
+            kernel = catalog.build_config(cfg, name)
+            emit(kernel)  # an emitter failure is this variant's row, before any timing
+        except Exception as e:  # a broken variant is a row, not the end of the run
+            rows.append({"mode": cfg.mode, "variant": name, "options": options(cfg),
+                         "kvdsl_status": "build error: " + _error(e)})  # fmt: skip
+            log(f"{name}: {rows[-1]['kvdsl_status']}")
+            continue
+        forms = template_forms(cfg, kernel)
         z = element_sizes(kernel)
         for plan in plans(cfg, size):
             nbytes = plan.moved(z)
             row = {"mode": cfg.mode, "variant": name, "options": options(cfg),
                    "batch": plan.batch, "tokens": plan.tokens, "cache": plan.cache,
                    "decode": int(decode_append(cfg, plan)), "bytes": nbytes,
-                   "floor_us": floor}  # fmt: skip
+                   "floor_us": floor, "retries": 0}  # fmt: skip
             buffers = pool.buffers(kernel.bindings, plan)
             params = plan.params_of(kernel.params)
 
             def attempt() -> dict[str, Any]:
-                return measure(kernel, buffers, params, plan, nbytes, legacy_wgsl, legacy_status,
-                               lbind, lstruct, name)  # fmt: skip
+                return measure(kernel, buffers, params, plan, nbytes, *forms, name)
 
             row |= attempt()
-            retries = 0
             while (
-                retries < args.retry_slow
+                row["retries"] < args.retry_slow
                 and row.get("roofline_us")
                 and (
                     slow_copy(row["roofline_us"], nbytes, floor, best_gbps)
                     or short(row, args.retry_below)
                 )
             ):
-                # A slow state lasts seconds: keep the GPU busy, then time the row again; each
-                # side keeps its fastest time (interference only slows, as over the trials).
-                retries += 1
-                t0 = time.perf_counter()
-                while time.perf_counter() - t0 < retry_settle:
-                    roofline_us(nbytes)
-                row = fastest(row, attempt())
-            row["retries"] = retries
+                row = again(row, attempt)
             if row.get("roofline_us") and nbytes >= 64e6:
                 best_gbps = max(best_gbps, nbytes / row["roofline_us"] / 1e3)
+            if args.retry_slow and slow_copy(row.get("roofline_us") or 0, nbytes, floor, best_gbps):
+                late.append((len(rows), plan))
             rows.append(derive(row))
             log(progress(len(rows), total, row, time.perf_counter() - started))
         pool.arrays.clear()  # keep host memory bounded to one config's sizes
         device_buffers.clear()  # and device memory
         write_csv(out / "gpu.csv", rows)  # a run cut short still leaves its rows
+    if late:
+        log(f"late: {len(late)} rows whose copy stayed slow, timed again at the end of the run")
+    for name in dict.fromkeys(rows[i]["variant"] for i, _ in late):
+        if over_budget():
+            log(f"budget of {budget:g} s reached: late rows of {name} and after left as they are")
+            break
+        cfg = selection[name]
+        kernel = catalog.build_config(cfg, name)
+        forms = template_forms(cfg, kernel)
+        for i, plan in ((i, plan) for i, plan in late if rows[i]["variant"] == name):
+            buffers = pool.buffers(kernel.bindings, plan)
+            params = plan.params_of(kernel.params)
+
+            def attempt() -> dict[str, Any]:
+                return measure(kernel, buffers, params, plan, rows[i]["bytes"], *forms, name)
+
+            rows[i] = derive(again(rows[i], attempt))
+            log(progress(i + 1, total, rows[i], time.perf_counter() - started) + " late")
+        pool.arrays.clear()
+        device_buffers.clear()
     write_csv(out / "gpu.csv", rows)
     info |= {"small": bool(args.small), "repeats": repeats, "warmup": warmup,
              "retry_slow": args.retry_slow, "retry_below": args.retry_below,

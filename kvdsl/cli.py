@@ -398,7 +398,8 @@ def bench_options(p: argparse.ArgumentParser, out: str) -> argparse.ArgumentPars
         help="time a row again, up to N times, when the copy beside it ran in a slow state of "
         "the GPU (over 1.4x the floor plus its bytes at the run's best bandwidth) or the row "
         "fell short (--retry-below); each of kvdsl, the copy and the template keeps its fastest "
-        "time over the attempts (2; 0: never)",
+        "time over the attempts; a row whose copy is still slow is timed once more at the end "
+        "of the run (2; 0: never)",
     )
     p.add_argument(
         "--retry-below",

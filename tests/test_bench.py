@@ -151,9 +151,10 @@ def test_slow_copy_against_the_floor_and_the_best_bandwidth():
     assert bench.slow_copy(7.2, 65_536, 4.0, 4000.0)
 
 
-def test_a_row_beside_a_slow_copy_is_timed_again(tmp_path, monkeypatch, gpu):
-    """Every copy called slow: each row is timed 1 + --retry-slow times, the kernel and the copy
-    each keep their fastest time over the attempts, and --retry-slow 0 times it once."""
+def test_a_row_beside_a_slow_copy_is_timed_again(tmp_path, monkeypatch, gpu, capsys):
+    """Every copy called slow: each row is timed 1 + --retry-slow times, then once more at the
+    end of the run (its copy still slow), the kernel and the copy each keeping their fastest
+    time over the attempts; --retry-slow 0 times it once."""
     from kvdsl import runtime
 
     copies: list[float] = []
@@ -173,23 +174,56 @@ def test_a_row_beside_a_slow_copy_is_timed_again(tmp_path, monkeypatch, gpu):
     monkeypatch.setattr(bench, "slow_copy", lambda *a: True)
     argv = ["bench", "--small", "--repeats", "2", "--warmup", "1", "--batches", "1"]
     argv += ["--variants", "copy_llama31_8b"]
-    for retries in (2, 0):
+    for retries, late in ((2, 1), (0, 0)):
         copies.clear()
         kernels.clear()
         assert cli_main(argv + ["--out", str(tmp_path), "--retry-slow", str(retries)]) == 0
+        out = capsys.readouterr().out
+        assert ("late: 1 rows whose copy stayed slow" in out) == bool(late)
         with open(tmp_path / "gpu.csv", newline="") as f:
             (row,) = list(csv.DictReader(f))
-        assert int(row["retries"]) == retries
-        # The reference copy, then `trials` (2) copies per attempt.
+        assert int(row["retries"]) == retries + late
+        # The reference copy, then `trials` (2) copies per attempt; with --retry-slow, a
+        # second of copies before each retry (none with --small).
         per_row = copies[1:]
-        assert len(per_row) == 2 * (1 + retries)
+        assert len(per_row) == 2 * (1 + retries + late)
         attempts = [min(per_row[i : i + 2]) for i in range(0, len(per_row), 2)]
         # The CSV keeps six significant digits.
         assert float(row["roofline_us"]) == pytest.approx(min(attempts), rel=5e-6)
-        assert len(kernels) == 2 * (1 + retries)
+        assert len(kernels) == 2 * (1 + retries + late)
         assert float(row["kvdsl_us"]) == pytest.approx(min(kernels), rel=5e-6)
         info = json.loads((tmp_path / "device.json").read_text())
         assert info["retry_slow"] == retries
+
+
+def test_a_row_whose_copy_stayed_slow_is_timed_again_at_the_end(tmp_path, monkeypatch, gpu):
+    """A slow stretch can outlast a row's retries: a row whose copy is still slow after them is
+    timed once more after every other config, and rows beside copies at their usual speed are
+    not."""
+    from kvdsl import runtime
+
+    slow, fine = "copy_llama31_8b", "copy_flat_llama31_8b"
+    timed: list[str] = []
+    real = runtime.time_kernel
+
+    def recording(kernel, *args, **kw):
+        name = getattr(kernel, "name", None)
+        if name in (slow, fine):
+            timed.append(name)
+        return real(kernel, *args, **kw)
+
+    monkeypatch.setattr(runtime, "time_kernel", recording)
+    # The copy beside `slow`'s kernel is slow at every attempt, `fine`'s never.
+    monkeypatch.setattr(bench, "slow_copy", lambda *a: bool(timed) and timed[-1] == slow)
+    argv = ["bench", "--small", "--repeats", "2", "--warmup", "1", "--batches", "1"]
+    argv += ["--variants", slow, fine, "--out", str(tmp_path), "--retry-slow", "1"]
+    argv += ["--retry-below", "0"]
+    assert cli_main(argv) == 0
+    # Two trials per attempt: `slow` once and once retried, `fine` once, then `slow` late.
+    assert timed == [slow] * 4 + [fine] * 2 + [slow] * 2
+    with open(tmp_path / "gpu.csv", newline="") as f:
+        retries = {r["variant"]: int(r["retries"]) for r in csv.DictReader(f)}
+    assert retries == {slow: 2, fine: 0}
 
 
 def test_a_short_row_is_timed_again(tmp_path, monkeypatch, gpu):
@@ -211,6 +245,7 @@ def test_a_short_row_is_timed_again(tmp_path, monkeypatch, gpu):
         assert cli_main(argv + ["--retry-below", str(below)]) == 0
         with open(tmp_path / "gpu.csv", newline="") as f:
             rows = list(csv.DictReader(f))
+        # Short rows beside copies at their usual speed: no late retry at the end.
         assert [int(r["retries"]) for r in rows] == [retries] * len(rows)
         assert set(calls) == {below}
         assert json.loads((tmp_path / "device.json").read_text())["retry_below"] == below
