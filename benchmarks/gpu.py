@@ -23,7 +23,8 @@ row whose copy is still slow after them is timed once more at the end of the run
 ``--retry-slow`` 0, never), when the stretch may be over; the ``retries`` column counts every
 attempt after the first. The roofline is
 :func:`roofline.copy_kernel` moving the same bytes (half read, half written, through two
-buffer pairs as K and V move), timed the same way in the same run; % of roofline = roofline time / kernel time. The legacy template is rendered for
+buffer pairs as K and V move), timed the same way in the same run; % of roofline = roofline
+time / kernel time. The legacy template is rendered for
 the same variables (``tests/legacy.py``: ``legacy_vars`` from the config's fields, the walk as the
 vendor: per-row and hybrid walks are Apple's) and timed as raw WGSL with the same buffers, params
 and its own dispatch geometry (``legacy_workgroups``); ``template/kvdsl`` is its time over kvdsl's.

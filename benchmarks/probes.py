@@ -181,10 +181,10 @@ def race_settings(
 ) -> None:
     """``m``'s WGSL run under each of ``forms`` (name → ``module`` attributes set while it is
     compiled and timed, :func:`patched`), raced as :func:`race_forms` does."""
-    race_forms(
-        race, m, {name: (m.text, lambda a=attrs: patched(module, **a)) for name, attrs in forms.items()},
-        rounds,
-    )  # fmt: skip
+    setting = {
+        name: (m.text, lambda a=attrs: patched(module, **a)) for name, attrs in forms.items()
+    }
+    race_forms(race, m, setting, rounds)
 
 
 def race_forms(
