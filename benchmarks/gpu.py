@@ -390,6 +390,17 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> list[di
     def over_budget() -> bool:
         return budget is not None and time.perf_counter() - started >= budget
 
+    def attempts(kernel: Any, forms: tuple, name: str, plan: Any, nbytes: int) -> Callable:
+        """One attempt at ``plan``'s row of ``kernel`` (:func:`measure`) each time it is called,
+        on buffers made once."""
+        buffers = pool.buffers(kernel.bindings, plan)
+        params = plan.params_of(kernel.params)
+        return lambda: measure(kernel, buffers, params, plan, nbytes, *forms, name)
+
+    def release() -> None:
+        pool.arrays.clear()  # keep host memory bounded to one config's sizes
+        device_buffers.clear()  # and device memory
+
     pool, rows = Pool(), []
     # Rows whose copy was still slow after their retries: (index in rows, plan), timed once
     # more at the end of the run, when the slow stretch they met may be over.
@@ -420,12 +431,7 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> list[di
                    "batch": plan.batch, "tokens": plan.tokens, "cache": plan.cache,
                    "decode": int(decode_append(cfg, plan)), "bytes": nbytes,
                    "floor_us": floor, "retries": 0}  # fmt: skip
-            buffers = pool.buffers(kernel.bindings, plan)
-            params = plan.params_of(kernel.params)
-
-            def attempt() -> dict[str, Any]:
-                return measure(kernel, buffers, params, plan, nbytes, *forms, name)
-
+            attempt = attempts(kernel, forms, name, plan, nbytes)
             row |= attempt()
             while (
                 row["retries"] < args.retry_slow
@@ -442,8 +448,7 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> list[di
                 late.append((len(rows), plan))
             rows.append(derive(row))
             log(progress(len(rows), total, row, time.perf_counter() - started))
-        pool.arrays.clear()  # keep host memory bounded to one config's sizes
-        device_buffers.clear()  # and device memory
+        release()
         write_csv(out / "gpu.csv", rows)  # a run cut short still leaves its rows
     if late:
         log(f"late: {len(late)} rows whose copy stayed slow, timed again at the end of the run")
@@ -455,16 +460,9 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> list[di
         kernel = catalog.build_config(cfg, name)
         forms = template_forms(cfg, kernel)
         for i, plan in ((i, plan) for i, plan in late if rows[i]["variant"] == name):
-            buffers = pool.buffers(kernel.bindings, plan)
-            params = plan.params_of(kernel.params)
-
-            def attempt() -> dict[str, Any]:
-                return measure(kernel, buffers, params, plan, rows[i]["bytes"], *forms, name)
-
-            rows[i] = derive(again(rows[i], attempt))
+            rows[i] = derive(again(rows[i], attempts(kernel, forms, name, plan, rows[i]["bytes"])))
             log(progress(i + 1, total, rows[i], time.perf_counter() - started) + " late")
-        pool.arrays.clear()
-        device_buffers.clear()
+        release()
     write_csv(out / "gpu.csv", rows)
     info |= {"small": bool(args.small), "repeats": repeats, "warmup": warmup,
              "retry_slow": args.retry_slow, "retry_below": args.retry_below,

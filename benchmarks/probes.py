@@ -159,10 +159,11 @@ def same_bytes(m: Measurement, a: str, b: str) -> None:
     alike(m, outputs(m, a), outputs(m, b))
 
 
-def alike(m: Measurement, *outs: dict[str, np.ndarray]) -> None:
-    """Print, per output of two runs of ``m``, the share of 16-bit units they wrote alike."""
-    for name in outs[0]:
-        same = outs[0][name].view(np.uint16) == outs[1][name].view(np.uint16)
+def alike(m: Measurement, a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> None:
+    """Print, per output of two runs ``a`` and ``b`` of ``m``, the share of 16-bit units they
+    wrote alike."""
+    for name in a:
+        same = a[name].view(np.uint16) == b[name].view(np.uint16)
         print(f"{m.label} {name}: {100 * same.mean():.4f}% of halves equal", flush=True)
 
 

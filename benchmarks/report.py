@@ -619,7 +619,7 @@ def main(argv: list[str] | None = None) -> int:
     command = " ".join(
         ["python benchmarks/report.py"]
         + [f"--csv {_rel(p)}" for p in sources]
-        + [f"--changed {_rel(Path(p))}" for p in args.changed or []]
+        + [f"--changed {_rel(p)}" for p in changed]
         + [f"--latest {_rel(p)}" for p in latest]
         + ([f"--pick {args.pick}"] if args.pick != "first" else [])
         + ([f"--note {_rel(Path(args.note))}"] if args.note else [])
