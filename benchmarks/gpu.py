@@ -31,7 +31,10 @@ and its own dispatch geometry (``legacy_workgroups``); ``template/kvdsl`` is its
 Where the template's interface differs from kvdsl's (kvdsl converts types the template cannot) or
 it does not compile, the row says so. The empty dispatch (:func:`roofline.empty_kernel`) is the
 floor; ``x floor`` is a decode-size append's time over it (``decode``: one new token, in a pass
-whose work is the new rows alone: merge_share and window_shift append, append_quant).
+whose work is the new rows alone: merge_share and window_shift append, append_quant), timed at
+the run's start. A decode row's trials time the empty dispatch too, alternately with the kernel
+and the copy: ``floor_beside_x`` is the kernel's time over that one, a ratio within one state of
+the GPU as the copy's is.
 
 **Limits.** When a planned buffer passes WebGPU's default ``max-storage-buffer-binding-size``
 (128 MiB; at batch 4 the largest K or V buffer is 134 MB), the run raises the limit
@@ -94,7 +97,8 @@ COLUMNS = (
     "mode", "variant", "options", "batch", "tokens", "cache", "decode", "bytes",
     "kvdsl_us", "kvdsl_gbps", "roofline_us", "roofline_gbps", "pct_roofline",
     "template_us", "template_pct_roofline", "template_over_kvdsl", "floor_us", "floor_x",
-    "template_floor_x", "kvdsl_status", "template_status", "retries",
+    "template_floor_x", "kvdsl_status", "template_status", "retries", "floor_beside_us",
+    "floor_beside_x",
 )  # fmt: skip
 
 
@@ -123,7 +127,7 @@ def fastest(row: dict[str, Any], again: dict[str, Any]) -> dict[str, Any]:
     own and ``again``'s (a side that failed in one attempt keeps the other's time and status)."""
     out = dict(row)
     for us, status in (("kvdsl_us", "kvdsl_status"), ("roofline_us", None),
-                       ("template_us", "template_status")):  # fmt: skip
+                       ("template_us", "template_status"), ("floor_beside_us", None)):  # fmt: skip
         t = again.get(us)
         if t and (not out.get(us) or t < out[us]):
             out[us] = t
@@ -286,7 +290,13 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> list[di
         rounds = roofline.settle(args.settle, nbytes)
         info["settle_s"] = args.settle
         log(f"settled: {rounds} rounds of {nbytes} B copies in {time.perf_counter() - t0:.1f} s")
-    floor = timed(roofline.empty_kernel(), roofline.empty_buffers(), None, workgroups=(1, 1, 1))
+    empty, empty_buffers = roofline.empty_kernel(), roofline.empty_buffers()
+
+    def empty_us() -> float:
+        """The empty dispatch: the floor of decode-size work."""
+        return timed(empty, empty_buffers, None, workgroups=(1, 1, 1))
+
+    floor = empty_us()
     log(f"empty dispatch: {floor:.2f} us")
     copy_kernel, roof = roofline.copy_kernel(), {}
 
@@ -302,13 +312,14 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> list[di
     roof_buffers.clear()
     retry_settle = 0.0 if args.small else RETRY_SETTLE
 
-    def measure(kernel, buffers, params, plan, nbytes, legacy_wgsl, legacy_status, lbind,
+    def measure(kernel, buffers, params, plan, nbytes, decode, legacy_wgsl, legacy_status, lbind,
                 lstruct, name) -> dict[str, Any]:  # fmt: skip
         """One attempt at a row: kvdsl's kernel and the copy of the same bytes timed alternately,
         ``trials`` times each, each keeping its best (the GPU may be shared and its clocks move;
-        interference only slows a run down), then the template's forms."""
+        interference only slows a run down), for a decode append the empty dispatch too, then
+        the template's forms."""
         got: dict[str, Any] = {}
-        kt, rt = [], []
+        kt, rt, ft = [], [], []
         for _ in range(trials):
             try:
                 kt.append(timed(kernel, buffers, params, nbytes))
@@ -321,9 +332,13 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> list[di
                 break
             try:
                 rt.append(roofline_us(nbytes))
+                if decode:
+                    ft.append(empty_us())
             except Exception as e:
                 got["kvdsl_status"] += "; roofline: " + _error(e)
                 break
+        if ft:
+            got["floor_beside_us"] = min(ft)
         if kt:
             got["kvdsl_us"] = min(kt)
         if rt:
@@ -390,12 +405,13 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> list[di
     def over_budget() -> bool:
         return budget is not None and time.perf_counter() - started >= budget
 
-    def attempts(kernel: Any, forms: tuple, name: str, plan: Any, nbytes: int) -> Callable:
-        """One attempt at ``plan``'s row of ``kernel`` (:func:`measure`) each time it is called,
-        on buffers made once."""
+    def attempts(kernel: Any, forms: tuple, name: str, plan: Any, row: dict) -> Callable:
+        """One attempt at ``row`` (``plan``'s row of ``kernel``, :func:`measure`) each time it is
+        called, on buffers made once."""
         buffers = pool.buffers(kernel.bindings, plan)
         params = plan.params_of(kernel.params)
-        return lambda: measure(kernel, buffers, params, plan, nbytes, *forms, name)
+        nbytes, decode = row["bytes"], bool(row["decode"])
+        return lambda: measure(kernel, buffers, params, plan, nbytes, decode, *forms, name)
 
     def release() -> None:
         pool.arrays.clear()  # keep host memory bounded to one config's sizes
@@ -431,7 +447,7 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> list[di
                    "batch": plan.batch, "tokens": plan.tokens, "cache": plan.cache,
                    "decode": int(decode_append(cfg, plan)), "bytes": nbytes,
                    "floor_us": floor, "retries": 0}  # fmt: skip
-            attempt = attempts(kernel, forms, name, plan, nbytes)
+            attempt = attempts(kernel, forms, name, plan, row)
             row |= attempt()
             while (
                 row["retries"] < args.retry_slow
@@ -460,7 +476,7 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> list[di
         kernel = catalog.build_config(cfg, name)
         forms = template_forms(cfg, kernel)
         for i, plan in ((i, plan) for i, plan in late if rows[i]["variant"] == name):
-            rows[i] = derive(again(rows[i], attempts(kernel, forms, name, plan, rows[i]["bytes"])))
+            rows[i] = derive(again(rows[i], attempts(kernel, forms, name, plan, rows[i])))
             log(progress(i + 1, total, rows[i], time.perf_counter() - started) + " late")
         release()
     write_csv(out / "gpu.csv", rows)
@@ -490,6 +506,8 @@ def derive(row: dict[str, Any]) -> dict[str, Any]:
     if row["decode"]:
         row["floor_x"] = k / row["floor_us"] if k else None
         row["template_floor_x"] = t / row["floor_us"] if t else None
+        f = row.get("floor_beside_us")
+        row["floor_beside_x"] = k / f if k and f else None
     return row
 
 

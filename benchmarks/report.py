@@ -334,6 +334,25 @@ def summary(rows: list[dict]) -> list[str]:
             f"**{len(within)} of {len(dec)}**; worst {worst['variant']} (batch "
             f"{int(worst['batch'])}) at {worst['floor_x']:.2f}x."
         )
+    out += beside_floor(dec)
+    return out
+
+
+def beside_floor(decode: list[dict]) -> list[str]:
+    """The decode appends against the empty dispatch timed beside each (runs since the ninth
+    stop time it alternately with the kernel and the copy): the flat ones and the rest."""
+    rows = [r for r in decode if r.get("floor_beside_x")]
+    out = []
+    for label, part in (("flat", [r for r in rows if "flat" in r["variant"]]),
+                        ("drop-in", [r for r in rows if "flat" not in r["variant"]])):  # fmt: skip
+        if part:
+            x = [r["floor_beside_x"] for r in part]
+            out.append(
+                f"- {label.capitalize()} decode appends against the empty dispatch timed beside "
+                f"each (the same state of the GPU; where the run timed it): "
+                f"**{sum(v <= TARGET_FLOOR for v in x)} of {len(x)}** within {TARGET_FLOOR}x; "
+                f"range {min(x):.2f}x-{max(x):.2f}x."
+            )
     return out
 
 

@@ -85,8 +85,46 @@ def test_decode_rows_carry_the_floor_ratio(rows):
     assert float(decode["floor_x"]) == pytest.approx(
         float(decode["kvdsl_us"]) / float(decode["floor_us"]), rel=1e-4
     )
+    # The empty dispatch timed beside the row, alternately with it: the same-state ratio.
+    assert float(decode["floor_beside_us"]) > 0
+    assert float(decode["floor_beside_x"]) == pytest.approx(
+        float(decode["kvdsl_us"]) / float(decode["floor_beside_us"]), rel=1e-4
+    )
     # A 1-token merge still copies the whole cache: not a decode-size append.
-    assert _row(rows, "merge_f32_to_f16_llama31_8b", 1, 1)["floor_x"] == ""
+    merge = _row(rows, "merge_f32_to_f16_llama31_8b", 1, 1)
+    assert merge["floor_x"] == merge["floor_beside_us"] == merge["floor_beside_x"] == ""
+
+
+def test_the_floor_is_timed_beside_each_decode_trial(tmp_path, monkeypatch, gpu):
+    """A decode row's trials time the kernel, the copy and the empty dispatch in turn, and the
+    row keeps the fastest empty dispatch; a prefill row times none."""
+    from kvdsl import runtime
+
+    name = "merge_share_append_llama31_8b"
+    timed: list[tuple[str, float]] = []
+    real = runtime.time_kernel
+
+    def recording(kernel, *args, **kw):
+        times = real(kernel, *args, **kw)
+        timed.append((getattr(kernel, "name", None), float(np.median(times)) * 1e6))
+        return times
+
+    monkeypatch.setattr(runtime, "time_kernel", recording)
+    argv = ["bench", "--small", "--repeats", "2", "--warmup", "1", "--batches", "1"]
+    argv += ["--variants", name, "--out", str(tmp_path), "--retry-slow", "0"]
+    assert cli_main(argv) == 0
+    empty, copy = roofline.empty_kernel().name, roofline.copy_kernel().name
+    # The floor, the reference copy, then per row two trials, prefill (kernel, copy) and
+    # decode (kernel, copy, empty dispatch), each row's followed by the template's (no name).
+    names = [n for n, _ in timed]
+    assert names[:2] == [empty, copy]
+    template = [None] * 2
+    assert names[2:] == [name, copy] * 2 + template + [name, copy, empty] * 2 + template
+    with open(tmp_path / "gpu.csv", newline="") as f:
+        rows = {r["tokens"]: r for r in csv.DictReader(f)}
+    assert rows[str(P)]["floor_beside_us"] == ""
+    beside = [us for n, us in timed[2:] if n == empty]
+    assert float(rows["1"]["floor_beside_us"]) == pytest.approx(min(beside), rel=5e-6)
 
 
 def test_representatives_cover_every_mode_at_the_issue_shape():

@@ -130,11 +130,34 @@ def test_summary_counts_the_targets():
     assert "Flat (fastest) decode appends within 1.5x of the empty dispatch: **1 of 2**" in text
     assert "range 1.40x-2.00x." in text
     assert "**1 of 3**; worst append_quant_a (batch 4) at 15.00x" in text
+    # Runs before the ninth stop did not time the floor beside each row: no line.
+    assert "timed beside each" not in text
     # build_a 10% and merge_a 56% of the copy: the drop-ins' line names both.
     assert (
         "Drop-in variants against the copy of the same bytes timed beside them: **0 of 2** at "
         "≥ 90%; below: build_a 2048 tok 10.0%, merge_a 2048 tok 55.8%." in text
     )
+
+
+def test_decode_against_the_floor_timed_beside_each_row():
+    rows = [
+        row("append_quant_flat_a", "flat", 5.6, 5.0, decode=1, tokens=1, mb=0.07),
+        row("merge_share_append_flat_b", "flat", 8.0, 5.0, decode=1, tokens=1, mb=0.07),
+        row("append_quant_a", "per_row", 7.0, 5.0, 60.0, decode=1, tokens=1, mb=0.07),
+        row("append_quant_b", "per_row", 7.0, 5.0, 60.0, decode=1, tokens=1, mb=0.07),
+    ]
+    # The first flat row met a fast floor beside it (1.4x); the second a slow one (8 / 6 µs);
+    # append_quant_b's run did not time one.
+    for r, beside in zip(rows, (4.0, 6.0, 4.0, None)):
+        r["floor_beside_us"] = beside
+        r["floor_beside_x"] = r["kvdsl_us"] / beside if beside else None
+    text = "\n".join(report.summary(rows))
+    assert (
+        "- Flat decode appends against the empty dispatch timed beside each (the same state of "
+        "the GPU; where the run timed it): **2 of 2** within 1.5x; range 1.33x-1.40x." in text
+    )
+    assert "- Drop-in decode appends against the empty dispatch timed beside each" in text
+    assert "**0 of 1** within 1.5x; range 1.75x-1.75x." in text
 
 
 def test_dropin_transposes_are_counted_apart():
