@@ -63,7 +63,6 @@ fn main(
     let hk = tmp % KV_HEADS;
     let b = tmp / KV_HEADS;
     let srcBase = (b * params.seq + t) * KV_HIDDEN_V4 + hk * HEAD_DIM_V4;
-    let items = params.count * HEAD_DIM_V4;
     let kOwn = src_k[srcBase + d4];
     let total = u32(max(seqlens_k[b], -1i)) + 1u;
     // Clamping below by keySeq maps a right-padded first prompt
@@ -100,7 +99,7 @@ fn main(
       workgroupBarrier();
     }
     let invRms = inverseSqrt(ms / f32(HEAD_DIM) + QK_EPS);
-    if (!(e >= items || skipped)) {
+    if (!(e >= itemEnd || skipped)) {
       let k = kOwn * invRms * kW;
       let qk = vec4<i32>(clamp(round(k / ks), vec4<f32>(QMIN, QMIN, QMIN, QMIN), vec4<f32>(QMAX, QMAX, QMAX, QMAX)));
       let qv = vec4<i32>(clamp(round(v / vs), vec4<f32>(QMIN, QMIN, QMIN, QMIN), vec4<f32>(QMAX, QMAX, QMAX, QMAX)));

@@ -54,7 +54,6 @@ fn main(
     let hk = tmp % KV_HEADS;
     let b = tmp / KV_HEADS;
     let srcBase = (b * params.seq + t) * KV_HIDDEN_V4 + hk * HEAD_DIM_V4;
-    let items = params.count * HALF_V4;
     let x0Raw = src_k[srcBase + dr];
     let x1Raw = src_k[srcBase + (dr + HALF_V4)];
     let w0 = k_norm_weight[dr];
@@ -71,7 +70,7 @@ fn main(
     }
     let ms = acc.x + acc.y + (acc.z + acc.w);
     let invRms = inverseSqrt(ms / f32(HEAD_DIM) + QK_EPS);
-    if (!(e >= items)) {
+    if (!(e >= itemEnd)) {
       let x0 = x0Raw * invRms * w0;
       let x1 = x1Raw * invRms * w1;
       // The present row is the walk's row.

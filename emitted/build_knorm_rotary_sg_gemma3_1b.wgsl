@@ -57,7 +57,6 @@ fn main(
     let hk = tmp % KV_HEADS;
     let b = tmp / KV_HEADS;
     let srcBase = (b * params.seq + t) * KV_HIDDEN_V4 + hk * HEAD_DIM_V4;
-    let items = params.count * HEAD_DIM_V4;
     let kOwn = src_k[srcBase + d4];
     let pos = params.pastSeq + t;
     let dr = d4 % HALF_V4;
@@ -87,7 +86,7 @@ fn main(
       workgroupBarrier();
     }
     let invRms = inverseSqrt(ms / f32(HEAD_DIM) + QK_EPS);
-    if (!(e >= items)) {
+    if (!(e >= itemEnd)) {
       let x0 = x0Raw * invRms * w0;
       let x1 = x1Raw * invRms * w1;
       let k = select(x1 * cs + x0 * sn, x0 * cs - x1 * sn, d4 < HALF_V4);

@@ -53,7 +53,6 @@ fn main(
     let hk = tmp % KV_HEADS;
     let b = tmp / KV_HEADS;
     let srcBase = (b * params.seq + t) * KV_HIDDEN_V4 + hk * HEAD_DIM_V4;
-    let items = params.count * HEAD_DIM_V4;
     let kOwn = src_k[srcBase + d4];
     let kW = k_norm_weight[d4];
     let v = src_v[srcBase + d4];
@@ -75,7 +74,7 @@ fn main(
       workgroupBarrier();
     }
     let invRms = inverseSqrt(ms / f32(HEAD_DIM) + QK_EPS);
-    if (!(e >= items)) {
+    if (!(e >= itemEnd)) {
       let k = kOwn * invRms * kW;
       // The present row is the walk's row: the destination is the flat index.
       present_key[e] = k;

@@ -59,7 +59,6 @@ fn main(
     let hk = tmp % KV_HEADS;
     let b = tmp / KV_HEADS;
     let srcBase = (b * params.seq + t) * KV_HIDDEN_V4 + hk * HEAD_DIM_V4;
-    let items = params.count * HEAD_DIM_V4;
     let kOwn = src_k[srcBase + d4];
     let kW = k_norm_weight[d4];
     let v = src_v[srcBase + d4];
@@ -86,7 +85,7 @@ fn main(
       workgroupBarrier();
     }
     let invRms = inverseSqrt(ms / f32(HEAD_DIM) + QK_EPS);
-    if (!(e >= items)) {
+    if (!(e >= itemEnd)) {
       let k = kOwn * invRms * kW;
       let qk = vec4<i32>(clamp(round(k / ks), vec4<f32>(QMIN, QMIN, QMIN, QMIN), vec4<f32>(QMAX, QMAX, QMAX, QMAX)));
       let qv = vec4<i32>(clamp(round(v / vs), vec4<f32>(QMIN, QMIN, QMIN, QMIN), vec4<f32>(QMAX, QMAX, QMAX, QMAX)));

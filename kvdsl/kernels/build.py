@@ -293,12 +293,14 @@ def flat_row(
     b, hk, t = split_rows(kb, it.row, c.heads, seq)
     src_base = kb.let("srcBase", bsh(b, t, hk, seq, hidden, per_row))
     items = k_own = k_hi = None
+    if norm:
+        # The bound past which invocations leave after the norm: the block walk's own.
+        per_item = pair if pair is not None else per_row
+        items = it.end if it.end is not None else kb.let("items", count * per_item)
     if norm and pair is not None:
-        items = kb.let("items", count * pair)
         k_own = kb.let("x0Raw", flat.as_f32(kb, inputs.src_k[src_base + it.d]))
         k_hi = kb.let("x1Raw", flat.as_f32(kb, inputs.src_k[src_base + (it.d + pair)]))
     elif norm:
-        items = kb.let("items", count * per_row)
         k_own = kb.let("kOwn", flat.as_f32(kb, inputs.src_k[src_base + it.d]))
     return FlatRow(it, b, hk, t, src_base, per_row, half, items, k_own, pair, k_hi)
 

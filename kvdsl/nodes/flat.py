@@ -214,11 +214,14 @@ def named(kb: KernelBuilder, name: str, width: int) -> Val:
 
 @dataclass(frozen=True)
 class Item:
-    """One invocation's vector: flat index ``e``, its row and its index ``d`` inside the row."""
+    """One invocation's vector: flat index ``e``, its row and its index ``d`` inside the row;
+    ``end``, the walk's ``rows * per_row`` where it named one (the block walk's ``itemEnd``), so
+    that a program bounding its items again reuses it."""
 
     e: Val
     row: Val
     d: Val
+    end: Val | None = None
 
 
 def walk(
@@ -247,12 +250,14 @@ def _item(kb: KernelBuilder, fold: int, rows: Val, per_row: Val, d: str, guard: 
     return _row_of(kb, e, rows, per_row, d, guard)
 
 
-def _row_of(kb: KernelBuilder, e: Val, rows: Val, per_row: Val, d: str, guard: bool) -> Item:
+def _row_of(
+    kb: KernelBuilder, e: Val, rows: Val, per_row: Val, d: str, guard: bool, end: Val | None = None
+) -> Item:
     dv = kb.let(d, e % per_row)
     if guard:
-        return Item(e, kb.let("row", e / per_row), dv)
+        return Item(e, kb.let("row", e / per_row), dv, end)
     kb.comment("Past the end: the last row again (loads in range; it leaves before any store).")
-    return Item(e, kb.let("row", min_(e / per_row, rows - 1)), dv)
+    return Item(e, kb.let("row", min_(e / per_row, rows - 1)), dv, end)
 
 
 def _block_item(kb: KernelBuilder, fold: int, rows: Val, per_row: Val, d: str, guard: bool) -> Item:
@@ -296,7 +301,7 @@ def _block_item(kb: KernelBuilder, fold: int, rows: Val, per_row: Val, d: str, g
     e = kb.let("e", base + kb.lid.x + s * step)
     if guard:
         kb.leave_if(e >= end)
-    return _row_of(kb, e, rows, per_row, d, guard)
+    return _row_of(kb, e, rows, per_row, d, guard, end)
 
 
 #: Invocations per workgroup of the block walk, at most (:func:`block_lanes`): the flat walk's
