@@ -82,12 +82,15 @@ def runs(
     sources: list[Path], changed: list[Path], pick: str, latest: list[Path] | None = None
 ) -> list[dict[str, Any]]:
     """:func:`merge` of ``sources``, the variants the ``changed`` runs measured taking their rows
-    from those alone (:func:`supersede`), then the rows the ``latest`` runs measured taken from
-    those (:func:`replace`)."""
+    from those alone (:func:`supersede`), then each ``latest`` run in turn taking the rows it
+    measured (:func:`replace`): a later one wins, so a run of a few kernels changed after a
+    whole run follows it."""
     rows = merge(sources, pick)
     if changed:
         rows = supersede(rows, merge(changed, pick))
-    return replace(rows, merge(latest, pick)) if latest else rows
+    for run in latest or []:
+        rows = replace(rows, merge([run], pick))
+    return rows
 
 
 def _key(row: dict[str, Any]) -> tuple:
@@ -340,19 +343,20 @@ def summary(rows: list[dict]) -> list[str]:
 
 def beside_floor(decode: list[dict]) -> list[str]:
     """The decode appends against the empty dispatch timed beside each (runs since the ninth
-    stop time it alternately with the kernel and the copy): the flat ones and the rest."""
+    stop time it alternately with the kernel and the copy), flat ones and drop-ins, by batch."""
     rows = [r for r in decode if r.get("floor_beside_x")]
     out = []
-    for label, part in (("flat", [r for r in rows if "flat" in r["variant"]]),
-                        ("drop-in", [r for r in rows if "flat" not in r["variant"]])):  # fmt: skip
-        if part:
-            x = [r["floor_beside_x"] for r in part]
-            out.append(
-                f"- {label.capitalize()} decode appends against the empty dispatch timed beside "
-                f"each (the same state of the GPU; where the run timed it): "
-                f"**{sum(v <= TARGET_FLOOR for v in x)} of {len(x)}** within {TARGET_FLOOR}x; "
-                f"range {min(x):.2f}x-{max(x):.2f}x."
-            )
+    for label, flat in (("Flat", True), ("Drop-in", False)):
+        for batch in reversed(batches(rows)):  # batch 4, the target size, first
+            x = [r["floor_beside_x"] for r in rows
+                 if ("flat" in r["variant"]) == flat and r["batch"] == batch]  # fmt: skip
+            if x:
+                out.append(
+                    f"- {label} decode appends at batch {batch} against the empty dispatch timed "
+                    f"beside each (the same state of the GPU; where the run timed it): "
+                    f"**{sum(v <= TARGET_FLOOR for v in x)} of {len(x)}** within "
+                    f"{TARGET_FLOOR}x; range {min(x):.2f}x-{max(x):.2f}x."
+                )
     return out
 
 
@@ -595,8 +599,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--latest",
         action="append",
-        help="gpu.csv of a whole run of the catalog's kernels as they are: each row it measured "
-        "is taken from it (the other runs keep the rows it did not measure)",
+        help="gpu.csv of a run of the catalog's kernels as they were then: each row it measured "
+        "is taken from it (the other runs keep the rows it did not measure); repeated, each in "
+        "turn, so a later one wins",
     )
     ap.add_argument("--note", help="a markdown file inserted after the device section")
     ap.add_argument(

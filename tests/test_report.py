@@ -78,6 +78,18 @@ def test_a_latest_run_replaces_the_rows_it_measured(tmp_path):
     got = {(r["variant"], r["batch"], r["run"]): r["kvdsl_us"] for r in rows}
     assert got == {("x", 4, "c"): 6.0, ("x", 1, "a"): 3.0, ("y", 4, "a"): 7.0,
                    ("z", 4, "c"): 4.0, ("z", 1, "b"): 2.0}  # fmt: skip
+    # A later --latest run (d: z changed again after c, at both batches) wins over c, though
+    # c's copy ran faster; c keeps x.
+    (tmp_path / "gpu-d.csv").write_text(header + "z,4,1,4.5,6.0\nz,1,1,2.5,1.5\n")
+    rows = report.runs(
+        [tmp_path / "gpu-a.csv"],
+        [tmp_path / "gpu-b.csv"],
+        "fastest-copy",
+        [tmp_path / "gpu-c.csv", tmp_path / "gpu-d.csv"],
+    )
+    got = {(r["variant"], r["batch"], r["run"]): r["kvdsl_us"] for r in rows}
+    assert got == {("x", 4, "c"): 6.0, ("x", 1, "a"): 3.0, ("y", 4, "a"): 7.0,
+                   ("z", 4, "d"): 4.5, ("z", 1, "d"): 2.5}  # fmt: skip
 
 
 def test_pct_best_never_flatters():
@@ -153,11 +165,16 @@ def test_decode_against_the_floor_timed_beside_each_row():
         r["floor_beside_x"] = r["kvdsl_us"] / beside if beside else None
     text = "\n".join(report.summary(rows))
     assert (
-        "- Flat decode appends against the empty dispatch timed beside each (the same state of "
-        "the GPU; where the run timed it): **2 of 2** within 1.5x; range 1.33x-1.40x." in text
+        "- Flat decode appends at batch 4 against the empty dispatch timed beside each (the same "
+        "state of the GPU; where the run timed it): **2 of 2** within 1.5x; range 1.33x-1.40x."
+        in text
     )
-    assert "- Drop-in decode appends against the empty dispatch timed beside each" in text
+    assert "- Drop-in decode appends at batch 4 against the empty dispatch timed beside" in text
     assert "**0 of 1** within 1.5x; range 1.75x-1.75x." in text
+    # Batches apart: a batch-1 row's line of its own.
+    rows[0]["batch"] = 1
+    text = "\n".join(report.summary(rows))
+    assert "- Flat decode appends at batch 1 against" in text and "**1 of 1**" in text
 
 
 def test_dropin_transposes_are_counted_apart():
