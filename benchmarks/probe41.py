@@ -14,6 +14,14 @@ moves with the token count: high where its workgroups fill whole waves, low just
 times each variant at several token counts at batch 4 (workgroups = tokens / 2), alternately
 with the copy of the same bytes, three rounds, best kept, after 20 s of copies.
 
+Result (ninth stop, ``results/h200/probe41*.txt``, NOTE's *Waves*): yes, in part. Under
+wgpu-native the kernels of six workgroups a multiprocessor lose 2-11 points from 792
+workgroups (one wave) to 924-1,056 (the int8 K RMSNorm drop-in 86 → 75-77%), and those of
+eight lose 1-15 points at 1,584 (1.5 waves); under Dawn (64 registers, four a multiprocessor)
+the int8 K RMSNorm drop-in stays at 87-91% at every count. At one full wave naga's int8
+drop-in still reaches only 86%, and at 528 workgroups 81% against Dawn's 90%: the rest is how
+much an invocation keeps in flight (35 registers against 64).
+
     python benchmarks/probe41.py [--small]          (KVDSL_WEBGPU=dawn for Dawn)
 """
 
