@@ -9,8 +9,10 @@
 #
 # (--budget: the benchmark starts no config after that many seconds, so a time-limited device
 # call still ends with its CSV and device.json written. On the H200 verify and the compiler
-# take ~30 s, and batch 4 with its retries ~500 s (run 52): in a 600 s call, the configs past
-# the budget are named in the log, for a second call with --variants.)
+# take ~30 s, and batch 4 with its retries ~470-500 s (runs 52, 57), batch 1 ~525 s (run 59):
+# in a 600 s call, the configs past the budget are named in the log, for a second call with
+# --variants. The late retries of rows whose copy stayed slow come after every config and also
+# stop at the budget: leave ~4 s a row for them, as run 59 did not.)
 #
 # The legacy template is found beside the repo or in .seed/ (copy it there on the GPU host).
 #

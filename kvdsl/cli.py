@@ -413,8 +413,8 @@ def bench_options(p: argparse.ArgumentParser, out: str) -> argparse.ArgumentPars
         "--budget",
         type=float,
         metavar="SECONDS",
-        help="start no new config after SECONDS (the rest are named in the log and in "
-        "device.json's 'unmeasured')",
+        help="start no new config, nor a late retry, after SECONDS (the configs left are "
+        "named in the log and in device.json's 'unmeasured'; leave ~4 s a late row)",
     )
     return p
 
