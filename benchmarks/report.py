@@ -541,7 +541,9 @@ def page(
         "kernel measured only while the GPU was slow. *template* is the legacy Jinja template "
         "rendered for the same variables and timed the same way with its own dispatch geometry; "
         "where its interface differs or it does not compile, the note says so. *× floor* is a "
-        "1-token append's time over the empty dispatch.",
+        "1-token append's time over the empty dispatch timed at the run's start; since run 57 "
+        "each decode row also times the empty dispatch beside it, alternately with the kernel "
+        "and the copy (`floor_beside_x` in the CSV, counted under *Targets*).",
         "",
         "## Targets",
         "",
