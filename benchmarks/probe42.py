@@ -1,0 +1,173 @@
+"""Probe 42 (H200): the workgroup K RMSNorm drop-ins with fewer values live across the barrier,
+each form's registers read beside its time.
+
+Probe 41 found the 2,048-token drop-ins sensitive to how many workgroups a multiprocessor
+holds: at 1,024 workgroups a module the driver compiles to at most 32 registers runs them in
+one wave, one at 33-40 spills a fifth of a wave past the first (naga's int8 K RMSNorm drop-in:
+35 registers, 75% of the copy), one at 41-64 takes two nearly full waves (Tint's: 64, 89%).
+Probes 33 and 40 moved loads across the norm's barrier and gained under one compiler what they
+lost under the other, without reading the registers. This builds each workgroup K RMSNorm
+drop-in, then moves ``let`` statements of its step loop from before the first barrier to just
+after it (:func:`sink`; their values are loads of read-only bindings and arithmetic, so the
+move changes no result), in these forms:
+
+- ``emitted``: as the catalog emits it;
+- ``k-only``: only what the workgroup-memory store needs (K's vectors and their indices) stays
+  before the barrier: the norm weights, V, the scales, the destination follow it;
+- ``k+v``: V's loads stay before the barrier too (the rest follows it);
+- ``tables`` (the appends): the window's ``seqlens_k`` load stays too, so only the norm
+  weights, the scales and what follows from them move: probe 33's form.
+
+Each form is checked on the device to write the same bytes as the emitted one and timed
+alternately with the copy (:func:`probes.race_forms`, three rounds, medians) at batch 4, 2,048
+tokens and one token. The process runs under ``benchmarks/vklayer``'s layer
+(:mod:`shaderstats`), which records the driver's statistics of every pipeline: each form's
+register count is printed beside its time (NVIDIA; llvmpipe offers none). Run it under both
+implementations (``KVDSL_WEBGPU=dawn``): a form is worth keeping only if it holds under both.
+
+    python benchmarks/probe42.py [--small]
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import probes
+import shaderstats
+from kvdsl.emit import emit
+from kvdsl.ir.nodes import Assign, Barrier, Comment, For, Index, Kernel, Let, Name, Stmt, walk
+from kvdsl.runtime import adapter_info
+
+VARIANTS = [
+    "build_quant_int8_knorm_qwen3_06b",
+    "append_quant_int8_knorm_qwen3_06b",
+    "build_quant_int4_knorm_qwen3_06b",
+    "append_quant_int4_knorm_qwen3_06b",
+    "build_knorm_qwen3_06b",
+    "build_knorm_rotary_qwen3_06b",
+]
+
+
+def _names(node: object) -> set[str]:
+    return {n.name for n in walk(node) if type(n) is Name}
+
+
+def _reads(node: object, binding: str) -> bool:
+    return any(type(n) is Index and n.base == Name(binding) for n in walk(node))
+
+
+def sink(kernel: Kernel, keep: tuple[str, ...] = ()) -> Kernel:
+    """``kernel`` with each ``let`` of its step loop that comes before the loop's first barrier
+    and that nothing before the barrier needs moved to just after it, in order; a ``let`` that
+    reads a binding named in ``keep`` stays (with what it needs). Refuses a ``let`` that reads
+    workgroup memory (the barrier orders it)."""
+    (i, loop), *_ = [(i, s) for i, s in enumerate(kernel.body) if type(s) is For]
+    at = next(j for j, s in enumerate(loop.body) if type(s) is Barrier)
+    before, after = loop.body[:at], loop.body[at + 1 :]
+    shared = {w.name for w in kernel.workgroup_vars}
+    needed: set[str] = set()
+    for s in before:
+        if type(s) is not Let and type(s) is not Comment:
+            needed |= _names(s)  # a store to workgroup memory, a guard: stays, with its inputs
+        elif type(s) is Let and any(_reads(s.value, b) for b in keep):
+            needed |= {s.name} | _names(s.value)
+    for s in reversed(before):  # lets come before their readers: one backward pass closes
+        if type(s) is Let and s.name in needed:
+            needed |= _names(s.value)
+    stay: list[Stmt] = []
+    moved: list[Stmt] = []
+    for s in before:
+        if type(s) is Let and s.name not in needed:
+            if _names(s.value) & shared:
+                raise ValueError(f"let {s.name} reads workgroup memory")
+            moved.append(s)
+        else:
+            stay.append(s)
+    if not moved:
+        raise ValueError(f"{kernel.name}: nothing to move below the barrier")
+    body = (*stay, loop.body[at], Comment("Moved below the barrier (probe 42):"), *moved, *after)
+    new_loop = dataclasses.replace(loop, body=body)
+    return dataclasses.replace(kernel, body=(*kernel.body[:i], new_loop, *kernel.body[i + 1 :]))
+
+
+def forms(kernel: Kernel) -> dict[str, str]:
+    """The forms' WGSL (see the module); ``tables`` only where it differs from ``k+v``."""
+    out = {
+        "emitted": emit(kernel),
+        "k-only": emit(sink(kernel)),
+        "k+v": emit(sink(kernel, keep=("src_v",))),
+        "tables": emit(sink(kernel, keep=("src_v", "seqlens_k"))),
+    }
+    if out["tables"] == out["k+v"]:
+        del out["tables"]
+    return out
+
+
+class Registers:
+    """The driver's register count of each module this process creates, through the layer
+    (``KVDSL_DUMP_DIR``): the module a form's first run created is the form's."""
+
+    def __init__(self) -> None:
+        self.dump = Path(os.environ["KVDSL_DUMP_DIR"]) if "KVDSL_DUMP_DIR" in os.environ else None
+        self.module: dict[str, str] = {}
+
+    @contextlib.contextmanager
+    def creating(self, label: str):
+        before = set(os.listdir(self.dump)) if self.dump else set()
+        yield
+        if self.dump:
+            new = [f for f in set(os.listdir(self.dump)) - before if f.endswith(".spv")]
+            if new:
+                self.module[label] = max(new, key=lambda f: (self.dump / f).stat().st_size)
+
+    def of(self, label: str) -> str:
+        stats = shaderstats.stats(self.dump) if self.dump else {}
+        return stats.get(self.module.get(label, ""), {}).get("Register Count", "-")
+
+
+def child(argv: list[str]) -> None:
+    size, pool, race = probes.start(argv, 0 if "--small" in argv else 20)
+    print(f"{adapter_info()['implementation']}: {adapter_info()['device']}", flush=True)
+    regs = Registers()
+    for m in probes.measurements(VARIANTS, size, pool):
+        texts = forms(m.kernel)
+        for name, text in texts.items():
+            label = f"{m.variant} {name}"
+            if label not in regs.module:
+                with regs.creating(label):
+                    probes.outputs(m, text)
+                print(f"{label:<56} registers {regs.of(label)}", flush=True)
+        settings = {name: (text, contextlib.nullcontext) for name, text in texts.items()}
+        probes.race_forms(race, m, settings)
+
+
+def main(argv: list[str]) -> None:
+    """Run :func:`child` in a process with the layer on (where it builds and loads)."""
+    if "--child" in argv:
+        child(argv)
+        return
+    env = dict(os.environ)
+    try:
+        layer = shaderstats.build_layer()
+        dump = Path(tempfile.mkdtemp(prefix="probe42-"))
+        env |= {
+            "VK_ADD_LAYER_PATH": str(layer.parent),
+            "VK_LAYER_PATH": str(layer.parent),
+            "VK_INSTANCE_LAYERS": "VK_LAYER_KVDSL_dump",
+            "VK_LOADER_LAYERS_ENABLE": "VK_LAYER_KVDSL_dump",
+            "KVDSL_DUMP_DIR": str(dump),
+        }
+    except (OSError, subprocess.CalledProcessError) as e:
+        print(f"no layer ({e}): registers not read", flush=True)
+    here = Path(__file__).resolve()
+    sys.exit(subprocess.run([sys.executable, str(here), "--child", *argv], env=env).returncode)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
