@@ -341,23 +341,56 @@ def parser() -> argparse.ArgumentParser:
     )
     s = sub.add_parser("verify", help="verify catalog variants on random shapes")
     s.add_argument("variants", nargs="*", metavar="VARIANT", help="default: the whole catalog")
-    s.add_argument("--cases", type=int, default=3, help="random cases per variant (default 3)")
-    s.add_argument("--seed", type=int, default=0)
+    s.add_argument(
+        "--cases", type=_positive, default=3, help="random cases per variant (default 3)"
+    )
+    s.add_argument("--seed", type=_count, default=0, help="random seed, 0 or more (default 0)")
     s.add_argument("--skip", action="append", choices=("interp", "gpu"), help="leave a backend out")
     s = sub.add_parser("bench", help="GPU benchmark: roofline, template, floor (source checkout)")
     bench_options(s, "benchmarks/out")
     return p
 
 
-def _count(text: str) -> int:
-    """A whole number ≥ 0 (argparse names the option and the value when this raises)."""
+def _whole(text: str, least: int = 0, most: int | None = None) -> int:
+    """A whole number from ``least`` to ``most`` (argparse names the option and the value when
+    this raises)."""
     try:
         n = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"{n} is negative: give 0 or more")
+    if n < least or (most is not None and n > most):
+        allowed = f"{least} to {most}" if most is not None else f"{least} or more"
+        why = "is negative" if n < 0 and least == 0 else "is out of range"
+        raise argparse.ArgumentTypeError(f"{n} {why}: give {allowed}")
     return n
+
+
+def _count(text: str) -> int:
+    """A whole number ≥ 0."""
+    return _whole(text)
+
+
+def _positive(text: str) -> int:
+    """A whole number ≥ 1."""
+    return _whole(text, 1)
+
+
+def _repeats(text: str) -> int:
+    """Timed dispatches: 1 to what one submission's timestamp queries hold."""
+    from kvdsl.runtime.execute import MAX_REPEATS
+
+    return _whole(text, 1, MAX_REPEATS)
+
+
+def _seconds(text: str) -> float:
+    """Seconds, 0 or more."""
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 <= x < float("inf"):
+        raise argparse.ArgumentTypeError(f"{x:g} is not a time: give 0 or more seconds")
+    return x
 
 
 def _percent(text: str) -> float:
@@ -376,15 +409,15 @@ def bench_options(p: argparse.ArgumentParser, out: str) -> argparse.ArgumentPars
     p.add_argument("--small", action="store_true", help="tiny sizes (llvmpipe smoke run)")
     p.add_argument("--out", default=out, help="folder for gpu.csv and device.json")
     p.add_argument("--variants", nargs="*", metavar="NAME", help="variant or mode names")
-    p.add_argument("--batches", type=int, nargs="*", help="batch sizes (default 1 and 4)")
-    p.add_argument("--trials", type=int, default=2, help="alternating timings, best kept (2)")
-    p.add_argument("--repeats", type=int, help="timed dispatches (default 100; --small 5)")
-    p.add_argument("--warmup", type=int, help="untimed dispatches first (default 10; --small 1)")
+    p.add_argument("--batches", type=_positive, nargs="*", help="batch sizes (default 1 and 4)")
+    p.add_argument("--trials", type=_positive, default=2, help="alternating timings, best kept (2)")
+    p.add_argument("--repeats", type=_repeats, help="timed dispatches (default 100; --small 5)")
+    p.add_argument("--warmup", type=_count, help="untimed dispatches first (default 10; --small 1)")
     p.add_argument("--template", help="path of kv_cache.wgsl.jinja (default: found beside)")
     p.add_argument("--report", action="store_true", help="then write docs/performance.md")
     p.add_argument(
         "--settle",
-        type=float,
+        type=_seconds,
         default=0.0,
         metavar="SECONDS",
         help="first copy 256 MB back and forth for SECONDS, so a GPU that idled in a low clock "
@@ -411,7 +444,7 @@ def bench_options(p: argparse.ArgumentParser, out: str) -> argparse.ArgumentPars
     )
     p.add_argument(
         "--budget",
-        type=float,
+        type=_seconds,
         metavar="SECONDS",
         help="start no new config, nor a late retry, after SECONDS (the configs left are "
         "named in the log and in device.json's 'unmeasured'; leave ~4 s a late row)",

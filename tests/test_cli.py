@@ -234,3 +234,22 @@ def test_json_options_take_long_text_and_name_unreadable_paths():
     out = kvdsl("legacy", "--vars", "y" * 300)
     assert out.returncode == 2 and "--vars: cannot read 'yyy" in out.stderr
     assert "Traceback" not in out.stderr and "internal error" not in out.stderr
+
+
+@pytest.mark.parametrize(
+    "option, value, why",
+    [
+        ("--cases", "0", "0 is out of range: give 1 or more"),
+        ("--cases", "-2", "-2 is out of range: give 1 or more"),
+        ("--seed", "-1", "-1 is negative: give 0 or more"),
+    ],
+)
+def test_verify_options_out_of_range(capsys, option, value, why):
+    # --cases 0 used to check nothing and report every variant passed; --seed -1 was an
+    # internal error from numpy.
+    from kvdsl.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["verify", "copy_llama32_1b", option, value])
+    assert exit_.value.code == 2
+    assert f"argument {option}: {why}" in capsys.readouterr().err

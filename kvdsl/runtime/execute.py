@@ -24,6 +24,7 @@ from kvdsl.runtime.errors import DeviceError, ParamsError
 from kvdsl.runtime.layout import check_buffers, from_storage, pack_params, to_storage
 
 _MAX_QUERIES = 4096  # WebGPU's limit on a query set's size
+MAX_REPEATS = _MAX_QUERIES // 2  # two timestamps per timed dispatch
 
 
 class _Dispatch:
@@ -207,8 +208,8 @@ def time_kernel(
         raise TypeError("time_kernel of WGSL text needs bindings= and workgroups=")
     else:
         wgsl = kernel
-    if not 1 <= repeats <= _MAX_QUERIES // 2:
-        raise ValueError(f"repeats={repeats}: expected 1..{_MAX_QUERIES // 2}")
+    if not 1 <= repeats <= MAX_REPEATS:
+        raise ValueError(f"repeats={repeats}: expected 1..{MAX_REPEATS}")
     d = _Dispatch(
         wgsl, bindings, params_struct, buffers, params, workgroups, label or "kernel", reuse
     )
