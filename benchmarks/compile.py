@@ -33,6 +33,7 @@ for _p in (HERE.parent, HERE.parent / "tests", HERE):
 import gpu  # noqa: E402  (template_vars, find_template; sets XDG_RUNTIME_DIR)
 from kvdsl import catalog  # noqa: E402
 from kvdsl.emit import emit  # noqa: E402
+from kvdsl.cli import whole  # noqa: E402
 
 
 def kvdsl_catalog() -> int:
@@ -103,7 +104,7 @@ def interp_rows(repeat: int) -> list[dict[str, Any]]:
 def main(argv: list[str] | None = None) -> int:
     """Run the comparison, print it, write compile.json."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--repeat", type=whole(1), default=5, help="timed runs, best kept (5)")
     ap.add_argument("--no-interp", action="store_true", help="skip the interpreter comparison")
     ap.add_argument("--out", default=str(gpu.DEFAULT_OUT))
     ap.add_argument("--template", help="path of kv_cache.wgsl.jinja")

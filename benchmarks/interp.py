@@ -20,6 +20,7 @@ import numpy as np
 os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.gettempdir())
 
 from kvdsl import catalog, interp, runtime  # noqa: E402
+from kvdsl.cli import whole  # noqa: E402
 from kvdsl.kernels.transpose import TransposeConfig, transpose  # noqa: E402
 
 B, H, S, D = 1, 8, 4096, 128
@@ -70,7 +71,7 @@ def best(fn: Callable, repeat: int) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=whole(1), default=3, help="timed runs, best kept (3)")
     ap.add_argument("--no-gpu", action="store_true", help="skip the software GPU")
     args = ap.parse_args()
     print(f"batch {B}, kv heads {H}, tokens {S}, head dim {D}")

@@ -16,6 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from kvdsl.emit import emit  # noqa: E402
+from kvdsl.cli import whole  # noqa: E402
 from kvdsl.frontend import parse  # noqa: E402
 from kvdsl.frontend.parser import wgsl_parser  # noqa: E402
 
@@ -47,7 +48,7 @@ def sources() -> dict[str, str]:
 def main() -> None:
     """Time :func:`parse` on every source."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--repeat", type=whole(1), default=5, help="timed runs, best kept (5)")
     args = ap.parse_args()
     t0 = time.perf_counter()
     wgsl_parser()

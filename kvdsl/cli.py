@@ -351,35 +351,33 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def _whole(text: str, least: int = 0, most: int | None = None) -> int:
-    """A whole number from ``least`` to ``most`` (argparse names the option and the value when
-    this raises)."""
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if n < least or (most is not None and n > most):
-        allowed = f"{least} to {most}" if most is not None else f"{least} or more"
-        why = "is negative" if n < 0 and least == 0 else "is out of range"
-        raise argparse.ArgumentTypeError(f"{n} {why}: give {allowed}")
-    return n
+def whole(least: int = 0, most: int | None = None) -> Callable[[str], int]:
+    """An argparse type: a whole number from ``least`` to ``most`` (argparse names the option
+    and the value when it raises)."""
+
+    def parse(text: str) -> int:
+        try:
+            n = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if n < least or (most is not None and n > most):
+            allowed = f"{least} to {most}" if most is not None else f"{least} or more"
+            why = "is negative" if n < 0 and least == 0 else "is out of range"
+            raise argparse.ArgumentTypeError(f"{n} {why}: give {allowed}")
+        return n
+
+    return parse
 
 
-def _count(text: str) -> int:
-    """A whole number ≥ 0."""
-    return _whole(text)
-
-
-def _positive(text: str) -> int:
-    """A whole number ≥ 1."""
-    return _whole(text, 1)
+_count = whole(0)
+_positive = whole(1)
 
 
 def _repeats(text: str) -> int:
     """Timed dispatches: 1 to what one submission's timestamp queries hold."""
     from kvdsl.runtime.execute import MAX_REPEATS
 
-    return _whole(text, 1, MAX_REPEATS)
+    return whole(1, MAX_REPEATS)(text)
 
 
 def _seconds(text: str) -> float:

@@ -355,3 +355,18 @@ def test_bench_options_out_of_range_are_one_line(capsys, option, value, why):
     assert exit_.value.code == 2
     err = capsys.readouterr().err
     assert f"argument {option}: {why}" in err
+
+
+@pytest.mark.parametrize("script", ["compile.py", "interp.py", "parse.py"])
+def test_benchmark_scripts_take_a_positive_repeat(script):
+    # --repeat 0 used to print inf and nan ratios (compile.py, parse.py) or a traceback
+    # (interp.py).
+    import subprocess
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / script
+    out = subprocess.run(
+        [sys.executable, str(path), "--repeat", "0"], capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 2
+    assert "argument --repeat: 0 is out of range: give 1 or more" in out.stderr
+    assert "Traceback" not in out.stderr
