@@ -73,7 +73,10 @@ def cmd_emit(args: argparse.Namespace) -> int:
             return 1
         print(f"{out}/ is up to date ({len(catalog.VARIANTS)} variants)")
         return 0
-    names = emitted.write(out)
+    try:
+        names = emitted.write(out)
+    except OSError as err:
+        raise UsageError(f"--out: cannot write to {str(out)!r} ({err.strerror})") from None
     print(f"wrote {len(names)} files to {out}/")
     return 0
 
@@ -241,6 +244,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
     for name in names:
         catalog.config(name)  # unknown names fail before any work
     backends = tuple(b for b in ("interp", "gpu") if b not in (args.skip or []))
+    if not backends:
+        raise UsageError(
+            "--skip: leaving out both interp and gpu compares nothing; leave out one at most"
+        )
     results = []
     steps, total = 0, len(names) * args.cases
     for name in names:

@@ -114,6 +114,11 @@ def inputs(tmp_path):
             "--workgroups='1,2': expected three non-negative integers",
         ),
         (["verify", "nope"], "unknown variant 'nope'"),
+        (
+            ["verify", "copy_llama32_1b", "--skip", "interp", "--skip", "gpu"],
+            "--skip: leaving out both interp and gpu compares nothing; leave out one at most",
+        ),
+        (["emit", "--out", "{d}/notnpz.npz/sub"], "--out: cannot write to "),
     ],
 )
 def test_bad_input_is_one_line_exit_2(inputs, args, message):
