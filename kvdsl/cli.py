@@ -153,7 +153,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         outputs = run(kernel, buffers, params, workgroups)
     if args.out:
-        np.savez(args.out, **outputs)
+        try:
+            np.savez(args.out, **outputs)
+        except OSError as err:
+            raise UsageError(f"--out: cannot write {args.out!r} ({err.strerror})") from None
         print(f"wrote {', '.join(outputs)} to {args.out}")
     else:
         for name, arr in outputs.items():

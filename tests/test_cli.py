@@ -119,6 +119,11 @@ def inputs(tmp_path):
             "--skip: leaving out both interp and gpu compares nothing; leave out one at most",
         ),
         (["emit", "--out", "{d}/notnpz.npz/sub"], "--out: cannot write to "),
+        (
+            ["run", "copy_llama32_1b", "--inputs", "{d}/in.npz", "--params", '{"count": 4}']
+            + ["--out", "{d}/no/such/folder/out.npz"],
+            "--out: cannot write '",
+        ),
     ],
 )
 def test_bad_input_is_one_line_exit_2(inputs, args, message):
