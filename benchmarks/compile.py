@@ -33,7 +33,7 @@ for _p in (HERE.parent, HERE.parent / "tests", HERE):
 import gpu  # noqa: E402  (template_vars, find_template; sets XDG_RUNTIME_DIR)
 from kvdsl import catalog  # noqa: E402
 from kvdsl.emit import emit  # noqa: E402
-from kvdsl.cli import whole  # noqa: E402
+from kvdsl.cli import UsageError, whole  # noqa: E402
 
 
 def kvdsl_catalog() -> int:
@@ -109,11 +109,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=str(gpu.DEFAULT_OUT))
     ap.add_argument("--template", help="path of kv_cache.wgsl.jinja")
     args = ap.parse_args(argv)
+    out = Path(args.out)
+    try:  # bad paths fail before any timing
+        path = gpu.find_template(args.template)
+        out.mkdir(parents=True, exist_ok=True)
+    except UsageError as e:
+        ap.error(str(e))
+    except OSError as e:
+        ap.error(f"--out: cannot write to {str(out)!r} ({e.strerror})")
     result: dict[str, Any] = {"variants": len(catalog.VARIANTS)}
     k_first, k_best = timings(kvdsl_catalog, args.repeat)
     result |= {"kvdsl_first_s": k_first, "kvdsl_s": k_best}
     print(f"kvdsl: build + verify + emit {len(catalog.VARIANTS)} variants: {k_best * 1e3:.1f} ms")
-    path = gpu.find_template(args.template)
     if path is None:
         print("jinja2: template not found")
     else:
@@ -138,8 +145,6 @@ def main(argv: list[str] | None = None) -> int:
                 f"{r['case']:<16}{r['numpy_s'] * 1e3:>10.1f}{r['interp_s'] * 1e3:>11.1f}"
                 f"{r['ratio']:>10.1f}x"
             )
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     (out / "compile.json").write_text(json.dumps(result, indent=2) + "\n")
     return 0
 

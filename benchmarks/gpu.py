@@ -72,6 +72,7 @@ os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.gettempdir())
 
 import roofline  # noqa: E402
 from kvdsl import catalog, runtime  # noqa: E402
+from kvdsl.cli import UsageError, user_errors  # noqa: E402
 from kvdsl.emit import emit  # noqa: E402
 from kvdsl.runtime import device as gpu  # noqa: E402
 from plans import (  # noqa: E402, F401  (plans' public names stay importable from gpu)
@@ -180,12 +181,16 @@ def _with_workgroup(lvars: dict[str, Any], wg: int) -> dict[str, Any]:
 
 
 def find_template(explicit: str | None = None) -> Path | None:
-    """The template file: ``explicit``, tests/legacy.py's path, ``shared/seed`` in the repo, or
-    ``.seed/`` (where the GPU host's checkout keeps a copy)."""
+    """The template file: ``explicit`` (which must exist), else tests/legacy.py's path,
+    ``shared/seed`` in the repo, or ``.seed/`` (where the GPU host's checkout keeps a copy)."""
     import legacy
 
+    if explicit is not None:
+        if not Path(explicit).is_file():
+            raise UsageError(f"--template: no such file {explicit!r}")
+        return Path(explicit)
     name = legacy.TEMPLATE.name
-    for p in (explicit, legacy.TEMPLATE, REPO / "shared" / "seed" / name, REPO / ".seed" / name):
+    for p in (legacy.TEMPLATE, REPO / "shared" / "seed" / name, REPO / ".seed" / name):
         if p and Path(p).is_file():
             return Path(p)
     return None
@@ -245,7 +250,10 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> list[di
     trials = args.trials
     selection = representatives(args.variants)
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise UsageError(f"--out: cannot write to {str(out)!r} ({err.strerror})") from None
     big = biggest_buffer(selection, size)
     limits = gpu.requested_limits()
     if big > limits["max-storage-buffer-binding-size"] or big > limits["max-buffer-size"]:
@@ -578,6 +586,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         return bench(args)
+    except user_errors() as e:  # bad input (a variant, a path): one line, as kvdsl bench says it
+        print(f"gpu.py: {e}", file=sys.stderr)
+        return 2
     except RuntimeError as e:  # the runtime's errors (no adapter, a device failure): one line
         print(f"gpu.py: {type(e).__name__}: {e}", file=sys.stderr)
         return 1

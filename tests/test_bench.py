@@ -370,3 +370,50 @@ def test_benchmark_scripts_take_a_positive_repeat(script):
     assert out.returncode == 2
     assert "argument --repeat: 0 is out of range: give 1 or more" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+@pytest.mark.parametrize(
+    "option, value, message",
+    [
+        ("--variants", "nope", "unknown variant 'nope'"),
+        ("--template", "/no/such/kv_cache.wgsl.jinja", "--template: no such file '/no/such/"),
+        ("--out", "{file}/sub", "--out: cannot write to '"),
+    ],
+)
+def test_bench_bad_paths_and_names_are_one_line(tmp_path, capsys, gpu, option, value, message):
+    # A missing --template used to fall back to another template silently, and an --out that
+    # cannot be made ended in an internal error; benchmarks/gpu.py printed a traceback for all
+    # three.
+    (tmp_path / "file").write_text("not a folder")
+    value = value.replace("{file}", str(tmp_path / "file"))
+    argv = ["--small", "--repeats", "2", "--warmup", "1", option, value]
+    if option != "--variants":
+        argv += ["--variants", "copy_llama31_8b"]
+    assert cli_main(["bench", *argv]) == 2
+    assert f"kvdsl bench: {message}" in capsys.readouterr().err
+    assert bench.main(argv) == 2
+    assert f"gpu.py: {message}" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--template", "/no/such.jinja"], "--template: no such file '/no/such.jinja'"),
+        (["--out", "{file}/sub"], "--out: cannot write to '"),
+    ],
+)
+def test_compile_benchmark_bad_paths_fail_before_timing(tmp_path, args, message):
+    import subprocess
+
+    (tmp_path / "file").write_text("not a folder")
+    args = [a.replace("{file}", str(tmp_path / "file")) for a in args]
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "compile.py"
+    out = subprocess.run(
+        [sys.executable, str(path), "--no-interp", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 2
+    assert f"compile.py: error: {message}" in out.stderr
+    assert "kvdsl:" not in out.stdout  # nothing timed
