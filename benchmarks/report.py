@@ -29,11 +29,20 @@ SLOW_COPY = 0.6
 PER_ROW_MODES = ("build", "build_quant", "append_quant", "window_shift")
 
 
+#: Columns every run's CSV has (``benchmarks/gpu.py``'s ``COLUMNS`` since the first runs).
+REQUIRED = ("variant", "batch", "tokens", "kvdsl_us")
+
+
 def load(path: Path) -> list[dict[str, Any]]:
-    """The CSV's rows with numbers parsed (empty cells are None)."""
+    """The CSV's rows with numbers parsed (empty cells are None); a ValueError naming the file
+    for one that is not a benchmark run's CSV."""
     rows = []
     with open(path, newline="") as f:
-        for r in csv.DictReader(f):
+        reader = csv.DictReader(f)
+        missing = [c for c in REQUIRED if c not in (reader.fieldnames or ())]
+        if missing:
+            raise ValueError(f"{path}: not a gpu.csv of benchmarks/gpu.py (no {missing[0]!r})")
+        for r in reader:
             row: dict[str, Any] = {}
             for k, v in r.items():
                 try:
@@ -614,6 +623,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--docs", default=str(REPO / "docs"))
     args = ap.parse_args(argv)
     sources = [Path(p) for p in (args.csv or [str(HERE / "out" / "gpu.csv")])]
+    given = [*sources, *map(Path, (args.changed or []) + (args.latest or []))]
+    given += map(Path, (args.dawn or []) + (args.dawn_changed or []))
+    for path in given + ([Path(args.note)] if args.note else []):
+        if not path.is_file():
+            ap.error(f"no such file {str(path)!r}")
+    try:
+        for path in given:
+            load(path)
+    except ValueError as e:
+        ap.error(str(e))
     from kvdsl import catalog
 
     names = set(catalog.VARIANTS)

@@ -230,3 +230,23 @@ def test_rows_beside_a_slow_copy_say_so():
     assert [r["slow_copy"] for r in rows] == [False, True]
     text = "\n".join(report.tables(rows))
     assert text.count("the copy beside it ran slow") == 1
+
+
+def test_bad_files_are_one_line_before_any_page(tmp_path, capsys):
+    # Each used to end in a traceback (FileNotFoundError, or a TypeError deep in the page).
+    good = tmp_path / "gpu-a.csv"
+    good.write_text("variant,batch,tokens,kvdsl_us,roofline_us\nx,4,1,5.0,2.0\n")
+    other = tmp_path / "notes.csv"
+    other.write_text("name,value\na,1\n")
+    docs = tmp_path / "docs"
+    for argv, message in (
+        (["--csv", str(tmp_path / "none.csv")], f"no such file '{tmp_path / 'none.csv'}'"),
+        (["--csv", str(good), "--note", str(tmp_path / "n.md")], "no such file"),
+        (["--csv", str(good), "--latest", str(other)], "not a gpu.csv of benchmarks/gpu.py"),
+        (["--csv", str(good), "--dawn", str(tmp_path / "d.csv")], "no such file"),
+    ):
+        with pytest.raises(SystemExit) as exit_:
+            report.main(argv + ["--docs", str(docs)])
+        assert exit_.value.code == 2
+        assert f"error: {message}" in capsys.readouterr().err
+        assert not docs.exists()
