@@ -242,7 +242,10 @@ def test_bad_files_are_one_line_before_any_page(tmp_path, capsys):
     for argv, message in (
         (["--csv", str(tmp_path / "none.csv")], f"no such file '{tmp_path / 'none.csv'}'"),
         (["--csv", str(good), "--note", str(tmp_path / "n.md")], "no such file"),
-        (["--csv", str(good), "--latest", str(other)], "not a gpu.csv of benchmarks/gpu.py"),
+        (
+            ["--csv", str(good), "--latest", str(other)],
+            f"{other}: not a gpu.csv of benchmarks/gpu.py (no 'variant')",
+        ),
         (["--csv", str(good), "--dawn", str(tmp_path / "d.csv")], "no such file"),
     ):
         with pytest.raises(SystemExit) as exit_:
