@@ -438,6 +438,7 @@ def dawn_section(dawn: list[dict], rows: list[dict]) -> list[str]:
         f"({', '.join(f'{f:.2f}' for f in floors)} µs): **{within} of {len(decode)}** "
         f"({min((r['floor_x'] for r in decode), default=0):.2f}x-"
         f"{max((r['floor_x'] for r in decode), default=0):.2f}x).",
+        *beside_floor(decode),
         f"- Dawn's time over wgpu-native's for the same row (the wgpu-native rows of this page): "
         f"geometric mean {_f(geomean(ratios), 2)}, "
         f"range {_f(min(ratios, default=None), 2)}-{_f(max(ratios, default=None), 2)}.",

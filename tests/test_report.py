@@ -216,6 +216,11 @@ def test_dawn_section_sets_each_row_beside_wgpu_native():
     assert "geometric mean 1.18, range 1.10-1.27" in text
     assert "| build_flat_a | 4 | 2048 | 44.00 |" in text and "| 40.00 | 1.10 |" in text
     assert "| merge_flat_b | 4 | 2048 | 33.50 |" in text and "| – | – |" in text
+    assert "timed beside each" not in text  # no row of these runs timed one
+    dawn[1]["floor_beside_us"], dawn[1]["floor_beside_x"] = 6.0, 7.0 / 6.0
+    text = "\n".join(report.dawn_section(dawn, native))
+    assert "- Flat decode appends at batch 4 against the empty dispatch timed beside" in text
+    assert "**1 of 1** within 1.5x; range 1.17x-1.17x." in text
 
 
 def test_rows_of_variants_gone_from_the_catalog_are_left_out():
