@@ -27,14 +27,7 @@ import sys
 import probes
 from kvdsl.runtime import adapter_info
 
-VARIANTS = [
-    "build_quant_int8_knorm_qwen3_06b",
-    "append_quant_int8_knorm_qwen3_06b",
-    "build_quant_int4_knorm_qwen3_06b",
-    "append_quant_int4_knorm_qwen3_06b",
-    "build_knorm_qwen3_06b",
-    "build_knorm_rotary_qwen3_06b",
-]
+VARIANTS = probes.KNORM_DROPINS
 LATE = re.compile(r"^\s*let (w0|w1|s0Base|sStep|s1Base|ks0|ks1|vs0|vs1) = ")
 
 

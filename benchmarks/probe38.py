@@ -32,12 +32,7 @@ import probes
 from kvdsl.runtime import adapter_info, device
 
 VARIANTS = [
-    "build_quant_int8_knorm_qwen3_06b",
-    "append_quant_int8_knorm_qwen3_06b",
-    "build_quant_int4_knorm_qwen3_06b",
-    "append_quant_int4_knorm_qwen3_06b",
-    "build_knorm_qwen3_06b",
-    "build_knorm_rotary_qwen3_06b",
+    *probes.KNORM_DROPINS,
     "append_quant_int8_knorm_sg_qwen3_06b",
     "build_quant_int8_llama31_8b",
     "merge_share_append_llama31_8b",

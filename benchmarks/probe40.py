@@ -40,12 +40,7 @@ from kvdsl.kernels import build
 from kvdsl.runtime import adapter_info
 
 VARIANTS = [
-    "build_quant_int8_knorm_qwen3_06b",
-    "append_quant_int8_knorm_qwen3_06b",
-    "build_quant_int4_knorm_qwen3_06b",
-    "append_quant_int4_knorm_qwen3_06b",
-    "build_knorm_qwen3_06b",
-    "build_knorm_rotary_qwen3_06b",
+    *probes.KNORM_DROPINS,
     "build_knorm_rotary_sg_qwen3_06b",
     "append_quant_int8_knorm_sg_qwen3_06b",
     "build_quant_int8_knorm_flat_qwen3_06b",

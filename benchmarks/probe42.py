@@ -44,14 +44,7 @@ from kvdsl.emit import emit
 from kvdsl.ir.nodes import Assign, Barrier, Comment, For, Index, Kernel, Let, Name, Stmt, walk
 from kvdsl.runtime import adapter_info
 
-VARIANTS = [
-    "build_quant_int8_knorm_qwen3_06b",
-    "append_quant_int8_knorm_qwen3_06b",
-    "build_quant_int4_knorm_qwen3_06b",
-    "append_quant_int4_knorm_qwen3_06b",
-    "build_knorm_qwen3_06b",
-    "build_knorm_rotary_qwen3_06b",
-]
+VARIANTS = probes.KNORM_DROPINS
 
 
 def _names(node: object) -> set[str]:

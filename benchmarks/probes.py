@@ -27,6 +27,16 @@ from kvdsl.emit import emit  # noqa: E402
 from kvdsl.ir import workgroups  # noqa: E402
 from plans import FULL, SMALL, Plan, Pool, element_sizes, plans, reshape  # noqa: E402
 
+#: The six workgroup K RMSNorm drop-in representatives, the rows probes 29-42 turn on.
+KNORM_DROPINS = [
+    "build_quant_int8_knorm_qwen3_06b",
+    "append_quant_int8_knorm_qwen3_06b",
+    "build_quant_int4_knorm_qwen3_06b",
+    "append_quant_int4_knorm_qwen3_06b",
+    "build_knorm_qwen3_06b",
+    "build_knorm_rotary_qwen3_06b",
+]
+
 
 def sizes(argv: list[str]) -> dict[str, Any]:
     """The benchmark's sizes at batch 4 (``--small``: llvmpipe smoke sizes at batch 2), with

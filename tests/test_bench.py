@@ -331,32 +331,6 @@ def test_retry_slow_takes_a_count(capsys):
     assert "--retry-slow" in err and "-1 is negative: give 0 or more" in err
 
 
-@pytest.mark.parametrize(
-    "option, value, why",
-    [
-        ("--trials", "0", "0 is out of range: give 1 or more"),
-        ("--batches", "0", "0 is out of range: give 1 or more"),
-        ("--batches", "-1", "-1 is out of range: give 1 or more"),
-        ("--repeats", "0", "0 is out of range: give 1 to 2048"),
-        ("--repeats", "5000", "5000 is out of range: give 1 to 2048"),
-        ("--warmup", "-1", "-1 is negative: give 0 or more"),
-        ("--budget", "-5", "-5 is not a time: give 0 or more seconds"),
-        ("--budget", "soon", "'soon' is not a number of seconds"),
-        ("--settle", "-1", "-1 is not a time: give 0 or more seconds"),
-        ("--settle", "nan", "nan is not a time: give 0 or more seconds"),
-    ],
-)
-def test_bench_options_out_of_range_are_one_line(capsys, option, value, why):
-    # Each of these used to run: no timings at all (--trials 0), no rows (--budget -5), or an
-    # internal error from deep in the run (--batches -1, --repeats 0). (--budget 0 is a run of
-    # the device's figures alone: test_budget_stops_between_configs_and_names_the_rest.)
-    with pytest.raises(SystemExit) as exit_:
-        cli_main(["bench", "--small", option, value])
-    assert exit_.value.code == 2
-    err = capsys.readouterr().err
-    assert f"argument {option}: {why}" in err
-
-
 @pytest.mark.parametrize("script", ["compile.py", "interp.py", "parse.py"])
 def test_benchmark_scripts_take_a_positive_repeat(script):
     # --repeat 0 used to print inf and nan ratios (compile.py, parse.py) or a traceback
