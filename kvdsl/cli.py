@@ -117,14 +117,24 @@ def _workgroups(text: str | None) -> tuple[int, int, int] | None:
     return x, y, z
 
 
+def _read_wgsl(path: str) -> str:
+    """A WGSL file's text (UTF-8, as WGSL source is)."""
+    p = Path(path)
+    if not p.is_file():
+        raise UsageError(f"no such WGSL file {path!r}")
+    try:
+        return p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise UsageError(
+            f"{path!r} is not UTF-8 text (byte {err.start}): WGSL source is UTF-8"
+        ) from None
+
+
 def _wgsl_file(path: str) -> tuple[Any, dict[int, int]]:
     """Parse a WGSL file into a verified kernel and its statement → line map."""
     from kvdsl.frontend import parse_with_lines
 
-    p = Path(path)
-    if not p.is_file():
-        raise UsageError(f"no such WGSL file {path!r}")
-    return parse_with_lines(p.read_text(), filename=path)
+    return parse_with_lines(_read_wgsl(path), filename=path)
 
 
 @command
@@ -175,10 +185,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     sources: dict[str, str] = {}
     problems: list[str] = []
     for path in args.files:
-        p = Path(path)
-        if not p.is_file():
-            raise UsageError(f"no such WGSL file {path!r}")
-        sources[path] = text = p.read_text()
+        sources[path] = text = _read_wgsl(path)
         try:
             _wgsl_file(path)
         except FrontendError as err:

@@ -84,6 +84,7 @@ def inputs(tmp_path):
         present_value=a,
     )
     (tmp_path / "notnpz.npz").write_text("hello")
+    (tmp_path / "binary.wgsl").write_bytes(bytes([0xDA, 0x00, 0xFF, 0x10]))
     return tmp_path
 
 
@@ -119,6 +120,11 @@ def inputs(tmp_path):
             "--skip: leaving out both interp and gpu compares nothing; leave out one at most",
         ),
         (["emit", "--out", "{d}/notnpz.npz/sub"], "--out: cannot write to "),
+        (["check", "{d}/binary.wgsl"], "binary.wgsl' is not UTF-8 text (byte 0): WGSL source is"),
+        (
+            ["run", "{d}/binary.wgsl", "--inputs", "{d}/in.npz", "--workgroups", "1,1,1"],
+            "binary.wgsl' is not UTF-8 text (byte 0)",
+        ),
         (
             ["run", "copy_llama32_1b", "--inputs", "{d}/in.npz", "--params", '{"count": 4}']
             + ["--out", "{d}/no/such/folder/out.npz"],

@@ -387,7 +387,7 @@ def test_frontend_on_mutated_wgsl(src: str, seed: int, n: int) -> None:
     except FrontendError as err:
         # A module without an entry point has no line to point at: the one unlocated error.
         if err.line is None:
-            assert "exactly one @compute entry point, has 0" in err.message, str(err)
+            assert "a module with 0 @compute entry points" in err.message, str(err)
         else:
             assert 1 <= err.line <= text.count("\n") + 1, str(err)
         assert str(err).startswith("<wgsl>:"), str(err)

@@ -156,7 +156,8 @@ class _Assembler:
         if len(entries) != 1:
             line = entries[1].line if entries else None
             raise self.err(
-                f"a module needs exactly one @compute entry point, has {len(entries)}", line
+                f"a module with {len(entries)} @compute entry points (kvdsl takes exactly one)",
+                line,
             )
         (entry,) = entries
         params = self.params(structs, gvars)
