@@ -87,9 +87,11 @@ def _load_json(text: str, what: str) -> Any:
     src = text
     if not text.lstrip().startswith(("{", "[")):
         try:
-            src = Path(text).read_text() if Path(text).is_file() else text
+            src = Path(text).read_text(encoding="utf-8") if Path(text).is_file() else text
         except OSError as err:
             raise UsageError(f"{what}: cannot read {text!r} ({err.strerror})") from None
+        except UnicodeDecodeError as err:
+            raise UsageError(f"{what}: {text!r} is not UTF-8 text (byte {err.start})") from None
     try:
         return json.loads(src)
     except json.JSONDecodeError as err:

@@ -120,6 +120,11 @@ def inputs(tmp_path):
             "--skip: leaving out both interp and gpu compares nothing; leave out one at most",
         ),
         (["emit", "--out", "{d}/notnpz.npz/sub"], "--out: cannot write to "),
+        (["legacy", "--vars", "{d}/binary.wgsl"], "--vars: '"),
+        (
+            ["run", "copy_llama32_1b", "--inputs", "{d}/in.npz", "--params", "{d}/binary.wgsl"],
+            "binary.wgsl' is not UTF-8 text (byte 0)",
+        ),
         (["check", "{d}/binary.wgsl"], "binary.wgsl' is not UTF-8 text (byte 0): WGSL source is"),
         (
             ["run", "{d}/binary.wgsl", "--inputs", "{d}/in.npz", "--workgroups", "1,1,1"],
