@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import numpy as np
 import pytest
@@ -280,3 +281,49 @@ def test_vector_builtins_splat_literals(gpu):
     want = np.clip(x, 0.5, 1.0) * np.float32(2)
     for run in (interp.run, runtime.run):
         assert np.array_equal(run(k, {"out": x}, None, (1, 1, 1))["out"], want)
+
+
+@pytest.mark.parametrize(
+    "name, why",
+    [
+        ("1bad", "is not a WGSL identifier: give a letter or _, then letters, digits or _"),
+        ("a-b", "is not a WGSL identifier"),
+        ("", "is not a WGSL identifier"),
+        ("_", "is not a WGSL identifier: _ alone is the phony assignment's"),
+        ("__x", "starts with __, which WGSL reserves"),
+        ("fn", "is a WGSL keyword"),
+        ("loop", "is a WGSL keyword"),
+        ("static", "is a word WGSL reserves"),
+    ],
+)
+def test_names_that_are_not_wgsl_identifiers_are_refused(name, why):
+    # Until the ninth stop any string named a declaration and the printer wrote it as given:
+    # `let fn = 1.0f;` verified and became WGSL no compiler takes.
+    def kernel(binding="b", let="x", param="count", const="C"):
+        kb = KernelBuilder("k", 64)
+        b = kb.binding(binding, f32, "read_write")
+        c = kb.const(const, f32, 2.0)
+        n = kb.param(param)
+        b[n] = kb.let(let, c)
+        return kb.build()
+
+    kernel()  # the same kernel with good names builds
+    for field, what in (("binding", "binding"), ("param", "params field"), ("const", "const")):
+        with pytest.raises(
+            VerifyError, match="^" + re.escape(f"{what} '{name}': name '{name}' {why}")
+        ):
+            kernel(**{field: name})
+    with pytest.raises(VerifyError, match=re.escape(f"let {name} = C: name '{name}' {why}")):
+        kernel(let=name)
+
+
+def test_helper_functions_take_free_names():
+    for taken in ("main", "b", "C"):
+        kb = KernelBuilder("k", 64)
+        b = kb.binding("b", f32, "read_write")
+        kb.const("C", f32, 2.0)
+        with kb.function(taken, [("x", f32)], f32) as (x,):
+            kb.return_(x * 2.0)
+        b[0] = kb.fn_call(taken, 1.0)
+        with pytest.raises(VerifyError, match=f"function {taken}: the name is taken"):
+            kb.build()

@@ -8,6 +8,7 @@ compactly by :func:`show`) and says what was expected.
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,6 +27,7 @@ from kvdsl.ir.nodes import (
     Break,
     Call,
     Comment,
+    Const,
     Construct,
     Continue,
     Convert,
@@ -139,10 +141,68 @@ class Scope:
         return self.visible.get(name)
 
     def declare(self, name: str, sym: Symbol, node: object) -> None:
+        if name not in _NAMES_OK:
+            check_name(name, node)
         if name in self.names:
             raise VerifyError(f"{show(node)}: '{name}' is already declared in this scope")
         self.names[name] = sym
         self.visible[name] = sym
+
+
+#: WGSL's keywords and reserved words (WGSL spec, "Keyword summary" and "Reserved words"): no
+#: declaration may take one of these names.
+KEYWORDS = frozenset(
+    "alias break case const const_assert continue continuing default diagnostic discard else "
+    "enable false fn for if let loop override requires return struct switch true var while".split()
+)
+RESERVED = frozenset(
+    "NULL Self abstract active alignas alignof as asm asm_fragment async attribute auto await "
+    "become binding_array cast catch class co_await co_return co_yield coherent column_major "
+    "common compile compile_fragment concept const_cast consteval constexpr constinit crate "
+    "debugger decltype delete demote demote_to_helper do dynamic_cast enum explicit export "
+    "extends extern external fallthrough filter final finally friend from fxgroup get goto "
+    "groupshared highp impl implements import inline instanceof interface layout lowp macro "
+    "macro_rules match mediump meta mod module move mut mutable namespace new nil noexcept "
+    "noinline nointerpolation noperspective null nullptr of operator package packoffset "
+    "partition pass patch pixelfragment precise precision premerge priv protected pub public "
+    "readonly ref regardless register reinterpret_cast require resource restrict self set "
+    "shared sizeof smooth snorm static static_assert static_cast std subroutine super target "
+    "template this thread_local throw trait try type typedef typeid typename typeof union "
+    "unless unorm unsafe unsized use using varying virtual volatile wgsl where with writeonly "
+    "yield".split()
+)
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+# Names already found valid: a catalog build declares the same few hundred names thousands of
+# times, and the check is on every declaration.
+_NAMES_OK: set[str] = set()
+
+
+def check_name(name: object, node: object) -> None:
+    """Raise :class:`VerifyError` unless ``name`` can name a WGSL declaration: an identifier of
+    ASCII letters, digits and ``_`` (the subset the frontend reads), not ``_`` alone, not
+    starting ``__``, neither a keyword nor a reserved word."""
+    if not isinstance(name, str) or not _IDENTIFIER.match(name):
+        why = "is not a WGSL identifier: give a letter or _, then letters, digits or _ (ASCII)"
+    elif name == "_":
+        why = "is not a WGSL identifier: _ alone is the phony assignment's"
+    elif name.startswith("__"):
+        why = "starts with __, which WGSL reserves"
+    elif name in KEYWORDS:
+        why = "is a WGSL keyword"
+    elif name in RESERVED:
+        why = "is a word WGSL reserves"
+    else:
+        _NAMES_OK.add(name)
+        return
+    raise VerifyError(f"{_declaring(node, name)}: name {name!r} {why}")
+
+
+def _declaring(node: object, name: object) -> str:
+    """What declares ``name``, for an error: the statement, or the module-scope declaration."""
+    kinds = {Binding: "binding", Const: "const", Struct: "params field", Function: "function",
+             WorkgroupVar: "workgroup var", Kernel: "builtin parameter"}  # fmt: skip
+    kind = kinds.get(type(node))
+    return show(node) if kind is None else f"{kind} {name!r}"
 
 
 def literal_ok(value: object, ty: Scalar) -> bool:
@@ -451,6 +511,7 @@ def module_scope(kernel: Kernel, checker: Checker) -> Scope:
         scope.declare(b.name, Symbol(RuntimeArray(b.elem), "binding", b.access), b)
     if kernel.params is not None:
         for fname, fty in kernel.params.fields:
+            check_name(fname, kernel.params)
             if not isinstance(fty, (Scalar, Vec)) or fty.scalar == bool_:
                 raise VerifyError(f"params field '{fname}': type {fty} cannot be uniform")
         scope.declare("params", Symbol(kernel.params, "params"), kernel.params)
@@ -717,6 +778,9 @@ def verify(kernel: Kernel) -> Kernel:
                 f"workgroup size const '{kernel.workgroup_size_name}' must be declared as {wg[0]}u"
             )
     for fn in kernel.functions:
+        check_name(fn.name, fn)
+        if fn.name == "main" or scope.lookup(fn.name) is not None or fn.name in checker.functions:
+            raise VerifyError(f"function {fn.name}: the name is taken at module scope")
         inner = Scope(scope)
         for pname, pty in fn.params:
             inner.declare(pname, Symbol(pty, "param"), fn)
