@@ -16,6 +16,7 @@ from kvdsl.ir import (
     VerifyError,
     array,
     clamp,
+    convert,
     f16,
     f32,
     i32,
@@ -327,3 +328,53 @@ def test_helper_functions_take_free_names():
         b[0] = kb.fn_call(taken, 1.0)
         with pytest.raises(VerifyError, match=f"function {taken}: the name is taken"):
             kb.build()
+
+
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda kb: kb.lid.x << 32, "(lid.x << 32u): a shift by 32: integers have 32 bits"),
+        (
+            lambda kb: kb.lid.x >> kb.const("S", u32, 40),
+            "(lid.x >> S): a shift by 40: integers have 32 bits (give 0 to 31)",
+        ),
+        (lambda kb: kb.lid.x / 0, "(lid.x / 0u): an integer division by the constant 0"),
+        (
+            lambda kb: kb.lid.x % (kb.const("Z", u32, 4) - 4),
+            "(lid.x % (Z - 4u)): an integer remainder by the constant 0",
+        ),
+        (
+            lambda kb: convert(u32, kb.const("IM", i32, -(2**31)) / kb.const("M1", i32, -1)),
+            "(IM / M1): i32's least value over -1 does not fit an i32",
+        ),
+        (
+            lambda kb: kb.let("v", kb.lid)[3],
+            "v[3u]: the constant index 3 is out of range (give 0 to 2)",
+        ),
+    ],
+)
+def test_constants_wgsl_rejects_are_refused(make, message):
+    # Until the ninth stop these verified and became WGSL that naga and Tint reject when they
+    # compile it (shift by 32 or more, a constant zero divisor, an index past a vector's end).
+    kb = KernelBuilder("k", 1)
+    b = kb.binding("b", u32, "read_write")
+    b[0] = make(kb)
+    with pytest.raises(VerifyError, match="^" + re.escape(message)):
+        kb.build()
+
+
+def test_a_negative_constant_index_is_refused():
+    kb = KernelBuilder("k", 1)
+    b = kb.binding("b", u32, "read_write")
+    b[kb.const("N", i32, -1)] = 1
+    with pytest.raises(VerifyError, match=re.escape("b[N]: the constant index -1 is out of range")):
+        kb.build()
+
+
+def test_runtime_and_in_range_operands_still_build():
+    kb = KernelBuilder("k", 1)
+    b = kb.binding("b", u32, "read_write")
+    v = kb.let("v", kb.lid)
+    b[0] = (kb.lid.x << 31) + (kb.lid.x >> kb.lid.y) + kb.lid.x / kb.lid.y + v[2]
+    b[kb.const("LAST", u32, 3)] = kb.lid.x % kb.const("W", u32, 32)
+    kb.build()

@@ -134,6 +134,15 @@ def literals(ty):
     return _float_lit(ty)
 
 
+def _divisor(op, b, ty):
+    """``b`` as an integer divisor WGSL takes whatever its value: at least 1 (a constant 0, or
+    i32's least value over -1, is an error when WGSL compiles)."""
+    if op not in (Op.DIV, Op.MOD) or not ty.scalar.is_int:
+        return b
+    one = Lit(1, ty) if ty in SCALARS else Construct(ty, (Lit(1, ty.elem),) * ty.n)
+    return Call(Op.MAX, (b, one))
+
+
 def _no_lit_neg(x):
     # "-(3u)" prints as "-3u", which reads back as the literal -3: not this IR.
     return x if not isinstance(x, Lit) else Convert(x.ty, x)
@@ -175,11 +184,14 @@ def expr(draw, ty, depth: int):
     kind = draw(st.sampled_from(kinds))
     match kind:
         case "arith":
-            return Binary(draw(st.sampled_from(ARITH)), draw(sub(ty)), draw(sub(ty)))
+            op = draw(st.sampled_from(ARITH))
+            return Binary(op, draw(sub(ty)), _divisor(op, draw(sub(ty)), ty))
         case "vec_scalar":
             op = draw(st.sampled_from(ARITH))
             a, b = draw(sub(ty)), draw(sub(ty.elem))
-            return Binary(op, a, b) if draw(st.booleans()) else Binary(op, b, a)
+            if draw(st.booleans()):
+                return Binary(op, a, _divisor(op, b, ty.elem))
+            return Binary(op, b, _divisor(op, a, ty))
         case "bits" | "boolbits":
             return Binary(
                 draw(st.sampled_from(BITS[:2] if ty == bool_ else BITS)),
@@ -187,8 +199,12 @@ def expr(draw, ty, depth: int):
                 draw(sub(ty)),
             )
         case "shift":
+            # An amount below the bit width, whatever it evaluates to (WGSL rejects a constant
+            # shift by 32 or more).
             amount = V2U if isinstance(ty, Vec) else u32
-            return Binary(draw(st.sampled_from([Op.SHL, Op.SHR])), draw(sub(ty)), draw(sub(amount)))
+            width = Lit(32, u32) if amount == u32 else Construct(V2U, (Lit(32, u32),) * 2)
+            by = Binary(Op.MOD, draw(sub(amount)), width)
+            return Binary(draw(st.sampled_from([Op.SHL, Op.SHR])), draw(sub(ty)), by)
         case "compare":
             t = draw(st.sampled_from([u32, i32, f32, f16]))
             op = draw(st.sampled_from(sorted(ops.COMPARISONS, key=str)))
@@ -217,7 +233,8 @@ def expr(draw, ty, depth: int):
         case "dot":
             return Call(Op.DOT, (draw(sub(V4F)), draw(sub(V4F))))
         case "index":
-            return Index(draw(sub(V4F)), draw(sub(u32)))
+            # In range whatever it evaluates to (WGSL rejects a constant index past the end).
+            return Index(draw(sub(V4F)), Call(Op.MIN, (draw(sub(u32)), Lit(3, u32))))
         case "swizzle":
             return Member(draw(sub(V4F)), draw(st.sampled_from("xyzw")))
         case "swizzle2":

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kvdsl.ir import ops
+from kvdsl.ir.ops import Op
 from kvdsl.ir.nodes import (
     BUILTIN_INPUTS,
     builtin_type,
@@ -205,6 +206,36 @@ def _declaring(node: object, name: object) -> str:
     return show(node) if kind is None else f"{kind} {name!r}"
 
 
+_SHL, _SHR, _DIV, _MOD = Op.SHL, Op.SHR, Op.DIV, Op.MOD
+
+
+def _fold(op: Op, a: int, b: int) -> int | None:
+    """``a op b`` for the integer operators WGSL folds in const-expressions (exact: the checks
+    compare against bounds), None for the rest and for a division by 0 (reported where it is)."""
+    if op is Op.ADD:
+        return a + b
+    if op is Op.SUB:
+        return a - b
+    if op is Op.MUL:
+        return a * b
+    if op is Op.DIV or op is Op.MOD:
+        if b == 0:
+            return None
+        q = abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1)  # truncated, as WGSL's
+        return q if op is Op.DIV else a - q * b
+    if op is Op.SHL:
+        return a << b if 0 <= b < 32 else None
+    if op is Op.SHR:
+        return a >> b if 0 <= b < 32 else None
+    if op is Op.AND:
+        return a & b
+    if op is Op.OR:
+        return a | b
+    if op is Op.XOR:
+        return a ^ b
+    return None
+
+
 def literal_ok(value: object, ty: Scalar) -> bool:
     """Whether ``value`` is representable as a literal of ``ty``."""
     if ty is u32:  # the common cases first, without comparing types by value
@@ -243,6 +274,8 @@ class Checker:
     def __init__(self, kernel: Kernel) -> None:
         self.kernel = kernel
         self.functions: dict[str, Function] = {}
+        # Each module const's value where it is an integer const-expression (:meth:`const_int`).
+        self.const_values: dict[str, int | None] = {}
         self.used: set[str] = set()
         self.barriers = False
         self.stored: set[str] = set()
@@ -278,9 +311,28 @@ class Checker:
                 else:
                     tb = self.type_of(b, scope)
                 try:
-                    return info.typing((ta, tb))
+                    got = info.typing((ta, tb))
                 except ops.OpTypeError as err:
                     raise VerifyError(f"{show(e)}: {info.spelling} {err}") from None
+                # Shifts and divisions: identity tests against module globals (an enum member
+                # looked up on its class, or hashed, costs ~4 ms over the catalog's Binary nodes).
+                shift = op is _SHL or op is _SHR
+                if shift or op is _DIV or op is _MOD:
+                    # The right operand's value where it is a constant, the common cases inline;
+                    # only a suspicious one goes through _const_operands.
+                    if type(b) is Name:
+                        v = (
+                            self.const_values.get(b.name)
+                            if visible[b.name].kind == "const"
+                            else None
+                        )
+                    elif type(b) is Lit:
+                        v = b.value if type(b.value) is int else None
+                    else:
+                        v = self.const_int(b, scope)
+                    if v is not None and (v >= 32 if shift else v == 0 or v == -1):
+                        self._const_operands(e, scope)
+                return got
             case Lit(value, ty):
                 if ty is u32 and type(value) is int and 0 <= value < 4294967296:
                     return ty  # most literals: literal_ok's u32 case, inline
@@ -322,15 +374,26 @@ class Checker:
                     it = self.type_of(index, scope)
                 if it is not u32 and it is not i32 and it not in (i32, u32):
                     raise VerifyError(f"{show(e)}: index must be i32 or u32, got {it}")
+                # A constant index (most indices are a let or arithmetic on one: no value).
+                if type(index) is not Name:
+                    at = self.const_int(index, scope)
+                else:
+                    at = self.const_values.get(index.name) if sym.kind == "const" else None
+                if at is not None and at < 0:
+                    self._index_out_of_range(e, at, None)
                 if isinstance(base, Name):
                     sym = scope.lookup(base.name)
                     if sym is not None and sym.kind == "binding":
                         self.used.add(base.name)
                         return sym.ty.elem
                     if sym is not None and sym.kind == "workgroup":
+                        if at is not None and at >= sym.ty.n:
+                            self._index_out_of_range(e, at, sym.ty.n)
                         return sym.ty.elem
                 bt = self.type_of(base, scope)
                 if isinstance(bt, (Array, Vec)):
+                    if at is not None and at >= bt.n:
+                        self._index_out_of_range(e, at, bt.n)
                     return bt.elem
                 raise VerifyError(f"{show(e)}: cannot index a value of type {bt}")
             case Call(op, args):
@@ -381,6 +444,66 @@ class Checker:
                     raise VerifyError(f"{show(e)}: {name} returns no value")
                 return fn.ret
         raise VerifyError(f"not an expression: {e!r}")
+
+    def const_int(self, e: Expr, scope: Scope) -> int | None:
+        """The value of ``e`` where it is an integer const-expression WGSL evaluates when it
+        compiles (literals, module consts and arithmetic of them), else None."""
+        t = type(e)
+        if t is Lit:
+            return e.value if type(e.value) is int else None
+        if t is Name:
+            sym = scope.visible.get(e.name)
+            return (
+                self.const_values.get(e.name) if sym is not None and sym.kind == "const" else None
+            )
+        if t is Binary:
+            a = self.const_int(e.a, scope)
+            b = None if a is None else self.const_int(e.b, scope)
+            return None if b is None else _fold(e.op, a, b)
+        if t is Unary and e.op is Op.NEG:
+            a = self.const_int(e.x, scope)
+            return None if a is None else -a
+        if t is Convert and (e.ty is u32 or e.ty is i32):
+            a = self.const_int(e.x, scope)
+            if a is None:
+                return None
+            a %= 2**32
+            return a - 2**32 if e.ty is i32 and a >= 2**31 else a
+        return None
+
+    def _const_operands(self, e: Binary, scope: Scope) -> None:
+        """What WGSL rejects when it compiles a shift or an integer division by a constant: a
+        shift by the operand's bit width (32) or more, a division or remainder by 0, and i32's
+        least value over -1. (A float divisor never has an integer value here.)"""
+        b = e.b
+        if type(b) is Lit:
+            v = b.value
+            if type(v) is not int:
+                return
+        elif type(b) is Name:
+            sym = scope.visible.get(b.name)
+            v = self.const_values.get(b.name) if sym is not None and sym.kind == "const" else None
+        else:
+            v = self.const_int(b, scope)
+        if v is None:
+            return
+        op = e.op
+        if op is Op.SHL or op is Op.SHR:
+            if v >= 32:
+                raise VerifyError(
+                    f"{show(e)}: a shift by {v}: integers have 32 bits (give 0 to 31)"
+                )
+        elif v == 0:
+            what = "division" if op is Op.DIV else "remainder"
+            raise VerifyError(f"{show(e)}: an integer {what} by the constant 0")
+        elif v == -1 and self.const_int(e.a, scope) == -(2**31):
+            raise VerifyError(f"{show(e)}: i32's least value over -1 does not fit an i32")
+
+    def _index_out_of_range(self, e: Index, i: int, n: int | None) -> None:
+        """WGSL rejects a constant index below 0, or at or past the ``n`` elements of a vector
+        or a fixed-size array, when it compiles."""
+        allowed = "0 or more" if n is None else f"0 to {n - 1}"
+        raise VerifyError(f"{show(e)}: the constant index {i} is out of range (give {allowed})")
 
     def _apply(self, e: Expr, op: ops.Op, args: tuple[Type, ...]) -> Type:
         try:
@@ -499,6 +622,7 @@ def module_scope(kernel: Kernel, checker: Checker) -> Scope:
         if got is not c.ty and got != c.ty:
             raise VerifyError(f"const {c.name}: value {show(c.value)} is {got}, declared {c.ty}")
         scope.declare(c.name, Symbol(c.ty, "const"), c)
+        checker.const_values[c.name] = checker.const_int(c.value, scope)
     for b in kernel.bindings:
         if b.access not in ("read", "read_write"):
             raise VerifyError(f"binding '{b.name}': access '{b.access}' is not read or read_write")
