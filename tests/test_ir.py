@@ -16,6 +16,7 @@ from kvdsl.ir import (
     VerifyError,
     array,
     clamp,
+    construct,
     convert,
     f16,
     f32,
@@ -351,6 +352,10 @@ def test_helper_functions_take_free_names():
             lambda kb: kb.let("v", kb.lid)[3],
             "v[3u]: the constant index 3 is out of range (give 0 to 2)",
         ),
+        (
+            lambda kb: convert(u32, kb.const("A", i32, 523) << 30),
+            "(A << 30u): 523 shifted left by 30 does not fit i32",
+        ),
     ],
 )
 def test_constants_wgsl_rejects_are_refused(make, message):
@@ -361,6 +366,24 @@ def test_constants_wgsl_rejects_are_refused(make, message):
     b[0] = make(kb)
     with pytest.raises(VerifyError, match="^" + re.escape(message)):
         kb.build()
+
+
+def test_clamp_with_constant_bounds_out_of_order_is_refused():
+    # A swapped QMIN and QMAX: naga and Tint refuse the WGSL; until the ninth stop it verified.
+    for width in (1, 4):
+        kb = KernelBuilder("k", 1)
+        ty = f32 if width == 1 else vec(4, f32)
+        b = kb.binding("b", ty, "read_write")
+        lo, hi = kb.const("QMIN", f32, -128.0), kb.const("QMAX", f32, 127.0)
+        if width == 4:
+            lo, hi = (construct(ty, x, x, x, x) for x in (lo, hi))
+        b[0] = clamp(b[1], hi, lo)
+        with pytest.raises(VerifyError, match="the constant low bound .*QMAX.* is above the high"):
+            kb.build()
+    kb = KernelBuilder("k", 1)
+    b = kb.binding("b", u32, "read_write")
+    b[0] = clamp(b[1], kb.const("LO", u32, 3), kb.lid.x)  # one bound at run time: WGSL's
+    kb.build()
 
 
 def test_a_negative_constant_index_is_refused():
@@ -377,4 +400,7 @@ def test_runtime_and_in_range_operands_still_build():
     v = kb.let("v", kb.lid)
     b[0] = (kb.lid.x << 31) + (kb.lid.x >> kb.lid.y) + kb.lid.x / kb.lid.y + v[2]
     b[kb.const("LAST", u32, 3)] = kb.lid.x % kb.const("W", u32, 32)
+    # A step out of its type's range is WGSL's to judge (implementations differ): no value.
+    k = kb.let("k", kb.const("K", u32, 0) - 1)
+    b[kb.lid.x] = k + convert(u32, kb.const("L", i32, -1) << 31)
     kb.build()

@@ -199,12 +199,16 @@ def expr(draw, ty, depth: int):
                 draw(sub(ty)),
             )
         case "shift":
-            # An amount below the bit width, whatever it evaluates to (WGSL rejects a constant
-            # shift by 32 or more).
+            # 15 bits shifted by under 16, whatever the operands evaluate to: WGSL rejects a
+            # constant shift by 32 or more, and one that overflows.
             amount = V2U if isinstance(ty, Vec) else u32
-            width = Lit(32, u32) if amount == u32 else Construct(V2U, (Lit(32, u32),) * 2)
-            by = Binary(Op.MOD, draw(sub(amount)), width)
-            return Binary(draw(st.sampled_from([Op.SHL, Op.SHR])), draw(sub(ty)), by)
+
+            def fill(x, t):
+                return Lit(x, t) if t in SCALARS else Construct(t, (Lit(x, t.elem),) * t.n)
+
+            by = Binary(Op.MOD, draw(sub(amount)), fill(16, amount))
+            low = Binary(Op.AND, draw(sub(ty)), fill(0x7FFF, ty))
+            return Binary(draw(st.sampled_from([Op.SHL, Op.SHR])), low, by)
         case "compare":
             t = draw(st.sampled_from([u32, i32, f32, f16]))
             op = draw(st.sampled_from(sorted(ops.COMPARISONS, key=str)))
@@ -221,7 +225,11 @@ def expr(draw, ty, depth: int):
             return Unary(Op.BITNOT, draw(sub(ty)))
         case "minmax":
             op = draw(st.sampled_from([Op.MIN, Op.MAX, Op.CLAMP]))
-            return Call(op, tuple(draw(sub(ty)) for _ in range(ops.info(op).arity)))
+            args = tuple(draw(sub(ty)) for _ in range(ops.info(op).arity))
+            if op is Op.CLAMP:  # bounds in order whatever they evaluate to (WGSL checks constants)
+                lo, hi = args[1:]
+                args = (args[0], Call(Op.MIN, (lo, hi)), Call(Op.MAX, (lo, hi)))
+            return Call(op, args)
         case "abs":
             return Call(Op.ABS, (draw(sub(ty)),))
         case "call_sel":

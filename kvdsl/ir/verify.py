@@ -206,7 +206,16 @@ def _declaring(node: object, name: object) -> str:
     return show(node) if kind is None else f"{kind} {name!r}"
 
 
-_SHL, _SHR, _DIV, _MOD = Op.SHL, Op.SHR, Op.DIV, Op.MOD
+_SHL, _SHR, _DIV, _MOD, _NEG, _CLAMP = Op.SHL, Op.SHR, Op.DIV, Op.MOD, Op.NEG, Op.CLAMP
+_LOW = {u32: 0, i32: -(2**31)}
+
+
+def _maybe_const(e: Expr, visible: dict[str, Symbol]) -> bool:
+    """Whether ``e`` may be a constant (not a let, a var or another runtime name)."""
+    return type(e) is not Name or visible[e.name].kind == "const"
+
+
+_HIGH = {u32: 2**32, i32: 2**31}
 
 
 def _fold(op: Op, a: int, b: int) -> int | None:
@@ -274,8 +283,10 @@ class Checker:
     def __init__(self, kernel: Kernel) -> None:
         self.kernel = kernel
         self.functions: dict[str, Function] = {}
-        # Each module const's value where it is an integer const-expression (:meth:`const_int`).
-        self.const_values: dict[str, int | None] = {}
+        # Each module const's value and type where it is an integer const-expression
+        # (:meth:`const_int`).
+        self.const_values: dict[str, tuple[int, Scalar] | None] = {}
+        self.const_floats: dict[str, float] = {}  # each float const's value, where a literal
         self.used: set[str] = set()
         self.barriers = False
         self.stored: set[str] = set()
@@ -321,16 +332,17 @@ class Checker:
                     # The right operand's value where it is a constant, the common cases inline;
                     # only a suspicious one goes through _const_operands.
                     if type(b) is Name:
-                        v = (
-                            self.const_values.get(b.name)
-                            if visible[b.name].kind == "const"
-                            else None
-                        )
+                        cv = self.const_values.get(b.name)
+                        v = cv[0] if cv is not None and visible[b.name].kind == "const" else None
                     elif type(b) is Lit:
                         v = b.value if type(b.value) is int else None
                     else:
                         v = self.const_int(b, scope)
-                    if v is not None and (v >= 32 if shift else v == 0 or v == -1):
+                    if v is not None and (
+                        (v >= 32 or op is _SHL and _maybe_const(a, visible))
+                        if shift
+                        else v == 0 or v == -1
+                    ):
                         self._const_operands(e, scope)
                 return got
             case Lit(value, ty):
@@ -378,7 +390,8 @@ class Checker:
                 if type(index) is not Name:
                     at = self.const_int(index, scope)
                 else:
-                    at = self.const_values.get(index.name) if sym.kind == "const" else None
+                    cv = self.const_values.get(index.name)
+                    at = cv[0] if cv is not None and sym.kind == "const" else None
                 if at is not None and at < 0:
                     self._index_out_of_range(e, at, None)
                 if isinstance(base, Name):
@@ -402,7 +415,10 @@ class Checker:
                     raise VerifyError(
                         f"{show(e)}: {info.spelling} takes {info.arity} arguments, got {len(args)}"
                     )
-                return self._apply(e, op, tuple(self.type_of(a, scope) for a in args))
+                got = self._apply(e, op, tuple(self.type_of(a, scope) for a in args))
+                if op is _CLAMP:
+                    self._clamp_bounds(e, scope)
+                return got
             case Convert(ty, x):
                 src = self.type_of(x, scope)
                 ok = (isinstance(ty, Scalar) and isinstance(src, Scalar)) or (
@@ -446,45 +462,53 @@ class Checker:
         raise VerifyError(f"not an expression: {e!r}")
 
     def const_int(self, e: Expr, scope: Scope) -> int | None:
-        """The value of ``e`` where it is an integer const-expression WGSL evaluates when it
-        compiles (literals, module consts and arithmetic of them), else None."""
+        """The value of ``e`` where it is a u32 or i32 const-expression WGSL evaluates when it
+        compiles (literals, module consts and arithmetic of them), else None; also None where a
+        step leaves its type's range (WGSL's overflow rules are for WGSL to apply)."""
+        got = self._const(e, scope)
+        return None if got is None else got[0]
+
+    def _const(self, e: Expr, scope: Scope) -> tuple[int, Scalar] | None:
+        """:meth:`const_int` with the value's type."""
         t = type(e)
         if t is Lit:
-            return e.value if type(e.value) is int else None
+            ty = e.ty
+            return (e.value, ty) if (ty is u32 or ty is i32) and type(e.value) is int else None
         if t is Name:
             sym = scope.visible.get(e.name)
             return (
                 self.const_values.get(e.name) if sym is not None and sym.kind == "const" else None
             )
         if t is Binary:
-            a = self.const_int(e.a, scope)
-            b = None if a is None else self.const_int(e.b, scope)
-            return None if b is None else _fold(e.op, a, b)
-        if t is Unary and e.op is Op.NEG:
-            a = self.const_int(e.x, scope)
-            return None if a is None else -a
-        if t is Convert and (e.ty is u32 or e.ty is i32):
-            a = self.const_int(e.x, scope)
+            a = self._const(e.a, scope)
+            b = None if a is None else self._const(e.b, scope)
+            if b is None:
+                return None
+            v, ty = _fold(e.op, a[0], b[0]), a[1]
+        elif t is Unary and e.op is _NEG:
+            a = self._const(e.x, scope)
             if a is None:
                 return None
-            a %= 2**32
-            return a - 2**32 if e.ty is i32 and a >= 2**31 else a
-        return None
+            v, ty = -a[0], a[1]
+        elif t is Convert and (e.ty is u32 or e.ty is i32):
+            a = self._const(e.x, scope)
+            if a is None:
+                return None
+            v, ty = a[0] % 2**32, e.ty  # between u32 and i32 WGSL keeps the bits
+            if ty is i32 and v >= 2**31:
+                v -= 2**32
+        else:
+            return None
+        if v is None or not _LOW[ty] <= v < _HIGH[ty]:
+            return None
+        return v, ty
 
     def _const_operands(self, e: Binary, scope: Scope) -> None:
         """What WGSL rejects when it compiles a shift or an integer division by a constant: a
         shift by the operand's bit width (32) or more, a division or remainder by 0, and i32's
         least value over -1. (A float divisor never has an integer value here.)"""
         b = e.b
-        if type(b) is Lit:
-            v = b.value
-            if type(v) is not int:
-                return
-        elif type(b) is Name:
-            sym = scope.visible.get(b.name)
-            v = self.const_values.get(b.name) if sym is not None and sym.kind == "const" else None
-        else:
-            v = self.const_int(b, scope)
+        v = self.const_int(b, scope)
         if v is None:
             return
         op = e.op
@@ -498,6 +522,48 @@ class Checker:
             raise VerifyError(f"{show(e)}: an integer {what} by the constant 0")
         elif v == -1 and self.const_int(e.a, scope) == -(2**31):
             raise VerifyError(f"{show(e)}: i32's least value over -1 does not fit an i32")
+        if op is Op.SHL and (a := self._const(e.a, scope)) is not None:
+            if not _LOW[a[1]] <= a[0] << v < _HIGH[a[1]]:
+                raise VerifyError(
+                    f"{show(e)}: {a[0]} shifted left by {v} does not fit {a[1]} (WGSL refuses "
+                    "a constant shift that overflows)"
+                )
+
+    def _const_num(self, e: Expr, scope: Scope) -> tuple[int | float, ...] | None:
+        """The components of ``e`` (one for a scalar) where it is a constant: an integer
+        const-expression (:meth:`const_int`), a float literal or const, its negation, or a vector
+        built of such; else None."""
+        t = type(e)
+        if t is Construct:
+            parts = [self._const_num(a, scope) for a in e.args]
+            if any(p is None for p in parts):
+                return None
+            flat = tuple(x for p in parts for x in p)  # type: ignore[union-attr]
+            return flat * e.ty.n if len(flat) == 1 and isinstance(e.ty, Vec) else flat
+        v = self.const_int(e, scope)
+        if v is not None:
+            return (v,)
+        if t is Lit:
+            return (e.value,) if type(e.value) is float else None
+        if t is Name:
+            sym = scope.visible.get(e.name)
+            f = self.const_floats.get(e.name) if sym is not None and sym.kind == "const" else None
+            return None if f is None else (f,)
+        if t is Unary and e.op is _NEG:
+            p = self._const_num(e.x, scope)
+            return None if p is None else tuple(-x for x in p)
+        return None
+
+    def _clamp_bounds(self, e: Call, scope: Scope) -> None:
+        """WGSL refuses ``clamp(e, low, high)`` with constant bounds, low above high, in any
+        component, when it compiles (a swapped QMIN and QMAX, say)."""
+        low = self._const_num(e.args[1], scope)
+        high = None if low is None else self._const_num(e.args[2], scope)
+        if high is not None and any(lo > hi for lo, hi in zip(low, high)):
+            raise VerifyError(
+                f"{show(e)}: the constant low bound {show(e.args[1])} is above the high bound "
+                f"{show(e.args[2])}"
+            )
 
     def _index_out_of_range(self, e: Index, i: int, n: int | None) -> None:
         """WGSL rejects a constant index below 0, or at or past the ``n`` elements of a vector
@@ -622,7 +688,9 @@ def module_scope(kernel: Kernel, checker: Checker) -> Scope:
         if got is not c.ty and got != c.ty:
             raise VerifyError(f"const {c.name}: value {show(c.value)} is {got}, declared {c.ty}")
         scope.declare(c.name, Symbol(c.ty, "const"), c)
-        checker.const_values[c.name] = checker.const_int(c.value, scope)
+        checker.const_values[c.name] = checker._const(c.value, scope)
+        if type(c.value) is Lit and type(c.value.value) is float:
+            checker.const_floats[c.name] = c.value.value
     for b in kernel.bindings:
         if b.access not in ("read", "read_write"):
             raise VerifyError(f"binding '{b.name}': access '{b.access}' is not read or read_write")
