@@ -404,3 +404,44 @@ def test_runtime_and_in_range_operands_still_build():
     k = kb.let("k", kb.const("K", u32, 0) - 1)
     b[kb.lid.x] = k + convert(u32, kb.const("L", i32, -1) << 31)
     kb.build()
+
+
+def test_a_compound_shift_by_a_constant_32_or_more_is_refused():
+    kb = KernelBuilder("k", 1)
+    b = kb.binding("b", u32, "read_write")
+    v = kb.var("v", u32, 1)
+    kb.emit(Assign(v.node, Lit(40, u32), Op.SHL))  # v <<= 40u
+    b[0] = v
+    with pytest.raises(VerifyError, match=re.escape("(v << 40u): a shift by 40: integers have")):
+        kb.build()
+
+
+def test_float_constants_wgsl_refuses_are_refused():
+    # Until the ninth stop these verified; naga and Tint refuse a float constant that is not
+    # finite, or a builtin's constant argument outside its domain.
+    from kvdsl.ir.builder import as_val, call
+
+    cases = [
+        (lambda kb: kb.const("Z", f32, 0.0) / kb.const("Z2", f32, 0.0), "the constant is nan"),
+        (lambda kb: as_val(1.0, f32) / kb.const("EPS", f32, 0.0), "the constant is inf"),
+        (lambda kb: call(Op.EXP, kb.const("C", f32, 100.0)), "exp(C): the constant is inf"),
+        (lambda kb: call(Op.SQRT, kb.const("M", f32, -1.0)), "outside sqrt's domain (give 0 or"),
+        (lambda kb: call(Op.LOG, kb.const("L", f32, 0.0)), "outside log's domain (give more"),
+    ]
+    for make, message in cases:
+        kb = KernelBuilder("k", 1)
+        b = kb.binding("b", f32, "read_write")
+        b[0] = make(kb)
+        with pytest.raises(VerifyError, match=re.escape(message)):
+            kb.build()
+    kb = KernelBuilder("k", 1)
+    b = kb.binding("b", f16, "read_write")
+    b[0] = convert(f16, kb.const("BIG", f32, 70000.0))  # past f16's 65,504
+    with pytest.raises(VerifyError, match=re.escape("f16(BIG): the constant is inf in float16")):
+        kb.build()
+    # Finite constants, and anything at run time, build.
+    kb = KernelBuilder("k", 1)
+    b = kb.binding("b", f32, "read_write")
+    b[0] = kb.const("A", f32, 2.0) * 3.0 + call(Op.INVERSE_SQRT, kb.const("E", f32, 1e-6))
+    b[1] = as_val(1.0, f32) / convert(f32, kb.lid.x)
+    kb.build()

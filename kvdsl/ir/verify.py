@@ -60,6 +60,8 @@ from kvdsl.ir.types import (
     Type,
     Vec,
     bool_,
+    f16,
+    f32,
     i32,
     u32,
 )
@@ -118,6 +120,7 @@ class Symbol:
     ty: Type
     kind: str  # "let", "var", "const", "binding", "builtin", "param", "params", "workgroup"
     access: str = ""
+    value: Expr | None = None  # a const's value, folded on demand (Checker.const_int)
 
 
 _slot_init(Symbol)  # a Symbol per declaration: the cheaper __init__ of the IR nodes
@@ -210,6 +213,33 @@ _SHL, _SHR, _DIV, _MOD, _NEG, _CLAMP = Op.SHL, Op.SHR, Op.DIV, Op.MOD, Op.NEG, O
 _LOW = {u32: 0, i32: -(2**31)}
 
 
+_FLOAT_BINARY = {Op.ADD: np.add, Op.SUB: np.subtract, Op.MUL: np.multiply, Op.DIV: np.divide,
+                 Op.MOD: np.fmod}  # fmt: skip
+_FLOAT_CALLS = {
+    Op.ROUND: np.rint, Op.FLOOR: np.floor, Op.CEIL: np.ceil, Op.TRUNC: np.trunc,
+    Op.SQRT: np.sqrt, Op.INVERSE_SQRT: lambda x: x.dtype.type(1) / np.sqrt(x), Op.EXP: np.exp,
+    Op.LOG: np.log, Op.COS: np.cos, Op.SIN: np.sin, Op.ABS: np.abs, Op.MIN: np.minimum,
+    Op.MAX: np.maximum, Op.CLAMP: lambda x, lo, hi: np.minimum(np.maximum(x, lo), hi),
+    Op.FMA: lambda a, b, c: a * b + c,
+}  # fmt: skip
+# Builtins whose argument has a bound: True, above 0; False, 0 or more.
+_FLOAT_DOMAIN = {Op.LOG: True, Op.INVERSE_SQRT: True, Op.SQRT: False}
+
+
+_FLOATS: dict[tuple[object, str], np.floating] = {}
+
+
+def _float_of(value: object, ty: Scalar) -> np.floating:
+    """A literal's value in ``ty``'s precision (remembered: the catalog's few values recur)."""
+    key = (value, ty.name)
+    got = _FLOATS.get(key)
+    if got is None:
+        got = ty.dtype.type(value)
+        if len(_FLOATS) < 4096:
+            _FLOATS[key] = got
+    return got
+
+
 def _maybe_const(e: Expr, visible: dict[str, Symbol]) -> bool:
     """Whether ``e`` may be a constant (not a let, a var or another runtime name)."""
     return type(e) is not Name or visible[e.name].kind == "const"
@@ -283,10 +313,12 @@ class Checker:
     def __init__(self, kernel: Kernel) -> None:
         self.kernel = kernel
         self.functions: dict[str, Function] = {}
-        # Each module const's value and type where it is an integer const-expression
-        # (:meth:`const_int`).
+        # Module consts folded on demand, by name: integer (value, type) (:meth:`_const`) and
+        # float values (:meth:`_const_float`); None where one is not a constant of that kind.
         self.const_values: dict[str, tuple[int, Scalar] | None] = {}
-        self.const_floats: dict[str, float] = {}  # each float const's value, where a literal
+        self.const_floats: dict[str, np.floating | None] = {}
+        self.module: Scope | None = None  # the scope module consts are folded in
+        self._constructed: dict[int, tuple[Expr, tuple | None]] = {}  # _const_num of a Construct
         self.used: set[str] = set()
         self.barriers = False
         self.stored: set[str] = set()
@@ -325,22 +357,28 @@ class Checker:
                     got = info.typing((ta, tb))
                 except ops.OpTypeError as err:
                     raise VerifyError(f"{show(e)}: {info.spelling} {err}") from None
-                # Shifts and divisions: identity tests against module globals (an enum member
-                # looked up on its class, or hashed, costs ~4 ms over the catalog's Binary nodes).
-                shift = op is _SHL or op is _SHR
-                if shift or op is _DIV or op is _MOD:
-                    # The right operand's value where it is a constant, the common cases inline;
-                    # only a suspicious one goes through _const_operands.
+                # What WGSL refuses of scalar constants. The operators are tested by identity
+                # against module globals: an enum member looked up on its class, or hashed, cost
+                # ~4 ms over the catalog's Binary nodes.
+                if got is f32 or got is f16:
+                    if (type(a) is not Name or visible[a.name].kind == "const") and (
+                        type(b) is not Name or visible[b.name].kind == "const"
+                    ):
+                        self._const_float(e, scope)  # raises where it is not finite
+                elif op is _SHL or op is _SHR or op is _DIV or op is _MOD:
+                    # The right operand's value where it is a constant, the common cases
+                    # inline (a const name, a literal); a suspicious value is looked at.
                     if type(b) is Name:
-                        cv = self.const_values.get(b.name)
-                        v = cv[0] if cv is not None and visible[b.name].kind == "const" else None
+                        sb = visible[b.name]
+                        cv = self._int_const(b.name, sb) if sb.kind == "const" else None
+                        v = None if cv is None else cv[0]
                     elif type(b) is Lit:
                         v = b.value if type(b.value) is int else None
                     else:
                         v = self.const_int(b, scope)
                     if v is not None and (
-                        (v >= 32 or op is _SHL and _maybe_const(a, visible))
-                        if shift
+                        v >= 32 or op is _SHL and _maybe_const(a, visible)
+                        if op is _SHL or op is _SHR
                         else v == 0 or v == -1
                     ):
                         self._const_operands(e, scope)
@@ -386,12 +424,21 @@ class Checker:
                     it = self.type_of(index, scope)
                 if it is not u32 and it is not i32 and it not in (i32, u32):
                     raise VerifyError(f"{show(e)}: index must be i32 or u32, got {it}")
-                # A constant index (most indices are a let or arithmetic on one: no value).
-                if type(index) is not Name:
-                    at = self.const_int(index, scope)
+                # A constant index. Most indices are a let, a field of params or arithmetic
+                # starting from a let: no value, told here without the evaluator's calls.
+                ti = type(index)
+                if ti is Name:
+                    cv = self._int_const(index.name, sym) if sym.kind == "const" else None
+                    at = None if cv is None else cv[0]
+                elif ti is Member or (
+                    ti is Binary
+                    and type(index.a) is Name
+                    and (first := scope.visible.get(index.a.name)) is not None
+                    and first.kind != "const"
+                ):
+                    at = None
                 else:
-                    cv = self.const_values.get(index.name)
-                    at = cv[0] if cv is not None and sym.kind == "const" else None
+                    at = self.const_int(index, scope)
                 if at is not None and at < 0:
                     self._index_out_of_range(e, at, None)
                 if isinstance(base, Name):
@@ -418,6 +465,13 @@ class Checker:
                 got = self._apply(e, op, tuple(self.type_of(a, scope) for a in args))
                 if op is _CLAMP:
                     self._clamp_bounds(e, scope)
+                if type(got) is Scalar and got.name[0] == "f":
+                    visible = scope.visible
+                    for x in args:
+                        if not _maybe_const(x, visible):
+                            break
+                    else:
+                        self._const_float(e, scope)
                 return got
             case Convert(ty, x):
                 src = self.type_of(x, scope)
@@ -426,6 +480,8 @@ class Checker:
                 )
                 if not ok:
                     raise VerifyError(f"{show(e)}: cannot convert {src} to {ty}")
+                if (ty is f32 or ty is f16) and _maybe_const(x, scope.visible):
+                    self._const_float(e, scope)  # an f16 too small for the value, say
                 return ty
             case Construct(ty, args):
                 got = [self.type_of(a, scope) for a in args]
@@ -461,6 +517,18 @@ class Checker:
                 return fn.ret
         raise VerifyError(f"not an expression: {e!r}")
 
+    def _int_const(self, name: str, sym: Symbol) -> tuple[int, Scalar] | None:
+        """A module const's integer value and type (folded once, in the module's scope)."""
+        if name not in self.const_values:
+            self.const_values[name] = self._const(sym.value, self.module)
+        return self.const_values[name]
+
+    def _float_const(self, name: str, sym: Symbol) -> np.floating | None:
+        """A module const's float value (folded once, in the module's scope)."""
+        if name not in self.const_floats:
+            self.const_floats[name] = self._const_float(sym.value, self.module)
+        return self.const_floats[name]
+
     def const_int(self, e: Expr, scope: Scope) -> int | None:
         """The value of ``e`` where it is a u32 or i32 const-expression WGSL evaluates when it
         compiles (literals, module consts and arithmetic of them), else None; also None where a
@@ -476,9 +544,7 @@ class Checker:
             return (e.value, ty) if (ty is u32 or ty is i32) and type(e.value) is int else None
         if t is Name:
             sym = scope.visible.get(e.name)
-            return (
-                self.const_values.get(e.name) if sym is not None and sym.kind == "const" else None
-            )
+            return self._int_const(e.name, sym) if sym is not None and sym.kind == "const" else None
         if t is Binary:
             a = self._const(e.a, scope)
             b = None if a is None else self._const(e.b, scope)
@@ -534,12 +600,20 @@ class Checker:
         const-expression (:meth:`const_int`), a float literal or const, its negation, or a vector
         built of such; else None."""
         t = type(e)
-        if t is Construct:
-            parts = [self._const_num(a, scope) for a in e.args]
-            if any(p is None for p in parts):
-                return None
-            flat = tuple(x for p in parts for x in p)  # type: ignore[union-attr]
-            return flat * e.ty.n if len(flat) == 1 and isinstance(e.ty, Vec) else flat
+        if t is Construct:  # the same few splats of the same consts: remembered by the node
+            key = id(e)
+            if key not in self._constructed:
+                args = e.args
+                if len(args) > 1 and all(x is args[0] for x in args):  # a splat: one value
+                    args = args[:1]
+                parts = [self._const_num(a, scope) for a in args]
+                flat = None
+                if all(p is not None for p in parts):
+                    flat = tuple(x for p in parts for x in p)  # type: ignore[union-attr]
+                    if len(args) == 1 and len(flat) == 1 and isinstance(e.ty, Vec):
+                        flat *= e.ty.n
+                self._constructed[key] = (e, flat)  # the node kept alive: its id stays its own
+            return self._constructed[key][1]
         v = self.const_int(e, scope)
         if v is not None:
             return (v,)
@@ -547,12 +621,74 @@ class Checker:
             return (e.value,) if type(e.value) is float else None
         if t is Name:
             sym = scope.visible.get(e.name)
-            f = self.const_floats.get(e.name) if sym is not None and sym.kind == "const" else None
+            f = self._float_const(e.name, sym) if sym is not None and sym.kind == "const" else None
             return None if f is None else (f,)
         if t is Unary and e.op is _NEG:
             p = self._const_num(e.x, scope)
             return None if p is None else tuple(-x for x in p)
         return None
+
+    def _const_float(self, e: Expr, scope: Scope) -> np.floating | None:
+        """The value of ``e`` where it is a scalar f32 or f16 const-expression (literals, float
+        consts, integer constants converted, arithmetic and builtins of them), in its type's
+        precision, else None. Raises where WGSL would refuse it when it compiles: a constant
+        that is not finite, or a builtin's argument outside its domain."""
+        t = type(e)
+        if t is Lit:
+            ty = e.ty
+            return _float_of(e.value, ty) if ty is f32 or ty is f16 else None
+        if t is Name:
+            sym = scope.visible.get(e.name)
+            return (
+                self._float_const(e.name, sym) if sym is not None and sym.kind == "const" else None
+            )
+        if t is Unary:
+            x = self._const_float(e.x, scope) if e.op is _NEG else None
+            return None if x is None else -x
+        if t is Convert:
+            if not (e.ty is f32 or e.ty is f16):
+                return None
+            i = self.const_int(e.x, scope)
+            x = self._const_float(e.x, scope) if i is None else i
+            if x is None:
+                return None
+            with np.errstate(all="ignore"):
+                v = e.ty.dtype.type(x)
+        elif t is Binary:
+            fn2 = _FLOAT_BINARY.get(e.op)
+            a = None if fn2 is None else self._const_float(e.a, scope)
+            b = None if a is None else self._const_float(e.b, scope)
+            if b is None:
+                return None
+            with np.errstate(all="ignore"):
+                v = fn2(a, b)
+        elif t is Call:
+            fn = _FLOAT_CALLS.get(e.op)
+            args = []
+            for x in e.args if fn is not None else ():
+                c = self._const_float(x, scope)
+                if c is None:
+                    return None
+                args.append(c)
+            if fn is None:
+                return None
+            low = _FLOAT_DOMAIN.get(e.op)
+            if low is not None and not (args[0] > 0 if low else args[0] >= 0):
+                raise VerifyError(
+                    f"{show(e)}: the constant argument {args[0]} is outside "
+                    f"{ops.info(e.op).spelling}'s domain (give "
+                    f"{'more than 0' if low else '0 or more'}): WGSL refuses it when it compiles"
+                )
+            with np.errstate(all="ignore"):
+                v = fn(*args)
+        else:
+            return None
+        if not np.isfinite(v):
+            raise VerifyError(
+                f"{show(e)}: the constant is {v} in {type(v).__name__}: WGSL refuses a constant "
+                "that is not finite when it compiles"
+            )
+        return v
 
     def _clamp_bounds(self, e: Call, scope: Scope) -> None:
         """WGSL refuses ``clamp(e, low, high)`` with constant bounds, low above high, in any
@@ -606,6 +742,8 @@ class Checker:
                     if ops.info(op).kind != "binary" or op in ops.NO_COMPOUND:
                         raise VerifyError(f"{show(s)}: {op.name} has no compound assignment")
                     vt = self._apply(value, op, (tt, vt))
+                    if op is _SHL or op is _SHR or op is _DIV or op is _MOD:
+                        self._const_operands(Binary(op, target, value), scope)  # x <<= 40u
                 if vt is not tt and vt != tt:
                     raise VerifyError(
                         f"{show(s)}: cannot store {vt} into {show(target)} of type {tt}"
@@ -681,16 +819,16 @@ class Checker:
 def module_scope(kernel: Kernel, checker: Checker) -> Scope:
     """The scope holding module consts, bindings, params and the entry point's builtins."""
     scope = Scope()
+    checker.module = scope
     for c in kernel.consts:
         if not isinstance(c.ty, Scalar):
             raise VerifyError(f"const {c.name}: type {c.ty} is not a scalar")
         got = checker.type_of(c.value, scope)
         if got is not c.ty and got != c.ty:
             raise VerifyError(f"const {c.name}: value {show(c.value)} is {got}, declared {c.ty}")
-        scope.declare(c.name, Symbol(c.ty, "const"), c)
-        checker.const_values[c.name] = checker._const(c.value, scope)
-        if type(c.value) is Lit and type(c.value.value) is float:
-            checker.const_floats[c.name] = c.value.value
+        scope.declare(c.name, Symbol(c.ty, "const", "", c.value), c)
+        if not isinstance(c.value, Lit):  # a folded const must be finite: checked now
+            checker._float_const(c.name, scope.visible[c.name])
     for b in kernel.bindings:
         if b.access not in ("read", "read_write"):
             raise VerifyError(f"binding '{b.name}': access '{b.access}' is not read or read_write")
