@@ -445,3 +445,20 @@ def test_float_constants_wgsl_refuses_are_refused():
     b[0] = kb.const("A", f32, 2.0) * 3.0 + call(Op.INVERSE_SQRT, kb.const("E", f32, 1e-6))
     b[1] = as_val(1.0, f32) / convert(f32, kb.lid.x)
     kb.build()
+
+
+def test_the_words_refused_as_names_are_the_ones_naga_refuses(gpu):
+    # The keyword and reserved-word lists are the WGSL spec's; each must be one naga refuses as
+    # a name too, or the verifier would turn away a kernel a compiler takes (binding_array,
+    # reserved once, is a type generator now and was dropped).
+    from kvdsl.ir.verify import KEYWORDS, RESERVED
+    from kvdsl.runtime import compile_wgsl
+    from kvdsl.runtime.errors import CompileError
+
+    head = "@group(0) @binding(0) var<storage, read_write> b: array<f32>;\n@compute @workgroup_size(1)\n"
+    for word in sorted(KEYWORDS | RESERVED):
+        with pytest.raises(CompileError):
+            compile_wgsl(head + f"fn main() {{\n  let {word} = 1.0f;\n  b[0] = {word};\n}}\n")
+    compile_wgsl(
+        head + "fn main() {\n  let binding_array_x = 1.0f;\n  b[0] = binding_array_x;\n}\n"
+    )

@@ -161,7 +161,7 @@ KEYWORDS = frozenset(
 )
 RESERVED = frozenset(
     "NULL Self abstract active alignas alignof as asm asm_fragment async attribute auto await "
-    "become binding_array cast catch class co_await co_return co_yield coherent column_major "
+    "become cast catch class co_await co_return co_yield coherent column_major "
     "common compile compile_fragment concept const_cast consteval constexpr constinit crate "
     "debugger decltype delete demote demote_to_helper do dynamic_cast enum explicit export "
     "extends extern external fallthrough filter final finally friend from fxgroup get goto "
