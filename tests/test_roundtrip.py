@@ -429,9 +429,10 @@ def kernels(draw):
     try:
         return verify(k)
     except VerifyError as err:
-        # Random float constants can fold to what WGSL refuses (0.0f / 0.0f, sqrt(-1.0f)):
+        # Random float constants can fold to what WGSL refuses (0.0f / 0.0f, sqrt(-1.0f),
+        # f16(2147483648u)):
         # those are not kernels, and verify says so; any other refusal is a generator bug.
-        assume("is not finite" not in str(err) and "'s domain" not in str(err))
+        assume("when it compiles" not in str(err))  # the float constants' refusals
         raise
 
 
@@ -439,6 +440,19 @@ def kernels(draw):
 @given(kernels())
 def test_generated_round_trip(k: Kernel) -> None:
     assert_round_trip(k)
+
+
+FLOAT_FOLDING = (
+    "Float literal is NaN",
+    "Float literal is infinite",
+    "built-in function argument is out of valid range",
+    "Divide operation overflowed",
+    "Modulo operation overflowed",
+    "Multiply operation overflowed",
+    "Add operation overflowed",
+    "Subtract operation overflowed",
+    "exp operation overflowed",
+)
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -454,4 +468,8 @@ def test_generated_kernels_that_verify_compile_under_naga(k: Kernel) -> None:
         compile_wgsl(emit(k))
     except Exception as err:
         assume("Accessing index 4294967295 is out of" not in str(err))
+        # The verifier folds the float constants kernels write (literals, consts, arithmetic,
+        # builtins, select on a literal); naga folds every float const-expression of the
+        # generator's random ones (comparisons made constant, say). Those refusals are naga's.
+        assume(not any(f"{what}" in str(err) for what in FLOAT_FOLDING))
         raise

@@ -210,6 +210,7 @@ def _declaring(node: object, name: object) -> str:
 
 
 _SHL, _SHR, _DIV, _MOD, _NEG, _CLAMP = Op.SHL, Op.SHR, Op.DIV, Op.MOD, Op.NEG, Op.CLAMP
+_SELECT = Op.SELECT
 _LOW = {u32: 0, i32: -(2**31)}
 
 
@@ -226,6 +227,7 @@ _FLOAT_CALLS = {
 _FLOAT_DOMAIN = {Op.LOG: True, Op.INVERSE_SQRT: True, Op.SQRT: False}
 
 
+F16_MAX = 65504.0  # f16's largest finite value
 _FLOATS: dict[tuple[object, str], np.floating] = {}
 
 
@@ -649,9 +651,16 @@ class Checker:
             if not (e.ty is f32 or e.ty is f16):
                 return None
             i = self.const_int(e.x, scope)
+            if i is None and type(e.x) is Lit and type(e.x.value) is bool:
+                i = int(e.x.value)  # f32(true) is 1.0
             x = self._const_float(e.x, scope) if i is None else i
             if x is None:
                 return None
+            if e.ty is f16 and abs(float(x)) > F16_MAX:  # Tint's rule: no rounding down to it
+                raise VerifyError(
+                    f"{show(e)}: the constant {x} is past f16's largest value, {F16_MAX:g}: "
+                    "WGSL refuses it when it compiles"
+                )
             with np.errstate(all="ignore"):
                 v = e.ty.dtype.type(x)
         elif t is Binary:
@@ -662,6 +671,11 @@ class Checker:
                 return None
             with np.errstate(all="ignore"):
                 v = fn2(a, b)
+        elif t is Call and e.op is _SELECT:  # select(f, t, c) with a literal condition
+            cond = e.args[2]
+            if type(cond) is not Lit or type(cond.value) is not bool:
+                return None
+            return self._const_float(e.args[1] if cond.value else e.args[0], scope)
         elif t is Call:
             fn = _FLOAT_CALLS.get(e.op)
             args = []
