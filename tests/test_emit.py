@@ -70,6 +70,10 @@ def test_minimal_parentheses(expr, text):
         (1234567.0, f32, "1234567.0f"),
         (0.5, f16, "0.5h"),
         (True, bool_, "true"),
+        # f32's largest value: its shortest spelling, 3.4028235e+38, lies past it as a decimal
+        # and Tint refuses it (until the ninth stop it was printed so).
+        (3.4028235e38, f32, "3.4028234663852886e+38f"),
+        (-3.4028234663852886e38, f32, "-3.4028234663852886e+38f"),
     ],
 )
 def test_literals(value, ty, text):

@@ -32,13 +32,16 @@ from kvdsl.ir.nodes import (
     Binary,
     Break,
     Call,
+    Continue,
     Convert,
     FnCall,
+    For,
     Function,
     If,
     Index,
     Let,
     Lit,
+    Loop,
     Member,
     Name,
     Return,
@@ -463,3 +466,25 @@ def test_the_words_refused_as_names_are_the_ones_naga_refuses(gpu):
     compile_wgsl(
         head + "fn main() {\n  let binding_array_x = 1.0f;\n  b[0] = binding_array_x;\n}\n"
     )
+
+
+def test_a_loop_that_never_exits_is_refused():
+    # WGSL's behaviour analysis: a loop with no reachable break or return never exits, and Tint
+    # refuses it (naga takes it); until the ninth stop it verified.
+    def kernel(*body):
+        kb = KernelBuilder("k", 1)
+        b = kb.binding("b", u32, "read_write")
+        v = kb.var("v", u32, 1)
+        for s in body:
+            kb.emit(s)
+        b[0] = v
+        return kb.build()
+
+    inc = Assign(Name("v"), Lit(1, u32), Op.ADD)
+    with pytest.raises(VerifyError, match="for \\(; ; \\) \\{ ... \\}: the loop never exits"):
+        kernel(For(None, None, None, (inc,)))
+    with pytest.raises(VerifyError, match="loop \\{ ... \\}: the loop never exits"):
+        kernel(Loop((inc, Continue(), Break())))  # the break comes after a continue: never reached
+    kernel(Loop((inc, If(Lit(True, bool_), (Break(),)))))
+    kernel(For(None, Lit(True, bool_), None, (inc,)))  # a condition is a way out
+    kernel(Loop((inc, Return())))

@@ -75,6 +75,11 @@ def format_literal(value: int | float | bool, ty: Scalar) -> str:
         text = np.format_float_positional(v, unique=True, trim="0")
     else:
         text = np.format_float_scientific(v, unique=True, trim="-")
+        if abs(float(text)) > float(np.finfo(v.dtype).max):
+            # The shortest spelling of the type's largest values (3.4028235e+38) reads back as
+            # that value, but as a decimal it lies past it, and Tint refuses it: spell the
+            # value itself.
+            text = np.format_float_scientific(v, unique=False, precision=16, trim="-")
     return text + ("h" if ty == f16 else "f")
 
 

@@ -227,6 +227,58 @@ _FLOAT_CALLS = {
 _FLOAT_DOMAIN = {Op.LOG: True, Op.INVERSE_SQRT: True, Op.SQRT: False}
 
 
+_NEXT, _BREAK, _CONTINUE, _RETURN = "next", "break", "continue", "return"
+_NEVER_EXITS = (
+    "the loop never exits: no break or return is reached in it (WGSL's behaviour analysis; "
+    "Tint refuses it)"
+)
+
+
+def _behavior(body: tuple[Stmt, ...]) -> frozenset[str]:
+    """WGSL's behaviour analysis of a statement sequence: how control can leave it (next,
+    break, continue, return). A statement after one that cannot go on adds nothing."""
+    out = frozenset((_NEXT,))
+    for s in body:
+        if _NEXT not in out:
+            break
+        t = type(s)
+        if t is Break:
+            b = frozenset((_BREAK,))
+        elif t is Continue:
+            b = frozenset((_CONTINUE,))
+        elif t is Return:
+            b = frozenset((_RETURN,))
+        elif t is If:
+            b = _behavior(s.then) | (_behavior(s.orelse) if s.orelse else frozenset((_NEXT,)))
+        elif t is Block:
+            b = _behavior(s.body)
+        elif t is For:
+            b = _loop_behavior(s.body, s.cond is not None)
+        elif t is Loop:
+            b = _loop_behavior(s.body, False)
+        else:
+            continue  # lets, vars, assignments, comments, barriers: next
+        out = (out - {_NEXT}) | b
+    return out
+
+
+def _loop_behavior(body: tuple[Stmt, ...], has_cond: bool) -> frozenset[str]:
+    """A loop's behaviour: a condition (a `for` with one) is a break; without any break it
+    only leaves by return, and with neither it never leaves (the empty set)."""
+    b = _behavior(body) | (frozenset((_BREAK,)) if has_cond else frozenset())
+    if _BREAK in b:
+        return (b - {_BREAK, _CONTINUE}) | {_NEXT}
+    return b - {_CONTINUE, _NEXT}
+
+
+def _loop_head(s: For) -> str:
+    return (
+        "for ("
+        + "; ".join(show(x) if x is not None else "" for x in (s.init, s.cond, s.update))
+        + ") { ... }"
+    )
+
+
 F16_MAX = 65504.0  # f16's largest finite value
 _FLOATS: dict[tuple[object, str], np.floating] = {}
 
@@ -768,6 +820,8 @@ class Checker:
                 if orelse != ():  # most ifs have no else: no scope to make for it
                     self.block(orelse, Scope(scope), ret, loop)
             case For(init, cond, update, body):
+                if _loop_behavior(body, cond is not None) == frozenset():
+                    raise VerifyError(f"{_loop_head(s)}: {_NEVER_EXITS}")
                 inner = Scope(scope)
                 if init is not None:
                     self.stmt(init, inner, ret, loop)
@@ -777,6 +831,8 @@ class Checker:
                     self.stmt(update, inner, ret, loop)
                 self.block(body, Scope(inner), ret, True)
             case Loop(body):
+                if _loop_behavior(body, False) == frozenset():
+                    raise VerifyError(f"loop {{ ... }}: {_NEVER_EXITS}")
                 self.block(body, Scope(scope), ret, True)
             case Break() | Continue():
                 if not loop:
