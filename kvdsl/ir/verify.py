@@ -211,7 +211,8 @@ def _declaring(node: object, name: object) -> str:
 
 _SHL, _SHR, _DIV, _MOD, _NEG, _CLAMP = Op.SHL, Op.SHR, Op.DIV, Op.MOD, Op.NEG, Op.CLAMP
 _SELECT = Op.SELECT
-_LOW = {u32: 0, i32: -(2**31)}
+_LOW = {u32: 0, i32: -(2**31)}  # each integer type's range: [_LOW, _HIGH)
+_HIGH = {u32: 2**32, i32: 2**31}
 
 
 _FLOAT_BINARY = {Op.ADD: np.add, Op.SUB: np.subtract, Op.MUL: np.multiply, Op.DIV: np.divide,
@@ -297,9 +298,6 @@ def _float_of(value: object, ty: Scalar) -> np.floating:
 def _maybe_const(e: Expr, visible: dict[str, Symbol]) -> bool:
     """Whether ``e`` may be a constant (not a let, a var or another runtime name)."""
     return type(e) is not Name or visible[e.name].kind == "const"
-
-
-_HIGH = {u32: 2**32, i32: 2**31}
 
 
 def _fold(op: Op, a: int, b: int) -> int | None:
