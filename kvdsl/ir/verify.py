@@ -210,7 +210,14 @@ def _declaring(node: object, name: object) -> str:
 
 
 _SHL, _SHR, _DIV, _MOD, _NEG, _CLAMP = Op.SHL, Op.SHR, Op.DIV, Op.MOD, Op.NEG, Op.CLAMP
-_SELECT = Op.SELECT
+_SELECT, _BITNOT = Op.SELECT, Op.BITNOT
+# Integer builtins the folder evaluates (and select on a literal condition).
+_INT_CALLS = {
+    Op.MIN: min,
+    Op.MAX: max,
+    Op.ABS: abs,
+    Op.CLAMP: lambda x, lo, hi: min(max(x, lo), hi),
+}
 _LOW = {u32: 0, i32: -(2**31)}  # each integer type's range: [_LOW, _HIGH)
 _HIGH = {u32: 2**32, i32: 2**31}
 
@@ -603,11 +610,23 @@ class Checker:
             if b is None:
                 return None
             v, ty = _fold(e.op, a[0], b[0]), a[1]
-        elif t is Unary and e.op is _NEG:
+        elif t is Unary and (e.op is _NEG or e.op is _BITNOT):
             a = self._const(e.x, scope)
             if a is None:
                 return None
-            v, ty = -a[0], a[1]
+            ty = a[1]
+            v = -a[0] if e.op is _NEG else (~a[0] & 0xFFFFFFFF if ty is u32 else ~a[0])
+        elif t is Call and e.op is _SELECT:  # select(f, t, c) with a literal condition
+            cond = e.args[2]
+            if type(cond) is not Lit or type(cond.value) is not bool:
+                return None
+            return self._const(e.args[1] if cond.value else e.args[0], scope)
+        elif t is Call and e.op in _INT_CALLS:
+            args = [self._const(x, scope) for x in e.args]
+            if any(a is None for a in args):
+                return None
+            ty = args[0][1]
+            v = _INT_CALLS[e.op](*(a[0] for a in args))  # type: ignore[index]
         elif t is Convert and (e.ty is u32 or e.ty is i32):
             a = self._const(e.x, scope)
             if a is None:
