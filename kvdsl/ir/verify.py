@@ -8,6 +8,7 @@ compactly by :func:`show`) and says what was expected.
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from dataclasses import dataclass
 
@@ -292,8 +293,9 @@ _FLOATS: dict[tuple[object, str], np.floating] = {}
 
 
 def _float_of(value: object, ty: Scalar) -> np.floating:
-    """A literal's value in ``ty``'s precision (remembered: the catalog's few values recur)."""
-    key = (value, ty.name)
+    """A literal's value in ``ty``'s precision (remembered: the catalog's few values recur;
+    -0.0 apart from 0.0, which equal it as a key: 1.0 / -0.0 is -inf)."""
+    key = (value, ty.name) if value else (value, ty.name, math.copysign(1.0, value))
     got = _FLOATS.get(key)
     if got is None:
         got = ty.dtype.type(value)
