@@ -39,9 +39,7 @@ def load(path: Path) -> list[dict[str, Any]]:
     rows = []
     with open(path, newline="") as f:
         reader = csv.DictReader(f)
-        missing = [c for c in REQUIRED if c not in (reader.fieldnames or ())]
-        if missing:
-            raise ValueError(f"{path}: not a gpu.csv of benchmarks/gpu.py (no {missing[0]!r})")
+        _check_columns(path, reader.fieldnames)
         for r in reader:
             row: dict[str, Any] = {}
             for k, v in r.items():
@@ -51,6 +49,18 @@ def load(path: Path) -> list[dict[str, Any]]:
                     row[k] = v
             rows.append(row)
     return rows
+
+
+def check_run(path: Path) -> None:
+    """A ValueError naming ``path`` unless its header is a benchmark run's (the rows unread)."""
+    with open(path, newline="") as f:
+        _check_columns(path, csv.DictReader(f).fieldnames)
+
+
+def _check_columns(path: Path, columns: Any) -> None:
+    missing = [c for c in REQUIRED if c not in (columns or ())]
+    if missing:
+        raise ValueError(f"{path}: not a gpu.csv of benchmarks/gpu.py (no {missing[0]!r})")
 
 
 def merge(sources: list[Path], pick: str = "first") -> list[dict[str, Any]]:
@@ -631,7 +641,7 @@ def main(argv: list[str] | None = None) -> int:
             ap.error(f"no such file {str(path)!r}")
     try:
         for path in given:
-            load(path)
+            check_run(path)
     except ValueError as e:
         ap.error(str(e))
     from kvdsl import catalog

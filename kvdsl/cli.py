@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import os
 import sys
 from pathlib import Path
@@ -399,26 +400,24 @@ def _repeats(text: str) -> int:
     return whole(1, MAX_REPEATS)(text)
 
 
-def _seconds(text: str) -> float:
-    """Seconds, 0 or more."""
-    try:
-        x = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not 0 <= x < float("inf"):
-        raise argparse.ArgumentTypeError(f"{x:g} is not a time: give 0 or more seconds")
-    return x
+def _real(number: str, what: str, allowed: str, ok: Callable[[float], bool]):
+    """An argparse type: a number for which ``ok`` holds (argparse names the option and the
+    value when it raises): ``text`` is not ``number``, or the value is not ``what``."""
+
+    def parse(text: str) -> float:
+        try:
+            x = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {number}") from None
+        if not ok(x):  # NaN fails every comparison
+            raise argparse.ArgumentTypeError(f"{x:g} is not {what}: give {allowed}")
+        return x
+
+    return parse
 
 
-def _percent(text: str) -> float:
-    """A percentage from 0 to 100 (argparse names the option and the value when this raises)."""
-    try:
-        x = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0 <= x <= 100:
-        raise argparse.ArgumentTypeError(f"{x:g} is not a percentage: give 0 to 100")
-    return x
+_seconds = _real("a number of seconds", "a time", "0 or more seconds", lambda x: 0 <= x < math.inf)
+_percent = _real("a number", "a percentage", "0 to 100", lambda x: 0 <= x <= 100)
 
 
 def bench_options(p: argparse.ArgumentParser, out: str) -> argparse.ArgumentParser:

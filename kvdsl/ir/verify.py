@@ -379,7 +379,6 @@ class Checker:
         self.const_values: dict[str, tuple[int, Scalar] | None] = {}
         self.const_floats: dict[str, np.floating | None] = {}
         self.module: Scope | None = None  # the scope module consts are folded in
-        self._constructed: dict[int, tuple[Expr, tuple | None]] = {}  # _const_num of a Construct
         self.used: set[str] = set()
         self.barriers = False
         self.stored: set[str] = set()
@@ -437,12 +436,8 @@ class Checker:
                         v = b.value if type(b.value) is int else None
                     else:
                         v = self.const_int(b, scope)
-                    if v is not None and (
-                        v >= 32 or op is _SHL and _maybe_const(a, visible)
-                        if op is _SHL or op is _SHR
-                        else v == 0 or v == -1
-                    ):
-                        self._const_operands(e, scope)
+                    if v is not None:
+                        self._const_operands(e, v, scope)
                 return got
             case Lit(value, ty):
                 if ty is u32 and type(value) is int and 0 <= value < 4294967296:
@@ -485,19 +480,10 @@ class Checker:
                     it = self.type_of(index, scope)
                 if it is not u32 and it is not i32 and it not in (i32, u32):
                     raise VerifyError(f"{show(e)}: index must be i32 or u32, got {it}")
-                # A constant index. Most indices are a let, a field of params or arithmetic
-                # starting from a let: no value, told here without the evaluator's calls.
-                ti = type(index)
-                if ti is Name:
+                # A constant index (a plain name's symbol is at hand: no lookup again).
+                if type(index) is Name:
                     cv = self._int_const(index.name, sym) if sym.kind == "const" else None
                     at = None if cv is None else cv[0]
-                elif ti is Member or (
-                    ti is Binary
-                    and type(index.a) is Name
-                    and (first := scope.visible.get(index.a.name)) is not None
-                    and first.kind != "const"
-                ):
-                    at = None
                 else:
                     at = self.const_int(index, scope)
                 if at is not None and at < 0:
@@ -526,7 +512,7 @@ class Checker:
                 got = self._apply(e, op, tuple(self.type_of(a, scope) for a in args))
                 if op is _CLAMP:
                     self._clamp_bounds(e, scope)
-                if type(got) is Scalar and got.name[0] == "f":
+                if got is f32 or got is f16:
                     visible = scope.visible
                     for x in args:
                         if not _maybe_const(x, visible):
@@ -642,26 +628,23 @@ class Checker:
             return None
         return v, ty
 
-    def _const_operands(self, e: Binary, scope: Scope) -> None:
-        """What WGSL rejects when it compiles a shift or an integer division by a constant: a
-        shift by the operand's bit width (32) or more, a division or remainder by 0, and i32's
-        least value over -1. (A float divisor never has an integer value here.)"""
-        b = e.b
-        v = self.const_int(b, scope)
-        if v is None:
-            return
+    def _const_operands(self, e: Binary, v: int, scope: Scope) -> None:
+        """What WGSL rejects when it compiles a shift or an integer division whose right operand
+        is the constant ``v``: a shift by the operand's bit width (32) or more, or a left shift
+        of a constant that overflows; a division or remainder by 0, and i32's least value over
+        -1. (A float divisor never has an integer value here.)"""
         op = e.op
-        if op is Op.SHL or op is Op.SHR:
+        if op is _SHL or op is _SHR:
             if v >= 32:
                 raise VerifyError(
                     f"{show(e)}: a shift by {v}: integers have 32 bits (give 0 to 31)"
                 )
         elif v == 0:
-            what = "division" if op is Op.DIV else "remainder"
+            what = "division" if op is _DIV else "remainder"
             raise VerifyError(f"{show(e)}: an integer {what} by the constant 0")
         elif v == -1 and self.const_int(e.a, scope) == -(2**31):
             raise VerifyError(f"{show(e)}: i32's least value over -1 does not fit an i32")
-        if op is Op.SHL and (a := self._const(e.a, scope)) is not None:
+        if op is _SHL and (a := self._const(e.a, scope)) is not None:
             if not _LOW[a[1]] <= a[0] << v < _HIGH[a[1]]:
                 raise VerifyError(
                     f"{show(e)}: {a[0]} shifted left by {v} does not fit {a[1]} (WGSL refuses "
@@ -673,33 +656,22 @@ class Checker:
         const-expression (:meth:`const_int`), a float literal or const, its negation, or a vector
         built of such; else None."""
         t = type(e)
-        if t is Construct:  # the same few splats of the same consts: remembered by the node
-            key = id(e)
-            if key not in self._constructed:
-                args = e.args
-                if len(args) > 1 and all(x is args[0] for x in args):  # a splat: one value
-                    args = args[:1]
-                parts = [self._const_num(a, scope) for a in args]
-                flat = None
-                if all(p is not None for p in parts):
-                    flat = tuple(x for p in parts for x in p)  # type: ignore[union-attr]
-                    if len(args) == 1 and len(flat) == 1 and isinstance(e.ty, Vec):
-                        flat *= e.ty.n
-                self._constructed[key] = (e, flat)  # the node kept alive: its id stays its own
-            return self._constructed[key][1]
-        v = self.const_int(e, scope)
-        if v is not None:
-            return (v,)
-        if t is Lit:
-            return (e.value,) if type(e.value) is float else None
-        if t is Name:
-            sym = scope.visible.get(e.name)
-            f = self._float_const(e.name, sym) if sym is not None and sym.kind == "const" else None
-            return None if f is None else (f,)
-        if t is Unary and e.op is _NEG:
+        if t is Construct:
+            args = e.args
+            if len(args) > 1 and all(x is args[0] for x in args):  # a splat: one value
+                args = args[:1]
+            parts = [self._const_num(a, scope) for a in args]
+            if any(p is None for p in parts):
+                return None
+            flat = tuple(x for p in parts for x in p)  # type: ignore[union-attr]
+            return flat * e.ty.n if len(args) == 1 and len(flat) == 1 else flat
+        if t is Unary and e.op is _NEG and type(e.x) is Construct:  # -vec4<f32>(...)
             p = self._const_num(e.x, scope)
             return None if p is None else tuple(-x for x in p)
-        return None
+        v = self.const_int(e, scope)
+        if v is None:
+            v = self._const_float(e, scope)
+        return None if v is None else (v,)
 
     def _const_float(self, e: Expr, scope: Scope) -> np.floating | None:
         """The value of ``e`` where it is a scalar f32 or f16 const-expression (literals, float
@@ -828,7 +800,9 @@ class Checker:
                         raise VerifyError(f"{show(s)}: {op.name} has no compound assignment")
                     vt = self._apply(value, op, (tt, vt))
                     if op is _SHL or op is _SHR or op is _DIV or op is _MOD:
-                        self._const_operands(Binary(op, target, value), scope)  # x <<= 40u
+                        v = self.const_int(value, scope)
+                        if v is not None:  # x <<= 40u
+                            self._const_operands(Binary(op, target, value), v, scope)
                 if vt is not tt and vt != tt:
                     raise VerifyError(
                         f"{show(s)}: cannot store {vt} into {show(target)} of type {tt}"
@@ -916,8 +890,8 @@ def module_scope(kernel: Kernel, checker: Checker) -> Scope:
         if got is not c.ty and got != c.ty:
             raise VerifyError(f"const {c.name}: value {show(c.value)} is {got}, declared {c.ty}")
         scope.declare(c.name, Symbol(c.ty, "const", "", c.value), c)
-        if not isinstance(c.value, Lit):  # a folded const must be finite: checked now
-            checker._float_const(c.name, scope.visible[c.name])
+        if (c.ty is f32 or c.ty is f16) and not isinstance(c.value, Lit):
+            checker._float_const(c.name, scope.visible[c.name])  # finite: checked now
     for b in kernel.bindings:
         if b.access not in ("read", "read_write"):
             raise VerifyError(f"binding '{b.name}': access '{b.access}' is not read or read_write")
