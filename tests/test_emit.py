@@ -40,6 +40,10 @@ def B(op, x, y):
         (B(Op.OR, a, B(Op.SHL, b, c)), "a | (b << c)"),
         # relations do not chain; && / || chain only with themselves
         (B(Op.LT, B(Op.ADD, a, b), B(Op.SHL, c, a)), "a + b < c << a"),
+        # "a < b >> c" would read as a template list "a<b>" (naga refused it): parenthesised
+        (B(Op.LT, a, B(Op.SHR, b, c)), "a < (b >> c)"),
+        (B(Op.LE, a, B(Op.SHR, b, c)), "a <= (b >> c)"),
+        (B(Op.GT, a, B(Op.SHR, b, c)), "a > b >> c"),
         (B(Op.EQ, B(Op.LT, a, b), c), "(a < b) == c"),
         (B(Op.LAND, B(Op.LAND, B(Op.LT, a, b), c), a), "a < b && c && a"),
         (B(Op.LOR, B(Op.LAND, a, b), c), "(a && b) || c"),

@@ -103,6 +103,9 @@ def emit_expr(e: Expr) -> str:
             info = ops.info(op)
             lhs = _operand(a, info.lhs_max, op if info.chain else None)
             rhs = _operand(b, info.rhs_max, None)
+            if (op is ops.Op.LT or op is ops.Op.LE) and type(b) is Binary and b.op is ops.Op.SHR:
+                # "a < b >> c": WGSL reads "a<" ... ">" as a template list (naga does).
+                rhs = f"({rhs})"
             return f"{lhs} {info.spelling} {rhs}"
         case Lit(value, ty):
             return format_literal(value, ty)
