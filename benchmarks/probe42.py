@@ -32,16 +32,12 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import os
-import subprocess
 import sys
-import tempfile
-from pathlib import Path
 
 import probes
 import shaderstats
 from kvdsl.emit import emit
-from kvdsl.ir.nodes import Assign, Barrier, Comment, For, Index, Kernel, Let, Name, Stmt, walk
+from kvdsl.ir.nodes import Barrier, Comment, For, Index, Kernel, Let, Name, Stmt, walk
 from kvdsl.runtime import adapter_info
 
 VARIANTS = probes.KNORM_DROPINS
@@ -102,32 +98,10 @@ def forms(kernel: Kernel) -> dict[str, str]:
     return out
 
 
-class Registers:
-    """The driver's register count of each module this process creates, through the layer
-    (``KVDSL_DUMP_DIR``): the module a form's first run created is the form's."""
-
-    def __init__(self) -> None:
-        self.dump = Path(os.environ["KVDSL_DUMP_DIR"]) if "KVDSL_DUMP_DIR" in os.environ else None
-        self.module: dict[str, str] = {}
-
-    @contextlib.contextmanager
-    def creating(self, label: str):
-        before = set(os.listdir(self.dump)) if self.dump else set()
-        yield
-        if self.dump:
-            new = [f for f in set(os.listdir(self.dump)) - before if f.endswith(".spv")]
-            if new:
-                self.module[label] = max(new, key=lambda f: (self.dump / f).stat().st_size)
-
-    def of(self, label: str) -> str:
-        stats = shaderstats.stats(self.dump) if self.dump else {}
-        return stats.get(self.module.get(label, ""), {}).get("Register Count", "-")
-
-
 def child(argv: list[str]) -> None:
     size, pool, race = probes.start(argv, 0 if "--small" in argv else 20)
     print(f"{adapter_info()['implementation']}: {adapter_info()['device']}", flush=True)
-    regs = Registers()
+    regs = shaderstats.Registers()
     for m in probes.measurements(VARIANTS, size, pool):
         texts = forms(m.kernel)
         for name, text in texts.items():
@@ -145,21 +119,7 @@ def main(argv: list[str]) -> None:
     if "--child" in argv:
         child(argv)
         return
-    env = dict(os.environ)
-    try:
-        layer = shaderstats.build_layer()
-        dump = Path(tempfile.mkdtemp(prefix="probe42-"))
-        env |= {
-            "VK_ADD_LAYER_PATH": str(layer.parent),
-            "VK_LAYER_PATH": str(layer.parent),
-            "VK_INSTANCE_LAYERS": "VK_LAYER_KVDSL_dump",
-            "VK_LOADER_LAYERS_ENABLE": "VK_LAYER_KVDSL_dump",
-            "KVDSL_DUMP_DIR": str(dump),
-        }
-    except (OSError, subprocess.CalledProcessError) as e:
-        print(f"no layer ({e}): registers not read", flush=True)
-    here = Path(__file__).resolve()
-    sys.exit(subprocess.run([sys.executable, str(here), "--child", *argv], env=env).returncode)
+    sys.exit(shaderstats.rerun_with_layer(__file__, argv, "probe42-"))
 
 
 if __name__ == "__main__":

@@ -40,11 +40,13 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import json
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -156,6 +158,49 @@ def measure(webgpu: str, variants: list[str], dump: Path, layer: Path = LAYER) -
             "driver": driver.get(best, {}),
         }
     return {"adapter": got["adapter"], "layer": layer, "rows": rows}
+
+
+class Registers:
+    """The driver's register count of each module this process creates, through the layer
+    (``KVDSL_DUMP_DIR``): the module a form's first run created is the form's."""
+
+    def __init__(self) -> None:
+        self.dump = Path(os.environ["KVDSL_DUMP_DIR"]) if "KVDSL_DUMP_DIR" in os.environ else None
+        self.module: dict[str, str] = {}
+
+    @contextlib.contextmanager
+    def creating(self, label: str):
+        before = set(os.listdir(self.dump)) if self.dump else set()
+        yield
+        if self.dump:
+            new = [f for f in set(os.listdir(self.dump)) - before if f.endswith(".spv")]
+            if new:
+                self.module[label] = max(new, key=lambda f: (self.dump / f).stat().st_size)
+
+    def of(self, label: str) -> str:
+        got = stats(self.dump) if self.dump else {}
+        return got.get(self.module.get(label, ""), {}).get("Register Count", "-")
+
+
+def rerun_with_layer(script: str, argv: list[str], prefix: str) -> int:
+    """Run ``script`` again with ``--child`` and ``argv`` in a process with the layer on,
+    dumping into a fresh temporary folder named ``prefix``* (:class:`Registers` reads it);
+    where the layer cannot be built, without it. Returns the child's exit status."""
+    env = dict(os.environ)
+    try:
+        layer = build_layer()
+        dump = Path(tempfile.mkdtemp(prefix=prefix))
+        env |= {
+            "VK_ADD_LAYER_PATH": str(layer.parent),
+            "VK_LAYER_PATH": str(layer.parent),
+            "VK_INSTANCE_LAYERS": "VK_LAYER_KVDSL_dump",
+            "VK_LOADER_LAYERS_ENABLE": "VK_LAYER_KVDSL_dump",
+            "KVDSL_DUMP_DIR": str(dump),
+        }
+    except (OSError, subprocess.CalledProcessError) as e:
+        print(f"no layer ({e}): registers not read", flush=True)
+    here = str(Path(script).resolve())
+    return subprocess.run([sys.executable, here, "--child", *argv], env=env).returncode
 
 
 def main(argv: list[str] | None = None) -> int:
