@@ -444,6 +444,8 @@ def dawn_section(dawn: list[dict], rows: list[dict]) -> list[str]:
         f"- Rows at ≥ {TARGET_ROOFLINE:.0f}% of the copy timed beside them (not decode "
         f"appends): **{at} of {len(wide)}**; against the run's best copy (*% best*): "
         f"**{at_best} of {len(wide)}**; below: {below or 'none'}.",
+        flat_beside(wide),
+        dropins_beside(wide),
         f"- Decode (1-token) appends within {TARGET_FLOOR}x of Dawn's empty dispatch "
         f"({', '.join(f'{f:.2f}' for f in floors)} µs): **{within} of {len(decode)}** "
         f"({min((r['floor_x'] for r in decode), default=0):.2f}x-"

@@ -212,6 +212,9 @@ def test_dawn_section_sets_each_row_beside_wgpu_native():
     text = "\n".join(report.dawn_section(dawn, native))
     assert "(not decode appends): **1 of 2**" in text
     assert "below: build_flat_a 2048 tok 76%" in text  # 134 MB in 44 µs against 4,000 GB/s
+    # The flat and drop-in counts, as the wgpu-native summary gives them (no drop-in here).
+    assert "(the issue's measure): **1 of 2** at ≥ 90%; below: build_flat_a 2048 tok 86%." in text
+    assert "timed beside them: **0 of 0** at ≥ 90%; below: none." in text
     assert "empty dispatch (5.00 µs): **1 of 1** (1.40x-1.40x)" in text
     assert "geometric mean 1.18, range 1.10-1.27" in text
     assert "| build_flat_a | 4 | 2048 | 44.00 |" in text and "| 40.00 | 1.10 |" in text
