@@ -30,15 +30,12 @@ implementations (``KVDSL_WEBGPU=dawn``): a form is worth keeping only if it hold
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import sys
 
 import probes
-import shaderstats
 from kvdsl.emit import emit
 from kvdsl.ir.nodes import Barrier, Comment, For, Index, Kernel, Let, Name, Stmt, walk
-from kvdsl.runtime import adapter_info
 
 VARIANTS = probes.KNORM_DROPINS
 
@@ -98,28 +95,8 @@ def forms(kernel: Kernel) -> dict[str, str]:
     return out
 
 
-def child(argv: list[str]) -> None:
-    size, pool, race = probes.start(argv, 0 if "--small" in argv else 20)
-    print(f"{adapter_info()['implementation']}: {adapter_info()['device']}", flush=True)
-    regs = shaderstats.Registers()
-    for m in probes.measurements(VARIANTS, size, pool):
-        texts = forms(m.kernel)
-        for name, text in texts.items():
-            label = f"{m.variant} {name}"
-            if label not in regs.module:
-                with regs.creating(label):
-                    probes.outputs(m, text)
-                print(f"{label:<56} registers {regs.of(label)}", flush=True)
-        settings = {name: (text, contextlib.nullcontext) for name, text in texts.items()}
-        probes.race_forms(race, m, settings)
-
-
 def main(argv: list[str]) -> None:
-    """Run :func:`child` in a process with the layer on (where it builds and loads)."""
-    if "--child" in argv:
-        child(argv)
-        return
-    sys.exit(shaderstats.rerun_with_layer(__file__, argv, "probe42-"))
+    probes.race_with_registers(__file__, argv, VARIANTS, lambda m: forms(m.kernel))
 
 
 if __name__ == "__main__":

@@ -21,42 +21,25 @@ Run it under both implementations (``KVDSL_WEBGPU=dawn``).
 
 from __future__ import annotations
 
-import contextlib
 import sys
 
 import probes
-import shaderstats
 from kvdsl.nodes import flat
-from kvdsl.runtime import adapter_info
 
 VARIANTS = probes.KNORM_DROPINS + [v.replace("_qwen3", "_sg_qwen3") for v in probes.KNORM_DROPINS]
 LANES = (256, 128, 64)
 
 
-def child(argv: list[str]) -> None:
-    names = [a for a in argv if not a.startswith("--")] or VARIANTS
-    size, pool, race = probes.start(argv, 0 if "--small" in argv else 20)
-    print(f"{adapter_info()['implementation']}: {adapter_info()['device']}", flush=True)
-    regs = shaderstats.Registers()
-    for m in probes.measurements(names, size, pool):
-        texts = {f"{n} lanes": probes.emit_with(m, flat, BLOCK_LANES=n) for n in LANES}
-        assert texts["256 lanes"] == m.text, "the emitted kernel walks 256 lanes"
-        for name, text in texts.items():
-            label = f"{m.variant} {name}"
-            if label not in regs.module:
-                with regs.creating(label):
-                    probes.outputs(m, text)
-                print(f"{label:<56} registers {regs.of(label)}", flush=True)
-        settings = {name: (text, contextlib.nullcontext) for name, text in texts.items()}
-        probes.race_forms(race, m, settings)
+def lanes(m: probes.Measurement) -> dict[str, str]:
+    """``m``'s kernel built at each of :data:`LANES` block lanes."""
+    texts = {f"{n} lanes": probes.emit_with(m, flat, BLOCK_LANES=n) for n in LANES}
+    assert texts["256 lanes"] == m.text, "the emitted kernel walks 256 lanes"
+    return texts
 
 
 def main(argv: list[str]) -> None:
-    """Run :func:`child` in a process with the layer on (where it builds and loads)."""
-    if "--child" in argv:
-        child(argv)
-        return
-    sys.exit(shaderstats.rerun_with_layer(__file__, argv, "probe43-"))
+    names = [a for a in argv if not a.startswith("--")] or VARIANTS
+    probes.race_with_registers(__file__, argv, names, lanes)
 
 
 if __name__ == "__main__":

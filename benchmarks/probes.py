@@ -9,7 +9,7 @@ import os
 import sys
 import tempfile
 from pathlib import Path
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
@@ -231,3 +231,30 @@ def race_forms(
             f"median {float(np.median(ratios[name])):5.1f}% of the copy beside it",
             flush=True,
         )
+
+
+def race_with_registers(
+    script: str, argv: list[str], variants: list[str], forms_of: Callable[[Measurement], dict]
+) -> None:
+    """A register probe's ``main``: rerun ``script`` in a process with the Vulkan layer on
+    (:func:`shaderstats.rerun_with_layer`), which then, for each plan of ``variants``, runs
+    each form of ``forms_of(m)`` (name → WGSL) once, prints the driver's register count of
+    the module it created (:class:`shaderstats.Registers`; ``-`` without the layer or
+    statistics) and races the forms (:func:`race_forms`)."""
+    import shaderstats
+    from kvdsl.runtime import adapter_info
+
+    if "--child" not in argv:
+        sys.exit(shaderstats.rerun_with_layer(script, argv, f"{Path(script).stem}-"))
+    size, pool, race = start(argv, 0 if "--small" in argv else 20)
+    print(f"{adapter_info()['implementation']}: {adapter_info()['device']}", flush=True)
+    regs = shaderstats.Registers()
+    for m in measurements(variants, size, pool):
+        texts = forms_of(m)
+        for name, text in texts.items():
+            label = f"{m.variant} {name}"
+            if label not in regs.module:
+                with regs.creating(label):
+                    outputs(m, text)
+                print(f"{label:<56} registers {regs.of(label)}", flush=True)
+        race_forms(race, m, {name: (text, nullcontext) for name, text in texts.items()})
