@@ -57,6 +57,50 @@ def check_run(path: Path) -> None:
         _check_columns(path, csv.DictReader(f).fieldnames)
 
 
+def device_file(path: Path) -> Path | None:
+    """The ``device.json`` of the run ``path``: ``gpu-runN-device.json`` beside a kept
+    ``gpu-runN.csv`` (as ``results/h200`` keeps them), ``device.json`` beside a ``gpu.csv``
+    that ``benchmarks/gpu.py`` wrote; None where there is none (the oldest kept runs)."""
+    for name in (f"{path.stem}-device.json", "device.json" if path.stem == "gpu" else None):
+        if name and (path.parent / name).is_file():
+            return path.parent / name
+    return None
+
+
+def implementation(path: Path) -> str | None:
+    """The WebGPU implementation the run ``path`` ran under, as its :func:`device_file` says;
+    None where it has none."""
+    found = device_file(path)
+    return json.loads(found.read_text()).get("implementation") if found else None
+
+
+def check_implementations(main: list[Path], device: Path, dawn: list[Path]) -> None:
+    """A ValueError unless the main runs (``--csv``, ``--changed``, ``--latest``) ran under one
+    implementation, the one of the ``device`` file the page describes, and the ``--dawn`` runs
+    under Dawn (a run without a device file is taken as given)."""
+    found = {p: implementation(p) for p in main}
+    known = {impl: p for p, impl in found.items() if impl}
+    if len(known) > 1:
+        (a, pa), (b, pb) = sorted(known.items())[:2]
+        raise ValueError(
+            f"--csv: {pa} ran under {a} and {pb} under {b}: a page pools the runs of one "
+            "implementation (give Dawn's as --dawn)"
+        )
+    page = json.loads(device.read_text()).get("implementation")
+    if known and page not in known:
+        ((impl, p),) = known.items()
+        raise ValueError(
+            f"--csv: {p} ran under {impl}, but the page's device file {device} says {page}"
+        )
+    for p in dawn:
+        impl = implementation(p)
+        if impl not in (None, "dawn"):
+            raise ValueError(
+                f"--dawn: {p} ran under {impl} ({device_file(p).name}); --dawn takes runs under "
+                "Dawn (KVDSL_WEBGPU=dawn)"
+            )
+
+
 def _check_columns(path: Path, columns: Any) -> None:
     missing = [c for c in REQUIRED if c not in (columns or ())]
     if missing:
@@ -636,14 +680,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--docs", default=str(REPO / "docs"))
     args = ap.parse_args(argv)
     sources = [Path(p) for p in (args.csv or [str(HERE / "out" / "gpu.csv")])]
-    given = [*sources, *map(Path, (args.changed or []) + (args.latest or []))]
-    given += map(Path, (args.dawn or []) + (args.dawn_changed or []))
+    main_given = [*sources, *map(Path, (args.changed or []) + (args.latest or []))]
+    dawn_given = [Path(p) for p in (args.dawn or []) + (args.dawn_changed or [])]
+    given = main_given + dawn_given
     for path in given + ([Path(args.note)] if args.note else []):
         if not path.is_file():
             ap.error(f"no such file {str(path)!r}")
     try:
         for path in given:
             check_run(path)
+    except ValueError as e:
+        ap.error(str(e))
+    folder = next((p.parent for p in sources if (p.parent / "device.json").is_file()), None)
+    if folder is None:
+        ap.error(
+            "--csv: no device.json beside any run (benchmarks/gpu.py writes one beside its "
+            "gpu.csv; the page's device section reads it)"
+        )
+    try:
+        check_implementations(main_given, folder / "device.json", dawn_given)
     except ValueError as e:
         ap.error(str(e))
     from kvdsl import catalog
@@ -653,7 +708,6 @@ def main(argv: list[str] | None = None) -> int:
     latest = [Path(p) for p in args.latest or []]
     rows, gone = current(runs(sources, changed, args.pick, latest), names)
     peak = conservative(rows)
-    folder = next(p.parent for p in sources if (p.parent / "device.json").is_file())
     device = json.loads((folder / "device.json").read_text()) | {"peak_copy_gbps": peak}
     comp_path = folder / "compile.json"
     comp = json.loads(comp_path.read_text()) if comp_path.is_file() else None

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -261,3 +262,52 @@ def test_bad_files_are_one_line_before_any_page(tmp_path, capsys):
         assert exit_.value.code == 2
         assert f"error: {message}" in capsys.readouterr().err
         assert not docs.exists()
+
+
+def test_runs_of_the_wrong_implementation_are_one_line_before_any_page(tmp_path, capsys):
+    # Each was taken silently: a wgpu-native run as --dawn made a Dawn section of wgpu-native's
+    # rows, runs of both implementations pooled into one table, and a folder without
+    # device.json ended in a StopIteration traceback.
+    header = "variant,batch,tokens,kvdsl_us,roofline_us\nx,4,1,5.0,2.0\n"
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    for stem, impl in (("gpu-run1", "wgpu-native"), ("gpu-run2-dawn", "dawn")):
+        (folder / f"{stem}.csv").write_text(header)
+        (folder / f"{stem}-device.json").write_text(json.dumps({"implementation": impl}))
+    (folder / "gpu-run3.csv").write_text(header)  # no device file: taken as given
+    native, dawn, bare = (folder / f"{s}.csv" for s in ("gpu-run1", "gpu-run2-dawn", "gpu-run3"))
+    lone = tmp_path / "lone"
+    lone.mkdir()
+    (lone / "gpu.csv").write_text(header)
+    docs = tmp_path / "docs"
+    (folder / "device.json").write_text(json.dumps({"implementation": "wgpu-native"}))
+    for argv, message in (
+        (
+            ["--csv", str(native), "--dawn", str(native)],
+            f"--dawn: {native} ran under wgpu-native (gpu-run1-device.json); --dawn takes runs "
+            "under Dawn (KVDSL_WEBGPU=dawn)",
+        ),
+        (
+            ["--csv", str(native), "--latest", str(dawn)],
+            f"--csv: {dawn} ran under dawn and {native} under wgpu-native: a page pools the "
+            "runs of one implementation (give Dawn's as --dawn)",
+        ),
+        (
+            ["--csv", str(dawn)],
+            f"--csv: {dawn} ran under dawn, but the page's device file {folder / 'device.json'} "
+            "says wgpu-native",
+        ),
+        (
+            ["--csv", str(lone / "gpu.csv")],
+            "--csv: no device.json beside any run (benchmarks/gpu.py writes one beside its "
+            "gpu.csv; the page's device section reads it)",
+        ),
+    ):
+        with pytest.raises(SystemExit) as exit_:
+            report.main(argv + ["--docs", str(docs)])
+        assert exit_.value.code == 2
+        assert f"error: {message}" in capsys.readouterr().err
+        assert not docs.exists()
+    assert report.implementation(bare) is None and report.implementation(dawn) == "dawn"
+    (lone / "device.json").write_text(json.dumps({"implementation": "dawn"}))
+    assert report.implementation(lone / "gpu.csv") == "dawn"  # gpu.py's own folder
