@@ -12,8 +12,9 @@ import pytest
 
 from kvdsl import catalog, emitted
 from kvdsl.emit import emit, emit_expr, format_literal
-from kvdsl.ir import KernelBuilder, Op, bool_, f16, f32, i32, u32
-from kvdsl.ir.nodes import Binary, Call, Convert, Index, Lit, Member, Name, Unary
+from kvdsl.ir import KernelBuilder, Op, Vec, bool_, f16, f32, i32, u32
+from kvdsl.ir.nodes import Binary, Call, Construct, Convert, FnCall, Index, Lit, Member
+from kvdsl.ir.nodes import Name, Unary
 
 ROOT = Path(__file__).resolve().parents[1]
 a, b, c = Name("a"), Name("b"), Name("c")
@@ -54,6 +55,16 @@ def B(op, x, y):
         (Index(Name("buf"), B(Op.ADD, a, b)), "buf[a + b]"),
         (Member(Name("params"), "seq"), "params.seq"),
         (Call(Op.SELECT, (a, b, B(Op.LT, a, b))), "select(a, b, a < b)"),
+        # A "<" relation in an argument before the last opens WGSL's template-list candidate
+        # "a<", which a ">" in a later argument closes (Tint and naga refuse such a module):
+        # parenthesised there. In the last argument the call's ")" ends the candidate.
+        (Call(Op.SELECT, (B(Op.LT, a, b), c, B(Op.GE, b, c))), "select((a < b), c, b >= c)"),
+        (Call(Op.SELECT, (B(Op.LAND, c, B(Op.LT, a, b)), c, a)), "select((c && a < b), c, a)"),
+        (Call(Op.SELECT, (Call(Op.SELECT, (a, b, B(Op.LT, a, b))), c, a)),
+         "select(select(a, b, a < b), c, a)"),  # fmt: skip
+        (Call(Op.SELECT, (B(Op.LE, a, b), c, B(Op.GT, b, c))), "select(a <= b, c, b > c)"),
+        (Construct(Vec(2, bool_), (B(Op.LT, a, b), B(Op.GT, b, c))), "vec2<bool>((a < b), b > c)"),
+        (FnCall("f", (B(Op.LT, a, b), B(Op.LT, b, c))), "f((a < b), b < c)"),
         (Convert(f32, B(Op.ADD, a, b)), "f32(a + b)"),
     ],
 )
@@ -161,3 +172,22 @@ def test_index_names_the_features_each_module_enables():
     assert seen == {"shader-f16", "subgroups"}
     assert index["merge_share_append_rotary_flat_f16_llama31_8b"]["features"] == []  # words
     assert index["transpose_vec4_f16_llama31_8b"]["features"] == ["shader-f16"]  # a drop-in
+
+
+def test_relations_in_arguments_compile_under_naga_and_tint():
+    # The generated kernel Tint refused in a full run of the tenth stop, as a kernel of its own:
+    # "select(vi < 0i, t, 0u >= n)" was read as the template list "vi<...>".
+    from kvdsl.ir import select
+    from kvdsl.runtime import compile_wgsl, tint_check
+
+    kb = KernelBuilder("k", 64)
+    inp = kb.binding("inp", i32, "read")
+    out = kb.binding("out", u32, "read_write")
+    n = kb.param("n")
+    vi = kb.let("vi", inp[kb.gid.x])
+    cond = kb.let("cond", select(vi < 0, vi > 7, kb.gid.x >= n))
+    out[kb.gid.x] = select(0, 1, cond).to(u32)
+    text = emit(kb.build())
+    assert "select((vi < 0i), vi > 7i, gid.x >= params.n)" in text
+    compile_wgsl(text)
+    assert tint_check({"k": text}) == {"k": None}

@@ -460,6 +460,9 @@ WGSL_ERRORS = [
     ("undeclared name", KERNEL.replace("out[gid.x]", "outs[gid.x]"), WgslTypeError, r"<wgsl>:5:.*outs"),
     ("type mismatch", KERNEL.replace("1.0f", "1u"), WgslTypeError, r"<wgsl>:5:"),
     ("empty text", "", FrontendError, r"<wgsl>:"),
+    ("comparison read as a template list",
+     KERNEL.replace("1.0f;", "select(0.0f, 1.0f, select(gid.x < 2u, false, gid.y > 3u));"),
+     WgslSyntaxError, r"<wgsl>:5:50: WGSL reads 'x <' as the start of a template list"),
 ]  # fmt: skip
 
 

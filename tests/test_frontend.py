@@ -124,6 +124,24 @@ MALFORMED = [
     ),
     (kernel("  loop { break }"), 4, 16, "unexpected '}'; expected ';'"),
     (kernel("  return 1u +"), 5, 11, "unexpected '='; expected one of ';' or an operator"),
+    # WGSL finds template lists before it parses: "gid.x <" opens one that the ">" of ">="
+    # in the next argument closes (Tint: "parsed as template list"; naga refuses it too).
+    (
+        kernel("  out[0u] = select(0u, 1u, select(gid.x < 2u, false, gid.y >= 3u));"),
+        4,
+        41,
+        "WGSL reads 'x <' as the start of a template list that the '>' at 4:60 closes "
+        "(template lists are found before parsing, commas notwithstanding): parenthesise the "
+        "comparison",
+    ),
+    (
+        kernel("  out[0u] = gid.x < gid.y >> 1u;"),
+        4,
+        19,
+        "WGSL reads 'x <' as the start of a template list that the '>' at 4:27 closes "
+        "(template lists are found before parsing, commas notwithstanding): parenthesise the "
+        "comparison",
+    ),
 ]
 
 
@@ -411,3 +429,27 @@ def test_duplicate_const_is_a_located_error():
     assert err.value.line == line + 1 and "const WG is already declared" in str(err.value)
     with pytest.raises(FrontendError, match="parameter lid is already declared"):
         parse(src.replace("@builtin(workgroup_id) wid", "@builtin(workgroup_id) lid", 1))
+
+
+@pytest.mark.parametrize(
+    "code, lists",
+    [
+        ("var<workgroup> w: array<vec4<f32>, 64>;", ["var", "vec4", "array"]),
+        ("let a = array<vec4<f32>>();", ["vec4", "array"]),  # ">>" closes two
+        ("let c = select(a < b, c, d >= e);", ["a"]),
+        ("let c = a < b >> c;", ["a"]),
+        ("if (a < b) { x = c > d; }", []),  # ")" ends the candidate, ";" and "{" every one
+        ("let c = f(a < b) > c;", []),
+        ("let c = a < b || c > d;", []),  # "&&" and "||" end the candidates before them
+        ("let c = x <= y > z; let d = x << 2u > y;", []),  # "<=", "<<": operators
+        ("let c = 0x1Fu < a && 1e-6f < b > c;", []),  # after a number: no candidate
+        ("fn f(x: u32) -> vec4<f32> { return vec4<f32>(a < b, c, d, e); }", ["vec4", "vec4"]),
+        ("let c = v[a < b, c > d];", ["a"]),  # brackets nest; a comma ends nothing
+    ],
+)
+def test_template_list_discovery(code: str, lists: list[str]) -> None:
+    from kvdsl.frontend.errors import template_lists
+
+    found = template_lists(code)
+    assert [code[s:lt].strip() for s, lt, _ in found] == lists
+    assert all(code[lt] == "<" and code[gt] == ">" for _, lt, gt in found)

@@ -114,7 +114,7 @@ def emit_expr(e: Expr) -> str:
         case Member(base, name):
             return f"{_operand(base, ops.PRIMARY, None)}.{name}"
         case Call(op, args):
-            return f"{ops.info(op).spelling}({', '.join(map(emit_expr, args))})"
+            return f"{ops.info(op).spelling}({_arguments(args)})"
         case Convert(ty, x):
             return f"{ty}({emit_expr(x)})"
         case Unary(op, x):
@@ -123,12 +123,42 @@ def emit_expr(e: Expr) -> str:
             sep = " " if inner.startswith(ops.info(op).spelling) else ""
             return f"{ops.info(op).spelling}{sep}{inner}"
         case Construct(ty, args):
-            return f"{ty}({', '.join(map(emit_expr, args))})"
+            return f"{ty}({_arguments(args)})"
         case FnCall(name, args):
-            return f"{name}({', '.join(map(emit_expr, args))})"
+            return f"{name}({_arguments(args)})"
         case Name(name):
             return name
     raise TypeError(f"emit: not an expression: {e!r}")
+
+
+def _arguments(args: tuple[Expr, ...]) -> str:
+    """A call's or constructor's arguments, comma-separated. An argument with a ``<`` relation
+    at its top level is parenthesised unless it is the last: WGSL finds template lists before
+    it parses (the spec's template-list discovery), and there ``x < ...`` opens a candidate list
+    that any ``>`` at the same nesting depth closes, commas notwithstanding, so
+    ``select(vi < 0i, t, 0u >= n)`` reads as ``vi<...>`` (Tint and naga both refuse it). The
+    closing parenthesis of the call ends a candidate, so the last argument needs none."""
+    texts = [emit_expr(a) for a in args]
+    for i in range(len(texts) - 1):
+        if _top_level_less(texts[i]):
+            texts[i] = f"({texts[i]})"
+    return ", ".join(texts)
+
+
+def _top_level_less(text: str) -> bool:
+    """Whether the printed expression ``text`` holds a ``<`` relation outside every bracket
+    (the printer spaces binary operators, never a type's template list)."""
+    if " < " not in text:
+        return False
+    depth = 0
+    for i, c in enumerate(text):
+        if c in "([":
+            depth += 1
+        elif c in ")]":
+            depth -= 1
+        elif c == "<" and depth == 0 and text[i - 1 : i + 2] == " < ":
+            return True
+    return False
 
 
 def _operand(e: Expr, max_level: int, chain: ops.Op | None) -> str:

@@ -196,3 +196,95 @@ def syntax_error(err: UnexpectedInput, parser: Lark, text: str, filename: str) -
             f"unexpected end of input{_describe(expected)}", filename, line, column, "", expected
         )
     raise TypeError(f"not a lark input error: {err!r}")
+
+
+#: Names that may open a template list in WGSL (the predeclared type generators and ``var``);
+#: those outside kvdsl's subset are refused elsewhere, with their own message.
+TEMPLATED = frozenset({"var", "array", "vec2", "vec3", "vec4", "bitcast", "ptr", "atomic"})
+_TEMPLATED_FAMILY = re.compile(r"texture_\w+|" + _MATRIX)
+_SKIP = re.compile(r"\s+")
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_NUMBER = re.compile(
+    r"0[xX][0-9a-fA-F.]+(?:[pP][+-]?[0-9]+)?[fhiu]?"
+    r"|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?[fhiu]?"
+)
+
+
+def template_lists(code: str) -> list[tuple[int, int, int]]:
+    """The template lists WGSL's template-list discovery finds in ``code`` (comments blanked):
+    ``(name start, '<' offset, '>' offset)`` each. The algorithm of the WGSL specification
+    (*Template Lists*): a name followed by ``<`` (not ``<<`` or ``<=``) opens a candidate at
+    the current nesting depth of ``()`` and ``[]``; a ``>`` at the depth of the innermost
+    candidate closes it; a closing bracket, ``&&`` or ``||`` drops the candidates at its depth,
+    and ``;``, ``{``, ``:`` or an assignment's ``=`` drops every one."""
+    found: list[tuple[int, int, int]] = []
+    pending: list[tuple[int, int, int]] = []  # (name start, '<' offset, depth)
+    depth, i, n = 0, 0, len(code)
+    while i < n:
+        c = code[i]
+        if c.isspace():
+            i = _SKIP.match(code, i).end()
+        elif c.isdigit() or (c == "." and code[i + 1 : i + 2].isdigit()):
+            i = _NUMBER.match(code, i).end()
+        elif c.isalpha() or c == "_":
+            start, i = i, _IDENT.match(code, i).end()
+            j = _SKIP.match(code, i).end() if code[i : i + 1].isspace() else i
+            if code[j : j + 1] == "<":
+                i = j + 1
+                if code[i : i + 1] in ("<", "="):
+                    i += 1  # '<<', '<=' or '<<=': an operator
+                else:
+                    pending.append((start, j, depth))
+        elif c == ">":
+            if pending and pending[-1][2] == depth:
+                start, lt, _ = pending.pop()
+                found.append((start, lt, i))
+                i += 1
+            else:
+                i += 2 if code[i + 1 : i + 2] == "=" else 1
+        elif c in "([":
+            depth, i = depth + 1, i + 1
+        elif c in ")]":
+            while pending and pending[-1][2] >= depth:
+                pending.pop()
+            depth, i = max(0, depth - 1), i + 1
+        elif c == "!":
+            i += 2 if code[i + 1 : i + 2] == "=" else 1
+        elif c == "=":
+            if code[i + 1 : i + 2] == "=":
+                i += 2
+            else:
+                depth, i = 0, i + 1
+                pending.clear()
+        elif c in ";{:":
+            depth, i = 0, i + 1
+            pending.clear()
+        elif code[i : i + 2] in ("&&", "||"):
+            while pending and pending[-1][2] >= depth:
+                pending.pop()
+            i += 2
+        else:
+            i += 1
+    return found
+
+
+def check_template_lists(code: str, filename: str) -> None:
+    """Raise :class:`WgslSyntaxError` where WGSL's template-list discovery
+    (:func:`template_lists`) opens a template list at a name that takes none: a comparison
+    ``a < b`` that a later ``>`` at the same depth closes, e.g. ``select(a < b, c, d >= e)``,
+    which every WGSL compiler refuses (kvdsl's grammar alone would read a comparison)."""
+    for start, lt, gt in template_lists(code):
+        name = code[start:lt].strip()
+        if name not in TEMPLATED and not _TEMPLATED_FAMILY.fullmatch(name):
+            line, column = position(code, lt)
+            gt_line, gt_column = position(code, gt)
+            raise WgslSyntaxError(
+                f"WGSL reads '{name} <' as the start of a template list that the '>' at "
+                f"{gt_line}:{gt_column} closes (template lists are found before parsing, "
+                "commas notwithstanding): parenthesise the comparison",
+                filename,
+                line,
+                column,
+                "<",
+                (),
+            )

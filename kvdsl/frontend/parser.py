@@ -26,6 +26,7 @@ from kvdsl.frontend.errors import (
     FrontendError,
     UnsupportedError,
     WgslTypeError,
+    check_template_lists,
     check_words,
     syntax_error,
 )
@@ -108,6 +109,7 @@ def parse_with_lines(
     """Like :func:`parse`, also returning ``{id(stmt): source line}`` for every statement."""
     found, code = comments_.scan(text)
     check_words(code, filename)
+    check_template_lists(code, filename)
     parser = wgsl_parser()
     try:
         tree = parser.parse(text)
