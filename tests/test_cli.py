@@ -213,6 +213,29 @@ def test_check_reports_every_validator(tmp_path):
     assert any(line.endswith("[tint]") for line in lines)
 
 
+def test_check_takes_an_entry_point_of_any_name(tmp_path):
+    # WebGPU takes a module's one compute entry point whatever its name; naga's pipeline was
+    # created for "main" and refused a valid module ("Unable to find entry point 'main'").
+    src = tmp_path / "named.wgsl"
+    src.write_text(
+        "@group(0) @binding(0) var<storage, read_write> out: array<u32>;\n"
+        "@compute @workgroup_size(64)\n"
+        "fn kernel_main(@builtin(global_invocation_id) gid: vec3<u32>) {\n"
+        "  out[gid.x] = gid.x * 2u;\n"
+        "}\n"
+    )
+    out = kvdsl("check", str(src))
+    assert out.returncode == 0 and out.stdout.strip() == "1 passed, 0 failed", out.stdout
+    bad = tmp_path / "joined.wgsl"  # "const" run into its name: WGSL and kvdsl refuse it
+    bad.write_text("constN: u32 = 4u;\n" + src.read_text())
+    out = kvdsl("check", str(bad))
+    assert out.returncode == 1
+    lines = out.stdout.splitlines()
+    assert any(line.endswith("[kvdsl]") and "unexpected 'constN'" in line for line in lines)
+    assert any(line.endswith("[naga]") for line in lines)
+    assert any(line.endswith("[tint]") for line in lines)
+
+
 def test_run_wgsl_file_reports_out_of_bounds_with_its_line(tmp_path):
     src = tmp_path / "oob.wgsl"
     src.write_text(

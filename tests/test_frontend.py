@@ -124,6 +124,21 @@ MALFORMED = [
     ),
     (kernel("  loop { break }"), 4, 16, "unexpected '}'; expected ';'"),
     (kernel("  return 1u +"), 5, 11, "unexpected '='; expected one of ';' or an operator"),
+    # A keyword run into the name after it is one word (lark's contextual lexer used to split
+    # it where no name could stand, reading "constN" as "const N").
+    (
+        "constN: u32 = 4u;\n",
+        1,
+        1,
+        "unexpected 'constN'; expected one of ';', '@', 'const', 'enable', 'fn', 'struct', 'var' "
+        "or end of input",
+    ),
+    (
+        "@compute @workgroup_size(64)\nfnmain() {\n}\n",
+        2,
+        1,
+        "unexpected 'fnmain'; expected one of 'fn' or 'var'",
+    ),
     # WGSL finds template lists before it parses: "gid.x <" opens one that the ">" of ">="
     # in the next argument closes (Tint: "parsed as template list"; naga refuses it too).
     (

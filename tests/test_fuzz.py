@@ -391,3 +391,37 @@ def test_frontend_on_mutated_wgsl(src: str, seed: int, n: int) -> None:
         else:
             assert 1 <= err.line <= text.count("\n") + 1, str(err)
         assert str(err).startswith("<wgsl>:"), str(err)
+
+
+@examples(2)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_mutated_wgsl_the_frontend_takes_compiles_under_naga_and_tint(seed: int) -> None:
+    """What the frontend takes of 1,500 mutated kernels, naga and Tint take too: kvdsl reads no
+    text as WGSL that WGSL's compilers refuse. (The tenth stop found two ways it did: a keyword
+    run into the next name, ``constN``, read as ``const N``; and a comparison that WGSL's
+    template-list discovery reads as a list. A ``--``, which kvdsl reads as two minus signs and
+    WGSL refuses, is the documented difference left out; docs/grammar.md.)"""
+    from kvdsl.frontend import FrontendError, parse
+    from kvdsl.runtime import CompileError, compile_wgsl, tint_check
+
+    rng = random.Random(seed)
+    taken: dict[str, str] = {}
+    for k in range(1500):
+        src = SOURCES[rng.randrange(len(SOURCES))]
+        text = mutate(src, rng, rng.randint(1, 4))
+        if "--" in text:
+            continue
+        try:
+            parse(text)
+        except FrontendError:
+            continue
+        taken[f"mutant{k}"] = text
+    assert len(taken) > 20  # about 6% of mutants parse
+    refused = {}
+    for name, text in taken.items():
+        try:
+            compile_wgsl(text)
+        except CompileError as err:
+            refused[name] = f"naga: {err}"
+    refused |= {n: f"tint: {e}" for n, e in tint_check(taken).items() if e is not None}
+    assert not refused, (len(refused), next(iter(refused.values())))

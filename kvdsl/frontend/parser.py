@@ -82,6 +82,19 @@ def _grammar_path() -> Path:
 GRAMMAR = _grammar_path()
 
 
+class _WholeWords:
+    """Lark's contextual lexer offers in each parser state only the terminals that state
+    accepts; where a name cannot stand (between module declarations, say) it matched a keyword
+    at the start of a longer word, so ``constHALF: u32 = 16u;`` read as ``const HALF``, which
+    WGSL refuses. Offered ``NAME`` everywhere (a post-lexer's ``always_accept``), the lexer takes
+    the whole word, a keyword only where the word is one, and the parser refuses the name."""
+
+    always_accept = ("NAME",)
+
+    def process(self, stream):
+        return stream
+
+
 @functools.cache
 def wgsl_parser() -> Lark:
     """The LALR parser of ``grammar/wgsl.lark`` (built once per process)."""
@@ -91,6 +104,7 @@ def wgsl_parser() -> Lark:
         strict=True,
         propagate_positions=True,
         maybe_placeholders=True,
+        postlex=_WholeWords(),
     )
 
 

@@ -261,15 +261,17 @@ def pipeline(
     bindings: tuple[Binding, ...] | None,
     has_params: bool,
     label: str = "kernel",
+    entry_point: str | None = "main",
 ) -> Pipeline:
-    """The compute pipeline for ``wgsl`` (entry point ``main``), compiled once per text.
+    """The compute pipeline for ``wgsl`` (entry point ``main``, or with None the module's one
+    compute entry point, whatever its name), compiled once per text.
 
     With ``bindings`` the layout is explicit (storage bindings numbered in order, then the params
     uniform), so a module whose declarations disagree with the interface fails to compile; with
     None the layout is naga's automatic one.
     """
     accesses = None if bindings is None else tuple(b.access for b in bindings)
-    key = (wgsl, accesses, has_params, LOOP_BOUNDING)
+    key = (wgsl, accesses, has_params, entry_point, LOOP_BOUNDING)
     if key not in _pipelines:
         dev = device(*extensions(wgsl))
         try:
@@ -279,9 +281,8 @@ def pipeline(
             else:
                 bgl = dev.create_bind_group_layout(entries=_layout_entries(bindings, has_params))
                 layout = dev.create_pipeline_layout(bind_group_layouts=[bgl])
-            pipe = dev.create_compute_pipeline(
-                label=label, layout=layout, compute={"module": module, "entry_point": "main"}
-            )
+            stage = {"module": module} | ({"entry_point": entry_point} if entry_point else {})
+            pipe = dev.create_compute_pipeline(label=label, layout=layout, compute=stage)
         except wgpu.GPUError as e:
             raise compile_error(wgsl, str(e)) from None
         bgl = pipe.get_bind_group_layout(0) if bindings is None else bgl
@@ -325,8 +326,9 @@ def trusted_module(dev: wgpu.GPUDevice, label: str, code: str, checks: int) -> w
 
 
 def compile_wgsl(wgsl: str) -> None:
-    """Compile ``wgsl`` under naga (shader module and pipeline); raise :class:`CompileError`."""
-    pipeline(wgsl, None, False)
+    """Compile ``wgsl`` under naga (shader module and pipeline of its one compute entry point,
+    whatever its name, as WebGPU allows); raise :class:`CompileError`."""
+    pipeline(wgsl, None, False, entry_point=None)
 
 
 def adapter_info() -> dict:
