@@ -257,6 +257,18 @@ TYPE_ERRORS = [
     ),
     (kernel("  let x: u32 = -1;"), 4, "literal -1 is not a valid u32 value"),
     (kernel("  let x = y;"), 4, "undefined name 'y'"),
+    # @group and @binding take a non-negative i32 (Tint: "value ... cannot be represented as
+    # 'i32'", "'@binding' value must be non-negative"); kvdsl took any integer.
+    (
+        kernel("", "@group(0) @binding(-1) var<storage, read_write> out: array<u32>;\n"),
+        1,
+        "@binding(-1) on var 'out': WGSL takes a non-negative i32 (0 to 2147483647)",
+    ),
+    (
+        kernel("", "@group(0x7FFFFFFF0) @binding(0) var<storage, read_write> out: array<u32>;\n"),
+        1,
+        "@group(34359738352) on var 'out': WGSL takes a non-negative i32 (0 to 2147483647)",
+    ),
     (kernel("  if (true) {\n    break;\n  }"), 5, "break outside a loop"),
     (
         kernel(

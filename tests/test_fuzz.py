@@ -424,4 +424,12 @@ def test_mutated_wgsl_the_frontend_takes_compiles_under_naga_and_tint(seed: int)
         except CompileError as err:
             refused[name] = f"naga: {err}"
     refused |= {n: f"tint: {e}" for n, e in tint_check(taken).items() if e is not None}
+    # A device's limits are not WGSL's: a mutant may name @group(40) or @binding(2000), which
+    # kvdsl renumbers (its interface is the bindings' order) and the compilers' devices refuse.
+    refused = {n: e for n, e in refused.items() if not DEVICE_LIMITS.search(e)}
     assert not refused, (len(refused), next(iter(refused.values())))
+
+
+DEVICE_LIMITS = re.compile(
+    r"max_bind_groups|greater than the maximum number|Too many bindings|infringes limits"
+)

@@ -257,7 +257,14 @@ class _Assembler:
         for a in g.attrs:
             if a.name not in ("group", "binding") or a.args is None or len(a.args) != 1:
                 raise self.err(f"attribute @{a.name} on a module var", a.line, a.column)
-            got[a.name] = _int_arg(a, {}, self.filename)
+            got[a.name] = value = _int_arg(a, {}, self.filename)
+            if not 0 <= value < 2**31:
+                raise WgslTypeError(
+                    f"@{a.name}({value}) on var '{g.name}': WGSL takes a non-negative i32 "
+                    f"(0 to {2**31 - 1})",
+                    self.filename,
+                    a.line,
+                )
         if set(got) != {"group", "binding"}:
             raise self.err(f"var '{g.name}' without @group and @binding", g.line, g.column)
         return got["group"], got["binding"]
