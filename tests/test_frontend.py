@@ -139,6 +139,8 @@ MALFORMED = [
         1,
         "unexpected 'fnmain'; expected one of 'fn' or 'var'",
     ),
+    # "--" is one token, as WGSL tokenises it (kvdsl read "a - -b" until the tenth stop).
+    (kernel("  let c = 1i--1i;"), 4, 13, "unexpected '--'; expected one of ';' or an operator"),
     # WGSL finds template lists before it parses: "gid.x <" opens one that the ">" of ">="
     # in the next argument closes (Tint: "parsed as template list"; naga refuses it too).
     (

@@ -87,9 +87,11 @@ class _WholeWords:
     accepts; where a name cannot stand (between module declarations, say) it matched a keyword
     at the start of a longer word, so ``constHALF: u32 = 16u;`` read as ``const HALF``, which
     WGSL refuses. Offered ``NAME`` everywhere (a post-lexer's ``always_accept``), the lexer takes
-    the whole word, a keyword only where the word is one, and the parser refuses the name."""
+    the whole word, a keyword only where the word is one, and the parser refuses the name.
+    ``++`` and ``--`` likewise: WGSL tokenises ``a--b`` as ``a -- b`` and refuses it, where the
+    contextual lexer read ``a - -b``."""
 
-    always_accept = ("NAME",)
+    always_accept = ("NAME", "_INCREMENT", "_DECREMENT")
 
     def process(self, stream):
         return stream
