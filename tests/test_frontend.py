@@ -139,6 +139,14 @@ MALFORMED = [
         1,
         "unexpected 'fnmain'; expected one of 'fn' or 'var'",
     ),
+    # Block comments nest, as WGSL's do: this one never closes (Tint: "unterminated block
+    # comment"); kvdsl ended it at the first "*/" until the tenth stop.
+    (
+        kernel("  /* a /* b */ out[0u] = 1u;"),
+        4,
+        3,
+        "a block comment that never closes ('/*' and '*/' nest, as in WGSL)",
+    ),
     # "--" is one token, as WGSL tokenises it (kvdsl read "a - -b" until the tenth stop).
     (kernel("  let c = 1i--1i;"), 4, 13, "unexpected '--'; expected one of ';' or an operator"),
     # WGSL finds template lists before it parses: "gid.x <" opens one that the ">" of ">="
@@ -482,3 +490,9 @@ def test_template_list_discovery(code: str, lists: list[str]) -> None:
     found = template_lists(code)
     assert [code[s:lt].strip() for s, lt, _ in found] == lists
     assert all(code[lt] == "<" and code[gt] == ">" for _, lt, gt in found)
+
+
+def test_block_comments_nest_as_in_wgsl() -> None:
+    k = parse(kernel("  /* out[0u] = 2u; /* inner */ out[0u] = 3u; */\n  out[0u] = 1u;"))
+    assert k.body == parse(kernel("  out[0u] = 1u;")).body  # the stores of 2u and 3u: comment
+    assert parse(kernel("  /* // */ out[0u] = 1u;")).body == k.body  # "//" inside: comment

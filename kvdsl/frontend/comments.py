@@ -10,9 +10,38 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-# Matched left to right, so a "//" inside a block comment (or "/*" inside a line comment) is
-# part of that comment. Block comments do not nest (a difference from WGSL, see docs/grammar.md).
-_COMMENT = re.compile(r"//[^\n]*|/\*[\s\S]*?\*/")
+# Found left to right, so a "//" inside a block comment (or "/*" inside a line comment) is part
+# of that comment. Block comments nest, as WGSL's do: "/* a /* b */ c */" is one comment.
+_MARK = re.compile(r"//|/\*")
+_BLOCK = re.compile(r"/\*|\*/")
+
+
+class UnterminatedComment(ValueError):
+    """A ``/*`` whose comment (nested ones counted) never closes; ``offset`` is where it opens."""
+
+    def __init__(self, offset: int) -> None:
+        super().__init__(f"unterminated block comment at offset {offset}")
+        self.offset = offset
+
+
+def _comments(text: str):
+    """The ``(start, end)`` of each comment of ``text``, in order."""
+    i = 0
+    while (m := _MARK.search(text, i)) is not None:
+        start = m.start()
+        if m.group() == "//":
+            end = text.find("\n", start)
+            end = len(text) if end < 0 else end
+        else:
+            depth, end = 1, m.end()
+            while depth:
+                b = _BLOCK.search(text, end)
+                if b is None:
+                    raise UnterminatedComment(start)
+                depth += 1 if b.group() == "/*" else -1
+                end = b.end()
+        yield start, end
+        i = end
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,18 +55,19 @@ def scan(text: str) -> tuple[list[LineComment], str]:
     """The line comments of ``text``, and ``text`` with every comment blanked out.
 
     Blanking keeps newlines, so offsets, lines and columns in the blanked text match the source.
+    Raises :class:`UnterminatedComment` for a block comment that never closes.
     """
     found: list[LineComment] = []
     parts: list[str] = []
     last = 0
-    for m in _COMMENT.finditer(text):
-        start = m.start()
+    for start, end in _comments(text):
+        group = text[start:end]
         parts.append(text[last:start])
-        parts.append(re.sub(r"[^\n]", " ", m.group()))
-        last = m.end()
-        if m.group().startswith("//"):
+        parts.append(re.sub(r"[^\n]", " ", group))
+        last = end
+        if group.startswith("//"):
             line_start = text.rfind("\n", 0, start) + 1
-            body = m.group()[2:]
+            body = group[2:]
             body = body[1:] if body.startswith(" ") else body
             found.append(
                 LineComment(

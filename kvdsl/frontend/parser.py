@@ -25,9 +25,11 @@ from kvdsl.frontend import comments as comments_
 from kvdsl.frontend.errors import (
     FrontendError,
     UnsupportedError,
+    WgslSyntaxError,
     WgslTypeError,
     check_template_lists,
     check_words,
+    position,
     syntax_error,
 )
 from kvdsl.frontend.transform import (
@@ -123,12 +125,24 @@ def parse_with_lines(
     text: str, filename: str = "<wgsl>", dispatch: Dispatch | None = None
 ) -> tuple[Kernel, dict[int, int]]:
     """Like :func:`parse`, also returning ``{id(stmt): source line}`` for every statement."""
-    found, code = comments_.scan(text)
+    try:
+        found, code = comments_.scan(text)
+    except comments_.UnterminatedComment as err:
+        line, column = position(text, err.offset)
+        raise WgslSyntaxError(
+            "a block comment that never closes ('/*' and '*/' nest, as in WGSL)",
+            filename,
+            line,
+            column,
+            "/*",
+            (),
+        ) from None
     check_words(code, filename)
     check_template_lists(code, filename)
     parser = wgsl_parser()
     try:
-        tree = parser.parse(text)
+        # The comments blanked: the grammar's comment terminals cannot nest block comments.
+        tree = parser.parse(code)
     except UnexpectedInput as err:
         raise syntax_error(err, parser, text, filename) from None
     ir = ToIR(filename, found)
