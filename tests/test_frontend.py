@@ -267,6 +267,26 @@ TYPE_ERRORS = [
     ),
     (kernel("  let x: u32 = -1;"), 4, "literal -1 is not a valid u32 value"),
     (kernel("  let x = y;"), 4, "undefined name 'y'"),
+    # A function-scope const is evaluated when WGSL compiles: no runtime value in it (naga and
+    # Tint refuse these; kvdsl took them as lets until the tenth stop).
+    (
+        kernel("  const x = gid.x;\n  out[0u] = x;"),
+        4,
+        "const x: 'gid' is a builtin, not a const (a const is evaluated when the shader compiles: "
+        "use let)",
+    ),
+    (
+        kernel("  let a = 2u;\n  const x = a + 1u;\n  out[0u] = x;"),
+        5,
+        "const x: 'a' is a let, not a const (a const is evaluated when the shader compiles: use let)",
+    ),
+    # WGSL writes one component of a vector at a time (naga refuses "v.xy = ...").
+    (
+        kernel("  var v = vec4<u32>(1u);\n  v.xy = vec2<u32>(2u);\n  out[0u] = v.x;"),
+        5,
+        "v.xy = vec2<u32>(2u): cannot assign to the swizzle v.xy (WGSL writes one component at a "
+        "time)",
+    ),
     # @group and @binding take a non-negative i32 (Tint: "value ... cannot be represented as
     # 'i32'", "'@binding' value must be non-negative"); kvdsl took any integer.
     (
@@ -496,3 +516,14 @@ def test_block_comments_nest_as_in_wgsl() -> None:
     k = parse(kernel("  /* out[0u] = 2u; /* inner */ out[0u] = 3u; */\n  out[0u] = 1u;"))
     assert k.body == parse(kernel("  out[0u] = 1u;")).body  # the stores of 2u and 3u: comment
     assert parse(kernel("  /* // */ out[0u] = 1u;")).body == k.body  # "//" inside: comment
+
+
+def test_function_scope_consts_of_consts() -> None:
+    # Literals, module consts, earlier function-scope consts and builtins of them: all const.
+    k = parse(
+        kernel(
+            "  const a = 2u;\n  const b = max(a * N, 3u) + u32(1.5f);\n  out[0u] = b;",
+            HEAD + "const N: u32 = 4u;\n",
+        )
+    )
+    assert [s.name for s in k.body if isinstance(s, Let)] == ["a", "b"]

@@ -65,11 +65,12 @@ class RawCtor:
 
 @dataclass(frozen=True, slots=True)
 class RawLet:
-    """``let`` or function-scope ``const``, with its optional declared type."""
+    """``let`` or function-scope ``const`` (``const``), with its optional declared type."""
 
     name: str
     ty: Scalar | Vec | Array | None
     value: Expr
+    const: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -368,7 +369,9 @@ class ToIR(Transformer):
     def let(self, meta: Meta, name: Token, ty, value) -> RawLet:
         return self._at(RawLet(str(name), ty, value), meta)
 
-    local_const = let
+    @v_args(meta=True, inline=True)
+    def local_const(self, meta: Meta, name: Token, ty, value) -> RawLet:
+        return self._at(RawLet(str(name), ty, value, const=True), meta)
 
     @v_args(meta=True, inline=True)
     def local_var(self, meta: Meta, address, name: Token, ty, init) -> RawVar:

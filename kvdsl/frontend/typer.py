@@ -37,6 +37,7 @@ from kvdsl.ir.nodes import (
     Stmt,
     Unary,
     Var,
+    walk,
 )
 from kvdsl.ir.ops import Op
 from kvdsl.ir.types import Array, Scalar, Type, Vec, bool_, f16, f32, i32, u32
@@ -114,6 +115,7 @@ class Typer:
         self.raw_lines = raw_lines
         self.lines: dict[int, int] = {}
         self.line: int | None = None
+        self.const_symbols: set[int] = set()  # the scope symbols of function-scope consts
 
     def error(self, message: str) -> WgslTypeError:
         return WgslTypeError(message, self.filename, self.line)
@@ -208,6 +210,27 @@ class Typer:
             raise self.error(f"{ty}(...) takes one argument, got {len(args)}")
         return Construct(ty, tuple(self.expr(a, scope, ty.elem) for a in args))
 
+    def const_initialiser(self, name: str, value: Expr, scope: Scope) -> None:
+        """A function-scope ``const`` must be a const-expression, as WGSL requires (the IR keeps
+        it as a ``let``): literals, module consts, earlier function-scope consts, operators,
+        conversions, constructors and builtins of those; no ``let``, ``var``, binding,
+        builtin input or helper call (WGSL evaluates a const when it compiles)."""
+        for node in walk(value):
+            if type(node) is Name:
+                sym = scope.lookup(node.name)
+                if sym is not None and sym.kind != "const" and id(sym) not in self.const_symbols:
+                    raise self.error(
+                        f"const {name}: '{node.name}' is a {sym.kind}, not a const (a const is "
+                        "evaluated when the shader compiles: use let)"
+                    )
+            elif type(node) is FnCall or (
+                type(node) is Call and node.op is Op.SUBGROUP_SHUFFLE_XOR
+            ):
+                raise self.error(
+                    f"const {name}: a call of {getattr(node, 'name', 'subgroupShuffleXor')} is "
+                    "not a const-expression (use let)"
+                )
+
     # -- statements --
     def block(self, body: tuple[Stmt, ...], scope: Scope, ret: Type | None, loop: bool) -> tuple:
         return tuple(self.stmt(s, scope, ret, loop) for s in body)
@@ -223,12 +246,17 @@ class Typer:
 
     def _stmt(self, s: Stmt, scope: Scope, ret: Type | None, loop: bool) -> Stmt:
         match s:
-            case RawLet(name, ty, value):
+            case RawLet(name, ty, value, const):
                 value = self.expr(value, scope, ty)
                 if ty is not None and self.type_of(value, scope) != ty:
                     got = self.type_of(value, scope)
                     raise self.error(f"let {name}: {ty} is initialised with a {got}")
-                return self.check(Let(name, value), scope, ret, loop)
+                if const:
+                    self.const_initialiser(name, value, scope)
+                out = self.check(Let(name, value), scope, ret, loop)
+                if const:
+                    self.const_symbols.add(id(scope.lookup(name)))
+                return out
             case RawVar(name, ty, init):
                 if init is not None:
                     init = self.expr(init, scope, ty)

@@ -849,6 +849,12 @@ class Checker:
     def _target(self, s: Stmt, target: Expr, scope: Scope) -> Type:
         root = target
         while isinstance(root, (Index, Member)):
+            if type(root) is Member and len(root.name) > 1:
+                # WGSL takes a reference of one component only: v.x = ..., not v.xy = ...
+                raise VerifyError(
+                    f"{show(s)}: cannot assign to the swizzle {show(root)} (WGSL writes one "
+                    "component at a time)"
+                )
             root = root.base
         if not isinstance(root, Name):
             raise VerifyError(f"{show(s)}: cannot assign to {show(target)}")
