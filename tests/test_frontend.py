@@ -280,6 +280,20 @@ TYPE_ERRORS = [
         5,
         "const x: 'a' is a let, not a const (a const is evaluated when the shader compiles: use let)",
     ),
+    # WGSL takes the workgroup size's arguments all i32 or all u32 (Tint refuses a mix, naga
+    # took it) and each builtin once (kvdsl took both until the tenth stop).
+    (
+        kernel("", HEAD).replace("@workgroup_size(64)", "@workgroup_size(64u, 1i)"),
+        2,
+        "@workgroup_size arguments of different types (i32, u32): WGSL takes all i32 or all u32",
+    ),
+    (
+        kernel("", HEAD).replace(
+            "gid: vec3<u32>", "gid: vec3<u32>, @builtin(global_invocation_id) g2: vec3<u32>"
+        ),
+        3,
+        "@builtin(global_invocation_id) on 'gid' and 'g2': WGSL takes each builtin once",
+    ),
     # WGSL writes one component of a vector at a time (naga refuses "v.xy = ...").
     (
         kernel("  var v = vec4<u32>(1u);\n  v.xy = vec2<u32>(2u);\n  out[0u] = v.x;"),

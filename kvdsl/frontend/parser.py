@@ -38,6 +38,7 @@ from kvdsl.frontend.transform import (
     FnDecl,
     GlobalVar,
     Module,
+    RawLit,
     StructDecl,
     StructRef,
     ToIR,
@@ -50,10 +51,12 @@ from kvdsl.ir.nodes import (
     Binding,
     Const,
     Dispatch,
+    Expr,
     Function,
     Kernel,
     Name,
     WorkgroupVar,
+    walk,
 )
 from kvdsl.emit.wgsl import HOST_DATA
 from kvdsl.ir.types import SCALARS, Array, RuntimeArray, Scalar, Struct, Vec
@@ -392,6 +395,14 @@ class _Assembler:
                     _int_arg(Attr(a.name, (e,), a.line, a.column), values, self.filename)
                     for e in a.args
                 ]
+                kinds = {t for e in a.args for t in _literal_types(e, consts)}
+                if len(kinds) > 1:
+                    raise WgslTypeError(
+                        f"@workgroup_size arguments of different types ({', '.join(sorted(kinds))}):"
+                        " WGSL takes all i32 or all u32",
+                        self.filename,
+                        a.line,
+                    )
                 size += [1] * (3 - len(size))
                 first = a.args[0]
                 name = first.name if isinstance(first, Name) else None
@@ -417,6 +428,14 @@ class _Assembler:
             want = builtin_type(arg[0].name)
             if pty != want:
                 raise self.err(f"builtin '{pname}' of type {pty} ({want})", attrs[0].line)
+            twice = [p for p, b in out if b == arg[0].name]
+            if twice:
+                raise WgslTypeError(
+                    f"@builtin({arg[0].name}) on '{twice[0]}' and '{pname}': WGSL takes each "
+                    "builtin once",
+                    self.filename,
+                    attrs[0].line,
+                )
             out.append((pname, arg[0].name))
             self._declare(
                 main, pname, Symbol(want, "builtin"), entry, f"parameter {pname}", entry.line
@@ -450,6 +469,19 @@ class _Assembler:
         out = Function(fn.name, tuple(params), fn.ret, body)
         typer.checker.functions[fn.name] = out
         return out
+
+
+def _literal_types(e: Expr, consts: tuple[Const, ...]) -> set[str]:
+    """The concrete integer types ``e``'s suffixed literals and const names carry (an abstract
+    literal carries none)."""
+    typed = {c.name: str(c.ty) for c in consts}
+    out = set()
+    for node in walk(e):
+        if type(node) is RawLit and node.ty is not None:
+            out.add(str(node.ty))
+        elif type(node) is Name and node.name in typed:
+            out.add(typed[node.name])
+    return out
 
 
 def _int_arg(a: Attr, consts: dict, filename: str) -> int:
