@@ -8,6 +8,8 @@ these and found six texts kvdsl took that WGSL refuses (each now also a located-
 from __future__ import annotations
 
 
+import pytest
+
 from kvdsl.frontend import FrontendError, parse
 from test_frontend import kernel
 
@@ -120,6 +122,60 @@ CASES = {
     "float_eq_compare_f16mix": k("  out[0u] = select(0u, 1u, 1.0f == 1.0);"),
     "large_workgroup_array": H
     + "var<workgroup> w: array<vec4<f32>, 2048>;\n@compute @workgroup_size(64)\nfn main(@builtin(local_invocation_id) lid: vec3<u32>) {\n  w[lid.x] = vec4<f32>(1.0);\n  workgroupBarrier();\n  out[0u] = u32(w[0].x);\n}\n",
+    "and_or_mix": k("  let a = 1u; let b = 2u; let c = 3u;\n  out[0u] = a & b | c;"),
+    "add_shift_mix": k("  let a = 1u;\n  out[0u] = a + 1u << 2u;"),
+    "rel_chain": k("  let a = 1u;\n  out[0u] = select(0u, 1u, a < 2u == true);"),
+    "land_lor_mix": k("  let a = true;\n  out[0u] = select(0u, 1u, a && a || a);"),
+    "neg_mul": k("  let a = 2i;\n  out[0u] = u32(-a * 3i);"),
+    "not_eq": k("  let a = true;\n  out[0u] = select(0u, 1u, !a == false);"),
+    "bitnot_neg": k("  out[0u] = u32(~-1i);"),
+    "swizzle_mixed_sets": k("  let v = vec4<u32>(1u);\n  out[0u] = v.xg.x;"),
+    "swizzle_too_long": k("  let v = vec4<u32>(1u);\n  out[0u] = v.xyzwx.x;"),
+    "swizzle_rgba": k("  let v = vec4<u32>(1u);\n  out[0u] = v.rg.y;"),
+    "swizzle_on_scalar": k("  let x = 1u;\n  out[0u] = x.x;"),
+    "swizzle_past_size": k("  let v = vec2<u32>(1u);\n  out[0u] = v.z;"),
+    "index_scalar": k("  let x = 1u;\n  out[0u] = x[0];"),
+    "array_ctor_short": k("  let a = array<u32, 3>(1u, 2u);\n  out[0u] = a[0];"),
+    "vec_ctor_too_many": k("  let v = vec2<u32>(1u, 2u, 3u);\n  out[0u] = v.x;"),
+    "vec_ctor_from_parts": k("  let v = vec3<u32>(vec2<u32>(1u), 1u);\n  out[0u] = v.z;"),
+    "vec_ctor_short": k("  let v = vec4<f32>(vec2<f32>(1.0), 1.0);\n  out[0u] = u32(v.x);"),
+    "bool_vec_land": k("  let v = vec2<bool>(true) && vec2<bool>(false);\n  out[0u] = 1u;"),
+    "bool_vec_and": k(
+        "  let v = vec2<bool>(true) & vec2<bool>(false);\n  out[0u] = select(0u, 1u, v.x);"
+    ),
+    "select_mixed": k("  out[0u] = select(0u, 1i, true);"),
+    "const_div_zero_float": k("  out[0u] = u32(1.0 / 0.0);"),
+    "i32_of_float": k("  out[0u] = u32(i32(3.9f));"),
+    "float_forms": k("  let a = 1.;\n  let b = .5;\n  let c = 1e3;\n  out[0u] = u32(a + b + c);"),
+    "abstract_float_to_u32": k("  out[0u] = 1e3;"),
+    "abstract_float_int_ctx": k("  let x: u32 = 1.5;\n  out[0u] = x;"),
+    "vec_times_scalar": k("  let v = vec2<f32>(1.0) * 2.0;\n  out[0u] = u32(v.x);"),
+    "scalar_minus_vec": k("  let v = 2u - vec2<u32>(1u);\n  out[0u] = v.x;"),
+    "vec_shift_scalar": k("  let v = vec2<u32>(1u) << 2u;\n  out[0u] = v.x;"),
+    "compare_bools_lt": k("  out[0u] = select(0u, 1u, true < false);"),
+    "eq_bools": k("  out[0u] = select(0u, 1u, true == false);"),
+    "assign_vec_component_index": k("  var v = vec4<u32>(1u);\n  v[2] = 3u;\n  out[0u] = v.z;"),
+    "var_array_elem_assign": k("  var a: array<u32, 4>;\n  a[1u] = 3u;\n  out[0u] = a[1u];"),
+    "let_array_index_runtime": k(
+        "  let a = array<u32, 4>(1u, 2u, 3u, 4u);\n  out[0u] = a[gid.x % 4u];"
+    ),
+    "trailing_comma_ctor": k("  let v = vec2<u32>(1u, 2u,);\n  out[0u] = v.x;"),
+    "paren_lhs": k("  var x = 1u;\n  (x) = 2u;\n  out[0u] = x;"),
+    "compound_shift_i32": k("  var x = 1i;\n  x <<= 2u;\n  out[0u] = u32(x);"),
+    "increment_u32_var": k("  var x = 1u;\n  x++;\n  out[0u] = x;"),
+    "increment_let": k("  let x = 1u;\n  x++;\n  out[0u] = x;"),
+    "for_const_init": k("  for (const i = 0u; i < 1u; ) { break; }\n  out[0u] = 1u;"),
+    "empty_for_body_cond_false": k("  for (var i = 0u; false; i++) { }\n  out[0u] = 1u;"),
+    "loop_break_if_missing": k("  loop { if (gid.x > 0u) { break; } }\n  out[0u] = 1u;"),
+    "continue_in_loop_only": k("  loop { if (gid.x > 0u) { break; } continue; }\n  out[0u] = 1u;"),
+    "else_if_chain": k(
+        "  if (gid.x == 0u) { out[0u] = 1u; } else if (gid.x == 1u) { out[0u] = 2u; } else { out[0u] = 3u; }"
+    ),
+    "unicode_ident": k("  let é = 1u;\n  out[0u] = é;"),
+    "keyword_ident": k("  let loop1 = 1u;\n  out[0u] = loop1;"),
+    "reserved_ident": k("  let double = 1u;\n  out[0u] = double;"),
+    "underscore_ident": k("  let _ = 1u;\n  out[0u] = 1u;"),
+    "dunder_ident": k("  let __x = 1u;\n  out[0u] = __x;"),
 }
 
 
@@ -142,3 +198,29 @@ def test_what_the_frontend_takes_naga_and_tint_take():
             refused[name] = f"naga: {err}"
     refused |= {n: f"tint: {e}" for n, e in tint_check(taken).items() if e is not None}
     assert not refused, refused
+
+
+def test_text_outside_wgsl_is_an_error_not_a_crash():
+    # Non-ASCII text: kvdsl's names are ASCII (stricter than WGSL, docs/grammar.md); the
+    # template-list scan crashed on it (AttributeError) when the tenth stop added it. A
+    # no-break space is no WGSL blankspace (Tint and naga refuse it; kvdsl took it as one).
+    for body, column, char in (
+        ("  let \u00e9 = 1u;", 7, "'\u00e9' (U+00E9)"),
+        ("  let x = 1u\u00b2;", 13, "'\u00b2' (U+00B2)"),
+        ("  let x\u00a0= 1u;", 8, "'\u00a0' (U+00A0)"),
+    ):
+        with pytest.raises(FrontendError) as info:
+            parse(k(body))
+        assert str(info.value) == f"<wgsl>:4:{column}: unexpected character {char}"
+
+
+def test_wgsl_line_breaks_end_a_line_comment():
+    # U+2028 is a WGSL line break: the store after it is code, as naga and Tint read it.
+    k2028 = parse(k("  out[0u] = 1u; // c\u2028  out[1u] = 2u;"))
+    assert k2028.body == parse(k("  out[0u] = 1u; // c\n  out[1u] = 2u;")).body
+
+
+def test_colour_swizzles_read_as_xyzw():
+    text = "  var v = vec4<u32>(1u);\n  v.g = 2u;\n  out[0u] = v.rg.y + v.a;"
+    xyzw = text.replace(".g ", ".y ").replace(".rg.", ".xy.").replace(".a;", ".w;")
+    assert parse(k(text)).body == parse(k(xyzw)).body

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 # of that comment. Block comments nest, as WGSL's do: "/* a /* b */ c */" is one comment.
 _MARK = re.compile(r"//|/\*")
 _BLOCK = re.compile(r"/\*|\*/")
+_LINE_BREAK = re.compile("[\n\x0b\x0c\r\x85\u2028\u2029]")
 
 
 class UnterminatedComment(ValueError):
@@ -30,8 +31,8 @@ def _comments(text: str):
     while (m := _MARK.search(text, i)) is not None:
         start = m.start()
         if m.group() == "//":
-            end = text.find("\n", start)
-            end = len(text) if end < 0 else end
+            br = _LINE_BREAK.search(text, start)  # any of WGSL's line breaks ends it
+            end = len(text) if br is None else br.start()
         else:
             depth, end = 1, m.end()
             while depth:

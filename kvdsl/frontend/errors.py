@@ -186,6 +186,7 @@ def syntax_error(err: UnexpectedInput, parser: Lark, text: str, filename: str) -
             f"malformed number or name '{bad}'"
             if len(word) > 1
             else f"unexpected character '{bad}'"
+            + ("" if bad.isascii() and bad.isprintable() else f" (U+{ord(bad):04X})")
         )
         return WgslSyntaxError(what, filename, err.line, err.column, bad, ())
     if isinstance(err, (UnexpectedToken, UnexpectedEOF)):
@@ -202,7 +203,12 @@ def syntax_error(err: UnexpectedInput, parser: Lark, text: str, filename: str) -
 #: those outside kvdsl's subset are refused elsewhere, with their own message.
 TEMPLATED = frozenset({"var", "array", "vec2", "vec3", "vec4", "bitcast", "ptr", "atomic"})
 _TEMPLATED_FAMILY = re.compile(r"texture_\w+|" + _MATRIX)
-_SKIP = re.compile(r"\s+")
+#: WGSL's blankspace (Python's ``\s`` takes more, a no-break space among them).
+BLANK = " \t\n\x0b\x0c\r\x85\u200e\u200f\u2028\u2029"
+_SKIP = re.compile(f"[{BLANK}]+")
+_BLANK_SET = frozenset(BLANK)
+_DIGITS = frozenset("0123456789")
+_IDENT_START = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _NUMBER = re.compile(
     r"0[xX][0-9a-fA-F.]+(?:[pP][+-]?[0-9]+)?[fhiu]?"
@@ -222,13 +228,13 @@ def template_lists(code: str) -> list[tuple[int, int, int]]:
     depth, i, n = 0, 0, len(code)
     while i < n:
         c = code[i]
-        if c.isspace():
+        if c in BLANK:
             i = _SKIP.match(code, i).end()
-        elif c.isdigit() or (c == "." and code[i + 1 : i + 2].isdigit()):
+        elif c in _DIGITS or (c == "." and code[i + 1 : i + 2] in _DIGITS and i + 1 < n):
             i = _NUMBER.match(code, i).end()
-        elif c.isalpha() or c == "_":
+        elif c in _IDENT_START:  # ASCII only, as kvdsl's names are (the parser refuses others)
             start, i = i, _IDENT.match(code, i).end()
-            j = _SKIP.match(code, i).end() if code[i : i + 1].isspace() else i
+            j = _SKIP.match(code, i).end() if code[i : i + 1] in _BLANK_SET else i
             if code[j : j + 1] == "<":
                 i = j + 1
                 if code[i : i + 1] in ("<", "="):

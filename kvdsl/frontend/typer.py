@@ -99,6 +99,10 @@ def _pick(value: int | float, want: Type | None) -> Scalar:
     return s if s is not None and s.is_numeric else i32
 
 
+_RGBA = frozenset("rgba")
+_RGBA_AS_XYZW = str.maketrans("rgba", "xyzw")
+
+
 class Typer:
     """Turns raw statements into verified IR statements, keeping their source lines."""
 
@@ -178,7 +182,10 @@ class Typer:
             case Index(base, i):
                 return Index(self.expr(base, scope, None), self.expr(i, scope, None))
             case Member(base, name):
-                return Member(self.expr(base, scope, None), name)
+                base = self.expr(base, scope, None)
+                if isinstance(self.type_of(base, scope), Vec) and set(name) <= _RGBA:
+                    name = name.translate(_RGBA_AS_XYZW)  # WGSL's colour swizzle: the IR's xyzw
+                return Member(base, name)
         raise self.error(f"not an expression: {e!r}")
 
     def unify(self, args: tuple[Expr, ...], scope: Scope, want: Type | None) -> tuple[Expr, ...]:
