@@ -354,7 +354,8 @@ TOKEN = re.compile(
 )
 SOURCES = [emit(catalog.build(n)) for n in list(catalog.VARIANTS)[::6]]
 SPARE = ["(", ")", "{", "}", ";", ",", "let", "var", "fn", "return", "if", "for", "u32", "f32",
-         "0u", "1.5", "-", "*", "/", "<", ">", "=", "@", "[", "]", "x", "array", "<f32>", "."]  # fmt: skip
+         "0u", "1.5", "-", "*", "/", "<", ">", "=", "@", "[", "]", "x", "array", "<f32>", ".",
+         "--", ">=", "&&", "/*", "*/", "\u00e9", "\u00a0", "\u2028", "\u00b2"]  # fmt: skip
 
 
 def mutate(text: str, rng: random.Random, n: int) -> str:
