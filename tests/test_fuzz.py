@@ -402,7 +402,7 @@ def test_mutated_wgsl_the_frontend_takes_compiles_under_naga_and_tint(seed: int)
     run into the next name, ``constN``, read as ``const N``; and a comparison that WGSL's
     template-list discovery reads as a list; and it read ``a--b`` as ``a - -b``.)"""
     from kvdsl.frontend import FrontendError, parse
-    from kvdsl.runtime import CompileError, compile_wgsl, tint_check
+    from test_frontend_wgsl import refused_by_compilers
 
     rng = random.Random(seed)
     taken: dict[str, str] = {}
@@ -415,13 +415,7 @@ def test_mutated_wgsl_the_frontend_takes_compiles_under_naga_and_tint(seed: int)
             continue
         taken[f"mutant{k}"] = text
     assert len(taken) > 20  # about 6% of mutants parse
-    refused = {}
-    for name, text in taken.items():
-        try:
-            compile_wgsl(text)
-        except CompileError as err:
-            refused[name] = f"naga: {err}"
-    refused |= {n: f"tint: {e}" for n, e in tint_check(taken).items() if e is not None}
+    refused = refused_by_compilers(taken)
     # A device's limits are not WGSL's: a mutant may name @group(40) or @binding(2000), which
     # kvdsl renumbers (its interface is the bindings' order) and the compilers' devices refuse.
     refused = {n: e for n, e in refused.items() if not DEVICE_LIMITS.search(e)}
