@@ -294,6 +294,14 @@ TYPE_ERRORS = [
         3,
         "@builtin(global_invocation_id) on 'gid' and 'g2': WGSL takes each builtin once",
     ),
+    # A uniform's field of a type no uniform holds: located at the uniform (an AttributeError
+    # until the tenth stop, the module scope's check had no line to give).
+    (
+        "struct P { b: bool, }\n" + HEAD + "@group(0) @binding(1) var<uniform> params: P;\n"
+        "@compute @workgroup_size(64)\nfn main() {\n  out[0u] = select(0u, 1u, params.b);\n}\n",
+        3,
+        "params field 'b': type bool cannot be uniform",
+    ),
     # WGSL writes one component of a vector at a time (naga refuses "v.xy = ...").
     (
         kernel("  var v = vec4<u32>(1u);\n  v.xy = vec2<u32>(2u);\n  out[0u] = v.x;"),

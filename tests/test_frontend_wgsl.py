@@ -2,8 +2,9 @@
 each parsed by kvdsl and compiled by naga and Tint (Dawn's Null backend). Where kvdsl takes a
 text, both compilers must; kvdsl may be stricter (its subset, its declaration order, a barrier
 only under a uniform condition as Tint requires and naga does not check). The tenth stop wrote
-these and found six texts kvdsl took that WGSL refuses (each now also a located-error test in
-``test_frontend.py``)."""
+these in four batches and found what kvdsl took that WGSL refuses (each now also a test in
+``test_frontend.py`` or below: docs/grammar.md names them), a crash of the frontend on
+non-ASCII text and one on a uniform field no uniform may hold."""
 
 from __future__ import annotations
 
@@ -22,6 +23,13 @@ def k(body: str, head: str = H) -> str:
 
 def helper(fn: str) -> str:
     return H + fn + "\n"
+
+
+# An entry point that calls the helper f.
+E = (
+    "@compute @workgroup_size(64)\nfn main(@builtin(global_invocation_id) gid: vec3<u32>) {\n"
+    "  out[0u] = f(1u);\n}\n"
+)
 
 
 CASES = {
@@ -176,6 +184,62 @@ CASES = {
     "reserved_ident": k("  let double = 1u;\n  out[0u] = double;"),
     "underscore_ident": k("  let _ = 1u;\n  out[0u] = 1u;"),
     "dunder_ident": k("  let __x = 1u;\n  out[0u] = __x;"),
+    "directive_after_decl": H + "enable f16;\n" + k("  out[0u] = 1u;", ""),
+    "duplicate_enable": "enable f16;\nenable f16;\n" + k("  out[0u] = 1u;"),
+    "enable_list": "enable f16, subgroups;\n" + k("  out[0u] = 1u;"),
+    "helper_wrong_argc": helper("fn f(x: u32) -> u32 { return x; }")
+    + E.replace("f(1u)", "f(1u, 2u)"),
+    "helper_wrong_argtype": helper("fn f(x: u32) -> u32 { return x; }")
+    + E.replace("f(1u)", "f(1i)"),
+    "helper_abstract_arg": helper("fn f(x: u32) -> u32 { return x; }") + E.replace("f(1u)", "f(1)"),
+    "helper_no_return_type_used": helper("fn f(x: u32) { }") + E,
+    "helper_assign_param": helper("fn f(x: u32) -> u32 { x = 2u; return x; }") + E,
+    "helper_after_main": E + "fn f(x: u32) -> u32 { return x; }\n",
+    "helper_name_shadows_builtin": helper("fn max(x: u32) -> u32 { return x; }")
+    + E.replace("f(1u)", "max(1u)"),
+    "helper_calls_barrier": helper("fn f(x: u32) -> u32 { workgroupBarrier(); return x; }") + E,
+    "helper_uses_gid": helper("fn f(x: u32) -> u32 { return gid.x; }") + E,
+    "two_entry_points": H
+    + "@compute @workgroup_size(64)\nfn a(@builtin(global_invocation_id) gid: vec3<u32>) { out[0u] = 1u; }\n@compute @workgroup_size(64)\nfn b(@builtin(global_invocation_id) gid: vec3<u32>) { out[0u] = 2u; }\n",
+    "entry_no_builtins": H + "@compute @workgroup_size(64)\nfn main() { out[0u] = 1u; }\n",
+    "entry_return_type": H
+    + "@compute @workgroup_size(64)\nfn main() -> u32 { out[0u] = 1u; return 1u; }\n",
+    "workgroup_size_on_helper": helper("@workgroup_size(64) fn f(x: u32) -> u32 { return x; }") + E,
+    "unknown_builtin": H
+    + "@compute @workgroup_size(64)\nfn main(@builtin(vertex_index) v: u32) { out[0u] = v; }\n",
+    "subgroup_size_no_enable": H
+    + "@compute @workgroup_size(64)\nfn main(@builtin(subgroup_size) s: u32) { out[0u] = s; }\n",
+    "local_index_builtin": H
+    + "@compute @workgroup_size(64)\nfn main(@builtin(local_invocation_index) i: u32) { out[i] = 1u; }\n",
+    "uniform_f16_no_enable": "struct P { h: f16, }\n"
+    + H
+    + "@group(0) @binding(1) var<uniform> params: P;\n@compute @workgroup_size(64)\nfn main(@builtin(global_invocation_id) gid: vec3<u32>) { out[0u] = u32(params.h); }\n",
+    "uniform_vec3_field": "struct P { v: vec3<u32>, n: u32, }\n"
+    + H
+    + "@group(0) @binding(1) var<uniform> params: P;\n@compute @workgroup_size(64)\nfn main(@builtin(global_invocation_id) gid: vec3<u32>) { out[0u] = params.v.x + params.n; }\n",
+    "uniform_bool_field": "struct P { b: bool, }\n"
+    + H
+    + "@group(0) @binding(1) var<uniform> params: P;\n@compute @workgroup_size(64)\nfn main(@builtin(global_invocation_id) gid: vec3<u32>) { out[0u] = select(0u, 1u, params.b); }\n",
+    "storage_bool_array": "@group(0) @binding(0) var<storage, read_write> out: array<bool>;\n@compute @workgroup_size(64)\nfn main(@builtin(global_invocation_id) gid: vec3<u32>) { out[0u] = true; }\n",
+    "storage_write_only": "@group(0) @binding(0) var<storage, write> out: array<u32>;\n@compute @workgroup_size(64)\nfn main(@builtin(global_invocation_id) gid: vec3<u32>) { out[0u] = 1u; }\n",
+    "storage_vec3_array": "@group(0) @binding(0) var<storage, read_write> out: array<vec3<f32>>;\n@compute @workgroup_size(64)\nfn main(@builtin(global_invocation_id) gid: vec3<u32>) { out[0u] = vec3<f32>(1.0); }\n",
+    "uniform_without_params_name": "struct P { n: u32, }\n"
+    + H
+    + "@group(0) @binding(1) var<uniform> p: P;\n@compute @workgroup_size(64)\nfn main(@builtin(global_invocation_id) gid: vec3<u32>) { out[0u] = p.n; }\n",
+    "workgroup_bool_array": H
+    + "var<workgroup> w: array<bool, 4>;\n@compute @workgroup_size(64)\nfn main(@builtin(local_invocation_id) lid: vec3<u32>) { w[0] = true; workgroupBarrier(); out[0u] = select(0u, 1u, w[0]); }\n",
+    "workgroup_read_before_barrier": H
+    + "var<workgroup> w: array<u32, 64>;\n@compute @workgroup_size(64)\nfn main(@builtin(local_invocation_id) lid: vec3<u32>) { w[lid.x] = 1u; out[lid.x] = w[(lid.x + 1u) % 64u]; }\n",
+    "const_array_module": "const A = array<u32, 2>(1u, 2u);\n" + k("  out[0u] = A[1];"),
+    "const_vec_module": "const V = vec2<u32>(1u, 2u);\n" + k("  out[0u] = V.y;"),
+    "const_abstract_module": "const N = 4;\n" + k("  out[0u] = u32(N);"),
+    "const_float_in_u32": "const F: f32 = 1.5;\n" + k("  out[0u] = F;"),
+    "semicolon_after_struct": "struct P { n: u32, };\n"
+    + H
+    + "@group(0) @binding(1) var<uniform> params: P;\n@compute @workgroup_size(64)\nfn main(@builtin(global_invocation_id) gid: vec3<u32>) { out[0u] = params.n; }\n",
+    "struct_field_semicolons": "struct P { n: u32; }\n"
+    + H
+    + "@group(0) @binding(1) var<uniform> params: P;\n@compute @workgroup_size(64)\nfn main(@builtin(global_invocation_id) gid: vec3<u32>) { out[0u] = params.n; }\n",
 }
 
 
@@ -189,7 +253,12 @@ def test_what_the_frontend_takes_naga_and_tint_take():
         taken[name] = text
     assert len(taken) > 15
     refused = refused_by_compilers(taken)
+    # naga's own gaps, valid WGSL that Tint takes: an enable list (gfx-rs/wgpu#5555).
+    refused = {n: e for n, e in refused.items() if not (n in NAGA_GAPS and e.startswith("naga"))}
     assert not refused, refused
+
+
+NAGA_GAPS = {"enable_list"}
 
 
 def refused_by_compilers(texts: dict[str, str]) -> dict[str, str]:

@@ -239,11 +239,15 @@ class _Assembler:
             raise WgslTypeError(str(err), self.filename, self._line_of(str(err), entry)) from None
         return kernel, typer.lines
 
-    def _line_of(self, message: str, entry: FnDecl) -> int:
+    def _line_of(self, message: str, entry: FnDecl | None) -> int | None:
+        """The line of the declaration ``message`` names, else the entry point's (None when the
+        module scope, checked before the entry point is known, names none)."""
         for name, line in self.decl_lines.items():
             if f"'{name}'" in message or f"const {name}:" in message:
                 return line
-        return entry.line
+        if message.startswith("params field") and "params" in self.decl_lines:
+            return self.decl_lines["params"]  # the uniform's declaration
+        return entry.line if entry is not None else None
 
     # -- interface --
     def params(self, structs: list[StructDecl], gvars: list[GlobalVar]) -> Struct | None:
