@@ -2,7 +2,7 @@
 each parsed by kvdsl and compiled by naga and Tint (Dawn's Null backend). Where kvdsl takes a
 text, both compilers must; kvdsl may be stricter (its subset, its declaration order, a barrier
 only under a uniform condition as Tint requires and naga does not check). The tenth stop wrote
-these in four batches and found what kvdsl took that WGSL refuses (each now also a test in
+these in five batches and found what kvdsl took that WGSL refuses (each now also a test in
 ``test_frontend.py`` or below: docs/grammar.md names them), a crash of the frontend on
 non-ASCII text and one on a uniform field no uniform may hold."""
 
@@ -240,6 +240,53 @@ CASES = {
     "struct_field_semicolons": "struct P { n: u32; }\n"
     + H
     + "@group(0) @binding(1) var<uniform> params: P;\n@compute @workgroup_size(64)\nfn main(@builtin(global_invocation_id) gid: vec3<u32>) { out[0u] = params.n; }\n",
+    "for_empty_forever_break": k("  for (;;) { break; }\n  out[0u] = 1u;"),
+    "loop_no_exit": k("  loop { }\n  out[0u] = 1u;"),
+    "break_outside": k("  break;\n  out[0u] = 1u;"),
+    "continue_outside": k("  continue;\n  out[0u] = 1u;"),
+    "if_no_parens": k("  if gid.x > 0u { out[0u] = 1u; }"),
+    "if_no_braces": k("  if (gid.x > 0u) out[0u] = 1u;"),
+    "else_no_braces": k("  if (gid.x > 0u) { out[0u] = 1u; } else out[0u] = 2u;"),
+    "for_var_out_of_scope": k("  for (var i = 0u; i < 2u; i++) { }\n  out[0u] = i;"),
+    "for_let_in_init_assign": k("  for (let i = 0u; i < 2u; i++) { }\n  out[0u] = 1u;"),
+    "compound_vec_component": k("  var v = vec2<u32>(1u);\n  v.x += 1u;\n  out[0u] = v.x;"),
+    "compound_array_elem": k("  var a: array<u32, 2>;\n  a[0] += 3u;\n  out[0u] = a[0];"),
+    "incr_array_elem": k("  var a: array<u32, 2>;\n  a[1]++;\n  out[0u] = a[1];"),
+    "incr_binding_elem": k("  out[0u]++;"),
+    "assign_let_component": k("  let v = vec2<u32>(1u);\n  v.x = 2u;\n  out[0u] = v.x;"),
+    "phony_assign": k("  _ = gid.x;\n  out[0u] = 1u;"),
+    "call_statement": helper("fn f(x: u32) -> u32 { return x; }")
+    + "@compute @workgroup_size(64)\nfn main(@builtin(global_invocation_id) gid: vec3<u32>) {\n  f(1u);\n  out[0u] = 1u;\n}\n",
+    "barrier_in_uniform_loop": H
+    + "var<workgroup> w: array<u32, 64>;\n@compute @workgroup_size(64)\nfn main(@builtin(local_invocation_id) lid: vec3<u32>) {\n  for (var i = 0u; i < 2u; i++) { w[lid.x] = i; workgroupBarrier(); }\n  out[lid.x] = w[0];\n}\n",
+    "barrier_in_loop_nonuniform_break": H
+    + "var<workgroup> w: array<u32, 64>;\n@compute @workgroup_size(64)\nfn main(@builtin(local_invocation_id) lid: vec3<u32>) {\n  for (var i = 0u; i < 2u; i++) { if (lid.x > 3u) { break; } workgroupBarrier(); }\n  out[lid.x] = w[0];\n}\n",
+    "barrier_after_nonuniform_return": H
+    + "var<workgroup> w: array<u32, 64>;\n@compute @workgroup_size(64)\nfn main(@builtin(local_invocation_id) lid: vec3<u32>) {\n  if (lid.x > 3u) { return; }\n  workgroupBarrier();\n  out[lid.x] = w[0];\n}\n",
+    "storage_barrier": k("  storageBarrier();\n  out[0u] = 1u;"),
+    "nested_blocks_shadow": k("  let x = 1u;\n  { let x = 2u; { let x = 3u; out[0u] = x; } }"),
+    "return_in_loop_main": k("  loop { return; }"),
+    "dead_code_after_break": k("  loop { break; out[0u] = 2u; }\n  out[0u] = 1u;"),
+    "for_update_call": k("  for (var i = 0u; i < 2u; i = i + 1u) { }\n  out[0u] = 1u;"),
+    "for_update_compound": k("  for (var i = 0u; i < 2u; i += 1u) { }\n  out[0u] = 1u;"),
+    "for_cond_non_bool": k("  for (var i = 0u; i; i++) { }\n  out[0u] = 1u;"),
+    "var_function_space": k("  var<function> x: u32 = 1u;\n  out[0u] = x;"),
+    "var_private_space": H
+    + "var<private> p: u32;\n@compute @workgroup_size(64)\nfn main() { out[0u] = p; }\n",
+    "let_type_vec_mismatch": k("  let v: vec2<u32> = vec2<i32>(1i);\n  out[0u] = v.x;"),
+    "var_type_infer_abstract": k("  var x = 1;\n  out[0u] = u32(x);"),
+    "var_abstract_float": k("  var x = 1.5;\n  out[0u] = u32(x);"),
+    "const_expr_index_fixed": k("  const a = array<u32, 2>(1u, 2u);\n  out[0u] = a[1];"),
+    "shift_negative_const": k("  out[0u] = 1u << 4294967295u;"),
+    "shift_runtime_ok": k("  out[0u] = 1u << gid.x;"),
+    "min_abstract_mix": k("  out[0u] = min(1u, 2);"),
+    "select_abstract_mix": k("  out[0u] = select(1, 2u, true);"),
+    "clamp_reversed_const": k("  out[0u] = clamp(gid.x, 5u, 1u);"),
+    "dot_mixed": k("  out[0u] = u32(dot(vec2<f32>(1.0), vec2<f32>(1)));"),
+    "fma_ints": k("  out[0u] = fma(1u, 2u, 3u);"),
+    "round_int": k("  out[0u] = round(1u);"),
+    "pack_wrong_arg": k("  out[0u] = pack2x16float(vec4<f32>(1.0));"),
+    "unpack_ok": k("  out[0u] = u32(unpack2x16float(1u).x);"),
 }
 
 
