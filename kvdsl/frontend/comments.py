@@ -14,7 +14,9 @@ from dataclasses import dataclass
 # of that comment. Block comments nest, as WGSL's do: "/* a /* b */ c */" is one comment.
 _MARK = re.compile(r"//|/\*")
 _BLOCK = re.compile(r"/\*|\*/")
-_LINE_BREAK = re.compile("[\n\x0b\x0c\r\x85\u2028\u2029]")
+#: WGSL's line breaks (a ``//`` comment ends at any of them).
+LINE_BREAKS = "\n\x0b\x0c\r\x85\u2028\u2029"
+_LINE_BREAK = re.compile(f"[{LINE_BREAKS}]")
 
 
 class UnterminatedComment(ValueError):

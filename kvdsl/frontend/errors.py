@@ -9,9 +9,12 @@ outside the subset kvdsl's IR can hold, :class:`WgslTypeError` for a kernel the 
 from __future__ import annotations
 
 import re
+import string
 
 from lark import Lark
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+
+from kvdsl.frontend.comments import LINE_BREAKS
 
 
 class FrontendError(ValueError):
@@ -204,11 +207,11 @@ def syntax_error(err: UnexpectedInput, parser: Lark, text: str, filename: str) -
 TEMPLATED = frozenset({"var", "array", "vec2", "vec3", "vec4", "bitcast", "ptr", "atomic"})
 _TEMPLATED_FAMILY = re.compile(r"texture_\w+|" + _MATRIX)
 #: WGSL's blankspace (Python's ``\s`` takes more, a no-break space among them).
-BLANK = " \t\n\x0b\x0c\r\x85\u200e\u200f\u2028\u2029"
+BLANK = " \t\u200e\u200f" + LINE_BREAKS
 _SKIP = re.compile(f"[{BLANK}]+")
-_BLANK_SET = frozenset(BLANK)
-_DIGITS = frozenset("0123456789")
-_IDENT_START = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
+_BLANK = frozenset(BLANK)
+_DIGITS = frozenset(string.digits)
+_IDENT_START = frozenset(string.ascii_letters + "_")
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _NUMBER = re.compile(
     r"0[xX][0-9a-fA-F.]+(?:[pP][+-]?[0-9]+)?[fhiu]?"
@@ -228,13 +231,13 @@ def template_lists(code: str) -> list[tuple[int, int, int]]:
     depth, i, n = 0, 0, len(code)
     while i < n:
         c = code[i]
-        if c in BLANK:
+        if c in _BLANK:
             i = _SKIP.match(code, i).end()
-        elif c in _DIGITS or (c == "." and code[i + 1 : i + 2] in _DIGITS and i + 1 < n):
+        elif c in _DIGITS or (c == "." and code[i + 1 : i + 2] in _DIGITS):
             i = _NUMBER.match(code, i).end()
         elif c in _IDENT_START:  # ASCII only, as kvdsl's names are (the parser refuses others)
             start, i = i, _IDENT.match(code, i).end()
-            j = _SKIP.match(code, i).end() if code[i : i + 1] in _BLANK_SET else i
+            j = _SKIP.match(code, i).end() if code[i : i + 1] in _BLANK else i
             if code[j : j + 1] == "<":
                 i = j + 1
                 if code[i : i + 1] in ("<", "="):

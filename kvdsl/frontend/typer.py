@@ -233,9 +233,9 @@ class Typer:
             elif type(node) is FnCall or (
                 type(node) is Call and node.op is Op.SUBGROUP_SHUFFLE_XOR
             ):
+                called = node.name if type(node) is FnCall else "subgroupShuffleXor"
                 raise self.error(
-                    f"const {name}: a call of {getattr(node, 'name', 'subgroupShuffleXor')} is "
-                    "not a const-expression (use let)"
+                    f"const {name}: a call of {called} is not a const-expression (use let)"
                 )
 
     # -- statements --
