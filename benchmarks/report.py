@@ -5,7 +5,9 @@
 
 Reads ``gpu.csv`` and ``device.json`` (and ``compile.json`` when present) from the CSV's folder,
 writes ``docs/performance.png`` (% of the vec4 copy roofline per variant at the largest batch,
-kvdsl beside the template; needs matplotlib, the ``bench`` extra) and ``docs/performance.md``.
+kvdsl beside the template; needs matplotlib, the ``bench`` extra) and ``docs/performance.md``:
+the device, the issue's targets in one table (met or not) and the rows behind each, the chart, the
+compiler, the method, every row by mode, and last the ``--note`` (the runs and the probes).
 ``--dawn`` adds a section for a run under ``KVDSL_WEBGPU=dawn``, each row beside the same row
 under wgpu-native.
 """
@@ -381,7 +383,7 @@ def summary(rows: list[dict]) -> list[str]:
                 )
                 or "none"
             )
-            + " (the notes above say why)."
+            + " (*Notes*, below, say why)."
         )
     flat_dec = [r for r in rows if r.get("decode") and r.get("floor_x") and "flat" in r["variant"]]
     if flat_dec:
@@ -401,6 +403,96 @@ def summary(rows: list[dict]) -> list[str]:
             f"{int(worst['batch'])}) at {worst['floor_x']:.2f}x."
         )
     out += beside_floor(dec)
+    return out
+
+
+def _yes(ok: bool) -> str:
+    return "**met**" if ok else "**not met**"
+
+
+def glance(rows: list[dict], comp: dict | None) -> list[str]:
+    """The issue's targets in one table: each with its figure on this page, met or not (the
+    lines under *Targets* give the rows behind each)."""
+    b = big(rows)
+    if not b:
+        return ["No rows."]
+    batch = _f(b[0]["batch"], 0)
+    timed = [r for r in b if r.get("pct_roofline") and not r.get("decode")]
+    flat = [r for r in timed if "flat" in r["variant"]]
+    drop = [r for r in timed if "flat" not in r["variant"] and r["mode"] != "transpose"]
+    own = [r for r in timed if "flat" not in r["variant"] and r["mode"] == "transpose"]
+
+    def at(xs: list[dict]) -> int:
+        return sum(r["pct_roofline"] >= TARGET_ROOFLINE for r in xs)
+
+    dropped = [r for r in b if r.get("template_over_kvdsl") and "flat" not in r["variant"]]
+    pair = [r for r in dropped if r["mode"] != "transpose"]
+    own_pair = [r["template_over_kvdsl"] for r in dropped if r["mode"] == "transpose"]
+    ge = sum(r["template_over_kvdsl"] >= 1.0 for r in pair)
+    near = sum(r["template_over_kvdsl"] >= 0.95 for r in pair)
+    per_row = []
+    for mode in PER_ROW_MODES:
+        m = [r for r in b if r["mode"] == mode and r.get("kvdsl_us")]
+        x = [
+            min(r["template_us"] for r in m if r["tokens"] == tok and r.get("template_us"))
+            / min(r["kvdsl_us"] for r in m if r["tokens"] == tok)
+            for tok in {r["tokens"] for r in m if r.get("template_us")}
+        ]
+        if x:
+            per_row.append((mode, min(x)))
+    dec = [r for r in rows if r.get("decode") and (r.get("floor_beside_x") or r.get("floor_x"))]
+
+    def floor_x(r: dict) -> float:
+        return r.get("floor_beside_x") or r["floor_x"]
+
+    def dec_part(label: str, xs: list[dict]) -> str:
+        ok = sum(floor_x(r) <= TARGET_FLOOR for r in xs)
+        return (
+            f"{label} {ok} of {len(xs)} ({min(map(floor_x, xs)):.2f}-{max(map(floor_x, xs)):.2f}x)"
+        )
+
+    dec_parts = [
+        dec_part(f"{'flat' if f else 'drop-ins'} at batch {bt}", xs)
+        for f in (True, False)
+        for bt in reversed(batches(dec))
+        if (xs := [r for r in dec if ("flat" in r["variant"]) == f and r["batch"] == bt])
+    ]
+    out = [
+        "| target (issue 7) | on this page | |",
+        "|---|---|---|",
+        f"| Every variant at ≥ {TARGET_ROOFLINE:.0f}% of a `vec4` copy of the same bytes timed "
+        f"beside it (batch {batch}, 2,048 and 8,192 tokens and the 1-token merges and shifts) "
+        f"| flat {at(flat)} of {len(flat)}, drop-ins {at(drop)} of {len(drop)}"
+        + (
+            f" (the drop-in transposes, the template's own kernel, apart: {len(own)} rows)"
+            if own
+            else ""
+        )
+        + f" | {_yes(at(flat) == len(flat) and at(drop) == len(drop))} |",
+        f"| Every drop-in at least as fast as the template (batch {batch}) | {ge} of "
+        f"{len(pair)} at ≥ 1.00, {near} within 5%"
+        + (
+            f" (the drop-in transposes, the template's own kernel, apart: "
+            f"{min(own_pair):.5f}-{max(own_pair):.5f})"
+            if own_pair
+            else ""
+        )
+        + f" | {_yes(ge == len(pair))} |",
+        "| The modes the template walks only per row at least "
+        f"{TARGET_PER_ROW:.0f}x faster in kvdsl's fastest variant | "
+        + ", ".join(f"{m} ≥ {x:.1f}x" for m, x in per_row)
+        + f" | {_yes(bool(per_row) and all(x >= TARGET_PER_ROW for _, x in per_row))} |",
+        f"| Decode (1-token) appends within {TARGET_FLOOR}x of the empty dispatch (the one timed "
+        "beside each where the run timed it) | "
+        + "; ".join(dec_parts)
+        + f" | {_yes(bool(dec) and all(floor_x(r) <= TARGET_FLOOR for r in dec))} |",
+    ]
+    if comp and "jinja_s" in comp:
+        out.append(
+            f"| Whole-catalog build + verify + emit faster than jinja2's compile + render | "
+            f"{comp['kvdsl_s'] * 1e3:.1f} ms against {comp['jinja_s'] * 1e3:.1f} ms "
+            f"({comp['ratio']:.2f}x) | {_yes(comp['ratio'] < 1)} |"
+        )
     return out
 
 
@@ -562,6 +654,19 @@ def page(
         "<!-- generated by `python benchmarks/report.py`: do not edit -->",
         "# Performance",
         "",
+        "What kvdsl's kernels reach on a real GPU against a copy of the same bytes and the legacy "
+        "template, and what its compiler takes against jinja2. Sections: *Device*, *At a glance* "
+        "(the issue's targets, met or not), *Targets* (the rows behind each), *Chart*, *Compiler "
+        "and interpreter*, *Method*"
+        + (", *Dawn*" if dawn else "")
+        + ", *Tables* (every row, by mode)"
+        + (
+            ", *Notes* (the runs, the probes, and why each row short of its target stays there)"
+            if note.strip()
+            else ""
+        )
+        + ".",
+        "",
         "## Device",
         "",
         f"- {device.get('device')} ({device.get('vendor')}, {device.get('backend')}, "
@@ -578,8 +683,28 @@ def page(
         f"- best vec4 copy bandwidth of the runs (≥ 64 MB): **{_f(device.get('peak_copy_gbps'), 0)} "
         "GB/s**",
         "",
-        note.strip(),
+        "## At a glance",
         "",
+        *glance(rows, comp),
+        "",
+        *(
+            [
+                "Why each row short of its target stays there, and what was tried: *Notes*, "
+                "*What stays below target, and why*.",
+                "",
+            ]
+            if "What stays below target" in note
+            else []
+        ),
+        "## Targets",
+        "",
+        *summary(rows),
+        "",
+    ]
+    if png:
+        lines += ["## Chart", "", f"![% of roofline per variant]({png})", ""]
+    lines += ["## Compiler and interpreter", "", *compile_section(comp)]
+    lines += [
         "## Method",
         "",
         "Regenerate: on the GPU host `bash benchmarks/all.sh OUT --batches 4 --trials 3 "
@@ -611,13 +736,7 @@ def page(
         "each decode row also times the empty dispatch beside it, alternately with the kernel "
         "and the copy (`floor_beside_x` in the CSV, counted under *Targets*).",
         "",
-        "## Targets",
-        "",
-        *summary(rows),
-        "",
     ]
-    if png:
-        lines += ["## Chart", "", f"![% of roofline per variant]({png})", ""]
     if dawn:
         lines += [
             "## Dawn (Chrome's WebGPU) on the same GPU",
@@ -629,8 +748,9 @@ def page(
             "",
             *dawn_section(dawn, rows),
         ]
-    lines += ["## Compiler and interpreter", "", *compile_section(comp), "## Tables", ""]
-    lines += tables(rows)
+    lines += ["## Tables", "", *tables(rows)]
+    if note.strip():
+        lines += ["## Notes", "", note.strip(), ""]
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -671,7 +791,7 @@ def main(argv: list[str] | None = None) -> int:
         "is taken from it (the other runs keep the rows it did not measure); repeated, each in "
         "turn, so a later one wins",
     )
-    ap.add_argument("--note", help="a markdown file inserted after the device section")
+    ap.add_argument("--note", help="a markdown file: the page's last section, *Notes*")
     ap.add_argument(
         "--dawn",
         action="append",

@@ -178,6 +178,39 @@ def test_decode_against_the_floor_timed_beside_each_row():
     assert "- Flat decode appends at batch 1 against" in text and "**1 of 1**" in text
 
 
+def test_glance_states_each_target_met_or_not():
+    rows = [
+        row("build_flat_a", "flat", 35.0, 33.5, template_us=350.0),  # 96%, 10x
+        row("build_a", "per_row", 36.0, 33.5, template_us=330.0),  # drop-in 93%, 9.2x
+        row("transpose_a", "element", 100.0, 33.5, template_us=99.0),  # the template's own
+        row("append_quant_flat_a", "flat", 5.6, 5.0, decode=1, tokens=1, mb=0.07),  # 1.4x
+        row("append_quant_a", "per_row", 5.8, 5.0, 60.0, decode=1, tokens=1, mb=0.07),  # 1.45x
+    ]
+    rows[2]["mode"] = "transpose"
+    rows[3]["mode"] = rows[4]["mode"] = "append_quant"
+    comp = {"kvdsl_s": 0.1, "jinja_s": 0.02, "ratio": 5.0}
+    text = "\n".join(report.glance(rows, comp))
+    assert (
+        "| flat 1 of 1, drop-ins 1 of 1 (the drop-in transposes, the template's own kernel, apart: 1 rows) | **met** |"
+        in text
+    )
+    # The transpose is the template's kernel: apart, so 0.99x does not fail the drop-ins.
+    assert "| 2 of 2 at ≥ 1.00, 2 within 5% (the drop-in transposes" in text
+    assert "apart: 0.99000-0.99000) | **met** |" in text
+    assert "build ≥ 9.4x, append_quant ≥ 10.7x | **met** |" in text
+    assert (
+        "flat at batch 4 1 of 1 (1.40-1.40x); drop-ins at batch 4 1 of 1 (1.45-1.45x) | **met**"
+        in text
+    )
+    assert "| 100.0 ms against 20.0 ms (5.00x) | **not met** |" in text
+    # One drop-in under 90% of its copy, one decode append over 1.5x its floor timed beside it.
+    rows[1]["pct_roofline"] = 89.0
+    rows[4]["floor_beside_x"] = 1.6
+    text = "\n".join(report.glance(rows, None))
+    assert "drop-ins 0 of 1" in text and text.count("**not met**") == 2
+    assert "jinja2" not in text  # no compile.json: no compiler row
+
+
 def test_dropin_transposes_are_counted_apart():
     rows = [
         row("copy_a", "cooperative", 35.0, 33.5),  # 96%
