@@ -342,6 +342,22 @@ def test_wgsl_line_breaks_end_a_line_comment():
     assert k2028.body == parse(k("  out[0u] = 1u; // c\n  out[1u] = 2u;")).body
 
 
+@pytest.mark.parametrize(
+    "br", ["\n", "\r\n", "\r", "\x0b", "\x0c", "\x85", "\u2028", "\u2029"], ids=ascii
+)
+def test_errors_count_wgsl_lines_whatever_ends_them(br):
+    # Every WGSL line break ends a line of the error's location (lark and the messages counted
+    # "\n" alone: a file of lone CRs had every error on line 1), a CR LF once.
+    text = k("  let a = 1u;\n  let b = a + 1i;\n  out[0u] = b;").replace("\n", br)
+    with pytest.raises(FrontendError) as info:
+        parse(text)
+    assert info.value.line == 5, str(info.value)
+    bad = k("  let a = 1u;\n  let b = a +;").replace("\n", br)
+    with pytest.raises(FrontendError) as info:
+        parse(bad)
+    assert (info.value.line, info.value.column) == (5, 14), str(info.value)
+
+
 def test_colour_swizzles_read_as_xyzw():
     text = "  var v = vec4<u32>(1u);\n  v.g = 2u;\n  out[0u] = v.rg.y + v.a;"
     xyzw = text.replace(".g ", ".y ").replace(".rg.", ".xy.").replace(".a;", ".w;")

@@ -17,6 +17,17 @@ _BLOCK = re.compile(r"/\*|\*/")
 #: WGSL's line breaks (a ``//`` comment ends at any of them).
 LINE_BREAKS = "\n\x0b\x0c\r\x85\u2028\u2029"
 _LINE_BREAK = re.compile(f"[{LINE_BREAKS}]")
+# Every line break but "\n" and the "\r" of "\r\n" (which the "\n" after it counts).
+_OTHER_BREAK = re.compile("\r(?!\n)|[\x0b\x0c\x85\u2028\u2029]")
+
+
+def one_line_break(text: str) -> str:
+    """``text`` with each of WGSL's line breaks spelt as a newline (CR LF kept as it is).
+
+    One character for one, so offsets do not move; lines and columns counted by newlines (the
+    parser's and the error messages') then count WGSL's lines.
+    """
+    return _OTHER_BREAK.sub("\n", text)
 
 
 class UnterminatedComment(ValueError):

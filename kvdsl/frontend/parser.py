@@ -128,6 +128,7 @@ def parse_with_lines(
     text: str, filename: str = "<wgsl>", dispatch: Dispatch | None = None
 ) -> tuple[Kernel, dict[int, int]]:
     """Like :func:`parse`, also returning ``{id(stmt): source line}`` for every statement."""
+    text = comments_.one_line_break(text)  # a lone "\r" or U+2028 ends a line too
     try:
         found, code = comments_.scan(text)
     except comments_.UnterminatedComment as err:
