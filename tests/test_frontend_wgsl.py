@@ -49,6 +49,10 @@ CASES = {
     "f16_no_enable": kernel("  out[0u] = u32(1.0h);"),
     "shift_too_big_const": kernel("  out[0u] = 1u << 32u;"),
     "negative_u32": kernel("  out[0u] = -1u;"),
+    # No u32 has a minus, zero's included (the 11th stop's long fuzz: kvdsl read it as 0u).
+    "negative_zero_u32": kernel("  out[0u] = -0u;"),
+    "negative_zero_u32_paren": kernel("  out[0u] = -(0u);"),
+    "negative_zero_abstract_ok": kernel("  let x: u32 = -0;\n  out[0u] = x;"),
     "index_const_oob_fixed": kernel("  var a: array<u32, 4>;\n  out[0u] = a[4];"),
     "divide_by_zero_const": kernel("  out[0u] = 1u / 0u;"),
     "unreachable_after_return": kernel("  return;\n  out[0u] = 1u;"),

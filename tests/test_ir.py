@@ -359,6 +359,34 @@ def test_helper_functions_take_free_names():
             lambda kb: convert(u32, kb.const("A", i32, 523) << 30),
             "(A << 30u): 523 shifted left by 30 does not fit i32",
         ),
+        # Vectors of constants, component by component (until the eleventh stop only scalars
+        # were looked at; the integer execution fuzz found naga refusing the vector form).
+        (
+            lambda kb: (kb.let("v", kb.lid.member("xy")) / construct(vec(2, u32), 1, 0))[0],
+            "(v / vec2<u32>(1u, 0u)): an integer division by the constant 0",
+        ),
+        (
+            lambda kb: (kb.let("v", kb.lid.member("xy")) % construct(vec(2, u32), 0))[1],
+            "(v % vec2<u32>(0u)): an integer remainder by the constant 0",
+        ),
+        (
+            lambda kb: (kb.let("v", kb.lid.member("xy")) << construct(vec(2, u32), 3, 33))[0],
+            "(v << vec2<u32>(3u, 33u)): a shift by 33: integers have 32 bits",
+        ),
+        (
+            lambda kb: convert(
+                u32, (construct(vec(2, i32), 5, -(2**31)) / construct(vec(2, i32), -1))[0]
+            ),
+            "(vec2<i32>(5i, -2147483648i) / vec2<i32>(-1i)): i32's least value over -1",
+        ),
+        (
+            lambda kb: (construct(vec(2, u32), 1, 3 << 30) << construct(vec(2, u32), 1))[0],
+            "(vec2<u32>(1u, 3221225472u) << vec2<u32>(1u)): 3221225472 shifted left by 1",
+        ),
+        (
+            lambda kb: construct(vec(2, u32), 0, 2**31).member("y") << 16,
+            "(vec2<u32>(0u, 2147483648u).y << 16u): 2147483648 shifted left by 16",
+        ),
     ],
 )
 def test_constants_wgsl_rejects_are_refused(make, message):

@@ -494,8 +494,9 @@ class ToIR(Transformer):
         return Member(base, str(name))
 
     def neg(self, x: Expr) -> Expr:
-        # "-3" is one negative literal (the emitter prints negative literals that way).
-        if isinstance(x, RawLit) and not x.negated:
+        # "-3" is one negative literal (the emitter prints negative literals that way); a u32
+        # has no negation, "-0u" included, so its minus stays an operator for the typer to refuse.
+        if isinstance(x, RawLit) and not x.negated and x.ty != u32:
             return RawLit(-x.value, x.ty, True)
         return Unary(Op.NEG, x)
 

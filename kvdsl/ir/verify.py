@@ -70,6 +70,7 @@ from kvdsl.ir.types import (
 MAX_INVOCATIONS = 256  # WebGPU's default maxComputeInvocationsPerWorkgroup
 MAX_WORKGROUP_BYTES = 16384  # WebGPU's default maxComputeWorkgroupStorageSize
 SWIZZLE = "xyzw"
+_COMPONENT = {c: i for i, c in enumerate(SWIZZLE)}
 _INDEXED = frozenset(("binding", "workgroup"))  # kinds of names that are used only indexed
 
 
@@ -436,6 +437,8 @@ class Checker:
                         v = b.value if type(b.value) is int else None
                     else:
                         v = self.const_int(b, scope)
+                        if v is None and isinstance(got, Vec) and got.elem.is_int:
+                            self._const_vector_operands(e, scope)
                     if v is not None:
                         self._const_operands(e, v, scope)
                 return got
@@ -604,6 +607,13 @@ class Checker:
                 return None
             ty = a[1]
             v = -a[0] if e.op is _NEG else (~a[0] & 0xFFFFFFFF if ty is u32 else ~a[0])
+        elif t is Member and len(e.name) == 1 and type(e.base) is Construct:
+            # One component of a vector of constants: vec2<u32>(0u, 8u).y is 8u to WGSL.
+            parts = self._const_num(e.base, scope)
+            elem = e.base.ty.elem  # type: ignore[union-attr]
+            if parts is None or not (elem is u32 or elem is i32):
+                return None
+            return int(parts[_COMPONENT[e.name]]), elem
         elif t is Call and e.op is _SELECT:  # select(f, t, c) with a literal condition
             cond = e.args[2]
             if type(cond) is not Lit or type(cond.value) is not bool:
@@ -628,11 +638,14 @@ class Checker:
             return None
         return v, ty
 
-    def _const_operands(self, e: Binary, v: int, scope: Scope) -> None:
+    def _const_operands(
+        self, e: Binary, v: int, scope: Scope, left: tuple[int, Scalar] | None = None
+    ) -> None:
         """What WGSL rejects when it compiles a shift or an integer division whose right operand
         is the constant ``v``: a shift by the operand's bit width (32) or more, or a left shift
         of a constant that overflows; a division or remainder by 0, and i32's least value over
-        -1. (A float divisor never has an integer value here.)"""
+        -1. (A float divisor never has an integer value here.) ``left``: the left operand's
+        constant where the caller has it (a vector's component), else it is looked up."""
         op = e.op
         if op is _SHL or op is _SHR:
             if v >= 32:
@@ -642,14 +655,28 @@ class Checker:
         elif v == 0:
             what = "division" if op is _DIV else "remainder"
             raise VerifyError(f"{show(e)}: an integer {what} by the constant 0")
-        elif v == -1 and self.const_int(e.a, scope) == -(2**31):
+        elif v == -1 and (left or (self.const_int(e.a, scope),))[0] == -(2**31):
             raise VerifyError(f"{show(e)}: i32's least value over -1 does not fit an i32")
-        if op is _SHL and (a := self._const(e.a, scope)) is not None:
+        if op is _SHL and (a := left or self._const(e.a, scope)) is not None:
             if not _LOW[a[1]] <= a[0] << v < _HIGH[a[1]]:
                 raise VerifyError(
                     f"{show(e)}: {a[0]} shifted left by {v} does not fit {a[1]} (WGSL refuses "
                     "a constant shift that overflows)"
                 )
+
+    def _const_vector_operands(self, e: Binary, scope: Scope) -> None:
+        """:meth:`_const_operands` for an integer vector right operand built of constants
+        (``vec2<u32>(0u, 1u)``, a splat), component by component, with the left operand's
+        component where it is constant too: WGSL's rules hold per component."""
+        right = self._const_num(e.b, scope)
+        if right is None:
+            return
+        left = self._const_num(e.a, scope)
+        if left is not None and len(left) == 1:  # a scalar beside the vector
+            left = left * len(right)
+        elem = self.type_of(e.b, scope).elem  # type: ignore[union-attr]
+        for i, v in enumerate(right):
+            self._const_operands(e, int(v), scope, None if left is None else (int(left[i]), elem))
 
     def _const_num(self, e: Expr, scope: Scope) -> tuple[int | float, ...] | None:
         """The components of ``e`` (one for a scalar) where it is a constant: an integer

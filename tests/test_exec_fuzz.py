@@ -1,0 +1,447 @@
+"""Generated integer kernels run on the GPU and in the interpreter: the same bits out.
+
+The interpreter is the executable definition of what IR means, and the GPU runs the WGSL the
+printer writes for it; the catalog and the conformance cases (one op at a time, on edge values)
+check the two agree on the kernels kvdsl builds. Here hypothesis composes the integer part of
+the op table freely: ``u32``, ``i32``, ``bool`` and ``vec2<u32>`` expressions of every
+operator, builtin and conversion, nested to depth 3, over per-invocation inputs with edge
+values (0, 1, ``i32``'s least value, ``u32``'s greatest), in ``let``s, ``var`` assignments,
+compound assignments, ifs, bounded ``for`` loops with ``break`` and ``continue``, early
+``return``\\ s and stores. Runtime integer division by zero, ``i32``'s least value over -1 and
+shifts by 32 or more are all in (WGSL defines each; a GPU that followed SPIR-V's undefined
+cases would differ). Floats stay out: their approximate builtins and rounding are the
+conformance cases' (``tests/conformance_float.py``), within WGSL's stated accuracy.
+
+Each kernel writes its variables into its own slots of one output (poisoned first), so an
+unwritten slot, a wrong precedence in the printer, or a semantic the interpreter got wrong shows
+as a bit that differs. A generated kernel that WGSL refuses (a constant sub-expression that
+overflows or divides by zero) is not a kernel: the verifier or naga says so and it is skipped.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from kvdsl.emit import emit
+from kvdsl.interp import run as interp_run
+from kvdsl.ir import ops
+from kvdsl.ir.nodes import (
+    Assign,
+    Binary,
+    Binding,
+    Block,
+    Break,
+    Call,
+    Construct,
+    Continue,
+    Convert,
+    For,
+    If,
+    Index,
+    Kernel,
+    Let,
+    Lit,
+    Loop,
+    Member,
+    Name,
+    Return,
+    Unary,
+    Var,
+)
+from kvdsl.ir.ops import Op
+from kvdsl.ir.types import Struct, Vec, bool_, i32, u32
+from kvdsl.ir.verify import VerifyError, verify
+from test_fuzz import examples
+from test_roundtrip import literals
+
+V2U = Vec(2, u32)
+TYPES = (u32, i32, bool_, V2U)
+WG, GROUPS = 64, 2
+N = WG * GROUPS  # invocations
+SLOTS = 8  # output words per invocation
+POISON = 0xDEADBEEF
+# The names every statement may read; the variables it may assign.
+READ = {
+    u32: [Name("x"), Name("vu"), Name("z"), Member(Name("params"), "n"), Member(Name("gid"), "x")],
+    i32: [Name("y"), Name("vi"), Name("zi"), Name("m")],
+    bool_: [Name("vb")],
+    V2U: [Name("v2"), Member(Name("gid"), "xy")],
+}
+WRITE = {u32: "vu", i32: "vi", bool_: "vb", V2U: "v2"}
+ARITH = (Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.MOD)
+BITS = (Op.AND, Op.OR, Op.XOR)
+COMPARE = (Op.LT, Op.LE, Op.GT, Op.GE, Op.EQ, Op.NE)
+EDGES = np.array([0, 1, 2, 31, 32, 33, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFF, 0xFFFFFFFE], np.uint32)
+
+
+def _lit(draw, ty):
+    if ty == V2U:
+        return Construct(V2U, (draw(literals(u32)), draw(literals(u32))))
+    return draw(literals(ty))
+
+
+def _splat(value: int, ty):
+    return Lit(value, ty) if ty != V2U else Construct(V2U, (Lit(value, u32),) * 2)
+
+
+@st.composite
+def expr(draw, ty, depth: int, scope: dict):
+    """A well-typed integer or bool expression of ``ty`` over ``scope``'s names."""
+    names = READ[ty] + scope.get(ty, [])
+    if depth <= 0 or draw(st.integers(0, 7)) == 0:
+        if draw(st.integers(0, 2)) == 0:
+            return _lit(draw, ty)
+        return draw(st.sampled_from(names))
+    sub = lambda t: expr(t, depth - 1, scope)  # noqa: E731
+    kinds = ["select"]
+    if ty in (u32, i32, V2U):
+        kinds += ["arith", "divide", "bits", "shift", "bitnot", "minmax", "abs", "convert"]
+    if ty == i32:
+        kinds += ["neg", "divide_min"]
+    if ty == u32:
+        kinds += ["swizzle"]
+    if ty == V2U:
+        kinds += ["construct", "vec_scalar", "swizzle2"]
+    if ty == bool_:
+        kinds += ["compare", "logic", "not", "boolbits", "convert"]
+    kind = draw(st.sampled_from(kinds))
+    match kind:
+        case "arith":
+            op = draw(st.sampled_from(ARITH[:3]))
+            return Binary(op, draw(sub(ty)), draw(sub(ty)))
+        case "divide":
+            # A divisor that may be 0 at run time (WGSL: x / 0 == x, x % 0 == 0), or any
+            # expression: a constant 0 is refused when WGSL compiles, and skipped below.
+            op = draw(st.sampled_from([Op.DIV, Op.MOD]))
+            by = draw(st.one_of(st.sampled_from(READ[ty]), sub(ty)))
+            return Binary(op, draw(sub(ty)), by)
+        case "divide_min":  # i32's least value over -1 is that value (and % gives 0)
+            op = draw(st.sampled_from([Op.DIV, Op.MOD]))
+            return Binary(op, draw(sub(i32)), Lit(-1, i32))
+        case "vec_scalar":
+            op = draw(st.sampled_from(ARITH))  # WGSL mixes a scalar and a vector in these only
+            a, b = draw(sub(V2U)), draw(sub(u32))
+            return Binary(op, a, b) if draw(st.booleans()) else Binary(op, b, a)
+        case "bits" | "boolbits":
+            ops_ = BITS[:2] if ty == bool_ else BITS  # a bool has & and |, no ^
+            return Binary(draw(st.sampled_from(ops_)), draw(sub(ty)), draw(sub(ty)))
+        case "shift":
+            # A run-time amount is taken modulo 32 (WGSL); a constant one must be under 32.
+            amount = V2U if ty == V2U else u32
+            by = draw(st.one_of(st.sampled_from(READ[amount]), sub(amount)))
+            return Binary(draw(st.sampled_from([Op.SHL, Op.SHR])), draw(sub(ty)), by)
+        case "bitnot":
+            return Unary(Op.BITNOT, draw(sub(ty)))
+        case "neg":
+            x = draw(sub(ty))  # "-(3i)" would print as the literal -3i: not this IR
+            return Unary(Op.NEG, x if not isinstance(x, Lit) else Convert(i32, x))
+        case "abs":
+            return Call(Op.ABS, (draw(sub(ty)),))
+        case "minmax":
+            op = draw(st.sampled_from([Op.MIN, Op.MAX, Op.CLAMP]))
+            args = tuple(draw(sub(ty)) for _ in range(ops.info(op).arity))
+            if op is Op.CLAMP:  # bounds in order (SPIR-V's clamp leaves low > high undefined)
+                lo, hi = args[1:]
+                args = (args[0], Call(Op.MIN, (lo, hi)), Call(Op.MAX, (lo, hi)))
+            return Call(op, args)
+        case "select":
+            return Call(Op.SELECT, (draw(sub(ty)), draw(sub(ty)), draw(sub(bool_))))
+        case "compare":
+            t = draw(st.sampled_from([u32, i32]))
+            return Binary(draw(st.sampled_from(COMPARE)), draw(sub(t)), draw(sub(t)))
+        case "logic":
+            return Binary(
+                draw(st.sampled_from([Op.LAND, Op.LOR])), draw(sub(bool_)), draw(sub(bool_))
+            )
+        case "not":
+            return Unary(Op.NOT, draw(sub(bool_)))
+        case "convert":
+            if ty == V2U:
+                return draw(sub(V2U))
+            src = draw(st.sampled_from([t for t in (u32, i32, bool_) if t != ty]))
+            return Convert(ty, draw(sub(src)))
+        case "swizzle":
+            return Member(draw(sub(V2U)), draw(st.sampled_from("xy")))
+        case "swizzle2":
+            return Member(draw(sub(V2U)), draw(st.sampled_from(["yx", "xx", "yy"])))
+        case "construct":
+            return Construct(V2U, (draw(sub(u32)), draw(sub(u32))))
+    raise AssertionError(kind)
+
+
+class Fresh:
+    def __init__(self) -> None:
+        self.n = 0
+
+    def __call__(self, stem: str) -> str:
+        self.n += 1
+        return f"{stem}{self.n}"
+
+
+def slot(j: int) -> Index:
+    """This invocation's output word ``j``."""
+    at = Binary(Op.ADD, Binary(Op.MUL, Member(Name("gid"), "x"), Lit(SLOTS, u32)), Lit(j, u32))
+    return Index(Name("out"), at)
+
+
+def as_word(e, ty):
+    """``e`` of ``ty`` as one u32 word (a vec2 as its components' xor with y rotated)."""
+    if ty == u32:
+        return e
+    if ty == i32:
+        return Convert(u32, e)
+    if ty == bool_:
+        return Call(Op.SELECT, (Lit(7, u32), Lit(9, u32), e))
+    y = Member(e, "y")
+    rot = Binary(Op.OR, Binary(Op.SHL, y, Lit(16, u32)), Binary(Op.SHR, y, Lit(16, u32)))
+    return Binary(Op.XOR, Member(e, "x"), rot)
+
+
+@st.composite
+def stmts(draw, fresh: Fresh, depth: int, in_loop: str | None, scope: dict):
+    """A block of statements; ``let``s join ``scope`` for the statements after them.
+    ``in_loop``: "for" or "loop" (a ``continue`` in a ``loop`` would run it again from the top,
+    maybe for ever: only ``for`` loops get one)."""
+    scope = {t: list(v) for t, v in scope.items()}
+    out = []
+    for _ in range(draw(st.integers(1, 4))):
+        kinds = ["let", "let", "assign", "compound", "store"]
+        if depth > 0:
+            kinds += ["if", "for", "loop", "block"]
+        if in_loop:
+            kinds += ["break"] + (["continue"] if in_loop == "for" else [])
+        if draw(st.integers(0, 3)) == 0:  # an early return leaves its invocation's slots
+            kinds.append("return")
+        e = lambda t: expr(t, 3, scope)  # noqa: E731
+        match draw(st.sampled_from(kinds)):
+            case "let":
+                ty = draw(st.sampled_from(TYPES))
+                name = fresh("t")
+                out.append(Let(name, draw(e(ty))))
+                scope.setdefault(ty, []).append(Name(name))
+            case "assign":
+                ty = draw(st.sampled_from(TYPES))
+                out.append(Assign(Name(WRITE[ty]), draw(e(ty))))
+            case "compound":
+                ty = draw(st.sampled_from([u32, i32, V2U]))
+                op = draw(st.sampled_from(ARITH + BITS + (Op.SHL, Op.SHR)))
+                by = u32 if op in (Op.SHL, Op.SHR) and ty != V2U else ty
+                out.append(Assign(Name(WRITE[ty]), draw(e(by)), op))
+            case "store":
+                ty = draw(st.sampled_from(TYPES))
+                out.append(Assign(slot(draw(st.integers(5, SLOTS - 1))), as_word(draw(e(ty)), ty)))
+            case "if":
+                then = draw(stmts(fresh, depth - 1, in_loop, scope))
+                orelse = draw(st.one_of(st.just(()), stmts(fresh, depth - 1, in_loop, scope)))
+                out.append(If(draw(e(bool_)), then, orelse))
+            case "for":
+                i = fresh("i")
+                trips = draw(st.integers(0, 4))
+                body = draw(
+                    stmts(fresh, depth - 1, "for", scope | {u32: scope.get(u32, []) + [Name(i)]})
+                )
+                cond = Binary(Op.LT, Name(i), Lit(trips, u32))
+                out.append(
+                    For(Var(i, u32, Lit(0, u32)), cond, Assign(Name(i), Lit(1, u32), Op.ADD), body)
+                )
+            case "loop":
+                body = draw(stmts(fresh, depth - 1, "loop", scope))
+                out.append(Loop((If(draw(e(bool_)), (Break(),)),) + body + (Break(),)))
+            case "block":
+                out.append(Block(draw(stmts(fresh, depth - 1, in_loop, scope))))
+            case "break":
+                out.append(Break())
+            case "continue":
+                out.append(Continue())
+            case "return":
+                out.append(If(draw(e(bool_)), (Return(),)))
+    return tuple(out)
+
+
+PRELUDE = (
+    Let("x", Index(Name("inp"), Member(Name("gid"), "x"))),
+    Let(
+        "y", Convert(i32, Index(Name("inp"), Binary(Op.ADD, Member(Name("gid"), "x"), Lit(N, u32))))
+    ),
+    # 0 or 1, and 0 or -1, by invocation: divisors that are zero (or -1) at run time.
+    Let("z", Binary(Op.AND, Binary(Op.SHR, Name("x"), Lit(3, u32)), Lit(1, u32))),
+    Let(
+        "zi",
+        Binary(
+            Op.SUB,
+            Convert(i32, Binary(Op.AND, Binary(Op.SHR, Name("x"), Lit(4, u32)), Lit(1, u32))),
+            Lit(1, i32),
+        ),
+    ),
+    # i32's least value in half the invocations (negated, abs'd or divided by -1 it stays).
+    Let(
+        "m",
+        Call(
+            Op.SELECT,
+            (Name("y"), Convert(i32, Lit(2**31, u32)), Binary(Op.EQ, Name("z"), Lit(0, u32))),
+        ),
+    ),
+    Var("vu", u32, Binary(Op.XOR, Name("x"), Member(Name("params"), "n"))),
+    Var("vi", i32, Name("y")),
+    Var("vb", bool_, Binary(Op.EQ, Binary(Op.AND, Name("x"), Lit(1, u32)), Lit(0, u32))),
+    Var("v2", V2U, Construct(V2U, (Name("x"), Member(Name("params"), "n")))),
+)
+EPILOGUE = tuple(
+    Assign(slot(j), as_word(Name(WRITE[ty]), ty)) for j, ty in enumerate((u32, i32, bool_, V2U))
+)
+
+
+@st.composite
+def kernels(draw):
+    """A verified integer kernel around a random body."""
+    body = PRELUDE + draw(stmts(Fresh(), 2, None, {})) + EPILOGUE
+    k = Kernel(
+        name="gen_int",
+        bindings=(Binding("inp", u32, "read"), Binding("out", u32, "read_write")),
+        params=Struct("Params", (("n", u32),)),
+        consts=(),
+        functions=(),
+        workgroup_size=(WG, 1, 1),
+        builtins=(("gid", "global_invocation_id"),),
+        body=body,
+    )
+    try:
+        return verify(k)
+    except VerifyError as err:
+        assume(not CONSTANT_REFUSED.search(str(err)))  # a constant WGSL refuses: not a kernel
+        raise
+
+
+NAGA_FOLDING = re.compile(r"operation overflowed|by zero|[Ss]hift")
+# The verifier's refusals of constant sub-expressions, as WGSL compilers refuse them.
+CONSTANT_REFUSED = re.compile(
+    r"when it compiles|a shift by \d+: integers have 32 bits|by the constant 0|"
+    r"least value over -1 does not fit|does not fit (u32|i32) \(WGSL refuses"
+)
+
+
+def inputs(seed: int) -> tuple[dict, dict]:
+    rng = np.random.default_rng(seed)
+    inp = rng.integers(0, 2**32, 2 * N, dtype=np.uint64).astype(np.uint32)
+    pick = rng.random(2 * N) < 0.4  # edge values in 40% of the words
+    inp[pick] = rng.choice(EDGES, int(pick.sum()))
+    out = np.full(N * SLOTS, POISON, np.uint32)
+    return {"inp": inp, "out": out}, {"n": int(rng.choice(EDGES))}
+
+
+@settings(
+    examples(150),
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.filter_too_much,
+        HealthCheck.function_scoped_fixture,
+    ],
+)
+@given(k=kernels(), seed=st.integers(0, 2**32 - 1))
+def test_integer_kernels_agree_on_gpu_and_interpreter(gpu, k: Kernel, seed: int) -> None:
+    from kvdsl.runtime import CompileError, run
+
+    buffers, params = inputs(seed)
+    want = interp_run(k, buffers, params, (GROUPS, 1, 1))["out"]
+    try:
+        got = run(k, buffers, params, (GROUPS, 1, 1))["out"]
+    except CompileError as err:
+        # naga folds every constant sub-expression, the generator's random ones included; the
+        # verifier folds scalars and vectors built of constants, not operators on vectors
+        # ((~vec2<u32>(0u)).y << 16u): those refusals are naga's to make.
+        assume(not NAGA_FOLDING.search(str(err)))
+        raise
+    bad = np.flatnonzero(got != want)
+    assert not bad.size, (
+        f"{bad.size} words differ; first: invocation {bad[0] // SLOTS} slot {bad[0] % SLOTS}: "
+        f"GPU {got[bad[0]]:#x}, interpreter {want[bad[0]]:#x}, x={buffers['inp'][bad[0] // SLOTS]:#x}"
+        f" y={buffers['inp'][bad[0] // SLOTS + N]:#x} n={params['n']:#x}\n{emit(k)}"
+    )
+
+
+# ---- every pair of operators ------------------------------------------------------------------
+
+INT_OPS = ARITH + (Op.SHL, Op.SHR) + BITS
+BOOL_OPS = (Op.LAND, Op.LOR, Op.AND, Op.OR, Op.EQ, Op.NE)
+
+
+def operator_pairs() -> list[tuple]:
+    """``(expression, type)`` for each operator nested in each other one on either side, and
+    under and over each unary operator: what the printer's parentheses must keep apart."""
+    a, b, c = Name("x"), Name("w"), Name("s")
+    out: list[tuple] = []
+    for outer in INT_OPS:
+        for inner in INT_OPS:
+            out += [(Binary(outer, Binary(inner, a, b), c), u32)]
+            out += [(Binary(outer, a, Binary(inner, b, c)), u32)]
+    for rel in COMPARE:
+        for inner in INT_OPS:
+            out += [(Binary(rel, Binary(inner, a, b), c), bool_)]
+            out += [(Binary(rel, a, Binary(inner, b, c)), bool_)]
+    for outer in BOOL_OPS:
+        for inner in COMPARE + BOOL_OPS:
+            p = Binary(inner, a, b) if inner in COMPARE else Binary(inner, Name("p"), Name("q"))
+            out += [(Binary(outer, p, Binary(Op.LT, b, c)), bool_)]
+            out += [(Binary(outer, Binary(Op.LT, b, c), p), bool_)]
+    for inner in INT_OPS:
+        out += [(Unary(Op.BITNOT, Binary(inner, a, b)), u32)]
+        out += [(Binary(inner, Unary(Op.BITNOT, a), b), u32)]
+        out += [(Binary(inner, a, Unary(Op.BITNOT, b)), u32)]
+        shift = inner in (Op.SHL, Op.SHR)  # an i32 shifts by a u32
+        out += [(Unary(Op.NEG, Binary(inner, Name("y"), c if shift else Name("m"))), i32)]
+        out += [(Binary(inner, Unary(Op.NEG, Name("y")), c if shift else Name("m")), i32)]
+        if not shift:
+            out += [(Binary(inner, Convert(i32, b), Unary(Op.NEG, Name("m"))), i32)]
+    for inner in COMPARE + BOOL_OPS:
+        p = Binary(inner, a, b) if inner in COMPARE else Binary(inner, Name("p"), Name("q"))
+        out += [(Unary(Op.NOT, p), bool_)]
+    return out
+
+
+def test_every_operator_pair_means_the_same_on_gpu_and_interpreter(gpu) -> None:
+    # The printer's parentheses, operator by operator: a missing pair reads as another tree,
+    # which the GPU then runs (`a - (b + c)` printed `a - b + c`). One kernel, a slot each.
+    from kvdsl.runtime import run
+    from test_roundtrip import assert_round_trip
+
+    pairs = operator_pairs()
+    words = len(pairs)
+    at = lambda j: Index(  # noqa: E731
+        Name("out"),
+        Binary(Op.ADD, Binary(Op.MUL, Member(Name("gid"), "x"), Lit(words, u32)), Lit(j, u32)),
+    )
+    body = (
+        Let("x", Index(Name("inp"), Member(Name("gid"), "x"))),
+        Let("w", Index(Name("inp"), Binary(Op.ADD, Member(Name("gid"), "x"), Lit(N, u32)))),
+        Let("s", Binary(Op.AND, Binary(Op.SHR, Name("x"), Lit(5, u32)), Lit(7, u32))),
+        Let("y", Convert(i32, Name("w"))),
+        Let("m", Convert(i32, Name("s"))),
+        Let("p", Binary(Op.LT, Name("x"), Name("w"))),
+        Let("q", Binary(Op.EQ, Name("s"), Lit(3, u32))),
+    ) + tuple(Assign(at(j), as_word(e, ty)) for j, (e, ty) in enumerate(pairs))
+    k = verify(
+        Kernel(
+            name="operator_pairs",
+            bindings=(Binding("inp", u32, "read"), Binding("out", u32, "read_write")),
+            params=None,
+            consts=(),
+            functions=(),
+            workgroup_size=(WG, 1, 1),
+            builtins=(("gid", "global_invocation_id"),),
+            body=body,
+        )
+    )
+    assert_round_trip(k)
+    buffers, _ = inputs(7)
+    buffers["out"] = np.full(N * words, POISON, np.uint32)
+    want = interp_run(k, buffers, None, (GROUPS, 1, 1))["out"]
+    got = run(k, buffers, None, (GROUPS, 1, 1))["out"]
+    assert (want != POISON).all()
+    bad = sorted({int(i) % words for i in np.flatnonzero(got != want)})
+    assert not bad, [emit(Assign(at(j), pairs[j][0])) for j in bad[:5]]
