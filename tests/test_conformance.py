@@ -43,7 +43,14 @@ OPEN = {
     # NaN != x as false, where IEEE (and the interpreter) say true.
     ("f32_ne", 0): "NaN may be assumed absent at runtime",
     ("f32_ne", 1): "NaN may be assumed absent at runtime",
+    # The same latitude, and WGSL's leave to ignore a zero's sign: on an H200 (naga and Tint
+    # alike) select(a, b, a < b) runs as max(a, b), which gives 1.0 for (NaN, 1.0) and 0.0 for
+    # (-0.0, 0.0) where IEEE comparisons (and the interpreter) give NaN and -0.0.
+    ("f32_select", 2): "NaN may be assumed absent at runtime",
+    ("f32_select", 3): "an implementation may ignore the sign of a zero",
 }
+#: Groups a known deviation of an implementation (tests/conftest.py) touches, by deviation.
+DEVIATING = {"i32 %": {"i32_mod"}}
 
 CASES = [(g, k) for g in GROUPS for k in range(len(g.rows))]
 GROUPS_BY_NAME = {g.name: g for g in GROUPS}
@@ -80,7 +87,10 @@ def _results(name: str) -> tuple[np.ndarray, np.ndarray, object]:
     )
     params = {"n": len(g.rows)}
     got_i = interp.run(kernel, buffers, params)["out"]
-    got_g = runtime.run(kernel, buffers, params)["out"]
+    try:
+        got_g = runtime.run(kernel, buffers, params)["out"]
+    except runtime.FeatureError as err:  # f16 on an adapter without shader-f16: refused
+        got_g = err
     return got_i, got_g, r.ty
 
 
@@ -100,18 +110,25 @@ def _close(x: float, y: float, name: str) -> bool:
 
 
 @pytest.mark.parametrize("group,k", CASES, ids=[f"{g.name}-{k}-{g.rows[k][0]}" for g, k in CASES])
-def test_case(gpu, group: Group, k: int) -> None:
+def test_case(gpu, deviations, group: Group, k: int) -> None:
     """One case: interpreter == GPU, both == the pinned value when the case has one."""
     inputs, want = group.rows[k]
     got_i, got_g, ty = _results(group.name)
-    a, b = got_i[k : k + 1], got_g[k : k + 1]
+    a = got_i[k : k + 1]
     what = f"{group.name}{inputs}"
     if want is not None:
         w = _np(want, ty) if ty.is_int else np.array([want], ty.dtype)
         ok = _close(float(a[0]), float(w[0]), group.name) if group.approx else _same(a, w)
         assert ok, f"{what}: interpreter gives {a[0]!r}, WGSL says {w[0]!r}"
+    if isinstance(got_g, runtime.FeatureError):  # the adapter lacks the feature, and says so
+        assert "shader-f16" in str(got_g) and not gpu["shader_f16"], got_g
+        return
+    b = got_g[k : k + 1]
     if (group.name, k) in OPEN:
         return
+    for deviation, why in deviations.items():
+        if group.name in DEVIATING.get(deviation, ()) and not _same(a, b):
+            pytest.xfail(f"{what}: GPU {b[0]!r}, interpreter {a[0]!r}: {why}")
     if group.approx:
         assert _close(
             float(a[0]), float(b[0]), group.name
@@ -124,16 +141,13 @@ def test_enough_cases() -> None:
     assert len(CASES) >= 150
 
 
-def runtime_type(a: np.ndarray):
-    return {np.dtype(np.uint32): u32, np.dtype(np.int32): i32}[a.dtype]
-
-
 def test_open_cases_report_gpu(gpu) -> None:
     """The cases WGSL leaves open still run on the GPU; their values are recorded here."""
     seen = {}
     for (name, k), why in OPEN.items():
-        got_i, got_g, _ = _results(name)
-        seen[(name, k)] = (got_i[k], got_g[k])
-        want = _np(GROUPS_BY_NAME[name].rows[k][1], runtime_type(got_i))
+        got_i, got_g, ty = _results(name)
+        seen[(name, k)] = (got_i[k], got_g if isinstance(got_g, Exception) else got_g[k])
+        pinned = GROUPS_BY_NAME[name].rows[k][1]
+        want = _np(pinned, ty) if ty.is_int else np.array([pinned], ty.dtype)
         assert _same(got_i[k : k + 1], want), f"{name}[{k}]: {why}; the interpreter pins {want}"
     print(seen)

@@ -100,7 +100,9 @@ def expr(draw, ty, depth: int, scope: dict):
     sub = lambda t: expr(t, depth - 1, scope)  # noqa: E731
     kinds = ["select"]
     if ty in (u32, i32, V2U):
-        kinds += ["arith", "divide", "bits", "shift", "bitnot", "minmax", "abs", "convert"]
+        kinds += ["arith", "divide", "bits", "shift", "bitnot", "minmax", "convert"]
+        if ty != i32 or scope.get(SIGNED_ABS, True):
+            kinds.append("abs")
     if ty == i32:
         kinds += ["neg", "divide_min"]
     if ty == u32:
@@ -117,11 +119,11 @@ def expr(draw, ty, depth: int, scope: dict):
         case "divide":
             # A divisor that may be 0 at run time (WGSL: x / 0 == x, x % 0 == 0), or any
             # expression: a constant 0 is refused when WGSL compiles, and skipped below.
-            op = draw(st.sampled_from([Op.DIV, Op.MOD]))
+            op = draw(st.sampled_from(_divisions(ty, scope)))
             by = draw(st.one_of(st.sampled_from(READ[ty]), sub(ty)))
             return Binary(op, draw(sub(ty)), by)
         case "divide_min":  # i32's least value over -1 is that value (and % gives 0)
-            op = draw(st.sampled_from([Op.DIV, Op.MOD]))
+            op = draw(st.sampled_from(_divisions(i32, scope)))
             return Binary(op, draw(sub(i32)), Lit(-1, i32))
         case "vec_scalar":
             op = draw(st.sampled_from(ARITH))  # WGSL mixes a scalar and a vector in these only
@@ -174,6 +176,18 @@ def expr(draw, ty, depth: int, scope: dict):
     raise AssertionError(kind)
 
 
+#: A key of the names in scope that is no type: False where no signed ``%`` may be drawn (the
+#: adapter runs it wrong: ``KNOWN_DEVIATIONS`` in tests/conftest.py).
+SIGNED_MOD = "signed %"
+#: The same for an i32 ``abs`` (under Dawn on NVIDIA, max(a, abs(b)) may drop the abs).
+SIGNED_ABS = "signed abs"
+
+
+def _divisions(ty, scope: dict) -> list[Op]:
+    """The division operators to draw for ``ty`` in ``scope``."""
+    return [Op.DIV] if ty == i32 and not scope.get(SIGNED_MOD, True) else [Op.DIV, Op.MOD]
+
+
 class Fresh:
     def __init__(self) -> None:
         self.n = 0
@@ -207,7 +221,7 @@ def stmts(draw, fresh: Fresh, depth: int, in_loop: str | None, scope: dict):
     """A block of statements; ``let``s join ``scope`` for the statements after them.
     ``in_loop``: "for" or "loop" (a ``continue`` in a ``loop`` would run it again from the top,
     maybe for ever: only ``for`` loops get one)."""
-    scope = {t: list(v) for t, v in scope.items()}
+    scope = {t: list(v) if isinstance(v, list) else v for t, v in scope.items()}
     out = []
     for _ in range(draw(st.integers(1, 4))):
         kinds = ["let", "let", "assign", "compound", "store"]
@@ -229,7 +243,10 @@ def stmts(draw, fresh: Fresh, depth: int, in_loop: str | None, scope: dict):
                 out.append(Assign(Name(WRITE[ty]), draw(e(ty))))
             case "compound":
                 ty = draw(st.sampled_from([u32, i32, V2U]))
-                op = draw(st.sampled_from(ARITH + BITS + (Op.SHL, Op.SHR)))
+                ops_ = ARITH + BITS + (Op.SHL, Op.SHR)
+                if Op.MOD not in _divisions(ty, scope):
+                    ops_ = tuple(o for o in ops_ if o is not Op.MOD)
+                op = draw(st.sampled_from(ops_))
                 by = u32 if op in (Op.SHL, Op.SHR) and ty != V2U else ty
                 out.append(Assign(Name(WRITE[ty]), draw(e(by)), op))
             case "store":
@@ -297,9 +314,11 @@ EPILOGUE = tuple(
 
 
 @st.composite
-def kernels(draw):
-    """A verified integer kernel around a random body."""
-    body = PRELUDE + draw(stmts(Fresh(), 2, None, {})) + EPILOGUE
+def kernels(draw, signed_mod: bool = True, signed_abs: bool = True):
+    """A verified integer kernel around a random body (no signed ``%`` unless ``signed_mod``,
+    no i32 ``abs`` unless ``signed_abs``)."""
+    scope = {SIGNED_MOD: signed_mod, SIGNED_ABS: signed_abs}
+    body = PRELUDE + draw(stmts(Fresh(), 2, None, scope)) + EPILOGUE
     k = Kernel(
         name="gen_int",
         bindings=(Binding("inp", u32, "read"), Binding("out", u32, "read_write")),
@@ -317,7 +336,8 @@ def kernels(draw):
         raise
 
 
-NAGA_FOLDING = re.compile(r"operation overflowed|by zero|[Ss]hift")
+# naga's and Tint's refusals of constants they fold and the verifier does not.
+COMPILER_FOLDING = re.compile(r"operation overflowed|by zero|[Ss]hift|cannot be represented as")
 # The verifier's refusals of constant sub-expressions, as WGSL compilers refuse them.
 CONSTANT_REFUSED = re.compile(
     r"when it compiles|a shift by \d+: integers have 32 bits|by the constant 0|"
@@ -343,19 +363,29 @@ def inputs(seed: int) -> tuple[dict, dict]:
         HealthCheck.function_scoped_fixture,
     ],
 )
-@given(k=kernels(), seed=st.integers(0, 2**32 - 1))
-def test_integer_kernels_agree_on_gpu_and_interpreter(gpu, k: Kernel, seed: int) -> None:
+@given(data=st.data(), seed=st.integers(0, 2**32 - 1))
+def test_integer_kernels_agree_on_gpu_and_interpreter(gpu, deviations, data, seed: int) -> None:
     from kvdsl.runtime import CompileError, run
 
+    # On an adapter known to run a signed % (or an i32 max of an abs) wrong, the kernels hold
+    # none (the operator pairs' test and benchmarks/probe45.py show the deviations); everywhere
+    # else they hold many.
+    k = data.draw(
+        kernels(
+            signed_mod="i32 %" not in deviations,
+            signed_abs="i32 max(a, abs(b))" not in deviations,
+        ),
+        label="k",
+    )
     buffers, params = inputs(seed)
     want = interp_run(k, buffers, params, (GROUPS, 1, 1))["out"]
     try:
         got = run(k, buffers, params, (GROUPS, 1, 1))["out"]
     except CompileError as err:
-        # naga folds every constant sub-expression, the generator's random ones included; the
-        # verifier folds scalars and vectors built of constants, not operators on vectors
-        # ((~vec2<u32>(0u)).y << 16u): those refusals are naga's to make.
-        assume(not NAGA_FOLDING.search(str(err)))
+        # naga and Tint fold every constant sub-expression, the generator's random ones
+        # included; the verifier folds scalars and vectors built of constants, not operators on
+        # vectors ((~vec2<u32>(0u)).y << 16u): those refusals are the compilers' to make.
+        assume(not COMPILER_FOLDING.search(str(err)))
         raise
     bad = np.flatnonzero(got != want)
     assert not bad.size, (
@@ -393,7 +423,8 @@ def operator_pairs() -> list[tuple]:
         out += [(Unary(Op.BITNOT, Binary(inner, a, b)), u32)]
         out += [(Binary(inner, Unary(Op.BITNOT, a), b), u32)]
         out += [(Binary(inner, a, Unary(Op.BITNOT, b)), u32)]
-        shift = inner in (Op.SHL, Op.SHR)  # an i32 shifts by a u32
+        shift = inner in (Op.SHL, Op.SHR)  # an i32 shifts by a u32 (and the rows below
+        # are all of i32: a signed % among them, where the inner operator is one)
         out += [(Unary(Op.NEG, Binary(inner, Name("y"), c if shift else Name("m"))), i32)]
         out += [(Binary(inner, Unary(Op.NEG, Name("y")), c if shift else Name("m")), i32)]
         if not shift:
@@ -404,7 +435,7 @@ def operator_pairs() -> list[tuple]:
     return out
 
 
-def test_every_operator_pair_means_the_same_on_gpu_and_interpreter(gpu) -> None:
+def test_every_operator_pair_means_the_same_on_gpu_and_interpreter(gpu, deviations) -> None:
     # The printer's parentheses, operator by operator: a missing pair reads as another tree,
     # which the GPU then runs (`a - (b + c)` printed `a - b + c`). One kernel, a slot each.
     from kvdsl.runtime import run
@@ -444,4 +475,23 @@ def test_every_operator_pair_means_the_same_on_gpu_and_interpreter(gpu) -> None:
     got = run(k, buffers, None, (GROUPS, 1, 1))["out"]
     assert (want != POISON).all()
     bad = sorted({int(i) % words for i in np.flatnonzero(got != want)})
-    assert not bad, [emit(Assign(at(j), pairs[j][0])) for j in bad[:5]]
+    known = [j for j in bad if "i32 %" in deviations and _signed_mod(pairs[j])]
+    unknown = [j for j in bad if j not in known]
+    assert not unknown, [emit(Assign(at(j), pairs[j][0])) for j in unknown[:5]]
+    if known:  # every other pair agreed
+        pytest.xfail(f"{len(known)} pairs with a signed %: {deviations['i32 %']}")
+
+
+def _signed_mod(pair: tuple) -> bool:
+    """Whether an operator pair holds a ``%`` of i32 operands."""
+    e, ty = pair
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, Binary):
+            if x.op is Op.MOD and ty == i32:
+                return True
+            stack += [x.a, x.b]
+        elif isinstance(x, Unary):
+            stack.append(x.x)
+    return False
