@@ -181,19 +181,15 @@ def _with_workgroup(lvars: dict[str, Any], wg: int) -> dict[str, Any]:
 
 
 def find_template(explicit: str | None = None) -> Path | None:
-    """The template file: ``explicit`` (which must exist), else tests/legacy.py's path,
-    ``shared/seed`` in the repo, or ``.seed/`` (where the GPU host's checkout keeps a copy)."""
+    """The template file: ``explicit`` (which must exist), else tests/legacy.py's (beside the
+    repository, inside it, or in ``.seed/``, where the GPU host's checkout keeps a copy)."""
     import legacy
 
     if explicit is not None:
         if not Path(explicit).is_file():
             raise UsageError(f"--template: no such file {explicit!r}")
         return Path(explicit)
-    name = legacy.TEMPLATE.name
-    for p in (legacy.TEMPLATE, REPO / "shared" / "seed" / name, REPO / ".seed" / name):
-        if p and Path(p).is_file():
-            return Path(p)
-    return None
+    return legacy.TEMPLATE if legacy.TEMPLATE.is_file() else None
 
 
 def render_template(path: Path, vars: dict, bindings, params_struct) -> str:

@@ -54,7 +54,20 @@ from kvdsl.ir import Binding, Kernel, Struct, u32, vec
 from kvdsl.ir.types import SCALARS
 
 REPO = Path(__file__).resolve().parent.parent
-TEMPLATE = REPO.parent / "shared" / "seed" / "kv_cache.wgsl.jinja"
+# Beside the repository (``../shared/seed``), inside it, or in ``.seed/`` (where the GPU host's
+# checkout keeps a copy): the first that exists.
+TEMPLATE = next(
+    (
+        p
+        for p in (
+            REPO.parent / "shared" / "seed" / "kv_cache.wgsl.jinja",
+            REPO / "shared" / "seed" / "kv_cache.wgsl.jinja",
+            REPO / ".seed" / "kv_cache.wgsl.jinja",
+        )
+        if p.is_file()
+    ),
+    REPO.parent / "shared" / "seed" / "kv_cache.wgsl.jinja",
+)
 
 MODES = (
     "transpose",

@@ -189,7 +189,10 @@ def test_rows_not_of_eight_rotary_and_conversions_keep_halves(cfg, elem):
 @pytest.mark.parametrize("cfg", HALF_CONFIGS, ids=_ids(HALF_CONFIGS))
 def test_halves_in_words_match_reference_without_f16(cfg, backend, request):
     """Four halves per ``vec2<u32>``: no ``enable f16;``, the reference's values (rotary and
-    the norm within the usual tolerance), and the GPU bit for bit with the interpreter."""
+    the norm within the usual tolerance), and the GPU as ``kvdsl verify`` judges it against the
+    interpreter: within the case's tolerance where a rotation's multiply-adds may contract into
+    fmas (on an H200 under naga some halves differ by a step), and bit for bit where halves only
+    move (copy, merge)."""
     k = catalog.build_config(cfg)
     text = emit(k)
     assert gpu_device.extensions(text) == (False, False) and "vec4<f16>" not in text
@@ -203,8 +206,12 @@ def test_halves_in_words_match_reference_without_f16(cfg, backend, request):
         assert not problems, problems
         if backend == "gpu":
             on_gpu = gpu_run(k, dict(case.buffers), case.params)
-            for name in case.expected:
-                assert np.array_equal(on_gpu[name].view(np.uint8), got[name].view(np.uint8)), name
+            want = {name: got[name] for name in case.expected}
+            for name, _, problem in case.judge(on_gpu, want, case.tolerance, case.codes):
+                assert not problem, f"{case.label()} {name}: {problem}"
+            if cfg.mode in ("copy", "merge"):  # no arithmetic to contract: every bit
+                for name in case.expected:
+                    assert np.array_equal(on_gpu[name].view(np.uint8), got[name].view(np.uint8))
 
 
 def _copy_buffers(n_halves: int, dtype=np.float16) -> dict:
