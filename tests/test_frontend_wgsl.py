@@ -51,6 +51,9 @@ CASES = {
     "negative_u32": kernel("  out[0u] = -1u;"),
     # No u32 has a minus, zero's included (the 11th stop's long fuzz: kvdsl read it as 0u).
     "negative_zero_u32": kernel("  out[0u] = -0u;"),
+    # An entry point named like a type: WGSL then reads every u32 as the function (the 11th
+    # stop's long fuzz; kvdsl emits "main", so it took it).
+    "entry_named_u32": H + "@compute @workgroup_size(1)\nfn u32() {\n  out[0] = 1u;\n}\n",
     "negative_zero_u32_paren": kernel("  out[0u] = -(0u);"),
     "negative_zero_abstract_ok": kernel("  let x: u32 = -0;\n  out[0u] = x;"),
     "index_const_oob_fixed": kernel("  var a: array<u32, 4>;\n  out[0u] = a[4];"),
@@ -360,6 +363,27 @@ def test_errors_count_wgsl_lines_whatever_ends_them(br):
     with pytest.raises(FrontendError) as info:
         parse(bad)
     assert (info.value.line, info.value.column) == (5, 14), str(info.value)
+
+
+def test_no_declaration_shadows_a_type_or_builtin():
+    # WGSL lets "fn min(a: u32, b: u32) -> u32" shadow the builtin, and then min(1u, 2u) calls
+    # it (naga and Tint take this module and return 3); kvdsl read the call as the builtin (1), a
+    # silent other kernel, until the eleventh stop. Now no declaration takes such a name.
+    for text, what in (
+        (
+            helper("fn min(a: u32, b: u32) -> u32 { return a + b; }")
+            + E.replace("f(1u)", "min(1u, 2u)"),
+            "function 'min'",
+        ),
+        (k("  let max = 1u;\n  out[0u] = max;"), "let max = 1u"),
+        (k("  out[0u] = 1u;", H + "const select: u32 = 3u;\n"), "const select"),
+        (helper("fn f(u32: u32) -> u32 { return u32 + 1u; }") + E, "parameter u32"),
+        (E.replace("fn main(", "fn vec4u("), "entry point vec4u"),
+    ):
+        with pytest.raises(FrontendError) as info:
+            parse(text)
+        assert what in str(info.value) and "type's or builtin function's" in str(info.value)
+        assert info.value.line is not None
 
 
 def test_colour_swizzles_read_as_xyzw():

@@ -322,6 +322,29 @@ def test_names_that_are_not_wgsl_identifiers_are_refused(name, why):
         kernel(let=name)
 
 
+@pytest.mark.parametrize("name", ["min", "select", "u32", "vec4f", "workgroupBarrier"])
+def test_no_declaration_takes_a_type_or_builtin_name(name):
+    # The IR reads min(...) as the builtin: a helper named min (which WGSL would call there) or
+    # a let named u32 would make another kernel than its WGSL. A params field may (a member).
+    why = "is a WGSL type's or builtin function's, which kvdsl reads it as wherever it appears"
+    kb = KernelBuilder("k", 64)
+    b = kb.binding("b", f32, "read_write")
+    with kb.function(name, [("x", f32)], f32) as (x,):
+        kb.return_(x * 2.0)
+    b[0] = kb.fn_call(name, 1.0)
+    with pytest.raises(VerifyError, match=re.escape(f"function '{name}': name '{name}' {why}")):
+        kb.build()
+    kb = KernelBuilder("k", 64)
+    b = kb.binding("b", f32, "read_write")
+    b[0] = kb.let(name, 1.0)
+    with pytest.raises(VerifyError, match=re.escape(f"name '{name}' {why}")):
+        kb.build()
+    kb = KernelBuilder("k", 64)
+    b = kb.binding("b", u32, "read_write")
+    b[0] = kb.param(name)
+    kb.build()
+
+
 def test_helper_functions_take_free_names():
     for taken in ("main", "b", "C"):
         kb = KernelBuilder("k", 64)

@@ -65,6 +65,7 @@ from kvdsl.ir.verify import (
     Scope,
     Symbol,
     VerifyError,
+    check_name,
     module_scope,
     uses_f16,
     uses_subgroups,
@@ -196,6 +197,15 @@ class _Assembler:
                 line,
             )
         (entry,) = entries
+        try:
+            check_name(entry.name, entry)  # kvdsl emits "main", but WGSL reads this one
+        except VerifyError as err:
+            message = str(err)
+            raise WgslTypeError(
+                f"entry point {entry.name}: {message[message.index('name '):]}",
+                self.filename,
+                entry.line,
+            ) from None
         params = self.params(structs, gvars)
         bindings = self.bindings(gvars)
         shared = self.workgroup_vars(gvars)
@@ -450,11 +460,17 @@ class _Assembler:
     def _declare(
         self, scope: Scope, name: str, sym: Symbol, node: Any, what: str, line: int | None
     ) -> None:
-        """``scope.declare``, a name declared twice a located error."""
+        """``scope.declare``, a name declared twice (or one no declaration may take) a located
+        error."""
         try:
             scope.declare(name, sym, node)
-        except VerifyError:
-            raise WgslTypeError(f"{what} is already declared", self.filename, line) from None
+        except VerifyError as err:
+            message = str(err)
+            if name in scope.names or "name " not in message:
+                message = f"{what} is already declared"
+            else:  # a keyword, a reserved word, WGSL's predeclared type or builtin
+                message = f"{what}: {message[message.index('name '):]}"
+            raise WgslTypeError(message, self.filename, line) from None
 
     def function(self, fn: FnDecl, scope: Scope, typer: Typer) -> Function:
         if fn.attrs:

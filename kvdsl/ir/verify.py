@@ -177,6 +177,18 @@ RESERVED = frozenset(
     "unless unorm unsafe unsized use using varying virtual volatile wgsl where with writeonly "
     "yield".split()
 )
+#: Names WGSL predeclares that kvdsl reads as the type or builtin everywhere: its types and type
+#: generators, and the builtin functions of the op table. WGSL lets a declaration shadow one
+#: (``fn min(a: u32, b: u32) -> u32``, and then ``min(1u, 2u)`` calls it), but the IR's
+#: ``Call(Op.MIN)`` would still mean the builtin: a silent other kernel, so no declaration may
+#: take one. A struct member may (it shadows nothing).
+PREDECLARED = frozenset(
+    "bool i32 u32 f32 f16 vec2 vec3 vec4 mat2x2 mat2x3 mat2x4 mat3x2 mat3x3 mat3x4 mat4x2 mat4x3 "
+    "mat4x4 array atomic ptr sampler sampler_comparison workgroupBarrier bitcast".split()
+    + [f"vec{n}{t}" for n in (2, 3, 4) for t in "iufh"]
+    + [f"mat{c}x{r}{t}" for c in (2, 3, 4) for r in (2, 3, 4) for t in "fh"]
+    + [info.spelling for info in ops.TABLE.values() if info.kind == "builtin"]
+)
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 # Names already found valid: a catalog build declares the same few hundred names thousands of
 # times, and the check is on every declaration.
@@ -197,6 +209,11 @@ def check_name(name: object, node: object) -> None:
         why = "is a WGSL keyword"
     elif name in RESERVED:
         why = "is a word WGSL reserves"
+    elif name in PREDECLARED and type(node) is not Struct:
+        why = (
+            "is a WGSL type's or builtin function's, which kvdsl reads it as wherever it "
+            "appears: give another"
+        )
     else:
         _NAMES_OK.add(name)
         return
