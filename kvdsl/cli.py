@@ -184,15 +184,24 @@ def cmd_check(args: argparse.Namespace) -> int:
     from kvdsl.runtime import CompileError, compile_wgsl, tint_check
     from kvdsl.runtime.device import IMPLEMENTATION
 
+    from kvdsl.ir.portability import hazards
+
     compiler = "naga" if IMPLEMENTATION == "wgpu-native" else "dawn"  # the adapter's compiler
     sources: dict[str, str] = {}
     problems: list[str] = []
+    notes: list[str] = []
     for path in args.files:
         sources[path] = text = _read_wgsl(path)
         try:
-            _wgsl_file(path)
+            kernel, lines = _wgsl_file(path)
         except FrontendError as err:
             problems.append(f"{err} [kvdsl]")
+        else:  # valid WGSL that some implementation was found to run otherwise: a note
+            for stmt, why in hazards(kernel):
+                line = lines.get(id(stmt))
+                notes.append(
+                    f"{path}{'' if line is None else f':{line}'}: note: {why} [portability]"
+                )
         try:
             compile_wgsl(text)
         except CompileError as err:
@@ -200,8 +209,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     for path, err in tint_check(sources).items():
         if err is not None:
             problems.append(f"{path}: {err.strip()} [tint]".replace("\n", " | "))
-    for problem in problems:
-        print(problem)
+    for line in problems + notes:
+        print(line)
     ok = len(sources) - len({p.split(":")[0] for p in problems})
     print(f"{ok} passed, {len(sources) - ok} failed")
     return 1 if problems else 0
@@ -349,7 +358,11 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--out", help="write read_write buffers to this .npz")
     s.add_argument("--workgroups", help="X,Y,Z (default: the kernel's dispatch rule)")
     s.add_argument("--backend", choices=("gpu", "interp"), default="gpu")
-    s = sub.add_parser("check", help="parse, verify and validate WGSL files (naga, Tint)")
+    s = sub.add_parser(
+        "check",
+        help="parse, verify and validate WGSL files (naga, Tint); note what an implementation "
+        "was found to run wrong",
+    )
     s.add_argument("files", nargs="+", metavar="FILE.wgsl")
     s = sub.add_parser("legacy", help="kvdsl's WGSL for the legacy template's variables")
     s.add_argument("--vars", required=True, help="JSON object of template variables (or a file)")

@@ -213,6 +213,30 @@ def test_check_reports_every_validator(tmp_path):
     assert any(line.endswith("[tint]") for line in lines)
 
 
+def test_check_notes_what_an_implementation_runs_wrong(tmp_path):
+    # Valid WGSL that naga on NVIDIA (a signed %) or Dawn on NVIDIA (an i32 max of an abs) ran
+    # otherwise on an H200: notes with their lines, and the file still passes.
+    f = tmp_path / "signed.wgsl"
+    f.write_text(
+        "@group(0) @binding(0) var<storage, read_write> out: array<i32>;\n"
+        "@compute @workgroup_size(1)\n"
+        "fn main(@builtin(global_invocation_id) gid: vec3<u32>) {\n"
+        "  let a = i32(gid.x) - 3i;\n"
+        "  out[0] = a % 2i;\n"
+        "  out[1] = max(a, abs(out[2]));\n"
+        "}\n"
+    )
+    out = kvdsl("check", str(f))
+    assert out.returncode == 0 and "1 passed, 0 failed" in out.stdout, out.stdout
+    notes = [line for line in out.stdout.splitlines() if line.endswith("[portability]")]
+    assert len(notes) == 2, out.stdout
+    assert notes[0].startswith(f"{f}:5: note: a % of i32 values") and "OpSRem" in notes[0]
+    assert notes[1].startswith(f"{f}:6: note: an i32 max or min of an abs")
+    good = tmp_path / "good.wgsl"
+    good.write_text(kvdsl("show", "append_quant_int8_llama31_8b").stdout)
+    assert "[portability]" not in kvdsl("check", str(good)).stdout
+
+
 def test_check_takes_an_entry_point_of_any_name(tmp_path):
     # WebGPU takes a module's one compute entry point whatever its name; naga's pipeline was
     # created for "main" and refused a valid module ("Unable to find entry point 'main'").

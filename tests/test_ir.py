@@ -541,3 +541,33 @@ def test_a_loop_that_never_exits_is_refused():
     kernel(Loop((inc, If(Lit(True, bool_), (Break(),)))))
     kernel(For(None, Lit(True, bool_), None, (inc,)))  # a condition is a way out
     kernel(Loop((inc, Return())))
+
+
+def test_portability_names_what_an_implementation_runs_wrong():
+    # kvdsl.ir.portability: a signed % (an operator or a compound assignment, scalar or vector)
+    # and an i32 max/min/clamp of an abs; not a u32 %, nor a float max of an abs.
+    from kvdsl.ir.builder import call
+    from kvdsl.ir.portability import MAX_OF_ABS, SIGNED_REMAINDER, hazards
+
+    kb = KernelBuilder("k", 64)
+    b = kb.binding("b", i32, "read_write")
+    u = kb.binding("u", u32, "read_write")
+    f = kb.binding("f", f32, "read_write")
+    a = kb.let("a", convert(i32, kb.lid.x) - 3)
+    b[0] = a % 2
+    v = kb.var("v", i32, a)
+    v.set(3, Op.MOD)
+    b[1] = v
+    w = kb.let("w", construct(vec(2, i32), a, a) % construct(vec(2, i32), 2, 3))
+    b[2] = w[0]
+    b[3] = clamp(a, call(Op.ABS, b[4]), 9)
+    u[0] = kb.lid.x % 3
+    f[0] = call(Op.MAX, f[1], call(Op.ABS, f[2]))
+    k = kb.build()
+    got = [(show(s), why) for s, why in hazards(k)]
+    assert got == [
+        ("b[0u] = (a % 2i)", SIGNED_REMAINDER),
+        ("v %= 3i", SIGNED_REMAINDER),
+        ("let w = (vec2<i32>(a, a) % vec2<i32>(2i, 3i))", SIGNED_REMAINDER),
+        ("b[3u] = clamp(a, abs(b[4u]), 9i)", MAX_OF_ABS),
+    ]

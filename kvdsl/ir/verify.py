@@ -1203,9 +1203,11 @@ def _uniform_for(s: Stmt, uniform: _Uniform) -> None:
     _uniform_body(s.body, allowed, "a for loop")
 
 
-def verify(kernel: Kernel) -> Kernel:
-    """Check ``kernel``; return it unchanged or raise :class:`VerifyError` naming the problem."""
-    checker = Checker(kernel)
+def verify(kernel: Kernel, checker: Checker | None = None) -> Kernel:
+    """Check ``kernel``; return it unchanged or raise :class:`VerifyError` naming the problem.
+    ``checker``: a :class:`Checker` of ``kernel`` to check with (a subclass that watches what
+    it types, :mod:`kvdsl.ir.portability`'s); a fresh one by default."""
+    checker = Checker(kernel) if checker is None else checker
     scope = module_scope(kernel, checker)
     wg = kernel.workgroup_size
     if len(wg) != 3 or any(not isinstance(n, int) or n < 1 for n in wg):
