@@ -57,7 +57,7 @@ from kvdsl.ir.ops import Op
 from kvdsl.ir.types import Struct, Vec, bool_, i32, u32
 from kvdsl.ir.verify import VerifyError, verify
 from test_fuzz import examples
-from test_roundtrip import literals
+from test_roundtrip import Fresh, literals
 
 V2U = Vec(2, u32)
 TYPES = (u32, i32, bool_, V2U)
@@ -186,15 +186,6 @@ SIGNED_ABS = "signed abs"
 def _divisions(ty, scope: dict) -> list[Op]:
     """The division operators to draw for ``ty`` in ``scope``."""
     return [Op.DIV] if ty == i32 and not scope.get(SIGNED_MOD, True) else [Op.DIV, Op.MOD]
-
-
-class Fresh:
-    def __init__(self) -> None:
-        self.n = 0
-
-    def __call__(self, stem: str) -> str:
-        self.n += 1
-        return f"{stem}{self.n}"
 
 
 def slot(j: int) -> Index:
