@@ -410,6 +410,18 @@ def test_helper_functions_take_free_names():
             lambda kb: construct(vec(2, u32), 0, 2**31).member("y") << 16,
             "(vec2<u32>(0u, 2147483648u).y << 16u): 2147483648 shifted left by 16",
         ),
+        # Operators on vectors of constants, folded as WGSL folds them.
+        (
+            lambda kb: (~construct(vec(2, u32), 0, 0)).member("y") << 16,
+            "((~vec2<u32>(0u, 0u)).y << 16u): 4294967295 shifted left by 16 does not fit u32",
+        ),
+        (
+            lambda kb: (
+                kb.let("v", kb.lid.member("xy"))
+                / (construct(vec(2, u32), 3, 1) - construct(vec(2, u32), 1, 1))
+            )[0],
+            "(v / (vec2<u32>(3u, 1u) - vec2<u32>(1u, 1u))): an integer division by the constant 0",
+        ),
     ],
 )
 def test_constants_wgsl_rejects_are_refused(make, message):

@@ -99,9 +99,9 @@ def show(node: object) -> str:
         case Construct(ty, args):
             return f"{ty}({', '.join(map(show, args))})"
         case Index(base, index):
-            return f"{show(base)}[{show(index)}]"
+            return f"{_primary(base)}[{show(index)}]"
         case Member(base, name):
-            return f"{show(base)}.{name}"
+            return f"{_primary(base)}.{name}"
         case Let(name, value):
             return f"let {name} = {show(value)}"
         case Var(name, ty, init):
@@ -113,6 +113,12 @@ def show(node: object) -> str:
             return "workgroupBarrier()"
         case _:
             return type(node).__name__
+
+
+def _primary(e: Expr) -> str:
+    """``show(e)`` as the base of an index or a member: a unary operation parenthesised
+    (``(~v).y``; a binary one shows its own parentheses)."""
+    return f"({show(e)})" if type(e) is Unary else show(e)
 
 
 @dataclass(frozen=True, slots=True)
@@ -624,13 +630,15 @@ class Checker:
                 return None
             ty = a[1]
             v = -a[0] if e.op is _NEG else (~a[0] & 0xFFFFFFFF if ty is u32 else ~a[0])
-        elif t is Member and len(e.name) == 1 and type(e.base) is Construct:
-            # One component of a vector of constants: vec2<u32>(0u, 8u).y is 8u to WGSL.
-            parts = self._const_num(e.base, scope)
-            elem = e.base.ty.elem  # type: ignore[union-attr]
-            if parts is None or not (elem is u32 or elem is i32):
+        elif t is Member and len(e.name) == 1:
+            # One component of a vector const-expression: vec2<u32>(0u, 8u).y is 8u to WGSL.
+            base = self.type_of(e.base, scope)
+            if not isinstance(base, Vec) or not (base.elem is u32 or base.elem is i32):
                 return None
-            return int(parts[_COMPONENT[e.name]]), elem
+            parts = self._const_num(e.base, scope)
+            if parts is None:
+                return None
+            return int(parts[_COMPONENT[e.name]]), base.elem
         elif t is Call and e.op is _SELECT:  # select(f, t, c) with a literal condition
             cond = e.args[2]
             if type(cond) is not Lit or type(cond.value) is not bool:
@@ -712,10 +720,49 @@ class Checker:
         if t is Unary and e.op is _NEG and type(e.x) is Construct:  # -vec4<f32>(...)
             p = self._const_num(e.x, scope)
             return None if p is None else tuple(-x for x in p)
+        if t in (Unary, Binary, Member):
+            vector = self._const_int_vector(e, scope)
+            if vector is not None:
+                return vector
         v = self.const_int(e, scope)
         if v is None:
             v = self._const_float(e, scope)
         return None if v is None else (v,)
+
+    def _const_int_vector(self, e: Expr, scope: Scope) -> tuple[int, ...] | None:
+        """The components of an integer vector const-expression of operators (``~``, ``-``, the
+        arithmetic and bitwise ones, a swizzle) on vectors of constants, as WGSL evaluates it
+        when it compiles; None where ``e`` is not one, or a step leaves the type's range (WGSL's
+        overflow rules are for WGSL to apply, as for scalars)."""
+        ty = self.type_of(e, scope)
+        if not isinstance(ty, Vec) or not ty.elem.is_int:
+            return None
+        elem = ty.elem
+        t = type(e)
+        if t is Unary and (e.op is _NEG or e.op is _BITNOT):
+            x = self._const_num(e.x, scope)
+            if x is None:
+                return None
+            if e.op is _NEG:
+                got = tuple(-int(v) for v in x)
+            else:
+                got = tuple(~int(v) & 0xFFFFFFFF if elem is u32 else ~int(v) for v in x)
+        elif t is Binary:
+            a, b = self._const_num(e.a, scope), self._const_num(e.b, scope)
+            if a is None or b is None:
+                return None
+            a, b = a * (ty.n if len(a) == 1 else 1), b * (ty.n if len(b) == 1 else 1)
+            got = tuple(_fold(e.op, int(x), int(y)) for x, y in zip(a, b))  # type: ignore
+        elif t is Member:
+            base = self._const_num(e.base, scope)
+            if base is None:
+                return None
+            got = tuple(int(base[_COMPONENT[c]]) for c in e.name)
+        else:
+            return None
+        if any(v is None or not _LOW[elem] <= v < _HIGH[elem] for v in got):
+            return None
+        return got  # type: ignore[return-value]
 
     def _const_float(self, e: Expr, scope: Scope) -> np.floating | None:
         """The value of ``e`` where it is a scalar f32 or f16 const-expression (literals, float
