@@ -24,7 +24,7 @@ from kvdsl.kernels.build import BuildConfig
 from kvdsl.kernels.config import ConfigError
 from kvdsl.nodes import flat
 from kvdsl.runtime import run, tint_check
-from kvdsl.runtime.device import naga_source, needs_subgroups
+from kvdsl.runtime.device import extensions, naga_source, needs_subgroups
 
 WG = 64
 
@@ -64,6 +64,27 @@ def test_shuffle_builds_emits_and_round_trips() -> None:
     assert "enable" not in naga and naga.count("\n") == text.count("\n")
     # Tint (every browser) requires it and accepts the module.
     assert tint_check({"k": text}) == {"k": None}
+
+
+@pytest.mark.parametrize(
+    "directive, naga, f16, sg",
+    [
+        ("enable subgroups;", "", False, True),
+        ("enable\n  subgroups;", "\n", False, True),  # a line break inside: the line count stays
+        ("enable f16, subgroups;", "enable f16;", True, True),
+        ("enable subgroups, f16,;", "enable f16;", True, True),
+        ("enable /* c */ subgroups;", "", False, True),
+        ("// enable subgroups;", "// enable subgroups;", False, False),  # a comment: none
+        ("enable f16;", "enable f16;", True, False),
+    ],
+)
+def test_enable_directives_in_any_spelling(directive, naga, f16, sg) -> None:
+    # Until the eleventh stop the runtime found "enable subgroups;" only alone on its line: an
+    # enable list or a directive over two lines reached naga, which refuses subgroups
+    # (gfx-rs/wgpu#5555), and asked the device for no subgroup feature.
+    text = directive + "\nfn f() {}\n"
+    assert naga_source(text) == naga + "\nfn f() {}\n"
+    assert extensions(text) == (f16, sg) and needs_subgroups(text) is sg
 
 
 def test_frontend_needs_enable_subgroups() -> None:

@@ -9,7 +9,8 @@ a shader can do).
 
 naga (wgpu 0.32) implements the subgroup built-ins but rejects the standard ``enable subgroups;``
 directive (gfx-rs/wgpu#5555) that Tint, and so every browser, requires: kvdsl emits the standard
-module and :func:`naga_source` drops that one directive before naga sees it.
+module and :func:`naga_source` takes ``subgroups`` out of its enable directives (in a list, over
+lines, around comments) before naga sees it.
 
 The WebGPU implementation is wgpu-native (the ``wgpu`` package) unless ``KVDSL_WEBGPU=dawn``
 (or ``kvdsl --webgpu dawn``) is set before this module is imported: then it is Dawn, the
@@ -95,19 +96,35 @@ WEBGPU_LIMITS = {
     "max-buffer-size": 268435456,
 }
 
-_ENABLE_F16 = re.compile(r"^\s*enable\s+[^;]*\bf16\b", re.MULTILINE)
-_ENABLE_SUBGROUPS = re.compile(r"^[ \t]*enable[ \t]+subgroups[ \t]*;", re.MULTILINE)
+# An enable directive: "enable", a comma-separated list of extensions (a trailing comma
+# allowed), ";", with any blankspace between, line breaks included, and comments (matched on the
+# text with its comments blanked, so a directive inside a comment is none).
+_ENABLE = re.compile(r"\benable\b([^;]*);")
 _SPAN = re.compile(r"wgsl:(\d+):(\d+)")
+
+
+def _enables(wgsl: str) -> list[tuple[int, int, list[str]]]:
+    """``(start, end, extensions)`` of each enable directive of ``wgsl``."""
+    from kvdsl.frontend.comments import UnterminatedComment, scan
+
+    try:
+        code = scan(wgsl)[1]
+    except UnterminatedComment:  # not WGSL: the compiler will say so
+        code = wgsl
+    return [
+        (m.start(), m.end(), [n.strip() for n in m.group(1).split(",") if n.strip()])
+        for m in _ENABLE.finditer(code)
+    ]
 
 
 def needs_f16(wgsl: str) -> bool:
     """Whether the module enables the ``f16`` extension."""
-    return _ENABLE_F16.search(wgsl) is not None
+    return any("f16" in names for _, _, names in _enables(wgsl))
 
 
 def needs_subgroups(wgsl: str) -> bool:
     """Whether the module enables the ``subgroups`` extension."""
-    return _ENABLE_SUBGROUPS.search(wgsl) is not None
+    return any("subgroups" in names for _, _, names in _enables(wgsl))
 
 
 def extensions(wgsl: str) -> tuple[bool, bool]:
@@ -116,9 +133,18 @@ def extensions(wgsl: str) -> tuple[bool, bool]:
 
 
 def naga_source(wgsl: str) -> str:
-    """``wgsl`` as naga takes it: ``enable subgroups;`` blanked out (see the module doc); the
-    line stays, so naga's line numbers are the module's."""
-    return _ENABLE_SUBGROUPS.sub("", wgsl)
+    """``wgsl`` as naga takes it: ``subgroups`` left out of its enable directives (see the module
+    doc), a directive of nothing else dropped; the line breaks inside one stay, so naga's line
+    numbers are the module's."""
+    out, last = [], 0
+    for start, end, names in _enables(wgsl):
+        if "subgroups" not in names:
+            continue
+        rest = [n for n in names if n != "subgroups"]
+        breaks = "".join(c for c in wgsl[start:end] if c in "\n\x0b\x0c\r\x85\u2028\u2029")
+        out += [wgsl[last:start], (f"enable {', '.join(rest)};" if rest else "") + breaks]
+        last = end
+    return "".join(out) + wgsl[last:]
 
 
 def shader_source(wgsl: str) -> str:
