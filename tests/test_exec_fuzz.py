@@ -3,7 +3,7 @@
 The interpreter is the executable definition of what IR means, and the GPU runs the WGSL the
 printer writes for it; the catalog and the conformance cases (one op at a time, on edge values)
 check the two agree on the kernels kvdsl builds. Here hypothesis composes the integer part of
-the op table freely: ``u32``, ``i32``, ``bool`` and ``vec2<u32>`` expressions of every
+the op table freely: ``u32``, ``i32``, ``bool``, ``vec2<u32>`` and ``vec2<i32>`` expressions of every
 operator, builtin and conversion, nested to depth 3, over per-invocation inputs with edge
 values (0, 1, ``i32``'s least value, ``u32``'s greatest), in ``let``s, ``var`` assignments,
 compound assignments, ifs, bounded ``for`` loops with ``break`` and ``continue``, early
@@ -60,8 +60,9 @@ from kvdsl.ir.verify import VerifyError, verify
 from test_fuzz import examples
 from test_roundtrip import Fresh, literals
 
-V2U = Vec(2, u32)
-TYPES = (u32, i32, bool_, V2U)
+V2U, V2I = Vec(2, u32), Vec(2, i32)
+TYPES = (u32, i32, bool_, V2U, V2I)
+SIGNED = (i32, V2I)
 WG, GROUPS = 64, 2
 N = WG * GROUPS  # invocations
 SLOTS = 8  # output words per invocation
@@ -72,8 +73,9 @@ READ = {
     i32: [Name("y"), Name("vi"), Name("zi"), Name("m")],
     bool_: [Name("vb")],
     V2U: [Name("v2"), Member(Name("gid"), "xy")],
+    V2I: [Name("w2")],
 }
-WRITE = {u32: "vu", i32: "vi", bool_: "vb", V2U: "v2"}
+WRITE = {u32: "vu", i32: "vi", bool_: "vb", V2U: "v2", V2I: "w2"}
 ARITH = (Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.MOD)
 BITS = (Op.AND, Op.OR, Op.XOR)
 COMPARE = (Op.LT, Op.LE, Op.GT, Op.GE, Op.EQ, Op.NE)
@@ -81,13 +83,9 @@ EDGES = np.array([0, 1, 2, 31, 32, 33, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFF, 0xFFF
 
 
 def _lit(draw, ty):
-    if ty == V2U:
-        return Construct(V2U, (draw(literals(u32)), draw(literals(u32))))
+    if isinstance(ty, Vec):
+        return Construct(ty, (draw(literals(ty.elem)), draw(literals(ty.elem))))
     return draw(literals(ty))
-
-
-def _splat(value: int, ty):
-    return Lit(value, ty) if ty != V2U else Construct(V2U, (Lit(value, u32),) * 2)
 
 
 @st.composite
@@ -100,15 +98,15 @@ def expr(draw, ty, depth: int, scope: dict):
         return draw(st.sampled_from(names))
     sub = lambda t: expr(t, depth - 1, scope)  # noqa: E731
     kinds = ["select"]
-    if ty in (u32, i32, V2U):
+    if ty in (u32, i32, V2U, V2I):
         kinds += ["arith", "divide", "bits", "shift", "bitnot", "minmax", "convert"]
-        if ty != i32 or scope.get(SIGNED_ABS, True):
+        if ty not in SIGNED or scope.get(SIGNED_ABS, True):
             kinds.append("abs")
-    if ty == i32:
+    if ty in SIGNED:
         kinds += ["neg", "divide_min"]
-    if ty == u32:
+    if ty in (u32, i32):
         kinds += ["swizzle"]
-    if ty == V2U:
+    if ty in (V2U, V2I):
         kinds += ["construct", "vec_scalar", "swizzle2"]
     if ty == bool_:
         kinds += ["compare", "logic", "not", "boolbits", "convert"]
@@ -124,25 +122,27 @@ def expr(draw, ty, depth: int, scope: dict):
             by = draw(st.one_of(st.sampled_from(READ[ty]), sub(ty)))
             return Binary(op, draw(sub(ty)), by)
         case "divide_min":  # i32's least value over -1 is that value (and % gives 0)
-            op = draw(st.sampled_from(_divisions(i32, scope)))
-            return Binary(op, draw(sub(i32)), Lit(-1, i32))
+            op = draw(st.sampled_from(_divisions(ty, scope)))
+            return Binary(op, draw(sub(ty)), Lit(-1, i32))
         case "vec_scalar":
             op = draw(st.sampled_from(ARITH))  # WGSL mixes a scalar and a vector in these only
-            a, b = draw(sub(V2U)), draw(sub(u32))
+            if op not in _divisions(ty, scope) + [Op.ADD, Op.SUB, Op.MUL]:
+                op = Op.DIV
+            a, b = draw(sub(ty)), draw(sub(ty.elem))
             return Binary(op, a, b) if draw(st.booleans()) else Binary(op, b, a)
         case "bits" | "boolbits":
             ops_ = BITS[:2] if ty == bool_ else BITS  # a bool has & and |, no ^
             return Binary(draw(st.sampled_from(ops_)), draw(sub(ty)), draw(sub(ty)))
         case "shift":
             # A run-time amount is taken modulo 32 (WGSL); a constant one must be under 32.
-            amount = V2U if ty == V2U else u32
+            amount = V2U if isinstance(ty, Vec) else u32
             by = draw(st.one_of(st.sampled_from(READ[amount]), sub(amount)))
             return Binary(draw(st.sampled_from([Op.SHL, Op.SHR])), draw(sub(ty)), by)
         case "bitnot":
             return Unary(Op.BITNOT, draw(sub(ty)))
         case "neg":
             x = draw(sub(ty))  # "-(3i)" would print as the literal -3i: not this IR
-            return Unary(Op.NEG, x if not isinstance(x, Lit) else Convert(i32, x))
+            return Unary(Op.NEG, x if not isinstance(x, Lit) else Convert(ty, x))
         case "abs":
             return Call(Op.ABS, (draw(sub(ty)),))
         case "minmax":
@@ -164,16 +164,16 @@ def expr(draw, ty, depth: int, scope: dict):
         case "not":
             return Unary(Op.NOT, draw(sub(bool_)))
         case "convert":
-            if ty == V2U:
-                return draw(sub(V2U))
+            if isinstance(ty, Vec):  # between vec2<u32> and vec2<i32> WGSL keeps the bits
+                return Convert(ty, draw(sub(V2I if ty == V2U else V2U)))
             src = draw(st.sampled_from([t for t in (u32, i32, bool_) if t != ty]))
             return Convert(ty, draw(sub(src)))
         case "swizzle":
-            return Member(draw(sub(V2U)), draw(st.sampled_from("xy")))
+            return Member(draw(sub(V2U if ty == u32 else V2I)), draw(st.sampled_from("xy")))
         case "swizzle2":
-            return Member(draw(sub(V2U)), draw(st.sampled_from(["yx", "xx", "yy"])))
+            return Member(draw(sub(ty)), draw(st.sampled_from(["yx", "xx", "yy"])))
         case "construct":
-            return Construct(V2U, (draw(sub(u32)), draw(sub(u32))))
+            return Construct(ty, (draw(sub(ty.elem)), draw(sub(ty.elem))))
     raise AssertionError(kind)
 
 
@@ -186,7 +186,7 @@ SIGNED_ABS = "signed abs"
 
 def _divisions(ty, scope: dict) -> list[Op]:
     """The division operators to draw for ``ty`` in ``scope``."""
-    return [Op.DIV] if ty == i32 and not scope.get(SIGNED_MOD, True) else [Op.DIV, Op.MOD]
+    return [Op.DIV] if ty in SIGNED and not scope.get(SIGNED_MOD, True) else [Op.DIV, Op.MOD]
 
 
 def slot(j: int) -> Index:
@@ -203,6 +203,8 @@ def as_word(e, ty):
         return Convert(u32, e)
     if ty == bool_:
         return Call(Op.SELECT, (Lit(7, u32), Lit(9, u32), e))
+    if ty == V2I:
+        e = Convert(V2U, e)
     y = Member(e, "y")
     rot = Binary(Op.OR, Binary(Op.SHL, y, Lit(16, u32)), Binary(Op.SHR, y, Lit(16, u32)))
     return Binary(Op.XOR, Member(e, "x"), rot)
@@ -234,12 +236,14 @@ def stmts(draw, fresh: Fresh, depth: int, in_loop: str | None, scope: dict):
                 ty = draw(st.sampled_from(TYPES))
                 out.append(Assign(Name(WRITE[ty]), draw(e(ty))))
             case "compound":
-                ty = draw(st.sampled_from([u32, i32, V2U]))
+                ty = draw(st.sampled_from([u32, i32, V2U, V2I]))
                 ops_ = ARITH + BITS + (Op.SHL, Op.SHR)
                 if Op.MOD not in _divisions(ty, scope):
                     ops_ = tuple(o for o in ops_ if o is not Op.MOD)
                 op = draw(st.sampled_from(ops_))
-                by = u32 if op in (Op.SHL, Op.SHR) and ty != V2U else ty
+                by = ty
+                if op in (Op.SHL, Op.SHR):  # a shift's amount is unsigned
+                    by = V2U if isinstance(ty, Vec) else u32
                 out.append(Assign(Name(WRITE[ty]), draw(e(by)), op))
             case "store":
                 ty = draw(st.sampled_from(TYPES))
@@ -299,10 +303,9 @@ PRELUDE = (
     Var("vi", i32, Name("y")),
     Var("vb", bool_, Binary(Op.EQ, Binary(Op.AND, Name("x"), Lit(1, u32)), Lit(0, u32))),
     Var("v2", V2U, Construct(V2U, (Name("x"), Member(Name("params"), "n")))),
+    Var("w2", V2I, Construct(V2I, (Name("y"), Name("m")))),
 )
-EPILOGUE = tuple(
-    Assign(slot(j), as_word(Name(WRITE[ty]), ty)) for j, ty in enumerate((u32, i32, bool_, V2U))
-)
+EPILOGUE = tuple(Assign(slot(j), as_word(Name(WRITE[ty]), ty)) for j, ty in enumerate(TYPES))
 
 
 @st.composite
