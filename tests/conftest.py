@@ -24,25 +24,19 @@ def gpu() -> dict:
 
 #: What an implementation runs other than WGSL says on some adapter, found on real GPUs
 #: (tests/test_conformance.py and tests/test_exec_fuzz.py on an H200): (implementation, vendor)
-#: -> {deviation: why}. A test meets a deviation only on its platform and says so there (xfail
-#: with the reason); everywhere else, CI's llvmpipe included, it holds strictly.
-KNOWN_DEVIATIONS = {
-    ("wgpu-native", "NVIDIA"): {
-        "i32 %": (
-            "wgpu-native 0.32's naga lowers a signed % to SPIR-V OpSRem, which Vulkan leaves "
-            "undefined for a negative operand (without VK_KHR_maintenance8), and NVIDIA answers "
-            "with another remainder: -7 % 2 is 1 (gfx-rs/wgpu#8191, fixed upstream by #9674; "
-            "Dawn's Tint lowers it through a division and is right)"
-        ),
-    },
-    ("dawn", "NVIDIA"): {
-        "i32 max(a, abs(b))": (
-            "under Dawn on an H200 an i32 max(a, abs(b)) sometimes runs as max(a, b), the abs "
-            "dropped, as the rest of the module has it (benchmarks/probe45.py: one form of 20 in "
-            "each of two modules, not the same one; naga's modules on the same GPU: none)"
-        ),
-    },
-}
+#: -> {deviation: why}, the why being kvdsl.ir.portability's (what `kvdsl check` notes). A test
+#: meets a deviation only on its platform and says so there (xfail with the reason); everywhere
+#: else, CI's llvmpipe included, it holds strictly.
+def _known_deviations() -> dict:
+    from kvdsl.ir.portability import MAX_OF_ABS, SIGNED_REMAINDER
+
+    return {
+        ("wgpu-native", "NVIDIA"): {"i32 %": SIGNED_REMAINDER},
+        ("dawn", "NVIDIA"): {"i32 max(a, abs(b))": MAX_OF_ABS},
+    }
+
+
+KNOWN_DEVIATIONS = _known_deviations()
 
 
 @pytest.fixture(scope="session")
