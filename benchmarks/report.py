@@ -305,6 +305,21 @@ def dropins_beside(timed: list[dict]) -> str:
     )
 
 
+def per_row_ratios(b: list[dict]) -> dict[str, dict[float, float]]:
+    """For each mode the template walks only per row: at each size, the fastest template
+    render's time over kvdsl's fastest variant's (sizes without a template time left out)."""
+    out: dict[str, dict[float, float]] = {}
+    for mode in PER_ROW_MODES:
+        m = [r for r in b if r["mode"] == mode and r.get("kvdsl_us")]
+        out[mode] = {}
+        for tok in sorted({r["tokens"] for r in m}):
+            at_size = [r for r in m if r["tokens"] == tok]
+            tmpl = [r["template_us"] for r in at_size if r.get("template_us")]
+            if tmpl:
+                out[mode][tok] = min(tmpl) / min(r["kvdsl_us"] for r in at_size)
+    return out
+
+
 def summary(rows: list[dict]) -> list[str]:
     """The issue's targets, each with its figure, met or not."""
     b = big(rows)
@@ -350,16 +365,8 @@ def summary(rows: list[dict]) -> list[str]:
         )
         + "."
     )
-    for mode in PER_ROW_MODES:
-        m = [r for r in b if r["mode"] == mode and r.get("kvdsl_us")]
-        sizes = sorted({(r["tokens"]) for r in m})
-        parts = []
-        for tok in sizes:
-            at_size = [r for r in m if r["tokens"] == tok]
-            fastest = min(r["kvdsl_us"] for r in at_size)
-            tmpl = [r["template_us"] for r in at_size if r.get("template_us")]
-            if tmpl:
-                parts.append(f"{int(tok)} tok {min(tmpl) / fastest:.2f}x")
+    for mode, ratios in per_row_ratios(b).items():
+        parts = [f"{int(tok)} tok {x:.2f}x" for tok, x in ratios.items()]
         if parts:
             out.append(
                 f"- {mode}: fastest kvdsl variant vs fastest template render "
@@ -430,16 +437,7 @@ def glance(rows: list[dict], comp: dict | None) -> list[str]:
     own_pair = [r["template_over_kvdsl"] for r in dropped if r["mode"] == "transpose"]
     ge = sum(r["template_over_kvdsl"] >= 1.0 for r in pair)
     near = sum(r["template_over_kvdsl"] >= 0.95 for r in pair)
-    per_row = []
-    for mode in PER_ROW_MODES:
-        m = [r for r in b if r["mode"] == mode and r.get("kvdsl_us")]
-        x = [
-            min(r["template_us"] for r in m if r["tokens"] == tok and r.get("template_us"))
-            / min(r["kvdsl_us"] for r in m if r["tokens"] == tok)
-            for tok in {r["tokens"] for r in m if r.get("template_us")}
-        ]
-        if x:
-            per_row.append((mode, min(x)))
+    per_row = [(m, min(x.values())) for m, x in per_row_ratios(b).items() if x]
     dec = [r for r in rows if r.get("decode") and (r.get("floor_beside_x") or r.get("floor_x"))]
 
     def floor_x(r: dict) -> float:

@@ -7,6 +7,8 @@ import tempfile
 
 import pytest
 
+from kvdsl.ir.portability import MAX_OF_ABS, SIGNED_REMAINDER
+
 # Mesa's Vulkan drivers need a runtime dir; CI containers often have none.
 os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.gettempdir())
 
@@ -27,16 +29,10 @@ def gpu() -> dict:
 #: -> {deviation: why}, the why being kvdsl.ir.portability's (what `kvdsl check` notes). A test
 #: meets a deviation only on its platform and says so there (xfail with the reason); everywhere
 #: else, CI's llvmpipe included, it holds strictly.
-def _known_deviations() -> dict:
-    from kvdsl.ir.portability import MAX_OF_ABS, SIGNED_REMAINDER
-
-    return {
-        ("wgpu-native", "NVIDIA"): {"i32 %": SIGNED_REMAINDER},
-        ("dawn", "NVIDIA"): {"i32 max(a, abs(b))": MAX_OF_ABS},
-    }
-
-
-KNOWN_DEVIATIONS = _known_deviations()
+KNOWN_DEVIATIONS = {
+    ("wgpu-native", "NVIDIA"): {"i32 %": SIGNED_REMAINDER},
+    ("dawn", "NVIDIA"): {"i32 max(a, abs(b))": MAX_OF_ABS},
+}
 
 
 @pytest.fixture(scope="session")

@@ -53,6 +53,7 @@ from kvdsl.ir.nodes import (
     Return,
     Unary,
     Var,
+    walk,
 )
 from kvdsl.ir.ops import Op
 from kvdsl.ir.types import Struct, Vec, bool_, i32, u32
@@ -481,13 +482,4 @@ def test_every_operator_pair_means_the_same_on_gpu_and_interpreter(gpu, deviatio
 def _signed_mod(pair: tuple) -> bool:
     """Whether an operator pair holds a ``%`` of i32 operands."""
     e, ty = pair
-    stack = [e]
-    while stack:
-        x = stack.pop()
-        if isinstance(x, Binary):
-            if x.op is Op.MOD and ty == i32:
-                return True
-            stack += [x.a, x.b]
-        elif isinstance(x, Unary):
-            stack.append(x.x)
-    return False
+    return ty == i32 and any(type(x) is Binary and x.op is Op.MOD for x in walk(e))

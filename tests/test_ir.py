@@ -343,6 +343,13 @@ def test_no_declaration_takes_a_type_or_builtin_name(name):
     b = kb.binding("b", u32, "read_write")
     b[0] = kb.param(name)
     kb.build()
+    # The params field's leave is not remembered for the next declaration (the verifier keeps
+    # the names it found good, and took a let after a field of the same name).
+    kb = KernelBuilder("k", 64)
+    b = kb.binding("b", f32, "read_write")
+    b[0] = kb.let(name, 1.0)
+    with pytest.raises(VerifyError, match=re.escape(f"name '{name}' {why}")):
+        kb.build()
 
 
 def test_helper_functions_take_free_names():

@@ -65,7 +65,7 @@ from kvdsl.ir.verify import (
     Scope,
     Symbol,
     VerifyError,
-    check_name,
+    name_problem,
     module_scope,
     uses_f16,
     uses_subgroups,
@@ -197,15 +197,9 @@ class _Assembler:
                 line,
             )
         (entry,) = entries
-        try:
-            check_name(entry.name, entry)  # kvdsl emits "main", but WGSL reads this one
-        except VerifyError as err:
-            message = str(err)
-            raise WgslTypeError(
-                f"entry point {entry.name}: {message[message.index('name '):]}",
-                self.filename,
-                entry.line,
-            ) from None
+        problem = name_problem(entry.name)  # kvdsl emits "main", but WGSL reads this one
+        if problem is not None:
+            raise WgslTypeError(f"entry point {entry.name}: {problem}", self.filename, entry.line)
         params = self.params(structs, gvars)
         bindings = self.bindings(gvars)
         shared = self.workgroup_vars(gvars)
@@ -460,17 +454,15 @@ class _Assembler:
     def _declare(
         self, scope: Scope, name: str, sym: Symbol, node: Any, what: str, line: int | None
     ) -> None:
-        """``scope.declare``, a name declared twice (or one no declaration may take) a located
+        """``scope.declare``, a name no declaration may take, or one declared twice, a located
         error."""
+        problem = name_problem(name)
+        if problem is not None:
+            raise WgslTypeError(f"{what}: {problem}", self.filename, line)
         try:
             scope.declare(name, sym, node)
-        except VerifyError as err:
-            message = str(err)
-            if name in scope.names or "name " not in message:
-                message = f"{what} is already declared"
-            else:  # a keyword, a reserved word, WGSL's predeclared type or builtin
-                message = f"{what}: {message[message.index('name '):]}"
-            raise WgslTypeError(message, self.filename, line) from None
+        except VerifyError:
+            raise WgslTypeError(f"{what} is already declared", self.filename, line) from None
 
     def function(self, fn: FnDecl, scope: Scope, typer: Typer) -> Function:
         if fn.attrs:

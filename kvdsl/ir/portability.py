@@ -38,9 +38,12 @@ class _Watch(Checker):
         super().__init__(kernel)
         self.now: Stmt | None = None
         self.found: list[tuple[Stmt | None, str]] = []
+        self.seen: set[tuple[int, str]] = set()  # by the statement's identity: two equal
+        # statements on two lines are two notes
 
     def note(self, why: str) -> None:
-        if (self.now, why) not in self.found:
+        if (id(self.now), why) not in self.seen:
+            self.seen.add((id(self.now), why))
             self.found.append((self.now, why))
 
     def stmt(self, s: Stmt, scope: Scope, ret: Any, loop: bool) -> None:

@@ -201,10 +201,13 @@ _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _NAMES_OK: set[str] = set()
 
 
-def check_name(name: object, node: object) -> None:
-    """Raise :class:`VerifyError` unless ``name`` can name a WGSL declaration: an identifier of
-    ASCII letters, digits and ``_`` (the subset the frontend reads), not ``_`` alone, not
-    starting ``__``, neither a keyword nor a reserved word."""
+def name_problem(name: object, member: bool = False) -> str | None:
+    """Why ``name`` cannot name a WGSL declaration, as ``name 'x' ...``, or None when it can: an
+    identifier of ASCII letters, digits and ``_`` (the subset the frontend reads), not ``_``
+    alone, not starting ``__``, neither a keyword nor a reserved word, nor (but for a struct
+    ``member``) the name of a WGSL type or builtin function (:data:`PREDECLARED`)."""
+    if name in _NAMES_OK:
+        return None
     if not isinstance(name, str) or not _IDENTIFIER.match(name):
         why = "is not a WGSL identifier: give a letter or _, then letters, digits or _ (ASCII)"
     elif name == "_":
@@ -215,15 +218,25 @@ def check_name(name: object, node: object) -> None:
         why = "is a WGSL keyword"
     elif name in RESERVED:
         why = "is a word WGSL reserves"
-    elif name in PREDECLARED and type(node) is not Struct:
+    elif name in PREDECLARED:
+        if member:
+            return None  # not remembered: the next declaration of it is no member
         why = (
             "is a WGSL type's or builtin function's, which kvdsl reads it as wherever it "
             "appears: give another"
         )
     else:
         _NAMES_OK.add(name)
-        return
-    raise VerifyError(f"{_declaring(node, name)}: name {name!r} {why}")
+        return None
+    return f"name {name!r} {why}"
+
+
+def check_name(name: object, node: object) -> None:
+    """Raise :class:`VerifyError` where ``name`` cannot name the declaration ``node``
+    (:func:`name_problem`; a params field is a struct member)."""
+    problem = name_problem(name, member=type(node) is Struct)
+    if problem is not None:
+        raise VerifyError(f"{_declaring(node, name)}: {problem}")
 
 
 def _declaring(node: object, name: object) -> str:

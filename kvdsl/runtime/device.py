@@ -29,6 +29,7 @@ whose loops all end, as kvdsl's counted loops do.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import tempfile
@@ -103,18 +104,20 @@ _ENABLE = re.compile(r"\benable\b([^;]*);")
 _SPAN = re.compile(r"wgsl:(\d+):(\d+)")
 
 
-def _enables(wgsl: str) -> list[tuple[int, int, list[str]]]:
-    """``(start, end, extensions)`` of each enable directive of ``wgsl``."""
-    from kvdsl.frontend.comments import UnterminatedComment, scan
+@functools.lru_cache(maxsize=256)
+def _enables(wgsl: str) -> tuple[tuple[int, int, tuple[str, ...]], ...]:
+    """``(start, end, extensions)`` of each enable directive of ``wgsl`` (asked for on every
+    dispatch, through :func:`extensions`: kept per text)."""
+    from kvdsl.frontend.comments import UnterminatedComment, scan  # lark only when asked
 
     try:
         code = scan(wgsl)[1]
     except UnterminatedComment:  # not WGSL: the compiler will say so
         code = wgsl
-    return [
-        (m.start(), m.end(), [n.strip() for n in m.group(1).split(",") if n.strip()])
+    return tuple(
+        (m.start(), m.end(), tuple(n.strip() for n in m.group(1).split(",") if n.strip()))
         for m in _ENABLE.finditer(code)
-    ]
+    )
 
 
 def needs_f16(wgsl: str) -> bool:
@@ -136,12 +139,14 @@ def naga_source(wgsl: str) -> str:
     """``wgsl`` as naga takes it: ``subgroups`` left out of its enable directives (see the module
     doc), a directive of nothing else dropped; the line breaks inside one stay, so naga's line
     numbers are the module's."""
+    from kvdsl.frontend.comments import LINE_BREAKS
+
     out, last = [], 0
     for start, end, names in _enables(wgsl):
         if "subgroups" not in names:
             continue
         rest = [n for n in names if n != "subgroups"]
-        breaks = "".join(c for c in wgsl[start:end] if c in "\n\x0b\x0c\r\x85\u2028\u2029")
+        breaks = "".join(c for c in wgsl[start:end] if c in LINE_BREAKS)
         out += [wgsl[last:start], (f"enable {', '.join(rest)};" if rest else "") + breaks]
         last = end
     return "".join(out) + wgsl[last:]
