@@ -7,7 +7,7 @@ import tempfile
 
 import pytest
 
-from kvdsl.ir.portability import MAX_OF_ABS, SIGNED_REMAINDER
+from kvdsl.ir.portability import CONSTANT_UNPACK, MAX_OF_ABS, SIGNED_REMAINDER
 
 # Mesa's Vulkan drivers need a runtime dir; CI containers often have none.
 os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.gettempdir())
@@ -24,14 +24,15 @@ def gpu() -> dict:
         pytest.fail(f"GPU tests need a wgpu adapter (llvmpipe will do): {e}", pytrace=False)
 
 
-#: What an implementation runs other than WGSL says on some adapter, found on real GPUs
-#: (tests/test_conformance.py and tests/test_exec_fuzz.py on an H200): (implementation, vendor)
-#: -> {deviation: why}, the why being kvdsl.ir.portability's (what `kvdsl check` notes). A test
-#: meets a deviation only on its platform and says so there (xfail with the reason); everywhere
-#: else, CI's llvmpipe included, it holds strictly.
+#: What an implementation runs other than WGSL says on some adapter (tests/test_conformance.py
+#: and tests/test_exec_fuzz.py on an H200, tests/test_exec_fuzz_float.py on llvmpipe):
+#: (implementation, vendor) -> {deviation: why}, the why being kvdsl.ir.portability's (what
+#: `kvdsl check` notes). A test meets a deviation only on its platform and says so there (xfail
+#: with the reason); everywhere else it holds strictly, and on its platform every other test does.
 KNOWN_DEVIATIONS = {
     ("wgpu-native", "NVIDIA"): {"i32 %": SIGNED_REMAINDER},
     ("dawn", "NVIDIA"): {"i32 max(a, abs(b))": MAX_OF_ABS},
+    ("wgpu-native", "llvmpipe"): {"constant unpack2x16float": CONSTANT_UNPACK},
 }
 
 

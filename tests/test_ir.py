@@ -590,3 +590,32 @@ def test_portability_names_what_an_implementation_runs_wrong():
         ("let w = (vec2<i32>(a, a) % vec2<i32>(2i, 3i))", SIGNED_REMAINDER),
         ("b[3u] = clamp(a, abs(b[4u]), 9i)", MAX_OF_ABS),
     ]
+
+
+def test_portability_names_an_unpack_of_a_fixed_word():
+    # unpack2x16float of a literal, a const, a let of them or an expression over those (fixed
+    # when the shader compiles) is noted; of a load, a var or a let of a load it is not.
+    from kvdsl.ir.builder import call, lit
+    from kvdsl.ir.portability import CONSTANT_UNPACK, hazards
+
+    kb = KernelBuilder("k", 64)
+    src = kb.binding("src", u32, "read")
+    out = kb.binding("out", f32, "read_write")
+    word = kb.const("WORD", u32, 0x38003400)
+    fixed = kb.let("fixed", word | 0x10000)
+    loaded = kb.let("loaded", src[0])
+    v = kb.var("v", u32, 0x3C003C00)
+    out[0] = call(Op.UNPACK2X16FLOAT, lit(0x38003400, u32))[1]
+    out[1] = call(Op.UNPACK2X16FLOAT, word)[1]
+    out[2] = call(Op.UNPACK2X16FLOAT, fixed << 1)[1]
+    out[3] = call(Op.UNPACK2X16FLOAT, call(Op.PACK2X16FLOAT, construct(vec(2, f32), 0.0, 0.5)))[1]
+    out[4] = call(Op.UNPACK2X16FLOAT, loaded)[1]
+    out[5] = call(Op.UNPACK2X16FLOAT, v)[1]
+    out[6] = call(Op.UNPACK2X16FLOAT, word + src[1])[1]
+    got = [show(s) for s, why in hazards(kb.build()) if why == CONSTANT_UNPACK]
+    assert got == [
+        "out[0u] = unpack2x16float(939537408u)[1u]",
+        "out[1u] = unpack2x16float(WORD)[1u]",
+        "out[2u] = unpack2x16float((fixed << 1u))[1u]",
+        "out[3u] = unpack2x16float(pack2x16float(vec2<f32>(0.0f, 0.5f)))[1u]",
+    ]

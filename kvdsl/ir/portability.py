@@ -1,8 +1,9 @@
 """What some WebGPU implementation runs other than WGSL says: the constructs of a kernel that
 met such a deviation on a real GPU, each with the statement it is in.
 
-Found by generated kernels run on an H200 under wgpu-native and Dawn against the interpreter
-(``tests/test_exec_fuzz.py``; ``docs/performance.md``, *Integer kernels on the H200*). The
+Found by generated kernels run on an H200 under wgpu-native and Dawn, and on llvmpipe, against
+the interpreter (``tests/test_exec_fuzz.py``, ``tests/test_exec_fuzz_float.py``;
+``docs/performance.md``, *Integer kernels on the H200*). The
 kernel is valid WGSL and means what the interpreter says; on those platforms it runs otherwise,
 so ``kvdsl check`` names them as notes (not problems) and a host can decide.
 """
@@ -11,7 +12,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from kvdsl.ir.nodes import Assign, Binary, Call, Kernel, Stmt
+from kvdsl.ir.nodes import (
+    Assign,
+    Binary,
+    Call,
+    Construct,
+    Convert,
+    Kernel,
+    Let,
+    Lit,
+    Member,
+    Name,
+    Stmt,
+    Unary,
+)
 from kvdsl.ir.ops import Op
 from kvdsl.ir.types import Vec, i32
 from kvdsl.ir.verify import Checker, Scope, verify
@@ -24,6 +38,12 @@ SIGNED_REMAINDER = (
 MAX_OF_ABS = (
     "an i32 max or min of an abs: under Dawn on an NVIDIA H200 the abs was sometimes dropped "
     "(max(a, abs(b)) ran as max(a, b)), depending on the rest of the module"
+)
+
+CONSTANT_UNPACK = (
+    "unpack2x16float of a word the compiler knows (literals, consts, lets of them, a var not "
+    "yet assigned): on llvmpipe (Mesa 22.3, the software Vulkan driver CI runs) its high lane "
+    "(.y) comes out 0.0; a word computed at run time unpacks right"
 )
 
 
@@ -40,6 +60,7 @@ class _Watch(Checker):
         self.found: list[tuple[Stmt | None, str]] = []
         self.seen: set[tuple[int, str]] = set()  # by the statement's identity: two equal
         # statements on two lines are two notes
+        self.fixed: set[str] = set()  # lets whose value is fixed when the shader compiles
 
     def note(self, why: str) -> None:
         if (id(self.now), why) not in self.seen:
@@ -50,6 +71,8 @@ class _Watch(Checker):
         outer, self.now = self.now, s
         try:
             super().stmt(s, scope, ret, loop)
+            if type(s) is Let:  # by name: a later let of the name (another block's) replaces it
+                (self.fixed.add if self._fixed(s.value, scope) else self.fixed.discard)(s.name)
             if type(s) is Assign and s.op is Op.MOD and _signed(self.type_of(s.value, scope)):
                 self.note(SIGNED_REMAINDER)
         finally:
@@ -66,7 +89,29 @@ class _Watch(Checker):
             and any(type(a) is Call and a.op is Op.ABS for a in e.args)
         ):
             self.note(MAX_OF_ABS)
+        elif type(e) is Call and e.op is Op.UNPACK2X16FLOAT and self._fixed(e.args[0], scope):
+            self.note(CONSTANT_UNPACK)
         return ty
+
+    def _fixed(self, e: Any, scope: Scope) -> bool:
+        """Whether ``e`` reads nothing at run time: literals, module consts and lets of them,
+        and operators, builtins, conversions and constructors over those. A ``var`` is not
+        (it may change), though a compiler may know one not yet assigned, as llvmpipe does."""
+        t = type(e)
+        if t is Lit:
+            return True
+        if t is Name:
+            sym = scope.visible.get(e.name)
+            return e.name in self.fixed or (sym is not None and sym.kind == "const")
+        if t is Unary or t is Convert:
+            return self._fixed(e.x, scope)
+        if t is Binary:
+            return self._fixed(e.a, scope) and self._fixed(e.b, scope)
+        if t is Call or t is Construct:
+            return all(self._fixed(a, scope) for a in e.args)
+        if t is Member:
+            return self._fixed(e.base, scope)
+        return False
 
 
 def hazards(kernel: Kernel) -> list[tuple[Stmt | None, str]]:
