@@ -183,6 +183,8 @@ def expr(draw, ty, depth: int, scope: dict):
 SIGNED_MOD = "signed %"
 #: The same for an i32 ``abs`` (under Dawn on NVIDIA, max(a, abs(b)) may drop the abs).
 SIGNED_ABS = "signed abs"
+#: The same for an early ``return`` (none before a barrier: tests/test_exec_fuzz_workgroup.py).
+RETURNS = "returns"
 
 
 def _divisions(ty, scope: dict) -> list[Op]:
@@ -224,8 +226,8 @@ def stmts(draw, fresh: Fresh, depth: int, in_loop: str | None, scope: dict):
             kinds += ["if", "for", "loop", "block"]
         if in_loop:
             kinds += ["break"] + (["continue"] if in_loop == "for" else [])
-        if draw(st.integers(0, 3)) == 0:  # an early return leaves its invocation's slots
-            kinds.append("return")
+        if scope.get(RETURNS, True) and draw(st.integers(0, 3)) == 0:
+            kinds.append("return")  # an early return leaves its invocation's slots
         e = lambda t: expr(t, 3, scope)  # noqa: E731
         match draw(st.sampled_from(kinds)):
             case "let":

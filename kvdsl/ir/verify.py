@@ -1049,7 +1049,8 @@ def check_barriers(kernel: Kernel) -> None:
     and lets of those (no load, helper call or subgroup builtin), and which holds no ``break``,
     ``continue`` or ``return``; at the top level of a ``for`` whose header uses only those and
     its own loop variable, whose body neither assigns the loop variable nor holds a ``break``,
-    ``continue`` or ``return``; and, in turn, in such an ``if`` or ``for`` standing where a
+    ``continue`` or ``return`` (a ``break`` or ``continue`` of a loop nested inside either
+    leaves only that loop, and is taken); and, in turn, in such an ``if`` or ``for`` standing where a
     barrier could (a uniform ``if`` in a uniform loop: the drop-ins' subgroup K RMSNorm, whose
     barrier is taken only where the subgroup is narrower than a row). None after a top-level
     statement holding a ``return`` nested inside it (some invocations may have left), unless that
@@ -1091,10 +1092,9 @@ def _uniform_return(s: Stmt, uniform: _Uniform) -> bool:
     if type(s) is not If or _non_uniform(s.cond, uniform):
         return False
     top = {id(n) for n in s.then + s.orelse if type(n) is Return}
-    return all(
-        id(n) in top
-        for n in statements(s.then + s.orelse)
-        if type(n) in (Return, Break, Continue, Barrier)
+    body = s.then + s.orelse
+    return all(id(n) in top for n in _exits(body)) and not any(
+        type(n) is Barrier for n in statements(body)
     )
 
 
@@ -1110,6 +1110,24 @@ def statements(body: tuple[Stmt, ...]):
             stack.extend(reversed(s.then + s.orelse))
         elif t is For or t is Loop or t is Block:
             stack.extend(reversed(s.body))
+
+
+def _exits(body: tuple[Stmt, ...]):
+    """The statements of ``body`` that leave it early: every ``return``, and each ``break`` or
+    ``continue`` but those of a loop nested in it (which leave only that loop: control flow is
+    uniform again after it, as WGSL's analysis and Tint agree)."""
+    stack = list(reversed(body))
+    while stack:
+        s = stack.pop()
+        t = type(s)
+        if t is Return or t is Break or t is Continue:
+            yield s
+        elif t is If:
+            stack.extend(reversed(s.then + s.orelse))
+        elif t is Block:
+            stack.extend(reversed(s.body))
+        elif t is For or t is Loop:
+            stack.extend(n for n in statements(s.body) if type(n) is Return)
 
 
 def _head(s: Stmt) -> str:
@@ -1218,12 +1236,11 @@ def _uniform_if(s: If, uniform: _Uniform) -> None:
         )
     _uniform_body(s.then, uniform, "an if")
     _uniform_body(s.orelse, uniform, "an if")
-    for n in statements((s,)):
-        if isinstance(n, (Break, Continue, Return)):
-            raise VerifyError(
-                f"workgroupBarrier() in an if holding {type(n).__name__.lower()}: "
-                "control flow there is not uniform"
-            )
+    for n in _exits(s.then + s.orelse):
+        raise VerifyError(
+            f"workgroupBarrier() in an if holding {type(n).__name__.lower()}: "
+            "control flow there is not uniform"
+        )
 
 
 def _uniform_for(s: Stmt, uniform: _Uniform) -> None:
@@ -1246,12 +1263,12 @@ def _uniform_for(s: Stmt, uniform: _Uniform) -> None:
             "the header may use only consts, params, literals, uniform builtins, lets of those "
             "and the loop variable"
         )
+    for n in _exits(s.body):
+        raise VerifyError(
+            f"workgroupBarrier() in a for loop holding {type(n).__name__.lower()}: "
+            "the loop's control flow is not uniform"
+        )
     for n in statements(s.body):
-        if isinstance(n, (Break, Continue, Return)):
-            raise VerifyError(
-                f"workgroupBarrier() in a for loop holding {type(n).__name__.lower()}: "
-                "the loop's control flow is not uniform"
-            )
         if isinstance(n, Assign) and Name(loop_var) in (n.target,):
             raise VerifyError(
                 f"workgroupBarrier() in a for loop whose body assigns its variable '{loop_var}'"
