@@ -9,7 +9,8 @@ workgroup array, chosen by a permutation of its local id (itself, its mirror, an
 an odd multiple), all invocations pass a barrier, then each reads slots chosen by any integer
 expression (modulo the array's length) into its variables, and passes a second barrier before the
 next phase writes. Some phases are a tree reduction instead (``+``, ``^``, ``|``, ``min`` or ``max``
-of each pair, the stride halving, a barrier each step), and phases may sit in a uniform loop. The
+of each pair, the stride halving, a barrier each step), some (on an adapter with subgroups) a
+``subgroupShuffleXor`` by a mask of 1 to 3, and phases may sit in a uniform loop. The
 variables then go out as in the integer kernels, poisoned first. No two invocations write one
 slot between barriers and no slot is read before it is written, so the interpreter's race and
 initialisation checks stay quiet: a read it ordered wrongly shows as a bit that differs.
@@ -40,7 +41,7 @@ from kvdsl.ir.nodes import (
     WorkgroupVar,
 )
 from kvdsl.ir.ops import Op
-from kvdsl.ir.types import Array, Struct, u32
+from kvdsl.ir.types import Array, Struct, bool_, u32
 from kvdsl.ir.verify import VerifyError, verify
 from test_exec_fuzz import (
     CONSTANT_REFUSED,
@@ -61,6 +62,8 @@ from test_fuzz import examples
 from test_roundtrip import Fresh, assert_round_trip
 
 LID = Member(Name("lid"), "x")
+#: A key of the scope that is no type: whether phases across the subgroup may be drawn.
+SHUFFLES = "shuffles"
 REDUCE = (Op.ADD, Op.XOR, Op.OR, Op.MIN, Op.MAX)
 
 
@@ -128,16 +131,33 @@ def reduction(draw, fresh: Fresh, scope: dict) -> tuple:
 
 
 @st.composite
+def shuffle(draw, scope: dict) -> tuple:
+    """One phase across the subgroup: a variable takes (or is combined with) another lane's
+    value of an expression, the lane ``id ^ mask`` for a mask of 1 to 3 (every subgroup holds 4
+    lanes or more, so the partner is the same one whatever the adapter's subgroup size)."""
+    ty = draw(st.sampled_from(list(WRITE)))
+    if ty == bool_:  # a shuffle takes numbers: a bool goes as a u32 and comes back
+        value = Call(Op.SELECT, (u(0), u(1), draw(expr(bool_, 2, scope))))
+        moved = Call(Op.SUBGROUP_SHUFFLE_XOR, (value, u(draw(st.integers(1, 3)))))
+        return (Assign(Name("vb"), Binary(Op.NE, moved, u(0))),)
+    moved = Call(Op.SUBGROUP_SHUFFLE_XOR, (draw(expr(ty, 2, scope)), u(draw(st.integers(1, 3)))))
+    return (Assign(Name(WRITE[ty]), moved, draw(st.sampled_from([None, Op.ADD, Op.XOR]))),)
+
+
+@st.composite
 def phases(draw, fresh: Fresh, depth: int, scope: dict) -> tuple:
     """Phases, each after some per-invocation statements; maybe in a uniform loop."""
     out: list = []
     for _ in range(draw(st.integers(1, 3))):
         out += draw(stmts(fresh, 1, None, scope))
-        kind = draw(st.sampled_from(["exchange", "exchange", "reduction"] + ["loop"] * depth))
+        kinds = ["exchange", "exchange", "reduction"] + ["loop"] * depth
+        kind = draw(st.sampled_from(kinds + ["shuffle"] * scope[SHUFFLES]))
         if kind == "exchange":
             out += draw(exchange(scope))
         elif kind == "reduction":
             out += draw(reduction(fresh, scope))
+        elif kind == "shuffle":
+            out += draw(shuffle(scope))
         else:
             i = fresh("i")
             body = draw(phases(fresh, depth - 1, scope))
@@ -147,9 +167,10 @@ def phases(draw, fresh: Fresh, depth: int, scope: dict) -> tuple:
 
 
 @st.composite
-def kernels(draw, signed_mod: bool = True, signed_abs: bool = True):
-    """A verified kernel of phases over workgroup memory."""
-    scope = {SIGNED_MOD: signed_mod, SIGNED_ABS: signed_abs, RETURNS: False}
+def kernels(draw, signed_mod: bool = True, signed_abs: bool = True, shuffles: bool = True):
+    """A verified kernel of phases over workgroup memory (and, with ``shuffles``, across the
+    subgroup)."""
+    scope = {SIGNED_MOD: signed_mod, SIGNED_ABS: signed_abs, RETURNS: False, SHUFFLES: shuffles}
     body = PRELUDE + draw(phases(Fresh(), 1, scope)) + EPILOGUE
     k = Kernel(
         name="gen_shared",
@@ -187,6 +208,7 @@ def test_workgroup_kernels_agree_on_gpu_and_interpreter(gpu, deviations, data, s
         kernels(
             signed_mod="i32 %" not in deviations,
             signed_abs="i32 max(a, abs(b))" not in deviations,
+            shuffles=gpu["subgroups"],
         ),
         label="k",
     )
