@@ -155,26 +155,68 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not isinstance(params, dict):
         raise UsageError(f"--params: expected a JSON object of params fields, got {params!r}")
     workgroups = _workgroups(args.workgroups)
-    if args.backend == "interp":
+    if args.tol is not None and (args.backend != "both" or not 0 <= args.tol < float("inf")):
+        raise UsageError(
+            f"--tol={args.tol!r}: a relative tolerance of 0 or more, with --backend both only"
+        )
+    outputs: dict[str, np.ndarray] = {}
+    if args.backend in ("interp", "both"):
         from kvdsl.interp import run as interp_run
         from kvdsl.runtime.checks import check_contract
 
         check_contract(kernel, buffers, params)  # the same host checks as the GPU path
-        outputs = interp_run(kernel, buffers, params, workgroups, source_lines=lines)
-    else:
+        copies = {k: v.copy() for k, v in buffers.items()}  # the GPU starts from the inputs too
+        outputs = interp_run(kernel, copies, params, workgroups, source_lines=lines)
+    if args.backend in ("gpu", "both"):
         from kvdsl.runtime import run
 
-        outputs = run(kernel, buffers, params, workgroups)
+        want, outputs = outputs, run(kernel, dict(buffers), params, workgroups)
+    differ = False
+    if args.backend == "both":
+        for name, got in outputs.items():
+            line = _agreement(name, got, want[name], args.tol or 0.0)
+            differ |= " differ" in line
+            print(line)
+        if differ and lines is not None:  # what an implementation was found to run wrong
+            from kvdsl.ir.portability import hazards
+
+            for stmt, why in hazards(kernel):
+                at = lines.get(id(stmt))
+                print(f"{args.variant}{'' if at is None else f':{at}'}: note: {why} [portability]")
+        outputs = outputs | {f"interp.{k}": v for k, v in want.items()}
     if args.out:
         try:
             np.savez(args.out, **outputs)
         except OSError as err:
             raise UsageError(f"--out: cannot write {args.out!r} ({err.strerror})") from None
         print(f"wrote {', '.join(outputs)} to {args.out}")
-    else:
+    elif args.backend != "both":
         for name, arr in outputs.items():
             print(f"{name}: {arr.dtype}{list(arr.shape)} {np.array2string(arr.ravel()[:8])}")
-    return 0
+    return 1 if differ else 0
+
+
+def _agreement(name: str, got: np.ndarray, want: np.ndarray, tol: float) -> str:
+    """One line: whether the GPU's ``got`` equals the interpreter's ``want`` (integers bit for
+    bit; floats bit for bit or both NaN, or within ``tol`` of ``want`` relative to 1 + |want|)."""
+    g, w = got.reshape(-1), want.reshape(-1)
+    size = f"{got.dtype}{list(got.shape)}"
+    if g.dtype.kind == "f":
+        bits = f"u{g.dtype.itemsize}"
+        same = (g.view(bits) == w.view(bits)) | (np.isnan(g) & np.isnan(w))
+        if tol:
+            with np.errstate(all="ignore"):
+                a, b = g.astype(np.float64), w.astype(np.float64)
+                same |= np.abs(a - b) <= tol * (1 + np.abs(b))
+    else:
+        same = g == w
+    if same.all():
+        return f"{name}: {size}, GPU == interpreter" + (f" (within {tol:g})" if tol else "")
+    i = int(np.flatnonzero(~same)[0])
+    return (
+        f"{name}: {size}, {int((~same).sum())} of {g.size} elements differ, first at {i}: "
+        f"GPU {g[i].item()!r}, interpreter {w[i].item()!r}"
+    )
 
 
 @command
@@ -357,7 +399,19 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--params", help="JSON object of params fields (or a file holding one)")
     s.add_argument("--out", help="write read_write buffers to this .npz")
     s.add_argument("--workgroups", help="X,Y,Z (default: the kernel's dispatch rule)")
-    s.add_argument("--backend", choices=("gpu", "interp"), default="gpu")
+    s.add_argument(
+        "--backend",
+        choices=("gpu", "interp", "both"),
+        default="gpu",
+        help="both: run on the GPU and in the interpreter, compare every read_write buffer, exit 1 "
+        "where they differ",
+    )
+    s.add_argument(
+        "--tol",
+        type=float,
+        help="with --backend both: floats may differ by TOL * (1 + |interpreter's|) (default: "
+        "bit for bit)",
+    )
     s = sub.add_parser(
         "check",
         help="parse, verify and validate WGSL files (naga, Tint); note what an implementation "
