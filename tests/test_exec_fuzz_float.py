@@ -13,7 +13,7 @@ leave it, or quantised back onto the grid (``floor(e * 16) / 16``) after a divis
 result is what every rounding mode, a fused or split product and any accuracy WGSL allows give
 alike, so GPU and interpreter must agree exactly, while the kernels still reach the float paths
 the catalog's kernels take: ``f32`` and ``vec4<f32>``, ``f16`` and ``vec2<f16>`` arithmetic,
-``f16`` storage loads, conversions between them and to and from ``i32``/``u32`` (saturating,
+``f16`` storage loads and stores, conversions between them and to and from ``i32``/``u32`` (saturating,
 with values past each integer range), ``pack2x16float``/``unpack2x16float``, ``round`` on ties,
 ``-0.0`` among the inputs. Statements: ``let``\\ s, ``var`` assignments, compound assignments, ifs
 on float comparisons and bounded loops that carry floats.
@@ -413,6 +413,12 @@ def epilogue(halves: bool) -> tuple:
     pair = limit(onto_grid(Member(Name("fv"), "zw"), Vec(2, f32), Op.FLOOR, f16), Vec(2, f32), f16)
     carried = Construct(Vec(2, f32), (Convert(f32, fh), Member(wide, "y"))) if halves else pair
     far = lambda e: Binary(Op.MUL, e, Lit(FAR, f32))  # noqa: E731
+    if halves:  # the f16 variables stored as f16 too (two vec2<f16> an invocation)
+        at = lambda k: Index(  # noqa: E731
+            Name("halves"),
+            Binary(Op.ADD, Binary(Op.MUL, Member(Name("gid"), "x"), Lit(2, u32)), Lit(k, u32)),
+        )
+        out += (Assign(at(0), Name("fw")), Assign(at(1), Construct(V2H, (Name("fh"), Name("h")))))
     return out + (
         Assign(u_slot(0), Convert(u32, Convert(i32, far(Name("fa"))))),
         Assign(u_slot(1), Convert(u32, far(Member(Name("fv"), "x")))),
@@ -437,6 +443,7 @@ def kernels(draw, fixed_unpack: bool = True, halves: bool = True):
             Binding("uin", u32, "read"),
             Binding("out", f32, "read_write"),
             Binding("words", u32, "read_write"),
+            *((Binding("halves", V2H, "read_write"),) if halves else ()),
         ),
         params=None,
         consts=(),
@@ -469,6 +476,8 @@ def inputs(seed: int, halves: bool = True) -> dict:
     out["uin"] = words
     out["out"] = np.full(N * FSLOTS, np.nan, np.float32)
     out["words"] = np.full(N * USLOTS, POISON, np.uint32)
+    if halves:  # f16 stores: two vec2<f16> an invocation
+        out["halves"] = np.full(N * 4, np.nan, np.float16)
     return out
 
 
@@ -492,7 +501,14 @@ def differences(want: dict, got: dict) -> list[str]:
         packed[j::USLOTS] = True
     ww[packed], gw[packed] = _unsigned_zero_halves(ww[packed]), _unsigned_zero_halves(gw[packed])
     bad_w = np.flatnonzero(ww != gw)
-    out = [
+    out = []
+    if "halves" in want:
+        wh, gh = want["halves"], got["halves"]
+        bad_h = np.flatnonzero(~((wh == gh) | (np.isnan(wh) & np.isnan(gh))))
+        out += [
+            f"f16 {i} of the stored halves: GPU {gh[i]!r}, interpreter {wh[i]!r}" for i in bad_h[:3]
+        ]
+    out += [
         f"f32 slot {i % FSLOTS} of invocation {i // FSLOTS}: GPU {gf[i]!r}, interpreter {wf[i]!r}"
         for i in bad_f[:3]
     ]
@@ -540,6 +556,7 @@ def _agree(k: Kernel, seed: int, halves: bool) -> None:
     want = interp_run(k, buffers, None, (GROUPS, 1, 1))
     # The fixed epilogue writes these on every path (slots 8.. only where the body stores).
     assert not np.isnan(want["out"].reshape(N, FSLOTS)[:, :8]).any()
+    assert not halves or not np.isnan(want["halves"]).any()
     assert (want["words"].reshape(N, USLOTS)[:, [*INTS, *PACKED]] != POISON).all()
     got = run(k, buffers, None, (GROUPS, 1, 1))
     bad = differences(want, got)
