@@ -174,8 +174,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     differ = False
     if args.backend == "both":
         for name, got in outputs.items():
-            line = _agreement(name, got, want[name], args.tol or 0.0)
-            differ |= " differ" in line
+            same, line = _agreement(name, got, want[name], args.tol or 0.0)
+            differ |= not same
             print(line)
         if differ and lines is not None:  # what an implementation was found to run wrong
             from kvdsl.ir.portability import hazards
@@ -196,9 +196,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 1 if differ else 0
 
 
-def _agreement(name: str, got: np.ndarray, want: np.ndarray, tol: float) -> str:
-    """One line: whether the GPU's ``got`` equals the interpreter's ``want`` (integers bit for
-    bit; floats bit for bit or both NaN, or within ``tol`` of ``want`` relative to 1 + |want|)."""
+def _agreement(name: str, got: np.ndarray, want: np.ndarray, tol: float) -> tuple[bool, str]:
+    """Whether the GPU's ``got`` equals the interpreter's ``want`` (integers bit for bit; floats
+    bit for bit or both NaN, or within ``tol`` of ``want`` relative to 1 + |want|), and a line
+    saying so."""
     g, w = got.reshape(-1), want.reshape(-1)
     size = f"{got.dtype}{list(got.shape)}"
     if g.dtype.kind == "f":
@@ -211,9 +212,9 @@ def _agreement(name: str, got: np.ndarray, want: np.ndarray, tol: float) -> str:
     else:
         same = g == w
     if same.all():
-        return f"{name}: {size}, GPU == interpreter" + (f" (within {tol:g})" if tol else "")
+        return True, f"{name}: {size}, GPU == interpreter" + (f" (within {tol:g})" if tol else "")
     i = int(np.flatnonzero(~same)[0])
-    return (
+    return False, (
         f"{name}: {size}, {int((~same).sum())} of {g.size} elements differ, first at {i}: "
         f"GPU {g[i].item()!r}, interpreter {w[i].item()!r}"
     )

@@ -1050,8 +1050,8 @@ def check_barriers(kernel: Kernel) -> None:
     ``continue`` or ``return``; at the top level of a ``for`` whose header uses only those and
     its own loop variable, whose body neither assigns the loop variable nor holds a ``break``,
     ``continue`` or ``return`` (a ``break`` or ``continue`` of a loop nested inside either
-    leaves only that loop, and is taken); and, in turn, in such an ``if`` or ``for`` standing where a
-    barrier could (a uniform ``if`` in a uniform loop: the drop-ins' subgroup K RMSNorm, whose
+    leaves only that loop, and is taken); and, in turn, in such an ``if`` or ``for`` standing
+    where a barrier could (a uniform ``if`` in a uniform loop: the drop-ins' subgroup K RMSNorm, whose
     barrier is taken only where the subgroup is narrower than a row). None after a top-level
     statement holding a ``return`` nested inside it (some invocations may have left), unless that
     statement is an ``if`` on such a uniform condition returning at the top level of a branch
