@@ -159,6 +159,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise UsageError(
             f"--tol={args.tol!r}: a relative tolerance of 0 or more, with --backend both only"
         )
+    size = _subgroup_size(args, kernel)
     outputs: dict[str, np.ndarray] = {}
     if args.backend in ("interp", "both"):
         from kvdsl.interp import run as interp_run
@@ -166,7 +167,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         check_contract(kernel, buffers, params)  # the same host checks as the GPU path
         copies = {k: v.copy() for k, v in buffers.items()}  # the GPU starts from the inputs too
-        outputs = interp_run(kernel, copies, params, workgroups, source_lines=lines)
+        outputs = interp_run(
+            kernel, copies, params, workgroups, source_lines=lines, subgroup_size=size
+        )
     if args.backend in ("gpu", "both"):
         from kvdsl.runtime import run
 
@@ -194,6 +197,30 @@ def cmd_run(args: argparse.Namespace) -> int:
         for name, arr in outputs.items():
             print(f"{name}: {arr.dtype}{list(arr.shape)} {np.array2string(arr.ravel()[:8])}")
     return 1 if differ else 0
+
+
+def _subgroup_size(args: argparse.Namespace, kernel: Any) -> int:
+    """The subgroup size to interpret ``kernel`` at: ``--subgroup-size``, else (with
+    ``--backend both``, for a kernel that uses subgroups) the adapter's, else 32."""
+    from kvdsl.interp import SUBGROUP_SIZES
+    from kvdsl.ir.verify import uses_subgroups
+
+    if args.subgroup_size is not None:
+        if args.backend == "gpu":
+            raise UsageError(
+                f"--subgroup-size={args.subgroup_size}: the interpreter's, with --backend "
+                "interp or both only (the GPU's is its own)"
+            )
+        if args.subgroup_size not in SUBGROUP_SIZES:
+            raise UsageError(
+                f"--subgroup-size={args.subgroup_size}: expected a power of two in 4..128"
+            )
+        return args.subgroup_size
+    if args.backend == "both" and uses_subgroups(kernel):
+        from kvdsl.runtime import subgroup_size
+
+        return subgroup_size() or 32  # none: the GPU run says the feature is missing
+    return 32
 
 
 def _agreement(name: str, got: np.ndarray, want: np.ndarray, tol: float) -> tuple[bool, str]:
@@ -406,6 +433,12 @@ def parser() -> argparse.ArgumentParser:
         default="gpu",
         help="both: run on the GPU and in the interpreter, compare every read_write buffer, exit 1 "
         "where they differ",
+    )
+    s.add_argument(
+        "--subgroup-size",
+        type=int,
+        help="the interpreter's subgroup size (a power of two in 4..128; default 32, or with "
+        "--backend both the adapter's)",
     )
     s.add_argument(
         "--tol",

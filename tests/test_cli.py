@@ -136,6 +136,46 @@ def test_run_both_backends_reports_where_they_differ(tmp_path):
     assert notes == [f"{src}:6: note: {CONSTANT_UNPACK} [portability]"], notes
 
 
+def test_run_both_backends_interprets_at_the_adapters_subgroup_size(tmp_path, gpu):
+    # A kernel whose outputs depend on the subgroup size (its builtin, and a shuffle by a mask
+    # that crosses 4 lanes) agrees with the interpreter run at the adapter's size, which
+    # --backend both measures; --subgroup-size sets the interpreter's (and 3, or with the GPU
+    # alone, is a usage error).
+    from kvdsl.runtime import subgroup_size
+
+    assert gpu["subgroups"], "the adapter has no subgroups feature"
+    src = tmp_path / "sg.wgsl"
+    src.write_text(
+        "enable subgroups;\n"
+        "@group(0) @binding(0) var<storage, read_write> out: array<u32>;\n"
+        "@compute @workgroup_size(64)\n"
+        "fn main(@builtin(global_invocation_id) gid: vec3<u32>,\n"
+        "        @builtin(subgroup_size) sg: u32) {\n"
+        "  out[gid.x] = sg * 1000u + subgroupShuffleXor(out[gid.x], 4u);\n"
+        "}\n"
+    )
+    np.savez(tmp_path / "in.npz", out=np.arange(128, dtype=np.uint32) * 7)
+    args = ["run", str(src), "--inputs", str(tmp_path / "in.npz"), "--workgroups", "2,1,1"]
+    out = kvdsl(*args, "--backend", "both")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.stdout.strip() == "out: uint32[128], GPU == interpreter", out.stdout
+    size = subgroup_size()
+    other = 16 if size != 16 else 32  # a mask of 4 needs 8 lanes or more
+    out = kvdsl(*args, "--backend", "both", "--subgroup-size", str(other))
+    assert out.returncode == 1 and "128 of 128 elements differ" in out.stdout, out.stdout
+    out = kvdsl(*args, "--backend", "interp", "--subgroup-size", str(size), "--out",
+                str(tmp_path / "o.npz"))  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    with np.load(tmp_path / "o.npz") as res:
+        lanes = np.arange(128)
+        assert np.array_equal(res["out"], size * 1000 + (lanes ^ 4) * 7)
+    for bad, why in (("3", "a power of two in 4..128"), ("256", "a power of two in 4..128")):
+        err = kvdsl(*args, "--backend", "interp", "--subgroup-size", bad)
+        assert err.returncode == 2 and why in err.stderr, err.stderr
+    err = kvdsl(*args, "--subgroup-size", "8")
+    assert err.returncode == 2 and "with --backend interp or both only" in err.stderr
+
+
 @pytest.fixture
 def inputs(tmp_path):
     a = np.ones(64 * 4, np.float32)

@@ -2,7 +2,7 @@
 
 from kvdsl.runtime.device import adapter_info, compile_wgsl
 from kvdsl.runtime.errors import BufferError, CompileError, DeviceError, FeatureError, ParamsError
-from kvdsl.runtime.execute import run, run_source, time_kernel
+from kvdsl.runtime.execute import run, run_source, subgroup_size, time_kernel
 from kvdsl.runtime.layout import pack_params, params_layout
 from kvdsl.runtime.tint import tint_check
 
@@ -18,6 +18,7 @@ __all__ = [
     "params_layout",
     "run",
     "run_source",
+    "subgroup_size",
     "tint_check",
     "time_kernel",
 ]

@@ -16,7 +16,7 @@ import wgpu
 from kvdsl.emit import emit
 from kvdsl.ir.dispatch import workgroups as dispatch_workgroups
 from kvdsl.ir.nodes import Binding, Kernel
-from kvdsl.ir.types import Struct
+from kvdsl.ir.types import Struct, u32
 from kvdsl.ir.verify import uses_f16
 from kvdsl.runtime import device as gpu
 from kvdsl.runtime.checks import check_bindings, check_contract, check_workgroups
@@ -151,6 +151,42 @@ def _workgroups(
     # Evaluated without a limit so that a dispatch too large for the device is a DeviceError
     # from _Dispatch, which names the device's limit.
     return dispatch_workgroups(kernel, params or {}, max_per_dim=2**63)
+
+
+_SUBGROUP_PROBE = """enable subgroups;
+
+@group(0) @binding(0) var<storage, read_write> out: array<u32>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(subgroup_size) sg: u32, @builtin(local_invocation_index) i: u32) {
+  out[i] = sg;
+}
+"""
+_SUBGROUP_SIZES: dict[int, int | None] = {}  # by the subgroup device's identity
+
+
+def subgroup_size() -> int | None:
+    """The subgroup size a 64-invocation kernel sees on this adapter (what the interpreter
+    should run a subgroup kernel at to compare with it), or None without the subgroups
+    feature. WGSL lets an implementation pick a size per pipeline between its least and
+    greatest; the devices kvdsl runs on keep one (llvmpipe 8, NVIDIA 32)."""
+    if not gpu.adapter_info()["subgroups"]:
+        return None
+    key = id(gpu.device(False, True))
+    if key not in _SUBGROUP_SIZES:
+        out = run_source(
+            _SUBGROUP_PROBE,
+            (Binding("out", u32, "read_write"),),
+            None,
+            {"out": np.zeros(64, np.uint32)},
+            None,
+            (1, 1, 1),
+            label="subgroup_size",
+        )["out"]
+        if not (out == out[0]).all():
+            raise DeviceError(f"the adapter's subgroup size varies within a workgroup: {out}")
+        _SUBGROUP_SIZES[key] = int(out[0])
+    return _SUBGROUP_SIZES[key]
 
 
 def run(
