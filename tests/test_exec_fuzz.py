@@ -7,9 +7,12 @@ the op table freely: ``u32``, ``i32``, ``bool``, ``vec2<u32>`` and ``vec2<i32>``
 operator, builtin and conversion, nested to depth 3, over per-invocation inputs with edge
 values (0, 1, ``i32``'s least value, ``u32``'s greatest), in ``let``s, ``var`` assignments,
 compound assignments, ifs, bounded ``for`` loops with ``break`` and ``continue``, early
-``return``\\ s and stores. Runtime integer division by zero, ``i32``'s least value over -1 and
+``return``\\ s and stores, and in half the kernels calls of two helper functions (lets, a loop
+accumulating into a ``var`` that may ``break``, an early ``return`` under a condition; the
+second calls the first), called from any expression, under the masks of ifs, loops and
+``select``. Runtime integer division by zero, ``i32``'s least value over -1 and
 shifts by 32 or more are all in (WGSL defines each; a GPU that followed SPIR-V's undefined
-cases would differ). Floats stay out: their approximate builtins and rounding are the
+cases would differ). Floats are ``tests/test_exec_fuzz_float.py``'s (exact values only) and the
 conformance cases' (``tests/conformance_float.py``), within WGSL's stated accuracy.
 
 Each kernel writes its variables into its own slots of one output (poisoned first), so an
@@ -41,7 +44,9 @@ from kvdsl.ir.nodes import (
     Construct,
     Continue,
     Convert,
+    FnCall,
     For,
+    Function,
     If,
     Index,
     Kernel,
@@ -56,7 +61,7 @@ from kvdsl.ir.nodes import (
     walk,
 )
 from kvdsl.ir.ops import Op
-from kvdsl.ir.types import Struct, Vec, bool_, i32, u32
+from kvdsl.ir.types import Scalar, Struct, Vec, bool_, i32, u32
 from kvdsl.ir.verify import VerifyError, verify
 from test_fuzz import examples
 from test_roundtrip import Fresh, literals
@@ -89,16 +94,24 @@ def _lit(draw, ty):
     return draw(literals(ty))
 
 
+def _names(ty, scope: dict) -> list:
+    """The names of ``ty`` an expression in ``scope`` may read (in a helper, its own only)."""
+    return ([] if scope.get(IN_HELPER) else READ[ty]) + scope.get(ty, [])
+
+
 @st.composite
 def expr(draw, ty, depth: int, scope: dict):
     """A well-typed integer or bool expression of ``ty`` over ``scope``'s names."""
-    names = READ[ty] + scope.get(ty, [])
+    names = _names(ty, scope)
     if depth <= 0 or draw(st.integers(0, 7)) == 0:
-        if draw(st.integers(0, 2)) == 0:
+        if not names or draw(st.integers(0, 2)) == 0:
             return _lit(draw, ty)
         return draw(st.sampled_from(names))
     sub = lambda t: expr(t, depth - 1, scope)  # noqa: E731
     kinds = ["select"]
+    callable_ = [f for f in scope.get(HELPERS, ()) if f.ret == ty]
+    if callable_:
+        kinds += ["call", "call"]
     if ty in (u32, i32, V2U, V2I):
         kinds += ["arith", "divide", "bits", "shift", "bitnot", "minmax", "convert"]
         if ty not in SIGNED or scope.get(SIGNED_ABS, True):
@@ -120,7 +133,7 @@ def expr(draw, ty, depth: int, scope: dict):
             # A divisor that may be 0 at run time (WGSL: x / 0 == x, x % 0 == 0), or any
             # expression: a constant 0 is refused when WGSL compiles, and skipped below.
             op = draw(st.sampled_from(_divisions(ty, scope)))
-            by = draw(st.one_of(st.sampled_from(READ[ty]), sub(ty)))
+            by = draw(st.one_of(st.sampled_from(names), sub(ty)) if names else sub(ty))
             return Binary(op, draw(sub(ty)), by)
         case "divide_min":  # i32's least value over -1 is that value (and % gives 0)
             op = draw(st.sampled_from(_divisions(ty, scope)))
@@ -137,7 +150,8 @@ def expr(draw, ty, depth: int, scope: dict):
         case "shift":
             # A run-time amount is taken modulo 32 (WGSL); a constant one must be under 32.
             amount = V2U if isinstance(ty, Vec) else u32
-            by = draw(st.one_of(st.sampled_from(READ[amount]), sub(amount)))
+            runtime = _names(amount, scope)
+            by = draw(st.one_of(st.sampled_from(runtime), sub(amount)) if runtime else sub(amount))
             return Binary(draw(st.sampled_from([Op.SHL, Op.SHR])), draw(sub(ty)), by)
         case "bitnot":
             return Unary(Op.BITNOT, draw(sub(ty)))
@@ -173,6 +187,9 @@ def expr(draw, ty, depth: int, scope: dict):
             return Member(draw(sub(V2U if ty == u32 else V2I)), draw(st.sampled_from("xy")))
         case "swizzle2":
             return Member(draw(sub(ty)), draw(st.sampled_from(["yx", "xx", "yy"])))
+        case "call":  # a helper function, maybe under a mask (an if, a loop, a select's arm)
+            f = draw(st.sampled_from(callable_))
+            return FnCall(f.name, tuple(draw(sub(t)) for _, t in f.params))
         case "construct":
             return Construct(ty, (draw(sub(ty.elem)), draw(sub(ty.elem))))
     raise AssertionError(kind)
@@ -185,6 +202,51 @@ SIGNED_MOD = "signed %"
 SIGNED_ABS = "signed abs"
 #: The same for an early ``return`` (none before a barrier: tests/test_exec_fuzz_workgroup.py).
 RETURNS = "returns"
+#: The helper functions an expression may call; whether it stands in one (where only its
+#: parameters and its own lets are in scope).
+HELPERS, IN_HELPER = "helpers", "in helper"
+#: The helpers a kernel may have: name, parameters, result.
+SIGNATURES = (
+    ("h0", (("a", u32), ("b", i32)), u32),
+    ("h1", (("p", V2U), ("q", bool_), ("r", u32)), i32),
+)
+
+
+@st.composite
+def helper(draw, fresh: Fresh, name: str, params: tuple, ret, scope: dict) -> Function:
+    """A helper over its parameters: lets, a loop accumulating into a var (which may break),
+    an early return under a condition, and a last return; it may call the helpers in
+    ``scope``'s :data:`HELPERS` (those before it)."""
+    scope = {k: v for k, v in scope.items() if not isinstance(k, (Scalar, Vec))}
+    scope[IN_HELPER] = True
+    for pname, pty in params:
+        scope[pty] = scope.get(pty, []) + [Name(pname)]
+    body: list = []
+    for _ in range(draw(st.integers(0, 2))):
+        ty = draw(st.sampled_from([u32, i32, V2U]))
+        t = fresh("l")
+        body.append(Let(t, draw(expr(ty, 2, scope))))
+        scope[ty] = scope.get(ty, []) + [Name(t)]
+    acc, i = fresh("acc"), fresh("k")
+    body.append(Var(acc, ret, draw(expr(ret, 2, scope))))
+    scope[ret] = scope.get(ret, []) + [Name(acc)]
+    inner = scope | {u32: scope.get(u32, []) + [Name(i)]}
+    op = draw(st.sampled_from([None, Op.ADD, Op.XOR]))
+    step: tuple = (Assign(Name(acc), draw(expr(ret, 2, inner)), op),)
+    if draw(st.booleans()):
+        step = (If(draw(expr(bool_, 2, inner)), (Break(),)),) + step
+    trips = Lit(draw(st.integers(0, 3)), u32)
+    body += [
+        For(
+            Var(i, u32, Lit(0, u32)),
+            Binary(Op.LT, Name(i), trips),
+            Assign(Name(i), Lit(1, u32), Op.ADD),
+            step,
+        ),
+        If(draw(expr(bool_, 2, scope)), (Return(draw(expr(ret, 2, scope))),)),
+        Return(draw(expr(ret, 2, scope))),
+    ]
+    return Function(name, params, ret, tuple(body))
 
 
 def _divisions(ty, scope: dict) -> list[Op]:
@@ -316,13 +378,20 @@ def kernels(draw, signed_mod: bool = True, signed_abs: bool = True):
     """A verified integer kernel around a random body (no signed ``%`` unless ``signed_mod``,
     no i32 ``abs`` unless ``signed_abs``)."""
     scope = {SIGNED_MOD: signed_mod, SIGNED_ABS: signed_abs}
-    body = PRELUDE + draw(stmts(Fresh(), 2, None, scope)) + EPILOGUE
+    fresh = Fresh()
+    functions: tuple = ()
+    if draw(st.booleans()):  # helpers, each calling the ones before it
+        for name, params, ret in SIGNATURES:
+            f = draw(helper(fresh, name, params, ret, scope | {HELPERS: functions}))
+            functions += (f,)
+        scope[HELPERS] = functions
+    body = PRELUDE + draw(stmts(fresh, 2, None, scope)) + EPILOGUE
     k = Kernel(
         name="gen_int",
         bindings=(Binding("inp", u32, "read"), Binding("out", u32, "read_write")),
         params=Struct("Params", (("n", u32),)),
         consts=(),
-        functions=(),
+        functions=functions,
         workgroup_size=(WG, 1, 1),
         builtins=(("gid", "global_invocation_id"),),
         body=body,
