@@ -7,7 +7,12 @@ import tempfile
 
 import pytest
 
-from kvdsl.ir.portability import CONSTANT_UNPACK, MAX_OF_ABS, SIGNED_REMAINDER
+from kvdsl.ir.portability import (
+    CONSTANT_UNPACK,
+    MAX_OF_ABS,
+    SELECT_OF_ITS_CONDITION,
+    SIGNED_REMAINDER,
+)
 
 # Mesa's Vulkan drivers need a runtime dir; CI containers often have none.
 os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.gettempdir())
@@ -30,8 +35,14 @@ def gpu() -> dict:
 #: `kvdsl check` notes). A test meets a deviation only on its platform and says so there (xfail
 #: with the reason); everywhere else it holds strictly, and on its platform every other test does.
 KNOWN_DEVIATIONS = {
-    ("wgpu-native", "NVIDIA"): {"i32 %": SIGNED_REMAINDER},
-    ("dawn", "NVIDIA"): {"i32 max(a, abs(b))": MAX_OF_ABS},
+    ("wgpu-native", "NVIDIA"): {
+        "i32 %": SIGNED_REMAINDER,
+        "select(a && c, b || c, c)": SELECT_OF_ITS_CONDITION,
+    },
+    ("dawn", "NVIDIA"): {
+        "i32 max(a, abs(b))": MAX_OF_ABS,
+        "select(a && c, b || c, c)": SELECT_OF_ITS_CONDITION,
+    },
     ("wgpu-native", "llvmpipe"): {"constant unpack2x16float": CONSTANT_UNPACK},
 }
 

@@ -39,8 +39,10 @@ from kvdsl.ir.nodes import (
     Name,
     Var,
     WorkgroupVar,
+    walk,
 )
 from kvdsl.ir.ops import Op
+from kvdsl.ir.portability import select_of_its_condition
 from kvdsl.ir.types import Array, Struct, bool_, u32
 from kvdsl.ir.verify import VerifyError, verify
 from test_exec_fuzz import (
@@ -213,6 +215,8 @@ def test_workgroup_kernels_agree_on_gpu_and_interpreter(gpu, deviations, data, s
         label="k",
     )
     assert_round_trip(k)
+    if "select(a && c, b || c, c)" in deviations:  # as in the integer kernels
+        assume(not any(type(n) is Call and select_of_its_condition(n) for n in walk(k)))
     buffers, params = inputs(seed)
     want = interp_run(k, buffers, params, (GROUPS, 1, 1))["out"]
     try:

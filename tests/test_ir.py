@@ -619,3 +619,28 @@ def test_portability_names_an_unpack_of_a_fixed_word():
         "out[2u] = unpack2x16float((fixed << 1u))[1u]",
         "out[3u] = unpack2x16float(pack2x16float(vec2<f32>(0.0f, 0.5f)))[1u]",
     ]
+
+
+def test_portability_names_a_bool_select_over_its_own_condition():
+    # select(a && c, b || c, c) (or with & and |), which NVIDIA's driver ran as select(a, b, c);
+    # not with the condition first, nor with it in one arm only.
+    from kvdsl.ir.builder import binary, lit
+    from kvdsl.ir.portability import SELECT_OF_ITS_CONDITION, hazards
+
+    kb = KernelBuilder("k", 64)
+    out = kb.binding("out", u32, "read_write")
+    c = kb.let("c", kb.lid.x < 3)
+    a, b = kb.let("a", kb.lid.x > 7), kb.let("b", kb.lid.x.eq(5))
+    forms = [
+        select(binary(Op.LAND, a, c), binary(Op.LOR, b, c), c),
+        select(binary(Op.AND, a, c), binary(Op.OR, b, c), c),
+        select(binary(Op.LAND, c, a), binary(Op.LOR, c, b), c),
+        select(binary(Op.LAND, a, c), b, c),
+    ]
+    for j, f in enumerate(forms):
+        out[j] = select(lit(0, u32), lit(1, u32), f)
+    got = [show(s) for s, why in hazards(kb.build()) if why == SELECT_OF_ITS_CONDITION]
+    assert got == [
+        "out[0u] = select(0u, 1u, select((a && c), (b || c), c))",
+        "out[1u] = select(0u, 1u, select((a & c), (b | c), c))",
+    ]

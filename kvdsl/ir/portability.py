@@ -3,7 +3,7 @@ met such a deviation on a real GPU, each with the statement it is in.
 
 Found by generated kernels run on an H200 under wgpu-native and Dawn, and on llvmpipe, against
 the interpreter (``tests/test_exec_fuzz.py``, ``tests/test_exec_fuzz_float.py``;
-``docs/performance.md``, *Integer kernels on the H200*). The
+``docs/performance.md``, *Integer kernels on the H200* and the sections after it). The
 kernel is valid WGSL and means what the interpreter says; on those platforms it runs otherwise,
 so ``kvdsl check`` names them as notes (not problems) and a host can decide.
 """
@@ -44,6 +44,13 @@ CONSTANT_UNPACK = (
     "unpack2x16float of a word the compiler knows (literals, consts, lets of them, a var not "
     "yet assigned): on llvmpipe (Mesa 22.3, the software Vulkan driver CI runs) its high lane "
     "(.y) comes out 0.0; a word computed at run time unpacks right"
+)
+
+SELECT_OF_ITS_CONDITION = (
+    "a bool select(a && c, b || c, c), its condition the right operand of an && in the false "
+    "arm and of an || in the true one: NVIDIA's Vulkan driver (580) on an H200 ran it as "
+    "select(a, b, c) under both wgpu-native and Dawn (c && a, c || b ran right, as did the "
+    "same choice written as an if)"
 )
 
 
@@ -91,6 +98,8 @@ class _Watch(Checker):
             self.note(MAX_OF_ABS)
         elif type(e) is Call and e.op is Op.UNPACK2X16FLOAT and self._fixed(e.args[0], scope):
             self.note(CONSTANT_UNPACK)
+        elif type(e) is Call and e.op is Op.SELECT and select_of_its_condition(e):
+            self.note(SELECT_OF_ITS_CONDITION)
         return ty
 
     def _fixed(self, e: Any, scope: Scope) -> bool:
@@ -112,6 +121,19 @@ class _Watch(Checker):
         if t is Member:
             return self._fixed(e.base, scope)
         return False
+
+
+def select_of_its_condition(e: Call) -> bool:
+    """Whether ``e``, a select, is ``select(a && c, b || c, c)`` (bool arms; ``&``/``|`` too)."""
+    f, t, c = e.args
+    return (
+        type(f) is Binary
+        and f.op in (Op.LAND, Op.AND)
+        and f.b == c
+        and type(t) is Binary
+        and t.op in (Op.LOR, Op.OR)
+        and t.b == c
+    )
 
 
 def hazards(kernel: Kernel) -> list[tuple[Stmt | None, str]]:
