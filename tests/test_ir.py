@@ -625,7 +625,8 @@ def test_portability_names_a_bool_select_over_its_own_condition():
     # select(a && c, b || c, c) (or with & and |), which NVIDIA's driver ran as select(a, b, c);
     # not with the condition first, nor with it in one arm only.
     from kvdsl.ir.builder import binary, lit
-    from kvdsl.ir.portability import SELECT_OF_ITS_CONDITION, hazards
+    from kvdsl.ir.nodes import Call, walk
+    from kvdsl.ir.portability import SELECT_OF_ITS_CONDITION, hazards, select_of_its_condition
 
     kb = KernelBuilder("k", 64)
     out = kb.binding("out", u32, "read_write")
@@ -639,7 +640,11 @@ def test_portability_names_a_bool_select_over_its_own_condition():
     ]
     for j, f in enumerate(forms):
         out[j] = select(lit(0, u32), lit(1, u32), f)
-    got = [show(s) for s, why in hazards(kb.build()) if why == SELECT_OF_ITS_CONDITION]
+    k = kb.build()
+    assert not any(
+        select_of_its_condition(n) for n in walk(k) if type(n) is Call and n.op != Op.SELECT
+    )
+    got = [show(s) for s, why in hazards(k) if why == SELECT_OF_ITS_CONDITION]
     assert got == [
         "out[0u] = select(0u, 1u, select((a && c), (b || c), c))",
         "out[1u] = select(0u, 1u, select((a & c), (b | c), c))",

@@ -98,7 +98,7 @@ class _Watch(Checker):
             self.note(MAX_OF_ABS)
         elif type(e) is Call and e.op is Op.UNPACK2X16FLOAT and self._fixed(e.args[0], scope):
             self.note(CONSTANT_UNPACK)
-        elif type(e) is Call and e.op is Op.SELECT and select_of_its_condition(e):
+        elif type(e) is Call and select_of_its_condition(e):
             self.note(SELECT_OF_ITS_CONDITION)
         return ty
 
@@ -124,7 +124,9 @@ class _Watch(Checker):
 
 
 def select_of_its_condition(e: Call) -> bool:
-    """Whether ``e``, a select, is ``select(a && c, b || c, c)`` (bool arms; ``&``/``|`` too)."""
+    """Whether ``e``, a call, is ``select(a && c, b || c, c)`` (bool arms; ``&``/``|`` too)."""
+    if e.op is not Op.SELECT:
+        return False
     f, t, c = e.args
     return (
         type(f) is Binary
