@@ -19,7 +19,7 @@ initialisation checks stay quiet: a read it ordered wrongly shows as a bit that 
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from kvdsl.emit import emit
@@ -39,13 +39,12 @@ from kvdsl.ir.nodes import (
     Name,
     Var,
     WorkgroupVar,
-    walk,
 )
 from kvdsl.ir.ops import Op
-from kvdsl.ir.portability import select_of_its_condition
 from kvdsl.ir.types import Array, Struct, bool_, u32
 from kvdsl.ir.verify import VerifyError, verify
 from test_exec_fuzz import (
+    COMPILER_FOLDING,
     CONSTANT_REFUSED,
     EPILOGUE,
     GROUPS,
@@ -56,11 +55,13 @@ from test_exec_fuzz import (
     WG,
     WRITE,
     as_word,
+    assume_portable,
+    avoiding,
     expr,
+    fuzz_settings,
     inputs,
     stmts,
 )
-from test_fuzz import examples
 from test_roundtrip import Fresh, assert_round_trip
 
 LID = Member(Name("lid"), "x")
@@ -192,31 +193,14 @@ def kernels(draw, signed_mod: bool = True, signed_abs: bool = True, shuffles: bo
         raise
 
 
-@settings(
-    examples(60),
-    suppress_health_check=[
-        HealthCheck.too_slow,
-        HealthCheck.data_too_large,
-        HealthCheck.filter_too_much,
-        HealthCheck.function_scoped_fixture,
-    ],
-)
+@fuzz_settings(60)
 @given(data=st.data(), seed=st.integers(0, 2**32 - 1))
 def test_workgroup_kernels_agree_on_gpu_and_interpreter(gpu, deviations, data, seed: int) -> None:
     from kvdsl.runtime import CompileError, run
-    from test_exec_fuzz import COMPILER_FOLDING
 
-    k = data.draw(
-        kernels(
-            signed_mod="i32 %" not in deviations,
-            signed_abs="i32 max(a, abs(b))" not in deviations,
-            shuffles=gpu["subgroups"],
-        ),
-        label="k",
-    )
+    k = data.draw(kernels(**avoiding(deviations), shuffles=gpu["subgroups"]), label="k")
     assert_round_trip(k)
-    if "select(a && c, b || c, c)" in deviations:  # as in the integer kernels
-        assume(not any(type(n) is Call and select_of_its_condition(n) for n in walk(k)))
+    assume_portable(k, deviations)
     buffers, params = inputs(seed)
     want = interp_run(k, buffers, params, (GROUPS, 1, 1))["out"]
     try:
