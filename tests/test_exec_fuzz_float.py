@@ -12,7 +12,7 @@ powers of two, ``floor``/``ceil``/``round``/``trunc``, ``abs``, ``min``/``max``/
 leave it, or quantised back onto the grid (``floor(e * 16) / 16``) after a division. An exact
 result is what every rounding mode, a fused or split product and any accuracy WGSL allows give
 alike, so GPU and interpreter must agree exactly, while the kernels still reach the float paths
-the catalog's kernels take: ``f32`` and ``vec4<f32>``, ``f16`` and ``vec2<f16>`` arithmetic,
+the catalog's kernels take: ``f32`` and ``vec4<f32>``, ``f16``, ``vec2<f16>`` and ``vec4<f16>`` arithmetic,
 ``f16`` storage loads and stores, conversions between them and to and from ``i32``/``u32`` (saturating,
 with values past each integer range), ``pack2x16float``/``unpack2x16float``, ``round`` on ties,
 ``-0.0`` among the inputs. Statements: ``let``\\ s, ``var`` assignments, compound assignments, ifs
@@ -51,7 +51,6 @@ from kvdsl.ir.nodes import (
     Name,
     Unary,
     Var,
-    walk,
 )
 from kvdsl.ir.ops import Op
 from kvdsl.ir.types import Vec, bool_, f16, f32, i32, u32
@@ -60,10 +59,11 @@ from kvdsl.ir.verify import verify
 from test_fuzz import examples
 from test_roundtrip import Fresh, assert_round_trip
 
-V4, V2H = Vec(4, f32), Vec(2, f16)
+V4, V2H, V4H = Vec(4, f32), Vec(2, f16), Vec(4, f16)
 WG, GROUPS = 64, 2
 N = WG * GROUPS  # invocations
-FSLOTS, USLOTS = 16, 10  # f32 outputs, u32 outputs per invocation
+FSLOTS, USLOTS = 20, 10  # f32 outputs, u32 outputs per invocation
+FIXED = 12  # the f32 slots the epilogue writes (the body's stores go after them)
 INTS, PACKED = (0, 1, 2, 3), (4, 5)  # the epilogue's u32 slots: integers, pack2x16float words
 FAR = 4194304.0  # 2^22: a value past +-512 times this is past i32's range, at 1,024 u32's
 POISON = 0xDEADBEEF
@@ -78,8 +78,9 @@ READ = {
     V4: [Name("va"), Name("fv")],
     f16: [Name("h"), Name("g"), Name("fh")],
     V2H: [Name("vh"), Name("fw")],
+    V4H: [Name("vx"), Name("fx")],
 }
-WRITE = {f32: "fa", V4: "fv", f16: "fh", V2H: "fw"}
+WRITE = {f32: "fa", V4: "fv", f16: "fh", V2H: "fw", V4H: "fx"}
 COMPARE = (Op.LT, Op.LE, Op.GT, Op.GE, Op.EQ, Op.NE)
 
 
@@ -228,8 +229,10 @@ def expr(draw, ty, depth: int, scope: dict | None = None):
             else:  # an f32 onto f16's grid and range first
                 src = "f32"
             if src == "f16":
-                other = V2H if ty == V4 else f16
+                other = draw(st.sampled_from([V2H, V4H])) if ty == V4 else f16
                 e = draw(expr(other, depth - 1, scope))
+                if other == V4H:
+                    return Convert(V4, e)
                 if ty == V4:  # a vec2<f16> converted whole, and its components one by one
                     wide = Convert(Vec(2, f32), e)
                     x, y = (Convert(f32, Member(e, c)) for c in "xy")
@@ -238,9 +241,11 @@ def expr(draw, ty, depth: int, scope: dict | None = None):
             if src == "f32":
                 other = V4 if isinstance(ty, Vec) else f32
                 e = draw(expr(other, depth - 1, scope))
-                if isinstance(ty, Vec):
+                if ty == V2H:
                     e = Member(e, draw(st.sampled_from(["xy", "zw", "wx"])))
                     other = Vec(2, f32)
+                elif ty == V4H:
+                    e = Member(e, draw(st.sampled_from(["xyzw", "wzyx"])))
                 e = limit(onto_grid(e, other, Op.FLOOR, f16), other, f16)  # f16's, in f32
                 return Convert(ty, e)
             if src == "bool":
@@ -253,7 +258,8 @@ def expr(draw, ty, depth: int, scope: dict | None = None):
         case "construct":
             return Construct(ty, tuple(draw(sub(s)) for _ in range(ty.n)))
         case "swizzle":
-            pattern = draw(st.sampled_from(["wzyx", "xxyy", "yzwx"] if ty == V4 else ["yx", "xx"]))
+            fours = ["wzyx", "xxyy", "yzwx"]
+            pattern = draw(st.sampled_from(fours if ty.n == 4 else ["yx", "xx"]))
             return Member(draw(sub()), pattern)
         case "vec_scalar":
             op = draw(st.sampled_from([Op.ADD, Op.SUB, Op.MUL]))
@@ -263,7 +269,9 @@ def expr(draw, ty, depth: int, scope: dict | None = None):
                 a, b = draw(sub()), draw(sub(s))
             return limit(Binary(op, a, b) if draw(st.booleans()) else Binary(op, b, a), ty)
         case "component":
-            vty = draw(st.sampled_from([V4, V2H][: 1 + halves] if s == f32 else [V2H]))
+            vty = draw(
+                st.sampled_from([V4, V2H, V4H][: 1 + 2 * halves] if s == f32 else [V2H, V4H])
+            )
             e = Member(draw(expr(vty, depth - 1, scope)), draw(st.sampled_from("xy")))
             return e if scalar(vty) == ty else Convert(ty, e)
         case "dot":
@@ -272,8 +280,8 @@ def expr(draw, ty, depth: int, scope: dict | None = None):
             return limit(Call(Op.DOT, (v, m)), ty)
         case "unpack":  # two f32s onto f16's grid, packed, unpacked: the same values
             v = draw(expr(V4, depth - 1, scope))
-            if not scope.get(FIXED_UNPACK, True) and not any(type(n) is Name for n in walk(v)):
-                v = Call(Op.MAX, (v, Name("va")))  # a word computed at run time
+            if not scope.get(FIXED_UNPACK, True):  # a word computed at run time, lane by lane
+                v = Call(Op.MAX, (v, Name("va")))  # (vec4(0.0, 0.5, a, a).xy is fixed too)
             pair = limit(onto_grid(Member(v, "xy"), Vec(2, f32), Op.ROUND, f16), Vec(2, f32), f16)
             word = Call(Op.PACK2X16FLOAT, (pair,))
             return Member(Call(Op.UNPACK2X16FLOAT, (word,)), draw(st.sampled_from("xy")))
@@ -337,7 +345,7 @@ def stmts(draw, fresh: Fresh, depth: int, scope: dict):
                 scope.setdefault(ty, []).append(Name(name))
                 if draw(st.booleans()):  # read back now, whether or not a later one reads it
                     values = as_f32(Name(name), ty)
-                    first = draw(st.integers(8, FSLOTS - len(values)))
+                    first = draw(st.integers(FIXED, FSLOTS - len(values)))
                     out += [Assign(f_slot(first + k), v) for k, v in enumerate(values)]
             case "assign":
                 ty = draw(st.sampled_from(types))
@@ -351,7 +359,7 @@ def stmts(draw, fresh: Fresh, depth: int, scope: dict):
             case "store":
                 ty = draw(st.sampled_from(types))
                 values = as_f32(draw(e(ty)), ty)
-                first = draw(st.integers(8, FSLOTS - len(values)))
+                first = draw(st.integers(FIXED, FSLOTS - len(values)))
                 out += [Assign(f_slot(first + k), v) for k, v in enumerate(values)]
             case "store_int":
                 slot = draw(st.integers(PACKED[-1] + 1, USLOTS - 1))
@@ -390,8 +398,10 @@ PRELUDE = (
     Var("fv", V4, Member(Name("va"), "wzyx")),
     Var("fh", f16, Name("g")),
     Var("fw", V2H, Member(Name("vh"), "yx")),
+    Let("vx", Construct(V4H, (Name("h"), Name("g"), Name("g"), Name("h")))),
+    Var("fx", V4H, Member(Name("vx"), "wzyx")),
 )
-HALF_NAMES = {"h", "g", "vh", "fh", "fw"}
+HALF_NAMES = {"h", "g", "vh", "fh", "fw", "vx", "fx"}
 
 
 def prelude(halves: bool) -> tuple:
@@ -400,25 +410,31 @@ def prelude(halves: bool) -> tuple:
 
 
 def epilogue(halves: bool) -> tuple:
-    """Every variable into its slots: 8 f32 slots, 4 integers, 2 packed words (the f16
-    variables' slots take f32 components where there are none)."""
+    """Every variable into its slots: :data:`FIXED` f32 slots, 4 integers, 2 packed words (the
+    f16 variables' slots take f32 components where there are none)."""
     fh = Name("fh") if halves else Member(Name("fv"), "y")
     fw = Name("fw") if halves else Member(Name("fv"), "zw")
     wide = Convert(Vec(2, f32), fw) if halves else fw
     values = as_f32(Name("fa"), f32) + as_f32(Name("fv"), V4)
     values += [Convert(f32, fh) if halves else fh, Member(wide, "x"), Member(wide, "y")]
+    values += as_f32(Name("fx"), V4H) if halves else as_f32(Member(Name("fv"), "yxwz"), V4)
     out = tuple(Assign(f_slot(j), v) for j, v in enumerate(values))
     # The f16 variables packed as the catalog's flat kernels carry halves, and one word of
     # f16's grid from f32 values.
     pair = limit(onto_grid(Member(Name("fv"), "zw"), Vec(2, f32), Op.FLOOR, f16), Vec(2, f32), f16)
     carried = Construct(Vec(2, f32), (Convert(f32, fh), Member(wide, "y"))) if halves else pair
     far = lambda e: Binary(Op.MUL, e, Lit(FAR, f32))  # noqa: E731
-    if halves:  # the f16 variables stored as f16 too (two vec2<f16> an invocation)
+    if halves:  # the f16 variables stored as f16 too (four vec2<f16> an invocation)
         at = lambda k: Index(  # noqa: E731
             Name("halves"),
-            Binary(Op.ADD, Binary(Op.MUL, Member(Name("gid"), "x"), Lit(2, u32)), Lit(k, u32)),
+            Binary(Op.ADD, Binary(Op.MUL, Member(Name("gid"), "x"), Lit(4, u32)), Lit(k, u32)),
         )
-        out += (Assign(at(0), Name("fw")), Assign(at(1), Construct(V2H, (Name("fh"), Name("h")))))
+        out += (
+            Assign(at(0), Name("fw")),
+            Assign(at(1), Construct(V2H, (Name("fh"), Name("h")))),
+            Assign(at(2), Member(Name("fx"), "xy")),
+            Assign(at(3), Member(Name("fx"), "zw")),
+        )
     return out + (
         Assign(u_slot(0), Convert(u32, Convert(i32, far(Name("fa"))))),
         Assign(u_slot(1), Convert(u32, far(Member(Name("fv"), "x")))),
@@ -476,8 +492,8 @@ def inputs(seed: int, halves: bool = True) -> dict:
     out["uin"] = words
     out["out"] = np.full(N * FSLOTS, np.nan, np.float32)
     out["words"] = np.full(N * USLOTS, POISON, np.uint32)
-    if halves:  # f16 stores: two vec2<f16> an invocation
-        out["halves"] = np.full(N * 4, np.nan, np.float16)
+    if halves:  # f16 stores: four vec2<f16> an invocation
+        out["halves"] = np.full(N * 8, np.nan, np.float16)
     return out
 
 
@@ -554,8 +570,8 @@ def _agree(k: Kernel, seed: int, halves: bool) -> None:
     assert_round_trip(k)  # the float literals and nesting read back as built
     buffers = inputs(seed, halves)
     want = interp_run(k, buffers, None, (GROUPS, 1, 1))
-    # The fixed epilogue writes these on every path (slots 8.. only where the body stores).
-    assert not np.isnan(want["out"].reshape(N, FSLOTS)[:, :8]).any()
+    # The fixed epilogue writes these on every path (slots FIXED.. only where the body stores).
+    assert not np.isnan(want["out"].reshape(N, FSLOTS)[:, :FIXED]).any()
     assert not halves or not np.isnan(want["halves"]).any()
     assert (want["words"].reshape(N, USLOTS)[:, [*INTS, *PACKED]] != POISON).all()
     got = run(k, buffers, None, (GROUPS, 1, 1))

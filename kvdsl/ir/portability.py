@@ -105,7 +105,9 @@ class _Watch(Checker):
     def _fixed(self, e: Any, scope: Scope) -> bool:
         """Whether ``e`` reads nothing at run time: literals, module consts and lets of them,
         and operators, builtins, conversions and constructors over those. A ``var`` is not
-        (it may change), though a compiler may know one not yet assigned, as llvmpipe does."""
+        (it may change), though a compiler may know one not yet assigned, as llvmpipe does, and
+        it may know more: the lanes of a swizzle it took from constants only
+        (``vec4<f32>(0.0f, 0.5f, a, a).xy``)."""
         t = type(e)
         if t is Lit:
             return True
