@@ -612,12 +612,16 @@ def test_portability_names_an_unpack_of_a_fixed_word():
     out[4] = call(Op.UNPACK2X16FLOAT, loaded)[1]
     out[5] = call(Op.UNPACK2X16FLOAT, v)[1]
     out[6] = call(Op.UNPACK2X16FLOAT, word + src[1])[1]
+    pair = construct(vec(4, f32), 0.0, 0.5, convert(f32, loaded), 1.0)
+    out[7] = call(Op.UNPACK2X16FLOAT, call(Op.PACK2X16FLOAT, pair.member("xy")))[1]
+    out[8] = call(Op.UNPACK2X16FLOAT, call(Op.PACK2X16FLOAT, pair.member("yz")))[1]
     got = [show(s) for s, why in hazards(kb.build()) if why == CONSTANT_UNPACK]
     assert got == [
         "out[0u] = unpack2x16float(939537408u)[1u]",
         "out[1u] = unpack2x16float(WORD)[1u]",
         "out[2u] = unpack2x16float((fixed << 1u))[1u]",
         "out[3u] = unpack2x16float(pack2x16float(vec2<f32>(0.0f, 0.5f)))[1u]",
+        "out[7u] = unpack2x16float(pack2x16float(vec4<f32>(0.0f, 0.5f, f32(loaded), 1.0f).xy))[1u]",
     ]
 
 

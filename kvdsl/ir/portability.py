@@ -105,9 +105,9 @@ class _Watch(Checker):
     def _fixed(self, e: Any, scope: Scope) -> bool:
         """Whether ``e`` reads nothing at run time: literals, module consts and lets of them,
         and operators, builtins, conversions and constructors over those. A ``var`` is not
-        (it may change), though a compiler may know one not yet assigned, as llvmpipe does, and
-        it may know more: the lanes of a swizzle it took from constants only
-        (``vec4<f32>(0.0f, 0.5f, a, a).xy``)."""
+        (it may change), though a compiler may know one not yet assigned, as llvmpipe does. The
+        lanes a swizzle takes of a vector built lane by lane count, not the others
+        (``vec4<f32>(0.0f, 0.5f, a, a).xy`` is fixed); a compiler may still know more."""
         t = type(e)
         if t is Lit:
             return True
@@ -121,7 +121,13 @@ class _Watch(Checker):
         if t is Call or t is Construct:
             return all(self._fixed(a, scope) for a in e.args)
         if t is Member:
-            return self._fixed(e.base, scope)
+            base = e.base
+            if type(base) is Construct and len(base.args) > 1 and set(e.name) <= set("xyzw"):
+                # Only the lanes taken count: vec4<f32>(0.0f, 0.5f, a, a).xy is fixed.
+                lanes = ["xyzw".index(c) for c in e.name]
+                if all(i < len(base.args) for i in lanes):  # one scalar a lane
+                    return all(self._fixed(base.args[i], scope) for i in lanes)
+            return self._fixed(base, scope)
         return False
 
 
