@@ -122,11 +122,13 @@ class _Watch(Checker):
             return all(self._fixed(a, scope) for a in e.args)
         if t is Member:
             base = e.base
-            if type(base) is Construct and len(base.args) > 1 and set(e.name) <= set("xyzw"):
-                # Only the lanes taken count: vec4<f32>(0.0f, 0.5f, a, a).xy is fixed.
-                lanes = ["xyzw".index(c) for c in e.name]
-                if all(i < len(base.args) for i in lanes):  # one scalar a lane
-                    return all(self._fixed(base.args[i], scope) for i in lanes)
+            if (
+                type(base) is Construct
+                and isinstance(base.ty, Vec)
+                and len(base.args) == base.ty.n  # one scalar a lane
+                and set(e.name) <= set("xyzw"[: base.ty.n])
+            ):  # only the lanes taken count: vec4<f32>(0.0f, 0.5f, a, a).xy is fixed
+                return all(self._fixed(base.args["xyzw".index(c)], scope) for c in e.name)
             return self._fixed(base, scope)
         return False
 
