@@ -425,7 +425,11 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("variant", metavar="VARIANT|FILE.wgsl")
     s.add_argument("--inputs", required=True, help=".npz with one array per binding name")
     s.add_argument("--params", help="JSON object of params fields (or a file holding one)")
-    s.add_argument("--out", help="write read_write buffers to this .npz")
+    s.add_argument(
+        "--out",
+        help="write read_write buffers to this .npz (with --backend both the interpreter's "
+        "too, as interp.NAME)",
+    )
     s.add_argument("--workgroups", help="X,Y,Z (default: the kernel's dispatch rule)")
     s.add_argument(
         "--backend",
