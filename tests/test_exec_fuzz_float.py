@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from kvdsl.emit import emit
@@ -56,7 +56,7 @@ from kvdsl.ir.ops import Op
 from kvdsl.ir.types import Vec, bool_, f16, f32, i32, u32
 from kvdsl.frontend.typer import canonical
 from kvdsl.ir.verify import verify
-from test_fuzz import examples
+from test_exec_fuzz import fuzz_settings
 from test_roundtrip import Fresh, assert_round_trip
 
 V4, V2H, V4H = Vec(4, f32), Vec(2, f16), Vec(4, f16)
@@ -535,16 +535,7 @@ def differences(want: dict, got: dict) -> list[str]:
     return out
 
 
-SETTINGS = dict(
-    suppress_health_check=[
-        HealthCheck.too_slow,
-        HealthCheck.data_too_large,
-        HealthCheck.function_scoped_fixture,
-    ],
-)
-
-
-@settings(examples(120), **SETTINGS)
+@fuzz_settings(120)
 @given(data=st.data(), seed=st.integers(0, 2**32 - 1))
 def test_float_kernels_agree_on_gpu_and_interpreter(gpu, deviations, data, seed: int) -> None:
     # On an adapter known to unpack a fixed word wrong, the kernels unpack none (the test below
@@ -555,7 +546,7 @@ def test_float_kernels_agree_on_gpu_and_interpreter(gpu, deviations, data, seed:
     _agree(k, seed, halves)
 
 
-@settings(examples(30), **SETTINGS)
+@fuzz_settings(30)
 @given(data=st.data(), seed=st.integers(0, 2**32 - 1))
 def test_f32_kernels_agree_on_gpu_and_interpreter(gpu, deviations, data, seed: int) -> None:
     # The kernels an adapter without shader-f16 gets, here on every adapter.

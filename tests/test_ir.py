@@ -327,6 +327,14 @@ def test_no_declaration_takes_a_type_or_builtin_name(name):
     # The IR reads min(...) as the builtin: a helper named min (which WGSL would call there) or
     # a let named u32 would make another kernel than its WGSL. A params field may (a member).
     why = "is a WGSL type's or builtin function's, which kvdsl reads it as wherever it appears"
+
+    def let_refused():
+        kb = KernelBuilder("k", 64)
+        b = kb.binding("b", f32, "read_write")
+        b[0] = kb.let(name, 1.0)
+        with pytest.raises(VerifyError, match=re.escape(f"name '{name}' {why}")):
+            kb.build()
+
     kb = KernelBuilder("k", 64)
     b = kb.binding("b", f32, "read_write")
     with kb.function(name, [("x", f32)], f32) as (x,):
@@ -334,22 +342,14 @@ def test_no_declaration_takes_a_type_or_builtin_name(name):
     b[0] = kb.fn_call(name, 1.0)
     with pytest.raises(VerifyError, match=re.escape(f"function '{name}': name '{name}' {why}")):
         kb.build()
-    kb = KernelBuilder("k", 64)
-    b = kb.binding("b", f32, "read_write")
-    b[0] = kb.let(name, 1.0)
-    with pytest.raises(VerifyError, match=re.escape(f"name '{name}' {why}")):
-        kb.build()
+    let_refused()
     kb = KernelBuilder("k", 64)
     b = kb.binding("b", u32, "read_write")
     b[0] = kb.param(name)
     kb.build()
     # The params field's leave is not remembered for the next declaration (the verifier keeps
     # the names it found good, and took a let after a field of the same name).
-    kb = KernelBuilder("k", 64)
-    b = kb.binding("b", f32, "read_write")
-    b[0] = kb.let(name, 1.0)
-    with pytest.raises(VerifyError, match=re.escape(f"name '{name}' {why}")):
-        kb.build()
+    let_refused()
 
 
 def test_helper_functions_take_free_names():
