@@ -112,10 +112,36 @@ def test_interpreter_shuffle_every_subgroup_size(size: int, vector: bool) -> Non
     np.testing.assert_array_equal(got["dst"], expected(src, 3, size))
 
 
-def test_interpreter_shuffle_rejects_what_wgsl_leaves_indeterminate() -> None:
+def test_verify_refuses_a_shuffle_outside_uniform_control_flow() -> None:
+    """WGSL's uniformity analysis (Tint refuses these; naga, as wgpu 0.32 ships it, takes them):
+    a shuffle's mask must be uniform, and the shuffle itself in uniform control flow."""
+    with pytest.raises(
+        VerifyError,
+        match=r"the mask of subgroupShuffleXor\(\) must be uniform, but it depends on 'gid' "
+        r"\(global_invocation_id, which differs between invocations\)",
+    ):
+        shuffled(None)
+    with pytest.raises(
+        VerifyError,
+        match=r"subgroupShuffleXor\(\) must be called in uniform control flow, but it depends on "
+        r"`if \(i >= 10u\)`, which some invocations may leave by return",
+    ):
+        shuffled(5, guard=10)
+    assert tint_check({"k": emit(shuffled(5))}) == {"k": None}
+
+
+def test_interpreter_shuffle_rejects_what_wgsl_leaves_indeterminate(monkeypatch) -> None:
+    # The verifier refuses these kernels (above): built unverified, the interpreter still
+    # refuses to run them rather than make up a value.
+    import kvdsl.ir.builder
+
+    monkeypatch.setattr(kvdsl.ir.builder, "verify", lambda kernel, *args: kernel)
     src = np.arange(1, 2 * WG + 1, dtype=np.float32)
     bufs = {"src": src, "dst": np.zeros_like(src)}
-    with pytest.raises(InterpError, match="the mask differs between invocations"):
+    with pytest.raises(
+        InterpError,
+        match=r"the mask differs within a subgroup: invocation gid=\(1, 0, 0\).* has 1, another of its subgroup 0",
+    ):
         interp(shuffled(None), dict(bufs), workgroups=(2, 1, 1))
     with pytest.raises(InterpError, match="mask 5 is not below the subgroup size 4"):
         interp(shuffled(5), dict(bufs), workgroups=(2, 1, 1), subgroup_size=4)
@@ -177,10 +203,15 @@ def test_verify_barrier_under_uniform_subgroup_size_branch() -> None:
 
     k = kernel(lambda kb: kb.subgroup_size < 32)
     assert "if (sg < 32u) {" in emit(k)
-    with pytest.raises(VerifyError, match=r"whose condition `\(lid.x < sg\)` uses 'lid'"):
+    with pytest.raises(
+        VerifyError, match=r"the condition of `if \(lid.x < sg\)`, which depends on 'lid'"
+    ):
         kernel(lambda kb: kb.lid.x < kb.subgroup_size)
-    with pytest.raises(VerifyError, match="in an if holding return"):
-        kernel(lambda kb: kb.subgroup_size < 32, leave=True)
+    # A return after the barrier, under the same uniform condition: every invocation of the
+    # workgroup leaves there or none does, and Tint takes it.
+    assert tint_check({"k": emit(kernel(lambda kb: kb.subgroup_size < 32, leave=True))}) == {
+        "k": None
+    }
 
 
 def test_reduction_config_errors() -> None:

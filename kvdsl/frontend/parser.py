@@ -241,7 +241,10 @@ class _Assembler:
         try:
             verify(kernel)
         except VerifyError as err:
-            raise WgslTypeError(str(err), self.filename, self._line_of(str(err), entry)) from None
+            line = typer.lines.get(id(err.node)) if err.node is not None else None
+            if line is None:
+                line = self._line_of(str(err), entry)
+            raise WgslTypeError(str(err), self.filename, line) from None
         return kernel, typer.lines
 
     def _line_of(self, message: str, entry: FnDecl | None) -> int | None:

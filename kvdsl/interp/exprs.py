@@ -195,21 +195,37 @@ class Expressions:
         """``subgroupShuffleXor``: each lane of ``m`` gets ``x`` of the invocation whose
         subgroup lane is its own xor ``mask`` (see *Subgroups* in :mod:`kvdsl.interp`)."""
         grid, size = self.grid, self.grid.subgroup_size
-        if not is_uniform(mask):
-            raise InterpError(f"{show(e)}: the mask differs between invocations{self.where()}")
-        k = int(mask[0])
-        if k >= size:
-            raise InterpError(
-                f"{show(e)}: mask {k} is not below the subgroup size {size}{self.where()}"
-            )
         lanes = grid.active(m)
         if len(lanes) == 0:
             return x
+        me = grid.original(lanes)
+        local = me % grid.per_group
+        # The mask must be uniform, which WGSL's uniformity analysis asks of it (the verifier
+        # runs it): the same in every invocation of a subgroup; subgroups (and workgroups) may
+        # differ. A mask held per lane is checked subgroup by subgroup.
+        k = mask if is_uniform(mask) else mask[lanes]
+        if not is_uniform(mask):
+            runs = -(-grid.per_group // size)
+            sub = me // grid.per_group * runs + local // size  # dispatch-wide subgroup index
+            order = np.argsort(sub, kind="stable")
+            same = sub[order][1:] == sub[order][:-1]
+            split = np.flatnonzero(same & (k[order][1:] != k[order][:-1]))
+            if split.size:
+                i = int(order[split[0] + 1])
+                raise InterpError(
+                    f"{show(e)}: the mask differs within a subgroup: {grid.describe(int(me[i]))} "
+                    f"has {int(k[i])}, another of its subgroup {int(k[order[split[0]]])}"
+                    f"{self.where()}"
+                )
+        big = np.flatnonzero(k >= size)
+        if big.size:
+            kk = int(k[big[0]]) if k.shape[0] > 1 else int(k[0])
+            raise InterpError(
+                f"{show(e)}: mask {kk} is not below the subgroup size {size}{self.where()}"
+            )
         # Subgroups are aligned runs of ``size`` local indices (the last one short where the
         # workgroup is not a whole number of them) and ``k < size``: the partner is in the same
         # run, at local index ``local ^ k``, if the workgroup has it.
-        me = grid.original(lanes)
-        local = me % grid.per_group
         partner = local ^ k
         past = partner >= grid.per_group
         if past.any():

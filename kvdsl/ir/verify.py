@@ -14,13 +14,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kvdsl.ir import ops
+from kvdsl.ir import ops, uniformity
 from kvdsl.ir.ops import Op
 from kvdsl.ir.nodes import (
     BUILTIN_INPUTS,
     builtin_type,
     SUBGROUP_BUILTINS,
-    UNIFORM_BUILTINS,
     Assign,
     Barrier,
     Binary,
@@ -53,6 +52,7 @@ from kvdsl.ir.nodes import (
     _slot_init,
     walk,
 )
+from kvdsl.ir.uniformity import loop_behavior
 from kvdsl.ir.types import (
     Array,
     RuntimeArray,
@@ -75,7 +75,12 @@ _INDEXED = frozenset(("binding", "workgroup"))  # kinds of names that are used o
 
 
 class VerifyError(ValueError):
-    """The IR is ill-typed or ill-formed; the message names the node."""
+    """The IR is ill-typed or ill-formed; the message names the node. ``node``: the statement
+    at fault where the check knows it (the uniformity analysis does), else None."""
+
+    def __init__(self, message: str, node: object | None = None) -> None:
+        super().__init__(message)
+        self.node = node
 
 
 def show(node: object) -> str:
@@ -273,48 +278,10 @@ _FLOAT_CALLS = {
 _FLOAT_DOMAIN = {Op.LOG: True, Op.INVERSE_SQRT: True, Op.SQRT: False}
 
 
-_NEXT, _BREAK, _CONTINUE, _RETURN = "next", "break", "continue", "return"
 _NEVER_EXITS = (
     "the loop never exits: no break or return is reached in it (WGSL's behaviour analysis; "
     "Tint refuses it)"
 )
-
-
-def _behavior(body: tuple[Stmt, ...]) -> frozenset[str]:
-    """WGSL's behaviour analysis of a statement sequence: how control can leave it (next,
-    break, continue, return). A statement after one that cannot go on adds nothing."""
-    out = frozenset((_NEXT,))
-    for s in body:
-        if _NEXT not in out:
-            break
-        t = type(s)
-        if t is Break:
-            b = frozenset((_BREAK,))
-        elif t is Continue:
-            b = frozenset((_CONTINUE,))
-        elif t is Return:
-            b = frozenset((_RETURN,))
-        elif t is If:
-            b = _behavior(s.then) | (_behavior(s.orelse) if s.orelse else frozenset((_NEXT,)))
-        elif t is Block:
-            b = _behavior(s.body)
-        elif t is For:
-            b = _loop_behavior(s.body, s.cond is not None)
-        elif t is Loop:
-            b = _loop_behavior(s.body, False)
-        else:
-            continue  # lets, vars, assignments, comments, barriers: next
-        out = (out - {_NEXT}) | b
-    return out
-
-
-def _loop_behavior(body: tuple[Stmt, ...], has_cond: bool) -> frozenset[str]:
-    """A loop's behaviour: a condition (a `for` with one) is a break; without any break it
-    only leaves by return, and with neither it never leaves (the empty set)."""
-    b = _behavior(body) | (frozenset((_BREAK,)) if has_cond else frozenset())
-    if _BREAK in b:
-        return (b - {_BREAK, _CONTINUE}) | {_NEXT}
-    return b - {_CONTINUE, _NEXT}
 
 
 def _loop_head(s: For) -> str:
@@ -417,7 +384,7 @@ class Checker:
         self.const_floats: dict[str, np.floating | None] = {}
         self.module: Scope | None = None  # the scope module consts are folded in
         self.used: set[str] = set()
-        self.barriers = False
+        self.barriers = False  # a barrier or a subgroup builtin call: check_barriers runs
         self.stored: set[str] = set()
 
     # -- expressions --
@@ -549,6 +516,8 @@ class Checker:
                         f"{show(e)}: {info.spelling} takes {info.arity} arguments, got {len(args)}"
                     )
                 got = self._apply(e, op, tuple(self.type_of(a, scope) for a in args))
+                if info.subgroup:
+                    self.barriers = True  # the uniformity analysis runs (check_barriers)
                 if op is _CLAMP:
                     self._clamp_bounds(e, scope)
                 if got is f32 or got is f16:
@@ -917,7 +886,7 @@ class Checker:
                 if orelse != ():  # most ifs have no else: no scope to make for it
                     self.block(orelse, Scope(scope), ret, loop)
             case For(init, cond, update, body):
-                if _loop_behavior(body, cond is not None) == frozenset():
+                if loop_behavior(body, cond is not None) == frozenset():
                     raise VerifyError(f"{_loop_head(s)}: {_NEVER_EXITS}")
                 inner = Scope(scope)
                 if init is not None:
@@ -928,7 +897,7 @@ class Checker:
                     self.stmt(update, inner, ret, loop)
                 self.block(body, Scope(inner), ret, True)
             case Loop(body):
-                if _loop_behavior(body, False) == frozenset():
+                if loop_behavior(body, False) == frozenset():
                     raise VerifyError(f"loop {{ ... }}: {_NEVER_EXITS}")
                 self.block(body, Scope(scope), ret, True)
             case Break() | Continue():
@@ -941,7 +910,7 @@ class Checker:
             case Block(body):
                 self.block(body, Scope(scope), ret, loop)
             case Barrier():
-                self.barriers = True  # where a barrier may stand is checked by check_barriers
+                self.barriers = True  # where a barrier may stand: check_barriers
             case _:
                 raise VerifyError(f"not a statement: {s!r}")
 
@@ -1042,242 +1011,17 @@ def workgroup_bytes(ty: Array) -> int:
 
 
 def check_barriers(kernel: Kernel) -> None:
-    """A ``workgroupBarrier()`` must be reached by every invocation of a workgroup or none (WGSL's
-    uniformity rule). kvdsl accepts the simple, checkable cases: a barrier at the top level of
-    the entry point; at the top level of a branch of an ``if`` whose condition uses only consts,
-    params, literals, uniform builtins (``subgroup_size``, ``workgroup_id``, ``num_workgroups``)
-    and lets of those (no load, helper call or subgroup builtin), and which holds no ``break``,
-    ``continue`` or ``return``; at the top level of a ``for`` whose header uses only those and
-    its own loop variable, whose body neither assigns the loop variable nor holds a ``break``,
-    ``continue`` or ``return`` (a ``break`` or ``continue`` of a loop nested inside either
-    leaves only that loop, and is taken); and, in turn, in such an ``if`` or ``for`` standing
-    where a barrier could (a uniform ``if`` in a uniform loop: the drop-ins' subgroup K RMSNorm, whose
-    barrier is taken only where the subgroup is narrower than a row). None after a top-level
-    statement holding a ``return`` nested inside it (some invocations may have left), unless that
-    statement is an ``if`` on such a uniform condition returning at the top level of a branch
-    (all or none left)."""
+    """A ``workgroupBarrier()`` must be reached by every invocation of a workgroup or none, and a
+    ``subgroupShuffleXor()`` by every invocation of a subgroup with the same mask: WGSL's
+    uniformity analysis (:mod:`kvdsl.ir.uniformity`). A helper function may not hold a barrier
+    (kvdsl's subset; WGSL would take one whose every call is uniform)."""
     for fn in kernel.functions:
-        if any(type(n) is Barrier for n in statements(fn.body)):
+        if any(type(n) is Barrier for n in walk(fn.body)):
             raise VerifyError(f"function {fn.name}: a helper function may not contain a barrier")
-    if not any(type(n) is Barrier for n in statements(kernel.body)):
-        return  # most kernels: nothing below can fail
-    names = [c.name for c in kernel.consts] + ["params"]
-    names += [p for p, builtin in kernel.builtins if builtin in UNIFORM_BUILTINS]
-    uniform = _Uniform(dict.fromkeys(names, True))
-    left: Stmt | None = None  # a top-level statement after which some invocations may have left
-    for s in kernel.body:
-        holds = returns = False  # one pass for both questions: this is the check's cost
-        for n in statements((s,)):
-            if type(n) is Barrier:
-                holds = True
-            elif type(n) is Return:
-                returns = True
-        if holds and left is not None:
-            raise VerifyError(
-                f"workgroupBarrier() after `{_head(left)}`, which returns from inside it: control "
-                "flow after it is not uniform"
-            )
-        if holds and not isinstance(s, Barrier):
-            (_uniform_if if isinstance(s, If) else _uniform_for)(s, uniform)
-        if not isinstance(s, Return) and returns and not _uniform_return(s, uniform):
-            left = s
-        uniform.declare(s)
-
-
-def _uniform_return(s: Stmt, uniform: _Uniform) -> bool:
-    """Whether ``s`` is an ``if`` on a uniform condition (consts, params, literals, uniform
-    builtins) whose returns stand at the top level of its branches, and which holds no
-    barrier, ``break`` or ``continue``: every invocation of a workgroup returns there or none
-    does, so a barrier after it is still reached by all or none (WGSL's analysis agrees)."""
-    if type(s) is not If or _non_uniform(s.cond, uniform):
-        return False
-    top = {id(n) for n in s.then + s.orelse if type(n) is Return}
-    body = s.then + s.orelse
-    return all(id(n) in top for n in _exits(body)) and not any(
-        type(n) is Barrier for n in statements(body)
-    )
-
-
-def statements(body: tuple[Stmt, ...]):
-    """Every statement of ``body``, nested ones included, never an expression: barriers and
-    returns are statements, so the barrier check need not walk the expressions (most nodes)."""
-    stack = list(reversed(body))
-    while stack:
-        s = stack.pop()
-        yield s
-        t = type(s)
-        if t is If:
-            stack.extend(reversed(s.then + s.orelse))
-        elif t is For or t is Loop or t is Block:
-            stack.extend(reversed(s.body))
-
-
-def _exits(body: tuple[Stmt, ...]):
-    """The statements of ``body`` that leave it early: every ``return``, and each ``break`` or
-    ``continue`` but those of a loop nested in it (which leave only that loop: control flow is
-    uniform again after it, as WGSL's analysis and Tint agree)."""
-    stack = list(reversed(body))
-    while stack:
-        s = stack.pop()
-        t = type(s)
-        if t is Return or t is Break or t is Continue:
-            yield s
-        elif t is If:
-            stack.extend(reversed(s.then + s.orelse))
-        elif t is Block:
-            stack.extend(reversed(s.body))
-        elif t is For or t is Loop:
-            stack.extend(n for n in statements(s.body) if type(n) is Return)
-
-
-def _head(s: Stmt) -> str:
-    match s:
-        case If(cond):
-            return f"if {show(cond)}"
-        case For():
-            return "for (...)"
-        case _:
-            return show(s)
-
-
-def _non_uniform(e: Expr, uniform: _Uniform) -> list[str]:
-    """What in ``e`` is not known to be uniform: names outside ``uniform`` (a binding's loads
-    among them), helper calls (``name()``: a helper may load) and subgroup builtins."""
-    bad = []
-    for n in walk(e):
-        t = type(n)
-        if t is Name and n.name not in uniform:
-            bad.append(n.name)
-        elif t is FnCall:
-            bad.append(f"{n.name}()")
-        elif t is Call and n.op in ops.SUBGROUP_OPS:
-            bad.append(f"{n.op.value}()")
-    return bad
-
-
-class _Uniform:
-    """The names known to be uniform at a point of a body: consts, params, uniform builtins, and
-    ``let``s of uniform values (WGSL's analysis agrees). A let is decided when a condition first
-    names it: most never are, and deciding one walks its value."""
-
-    __slots__ = ("known", "lets")
-
-    def __init__(self, known: dict[str, bool], lets: dict[str, Expr] | None = None) -> None:
-        self.known = known  # decided: name -> uniform
-        self.lets = lets if lets is not None else {}  # undecided: name -> value
-
-    def copy(self) -> _Uniform:
-        return _Uniform(dict(self.known), dict(self.lets))
-
-    def with_name(self, name: str) -> _Uniform:
-        """A copy in which ``name`` (a loop variable with a uniform header) is uniform."""
-        out = self.copy()
-        out.declare_as(name, True)
-        return out
-
-    def declare(self, s: Stmt) -> None:
-        """After statement ``s``: a ``let`` waits to be decided; a ``var`` is not uniform."""
-        if type(s) is Let:
-            self.declare_as(s.name, s.value)
-        elif type(s) is Var:
-            self.declare_as(s.name, False)
-
-    def declare_as(self, name: str, value: bool | Expr) -> None:
-        if name in self.known or name in self.lets:
-            # A shadowing declaration: decide the pending lets while they still see the old one.
-            for pending in list(self.lets):
-                self._decide(pending)
-        self.known.pop(name, None)
-        self.lets.pop(name, None)
-        if isinstance(value, bool):
-            self.known[name] = value
-        else:
-            self.lets[name] = value
-
-    def __contains__(self, name: str) -> bool:  # type: ignore[override]
-        v = self.known.get(name)
-        if v is not None:
-            return v
-        return name in self.lets and self._decide(name)
-
-    def _decide(self, name: str) -> bool:
-        value = self.lets.pop(name)
-        self.known[name] = False  # while its value is walked (a let cannot name itself)
-        uniform = self.known[name] = not _non_uniform(value, self)
-        return uniform
-
-
-def _uniform_body(body: tuple[Stmt, ...], uniform: _Uniform, where: str) -> None:
-    """Barriers in ``body`` (``where``: "an if", "a for loop") only at its top level or, in
-    turn, in a uniform ``if`` or ``for`` there (:func:`_uniform_if`, :func:`_uniform_for`)."""
-    uniform = uniform.copy()
-    for n in body:
-        if not isinstance(n, Barrier) and any(type(x) is Barrier for x in statements((n,))):
-            if isinstance(n, If):
-                _uniform_if(n, uniform)
-            elif isinstance(n, For):
-                _uniform_for(n, uniform)
-            else:
-                what = type(n).__name__.lower()
-                raise VerifyError(f"workgroupBarrier() inside {what} in {where}: not uniform")
-        uniform.declare(n)
-
-
-def _uniform_if(s: If, uniform: _Uniform) -> None:
-    """Check that ``s``, an ``if`` holding a barrier, has a uniform condition, the barrier at
-    the top level of a branch (or in a uniform ``if`` or ``for`` there) and no statement that
-    leaves either branch early."""
-    bad = _non_uniform(s.cond, uniform)
-    if bad:
-        raise VerifyError(
-            f"workgroupBarrier() inside an if whose condition `{show(s.cond)}` uses '{bad[0]}': "
-            "control flow there is not uniform (only consts, params, literals, uniform "
-            "builtins such as subgroup_size and workgroup_id, and lets of those)"
-        )
-    _uniform_body(s.then, uniform, "an if")
-    _uniform_body(s.orelse, uniform, "an if")
-    for n in _exits(s.then + s.orelse):
-        raise VerifyError(
-            f"workgroupBarrier() in an if holding {type(n).__name__.lower()}: "
-            "control flow there is not uniform"
-        )
-
-
-def _uniform_for(s: Stmt, uniform: _Uniform) -> None:
-    """Check that ``s``, a statement other than an ``if`` holding a barrier, is a uniform
-    ``for`` with the barrier at the top level of its body (or in a uniform ``if`` or ``for``
-    there)."""
-    if not isinstance(s, For):
-        raise VerifyError(
-            f"workgroupBarrier() inside {type(s).__name__.lower()}: only at the top level of the "
-            "entry point or of a for loop with a uniform header"
-        )
-    if not isinstance(s.init, (Var, Let)):
-        raise VerifyError("workgroupBarrier() in a for loop without a var or let initialiser")
-    loop_var = s.init.name
-    allowed = uniform.with_name(loop_var)
-    bad = [n for part in (s.init, s.cond, s.update) for n in _non_uniform(part, allowed)]
-    if bad or (s.update is not None and s.update.target != Name(loop_var)):
-        raise VerifyError(
-            f"workgroupBarrier() in a for loop whose header uses '{bad[0] if bad else loop_var}': "
-            "the header may use only consts, params, literals, uniform builtins, lets of those "
-            "and the loop variable"
-        )
-    for n in _exits(s.body):
-        raise VerifyError(
-            f"workgroupBarrier() in a for loop holding {type(n).__name__.lower()}: "
-            "the loop's control flow is not uniform"
-        )
-    for n in statements(s.body):
-        if isinstance(n, Assign) and Name(loop_var) in (n.target,):
-            raise VerifyError(
-                f"workgroupBarrier() in a for loop whose body assigns its variable '{loop_var}'"
-            )
-        if isinstance(n, (Var, Let)) and n.name == loop_var:
-            raise VerifyError(
-                f"workgroupBarrier() in a for loop whose body redeclares '{loop_var}'"
-            )
-    _uniform_body(s.body, allowed, "a for loop")
+    try:
+        uniformity.check(kernel)
+    except uniformity.UniformityError as err:
+        raise VerifyError(str(err), node=err.node) from None
 
 
 def verify(kernel: Kernel, checker: Checker | None = None) -> Kernel:
@@ -1317,7 +1061,7 @@ def verify(kernel: Kernel, checker: Checker | None = None) -> Kernel:
         ty = builtin_type(builtin)
         main.declare(pname, Symbol(ty, "builtin"), kernel)
     checker.block(kernel.body, main, None, False)
-    if checker.barriers:  # seen by the checker, in the entry point or a helper
+    if checker.barriers:  # a barrier or a shuffle, in the entry point or a helper
         check_barriers(kernel)
     for b in kernel.bindings:
         if b.name not in checker.used:

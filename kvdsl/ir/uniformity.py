@@ -1,0 +1,634 @@
+"""WGSL's uniformity analysis (§15.2 of the WGSL spec) over kvdsl's IR.
+
+A ``workgroupBarrier()`` must be reached by every invocation of a workgroup or by none, and a
+``subgroupShuffleXor()`` by every invocation of a subgroup, with a mask the same in each; WGSL
+states where that holds by an analysis every implementation runs (Tint refuses a module that
+fails it; naga, as wgpu 0.32 ships it, does not check it). This module runs the spec's
+analysis rather than a list of accepted shapes, so kvdsl takes what Tint takes:
+
+- a graph whose nodes stand for the uniformity of control flow at a point and of values, with
+  an edge from a node to each node it depends on, two special ones, *MayBeNonUniform* (what
+  differs between invocations: ``local_invocation_id``, ``global_invocation_id``, a load of a
+  ``read_write`` binding or of workgroup memory, a shuffle's result) and the requirements
+  (a barrier's or a shuffle's control flow, a shuffle's mask);
+- the statement rules: an ``if`` leaves control flow as uniform as it found it when neither
+  branch can ``break``, ``continue`` or ``return`` (its *behaviour* is {Next}), else it depends
+  on the branches' control flow, which depends on the condition; a loop's iterations depend on
+  the control flow at the end of its body and its update; a ``for`` is the spec's desugared
+  ``loop { if !(cond) { break; } body continuing { update } }``;
+- the value rules: a literal, a const, ``params``, a uniform builtin or a load of a ``read``
+  binding takes the uniformity of the control flow it is computed in; a ``var``'s value is
+  tracked statement by statement (a join where branches or loop trips meet); a helper function
+  is analysed once and called by its tags (whether its result depends on the invocation, and on
+  which arguments).
+
+A requirement that reaches *MayBeNonUniform* is refused, with the chain that leads there
+(:func:`check`). The spec's analysis has a second scope for subgroup operations when an
+implementation offers the ``subgroup_uniformity`` language extension; kvdsl's subset holds no
+value that is uniform in a subgroup without being uniform in the workgroup (no
+``subgroup_id``, no reduction), so the one analysis gives both scopes' answers.
+
+One departure, refusing more than the spec: a helper function may not hold a barrier (the
+verifier says so first; WGSL takes one whose every call is uniform). Where the spec's text is
+looser than Tint, kvdsl follows Tint: a store to a lane of a function-scope vector makes the
+variable's value depend on the lane's index too. ``tests/test_uniformity.py`` holds the verdicts
+to Tint's on generated kernels.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from kvdsl.ir import ops
+from kvdsl.ir.nodes import (
+    UNIFORM_BUILTINS,
+    Assign,
+    Barrier,
+    Binary,
+    Block,
+    Break,
+    Call,
+    Comment,
+    Construct,
+    Continue,
+    Convert,
+    Expr,
+    FnCall,
+    For,
+    Function,
+    If,
+    Index,
+    Kernel,
+    Let,
+    Lit,
+    Loop,
+    Member,
+    Name,
+    Return,
+    Stmt,
+    Unary,
+    Var,
+)
+
+NEXT, BREAK, CONTINUE, RETURN = "next", "break", "continue", "return"
+_NEXT_ONLY = frozenset((NEXT,))
+
+
+def behavior(body: tuple[Stmt, ...]) -> frozenset[str]:
+    """WGSL's behaviour analysis of a statement sequence: how control can leave it (next,
+    break, continue, return). A statement after one that cannot go on adds nothing."""
+    out = _NEXT_ONLY
+    for s in body:
+        if NEXT not in out:
+            break
+        b = statement_behavior(s)
+        if b is not _NEXT_ONLY:
+            out = (out - {NEXT}) | b
+    return out
+
+
+def statement_behavior(s: Stmt) -> frozenset[str]:
+    """The behaviour of one statement (lets, vars, assignments, comments and barriers: next)."""
+    t = type(s)
+    if t is Break:
+        return frozenset((BREAK,))
+    if t is Continue:
+        return frozenset((CONTINUE,))
+    if t is Return:
+        return frozenset((RETURN,))
+    if t is If:
+        return behavior(s.then) | (behavior(s.orelse) if s.orelse else _NEXT_ONLY)
+    if t is Block:
+        return behavior(s.body)
+    if t is For:
+        return loop_behavior(s.body, s.cond is not None)
+    if t is Loop:
+        return loop_behavior(s.body, False)
+    return _NEXT_ONLY
+
+
+def loop_behavior(body: tuple[Stmt, ...], has_cond: bool) -> frozenset[str]:
+    """A loop's behaviour: a condition (a `for` with one) is a break; without any break it
+    only leaves by return, and with neither it never leaves (the empty set)."""
+    b = _body_behavior(body, has_cond)
+    if BREAK in b:
+        return (b - {BREAK, CONTINUE}) | {NEXT}
+    return b - {CONTINUE, NEXT}
+
+
+def _body_behavior(body: tuple[Stmt, ...], has_cond: bool) -> frozenset[str]:
+    """The behaviour of a loop's body, its condition's ``if !(cond) { break; }`` first."""
+    b = behavior(body)
+    return b | {BREAK} if has_cond else b
+
+
+MAY_BE_NON_UNIFORM = 0
+
+
+class _Graph:
+    """Nodes (ints) with edges to what each depends on, and a label for those a message names."""
+
+    __slots__ = ("out", "label")
+
+    def __init__(self) -> None:
+        self.out: list[list[int]] = [[]]  # node 0: MayBeNonUniform
+        self.label: dict[int, str] = {}
+
+    def node(self, *to: int, label: str | None = None) -> int:
+        n = len(self.out)
+        self.out.append(list(to))
+        if label is not None:
+            self.label[n] = label
+        return n
+
+    def join(self, *nodes: int) -> int:
+        """A node as uniform as all of ``nodes`` together (one of them when they are one)."""
+        if len(nodes) == 2:
+            a, b = nodes
+            return a if a == b else self.node(a, b)
+        first = nodes[0]
+        for n in nodes:
+            if n != first:
+                return self.node(*dict.fromkeys(nodes))
+        return first
+
+    def path(self, start: int, goal: int) -> list[int] | None:
+        """The nodes of a shortest path from ``start`` to ``goal``, or None."""
+        parent = {start: start}
+        todo = deque((start,))
+        while todo:
+            n = todo.popleft()
+            if n == goal:
+                out = [n]
+                while parent[n] != n:
+                    n = parent[n]
+                    out.append(n)
+                return out[::-1]
+            for m in self.out[n]:
+                if m not in parent:
+                    parent[m] = n
+                    todo.append(m)
+        return None
+
+    def because(self, path: list[int]) -> str:
+        """What the labelled nodes of ``path`` say, each depending on the next."""
+        seen: list[str] = []
+        for n in path:
+            text = self.label.get(n)
+            if text is None or text in seen:
+                continue
+            if seen and text.startswith("the condition of ") and seen[-1].startswith(text[17:]):
+                continue  # `if (c)`, which some invocations leave...: its condition goes without saying
+            seen.append(text)
+        return ", which depends on ".join(seen)
+
+
+class _Tags:
+    """How a call of a helper function behaves (the spec's function and parameter tags)."""
+
+    __slots__ = ("result_non_uniform", "result_params", "call_uniform", "params_uniform")
+
+    def __init__(self, result_non_uniform, result_params, call_uniform, params_uniform) -> None:
+        self.result_non_uniform: str | None = result_non_uniform  # why, or None
+        self.result_params: tuple[bool, ...] = result_params  # the result depends on param i
+        self.call_uniform: str | None = call_uniform  # what needs the call uniform, or None
+        self.params_uniform: tuple[str | None, ...] = params_uniform  # what needs arg i uniform
+
+
+class _VarSlot:
+    """A function-scope ``var``: the node of its value before the statement being analysed."""
+
+    __slots__ = ("name", "node")
+
+    def __init__(self, name: str, node: int) -> None:
+        self.name = name
+        self.node = node
+
+
+class _Let:
+    """A ``let`` whose value is analysed only when something that matters reads it (most lets
+    feed only stores to bindings, which no requirement asks about)."""
+
+    __slots__ = ("name", "expr", "cf", "stmt", "node")
+
+    def __init__(self, name: str, expr: Expr, cf: int, stmt: Stmt | None) -> None:
+        self.name, self.expr, self.cf, self.stmt = name, expr, cf, stmt
+        self.node: int | None = None
+
+
+class UniformityError(Exception):
+    """A requirement of uniformity that the analysis cannot show; ``node``: the statement."""
+
+    def __init__(self, message: str, node: Stmt | None) -> None:
+        super().__init__(message)
+        self.node = node
+
+
+class _Analysis:
+    """One function's graph: its statements and expressions, in order (§15.2.6-8)."""
+
+    def __init__(
+        self, kernel: Kernel, tags: dict[str, _Tags], where: str, lazy: bool = False
+    ) -> None:
+        self.g = _Graph()
+        # Lets analysed when read (``lazy``; only where no expression can add a requirement, a
+        # kernel without shuffles): the names and var values a pending let reads must be the
+        # ones it was declared under, so every pending let is analysed first (:meth:`settle`)
+        # before a var's value changes or a declaration shadows a name.
+        self.lazy = lazy
+        self.pending: list[_Let] = []
+        self.pmarks: list[int] = [0]
+        self.tags = tags
+        self.where = where  # "" for the entry point, " in function NAME" for a helper
+        # Names in scope (one dict; each scope's declarations undone when it closes) and the
+        # live vars, in declaration order.
+        self.env: dict[str, int | _VarSlot] = {}
+        self.undo: list[list[tuple[str, int | _VarSlot | None]]] = [[]]
+        self.live: list[_VarSlot] = []
+        self.marks: list[int] = [0]
+        self.loops: list[tuple[list, list]] = []  # per loop: states at breaks, at continues
+        # (node, what must hold, the statement): what is "<subject>\t<predicate>"
+        self.required: list[tuple[int, str, Stmt | None]] = []
+        self.returns: list[int] = []
+        self.stmt: Stmt | None = None  # the innermost statement being analysed
+        self.sources: dict[str, int] = {}  # module-scope names whose loads may differ
+        read_only = {"params"} | {c.name for c in kernel.consts}
+        for b in kernel.bindings:
+            if b.access == "read":
+                read_only.add(b.name)
+            else:
+                self.sources[b.name] = f"a load of '{b.name}' (read_write storage)"
+        for w in kernel.workgroup_vars:
+            self.sources[w.name] = f"a load of workgroup var '{w.name}'"
+        self.read_only = read_only
+        self.source_nodes: dict[str, int] = {}
+
+    # -- names --
+    def declare(self, name: str, value: int | _VarSlot | _Let) -> None:
+        if self.pending and name in self.env:
+            self.settle()
+        self.undo[-1].append((name, self.env.get(name)))
+        self.env[name] = value
+        if type(value) is _VarSlot:
+            self.live.append(value)
+
+    def push(self) -> None:
+        self.undo.append([])
+        self.marks.append(len(self.live))
+        self.pmarks.append(len(self.pending))
+
+    def pop(self) -> None:
+        env = self.env
+        for name, old in reversed(self.undo.pop()):
+            if old is None:
+                del env[name]
+            else:
+                env[name] = old
+        del self.live[self.marks.pop() :]
+        del self.pending[self.pmarks.pop() :]  # never read: never analysed
+
+    def force(self, let: _Let) -> int:
+        outer, self.stmt = self.stmt, let.stmt
+        let.node = self.g.node(self.value(let.expr, let.cf), label=f"'{let.name}'")
+        self.stmt = outer
+        return let.node
+
+    def settle(self) -> None:
+        """Analyse every pending let (before what it reads may change)."""
+        for let in self.pending:
+            if let.node is None:
+                self.force(let)
+        self.pending.clear()
+        self.pmarks = [0] * len(self.pmarks)
+
+    def lookup(self, name: str) -> int | _VarSlot | None:
+        return self.env.get(name)
+
+    def source(self, name: str, label: str) -> int:
+        """The node of a value that may differ between invocations (one per name)."""
+        n = self.source_nodes.get(name)
+        if n is None:
+            n = self.source_nodes[name] = self.g.node(MAY_BE_NON_UNIFORM, label=label)
+        return n
+
+    def name(self, name: str, cf: int) -> int:
+        got = self.env.get(name)
+        if got is not None:
+            t = type(got)
+            if t is _Let:
+                x = got.node if got.node is not None else self.force(got)
+            else:
+                x = got.node if t is _VarSlot else got
+            return cf if x == cf else self.g.node(cf, x)
+        if name in self.read_only:
+            return cf
+        label = self.sources.get(name)
+        if label is None:  # not declared: the verifier names it; nothing to depend on
+            return cf
+        return self.source(name, label)
+
+    def vars(self) -> list[_VarSlot]:
+        return self.live
+
+    def state(self) -> dict[_VarSlot, int]:
+        return {v: v.node for v in self.vars()}
+
+    def meet(self, states: list[dict[_VarSlot, int]]) -> None:
+        """Each live var's value: the join of its values in ``states`` (control flow that meets
+        here); unchanged when none reaches this point."""
+        if not states:
+            return
+        if self.pending:
+            self.settle()
+        for v in self.vars():
+            nodes = [s[v] for s in states if v in s]
+            if nodes:
+                joined = self.g.join(*nodes)
+                v.node = joined if joined in nodes[:1] else self.g.node(joined, label=f"'{v.name}'")
+
+    # -- requirements --
+    def require(self, node: int, what: str) -> None:
+        self.required.append((node, what, self.stmt))
+
+    # -- expressions: (CF, e) => V; no expression of the subset changes control flow --
+    def value(self, e: Expr, cf: int) -> int:
+        t = type(e)
+        if t is Name:
+            return self.name(e.name, cf)
+        if t is Lit:
+            return cf
+        if t is Binary:
+            if e.op is ops.Op.LAND or e.op is ops.Op.LOR:
+                return self.value(e.b, self.value(e.a, cf))  # the right side runs under the left
+            return self.g.join(self.value(e.a, cf), self.value(e.b, cf))
+        if t is Unary or t is Convert:
+            return self.value(e.x, cf)
+        if t is Member:
+            return self.value(e.base, cf)
+        if t is Index:
+            return self.g.join(self.value(e.base, cf), self.value(e.index, cf))
+        if t is Construct:
+            return self.g.join(cf, *(self.value(a, cf) for a in e.args))
+        if t is Call:
+            args = [self.value(a, cf) for a in e.args]
+            if e.op in ops.SUBGROUP_OPS:
+                spelling = ops.info(e.op).spelling
+                self.require(cf, f"{spelling}()\tmust be called in uniform control flow")
+                self.require(args[1], f"the mask of {spelling}()\tmust be uniform")
+                return self.g.node(
+                    MAY_BE_NON_UNIFORM, label=f"{spelling}()'s result (another invocation's value)"
+                )
+            return self.g.join(cf, *args)
+        if t is FnCall:
+            args = [self.value(a, cf) for a in e.args]
+            tags = self.tags.get(e.name)
+            if tags is None:  # not declared: the verifier names it
+                return self.g.join(cf, *args)
+            if tags.call_uniform is not None:
+                self.require(
+                    cf, f"{e.name}()\tmust be called in uniform control flow ({tags.call_uniform})"
+                )
+            for i, (arg, why) in enumerate(zip(args, tags.params_uniform)):
+                if why is not None:
+                    self.require(arg, f"argument {i + 1} of {e.name}()\tmust be uniform ({why})")
+            deps = [a for a, used in zip(args, tags.result_params) if used]
+            if tags.result_non_uniform is not None:
+                deps.append(
+                    self.g.node(
+                        MAY_BE_NON_UNIFORM, label=f"{e.name}()'s result ({tags.result_non_uniform})"
+                    )
+                )
+            return self.g.join(cf, *deps)
+        return cf
+
+    # -- statements: (CF, s) => CF' --
+    def block(self, body: tuple[Stmt, ...], cf: int) -> int:
+        self.push()
+        try:
+            return self.seq(body, cf)
+        finally:
+            self.pop()
+
+    def seq(self, body: tuple[Stmt, ...], cf: int) -> int:
+        for s in body:
+            cf = self.statement(s, cf)
+            if NEXT not in statement_behavior(s):
+                break  # what follows is unreachable and not analysed
+        return cf
+
+    def statement(self, s: Stmt, cf: int) -> int:
+        outer, self.stmt = self.stmt, s
+        try:
+            return self._statement(s, cf)
+        finally:
+            self.stmt = outer
+
+    def _statement(self, s: Stmt, cf: int) -> int:
+        g = self.g
+        t = type(s)
+        if t is Let:
+            if self.lazy:
+                let = _Let(s.name, s.value, cf, s)
+                self.declare(s.name, let)
+                self.pending.append(let)
+            else:
+                self.declare(s.name, g.node(self.value(s.value, cf), label=f"'{s.name}'"))
+            return cf
+        if t is Var:
+            init = cf if s.init is None else self.value(s.init, cf)
+            self.declare(s.name, _VarSlot(s.name, g.node(init, label=f"'{s.name}'")))
+            return cf
+        if t is Assign:
+            self.assign(s, cf)
+            return cf
+        if t is If:
+            return self.if_(s, cf)
+        if t is For or t is Loop:
+            return self.loop(s, cf)
+        if t is Block:
+            return self.block(s.body, cf)
+        if t is Break:
+            self.loops[-1][0].append(self.state())
+            return cf
+        if t is Continue:
+            self.loops[-1][1].append(self.state())
+            return cf
+        if t is Return:
+            if s.value is not None:
+                self.returns.append(self.value(s.value, cf))
+            return cf
+        if t is Barrier:
+            self.require(cf, "workgroupBarrier()\tmust be reached in uniform control flow")
+            return cf
+        if t is Comment:
+            return cf
+        return cf
+
+    def assign(self, s: Assign, cf: int) -> None:
+        rhs = self.value(s.value, cf)
+        if s.op is not None:  # e1 op= e2 is e1 = e1 op e2, e1 evaluated once
+            rhs = self.g.join(rhs, self.value(s.target, cf))
+        target, indices = s.target, []
+        while type(target) is not Name:
+            if type(target) is Index:
+                indices.append(self.value(target.index, cf))
+                target = target.base
+            elif type(target) is Member:
+                indices.append(cf)  # a lane or field: a partial assignment
+                target = target.base
+            else:
+                return  # the verifier refuses any other target
+        slot = self.lookup(target.name)
+        if type(slot) is not _VarSlot:
+            return  # a binding or workgroup memory: no value to track
+        if self.pending:
+            self.settle()
+        deps = (rhs, cf, slot.node, *indices) if indices else (rhs, cf)
+        slot.node = self.g.node(*deps, label=f"'{slot.name}'")
+
+    def if_(self, s: If, cf: int) -> int:
+        g = self.g
+        head = f"`if {_show(s.cond)}`"
+        cond = g.node(self.value(s.cond, cf), label=f"the condition of {head}")
+        before = self.state()
+        b_then, b_else = behavior(s.then), behavior(s.orelse) if s.orelse else _NEXT_ONLY
+        ends: list[dict[_VarSlot, int]] = []
+        cf_then = self.block(s.then, cond)
+        if NEXT in b_then:
+            ends.append(self.state())
+        if self.pending:
+            self.settle()
+        for v, n in before.items():
+            v.node = n
+        cf_else = self.block(s.orelse, cond)
+        if NEXT in b_else:
+            ends.append(self.state())
+        self.meet(ends)
+        b = b_then | b_else
+        if b == _NEXT_ONLY:
+            return cf  # uniform again after it if it was before (§15.2.6)
+        leaves = "/".join(x for x in (BREAK, CONTINUE, RETURN) if x in b)
+        return g.node(
+            cf_then, cf_else, label=f"{head}, which some invocations may leave by {leaves}"
+        )
+
+    def loop(self, s: For | Loop, cf: int) -> int:
+        g = self.g
+        cond = s.cond if type(s) is For else None
+        head = f"`{_loop_head(s)}`"
+        self.push()
+        try:
+            if type(s) is For and s.init is not None:
+                cf = self.statement(s.init, cf)
+            b1 = _body_behavior(s.body, cond is not None)
+            iterates = bool(b1 & {NEXT, CONTINUE})
+            start = g.node(cf, label=f"the iterations of {head}") if iterates else cf
+            heads = {}
+            if iterates:
+                if self.pending:
+                    self.settle()
+                for v in self.vars():
+                    v.node = heads[v] = g.node(v.node, label=f"'{v.name}'")
+            breaks: list[dict[_VarSlot, int]] = []
+            continues: list[dict[_VarSlot, int]] = []
+            self.loops.append((breaks, continues))
+            c = start
+            if cond is not None:
+                c = g.node(self.value(cond, c), label=f"the condition of {head}")
+                breaks.append(self.state())
+            cf1 = self.block(s.body, c)
+            ends = [self.state()] if NEXT in behavior(s.body) else []
+            self.loops.pop()
+            self.meet(ends + continues)
+            cf2 = cf1
+            if type(s) is For and s.update is not None:
+                cf2 = self.statement(s.update, cf1)
+            if iterates:
+                g.out[start].append(cf2)
+                for v, h in heads.items():
+                    g.out[h].append(v.node)
+            self.meet(breaks)
+        finally:
+            self.pop()
+        if RETURN not in b1:
+            return cf  # every invocation that entered leaves it together (§15.2.6)
+        return start if iterates else cf1
+
+
+def _show(e: object) -> str:
+    from kvdsl.ir.verify import show  # verify imports this module
+
+    return show(e)
+
+
+def _loop_head(s: For | Loop) -> str:
+    if type(s) is Loop:
+        return "loop { ... }"
+    from kvdsl.ir.verify import _loop_head as head
+
+    return head(s)
+
+
+def _fail(a: _Analysis, start: int, what: str, node: Stmt | None) -> UniformityError:
+    path = a.g.path(start, MAY_BE_NON_UNIFORM)
+    assert path is not None
+    subject, predicate = what.split("\t")
+    return UniformityError(
+        f"{subject}{a.where} {predicate}, but it depends on {a.g.because(path)} "
+        "(WGSL's uniformity analysis)",
+        node,
+    )
+
+
+def helper_tags(kernel: Kernel, fn: Function, tags: dict[str, _Tags]) -> _Tags:
+    """The tags of helper ``fn`` (the spec's §15.2.3), from its own graph; raises
+    :class:`UniformityError` where something in it must be uniform and cannot be."""
+    where = f" in function {fn.name}"
+    a = _Analysis(kernel, tags, where)
+    g = a.g
+    cf_start = g.node()
+    params = [g.node(label=f"parameter '{p}' of {fn.name}") for p, _ in fn.params]
+    for (p, _), n in zip(fn.params, params):
+        a.declare(p, n)
+    a.seq(fn.body, cf_start)
+    call_uniform, params_uniform = None, [None] * len(params)
+    for node, what, stmt in a.required:
+        if g.path(node, MAY_BE_NON_UNIFORM):
+            raise _fail(a, node, what, stmt)
+        subject = what.split("\t")[0]
+        if call_uniform is None and g.path(node, cf_start):
+            call_uniform = f"for {subject} in {fn.name}"
+        for i, p in enumerate(params):
+            if params_uniform[i] is None and g.path(node, p):
+                params_uniform[i] = f"for {subject} in {fn.name}"
+    ret = g.join(*a.returns) if a.returns else cf_start
+    why = None
+    path = g.path(ret, MAY_BE_NON_UNIFORM)
+    if path is not None:
+        why = "it depends on " + g.because(path)
+    return _Tags(
+        why,
+        tuple(g.path(ret, p) is not None for p in params),
+        call_uniform,
+        tuple(params_uniform),
+    )
+
+
+def check(kernel: Kernel, shuffles: bool = True) -> None:
+    """Refuse, with :class:`UniformityError`, a barrier or a shuffle the analysis cannot show
+    uniform, or a shuffle mask it cannot show uniform: the first in program order.
+    ``shuffles=False`` says the kernel (helpers included) calls no subgroup builtin, so that no
+    expression adds a requirement and lets are analysed only where read."""
+    tags: dict[str, _Tags] = {}
+    for fn in kernel.functions:
+        tags[fn.name] = helper_tags(kernel, fn, tags)
+    a = _Analysis(kernel, tags, "", lazy=not shuffles)
+    for p, builtin in kernel.builtins:
+        if builtin in UNIFORM_BUILTINS:
+            a.read_only.add(p)  # the same in every invocation: the control flow's uniformity
+        else:
+            a.sources[p] = f"'{p}' ({builtin}, which differs between invocations)"
+    a.seq(kernel.body, a.g.node())  # CF_start: uniform
+    for node, what, stmt in a.required:
+        if a.g.path(node, MAY_BE_NON_UNIFORM):
+            raise _fail(a, node, what, stmt)
