@@ -8,7 +8,9 @@ must be Tint's (Dawn's compiler, the spec's reference implementation of the anal
 wgpu 0.32 ships it does not check uniformity), and every kernel kvdsl takes must run in the
 interpreter, whose barriers and shuffles check at run time that every invocation of the
 workgroup (subgroup) is there: a kernel the analysis took wrongly would stop there.
-``KVDSL_UNIFORMITY_KERNELS`` sets how many (1,000; random seeds, not derandomized, when set).
+``KVDSL_UNIFORMITY_KERNELS`` sets how many (1,000; random seeds, not derandomized, when set), and
+``KVDSL_UNIFORMITY_GPU_KERNELS`` how many generated kernels the analysis takes also run on the
+GPU against the interpreter, at the adapter's subgroup size (30).
 """
 
 from __future__ import annotations
@@ -81,7 +83,7 @@ fn main(
 TAIL = """  if (params.n == 4000000000u) {
     flags[0u] = v1;
   }
-  dst[lid.x + wid.x * 64u] = v0 + v1 * 3u + v2 * 5u;
+  dst[lid.x + wid.x * 64u] = v0 + v1 * 3u + v2 * 5u + tile[(lid.x + 1u) & 63u] * 7u;
 }
 """
 
@@ -270,6 +272,40 @@ def count() -> tuple[int, int]:
     return int(n), random.randrange(1 << 30)
 
 
+def inputs(rng: np.random.Generator) -> tuple[dict[str, np.ndarray], dict[str, int]]:
+    """Random non-zero inputs for two workgroups; ``dst`` poisoned."""
+    bufs = {
+        "src": rng.integers(1, 50, 2 * WG, dtype=np.uint32),
+        "flags": rng.integers(1, 50, 4, dtype=np.uint32),
+        "dst": np.full(2 * WG, 0xDEADBEEF, np.uint32),
+    }
+    return bufs, {"n": int(rng.integers(1, 9)), "m": int(rng.integers(1, 9))}
+
+
+def test_taken_kernels_run_alike_on_the_gpu(gpu) -> None:
+    """Generated kernels the analysis takes, and the shapes it took first this stop, on the
+    GPU and in the interpreter (at the adapter's subgroup size): the same words."""
+    from kvdsl.runtime import run as gpu_run
+    from kvdsl.runtime import subgroup_size
+
+    size = subgroup_size()
+    texts = [HEAD + b + TAIL for b in TAKEN]
+    many = int(os.environ.get("KVDSL_UNIFORMITY_GPU_KERNELS", "30"))
+    seed = random.randrange(1 << 30) if "KVDSL_UNIFORMITY_GPU_KERNELS" in os.environ else 0
+    while len(texts) < len(TAKEN) + many:
+        text = kernel_text(seed)
+        seed += 1
+        if verdict(text) is None:
+            texts.append(text)
+    rng = np.random.default_rng(3)
+    for text in texts:
+        k = parse(text, "u.wgsl")
+        bufs, params = inputs(rng)
+        want = interp(k, dict(bufs), params, (2, 1, 1), subgroup_size=size)["dst"]
+        got = gpu_run(k, dict(bufs), params, (2, 1, 1))["dst"]
+        assert np.array_equal(got, want), f"GPU {got[:8]} interpreter {want[:8]}\n{text}"
+
+
 def test_uniformity_agrees_with_tint_and_the_interpreter() -> None:
     n, base = count()
     texts = {f"k{seed}": kernel_text(seed) for seed in range(base, base + n)}
@@ -294,12 +330,7 @@ def test_uniformity_agrees_with_tint_and_the_interpreter() -> None:
     rng = np.random.default_rng(base)
     for name in taken:
         k = parse(texts[name], "u.wgsl")
-        bufs = {
-            "src": rng.integers(0, 50, 2 * WG, dtype=np.uint32),
-            "flags": rng.integers(0, 50, 4, dtype=np.uint32),
-            "dst": np.full(2 * WG, 0xDEADBEEF, np.uint32),
-        }
-        params = {"n": int(rng.integers(0, 9)), "m": int(rng.integers(0, 9))}
+        bufs, params = inputs(rng)
         try:
             out = interp(k, bufs, params, (2, 1, 1), subgroup_size=8)
         except Exception as err:
@@ -342,31 +373,29 @@ def test_uniform_kernels_tint_takes() -> None:
     a barrier in a `loop` with a uniform break, in a `for` that breaks on a uniform
     condition, under a var of uniform values, under a load of a `read` binding, in a nested
     block, under a helper's result of uniform arguments, and before a uniform return."""
-    bodies = [
-        "  var s = 32u;\n  loop {\n    if (s == 0u) {\n      break;\n    }\n"
-        "    if (lid.x < s) {\n      tile[lid.x] = tile[lid.x] + tile[lid.x + s];\n    }\n"
-        "    workgroupBarrier();\n    s = s / 2u;\n  }\n",
-        "  for (var i = 0u; i < 4u; i++) {\n    if (params.n == i) {\n      break;\n    }\n"
-        "    workgroupBarrier();\n  }\n",
-        "  var n = params.n;\n  if (n > 2u) {\n    workgroupBarrier();\n  }\n",
-        "  if (src[0u] > 0u) {\n    workgroupBarrier();\n  }\n",
-        "  {\n    workgroupBarrier();\n  }\n",
-        "  if (twice(params.n) > 3u) {\n    workgroupBarrier();\n  }\n",
-        "  if (params.n > 3u) {\n    workgroupBarrier();\n    return;\n  }\n",
-    ]
-    texts = {f"k{i}": HEAD + b + TAIL for i, b in enumerate(bodies)}
+    texts = {f"k{i}": HEAD + b + TAIL for i, b in enumerate(TAKEN)}
     assert tint_check(texts) == dict.fromkeys(texts)
     rng = np.random.default_rng(1)
     for text in texts.values():
         k = parse(text, "u.wgsl")
-        bufs = {
-            "src": rng.integers(1, 50, 2 * WG, dtype=np.uint32),
-            "flags": rng.integers(1, 50, 4, dtype=np.uint32),
-            "dst": np.full(2 * WG, 0xDEADBEEF, np.uint32),
-        }
+        bufs, _ = inputs(rng)
         for n in (0, 5):
             out = interp(k, dict(bufs), {"n": n, "m": 3}, (2, 1, 1), subgroup_size=8)
             assert not np.any(out["dst"] == 0xDEADBEEF) or n > 3
+
+
+TAKEN = [
+    "  var s = 32u;\n  loop {\n    if (s == 0u) {\n      break;\n    }\n"
+    "    if (lid.x < s) {\n      tile[lid.x] = tile[lid.x] + tile[lid.x + s];\n    }\n"
+    "    workgroupBarrier();\n    s = s / 2u;\n  }\n",
+    "  for (var i = 0u; i < 4u; i++) {\n    if (params.n == i) {\n      break;\n    }\n"
+    "    workgroupBarrier();\n  }\n",
+    "  var n = params.n;\n  if (n > 2u) {\n    workgroupBarrier();\n  }\n",
+    "  if (src[0u] > 0u) {\n    workgroupBarrier();\n  }\n",
+    "  {\n    workgroupBarrier();\n  }\n",
+    "  if (twice(params.n) > 3u) {\n    workgroupBarrier();\n  }\n",
+    "  if (params.n > 3u) {\n    workgroupBarrier();\n    return;\n  }\n",
+]
 
 
 PINNED = {
