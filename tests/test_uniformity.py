@@ -3,7 +3,7 @@
 Generated kernels put ``workgroupBarrier()``\\ s and ``subgroupShuffleXor()``\\ s under ifs, in
 ``for`` and ``loop`` statements with breaks, continues and returns, after vars assigned from
 uniform and non-uniform values, under helper calls (one returns a load, one calls a shuffle,
-one takes a shuffle's mask). Every kernel's verdict, taken or refused by kvdsl's verifier,
+one takes a shuffle's mask, one holds a barrier, one a barrier under its argument). Every kernel's verdict, taken or refused by kvdsl's verifier,
 must be Tint's (Dawn's compiler, the spec's reference implementation of the analysis; naga as
 wgpu 0.32 ships it does not check uniformity), and every kernel kvdsl takes must run in the
 interpreter, whose barriers and shuffles check at run time that every invocation of the
@@ -57,6 +57,18 @@ fn capped(a: u32) -> u32 {
     r = 7u;
   }
   return r;
+}
+
+fn synced(a: u32) -> u32 {
+  workgroupBarrier();
+  return a + tile[a & 63u];
+}
+
+fn synced_if(a: u32) -> u32 {
+  if (a > 3u) {
+    workgroupBarrier();
+  }
+  return a;
 }
 
 fn swapped(a: u32) -> u32 {
@@ -131,6 +143,8 @@ class Gen:
                 f"twice({a})",
                 f"flag({a})",
                 f"capped({a})",
+                f"synced({a})",
+                f"synced_if({a})",
             ]
         )
 

@@ -131,8 +131,9 @@ def test_verify_barrier_rules() -> None:
     ):
         _kernel(after_return)
 
-    with pytest.raises(VerifyError, match="function helper: a helper function may not contain"):
-        _kernel(_store_load, fn=True)
+    # A helper may hold a barrier (since the thirteenth stop): the analysis asks its calls to
+    # be uniform (tests/test_uniformity.py); one never called is taken as WGSL takes it.
+    assert Barrier() in _kernel(_store_load, fn=True).functions[0].body
 
     def bad_loop(kb, w, out):
         with kb.for_range("j", 0, kb.lid.x):

@@ -28,10 +28,8 @@ implementation offers the ``subgroup_uniformity`` language extension; kvdsl's su
 value that is uniform in a subgroup without being uniform in the workgroup (no
 ``subgroup_id``, no reduction), so the one analysis gives both scopes' answers.
 
-One departure, refusing more than the spec: a helper function may not hold a barrier (the
-verifier says so first; WGSL takes one whose every call is uniform). Where the spec's text is
-looser than Tint, kvdsl follows Tint: a store to a lane of a function-scope vector makes the
-variable's value depend on the lane's index too. ``tests/test_uniformity.py`` holds the verdicts
+Where the spec's text is looser than Tint, kvdsl follows Tint: a store to a lane of a
+function-scope vector makes the variable's value depend on the lane's index too. ``tests/test_uniformity.py`` holds the verdicts
 to Tint's on generated kernels.
 """
 
