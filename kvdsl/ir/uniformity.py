@@ -203,17 +203,6 @@ class _VarSlot:
         self.node = node
 
 
-class _Let:
-    """A ``let`` whose value is analysed only when something that matters reads it (most lets
-    feed only stores to bindings, which no requirement asks about)."""
-
-    __slots__ = ("name", "expr", "cf", "stmt", "node")
-
-    def __init__(self, name: str, expr: Expr, cf: int, stmt: Stmt | None) -> None:
-        self.name, self.expr, self.cf, self.stmt = name, expr, cf, stmt
-        self.node: int | None = None
-
-
 class UniformityError(Exception):
     """A requirement of uniformity that the analysis cannot show; ``node``: the statement."""
 
@@ -225,17 +214,8 @@ class UniformityError(Exception):
 class _Analysis:
     """One function's graph: its statements and expressions, in order (§15.2.6-8)."""
 
-    def __init__(
-        self, kernel: Kernel, tags: dict[str, _Tags], where: str, lazy: bool = False
-    ) -> None:
+    def __init__(self, kernel: Kernel, tags: dict[str, _Tags], where: str) -> None:
         self.g = _Graph()
-        # Lets analysed when read (``lazy``; only where no expression can add a requirement, a
-        # kernel without shuffles): the names and var values a pending let reads must be the
-        # ones it was declared under, so every pending let is analysed first (:meth:`settle`)
-        # before a var's value changes or a declaration shadows a name.
-        self.lazy = lazy
-        self.pending: list[_Let] = []
-        self.pmarks: list[int] = [0]
         self.tags = tags
         self.where = where  # "" for the entry point, " in function NAME" for a helper
         # Names in scope (one dict; each scope's declarations undone when it closes) and the
@@ -262,9 +242,7 @@ class _Analysis:
         self.source_nodes: dict[str, int] = {}
 
     # -- names --
-    def declare(self, name: str, value: int | _VarSlot | _Let) -> None:
-        if self.pending and name in self.env:
-            self.settle()
+    def declare(self, name: str, value: int | _VarSlot) -> None:
         self.undo[-1].append((name, self.env.get(name)))
         self.env[name] = value
         if type(value) is _VarSlot:
@@ -273,7 +251,6 @@ class _Analysis:
     def push(self) -> None:
         self.undo.append([])
         self.marks.append(len(self.live))
-        self.pmarks.append(len(self.pending))
 
     def pop(self) -> None:
         env = self.env
@@ -283,21 +260,6 @@ class _Analysis:
             else:
                 env[name] = old
         del self.live[self.marks.pop() :]
-        del self.pending[self.pmarks.pop() :]  # never read: never analysed
-
-    def force(self, let: _Let) -> int:
-        outer, self.stmt = self.stmt, let.stmt
-        let.node = self.g.node(self.value(let.expr, let.cf), label=f"'{let.name}'")
-        self.stmt = outer
-        return let.node
-
-    def settle(self) -> None:
-        """Analyse every pending let (before what it reads may change)."""
-        for let in self.pending:
-            if let.node is None:
-                self.force(let)
-        self.pending.clear()
-        self.pmarks = [0] * len(self.pmarks)
 
     def lookup(self, name: str) -> int | _VarSlot | None:
         return self.env.get(name)
@@ -312,11 +274,7 @@ class _Analysis:
     def name(self, name: str, cf: int) -> int:
         got = self.env.get(name)
         if got is not None:
-            t = type(got)
-            if t is _Let:
-                x = got.node if got.node is not None else self.force(got)
-            else:
-                x = got.node if t is _VarSlot else got
+            x = got.node if type(got) is _VarSlot else got
             return cf if x == cf else self.g.node(cf, x)
         if name in self.read_only:
             return cf
@@ -336,8 +294,6 @@ class _Analysis:
         here); unchanged when none reaches this point."""
         if not states:
             return
-        if self.pending:
-            self.settle()
         for v in self.vars():
             nodes = [s[v] for s in states if v in s]
             if nodes:
@@ -425,12 +381,7 @@ class _Analysis:
         g = self.g
         t = type(s)
         if t is Let:
-            if self.lazy:
-                let = _Let(s.name, s.value, cf, s)
-                self.declare(s.name, let)
-                self.pending.append(let)
-            else:
-                self.declare(s.name, g.node(self.value(s.value, cf), label=f"'{s.name}'"))
+            self.declare(s.name, g.node(self.value(s.value, cf), label=f"'{s.name}'"))
             return cf
         if t is Var:
             init = cf if s.init is None else self.value(s.init, cf)
@@ -479,8 +430,6 @@ class _Analysis:
         slot = self.lookup(target.name)
         if type(slot) is not _VarSlot:
             return  # a binding or workgroup memory: no value to track
-        if self.pending:
-            self.settle()
         deps = (rhs, cf, slot.node, *indices) if indices else (rhs, cf)
         slot.node = self.g.node(*deps, label=f"'{slot.name}'")
 
@@ -494,8 +443,6 @@ class _Analysis:
         cf_then = self.block(s.then, cond)
         if NEXT in b_then:
             ends.append(self.state())
-        if self.pending:
-            self.settle()
         for v, n in before.items():
             v.node = n
         cf_else = self.block(s.orelse, cond)
@@ -523,8 +470,6 @@ class _Analysis:
             start = g.node(cf, label=f"the iterations of {head}") if iterates else cf
             heads = {}
             if iterates:
-                if self.pending:
-                    self.settle()
                 for v in self.vars():
                     v.node = heads[v] = g.node(v.node, label=f"'{v.name}'")
             breaks: list[dict[_VarSlot, int]] = []
@@ -612,15 +557,13 @@ def helper_tags(kernel: Kernel, fn: Function, tags: dict[str, _Tags]) -> _Tags:
     )
 
 
-def check(kernel: Kernel, shuffles: bool = True) -> None:
+def check(kernel: Kernel) -> None:
     """Refuse, with :class:`UniformityError`, a barrier or a shuffle the analysis cannot show
-    uniform, or a shuffle mask it cannot show uniform: the first in program order.
-    ``shuffles=False`` says the kernel (helpers included) calls no subgroup builtin, so that no
-    expression adds a requirement and lets are analysed only where read."""
+    uniform, or a shuffle mask it cannot show uniform: the first in program order."""
     tags: dict[str, _Tags] = {}
     for fn in kernel.functions:
         tags[fn.name] = helper_tags(kernel, fn, tags)
-    a = _Analysis(kernel, tags, "", lazy=not shuffles)
+    a = _Analysis(kernel, tags, "")
     for p, builtin in kernel.builtins:
         if builtin in UNIFORM_BUILTINS:
             a.read_only.add(p)  # the same in every invocation: the control flow's uniformity
