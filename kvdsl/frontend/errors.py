@@ -70,7 +70,6 @@ class WgslTypeError(FrontendError):
 # Reserved words of constructs the subset leaves out, found before parsing so the error names
 # the construct rather than whatever token the grammar trips over next.
 UNSUPPORTED_WORDS = {
-    "while": "while loops (use for or loop)",
     "switch": "switch statements",
     "case": "switch statements",
     "default": "switch statements",

@@ -358,6 +358,12 @@ class ToIR(Transformer):
         return self._at(For(init, cond, update, body), meta)
 
     @v_args(meta=True, inline=True)
+    def while_(self, meta: Meta, cond, body) -> For:
+        # WGSL defines `while cond { body }` as `for (; cond; ) { body }`: the IR's For, which
+        # the emitter prints in that form.
+        return self._at(For(None, cond, None, body), meta)
+
+    @v_args(meta=True, inline=True)
     def loop(self, meta: Meta, body) -> Loop:
         return self._at(Loop(body), meta)
 
