@@ -225,11 +225,11 @@ class _Analysis:
         self.live: list[_VarSlot] = []
         self.marks: list[int] = [0]
         self.loops: list[tuple[list, list]] = []  # per loop: states at breaks, at continues
-        # (node, what must hold, the statement): what is "<subject>\t<predicate>"
-        self.required: list[tuple[int, str, Stmt | None]] = []
+        # (node, subject, what must hold of it, the statement)
+        self.required: list[tuple[int, str, str, Stmt | None]] = []
         self.returns: list[int] = []
         self.stmt: Stmt | None = None  # the innermost statement being analysed
-        self.sources: dict[str, int] = {}  # module-scope names whose loads may differ
+        self.sources: dict[str, str] = {}  # names whose values may differ: why
         read_only = {"params"} | {c.name for c in kernel.consts}
         for b in kernel.bindings:
             if b.access == "read":
@@ -301,8 +301,9 @@ class _Analysis:
                 v.node = joined if joined in nodes[:1] else self.g.node(joined, label=f"'{v.name}'")
 
     # -- requirements --
-    def require(self, node: int, what: str) -> None:
-        self.required.append((node, what, self.stmt))
+    def require(self, node: int, subject: str, predicate: str) -> None:
+        """``node`` must be uniform: ``subject`` ``predicate`` (for the message)."""
+        self.required.append((node, subject, predicate, self.stmt))
 
     # -- expressions: (CF, e) => V; no expression of the subset changes control flow --
     def value(self, e: Expr, cf: int) -> int:
@@ -327,8 +328,8 @@ class _Analysis:
             args = [self.value(a, cf) for a in e.args]
             if e.op in ops.SUBGROUP_OPS:
                 spelling = ops.info(e.op).spelling
-                self.require(cf, f"{spelling}()\tmust be called in uniform control flow")
-                self.require(args[1], f"the mask of {spelling}()\tmust be uniform")
+                self.require(cf, f"{spelling}()", "must be called in uniform control flow")
+                self.require(args[1], f"the mask of {spelling}()", "must be uniform")
                 return self.g.node(
                     MAY_BE_NON_UNIFORM, label=f"{spelling}()'s result (another invocation's value)"
                 )
@@ -340,11 +341,13 @@ class _Analysis:
                 return self.g.join(cf, *args)
             if tags.call_uniform is not None:
                 self.require(
-                    cf, f"{e.name}()\tmust be called in uniform control flow ({tags.call_uniform})"
+                    cf,
+                    f"{e.name}()",
+                    f"must be called in uniform control flow ({tags.call_uniform})",
                 )
             for i, (arg, why) in enumerate(zip(args, tags.params_uniform)):
                 if why is not None:
-                    self.require(arg, f"argument {i + 1} of {e.name}()\tmust be uniform ({why})")
+                    self.require(arg, f"argument {i + 1} of {e.name}()", f"must be uniform ({why})")
             deps = [a for a, used in zip(args, tags.result_params) if used]
             if tags.result_non_uniform is not None:
                 deps.append(
@@ -407,7 +410,7 @@ class _Analysis:
                 self.returns.append(self.value(s.value, cf))
             return cf
         if t is Barrier:
-            self.require(cf, "workgroupBarrier()\tmust be reached in uniform control flow")
+            self.require(cf, "workgroupBarrier()", "must be reached in uniform control flow")
             return cf
         if t is Comment:
             return cf
@@ -512,10 +515,11 @@ def _loop_head(s: For | Loop) -> str:
     return head(s)
 
 
-def _fail(a: _Analysis, start: int, what: str, node: Stmt | None) -> UniformityError:
+def _fail(
+    a: _Analysis, start: int, subject: str, predicate: str, node: Stmt | None
+) -> UniformityError:
     path = a.g.path(start, MAY_BE_NON_UNIFORM)
     assert path is not None
-    subject, predicate = what.split("\t")
     return UniformityError(
         f"{subject}{a.where} {predicate}, but it depends on {a.g.because(path)} "
         "(WGSL's uniformity analysis)",
@@ -535,10 +539,9 @@ def helper_tags(kernel: Kernel, fn: Function, tags: dict[str, _Tags]) -> _Tags:
         a.declare(p, n)
     a.seq(fn.body, cf_start)
     call_uniform, params_uniform = None, [None] * len(params)
-    for node, what, stmt in a.required:
+    for node, subject, predicate, stmt in a.required:
         if g.path(node, MAY_BE_NON_UNIFORM):
-            raise _fail(a, node, what, stmt)
-        subject = what.split("\t")[0]
+            raise _fail(a, node, subject, predicate, stmt)
         if call_uniform is None and g.path(node, cf_start):
             call_uniform = f"for {subject} in {fn.name}"
         for i, p in enumerate(params):
@@ -570,6 +573,6 @@ def check(kernel: Kernel) -> None:
         else:
             a.sources[p] = f"'{p}' ({builtin}, which differs between invocations)"
     a.seq(kernel.body, a.g.node())  # CF_start: uniform
-    for node, what, stmt in a.required:
+    for node, subject, predicate, stmt in a.required:
         if a.g.path(node, MAY_BE_NON_UNIFORM):
-            raise _fail(a, node, what, stmt)
+            raise _fail(a, node, subject, predicate, stmt)
