@@ -17,6 +17,9 @@ CI runs a bounded number of examples (the whole file in well under a minute on t
 long run sets the examples per test (the GPU sample gets a twentieth)::
 
     KVDSL_FUZZ_EXAMPLES=5000 pytest tests/test_fuzz.py -p no:cacheprovider
+
+``KVDSL_FUZZ_DB=DIR`` keeps each failing example in ``DIR`` (every fuzz that takes
+:func:`examples`' settings), and a later run given the same ``DIR`` replays it first.
 """
 
 from __future__ import annotations
@@ -51,14 +54,20 @@ from kvdsl.runtime.checks import LimitError, check_contract, evaluate
 from kvdsl.runtime.errors import BufferError
 
 LONG = int(os.environ.get("KVDSL_FUZZ_EXAMPLES", "0"))
+#: A folder where a long run keeps the examples that fail, replayed first by the next run given
+#: it (on a GPU host, a folder under $OUT, so the failing example comes back as files). None
+#: keeps nothing (CI, and a run without it).
+DATABASE = os.environ.get("KVDSL_FUZZ_DB")
 
 
 def examples(ci: int) -> settings:
     """Hypothesis settings: ``ci`` examples, or the long run's count."""
+    from hypothesis.database import DirectoryBasedExampleDatabase
+
     return settings(
         max_examples=LONG or ci,
         deadline=None,
-        database=None,
+        database=DirectoryBasedExampleDatabase(DATABASE) if DATABASE else None,
         derandomize=not LONG,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     )
