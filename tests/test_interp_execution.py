@@ -333,3 +333,45 @@ def test_plan_refuses_what_cannot_batch():
         k = loop_kernel("row", 0, 1, False, twist)
         loop = next(s for s in k.body if isinstance(s, For))
         assert batch.plan(loop, k, funcs) is None, twist
+
+
+SHADOWED = """@group(0) @binding(0) var<storage, read_write> out: array<u32>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  var v0 = gid.x;
+  for (var i = 0u; i < 3u; i++) {
+    {
+      var v0 = 7u;
+      v0 += i;
+    }
+    v0 = v0 * 2u + i;
+  }
+  out[gid.x] = v0;
+}
+"""
+
+
+def test_a_var_shadowed_in_a_block_of_the_loop_is_still_the_outer_one_after_it(gpu):
+    """The loop assigns the outer ``v0`` after a block that declares its own: not a loop-local
+    var, so the loop is not batched (until the thirteenth stop the batch plan took the body's
+    declarations as one set, batched the loop and lost the outer ``v0``'s value: the
+    interpreter gave ``gid.x`` where the GPU gives ``8 * gid.x + 4``; the uniformity test's
+    generated kernels, which shadow vars in blocks, met it as a broadcast error)."""
+    from kvdsl.frontend import parse
+    from kvdsl.runtime import run
+
+    k = parse(SHADOWED)
+    loop = next(s for s in k.body if isinstance(s, For))
+    assert batch.plan(loop, k, {}) is None
+    bufs = {"out": np.full(128, 0xDEADBEEF, np.uint32)}
+    want = 8 * np.arange(128, dtype=np.uint32) + 4
+    assert np.array_equal(interp.run(k, dict(bufs), None, (2, 1, 1))["out"], want)
+    assert np.array_equal(run(k, dict(bufs), None, (2, 1, 1))["out"], want)
+    # The same loop without the shadowing block assigns the outer var too: not batched either;
+    # with only the block, the body touches nothing outside and batches.
+    plain = SHADOWED.replace("    v0 = v0 * 2u + i;\n", "")
+    k2 = parse(plain)
+    assert batch.plan(next(s for s in k2.body if isinstance(s, For)), k2, {}) is not None
+    assert np.array_equal(
+        interp.run(k2, dict(bufs), None, (2, 1, 1))["out"], np.arange(128, dtype=np.uint32)
+    )

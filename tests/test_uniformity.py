@@ -1,7 +1,7 @@
 """WGSL's uniformity analysis (``kvdsl/ir/uniformity.py``) against Tint and the interpreter.
 
 Generated kernels put ``workgroupBarrier()``\\ s and ``subgroupShuffleXor()``\\ s under ifs, in
-``for`` and ``loop`` statements with breaks, continues and returns, after vars assigned from
+``for``, ``while`` and ``loop`` statements with breaks, continues and returns, after vars assigned from
 uniform and non-uniform values, under helper calls (one returns a load, one calls a shuffle,
 one takes a shuffle's mask, one holds a barrier, one a barrier under its argument). Every kernel's verdict, taken or refused by kvdsl's verifier,
 must be Tint's (Dawn's compiler, the spec's reference implementation of the analysis; naga as
@@ -199,7 +199,7 @@ class Gen:
         r = self.rng
         kinds = ["assign", "assign", "compound", "let", "barrier", "guarded", "shuffle"]
         if depth < 3:
-            kinds += ["if", "if", "for", "loop", "block"]
+            kinds += ["if", "if", "for", "loop", "while", "block"]
         free = [v for v in ("v0", "v1", "v2") if v not in self.frozen]
         if not free:
             kinds = ["let", "barrier", "guarded"]
@@ -246,6 +246,12 @@ class Gen:
                 i, inner = self.name("i"), pad + "  "
                 bound = r.choice(["3u", "params.m", "wid.x", "lid.x", "v2", "flag(2u)"])
                 out = [f"{pad}for (var {i} = 0u; {i} < min({bound}, 4u); {i}++) {{"]
+                return out + self.loop_body(inner, depth) + [f"{pad}}}"] + self.after(pad)
+            case "while":  # WGSL's `for (; cond; )`: the count goes up first, past a continue
+                c, inner = self.name("w"), pad + "  "
+                bound = r.choice(["3u", "params.m", "lid.x", "v0"])
+                out = [f"{pad}var {c} = 0u;", f"{pad}while {c} < min({bound}, 4u) {{"]
+                out += [f"{inner}{c} += 1u;"]
                 return out + self.loop_body(inner, depth) + [f"{pad}}}"] + self.after(pad)
             case "loop":
                 c, inner = self.name("c"), pad + "  "

@@ -22,12 +22,14 @@ import numpy as np
 from kvdsl.ir.nodes import (
     Assign,
     Barrier,
+    Block,
     Break,
     Call,
     Continue,
     For,
     FnCall,
     Function,
+    If,
     Index,
     Kernel,
     Let,
@@ -112,20 +114,23 @@ def plan(s: For, kernel: Kernel, functions: dict[str, Function]) -> Plan | None:
         p for p, _ in kernel.builtins
     }:
         return None
-    stored: list[str] = []
     for x in walk(s.body):
         if isinstance(x, (For, Loop, Break, Continue, Return, Barrier)):
             return None
         if isinstance(x, Call) and x.op in SUBGROUP_OPS:  # reads other invocations' lanes
             return None
-        if isinstance(x, Assign):
-            root = _root(x.target)
-            if root in declared:
-                continue
-            plain = isinstance(x.target, Index) and isinstance(x.target.base, Name)
-            if root not in bindings or x.op is not None or not plain:
-                return None
-            stored.append(root)
+    # Which declaration each name means, scope by scope: a name declared in a nested block of
+    # the body means the outer one before and after that block (until the thirteenth stop the
+    # body's declarations were one set, and an assignment to an outer var shadowed in a block
+    # was batched as a local one: its value was lost, silently).
+    outer_reads, outer_assigns = _outer(s.body)
+    stored: list[str] = []
+    for x in outer_assigns:
+        root = _root(x.target)
+        plain = isinstance(x.target, Index) and isinstance(x.target.base, Name)
+        if root not in bindings or x.op is not None or not plain:
+            return None
+        stored.append(root)
     if len(set(stored)) != len(stored):
         return None
     helpers = _helpers(s.body, functions)
@@ -139,10 +144,53 @@ def plan(s: For, kernel: Kernel, functions: dict[str, Function]) -> Plan | None:
                 return None
     if _reads(s.body, set(stored)):
         return None
-    names = {x.name for x in walk(s.body) if isinstance(x, Name)}
     builtins = {p for p, _ in kernel.builtins}
-    free = names - declared - bindings - shared - builtins - {var, "params"}
+    free = outer_reads - bindings - shared - builtins - {var, "params"}
     return Plan(var, tuple(sorted(free)))
+
+
+def _outer(body) -> tuple[set[str], list[Assign]]:
+    """The names ``body`` reads that it does not declare where they are read, and its
+    assignments to names it does not declare where they are assigned (scope by scope)."""
+    reads: set[str] = set()
+    assigns: list[Assign] = []
+    scopes: list[set[str]] = []
+
+    def local(name: str) -> bool:
+        return any(name in sc for sc in scopes)
+
+    def expr(e) -> None:
+        for x in walk(e):
+            if isinstance(x, Name) and not local(x.name):
+                reads.add(x.name)
+
+    def block(stmts) -> None:
+        scopes.append(set())
+        for st in stmts:
+            if isinstance(st, Let):
+                expr(st.value)
+                scopes[-1].add(st.name)
+            elif isinstance(st, Var):
+                if st.init is not None:
+                    expr(st.init)
+                scopes[-1].add(st.name)
+            elif isinstance(st, Assign):
+                expr(st.target)
+                expr(st.value)
+                if not local(_root(st.target)):
+                    assigns.append(st)
+            elif isinstance(st, If):
+                expr(st.cond)
+                block(st.then)
+                block(st.orelse)
+            elif isinstance(st, Block):
+                block(st.body)
+            else:
+                expr(st)
+        scopes.pop()
+
+    block(body)
+    return reads, assigns
 
 
 def _reads(node, names: set[str]) -> bool:
