@@ -332,7 +332,13 @@ def stmts(draw, fresh: Fresh, depth: int, in_loop: str | None, scope: dict):
                 body = draw(stmts(fresh, depth - 1, "loop", scope))
                 out.append(Loop((If(draw(e(bool_)), (Break(),)),) + body + (Break(),)))
             case "block":
-                out.append(Block(draw(stmts(fresh, depth - 1, in_loop, scope))))
+                inner = draw(stmts(fresh, depth - 1, in_loop, scope))
+                if draw(st.integers(0, 2)) == 0:
+                    # A var of an outer var's name, to the block's end: what the block assigns
+                    # goes to it, and the outer one is itself again after the block.
+                    ty = draw(st.sampled_from(TYPES))
+                    inner = (Var(WRITE[ty], ty, draw(e(ty))),) + inner
+                out.append(Block(inner))
             case "break":
                 out.append(Break())
             case "continue":
