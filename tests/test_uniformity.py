@@ -15,6 +15,7 @@ GPU against the interpreter, at the adapter's subgroup size (30).
 
 from __future__ import annotations
 
+import functools
 import os
 import random
 
@@ -358,34 +359,34 @@ def test_uniformity_agrees_with_tint_and_the_interpreter() -> None:
         assert out["dst"].shape == (2 * WG,)
 
 
-@pytest.mark.parametrize(
-    "body, message",
-    [
-        (
-            "  var x = 0u;\n  if (lid.x > 0u) {\n    x = 1u;\n  }\n  if (x > 0u) {\n"
-            "    workgroupBarrier();\n  }\n",
-            "on the condition of `if (x > 0u)`, which depends on 'x', which depends on the "
-            "condition of `if (lid.x > 0u)`, which depends on 'lid'",
-        ),
-        (
-            "  v1 = swapped_by(v1, lid.x);\n",
-            "argument 2 of swapped_by() must be uniform (for the mask of subgroupShuffleXor() "
-            "in swapped_by), but it depends on 'lid'",
-        ),
-        (
-            "  if (flags[0u] > 2u) {\n    v1 = swapped(v1);\n  }\n",
-            "swapped() must be called in uniform control flow (for subgroupShuffleXor() in "
-            "swapped), but it depends on the condition of `if (flags[0u] > 2u)`, which depends "
-            "on a load of 'flags' (read_write storage)",
-        ),
-    ],
-)
+MESSAGES = [
+    (
+        "  var x = 0u;\n  if (lid.x > 0u) {\n    x = 1u;\n  }\n  if (x > 0u) {\n"
+        "    workgroupBarrier();\n  }\n",
+        "on the condition of `if (x > 0u)`, which depends on 'x', which depends on the "
+        "condition of `if (lid.x > 0u)`, which depends on 'lid'",
+    ),
+    (
+        "  v1 = swapped_by(v1, lid.x);\n",
+        "argument 2 of swapped_by() must be uniform (for the mask of subgroupShuffleXor() "
+        "in swapped_by), but it depends on 'lid'",
+    ),
+    (
+        "  if (flags[0u] > 2u) {\n    v1 = swapped(v1);\n  }\n",
+        "swapped() must be called in uniform control flow (for subgroupShuffleXor() in "
+        "swapped), but it depends on the condition of `if (flags[0u] > 2u)`, which depends "
+        "on a load of 'flags' (read_write storage)",
+    ),
+]
+
+
+@pytest.mark.parametrize("body, message", MESSAGES)
 def test_uniformity_messages(body: str, message: str) -> None:
     text = HEAD + body + TAIL
     with pytest.raises(WgslTypeError, match="u.wgsl:") as err:
         parse(text, "u.wgsl")
     assert message in str(err.value)
-    assert "uniform" in tint_check({"k": text})["k"]
+    assert "uniform" in tint_verdicts()[body]
 
 
 def test_uniform_kernels_tint_takes() -> None:
@@ -458,10 +459,19 @@ PINNED = {
 }
 
 
+@functools.cache
+def tint_verdicts() -> dict[str, str | None]:
+    """Tint's verdict on each pinned and message body, by body: one worker for them all (each
+    start of Tint's worker process costs a Dawn instance)."""
+    bodies = list(PINNED.values()) + [body for body, _ in MESSAGES]
+    got = tint_check({f"k{i}": HEAD + b + TAIL for i, b in enumerate(bodies)})
+    return {b: got[f"k{i}"] for i, b in enumerate(bodies)}
+
+
 @pytest.mark.parametrize("name", sorted(PINNED))
 def test_pinned_verdicts_are_tints(name: str) -> None:
     """Shapes the random kernels meet only now and then, each with Tint's verdict."""
     text = HEAD + PINNED[name] + TAIL
-    tint = tint_check({"k": text})["k"]
+    tint = tint_verdicts()[PINNED[name]]
     assert tint is None or "uniform" in tint, tint
     assert (verdict(text) is None) == (tint is None), verdict(text) or "taken by kvdsl"

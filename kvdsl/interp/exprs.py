@@ -219,9 +219,9 @@ class Expressions:
                 )
         big = np.flatnonzero(k >= size)
         if big.size:
-            kk = int(k[big[0]]) if k.shape[0] > 1 else int(k[0])
             raise InterpError(
-                f"{show(e)}: mask {kk} is not below the subgroup size {size}{self.where()}"
+                f"{show(e)}: mask {int(k[big[0]])} is not below the subgroup size {size}"
+                f"{self.where()}"
             )
         # Subgroups are aligned runs of ``size`` local indices (the last one short where the
         # workgroup is not a whole number of them) and ``k < size``: the partner is in the same

@@ -261,9 +261,6 @@ class _Analysis:
                 env[name] = old
         del self.live[self.marks.pop() :]
 
-    def lookup(self, name: str) -> int | _VarSlot | None:
-        return self.env.get(name)
-
     def source(self, name: str, label: str) -> int:
         """The node of a value that may differ between invocations (one per name)."""
         n = self.source_nodes.get(name)
@@ -283,22 +280,19 @@ class _Analysis:
             return cf
         return self.source(name, label)
 
-    def vars(self) -> list[_VarSlot]:
-        return self.live
-
     def state(self) -> dict[_VarSlot, int]:
-        return {v: v.node for v in self.vars()}
+        return {v: v.node for v in self.live}
 
     def meet(self, states: list[dict[_VarSlot, int]]) -> None:
         """Each live var's value: the join of its values in ``states`` (control flow that meets
         here); unchanged when none reaches this point."""
         if not states:
             return
-        for v in self.vars():
+        for v in self.live:
             nodes = [s[v] for s in states if v in s]
             if nodes:
                 joined = self.g.join(*nodes)
-                v.node = joined if joined in nodes[:1] else self.g.node(joined, label=f"'{v.name}'")
+                v.node = joined if joined == nodes[0] else self.g.node(joined, label=f"'{v.name}'")
 
     # -- requirements --
     def require(self, node: int, subject: str, predicate: str) -> None:
@@ -430,7 +424,7 @@ class _Analysis:
                 target = target.base
             else:
                 return  # the verifier refuses any other target
-        slot = self.lookup(target.name)
+        slot = self.env.get(target.name)
         if type(slot) is not _VarSlot:
             return  # a binding or workgroup memory: no value to track
         deps = (rhs, cf, slot.node, *indices) if indices else (rhs, cf)
@@ -473,7 +467,7 @@ class _Analysis:
             start = g.node(cf, label=f"the iterations of {head}") if iterates else cf
             heads = {}
             if iterates:
-                for v in self.vars():
+                for v in self.live:
                     v.node = heads[v] = g.node(v.node, label=f"'{v.name}'")
             breaks: list[dict[_VarSlot, int]] = []
             continues: list[dict[_VarSlot, int]] = []
