@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install kvdsl (with its dev extra) into .venv, plus what a fresh Debian machine lacks:
-# python3-venv, and a Vulkan driver for wgpu (Mesa's software adapter, llvmpipe) when wgpu finds
-# no adapter. Safe to run again: each step is skipped when already done.
+# python3-venv, and a Vulkan driver for wgpu (Mesa's software adapter, llvmpipe) when kvdsl finds
+# no adapter it runs on (none at all, or only OpenGL, where naga's GLSL breaks WGSL's integer
+# division and conversion rules). Safe to run again: each step is skipped when already done.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 sudo=""
@@ -16,12 +17,13 @@ fi
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/python -m pip install -q -e '.[dev]'
 export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/tmp}"
-has_adapter='import sys, wgpu; sys.exit(wgpu.gpu.request_adapter_sync() is None)'
-if ! .venv/bin/python -c "$has_adapter" >/dev/null 2>&1; then
-  echo "setup: no wgpu adapter found: installing Mesa's Vulkan drivers (llvmpipe)"
+has_adapter='from kvdsl.runtime import adapter_info; adapter_info()'
+if ! KVDSL_WEBGPU=wgpu-native .venv/bin/python -c "$has_adapter" >/dev/null 2>&1; then
+  echo "setup: no wgpu adapter kvdsl runs on: installing Mesa's Vulkan drivers (llvmpipe)"
   apt_install mesa-vulkan-drivers libvulkan1
-  .venv/bin/python -c "$has_adapter" >/dev/null 2>&1 || {
-    echo "setup: wgpu still finds no adapter" >&2
+  KVDSL_WEBGPU=wgpu-native .venv/bin/python -c "$has_adapter" >/dev/null 2>&1 || {
+    echo "setup: still no wgpu adapter kvdsl runs on:" >&2
+    KVDSL_WEBGPU=wgpu-native .venv/bin/python -c "$has_adapter" >&2 || true
     exit 1
   }
 fi

@@ -8,6 +8,7 @@ import tempfile
 import pytest
 
 from kvdsl.ir.portability import (
+    ABS_NOT_NEGATIVE,
     CONSTANT_UNPACK,
     MAX_OF_ABS,
     SELECT_OF_ITS_CONDITION,
@@ -37,6 +38,7 @@ def gpu() -> dict:
 KNOWN_DEVIATIONS = {
     ("wgpu-native", "NVIDIA"): {
         "i32 %": SIGNED_REMAINDER,
+        "i32 abs never negative": ABS_NOT_NEGATIVE,
         "select(a && c, b || c, c)": SELECT_OF_ITS_CONDITION,
     },
     ("dawn", "NVIDIA"): {

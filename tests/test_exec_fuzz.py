@@ -199,7 +199,8 @@ def expr(draw, ty, depth: int, scope: dict):
 #: A key of the names in scope that is no type: False where no signed ``%`` may be drawn (the
 #: adapter runs it wrong: ``KNOWN_DEVIATIONS`` in tests/conftest.py).
 SIGNED_MOD = "signed %"
-#: The same for an i32 ``abs`` (under Dawn on NVIDIA, max(a, abs(b)) may drop the abs).
+#: The same for an i32 ``abs`` (on NVIDIA, max(a, abs(b)) may drop the abs under Dawn, and an
+#: abs of i32's least value is taken as positive under wgpu-native).
 SIGNED_ABS = "signed abs"
 #: The same for an early ``return`` (none before a barrier: tests/test_exec_fuzz_workgroup.py).
 RETURNS = "returns"
@@ -449,11 +450,12 @@ def fuzz_settings(ci: int) -> settings:
 
 def avoiding(deviations: dict) -> dict:
     """The generator's switches for an adapter with ``deviations``: on one known to run a
-    signed % (or an i32 max of an abs) wrong, the kernels hold none (the operator pairs' test
-    and benchmarks/probe45.py show those); everywhere else they hold many."""
+    signed % (or an i32 abs) wrong, the kernels hold none (the operator pairs' test,
+    :func:`test_an_i32_abs_of_the_least_value` and benchmarks/probe45.py and probe49.py show
+    those); everywhere else they hold many."""
     return {
         "signed_mod": "i32 %" not in deviations,
-        "signed_abs": "i32 max(a, abs(b))" not in deviations,
+        "signed_abs": not {"i32 max(a, abs(b))", "i32 abs never negative"} & set(deviations),
     }
 
 
@@ -637,4 +639,60 @@ def test_a_bool_select_over_its_own_condition(gpu, deviations, form: str) -> Non
     bad = np.flatnonzero(got != want)
     if bad.size and shaped and "select(a && c, b || c, c)" in deviations:
         pytest.xfail(f"{bad.size} of {N} differ: {deviations['select(a && c, b || c, c)']}")
+    assert not bad.size, f"{bad.size} of {N} differ, first {bad[0]}: GPU {got[bad[0]]}"
+
+
+#: form -> (WGSL of m, i32's least value among them, whether NVIDIA ran it wrong under
+#: wgpu-native in probe 49). WGSL: abs(m) is m itself for that value.
+ABS_FORMS = {
+    "abs(m) < 0i": ("abs(m) < 0i", True),
+    "u32(abs(m)) > 2147483647u": ("u32(abs(m)) > 2147483647u", True),
+    "abs(vec2<i32>(m, 1i)).x < 0i": ("abs(vec2<i32>(m, 1i)).x < 0i", True),
+    # Forms NVIDIA ran right there.
+    "abs(m) != 0i": ("abs(m) != 0i", False),
+    "(abs(m) >> 31u) == -1i": ("(abs(m) >> 31u) == -1i", False),
+}
+
+
+@pytest.mark.parametrize("form", list(ABS_FORMS))
+def test_an_i32_abs_of_the_least_value(gpu, deviations, form: str) -> None:
+    # Run 85 (wgpu-native on an H200) drew `let l4 = abs(-1i << r); if (0i < l4) { return
+    # 0i; }` in a helper, with -1i << r i32's least value, whose abs WGSL leaves negative; the
+    # GPU took the branch. Probe 49 found NVIDIA's driver under wgpu-native taking an abs as
+    # never negative (Dawn ran every form right). Each form against the interpreter over m of
+    # that value, -1, 0, 1 and random ones; kvdsl check notes every i32 abs.
+    from kvdsl.frontend import parse
+    from kvdsl.ir.portability import ABS_NOT_NEGATIVE, hazards
+    from kvdsl.runtime import run
+
+    text = (
+        "@group(0) @binding(0) var<storage, read> inp: array<u32>;\n"
+        "@group(0) @binding(1) var<storage, read_write> out: array<u32>;\n"
+        "@compute @workgroup_size(64)\n"
+        "fn main(@builtin(global_invocation_id) gid: vec3<u32>) {\n"
+        "  let m = i32(inp[gid.x]);\n"
+        f"  out[gid.x] = select(7u, 9u, {ABS_FORMS[form][0]});\n"
+        "}\n"
+    )
+    k = parse(text)
+    assert [why for _, why in hazards(k)] == [ABS_NOT_NEGATIVE]
+    rng = np.random.default_rng(49)
+    inp = rng.integers(0, 2**32, N, dtype=np.uint64).astype(np.uint32)
+    inp[:8] = [2**31, 2**32 - 1, 0, 1, 2**31, 2**31 + 1, 2**31 - 1, 2**31]
+    bufs = {"inp": inp, "out": np.full(N, POISON, np.uint32)}
+    want = interp_run(k, dict(bufs), None, (GROUPS, 1, 1))["out"]
+    m = inp.view(np.int32).astype(np.int64)
+    absm = np.where(m == -(2**31), m, np.abs(m))  # WGSL: the least value is its own abs
+    truth = {
+        "abs(m) < 0i": absm < 0,
+        "u32(abs(m)) > 2147483647u": (absm % 2**32) > 2**31 - 1,
+        "abs(vec2<i32>(m, 1i)).x < 0i": absm < 0,
+        "abs(m) != 0i": absm != 0,
+        "(abs(m) >> 31u) == -1i": (absm >> 31) == -1,
+    }[form]
+    assert np.array_equal(want, np.where(truth, 9, 7)) and truth[0] != truth[2]
+    got = run(k, dict(bufs), None, (GROUPS, 1, 1))["out"]
+    bad = np.flatnonzero(got != want)
+    if bad.size and ABS_FORMS[form][1] and "i32 abs never negative" in deviations:
+        pytest.xfail(f"{bad.size} of {N} differ: {deviations['i32 abs never negative']}")
     assert not bad.size, f"{bad.size} of {N} differ, first {bad[0]}: GPU {got[bad[0]]}"

@@ -489,6 +489,38 @@ def test_a_compound_shift_by_a_constant_32_or_more_is_refused():
         kb.build()
 
 
+def test_a_compound_vector_division_by_a_constant_zero_component_is_refused():
+    # Run 86 (fourteenth stop): the integer fuzz drew `w2 /= vec2<i32>(0i, -1i)`, which the
+    # verifier took (it looked at a compound divisor only when it was a scalar constant), naga
+    # took, and the H200 ran other than WGSL says; Tint refuses it, as it refuses `w2 / ...`.
+    from kvdsl.frontend import parse
+    from kvdsl.frontend.errors import WgslTypeError
+    from kvdsl.runtime import tint_check
+
+    def source(stmt: str) -> str:
+        return (
+            "@group(0) @binding(0) var<storage, read_write> b: array<i32>;\n"
+            "@compute @workgroup_size(64)\n"
+            "fn main(@builtin(global_invocation_id) gid: vec3<u32>) {\n"
+            f"  var w = vec2<i32>(b[gid.x], 7i);\n  {stmt}\n  b[gid.x] = w.x + w.y;\n}}\n"
+        )
+
+    refused = {
+        "w /= vec2<i32>(0i, -1i);": "(w / vec2<i32>(0i, -1i)): an integer division by the constant 0",
+        "w %= vec2<i32>(3i, 0i);": "(w % vec2<i32>(3i, 0i)): an integer remainder by the constant 0",
+        "w /= vec2<i32>(0i);": "(w / vec2<i32>(0i)): an integer division by the constant 0",
+        "w <<= vec2<u32>(1u, 32u);": "(w << vec2<u32>(1u, 32u)): a shift by 32: integers have",
+    }
+    taken = ["w /= vec2<i32>(2i, -1i);", "w %= vec2<i32>(3i);", "w >>= vec2<u32>(1u, 31u);"]
+    for stmt, message in refused.items():
+        with pytest.raises(WgslTypeError, match=re.escape(message)):
+            parse(source(stmt))
+    for stmt in taken:
+        parse(source(stmt))
+    tint = tint_check({stmt: source(stmt) for stmt in [*refused, *taken]})
+    assert {stmt for stmt, err in tint.items() if err is not None} == set(refused)
+
+
 def test_float_constants_wgsl_refuses_are_refused():
     # Until the ninth stop these verified; naga and Tint refuse a float constant that is not
     # finite, or a builtin's constant argument outside its domain.
@@ -563,10 +595,10 @@ def test_a_loop_that_never_exits_is_refused():
 
 
 def test_portability_names_what_an_implementation_runs_wrong():
-    # kvdsl.ir.portability: a signed % (an operator or a compound assignment, scalar or vector)
-    # and an i32 max/min/clamp of an abs; not a u32 %, nor a float max of an abs.
+    # kvdsl.ir.portability: a signed % (an operator or a compound assignment, scalar or vector),
+    # an i32 abs and an i32 max/min/clamp of one; not a u32 %, nor a float abs.
     from kvdsl.ir.builder import call
-    from kvdsl.ir.portability import MAX_OF_ABS, SIGNED_REMAINDER, hazards
+    from kvdsl.ir.portability import ABS_NOT_NEGATIVE, MAX_OF_ABS, SIGNED_REMAINDER, hazards
 
     kb = KernelBuilder("k", 64)
     b = kb.binding("b", i32, "read_write")
@@ -588,6 +620,7 @@ def test_portability_names_what_an_implementation_runs_wrong():
         ("b[0u] = (a % 2i)", SIGNED_REMAINDER),
         ("v %= 3i", SIGNED_REMAINDER),
         ("let w = (vec2<i32>(a, a) % vec2<i32>(2i, 3i))", SIGNED_REMAINDER),
+        ("b[3u] = clamp(a, abs(b[4u]), 9i)", ABS_NOT_NEGATIVE),
         ("b[3u] = clamp(a, abs(b[4u]), 9i)", MAX_OF_ABS),
     ]
 

@@ -356,3 +356,33 @@ def test_loop_bounding_setting(monkeypatch):
     monkeypatch.setattr(device, "IMPLEMENTATION", "dawn")
     with pytest.raises(DeviceError, match="KVDSL_LOOP_BOUNDING=0 needs wgpu-native"):
         device.shader_module(None, "k", "@compute @workgroup_size(1) fn main() {}")
+
+
+def test_an_opengl_adapter_is_refused_under_wgpu_native(monkeypatch):
+    # A machine with Mesa's GL and no Vulkan driver offers llvmpipe through OpenGL alone, where
+    # naga's GLSL gives 7u / 0u as 0u (WGSL: 7u) and a float past i32 as another value
+    # (fourteenth stop: 23 conformance cases failed there). kvdsl takes another adapter where
+    # there is one and otherwise refuses, naming the fix.
+    from kvdsl.runtime import DeviceError, device
+
+    class Fake:
+        def __init__(self, backend: str) -> None:
+            self.info = {"backend_type": backend, "device": "llvmpipe (LLVM 15.0.6, 256 bits)"}
+
+    gl, vk = Fake("OpenGL"), Fake("Vulkan")
+    gpu = device.wgpu.gpu
+    monkeypatch.setattr(device, "IMPLEMENTATION", "wgpu-native")
+    monkeypatch.setattr(gpu, "request_adapter_sync", lambda **_: gl)
+    monkeypatch.setattr(gpu, "enumerate_adapters_sync", lambda: [gl, vk])
+    assert device._request_adapter() is vk
+    monkeypatch.setattr(gpu, "enumerate_adapters_sync", lambda: [gl])
+    with pytest.raises(DeviceError) as err:
+        device._request_adapter()
+    assert str(err.value) == (
+        "wgpu-native found only the OpenGL adapter 'llvmpipe (LLVM 15.0.6, 256 bits)': naga's "
+        "GLSL does not keep WGSL's integer division, remainder and float-to-integer rules there "
+        "(7u / 0u gives 0u where WGSL gives 7u), so kernels would run wrong; install a Vulkan "
+        "driver (Debian: apt-get install mesa-vulkan-drivers)"
+    )
+    monkeypatch.setattr(gpu, "request_adapter_sync", lambda **_: vk)
+    assert device._request_adapter() is vk

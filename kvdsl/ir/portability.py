@@ -39,6 +39,11 @@ MAX_OF_ABS = (
     "an i32 max or min of an abs: under Dawn on an NVIDIA H200 the abs was sometimes dropped "
     "(max(a, abs(b)) ran as max(a, b)), depending on the rest of the module"
 )
+ABS_NOT_NEGATIVE = (
+    "an i32 abs: WGSL leaves i32's least value as its own abs, and NVIDIA's Vulkan driver (580) "
+    "on an H200 under wgpu-native took an abs as never negative: for that value abs(m) < 0i "
+    "and u32(abs(m)) > 2147483647u came out false, and 0i < abs(m) true in a helper"
+)
 
 CONSTANT_UNPACK = (
     "unpack2x16float of a word the compiler knows (literals, consts, lets of them, a var not "
@@ -96,6 +101,8 @@ class _Watch(Checker):
             and any(type(a) is Call and a.op is Op.ABS for a in e.args)
         ):
             self.note(MAX_OF_ABS)
+        elif type(e) is Call and e.op is Op.ABS and _signed(ty):
+            self.note(ABS_NOT_NEGATIVE)
         elif type(e) is Call and e.op is Op.UNPACK2X16FLOAT and self._fixed(e.args[0], scope):
             self.note(CONSTANT_UNPACK)
         elif type(e) is Call and select_of_its_condition(e):

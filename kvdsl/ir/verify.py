@@ -876,6 +876,8 @@ class Checker:
                         v = self.const_int(value, scope)
                         if v is not None:  # x <<= 40u
                             self._const_operands(Binary(op, target, value), v, scope)
+                        elif isinstance(vt, Vec) and vt.elem.is_int:  # w /= vec2<i32>(0i, -1i)
+                            self._const_vector_operands(Binary(op, target, value), scope)
                 if vt is not tt and vt != tt:
                     raise VerifyError(
                         f"{show(s)}: cannot store {vt} into {show(target)} of type {tt}"

@@ -208,7 +208,22 @@ def _request_adapter() -> wgpu.GPUAdapter:
         raise DeviceError(f"no {IMPLEMENTATION} adapter: {e}") from e
     if a is None:
         raise DeviceError(f"no {IMPLEMENTATION} adapter found")
+    if IMPLEMENTATION == "wgpu-native" and _opengl(a):
+        # A machine with Mesa's GL but no Vulkan driver offers llvmpipe through OpenGL only.
+        others = [b for b in wgpu.gpu.enumerate_adapters_sync() if not _opengl(b)]
+        if not others:
+            raise DeviceError(
+                f"wgpu-native found only the OpenGL adapter '{a.info['device']}': naga's GLSL "
+                "does not keep WGSL's integer division, remainder and float-to-integer rules "
+                "there (7u / 0u gives 0u where WGSL gives 7u), so kernels would run wrong; "
+                "install a Vulkan driver (Debian: apt-get install mesa-vulkan-drivers)"
+            )
+        a = others[0]
     return a
+
+
+def _opengl(a: wgpu.GPUAdapter) -> bool:
+    return str(a.info["backend_type"]).startswith("OpenGL")
 
 
 def adapter() -> wgpu.GPUAdapter:
