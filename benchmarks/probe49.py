@@ -180,6 +180,29 @@ DIV = {
     ),
 }
 
+# Third call: run 87's wgpu-native fuzz met ``v2 += v2 / vec2<u32>(select(vec2<i32>(0i, 0i),
+# vec2<i32>(0i, -1i), vb));`` (fuzz87-native.wgsl): for vb true 31u / 4294967295u is 0u, and
+# the GPU gave 1u, as if the divisor were 1u. Divisions by a select of constants:
+SEL = {
+    "fuzz shape": (
+        "",
+        "var v2 = vec2<u32>(x, 31u);\n"
+        "  v2 += v2 / vec2<u32>(select(vec2<i32>(0i, 0i), vec2<i32>(0i, -1i), vb));\n"
+        "  vu = v2.y;",
+    ),
+    "u32 arms": (
+        "",
+        "let v2 = vec2<u32>(x, 31u) / select(vec2<u32>(0u), vec2<u32>(0u, 4294967295u), vb);\n"
+        "  vu = v2.y;",
+    ),
+    "scalar, 0 or MAX": ("", "vu = vu / select(0u, 4294967295u, vb);"),
+    "scalar, 0 or 3": ("", "vu = vu / select(0u, 3u, vb);"),
+    "scalar, 1 or MAX (no 0)": ("", "vu = vu / select(1u, 4294967295u, vb);"),
+    "i32, 0 or -1": ("", "vi = m / select(0i, -1i, vb);"),
+    "if instead of select": ("", "var d = 0u;\n  if (vb) { d = 4294967295u; }\n  vu = vu / d;"),
+    "divisor loaded (control)": ("", "vu = vu / (inp[gid.x + 128u] | 1u);"),
+}
+
 # The run-85 Dawn kernel (fuzz85-dawn.wgsl), each edit applied to its text on its own.
 DAWN_EDITS = {
     "as drawn": [],
@@ -236,7 +259,7 @@ def main() -> None:
     inp[:64] = np.arange(64, dtype=np.uint32)  # x ^ 31: every shift amount 0-63, z both ways
     inp[128:160] = np.array([2**31, 2**32 - 1, 0, 1] * 8, np.uint32)  # y: MIN, -1, 0, 1
     total = 0
-    for family, forms in (("abs", ABS), ("loop", LOOP), ("div", DIV)):
+    for family, forms in (("abs", ABS), ("loop", LOOP), ("div", DIV), ("sel", SEL)):
         for name, (helpers, stmts) in forms.items():
             k = parse(source(helpers, stmts))
             bufs = {"inp": inp, "out": np.full(128 * 3, 0xDEADBEEF, np.uint32)}
@@ -250,7 +273,7 @@ def main() -> None:
                 line += f"; first word {i}: GPU {got[i]:#x}, WGSL {want[i]:#x}"
             print(line, flush=True)
     here = Path(__file__).resolve().parent / "results" / "h200"
-    for f in ("fuzz85-native.wgsl", "fuzz85-dawn.wgsl"):  # the two kernels as the fuzz drew them
+    for f in ("fuzz85-native.wgsl", "fuzz85-dawn.wgsl", "fuzz87-native.wgsl"):  # as drawn
         k = parse((here / f).read_text(), f)
         bufs = {"inp": inp, "out": np.full(128 * 8, 0xDEADBEEF, np.uint32)}
         want = interp_run(k, dict(bufs), {"n": 0x1F}, (2, 1, 1))["out"]
@@ -271,7 +294,7 @@ def main() -> None:
         bad = np.flatnonzero(got != want)
         total += bool(len(bad))
         print(f"dawn {name:<38} {len(bad):3d} of 1024 differ", flush=True)
-    forms = len(ABS) + len(LOOP) + len(DIV) + 2 + len(DAWN_EDITS)
+    forms = len(ABS) + len(LOOP) + len(DIV) + len(SEL) + 3 + len(DAWN_EDITS)
     print(f"{total} of {forms} forms differ")
 
 

@@ -10,7 +10,9 @@ import pytest
 from kvdsl.ir.portability import (
     ABS_NOT_NEGATIVE,
     CONSTANT_UNPACK,
+    LOOP_SUM_WRAP,
     MAX_OF_ABS,
+    SELECT_DIVISOR,
     SELECT_OF_ITS_CONDITION,
     SIGNED_REMAINDER,
 )
@@ -40,10 +42,13 @@ KNOWN_DEVIATIONS = {
         "i32 %": SIGNED_REMAINDER,
         "i32 abs never negative": ABS_NOT_NEGATIVE,
         "select(a && c, b || c, c)": SELECT_OF_ITS_CONDITION,
+        "division by a select of constant vectors": SELECT_DIVISOR,
     },
     ("dawn", "NVIDIA"): {
         "i32 max(a, abs(b))": MAX_OF_ABS,
         "select(a && c, b || c, c)": SELECT_OF_ITS_CONDITION,
+        "division by a select of constant vectors": SELECT_DIVISOR,
+        "i32 loop sum past its range": LOOP_SUM_WRAP,
     },
     ("wgpu-native", "llvmpipe"): {"constant unpack2x16float": CONSTANT_UNPACK},
 }

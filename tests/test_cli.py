@@ -318,9 +318,9 @@ def test_check_reports_every_validator(tmp_path):
 
 
 def test_check_notes_what_an_implementation_runs_wrong(tmp_path):
-    # Valid WGSL that naga on NVIDIA (a signed %), Dawn on NVIDIA (an i32 max of an abs) or
-    # llvmpipe (an unpack of a fixed word) ran otherwise: notes with their lines, and the file
-    # still passes.
+    # Valid WGSL that naga on NVIDIA (a signed %, an i32 abs), Dawn on NVIDIA (an i32 max of an
+    # abs) or llvmpipe (an unpack of a fixed word) ran otherwise: notes with their lines, and
+    # the file still passes.
     f = tmp_path / "signed.wgsl"
     f.write_text(
         "@group(0) @binding(0) var<storage, read_write> out: array<i32>;\n"
@@ -336,10 +336,11 @@ def test_check_notes_what_an_implementation_runs_wrong(tmp_path):
     out = kvdsl("check", str(f))
     assert out.returncode == 0 and "1 passed, 0 failed" in out.stdout, out.stdout
     notes = [line for line in out.stdout.splitlines() if line.endswith("[portability]")]
-    assert len(notes) == 3, out.stdout
+    assert len(notes) == 4, out.stdout
     assert notes[0].startswith(f"{f}:5: note: a % of i32 values") and "OpSRem" in notes[0]
-    assert notes[1].startswith(f"{f}:6: note: an i32 max or min of an abs")
-    assert notes[2].startswith(f"{f}:8: note: unpack2x16float of a word the compiler knows")
+    assert notes[1].startswith(f"{f}:6: note: an i32 abs: WGSL leaves i32's least value")
+    assert notes[2].startswith(f"{f}:6: note: an i32 max or min of an abs")
+    assert notes[3].startswith(f"{f}:8: note: unpack2x16float of a word the compiler knows")
     good = tmp_path / "good.wgsl"
     good.write_text(kvdsl("show", "append_quant_int8_llama31_8b").stdout)
     assert "[portability]" not in kvdsl("check", str(good)).stdout

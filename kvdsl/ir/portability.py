@@ -41,8 +41,24 @@ MAX_OF_ABS = (
 )
 ABS_NOT_NEGATIVE = (
     "an i32 abs: WGSL leaves i32's least value as its own abs, and NVIDIA's Vulkan driver (580) "
-    "on an H200 under wgpu-native took an abs as never negative: for that value abs(m) < 0i "
-    "and u32(abs(m)) > 2147483647u came out false, and 0i < abs(m) true in a helper"
+    "on an H200 under wgpu-native took an abs as never negative: for that value abs(m) < 0i, "
+    "(abs(m) >> 31u) == -1i and u32(abs(m)) > 2147483647u came out false, and 0i < abs(m) "
+    "true in a helper"
+)
+
+SELECT_DIVISOR = (
+    "an integer vector division or remainder by a select of two constant vectors: NVIDIA's "
+    "Vulkan driver (580) on an H200 divided a lane by 1 where the chosen vector held "
+    "4294967295u and the other 0u (31u / 4294967295u gave 31u where WGSL gives 0u), under "
+    "both wgpu-native and Dawn; a scalar select ran right"
+)
+
+#: Not noted by :func:`hazards`: no shape of its own was found (probe 49: the same loop alone,
+#: or unrolled, ran right; the driver's answer depends on the rest of the module).
+LOOP_SUM_WRAP = (
+    "an i32 var summed in a loop past i32's range: WGSL wraps (2147483647i plus twice the "
+    "least value is 2147483647i); NVIDIA's Vulkan driver (580) on an H200 under Dawn left the "
+    "least value in one generated kernel, not in the same loop in a module of its own"
 )
 
 CONSTANT_UNPACK = (
@@ -83,6 +99,12 @@ class _Watch(Checker):
         outer, self.now = self.now, s
         try:
             super().stmt(s, scope, ret, loop)
+            if (
+                type(s) is Assign
+                and s.op in (Op.DIV, Op.MOD)
+                and self._select_divisor(s.value, scope)
+            ):
+                self.note(SELECT_DIVISOR)
             if type(s) is Let:  # by name: a later let of the name (another block's) replaces it
                 (self.fixed.add if self._fixed(s.value, scope) else self.fixed.discard)(s.name)
             if type(s) is Assign and s.op is Op.MOD and _signed(self.type_of(s.value, scope)):
@@ -92,6 +114,8 @@ class _Watch(Checker):
 
     def type_of(self, e: Any, scope: Scope) -> Any:
         ty = super().type_of(e, scope)
+        if type(e) is Binary and e.op in (Op.DIV, Op.MOD) and self._select_divisor(e.b, scope):
+            self.note(SELECT_DIVISOR)
         if type(e) is Binary and e.op is Op.MOD and _signed(ty):
             self.note(SIGNED_REMAINDER)
         elif (
@@ -108,6 +132,19 @@ class _Watch(Checker):
         elif type(e) is Call and select_of_its_condition(e):
             self.note(SELECT_OF_ITS_CONDITION)
         return ty
+
+    def _select_divisor(self, e: Any, scope: Scope) -> bool:
+        """Whether ``e`` (a divisor), its conversions aside, is a select of two vectors each
+        fixed when the shader compiles (probe 49: ``vec2<u32>(select(vec2<i32>(0i, 0i),
+        vec2<i32>(0i, -1i), vb))``)."""
+        while type(e) is Convert:
+            e = e.x
+        if type(e) is not Call or e.op is not Op.SELECT:
+            return False
+        f, t, _ = e.args
+        return all(
+            type(a) is Construct and isinstance(a.ty, Vec) and self._fixed(a, scope) for a in (f, t)
+        )
 
     def _fixed(self, e: Any, scope: Scope) -> bool:
         """Whether ``e`` reads nothing at run time: literals, module consts and lets of them,
