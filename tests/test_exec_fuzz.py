@@ -646,12 +646,12 @@ def test_a_bool_select_over_its_own_condition(gpu, deviations, form: str) -> Non
 
 
 #: form -> (WGSL of m, whether NVIDIA ran it wrong under wgpu-native for m i32's least value:
-#: probe 49, run 88). WGSL: abs(m) is m itself for that value.
+#: probe 49, runs 87-88). WGSL: abs(m) is m itself for that value.
 ABS_FORMS = {
     "abs(m) < 0i": ("abs(m) < 0i", True),
     "u32(abs(m)) > 2147483647u": ("u32(abs(m)) > 2147483647u", True),
     "abs(vec2<i32>(m, 1i)).x < 0i": ("abs(vec2<i32>(m, 1i)).x < 0i", True),
-    "(abs(m) >> 31u) == -1i": ("(abs(m) >> 31u) == -1i", True),  # run 88
+    "(abs(m) >> 31u) == -1i": ("(abs(m) >> 31u) == -1i", True),  # run 87
     # A form NVIDIA ran right there.
     "abs(m) != 0i": ("abs(m) != 0i", False),
 }
