@@ -474,9 +474,9 @@ def outputs(k: Kernel, buffers: dict, params: dict) -> tuple[np.ndarray, np.ndar
     """``out`` from the interpreter and from the GPU; a kernel naga or Tint refuses for a
     constant it folds is skipped. naga and Tint fold every constant sub-expression, the
     generator's random ones included; the verifier folds scalars, vectors of constants and
-    integer operators on them, not builtins on vectors (max(vec2<u32>(1u), vec2<u32>(0u)) as a
-    shift amount), and leaves a step past a type's range to WGSL: those refusals are the
-    compilers'."""
+    integer operators, selects on a literal, min/max/abs/clamp and conversions on them
+    (tests/test_constant_operands.py holds its verdicts to Tint's), not what reads a var or a
+    let, and leaves a step past a type's range to WGSL: those refusals are the compilers'."""
     from kvdsl.runtime import CompileError, run
 
     want = interp_run(k, buffers, params, (GROUPS, 1, 1))["out"]

@@ -258,7 +258,7 @@ _SELECT, _BITNOT = Op.SELECT, Op.BITNOT
 _INT_CALLS = {
     Op.MIN: min,
     Op.MAX: max,
-    Op.ABS: abs,
+    Op.ABS: lambda x: x if x == -(2**31) else abs(x),  # WGSL: i32's least value is its own abs
     Op.CLAMP: lambda x, lo, hi: min(max(x, lo), hi),
 }
 _LOW = {u32: 0, i32: -(2**31)}  # each integer type's range: [_LOW, _HIGH)
@@ -443,7 +443,11 @@ class Checker:
                         if v is None and isinstance(got, Vec) and got.elem.is_int:
                             self._const_vector_operands(e, scope)
                     if v is not None:
-                        self._const_operands(e, v, scope)
+                        if isinstance(got, Vec) and type(e.a) is not Name:
+                            # a vector left of constants: each component over v
+                            self._const_vector_operands(e, scope)
+                        else:
+                            self._const_operands(e, v, scope)
                 return got
             case Lit(value, ty):
                 if ty is u32 and type(value) is int and 0 <= value < 4294967296:
@@ -672,16 +676,20 @@ class Checker:
                 )
 
     def _const_vector_operands(self, e: Binary, scope: Scope) -> None:
-        """:meth:`_const_operands` for an integer vector right operand built of constants
-        (``vec2<u32>(0u, 1u)``, a splat), component by component, with the left operand's
-        component where it is constant too: WGSL's rules hold per component."""
+        """:meth:`_const_operands` for an integer vector operation whose right operand is
+        built of constants (``vec2<u32>(0u, 1u)``, a splat, a scalar beside a vector), component
+        by component, with the left operand's component where it is constant too
+        (``vec2<i32>(CM, 1i) / -1i``): WGSL's rules hold per component."""
         right = self._const_num(e.b, scope)
         if right is None:
             return
         left = self._const_num(e.a, scope)
-        if left is not None and len(left) == 1:  # a scalar beside the vector
-            left = left * len(right)
-        elem = self.type_of(e.b, scope).elem  # type: ignore[union-attr]
+        n = max(len(right), 1 if left is None else len(left))  # a scalar beside the vector
+        right = right * (n if len(right) == 1 else 1)
+        if left is not None and len(left) == 1:
+            left = left * n
+        lt = self.type_of(e.a, scope)  # the left operand's type: a shift's right one is u32
+        elem = lt.elem if isinstance(lt, Vec) else lt
         for i, v in enumerate(right):
             self._const_operands(e, int(v), scope, None if left is None else (int(left[i]), elem))
 
@@ -699,13 +707,13 @@ class Checker:
                 return None
             flat = tuple(x for p in parts for x in p)  # type: ignore[union-attr]
             return flat * e.ty.n if len(args) == 1 and len(flat) == 1 else flat
+        if t in (Unary, Binary, Member, Call, Convert):
+            ty = self.type_of(e, scope)
+            if isinstance(ty, Vec) and ty.elem.is_int:  # None where a step leaves the range
+                return self._const_int_vector(e, scope)
         if t is Unary and e.op is _NEG and type(e.x) is Construct:  # -vec4<f32>(...)
             p = self._const_num(e.x, scope)
             return None if p is None else tuple(-x for x in p)
-        if t in (Unary, Binary, Member):
-            vector = self._const_int_vector(e, scope)
-            if vector is not None:
-                return vector
         v = self.const_int(e, scope)
         if v is None:
             v = self._const_float(e, scope)
@@ -740,6 +748,25 @@ class Checker:
             if base is None:
                 return None
             got = tuple(int(base[_COMPONENT[c]]) for c in e.name)
+        elif t is Call and e.op is _SELECT:  # select(f, t, c) with a literal condition
+            cond = e.args[2]
+            if type(cond) is not Lit or type(cond.value) is not bool:
+                return None
+            picked = self._const_num(e.args[1] if cond.value else e.args[0], scope)
+            return None if picked is None else picked * (ty.n if len(picked) == 1 else 1)
+        elif t is Call and e.op in _INT_CALLS:  # min, max, abs, clamp, component by component
+            args = [self._const_num(a, scope) for a in e.args]
+            if any(a is None for a in args):
+                return None
+            wide = [a * (ty.n if len(a) == 1 else 1) for a in args]  # type: ignore[operator]
+            got = tuple(_INT_CALLS[e.op](*(int(a[i]) for a in wide)) for i in range(ty.n))
+        elif t is Convert:  # between vec<u32> and vec<i32> WGSL keeps the bits
+            x = self._const_num(e.x, scope)
+            if x is None or not all(type(v) is int for v in x):
+                return None
+            got = tuple(int(v) % 2**32 for v in x) * (ty.n if len(x) == 1 else 1)
+            if elem is i32:
+                got = tuple(v - 2**32 if v >= 2**31 else v for v in got)
         else:
             return None
         if any(v is None or not _LOW[elem] <= v < _HIGH[elem] for v in got):
