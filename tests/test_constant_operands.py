@@ -12,7 +12,12 @@ swizzles, ``select`` on a literal and the integer builtins the verifier folds; t
 takes or refuses it, and Tint (Dawn's compiler, through wgpudawn's Null backend) must say the
 same. One difference is WGSL's own latitude, kept out: a constant step that leaves its type's
 range, which the verifier leaves to the compilers (Tint refuses it; naga does not).
-``KVDSL_CONSTANT_KERNELS`` sets how many (400; random seeds when set).
+The float half does the same for float constants (f32, f16, vectors of them, integers of
+them) through arithmetic, builtins, ``fma``, ``clamp``, conversions and selects: Tint refuses a
+step past the type's largest value even where it would round down to it, and computes ``%``
+in f32; WGSL lets an implementation round an f16 value either way (Tint rounds toward zero),
+so the f16 values drawn keep away from f16's largest. ``KVDSL_CONSTANT_KERNELS`` sets how many
+of each (400; random seeds when set).
 """
 
 from __future__ import annotations
@@ -266,3 +271,126 @@ def test_pinned_constant_operands_get_tints_verdict(stmt: str, refused: bool | N
         assert theirs is not None, text
     else:
         assert ours is None and theirs is None, (ours, theirs)
+
+
+# ---- float constants ------------------------------------------------------------------------
+
+FHEAD = """enable f16;
+
+const CF: f32 = 2.0f;
+const CE: f32 = 0.0f;
+const CI: i32 = -7i;
+
+@group(0) @binding(0) var<storage, read_write> out: array<u32>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let rf = f32(out[gid.x]);
+"""
+FEDGES = {
+    # Not f32's largest value: Tint refuses a division by it (1.0f / 3.4028235e38f, while
+    # 1.0f / 3.3e38f and 1.0e-30f / 1.0e10f, as small, are taken), which WGSL does not ask.
+    "f32": ["0.0f", "1.0f", "0.5f", "-2.0f", "3.0e38f", "1.0e-30f", "65504.0f", "70000.0f"]
+    + ["1.0e10f", "CF", "CE"],
+    # Values f16 holds exactly, none within a step of its largest: WGSL lets an implementation
+    # round an f16 value either way, and Tint rounds toward zero (65502.0h is 65472.0h, and
+    # -2.0h + 65504.0h is too), where the verifier (numpy) rounds to the nearest (65504.0h):
+    # a verdict one step from the largest value is the implementation's.
+    "f16": ["0.0h", "1.0h", "0.5h", "-2.0h", "0.25h", "255.0h", "1000.0h", "2048.0h"],
+}
+UNARY_F = ["sqrt", "inverseSqrt", "exp", "log", "abs", "floor", "ceil", "round", "trunc", "sin"]
+
+
+def floats(r: random.Random, ty: str, depth: int, past: list | None = None) -> str:
+    """A constant float expression of ``ty`` (f32 or f16); an integer step inside it that left
+    its type's range (WGSL's latitude, above) appends to ``past``."""
+    past = [] if past is None else past
+    if depth == 0 or r.random() < 0.3:
+        return r.choice(FEDGES[ty])
+    d = depth - 1
+    kind = r.choice(["bin", "bin", "neg", "call", "call2", "conv", "select", "clamp", "fma"])
+    if kind == "bin":  # no f16 %: its steps, rounded as Tint rounds f16 (above), differ
+        op = r.choice("+-*/%" if ty == "f32" else "+-*/")
+        return f"({floats(r, ty, d, past)} {op} {floats(r, ty, d, past)})"
+    if kind == "neg":
+        return f"-({floats(r, ty, d, past)})"
+    if kind == "call":
+        return f"{r.choice(UNARY_F)}({floats(r, ty, d, past)})"
+    if kind == "call2":
+        return f"{r.choice(['min', 'max'])}({floats(r, ty, d, past)}, {floats(r, ty, d, past)})"
+    if kind == "conv":
+        source = r.choice(["f32", "f16", "i32", "u32"])
+        if source in ("i32", "u32"):
+            text, vals = scalar(r, source, d)
+            if vals is None:
+                past.append(text)
+            return f"{ty}({text})"
+        return f"{ty}({floats(r, source, d, past)})"
+    if kind == "select":
+        return f"select({floats(r, ty, d, past)}, {floats(r, ty, d, past)}, {r.choice(['true', 'false'])})"
+    if kind == "clamp":
+        return (
+            f"clamp({floats(r, ty, d, past)}, {floats(r, ty, d, past)}, {floats(r, ty, d, past)})"
+        )
+    return f"fma({floats(r, ty, d, past)}, {floats(r, ty, d, past)}, {floats(r, ty, d, past)})"
+
+
+def float_kernel(r: random.Random) -> tuple[str, bool]:
+    """One kernel: a let of a float constant (f32, f16, a vec2 of them, or an integer of one),
+    stored through a run-time conversion; and whether an integer step in it left its range."""
+    kind = r.choice(["f32", "f32", "f16", "vec", "int"])
+    past: list = []
+    if kind == "vec":
+        ty = r.choice(["f32", "f16"])
+        a, b = floats(r, ty, 2, past), floats(r, ty, 2, past)
+        op = r.choice("+-*/%" if ty == "f32" else "+-*/")
+        value = f"vec2<{ty}>({a}, {b}) {op} vec2<{ty}>({floats(r, ty, 1, past)})"
+        store = "u32(f32(w.y) + rf)"
+    elif kind == "int":
+        value = f"{r.choice(['i32', 'u32'])}({floats(r, r.choice(['f32', 'f16']), 2, past)})"
+        store = "u32(w)"
+    else:
+        value, store = floats(r, kind, 3, past), "u32(f32(w) + rf)"
+    return FHEAD + f"  let w = {value};\n  out[gid.x] = {store};\n}}\n", bool(past)
+
+
+def test_the_verifier_refuses_the_float_constants_tint_refuses():
+    count = int(os.environ.get("KVDSL_CONSTANT_KERNELS", "400"))
+    seed = random.randrange(2**32) if "KVDSL_CONSTANT_KERNELS" in os.environ else 14
+    r = random.Random(seed)
+    drawn = [float_kernel(r) for _ in range(count)]
+    tint = tint_check({f"k{i}": text for i, (text, _) in enumerate(drawn)})
+    tally = [0, 0]
+    for i, (text, past) in enumerate(drawn):
+        ours, theirs = verdict(text), tint[f"k{i}"]
+        where = f"seed {seed}, kernel {i}:\n{text}"
+        if past:  # Tint wraps the integer step (-(i32(-2147483648)) is itself); no verdict
+            assert ours is None or theirs is not None, where
+            continue
+        assert (ours is None) == (theirs is None), f"verifier: {ours!r}\nTint: {theirs!r}\n{where}"
+        tally[ours is None] += 1
+    assert min(tally) > count // 10, (seed, tally)
+
+
+@pytest.mark.parametrize(
+    "value, refused",
+    [
+        # What the first draws found (fourteenth stop): a float step past the largest value
+        # that rounds down to it, a % whose quotient overflows, float vectors of constants
+        # (not folded before), and fma's steps.
+        ("3.4028235e38f + 1.0e30f", True),
+        ("65504.0h + 8.0h", True),
+        ("3.0e38f % 0.5f", True),
+        ("vec2<f32>(1.0f, 2.0f) / vec2<f32>(0.0f, 1.0f)", True),
+        ("vec2<f16>(1000.0h) * vec2<f16>(255.0h, 1.0h)", True),
+        ("fma(1.0e30f, 1.0e10f, 0.0f)", True),
+        ("1.0e30f % 3.0f", False),
+        ("vec2<f32>(1.0f, 2.0f) / vec2<f32>(4.0f)", False),
+        ("fma(255.0h, 255.0h, 255.0h)", False),
+    ],
+)
+def test_pinned_float_constants_get_tints_verdict(value: str, refused: bool):
+    word = "u32(f32(w.x) + rf)" if "vec2" in value else "u32(f32(w) + rf)"
+    text = FHEAD + f"  let w = {value};\n  out[gid.x] = {word};\n}}\n"
+    ours, theirs = verdict(text), tint_check({"k": text})["k"]
+    assert (ours is not None) == refused and (theirs is not None) == refused, (ours, theirs)

@@ -293,7 +293,36 @@ def _loop_head(s: For) -> str:
 
 
 F16_MAX = 65504.0  # f16's largest finite value
+_FLOAT_MAX = {np.float16: F16_MAX, np.float32: float(np.finfo(np.float32).max)}
 _FLOATS: dict[tuple[object, str], np.floating] = {}
+
+
+def _float_step(op: Op, a: np.floating, b: np.floating) -> np.floating:
+    """``a op b`` (+, -, *, /, %) for two constants of one float type, as Tint evaluates a
+    const-expression: in the next wider type (f16 in f32, f32 in f64), a result past the type's
+    largest value refused even where it would round down to it (``65504.0h + 8.0h``,
+    ``3.4028235e38f + 1.0e30f``), then rounded to the type; ``%`` is WGSL's ``x - y * trunc(x /
+    y)`` computed in f32, whose quotient must be finite (``3.0e38f % 0.5f`` is refused,
+    ``-65504.0h % 0.5h`` is not: tests/test_constant_operands.py holds these to Tint). f16
+    values round to the nearest here; WGSL lets an implementation round them either way and
+    Tint rounds toward zero (``-2.0h + 65504.0h`` is 65472.0h there, 65504.0h here), so a
+    verdict within an f16 step of 65504 is the implementation's. Raises a ``ValueError``
+    naming the value past the range (or not finite); the caller names the expression."""
+    dtype = type(a)
+    wide = np.float64 if dtype is np.float32 else np.float32
+    top = _FLOAT_MAX[dtype]
+    x, y = wide(a), wide(b)
+    with np.errstate(all="ignore"):
+        if op is Op.MOD:  # every step in f32, for f32 and f16 alike (Tint's storage type)
+            q = np.float32(a) / np.float32(b)
+            if not np.isfinite(q):
+                raise ValueError(q)
+            v = np.float32(a) - np.float32(b) * np.trunc(q)
+        else:
+            v = _FLOAT_BINARY[op](x, y)
+    if not np.isfinite(v) or abs(v) > top:
+        raise ValueError(v)
+    return dtype(v)
 
 
 def _float_of(value: object, ty: Scalar) -> np.floating:
@@ -429,6 +458,9 @@ class Checker:
                         type(b) is not Name or visible[b.name].kind == "const"
                     ):
                         self._const_float(e, scope)  # raises where it is not finite
+                elif type(got) is Vec and (got.elem is f32 or got.elem is f16):
+                    if type(a) is not Name and type(b) is not Name:
+                        self._const_num(e, scope)  # a vector of constants: raises as above
                 elif op is _SHL or op is _SHR or op is _DIV or op is _MOD:
                     # The right operand's value where it is a constant, the common cases
                     # inline (a const name, a literal); a suspicious value is looked at.
@@ -707,6 +739,15 @@ class Checker:
                 return None
             flat = tuple(x for p in parts for x in p)  # type: ignore[union-attr]
             return flat * e.ty.n if len(args) == 1 and len(flat) == 1 else flat
+        if t is Binary and e.op in _FLOAT_BINARY:  # float vectors, component by component
+            a = self._const_num(e.a, scope)
+            b = None if a is None else self._const_num(e.b, scope)
+            if b is None:
+                return None
+            if (len(a) > 1 or len(b) > 1) and all(isinstance(x, np.floating) for x in a + b):
+                n, dtype = max(len(a), len(b)), type(a[0])
+                a, b = a * (n if len(a) == 1 else 1), b * (n if len(b) == 1 else 1)
+                return tuple(self._step(e, e.op, dtype(x), dtype(y)) for x, y in zip(a, b))
         if t in (Unary, Binary, Member, Call, Convert):
             ty = self.type_of(e, scope)
             if isinstance(ty, Vec) and ty.elem.is_int:  # None where a step leaves the range
@@ -812,8 +853,7 @@ class Checker:
             b = None if a is None else self._const_float(e.b, scope)
             if b is None:
                 return None
-            with np.errstate(all="ignore"):
-                v = fn2(a, b)
+            v = self._step(e, e.op, a, b)
         elif t is Call and e.op is _SELECT:  # select(f, t, c) with a literal condition
             cond = e.args[2]
             if type(cond) is not Lit or type(cond.value) is not bool:
@@ -836,8 +876,11 @@ class Checker:
                     f"{ops.info(e.op).spelling}'s domain (give "
                     f"{'more than 0' if low else '0 or more'}): WGSL refuses it when it compiles"
                 )
-            with np.errstate(all="ignore"):
-                v = fn(*args)
+            if e.op is Op.FMA:  # a * b, then + c, each step as Tint takes it
+                v = self._step(e, Op.ADD, self._step(e, Op.MUL, args[0], args[1]), args[2])
+            else:
+                with np.errstate(all="ignore"):
+                    v = fn(*args)
         else:
             return None
         if not np.isfinite(v):
@@ -846,6 +889,24 @@ class Checker:
                 "that is not finite when it compiles"
             )
         return v
+
+    def _step(self, e: Expr, op: Op, a: np.floating, b: np.floating) -> np.floating:
+        """:func:`_float_step`, its refusal naming ``e``."""
+        try:
+            return _float_step(op, a, b)
+        except ValueError as err:
+            v, dtype = err.args[0], type(a)
+        of = " (the quotient of its %)" if op is Op.MOD else ""
+        if not np.isfinite(v):
+            raise VerifyError(
+                f"{show(e)}: the constant{of} is {dtype(v)} in {dtype.__name__}: WGSL refuses a "
+                "constant that is not finite when it compiles"
+            )
+        name = "f16" if dtype is np.float16 else "f32"
+        raise VerifyError(
+            f"{show(e)}: the constant{of} {v:g} is past {name}'s largest value, "
+            f"{_FLOAT_MAX[dtype]:g}: WGSL refuses it when it compiles"
+        )
 
     def _clamp_bounds(self, e: Call, scope: Scope) -> None:
         """WGSL refuses ``clamp(e, low, high)`` with constant bounds, low above high, in any
