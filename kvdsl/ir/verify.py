@@ -904,8 +904,8 @@ class Checker:
             )
         name = "f16" if dtype is np.float16 else "f32"
         raise VerifyError(
-            f"{show(e)}: the constant{of} {v:g} is past {name}'s largest value, "
-            f"{_FLOAT_MAX[dtype]:g}: WGSL refuses it when it compiles"
+            f"{show(e)}: the constant{of} {v:.9g} is past {name}'s largest value, "
+            f"{_FLOAT_MAX[dtype]:.9g} (before rounding): WGSL refuses it when it compiles"
         )
 
     def _clamp_bounds(self, e: Call, scope: Scope) -> None:
