@@ -251,6 +251,16 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {{
 """
 
 
+def differ(text: str, inp: np.ndarray, words: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The words a kernel's GPU run and its interpreter run differ in: (indices, GPU, WGSL)."""
+    k = parse(text)
+    bufs = {"inp": inp, "out": np.full(128 * words, 0xDEADBEEF, np.uint32)}
+    params = {"n": 0x1F} if "params" in text else None
+    want = interp_run(k, dict(bufs), params, (2, 1, 1))["out"]
+    got = run(k, dict(bufs), params, (2, 1, 1))["out"]
+    return np.flatnonzero(got != want), got, want
+
+
 def main() -> None:
     info = adapter_info()
     print(f"{info['implementation']}: {info['device']} ({info['description']})", flush=True)
@@ -261,11 +271,7 @@ def main() -> None:
     total = 0
     for family, forms in (("abs", ABS), ("loop", LOOP), ("div", DIV), ("sel", SEL)):
         for name, (helpers, stmts) in forms.items():
-            k = parse(source(helpers, stmts))
-            bufs = {"inp": inp, "out": np.full(128 * 3, 0xDEADBEEF, np.uint32)}
-            want = interp_run(k, dict(bufs), None, (2, 1, 1))["out"]
-            got = run(k, dict(bufs), None, (2, 1, 1))["out"]
-            bad = np.flatnonzero(got != want)
+            bad, got, want = differ(source(helpers, stmts), inp, 3)
             total += bool(len(bad))
             line = f"{family:4} {name:<38} {len(bad):3d} of 384 differ"
             if len(bad):
@@ -274,11 +280,7 @@ def main() -> None:
             print(line, flush=True)
     here = Path(__file__).resolve().parent / "results" / "h200"
     for f in ("fuzz85-native.wgsl", "fuzz85-dawn.wgsl", "fuzz87-native.wgsl"):  # as drawn
-        k = parse((here / f).read_text(), f)
-        bufs = {"inp": inp, "out": np.full(128 * 8, 0xDEADBEEF, np.uint32)}
-        want = interp_run(k, dict(bufs), {"n": 0x1F}, (2, 1, 1))["out"]
-        got = run(k, dict(bufs), {"n": 0x1F}, (2, 1, 1))["out"]
-        bad = np.flatnonzero(got != want)
+        bad = differ((here / f).read_text(), inp, 8)[0]
         total += bool(len(bad))
         print(f"fuzz {f:<38} {len(bad):3d} of 1024 differ", flush=True)
     base = (here / "fuzz85-dawn.wgsl").read_text()
@@ -287,11 +289,7 @@ def main() -> None:
         for old, new in edits:
             assert old in text, old
             text = text.replace(old, new)
-        k = parse(text)
-        bufs = {"inp": inp, "out": np.full(128 * 8, 0xDEADBEEF, np.uint32)}
-        want = interp_run(k, dict(bufs), {"n": 0x1F}, (2, 1, 1))["out"]
-        got = run(k, dict(bufs), {"n": 0x1F}, (2, 1, 1))["out"]
-        bad = np.flatnonzero(got != want)
+        bad = differ(text, inp, 8)[0]
         total += bool(len(bad))
         print(f"dawn {name:<38} {len(bad):3d} of 1024 differ", flush=True)
     forms = len(ABS) + len(LOOP) + len(DIV) + len(SEL) + 3 + len(DAWN_EDITS)

@@ -595,6 +595,30 @@ def _signed_mod(pair: tuple) -> bool:
     return ty == i32 and any(type(x) is Binary and x.op is Op.MOD for x in walk(e))
 
 
+def deviation_kernel(body: str, word: str) -> str:
+    """The pinned deviation tests' kernel: ``body`` over ``inp``'s words, then ``word`` stored
+    for each invocation."""
+    return (
+        "@group(0) @binding(0) var<storage, read> inp: array<u32>;\n"
+        "@group(0) @binding(1) var<storage, read_write> out: array<u32>;\n"
+        "@compute @workgroup_size(64)\n"
+        "fn main(@builtin(global_invocation_id) gid: vec3<u32>) {\n"
+        f"{body}  out[gid.x] = {word};\n}}\n"
+    )
+
+
+def assert_gpu_agrees(k: Kernel, bufs: dict, want, deviations: dict, key: str, shaped: bool):
+    """``out`` on the GPU equals ``want`` (the interpreter's); where it does not, on an adapter
+    known to run ``key`` wrong and for a kernel of that shape, the test xfails with the why."""
+    from kvdsl.runtime import run
+
+    got = run(k, dict(bufs), None, (GROUPS, 1, 1))["out"]
+    bad = np.flatnonzero(got != want)
+    if bad.size and shaped and key in deviations:
+        pytest.xfail(f"{bad.size} of {N} differ: {deviations[key]}")
+    assert not bad.size, f"{bad.size} of {N} differ, first {bad[0]}: GPU {got[bad[0]]}"
+
+
 #: form -> (WGSL, whether it has the shape NVIDIA ran wrong). WGSL: c ? (b || c) : (a && c) is
 #: c itself, whatever a and b; the same with !c for c.
 SELECT_FORMS = {
@@ -614,19 +638,9 @@ def test_a_bool_select_over_its_own_condition(gpu, deviations, form: str) -> Non
     # m negative, zero and positive and c both ways; the deviating shapes xfail on NVIDIA only.
     from kvdsl.frontend import parse
     from kvdsl.ir.portability import hazards
-    from kvdsl.runtime import run
 
-    text = (
-        "@group(0) @binding(0) var<storage, read> inp: array<u32>;\n"
-        "@group(0) @binding(1) var<storage, read_write> out: array<u32>;\n"
-        "@compute @workgroup_size(64)\n"
-        "fn main(@builtin(global_invocation_id) gid: vec3<u32>) {\n"
-        "  let m = i32(inp[gid.x]);\n"
-        "  let c = (inp[gid.x + 128u] & 1u) == 0u;\n"
-        f"  out[gid.x] = select(7u, 9u, {SELECT_FORMS[form][0]});\n"
-        "}\n"
-    )
-    k = parse(text)
+    body = "  let m = i32(inp[gid.x]);\n  let c = (inp[gid.x + 128u] & 1u) == 0u;\n"
+    k = parse(deviation_kernel(body, f"select(7u, 9u, {SELECT_FORMS[form][0]})"))
     shaped = [why for _, why in hazards(k)]
     shape = SELECT_FORMS[form][1]
     assert bool(shaped) == shape, shaped  # kvdsl check notes the shape
@@ -638,11 +652,7 @@ def test_a_bool_select_over_its_own_condition(gpu, deviations, form: str) -> Non
     c = (inp[N:] & 1) == 0
     if shape:  # the shapes are their condition itself (c, or !c)
         assert np.array_equal(want, np.where(c if "!" not in form else ~c, 9, 7))
-    got = run(k, dict(bufs), None, (GROUPS, 1, 1))["out"]
-    bad = np.flatnonzero(got != want)
-    if bad.size and shaped and "select(a && c, b || c, c)" in deviations:
-        pytest.xfail(f"{bad.size} of {N} differ: {deviations['select(a && c, b || c, c)']}")
-    assert not bad.size, f"{bad.size} of {N} differ, first {bad[0]}: GPU {got[bad[0]]}"
+    assert_gpu_agrees(k, bufs, want, deviations, "select(a && c, b || c, c)", bool(shaped))
 
 
 #: form -> (WGSL of m, whether NVIDIA ran it wrong under wgpu-native for m i32's least value:
@@ -666,18 +676,9 @@ def test_an_i32_abs_of_the_least_value(gpu, deviations, form: str) -> None:
     # that value, -1, 0, 1 and random ones; kvdsl check notes every i32 abs.
     from kvdsl.frontend import parse
     from kvdsl.ir.portability import ABS_NOT_NEGATIVE, hazards
-    from kvdsl.runtime import run
 
-    text = (
-        "@group(0) @binding(0) var<storage, read> inp: array<u32>;\n"
-        "@group(0) @binding(1) var<storage, read_write> out: array<u32>;\n"
-        "@compute @workgroup_size(64)\n"
-        "fn main(@builtin(global_invocation_id) gid: vec3<u32>) {\n"
-        "  let m = i32(inp[gid.x]);\n"
-        f"  out[gid.x] = select(7u, 9u, {ABS_FORMS[form][0]});\n"
-        "}\n"
-    )
-    k = parse(text)
+    body = "  let m = i32(inp[gid.x]);\n"
+    k = parse(deviation_kernel(body, f"select(7u, 9u, {ABS_FORMS[form][0]})"))
     assert [why for _, why in hazards(k)] == [ABS_NOT_NEGATIVE]
     rng = np.random.default_rng(49)
     inp = rng.integers(0, 2**32, N, dtype=np.uint64).astype(np.uint32)
@@ -694,11 +695,7 @@ def test_an_i32_abs_of_the_least_value(gpu, deviations, form: str) -> None:
         "(abs(m) >> 31u) == -1i": (absm >> 31) == -1,
     }[form]
     assert np.array_equal(want, np.where(truth, 9, 7)) and truth[0] != truth[2]
-    got = run(k, dict(bufs), None, (GROUPS, 1, 1))["out"]
-    bad = np.flatnonzero(got != want)
-    if bad.size and ABS_FORMS[form][1] and "i32 abs never negative" in deviations:
-        pytest.xfail(f"{bad.size} of {N} differ: {deviations['i32 abs never negative']}")
-    assert not bad.size, f"{bad.size} of {N} differ, first {bad[0]}: GPU {got[bad[0]]}"
+    assert_gpu_agrees(k, bufs, want, deviations, "i32 abs never negative", ABS_FORMS[form][1])
 
 
 #: form -> (statement on vu and vb, whether NVIDIA ran it wrong under both implementations in
@@ -726,21 +723,10 @@ def test_a_division_by_a_select_of_constant_vectors(gpu, deviations, form: str) 
     # vec2<i32>(0i, -1i), vb))`: for vb true 31u / 4294967295u is 0u, and the GPU divided by
     # 1u. Probe 49 found it under both implementations, for vector selects only.
     from kvdsl.frontend import parse
-    from kvdsl.runtime import run
 
     stmt, shape = SELECT_DIVISOR_FORMS[form]
-    text = (
-        "@group(0) @binding(0) var<storage, read> inp: array<u32>;\n"
-        "@group(0) @binding(1) var<storage, read_write> out: array<u32>;\n"
-        "@compute @workgroup_size(64)\n"
-        "fn main(@builtin(global_invocation_id) gid: vec3<u32>) {\n"
-        "  var vu = inp[gid.x];\n"
-        "  let vb = (inp[gid.x + 128u] & 1u) == 0u;\n"
-        f"  {stmt}\n"
-        "  out[gid.x] = vu;\n"
-        "}\n"
-    )
-    k = parse(text)
+    body = f"  var vu = inp[gid.x];\n  let vb = (inp[gid.x + 128u] & 1u) == 0u;\n  {stmt}\n"
+    k = parse(deviation_kernel(body, "vu"))
     assert (SELECT_DIVISOR in {why for _, why in hazards(k)}) == shape  # kvdsl check notes it
     rng = np.random.default_rng(87)
     inp = rng.integers(0, 2**32, 2 * N, dtype=np.uint64).astype(np.uint32)
@@ -755,12 +741,7 @@ def test_a_division_by_a_select_of_constant_vectors(gpu, deviations, form: str) 
         "an if": np.where(vb, inp[:N] // np.maximum(by, 1), inp[:N]),
     }[form]
     assert np.array_equal(want, truth.astype(np.uint32)) and vb.any() and (~vb).any()
-    got = run(k, dict(bufs), None, (GROUPS, 1, 1))["out"]
-    bad = np.flatnonzero(got != want)
-    key = "division by a select of constant vectors"
-    if bad.size and shape and key in deviations:
-        pytest.xfail(f"{bad.size} of {N} differ: {deviations[key]}")
-    assert not bad.size, f"{bad.size} of {N} differ, first {bad[0]}: GPU {got[bad[0]]}"
+    assert_gpu_agrees(k, bufs, want, deviations, "division by a select of constant vectors", shape)
 
 
 #: Run 85's generated kernel under Dawn on an H200, h0's dead body aside (probe 49's "h0
