@@ -7,7 +7,8 @@ constant left shift that overflows; the verifier refuses the same (``kvdsl/ir/ve
 divisor not at all: the integer fuzz drew ``w2 /= vec2<i32>(0i, -1i)``, which naga takes and
 Tint refuses (run 86). Here each generated kernel holds one division, remainder or shift, as an
 operator or a compound assignment, of a run-time or constant left operand by a constant right
-one built of edge literals, module consts, arithmetic, conversions, negations, splats,
+one, or a ``clamp`` with constant bounds, or a constant index into a vector, its constants built
+of edge literals, module consts, arithmetic, conversions, negations, splats,
 swizzles, ``select`` on a literal and the integer builtins the verifier folds; the verifier
 takes or refuses it, and Tint (Dawn's compiler, through wgpudawn's Null backend) must say the
 same. One difference is WGSL's own latitude, kept out: a constant step that leaves its type's
@@ -73,7 +74,8 @@ RANGE = re.compile(r"cannot be represented as|overflow")
 #: The verifier's refusals this test draws.
 REFUSALS = re.compile(
     r"by the constant 0|a shift by \d+: integers have 32 bits|least value over -1 does not fit|"
-    r"does not fit (u32|i32) \(WGSL refuses a constant shift"
+    r"does not fit (u32|i32) \(WGSL refuses a constant shift|is above the high bound|"
+    r"the constant index -?\d+ is out of range"
 )
 
 
@@ -168,13 +170,25 @@ def kernel(r: random.Random) -> tuple[str, bool | None]:
     for a constant left shift, whose overflow rule this does not model)."""
     ty = r.choice(["u32", "i32"])
     vec = r.random() < 0.5
-    op = r.choice(["/", "%", "<<", ">>"])
+    op = r.choice(["/", "%", "<<", ">>", "clamp", "index"])
+    run = {"u32": "ru", "i32": "ri"}[ty]
+    if op == "clamp":  # constant bounds: WGSL refuses low above high, in any component
+        make = vector if vec else scalar
+        (lo, lv), (hi, hv) = make(r, ty, 2), make(r, ty, 2)
+        left = f"vec2<{ty}>({run})" if vec else run
+        text = (
+            HEAD + f"  let w = clamp({left}, {lo}, {hi});\n  out[gid.x] = u32(w{'.x' * vec});\n}}\n"
+        )
+        return text, None if lv is None or hv is None else any(a > b for a, b in zip(lv, hv))
+    if op == "index":  # a constant index into a vector: 0 or 1
+        k, kv = scalar(r, ty, 2)
+        text = HEAD + f"  let v = vec2<u32>(ru, 7u);\n  let w = v[{k}];\n  out[gid.x] = w;\n}}\n"
+        return text, None if kv is None else not 0 <= kv[0] < 2
     shift = op in ("<<", ">>")
     rty = "u32" if shift else ty
     # The right operand: the left's shape for shifts; for / and % either shape.
     rvec = vec if shift else r.random() < 0.5
     right, rv = vector(r, rty, 2) if rvec else scalar(r, rty, 2)
-    run = {"u32": "ru", "i32": "ri"}[ty]
     compound = r.random() < 0.5 and (rvec == vec or (vec and not rvec))
     lv: tuple[int, ...] | None = ()  # () for a run-time left operand
     if vec:
