@@ -476,7 +476,8 @@ def outputs(k: Kernel, buffers: dict, params: dict) -> tuple[np.ndarray, np.ndar
     generator's random ones included; the verifier folds scalars, vectors of constants and
     integer operators, selects on a literal, min/max/abs/clamp and conversions on them
     (tests/test_constant_operands.py holds its verdicts to Tint's), not what reads a var or a
-    let, and leaves a step past a type's range to WGSL: those refusals are the compilers'."""
+    let; naga refuses an integer constant step past its type's range, which WGSL wraps (and
+    the verifier and Tint with it): those refusals are the compilers'."""
     from kvdsl.runtime import CompileError, run
 
     want = interp_run(k, buffers, params, (GROUPS, 1, 1))["out"]

@@ -342,6 +342,18 @@ def _maybe_const(e: Expr, visible: dict[str, Symbol]) -> bool:
     return type(e) is not Name or visible[e.name].kind == "const"
 
 
+#: The integer operators whose concrete result WGSL takes modulo 2**32, in const-expressions
+#: too (gpuweb/gpuweb#4767, #4795: ``-1 * i32(-2147483648)`` is i32's least value). Tint does
+#: so; naga refuses the step instead ("operation overflowed", gpuweb/gpuweb#5528).
+_WRAPS = frozenset((Op.ADD, Op.SUB, Op.MUL))
+
+
+def _wrap(v: int, ty: Scalar) -> int:
+    """``v`` modulo 2**32, in ``ty``'s range (u32 or i32)."""
+    v %= 2**32
+    return v - 2**32 if ty is i32 and v >= 2**31 else v
+
+
 def _fold(op: Op, a: int, b: int) -> int | None:
     """``a op b`` for the integer operators WGSL folds in const-expressions (exact: the checks
     compare against bounds), None for the rest and for a division by 0 (reported where it is)."""
@@ -622,8 +634,10 @@ class Checker:
 
     def const_int(self, e: Expr, scope: Scope) -> int | None:
         """The value of ``e`` where it is a u32 or i32 const-expression WGSL evaluates when it
-        compiles (literals, module consts and arithmetic of them), else None; also None where a
-        step leaves its type's range (WGSL's overflow rules are for WGSL to apply)."""
+        compiles (literals, module consts and arithmetic of them), else None. ``+``, ``-``,
+        ``*`` and negation wrap modulo 2**32 as WGSL says (:data:`_WRAPS`); another step past
+        the type's range (a left shift, i32's least value over -1) gives None, its own check
+        refusing it where it stands."""
         got = self._const(e, scope)
         return None if got is None else got[0]
 
@@ -642,12 +656,14 @@ class Checker:
             if b is None:
                 return None
             v, ty = _fold(e.op, a[0], b[0]), a[1]
+            if e.op in _WRAPS:
+                v = _wrap(v, ty)
         elif t is Unary and (e.op is _NEG or e.op is _BITNOT):
             a = self._const(e.x, scope)
             if a is None:
                 return None
             ty = a[1]
-            v = -a[0] if e.op is _NEG else (~a[0] & 0xFFFFFFFF if ty is u32 else ~a[0])
+            v = _wrap(-a[0], ty) if e.op is _NEG else (~a[0] & 0xFFFFFFFF if ty is u32 else ~a[0])
         elif t is Member and len(e.name) == 1:
             # One component of a vector const-expression: vec2<u32>(0u, 8u).y is 8u to WGSL.
             base = self.type_of(e.base, scope)
@@ -763,8 +779,8 @@ class Checker:
     def _const_int_vector(self, e: Expr, scope: Scope) -> tuple[int, ...] | None:
         """The components of an integer vector const-expression of operators (``~``, ``-``, the
         arithmetic and bitwise ones, a swizzle) on vectors of constants, as WGSL evaluates it
-        when it compiles; None where ``e`` is not one, or a step leaves the type's range (WGSL's
-        overflow rules are for WGSL to apply, as for scalars)."""
+        when it compiles; None where ``e`` is not one, or a step other than ``+``, ``-``, ``*``
+        and negation (which wrap, as for scalars) leaves the type's range."""
         ty = self.type_of(e, scope)
         if not isinstance(ty, Vec) or not ty.elem.is_int:
             return None
@@ -775,7 +791,7 @@ class Checker:
             if x is None:
                 return None
             if e.op is _NEG:
-                got = tuple(-int(v) for v in x)
+                got = tuple(_wrap(-int(v), elem) for v in x)
             else:
                 got = tuple(~int(v) & 0xFFFFFFFF if elem is u32 else ~int(v) for v in x)
         elif t is Binary:
@@ -784,6 +800,8 @@ class Checker:
                 return None
             a, b = a * (ty.n if len(a) == 1 else 1), b * (ty.n if len(b) == 1 else 1)
             got = tuple(_fold(e.op, int(x), int(y)) for x, y in zip(a, b))  # type: ignore
+            if e.op in _WRAPS:
+                got = tuple(_wrap(v, elem) for v in got)  # type: ignore[arg-type]
         elif t is Member:
             base = self._const_num(e.base, scope)
             if base is None:
