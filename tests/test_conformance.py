@@ -29,7 +29,7 @@ import conformance_int
 from conformance_cases import Group
 from kvdsl import interp
 from kvdsl import runtime
-from kvdsl.ir import Dispatch, KernelBuilder, bool_, i32, lit, select, u32
+from kvdsl.ir import Dispatch, KernelBuilder, bool_, lit, select, u32
 
 GROUPS = conformance_int.GROUPS + conformance_float.GROUPS + conformance_convert.GROUPS
 
