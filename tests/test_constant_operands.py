@@ -18,7 +18,8 @@ The float half does the same for float constants (f32, f16, vectors of them, int
 them) through arithmetic, builtins, ``fma``, ``clamp``, conversions and selects: Tint refuses a
 step past the type's largest value even where it would round down to it, and computes ``%``
 in f32; WGSL lets an implementation round an f16 value either way (Tint rounds toward zero),
-so the f16 values drawn keep away from f16's largest. ``KVDSL_CONSTANT_KERNELS`` sets how many
+so the f16 values drawn keep away from f16's largest, and no f16 ``clamp`` is drawn (its
+bounds may compare either way after an inexact step). ``KVDSL_CONSTANT_KERNELS`` sets how many
 of each (400; random seeds when set).
 """
 
@@ -314,7 +315,10 @@ def floats(r: random.Random, ty: str, depth: int) -> str:
     if depth == 0 or r.random() < 0.3:
         return r.choice(FEDGES[ty])
     d = depth - 1
-    kind = r.choice(["bin", "bin", "neg", "call", "call2", "conv", "select", "clamp", "fma"])
+    # No f16 clamp: its bounds, a step apart after an inexact f16 result, compare as the
+    # implementation rounds (Tint: (-2.0h / 2048.0h) + 255.0h is 254.875h, here 255.0h).
+    kinds = ["bin", "bin", "neg", "call", "call2", "conv", "select", "fma"]
+    kind = r.choice(kinds + (["clamp"] if ty == "f32" else []))
     if kind == "bin":  # no f16 %: its steps, rounded as Tint rounds f16 (above), differ
         op = r.choice("+-*/%" if ty == "f32" else "+-*/")
         return f"({floats(r, ty, d)} {op} {floats(r, ty, d)})"
@@ -337,11 +341,41 @@ def floats(r: random.Random, ty: str, depth: int) -> str:
 
 
 def float_kernel(r: random.Random) -> str:
-    """One kernel: a let of a float constant (f32, f16, a vec2 of them, or an integer of one),
-    stored through a run-time conversion."""
-    kind = r.choice(["f32", "f32", "f16", "vec", "int"])
+    """One kernel: a let of a float constant (f32, f16, a vec2 of them, or an integer of one;
+    vector builtins, ``dot``, conversions, ``pack2x16float``, ``unpack2x16float``), stored
+    through a run-time conversion."""
+    kinds = ["f32", "f32", "f16", "vec", "int", "vcall", "dot", "pack", "unpack", "vconv", "vsel"]
+    kind = r.choice(kinds)
+    ty = r.choice(["f32", "f16"])
+    vec = lambda d: f"vec2<{ty}>({floats(r, ty, d)}, {floats(r, ty, d)})"  # noqa: E731
+    if kind == "vcall":  # builtins on vectors of constants
+        fn = r.choice(UNARY_F + ["min", "max", "fma"] + (["clamp"] if ty == "f32" else []))
+        arity = {"min": 2, "max": 2, "fma": 3, "clamp": 3}.get(fn, 1)
+        value = f"{fn}({', '.join(vec(1) for _ in range(arity))})"
+        return FHEAD + f"  let w = {value};\n  out[gid.x] = u32(f32(w.y) + rf);\n}}\n"
+    if kind == "vsel":  # a select of float vectors on a literal, then an operator
+        pick = f"select({vec(1)}, {vec(1)}, {r.choice(['true', 'false'])})"
+        value = f"{vec(1)} {r.choice('+-*/')} {pick}"
+        return FHEAD + f"  let w = {value};\n  out[gid.x] = u32(f32(w.y) + rf);\n}}\n"
+    if kind == "dot":
+        value = f"dot({vec(1)}, {vec(1)})"
+        return FHEAD + f"  let w = {value};\n  out[gid.x] = u32(f32(w) + rf);\n}}\n"
+    if kind == "pack":
+        value = f"pack2x16float(vec2<f32>({floats(r, 'f32', 2)}, {floats(r, 'f32', 2)}))"
+        return FHEAD + f"  let w = {value};\n  out[gid.x] = w;\n}}\n"
+    if kind == "unpack":  # words holding f16's infinities and NaNs among others
+        word = r.choice(["0x7c00u", "0xfc00u", "0x7e00u", "0x3c00u", "0x7bffu", "0x3c007c00u"])
+        word = r.choice([word, scalar(r, "u32", 2)[0]])
+        return FHEAD + f"  let w = unpack2x16float({word});\n  out[gid.x] = u32(w.y + rf);\n}}\n"
+    if kind == "vconv":
+        source = r.choice(["f32", "f16", "i32", "u32"])
+        if source in ("i32", "u32"):
+            inner = f"vec2<{source}>({scalar(r, source, 2)[0]}, {scalar(r, source, 2)[0]})"
+        else:
+            inner = f"vec2<{source}>({floats(r, source, 2)}, {floats(r, source, 2)})"
+        value = f"vec2<{ty}>({inner})"
+        return FHEAD + f"  let w = {value};\n  out[gid.x] = u32(f32(w.x) + rf);\n}}\n"
     if kind == "vec":
-        ty = r.choice(["f32", "f16"])
         a, b = floats(r, ty, 2), floats(r, ty, 2)
         op = r.choice("+-*/%" if ty == "f32" else "+-*/")
         value = f"vec2<{ty}>({a}, {b}) {op} vec2<{ty}>({floats(r, ty, 1)})"
@@ -381,13 +415,28 @@ def test_the_verifier_refuses_the_float_constants_tint_refuses():
         ("vec2<f32>(1.0f, 2.0f) / vec2<f32>(0.0f, 1.0f)", True),
         ("vec2<f16>(1000.0h) * vec2<f16>(255.0h, 1.0h)", True),
         ("fma(1.0e30f, 1.0e10f, 0.0f)", True),
+        # Then: builtins on float vectors of constants, dot, pack2x16float, unpack2x16float
+        # and vector conversions were not folded.
+        ("sqrt(vec2<f32>(-1.0f, 1.0f))", True),
+        ("exp(vec2<f32>(100.0f))", True),
+        ("dot(vec2<f32>(3.0e38f), vec2<f32>(2.0f))", True),
+        ("pack2x16float(vec2<f32>(70000.0f, 0.0f))", True),
+        ("unpack2x16float(0x7c00u)", True),
+        ("vec2<f16>(vec2<f32>(70000.0f))", True),
+        ("vec2<f32>(1.0f) / select(vec2<f32>(0.0f), vec2<f32>(1.0f), false)", True),
+        ("pack2x16float(vec2<f32>(1.0f, -65504.0f))", False),
+        ("unpack2x16float(0x3c007bffu)", False),
         ("1.0e30f % 3.0f", False),
         ("vec2<f32>(1.0f, 2.0f) / vec2<f32>(4.0f)", False),
         ("fma(255.0h, 255.0h, 255.0h)", False),
     ],
 )
 def test_pinned_float_constants_get_tints_verdict(value: str, refused: bool):
-    word = "u32(f32(w.x) + rf)" if "vec2" in value else "u32(f32(w) + rf)"
+    word = "u32(f32(w) + rf)"
+    if value.startswith("pack"):
+        word = "w"
+    elif "vec2" in value and not value.startswith("dot") or value.startswith("unpack"):
+        word = "u32(f32(w.x) + rf)"
     text = FHEAD + f"  let w = {value};\n  out[gid.x] = {word};\n}}\n"
     ours, theirs = verdict(text), tint_check({"k": text})["k"]
     assert (ours is not None) == refused and (theirs is not None) == refused, (ours, theirs)

@@ -306,7 +306,8 @@ def _float_step(op: Op, a: np.floating, b: np.floating) -> np.floating:
     ``-65504.0h % 0.5h`` is not: tests/test_constant_operands.py holds these to Tint). f16
     values round to the nearest here; WGSL lets an implementation round them either way and
     Tint rounds toward zero (``-2.0h + 65504.0h`` is 65472.0h there, 65504.0h here), so a
-    verdict within an f16 step of 65504 is the implementation's. Raises a ``ValueError``
+    verdict that turns on how an inexact f16 result rounds (within a step of 65504, a
+    ``clamp``'s bounds a step apart) is the implementation's. Raises a ``ValueError``
     naming the value past the range (or not finite); the caller names the expression."""
     dtype = type(a)
     wide = np.float64 if dtype is np.float32 else np.float32
@@ -340,6 +341,26 @@ def _float_of(value: object, ty: Scalar) -> np.floating:
 def _maybe_const(e: Expr, visible: dict[str, Symbol]) -> bool:
     """Whether ``e`` may be a constant (not a let, a var or another runtime name)."""
     return type(e) is not Name or visible[e.name].kind == "const"
+
+
+def _const_shaped(e: Expr, visible: dict[str, Symbol]) -> bool:
+    """Whether ``e`` is built of literals and module consts only (no load, let, var or
+    builtin value): a cheap test before a vector's constants are folded."""
+    t = type(e)
+    if t is Lit:
+        return True
+    if t is Name:
+        sym = visible.get(e.name)
+        return sym is not None and sym.kind == "const"
+    if t is Construct or t is Call:
+        return all(_const_shaped(a, visible) for a in e.args)
+    if t is Unary or t is Convert:
+        return _const_shaped(e.x, visible)
+    if t is Binary:
+        return _const_shaped(e.a, visible) and _const_shaped(e.b, visible)
+    if t is Member:
+        return _const_shaped(e.base, visible)
+    return False
 
 
 #: The integer operators whose concrete result WGSL takes modulo 2**32, in const-expressions
@@ -471,7 +492,7 @@ class Checker:
                     ):
                         self._const_float(e, scope)  # raises where it is not finite
                 elif type(got) is Vec and (got.elem is f32 or got.elem is f16):
-                    if type(a) is not Name and type(b) is not Name:
+                    if _const_shaped(e, visible):
                         self._const_num(e, scope)  # a vector of constants: raises as above
                 elif op is _SHL or op is _SHR or op is _DIV or op is _MOD:
                     # The right operand's value where it is a constant, the common cases
@@ -568,13 +589,15 @@ class Checker:
                     self.barriers = True  # the uniformity analysis runs (check_barriers)
                 if op is _CLAMP:
                     self._clamp_bounds(e, scope)
+                visible = scope.visible
                 if got is f32 or got is f16:
-                    visible = scope.visible
-                    for x in args:
-                        if not _maybe_const(x, visible):
-                            break
-                    else:
+                    if all(_maybe_const(x, visible) for x in args):
                         self._const_float(e, scope)
+                elif type(got) is Vec and (got.elem is f32 or got.elem is f16):
+                    if _const_shaped(e, visible):
+                        self._const_float_vector(e, scope)  # of float constants: raises
+                elif op is Op.PACK2X16FLOAT and _const_shaped(e, visible):
+                    self._f16_range(e, self._const_num(args[0], scope))
                 return got
             case Convert(ty, x):
                 src = self.type_of(x, scope)
@@ -585,6 +608,9 @@ class Checker:
                     raise VerifyError(f"{show(e)}: cannot convert {src} to {ty}")
                 if (ty is f32 or ty is f16) and _maybe_const(x, scope.visible):
                     self._const_float(e, scope)  # an f16 too small for the value, say
+                elif type(ty) is Vec and (ty.elem is f32 or ty.elem is f16):
+                    if _const_shaped(x, scope.visible):
+                        self._const_float_vector(e, scope)  # the same, component by component
                 return ty
             case Construct(ty, args):
                 got = [self.type_of(a, scope) for a in args]
@@ -755,6 +781,10 @@ class Checker:
                 return None
             flat = tuple(x for p in parts for x in p)  # type: ignore[union-attr]
             return flat * e.ty.n if len(args) == 1 and len(flat) == 1 else flat
+        if t is Call or t is Convert:
+            got = self._const_float_vector(e, scope)
+            if got is not None:
+                return got
         if t is Binary and e.op in _FLOAT_BINARY:  # float vectors, component by component
             a = self._const_num(e.a, scope)
             b = None if a is None else self._const_num(e.b, scope)
@@ -877,30 +907,106 @@ class Checker:
             if type(cond) is not Lit or type(cond.value) is not bool:
                 return None
             return self._const_float(e.args[1] if cond.value else e.args[0], scope)
+        elif t is Call and e.op is Op.DOT:  # products, then their sum, step by step
+            a, b = self._const_num(e.args[0], scope), self._const_num(e.args[1], scope)
+            if a is None or b is None or not all(isinstance(x, np.floating) for x in a + b):
+                return None
+            v = self._step(e, Op.MUL, a[0], b[0])
+            for x, y in zip(a[1:], b[1:]):
+                v = self._step(e, Op.ADD, v, self._step(e, Op.MUL, x, y))
         elif t is Call:
-            fn = _FLOAT_CALLS.get(e.op)
+            if e.op not in _FLOAT_CALLS:
+                return None
             args = []
-            for x in e.args if fn is not None else ():
+            for x in e.args:
                 c = self._const_float(x, scope)
                 if c is None:
                     return None
                 args.append(c)
-            if fn is None:
-                return None
-            low = _FLOAT_DOMAIN.get(e.op)
-            if low is not None and not (args[0] > 0 if low else args[0] >= 0):
-                raise VerifyError(
-                    f"{show(e)}: the constant argument {args[0]} is outside "
-                    f"{ops.info(e.op).spelling}'s domain (give "
-                    f"{'more than 0' if low else '0 or more'}): WGSL refuses it when it compiles"
-                )
-            if e.op is Op.FMA:  # a * b, then + c, each step as Tint takes it
-                v = self._step(e, Op.ADD, self._step(e, Op.MUL, args[0], args[1]), args[2])
-            else:
-                with np.errstate(all="ignore"):
-                    v = fn(*args)
+            return self._float_call(e, args)
         else:
             return None
+        if not np.isfinite(v):
+            raise VerifyError(
+                f"{show(e)}: the constant is {v} in {type(v).__name__}: WGSL refuses a constant "
+                "that is not finite when it compiles"
+            )
+        return v
+
+    def _const_float_vector(self, e: Call | Convert, scope: Scope) -> tuple | None:
+        """The components of a float vector builtin or conversion of constants (``sqrt(vec2<f32>(
+        -1.0f, 1.0f))``, ``vec2<f16>(vec2<f32>(70000.0f))``, ``unpack2x16float(0x7c00u)``), each
+        checked as a scalar one is; None where ``e`` is no such vector."""
+        if type(e) is Convert:
+            ty = e.ty
+            if type(ty) is not Vec or not (ty.elem is f32 or ty.elem is f16):
+                return None
+            x = self._const_num(e.x, scope)
+            if x is None:
+                return None
+            if ty.elem is f16:
+                self._f16_range(e, x)
+            with np.errstate(all="ignore"):
+                return tuple(ty.elem.dtype.type(v) for v in x) * (ty.n if len(x) == 1 else 1)
+        if e.op is _SELECT:  # select(f, t, c) with a literal condition
+            cond = e.args[2]
+            if type(cond) is not Lit or type(cond.value) is not bool:
+                return None
+            picked = self._const_num(e.args[1] if cond.value else e.args[0], scope)
+            if picked is None or len(picked) < 2 or not isinstance(picked[0], np.floating):
+                return None
+            return picked
+        if e.op is Op.UNPACK2X16FLOAT:
+            word = self.const_int(e.args[0], scope)
+            if word is None:
+                return None
+            halves = np.array([word & 0xFFFF, word >> 16], np.uint16).view(np.float16)
+            for h in halves:
+                if not np.isfinite(h):
+                    raise VerifyError(
+                        f"{show(e)}: the constant is {h} in float16: WGSL refuses a constant "
+                        "that is not finite when it compiles"
+                    )
+            return tuple(np.float32(h) for h in halves)
+        if e.op not in _FLOAT_CALLS:
+            return None
+        parts = []
+        for a in e.args:
+            p = self._const_num(a, scope)
+            if p is None or not all(isinstance(v, np.floating) for v in p):
+                return None
+            parts.append(p)
+        n = max(len(p) for p in parts)
+        if n == 1:
+            return None  # a scalar: _const_float's
+        wide = [p * (n if len(p) == 1 else 1) for p in parts]
+        return tuple(self._float_call(e, [w[i] for w in wide]) for i in range(n))
+
+    def _f16_range(self, e: Expr, values: tuple | None) -> None:
+        """WGSL refuses a constant converted to f16 (or packed into one) past f16's largest
+        value; Tint refuses 65,519 too, which would round to 65,504."""
+        for x in values or ():
+            if abs(float(x)) > F16_MAX:
+                raise VerifyError(
+                    f"{show(e)}: the constant {x} is past f16's largest value, {F16_MAX:g}: "
+                    "WGSL refuses it when it compiles"
+                )
+
+    def _float_call(self, e: Call, args: list) -> np.floating:
+        """A float builtin of constant arguments (one component), as WGSL evaluates it when it
+        compiles: an argument outside the builtin's domain or a result that is not finite is
+        refused; ``fma`` goes step by step as Tint takes it."""
+        low = _FLOAT_DOMAIN.get(e.op)
+        if low is not None and not (args[0] > 0 if low else args[0] >= 0):
+            raise VerifyError(
+                f"{show(e)}: the constant argument {args[0]} is outside "
+                f"{ops.info(e.op).spelling}'s domain (give "
+                f"{'more than 0' if low else '0 or more'}): WGSL refuses it when it compiles"
+            )
+        if e.op is Op.FMA:  # a * b, then + c, each step as Tint takes it
+            return self._step(e, Op.ADD, self._step(e, Op.MUL, args[0], args[1]), args[2])
+        with np.errstate(all="ignore"):
+            v = _FLOAT_CALLS[e.op](*args)
         if not np.isfinite(v):
             raise VerifyError(
                 f"{show(e)}: the constant is {v} in {type(v).__name__}: WGSL refuses a constant "
