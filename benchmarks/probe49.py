@@ -154,21 +154,20 @@ LOOP = {
 # Tint refuses (a division by a constant 0: not WGSL; the verifier now refuses it too), and the
 # GPU ran it otherwise than the interpreter. The same divisions by values known only at run
 # time are WGSL (a division by 0, or of the least value by -1, gives the left operand):
+#: (0, -1), which the driver can fold and WGSL does not call constant.
+FOLDED_D = "let d = vec2<i32>(i32(x >> 31u) * 0i, i32(x >> 31u) * 0i - 1i);\n  "
 DIV = {
     "w2 /= d, d = (0, -1) at run time": (
         "",
-        "let d = vec2<i32>(i32(x >> 31u) * 0i, i32(x >> 31u) * 0i - 1i);\n"
-        "  var w2 = vec2<i32>(y, m);\n  w2 /= d;\n  vi = w2.x ^ w2.y;",
+        FOLDED_D + "var w2 = vec2<i32>(y, m);\n  w2 /= d;\n  vi = w2.x ^ w2.y;",
     ),
     "w2 / d, .y": (
         "",
-        "let d = vec2<i32>(i32(x >> 31u) * 0i, i32(x >> 31u) * 0i - 1i);\n"
-        "  vi = (vec2<i32>(y, m) / d).y;",
+        FOLDED_D + "vi = (vec2<i32>(y, m) / d).y;",
     ),
     "w2 % d": (
         "",
-        "let d = vec2<i32>(i32(x >> 31u) * 0i, i32(x >> 31u) * 0i - 1i);\n"
-        "  vi = (vec2<i32>(y, m) % d).x;",
+        FOLDED_D + "vi = (vec2<i32>(y, m) % d).x;",
     ),
     "w2 / vec2(1, -1)": ("", "vi = (vec2<i32>(y, m) / vec2<i32>(1i, -1i)).y;"),
     "w2 / vec2(-1, -1)": ("", "vi = (vec2<i32>(y, m) / vec2<i32>(-1i, -1i)).y;"),
