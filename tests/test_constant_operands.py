@@ -158,6 +158,11 @@ def vector(r: random.Random, ty: str, depth: int) -> Const:
     return f"select({a}, {b}, {str(c).lower()})", y if c else x
 
 
+def source(body: str, word: str) -> str:
+    """A kernel of ``body`` (statements over ``ru`` and ``ri``), then ``word`` stored."""
+    return HEAD + f"{body}  out[gid.x] = {word};\n}}\n"
+
+
 def kernel(r: random.Random) -> tuple[str, bool]:
     """One kernel: a division, remainder or shift of a run-time or constant left operand by a
     constant right one, as an operator or a compound assignment, its result stored; and whether
@@ -170,13 +175,11 @@ def kernel(r: random.Random) -> tuple[str, bool]:
         make = vector if vec else scalar
         (lo, lv), (hi, hv) = make(r, ty, 2), make(r, ty, 2)
         left = f"vec2<{ty}>({run})" if vec else run
-        text = (
-            HEAD + f"  let w = clamp({left}, {lo}, {hi});\n  out[gid.x] = u32(w{'.x' * vec});\n}}\n"
-        )
+        text = source(f"  let w = clamp({left}, {lo}, {hi});\n", f"u32(w{'.x' * vec})")
         return text, any(a > b for a, b in zip(lv, hv))
     if op == "index":  # a constant index into a vector: 0 or 1
         k, kv = scalar(r, ty, 2)
-        text = HEAD + f"  let v = vec2<u32>(ru, 7u);\n  let w = v[{k}];\n  out[gid.x] = w;\n}}\n"
+        text = source(f"  let v = vec2<u32>(ru, 7u);\n  let w = v[{k}];\n", "w")
         return text, not 0 <= kv[0] < 2
     shift = op in ("<<", ">>")
     rty = "u32" if shift else ty
@@ -199,7 +202,7 @@ def kernel(r: random.Random) -> tuple[str, bool]:
     else:
         body = f"  let w = {left} {op} {right};\n"
     word = "w.x" if vec or rvec else "w"
-    text = HEAD + body + f"  out[gid.x] = u32({word});\n}}\n"
+    text = source(body, f"u32({word})")
     if shift and any(v >= 32 for v in rv):
         return text, True
     if op == "<<" and lv:  # WGSL: no bit shifted out may differ from the result's sign bit
@@ -273,7 +276,7 @@ def test_the_verifier_refuses_the_constant_operands_tint_refuses():
     ],
 )
 def test_pinned_constant_operands_get_tints_verdict(stmt: str, refused: bool):
-    text = HEAD + f"  {stmt}\n  out[gid.x] = u32(w{'.x' if 'vec2' in stmt else ''});\n}}\n"
+    text = source(f"  {stmt}\n", f"u32(w{'.x' if 'vec2' in stmt else ''})")
     ours, theirs = verdict(text), tint_check({"k": text})["k"]
     if refused:
         assert REFUSALS.search(ours or ""), text
@@ -340,6 +343,11 @@ def floats(r: random.Random, ty: str, depth: int) -> str:
     return f"fma({floats(r, ty, d)}, {floats(r, ty, d)}, {floats(r, ty, d)})"
 
 
+def float_source(value: str, store: str) -> str:
+    """A kernel of ``let w = value;``, then ``store`` (an expression of ``w`` and ``rf``)."""
+    return FHEAD + f"  let w = {value};\n  out[gid.x] = {store};\n}}\n"
+
+
 def float_kernel(r: random.Random) -> str:
     """One kernel: a let of a float constant (f32, f16, a vec2 of them, or an integer of one;
     vector builtins, ``dot``, conversions, ``pack2x16float``, ``unpack2x16float``), stored
@@ -347,45 +355,44 @@ def float_kernel(r: random.Random) -> str:
     kinds = ["f32", "f32", "f16", "vec", "int", "vcall", "dot", "pack", "unpack", "vconv", "vsel"]
     kind = r.choice(kinds)
     ty = r.choice(["f32", "f16"])
-    vec = lambda d: f"vec2<{ty}>({floats(r, ty, d)}, {floats(r, ty, d)})"  # noqa: E731
+
+    def vec(d: int) -> str:
+        return f"vec2<{ty}>({floats(r, ty, d)}, {floats(r, ty, d)})"
+
+    store = "u32(f32(w.y) + rf)"  # a vector's
     if kind == "vcall":  # builtins on vectors of constants
         fn = r.choice(UNARY_F + ["min", "max", "fma"] + (["clamp"] if ty == "f32" else []))
         arity = {"min": 2, "max": 2, "fma": 3, "clamp": 3}.get(fn, 1)
         value = f"{fn}({', '.join(vec(1) for _ in range(arity))})"
-        return FHEAD + f"  let w = {value};\n  out[gid.x] = u32(f32(w.y) + rf);\n}}\n"
-    if kind == "vsel":  # a select of float vectors on a literal, then an operator
+    elif kind == "vsel":  # a select of float vectors on a literal, then an operator
         pick = f"select({vec(1)}, {vec(1)}, {r.choice(['true', 'false'])})"
         value = f"{vec(1)} {r.choice('+-*/')} {pick}"
-        return FHEAD + f"  let w = {value};\n  out[gid.x] = u32(f32(w.y) + rf);\n}}\n"
-    if kind == "dot":
-        value = f"dot({vec(1)}, {vec(1)})"
-        return FHEAD + f"  let w = {value};\n  out[gid.x] = u32(f32(w) + rf);\n}}\n"
-    if kind == "pack":
+    elif kind == "dot":
+        value, store = f"dot({vec(1)}, {vec(1)})", "u32(f32(w) + rf)"
+    elif kind == "pack":
         value = f"pack2x16float(vec2<f32>({floats(r, 'f32', 2)}, {floats(r, 'f32', 2)}))"
-        return FHEAD + f"  let w = {value};\n  out[gid.x] = w;\n}}\n"
-    if kind == "unpack":  # words holding f16's infinities and NaNs among others
+        store = "w"
+    elif kind == "unpack":  # words holding f16's infinities and NaNs among others
         word = r.choice(["0x7c00u", "0xfc00u", "0x7e00u", "0x3c00u", "0x7bffu", "0x3c007c00u"])
         word = r.choice([word, scalar(r, "u32", 2)[0]])
-        return FHEAD + f"  let w = unpack2x16float({word});\n  out[gid.x] = u32(w.y + rf);\n}}\n"
-    if kind == "vconv":
+        value, store = f"unpack2x16float({word})", "u32(w.y + rf)"
+    elif kind == "vconv":
         source = r.choice(["f32", "f16", "i32", "u32"])
         if source in ("i32", "u32"):
             inner = f"vec2<{source}>({scalar(r, source, 2)[0]}, {scalar(r, source, 2)[0]})"
         else:
             inner = f"vec2<{source}>({floats(r, source, 2)}, {floats(r, source, 2)})"
-        value = f"vec2<{ty}>({inner})"
-        return FHEAD + f"  let w = {value};\n  out[gid.x] = u32(f32(w.x) + rf);\n}}\n"
-    if kind == "vec":
+        value, store = f"vec2<{ty}>({inner})", "u32(f32(w.x) + rf)"
+    elif kind == "vec":
         a, b = floats(r, ty, 2), floats(r, ty, 2)
         op = r.choice("+-*/%" if ty == "f32" else "+-*/")
         value = f"vec2<{ty}>({a}, {b}) {op} vec2<{ty}>({floats(r, ty, 1)})"
-        store = "u32(f32(w.y) + rf)"
     elif kind == "int":
         value = f"{r.choice(['i32', 'u32'])}({floats(r, r.choice(['f32', 'f16']), 2)})"
         store = "u32(w)"
     else:
         value, store = floats(r, kind, 3), "u32(f32(w) + rf)"
-    return FHEAD + f"  let w = {value};\n  out[gid.x] = {store};\n}}\n"
+    return float_source(value, store)
 
 
 def test_the_verifier_refuses_the_float_constants_tint_refuses():
@@ -437,6 +444,6 @@ def test_pinned_float_constants_get_tints_verdict(value: str, refused: bool):
         word = "w"
     elif "vec2" in value and not value.startswith("dot") or value.startswith("unpack"):
         word = "u32(f32(w.x) + rf)"
-    text = FHEAD + f"  let w = {value};\n  out[gid.x] = {word};\n}}\n"
+    text = float_source(value, word)
     ours, theirs = verdict(text), tint_check({"k": text})["k"]
     assert (ours is not None) == refused and (theirs is not None) == refused, (ours, theirs)

@@ -312,7 +312,6 @@ def _float_step(op: Op, a: np.floating, b: np.floating) -> np.floating:
     dtype = type(a)
     wide = np.float64 if dtype is np.float32 else np.float32
     top = _FLOAT_MAX[dtype]
-    x, y = wide(a), wide(b)
     with np.errstate(all="ignore"):
         if op is Op.MOD:  # every step in f32, for f32 and f16 alike (Tint's storage type)
             q = np.float32(a) / np.float32(b)
@@ -320,7 +319,7 @@ def _float_step(op: Op, a: np.floating, b: np.floating) -> np.floating:
                 raise ValueError(q)
             v = np.float32(a) - np.float32(b) * np.trunc(q)
         else:
-            v = _FLOAT_BINARY[op](x, y)
+            v = _FLOAT_BINARY[op](wide(a), wide(b))
     if not np.isfinite(v) or abs(v) > top:
         raise ValueError(v)
     return dtype(v)
@@ -367,6 +366,20 @@ def _const_shaped(e: Expr, visible: dict[str, Symbol]) -> bool:
 #: too (gpuweb/gpuweb#4767, #4795: ``-1 * i32(-2147483648)`` is i32's least value). Tint does
 #: so; naga refuses the step instead ("operation overflowed", gpuweb/gpuweb#5528).
 _WRAPS = frozenset((Op.ADD, Op.SUB, Op.MUL))
+
+
+def _picked(e: Call) -> Expr | None:
+    """The arm a ``select`` on a literal condition takes (``select(f, t, true)`` is ``t``), or
+    None where the condition is not a literal."""
+    cond = e.args[2]
+    if type(cond) is not Lit or type(cond.value) is not bool:
+        return None
+    return e.args[1] if cond.value else e.args[0]
+
+
+def _spread(parts: tuple, n: int) -> tuple:
+    """A scalar's components beside an ``n``-vector: the one value ``n`` times."""
+    return parts * n if len(parts) == 1 else parts
 
 
 def _wrap(v: int, ty: Scalar) -> int:
@@ -699,11 +712,9 @@ class Checker:
             if parts is None:
                 return None
             return int(parts[_COMPONENT[e.name]]), base.elem
-        elif t is Call and e.op is _SELECT:  # select(f, t, c) with a literal condition
-            cond = e.args[2]
-            if type(cond) is not Lit or type(cond.value) is not bool:
-                return None
-            return self._const(e.args[1] if cond.value else e.args[0], scope)
+        elif t is Call and e.op is _SELECT:
+            arm = _picked(e)
+            return None if arm is None else self._const(arm, scope)
         elif t is Call and e.op in _INT_CALLS:
             args = [self._const(x, scope) for x in e.args]
             if any(a is None for a in args):
@@ -714,9 +725,7 @@ class Checker:
             a = self._const(e.x, scope)
             if a is None:
                 return None
-            v, ty = a[0] % 2**32, e.ty  # between u32 and i32 WGSL keeps the bits
-            if ty is i32 and v >= 2**31:
-                v -= 2**32
+            v, ty = _wrap(a[0], e.ty), e.ty  # between u32 and i32 WGSL keeps the bits
         else:
             return None
         if v is None or not _LOW[ty] <= v < _HIGH[ty]:
@@ -759,9 +768,9 @@ class Checker:
             return
         left = self._const_num(e.a, scope)
         n = max(len(right), 1 if left is None else len(left))  # a scalar beside the vector
-        right = right * (n if len(right) == 1 else 1)
-        if left is not None and len(left) == 1:
-            left = left * n
+        right = _spread(right, n)
+        if left is not None:
+            left = _spread(left, n)
         lt = self.type_of(e.a, scope)  # the left operand's type: a shift's right one is u32
         elem = lt.elem if isinstance(lt, Vec) else lt
         for i, v in enumerate(right):
@@ -781,6 +790,9 @@ class Checker:
                 return None
             flat = tuple(x for p in parts for x in p)  # type: ignore[union-attr]
             return flat * e.ty.n if len(args) == 1 and len(flat) == 1 else flat
+        if t is Call and e.op is _SELECT:
+            arm = _picked(e)
+            return None if arm is None else self._const_num(arm, scope)
         if t is Call or t is Convert:
             got = self._const_float_vector(e, scope)
             if got is not None:
@@ -792,8 +804,8 @@ class Checker:
                 return None
             if (len(a) > 1 or len(b) > 1) and all(isinstance(x, np.floating) for x in a + b):
                 n, dtype = max(len(a), len(b)), type(a[0])
-                a, b = a * (n if len(a) == 1 else 1), b * (n if len(b) == 1 else 1)
-                return tuple(self._step(e, e.op, dtype(x), dtype(y)) for x, y in zip(a, b))
+                pairs = zip(_spread(a, n), _spread(b, n))
+                return tuple(self._step(e, e.op, dtype(x), dtype(y)) for x, y in pairs)
         if t in (Unary, Binary, Member, Call, Convert):
             ty = self.type_of(e, scope)
             if isinstance(ty, Vec) and ty.elem.is_int:  # None where a step leaves the range
@@ -828,8 +840,8 @@ class Checker:
             a, b = self._const_num(e.a, scope), self._const_num(e.b, scope)
             if a is None or b is None:
                 return None
-            a, b = a * (ty.n if len(a) == 1 else 1), b * (ty.n if len(b) == 1 else 1)
-            got = tuple(_fold(e.op, int(x), int(y)) for x, y in zip(a, b))  # type: ignore
+            pairs = zip(_spread(a, ty.n), _spread(b, ty.n))
+            got = tuple(_fold(e.op, int(x), int(y)) for x, y in pairs)  # type: ignore
             if e.op in _WRAPS:
                 got = tuple(_wrap(v, elem) for v in got)  # type: ignore[arg-type]
         elif t is Member:
@@ -837,25 +849,17 @@ class Checker:
             if base is None:
                 return None
             got = tuple(int(base[_COMPONENT[c]]) for c in e.name)
-        elif t is Call and e.op is _SELECT:  # select(f, t, c) with a literal condition
-            cond = e.args[2]
-            if type(cond) is not Lit or type(cond.value) is not bool:
-                return None
-            picked = self._const_num(e.args[1] if cond.value else e.args[0], scope)
-            return None if picked is None else picked * (ty.n if len(picked) == 1 else 1)
         elif t is Call and e.op in _INT_CALLS:  # min, max, abs, clamp, component by component
             args = [self._const_num(a, scope) for a in e.args]
             if any(a is None for a in args):
                 return None
-            wide = [a * (ty.n if len(a) == 1 else 1) for a in args]  # type: ignore[operator]
+            wide = [_spread(a, ty.n) for a in args]  # type: ignore[arg-type]
             got = tuple(_INT_CALLS[e.op](*(int(a[i]) for a in wide)) for i in range(ty.n))
         elif t is Convert:  # between vec<u32> and vec<i32> WGSL keeps the bits
             x = self._const_num(e.x, scope)
             if x is None or not all(type(v) is int for v in x):
                 return None
-            got = tuple(int(v) % 2**32 for v in x) * (ty.n if len(x) == 1 else 1)
-            if elem is i32:
-                got = tuple(v - 2**32 if v >= 2**31 else v for v in got)
+            got = tuple(_wrap(int(v), elem) for v in _spread(x, ty.n))
         else:
             return None
         if any(v is None or not _LOW[elem] <= v < _HIGH[elem] for v in got):
@@ -896,17 +900,14 @@ class Checker:
             with np.errstate(all="ignore"):
                 v = e.ty.dtype.type(x)
         elif t is Binary:
-            fn2 = _FLOAT_BINARY.get(e.op)
-            a = None if fn2 is None else self._const_float(e.a, scope)
+            a = self._const_float(e.a, scope) if e.op in _FLOAT_BINARY else None
             b = None if a is None else self._const_float(e.b, scope)
             if b is None:
                 return None
             v = self._step(e, e.op, a, b)
-        elif t is Call and e.op is _SELECT:  # select(f, t, c) with a literal condition
-            cond = e.args[2]
-            if type(cond) is not Lit or type(cond.value) is not bool:
-                return None
-            return self._const_float(e.args[1] if cond.value else e.args[0], scope)
+        elif t is Call and e.op is _SELECT:
+            arm = _picked(e)
+            return None if arm is None else self._const_float(arm, scope)
         elif t is Call and e.op is Op.DOT:  # products, then their sum, step by step
             a, b = self._const_num(e.args[0], scope), self._const_num(e.args[1], scope)
             if a is None or b is None or not all(isinstance(x, np.floating) for x in a + b):
@@ -947,15 +948,7 @@ class Checker:
             if ty.elem is f16:
                 self._f16_range(e, x)
             with np.errstate(all="ignore"):
-                return tuple(ty.elem.dtype.type(v) for v in x) * (ty.n if len(x) == 1 else 1)
-        if e.op is _SELECT:  # select(f, t, c) with a literal condition
-            cond = e.args[2]
-            if type(cond) is not Lit or type(cond.value) is not bool:
-                return None
-            picked = self._const_num(e.args[1] if cond.value else e.args[0], scope)
-            if picked is None or len(picked) < 2 or not isinstance(picked[0], np.floating):
-                return None
-            return picked
+                return tuple(ty.elem.dtype.type(v) for v in _spread(x, ty.n))
         if e.op is Op.UNPACK2X16FLOAT:
             word = self.const_int(e.args[0], scope)
             if word is None:
@@ -979,7 +972,7 @@ class Checker:
         n = max(len(p) for p in parts)
         if n == 1:
             return None  # a scalar: _const_float's
-        wide = [p * (n if len(p) == 1 else 1) for p in parts]
+        wide = [_spread(p, n) for p in parts]
         return tuple(self._float_call(e, [w[i] for w in wide]) for i in range(n))
 
     def _f16_range(self, e: Expr, values: tuple | None) -> None:
