@@ -12,8 +12,8 @@ of edge literals, module consts, arithmetic, conversions, negations, splats,
 swizzles, ``select`` on a literal and the integer builtins the verifier folds; the verifier
 takes or refuses it, and Tint (Dawn's compiler, through wgpudawn's Null backend) must say the
 same. A constant ``+``, ``-``, ``*`` or negation past its type's range wraps, as WGSL says and
-Tint does (``CM * 2i`` is 0i, so ``x / (CM * 2i)`` is refused; naga refuses the step itself,
-gpuweb/gpuweb#5528); the verifier did not fold such a step until the fourteenth stop.
+Tint and wgpu-native 0.32's naga do (``CM * 2i`` is 0i, so ``x / (CM * 2i)`` is refused); the
+verifier did not fold such a step until the fourteenth stop.
 The float half does the same for float constants (f32, f16, vectors of them, integers of
 them) through arithmetic, builtins, ``fma``, ``clamp``, conversions and selects: Tint refuses a
 step past the type's largest value even where it would round down to it, and computes ``%``
@@ -270,7 +270,7 @@ def test_the_verifier_refuses_the_constant_operands_tint_refuses():
         ),
         ("let w = ~(vec2<i32>(0i, 0i)) << vec2<u32>(~(4294967295u));", False),
         ("let w = -(vec2<i32>(32i, CM)) << vec2<u32>(0u);", False),
-        # + - * and negation wrap, as WGSL says (Tint wraps; naga refuses the step).
+        # + - * and negation wrap, as WGSL says (Tint and wgpu-native 0.32's naga wrap too).
         ("let w = vec2<i32>(ri) / (CM * 2i);", True),
         ("let w = ru / (4294967295u + 2u);", False),
     ],

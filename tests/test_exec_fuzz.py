@@ -476,8 +476,8 @@ def outputs(k: Kernel, buffers: dict, params: dict) -> tuple[np.ndarray, np.ndar
     generator's random ones included; the verifier folds scalars, vectors of constants and
     integer operators, selects on a literal, min/max/abs/clamp and conversions on them
     (tests/test_constant_operands.py holds its verdicts to Tint's), not what reads a var or a
-    let; naga refuses an integer constant step past its type's range, which WGSL wraps (and
-    the verifier and Tint with it): those refusals are the compilers'."""
+    let: those refusals are the compilers'. (An integer ``+``, ``-``, ``*`` or negation of
+    constants past its type's range wraps in all four: the last test below.)"""
     from kvdsl.runtime import CompileError, run
 
     want = interp_run(k, buffers, params, (GROUPS, 1, 1))["out"]
@@ -812,3 +812,57 @@ def test_an_i32_loop_sum_past_its_range(gpu, deviations) -> None:
     if bad.size and "i32 loop sum past its range" in deviations:
         pytest.xfail(f"{bad.size} words differ: {deviations['i32 loop sum past its range']}")
     assert not bad.size, f"{bad.size} words differ, first {bad[0]}"
+
+
+#: Integer constant steps past their type's range, at module and function scope, each beside a
+#: run-time word: WGSL wraps them modulo 2**32 (gpuweb/gpuweb#4795), and so do the verifier,
+#: the interpreter, Tint and (since gfx-rs/wgpu#6023) naga.
+WRAPPED_CONSTANTS_KERNEL = """const CM: i32 = -2147483647i - 1i;
+const C: u32 = 4294967295u + 2u;
+
+@group(0) @binding(0) var<storage, read> inp: array<u32>;
+@group(0) @binding(1) var<storage, read_write> out: array<u32>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let x = inp[gid.x];
+  let base = gid.x * 8u;
+  out[base] = x + C;
+  out[base + 1u] = x ^ u32(CM * 2i);
+  out[base + 2u] = x * (65536u * 65537u);
+  out[base + 3u] = u32(i32(x) + (2147483647i + 1i));
+  out[base + 4u] = u32(-CM) ^ x;
+  out[base + 5u] = (0u - 1u) - x;
+  out[base + 6u] = (vec2<u32>(4294967295u, 1u) + vec2<u32>(3u, x)).x ^ x;
+}
+"""
+
+
+def test_integer_constant_steps_that_wrap_compile_and_run_as_wgsl_says(gpu) -> None:
+    # Earlier stops wrote that naga refuses such a step ("operation overflowed"); wgpu-native
+    # 0.32 takes and wraps it, as WGSL says (fifteenth stop), as does Tint.
+    from kvdsl.frontend import parse
+    from kvdsl.runtime import run, tint_check
+
+    assert tint_check({"k": WRAPPED_CONSTANTS_KERNEL})["k"] is None
+    k = parse(WRAPPED_CONSTANTS_KERNEL)
+    buffers, _ = inputs(93)
+    x = buffers["inp"][:N].astype(np.uint64)
+    m = 2**32
+    expect = np.stack(
+        [
+            (x + 1) % m,
+            x ^ 0,
+            (x * 65536) % m,
+            (x + 2**31) % m,
+            x ^ 2**31,
+            (m - 1 - x) % m,
+            x ^ 2,
+            np.full(N, POISON),
+        ],
+        axis=1,
+    ).astype(np.uint32)
+    want = interp_run(k, dict(buffers), None, (GROUPS, 1, 1))["out"].reshape(N, SLOTS)
+    assert np.array_equal(want, expect)
+    got = run(k, dict(buffers), None, (GROUPS, 1, 1))["out"].reshape(N, SLOTS)
+    assert np.array_equal(got, expect)

@@ -364,7 +364,8 @@ def _const_shaped(e: Expr, visible: dict[str, Symbol]) -> bool:
 
 #: The integer operators whose concrete result WGSL takes modulo 2**32, in const-expressions
 #: too (gpuweb/gpuweb#4767, #4795: ``-1 * i32(-2147483648)`` is i32's least value). Tint does
-#: so; naga refuses the step instead ("operation overflowed", gpuweb/gpuweb#5528).
+#: so, and so does wgpu-native 0.32's naga (it refused the step before gfx-rs/wgpu#6023;
+#: ``test_integer_constant_steps_that_wrap_compile_and_run_as_wgsl_says``).
 _WRAPS = frozenset((Op.ADD, Op.SUB, Op.MUL))
 
 
