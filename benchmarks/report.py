@@ -625,6 +625,8 @@ def compile_section(data: dict | None) -> list[str]:
             f"{data['jinja_s'] * 1e3:.1f} ms (first run {data['jinja_first_s'] * 1e3:.1f} ms).",
             f"- kvdsl / jinja2 = **{data['ratio']:.2f}** (target: below 1).",
         ]
+    if data.get("note"):  # which reading this is, where compile.json was put together by hand
+        out.append(f"- The reading: {data['note']}.")
     if data.get("interp"):
         out += ["", "| interpreter case | numpy ms | interpreter ms | interpreter / numpy |"]
         out += ["|---|--:|--:|--:|"]

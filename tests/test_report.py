@@ -211,6 +211,22 @@ def test_glance_states_each_target_met_or_not():
     assert "jinja2" not in text  # no compile.json: no compiler row
 
 
+def test_compile_section_names_the_reading_it_shows():
+    data = {
+        "variants": 3,
+        "kvdsl_s": 0.19,
+        "kvdsl_first_s": 0.2,
+        "renders": 3,
+        "jinja_s": 0.03,
+        "jinja_first_s": 0.035,
+        "ratio": 0.19 / 0.03,
+    }
+    text = "\n".join(report.compile_section(data))
+    assert "kvdsl / jinja2 = **6.33**" in text and "The reading" not in text
+    text = "\n".join(report.compile_section(data | {"note": "the median of three, run 93"}))
+    assert "- The reading: the median of three, run 93." in text
+
+
 def test_dropin_transposes_are_counted_apart():
     rows = [
         row("copy_a", "cooperative", 35.0, 33.5),  # 96%
