@@ -53,6 +53,15 @@ def test_cli_choices_are_the_runtime_implementations():
             {"KVDSL_WEBGPU": "dawn", "KVDSL_DAWN_DISABLE": "no_such_toggle"},
             "KVDSL_DAWN_DISABLE='no_such_toggle': Unknown Dawn toggle 'no_such_toggle'",
         ),
+        (
+            {
+                "KVDSL_WEBGPU": "dawn",
+                "KVDSL_DAWN_DISABLE": "disable_workgroup_init",
+                "KVDSL_DAWN_ENABLE": "vulkan_enable_f16_on_nvidia, no_such_toggle",
+            },
+            "KVDSL_DAWN_ENABLE='vulkan_enable_f16_on_nvidia, no_such_toggle': Unknown Dawn "
+            "toggle 'no_such_toggle'",
+        ),
     ],
 )
 def test_bad_implementation_settings_are_one_line(env, message):

@@ -18,7 +18,10 @@ implementation inside Chrome, through the ``wgpudawn`` package, which has the sa
 Dawn compiles WGSL with Tint, takes ``enable subgroups;`` as written, and gets its
 ``timestamp_quantization`` toggle turned off so timestamp queries keep their resolution (a
 browser quantises them; a benchmark must not). ``KVDSL_DAWN_DISABLE`` names more toggles to
-turn off (comma-separated, e.g. ``disable_workgroup_init``), for probes.
+turn off (comma-separated, e.g. ``disable_workgroup_init``), for probes, and
+``KVDSL_DAWN_ENABLE`` toggles to turn on: ``vulkan_enable_f16_on_nvidia`` gives an NVIDIA
+adapter under Vulkan the ``shader-f16`` feature, which Dawn (and so Chrome) leaves off there by
+default.
 
 wgpu-native's naga bounds every loop of a module with a counter of its own, so that a loop
 the driver cannot prove finite still ends (``WGPUShaderRuntimeChecks_ForceLoopBounding``).
@@ -62,11 +65,28 @@ if IMPLEMENTATION == "dawn":
 
     # KVDSL_DAWN_DISABLE: more Dawn toggles to turn off, comma-separated (probes: what Chrome's
     # robustness or workgroup zeroing costs); timestamp quantisation is always off.
-    _disabled = [t.strip() for t in os.environ.get("KVDSL_DAWN_DISABLE", "").split(",")]
+    # KVDSL_DAWN_ENABLE: toggles to turn on (vulkan_enable_f16_on_nvidia: shader-f16 on NVIDIA).
+    _toggles = {
+        var: [t.strip() for t in os.environ.get(var, "").split(",") if t.strip()]
+        for var in ("KVDSL_DAWN_DISABLE", "KVDSL_DAWN_ENABLE")
+    }
     try:
-        set_instance_extras(disable_toggles=["timestamp_quantization", *filter(None, _disabled)])
-    except ValueError as e:  # an unknown toggle
-        raise DeviceError(f"KVDSL_DAWN_DISABLE={os.environ['KVDSL_DAWN_DISABLE']!r}: {e}") from e
+        set_instance_extras(
+            disable_toggles=["timestamp_quantization", *_toggles["KVDSL_DAWN_DISABLE"]],
+            enable_toggles=_toggles["KVDSL_DAWN_ENABLE"],
+        )
+    except ValueError as e:  # an unknown toggle: name the variable that holds it
+        _var = next(
+            (v for v, names in _toggles.items() if any(f"{n!r}" in str(e) for n in names)),
+            "KVDSL_DAWN_DISABLE",
+        )
+        raise DeviceError(f"{_var}={os.environ.get(_var, '')!r}: {e}") from e
+    DAWN_TOGGLES = {
+        "enable": _toggles["KVDSL_DAWN_ENABLE"],
+        "disable": _toggles["KVDSL_DAWN_DISABLE"],
+    }
+else:
+    DAWN_TOGGLES = None
 
 import wgpu  # noqa: E402  (wgpudawn's, under KVDSL_WEBGPU=dawn)
 
@@ -248,9 +268,22 @@ def device(f16: bool = False, subgroups: bool = False) -> wgpu.GPUDevice:
             if not on:
                 continue
             if feature not in a.features:
+                hint = ""
+                if (
+                    feature == "shader-f16"
+                    and IMPLEMENTATION == "dawn"
+                    and (
+                        a.info.get("vendor_id") == 0x10DE
+                        or "nvidia" in f"{a.info.get('vendor')} {a.info.get('device')}".lower()
+                    )
+                    and "vulkan" in str(a.info.get("backend_type", "")).lower()
+                ):  # Dawn (and Chrome) leave f16 off on NVIDIA's Vulkan driver by default
+                    hint = (
+                        " (Dawn gives it there with KVDSL_DAWN_ENABLE=vulkan_enable_f16_on_nvidia)"
+                    )
                 raise FeatureError(
                     f"the kernel enables {extension} but adapter '{a.info['device']}' "
-                    f"({a.info['backend_type']}) has no '{feature}' feature"
+                    f"({a.info['backend_type']}) has no '{feature}' feature{hint}"
                 )
             features.append(feature)
         limits = requested_limits()
@@ -393,6 +426,8 @@ def adapter_info() -> dict:
         "subgroups": bool({"subgroup", "subgroups"} & set(a.features)),
         "implementation": IMPLEMENTATION,
         "loop_bounding": LOOP_BOUNDING,
+        # Dawn's toggles set beyond the default (KVDSL_DAWN_ENABLE, KVDSL_DAWN_DISABLE)
+        "dawn_toggles": DAWN_TOGGLES,
         "timestamp_query": "timestamp-query" in a.features,
         "limits": {k: dev.limits[k] for k in WEBGPU_LIMITS},
         "adapter_limits": {k: a.limits[k] for k in WEBGPU_LIMITS},
