@@ -76,6 +76,15 @@ def implementation(path: Path) -> str | None:
     return json.loads(found.read_text()).get("implementation") if found else None
 
 
+def toggled(path: Path) -> str | None:
+    """``"runN: toggle, ..."`` where the run ``path`` ran with Dawn toggles turned on
+    (``KVDSL_DAWN_ENABLE``, its :func:`device_file`'s ``dawn_toggles``), else None."""
+    found = device_file(path)
+    toggles = (json.loads(found.read_text()).get("dawn_toggles") or {}) if found else {}
+    on = toggles.get("enable")
+    return f"{path.stem.removeprefix('gpu-')}: {', '.join(on)}" if on else None
+
+
 def check_implementations(main: list[Path], device: Path, dawn: list[Path]) -> None:
     """A ValueError unless the main runs (``--csv``, ``--changed``, ``--latest``) ran under one
     implementation, the one of the ``device`` file the page describes, and the ``--dawn`` runs
@@ -646,8 +655,10 @@ def page(
     note: str = "",
     command: str | None = None,
     dawn: list[dict] | None = None,
+    dawn_toggled: list[str] | None = None,
 ) -> str:
-    """The whole docs page."""
+    """The whole docs page; ``dawn_toggled``: the Dawn runs that ran with toggles turned on
+    (:func:`toggled`)."""
     sizes = device.get("sizes", {})
     lim = device.get("requested_limits", {})
     lines = [
@@ -744,7 +755,13 @@ def page(
             "The same benchmark with `KVDSL_WEBGPU=dawn`: Dawn, the WebGPU implementation inside "
             "Chrome, compiles the same WGSL with Tint (robustness and workgroup zeroing on, as in "
             "a browser; timestamp quantisation off). The copy and the empty dispatch are timed "
-            "under Dawn too; *% best* divides by the best copy of the Dawn run.",
+            "under Dawn too; *% best* divides by the best copy of the Dawn run."
+            + (
+                " Runs with Dawn toggles turned on (`KVDSL_DAWN_ENABLE`), which Chrome leaves "
+                f"off: {'; '.join(dawn_toggled)}."
+                if dawn_toggled
+                else ""
+            ),
             "",
             *dawn_section(dawn, rows),
         ]
@@ -832,10 +849,13 @@ def main(argv: list[str] | None = None) -> int:
     comp_path = folder / "compile.json"
     comp = json.loads(comp_path.read_text()) if comp_path.is_file() else None
     note = Path(args.note).read_text() if args.note else ""
-    dawn = None
+    dawn, dawn_toggled = None, []
     if args.dawn:
         dawn_changed = [Path(p) for p in args.dawn_changed or []]
         dawn_rows = runs([Path(p) for p in args.dawn], dawn_changed, args.pick)
+        dawn_toggled = [
+            t for p in [*map(Path, args.dawn), *dawn_changed] if (t := toggled(p)) is not None
+        ]
         dawn, dawn_gone = current(dawn_rows, names)
         gone = sorted(set(gone) | set(dawn_gone))
         conservative(dawn)
@@ -858,7 +878,9 @@ def main(argv: list[str] | None = None) -> int:
         + [f"--dawn {_rel(Path(p))}" for p in args.dawn or []]
         + [f"--dawn-changed {_rel(Path(p))}" for p in args.dawn_changed or []]
     )
-    (docs / "performance.md").write_text(page(rows, device, comp, png, note, command, dawn))
+    (docs / "performance.md").write_text(
+        page(rows, device, comp, png, note, command, dawn, dawn_toggled)
+    )
     print(f"wrote {docs / 'performance.md'}" + (f" and {docs / png}" if png else " (no chart)"))
     return 0
 

@@ -243,6 +243,22 @@ def test_dropin_transposes_are_counted_apart():
     )
 
 
+def test_dawn_runs_with_toggles_on_are_named(tmp_path):
+    on, off, bare = (tmp_path / f"gpu-run{n}-dawn.csv" for n in (94, 60, 14))
+    (tmp_path / "gpu-run94-dawn-device.json").write_text(
+        json.dumps({"dawn_toggles": {"enable": ["vulkan_enable_f16_on_nvidia"], "disable": []}})
+    )
+    (tmp_path / "gpu-run60-dawn-device.json").write_text(
+        json.dumps({"dawn_toggles": {"enable": [], "disable": ["disable_robustness"]}})
+    )
+    assert report.toggled(on) == "run94-dawn: vulkan_enable_f16_on_nvidia"
+    assert report.toggled(off) is None and report.toggled(bare) is None  # none on; no file
+    dawn = [row("merge_flat_b", "flat", 33.5, 33.5) | {"floor_us": 5.0, "kvdsl_status": "ok"}]
+    report.conservative(dawn)
+    text = report.page([], {}, None, None, dawn=dawn, dawn_toggled=[report.toggled(on)])
+    assert "(`KVDSL_DAWN_ENABLE`), which Chrome leaves off: run94-dawn: vulkan_enable" in text
+
+
 def test_dawn_section_sets_each_row_beside_wgpu_native():
     native = [
         row("build_flat_a", "flat", 40.0, 38.0),

@@ -306,6 +306,26 @@ def test_f16_kernel_on_adapter_without_f16(without_feature):
         run(transpose(cfg), buffers, params)
 
 
+def test_f16_refused_under_dawn_on_nvidia_names_the_toggle(without_feature, monkeypatch):
+    # Dawn leaves shader-f16 off on NVIDIA's Vulkan driver unless `vulkan_enable_f16_on_nvidia`
+    # is on (run 94): the refusal says how to get it there, and only there.
+    from kvdsl.runtime import device
+
+    without_feature("shader-f16")
+    cfg = TransposeConfig(2, 8, present_type="f16")
+    buffers, params, _ = transpose_case(cfg, 1, 2)
+    with pytest.raises(DeviceError, match="shader-f16' feature$"):  # wgpu-native: no hint
+        run(transpose(cfg), buffers, params)
+    monkeypatch.setattr(device, "IMPLEMENTATION", "dawn")
+    nvidia = dict(device.adapter().info, vendor="nvidia", vendor_id=0x10DE, backend_type="Vulkan")
+    monkeypatch.setattr(device.adapter(), "info", nvidia, raising=False)
+    with pytest.raises(DeviceError, match="KVDSL_DAWN_ENABLE=vulkan_enable_f16_on_nvidia"):
+        run(transpose(cfg), buffers, params)
+    monkeypatch.setattr(device.adapter(), "info", dict(nvidia, vendor="amd", vendor_id=0x1002))
+    with pytest.raises(DeviceError, match="shader-f16' feature$"):
+        run(transpose(cfg), buffers, params)
+
+
 def test_loop_bounding_off_writes_what_bounded_loops_write(gpu, monkeypatch):
     """KVDSL_LOOP_BOUNDING=0 (device.LOOP_BOUNDING false) makes modules without naga's loop
     counters: a kernel whose step loop passes barriers writes the same bytes either way, through
