@@ -133,11 +133,14 @@ def _read_wgsl(path: str) -> str:
         ) from None
 
 
-def _wgsl_file(path: str) -> tuple[Any, dict[int, int]]:
-    """Parse a WGSL file into a verified kernel and its statement → line map."""
+def _wgsl_file(
+    path: str, rounded: list[tuple[int | None, str]] | None = None
+) -> tuple[Any, dict[int, int]]:
+    """Parse a WGSL file into a verified kernel and its statement → line map (``rounded``:
+    :func:`kvdsl.frontend.parse_with_lines`'s)."""
     from kvdsl.frontend import parse_with_lines
 
-    return parse_with_lines(_read_wgsl(path), filename=path)
+    return parse_with_lines(_read_wgsl(path), filename=path, rounded=rounded)
 
 
 @command
@@ -254,7 +257,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     from kvdsl.runtime import CompileError, compile_wgsl, tint_check
     from kvdsl.runtime.device import IMPLEMENTATION
 
-    from kvdsl.ir.portability import hazards
+    from kvdsl.ir.portability import ROUNDED_F16, hazards
 
     compiler = "naga" if IMPLEMENTATION == "wgpu-native" else "dawn"  # the adapter's compiler
     sources: dict[str, str] = {}
@@ -262,11 +265,15 @@ def cmd_check(args: argparse.Namespace) -> int:
     notes: list[str] = []
     for path in args.files:
         sources[path] = text = _read_wgsl(path)
+        rounded: list[tuple[int | None, str]] = []
         try:
-            kernel, lines = _wgsl_file(path)
+            kernel, lines = _wgsl_file(path, rounded)
         except FrontendError as err:
             problems.append(f"{err} [kvdsl]")
         else:  # valid WGSL that some implementation was found to run otherwise: a note
+            for at, literal in rounded:
+                where = "" if at is None else f":{at}"
+                notes.append(f"{path}{where}: note: {literal}: {ROUNDED_F16} [portability]")
             for stmt, why in hazards(kernel):
                 line = lines.get(id(stmt))
                 notes.append(

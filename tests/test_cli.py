@@ -346,6 +346,34 @@ def test_check_notes_what_an_implementation_runs_wrong(tmp_path):
     assert "[portability]" not in kvdsl("check", str(good)).stdout
 
 
+def test_check_notes_f16_literals_whose_digits_are_not_an_f16_value(tmp_path):
+    # Tint reads such digits rounded toward zero, naga to nearest (run 95): a note for each,
+    # with its line (a module const, a suffixed literal, an abstract one typed f16), none for
+    # digits that are an f16 value.
+    f = tmp_path / "halves.wgsl"
+    f.write_text(
+        "enable f16;\n"
+        "const K: f16 = 0.1h;\n"
+        "@group(0) @binding(0) var<storage, read_write> out: array<f32>;\n"
+        "@compute @workgroup_size(1)\n"
+        "fn main() {\n"
+        "  let a = 31.62h;\n"
+        "  let b: f16 = 2.7;\n"
+        "  let c = 31.625h + 0.5h + 65504.0h * 0.0h;\n"
+        "  out[0] = f32(a + b + c + K);\n"
+        "}\n"
+    )
+    out = kvdsl("check", str(f))
+    assert out.returncode == 0 and "1 passed, 0 failed" in out.stdout, out.stdout
+    notes = [line for line in out.stdout.splitlines() if line.endswith("[portability]")]
+    assert [n.split(": an f16 literal")[0] for n in notes] == [
+        f"{f}:2: note: 0.1 (nearest f16 0.0999755859375)",
+        f"{f}:6: note: 31.62 (nearest f16 31.625)",
+        f"{f}:7: note: 2.7 (nearest f16 2.69921875)",
+    ], out.stdout
+    assert "rounds it toward zero" in notes[0]
+
+
 def test_check_takes_an_entry_point_of_any_name(tmp_path):
     # WebGPU takes a module's one compute entry point whatever its name; naga's pipeline was
     # created for "main" and refused a valid module ("Unable to find entry point 'main'").

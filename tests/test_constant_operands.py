@@ -447,3 +447,35 @@ def test_pinned_float_constants_get_tints_verdict(value: str, refused: bool):
     text = float_source(value, word)
     ours, theirs = verdict(text), tint_check({"k": text})["k"]
     assert (ours is not None) == refused and (theirs is not None) == refused, (ours, theirs)
+
+
+def test_f16_literals_read_back_exactly_under_tint():
+    # WGSL lets an implementation round an f16 literal's decimal either way; Tint rounds toward
+    # zero (run 95: `31.62h`, the shortest digits of 31.625, ran as 31.609375 under Dawn on an
+    # H200). The printer spells each f16 by its exact digits, so Tint reads the value itself:
+    # each literal's bits are asserted when Tint compiles the module, and its digits are
+    # checked exact here and read back as the same IR value by the frontend.
+    from decimal import Decimal
+
+    import numpy as np
+
+    from kvdsl.emit.wgsl import format_literal
+    from kvdsl.frontend.typer import canonical
+    from kvdsl.ir.types import f16
+
+    rng = np.random.default_rng(95)
+    bits = rng.integers(1, 0x7C00, 300).astype(np.uint16)  # finite, positive, nonzero
+    edges = np.array([1, 0x3FF, 0x400, 0x7BFF, 0x4FE8, 0x2E66], np.uint16)  # 2^-24 ... 31.625
+    bits = np.concatenate([edges, bits, bits[:60] | 0x8000])  # and some negative
+    asserts = []
+    for b in bits:
+        value = float(b.view(np.float16))
+        text = format_literal(value, f16)
+        assert Decimal(text[:-1]) == Decimal(value), (text, value)  # every digit of the value
+        assert canonical(float(text[:-1]), f16) == value
+        asserts.append(f"const_assert bitcast<u32>(vec2<f16>({text}, 0.0h)) == {int(b)}u;")
+    module = "enable f16;\n" + "\n".join(asserts) + "\n@compute @workgroup_size(1) fn main() {}\n"
+    assert tint_check({"k": module})["k"] is None
+    # The shortest digits of 31.625 are read as another value: what the test guards against.
+    bad = "enable f16;\nconst_assert 31.62h == 31.625h;\n@compute @workgroup_size(1) fn main() {}\n"
+    assert "const assertion failed" in tint_check({"k": bad})["k"]

@@ -17,6 +17,8 @@ WGSL quirks handled here, each once:
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import re
 from typing import Iterator
 
@@ -71,6 +73,14 @@ def format_literal(value: int | float | bool, ty: Scalar) -> str:
     if not np.isfinite(v):
         raise ValueError(f"{ty} literal {value!r} has no WGSL spelling")
     a = abs(float(v))
+    if ty == f16 and a != 0:
+        # Every digit of the value: WGSL lets an implementation round an f16 literal's decimal
+        # either way, and Tint rounds toward zero where naga rounds to nearest, so the shortest
+        # decimal (31.62h for 31.625) means another value to Tint (31.609375); an f16's exact
+        # decimal is short (at most 25 significant digits, for the least subnormals).
+        exact = Decimal(float(v))
+        text = format(exact, "f" if 1e-4 <= a < 1e7 else "e")
+        return (text if "." in text or "e" in text else text + ".0") + "h"
     if a == 0 or 1e-4 <= a < 1e7:
         text = np.format_float_positional(v, unique=True, trim="0")
     else:

@@ -126,9 +126,14 @@ def parse(text: str, filename: str = "<wgsl>", dispatch: Dispatch | None = None)
 
 
 def parse_with_lines(
-    text: str, filename: str = "<wgsl>", dispatch: Dispatch | None = None
+    text: str,
+    filename: str = "<wgsl>",
+    dispatch: Dispatch | None = None,
+    rounded: list[tuple[int | None, str]] | None = None,
 ) -> tuple[Kernel, dict[int, int]]:
-    """Like :func:`parse`, also returning ``{id(stmt): source line}`` for every statement."""
+    """Like :func:`parse`, also returning ``{id(stmt): source line}`` for every statement.
+    ``rounded``, where given, receives ``(line, literal)`` for each f16 literal whose digits
+    are not an f16 value (:data:`kvdsl.frontend.typer.ROUNDED_F16`)."""
     text = comments_.one_line_break(text)  # a lone "\r" or U+2028 ends a line too
     try:
         found, code = comments_.scan(text)
@@ -157,7 +162,7 @@ def parse_with_lines(
         if isinstance(err.orig_exc, FrontendError):
             raise err.orig_exc from None
         raise
-    return _Assembler(module, filename, found, ir).kernel(_name(filename), dispatch)
+    return _Assembler(module, filename, found, ir, rounded).kernel(_name(filename), dispatch)
 
 
 def _name(filename: str) -> str:
@@ -169,8 +174,16 @@ def _name(filename: str) -> str:
 class _Assembler:
     """Builds the kernel's interface from module declarations, then types the bodies."""
 
-    def __init__(self, module: Module, filename: str, found: list, ir: ToIR) -> None:
+    def __init__(
+        self,
+        module: Module,
+        filename: str,
+        found: list,
+        ir: ToIR,
+        rounded: list[tuple[int | None, str]] | None = None,
+    ) -> None:
         self.module = module
+        self.rounded = rounded
         self.filename = filename
         self.comments = {c.line: c for c in found}
         self.raw_lines = ir.lines
@@ -205,7 +218,7 @@ class _Assembler:
         shared = self.workgroup_vars(gvars)
         probe = Kernel(name, bindings, params, (), (), (1, 1, 1), (), (), workgroup_vars=shared)
         checker = Checker(probe)
-        typer = Typer(checker, self.filename, self.raw_lines, self.calls)
+        typer = Typer(checker, self.filename, self.raw_lines, self.calls, self.rounded)
         consts = self.consts(typer)
         wg, wg_name = self.workgroup_size(entry, consts)
         probe = replace(probe, consts=consts)

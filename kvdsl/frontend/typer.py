@@ -64,9 +64,11 @@ WGSL_BUILTINS = set(
 def canonical(value: int | float, ty: Scalar) -> int | float | bool:
     """The literal value as the IR holds it.
 
-    A float is the shortest decimal that reads back as the same ``ty`` value (so ``1e-6`` stays
+    An f32 is the shortest decimal that reads back as the same value (so ``1e-6`` stays
     ``1e-6``, as the builder writes it), except where that decimal lies past the type's largest
-    finite value (``3.4028235e38``): then the exact value, which the verifier accepts.
+    finite value (``3.4028235e38``): then the exact value, which the verifier accepts. An f16 is
+    its exact value, as the builder holds it (``31.62h`` is ``31.625``: Tint would read those
+    digits as 31.609375).
     """
     if not ty.is_float:
         return value
@@ -74,6 +76,8 @@ def canonical(value: int | float, ty: Scalar) -> int | float | bool:
         v = (np.float16 if ty == f16 else np.float32)(value)
     if not np.isfinite(v):
         raise ValueError(f"{value!r} is out of range for {ty}")
+    if ty == f16:
+        return float(v)
     short = float(np.format_float_positional(v, unique=True))
     return short if literal_ok(short, ty) else float(v)
 
@@ -112,8 +116,10 @@ class Typer:
         filename: str,
         raw_lines: dict[int, int],
         calls: dict[int, tuple[int, int]] | None = None,
+        rounded: list[tuple[int | None, str]] | None = None,
     ) -> None:
         self.checker = checker
+        self.rounded = rounded  # (line, literal) of f16 literals not exactly an f16 value
         self.calls = calls or {}
         self.filename = filename
         self.raw_lines = raw_lines
@@ -137,9 +143,12 @@ class Typer:
             case RawLit(value, ty):
                 ty = ty or _pick(value, want)
                 try:
-                    return Lit(canonical(value, ty), ty)
+                    held = canonical(value, ty)
                 except ValueError as err:
                     raise self.error(str(err)) from None
+                if ty == f16 and held != value and self.rounded is not None:
+                    self.rounded.append((self.line, f"{value!r} (nearest f16 {held!r})"))
+                return Lit(held, ty)
             case Lit() | Name():
                 return e
             case Unary(op, x):

@@ -96,8 +96,12 @@ def lit(value: Num, ty: Scalar) -> Val:
 
 
 def _float_held(value: Num, ty: Scalar) -> float:
-    # Keep the shortest decimal of the value the type holds: what its WGSL text reads back as.
-    return float(str(ty.dtype.type(value)))
+    # f32: the shortest decimal of the value the type holds, what its WGSL text reads back as.
+    # f16: the value itself, which the printer spells exactly: WGSL lets an implementation round
+    # an f16 literal's decimal either way, and Tint rounds it toward zero where naga rounds to
+    # nearest (31.62h is 31.609375h to Tint, 31.625h to naga; run 95).
+    v = ty.dtype.type(value)
+    return float(v) if ty.name == "f16" else float(str(v))
 
 
 # (type name, value, sign) -> the value a float type holds: numpy's conversion and str() cost

@@ -67,6 +67,15 @@ CONSTANT_UNPACK = (
     "(.y) comes out 0.0; a word computed at run time unpacks right"
 )
 
+#: Noted by ``kvdsl check`` from the WGSL text (the IR holds the f16 value itself:
+#: :func:`kvdsl.frontend.parse_with_lines`'s ``rounded``), not by :func:`hazards`.
+ROUNDED_F16 = (
+    "an f16 literal whose digits are not an f16 value: WGSL lets an implementation round it "
+    "either way, and Tint (Dawn, Chrome) rounds it toward zero where naga (wgpu-native) and the "
+    "interpreter round to nearest: under Dawn on an H200, 31.62h gave 31.609375, under "
+    "wgpu-native 31.625; write the value's exact digits (kvdsl's printer does)"
+)
+
 SELECT_OF_ITS_CONDITION = (
     "a bool select(a && c, b || c, c), its condition the right operand of an && in the false "
     "arm and of an || in the true one: NVIDIA's Vulkan driver (580) on an H200 ran it as "
