@@ -27,7 +27,8 @@ def test_every_mode_has_cases():
 
 def _lacks(gpu: dict, text: str) -> str | None:
     """What ``kvdsl.runtime`` says of a module enabling an extension the adapter lacks (Dawn
-    on an H200 has no shader-f16), or None."""
+    on an H200 has no shader-f16 unless its `vulkan_enable_f16_on_nvidia` toggle is on), or
+    None."""
     for extension, key in (("f16", "shader_f16"), ("subgroups", "subgroups")):
         if f"enable {extension};" in text and not gpu[key]:
             return f"the kernel enables {extension} but adapter"
@@ -105,7 +106,7 @@ def test_folded_dispatch(gpu, name):
     folded = 0
     for case in cases_for(cfg, 3, seed=7):
         folded += workgroups(kernel, case.params)[1] > 1
-        if lacks is not None:  # refused by name (Dawn on an H200 has no shader-f16)
+        if lacks is not None:  # refused by name (Dawn on an H200 without its f16 toggle)
             with pytest.raises(FeatureError, match=lacks):
                 run(kernel, dict(case.buffers), case.params)
             continue

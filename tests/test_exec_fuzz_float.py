@@ -540,7 +540,7 @@ def differences(want: dict, got: dict) -> list[str]:
 def test_float_kernels_agree_on_gpu_and_interpreter(gpu, deviations, data, seed: int) -> None:
     # On an adapter known to unpack a fixed word wrong, the kernels unpack none (the test below
     # shows the deviation); everywhere else some do. An adapter without shader-f16 (Dawn on an
-    # H200) runs them without f16 values.
+    # H200 unless KVDSL_DAWN_ENABLE=vulkan_enable_f16_on_nvidia) runs them without f16 values.
     halves = gpu["shader_f16"]
     k = data.draw(kernels("constant unpack2x16float" not in deviations, halves), label="k")
     _agree(k, seed, halves)
