@@ -314,6 +314,7 @@ def test_f16_refused_under_dawn_on_nvidia_names_the_toggle(without_feature, monk
     without_feature("shader-f16")
     cfg = TransposeConfig(2, 8, present_type="f16")
     buffers, params, _ = transpose_case(cfg, 1, 2)
+    monkeypatch.setattr(device, "IMPLEMENTATION", "wgpu-native")  # (the suite may run on Dawn)
     with pytest.raises(DeviceError, match="shader-f16' feature$"):  # wgpu-native: no hint
         run(transpose(cfg), buffers, params)
     monkeypatch.setattr(device, "IMPLEMENTATION", "dawn")
@@ -321,7 +322,8 @@ def test_f16_refused_under_dawn_on_nvidia_names_the_toggle(without_feature, monk
     monkeypatch.setattr(device.adapter(), "info", nvidia, raising=False)
     with pytest.raises(DeviceError, match="KVDSL_DAWN_ENABLE=vulkan_enable_f16_on_nvidia"):
         run(transpose(cfg), buffers, params)
-    monkeypatch.setattr(device.adapter(), "info", dict(nvidia, vendor="amd", vendor_id=0x1002))
+    amd = dict(nvidia, vendor="amd", vendor_id=0x1002, device="Radeon")
+    monkeypatch.setattr(device.adapter(), "info", amd)
     with pytest.raises(DeviceError, match="shader-f16' feature$"):
         run(transpose(cfg), buffers, params)
 
