@@ -317,6 +317,13 @@ def test_check_reports_every_validator(tmp_path):
     assert any(line.endswith("[tint]") for line in lines)
 
 
+def passing_check_notes(f) -> tuple:
+    """``kvdsl check f``'s output, which must pass the file, and its portability notes."""
+    out = kvdsl("check", str(f))
+    assert out.returncode == 0 and "1 passed, 0 failed" in out.stdout, out.stdout
+    return out, [line for line in out.stdout.splitlines() if line.endswith("[portability]")]
+
+
 def test_check_notes_what_an_implementation_runs_wrong(tmp_path):
     # Valid WGSL that naga on NVIDIA (a signed %, an i32 abs), Dawn on NVIDIA (an i32 max of an
     # abs) or llvmpipe (an unpack of a fixed word) ran otherwise: notes with their lines, and
@@ -333,9 +340,7 @@ def test_check_notes_what_an_implementation_runs_wrong(tmp_path):
         "  out[3] = i32(unpack2x16float(w).y);\n"
         "}\n"
     )
-    out = kvdsl("check", str(f))
-    assert out.returncode == 0 and "1 passed, 0 failed" in out.stdout, out.stdout
-    notes = [line for line in out.stdout.splitlines() if line.endswith("[portability]")]
+    out, notes = passing_check_notes(f)
     assert len(notes) == 4, out.stdout
     assert notes[0].startswith(f"{f}:5: note: a % of i32 values") and "OpSRem" in notes[0]
     assert notes[1].startswith(f"{f}:6: note: an i32 abs: WGSL leaves i32's least value")
@@ -363,9 +368,7 @@ def test_check_notes_f16_literals_whose_digits_are_not_an_f16_value(tmp_path):
         "  out[0] = f32(a + b + c + K);\n"
         "}\n"
     )
-    out = kvdsl("check", str(f))
-    assert out.returncode == 0 and "1 passed, 0 failed" in out.stdout, out.stdout
-    notes = [line for line in out.stdout.splitlines() if line.endswith("[portability]")]
+    out, notes = passing_check_notes(f)
     assert [n.split(": an f16 literal")[0] for n in notes] == [
         f"{f}:2: note: 0.1 (nearest f16 0.0999755859375)",
         f"{f}:6: note: 31.62 (nearest f16 31.625)",

@@ -17,9 +17,8 @@ WGSL quirks handled here, each once:
 
 from __future__ import annotations
 
-from decimal import Decimal
-
 import re
+from decimal import Decimal
 from typing import Iterator
 
 import numpy as np

@@ -133,7 +133,7 @@ def parse_with_lines(
 ) -> tuple[Kernel, dict[int, int]]:
     """Like :func:`parse`, also returning ``{id(stmt): source line}`` for every statement.
     ``rounded``, where given, receives ``(line, literal)`` for each f16 literal whose digits
-    are not an f16 value (:data:`kvdsl.frontend.typer.ROUNDED_F16`)."""
+    are not an f16 value (:data:`kvdsl.ir.portability.ROUNDED_F16` says why that matters)."""
     text = comments_.one_line_break(text)  # a lone "\r" or U+2028 ends a line too
     try:
         found, code = comments_.scan(text)

@@ -61,30 +61,26 @@ if IMPLEMENTATION == "dawn":
             "KVDSL_WEBGPU='dawn' needs the wgpudawn package (pip install wgpudawn)"
         ) from e
     wgpudawn.install_as_wgpu()
-    from wgpudawn.backends.dawn.extras import set_instance_extras
+    from wgpudawn.backends.dawn.extras import all_toggles, set_instance_extras
 
     # KVDSL_DAWN_DISABLE: more Dawn toggles to turn off, comma-separated (probes: what Chrome's
     # robustness or workgroup zeroing costs); timestamp quantisation is always off.
     # KVDSL_DAWN_ENABLE: toggles to turn on (vulkan_enable_f16_on_nvidia: shader-f16 on NVIDIA).
-    _toggles = {
-        var: [t.strip() for t in os.environ.get(var, "").split(",") if t.strip()]
-        for var in ("KVDSL_DAWN_DISABLE", "KVDSL_DAWN_ENABLE")
-    }
-    try:
-        set_instance_extras(
-            disable_toggles=["timestamp_quantization", *_toggles["KVDSL_DAWN_DISABLE"]],
-            enable_toggles=_toggles["KVDSL_DAWN_ENABLE"],
-        )
-    except ValueError as e:  # an unknown toggle: name the variable that holds it
-        _var = next(
-            (v for v, names in _toggles.items() if any(f"{n!r}" in str(e) for n in names)),
-            "KVDSL_DAWN_DISABLE",
-        )
-        raise DeviceError(f"{_var}={os.environ.get(_var, '')!r}: {e}") from e
-    DAWN_TOGGLES = {
-        "enable": _toggles["KVDSL_DAWN_ENABLE"],
-        "disable": _toggles["KVDSL_DAWN_DISABLE"],
-    }
+    DAWN_TOGGLES: dict[str, list[str]] | None = {}
+    _known = all_toggles()
+    for _kind in ("enable", "disable"):
+        _var = f"KVDSL_DAWN_{_kind.upper()}"
+        _names = [t for t in (t.strip() for t in os.environ.get(_var, "").split(",")) if t]
+        for _name in _names:
+            if _name not in _known:
+                raise DeviceError(
+                    f"{_var}={os.environ[_var]!r}: Unknown Dawn toggle {_name!r}: see all_toggles()"
+                )
+        DAWN_TOGGLES[_kind] = _names
+    set_instance_extras(
+        disable_toggles=["timestamp_quantization", *DAWN_TOGGLES["disable"]],
+        enable_toggles=DAWN_TOGGLES["enable"],
+    )
 else:
     DAWN_TOGGLES = None
 
