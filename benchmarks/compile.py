@@ -33,7 +33,7 @@ for _p in (HERE.parent, HERE.parent / "tests", HERE):
 import gpu  # noqa: E402  (template_vars, find_template; sets XDG_RUNTIME_DIR)
 from kvdsl import catalog  # noqa: E402
 from kvdsl.emit import emit  # noqa: E402
-from kvdsl.cli import UsageError, whole  # noqa: E402
+from arguments import UsageError, whole  # noqa: E402
 
 
 def kvdsl_catalog() -> int:

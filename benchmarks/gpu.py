@@ -1,7 +1,10 @@
 """GPU benchmark: every catalog mode and walk at realistic sizes against a vec4 copy roofline and
 the legacy template, in one run.
 
-    python benchmarks/gpu.py [--small] [--out DIR] [--variants NAME|MODE ...]   (or `kvdsl bench`)
+    python benchmarks/gpu.py [--small] [--out DIR] [--variants NAME|MODE ...] [--report] ...
+
+Run from the repository root (``--help`` lists every option). It writes ``gpu.csv`` and
+``device.json`` under ``--out``; ``benchmarks/report.py`` makes the docs page from them.
 
 **What runs** (one representative config per distinct catalog option set, reshaped to 8 KV heads ×
 head dim 128, at batch 1 and 4, an 8,192-token cache, prefill and decode appends) and **the bytes
@@ -17,19 +20,17 @@ state of the GPU (:func:`slow_copy`), or that fell short (:func:`short`: under
 ``--retry-below`` % of the copy, 90 by default, or a decode append over 1.5x the floor), is
 timed again after a second of copies, up to ``--retry-slow`` times (2); interference only slows
 a timing, so the kernel, the copy and the template each keep their fastest time over the
-attempts, as over the trials (probe 37 found such rows to be states of the shared GPU, not
-their buffers' placement). A slow stretch can outlast those retries (run 53's eight rows): a
-row whose copy is still slow after them is timed once more at the end of the run (with
-``--retry-slow`` 0, never), when the stretch may be over; the ``retries`` column counts every
-attempt after the first. The roofline is
-:func:`roofline.copy_kernel` moving the same bytes (half read, half written, through two
-buffer pairs as K and V move), timed the same way in the same run; % of roofline = roofline
-time / kernel time. The legacy template is rendered for
-the same variables (``tests/legacy.py``: ``legacy_vars`` from the config's fields, the walk as the
-vendor: per-row and hybrid walks are Apple's) and timed as raw WGSL with the same buffers, params
-and its own dispatch geometry (``legacy_workgroups``); ``template/kvdsl`` is its time over kvdsl's.
-Where the template's interface differs from kvdsl's (kvdsl converts types the template cannot) or
-it does not compile, the row says so. The empty dispatch (:func:`roofline.empty_kernel`) is the
+attempts, as over the trials. A slow stretch of the GPU can outlast those retries: a row whose
+copy is still slow after them is timed once more at the end of the run (with ``--retry-slow``
+0, never), when the stretch may be over; the ``retries`` column counts every attempt after the
+first. The roofline is :func:`roofline.copy_kernel` moving the same bytes (half read, half
+written, through two buffer pairs as K and V move), timed the same way in the same run; % of
+roofline = roofline time / kernel time. The legacy template is rendered for the same variables
+(``tests/legacy.py``: ``legacy_vars`` from the config's fields, the walk as the vendor: per-row
+and hybrid walks are Apple's) and timed as raw WGSL with the same buffers, params and its own
+dispatch geometry (``legacy_workgroups``); ``template/kvdsl`` is its time over kvdsl's. Where
+the template's interface differs from kvdsl's (kvdsl converts types the template cannot) or it
+does not compile, the row says so. The empty dispatch (:func:`roofline.empty_kernel`) is the
 floor; ``x floor`` is a decode-size append's time over it (``decode``: one new token, in a pass
 whose work is the new rows alone: merge_share and window_shift append, append_quant), timed at
 the run's start. A decode row's trials time the empty dispatch too, alternately with the kernel
@@ -71,8 +72,8 @@ for _p in (REPO, REPO / "tests", REPO / "benchmarks"):
 os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.gettempdir())
 
 import roofline  # noqa: E402
+from arguments import UsageError, bench_options  # noqa: E402
 from kvdsl import catalog, runtime  # noqa: E402
-from kvdsl.cli import UsageError, user_errors  # noqa: E402
 from kvdsl.emit import emit  # noqa: E402
 from kvdsl.runtime import device as gpu  # noqa: E402
 from plans import (  # noqa: E402, F401  (plans' public names stay importable from gpu)
@@ -106,8 +107,8 @@ COLUMNS = (
 def slow_copy(copy_us: float, nbytes: int, floor_us: float, best_gbps: float) -> bool:
     """Whether a copy of ``nbytes`` that took ``copy_us`` ran in a slow state of the GPU: over
     :data:`SLOW_RETRY` times the empty dispatch plus the bytes at the run's best copy bandwidth.
-    On the H200 a 1-token copy takes ~1.25x the floor and a 134 MB one ~1.03x that sum; the
-    slow states the runs met took 1.6-2.6x (``benchmarks/results/h200/NOTE.md``)."""
+    On the H200 a 1-token copy takes ~1.25x the floor and a 134 MB one ~1.03x that sum; slow
+    states of the GPU take 1.6-2.6x."""
     return copy_us > SLOW_RETRY * (floor_us + nbytes / best_gbps / 1e3)
 
 
@@ -569,12 +570,11 @@ def table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def parser(p: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
-    """The benchmark's options (``kvdsl bench`` declares the same ones)."""
-    from kvdsl.cli import bench_options
-
-    return bench_options(p or argparse.ArgumentParser(description=__doc__.splitlines()[0]),
-                         str(DEFAULT_OUT))  # fmt: skip
+def parser() -> argparse.ArgumentParser:
+    """The benchmark's options."""
+    return bench_options(
+        argparse.ArgumentParser(description=__doc__.splitlines()[0]), str(DEFAULT_OUT)
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -582,7 +582,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         return bench(args)
-    except user_errors() as e:  # bad input (a variant, a path): one line, as kvdsl bench says it
+    except (UsageError, catalog.UnknownVariant) as e:  # bad input (a variant, a path): one line
         print(f"gpu.py: {e}", file=sys.stderr)
         return 2
     except RuntimeError as e:  # the runtime's errors (no adapter, a device failure): one line
@@ -592,8 +592,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def bench(args: argparse.Namespace) -> int:
     """The benchmark for parsed ``args``: 0 when every kvdsl row ran, 1 otherwise. A failure of
-    the run itself (no adapter, timestamps the device got wrong) raises: ``kvdsl bench`` and
-    :func:`main` print it as one line."""
+    the run itself (no adapter, timestamps the device got wrong) raises: :func:`main` prints it
+    as one line."""
     if args.repeats is None:
         args.repeats = 5 if args.small else 100
     if args.warmup is None:
@@ -605,7 +605,7 @@ def bench(args: argparse.Namespace) -> int:
     if args.report:
         import report
 
-        report.main(["--csv", str(Path(args.out) / "gpu.csv")])
+        report.main([str(args.out)])
     ok = all(r.get("kvdsl_status") == "ok" or r.get("kvdsl_status", "").startswith("n/a: ")
              for r in rows)  # fmt: skip
     return 0 if ok else 1

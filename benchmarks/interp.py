@@ -20,7 +20,7 @@ import numpy as np
 os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.gettempdir())
 
 from kvdsl import catalog, interp, runtime  # noqa: E402
-from kvdsl.cli import whole  # noqa: E402
+from arguments import whole  # noqa: E402
 from kvdsl.kernels.transpose import TransposeConfig, transpose  # noqa: E402
 
 B, H, S, D = 1, 8, 4096, 128

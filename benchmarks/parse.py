@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from kvdsl.emit import emit  # noqa: E402
-from kvdsl.cli import whole  # noqa: E402
+from arguments import whole  # noqa: E402
 from kvdsl.frontend import parse  # noqa: E402
 from kvdsl.frontend.parser import wgsl_parser  # noqa: E402
 

@@ -7,9 +7,9 @@ same runtime path (pipeline cache, bind groups, timestamp queries) as the kernel
   ``ceil(count / WG)`` workgroups folded into x/y at ``fold``. Timed moving ``N`` bytes it reads
   ``N / 2`` and writes ``N / 2``, a quarter through each buffer: the most a memory-bound kernel
   moving ``N`` bytes can hope for. Two buffer pairs, as K and V move, because on the H200 a
-  copy whose buffers reach 256 MiB runs at ~3.2 TB/s against ~4.1 TB/s just below (run 4,
-  ``benchmarks/results/h200``): with one pair, the 512 MB rows' copy crossed that line while the
-  kernels' K and V buffers (≤ 134 MB) did not, and the copy flattered them by up to 28%.
+  copy whose buffers reach 256 MiB runs at ~3.2 TB/s against ~4.1 TB/s just below: with one
+  pair, the 512 MB rows' copy would cross that line while the kernels' K and V buffers
+  (≤ 134 MB) do not, and the copy would flatter them by up to 28%.
 - :func:`empty_kernel`: one workgroup that touches nothing useful (one guarded store that never
   runs, so the module has a binding and a body). Its time is the dispatch floor: the least any
   kernel costs, whatever the bytes, and the target for decode-size (1-token) appends.
@@ -64,8 +64,8 @@ def copy_bytes(nbytes: int) -> int:
 
 def settle(seconds: float, nbytes: int = 1 << 28) -> int:
     """Keep the GPU busy with copies of ``nbytes`` for ``seconds``; the rounds run. A shared
-    GPU met idle runs in slow states (copies 1.3-1.9x slower, runs 7-8 of
-    ``benchmarks/results/h200``): ``kvdsl bench --settle`` and the probes call this first."""
+    GPU met idle runs in slow states (copies 1.3-1.9x slower): ``benchmarks/gpu.py --settle``
+    calls this first."""
     import time
 
     from kvdsl.runtime import time_kernel

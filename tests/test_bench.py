@@ -15,7 +15,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 import gpu as bench  # noqa: E402
 import roofline  # noqa: E402
 from kvdsl import catalog  # noqa: E402
-from kvdsl.cli import main as cli_main  # noqa: E402
 
 VARIANTS = ["copy_llama31_8b", "merge_f32_to_f16_llama31_8b", "merge_share_append_llama31_8b"]
 S, P, H, D = bench.SMALL["cache"], bench.SMALL["prefill"], bench.HEADS, bench.HEAD_DIM
@@ -24,8 +23,8 @@ S, P, H, D = bench.SMALL["cache"], bench.SMALL["prefill"], bench.HEADS, bench.HE
 @pytest.fixture(scope="module")
 def rows(tmp_path_factory, gpu) -> list[dict[str, str]]:
     out = tmp_path_factory.mktemp("bench")
-    argv = ["bench", "--small", "--out", str(out), "--repeats", "2", "--warmup", "1"]
-    assert cli_main(argv + ["--variants", *VARIANTS]) == 0
+    argv = ["--small", "--out", str(out), "--repeats", "2", "--warmup", "1"]
+    assert bench.main(argv + ["--variants", *VARIANTS]) == 0
     with open(out / "gpu.csv", newline="") as f:
         reader = csv.DictReader(f)
         assert tuple(reader.fieldnames) == bench.COLUMNS
@@ -110,9 +109,9 @@ def test_the_floor_is_timed_beside_each_decode_trial(tmp_path, monkeypatch, gpu)
         return times
 
     monkeypatch.setattr(runtime, "time_kernel", recording)
-    argv = ["bench", "--small", "--repeats", "2", "--warmup", "1", "--batches", "1"]
+    argv = ["--small", "--repeats", "2", "--warmup", "1", "--batches", "1"]
     argv += ["--variants", name, "--out", str(tmp_path), "--retry-slow", "0"]
-    assert cli_main(argv) == 0
+    assert bench.main(argv) == 0
     empty, copy = roofline.empty_kernel().name, roofline.copy_kernel().name
     # The floor, the reference copy, then per row two trials, prefill (kernel, copy) and
     # decode (kernel, copy, empty dispatch), each row's followed by the template's (no name).
@@ -138,8 +137,8 @@ def test_representatives_cover_every_mode_at_the_issue_shape():
 
 
 def test_budget_stops_between_configs_and_names_the_rest(tmp_path, gpu):
-    argv = ["bench", "--small", "--out", str(tmp_path), "--repeats", "2", "--warmup", "1"]
-    assert cli_main(argv + ["--budget", "0", "--variants", *VARIANTS]) == 0
+    argv = ["--small", "--out", str(tmp_path), "--repeats", "2", "--warmup", "1"]
+    assert bench.main(argv + ["--budget", "0", "--variants", *VARIANTS]) == 0
     with open(tmp_path / "gpu.csv", newline="") as f:
         assert list(csv.DictReader(f)) == []
     info = json.loads((tmp_path / "device.json").read_text())
@@ -147,8 +146,8 @@ def test_budget_stops_between_configs_and_names_the_rest(tmp_path, gpu):
 
 
 def test_settle_keeps_the_gpu_busy_first(tmp_path, gpu):
-    argv = ["bench", "--small", "--out", str(tmp_path), "--repeats", "2", "--warmup", "1"]
-    assert cli_main(argv + ["--budget", "0", "--settle", "0.3", "--variants", *VARIANTS]) == 0
+    argv = ["--small", "--out", str(tmp_path), "--repeats", "2", "--warmup", "1"]
+    assert bench.main(argv + ["--budget", "0", "--settle", "0.3", "--variants", *VARIANTS]) == 0
     info = json.loads((tmp_path / "device.json").read_text())
     assert info["settle_s"] == 0.3 and info["floor_us"] > 0
 
@@ -161,8 +160,7 @@ def test_roofline_copy_moves_the_bytes_asked():
 
 
 def test_a_failed_run_is_one_line(tmp_path, monkeypatch, capsys):
-    """A failure of the run itself (here the device's timestamps) reaches the CLI's boundary:
-    one line and exit 1 from ``kvdsl bench``, and from ``benchmarks/gpu.py``."""
+    """A failure of the run itself (here the device's timestamps) is one line and exit 1."""
     from kvdsl.runtime import DeviceError
 
     def fail(args, log):
@@ -170,10 +168,6 @@ def test_a_failed_run_is_one_line(tmp_path, monkeypatch, capsys):
 
     monkeypatch.setattr(bench, "run", fail)
     argv = ["--small", "--out", str(tmp_path)]
-    assert cli_main(["bench", *argv]) == 1
-    assert capsys.readouterr().err == (
-        "kvdsl bench: timestamps of empty_dispatch are out of order: [[5, 0]]\n"
-    )
     assert bench.main(argv) == 1
     assert capsys.readouterr().err == (
         "gpu.py: DeviceError: timestamps of empty_dispatch are out of order: [[5, 0]]\n"
@@ -210,12 +204,12 @@ def test_a_row_beside_a_slow_copy_is_timed_again(tmp_path, monkeypatch, gpu, cap
 
     monkeypatch.setattr(runtime, "time_kernel", recording)
     monkeypatch.setattr(bench, "slow_copy", lambda *a: True)
-    argv = ["bench", "--small", "--repeats", "2", "--warmup", "1", "--batches", "1"]
+    argv = ["--small", "--repeats", "2", "--warmup", "1", "--batches", "1"]
     argv += ["--variants", "copy_llama31_8b"]
     for retries, late in ((2, 1), (0, 0)):
         copies.clear()
         kernels.clear()
-        assert cli_main(argv + ["--out", str(tmp_path), "--retry-slow", str(retries)]) == 0
+        assert bench.main(argv + ["--out", str(tmp_path), "--retry-slow", str(retries)]) == 0
         out = capsys.readouterr().out
         assert ("late: 1 rows whose copy stayed slow" in out) == bool(late)
         with open(tmp_path / "gpu.csv", newline="") as f:
@@ -253,10 +247,10 @@ def test_a_row_whose_copy_stayed_slow_is_timed_again_at_the_end(tmp_path, monkey
     monkeypatch.setattr(runtime, "time_kernel", recording)
     # The copy beside `slow`'s kernel is slow at every attempt, `fine`'s never.
     monkeypatch.setattr(bench, "slow_copy", lambda *a: bool(timed) and timed[-1] == slow)
-    argv = ["bench", "--small", "--repeats", "2", "--warmup", "1", "--batches", "1"]
+    argv = ["--small", "--repeats", "2", "--warmup", "1", "--batches", "1"]
     argv += ["--variants", slow, fine, "--out", str(tmp_path), "--retry-slow", "1"]
     argv += ["--retry-below", "0"]
-    assert cli_main(argv) == 0
+    assert bench.main(argv) == 0
     # Two trials per attempt: `slow` once and once retried, `fine` once, then `slow` late.
     assert timed == [slow] * 4 + [fine] * 2 + [slow] * 2
     with open(tmp_path / "gpu.csv", newline="") as f:
@@ -276,11 +270,11 @@ def test_a_short_row_is_timed_again(tmp_path, monkeypatch, gpu):
         return real(row, pct) if pct == 0 else True
 
     monkeypatch.setattr(bench, "short", short)
-    argv = ["bench", "--small", "--repeats", "2", "--warmup", "1", "--batches", "1"]
+    argv = ["--small", "--repeats", "2", "--warmup", "1", "--batches", "1"]
     argv += ["--variants", "copy_llama31_8b", "--out", str(tmp_path)]
     for below, retries in ((75.5, 2), (0, 0)):
         calls.clear()
-        assert cli_main(argv + ["--retry-below", str(below)]) == 0
+        assert bench.main(argv + ["--retry-below", str(below)]) == 0
         with open(tmp_path / "gpu.csv", newline="") as f:
             rows = list(csv.DictReader(f))
         # Short rows beside copies at their usual speed: no late retry at the end.
@@ -317,7 +311,7 @@ def test_fastest_keeps_each_sides_fastest_time():
 def test_retry_below_takes_a_percentage(capsys):
     for bad, why in (("120", "120 is not a percentage: give 0 to 100"), ("x", "'x' is not a")):
         with pytest.raises(SystemExit) as exit_:
-            cli_main(["bench", "--small", "--retry-below", bad])
+            bench.main(["--small", "--retry-below", bad])
         assert exit_.value.code == 2
         err = capsys.readouterr().err
         assert "--retry-below" in err and why in err
@@ -325,7 +319,7 @@ def test_retry_below_takes_a_percentage(capsys):
 
 def test_retry_slow_takes_a_count(capsys):
     with pytest.raises(SystemExit) as exit_:
-        cli_main(["bench", "--small", "--retry-slow", "-1"])
+        bench.main(["--small", "--retry-slow", "-1"])
     assert exit_.value.code == 2
     err = capsys.readouterr().err
     assert "--retry-slow" in err and "-1 is negative: give 0 or more" in err
@@ -333,8 +327,7 @@ def test_retry_slow_takes_a_count(capsys):
 
 @pytest.mark.parametrize("script", ["compile.py", "interp.py", "parse.py"])
 def test_benchmark_scripts_take_a_positive_repeat(script):
-    # --repeat 0 used to print inf and nan ratios (compile.py, parse.py) or a traceback
-    # (interp.py).
+    # --repeat 0 would divide by zero.
     import subprocess
 
     path = Path(__file__).resolve().parent.parent / "benchmarks" / script
@@ -355,16 +348,13 @@ def test_benchmark_scripts_take_a_positive_repeat(script):
     ],
 )
 def test_bench_bad_paths_and_names_are_one_line(tmp_path, capsys, gpu, option, value, message):
-    # A missing --template used to fall back to another template silently, and an --out that
-    # cannot be made ended in an internal error; benchmarks/gpu.py printed a traceback for all
-    # three.
+    # Neither a missing --template (no silent fallback) nor an --out that cannot be made is a
+    # traceback.
     (tmp_path / "file").write_text("not a folder")
     value = value.replace("{file}", str(tmp_path / "file"))
     argv = ["--small", "--repeats", "2", "--warmup", "1", option, value]
     if option != "--variants":
         argv += ["--variants", "copy_llama31_8b"]
-    assert cli_main(["bench", *argv]) == 2
-    assert f"kvdsl bench: {message}" in capsys.readouterr().err
     assert bench.main(argv) == 2
     assert f"gpu.py: {message}" in capsys.readouterr().err
 
