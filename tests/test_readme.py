@@ -32,3 +32,17 @@ def test_readme_counts_the_catalog():
     from kvdsl import catalog
 
     assert f"`kvdsl list` names {len(catalog.VARIANTS)} variants" in README
+
+
+def test_readme_is_short_and_names_the_benchmark():
+    assert len(README.splitlines()) <= 150
+    assert "    python benchmarks/gpu.py " in README
+
+
+def test_docs_keep_no_diary():
+    """README and docs are reference: what happened belongs in commit messages."""
+    root = Path(__file__).resolve().parents[1]
+    diary = re.compile(r"\b(runs?|probes?) [0-9]+\b|\b[a-z]+th stop\b|\bthis stop\b", re.I)
+    for path in [root / "README.md", *sorted((root / "docs").glob("*.md"))]:
+        found = diary.search(path.read_text())
+        assert found is None, f"{path.name}: {found.group(0)!r}"
