@@ -352,7 +352,7 @@ def test_check_notes_what_an_implementation_runs_wrong(tmp_path):
 
 
 def test_check_notes_f16_literals_whose_digits_are_not_an_f16_value(tmp_path):
-    # Tint reads such digits rounded toward zero, naga to nearest (run 95): a note for each,
+    # Tint reads such digits rounded toward zero, naga to nearest: a note for each,
     # with its line (a module const, a suffixed literal, an abstract one typed f16), none for
     # digits that are an f16 value.
     f = tmp_path / "halves.wgsl"
@@ -463,7 +463,7 @@ def test_json_options_take_long_text_and_name_unreadable_paths():
     ],
 )
 def test_options_out_of_range_are_one_line(capsys, command, option, value, why):
-    # Until the ninth stop each of these ran: bench wrote untimed rows (--trials 0) or none
+    # Each of these would run wrongly: bench would write untimed rows (--trials 0) or none
     # (--budget -5), or ended in an internal error (--batches -1, --repeats 0); verify --cases 0
     # checked nothing and reported every variant passed, --seed -1 an internal error from numpy.
     # (bench --budget 0 is a run of the device's figures alone: tests/test_bench.py.)

@@ -3,17 +3,15 @@
 WGSL refuses, when it compiles, an integer division or remainder by a constant 0 (a vector's
 component too), i32's least value over the constant -1, a shift by a constant 32 or more and a
 constant left shift that overflows; the verifier refuses the same (``kvdsl/ir/verify.py``,
-``docs/errors.md``). Until the fourteenth stop it looked at a compound assignment's vector
-divisor not at all: the integer fuzz drew ``w2 /= vec2<i32>(0i, -1i)``, which naga takes and
-Tint refuses (run 86). Here each generated kernel holds one division, remainder or shift, as an
-operator or a compound assignment, of a run-time or constant left operand by a constant right
-one, or a ``clamp`` with constant bounds, or a constant index into a vector, its constants built
-of edge literals, module consts, arithmetic, conversions, negations, splats,
-swizzles, ``select`` on a literal and the integer builtins the verifier folds; the verifier
-takes or refuses it, and Tint (Dawn's compiler, through wgpudawn's Null backend) must say the
-same. A constant ``+``, ``-``, ``*`` or negation past its type's range wraps, as WGSL says and
-Tint and wgpu-native 0.32's naga do (``CM * 2i`` is 0i, so ``x / (CM * 2i)`` is refused); the
-verifier did not fold such a step until the fourteenth stop.
+``docs/errors.md``), a compound assignment's vector divisor too (``w2 /= vec2<i32>(0i, -1i)``, which
+naga takes and Tint refuses). Here each generated kernel holds one division, remainder or shift, as
+an operator or a compound assignment, of a run-time or constant left operand by a constant right
+one, or a ``clamp`` with constant bounds, or a constant index into a vector, its constants built of
+edge literals, module consts, arithmetic, conversions, negations, splats, swizzles, ``select`` on a
+literal and the integer builtins the verifier folds; the verifier takes or refuses it, and Tint
+(Dawn's compiler, through wgpudawn's Null backend) must say the same.
+A constant ``+``, ``-``, ``*`` or negation past its type's range wraps, as WGSL says and
+Tint and wgpu-native 0.32's naga do (``CM * 2i`` is 0i, so ``x / (CM * 2i)`` is refused).
 The float half does the same for float constants (f32, f16, vectors of them, integers of
 them) through arithmetic, builtins, ``fma``, ``clamp``, conversions and selects: Tint refuses a
 step past the type's largest value even where it would round down to it, and computes ``%``
@@ -251,12 +249,12 @@ def test_the_verifier_refuses_the_constant_operands_tint_refuses():
 @pytest.mark.parametrize(
     "stmt, refused",
     [
-        ("var w = vec2<i32>(ri, ri);\n  w /= vec2<i32>(0i, -1i);", True),  # run 86's kernel
+        ("var w = vec2<i32>(ri, ri);\n  w /= vec2<i32>(0i, -1i);", True),  # a fuzz kernel's
         ("var w = vec2<u32>(ru, ru);\n  w %= vec2<u32>(3u, CZ);", True),
         ("var w = ri;\n  w /= (CN + 1i);", True),
         ("var w = vec2<u32>(ru, ru);\n  w <<= vec2<u32>(1u, CB);", True),
         ("let w = CM / CN;", True),
-        # What this test's first draws found (fourteenth stop): a constant vector over a
+        # Shapes generated draws met: a constant vector over a
         # scalar -1 went unchecked; a select of vectors and vector builtins were not folded;
         # a vector's negation past i32's range was folded as a value WGSL does not have; a
         # shift's left constant was read as u32.
@@ -413,9 +411,9 @@ def test_the_verifier_refuses_the_float_constants_tint_refuses():
 @pytest.mark.parametrize(
     "value, refused",
     [
-        # What the first draws found (fourteenth stop): a float step past the largest value
+        # Shapes generated draws met: a float step past the largest value
         # that rounds down to it, a % whose quotient overflows, float vectors of constants
-        # (not folded before), and fma's steps.
+        # and fma's steps.
         ("3.4028235e38f + 1.0e30f", True),
         ("65504.0h + 8.0h", True),
         ("3.0e38f % 0.5f", True),
@@ -451,7 +449,7 @@ def test_pinned_float_constants_get_tints_verdict(value: str, refused: bool):
 
 def test_f16_literals_read_back_exactly_under_tint():
     # WGSL lets an implementation round an f16 literal's decimal either way; Tint rounds toward
-    # zero (run 95: `31.62h`, the shortest digits of 31.625, ran as 31.609375 under Dawn on an
+    # zero (`31.62h`, the shortest digits of 31.625, runs as 31.609375 under Dawn on an
     # H200). The printer spells each f16 by its exact digits, so Tint reads the value itself:
     # each literal's bits are asserted when Tint compiles the module, and its digits are
     # checked exact here and read back as the same IR value by the frontend.

@@ -4,7 +4,7 @@
 Dawn finds no adapter on llvmpipe, so CI drives it on its Null backend (``WGPU_BACKEND_TYPE=Null``),
 which creates devices and compiles pipelines with Tint but executes nothing: these tests check the
 plumbing (devices, features, shader text, errors). Dawn running the catalog for real is
-``kvdsl --webgpu dawn verify`` on the H200 (``benchmarks/results/h200/verify14-dawn.log``).
+``kvdsl --webgpu dawn verify`` on a GPU host (``benchmarks/all.sh``).
 """
 
 from __future__ import annotations

@@ -86,7 +86,7 @@ def test_minimal_parentheses(expr, text):
         (0.5, f16, "0.5h"),
         (True, bool_, "true"),
         # f32's largest value: its shortest spelling, 3.4028235e+38, lies past it as a decimal
-        # and Tint refuses it (until the ninth stop it was printed so).
+        # and Tint refuses it.
         (3.4028235e38, f32, "3.4028234663852886e+38f"),
         (-3.4028234663852886e38, f32, "-3.4028234663852886e+38f"),
     ],
@@ -175,7 +175,7 @@ def test_index_names_the_features_each_module_enables():
 
 
 def test_relations_in_arguments_compile_under_naga_and_tint():
-    # The generated kernel Tint refused in a full run of the tenth stop, as a kernel of its own:
+    # A generated kernel Tint refused, as a kernel of its own:
     # "select(vi < 0i, t, 0u >= n)" was read as the template list "vi<...>".
     from kvdsl.ir import select
     from kvdsl.runtime import compile_wgsl, tint_check

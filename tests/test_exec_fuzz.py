@@ -451,8 +451,8 @@ def fuzz_settings(ci: int) -> settings:
 def avoiding(deviations: dict) -> dict:
     """The generator's switches for an adapter with ``deviations``: on one known to run a
     signed % (or an i32 abs) wrong, the kernels hold none (the operator pairs' test,
-    :func:`test_an_i32_abs_of_the_least_value` and benchmarks/probe45.py and probe49.py show
-    those); everywhere else they hold many."""
+    :func:`test_an_i32_abs_of_the_least_value` and docs/deviations.md show those); everywhere
+    else they hold many."""
     return {
         "signed_mod": "i32 %" not in deviations,
         "signed_abs": not {"i32 max(a, abs(b))", "i32 abs never negative"} & set(deviations),
@@ -633,8 +633,8 @@ SELECT_FORMS = {
 
 @pytest.mark.parametrize("form", list(SELECT_FORMS))
 def test_a_bool_select_over_its_own_condition(gpu, deviations, form: str) -> None:
-    # Run 75 (Dawn on an H200) shrank a generated kernel to `vb = select((-1i < m && vb),
-    # m >= 0i || vb, vb)`; probe 47 found NVIDIA's driver running that shape as
+    # A generated kernel under Dawn on an H200 shrank to `vb = select((-1i < m && vb),
+    # m >= 0i || vb, vb)`; NVIDIA's driver runs that shape as
     # select(a, b, c) under both implementations. Each form here against the interpreter, over
     # m negative, zero and positive and c both ways; the deviating shapes xfail on NVIDIA only.
     from kvdsl.frontend import parse
@@ -657,12 +657,12 @@ def test_a_bool_select_over_its_own_condition(gpu, deviations, form: str) -> Non
 
 
 #: form -> (WGSL of m, whether NVIDIA ran it wrong under wgpu-native for m i32's least value:
-#: probe 49, runs 87-88). WGSL: abs(m) is m itself for that value.
+#: docs/deviations.md). WGSL: abs(m) is m itself for that value.
 ABS_FORMS = {
     "abs(m) < 0i": ("abs(m) < 0i", True),
     "u32(abs(m)) > 2147483647u": ("u32(abs(m)) > 2147483647u", True),
     "abs(vec2<i32>(m, 1i)).x < 0i": ("abs(vec2<i32>(m, 1i)).x < 0i", True),
-    "(abs(m) >> 31u) == -1i": ("(abs(m) >> 31u) == -1i", True),  # run 87
+    "(abs(m) >> 31u) == -1i": ("(abs(m) >> 31u) == -1i", True),  # a generated kernel's
     # A form NVIDIA ran right there.
     "abs(m) != 0i": ("abs(m) != 0i", False),
 }
@@ -670,9 +670,9 @@ ABS_FORMS = {
 
 @pytest.mark.parametrize("form", list(ABS_FORMS))
 def test_an_i32_abs_of_the_least_value(gpu, deviations, form: str) -> None:
-    # Run 85 (wgpu-native on an H200) drew `let l4 = abs(-1i << r); if (0i < l4) { return
-    # 0i; }` in a helper, with -1i << r i32's least value, whose abs WGSL leaves negative; the
-    # GPU took the branch. Probe 49 found NVIDIA's driver under wgpu-native taking an abs as
+    # A generated kernel under wgpu-native on an H200 held `let l4 = abs(-1i << r); if (0i <
+    # l4) { return 0i; }` in a helper, with -1i << r i32's least value, whose abs WGSL leaves
+    # negative; the GPU took the branch: NVIDIA's driver under wgpu-native takes an abs as
     # never negative (Dawn ran every form right). Each form against the interpreter over m of
     # that value, -1, 0, 1 and random ones; kvdsl check notes every i32 abs.
     from kvdsl.frontend import parse
@@ -700,7 +700,7 @@ def test_an_i32_abs_of_the_least_value(gpu, deviations, form: str) -> None:
 
 
 #: form -> (statement on vu and vb, whether NVIDIA ran it wrong under both implementations in
-#: probe 49, run 88). The generated kernel of run 87 first.
+#: docs/deviations.md). The generated kernel that met it first.
 SELECT_DIVISOR_FORMS = {
     "vector, converted": (
         "var v2 = vec2<u32>(vu, 31u);\n"
@@ -720,9 +720,10 @@ SELECT_DIVISOR_FORMS = {
 
 @pytest.mark.parametrize("form", list(SELECT_DIVISOR_FORMS))
 def test_a_division_by_a_select_of_constant_vectors(gpu, deviations, form: str) -> None:
-    # Run 87 (wgpu-native on an H200) drew `v2 += v2 / vec2<u32>(select(vec2<i32>(0i, 0i),
-    # vec2<i32>(0i, -1i), vb))`: for vb true 31u / 4294967295u is 0u, and the GPU divided by
-    # 1u. Probe 49 found it under both implementations, for vector selects only.
+    # A generated kernel under wgpu-native on an H200 held
+    # `v2 += v2 / vec2<u32>(select(vec2<i32>(0i, 0i), vec2<i32>(0i, -1i), vb))`: for vb true
+    # 31u / 4294967295u is 0u, and the GPU divided by 1u; so do both implementations, for
+    # vector selects only.
     from kvdsl.frontend import parse
 
     stmt, shape = SELECT_DIVISOR_FORMS[form]
@@ -745,7 +746,7 @@ def test_a_division_by_a_select_of_constant_vectors(gpu, deviations, form: str) 
     assert_gpu_agrees(k, bufs, want, deviations, "division by a select of constant vectors", shape)
 
 
-#: Run 85's generated kernel under Dawn on an H200, h0's dead body aside (probe 49's "h0
+#: A generated kernel under Dawn on an H200, h0's dead body aside (its form "h0
 #: returns 0u at once", which the H200 ran as wrong): h1's sum wraps to 2147483647i, so h1
 #: returns ~2147483647i for vb false; the GPU returned ~(least value). The same loop alone, or
 #: unrolled, or this kernel storing only slot 1, ran right there.
@@ -839,8 +840,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 
 
 def test_integer_constant_steps_that_wrap_compile_and_run_as_wgsl_says(gpu) -> None:
-    # Earlier stops wrote that naga refuses such a step ("operation overflowed"); wgpu-native
-    # 0.32 takes and wraps it, as WGSL says (fifteenth stop), as does Tint.
+    # naga might be expected to refuse such a step ("operation overflowed"); wgpu-native
+    # 0.32 takes and wraps it, as WGSL says, as does Tint.
     from kvdsl.frontend import parse
     from kvdsl.runtime import run, tint_check
 

@@ -140,14 +140,14 @@ MALFORMED = [
         "unexpected 'fnmain'; expected one of 'fn' or 'var'",
     ),
     # Block comments nest, as WGSL's do: this one never closes (Tint: "unterminated block
-    # comment"); kvdsl ended it at the first "*/" until the tenth stop.
+    # comment"), not at the first "*/".
     (
         kernel("  /* a /* b */ out[0u] = 1u;"),
         4,
         3,
         "a block comment that never closes ('/*' and '*/' nest, as in WGSL)",
     ),
-    # "--" is one token, as WGSL tokenises it (kvdsl read "a - -b" until the tenth stop).
+    # "--" is one token, as WGSL tokenises it (not "a - -b").
     (kernel("  let c = 1i--1i;"), 4, 13, "unexpected '--'; expected one of ';' or an operator"),
     # WGSL finds template lists before it parses: "gid.x <" opens one that the ">" of ">="
     # in the next argument closes (Tint: "parsed as template list"; naga refuses it too).
@@ -267,7 +267,7 @@ TYPE_ERRORS = [
     (kernel("  let x: u32 = -1;"), 4, "literal -1 is not a valid u32 value"),
     (kernel("  let x = y;"), 4, "undefined name 'y'"),
     # A function-scope const is evaluated when WGSL compiles: no runtime value in it (naga and
-    # Tint refuse these; kvdsl took them as lets until the tenth stop).
+    # Tint refuse these; they are not lets).
     (
         kernel("  const x = gid.x;\n  out[0u] = x;"),
         4,
@@ -280,7 +280,7 @@ TYPE_ERRORS = [
         "const x: 'a' is a let, not a const (a const is evaluated when the shader compiles: use let)",
     ),
     # WGSL takes the workgroup size's arguments all i32 or all u32 (Tint refuses a mix, naga
-    # took it) and each builtin once (kvdsl took both until the tenth stop).
+    # takes it) and each builtin once.
     (
         kernel("", HEAD).replace("@workgroup_size(64)", "@workgroup_size(64u, 1i)"),
         2,
@@ -294,7 +294,7 @@ TYPE_ERRORS = [
         "@builtin(global_invocation_id) on 'gid' and 'g2': WGSL takes each builtin once",
     ),
     # A uniform's field of a type no uniform holds: located at the uniform (an AttributeError
-    # until the tenth stop, the module scope's check had no line to give).
+    # would otherwise leave the module scope's check no line to give).
     (
         "struct P { b: bool, }\n" + HEAD + "@group(0) @binding(1) var<uniform> params: P;\n"
         "@compute @workgroup_size(64)\nfn main() {\n  out[0u] = select(0u, 1u, params.b);\n}\n",
@@ -551,8 +551,8 @@ def test_function_scope_consts_of_consts() -> None:
 
 
 def test_while_reads_as_the_for_wgsl_defines_it(gpu) -> None:
-    """`while cond { body }` is WGSL's `for (; cond; ) { body }` (refused as outside the subset
-    until the thirteenth stop): it parses to that For, prints as it, and runs as the
+    """`while cond { body }` is WGSL's `for (; cond; ) { body }`:
+    it parses to that For, prints as it, and runs as the
     interpreter runs it, with a continue and a break on the way."""
     import numpy as np
 

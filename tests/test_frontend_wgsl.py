@@ -1,10 +1,9 @@
 """What the frontend takes, WGSL's compilers take: hand-written edge cases of the language,
 each parsed by kvdsl and compiled by naga and Tint (Dawn's Null backend). Where kvdsl takes a
 text, both compilers must; kvdsl may be stricter (its subset, its declaration order, a barrier
-only under a uniform condition as Tint requires and naga does not check). The tenth stop wrote
-these in five batches and found what kvdsl took that WGSL refuses (each now also a test in
-``test_frontend.py`` or below: docs/grammar.md names them), a crash of the frontend on
-non-ASCII text and one on a uniform field no uniform may hold."""
+only under a uniform condition as Tint requires and naga does not check). Where kvdsl is
+stricter, ``test_frontend.py`` or a test below shows it (docs/grammar.md names each), and
+non-ASCII text and a uniform field no uniform may hold are errors, not crashes."""
 
 from __future__ import annotations
 
@@ -329,8 +328,8 @@ def refused_by_compilers(texts: dict[str, str]) -> dict[str, str]:
 
 def test_text_outside_wgsl_is_an_error_not_a_crash():
     # Non-ASCII text: kvdsl's names are ASCII (stricter than WGSL, docs/grammar.md); the
-    # template-list scan crashed on it (AttributeError) when the tenth stop added it. A
-    # no-break space is no WGSL blankspace (Tint and naga refuse it; kvdsl took it as one).
+    # template-list scan must give an error, not an AttributeError. A
+    # no-break space is no WGSL blankspace (Tint and naga refuse it).
     for body, column, char in (
         ("  let \u00e9 = 1u;", 7, "'\u00e9' (U+00E9)"),
         ("  let x = 1u\u00b2;", 13, "'\u00b2' (U+00B2)"),
@@ -365,8 +364,8 @@ def test_errors_count_wgsl_lines_whatever_ends_them(br):
 
 def test_no_declaration_shadows_a_type_or_builtin():
     # WGSL lets "fn min(a: u32, b: u32) -> u32" shadow the builtin, and then min(1u, 2u) calls
-    # it (naga and Tint take this module and return 3); kvdsl read the call as the builtin (1), a
-    # silent other kernel, until the eleventh stop. Now no declaration takes such a name.
+    # it (naga and Tint take this module and return 3); kvdsl reads every call as the builtin
+    # (1), so no declaration takes such a name.
     for text, what in (
         (
             helper("fn min(a: u32, b: u32) -> u32 { return a + b; }")

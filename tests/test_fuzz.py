@@ -415,9 +415,9 @@ def test_frontend_on_mutated_wgsl(src: str, seed: int, n: int) -> None:
 @given(seed=st.integers(0, 2**32 - 1))
 def test_mutated_wgsl_the_frontend_takes_compiles_under_naga_and_tint(seed: int) -> None:
     """What the frontend takes of 1,500 mutated kernels, naga and Tint take too: kvdsl reads no
-    text as WGSL that WGSL's compilers refuse. (The tenth stop found two ways it did: a keyword
-    run into the next name, ``constN``, read as ``const N``; and a comparison that WGSL's
-    template-list discovery reads as a list; and it read ``a--b`` as ``a - -b``.)"""
+    text as WGSL that WGSL's compilers refuse (such as a keyword run into the next name,
+    ``constN``, read as ``const N``; a comparison that WGSL's template-list discovery reads
+    as a list; ``a--b`` read as ``a - -b``)."""
     from kvdsl.frontend import FrontendError, parse
     from test_frontend_wgsl import refused_by_compilers
 

@@ -353,10 +353,10 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 
 def test_a_var_shadowed_in_a_block_of_the_loop_is_still_the_outer_one_after_it(gpu):
     """The loop assigns the outer ``v0`` after a block that declares its own: not a loop-local
-    var, so the loop is not batched (until the thirteenth stop the batch plan took the body's
-    declarations as one set, batched the loop and lost the outer ``v0``'s value: the
-    interpreter gave ``gid.x`` where the GPU gives ``8 * gid.x + 4``; the uniformity test's
-    generated kernels, which shadow vars in blocks, met it as a broadcast error)."""
+    var, so the loop is not batched (a batch plan that took the body's
+    declarations as one set would batch the loop and lose the outer ``v0``'s value: the
+    interpreter would give ``gid.x`` where the GPU gives ``8 * gid.x + 4``; the uniformity test's
+    generated kernels shadow vars in blocks)."""
     from kvdsl.frontend import parse
     from kvdsl.runtime import run
 

@@ -302,8 +302,7 @@ def test_vector_builtins_splat_literals(gpu):
     ],
 )
 def test_names_that_are_not_wgsl_identifiers_are_refused(name, why):
-    # Until the ninth stop any string named a declaration and the printer wrote it as given:
-    # `let fn = 1.0f;` verified and became WGSL no compiler takes.
+    # A name WGSL cannot take would become WGSL no compiler takes (`let fn = 1.0f;`).
     def kernel(binding="b", let="x", param="count", const="C"):
         kb = KernelBuilder("k", 64)
         b = kb.binding(binding, f32, "read_write")
@@ -389,8 +388,7 @@ def test_helper_functions_take_free_names():
             lambda kb: convert(u32, kb.const("A", i32, 523) << 30),
             "(A << 30u): 523 shifted left by 30 does not fit i32",
         ),
-        # Vectors of constants, component by component (until the eleventh stop only scalars
-        # were looked at; the integer execution fuzz found naga refusing the vector form).
+        # Vectors of constants, component by component (naga refuses the vector form too).
         (
             lambda kb: (kb.let("v", kb.lid.member("xy")) / construct(vec(2, u32), 1, 0))[0],
             "(v / vec2<u32>(1u, 0u)): an integer division by the constant 0",
@@ -432,8 +430,8 @@ def test_helper_functions_take_free_names():
     ],
 )
 def test_constants_wgsl_rejects_are_refused(make, message):
-    # Until the ninth stop these verified and became WGSL that naga and Tint reject when they
-    # compile it (shift by 32 or more, a constant zero divisor, an index past a vector's end).
+    # naga and Tint reject these when they compile the WGSL (shift by 32 or more, a constant
+    # zero divisor, an index past a vector's end).
     kb = KernelBuilder("k", 1)
     b = kb.binding("b", u32, "read_write")
     b[0] = make(kb)
@@ -442,7 +440,7 @@ def test_constants_wgsl_rejects_are_refused(make, message):
 
 
 def test_clamp_with_constant_bounds_out_of_order_is_refused():
-    # A swapped QMIN and QMAX: naga and Tint refuse the WGSL; until the ninth stop it verified.
+    # A swapped QMIN and QMAX: naga and Tint refuse the WGSL.
     for width in (1, 4):
         kb = KernelBuilder("k", 1)
         ty = f32 if width == 1 else vec(4, f32)
@@ -490,9 +488,8 @@ def test_a_compound_shift_by_a_constant_32_or_more_is_refused():
 
 
 def test_a_compound_vector_division_by_a_constant_zero_component_is_refused():
-    # Run 86 (fourteenth stop): the integer fuzz drew `w2 /= vec2<i32>(0i, -1i)`, which the
-    # verifier took (it looked at a compound divisor only when it was a scalar constant), naga
-    # took, and the H200 ran other than WGSL says; Tint refuses it, as it refuses `w2 / ...`.
+    # `w2 /= vec2<i32>(0i, -1i)`, a shape the integer fuzz draws: naga takes it and the H200
+    # runs it other than WGSL says; Tint refuses it, as it refuses `w2 / ...`.
     from kvdsl.frontend import parse
     from kvdsl.frontend.errors import WgslTypeError
     from kvdsl.runtime import tint_check
@@ -522,8 +519,8 @@ def test_a_compound_vector_division_by_a_constant_zero_component_is_refused():
 
 
 def test_float_constants_wgsl_refuses_are_refused():
-    # Until the ninth stop these verified; naga and Tint refuse a float constant that is not
-    # finite, or a builtin's constant argument outside its domain.
+    # naga and Tint refuse a float constant that is not finite, or a builtin's constant
+    # argument outside its domain.
     from kvdsl.ir.builder import as_val, call
 
     cases = [
@@ -574,7 +571,7 @@ def test_the_words_refused_as_names_are_the_ones_naga_refuses(gpu):
 
 def test_a_loop_that_never_exits_is_refused():
     # WGSL's behaviour analysis: a loop with no reachable break or return never exits, and Tint
-    # refuses it (naga takes it); until the ninth stop it verified.
+    # refuses it (naga takes it).
     def kernel(*body):
         kb = KernelBuilder("k", 1)
         b = kb.binding("b", u32, "read_write")

@@ -147,7 +147,7 @@ DROP_IN_F16 = [
 
 @pytest.mark.parametrize("cfg", DROP_IN_F16, ids=_ids(DROP_IN_F16))
 def test_drop_in_f16_rotary_appends_walk_pairs_and_f32_ones_vectors(cfg):
-    """In the block walk pairs halve a lane's steps (probe 25): the f16 rotary drop-ins take
+    """In the block walk pairs halve a lane's steps: the f16 rotary drop-ins take
     them; the same configs loading f32 keep one invocation per vector."""
     assert flat.uses_pairs(cfg)
     text = emit(catalog.build_config(cfg))

@@ -308,7 +308,7 @@ def test_f16_kernel_on_adapter_without_f16(without_feature):
 
 def test_f16_refused_under_dawn_on_nvidia_names_the_toggle(without_feature, monkeypatch):
     # Dawn leaves shader-f16 off on NVIDIA's Vulkan driver unless `vulkan_enable_f16_on_nvidia`
-    # is on (run 94): the refusal says how to get it there, and only there.
+    # is on: the refusal says how to get it there, and only there.
     from kvdsl.runtime import device
 
     without_feature("shader-f16")
@@ -346,7 +346,7 @@ def test_loop_bounding_off_writes_what_bounded_loops_write(gpu, monkeypatch):
         outs[bounded] = run(kernel, dict(case.buffers), case.params)
         assert any(key[-1] is bounded and key[0] == emit(kernel) for key in device._pipelines)
         assert device.adapter_info()["loop_bounding"] is bounded  # what gpu.py's device.json keeps
-    # No runtime checks at all (device.trusted_module with flags 0, probe 39's form): the same.
+    # No runtime checks at all (device.trusted_module with flags 0): the same.
     monkeypatch.setattr(device, "LOOP_BOUNDING", None)  # a cache key of its own
     made = []
 
@@ -383,7 +383,7 @@ def test_loop_bounding_setting(monkeypatch):
 def test_an_opengl_adapter_is_refused_under_wgpu_native(monkeypatch):
     # A machine with Mesa's GL and no Vulkan driver offers llvmpipe through OpenGL alone, where
     # naga's GLSL gives 7u / 0u as 0u (WGSL: 7u) and a float past i32 as another value
-    # (fourteenth stop: 23 conformance cases failed there). kvdsl takes another adapter where
+    # (23 conformance cases fail there). kvdsl takes another adapter where
     # there is one and otherwise refuses, naming the fix.
     from kvdsl.runtime import DeviceError, device
 

@@ -79,9 +79,8 @@ def test_shuffle_builds_emits_and_round_trips() -> None:
     ],
 )
 def test_enable_directives_in_any_spelling(directive, naga, f16, sg) -> None:
-    # Until the eleventh stop the runtime found "enable subgroups;" only alone on its line: an
-    # enable list or a directive over two lines reached naga, which refuses subgroups
-    # (gfx-rs/wgpu#5555), and asked the device for no subgroup feature.
+    # The runtime finds "enable subgroups;" in any spelling: an enable list or a directive
+    # over two lines must not reach naga, which refuses subgroups (gfx-rs/wgpu#5555).
     text = directive + "\nfn f() {}\n"
     assert naga_source(text) == naga + "\nfn f() {}\n"
     assert extensions(text) == (f16, sg) and needs_subgroups(text) is sg

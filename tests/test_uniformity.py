@@ -304,7 +304,7 @@ def inputs(rng: np.random.Generator) -> tuple[dict[str, np.ndarray], dict[str, i
 
 
 def test_taken_kernels_run_alike_on_the_gpu(gpu) -> None:
-    """Generated kernels the analysis takes, and the shapes it took first this stop, on the
+    """Generated kernels the analysis takes, and the shapes it takes, on the
     GPU and in the interpreter (at the adapter's subgroup size): the same words."""
     from kvdsl.runtime import run as gpu_run
     from kvdsl.runtime import subgroup_size
@@ -390,7 +390,7 @@ def test_uniformity_messages(body: str, message: str) -> None:
 
 
 def test_uniform_kernels_tint_takes() -> None:
-    """What the verifier refused until the thirteenth stop, as its own rules, and WGSL takes:
+    """What a verifier of its own shape rules would refuse, and WGSL takes:
     a barrier in a `loop` with a uniform break, in a `for` that breaks on a uniform
     condition, under a var of uniform values, under a load of a `read` binding, in a nested
     block, under a helper's result of uniform arguments, and before a uniform return."""

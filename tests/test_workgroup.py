@@ -131,7 +131,7 @@ def test_verify_barrier_rules() -> None:
     ):
         _kernel(after_return)
 
-    # A helper may hold a barrier (since the thirteenth stop): the analysis asks its calls to
+    # A helper may hold a barrier: the analysis asks its calls to
     # be uniform (tests/test_uniformity.py); one never called is taken as WGSL takes it.
     assert Barrier() in _kernel(_store_load, fn=True).functions[0].body
 
@@ -171,8 +171,7 @@ def test_verify_barrier_rules() -> None:
 def test_a_break_of_a_nested_loop_leaves_control_flow_uniform(gpu) -> None:
     # A break or continue belongs to its own loop: around a barrier in a uniform for (or if), a
     # loop nested inside that breaks on a loaded value is taken, as WGSL (and Tint) take it; one
-    # that leaves the barrier's own loop is not. Until the twelfth stop the verifier refused the
-    # first form too (the workgroup exec fuzz drew it).
+    # that leaves the barrier's own loop is not (the workgroup exec fuzz draws the first form).
     def nested(kb, w, out):
         with kb.for_range("i", 0, 3):
             with kb.for_range("j", 0, 4):
