@@ -413,6 +413,10 @@ def main(argv: list[str] | None = None) -> int:
         res = read(folder)
     except (OSError, ValueError) as e:
         ap.error(str(e))
+    try:
+        import matplotlib  # noqa: F401  (the chart's; the bench extra)
+    except ImportError:
+        ap.error("the chart needs matplotlib: pip install 'kvdsl[bench]'")
     command = "python benchmarks/report.py" + (
         "" if folder.resolve() == DEFAULT else f" {_rel(folder)}"
     )
