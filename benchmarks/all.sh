@@ -41,10 +41,11 @@ step() {
   [ "$rc" -eq 0 ] || failed=1
 }
 failed=0
+# Dawn's toggles (KVDSL_DAWN_ENABLE) apply to the Dawn steps only.
 under_dawn() { env KVDSL_WEBGPU=dawn KVDSL_DAWN_ENABLE="$toggles" "$@"; }
 step verify "$py" -m kvdsl verify
 if "$py" -c "import wgpudawn; wgpudawn.gpu.request_adapter_sync()" >/dev/null 2>&1; then
-  step verify-dawn under_dawn "$py" -m kvdsl verify
+  step verify-dawn env KVDSL_DAWN_ENABLE="$toggles" "$py" -m kvdsl --webgpu dawn verify
 fi
 step compile "$py" benchmarks/compile.py --out "$out"
 step gpu "$py" benchmarks/gpu.py --out "$out" "$@"
