@@ -573,7 +573,8 @@ def table(rows: list[dict[str, Any]]) -> str:
 def parser() -> argparse.ArgumentParser:
     """The benchmark's options."""
     return bench_options(
-        argparse.ArgumentParser(description=__doc__.splitlines()[0]), str(DEFAULT_OUT)
+        argparse.ArgumentParser(prog="gpu.py", description=__doc__.splitlines()[0]),
+        str(DEFAULT_OUT),
     )
 
 

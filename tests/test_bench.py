@@ -381,3 +381,28 @@ def test_compile_benchmark_bad_paths_fail_before_timing(tmp_path, args, message)
     assert out.returncode == 2
     assert f"compile.py: error: {message}" in out.stderr
     assert "kvdsl:" not in out.stdout  # nothing timed
+
+
+@pytest.mark.parametrize(
+    "option, value, why",
+    [
+        ("--trials", "0", "0 is out of range: give 1 or more"),
+        ("--batches", "0", "0 is out of range: give 1 or more"),
+        ("--batches", "-1", "-1 is out of range: give 1 or more"),
+        ("--repeats", "0", "0 is out of range: give 1 to 2048"),
+        ("--repeats", "5000", "5000 is out of range: give 1 to 2048"),
+        ("--warmup", "-1", "-1 is negative: give 0 or more"),
+        ("--budget", "-5", "-5 is not a time: give 0 or more seconds"),
+        ("--budget", "soon", "'soon' is not a number of seconds"),
+        ("--settle", "-1", "-1 is not a time: give 0 or more seconds"),
+        ("--settle", "nan", "nan is not a time: give 0 or more seconds"),
+    ],
+)
+def test_options_out_of_range_are_one_line(capsys, option, value, why):
+    # Each would otherwise run wrongly: untimed rows (--trials 0), none (--budget -5), or an
+    # internal error (--batches -1, --repeats 0).
+    with pytest.raises(SystemExit) as exit_:
+        bench.main(["--small", option, value])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert f"gpu.py: error: argument {option}: {why}" in err and "Traceback" not in err
