@@ -1,4 +1,5 @@
-"""The typed IR: types, the op table, nodes, the builder and the verifier."""
+"""The typed IR: types, the op table, nodes, the builder, the verifier and the features a
+kernel's module needs."""
 
 from kvdsl.ir.builder import (
     BuildError,
@@ -26,6 +27,7 @@ from kvdsl.ir.builder import (
     unpack2x16float,
 )
 from kvdsl.ir.dispatch import DispatchError, workgroups
+from kvdsl.ir.features import features
 from kvdsl.ir.nodes import Barrier, Binding, Const, Dispatch, Function, Kernel, WorkgroupVar
 from kvdsl.ir.ops import Op
 from kvdsl.ir.types import (
@@ -42,7 +44,7 @@ from kvdsl.ir.types import (
     u32,
     vec,
 )
-from kvdsl.ir.verify import VerifyError, verify
+from kvdsl.ir.verify import Verifier, VerifyError, verify
 
 __all__ = [
     "Array",
@@ -64,6 +66,7 @@ __all__ = [
     "Struct",
     "Val",
     "Vec",
+    "Verifier",
     "VerifyError",
     "WorkgroupVar",
     "array",
@@ -75,6 +78,7 @@ __all__ = [
     "convert",
     "cos",
     "dot",
+    "features",
     "f16",
     "f32",
     "i32",
