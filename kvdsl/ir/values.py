@@ -30,8 +30,13 @@ class BuildError(VerifyError):
 def lit(value: Num, ty: Scalar) -> Val:
     """A literal of type ``ty``; rejects values the type cannot hold."""
     if type(ty) is not Scalar:
+        if type(value) is Scalar:
+            raise BuildError(
+                "lit: the value comes first, then its scalar type (e.g. lit(3, u32)); got "
+                f"{describe(value)} first"
+            )
         raise BuildError(
-            "lit: the second argument is the literal's scalar type (e.g. lit(3, u32)); got "
+            "lit: the second argument is the literal's scalar type (e.g. lit(3, u32)), not "
             f"{describe(ty)}"
         )
     if ty is u32 or ty is i32:  # most literals: no float conversion to make
@@ -94,15 +99,17 @@ def describe(x: object) -> str:
         return f"the bool {x}"
     if isinstance(x, (int, float)):
         return f"the number {x!r}"
-    return "nothing (None)" if x is None else repr(x)
+    return repr(x)
 
 
-def _not_a_value(x: object, what: str) -> BuildError:
+def _not_a_value(x: object, what: str = "") -> BuildError:
     """The error for ``x`` given where ``what`` (an IR value or a number) was expected."""
+    if not what:
+        return BuildError(f"expected an IR value or a number, not {describe(x)}")
     return BuildError(f"{what} must be an IR value or a number, not {describe(x)}")
 
 
-def as_val(x: Val | Num, like: Type | None = None, what: str = "the value") -> Val:
+def as_val(x: Val | Num, like: Type | None = None, what: str = "") -> Val:
     """``x`` as a Val; a Python number takes the scalar type of ``like`` (WGSL abstract numerics).
     ``what``: the argument ``x`` is, named in the error when it is neither."""
     if isinstance(x, Val):
