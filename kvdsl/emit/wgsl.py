@@ -26,6 +26,7 @@ import numpy as np
 from kvdsl.ir import nodes as ir
 from kvdsl.ir import ops
 from kvdsl.ir.features import enables
+from kvdsl.ir.show import statement
 from kvdsl.ir.types import Scalar, bool_, f16, i32, u32
 
 INDENT = "  "
@@ -225,24 +226,11 @@ class Emitter:
 def inline(s: ir.Stmt | None) -> str:
     """A simple statement without its semicolon (also the parts of a for header, and the
     statement the interpreter names in its errors)."""
-    match s:
-        case None:
-            return ""
-        case ir.Let(name, value):
-            return f"let {name} = {emit_expr(value)}"
-        case ir.Var(name, ty, init):
-            return f"var {name}: {ty}" + ("" if init is None else f" = {emit_expr(init)}")
-        case ir.Assign(target, value, op):
-            eq = "=" if op is None else ops.info(op).spelling + "="
-            return f"{emit_expr(target)} {eq} {emit_expr(value)}"
-        case ir.Return(value):
-            return "return" if value is None else f"return {emit_expr(value)}"
-        case ir.Break():
-            return "break"
-        case ir.Continue():
-            return "continue"
-        case ir.Barrier():
-            return "workgroupBarrier()"
+    if s is None:
+        return ""
+    text = statement(s, emit_expr)
+    if text is not None:
+        return text
     raise TypeError(f"emit: not a simple statement: {s!r}")
 
 

@@ -62,7 +62,7 @@ def _arithmetic(e: ir.Expr) -> bool:
 
 def _reads(stmts: tuple[ir.Stmt, ...], read: set[str]) -> None:
     """Add every name an expression of ``stmts`` reads to ``read``. Not :func:`walk`: that
-    visits every node, type and tuple, and over the catalog takes 18 ms where this takes 3."""
+    visits every node, type and tuple, where this follows expressions only."""
     exprs: list[ir.Expr] = []
     todo = list(stmts)
     while todo:

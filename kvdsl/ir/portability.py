@@ -40,8 +40,8 @@ SELECT_DIVISOR = (
     "both wgpu-native and Dawn; a scalar select ran right"
 )
 
-#: Not noted by :func:`hazards`: no shape of its own was found (probe 49: the same loop alone,
-#: or unrolled, ran right; the driver's answer depends on the rest of the module).
+#: Not noted by :func:`hazards`: no shape of its own was found (the same loop alone, or
+#: unrolled, ran right; the driver's answer depends on the rest of the module).
 LOOP_SUM_WRAP = (
     "an i32 var summed in a loop past i32's range: WGSL wraps (2147483647i plus twice the "
     "least value is 2147483647i); NVIDIA's Vulkan driver (580) on an H200 under Dawn left the "
@@ -131,7 +131,7 @@ class _Watch(Verifier):
 
     def _select_divisor(self, e: Any, scope: Scope) -> bool:
         """Whether ``e`` (a divisor), its conversions aside, is a select of two vectors each
-        fixed when the shader compiles (probe 49: ``vec2<u32>(select(vec2<i32>(0i, 0i),
+        fixed when the shader compiles (``vec2<u32>(select(vec2<i32>(0i, 0i),
         vec2<i32>(0i, -1i), vb))``)."""
         while type(e) is ir.Convert:
             e = e.x

@@ -6,6 +6,8 @@ emitter's text is the module itself, this one a line of a message.
 
 from __future__ import annotations
 
+from typing import Callable
+
 from kvdsl.ir import nodes as ir
 from kvdsl.ir import ops
 from kvdsl.ir.types import bool_
@@ -35,17 +37,33 @@ def show(node: object) -> str:
             return f"{_primary(base)}[{show(index)}]"
         case ir.Member(base, name):
             return f"{_primary(base)}.{name}"
-        case ir.Let(name, value):
-            return f"let {name} = {show(value)}"
-        case ir.Var(name, ty, init):
-            return f"var {name}: {ty}" + ("" if init is None else f" = {show(init)}")
-        case ir.Assign(target, value, op):
-            eq = "=" if op is None else ops.info(op).spelling + "="
-            return f"{show(target)} {eq} {show(value)}"
-        case ir.Barrier():
-            return "workgroupBarrier()"
+        case ir.Let() | ir.Var() | ir.Assign() | ir.Barrier():
+            return statement(node, show)
         case _:
             return type(node).__name__
+
+
+def statement(s: ir.Stmt, expr: Callable[[ir.Expr], str]) -> str | None:
+    """A simple statement's WGSL text without its semicolon, its expressions printed by
+    ``expr`` (:func:`show` here, the emitter's minimal parentheses there); None for a statement
+    with a body."""
+    match s:
+        case ir.Let(name, value):
+            return f"let {name} = {expr(value)}"
+        case ir.Var(name, ty, init):
+            return f"var {name}: {ty}" + ("" if init is None else f" = {expr(init)}")
+        case ir.Assign(target, value, op):
+            eq = "=" if op is None else ops.info(op).spelling + "="
+            return f"{expr(target)} {eq} {expr(value)}"
+        case ir.Return(value):
+            return "return" if value is None else f"return {expr(value)}"
+        case ir.Break():
+            return "break"
+        case ir.Continue():
+            return "continue"
+        case ir.Barrier():
+            return "workgroupBarrier()"
+    return None
 
 
 def _primary(e: ir.Expr) -> str:

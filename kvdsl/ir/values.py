@@ -320,6 +320,11 @@ def _reflected(op: Op) -> Callable[[Val, Num], Val]:
     return method
 
 
+def _component(c: str) -> property:
+    """``Val``'s property ``v.c``: the component ``c`` of a vector (``v.member(c)``)."""
+    return property(lambda self: self.member(c), doc=f"The ``{c}`` component of a vector.")
+
+
 class Val:
     """A typed IR expression with Python operators."""
 
@@ -432,21 +437,10 @@ class Val:
             return Val(ir.Member(self.node, name), ty)
         raise BuildError(f"{self.ty} has no members")
 
-    @property
-    def x(self) -> Val:
-        return self.member("x")
-
-    @property
-    def y(self) -> Val:
-        return self.member("y")
-
-    @property
-    def z(self) -> Val:
-        return self.member("z")
-
-    @property
-    def w(self) -> Val:
-        return self.member("w")
+    x = _component("x")
+    y = _component("y")
+    z = _component("z")
+    w = _component("w")
 
 
 #: What an operand or an argument may be: an IR value, or a Python number that adapts.
