@@ -201,7 +201,7 @@ def literal_ok(value: object, ty: Scalar) -> bool:
 
 
 # (type name, value's type, value) of the float literals found finite: numpy's errstate and
-# conversion cost microseconds per literal, and the builder and the checker both ask.
+# conversion cost microseconds per literal, and the builder and the verifier both ask.
 _FINITE: set[tuple[str, type, object]] = set()
 _FINITE_MAX = 4096
 
