@@ -1,10 +1,12 @@
 """The WGSL emitter: IR → deterministic, readable WGSL.
 
 Layout of a module, always in this order: ``enable f16;`` (only when the kernel mentions f16),
-``enable subgroups;`` (only when it uses a subgroup builtin value or function), the params struct, the storage bindings in declaration order followed by the params uniform (all
-``@group(0)``, numbered from 0), module consts, helper functions, then the documented entry point
-``main``. Indentation is two spaces. Parentheses are printed only where WGSL's grammar needs them,
-as the op table's levels say (see :mod:`kvdsl.ir.ops`).
+``enable subgroups;`` (only when it uses a subgroup builtin value or function; both decided
+from the IR by :func:`kvdsl.ir.features.features`), the params struct, the storage bindings in
+declaration order followed by the params uniform (all ``@group(0)``, numbered from 0), module
+consts, helper functions, then the documented entry point ``main``. Indentation is two spaces.
+Parentheses are printed only where WGSL's grammar needs them, as the op table's levels say (see
+:mod:`kvdsl.ir.ops`).
 
 WGSL quirks handled here, each once:
 - integer literals always carry their suffix (``3u``, ``-2i``); i32's minimum has no literal
@@ -17,42 +19,14 @@ WGSL quirks handled here, each once:
 
 from __future__ import annotations
 
-import re
 from decimal import Decimal
-from typing import Iterator
 
 import numpy as np
 
+from kvdsl.ir import nodes as ir
 from kvdsl.ir import ops
-from kvdsl.ir.nodes import (
-    SUBGROUP_BUILTINS,
-    Assign,
-    Barrier,
-    Binary,
-    Block,
-    Break,
-    Call,
-    Comment,
-    Construct,
-    Continue,
-    Convert,
-    Expr,
-    FnCall,
-    For,
-    If,
-    Index,
-    Kernel,
-    Let,
-    Lit,
-    Loop,
-    Member,
-    Name,
-    Return,
-    Stmt,
-    Unary,
-    Var,
-    builtin_type,
-)
+from kvdsl.ir.features import enables
+from kvdsl.ir.show import statement
 from kvdsl.ir.types import Scalar, bool_, f16, i32, u32
 
 INDENT = "  "
@@ -92,55 +66,57 @@ def format_literal(value: int | float | bool, ty: Scalar) -> str:
     return text + ("h" if ty == f16 else "f")
 
 
-def _level(e: Expr) -> int:
+def _level(e: ir.Expr) -> int:
     """The precedence level of a non-binary operand (:func:`_operand` handles binaries)."""
     match e:
-        case Lit(value, ty) if ty != bool_ and value < 0 and not (ty == i32 and value == -(2**31)):
+        case ir.Lit(value, ty) if (
+            ty != bool_ and value < 0 and not (ty == i32 and value == -(2**31))
+        ):
             return ops.UNARY
-        case Unary():
+        case ir.Unary():
             return ops.UNARY
         case _:
             return ops.PRIMARY
 
 
-def emit_expr(e: Expr) -> str:
+def emit_expr(e: ir.Expr) -> str:
     """One expression with minimal parentheses."""
-    if type(e) is Name:  # the most common expression by far
+    if type(e) is ir.Name:  # the most common expression by far
         return e.name
     match e:
-        case Binary(op, a, b):
+        case ir.Binary(op, a, b):
             info = ops.info(op)
             lhs = _operand(a, info.lhs_max, op if info.chain else None)
             rhs = _operand(b, info.rhs_max, None)
-            if (op is ops.Op.LT or op is ops.Op.LE) and type(b) is Binary and b.op is ops.Op.SHR:
+            if (op is ops.Op.LT or op is ops.Op.LE) and type(b) is ir.Binary and b.op is ops.Op.SHR:
                 # "a < b >> c": WGSL reads "a<" ... ">" as a template list (naga does).
                 rhs = f"({rhs})"
             return f"{lhs} {info.spelling} {rhs}"
-        case Lit(value, ty):
+        case ir.Lit(value, ty):
             return format_literal(value, ty)
-        case Index(base, index):
+        case ir.Index(base, index):
             return f"{_operand(base, ops.PRIMARY, None)}[{emit_expr(index)}]"
-        case Member(base, name):
+        case ir.Member(base, name):
             return f"{_operand(base, ops.PRIMARY, None)}.{name}"
-        case Call(op, args):
+        case ir.Call(op, args):
             return f"{ops.info(op).spelling}({_arguments(args)})"
-        case Convert(ty, x):
+        case ir.Convert(ty, x):
             return f"{ty}({emit_expr(x)})"
-        case Unary(op, x):
+        case ir.Unary(op, x):
             inner = _operand(x, ops.UNARY, None)
             # "- -x" must not print as the decrement token "--x".
             sep = " " if inner.startswith(ops.info(op).spelling) else ""
             return f"{ops.info(op).spelling}{sep}{inner}"
-        case Construct(ty, args):
+        case ir.Construct(ty, args):
             return f"{ty}({_arguments(args)})"
-        case FnCall(name, args):
+        case ir.FnCall(name, args):
             return f"{name}({_arguments(args)})"
-        case Name(name):
+        case ir.Name(name):
             return name
     raise TypeError(f"emit: not an expression: {e!r}")
 
 
-def _arguments(args: tuple[Expr, ...]) -> str:
+def _arguments(args: tuple[ir.Expr, ...]) -> str:
     """A call's or constructor's arguments, comma-separated. An argument with a ``<`` relation
     at its top level is parenthesised unless it is the last: WGSL finds template lists before
     it parses (the spec's template-list discovery), and there ``x < ...`` opens a candidate list
@@ -170,14 +146,14 @@ def _top_level_less(text: str) -> bool:
     return False
 
 
-def _operand(e: Expr, max_level: int, chain: ops.Op | None) -> str:
+def _operand(e: ir.Expr, max_level: int, chain: ops.Op | None) -> str:
     cls = type(e)
-    if cls is Name:  # a name is primary: never parenthesised
+    if cls is ir.Name:  # a name is primary: never parenthesised
         return e.name
-    if cls is Lit and e.ty is u32 and not e.value < 0:  # nor is a u32 literal
+    if cls is ir.Lit and e.ty is u32 and not e.value < 0:  # nor is a u32 literal
         return f"{e.value}u"
     text = emit_expr(e)
-    if cls is Binary:
+    if cls is ir.Binary:
         op = e.op
         if ops.info(op).level <= max_level or op == chain:
             return text
@@ -194,25 +170,25 @@ class Emitter:
     def line(self, depth: int, text: str) -> None:
         self.lines.append(INDENT * depth + text)
 
-    def block(self, body: tuple[Stmt, ...], depth: int) -> None:
+    def block(self, body: tuple[ir.Stmt, ...], depth: int) -> None:
         indent = INDENT * depth
         append = self.lines.append
         for s in body:
             # Lets and plain assignments are most statements: printed here without a dispatch.
             cls = type(s)
-            if cls is Let:
+            if cls is ir.Let:
                 append(f"{indent}let {s.name} = {emit_expr(s.value)};")
-            elif cls is Assign and s.op is None:
+            elif cls is ir.Assign and s.op is None:
                 append(f"{indent}{emit_expr(s.target)} = {emit_expr(s.value)};")
             else:
                 self.stmt(s, depth)
 
-    def stmt(self, s: Stmt, depth: int) -> None:
+    def stmt(self, s: ir.Stmt, depth: int) -> None:
         match s:
-            case If():
+            case ir.If():
                 self._if(s, depth, "if")
                 self.line(depth, "}")
-            case For(init, cond, update, body):
+            case ir.For(init, cond, update, body):
                 head = "; ".join(
                     (
                         inline(init),
@@ -223,23 +199,23 @@ class Emitter:
                 self.line(depth, f"for ({head}) {{")
                 self.block(body, depth + 1)
                 self.line(depth, "}")
-            case Loop(body):
+            case ir.Loop(body):
                 self.line(depth, "loop {")
                 self.block(body, depth + 1)
                 self.line(depth, "}")
-            case Block(body):
+            case ir.Block(body):
                 self.line(depth, "{")
                 self.block(body, depth + 1)
                 self.line(depth, "}")
-            case Comment(text):
+            case ir.Comment(text):
                 self.line(depth, f"// {text}".rstrip())
             case _:
                 self.line(depth, inline(s) + ";")
 
-    def _if(self, s: If, depth: int, keyword: str) -> None:
+    def _if(self, s: ir.If, depth: int, keyword: str) -> None:
         self.line(depth, f"{keyword} ({emit_expr(s.cond)}) {{")
         self.block(s.then, depth + 1)
-        if len(s.orelse) == 1 and isinstance(s.orelse[0], If):
+        if len(s.orelse) == 1 and isinstance(s.orelse[0], ir.If):
             # An else holding exactly one if prints as "else if".
             self._if(s.orelse[0], depth, "} else if")
         elif s.orelse:
@@ -247,69 +223,18 @@ class Emitter:
             self.block(s.orelse, depth + 1)
 
 
-def inline(s: Stmt | None) -> str:
+def inline(s: ir.Stmt | None) -> str:
     """A simple statement without its semicolon (also the parts of a for header, and the
     statement the interpreter names in its errors)."""
-    match s:
-        case None:
-            return ""
-        case Let(name, value):
-            return f"let {name} = {emit_expr(value)}"
-        case Var(name, ty, init):
-            return f"var {name}: {ty}" + ("" if init is None else f" = {emit_expr(init)}")
-        case Assign(target, value, op):
-            eq = "=" if op is None else ops.info(op).spelling + "="
-            return f"{emit_expr(target)} {eq} {emit_expr(value)}"
-        case Return(value):
-            return "return" if value is None else f"return {emit_expr(value)}"
-        case Break():
-            return "break"
-        case Continue():
-            return "continue"
-        case Barrier():
-            return "workgroupBarrier()"
+    if s is None:
+        return ""
+    text = statement(s, emit_expr)
+    if text is not None:
+        return text
     raise TypeError(f"emit: not a simple statement: {s!r}")
 
 
-_F16 = re.compile(r"\bf16\b|\b\d[\d.]*(?:e[+-]?\d+)?h\b")
-_DIGITS_TO_NUL = bytes.maketrans(b"0123456789.", b"\0" * 11)
-
-
-def _mentions_f16(text: str) -> bool:
-    """Whether WGSL text (comments aside) names the f16 type or holds an f16 literal (``1.5h``).
-
-    ``f16`` is a reserved word, so it cannot be part of an identifier; scanning the printed text
-    is one pass where walking the IR for f16 types was the emitter's costliest step.
-    """
-    # Both alternatives need "f16" or a digit or "." right before "h": two C-speed scans
-    # rule most kernels out before the regex runs.
-    if "f16" not in text and b"\0h" not in text.encode().translate(_DIGITS_TO_NUL):
-        return False
-    return any(_F16.search(line) for line in _code_lines(text))
-
-
-def _code_lines(text: str) -> Iterator[str]:
-    """The lines of WGSL text without their ``//`` comments."""
-    return (line.split("//", 1)[0] for line in text.splitlines())
-
-
-#: A call of one of the op table's subgroup builtins.
-_SUBGROUP_CALL = re.compile(
-    r"\b(?:" + "|".join(sorted(ops.info(op).spelling for op in ops.SUBGROUP_OPS)) + r")\s*\("
-)
-
-
-def _uses_subgroups(kernel: Kernel, text: str) -> bool:
-    """Whether the kernel takes a subgroup builtin value or calls a subgroup builtin function
-    (the module then needs ``enable subgroups;``): its builtins say the first, one scan of the
-    printed code (comments aside) the second, cheaper than walking the IR
-    (:func:`kvdsl.ir.verify.uses_subgroups` walks it)."""
-    if any(builtin in SUBGROUP_BUILTINS for _, builtin in kernel.builtins):
-        return True
-    return "subgroup" in text and any(_SUBGROUP_CALL.search(line) for line in _code_lines(text))
-
-
-def emit(kernel: Kernel) -> str:
+def emit(kernel: ir.Kernel) -> str:
     """The kernel as a complete WGSL module."""
     out: list[str] = []
     if kernel.params is not None:
@@ -350,7 +275,8 @@ def emit(kernel: Kernel) -> str:
         size += f", {y}, {z}"
     out.append(f"@compute @workgroup_size({size})")
     args = [
-        f"@builtin({builtin}) {name}: {builtin_type(builtin)}" for name, builtin in kernel.builtins
+        f"@builtin({builtin}) {name}: {ir.builtin_type(builtin)}"
+        for name, builtin in kernel.builtins
     ]
     if len(args) > 1:
         out.append("fn main(")
@@ -363,9 +289,5 @@ def emit(kernel: Kernel) -> str:
     out += em.lines
     out.append("}")
     text = "\n".join(out) + "\n"
-    enables = [
-        e
-        for e, used in (("f16", _mentions_f16(text)), ("subgroups", _uses_subgroups(kernel, text)))
-        if used
-    ]
-    return "".join(f"enable {e};\n" for e in enables) + "\n" + text if enables else text
+    extensions = enables(kernel)
+    return "".join(f"enable {e};\n" for e in extensions) + "\n" + text if extensions else text

@@ -1,11 +1,27 @@
-"""The typed IR: types, the op table, nodes, the builder and the verifier."""
+"""The typed IR: types, the op table, nodes, the builder, the verifier and the features a
+kernel's module needs."""
 
-from kvdsl.ir.builder import (
+from kvdsl.ir.builder import Buffer, KernelBuilder, Local, Shared
+from kvdsl.ir.dispatch import DispatchError, workgroups
+from kvdsl.ir.features import features
+from kvdsl.ir.nodes import Barrier, Binding, Const, Dispatch, Function, Kernel, WorkgroupVar
+from kvdsl.ir.ops import Op
+from kvdsl.ir.types import (
+    Array,
+    RuntimeArray,
+    Scalar,
+    Struct,
+    Vec,
+    array,
+    bool_,
+    f16,
+    f32,
+    i32,
+    u32,
+    vec,
+)
+from kvdsl.ir.values import (
     BuildError,
-    Buffer,
-    KernelBuilder,
-    Local,
-    Shared,
     Val,
     as_val,
     call,
@@ -25,24 +41,7 @@ from kvdsl.ir.builder import (
     sin,
     unpack2x16float,
 )
-from kvdsl.ir.dispatch import DispatchError, workgroups
-from kvdsl.ir.nodes import Barrier, Binding, Const, Dispatch, Function, Kernel, WorkgroupVar
-from kvdsl.ir.ops import Op
-from kvdsl.ir.types import (
-    Array,
-    RuntimeArray,
-    Scalar,
-    Struct,
-    Vec,
-    array,
-    bool_,
-    f16,
-    f32,
-    i32,
-    u32,
-    vec,
-)
-from kvdsl.ir.verify import VerifyError, verify
+from kvdsl.ir.verify import Verifier, VerifyError, verify
 
 __all__ = [
     "Array",
@@ -64,6 +63,7 @@ __all__ = [
     "Struct",
     "Val",
     "Vec",
+    "Verifier",
     "VerifyError",
     "WorkgroupVar",
     "array",
@@ -75,6 +75,7 @@ __all__ = [
     "convert",
     "cos",
     "dot",
+    "features",
     "f16",
     "f32",
     "i32",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from kvdsl.ir.nodes import Binary, Call, Expr, Kernel, Lit, Member, Name
+from kvdsl.ir import nodes as ir
 from kvdsl.ir.ops import Op
 
 _INT_OPS = {
@@ -21,26 +21,26 @@ class DispatchError(ValueError):
     """The dispatch rule cannot be evaluated, or its workgroups do not fit the device."""
 
 
-def evaluate(e: Expr, kernel: Kernel, params: dict[str, int]) -> int:
+def evaluate(e: ir.Expr, kernel: ir.Kernel, params: dict[str, int]) -> int:
     """Evaluate an integer expression over params fields and module consts, exactly."""
     match e:
-        case Lit(value, _):
+        case ir.Lit(value, _):
             return int(value)
-        case Name(name) if kernel.const(name) is not None:
+        case ir.Name(name) if kernel.const(name) is not None:
             return evaluate(kernel.const(name).value, kernel, params)
-        case Member(Name("params"), field):
+        case ir.Member(ir.Name("params"), field):
             if field not in params:
                 raise DispatchError(f"params field '{field}' is needed to size the dispatch")
             return int(params[field])
-        case Binary(op, a, b) if op in _INT_OPS:
+        case ir.Binary(op, a, b) if op in _INT_OPS:
             return _INT_OPS[op](evaluate(a, kernel, params), evaluate(b, kernel, params))
-        case Call(op, args) if op in _INT_OPS:
+        case ir.Call(op, args) if op in _INT_OPS:
             return _INT_OPS[op](*(evaluate(a, kernel, params) for a in args))
     raise DispatchError(f"dispatch expression {e!r} is not integer arithmetic over params")
 
 
 def workgroups(
-    kernel: Kernel, params: dict[str, int], max_per_dim: int = 65535
+    kernel: ir.Kernel, params: dict[str, int], max_per_dim: int = 65535
 ) -> tuple[int, int, int]:
     """The ``(x, y, z)`` workgroup counts for ``params`` under the kernel's dispatch rule."""
     d = kernel.dispatch

@@ -12,23 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from kvdsl.ir.nodes import (
-    Assign,
-    Binary,
-    Call,
-    Construct,
-    Convert,
-    Kernel,
-    Let,
-    Lit,
-    Member,
-    Name,
-    Stmt,
-    Unary,
-)
+from kvdsl.ir import nodes as ir
 from kvdsl.ir.ops import Op
 from kvdsl.ir.types import Vec, i32
-from kvdsl.ir.verify import Checker, Scope, verify
+from kvdsl.ir.verify import Scope, Verifier, verify
 
 SIGNED_REMAINDER = (
     "a % of i32 values: wgpu-native 0.32 (and Firefox's wgpu before gfx-rs/wgpu#9674) lowers "
@@ -53,8 +40,8 @@ SELECT_DIVISOR = (
     "both wgpu-native and Dawn; a scalar select ran right"
 )
 
-#: Not noted by :func:`hazards`: no shape of its own was found (probe 49: the same loop alone,
-#: or unrolled, ran right; the driver's answer depends on the rest of the module).
+#: Not noted by :func:`hazards`: no shape of its own was found (the same loop alone, or
+#: unrolled, ran right; the driver's answer depends on the rest of the module).
 LOOP_SUM_WRAP = (
     "an i32 var summed in a loop past i32's range: WGSL wraps (2147483647i plus twice the "
     "least value is 2147483647i); NVIDIA's Vulkan driver (580) on an H200 under Dawn left the "
@@ -88,13 +75,13 @@ def _signed(ty: Any) -> bool:
     return ty is i32 or (isinstance(ty, Vec) and ty.elem is i32)
 
 
-class _Watch(Checker):
-    """The verifier's checker, noting each hazardous expression with its innermost statement."""
+class _Watch(Verifier):
+    """The verifier, noting each hazardous expression with its innermost statement."""
 
-    def __init__(self, kernel: Kernel) -> None:
+    def __init__(self, kernel: ir.Kernel) -> None:
         super().__init__(kernel)
-        self.now: Stmt | None = None
-        self.found: list[tuple[Stmt | None, str]] = []
+        self.now: ir.Stmt | None = None
+        self.found: list[tuple[ir.Stmt | None, str]] = []
         self.seen: set[tuple[int, str]] = set()  # by the statement's identity: two equal
         # statements on two lines are two notes
         self.fixed: set[str] = set()  # lets whose value is fixed when the shader compiles
@@ -104,55 +91,56 @@ class _Watch(Checker):
             self.seen.add((id(self.now), why))
             self.found.append((self.now, why))
 
-    def stmt(self, s: Stmt, scope: Scope, ret: Any, loop: bool) -> None:
+    def stmt(self, s: ir.Stmt, scope: Scope, ret: Any, loop: bool) -> None:
         outer, self.now = self.now, s
         try:
             super().stmt(s, scope, ret, loop)
             if (
-                type(s) is Assign
+                type(s) is ir.Assign
                 and s.op in (Op.DIV, Op.MOD)
                 and self._select_divisor(s.value, scope)
             ):
                 self.note(SELECT_DIVISOR)
-            if type(s) is Let:  # by name: a later let of the name (another block's) replaces it
+            if type(s) is ir.Let:  # by name: a later let of the name (another block's) replaces it
                 (self.fixed.add if self._fixed(s.value, scope) else self.fixed.discard)(s.name)
-            if type(s) is Assign and s.op is Op.MOD and _signed(self.type_of(s.value, scope)):
+            if type(s) is ir.Assign and s.op is Op.MOD and _signed(self.type_of(s.value, scope)):
                 self.note(SIGNED_REMAINDER)
         finally:
             self.now = outer
 
     def type_of(self, e: Any, scope: Scope) -> Any:
         ty = super().type_of(e, scope)
-        if type(e) is Binary and e.op in (Op.DIV, Op.MOD) and self._select_divisor(e.b, scope):
+        if type(e) is ir.Binary and e.op in (Op.DIV, Op.MOD) and self._select_divisor(e.b, scope):
             self.note(SELECT_DIVISOR)
-        if type(e) is Binary and e.op is Op.MOD and _signed(ty):
+        if type(e) is ir.Binary and e.op is Op.MOD and _signed(ty):
             self.note(SIGNED_REMAINDER)
         elif (
-            type(e) is Call
+            type(e) is ir.Call
             and e.op in (Op.MAX, Op.MIN, Op.CLAMP)
             and _signed(ty)
-            and any(type(a) is Call and a.op is Op.ABS for a in e.args)
+            and any(type(a) is ir.Call and a.op is Op.ABS for a in e.args)
         ):
             self.note(MAX_OF_ABS)
-        elif type(e) is Call and e.op is Op.ABS and _signed(ty):
+        elif type(e) is ir.Call and e.op is Op.ABS and _signed(ty):
             self.note(ABS_NOT_NEGATIVE)
-        elif type(e) is Call and e.op is Op.UNPACK2X16FLOAT and self._fixed(e.args[0], scope):
+        elif type(e) is ir.Call and e.op is Op.UNPACK2X16FLOAT and self._fixed(e.args[0], scope):
             self.note(CONSTANT_UNPACK)
-        elif type(e) is Call and select_of_its_condition(e):
+        elif type(e) is ir.Call and select_of_its_condition(e):
             self.note(SELECT_OF_ITS_CONDITION)
         return ty
 
     def _select_divisor(self, e: Any, scope: Scope) -> bool:
         """Whether ``e`` (a divisor), its conversions aside, is a select of two vectors each
-        fixed when the shader compiles (probe 49: ``vec2<u32>(select(vec2<i32>(0i, 0i),
+        fixed when the shader compiles (``vec2<u32>(select(vec2<i32>(0i, 0i),
         vec2<i32>(0i, -1i), vb))``)."""
-        while type(e) is Convert:
+        while type(e) is ir.Convert:
             e = e.x
-        if type(e) is not Call or e.op is not Op.SELECT:
+        if type(e) is not ir.Call or e.op is not Op.SELECT:
             return False
         f, t, _ = e.args
         return all(
-            type(a) is Construct and isinstance(a.ty, Vec) and self._fixed(a, scope) for a in (f, t)
+            type(a) is ir.Construct and isinstance(a.ty, Vec) and self._fixed(a, scope)
+            for a in (f, t)
         )
 
     def _fixed(self, e: Any, scope: Scope) -> bool:
@@ -162,21 +150,21 @@ class _Watch(Checker):
         lanes a swizzle takes of a vector built lane by lane count, not the others
         (``vec4<f32>(0.0f, 0.5f, a, a).xy`` is fixed); a compiler may still know more."""
         t = type(e)
-        if t is Lit:
+        if t is ir.Lit:
             return True
-        if t is Name:
+        if t is ir.Name:
             sym = scope.visible.get(e.name)
             return e.name in self.fixed or (sym is not None and sym.kind == "const")
-        if t is Unary or t is Convert:
+        if t is ir.Unary or t is ir.Convert:
             return self._fixed(e.x, scope)
-        if t is Binary:
+        if t is ir.Binary:
             return self._fixed(e.a, scope) and self._fixed(e.b, scope)
-        if t is Call or t is Construct:
+        if t is ir.Call or t is ir.Construct:
             return all(self._fixed(a, scope) for a in e.args)
-        if t is Member:
+        if t is ir.Member:
             base = e.base
             if (
-                type(base) is Construct
+                type(base) is ir.Construct
                 and isinstance(base.ty, Vec)
                 and len(base.args) == base.ty.n  # one scalar a lane
                 and set(e.name) <= set("xyzw"[: base.ty.n])
@@ -186,22 +174,22 @@ class _Watch(Checker):
         return False
 
 
-def select_of_its_condition(e: Call) -> bool:
+def select_of_its_condition(e: ir.Call) -> bool:
     """Whether ``e``, a call, is ``select(a && c, b || c, c)`` (bool arms; ``&``/``|`` too)."""
     if e.op is not Op.SELECT:
         return False
     f, t, c = e.args
     return (
-        type(f) is Binary
+        type(f) is ir.Binary
         and f.op in (Op.LAND, Op.AND)
         and f.b == c
-        and type(t) is Binary
+        and type(t) is ir.Binary
         and t.op in (Op.LOR, Op.OR)
         and t.b == c
     )
 
 
-def hazards(kernel: Kernel) -> list[tuple[Stmt | None, str]]:
+def hazards(kernel: ir.Kernel) -> list[tuple[ir.Stmt | None, str]]:
     """``(statement, why)`` for each construct of ``kernel`` (verified on the way) that a WebGPU
     implementation was found to run other than WGSL says, in the order met; the statement is
     None for one outside any (a module const)."""

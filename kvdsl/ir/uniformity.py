@@ -38,41 +38,14 @@ from __future__ import annotations
 from collections import deque
 
 from kvdsl.ir import ops
-from kvdsl.ir.nodes import (
-    UNIFORM_BUILTINS,
-    Assign,
-    Barrier,
-    Binary,
-    Block,
-    Break,
-    Call,
-    Comment,
-    Construct,
-    Continue,
-    Convert,
-    Expr,
-    FnCall,
-    For,
-    Function,
-    If,
-    Index,
-    Kernel,
-    Let,
-    Lit,
-    Loop,
-    Member,
-    Name,
-    Return,
-    Stmt,
-    Unary,
-    Var,
-)
+from kvdsl.ir import nodes as ir
+from kvdsl.ir.show import loop_head, show
 
 NEXT, BREAK, CONTINUE, RETURN = "next", "break", "continue", "return"
 _NEXT_ONLY = frozenset((NEXT,))
 
 
-def behavior(body: tuple[Stmt, ...]) -> frozenset[str]:
+def behavior(body: tuple[ir.Stmt, ...]) -> frozenset[str]:
     """WGSL's behaviour analysis of a statement sequence: how control can leave it (next,
     break, continue, return). A statement after one that cannot go on adds nothing."""
     out = _NEXT_ONLY
@@ -85,27 +58,27 @@ def behavior(body: tuple[Stmt, ...]) -> frozenset[str]:
     return out
 
 
-def statement_behavior(s: Stmt) -> frozenset[str]:
+def statement_behavior(s: ir.Stmt) -> frozenset[str]:
     """The behaviour of one statement (lets, vars, assignments, comments and barriers: next)."""
     t = type(s)
-    if t is Break:
+    if t is ir.Break:
         return frozenset((BREAK,))
-    if t is Continue:
+    if t is ir.Continue:
         return frozenset((CONTINUE,))
-    if t is Return:
+    if t is ir.Return:
         return frozenset((RETURN,))
-    if t is If:
+    if t is ir.If:
         return behavior(s.then) | (behavior(s.orelse) if s.orelse else _NEXT_ONLY)
-    if t is Block:
+    if t is ir.Block:
         return behavior(s.body)
-    if t is For:
+    if t is ir.For:
         return loop_behavior(s.body, s.cond is not None)
-    if t is Loop:
+    if t is ir.Loop:
         return loop_behavior(s.body, False)
     return _NEXT_ONLY
 
 
-def loop_behavior(body: tuple[Stmt, ...], has_cond: bool) -> frozenset[str]:
+def loop_behavior(body: tuple[ir.Stmt, ...], has_cond: bool) -> frozenset[str]:
     """A loop's behaviour: a condition (a `for` with one) is a break; without any break it
     only leaves by return, and with neither it never leaves (the empty set)."""
     b = _body_behavior(body, has_cond)
@@ -114,7 +87,7 @@ def loop_behavior(body: tuple[Stmt, ...], has_cond: bool) -> frozenset[str]:
     return b - {CONTINUE, NEXT}
 
 
-def _body_behavior(body: tuple[Stmt, ...], has_cond: bool) -> frozenset[str]:
+def _body_behavior(body: tuple[ir.Stmt, ...], has_cond: bool) -> frozenset[str]:
     """The behaviour of a loop's body, its condition's ``if !(cond) { break; }`` first."""
     b = behavior(body)
     return b | {BREAK} if has_cond else b
@@ -206,7 +179,7 @@ class _VarSlot:
 class UniformityError(Exception):
     """A requirement of uniformity that the analysis cannot show; ``node``: the statement."""
 
-    def __init__(self, message: str, node: Stmt | None) -> None:
+    def __init__(self, message: str, node: ir.Stmt | None) -> None:
         super().__init__(message)
         self.node = node
 
@@ -214,7 +187,7 @@ class UniformityError(Exception):
 class _Analysis:
     """One function's graph: its statements and expressions, in order (§15.2.6-8)."""
 
-    def __init__(self, kernel: Kernel, tags: dict[str, _Tags], where: str) -> None:
+    def __init__(self, kernel: ir.Kernel, tags: dict[str, _Tags], where: str) -> None:
         self.g = _Graph()
         self.tags = tags
         self.where = where  # "" for the entry point, " in function NAME" for a helper
@@ -226,9 +199,9 @@ class _Analysis:
         self.marks: list[int] = [0]
         self.loops: list[tuple[list, list]] = []  # per loop: states at breaks, at continues
         # (node, subject, what must hold of it, the statement)
-        self.required: list[tuple[int, str, str, Stmt | None]] = []
+        self.required: list[tuple[int, str, str, ir.Stmt | None]] = []
         self.returns: list[int] = []
-        self.stmt: Stmt | None = None  # the innermost statement being analysed
+        self.stmt: ir.Stmt | None = None  # the innermost statement being analysed
         self.sources: dict[str, str] = {}  # names whose values may differ: why
         read_only = {"params"} | {c.name for c in kernel.consts}
         for b in kernel.bindings:
@@ -300,25 +273,25 @@ class _Analysis:
         self.required.append((node, subject, predicate, self.stmt))
 
     # -- expressions: (CF, e) => V; no expression of the subset changes control flow --
-    def value(self, e: Expr, cf: int) -> int:
+    def value(self, e: ir.Expr, cf: int) -> int:
         t = type(e)
-        if t is Name:
+        if t is ir.Name:
             return self.name(e.name, cf)
-        if t is Lit:
+        if t is ir.Lit:
             return cf
-        if t is Binary:
+        if t is ir.Binary:
             if e.op is ops.Op.LAND or e.op is ops.Op.LOR:
                 return self.value(e.b, self.value(e.a, cf))  # the right side runs under the left
             return self.g.join(self.value(e.a, cf), self.value(e.b, cf))
-        if t is Unary or t is Convert:
+        if t is ir.Unary or t is ir.Convert:
             return self.value(e.x, cf)
-        if t is Member:
+        if t is ir.Member:
             return self.value(e.base, cf)
-        if t is Index:
+        if t is ir.Index:
             return self.g.join(self.value(e.base, cf), self.value(e.index, cf))
-        if t is Construct:
+        if t is ir.Construct:
             return self.g.join(cf, *(self.value(a, cf) for a in e.args))
-        if t is Call:
+        if t is ir.Call:
             args = [self.value(a, cf) for a in e.args]
             if e.op in ops.SUBGROUP_OPS:
                 spelling = ops.info(e.op).spelling
@@ -328,7 +301,7 @@ class _Analysis:
                     MAY_BE_NON_UNIFORM, label=f"{spelling}()'s result (another invocation's value)"
                 )
             return self.g.join(cf, *args)
-        if t is FnCall:
+        if t is ir.FnCall:
             args = [self.value(a, cf) for a in e.args]
             tags = self.tags.get(e.name)
             if tags is None:  # not declared: the verifier names it
@@ -353,73 +326,73 @@ class _Analysis:
         return cf
 
     # -- statements: (CF, s) => CF' --
-    def block(self, body: tuple[Stmt, ...], cf: int) -> int:
+    def block(self, body: tuple[ir.Stmt, ...], cf: int) -> int:
         self.push()
         try:
             return self.seq(body, cf)
         finally:
             self.pop()
 
-    def seq(self, body: tuple[Stmt, ...], cf: int) -> int:
+    def seq(self, body: tuple[ir.Stmt, ...], cf: int) -> int:
         for s in body:
             cf = self.statement(s, cf)
             if NEXT not in statement_behavior(s):
                 break  # what follows is unreachable and not analysed
         return cf
 
-    def statement(self, s: Stmt, cf: int) -> int:
+    def statement(self, s: ir.Stmt, cf: int) -> int:
         outer, self.stmt = self.stmt, s
         try:
             return self._statement(s, cf)
         finally:
             self.stmt = outer
 
-    def _statement(self, s: Stmt, cf: int) -> int:
+    def _statement(self, s: ir.Stmt, cf: int) -> int:
         g = self.g
         t = type(s)
-        if t is Let:
+        if t is ir.Let:
             self.declare(s.name, g.node(self.value(s.value, cf), label=f"'{s.name}'"))
             return cf
-        if t is Var:
+        if t is ir.Var:
             init = cf if s.init is None else self.value(s.init, cf)
             self.declare(s.name, _VarSlot(s.name, g.node(init, label=f"'{s.name}'")))
             return cf
-        if t is Assign:
+        if t is ir.Assign:
             self.assign(s, cf)
             return cf
-        if t is If:
+        if t is ir.If:
             return self.if_(s, cf)
-        if t is For or t is Loop:
+        if t is ir.For or t is ir.Loop:
             return self.loop(s, cf)
-        if t is Block:
+        if t is ir.Block:
             return self.block(s.body, cf)
-        if t is Break:
+        if t is ir.Break:
             self.loops[-1][0].append(self.state())
             return cf
-        if t is Continue:
+        if t is ir.Continue:
             self.loops[-1][1].append(self.state())
             return cf
-        if t is Return:
+        if t is ir.Return:
             if s.value is not None:
                 self.returns.append(self.value(s.value, cf))
             return cf
-        if t is Barrier:
+        if t is ir.Barrier:
             self.require(cf, "workgroupBarrier()", "must be reached in uniform control flow")
             return cf
-        if t is Comment:
+        if t is ir.Comment:
             return cf
         return cf
 
-    def assign(self, s: Assign, cf: int) -> None:
+    def assign(self, s: ir.Assign, cf: int) -> None:
         rhs = self.value(s.value, cf)
         if s.op is not None:  # e1 op= e2 is e1 = e1 op e2, e1 evaluated once
             rhs = self.g.join(rhs, self.value(s.target, cf))
         target, indices = s.target, []
-        while type(target) is not Name:
-            if type(target) is Index:
+        while type(target) is not ir.Name:
+            if type(target) is ir.Index:
                 indices.append(self.value(target.index, cf))
                 target = target.base
-            elif type(target) is Member:
+            elif type(target) is ir.Member:
                 indices.append(cf)  # a lane or field: a partial assignment
                 target = target.base
             else:
@@ -430,9 +403,9 @@ class _Analysis:
         deps = (rhs, cf, slot.node, *indices) if indices else (rhs, cf)
         slot.node = self.g.node(*deps, label=f"'{slot.name}'")
 
-    def if_(self, s: If, cf: int) -> int:
+    def if_(self, s: ir.If, cf: int) -> int:
         g = self.g
-        head = f"`if {_show(s.cond)}`"
+        head = f"`if {show(s.cond)}`"
         cond = g.node(self.value(s.cond, cf), label=f"the condition of {head}")
         before = self.state()
         b_then, b_else = behavior(s.then), behavior(s.orelse) if s.orelse else _NEXT_ONLY
@@ -454,13 +427,13 @@ class _Analysis:
             cf_then, cf_else, label=f"{head}, which some invocations may leave by {leaves}"
         )
 
-    def loop(self, s: For | Loop, cf: int) -> int:
+    def loop(self, s: ir.For | ir.Loop, cf: int) -> int:
         g = self.g
-        cond = s.cond if type(s) is For else None
+        cond = s.cond if type(s) is ir.For else None
         head = f"`{_loop_head(s)}`"
         self.push()
         try:
-            if type(s) is For and s.init is not None:
+            if type(s) is ir.For and s.init is not None:
                 cf = self.statement(s.init, cf)
             b1 = _body_behavior(s.body, cond is not None)
             iterates = bool(b1 & {NEXT, CONTINUE})
@@ -481,7 +454,7 @@ class _Analysis:
             self.loops.pop()
             self.meet(ends + continues)
             cf2 = cf1
-            if type(s) is For and s.update is not None:
+            if type(s) is ir.For and s.update is not None:
                 cf2 = self.statement(s.update, cf1)
             if iterates:
                 g.out[start].append(cf2)
@@ -495,22 +468,12 @@ class _Analysis:
         return start if iterates else cf1
 
 
-def _show(e: object) -> str:
-    from kvdsl.ir.verify import show  # verify imports this module
-
-    return show(e)
-
-
-def _loop_head(s: For | Loop) -> str:
-    if type(s) is Loop:
-        return "loop { ... }"
-    from kvdsl.ir.verify import _loop_head as head
-
-    return head(s)
+def _loop_head(s: ir.For | ir.Loop) -> str:
+    return "loop { ... }" if type(s) is ir.Loop else loop_head(s)
 
 
 def _fail(
-    a: _Analysis, start: int, subject: str, predicate: str, node: Stmt | None
+    a: _Analysis, start: int, subject: str, predicate: str, node: ir.Stmt | None
 ) -> UniformityError:
     path = a.g.path(start, MAY_BE_NON_UNIFORM)
     assert path is not None
@@ -521,7 +484,7 @@ def _fail(
     )
 
 
-def helper_tags(kernel: Kernel, fn: Function, tags: dict[str, _Tags]) -> _Tags:
+def helper_tags(kernel: ir.Kernel, fn: ir.Function, tags: dict[str, _Tags]) -> _Tags:
     """The tags of helper ``fn`` (the spec's §15.2.3), from its own graph; raises
     :class:`UniformityError` where something in it must be uniform and cannot be."""
     where = f" in function {fn.name}"
@@ -554,7 +517,7 @@ def helper_tags(kernel: Kernel, fn: Function, tags: dict[str, _Tags]) -> _Tags:
     )
 
 
-def check(kernel: Kernel) -> None:
+def check(kernel: ir.Kernel) -> None:
     """Refuse, with :class:`UniformityError`, a barrier or a shuffle the analysis cannot show
     uniform, or a shuffle mask it cannot show uniform: the first in program order."""
     tags: dict[str, _Tags] = {}
@@ -562,7 +525,7 @@ def check(kernel: Kernel) -> None:
         tags[fn.name] = helper_tags(kernel, fn, tags)
     a = _Analysis(kernel, tags, "")
     for p, builtin in kernel.builtins:
-        if builtin in UNIFORM_BUILTINS:
+        if builtin in ir.UNIFORM_BUILTINS:
             a.read_only.add(p)  # the same in every invocation: the control flow's uniformity
         else:
             a.sources[p] = f"'{p}' ({builtin}, which differs between invocations)"

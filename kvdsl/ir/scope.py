@@ -1,0 +1,148 @@
+"""Names and scopes: what a name in scope refers to, nested lexical scopes, and which names a
+WGSL declaration may take; :class:`VerifyError`, the error of every verification.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from kvdsl.ir import nodes as ir
+from kvdsl.ir import ops
+from kvdsl.ir.show import show
+from kvdsl.ir.types import Struct, Type
+
+
+class VerifyError(ValueError):
+    """The IR is ill-typed or ill-formed; the message names the node. ``node``: the statement
+    at fault where the check knows it (the uniformity analysis does), else None."""
+
+    def __init__(self, message: str, node: object | None = None) -> None:
+        super().__init__(message)
+        self.node = node
+
+
+@dataclass(frozen=True, slots=True)
+class Symbol:
+    """What a name in scope refers to."""
+
+    ty: Type
+    kind: str  # "let", "var", "const", "binding", "builtin", "param", "params", "workgroup"
+    access: str = ""
+    value: ir.Expr | None = None  # a const's value, folded on demand (Verifier.const_int)
+
+
+ir._slot_init(Symbol)  # a Symbol per declaration: the cheaper __init__ of the IR nodes
+
+
+class Scope:
+    """Nested lexical scopes of declared names.
+
+    Each scope keeps the names declared in it and a flat map of every name visible in it, copied
+    from the outer scope when it is made: lookups are one dict access, however deep the nesting.
+    So an inner scope sees the outer scope's names as of its creation, which is how the verifier
+    uses scopes (a block's scope is made, used and dropped while its outer block is paused).
+    """
+
+    __slots__ = ("names", "visible")
+
+    def __init__(self, outer: Scope | None = None) -> None:
+        self.names: dict[str, Symbol] = {}
+        self.visible: dict[str, Symbol] = {} if outer is None else outer.visible.copy()
+
+    def lookup(self, name: str) -> Symbol | None:
+        return self.visible.get(name)
+
+    def declare(self, name: str, sym: Symbol, node: object) -> None:
+        if name not in _NAMES_OK:
+            check_name(name, node)
+        if name in self.names:
+            raise VerifyError(f"{show(node)}: '{name}' is already declared in this scope")
+        self.names[name] = sym
+        self.visible[name] = sym
+
+
+#: WGSL's keywords and reserved words (WGSL spec, "Keyword summary" and "Reserved words"): no
+#: declaration may take one of these names.
+KEYWORDS = frozenset(
+    "alias break case const const_assert continue continuing default diagnostic discard else "
+    "enable false fn for if let loop override requires return struct switch true var while".split()
+)
+RESERVED = frozenset(
+    "NULL Self abstract active alignas alignof as asm asm_fragment async attribute auto await "
+    "become cast catch class co_await co_return co_yield coherent column_major "
+    "common compile compile_fragment concept const_cast consteval constexpr constinit crate "
+    "debugger decltype delete demote demote_to_helper do dynamic_cast enum explicit export "
+    "extends extern external fallthrough filter final finally friend from fxgroup get goto "
+    "groupshared highp impl implements import inline instanceof interface layout lowp macro "
+    "macro_rules match mediump meta mod module move mut mutable namespace new nil noexcept "
+    "noinline nointerpolation noperspective null nullptr of operator package packoffset "
+    "partition pass patch pixelfragment precise precision premerge priv protected pub public "
+    "readonly ref regardless register reinterpret_cast require resource restrict self set "
+    "shared sizeof smooth snorm static static_assert static_cast std subroutine super target "
+    "template this thread_local throw trait try type typedef typeid typename typeof union "
+    "unless unorm unsafe unsized use using varying virtual volatile wgsl where with writeonly "
+    "yield".split()
+)
+#: Names WGSL predeclares that kvdsl reads as the type or builtin everywhere: its types and type
+#: generators, and the builtin functions of the op table. WGSL lets a declaration shadow one
+#: (``fn min(a: u32, b: u32) -> u32``, and then ``min(1u, 2u)`` calls it), but the IR's
+#: ``Call(Op.MIN)`` would still mean the builtin: a silent other kernel, so no declaration may
+#: take one. A struct member may (it shadows nothing).
+PREDECLARED = frozenset(
+    "bool i32 u32 f32 f16 vec2 vec3 vec4 mat2x2 mat2x3 mat2x4 mat3x2 mat3x3 mat3x4 mat4x2 mat4x3 "
+    "mat4x4 array atomic ptr sampler sampler_comparison workgroupBarrier bitcast".split()
+    + [f"vec{n}{t}" for n in (2, 3, 4) for t in "iufh"]
+    + [f"mat{c}x{r}{t}" for c in (2, 3, 4) for r in (2, 3, 4) for t in "fh"]
+    + [info.spelling for info in ops.TABLE.values() if info.kind == "builtin"]
+)
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+# Names already found valid: a catalog build declares the same few hundred names thousands of
+# times, and the check is on every declaration.
+_NAMES_OK: set[str] = set()
+
+
+def name_problem(name: object, member: bool = False) -> str | None:
+    """Why ``name`` cannot name a WGSL declaration, as ``name 'x' ...``, or None when it can: an
+    identifier of ASCII letters, digits and ``_`` (the subset the frontend reads), not ``_``
+    alone, not starting ``__``, neither a keyword nor a reserved word, nor (but for a struct
+    ``member``) the name of a WGSL type or builtin function (:data:`PREDECLARED`)."""
+    if name in _NAMES_OK:
+        return None
+    if not isinstance(name, str) or not _IDENTIFIER.match(name):
+        why = "is not a WGSL identifier: give a letter or _, then letters, digits or _ (ASCII)"
+    elif name == "_":
+        why = "is not a WGSL identifier: _ alone is the phony assignment's"
+    elif name.startswith("__"):
+        why = "starts with __, which WGSL reserves"
+    elif name in KEYWORDS:
+        why = "is a WGSL keyword"
+    elif name in RESERVED:
+        why = "is a word WGSL reserves"
+    elif name in PREDECLARED:
+        if member:
+            return None  # not remembered: the next declaration of it is no member
+        why = (
+            "is a WGSL type's or builtin function's, which kvdsl reads it as wherever it "
+            "appears: give another"
+        )
+    else:
+        _NAMES_OK.add(name)
+        return None
+    return f"name {name!r} {why}"
+
+
+def check_name(name: object, node: object) -> None:
+    """Raise :class:`VerifyError` where ``name`` cannot name the declaration ``node``
+    (:func:`name_problem`; a params field is a struct member)."""
+    problem = name_problem(name, member=type(node) is Struct)
+    if problem is not None:
+        raise VerifyError(f"{_declaring(node, name)}: {problem}")
+
+
+def _declaring(node: object, name: object) -> str:
+    """What declares ``name``, for an error: the statement, or the module-scope declaration."""
+    kinds = {ir.Binding: "binding", ir.Const: "const", Struct: "params field", ir.Function: "function",
+             ir.WorkgroupVar: "workgroup var", ir.Kernel: "builtin parameter"}  # fmt: skip
+    kind = kinds.get(type(node))
+    return show(node) if kind is None else f"{kind} {name!r}"

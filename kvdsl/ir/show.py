@@ -1,0 +1,81 @@
+"""``show(node)``: a compact, WGSL-like rendering of an IR node for error messages.
+
+The verifier, the uniformity analysis and the interpreter name the node at fault with it; the
+emitter's text is the module itself, this one a line of a message.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from kvdsl.ir import nodes as ir
+from kvdsl.ir import ops
+from kvdsl.ir.types import bool_
+
+
+def show(node: object) -> str:
+    """A compact, WGSL-like rendering of an expression for error messages."""
+    match node:
+        case ir.Lit(value, ty):
+            suffix = {"u32": "u", "i32": "i", "f32": "f", "f16": "h"}.get(ty.name, "")
+            return f"{str(value).lower() if ty == bool_ else value}{suffix}"
+        case ir.Name(name):
+            return name
+        case ir.Unary(op, x):
+            return f"{ops.info(op).spelling}{show(x)}"
+        case ir.Binary(op, a, b):
+            return f"({show(a)} {ops.info(op).spelling} {show(b)})"
+        case ir.Call(op, args):
+            return f"{ops.info(op).spelling}({', '.join(map(show, args))})"
+        case ir.FnCall(name, args):
+            return f"{name}({', '.join(map(show, args))})"
+        case ir.Convert(ty, x):
+            return f"{ty}({show(x)})"
+        case ir.Construct(ty, args):
+            return f"{ty}({', '.join(map(show, args))})"
+        case ir.Index(base, index):
+            return f"{_primary(base)}[{show(index)}]"
+        case ir.Member(base, name):
+            return f"{_primary(base)}.{name}"
+        case ir.Let() | ir.Var() | ir.Assign() | ir.Barrier():
+            return statement(node, show)
+        case _:
+            return type(node).__name__
+
+
+def statement(s: ir.Stmt, expr: Callable[[ir.Expr], str]) -> str | None:
+    """A simple statement's WGSL text without its semicolon, its expressions printed by
+    ``expr`` (:func:`show` here, the emitter's minimal parentheses there); None for a statement
+    with a body."""
+    match s:
+        case ir.Let(name, value):
+            return f"let {name} = {expr(value)}"
+        case ir.Var(name, ty, init):
+            return f"var {name}: {ty}" + ("" if init is None else f" = {expr(init)}")
+        case ir.Assign(target, value, op):
+            eq = "=" if op is None else ops.info(op).spelling + "="
+            return f"{expr(target)} {eq} {expr(value)}"
+        case ir.Return(value):
+            return "return" if value is None else f"return {expr(value)}"
+        case ir.Break():
+            return "break"
+        case ir.Continue():
+            return "continue"
+        case ir.Barrier():
+            return "workgroupBarrier()"
+    return None
+
+
+def _primary(e: ir.Expr) -> str:
+    """``show(e)`` as the base of an index or a member: a unary operation parenthesised
+    (``(~v).y``; a binary one shows its own parentheses)."""
+    return f"({show(e)})" if type(e) is ir.Unary else show(e)
+
+
+def loop_head(s: ir.For) -> str:
+    """A ``for`` statement's head, its body elided: ``for (var i = 0u; (i < n); ...) { ... }``."""
+    return (
+        "for ("
+        + "; ".join(show(x) if x is not None else "" for x in (s.init, s.cond, s.update))
+        + ") { ... }"
+    )

@@ -1,0 +1,303 @@
+"""The typing of expressions: :meth:`ExprTyper.type_of` derives an expression's type from the
+declarations in scope and the op table's typing rules, and refuses what WGSL refuses of an
+expression when it compiles (a constant index out of range, a constant shift or division that
+is an error, a non-finite float constant: :mod:`kvdsl.ir.consteval` evaluates them).
+"""
+
+from __future__ import annotations
+
+from kvdsl.ir import nodes as ir
+from kvdsl.ir import ops
+from kvdsl.ir.consteval import (
+    SWIZZLE,
+    ConstEval,
+    const_shaped,
+    literal_ok,
+    maybe_const,
+    shl_fits,
+    spread,
+)
+from kvdsl.ir.ops import Op
+from kvdsl.ir.scope import Scope, VerifyError
+from kvdsl.ir.show import show
+from kvdsl.ir.types import Array, Scalar, Struct, Type, Vec, f16, f32, i32, u32
+
+_INDEXED = frozenset(("binding", "workgroup"))  # kinds of names that are used only indexed
+_SHL, _SHR, _DIV, _MOD, _CLAMP = Op.SHL, Op.SHR, Op.DIV, Op.MOD, Op.CLAMP
+
+
+class ExprTyper(ConstEval):
+    """Types the expressions of a kernel against a scope. A base of the
+    :class:`~kvdsl.ir.verify.Verifier`, which adds the statements."""
+
+    def __init__(self, kernel: ir.Kernel) -> None:
+        super().__init__()
+        self.kernel = kernel
+        self.functions: dict[str, ir.Function] = {}
+        self.used: set[str] = set()  # bindings read or written
+        self.barriers = False  # a barrier or a subgroup builtin call: check_barriers runs
+        self.stored: set[str] = set()  # bindings written
+
+    # -- expressions --
+    def type_of(self, e: ir.Expr, scope: Scope) -> Type:
+        """The type of ``e`` in ``scope``; raises :class:`VerifyError` when ill-typed."""
+        if type(e) is ir.Name:  # half of all expressions: the fast path
+            name = e.name
+            sym = scope.visible.get(name)
+            if sym is None:
+                raise VerifyError(f"undefined name '{name}'")
+            kind = sym.kind
+            if kind == "binding":
+                raise VerifyError(f"binding '{name}' used without an index")
+            if kind == "workgroup":
+                raise VerifyError(f"workgroup var '{name}' used without an index")
+            return sym.ty
+        match e:
+            case ir.Binary(op, a, b):
+                info = op._row  # ops.info(op), without the call
+                if info.kind != "binary":
+                    raise VerifyError(f"{show(e)}: {op.name} is not a binary operator")
+                # An operand that is a plain name is typed here (type_of's fast path, without
+                # the call); anything else, or a name type_of would reject, goes through it.
+                visible = scope.visible
+                if type(a) is ir.Name and (sym := visible.get(a.name)) and sym.kind not in _INDEXED:
+                    ta = sym.ty
+                else:
+                    ta = self.type_of(a, scope)
+                if type(b) is ir.Name and (sym := visible.get(b.name)) and sym.kind not in _INDEXED:
+                    tb = sym.ty
+                else:
+                    tb = self.type_of(b, scope)
+                try:
+                    got = info.typing((ta, tb))
+                except ops.OpTypeError as err:
+                    raise VerifyError(f"{show(e)}: {info.spelling} {err}") from None
+                # What WGSL refuses of scalar constants. The operators are tested by identity
+                # against module globals: cheaper than an enum member looked up on its class, or
+                # hashed, on the verifier's commonest node.
+                if got is f32 or got is f16:
+                    if (type(a) is not ir.Name or visible[a.name].kind == "const") and (
+                        type(b) is not ir.Name or visible[b.name].kind == "const"
+                    ):
+                        self._const_float(e, scope)  # raises where it is not finite
+                elif type(got) is Vec and (got.elem is f32 or got.elem is f16):
+                    if const_shaped(e, visible):
+                        self._const_num(e, scope)  # a vector of constants: raises as above
+                elif op is _SHL or op is _SHR or op is _DIV or op is _MOD:
+                    # The right operand's value where it is a constant, the common cases
+                    # inline (a const name, a literal); a suspicious value is looked at.
+                    if type(b) is ir.Name:
+                        sb = visible[b.name]
+                        cv = self._int_const(b.name, sb) if sb.kind == "const" else None
+                        v = None if cv is None else cv[0]
+                    elif type(b) is ir.Lit:
+                        v = b.value if type(b.value) is int else None
+                    else:
+                        v = self.const_int(b, scope)
+                        if v is None and isinstance(got, Vec) and got.elem.is_int:
+                            self._const_vector_operands(e, scope)
+                    if v is not None:
+                        if isinstance(got, Vec) and type(e.a) is not ir.Name:
+                            # a vector left of constants: each component over v
+                            self._const_vector_operands(e, scope)
+                        else:
+                            self._const_operands(e, v, scope)
+                return got
+            case ir.Lit(value, ty):
+                if ty is u32 and type(value) is int and 0 <= value < 4294967296:
+                    return ty  # most literals: literal_ok's u32 case, inline
+                if not isinstance(ty, Scalar) or not literal_ok(value, ty):
+                    raise VerifyError(f"literal {value!r} is not a valid {ty} value")
+                return ty
+            case ir.Member(base, name):
+                if (
+                    type(base) is ir.Name
+                    and (sym := scope.visible.get(base.name))
+                    and sym.kind not in _INDEXED
+                ):
+                    bt = sym.ty  # a plain name (params, a vector), as for Binary's operands
+                else:
+                    bt = self.type_of(base, scope)
+                if isinstance(bt, Struct):
+                    ft = bt.field(name)
+                    if ft is None:
+                        fields = ", ".join(n for n, _ in bt.fields)
+                        raise VerifyError(f"{show(e)}: {bt} has no field '{name}' ({fields})")
+                    return ft
+                if isinstance(bt, Vec):
+                    if (
+                        not name
+                        or len(name) > 4
+                        or any(SWIZZLE.find(c) not in range(bt.n) for c in name)
+                    ):
+                        raise VerifyError(f"{show(e)}: invalid swizzle '{name}' of {bt}")
+                    return bt.elem if len(name) == 1 else Vec(len(name), bt.elem)
+                raise VerifyError(f"{show(e)}: {bt} has no members")
+            case ir.Index(base, index):
+                if (
+                    type(index) is ir.Name
+                    and (sym := scope.visible.get(index.name))
+                    and sym.kind not in _INDEXED
+                ):
+                    it = sym.ty  # a plain name, as for Binary's operands
+                else:
+                    it = self.type_of(index, scope)
+                if it is not u32 and it is not i32 and it not in (i32, u32):
+                    raise VerifyError(f"{show(e)}: index must be i32 or u32, got {it}")
+                # A constant index (a plain name's symbol is at hand: no lookup again).
+                if type(index) is ir.Name:
+                    cv = self._int_const(index.name, sym) if sym.kind == "const" else None
+                    at = None if cv is None else cv[0]
+                else:
+                    at = self.const_int(index, scope)
+                if at is not None and at < 0:
+                    self._index_out_of_range(e, at, None)
+                if isinstance(base, ir.Name):
+                    sym = scope.lookup(base.name)
+                    if sym is not None and sym.kind == "binding":
+                        self.used.add(base.name)
+                        return sym.ty.elem
+                    if sym is not None and sym.kind == "workgroup":
+                        if at is not None and at >= sym.ty.n:
+                            self._index_out_of_range(e, at, sym.ty.n)
+                        return sym.ty.elem
+                bt = self.type_of(base, scope)
+                if isinstance(bt, (Array, Vec)):
+                    if at is not None and at >= bt.n:
+                        self._index_out_of_range(e, at, bt.n)
+                    return bt.elem
+                raise VerifyError(f"{show(e)}: cannot index a value of type {bt}")
+            case ir.Call(op, args):
+                info = ops.info(op)
+                if info.kind != "builtin" or len(args) != info.arity:
+                    raise VerifyError(
+                        f"{show(e)}: {info.spelling} takes {info.arity} arguments, got {len(args)}"
+                    )
+                got = self._apply(e, op, tuple(self.type_of(a, scope) for a in args))
+                if info.subgroup:
+                    self.barriers = True  # the uniformity analysis runs (check_barriers)
+                if op is _CLAMP:
+                    self._clamp_bounds(e, scope)
+                visible = scope.visible
+                if got is f32 or got is f16:
+                    if all(maybe_const(x, visible) for x in args):
+                        self._const_float(e, scope)
+                elif type(got) is Vec and (got.elem is f32 or got.elem is f16):
+                    if const_shaped(e, visible):
+                        self._const_float_vector(e, scope)  # of float constants: raises
+                elif op is Op.PACK2X16FLOAT and const_shaped(e, visible):
+                    self._f16_range(e, self._const_num(args[0], scope))
+                return got
+            case ir.Convert(ty, x):
+                src = self.type_of(x, scope)
+                ok = (isinstance(ty, Scalar) and isinstance(src, Scalar)) or (
+                    isinstance(ty, Vec) and isinstance(src, Vec) and src.n == ty.n
+                )
+                if not ok:
+                    raise VerifyError(f"{show(e)}: cannot convert {src} to {ty}")
+                if (ty is f32 or ty is f16) and maybe_const(x, scope.visible):
+                    self._const_float(e, scope)  # an f16 too small for the value, say
+                elif type(ty) is Vec and (ty.elem is f32 or ty.elem is f16):
+                    if const_shaped(x, scope.visible):
+                        self._const_float_vector(e, scope)  # the same, component by component
+                return ty
+            case ir.Construct(ty, args):
+                got = [self.type_of(a, scope) for a in args]
+                if isinstance(ty, Vec):
+                    n = sum(t.n if isinstance(t, Vec) else 1 for t in got)
+                    if got == [ty.elem]:
+                        n = ty.n  # one scalar: the splat vecN<T>(x)
+                    if n != ty.n or any(t.scalar != ty.elem for t in got if hasattr(t, "scalar")):
+                        raise VerifyError(f"{show(e)}: components do not make a {ty}")
+                    if any(not isinstance(t, (Scalar, Vec)) for t in got):
+                        raise VerifyError(f"{show(e)}: components do not make a {ty}")
+                elif isinstance(ty, Array):
+                    if len(got) != ty.n or any(t != ty.elem for t in got):
+                        raise VerifyError(f"{show(e)}: components do not make a {ty}")
+                else:
+                    raise VerifyError(f"{show(e)}: cannot construct {ty}")
+                return ty
+            case ir.Unary(op, x):
+                return self._apply(e, op, (self.type_of(x, scope),))
+            case ir.FnCall(name, args):
+                fn = self.functions.get(name)
+                if fn is None:
+                    raise VerifyError(f"{show(e)}: undefined function '{name}'")
+                got = tuple(self.type_of(a, scope) for a in args)
+                want = tuple(t for _, t in fn.params)
+                if got != want:
+                    raise VerifyError(
+                        f"{show(e)}: {name} takes ({', '.join(map(str, want))}), "
+                        f"got ({', '.join(map(str, got))})"
+                    )
+                if fn.ret is None:
+                    raise VerifyError(f"{show(e)}: {name} returns no value")
+                return fn.ret
+        raise VerifyError(f"not an expression: {e!r}")
+
+    def _const_operands(
+        self, e: ir.Binary, v: int, scope: Scope, left: tuple[int, Scalar] | None = None
+    ) -> None:
+        """What WGSL rejects when it compiles a shift or an integer division whose right operand
+        is the constant ``v``: a shift by the operand's bit width (32) or more, or a left shift
+        of a constant that overflows; a division or remainder by 0, and i32's least value over
+        -1. (A float divisor never has an integer value here.) ``left``: the left operand's
+        constant where the caller has it (a vector's component), else it is looked up."""
+        op = e.op
+        if op is _SHL or op is _SHR:
+            if v >= 32:
+                raise VerifyError(
+                    f"{show(e)}: a shift by {v}: integers have 32 bits (give 0 to 31)"
+                )
+        elif v == 0:
+            what = "division" if op is _DIV else "remainder"
+            raise VerifyError(f"{show(e)}: an integer {what} by the constant 0")
+        elif v == -1 and (left or (self.const_int(e.a, scope),))[0] == -(2**31):
+            raise VerifyError(f"{show(e)}: i32's least value over -1 does not fit an i32")
+        if op is _SHL and (a := left or self._const(e.a, scope)) is not None:
+            if not shl_fits(a[0], v, a[1]):
+                raise VerifyError(
+                    f"{show(e)}: {a[0]} shifted left by {v} does not fit {a[1]} (WGSL refuses "
+                    "a constant shift that overflows)"
+                )
+
+    def _const_vector_operands(self, e: ir.Binary, scope: Scope) -> None:
+        """:meth:`_const_operands` for an integer vector operation whose right operand is
+        built of constants (``vec2<u32>(0u, 1u)``, a splat, a scalar beside a vector), component
+        by component, with the left operand's component where it is constant too
+        (``vec2<i32>(CM, 1i) / -1i``): WGSL's rules hold per component."""
+        right = self._const_num(e.b, scope)
+        if right is None:
+            return
+        left = self._const_num(e.a, scope)
+        n = max(len(right), 1 if left is None else len(left))  # a scalar beside the vector
+        right = spread(right, n)
+        if left is not None:
+            left = spread(left, n)
+        lt = self.type_of(e.a, scope)  # the left operand's type: a shift's right one is u32
+        elem = lt.elem if isinstance(lt, Vec) else lt
+        for i, v in enumerate(right):
+            self._const_operands(e, int(v), scope, None if left is None else (int(left[i]), elem))
+
+    def _clamp_bounds(self, e: ir.Call, scope: Scope) -> None:
+        """WGSL refuses ``clamp(e, low, high)`` with constant bounds, low above high, in any
+        component, when it compiles (a swapped QMIN and QMAX, say)."""
+        low = self._const_num(e.args[1], scope)
+        high = None if low is None else self._const_num(e.args[2], scope)
+        if high is not None and any(lo > hi for lo, hi in zip(low, high)):
+            raise VerifyError(
+                f"{show(e)}: the constant low bound {show(e.args[1])} is above the high bound "
+                f"{show(e.args[2])}"
+            )
+
+    def _index_out_of_range(self, e: ir.Index, i: int, n: int | None) -> None:
+        """WGSL rejects a constant index below 0, or at or past the ``n`` elements of a vector
+        or a fixed-size array, when it compiles."""
+        allowed = "0 or more" if n is None else f"0 to {n - 1}"
+        raise VerifyError(f"{show(e)}: the constant index {i} is out of range (give {allowed})")
+
+    def _apply(self, e: ir.Expr, op: ops.Op, args: tuple[Type, ...]) -> Type:
+        try:
+            return ops.info(op).typing(args)
+        except ops.OpTypeError as err:
+            raise VerifyError(f"{show(e)}: {ops.info(op).spelling} {err}") from None
