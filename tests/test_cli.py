@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kvdsl.check import poison
+from kvdsl.harness import poison
 from kvdsl.ir.portability import CONSTANT_UNPACK
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -333,7 +333,7 @@ def test_loop_bounding_off_writes_what_bounded_loops_write(gpu, monkeypatch):
     counters: a kernel whose step loop passes barriers writes the same bytes either way, through
     two pipelines (the setting is part of the cache's key)."""
     from kvdsl import catalog
-    from kvdsl.check import cases_for
+    from kvdsl.harness import cases_for
     from kvdsl.runtime import device, run
 
     name = "build_quant_int8_knorm_qwen3_06b"

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from kvdsl import catalog
-from kvdsl.check import cases_for
+from kvdsl.harness import cases_for
 from kvdsl.emit import emit
 from kvdsl.frontend import parse
 from kvdsl.frontend.errors import UnsupportedError, WgslTypeError

@@ -1,4 +1,4 @@
-"""``parse(text) -> Kernel``: WGSL in the subset of ``grammar/wgsl.lark`` back into the IR.
+"""``parse(text) -> Kernel``: WGSL in the subset of the grammar ``kvdsl/frontend/wgsl.lark`` back into the IR.
 
 Three passes: lark's LALR parser (errors become :class:`WgslSyntaxError` at the token), the
 :class:`~kvdsl.frontend.transform.ToIR` transformer (rule by rule to raw IR, rejecting constructs
@@ -13,8 +13,8 @@ params, consts with the ``//`` lines directly above them as comments, helper fun
 from __future__ import annotations
 
 import functools
-import sys
 from dataclasses import replace
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -75,17 +75,9 @@ from kvdsl.ir.verify import (
 HOST = HOST_DATA[3:]  # the comment's text after '// '
 
 
-def _grammar_path() -> Path:
-    """``grammar/wgsl.lark``: beside the package in a checkout (editable install), else where a
-    wheel installs it (``<prefix>/share/kvdsl/grammar``, pyproject's ``data-files``)."""
-    candidates = [
-        Path(__file__).resolve().parents[2] / "grammar" / "wgsl.lark",
-        Path(sys.prefix) / "share" / "kvdsl" / "grammar" / "wgsl.lark",
-    ]
-    return next((p for p in candidates if p.is_file()), candidates[0])
-
-
-GRAMMAR = _grammar_path()
+def grammar() -> str:
+    """The text of ``wgsl.lark``, the grammar of the accepted subset (package data)."""
+    return resources.files("kvdsl.frontend").joinpath("wgsl.lark").read_text(encoding="utf-8")
 
 
 class _WholeWords:
@@ -105,9 +97,9 @@ class _WholeWords:
 
 @functools.cache
 def wgsl_parser() -> Lark:
-    """The LALR parser of ``grammar/wgsl.lark`` (built once per process)."""
+    """The LALR parser of :func:`grammar` (built once per process)."""
     return Lark(
-        GRAMMAR.read_text(),
+        grammar(),
         parser="lalr",
         strict=True,
         propagate_positions=True,
