@@ -43,7 +43,7 @@ def load_inputs(path: str) -> dict[str, np.ndarray]:
         raise UsageError(f"--inputs: {path!r} is not an .npz archive ({err})") from None
 
 
-def workgroups(text: str | None) -> tuple[int, int, int] | None:
+def parse_workgroups(text: str | None) -> tuple[int, int, int] | None:
     """``--workgroups X,Y,Z`` as three counts (None when not given)."""
     if text is None:
         return None

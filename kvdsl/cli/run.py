@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from kvdsl import catalog
-from kvdsl.cli.inputs import UsageError, load_inputs, load_json, wgsl_file, workgroups
+from kvdsl.cli.inputs import UsageError, load_inputs, load_json, parse_workgroups, wgsl_file
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -24,7 +24,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     params = load_json(args.params, "--params") if args.params else {}
     if not isinstance(params, dict):
         raise UsageError(f"--params: expected a JSON object of params fields, got {params!r}")
-    workgroups = workgroups(args.workgroups)
+    workgroups = parse_workgroups(args.workgroups)
     if args.tol is not None and (args.backend != "both" or not 0 <= args.tol < float("inf")):
         raise UsageError(
             f"--tol={args.tol!r}: a relative tolerance of 0 or more, with --backend both only"
