@@ -6,12 +6,26 @@ from __future__ import annotations
 import argparse
 
 from kvdsl.cli.inputs import read_wgsl, wgsl_file
+from kvdsl.ir import Kernel
+
+
+def portability_notes(path: str, kernel: Kernel, lines: dict[int, int]) -> list[str]:
+    """A ``path:line: note: ... [portability]`` line for each statement of ``kernel`` that some
+    WebGPU implementation was found to run otherwise than WGSL says (``lines``: statement →
+    line, :func:`kvdsl.frontend.parse_with_lines`'s)."""
+    from kvdsl.ir.portability import hazards
+
+    notes = []
+    for stmt, why in hazards(kernel):
+        line = lines.get(id(stmt))
+        notes.append(f"{path}{'' if line is None else f':{line}'}: note: {why} [portability]")
+    return notes
 
 
 def cmd_check(args: argparse.Namespace) -> int:
     """Parse, verify and validate WGSL files under naga and Tint; print every problem found."""
     from kvdsl.frontend import FrontendError
-    from kvdsl.ir.portability import ROUNDED_F16, hazards
+    from kvdsl.ir.portability import ROUNDED_F16
     from kvdsl.runtime import CompileError, compile_wgsl, current_webgpu, tint_check
 
     # the adapter's compiler
@@ -30,11 +44,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             for at, literal in rounded:
                 where = "" if at is None else f":{at}"
                 notes.append(f"{path}{where}: note: {literal}: {ROUNDED_F16} [portability]")
-            for stmt, why in hazards(kernel):
-                line = lines.get(id(stmt))
-                notes.append(
-                    f"{path}{'' if line is None else f':{line}'}: note: {why} [portability]"
-                )
+            notes += portability_notes(path, kernel, lines)
         try:
             compile_wgsl(text)
         except CompileError as err:

@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 
+from kvdsl.ir import Kernel
+
 
 class UsageError(ValueError):
     """Bad command-line input (a file, a JSON value, a list)."""
@@ -69,7 +71,7 @@ def read_wgsl(path: str) -> str:
 
 def wgsl_file(
     path: str, rounded: list[tuple[int | None, str]] | None = None
-) -> tuple[Any, dict[int, int]]:
+) -> tuple[Kernel, dict[int, int]]:
     """Parse a WGSL file into a verified kernel and its statement → line map (``rounded``:
     :func:`kvdsl.frontend.parse_with_lines`'s)."""
     from kvdsl.frontend import parse_with_lines

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 import numpy as np
 
 from kvdsl import catalog
+from kvdsl.cli.check import portability_notes
 from kvdsl.cli.inputs import UsageError, load_inputs, load_json, parse_workgroups, wgsl_file
+from kvdsl.ir import Kernel
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -51,11 +52,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             differ |= not same
             print(line)
         if differ and lines is not None:  # what an implementation was found to run wrong
-            from kvdsl.ir.portability import hazards
-
-            for stmt, why in hazards(kernel):
-                at = lines.get(id(stmt))
-                print(f"{args.variant}{'' if at is None else f':{at}'}: note: {why} [portability]")
+            for note in portability_notes(args.variant, kernel, lines):
+                print(note)
         outputs = outputs | {f"interp.{k}": v for k, v in want.items()}
     if args.out:
         try:
@@ -69,7 +67,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 1 if differ else 0
 
 
-def _subgroup_size(args: argparse.Namespace, kernel: Any) -> int:
+def _subgroup_size(args: argparse.Namespace, kernel: Kernel) -> int:
     """The subgroup size to interpret ``kernel`` at: ``--subgroup-size``, else (with
     ``--backend both``, for a kernel that uses subgroups) the adapter's, else 32."""
     from kvdsl.interp import SUBGROUP_SIZES
