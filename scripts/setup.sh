@@ -17,13 +17,14 @@ fi
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/python -m pip install -q -e '.[dev]'
 export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/tmp}"
+# wgpu-native (the runtime's default, whatever KVDSL_WEBGPU says: only the kvdsl command reads it)
 has_adapter='from kvdsl.runtime import adapter_info; adapter_info()'
-if ! KVDSL_WEBGPU=wgpu-native .venv/bin/python -c "$has_adapter" >/dev/null 2>&1; then
+if ! .venv/bin/python -c "$has_adapter" >/dev/null 2>&1; then
   echo "setup: no wgpu adapter kvdsl runs on: installing Mesa's Vulkan drivers (llvmpipe)"
   apt_install mesa-vulkan-drivers libvulkan1
-  KVDSL_WEBGPU=wgpu-native .venv/bin/python -c "$has_adapter" >/dev/null 2>&1 || {
+  .venv/bin/python -c "$has_adapter" >/dev/null 2>&1 || {
     echo "setup: still no wgpu adapter kvdsl runs on:" >&2
-    KVDSL_WEBGPU=wgpu-native .venv/bin/python -c "$has_adapter" >&2 || true
+    .venv/bin/python -c "$has_adapter" >&2 || true
     exit 1
   }
 fi

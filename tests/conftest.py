@@ -16,9 +16,14 @@ from kvdsl.ir.portability import (
     SELECT_OF_ITS_CONDITION,
     SIGNED_REMAINDER,
 )
+from kvdsl.runtime import WebGPU, use_webgpu
 
 # Mesa's Vulkan drivers need a runtime dir; CI containers often have none.
 os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.gettempdir())
+
+# The suite runs on the WebGPU implementation the KVDSL_* variables name (KVDSL_WEBGPU=dawn
+# pytest: the whole suite under Dawn), read here once, as the kvdsl command reads them.
+use_webgpu(WebGPU.from_environment(os.environ))
 
 
 @pytest.fixture(scope="session")

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from kvdsl import catalog
-from kvdsl.check import CASES, cases_for, compare, verify_variant
+from kvdsl.harness import CASES, cases_for, compare, verify_variant
 from kvdsl.emit import emit
 from kvdsl.ir import workgroups
 from kvdsl.runtime import FeatureError, compile_wgsl, run, tint_check

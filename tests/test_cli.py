@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kvdsl.check import poison
+from kvdsl.harness import poison
 from kvdsl.ir.portability import CONSTANT_UNPACK
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -447,29 +447,105 @@ def test_json_options_take_long_text_and_name_unreadable_paths():
 @pytest.mark.parametrize(
     "command, option, value, why",
     [
-        ("bench", "--trials", "0", "0 is out of range: give 1 or more"),
-        ("bench", "--batches", "0", "0 is out of range: give 1 or more"),
-        ("bench", "--batches", "-1", "-1 is out of range: give 1 or more"),
-        ("bench", "--repeats", "0", "0 is out of range: give 1 to 2048"),
-        ("bench", "--repeats", "5000", "5000 is out of range: give 1 to 2048"),
-        ("bench", "--warmup", "-1", "-1 is negative: give 0 or more"),
-        ("bench", "--budget", "-5", "-5 is not a time: give 0 or more seconds"),
-        ("bench", "--budget", "soon", "'soon' is not a number of seconds"),
-        ("bench", "--settle", "-1", "-1 is not a time: give 0 or more seconds"),
-        ("bench", "--settle", "nan", "nan is not a time: give 0 or more seconds"),
         ("verify", "--cases", "0", "0 is out of range: give 1 or more"),
         ("verify", "--cases", "-2", "-2 is out of range: give 1 or more"),
         ("verify", "--seed", "-1", "-1 is negative: give 0 or more"),
     ],
 )
 def test_options_out_of_range_are_one_line(capsys, command, option, value, why):
-    # Each of these would run wrongly: bench would write untimed rows (--trials 0) or none
-    # (--budget -5), or ended in an internal error (--batches -1, --repeats 0); verify --cases 0
-    # checked nothing and reported every variant passed, --seed -1 an internal error from numpy.
-    # (bench --budget 0 is a run of the device's figures alone: tests/test_bench.py.)
+    # Refused before any work: verify --cases 0 would check nothing and report every variant
+    # passed, --seed -1 would reach numpy as an internal error.
     from kvdsl.cli import main
 
     with pytest.raises(SystemExit) as exit_:
-        main([command, "--small" if command == "bench" else "copy_llama32_1b", option, value])
+        main([command, "copy_llama32_1b", option, value])
     assert exit_.value.code == 2
     assert f"kvdsl {command}: error: argument {option}: {why}" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "option, value, why",
+    [
+        ("--trials", "0", "0 is out of range: give 1 or more"),
+        ("--batches", "0", "0 is out of range: give 1 or more"),
+        ("--batches", "-1", "-1 is out of range: give 1 or more"),
+        ("--repeats", "0", "0 is out of range: give 1 to 2048"),
+        ("--repeats", "5000", "5000 is out of range: give 1 to 2048"),
+        ("--warmup", "-1", "-1 is negative: give 0 or more"),
+        ("--budget", "-5", "-5 is not a time: give 0 or more seconds"),
+        ("--budget", "soon", "'soon' is not a number of seconds"),
+        ("--settle", "-1", "-1 is not a time: give 0 or more seconds"),
+        ("--settle", "nan", "nan is not a time: give 0 or more seconds"),
+    ],
+)
+def test_benchmark_options_out_of_range_are_one_line(capsys, option, value, why):
+    # The GPU benchmark's options (benchmarks/gpu.py's), refused before any work: the
+    # benchmark would write untimed rows (--trials 0) or none (--budget -5), or end in an
+    # internal error (--batches -1, --repeats 0). (--budget 0 is a run of the device's figures
+    # alone: tests/test_bench.py.)
+    import argparse
+
+    from kvdsl.cli import bench_options
+
+    p = bench_options(argparse.ArgumentParser(prog="gpu.py"), "out")
+    with pytest.raises(SystemExit) as exit_:
+        p.parse_args(["--small", option, value])
+    assert exit_.value.code == 2
+    assert f"gpu.py: error: argument {option}: {why}" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("args", [["list"], ["list", "--json"], ["show", "copy_llama31_8b"]])
+def test_output_cut_short_ends_quietly(args):
+    """`kvdsl list | head -5` prints five lines and nothing on stderr; kvdsl exits 141, as a
+    Unix tool killed by SIGPIPE does."""
+    command = " ".join([sys.executable, "-m", "kvdsl", *args])
+    out = subprocess.run(
+        ["bash", "-c", f"set -o pipefail; {command} | head -5"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert len(out.stdout.splitlines()) == 5
+    assert out.stderr == ""
+    assert out.returncode in (0, 141)  # 0: the whole output fitted in the pipe before head left
+
+
+def test_a_reader_gone_is_exit_141_in_process(monkeypatch, capsys):
+    from kvdsl.cli import BROKEN_PIPE, main
+
+    class Gone:
+        """A stdout whose reader has gone."""
+
+        def write(self, text: str) -> int:
+            raise BrokenPipeError(32, "Broken pipe")
+
+        def flush(self) -> None:
+            raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(sys, "stdout", Gone())
+    assert main(["list"]) == BROKEN_PIPE == 141
+    assert capsys.readouterr().err == ""
+
+
+def test_help_is_plain_words():
+    """`kvdsl --help` and each command's help read as text in a terminal: no reST markup, and
+    a sentence saying what the command does."""
+    from kvdsl.cli import parser
+
+    commands = parser()._subparsers._group_actions[0].choices
+    for args in [[], *([name] for name in commands)]:
+        out = kvdsl(*args, "--help")
+        assert out.returncode == 0 and out.stderr == "", (args, out.stderr)
+        assert "``" not in out.stdout and ":func:" not in out.stdout and ":mod:" not in out.stdout
+        description = out.stdout.split("\n\n")[1]
+        assert description[0].isupper() and description.rstrip().endswith("."), (args, out.stdout)
+    top = kvdsl("--help").stdout
+    assert top.split("\n\n")[1].startswith("Build, print, run and verify")
+    for variable in (
+        "KVDSL_WEBGPU",
+        "KVDSL_DAWN_ENABLE",
+        "KVDSL_DAWN_DISABLE",
+        "KVDSL_LOOP_BOUNDING",
+    ):
+        assert variable in top
+    assert "bench" not in commands  # benchmarks/gpu.py is the benchmark's entry point

@@ -1,5 +1,5 @@
-"""Choosing the WebGPU implementation: wgpu-native (default) or Dawn (``KVDSL_WEBGPU=dawn``,
-``kvdsl --webgpu dawn``).
+"""Choosing the WebGPU implementation: wgpu-native (default) or Dawn (``use_webgpu(WebGPU("dawn"))``;
+``KVDSL_WEBGPU=dawn`` or ``kvdsl --webgpu dawn`` at the command line).
 
 Dawn finds no adapter on llvmpipe, so CI drives it on its Null backend (``WGPU_BACKEND_TYPE=Null``),
 which creates devices and compiles pipelines with Tint but executes nothing: these tests check the
@@ -39,7 +39,7 @@ def kvdsl(*args: str, **env: str) -> subprocess.CompletedProcess:
 
 
 def test_cli_choices_are_the_runtime_implementations():
-    from kvdsl.runtime.device import IMPLEMENTATIONS
+    from kvdsl.runtime import IMPLEMENTATIONS
 
     assert cli.WEBGPU == IMPLEMENTATIONS
 
@@ -73,7 +73,9 @@ def test_bad_implementation_settings_are_one_line(env, message):
 
 
 def test_webgpu_flag_cannot_switch_a_loaded_runtime(monkeypatch, capsys):
-    import kvdsl.runtime  # noqa: F401  (loaded on wgpu-native, as in every test process)
+    from kvdsl.runtime import device
+
+    device.wgpu_module()  # loaded on wgpu-native, as in every test process
 
     monkeypatch.setenv("KVDSL_WEBGPU", "wgpu-native")  # restored after the test
     assert cli.main(["--webgpu", "dawn", "list"]) == 2
@@ -86,6 +88,40 @@ def test_webgpu_flag_cannot_switch_a_loaded_runtime(monkeypatch, capsys):
     assert "copy_flat_llama31_8b" in capsys.readouterr().out
 
 
+def test_settings_from_the_environment():
+    from kvdsl.runtime import DeviceError, WebGPU
+
+    assert WebGPU.from_environment({}) == WebGPU() == WebGPU("wgpu-native", (), (), True)
+    assert WebGPU.from_environment({"KVDSL_WEBGPU": " dawn "}) == WebGPU("dawn")
+    assert WebGPU.from_environment({"KVDSL_WEBGPU": "dawn"}, "wgpu-native") == WebGPU()
+    env = {"KVDSL_WEBGPU": "dawn", "KVDSL_DAWN_ENABLE": "vulkan_enable_f16_on_nvidia, "}
+    got = WebGPU.from_environment(env | {"KVDSL_DAWN_DISABLE": "disable_workgroup_init"})
+    assert got == WebGPU("dawn", ("vulkan_enable_f16_on_nvidia",), ("disable_workgroup_init",))
+    assert got.dawn_toggles == {
+        "enable": ["vulkan_enable_f16_on_nvidia"],
+        "disable": ["disable_workgroup_init"],
+    }
+    # Dawn's toggles are read under dawn only, as before.
+    assert WebGPU.from_environment({"KVDSL_DAWN_ENABLE": "no_such_toggle"}) == WebGPU()
+    assert WebGPU().dawn_toggles is None
+    with pytest.raises(DeviceError, match="^WebGPU implementation 'webgl': expected one of"):
+        WebGPU("webgl")
+    with pytest.raises(DeviceError, match="^Dawn toggles under wgpu-native"):
+        WebGPU(dawn_enable=("vulkan_enable_f16_on_nvidia",))
+
+
+def test_another_implementation_after_loading_is_refused():
+    from kvdsl.runtime import WebGPU, WebGPULoaded, current_webgpu, device, use_webgpu
+
+    device.wgpu_module()
+    loaded = current_webgpu()
+    other = WebGPU("dawn" if loaded.implementation == "wgpu-native" else "wgpu-native")
+    with pytest.raises(WebGPULoaded, match="the implementation is chosen once per process$"):
+        use_webgpu(other)
+    use_webgpu(loaded)  # the same choice again is no change
+    assert current_webgpu() == loaded
+
+
 def test_dawn_makes_one_device_per_adapter_and_keeps_enable_subgroups():
     # Four feature sets, four devices: WebGPU lets an adapter make one device (Dawn enforces it),
     # so each after the first needs a fresh adapter; Tint requires `enable subgroups;`, which
@@ -95,7 +131,7 @@ def test_dawn_makes_one_device_per_adapter_and_keeps_enable_subgroups():
         import json
         from kvdsl import catalog
         from kvdsl.emit import emit
-        from kvdsl.runtime import adapter_info, compile_wgsl, device
+        from kvdsl.runtime import WebGPU, adapter_info, compile_wgsl, device, use_webgpu
 
         from kvdsl.ir import KernelBuilder, f16, shuffle_xor
 
@@ -113,6 +149,7 @@ def test_dawn_makes_one_device_per_adapter_and_keeps_enable_subgroups():
             )
         }
         texts["f16+subgroups"] = emit(kb.build(None))
+        use_webgpu(WebGPU("dawn"))
         for text in texts.values():
             compile_wgsl(text)
         print(json.dumps({
@@ -123,7 +160,6 @@ def test_dawn_makes_one_device_per_adapter_and_keeps_enable_subgroups():
             "enables": "enable subgroups;" in texts["subgroups"],
         }))
         """,
-        KVDSL_WEBGPU="dawn",
         WGPU_BACKEND_TYPE="Null",
     )
     assert out.returncode == 0, out.stderr
@@ -141,7 +177,8 @@ def test_wgpu_native_strips_enable_subgroups_for_naga():
     from kvdsl.runtime import device
 
     text = (ROOT / "emitted" / "build_knorm_flat_sg_qwen3_06b.wgsl").read_text()
-    assert device.IMPLEMENTATION == "wgpu-native" and "enable subgroups;" in text
+    assert device.current_webgpu().implementation == "wgpu-native"
+    assert "enable subgroups;" in text
     stripped = device.shader_source(text)
     assert "enable subgroups;" not in stripped
     assert stripped.count("\n") == text.count("\n")  # naga's line numbers stay the module's

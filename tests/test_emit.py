@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kvdsl import catalog, emitted
+from kvdsl import catalog, catalog_files
 from kvdsl.emit import emit, emit_expr, format_literal
 from kvdsl.ir import KernelBuilder, Op, Vec, bool_, f16, f32, i32, u32
 from kvdsl.ir.nodes import Binary, Call, Construct, Convert, FnCall, Index, Lit, Member
@@ -140,12 +140,12 @@ def test_emitted_folder_is_current():
 
 
 def test_stale_folder_gives_a_diff(tmp_path):
-    emitted.write(tmp_path)
-    assert emitted.stale(tmp_path) == ""
+    catalog_files.write(tmp_path)
+    assert catalog_files.stale(tmp_path) == ""
     victim = tmp_path / "copy_llama31_8b.wgsl"
     victim.write_text(victim.read_text().replace("HEAD_DIM: u32 = 128u", "HEAD_DIM: u32 = 127u"))
     (tmp_path / "old_variant.wgsl").write_text("// gone\n")
-    diff = emitted.stale(tmp_path)
+    diff = catalog_files.stale(tmp_path)
     assert "-const HEAD_DIM: u32 = 127u;" in diff and "+const HEAD_DIM: u32 = 128u;" in diff
     assert "old_variant.wgsl (on disk)" in diff
     proc = subprocess.run(
@@ -155,8 +155,8 @@ def test_stale_folder_gives_a_diff(tmp_path):
         text=True,
     )
     assert proc.returncode == 1 and "is stale" in proc.stderr and "+const HEAD_DIM" in proc.stdout
-    emitted.write(tmp_path)
-    assert emitted.stale(tmp_path) == "" and not (tmp_path / "old_variant.wgsl").exists()
+    catalog_files.write(tmp_path)
+    assert catalog_files.stale(tmp_path) == "" and not (tmp_path / "old_variant.wgsl").exists()
 
 
 def test_index_names_the_features_each_module_enables():

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from kvdsl import cli, reference
-from kvdsl.check import cases_for, compare
-from kvdsl.check.cases import values
-from kvdsl.check.compare import poison
+from kvdsl.harness import cases_for, compare
+from kvdsl.harness.cases import values
+from kvdsl.harness.compare import poison
 from kvdsl.frontend import FrontendError, UnsupportedError, WgslSyntaxError, WgslTypeError, parse
 from kvdsl.interp import run as interp_run
 from kvdsl.kernels.build import BuildConfig, build
@@ -29,7 +29,7 @@ from kvdsl.kernels.window_shift import WindowShiftConfig, window_shift
 from kvdsl.legacy import config_from_vars
 from kvdsl.runtime import BufferError, ParamsError
 from kvdsl.runtime import run as gpu_run
-from kvdsl.runtime.checks import LimitError, check_contract, evaluate
+from kvdsl.runtime.contract import LimitError, check_contract, evaluate
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -20,9 +20,9 @@ import numpy as np
 import pytest
 
 from kvdsl import catalog
-from kvdsl.check import modes  # noqa: F401  (registers the mode case generators)
-from kvdsl.check.cases import Case, cases_for
-from kvdsl.check.compare import POISON_BITS, compare, compare_quantized
+from kvdsl.harness import modes  # noqa: F401  (registers the mode case generators)
+from kvdsl.harness.cases import Case, cases_for
+from kvdsl.harness.compare import POISON_BITS, compare, compare_quantized
 from kvdsl.emit import emit
 from kvdsl.interp import run as interp_run
 from kvdsl.ir import Dispatch, KernelBuilder, u32, workgroups
@@ -178,7 +178,7 @@ def test_dispatch_folds_items_of_vectors():
     assert "let e = gid.x + gid.y * nwg.x * WG;" in emit(k)
     assert "wid.y * 3u" in emit(drop) and "nwg" not in emit(drop)
     # emitted/index.json tells a host which rule a kernel follows
-    from kvdsl.emitted import interface
+    from kvdsl.catalog_files import interface
 
     flat_rule, drop_rule = (
         interface(k, emit(k))["dispatch"],
@@ -259,7 +259,7 @@ def test_bindings_and_extents_count_vectors():
     elems = {b.name: str(b.elem) for b in k.bindings}
     assert elems["src_k"] == "vec4<f32>" and elems["present_key"] == "vec2<u32>"
     assert elems["k_scale"] == "f32" and elems["seqlens_k"] == "i32"
-    from kvdsl.runtime.checks import evaluate
+    from kvdsl.runtime.contract import evaluate
 
     params = {"count": 16, "seq": 2, "pastSeq": 0, "totalSeq": 10, "perChannel": 1}
     ext = {n: evaluate(e, k, params, {}) for n, e in k.extents}

@@ -442,6 +442,21 @@ def test_grammar_is_strict_lalr() -> None:
     assert p.options.parser == "lalr" and p.options.strict
 
 
+def test_the_grammar_is_package_data() -> None:
+    """``wgsl.lark`` ships inside the package (read through importlib.resources), so an installed
+    kvdsl parses WGSL wherever it is installed."""
+    import tomllib
+    from pathlib import Path
+
+    from kvdsl.frontend.parser import grammar
+
+    root = Path(__file__).resolve().parents[1]
+    assert grammar() == (root / "kvdsl" / "frontend" / "wgsl.lark").read_text(encoding="utf-8")
+    setuptools = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert "frontend/wgsl.lark" in setuptools["package-data"]["kvdsl"]
+    assert "data-files" not in setuptools
+
+
 def test_if_else_if_chain_and_comments_keep_their_place() -> None:
     src = kernel(
         "  // first\n  if (gid.x == 0u) {\n    // inside\n    out[1u] = 2u;\n  } else if (gid.x == 1u) {\n"

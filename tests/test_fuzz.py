@@ -35,10 +35,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kvdsl import catalog, reference
-from kvdsl.check import CASES, Case
-from kvdsl.check.compare import poison
-from kvdsl.check.modes import _quant, _rotary, _row_inputs
-from kvdsl.check.cases import dtype, values
+from kvdsl.harness import CASES, Case
+from kvdsl.harness.compare import poison
+from kvdsl.harness.modes import _quant, _rotary, _row_inputs
+from kvdsl.harness.cases import dtype, values
 from kvdsl.emit import emit
 from kvdsl.interp import run as interp_run
 from kvdsl.kernels.build import BuildConfig, build
@@ -50,7 +50,7 @@ from kvdsl.kernels.quant import AppendQuantConfig, BuildQuantConfig, append_quan
 from kvdsl.kernels.transpose import TransposeConfig, transpose
 from kvdsl.kernels.window_shift import WindowShiftConfig, window_shift
 from kvdsl.nodes import flat
-from kvdsl.runtime.checks import LimitError, check_contract, evaluate
+from kvdsl.runtime.contract import LimitError, check_contract, evaluate
 from kvdsl.runtime.errors import BufferError
 
 LONG = int(os.environ.get("KVDSL_FUZZ_EXAMPLES", "0"))

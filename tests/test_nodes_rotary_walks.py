@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from kvdsl import interp, runtime
-from kvdsl.check import poison
+from kvdsl.harness import poison
 from kvdsl.ir import Dispatch, KernelBuilder, array, f32, u32
 from kvdsl.nodes import flat, walks
 from kvdsl.nodes.rotary import rotate_row

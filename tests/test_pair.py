@@ -25,8 +25,8 @@ import numpy as np
 import pytest
 
 from kvdsl import catalog
-from kvdsl.check import modes  # noqa: F401  (registers the mode case generators)
-from kvdsl.check.cases import cases_for
+from kvdsl.harness import modes  # noqa: F401  (registers the mode case generators)
+from kvdsl.harness.cases import cases_for
 from kvdsl.emit import emit
 from kvdsl.interp import run as interp_run
 from kvdsl.ir import workgroups

@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 
 from kvdsl import catalog
-from kvdsl.check import cases_for, verify_variant
+from kvdsl.harness import cases_for, verify_variant
 from kvdsl.ir import workgroups
 from kvdsl.kernels.config import ConfigError
 from kvdsl.legacy import config_from_vars

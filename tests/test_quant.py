@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from kvdsl import interp, reference as ref, runtime
-from kvdsl.check.compare import compare_quantized
+from kvdsl.harness.compare import compare_quantized
 from kvdsl.kernels.config import ConfigError
 from kvdsl.kernels.quant import AppendQuantConfig, BuildQuantConfig, append_quant, build_quant
 from kvdsl.reference import elementwise as ew

@@ -15,6 +15,7 @@ from kvdsl.runtime import (
     CompileError,
     DeviceError,
     ParamsError,
+    WebGPU,
     compile_wgsl,
     pack_params,
     params_layout,
@@ -22,6 +23,7 @@ from kvdsl.runtime import (
     run_source,
     tint_check,
     time_kernel,
+    use_webgpu,
 )
 from kvdsl.runtime.layout import from_storage, to_storage
 
@@ -314,10 +316,11 @@ def test_f16_refused_under_dawn_on_nvidia_names_the_toggle(without_feature, monk
     without_feature("shader-f16")
     cfg = TransposeConfig(2, 8, present_type="f16")
     buffers, params, _ = transpose_case(cfg, 1, 2)
-    monkeypatch.setattr(device, "IMPLEMENTATION", "wgpu-native")  # (the suite may run on Dawn)
+    native, dawn = WebGPU("wgpu-native"), WebGPU("dawn")
+    monkeypatch.setattr(device, "_webgpu", native)  # (the suite may run on Dawn)
     with pytest.raises(DeviceError, match="shader-f16' feature$"):  # wgpu-native: no hint
         run(transpose(cfg), buffers, params)
-    monkeypatch.setattr(device, "IMPLEMENTATION", "dawn")
+    monkeypatch.setattr(device, "_webgpu", dawn)
     nvidia = dict(device.adapter().info, vendor="nvidia", vendor_id=0x10DE, backend_type="Vulkan")
     monkeypatch.setattr(device.adapter(), "info", nvidia, raising=False)
     with pytest.raises(DeviceError, match="KVDSL_DAWN_ENABLE=vulkan_enable_f16_on_nvidia"):
@@ -329,25 +332,27 @@ def test_f16_refused_under_dawn_on_nvidia_names_the_toggle(without_feature, monk
 
 
 def test_loop_bounding_off_writes_what_bounded_loops_write(gpu, monkeypatch):
-    """KVDSL_LOOP_BOUNDING=0 (device.LOOP_BOUNDING false) makes modules without naga's loop
+    """WebGPU(loop_bounding=False) (KVDSL_LOOP_BOUNDING=0) makes modules without naga's loop
     counters: a kernel whose step loop passes barriers writes the same bytes either way, through
     two pipelines (the setting is part of the cache's key)."""
     from kvdsl import catalog
-    from kvdsl.check import cases_for
+    from kvdsl.harness import cases_for
     from kvdsl.runtime import device, run
 
+    monkeypatch.setattr(device, "_webgpu", device.current_webgpu())  # restored after the test
     name = "build_quant_int8_knorm_qwen3_06b"
     cfg = catalog.config(name)
     kernel = catalog.build_config(cfg, name)
     case = next(iter(cases_for(cfg, 1, seed=3)))
     outs = {}
     for bounded in (True, False):
-        monkeypatch.setattr(device, "LOOP_BOUNDING", bounded)
+        use_webgpu(WebGPU(loop_bounding=bounded))  # may change after loading
         outs[bounded] = run(kernel, dict(case.buffers), case.params)
         assert any(key[-1] is bounded and key[0] == emit(kernel) for key in device._pipelines)
         assert device.adapter_info()["loop_bounding"] is bounded  # what gpu.py's device.json keeps
     # No runtime checks at all (device.trusted_module with flags 0): the same.
-    monkeypatch.setattr(device, "LOOP_BOUNDING", None)  # a cache key of its own
+    use_webgpu(WebGPU())
+    monkeypatch.setattr(device, "_pipelines", {})  # nothing to serve the form below from
     made = []
 
     def unchecked(dev, label, code):
@@ -364,20 +369,18 @@ def test_loop_bounding_off_writes_what_bounded_loops_write(gpu, monkeypatch):
         assert np.count_nonzero(outs[True][out]) > 0
 
 
-def test_loop_bounding_setting(monkeypatch):
-    from kvdsl.runtime import DeviceError, device
+def test_loop_bounding_setting():
+    from kvdsl.runtime import DeviceError, WebGPU
 
     for text, want in (("", True), ("1", True), ("0", False), (" 0 ", False)):
-        monkeypatch.setenv("KVDSL_LOOP_BOUNDING", text)
-        assert device._loop_bounding() is want
-    monkeypatch.setenv("KVDSL_LOOP_BOUNDING", "no")
+        assert WebGPU.from_environment({"KVDSL_LOOP_BOUNDING": text}).loop_bounding is want
     with pytest.raises(DeviceError, match="KVDSL_LOOP_BOUNDING='no': expected 0 or 1"):
-        device._loop_bounding()
+        WebGPU.from_environment({"KVDSL_LOOP_BOUNDING": "no"})
     # Only naga bounds loops: under Dawn (Tint) the setting is an error, not a silent no-op.
-    monkeypatch.setattr(device, "LOOP_BOUNDING", False)
-    monkeypatch.setattr(device, "IMPLEMENTATION", "dawn")
     with pytest.raises(DeviceError, match="KVDSL_LOOP_BOUNDING=0 needs wgpu-native"):
-        device.shader_module(None, "k", "@compute @workgroup_size(1) fn main() {}")
+        WebGPU.from_environment({"KVDSL_WEBGPU": "dawn", "KVDSL_LOOP_BOUNDING": "0"})
+    with pytest.raises(DeviceError, match="loop_bounding=False needs wgpu-native"):
+        WebGPU("dawn", loop_bounding=False)
 
 
 def test_an_opengl_adapter_is_refused_under_wgpu_native(monkeypatch):
@@ -392,8 +395,8 @@ def test_an_opengl_adapter_is_refused_under_wgpu_native(monkeypatch):
             self.info = {"backend_type": backend, "device": "llvmpipe (LLVM 15.0.6, 256 bits)"}
 
     gl, vk = Fake("OpenGL"), Fake("Vulkan")
-    gpu = device.wgpu.gpu
-    monkeypatch.setattr(device, "IMPLEMENTATION", "wgpu-native")
+    gpu = device.wgpu_module().gpu
+    monkeypatch.setattr(device, "_webgpu", WebGPU("wgpu-native"))
     monkeypatch.setattr(gpu, "request_adapter_sync", lambda **_: gl)
     monkeypatch.setattr(gpu, "enumerate_adapters_sync", lambda: [gl, vk])
     assert device._request_adapter() is vk

@@ -21,9 +21,9 @@ import numpy as np
 import pytest
 
 from kvdsl import catalog
-from kvdsl.check import modes  # noqa: F401  (registers the mode case generators)
-from kvdsl.check.cases import cases_for
-from kvdsl.check.compare import POISON_BITS
+from kvdsl.harness import modes  # noqa: F401  (registers the mode case generators)
+from kvdsl.harness.cases import cases_for
+from kvdsl.harness.compare import POISON_BITS
 from kvdsl.emit import emit
 from kvdsl.frontend import parse
 from kvdsl.interp import run as interp_run
@@ -37,7 +37,7 @@ from kvdsl.kernels.window_shift import WindowShiftConfig
 from kvdsl.runtime import BufferError
 from kvdsl.runtime import device as gpu_device
 from kvdsl.runtime import run as gpu_run
-from kvdsl.runtime.checks import check_contract
+from kvdsl.runtime.contract import check_contract
 from kvdsl.runtime.layout import check_buffers
 from test_flat import kernels
 from test_fuzz import contract_sized

@@ -1,4 +1,4 @@
-"""WGSL → IR: the lark frontend (``grammar/wgsl.lark``)."""
+"""WGSL → IR: the lark frontend (``wgsl.lark``, package data)."""
 
 from kvdsl.frontend.errors import FrontendError, UnsupportedError, WgslSyntaxError, WgslTypeError
 from kvdsl.frontend.parser import parse, parse_with_lines

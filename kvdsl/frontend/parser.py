@@ -1,4 +1,4 @@
-"""``parse(text) -> Kernel``: WGSL in the subset of ``grammar/wgsl.lark`` back into the IR.
+"""``parse(text) -> Kernel``: WGSL in the subset of ``wgsl.lark`` (package data) back into the IR.
 
 Three passes: lark's LALR parser (errors become :class:`WgslSyntaxError` at the token), the
 :class:`~kvdsl.frontend.transform.ToIR` transformer (rule by rule to raw IR, rejecting constructs
@@ -13,8 +13,8 @@ params, consts with the ``//`` lines directly above them as comments, helper fun
 from __future__ import annotations
 
 import functools
-import sys
 from dataclasses import replace
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -45,20 +45,8 @@ from kvdsl.frontend.transform import (
     const_int,
 )
 from kvdsl.frontend.typer import Typer
-from kvdsl.ir.nodes import (
-    BUILTIN_INPUTS,
-    builtin_type,
-    Binding,
-    Const,
-    Dispatch,
-    Expr,
-    Function,
-    Kernel,
-    Name,
-    WorkgroupVar,
-    walk,
-)
 from kvdsl.emit.wgsl import HOST_DATA
+from kvdsl.ir import nodes as ir
 from kvdsl.ir.types import SCALARS, Array, RuntimeArray, Scalar, Struct, Vec
 from kvdsl.ir.verify import (
     Checker,
@@ -75,17 +63,9 @@ from kvdsl.ir.verify import (
 HOST = HOST_DATA[3:]  # the comment's text after '// '
 
 
-def _grammar_path() -> Path:
-    """``grammar/wgsl.lark``: beside the package in a checkout (editable install), else where a
-    wheel installs it (``<prefix>/share/kvdsl/grammar``, pyproject's ``data-files``)."""
-    candidates = [
-        Path(__file__).resolve().parents[2] / "grammar" / "wgsl.lark",
-        Path(sys.prefix) / "share" / "kvdsl" / "grammar" / "wgsl.lark",
-    ]
-    return next((p for p in candidates if p.is_file()), candidates[0])
-
-
-GRAMMAR = _grammar_path()
+def grammar() -> str:
+    """The text of ``wgsl.lark``, the grammar of the accepted subset (package data)."""
+    return resources.files("kvdsl.frontend").joinpath("wgsl.lark").read_text(encoding="utf-8")
 
 
 class _WholeWords:
@@ -105,9 +85,9 @@ class _WholeWords:
 
 @functools.cache
 def wgsl_parser() -> Lark:
-    """The LALR parser of ``grammar/wgsl.lark`` (built once per process)."""
+    """The LALR parser of :func:`grammar` (built once per process)."""
     return Lark(
-        GRAMMAR.read_text(),
+        grammar(),
         parser="lalr",
         strict=True,
         propagate_positions=True,
@@ -116,7 +96,7 @@ def wgsl_parser() -> Lark:
     )
 
 
-def parse(text: str, filename: str = "<wgsl>", dispatch: Dispatch | None = None) -> Kernel:
+def parse(text: str, filename: str = "<wgsl>", dispatch: ir.Dispatch | None = None) -> ir.Kernel:
     """The verified kernel written in ``text``; raises a :class:`FrontendError` subclass.
 
     The kernel is named after ``filename``'s stem ("main" for a pseudo-name like ``<wgsl>``);
@@ -128,9 +108,9 @@ def parse(text: str, filename: str = "<wgsl>", dispatch: Dispatch | None = None)
 def parse_with_lines(
     text: str,
     filename: str = "<wgsl>",
-    dispatch: Dispatch | None = None,
+    dispatch: ir.Dispatch | None = None,
     rounded: list[tuple[int | None, str]] | None = None,
-) -> tuple[Kernel, dict[int, int]]:
+) -> tuple[ir.Kernel, dict[int, int]]:
     """Like :func:`parse`, also returning ``{id(stmt): source line}`` for every statement.
     ``rounded``, where given, receives ``(line, literal)`` for each f16 literal whose digits
     are not an f16 value (:data:`kvdsl.ir.portability.ROUNDED_F16` says why that matters)."""
@@ -155,14 +135,14 @@ def parse_with_lines(
         tree = parser.parse(code)
     except UnexpectedInput as err:
         raise syntax_error(err, parser, text, filename) from None
-    ir = ToIR(filename, found)
+    to_ir = ToIR(filename, found)
     try:
-        module = ir.transform(tree)
+        module = to_ir.transform(tree)
     except VisitError as err:
         if isinstance(err.orig_exc, FrontendError):
             raise err.orig_exc from None
         raise
-    return _Assembler(module, filename, found, ir, rounded).kernel(_name(filename), dispatch)
+    return _Assembler(module, filename, found, to_ir, rounded).kernel(_name(filename), dispatch)
 
 
 def _name(filename: str) -> str:
@@ -179,21 +159,21 @@ class _Assembler:
         module: Module,
         filename: str,
         found: list,
-        ir: ToIR,
+        to_ir: ToIR,
         rounded: list[tuple[int | None, str]] | None = None,
     ) -> None:
         self.module = module
         self.rounded = rounded
         self.filename = filename
         self.comments = {c.line: c for c in found}
-        self.raw_lines = ir.lines
-        self.calls = ir.calls
+        self.raw_lines = to_ir.lines
+        self.calls = to_ir.calls
         self.decl_lines: dict[str, int] = {}
 
     def err(self, message: str, line: int | None, column: int | None = None) -> UnsupportedError:
         return UnsupportedError(message, self.filename, line, column)
 
-    def kernel(self, name: str, dispatch: Dispatch | None) -> tuple[Kernel, dict[int, int]]:
+    def kernel(self, name: str, dispatch: ir.Dispatch | None) -> tuple[ir.Kernel, dict[int, int]]:
         enabled = set()
         for ext, line, column in self.module.enables:
             if ext not in ("f16", "subgroups"):
@@ -216,7 +196,7 @@ class _Assembler:
         params = self.params(structs, gvars)
         bindings = self.bindings(gvars)
         shared = self.workgroup_vars(gvars)
-        probe = Kernel(name, bindings, params, (), (), (1, 1, 1), (), (), workgroup_vars=shared)
+        probe = ir.Kernel(name, bindings, params, (), (), (1, 1, 1), (), (), workgroup_vars=shared)
         checker = Checker(probe)
         typer = Typer(checker, self.filename, self.raw_lines, self.calls, self.rounded)
         consts = self.consts(typer)
@@ -231,7 +211,7 @@ class _Assembler:
         builtins = self.builtins(entry, main)
         typer.line = entry.line
         body = typer.block(entry.body, main, None, False)
-        kernel = Kernel(
+        kernel = ir.Kernel(
             name=name,
             bindings=bindings,
             params=params,
@@ -313,7 +293,7 @@ class _Assembler:
             raise self.err(f"var '{g.name}' without @group and @binding", g.line, g.column)
         return got["group"], got["binding"]
 
-    def bindings(self, gvars: list[GlobalVar]) -> tuple[Binding, ...]:
+    def bindings(self, gvars: list[GlobalVar]) -> tuple[ir.Binding, ...]:
         numbered = []
         seen = {}
         for g in gvars:
@@ -338,7 +318,7 @@ class _Assembler:
                 if access not in ("read", "read_write"):
                     raise self.err(f"storage access '{access}'", g.line, g.column)
                 data = self.host_data(g)
-                numbered.append((slot, Binding(g.name, g.ty.elem, access, data)))
+                numbered.append((slot, ir.Binding(g.name, g.ty.elem, access, data)))
                 self.decl_lines[g.name] = g.line
             if slot in seen:
                 raise self.err(f"'{g.name}' reuses @group({slot[0]}) @binding({slot[1]})", g.line)
@@ -355,7 +335,7 @@ class _Assembler:
             raise self.err(f"'// {HOST}{name}' on binding '{g.name}' (a scalar type)", g.line)
         return SCALARS[name]
 
-    def workgroup_vars(self, gvars: list[GlobalVar]) -> tuple[WorkgroupVar, ...]:
+    def workgroup_vars(self, gvars: list[GlobalVar]) -> tuple[ir.WorkgroupVar, ...]:
         """The ``var<workgroup>`` declarations, in source order."""
         out = []
         for g in gvars:
@@ -374,11 +354,11 @@ class _Assembler:
                     g.line,
                     g.column,
                 )
-            out.append(WorkgroupVar(g.name, g.ty))
+            out.append(ir.WorkgroupVar(g.name, g.ty))
             self.decl_lines[g.name] = g.line
         return tuple(out)
 
-    def consts(self, typer: Typer) -> tuple[Const, ...]:
+    def consts(self, typer: Typer) -> tuple[ir.Const, ...]:
         scope = Scope()
         out = []
         for d in self.module.decls:
@@ -398,16 +378,16 @@ class _Assembler:
             self._declare(scope, d.name, Symbol(ty, "const"), d, f"const {d.name}", d.line)
             self.decl_lines[d.name] = d.line
             comment = "\n".join(comments_.run_above(self.comments, d.line))
-            out.append(Const(d.name, ty, value, comment))
+            out.append(ir.Const(d.name, ty, value, comment))
         return tuple(out)
 
-    def scope(self, probe: Kernel, checker: Checker, typer: Typer) -> Scope:
+    def scope(self, probe: ir.Kernel, checker: Checker, typer: Typer) -> Scope:
         try:
             return module_scope(probe, checker)
         except VerifyError as err:
             raise WgslTypeError(str(err), self.filename, self._line_of(str(err), None)) from None
 
-    def workgroup_size(self, entry: FnDecl, consts: tuple[Const, ...]):
+    def workgroup_size(self, entry: FnDecl, consts: tuple[ir.Const, ...]):
         values = {c.name: c.value.value for c in consts if hasattr(c.value, "value")}
         for a in entry.attrs:
             if a.name == "compute":
@@ -430,7 +410,7 @@ class _Assembler:
                     )
                 size += [1] * (3 - len(size))
                 first = a.args[0]
-                name = first.name if isinstance(first, Name) else None
+                name = first.name if isinstance(first, ir.Name) else None
                 return tuple(size), name
             else:
                 raise self.err(f"attribute @{a.name} on the entry point", a.line, a.column)
@@ -444,13 +424,17 @@ class _Assembler:
             if len(attrs) != 1 or attrs[0].name != "builtin" or attrs[0].args is None:
                 raise self.err(f"entry point parameter '{pname}' without @builtin", entry.line)
             arg = attrs[0].args
-            if len(arg) != 1 or not isinstance(arg[0], Name) or arg[0].name not in BUILTIN_INPUTS:
+            if (
+                len(arg) != 1
+                or not isinstance(arg[0], ir.Name)
+                or arg[0].name not in ir.BUILTIN_INPUTS
+            ):
                 raise self.err(
-                    f"@builtin of '{pname}' (one of {', '.join(BUILTIN_INPUTS)})",
+                    f"@builtin of '{pname}' (one of {', '.join(ir.BUILTIN_INPUTS)})",
                     attrs[0].line,
                     attrs[0].column,
                 )
-            want = builtin_type(arg[0].name)
+            want = ir.builtin_type(arg[0].name)
             if pty != want:
                 raise self.err(f"builtin '{pname}' of type {pty} ({want})", attrs[0].line)
             twice = [p for p, b in out if b == arg[0].name]
@@ -480,7 +464,7 @@ class _Assembler:
         except VerifyError:
             raise WgslTypeError(f"{what} is already declared", self.filename, line) from None
 
-    def function(self, fn: FnDecl, scope: Scope, typer: Typer) -> Function:
+    def function(self, fn: FnDecl, scope: Scope, typer: Typer) -> ir.Function:
         if fn.attrs:
             a = fn.attrs[0]
             raise self.err(f"attribute @{a.name} on helper function {fn.name}", a.line, a.column)
@@ -495,20 +479,20 @@ class _Assembler:
             raise self.err(f"{fn.name} returns {fn.ret} (scalars and vectors only)", fn.line)
         typer.line = fn.line
         body = typer.block(fn.body, inner, fn.ret, False)
-        out = Function(fn.name, tuple(params), fn.ret, body)
+        out = ir.Function(fn.name, tuple(params), fn.ret, body)
         typer.checker.functions[fn.name] = out
         return out
 
 
-def _literal_types(e: Expr, consts: tuple[Const, ...]) -> set[str]:
+def _literal_types(e: ir.Expr, consts: tuple[ir.Const, ...]) -> set[str]:
     """The concrete integer types ``e``'s suffixed literals and const names carry (an abstract
     literal carries none)."""
     typed = {c.name: str(c.ty) for c in consts}
     out = set()
-    for node in walk(e):
+    for node in ir.walk(e):
         if type(node) is RawLit and node.ty is not None:
             out.add(str(node.ty))
-        elif type(node) is Name and node.name in typed:
+        elif type(node) is ir.Name and node.name in typed:
             out.add(typed[node.name])
     return out
 

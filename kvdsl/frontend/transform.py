@@ -17,29 +17,8 @@ from lark.tree import Meta
 
 from kvdsl.frontend.comments import LineComment
 from kvdsl.frontend.errors import UnsupportedError, WgslSyntaxError
+from kvdsl.ir import nodes as ir
 from kvdsl.ir import ops
-from kvdsl.ir.nodes import (
-    Assign,
-    Barrier,
-    Binary,
-    Block,
-    Break,
-    Call,
-    Comment,
-    Continue,
-    Expr,
-    FnCall,
-    For,
-    If,
-    Index,
-    Lit,
-    Loop,
-    Member,
-    Name,
-    Return,
-    Stmt,
-    Unary,
-)
 from kvdsl.ir.ops import Op
 from kvdsl.ir.types import SCALARS, Array, RuntimeArray, Scalar, Vec, bool_, f16, f32, i32, u32
 
@@ -60,7 +39,7 @@ class RawCtor:
     """``T(args)``: a conversion or a value constructor, decided by the arguments' types."""
 
     ty: Scalar | Vec | Array
-    args: tuple[Expr, ...]
+    args: tuple[ir.Expr, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +48,7 @@ class RawLet:
 
     name: str
     ty: Scalar | Vec | Array | None
-    value: Expr
+    value: ir.Expr
     const: bool = False
 
 
@@ -79,14 +58,14 @@ class RawVar:
 
     name: str
     ty: Scalar | Vec | Array | None
-    init: Expr | None
+    init: ir.Expr | None
 
 
 @dataclass(frozen=True, slots=True)
 class CallStmt:
     """A statement that is only an expression (WGSL allows calls there; the IR has no such node)."""
 
-    expr: Expr
+    expr: ir.Expr
 
 
 # ---- module records ---------------------------------------------------------------------------
@@ -104,7 +83,7 @@ class StructRef:
 @dataclass(frozen=True, slots=True)
 class Attr:
     name: str
-    args: tuple[Expr, ...] | None
+    args: tuple[ir.Expr, ...] | None
     line: int
     column: int
 
@@ -132,7 +111,7 @@ class GlobalVar:
 class ConstDecl:
     name: str
     ty: Scalar | None
-    value: Expr
+    value: ir.Expr
     line: int
 
 
@@ -142,7 +121,7 @@ class FnDecl:
     name: str
     params: tuple[tuple[tuple[Attr, ...], str, Any], ...]
     ret: Any
-    body: tuple[Stmt, ...]
+    body: tuple[ir.Stmt, ...]
     line: int  # the line of its first attribute, or of "fn"
 
 
@@ -167,8 +146,8 @@ _UNARY = {"neg": Op.NEG, "logic_not": Op.NOT, "bit_not": Op.BITNOT}
 
 
 def _binary(op: Op):
-    def build(self, a: Expr, b: Expr) -> Binary:
-        return Binary(op, a, b)
+    def build(self, a: ir.Expr, b: ir.Expr) -> ir.Binary:
+        return ir.Binary(op, a, b)
 
     build.__doc__ = f"``a {ops.info(op).spelling} b``"
     return build
@@ -203,16 +182,16 @@ def _bad(tok: Token, filename: str, message: str) -> None:
     raise WgslSyntaxError(message, filename, tok.line, tok.column, str(tok), ())
 
 
-def const_int(e: Expr, consts: dict[str, int | float], where: tuple[str, int, int]) -> int:
+def const_int(e: ir.Expr, consts: dict[str, int | float], where: tuple[str, int, int]) -> int:
     """Evaluate an integer const-expression (literals, module consts, integer arithmetic)."""
     match e:
-        case RawLit(value, _) | Lit(value, _) if isinstance(value, int):
+        case RawLit(value, _) | ir.Lit(value, _) if isinstance(value, int):
             return value
-        case Name(name) if isinstance(consts.get(name), int):
+        case ir.Name(name) if isinstance(consts.get(name), int):
             return consts[name]
-        case Unary(Op.NEG, x):
+        case ir.Unary(Op.NEG, x):
             return -const_int(x, consts, where)
-        case Binary(op, a, b) if op in _CONST_OPS:
+        case ir.Binary(op, a, b) if op in _CONST_OPS:
             x, y = const_int(a, consts, where), const_int(b, consts, where)
             if op in (Op.DIV, Op.MOD) and y == 0:
                 raise UnsupportedError("division by zero in a const expression", *where)
@@ -255,7 +234,7 @@ class ToIR(Transformer):
     def _err(self, message: str, line: int, column: int | None = None):
         return UnsupportedError(message, self.filename, line, column)
 
-    def _at(self, node: Stmt, meta: Meta) -> Stmt:
+    def _at(self, node: ir.Stmt, meta: Meta) -> ir.Stmt:
         self.lines[id(node)] = meta.line
         return node
 
@@ -290,8 +269,8 @@ class ToIR(Transformer):
         return str(space), None if access is None else str(access)
 
     @v_args(meta=True, inline=True)
-    def const_decl(self, meta: Meta, name: Token, ty, value: Expr) -> ConstDecl:
-        if value is not None and isinstance(value, (RawLit, Lit, Name, Unary, Binary)):
+    def const_decl(self, meta: Meta, name: Token, ty, value: ir.Expr) -> ConstDecl:
+        if value is not None and isinstance(value, (RawLit, ir.Lit, ir.Name, ir.Unary, ir.Binary)):
             try:
                 self.consts[str(name)] = const_int(value, self.consts, ("", 0, 0))
             except UnsupportedError:
@@ -316,7 +295,7 @@ class ToIR(Transformer):
 
     # -- statements --
     @v_args(meta=True, inline=True)
-    def block(self, meta: Meta, *stmts: Stmt) -> tuple[Stmt, ...]:
+    def block(self, meta: Meta, *stmts: ir.Stmt) -> tuple[ir.Stmt, ...]:
         # Children are transformed first, so inner blocks have claimed their comments already.
         stmts = tuple(s for s in stmts if s is not None)
         mine = [
@@ -326,7 +305,7 @@ class ToIR(Transformer):
         ]
         if not mine:
             return stmts
-        out: list[Stmt] = []
+        out: list[ir.Stmt] = []
         pending = sorted(mine, key=lambda c: c.line)
         for s in stmts:
             while pending and pending[0].line < self.lines[id(s)]:
@@ -335,41 +314,41 @@ class ToIR(Transformer):
         out += [self._comment(c) for c in pending]
         return tuple(out)
 
-    def _comment(self, c: LineComment) -> Comment:
+    def _comment(self, c: LineComment) -> ir.Comment:
         self.claimed.add(c.line)
-        node = Comment(c.text)
+        node = ir.Comment(c.text)
         self.lines[id(node)] = c.line
         return node
 
     @v_args(meta=True, inline=True)
-    def if_(self, meta: Meta, cond: Expr, then: tuple, orelse) -> If:
+    def if_(self, meta: Meta, cond: ir.Expr, then: tuple, orelse) -> ir.If:
         if orelse is None:
             orelse = ()
-        elif isinstance(orelse, If):
+        elif isinstance(orelse, ir.If):
             orelse = (orelse,)
-        return self._at(If(cond, then, orelse), meta)
+        return self._at(ir.If(cond, then, orelse), meta)
 
     @v_args(meta=True, inline=True)
-    def for_(self, meta: Meta, init, cond, update, body) -> For:
-        if init is not None and not isinstance(init, (RawLet, RawVar, Assign)):
+    def for_(self, meta: Meta, init, cond, update, body) -> ir.For:
+        if init is not None and not isinstance(init, (RawLet, RawVar, ir.Assign)):
             raise self._err("a for initialiser other than let, var or an assignment", meta.line)
-        if update is not None and not isinstance(update, Assign):
+        if update is not None and not isinstance(update, ir.Assign):
             raise self._err("a for update other than an assignment", meta.line)
-        return self._at(For(init, cond, update, body), meta)
+        return self._at(ir.For(init, cond, update, body), meta)
 
     @v_args(meta=True, inline=True)
-    def while_(self, meta: Meta, cond, body) -> For:
+    def while_(self, meta: Meta, cond, body) -> ir.For:
         # WGSL defines `while cond { body }` as `for (; cond; ) { body }`: the IR's For, which
         # the emitter prints in that form.
-        return self._at(For(None, cond, None, body), meta)
+        return self._at(ir.For(None, cond, None, body), meta)
 
     @v_args(meta=True, inline=True)
-    def loop(self, meta: Meta, body) -> Loop:
-        return self._at(Loop(body), meta)
+    def loop(self, meta: Meta, body) -> ir.Loop:
+        return self._at(ir.Loop(body), meta)
 
     @v_args(meta=True, inline=True)
-    def block_stmt(self, meta: Meta, body) -> Block:
-        return self._at(Block(body), meta)
+    def block_stmt(self, meta: Meta, body) -> ir.Block:
+        return self._at(ir.Block(body), meta)
 
     @v_args(meta=True, inline=True)
     def let(self, meta: Meta, name: Token, ty, value) -> RawLet:
@@ -392,51 +371,51 @@ class ToIR(Transformer):
         return self._at(RawVar(str(name), ty, init), meta)
 
     @v_args(meta=True, inline=True)
-    def assign(self, meta: Meta, target: Expr, value: Expr) -> Assign:
-        return self._at(Assign(self._lhs(target, meta), value), meta)
+    def assign(self, meta: Meta, target: ir.Expr, value: ir.Expr) -> ir.Assign:
+        return self._at(ir.Assign(self._lhs(target, meta), value), meta)
 
     @v_args(meta=True, inline=True)
-    def compound_assign(self, meta: Meta, target: Expr, op: Token, value: Expr) -> Assign:
+    def compound_assign(self, meta: Meta, target: ir.Expr, op: Token, value: ir.Expr) -> ir.Assign:
         binop = ops.BY_SPELLING[(False, 2, str(op)[:-1])]
-        return self._at(Assign(self._lhs(target, meta), value, binop), meta)
+        return self._at(ir.Assign(self._lhs(target, meta), value, binop), meta)
 
     @v_args(meta=True, inline=True)
-    def increment(self, meta: Meta, target: Expr) -> Assign:
-        return self._at(Assign(self._lhs(target, meta), RawLit(1, None), Op.ADD), meta)
+    def increment(self, meta: Meta, target: ir.Expr) -> ir.Assign:
+        return self._at(ir.Assign(self._lhs(target, meta), RawLit(1, None), Op.ADD), meta)
 
     @v_args(meta=True, inline=True)
-    def decrement(self, meta: Meta, target: Expr) -> Assign:
-        return self._at(Assign(self._lhs(target, meta), RawLit(1, None), Op.SUB), meta)
+    def decrement(self, meta: Meta, target: ir.Expr) -> ir.Assign:
+        return self._at(ir.Assign(self._lhs(target, meta), RawLit(1, None), Op.SUB), meta)
 
-    def _lhs(self, target: Expr, meta: Meta) -> Expr:
+    def _lhs(self, target: ir.Expr, meta: Meta) -> ir.Expr:
         root = target
-        while isinstance(root, (Index, Member)):
+        while isinstance(root, (ir.Index, ir.Member)):
             root = root.base
-        if root == Name("_"):
+        if root == ir.Name("_"):
             raise self._err("phony assignment '_ = ...'", meta.line, meta.column)
-        if not isinstance(root, Name):
+        if not isinstance(root, ir.Name):
             raise self._err("assignment to something other than a variable", meta.line)
         return target
 
     @v_args(meta=True, inline=True)
-    def return_(self, meta: Meta, value) -> Return:
-        return self._at(Return(value), meta)
+    def return_(self, meta: Meta, value) -> ir.Return:
+        return self._at(ir.Return(value), meta)
 
     @v_args(meta=True, inline=True)
-    def break_(self, meta: Meta) -> Break:
-        return self._at(Break(), meta)
+    def break_(self, meta: Meta) -> ir.Break:
+        return self._at(ir.Break(), meta)
 
     @v_args(meta=True, inline=True)
-    def continue_(self, meta: Meta) -> Continue:
-        return self._at(Continue(), meta)
+    def continue_(self, meta: Meta) -> ir.Continue:
+        return self._at(ir.Continue(), meta)
 
     @v_args(meta=True, inline=True)
-    def barrier(self, meta: Meta) -> Barrier:
-        return self._at(Barrier(), meta)
+    def barrier(self, meta: Meta) -> ir.Barrier:
+        return self._at(ir.Barrier(), meta)
 
     @v_args(meta=True, inline=True)
-    def call_stmt(self, meta: Meta, e: Expr) -> CallStmt:
-        if not isinstance(e, (FnCall, Call, RawCtor)):
+    def call_stmt(self, meta: Meta, e: ir.Expr) -> CallStmt:
+        if not isinstance(e, (ir.FnCall, ir.Call, RawCtor)):
             raise WgslSyntaxError(
                 "an expression is not a statement (only a call is)",
                 self.filename,
@@ -445,7 +424,7 @@ class ToIR(Transformer):
                 "",
                 (),
             )
-        what = e.name if isinstance(e, FnCall) else "a builtin"
+        what = e.name if isinstance(e, ir.FnCall) else "a builtin"
         raise self._err(
             f"call statement of {what} (the IR has no statement that discards a value)",
             meta.line,
@@ -453,22 +432,22 @@ class ToIR(Transformer):
         )
 
     # -- expressions --
-    def name(self, tok: Token) -> Name:
-        return Name(str(tok))
+    def name(self, tok: Token) -> ir.Name:
+        return ir.Name(str(tok))
 
     def number(self, tok: Token) -> RawLit:
         return parse_number(tok, self.filename)
 
-    def true(self) -> Lit:
-        return Lit(True, bool_)
+    def true(self) -> ir.Lit:
+        return ir.Lit(True, bool_)
 
-    def false(self) -> Lit:
-        return Lit(False, bool_)
+    def false(self) -> ir.Lit:
+        return ir.Lit(False, bool_)
 
-    def args(self, *args: Expr) -> tuple[Expr, ...]:
+    def args(self, *args: ir.Expr) -> tuple[ir.Expr, ...]:
         return args
 
-    def call(self, fn: Token, args: tuple[Expr, ...]) -> Expr:
+    def call(self, fn: Token, args: tuple[ir.Expr, ...]) -> ir.Expr:
         name = str(fn)
         if name in SCALARS:
             return RawCtor(SCALARS[name], args)
@@ -481,43 +460,43 @@ class ToIR(Transformer):
                 raise self._err(
                     f"{name} takes {arity} arguments, got {len(args)}", fn.line, fn.column
                 )
-            return Call(op, args)
-        node = FnCall(name, args)
+            return ir.Call(op, args)
+        node = ir.FnCall(name, args)
         self.calls[id(node)] = (fn.line, fn.column)
         return node
 
-    def construct(self, ty, args: tuple[Expr, ...]) -> RawCtor:
+    def construct(self, ty, args: tuple[ir.Expr, ...]) -> RawCtor:
         return RawCtor(ty, args)
 
     @v_args(meta=True, inline=True)
-    def bitcast(self, meta: Meta, ty, args) -> Expr:
+    def bitcast(self, meta: Meta, ty, args) -> ir.Expr:
         raise self._err("bitcast", meta.line, meta.column)
 
-    def index(self, base: Expr, i: Expr) -> Index:
-        return Index(base, i)
+    def index(self, base: ir.Expr, i: ir.Expr) -> ir.Index:
+        return ir.Index(base, i)
 
-    def member(self, base: Expr, name: Token) -> Member:
-        return Member(base, str(name))
+    def member(self, base: ir.Expr, name: Token) -> ir.Member:
+        return ir.Member(base, str(name))
 
-    def neg(self, x: Expr) -> Expr:
+    def neg(self, x: ir.Expr) -> ir.Expr:
         # "-3" is one negative literal (the emitter prints negative literals that way); a u32
         # has no negation, "-0u" included, so its minus stays an operator for the typer to refuse.
         if isinstance(x, RawLit) and not x.negated and x.ty != u32:
             return RawLit(-x.value, x.ty, True)
-        return Unary(Op.NEG, x)
+        return ir.Unary(Op.NEG, x)
 
-    def logic_not(self, x: Expr) -> Unary:
-        return Unary(Op.NOT, x)
+    def logic_not(self, x: ir.Expr) -> ir.Unary:
+        return ir.Unary(Op.NOT, x)
 
-    def bit_not(self, x: Expr) -> Unary:
-        return Unary(Op.BITNOT, x)
+    def bit_not(self, x: ir.Expr) -> ir.Unary:
+        return ir.Unary(Op.BITNOT, x)
 
     @v_args(meta=True, inline=True)
-    def address_of(self, meta: Meta, x: Expr) -> Expr:
+    def address_of(self, meta: Meta, x: ir.Expr) -> ir.Expr:
         raise self._err("pointers (unary '&')", meta.line, meta.column)
 
     @v_args(meta=True, inline=True)
-    def deref(self, meta: Meta, x: Expr) -> Expr:
+    def deref(self, meta: Meta, x: ir.Expr) -> ir.Expr:
         raise self._err("pointers (unary '*')", meta.line, meta.column)
 
     mul = _binary(Op.MUL)
@@ -563,7 +542,7 @@ class ToIR(Transformer):
         return RuntimeArray(self._elem(elem, meta))
 
     @v_args(meta=True, inline=True)
-    def fixed_array_type(self, meta: Meta, elem, count: Expr) -> Array:
+    def fixed_array_type(self, meta: Meta, elem, count: ir.Expr) -> Array:
         n = const_int(count, self.consts, (self.filename, meta.line, meta.column))
         if n <= 0:
             raise self._err(f"array size {n} is not positive", meta.line, meta.column)

@@ -15,30 +15,8 @@ import numpy as np
 
 from kvdsl.frontend.errors import UnsupportedError, WgslTypeError
 from kvdsl.frontend.transform import CallStmt, RawCtor, RawLet, RawLit, RawVar
+from kvdsl.ir import nodes as ir
 from kvdsl.ir import ops
-from kvdsl.ir.nodes import (
-    Assign,
-    Binary,
-    Block,
-    Call,
-    Construct,
-    Convert,
-    Expr,
-    FnCall,
-    For,
-    If,
-    Index,
-    Let,
-    Lit,
-    Loop,
-    Member,
-    Name,
-    Return,
-    Stmt,
-    Unary,
-    Var,
-    walk,
-)
 from kvdsl.ir.ops import Op
 from kvdsl.ir.types import Array, Scalar, Type, Vec, bool_, f16, f32, i32, u32
 from kvdsl.ir.verify import Checker, Scope, VerifyError, literal_ok
@@ -82,16 +60,16 @@ def canonical(value: int | float, ty: Scalar) -> int | float | bool:
     return short if literal_ok(short, ty) else float(v)
 
 
-def is_abstract(e: Expr) -> bool:
+def is_abstract(e: ir.Expr) -> bool:
     """Whether every leaf of ``e`` is an abstract literal (so its type comes from context)."""
     match e:
         case RawLit(_, ty):
             return ty is None
-        case Unary(_, x):
+        case ir.Unary(_, x):
             return is_abstract(x)
-        case Binary(_, a, b):
+        case ir.Binary(_, a, b):
             return is_abstract(a) and is_abstract(b)
-        case Call(_, args):
+        case ir.Call(_, args):
             return all(is_abstract(a) for a in args)
     return False
 
@@ -130,14 +108,14 @@ class Typer:
     def error(self, message: str) -> WgslTypeError:
         return WgslTypeError(message, self.filename, self.line)
 
-    def type_of(self, e: Expr, scope: Scope) -> Type:
+    def type_of(self, e: ir.Expr, scope: Scope) -> Type:
         try:
             return self.checker.type_of(e, scope)
         except VerifyError as err:
             raise self.error(str(err)) from None
 
     # -- expressions --
-    def expr(self, e: Expr, scope: Scope, want: Type | None) -> Expr:
+    def expr(self, e: ir.Expr, scope: Scope, want: Type | None) -> ir.Expr:
         """``e`` with every abstract literal typed; ``want`` is the type the context expects."""
         match e:
             case RawLit(value, ty):
@@ -148,31 +126,31 @@ class Typer:
                     raise self.error(str(err)) from None
                 if ty == f16 and held != value and self.rounded is not None:
                     self.rounded.append((self.line, f"{value!r} (nearest f16 {held!r})"))
-                return Lit(held, ty)
-            case Lit() | Name():
+                return ir.Lit(held, ty)
+            case ir.Lit() | ir.Name():
                 return e
-            case Unary(op, x):
-                return Unary(op, self.expr(x, scope, bool_ if op == Op.NOT else want))
-            case Binary(op, a, b) if op in (Op.SHL, Op.SHR):
+            case ir.Unary(op, x):
+                return ir.Unary(op, self.expr(x, scope, bool_ if op == Op.NOT else want))
+            case ir.Binary(op, a, b) if op in (Op.SHL, Op.SHR):
                 a = self.expr(a, scope, want)
                 at = self.type_of(a, scope)
-                return Binary(
+                return ir.Binary(
                     op, a, self.expr(b, scope, Vec(at.n, u32) if isinstance(at, Vec) else u32)
                 )
-            case Binary(op, a, b) if op in (Op.LAND, Op.LOR):
-                return Binary(op, self.expr(a, scope, bool_), self.expr(b, scope, bool_))
-            case Binary(op, a, b):
+            case ir.Binary(op, a, b) if op in (Op.LAND, Op.LOR):
+                return ir.Binary(op, self.expr(a, scope, bool_), self.expr(b, scope, bool_))
+            case ir.Binary(op, a, b):
                 a, b = self.unify((a, b), scope, None if op in ops.COMPARISONS else want)
-                return Binary(op, a, b)
-            case Call(Op.SELECT, (f, t, c)):
+                return ir.Binary(op, a, b)
+            case ir.Call(Op.SELECT, (f, t, c)):
                 f, t = self.unify((f, t), scope, want)
-                return Call(Op.SELECT, (f, t, self.expr(c, scope, bool_)))
-            case Call(Op.SUBGROUP_SHUFFLE_XOR, (x, mask)):
+                return ir.Call(Op.SELECT, (f, t, self.expr(c, scope, bool_)))
+            case ir.Call(Op.SUBGROUP_SHUFFLE_XOR, (x, mask)):
                 x = self.expr(x, scope, want)
-                return Call(Op.SUBGROUP_SHUFFLE_XOR, (x, self.expr(mask, scope, u32)))
-            case Call(op, args):
-                return Call(op, self.unify(args, scope, None if op == Op.DOT else want))
-            case FnCall(name, args):
+                return ir.Call(Op.SUBGROUP_SHUFFLE_XOR, (x, self.expr(mask, scope, u32)))
+            case ir.Call(op, args):
+                return ir.Call(op, self.unify(args, scope, None if op == Op.DOT else want))
+            case ir.FnCall(name, args):
                 fn = self.checker.functions.get(name)
                 if fn is None:
                     if name in WGSL_BUILTINS:
@@ -183,23 +161,25 @@ class Typer:
                     raise self.error(f"undefined function '{name}'")
                 if len(args) != len(fn.params):
                     raise self.error(f"{name} takes {len(fn.params)} arguments, got {len(args)}")
-                return FnCall(
+                return ir.FnCall(
                     name, tuple(self.expr(a, scope, t) for a, (_, t) in zip(args, fn.params))
                 )
             case RawCtor(ty, args):
                 return self.ctor(ty, args, scope)
-            case Index(base, i):
-                return Index(self.expr(base, scope, None), self.expr(i, scope, None))
-            case Member(base, name):
+            case ir.Index(base, i):
+                return ir.Index(self.expr(base, scope, None), self.expr(i, scope, None))
+            case ir.Member(base, name):
                 base = self.expr(base, scope, None)
                 if isinstance(self.type_of(base, scope), Vec) and set(name) <= _RGBA:
                     name = name.translate(_RGBA_AS_XYZW)  # WGSL's colour swizzle: the IR's xyzw
-                return Member(base, name)
+                return ir.Member(base, name)
         raise self.error(f"not an expression: {e!r}")
 
-    def unify(self, args: tuple[Expr, ...], scope: Scope, want: Type | None) -> tuple[Expr, ...]:
+    def unify(
+        self, args: tuple[ir.Expr, ...], scope: Scope, want: Type | None
+    ) -> tuple[ir.Expr, ...]:
         """Type operands that must agree: abstract ones take the first concrete one's type."""
-        out: list[Expr | None] = [None] * len(args)
+        out: list[ir.Expr | None] = [None] * len(args)
         like: Type | None = None
         for i, a in enumerate(args):
             if not is_abstract(a):
@@ -210,48 +190,48 @@ class Typer:
                 out[i] = self.expr(a, scope, like or want)
         return tuple(out)
 
-    def ctor(self, ty: Scalar | Vec | Array, args: tuple[Expr, ...], scope: Scope) -> Expr:
+    def ctor(self, ty: Scalar | Vec | Array, args: tuple[ir.Expr, ...], scope: Scope) -> ir.Expr:
         if isinstance(ty, Array):
-            return Construct(ty, tuple(self.expr(a, scope, ty.elem) for a in args))
+            return ir.Construct(ty, tuple(self.expr(a, scope, ty.elem) for a in args))
         if len(args) == 1:
             (a,) = args
             # The emitter spells i32's minimum i32(-2147483648): read it back as the literal.
             if ty == i32 and a == RawLit(-(2**31), None, True):
-                return Lit(-(2**31), i32)
+                return ir.Lit(-(2**31), i32)
             a = self.expr(a, scope, ty)
             if isinstance(ty, Scalar) or isinstance(self.type_of(a, scope), Vec):
-                return Convert(ty, a)
-            return Construct(ty, (a,))
+                return ir.Convert(ty, a)
+            return ir.Construct(ty, (a,))
         if isinstance(ty, Scalar):
             raise self.error(f"{ty}(...) takes one argument, got {len(args)}")
-        return Construct(ty, tuple(self.expr(a, scope, ty.elem) for a in args))
+        return ir.Construct(ty, tuple(self.expr(a, scope, ty.elem) for a in args))
 
-    def const_initialiser(self, name: str, value: Expr, scope: Scope) -> None:
+    def const_initialiser(self, name: str, value: ir.Expr, scope: Scope) -> None:
         """A function-scope ``const`` must be a const-expression, as WGSL requires (the IR keeps
         it as a ``let``): literals, module consts, earlier function-scope consts, operators,
         conversions, constructors and builtins of those; no ``let``, ``var``, binding,
         builtin input or helper call (WGSL evaluates a const when it compiles)."""
-        for node in walk(value):
-            if type(node) is Name:
+        for node in ir.walk(value):
+            if type(node) is ir.Name:
                 sym = scope.lookup(node.name)
                 if sym is not None and sym.kind != "const" and id(sym) not in self.const_symbols:
                     raise self.error(
                         f"const {name}: '{node.name}' is a {sym.kind}, not a const (a const is "
                         "evaluated when the shader compiles: use let)"
                     )
-            elif type(node) is FnCall or (
-                type(node) is Call and node.op is Op.SUBGROUP_SHUFFLE_XOR
+            elif type(node) is ir.FnCall or (
+                type(node) is ir.Call and node.op is Op.SUBGROUP_SHUFFLE_XOR
             ):
-                called = node.name if type(node) is FnCall else "subgroupShuffleXor"
+                called = node.name if type(node) is ir.FnCall else "subgroupShuffleXor"
                 raise self.error(
                     f"const {name}: a call of {called} is not a const-expression (use let)"
                 )
 
     # -- statements --
-    def block(self, body: tuple[Stmt, ...], scope: Scope, ret: Type | None, loop: bool) -> tuple:
+    def block(self, body: tuple[ir.Stmt, ...], scope: Scope, ret: Type | None, loop: bool) -> tuple:
         return tuple(self.stmt(s, scope, ret, loop) for s in body)
 
-    def stmt(self, s: Stmt, scope: Scope, ret: Type | None, loop: bool) -> Stmt:
+    def stmt(self, s: ir.Stmt, scope: Scope, ret: Type | None, loop: bool) -> ir.Stmt:
         """The concrete, checked form of raw statement ``s`` (names it declares go in ``scope``)."""
         outer = self.line
         self.line = self.raw_lines.get(id(s), outer)
@@ -260,7 +240,7 @@ class Typer:
         self.line = outer
         return out
 
-    def _stmt(self, s: Stmt, scope: Scope, ret: Type | None, loop: bool) -> Stmt:
+    def _stmt(self, s: ir.Stmt, scope: Scope, ret: Type | None, loop: bool) -> ir.Stmt:
         match s:
             case RawLet(name, ty, value, const):
                 value = self.expr(value, scope, ty)
@@ -269,7 +249,7 @@ class Typer:
                     raise self.error(f"let {name}: {ty} is initialised with a {got}")
                 if const:
                     self.const_initialiser(name, value, scope)
-                out = self.check(Let(name, value), scope, ret, loop)
+                out = self.check(ir.Let(name, value), scope, ret, loop)
                 if const:
                     self.const_symbols.add(id(scope.lookup(name)))
                 return out
@@ -278,43 +258,43 @@ class Typer:
                     init = self.expr(init, scope, ty)
                 if ty is None:
                     ty = self.type_of(init, scope)
-                return self.check(Var(name, ty, init), scope, ret, loop)
-            case Assign(target, value, op):
+                return self.check(ir.Var(name, ty, init), scope, ret, loop)
+            case ir.Assign(target, value, op):
                 target = self.expr(target, scope, None)
                 want = self.type_of(target, scope)
                 if op in (Op.SHL, Op.SHR):
                     want = Vec(want.n, u32) if isinstance(want, Vec) else u32
                 return self.check(
-                    Assign(target, self.expr(value, scope, want), op), scope, ret, loop
+                    ir.Assign(target, self.expr(value, scope, want), op), scope, ret, loop
                 )
-            case Return(value) if value is not None:
-                return self.check(Return(self.expr(value, scope, ret)), scope, ret, loop)
-            case If(cond, then, orelse):
+            case ir.Return(value) if value is not None:
+                return self.check(ir.Return(self.expr(value, scope, ret)), scope, ret, loop)
+            case ir.If(cond, then, orelse):
                 cond = self.condition(cond, scope)
                 then = self.block(then, Scope(scope), ret, loop)
-                return If(cond, then, self.block(orelse, Scope(scope), ret, loop))
-            case For(init, cond, update, body):
+                return ir.If(cond, then, self.block(orelse, Scope(scope), ret, loop))
+            case ir.For(init, cond, update, body):
                 inner = Scope(scope)
                 init = None if init is None else self.stmt(init, inner, ret, loop)
                 cond = None if cond is None else self.condition(cond, inner)
                 update = None if update is None else self.stmt(update, inner, ret, loop)
-                return For(init, cond, update, self.block(body, Scope(inner), ret, True))
-            case Loop(body):
-                return Loop(self.block(body, Scope(scope), ret, True))
-            case Block(body):
-                return Block(self.block(body, Scope(scope), ret, loop))
+                return ir.For(init, cond, update, self.block(body, Scope(inner), ret, True))
+            case ir.Loop(body):
+                return ir.Loop(self.block(body, Scope(scope), ret, True))
+            case ir.Block(body):
+                return ir.Block(self.block(body, Scope(scope), ret, loop))
             case CallStmt():
                 raise self.error("call statements are outside the subset")
         return self.check(s, scope, ret, loop)
 
-    def condition(self, cond: Expr, scope: Scope) -> Expr:
+    def condition(self, cond: ir.Expr, scope: Scope) -> ir.Expr:
         cond = self.expr(cond, scope, bool_)
         ct = self.type_of(cond, scope)
         if ct != bool_:
             raise self.error(f"condition is {ct}, expected bool")
         return cond
 
-    def check(self, s: Stmt, scope: Scope, ret: Type | None, loop: bool) -> Stmt:
+    def check(self, s: ir.Stmt, scope: Scope, ret: Type | None, loop: bool) -> ir.Stmt:
         try:
             self.checker.stmt(s, scope, ret, loop)
         except VerifyError as err:

@@ -19,26 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kvdsl.ir.nodes import (
-    Assign,
-    Barrier,
-    Block,
-    Break,
-    Call,
-    Continue,
-    For,
-    FnCall,
-    Function,
-    If,
-    Index,
-    Kernel,
-    Let,
-    Loop,
-    Name,
-    Return,
-    Var,
-    walk,
-)
+from kvdsl.ir import nodes as ir
 from kvdsl.ir.ops import SUBGROUP_OPS
 from kvdsl.interp.scope import Slot
 from kvdsl.interp.values import ArrayValue, Grid, empty, is_uniform, normal
@@ -62,33 +43,33 @@ class Plan:
 
 
 def _header_pure(e) -> bool:
-    return not any(isinstance(x, (Index, FnCall)) for x in walk(e))
+    return not any(isinstance(x, (ir.Index, ir.FnCall)) for x in ir.walk(e))
 
 
 def _declared(body) -> set[str]:
-    return {x.name for x in walk(body) if isinstance(x, (Let, Var))}
+    return {x.name for x in ir.walk(body) if isinstance(x, (ir.Let, ir.Var))}
 
 
 def _root(target):
-    while not isinstance(target, Name):
+    while not isinstance(target, ir.Name):
         target = target.base
     return target.name
 
 
-def _helpers(body, functions: dict[str, Function]) -> list[Function]:
+def _helpers(body, functions: dict[str, ir.Function]) -> list[ir.Function]:
     """Every helper ``body`` calls, directly or through other helpers."""
-    seen: dict[str, Function] = {}
-    stack = [x.name for x in walk(body) if isinstance(x, FnCall)]
+    seen: dict[str, ir.Function] = {}
+    stack = [x.name for x in ir.walk(body) if isinstance(x, ir.FnCall)]
     while stack:
         name = stack.pop()
         if name in seen or name not in functions:
             continue
         seen[name] = functions[name]
-        stack += [x.name for x in walk(functions[name].body) if isinstance(x, FnCall)]
+        stack += [x.name for x in ir.walk(functions[name].body) if isinstance(x, ir.FnCall)]
     return list(seen.values())
 
 
-def plan(s: For, kernel: Kernel, functions: dict[str, Function]) -> Plan | None:
+def plan(s: ir.For, kernel: ir.Kernel, functions: dict[str, ir.Function]) -> Plan | None:
     """A :class:`Plan` if ``s`` can run batched as far as its IR shows, else None.
 
     The loop must be ``for (var i = a; cond; i = u)`` with ``a``, ``cond`` and ``u`` free of
@@ -100,10 +81,10 @@ def plan(s: For, kernel: Kernel, functions: dict[str, Function]) -> Plan | None:
     or read a binding the body stores to.
     """
     init, cond, update = s.init, s.cond, s.update
-    if not isinstance(init, Var) or cond is None or update is None:
+    if not isinstance(init, ir.Var) or cond is None or update is None:
         return None
     var = init.name
-    if not (isinstance(update.target, Name) and update.target.name == var):
+    if not (isinstance(update.target, ir.Name) and update.target.name == var):
         return None
     if not all(_header_pure(e) for e in (init.init, cond, update.value) if e is not None):
         return None
@@ -114,20 +95,20 @@ def plan(s: For, kernel: Kernel, functions: dict[str, Function]) -> Plan | None:
         p for p, _ in kernel.builtins
     }:
         return None
-    for x in walk(s.body):
-        if isinstance(x, (For, Loop, Break, Continue, Return, Barrier)):
+    for x in ir.walk(s.body):
+        if isinstance(x, (ir.For, ir.Loop, ir.Break, ir.Continue, ir.Return, ir.Barrier)):
             return None
-        if isinstance(x, Call) and x.op in SUBGROUP_OPS:  # reads other invocations' lanes
+        if isinstance(x, ir.Call) and x.op in SUBGROUP_OPS:  # reads other invocations' lanes
             return None
     # Which declaration each name means, scope by scope: a name declared in a nested block of
-    # the body means the outer one before and after that block (until the thirteenth stop the
-    # body's declarations were one set, and an assignment to an outer var shadowed in a block
-    # was batched as a local one: its value was lost, silently).
+    # the body means the outer one before and after that block (taking the body's declarations
+    # as one set would batch an assignment to an outer var shadowed in a block as a local one,
+    # and lose its value silently).
     outer_reads, outer_assigns = _outer(s.body)
     stored: list[str] = []
     for x in outer_assigns:
         root = _root(x.target)
-        plain = isinstance(x.target, Index) and isinstance(x.target.base, Name)
+        plain = isinstance(x.target, ir.Index) and isinstance(x.target.base, ir.Name)
         if root not in bindings or x.op is not None or not plain:
             return None
         stored.append(root)
@@ -135,12 +116,12 @@ def plan(s: For, kernel: Kernel, functions: dict[str, Function]) -> Plan | None:
         return None
     helpers = _helpers(s.body, functions)
     for f in helpers:
-        for x in walk(f.body):
-            if isinstance(x, Barrier) or isinstance(x, Call) and x.op in SUBGROUP_OPS:
+        for x in ir.walk(f.body):
+            if isinstance(x, ir.Barrier) or isinstance(x, ir.Call) and x.op in SUBGROUP_OPS:
                 return None
-            if isinstance(x, Assign) and _root(x.target) in bindings | shared:
+            if isinstance(x, ir.Assign) and _root(x.target) in bindings | shared:
                 return None
-            if isinstance(x, Index) and isinstance(x.base, Name) and x.base.name in stored:
+            if isinstance(x, ir.Index) and isinstance(x.base, ir.Name) and x.base.name in stored:
                 return None
     if _reads(s.body, set(stored)):
         return None
@@ -149,41 +130,41 @@ def plan(s: For, kernel: Kernel, functions: dict[str, Function]) -> Plan | None:
     return Plan(var, tuple(sorted(free)))
 
 
-def _outer(body) -> tuple[set[str], list[Assign]]:
+def _outer(body) -> tuple[set[str], list[ir.Assign]]:
     """The names ``body`` reads that it does not declare where they are read, and its
     assignments to names it does not declare where they are assigned (scope by scope)."""
     reads: set[str] = set()
-    assigns: list[Assign] = []
+    assigns: list[ir.Assign] = []
     scopes: list[set[str]] = []
 
     def local(name: str) -> bool:
         return any(name in sc for sc in scopes)
 
     def expr(e) -> None:
-        for x in walk(e):
-            if isinstance(x, Name) and not local(x.name):
+        for x in ir.walk(e):
+            if isinstance(x, ir.Name) and not local(x.name):
                 reads.add(x.name)
 
     def block(stmts) -> None:
         scopes.append(set())
         for st in stmts:
-            if isinstance(st, Let):
+            if isinstance(st, ir.Let):
                 expr(st.value)
                 scopes[-1].add(st.name)
-            elif isinstance(st, Var):
+            elif isinstance(st, ir.Var):
                 if st.init is not None:
                     expr(st.init)
                 scopes[-1].add(st.name)
-            elif isinstance(st, Assign):
+            elif isinstance(st, ir.Assign):
                 expr(st.target)
                 expr(st.value)
                 if not local(_root(st.target)):
                     assigns.append(st)
-            elif isinstance(st, If):
+            elif isinstance(st, ir.If):
                 expr(st.cond)
                 block(st.then)
                 block(st.orelse)
-            elif isinstance(st, Block):
+            elif isinstance(st, ir.Block):
                 block(st.body)
             else:
                 expr(st)
@@ -196,9 +177,9 @@ def _outer(body) -> tuple[set[str], list[Assign]]:
 def _reads(node, names: set[str]) -> bool:
     """Whether ``node`` reads an element of a binding in ``names`` (the target of a plain store
     is written, not read; its index is read)."""
-    if isinstance(node, Assign) and node.op is None and isinstance(node.target, Index):
+    if isinstance(node, ir.Assign) and node.op is None and isinstance(node.target, ir.Index):
         return _reads(node.target.index, names) or _reads(node.value, names)
-    if isinstance(node, Index) and isinstance(node.base, Name) and node.base.name in names:
+    if isinstance(node, ir.Index) and isinstance(node.base, ir.Name) and node.base.name in names:
         return True
     if isinstance(node, tuple):
         return any(_reads(x, names) for x in node)
@@ -304,7 +285,7 @@ class BatchGrid:
         return None
 
 
-def run_batched(mc, s: For, p: Plan, m) -> bool:
+def run_batched(mc, s: ir.For, p: Plan, m) -> bool:
     """Run ``s`` as batches of (trip × lane) lanes (see :mod:`kvdsl.interp.batch`); False,
     having run nothing, when the values rule it out (fewer than two lanes or trips, a trip
     count that is not uniform or not known on entry, an array value from outside read).
@@ -355,7 +336,7 @@ def run_batched(mc, s: For, p: Plan, m) -> bool:
     return True
 
 
-def trip_values(mc, s: For, m) -> list[np.ndarray] | None:
+def trip_values(mc, s: ir.For, m) -> list[np.ndarray] | None:
     """The loop variable's value on each trip, when the header keeps it uniform; None if it
     does not, or if the loop runs past :data:`MAX_SIMULATED` trips. The header is
     free of indexing and calls, so evaluating it here changes nothing."""

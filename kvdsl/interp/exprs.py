@@ -9,21 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from kvdsl.ir import nodes as ir
 from kvdsl.ir import ops
-from kvdsl.ir.nodes import (
-    Binary,
-    Call,
-    Construct,
-    Convert,
-    Expr,
-    FnCall,
-    Function,
-    Index,
-    Lit,
-    Member,
-    Name,
-    Unary,
-)
 from kvdsl.ir.ops import Op
 from kvdsl.ir.types import Array
 from kvdsl.ir.verify import show
@@ -72,10 +59,10 @@ class Expressions:
     ``functions``, ``builtins``, the caches ``lits``, ``_static``, ``_static_vals``) and runs
     helper bodies (``block``); loads go through :class:`kvdsl.interp.memory.Memory`."""
 
-    def eval(self, e: Expr, m: Mask):
+    def eval(self, e: ir.Expr, m: Mask):
         """The value of ``e`` on the lanes of ``m`` (other lanes hold arbitrary values)."""
         t = type(e)
-        if t is Binary or t is Unary or t is Call or t is Convert:
+        if t is ir.Binary or t is ir.Unary or t is ir.Call or t is ir.Convert:
             v = self._static_vals.get(id(e))
             if v is not None:
                 return v
@@ -84,7 +71,7 @@ class Expressions:
                 return v
         return self._eval(e, m)
 
-    def static(self, e: Expr) -> bool:
+    def static(self, e: ir.Expr) -> bool:
         """Whether ``e`` is computed from literals, consts and params alone: the same value in
         every chunk and batch, so computed once (uniform, and never overwritten in place)."""
         k = id(e)
@@ -92,31 +79,31 @@ class Expressions:
         if known is not None:
             return known
         match e:
-            case Lit():
+            case ir.Lit():
                 ok = True
-            case Name(name):
+            case ir.Name(name):
                 ok = name in self.module and name not in self._locals
-            case Member(Name("params"), _):
+            case ir.Member(ir.Name("params"), _):
                 ok = "params" not in self._locals
-            case Unary(_, x) | Convert(_, x):
+            case ir.Unary(_, x) | ir.Convert(_, x):
                 ok = self.static(x)
-            case Binary(_, a, b):
+            case ir.Binary(_, a, b):
                 ok = self.static(a) and self.static(b)
-            case Call(op, args):
+            case ir.Call(op, args):
                 ok = op not in ops.SUBGROUP_OPS and all(self.static(a) for a in args)
             case _:
                 ok = False
         self._static[k] = ok
         return ok
 
-    def _eval(self, e: Expr, m: Mask):
+    def _eval(self, e: ir.Expr, m: Mask):
         match e:
-            case Lit():
+            case ir.Lit():
                 v = self.lits.get(e)
                 if v is None:
                     v = self.lits[e] = np.array([e.value], e.ty.dtype)
                 return v
-            case Name(name):
+            case ir.Name(name):
                 if self._is_builtin(name):
                     if self.builtins[name] == "sg":
                         return self.grid.column("sg", 0)
@@ -125,59 +112,61 @@ class Expressions:
                     return np.stack([broadcast(c, lanes) for c in cols], axis=1)
                 v = self.lookup(name).value
                 return ArrayValue(v) if isinstance(v, ArrayValue) else v
-            case Unary(op, x):
+            case ir.Unary(op, x):
                 return self.apply(op, (self.eval(x, m),))
-            case Binary(Op.LAND | Op.LOR as op, a, b):
+            case ir.Binary(Op.LAND | Op.LOR as op, a, b):
                 return self.logic(op, a, b, m)
-            case Binary(op, a, b):
+            case ir.Binary(op, a, b):
                 x, y = self.eval(a, m), self.eval(b, m)
                 f = _IN_PLACE.get(op)
                 if f is not None and x.dtype == y.dtype and x.dtype.kind in "iu":
                     # A per-lane operand another integer operator just made is referenced
                     # nowhere else (uniform ones may be remembered, see :meth:`static`): the
                     # result can overwrite it instead of taking new memory.
-                    fresh_a = type(a) is Binary and a.op not in _NOT_FRESH and x.shape[0] > 1
-                    fresh_b = type(b) is Binary and b.op not in _NOT_FRESH and y.shape[0] > 1
+                    fresh_a = type(a) is ir.Binary and a.op not in _NOT_FRESH and x.shape[0] > 1
+                    fresh_b = type(b) is ir.Binary and b.op not in _NOT_FRESH and y.shape[0] > 1
                     if fresh_a and x.shape == y.shape or fresh_a and y.shape[0] == 1 == y.ndim:
                         return f(x, y, out=x)
                     if fresh_b and x.shape == y.shape:
                         return f(x, y, out=y)
                 return self.apply(op, (x, y))
-            case Call(Op.SUBGROUP_SHUFFLE_XOR, (x, mask)):
+            case ir.Call(Op.SUBGROUP_SHUFFLE_XOR, (x, mask)):
                 return self.shuffle_xor(self.eval(x, m), self.eval(mask, m), m, e)
-            case Call(op, args):
+            case ir.Call(op, args):
                 return self.apply(op, tuple(self.eval(a, m) for a in args))
-            case FnCall(name, args):
+            case ir.FnCall(name, args):
                 return self.call(self.functions[name], [self.eval(a, m) for a in args], m)
-            case Convert(ty, x):
+            case ir.Convert(ty, x):
                 return convert(self.eval(x, m), ty)
-            case Construct(ty, args):
+            case ir.Construct(ty, args):
                 return self.construct(ty, [self.eval(a, m) for a in args])
-            case Index(Name(name), index) if name in self.buffers and not self._shadowed(name):
+            case ir.Index(ir.Name(name), index) if name in self.buffers and not self._shadowed(
+                name
+            ):
                 want, self._want_view = self._want_view, False
                 idx = self.eval(index, m)
                 self._last_load = (index, m, self.scopes, idx)
                 return self.load(self.buffers[name], idx, m, want)
-            case Index() if self.shared and (ref := self.shared_ref(e)) is not None:
+            case ir.Index() if self.shared and (ref := self.shared_ref(e)) is not None:
                 w, index, lane = ref  # one lane of a vector element reads only that lane's slot
                 lanes = None if lane is None else self.eval(lane, m)
                 return self.shared_load(w, self.eval(index, m), m, lanes)
-            case Index(base, index):
+            case ir.Index(base, index):
                 container = self.eval(base, m)
                 idx = self.eval(index, m)
                 return self.element(container, idx, m, base)
-            case Member(Name("params"), field) if not self._shadowed("params"):
+            case ir.Member(ir.Name("params"), field) if not self._shadowed("params"):
                 return self.params[field]
-            case Member(Name(name), comp) if len(comp) == 1 and self._is_builtin(name):
+            case ir.Member(ir.Name(name), comp) if len(comp) == 1 and self._is_builtin(name):
                 return self.grid.column(self.builtins[name], COMPONENTS.index(comp))
-            case Member(base, comps):
+            case ir.Member(base, comps):
                 v = self.eval(base, m)
                 if len(comps) == 1:
                     return v[:, COMPONENTS.index(comps)]
                 return v[:, [COMPONENTS.index(c) for c in comps]]
         raise InterpError(f"not an expression: {e!r}{self.where()}")
 
-    def element(self, container, idx: np.ndarray, m: Mask, base: Expr):
+    def element(self, container, idx: np.ndarray, m: Mask, base: ir.Expr):
         """Element ``idx`` of an array or vector value."""
         length = len(container) if isinstance(container, ArrayValue) else container.shape[1]
         self._oob(show(base), idx, length, m)
@@ -191,7 +180,7 @@ class Expressions:
             return stacked[safe, self.grid.lanes]
         return broadcast(container, self.n)[self.grid.lanes, safe]
 
-    def shuffle_xor(self, x: np.ndarray, mask: np.ndarray, m: Mask, e: Expr) -> np.ndarray:
+    def shuffle_xor(self, x: np.ndarray, mask: np.ndarray, m: Mask, e: ir.Expr) -> np.ndarray:
         """``subgroupShuffleXor``: each lane of ``m`` gets ``x`` of the invocation whose
         subgroup lane is its own xor ``mask`` (see *Subgroups* in :mod:`kvdsl.interp`)."""
         grid, size = self.grid, self.grid.subgroup_size
@@ -249,7 +238,7 @@ class Expressions:
         out[lanes] = x[source]
         return out
 
-    def logic(self, op: Op, a: Expr, b: Expr, m: Mask) -> np.ndarray:
+    def logic(self, op: Op, a: ir.Expr, b: ir.Expr, m: Mask) -> np.ndarray:
         """Short-circuit ``&&`` / ``||``: ``b`` runs only on lanes where ``a`` does not decide."""
         x = self.eval(a, m)
         rest = m_and(m, x, self.n) if op == Op.LAND else m_andnot(m, x, self.n)
@@ -294,7 +283,7 @@ class Expressions:
             cols = cols * ty.n  # the splat vecN<T>(x)
         return np.concatenate(cols, axis=1).astype(ty.elem.dtype, copy=False)
 
-    def call(self, fn: Function, args: list, m: Mask):
+    def call(self, fn: ir.Function, args: list, m: Mask):
         """Inline a helper: its body runs on the caller's lanes with a fresh scope and frame."""
         caller = (self.scopes, self.frame, self.current)
         self.scopes = [self.module, {p: Slot(a) for (p, _), a in zip(fn.params, args)}]

@@ -14,33 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kvdsl.ir.nodes import (
-    BUILTIN_INPUTS,
-    Assign,
-    Barrier,
-    Block,
-    Break,
-    Comment,
-    Continue,
-    Expr,
-    For,
-    Function,
-    If,
-    Index,
-    Kernel,
-    Let,
-    Lit,
-    Loop,
-    Member,
-    Name,
-    Return,
-    Stmt,
-    Var,
-)
-from kvdsl.ir.nodes import walk
-from kvdsl.ir.types import Array, Vec
 from kvdsl.emit import emit_expr, inline
-from kvdsl.ir.verify import show
 from kvdsl.interp import batch
 from kvdsl.interp.batch import BatchGrid
 from kvdsl.interp.errors import InterpError
@@ -63,6 +37,9 @@ from kvdsl.interp.values import (
     normal,
     sel,
 )
+from kvdsl.ir import nodes as ir
+from kvdsl.ir.types import Array, Vec
+from kvdsl.ir.verify import show
 
 MAX_TRIPS = 1 << 22  # a loop still running after this many trips is taken to be infinite
 # Invocations per chunk: big enough that numpy's per-call overhead is small against the work,
@@ -70,15 +47,15 @@ MAX_TRIPS = 1 << 22  # a loop still running after this many trips is taken to be
 CHUNK = 1 << 18
 
 
-def reads_read_write(kernel: Kernel) -> bool:
+def reads_read_write(kernel: ir.Kernel) -> bool:
     """Whether ``kernel`` may read a read_write binding: any index of one's name that is not the
     target of a plain ``=`` (a shadowing local counts too, which only errs on the safe side)."""
     rw = {b.name for b in kernel.bindings if b.access == "read_write"}
 
     def reads(node) -> bool:
-        if isinstance(node, Assign) and node.op is None and isinstance(node.target, Index):
+        if isinstance(node, ir.Assign) and node.op is None and isinstance(node.target, ir.Index):
             return reads(node.target.index) or reads(node.value)
-        if isinstance(node, Index) and isinstance(node.base, Name) and node.base.name in rw:
+        if isinstance(node, ir.Index) and isinstance(node.base, ir.Name) and node.base.name in rw:
             return True
         if isinstance(node, tuple):
             return any(reads(x) for x in node)
@@ -89,17 +66,26 @@ def reads_read_write(kernel: Kernel) -> bool:
     return reads((kernel.body, kernel.functions))
 
 
-def render(s: Stmt | None) -> str:
+def render(s: ir.Stmt | None) -> str:
     """A statement as one line of WGSL, for messages: a simple one as the emitter prints it, an
     ``if`` or ``for`` as its header."""
     match s:
-        case If(cond):
+        case ir.If(cond):
             return f"if ({emit_expr(cond)})"
-        case For(init, cond, update):
+        case ir.For(init, cond, update):
             return (
                 f"for ({inline(init)}; {'' if cond is None else emit_expr(cond)}; {inline(update)})"
             )
-        case None | Let() | Var() | Assign() | Return() | Break() | Continue() | Barrier():
+        case (
+            None
+            | ir.Let()
+            | ir.Var()
+            | ir.Assign()
+            | ir.Return()
+            | ir.Break()
+            | ir.Continue()
+            | ir.Barrier()
+        ):
             return inline(s)
         case _:
             return show(s)
@@ -110,7 +96,7 @@ class Machine(Scopes, Expressions, Memory):
 
     def __init__(
         self,
-        kernel: Kernel,
+        kernel: ir.Kernel,
         grid: Grid,
         buffers: dict[str, Storage],
         params: dict[str, np.ndarray],
@@ -125,14 +111,14 @@ class Machine(Scopes, Expressions, Memory):
         self.params = params
         self.strict_init = strict_init
         self.source_lines = source_lines or {}
-        self.functions: dict[str, Function] = {f.name: f for f in kernel.functions}
-        self.builtins = {p: BUILTIN_INPUTS[kind] for p, kind in kernel.builtins}
+        self.functions: dict[str, ir.Function] = {f.name: f for f in kernel.functions}
+        self.builtins = {p: ir.BUILTIN_INPUTS[kind] for p, kind in kernel.builtins}
         self.module: dict[str, Slot] = {}
         self.scopes: list[dict[str, Slot]] = [self.module]
         self.frame = self.main = Frame(None)
-        self.lits: dict[Lit, np.ndarray] = {}
+        self.lits: dict[ir.Lit, np.ndarray] = {}
         self.shared: dict[str, SharedArray] = {}  # the chunk's workgroup memory
-        self.current: Stmt | None = None
+        self.current: ir.Stmt | None = None
         self._affine: list[tuple] = []  # the last few index arrays :meth:`affine` looked at
         self.batching = batching
         self.batched = False  # whether a loop ran batched (see :mod:`kvdsl.interp.batch`)
@@ -144,7 +130,9 @@ class Machine(Scopes, Expressions, Memory):
         self._static: dict[int, bool] = {}  # per expression node: see :meth:`static`
         self._static_vals: dict[int, np.ndarray] = {}
         self._locals = {
-            x.name for x in walk((kernel.body, kernel.functions)) if isinstance(x, (Let, Var))
+            x.name
+            for x in ir.walk((kernel.body, kernel.functions))
+            if isinstance(x, (ir.Let, ir.Var))
         }
         self._locals |= {p for f in kernel.functions for p, _ in f.params}
         self._locals |= {p for p, _ in kernel.builtins}
@@ -187,7 +175,7 @@ class Machine(Scopes, Expressions, Memory):
         return f" in `{render(s)}`" + ("" if line is None else f" (line {line})")
 
     # ---- statements ----------------------------------------------------------------------
-    def block(self, body: tuple[Stmt, ...], m: Mask) -> Mask:
+    def block(self, body: tuple[ir.Stmt, ...], m: Mask) -> Mask:
         """Run ``body`` on the lanes of ``m``; the lanes that reach its end."""
         top = body is self.kernel.body
         for s in body:
@@ -223,33 +211,33 @@ class Machine(Scopes, Expressions, Memory):
         self.grid.compact(keep)
         self.n = self.grid.n
 
-    def scoped(self, body: tuple[Stmt, ...], m: Mask) -> Mask:
+    def scoped(self, body: tuple[ir.Stmt, ...], m: Mask) -> Mask:
         self.scopes.append({})
         try:
             return self.block(body, m)
         finally:
             self.scopes.pop()
 
-    def stmt(self, s: Stmt, m: Mask) -> Mask:
+    def stmt(self, s: ir.Stmt, m: Mask) -> Mask:
         """Run one statement; return the lanes that continue after it."""
         self.current = s
         match s:
-            case Let(name, value):
+            case ir.Let(name, value):
                 self.declare(name, Slot(self.eval(value, m)))
                 return m
-            case Var(name, ty, init):
+            case ir.Var(name, ty, init):
                 value = self.zero(ty) if init is None else self.eval(init, m)
                 self.declare(name, Slot(value, m, var=True))
                 return m
-            case Assign(target, value, op):
+            case ir.Assign(target, value, op):
                 self._last_load = None
                 # ``dst[x] = src[y]`` on every lane may copy buffer to buffer, not via an array.
                 self._want_view = (
                     m is None
                     and op is None
-                    and type(value) is Index
-                    and type(target) is Index
-                    and type(target.base) is Name
+                    and type(value) is ir.Index
+                    and type(target) is ir.Index
+                    and type(target.base) is ir.Name
                     and target.base.name in self.buffers
                 )
                 v = self.eval(value, m)
@@ -258,7 +246,7 @@ class Machine(Scopes, Expressions, Memory):
                     v = self.apply(op, (self.eval(target, m), v))
                 self.assign(target, v, m)
                 return m
-            case If(cond, then, orelse):
+            case ir.If(cond, then, orelse):
                 c = self.eval(cond, m)
                 if is_uniform(c) and self.n != 1:
                     return self.scoped(then if c[0] else orelse, m)
@@ -272,33 +260,33 @@ class Machine(Scopes, Expressions, Memory):
                 if tout is tm and eout is em:
                     return m
                 return normal(m_or(tout, eout) if not empty(tout) else eout)
-            case For() | Loop():
+            case ir.For() | ir.Loop():
                 return self.loop(s, m)
-            case Break():
+            case ir.Break():
                 return np.zeros(self.n, bool)
-            case Continue():
+            case ir.Continue():
                 cont = self.frame.loops[-1]
                 cont[0] = m_or(cont[0], m) if cont[0] is not False else m
                 return np.zeros(self.n, bool)
-            case Return(value):
+            case ir.Return(value):
                 self.ret(value, m)
                 return np.zeros(self.n, bool)
-            case Block(body):
+            case ir.Block(body):
                 return self.scoped(body, m)
-            case Comment():
+            case ir.Comment():
                 return m
-            case Barrier():
+            case ir.Barrier():
                 self.barrier(m)
                 return m
         raise InterpError(f"not a statement: {s!r}")
 
-    def loop(self, s: For | Loop, m: Mask) -> Mask:
+    def loop(self, s: ir.For | ir.Loop, m: Mask) -> Mask:
         """``for``/``loop``: each trip runs the body on the lanes still looping.
 
         A lane leaves at a false condition, ``break`` or ``return``; ``continue`` skips to the
         update. After the loop every lane that entered goes on, except those that returned.
         """
-        if isinstance(s, For) and self.batching and self.batch is None:
+        if isinstance(s, ir.For) and self.batching and self.batch is None:
             key = id(s)
             if key not in self._plans:
                 self._plans[key] = batch.plan(s, self.kernel, self.functions)
@@ -313,7 +301,7 @@ class Machine(Scopes, Expressions, Memory):
         try:
             init, cond, update, body = (
                 (s.init, s.cond, s.update, s.body)
-                if isinstance(s, For)
+                if isinstance(s, ir.For)
                 else (None,) * 3 + (s.body,)
             )
             if init is not None:
@@ -348,12 +336,12 @@ class Machine(Scopes, Expressions, Memory):
             return m
         return normal(~frame.done if m is None else m & ~frame.done)
 
-    def batched_loop(self, s: For, p: batch.Plan, m: Mask) -> bool:
+    def batched_loop(self, s: ir.For, p: batch.Plan, m: Mask) -> bool:
         """Run ``s`` in batches (:func:`kvdsl.interp.batch.run_batched`); False, having run
         nothing, when its values rule batching out."""
         return batch.run_batched(self, s, p, m)
 
-    def ret(self, value: Expr | None, m: Mask) -> None:
+    def ret(self, value: ir.Expr | None, m: Mask) -> None:
         frame = self.frame
         frame.returned += 1
         lanes = np.ones(self.n, bool) if m is None else m
@@ -375,14 +363,14 @@ class Machine(Scopes, Expressions, Memory):
         shape = (1, ty.n) if isinstance(ty, Vec) else (1,)
         return np.zeros(shape, ty.scalar.dtype)
 
-    def root(self, target: Expr) -> Name:
-        while isinstance(target, (Index, Member)):
+    def root(self, target: ir.Expr) -> ir.Name:
+        while isinstance(target, (ir.Index, ir.Member)):
             target = target.base
         return target
 
-    def assign(self, target: Expr, v, m: Mask) -> None:
+    def assign(self, target: ir.Expr, v, m: Mask) -> None:
         """Store ``v`` into ``target`` on the lanes of ``m``."""
-        if isinstance(target, Index) and isinstance(target.base, Name):
+        if isinstance(target, ir.Index) and isinstance(target.base, ir.Name):
             b = self.buffers.get(target.base.name)
             if b is not None and not self._shadowed(target.base.name):
                 # ``dst[x] = src[x]``: the index the value's load just computed, not a copy.
@@ -406,19 +394,19 @@ class Machine(Scopes, Expressions, Memory):
         eff = None if m is slot.decl else m
         slot.value = self.update(target, v, m, eff)
 
-    def update(self, target: Expr, v, m: Mask, eff: Mask):
+    def update(self, target: ir.Expr, v, m: Mask, eff: Mask):
         """The new value of the var under ``target`` once ``target`` holds ``v``."""
         match target:
-            case Name(name):
+            case ir.Name(name):
                 old = self.lookup(name).value
                 if eff is None or isinstance(v, ArrayValue):
                     return v if eff is None else ArrayValue(sel(eff, a, b) for a, b in zip(v, old))
                 return sel(eff, v, old)
-            case Index(base, index):
+            case ir.Index(base, index):
                 container = self.eval(base, m)
                 idx = self.eval(index, m)
                 return self.update(base, self.set_elem(container, idx, v, m, eff, base), m, None)
-            case Member(base, name):
+            case ir.Member(base, name):
                 container = self.eval(base, m)
                 if len(name) != 1:
                     raise InterpError(f"cannot assign to swizzle .{name}{self.where()}")
@@ -426,7 +414,7 @@ class Machine(Scopes, Expressions, Memory):
                 return self.update(base, self.set_elem(container, idx, v, m, eff, base), m, None)
         raise InterpError(f"cannot assign to {show(target)}{self.where()}")
 
-    def set_elem(self, container, idx: np.ndarray, v, m: Mask, eff: Mask, base: Expr):
+    def set_elem(self, container, idx: np.ndarray, v, m: Mask, eff: Mask, base: ir.Expr):
         """``container`` with element ``idx`` set to ``v`` on the lanes of ``eff``."""
         length = len(container) if isinstance(container, ArrayValue) else container.shape[1]
         self._oob(show(base), idx, length, m)

@@ -307,16 +307,8 @@ class Memory:
                 w, int(slots[j]), f"{who} read it", f"{self.grid.describe(int(ids[j]))} writes it"
             )
         w.owner[slots] = ids
-        back = w.owner[slots]
-        dup = back != ids
-        if dup.any():
-            j = self._first_bad(dup)
-            self._shared_race(
-                w,
-                int(slots[j]),
-                f"{self.grid.describe(int(back[j]))} wrote it",
-                f"{self.grid.describe(int(ids[j]))} writes it",
-            )
+        # Two lanes of this store on one slot: numpy kept one of them as the owner.
+        self._shared_writer_clash(w, slots, ids, "writes")
         if lane is None:
             w.data[flat] = broadcast(v, self.n)[active]
         else:

@@ -327,7 +327,7 @@ class Kernel:
     dispatch: Dispatch | None = None
     doc: tuple[str, ...] = field(default=())
     workgroup_size_name: str | None = None  # a const that spells the size in WGSL, e.g. "WG"
-    # The host-side contract, checked before a dispatch (kvdsl.runtime.checks): ``extents`` gives
+    # The host-side contract, checked before a dispatch (kvdsl.runtime.contract): ``extents`` gives
     # (binding, least element count) and ``requires`` (description, boolean condition), both
     # over params fields, module consts and ``binding.max`` (the largest value of an integer
     # input buffer). WGSL text does not carry them (a parsed kernel has none), so they are left

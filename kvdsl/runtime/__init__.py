@@ -1,19 +1,35 @@
-"""Run kernels on the GPU through wgpu, and validate WGSL under naga (wgpu) and Tint (Dawn)."""
+"""Run kernels on the GPU through wgpu, and validate WGSL under naga (wgpu) and Tint (Dawn).
 
-from kvdsl.runtime.device import adapter_info, compile_wgsl
-from kvdsl.runtime.errors import BufferError, CompileError, DeviceError, FeatureError, ParamsError
+The WebGPU implementation is an explicit choice: ``use_webgpu(WebGPU("dawn"))`` before the first
+GPU work (wgpu-native otherwise); see :mod:`kvdsl.runtime.webgpu`.
+"""
+
+from kvdsl.runtime.device import adapter_info, compile_wgsl, current_webgpu, use_webgpu
+from kvdsl.runtime.errors import (
+    BufferError,
+    CompileError,
+    DeviceError,
+    FeatureError,
+    ParamsError,
+    WebGPULoaded,
+)
 from kvdsl.runtime.execute import run, run_source, subgroup_size, time_kernel
 from kvdsl.runtime.layout import pack_params, params_layout
 from kvdsl.runtime.tint import tint_check
+from kvdsl.runtime.webgpu import IMPLEMENTATIONS, WebGPU
 
 __all__ = [
+    "IMPLEMENTATIONS",
     "BufferError",
     "CompileError",
     "DeviceError",
     "FeatureError",
     "ParamsError",
+    "WebGPU",
+    "WebGPULoaded",
     "adapter_info",
     "compile_wgsl",
+    "current_webgpu",
     "pack_params",
     "params_layout",
     "run",
@@ -21,4 +37,5 @@ __all__ = [
     "subgroup_size",
     "tint_check",
     "time_kernel",
+    "use_webgpu",
 ]

@@ -12,22 +12,10 @@ directive (gfx-rs/wgpu#5555) that Tint, and so every browser, requires: kvdsl em
 module and :func:`naga_source` takes ``subgroups`` out of its enable directives (in a list, over
 lines, around comments) before naga sees it.
 
-The WebGPU implementation is wgpu-native (the ``wgpu`` package) unless ``KVDSL_WEBGPU=dawn``
-(or ``kvdsl --webgpu dawn``) is set before this module is imported: then it is Dawn, the
-implementation inside Chrome, through the ``wgpudawn`` package, which has the same Python API.
-Dawn compiles WGSL with Tint, takes ``enable subgroups;`` as written, and gets its
-``timestamp_quantization`` toggle turned off so timestamp queries keep their resolution (a
-browser quantises them; a benchmark must not). ``KVDSL_DAWN_DISABLE`` names more toggles to
-turn off (comma-separated, e.g. ``disable_workgroup_init``), for probes, and
-``KVDSL_DAWN_ENABLE`` toggles to turn on: ``vulkan_enable_f16_on_nvidia`` gives an NVIDIA
-adapter under Vulkan the ``shader-f16`` feature, which Dawn (and so Chrome) leaves off there by
-default.
-
-wgpu-native's naga bounds every loop of a module with a counter of its own, so that a loop
-the driver cannot prove finite still ends (``WGPUShaderRuntimeChecks_ForceLoopBounding``).
-:data:`LOOP_BOUNDING` false (``KVDSL_LOOP_BOUNDING=0``, for probes) creates modules through
-``wgpuDeviceCreateShaderModuleTrusted`` with bounds checks alone: a host may do so for kernels
-whose loops all end, as kvdsl's counted loops do.
+The WebGPU implementation, wgpu-native or Dawn, and its settings are a
+:class:`~kvdsl.runtime.webgpu.WebGPU` value chosen by :func:`use_webgpu` before the first GPU
+work (the default, wgpu-native, otherwise); :func:`wgpu_module` loads its library then, once.
+Dawn compiles WGSL with Tint and takes ``enable subgroups;`` as written.
 """
 
 from __future__ import annotations
@@ -36,67 +24,79 @@ import functools
 import os
 import re
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from kvdsl.ir.nodes import Binding
-from kvdsl.runtime.errors import CompileError, DeviceError, FeatureError
+from kvdsl.runtime.errors import CompileError, DeviceError, FeatureError, WebGPULoaded
+from kvdsl.runtime.webgpu import ALWAYS_DISABLED, WebGPU, check_toggles
 
-IMPLEMENTATIONS = ("wgpu-native", "dawn")
+if TYPE_CHECKING:
+    import wgpu
 
-
-def implementation_name() -> str:
-    """The WebGPU implementation ``KVDSL_WEBGPU`` names (default ``wgpu-native``)."""
-    name = os.environ.get("KVDSL_WEBGPU", "").strip() or "wgpu-native"
-    if name not in IMPLEMENTATIONS:
-        raise DeviceError(f"KVDSL_WEBGPU={name!r}: expected one of {', '.join(IMPLEMENTATIONS)}")
-    return name
+_webgpu: WebGPU | None = None  # use_webgpu's choice; the default where none was made
+_wgpu: ModuleType | None = None  # the library loaded for it
 
 
-IMPLEMENTATION = implementation_name()
-if IMPLEMENTATION == "dawn":
-    try:
-        import wgpudawn
-    except ImportError as e:
-        raise DeviceError(
-            "KVDSL_WEBGPU='dawn' needs the wgpudawn package (pip install wgpudawn)"
-        ) from e
-    wgpudawn.install_as_wgpu()
-    from wgpudawn.backends.dawn.extras import all_toggles, set_instance_extras
+def use_webgpu(webgpu: WebGPU) -> None:
+    """Make ``webgpu`` this process's WebGPU implementation and settings.
 
-    # KVDSL_DAWN_DISABLE: more Dawn toggles to turn off, comma-separated (probes: what Chrome's
-    # robustness or workgroup zeroing costs); timestamp quantisation is always off.
-    # KVDSL_DAWN_ENABLE: toggles to turn on (vulkan_enable_f16_on_nvidia: shader-f16 on NVIDIA).
-    DAWN_TOGGLES: dict[str, list[str]] | None = {}
-    _known = all_toggles()
-    for _kind in ("enable", "disable"):
-        _var = f"KVDSL_DAWN_{_kind.upper()}"
-        _names = [t for t in (t.strip() for t in os.environ.get(_var, "").split(",")) if t]
-        for _name in _names:
-            if _name not in _known:
+    Call it before the first GPU work; afterwards only :attr:`WebGPU.loop_bounding` may change
+    (it is part of each pipeline's cache key), and asking for another implementation or other
+    Dawn toggles raises :class:`WebGPULoaded`: the library is loaded once per process.
+    """
+    global _webgpu
+    if _wgpu is not None and replace(webgpu, loop_bounding=True) != replace(
+        current_webgpu(), loop_bounding=True
+    ):
+        loaded = current_webgpu()
+        if webgpu.implementation != loaded.implementation:
+            raise WebGPULoaded(
+                f"this process already runs kernels on {loaded.implementation}; "
+                "the implementation is chosen once per process"
+            )
+        raise WebGPULoaded(
+            f"this process already runs kernels on dawn with toggles {loaded.dawn_toggles}; "
+            "Dawn's toggles are chosen once per process"
+        )
+    _webgpu = webgpu
+
+
+def current_webgpu() -> WebGPU:
+    """The process's WebGPU implementation and settings: :func:`use_webgpu`'s, else the
+    default (wgpu-native)."""
+    return _webgpu if _webgpu is not None else WebGPU()
+
+
+def wgpu_module() -> ModuleType:
+    """The ``wgpu`` module of :func:`current_webgpu`'s implementation (wgpu-py's, or
+    wgpudawn's, which then answers ``import wgpu`` in this process too), loaded on first use."""
+    global _wgpu, _webgpu
+    if _wgpu is None:
+        webgpu = _webgpu = current_webgpu()
+        if webgpu.implementation == "dawn":
+            try:
+                import wgpudawn
+            except ImportError as e:
                 raise DeviceError(
-                    f"{_var}={os.environ[_var]!r}: Unknown Dawn toggle {_name!r}: see all_toggles()"
-                )
-        DAWN_TOGGLES[_kind] = _names
-    set_instance_extras(
-        disable_toggles=["timestamp_quantization", *DAWN_TOGGLES["disable"]],
-        enable_toggles=DAWN_TOGGLES["enable"],
-    )
-else:
-    DAWN_TOGGLES = None
+                    "WebGPU implementation 'dawn' needs the wgpudawn package "
+                    "(pip install wgpudawn)"
+                ) from e
+            check_toggles(webgpu.dawn_enable, f"dawn_enable={webgpu.dawn_enable!r}")
+            check_toggles(webgpu.dawn_disable, f"dawn_disable={webgpu.dawn_disable!r}")
+            wgpudawn.install_as_wgpu()
+            from wgpudawn.backends.dawn.extras import set_instance_extras
 
-import wgpu  # noqa: E402  (wgpudawn's, under KVDSL_WEBGPU=dawn)
+            set_instance_extras(
+                disable_toggles=[*ALWAYS_DISABLED, *webgpu.dawn_disable],
+                enable_toggles=list(webgpu.dawn_enable),
+            )
+        import wgpu  # wgpudawn's under Dawn (install_as_wgpu)
 
+        _wgpu = wgpu
+    return _wgpu
 
-def _loop_bounding() -> bool:
-    """``KVDSL_LOOP_BOUNDING``: ``1`` (the default) or ``0``."""
-    text = os.environ.get("KVDSL_LOOP_BOUNDING", "").strip() or "1"
-    if text not in ("0", "1"):
-        raise DeviceError(f"KVDSL_LOOP_BOUNDING={text!r}: expected 0 or 1")
-    return text == "1"
-
-
-#: Whether naga bounds each loop with a counter of its own (wgpu-native's default; see above).
-LOOP_BOUNDING = _loop_bounding()
 
 # WebGPU's default limits, those that can reject a compute kernel.
 WEBGPU_LIMITS = {
@@ -171,7 +171,7 @@ def naga_source(wgsl: str) -> str:
 def shader_source(wgsl: str) -> str:
     """``wgsl`` as this process's implementation takes it: :func:`naga_source` under
     wgpu-native, unchanged under Dawn."""
-    return wgsl if IMPLEMENTATION == "dawn" else naga_source(wgsl)
+    return wgsl if current_webgpu().implementation == "dawn" else naga_source(wgsl)
 
 
 @dataclass
@@ -218,15 +218,16 @@ def requested_limits() -> dict[str, int]:
 def _request_adapter() -> wgpu.GPUAdapter:
     # Mesa's Vulkan drivers complain and may fail without a runtime dir (CI containers).
     os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.gettempdir())
+    gpu, implementation = wgpu_module().gpu, current_webgpu().implementation
     try:
-        a = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
+        a = gpu.request_adapter_sync(power_preference="high-performance")
     except Exception as e:  # wgpu raises plain RuntimeError with its own text
-        raise DeviceError(f"no {IMPLEMENTATION} adapter: {e}") from e
+        raise DeviceError(f"no {implementation} adapter: {e}") from e
     if a is None:
-        raise DeviceError(f"no {IMPLEMENTATION} adapter found")
-    if IMPLEMENTATION == "wgpu-native" and _opengl(a):
+        raise DeviceError(f"no {implementation} adapter found")
+    if implementation == "wgpu-native" and _opengl(a):
         # A machine with Mesa's GL but no Vulkan driver offers llvmpipe through OpenGL only.
-        others = [b for b in wgpu.gpu.enumerate_adapters_sync() if not _opengl(b)]
+        others = [b for b in gpu.enumerate_adapters_sync() if not _opengl(b)]
         if not others:
             raise DeviceError(
                 f"wgpu-native found only the OpenGL adapter '{a.info['device']}': naga's GLSL "
@@ -267,7 +268,7 @@ def device(f16: bool = False, subgroups: bool = False) -> wgpu.GPUDevice:
                 hint = ""
                 if (
                     feature == "shader-f16"
-                    and IMPLEMENTATION == "dawn"
+                    and current_webgpu().implementation == "dawn"
                     and (
                         a.info.get("vendor_id") == 0x10DE
                         or "nvidia" in f"{a.info.get('vendor')} {a.info.get('device')}".lower()
@@ -311,6 +312,7 @@ def compile_error(wgsl: str, message: str) -> CompileError:
 
 
 def _layout_entries(bindings: tuple[Binding, ...], has_params: bool) -> list[dict]:
+    wgpu = wgpu_module()
     kinds = {"read": "read-only-storage", "read_write": "storage"}
     entries = [
         {
@@ -346,7 +348,8 @@ def pipeline(
     None the layout is naga's automatic one.
     """
     accesses = None if bindings is None else tuple(b.access for b in bindings)
-    key = (wgsl, accesses, has_params, entry_point, LOOP_BOUNDING)
+    wgpu = wgpu_module()
+    key = (wgsl, accesses, has_params, entry_point, current_webgpu().loop_bounding)
     if key not in _pipelines:
         dev = device(*extensions(wgsl))
         try:
@@ -366,15 +369,10 @@ def pipeline(
 
 
 def shader_module(dev: wgpu.GPUDevice, label: str, code: str) -> wgpu.GPUShaderModule:
-    """``code``'s module on ``dev``; without :data:`LOOP_BOUNDING`, created trusted (bounds
-    checks kept, loops left unbounded), which only wgpu-native offers."""
-    if LOOP_BOUNDING:
+    """``code``'s module on ``dev``; without :attr:`WebGPU.loop_bounding` (wgpu-native only),
+    created trusted: bounds checks kept, loops left unbounded."""
+    if current_webgpu().loop_bounding:
         return dev.create_shader_module(label=label, code=code)
-    if IMPLEMENTATION != "wgpu-native":
-        raise DeviceError(
-            "KVDSL_LOOP_BOUNDING=0 needs wgpu-native: it turns off naga's loop counters, "
-            f"and {IMPLEMENTATION} compiles with Tint"
-        )
     from wgpu.backends.wgpu_native._ffi import lib
 
     return trusted_module(dev, label, code, lib.WGPUShaderRuntimeChecks_BoundsChecks)
@@ -420,10 +418,9 @@ def adapter_info() -> dict:
         "backend": info["backend_type"],
         "shader_f16": "shader-f16" in a.features,
         "subgroups": bool({"subgroup", "subgroups"} & set(a.features)),
-        "implementation": IMPLEMENTATION,
-        "loop_bounding": LOOP_BOUNDING,
-        # Dawn's toggles set beyond the default (KVDSL_DAWN_ENABLE, KVDSL_DAWN_DISABLE)
-        "dawn_toggles": DAWN_TOGGLES,
+        "implementation": current_webgpu().implementation,
+        "loop_bounding": current_webgpu().loop_bounding,
+        "dawn_toggles": current_webgpu().dawn_toggles,  # set beyond the default
         "timestamp_query": "timestamp-query" in a.features,
         "limits": {k: dev.limits[k] for k in WEBGPU_LIMITS},
         "adapter_limits": {k: a.limits[k] for k in WEBGPU_LIMITS},

@@ -44,3 +44,8 @@ class DeviceError(RuntimeError):
 class FeatureError(DeviceError):
     """The adapter lacks a feature the kernel's module enables (``shader-f16``, ``subgroup``):
     the kernel is fine, this device cannot run it."""
+
+
+class WebGPULoaded(DeviceError):
+    """Another WebGPU implementation (or other Dawn toggles) asked for after this process
+    loaded one: the library is chosen once per process."""

@@ -4,14 +4,15 @@ Every read_write binding's buffer starts with the caller's array (so callers can
 comes back by name with the same dtype and shape. Nothing is clamped or guessed: every binding
 needs a buffer, every buffer a binding, and workgroup counts past the device's per-dimension
 limit are an error. Before a kernel's dispatch its host-side contract is checked
-(:mod:`kvdsl.runtime.checks`): no buffer smaller than what the kernel touches for the params,
+(:mod:`kvdsl.runtime.contract`): no buffer smaller than what the kernel touches for the params,
 no storage binding past the device's limits.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import wgpu
 
 from kvdsl.emit import emit
 from kvdsl.ir.dispatch import workgroups as dispatch_workgroups
@@ -19,9 +20,12 @@ from kvdsl.ir.nodes import Binding, Kernel
 from kvdsl.ir.types import Struct, u32
 from kvdsl.ir.verify import uses_f16
 from kvdsl.runtime import device as gpu
-from kvdsl.runtime.checks import check_bindings, check_contract, check_workgroups
+from kvdsl.runtime.contract import check_bindings, check_contract, check_workgroups
 from kvdsl.runtime.errors import DeviceError, ParamsError
 from kvdsl.runtime.layout import check_buffers, from_storage, pack_params, to_storage
+
+if TYPE_CHECKING:
+    import wgpu
 
 _MAX_QUERIES = 4096  # WebGPU's limit on a query set's size
 MAX_REPEATS = _MAX_QUERIES // 2  # two timestamps per timed dispatch
@@ -41,6 +45,7 @@ class _Dispatch:
         label: str,
         reuse: dict | None = None,
     ) -> None:
+        wgpu = gpu.wgpu_module()
         check_buffers(bindings, buffers)
         check_bindings(bindings, buffers, gpu.device(*gpu.extensions(wgsl)).limits)
         if params_struct is None and params:
@@ -101,6 +106,7 @@ class _Dispatch:
 
     def read_back(self, encoder: wgpu.GPUCommandEncoder) -> dict[str, np.ndarray]:
         """Copy the read_write buffers out, submit ``encoder`` and map the copies (waits)."""
+        wgpu = gpu.wgpu_module()
         staging = {}
         for b in self.bindings:
             if b.access == "read_write":
@@ -260,6 +266,7 @@ def time_kernel(
     # with no need to wait for them (nor to read large buffers back) on the host.
     dev.queue.submit([encoder.finish()])
 
+    wgpu = gpu.wgpu_module()
     queries = dev.create_query_set(type="timestamp", count=2 * repeats)
     resolved = dev.create_buffer(
         size=16 * repeats, usage=wgpu.BufferUsage.QUERY_RESOLVE | wgpu.BufferUsage.COPY_SRC
@@ -296,7 +303,7 @@ def _timestamp_period(dev: wgpu.GPUDevice) -> float:
     normalisation is on; wgpu-py 0.32 has no wrapper for ``wgpuQueueGetTimestampPeriod``, so it is
     called through wgpu-py's cffi handle when present (1.0 on NVIDIA and llvmpipe anyway).
     """
-    if gpu.IMPLEMENTATION == "dawn":
+    if gpu.current_webgpu().implementation == "dawn":
         return 1.0  # Dawn converts ticks to nanoseconds itself
     try:
         from wgpu.backends.wgpu_native._ffi import lib

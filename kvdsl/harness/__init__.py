@@ -5,9 +5,9 @@ out-of-bounds access and no race), then the GPU against the interpreter (the emi
 what the IR means). ``kvdsl verify`` drives it.
 """
 
-from kvdsl.check import modes as _modes  # noqa: F401  (registers the remaining modes' cases)
-from kvdsl.check.cases import CASES, Case, cases_for
-from kvdsl.check.compare import compare, poison
-from kvdsl.check.runner import Result, verify_variant
+from kvdsl.harness import modes as _modes  # noqa: F401  (registers the remaining modes' cases)
+from kvdsl.harness.cases import CASES, Case, cases_for
+from kvdsl.harness.compare import compare, poison
+from kvdsl.harness.runner import Result, verify_variant
 
 __all__ = ["CASES", "Case", "Result", "cases_for", "compare", "poison", "verify_variant"]

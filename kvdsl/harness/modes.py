@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 
 from kvdsl import reference
-from kvdsl.check.cases import Case, case_generator, dtype, values
-from kvdsl.check.compare import poison
+from kvdsl.harness.cases import Case, case_generator, dtype, values
+from kvdsl.harness.compare import poison
 
 
 def _present(prefix: str, shape: tuple, dt: np.dtype) -> dict[str, np.ndarray]:

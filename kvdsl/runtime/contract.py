@@ -23,7 +23,7 @@ from typing import Mapping
 import numpy as np
 
 from kvdsl.emit.wgsl import emit_expr
-from kvdsl.ir.nodes import Binary, Binding, Call, Expr, Kernel, Lit, Member, Name
+from kvdsl.ir import nodes as ir
 from kvdsl.ir.ops import Op
 from kvdsl.runtime.errors import BufferError, DeviceError, ParamsError
 
@@ -49,48 +49,48 @@ class LimitError(DeviceError):
 
 
 def evaluate(
-    e: Expr, kernel: Kernel, params: Mapping[str, int], buffers: Mapping[str, np.ndarray]
+    e: ir.Expr, kernel: ir.Kernel, params: Mapping[str, int], buffers: Mapping[str, np.ndarray]
 ) -> int:
     """``e`` in exact integers (booleans for conditions); ``binding.max`` reads ``buffers``."""
     match e:
-        case Lit(value, _):
+        case ir.Lit(value, _):
             return value
-        case Name(name) if kernel.const(name) is not None:
+        case ir.Name(name) if kernel.const(name) is not None:
             return evaluate(kernel.const(name).value, kernel, params, buffers)
-        case Member(Name("params"), field):
+        case ir.Member(ir.Name("params"), field):
             if field not in params:
                 raise ParamsError(
                     f"params field '{field}' is missing; kernel {kernel.name} needs it to size "
                     "its buffers"
                 )
             return int(params[field])
-        case Member(Name(name), "max") if kernel.binding(name) is not None:
+        case ir.Member(ir.Name(name), "max") if kernel.binding(name) is not None:
             data = buffers.get(name)
             return int(np.max(data)) if data is not None and data.size else -1
-        case Binary(op, a, b) if op in _OPS:
+        case ir.Binary(op, a, b) if op in _OPS:
             return _OPS[op](*(evaluate(x, kernel, params, buffers) for x in (a, b)))
-        case Call(Op.MIN | Op.MAX as op, args):
+        case ir.Call(Op.MIN | Op.MAX as op, args):
             fn = min if op == Op.MIN else max
             return fn(evaluate(a, kernel, params, buffers) for a in args)
-        case Call(Op.SELECT, (f, t, c)):
+        case ir.Call(Op.SELECT, (f, t, c)):
             return evaluate(
                 t if evaluate(c, kernel, params, buffers) else f, kernel, params, buffers
             )
     raise ValueError(f"kernel {kernel.name}: host expression {e!r} is not integer arithmetic")
 
 
-def rule(e: Expr) -> str:
+def rule(e: ir.Expr) -> str:
     """An extent or condition as the error shows it (WGSL spelling, without ``params.``)."""
     return emit_expr(e).replace("params.", "")
 
 
-def elements(b: Binding, a: np.ndarray) -> int:
+def elements(b: ir.Binding, a: np.ndarray) -> int:
     """How many elements of ``array<b.elem>`` the host array ``a`` holds."""
     return a.size // b.host_values
 
 
 def check_contract(
-    kernel: Kernel, buffers: Mapping[str, np.ndarray], params: Mapping[str, int] | None
+    kernel: ir.Kernel, buffers: Mapping[str, np.ndarray], params: Mapping[str, int] | None
 ) -> None:
     """Raise :class:`ParamsError` for a broken requirement, :class:`BufferError` for a buffer
     smaller than what the kernel touches for ``params``. Call after the buffers' dtypes are
@@ -116,13 +116,11 @@ def check_contract(
 
 
 def _fields(e: object) -> set[str]:
-    from kvdsl.ir.nodes import walk
-
-    return {n.name for n in walk(e) if isinstance(n, Member) and n.base == Name("params")}
+    return {n.name for n in ir.walk(e) if isinstance(n, ir.Member) and n.base == ir.Name("params")}
 
 
 def check_bindings(
-    bindings: tuple[Binding, ...], buffers: Mapping[str, np.ndarray], limits: Mapping[str, int]
+    bindings: tuple[ir.Binding, ...], buffers: Mapping[str, np.ndarray], limits: Mapping[str, int]
 ) -> None:
     """Raise :class:`LimitError` when the storage bindings or a buffer exceed the device."""
     most = limits["max-storage-buffers-per-shader-stage"]
@@ -141,7 +139,7 @@ def check_bindings(
             )
 
 
-def check_workgroups(kernel: Kernel, params: Mapping[str, int] | None, limit: int) -> None:
+def check_workgroups(kernel: ir.Kernel, params: Mapping[str, int] | None, limit: int) -> None:
     """Raise :class:`LimitError` when the dispatch rule's workgroups cannot fit even folded."""
     d = kernel.dispatch
     if d is None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from kvdsl.check.cases import Case, cases_for
+from kvdsl.harness.cases import Case, cases_for
 from kvdsl.ir import Kernel
 
 

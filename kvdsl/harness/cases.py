@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from kvdsl import reference
-from kvdsl.check.compare import compare, compare_quantized, poison
+from kvdsl.harness.compare import compare, compare_quantized, poison
 from kvdsl.ir.types import SCALARS
 
 

@@ -1,0 +1,79 @@
+"""What the commands read from the user: JSON values, ``.npz`` inputs, WGSL files, a workgroup
+count; each failure a :class:`UsageError` naming the option and the value."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kvdsl.ir import Kernel
+
+
+class UsageError(ValueError):
+    """Bad command-line input (a file, a JSON value, a list)."""
+
+
+def load_json(text: str, what: str) -> Any:
+    """``text`` as JSON, or the JSON in the file it names (a JSON object or array is never taken
+    for a path: past 255 bytes the OS refuses such a name)."""
+    src = text
+    if not text.lstrip().startswith(("{", "[")):
+        try:
+            src = Path(text).read_text(encoding="utf-8") if Path(text).is_file() else text
+        except OSError as err:
+            raise UsageError(f"{what}: cannot read {text!r} ({err.strerror})") from None
+        except UnicodeDecodeError as err:
+            raise UsageError(f"{what}: {text!r} is not UTF-8 text (byte {err.start})") from None
+    try:
+        return json.loads(src)
+    except json.JSONDecodeError as err:
+        raise UsageError(f"{what}: not valid JSON ({err.msg} at column {err.colno})") from None
+
+
+def load_inputs(path: str) -> dict[str, np.ndarray]:
+    """The arrays of the ``.npz`` archive ``path``, by name (``--inputs``)."""
+    p = Path(path)
+    if not p.is_file():
+        raise UsageError(f"--inputs: no such file {path!r}")
+    try:
+        with np.load(p) as npz:
+            return {k: npz[k] for k in npz.files}
+    except (ValueError, OSError) as err:
+        raise UsageError(f"--inputs: {path!r} is not an .npz archive ({err})") from None
+
+
+def parse_workgroups(text: str | None) -> tuple[int, int, int] | None:
+    """``--workgroups X,Y,Z`` as three counts (None when not given)."""
+    if text is None:
+        return None
+    parts = text.split(",")
+    if len(parts) != 3 or not all(p.strip().isdigit() for p in parts):
+        raise UsageError(f"--workgroups={text!r}: expected three non-negative integers X,Y,Z")
+    x, y, z = (int(p) for p in parts)
+    return x, y, z
+
+
+def read_wgsl(path: str) -> str:
+    """A WGSL file's text (UTF-8, as WGSL source is)."""
+    p = Path(path)
+    if not p.is_file():
+        raise UsageError(f"no such WGSL file {path!r}")
+    try:
+        return p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise UsageError(
+            f"{path!r} is not UTF-8 text (byte {err.start}): WGSL source is UTF-8"
+        ) from None
+
+
+def wgsl_file(
+    path: str, rounded: list[tuple[int | None, str]] | None = None
+) -> tuple[Kernel, dict[int, int]]:
+    """Parse a WGSL file into a verified kernel and its statement → line map (``rounded``:
+    :func:`kvdsl.frontend.parse_with_lines`'s)."""
+    from kvdsl.frontend import parse_with_lines
+
+    return parse_with_lines(read_wgsl(path), filename=path, rounded=rounded)

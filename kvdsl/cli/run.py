@@ -1,0 +1,154 @@
+"""``kvdsl run``: a variant or a WGSL file on the GPU, in the interpreter, or both compared."""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+
+from kvdsl import catalog
+from kvdsl.cli.check import portability_notes
+from kvdsl.cli.inputs import UsageError, load_inputs, load_json, parse_workgroups, wgsl_file
+from kvdsl.ir import Kernel
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """Run a variant (or a WGSL file) on given inputs; write every read_write buffer."""
+    lines = None
+    if args.variant.endswith(".wgsl"):
+        kernel, lines = wgsl_file(args.variant)
+        if args.workgroups is None:
+            raise UsageError(f"{args.variant}: a WGSL file has no dispatch rule: give --workgroups")
+    else:
+        kernel = catalog.build(args.variant)
+    buffers = load_inputs(args.inputs)
+    params = load_json(args.params, "--params") if args.params else {}
+    if not isinstance(params, dict):
+        raise UsageError(f"--params: expected a JSON object of params fields, got {params!r}")
+    workgroups = parse_workgroups(args.workgroups)
+    if args.tol is not None and (args.backend != "both" or not 0 <= args.tol < float("inf")):
+        raise UsageError(
+            f"--tol={args.tol!r}: a relative tolerance of 0 or more, with --backend both only"
+        )
+    size = _subgroup_size(args, kernel)
+    outputs: dict[str, np.ndarray] = {}
+    if args.backend in ("interp", "both"):
+        from kvdsl.interp import run as interp_run
+        from kvdsl.runtime.contract import check_contract
+
+        check_contract(kernel, buffers, params)  # the same host checks as the GPU path
+        copies = {k: v.copy() for k, v in buffers.items()}  # the GPU starts from the inputs too
+        outputs = interp_run(
+            kernel, copies, params, workgroups, source_lines=lines, subgroup_size=size
+        )
+    if args.backend in ("gpu", "both"):
+        from kvdsl.runtime import run
+
+        want, outputs = outputs, run(kernel, dict(buffers), params, workgroups)
+    differ = False
+    if args.backend == "both":
+        for name, got in outputs.items():
+            same, line = _agreement(name, got, want[name], args.tol or 0.0)
+            differ |= not same
+            print(line)
+        if differ and lines is not None:  # what an implementation was found to run wrong
+            for note in portability_notes(args.variant, kernel, lines):
+                print(note)
+        outputs = outputs | {f"interp.{k}": v for k, v in want.items()}
+    if args.out:
+        try:
+            np.savez(args.out, **outputs)
+        except OSError as err:
+            raise UsageError(f"--out: cannot write {args.out!r} ({err.strerror})") from None
+        print(f"wrote {', '.join(outputs)} to {args.out}")
+    elif args.backend != "both":
+        for name, arr in outputs.items():
+            print(f"{name}: {arr.dtype}{list(arr.shape)} {np.array2string(arr.ravel()[:8])}")
+    return 1 if differ else 0
+
+
+def _subgroup_size(args: argparse.Namespace, kernel: Kernel) -> int:
+    """The subgroup size to interpret ``kernel`` at: ``--subgroup-size``, else (with
+    ``--backend both``, for a kernel that uses subgroups) the adapter's, else 32."""
+    from kvdsl.interp import SUBGROUP_SIZES
+    from kvdsl.ir.verify import uses_subgroups
+
+    if args.subgroup_size is not None:
+        if args.backend == "gpu":
+            raise UsageError(
+                f"--subgroup-size={args.subgroup_size}: the interpreter's, with --backend "
+                "interp or both only (the GPU's is its own)"
+            )
+        if args.subgroup_size not in SUBGROUP_SIZES:
+            raise UsageError(
+                f"--subgroup-size={args.subgroup_size}: expected a power of two in 4..128"
+            )
+        return args.subgroup_size
+    if args.backend == "both" and uses_subgroups(kernel):
+        from kvdsl.runtime import subgroup_size
+
+        return subgroup_size() or 32  # none: the GPU run says the feature is missing
+    return 32
+
+
+def _agreement(name: str, got: np.ndarray, want: np.ndarray, tol: float) -> tuple[bool, str]:
+    """Whether the GPU's ``got`` equals the interpreter's ``want`` (integers bit for bit; floats
+    bit for bit or both NaN, or within ``tol`` of ``want`` relative to 1 + |want|), and a line
+    saying so."""
+    g, w = got.reshape(-1), want.reshape(-1)
+    size = f"{got.dtype}{list(got.shape)}"
+    if g.dtype.kind == "f":
+        bits = f"u{g.dtype.itemsize}"
+        same = (g.view(bits) == w.view(bits)) | (np.isnan(g) & np.isnan(w))
+        if tol:
+            with np.errstate(all="ignore"):
+                a, b = g.astype(np.float64), w.astype(np.float64)
+                same |= np.abs(a - b) <= tol * (1 + np.abs(b))
+    else:
+        same = g == w
+    if same.all():
+        return True, f"{name}: {size}, GPU == interpreter" + (f" (within {tol:g})" if tol else "")
+    i = int(np.flatnonzero(~same)[0])
+    return False, (
+        f"{name}: {size}, {int((~same).sum())} of {g.size} elements differ, first at {i}: "
+        f"GPU {g[i].item()!r}, interpreter {w[i].item()!r}"
+    )
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    """Add ``run`` to the subcommands ``sub``."""
+    s = sub.add_parser(
+        "run",
+        help="run a variant or a WGSL file on inputs from an .npz",
+        description="Run a catalog variant or a WGSL file on inputs from an .npz archive, on the "
+        "GPU, in the interpreter, or on both, comparing every read_write buffer.",
+    )
+    s.add_argument("variant", metavar="VARIANT|FILE.wgsl")
+    s.add_argument("--inputs", required=True, help=".npz with one array per binding name")
+    s.add_argument("--params", help="JSON object of params fields (or a file holding one)")
+    s.add_argument(
+        "--out",
+        help="write read_write buffers to this .npz (with --backend both the interpreter's "
+        "too, as interp.NAME)",
+    )
+    s.add_argument("--workgroups", help="X,Y,Z (default: the kernel's dispatch rule)")
+    s.add_argument(
+        "--backend",
+        choices=("gpu", "interp", "both"),
+        default="gpu",
+        help="both: run on the GPU and in the interpreter, compare every read_write buffer, exit 1 "
+        "where they differ",
+    )
+    s.add_argument(
+        "--subgroup-size",
+        type=int,
+        help="the interpreter's subgroup size (a power of two in 4..128; default 32, or with "
+        "--backend both the adapter's)",
+    )
+    s.add_argument(
+        "--tol",
+        type=float,
+        help="with --backend both: floats may differ by TOL * (1 + |interpreter's|) (default: "
+        "bit for bit)",
+    )
+    s.set_defaults(handler=cmd_run)

@@ -1,0 +1,125 @@
+"""The catalog's commands: ``list``, ``show``, ``emit`` (the emitted/ folder) and ``legacy``
+(kvdsl's kernel for the legacy template's variables)."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from pathlib import Path
+
+from kvdsl import catalog
+from kvdsl.cli.inputs import UsageError, load_json
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    """List catalog variants."""
+    if args.json:
+        print(json.dumps({n: catalog.describe(n) for n in catalog.VARIANTS}, indent=2))
+        return 0
+    width = max(map(len, catalog.VARIANTS))
+    for name in catalog.VARIANTS:
+        cfg = catalog.describe(name)
+        mode = cfg.pop("mode")
+        opts = " ".join(f"{k}={v}" for k, v in cfg.items())
+        print(f"{name:<{width}}  {mode:<12} {opts}")
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    """Print one variant's WGSL."""
+    from kvdsl.catalog_files import header
+    from kvdsl.emit import emit
+
+    sys.stdout.write(header(args.variant, catalog.config(args.variant)))
+    sys.stdout.write(emit(catalog.build(args.variant)))
+    return 0
+
+
+def cmd_emit(args: argparse.Namespace) -> int:
+    """Write emitted/ (or check it is current)."""
+    from kvdsl import catalog_files
+
+    out = Path(args.out)
+    if args.check:
+        diff = catalog_files.stale(out)
+        if diff:
+            sys.stdout.write(diff)
+            print(f"kvdsl: {out}/ is stale: run `kvdsl emit --out {out}`", file=sys.stderr)
+            return 1
+        print(f"{out}/ is up to date ({len(catalog.VARIANTS)} variants)")
+        return 0
+    try:
+        names = catalog_files.write(out)
+    except OSError as err:
+        raise UsageError(f"--out: cannot write to {str(out)!r} ({err.strerror})") from None
+    print(f"wrote {len(names)} files to {out}/")
+    return 0
+
+
+def cmd_legacy(args: argparse.Namespace) -> int:
+    """Print the WGSL kvdsl emits for the legacy template's variables."""
+    from kvdsl.catalog_files import interface
+    from kvdsl.emit import emit
+    from kvdsl.kernels.config import as_dict
+    from kvdsl.legacy import config_from_vars
+
+    data = load_json(args.vars, "--vars")
+    if not isinstance(data, dict):
+        raise UsageError(f"--vars: expected a JSON object of template variables, got {data!r}")
+    cfg = config_from_vars(data)
+    if args.subgroups:
+        if not getattr(cfg, "k_norm", False):
+            raise UsageError(
+                f"--subgroups: expected variables of a K RMSNorm kernel (the only row reduction); "
+                f"these make a {cfg.mode} kernel without one"
+            )
+        cfg = dataclasses.replace(cfg, reduction="subgroup")
+    kernel = catalog.build_config(cfg)
+    wgsl = emit(kernel)
+    d = interface(kernel, wgsl)["dispatch"]
+    sys.stdout.write(
+        f"// kvdsl {cfg.mode} for the legacy template's variables; config: "
+        f"{json.dumps(as_dict(cfg))}\n"
+        f"// dispatch: ceil(({d['items']}) / {d['per_workgroup']}) workgroups, "
+        f"folded into y past {d['fold']}\n\n" + wgsl
+    )
+    return 0
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    """Add ``list``, ``show``, ``emit`` and ``legacy`` to the subcommands ``sub``."""
+    s = sub.add_parser("list", help="list catalog variants", description="List catalog variants.")
+    s.add_argument("--json", action="store_true", help="configs as JSON")
+    s.set_defaults(handler=cmd_list)
+    s = sub.add_parser(
+        "show",
+        help="print a variant's WGSL",
+        description="Print a catalog variant's WGSL, after a header naming its config.",
+    )
+    s.add_argument("variant")
+    s.set_defaults(handler=cmd_show)
+    s = sub.add_parser(
+        "emit",
+        help="write emitted/<variant>.wgsl and index.json",
+        description="Write one WGSL file per catalog variant and index.json (each variant's "
+        "config and interface), or check that a folder holds what would be written.",
+    )
+    s.add_argument("--out", default="emitted", help="output folder (default: emitted)")
+    s.add_argument("--check", action="store_true", help="fail with a diff if the folder is stale")
+    s.set_defaults(handler=cmd_emit)
+    s = sub.add_parser(
+        "legacy",
+        help="kvdsl's WGSL for the legacy template's variables",
+        description="Print the WGSL kvdsl emits for the legacy template's variables: the "
+        "drop-in kernel, with the template's bindings, params and dispatch.",
+    )
+    s.add_argument("--vars", required=True, help="JSON object of template variables (or a file)")
+    s.add_argument(
+        "--subgroups",
+        action="store_true",
+        help="K RMSNorm summed across the subgroup (the *_knorm_sg_* drop-ins' form; the device "
+        "needs WGSL's subgroups)",
+    )
+    s.set_defaults(handler=cmd_legacy)
