@@ -1,60 +1,14 @@
-"""The benchmark scripts' command-line pieces: argparse types, the one error that means bad input,
-and the GPU benchmark's options (``benchmarks/gpu.py``)."""
+"""The GPU benchmark's options (``benchmarks/gpu.py``), built from the command line's argparse
+types, and the one error that means bad input."""
 
 from __future__ import annotations
 
 import argparse
-import math
-from typing import Callable
 
+from kvdsl.cli.inputs import UsageError
+from kvdsl.cli.options import percent, repeats, seconds, whole
 
-class UsageError(ValueError):
-    """Bad command-line input (a file, a folder, a name): one line and exit code 2."""
-
-
-def whole(least: int = 0, most: int | None = None) -> Callable[[str], int]:
-    """An argparse type: a whole number from ``least`` to ``most`` (argparse names the option
-    and the value when it raises)."""
-
-    def parse(text: str) -> int:
-        try:
-            n = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-        if n < least or (most is not None and n > most):
-            allowed = f"{least} to {most}" if most is not None else f"{least} or more"
-            why = "is negative" if n < 0 and least == 0 else "is out of range"
-            raise argparse.ArgumentTypeError(f"{n} {why}: give {allowed}")
-        return n
-
-    return parse
-
-
-def real(number: str, what: str, allowed: str, ok: Callable[[float], bool]):
-    """An argparse type: a number for which ``ok`` holds: ``text`` is not ``number``, or the
-    value is not ``what``."""
-
-    def parse(text: str) -> float:
-        try:
-            x = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not {number}") from None
-        if not ok(x):  # NaN fails every comparison
-            raise argparse.ArgumentTypeError(f"{x:g} is not {what}: give {allowed}")
-        return x
-
-    return parse
-
-
-def repeats(text: str) -> int:
-    """Timed dispatches: 1 to what one submission's timestamp queries hold."""
-    from kvdsl.runtime.execute import MAX_REPEATS
-
-    return whole(1, MAX_REPEATS)(text)
-
-
-seconds = real("a number of seconds", "a time", "0 or more seconds", lambda x: 0 <= x < math.inf)
-percent = real("a number", "a percentage", "0 to 100", lambda x: 0 <= x <= 100)
+__all__ = ["UsageError", "bench_options", "whole"]
 
 
 def bench_options(p: argparse.ArgumentParser, out: str) -> argparse.ArgumentParser:

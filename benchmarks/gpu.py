@@ -613,4 +613,6 @@ def bench(args: argparse.Namespace) -> int:
 
 
 if __name__ == "__main__":
+    # The script's edge: KVDSL_WEBGPU and KVDSL_DAWN_ENABLE choose the WebGPU implementation.
+    runtime.use_webgpu(runtime.WebGPU.from_environment(os.environ))
     sys.exit(main())

@@ -64,8 +64,9 @@ CLASSES = {
 PROBE = (
     "import sys, json, os\n"
     "from kvdsl import catalog\n"
-    "from kvdsl.check import cases_for\n"
-    "from kvdsl.runtime import run, adapter_info\n"
+    "from kvdsl.harness import cases_for\n"
+    "from kvdsl.runtime import WebGPU, adapter_info, run, use_webgpu\n"
+    "use_webgpu(WebGPU.from_environment(os.environ))\n"
     "out = {'adapter': adapter_info(), 'ranges': {}}\n"
     "dump = os.environ['KVDSL_DUMP_DIR']\n"
     "for name in sys.argv[1:]:\n"

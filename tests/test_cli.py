@@ -463,37 +463,6 @@ def test_options_out_of_range_are_one_line(capsys, command, option, value, why):
     assert f"kvdsl {command}: error: argument {option}: {why}" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize(
-    "option, value, why",
-    [
-        ("--trials", "0", "0 is out of range: give 1 or more"),
-        ("--batches", "0", "0 is out of range: give 1 or more"),
-        ("--batches", "-1", "-1 is out of range: give 1 or more"),
-        ("--repeats", "0", "0 is out of range: give 1 to 2048"),
-        ("--repeats", "5000", "5000 is out of range: give 1 to 2048"),
-        ("--warmup", "-1", "-1 is negative: give 0 or more"),
-        ("--budget", "-5", "-5 is not a time: give 0 or more seconds"),
-        ("--budget", "soon", "'soon' is not a number of seconds"),
-        ("--settle", "-1", "-1 is not a time: give 0 or more seconds"),
-        ("--settle", "nan", "nan is not a time: give 0 or more seconds"),
-    ],
-)
-def test_benchmark_options_out_of_range_are_one_line(capsys, option, value, why):
-    # The GPU benchmark's options (benchmarks/gpu.py's), refused before any work: the
-    # benchmark would write untimed rows (--trials 0) or none (--budget -5), or end in an
-    # internal error (--batches -1, --repeats 0). (--budget 0 is a run of the device's figures
-    # alone: tests/test_bench.py.)
-    import argparse
-
-    from kvdsl.cli import bench_options
-
-    p = bench_options(argparse.ArgumentParser(prog="gpu.py"), "out")
-    with pytest.raises(SystemExit) as exit_:
-        p.parse_args(["--small", option, value])
-    assert exit_.value.code == 2
-    assert f"gpu.py: error: argument {option}: {why}" in capsys.readouterr().err
-
-
 @pytest.mark.parametrize("args", [["list"], ["list", "--json"], ["show", "copy_llama31_8b"]])
 def test_output_cut_short_ends_quietly(args):
     """`kvdsl list | head -5` prints five lines and nothing on stderr; kvdsl exits 141, as a
