@@ -170,7 +170,7 @@ def build_case(cfg: Any, rng: np.random.Generator, i: int) -> Case:
 
 def _quant(cfg: Any, rng: np.random.Generator, per_channel: bool) -> reference.Quant:
     n = cfg.kv_heads * cfg.head_dim if per_channel else 1
-    top = cfg.qmax if cfg.qmax is not None else 2 ** (cfg.bits - 1) - 1
+    top = cfg.qmax
     # Scales that put most values inside the range and some beyond it (clamped).
     k_scale = rng.uniform(1.2, 2.5, n).astype(np.float32) / top
     v_scale = rng.uniform(1.2, 2.5, n).astype(np.float32) / top

@@ -1,0 +1,87 @@
+"""The walk a config's kernel takes: per row, flat vectors or pairs, in blocks or not.
+
+A :class:`WalkPlan` holds what the choice reads of a config (each walked config makes one, its
+``plan``); the kernels ask it and pass the nodes of :mod:`kvdsl.nodes.walks` plain values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kvdsl.kernels.config import TEMPLATE_WALKS, Reduction, Walk
+from kvdsl.nodes.walks import block_lanes, lanes
+
+
+@dataclass(frozen=True)
+class WalkPlan:
+    """The fields of a config the walk depends on: its walk, row length and workgroup size, the
+    K transforms (``rotary``, ``k_norm`` and its ``reduction``), whether rows are int4 or loaded
+    as f16, and the config's ``pairs`` request (None: the default)."""
+
+    walk: Walk
+    head_dim: int
+    workgroup_size: int
+    rotary: bool = False
+    k_norm: bool = False
+    reduction: Reduction = Reduction.WORKGROUP
+    int4: bool = False
+    f16_input: bool = False
+    pairs: bool | None = None
+
+    @property
+    def blocks(self) -> bool:
+        """Whether the kernel keeps the template's dispatch (a template walk)."""
+        return self.walk is not Walk.FLAT
+
+    @property
+    def block_walk(self) -> bool:
+        """Whether a template walk's kernel runs the flat program in blocks.
+
+        The block walk keeps the template's bindings, params and dispatch and serves every
+        template config but two, which keep the template's walk: K RMSNorm (reduced in workgroup
+        memory, so each step must hold whole rows) when neither up to 256 lanes nor ``WG`` is a
+        multiple of a row's items that divides the block, and int4 rows the flat walk cannot pack
+        four elements at a time.
+        """
+        if self.walk not in TEMPLATE_WALKS:
+            return False
+        width = lanes(self.head_dim, self.rotary)
+        if self.int4 and width == 1:
+            return False
+        if self.k_norm:
+            items = self.head_dim // width // (2 if self._pairs else 1)
+            return block_lanes(self.workgroup_size, items, whole_rows=True) % items == 0
+        return True
+
+    @property
+    def program(self) -> bool:
+        """Whether the kernel is the flat walk's program: ``walk="flat"``, or a template walk the
+        block walk serves."""
+        return self.walk is Walk.FLAT or self.block_walk
+
+    @property
+    def pairs_apply(self) -> bool:
+        """Whether the pair walk can serve the config: rotary or K RMSNorm (the pair is then the
+        row's vectors ``d`` and ``d + HALF_V4``), half a row a whole number of ``vec4``."""
+        return (self.rotary or self.k_norm) and self.head_dim % (2 * 4) == 0
+
+    @property
+    def uses_pairs(self) -> bool:
+        """Whether the kernel walks one invocation per pair of vectors half a row apart.
+
+        ``pairs`` where set; unset, the rotary kernels loading f16 (a vector of f16 is half the
+        bytes of an f32 one, so an invocation moves too little alone), and the K RMSNorm kernels
+        that reduce in workgroup memory (twice the bytes in flight before the barrier, half the
+        partials per row) or pack int4 in blocks.
+        """
+        return self.program and self._pairs
+
+    @property
+    def _pairs(self) -> bool:
+        if self.pairs is not None:
+            return self.pairs
+        if not self.pairs_apply:
+            return False
+        if self.k_norm:
+            return self.reduction is Reduction.WORKGROUP or (self.blocks and self.int4)
+        return self.f16_input
