@@ -9,7 +9,7 @@ from kvdsl import interp, runtime
 from kvdsl.check import poison
 from kvdsl.ir import Dispatch, KernelBuilder, array, f32, u32
 from kvdsl.nodes import walks
-from kvdsl.nodes.rotary import rotate, rotate_row
+from kvdsl.nodes.rotary import Rotation, rotate, rotate_row
 from kvdsl.reference import rotate_neox
 
 BACKENDS = [interp.run, runtime.run]
@@ -30,7 +30,7 @@ def rotary_kernel(per_row: bool, half: int):
         row = kb.var("k", array(f32, 2 * half))
         with walks.row_elements(kb, 2 * HALF) as d:
             row[d] = src[i * 2 * HALF + d]
-        rotate_row(kb, row, cos, sin, pos[i], HALF)
+        rotate_row(kb, row, Rotation(cos, sin, pos[i], HALF))
         with walks.row_elements(kb, 2 * HALF, "j") as j:
             dst[i * 2 * HALF + j] = row[j]
         items = rows
@@ -40,7 +40,7 @@ def rotary_kernel(per_row: bool, half: int):
             kb.ret()
         i = kb.let("i", e / (2 * HALF))
         d = kb.let("dd", e % (2 * HALF))
-        dst[e] = rotate(kb, src, i * 2 * HALF, d, cos, sin, pos[i], HALF)
+        dst[e] = rotate(kb, src, i * 2 * HALF, d, Rotation(cos, sin, pos[i], HALF))
         items = rows * 2 * HALF
     return kb.build(Dispatch(items.node, 16, 65535))
 

@@ -68,6 +68,7 @@ from kvdsl.nodes import walks, words
 from kvdsl.nodes.index import bnsh, bsh, split_rows
 from kvdsl.nodes.rmsnorm import rms_norm_row, row_sum_of_squares, subgroup_row_sum_of_squares
 from kvdsl.nodes.rotary import (
+    Rotation,
     move_rotated_pair,
     pair_entry,
     rotate,
@@ -286,7 +287,7 @@ def k_row(
     if c.eps is not None:
         rms_norm_row(kb, k, inputs.k_norm_weight, c.head_dim, c.eps)
     if c.half is not None:
-        rotate_row(kb, k, inputs.cos_cache, inputs.sin_cache, position(), c.half)
+        rotate_row(kb, k, Rotation(inputs.cos_cache, inputs.sin_cache, position(), c.half))
     return k
 
 
@@ -408,7 +409,11 @@ def flat_k_loads(
     the pair is loaded as such (:func:`flat_row`, or here without K RMSNorm), with its norm
     weights and one cos/sin entry.
     """
-    d, cos, sin = row.it.d, inputs.cos_cache, inputs.sin_cache
+    d = row.it.d
+
+    def rotation() -> Rotation:
+        return Rotation(inputs.cos_cache, inputs.sin_cache, position(), row.half)
+
     if row.pair is not None:
         if row.k_own is None:
             x0 = kb.let("x0", words.as_f32(kb, inputs.src_k[row.src_base + d]))
@@ -420,20 +425,18 @@ def flat_k_loads(
             w1 = kb.let("w1", words.as_f32(kb, inputs.k_norm_weight[d + row.pair]))
         cs = sn = None
         if row.half is not None:
-            pos = position()
-            cs = kb.let("cs", cos[pos * row.half + d])
-            sn = kb.let("sn", sin[pos * row.half + d])
+            cs, sn = rotation().entry(kb, d)
         return KLoads(None, x0, x1, w0, w1, cs, sn)
     if row.k_own is None:
         if row.half is None:
             return KLoads(kb.let("k", words.as_f32(kb, inputs.src_k[row.src_base + d])))
-        rotated = rotate(kb, inputs.src_k, row.src_base, d, cos, sin, position(), row.half)
+        rotated = rotate(kb, inputs.src_k, row.src_base, d, rotation())
         return KLoads(kb.let("k", rotated))
     weight = inputs.k_norm_weight
     if row.half is None:
         return KLoads(None, row.k_own, w0=kb.let("kW", words.as_f32(kb, weight[d])))
     half, low = row.half, d < row.half
-    dr, cs, sn = pair_entry(kb, d, cos, sin, position(), half)
+    dr, cs, sn = pair_entry(kb, d, rotation())
     partner = kb.let(
         "kPair", words.as_f32(kb, inputs.src_k[row.src_base + select(dr, dr + half, low)])
     )
@@ -489,7 +492,7 @@ def build(cfg: BuildConfig, name: str = "build") -> Kernel:
     if plan.uses_pairs and not cfg.k_norm:
         fr = flat_row(kb, cfg, c, inputs, width, pairs=True)
         pos = kb.let("pos", past + fr.t)
-        rot = (inputs.cos_cache, inputs.sin_cache, pos, fr.half)
+        rot = Rotation(inputs.cos_cache, inputs.sin_cache, pos, fr.half)
 
         def dst() -> Val:
             kb.comment("The present row is the walk's row.")

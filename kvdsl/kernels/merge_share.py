@@ -42,15 +42,13 @@ from kvdsl.kernels.config import (
     choice,
     contract,
     one_of,
-    require_pairs,
     require_rotary,
     times,
-    walk_workgroup,
 )
-from kvdsl.kernels.plan import WalkPlan
+from kvdsl.kernels.plan import RotaryWalk
 from kvdsl.nodes import walks, words
 from kvdsl.nodes.index import bnsh, split_rows
-from kvdsl.nodes.rotary import move_new
+from kvdsl.nodes.rotary import Rotation, move_new
 from kvdsl.nodes.window import append_window
 
 if TYPE_CHECKING:
@@ -61,7 +59,7 @@ WALKS = (Walk.COOPERATIVE, Walk.PER_ROW, Walk.HYBRID, Walk.FLAT)
 
 
 @dataclass(frozen=True)
-class MergeShareConfig(CacheConfig):
+class MergeShareConfig(RotaryWalk, CacheConfig):
     """A merge_share pass: which rows it owns, the walk, rotary and element types; ``pairs``:
     one invocation per rotary pair (:attr:`kvdsl.kernels.plan.WalkPlan.uses_pairs`)."""
 
@@ -92,25 +90,6 @@ class MergeShareConfig(CacheConfig):
         require_rotary(self.rotary, self.head_dim, append, "false for region 'retain'")
         one_of("present_type", self.present_type, FLOATS)
         one_of("input_type", self.input_type, FLOATS)
-
-    def check_schedule(self) -> None:
-        require_pairs(self.plan)
-
-    def default_workgroup_size(self) -> int:
-        return walk_workgroup(self.walk)
-
-    @property
-    def plan(self) -> WalkPlan:
-        """The walk of the kernel."""
-        f16_input = self.input_type is Element.F16
-        return WalkPlan(
-            self.walk,
-            self.head_dim,
-            self.workgroup_size,
-            rotary=self.rotary,
-            f16_input=f16_input,
-            pairs=self.pairs,
-        )
 
     @property
     def width(self) -> int:
@@ -224,7 +203,7 @@ def _append(kb: KernelBuilder, cfg: MergeShareConfig, pairs: bool) -> None:
     t = kb.let("t", w.append_start + (j - w.skip))
     dst = kb.let("dst", bnsh(b, hk, t, heads, seq, hd4) + it.d)
     n_src = kb.let("nSrc", (b * key_seq + j) * hidden4 + hk * hd4)
-    rot = (cos, sin, t, half4) if cfg.rotary else None
+    rot = Rotation(cos, sin, t, half4) if cfg.rotary else None
     if rot is not None:
         what = "one pair of vectors" if pairs else "one vector"
         kb.comment(f"NeoX rotation of {what}; row t is its own absolute position.")

@@ -8,7 +8,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kvdsl.kernels.config import TEMPLATE_WALKS, Reduction, Walk
+from kvdsl.kernels.config import (
+    TEMPLATE_WALKS,
+    Element,
+    Reduction,
+    Walk,
+    require_pairs,
+    walk_workgroup,
+)
 from kvdsl.nodes.walks import block_lanes, lanes
 
 
@@ -85,3 +92,36 @@ class WalkPlan:
         if self.k_norm:
             return self.reduction is Reduction.WORKGROUP or (self.blocks and self.int4)
         return self.f16_input
+
+
+class RotaryWalk:
+    """The walk of the modes that move rows and may rotate new K (``merge_share``,
+    ``window_shift``): the plan their fields make, the walk's default workgroup size and the check
+    of ``pairs``. A mixin of their config classes, which declare these fields."""
+
+    walk: Walk
+    head_dim: int
+    workgroup_size: int
+    rotary: bool
+    input_type: Element
+    pairs: bool | None
+
+    def check_schedule(self) -> None:
+        """``pairs`` where the pair walk can serve the config (after the workgroup's checks)."""
+        require_pairs(self.plan)
+
+    def default_workgroup_size(self) -> int:
+        """The walk's default workgroup size."""
+        return walk_workgroup(self.walk)
+
+    @property
+    def plan(self) -> WalkPlan:
+        """The walk of the kernel."""
+        return WalkPlan(
+            self.walk,
+            self.head_dim,
+            self.workgroup_size,
+            rotary=self.rotary,
+            f16_input=self.input_type is Element.F16,
+            pairs=self.pairs,
+        )

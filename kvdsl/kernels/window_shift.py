@@ -49,15 +49,13 @@ from kvdsl.kernels.config import (
     largest,
     one_of,
     plus,
-    require_pairs,
     require_rotary,
     times,
-    walk_workgroup,
 )
-from kvdsl.kernels.plan import WalkPlan
+from kvdsl.kernels.plan import RotaryWalk
 from kvdsl.nodes import walks, words
 from kvdsl.nodes.index import bnsh, split_rows
-from kvdsl.nodes.rotary import move_new
+from kvdsl.nodes.rotary import Rotation, move_new
 from kvdsl.nodes.window import sliding_window
 
 if TYPE_CHECKING:
@@ -72,7 +70,7 @@ ROTARY_REGIONS = (
 
 
 @dataclass(frozen=True)
-class WindowShiftConfig(CacheConfig):
+class WindowShiftConfig(RotaryWalk, CacheConfig):
     """A window_shift pass: which rows it owns, rotary of appended K and element types;
     ``pairs``: one invocation per rotary pair (:attr:`kvdsl.kernels.plan.WalkPlan.uses_pairs`)."""
 
@@ -103,25 +101,6 @@ class WindowShiftConfig(CacheConfig):
         require_rotary(self.rotary, self.head_dim, append, ROTARY_REGIONS)
         one_of("present_type", self.present_type, FLOATS)
         one_of("input_type", self.input_type, FLOATS)
-
-    def check_schedule(self) -> None:
-        require_pairs(self.plan)
-
-    def default_workgroup_size(self) -> int:
-        return walk_workgroup(self.walk)
-
-    @property
-    def plan(self) -> WalkPlan:
-        """The walk of the kernel."""
-        f16_input = self.input_type is Element.F16
-        return WalkPlan(
-            self.walk,
-            self.head_dim,
-            self.workgroup_size,
-            rotary=self.rotary,
-            f16_input=f16_input,
-            pairs=self.pairs,
-        )
 
 
 def window_shift(cfg: WindowShiftConfig, name: str = "window_shift") -> Kernel:
@@ -168,7 +147,7 @@ def window_shift(cfg: WindowShiftConfig, name: str = "window_shift") -> Kernel:
 
     def append_vec(b: Val, hk: Val, j: Val, dst: Val, pos: Val) -> None:
         n_src = kb.let("nSrc", (b * key_seq + j) * hidden4 + hk * hd4)
-        rot = (cos, sin, pos, half4) if cfg.rotary else None
+        rot = Rotation(cos, sin, pos, half4) if cfg.rotary else None
         if rot is not None:
             kb.comment("Appended K is rotated at its absolute position; retained keys already are.")
         move_new(kb, new_k, new_v, n_src, it.d, rot, present_key, present_value, dst, pairs)
