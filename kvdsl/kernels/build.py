@@ -47,6 +47,8 @@ from kvdsl.ir import (
 from kvdsl.kernels.config import (
     FLOATS,
     KNORM_WORKGROUP,
+    PRESENT,
+    ROTARY_TABLES,
     CacheConfig,
     Element,
     Reduction,
@@ -63,7 +65,7 @@ from kvdsl.kernels.config import (
     times,
     walk_workgroup,
 )
-from kvdsl.kernels.plan import WalkPlan
+from kvdsl.kernels.plan import RotaryWalk, WalkPlan
 from kvdsl.nodes import walks, words
 from kvdsl.nodes.index import bnsh, bsh, split_rows
 from kvdsl.nodes.rmsnorm import rms_norm_row, row_sum_of_squares, subgroup_row_sum_of_squares
@@ -84,7 +86,7 @@ WALKS = (Walk.PER_ROW, Walk.FLAT)
 
 
 @dataclass(frozen=True)
-class RowConfig(CacheConfig):
+class RowConfig(RotaryWalk, CacheConfig):
     """The fields of the modes that run the row program (``build``, the quantising modes): K
     RMSNorm and rotary switches, the input type, the walk, the row reduction and ``pairs`` (one
     invocation per pair of vectors, :attr:`kvdsl.kernels.plan.WalkPlan.uses_pairs`)."""
@@ -151,17 +153,7 @@ class RowConfig(CacheConfig):
     @property
     def plan(self) -> WalkPlan:
         """The walk of the kernel."""
-        return WalkPlan(
-            self.walk,
-            self.head_dim,
-            self.workgroup_size,
-            rotary=self.rotary,
-            k_norm=self.k_norm,
-            reduction=self.reduction,
-            int4=self.int4,
-            f16_input=self.input_type is Element.F16,
-            pairs=self.pairs,
-        )
+        return self.walk_plan(k_norm=self.k_norm, reduction=self.reduction, int4=self.int4)
 
 
 @dataclass(frozen=True)
@@ -170,19 +162,9 @@ class BuildConfig(RowConfig):
 
     present_type: Element = choice(Element.F32)
     mode = "build"
-    KEYS = (
-        "kv_heads",
-        "head_dim",
-        "k_norm",
-        "rotary",
-        "eps",
-        "input_type",
-        "present_type",
-        "workgroup_size",
-        "fold",
-        "walk",
-        "reduction",
-        "pairs",
+    KEYS = (  # fmt: skip
+        "kv_heads", "head_dim", "k_norm", "rotary", "eps", "input_type", "present_type",
+        "workgroup_size", "fold", "walk", "reduction", "pairs",
     )
 
     def check_schedule(self) -> None:
@@ -209,13 +191,10 @@ def declare_inputs(
     """Declare the inputs in the template's order: ``src_k``, ``src_v``, ``seqlens_k`` (when
     asked), then as ``cfg`` needs them the K-norm weight and the rotary caches; ``width`` > 1
     makes the float inputs vectors (the flat walk)."""
-    f32w = words.elem(f32, width)
-    src_k = words.binding(kb, "src_k", cfg.input_type.scalar, width, "read")
-    src_v = words.binding(kb, "src_v", cfg.input_type.scalar, width, "read")
+    src_k, src_v = words.bindings(kb, ("src_k", "src_v"), cfg.input_type.scalar, width)
     seqlens = kb.binding("seqlens_k", i32, "read") if seqlens_k else None
-    weight = kb.binding("k_norm_weight", f32w, "read") if cfg.k_norm else None
-    cos = kb.binding("cos_cache", f32w, "read") if cfg.rotary else None
-    sin = kb.binding("sin_cache", f32w, "read") if cfg.rotary else None
+    weight = words.binding(kb, "k_norm_weight", f32, width) if cfg.k_norm else None
+    cos, sin = words.bindings(kb, ROTARY_TABLES, f32, width) if cfg.rotary else (None, None)
     return RowInputs(src_k, src_v, seqlens, weight, cos, sin)
 
 
@@ -332,7 +311,6 @@ def flat_row(
     per_row = walks.vector_const(kb, c.head_dim, cfg.head_dim, width)
     hidden = walks.vector_const(kb, c.hidden, cfg.hidden, width)
     half = walks.vector_const(kb, c.half, cfg.head_dim // 2, width) if c.half is not None else None
-    blocks = cfg.plan.blocks
     norm = c.eps is not None
     pair = None
     if pairs:
@@ -340,9 +318,9 @@ def flat_row(
         if pair is None:  # K RMSNorm without rotary: the pair is the row's two halves
             whole = kb.const("HALF", u32, cfg.head_dim // 2)
             pair = walks.vector_const(kb, whole, cfg.head_dim // 2, width)
-        it = walks.pairs(kb, cfg.fold, count, pair, guard=not norm, blocks=blocks)
+        it = cfg.plan.pair_items(kb, count, pair, guard=not norm)
     else:
-        it = walks.vectors(kb, cfg.fold, count, per_row, width, guard=not norm, blocks=blocks)
+        it = cfg.plan.vectors(kb, count, per_row, width, guard=not norm)
     b, hk, t = split_rows(kb, it.row, c.heads, seq)
     src_base = kb.let("srcBase", bsh(b, t, hk, seq, hidden, per_row))
     items = k_own = k_hi = None
@@ -484,11 +462,9 @@ def build(cfg: BuildConfig, name: str = "build") -> Kernel:
     inputs = declare_inputs(kb, cfg, width=width)
     ty = cfg.present_type.scalar
     present = words.elem(ty, width)
-    present_key = words.binding(kb, "present_key", ty, width, "read_write")
-    present_value = words.binding(kb, "present_value", ty, width, "read_write")
+    present_key, present_value = words.bindings(kb, PRESENT, ty, width, "read_write")
     c = declare_consts(kb, cfg)
     count, seq, past = declare_params(kb, "count", "seq", "pastSeq")
-    wg, fold, blocks = cfg.workgroup_size, cfg.fold, plan.blocks
     if plan.uses_pairs and not cfg.k_norm:
         fr = flat_row(kb, cfg, c, inputs, width, pairs=True)
         pos = kb.let("pos", past + fr.t)
@@ -500,7 +476,7 @@ def build(cfg: BuildConfig, name: str = "build") -> Kernel:
 
         src = (inputs.src_k, inputs.src_v, fr.src_base, fr.it.d)
         move_rotated_pair(kb, *src, rot, present_key, present_value, dst)
-        dispatch = walks.pair_dispatch(kb, count, wg, fold, blocks)
+        dispatch = plan.row_dispatch(kb, count, width)
     elif plan.uses_pairs:  # with K RMSNorm: every load before the norm's barrier
         fr = flat_row(kb, cfg, c, inputs, width, pairs=True)
         kl = flat_k_loads(kb, fr, inputs, lambda: kb.let("pos", past + fr.t))
@@ -512,7 +488,7 @@ def build(cfg: BuildConfig, name: str = "build") -> Kernel:
         for at, k, v in ((dst, k0, v0), (dst + fr.pair, k1, v1)):
             present_key[at] = words.to(kb, present, k)
             present_value[at] = words.to(kb, present, v)
-        dispatch = walks.dispatch(count, fr.pair, wg, fold, blocks)
+        dispatch = plan.dispatch(count, fr.pair)
     elif plan.program:
         fr = flat_row(kb, cfg, c, inputs, width)
         kl = flat_k_loads(kb, fr, inputs, lambda: kb.let("pos", past + fr.t))
@@ -525,15 +501,15 @@ def build(cfg: BuildConfig, name: str = "build") -> Kernel:
         kb.comment("The present row is the walk's row: the destination is the flat index.")
         present_key[fr.it.e] = words.to(kb, present, k)
         present_value[fr.it.e] = words.to(kb, present, v)
-        dispatch = walks.dispatch(count, fr.per_row, wg, fold, blocks)
+        dispatch = plan.dispatch(count, fr.per_row)
     else:
-        row = row_walk(kb, fold, c)
+        row = row_walk(kb, cfg.fold, c)
         k = k_row(kb, c, inputs, row.src_base, lambda: kb.let("pos", past + row.t))
         dst_base = kb.let("dstBase", bnsh(row.b, row.hk, row.t, c.heads, seq, c.head_dim))
         with walks.row_elements(kb, c.head_dim) as d:
             present_key[dst_base + d] = convert(present, k[d])
             present_value[dst_base + d] = convert(present, inputs.src_v[row.src_base + d])
-        dispatch = Dispatch(count.node, wg, fold)
+        dispatch = Dispatch(count.node, cfg.workgroup_size, cfg.fold)
     kernel = kb.build(dispatch, "Build a BNSH cache from new BSH K/V" + _transforms_doc(cfg) + ".")
     rows = times(count, cfg.head_dim)
     extents = row_extents(cfg, count, seq, plus(past, seq))

@@ -64,6 +64,11 @@ class Element(StrEnum):
 
 FLOATS = (Element.F32, Element.F16)
 
+#: The binding names of the K/V pairs the modes read and write.
+PAST, NEW, PRESENT = ("past_k", "past_v"), ("new_k", "new_v"), ("present_key", "present_value")
+#: The rotary tables.
+ROTARY_TABLES = ("cos_cache", "sin_cache")
+
 
 class Reduction(StrEnum):
     """How K RMSNorm sums a row on the flat program: through workgroup memory (any device) or

@@ -14,6 +14,7 @@ from typing import Any
 
 from kvdsl.ir import Kernel, KernelBuilder, u32
 from kvdsl.kernels.config import (
+    PRESENT,
     Element,
     KernelConfig,
     Walk,
@@ -51,7 +52,7 @@ class CopyConfig(KernelConfig):
     @property
     def plan(self) -> WalkPlan:
         """The walk of the kernel."""
-        return WalkPlan(self.walk, self.head_dim, self.workgroup_size)
+        return WalkPlan(self.walk, self.head_dim, self.workgroup_size, self.fold)
 
 
 def copy(cfg: CopyConfig, name: str = "copy") -> Kernel:
@@ -59,19 +60,17 @@ def copy(cfg: CopyConfig, name: str = "copy") -> Kernel:
     kb = KernelBuilder(name, cfg.workgroup_size)
     ty = cfg.present_type.scalar
     width = words.width(cfg.head_dim, (cfg.present_type,))
-    src_k = words.binding(kb, "src_k", ty, width, "read")
-    src_v = words.binding(kb, "src_v", ty, width, "read")
-    present_key = words.binding(kb, "present_key", ty, width, "read_write")
-    present_value = words.binding(kb, "present_value", ty, width, "read_write")
+    src_k, src_v = words.bindings(kb, ("src_k", "src_v"), ty, width)
+    present_key, present_value = words.bindings(kb, PRESENT, ty, width, "read_write")
     head_dim = kb.const("HEAD_DIM", u32, cfg.head_dim)
     kb.workgroup_const("WG")
     rows = kb.param("count")
     per_row = walks.vector_const(kb, head_dim, cfg.head_dim, width)
-    blocks = cfg.plan.blocks
-    e = walks.vectors(kb, cfg.fold, rows, per_row, width, blocks=blocks).e
+    plan = cfg.plan
+    e = plan.vectors(kb, rows, per_row, width).e
     present_key[e] = src_k[e]
     present_value[e] = src_v[e]
-    dispatch = walks.dispatch(rows, per_row, cfg.workgroup_size, cfg.fold, blocks)
+    dispatch = plan.dispatch(rows, per_row)
     doc = "Copy the existing BNSH cache unchanged (dst index == src index)."
     kernel = kb.build(dispatch, doc)
     n = times(rows, head_dim)

@@ -21,6 +21,9 @@ from typing import TYPE_CHECKING
 from kvdsl.ir import Kernel, KernelBuilder, u32
 from kvdsl.kernels.config import (
     FLOATS,
+    NEW,
+    PAST,
+    PRESENT,
     CacheConfig,
     Element,
     Walk,
@@ -62,7 +65,7 @@ class MergeConfig(CacheConfig):
     @property
     def plan(self) -> WalkPlan:
         """The walk of the kernel."""
-        return WalkPlan(self.walk, self.head_dim, self.workgroup_size)
+        return WalkPlan(self.walk, self.head_dim, self.workgroup_size, self.fold)
 
 
 def merge(cfg: MergeConfig, name: str = "merge") -> Kernel:
@@ -71,12 +74,9 @@ def merge(cfg: MergeConfig, name: str = "merge") -> Kernel:
     width = words.width(cfg.head_dim, (cfg.present_type, cfg.input_type))
     cache_ty, inp_ty = cfg.present_type.scalar, cfg.input_type.scalar
     cache = words.elem(cache_ty, width)
-    past_k = words.binding(kb, "past_k", cache_ty, width, "read")
-    past_v = words.binding(kb, "past_v", cache_ty, width, "read")
-    new_k = words.binding(kb, "new_k", inp_ty, width, "read")
-    new_v = words.binding(kb, "new_v", inp_ty, width, "read")
-    present_key = words.binding(kb, "present_key", cache_ty, width, "read_write")
-    present_value = words.binding(kb, "present_value", cache_ty, width, "read_write")
+    past_k, past_v = words.bindings(kb, PAST, cache_ty, width)
+    new_k, new_v = words.bindings(kb, NEW, inp_ty, width)
+    present_key, present_value = words.bindings(kb, PRESENT, cache_ty, width, "read_write")
     head_dim = kb.const("HEAD_DIM", u32, cfg.head_dim)
     heads = kb.const("KV_HEADS", u32, cfg.kv_heads)
     kb.workgroup_const("WG")
@@ -85,8 +85,8 @@ def merge(cfg: MergeConfig, name: str = "merge") -> Kernel:
     kb.comment("present[0:pastSeq] = past (BNSH copy); present[pastSeq:seq] = new K/V (BSH).")
     hd4 = walks.vector_const(kb, head_dim, cfg.head_dim, width)
     hidden4 = walks.vector_const(kb, hidden, cfg.hidden, width)
-    blocks = cfg.plan.blocks
-    it = walks.vectors(kb, cfg.fold, rows, hd4, width, blocks=blocks)
+    plan = cfg.plan
+    it = plan.vectors(kb, rows, hd4, width)
     t = kb.let("t", it.row % seq)
     etmp = kb.let("etmp", it.row / seq)
     hk = kb.let("hk", etmp % heads)
@@ -100,7 +100,7 @@ def merge(cfg: MergeConfig, name: str = "merge") -> Kernel:
         present_key[it.e] = words.to(kb, cache, new_k[n_src])
         present_value[it.e] = words.to(kb, cache, new_v[n_src])
     doc = "Copy the past BNSH cache, then append new BSH K/V tokens into the present cache."
-    kernel = kb.build(walks.dispatch(rows, hd4, cfg.workgroup_size, cfg.fold, blocks), doc)
+    kernel = kb.build(plan.dispatch(rows, hd4), doc)
     batches = ceil_div(rows, heads * seq)
     past = times(batches, heads, past_seq, head_dim)
     new = times(batches, key_seq, hidden)

@@ -34,6 +34,10 @@ from typing import TYPE_CHECKING
 from kvdsl.ir import Kernel, KernelBuilder, f32, i32, u32
 from kvdsl.kernels.config import (
     FLOATS,
+    NEW,
+    PAST,
+    PRESENT,
+    ROTARY_TABLES,
     CacheConfig,
     Element,
     ShareRegion,
@@ -70,17 +74,9 @@ class MergeShareConfig(RotaryWalk, CacheConfig):
     input_type: Element = choice(Element.F32)
     pairs: bool | None = None
     mode = "merge_share"
-    KEYS = (
-        "kv_heads",
-        "head_dim",
-        "region",
-        "walk",
-        "rotary",
-        "present_type",
-        "input_type",
-        "workgroup_size",
-        "fold",
-        "pairs",
+    KEYS = (  # fmt: skip
+        "kv_heads", "head_dim", "region", "walk", "rotary", "present_type", "input_type",
+        "workgroup_size", "fold", "pairs",
     )
 
     def check_fields(self) -> None:
@@ -119,12 +115,7 @@ def merge_share(cfg: MergeShareConfig, name: str = "merge_share") -> Kernel:
             + (", K rotated at its absolute position." if cfg.rotary else ".")
         )
     rows, seq, key_seq = kb.param("count"), kb.param("seq"), kb.param("keySeq")
-    wg, fold, blocks = cfg.workgroup_size, cfg.fold, plan.blocks
-    if pairs:
-        dispatch = walks.pair_dispatch(kb, rows, wg, fold, blocks)
-    else:
-        dispatch = walks.dispatch(rows, walks.named(kb, "HEAD_DIM", cfg.width), wg, fold, blocks)
-    kernel = kb.build(dispatch, doc)
+    kernel = kb.build(plan.row_dispatch(kb, rows, cfg.width), doc)
     heads, head_dim = cfg.kv_heads, cfg.head_dim
     if cfg.region is ShareRegion.RETAIN:
         batches = ceil_div(rows, heads * seq)
@@ -148,17 +139,15 @@ def merge_share(cfg: MergeShareConfig, name: str = "merge_share") -> Kernel:
 def _retain(kb: KernelBuilder, cfg: MergeShareConfig) -> None:
     width = cfg.width
     cache = cfg.present_type.scalar
-    past_k = words.binding(kb, "past_k", cache, width, "read")
-    past_v = words.binding(kb, "past_v", cache, width, "read")
+    past_k, past_v = words.bindings(kb, PAST, cache, width)
     seqlens_k = kb.binding("seqlens_k", i32, "read")
-    present_key = words.binding(kb, "present_key", cache, width, "read_write")
-    present_value = words.binding(kb, "present_value", cache, width, "read_write")
+    present_key, present_value = words.bindings(kb, PRESENT, cache, width, "read_write")
     head_dim = kb.const("HEAD_DIM", u32, cfg.head_dim)
     heads = kb.const("KV_HEADS", u32, cfg.kv_heads)
     kb.workgroup_const("WG")
     rows, seq, key_seq = kb.param("count"), kb.param("seq"), kb.param("keySeq")
     hd4 = walks.vector_const(kb, head_dim, cfg.head_dim, width)
-    it = walks.vectors(kb, cfg.fold, rows, hd4, width, blocks=cfg.plan.blocks)
+    it = cfg.plan.vectors(kb, rows, hd4, width)
     t = kb.let("t", it.row % seq)
     b = kb.let("b", it.row / (seq * heads))
     w = append_window(kb, seqlens_k, b, seq, key_seq)
@@ -171,15 +160,10 @@ def _retain(kb: KernelBuilder, cfg: MergeShareConfig) -> None:
 def _append(kb: KernelBuilder, cfg: MergeShareConfig, pairs: bool) -> None:
     width = cfg.width
     cache_ty, inp_ty = cfg.present_type.scalar, cfg.input_type.scalar
-    new_k = words.binding(kb, "new_k", inp_ty, width, "read")
-    new_v = words.binding(kb, "new_v", inp_ty, width, "read")
+    new_k, new_v = words.bindings(kb, NEW, inp_ty, width)
     seqlens_k = kb.binding("seqlens_k", i32, "read")
-    cos = sin = None
-    if cfg.rotary:
-        cos = kb.binding("cos_cache", words.elem(f32, width), "read")
-        sin = kb.binding("sin_cache", words.elem(f32, width), "read")
-    present_key = words.binding(kb, "present_key", cache_ty, width, "read_write")
-    present_value = words.binding(kb, "present_value", cache_ty, width, "read_write")
+    cos, sin = words.bindings(kb, ROTARY_TABLES, f32, width) if cfg.rotary else (None, None)
+    present_key, present_value = words.bindings(kb, PRESENT, cache_ty, width, "read_write")
     head_dim = kb.const("HEAD_DIM", u32, cfg.head_dim)
     heads = kb.const("KV_HEADS", u32, cfg.kv_heads)
     kb.workgroup_const("WG")
@@ -190,11 +174,7 @@ def _append(kb: KernelBuilder, cfg: MergeShareConfig, pairs: bool) -> None:
     hd4 = walks.vector_const(kb, head_dim, cfg.head_dim, width)
     hidden4 = walks.vector_const(kb, hidden, cfg.hidden, width)
     half4 = walks.vector_const(kb, half, cfg.head_dim // 2, width) if cfg.rotary else None
-    blocks = cfg.plan.blocks
-    if pairs:
-        it = walks.pairs(kb, cfg.fold, rows, half4, blocks=blocks)
-    else:
-        it = walks.vectors(kb, cfg.fold, rows, hd4, width, blocks=blocks)
+    it = cfg.plan.items(kb, rows, hd4, width, half4)
     # New row -> its cache row t in the append window.
     b, hk, j = split_rows(kb, it.row, heads, key_seq, "j")
     w = append_window(kb, seqlens_k, b, seq, key_seq)

@@ -7,6 +7,7 @@ A :class:`WalkPlan` holds what the choice reads of a config (each walked config 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from kvdsl.kernels.config import (
     TEMPLATE_WALKS,
@@ -16,18 +17,21 @@ from kvdsl.kernels.config import (
     require_pairs,
     walk_workgroup,
 )
-from kvdsl.nodes.walks import block_lanes, lanes
+from kvdsl.ir import Dispatch, KernelBuilder, Val
+from kvdsl.nodes import walks
+from kvdsl.nodes.walks import Item, block_lanes, lanes
 
 
 @dataclass(frozen=True)
 class WalkPlan:
-    """The fields of a config the walk depends on: its walk, row length and workgroup size, the
-    K transforms (``rotary``, ``k_norm`` and its ``reduction``), whether rows are int4 or loaded
+    """The fields of a config the walk depends on: its walk, row length, workgroup size and fold,
+    the K transforms (``rotary``, ``k_norm`` and its ``reduction``), whether rows are int4 or loaded
     as f16, and the config's ``pairs`` request (None: the default)."""
 
     walk: Walk
     head_dim: int
     workgroup_size: int
+    fold: int
     rotary: bool = False
     k_norm: bool = False
     reduction: Reduction = Reduction.WORKGROUP
@@ -83,6 +87,33 @@ class WalkPlan:
         """
         return self.program and self._pairs
 
+    def vectors(
+        self, kb: KernelBuilder, rows: Val, per_row: Val, width: int, guard: bool = True
+    ) -> Item:
+        """The vector this invocation owns (:func:`kvdsl.nodes.walks.vectors`)."""
+        return walks.vectors(kb, self.fold, rows, per_row, width, guard, self.blocks)
+
+    def pair_items(self, kb: KernelBuilder, rows: Val, half: Val, guard: bool = True) -> Item:
+        """The pair this invocation owns (:func:`kvdsl.nodes.walks.pairs`)."""
+        return walks.pairs(kb, self.fold, rows, half, guard, self.blocks)
+
+    def items(self, kb: KernelBuilder, rows: Val, per_row: Val, width: int, half: Val) -> Item:
+        """The pair (:meth:`pair_items`) where the kernel :attr:`uses_pairs`, else the vector."""
+        if self.uses_pairs:
+            return self.pair_items(kb, rows, half)
+        return self.vectors(kb, rows, per_row, width)
+
+    def dispatch(self, rows: Val, per_row: Val) -> Dispatch:
+        """The dispatch of ``rows`` rows of ``per_row`` items (:func:`kvdsl.nodes.walks.dispatch`)."""
+        return walks.dispatch(rows, per_row, self.workgroup_size, self.fold, self.blocks)
+
+    def row_dispatch(self, kb: KernelBuilder, rows: Val, width: int) -> Dispatch:
+        """The dispatch of :meth:`items`: ``HALF_V4`` pairs or ``HEAD_DIM`` vectors a row (the
+        consts the kernel declared)."""
+        if self.uses_pairs:
+            return self.dispatch(rows, walks.named(kb, "HALF", 4))
+        return self.dispatch(rows, walks.named(kb, "HEAD_DIM", width))
+
     @property
     def _pairs(self) -> bool:
         if self.pairs is not None:
@@ -95,13 +126,14 @@ class WalkPlan:
 
 
 class RotaryWalk:
-    """The walk of the modes that move rows and may rotate new K (``merge_share``,
-    ``window_shift``): the plan their fields make, the walk's default workgroup size and the check
-    of ``pairs``. A mixin of their config classes, which declare these fields."""
+    """The walk of the modes that may rotate K (``merge_share``, ``window_shift`` and, with
+    K RMSNorm added, the row program's): the plan their fields make, the walk's default workgroup
+    size and the check of ``pairs``. A mixin of their config classes, which declare the fields."""
 
     walk: Walk
     head_dim: int
     workgroup_size: int
+    fold: int
     rotary: bool
     input_type: Element
     pairs: bool | None
@@ -114,14 +146,21 @@ class RotaryWalk:
         """The walk's default workgroup size."""
         return walk_workgroup(self.walk)
 
-    @property
-    def plan(self) -> WalkPlan:
-        """The walk of the kernel."""
+    def walk_plan(self, **transforms: Any) -> WalkPlan:
+        """The plan of these fields and the K ``transforms`` (:class:`WalkPlan`'s fields)."""
+        f16_input = self.input_type is Element.F16
         return WalkPlan(
             self.walk,
             self.head_dim,
             self.workgroup_size,
+            self.fold,
             rotary=self.rotary,
-            f16_input=self.input_type is Element.F16,
+            f16_input=f16_input,
             pairs=self.pairs,
+            **transforms,
         )
+
+    @property
+    def plan(self) -> WalkPlan:
+        """The walk of the kernel."""
+        return self.walk_plan()

@@ -116,22 +116,9 @@ class QuantConfig(RowConfig):
     qmin: int = Slot(derive=lambda cfg: _qrange(cfg)[0])
     qmax: int = Slot(derive=lambda cfg: _qrange(cfg)[1])
     storage_buffer_limit: int = MAX_STORAGE_BUFFERS
-    KEYS = (
-        "kv_heads",
-        "head_dim",
-        "bits",
-        "qmin",
-        "qmax",
-        "k_norm",
-        "rotary",
-        "eps",
-        "input_type",
-        "workgroup_size",
-        "fold",
-        "storage_buffer_limit",
-        "walk",
-        "reduction",
-        "pairs",
+    KEYS = (  # fmt: skip
+        "kv_heads", "head_dim", "bits", "qmin", "qmax", "k_norm", "rotary", "eps", "input_type",
+        "workgroup_size", "fold", "storage_buffer_limit", "walk", "reduction", "pairs",
     )
 
     @property
@@ -271,7 +258,7 @@ def _quant(cfg: QuantConfig, name: str, append: bool) -> Kernel:
                 present_key[at] = pack_int4x4(kb, f"nk{t}", qk)
                 present_value[at] = pack_int4x4(kb, f"nv{t}", qv)
         items = fr.pair if pairs else fr.per_row
-        dispatch = walks.dispatch(count, items, cfg.workgroup_size, cfg.fold, plan.blocks)
+        dispatch = plan.dispatch(count, items)
         kernel = kb.build(dispatch, _doc(cfg, append))
         return _contract(kernel, cfg, kb, append, count, seq, past, total_seq, row_position)
     kscale = scale_function(kb, "kscale", k_scale, c.head_dim, per_channel)

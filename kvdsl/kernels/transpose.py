@@ -41,14 +41,8 @@ class TransposeConfig(CacheConfig):
     present_type: Element = choice(Element.F32)
     words: bool = False
     mode = "transpose"
-    KEYS = (
-        "kv_heads",
-        "head_dim",
-        "vec4",
-        "input_type",
-        "present_type",
-        "workgroup_size",
-        "fold",
+    KEYS = (  # fmt: skip
+        "kv_heads", "head_dim", "vec4", "input_type", "present_type", "workgroup_size", "fold",
         "words",
     )
 

@@ -38,6 +38,10 @@ from typing import TYPE_CHECKING
 from kvdsl.ir import Kernel, KernelBuilder, Val, f32, i32, u32
 from kvdsl.kernels.config import (
     FLOATS,
+    NEW,
+    PAST,
+    PRESENT,
+    ROTARY_TABLES,
     CacheConfig,
     Element,
     ShiftRegion,
@@ -81,17 +85,9 @@ class WindowShiftConfig(RotaryWalk, CacheConfig):
     walk: Walk = choice(Walk.PER_ROW)
     pairs: bool | None = None
     mode = "window_shift"
-    KEYS = (
-        "kv_heads",
-        "head_dim",
-        "region",
-        "rotary",
-        "present_type",
-        "input_type",
-        "workgroup_size",
-        "fold",
-        "walk",
-        "pairs",
+    KEYS = (  # fmt: skip
+        "kv_heads", "head_dim", "region", "rotary", "present_type", "input_type",
+        "workgroup_size", "fold", "walk", "pairs",
     )
 
     def check_fields(self) -> None:
@@ -108,7 +104,7 @@ def window_shift(cfg: WindowShiftConfig, name: str = "window_shift") -> Kernel:
     :attr:`kvdsl.kernels.plan.WalkPlan.uses_pairs` says)."""
     kb = KernelBuilder(name, cfg.workgroup_size)
     plan = cfg.plan
-    pairs, blocks = plan.uses_pairs, plan.blocks
+    pairs = plan.uses_pairs
     region = cfg.region
     # Only the types of the bindings the region declares decide whether f16 moves as words.
     types = (
@@ -119,17 +115,13 @@ def window_shift(cfg: WindowShiftConfig, name: str = "window_shift") -> Kernel:
     cache = words.elem(cache_ty, width)
     past_k = past_v = new_k = new_v = cos = sin = None
     if region is not ShiftRegion.APPEND:
-        past_k = words.binding(kb, "past_k", cache_ty, width, "read")
-        past_v = words.binding(kb, "past_v", cache_ty, width, "read")
+        past_k, past_v = words.bindings(kb, PAST, cache_ty, width)
     if region is not ShiftRegion.SHIFT:
-        new_k = words.binding(kb, "new_k", inp_ty, width, "read")
-        new_v = words.binding(kb, "new_v", inp_ty, width, "read")
+        new_k, new_v = words.bindings(kb, NEW, inp_ty, width)
     seqlens_k = kb.binding("seqlens_k", i32, "read")
     if cfg.rotary:
-        cos = kb.binding("cos_cache", words.elem(f32, width), "read")
-        sin = kb.binding("sin_cache", words.elem(f32, width), "read")
-    present_key = words.binding(kb, "present_key", cache_ty, width, "read_write")
-    present_value = words.binding(kb, "present_value", cache_ty, width, "read_write")
+        cos, sin = words.bindings(kb, ROTARY_TABLES, f32, width)
+    present_key, present_value = words.bindings(kb, PRESENT, cache_ty, width, "read_write")
     head_dim = kb.const("HEAD_DIM", u32, cfg.head_dim)
     heads = kb.const("KV_HEADS", u32, cfg.kv_heads)
     kb.workgroup_const("WG")
@@ -140,10 +132,7 @@ def window_shift(cfg: WindowShiftConfig, name: str = "window_shift") -> Kernel:
     hd4 = walks.vector_const(kb, head_dim, cfg.head_dim, width)
     hidden4 = walks.vector_const(kb, hidden, cfg.hidden, width) if new_k else None
     half4 = walks.vector_const(kb, half, cfg.head_dim // 2, width) if cfg.rotary else None
-    if pairs:
-        it = walks.pairs(kb, cfg.fold, rows, half4, blocks=blocks)
-    else:
-        it = walks.vectors(kb, cfg.fold, rows, hd4, width, blocks=blocks)
+    it = plan.items(kb, rows, hd4, width, half4)
 
     def append_vec(b: Val, hk: Val, j: Val, dst: Val, pos: Val) -> None:
         n_src = kb.let("nSrc", (b * key_seq + j) * hidden4 + hk * hd4)
@@ -180,11 +169,7 @@ def window_shift(cfg: WindowShiftConfig, name: str = "window_shift") -> Kernel:
             kb.comment("Outside the resident window: cleared, not left stale.")
             present_key[it.e] = words.zero(cache)
             present_value[it.e] = words.zero(cache)
-    wg, fold = cfg.workgroup_size, cfg.fold
-    if pairs:
-        dispatch = walks.pair_dispatch(kb, rows, wg, fold, blocks)
-    else:
-        dispatch = walks.dispatch(rows, walks.named(kb, "HEAD_DIM", width), wg, fold, blocks)
+    dispatch = plan.row_dispatch(kb, rows, width)
     doc = (
         "Windowed cache: compact the surviving past rows down by the eviction count and\n"
         "append the new BSH K/V, keeping the most recent min(T, capacity) tokens\n"

@@ -10,7 +10,7 @@
   items, ``WG`` per workgroup, *balanced* past ``fold`` workgroups
   (:func:`kvdsl.nodes.index.flat_index`).
 - *pairs* (:func:`pairs`): one invocation per pair of vectors ``(dr, dr + HALF_V4)`` of a row,
-  ``rows * HALF_V4`` items (:func:`pair_dispatch`), for rotary and K RMSNorm: the pair's loads
+  ``rows * HALF_V4`` items, for rotary and K RMSNorm: the pair's loads
   (and its cos/sin entry) are made once.
 - *blocks* (``blocks=True``): the template's dispatch, ``ceil(rows / WG)`` workgroups folded at
   ``fold`` (workgroup ``w`` owns rows ``[w*WG, (w+1)*WG)``), whose :func:`block_lanes`
@@ -225,13 +225,6 @@ def dispatch(rows: Val, per_row: Val, workgroup_size: int, fold: int, blocks: bo
     if blocks:
         return Dispatch(rows.node, workgroup_size, fold)
     return Dispatch((rows * per_row).node, workgroup_size, fold, balanced=True)
-
-
-def pair_dispatch(
-    kb: KernelBuilder, rows: Val, workgroup_size: int, fold: int, blocks: bool
-) -> Dispatch:
-    """``rows * HALF_V4`` items for :func:`pairs` (``HALF_V4`` declared by the kernel)."""
-    return dispatch(rows, named(kb, "HALF", 4), workgroup_size, fold, blocks)
 
 
 def vector_extents(kernel: Kernel) -> Kernel:

@@ -62,6 +62,13 @@ def binding(kb: KernelBuilder, name: str, ty: Scalar, width: int, access: str = 
     return kb.binding(name, e, access, ty if ty == f16 and e in (WORDS, HALVES) else None)
 
 
+def bindings(
+    kb: KernelBuilder, names: tuple[str, ...], ty: Scalar, width: int, access: str = "read"
+) -> tuple[Buffer, ...]:
+    """A :func:`binding` of each of ``names`` (K and V, cos and sin ...), in order."""
+    return tuple(binding(kb, name, ty, width, access) for name in names)
+
+
 def zero(ty: Scalar | Vec) -> Val:
     """Zero in every lane of ``ty`` (all-zero words are +0.0 halves)."""
     return splat(ty, 0 if ty.scalar.is_int else 0.0)
