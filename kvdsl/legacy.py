@@ -17,7 +17,15 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from kvdsl.kernels.build import BuildConfig
-from kvdsl.kernels.config import ConfigError, require
+from kvdsl.kernels.config import (
+    ConfigError,
+    Element,
+    KernelConfig,
+    ShareRegion,
+    ShiftRegion,
+    Walk,
+    require,
+)
 from kvdsl.kernels.copy import CopyConfig
 from kvdsl.kernels.merge import MergeConfig
 from kvdsl.kernels.merge_share import MergeShareConfig
@@ -36,7 +44,7 @@ KNOWN = frozenset(
     }
 )  # fmt: skip
 
-BRIDGES: dict[str, Callable[["Vars"], Any]] = {}
+BRIDGES: dict[str, Callable[["Vars"], KernelConfig]] = {}
 
 
 class Vars:
@@ -84,7 +92,7 @@ def mode_of(v: Vars) -> str:
     return mode
 
 
-def config_from_vars(data: dict[str, Any]) -> Any:
+def config_from_vars(data: dict[str, Any]) -> KernelConfig:
     """The kvdsl config equivalent to rendering the template with ``data``."""
     v = Vars(data)
     return BRIDGES[mode_of(v)](v)
@@ -95,7 +103,7 @@ def _present(v: Vars) -> str:
 
 
 def _bridge(mode: str):
-    def register(fn: Callable[[Vars], Any]) -> Callable[[Vars], Any]:
+    def register(fn: Callable[[Vars], KernelConfig]) -> Callable[[Vars], KernelConfig]:
         BRIDGES[mode] = fn
         return fn
 
@@ -129,10 +137,10 @@ def _transpose(v: Vars) -> TransposeConfig:
     )
 
 
-def walk_for_vendor(v: Vars) -> str:
+def walk_for_vendor(v: Vars) -> Walk:
     """The template's walk choice: per-row on Apple GPUs, cooperative everywhere else."""
     vendor = v.get("device.adapterInfo.vendor", "", str)
-    return "per_row" if vendor == "apple" else "cooperative"
+    return Walk.PER_ROW if vendor == "apple" else Walk.COOPERATIVE
 
 
 def workgroup_size(v: Vars) -> int:
@@ -189,13 +197,13 @@ def _merge(v: Vars) -> MergeConfig:
 def _merge_share(v: Vars) -> MergeShareConfig:
     append = v.get("shareRegion") == "append"
     walk = walk_for_vendor(v)
-    if append and walk == "per_row":
+    if append and walk is Walk.PER_ROW:
         # Apple's append pass: cooperative for fewer than WG rows, else per row (one kernel).
-        walk = "hybrid"
+        walk = Walk.HYBRID
     present = _present(v)
     return MergeShareConfig(
         **_shape(v),
-        region="append" if append else "retain",
+        region=ShareRegion.APPEND if append else ShareRegion.RETAIN,
         walk=walk,
         rotary=_rotary(v, append) and append,
         present_type=present,
@@ -206,7 +214,9 @@ def _merge_share(v: Vars) -> MergeShareConfig:
 @_bridge("window_shift")
 def _window_shift(v: Vars) -> WindowShiftConfig:
     region = v.get("shiftRegion") or "all"
-    require(region in ("all", "shift", "append"), "shiftRegion", region, "all, shift or append")
+    known = [r.value for r in ShiftRegion]
+    require(region in known, "shiftRegion", region, "all, shift or append")
+    region = ShiftRegion(region)
     rotary = _rotary(v, region == "append")
     if region == "append":
         require(rotary, "hasRotary", rotary, "true for shiftRegion='append': the template "
@@ -230,7 +240,11 @@ def _window_shift(v: Vars) -> WindowShiftConfig:
 @_bridge("build")
 def _build(v: Vars) -> BuildConfig:
     return BuildConfig(
-        **_shape(v), **_k_norm(v), rotary=_rotary(v), input_type="f32", present_type=_present(v)
+        **_shape(v),
+        **_k_norm(v),
+        rotary=_rotary(v),
+        input_type=Element.F32,
+        present_type=_present(v),
     )
 
 

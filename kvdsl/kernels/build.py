@@ -136,7 +136,8 @@ class RowConfig(RotaryWalk, CacheConfig):
                 per_row & (per_row - 1) == 0,
                 "head_dim",
                 self.head_dim,
-                f"a power-of-two number of vectors per row for reduction='subgroup' (has {per_row})",
+                "a power-of-two number of vectors per row for reduction='subgroup'"
+                f" (has {per_row})",
             )
 
     def default_workgroup_size(self) -> int:

@@ -1,7 +1,7 @@
 """``copy``: an identity copy of a BNSH cache (``src_k/src_v`` → ``present_key/present_value``).
 
 Drop-in for the template's ``mode == "copy"`` branch. ``head_dim`` is the number of stored words
-per row (compression changes only that). Walks (:mod:`kvdsl.nodes.flat`): ``flat``, one invocation
+per row (compression changes only that). Walks (:mod:`kvdsl.nodes.walks`): ``flat``, one invocation
 per ``vec4``, ``count * HEAD_DIM_V4`` items (scalar when ``head_dim`` does not divide by 4), and
 the template's ``cooperative`` (every vendor but Apple) and ``per_row`` (Apple), whose dispatch the
 block walk keeps. Params: ``count`` = rows (batch × kvHeads × seq).

@@ -4,7 +4,7 @@ Drop-in for the template's ``mode == "merge"`` branches: ``present[b, h, t] = pa
 ``t < pastSeq`` and ``new[b, t - pastSeq, h]`` after. Bindings ``past_k``, ``past_v``, ``new_k``,
 ``new_v`` (read), ``present_key``, ``present_value`` (read_write); params ``count`` (present rows,
 batch × kvHeads × seq), ``seq``, ``pastSeq``, ``keySeq``; ``ceil(count / WG)`` workgroups folded
-at ``fold``. Walks (:mod:`kvdsl.nodes.flat`): ``flat``, one invocation per present ``vec4``,
+at ``fold``. Walks (:mod:`kvdsl.nodes.walks`): ``flat``, one invocation per present ``vec4``,
 ``count * HEAD_DIM_V4`` items, and the template's ``cooperative`` (every vendor but Apple) and
 ``per_row`` (Apple), whose dispatch the block walk keeps.
 

@@ -13,10 +13,10 @@ order is immaterial:
   ``sin_cache`` of ``seq * HALF`` f32); params ``count`` = batch × kvHeads × keySeq, ``seq``,
   ``keySeq``.
 
-Walks (:mod:`kvdsl.nodes.flat`, both passes): ``flat``, one invocation per present ``vec4``,
+Walks (:mod:`kvdsl.nodes.walks`, both passes): ``flat``, one invocation per present ``vec4``,
 ``count * HEAD_DIM_V4`` items (rotary loads its partner vector and a cos/sin ``vec4``; rotary on
 f16 data walks one invocation per rotary pair, ``count * HALF_V4`` items,
-:func:`kvdsl.nodes.flat.pair_walk`), and the template's ``cooperative`` (off Apple),
+:func:`kvdsl.nodes.walks.pairs`), and the template's ``cooperative`` (off Apple),
 ``per_row`` (Apple's retain pass) and ``hybrid`` (Apple's append pass), whose dispatch the block
 walk keeps.
 

@@ -104,7 +104,7 @@ class WalkPlan:
         return self.vectors(kb, rows, per_row, width)
 
     def dispatch(self, rows: Val, per_row: Val) -> Dispatch:
-        """The dispatch of ``rows`` rows of ``per_row`` items (:func:`kvdsl.nodes.walks.dispatch`)."""
+        """``rows`` rows of ``per_row`` items (:func:`kvdsl.nodes.walks.dispatch`)."""
         return walks.dispatch(rows, per_row, self.workgroup_size, self.fold, self.blocks)
 
     def row_dispatch(self, kb: KernelBuilder, rows: Val, width: int) -> Dispatch:

@@ -11,7 +11,7 @@ element (``PACKED = HEAD_DIM`` words per row); 4 bits store two nibbles per u32
 - ``append_quant`` writes the new tokens into a buffer-sharing cache of ``params.totalSeq`` rows
   per head at the window :func:`kvdsl.nodes.window.append_window` gives from ``seqlens_k``.
 
-Walks: ``per_row`` (the template's) and ``flat`` (:mod:`kvdsl.nodes.flat`): one invocation per
+Walks: ``per_row`` (the template's) and ``flat`` (:mod:`kvdsl.nodes.walks`): one invocation per
 four elements, stored as one ``vec4<i32>`` (8 bits) or one ``vec2<u32>`` of two packed words (4
 bits; the cache layout is the drop-in's, low nibble first), ``count * HEAD_DIM_V4`` items; one
 element per invocation for 8 bits when ``head_dim`` does not divide by 4 (the flat int4 walk

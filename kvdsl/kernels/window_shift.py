@@ -5,9 +5,10 @@ Drop-in for the template's ``mode == "window_shift"`` branch. The cache keeps th
 slide down by the eviction count, the new BSH K/V follow, rows past ``resident`` are zeroed
 (:func:`kvdsl.nodes.window.sliding_window`). ``seq`` is the capacity of past and present. Walks:
 ``per_row``, one invocation per row (the template's only walk for this mode), and ``flat``
-(:mod:`kvdsl.nodes.flat`: one invocation per present ``vec4``, ``count * HEAD_DIM_V4`` items, each
-working out its batch's window from ``seqlens_k``; the rotary append on f16 data walks one
-invocation per rotary pair, ``count * HALF_V4`` items, :func:`kvdsl.nodes.flat.pair_walk`). Regions, i.e. which rows a pass owns:
+(:mod:`kvdsl.nodes.walks`: one invocation per present ``vec4``, ``count * HEAD_DIM_V4`` items,
+each working out its batch's window from ``seqlens_k``; the rotary append on f16 data walks one
+invocation per rotary pair, ``count * HALF_V4`` items, :func:`kvdsl.nodes.walks.pairs`).
+Regions, i.e. which rows a pass owns:
 
 - ``all``: every row; params ``count`` = batch × kvHeads × seq, ``seq``, ``keySeq``;
 - ``shift``: every row but the appended ones (same params and dispatch); no new K/V bindings;

@@ -82,8 +82,8 @@ def row_sum_of_squares(
     scalars added in one chain.
 
     Call at the top level of the entry point, with every invocation: the barrier must be
-    uniform. Invocations past the end (the unguarded :func:`kvdsl.nodes.walks.vectors`) fill whole workgroup rows of
-    their own, whose sums only they read.
+    uniform. Invocations past the end (the unguarded :func:`kvdsl.nodes.walks.vectors`) fill
+    whole workgroup rows of their own, whose sums only they read.
     """
     sq = square(x)
     first = kb.lid.x - d
