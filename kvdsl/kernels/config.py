@@ -184,11 +184,6 @@ def choice(default: Enum) -> Any:
     return Slot(default, type(default))
 
 
-def scalar(name: str) -> Scalar:
-    """The IR scalar type spelled ``name``."""
-    return SCALARS[name]
-
-
 @dataclass(frozen=True)
 class KernelConfig:
     """The fields every mode has: the workgroup size and the dispatch's fold width.

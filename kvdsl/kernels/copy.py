@@ -10,7 +10,7 @@ block walk keeps. Params: ``count`` = rows (batch × kvHeads × seq).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kvdsl.ir import Kernel, KernelBuilder, u32
 from kvdsl.kernels.config import (
@@ -29,6 +29,9 @@ from kvdsl.kernels.plan import WalkPlan
 from kvdsl.nodes import walks, words
 
 WALKS = (Walk.COOPERATIVE, Walk.PER_ROW, Walk.FLAT)
+
+if TYPE_CHECKING:
+    from kvdsl.catalog import Model
 
 
 @dataclass(frozen=True)
@@ -77,7 +80,7 @@ def copy(cfg: CopyConfig, name: str = "copy") -> Kernel:
     return walks.vector_extents(contract(kernel, {b.name: n for b in kernel.bindings}))
 
 
-def catalog_variants(models: dict[str, Any]) -> dict[str, CopyConfig]:
+def catalog_variants(models: dict[str, Model]) -> dict[str, CopyConfig]:
     """The flat copy variants (the drop-in ones are named in :mod:`kvdsl.catalog`)."""
     v: dict[str, CopyConfig] = {}
     for key, m in models.items():

@@ -36,13 +36,14 @@ Defects of the template, fixed here:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kvdsl.ir import Dispatch, Kernel, KernelBuilder, Val, convert, f32, i32, min_, u32, vec
 from kvdsl.ir.nodes import Binary, Call, Lit
 from kvdsl.ir.ops import Op
 from kvdsl.kernels.build import (
     RowConfig,
+    RowInputs,
     declare_consts,
     declare_inputs,
     declare_params,
@@ -309,7 +310,17 @@ def _doc(cfg: QuantConfig, append: bool) -> str:
     return f"Quantize new BSH K/V into a {kind} BNSH cache."
 
 
-def _contract(kernel, cfg, kb, append, count, seq, past, total_seq, row_position) -> Kernel:
+def _contract(
+    kernel: Kernel,
+    cfg: QuantConfig,
+    kb: KernelBuilder,
+    append: bool,
+    count: Val,
+    seq: Val,
+    past: Val,
+    total_seq: Val | None,
+    row_position: bool,
+) -> Kernel:
     packed = cfg.packed
     if append:
         present = times(ceil_div(count, cfg.kv_heads * seq), cfg.kv_heads, total_seq, packed)
@@ -329,7 +340,7 @@ def _contract(kernel, cfg, kb, append, count, seq, past, total_seq, row_position
 
 def _destination(
     kb: KernelBuilder,
-    inputs: Any,
+    inputs: RowInputs,
     b: Val,
     t: Val,
     append: bool,

@@ -8,7 +8,7 @@ destination element, ``ceil(total / WG)`` workgroups folded at ``fold`` in x.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kvdsl.ir import Buffer, Dispatch, Kernel, KernelBuilder, Scalar, u32, vec
 from kvdsl.kernels.config import (
@@ -24,6 +24,9 @@ from kvdsl.kernels.config import (
 )
 from kvdsl.nodes import words
 from kvdsl.nodes.index import flat_index
+
+if TYPE_CHECKING:
+    from kvdsl.catalog import Model
 
 
 @dataclass(frozen=True)
@@ -107,7 +110,7 @@ def transpose(cfg: TransposeConfig, name: str = "transpose") -> Kernel:
     )
 
 
-def catalog_variants(models: dict[str, Any]) -> dict[str, TransposeConfig]:
+def catalog_variants(models: dict[str, Model]) -> dict[str, TransposeConfig]:
     """Flat transposes at workgroup size 256 (the drop-in ones are named in
     :mod:`kvdsl.catalog`): a workgroup of the template's 64 keeps too few loads in flight."""
     v: dict[str, TransposeConfig] = {}
