@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from kvdsl.ir import Dispatch, KernelBuilder, Val
 from kvdsl.kernels.config import (
     TEMPLATE_WALKS,
     Element,
@@ -17,7 +18,6 @@ from kvdsl.kernels.config import (
     require_pairs,
     walk_workgroup,
 )
-from kvdsl.ir import Dispatch, KernelBuilder, Val
 from kvdsl.nodes import walks
 from kvdsl.nodes.walks import Item, block_lanes, lanes
 
