@@ -23,9 +23,8 @@ from kvdsl.kernels.config import (
     one_of,
     positive_int,
     times,
-    walk_workgroup,
 )
-from kvdsl.kernels.plan import WalkPlan
+from kvdsl.kernels.plan import VectorWalk
 from kvdsl.nodes import walks, words
 
 WALKS = (Walk.COOPERATIVE, Walk.PER_ROW, Walk.FLAT)
@@ -35,7 +34,7 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class CopyConfig(KernelConfig):
+class CopyConfig(VectorWalk, KernelConfig):
     """A copy variant: words per row, their element type and the walk."""
 
     head_dim: int
@@ -48,14 +47,6 @@ class CopyConfig(KernelConfig):
         positive_int("head_dim", self.head_dim)
         one_of("walk", self.walk, WALKS)
         one_of("present_type", self.present_type, Element)
-
-    def default_workgroup_size(self) -> int:
-        return walk_workgroup(self.walk)
-
-    @property
-    def plan(self) -> WalkPlan:
-        """The walk of the kernel."""
-        return WalkPlan(self.walk, self.head_dim, self.workgroup_size, self.fold)
 
 
 def copy(cfg: CopyConfig, name: str = "copy") -> Kernel:

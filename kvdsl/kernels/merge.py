@@ -32,9 +32,8 @@ from kvdsl.kernels.config import (
     contract,
     one_of,
     times,
-    walk_workgroup,
 )
-from kvdsl.kernels.plan import WalkPlan
+from kvdsl.kernels.plan import VectorWalk
 from kvdsl.nodes import walks, words
 from kvdsl.nodes.index import bnsh
 
@@ -45,7 +44,7 @@ WALKS = (Walk.COOPERATIVE, Walk.PER_ROW, Walk.FLAT)
 
 
 @dataclass(frozen=True)
-class MergeConfig(CacheConfig):
+class MergeConfig(VectorWalk, CacheConfig):
     """A merge variant: cache shape, walk and element types."""
 
     walk: Walk = choice(Walk.COOPERATIVE)
@@ -58,14 +57,6 @@ class MergeConfig(CacheConfig):
         one_of("walk", self.walk, WALKS)
         one_of("present_type", self.present_type, FLOATS)
         one_of("input_type", self.input_type, FLOATS)
-
-    def default_workgroup_size(self) -> int:
-        return walk_workgroup(self.walk)
-
-    @property
-    def plan(self) -> WalkPlan:
-        """The walk of the kernel."""
-        return WalkPlan(self.walk, self.head_dim, self.workgroup_size, self.fold)
 
 
 def merge(cfg: MergeConfig, name: str = "merge") -> Kernel:

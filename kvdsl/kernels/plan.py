@@ -125,15 +125,35 @@ class WalkPlan:
         return self.f16_input
 
 
-class RotaryWalk:
-    """The walk of the modes that may rotate K (``merge_share``, ``window_shift`` and, with
-    K RMSNorm added, the row program's): the plan their fields make, the walk's default workgroup
-    size and the check of ``pairs``. A mixin of their config classes, which declare the fields."""
+class VectorWalk:
+    """The walk of a config with the fields ``walk``, ``head_dim``, ``workgroup_size`` and
+    ``fold``: its plan and the walk's default workgroup size. A mixin of the config classes (the
+    copies' directly), which declare the fields."""
 
     walk: Walk
     head_dim: int
     workgroup_size: int
     fold: int
+
+    def default_workgroup_size(self) -> int:
+        """The walk's default workgroup size."""
+        return walk_workgroup(self.walk)
+
+    def walk_plan(self, **transforms: Any) -> WalkPlan:
+        """The plan of these fields and ``transforms`` (:class:`WalkPlan`'s other fields)."""
+        return WalkPlan(self.walk, self.head_dim, self.workgroup_size, self.fold, **transforms)
+
+    @property
+    def plan(self) -> WalkPlan:
+        """The walk of the kernel."""
+        return self.walk_plan()
+
+
+class RotaryWalk(VectorWalk):
+    """The walk of the modes that may rotate K (``merge_share``, ``window_shift`` and, with
+    K RMSNorm added, the row program's): the plan adds ``rotary``, f16 input and ``pairs``, which
+    is checked after the workgroup size."""
+
     rotary: bool
     input_type: Element
     pairs: bool | None
@@ -142,25 +162,8 @@ class RotaryWalk:
         """``pairs`` where the pair walk can serve the config (after the workgroup's checks)."""
         require_pairs(self.plan)
 
-    def default_workgroup_size(self) -> int:
-        """The walk's default workgroup size."""
-        return walk_workgroup(self.walk)
-
     def walk_plan(self, **transforms: Any) -> WalkPlan:
-        """The plan of these fields and the K ``transforms`` (:class:`WalkPlan`'s fields)."""
         f16_input = self.input_type is Element.F16
-        return WalkPlan(
-            self.walk,
-            self.head_dim,
-            self.workgroup_size,
-            self.fold,
-            rotary=self.rotary,
-            f16_input=f16_input,
-            pairs=self.pairs,
-            **transforms,
+        return super().walk_plan(
+            rotary=self.rotary, f16_input=f16_input, pairs=self.pairs, **transforms
         )
-
-    @property
-    def plan(self) -> WalkPlan:
-        """The walk of the kernel."""
-        return self.walk_plan()
