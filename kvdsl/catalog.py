@@ -27,7 +27,7 @@ from kvdsl.kernels import merge_share as merge_share_mode
 from kvdsl.kernels import quant as quant_mode
 from kvdsl.kernels import transpose as transpose_mode
 from kvdsl.kernels import window_shift as window_shift_mode
-from kvdsl.kernels.config import as_dict
+from kvdsl.kernels.config import Element, KernelConfig, Walk, as_dict
 from kvdsl.kernels.copy import CopyConfig, copy
 from kvdsl.kernels.transpose import TransposeConfig, transpose
 
@@ -39,6 +39,11 @@ class Model:
     name: str
     kv_heads: int
     head_dim: int
+
+    @property
+    def shape(self) -> dict[str, int]:
+        """The config fields of the shape: ``kv_heads`` and ``head_dim``."""
+        return {"kv_heads": self.kv_heads, "head_dim": self.head_dim}
 
 
 MODELS = {
@@ -52,7 +57,7 @@ MODELS = {
 }
 
 #: mode name → (config class, kernel builder)
-MODES: dict[str, tuple[type, Callable[..., Kernel]]] = {
+MODES: dict[str, tuple[type[KernelConfig], Callable[..., Kernel]]] = {
     "transpose": (TransposeConfig, transpose),
     "copy": (CopyConfig, copy),
     "merge": (merge_mode.MergeConfig, merge_mode.merge),
@@ -73,25 +78,30 @@ MODE_MODULES = (
 )
 
 
-def _variants() -> dict[str, Any]:
-    v: dict[str, Any] = {}
+def _variants() -> dict[str, KernelConfig]:
+    v: dict[str, KernelConfig] = {}
     for key, m in MODELS.items():
-        v[f"transpose_{key}"] = TransposeConfig(m.kv_heads, m.head_dim)
-        v[f"transpose_vec4_{key}"] = TransposeConfig(m.kv_heads, m.head_dim, vec4=True)
-        v[f"copy_{key}"] = CopyConfig(m.head_dim)
-        v[f"copy_per_row_{key}"] = CopyConfig(m.head_dim, walk="per_row")
-    v["transpose_f16_llama31_8b"] = TransposeConfig(8, 128, present_type="f16")
-    v["transpose_vec4_f16_llama31_8b"] = TransposeConfig(8, 128, vec4=True, present_type="f16")
-    v["copy_f16_llama31_8b"] = CopyConfig(128, present_type="f16")
+        v[f"transpose_{key}"] = TransposeConfig(**m.shape)
+        v[f"transpose_vec4_{key}"] = TransposeConfig(**m.shape, vec4=True)
+        v[f"copy_{key}"] = CopyConfig(head_dim=m.head_dim)
+        v[f"copy_per_row_{key}"] = CopyConfig(head_dim=m.head_dim, walk=Walk.PER_ROW)
+    llama = MODELS["llama31_8b"].shape
+    v["transpose_f16_llama31_8b"] = TransposeConfig(**llama, present_type=Element.F16)
+    v["transpose_vec4_f16_llama31_8b"] = TransposeConfig(
+        **llama, vec4=True, present_type=Element.F16
+    )
+    v["copy_f16_llama31_8b"] = CopyConfig(head_dim=128, present_type=Element.F16)
     # An int8-quantised cache stores one i32 word per element; packed int4 stores headDim/2 u32.
-    v["copy_int8_llama31_8b"] = CopyConfig(128, present_type="i32")
-    v["copy_int4_per_row_llama31_8b"] = CopyConfig(64, walk="per_row", present_type="u32")
+    v["copy_int8_llama31_8b"] = CopyConfig(head_dim=128, present_type=Element.I32)
+    v["copy_int4_per_row_llama31_8b"] = CopyConfig(
+        head_dim=64, walk=Walk.PER_ROW, present_type=Element.U32
+    )
     for module in MODE_MODULES:
         v.update(module.catalog_variants(MODELS))
     return dict(sorted(v.items()))
 
 
-VARIANTS: dict[str, Any] = _variants()
+VARIANTS: dict[str, KernelConfig] = _variants()
 
 
 class UnknownVariant(KeyError):
@@ -101,14 +111,14 @@ class UnknownVariant(KeyError):
         return f"unknown variant {self.args[0]!r} (see `kvdsl list`)"
 
 
-def config(name: str) -> Any:
+def config(name: str) -> KernelConfig:
     """The config of variant ``name``."""
     if name not in VARIANTS:
         raise UnknownVariant(name)
     return VARIANTS[name]
 
 
-def build_config(cfg: Any, name: str | None = None) -> Kernel:
+def build_config(cfg: KernelConfig, name: str | None = None) -> Kernel:
     """The kernel of any mode's config."""
     _, builder = MODES[cfg.mode]
     return builder(cfg, name or cfg.mode)

@@ -17,7 +17,15 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from kvdsl.kernels.build import BuildConfig
-from kvdsl.kernels.config import ConfigError, check
+from kvdsl.kernels.config import (
+    ConfigError,
+    Element,
+    KernelConfig,
+    ShareRegion,
+    ShiftRegion,
+    Walk,
+    require,
+)
 from kvdsl.kernels.copy import CopyConfig
 from kvdsl.kernels.merge import MergeConfig
 from kvdsl.kernels.merge_share import MergeShareConfig
@@ -36,7 +44,7 @@ KNOWN = frozenset(
     }
 )  # fmt: skip
 
-BRIDGES: dict[str, Callable[["Vars"], Any]] = {}
+BRIDGES: dict[str, Callable[["Vars"], KernelConfig]] = {}
 
 
 class Vars:
@@ -44,7 +52,7 @@ class Vars:
 
     def __init__(self, data: dict[str, Any]) -> None:
         unknown = sorted(set(data) - KNOWN)
-        check(not unknown, unknown[0] if unknown else "", data.get(unknown[0]) if unknown else None,
+        require(not unknown, unknown[0] if unknown else "", data.get(unknown[0]) if unknown else None,
               "a variable the template reads: " + ", ".join(sorted(KNOWN - {"env"})))  # fmt: skip
         self.data = data
 
@@ -56,35 +64,35 @@ class Vars:
                 return default
             node = node[part]
         if kind is int:
-            check(isinstance(node, int) and not isinstance(node, bool), path, node, "an integer")
+            require(isinstance(node, int) and not isinstance(node, bool), path, node, "an integer")
         elif kind is bool:
-            check(node in (True, False, 0, 1), path, node, "true or false")
+            require(node in (True, False, 0, 1), path, node, "true or false")
             node = bool(node)
         elif kind is not object:
-            check(isinstance(node, kind), path, node, f"a {getattr(kind, '__name__', kind)}")
+            require(isinstance(node, kind), path, node, f"a {getattr(kind, '__name__', kind)}")
         return node
 
     def need(self, path: str, kind: type | tuple = object) -> Any:
         """A variable the mode cannot be rendered without."""
         value = self.get(path, None, kind)
-        check(value is not None, path, None, "a value: the template reads it for this mode")
+        require(value is not None, path, None, "a value: the template reads it for this mode")
         return value
 
     def agree(self, path: str, expected: Any, how: str) -> None:
         """If ``path`` is given, it must equal ``expected`` (derived as ``how`` says)."""
         value = self.get(path)
         if value is not None:
-            check(value == expected, path, value, f"{expected!r} ({how})")
+            require(value == expected, path, value, f"{expected!r} ({how})")
 
 
 def mode_of(v: Vars) -> str:
     """The mode the template renders: ``modeSpec`` wins over ``mode``; the default is transpose."""
     mode = v.get("modeSpec") or v.get("mode") or "transpose"
-    check(mode in BRIDGES, "mode", mode, "one of " + ", ".join(sorted(BRIDGES)))
+    require(mode in BRIDGES, "mode", mode, "one of " + ", ".join(sorted(BRIDGES)))
     return mode
 
 
-def config_from_vars(data: dict[str, Any]) -> Any:
+def config_from_vars(data: dict[str, Any]) -> KernelConfig:
     """The kvdsl config equivalent to rendering the template with ``data``."""
     v = Vars(data)
     return BRIDGES[mode_of(v)](v)
@@ -95,7 +103,7 @@ def _present(v: Vars) -> str:
 
 
 def _bridge(mode: str):
-    def register(fn: Callable[[Vars], Any]) -> Callable[[Vars], Any]:
+    def register(fn: Callable[[Vars], KernelConfig]) -> Callable[[Vars], KernelConfig]:
         BRIDGES[mode] = fn
         return fn
 
@@ -108,7 +116,7 @@ def _transpose(v: Vars) -> TransposeConfig:
     vec4 = v.get("presentVec4", False, bool)
     head_dim = v.get("headDim", None, int)
     if head_dim is None:
-        check(vec4, "headDim", None, "a value: the scalar transpose reads it")
+        require(vec4, "headDim", None, "a value: the scalar transpose reads it")
         head_dim = 4 * v.need("headDimV4", int)
     present, source = _present(v), v.get("inputScalar") or "f32"
     if vec4:
@@ -129,10 +137,10 @@ def _transpose(v: Vars) -> TransposeConfig:
     )
 
 
-def walk_for_vendor(v: Vars) -> str:
+def walk_for_vendor(v: Vars) -> Walk:
     """The template's walk choice: per-row on Apple GPUs, cooperative everywhere else."""
     vendor = v.get("device.adapterInfo.vendor", "", str)
-    return "per_row" if vendor == "apple" else "cooperative"
+    return Walk.PER_ROW if vendor == "apple" else Walk.COOPERATIVE
 
 
 def workgroup_size(v: Vars) -> int:
@@ -162,7 +170,7 @@ def _k_norm(v: Vars) -> dict[str, Any]:
     if not k_norm:
         return {"k_norm": False}
     eps = v.need("qkEps", (int, float))
-    check(not isinstance(eps, bool) and eps > 0, "qkEps", eps, "a positive number")
+    require(not isinstance(eps, bool) and eps > 0, "qkEps", eps, "a positive number")
     return {"k_norm": True, "eps": float(eps)}
 
 
@@ -189,13 +197,13 @@ def _merge(v: Vars) -> MergeConfig:
 def _merge_share(v: Vars) -> MergeShareConfig:
     append = v.get("shareRegion") == "append"
     walk = walk_for_vendor(v)
-    if append and walk == "per_row":
+    if append and walk is Walk.PER_ROW:
         # Apple's append pass: cooperative for fewer than WG rows, else per row (one kernel).
-        walk = "hybrid"
+        walk = Walk.HYBRID
     present = _present(v)
     return MergeShareConfig(
         **_shape(v),
-        region="append" if append else "retain",
+        region=ShareRegion.APPEND if append else ShareRegion.RETAIN,
         walk=walk,
         rotary=_rotary(v, append) and append,
         present_type=present,
@@ -206,14 +214,16 @@ def _merge_share(v: Vars) -> MergeShareConfig:
 @_bridge("window_shift")
 def _window_shift(v: Vars) -> WindowShiftConfig:
     region = v.get("shiftRegion") or "all"
-    check(region in ("all", "shift", "append"), "shiftRegion", region, "all, shift or append")
+    known = [r.value for r in ShiftRegion]
+    require(region in known, "shiftRegion", region, "all, shift or append")
+    region = ShiftRegion(region)
     rotary = _rotary(v, region == "append")
     if region == "append":
-        check(rotary, "hasRotary", rotary, "true for shiftRegion='append': the template "
+        require(rotary, "hasRotary", rotary, "true for shiftRegion='append': the template "
               "always rotates there and declares HALF only with hasRotary (it does not compile "
               "otherwise); kvdsl's unrotated append is WindowShiftConfig(region='append')")  # fmt: skip
     if region == "all":
-        check(not rotary, "hasRotary", rotary, "false for shiftRegion='all': the template "
+        require(not rotary, "hasRotary", rotary, "false for shiftRegion='all': the template "
               "appends K unrotated there although its 'append' region rotates; run "
               "shiftRegion='shift' and then 'append' for a rotary cache")  # fmt: skip
     present = _present(v)
@@ -230,13 +240,17 @@ def _window_shift(v: Vars) -> WindowShiftConfig:
 @_bridge("build")
 def _build(v: Vars) -> BuildConfig:
     return BuildConfig(
-        **_shape(v), **_k_norm(v), rotary=_rotary(v), input_type="f32", present_type=_present(v)
+        **_shape(v),
+        **_k_norm(v),
+        rotary=_rotary(v),
+        input_type=Element.F32,
+        present_type=_present(v),
     )
 
 
 def _quant_fields(v: Vars) -> dict[str, Any]:
     bits = v.need("bits", int)
-    check(bits in (4, 8), "bits", bits, "8 or 4 (the template takes any other value as 4)")
+    require(bits in (4, 8), "bits", bits, "8 or 4 (the template takes any other value as 4)")
     head_dim = v.need("headDim", int)
     v.agree(
         "packed",
@@ -252,7 +266,7 @@ def _quant_fields(v: Vars) -> dict[str, Any]:
                 and not isinstance(value, bool)
                 and value == int(value)
             )
-            check(ok, name, value, "an integer value (the template prints it as an f32 const)")
+            require(ok, name, value, "an integer value (the template prints it as an f32 const)")
             fields[name] = int(value)
     return fields
 

@@ -66,7 +66,7 @@ SHAPES = [(1, 8), (2, 16), (3, 6)]  # (kv_heads, head_dim)
 )
 def test_build(run, heads, head_dim, k_norm, rotary):
     rng = np.random.default_rng(heads * 100 + head_dim)
-    cfg = BuildConfig(heads, head_dim, k_norm, rotary, eps=1e-5)
+    cfg = BuildConfig(heads, head_dim, k_norm=k_norm, rotary=rotary, eps=1e-5)
     batch, seq, past = 2, 5, 3
     bufs, kw = make_inputs(rng, cfg, batch, seq, past)
     params = {"count": batch * heads * seq, "seq": seq, "pastSeq": past}
@@ -119,7 +119,7 @@ def test_build_folded_dispatch():
 def test_build_matches_legacy_template(k_norm, rotary):
     """Same bindings, params and dispatch as the template: bit-identical on the GPU."""
     rng = np.random.default_rng(11)
-    cfg = BuildConfig(2, 16, k_norm, rotary, eps=1e-5)
+    cfg = BuildConfig(2, 16, k_norm=k_norm, rotary=rotary, eps=1e-5)
     bufs, _ = make_inputs(rng, cfg, 2, 4, 2)
     params = {"count": 2 * 2 * 4, "seq": 4, "pastSeq": 2}
     k = kernel(cfg)

@@ -1,4 +1,4 @@
-"""The flat walk (kvdsl.nodes.flat) of every mode against the drop-in kernel of the same config.
+"""The flat walk (kvdsl.nodes.walks) of every mode against the drop-in kernel of the same config.
 
 Each case comes from the verification case generators (random never-zero inputs, outputs
 poisoned with a NaN payload, 1-token decode appends, caches filled past capacity) and runs the
@@ -33,7 +33,7 @@ from kvdsl.kernels.merge import MergeConfig
 from kvdsl.kernels.merge_share import MergeShareConfig
 from kvdsl.kernels.quant import AppendQuantConfig, BuildQuantConfig
 from kvdsl.kernels.window_shift import WindowShiftConfig
-from kvdsl.nodes import flat
+from kvdsl.nodes import walks
 from kvdsl.runtime import run as gpu_run
 from test_fuzz import window_case
 
@@ -62,7 +62,7 @@ CONFIGS = [
     (BuildConfig(2, 64, rotary=True, walk="flat"), "rotary"),
     (BuildConfig(2, 12, rotary=True, walk="flat", fold=1, **F16), "rotary"),
     (BuildConfig(2, 64, k_norm=True, walk="flat"), "norm"),
-    (BuildConfig(2, 32, True, True, walk="flat", fold=2), "norm"),
+    (BuildConfig(2, 32, k_norm=True, rotary=True, walk="flat", fold=2), "norm"),
     (BuildConfig(3, 6, k_norm=True, walk="flat", workgroup_size=12), "norm"),
     (BuildQuantConfig(2, 64, 8, walk="flat"), "exact"),
     (BuildQuantConfig(2, 64, 4, walk="flat", fold=2), "exact"),
@@ -76,7 +76,7 @@ CONFIGS = [
     (AppendQuantConfig(2, 64, 4, k_norm=True, walk="flat"), "norm"),
     # K RMSNorm walks pairs by default (tests/test_pair.py); its per-vector form, asked:
     (BuildConfig(2, 64, k_norm=True, walk="flat", pairs=False), "norm"),
-    (BuildConfig(2, 32, True, True, walk="flat", fold=2, pairs=False), "norm"),
+    (BuildConfig(2, 32, k_norm=True, rotary=True, walk="flat", fold=2, pairs=False), "norm"),
     (BuildQuantConfig(2, 64, 4, k_norm=True, walk="flat", pairs=False), "norm"),
     (AppendQuantConfig(2, 64, 8, k_norm=True, walk="flat", pairs=False), "norm"),
 ]
@@ -430,8 +430,8 @@ def test_knorm_drop_ins_walk_whole_rows_per_step(cfg, backend, request):
         request.getfixturevalue("gpu")
     run = interp_run if backend == "interp" else gpu_run
     items = cfg.head_dim // 8  # pairs of vec4 a row
-    lanes = flat.block_lanes(cfg.workgroup_size, items, whole_rows=True)
-    assert flat.block_walk(cfg) and lanes % items == 0 and lanes > cfg.workgroup_size
+    lanes = walks.block_lanes(cfg.workgroup_size, items, whole_rows=True)
+    assert cfg.plan.block_walk and lanes % items == 0 and lanes > cfg.workgroup_size
     kernel = catalog.build_config(cfg)
     assert (
         kernel.workgroup_size == (lanes, 1, 1) and kernel.dispatch.per_group == cfg.workgroup_size
@@ -449,7 +449,10 @@ def test_unguarded_block_walk_stops_after_the_last_step_with_items(rows, groups)
     cfg = dataclasses.replace(BuildConfig(2, 128), walk="per_row", fold=65535)
     kb = KernelBuilder("k", workgroup_size=64)
     out = kb.binding("out", u32, "read_write")
-    it = flat.walk(kb, cfg, kb.param("rows"), kb.const("PER_ROW", u32, 32), 1, guard=False)
+    per_row = kb.const("PER_ROW", u32, 32)
+    it = walks.vectors(
+        kb, cfg.fold, kb.param("rows"), per_row, 1, guard=False, blocks=cfg.plan.blocks
+    )
     out[it.e] = it.row + 1
     kernel = kb.build(Dispatch(kb.param("rows").node, 64, 65535))
     assert kernel.workgroup_size == (256, 1, 1)
@@ -466,7 +469,7 @@ def test_unguarded_block_walk_stops_after_the_last_step_with_items(rows, groups)
 def test_knorm_rows_longer_than_the_lanes_keep_the_template_walk():
     """A K RMSNorm row of more items than a workgroup may hold keeps the per-row walk."""
     cfg = BuildConfig(1, 258, k_norm=True)  # 258 scalar items a row
-    assert not flat.block_walk(cfg)
+    assert not cfg.plan.block_walk
     kernel = catalog.build_config(cfg)
     assert kernel.workgroup_size == (64, 1, 1) and "Block walk" not in emit(kernel)
     for case in cases_for(cfg, 2, seed=3):

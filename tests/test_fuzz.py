@@ -49,7 +49,7 @@ from kvdsl.kernels.merge_share import MergeShareConfig, merge_share
 from kvdsl.kernels.quant import AppendQuantConfig, BuildQuantConfig, append_quant, build_quant
 from kvdsl.kernels.transpose import TransposeConfig, transpose
 from kvdsl.kernels.window_shift import WindowShiftConfig, window_shift
-from kvdsl.nodes import flat
+from kvdsl.nodes.walks import lanes
 from kvdsl.runtime.contract import LimitError, check_contract, evaluate
 from kvdsl.runtime.errors import BufferError
 
@@ -154,13 +154,23 @@ def configs(draw: st.DrawFn, modes: tuple[str, ...] = tuple(catalog.MODES)):
     reduction = "workgroup"
     if walk == "flat" and k_norm:
         # The row's partials are reduced in workgroup memory: no row may straddle two.
-        per_row = d // flat.lanes(d, rotary)
+        per_row = d // lanes(d, rotary)
         kw["workgroup_size"] = per_row * draw(st.integers(1, max(1, 256 // per_row)))
         if per_row & (per_row - 1) == 0 and draw(st.booleans()):
             reduction = "subgroup"
     walks = dict(walk=walk, reduction=reduction, pairs=_pairs(draw, walk, d, rotary, k_norm))
     if mode == "build":
-        cfg = BuildConfig(h, d, k_norm, rotary, eps, draw(FLOAT), draw(FLOAT), **walks, **kw)
+        cfg = BuildConfig(
+            h,
+            d,
+            k_norm=k_norm,
+            rotary=rotary,
+            eps=eps,
+            input_type=draw(FLOAT),
+            present_type=draw(FLOAT),
+            **walks,
+            **kw,
+        )
     else:
         lo, hi = (-128, 127) if bits == 8 else (-8, 7)
         qmin = draw(st.integers(lo, hi - 1))

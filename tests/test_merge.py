@@ -172,7 +172,9 @@ def test_merge_share_pass(run, region, walk, rotary, heads, head_dim, types):
     """Each pass alone writes exactly its rows; the other rows keep their poison."""
     cache, inp = types
     # Workgroup 16: the hybrid walk goes cooperative for the small cases, per-row for the rest.
-    cfg = MergeShareConfig(heads, head_dim, region, walk, rotary, cache, inp, 16, 2)
+    cfg = MergeShareConfig(
+        heads, head_dim, region, walk, rotary, cache, inp, workgroup_size=16, fold=2
+    )
     rng = np.random.default_rng(7 + heads + head_dim)
     for cap, key, seqlens in SHARE_CASES:
         data, rot = _share_inputs(rng, heads, head_dim, cap, key, seqlens, cache, inp, rotary)

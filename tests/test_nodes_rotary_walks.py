@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import numpy as np
 import pytest
 
 from kvdsl import interp, runtime
 from kvdsl.harness import poison
 from kvdsl.ir import Dispatch, KernelBuilder, array, f32, u32
-from kvdsl.nodes import flat, walks
-from kvdsl.nodes.rotary import rotate_row
+from kvdsl.nodes import walks
+from kvdsl.nodes.rotary import Rotation, rotate, rotate_row
 from kvdsl.reference import rotate_neox
 
 BACKENDS = [interp.run, runtime.run]
@@ -32,7 +30,7 @@ def rotary_kernel(per_row: bool, half: int):
         row = kb.var("k", array(f32, 2 * half))
         with walks.row_elements(kb, 2 * HALF) as d:
             row[d] = src[i * 2 * HALF + d]
-        rotate_row(kb, row, cos, sin, pos[i], HALF)
+        rotate_row(kb, row, Rotation(cos, sin, pos[i], HALF))
         with walks.row_elements(kb, 2 * HALF, "j") as j:
             dst[i * 2 * HALF + j] = row[j]
         items = rows
@@ -42,7 +40,7 @@ def rotary_kernel(per_row: bool, half: int):
             kb.ret()
         i = kb.let("i", e / (2 * HALF))
         d = kb.let("dd", e % (2 * HALF))
-        dst[e] = flat.rotate(kb, src, i * 2 * HALF, d, cos, sin, pos[i], HALF)
+        dst[e] = rotate(kb, src, i * 2 * HALF, d, Rotation(cos, sin, pos[i], HALF))
         items = rows * 2 * HALF
     return kb.build(Dispatch(items.node, 16, 65535))
 
@@ -80,7 +78,7 @@ def walk_kernel(walk: str, wg: int, row_len: int, fold: int):
         with walks.row_elements(kb, n) as d:
             who[i * n + d] = i
     else:  # the block walk: the per-row dispatch, adjacent lanes on adjacent elements
-        it = flat.walk(kb, SimpleNamespace(walk="per_row", fold=fold), rows, n, 1)
+        it = walks.vectors(kb, fold, rows, n, 1, blocks=True)
         who[it.e] = (kb.wid.x + kb.wid.y * fold) * 1000 + kb.lid.x
     return kb.build(Dispatch(rows.node, wg, fold))
 
@@ -100,7 +98,7 @@ def test_walks_touch_every_element_once(gpu, run, walk, rows):
     if walk == "per_row":
         assert np.array_equal(out[:total], e // row_len)
     else:  # each workgroup owns wg rows, walked by block_lanes invocations
-        lanes = flat.block_lanes(wg, row_len)
+        lanes = walks.block_lanes(wg, row_len)
         assert k.workgroup_size == (lanes, 1, 1) and lanes > wg
         group, lane = e // (wg * row_len), e % (wg * row_len) % lanes
         assert np.array_equal(out[:total], group * 1000 + lane)
@@ -125,7 +123,7 @@ def test_walks_touch_every_element_once(gpu, run, walk, rows):
 def test_block_lanes(wg, per_row, whole_rows, lanes):
     """The block walk's invocations per workgroup divide its block's items (whole rows where
     asked), up to BLOCK_LANES, or are the template's."""
-    assert flat.block_lanes(wg, per_row, whole_rows) == lanes
+    assert walks.block_lanes(wg, per_row, whole_rows) == lanes
     if lanes != wg:
-        assert wg < lanes <= flat.BLOCK_LANES and (wg * per_row) % lanes == 0
+        assert wg < lanes <= walks.BLOCK_LANES and (wg * per_row) % lanes == 0
         assert not whole_rows or lanes % per_row == 0

@@ -1,4 +1,4 @@
-"""The pair walk of the flat f16 rotary kernels (kvdsl.nodes.flat.pair_walk / uses_pairs).
+"""The pair walk of the flat f16 rotary kernels (kvdsl.nodes.walks.pairs / WalkPlan.uses_pairs).
 
 A flat rotary kernel without K RMSNorm that loads f16 data walks one invocation per rotary pair
 of vectors ``(dr, dr + HALF_V4)`` unless its config asks otherwise (``pairs=False``): build,
@@ -35,7 +35,6 @@ from kvdsl.kernels.config import ConfigError
 from kvdsl.kernels.merge_share import MergeShareConfig
 from kvdsl.kernels.quant import AppendQuantConfig, BuildQuantConfig
 from kvdsl.kernels.window_shift import WindowShiftConfig
-from kvdsl.nodes import flat
 from kvdsl.runtime import run as gpu_run
 from test_flat import drop_in, judge
 
@@ -56,7 +55,7 @@ PAIR_CONFIGS = [
 VECTOR_CONFIGS = [
     BuildConfig(2, 16, rotary=True, walk="flat"),
     BuildConfig(3, 8, rotary=True, walk="flat", present_type="f16", **SMALL),
-    BuildConfig(2, 16, True, True, walk="flat", reduction="subgroup", **F16),
+    BuildConfig(2, 16, k_norm=True, rotary=True, walk="flat", reduction="subgroup", **F16),
     BuildConfig(2, 12, rotary=True, walk="flat", **F16),
     MergeShareConfig(2, 16, "append", "flat", rotary=True),
     MergeShareConfig(2, 16, "append", "flat", rotary=True, pairs=False, **F16),
@@ -99,7 +98,7 @@ def _stores(text: str, binding: str) -> int:
 @pytest.mark.parametrize("cfg", PAIR_CONFIGS, ids=_ids(PAIR_CONFIGS))
 def test_pair_text_shape(cfg):
     pair, vector, _ = kernels(cfg)
-    assert flat.uses_pairs(cfg)
+    assert cfg.plan.uses_pairs
     text = emit(pair)
     assert "select(" not in text
     assert "if (e >= params.count * HALF_V4) {" in text
@@ -125,14 +124,14 @@ def test_dispatch_counts_pairs():
 
 @pytest.mark.parametrize("name", PAIR_VARIANTS)
 def test_catalog_f16_rotary_flat_variants_walk_pairs(name):
-    assert flat.uses_pairs(catalog.config(name))
+    assert catalog.config(name).plan.uses_pairs
     text = emit(catalog.build(name))
     assert "select(" not in text and "params.count * HALF_V4" in text
 
 
 @pytest.mark.parametrize("cfg", VECTOR_CONFIGS, ids=_ids(VECTOR_CONFIGS))
 def test_f32_knorm_and_rows_not_of_eight_keep_the_vector_walk(cfg):
-    assert not flat.uses_pairs(cfg)
+    assert not cfg.plan.uses_pairs
     text = emit(catalog.build_config(cfg))
     assert "let row = e / HALF_V4;" not in text and "let row = e / HALF;" not in text
     assert "select(" in text  # each invocation keeps one rotated half
@@ -149,11 +148,11 @@ DROP_IN_F16 = [
 def test_drop_in_f16_rotary_appends_walk_pairs_and_f32_ones_vectors(cfg):
     """In the block walk pairs halve a lane's steps: the f16 rotary drop-ins take
     them; the same configs loading f32 keep one invocation per vector."""
-    assert flat.uses_pairs(cfg)
+    assert cfg.plan.uses_pairs
     text = emit(catalog.build_config(cfg))
     assert "let itemEnd = params.count * HALF_V4;" in text and "select(" not in text
     f32 = dataclasses.replace(cfg, present_type="f32", input_type="f32")
-    assert not flat.uses_pairs(f32)
+    assert not f32.plan.uses_pairs
     text = emit(catalog.build_config(f32))
     assert "let itemEnd = params.count * HEAD_DIM_V4;" in text and "select(" in text
 
@@ -225,9 +224,9 @@ def test_cases_cover_decode_partial_and_folded_dispatches():
 # asked, the subgroup reduction and a rotary quantising kernel without K RMSNorm do too.
 KNORM_PAIR_CONFIGS = [
     BuildConfig(2, 16, k_norm=True, walk="flat"),
-    BuildConfig(2, 16, True, True, walk="flat", **F16),
+    BuildConfig(2, 16, k_norm=True, rotary=True, walk="flat", **F16),
     BuildConfig(3, 8, k_norm=True, walk="flat", **SMALL),  # one pair per row: scalar partials
-    BuildConfig(2, 64, True, True, walk="flat", reduction="subgroup", pairs=True),
+    BuildConfig(2, 64, k_norm=True, rotary=True, walk="flat", reduction="subgroup", pairs=True),
     BuildQuantConfig(2, 32, 4, k_norm=True, walk="flat"),
     BuildQuantConfig(
         2, 32, 8, k_norm=True, rotary=True, walk="flat", storage_buffer_limit=9, **SMALL
@@ -243,7 +242,7 @@ KNORM_PAIR_CONFIGS = [
 @pytest.mark.parametrize("cfg", KNORM_PAIR_CONFIGS, ids=_ids(KNORM_PAIR_CONFIGS))
 def test_knorm_pair_text_shape(cfg):
     pair, vector = forms(cfg)
-    assert flat.uses_pairs(cfg)
+    assert cfg.plan.uses_pairs
     text = emit(pair)
     assert "let dr = e % HALF_V4;" in text
     for binding in ("present_key", "present_value"):
@@ -266,7 +265,7 @@ def test_knorm_pair_text_shape(cfg):
 def test_knorm_pair_dispatch_is_half_the_vectors():
     pair, vector = forms(KNORM_PAIR_CONFIGS[4])  # 32 dims: 8 vec4, 4 pairs per row
     params = {"count": 100, "seq": 1, "pastSeq": 0, "perChannel": 1}
-    assert pair.workgroup_size == vector.workgroup_size == (128, 1, 1)  # flat.KNORM_WORKGROUP
+    assert pair.workgroup_size == vector.workgroup_size == (128, 1, 1)  # config.KNORM_WORKGROUP
     assert workgroups(pair, params) == (4, 1, 1)  # 400 items
     assert workgroups(vector, params) == (7, 1, 1)  # 800 items
 

@@ -22,7 +22,6 @@ from kvdsl.ir import KernelBuilder, VerifyError, array, convert, f32, shuffle_xo
 from kvdsl.ir.verify import uses_subgroups
 from kvdsl.kernels.build import BuildConfig
 from kvdsl.kernels.config import ConfigError
-from kvdsl.nodes import flat
 from kvdsl.runtime import run, tint_check
 from kvdsl.runtime.device import extensions, naga_source, needs_subgroups
 
@@ -250,7 +249,7 @@ def test_catalog_has_a_subgroup_form_of_every_knorm_variant() -> None:
     assert sorted(n.replace("_sg_", "_") for n in SG_DROP_INS) == drop_ins
     for n in SG_DROP_INS:
         cfg = catalog.config(n)
-        assert cfg.walk == "per_row" and flat.block_walk(cfg) and cfg.reduction == "subgroup"
+        assert cfg.walk == "per_row" and cfg.plan.block_walk and cfg.reduction == "subgroup"
 
 
 @pytest.mark.parametrize("size", SUBGROUP_SIZES)
@@ -315,7 +314,7 @@ def test_legacy_variables_in_the_subgroup_form(gpu, mode, opts):
     cfg = config_from_vars(legacy_vars(mode, kv_heads=2, head_dim=64, k_norm=True, **opts))
     sg = dataclasses.replace(cfg, reduction="subgroup")
     kernel, other = catalog.build_config(sg), catalog.build_config(cfg)
-    assert "subgroupShuffleXor" in emit(kernel) and flat.block_walk(sg)
+    assert "subgroupShuffleXor" in emit(kernel) and sg.plan.block_walk
     for case in cases_for(cfg, 2, seed=5):
         got = assert_writes_alike(kernel, other, case)
         assert not case.against_reference(got), case.label()

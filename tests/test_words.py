@@ -1,4 +1,4 @@
-"""f16 data moves as ``vec4<u32>`` words (kvdsl.nodes.flat.width / binding).
+"""f16 data moves as ``vec4<u32>`` words (kvdsl.nodes.words.width / binding).
 
 The flat walk of a mode that only moves f16 data (copy, merge, merge_share retain and unrotated
 append, window_shift unrotated) declares its f16 K/V bindings as ``array<vec4<u32>>`` of eight
@@ -7,7 +7,7 @@ halves when the row divides by 8, while the host keeps passing float16 arrays
 random never-zero f16 data with NaN-poisoned outputs, bit for bit against the drop-in kernel of
 the same config and the numpy reference; its module needs no ``enable f16;``. A flat walk whose
 rows do not divide by 8, or that computes on f16 (rotary, K RMSNorm, conversions), carries four
-halves per vector as ``vec2<u32>`` (``flat.HALVES``: ``unpack2x16float`` in, ``pack2x16float``
+halves per vector as ``vec2<u32>`` (``words.HALVES``: ``unpack2x16float`` in, ``pack2x16float``
 out) and needs no ``enable f16;`` either; rows not of four, and the template's walks, keep f16
 scalars. The host checks name the binding and the host dtype; the host type survives a parse of
 the emitted text.

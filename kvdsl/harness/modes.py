@@ -10,6 +10,7 @@ move by one quantisation step in a few elements (``Case.quantized``).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -32,7 +33,7 @@ def _rotary(rng: np.random.Generator, positions: int, half: int) -> reference.Ro
 def _float_tol(cfg: Any, transformed: bool) -> float:
     if not transformed:
         return 0.0
-    f16 = getattr(cfg, "present_type", "") == "f16"
+    f16 = cfg.present_type == "f16"
     return 2e-3 if f16 else 2e-5
 
 
@@ -70,71 +71,89 @@ def merge_case(cfg: Any, rng: np.random.Generator, i: int) -> Case:
     )
 
 
-@case_generator("merge_share")
-def merge_share_case(cfg: Any, rng: np.random.Generator, i: int) -> Case:
+@dataclass(frozen=True)
+class _Window:
+    """A windowed case's shape: batches, cache rows per head, new tokens, element types and the
+    per-batch ``seqlens_k``."""
+
+    batch: int
+    cap: int
+    key_seq: int
+    heads: int
+    head_dim: int
+    ct: np.dtype
+    it: np.dtype
+    seqlens: np.ndarray
+
+    @property
+    def shape(self) -> tuple[int, int, int, int]:
+        """The cache's BNSH shape."""
+        return (self.batch, self.heads, self.cap, self.head_dim)
+
+    def new(self, rng: np.random.Generator) -> np.ndarray:
+        """Random new K or V (BSH) of the input type."""
+        return values(rng, (self.batch, self.key_seq, self.heads * self.head_dim), self.it)
+
+    def case(self, bufs: dict[str, np.ndarray], rows: int, w: Any, tol: float) -> Case:
+        """The case of inputs ``bufs``, ``rows`` rows per batch and head dispatched, and the
+        reference's window ``w``."""
+        return Case(
+            {"batch": self.batch, "seq": self.cap, "keySeq": self.key_seq},
+            _flat(bufs) | _present("", self.shape, self.ct),
+            {"count": self.batch * self.heads * rows, "seq": self.cap, "keySeq": self.key_seq},
+            _flat({"present_key": w.key, "present_value": w.value}),
+            _flat({"present_key": w.mask, "present_value": w.mask}),
+            {"present_key": tol},
+        )
+
+
+def _window(cfg: Any, rng: np.random.Generator, i: int, sizes: list[tuple[int, int]]) -> _Window:
     batch = 2 + i % 2
-    cap, key_seq = [(24, 5), (9, 1), (40, 40)][i % 3]
-    h, d = cfg.kv_heads, cfg.head_dim
+    cap, key_seq = sizes[i % 3]
     ct, it = dtype(cfg.present_type), dtype(cfg.input_type)
     seqlens = _seqlens(rng, batch, key_seq, cap, i)
-    shape = (batch, h, cap, d)
-    bufs: dict[str, np.ndarray] = {"seqlens_k": seqlens}
+    return _Window(batch, cap, key_seq, cfg.kv_heads, cfg.head_dim, ct, it, seqlens)
+
+
+@case_generator("merge_share")
+def merge_share_case(cfg: Any, rng: np.random.Generator, i: int) -> Case:
+    win = _window(cfg, rng, i, [(24, 5), (9, 1), (40, 40)])
+    bufs: dict[str, np.ndarray] = {"seqlens_k": win.seqlens}
     if cfg.region == "retain":
-        past_k, past_v = (values(rng, shape, ct) for _ in range(2))
-        w = reference.merge_share_retain(past_k, past_v, seqlens, key_seq)
+        past_k, past_v = (values(rng, win.shape, win.ct) for _ in range(2))
+        w = reference.merge_share_retain(past_k, past_v, win.seqlens, win.key_seq)
         bufs |= {"past_k": past_k, "past_v": past_v}
-        count = batch * h * cap
+        rows = win.cap
     else:
-        new_k, new_v = (values(rng, (batch, key_seq, h * d), it) for _ in range(2))
-        rot = _rotary(rng, cap, d // 2) if cfg.rotary else None
-        w = reference.merge_share_append(
-            new_k.astype(np.float32), new_v.astype(np.float32), seqlens, cap, h, rot, ct
-        )
+        new_k, new_v = (win.new(rng) for _ in range(2))
+        rot = _rotary(rng, win.cap, cfg.head_dim // 2) if cfg.rotary else None
+        k, v = new_k.astype(np.float32), new_v.astype(np.float32)
+        w = reference.merge_share_append(k, v, win.seqlens, win.cap, win.heads, rot, win.ct)
         bufs |= {"new_k": new_k, "new_v": new_v}
         if rot is not None:
             bufs |= {"cos_cache": rot.cos, "sin_cache": rot.sin}
-        count = batch * h * key_seq
-    tol = _float_tol(cfg, cfg.rotary and cfg.region == "append")
-    return Case(
-        {"batch": batch, "seq": cap, "keySeq": key_seq},
-        _flat(bufs) | _present("", shape, ct),
-        {"count": count, "seq": cap, "keySeq": key_seq},
-        _flat({"present_key": w.key, "present_value": w.value}),
-        _flat({"present_key": w.mask, "present_value": w.mask}),
-        {"present_key": tol},
-    )
+        rows = win.key_seq
+    return win.case(bufs, rows, w, _float_tol(cfg, cfg.rotary and cfg.region == "append"))
 
 
 @case_generator("window_shift")
 def window_shift_case(cfg: Any, rng: np.random.Generator, i: int) -> Case:
-    batch = 2 + i % 2
-    cap, key_seq = [(16, 5), (8, 1), (12, 12)][i % 3]
-    h, d = cfg.kv_heads, cfg.head_dim
-    ct, it = dtype(cfg.present_type), dtype(cfg.input_type)
-    seqlens = _seqlens(rng, batch, key_seq, cap, i)
-    shape = (batch, h, cap, d)
-    past_k, past_v = (values(rng, shape, ct) for _ in range(2))
-    new_k, new_v = (values(rng, (batch, key_seq, h * d), it) for _ in range(2))
-    rot = _rotary(rng, int(seqlens.max()) + key_seq + 1, d // 2) if cfg.rotary else None
-    w = reference.window_shift(
-        past_k, past_v, new_k.astype(np.float32), new_v.astype(np.float32), seqlens, cfg.region, rot
-    )
-    bufs: dict[str, np.ndarray] = {"seqlens_k": seqlens}
+    win = _window(cfg, rng, i, [(16, 5), (8, 1), (12, 12)])
+    past_k, past_v = (values(rng, win.shape, win.ct) for _ in range(2))
+    new_k, new_v = (win.new(rng) for _ in range(2))
+    positions = int(win.seqlens.max()) + win.key_seq + 1
+    rot = _rotary(rng, positions, cfg.head_dim // 2) if cfg.rotary else None
+    k, v = new_k.astype(np.float32), new_v.astype(np.float32)
+    w = reference.window_shift(past_k, past_v, k, v, win.seqlens, cfg.region, rot)
+    bufs: dict[str, np.ndarray] = {"seqlens_k": win.seqlens}
     if cfg.region != "append":
         bufs |= {"past_k": past_k, "past_v": past_v}
     if cfg.region != "shift":
         bufs |= {"new_k": new_k, "new_v": new_v}
     if rot is not None:
         bufs |= {"cos_cache": rot.cos, "sin_cache": rot.sin}
-    rows = key_seq if cfg.region == "append" else cap
-    return Case(
-        {"batch": batch, "seq": cap, "keySeq": key_seq},
-        _flat(bufs) | _present("", shape, ct),
-        {"count": batch * h * rows, "seq": cap, "keySeq": key_seq},
-        _flat({"present_key": w.key, "present_value": w.value}),
-        _flat({"present_key": w.mask, "present_value": w.mask}),
-        {"present_key": _float_tol(cfg, cfg.rotary)},
-    )
+    rows = win.key_seq if cfg.region == "append" else win.cap
+    return win.case(bufs, rows, w, _float_tol(cfg, cfg.rotary))
 
 
 def _row_inputs(cfg: Any, rng: np.random.Generator, batch: int, seq: int, positions: int):
@@ -170,7 +189,7 @@ def build_case(cfg: Any, rng: np.random.Generator, i: int) -> Case:
 
 def _quant(cfg: Any, rng: np.random.Generator, per_channel: bool) -> reference.Quant:
     n = cfg.kv_heads * cfg.head_dim if per_channel else 1
-    top = cfg.qmax if cfg.qmax is not None else 2 ** (cfg.bits - 1) - 1
+    top = cfg.qmax
     # Scales that put most values inside the range and some beyond it (clamped).
     k_scale = rng.uniform(1.2, 2.5, n).astype(np.float32) / top
     v_scale = rng.uniform(1.2, 2.5, n).astype(np.float32) / top

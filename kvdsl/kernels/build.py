@@ -10,12 +10,12 @@ tokens per batch (also the present's rows per head), ``pastSeq`` = the absolute 
 The row program (:func:`k_row`) loads K into ``var k: array<f32, HEAD_DIM>``, applies
 ``k' = k * inverseSqrt(mean(k²) + eps) * weight`` and then the rotation at ``pastSeq + t``.
 
-Walks: ``per_row`` (the template's) and ``flat`` (:mod:`kvdsl.nodes.flat`: one invocation per
+Walks: ``per_row`` (the template's) and ``flat`` (:mod:`kvdsl.nodes.walks`: one invocation per
 present ``vec4``, ``count * HEAD_DIM_V4`` items, :func:`flat_row` / :func:`flat_k`; rotary
 on f16 data, and K RMSNorm reduced in workgroup memory, walk one invocation per pair of vectors
-``(dr, dr + HALF_V4)``, ``count * HALF_V4`` items, :func:`kvdsl.nodes.flat.pair_walk`). The flat
+``(dr, dr + HALF_V4)``, ``count * HALF_V4`` items, :func:`kvdsl.nodes.walks.pairs`). The flat
 walk's K RMSNorm reduces each row's sum of squares in workgroup memory
-(:func:`kvdsl.nodes.flat.row_sum_of_squares`): the sum is of per-vector ``dot`` partials, so it
+(:func:`kvdsl.nodes.rmsnorm.row_sum_of_squares`): the sum is of per-vector ``dot`` partials, so it
 may differ from the per-row sum in the last ulps.
 
 Defect of the template, fixed here: it stores the f32 row ``k`` (and ``src_v``) into
@@ -26,8 +26,8 @@ into the f32 row) is invalid WGSL; kvdsl converts on load and on store.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any, Callable
+from dataclasses import KW_ONLY, dataclass
+from typing import TYPE_CHECKING, Any, Callable
 
 from kvdsl.ir import (
     Buffer,
@@ -45,97 +45,133 @@ from kvdsl.ir import (
     u32,
 )
 from kvdsl.kernels.config import (
+    FLOATS,
+    KNORM_WORKGROUP,
+    PRESENT,
+    ROTARY_TABLES,
+    CacheConfig,
+    Element,
+    Reduction,
+    Walk,
     ceil_div,
-    check,
-    common,
+    choice,
     contract,
     flag,
     one_of,
-    pairs_field,
     plus,
-    scalar,
-    shape,
+    require,
+    require_pairs,
+    require_rotary,
     times,
+    walk_workgroup,
 )
-from kvdsl.nodes import flat, walks
+from kvdsl.kernels.plan import RotaryWalk, WalkPlan
+from kvdsl.nodes import walks, words
 from kvdsl.nodes.index import bnsh, bsh, split_rows
-from kvdsl.nodes.rmsnorm import rms_norm_row
-from kvdsl.nodes.rotary import pair_entry, rotate_pair, rotate_row
+from kvdsl.nodes.rmsnorm import rms_norm_row, row_sum_of_squares, subgroup_row_sum_of_squares
+from kvdsl.nodes.rotary import (
+    Rotation,
+    move_rotated_pair,
+    pair_entry,
+    rotate,
+    rotate_pair,
+    rotate_row,
+    rotated_pair,
+)
 
-FLOATS = ("f32", "f16")
-WALKS = ("per_row", "flat")
-#: How K RMSNorm sums a row on the flat program (the flat walk, and the drop-ins' block walk):
-#: through workgroup memory (any device) or across the subgroup with shuffles (devices with
-#: WGSL's ``subgroups``; no barrier where a subgroup holds a whole row).
-REDUCTIONS = ("workgroup", "subgroup")
+if TYPE_CHECKING:
+    from kvdsl.catalog import Model
 
-
-def check_row_program(cfg: Any) -> None:
-    """Checks shared by the build-family configs (shapes, K transforms, input type, dispatch)."""
-    shape(cfg)
-    one_of("walk", cfg.walk, WALKS)
-    flat.resolve_workgroup(cfg)
-    flag("k_norm", cfg.k_norm)
-    flag("rotary", cfg.rotary)
-    if cfg.rotary:
-        check(cfg.head_dim % 2 == 0, "head_dim", cfg.head_dim, "an even number for rotary")
-    eps_ok = isinstance(cfg.eps, (int, float)) and not isinstance(cfg.eps, bool)
-    eps_ok = eps_ok and math.isfinite(cfg.eps) and cfg.eps > 0
-    # QK_EPS is an f32 const: a value that rounds to 0 or infinity in f32 would change the norm.
-    eps_ok = eps_ok and 2.0**-126 <= cfg.eps <= 3.4e38
-    check(eps_ok, "eps", cfg.eps, "a finite float > 0, a normal f32 (1.2e-38 .. 3.4e38)")
-    one_of("input_type", cfg.input_type, FLOATS)
-    common(cfg)
-    per_row = cfg.head_dim // flat.lanes(cfg.head_dim, cfg.rotary)  # vectors of a row
-    if cfg.walk == "flat" and cfg.k_norm:
-        # The row's partial sums are reduced in workgroup memory: no row may straddle two.
-        check(
-            cfg.workgroup_size % per_row == 0,
-            "workgroup_size",
-            cfg.workgroup_size,
-            f"a multiple of the {per_row} vectors of a row for the flat walk with k_norm",
-        )
-    one_of("reduction", cfg.reduction, REDUCTIONS)
-    if cfg.reduction == "subgroup":
-        check(
-            cfg.k_norm and flat.program(cfg),
-            "reduction",
-            cfg.reduction,
-            "'workgroup' unless k_norm=True (the only row reduction) on the flat walk or on"
-            " a template walk whose kernel runs in blocks",
-        )
-        # Subgroups are powers of two: a row of a power-of-two vectors lies in one, or spans
-        # whole ones.
-        check(
-            per_row & (per_row - 1) == 0,
-            "head_dim",
-            cfg.head_dim,
-            f"a power-of-two number of vectors per row for reduction='subgroup' (has {per_row})",
-        )
+WALKS = (Walk.PER_ROW, Walk.FLAT)
 
 
 @dataclass(frozen=True)
-class BuildConfig:
-    """A build variant: cache shape, K RMSNorm and rotary switches, element types."""
+class RowConfig(RotaryWalk, CacheConfig):
+    """The fields of the modes that run the row program (``build``, the quantising modes): K
+    RMSNorm and rotary switches, the input type, the walk, the row reduction and ``pairs`` (one
+    invocation per pair of vectors, :attr:`kvdsl.kernels.plan.WalkPlan.uses_pairs`)."""
 
-    kv_heads: int
-    head_dim: int
+    _: KW_ONLY
     k_norm: bool = False
     rotary: bool = False
     eps: float = 1e-6
-    input_type: str = "f32"
-    present_type: str = "f32"
-    workgroup_size: int | None = None  # 256 for the flat walk, else 64
-    fold: int = 65535
-    walk: str = "per_row"
-    reduction: str = "workgroup"
-    pairs: bool | None = None  # flat rotary: one invocation per rotary pair (flat.uses_pairs)
-    mode = "build"
+    input_type: Element = choice(Element.F32)
+    walk: Walk = choice(Walk.PER_ROW)
+    reduction: Reduction = choice(Reduction.WORKGROUP)
+    pairs: bool | None = None
 
-    def __post_init__(self) -> None:
-        check_row_program(self)
+    def check_fields(self) -> None:
+        one_of("walk", self.walk, WALKS)
+        flag("k_norm", self.k_norm)
+        require_rotary(self.rotary, self.head_dim)
+        eps_ok = isinstance(self.eps, (int, float)) and not isinstance(self.eps, bool)
+        eps_ok = eps_ok and math.isfinite(self.eps) and self.eps > 0
+        # QK_EPS is an f32 const: a value that rounds to 0 or infinity in f32 would change the norm.
+        eps_ok = eps_ok and 2.0**-126 <= self.eps <= 3.4e38
+        require(eps_ok, "eps", self.eps, "a finite float > 0, a normal f32 (1.2e-38 .. 3.4e38)")
+        one_of("input_type", self.input_type, FLOATS)
+
+    def check_schedule(self) -> None:
+        per_row = self.head_dim // walks.lanes(self.head_dim, self.rotary)  # vectors of a row
+        if self.walk is Walk.FLAT and self.k_norm:
+            # The row's partial sums are reduced in workgroup memory: no row may straddle two.
+            require(
+                self.workgroup_size % per_row == 0,
+                "workgroup_size",
+                self.workgroup_size,
+                f"a multiple of the {per_row} vectors of a row for the flat walk with k_norm",
+            )
+        one_of("reduction", self.reduction, Reduction)
+        if self.reduction is Reduction.SUBGROUP:
+            require(
+                self.k_norm and self.plan.program,
+                "reduction",
+                self.reduction,
+                "'workgroup' unless k_norm=True (the only row reduction) on the flat walk or on"
+                " a template walk whose kernel runs in blocks",
+            )
+            # Subgroups are powers of two: a row of a power-of-two vectors lies in one, or spans
+            # whole ones.
+            require(
+                per_row & (per_row - 1) == 0,
+                "head_dim",
+                self.head_dim,
+                "a power-of-two number of vectors per row for reduction='subgroup'"
+                f" (has {per_row})",
+            )
+
+    def default_workgroup_size(self) -> int:
+        barrier = self.k_norm and self.reduction is Reduction.WORKGROUP
+        if self.walk is Walk.FLAT and barrier:
+            return KNORM_WORKGROUP
+        return walk_workgroup(self.walk)
+
+    @property
+    def int4(self) -> bool:
+        """Whether the rows are stored as packed int4."""
+        return False
+
+    @property
+    def plan(self) -> WalkPlan:
+        """The walk of the kernel."""
+        return self.walk_plan(k_norm=self.k_norm, reduction=self.reduction, int4=self.int4)
+
+
+@dataclass(frozen=True)
+class BuildConfig(RowConfig):
+    """A build variant: cache shape, K RMSNorm and rotary switches, element types."""
+
+    present_type: Element = choice(Element.F32)
+    mode = "build"
+    KEYS = (  # fmt: skip
+        "kv_heads", "head_dim", "k_norm", "rotary", "eps", "input_type", "present_type",
+        "workgroup_size", "fold", "walk", "reduction", "pairs",
+    )
+
+    def check_schedule(self) -> None:
+        super().check_schedule()
         one_of("present_type", self.present_type, FLOATS)
-        pairs_field(self)
+        require_pairs(self.plan)
 
 
 @dataclass(frozen=True)
@@ -151,18 +187,15 @@ class RowInputs:
 
 
 def declare_inputs(
-    kb: KernelBuilder, cfg: Any, seqlens_k: bool = False, width: int = 1
+    kb: KernelBuilder, cfg: RowConfig, seqlens_k: bool = False, width: int = 1
 ) -> RowInputs:
     """Declare the inputs in the template's order: ``src_k``, ``src_v``, ``seqlens_k`` (when
     asked), then as ``cfg`` needs them the K-norm weight and the rotary caches; ``width`` > 1
     makes the float inputs vectors (the flat walk)."""
-    f32w = flat.elem(f32, width)
-    src_k = flat.binding(kb, "src_k", scalar(cfg.input_type), width, "read")
-    src_v = flat.binding(kb, "src_v", scalar(cfg.input_type), width, "read")
+    src_k, src_v = words.bindings(kb, ("src_k", "src_v"), cfg.input_type.scalar, width)
     seqlens = kb.binding("seqlens_k", i32, "read") if seqlens_k else None
-    weight = kb.binding("k_norm_weight", f32w, "read") if cfg.k_norm else None
-    cos = kb.binding("cos_cache", f32w, "read") if cfg.rotary else None
-    sin = kb.binding("sin_cache", f32w, "read") if cfg.rotary else None
+    weight = words.binding(kb, "k_norm_weight", f32, width) if cfg.k_norm else None
+    cos, sin = words.bindings(kb, ROTARY_TABLES, f32, width) if cfg.rotary else (None, None)
     return RowInputs(src_k, src_v, seqlens, weight, cos, sin)
 
 
@@ -179,7 +212,7 @@ class Consts:
     eps: Val | None
 
 
-def declare_consts(kb: KernelBuilder, cfg: Any, packed: int | None = None) -> Consts:
+def declare_consts(kb: KernelBuilder, cfg: RowConfig, packed: int | None = None) -> Consts:
     """``HEAD_DIM``, ``KV_HEADS``, ``WG``, ``KV_HIDDEN``, ``PACKED``, ``HALF``, ``QK_EPS``.
 
     In the template's order; ``PACKED`` (stored words per row) only when given, ``HALF`` with
@@ -188,7 +221,7 @@ def declare_consts(kb: KernelBuilder, cfg: Any, packed: int | None = None) -> Co
     head_dim = kb.const("HEAD_DIM", u32, cfg.head_dim)
     heads = kb.const("KV_HEADS", u32, cfg.kv_heads)
     kb.workgroup_const("WG")
-    hidden = kb.const("KV_HIDDEN", u32, cfg.kv_heads * cfg.head_dim)
+    hidden = kb.const("KV_HIDDEN", u32, cfg.hidden)
     words = None if packed is None else kb.const("PACKED", u32, packed)
     half = kb.const("HALF", u32, cfg.head_dim // 2) if cfg.rotary else None
     eps = kb.const("QK_EPS", f32, float(cfg.eps)) if cfg.k_norm else None
@@ -234,7 +267,7 @@ def k_row(
     if c.eps is not None:
         rms_norm_row(kb, k, inputs.k_norm_weight, c.head_dim, c.eps)
     if c.half is not None:
-        rotate_row(kb, k, inputs.cos_cache, inputs.sin_cache, position(), c.half)
+        rotate_row(kb, k, Rotation(inputs.cos_cache, inputs.sin_cache, position(), c.half))
     return k
 
 
@@ -245,7 +278,7 @@ class FlatRow:
     offset, ``HALF_V4``); with K RMSNorm, the items' bound and K as loaded (f32 lanes: ``kOwn``,
     or the pair's ``x0Raw`` and ``k_hi``, ``x1Raw``)."""
 
-    it: flat.Item
+    it: walks.Item
     b: Val
     hk: Val
     t: Val
@@ -263,33 +296,32 @@ class FlatRow:
 
 
 def flat_row(
-    kb: KernelBuilder, cfg: Any, c: Consts, inputs: RowInputs, width: int, pairs: bool = False
+    kb: KernelBuilder, cfg: RowConfig, c: Consts, inputs: RowInputs, width: int, pairs: bool = False
 ) -> FlatRow:
     """The flat walk over ``params.count`` rows of ``params.seq`` new tokens each; with
     ``pairs`` the pair walk, ``it.d`` the pair's first vector, ``it.d + HALF_V4`` its second
-    (:func:`kvdsl.nodes.flat.pair_walk`; ``HALF`` is declared here when rotary has not).
+    (:func:`kvdsl.nodes.walks.pairs`; ``HALF`` is declared here when rotary has not).
 
     With K RMSNorm the walk cannot return before the row reduction's barrier: it clamps the row
-    (:func:`kvdsl.nodes.flat.walk`), loads this vector of K at once, and the kernel issues every
+    (:func:`kvdsl.nodes.walks.vectors`), loads this vector of K at once, and the kernel issues every
     other load it needs before calling :func:`flat_norm`, which reduces and returns the
-    invocations past the end. One memory round trip then precedes the barrier and none follows it
-    (measured on an H200, ``benchmarks/probe6.py``: build 90% → 97% of a vec4 copy, a 1-token
-    append 6.4 → 5.9 µs).
+    invocations past the end. One memory round trip then precedes the barrier and none follows
+    it.
     """
     count, seq = kb.param("count"), kb.param("seq")
-    per_row = flat.vector_const(kb, c.head_dim, cfg.head_dim, width)
-    hidden = flat.vector_const(kb, c.hidden, cfg.kv_heads * cfg.head_dim, width)
-    half = flat.vector_const(kb, c.half, cfg.head_dim // 2, width) if c.half is not None else None
+    per_row = walks.vector_const(kb, c.head_dim, cfg.head_dim, width)
+    hidden = walks.vector_const(kb, c.hidden, cfg.hidden, width)
+    half = walks.vector_const(kb, c.half, cfg.head_dim // 2, width) if c.half is not None else None
     norm = c.eps is not None
     pair = None
     if pairs:
         pair = half
         if pair is None:  # K RMSNorm without rotary: the pair is the row's two halves
             whole = kb.const("HALF", u32, cfg.head_dim // 2)
-            pair = flat.vector_const(kb, whole, cfg.head_dim // 2, width)
-        it = flat.pair_walk(kb, cfg, count, pair, guard=not norm)
+            pair = walks.vector_const(kb, whole, cfg.head_dim // 2, width)
+        it = cfg.plan.pair_items(kb, count, pair, guard=not norm)
     else:
-        it = flat.walk(kb, cfg, count, per_row, width, guard=not norm)
+        it = cfg.plan.vectors(kb, count, per_row, width, guard=not norm)
     b, hk, t = split_rows(kb, it.row, c.heads, seq)
     src_base = kb.let("srcBase", bsh(b, t, hk, seq, hidden, per_row))
     items = k_own = k_hi = None
@@ -298,33 +330,33 @@ def flat_row(
         per_item = pair if pair is not None else per_row
         items = it.end if it.end is not None else kb.let("items", count * per_item)
     if norm and pair is not None:
-        k_own = kb.let("x0Raw", flat.as_f32(kb, inputs.src_k[src_base + it.d]))
-        k_hi = kb.let("x1Raw", flat.as_f32(kb, inputs.src_k[src_base + (it.d + pair)]))
+        k_own = kb.let("x0Raw", words.as_f32(kb, inputs.src_k[src_base + it.d]))
+        k_hi = kb.let("x1Raw", words.as_f32(kb, inputs.src_k[src_base + (it.d + pair)]))
     elif norm:
-        k_own = kb.let("kOwn", flat.as_f32(kb, inputs.src_k[src_base + it.d]))
+        k_own = kb.let("kOwn", words.as_f32(kb, inputs.src_k[src_base + it.d]))
     return FlatRow(it, b, hk, t, src_base, per_row, half, items, k_own, pair, k_hi)
 
 
 def flat_norm(
-    kb: KernelBuilder, cfg: Any, c: Consts, row: FlatRow, skipped: Val | None = None
+    kb: KernelBuilder, cfg: RowConfig, c: Consts, row: FlatRow, skipped: Val | None = None
 ) -> Val:
     """``invRms`` of the row (the barrier), then invocations past the end, or ``skipped``,
     return. Call after every load the invocation needs (:func:`flat_k_loads`)."""
-    lanes = cfg.head_dim // flat.lanes(cfg.head_dim, cfg.rotary)
+    lanes = cfg.head_dim // walks.lanes(cfg.head_dim, cfg.rotary)
     per_row = row.per_row
     if row.pair is not None:  # one invocation per pair: half the partials
         lanes, per_row = lanes // 2, row.pair
-    if cfg.reduction == "subgroup":
+    if cfg.reduction is Reduction.SUBGROUP:
         kb.comment(
             "K RMSNorm: the row's sum of squares, reduced across the subgroup (through\n"
             "workgroup memory only where a subgroup is narrower than a row)."
         )
-        ms = flat.subgroup_row_sum_of_squares(
-            kb, row.own(), row.it.d, per_row, kb.workgroup_size[0], fence=cfg.walk != flat.WALK
+        ms = subgroup_row_sum_of_squares(
+            kb, row.own(), row.it.d, per_row, kb.workgroup_size[0], fence=cfg.plan.blocks
         )
     else:
         kb.comment("K RMSNorm: the row's sum of squares, reduced in workgroup memory.")
-        ms = flat.row_sum_of_squares(kb, row.own(), row.it.d, per_row, kb.workgroup_size[0], lanes)
+        ms = row_sum_of_squares(kb, row.own(), row.it.d, per_row, kb.workgroup_size[0], lanes)
     inv_rms = kb.let("invRms", inverse_sqrt(ms / convert(f32, c.head_dim) + c.eps))
     done = row.it.e >= row.items
     kb.leave_if(done if skipped is None else done.lor(skipped))
@@ -356,39 +388,41 @@ def flat_k_loads(
     the pair is loaded as such (:func:`flat_row`, or here without K RMSNorm), with its norm
     weights and one cos/sin entry.
     """
-    d, cos, sin = row.it.d, inputs.cos_cache, inputs.sin_cache
+    d = row.it.d
+
+    def rotation() -> Rotation:
+        return Rotation(inputs.cos_cache, inputs.sin_cache, position(), row.half)
+
     if row.pair is not None:
         if row.k_own is None:
-            x0 = kb.let("x0", flat.as_f32(kb, inputs.src_k[row.src_base + d]))
-            x1 = kb.let("x1", flat.as_f32(kb, inputs.src_k[row.src_base + (d + row.pair)]))
+            x0 = kb.let("x0", words.as_f32(kb, inputs.src_k[row.src_base + d]))
+            x1 = kb.let("x1", words.as_f32(kb, inputs.src_k[row.src_base + (d + row.pair)]))
             w0 = w1 = None
         else:
             x0, x1 = row.k_own, row.k_hi
-            w0 = kb.let("w0", flat.as_f32(kb, inputs.k_norm_weight[d]))
-            w1 = kb.let("w1", flat.as_f32(kb, inputs.k_norm_weight[d + row.pair]))
+            w0 = kb.let("w0", words.as_f32(kb, inputs.k_norm_weight[d]))
+            w1 = kb.let("w1", words.as_f32(kb, inputs.k_norm_weight[d + row.pair]))
         cs = sn = None
         if row.half is not None:
-            pos = position()
-            cs = kb.let("cs", cos[pos * row.half + d])
-            sn = kb.let("sn", sin[pos * row.half + d])
+            cs, sn = rotation().entry(kb, d)
         return KLoads(None, x0, x1, w0, w1, cs, sn)
     if row.k_own is None:
         if row.half is None:
-            return KLoads(kb.let("k", flat.as_f32(kb, inputs.src_k[row.src_base + d])))
-        rotated = flat.rotate(kb, inputs.src_k, row.src_base, d, cos, sin, position(), row.half)
+            return KLoads(kb.let("k", words.as_f32(kb, inputs.src_k[row.src_base + d])))
+        rotated = rotate(kb, inputs.src_k, row.src_base, d, rotation())
         return KLoads(kb.let("k", rotated))
     weight = inputs.k_norm_weight
     if row.half is None:
-        return KLoads(None, row.k_own, w0=kb.let("kW", flat.as_f32(kb, weight[d])))
+        return KLoads(None, row.k_own, w0=kb.let("kW", words.as_f32(kb, weight[d])))
     half, low = row.half, d < row.half
-    dr, cs, sn = pair_entry(kb, d, cos, sin, position(), half)
+    dr, cs, sn = pair_entry(kb, d, rotation())
     partner = kb.let(
-        "kPair", flat.as_f32(kb, inputs.src_k[row.src_base + select(dr, dr + half, low)])
+        "kPair", words.as_f32(kb, inputs.src_k[row.src_base + select(dr, dr + half, low)])
     )
     x0 = kb.let("x0Raw", select(partner, row.k_own, low))
     x1 = kb.let("x1Raw", select(row.k_own, partner, low))
-    w0 = kb.let("w0", flat.as_f32(kb, weight[dr]))
-    w1 = kb.let("w1", flat.as_f32(kb, weight[dr + half]))
+    w0 = kb.let("w0", words.as_f32(kb, weight[dr]))
+    w1 = kb.let("w1", words.as_f32(kb, weight[dr + half]))
     return KLoads(None, x0, x1, w0, w1, cs, sn)
 
 
@@ -397,7 +431,7 @@ def flat_k_pair(
 ) -> tuple[Val, Val]:
     """The pair walk's two vectors of K (at ``it.d`` and ``it.d + pair``) from
     :func:`flat_k_loads`: each ``x * invRms * weight`` with K RMSNorm, then rotated as
-    :func:`kvdsl.nodes.flat.move_rotated_pair` does (``x0*cs - x1*sn``, ``x1*cs + x0*sn``):
+    :func:`kvdsl.nodes.rotary.move_rotated_pair` does (``x0*cs - x1*sn``, ``x1*cs + x0*sn``):
     per element the products of :func:`flat_k`."""
     x0, x1 = loads.x0, loads.x1
     if inv_rms is not None:
@@ -405,7 +439,7 @@ def flat_k_pair(
         x1 = kb.let("x1", x1 * inv_rms * loads.w1)
     if row.half is None:
         return x0, x1
-    return flat.rotated_pair(x0, x1, loads.cs, loads.sn)
+    return rotated_pair(x0, x1, loads.cs, loads.sn)
 
 
 def flat_k(kb: KernelBuilder, row: FlatRow, loads: KLoads, inv_rms: Val | None) -> Val:
@@ -422,32 +456,29 @@ def flat_k(kb: KernelBuilder, row: FlatRow, loads: KLoads, inv_rms: Val | None) 
 
 def build(cfg: BuildConfig, name: str = "build") -> Kernel:
     """Build the ``build`` kernel for ``cfg`` (the flat rotary walk walks rotary pairs where
-    :func:`kvdsl.nodes.flat.uses_pairs` says: by default where it loads f16)."""
+    :attr:`kvdsl.kernels.plan.WalkPlan.uses_pairs` says: by default where it loads f16)."""
     kb = KernelBuilder(name, cfg.workgroup_size)
-    program = flat.program(cfg)
-    width = flat.lanes(cfg.head_dim, cfg.rotary) if program else 1
+    plan = cfg.plan
+    width = walks.lanes(cfg.head_dim, cfg.rotary) if plan.program else 1
     inputs = declare_inputs(kb, cfg, width=width)
-    present = flat.elem(scalar(cfg.present_type), width)
-    present_key = flat.binding(kb, "present_key", scalar(cfg.present_type), width, "read_write")
-    present_value = flat.binding(kb, "present_value", scalar(cfg.present_type), width, "read_write")
+    ty = cfg.present_type.scalar
+    present = words.elem(ty, width)
+    present_key, present_value = words.bindings(kb, PRESENT, ty, width, "read_write")
     c = declare_consts(kb, cfg)
     count, seq, past = declare_params(kb, "count", "seq", "pastSeq")
-    pairs = flat.uses_pairs(cfg)
-    if pairs and not cfg.k_norm:
+    if plan.uses_pairs and not cfg.k_norm:
         fr = flat_row(kb, cfg, c, inputs, width, pairs=True)
         pos = kb.let("pos", past + fr.t)
-        rot = (inputs.cos_cache, inputs.sin_cache, pos, fr.half)
+        rot = Rotation(inputs.cos_cache, inputs.sin_cache, pos, fr.half)
 
         def dst() -> Val:
             kb.comment("The present row is the walk's row.")
             return kb.let("dst", fr.it.row * fr.per_row + fr.it.d)
 
         src = (inputs.src_k, inputs.src_v, fr.src_base, fr.it.d)
-        flat.move_rotated_pair(kb, *src, rot, present_key, present_value, dst)
-        doc = "Build a BNSH cache from new BSH K/V" + _transforms_doc(cfg) + "."
-        kernel = kb.build(flat.pair_dispatch(kb, count, cfg), doc)
-        return _build_contract(kernel, cfg, count, seq, past)
-    if pairs:  # with K RMSNorm: every load before the norm's barrier
+        move_rotated_pair(kb, *src, rot, present_key, present_value, dst)
+        dispatch = plan.row_dispatch(kb, count, width)
+    elif plan.uses_pairs:  # with K RMSNorm: every load before the norm's barrier
         fr = flat_row(kb, cfg, c, inputs, width, pairs=True)
         kl = flat_k_loads(kb, fr, inputs, lambda: kb.let("pos", past + fr.t))
         v0 = kb.let("v0", inputs.src_v[fr.src_base + fr.it.d])
@@ -456,12 +487,10 @@ def build(cfg: BuildConfig, name: str = "build") -> Kernel:
         kb.comment("The present row is the walk's row.")
         dst = kb.let("dst", fr.it.row * fr.per_row + fr.it.d)
         for at, k, v in ((dst, k0, v0), (dst + fr.pair, k1, v1)):
-            present_key[at] = flat.to(kb, present, k)
-            present_value[at] = flat.to(kb, present, v)
-        doc = "Build a BNSH cache from new BSH K/V" + _transforms_doc(cfg) + "."
-        kernel = kb.build(flat.dispatch(count, fr.pair, cfg), doc)
-        return _build_contract(kernel, cfg, count, seq, past)
-    if program:
+            present_key[at] = words.to(kb, present, k)
+            present_value[at] = words.to(kb, present, v)
+        dispatch = plan.dispatch(count, fr.pair)
+    elif plan.program:
         fr = flat_row(kb, cfg, c, inputs, width)
         kl = flat_k_loads(kb, fr, inputs, lambda: kb.let("pos", past + fr.t))
         v = inputs.src_v[fr.src_base + fr.it.d]
@@ -471,36 +500,26 @@ def build(cfg: BuildConfig, name: str = "build") -> Kernel:
             inv_rms = flat_norm(kb, cfg, c, fr)
         k = flat_k(kb, fr, kl, inv_rms)
         kb.comment("The present row is the walk's row: the destination is the flat index.")
-        present_key[fr.it.e] = flat.to(kb, present, k)
-        present_value[fr.it.e] = flat.to(kb, present, v)
-        doc = "Build a BNSH cache from new BSH K/V" + _transforms_doc(cfg) + "."
-        kernel = kb.build(flat.dispatch(count, fr.per_row, cfg), doc)
-        return _build_contract(kernel, cfg, count, seq, past)
-    row = row_walk(kb, cfg.fold, c)
-    k = k_row(kb, c, inputs, row.src_base, lambda: kb.let("pos", past + row.t))
-    dst_base = kb.let("dstBase", bnsh(row.b, row.hk, row.t, c.heads, seq, c.head_dim))
-    with walks.row_elements(kb, c.head_dim) as d:
-        present_key[dst_base + d] = convert(present, k[d])
-        present_value[dst_base + d] = convert(present, inputs.src_v[row.src_base + d])
-    doc = "Build a BNSH cache from new BSH K/V" + _transforms_doc(cfg) + "."
-    kernel = kb.build(Dispatch(count.node, cfg.workgroup_size, cfg.fold), doc)
-    return _build_contract(kernel, cfg, count, seq, past)
-
-
-def _build_contract(kernel: Kernel, cfg: BuildConfig, count: Val, seq: Val, past: Val) -> Kernel:
-    present = times(count, cfg.head_dim)
+        present_key[fr.it.e] = words.to(kb, present, k)
+        present_value[fr.it.e] = words.to(kb, present, v)
+        dispatch = plan.dispatch(count, fr.per_row)
+    else:
+        row = row_walk(kb, cfg.fold, c)
+        k = k_row(kb, c, inputs, row.src_base, lambda: kb.let("pos", past + row.t))
+        dst_base = kb.let("dstBase", bnsh(row.b, row.hk, row.t, c.heads, seq, c.head_dim))
+        with walks.row_elements(kb, c.head_dim) as d:
+            present_key[dst_base + d] = convert(present, k[d])
+            present_value[dst_base + d] = convert(present, inputs.src_v[row.src_base + d])
+        dispatch = Dispatch(count.node, cfg.workgroup_size, cfg.fold)
+    kernel = kb.build(dispatch, "Build a BNSH cache from new BSH K/V" + _transforms_doc(cfg) + ".")
+    rows = times(count, cfg.head_dim)
+    extents = row_extents(cfg, count, seq, plus(past, seq))
+    extents |= {"present_key": rows, "present_value": rows}
     # A flat kernel's vector bindings count vectors (a no-op for scalar bindings).
-    return flat.vector_extents(
-        contract(
-            kernel,
-            row_extents(cfg, count, seq, plus(past, seq))
-            | {"present_key": present, "present_value": present},
-            {"seq >= 1": seq >= 1},
-        )
-    )
+    return walks.vector_extents(contract(kernel, extents, {"seq >= 1": seq >= 1}))
 
 
-def row_extents(cfg: Any, count: Val, seq: Val, positions: Any) -> dict[str, Any]:
+def row_extents(cfg: RowConfig, count: Val, seq: Val, positions: Any) -> dict[str, Any]:
     """The least sizes of the row program's inputs: ``src_k``/``src_v`` for ``count`` rows of
     ``seq`` tokens per batch, the K-norm weight, and ``positions`` rotary positions."""
     src = times(ceil_div(count, cfg.kv_heads * seq), seq, cfg.kv_heads * cfg.head_dim)
@@ -513,50 +532,37 @@ def row_extents(cfg: Any, count: Val, seq: Val, positions: Any) -> dict[str, Any
     return out
 
 
-def _transforms_doc(cfg: Any) -> str:
+def _transforms_doc(cfg: RowConfig) -> str:
     parts = (["K RMSNorm"] if cfg.k_norm else []) + (["rotary"] if cfg.rotary else [])
     return ", applying " + " and ".join(parts) + " to K" if parts else ""
 
 
-def catalog_variants(models: dict[str, Any]) -> dict[str, BuildConfig]:
+def catalog_variants(models: dict[str, Model]) -> dict[str, BuildConfig]:
     """Named ``build`` variants over ``models`` (catalog keys → :class:`Model`)."""
+    flat, sg = {"walk": Walk.FLAT}, {"reduction": Reduction.SUBGROUP}
+    norm, rope = {"k_norm": True}, {"rotary": True}
     v: dict[str, BuildConfig] = {}
     for key, m in models.items():
-        v[f"build_{key}"] = BuildConfig(m.kv_heads, m.head_dim)
-        v[f"build_rotary_{key}"] = BuildConfig(m.kv_heads, m.head_dim, rotary=True)
-        v[f"build_flat_{key}"] = BuildConfig(m.kv_heads, m.head_dim, walk="flat")
-        v[f"build_rotary_flat_{key}"] = BuildConfig(
-            m.kv_heads, m.head_dim, rotary=True, walk="flat"
-        )
+        v[f"build_{key}"] = BuildConfig(**m.shape)
+        v[f"build_rotary_{key}"] = BuildConfig(**m.shape, **rope)
+        v[f"build_flat_{key}"] = BuildConfig(**m.shape, **flat)
+        v[f"build_rotary_flat_{key}"] = BuildConfig(**m.shape, **rope, **flat)
     for key in ("qwen3_06b", "gemma3_1b"):  # the families with QK RMSNorm
-        m = models[key]
-        v[f"build_knorm_{key}"] = BuildConfig(m.kv_heads, m.head_dim, k_norm=True)
-        v[f"build_knorm_rotary_{key}"] = BuildConfig(m.kv_heads, m.head_dim, True, True)
-        v[f"build_knorm_flat_{key}"] = BuildConfig(m.kv_heads, m.head_dim, True, walk="flat")
-        v[f"build_knorm_rotary_flat_{key}"] = BuildConfig(
-            m.kv_heads, m.head_dim, True, True, walk="flat"
-        )
-        v[f"build_knorm_flat_sg_{key}"] = BuildConfig(
-            m.kv_heads, m.head_dim, True, walk="flat", reduction="subgroup"
-        )
-        v[f"build_knorm_rotary_flat_sg_{key}"] = BuildConfig(
-            m.kv_heads, m.head_dim, True, True, walk="flat", reduction="subgroup"
-        )
-        v[f"build_knorm_sg_{key}"] = BuildConfig(m.kv_heads, m.head_dim, True, reduction="subgroup")
-        v[f"build_knorm_rotary_sg_{key}"] = BuildConfig(
-            m.kv_heads, m.head_dim, True, True, reduction="subgroup"
-        )
-    m = models["llama31_8b"]
-    v["build_rotary_f16_llama31_8b"] = BuildConfig(
-        m.kv_heads, m.head_dim, rotary=True, present_type="f16"
-    )
-    v["build_rotary_f16_in_llama31_8b"] = BuildConfig(
-        m.kv_heads, m.head_dim, rotary=True, input_type="f16", present_type="f16"
-    )
-    v["build_rotary_flat_f16_llama31_8b"] = BuildConfig(
-        m.kv_heads, m.head_dim, rotary=True, present_type="f16", walk="flat"
-    )
+        shape = models[key].shape
+        v[f"build_knorm_{key}"] = BuildConfig(**shape, **norm)
+        v[f"build_knorm_rotary_{key}"] = BuildConfig(**shape, **norm, **rope)
+        v[f"build_knorm_flat_{key}"] = BuildConfig(**shape, **norm, **flat)
+        v[f"build_knorm_rotary_flat_{key}"] = BuildConfig(**shape, **norm, **rope, **flat)
+        v[f"build_knorm_flat_sg_{key}"] = BuildConfig(**shape, **norm, **flat, **sg)
+        v[f"build_knorm_rotary_flat_sg_{key}"] = BuildConfig(**shape, **norm, **rope, **flat, **sg)
+        v[f"build_knorm_sg_{key}"] = BuildConfig(**shape, **norm, **sg)
+        v[f"build_knorm_rotary_sg_{key}"] = BuildConfig(**shape, **norm, **rope, **sg)
+    shape = models["llama31_8b"].shape
+    f16_out, f16_in = {"present_type": Element.F16}, {"input_type": Element.F16}
+    v["build_rotary_f16_llama31_8b"] = BuildConfig(**shape, **rope, **f16_out)
+    v["build_rotary_f16_in_llama31_8b"] = BuildConfig(**shape, **rope, **f16_in, **f16_out)
+    v["build_rotary_flat_f16_llama31_8b"] = BuildConfig(**shape, **rope, **f16_out, **flat)
     v["build_rotary_flat_f16_in_llama31_8b"] = BuildConfig(
-        m.kv_heads, m.head_dim, rotary=True, input_type="f16", present_type="f16", walk="flat"
+        **shape, **rope, **f16_in, **f16_out, **flat
     )
     return v

@@ -1,14 +1,31 @@
-"""Validated, frozen kernel configurations and the error they raise."""
+"""Typed, validated, frozen kernel configurations and the error they raise.
+
+A config is a point on the axes of :mod:`kvdsl.kernels`: closed choices are enums (:class:`Walk`,
+:class:`Element`, :class:`Reduction`, :class:`Bits`, the regions), each a ``StrEnum`` (``IntEnum``
+for bits) so that JSON, :func:`as_dict`, ``index.json`` and the emitted headers print their plain
+values. The fields every mode shares live in :class:`KernelConfig` and :class:`CacheConfig`, their
+checks written once; each mode's class adds its own fields and checks
+(:meth:`KernelConfig.check_fields`, :meth:`KernelConfig.check_schedule`).
+
+Strings (``--vars`` JSON, :func:`from_dict`, the legacy bridge) become members as the constructor
+stores them (:class:`Slot`); a value that names no member stays as given and the mode's check
+rejects it with a :class:`ConfigError` naming the field, the value and what is allowed.
+"""
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Iterable
+from dataclasses import KW_ONLY, dataclass
+from enum import Enum, IntEnum, StrEnum
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable
 
 from kvdsl.ir.builder import Val
 from kvdsl.ir.nodes import Binary, Call, Expr, Kernel, Lit, Member, Name
 from kvdsl.ir.ops import Op
 from kvdsl.ir.types import SCALARS, Scalar, i32, u32
+
+if TYPE_CHECKING:
+    from kvdsl.kernels.plan import WalkPlan
 
 MAX_WORKGROUP = 256  # WebGPU's default maxComputeInvocationsPerWorkgroup / SizeX
 MAX_FOLD = 65535  # WebGPU's default maxComputeWorkgroupsPerDimension
@@ -17,100 +34,272 @@ MAX_FOLD = 65535  # WebGPU's default maxComputeWorkgroupsPerDimension
 MAX_HIDDEN = 2**25
 
 
+class Walk(StrEnum):
+    """Which invocation touches which element (see :mod:`kvdsl.nodes.walks`)."""
+
+    PER_ROW = "per_row"
+    COOPERATIVE = "cooperative"
+    HYBRID = "hybrid"
+    FLAT = "flat"
+
+
+#: The template's walks: their kernels keep the template's dispatch and run the flat walk's
+#: program in blocks wherever :class:`kvdsl.kernels.plan.WalkPlan` says it serves them.
+TEMPLATE_WALKS = (Walk.PER_ROW, Walk.COOPERATIVE, Walk.HYBRID)
+
+
+class Element(StrEnum):
+    """The scalar type a binding stores (its WGSL spelling)."""
+
+    F32 = "f32"
+    F16 = "f16"
+    I32 = "i32"
+    U32 = "u32"
+
+    @property
+    def scalar(self) -> Scalar:
+        """The IR scalar type."""
+        return SCALARS[self.value]
+
+
+FLOATS = (Element.F32, Element.F16)
+
+#: The binding names of the K/V pairs the modes read and write.
+PAST, NEW, PRESENT = ("past_k", "past_v"), ("new_k", "new_v"), ("present_key", "present_value")
+#: The rotary tables.
+ROTARY_TABLES = ("cos_cache", "sin_cache")
+
+
+class Reduction(StrEnum):
+    """How K RMSNorm sums a row on the flat program: through workgroup memory (any device) or
+    across the subgroup with shuffles (devices with WGSL's ``subgroups``)."""
+
+    WORKGROUP = "workgroup"
+    SUBGROUP = "subgroup"
+
+
+class Bits(IntEnum):
+    """The width of a quantised element."""
+
+    INT8 = 8
+    INT4 = 4
+
+
+class ShareRegion(StrEnum):
+    """The rows a ``merge_share`` pass owns."""
+
+    RETAIN = "retain"
+    APPEND = "append"
+
+
+class ShiftRegion(StrEnum):
+    """The rows a ``window_shift`` pass owns."""
+
+    ALL = "all"
+    SHIFT = "shift"
+    APPEND = "append"
+
+
+class RotaryPosition(StrEnum):
+    """Where ``append_quant`` rotates new K: at its cache row, or at ``pastSeq + t``."""
+
+    ROW = "row"
+    PAST_SEQ = "past_seq"
+
+
 class ConfigError(ValueError):
     """A config field holds a value the kernel cannot be built for."""
 
     def __init__(self, field: str, value: Any, allowed: str) -> None:
-        super().__init__(f"{field}={value!r}: expected {allowed}")
+        super().__init__(f"{field}={_plain(value)!r}: expected {allowed}")
         self.field = field
         self.value = value
         self.allowed = allowed
 
 
-def check(ok: bool, field: str, value: Any, allowed: str) -> None:
+def _plain(value: Any) -> Any:
+    """An enum member's plain value (its repr is what a user typed), anything else as it is."""
+    return value.value if isinstance(value, Enum) else value
+
+
+def require(ok: bool, field: str, value: Any, allowed: str) -> None:
     """Raise :class:`ConfigError` unless ``ok``."""
     if not ok:
         raise ConfigError(field, value, allowed)
 
 
 def positive_int(field: str, value: Any, limit: int | None = None) -> None:
+    """``value`` is an int (not a bool) in ``[1, limit]``."""
     ok = isinstance(value, int) and not isinstance(value, bool) and value > 0
     ok = ok and (limit is None or value <= limit)
-    check(ok, field, value, "a positive integer" + (f" <= {limit}" if limit else ""))
+    require(ok, field, value, "a positive integer" + (f" <= {limit}" if limit else ""))
 
 
-def one_of(field: str, value: Any, allowed: Iterable[Any]) -> None:
-    """``value`` is one of ``allowed``, of the same type (``8.0`` or ``True`` is not ``8``)."""
+def one_of(field: str, value: Any, allowed: Iterable[Enum]) -> None:
+    """``value`` is one of the members ``allowed`` (a string or number the constructor could not
+    make a member of, ``8.0`` or ``True`` for ``8``, is not)."""
     allowed = tuple(allowed)
-    ok = any(type(value) is type(a) and value == a for a in allowed)
-    check(ok, field, value, "one of " + ", ".join(map(repr, allowed)))
+    ok = any(value is a for a in allowed)
+    require(ok, field, value, "one of " + ", ".join(repr(a.value) for a in allowed))
 
 
 def flag(field: str, value: Any) -> None:
     """``value`` is a real bool (not 0/1, not a string)."""
-    check(isinstance(value, bool), field, value, "true or false")
+    require(isinstance(value, bool), field, value, "true or false")
 
 
-def shape(cfg: Any) -> None:
-    """``kv_heads`` and ``head_dim`` positive, one token's row small enough to bind."""
-    positive_int("kv_heads", cfg.kv_heads)
-    positive_int("head_dim", cfg.head_dim)
-    hidden = cfg.kv_heads * cfg.head_dim
-    check(
-        hidden <= MAX_HIDDEN,
-        "kv_heads*head_dim",
-        hidden,
-        f"at most {MAX_HIDDEN} (one token's row must fit WebGPU's default "
-        "max-storage-buffer-binding-size of 128 MiB)",
-    )
+class Slot:
+    """A config field that is a descriptor: the constructor stores its value once, converting a
+    string (an int for :class:`Bits`) to the member of ``enum`` it names; a value left ``None``
+    reads as ``derive(config)``, a default that depends on other fields (the frozen config is
+    never written after construction)."""
+
+    def __init__(
+        self,
+        default: Any = None,
+        enum: type[Enum] | None = None,
+        derive: Callable[[Any], Any] | None = None,
+    ) -> None:
+        self.default, self.enum, self.derive = default, enum, derive
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.key = "_" + name
+
+    def __get__(self, cfg: Any, owner: type | None = None) -> Any:
+        if cfg is None:
+            return self.default  # the dataclass field's default
+        value = cfg.__dict__[self.key]
+        if value is None and self.derive is not None:
+            return self.derive(cfg)
+        return value
+
+    def __set__(self, cfg: Any, value: Any) -> None:
+        if self.enum is not None and type(value) in (str, int):
+            value = next((m for m in self.enum if m.value == value), value)
+        cfg.__dict__[self.key] = value
 
 
-def pairs_field(cfg: Any) -> None:
+def choice(default: Enum) -> Any:
+    """A field holding a member of ``default``'s enum, given as the member or its value."""
+    return Slot(default, type(default))
+
+
+@dataclass(frozen=True)
+class KernelConfig:
+    """The fields every mode has: the workgroup size and the dispatch's fold width.
+
+    ``workgroup_size`` left ``None`` reads as the mode's default (:meth:`default_workgroup_size`).
+    ``KEYS`` is the order of the fields in :func:`as_dict` (as published in ``index.json``).
+    """
+
+    mode: ClassVar[str]
+    KEYS: ClassVar[tuple[str, ...]]
+    _: KW_ONLY
+    workgroup_size: int = Slot(derive=lambda cfg: cfg.default_workgroup_size())
+    fold: int = MAX_FOLD
+
+    def __post_init__(self) -> None:
+        self.check_fields()
+        positive_int("workgroup_size", self.workgroup_size, MAX_WORKGROUP)
+        positive_int("fold", self.fold, MAX_FOLD)
+        self.check_schedule()
+
+    def check_fields(self) -> None:
+        """The mode's own checks of its fields (before the workgroup and fold checks)."""
+
+    def check_schedule(self) -> None:
+        """The mode's checks that read the workgroup size (after the workgroup and fold checks)."""
+
+    def default_workgroup_size(self) -> int:
+        """The workgroup size of a config that leaves it unset."""
+        return DEFAULT_WORKGROUP
+
+
+#: The flat walk's workgroup size when a config leaves it unset.
+FLAT_WORKGROUP = 256
+#: The flat walk's default when K RMSNorm reduces its rows in workgroup memory: each workgroup
+#: waits at a barrier, and smaller workgroups keep more of them in flight.
+KNORM_WORKGROUP = 128
+#: Every other walk's default.
+DEFAULT_WORKGROUP = 64
+
+
+def walk_workgroup(walk: Walk) -> int:
+    """The default workgroup size of ``walk``."""
+    return FLAT_WORKGROUP if walk is Walk.FLAT else DEFAULT_WORKGROUP
+
+
+@dataclass(frozen=True)
+class CacheConfig(KernelConfig):
+    """A config over a KV cache of ``kv_heads`` heads of ``head_dim`` elements per token."""
+
+    kv_heads: int
+    head_dim: int
+
+    def __post_init__(self) -> None:
+        positive_int("kv_heads", self.kv_heads)
+        positive_int("head_dim", self.head_dim)
+        hidden = self.kv_heads * self.head_dim
+        require(
+            hidden <= MAX_HIDDEN,
+            "kv_heads*head_dim",
+            hidden,
+            f"at most {MAX_HIDDEN} (one token's row must fit WebGPU's default "
+            "max-storage-buffer-binding-size of 128 MiB)",
+        )
+        super().__post_init__()
+
+    @property
+    def hidden(self) -> int:
+        """One token's elements over every kv head."""
+        return self.kv_heads * self.head_dim
+
+
+def require_rotary(rotary: Any, head_dim: int, allowed: bool = True, why: str = "") -> None:
+    """``rotary`` a bool, on only where ``allowed`` (else ``why`` is what is expected) and with
+    an even ``head_dim``."""
+    flag("rotary", rotary)
+    if rotary:
+        require(allowed, "rotary", rotary, why)
+        require(head_dim % 2 == 0, "head_dim", head_dim, "even for rotary")
+
+
+def require_pairs(plan: WalkPlan) -> None:
     """A config's ``pairs``: None (the mode's default), or a bool, True only where the pair walk
-    can serve the config (:func:`kvdsl.nodes.flat.pairs_apply`)."""
-    from kvdsl.nodes.flat import pairs_apply
-
-    if cfg.pairs is None:
+    can serve the config (:attr:`kvdsl.kernels.plan.WalkPlan.pairs_apply`)."""
+    pairs = plan.pairs
+    if pairs is None:
         return
-    check(isinstance(cfg.pairs, bool), "pairs", cfg.pairs, "None (the mode's default) or a bool")
-    if cfg.pairs:
-        check(
-            cfg.walk == "flat" and pairs_apply(cfg),
+    require(isinstance(pairs, bool), "pairs", pairs, "None (the mode's default) or a bool")
+    if pairs:
+        require(
+            plan.walk is Walk.FLAT and plan.pairs_apply,
             "pairs",
-            cfg.pairs,
+            pairs,
             "None or False unless walk='flat', rotary=True or k_norm=True, and head_dim % 8 == 0 "
             "(one invocation per pair of vec4 half a row apart)",
         )
 
 
-def scalar(name: str) -> Scalar:
-    """The IR scalar type spelled ``name``."""
-    return SCALARS[name]
-
-
-def common(cfg: Any) -> None:
-    """Checks every config shares: workgroup size and dispatch fold width."""
-    positive_int("workgroup_size", cfg.workgroup_size, MAX_WORKGROUP)
-    positive_int("fold", cfg.fold, MAX_FOLD)
-
-
-def as_dict(cfg: Any) -> dict[str, Any]:
+def as_dict(cfg: KernelConfig) -> dict[str, Any]:
     """The config's fields as a JSON-ready dict, its mode first."""
-    return {"mode": cfg.mode, **dataclasses.asdict(cfg)}
+    return {"mode": cfg.mode, **{key: getattr(cfg, key) for key in cfg.KEYS}}
 
 
-def from_dict(cls: type, data: dict[str, Any]) -> Any:
+def from_dict(cls: type[KernelConfig], data: dict[str, Any]) -> KernelConfig:
     """Make ``cls`` from a dict, naming unknown and missing fields in the error."""
-    check(isinstance(data, dict), cls.__name__, data, "a dict of config fields")
+    require(isinstance(data, dict), cls.__name__, data, "a dict of config fields")
     fields = dataclasses.fields(cls)
     names = {f.name for f in fields}
     for key in data:
-        check(
+        require(
             key in names, key, data[key], f"a field of {cls.__name__}: {', '.join(sorted(names))}"
         )
     for f in fields:
         required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-        check(not required or f.name in data, f.name, None, f"a value (required by {cls.__name__})")
+        require(
+            not required or f.name in data, f.name, None, f"a value (required by {cls.__name__})"
+        )
     return cls(**data)
 
 

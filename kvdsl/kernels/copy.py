@@ -1,7 +1,7 @@
 """``copy``: an identity copy of a BNSH cache (``src_k/src_v`` → ``present_key/present_value``).
 
 Drop-in for the template's ``mode == "copy"`` branch. ``head_dim`` is the number of stored words
-per row (compression changes only that). Walks (:mod:`kvdsl.nodes.flat`): ``flat``, one invocation
+per row (compression changes only that). Walks (:mod:`kvdsl.nodes.walks`): ``flat``, one invocation
 per ``vec4``, ``count * HEAD_DIM_V4`` items (scalar when ``head_dim`` does not divide by 4), and
 the template's ``cooperative`` (every vendor but Apple) and ``per_row`` (Apple), whose dispatch the
 block walk keeps. Params: ``count`` = rows (batch × kvHeads × seq).
@@ -10,65 +10,75 @@ block walk keeps. Params: ``count`` = rows (batch × kvHeads × seq).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
-from kvdsl.ir import Kernel, KernelBuilder
-from kvdsl.kernels.config import common, contract, one_of, positive_int, scalar, times
-from kvdsl.nodes import flat
+from kvdsl.ir import Kernel, KernelBuilder, u32
+from kvdsl.kernels.config import (
+    PRESENT,
+    Element,
+    KernelConfig,
+    Walk,
+    choice,
+    contract,
+    one_of,
+    positive_int,
+    times,
+)
+from kvdsl.kernels.plan import VectorWalk
+from kvdsl.nodes import walks, words
 
-ELEMENTS = ("f32", "f16", "i32", "u32")
-WALKS = ("cooperative", "per_row", "flat")
+WALKS = (Walk.COOPERATIVE, Walk.PER_ROW, Walk.FLAT)
+
+if TYPE_CHECKING:
+    from kvdsl.catalog import Model
 
 
 @dataclass(frozen=True)
-class CopyConfig:
+class CopyConfig(VectorWalk, KernelConfig):
     """A copy variant: words per row, their element type and the walk."""
 
     head_dim: int
-    walk: str = "cooperative"
-    present_type: str = "f32"
-    workgroup_size: int | None = None  # 256 for the flat walk, else 64
-    fold: int = 65535
+    walk: Walk = choice(Walk.COOPERATIVE)
+    present_type: Element = choice(Element.F32)
     mode = "copy"
+    KEYS = ("head_dim", "walk", "present_type", "workgroup_size", "fold")
 
-    def __post_init__(self) -> None:
+    def check_fields(self) -> None:
         positive_int("head_dim", self.head_dim)
         one_of("walk", self.walk, WALKS)
-        flat.resolve_workgroup(self)
-        one_of("present_type", self.present_type, ELEMENTS)
-        common(self)
+        one_of("present_type", self.present_type, Element)
 
 
 def copy(cfg: CopyConfig, name: str = "copy") -> Kernel:
     """Build the copy kernel for ``cfg``."""
     kb = KernelBuilder(name, cfg.workgroup_size)
-    ty = cfg.present_type
-    width = flat.width(cfg.head_dim, (ty,))
-    src_k = flat.binding(kb, "src_k", scalar(ty), width, "read")
-    src_v = flat.binding(kb, "src_v", scalar(ty), width, "read")
-    present_key = flat.binding(kb, "present_key", scalar(ty), width, "read_write")
-    present_value = flat.binding(kb, "present_value", scalar(ty), width, "read_write")
-    head_dim = kb.const("HEAD_DIM", scalar("u32"), cfg.head_dim)
+    ty = cfg.present_type.scalar
+    width = words.width(cfg.head_dim, (cfg.present_type,))
+    src_k, src_v = words.bindings(kb, ("src_k", "src_v"), ty, width)
+    present_key, present_value = words.bindings(kb, PRESENT, ty, width, "read_write")
+    head_dim = kb.const("HEAD_DIM", u32, cfg.head_dim)
     kb.workgroup_const("WG")
     rows = kb.param("count")
-    per_row = flat.vector_const(kb, head_dim, cfg.head_dim, width)
-    e = flat.walk(kb, cfg, rows, per_row, width).e
+    per_row = walks.vector_const(kb, head_dim, cfg.head_dim, width)
+    plan = cfg.plan
+    e = plan.vectors(kb, rows, per_row, width).e
     present_key[e] = src_k[e]
     present_value[e] = src_v[e]
-    dispatch = flat.dispatch(rows, per_row, cfg)
+    dispatch = plan.dispatch(rows, per_row)
     doc = "Copy the existing BNSH cache unchanged (dst index == src index)."
     kernel = kb.build(dispatch, doc)
     n = times(rows, head_dim)
-    return flat.vector_extents(contract(kernel, {b.name: n for b in kernel.bindings}))
+    return walks.vector_extents(contract(kernel, {b.name: n for b in kernel.bindings}))
 
 
-def catalog_variants(models: dict[str, Any]) -> dict[str, CopyConfig]:
+def catalog_variants(models: dict[str, Model]) -> dict[str, CopyConfig]:
     """The flat copy variants (the drop-in ones are named in :mod:`kvdsl.catalog`)."""
     v: dict[str, CopyConfig] = {}
     for key, m in models.items():
-        v[f"copy_flat_{key}"] = CopyConfig(m.head_dim, walk="flat")
-    v["copy_flat_f16_llama31_8b"] = CopyConfig(128, walk="flat", present_type="f16")
-    v["copy_flat_int8_llama31_8b"] = CopyConfig(128, walk="flat", present_type="i32")
+        v[f"copy_flat_{key}"] = CopyConfig(head_dim=m.head_dim, walk=Walk.FLAT)
+    flat = {"walk": Walk.FLAT}
+    v["copy_flat_f16_llama31_8b"] = CopyConfig(head_dim=128, present_type=Element.F16, **flat)
+    v["copy_flat_int8_llama31_8b"] = CopyConfig(head_dim=128, present_type=Element.I32, **flat)
     # A packed int4 row of head dim 128 is 64 u32 words.
-    v["copy_flat_int4_llama31_8b"] = CopyConfig(64, walk="flat", present_type="u32")
+    v["copy_flat_int4_llama31_8b"] = CopyConfig(head_dim=64, present_type=Element.U32, **flat)
     return v

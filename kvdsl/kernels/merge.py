@@ -4,7 +4,7 @@ Drop-in for the template's ``mode == "merge"`` branches: ``present[b, h, t] = pa
 ``t < pastSeq`` and ``new[b, t - pastSeq, h]`` after. Bindings ``past_k``, ``past_v``, ``new_k``,
 ``new_v`` (read), ``present_key``, ``present_value`` (read_write); params ``count`` (present rows,
 batch × kvHeads × seq), ``seq``, ``pastSeq``, ``keySeq``; ``ceil(count / WG)`` workgroups folded
-at ``fold``. Walks (:mod:`kvdsl.nodes.flat`): ``flat``, one invocation per present ``vec4``,
+at ``fold``. Walks (:mod:`kvdsl.nodes.walks`): ``flat``, one invocation per present ``vec4``,
 ``count * HEAD_DIM_V4`` items, and the template's ``cooperative`` (every vendor but Apple) and
 ``per_row`` (Apple), whose dispatch the block walk keeps.
 
@@ -18,63 +18,66 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kvdsl.ir import Kernel, KernelBuilder
-from kvdsl.kernels.config import ceil_div, common, contract, one_of, scalar, shape, times
-from kvdsl.nodes import flat
+from kvdsl.ir import Kernel, KernelBuilder, u32
+from kvdsl.kernels.config import (
+    FLOATS,
+    NEW,
+    PAST,
+    PRESENT,
+    CacheConfig,
+    Element,
+    Walk,
+    ceil_div,
+    choice,
+    contract,
+    one_of,
+    times,
+)
+from kvdsl.kernels.plan import VectorWalk
+from kvdsl.nodes import walks, words
 from kvdsl.nodes.index import bnsh
 
 if TYPE_CHECKING:
     from kvdsl.catalog import Model
 
-FLOATS = ("f32", "f16")
-WALKS = ("cooperative", "per_row", "flat")
+WALKS = (Walk.COOPERATIVE, Walk.PER_ROW, Walk.FLAT)
 
 
 @dataclass(frozen=True)
-class MergeConfig:
+class MergeConfig(VectorWalk, CacheConfig):
     """A merge variant: cache shape, walk and element types."""
 
-    kv_heads: int
-    head_dim: int
-    walk: str = "cooperative"
-    present_type: str = "f32"
-    input_type: str = "f32"
-    workgroup_size: int | None = None  # 256 for the flat walk, else 64
-    fold: int = 65535
+    walk: Walk = choice(Walk.COOPERATIVE)
+    present_type: Element = choice(Element.F32)
+    input_type: Element = choice(Element.F32)
     mode = "merge"
+    KEYS = ("kv_heads", "head_dim", "walk", "present_type", "input_type", "workgroup_size", "fold")
 
-    def __post_init__(self) -> None:
-        shape(self)
+    def check_fields(self) -> None:
         one_of("walk", self.walk, WALKS)
-        flat.resolve_workgroup(self)
         one_of("present_type", self.present_type, FLOATS)
         one_of("input_type", self.input_type, FLOATS)
-        common(self)
 
 
 def merge(cfg: MergeConfig, name: str = "merge") -> Kernel:
     """Build the merge kernel for ``cfg``."""
     kb = KernelBuilder(name, cfg.workgroup_size)
-    types = (cfg.present_type, cfg.input_type)
-    width = flat.width(cfg.head_dim, types)
-    cache_ty, inp_ty = (scalar(t) for t in types)
-    cache = flat.elem(cache_ty, width)
-    past_k = flat.binding(kb, "past_k", cache_ty, width, "read")
-    past_v = flat.binding(kb, "past_v", cache_ty, width, "read")
-    new_k = flat.binding(kb, "new_k", inp_ty, width, "read")
-    new_v = flat.binding(kb, "new_v", inp_ty, width, "read")
-    present_key = flat.binding(kb, "present_key", cache_ty, width, "read_write")
-    present_value = flat.binding(kb, "present_value", cache_ty, width, "read_write")
-    u32 = scalar("u32")
+    width = words.width(cfg.head_dim, (cfg.present_type, cfg.input_type))
+    cache_ty, inp_ty = cfg.present_type.scalar, cfg.input_type.scalar
+    cache = words.elem(cache_ty, width)
+    past_k, past_v = words.bindings(kb, PAST, cache_ty, width)
+    new_k, new_v = words.bindings(kb, NEW, inp_ty, width)
+    present_key, present_value = words.bindings(kb, PRESENT, cache_ty, width, "read_write")
     head_dim = kb.const("HEAD_DIM", u32, cfg.head_dim)
     heads = kb.const("KV_HEADS", u32, cfg.kv_heads)
     kb.workgroup_const("WG")
-    hidden = kb.const("KV_HIDDEN", u32, cfg.kv_heads * cfg.head_dim)
+    hidden = kb.const("KV_HIDDEN", u32, cfg.hidden)
     rows, seq, past_seq, key_seq = (kb.param(p) for p in ("count", "seq", "pastSeq", "keySeq"))
     kb.comment("present[0:pastSeq] = past (BNSH copy); present[pastSeq:seq] = new K/V (BSH).")
-    hd4 = flat.vector_const(kb, head_dim, cfg.head_dim, width)
-    hidden4 = flat.vector_const(kb, hidden, cfg.kv_heads * cfg.head_dim, width)
-    it = flat.walk(kb, cfg, rows, hd4, width)
+    hd4 = walks.vector_const(kb, head_dim, cfg.head_dim, width)
+    hidden4 = walks.vector_const(kb, hidden, cfg.hidden, width)
+    plan = cfg.plan
+    it = plan.vectors(kb, rows, hd4, width)
     t = kb.let("t", it.row % seq)
     etmp = kb.let("etmp", it.row / seq)
     hk = kb.let("hk", etmp % heads)
@@ -85,16 +88,16 @@ def merge(cfg: MergeConfig, name: str = "merge") -> Kernel:
         present_value[it.e] = past_v[src]
     with kb.else_():
         n_src = kb.let("nSrc", (b * key_seq + (t - past_seq)) * hidden4 + hk * hd4 + it.d)
-        present_key[it.e] = flat.to(kb, cache, new_k[n_src])
-        present_value[it.e] = flat.to(kb, cache, new_v[n_src])
+        present_key[it.e] = words.to(kb, cache, new_k[n_src])
+        present_value[it.e] = words.to(kb, cache, new_v[n_src])
     doc = "Copy the past BNSH cache, then append new BSH K/V tokens into the present cache."
-    kernel = kb.build(flat.dispatch(rows, hd4, cfg), doc)
+    kernel = kb.build(plan.dispatch(rows, hd4), doc)
     batches = ceil_div(rows, heads * seq)
     past = times(batches, heads, past_seq, head_dim)
     new = times(batches, key_seq, hidden)
     present = times(rows, head_dim)
     # A flat kernel's vector bindings count vectors (a no-op for scalar bindings).
-    return flat.vector_extents(
+    return walks.vector_extents(
         contract(
             kernel,
             {"past_k": past, "past_v": past, "new_k": new, "new_v": new}
@@ -113,19 +116,14 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, MergeConfig]:
     """Named merge variants over a few model shapes, every walk and element type."""
     v: dict[str, MergeConfig] = {}
     for key in ("qwen25_05b", "llama31_8b", "phi3_mini", "gemma2_2b"):
-        m = models[key]
-        v[f"merge_{key}"] = MergeConfig(m.kv_heads, m.head_dim)
-        v[f"merge_per_row_{key}"] = MergeConfig(m.kv_heads, m.head_dim, walk="per_row")
-        v[f"merge_flat_{key}"] = MergeConfig(m.kv_heads, m.head_dim, walk="flat")
-    m = models["llama31_8b"]
-    v["merge_f16_llama31_8b"] = MergeConfig(
-        m.kv_heads, m.head_dim, present_type="f16", input_type="f16"
-    )
-    v["merge_per_row_f16_llama31_8b"] = MergeConfig(
-        m.kv_heads, m.head_dim, walk="per_row", present_type="f16", input_type="f16"
-    )
-    v["merge_flat_f16_llama31_8b"] = MergeConfig(
-        m.kv_heads, m.head_dim, walk="flat", present_type="f16", input_type="f16"
-    )
-    v["merge_f32_to_f16_llama31_8b"] = MergeConfig(m.kv_heads, m.head_dim, present_type="f16")
+        shape = models[key].shape
+        v[f"merge_{key}"] = MergeConfig(**shape)
+        v[f"merge_per_row_{key}"] = MergeConfig(**shape, walk=Walk.PER_ROW)
+        v[f"merge_flat_{key}"] = MergeConfig(**shape, walk=Walk.FLAT)
+    shape = models["llama31_8b"].shape
+    f16 = {"present_type": Element.F16, "input_type": Element.F16}
+    v["merge_f16_llama31_8b"] = MergeConfig(**shape, **f16)
+    v["merge_per_row_f16_llama31_8b"] = MergeConfig(**shape, walk=Walk.PER_ROW, **f16)
+    v["merge_flat_f16_llama31_8b"] = MergeConfig(**shape, walk=Walk.FLAT, **f16)
+    v["merge_f32_to_f16_llama31_8b"] = MergeConfig(**shape, present_type=Element.F16)
     return v

@@ -13,10 +13,10 @@ order is immaterial:
   ``sin_cache`` of ``seq * HALF`` f32); params ``count`` = batch × kvHeads × keySeq, ``seq``,
   ``keySeq``.
 
-Walks (:mod:`kvdsl.nodes.flat`, both passes): ``flat``, one invocation per present ``vec4``,
+Walks (:mod:`kvdsl.nodes.walks`, both passes): ``flat``, one invocation per present ``vec4``,
 ``count * HEAD_DIM_V4`` items (rotary loads its partner vector and a cos/sin ``vec4``; rotary on
 f16 data walks one invocation per rotary pair, ``count * HALF_V4`` items,
-:func:`kvdsl.nodes.flat.pair_walk`), and the template's ``cooperative`` (off Apple),
+:func:`kvdsl.nodes.walks.pairs`), and the template's ``cooperative`` (off Apple),
 ``per_row`` (Apple's retain pass) and ``hybrid`` (Apple's append pass), whose dispatch the block
 walk keeps.
 
@@ -31,69 +31,77 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kvdsl.ir import Kernel, KernelBuilder, f32
+from kvdsl.ir import Kernel, KernelBuilder, f32, i32, u32
 from kvdsl.kernels.config import (
+    FLOATS,
+    NEW,
+    PAST,
+    PRESENT,
+    ROTARY_TABLES,
+    CacheConfig,
+    Element,
+    ShareRegion,
+    Walk,
     ceil_div,
-    check,
-    common,
+    choice,
     contract,
-    flag,
     one_of,
-    pairs_field,
-    scalar,
-    shape,
+    require_rotary,
     times,
 )
-from kvdsl.nodes import flat
+from kvdsl.kernels.plan import RotaryWalk
+from kvdsl.nodes import walks, words
 from kvdsl.nodes.index import bnsh, split_rows
+from kvdsl.nodes.rotary import Rotation, move_new
 from kvdsl.nodes.window import append_window
 
 if TYPE_CHECKING:
     from kvdsl.catalog import Model
 
-FLOATS = ("f32", "f16")
-REGIONS = ("retain", "append")
-RETAIN_WALKS = ("cooperative", "per_row", "flat")
-WALKS = ("cooperative", "per_row", "hybrid", "flat")
+RETAIN_WALKS = (Walk.COOPERATIVE, Walk.PER_ROW, Walk.FLAT)
+WALKS = (Walk.COOPERATIVE, Walk.PER_ROW, Walk.HYBRID, Walk.FLAT)
 
 
 @dataclass(frozen=True)
-class MergeShareConfig:
-    """A merge_share pass: which rows it owns, the walk, rotary and element types."""
+class MergeShareConfig(RotaryWalk, CacheConfig):
+    """A merge_share pass: which rows it owns, the walk, rotary and element types; ``pairs``:
+    one invocation per rotary pair (:attr:`kvdsl.kernels.plan.WalkPlan.uses_pairs`)."""
 
-    kv_heads: int
-    head_dim: int
-    region: str = "append"
-    walk: str = "cooperative"
+    region: ShareRegion = choice(ShareRegion.APPEND)
+    walk: Walk = choice(Walk.COOPERATIVE)
     rotary: bool = False
-    present_type: str = "f32"
-    input_type: str = "f32"
-    workgroup_size: int | None = None  # 256 for the flat walk, else 64
-    fold: int = 65535
-    pairs: bool | None = None  # flat rotary: one invocation per rotary pair (flat.uses_pairs)
+    present_type: Element = choice(Element.F32)
+    input_type: Element = choice(Element.F32)
+    pairs: bool | None = None
     mode = "merge_share"
+    KEYS = (  # fmt: skip
+        "kv_heads", "head_dim", "region", "walk", "rotary", "present_type", "input_type",
+        "workgroup_size", "fold", "pairs",
+    )
 
-    def __post_init__(self) -> None:
-        shape(self)
-        one_of("region", self.region, REGIONS)
-        one_of("walk", self.walk, WALKS if self.region == "append" else RETAIN_WALKS)
-        flat.resolve_workgroup(self)
-        flag("rotary", self.rotary)
-        if self.rotary:
-            check(self.region == "append", "rotary", self.rotary, "false for region 'retain'")
-            check(self.head_dim % 2 == 0, "head_dim", self.head_dim, "even for rotary")
+    def check_fields(self) -> None:
+        one_of("region", self.region, ShareRegion)
+        append = self.region is ShareRegion.APPEND
+        one_of("walk", self.walk, WALKS if append else RETAIN_WALKS)
+        require_rotary(self.rotary, self.head_dim, append, "false for region 'retain'")
         one_of("present_type", self.present_type, FLOATS)
         one_of("input_type", self.input_type, FLOATS)
-        common(self)
-        pairs_field(self)
+
+    @property
+    def width(self) -> int:
+        """The walk's vector width (f16 moved as words: :func:`kvdsl.nodes.words.width`)."""
+        retain = self.region is ShareRegion.RETAIN
+        types = (self.present_type,) if retain else (self.present_type, self.input_type)
+        return words.width(self.head_dim, types, self.rotary)
 
 
 def merge_share(cfg: MergeShareConfig, name: str = "merge_share") -> Kernel:
     """Build the merge_share pass for ``cfg`` (the flat rotary append walks rotary pairs where
-    :func:`kvdsl.nodes.flat.uses_pairs` says)."""
+    :attr:`kvdsl.kernels.plan.WalkPlan.uses_pairs` says)."""
     kb = KernelBuilder(name, cfg.workgroup_size)
-    pairs = flat.uses_pairs(cfg)
-    if cfg.region == "retain":
+    plan = cfg.plan
+    pairs = plan.uses_pairs
+    if cfg.region is ShareRegion.RETAIN:
         _retain(kb, cfg)
         doc = (
             "Buffer-sharing append, retain pass: rows outside each batch's append window\n"
@@ -107,13 +115,9 @@ def merge_share(cfg: MergeShareConfig, name: str = "merge_share") -> Kernel:
             + (", K rotated at its absolute position." if cfg.rotary else ".")
         )
     rows, seq, key_seq = kb.param("count"), kb.param("seq"), kb.param("keySeq")
-    if pairs:
-        dispatch = flat.pair_dispatch(kb, rows, cfg)
-    else:
-        dispatch = flat.dispatch(rows, flat.named(kb, "HEAD_DIM", _width(cfg)), cfg)
-    kernel = kb.build(dispatch, doc)
+    kernel = kb.build(plan.row_dispatch(kb, rows, cfg.width), doc)
     heads, head_dim = cfg.kv_heads, cfg.head_dim
-    if cfg.region == "retain":
+    if cfg.region is ShareRegion.RETAIN:
         batches = ceil_div(rows, heads * seq)
         cache = times(rows, head_dim)
         extents = {"past_k": cache, "past_v": cache, "seqlens_k": batches}
@@ -129,30 +133,21 @@ def merge_share(cfg: MergeShareConfig, name: str = "merge_share") -> Kernel:
         requires = {"keySeq >= 1": key_seq >= 1}
     extents |= {"present_key": cache, "present_value": cache}
     # A flat kernel's vector bindings count vectors (a no-op for scalar bindings).
-    return flat.vector_extents(contract(kernel, extents, requires))
-
-
-def _width(cfg: MergeShareConfig) -> int:
-    """The walk's vector width (f16 moved as words; see :func:`kvdsl.nodes.flat.width`)."""
-    types = (cfg.present_type,) if cfg.region == "retain" else (cfg.present_type, cfg.input_type)
-    return flat.width(cfg.head_dim, types, cfg.rotary)
+    return walks.vector_extents(contract(kernel, extents, requires))
 
 
 def _retain(kb: KernelBuilder, cfg: MergeShareConfig) -> None:
-    width = _width(cfg)
-    cache = scalar(cfg.present_type)
-    past_k = flat.binding(kb, "past_k", cache, width, "read")
-    past_v = flat.binding(kb, "past_v", cache, width, "read")
-    seqlens_k = kb.binding("seqlens_k", scalar("i32"), "read")
-    present_key = flat.binding(kb, "present_key", cache, width, "read_write")
-    present_value = flat.binding(kb, "present_value", cache, width, "read_write")
-    u32 = scalar("u32")
+    width = cfg.width
+    cache = cfg.present_type.scalar
+    past_k, past_v = words.bindings(kb, PAST, cache, width)
+    seqlens_k = kb.binding("seqlens_k", i32, "read")
+    present_key, present_value = words.bindings(kb, PRESENT, cache, width, "read_write")
     head_dim = kb.const("HEAD_DIM", u32, cfg.head_dim)
     heads = kb.const("KV_HEADS", u32, cfg.kv_heads)
     kb.workgroup_const("WG")
     rows, seq, key_seq = kb.param("count"), kb.param("seq"), kb.param("keySeq")
-    hd4 = flat.vector_const(kb, head_dim, cfg.head_dim, width)
-    it = flat.walk(kb, cfg, rows, hd4, width)
+    hd4 = walks.vector_const(kb, head_dim, cfg.head_dim, width)
+    it = cfg.plan.vectors(kb, rows, hd4, width)
     t = kb.let("t", it.row % seq)
     b = kb.let("b", it.row / (seq * heads))
     w = append_window(kb, seqlens_k, b, seq, key_seq)
@@ -163,29 +158,23 @@ def _retain(kb: KernelBuilder, cfg: MergeShareConfig) -> None:
 
 
 def _append(kb: KernelBuilder, cfg: MergeShareConfig, pairs: bool) -> None:
-    width = _width(cfg)
-    cache_ty, inp_ty = scalar(cfg.present_type), scalar(cfg.input_type)
-    new_k = flat.binding(kb, "new_k", inp_ty, width, "read")
-    new_v = flat.binding(kb, "new_v", inp_ty, width, "read")
-    seqlens_k = kb.binding("seqlens_k", scalar("i32"), "read")
-    cos = sin = None
-    if cfg.rotary:
-        cos = kb.binding("cos_cache", flat.elem(f32, width), "read")
-        sin = kb.binding("sin_cache", flat.elem(f32, width), "read")
-    present_key = flat.binding(kb, "present_key", cache_ty, width, "read_write")
-    present_value = flat.binding(kb, "present_value", cache_ty, width, "read_write")
-    u32 = scalar("u32")
+    width = cfg.width
+    cache_ty, inp_ty = cfg.present_type.scalar, cfg.input_type.scalar
+    new_k, new_v = words.bindings(kb, NEW, inp_ty, width)
+    seqlens_k = kb.binding("seqlens_k", i32, "read")
+    cos, sin = words.bindings(kb, ROTARY_TABLES, f32, width) if cfg.rotary else (None, None)
+    present_key, present_value = words.bindings(kb, PRESENT, cache_ty, width, "read_write")
     head_dim = kb.const("HEAD_DIM", u32, cfg.head_dim)
     heads = kb.const("KV_HEADS", u32, cfg.kv_heads)
     kb.workgroup_const("WG")
-    hidden = kb.const("KV_HIDDEN", u32, cfg.kv_heads * cfg.head_dim)
+    hidden = kb.const("KV_HIDDEN", u32, cfg.hidden)
     half = kb.const("HALF", u32, cfg.head_dim // 2) if cfg.rotary else None
     rows, seq, key_seq = kb.param("count"), kb.param("seq"), kb.param("keySeq")
 
-    hd4 = flat.vector_const(kb, head_dim, cfg.head_dim, width)
-    hidden4 = flat.vector_const(kb, hidden, cfg.kv_heads * cfg.head_dim, width)
-    half4 = flat.vector_const(kb, half, cfg.head_dim // 2, width) if cfg.rotary else None
-    it = flat.pair_walk(kb, cfg, rows, half4) if pairs else flat.walk(kb, cfg, rows, hd4, width)
+    hd4 = walks.vector_const(kb, head_dim, cfg.head_dim, width)
+    hidden4 = walks.vector_const(kb, hidden, cfg.hidden, width)
+    half4 = walks.vector_const(kb, half, cfg.head_dim // 2, width) if cfg.rotary else None
+    it = cfg.plan.items(kb, rows, hd4, width, half4)
     # New row -> its cache row t in the append window.
     b, hk, j = split_rows(kb, it.row, heads, key_seq, "j")
     w = append_window(kb, seqlens_k, b, seq, key_seq)
@@ -194,49 +183,49 @@ def _append(kb: KernelBuilder, cfg: MergeShareConfig, pairs: bool) -> None:
     t = kb.let("t", w.append_start + (j - w.skip))
     dst = kb.let("dst", bnsh(b, hk, t, heads, seq, hd4) + it.d)
     n_src = kb.let("nSrc", (b * key_seq + j) * hidden4 + hk * hd4)
-    rot = (cos, sin, t, half4) if cfg.rotary else None
+    rot = Rotation(cos, sin, t, half4) if cfg.rotary else None
     if rot is not None:
         what = "one pair of vectors" if pairs else "one vector"
         kb.comment(f"NeoX rotation of {what}; row t is its own absolute position.")
-    flat.move_new(kb, new_k, new_v, n_src, it.d, rot, present_key, present_value, dst, pairs)
+    move_new(kb, new_k, new_v, n_src, it.d, rot, present_key, present_value, dst, pairs)
 
 
 def catalog_variants(models: dict[str, Model]) -> dict[str, MergeShareConfig]:
     """Named merge_share passes: both regions, every walk, rotary on and off, f16."""
+    retain, append = {"region": ShareRegion.RETAIN}, {"region": ShareRegion.APPEND}
+    flat, per_row, hybrid = ({"walk": w} for w in (Walk.FLAT, Walk.PER_ROW, Walk.HYBRID))
     v: dict[str, MergeShareConfig] = {}
     for key in ("qwen25_05b", "llama31_8b", "gemma3_1b"):
-        m = models[key]
-        h, d = m.kv_heads, m.head_dim
-        v[f"merge_share_retain_{key}"] = MergeShareConfig(h, d, "retain")
-        v[f"merge_share_retain_per_row_{key}"] = MergeShareConfig(h, d, "retain", "per_row")
-        v[f"merge_share_append_{key}"] = MergeShareConfig(h, d, "append")
-        v[f"merge_share_append_rotary_{key}"] = MergeShareConfig(h, d, "append", rotary=True)
-        v[f"merge_share_retain_flat_{key}"] = MergeShareConfig(h, d, "retain", "flat")
-        v[f"merge_share_append_flat_{key}"] = MergeShareConfig(h, d, "append", "flat")
+        shape = models[key].shape
+        v[f"merge_share_retain_{key}"] = MergeShareConfig(**shape, **retain)
+        v[f"merge_share_retain_per_row_{key}"] = MergeShareConfig(**shape, **retain, **per_row)
+        v[f"merge_share_append_{key}"] = MergeShareConfig(**shape, **append)
+        v[f"merge_share_append_rotary_{key}"] = MergeShareConfig(**shape, **append, rotary=True)
+        v[f"merge_share_retain_flat_{key}"] = MergeShareConfig(**shape, **retain, **flat)
+        v[f"merge_share_append_flat_{key}"] = MergeShareConfig(**shape, **append, **flat)
         v[f"merge_share_append_rotary_flat_{key}"] = MergeShareConfig(
-            h, d, "append", "flat", rotary=True
+            **shape, **append, **flat, rotary=True
         )
         if key != "gemma3_1b":
             v[f"merge_share_append_rotary_hybrid_{key}"] = MergeShareConfig(
-                h, d, "append", "hybrid", rotary=True
+                **shape, **append, **hybrid, rotary=True
             )
-    m = models["llama31_8b"]
-    h, d = m.kv_heads, m.head_dim
-    v["merge_share_append_per_row_llama31_8b"] = MergeShareConfig(h, d, "append", "per_row")
+    shape = models["llama31_8b"].shape
+    v["merge_share_append_per_row_llama31_8b"] = MergeShareConfig(**shape, **append, **per_row)
     v["merge_share_append_rotary_per_row_llama31_8b"] = MergeShareConfig(
-        h, d, "append", "per_row", rotary=True
+        **shape, **append, **per_row, rotary=True
     )
-    v["merge_share_append_hybrid_llama31_8b"] = MergeShareConfig(h, d, "append", "hybrid")
-    f16 = dict(present_type="f16", input_type="f16")
-    v["merge_share_retain_f16_llama31_8b"] = MergeShareConfig(h, d, "retain", **f16)
+    v["merge_share_append_hybrid_llama31_8b"] = MergeShareConfig(**shape, **append, **hybrid)
+    f16 = {"present_type": Element.F16, "input_type": Element.F16}
+    v["merge_share_retain_f16_llama31_8b"] = MergeShareConfig(**shape, **retain, **f16)
     v["merge_share_append_rotary_f16_llama31_8b"] = MergeShareConfig(
-        h, d, "append", rotary=True, **f16
+        **shape, **append, rotary=True, **f16
     )
-    v["merge_share_retain_flat_f16_llama31_8b"] = MergeShareConfig(h, d, "retain", "flat", **f16)
+    v["merge_share_retain_flat_f16_llama31_8b"] = MergeShareConfig(**shape, **retain, **flat, **f16)
     v["merge_share_append_rotary_flat_f16_llama31_8b"] = MergeShareConfig(
-        h, d, "append", "flat", rotary=True, **f16
+        **shape, **append, **flat, rotary=True, **f16
     )
     v["merge_share_append_rotary_per_row_f16_llama31_8b"] = MergeShareConfig(
-        h, d, "append", "per_row", rotary=True, **f16
+        **shape, **append, **per_row, rotary=True, **f16
     )
     return v

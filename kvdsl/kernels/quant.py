@@ -11,13 +11,13 @@ element (``PACKED = HEAD_DIM`` words per row); 4 bits store two nibbles per u32
 - ``append_quant`` writes the new tokens into a buffer-sharing cache of ``params.totalSeq`` rows
   per head at the window :func:`kvdsl.nodes.window.append_window` gives from ``seqlens_k``.
 
-Walks: ``per_row`` (the template's) and ``flat`` (:mod:`kvdsl.nodes.flat`): one invocation per
+Walks: ``per_row`` (the template's) and ``flat`` (:mod:`kvdsl.nodes.walks`): one invocation per
 four elements, stored as one ``vec4<i32>`` (8 bits) or one ``vec2<u32>`` of two packed words (4
 bits; the cache layout is the drop-in's, low nibble first), ``count * HEAD_DIM_V4`` items; one
 element per invocation for 8 bits when ``head_dim`` does not divide by 4 (the flat int4 walk
 requires it). Scales stay scalar ``f32`` bindings, read per lane. With K RMSNorm reduced in
 workgroup memory (or ``pairs=True`` with rotary) the flat walk takes one invocation per pair of
-vectors ``(dr, dr + HALF_V4)`` (:func:`kvdsl.nodes.flat.uses_pairs`).
+vectors ``(dr, dr + HALF_V4)`` (:attr:`kvdsl.kernels.plan.WalkPlan.uses_pairs`).
 
 Defects of the template, fixed here:
 
@@ -36,12 +36,14 @@ Defects of the template, fixed here:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kvdsl.ir import Dispatch, Kernel, KernelBuilder, Val, convert, f32, i32, min_, u32, vec
+from kvdsl.ir.nodes import Binary, Call, Lit
+from kvdsl.ir.ops import Op
 from kvdsl.kernels.build import (
-    check_row_program,
-    row_extents,
+    RowConfig,
+    RowInputs,
     declare_consts,
     declare_inputs,
     declare_params,
@@ -51,37 +53,58 @@ from kvdsl.kernels.build import (
     flat_norm,
     flat_row,
     k_row,
+    row_extents,
     row_walk,
 )
-from kvdsl.ir.nodes import Binary, Call, Lit
-from kvdsl.ir.ops import Op
 from kvdsl.kernels.config import (
+    Bits,
+    Element,
+    Reduction,
+    RotaryPosition,
+    Slot,
+    Walk,
     ceil_div,
-    check,
+    choice,
     contract,
     node,
     one_of,
-    pairs_field,
     plus,
     positive_int,
+    require,
+    require_pairs,
     times,
 )
-from kvdsl.nodes import flat, walks
+from kvdsl.nodes import walks, words
 from kvdsl.nodes.index import bnsh
-from kvdsl.nodes.quant import QRANGE, pack_int4, quantize, scale_function
+from kvdsl.nodes.quant import (
+    QRANGE,
+    pack_int4,
+    pack_int4x4,
+    quantize,
+    scale_function,
+    scale_index,
+    scales,
+)
 from kvdsl.nodes.window import append_window
 
-POSITIONS = ("row", "past_seq")
+if TYPE_CHECKING:
+    from kvdsl.catalog import Model
+
 MAX_STORAGE_BUFFERS = 8  # WebGPU's default maxStorageBuffersPerShaderStage
 
 
-def storage_buffers(cfg: Any) -> int:
+def storage_buffers(cfg: QuantConfig) -> int:
     """Storage bindings of a quantising kernel: K/V in and out, scales and the optional inputs."""
     return 6 + cfg.k_norm + 2 * cfg.rotary + (cfg.mode == "append_quant")
 
 
+def _qrange(cfg: QuantConfig) -> tuple[int, int]:
+    """The integer range of the config's bits (of 8 bits while ``bits`` is not yet checked)."""
+    return QRANGE.get(cfg.bits, QRANGE[8])
+
+
 @dataclass(frozen=True)
-class QuantConfig:
+class QuantConfig(RowConfig):
     """Fields shared by the quantising modes.
 
     ``qmin``/``qmax`` (the clamp range, inclusive) default to the full signed range of ``bits``.
@@ -90,50 +113,47 @@ class QuantConfig:
     need a host that requests a higher limit (the interpreter has none).
     """
 
-    kv_heads: int
-    head_dim: int
-    bits: int = 8
-    qmin: int | None = None
-    qmax: int | None = None
-    k_norm: bool = False
-    rotary: bool = False
-    eps: float = 1e-6
-    input_type: str = "f32"
-    workgroup_size: int | None = None  # 256 for the flat walk, else 64
-    fold: int = 65535
+    bits: Bits = choice(Bits.INT8)
+    qmin: int = Slot(derive=lambda cfg: _qrange(cfg)[0])
+    qmax: int = Slot(derive=lambda cfg: _qrange(cfg)[1])
     storage_buffer_limit: int = MAX_STORAGE_BUFFERS
-    walk: str = "per_row"
-    reduction: str = "workgroup"
-    pairs: bool | None = None  # flat: one invocation per pair of vectors (flat.uses_pairs)
-    mode = ""  # set by the two concrete configs
+    KEYS = (  # fmt: skip
+        "kv_heads", "head_dim", "bits", "qmin", "qmax", "k_norm", "rotary", "eps", "input_type",
+        "workgroup_size", "fold", "storage_buffer_limit", "walk", "reduction", "pairs",
+    )
 
-    def __post_init__(self) -> None:
-        check_row_program(self)
-        pairs_field(self)
-        one_of("bits", self.bits, tuple(QRANGE))
-        if self.bits == 4:
-            check(self.head_dim % 2 == 0, "head_dim", self.head_dim, "an even number for int4")
-            if self.walk == "flat":
+    @property
+    def int4(self) -> bool:
+        return self.bits is Bits.INT4
+
+    @property
+    def packed(self) -> int:
+        """Stored u32/i32 words per row (the template's ``PACKED``)."""
+        return self.head_dim if self.bits is Bits.INT8 else self.head_dim // 2
+
+    def check_schedule(self) -> None:
+        super().check_schedule()
+        require_pairs(self.plan)
+        one_of("bits", self.bits, Bits)
+        if self.int4:
+            require(self.head_dim % 2 == 0, "head_dim", self.head_dim, "an even number for int4")
+            if self.walk is Walk.FLAT:
                 # One invocation packs four elements into two words.
                 need = 8 if self.rotary else 4
-                check(
+                require(
                     self.head_dim % need == 0,
                     "head_dim",
                     self.head_dim,
                     f"a multiple of {need} for the flat int4 walk",
                 )
         lo, hi = QRANGE[self.bits]
-        for field, default in (("qmin", lo), ("qmax", hi)):
-            value = getattr(self, field)
-            if value is None:
-                object.__setattr__(self, field, default)
-                continue
+        for field, value in (("qmin", self.qmin), ("qmax", self.qmax)):
             ok = isinstance(value, int) and not isinstance(value, bool) and lo <= value <= hi
-            check(ok, field, value, f"an integer in [{lo}, {hi}] for {self.bits} bits")
-        check(self.qmin < self.qmax, "qmin", self.qmin, f"less than qmax={self.qmax}")
+            require(ok, field, value, f"an integer in [{lo}, {hi}] for {self.bits} bits")
+        require(self.qmin < self.qmax, "qmin", self.qmin, f"less than qmax={self.qmax}")
         positive_int("storage_buffer_limit", self.storage_buffer_limit)
         n = storage_buffers(self)
-        check(
+        require(
             n <= self.storage_buffer_limit,
             "k_norm/rotary",
             (self.k_norm, self.rotary),
@@ -153,12 +173,13 @@ class BuildQuantConfig(QuantConfig):
 class AppendQuantConfig(QuantConfig):
     """An ``append_quant`` variant; ``rotary_position`` is ``"row"`` or ``"past_seq"``."""
 
-    rotary_position: str = "row"
+    rotary_position: RotaryPosition = choice(RotaryPosition.ROW)
     mode = "append_quant"
+    KEYS = QuantConfig.KEYS + ("rotary_position",)
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        one_of("rotary_position", self.rotary_position, POSITIONS)
+    def check_schedule(self) -> None:
+        super().check_schedule()
+        one_of("rotary_position", self.rotary_position, RotaryPosition)
 
 
 def build_quant(cfg: BuildQuantConfig, name: str = "build_quant") -> Kernel:
@@ -171,20 +192,22 @@ def append_quant(cfg: AppendQuantConfig, name: str = "append_quant") -> Kernel:
     return _quant(cfg, name, append=True)
 
 
-def _quant(cfg: Any, name: str, append: bool) -> Kernel:
+def _quant(cfg: QuantConfig, name: str, append: bool) -> Kernel:
     kb = KernelBuilder(name, cfg.workgroup_size)
-    program = flat.program(cfg)
-    width = flat.lanes(cfg.head_dim, cfg.rotary) if program else 1
+    plan = cfg.plan
+    program = plan.program
+    width = walks.lanes(cfg.head_dim, cfg.rotary) if program else 1
     inputs = declare_inputs(kb, cfg, seqlens_k=append, width=width)
     k_scale = kb.binding("k_scale", f32, "read")
     v_scale = kb.binding("v_scale", f32, "read")
-    word = i32 if cfg.bits == 8 else u32
+    int8 = cfg.bits is Bits.INT8
+    word = i32 if int8 else u32
     if width == 4:
         # Four elements: four i32 words, or two words of packed int4.
-        word = vec(4, i32) if cfg.bits == 8 else vec(2, u32)
+        word = vec(4, i32) if int8 else vec(2, u32)
     present_key = kb.binding("present_key", word, "read_write")
     present_value = kb.binding("present_value", word, "read_write")
-    c = declare_consts(kb, cfg, cfg.head_dim if cfg.bits == 8 else cfg.head_dim // 2)
+    c = declare_consts(kb, cfg, cfg.packed)
     qmax = kb.const("QMAX", f32, float(cfg.qmax))
     qmin = kb.const("QMIN", f32, float(cfg.qmin))
 
@@ -194,7 +217,7 @@ def _quant(cfg: Any, name: str, append: bool) -> Kernel:
     else:
         count, seq, past, per_channel = declare_params(kb, "count", "seq", "pastSeq", "perChannel")
         total_seq = None
-    row_position = append and cfg.rotary_position == "row"
+    row_position = append and cfg.rotary_position is RotaryPosition.ROW
     per_channel = per_channel.ne(0)
     if program and cfg.k_norm and cfg.rotary and row_position:
         # K RMSNorm loads cos/sin at the window's row before its barrier, skipped tokens too;
@@ -205,7 +228,7 @@ def _quant(cfg: Any, name: str, append: bool) -> Kernel:
     if program:
         # One vector per invocation, or on the pair walk vectors d and d + HALF_V4 (names
         # suffixed 0 and 1): the same program per vector.
-        pairs = flat.uses_pairs(cfg)
+        pairs = plan.uses_pairs
         fr = flat_row(kb, cfg, c, inputs, width, pairs=pairs)
         norm = fr.k_own is not None
         dst_row, rows_per_head, skipped = _destination(
@@ -214,31 +237,30 @@ def _quant(cfg: Any, name: str, append: bool) -> Kernel:
         kl = flat_k_loads(kb, fr, inputs, lambda: _position(kb, row_position, dst_row, past, fr.t))
         d = fr.it.d
         owned = (("0", d), ("1", d + fr.pair)) if pairs else (("", d),)
-        vs_in = [kb.let(f"v{t}", flat.as_f32(kb, inputs.src_v[fr.src_base + o])) for t, o in owned]
+        vs_in = [kb.let(f"v{t}", words.as_f32(kb, inputs.src_v[fr.src_base + o])) for t, o in owned]
         dst = kb.let("dst", bnsh(fr.b, fr.hk, dst_row, c.heads, rows_per_head, fr.per_row) + d)
         ats, step = [], None
         for t, o in owned:
-            ats.append(
-                flat.scale_index(kb, f"s{t}", fr.hk, o, c.head_dim, width, per_channel, step)
-            )
+            ats.append(scale_index(kb, f"s{t}", fr.hk, o, c.head_dim, width, per_channel, step))
             step = ats[0].step
-        ks = [flat.scales(kb, f"ks{t}", k_scale, at) for (t, _), at in zip(owned, ats)]
-        vs = [flat.scales(kb, f"vs{t}", v_scale, at) for (t, _), at in zip(owned, ats)]
+        ks = [scales(kb, f"ks{t}", k_scale, at) for (t, _), at in zip(owned, ats)]
+        vs = [scales(kb, f"vs{t}", v_scale, at) for (t, _), at in zip(owned, ats)]
         # With K RMSNorm every load above precedes the norm's barrier.
         inv_rms = flat_norm(kb, cfg, c, fr, skipped) if norm else None
         k = flat_k_pair(kb, fr, kl, inv_rms) if pairs else (flat_k(kb, fr, kl, inv_rms),)
         dsts = (dst, dst + fr.pair) if pairs else (dst,)
         for (t, _), at, k_i, v_i, ks_i, vs_i in zip(owned, dsts, k, vs_in, ks, vs):
-            qk = kb.let(f"qk{t}", flat.quantize(k_i, ks_i, qmin, qmax))
-            qv = kb.let(f"qv{t}", flat.quantize(v_i, vs_i, qmin, qmax))
-            if cfg.bits == 8:
+            qk = kb.let(f"qk{t}", quantize(k_i, ks_i, qmin, qmax))
+            qv = kb.let(f"qv{t}", quantize(v_i, vs_i, qmin, qmax))
+            if int8:
                 present_key[at] = qk
                 present_value[at] = qv
             else:
-                present_key[at] = flat.pack_int4(kb, f"nk{t}", qk)
-                present_value[at] = flat.pack_int4(kb, f"nv{t}", qv)
+                present_key[at] = pack_int4x4(kb, f"nk{t}", qk)
+                present_value[at] = pack_int4x4(kb, f"nv{t}", qv)
         items = fr.pair if pairs else fr.per_row
-        kernel = kb.build(flat.dispatch(count, items, cfg), _doc(cfg, append))
+        dispatch = plan.dispatch(count, items)
+        kernel = kb.build(dispatch, _doc(cfg, append))
         return _contract(kernel, cfg, kb, append, count, seq, past, total_seq, row_position)
     kscale = scale_function(kb, "kscale", k_scale, c.head_dim, per_channel)
     vscale = scale_function(kb, "vscale", v_scale, c.head_dim, per_channel)
@@ -257,7 +279,7 @@ def _quant(cfg: Any, name: str, append: bool) -> Kernel:
     def v_at(d):
         return convert(f32, inputs.src_v[row.src_base + d])
 
-    if cfg.bits == 8:
+    if int8:
         with walks.row_elements(kb, c.head_dim) as d:
             present_key[dst_base + d] = quantize(k[d], kb.fn_call(kscale, d, row.hk), qmin, qmax)
             present_value[dst_base + d] = quantize(
@@ -277,8 +299,8 @@ def _quant(cfg: Any, name: str, append: bool) -> Kernel:
     return _contract(kernel, cfg, kb, append, count, seq, past, total_seq, row_position)
 
 
-def _doc(cfg: Any, append: bool) -> str:
-    kind = "INT8" if cfg.bits == 8 else "packed INT4"
+def _doc(cfg: QuantConfig, append: bool) -> str:
+    kind = "INT8" if cfg.bits is Bits.INT8 else "packed INT4"
     if append:
         return (
             f"Quantize new BSH K/V into an existing buffer-sharing {kind} BNSH cache. The\n"
@@ -288,13 +310,23 @@ def _doc(cfg: Any, append: bool) -> str:
     return f"Quantize new BSH K/V into a {kind} BNSH cache."
 
 
-def _contract(kernel, cfg, kb, append, count, seq, past, total_seq, row_position) -> Kernel:
-    words = cfg.head_dim if cfg.bits == 8 else cfg.head_dim // 2
+def _contract(
+    kernel: Kernel,
+    cfg: QuantConfig,
+    kb: KernelBuilder,
+    append: bool,
+    count: Val,
+    seq: Val,
+    past: Val,
+    total_seq: Val | None,
+    row_position: bool,
+) -> Kernel:
+    packed = cfg.packed
     if append:
-        present = times(ceil_div(count, cfg.kv_heads * seq), cfg.kv_heads, total_seq, words)
+        present = times(ceil_div(count, cfg.kv_heads * seq), cfg.kv_heads, total_seq, packed)
         positions = total_seq if row_position else plus(past, seq)
     else:
-        present, positions = times(count, words), plus(past, seq)
+        present, positions = times(count, packed), plus(past, seq)
     # Per-channel scales hold one value per (kv head, d); a per-tensor scale one value.
     on = Binary(Op.NE, node(kb.param("perChannel")), Lit(0, u32))
     scales = Call(Op.SELECT, (Lit(1, u32), Lit(cfg.kv_heads * cfg.head_dim, u32), on))
@@ -303,12 +335,12 @@ def _contract(kernel, cfg, kb, append, count, seq, past, total_seq, row_position
         extents["seqlens_k"] = ceil_div(count, cfg.kv_heads * seq)
     extents |= {"present_key": present, "present_value": present}
     # A flat kernel's vector bindings count vectors (a no-op for scalar bindings).
-    return flat.vector_extents(contract(kernel, extents, {"seq >= 1": seq >= 1}))
+    return walks.vector_extents(contract(kernel, extents, {"seq >= 1": seq >= 1}))
 
 
 def _destination(
     kb: KernelBuilder,
-    inputs: Any,
+    inputs: RowInputs,
     b: Val,
     t: Val,
     append: bool,
@@ -345,61 +377,48 @@ def _position(kb: KernelBuilder, row_position: bool, dst_row: Val, past: Val, t:
     return kb.let("pos", past + t)
 
 
-def catalog_variants(models: dict[str, Any]) -> dict[str, QuantConfig]:
+def catalog_variants(models: dict[str, Model]) -> dict[str, QuantConfig]:
     """Named ``build_quant`` / ``append_quant`` variants over ``models``.
 
     K RMSNorm with rotary, and rotary in ``append_quant``, need more storage buffers than
     WebGPU's default limit, so they are absent (see :func:`storage_buffers`).
     """
+    flat, sg = {"walk": Walk.FLAT}, {"reduction": Reduction.SUBGROUP}
+    norm, rope = {"k_norm": True}, {"rotary": True}
     v: dict[str, QuantConfig] = {}
     for key in ("qwen25_05b", "llama31_8b", "phi3_mini", "gemma2_2b"):
-        m = models[key]
-        for bits in (8, 4):
-            v[f"build_quant_int{bits}_{key}"] = BuildQuantConfig(m.kv_heads, m.head_dim, bits)
-            v[f"append_quant_int{bits}_{key}"] = AppendQuantConfig(m.kv_heads, m.head_dim, bits)
-            v[f"build_quant_int{bits}_flat_{key}"] = BuildQuantConfig(
-                m.kv_heads, m.head_dim, bits, walk="flat"
-            )
-            v[f"append_quant_int{bits}_flat_{key}"] = AppendQuantConfig(
-                m.kv_heads, m.head_dim, bits, walk="flat"
-            )
-    for bits in (8, 4):
-        m = models["llama31_8b"]
-        v[f"build_quant_int{bits}_rotary_llama31_8b"] = BuildQuantConfig(
-            m.kv_heads, m.head_dim, bits, rotary=True
-        )
+        shape = models[key].shape
+        for bits in Bits:
+            b = {"bits": bits}
+            v[f"build_quant_int{bits}_{key}"] = BuildQuantConfig(**shape, **b)
+            v[f"append_quant_int{bits}_{key}"] = AppendQuantConfig(**shape, **b)
+            v[f"build_quant_int{bits}_flat_{key}"] = BuildQuantConfig(**shape, **b, **flat)
+            v[f"append_quant_int{bits}_flat_{key}"] = AppendQuantConfig(**shape, **b, **flat)
+    for bits in Bits:
+        b = {"bits": bits}
+        shape = models["llama31_8b"].shape
+        v[f"build_quant_int{bits}_rotary_llama31_8b"] = BuildQuantConfig(**shape, **b, **rope)
         v[f"build_quant_int{bits}_rotary_flat_llama31_8b"] = BuildQuantConfig(
-            m.kv_heads, m.head_dim, bits, rotary=True, walk="flat"
+            **shape, **b, **rope, **flat
         )
         for key in ("qwen3_06b", "gemma3_1b"):  # the families with QK RMSNorm
-            m = models[key]
-            v[f"build_quant_int{bits}_knorm_{key}"] = BuildQuantConfig(
-                m.kv_heads, m.head_dim, bits, k_norm=True
-            )
-            v[f"append_quant_int{bits}_knorm_{key}"] = AppendQuantConfig(
-                m.kv_heads, m.head_dim, bits, k_norm=True
-            )
+            shape = models[key].shape
+            v[f"build_quant_int{bits}_knorm_{key}"] = BuildQuantConfig(**shape, **b, **norm)
+            v[f"append_quant_int{bits}_knorm_{key}"] = AppendQuantConfig(**shape, **b, **norm)
             v[f"build_quant_int{bits}_knorm_flat_{key}"] = BuildQuantConfig(
-                m.kv_heads, m.head_dim, bits, k_norm=True, walk="flat"
+                **shape, **b, **norm, **flat
             )
             v[f"append_quant_int{bits}_knorm_flat_{key}"] = AppendQuantConfig(
-                m.kv_heads, m.head_dim, bits, k_norm=True, walk="flat"
+                **shape, **b, **norm, **flat
             )
             for cls, mode in ((BuildQuantConfig, "build"), (AppendQuantConfig, "append")):
                 v[f"{mode}_quant_int{bits}_knorm_flat_sg_{key}"] = cls(
-                    m.kv_heads, m.head_dim, bits, k_norm=True, walk="flat", reduction="subgroup"
+                    **shape, **b, **norm, **flat, **sg
                 )
-                v[f"{mode}_quant_int{bits}_knorm_sg_{key}"] = cls(
-                    m.kv_heads, m.head_dim, bits, k_norm=True, reduction="subgroup"
-                )
-    m = models["llama31_8b"]
-    v["build_quant_int8_f16_in_llama31_8b"] = BuildQuantConfig(
-        m.kv_heads, m.head_dim, input_type="f16"
-    )
-    v["build_quant_int8_flat_f16_in_llama31_8b"] = BuildQuantConfig(
-        m.kv_heads, m.head_dim, input_type="f16", walk="flat"
-    )
-    v["append_quant_int8_symmetric_llama31_8b"] = AppendQuantConfig(
-        m.kv_heads, m.head_dim, qmin=-127, qmax=127
-    )
+                v[f"{mode}_quant_int{bits}_knorm_sg_{key}"] = cls(**shape, **b, **norm, **sg)
+    shape = models["llama31_8b"].shape
+    f16_in = {"input_type": Element.F16}
+    v["build_quant_int8_f16_in_llama31_8b"] = BuildQuantConfig(**shape, **f16_in)
+    v["build_quant_int8_flat_f16_in_llama31_8b"] = BuildQuantConfig(**shape, **f16_in, **flat)
+    v["append_quant_int8_symmetric_llama31_8b"] = AppendQuantConfig(**shape, qmin=-127, qmax=127)
     return v

@@ -8,69 +8,78 @@ destination element, ``ceil(total / WG)`` workgroups folded at ``fold`` in x.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
-from kvdsl.ir import Buffer, Dispatch, Kernel, KernelBuilder, Scalar, vec
-from kvdsl.nodes import flat
-from kvdsl.kernels.config import check, common, contract, flag, one_of, scalar, shape, times
+from kvdsl.ir import Buffer, Dispatch, Kernel, KernelBuilder, Scalar, u32, vec
+from kvdsl.kernels.config import (
+    FLOATS,
+    CacheConfig,
+    Element,
+    choice,
+    contract,
+    flag,
+    one_of,
+    require,
+    times,
+)
+from kvdsl.nodes import words
 from kvdsl.nodes.index import flat_index
 
-FLOATS = ("f32", "f16")
+if TYPE_CHECKING:
+    from kvdsl.catalog import Model
 
 
 @dataclass(frozen=True)
-class TransposeConfig:
+class TransposeConfig(CacheConfig):
     """A transpose variant.
 
     ``vec4`` moves four head-dim elements per invocation (``head_dim`` must divide by 4);
     ``input_type`` / ``present_type`` are the element types of the new K/V and the cache;
     ``words`` (with ``vec4``) carries f16 vectors as ``vec2<u32>`` words of four halves
-    (:data:`kvdsl.nodes.flat.HALVES`), so the module needs no ``enable f16;`` (the flat variants).
+    (:data:`kvdsl.nodes.words.HALVES`), so the module needs no ``enable f16;`` (the flat variants).
     """
 
-    kv_heads: int
-    head_dim: int
     vec4: bool = False
-    input_type: str = "f32"
-    present_type: str = "f32"
-    workgroup_size: int = 64
-    fold: int = 65535
+    input_type: Element = choice(Element.F32)
+    present_type: Element = choice(Element.F32)
     words: bool = False
     mode = "transpose"
+    KEYS = (  # fmt: skip
+        "kv_heads", "head_dim", "vec4", "input_type", "present_type", "workgroup_size", "fold",
+        "words",
+    )
 
-    def __post_init__(self) -> None:
-        shape(self)
+    def check_fields(self) -> None:
         flag("vec4", self.vec4)
         if self.vec4:
-            check(self.head_dim % 4 == 0, "head_dim", self.head_dim, "a multiple of 4 for vec4")
+            require(self.head_dim % 4 == 0, "head_dim", self.head_dim, "a multiple of 4 for vec4")
         one_of("input_type", self.input_type, FLOATS)
         one_of("present_type", self.present_type, FLOATS)
         flag("words", self.words)
         if self.words:
-            check(self.vec4, "words", self.words, "vec4=True (words carry f16 vectors)")
-        common(self)
+            require(self.vec4, "words", self.words, "vec4=True (words carry f16 vectors)")
 
 
 def transpose(cfg: TransposeConfig, name: str = "transpose") -> Kernel:
     """Build the transpose kernel for ``cfg``."""
     kb = KernelBuilder(name, cfg.workgroup_size)
     width = 4 if cfg.vec4 else 1
-    ty_in, ty_out = scalar(cfg.input_type), scalar(cfg.present_type)
+    ty_in, ty_out = cfg.input_type.scalar, cfg.present_type.scalar
 
     def bind(name: str, ty: Scalar, access: str) -> Buffer:
         if cfg.words:  # f16 vectors in u32 words; f32 ones as they are
-            return flat.binding(kb, name, ty, width, access)
+            return words.binding(kb, name, ty, width, access)
         return kb.binding(name, vec(4, ty) if cfg.vec4 else ty, access)
 
     key, value = bind("key", ty_in, "read"), bind("value", ty_in, "read")
     present_key = bind("present_key", ty_out, "read_write")
     present_value = bind("present_value", ty_out, "read_write")
     elem_out = present_key.binding.elem
-    heads = kb.const("KV_HEADS", scalar("u32"), cfg.kv_heads)
+    heads = kb.const("KV_HEADS", u32, cfg.kv_heads)
     kb.workgroup_const("WG")
     suffix = "_V4" if cfg.vec4 else ""
-    head_dim = kb.const("HEAD_DIM" + suffix, scalar("u32"), cfg.head_dim // width)
-    hidden = kb.const("KV_HIDDEN" + suffix, scalar("u32"), cfg.kv_heads * cfg.head_dim // width)
+    head_dim = kb.const("HEAD_DIM" + suffix, u32, cfg.head_dim // width)
+    hidden = kb.const("KV_HIDDEN" + suffix, u32, cfg.kv_heads * cfg.head_dim // width)
     batch_size, kv_seq = kb.param("batchSize"), kb.param("kvSeq")
 
     index = flat_index(kb, cfg.fold, "index")
@@ -82,8 +91,8 @@ def transpose(cfg: TransposeConfig, name: str = "transpose") -> Kernel:
     head = kb.let("head", index / (head_dim * kv_seq) % heads)
     batch = kb.let("batch", index / (head_dim * kv_seq * heads))
     src = kb.let("src", (batch * kv_seq + token) * hidden + head * head_dim + d)
-    present_key[index] = flat.to(kb, elem_out, key[src])
-    present_value[index] = flat.to(kb, elem_out, value[src])
+    present_key[index] = words.to(kb, elem_out, key[src])
+    present_value[index] = words.to(kb, elem_out, value[src])
     items = batch_size * heads * kv_seq * head_dim
     doc = (
         "Transpose copy [batch, token, head*headDim] -> present [batch, head, token, headDim].\n"
@@ -101,16 +110,18 @@ def transpose(cfg: TransposeConfig, name: str = "transpose") -> Kernel:
     )
 
 
-def catalog_variants(models: dict[str, Any]) -> dict[str, TransposeConfig]:
+def catalog_variants(models: dict[str, Model]) -> dict[str, TransposeConfig]:
     """Flat transposes at workgroup size 256 (the drop-in ones are named in
-    :mod:`kvdsl.catalog`): a workgroup of 64 reaches about half of a copy's bandwidth."""
+    :mod:`kvdsl.catalog`): a workgroup of the template's 64 keeps too few loads in flight."""
     v: dict[str, TransposeConfig] = {}
     for key, m in models.items():
         vec4 = m.head_dim % 4 == 0
-        v[f"transpose_flat_{key}"] = TransposeConfig(
-            m.kv_heads, m.head_dim, vec4=vec4, workgroup_size=256
-        )
+        v[f"transpose_flat_{key}"] = TransposeConfig(**m.shape, vec4=vec4, workgroup_size=256)
     v["transpose_flat_f16_llama31_8b"] = TransposeConfig(
-        8, 128, vec4=True, present_type="f16", workgroup_size=256, words=True
+        **models["llama31_8b"].shape,
+        vec4=True,
+        present_type=Element.F16,
+        workgroup_size=256,
+        words=True,
     )
     return v

@@ -5,9 +5,10 @@ Drop-in for the template's ``mode == "window_shift"`` branch. The cache keeps th
 slide down by the eviction count, the new BSH K/V follow, rows past ``resident`` are zeroed
 (:func:`kvdsl.nodes.window.sliding_window`). ``seq`` is the capacity of past and present. Walks:
 ``per_row``, one invocation per row (the template's only walk for this mode), and ``flat``
-(:mod:`kvdsl.nodes.flat`: one invocation per present ``vec4``, ``count * HEAD_DIM_V4`` items, each
-working out its batch's window from ``seqlens_k``; the rotary append on f16 data walks one
-invocation per rotary pair, ``count * HALF_V4`` items, :func:`kvdsl.nodes.flat.pair_walk`). Regions, i.e. which rows a pass owns:
+(:mod:`kvdsl.nodes.walks`: one invocation per present ``vec4``, ``count * HEAD_DIM_V4`` items,
+each working out its batch's window from ``seqlens_k``; the rotary append on f16 data walks one
+invocation per rotary pair, ``count * HALF_V4`` items, :func:`kvdsl.nodes.walks.pairs`).
+Regions, i.e. which rows a pass owns:
 
 - ``all``: every row; params ``count`` = batch × kvHeads × seq, ``seq``, ``keySeq``;
 - ``shift``: every row but the appended ones (same params and dispatch); no new K/V bindings;
@@ -35,32 +36,37 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kvdsl.ir import Kernel, KernelBuilder, Val, f32
+from kvdsl.ir import Kernel, KernelBuilder, Val, f32, i32, u32
 from kvdsl.kernels.config import (
+    FLOATS,
+    NEW,
+    PAST,
+    PRESENT,
+    ROTARY_TABLES,
+    CacheConfig,
+    Element,
+    ShiftRegion,
+    Walk,
     ceil_div,
-    check,
-    common,
+    choice,
     contract,
     emax,
-    flag,
     largest,
     one_of,
-    pairs_field,
     plus,
-    scalar,
-    shape,
+    require_rotary,
     times,
 )
-from kvdsl.nodes import flat
+from kvdsl.kernels.plan import RotaryWalk
+from kvdsl.nodes import walks, words
 from kvdsl.nodes.index import bnsh, split_rows
+from kvdsl.nodes.rotary import Rotation, move_new
 from kvdsl.nodes.window import sliding_window
 
 if TYPE_CHECKING:
     from kvdsl.catalog import Model
 
-FLOATS = ("f32", "f16")
-REGIONS = ("all", "shift", "append")
-WALKS = ("per_row", "flat")
+WALKS = (Walk.PER_ROW, Walk.FLAT)
 ROTARY_REGIONS = (
     "false unless region='append' ('shift' writes no new K; 'all' with rotary would need 9"
     " storage buffers, past WebGPU's default maxStorageBuffersPerShaderStage of 8: run"
@@ -69,80 +75,74 @@ ROTARY_REGIONS = (
 
 
 @dataclass(frozen=True)
-class WindowShiftConfig:
-    """A window_shift pass: which rows it owns, rotary of appended K and element types."""
+class WindowShiftConfig(RotaryWalk, CacheConfig):
+    """A window_shift pass: which rows it owns, rotary of appended K and element types;
+    ``pairs``: one invocation per rotary pair (:attr:`kvdsl.kernels.plan.WalkPlan.uses_pairs`)."""
 
-    kv_heads: int
-    head_dim: int
-    region: str = "all"
+    region: ShiftRegion = choice(ShiftRegion.ALL)
     rotary: bool = False
-    present_type: str = "f32"
-    input_type: str = "f32"
-    workgroup_size: int | None = None  # 256 for the flat walk, else 64
-    fold: int = 65535
-    walk: str = "per_row"
-    pairs: bool | None = None  # flat rotary: one invocation per rotary pair (flat.uses_pairs)
+    present_type: Element = choice(Element.F32)
+    input_type: Element = choice(Element.F32)
+    walk: Walk = choice(Walk.PER_ROW)
+    pairs: bool | None = None
     mode = "window_shift"
+    KEYS = (  # fmt: skip
+        "kv_heads", "head_dim", "region", "rotary", "present_type", "input_type",
+        "workgroup_size", "fold", "walk", "pairs",
+    )
 
-    def __post_init__(self) -> None:
-        shape(self)
-        one_of("region", self.region, REGIONS)
+    def check_fields(self) -> None:
+        one_of("region", self.region, ShiftRegion)
         one_of("walk", self.walk, WALKS)
-        flat.resolve_workgroup(self)
-        flag("rotary", self.rotary)
-        if self.rotary:
-            check(self.region == "append", "rotary", self.rotary, ROTARY_REGIONS)
-            check(self.head_dim % 2 == 0, "head_dim", self.head_dim, "even for rotary")
+        append = self.region is ShiftRegion.APPEND
+        require_rotary(self.rotary, self.head_dim, append, ROTARY_REGIONS)
         one_of("present_type", self.present_type, FLOATS)
         one_of("input_type", self.input_type, FLOATS)
-        common(self)
-        pairs_field(self)
 
 
 def window_shift(cfg: WindowShiftConfig, name: str = "window_shift") -> Kernel:
     """Build the window_shift pass for ``cfg`` (the flat rotary append walks rotary pairs where
-    :func:`kvdsl.nodes.flat.uses_pairs` says)."""
+    :attr:`kvdsl.kernels.plan.WalkPlan.uses_pairs` says)."""
     kb = KernelBuilder(name, cfg.workgroup_size)
-    pairs = flat.uses_pairs(cfg)
+    plan = cfg.plan
+    pairs = plan.uses_pairs
+    region = cfg.region
     # Only the types of the bindings the region declares decide whether f16 moves as words.
-    types = (cfg.present_type,) if cfg.region == "shift" else (cfg.present_type, cfg.input_type)
-    width = flat.width(cfg.head_dim, types, cfg.rotary)
-    cache_ty, inp_ty = scalar(cfg.present_type), scalar(cfg.input_type)
-    cache = flat.elem(cache_ty, width)
-    u32 = scalar("u32")
+    types = (
+        (cfg.present_type,) if region is ShiftRegion.SHIFT else (cfg.present_type, cfg.input_type)
+    )
+    width = words.width(cfg.head_dim, types, cfg.rotary)
+    cache_ty, inp_ty = cfg.present_type.scalar, cfg.input_type.scalar
+    cache = words.elem(cache_ty, width)
     past_k = past_v = new_k = new_v = cos = sin = None
-    if cfg.region != "append":
-        past_k = flat.binding(kb, "past_k", cache_ty, width, "read")
-        past_v = flat.binding(kb, "past_v", cache_ty, width, "read")
-    if cfg.region != "shift":
-        new_k = flat.binding(kb, "new_k", inp_ty, width, "read")
-        new_v = flat.binding(kb, "new_v", inp_ty, width, "read")
-    seqlens_k = kb.binding("seqlens_k", scalar("i32"), "read")
+    if region is not ShiftRegion.APPEND:
+        past_k, past_v = words.bindings(kb, PAST, cache_ty, width)
+    if region is not ShiftRegion.SHIFT:
+        new_k, new_v = words.bindings(kb, NEW, inp_ty, width)
+    seqlens_k = kb.binding("seqlens_k", i32, "read")
     if cfg.rotary:
-        cos = kb.binding("cos_cache", flat.elem(f32, width), "read")
-        sin = kb.binding("sin_cache", flat.elem(f32, width), "read")
-    present_key = flat.binding(kb, "present_key", cache_ty, width, "read_write")
-    present_value = flat.binding(kb, "present_value", cache_ty, width, "read_write")
+        cos, sin = words.bindings(kb, ROTARY_TABLES, f32, width)
+    present_key, present_value = words.bindings(kb, PRESENT, cache_ty, width, "read_write")
     head_dim = kb.const("HEAD_DIM", u32, cfg.head_dim)
     heads = kb.const("KV_HEADS", u32, cfg.kv_heads)
     kb.workgroup_const("WG")
-    hidden = kb.const("KV_HIDDEN", u32, cfg.kv_heads * cfg.head_dim) if new_k else None
+    hidden = kb.const("KV_HIDDEN", u32, cfg.hidden) if new_k else None
     half = kb.const("HALF", u32, cfg.head_dim // 2) if cfg.rotary else None
     rows, seq, key_seq = kb.param("count"), kb.param("seq"), kb.param("keySeq")
 
-    hd4 = flat.vector_const(kb, head_dim, cfg.head_dim, width)
-    hidden4 = flat.vector_const(kb, hidden, cfg.kv_heads * cfg.head_dim, width) if new_k else None
-    half4 = flat.vector_const(kb, half, cfg.head_dim // 2, width) if cfg.rotary else None
-    it = flat.pair_walk(kb, cfg, rows, half4) if pairs else flat.walk(kb, cfg, rows, hd4, width)
+    hd4 = walks.vector_const(kb, head_dim, cfg.head_dim, width)
+    hidden4 = walks.vector_const(kb, hidden, cfg.hidden, width) if new_k else None
+    half4 = walks.vector_const(kb, half, cfg.head_dim // 2, width) if cfg.rotary else None
+    it = plan.items(kb, rows, hd4, width, half4)
 
     def append_vec(b: Val, hk: Val, j: Val, dst: Val, pos: Val) -> None:
         n_src = kb.let("nSrc", (b * key_seq + j) * hidden4 + hk * hd4)
-        rot = (cos, sin, pos, half4) if cfg.rotary else None
+        rot = Rotation(cos, sin, pos, half4) if cfg.rotary else None
         if rot is not None:
             kb.comment("Appended K is rotated at its absolute position; retained keys already are.")
-        flat.move_new(kb, new_k, new_v, n_src, it.d, rot, present_key, present_value, dst, pairs)
+        move_new(kb, new_k, new_v, n_src, it.d, rot, present_key, present_value, dst, pairs)
 
-    if cfg.region == "append":
+    if region is ShiftRegion.APPEND:
         kb.comment("Append-only pass: the vectors of the new token rows; `seq` stays the capacity.")
         b, hk, j = split_rows(kb, it.row, heads, key_seq, "j")
         w = sliding_window(kb, seqlens_k, b, seq, key_seq)
@@ -159,7 +159,7 @@ def window_shift(cfg: WindowShiftConfig, name: str = "window_shift") -> Kernel:
             src = kb.let("src", bnsh(b, hk, t + w.evicted, heads, seq, hd4) + it.d)
             present_key[it.e] = past_k[src]
             present_value[it.e] = past_v[src]
-        if cfg.region == "all":
+        if region is ShiftRegion.ALL:
             with kb.elif_(t < w.resident):
                 j = kb.let("j", t - w.append_start + w.skip)
                 append_vec(b, hk, j, it.e, kb.let("pos", w.past + j))
@@ -168,23 +168,20 @@ def window_shift(cfg: WindowShiftConfig, name: str = "window_shift") -> Kernel:
             zero_guard = kb.elif_(t >= w.resident)
         with zero_guard:
             kb.comment("Outside the resident window: cleared, not left stale.")
-            present_key[it.e] = flat.zero(cache)
-            present_value[it.e] = flat.zero(cache)
-    if pairs:
-        dispatch = flat.pair_dispatch(kb, rows, cfg)
-    else:
-        dispatch = flat.dispatch(rows, flat.named(kb, "HEAD_DIM", width), cfg)
+            present_key[it.e] = words.zero(cache)
+            present_value[it.e] = words.zero(cache)
+    dispatch = plan.row_dispatch(kb, rows, width)
     doc = (
         "Windowed cache: compact the surviving past rows down by the eviction count and\n"
         "append the new BSH K/V, keeping the most recent min(T, capacity) tokens\n"
         "contiguous at rows [0, L). Reads past, writes present (distinct buffers)."
     )
     kernel = kb.build(dispatch, doc)
-    per_batch = key_seq if cfg.region == "append" else seq
+    per_batch = key_seq if region is ShiftRegion.APPEND else seq
     batches = ceil_div(rows, heads * per_batch)
     new = times(batches, key_seq, hidden) if new_k else None
     extents = {"seqlens_k": batches}
-    if cfg.region == "append":
+    if region is ShiftRegion.APPEND:
         present = times(batches, heads, seq, head_dim)
     else:
         present = times(rows, head_dim)
@@ -197,37 +194,37 @@ def window_shift(cfg: WindowShiftConfig, name: str = "window_shift") -> Kernel:
         positions = emax(key_seq, plus(largest("seqlens_k"), 1))
         extents |= {"cos_cache": times(positions, half), "sin_cache": times(positions, half)}
     extents |= {"present_key": present, "present_value": present}
-    divisor = "keySeq" if cfg.region == "append" else "seq"
+    divisor = "keySeq" if region is ShiftRegion.APPEND else "seq"
     # A flat kernel's vector bindings count vectors (a no-op for scalar bindings).
-    return flat.vector_extents(contract(kernel, extents, {f"{divisor} >= 1": per_batch >= 1}))
+    return walks.vector_extents(contract(kernel, extents, {f"{divisor} >= 1": per_batch >= 1}))
 
 
 def catalog_variants(models: dict[str, Model]) -> dict[str, WindowShiftConfig]:
     """Named window_shift passes over the sliding-window model shapes and Llama."""
+    shift, append = {"region": ShiftRegion.SHIFT}, {"region": ShiftRegion.APPEND}
+    flat = {"walk": Walk.FLAT}
     v: dict[str, WindowShiftConfig] = {}
     for key in ("gemma2_2b", "gemma3_1b", "llama31_8b"):
-        m = models[key]
-        h, d = m.kv_heads, m.head_dim
-        v[f"window_shift_{key}"] = WindowShiftConfig(h, d)
-        v[f"window_shift_shift_{key}"] = WindowShiftConfig(h, d, "shift")
-        v[f"window_shift_append_rotary_{key}"] = WindowShiftConfig(h, d, "append", rotary=True)
-        v[f"window_shift_flat_{key}"] = WindowShiftConfig(h, d, walk="flat")
-        v[f"window_shift_shift_flat_{key}"] = WindowShiftConfig(h, d, "shift", walk="flat")
+        shape = models[key].shape
+        v[f"window_shift_{key}"] = WindowShiftConfig(**shape)
+        v[f"window_shift_shift_{key}"] = WindowShiftConfig(**shape, **shift)
+        v[f"window_shift_append_rotary_{key}"] = WindowShiftConfig(**shape, **append, rotary=True)
+        v[f"window_shift_flat_{key}"] = WindowShiftConfig(**shape, **flat)
+        v[f"window_shift_shift_flat_{key}"] = WindowShiftConfig(**shape, **shift, **flat)
         v[f"window_shift_append_rotary_flat_{key}"] = WindowShiftConfig(
-            h, d, "append", rotary=True, walk="flat"
+            **shape, **append, rotary=True, **flat
         )
-    m = models["gemma2_2b"]
-    h, d = m.kv_heads, m.head_dim
-    v["window_shift_append_gemma2_2b"] = WindowShiftConfig(h, d, "append")
-    f16 = dict(present_type="f16", input_type="f16")
-    v["window_shift_f16_gemma2_2b"] = WindowShiftConfig(h, d, **f16)
-    v["window_shift_shift_f16_gemma2_2b"] = WindowShiftConfig(h, d, "shift", **f16)
+    shape = models["gemma2_2b"].shape
+    v["window_shift_append_gemma2_2b"] = WindowShiftConfig(**shape, **append)
+    f16 = {"present_type": Element.F16, "input_type": Element.F16}
+    v["window_shift_f16_gemma2_2b"] = WindowShiftConfig(**shape, **f16)
+    v["window_shift_shift_f16_gemma2_2b"] = WindowShiftConfig(**shape, **shift, **f16)
     v["window_shift_append_rotary_f16_gemma2_2b"] = WindowShiftConfig(
-        h, d, "append", rotary=True, **f16
+        **shape, **append, rotary=True, **f16
     )
-    v["window_shift_append_flat_gemma2_2b"] = WindowShiftConfig(h, d, "append", walk="flat")
-    v["window_shift_flat_f16_gemma2_2b"] = WindowShiftConfig(h, d, walk="flat", **f16)
+    v["window_shift_append_flat_gemma2_2b"] = WindowShiftConfig(**shape, **append, **flat)
+    v["window_shift_flat_f16_gemma2_2b"] = WindowShiftConfig(**shape, **flat, **f16)
     v["window_shift_append_rotary_flat_f16_gemma2_2b"] = WindowShiftConfig(
-        h, d, "append", rotary=True, walk="flat", **f16
+        **shape, **append, rotary=True, **flat, **f16
     )
     return v

@@ -1,1 +1,3 @@
-"""Reusable IR-building blocks: index math, layouts, walks, rotary, RMSNorm, quantisation."""
+"""IR building blocks, one module per axis value: index math and layouts (:mod:`.index`,
+:mod:`.window`), walks (:mod:`.walks`), formats (:mod:`.words`, :mod:`.quant`), rotary
+(:mod:`.rotary`) and RMSNorm (:mod:`.rmsnorm`). A node takes the values it needs, never a config."""

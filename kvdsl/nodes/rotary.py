@@ -6,66 +6,143 @@ For a row ``x`` of ``2*half`` elements and position ``p``, with ``c = cos[p*half
     x'[d]        = x[d] * c - x[d + half] * s
     x'[d + half] = x[d + half] * c + x[d] * s
 
-Two forms: :func:`rotate_row` rotates a row held in a function-scope ``var`` array (the per-row
+Forms: :func:`rotate_row` rotates a row held in a function-scope ``var`` array (the per-row
 walk); :func:`rotate_loaded` computes one output element (or vector) from its loads, the pair
 ``(d mod half, d mod half + half)`` sharing one cos/sin entry (the flat and block walks, through
-:func:`kvdsl.nodes.flat.rotate`).
+:func:`rotate`); :func:`move_rotated_pair` rotates and stores both vectors of a pair (the pair
+walk). The vector forms compute exactly what the scalar ones do, lane by lane, in the same order.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable
 
 from kvdsl.ir import Buffer, KernelBuilder, Local, Val, select
 from kvdsl.ir.builder import as_val
+from kvdsl.nodes.words import as_f32, to
 
 
-def rotate_row(
-    kb: KernelBuilder, row: Local, cos: Buffer, sin: Buffer, pos: Val, half: Val
-) -> None:
-    """Rotate the f32 ``var`` array ``row`` in place at position ``pos``."""
+@dataclass(frozen=True)
+class Rotation:
+    """A rotation at position ``pos``: the ``cos``/``sin`` tables of ``half`` entries (or
+    vectors) per position."""
+
+    cos: Buffer
+    sin: Buffer
+    pos: Val
+    half: Val
+
+    def entry(self, kb: KernelBuilder, dr: Val) -> tuple[Val, Val]:
+        """``(cs, sn)``: the cos/sin entry of pair ``dr`` (``dr < half``) at ``pos``."""
+        cs = kb.let("cs", self.cos[self.pos * self.half + dr])
+        sn = kb.let("sn", self.sin[self.pos * self.half + dr])
+        return cs, sn
+
+
+def rotate_row(kb: KernelBuilder, row: Local, rot: Rotation) -> None:
+    """Rotate the f32 ``var`` array ``row`` in place."""
+    half = rot.half
     with kb.for_range("d", as_val(0, half.ty), half) as d:
-        cs = kb.let("cs", cos[pos * half + d])
-        sn = kb.let("sn", sin[pos * half + d])
+        cs, sn = rot.entry(kb, d)
         x0 = kb.let("x0", row[d])
         x1 = kb.let("x1", row[d + half])
-        row[d] = x0 * cs - x1 * sn
-        row[d + half] = x1 * cs + x0 * sn
+        row[d], row[d + half] = rotated_pair(x0, x1, cs, sn)
 
 
-def rotate_loaded(
-    kb: KernelBuilder,
-    load: Callable[[Val], Val],
-    d: Val,
-    cos: Buffer,
-    sin: Buffer,
-    pos: Val,
-    half: Val,
-) -> Val:
+def rotate_loaded(kb: KernelBuilder, load: Callable[[Val], Val], d: Val, rot: Rotation) -> Val:
     """Element (or vector) ``d`` of the rotated row whose entry ``i`` is ``load(i)`` (f32).
 
     ``d % half`` picks the pair without the u32 wrap of ``d - half`` for ``d < half``; the pair
     ``(d % half, d % half + half)`` shares one cos/sin entry. Scalar or vector alike: with
     vectors, ``half`` counts vectors and the vector lies in one half of the row.
     """
-    dr, cs, sn = pair_entry(kb, d, cos, sin, pos, half)
+    dr, cs, sn = pair_entry(kb, d, rot)
     x0 = kb.let("x0", load(dr))
-    x1 = kb.let("x1", load(dr + half))
-    return rotate_pair(x0, x1, cs, sn, d, half)
+    x1 = kb.let("x1", load(dr + rot.half))
+    return rotate_pair(x0, x1, cs, sn, d, rot.half)
 
 
-def pair_entry(
-    kb: KernelBuilder, d: Val, cos: Buffer, sin: Buffer, pos: Val, half: Val
-) -> tuple[Val, Val, Val]:
+def pair_entry(kb: KernelBuilder, d: Val, rot: Rotation) -> tuple[Val, Val, Val]:
     """``(dr, cs, sn)`` for element (or vector) ``d``: its pair's first index ``d % half`` (no
-    u32 wrap of ``d - half``) and the pair's cos/sin entry at position ``pos``."""
-    dr = kb.let("dr", d % half)
-    cs = kb.let("cs", cos[pos * half + dr])
-    sn = kb.let("sn", sin[pos * half + dr])
-    return dr, cs, sn
+    u32 wrap of ``d - half``) and the pair's cos/sin entry."""
+    dr = kb.let("dr", d % rot.half)
+    return (dr, *rot.entry(kb, dr))
 
 
 def rotate_pair(x0: Val, x1: Val, cs: Val, sn: Val, d: Val, half: Val) -> Val:
     """Element ``d`` of the rotated pair ``(x0, x1)`` = row ``(d mod half, d mod half + half)``:
     ``x0*cs - x1*sn`` in the first half, ``x1*cs + x0*sn`` in the second."""
-    return select(x1 * cs + x0 * sn, x0 * cs - x1 * sn, d < half)
+    first, second = rotated_pair(x0, x1, cs, sn)
+    return select(second, first, d < half)
+
+
+def rotated_pair(x0: Val, x1: Val, cs: Val, sn: Val) -> tuple[Val, Val]:
+    """The NeoX rotation of the pair ``(x0, x1)``: ``(x0*cs - x1*sn, x1*cs + x0*sn)``, element
+    for element the products of :func:`rotate` (which keeps one of them through a ``select``)."""
+    return x0 * cs - x1 * sn, x1 * cs + x0 * sn
+
+
+def rotate(kb: KernelBuilder, src: Buffer, row_base: Val, d: Val, rot: Rotation) -> Val:
+    """Vector ``d`` of the NeoX-rotated row at ``src[row_base]``, in f32 lanes.
+
+    ``half`` counts vectors (``HALF_V4``); the vector lies in one half of the row, its partner at
+    ``d ± half`` and its cos/sin at ``pos * half + d % half``. Lane for lane what
+    :func:`rotate_loaded` computes on scalars.
+    """
+    return rotate_loaded(kb, lambda i: as_f32(kb, src[row_base + i]), d, rot)
+
+
+def move_rotated_pair(
+    kb: KernelBuilder,
+    k: Buffer,
+    v: Buffer,
+    src_base: Val,
+    dr: Val,
+    rot: Rotation,
+    k_out: Buffer,
+    v_out: Buffer,
+    dst: Val | Callable[[], Val],
+) -> None:
+    """The pair walk's row program: vectors ``dr`` and ``dr + half`` of K, NeoX-rotated, and of
+    V, from the rows at ``src_base`` to ``k_out``/``v_out`` at ``dst`` and ``dst + half``.
+
+    ``rot.half`` counts vectors (``dr < half``). K's lanes are the products of :func:`rotate`,
+    element for element (``x0 * cs - x1 * sn`` and ``x1 * cs + x0 * sn``, no ``select``),
+    converted to each output's element type. Every load comes before any store; ``dst`` may be
+    a callable, declared after the loads.
+    """
+    half = rot.half
+    cs, sn = rot.entry(kb, dr)
+    x0 = kb.let("x0", as_f32(kb, k[src_base + dr]))
+    x1 = kb.let("x1", as_f32(kb, k[src_base + (dr + half)]))
+    v0, v1 = kb.let("v0", v[src_base + dr]), kb.let("v1", v[src_base + (dr + half)])
+    at = dst() if callable(dst) else dst
+    for out, lo, hi in ((k_out, *rotated_pair(x0, x1, cs, sn)), (v_out, v0, v1)):
+        ty = out.binding.elem
+        out[at] = to(kb, ty, lo)
+        out[at + half] = to(kb, ty, hi)
+
+
+def move_new(
+    kb: KernelBuilder,
+    k: Buffer,
+    v: Buffer,
+    src_base: Val,
+    d: Val,
+    rot: Rotation | None,
+    k_out: Buffer,
+    v_out: Buffer,
+    dst: Val,
+    pairs: bool,
+) -> None:
+    """An appending walk's program for one new row: vector ``d`` of K and V from the rows at
+    ``src_base`` to ``k_out``/``v_out`` at ``dst``, K NeoX-rotated where ``rot`` is given,
+    converted to each output's element type; on the pair walk (``pairs``) the pair ``d``,
+    ``d + half`` (:func:`move_rotated_pair`)."""
+    if pairs:
+        move_rotated_pair(kb, k, v, src_base, d, rot, k_out, v_out, dst)
+        return
+    key = k[src_base + d] if rot is None else rotate(kb, k, src_base, d, rot)
+    k_out[dst] = to(kb, k_out.binding.elem, key)
+    v_out[dst] = to(kb, v_out.binding.elem, v[src_base + d])

@@ -1,0 +1,69 @@
+"""kvdsl.kernels.config: typed fields, their conversion at the edge and the published key order."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from kvdsl import catalog
+from kvdsl.kernels.build import BuildConfig
+from kvdsl.kernels.config import (
+    Bits,
+    ConfigError,
+    Element,
+    Reduction,
+    ShareRegion,
+    Walk,
+    as_dict,
+    from_dict,
+)
+from kvdsl.kernels.merge_share import MergeShareConfig
+from kvdsl.kernels.quant import AppendQuantConfig, BuildQuantConfig
+
+
+@pytest.mark.parametrize("mode", sorted(catalog.MODES))
+def test_keys_name_every_field_once(mode):
+    """``KEYS`` (the order of as_dict, index.json and the emitted headers) lists each field."""
+    cls, _ = catalog.MODES[mode]
+    fields = [f.name for f in dataclasses.fields(cls)]
+    assert sorted(cls.KEYS) == sorted(fields) and len(set(cls.KEYS)) == len(cls.KEYS)
+
+
+def test_strings_become_members():
+    cfg = from_dict(
+        MergeShareConfig,
+        {"kv_heads": 2, "head_dim": 16, "region": "retain", "walk": "flat", "present_type": "f16"},
+    )
+    assert cfg.region is ShareRegion.RETAIN and cfg.walk is Walk.FLAT
+    assert cfg.present_type is Element.F16 and cfg.input_type is Element.F32
+    quant = BuildQuantConfig(2, 16, 4)
+    assert quant.bits is Bits.INT4
+    replaced = dataclasses.replace(BuildConfig(2, 16, k_norm=True), reduction="subgroup")
+    assert replaced.reduction is Reduction.SUBGROUP
+
+
+def test_members_print_as_their_values():
+    cfg = AppendQuantConfig(2, 16, bits=Bits.INT4, walk=Walk.FLAT)
+    header = json.dumps(as_dict(cfg))
+    assert header.startswith('{"mode": "append_quant", "kv_heads": 2, "head_dim": 16, "bits": 4,')
+    assert '"walk": "flat", "reduction": "workgroup"' in header
+    assert header.endswith('"rotary_position": "row"}')
+
+
+def test_defaults_that_depend_on_other_fields():
+    assert BuildConfig(2, 16).workgroup_size == 64
+    assert BuildConfig(2, 16, walk=Walk.FLAT).workgroup_size == 256
+    assert BuildConfig(2, 16, k_norm=True, walk=Walk.FLAT).workgroup_size == 128
+    assert BuildConfig(2, 16, walk=Walk.FLAT, workgroup_size=32).workgroup_size == 32
+    quant = BuildQuantConfig(2, 16, bits=Bits.INT4)
+    assert (quant.qmin, quant.qmax) == (-8, 7)
+    assert quant == BuildQuantConfig(2, 16, bits=4, qmin=-8, qmax=7, workgroup_size=64)
+
+
+def test_a_string_that_names_no_member_is_rejected():
+    with pytest.raises(ConfigError, match=r"walk='flat4': expected one of 'per_row', 'flat'"):
+        BuildConfig(2, 16, walk="flat4")
+    with pytest.raises(ConfigError, match=r"bits=True: expected one of 8, 4"):
+        BuildQuantConfig(2, 16, bits=True)
