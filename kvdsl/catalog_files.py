@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import difflib
 import json
-import re
 from pathlib import Path
 from typing import Any
 
 from kvdsl import __version__, catalog
 from kvdsl.emit import emit, emit_expr
 from kvdsl.ir import Kernel
+from kvdsl.ir.features import features
 from kvdsl.kernels.config import as_dict
 
 
@@ -35,13 +35,8 @@ BALANCED_RULE = (
 )
 
 
-# The WebGPU device feature each WGSL extension of an emitted module needs.
-FEATURES = {"f16": "shader-f16", "subgroups": "subgroups"}
-_ENABLE = re.compile(r"^enable (\w+);$", re.MULTILINE)
-
-
-def interface(kernel: Kernel, wgsl: str) -> dict[str, Any]:
-    """The host interface of ``kernel``, whose emitted module is ``wgsl``, as JSON-ready data."""
+def interface(kernel: Kernel) -> dict[str, Any]:
+    """The host interface of ``kernel`` as JSON-ready data."""
     # "data": the scalar type of the host's array, where it is not the WGSL element's.
     bindings = [
         {"binding": i, "name": b.name, "type": f"array<{b.elem}>", "access": b.access}
@@ -63,14 +58,14 @@ def interface(kernel: Kernel, wgsl: str) -> dict[str, Any]:
             }
         )
     d = kernel.dispatch
-    # The WebGPU device features a host must request for the module, read from the `enable`
-    # lines the emitter wrote: a host picks the variants its device can run (Chrome on an H200
-    # has no shader-f16).
-    features = [FEATURES[e] for e in _ENABLE.findall(wgsl)]
+    # The WebGPU device features a host must request for the module (the ones its `enable`
+    # lines name): a host picks the variants its device can run (Chrome on an H200 has no
+    # shader-f16).
+    needs = sorted(features(kernel))
     return {
         "bindings": bindings,
         "params": params,
-        "features": features,
+        "features": needs,
         "workgroup_size": list(kernel.workgroup_size),
         "dispatch": (
             None
@@ -95,7 +90,7 @@ def render() -> dict[str, str]:
         kernel = catalog.build(name)
         wgsl = emit(kernel)
         files[f"{name}.wgsl"] = header(name, cfg) + wgsl
-        index[name] = {"config": as_dict(cfg), **interface(kernel, wgsl)}
+        index[name] = {"config": as_dict(cfg), **interface(kernel)}
     files["index.json"] = json.dumps(index, indent=2) + "\n"
     return files
 

@@ -10,7 +10,7 @@ from kvdsl.emit import emit
 from kvdsl.interp import run as interp_run
 from kvdsl.ir import Dispatch, KernelBuilder, f32, u32
 from kvdsl.ir.dead import drop_dead_lets
-from kvdsl.ir.nodes import Assign, Binary, Block, For, If, Index, Let, Lit, Name
+from kvdsl.ir.tree import Assign, Binary, Block, For, If, Index, Let, Lit, Name
 from kvdsl.ir.ops import Op
 
 

@@ -13,8 +13,8 @@ import pytest
 from kvdsl import catalog, catalog_files
 from kvdsl.emit import emit, emit_expr, format_literal
 from kvdsl.ir import KernelBuilder, Op, Vec, bool_, f16, f32, i32, u32
-from kvdsl.ir.nodes import Binary, Call, Construct, Convert, FnCall, Index, Lit, Member
-from kvdsl.ir.nodes import Name, Unary
+from kvdsl.ir.tree import Binary, Call, Construct, Convert, FnCall, Index, Lit, Member
+from kvdsl.ir.tree import Name, Unary
 
 ROOT = Path(__file__).resolve().parents[1]
 a, b, c = Name("a"), Name("b"), Name("c")

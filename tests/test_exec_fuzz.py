@@ -34,7 +34,7 @@ from hypothesis import strategies as st
 from kvdsl.emit import emit
 from kvdsl.interp import run as interp_run
 from kvdsl.ir import ops
-from kvdsl.ir.nodes import (
+from kvdsl.ir.tree import (
     Assign,
     Binary,
     Binding,

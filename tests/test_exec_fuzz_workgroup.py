@@ -23,7 +23,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from kvdsl.emit import emit
-from kvdsl.ir.nodes import (
+from kvdsl.ir.tree import (
     Assign,
     Barrier,
     Binary,

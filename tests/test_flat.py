@@ -193,7 +193,7 @@ def test_balanced_dispatch_rule():
     the template's rule (x = fold) launches up to fold - 1 more (65,536 groups: 131,070)."""
     from kvdsl.ir import Dispatch
     from kvdsl.ir.dispatch import DispatchError
-    from kvdsl.ir.nodes import Lit
+    from kvdsl.ir.tree import Lit
 
     k, _ = kernels(BuildConfig(8, 128, walk="flat"))
     for n, balanced, template in [

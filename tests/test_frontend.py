@@ -15,7 +15,7 @@ from kvdsl.frontend import (
 )
 from kvdsl.frontend.parser import wgsl_parser
 from kvdsl.ir import ops
-from kvdsl.ir.nodes import Assign, Binary, Comment, Convert, For, If, Index, Let, Lit, Name, Var
+from kvdsl.ir.tree import Assign, Binary, Comment, Convert, For, If, Index, Let, Lit, Name, Var
 from kvdsl.ir.ops import Op
 from kvdsl.ir.types import Array, Vec, f32, i32, u32
 
@@ -573,7 +573,7 @@ def test_while_reads_as_the_for_wgsl_defines_it(gpu) -> None:
 
     from kvdsl.emit import emit
     from kvdsl.interp import run as interp
-    from kvdsl.ir.nodes import For
+    from kvdsl.ir.tree import For
     from kvdsl.runtime import run
 
     body = (

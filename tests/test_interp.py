@@ -12,7 +12,7 @@ from kvdsl import interp, runtime
 from kvdsl.interp import OutOfBounds, RaceError, UninitializedRead
 from kvdsl.ir import Dispatch, KernelBuilder, array, construct, f32, min_, select, u32, vec
 from kvdsl.ir.builder import Local, binary
-from kvdsl.ir.nodes import Assign, Break, Continue, For, Lit, Var
+from kvdsl.ir.tree import Assign, Break, Continue, For, Lit, Var
 from kvdsl.ir.ops import Op
 from kvdsl.kernels.transpose import TransposeConfig, transpose
 

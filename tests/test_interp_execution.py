@@ -11,7 +11,7 @@ from interp_inputs import nonzero, poison
 from kvdsl import interp
 from kvdsl.interp import RaceError, batch, machine, values
 from kvdsl.ir import Dispatch, KernelBuilder, f32, u32
-from kvdsl.ir.nodes import Break, For
+from kvdsl.ir.tree import Break, For
 from kvdsl.kernels.transpose import TransposeConfig, transpose
 
 # ---- chunks and strided access ---------------------------------------------------------------

@@ -27,7 +27,7 @@ from kvdsl.ir import (
     verify,
 )
 from kvdsl.ir import ops
-from kvdsl.ir.nodes import (
+from kvdsl.ir.tree import (
     Assign,
     Binary,
     Break,
@@ -659,7 +659,7 @@ def test_portability_names_a_bool_select_over_its_own_condition():
     # select(a && c, b || c, c) (or with & and |), which NVIDIA's driver ran as select(a, b, c);
     # not with the condition first, nor with it in one arm only.
     from kvdsl.ir.builder import binary, lit
-    from kvdsl.ir.nodes import Call, walk
+    from kvdsl.ir.tree import Call, walk
     from kvdsl.ir.portability import SELECT_OF_ITS_CONDITION, hazards, select_of_its_condition
 
     kb = KernelBuilder("k", 64)

@@ -13,7 +13,7 @@ import pytest
 
 from kvdsl import reference as ref
 from kvdsl.ir import u32, workgroups
-from kvdsl.ir.nodes import Lit
+from kvdsl.ir.tree import Lit
 from kvdsl.kernels.config import ConfigError
 from kvdsl.kernels.merge import MergeConfig, merge
 from kvdsl.kernels.merge_share import MergeShareConfig, merge_share

@@ -20,7 +20,7 @@ from kvdsl.emit import emit
 from kvdsl.frontend import parse
 from kvdsl.frontend.typer import canonical
 from kvdsl.ir import ops
-from kvdsl.ir.nodes import (
+from kvdsl.ir.tree import (
     Assign,
     Barrier,
     Binary,

@@ -3,7 +3,7 @@
 The flat walk of a mode that only moves f16 data (copy, merge, merge_share retain and unrotated
 append, window_shift unrotated) declares its f16 K/V bindings as ``array<vec4<u32>>`` of eight
 halves when the row divides by 8, while the host keeps passing float16 arrays
-(:attr:`kvdsl.ir.nodes.Binding.data`). Each word kernel runs on the interpreter and the GPU on
+(:attr:`kvdsl.ir.tree.Binding.data`). Each word kernel runs on the interpreter and the GPU on
 random never-zero f16 data with NaN-poisoned outputs, bit for bit against the drop-in kernel of
 the same config and the numpy reference; its module needs no ``enable f16;``. A flat walk whose
 rows do not divide by 8, or that computes on f16 (rotary, K RMSNorm, conversions), carries four

@@ -21,7 +21,7 @@ from kvdsl.ir import (
     u32,
     vec,
 )
-from kvdsl.ir.nodes import Break, Continue, Let, Member, Return
+from kvdsl.ir.tree import Break, Continue, Let, Member, Return
 
 WG = 64
 ROW = 32
@@ -506,7 +506,7 @@ def test_interp_barrier_with_inactive_invocations() -> None:
     from dataclasses import replace
 
     from kvdsl.interp import InterpError, run
-    from kvdsl.ir.nodes import If
+    from kvdsl.ir.tree import If
 
     def body(kb, w, out):
         _store_load(kb, w, out)
@@ -646,7 +646,7 @@ def test_lane_races_and_errors() -> None:
 
 
 def test_lane_store_needs_vector_elements() -> None:
-    from kvdsl.ir.nodes import Assign, Index, Lit, Name
+    from kvdsl.ir.tree import Assign, Index, Lit, Name
 
     def scalar_lanes(kb, w, out):
         w[kb.lid.x, 0] = kb.gid.x

@@ -71,7 +71,7 @@ def _subgroup_size(args: argparse.Namespace, kernel: Kernel) -> int:
     """The subgroup size to interpret ``kernel`` at: ``--subgroup-size``, else (with
     ``--backend both``, for a kernel that uses subgroups) the adapter's, else 32."""
     from kvdsl.interp import SUBGROUP_SIZES
-    from kvdsl.ir.verify import uses_subgroups
+    from kvdsl.ir.features import uses_subgroups
 
     if args.subgroup_size is not None:
         if args.backend == "gpu":

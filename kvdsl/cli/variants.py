@@ -62,7 +62,8 @@ def cmd_legacy(args: argparse.Namespace) -> int:
     """Print the WGSL kvdsl emits for the legacy template's variables."""
     from kvdsl.catalog_files import interface
     from kvdsl.emit import emit
-    from kvdsl.kernels.config import as_dict
+    from kvdsl.kernels.build import RowConfig
+    from kvdsl.kernels.config import Reduction, as_dict
     from kvdsl.legacy import config_from_vars
 
     data = load_json(args.vars, "--vars")
@@ -70,15 +71,15 @@ def cmd_legacy(args: argparse.Namespace) -> int:
         raise UsageError(f"--vars: expected a JSON object of template variables, got {data!r}")
     cfg = config_from_vars(data)
     if args.subgroups:
-        if not getattr(cfg, "k_norm", False):
+        if not (isinstance(cfg, RowConfig) and cfg.k_norm):
             raise UsageError(
                 f"--subgroups: expected variables of a K RMSNorm kernel (the only row reduction); "
                 f"these make a {cfg.mode} kernel without one"
             )
-        cfg = dataclasses.replace(cfg, reduction="subgroup")
+        cfg = dataclasses.replace(cfg, reduction=Reduction.SUBGROUP)
     kernel = catalog.build_config(cfg)
     wgsl = emit(kernel)
-    d = interface(kernel, wgsl)["dispatch"]
+    d = interface(kernel)["dispatch"]
     sys.stdout.write(
         f"// kvdsl {cfg.mode} for the legacy template's variables; config: "
         f"{json.dumps(as_dict(cfg))}\n"

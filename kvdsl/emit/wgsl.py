@@ -23,7 +23,7 @@ from decimal import Decimal
 
 import numpy as np
 
-from kvdsl.ir import nodes as ir
+from kvdsl.ir import tree as ir
 from kvdsl.ir import ops
 from kvdsl.ir.features import enables
 from kvdsl.ir.show import statement

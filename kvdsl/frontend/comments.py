@@ -1,7 +1,7 @@
 """Find the ``//`` comments of WGSL source, which the grammar skips but the IR keeps.
 
 An own-line comment (only whitespace before it) inside a function body becomes a
-:class:`~kvdsl.ir.nodes.Comment` statement; own-line comments directly above a module ``const``
+:class:`~kvdsl.ir.tree.Comment` statement; own-line comments directly above a module ``const``
 become its ``comment``, and those directly above ``@compute`` the kernel's ``doc``.
 """
 

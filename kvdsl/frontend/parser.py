@@ -46,19 +46,10 @@ from kvdsl.frontend.transform import (
 )
 from kvdsl.frontend.typer import Typer
 from kvdsl.emit.wgsl import HOST_DATA
-from kvdsl.ir import nodes as ir
+from kvdsl.ir import tree as ir
 from kvdsl.ir.types import SCALARS, Array, RuntimeArray, Scalar, Struct, Vec
-from kvdsl.ir.verify import (
-    Checker,
-    Scope,
-    Symbol,
-    VerifyError,
-    name_problem,
-    module_scope,
-    uses_f16,
-    uses_subgroups,
-    verify,
-)
+from kvdsl.ir.features import uses_f16, uses_subgroups
+from kvdsl.ir.verify import Scope, Symbol, Verifier, VerifyError, module_scope, name_problem, verify
 
 HOST = HOST_DATA[3:]  # the comment's text after '// '
 
@@ -197,7 +188,7 @@ class _Assembler:
         bindings = self.bindings(gvars)
         shared = self.workgroup_vars(gvars)
         probe = ir.Kernel(name, bindings, params, (), (), (1, 1, 1), (), (), workgroup_vars=shared)
-        checker = Checker(probe)
+        checker = Verifier(probe)
         typer = Typer(checker, self.filename, self.raw_lines, self.calls, self.rounded)
         consts = self.consts(typer)
         wg, wg_name = self.workgroup_size(entry, consts)
@@ -381,7 +372,7 @@ class _Assembler:
             out.append(ir.Const(d.name, ty, value, comment))
         return tuple(out)
 
-    def scope(self, probe: ir.Kernel, checker: Checker, typer: Typer) -> Scope:
+    def scope(self, probe: ir.Kernel, checker: Verifier, typer: Typer) -> Scope:
         try:
             return module_scope(probe, checker)
         except VerifyError as err:

@@ -17,7 +17,7 @@ from lark.tree import Meta
 
 from kvdsl.frontend.comments import LineComment
 from kvdsl.frontend.errors import UnsupportedError, WgslSyntaxError
-from kvdsl.ir import nodes as ir
+from kvdsl.ir import tree as ir
 from kvdsl.ir import ops
 from kvdsl.ir.ops import Op
 from kvdsl.ir.types import SCALARS, Array, RuntimeArray, Scalar, Vec, bool_, f16, f32, i32, u32

@@ -3,10 +3,10 @@
 The IR is typeless except for literals and conversions, so ``x + 1`` must become
 ``x + Lit(1, type of x)``. This pass walks the raw IR of :mod:`kvdsl.frontend.transform` in
 order with a :class:`~kvdsl.ir.verify.Scope`, types names with the verifier's
-:class:`~kvdsl.ir.verify.Checker`, and picks each abstract literal's type from its context like
+:class:`~kvdsl.ir.verify.Verifier`, and picks each abstract literal's type from its context like
 WGSL does: the other operand, the declared type, the parameter type, the assignment target; with
 no context an abstract int is ``i32`` and an abstract float ``f32``. Each finished statement goes
-through ``Checker.stmt``, so a type error is raised with the line of the statement it is in.
+through ``Verifier.stmt``, so a type error is raised with the line of the statement it is in.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ import numpy as np
 
 from kvdsl.frontend.errors import UnsupportedError, WgslTypeError
 from kvdsl.frontend.transform import CallStmt, RawCtor, RawLet, RawLit, RawVar
-from kvdsl.ir import nodes as ir
+from kvdsl.ir import tree as ir
 from kvdsl.ir import ops
 from kvdsl.ir.ops import Op
 from kvdsl.ir.types import Array, Scalar, Type, Vec, bool_, f16, f32, i32, u32
-from kvdsl.ir.verify import Checker, Scope, VerifyError, literal_ok
+from kvdsl.ir.verify import Verifier, Scope, VerifyError, literal_ok
 
 # WGSL builtin functions the IR has no op for: calling one is "outside the subset", not an
 # undefined function.
@@ -90,7 +90,7 @@ class Typer:
 
     def __init__(
         self,
-        checker: Checker,
+        checker: Verifier,
         filename: str,
         raw_lines: dict[int, int],
         calls: dict[int, tuple[int, int]] | None = None,

@@ -17,6 +17,9 @@ import numpy as np
 from kvdsl import reference
 from kvdsl.harness.compare import compare, compare_quantized, poison
 from kvdsl.ir.types import SCALARS
+from kvdsl.kernels.config import KernelConfig
+from kvdsl.kernels.copy import CopyConfig
+from kvdsl.kernels.transpose import TransposeConfig
 
 
 @dataclass
@@ -89,18 +92,18 @@ def dtype(name: str) -> np.dtype:
     return SCALARS[name].dtype
 
 
-CASES: dict[str, Callable[[Any, np.random.Generator, int], Case]] = {}
+CASES: dict[str, Callable[[KernelConfig, np.random.Generator, int], Case]] = {}
 
 
 def case_generator(mode: str):
-    def register(fn: Callable[[Any, np.random.Generator, int], Case]):
+    def register(fn: Callable[[KernelConfig, np.random.Generator, int], Case]):
         CASES[mode] = fn
         return fn
 
     return register
 
 
-def cases_for(cfg: Any, n: int, seed: int = 0) -> list[Case]:
+def cases_for(cfg: KernelConfig, n: int, seed: int = 0) -> list[Case]:
     """``n`` cases for ``cfg``'s mode, deterministic in ``seed``."""
     rng = np.random.default_rng(seed)
     return [CASES[cfg.mode](cfg, rng, i) for i in range(n)]
@@ -111,7 +114,7 @@ def _tokens(rng: np.random.Generator, i: int, most: int = 40) -> int:
 
 
 @case_generator("transpose")
-def transpose_case(cfg: Any, rng: np.random.Generator, i: int) -> Case:
+def transpose_case(cfg: TransposeConfig, rng: np.random.Generator, i: int) -> Case:
     batch, seq = 1 + i % 3, _tokens(rng, i)
     hidden = cfg.kv_heads * cfg.head_dim
     dt_in, dt_out = dtype(cfg.input_type), dtype(cfg.present_type)
@@ -133,7 +136,7 @@ def transpose_case(cfg: Any, rng: np.random.Generator, i: int) -> Case:
 
 
 @case_generator("copy")
-def copy_case(cfg: Any, rng: np.random.Generator, i: int) -> Case:
+def copy_case(cfg: CopyConfig, rng: np.random.Generator, i: int) -> Case:
     rows = [1, int(rng.integers(2, 64)), int(rng.integers(200, 400))][i % 3]
     dt = dtype(cfg.present_type)
     src_k = values(rng, (rows, cfg.head_dim), dt)

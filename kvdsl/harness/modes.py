@@ -11,13 +11,16 @@ move by one quantisation step in a few elements (``Case.quantized``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
-
 import numpy as np
 
 from kvdsl import reference
 from kvdsl.harness.cases import Case, case_generator, dtype, values
 from kvdsl.harness.compare import poison
+from kvdsl.kernels.build import BuildConfig, RowConfig
+from kvdsl.kernels.merge import MergeConfig
+from kvdsl.kernels.merge_share import MergeShareConfig
+from kvdsl.kernels.quant import AppendQuantConfig, BuildQuantConfig, QuantConfig
+from kvdsl.kernels.window_shift import WindowShiftConfig
 
 
 def _present(prefix: str, shape: tuple, dt: np.dtype) -> dict[str, np.ndarray]:
@@ -30,7 +33,9 @@ def _rotary(rng: np.random.Generator, positions: int, half: int) -> reference.Ro
     return reference.Rotary(np.cos(theta).astype(np.float32), np.sin(theta).astype(np.float32))
 
 
-def _float_tol(cfg: Any, transformed: bool) -> float:
+def _float_tol(
+    cfg: MergeConfig | MergeShareConfig | WindowShiftConfig | RowConfig, transformed: bool
+) -> float:
     if not transformed:
         return 0.0
     f16 = cfg.present_type == "f16"
@@ -53,7 +58,7 @@ def _flat(d: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 
 
 @case_generator("merge")
-def merge_case(cfg: Any, rng: np.random.Generator, i: int) -> Case:
+def merge_case(cfg: MergeConfig, rng: np.random.Generator, i: int) -> Case:
     batch = 1 + i % 2
     past, new = [(0, 3), (17, 1), (40, 9)][i % 3]
     h, d = cfg.kv_heads, cfg.head_dim
@@ -94,7 +99,9 @@ class _Window:
         """Random new K or V (BSH) of the input type."""
         return values(rng, (self.batch, self.key_seq, self.heads * self.head_dim), self.it)
 
-    def case(self, bufs: dict[str, np.ndarray], rows: int, w: Any, tol: float) -> Case:
+    def case(
+        self, bufs: dict[str, np.ndarray], rows: int, w: reference.Written, tol: float
+    ) -> Case:
         """The case of inputs ``bufs``, ``rows`` rows per batch and head dispatched, and the
         reference's window ``w``."""
         return Case(
@@ -107,7 +114,12 @@ class _Window:
         )
 
 
-def _window(cfg: Any, rng: np.random.Generator, i: int, sizes: list[tuple[int, int]]) -> _Window:
+def _window(
+    cfg: MergeShareConfig | WindowShiftConfig,
+    rng: np.random.Generator,
+    i: int,
+    sizes: list[tuple[int, int]],
+) -> _Window:
     batch = 2 + i % 2
     cap, key_seq = sizes[i % 3]
     ct, it = dtype(cfg.present_type), dtype(cfg.input_type)
@@ -116,7 +128,7 @@ def _window(cfg: Any, rng: np.random.Generator, i: int, sizes: list[tuple[int, i
 
 
 @case_generator("merge_share")
-def merge_share_case(cfg: Any, rng: np.random.Generator, i: int) -> Case:
+def merge_share_case(cfg: MergeShareConfig, rng: np.random.Generator, i: int) -> Case:
     win = _window(cfg, rng, i, [(24, 5), (9, 1), (40, 40)])
     bufs: dict[str, np.ndarray] = {"seqlens_k": win.seqlens}
     if cfg.region == "retain":
@@ -137,7 +149,7 @@ def merge_share_case(cfg: Any, rng: np.random.Generator, i: int) -> Case:
 
 
 @case_generator("window_shift")
-def window_shift_case(cfg: Any, rng: np.random.Generator, i: int) -> Case:
+def window_shift_case(cfg: WindowShiftConfig, rng: np.random.Generator, i: int) -> Case:
     win = _window(cfg, rng, i, [(16, 5), (8, 1), (12, 12)])
     past_k, past_v = (values(rng, win.shape, win.ct) for _ in range(2))
     new_k, new_v = (win.new(rng) for _ in range(2))
@@ -156,7 +168,7 @@ def window_shift_case(cfg: Any, rng: np.random.Generator, i: int) -> Case:
     return win.case(bufs, rows, w, _float_tol(cfg, cfg.rotary))
 
 
-def _row_inputs(cfg: Any, rng: np.random.Generator, batch: int, seq: int, positions: int):
+def _row_inputs(cfg: RowConfig, rng: np.random.Generator, batch: int, seq: int, positions: int):
     h, d = cfg.kv_heads, cfg.head_dim
     it = dtype(cfg.input_type)
     src_k, src_v = (values(rng, (batch, seq, h * d), it) for _ in range(2))
@@ -172,7 +184,7 @@ def _row_inputs(cfg: Any, rng: np.random.Generator, batch: int, seq: int, positi
 
 
 @case_generator("build")
-def build_case(cfg: Any, rng: np.random.Generator, i: int) -> Case:
+def build_case(cfg: BuildConfig, rng: np.random.Generator, i: int) -> Case:
     batch, seq, past = 1 + i % 2, [1, 13, 70][i % 3], [0, 5, 31][i % 3]
     h = cfg.kv_heads
     bufs, k, v, norm, rot = _row_inputs(cfg, rng, batch, seq, past + seq)
@@ -187,7 +199,7 @@ def build_case(cfg: Any, rng: np.random.Generator, i: int) -> Case:
     )
 
 
-def _quant(cfg: Any, rng: np.random.Generator, per_channel: bool) -> reference.Quant:
+def _quant(cfg: QuantConfig, rng: np.random.Generator, per_channel: bool) -> reference.Quant:
     n = cfg.kv_heads * cfg.head_dim if per_channel else 1
     top = cfg.qmax
     # Scales that put most values inside the range and some beyond it (clamped).
@@ -196,7 +208,7 @@ def _quant(cfg: Any, rng: np.random.Generator, per_channel: bool) -> reference.Q
     return reference.Quant(cfg.bits, k_scale, v_scale, per_channel, cfg.qmin, cfg.qmax)
 
 
-def _quant_case(cfg: Any, case: Case, transformed: bool) -> Case:
+def _quant_case(cfg: QuantConfig, case: Case, transformed: bool) -> Case:
     case.codes = {"present_key": cfg.bits, "present_value": cfg.bits}
     if transformed:
         case.quantized = {"present_key": cfg.bits}
@@ -204,7 +216,7 @@ def _quant_case(cfg: Any, case: Case, transformed: bool) -> Case:
 
 
 @case_generator("build_quant")
-def build_quant_case(cfg: Any, rng: np.random.Generator, i: int) -> Case:
+def build_quant_case(cfg: BuildQuantConfig, rng: np.random.Generator, i: int) -> Case:
     batch, seq, past = 1 + i % 2, [1, 13, 40][i % 3], [0, 5, 31][i % 3]
     per_channel = i % 2 == 0
     bufs, k, v, norm, rot = _row_inputs(cfg, rng, batch, seq, past + seq)
@@ -222,7 +234,7 @@ def build_quant_case(cfg: Any, rng: np.random.Generator, i: int) -> Case:
 
 
 @case_generator("append_quant")
-def append_quant_case(cfg: Any, rng: np.random.Generator, i: int) -> Case:
+def append_quant_case(cfg: AppendQuantConfig, rng: np.random.Generator, i: int) -> Case:
     batch = 2 + i % 2
     cap, seq = [(20, 4), (9, 1), (12, 12)][i % 3]
     per_channel = i % 2 == 1

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Callable
 
 from kvdsl.harness.cases import Case, cases_for
 from kvdsl.ir import Kernel
+from kvdsl.kernels.config import KernelConfig
 
 
 @dataclass
@@ -56,7 +57,7 @@ def _gpu_case(result: Result, kernel: Kernel, case: Case, interp_out: dict | Non
 
 def verify_variant(
     name: str,
-    cfg: Any,
+    cfg: KernelConfig,
     kernel: Kernel,
     n_cases: int = 3,
     backends: tuple[str, ...] = ("interp", "gpu"),

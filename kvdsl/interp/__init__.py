@@ -150,7 +150,7 @@ from __future__ import annotations
 import numpy as np
 
 from kvdsl.ir.dispatch import workgroups as dispatch_workgroups
-from kvdsl.ir.nodes import Kernel
+from kvdsl.ir.tree import Kernel
 from kvdsl.interp.batch import Fallback
 from kvdsl.interp.errors import InterpError, OutOfBounds, RaceError, UninitializedRead
 from kvdsl.interp.machine import Machine

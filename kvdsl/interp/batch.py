@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kvdsl.ir import nodes as ir
+from kvdsl.ir import tree as ir
 from kvdsl.ir.ops import SUBGROUP_OPS
 from kvdsl.interp.scope import Slot
 from kvdsl.interp.values import ArrayValue, Grid, empty, is_uniform, normal

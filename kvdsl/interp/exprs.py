@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from kvdsl.ir import nodes as ir
+from kvdsl.ir import tree as ir
 from kvdsl.ir import ops
 from kvdsl.ir.ops import Op
 from kvdsl.ir.types import Array
-from kvdsl.ir.verify import show
+from kvdsl.ir.show import show
 from kvdsl.interp.errors import InterpError
 from kvdsl.interp.scope import Frame, Slot
 from kvdsl.interp.values import (

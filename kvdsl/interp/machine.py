@@ -37,9 +37,9 @@ from kvdsl.interp.values import (
     normal,
     sel,
 )
-from kvdsl.ir import nodes as ir
+from kvdsl.ir import tree as ir
 from kvdsl.ir.types import Array, Vec
-from kvdsl.ir.verify import show
+from kvdsl.ir.show import show
 
 MAX_TRIPS = 1 << 22  # a loop still running after this many trips is taken to be infinite
 # Invocations per chunk: big enough that numpy's per-call overhead is small against the work,

@@ -11,7 +11,7 @@ import numpy as np
 
 from kvdsl.interp.batch import Fallback
 from kvdsl.interp.errors import InterpError, OutOfBounds, RaceError, UninitializedRead
-from kvdsl.ir.nodes import Expr, Index, Name
+from kvdsl.ir.tree import Expr, Index, Name
 from kvdsl.interp.values import (
     Mask,
     SharedArray,

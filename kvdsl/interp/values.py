@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from kvdsl.ir.nodes import Binding, WorkgroupVar
+from kvdsl.ir.tree import Binding, WorkgroupVar
 from kvdsl.ir.types import Scalar, Vec
 
 Mask = np.ndarray | None

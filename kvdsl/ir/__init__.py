@@ -4,7 +4,7 @@ kernel's module needs."""
 from kvdsl.ir.builder import Buffer, KernelBuilder, Local, Shared
 from kvdsl.ir.dispatch import DispatchError, workgroups
 from kvdsl.ir.features import features
-from kvdsl.ir.nodes import Barrier, Binding, Const, Dispatch, Function, Kernel, WorkgroupVar
+from kvdsl.ir.tree import Barrier, Binding, Const, Dispatch, Function, Kernel, WorkgroupVar
 from kvdsl.ir.ops import Op
 from kvdsl.ir.types import (
     Array,

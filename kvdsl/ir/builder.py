@@ -23,7 +23,7 @@ import dataclasses
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Callable, Iterator
 
-from kvdsl.ir import nodes as ir
+from kvdsl.ir import tree as ir
 from kvdsl.ir.dead import drop_dead_lets
 from kvdsl.ir.ops import Op
 from kvdsl.ir.types import Array, Scalar, Struct, Type, Vec, bool_, u32
@@ -167,7 +167,7 @@ class KernelBuilder:
         self, name: str, elem: Scalar | Vec, access: str = "read", data: Scalar | None = None
     ) -> Buffer:
         """A storage binding, numbered in declaration order; ``data``: the host array's scalar
-        type when it is not the element's (see :class:`~kvdsl.ir.nodes.Binding`)."""
+        type when it is not the element's (see :class:`~kvdsl.ir.tree.Binding`)."""
         b = ir.Binding(name, elem, access, data)
         self.bindings.append(b)
         return Buffer(self, b)

@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from kvdsl.ir import nodes as ir
+from kvdsl.ir import tree as ir
 from kvdsl.ir import ops
 from kvdsl.ir.ops import Op
 from kvdsl.ir.scope import Scope, Symbol, VerifyError

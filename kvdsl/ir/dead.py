@@ -13,7 +13,7 @@ one. It repeats until nothing more is dropped (a ``let`` read only by a dead one
 
 from __future__ import annotations
 
-from kvdsl.ir import nodes as ir
+from kvdsl.ir import tree as ir
 
 
 def drop_dead_lets(body: tuple[ir.Stmt, ...]) -> tuple[ir.Stmt, ...]:

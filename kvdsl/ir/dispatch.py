@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from kvdsl.ir import nodes as ir
+from kvdsl.ir import tree as ir
 from kvdsl.ir.ops import Op
 
 _INT_OPS = {

@@ -7,7 +7,7 @@ them here.
 
 from __future__ import annotations
 
-from kvdsl.ir import nodes as ir
+from kvdsl.ir import tree as ir
 from kvdsl.ir import ops
 from kvdsl.ir.types import Scalar
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kvdsl.ir import nodes as ir
+from kvdsl.ir import tree as ir
 from kvdsl.ir.ops import Op
 from kvdsl.ir.types import Vec, i32
 from kvdsl.ir.verify import Scope, Verifier, verify

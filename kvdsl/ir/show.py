@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from kvdsl.ir import nodes as ir
+from kvdsl.ir import tree as ir
 from kvdsl.ir import ops
 from kvdsl.ir.types import bool_
 

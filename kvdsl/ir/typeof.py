@@ -6,7 +6,7 @@ is an error, a non-finite float constant: :mod:`kvdsl.ir.consteval` evaluates th
 
 from __future__ import annotations
 
-from kvdsl.ir import nodes as ir
+from kvdsl.ir import tree as ir
 from kvdsl.ir import ops
 from kvdsl.ir.consteval import (
     SWIZZLE,

@@ -38,7 +38,7 @@ from __future__ import annotations
 from collections import deque
 
 from kvdsl.ir import ops
-from kvdsl.ir import nodes as ir
+from kvdsl.ir import tree as ir
 from kvdsl.ir.show import loop_head, show
 
 NEXT, BREAK, CONTINUE, RETURN = "next", "break", "continue", "return"

@@ -1,7 +1,7 @@
 """IR values with Python operators: :class:`Val` and the functions that build expressions.
 
 A :class:`Val` is a typed handle on an IR expression. Arithmetic, bitwise and comparison
-operators build :class:`~kvdsl.ir.nodes.Binary` nodes and check operand types at once; a plain
+operators build :class:`~kvdsl.ir.tree.Binary` nodes and check operand types at once; a plain
 Python number adapts to the other operand's type, like WGSL's abstract numerics. Python ``==``
 keeps its meaning, so equality is spelt ``a.eq(b)`` / ``a.ne(b)``. Statements and declarations
 are the :class:`~kvdsl.ir.builder.KernelBuilder`'s.
@@ -12,7 +12,7 @@ from __future__ import annotations
 from math import copysign
 from typing import Callable, Iterator, Union
 
-from kvdsl.ir import nodes as ir
+from kvdsl.ir import tree as ir
 from kvdsl.ir import ops
 from kvdsl.ir.consteval import SWIZZLE, literal_ok
 from kvdsl.ir.ops import Op

@@ -10,7 +10,7 @@ expected.
 
 from __future__ import annotations
 
-from kvdsl.ir import nodes as ir
+from kvdsl.ir import tree as ir
 from kvdsl.ir import ops, uniformity
 from kvdsl.ir.consteval import F16_MAX, literal_ok
 from kvdsl.ir.ops import Op
@@ -310,7 +310,3 @@ def _host_fits(b: ir.Binding) -> bool:
     if not isinstance(d, Scalar) or d == bool_ or (isinstance(e, Vec) and e.n == 3):
         return False
     return e.scalar.size % d.size == 0
-
-
-#: The verifier's former name, kept while kvdsl.frontend still imports it (use :class:`Verifier`).
-Checker = Verifier

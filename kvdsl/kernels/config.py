@@ -20,7 +20,7 @@ from enum import Enum, IntEnum, StrEnum
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable
 
 from kvdsl.ir.builder import Val
-from kvdsl.ir.nodes import Binary, Call, Expr, Kernel, Lit, Member, Name
+from kvdsl.ir.tree import Binary, Call, Expr, Kernel, Lit, Member, Name
 from kvdsl.ir.ops import Op
 from kvdsl.ir.types import SCALARS, Scalar, i32, u32
 

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kvdsl.ir import Dispatch, Kernel, KernelBuilder, Val, convert, f32, i32, min_, u32, vec
-from kvdsl.ir.nodes import Binary, Call, Lit
+from kvdsl.ir.tree import Binary, Call, Lit
 from kvdsl.ir.ops import Op
 from kvdsl.kernels.build import (
     RowConfig,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from kvdsl.ir import KernelBuilder, Val
 from kvdsl.ir.builder import as_val
-from kvdsl.ir.nodes import Name
+from kvdsl.ir.tree import Name
 from kvdsl.ir.types import u32
 
 

@@ -31,7 +31,7 @@ from typing import Iterator
 
 from kvdsl.ir import Dispatch, Kernel, KernelBuilder, Val, lit, min_
 from kvdsl.ir.builder import as_val
-from kvdsl.ir.nodes import Binary, Break, Expr, Lit, Name
+from kvdsl.ir.tree import Binary, Break, Expr, Lit, Name
 from kvdsl.ir.ops import Op
 from kvdsl.ir.types import u32
 from kvdsl.nodes.index import _wg, flat_index, workgroup_flat

@@ -57,7 +57,7 @@ def elem(ty: Scalar, width: int) -> Scalar | Vec:
 
 def binding(kb: KernelBuilder, name: str, ty: Scalar, width: int, access: str = "read") -> Buffer:
     """A binding of ``ty`` data as :func:`elem` of ``width``; f16 carried in u32 words keeps f16
-    as the host array's type (:attr:`kvdsl.ir.nodes.Binding.data`)."""
+    as the host array's type (:attr:`kvdsl.ir.tree.Binding.data`)."""
     e = elem(ty, width)
     return kb.binding(name, e, access, ty if ty == f16 and e in (WORDS, HALVES) else None)
 

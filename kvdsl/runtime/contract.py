@@ -1,6 +1,6 @@
 """Host-side checks before a dispatch: the kernel's contract for the params, and device limits.
 
-A kernel built by a mode carries its host-side contract (:attr:`kvdsl.ir.nodes.Kernel.extents`
+A kernel built by a mode carries its host-side contract (:attr:`kvdsl.ir.tree.Kernel.extents`
 and ``requires``): the least number of elements each binding must hold for the given params, and
 conditions the params must meet, as integer expressions over params fields, module consts and
 ``binding.max`` (the largest value of an integer input such as ``seqlens_k``). They are evaluated
@@ -23,7 +23,7 @@ from typing import Mapping
 import numpy as np
 
 from kvdsl.emit.wgsl import emit_expr
-from kvdsl.ir import nodes as ir
+from kvdsl.ir import tree as ir
 from kvdsl.ir.ops import Op
 from kvdsl.runtime.errors import BufferError, DeviceError, ParamsError
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from kvdsl.ir.nodes import Binding
+from kvdsl.ir.tree import Binding
 from kvdsl.runtime.errors import CompileError, DeviceError, FeatureError, WebGPULoaded
 from kvdsl.runtime.webgpu import ALWAYS_DISABLED, WebGPU, check_toggles
 

@@ -16,9 +16,9 @@ import numpy as np
 
 from kvdsl.emit import emit
 from kvdsl.ir.dispatch import workgroups as dispatch_workgroups
-from kvdsl.ir.nodes import Binding, Kernel
+from kvdsl.ir.tree import Binding, Kernel
 from kvdsl.ir.types import Struct, u32
-from kvdsl.ir.verify import uses_f16
+from kvdsl.ir.features import uses_f16
 from kvdsl.runtime import device as gpu
 from kvdsl.runtime.contract import check_bindings, check_contract, check_workgroups
 from kvdsl.runtime.errors import DeviceError, ParamsError

@@ -14,7 +14,7 @@ import numbers
 
 import numpy as np
 
-from kvdsl.ir.nodes import Binding
+from kvdsl.ir.tree import Binding
 from kvdsl.ir.types import Scalar, Struct, Vec
 from kvdsl.runtime.errors import BufferError, ParamsError
 
@@ -88,7 +88,7 @@ def pack_params(struct: Struct, values: dict) -> bytes:
 def check_buffers(bindings: tuple[Binding, ...], buffers: dict[str, np.ndarray]) -> None:
     """Raise :class:`BufferError` unless ``buffers`` holds exactly one fitting array per binding.
 
-    An array holds the binding's host type (:attr:`~kvdsl.ir.nodes.Binding.host`: float16 for
+    An array holds the binding's host type (:attr:`~kvdsl.ir.tree.Binding.host`: float16 for
     f16 data moved as ``vec4<u32>`` words), a whole number of elements of it.
     """
     names = [b.name for b in bindings]
