@@ -16,7 +16,6 @@ from the models' published configs:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Callable
 
 from kvdsl.ir import Kernel
@@ -27,24 +26,9 @@ from kvdsl.kernels import merge_share as merge_share_mode
 from kvdsl.kernels import quant as quant_mode
 from kvdsl.kernels import transpose as transpose_mode
 from kvdsl.kernels import window_shift as window_shift_mode
-from kvdsl.kernels.config import Element, KernelConfig, Walk, as_dict
+from kvdsl.kernels.config import Element, KernelConfig, Model, Walk, as_dict
 from kvdsl.kernels.copy import CopyConfig, copy
 from kvdsl.kernels.transpose import TransposeConfig, transpose
-
-
-@dataclass(frozen=True)
-class Model:
-    """A model family's KV-cache shape."""
-
-    name: str
-    kv_heads: int
-    head_dim: int
-
-    @property
-    def shape(self) -> dict[str, int]:
-        """The config fields of the shape: ``kv_heads`` and ``head_dim``."""
-        return {"kv_heads": self.kv_heads, "head_dim": self.head_dim}
-
 
 MODELS = {
     "qwen25_05b": Model("Qwen2.5-0.5B-Instruct", 2, 64),

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import KW_ONLY, dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 from kvdsl.ir import (
     Buffer,
@@ -45,12 +45,13 @@ from kvdsl.ir import (
     u32,
 )
 from kvdsl.kernels.config import (
-    FLOATS,
-    KNORM_WORKGROUP,
-    PRESENT,
-    ROTARY_TABLES,
     CacheConfig,
     Element,
+    FLOATS,
+    KNORM_WORKGROUP,
+    Model,
+    PRESENT,
+    ROTARY_TABLES,
     Reduction,
     Walk,
     ceil_div,
@@ -78,9 +79,6 @@ from kvdsl.nodes.rotary import (
     rotate_row,
     rotated_pair,
 )
-
-if TYPE_CHECKING:
-    from kvdsl.catalog import Model
 
 WALKS = (Walk.PER_ROW, Walk.FLAT)
 

@@ -107,6 +107,20 @@ class RotaryPosition(StrEnum):
     PAST_SEQ = "past_seq"
 
 
+@dataclass(frozen=True)
+class Model:
+    """A model family's KV-cache shape."""
+
+    name: str
+    kv_heads: int
+    head_dim: int
+
+    @property
+    def shape(self) -> dict[str, int]:
+        """The config fields of the shape: ``kv_heads`` and ``head_dim``."""
+        return {"kv_heads": self.kv_heads, "head_dim": self.head_dim}
+
+
 class ConfigError(ValueError):
     """A config field holds a value the kernel cannot be built for."""
 

@@ -10,13 +10,13 @@ block walk keeps. Params: ``count`` = rows (batch × kvHeads × seq).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from kvdsl.ir import Kernel, KernelBuilder, u32
 from kvdsl.kernels.config import (
-    PRESENT,
     Element,
     KernelConfig,
+    Model,
+    PRESENT,
     Walk,
     choice,
     contract,
@@ -28,9 +28,6 @@ from kvdsl.kernels.plan import VectorWalk
 from kvdsl.nodes import walks, words
 
 WALKS = (Walk.COOPERATIVE, Walk.PER_ROW, Walk.FLAT)
-
-if TYPE_CHECKING:
-    from kvdsl.catalog import Model
 
 
 @dataclass(frozen=True)

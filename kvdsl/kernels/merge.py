@@ -16,16 +16,16 @@ both are equal; kvdsl converts.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from kvdsl.ir import Kernel, KernelBuilder, u32
 from kvdsl.kernels.config import (
+    CacheConfig,
+    Element,
     FLOATS,
+    Model,
     NEW,
     PAST,
     PRESENT,
-    CacheConfig,
-    Element,
     Walk,
     ceil_div,
     choice,
@@ -36,9 +36,6 @@ from kvdsl.kernels.config import (
 from kvdsl.kernels.plan import VectorWalk
 from kvdsl.nodes import walks, words
 from kvdsl.nodes.index import bnsh
-
-if TYPE_CHECKING:
-    from kvdsl.catalog import Model
 
 WALKS = (Walk.COOPERATIVE, Walk.PER_ROW, Walk.FLAT)
 

@@ -29,17 +29,17 @@ converts on store.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from kvdsl.ir import Kernel, KernelBuilder, f32, i32, u32
 from kvdsl.kernels.config import (
+    CacheConfig,
+    Element,
     FLOATS,
+    Model,
     NEW,
     PAST,
     PRESENT,
     ROTARY_TABLES,
-    CacheConfig,
-    Element,
     ShareRegion,
     Walk,
     ceil_div,
@@ -54,9 +54,6 @@ from kvdsl.nodes import walks, words
 from kvdsl.nodes.index import bnsh, split_rows
 from kvdsl.nodes.rotary import Rotation, move_new
 from kvdsl.nodes.window import append_window
-
-if TYPE_CHECKING:
-    from kvdsl.catalog import Model
 
 RETAIN_WALKS = (Walk.COOPERATIVE, Walk.PER_ROW, Walk.FLAT)
 WALKS = (Walk.COOPERATIVE, Walk.PER_ROW, Walk.HYBRID, Walk.FLAT)

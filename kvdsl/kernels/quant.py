@@ -36,7 +36,6 @@ Defects of the template, fixed here:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from kvdsl.ir import Dispatch, Kernel, KernelBuilder, Val, convert, f32, i32, min_, u32, vec
 from kvdsl.ir.tree import Binary, Call, Lit
@@ -59,6 +58,7 @@ from kvdsl.kernels.build import (
 from kvdsl.kernels.config import (
     Bits,
     Element,
+    Model,
     Reduction,
     RotaryPosition,
     Slot,
@@ -86,9 +86,6 @@ from kvdsl.nodes.quant import (
     scales,
 )
 from kvdsl.nodes.window import append_window
-
-if TYPE_CHECKING:
-    from kvdsl.catalog import Model
 
 MAX_STORAGE_BUFFERS = 8  # WebGPU's default maxStorageBuffersPerShaderStage
 

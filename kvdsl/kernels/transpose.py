@@ -8,13 +8,13 @@ destination element, ``ceil(total / WG)`` workgroups folded at ``fold`` in x.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from kvdsl.ir import Buffer, Dispatch, Kernel, KernelBuilder, Scalar, u32, vec
 from kvdsl.kernels.config import (
-    FLOATS,
     CacheConfig,
     Element,
+    FLOATS,
+    Model,
     choice,
     contract,
     flag,
@@ -24,9 +24,6 @@ from kvdsl.kernels.config import (
 )
 from kvdsl.nodes import words
 from kvdsl.nodes.index import flat_index
-
-if TYPE_CHECKING:
-    from kvdsl.catalog import Model
 
 
 @dataclass(frozen=True)

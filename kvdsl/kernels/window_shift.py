@@ -34,17 +34,17 @@ converts on store (the template stores new K and its f32 rotary row unconverted)
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from kvdsl.ir import Kernel, KernelBuilder, Val, f32, i32, u32
 from kvdsl.kernels.config import (
+    CacheConfig,
+    Element,
     FLOATS,
+    Model,
     NEW,
     PAST,
     PRESENT,
     ROTARY_TABLES,
-    CacheConfig,
-    Element,
     ShiftRegion,
     Walk,
     ceil_div,
@@ -62,9 +62,6 @@ from kvdsl.nodes import walks, words
 from kvdsl.nodes.index import bnsh, split_rows
 from kvdsl.nodes.rotary import Rotation, move_new
 from kvdsl.nodes.window import sliding_window
-
-if TYPE_CHECKING:
-    from kvdsl.catalog import Model
 
 WALKS = (Walk.PER_ROW, Walk.FLAT)
 ROTARY_REGIONS = (

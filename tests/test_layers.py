@@ -1,0 +1,106 @@
+"""The package's imports point down the picture in docs/architecture.md, and nothing installed
+imports ``tests/`` or ``benchmarks/``."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "kvdsl"
+
+#: Each part of the package and the parts it may import (imports inside functions and under
+#: ``TYPE_CHECKING`` included): docs/architecture.md's layers, lowest first.
+MAY_IMPORT = {
+    "ir": set(),
+    "reference": set(),
+    "emit": {"ir"},
+    "nodes": {"ir"},
+    "frontend": {"ir", "emit"},
+    "interp": {"ir", "emit"},
+    "kernels": {"ir", "nodes"},
+    "runtime": {"ir", "emit", "frontend"},
+    "catalog": {"ir", "kernels"},
+    "legacy": {"ir", "kernels"},
+    "catalog_files": {"ir", "emit", "kernels", "catalog"},
+    "harness": {"ir", "emit", "kernels", "reference", "interp", "runtime"},
+    "cli": {
+        "ir",
+        "emit",
+        "frontend",
+        "interp",
+        "kernels",
+        "runtime",
+        "catalog",
+        "legacy",
+        "catalog_files",
+        "harness",
+    },
+    "__main__": {"cli"},
+}
+
+
+def imports(path: Path) -> set[str]:
+    """The absolute module names ``path`` imports anywhere in its text."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module)
+            if node.module == "kvdsl":
+                found |= {f"kvdsl.{a.name}" for a in node.names}
+    return found
+
+
+def part(path: Path) -> str:
+    """The part of the package ``path`` belongs to: its folder, or its module's name."""
+    rel = path.relative_to(PACKAGE)
+    return rel.parts[0] if len(rel.parts) > 1 else rel.stem
+
+
+def test_every_part_of_the_package_is_placed():
+    parts = {part(p) for p in PACKAGE.rglob("*.py")} - {"__init__"}
+    assert parts == set(MAY_IMPORT)
+
+
+def test_imports_point_down_the_layers():
+    upward = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        own = part(path)
+        allowed = MAY_IMPORT.get(own, set()) | {own}
+        for name in imports(path):
+            words = name.split(".")
+            if words[0] != "kvdsl" or len(words) == 1:
+                continue
+            target = words[1]
+            if target == "__version__":
+                continue
+            if target not in allowed:
+                upward.append(f"{path.relative_to(ROOT)} imports {name}")
+    assert upward == []
+
+
+def test_nothing_installed_imports_tests_or_benchmarks():
+    found = [
+        f"{p.relative_to(ROOT)} imports {name}"
+        for p in sorted(PACKAGE.rglob("*.py"))
+        for name in imports(p)
+        if name.split(".")[0] in ("tests", "benchmarks")
+    ]
+    assert found == []
+    text = "\n".join(p.read_text() for p in PACKAGE.rglob("*.py"))
+    assert "sys.path" not in text
+
+
+def test_the_checks_fail_on_an_upward_import(tmp_path):
+    # The walk itself is held to a planted case: an import inside a function, one under
+    # TYPE_CHECKING, and a from-import of the package root all count.
+    f = tmp_path / "mod.py"
+    f.write_text(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from kvdsl.catalog import Model\n"
+        "def g():\n    import kvdsl.cli.run\n"
+        "from kvdsl import harness\n"
+    )
+    assert {"kvdsl.catalog", "kvdsl.cli.run", "kvdsl.harness"} <= imports(f)
