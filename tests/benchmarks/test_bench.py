@@ -5,16 +5,15 @@ from __future__ import annotations
 import csv
 import json
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+from kvdsl import catalog
+from tests.helpers.paths import BENCHMARKS, benchmark
 
-import gpu as bench  # noqa: E402
-import roofline  # noqa: E402
-from kvdsl import catalog  # noqa: E402
+bench = benchmark("gpu")
+roofline = benchmark("roofline")
 
 VARIANTS = ["copy_llama31_8b", "merge_f32_to_f16_llama31_8b", "merge_share_append_llama31_8b"]
 S, P, H, D = bench.SMALL["cache"], bench.SMALL["prefill"], bench.HEADS, bench.HEAD_DIM
@@ -330,7 +329,7 @@ def test_benchmark_scripts_take_a_positive_repeat(script):
     # --repeat 0 would divide by zero.
     import subprocess
 
-    path = Path(__file__).resolve().parent.parent / "benchmarks" / script
+    path = BENCHMARKS / script
     out = subprocess.run(
         [sys.executable, str(path), "--repeat", "0"], capture_output=True, text=True, timeout=120
     )
@@ -371,7 +370,7 @@ def test_compile_benchmark_bad_paths_fail_before_timing(tmp_path, args, message)
 
     (tmp_path / "file").write_text("not a folder")
     args = [a.replace("{file}", str(tmp_path / "file")) for a in args]
-    path = Path(__file__).resolve().parent.parent / "benchmarks" / "compile.py"
+    path = BENCHMARKS / "compile.py"
     out = subprocess.run(
         [sys.executable, str(path), "--no-interp", *args],
         capture_output=True,

@@ -6,15 +6,12 @@ from __future__ import annotations
 import difflib
 import json
 import re
-import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "benchmarks"))
+from tests.helpers.paths import ROOT, benchmark
 
-import report  # noqa: E402
+report = benchmark("report")
 
 HEADER = "mode,variant,options,batch,tokens,decode,kvdsl_us,roofline_us,pct_roofline\n"
 

@@ -5,15 +5,12 @@ from __future__ import annotations
 
 import shutil
 import struct
-import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "benchmarks"))
+from tests.helpers.paths import benchmark
 
-import shaderstats  # noqa: E402
+shaderstats = benchmark("shaderstats")
 
 
 def test_summary_counts_instructions_by_class():

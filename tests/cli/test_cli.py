@@ -5,15 +5,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from kvdsl.harness import poison
 from kvdsl.ir.portability import CONSTANT_UNPACK
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.helpers.paths import ROOT
 
 
 def kvdsl(*args: str) -> subprocess.CompletedProcess:
@@ -268,7 +266,7 @@ def test_legacy_prints_kvdsl_wgsl_for_template_variables():
 
 
 def test_legacy_subgroups_sums_the_k_norm_across_the_subgroup():
-    from legacy import legacy_vars
+    from tests.helpers.legacy import legacy_vars
 
     knorm = json.dumps(legacy_vars("build", kv_heads=8, head_dim=128, k_norm=True))
     out = kvdsl("legacy", "--vars", knorm, "--subgroups")

@@ -30,8 +30,7 @@ from kvdsl.legacy import config_from_vars
 from kvdsl.runtime import BufferError, ParamsError
 from kvdsl.runtime import run as gpu_run
 from kvdsl.runtime.contract import LimitError, check_contract, evaluate
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.helpers.paths import ROOT
 
 # ---- configs -----------------------------------------------------------------------------------
 

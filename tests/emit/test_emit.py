@@ -6,7 +6,6 @@ import json
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -15,8 +14,8 @@ from kvdsl.emit import emit, emit_expr, format_literal
 from kvdsl.ir import KernelBuilder, Op, Vec, bool_, f16, f32, i32, u32
 from kvdsl.ir.tree import Binary, Call, Construct, Convert, FnCall, Index, Lit, Member
 from kvdsl.ir.tree import Name, Unary
+from tests.helpers.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 a, b, c = Name("a"), Name("b"), Name("c")
 
 

@@ -8,7 +8,6 @@ ifs / else-ifs / fors / loops / blocks, var arrays, vectors and swizzles, commen
 
 from __future__ import annotations
 
-import dataclasses
 import importlib.util
 import re
 
@@ -18,7 +17,6 @@ from hypothesis import strategies as st
 
 from kvdsl.emit import emit
 from kvdsl.frontend import parse
-from kvdsl.frontend.typer import canonical
 from kvdsl.ir import ops
 from kvdsl.ir.tree import (
     Assign,
@@ -53,6 +51,7 @@ from kvdsl.ir.ops import Op
 from kvdsl.ir.types import Array, Struct, Vec, bool_, f16, f32, i32, u32
 from kvdsl.ir.verify import VerifyError, verify
 from kvdsl.kernels.transpose import TransposeConfig, transpose
+from tests.helpers.roundtrip import Fresh, assert_round_trip, literals
 
 
 def available_kernels() -> dict[str, Kernel]:
@@ -69,13 +68,6 @@ def available_kernels() -> dict[str, Kernel]:
 
 
 KERNELS = available_kernels()
-
-
-def assert_round_trip(k: Kernel) -> None:
-    text = emit(k)
-    parsed = parse(text)
-    assert dataclasses.replace(parsed, name=k.name, dispatch=k.dispatch) == k
-    assert emit(parsed) == text
 
 
 @pytest.mark.parametrize("name", sorted(KERNELS))
@@ -113,26 +105,6 @@ ARITH = (Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.MOD)
 BITS = (Op.AND, Op.OR, Op.XOR)
 FLOAT_FNS = (Op.ROUND, Op.FLOOR, Op.CEIL, Op.TRUNC, Op.SQRT, Op.INVERSE_SQRT, Op.EXP, Op.LOG)
 FLOAT_FNS += (Op.COS, Op.SIN)
-
-
-def _float_lit(ty):
-    width = 16 if ty == f16 else 32
-    floats = st.floats(width=width, allow_nan=False, allow_infinity=False)
-    return floats.map(lambda x: Lit(canonical(x, ty), ty))
-
-
-def literals(ty):
-    """Literals of ``ty``, edge values likely."""
-    if ty == bool_:
-        return st.booleans().map(lambda b: Lit(b, bool_))
-    if ty == u32:
-        return st.one_of(
-            st.sampled_from([0, 1, 2**31, 2**32 - 1]), st.integers(0, 2**32 - 1)
-        ).map(lambda v: Lit(v, u32))
-    if ty == i32:
-        edges = st.sampled_from([0, -1, 1, -(2**31), 2**31 - 1])
-        return st.one_of(edges, st.integers(-(2**31), 2**31 - 1)).map(lambda v: Lit(v, i32))
-    return _float_lit(ty)
 
 
 def _divisor(op, b, ty):
@@ -270,15 +242,6 @@ COMPOUND = {u32: ARITH + BITS, i32: ARITH + BITS, f32: ARITH, f16: ARITH, V4F: A
 COMPOUND[bool_] = (Op.AND, Op.OR)
 COMPOUND[V2U] = ARITH + BITS
 TEXT = st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=20).map(str.rstrip)
-
-
-class Fresh:
-    def __init__(self) -> None:
-        self.n = 0
-
-    def __call__(self, stem: str) -> str:
-        self.n += 1
-        return f"{stem}{self.n}"
 
 
 @st.composite

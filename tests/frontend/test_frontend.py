@@ -18,20 +18,7 @@ from kvdsl.ir import ops
 from kvdsl.ir.tree import Assign, Binary, Comment, Convert, For, If, Index, Let, Lit, Name, Var
 from kvdsl.ir.ops import Op
 from kvdsl.ir.types import Array, Vec, f32, i32, u32
-
-HEAD = "@group(0) @binding(0) var<storage, read_write> out: array<u32>;\n"
-
-
-def kernel(body: str, head: str = HEAD) -> str:
-    """A module around ``body``: the body starts on line 4 (line 2 with an empty ``head``)."""
-    return (
-        head
-        + "@compute @workgroup_size(64)\n"
-        + "fn main(@builtin(global_invocation_id) gid: vec3<u32>) {\n"
-        + body
-        + "\n  out[0u] = 1u;\n}\n"
-    )
-
+from tests.helpers.wgsl import HEAD, kernel
 
 # (source, line, column, message)
 MALFORMED = [
@@ -446,11 +433,10 @@ def test_the_grammar_is_package_data() -> None:
     """``wgsl.lark`` ships inside the package (read through importlib.resources), so an installed
     kvdsl parses WGSL wherever it is installed."""
     import tomllib
-    from pathlib import Path
 
     from kvdsl.frontend.parser import grammar
+    from tests.helpers.paths import ROOT as root
 
-    root = Path(__file__).resolve().parents[1]
     assert grammar() == (root / "kvdsl" / "frontend" / "wgsl.lark").read_text(encoding="utf-8")
     setuptools = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]
     assert "frontend/wgsl.lark" in setuptools["package-data"]["kvdsl"]
@@ -475,11 +461,7 @@ def test_if_else_if_chain_and_comments_keep_their_place() -> None:
 
 
 def _legacy_cases():
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).parent))
-    import legacy
+    from tests.helpers import legacy
 
     cases = [
         ("transpose", {}),

@@ -11,7 +11,8 @@ from __future__ import annotations
 import pytest
 
 from kvdsl.frontend import FrontendError, parse
-from test_frontend import kernel
+from tests.helpers.wgsl import kernel
+from tests.helpers.wgsl import refused_by_compilers
 
 H = "@group(0) @binding(0) var<storage, read_write> out: array<u32>;\n"
 
@@ -310,20 +311,6 @@ def test_what_the_frontend_takes_naga_and_tint_take():
     # stop, taken for naga's own gap (gfx-rs/wgpu#5555): kvdsl's runtime left the directive to
     # naga unless it stood alone on its line; it now takes subgroups out of any list.
     assert not refused_by_compilers(taken)
-
-
-def refused_by_compilers(texts: dict[str, str]) -> dict[str, str]:
-    """Name → why, for each WGSL text naga (this process's wgpu-native) or Tint (a Dawn
-    worker on its Null backend) refuses."""
-    from kvdsl.runtime import CompileError, compile_wgsl, tint_check
-
-    refused = {}
-    for name, text in texts.items():
-        try:
-            compile_wgsl(text)
-        except CompileError as err:
-            refused[name] = f"naga: {err}"
-    return refused | {n: f"tint: {e}" for n, e in tint_check(texts).items() if e is not None}
 
 
 def test_text_outside_wgsl_is_an_error_not_a_crash():

@@ -16,7 +16,7 @@ mutated WGSL through the frontend.
 CI runs a bounded number of examples (the whole file in well under a minute on two cores). A
 long run sets the examples per test (the GPU sample gets a twentieth)::
 
-    KVDSL_FUZZ_EXAMPLES=5000 pytest tests/test_fuzz.py -p no:cacheprovider
+    KVDSL_FUZZ_EXAMPLES=5000 pytest tests/harness/test_fuzz.py -p no:cacheprovider
 
 ``KVDSL_FUZZ_DB=DIR`` keeps each failing example in ``DIR`` (every fuzz that takes
 :func:`examples`' settings), and a later run given the same ``DIR`` replays it first.
@@ -25,20 +25,17 @@ long run sets the examples per test (the GPU sample gets a twentieth)::
 from __future__ import annotations
 
 import dataclasses
-import os
 import random
 import re
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kvdsl import catalog, reference
+from kvdsl import catalog
 from kvdsl.harness import CASES, Case
-from kvdsl.harness.compare import poison
-from kvdsl.harness.modes import _quant, _rotary, _row_inputs
-from kvdsl.harness.cases import dtype, values
+from kvdsl.harness.modes import _rotary
 from kvdsl.emit import emit
 from kvdsl.interp import run as interp_run
 from kvdsl.kernels.build import BuildConfig, build
@@ -50,28 +47,9 @@ from kvdsl.kernels.quant import AppendQuantConfig, BuildQuantConfig, append_quan
 from kvdsl.kernels.transpose import TransposeConfig, transpose
 from kvdsl.kernels.window_shift import WindowShiftConfig, window_shift
 from kvdsl.nodes.walks import lanes
-from kvdsl.runtime.contract import LimitError, check_contract, evaluate
+from kvdsl.runtime.contract import LimitError, check_contract
 from kvdsl.runtime.errors import BufferError
-
-LONG = int(os.environ.get("KVDSL_FUZZ_EXAMPLES", "0"))
-#: A folder where a long run keeps the examples that fail, replayed first by the next run given
-#: it (on a GPU host, a folder under $OUT, so the failing example comes back as files). None
-#: keeps nothing (CI, and a run without it).
-DATABASE = os.environ.get("KVDSL_FUZZ_DB")
-
-
-def examples(ci: int) -> settings:
-    """Hypothesis settings: ``ci`` examples, or the long run's count."""
-    from hypothesis.database import DirectoryBasedExampleDatabase
-
-    return settings(
-        max_examples=LONG or ci,
-        deadline=None,
-        database=DirectoryBasedExampleDatabase(DATABASE) if DATABASE else None,
-        derandomize=not LONG,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-    )
-
+from tests.helpers.fuzz import LONG, contract_sized, examples, window_case
 
 BUILDERS = {
     TransposeConfig: transpose,
@@ -192,16 +170,6 @@ def configs(draw: st.DrawFn, modes: tuple[str, ...] = tuple(catalog.MODES)):
     return cfg
 
 
-def contract_sized(kernel, case: Case) -> dict[str, np.ndarray]:
-    """The case's buffers with every input cut to exactly its extent: enough for the kernel."""
-    bufs = dict(case.buffers)
-    for b in kernel.bindings:
-        if b.access == "read":
-            need = evaluate(dict(kernel.extents)[b.name], kernel, case.params, bufs)
-            bufs[b.name] = bufs[b.name][: need * b.host_values]
-    return bufs
-
-
 def _case(cfg, seed: int, i: int) -> Case:
     return CASES[cfg.mode](cfg, np.random.default_rng(seed), i)
 
@@ -261,7 +229,6 @@ SEQLEN = st.one_of(
     I32,
 )
 WINDOW_CONFIGS = configs(("merge_share", "window_shift", "append_quant"))
-ROTARY_LIMIT = 1 << 16  # cos/sin entries a fuzz case may allocate; more is a host-rejected case
 
 
 @st.composite
@@ -276,81 +243,6 @@ def window_inputs(draw: st.DrawFn):
     key_seq = draw(st.integers(1, 14))
     seqlens = np.array(draw(st.lists(SEQLEN, min_size=batch, max_size=batch)), np.int32)
     return cfg, cap, key_seq, seqlens, draw(st.integers(0, 2**32 - 1))
-
-
-def window_case(cfg, cap: int, key_seq: int, seqlens: np.ndarray, seed: int) -> Case | None:
-    """A case of ``cfg`` for the given capacity, new tokens and ``seqlens_k``; None when the
-    rotary tables its positions need are too large to allocate here."""
-    rng = np.random.default_rng(seed)
-    h, d, batch = cfg.kv_heads, cfg.head_dim, len(seqlens)
-    keep = min(key_seq, cap)  # only the newest `cap` new tokens fit
-    if cfg.mode == "window_shift":
-        ct, it = dtype(cfg.present_type), dtype(cfg.input_type)
-        shape = (batch, h, cap, d)
-        past_k, past_v = (values(rng, shape, ct) for _ in range(2))
-        new_k, new_v = (values(rng, (batch, key_seq, h * d), it) for _ in range(2))
-        positions = max(key_seq, int(seqlens.max()) + 1)
-        rot = None
-        if cfg.rotary:
-            if positions * d // 2 > ROTARY_LIMIT:
-                return None
-            rot = _rotary(rng, positions, d // 2)
-        w = reference.window_shift(
-            past_k, past_v, new_k.astype(np.float32), new_v.astype(np.float32), seqlens,
-            cfg.region, rot,
-        )  # fmt: skip
-        bufs = {"seqlens_k": seqlens}
-        if cfg.region != "append":
-            bufs |= {"past_k": past_k, "past_v": past_v}
-        if cfg.region != "shift":
-            bufs |= {"new_k": new_k, "new_v": new_v}
-        if rot is not None:
-            bufs |= {"cos_cache": rot.cos, "sin_cache": rot.sin}
-        rows = key_seq if cfg.region == "append" else cap
-        params = {"count": batch * h * rows, "seq": cap, "keySeq": key_seq}
-        tol = 2e-3 if cfg.present_type == "f16" else 2e-5
-        tolerance = {"present_key": tol if cfg.rotary else 0.0}
-        quantized: dict[str, int] = {}
-    elif cfg.mode == "merge_share":
-        ct, it = dtype(cfg.present_type), dtype(cfg.input_type)
-        shape = (batch, h, cap, d)
-        if cfg.region == "retain":
-            past_k, past_v = (values(rng, shape, ct) for _ in range(2))
-            # With keySeq > cap the window is the whole cache, as for keySeq == cap.
-            w = reference.merge_share_retain(past_k, past_v, seqlens, keep)
-            bufs = {"seqlens_k": seqlens, "past_k": past_k, "past_v": past_v}
-            params = {"count": batch * h * cap, "seq": cap, "keySeq": key_seq}
-        else:
-            new_k, new_v = (values(rng, (batch, key_seq, h * d), it) for _ in range(2))
-            rot = _rotary(rng, cap, d // 2) if cfg.rotary else None
-            kept = (x[:, key_seq - keep :].astype(np.float32) for x in (new_k, new_v))
-            w = reference.merge_share_append(*kept, seqlens, cap, h, rot, ct)
-            bufs = {"seqlens_k": seqlens, "new_k": new_k, "new_v": new_v}
-            if rot is not None:
-                bufs |= {"cos_cache": rot.cos, "sin_cache": rot.sin}
-            params = {"count": batch * h * key_seq, "seq": cap, "keySeq": key_seq}
-        tol = 2e-3 if cfg.present_type == "f16" else 2e-5
-        tolerance = {"present_key": tol if cfg.rotary else 0.0}
-        quantized = {}
-    else:
-        bufs, k, v, norm, rot = _row_inputs(cfg, rng, batch, key_seq, cap)
-        q = _quant(cfg, rng, bool(seed % 2))
-        w = reference.append_quant(
-            k[:, key_seq - keep :], v[:, key_seq - keep :], seqlens, cap, h, q, norm, rot
-        )
-        bufs |= {"seqlens_k": seqlens, "k_scale": q.k_scale, "v_scale": q.v_scale}
-        params = {"count": batch * h * key_seq, "seq": key_seq, "pastSeq": 0, "totalSeq": cap}
-        params["perChannel"] = int(q.per_channel)
-        tolerance = {}
-        quantized = {"present_key": cfg.bits} if cfg.k_norm or cfg.rotary else {}
-    bufs = {k: np.ascontiguousarray(a).reshape(-1) for k, a in bufs.items()}
-    n = w.key.size
-    bufs |= {"present_key": poison(n, w.key.dtype), "present_value": poison(n, w.value.dtype)}
-    flat = {"present_key": w.key.reshape(-1), "present_value": w.value.reshape(-1)}
-    mask = {"present_key": w.mask.reshape(-1), "present_value": w.mask.reshape(-1)}
-    case = Case({"cap": cap, "keySeq": key_seq}, bufs, params, flat, mask, tolerance)
-    case.quantized = quantized
-    return case
 
 
 @examples(200)
@@ -429,7 +321,7 @@ def test_mutated_wgsl_the_frontend_takes_compiles_under_naga_and_tint(seed: int)
     ``constN``, read as ``const N``; a comparison that WGSL's template-list discovery reads
     as a list; ``a--b`` read as ``a - -b``)."""
     from kvdsl.frontend import FrontendError, parse
-    from test_frontend_wgsl import refused_by_compilers
+    from tests.helpers.wgsl import refused_by_compilers
 
     rng = random.Random(seed)
     taken: dict[str, str] = {}

@@ -1,5 +1,5 @@
-"""What a conformance case is (``tests/test_conformance.py``): a group of cases sharing one tiny
-kernel, and the shorthands the case tables (``conformance_int``, ``conformance_float``,
+"""What a conformance case is (``tests/interp/test_conformance.py``): a group of cases sharing one
+tiny kernel, and the shorthands the case tables (``conformance_int``, ``conformance_float``,
 ``conformance_convert``) are written with."""
 
 from __future__ import annotations

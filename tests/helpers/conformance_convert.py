@@ -4,7 +4,7 @@ quantiser's round-clamp-convert chain."""
 
 from __future__ import annotations
 
-from conformance_cases import INF, MAX, MIN, NAN, UMAX, Group, rows
+from tests.helpers.conformance_cases import Group, INF, MAX, MIN, NAN, UMAX, rows
 from kvdsl.ir import (
     bool_,
     clamp,

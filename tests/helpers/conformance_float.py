@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from conformance_cases import INF, NAN, Group, binop, fn_, rows
+from tests.helpers.conformance_cases import Group, INF, NAN, binop, fn_, rows
 from kvdsl.ir import Op, call, clamp, construct, f16, f32, max_, min_, round_, select, vec
 
 GROUPS = [

@@ -4,7 +4,7 @@ comparisons, select, int4 packing and integer vectors."""
 
 from __future__ import annotations
 
-from conformance_cases import MAX, MIN, UMAX, Group, binop, fn_, rows, unop
+from tests.helpers.conformance_cases import Group, MAX, MIN, UMAX, binop, fn_, rows, unop
 from kvdsl.ir import Op, clamp, construct, convert, dot, i32, max_, min_, select, u32, vec
 
 GROUPS = [

@@ -44,7 +44,6 @@ tokens), ``totalSeq`` (capacity), ``pastSeq``, ``perChannel``; window_shift ``se
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import Any
 
 import jinja2
@@ -52,21 +51,21 @@ import jinja2
 from kvdsl.emit import emit
 from kvdsl.ir import Binding, Kernel, Struct, u32, vec
 from kvdsl.ir.types import SCALARS
+from tests.helpers.paths import ROOT
 
-REPO = Path(__file__).resolve().parent.parent
 # Beside the repository (``../shared/seed``), inside it, or in ``.seed/`` (where the GPU host's
 # checkout keeps a copy): the first that exists.
 TEMPLATE = next(
     (
         p
         for p in (
-            REPO.parent / "shared" / "seed" / "kv_cache.wgsl.jinja",
-            REPO / "shared" / "seed" / "kv_cache.wgsl.jinja",
-            REPO / ".seed" / "kv_cache.wgsl.jinja",
+            ROOT.parent / "shared" / "seed" / "kv_cache.wgsl.jinja",
+            ROOT / "shared" / "seed" / "kv_cache.wgsl.jinja",
+            ROOT / ".seed" / "kv_cache.wgsl.jinja",
         )
         if p.is_file()
     ),
-    REPO.parent / "shared" / "seed" / "kv_cache.wgsl.jinja",
+    ROOT.parent / "shared" / "seed" / "kv_cache.wgsl.jinja",
 )
 
 MODES = (

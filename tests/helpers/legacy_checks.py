@@ -1,4 +1,4 @@
-"""Helpers of the legacy defect tests (``tests/test_legacy_defects_*.py``): random never-zero
+"""Helpers of the legacy defect tests (``tests/legacy/test_legacy_defects_*.py``): random never-zero
 inputs, poisoned outputs, the template's variables with its naga or bridge error, the parsed render
 run on the interpreter, and comparisons."""
 
@@ -15,7 +15,13 @@ from kvdsl.ir.types import SCALARS
 from kvdsl.kernels.config import ConfigError
 from kvdsl.legacy import config_from_vars
 from kvdsl.runtime import CompileError, compile_wgsl
-from legacy import legacy_bindings, legacy_params_struct, legacy_vars, legacy_workgroups, render
+from tests.helpers.legacy import (
+    legacy_bindings,
+    legacy_params_struct,
+    legacy_vars,
+    legacy_workgroups,
+    render,
+)
 
 B, H, D = 2, 2, 8
 F32 = np.float32

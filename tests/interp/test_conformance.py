@@ -23,13 +23,11 @@ import math
 import numpy as np
 import pytest
 
-import conformance_convert
-import conformance_float
-import conformance_int
-from conformance_cases import Group
 from kvdsl import interp
 from kvdsl import runtime
 from kvdsl.ir import Dispatch, KernelBuilder, bool_, lit, select, u32
+from tests.helpers import conformance_convert, conformance_float, conformance_int
+from tests.helpers.conformance_cases import Group
 
 GROUPS = conformance_int.GROUPS + conformance_float.GROUPS + conformance_convert.GROUPS
 

@@ -1,6 +1,6 @@
 """Generated float kernels run on the GPU and in the interpreter: the same values out.
 
-``tests/test_exec_fuzz.py`` composes the integer part of the op table freely and asks for the
+``tests/interp/test_exec_fuzz.py`` composes the integer part of the op table freely and asks for the
 same bits. Floats round, and WGSL leaves a GPU room the interpreter does not take (a product
 and a sum may fuse into one ``fma``, a division may be 2.5 ULP off, the sign of a zero may be
 ignored), so a free float expression has no single right answer to compare against. These
@@ -22,7 +22,7 @@ Floats are compared as values (``-0.0 == 0.0``: WGSL lets an implementation igno
 sign); packed halves likewise (a half of ``0x8000`` equals one of ``0``); integers bit for bit.
 Outputs are poisoned first (NaN, ``0xDEADBEEF``), so an unwritten slot shows. The approximate
 builtins (``sqrt``, ``inverseSqrt``, ``exp``, ``log``, ``cos``, ``sin``) and NaN and infinities stay
-with the conformance cases (``tests/conformance_float.py``), one op at a time.
+with the conformance cases (``tests/helpers/conformance_float.py``), one op at a time.
 """
 
 from __future__ import annotations
@@ -56,8 +56,8 @@ from kvdsl.ir.ops import Op
 from kvdsl.ir.types import Vec, bool_, f16, f32, i32, u32
 from kvdsl.frontend.typer import canonical
 from kvdsl.ir.verify import verify
-from test_exec_fuzz import fuzz_settings
-from test_roundtrip import Fresh, assert_round_trip
+from tests.helpers.exec_fuzz import fuzz_settings
+from tests.helpers.roundtrip import Fresh, assert_round_trip
 
 V4, V2H, V4H = Vec(4, f32), Vec(2, f16), Vec(4, f16)
 WG, GROUPS = 64, 2

@@ -3,7 +3,7 @@
 The K RMSNorm kernels sum each row across a workgroup through ``var<workgroup>`` memory between
 ``workgroupBarrier()``\\ s; the interpreter runs every invocation of a workgroup at once and must
 order their reads and writes as the barriers do. Here the integer statements and expressions of
-``tests/test_exec_fuzz.py`` (no early ``return``, which would leave a later barrier out of
+``tests/interp/test_exec_fuzz.py`` (no early ``return``, which would leave a later barrier out of
 uniform control flow) are cut into phases. In each phase every invocation writes one slot of a
 workgroup array, chosen by a permutation of its local id (itself, its mirror, an xor, a rotation,
 an odd multiple), all invocations pass a barrier, then each reads slots chosen by any integer
@@ -42,7 +42,7 @@ from kvdsl.ir.tree import (
 from kvdsl.ir.ops import Op
 from kvdsl.ir.types import Array, Struct, bool_, u32
 from kvdsl.ir.verify import VerifyError, verify
-from test_exec_fuzz import (
+from tests.helpers.exec_fuzz import (
     CONSTANT_REFUSED,
     EPILOGUE,
     PRELUDE,
@@ -60,7 +60,7 @@ from test_exec_fuzz import (
     outputs,
     stmts,
 )
-from test_roundtrip import Fresh, assert_round_trip
+from tests.helpers.roundtrip import Fresh, assert_round_trip
 
 LID = Member(Name("lid"), "x")
 #: A key of the scope that is no type: whether phases across the subgroup may be drawn.

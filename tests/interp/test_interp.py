@@ -7,7 +7,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from interp_inputs import nonzero, poison
 from kvdsl import interp, runtime
 from kvdsl.interp import OutOfBounds, RaceError, UninitializedRead
 from kvdsl.ir import Dispatch, KernelBuilder, array, construct, f32, min_, select, u32, vec
@@ -15,6 +14,7 @@ from kvdsl.ir.builder import Local, binary
 from kvdsl.ir.tree import Assign, Break, Continue, For, Lit, Var
 from kvdsl.ir.ops import Op
 from kvdsl.kernels.transpose import TransposeConfig, transpose
+from tests.helpers.interp_inputs import nonzero, poison
 
 D = 8  # head dim of the small row kernels
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from interp_inputs import nonzero, poison
 from kvdsl import interp
 from kvdsl.interp import RaceError, batch, machine, values
 from kvdsl.ir import Dispatch, KernelBuilder, f32, u32
 from kvdsl.ir.tree import Break, For
 from kvdsl.kernels.transpose import TransposeConfig, transpose
+from tests.helpers.interp_inputs import nonzero, poison
 
 # ---- chunks and strided access ---------------------------------------------------------------
 

@@ -132,7 +132,7 @@ def test_verify_barrier_rules() -> None:
         _kernel(after_return)
 
     # A helper may hold a barrier: the analysis asks its calls to
-    # be uniform (tests/test_uniformity.py); one never called is taken as WGSL takes it.
+    # be uniform (tests/ir/test_uniformity.py); one never called is taken as WGSL takes it.
     assert Barrier() in _kernel(_store_load, fn=True).functions[0].body
 
     def bad_loop(kb, w, out):

@@ -18,7 +18,7 @@ from kvdsl import interp, reference as ref, runtime
 from kvdsl.ir import f16
 from kvdsl.kernels.build import BuildConfig, build
 from kvdsl.kernels.config import ConfigError
-from tests import legacy
+from tests.helpers import legacy
 
 BACKENDS = [pytest.param(interp.run, id="interp"), pytest.param(runtime.run, id="gpu")]
 DT = {"f32": np.float32, "f16": np.float16}

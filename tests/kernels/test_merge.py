@@ -17,57 +17,18 @@ from kvdsl.ir.tree import Lit
 from kvdsl.kernels.config import ConfigError
 from kvdsl.kernels.merge import MergeConfig, merge
 from kvdsl.kernels.merge_share import MergeShareConfig, merge_share
+from tests.helpers.cache_kernels import (
+    BACKENDS,
+    DT,
+    assert_bits,
+    assert_close,
+    nonzero,
+    poison,
+    rotary_tables,
+)
 
-DT = {"f32": np.float32, "f16": np.float16}
 SHAPES = [(1, 8), (3, 6), (2, 64)]  # (kv_heads, head_dim): HALF 4, odd HALF 3, a real head
 TYPES = [("f32", "f32"), ("f16", "f16"), ("f16", "f32")]  # (present_type, input_type)
-
-
-def _backends() -> list:
-    from kvdsl.runtime import run as gpu_run
-
-    out = [pytest.param(gpu_run, id="gpu")]
-    try:
-        from kvdsl.interp import run as interp_run
-    except ImportError:  # the interpreter lands in parallel; the GPU runs meanwhile
-        return out
-    return out + [pytest.param(interp_run, id="interp")]
-
-
-BACKENDS = _backends()
-
-
-def nonzero(rng: np.random.Generator, shape: tuple, dtype) -> np.ndarray:
-    """Random values in ±[0.5, 2): never zero, exact in f16."""
-    x = rng.uniform(0.5, 2.0, shape) * rng.choice([-1.0, 1.0], shape)
-    return x.astype(dtype)
-
-
-def poison(shape: tuple, dtype) -> np.ndarray:
-    return np.full(shape, np.nan, dtype)
-
-
-def rotary_tables(rng: np.random.Generator, positions: int, half: int) -> ref.Rotary:
-    """cos/sin of random non-zero angles, ``positions * half`` f32 each."""
-    ang = rng.uniform(0.1, 3.0, positions * half).astype(np.float32)
-    return ref.Rotary(np.cos(ang).astype(np.float32), np.sin(ang).astype(np.float32))
-
-
-def assert_bits(got: np.ndarray, want: np.ndarray) -> None:
-    """Bit-exact equality (NaN poison included)."""
-    want = np.asarray(want, got.dtype).reshape(got.shape)
-    ints = {2: np.uint16, 4: np.uint32}[got.dtype.itemsize]
-    bad = got.view(ints) != want.view(ints)
-    assert not bad.any(), f"{bad.sum()} of {bad.size} differ, first at {np.argwhere(bad)[0]}"
-
-
-def assert_close(got: np.ndarray, want: np.ndarray, ulps: int = 4) -> None:
-    """Same NaN (poison) positions; elsewhere within ``ulps`` of the values' scale (about 4)."""
-    want = np.asarray(want, got.dtype).reshape(got.shape)
-    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
-    tol = ulps * np.finfo(got.dtype).eps * 4.0
-    diff = np.abs(got.astype(np.float64) - want.astype(np.float64))
-    assert np.nanmax(diff, initial=0.0) <= tol, f"max diff {np.nanmax(diff)} > {tol}"
 
 
 # ---- merge ---------------------------------------------------------------------------------------
@@ -290,7 +251,7 @@ LEGACY = [  # (kvdsl config, template variables)
 
 
 def _legacy(cfg, extra):
-    import legacy
+    from tests.helpers import legacy
 
     vars = legacy.legacy_vars(
         kv_heads=cfg.kv_heads, head_dim=cfg.head_dim, workgroup_size=cfg.workgroup_size, **extra

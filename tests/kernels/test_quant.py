@@ -25,7 +25,7 @@ from kvdsl.harness.compare import compare_quantized
 from kvdsl.kernels.config import ConfigError
 from kvdsl.kernels.quant import AppendQuantConfig, BuildQuantConfig, append_quant, build_quant
 from kvdsl.reference import elementwise as ew
-from tests import legacy
+from tests.helpers import legacy
 
 BACKENDS = [pytest.param(interp.run, id="interp"), pytest.param(runtime.run, id="gpu")]
 POISON = 0xDEADBEEF

@@ -307,7 +307,7 @@ def test_subgroup_knorm_gpu_matches_workgroup_form(gpu, name: str) -> None:
 def test_legacy_variables_in_the_subgroup_form(gpu, mode, opts):
     """`kvdsl legacy --subgroups`: the template's variables of a K RMSNorm kernel, as the block
     walk's subgroup form, write what the workgroup form writes on the GPU."""
-    from legacy import legacy_vars
+    from tests.helpers.legacy import legacy_vars
 
     from kvdsl.legacy import config_from_vars
 
@@ -345,11 +345,10 @@ def test_bench_on_an_adapter_without_subgroups(no_subgroups, tmp_path):
     """The benchmark's rows for a variant this device cannot run say so (n/a) and do not make
     the run fail."""
     import csv
-    import sys
-    from pathlib import Path
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-    from gpu import main  # benchmarks/gpu.py: the benchmark's entry point
+    from tests.helpers.paths import benchmark
+
+    main = benchmark("gpu").main  # benchmarks/gpu.py: the benchmark's entry point
 
     argv = ["--small", "--out", str(tmp_path), "--repeats", "2", "--warmup", "1"]
     argv += ["--batches", "1", "--variants", "build_knorm_flat_sg_qwen3_06b"]

@@ -5,7 +5,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_merge import BACKENDS, DT, assert_bits, assert_close, nonzero, poison, rotary_tables
+from tests.helpers.cache_kernels import (
+    BACKENDS,
+    DT,
+    assert_bits,
+    assert_close,
+    nonzero,
+    poison,
+    rotary_tables,
+)
 
 from kvdsl import reference as ref
 from kvdsl.ir import workgroups
@@ -134,7 +142,7 @@ LEGACY = [  # (kvdsl config, template variables)
 
 
 def _legacy(cfg, extra):
-    import legacy
+    from tests.helpers import legacy
 
     vars = legacy.legacy_vars("window_shift", kv_heads=cfg.kv_heads, head_dim=cfg.head_dim, **extra)
     return legacy, vars

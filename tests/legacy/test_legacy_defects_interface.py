@@ -24,8 +24,8 @@ from kvdsl.kernels.window_shift import window_shift
 from kvdsl.legacy import config_from_vars
 from kvdsl.runtime import ParamsError, compile_wgsl
 from kvdsl.runtime import run as gpu_run
-from legacy import render, run_legacy
-from legacy_checks import (
+from tests.helpers.legacy import render, run_legacy
+from tests.helpers.legacy_checks import (
     B,
     D,
     H,

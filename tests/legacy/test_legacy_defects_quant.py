@@ -26,8 +26,8 @@ from kvdsl.kernels.quant import AppendQuantConfig, BuildQuantConfig, append_quan
 from kvdsl.legacy import config_from_vars
 from kvdsl.runtime import compile_wgsl
 from kvdsl.runtime import run as gpu_run
-from legacy import render, run_legacy
-from legacy_checks import (
+from tests.helpers.legacy import render, run_legacy
+from tests.helpers.legacy_checks import (
     B,
     BAD_INT,
     D,

@@ -20,8 +20,8 @@ from kvdsl.interp import OutOfBounds
 from kvdsl.kernels.merge_share import MergeShareConfig, merge_share
 from kvdsl.kernels.window_shift import WindowShiftConfig, window_shift
 from kvdsl.runtime import run as gpu_run
-from legacy import run_legacy
-from legacy_checks import (
+from tests.helpers.legacy import run_legacy
+from tests.helpers.legacy_checks import (
     B,
     D,
     H,

@@ -1,5 +1,5 @@
-"""The legacy template through tests/legacy.py: every render compiles under naga (or is a known
-template defect), and its GPU runs mean what kvdsl.reference says, on poisoned outputs."""
+"""The legacy template through tests/helpers/legacy.py: every render compiles under naga (or is a
+known template defect), and its GPU runs mean what kvdsl.reference says, on poisoned outputs."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from kvdsl.emit import emit
 from kvdsl.kernels.transpose import TransposeConfig, transpose
 from kvdsl.reference import KNorm, Quant, Rotary
 from kvdsl.runtime import CompileError, compile_wgsl
-from legacy import (
+from tests.helpers.legacy import (
     legacy_bindings,
     legacy_params_struct,
     legacy_vars,

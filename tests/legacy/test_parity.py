@@ -30,7 +30,7 @@ from kvdsl.ir import workgroups
 from kvdsl.kernels.config import ConfigError
 from kvdsl.legacy import config_from_vars
 from kvdsl.runtime import CompileError, compile_wgsl, run
-from legacy import legacy_vars, legacy_workgroups, render, run_legacy
+from tests.helpers.legacy import legacy_vars, legacy_workgroups, render, run_legacy
 
 COUNTS: Counter = Counter()
 

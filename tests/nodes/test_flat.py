@@ -21,7 +21,7 @@ import pytest
 
 from kvdsl import catalog
 from kvdsl.harness import modes  # noqa: F401  (registers the mode case generators)
-from kvdsl.harness.cases import Case, cases_for
+from kvdsl.harness.cases import cases_for
 from kvdsl.harness.compare import POISON_BITS, compare, compare_quantized
 from kvdsl.emit import emit
 from kvdsl.interp import run as interp_run
@@ -35,7 +35,9 @@ from kvdsl.kernels.quant import AppendQuantConfig, BuildQuantConfig
 from kvdsl.kernels.window_shift import WindowShiftConfig
 from kvdsl.nodes import walks
 from kvdsl.runtime import run as gpu_run
-from test_fuzz import window_case
+from tests.helpers.fuzz import window_case
+
+from tests.helpers.flat import judge, kernels
 
 pytestmark = pytest.mark.filterwarnings("ignore:All-NaN slice")
 F16 = dict(present_type="f16", input_type="f16")
@@ -74,46 +76,12 @@ CONFIGS = [
     (AppendQuantConfig(2, 64, 8, walk="flat"), "exact"),
     (AppendQuantConfig(3, 12, 4, walk="flat", fold=2, qmin=-7, qmax=7), "exact"),
     (AppendQuantConfig(2, 64, 4, k_norm=True, walk="flat"), "norm"),
-    # K RMSNorm walks pairs by default (tests/test_pair.py); its per-vector form, asked:
+    # K RMSNorm walks pairs by default (tests/nodes/test_pair.py); its per-vector form, asked:
     (BuildConfig(2, 64, k_norm=True, walk="flat", pairs=False), "norm"),
     (BuildConfig(2, 32, k_norm=True, rotary=True, walk="flat", fold=2, pairs=False), "norm"),
     (BuildQuantConfig(2, 64, 4, k_norm=True, walk="flat", pairs=False), "norm"),
     (AppendQuantConfig(2, 64, 8, k_norm=True, walk="flat", pairs=False), "norm"),
 ]
-DROP_IN_WALK = {"copy": "cooperative", "merge": "cooperative", "merge_share": "cooperative"}
-
-
-def drop_in(cfg) -> object:
-    """The same config with the template's walk and workgroup size."""
-    walk = DROP_IN_WALK.get(cfg.mode, "per_row")
-    return dataclasses.replace(cfg, walk=walk, workgroup_size=64)
-
-
-_KERNELS: dict = {}
-
-
-def kernels(cfg):
-    if cfg not in _KERNELS:
-        _KERNELS[cfg] = (catalog.build_config(cfg), catalog.build_config(drop_in(cfg)))
-    return _KERNELS[cfg]
-
-
-def judge(case: Case, got: dict, want: dict, kind: str, gpu: bool) -> list[str]:
-    """Problems of the flat kernel's outputs ``got`` against ``want`` for a change of ``kind``."""
-    problems = []
-    for name in case.expected:
-        g, w, mask = got[name], want[name], case.written.get(name)
-        exact = kind == "exact" or name != "present_key" or (kind == "rotary" and not gpu)
-        if exact:
-            _, problem = compare(g, w)
-        elif g.dtype.kind in "iu":
-            _, problem = compare_quantized(g, w, 4 if g.dtype == np.uint32 else 8, mask)
-        else:
-            # Unwritten elements must keep the poison in both (checked bit for bit by the mask).
-            _, problem = compare(g, w, 2e-3 if g.dtype == np.float16 else 4e-6, mask)
-        if problem:
-            problems.append(f"{name}: {problem}")
-    return problems
 
 
 @pytest.mark.parametrize("backend", ["interp", "gpu"])
@@ -150,7 +118,7 @@ def test_cases_cover_decode_partial_and_folded_dispatches():
 
 def _width(kernel) -> int:
     b = kernel.binding("present_key") or kernel.binding("present_value")
-    n = b.host_values  # eight for f16 words (tests/test_words.py)
+    n = b.host_values  # eight for f16 words (tests/nodes/test_words.py)
     # A vec2<u32> of packed int4 words holds four elements, like a vec4.
     return 4 if n == 2 else n
 
@@ -367,8 +335,8 @@ def test_flat_knorm_append_past_capacity(cfg):
 def test_flat_knorm_rotary_append_into_an_empty_cache(pairs):
     """totalSeq = 0 (the host contract allows it for append_quant): the rotary K RMSNorm append
     loads cos/sin at the window's row before its barrier, and an empty cache has neither rows
-    nor table. The kernel leaves uniformly first; found by the config fuzz (tests/test_fuzz.py),
-    which read cos_cache[0] of an empty table here."""
+    nor table. The kernel leaves uniformly first; found by the config fuzz
+    (tests/harness/test_fuzz.py), which read cos_cache[0] of an empty table here."""
     cfg = AppendQuantConfig(
         1, 8, 8, k_norm=True, rotary=True, walk="flat", storage_buffer_limit=10, pairs=pairs
     )

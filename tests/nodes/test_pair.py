@@ -36,7 +36,7 @@ from kvdsl.kernels.merge_share import MergeShareConfig
 from kvdsl.kernels.quant import AppendQuantConfig, BuildQuantConfig
 from kvdsl.kernels.window_shift import WindowShiftConfig
 from kvdsl.runtime import run as gpu_run
-from test_flat import drop_in, judge
+from tests.helpers.flat import drop_in, judge
 
 pytestmark = pytest.mark.filterwarnings("ignore:All-NaN slice")
 F16 = dict(present_type="f16", input_type="f16")

@@ -39,8 +39,8 @@ from kvdsl.runtime import device as gpu_device
 from kvdsl.runtime import run as gpu_run
 from kvdsl.runtime.contract import check_contract
 from kvdsl.runtime.layout import check_buffers
-from test_flat import kernels
-from test_fuzz import contract_sized
+from tests.helpers.flat import kernels
+from tests.helpers.fuzz import contract_sized
 
 pytestmark = pytest.mark.filterwarnings("ignore:All-NaN slice")
 F16 = dict(present_type="f16", input_type="f16")

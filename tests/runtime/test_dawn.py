@@ -14,13 +14,11 @@ import os
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 
 from kvdsl import cli
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.helpers.paths import ROOT
 
 
 def python(code: str, **env: str) -> subprocess.CompletedProcess:
