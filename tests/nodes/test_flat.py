@@ -149,8 +149,8 @@ def test_dispatch_folds_items_of_vectors():
     from kvdsl.catalog_files import interface
 
     flat_rule, drop_rule = (
-        interface(k, emit(k))["dispatch"],
-        interface(drop, emit(drop))["dispatch"],
+        interface(k)["dispatch"],
+        interface(drop)["dispatch"],
     )
     assert flat_rule["balanced"] and "(ceil(n / y), y, 1)" in flat_rule["rule"]
     assert not drop_rule["balanced"] and drop_rule["rule"].endswith("(fold, ceil(n / fold), 1)")
