@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 HERE = Path(__file__).resolve().parent
-for _p in (HERE.parent, HERE.parent / "tests", HERE):
+for _p in (HERE.parent, HERE):
     if str(_p) not in sys.path:
         sys.path.insert(0, str(_p))
 
@@ -43,7 +43,7 @@ def kvdsl_catalog() -> int:
 
 def template_inputs() -> tuple[list[dict[str, Any]], list[str]]:
     """Per catalog variant: its template variables with the host's declarations (or why none)."""
-    import legacy
+    from tests.helpers import legacy
 
     inputs, skipped = [], []
     for name, cfg in catalog.VARIANTS.items():

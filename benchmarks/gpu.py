@@ -26,16 +26,16 @@ copy is still slow after them is timed once more at the end of the run (with ``-
 first. The roofline is :func:`roofline.copy_kernel` moving the same bytes (half read, half
 written, through two buffer pairs as K and V move), timed the same way in the same run; % of
 roofline = roofline time / kernel time. The legacy template is rendered for the same variables
-(``tests/legacy.py``: ``legacy_vars`` from the config's fields, the walk as the vendor: per-row
-and hybrid walks are Apple's) and timed as raw WGSL with the same buffers, params and its own
-dispatch geometry (``legacy_workgroups``); ``template/kvdsl`` is its time over kvdsl's. Where
-the template's interface differs from kvdsl's (kvdsl converts types the template cannot) or it
-does not compile, the row says so. The empty dispatch (:func:`roofline.empty_kernel`) is the
-floor; ``x floor`` is a decode-size append's time over it (``decode``: one new token, in a pass
-whose work is the new rows alone: merge_share and window_shift append, append_quant), timed at
-the run's start. A decode row's trials time the empty dispatch too, alternately with the kernel
-and the copy: ``floor_beside_x`` is the kernel's time over that one, a ratio within one state of
-the GPU as the copy's is.
+(``tests/helpers/legacy.py``: ``legacy_vars`` from the config's fields, the walk as the vendor:
+per-row and hybrid walks are Apple's) and timed as raw WGSL with the same buffers, params and
+its own dispatch geometry (``legacy_workgroups``); ``template/kvdsl`` is its time over kvdsl's.
+Where the template's interface differs from kvdsl's (kvdsl converts types the template cannot)
+or it does not compile, the row says so. The empty dispatch (:func:`roofline.empty_kernel`) is
+the floor; ``x floor`` is a decode-size append's time over it (``decode``: one new token, in a
+pass whose work is the new rows alone: merge_share and window_shift append, append_quant), timed
+at the run's start. A decode row's trials time the empty dispatch too, alternately with the
+kernel and the copy: ``floor_beside_x`` is the kernel's time over that one, a ratio within one
+state of the GPU as the copy's is.
 
 **Limits.** When a planned buffer passes WebGPU's default ``max-storage-buffer-binding-size``
 (128 MiB; at batch 4 the largest K or V buffer is 134 MB), the run raises the limit
@@ -66,7 +66,7 @@ SLOW_RETRY = 1.4
 DECODE_TARGET = 1.5  # a decode append's target: this many times the empty dispatch
 RETRY_SETTLE = 1.0
 REPO = Path(__file__).resolve().parent.parent
-for _p in (REPO, REPO / "tests", REPO / "benchmarks"):
+for _p in (REPO, REPO / "benchmarks"):
     if str(_p) not in sys.path:
         sys.path.insert(0, str(_p))
 os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.gettempdir())
@@ -142,8 +142,8 @@ def fastest(row: dict[str, Any], again: dict[str, Any]) -> dict[str, Any]:
 
 
 def template_vars(cfg: Any) -> dict[str, Any]:
-    """The legacy template variables for ``cfg`` (``tests/legacy.py:legacy_vars``)."""
-    import legacy
+    """The legacy template variables for ``cfg`` (``tests/helpers/legacy.py:legacy_vars``)."""
+    from tests.helpers import legacy
 
     kw: dict[str, Any] = {"head_dim": cfg.head_dim, "workgroup_size": cfg.workgroup_size}
     kw |= {"fold": cfg.fold, "kv_heads": getattr(cfg, "kv_heads", 2)}
@@ -182,9 +182,9 @@ def _with_workgroup(lvars: dict[str, Any], wg: int) -> dict[str, Any]:
 
 
 def find_template(explicit: str | None = None) -> Path | None:
-    """The template file: ``explicit`` (which must exist), else tests/legacy.py's (beside the
-    repository, inside it, or in ``.seed/``, where the GPU host's checkout keeps a copy)."""
-    import legacy
+    """The template file: ``explicit`` (which must exist), else tests/helpers/legacy.py's (beside
+    the repository, inside it, or in ``.seed/``, where the GPU host's checkout keeps a copy)."""
+    from tests.helpers import legacy
 
     if explicit is not None:
         if not Path(explicit).is_file():
@@ -194,9 +194,10 @@ def find_template(explicit: str | None = None) -> Path | None:
 
 
 def render_template(path: Path, vars: dict, bindings, params_struct) -> str:
-    """``tests/legacy.py:render``, for the template at ``path`` (the GPU host may hold a copy)."""
+    """``tests/helpers/legacy.py:render``, for the template at ``path`` (the GPU host may hold a
+    copy)."""
     import jinja2
-    import legacy
+    from tests.helpers import legacy
 
     if path == legacy.TEMPLATE:
         return legacy.render(vars, bindings, params_struct)
@@ -239,7 +240,7 @@ def _median_us(times: list[float]) -> float:
 
 def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> list[dict[str, Any]]:
     """Measure every selected config; write the CSV and device.json under ``args.out``."""
-    import legacy
+    from tests.helpers import legacy
 
     size = dict(SMALL if args.small else FULL)
     if args.batches:

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT)]
 
 from kvdsl.emit import emit  # noqa: E402
 from arguments import whole  # noqa: E402
@@ -34,7 +34,7 @@ def sources() -> dict[str, str]:
         kernels = {"transpose": transpose(TransposeConfig(8, 128, True))}
     out.update({name: emit(k) for name, k in kernels.items()})
     try:
-        import legacy
+        from tests.helpers import legacy
     except ImportError:
         return out
     for mode in legacy.MODES:

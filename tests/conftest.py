@@ -37,11 +37,12 @@ def gpu() -> dict:
         pytest.fail(f"GPU tests need a wgpu adapter (llvmpipe will do): {e}", pytrace=False)
 
 
-#: What an implementation runs other than WGSL says on some adapter (tests/test_conformance.py
-#: and tests/test_exec_fuzz.py on an H200, tests/test_exec_fuzz_float.py on llvmpipe):
-#: (implementation, vendor) -> {deviation: why}, the why being kvdsl.ir.portability's (what
-#: `kvdsl check` notes). A test meets a deviation only on its platform and says so there (xfail
-#: with the reason); everywhere else it holds strictly, and on its platform every other test does.
+#: What an implementation runs other than WGSL says on some adapter
+#: (tests/interp/test_conformance.py and tests/interp/test_exec_fuzz.py on an H200,
+#: tests/interp/test_exec_fuzz_float.py on llvmpipe): (implementation, vendor) -> {deviation:
+#: why}, the why being kvdsl.ir.portability's (what `kvdsl check` notes). A test meets a
+#: deviation only on its platform and says so there (xfail with the reason); everywhere else it
+#: holds strictly, and on its platform every other test does.
 KNOWN_DEVIATIONS = {
     ("wgpu-native", "NVIDIA"): {
         "i32 %": SIGNED_REMAINDER,
@@ -93,10 +94,10 @@ def without_feature(gpu, monkeypatch):
 
 
 def pytest_terminal_summary(terminalreporter) -> None:
-    """Print the legacy-parity tally (tests/test_parity.py) at the end of every run."""
+    """Print the legacy-parity tally (tests/legacy/test_parity.py) at the end of every run."""
     import sys
 
-    parity = sys.modules.get("test_parity") or sys.modules.get("tests.test_parity")
+    parity = sys.modules.get("test_parity") or sys.modules.get("tests.legacy.test_parity")
     counts = getattr(parity, "COUNTS", None)
     if counts:
         tally = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))

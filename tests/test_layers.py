@@ -6,7 +6,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.helpers.paths import ROOT
+
 PACKAGE = ROOT / "kvdsl"
 
 #: Each part of the package and the parts it may import (imports inside functions and under

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from kvdsl.cli import parser
+from tests.helpers.paths import ROOT
 
-README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+README = (ROOT / "README.md").read_text()
 
 
 def test_authoring_example_runs(gpu):
@@ -18,7 +18,7 @@ def test_authoring_example_runs(gpu):
 def test_quick_start_is_two_commands_and_ci_runs_the_second():
     commands = re.findall(r"^    (bash scripts/setup\.sh && .+)$", README, re.M)
     assert len(commands) == 2
-    ci = (Path(__file__).resolve().parents[1] / ".ci" / "run").read_text()
+    ci = (ROOT / ".ci" / "run").read_text()
     assert commands[1] in ci
 
 
@@ -41,8 +41,7 @@ def test_readme_is_short_and_names_the_benchmark():
 
 def test_docs_keep_no_diary():
     """README and docs are reference: what happened belongs in commit messages."""
-    root = Path(__file__).resolve().parents[1]
     diary = re.compile(r"\b(runs?|probes?) [0-9]+\b|\b[a-z]+th stop\b|\bthis stop\b", re.I)
-    for path in [root / "README.md", *sorted((root / "docs").glob("*.md"))]:
+    for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
         found = diary.search(path.read_text())
         assert found is None, f"{path.name}: {found.group(0)!r}"

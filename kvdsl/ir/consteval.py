@@ -55,7 +55,7 @@ def _float_step(op: Op, a: np.floating, b: np.floating) -> np.floating:
     largest value refused even where it would round down to it (``65504.0h + 8.0h``,
     ``3.4028235e38f + 1.0e30f``), then rounded to the type; ``%`` is WGSL's ``x - y * trunc(x /
     y)`` computed in f32, whose quotient must be finite (``3.0e38f % 0.5f`` is refused,
-    ``-65504.0h % 0.5h`` is not: tests/test_constant_operands.py holds these to Tint). f16
+    ``-65504.0h % 0.5h`` is not: tests/ir/test_constant_operands.py holds these to Tint). f16
     values round to the nearest here; WGSL lets an implementation round them either way and
     Tint rounds toward zero (``-2.0h + 65504.0h`` is 65472.0h there, 65504.0h here), so a
     verdict that turns on how an inexact f16 result rounds (within a step of 65504, a

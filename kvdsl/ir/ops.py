@@ -3,7 +3,7 @@
 Each :class:`Op` has one :class:`OpInfo` row giving its WGSL spelling, its arity, where it sits
 in WGSL's expression grammar (used to print minimal parentheses and to check the parser), its
 typing rule, and its numpy implementation with WGSL's exact semantics. The emitter, the
-interpreter, the verifier and the frontend all read this table; ``tests/test_ops.py`` checks that
+interpreter, the verifier and the frontend all read this table; ``tests/ir/test_ir.py`` checks that
 every row is complete.
 
 WGSL's expression grammar is not a plain precedence ladder: shifts and bitwise operators take

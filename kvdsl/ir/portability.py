@@ -2,7 +2,7 @@
 met such a deviation on a real GPU, each with the statement it is in.
 
 Found by generated kernels run on an H200 under wgpu-native and Dawn, and on llvmpipe, against
-the interpreter (``tests/test_exec_fuzz.py``, ``tests/test_exec_fuzz_float.py``;
+the interpreter (``tests/interp/test_exec_fuzz.py``, ``tests/interp/test_exec_fuzz_float.py``;
 ``docs/performance.md``, *Integer kernels on the H200* and the sections after it). The
 kernel is valid WGSL and means what the interpreter says; on those platforms it runs otherwise,
 so ``kvdsl check`` names them as notes (not problems) and a host can decide.

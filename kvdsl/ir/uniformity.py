@@ -29,8 +29,8 @@ value that is uniform in a subgroup without being uniform in the workgroup (no
 ``subgroup_id``, no reduction), so the one analysis gives both scopes' answers.
 
 Where the spec's text is looser than Tint, kvdsl follows Tint: a store to a lane of a
-function-scope vector makes the variable's value depend on the lane's index too. ``tests/test_uniformity.py`` holds the verdicts
-to Tint's on generated kernels.
+function-scope vector makes the variable's value depend on the lane's index too.
+``tests/ir/test_uniformity.py`` holds the verdicts to Tint's on generated kernels.
 """
 
 from __future__ import annotations

@@ -1,0 +1,59 @@
+"""Backends, inputs and comparisons of the KV-cache kernel tests (``tests/kernels/test_merge.py``,
+``tests/kernels/test_window_shift.py``): outputs are poisoned with NaN before each run; copies
+and conversions of equal types are compared bit for bit, rotated K within a few ulps."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kvdsl import reference as ref
+
+DT = {"f32": np.float32, "f16": np.float16}
+
+
+def _backends() -> list:
+    from kvdsl.runtime import run as gpu_run
+
+    out = [pytest.param(gpu_run, id="gpu")]
+    try:
+        from kvdsl.interp import run as interp_run
+    except ImportError:  # the interpreter lands in parallel; the GPU runs meanwhile
+        return out
+    return out + [pytest.param(interp_run, id="interp")]
+
+
+BACKENDS = _backends()
+
+
+def nonzero(rng: np.random.Generator, shape: tuple, dtype) -> np.ndarray:
+    """Random values in ±[0.5, 2): never zero, exact in f16."""
+    x = rng.uniform(0.5, 2.0, shape) * rng.choice([-1.0, 1.0], shape)
+    return x.astype(dtype)
+
+
+def poison(shape: tuple, dtype) -> np.ndarray:
+    return np.full(shape, np.nan, dtype)
+
+
+def rotary_tables(rng: np.random.Generator, positions: int, half: int) -> ref.Rotary:
+    """cos/sin of random non-zero angles, ``positions * half`` f32 each."""
+    ang = rng.uniform(0.1, 3.0, positions * half).astype(np.float32)
+    return ref.Rotary(np.cos(ang).astype(np.float32), np.sin(ang).astype(np.float32))
+
+
+def assert_bits(got: np.ndarray, want: np.ndarray) -> None:
+    """Bit-exact equality (NaN poison included)."""
+    want = np.asarray(want, got.dtype).reshape(got.shape)
+    ints = {2: np.uint16, 4: np.uint32}[got.dtype.itemsize]
+    bad = got.view(ints) != want.view(ints)
+    assert not bad.any(), f"{bad.sum()} of {bad.size} differ, first at {np.argwhere(bad)[0]}"
+
+
+def assert_close(got: np.ndarray, want: np.ndarray, ulps: int = 4) -> None:
+    """Same NaN (poison) positions; elsewhere within ``ulps`` of the values' scale (about 4)."""
+    want = np.asarray(want, got.dtype).reshape(got.shape)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    tol = ulps * np.finfo(got.dtype).eps * 4.0
+    diff = np.abs(got.astype(np.float64) - want.astype(np.float64))
+    assert np.nanmax(diff, initial=0.0) <= tol, f"max diff {np.nanmax(diff)} > {tol}"

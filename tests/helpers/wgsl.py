@@ -1,0 +1,30 @@
+"""WGSL texts for the frontend's tests, and what WGSL's compilers make of them."""
+
+from __future__ import annotations
+
+HEAD = "@group(0) @binding(0) var<storage, read_write> out: array<u32>;\n"
+
+
+def kernel(body: str, head: str = HEAD) -> str:
+    """A module around ``body``: the body starts on line 4 (line 2 with an empty ``head``)."""
+    return (
+        head
+        + "@compute @workgroup_size(64)\n"
+        + "fn main(@builtin(global_invocation_id) gid: vec3<u32>) {\n"
+        + body
+        + "\n  out[0u] = 1u;\n}\n"
+    )
+
+
+def refused_by_compilers(texts: dict[str, str]) -> dict[str, str]:
+    """Name → why, for each WGSL text naga (this process's wgpu-native) or Tint (a Dawn
+    worker on its Null backend) refuses."""
+    from kvdsl.runtime import CompileError, compile_wgsl, tint_check
+
+    refused = {}
+    for name, text in texts.items():
+        try:
+            compile_wgsl(text)
+        except CompileError as err:
+            refused[name] = f"naga: {err}"
+    return refused | {n: f"tint: {e}" for n, e in tint_check(texts).items() if e is not None}

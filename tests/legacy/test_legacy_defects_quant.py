@@ -1,0 +1,288 @@
+"""The legacy template's defects in the build family and the quantised caches (numbers as in
+``docs/legacy.md``): the append_quant window (6) and rotary position (7), more than eight storage
+buffers (8), f16 build caches (10), bits other than 8 or 4 and int4 with an odd head dim (14), a
+wider int4 clamp range (16), rotary with an odd head dim (18).
+
+Each test shows the difference: the template's render fails under naga (the message names the
+problem), or its output (GPU, or the interpreter on the render parsed by ``kvdsl.frontend``)
+differs from ``kvdsl.reference`` while kvdsl's kernel equals it, or the legacy bridge refuses
+the variables with a ConfigError naming the variable. Inputs are random and never zero; outputs
+are poisoned before every run (helpers in ``legacy_checks.py``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kvdsl import interp
+from kvdsl import reference as ref
+from kvdsl.emit import emit
+from kvdsl.frontend import parse
+from kvdsl.interp import OutOfBounds
+from kvdsl.kernels.config import ConfigError
+from kvdsl.kernels.build import BuildConfig, build
+from kvdsl.kernels.quant import AppendQuantConfig, BuildQuantConfig, append_quant, build_quant
+from kvdsl.legacy import config_from_vars
+from kvdsl.runtime import compile_wgsl
+from kvdsl.runtime import run as gpu_run
+from tests.helpers.legacy import render, run_legacy
+from tests.helpers.legacy_checks import (
+    B,
+    BAD_INT,
+    D,
+    F32,
+    H,
+    bridge_error,
+    naga_error,
+    poison,
+    retype,
+    rnd,
+    rotary,
+    run_parsed,
+    variables,
+    with_buffers,
+    with_buffers_legacy,
+)
+
+# ---- 6. append_quant window -------------------------------------------------------------------
+
+
+def _quant(rng, bits=8, per_channel=True, heads=H, head_dim=D):
+    n = heads * head_dim if per_channel else 1
+    qmax = 2 ** (bits - 1) - 1
+    return ref.Quant(
+        bits,
+        (rng.uniform(1.5, 3.0, n) / qmax).astype(F32),
+        (rng.uniform(1.5, 3.0, n) / qmax).astype(F32),
+        per_channel,
+    )
+
+
+def _quant_data(rng, batch, s, cap, seqlens, quant, positions=0, extra_rows=0):
+    words = D if quant.bits == 8 else D // 2
+    dt = np.int32 if quant.bits == 8 else np.uint32
+    rows = batch * H * cap + extra_rows
+    data = {
+        "src_k": rnd(rng, batch, s, H * D),
+        "src_v": rnd(rng, batch, s, H * D),
+        "seqlens_k": np.array(seqlens, np.int32),
+        "k_scale": quant.k_scale,
+        "v_scale": quant.v_scale,
+        "present_key": np.full((rows, words), 0xDEADBEEF, np.uint32).view(dt),
+        "present_value": np.full((rows, words), 0xDEADBEEF, np.uint32).view(dt),
+    }
+    if positions:
+        rot = rotary(rng, positions)
+        data |= {"cos_cache": rot.cos, "sin_cache": rot.sin}
+    return data
+
+
+def quant_close(got: np.ndarray, want: np.ndarray) -> bool:
+    """int8 values equal but for one step where x / scale lands within rounding of .5."""
+    diff = np.abs(got.astype(np.int64).ravel() - want.astype(np.int64).ravel())
+    return bool(diff.max() <= 1 and np.mean(diff == 0) > 0.95)
+
+
+def test_06_append_quant_right_padded_prompt_wraps():
+    rng = np.random.default_rng(6)
+    cap, s = 8, 3
+    quant = _quant(rng)
+    data = _quant_data(rng, B, s, cap, [1, 5], quant)  # batch 0: 2 valid tokens < 3 new
+    params = {"count": B * H * s, "seq": s, "pastSeq": 0, "totalSeq": cap, "perChannel": 1}
+    v, bindings, struct = variables("append_quant")
+    with pytest.raises(OutOfBounds, match="present_key"):
+        run_parsed(v, bindings, struct, with_buffers_legacy(bindings, data), params)
+    kernel = append_quant(AppendQuantConfig(H, D))
+    mine = interp.run(kernel, with_buffers(kernel, data), params)
+    want = ref.append_quant(data["src_k"], data["src_v"], data["seqlens_k"], cap, H, quant)
+    k, val = want.over(data["present_key"], data["present_value"])
+    assert quant_close(mine["present_key"], k) and quant_close(mine["present_value"], val)
+    assert np.all(mine["present_key"].reshape(k.shape)[~want.mask] == BAD_INT)
+
+
+def test_06_append_quant_past_capacity_spills_into_the_next_head(gpu):
+    rng = np.random.default_rng(61)
+    cap, s = 6, 3
+    quant = _quant(rng)
+    # One spare head of rows: where the template's last head spills.
+    data = _quant_data(rng, 1, s, cap, [8], quant, extra_rows=cap)
+    params = {"count": H * s, "seq": s, "pastSeq": 0, "totalSeq": cap, "perChannel": 1}
+    v, bindings, struct = variables("append_quant")
+    theirs = run_legacy(v, bindings, struct, with_buffers_legacy(bindings, data), params)
+    kernel = append_quant(AppendQuantConfig(H, D))
+    mine = gpu_run(kernel, with_buffers(kernel, data), params)
+    want = ref.append_quant(data["src_k"], data["src_v"], data["seqlens_k"], cap, H, quant)
+    n = H * cap
+    k, val = want.over(data["present_key"][:n], data["present_value"][:n])
+    assert quant_close(mine["present_key"][:n], k) and quant_close(mine["present_value"][:n], val)
+    assert np.all(mine["present_key"][n:] == BAD_INT)
+    # The template: head 0's window rows 3..5 never written, head 1's rows 0..2 overwritten.
+    assert np.all(theirs["present_key"][cap - s : cap] == BAD_INT)
+    assert not np.any(theirs["present_key"][cap : cap + s] == BAD_INT)
+    assert not np.any(theirs["present_key"][n : n + s] == BAD_INT)  # past the buffer's heads
+
+
+# ---- 7. append_quant rotary position --------------------------------------------------------------
+
+
+def test_07_append_quant_rotates_every_batch_at_past_seq():
+    rng = np.random.default_rng(7)
+    cap, s = 10, 2
+    quant = _quant(rng)
+    data = _quant_data(rng, B, s, cap, [3, 8], quant, positions=cap)  # windows at rows 2, 7
+    params = {"count": B * H * s, "seq": s, "pastSeq": 2, "totalSeq": cap, "perChannel": 1}
+    v, bindings, struct = variables("append_quant", rotary=True)
+    assert len(bindings) == 9
+    theirs = run_parsed(v, bindings, struct, with_buffers_legacy(bindings, data), params)
+    rot = ref.Rotary(data["cos_cache"], data["sin_cache"])
+    want = ref.append_quant(
+        data["src_k"], data["src_v"], data["seqlens_k"], cap, H, quant, None, rot
+    )
+    k, _ = want.over(data["present_key"], data["present_value"])
+    k = k.reshape(B, H, cap, D)
+    theirs_k = theirs["present_key"].reshape(k.shape)
+    assert quant_close(theirs_k[0], k[0])  # batch 0's window starts at pastSeq
+    assert not quant_close(theirs_k[1], k[1])  # batch 1's K rotated at rows 2, 3, sits at 7, 8
+    row = AppendQuantConfig(H, D, rotary=True, storage_buffer_limit=9)
+    kernel = append_quant(row)
+    mine = interp.run(kernel, with_buffers(kernel, data), params)
+    assert quant_close(mine["present_key"], k)
+    kernel = append_quant(
+        AppendQuantConfig(H, D, rotary=True, storage_buffer_limit=9, rotary_position="past_seq")
+    )
+    compat = interp.run(kernel, with_buffers(kernel, data), params)
+    assert quant_close(compat["present_key"], theirs["present_key"])
+
+
+# ---- 8. more than 8 storage buffers ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "mode,k_norm,rotary,count",
+    [
+        ("build_quant", True, True, 9),
+        ("append_quant", False, True, 9),
+        ("append_quant", True, True, 10),
+    ],
+)
+def test_08_more_than_eight_storage_buffers(gpu, mode, k_norm, rotary, count):
+    v, bindings, struct = variables(mode, k_norm=k_norm, rotary=rotary)
+    assert len(bindings) == count
+    assert "limit is 8" in naga_error(v, bindings, struct)
+    err = bridge_error(v)
+    assert err.field == "k_norm/rotary" and "storage_buffer_limit" in err.allowed
+    cls, make = (
+        (BuildQuantConfig, build_quant)
+        if mode == "build_quant"
+        else (AppendQuantConfig, append_quant)
+    )
+    kernel = make(cls(H, D, k_norm=k_norm, rotary=rotary, storage_buffer_limit=count))
+    assert len(kernel.bindings) == count
+    parse(emit(kernel))  # valid WGSL for a device that raises the limit
+
+
+# ---- 10. build family with f16 ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["build", "build_quant", "append_quant"])
+def test_10_build_family_with_f16_is_invalid_wgsl(gpu, mode):
+    v, bindings, struct = variables(mode, present_type="f16")
+    if mode == "build":
+        # L435: the f32 row stored into the f16 present.
+        assert "`f32` to `f16`" in naga_error(v, bindings, struct)
+        kernel = build(config_from_vars(v))
+    else:
+        # The quantised caches are integers; f16 new K/V (L414: loaded into the f32 row) fail.
+        bindings = retype(bindings, src_k="f16", src_v="f16")
+        assert "`f16` to `f32`" in naga_error(v, bindings, struct)
+        cls, make = (
+            (BuildQuantConfig, build_quant)
+            if mode == "build_quant"
+            else (AppendQuantConfig, append_quant)
+        )
+        kernel = make(cls(H, D, input_type="f16"))
+    compile_wgsl(emit(kernel))
+
+
+def test_10_build_f16_present_matches_reference(gpu):
+    rng = np.random.default_rng(10)
+    s = 3
+    data = {"src_k": rnd(rng, B, s, H * D), "src_v": rnd(rng, B, s, H * D)}
+    data |= {n: poison((B, H, s, D), np.float16) for n in ("present_key", "present_value")}
+    kernel = build(BuildConfig(H, D, present_type="f16"))
+    out = gpu_run(kernel, data, {"count": B * H * s, "seq": s, "pastSeq": 0})
+    k, val = ref.build(data["src_k"], data["src_v"], H)
+    np.testing.assert_array_equal(out["present_key"].reshape(k.shape), k.astype(np.float16))
+    np.testing.assert_array_equal(out["present_value"].reshape(val.shape), val.astype(np.float16))
+
+
+# ---- 14. bits other than 8 or 4; int4 with an odd head dim ----------------------------------------
+
+
+def test_14_bits_6_takes_the_int4_branch(gpu):
+    v, bindings, struct = variables("build_quant", bits=6)
+    wgsl = render(v, bindings, struct)
+    assert "<< 4u" in wgsl and "PACKED: u32 = 4u" in wgsl  # packed nibbles, not 6-bit values
+    assert bridge_error(v).field == "bits"
+
+
+def test_14_int4_odd_head_dim_drops_the_last_element(gpu):
+    rng = np.random.default_rng(14)
+    d, s = 7, 2
+    v, bindings, struct = variables("build_quant", bits=4, head_dim=d, kv_heads=1)
+    assert v["packed"] == 3
+    quant = _quant(rng, 4, per_channel=False, heads=1, head_dim=d)
+    data = {"src_k": rnd(rng, 1, s, d), "src_v": rnd(rng, 1, s, d)}
+    data |= {"k_scale": quant.k_scale, "v_scale": quant.v_scale}
+    data |= {n: np.full(s * 3, 0xDEADBEEF, np.uint32) for n in ("present_key", "present_value")}
+    params = {"count": s, "seq": s, "pastSeq": 0, "perChannel": 0}
+    first = run_legacy(v, bindings, struct, dict(data), params)
+    changed = dict(data, src_k=data["src_k"].copy())
+    changed["src_k"][..., d - 1] *= -3.0  # the last element never reaches the cache
+    second = run_legacy(v, bindings, struct, changed, params)
+    np.testing.assert_array_equal(first["present_key"], second["present_key"])
+    assert bridge_error(v).field == "head_dim"
+    with pytest.raises(ConfigError) as err:
+        BuildQuantConfig(1, d, bits=4)
+    assert err.value.field == "head_dim"
+
+
+# ---- 16. int4 with a clamp range wider than its nibble ------------------------------------------
+
+
+def test_16_int4_with_a_wider_clamp_range_wraps_nibbles(gpu):
+    rng = np.random.default_rng(16)
+    s = 3
+    v, bindings, struct = variables("build_quant", bits=4, qmin=-128, qmax=127)
+    quant = ref.Quant(4, np.full(1, 0.05, F32), np.full(1, 0.05, F32), False)  # |x/scale| 10..40
+    data = {"src_k": rnd(rng, B, s, H * D), "src_v": rnd(rng, B, s, H * D)}
+    data |= {"k_scale": quant.k_scale, "v_scale": quant.v_scale}
+    data |= {
+        n: np.full((B, H, s, D // 2), 0xDEADBEEF, np.uint32)
+        for n in ("present_key", "present_value")
+    }
+    params = {"count": B * H * s, "seq": s, "pastSeq": 0, "perChannel": 0}
+    out = run_legacy(v, bindings, struct, data, params)
+    stored = ref.unpack_int4(out["present_value"])
+    clamped = np.clip(np.rint(ref.split_heads(data["src_v"], H) / F32(0.05)), -8, 7)
+    assert np.mean(np.sign(stored) != np.sign(clamped)) > 0.2  # 9 -> -7, -9 -> 7, ...
+    assert bridge_error(v).field == "qmin"
+
+
+# ---- 18. rotary with an odd head dim ------------------------------------------------------------
+
+
+def test_18_rotary_with_an_odd_head_dim_leaves_the_last_element(gpu):
+    rng = np.random.default_rng(18)
+    d, s = 7, 2
+    v, bindings, struct = variables("build", rotary=True, head_dim=d, kv_heads=1)
+    rot = rotary(rng, s, d // 2)
+    data = {"src_k": rnd(rng, 1, s, d), "src_v": rnd(rng, 1, s, d)}
+    data |= {"cos_cache": rot.cos, "sin_cache": rot.sin}
+    data |= {n: poison((1, 1, s, d)) for n in ("present_key", "present_value")}
+    out = run_legacy(v, bindings, struct, data, {"count": s, "seq": s, "pastSeq": 0})
+    np.testing.assert_array_equal(
+        out["present_key"][..., d - 1].ravel(), data["src_k"][..., d - 1].ravel()
+    )
+    assert bridge_error(v).field == "head_dim"
