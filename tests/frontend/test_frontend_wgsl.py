@@ -49,10 +49,10 @@ CASES = {
     "f16_no_enable": kernel("  out[0u] = u32(1.0h);"),
     "shift_too_big_const": kernel("  out[0u] = 1u << 32u;"),
     "negative_u32": kernel("  out[0u] = -1u;"),
-    # No u32 has a minus, zero's included (the 11th stop's long fuzz: kvdsl read it as 0u).
+    # No u32 has a minus, zero's included (a reader that folds -0u to 0u takes it).
     "negative_zero_u32": kernel("  out[0u] = -0u;"),
-    # An entry point named like a type: WGSL then reads every u32 as the function (the 11th
-    # stop's long fuzz; kvdsl emits "main", so it took it).
+    # An entry point named like a type: WGSL then reads every u32 as the function (kvdsl emits
+    # "main", so a parser that only checks its own names takes it).
     "entry_named_u32": H + "@compute @workgroup_size(1)\nfn u32() {\n  out[0] = 1u;\n}\n",
     "negative_zero_u32_paren": kernel("  out[0u] = -(0u);"),
     "negative_zero_abstract_ok": kernel("  let x: u32 = -0;\n  out[0u] = x;"),
@@ -307,9 +307,9 @@ def test_what_the_frontend_takes_naga_and_tint_take():
             continue
         taken[name] = text
     assert len(taken) > 15
-    # An enable list holding subgroups (enable_list) was refused under naga until the eleventh
-    # stop, taken for naga's own gap (gfx-rs/wgpu#5555): kvdsl's runtime left the directive to
-    # naga unless it stood alone on its line; it now takes subgroups out of any list.
+    # An enable list holding subgroups (enable_list) must compile under naga too, which refuses
+    # `enable subgroups;` (gfx-rs/wgpu#5555): kvdsl's runtime takes subgroups out of any list,
+    # not only a directive standing alone on its line.
     assert not refused_by_compilers(taken)
 
 
