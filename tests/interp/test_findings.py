@@ -177,6 +177,43 @@ def test_storage_race_two_writers(form):
     np.testing.assert_array_equal(out, want)
 
 
+def storage_two_stores(planted: bool, form: str):
+    """``dst[j] = src[i]``, then a second statement stores ``src[i] * 2`` at ``(j + 1) % N``:
+    into ``dst`` when planted (the element another invocation's first store wrote), into
+    ``aux`` in the twin."""
+    kb = KernelBuilder("storage_two_stores", WG)
+    src = kb.binding("src", f32)
+    dst = kb.binding("dst", f32, "read_write")
+    second = dst if planted else kb.binding("aux", f32, "read_write")
+    i = kb.let("i", kb.gid.x)
+    j = _j(kb, i, form)
+    dst[j] = src[i]
+    with _guard(kb, (i % 3).ne(0), form):
+        second[(j + 1) % N] = src[i] * 2.0
+    return kb.build()
+
+
+@pytest.mark.parametrize("form", WRITE_FORMS)
+def test_storage_race_two_writers_in_two_statements(form):
+    src = nonzero(N)
+    bufs = {"src": src, "dst": poison(N), "aux": poison(N)}
+    i, j = np.arange(N), _jn(form)
+    on = _active(form, i)
+    with pytest.raises(RaceError) as e:
+        interp.run(storage_two_stores(True, form), bufs, None, DISPATCH)
+    msg = str(e.value)
+    element, (first, second) = _writers(msg)
+    assert msg.startswith(f"dst[{element}]: ") and " writes it in the same dispatch" in msg, msg
+    assert j[first] == element and on[second] and (j[second] + 1) % N == element, msg
+
+    out = interp.run(storage_two_stores(False, form), bufs, None, DISPATCH)
+    want_dst, want_aux = poison(N), poison(N)
+    want_dst[j] = src
+    want_aux[((j + 1) % N)[on]] = (src * np.float32(2))[on]
+    np.testing.assert_array_equal(out["dst"], want_dst)
+    np.testing.assert_array_equal(out["aux"], want_aux)
+
+
 def storage_read_written(planted: bool, form: str):
     """``dst[j] = src[i]`` and then ``aux[i] = dst[(j + 1) % N]``: another invocation wrote that
     element in this dispatch when planted; the twin reads ``src`` for it."""
