@@ -108,16 +108,19 @@ def test_flat_index_guard_with_a_bound_of_zero_keeps_nothing():
     assert np.all(out["by_slot"] == POISON) and out["by_i"][0] == POISON
 
 
-@pytest.mark.parametrize("count", [17, 33, 48])
+@pytest.mark.parametrize("count", [17, 33, 48, None])
 def test_workgroup_flat(count):
+    """``wid.x + wid.y * fold`` whatever x the dispatch has (None: 2 × 3 workgroups given, x
+    short of the fold, where reading ``nwg.x`` would differ)."""
     kb = KernelBuilder("wg_flat", WG)
     out = kb.binding("out", u32, "read_write")
     n = kb.param("count")
     slot = kb.let("slot", (kb.wid.y * kb.nwg.x + kb.wid.x) * WG + kb.lid.x)
     out[slot] = index.workgroup_flat(kb, FOLD) * 100 + kb.lid.x
     k = kb.build(Dispatch(n.node, WG, FOLD))
-    x, y = DISPATCHES[count][0]
-    got = interp.run(k, {"out": np.full(x * y * WG, POISON, np.uint32)}, {"count": count})["out"]
+    x, y = DISPATCHES[count][0] if count else (2, 3)
+    bufs = {"out": np.full(x * y * WG, POISON, np.uint32)}
+    got = interp.run(k, bufs, {"count": count or 1}, (x, y, 1))["out"]
     wy, wx, lx = np.meshgrid(np.arange(y), np.arange(x), np.arange(WG), indexing="ij")
     np.testing.assert_array_equal(got, ((wy * FOLD + wx) * 100 + lx).ravel())
 
