@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Install kvdsl (with its dev extra) into .venv, plus what a fresh Debian machine lacks:
-# python3-venv, and a Vulkan driver for wgpu (Mesa's software adapter, llvmpipe) when kvdsl finds
-# no adapter it runs on (none at all, or only OpenGL, where naga's GLSL breaks WGSL's integer
-# division and conversion rules). Safe to run again: each step is skipped when already done.
+# python3-venv; a C compiler and libc headers (gcc, libc6-dev), which build the Vulkan layer
+# of benchmarks/vklayer that tests/benchmarks/test_shaderstats.py captures SPIR-V with; and a
+# Vulkan driver for wgpu (Mesa's software adapter, llvmpipe) when kvdsl finds no adapter it runs
+# on (none at all, or only OpenGL, where naga's GLSL breaks WGSL's integer division and
+# conversion rules). Safe to run again: each step is skipped when already done.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 sudo=""
@@ -13,6 +15,16 @@ apt_install() {
 }
 if ! python3 -c 'import venv, ensurepip' 2>/dev/null; then
   apt_install python3 python3-venv python3-pip
+fi
+# The layer includes only libc's headers (stdint, stdio, stdlib, string, pthread).
+layer_headers='#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <pthread.h>'
+if ! printf '%s\n' "$layer_headers" | gcc -x c -fsyntax-only - >/dev/null 2>&1; then
+  echo "setup: no C compiler that builds the Vulkan layer: installing gcc and libc6-dev"
+  apt_install gcc libc6-dev
 fi
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/python -m pip install -q -e '.[dev]'

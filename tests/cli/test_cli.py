@@ -43,8 +43,9 @@ def test_show_matches_emitted_file():
 @pytest.mark.parametrize("backend", ["gpu", "interp"])
 def test_run_writes_outputs(tmp_path, backend):
     rng = np.random.default_rng(1)
-    key = rng.uniform(0.5, 2, (2, 5, 2 * 64)).astype(np.float32)
-    value = rng.uniform(0.5, 2, (2, 5, 2 * 64)).astype(np.float32)
+    shape = (2, 5, 2 * 64)
+    key = (rng.uniform(0.5, 2, shape) * rng.choice([-1, 1], shape)).astype(np.float32)
+    value = (rng.uniform(0.5, 2, shape) * rng.choice([-1, 1], shape)).astype(np.float32)
     np.savez(
         tmp_path / "in.npz",
         key=key,
@@ -67,15 +68,17 @@ def test_run_writes_outputs(tmp_path, backend):
     assert out.returncode == 0, out.stderr
     with np.load(tmp_path / "out.npz") as res:
         assert sorted(res.files) == ["present_key", "present_value"]
-        want = key.reshape(2, 5, 2, 64).transpose(0, 2, 1, 3).reshape(-1)
-        assert np.array_equal(res["present_key"], want)
+        for name, x in (("present_key", key), ("present_value", value)):
+            want = x.reshape(2, 5, 2, 64).transpose(0, 2, 1, 3).reshape(-1)
+            assert np.array_equal(res[name], want), name
 
 
 def test_run_both_backends_compares_them(tmp_path):
     # --backend both: every read_write buffer on the GPU and in the interpreter, one line each,
     # exit 0 where they agree; --out holds both (the interpreter's as interp.NAME).
     rng = np.random.default_rng(2)
-    key = rng.uniform(0.5, 2, (2, 5, 2 * 64)).astype(np.float32)
+    shape = (2, 5, 2 * 64)
+    key = (rng.uniform(0.5, 2, shape) * rng.choice([-1, 1], shape)).astype(np.float32)
     np.savez(
         tmp_path / "in.npz",
         key=key,
@@ -88,6 +91,7 @@ def test_run_both_backends_compares_them(tmp_path):
     out = kvdsl(*args, "--out", str(tmp_path / "out.npz"))
     assert out.returncode == 0, out.stderr
     assert "present_key: float32[1280], GPU == interpreter" in out.stdout, out.stdout
+    assert "present_value: float32[1280], GPU == interpreter" in out.stdout, out.stdout
     with np.load(tmp_path / "out.npz") as res:
         assert sorted(res.files) == [
             "interp.present_key",
@@ -96,8 +100,9 @@ def test_run_both_backends_compares_them(tmp_path):
             "present_value",
         ]
         want = key.reshape(2, 5, 2, 64).transpose(0, 2, 1, 3).reshape(-1)
-        assert np.array_equal(res["present_key"], want)
-        assert np.array_equal(res["interp.present_value"], want + 1)
+        for prefix in ("", "interp."):
+            assert np.array_equal(res[prefix + "present_key"], want), prefix
+            assert np.array_equal(res[prefix + "present_value"], want + 1), prefix
     for bad, why in (("-1", "--tol=-1.0"), ("nan", "--tol=nan")):
         err = kvdsl(*args, "--tol", bad)
         assert err.returncode == 2 and why in err.stderr and "0 or more" in err.stderr, err.stderr

@@ -1,5 +1,5 @@
 """Inputs of the interpreter tests (``test_interp.py``, ``test_interp_execution.py``): random
-never-zero values and poisoned outputs."""
+never-zero values of both signs and poisoned outputs."""
 
 from __future__ import annotations
 
@@ -9,8 +9,10 @@ RNG = np.random.default_rng(7)
 
 
 def nonzero(shape, dtype=np.float32) -> np.ndarray:
-    """Random values in [0.5, 1.5)."""
-    return (RNG.random(shape) + 0.5).astype(dtype)
+    """Random values in ±[0.5, 1.5): never zero, of both signs (a sign dropped or flipped
+    shows)."""
+    sign = RNG.choice(np.array([-1.0, 1.0]), shape)
+    return ((RNG.random(shape) + 0.5) * sign).astype(dtype)
 
 
 def poison(n: int, dtype=np.float32) -> np.ndarray:

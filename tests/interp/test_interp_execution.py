@@ -142,16 +142,18 @@ LOOP_D = 12  # trips of the batched-loop kernels
 def loop_kernel(form: str, start: int, step: int, guard: bool, twist: str | None):
     """A walk over ``s in [start, LOOP_D)`` by ``step``: ``form`` 'row' (one invocation per row,
     ``dst[i*D + s]``) or 'coop' (a workgroup's rows cooperatively, ``dst[base + s*WG + lid]``),
-    optionally guarded by ``e < total``. ``twist`` plants what batching must refuse or undo:
-    'carried' (a sum kept across trips), 'break', 'lane_bound' (a trip count per invocation),
-    'same_elem' (every trip stores one element), 'reads_written' (reads the binding it stores),
-    'local_var' (a var declared in the body: fine to batch)."""
+    optionally guarded by ``e < total``; after the loop, invocation ``i < rows`` stores
+    ``aux[tail + i]``. ``twist`` adds what batching takes ('local_var': a var declared in the
+    body; 'aux': a second binding stored, one statement each), must undo ('same_elem': every
+    trip stores one element) or must refuse ('carried': a sum kept across trips, 'break',
+    'lane_bound': a trip count per invocation, 'reads_written': reads the binding it stores)."""
     wg, d = 4, LOOP_D
     kb = KernelBuilder(f"loop_{form}", wg)
     src = kb.binding("src", f32)
     dst = kb.binding("dst", f32, "read_write")
     aux = kb.binding("aux", f32, "read_write")
     rows = kb.param("rows")
+    tail = kb.param("tail")
     hd = kb.const("D", u32, d)
     total = kb.let("total", rows * hd)
     i = kb.let("i", kb.gid.x)
@@ -176,9 +178,45 @@ def loop_kernel(form: str, start: int, step: int, guard: bool, twist: str | None
                 aux[i] = src[e]
             elif twist == "reads_written":
                 aux[e] = dst[e] + 1.0
+            elif twist == "aux":
+                aux[e] = x - src[e]
     with kb.if_(i < rows):
-        aux[total + i] = acc if twist == "carried" else src[i]
+        aux[tail + i] = acc if twist == "carried" else src[i]
     return kb.build(Dispatch(rows.node, wg, 65535))
+
+
+def loop_model(form, start, step, guard, twist, rows, src, n):
+    """What :func:`loop_kernel` stores, one invocation and one trip at a time in numpy f32
+    (``dst`` and ``aux``, outputs of ``n`` and ``n + 32`` elements, ``tail = n``)."""
+    wg, d = 4, LOOP_D
+    total = rows * d
+    dst, aux = poison(n), poison(n + 32)
+    f = np.float32
+    for i in range(-(-rows // wg) * wg):
+        lid, wid = i % wg, i // wg
+        acc = f(0)
+        end = d - i % 3 if twist == "lane_bound" else d
+        for s in range(start, end, step):
+            e = wid * wg * d + s * wg + lid if form == "coop" else i * d + s
+            if (guard or form == "coop") and e >= total:
+                continue
+            x = f(src[e] * f(2) + f(s))
+            if twist == "local_var":
+                x = f(x * f(3))
+            dst[e] = x
+            if twist == "carried":
+                acc = f(acc + src[e])
+            elif twist == "break" and s == 7:
+                break
+            elif twist == "same_elem":
+                aux[i] = src[e]
+            elif twist == "reads_written":
+                aux[e] = f(x + f(1))
+            elif twist == "aux":
+                aux[e] = f(x - src[e])
+        if i < rows:
+            aux[n + i] = acc if twist == "carried" else src[i]
+    return dst, aux
 
 
 class _nothing:
@@ -208,6 +246,27 @@ def spy_batches(monkeypatch) -> list[bool]:
     return ran
 
 
+def spy_machines(monkeypatch) -> list[tuple[bool, bool, bool]]:
+    """A list that gets, per machine :func:`kvdsl.interp.run` starts, ``(batching, batched,
+    fell_back)``: whether it may batch, whether a loop ran batched, whether a batch raised
+    :class:`~kvdsl.interp.batch.Fallback` (the dispatch then runs again trip by trip)."""
+    runs: list[tuple[bool, bool, bool]] = []
+    real = machine.Machine.run
+
+    def spy(self):
+        fell_back = False
+        try:
+            real(self)
+        except batch.Fallback:
+            fell_back = True
+            raise
+        finally:
+            runs.append((self.batching, self.batched, fell_back))
+
+    monkeypatch.setattr(machine.Machine, "run", spy)
+    return runs
+
+
 def run_both(monkeypatch, k, bufs, params, workgroups=None):
     """The kernel's result batched and trip by trip, and whether any loop ran batched."""
     ran = spy_batches(monkeypatch)
@@ -219,43 +278,71 @@ def run_both(monkeypatch, k, bufs, params, workgroups=None):
     return fast, slow, batched
 
 
-@pytest.mark.parametrize("seed", range(24))
-def test_batched_loops_match_trip_by_trip(monkeypatch, seed):
+BATCHED = (None, "local_var", "aux")  # run batched from start to end
+FALLS_BACK = ("same_elem",)  # start batched, then run again trip by trip
+REFUSED = ("carried", "break", "reads_written", "lane_bound")  # never batched
+TWISTS = BATCHED + FALLS_BACK + REFUSED
+
+
+def loop_case(seed: int):
     rng = np.random.default_rng(seed)
     form = ("row", "coop")[seed % 2]
-    twist = (None, "local_var", "carried", "break", "lane_bound", "same_elem", "reads_written")[
-        seed // 2 % 7
-    ]
+    twist = TWISTS[seed // 2 % len(TWISTS)]
     start, step = int(rng.integers(0, 3)), int(rng.integers(1, 4))
     rows = int(rng.integers(5, 23))
     guard = bool(rng.integers(0, 2))
+    return form, twist, start, step, rows, guard
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_batched_loops_match_trip_by_trip_and_numpy(monkeypatch, seed):
+    """Both paths run for real where batching is claimed (one batching machine that batched and
+    did not fall back; then one that may not batch), the fallback and the refusals are the ones
+    planned, and every result equals numpy's, one invocation and trip at a time."""
+    form, twist, start, step, rows, guard = loop_case(seed)
     k = loop_kernel(form, start, step, guard, twist)
     # Rows rounded up to whole workgroups of rows for the cooperative walk's reads.
     n = (rows + 3) // 4 * 4 * LOOP_D
     bufs = {"src": nonzero(n), "dst": poison(n), "aux": poison(n + 32)}
-    fast, slow, batched = run_both(monkeypatch, k, bufs, {"rows": rows})
+    params = {"rows": rows, "tail": n}
+    want = dict(
+        zip(("dst", "aux"), loop_model(form, start, step, guard, twist, rows, bufs["src"], n))
+    )
+    runs = spy_machines(monkeypatch)
+    fast = interp.run(k, bufs, params)
+    if twist in BATCHED:
+        assert runs == [(True, True, False)], (twist, runs)
+    elif twist in FALLS_BACK:
+        assert runs == [(True, True, True), (False, False, False)], (twist, runs)
+    else:
+        assert runs == [(True, False, False)], (twist, runs)
+        loop = next(x for x in k.body if isinstance(x, For))
+        refused_by_plan = batch.plan(loop, k, {}) is None
+        assert refused_by_plan == (twist != "lane_bound"), twist  # lane_bound: by its values
+    runs.clear()
+    monkeypatch.setattr(batch, "LANES", 1)  # no batch fits: every loop runs trip by trip
+    slow = interp.run(k, bufs, params)
+    assert runs == [(True, False, False)], (twist, runs)
     for name in ("dst", "aux"):
-        np.testing.assert_array_equal(fast[name], slow[name], err_msg=f"{name} {twist}")
-    # Batching ran where it may (same_elem starts batched, then is run again trip by trip).
-    assert batched == (twist in (None, "local_var", "same_elem")), twist
-    if twist in (None, "local_var"):
-        # Unguarded, the row walk's invocations past the last row write their rows too.
-        covered = n if form == "row" and not guard else rows * LOOP_D
-        src = bufs["src"][:covered]
-        e = np.arange(covered)
-        s = e % LOOP_D if form == "row" else e % (4 * LOOP_D) // 4
-        want = poison(n)
-        keep = (s >= start) & ((s - start) % step == 0)
-        val = (src * 2 + s.astype(np.float32)) * (3 if twist else 1)
-        want[:covered][keep] = val[keep]
-        np.testing.assert_array_equal(fast["dst"], want)
+        np.testing.assert_array_equal(fast[name], want[name], err_msg=f"{name} {twist} batched")
+        np.testing.assert_array_equal(slow[name], want[name], err_msg=f"{name} {twist} trips")
+
+
+def test_loop_seeds_cover_every_path():
+    """Each of the batched, fallen-back and refused kernels comes in both forms, guarded and
+    not (the batched ones), among the seeds above."""
+    cases = [loop_case(seed) for seed in range(24)]
+    for twist in TWISTS:
+        assert {c[0] for c in cases if c[1] == twist} == {"row", "coop"}, twist
+    assert {c[5] for c in cases if c[1] in BATCHED and c[0] == "row"} == {True, False}
 
 
 def test_same_element_on_every_trip_keeps_the_last_trip(monkeypatch):
     k = loop_kernel("row", 0, 1, True, "same_elem")
     rows = 6
     bufs = {"src": nonzero(rows * LOOP_D), "dst": poison(rows * LOOP_D), "aux": poison(80)}
-    fast, slow, batched = run_both(monkeypatch, k, bufs, {"rows": rows}, (2, 1, 1))
+    params = {"rows": rows, "tail": rows * LOOP_D}
+    fast, slow, batched = run_both(monkeypatch, k, bufs, params, (2, 1, 1))
     assert batched
     want = poison(80)
     want[:rows] = bufs["src"].reshape(rows, LOOP_D)[:, -1]
