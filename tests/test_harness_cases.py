@@ -49,6 +49,7 @@ CONFIGS = {
     "build_quant": BuildQuantConfig(2, 8),
     "build_quant_int4_rotary": BuildQuantConfig(2, 8, bits=4, rotary=True),
     "build_quant_knorm": BuildQuantConfig(2, 8, k_norm=True, eps=0.25),
+    "build_quant_range": BuildQuantConfig(2, 8, qmin=-20, qmax=30),
     "append_quant": AppendQuantConfig(2, 8),
     "append_quant_int4_knorm": AppendQuantConfig(2, 8, bits=4, k_norm=True),
     "append_quant_rotary": AppendQuantConfig(2, 8, rotary=True, storage_buffer_limit=10),
@@ -344,6 +345,14 @@ def test_float_tolerance_only_where_the_mode_transforms():
     assert tol("build_rotary") == {"present_key": 2e-5}
     assert tol("build_knorm_rotary_f16") == {"present_key": 2e-3}
     assert tol("transpose") == tol("merge") == tol("copy") == {}
+
+
+def test_quantisation_range_is_the_configs():
+    """Scales put values past both ends of a narrow range: codes clamp at the config's qmin/qmax."""
+    codes = np.concatenate(
+        [c.expected["present_key"] for c in cases_for(CONFIGS["build_quant_range"], 3)]
+    )
+    assert codes.min() == -20 and codes.max() == 30
 
 
 def test_k_norm_eps_is_the_configs():

@@ -394,3 +394,45 @@ def test_kernel_has_the_templates_interface(mode, opts):
         p = {k: params[k] for k in PARAM_FIELDS[mode] if k in params}
         p |= {k: 4 for k in PARAM_FIELDS[mode] if k not in p}
         assert workgroups(kernel, p) == legacy_workgroups(v, p), p
+
+
+@pytest.mark.parametrize(
+    "name", ["kvHeads", "headDim", "DISPATCH_FOLD_WIDTH", "tunables.COPY_WORKGROUP_SIZE"]
+)
+@pytest.mark.parametrize("mode", ["merge", "build_quant"])
+def test_shape_variables_are_integers(mode, name):
+    v = lv(mode)
+    if name.startswith("tunables."):
+        v["tunables"] = {"COPY_WORKGROUP_SIZE": "128"}
+    else:
+        v[name] = "16"
+    refused(v, f"{name}='{'128' if name.startswith('tunables.') else '16'}': expected an integer")
+
+
+@pytest.mark.parametrize("mode", ["build", "build_quant", "append_quant", "merge_share"])
+def test_rotary_and_k_norm_default_off(mode):
+    v = lv(mode, share_region="append") if mode == "merge_share" else lv(mode)
+    del v["hasRotary"], v["hasKNorm"]
+    cfg = config_from_vars(v)
+    assert cfg.rotary is False
+    assert getattr(cfg, "k_norm", False) is False
+
+
+@pytest.mark.parametrize("name", ["hasRotary", "hasKNorm"])
+def test_flags_are_true_or_false(name):
+    refused(lv("build") | {name: 2}, f"{name}=2: expected true or false")
+    refused(lv("build") | {name: "yes"}, f"{name}='yes': expected true or false")
+    assert config_from_vars(lv("build") | {"hasKNorm": 1}).k_norm is True
+
+
+def test_bridge_registers_the_mode(monkeypatch):
+    from kvdsl import legacy
+
+    monkeypatch.setattr(legacy, "BRIDGES", dict(legacy.BRIDGES))
+
+    def make(v):
+        return CopyConfig(8)
+
+    assert legacy._bridge("planted")(make) is make
+    assert legacy.BRIDGES["planted"] is make
+    assert legacy.config_from_vars({"mode": "planted"}) == CopyConfig(8)

@@ -496,3 +496,46 @@ def test_gpu_codes_may_move_one_step_the_interpreters_may_not(monkeypatch):
 
 def test_result_ok_is_no_problems():
     assert Result("x").ok and not Result("x", problems=["p"]).ok
+
+
+def test_empty_arrays_agree_under_a_tolerance():
+    assert compare(F32([]), F32([]), 0.5) == (0.0, "")
+    assert compare(F32([]), F32([])) == (0.0, "")
+
+
+def test_int4_two_steps_in_the_high_nibble():
+    want = np.array([0x15, 0x77], np.uint32)  # high nibbles 1 and 7
+    got = np.array([0x35, 0x77], np.uint32)  # 1 → 3: two steps
+    assert compare_quantized(got, want, 4) == (2.0, "25.00% of codes differ, by up to 2 steps")
+
+
+def test_quantized_takes_shaped_arrays_and_masks():
+    want = codes8(200).reshape(20, 10)
+    got = want.copy()
+    got[2, 3] += 1
+    assert compare_quantized(got, want.reshape(-1), 8) == (1.0, "")
+    assert compare_quantized(got.reshape(-1), want, 8) == (1.0, "")
+    mask = np.ones((20, 10), bool)
+    mask[0, 0] = False
+    got[0, 0] = poison(1, np.int32)[0]
+    assert compare_quantized(got, want, 8, mask) == (1.0, "")
+
+
+def test_judge_compares_int4_codes_by_nibble():
+    want = np.random.default_rng(3).integers(0, 256, 300).astype(np.uint32)
+    case = Case({"n": 1}, {}, {}, {"q": want}, quantized={"q": 4})
+    got = want.copy()
+    got[0] = (want[0] + 16) & 0xFF if want[0] < 0xF0 else want[0] - 16
+    assert list(case.judge({"q": got})) == [("q", 1.0, "")]
+
+
+def test_case_generator_registers_the_mode(monkeypatch):
+    from kvdsl.harness import cases
+
+    monkeypatch.setattr(cases, "CASES", dict(cases.CASES))
+
+    def make(cfg, rng, i):
+        return Case({"i": i}, {}, {}, {})
+
+    assert cases.case_generator("planted")(make) is make
+    assert cases.CASES["planted"] is make

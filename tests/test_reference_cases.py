@@ -74,6 +74,8 @@ def test_channel_scales_shapes_and_type():
     assert per[0, 1, 0, 2] == 9.0
     one = ref.channel_scales(np.array([0.5, 7.0, 9.0]), 2, 6, False)
     assert one.dtype == np.float32 and one.shape == (1, 1, 1, 1) and one[0, 0, 0, 0] == 0.5
+    one = ref.channel_scales(np.array([[0.25, 7.0], [1.0, 2.0]]), 2, 6, False)
+    assert one.shape == (1, 1, 1, 1) and one[0, 0, 0, 0] == 0.25
 
 
 def test_quantize_divides_in_float32():
