@@ -436,3 +436,9 @@ def test_bridge_registers_the_mode(monkeypatch):
     assert legacy._bridge("planted")(make) is make
     assert legacy.BRIDGES["planted"] is make
     assert legacy.config_from_vars({"mode": "planted"}) == CopyConfig(8)
+
+
+def test_window_shift_append_checks_head_dim_before_halving_it():
+    # The append region reads half = headDim / 2 before the shape variables are read.
+    v = lv("window_shift", shift_region="append", rotary=True) | {"headDim": "16"}
+    refused(v, "headDim='16': expected an integer")
