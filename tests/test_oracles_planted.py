@@ -539,3 +539,15 @@ def test_case_generator_registers_the_mode(monkeypatch):
 
     assert cases.case_generator("planted")(make) is make
     assert cases.CASES["planted"] is make
+
+
+def test_cases_default_to_seed_zero_as_the_runner_does():
+    default, zero = cases_for(COPY, 3), cases_for(COPY, 3, 0)
+    assert (
+        [c.label() for c in default]
+        == [c.label() for c in zero]
+        == ["rows=1", "rows=49", "rows=339"]
+    )
+    assert all(
+        np.array_equal(a.buffers["src_k"], b.buffers["src_k"]) for a, b in zip(default, zero)
+    )
