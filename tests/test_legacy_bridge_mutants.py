@@ -1,0 +1,444 @@
+"""The legacy bridge, variable by variable: each mode's config stated by hand, each refusal's
+message, and the interface of the kernel it picks against the template's (tests/legacy.py), for
+the whole option matrix, without a GPU.
+
+Shapes use distinct numbers (3 heads, 16 dims, workgroups of 128, a fold of 7) so that a field
+read from the wrong variable shows.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from kvdsl import catalog
+from kvdsl.ir import workgroups
+from kvdsl.kernels.build import BuildConfig
+from kvdsl.kernels.config import ConfigError
+from kvdsl.kernels.copy import CopyConfig
+from kvdsl.kernels.merge import MergeConfig
+from kvdsl.kernels.merge_share import MergeShareConfig
+from kvdsl.kernels.quant import AppendQuantConfig, BuildQuantConfig
+from kvdsl.kernels.transpose import TransposeConfig
+from kvdsl.kernels.window_shift import WindowShiftConfig
+from kvdsl.legacy import BRIDGES, KNOWN, Vars, config_from_vars, mode_of
+from legacy import (
+    PARAM_FIELDS,
+    host_interface,
+    legacy_bindings,
+    legacy_params_struct,
+    legacy_vars,
+    legacy_workgroups,
+)
+
+SHAPE = dict(kv_heads=3, head_dim=16, workgroup_size=128, fold=7)
+FIELDS = dict(kv_heads=3, head_dim=16, workgroup_size=128, fold=7)
+
+
+def lv(mode: str, **opts):
+    return legacy_vars(mode, **(SHAPE | opts))
+
+
+def refused(data: dict, message: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        config_from_vars(data)
+    assert str(err.value) == message
+
+
+# ---- each mode's config -------------------------------------------------------------------------
+
+
+def test_transpose():
+    assert config_from_vars(lv("transpose")) == TransposeConfig(**FIELDS)
+    assert config_from_vars(lv("transpose", vec4=True, present_type="f16")) == TransposeConfig(
+        **FIELDS, vec4=True, present_type="f16"
+    )
+    assert config_from_vars(lv("transpose", input_type="f16", present_type="f32")) == (
+        TransposeConfig(**FIELDS, input_type="f16", present_type="f32")
+    )
+    # presentScalar defaults to inputScalar, then f32; the input to f32.
+    v = lv("transpose", input_type="f16", present_type="f16")
+    del v["presentScalar"]
+    assert config_from_vars(v) == TransposeConfig(**FIELDS, input_type="f16", present_type="f16")
+    del v["inputScalar"], v["presentElement"]
+    assert config_from_vars(v) == TransposeConfig(**FIELDS)
+
+
+def test_transpose_vec4_reads_head_dim_in_vec4s():
+    v = lv("transpose", vec4=True)
+    del v["headDim"]
+    assert config_from_vars(v) == TransposeConfig(**FIELDS, vec4=True)
+    v = lv("transpose")
+    del v["headDim"]
+    refused(v, "headDim=None: expected a value: the scalar transpose reads it")
+
+
+def test_transpose_contradictions():
+    refused(lv("transpose") | {"kvHidden": 40}, "kvHidden=40: expected 48 (kvNumHeads * headDim)")
+    refused(
+        lv("transpose") | {"presentElement": "f16"},
+        "presentElement='f16': expected 'f32' (presentScalar)",
+    )
+    vec4 = lv("transpose", vec4=True)
+    refused(vec4 | {"headDimV4": 5}, "headDimV4=5: expected 4 (headDim / 4)")
+    refused(vec4 | {"kvHiddenV4": 48}, "kvHiddenV4=48: expected 12 (kvNumHeads * headDim / 4)")
+    refused(
+        vec4 | {"presentElement": "f32"},
+        "presentElement='f32': expected 'vec4<f32>' (vec4 of presentScalar)",
+    )
+    # The vec4 walk does not read the scalar sizes, nor the scalar walk the vec4 ones.
+    assert config_from_vars(vec4 | {"kvHidden": 1}).vec4
+    assert not config_from_vars(lv("transpose") | {"kvHiddenV4": 1, "headDimV4": 1}).vec4
+
+
+def test_copy():
+    assert config_from_vars(lv("copy")) == CopyConfig(
+        head_dim=16, workgroup_size=128, fold=7, walk="cooperative"
+    )
+    assert config_from_vars(lv("copy", vendor="apple", present_type="u32")) == CopyConfig(
+        head_dim=16, workgroup_size=128, fold=7, walk="per_row", present_type="u32"
+    )
+    v = lv("copy")
+    del v["device"]
+    assert config_from_vars(v).walk == "cooperative"
+    v = lv("copy") | {"device": {"adapterInfo": "apple"}}
+    assert config_from_vars(v).walk == "cooperative"
+
+
+def test_merge():
+    assert config_from_vars(lv("merge")) == MergeConfig(**FIELDS, walk="cooperative")
+    assert config_from_vars(lv("merge", vendor="apple", present_type="f16")) == MergeConfig(
+        **FIELDS, walk="per_row", present_type="f16", input_type="f16"
+    )
+
+
+def test_merge_share():
+    assert config_from_vars(lv("merge_share")) == MergeShareConfig(
+        **FIELDS, region="retain", walk="cooperative"
+    )
+    assert config_from_vars(lv("merge_share", vendor="apple")) == MergeShareConfig(
+        **FIELDS, region="retain", walk="per_row"
+    )
+    assert config_from_vars(lv("merge_share", share_region="append", vendor="apple")) == (
+        MergeShareConfig(**FIELDS, region="append", walk="hybrid")
+    )
+    append = lv("merge_share", share_region="append", rotary=True, present_type="f16")
+    assert config_from_vars(append) == MergeShareConfig(
+        **FIELDS,
+        region="append",
+        walk="cooperative",
+        rotary=True,
+        present_type="f16",
+        input_type="f16",
+    )
+    refused(append | {"half": 4}, "half=4: expected 8 (headDim / 2)")
+    # The retain pass neither rotates nor declares HALF.
+    retain = lv("merge_share", rotary=True) | {"half": 4}
+    assert config_from_vars(retain).rotary is False
+    assert config_from_vars(lv("merge_share") | {"shareRegion": "other"}).region == "retain"
+
+
+def test_window_shift():
+    assert config_from_vars(lv("window_shift")) == WindowShiftConfig(**FIELDS, region="all")
+    v = lv("window_shift")
+    del v["shiftRegion"]
+    assert config_from_vars(v).region == "all"
+    assert config_from_vars(lv("window_shift", shift_region="shift", rotary=True)) == (
+        WindowShiftConfig(**FIELDS, region="shift", rotary=False)
+    )
+    append = lv("window_shift", shift_region="append", rotary=True, present_type="f16")
+    assert config_from_vars(append) == WindowShiftConfig(
+        **FIELDS, region="append", rotary=True, present_type="f16", input_type="f16"
+    )
+    refused(append | {"half": 7}, "half=7: expected 8 (headDim / 2)")
+    assert config_from_vars(lv("window_shift", shift_region="shift") | {"half": 7})
+    refused(
+        lv("window_shift", shift_region="append"),
+        "hasRotary=False: expected true for shiftRegion='append': the template always rotates "
+        "there and declares HALF only with hasRotary (it does not compile otherwise); kvdsl's "
+        "unrotated append is WindowShiftConfig(region='append')",
+    )
+    refused(
+        lv("window_shift", rotary=True),
+        "hasRotary=True: expected false for shiftRegion='all': the template appends K unrotated "
+        "there although its 'append' region rotates; run shiftRegion='shift' and then 'append' "
+        "for a rotary cache",
+    )
+    refused(
+        lv("window_shift") | {"shiftRegion": "tail"},
+        "shiftRegion='tail': expected all, shift or append",
+    )
+    refused(
+        lv("window_shift") | {"zeroScalar": "f16"},
+        "zeroScalar='f16': expected 'f32' (presentScalar: the cleared rows' element type)",
+    )
+
+
+def test_build():
+    assert config_from_vars(lv("build")) == BuildConfig(**FIELDS)
+    assert config_from_vars(lv("build", k_norm=True, eps=0.5, rotary=True)) == BuildConfig(
+        **FIELDS, k_norm=True, eps=0.5, rotary=True
+    )
+    assert config_from_vars(lv("build", present_type="f16")) == BuildConfig(
+        **FIELDS, present_type="f16", input_type="f32"
+    )
+    v = lv("build", k_norm=True) | {"qkEps": 2}
+    cfg = config_from_vars(v)
+    assert cfg.eps == 2.0 and isinstance(cfg.eps, float)
+    # Without hasKNorm, qkEps is not read.
+    assert config_from_vars(lv("build") | {"qkEps": -1}).k_norm is False
+    refused(lv("build", rotary=True) | {"half": 9}, "half=9: expected 8 (headDim / 2)")
+
+
+def test_k_norm_eps_refusals():
+    refused(lv("build", k_norm=True) | {"qkEps": 0}, "qkEps=0: expected a positive number")
+    refused(lv("build", k_norm=True) | {"qkEps": -0.5}, "qkEps=-0.5: expected a positive number")
+    refused(lv("build", k_norm=True) | {"qkEps": True}, "qkEps=True: expected a positive number")
+    refused(
+        lv("build", k_norm=True) | {"qkEps": "1e-6"},
+        "qkEps='1e-6': expected a (<class 'int'>, <class 'float'>)",
+    )
+    v = lv("build", k_norm=True)
+    del v["qkEps"]
+    refused(v, "qkEps=None: expected a value: the template reads it for this mode")
+
+
+def test_quant_modes():
+    assert config_from_vars(lv("build_quant")) == BuildQuantConfig(**FIELDS, bits=8)
+    assert config_from_vars(lv("append_quant", bits=4, k_norm=True, eps=0.25)) == (
+        AppendQuantConfig(**FIELDS, bits=4, k_norm=True, eps=0.25)
+    )
+    assert config_from_vars(lv("build_quant", bits=4, rotary=True)) == BuildQuantConfig(
+        **FIELDS, bits=4, rotary=True
+    )
+    assert config_from_vars(lv("append_quant", qmin=-100, qmax=100)) == AppendQuantConfig(
+        **FIELDS, qmin=-100, qmax=100
+    )
+    cfg = config_from_vars(lv("build_quant") | {"qmin": -64.0, "qmax": 63.0})
+    assert (cfg.qmin, cfg.qmax) == (-64, 63) and isinstance(cfg.qmin, int)
+    v = lv("build_quant")
+    del v["qmin"], v["qmax"]
+    assert (config_from_vars(v).qmin, config_from_vars(v).qmax) == (-128, 127)
+
+
+def test_quant_refusals():
+    refused(lv("build_quant") | {"bits": 5}, "bits=5: expected 8 or 4 (the template takes any other value as 4)")  # fmt: skip
+    refused(lv("build_quant") | {"bits": 9}, "bits=9: expected 8 or 4 (the template takes any other value as 4)")  # fmt: skip
+    refused(lv("build_quant") | {"bits": 8.0}, "bits=8.0: expected an integer")
+    refused(lv("build_quant") | {"bits": True}, "bits=True: expected an integer")
+    refused(
+        lv("build_quant") | {"packed": 8},
+        "packed=8: expected 16 (headDim words for 8 bits, headDim / 2 for 4)",
+    )
+    refused(
+        lv("append_quant", bits=4) | {"packed": 16},
+        "packed=16: expected 8 (headDim words for 8 bits, headDim / 2 for 4)",
+    )
+    for name in ("qmin", "qmax"):
+        for bad in (1.5, True, "3"):
+            refused(
+                lv("build_quant") | {name: bad},
+                f"{name}={bad!r}: expected an integer value (the template prints it as an f32 const)",
+            )
+    v = lv("append_quant")
+    del v["bits"]
+    refused(v, "bits=None: expected a value: the template reads it for this mode")
+
+
+# ---- reading variables --------------------------------------------------------------------------
+
+
+def test_unknown_variables_are_named():
+    known = ", ".join(sorted(KNOWN - {"env"}))
+    refused(
+        lv("copy") | {"zzz": 1, "aaa": 2},
+        f"aaa=2: expected a variable the template reads: {known}",
+    )
+    assert "env" in KNOWN and "env" not in known
+    assert config_from_vars(lv("copy") | {"env": {"wgsl": {}}}) == config_from_vars(lv("copy"))
+
+
+def test_mode_of():
+    assert mode_of(Vars({})) == "transpose"
+    assert mode_of(Vars({"mode": "copy"})) == "copy"
+    assert mode_of(Vars({"mode": "copy", "modeSpec": "merge"})) == "merge"
+    assert mode_of(Vars({"mode": "", "modeSpec": None})) == "transpose"
+    with pytest.raises(ConfigError) as err:
+        mode_of(Vars({"modeSpec": "paint"}))
+    assert str(err.value) == "mode='paint': expected one of " + ", ".join(sorted(BRIDGES))
+    assert sorted(BRIDGES) == [
+        "append_quant",
+        "build",
+        "build_quant",
+        "copy",
+        "merge",
+        "merge_share",
+        "transpose",
+        "window_shift",
+    ]
+
+
+def test_vars_get_and_need():
+    v = Vars({"device": {"adapterInfo": {"vendor": "apple"}}, "headDim": 8, "hasRotary": 1})
+    assert v.get("device.adapterInfo.vendor") == "apple"
+    assert v.get("device.adapterInfo.missing", "d") == "d"
+    assert v.get("headDim.deeper", 5) == 5
+    assert v.get("headDim", None, int) == 8
+    assert v.get("hasRotary", False, bool) is True
+    assert Vars({"hasRotary": 0}).get("hasRotary", True, bool) is False
+    assert v.need("headDim", int) == 8
+    for data, path, kind, message in [
+        ({"headDim": True}, "headDim", int, "headDim=True: expected an integer"),
+        ({"headDim": 8.0}, "headDim", int, "headDim=8.0: expected an integer"),
+        ({"hasRotary": 2}, "hasRotary", bool, "hasRotary=2: expected true or false"),
+        ({"hasRotary": "yes"}, "hasRotary", bool, "hasRotary='yes': expected true or false"),
+        ({"mode": 3}, "mode", str, "mode=3: expected a str"),
+    ]:
+        with pytest.raises(ConfigError) as err:
+            Vars(data).get(path, None, kind)
+        assert str(err.value) == message
+    with pytest.raises(ConfigError) as err:
+        Vars({}).need("kvHeads", int)
+    assert str(err.value) == "kvHeads=None: expected a value: the template reads it for this mode"
+    refused(
+        lv("copy") | {"device": {"adapterInfo": {"vendor": 1}}},
+        "device.adapterInfo.vendor=1: expected a str",
+    )
+
+
+def test_agree():
+    v = Vars({"half": 4})
+    v.agree("half", 4, "x")
+    v.agree("qkEps", 1, "absent: nothing to check")
+    with pytest.raises(ConfigError) as err:
+        v.agree("half", 8, "headDim / 2")
+    assert str(err.value) == "half=4: expected 8 (headDim / 2)"
+
+
+@pytest.mark.parametrize(
+    "mode, missing",
+    [
+        ("transpose", "kvNumHeads"),
+        ("transpose", "copyWorkgroupSize"),
+        ("transpose", "DISPATCH_FOLD_WIDTH"),
+        ("copy", "headDim"),
+        ("copy", "tunables"),
+        ("copy", "DISPATCH_FOLD_WIDTH"),
+        ("merge", "kvHeads"),
+        ("merge_share", "headDim"),
+        ("window_shift", "tunables"),
+        ("build", "DISPATCH_FOLD_WIDTH"),
+        ("build_quant", "kvHeads"),
+        ("append_quant", "headDim"),
+    ],
+)
+def test_required_variables(mode, missing):
+    v = lv(mode)
+    del v[missing]
+    name = "tunables.COPY_WORKGROUP_SIZE" if missing == "tunables" else missing
+    refused(v, f"{name}=None: expected a value: the template reads it for this mode")
+
+
+def test_config_errors_name_the_config_field():
+    with pytest.raises(ConfigError, match=r"^workgroup_size=1024: "):
+        config_from_vars(lv("merge", workgroup_size=1024))
+
+
+# ---- the template's interface -------------------------------------------------------------------
+
+
+def matrix():
+    for vec4, pt in itertools.product((False, True), ("f32", "f16")):
+        yield "transpose", dict(vec4=vec4, present_type=pt)
+    for vendor, pt in itertools.product(("nvidia", "apple"), ("f32", "f16", "u32", "i32")):
+        yield "copy", dict(vendor=vendor, present_type=pt)
+    for vendor, pt in itertools.product(("nvidia", "apple"), ("f32", "f16")):
+        yield "merge", dict(vendor=vendor, present_type=pt)
+    for vendor, region, rotary in itertools.product(
+        ("nvidia", "apple"), ("retain", "append"), (False, True)
+    ):
+        yield "merge_share", dict(vendor=vendor, share_region=region, rotary=rotary)
+    for region, rotary in itertools.product(("all", "shift", "append"), (False, True)):
+        yield "window_shift", dict(shift_region=region, rotary=rotary)
+    for k_norm, rotary in itertools.product((False, True), (False, True)):
+        yield "build", dict(k_norm=k_norm, rotary=rotary)
+    for mode, bits, k_norm in itertools.product(("build_quant", "append_quant"), (8, 4), (0, 1)):
+        yield mode, dict(bits=bits, k_norm=bool(k_norm))
+
+
+MATRIX = [(mode, opts) for mode, opts in matrix()]
+
+
+@pytest.mark.parametrize(
+    "mode, opts", MATRIX, ids=["-".join([m] + [f"{v}" for v in o.values()]) for m, o in MATRIX]
+)
+def test_kernel_has_the_templates_interface(mode, opts):
+    v = lv(mode, **opts)
+    try:
+        cfg = config_from_vars(v)
+    except ConfigError as err:
+        # The two window_shift combinations the template cannot render (docs/legacy.md).
+        assert mode == "window_shift" and (opts["shift_region"] == "append") != opts["rotary"]
+        assert str(err).startswith("hasRotary=")
+        return
+    assert cfg.mode == mode
+    kernel = catalog.build_config(cfg)
+    assert host_interface(kernel.bindings) == host_interface(legacy_bindings(v))
+    fields = tuple(name for name, _ in kernel.params.fields)
+    assert fields == tuple(name for name, _ in legacy_params_struct(v).fields)
+    for params in (
+        {"batchSize": 2, "kvSeq": 5, "count": 5},
+        {"batchSize": 3, "kvSeq": 700, "count": 6000},
+    ):
+        p = {k: params[k] for k in PARAM_FIELDS[mode] if k in params}
+        p |= {k: 4 for k in PARAM_FIELDS[mode] if k not in p}
+        assert workgroups(kernel, p) == legacy_workgroups(v, p), p
+
+
+@pytest.mark.parametrize(
+    "name", ["kvHeads", "headDim", "DISPATCH_FOLD_WIDTH", "tunables.COPY_WORKGROUP_SIZE"]
+)
+@pytest.mark.parametrize("mode", ["merge", "build_quant"])
+def test_shape_variables_are_integers(mode, name):
+    v = lv(mode)
+    if name.startswith("tunables."):
+        v["tunables"] = {"COPY_WORKGROUP_SIZE": "128"}
+    else:
+        v[name] = "16"
+    refused(v, f"{name}='{'128' if name.startswith('tunables.') else '16'}': expected an integer")
+
+
+@pytest.mark.parametrize("mode", ["build", "build_quant", "append_quant", "merge_share"])
+def test_rotary_and_k_norm_default_off(mode):
+    v = lv(mode, share_region="append") if mode == "merge_share" else lv(mode)
+    del v["hasRotary"], v["hasKNorm"]
+    cfg = config_from_vars(v)
+    assert cfg.rotary is False
+    assert getattr(cfg, "k_norm", False) is False
+
+
+@pytest.mark.parametrize("name", ["hasRotary", "hasKNorm"])
+def test_flags_are_true_or_false(name):
+    refused(lv("build") | {name: 2}, f"{name}=2: expected true or false")
+    refused(lv("build") | {name: "yes"}, f"{name}='yes': expected true or false")
+    assert config_from_vars(lv("build") | {"hasKNorm": 1}).k_norm is True
+
+
+def test_bridge_registers_the_mode(monkeypatch):
+    from kvdsl import legacy
+
+    monkeypatch.setattr(legacy, "BRIDGES", dict(legacy.BRIDGES))
+
+    def make(v):
+        return CopyConfig(8)
+
+    assert legacy._bridge("planted")(make) is make
+    assert legacy.BRIDGES["planted"] is make
+    assert legacy.config_from_vars({"mode": "planted"}) == CopyConfig(8)
+
+
+def test_window_shift_append_checks_head_dim_before_halving_it():
+    # The append region reads half = headDim / 2 before the shape variables are read.
+    v = lv("window_shift", shift_region="append", rotary=True) | {"headDim": "16"}
+    refused(v, "headDim='16': expected an integer")
