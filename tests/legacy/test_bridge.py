@@ -23,7 +23,7 @@ from kvdsl.kernels.quant import AppendQuantConfig, BuildQuantConfig
 from kvdsl.kernels.transpose import TransposeConfig
 from kvdsl.kernels.window_shift import WindowShiftConfig
 from kvdsl.legacy import BRIDGES, KNOWN, Vars, config_from_vars, mode_of
-from legacy import (
+from tests.helpers.legacy import (
     PARAM_FIELDS,
     host_interface,
     legacy_bindings,
