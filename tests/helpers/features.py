@@ -77,3 +77,16 @@ def assert_ran_on_gpu(result) -> None:
     if result.unsupported is not None:
         feature = refused_feature(Exception(result.unsupported))
         assert feature in excused(), f"{result.variant}: not run on the GPU: {result.unsupported}"
+
+
+def allow_refusal(err: Exception) -> None:
+    """A test met ``err`` (a :class:`~kvdsl.runtime.FeatureError`): fine only where
+    ``KVDSL_EXCUSE_FEATURES`` excuses the feature it names."""
+    feature = refused_feature(err)
+    assert feature in excused(), f"not run on the GPU: {err}"
+
+
+def unexcused_missing(adapter, environ=os.environ) -> list[str]:
+    """The features of :data:`SUITE_FEATURES` the adapter lacks and nothing excuses."""
+    have, ok = adapter_features(adapter), excused(environ)
+    return [f for f in SUITE_FEATURES if f not in have and f not in ok]
