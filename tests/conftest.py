@@ -1,4 +1,9 @@
-"""Shared fixtures. GPU tests really run: no wgpu adapter is a failure, never a skip."""
+"""Shared fixtures. GPU tests really run: no wgpu adapter is a failure, never a skip; a kernel the
+adapter refuses for a missing feature fails its test (tests/helpers/features.py says when not).
+
+Tests that read the legacy template (tests/helpers/legacy.py) form one group: where there is no
+template they are skipped, and the summary says so in one line; under KVDSL_REQUIRE_TEMPLATE=1
+(CI) they fail instead."""
 
 from __future__ import annotations
 
@@ -16,7 +21,8 @@ from kvdsl.ir.portability import (
     SELECT_OF_ITS_CONDITION,
     SIGNED_REMAINDER,
 )
-from kvdsl.runtime import WebGPU, use_webgpu
+from kvdsl.runtime import FeatureError, WebGPU, use_webgpu
+from tests.helpers import features, legacy
 
 # Mesa's Vulkan drivers need a runtime dir; CI containers often have none.
 os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.gettempdir())
@@ -66,10 +72,67 @@ def deviations(gpu) -> dict[str, str]:
     return KNOWN_DEVIATIONS.get((gpu["implementation"], gpu["vendor"]), {})
 
 
+#: Per test: the features it took away (``without_feature``), and those a kernel was refused for.
+TAKEN = pytest.StashKey[set]()
+REFUSED = pytest.StashKey[list]()
+#: Over the run: excused feature -> the tests a kernel of which was refused for it.
+EXCUSED_REFUSALS: dict[str, set[str]] = {}
+
+
+@pytest.fixture(autouse=True)
+def _refusals_are_recorded(request, monkeypatch):
+    """Every kernel the adapter refuses for a missing feature is recorded on the test; the report
+    hook below fails a test whose refusal nothing allows."""
+    from kvdsl.runtime import device
+
+    real = device.device
+    refused = request.node.stash.setdefault(REFUSED, [])
+
+    def watched(*args, **kwargs):
+        try:
+            return real(*args, **kwargs)
+        except FeatureError as err:
+            refused.append(features.refused_feature(err))
+            raise
+
+    monkeypatch.setattr(device, "device", watched)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A passing test that met a kernel refused for a feature the test did not take away and
+    KVDSL_EXCUSE_FEATURES does not excuse fails: the kernel never ran on the GPU."""
+    outcome = yield
+    report = outcome.get_result()
+    if call.when != "call" or not report.passed:
+        return
+    taken, excused = item.stash.get(TAKEN, set()), features.excused()
+    refused = [f for f in item.stash.get(REFUSED, []) if f not in taken]
+    for feature in refused:
+        if feature in excused:
+            EXCUSED_REFUSALS.setdefault(feature, set()).add(item.nodeid)
+    unexcused = [f for f in refused if f not in excused]
+    if unexcused:
+        from kvdsl.runtime import adapter_info
+
+        report.outcome = "failed"
+        report.longrepr = "kernels refused by the adapter: " + features.lacking_message(
+            adapter_info()["device"], unexcused
+        )
+
+
 @pytest.fixture
-def without_feature(gpu, monkeypatch):
+def legacy_template():
+    """The legacy template's path; the test is skipped as one of the legacy template group where
+    there is none (or fails, under KVDSL_REQUIRE_TEMPLATE)."""
+    return legacy.require_template()
+
+
+@pytest.fixture
+def without_feature(gpu, monkeypatch, request):
     """``without_feature(name)``: from then on the process's adapter lacks the feature ``name``
-    (``"shader-f16"``, ``"subgroup"``); devices and pipelines are made anew, as on such a device."""
+    (``"shader-f16"``, ``"subgroup"``); devices and pipelines are made anew, as on such a device.
+    Kernels refused for it do not fail the test."""
     from kvdsl.runtime import device
 
     class Without:
@@ -86,6 +149,7 @@ def without_feature(gpu, monkeypatch):
             return getattr(self.real, name)
 
     def apply(feature: str) -> None:
+        request.node.stash.setdefault(TAKEN, set()).add(features.canonical(feature))
         monkeypatch.setattr(device, "_adapter", Without(device.adapter(), feature))
         monkeypatch.setattr(device, "_devices", {})
         monkeypatch.setattr(device, "_pipelines", {})
@@ -94,8 +158,27 @@ def without_feature(gpu, monkeypatch):
 
 
 def pytest_terminal_summary(terminalreporter) -> None:
-    """Print the legacy-parity tally (tests/legacy/test_parity.py) at the end of every run."""
+    """At the end of every run: the legacy template group's tests not run (one line, if any),
+    the features KVDSL_EXCUSE_FEATURES excused, and the legacy-parity tally
+    (tests/legacy/test_parity.py)."""
     import sys
+
+    prefix = f"Skipped: {legacy.GROUP}: "
+    reasons = [
+        r.longrepr[2][len(prefix) :]
+        for r in terminalreporter.stats.get("skipped", [])
+        if isinstance(r.longrepr, tuple) and str(r.longrepr[2]).startswith(prefix)
+    ]
+    if reasons:
+        terminalreporter.write_line(
+            f"{legacy.GROUP}: {len(reasons)} tests not run: {sorted(set(reasons))[0]}"
+        )
+    for feature in sorted(features.excused()):
+        met = EXCUSED_REFUSALS.get(feature, set())
+        terminalreporter.write_line(
+            f"KVDSL_EXCUSE_FEATURES excuses '{feature}': {len(met)} tests met kernels the "
+            "adapter refused for it"
+        )
 
     parity = sys.modules.get("test_parity") or sys.modules.get("tests.legacy.test_parity")
     counts = getattr(parity, "COUNTS", None)

@@ -67,7 +67,7 @@ def test_bytes_follow_the_counting_rule(rows):
     )
 
 
-def test_template_columns(rows):
+def test_template_columns(rows, legacy_template):
     copy = _row(rows, "copy_llama31_8b", 1, S)
     assert copy["template_status"] == "ok" and float(copy["template_us"]) > 0
     ratio = float(copy["template_us"]) / float(copy["kvdsl_us"])
@@ -93,7 +93,7 @@ def test_decode_rows_carry_the_floor_ratio(rows):
     assert merge["floor_x"] == merge["floor_beside_us"] == merge["floor_beside_x"] == ""
 
 
-def test_the_floor_is_timed_beside_each_decode_trial(tmp_path, monkeypatch, gpu):
+def test_the_floor_is_timed_beside_each_decode_trial(tmp_path, monkeypatch, gpu, legacy_template):
     """A decode row's trials time the kernel, the copy and the empty dispatch in turn, and the
     row keeps the fastest empty dispatch; a prefill row times none."""
     from kvdsl import runtime

@@ -57,6 +57,7 @@ from kvdsl.ir.types import Vec, bool_, f16, f32, i32, u32
 from kvdsl.frontend.typer import canonical
 from kvdsl.ir.verify import verify
 from tests.helpers.exec_fuzz import fuzz_settings
+from tests.helpers.features import suite_feature
 from tests.helpers.roundtrip import Fresh, assert_round_trip
 
 V4, V2H, V4H = Vec(4, f32), Vec(2, f16), Vec(4, f16)
@@ -540,8 +541,9 @@ def differences(want: dict, got: dict) -> list[str]:
 def test_float_kernels_agree_on_gpu_and_interpreter(gpu, deviations, data, seed: int) -> None:
     # On an adapter known to unpack a fixed word wrong, the kernels unpack none (the test below
     # shows the deviation); everywhere else some do. An adapter without shader-f16 (Dawn on an
-    # H200 unless KVDSL_DAWN_ENABLE=vulkan_enable_f16_on_nvidia) runs them without f16 values.
-    halves = gpu["shader_f16"]
+    # H200 unless KVDSL_DAWN_ENABLE=vulkan_enable_f16_on_nvidia) runs them without f16 values,
+    # where KVDSL_EXCUSE_FEATURES=shader-f16 excuses it; elsewhere that fails.
+    halves = suite_feature(gpu, "shader-f16")
     k = data.draw(kernels("constant unpack2x16float" not in deviations, halves), label="k")
     _agree(k, seed, halves)
 

@@ -13,7 +13,11 @@ configuration ends in one of:
   kernel does and verifies;
 - ``rejected``: the bridge refuses the variables with a ConfigError naming the reason.
 
-The counts are printed at the end of the run and recorded in ``docs/legacy.md``.
+Each configuration's outcome is pinned (``tests/legacy/parity_expected.json``: every one that
+does not match, by test id, with its message; tests/helpers/parity.py reads it), so each case
+checks its own; the tally is checked too, and ``docs/legacy.md``'s counts are generated from the
+same data. Without the template, only the ``rejected`` cases run (the others are skipped as the
+legacy template group).
 """
 
 from __future__ import annotations
@@ -30,9 +34,13 @@ from kvdsl.ir import workgroups
 from kvdsl.kernels.config import ConfigError
 from kvdsl.legacy import config_from_vars
 from kvdsl.runtime import CompileError, compile_wgsl, run
+from tests.helpers import parity
+from tests.helpers.features import assert_ran_on_gpu
 from tests.helpers.legacy import legacy_vars, legacy_workgroups, render, run_legacy
 
 COUNTS: Counter = Counter()
+#: test id -> outcome, for the configurations run so far.
+OUTCOMES: dict[str, str] = {}
 
 
 def matrix():
@@ -91,8 +99,9 @@ MATRIX = [legacy_vars(mode, **opts) for mode, opts in matrix()]
 def _id(v: dict) -> str:
     skip = {"tunables", "device", "qkEps", "half", "packed", "headDimV4", "kvHiddenV4", "kvHidden"}
     parts = [f"{k}={v[k]}" for k in sorted(v) if k not in skip and k != "mode"]
+    wg = [f"WG={v['tunables']['COPY_WORKGROUP_SIZE']}"] if "tunables" in v else []
     return "-".join(
-        [v["mode"], v.get("device", {}).get("adapterInfo", {}).get("vendor", "")] + parts
+        [v["mode"], v.get("device", {}).get("adapterInfo", {}).get("vendor", "")] + wg + parts
     )
 
 
@@ -106,22 +115,32 @@ def defect_triggered(vars: dict, case) -> str | None:
     return None
 
 
-@pytest.mark.parametrize("vars", MATRIX, ids=_id)
-def test_template_and_kvdsl_agree(gpu, vars):
+def outcome_of(vars: dict) -> str:
+    """Run one configuration; its outcome (``match``, ``defect``, ``invalid``, ``rejected``).
+
+    Every message and every difference is checked against the configuration's pinned
+    expectation: a template difference is excused only where parity_expected.json expects the
+    configuration to show that defect, and only on the cases whose input triggers it.
+    """
+    want = parity.expected(_id(vars))
     try:
         cfg = config_from_vars(vars)
     except ConfigError as err:
-        COUNTS["rejected"] += 1
-        assert str(err)  # the reason is named; docs/legacy.md lists each rejection
-        return
+        assert (
+            want.outcome == "rejected"
+        ), f"the bridge refuses what should be {want.outcome}: {err}"
+        assert str(err) == want.message
+        return "rejected"
+    assert want.outcome != "rejected", f"the bridge accepts what should be refused: {want.message}"
     kernel = catalog.build_config(cfg)
     try:
         compile_wgsl(render(vars, kernel.bindings, kernel.params))
-    except CompileError:
-        COUNTS["invalid"] += 1
-        result = verify_variant(_id(vars), cfg, kernel, 2)
-        assert result.ok, "\n".join(result.problems)
-        return
+    except CompileError as err:
+        assert want.outcome == "invalid", f"the render does not compile: {err}"
+        assert want.message in str(err)
+        assert_ran_on_gpu(verify_variant(_id(vars), cfg, kernel, 2))
+        return "invalid"
+    assert want.outcome != "invalid", f"the render compiles; expected: {want.message}"
     outcome = "match"
     for case in cases_for(cfg, 3, seed=11):
         assert workgroups(kernel, case.params) == legacy_workgroups(vars, case.params)
@@ -134,20 +153,50 @@ def test_template_and_kvdsl_agree(gpu, vars):
         for name, _, problem in case.judge(ours, theirs, tol, codes):
             if not problem:
                 continue
+            # Excused only where this configuration is expected to show this case's defect.
             defect = defect_triggered(vars, case)
-            assert defect, f"{name} differs from the template on {case.label()}"
+            assert want.outcome == "defect" and defect == want.message, (
+                f"{name} differs from the template on {case.label()} (defect triggered: "
+                f"{defect}; expected for this configuration: {want.outcome} {want.message})"
+            )
             outcome = "defect"
-        result = verify_variant(_id(vars), cfg, kernel, 1, ("gpu",), seed=11)
-        assert result.ok, "\n".join(result.problems)
+        assert_ran_on_gpu(verify_variant(_id(vars), cfg, kernel, 1, ("gpu",), seed=11))
+    assert outcome == want.outcome, f"expected the template to show {want.message}: it matched"
+    return outcome
+
+
+@pytest.mark.parametrize("vars", MATRIX, ids=_id)
+def test_template_and_kvdsl_agree(gpu, vars):
+    outcome = outcome_of(vars)
+    OUTCOMES[_id(vars)] = outcome
     COUNTS[outcome] += 1
 
 
-def test_parity_counts_are_collected():
-    """Runs last in this module: print the tally (pytest -s shows it; CI logs keep it)."""
-    total = sum(COUNTS.values())
+def test_parity_is_pinned():
+    """Runs last in this module: the matrix, the expectations and the tally agree.
+
+    Alone it checks the matrix against parity_expected.json (every configuration has a unique
+    id, the expectations name only configurations of the matrix, and their counts are the
+    pinned tally); after the cases, that each ended as expected and, when all ran, the tally.
+    """
+    ids = [_id(v) for v in MATRIX]
+    assert len(set(ids)) == len(ids), "two configurations share a test id"
+    pinned = parity.data()
+    assert len(ids) == pinned["tried"], "the matrix grew or shrank: update parity_expected.json"
+    assert set(parity.listed()) <= set(ids), "expectations for configurations not in the matrix"
+    assert len(set(parity.listed())) == len(parity.listed())
+    assert Counter(parity.expected(i).outcome for i in ids) == pinned["tally"]
+    assert OUTCOMES == {i: parity.expected(i).outcome for i in OUTCOMES}
+    if len(OUTCOMES) == len(ids):
+        assert COUNTS == pinned["tally"]
     print(
-        f"\nparity: {total} template configurations tried: "
+        f"\nparity: {sum(COUNTS.values())} template configurations tried: "
         + ", ".join(f"{k} {v}" for k, v in sorted(COUNTS.items()))
     )
-    if total:
-        assert COUNTS["match"] > 0
+
+
+def test_docs_parity_counts_are_generated():
+    """docs/legacy.md's parity counts are the block generated from parity_expected.json
+    (``python -m tests.helpers.parity`` rewrites it)."""
+    text = parity.DOC.read_text()
+    assert parity.doc_with_block(text) == text, "run: python -m tests.helpers.parity"
