@@ -42,6 +42,7 @@ from kvdsl.ir.tree import (
 from kvdsl.ir.ops import Op
 from kvdsl.ir.types import Array, Struct, bool_, u32
 from kvdsl.ir.verify import VerifyError, verify
+from tests.helpers.features import suite_feature
 from tests.helpers.exec_fuzz import (
     CONSTANT_REFUSED,
     EPILOGUE,
@@ -199,7 +200,9 @@ def kernels(draw, signed_mod: bool = True, signed_abs: bool = True, shuffles: bo
 @fuzz_settings(60)
 @given(data=st.data(), seed=st.integers(0, 2**32 - 1))
 def test_workgroup_kernels_agree_on_gpu_and_interpreter(gpu, deviations, data, seed: int) -> None:
-    k = data.draw(kernels(**avoiding(deviations), shuffles=gpu["subgroups"]), label="k")
+    k = data.draw(
+        kernels(**avoiding(deviations), shuffles=suite_feature(gpu, "subgroups")), label="k"
+    )
     assert_round_trip(k)
     assume_portable(k, deviations)
     want, got = outputs(k, *inputs(seed))
