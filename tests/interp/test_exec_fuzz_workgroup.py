@@ -42,7 +42,6 @@ from kvdsl.ir.tree import (
 from kvdsl.ir.ops import Op
 from kvdsl.ir.types import Array, Struct, bool_, u32
 from kvdsl.ir.verify import VerifyError, verify
-from tests.helpers.features import suite_feature
 from tests.helpers.exec_fuzz import (
     CONSTANT_REFUSED,
     EPILOGUE,
@@ -61,6 +60,7 @@ from tests.helpers.exec_fuzz import (
     outputs,
     stmts,
 )
+from tests.helpers.features import suite_feature
 from tests.helpers.roundtrip import Fresh, assert_round_trip
 
 LID = Member(Name("lid"), "x")
