@@ -14,7 +14,12 @@ each other (``kvHidden != kvHeads * headDim``, ``half != headDim / 2`` ...) are 
 
 from __future__ import annotations
 
+import math
+import re
+from fractions import Fraction
 from typing import Any, Callable
+
+import numpy as np
 
 from kvdsl.kernels.build import BuildConfig
 from kvdsl.kernels.config import (
@@ -56,8 +61,9 @@ class Vars:
               "a variable the template reads: " + ", ".join(sorted(KNOWN - {"env"})))  # fmt: skip
         self.data = data
 
-    def get(self, path: str, default: Any = None, kind: type | tuple = object) -> Any:
-        """The variable at dotted ``path`` (``device.adapterInfo.vendor``) or ``default``."""
+    def get(self, path: str, default: Any = None, kind: type = object) -> Any:
+        """The variable at dotted ``path`` (``device.adapterInfo.vendor``) or ``default``; ``kind``
+        (``int``, ``bool``, ``str`` or ``object`` for any) is checked, and named in words."""
         node: Any = self.data
         for part in path.split("."):
             if not isinstance(node, dict) or part not in node:
@@ -68,11 +74,13 @@ class Vars:
         elif kind is bool:
             require(node in (True, False, 0, 1), path, node, "true or false")
             node = bool(node)
-        elif kind is not object:
-            require(isinstance(node, kind), path, node, f"a {getattr(kind, '__name__', kind)}")
+        elif kind is str:
+            require(isinstance(node, str), path, node, "text")
+        else:
+            assert kind is object, kind
         return node
 
-    def need(self, path: str, kind: type | tuple = object) -> Any:
+    def need(self, path: str, kind: type = object) -> Any:
         """A variable the mode cannot be rendered without."""
         value = self.get(path, None, kind)
         require(value is not None, path, None, "a value: the template reads it for this mode")
@@ -88,7 +96,12 @@ class Vars:
 def mode_of(v: Vars) -> str:
     """The mode the template renders: ``modeSpec`` wins over ``mode``; the default is transpose."""
     mode = v.get("modeSpec") or v.get("mode") or "transpose"
-    require(mode in BRIDGES, "mode", mode, "one of " + ", ".join(sorted(BRIDGES)))
+    require(
+        isinstance(mode, str) and mode in BRIDGES,
+        "mode",
+        mode,
+        "one of " + ", ".join(sorted(BRIDGES)),
+    )
     return mode
 
 
@@ -169,9 +182,119 @@ def _k_norm(v: Vars) -> dict[str, Any]:
     k_norm = v.get("hasKNorm", False, bool)
     if not k_norm:
         return {"k_norm": False}
-    eps = v.need("qkEps", (int, float))
-    require(not isinstance(eps, bool) and eps > 0, "qkEps", eps, "a positive number")
-    return {"k_norm": True, "eps": float(eps)}
+    return {"k_norm": True, "eps": qk_eps(v.need("qkEps"))}
+
+
+#: WGSL's literals that an f32 const may be initialised with: decimal and hexadecimal floats
+#: (an ``f`` suffix, or an ``h`` one, refused: f16) and abstract integers (no ``i``/``u`` suffix).
+_DEC_FLOAT = re.compile(
+    r"((?:[0-9]*\.[0-9]+|[0-9]+\.[0-9]*)(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+)([fh]?)"
+    r"|(0|[1-9][0-9]*)([fh])"
+)
+_HEX_FLOAT = re.compile(r"0[xX]([0-9a-fA-F]*)\.?([0-9a-fA-F]*)(?:[pP]([+-]?[0-9]+)([fh]?))?")
+_HEX_POINT_OR_P = re.compile(
+    r"0[xX](?:[0-9a-fA-F]*\.[0-9a-fA-F]+|[0-9a-fA-F]+\.[0-9a-fA-F]*|[0-9a-fA-F]+(?=[pP])).*"
+)
+_INT = re.compile(r"0|[1-9][0-9]*|0[xX][0-9a-fA-F]+")
+#: What ``qkEps`` may be, in words (its refusals say so).
+EPS_EXAMPLES = "('1e-6', '1e-6f', '0.01', '1', '0x1p-20')"
+EPS_ALLOWED = (
+    f"a positive number, or the text of a WGSL literal for one {EPS_EXAMPLES}: the template "
+    "pastes it into its f32 const QK_EPS"
+)
+EPS_POSITIVE = (
+    f"a number above 0, given as a number or as the text of a WGSL literal {EPS_EXAMPLES}"
+)
+#: The normal f32 range the config's ``eps`` takes (:class:`BuildConfig`).
+EPS_RANGE = (2.0**-126, 3.4e38)
+_F32_MAX = Fraction(float(np.finfo(np.float32).max))
+
+
+def _f32_nearest(x: Fraction) -> float:
+    """``x`` (>= 0) rounded straight to the nearest f32, ties to even, as WGSL rounds an
+    ``f``-suffixed literal (not through f64, which could round twice); inf past f32's range."""
+    if x >= _F32_MAX + Fraction(2) ** 103:  # half an ulp past the largest f32, or more
+        return math.inf
+    g = np.float32(float(x))
+    with np.errstate(over="ignore"):  # past the largest f32: inf, skipped below
+        ups = (np.nextafter(g, np.float32(0)), g, np.nextafter(g, np.float32(np.inf)))
+    near = min(
+        (c for c in ups if np.isfinite(c)),
+        key=lambda c: (abs(Fraction(float(c)) - x), int(c.view(np.uint32)) & 1),
+    )
+    return float(near)
+
+
+def _f64_to_f32(x: Fraction) -> float:
+    """An abstract float (f64, nearest) converted to f32 (nearest, as Tint and naga convert)."""
+    if x >= 2**1024:
+        return math.inf
+    with np.errstate(over="ignore"):  # past the largest f32 after rounding: inf
+        return float(np.float32(float(x)))
+
+
+def _literal_f32(value: str) -> float:
+    """The f32 that ``const QK_EPS: f32 = <value>;`` holds, or the ConfigError saying why WGSL
+    (or the norm) does not take ``value``; inf past f32's range."""
+    t = value.strip()
+    require(not t.startswith("-"), "qkEps", value, EPS_POSITIVE)
+    if _INT.fullmatch(t):  # an abstract int: an i64 converted to f32
+        n = int(t, 0)
+        require(n < 2**63, "qkEps", value, "an integer literal below 2^63 (WGSL's abstract "
+                "integers are 64-bit)")  # fmt: skip
+        return float(np.float32(n))
+    dec = _DEC_FLOAT.fullmatch(t)
+    hex_ = None if dec else _HEX_FLOAT.fullmatch(t)
+    require(bool(dec or (hex_ and _HEX_POINT_OR_P.fullmatch(t))), "qkEps", value, EPS_ALLOWED)
+    if dec:
+        body, suffix = (dec.group(1), dec.group(2)) if dec.group(1) else dec.group(3, 4)
+        mantissa, _, exp_text = body.lower().partition("e")
+        digits = mantissa.replace(".", "")
+        num, den, exp = int(digits), 10 ** (len(digits) - len(mantissa.partition(".")[0])), 10
+    else:
+        whole, frac, exp_text, suffix = hex_.groups()
+        num, den, exp = int((whole + frac) or "0", 16), 16 ** len(frac), 2
+    require(suffix != "h", "qkEps", value, "an f32 literal, not an f16 one (suffix h): QK_EPS "
+            "is an f32 const")  # fmt: skip
+    power = int(exp_text or 0)
+    # A power far past any f32 is inf (or 0) whatever the digits; it need not be computed.
+    if num == 0 or power < -(1100 + 4 * len(t)):
+        return 0.0
+    if power > 1100 + 4 * len(t):
+        return math.inf
+    exact = Fraction(num, den) * Fraction(exp) ** power
+    return _f32_nearest(exact) if suffix == "f" else _f64_to_f32(exact)
+
+
+def qk_eps(value: Any) -> float:
+    """``qkEps`` as the config's ``eps``: a number or the text of a WGSL literal, taken as the
+    f32 that the template's ``const QK_EPS: f32 = {{ qkEps }};`` holds and given as that f32's
+    shortest decimal (``1e-06`` for ``1e-06``, ``"1e-6f"`` and ``"0.000001"`` alike), which the
+    emitted kernel's f32 const holds again."""
+    if isinstance(value, str):
+        f32 = _literal_f32(value)
+    else:
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        require(number and not math.isnan(value), "qkEps", value, EPS_ALLOWED)
+        require(value > 0, "qkEps", value, EPS_POSITIVE)
+        if isinstance(value, int):  # printed as an abstract int: an i64
+            require(value < 2**63, "qkEps", value, "a number below 2^63 (WGSL's abstract "
+                    "integers are 64-bit)")  # fmt: skip
+        with np.errstate(over="ignore"):  # past the largest f32 after rounding: inf
+            f32 = float(np.float32(value)) if value < 2.0**128 else math.inf
+    require(f32 > 0, "qkEps", value, "a number above 0: in f32 it is 0")
+    low, high = EPS_RANGE
+    eps = f32
+    if math.isfinite(f32):
+        shortest = float(np.format_float_scientific(np.float32(f32), unique=True))
+        eps = shortest if float(np.float32(shortest)) == f32 else f32
+    require(
+        low <= eps <= high,
+        "qkEps",
+        value,
+        f"a number whose f32 is normal ({low:.2g} .. {high:.2g}): in f32 it is {f32!r}",
+    )
+    return eps
 
 
 @_bridge("copy")
@@ -264,6 +387,7 @@ def _quant_fields(v: Vars) -> dict[str, Any]:
             ok = (
                 isinstance(value, (int, float))
                 and not isinstance(value, bool)
+                and math.isfinite(value)
                 and value == int(value)
             )
             require(ok, name, value, "an integer value (the template prints it as an f32 const)")

@@ -106,7 +106,12 @@ class RowConfig(RotaryWalk, CacheConfig):
         eps_ok = eps_ok and math.isfinite(self.eps) and self.eps > 0
         # QK_EPS is an f32 const: a value that rounds to 0 or infinity in f32 would change the norm.
         eps_ok = eps_ok and 2.0**-126 <= self.eps <= 3.4e38
-        require(eps_ok, "eps", self.eps, "a finite float > 0, a normal f32 (1.2e-38 .. 3.4e38)")
+        require(
+            eps_ok,
+            "eps",
+            self.eps,
+            "a number > 0 that is a normal f32 (1.2e-38 .. 3.4e38)",
+        )
         one_of("input_type", self.input_type, FLOATS)
 
     def check_schedule(self) -> None:

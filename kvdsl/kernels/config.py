@@ -284,7 +284,9 @@ def require_pairs(plan: WalkPlan) -> None:
     pairs = plan.pairs
     if pairs is None:
         return
-    require(isinstance(pairs, bool), "pairs", pairs, "None (the mode's default) or a bool")
+    require(
+        isinstance(pairs, bool), "pairs", pairs, "true, false or unset (None: the mode's default)"
+    )
     if pairs:
         require(
             plan.walk is Walk.FLAT and plan.pairs_apply,
@@ -302,18 +304,15 @@ def as_dict(cfg: KernelConfig) -> dict[str, Any]:
 
 def from_dict(cls: type[KernelConfig], data: dict[str, Any]) -> KernelConfig:
     """Make ``cls`` from a dict, naming unknown and missing fields in the error."""
-    require(isinstance(data, dict), cls.__name__, data, "a dict of config fields")
+    what = f"the {getattr(cls, 'mode', cls.__name__)} config"
+    require(isinstance(data, dict), "config", data, f"an object of the fields of {what}")
     fields = dataclasses.fields(cls)
     names = {f.name for f in fields}
     for key in data:
-        require(
-            key in names, key, data[key], f"a field of {cls.__name__}: {', '.join(sorted(names))}"
-        )
+        require(key in names, key, data[key], f"a field of {what}: {', '.join(sorted(names))}")
     for f in fields:
         required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-        require(
-            not required or f.name in data, f.name, None, f"a value (required by {cls.__name__})"
-        )
+        require(not required or f.name in data, f.name, None, f"a value (required by {what})")
     return cls(**data)
 
 

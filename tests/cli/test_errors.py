@@ -78,7 +78,11 @@ CONFIG_ERRORS = [
     ),
     ("window region", lambda: WindowShiftConfig(4, 256, "sideways"), r"region='sideways'"),
     ("k_norm not bool", lambda: BuildConfig(8, 128, k_norm="yes"), r"k_norm='yes'"),
-    ("eps zero", lambda: BuildConfig(8, 128, eps=0.0), r"eps=0.0: expected a finite float > 0"),
+    (
+        "eps zero",
+        lambda: BuildConfig(8, 128, eps=0.0),
+        r"eps=0.0: expected a number > 0 that is a normal f32",
+    ),
     ("eps nan", lambda: BuildConfig(8, 128, eps=float("nan")), r"eps=nan"),
     ("eps below f32", lambda: BuildConfig(8, 128, eps=1e-50), r"eps=1e-50: .*normal f32"),
     ("bits 3", lambda: BuildQuantConfig(8, 128, bits=3), r"bits=3: expected one of 8, 4"),
@@ -105,12 +109,12 @@ CONFIG_ERRORS = [
     (
         "unknown field",
         lambda: from_dict(CopyConfig, {"head_dim": 8, "heads": 2}),
-        r"heads=2: expected a field of CopyConfig",
+        r"heads=2: expected a field of the copy config",
     ),
     (
         "missing field",
         lambda: from_dict(MergeConfig, {"kv_heads": 2}),
-        r"head_dim=None: expected a value \(required by MergeConfig\)",
+        r"head_dim=None: expected a value \(required by the merge config\)",
     ),
 ]
 

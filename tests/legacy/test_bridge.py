@@ -9,7 +9,12 @@ read from the wrong variable shows.
 from __future__ import annotations
 
 import itertools
+import json
+import re
+import subprocess
+import sys
 
+import numpy as np
 import pytest
 
 from kvdsl import catalog
@@ -23,6 +28,7 @@ from kvdsl.kernels.quant import AppendQuantConfig, BuildQuantConfig
 from kvdsl.kernels.transpose import TransposeConfig
 from kvdsl.kernels.window_shift import WindowShiftConfig
 from kvdsl.legacy import BRIDGES, KNOWN, Vars, config_from_vars, mode_of
+from tests.helpers.paths import ROOT
 from tests.helpers.legacy import (
     PARAM_FIELDS,
     host_interface,
@@ -191,14 +197,114 @@ def test_build():
     refused(lv("build", rotary=True) | {"half": 9}, "half=9: expected 8 (headDim / 2)")
 
 
-def test_k_norm_eps_refusals():
-    refused(lv("build", k_norm=True) | {"qkEps": 0}, "qkEps=0: expected a positive number")
-    refused(lv("build", k_norm=True) | {"qkEps": -0.5}, "qkEps=-0.5: expected a positive number")
-    refused(lv("build", k_norm=True) | {"qkEps": True}, "qkEps=True: expected a positive number")
-    refused(
-        lv("build", k_norm=True) | {"qkEps": "1e-6"},
-        "qkEps='1e-6': expected a (<class 'int'>, <class 'float'>)",
+@pytest.mark.parametrize(
+    "text, eps",
+    [
+        ("1e-06", 1e-06),
+        ("1e-6", 1e-06),
+        ("1e-6f", 1e-06),
+        ("0.000001", 1e-06),
+        (" 1e-6 ", 1e-06),  # pasted, the blanks are WGSL whitespace
+        ("1.0e-5", 1e-05),
+        ("0.01", 0.01),
+        ("1", 1.0),  # an abstract int: `const QK_EPS: f32 = 1;` compiles
+        ("2f", 2.0),
+        ("5.", 5.0),
+        (".5", 0.5),
+        ("0x10", 16.0),
+        ("0x1p-20", 2.0**-20),
+        ("0x1p-20f", 2.0**-20),
+        ("0x1.8p-3", 0.1875),
+        ("0x1.8f", 1 + 0x8F / 256),  # no exponent: f is a hex digit
+        ("16777217", 16777216.0),  # rounded to f32, nearest
+        # More digits than f32 holds: the f32 nearest (here 1e-6's neighbour above).
+        ("1.0000000596046448e-6f", float(np.nextafter(np.float32(1e-6), np.float32(1)))),
+    ],
+)
+def test_k_norm_eps_takes_its_wgsl_text(text, eps):
+    """The template pastes qkEps into `const QK_EPS: f32 = {{ qkEps }};`: the text of a WGSL
+    literal is the f32 it spells (``eps`` here), given as that f32's shortest decimal."""
+    cfg = config_from_vars(lv("build", k_norm=True) | {"qkEps": text})
+    assert np.float32(cfg.eps) == eps and type(cfg.eps) is float
+    assert cfg.eps == float(np.format_float_scientific(np.float32(eps), unique=True))
+
+
+def test_k_norm_eps_number_and_text_make_the_same_config():
+    for same in (1e-06, "1e-06", "1e-6f", "0.000001", "1.00000001e-6"):
+        cfg = config_from_vars(lv("append_quant", k_norm=True) | {"qkEps": same})
+        assert cfg == config_from_vars(lv("append_quant", k_norm=True) | {"qkEps": 1e-06})
+    # A number with more digits than f32 keeps its f32's shortest decimal, as the kernel does.
+    assert config_from_vars(lv("build", k_norm=True) | {"qkEps": 0.1}).eps == 0.1
+    cfg = config_from_vars(lv("build", k_norm=True) | {"qkEps": 1.2345678901e-6})
+    assert cfg.eps == 1.2345679e-06
+
+
+def test_f_suffixed_text_rounds_straight_to_f32():
+    """An `f` literal rounds once, to f32; without `f` it is an f64 first (as WGSL says)."""
+    # Just above the midpoint of 1 and the f32 above it, by less than an f64 ulp: as an f64 it
+    # is the midpoint (a tie, to even: 1), straight to f32 it is above it.
+    text = "1.00000005960464477539062500000001"
+    above = np.nextafter(np.float32(1), np.float32(2))
+    assert (
+        np.float32(config_from_vars(lv("build", k_norm=True) | {"qkEps": text + "f"}).eps) == above
     )
+    assert config_from_vars(lv("build", k_norm=True) | {"qkEps": text}).eps == 1.0
+
+
+EPS_ALLOWED = (
+    "a positive number, or the text of a WGSL literal for one ('1e-6', '1e-6f', '0.01', '1', "
+    "'0x1p-20'): the template pastes it into its f32 const QK_EPS"
+)
+EPS_POSITIVE = (
+    "a number above 0, given as a number or as the text of a WGSL literal ('1e-6', '1e-6f', "
+    "'0.01', '1', '0x1p-20')"
+)
+F16 = "an f32 literal, not an f16 one (suffix h): QK_EPS is an f32 const"
+NORMAL = "a number whose f32 is normal (1.2e-38 .. 3.4e+38): in f32 it is "
+
+
+@pytest.mark.parametrize(
+    "eps, allowed",
+    [
+        (0, EPS_POSITIVE),
+        (-0.5, EPS_POSITIVE),
+        ("-1e-6", EPS_POSITIVE),
+        ("0.0", "a number above 0: in f32 it is 0"),
+        ("1e-50", "a number above 0: in f32 it is 0"),
+        (True, EPS_ALLOWED),
+        ([1e-6], EPS_ALLOWED),
+        ({"v": 1e-6}, EPS_ALLOWED),
+        (float("nan"), EPS_ALLOWED),
+        ("tiny", EPS_ALLOWED),
+        ("nan", EPS_ALLOWED),
+        ("inf", EPS_ALLOWED),
+        ("", EPS_ALLOWED),
+        ("+1e-6", EPS_ALLOWED),
+        ("01", EPS_ALLOWED),
+        ("1i", EPS_ALLOWED),
+        ("1u", EPS_ALLOWED),
+        ("1e", EPS_ALLOWED),
+        ("0xp1", EPS_ALLOWED),
+        ("1e-6 // eps", EPS_ALLOWED),
+        ("1e-6h", F16),
+        ("0x1p-3h", F16),
+        (
+            "9223372036854775808",
+            "an integer literal below 2^63 (WGSL's abstract integers are 64-bit)",
+        ),
+        (2**63, "a number below 2^63 (WGSL's abstract integers are 64-bit)"),
+        ("1e39", NORMAL + "inf"),
+        ("1e39f", NORMAL + "inf"),
+        ("1e999999999", NORMAL + "inf"),
+        (float("inf"), NORMAL + "inf"),
+        ("1.5e-45f", NORMAL + "1.401298464324817e-45"),  # a subnormal
+    ],
+)
+def test_k_norm_eps_refusals(eps, allowed):
+    refused(lv("build", k_norm=True) | {"qkEps": eps}, f"qkEps={eps!r}: expected {allowed}")
+
+
+def test_k_norm_eps_missing():
     v = lv("build", k_norm=True)
     del v["qkEps"]
     refused(v, "qkEps=None: expected a value: the template reads it for this mode")
@@ -293,7 +399,7 @@ def test_vars_get_and_need():
         ({"headDim": 8.0}, "headDim", int, "headDim=8.0: expected an integer"),
         ({"hasRotary": 2}, "hasRotary", bool, "hasRotary=2: expected true or false"),
         ({"hasRotary": "yes"}, "hasRotary", bool, "hasRotary='yes': expected true or false"),
-        ({"mode": 3}, "mode", str, "mode=3: expected a str"),
+        ({"mode": 3}, "mode", str, "mode=3: expected text"),
     ]:
         with pytest.raises(ConfigError) as err:
             Vars(data).get(path, None, kind)
@@ -303,7 +409,7 @@ def test_vars_get_and_need():
     assert str(err.value) == "kvHeads=None: expected a value: the template reads it for this mode"
     refused(
         lv("copy") | {"device": {"adapterInfo": {"vendor": 1}}},
-        "device.adapterInfo.vendor=1: expected a str",
+        "device.adapterInfo.vendor=1: expected text",
     )
 
 
@@ -442,3 +548,114 @@ def test_window_shift_append_checks_head_dim_before_halving_it():
     # The append region reads half = headDim / 2 before the shape variables are read.
     v = lv("window_shift", shift_region="append", rotary=True) | {"headDim": "16"}
     refused(v, "headDim='16': expected an integer")
+
+
+# ---- every refusal in words ---------------------------------------------------------------------
+
+#: A Python type's name as a word ("int4" and "int8" are words of their own).
+TYPE_NAME = re.compile(r"<class|\b(int|float|str|dict|bool|NoneType|list|tuple)\b")
+#: Values of the wrong kind for some variable or other: numbers as text, booleans as numbers,
+#: lists, objects, null, fractions, NaN and infinities (Python's JSON reads NaN and Infinity).
+WRONG = [
+    "16", "1e-6", "true", "", 1, 0, 2, -1, 16.5, 2**70, True, False, None, [16], [], {"x": 1},
+    float("nan"), float("inf"), "f32", "apple",
+]  # fmt: skip
+#: Every variable the bridge reads, the nested ones and the objects that hold them.
+PATHS = sorted(KNOWN - {"env"}) + [
+    "device.adapterInfo",
+    "device.adapterInfo.vendor",
+    "tunables.COPY_WORKGROUP_SIZE",
+]
+#: Each mode with the options under which it reads the most variables.
+READERS = [
+    ("transpose", {}),
+    ("transpose", {"vec4": True}),
+    ("copy", {}),
+    ("merge", {}),
+    ("merge_share", {"share_region": "append", "rotary": True}),
+    ("window_shift", {"shift_region": "append", "rotary": True}),
+    ("window_shift", {}),
+    ("build", {"k_norm": True, "rotary": True}),
+    ("build_quant", {"k_norm": True}),
+    ("append_quant", {"bits": 4}),
+]
+
+
+def with_value(data: dict, path: str, value) -> dict:
+    """``data`` with the variable at dotted ``path`` set to ``value`` (objects made on the way)."""
+    out = json.loads(json.dumps(data))
+    node = out
+    *parents, last = path.split(".")
+    for part in parents:
+        if not isinstance(node.get(part), dict):
+            node[part] = {}
+        node = node[part]
+    node[last] = value
+    return out
+
+
+def test_every_refusal_is_one_line_in_words():
+    """Each variable of each mode set to values of the wrong kind: the bridge takes it (where the
+    template would read it as the same thing) or refuses it with a ConfigError naming the
+    variable (or the config field it feeds) in one line, with what is allowed in words and no
+    Python type name; never another exception."""
+    refusals = 0
+    for (mode, opts), path, value in itertools.product(READERS, PATHS, WRONG):
+        data = with_value(lv(mode, **opts), path, value)
+        try:
+            config_from_vars(data)
+        except ConfigError as err:
+            refusals += 1
+            message = str(err)
+            assert "\n" not in message, (mode, path, value, message)
+            assert ": expected " in message, (mode, path, value, message)
+            assert not TYPE_NAME.search(message.partition(": expected ")[2]), (
+                mode, path, value, message,
+            )  # fmt: skip
+            assert not TYPE_NAME.search(message.partition("=")[0]), message
+    assert refusals > 1000
+
+
+@pytest.mark.parametrize(
+    "mode, change, message",
+    [
+        (
+            "build",
+            {"qkEps": "tiny"},
+            "qkEps='tiny': expected a positive number, or the text of a WGSL",
+        ),
+        ("build", {"qkEps": "-1e-6"}, "qkEps='-1e-6': expected a number above 0"),
+        ("build", {"headDim": "16"}, "headDim='16': expected an integer"),
+        ("build", {"hasRotary": [1]}, "hasRotary=[1]: expected true or false"),
+        ("build", {"mode": ["build"]}, "mode=['build']: expected one of append_quant"),
+        (
+            "merge",
+            {"device": {"adapterInfo": {"vendor": 1}}},
+            "device.adapterInfo.vendor=1: expected text",
+        ),
+    ],
+)
+def test_cli_refuses_wrong_kinds_in_one_line(mode, change, message):
+    data = lv(mode, k_norm=True) | change
+    out = subprocess.run(
+        [sys.executable, "-m", "kvdsl", "legacy", "--vars", json.dumps(data)],
+        cwd=ROOT, capture_output=True, text=True,
+    )  # fmt: skip
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.count("\n") == 1 and out.stderr.startswith("kvdsl legacy: " + message)
+    assert not TYPE_NAME.search(out.stderr), out.stderr
+
+
+def test_cli_prints_the_kernel_for_qk_eps_text():
+    data = lv("build", k_norm=True) | {"qkEps": "1e-6f"}
+    out = subprocess.run(
+        [sys.executable, "-m", "kvdsl", "legacy", "--vars", json.dumps(data)],
+        cwd=ROOT, capture_output=True, text=True,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert "const QK_EPS: f32 = 1e-06f;" in out.stdout
+    number = lv("build", k_norm=True) | {"qkEps": 1e-06}
+    assert out.stdout == subprocess.run(
+        [sys.executable, "-m", "kvdsl", "legacy", "--vars", json.dumps(number)],
+        cwd=ROOT, capture_output=True, text=True,
+    ).stdout  # fmt: skip

@@ -169,7 +169,9 @@ def test_pairs_true_is_checked():
         MergeShareConfig(2, 12, "append", "flat", rotary=True, pairs=True, **F16)
     with pytest.raises(ConfigError, match=re.escape(want)):
         WindowShiftConfig(2, 16, "append", False, walk="flat", pairs=True, **F16)
-    with pytest.raises(ConfigError, match="pairs=1: expected None .the mode's default. or a bool"):
+    with pytest.raises(
+        ConfigError, match="pairs=1: expected true, false or unset .None: the mode's default."
+    ):
         BuildConfig(2, 16, rotary=True, walk="flat", pairs=1)
 
 
