@@ -17,10 +17,9 @@ import sys
 from kvdsl import catalog
 from kvdsl.cli import check, run, variants, verify
 from kvdsl.cli.inputs import UsageError
-from kvdsl.cli.options import whole
 from kvdsl.runtime.webgpu import IMPLEMENTATIONS as WEBGPU
 
-__all__ = ["UsageError", "main", "parser", "user_errors", "whole"]
+__all__ = ["UsageError", "main", "parser", "user_errors"]
 
 DESCRIPTION = "Build, print, run and verify kvdsl's WebGPU KV-cache kernels, and check WGSL files."
 

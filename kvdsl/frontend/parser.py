@@ -49,7 +49,8 @@ from kvdsl.emit.wgsl import HOST_DATA
 from kvdsl.ir import tree as ir
 from kvdsl.ir.types import SCALARS, Array, RuntimeArray, Scalar, Struct, Vec
 from kvdsl.ir.features import uses_f16, uses_subgroups
-from kvdsl.ir.verify import Scope, Symbol, Verifier, VerifyError, module_scope, name_problem, verify
+from kvdsl.ir.scope import Scope, Symbol, VerifyError, name_problem
+from kvdsl.ir.verify import Verifier, module_scope, verify
 
 HOST = HOST_DATA[3:]  # the comment's text after '// '
 

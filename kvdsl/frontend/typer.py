@@ -19,7 +19,9 @@ from kvdsl.ir import tree as ir
 from kvdsl.ir import ops
 from kvdsl.ir.ops import Op
 from kvdsl.ir.types import Array, Scalar, Type, Vec, bool_, f16, f32, i32, u32
-from kvdsl.ir.verify import Verifier, Scope, VerifyError, literal_ok
+from kvdsl.ir.consteval import literal_ok
+from kvdsl.ir.scope import Scope, VerifyError
+from kvdsl.ir.verify import Verifier
 
 # WGSL builtin functions the IR has no op for: calling one is "outside the subset", not an
 # undefined function.

@@ -134,7 +134,7 @@ Workgroup memory and barriers
     whole ``w[i]`` reads all four. With ``strict_init`` a read of an element (lane) nothing wrote
     in the dispatch is :class:`UninitializedRead`.
 
-Errors name the statement as :func:`kvdsl.ir.verify.show` prints it and, given ``source_lines``
+Errors name the statement as :func:`kvdsl.ir.show.show` prints it and, given ``source_lines``
 (``id(stmt)`` → line, which the WGSL frontend supplies), its source line.
 
 Modules

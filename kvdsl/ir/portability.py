@@ -15,7 +15,8 @@ from typing import Any
 from kvdsl.ir import tree as ir
 from kvdsl.ir.ops import Op
 from kvdsl.ir.types import Vec, i32
-from kvdsl.ir.verify import Scope, Verifier, verify
+from kvdsl.ir.scope import Scope
+from kvdsl.ir.verify import Verifier, verify
 
 SIGNED_REMAINDER = (
     "a % of i32 values: wgpu-native 0.32 (and Firefox's wgpu before gfx-rs/wgpu#9674) lowers "

@@ -12,43 +12,20 @@ from __future__ import annotations
 
 from kvdsl.ir import tree as ir
 from kvdsl.ir import ops, uniformity
-from kvdsl.ir.consteval import F16_MAX, literal_ok
 from kvdsl.ir.ops import Op
-from kvdsl.ir.features import uses_f16, uses_subgroups
-from kvdsl.ir.scope import (
-    KEYWORDS,
-    PREDECLARED,
-    RESERVED,
-    Scope,
-    Symbol,
-    VerifyError,
-    check_name,
-    name_problem,
-)
+from kvdsl.ir.scope import Scope, Symbol, VerifyError, check_name
 from kvdsl.ir.show import loop_head, show
 from kvdsl.ir.typeof import ExprTyper
 from kvdsl.ir.types import Array, RuntimeArray, Scalar, Type, Vec, bool_, f16, f32, u32
 from kvdsl.ir.uniformity import loop_behavior
 
 __all__ = [
-    "F16_MAX",
-    "KEYWORDS",
     "MAX_INVOCATIONS",
     "MAX_WORKGROUP_BYTES",
-    "PREDECLARED",
-    "RESERVED",
-    "Scope",
-    "Symbol",
     "Verifier",
     "VerifyError",
     "check_barriers",
-    "check_name",
-    "literal_ok",
     "module_scope",
-    "name_problem",
-    "show",
-    "uses_f16",
-    "uses_subgroups",
     "verify",
     "workgroup_bytes",
 ]

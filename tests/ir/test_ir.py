@@ -48,7 +48,7 @@ from kvdsl.ir.tree import (
     Var,
 )
 from kvdsl.ir.types import Scalar, Vec, bool_
-from kvdsl.ir.verify import show
+from kvdsl.ir.show import show
 
 CANDIDATES = [f32, u32, i32, bool_, vec(4, f32), vec(2, f32)]  # vec2<f32>: pack2x16float
 
@@ -556,7 +556,7 @@ def test_the_words_refused_as_names_are_the_ones_naga_refuses(gpu):
     # The keyword and reserved-word lists are the WGSL spec's; each must be one naga refuses as
     # a name too, or the verifier would turn away a kernel a compiler takes (binding_array,
     # reserved once, is a type generator now and was dropped).
-    from kvdsl.ir.verify import KEYWORDS, RESERVED
+    from kvdsl.ir.scope import KEYWORDS, RESERVED
     from kvdsl.runtime import compile_wgsl
     from kvdsl.runtime.errors import CompileError
 

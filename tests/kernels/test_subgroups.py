@@ -19,7 +19,7 @@ from kvdsl.frontend.errors import UnsupportedError, WgslTypeError
 from kvdsl.interp import SUBGROUP_SIZES, InterpError
 from kvdsl.interp import run as interp
 from kvdsl.ir import KernelBuilder, VerifyError, array, convert, f32, shuffle_xor, vec
-from kvdsl.ir.verify import uses_subgroups
+from kvdsl.ir.features import uses_subgroups
 from kvdsl.kernels.build import BuildConfig
 from kvdsl.kernels.config import ConfigError
 from kvdsl.runtime import run, tint_check
