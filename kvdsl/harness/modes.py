@@ -30,7 +30,8 @@ def _present(prefix: str, shape: tuple, dt: np.dtype) -> dict[str, np.ndarray]:
 
 def _rotary(rng: np.random.Generator, positions: int, half: int) -> reference.Rotary:
     theta = rng.uniform(0, 2 * np.pi, (positions, half))
-    return reference.Rotary(np.cos(theta).astype(np.float32), np.sin(theta).astype(np.float32))
+    cos, sin = np.cos(theta).astype(np.float32), np.sin(theta).astype(np.float32)
+    return reference.Rotary(cos, sin, half)
 
 
 def _float_tol(
@@ -138,7 +139,7 @@ def merge_share_case(cfg: MergeShareConfig, rng: np.random.Generator, i: int) ->
         rows = win.cap
     else:
         new_k, new_v = (win.new(rng) for _ in range(2))
-        rot = _rotary(rng, win.cap, cfg.head_dim // 2) if cfg.rotary else None
+        rot = _rotary(rng, win.cap, cfg.half) if cfg.rotary else None
         k, v = new_k.astype(np.float32), new_v.astype(np.float32)
         w = reference.merge_share_append(k, v, win.seqlens, win.cap, win.heads, rot, win.ct)
         bufs |= {"new_k": new_k, "new_v": new_v}
@@ -154,7 +155,7 @@ def window_shift_case(cfg: WindowShiftConfig, rng: np.random.Generator, i: int) 
     past_k, past_v = (values(rng, win.shape, win.ct) for _ in range(2))
     new_k, new_v = (win.new(rng) for _ in range(2))
     positions = int(win.seqlens.max()) + win.key_seq + 1
-    rot = _rotary(rng, positions, cfg.head_dim // 2) if cfg.rotary else None
+    rot = _rotary(rng, positions, cfg.half) if cfg.rotary else None
     k, v = new_k.astype(np.float32), new_v.astype(np.float32)
     w = reference.window_shift(past_k, past_v, k, v, win.seqlens, cfg.region, rot)
     bufs: dict[str, np.ndarray] = {"seqlens_k": win.seqlens}
@@ -178,7 +179,7 @@ def _row_inputs(cfg: RowConfig, rng: np.random.Generator, batch: int, seq: int, 
         norm = reference.KNorm(rng.uniform(0.5, 1.5, d).astype(np.float32), cfg.eps)
         bufs["k_norm_weight"] = norm.weight
     if cfg.rotary:
-        rot = _rotary(rng, positions, d // 2)
+        rot = _rotary(rng, positions, cfg.half)
         bufs |= {"cos_cache": rot.cos, "sin_cache": rot.sin}
     return bufs, src_k.astype(np.float32), src_v.astype(np.float32), norm, rot
 

@@ -92,6 +92,7 @@ class RowConfig(RotaryWalk, CacheConfig):
     _: KW_ONLY
     k_norm: bool = False
     rotary: bool = False
+    rotary_half: int | None = None
     eps: float = 1e-6
     input_type: Element = choice(Element.F32)
     walk: Walk = choice(Walk.PER_ROW)
@@ -101,7 +102,7 @@ class RowConfig(RotaryWalk, CacheConfig):
     def check_fields(self) -> None:
         one_of("walk", self.walk, WALKS)
         flag("k_norm", self.k_norm)
-        require_rotary(self.rotary, self.head_dim)
+        require_rotary(self.rotary, self.head_dim, half=self.rotary_half)
         eps_ok = isinstance(self.eps, (int, float)) and not isinstance(self.eps, bool)
         eps_ok = eps_ok and math.isfinite(self.eps) and self.eps > 0
         # QK_EPS is an f32 const: a value that rounds to 0 or infinity in f32 would change the norm.
@@ -115,7 +116,8 @@ class RowConfig(RotaryWalk, CacheConfig):
         one_of("input_type", self.input_type, FLOATS)
 
     def check_schedule(self) -> None:
-        per_row = self.head_dim // walks.lanes(self.head_dim, self.rotary)  # vectors of a row
+        # The vectors of a row.
+        per_row = self.head_dim // walks.lanes(self.head_dim, self.rotary, self.half)
         if self.walk is Walk.FLAT and self.k_norm:
             # The row's partial sums are reduced in workgroup memory: no row may straddle two.
             require(
@@ -167,7 +169,8 @@ class BuildConfig(RowConfig):
     present_type: Element = choice(Element.F32)
     mode = "build"
     KEYS = (  # fmt: skip
-        "kv_heads", "head_dim", "k_norm", "rotary", "eps", "input_type", "present_type",
+        "kv_heads", "head_dim", "k_norm", "rotary", "rotary_half", "eps", "input_type",
+        "present_type",
         "workgroup_size", "fold", "walk", "reduction", "pairs",
     )
 
@@ -226,7 +229,7 @@ def declare_consts(kb: KernelBuilder, cfg: RowConfig, packed: int | None = None)
     kb.workgroup_const("WG")
     hidden = kb.const("KV_HIDDEN", u32, cfg.hidden)
     words = None if packed is None else kb.const("PACKED", u32, packed)
-    half = kb.const("HALF", u32, cfg.head_dim // 2) if cfg.rotary else None
+    half = kb.const("HALF", u32, cfg.half) if cfg.rotary else None
     eps = kb.const("QK_EPS", f32, float(cfg.eps)) if cfg.k_norm else None
     return Consts(cfg.head_dim, head_dim, heads, hidden, words, half, eps)
 
@@ -279,7 +282,8 @@ class FlatRow:
     """One flat invocation's vector (or, on the pair walk, its pair ``it.d``, ``it.d + pair``):
     walk item, row coordinates and vector consts (``half``: rotary's; ``pair``: the pair walk's
     offset, ``HALF_V4``); with K RMSNorm, the items' bound and K as loaded (f32 lanes: ``kOwn``,
-    or the pair's ``x0Raw`` and ``k_hi``, ``x1Raw``)."""
+    or the pair's ``x0Raw`` and ``k_hi``, ``x1Raw``); ``partial``: rotary turns only the first
+    ``2 * half`` elements of a row (:attr:`kvdsl.nodes.rotary.Rotation.partial`)."""
 
     it: walks.Item
     b: Val
@@ -292,6 +296,7 @@ class FlatRow:
     k_own: Val | None
     pair: Val | None = None
     k_hi: Val | None = None
+    partial: bool = False
 
     def own(self) -> Val | tuple[Val, Val]:
         """K as the row reduction takes it: the vector, or the pair."""
@@ -314,7 +319,7 @@ def flat_row(
     count, seq = kb.param("count"), kb.param("seq")
     per_row = walks.vector_const(kb, c.head_dim, cfg.head_dim, width)
     hidden = walks.vector_const(kb, c.hidden, cfg.hidden, width)
-    half = walks.vector_const(kb, c.half, cfg.head_dim // 2, width) if c.half is not None else None
+    half = walks.vector_const(kb, c.half, cfg.half, width) if c.half is not None else None
     norm = c.eps is not None
     pair = None
     if pairs:
@@ -337,7 +342,8 @@ def flat_row(
         k_hi = kb.let("x1Raw", words.as_f32(kb, inputs.src_k[src_base + (it.d + pair)]))
     elif norm:
         k_own = kb.let("kOwn", words.as_f32(kb, inputs.src_k[src_base + it.d]))
-    return FlatRow(it, b, hk, t, src_base, per_row, half, items, k_own, pair, k_hi)
+    partial = cfg.partial
+    return FlatRow(it, b, hk, t, src_base, per_row, half, items, k_own, pair, k_hi, partial)
 
 
 def flat_norm(
@@ -345,7 +351,7 @@ def flat_norm(
 ) -> Val:
     """``invRms`` of the row (the barrier), then invocations past the end, or ``skipped``,
     return. Call after every load the invocation needs (:func:`flat_k_loads`)."""
-    lanes = cfg.head_dim // walks.lanes(cfg.head_dim, cfg.rotary)
+    lanes = cfg.head_dim // walks.lanes(cfg.head_dim, cfg.rotary, cfg.half)
     per_row = row.per_row
     if row.pair is not None:  # one invocation per pair: half the partials
         lanes, per_row = lanes // 2, row.pair
@@ -369,7 +375,9 @@ def flat_norm(
 @dataclass(frozen=True)
 class KLoads:
     """K's vector, or with K RMSNorm what it needs loaded before the norm: the vectors ``x0`` /
-    ``x1`` of the rotary pair (``x0`` alone without rotary), their norm weights and cos/sin."""
+    ``x1`` of the rotary pair (``x0`` alone without rotary), their norm weights and cos/sin;
+    with partial rotary the norm weight ``w`` of the vector itself (kept where it lies past the
+    rotated part)."""
 
     k: Val | None
     x0: Val | None = None
@@ -378,6 +386,7 @@ class KLoads:
     w1: Val | None = None
     cs: Val | None = None
     sn: Val | None = None
+    w: Val | None = None
 
 
 def flat_k_loads(
@@ -394,7 +403,7 @@ def flat_k_loads(
     d = row.it.d
 
     def rotation() -> Rotation:
-        return Rotation(inputs.cos_cache, inputs.sin_cache, position(), row.half)
+        return Rotation(inputs.cos_cache, inputs.sin_cache, position(), row.half, row.partial)
 
     if row.pair is not None:
         if row.k_own is None:
@@ -426,7 +435,8 @@ def flat_k_loads(
     x1 = kb.let("x1Raw", select(row.k_own, partner, low))
     w0 = kb.let("w0", words.as_f32(kb, weight[dr]))
     w1 = kb.let("w1", words.as_f32(kb, weight[dr + half]))
-    return KLoads(None, x0, x1, w0, w1, cs, sn)
+    w = kb.let("kW", words.as_f32(kb, weight[d])) if row.partial else None
+    return KLoads(None, x0, x1, w0, w1, cs, sn, w)
 
 
 def flat_k_pair(
@@ -454,7 +464,12 @@ def flat_k(kb: KernelBuilder, row: FlatRow, loads: KLoads, inv_rms: Val | None) 
         return kb.let("k", loads.x0 * inv_rms * loads.w0)
     x0 = kb.let("x0", loads.x0 * inv_rms * loads.w0)
     x1 = kb.let("x1", loads.x1 * inv_rms * loads.w1)
-    return kb.let("k", rotate_pair(x0, x1, loads.cs, loads.sn, row.it.d, row.half))
+    rotated = rotate_pair(x0, x1, loads.cs, loads.sn, row.it.d, row.half)
+    if not row.partial:
+        return kb.let("k", rotated)
+    kb.comment("Past the rotated part K passes through, normed.")
+    own = kb.let("kNormed", row.k_own * inv_rms * loads.w)
+    return kb.let("k", select(own, rotated, row.it.d < row.half * 2))
 
 
 def build(cfg: BuildConfig, name: str = "build") -> Kernel:
@@ -462,7 +477,7 @@ def build(cfg: BuildConfig, name: str = "build") -> Kernel:
     :attr:`kvdsl.kernels.plan.WalkPlan.uses_pairs` says: by default where it loads f16)."""
     kb = KernelBuilder(name, cfg.workgroup_size)
     plan = cfg.plan
-    width = walks.lanes(cfg.head_dim, cfg.rotary) if plan.program else 1
+    width = walks.lanes(cfg.head_dim, cfg.rotary, cfg.half) if plan.program else 1
     inputs = declare_inputs(kb, cfg, width=width)
     ty = cfg.present_type.scalar
     present = words.elem(ty, width)
@@ -530,8 +545,8 @@ def row_extents(cfg: RowConfig, count: Val, seq: Val, positions: Any) -> dict[st
     if cfg.k_norm:
         out["k_norm_weight"] = cfg.head_dim
     if cfg.rotary:
-        out |= {"cos_cache": times(positions, cfg.head_dim // 2)}
-        out |= {"sin_cache": times(positions, cfg.head_dim // 2)}
+        out |= {"cos_cache": times(positions, cfg.half)}
+        out |= {"sin_cache": times(positions, cfg.half)}
     return out
 
 

@@ -269,13 +269,34 @@ class CacheConfig(KernelConfig):
         return self.kv_heads * self.head_dim
 
 
-def require_rotary(rotary: Any, head_dim: int, allowed: bool = True, why: str = "") -> None:
-    """``rotary`` a bool, on only where ``allowed`` (else ``why`` is what is expected) and with
-    an even ``head_dim``."""
+def require_rotary(
+    rotary: Any, head_dim: int, allowed: bool = True, why: str = "", half: Any = None
+) -> None:
+    """``rotary`` a bool, on only where ``allowed`` (else ``why`` is what is expected); ``half``
+    (the config's ``rotary_half``) unset for rotary over the whole head (then ``head_dim`` is
+    even), or a whole number from 1 to ``head_dim / 2``: the first ``2 * half`` elements of a
+    row rotate, the rest pass through."""
     flag("rotary", rotary)
-    if rotary:
-        require(allowed, "rotary", rotary, why)
+    if not rotary:
+        require(half is None, "rotary_half", half, "unset (None) unless rotary=True")
+        return
+    require(allowed, "rotary", rotary, why)
+    if half is None:
         require(head_dim % 2 == 0, "head_dim", head_dim, "even for rotary")
+        return
+    ok = isinstance(half, int) and not isinstance(half, bool) and 1 <= half <= head_dim // 2
+    require(
+        ok,
+        "rotary_half",
+        half,
+        f"a whole number from 1 to head_dim / 2 = {head_dim // 2} (the rotated pairs per row;"
+        " unset: head_dim / 2)",
+    )
+
+
+def rotary_pairs(head_dim: int, half: int | None) -> int:
+    """The rotated pairs of a row: ``half``, or ``head_dim / 2`` where it is unset."""
+    return head_dim // 2 if half is None else half
 
 
 def require_pairs(plan: WalkPlan) -> None:
@@ -293,7 +314,8 @@ def require_pairs(plan: WalkPlan) -> None:
             "pairs",
             pairs,
             "None or False unless walk='flat', rotary=True or k_norm=True, and head_dim % 8 == 0 "
-            "(one invocation per pair of vec4 half a row apart)",
+            "(one invocation per pair of vec4 half a row apart; with rotary, only over the whole"
+            " head: rotary_half unset or head_dim / 2)",
         )
 
 

@@ -70,17 +70,20 @@ class MergeShareConfig(RotaryWalk, CacheConfig):
     present_type: Element = choice(Element.F32)
     input_type: Element = choice(Element.F32)
     pairs: bool | None = None
+    rotary_half: int | None = None
     mode = "merge_share"
     KEYS = (  # fmt: skip
-        "kv_heads", "head_dim", "region", "walk", "rotary", "present_type", "input_type",
-        "workgroup_size", "fold", "pairs",
+        "kv_heads", "head_dim", "region", "walk", "rotary", "rotary_half", "present_type",
+        "input_type", "workgroup_size", "fold", "pairs",
     )
 
     def check_fields(self) -> None:
         one_of("region", self.region, ShareRegion)
         append = self.region is ShareRegion.APPEND
         one_of("walk", self.walk, WALKS if append else RETAIN_WALKS)
-        require_rotary(self.rotary, self.head_dim, append, "false for region 'retain'")
+        require_rotary(
+            self.rotary, self.head_dim, append, "false for region 'retain'", self.rotary_half
+        )
         one_of("present_type", self.present_type, FLOATS)
         one_of("input_type", self.input_type, FLOATS)
 
@@ -89,7 +92,7 @@ class MergeShareConfig(RotaryWalk, CacheConfig):
         """The walk's vector width (f16 moved as words: :func:`kvdsl.nodes.words.width`)."""
         retain = self.region is ShareRegion.RETAIN
         types = (self.present_type,) if retain else (self.present_type, self.input_type)
-        return words.width(self.head_dim, types, self.rotary)
+        return words.width(self.head_dim, types, self.rotary, self.half)
 
 
 def merge_share(cfg: MergeShareConfig, name: str = "merge_share") -> Kernel:
@@ -125,7 +128,7 @@ def merge_share(cfg: MergeShareConfig, name: str = "merge_share") -> Kernel:
         cache = times(batches, heads, seq, head_dim)
         extents = {"new_k": new, "new_v": new, "seqlens_k": batches}
         if cfg.rotary:
-            rot = times(seq, head_dim // 2)
+            rot = times(seq, cfg.half)
             extents |= {"cos_cache": rot, "sin_cache": rot}
         requires = {"keySeq >= 1": key_seq >= 1}
     extents |= {"present_key": cache, "present_value": cache}
@@ -165,12 +168,12 @@ def _append(kb: KernelBuilder, cfg: MergeShareConfig, pairs: bool) -> None:
     heads = kb.const("KV_HEADS", u32, cfg.kv_heads)
     kb.workgroup_const("WG")
     hidden = kb.const("KV_HIDDEN", u32, cfg.hidden)
-    half = kb.const("HALF", u32, cfg.head_dim // 2) if cfg.rotary else None
+    half = kb.const("HALF", u32, cfg.half) if cfg.rotary else None
     rows, seq, key_seq = kb.param("count"), kb.param("seq"), kb.param("keySeq")
 
     hd4 = walks.vector_const(kb, head_dim, cfg.head_dim, width)
     hidden4 = walks.vector_const(kb, hidden, cfg.hidden, width)
-    half4 = walks.vector_const(kb, half, cfg.head_dim // 2, width) if cfg.rotary else None
+    half4 = walks.vector_const(kb, half, cfg.half, width) if cfg.rotary else None
     it = cfg.plan.items(kb, rows, hd4, width, half4)
     # New row -> its cache row t in the append window.
     b, hk, j = split_rows(kb, it.row, heads, key_seq, "j")
@@ -180,7 +183,7 @@ def _append(kb: KernelBuilder, cfg: MergeShareConfig, pairs: bool) -> None:
     t = kb.let("t", w.append_start + (j - w.skip))
     dst = kb.let("dst", bnsh(b, hk, t, heads, seq, hd4) + it.d)
     n_src = kb.let("nSrc", (b * key_seq + j) * hidden4 + hk * hd4)
-    rot = Rotation(cos, sin, t, half4) if cfg.rotary else None
+    rot = Rotation(cos, sin, t, half4, cfg.partial) if cfg.rotary else None
     if rot is not None:
         what = "one pair of vectors" if pairs else "one vector"
         kb.comment(f"NeoX rotation of {what}; row t is its own absolute position.")

@@ -16,6 +16,7 @@ from kvdsl.kernels.config import (
     Reduction,
     Walk,
     require_pairs,
+    rotary_pairs,
     walk_workgroup,
 )
 from kvdsl.nodes import walks
@@ -38,6 +39,7 @@ class WalkPlan:
     int4: bool = False
     f16_input: bool = False
     pairs: bool | None = None
+    rotary_half: int | None = None
 
     @property
     def blocks(self) -> bool:
@@ -56,7 +58,7 @@ class WalkPlan:
         """
         if self.walk not in TEMPLATE_WALKS:
             return False
-        width = lanes(self.head_dim, self.rotary)
+        width = lanes(self.head_dim, self.rotary, self.rotary_half)
         if self.int4 and width == 1:
             return False
         if self.k_norm:
@@ -73,8 +75,12 @@ class WalkPlan:
     @property
     def pairs_apply(self) -> bool:
         """Whether the pair walk can serve the config: rotary or K RMSNorm (the pair is then the
-        row's vectors ``d`` and ``d + HALF_V4``), half a row a whole number of ``vec4``."""
-        return (self.rotary or self.k_norm) and self.head_dim % (2 * 4) == 0
+        row's vectors ``d`` and ``d + HALF_V4``), half a row a whole number of ``vec4``; rotary
+        over the whole head (a partial rotary's pairs are not half a row apart)."""
+        whole = (
+            not self.rotary or rotary_pairs(self.head_dim, self.rotary_half) * 2 == self.head_dim
+        )
+        return (self.rotary or self.k_norm) and self.head_dim % (2 * 4) == 0 and whole
 
     @property
     def uses_pairs(self) -> bool:
@@ -155,8 +161,19 @@ class RotaryWalk(VectorWalk):
     is checked after the workgroup size."""
 
     rotary: bool
+    rotary_half: int | None
     input_type: Element
     pairs: bool | None
+
+    @property
+    def half(self) -> int:
+        """Rotary's pairs per row: ``rotary_half``, or half the head where it is unset."""
+        return rotary_pairs(self.head_dim, self.rotary_half)
+
+    @property
+    def partial(self) -> bool:
+        """Whether rotary turns only the first ``2 * half`` elements of a row."""
+        return self.rotary and 2 * self.half < self.head_dim
 
     def check_schedule(self) -> None:
         """``pairs`` where the pair walk can serve the config (after the workgroup's checks)."""
@@ -165,5 +182,9 @@ class RotaryWalk(VectorWalk):
     def walk_plan(self, **transforms: Any) -> WalkPlan:
         f16_input = self.input_type is Element.F16
         return super().walk_plan(
-            rotary=self.rotary, f16_input=f16_input, pairs=self.pairs, **transforms
+            rotary=self.rotary,
+            f16_input=f16_input,
+            pairs=self.pairs,
+            rotary_half=self.rotary_half if self.rotary else None,
+            **transforms,
         )

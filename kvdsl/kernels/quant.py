@@ -115,8 +115,9 @@ class QuantConfig(RowConfig):
     qmax: int = Slot(derive=lambda cfg: _qrange(cfg)[1])
     storage_buffer_limit: int = MAX_STORAGE_BUFFERS
     KEYS = (  # fmt: skip
-        "kv_heads", "head_dim", "bits", "qmin", "qmax", "k_norm", "rotary", "eps", "input_type",
-        "workgroup_size", "fold", "storage_buffer_limit", "walk", "reduction", "pairs",
+        "kv_heads", "head_dim", "bits", "qmin", "qmax", "k_norm", "rotary", "rotary_half", "eps",
+        "input_type", "workgroup_size", "fold", "storage_buffer_limit", "walk", "reduction",
+        "pairs",
     )
 
     @property
@@ -136,12 +137,19 @@ class QuantConfig(RowConfig):
             require(self.head_dim % 2 == 0, "head_dim", self.head_dim, "an even number for int4")
             if self.walk is Walk.FLAT:
                 # One invocation packs four elements into two words.
-                need = 8 if self.rotary else 4
+                need = 8 if self.rotary and self.rotary_half is None else 4
                 require(
                     self.head_dim % need == 0,
                     "head_dim",
                     self.head_dim,
                     f"a multiple of {need} for the flat int4 walk",
+                )
+                require(
+                    walks.lanes(self.head_dim, self.rotary, self.half) == 4,
+                    "rotary_half",
+                    self.rotary_half,
+                    "a multiple of 4 for the flat int4 walk (it rotates and packs four elements"
+                    " at a time; the per_row walk takes any rotary_half)",
                 )
         lo, hi = QRANGE[self.bits]
         for field, value in (("qmin", self.qmin), ("qmax", self.qmax)):
@@ -193,7 +201,7 @@ def _quant(cfg: QuantConfig, name: str, append: bool) -> Kernel:
     kb = KernelBuilder(name, cfg.workgroup_size)
     plan = cfg.plan
     program = plan.program
-    width = walks.lanes(cfg.head_dim, cfg.rotary) if program else 1
+    width = walks.lanes(cfg.head_dim, cfg.rotary, cfg.half) if program else 1
     inputs = declare_inputs(kb, cfg, seqlens_k=append, width=width)
     k_scale = kb.binding("k_scale", f32, "read")
     v_scale = kb.binding("v_scale", f32, "read")

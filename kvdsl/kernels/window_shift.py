@@ -18,14 +18,16 @@ Regions, i.e. which rows a pass owns:
 ``shift`` and ``append`` own disjoint rows, so two passes give the same present as ``all``.
 
 ``rotary`` NeoX-rotates appended K at its absolute position ``past + j`` (the retained rows were
-rotated when they were appended); it needs ``cos_cache`` / ``sin_cache`` (f32, ``HALF`` per
-position) and is offered for ``append`` only: ``shift`` writes no new K, and ``all`` would bind
-nine storage buffers, one past WebGPU's default ``maxStorageBuffersPerShaderStage`` (8), so a
-rotary host runs ``shift`` + ``append``. The template's ``append`` always rotates (and does not
-compile without ``hasRotary``: ``HALF`` is declared only then), while its ``all`` never rotates,
-even with ``hasRotary``: its one- and two-pass forms disagree for a rotary host. Here
-``region="all"`` is the unrotated step (a host without rotary), and ``rotary`` means the same
-wherever it is allowed.
+rotated when they were appended), in ``append`` and in ``all`` alike; ``rotary_half`` (unset:
+``head_dim / 2``) rotates only the first ``2 * half`` elements of a row, the rest pass through.
+It needs ``cos_cache`` / ``sin_cache`` (f32, ``HALF`` per position). ``shift`` writes no new K.
+``all`` with rotary binds nine storage buffers, one past WebGPU's default
+``maxStorageBuffersPerShaderStage`` (8): it runs on a device that allows nine, and at the default
+limits a rotary host runs ``shift`` + ``append``, which write the same present. The template's
+``append`` always rotates (and does not compile without ``hasRotary``: ``HALF`` is declared only
+then), while its ``all`` never rotates, even with ``hasRotary``: its one- and two-pass forms
+disagree for a rotary host. Here ``rotary`` means the same in every region that appends, and
+``append`` without it is the unrotated append.
 
 ``present_type`` is the element type of past and present, ``input_type`` that of the new K/V; kvdsl
 converts on store (the template stores new K and its f32 rotary row unconverted).
@@ -33,6 +35,7 @@ converts on store (the template stores new K and its f32 rotary row unconverted)
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from kvdsl.ir import Kernel, KernelBuilder, Val, f32, i32, u32
@@ -54,21 +57,18 @@ from kvdsl.kernels.config import (
     largest,
     one_of,
     plus,
+    require,
     require_rotary,
     times,
 )
-from kvdsl.kernels.plan import RotaryWalk
+from kvdsl.kernels.plan import RotaryWalk, WalkPlan
 from kvdsl.nodes import walks, words
 from kvdsl.nodes.index import bnsh, split_rows
 from kvdsl.nodes.rotary import Rotation, move_new
 from kvdsl.nodes.window import sliding_window
 
 WALKS = (Walk.PER_ROW, Walk.FLAT)
-ROTARY_REGIONS = (
-    "false unless region='append' ('shift' writes no new K; 'all' with rotary would need 9"
-    " storage buffers, past WebGPU's default maxStorageBuffersPerShaderStage of 8: run"
-    " 'shift' + 'append')"
-)
+ROTARY_REGIONS = "false for region 'shift' (it writes no new K)"
 
 
 @dataclass(frozen=True)
@@ -82,19 +82,39 @@ class WindowShiftConfig(RotaryWalk, CacheConfig):
     input_type: Element = choice(Element.F32)
     walk: Walk = choice(Walk.PER_ROW)
     pairs: bool | None = None
+    rotary_half: int | None = None
     mode = "window_shift"
     KEYS = (  # fmt: skip
-        "kv_heads", "head_dim", "region", "rotary", "present_type", "input_type",
+        "kv_heads", "head_dim", "region", "rotary", "rotary_half", "present_type", "input_type",
         "workgroup_size", "fold", "walk", "pairs",
     )
 
     def check_fields(self) -> None:
         one_of("region", self.region, ShiftRegion)
         one_of("walk", self.walk, WALKS)
-        append = self.region is ShiftRegion.APPEND
-        require_rotary(self.rotary, self.head_dim, append, ROTARY_REGIONS)
+        appends = self.region is not ShiftRegion.SHIFT
+        require_rotary(self.rotary, self.head_dim, appends, ROTARY_REGIONS, self.rotary_half)
         one_of("present_type", self.present_type, FLOATS)
         one_of("input_type", self.input_type, FLOATS)
+
+    def check_schedule(self) -> None:
+        super().check_schedule()
+        if self.pairs:
+            require(
+                self.region is ShiftRegion.APPEND,
+                "pairs",
+                self.pairs,
+                "None or False unless region='append' (the pair walk appends rotary pairs;"
+                " 'all' and 'shift' move every vector of a row alike)",
+            )
+
+    @property
+    def plan(self) -> WalkPlan:
+        """The walk of the kernel: by default the pair walk only where the pass only appends."""
+        plan = super().plan
+        if self.region is not ShiftRegion.APPEND and self.pairs is None:
+            return dataclasses.replace(plan, pairs=False)
+        return plan
 
 
 def window_shift(cfg: WindowShiftConfig, name: str = "window_shift") -> Kernel:
@@ -108,7 +128,7 @@ def window_shift(cfg: WindowShiftConfig, name: str = "window_shift") -> Kernel:
     types = (
         (cfg.present_type,) if region is ShiftRegion.SHIFT else (cfg.present_type, cfg.input_type)
     )
-    width = words.width(cfg.head_dim, types, cfg.rotary)
+    width = words.width(cfg.head_dim, types, cfg.rotary, cfg.half)
     cache_ty, inp_ty = cfg.present_type.scalar, cfg.input_type.scalar
     cache = words.elem(cache_ty, width)
     past_k = past_v = new_k = new_v = cos = sin = None
@@ -124,17 +144,17 @@ def window_shift(cfg: WindowShiftConfig, name: str = "window_shift") -> Kernel:
     heads = kb.const("KV_HEADS", u32, cfg.kv_heads)
     kb.workgroup_const("WG")
     hidden = kb.const("KV_HIDDEN", u32, cfg.hidden) if new_k else None
-    half = kb.const("HALF", u32, cfg.head_dim // 2) if cfg.rotary else None
+    half = kb.const("HALF", u32, cfg.half) if cfg.rotary else None
     rows, seq, key_seq = kb.param("count"), kb.param("seq"), kb.param("keySeq")
 
     hd4 = walks.vector_const(kb, head_dim, cfg.head_dim, width)
     hidden4 = walks.vector_const(kb, hidden, cfg.hidden, width) if new_k else None
-    half4 = walks.vector_const(kb, half, cfg.head_dim // 2, width) if cfg.rotary else None
+    half4 = walks.vector_const(kb, half, cfg.half, width) if cfg.rotary else None
     it = plan.items(kb, rows, hd4, width, half4)
 
     def append_vec(b: Val, hk: Val, j: Val, dst: Val, pos: Val) -> None:
         n_src = kb.let("nSrc", (b * key_seq + j) * hidden4 + hk * hd4)
-        rot = Rotation(cos, sin, pos, half4) if cfg.rotary else None
+        rot = Rotation(cos, sin, pos, half4, cfg.partial) if cfg.rotary else None
         if rot is not None:
             kb.comment("Appended K is rotated at its absolute position; retained keys already are.")
         move_new(kb, new_k, new_v, n_src, it.d, rot, present_key, present_value, dst, pairs)

@@ -6,6 +6,9 @@ For a row ``x`` of ``2*half`` elements and position ``p``, with ``c = cos[p*half
     x'[d]        = x[d] * c - x[d + half] * s
     x'[d + half] = x[d + half] * c + x[d] * s
 
+A row longer than ``2*half`` (partial rotary: Phi-2, GPT-NeoX) keeps its elements from
+``2*half`` on as they are (:attr:`Rotation.partial`).
+
 Forms: :func:`rotate_row` rotates a row held in a function-scope ``var`` array (the per-row
 walk); :func:`rotate_loaded` computes one output element (or vector) from its loads, the pair
 ``(d mod half, d mod half + half)`` sharing one cos/sin entry (the flat and block walks, through
@@ -26,12 +29,14 @@ from kvdsl.nodes.words import as_f32, to
 @dataclass(frozen=True)
 class Rotation:
     """A rotation at position ``pos``: the ``cos``/``sin`` tables of ``half`` entries (or
-    vectors) per position."""
+    vectors) per position; ``partial``: the row is longer than ``2 * half`` and its elements
+    from there on pass through."""
 
     cos: Buffer
     sin: Buffer
     pos: Val
     half: Val
+    partial: bool = False
 
     def entry(self, kb: KernelBuilder, dr: Val) -> tuple[Val, Val]:
         """``(cs, sn)``: the cos/sin entry of pair ``dr`` (``dr < half``) at ``pos``."""
@@ -55,12 +60,18 @@ def rotate_loaded(kb: KernelBuilder, load: Callable[[Val], Val], d: Val, rot: Ro
 
     ``d % half`` picks the pair without the u32 wrap of ``d - half`` for ``d < half``; the pair
     ``(d % half, d % half + half)`` shares one cos/sin entry. Scalar or vector alike: with
-    vectors, ``half`` counts vectors and the vector lies in one half of the row.
+    vectors, ``half`` counts vectors and the vector lies in one half of the row. With
+    ``rot.partial``, element ``d`` past ``2 * half`` is ``load(d)`` as it is (the pair's loads
+    stay in range: ``d % half`` is a pair of the rotated part).
     """
     dr, cs, sn = pair_entry(kb, d, rot)
     x0 = kb.let("x0", load(dr))
     x1 = kb.let("x1", load(dr + rot.half))
-    return rotate_pair(x0, x1, cs, sn, d, rot.half)
+    rotated = rotate_pair(x0, x1, cs, sn, d, rot.half)
+    if not rot.partial:
+        return rotated
+    own = kb.let("xOwn", load(d))
+    return select(own, rotated, d < rot.half * 2)
 
 
 def pair_entry(kb: KernelBuilder, d: Val, rot: Rotation) -> tuple[Val, Val, Val]:

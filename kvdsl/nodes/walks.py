@@ -17,8 +17,9 @@
   invocations step through the block's items running the flat walk's program on adjacent
   vectors: the drop-ins keep the template's interface and walk like the flat kernels.
 
-The vector width (:func:`lanes`) is 4 when the row length divides by 4 (by 8 for rotary, so that
-a vector lies inside one half of the row and its cos/sin entries are one ``vec4`` too), else 1;
+The vector width (:func:`lanes`) is 4 when the row length divides by 4 (and, for rotary, the
+rotated pairs of a row too, so that a vector lies inside one half of the rotated part or past it
+and its cos/sin entries are one ``vec4``), else 1;
 a flat kernel's host-side extents then count vectors (:func:`vector_extents`).
 """
 
@@ -50,12 +51,15 @@ def row_elements(kb: KernelBuilder, row_len: Val | int, name: str = "d") -> Iter
         yield d
 
 
-def lanes(row_len: int, rotary: bool = False) -> int:
+def lanes(row_len: int, rotary: bool = False, half: int | None = None) -> int:
     """The vector width of a flat walk over rows of ``row_len`` elements: 4 or 1.
 
-    With rotary the half row must divide by 4 too, so a vector never straddles the halves.
+    With rotary the rotated pairs of a row (``half``; unset, half the row) must divide by 4
+    too, so a vector never straddles the halves or the end of the rotated part.
     """
-    return 4 if row_len % (8 if rotary else 4) == 0 else 1
+    if rotary and (row_len // 2 if half is None else half) % 4:
+        return 1
+    return 4 if row_len % 4 == 0 else 1
 
 
 def vector_const(kb: KernelBuilder, scalar_const: Val, row_len: int, width: int) -> Val:

@@ -34,13 +34,15 @@ HALVES = Vec(2, u32)
 UNPACK_FN, PACK_FN = "unpackHalves", "packHalves"
 
 
-def width(row_len: int, types: tuple[str, ...], rotary: bool = False) -> int:
+def width(
+    row_len: int, types: tuple[str, ...], rotary: bool = False, half: int | None = None
+) -> int:
     """The vector width of a flat walk over rows of ``row_len`` values of ``types``: 8 halves as
     :data:`WORDS` when the walk only moves f16 data (every type f16, no rotary) and the row
-    divides by 8, else :func:`lanes`."""
+    divides by 8, else :func:`lanes` (``half``: rotary's pairs per row)."""
     if not rotary and row_len % WORD_HALVES == 0 and all(t == f16.name for t in types):
         return WORD_HALVES
-    return lanes(row_len, rotary)
+    return lanes(row_len, rotary, half)
 
 
 def elem(ty: Scalar, width: int) -> Scalar | Vec:

@@ -27,29 +27,38 @@ def rotary_tables(cos_cache: np.ndarray, sin_cache: np.ndarray, half: int) -> tu
 
 
 def rotate_neox(
-    x: np.ndarray, positions: np.ndarray, cos_cache: np.ndarray, sin_cache: np.ndarray
+    x: np.ndarray,
+    positions: np.ndarray,
+    cos_cache: np.ndarray,
+    sin_cache: np.ndarray,
+    half: int | None = None,
 ) -> np.ndarray:
     """NeoX rotary: the pair ``(x[d], x[d + half])`` turns by the angle of ``positions``.
 
-    ``x`` is ``[..., D]`` with ``D`` even; ``positions`` (integers) broadcasts against
-    ``x.shape[:-1]``; the caches hold ``cos/sin`` of position ``p`` and pair ``d`` at
-    ``p * half + d``. Returns float32 ``[..., D]``::
+    ``x`` is ``[..., D]``; ``half`` is the rotated pairs per row (``D / 2`` when None, ``D``
+    even); ``positions`` (integers) broadcasts against ``x.shape[:-1]``; the caches hold
+    ``cos/sin`` of position ``p`` and pair ``d`` at ``p * half + d``. Returns float32
+    ``[..., D]``::
 
-        x'[d]        = x[d] * cos - x[d + half] * sin
+        x'[d]        = x[d] * cos - x[d + half] * sin      (d < half)
         x'[d + half] = x[d + half] * cos + x[d] * sin
+        x'[e]        = x[e]                                (2 * half <= e < D: partial rotary)
     """
     d = x.shape[-1]
-    if d % 2:
-        raise ValueError(f"rotary needs an even head dim, got {d}")
-    half = d // 2
+    if half is None:
+        if d % 2:
+            raise ValueError(f"rotary needs an even head dim, got {d}")
+        half = d // 2
+    if not 1 <= half <= d // 2:
+        raise ValueError(f"rotary half {half} outside 1..{d // 2} (head dim {d})")
     cos, sin = rotary_tables(cos_cache, sin_cache, half)
     pos = np.asarray(positions)
     if pos.size and (pos.min() < 0 or pos.max() >= cos.shape[0]):
         raise ValueError(f"rotary positions {pos.min()}..{pos.max()} outside the caches")
     c, s = cos[pos], sin[pos]
     x = np.asarray(x, dtype=F32)
-    x0, x1 = x[..., :half], x[..., half:]
-    return np.concatenate([x0 * c - x1 * s, x1 * c + x0 * s], axis=-1)
+    x0, x1, rest = x[..., :half], x[..., half : 2 * half], x[..., 2 * half :]
+    return np.concatenate([x0 * c - x1 * s, x1 * c + x0 * s, rest], axis=-1)
 
 
 def rms_norm(x: np.ndarray, weight: np.ndarray, eps: float) -> np.ndarray:

@@ -29,10 +29,12 @@ from kvdsl.reference.elementwise import (
 
 @dataclass(frozen=True)
 class Rotary:
-    """NeoX rotary caches (``cos_cache``, ``sin_cache``)."""
+    """NeoX rotary caches (``cos_cache``, ``sin_cache``) of ``half`` pairs per position: the
+    first ``2 * half`` elements of a row rotate, the rest pass through (None: half the row)."""
 
     cos: np.ndarray
     sin: np.ndarray
+    half: int | None = None
 
 
 @dataclass(frozen=True)
@@ -183,7 +185,7 @@ def merge_share_append(
     start, end = share_window(seqlens_k, s, capacity)
     if rotary is not None:
         pos = (start[:, None] + np.arange(s))[:, None, :]
-        k = rotate_neox(k, pos, rotary.cos, rotary.sin)
+        k = rotate_neox(k, pos, rotary.cos, rotary.sin, rotary.half)
     shape = (b, h, capacity, d)
     out_k, out_v = np.zeros(shape, dtype), np.zeros(shape, dtype)
     _place(out_k, start, k.astype(dtype))
@@ -217,7 +219,7 @@ def _prepare_k(
     if k_norm is not None:
         k = rms_norm(k, k_norm.weight, k_norm.eps)
     if rotary is not None:
-        k = rotate_neox(k, positions, rotary.cos, rotary.sin)
+        k = rotate_neox(k, positions, rotary.cos, rotary.sin, rotary.half)
     return k
 
 

@@ -72,7 +72,7 @@ def window_shift(
     plan = window_plan(seqlens_k, key_seq, cap)
     if rotary is not None:
         pos = (plan.abs_total[:, None] - key_seq + np.arange(key_seq))[:, None, :]
-        k = rotate_neox(k, pos, rotary.cos, rotary.sin)
+        k = rotate_neox(k, pos, rotary.cos, rotary.sin, rotary.half)
     out_k, out_v = np.zeros_like(past_k), np.zeros_like(past_v)
     for i in range(b):
         rb, kept = plan.resident_before[i], plan.kept[i]

@@ -114,7 +114,7 @@ def test_shift_then_append_is_the_whole_step(run, rotary):
         (dict(kv_heads=2, head_dim=8, region="evict"), "region"),
         (dict(kv_heads=2, head_dim=9, region="append", rotary=True), "head_dim"),
         (dict(kv_heads=2, head_dim=8, region="shift", rotary=True), "rotary"),
-        (dict(kv_heads=2, head_dim=8, region="all", rotary=True), "rotary"),
+        (dict(kv_heads=2, head_dim=8, region="all", rotary=True, pairs=True), "pairs"),
         (dict(kv_heads=2, head_dim=8, rotary="yes"), "rotary"),
         (dict(kv_heads=2, head_dim=8, present_type="u32"), "present_type"),
         (dict(kv_heads=2, head_dim=8, input_type="f64"), "input_type"),

@@ -1,0 +1,133 @@
+"""Partial rotary (``rotary_half`` < ``head_dim / 2``: Phi-2, GPT-NeoX, StableLM) in every mode
+that rotates and every walk it has, on the interpreter against the reference and on the GPU
+against the interpreter (the harness's random cases, outputs poisoned).
+
+Halves: the whole head (unset), a partial half that divides by 4 (vector walks) and one that
+does not (the walks fall back to scalars). The kernels that bind 9 or 10 storage buffers (past
+WebGPU's default of 8) run on the interpreter only. Invalid halves, and the explicit walks that
+cannot rotate part of a row, are refused naming the field, the value and what is allowed.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+
+from kvdsl import catalog
+from kvdsl.harness import verify_variant
+from kvdsl.kernels.build import BuildConfig
+from kvdsl.kernels.config import ConfigError, Walk
+from kvdsl.kernels.merge_share import MergeShareConfig
+from kvdsl.kernels.quant import AppendQuantConfig, BuildQuantConfig, storage_buffers
+from kvdsl.kernels.window_shift import WindowShiftConfig
+from kvdsl.nodes import walks
+
+# (kv_heads, head_dim, rotary_half): whole head, partial with a multiple of 4, partial without.
+SHAPES = {"whole": (2, 16, None), "part4": (2, 20, 4), "part6": (1, 20, 6), "part3": (1, 10, 3)}
+F16 = {"present_type": "f16", "input_type": "f16"}
+
+
+def _configs() -> dict:
+    out = {}
+    for key, (h, d, half) in SHAPES.items():
+        r = {"rotary": True, "rotary_half": half}
+        for walk in ("per_row", "flat"):
+            out[f"build_{walk}_{key}"] = BuildConfig(h, d, walk=walk, **r)
+            # workgroup_size: a multiple of every shape's vectors per row (the flat K RMSNorm).
+            knorm = {"k_norm": True, "workgroup_size": 60}
+            out[f"build_knorm_{walk}_{key}"] = BuildConfig(h, d, walk=walk, **knorm, **r)
+            out[f"build_f16_{walk}_{key}"] = BuildConfig(h, d, walk=walk, **F16, **r)
+            for bits in (8, 4):
+                if bits == 4 and walk == "flat" and walks.lanes(d, True, half) == 1:
+                    continue  # refused: see test_flat_int4_needs_vectors
+                q = {"bits": bits, "walk": walk, "storage_buffer_limit": 10}
+                out[f"build_quant_int{bits}_{walk}_{key}"] = BuildQuantConfig(h, d, **q, **r)
+                out[f"build_quant_int{bits}_knorm_{walk}_{key}"] = BuildQuantConfig(
+                    h, d, **q, **knorm, **r
+                )
+                out[f"append_quant_int{bits}_{walk}_{key}"] = AppendQuantConfig(h, d, **q, **r)
+            for region in ("append", "all"):
+                out[f"window_shift_{region}_{walk}_{key}"] = WindowShiftConfig(
+                    h, d, region, walk=walk, **r
+                )
+                out[f"window_shift_{region}_f16_{walk}_{key}"] = WindowShiftConfig(
+                    h, d, region, walk=walk, **F16, **r
+                )
+        for walk in ("cooperative", "per_row", "hybrid", "flat"):
+            out[f"merge_share_{walk}_{key}"] = MergeShareConfig(h, d, "append", walk=walk, **r)
+            out[f"merge_share_f16_{walk}_{key}"] = MergeShareConfig(
+                h, d, "append", walk=walk, **F16, **r
+            )
+    return out
+
+
+CONFIGS = _configs()
+
+
+def _backends(cfg) -> tuple[str, ...]:
+    quant = isinstance(cfg, (BuildQuantConfig, AppendQuantConfig))
+    if quant and storage_buffers(cfg) > 8 or getattr(cfg, "region", None) == "all":
+        return ("interp",)  # past WebGPU's default storage buffers per stage
+    return ("interp", "gpu")
+
+
+@functools.lru_cache(maxsize=None)
+def _kernel(name: str):
+    return catalog.build_config(CONFIGS[name], name)
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_partial_rotary_matches_reference(name):
+    cfg = CONFIGS[name]
+    res = verify_variant(name, cfg, _kernel(name), n_cases=3, backends=_backends(cfg))
+    assert res.unsupported is None, res.unsupported
+    assert res.ok, res.problems[:3]
+
+
+def test_vector_walks_take_vectors_where_the_half_allows():
+    """A half that divides by 4 keeps vec4; one that does not walks scalars."""
+    assert MergeShareConfig(2, 20, "append", rotary=True, rotary_half=4).width == 4
+    assert MergeShareConfig(2, 20, "append", rotary=True, rotary_half=6).width == 1
+    assert MergeShareConfig(2, 20, "append", rotary=True).width == 1  # half 10
+    assert MergeShareConfig(2, 16, "append", rotary=True).width == 4
+
+
+def test_default_f16_walk_leaves_pairs_for_partial_rotary():
+    """The pair walk (pairs half a row apart) is the f16 default for whole-head rotary only."""
+    whole = MergeShareConfig(2, 16, "append", walk="flat", rotary=True, **F16)
+    part = MergeShareConfig(2, 16, "append", walk="flat", rotary=True, rotary_half=4, **F16)
+    assert whole.plan.uses_pairs and not part.plan.uses_pairs
+
+
+@pytest.mark.parametrize(
+    "kwargs,field,allowed",
+    [
+        ({"rotary_half": 0}, "rotary_half", "a whole number from 1 to head_dim / 2 = 8"),
+        ({"rotary_half": 9}, "rotary_half", "a whole number from 1 to head_dim / 2 = 8"),
+        ({"rotary_half": 2.5}, "rotary_half", "a whole number from 1 to head_dim / 2 = 8"),
+        ({"rotary_half": True}, "rotary_half", "a whole number from 1 to head_dim / 2 = 8"),
+        ({"rotary": False, "rotary_half": 4}, "rotary_half", "unset (None) unless rotary=True"),
+        ({"walk": "flat", "pairs": True, "rotary_half": 4}, "pairs", "only over the whole head"),
+    ],
+)
+def test_invalid_half_is_refused(kwargs, field, allowed):
+    for make in (
+        lambda **k: BuildConfig(2, 16, **k),
+        lambda **k: MergeShareConfig(2, 16, "append", **k),
+        lambda **k: WindowShiftConfig(2, 16, "append", **k),
+        lambda **k: BuildQuantConfig(2, 16, **k),
+    ):
+        with pytest.raises(ConfigError) as err:
+            make(**({"rotary": True} | kwargs))
+        assert str(err.value).startswith(f"{field}=")
+        assert allowed in str(err.value)
+        assert "<class" not in str(err.value)
+
+
+def test_flat_int4_needs_vectors():
+    """The flat int4 walk packs four elements at a time: a half that does not divide by 4 is
+    refused there (the per_row walk takes it)."""
+    with pytest.raises(ConfigError, match=r"rotary_half=6: .*multiple of 4 for the flat int4"):
+        BuildQuantConfig(1, 20, bits=4, walk=Walk.FLAT, rotary=True, rotary_half=6)
+    assert BuildQuantConfig(1, 20, bits=4, rotary=True, rotary_half=6).rotary_half == 6
