@@ -8,7 +8,7 @@ params field names, workgroup size and dispatch geometry. Everything but
 ``env.wgsl.resourceDeclarations`` is read; kvdsl declares its bindings itself.
 
 Variables the template never reads, combinations it cannot produce and values that contradict
-each other (``kvHidden != kvHeads * headDim``, ``half != headDim / 2`` ...) are rejected with a
+each other (``kvHidden != kvHeads * headDim``, ``half > headDim / 2`` ...) are rejected with a
 :class:`~kvdsl.kernels.config.ConfigError` naming the variable.
 """
 
@@ -170,12 +170,21 @@ def _shape(v: Vars) -> dict[str, Any]:
     }
 
 
-def _rotary(v: Vars, used: bool = True) -> bool:
-    """``hasRotary``, with ``half`` checked against ``headDim / 2`` when the mode declares it."""
+def _rotary(v: Vars, used: bool = True) -> dict[str, Any]:
+    """``hasRotary`` and ``half`` as the config's ``rotary`` and ``rotary_half`` where the mode
+    rotates (``used``): ``half`` unset or ``headDim / 2`` rotates the whole head; a smaller one
+    rotates the first ``2 * half`` dimensions and passes the rest through (partial rotary)."""
     rotary = v.get("hasRotary", False, bool)
-    if rotary and used:
-        v.agree("half", v.need("headDim", int) // 2, "headDim / 2")
-    return rotary
+    if not (rotary and used):
+        return {"rotary": False}
+    head_dim = v.need("headDim", int)
+    half = v.get("half")
+    if half is None:
+        return {"rotary": True}
+    ok = isinstance(half, int) and not isinstance(half, bool) and 1 <= half <= head_dim // 2
+    require(ok, "half", half, f"a whole number from 1 to headDim / 2 = {head_dim // 2} (the "
+          "rotated pairs of a head: its first 2 * half dimensions rotate, the rest pass through)")  # fmt: skip
+    return {"rotary": True, "rotary_half": None if 2 * half == head_dim else half}
 
 
 def _k_norm(v: Vars) -> dict[str, Any]:
@@ -328,7 +337,7 @@ def _merge_share(v: Vars) -> MergeShareConfig:
         **_shape(v),
         region=ShareRegion.APPEND if append else ShareRegion.RETAIN,
         walk=walk,
-        rotary=_rotary(v, append) and append,
+        **_rotary(v, append),
         present_type=present,
         input_type=present,
     )
@@ -340,21 +349,16 @@ def _window_shift(v: Vars) -> WindowShiftConfig:
     known = [r.value for r in ShiftRegion]
     require(region in known, "shiftRegion", region, "all, shift or append")
     region = ShiftRegion(region)
-    rotary = _rotary(v, region == "append")
-    if region == "append":
-        require(rotary, "hasRotary", rotary, "true for shiftRegion='append': the template "
-              "always rotates there and declares HALF only with hasRotary (it does not compile "
-              "otherwise); kvdsl's unrotated append is WindowShiftConfig(region='append')")  # fmt: skip
-    if region == "all":
-        require(not rotary, "hasRotary", rotary, "false for shiftRegion='all': the template "
-              "appends K unrotated there although its 'append' region rotates; run "
-              "shiftRegion='shift' and then 'append' for a rotary cache")  # fmt: skip
+    # Fixed meanings (docs/legacy.md): 'all' with hasRotary rotates appended K at its absolute
+    # position as 'append' does (the template appends it unrotated), and 'append' without
+    # hasRotary is the unrotated append (the template does not compile there).
+    rotary = _rotary(v, region != "shift")
     present = _present(v)
     v.agree("zeroScalar", present, "presentScalar: the cleared rows' element type")
     return WindowShiftConfig(
         **_shape(v),
         region=region,
-        rotary=rotary and region == "append",
+        **rotary,
         present_type=present,
         input_type=present,
     )
@@ -365,7 +369,7 @@ def _build(v: Vars) -> BuildConfig:
     return BuildConfig(
         **_shape(v),
         **_k_norm(v),
-        rotary=_rotary(v),
+        **_rotary(v),
         input_type=Element.F32,
         present_type=_present(v),
     )
@@ -397,12 +401,12 @@ def _quant_fields(v: Vars) -> dict[str, Any]:
 
 @_bridge("build_quant")
 def _build_quant(v: Vars) -> BuildQuantConfig:
-    return BuildQuantConfig(**_shape(v), **_k_norm(v), **_quant_fields(v), rotary=_rotary(v))
+    return BuildQuantConfig(**_shape(v), **_k_norm(v), **_quant_fields(v), **_rotary(v))
 
 
 @_bridge("append_quant")
 def _append_quant(v: Vars) -> AppendQuantConfig:
-    return AppendQuantConfig(**_shape(v), **_k_norm(v), **_quant_fields(v), rotary=_rotary(v))
+    return AppendQuantConfig(**_shape(v), **_k_norm(v), **_quant_fields(v), **_rotary(v))
 
 
 __all__ = ["BRIDGES", "ConfigError", "KNOWN", "Vars", "config_from_vars", "mode_of"]
