@@ -188,8 +188,10 @@ def legacy_vars(
     qmax: int | None = None,
     share_region: str = "retain",
     shift_region: str = "all",
+    half: int | None = None,
 ) -> dict[str, Any]:
-    """A consistent set of template variables for ``mode``, derived values filled in.
+    """A consistent set of template variables for ``mode``, derived values filled in (``half``
+    unset: ``headDim / 2``, rotary over the whole head).
 
     ``present_type`` is the cache's element type (for ``copy``: the word type, with
     ``head_dim`` words per row); ``input_type`` the new K/V element type of ``transpose``.
@@ -216,7 +218,7 @@ def legacy_vars(
         "device": {"adapterInfo": {"vendor": vendor}},
         "hasRotary": rotary,
         "hasKNorm": k_norm,
-        "half": head_dim // 2,
+        "half": head_dim // 2 if half is None else half,
         "qkEps": eps,
         "bits": bits,
         "qmin": lo if qmin is None else qmin,

@@ -4,8 +4,9 @@ against the interpreter (the harness's random cases, outputs poisoned).
 
 Halves: the whole head (unset), a partial half that divides by 4 (vector walks) and one that
 does not (the walks fall back to scalars). The kernels that bind 9 or 10 storage buffers (past
-WebGPU's default of 8) run on a device requested with that limit. Invalid halves, and the explicit walks that
-cannot rotate part of a row, are refused naming the field, the value and what is allowed.
+WebGPU's default of 8) run on a device requested with that limit. Invalid halves, and the
+explicit walks that cannot rotate part of a row, are refused naming the field, the value and
+what is allowed.
 """
 
 from __future__ import annotations

@@ -319,4 +319,17 @@ def test_18_rotary_with_an_odd_head_dim_leaves_the_last_element(gpu):
     np.testing.assert_array_equal(
         out["present_key"][..., d - 1].ravel(), data["src_k"][..., d - 1].ravel()
     )
+    # The host's half = 3 of 7 is partial rotary: the bridge gives rotary_half=3, whose last
+    # element passes through as in the template, and kvdsl equals the template and the reference.
+    cfg = config_from_vars(v)
+    assert cfg == BuildConfig(1, d, rotary=True, rotary_half=d // 2)
+    kernel = build(cfg)
+    mine = gpu_run(kernel, with_buffers(kernel, data), {"count": s, "seq": s, "pastSeq": 0})
+    np.testing.assert_array_equal(mine["present_key"], out["present_key"])
+    want_k, _ = ref.build(
+        data["src_k"], data["src_v"], 1, 0, rotary=ref.Rotary(rot.cos, rot.sin, 3)
+    )
+    np.testing.assert_allclose(mine["present_key"].reshape(want_k.shape), want_k, rtol=1e-6)
+    # Rotary over the whole head (no half given) needs an even head_dim.
+    del v["half"]
     assert bridge_error(v).field == "head_dim"

@@ -37,6 +37,7 @@ from kvdsl.runtime import CompileError, compile_wgsl, run
 from tests.helpers import parity
 from tests.helpers.features import assert_ran_on_gpu
 from tests.helpers.legacy import legacy_vars, legacy_workgroups, render, run_legacy
+from tests.helpers.limits import storage_buffers_for
 
 COUNTS: Counter = Counter()
 #: test id -> outcome, for the configurations run so far.
@@ -91,6 +92,28 @@ def matrix():
     ):
         yield mode, dict(kv_heads=heads, head_dim=dim, bits=bits, k_norm=k_norm, rotary=rotary)
     yield "build", dict(kv_heads=2, head_dim=64, rotary=True, vendor="apple")
+    # Partial rotary: Phi-2's 32 of 80 dimensions (half 16) and Pythia-2.8B's 20 (half 10, not a
+    # multiple of 4: the vector walks take scalars).
+    partial = ((2, 80, 16), (1, 80, 10))
+    for (heads, dim, half), vendor in itertools.product(partial, ("nvidia", "apple")):
+        yield "merge_share", dict(
+            kv_heads=heads,
+            head_dim=dim,
+            vendor=vendor,
+            share_region="append",
+            rotary=True,
+            half=half,
+        )
+    for (heads, dim, half), region in itertools.product(partial, ("all", "append")):
+        yield "window_shift", dict(
+            kv_heads=heads, head_dim=dim, shift_region=region, rotary=True, half=half
+        )
+    for (heads, dim, half), k_norm in itertools.product(partial, (False, True)):
+        yield "build", dict(kv_heads=heads, head_dim=dim, k_norm=k_norm, rotary=True, half=half)
+    for mode, (heads, dim, half), bits in itertools.product(
+        ("build_quant", "append_quant"), partial, (8, 4)
+    ):
+        yield mode, dict(kv_heads=heads, head_dim=dim, bits=bits, rotary=True, half=half)
 
 
 MATRIX = [legacy_vars(mode, **opts) for mode, opts in matrix()]
@@ -100,6 +123,9 @@ def _id(v: dict) -> str:
     skip = {"tunables", "device", "qkEps", "half", "packed", "headDimV4", "kvHiddenV4", "kvHidden"}
     parts = [f"{k}={v[k]}" for k in sorted(v) if k not in skip and k != "mode"]
     wg = [f"WG={v['tunables']['COPY_WORKGROUP_SIZE']}"] if "tunables" in v else []
+    # Partial rotary names its half (rotary over the whole head, half = headDim / 2, does not).
+    partial = v.get("hasRotary") and v.get("half", v["headDim"] // 2) != v["headDim"] // 2
+    parts += [f"half={v['half']}"] if partial else []
     return "-".join(
         [v["mode"], v.get("device", {}).get("adapterInfo", {}).get("vendor", "")] + wg + parts
     )
@@ -108,6 +134,12 @@ def _id(v: dict) -> str:
 def defect_triggered(vars: dict, case) -> str | None:
     """The documented template defect (``docs/legacy.md``) this case's input triggers, if any."""
     mode, p = vars["mode"], case.params
+    rotary = vars.get("hasRotary")
+    if mode == "window_shift" and rotary and vars["shiftRegion"] == "all":
+        return "window_shift-all-rotary"  # every case appends new tokens
+    partial = rotary and 2 * vars["half"] < vars["headDim"]
+    if mode == "merge_share" and partial and vars["shareRegion"] == "append":
+        return "merge_share-partial-rotary"  # every case appends new tokens
     if mode == "append_quant":
         total = case.buffers["seqlens_k"].astype(np.int64) + 1
         if np.any(total < p["seq"]) or np.any(total > p["totalSeq"]):
@@ -141,6 +173,12 @@ def outcome_of(vars: dict) -> str:
         assert_ran_on_gpu(verify_variant(_id(vars), cfg, kernel, 2))
         return "invalid"
     assert want.outcome != "invalid", f"the render compiles; expected: {want.message}"
+    with storage_buffers_for(kernel):  # window_shift 'all' with rotary binds 9
+        return _compare(vars, cfg, kernel, want)
+
+
+def _compare(vars: dict, cfg, kernel, want: parity.Expected) -> str:
+    """``match`` or ``defect``: the template's outputs beside kvdsl's, case by case."""
     outcome = "match"
     for case in cases_for(cfg, 3, seed=11):
         assert workgroups(kernel, case.params) == legacy_workgroups(vars, case.params)
