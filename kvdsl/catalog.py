@@ -1,7 +1,7 @@
 """The catalog: named kernel variants over the KV-cache shapes of real model families.
 
-Each variant is a mode's config; :func:`build` makes its kernel. Shapes (KV heads × head dim) come
-from the models' published configs:
+Each variant is a mode's config; :func:`build` makes its kernel. Shapes (KV heads × head dim, and
+the rotated pairs per head of a partial rotary) come from the models' published configs:
 
 | key          | model family                      | KV heads | head dim | notes                     |
 |--------------|-----------------------------------|----------|----------|---------------------------|
@@ -12,6 +12,8 @@ from the models' published configs:
 | qwen3_06b    | Qwen3-0.6B                        | 8        | 128      | QK RMSNorm                |
 | gemma2_2b    | Gemma-2-2B                        | 4        | 256      | sliding-window layers     |
 | gemma3_1b    | Gemma-3-1B                        | 1        | 256      | MQA, QK norm, sliding     |
+| phi2         | Phi-2                             | 32       | 80       | rotary on 32 dims: half 16 |
+| stablelm3b   | StableLM-3B-4E1T / Pythia-2.8B    | 32       | 80       | rotary on 20 dims: half 10 |
 """
 
 from __future__ import annotations
@@ -38,6 +40,10 @@ MODELS = {
     "qwen3_06b": Model("Qwen3-0.6B", 8, 128),
     "gemma2_2b": Model("Gemma-2-2B", 4, 256),
     "gemma3_1b": Model("Gemma-3-1B", 1, 256),
+    # Partial rotary: partial_rotary_factor 0.4 (Phi-2), 0.25 (StableLM-3B-4E1T, Pythia-2.8B's
+    # rotary_pct) of head dim 80.
+    "phi2": Model("Phi-2", 32, 80, half=16),
+    "stablelm3b": Model("StableLM-3B-4E1T / Pythia-2.8B", 32, 80, half=10),
 }
 
 #: mode name → (config class, kernel builder)

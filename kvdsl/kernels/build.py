@@ -59,6 +59,7 @@ from kvdsl.kernels.config import (
     contract,
     flag,
     one_of,
+    partial_rotary,
     plus,
     require,
     require_pairs,
@@ -562,9 +563,9 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, BuildConfig]:
     v: dict[str, BuildConfig] = {}
     for key, m in models.items():
         v[f"build_{key}"] = BuildConfig(**m.shape)
-        v[f"build_rotary_{key}"] = BuildConfig(**m.shape, **rope)
+        v[f"build_rotary_{key}"] = BuildConfig(**m.shape, **m.rotary)
         v[f"build_flat_{key}"] = BuildConfig(**m.shape, **flat)
-        v[f"build_rotary_flat_{key}"] = BuildConfig(**m.shape, **rope, **flat)
+        v[f"build_rotary_flat_{key}"] = BuildConfig(**m.shape, **m.rotary, **flat)
     for key in ("qwen3_06b", "gemma3_1b"):  # the families with QK RMSNorm
         shape = models[key].shape
         v[f"build_knorm_{key}"] = BuildConfig(**shape, **norm)
@@ -583,4 +584,9 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, BuildConfig]:
     v["build_rotary_flat_f16_in_llama31_8b"] = BuildConfig(
         **shape, **rope, **f16_in, **f16_out, **flat
     )
+    for key, m in partial_rotary(models).items():  # the rotary's f16 forms
+        v[f"build_rotary_f16_{key}"] = BuildConfig(**m.shape, **m.rotary, **f16_out)
+        v[f"build_rotary_flat_f16_in_{key}"] = BuildConfig(
+            **m.shape, **m.rotary, **f16_in, **f16_out, **flat
+        )
     return v

@@ -46,6 +46,7 @@ from kvdsl.kernels.config import (
     choice,
     contract,
     one_of,
+    partial_rotary,
     require_rotary,
     times,
 )
@@ -228,4 +229,17 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, MergeShareConfig]:
     v["merge_share_append_rotary_per_row_f16_llama31_8b"] = MergeShareConfig(
         **shape, **append, **per_row, rotary=True, **f16
     )
+    for key, m in partial_rotary(models).items():
+        rope = m.rotary
+        v[f"merge_share_append_rotary_{key}"] = MergeShareConfig(**m.shape, **append, **rope)
+        for name, walk in (("flat", flat), ("hybrid", hybrid), ("per_row", per_row)):
+            v[f"merge_share_append_rotary_{name}_{key}"] = MergeShareConfig(
+                **m.shape, **append, **walk, **rope
+            )
+        v[f"merge_share_append_rotary_f16_{key}"] = MergeShareConfig(
+            **m.shape, **append, **rope, **f16
+        )
+        v[f"merge_share_append_rotary_flat_f16_{key}"] = MergeShareConfig(
+            **m.shape, **append, **flat, **rope, **f16
+        )
     return v

@@ -68,6 +68,7 @@ from kvdsl.kernels.config import (
     contract,
     node,
     one_of,
+    partial_rotary,
     plus,
     positive_int,
     require,
@@ -421,6 +422,15 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, QuantConfig]:
                     **shape, **b, **norm, **flat, **sg
                 )
                 v[f"{mode}_quant_int{bits}_knorm_sg_{key}"] = cls(**shape, **b, **norm, **sg)
+    for key, m in partial_rotary(models).items():
+        for bits in Bits:
+            b = {"bits": bits}
+            v[f"build_quant_int{bits}_rotary_{key}"] = BuildQuantConfig(**m.shape, **b, **m.rotary)
+            # The flat int4 walk packs vectors: a half that does not divide by 4 has none.
+            if bits is Bits.INT8 or walks.lanes(m.head_dim, True, m.half) == 4:
+                v[f"build_quant_int{bits}_rotary_flat_{key}"] = BuildQuantConfig(
+                    **m.shape, **b, **m.rotary, **flat
+                )
     shape = models["llama31_8b"].shape
     f16_in = {"input_type": Element.F16}
     v["build_quant_int8_f16_in_llama31_8b"] = BuildQuantConfig(**shape, **f16_in)

@@ -56,6 +56,7 @@ from kvdsl.kernels.config import (
     emax,
     largest,
     one_of,
+    partial_rotary,
     plus,
     require,
     require_rotary,
@@ -244,4 +245,12 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, WindowShiftConfig]:
     v["window_shift_append_rotary_flat_f16_gemma2_2b"] = WindowShiftConfig(
         **shape, **append, rotary=True, **flat, **f16
     )
+    for key, m in partial_rotary(models).items():
+        v[f"window_shift_append_rotary_{key}"] = WindowShiftConfig(**m.shape, **append, **m.rotary)
+        v[f"window_shift_append_rotary_flat_{key}"] = WindowShiftConfig(
+            **m.shape, **append, **m.rotary, **flat
+        )
+        v[f"window_shift_append_rotary_flat_f16_{key}"] = WindowShiftConfig(
+            **m.shape, **append, **m.rotary, **flat, **f16
+        )
     return v
