@@ -72,9 +72,9 @@ CONFIG_ERRORS = [
     ("rotary odd", lambda: MergeShareConfig(8, 127, rotary=True), r"head_dim=127: .*even"),
     ("rotary not bool", lambda: WindowShiftConfig(4, 256, rotary="yes"), r"rotary='yes'"),
     (
-        "window all rotary",
-        lambda: WindowShiftConfig(4, 256, "all", rotary=True),
-        r"rotary=True: .*9 storage buffers",
+        "window shift rotary",
+        lambda: WindowShiftConfig(4, 256, "shift", rotary=True),
+        r"rotary=True: expected false for region 'shift'",
     ),
     ("window region", lambda: WindowShiftConfig(4, 256, "sideways"), r"region='sideways'"),
     ("k_norm not bool", lambda: BuildConfig(8, 128, k_norm="yes"), r"k_norm='yes'"),

@@ -30,6 +30,7 @@ from tests.helpers.legacy_checks import (
     D,
     H,
     bridge_error,
+    close,
     naga_error,
     poison,
     retype,
@@ -169,6 +170,40 @@ def test_15_cooperative_rotary_pair_index_does_not_wrap(gpu):
     assert "select(d - HALF, d, d < HALF)" in render(v, bindings, struct)
     wgsl = emit(merge_share(config_from_vars(v)))
     assert "d4 % HALF_V4" in wgsl and "- HALF" not in wgsl
+
+
+# ---- 19. cooperative merge_share append with partial rotary --------------------------------------
+
+
+def test_19_cooperative_partial_rotary_rotates_past_the_rotated_part(gpu):
+    """half = 2 of head dim 12: dimensions 4..11 must pass through. The template's cooperative
+    append takes ``d - HALF`` as their pair (the wrong partner, and a cos/sin entry of the next
+    position's row); kvdsl's kernel (the bridge's) equals the reference."""
+    rng = np.random.default_rng(19)
+    d, half, cap, s = 12, 2, 6, 2
+    v, bindings, struct = variables(
+        "merge_share", share_region="append", rotary=True, head_dim=d, half=half
+    )
+    ang = rng.uniform(0.1, 3.0, (cap + 1, half))
+    rot = ref.Rotary(np.cos(ang).astype(np.float32), np.sin(ang).astype(np.float32), half)
+    seqlens = np.array([3, 5], np.int32)
+    data = {"new_k": rnd(rng, B, s, H * d), "new_v": rnd(rng, B, s, H * d), "seqlens_k": seqlens}
+    data |= {"cos_cache": rot.cos.ravel(), "sin_cache": rot.sin.ravel()}
+    data |= {n: poison((B, H, cap, d)) for n in ("present_key", "present_value")}
+    params = {"count": B * H * s, "seq": cap, "keySeq": s}
+    theirs = run_legacy(v, bindings, struct, data, params)
+    w = ref.merge_share_append(data["new_k"], data["new_v"], seqlens, cap, H, rot)
+    want_k, want_v = w.over(data["present_key"], data["present_value"])
+    cfg = config_from_vars(v)
+    assert cfg == MergeShareConfig(H, d, "append", rotary=True, rotary_half=half)
+    kernel = merge_share(cfg)
+    mine = gpu_run(kernel, with_buffers(kernel, data), params)
+    assert close(mine["present_key"], want_k) and close(mine["present_value"], want_v)
+    got = theirs["present_key"].reshape(want_k.shape)
+    assert close(got[..., : 2 * half], want_k[..., : 2 * half])  # the rotated part is right
+    written = w.mask[..., 2 * half :]
+    assert np.all(got[..., 2 * half :][written] != want_k[..., 2 * half :][written])
+    assert close(theirs["present_value"], want_v)
 
 
 # ---- 17. vec4 transpose of a head dim not divisible by four -------------------------------------
