@@ -270,6 +270,24 @@ def test_legacy_prints_kvdsl_wgsl_for_template_variables():
     assert "@compute @workgroup_size(LANES)" in out.stdout
 
 
+def test_legacy_gives_partial_rotary_and_windows_fixed_meanings():
+    from tests.helpers.legacy import legacy_vars
+
+    phi2 = legacy_vars("build", kv_heads=32, head_dim=80, rotary=True, half=16)
+    out = kvdsl("legacy", "--vars", json.dumps(phi2))
+    assert out.returncode == 0, out.stderr
+    assert '"rotary_half": 16' in out.stdout and "const HALF: u32 = 16u;" in out.stdout
+    for region, rotary in (("all", True), ("append", False)):
+        v = legacy_vars("window_shift", shift_region=region, rotary=rotary)
+        out = kvdsl("legacy", "--vars", json.dumps(v))
+        assert out.returncode == 0, out.stderr
+        assert f'"region": "{region}", "rotary": {str(rotary).lower()}' in out.stdout
+        assert ("cos_cache" in out.stdout) is rotary
+    out = kvdsl("legacy", "--vars", json.dumps(phi2 | {"half": 41}))
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "half=41: expected a whole number from 1 to headDim / 2 = 40" in out.stderr
+
+
 def test_legacy_subgroups_sums_the_k_norm_across_the_subgroup():
     from tests.helpers.legacy import legacy_vars
 

@@ -53,6 +53,15 @@ CONFIGS = {
     "append_quant": AppendQuantConfig(2, 8),
     "append_quant_int4_knorm": AppendQuantConfig(2, 8, bits=4, k_norm=True),
     "append_quant_rotary": AppendQuantConfig(2, 8, rotary=True, storage_buffer_limit=10),
+    # Partial rotary: tables of rotary_half entries per position.
+    "merge_share_append_rotary_partial": MergeShareConfig(
+        2, 12, "append", rotary=True, rotary_half=2
+    ),
+    "window_shift_all_rotary_partial": WindowShiftConfig(2, 12, "all", rotary=True, rotary_half=3),
+    "build_rotary_partial": BuildConfig(2, 12, rotary=True, rotary_half=5),
+    "append_quant_rotary_partial": AppendQuantConfig(
+        2, 12, rotary=True, rotary_half=4, storage_buffer_limit=10
+    ),
 }
 
 
@@ -262,6 +271,25 @@ def test_rotary_tables_are_as_long_as_the_positions():
         assert rotary_rows(case, 4) == case.shape["totalSeq"]
     for name in ("merge_share_append_f16", "window_shift_all", "build", "append_quant"):
         assert "cos_cache" not in cases_for(CONFIGS[name], 1)[0].buffers
+
+
+def test_partial_rotary_tables_hold_half_entries_per_position():
+    """A partial rotary's tables hold ``rotary_half`` entries per position, for the positions
+    the mode rotates at (as its whole-head form)."""
+    positions = {
+        "merge_share_append_rotary_partial": lambda c: c.shape["seq"],
+        "window_shift_all_rotary_partial": lambda c: int(c.buffers["seqlens_k"].max())
+        + c.shape["keySeq"]
+        + 1,
+        "build_rotary_partial": lambda c: c.shape["pastSeq"] + c.shape["seq"],
+        "append_quant_rotary_partial": lambda c: c.shape["totalSeq"],
+    }
+    for name, rows in positions.items():
+        half = CONFIGS[name].rotary_half
+        assert 2 * half < CONFIGS[name].head_dim
+        for case in cases_for(CONFIGS[name], 3):
+            assert case.buffers["cos_cache"].size == rows(case) * half
+            assert rotary_rows(case, half) == rows(case)
 
 
 def test_build_shapes():

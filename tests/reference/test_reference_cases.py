@@ -43,6 +43,20 @@ def test_rotate_neox_by_hand_with_flat_float64_tables():
     assert np.allclose(ref.rotate_neox(x, np.array([0]), cos, sin), x)
 
 
+def test_partial_rotate_neox_by_hand():
+    """half = 1 of a row of 5: the pair (x0, x1) turns, x2..x4 pass through."""
+    x = np.array([[1.0, 2.0, 3.0, 4.0, 5.0]])
+    cos, sin = np.array([1.0, 0.0]), np.array([0.0, 1.0])  # positions 0 and 1: 0° and 90°
+    out = ref.rotate_neox(x, np.array([1]), cos, sin, half=1)
+    assert np.allclose(out, [[-2.0, 1.0, 3.0, 4.0, 5.0]], atol=1e-6)
+    rot = ref.Rotary(cos.reshape(2, 1), sin.reshape(2, 1), 1)
+    k, _ = ref.build(x.reshape(1, 1, 5), x.reshape(1, 1, 5), 1, 1, rotary=rot)
+    assert np.allclose(k.reshape(-1), [-2.0, 1.0, 3.0, 4.0, 5.0], atol=1e-6)
+    with pytest.raises(ValueError) as err:
+        ref.rotate_neox(x, np.array([0]), cos, sin, half=3)
+    assert str(err.value) == "rotary half 3 outside 1..2 (head dim 5)"
+
+
 def test_rotary_tables_are_float32():
     cos, sin = ref.elementwise.rotary_tables(np.ones(6), np.zeros((3, 2)), 2)
     assert cos.dtype == sin.dtype == np.float32 and cos.shape == sin.shape == (3, 2)
