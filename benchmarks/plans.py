@@ -134,7 +134,7 @@ def plans(cfg: Any, size: dict) -> Iterator[Plan]:
     """The measurements of ``cfg`` at ``size`` (FULL or SMALL)."""
     S, P, h = size["cache"], size["prefill"], getattr(cfg, "kv_heads", HEADS)
     d = cfg.head_dim
-    half = d // 2
+    half = getattr(cfg, "half", d // 2)  # rotary's pairs per row (partial rotary: fewer)
     words = d if getattr(cfg, "bits", 8) == 8 else d // 2
     for B in size["batches"]:
         row = B * h * d  # elements of one token row over every batch and head

@@ -61,6 +61,18 @@ def _configs() -> dict:
             out[f"merge_share_f16_{walk}_{key}"] = MergeShareConfig(
                 h, d, "append", walk=walk, **F16, **r
             )
+    # K RMSNorm summed across the subgroup: rows of a power-of-two number of vectors (or scalars).
+    for key, half in (("whole", None), ("part4", 4), ("part6", 6)):
+        r = {"rotary": True, "rotary_half": half, "k_norm": True, "reduction": "subgroup"}
+        for walk in ("per_row", "flat"):
+            out[f"build_knorm_sg_{walk}_{key}"] = BuildConfig(2, 16, walk=walk, **r)
+            q = {"walk": walk, "storage_buffer_limit": 10}
+            out[f"build_quant_int8_knorm_sg_{walk}_{key}"] = BuildQuantConfig(2, 16, **q, **r)
+            # int4 rows walk in blocks only as vectors (scalar rows keep the per-row program).
+            bits = 4 if walks.lanes(16, True, half) == 4 else 8
+            out[f"append_quant_int{bits}_knorm_sg_{walk}_{key}"] = AppendQuantConfig(
+                2, 16, bits=bits, **q, **r
+            )
     return out
 
 
