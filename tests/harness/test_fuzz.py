@@ -2,9 +2,9 @@
 mutated WGSL through the frontend.
 
 - every mode's config space (walks, the flat ones with their K RMSNorm reductions and pair
-  walks included, regions, rotary, K norm, bits, element types, odd workgroup sizes and tiny
-  dispatch folds) with the mode's verification cases: the interpreter finds no
-  out-of-bounds access and no race and equals the reference;
+  walks included, regions, rotary (partial rotary too), K norm, bits, element types, odd
+  workgroup sizes and tiny dispatch folds) with the mode's verification cases: the interpreter
+  finds no out-of-bounds access and no race and equals the reference;
 - adversarial runtime inputs for the modes that read ``seqlens_k`` (any i32, keySeq past the
   capacity, empty and tiny caches), with every buffer sized exactly as the kernel's host-side
   contract says: either the host check rejects the input, or the interpreter runs it cleanly and
@@ -104,18 +104,20 @@ def configs(draw: st.DrawFn, modes: tuple[str, ...] = tuple(catalog.MODES)):
         rotary = region == "append" and draw(st.booleans())
         d = even if rotary else d
         pairs = _pairs(draw, walk, d, rotary)
-        return MergeShareConfig(
+        cfg = MergeShareConfig(
             h, d, region, walk, rotary, draw(FLOAT), draw(FLOAT), pairs=pairs, **kw
         )
+        return _partial(draw, cfg)
     if mode == "window_shift":
         region = draw(st.sampled_from(["all", "shift", "append"]))
         walk = draw(st.sampled_from(["per_row", "flat"]))
-        rotary = region == "append" and draw(st.booleans())
+        rotary = region != "shift" and draw(st.booleans())
         d = even if rotary else d
-        pairs = _pairs(draw, walk, d, rotary)
-        return WindowShiftConfig(
+        pairs = _pairs(draw, walk, d, rotary and region == "append")  # pairs only append
+        cfg = WindowShiftConfig(
             h, d, region, rotary, draw(FLOAT), draw(FLOAT), walk=walk, pairs=pairs, **kw
         )
+        return _partial(draw, cfg)
     k_norm, rotary = draw(st.booleans()), draw(st.booleans())
     d = even if rotary else d
     eps = draw(st.sampled_from([1e-6, 1e-5, 0.5]))
@@ -168,7 +170,18 @@ def configs(draw: st.DrawFn, modes: tuple[str, ...] = tuple(catalog.MODES)):
             cfg = dataclasses.replace(cfg, reduction="subgroup")
         except ConfigError:
             pass
-    return cfg
+    return _partial(draw, cfg)
+
+
+def _partial(draw: st.DrawFn, cfg):
+    """``cfg``, or with rotary sometimes partial rotary: ``rotary_half`` below ``head_dim / 2``
+    where the config's walk takes it."""
+    if not cfg.rotary or not draw(st.booleans()):
+        return cfg
+    try:
+        return dataclasses.replace(cfg, rotary_half=draw(st.integers(1, cfg.head_dim // 2)))
+    except ConfigError:  # the pair walk, or the flat int4 walk with a half not a multiple of 4
+        return cfg
 
 
 def _case(cfg, seed: int, i: int) -> Case:

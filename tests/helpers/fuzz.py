@@ -64,9 +64,9 @@ def window_case(cfg, cap: int, key_seq: int, seqlens: np.ndarray, seed: int) -> 
         positions = max(key_seq, int(seqlens.max()) + 1)
         rot = None
         if cfg.rotary:
-            if positions * d // 2 > ROTARY_LIMIT:
+            if positions * cfg.half > ROTARY_LIMIT:
                 return None
-            rot = _rotary(rng, positions, d // 2)
+            rot = _rotary(rng, positions, cfg.half)
         w = reference.window_shift(
             past_k, past_v, new_k.astype(np.float32), new_v.astype(np.float32), seqlens,
             cfg.region, rot,
@@ -94,7 +94,7 @@ def window_case(cfg, cap: int, key_seq: int, seqlens: np.ndarray, seed: int) -> 
             params = {"count": batch * h * cap, "seq": cap, "keySeq": key_seq}
         else:
             new_k, new_v = (values(rng, (batch, key_seq, h * d), it) for _ in range(2))
-            rot = _rotary(rng, cap, d // 2) if cfg.rotary else None
+            rot = _rotary(rng, cap, cfg.half) if cfg.rotary else None
             kept = (x[:, key_seq - keep :].astype(np.float32) for x in (new_k, new_v))
             w = reference.merge_share_append(*kept, seqlens, cap, h, rot, ct)
             bufs = {"seqlens_k": seqlens, "new_k": new_k, "new_v": new_v}
