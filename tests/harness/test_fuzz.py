@@ -271,8 +271,9 @@ def test_runtime_inputs_on_interpreter(inputs) -> None:
     case = window_case(cfg, cap, key_seq, seqlens, seed)
     if case is None:
         # The rotary tables would need more positions than were allocated: the host rejects it.
-        cos = _rotary(np.random.default_rng(0), 4, cfg.head_dim // 2).cos.reshape(-1)
-        params = {"count": len(seqlens) * cfg.kv_heads * key_seq, "seq": cap, "keySeq": key_seq}
+        cos = _rotary(np.random.default_rng(0), 4, cfg.half).cos.reshape(-1)
+        rows = key_seq if cfg.region == "append" else cap  # the rows the pass walks per batch
+        params = {"count": len(seqlens) * cfg.kv_heads * rows, "seq": cap, "keySeq": key_seq}
         with pytest.raises(BufferError, match="'cos_cache'.* holds"):
             check_contract(kernel, {"seqlens_k": seqlens, "cos_cache": cos}, params)
         return
