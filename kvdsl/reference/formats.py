@@ -207,3 +207,70 @@ def word_bytes(words_: np.ndarray, n: int) -> np.ndarray:
     """The first ``n`` bytes of little-endian u32 words ``[..., W]`` (:func:`words` undone)."""
     w = np.ascontiguousarray(np.asarray(words_, dtype=np.uint32)).astype("<u4")
     return w.view(np.uint8)[..., :n]
+
+
+# ---- cache rows: the words a kernel stores per (token, head), and where the scales sit --------
+
+DENSE = ("int8", "int4", "int4_asym")
+GGML = ("q8_0", "q4_0")
+FORMATS = DENSE + GGML
+_BLOCK_BYTES = {"q8_0": Q8_0_BLOCK_BYTES, "q4_0": Q4_0_BLOCK_BYTES}
+
+
+def stat_words(fmt: str) -> int:
+    """The f32 words of a dense row's scale (``int4_asym``: the scale and the zero point); 0 for
+    ggml's blocks, whose f16 scales sit inside the blocks."""
+    return 2 if fmt == "int4_asym" else 1 if fmt in DENSE else 0
+
+
+def row_words(fmt: str, d: int, inline: bool) -> int:
+    """The u32 words one cache row of ``d`` elements takes: a dense row's codes (``d * bits /
+    32``), after its scale words when ``inline``; ggml's blocks padded to a whole word."""
+    if fmt in GGML:
+        return -(-(d // QK * _BLOCK_BYTES[fmt]) // 4)
+    codes = d * (8 if fmt == "int8" else 4) // 32
+    return codes + (stat_words(fmt) if inline else 0)
+
+
+def quantize_rows(fmt: str, x: np.ndarray, inline: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """Rows ``x`` ``[..., D]`` in format ``fmt``: ``(words [..., row_words], side [..., S])``.
+
+    Inline (ORT's layout), a dense row is its scale word (and zero-point word) as f32 bits, then
+    its code words, and ``side`` is empty (``S = 0``); otherwise ``side`` holds them (``S`` =
+    :func:`stat_words`). ggml's rows are their blocks' bytes as words (:func:`words`): inline by
+    nature.
+    """
+    x = np.asarray(x, dtype=F32)
+    lead = x.shape[:-1]
+    if fmt in GGML:
+        q = quantize_q8_0(x) if fmt == "q8_0" else quantize_q4_0(x)
+        return words(q), np.zeros((*lead, 0), F32)
+    if fmt not in DENSE:
+        raise ValueError(f"format {fmt!r}: expected one of {', '.join(FORMATS)}")
+    q = {"int8": quantize_int8, "int4": quantize_int4, "int4_asym": quantize_int4_asym}[fmt](x)
+    stats = [q.scale] + ([q.zero] if q.zero is not None else [])
+    side = np.stack(stats, axis=-1).astype(F32)
+    if not inline:
+        return q.words, side
+    head = side.view(np.uint32)
+    return np.concatenate([head, q.words], axis=-1), np.zeros((*lead, 0), F32)
+
+
+def dequantize_rows(
+    fmt: str, words_: np.ndarray, side: np.ndarray | None, d: int, inline: bool = True
+) -> np.ndarray:
+    """The f32 rows ``[..., d]`` of :func:`quantize_rows`'s words (and side scales)."""
+    w = np.asarray(words_, dtype=np.uint32)
+    if fmt in GGML:
+        data = word_bytes(w, d // QK * _BLOCK_BYTES[fmt])
+        return dequantize_q8_0(data) if fmt == "q8_0" else dequantize_q4_0(data)
+    n = stat_words(fmt)
+    if inline:
+        stats, codes = np.ascontiguousarray(w[..., :n]).view(F32), w[..., n:]
+    else:
+        stats, codes = np.asarray(side, dtype=F32), w
+    if fmt == "int8":
+        return dequantize_int8(codes, stats[..., 0])
+    if fmt == "int4":
+        return dequantize_int4(codes, stats[..., 0])
+    return dequantize_int4_asym(codes, stats[..., 0], stats[..., 1])

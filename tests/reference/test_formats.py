@@ -226,3 +226,25 @@ def test_words_pad_an_odd_block_count_and_invert():
 def test_rows_of_the_wrong_length_are_refused(fn, n):
     with pytest.raises(ValueError, match="multiple of"):
         getattr(fm, fn)(np.ones(n, F32))
+
+
+@pytest.mark.parametrize(
+    "fmt, inline", [(f, True) for f in fm.FORMATS] + [(f, False) for f in fm.DENSE]
+)
+def test_cache_rows_hold_the_format_and_read_back(rng, fmt, inline):
+    x = rows(rng, 2, 3, 128)
+    w, side = fm.quantize_rows(fmt, x, inline)
+    assert w.dtype == np.uint32 and w.shape == (2, 3, fm.row_words(fmt, 128, inline))
+    assert side.shape == (2, 3, 0 if inline else fm.stat_words(fmt))
+    bytes_per_row = 4 * (w.shape[-1] + side.shape[-1])
+    assert bytes_per_row == {"int8": 132, "int4": 68, "int4_asym": 72, "q8_0": 136, "q4_0": 72}[fmt]
+    back = fm.dequantize_rows(fmt, w, side, 128, inline)
+    if fmt == "q8_0":
+        np.testing.assert_array_equal(back, fm.dequantize_q8_0(fm.quantize_q8_0(x)))
+    elif fmt == "q4_0":
+        np.testing.assert_array_equal(back, fm.dequantize_q4_0(fm.quantize_q4_0(x)))
+    else:
+        q = getattr(fm, f"quantize_{fmt}")(x)
+        np.testing.assert_array_equal(back, dequantize(fmt, q))
+        if inline:
+            np.testing.assert_array_equal(w[..., 0].view(F32), q.scale)
