@@ -44,6 +44,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from kvdsl.reference.elementwise import rotate_neox, split_heads
+from kvdsl.reference.modes import Rotary, share_window
+
 F32 = np.float32
 QK = 32  # elements per ggml block
 Q8_0_BLOCK_BYTES = 2 + QK
@@ -274,3 +277,52 @@ def dequantize_rows(
     if fmt == "int4":
         return dequantize_int4(codes, stats[..., 0])
     return dequantize_int4_asym(codes, stats[..., 0], stats[..., 1])
+
+
+# ---- the dense modes --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DenseWritten:
+    """A dense append's effect: cache words ``[B, H, capacity, W]`` of K and V and side scales
+    ``[B, H, capacity, 2S]`` (K's ``S`` then V's), each with the mask of the rows written."""
+
+    key: np.ndarray
+    value: np.ndarray
+    scales: np.ndarray
+    rows: np.ndarray  # [B, H, capacity] bool
+
+    def mask(self, a: np.ndarray) -> np.ndarray:
+        """The written mask broadcast over ``a``'s last axis."""
+        return np.broadcast_to(self.rows[..., None], a.shape).copy()
+
+
+def dense_append(
+    new_k: np.ndarray,
+    new_v: np.ndarray,
+    seqlens_k: np.ndarray,
+    capacity: int,
+    kv_heads: int,
+    fmt: str,
+    inline: bool = True,
+    rotary: Rotary | None = None,
+) -> DenseWritten:
+    """New BSH tokens quantised into rows ``[end - S, end)`` of a buffer-sharing BNSH cache
+    (:func:`kvdsl.reference.modes.share_window`), K rotated at its row with ``rotary``."""
+    k, v = split_heads(new_k, kv_heads).astype(F32), split_heads(new_v, kv_heads).astype(F32)
+    b, h, s, d = k.shape
+    start, end = share_window(seqlens_k, s, capacity)
+    pos = (start[:, None] + np.arange(s))[:, None, :]
+    if rotary is not None:
+        k = rotate_neox(k, pos, rotary.cos, rotary.sin)
+    (wk, sk), (wv, sv) = quantize_rows(fmt, k, inline), quantize_rows(fmt, v, inline)
+    out_k = np.zeros((b, h, capacity, wk.shape[-1]), np.uint32)
+    out_v = np.zeros_like(out_k)
+    side = np.zeros((b, h, capacity, sk.shape[-1] * 2), F32)
+    rows = np.zeros((b, h, capacity), bool)
+    for bi in range(b):
+        at = slice(int(start[bi]), int(start[bi]) + s)
+        out_k[bi, :, at], out_v[bi, :, at] = wk[bi], wv[bi]
+        side[bi, :, at] = np.concatenate([sk[bi], sv[bi]], axis=-1)
+        rows[bi, :, at] = True
+    return DenseWritten(out_k, out_v, side, rows)

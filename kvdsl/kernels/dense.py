@@ -1,0 +1,388 @@
+"""Dense quantised caches: ``dense_append`` writes new tokens into a cache of one of the formats
+of :mod:`kvdsl.nodes.formats` with each row's (or block's) scale computed in the kernel, and
+``dense_read`` reads cache rows back as f32.
+
+``dense_append``: new BSH K/V (``src_k``, ``src_v``: ``keySeq`` tokens per batch) go to rows
+``[appendStart, activeEnd)`` of a buffer-sharing BNSH cache of ``seq`` rows per head, the window
+of :func:`kvdsl.nodes.window.append_window` from ``seqlens_k`` (tokens that do not fit are
+dropped); K is NeoX-rotated at its cache row with ``rotary``. A cache row is ``ROW_WORDS`` u32
+words (``present_key``, ``present_value``); with ``scales="side"`` a dense format's scale (and
+zero point) sits in ``present_scales`` instead, K's then V's per row (``2 * stats`` f32 per row),
+one binding for both so that a rotary append stays within WebGPU's 8 storage buffers.
+
+The walk is flat, one invocation per ``vec4`` of a new row, rows whole inside a workgroup: each
+invocation stages its (rotated) vector in workgroup memory with its partial statistic; after the
+barrier, invocations past the end and tokens that do not fit leave, and the row's invocations
+write its words ``d, d + HEAD_DIM_V4, ...``, each assembled from the staged row.
+
+``dense_read``: ``count`` stored rows (``cache_key``, ``cache_value``, and ``cache_scales`` for
+side scales) → f32 rows (``key``, ``value``), one invocation per output ``vec4``.
+
+:func:`bytes_per_token_head` is the contract's size of one (token, head) row of K (or of V),
+scales included.
+"""
+
+from __future__ import annotations
+
+from dataclasses import KW_ONLY, dataclass
+from enum import StrEnum
+from typing import Any
+
+from kvdsl.ir import (
+    Buffer,
+    Kernel,
+    KernelBuilder,
+    Shared,
+    Val,
+    array,
+    construct,
+    f32,
+    i32,
+    max_,
+    select,
+    u32,
+    vec,
+)
+from kvdsl.kernels.config import (
+    FLOATS,
+    MAX_WORKGROUP,
+    ROTARY_TABLES,
+    CacheConfig,
+    Element,
+    Model,
+    ceil_div,
+    choice,
+    contract,
+    one_of,
+    require,
+    require_rotary,
+    times,
+)
+from kvdsl.nodes import formats, walks, words
+from kvdsl.nodes.formats import Format, Scale
+from kvdsl.nodes.index import bsh, split_rows
+from kvdsl.nodes.rotary import Rotation, rotate
+from kvdsl.nodes.window import append_window
+
+F32X4 = vec(4, f32)
+F32X2 = vec(2, f32)
+LANES = ("x", "y", "z", "w")
+
+
+class DenseFormat(StrEnum):
+    """How a cache row is stored (:data:`kvdsl.nodes.formats.FORMATS`)."""
+
+    INT8 = "int8"
+    INT4 = "int4"
+    INT4_ASYM = "int4_asym"
+    Q8_0 = "q8_0"
+    Q4_0 = "q4_0"
+
+
+class ScalePlace(StrEnum):
+    """Where a dense row's scale sits: inline before its codes (ORT's layout) or in a side
+    buffer."""
+
+    INLINE = "inline"
+    SIDE = "side"
+
+
+@dataclass(frozen=True)
+class DenseConfig(CacheConfig):
+    """The fields of the dense-format modes: the format and where its scales sit."""
+
+    _: KW_ONLY
+    format: DenseFormat = choice(DenseFormat.INT8)
+    scales: ScalePlace = choice(ScalePlace.INLINE)
+
+    def check_fields(self) -> None:
+        one_of("format", self.format, DenseFormat)
+        one_of("scales", self.scales, ScalePlace)
+        fmt = self.fmt
+        require(
+            not (fmt.ggml and self.scales is ScalePlace.SIDE),
+            "scales",
+            self.scales.value,
+            f"'inline' for {fmt.name} (ggml's f16 scales sit inside its blocks)",
+        )
+        multiple = fmt.elements_multiple()
+        require(
+            self.head_dim % multiple == 0,
+            "head_dim",
+            self.head_dim,
+            f"a multiple of {multiple} for format {fmt.name!r}",
+        )
+
+    @property
+    def fmt(self) -> Format:
+        """The format's node description."""
+        return formats.FORMATS[self.format.value]
+
+    @property
+    def inline(self) -> bool:
+        """Whether a dense row's scale is stored inline."""
+        return self.scales is ScalePlace.INLINE
+
+    @property
+    def per_row(self) -> int:
+        """Vectors (``vec4``) per row."""
+        return self.head_dim // 4
+
+    def default_workgroup_size(self) -> int:
+        return MAX_WORKGROUP - MAX_WORKGROUP % self.per_row or self.per_row
+
+
+@dataclass(frozen=True)
+class DenseAppendConfig(DenseConfig):
+    """A ``dense_append`` variant: cache shape, format, scales' place, rotary, input type."""
+
+    rotary: bool = False
+    input_type: Element = choice(Element.F32)
+    mode = "dense_append"
+    KEYS = (  # fmt: skip
+        "kv_heads", "head_dim", "format", "scales", "rotary", "input_type", "workgroup_size",
+        "fold",
+    )
+
+    def check_fields(self) -> None:
+        super().check_fields()
+        require_rotary(self.rotary, self.head_dim)
+        if self.rotary:
+            require(
+                self.head_dim % 8 == 0,
+                "head_dim",
+                self.head_dim,
+                "a multiple of 8 with rotary (a vec4 lies in one half of the row)",
+            )
+        one_of("input_type", self.input_type, FLOATS)
+
+    def check_schedule(self) -> None:
+        require(
+            self.workgroup_size % self.per_row == 0,
+            "workgroup_size",
+            self.workgroup_size,
+            f"a multiple of the {self.per_row} vectors of a row (rows are reduced whole"
+            " inside a workgroup)",
+        )
+
+
+@dataclass(frozen=True)
+class DenseReadConfig(DenseConfig):
+    """A ``dense_read`` variant: cache shape, format, scales' place."""
+
+    mode = "dense_read"
+    KEYS = ("kv_heads", "head_dim", "format", "scales", "workgroup_size", "fold")
+
+
+def bytes_per_token_head(cfg: DenseConfig) -> int:
+    """Bytes one (token, head) row of K, or of V, takes in ``cfg``'s cache, scales included."""
+    return cfg.fmt.bytes_per_row(cfg.head_dim, cfg.inline)
+
+
+def _consts(kb: KernelBuilder, cfg: DenseConfig) -> tuple[Val, Val]:
+    """``HEAD_DIM``, ``HEAD_DIM_V4`` and ``ROW_WORDS``; returns the last two."""
+    kb.const("HEAD_DIM", u32, cfg.head_dim)
+    per_row = kb.const("HEAD_DIM_V4", u32, cfg.per_row)
+    row_words = kb.const("ROW_WORDS", u32, cfg.fmt.row_words(cfg.head_dim, cfg.inline))
+    return per_row, row_words
+
+
+def _store_row(
+    kb: KernelBuilder,
+    cfg: DenseConfig,
+    which: str,
+    xs: Shared,
+    stats: Shared,
+    lane0: Val,
+    stat0: Val,
+    d: Val,
+    out: Buffer,
+    dst_row: Val,
+    row_words: Val,
+    per_row: Val,
+    side: Buffer | None,
+    side_at: int,
+) -> None:
+    """Store the staged row (values ``xs[lane0 ..]``, partials ``stats[stat0 ..]``) as row
+    ``dst_row`` of ``out``: this invocation's words ``d, d + per_row, ...``, and with side scales
+    (``d == 0``) its stats at ``side[dst_row * 2S + side_at ..]``."""
+    fmt = cfg.fmt
+
+    def elem(e: Val) -> Val:
+        return xs[lane0 + e]
+
+    if fmt.ggml:
+        blocks = cfg.head_dim // formats.BLOCK
+
+        def block_scale(name: str, blk: Val) -> Scale:
+            stat = formats.group_stat(kb, fmt, f"{name}Stat", stats, stat0 + blk * 8, 8)
+            return formats.scale_of(kb, fmt, name, stat)
+
+        with kb.for_range(f"{which}W", d, row_words, per_row) as w:
+            out[dst_row * row_words + w] = formats.ggml_word(kb, fmt, elem, w, block_scale, blocks)
+        return
+    stat = formats.group_stat(kb, fmt, f"{which}Stat", stats, stat0, cfg.per_row)
+    sc = formats.scale_of(kb, fmt, f"{which}Scale", stat)
+    head = fmt.header_words(cfg.inline)
+    with kb.for_range(f"{which}W", d, row_words, per_row) as w:
+        c = max_(w, head) - head  # the code word; in range where w is a header word too
+        word = formats.dense_word(fmt, elem, c, sc)
+        if head:
+            word = select(word, formats.header_word(fmt, w, sc), w < head)
+        out[dst_row * row_words + w] = word
+    if side is not None:
+        n = fmt.stats
+        with kb.if_(d.eq(0)):
+            side[dst_row * (2 * n) + side_at] = sc.scale
+            if fmt.asymmetric:
+                side[dst_row * (2 * n) + (side_at + 1)] = sc.zero
+
+
+def dense_append(cfg: DenseAppendConfig, name: str = "dense_append") -> Kernel:
+    """Build the ``dense_append`` kernel for ``cfg``."""
+    fmt = cfg.fmt
+    kb = KernelBuilder(name, cfg.workgroup_size)
+    width = 4
+    src_k, src_v = words.bindings(kb, ("src_k", "src_v"), cfg.input_type.scalar, width)
+    seqlens = kb.binding("seqlens_k", i32, "read")
+    cos = sin = None
+    if cfg.rotary:
+        cos, sin = words.bindings(kb, ROTARY_TABLES, f32, width)
+    present_key = kb.binding("present_key", u32, "read_write")
+    present_value = kb.binding("present_value", u32, "read_write")
+    side = None if cfg.inline else kb.binding("present_scales", f32, "read_write")
+    per_row, row_words = _consts(kb, cfg)
+    heads = kb.const("KV_HEADS", u32, cfg.kv_heads)
+    hidden = kb.const("KV_HIDDEN_V4", u32, cfg.hidden // 4)
+    half = kb.const("HALF_V4", u32, cfg.head_dim // 8) if cfg.rotary else None
+    count, key_seq, seq = kb.param("count"), kb.param("keySeq"), kb.param("seq")
+
+    it = walks.vectors(kb, cfg.fold, count, per_row, width, guard=False)
+    b, hk, t = split_rows(kb, it.row, heads, key_seq)
+    src_base = kb.let("srcBase", bsh(b, t, hk, key_seq, hidden, per_row))
+    win = append_window(kb, seqlens, b, seq, key_seq)
+    kb.comment("New token t lands at row appendStart + t - skip; tokens before skip do not fit.")
+    dst_t = kb.let("dstT", win.append_start + (max_(t, win.skip) - win.skip))
+    if cfg.rotary:
+        k = kb.let("k", rotate(kb, src_k, src_base, it.d, Rotation(cos, sin, dst_t, half)))
+    else:
+        k = kb.let("k", words.as_f32(kb, src_k[src_base + it.d]))
+    v = kb.let("v", words.as_f32(kb, src_v[src_base + it.d]))
+
+    kb.comment("Stage the row's values and each vector's partial statistic in workgroup memory.")
+    xk = kb.workgroup_var("xk", array(f32, cfg.workgroup_size * 4))
+    xv = kb.workgroup_var("xv", array(f32, cfg.workgroup_size * 4))
+    sk = kb.workgroup_var("statK", array(F32X2, cfg.workgroup_size))
+    sv = kb.workgroup_var("statV", array(F32X2, cfg.workgroup_size))
+    lid = kb.lid.x
+    for lane, c in enumerate(LANES):
+        xk[lid * 4 + lane] = k.member(c)
+        xv[lid * 4 + lane] = v.member(c)
+    sk[lid] = formats.partial(kb, fmt, "pK", k)
+    sv[lid] = formats.partial(kb, fmt, "pV", v)
+    kb.barrier()
+    kb.leave_if((it.e >= count * per_row).lor(t < win.skip))
+    first = kb.let("rowLane", lid - it.d)
+    lane0 = kb.let("lane0", first * 4)
+    dst_row = kb.let("dstRow", (b * heads + hk) * seq + dst_t)
+    for which, xs, stats, out, side_at in (
+        ("k", xk, sk, present_key, 0),
+        ("v", xv, sv, present_value, fmt.stats),
+    ):
+        _store_row(
+            kb, cfg, which, xs, stats, lane0, first, it.d, out, dst_row, row_words, per_row,
+            side, side_at,
+        )  # fmt: skip
+    dispatch = walks.dispatch(count, per_row, cfg.workgroup_size, cfg.fold, blocks=False)
+    kind = fmt.name + ("" if fmt.ggml else f", scales {cfg.scales.value}")
+    doc = (
+        f"Quantise new BSH K/V into a buffer-sharing BNSH {kind} cache, each row's scale\n"
+        "reduced in the kernel; the append window comes from seqlens_k"
+        + (", K rotated at its row" if cfg.rotary else "")
+        + "."
+    )
+    kernel = kb.build(dispatch, doc)
+    batch = ceil_div(count, cfg.kv_heads * key_seq)
+    src = times(batch, key_seq, cfg.hidden)
+    rows = times(batch, cfg.kv_heads, seq)
+    extents: dict[str, Any] = {"src_k": src, "src_v": src, "seqlens_k": batch}
+    if cfg.rotary:
+        extents |= {t_: times(seq, cfg.head_dim // 2) for t_ in ROTARY_TABLES}
+    extents |= {
+        "present_key": times(rows, row_words.node),
+        "present_value": times(rows, row_words.node),
+    }
+    if side is not None:
+        extents["present_scales"] = times(rows, 2 * fmt.stats)
+    requires = {"keySeq >= 1": key_seq >= 1, "keySeq <= seq": key_seq <= seq}
+    return walks.vector_extents(contract(kernel, extents, requires))
+
+
+def dense_read(cfg: DenseReadConfig, name: str = "dense_read") -> Kernel:
+    """Build the ``dense_read`` kernel for ``cfg``."""
+    fmt = cfg.fmt
+    kb = KernelBuilder(name, cfg.workgroup_size)
+    cache_key = kb.binding("cache_key", u32, "read")
+    cache_value = kb.binding("cache_value", u32, "read")
+    side = None if cfg.inline else kb.binding("cache_scales", f32, "read")
+    out_key = kb.binding("key", F32X4, "read_write")
+    out_value = kb.binding("value", F32X4, "read_write")
+    per_row, row_words = _consts(kb, cfg)
+    count = kb.param("count")
+    it = walks.vectors(kb, cfg.fold, count, per_row, 4)
+    base = kb.let("rowBase", it.row * row_words)
+    n = fmt.stats
+    for which, cache, out, side_at in (
+        ("k", cache_key, out_key, 0),
+        ("v", cache_value, out_value, n),
+    ):
+
+        def load(w: Val, cache: Buffer = cache) -> Val:
+            return cache[base + w]
+
+        def stat(i: int, side_at: int = side_at) -> Val:
+            return side[it.row * (2 * n) + (side_at + i)]
+
+        lanes_ = [
+            formats.decode(kb, fmt, f"{which}{c.upper()}", load, it.d * 4 + lane, stat, cfg.inline)
+            for lane, c in enumerate(LANES)
+        ]
+        out[it.e] = construct(F32X4, *lanes_)
+    dispatch = walks.dispatch(count, per_row, cfg.workgroup_size, cfg.fold, blocks=False)
+    kernel = kb.build(dispatch, f"Read {fmt.name} cache rows back as f32 rows.")
+    extents: dict[str, Any] = {
+        "cache_key": times(count, row_words.node),
+        "cache_value": times(count, row_words.node),
+        "key": times(count, cfg.head_dim),
+        "value": times(count, cfg.head_dim),
+    }
+    if side is not None:
+        extents["cache_scales"] = times(count, 2 * n)
+    return walks.vector_extents(contract(kernel, extents))
+
+
+def catalog_variants(models: dict[str, Model]) -> dict[str, DenseConfig]:
+    """Named dense variants: every format at Llama-3.1-8B's shape (and Qwen2.5-0.5B's head dim
+    64), appends with and without rotary, inline and side scales, and their readers."""
+    v: dict[str, DenseConfig] = {}
+    for key in ("llama31_8b", "qwen25_05b"):
+        shape = models[key].shape
+        for f in DenseFormat:
+            places = (
+                [ScalePlace.INLINE]
+                if f in (DenseFormat.Q8_0, DenseFormat.Q4_0)
+                else list(ScalePlace)
+            )
+            for place in places:
+                tag = f.value + ("_side" if place is ScalePlace.SIDE else "")
+                fs = {"format": f, "scales": place}
+                v[f"dense_append_{tag}_{key}"] = DenseAppendConfig(**shape, **fs)
+                v[f"dense_append_rotary_{tag}_{key}"] = DenseAppendConfig(
+                    **shape, **fs, rotary=True
+                )
+                v[f"dense_read_{tag}_{key}"] = DenseReadConfig(**shape, **fs)
+    llama = models["llama31_8b"].shape
+    v["dense_append_rotary_q8_0_f16_in_llama31_8b"] = DenseAppendConfig(
+        **llama, format=DenseFormat.Q8_0, rotary=True, input_type=Element.F16
+    )
+    return v
