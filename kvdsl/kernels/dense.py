@@ -362,26 +362,24 @@ def dense_read(cfg: DenseReadConfig, name: str = "dense_read") -> Kernel:
 
 
 def catalog_variants(models: dict[str, Model]) -> dict[str, DenseConfig]:
-    """Named dense variants: every format at Llama-3.1-8B's shape (and Qwen2.5-0.5B's head dim
-    64), appends with and without rotary, inline and side scales, and their readers."""
+    """Named dense variants: at Llama-3.1-8B's shape every format with each place of its
+    scales, appended plain and (scales inline) rotated, and read back; at Qwen2.5-0.5B's (head
+    dim 64: ggml rows of two blocks) every format's rotary append; one f16-input append."""
     v: dict[str, DenseConfig] = {}
-    for key in ("llama31_8b", "qwen25_05b"):
-        shape = models[key].shape
-        for f in DenseFormat:
-            places = (
-                [ScalePlace.INLINE]
-                if f in (DenseFormat.Q8_0, DenseFormat.Q4_0)
-                else list(ScalePlace)
-            )
-            for place in places:
-                tag = f.value + ("_side" if place is ScalePlace.SIDE else "")
-                fs = {"format": f, "scales": place}
-                v[f"dense_append_{tag}_{key}"] = DenseAppendConfig(**shape, **fs)
-                v[f"dense_append_rotary_{tag}_{key}"] = DenseAppendConfig(
-                    **shape, **fs, rotary=True
-                )
-                v[f"dense_read_{tag}_{key}"] = DenseReadConfig(**shape, **fs)
-    llama = models["llama31_8b"].shape
+    llama, qwen = models["llama31_8b"].shape, models["qwen25_05b"].shape
+    for f in DenseFormat:
+        ggml = formats.FORMATS[f.value].ggml
+        for place in [ScalePlace.INLINE] if ggml else list(ScalePlace):
+            tag = f.value + ("_side" if place is ScalePlace.SIDE else "")
+            fs = {"format": f, "scales": place}
+            v[f"dense_append_{tag}_llama31_8b"] = DenseAppendConfig(**llama, **fs)
+            v[f"dense_read_{tag}_llama31_8b"] = DenseReadConfig(**llama, **fs)
+        v[f"dense_append_rotary_{f.value}_llama31_8b"] = DenseAppendConfig(
+            **llama, format=f, rotary=True
+        )
+        v[f"dense_append_rotary_{f.value}_qwen25_05b"] = DenseAppendConfig(
+            **qwen, format=f, rotary=True
+        )
     v["dense_append_rotary_q8_0_f16_in_llama31_8b"] = DenseAppendConfig(
         **llama, format=DenseFormat.Q8_0, rotary=True, input_type=Element.F16
     )
