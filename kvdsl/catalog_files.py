@@ -18,6 +18,7 @@ from kvdsl.emit import emit, emit_expr
 from kvdsl.ir import Kernel
 from kvdsl.ir.features import features
 from kvdsl.kernels.config import as_dict
+from kvdsl.kernels.dense import contract_fields
 
 
 def header(name: str, cfg: Any) -> str:
@@ -90,7 +91,8 @@ def render() -> dict[str, str]:
         kernel = catalog.build(name)
         wgsl = emit(kernel)
         files[f"{name}.wgsl"] = header(name, cfg) + wgsl
-        index[name] = {"config": as_dict(cfg), **interface(kernel)}
+        config = as_dict(cfg) | contract_fields(cfg)
+        index[name] = {"config": config, **interface(kernel)}
     files["index.json"] = json.dumps(index, indent=2) + "\n"
     return files
 

@@ -179,6 +179,15 @@ def bytes_per_token_head(cfg: DenseConfig) -> int:
     return cfg.fmt.bytes_per_row(cfg.head_dim, cfg.inline)
 
 
+def contract_fields(cfg: Any) -> dict[str, Any]:
+    """What a host needs beyond the config to size a dense variant's cache: its
+    ``bytes_per_token_head`` (K or V, scales included; the format and ``scales`` say where the
+    scales sit); nothing for other modes' configs."""
+    if not isinstance(cfg, DenseConfig):
+        return {}
+    return {"bytes_per_token_head": bytes_per_token_head(cfg)}
+
+
 def _consts(kb: KernelBuilder, cfg: DenseConfig) -> tuple[Val, Val]:
     """``HEAD_DIM``, ``HEAD_DIM_V4`` and ``ROW_WORDS``; returns the last two."""
     kb.const("HEAD_DIM", u32, cfg.head_dim)
