@@ -235,7 +235,7 @@ def _store_row(
     head = fmt.header_words(cfg.inline)
     with kb.for_range(f"{which}W", d, row_words, per_row) as w:
         c = max_(w, head) - head  # the code word; in range where w is a header word too
-        word = formats.dense_word(fmt, elem, c, sc)
+        word = formats.dense_word(kb, fmt, f"{which}Q", elem, c, sc)
         if head:
             word = select(word, formats.header_word(fmt, w, sc), w < head)
         out[dst_row * row_words + w] = word

@@ -177,13 +177,13 @@ def scale_of(kb: KernelBuilder, fmt: Format, name: str, stat: Val) -> Scale:
     return Scale(s, inv, stat.x if fmt.asymmetric else None)
 
 
-def code(fmt: Format, x: Val, sc: Scale) -> Val:
+def code(kb: KernelBuilder, fmt: Format, name: str, x: Val, sc: Scale) -> Val:
     """The unsigned ``bits``-wide field of value ``x`` (u32): int8's two's-complement byte,
     int4's ``q + 8``, int4_asym's ``q``, q8_0's ``roundf`` byte, q4_0's ``min(15, trunc(x *
     id + 8.5))``."""
     if fmt.name == "q8_0":
-        v = x * sc.inv
-        whole = _trunc(v)
+        v = kb.let(name, x * sc.inv)
+        whole = kb.let(f"{name}Whole", _trunc(v))
         # C's roundf (halves away from zero), exactly: the fraction doubled is exact in f32.
         r = whole + _trunc((v - whole) * 2.0)
         return convert(u32, convert(i32, r)) & 0xFF
@@ -198,13 +198,15 @@ def code(fmt: Format, x: Val, sc: Scale) -> Val:
     return convert(u32, q + 8)
 
 
-def dense_word(fmt: Format, elem: Callable[[Val], Val], c: Val, sc: Scale) -> Val:
+def dense_word(
+    kb: KernelBuilder, fmt: Format, name: str, elem: Callable[[Val], Val], c: Val, sc: Scale
+) -> Val:
     """Code word ``c`` of a dense row: elements ``c * per_word + l`` in field ``l``
     (``elem(e)`` loads element ``e`` as f32)."""
     per = fmt.per_word
     word = None
     for lane in range(per):
-        field = code(fmt, elem(c * per + lane), sc)
+        field = code(kb, fmt, f"{name}{lane}", elem(c * per + lane), sc)
         field = field if lane == 0 else field << (fmt.bits * lane)
         word = field if word is None else word | field
     return word
@@ -241,18 +243,20 @@ def ggml_word(
         at = kb.let(f"byte{k}", w * 4 + k)
         blk = kb.let(f"blk{k}", at / bb)
         off = kb.let(f"off{k}", at % bb)
-        in_a = blk.eq(first_block)
-        scale = Scale(select(sb.scale, sa.scale, in_a), select(sb.inv, sa.inv, in_a))
+        in_a = kb.let(f"inA{k}", blk.eq(first_block))
+        scale = Scale(
+            select(sb.scale, sa.scale, in_a), kb.let(f"inv{k}", select(sb.inv, sa.inv, in_a))
+        )
         d_byte = (select(halves_b, halves_a, in_a) >> (min_(off, 1) * 8)) & 0xFF
         # Offsets 0 and 1 are the scale's: the code index is clamped so its load stays in the row.
         j = kb.let(f"j{k}", max_(off, 2) - 2)
         base = min_(blk, last) * BLOCK
         if fmt.name == "q8_0":
-            c_byte = code(fmt, elem(base + j), scale)
+            c_byte = code(kb, fmt, f"v{k}", elem(base + j), scale)
         else:
             lo = min_(j, BLOCK // 2 - 1)
-            c_byte = code(fmt, elem(base + lo), scale) | (
-                code(fmt, elem(base + lo + BLOCK // 2), scale) << 4
+            c_byte = code(kb, fmt, f"lo{k}", elem(base + lo), scale) | (
+                code(kb, fmt, f"hi{k}", elem(base + lo + BLOCK // 2), scale) << 4
             )
         byte = select(c_byte, d_byte, off < 2)
         byte = select(byte, lit(0, u32), blk > last)
