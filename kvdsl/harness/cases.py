@@ -40,9 +40,6 @@ class Case:
     # Vulkan did) may round ``x / scale`` near a .5 boundary the other way; llvmpipe divides
     # exactly, as the interpreter does.
     codes: dict[str, int] = field(default_factory=dict)
-    # The quantised outputs that are u32 words of packed codes (the dense formats): compared
-    # field by field, every ``bits`` of each word (:func:`compare_quantized`'s ``packed``).
-    packed: tuple[str, ...] = ()
 
     def label(self) -> str:
         return ",".join(f"{k}={v}" for k, v in self.shape.items())
@@ -73,9 +70,7 @@ class Case:
         for name, expected in want.items():
             mask = self.written.get(name)
             if name in codes:
-                err, problem = compare_quantized(
-                    got[name], expected, codes[name], mask, packed=name in self.packed
-                )
+                err, problem = compare_quantized(got[name], expected, codes[name], mask)
             else:
                 err, problem = compare(got[name], expected, tolerance.get(name, 0.0), mask)
             yield name, err, problem

@@ -67,16 +67,11 @@ def compare_quantized(
     bits: int,
     mask: np.ndarray | None = None,
     share: float = 0.01,
-    packed: bool = False,
 ) -> tuple[float, str]:
     """Quantised codes (int8 words or packed int4 nibbles) within one step, at most ``share`` off.
 
     A value computed with approximate builtins can land on the other side of a rounding
     boundary; more than one step, or more than ``share`` of the codes off, is a real difference.
-    ``packed``: u32 words each of ``32 / bits`` fields, all compared (8-bit fields as
-    two's-complement bytes, 4-bit ones as unsigned nibbles), as the dense formats store codes;
-    a scale's f32 or f16 bits stored among them compare the same way, so an ulp's difference
-    in its lowest field is one step.
     """
     err, problem = compare(got, want, 0.0, mask)
     if not problem or err == float("inf"):
@@ -84,14 +79,7 @@ def compare_quantized(
     g, w = np.asarray(got).reshape(-1), np.asarray(want, dtype=np.asarray(got).dtype).reshape(-1)
     m = np.ones(g.shape, bool) if mask is None else np.asarray(mask).reshape(-1)
     g, w = g[m], w[m]
-    if packed:
-        shifts = np.arange(0, 32, bits, dtype=np.uint32)
-        mask_ = np.uint32((1 << bits) - 1)
-        g = ((g.astype(np.uint32)[:, None] >> shifts) & mask_).astype(np.int64).reshape(-1)
-        w = ((w.astype(np.uint32)[:, None] >> shifts) & mask_).astype(np.int64).reshape(-1)
-        if bits == 8:  # two's-complement bytes: -1 and 0 are one step apart
-            g, w = (g ^ 0x80) - 0x80, (w ^ 0x80) - 0x80
-    elif bits == 4:
+    if bits == 4:
         shifts = np.array([0, 4], np.uint32)
         g = ((g.astype(np.uint32)[:, None] >> shifts) & 0xF).astype(np.int64).reshape(-1)
         w = ((w.astype(np.uint32)[:, None] >> shifts) & 0xF).astype(np.int64).reshape(-1)

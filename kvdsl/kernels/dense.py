@@ -24,6 +24,7 @@ scales included.
 
 from __future__ import annotations
 
+import math
 from dataclasses import KW_ONLY, dataclass
 from enum import StrEnum
 from typing import Any
@@ -36,8 +37,10 @@ from kvdsl.ir import (
     Val,
     array,
     construct,
+    convert,
     f32,
     i32,
+    inverse_sqrt,
     max_,
     select,
     u32,
@@ -54,13 +57,16 @@ from kvdsl.kernels.config import (
     choice,
     contract,
     one_of,
+    flag,
     require,
     require_rotary,
     times,
 )
 from kvdsl.nodes import formats, walks, words
+from kvdsl.kernels.build import FlatRow, RowInputs, flat_k, flat_k_loads
 from kvdsl.nodes.formats import Format, Scale
 from kvdsl.nodes.index import bsh, split_rows
+from kvdsl.nodes.rmsnorm import row_sum_of_squares
 from kvdsl.nodes.rotary import Rotation, rotate
 from kvdsl.nodes.window import append_window
 
@@ -132,21 +138,40 @@ class DenseConfig(CacheConfig):
         return MAX_WORKGROUP - MAX_WORKGROUP % self.per_row or self.per_row
 
 
+def _require_eps(eps: Any) -> None:
+    """K RMSNorm's epsilon: a number > 0 that stays a normal f32 (``QK_EPS`` is an f32 const)."""
+    ok = isinstance(eps, (int, float)) and not isinstance(eps, bool)
+    ok = ok and math.isfinite(eps) and 2.0**-126 <= eps <= 3.4e38
+    require(ok, "eps", eps, "a number > 0 that is a normal f32 (1.2e-38 .. 3.4e38)")
+
+
 @dataclass(frozen=True)
 class DenseAppendConfig(DenseConfig):
-    """A ``dense_append`` variant: cache shape, format, scales' place, rotary, input type."""
+    """A ``dense_append`` variant: cache shape, format, scales' place, K RMSNorm, rotary, input
+    type."""
 
+    k_norm: bool = False
     rotary: bool = False
+    eps: float = 1e-6
     input_type: Element = choice(Element.F32)
     mode = "dense_append"
     KEYS = (  # fmt: skip
-        "kv_heads", "head_dim", "format", "scales", "rotary", "input_type", "workgroup_size",
-        "fold",
+        "kv_heads", "head_dim", "format", "scales", "k_norm", "rotary", "eps", "input_type",
+        "workgroup_size", "fold",
     )
 
     def check_fields(self) -> None:
         super().check_fields()
+        flag("k_norm", self.k_norm)
+        _require_eps(self.eps)
         require_rotary(self.rotary, self.head_dim)
+        require(
+            not (self.k_norm and self.rotary and self.scales is ScalePlace.SIDE),
+            "scales",
+            self.scales.value,
+            "'inline' with k_norm and rotary (side scales would make 9 storage buffers, past"
+            " WebGPU's default 8)",
+        )
         if self.rotary:
             require(
                 self.head_dim % 8 == 0,
@@ -254,6 +279,7 @@ def dense_append(cfg: DenseAppendConfig, name: str = "dense_append") -> Kernel:
     width = 4
     src_k, src_v = words.bindings(kb, ("src_k", "src_v"), cfg.input_type.scalar, width)
     seqlens = kb.binding("seqlens_k", i32, "read")
+    weight = words.binding(kb, "k_norm_weight", f32, width) if cfg.k_norm else None
     cos = sin = None
     if cfg.rotary:
         cos, sin = words.bindings(kb, ROTARY_TABLES, f32, width)
@@ -264,6 +290,7 @@ def dense_append(cfg: DenseAppendConfig, name: str = "dense_append") -> Kernel:
     heads = kb.const("KV_HEADS", u32, cfg.kv_heads)
     hidden = kb.const("KV_HIDDEN_V4", u32, cfg.hidden // 4)
     half = kb.const("HALF_V4", u32, cfg.head_dim // 8) if cfg.rotary else None
+    eps = kb.const("QK_EPS", f32, float(cfg.eps)) if cfg.k_norm else None
     count, key_seq, seq = kb.param("count"), kb.param("keySeq"), kb.param("seq")
 
     it = walks.vectors(kb, cfg.fold, count, per_row, width, guard=False)
@@ -272,7 +299,10 @@ def dense_append(cfg: DenseAppendConfig, name: str = "dense_append") -> Kernel:
     win = append_window(kb, seqlens, b, seq, key_seq)
     kb.comment("New token t lands at row appendStart + t - skip; tokens before skip do not fit.")
     dst_t = kb.let("dstT", win.append_start + (max_(t, win.skip) - win.skip))
-    if cfg.rotary:
+    if cfg.k_norm:
+        k = _normed_k(kb, cfg, it, (b, hk, t, src_base), RowInputs(src_k, src_v, seqlens, weight,
+                      cos, sin), per_row, half, dst_t, eps)  # fmt: skip
+    elif cfg.rotary:
         k = kb.let("k", rotate(kb, src_k, src_base, it.d, Rotation(cos, sin, dst_t, half)))
     else:
         k = kb.let("k", words.as_f32(kb, src_k[src_base + it.d]))
@@ -315,6 +345,8 @@ def dense_append(cfg: DenseAppendConfig, name: str = "dense_append") -> Kernel:
     src = times(batch, key_seq, cfg.hidden)
     rows = times(batch, cfg.kv_heads, seq)
     extents: dict[str, Any] = {"src_k": src, "src_v": src, "seqlens_k": batch}
+    if cfg.k_norm:
+        extents["k_norm_weight"] = cfg.head_dim
     if cfg.rotary:
         extents |= {t_: times(seq, cfg.head_dim // 2) for t_ in ROTARY_TABLES}
     extents |= {
@@ -325,6 +357,31 @@ def dense_append(cfg: DenseAppendConfig, name: str = "dense_append") -> Kernel:
         extents["present_scales"] = times(rows, 2 * fmt.stats)
     requires = {"keySeq >= 1": key_seq >= 1, "keySeq <= seq": key_seq <= seq}
     return walks.vector_extents(contract(kernel, extents, requires))
+
+
+def _normed_k(
+    kb: KernelBuilder,
+    cfg: DenseAppendConfig,
+    it: walks.Item,
+    at: tuple[Val, Val, Val, Val],
+    inputs: RowInputs,
+    per_row: Val,
+    half: Val | None,
+    position: Val,
+    eps: Val,
+) -> Val:
+    """K's vector RMS-normed over its row (reduced in workgroup memory: a barrier every
+    invocation reaches) and then rotated: the build mode's flat program
+    (:func:`kvdsl.kernels.build.flat_k_loads`, :func:`kvdsl.kernels.build.flat_k`)."""
+    b, hk, t, src_base = at
+    k_own = kb.let("kOwn", words.as_f32(kb, inputs.src_k[src_base + it.d]))
+    row = FlatRow(it, b, hk, t, src_base, per_row, half, None, k_own)
+    loads = flat_k_loads(kb, row, inputs, lambda: position)
+    kb.comment("K RMSNorm: the row's sum of squares, reduced in workgroup memory.")
+    ms = row_sum_of_squares(kb, k_own, it.d, per_row, cfg.workgroup_size, cfg.per_row)
+    head_dim = walks.named(kb, "HEAD_DIM", 1)
+    inv_rms = kb.let("invRms", inverse_sqrt(ms / convert(f32, head_dim) + eps))
+    return flat_k(kb, row, loads, inv_rms)
 
 
 def dense_read(cfg: DenseReadConfig, name: str = "dense_read") -> Kernel:
@@ -389,6 +446,14 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, DenseConfig]:
         v[f"dense_append_rotary_{f.value}_qwen25_05b"] = DenseAppendConfig(
             **qwen, format=f, rotary=True
         )
+    qwen3 = models["qwen3_06b"].shape  # a family with QK RMSNorm
+    for f in (DenseFormat.INT8, DenseFormat.Q4_0):
+        v[f"dense_append_knorm_rotary_{f.value}_qwen3_06b"] = DenseAppendConfig(
+            **qwen3, format=f, k_norm=True, rotary=True
+        )
+    v["dense_append_knorm_int4_asym_side_qwen3_06b"] = DenseAppendConfig(
+        **qwen3, format=DenseFormat.INT4_ASYM, scales=ScalePlace.SIDE, k_norm=True
+    )
     v["dense_append_rotary_q8_0_f16_in_llama31_8b"] = DenseAppendConfig(
         **llama, format=DenseFormat.Q8_0, rotary=True, input_type=Element.F16
     )

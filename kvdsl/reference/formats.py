@@ -44,8 +44,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kvdsl.reference.elementwise import rotate_neox, split_heads
-from kvdsl.reference.modes import Rotary, share_window
+from kvdsl.reference.elementwise import rms_norm, rotate_neox, split_heads
+from kvdsl.reference.modes import KNorm, Rotary, share_window
 
 F32 = np.float32
 QK = 32  # elements per ggml block
@@ -306,13 +306,17 @@ def dense_append(
     fmt: str,
     inline: bool = True,
     rotary: Rotary | None = None,
+    k_norm: KNorm | None = None,
 ) -> DenseWritten:
     """New BSH tokens quantised into rows ``[end - S, end)`` of a buffer-sharing BNSH cache
-    (:func:`kvdsl.reference.modes.share_window`), K rotated at its row with ``rotary``."""
+    (:func:`kvdsl.reference.modes.share_window`), K RMS-normed with ``k_norm``, then rotated at
+    its row with ``rotary``."""
     k, v = split_heads(new_k, kv_heads).astype(F32), split_heads(new_v, kv_heads).astype(F32)
     b, h, s, d = k.shape
     start, end = share_window(seqlens_k, s, capacity)
     pos = (start[:, None] + np.arange(s))[:, None, :]
+    if k_norm is not None:
+        k = rms_norm(k, k_norm.weight, k_norm.eps)
     if rotary is not None:
         k = rotate_neox(k, pos, rotary.cos, rotary.sin)
     (wk, sk), (wv, sv) = quantize_rows(fmt, k, inline), quantize_rows(fmt, v, inline)
@@ -326,3 +330,33 @@ def dense_append(
         side[bi, :, at] = np.concatenate([sk[bi], sv[bi]], axis=-1)
         rows[bi, :, at] = True
     return DenseWritten(out_k, out_v, side, rows)
+
+
+def row_fields(
+    fmt: str, words_: np.ndarray, d: int, inline: bool = True
+) -> tuple[np.ndarray, np.ndarray]:
+    """Stored rows ``[..., W]`` taken apart: ``(scales, codes)``, the scales as f32 ``[..., G]``
+    (a dense inline row's scale and zero point, none for side scales; each ggml block's ``d``)
+    and the codes as int32 ``[..., D]`` in element order (two's-complement bytes for int8 and
+    q8_0, nibbles for the 4-bit formats), then a ggml row's padding bytes."""
+    w = np.asarray(words_, dtype=np.uint32)
+    lead = w.shape[:-1]
+    if fmt in GGML:
+        bb = _BLOCK_BYTES[fmt]
+        data = word_bytes(w, w.shape[-1] * 4)
+        blocks = data[..., : d // QK * bb].reshape(*lead, -1, bb)
+        scales = np.ascontiguousarray(blocks[..., :2]).view("<f2")[..., 0].astype(F32)
+        qs = blocks[..., 2:]
+        if fmt == "q8_0":
+            codes = qs.view(np.int8).astype(np.int32)
+        else:
+            codes = np.concatenate([qs & 0xF, qs >> 4], axis=-1).astype(np.int32)
+        pad = data[..., d // QK * bb :].astype(np.int32)
+        return scales, np.concatenate([codes.reshape(*lead, -1), pad], axis=-1)
+    n = stat_words(fmt) if inline else 0
+    scales = np.ascontiguousarray(w[..., :n]).view(F32)
+    bits = 8 if fmt == "int8" else 4
+    codes = _unpack(np.ascontiguousarray(w[..., n:]), bits).astype(np.int32)
+    if bits == 8:
+        codes = codes.astype(np.uint8).view(np.int8).astype(np.int32)
+    return scales, codes

@@ -226,6 +226,13 @@ def test_emitted_kernels_parse_back_and_need_no_f16():
         ({"scales": "beside"}, "scales", "one of 'inline', 'side'"),
         ({"workgroup_size": 48}, "workgroup_size", "a multiple of the 32 vectors of a row"),
         ({"rotary": True, "head_dim": 36}, "head_dim", "a multiple of 8 with rotary"),
+        (
+            {"k_norm": True, "rotary": True, "scales": "side"},
+            "scales",
+            "'inline' with k_norm and rotary",
+        ),
+        ({"k_norm": True, "eps": 0.0}, "eps", "a number > 0 that is a normal f32"),
+        ({"k_norm": 1}, "k_norm", "true or false"),
     ],
 )
 def test_configs_refuse_with_the_field_and_what_is_allowed(kwargs, field, allowed):
