@@ -36,8 +36,9 @@ element is an i32 word (4 B) and two int4 elements share a u32 word (2 B per ele
 - build, build_quant: new K/V in, present K/V out (quantised words); K-norm weight; cos/sin of
   the ``seq`` positions; per-channel scales (heads × head dim each).
 - append_quant: as build_quant for the fitting new rows, plus ``seqlens_k``.
-- dense_append: the new rows in; their packed cache words (and side scales) out, ``bytes_per_token_head``
-  per row of K and of V; ``seqlens_k``; with rotary the cos/sin entries of the window's positions.
+- dense_append: the new rows in; their packed cache words (and side scales) out,
+  ``bytes_per_token_head`` per row of K and of V; ``seqlens_k``; the K-norm weight; with rotary
+  the cos/sin entries of the window's positions.
 - dense_read: every cache row's words (and side scales) in, every f32 row out.
 """
 
@@ -256,10 +257,10 @@ def _dense_append(cfg: Any, B: int, h: int, d: int, half: int, S: int, new: int)
     # seqlens_k = S - 1: the window is rows [S - new, S) of each head.
     words, side = _dense_words(cfg, d)
     counts = {"src_k": B * new * h * d, "src_v": B * new * h * d, "seqlens_k": B,
-              "cos_cache": S * half, "sin_cache": S * half, "present_key": B * h * S * words,
+              "k_norm_weight": d, "cos_cache": S * half, "sin_cache": S * half, "present_key": B * h * S * words,
               "present_value": B * h * S * words, "present_scales": B * h * S * side}  # fmt: skip
     fresh = B * h * new
-    moved = {"src_k": fresh * d, "src_v": fresh * d, "seqlens_k": B,
+    moved = {"src_k": fresh * d, "src_v": fresh * d, "seqlens_k": B, "k_norm_weight": d,
              "cos_cache": new * half, "sin_cache": new * half, "present_key": fresh * words,
              "present_value": fresh * words, "present_scales": fresh * side}  # fmt: skip
     params = {"count": fresh, "keySeq": new, "seq": S}
