@@ -18,6 +18,7 @@ window_shift   capacity = cache, ``keySeq`` = prefill and 1, ``seqlens_k`` = cac
 build(_quant)  ``seq`` = prefill and cache, ``pastSeq`` = 0, per-channel scales
 append_quant   ``totalSeq`` = cache, ``seq`` = prefill and 1, ``seqlens_k`` = cache − 1
 dense_append   ``seq`` = cache, ``keySeq`` = prefill and 1, ``seqlens_k`` = cache − 1
+dense_build    ``seq`` = prefill and cache, ``pastSeq`` = 0
 dense_read     rows = batch × heads × cache
 =============  ==================================================================================
 
@@ -39,6 +40,7 @@ element is an i32 word (4 B) and two int4 elements share a u32 word (2 B per ele
 - dense_append: the new rows in; their packed cache words (and side scales) out,
   ``bytes_per_token_head`` per row of K and of V; ``seqlens_k``; the K-norm weight; with rotary
   the cos/sin entries of the window's positions.
+- dense_build: as dense_append, every present row written.
 - dense_read: every cache row's words (and side scales) in, every f32 row out.
 """
 
@@ -180,6 +182,9 @@ def plans(cfg: Any, size: dict) -> Iterator[Plan]:
             case "dense_append":
                 for new in (P, 1):
                     yield _dense_append(cfg, B, h, d, half, S, new)
+            case "dense_build":
+                for seq in (P, S):
+                    yield _dense_build(cfg, B, h, d, half, seq)
             case "dense_read":
                 yield _dense_read(cfg, B, h, d, S)
 
@@ -265,6 +270,16 @@ def _dense_append(cfg: Any, B: int, h: int, d: int, half: int, S: int, new: int)
              "present_value": fresh * words, "present_scales": fresh * side}  # fmt: skip
     params = {"count": fresh, "keySeq": new, "seq": S}
     return Plan(B, new, S, params, counts, S - 1, _sum_of(moved))
+
+
+def _dense_build(cfg: Any, B: int, h: int, d: int, half: int, seq: int) -> Plan:
+    words, side = _dense_words(cfg, d)
+    rows = B * h * seq
+    counts = {"src_k": rows * d, "src_v": rows * d, "k_norm_weight": d, "cos_cache": seq * half,
+              "sin_cache": seq * half, "present_key": rows * words, "present_value": rows * words,
+              "present_scales": rows * side}  # fmt: skip
+    params = {"count": rows, "seq": seq, "pastSeq": 0}
+    return Plan(B, seq, seq, params, counts, None, _sum_of(counts))
 
 
 def _dense_read(cfg: Any, B: int, h: int, d: int, S: int) -> Plan:

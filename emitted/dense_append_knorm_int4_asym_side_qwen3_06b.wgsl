@@ -31,7 +31,7 @@ const KV_HIDDEN_V4: u32 = 256u;
 const QK_EPS: f32 = 1e-06f;
 
 // Quantise new BSH K/V into a buffer-sharing BNSH int4_asym, scales side cache, each row's scale
-// reduced in the kernel; the append window comes from seqlens_k.
+// reduced in the kernel; the append window comes from seqlens_k; K RMS-normed.
 @compute @workgroup_size(256)
 fn main(
   @builtin(global_invocation_id) gid: vec3<u32>,

@@ -33,7 +33,7 @@ const HALF_V4: u32 = 16u;
 const QK_EPS: f32 = 1e-06f;
 
 // Quantise new BSH K/V into a buffer-sharing BNSH int8, scales inline cache, each row's scale
-// reduced in the kernel; the append window comes from seqlens_k, K rotated at its row.
+// reduced in the kernel; the append window comes from seqlens_k; K RMS-normed; K rotated at its row.
 @compute @workgroup_size(256)
 fn main(
   @builtin(global_invocation_id) gid: vec3<u32>,

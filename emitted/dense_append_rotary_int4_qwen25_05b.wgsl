@@ -30,7 +30,7 @@ const KV_HIDDEN_V4: u32 = 32u;
 const HALF_V4: u32 = 8u;
 
 // Quantise new BSH K/V into a buffer-sharing BNSH int4, scales inline cache, each row's scale
-// reduced in the kernel; the append window comes from seqlens_k, K rotated at its row.
+// reduced in the kernel; the append window comes from seqlens_k; K rotated at its row.
 @compute @workgroup_size(256)
 fn main(
   @builtin(global_invocation_id) gid: vec3<u32>,

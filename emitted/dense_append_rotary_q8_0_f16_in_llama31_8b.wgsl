@@ -34,7 +34,7 @@ fn unpackHalves(w: vec2<u32>) -> vec4<f32> {
 }
 
 // Quantise new BSH K/V into a buffer-sharing BNSH q8_0 cache, each row's scale
-// reduced in the kernel; the append window comes from seqlens_k, K rotated at its row.
+// reduced in the kernel; the append window comes from seqlens_k; K rotated at its row.
 @compute @workgroup_size(256)
 fn main(
   @builtin(global_invocation_id) gid: vec3<u32>,

@@ -52,6 +52,7 @@ MODES: dict[str, tuple[type[KernelConfig], Callable[..., Kernel]]] = {
     "build_quant": (quant_mode.BuildQuantConfig, quant_mode.build_quant),
     "append_quant": (quant_mode.AppendQuantConfig, quant_mode.append_quant),
     "dense_append": (dense_mode.DenseAppendConfig, dense_mode.dense_append),
+    "dense_build": (dense_mode.DenseBuildConfig, dense_mode.dense_build),
     "dense_read": (dense_mode.DenseReadConfig, dense_mode.dense_read),
 }
 MODE_MODULES = (

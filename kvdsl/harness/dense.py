@@ -16,7 +16,7 @@ from typing import Iterator
 
 from kvdsl.harness.cases import Case, case_generator, dtype, values
 from kvdsl.harness.compare import compare, compare_quantized, poison
-from kvdsl.kernels.dense import DenseAppendConfig, DenseReadConfig
+from kvdsl.kernels.dense import DenseAppendConfig, DenseBuildConfig, DenseReadConfig
 from kvdsl.reference import formats as fm
 from kvdsl.reference.modes import KNorm, Rotary
 
@@ -131,16 +131,52 @@ def dense_append_case(cfg: DenseAppendConfig, rng: np.random.Generator, i: int) 
         codes={name: bits for name in CACHE},
         layout={name: (cfg.format.value, d, cfg.inline) for name in CACHE},
     )
+    return _allowances(cfg, case, bits)
+
+
+def _allowances(cfg: DenseAppendConfig, case: DenseCase, bits: int) -> DenseCase:
+    """What may move: with K RMSNorm the kernel sums the row's squares in another order than
+    numpy, so K's codes and scale may move against the reference too; a side scale is an f32
+    quotient, an ulp apart where the GPU divides approximately."""
     if cfg.k_norm:
-        # The kernel sums the row's squares in another order than numpy: K's values, and so its
-        # codes and scale, may move by one step (or ulp) against the reference too.
         case.quantized = {"present_key": bits}
-        if not cfg.inline:
-            case.tolerance = {"present_scales": 1e-5}
-    if not cfg.inline and not cfg.k_norm:
-        # A side scale is an f32 quotient: an ulp apart where the GPU divides approximately.
-        case.tolerance = {"present_scales": 1e-6}
+    if not cfg.inline:
+        case.tolerance = {"present_scales": 1e-5 if cfg.k_norm else 1e-6}
     return case
+
+
+@case_generator("dense_build")
+def dense_build_case(cfg: DenseBuildConfig, rng: np.random.Generator, i: int) -> Case:
+    batch, seq, past = 1 + i % 2, [1, 13, 40][i % 3], [0, 5, 31][i % 3]
+    h, d = cfg.kv_heads, cfg.head_dim
+    dt = dtype(cfg.input_type.value)
+    new_k = _rows(rng, (batch, seq, h, d), dt).reshape(batch, seq, h * d)
+    new_v = _rows(rng, (batch, seq, h, d), dt).reshape(batch, seq, h * d)
+    bufs = {"src_k": new_k, "src_v": new_v}
+    rot = norm = None
+    if cfg.rotary:
+        theta = rng.uniform(0, 2 * np.pi, (past + seq, d // 2))
+        rot = Rotary(np.cos(theta).astype(np.float32), np.sin(theta).astype(np.float32))
+        bufs |= {"cos_cache": rot.cos, "sin_cache": rot.sin}
+    if cfg.k_norm:
+        norm = KNorm(rng.uniform(0.5, 1.5, d).astype(np.float32), cfg.eps)
+        bufs["k_norm_weight"] = norm.weight
+    wk, wv, side = fm.dense_build(new_k, new_v, h, cfg.format.value, cfg.inline, past, rot, norm)
+    expected = {"present_key": wk, "present_value": wv}
+    bufs |= {name: poison(wk.size, np.uint32) for name in CACHE}
+    if not cfg.inline:
+        expected["present_scales"] = side
+        bufs["present_scales"] = poison(side.size, np.float32)
+    bits = cfg.fmt.bits
+    case = DenseCase(
+        {"batch": batch, "seq": seq, "pastSeq": past},
+        {k: np.ascontiguousarray(a).reshape(-1) for k, a in bufs.items()},
+        {"count": batch * h * seq, "seq": seq, "pastSeq": past},
+        {k: a.reshape(-1) for k, a in expected.items()},
+        codes={name: bits for name in CACHE},
+        layout={name: (cfg.format.value, d, cfg.inline) for name in CACHE},
+    )
+    return _allowances(cfg, case, bits)
 
 
 @case_generator("dense_read")

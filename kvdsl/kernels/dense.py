@@ -15,6 +15,9 @@ invocation stages its (rotated) vector in workgroup memory with its partial stat
 barrier, invocations past the end and tokens that do not fit leave, and the row's invocations
 write its words ``d, d + HEAD_DIM_V4, ...``, each assembled from the staged row.
 
+``dense_build``: the same row program into a BNSH cache that holds the new tokens alone
+(``seq`` per batch, row ``t``), K rotated at ``pastSeq + t``; no ``seqlens_k``.
+
 ``dense_read``: ``count`` stored rows (``cache_key``, ``cache_value``, and ``cache_scales`` for
 side scales) → f32 rows (``key``, ``value``), one invocation per output ``vec4``.
 
@@ -60,6 +63,7 @@ from kvdsl.kernels.config import (
     flag,
     require,
     require_rotary,
+    plus,
     times,
 )
 from kvdsl.nodes import formats, walks, words
@@ -192,6 +196,14 @@ class DenseAppendConfig(DenseConfig):
 
 
 @dataclass(frozen=True)
+class DenseBuildConfig(DenseAppendConfig):
+    """A ``dense_build`` variant: the fields of ``dense_append``; the present holds the new
+    tokens alone (``seq`` per batch), K rotated at ``pastSeq + t``."""
+
+    mode = "dense_build"
+
+
+@dataclass(frozen=True)
 class DenseReadConfig(DenseConfig):
     """A ``dense_read`` variant: cache shape, format, scales' place."""
 
@@ -274,11 +286,20 @@ def _store_row(
 
 def dense_append(cfg: DenseAppendConfig, name: str = "dense_append") -> Kernel:
     """Build the ``dense_append`` kernel for ``cfg``."""
+    return _quantise(cfg, name, append=True)
+
+
+def dense_build(cfg: DenseBuildConfig, name: str = "dense_build") -> Kernel:
+    """Build the ``dense_build`` kernel for ``cfg``."""
+    return _quantise(cfg, name, append=False)
+
+
+def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
     fmt = cfg.fmt
     kb = KernelBuilder(name, cfg.workgroup_size)
     width = 4
     src_k, src_v = words.bindings(kb, ("src_k", "src_v"), cfg.input_type.scalar, width)
-    seqlens = kb.binding("seqlens_k", i32, "read")
+    seqlens = kb.binding("seqlens_k", i32, "read") if append else None
     weight = words.binding(kb, "k_norm_weight", f32, width) if cfg.k_norm else None
     cos = sin = None
     if cfg.rotary:
@@ -291,19 +312,30 @@ def dense_append(cfg: DenseAppendConfig, name: str = "dense_append") -> Kernel:
     hidden = kb.const("KV_HIDDEN_V4", u32, cfg.hidden // 4)
     half = kb.const("HALF_V4", u32, cfg.head_dim // 8) if cfg.rotary else None
     eps = kb.const("QK_EPS", f32, float(cfg.eps)) if cfg.k_norm else None
-    count, key_seq, seq = kb.param("count"), kb.param("keySeq"), kb.param("seq")
+    if append:
+        count, key_seq, seq = kb.param("count"), kb.param("keySeq"), kb.param("seq")
+    else:
+        count, seq, past = kb.param("count"), kb.param("seq"), kb.param("pastSeq")
+        key_seq = seq  # the present holds the new tokens alone
 
     it = walks.vectors(kb, cfg.fold, count, per_row, width, guard=False)
     b, hk, t = split_rows(kb, it.row, heads, key_seq)
     src_base = kb.let("srcBase", bsh(b, t, hk, key_seq, hidden, per_row))
-    win = append_window(kb, seqlens, b, seq, key_seq)
-    kb.comment("New token t lands at row appendStart + t - skip; tokens before skip do not fit.")
-    dst_t = kb.let("dstT", win.append_start + (max_(t, win.skip) - win.skip))
+    skipped = None
+    if append:
+        win = append_window(kb, seqlens, b, seq, key_seq)
+        kb.comment(
+            "New token t lands at row appendStart + t - skip; tokens before skip do not fit."
+        )
+        dst_t = position = kb.let("dstT", win.append_start + (max_(t, win.skip) - win.skip))
+        skipped = t < win.skip
+    else:
+        dst_t, position = t, kb.let("pos", past + t)
     if cfg.k_norm:
         k = _normed_k(kb, cfg, it, (b, hk, t, src_base), RowInputs(src_k, src_v, seqlens, weight,
-                      cos, sin), per_row, half, dst_t, eps)  # fmt: skip
+                      cos, sin), per_row, half, position, eps)  # fmt: skip
     elif cfg.rotary:
-        k = kb.let("k", rotate(kb, src_k, src_base, it.d, Rotation(cos, sin, dst_t, half)))
+        k = kb.let("k", rotate(kb, src_k, src_base, it.d, Rotation(cos, sin, position, half)))
     else:
         k = kb.let("k", words.as_f32(kb, src_k[src_base + it.d]))
     v = kb.let("v", words.as_f32(kb, src_v[src_base + it.d]))
@@ -320,7 +352,8 @@ def dense_append(cfg: DenseAppendConfig, name: str = "dense_append") -> Kernel:
     sk[lid] = formats.partial(kb, fmt, "pK", k)
     sv[lid] = formats.partial(kb, fmt, "pV", v)
     kb.barrier()
-    kb.leave_if((it.e >= count * per_row).lor(t < win.skip))
+    done = it.e >= count * per_row
+    kb.leave_if(done if skipped is None else done.lor(skipped))
     first = kb.let("rowLane", lid - it.d)
     lane0 = kb.let("lane0", first * 4)
     dst_row = kb.let("dstRow", (b * heads + hk) * seq + dst_t)
@@ -334,21 +367,31 @@ def dense_append(cfg: DenseAppendConfig, name: str = "dense_append") -> Kernel:
         )  # fmt: skip
     dispatch = walks.dispatch(count, per_row, cfg.workgroup_size, cfg.fold, blocks=False)
     kind = fmt.name + ("" if fmt.ggml else f", scales {cfg.scales.value}")
-    doc = (
-        f"Quantise new BSH K/V into a buffer-sharing BNSH {kind} cache, each row's scale\n"
-        "reduced in the kernel; the append window comes from seqlens_k"
-        + (", K rotated at its row" if cfg.rotary else "")
-        + "."
-    )
+    transforms = ["K RMS-normed"] if cfg.k_norm else []
+    if cfg.rotary:
+        transforms.append("K rotated at its row" if append else "K rotated at pastSeq + t")
+    if append:
+        doc = (
+            f"Quantise new BSH K/V into a buffer-sharing BNSH {kind} cache, each row's scale\n"
+            "reduced in the kernel; the append window comes from seqlens_k"
+        )
+    else:
+        doc = (
+            f"Quantise new BSH K/V into a BNSH {kind} cache, each row's scale reduced in the kernel"
+        )
+    doc += "".join(f"; {x}" for x in transforms) + "."
     kernel = kb.build(dispatch, doc)
     batch = ceil_div(count, cfg.kv_heads * key_seq)
     src = times(batch, key_seq, cfg.hidden)
     rows = times(batch, cfg.kv_heads, seq)
-    extents: dict[str, Any] = {"src_k": src, "src_v": src, "seqlens_k": batch}
+    extents: dict[str, Any] = {"src_k": src, "src_v": src}
+    if append:
+        extents["seqlens_k"] = batch
     if cfg.k_norm:
         extents["k_norm_weight"] = cfg.head_dim
     if cfg.rotary:
-        extents |= {t_: times(seq, cfg.head_dim // 2) for t_ in ROTARY_TABLES}
+        positions = seq if append else plus(past, seq)
+        extents |= {t_: times(positions, cfg.head_dim // 2) for t_ in ROTARY_TABLES}
     extents |= {
         "present_key": times(rows, row_words.node),
         "present_value": times(rows, row_words.node),
@@ -356,6 +399,8 @@ def dense_append(cfg: DenseAppendConfig, name: str = "dense_append") -> Kernel:
     if side is not None:
         extents["present_scales"] = times(rows, 2 * fmt.stats)
     requires = {"keySeq >= 1": key_seq >= 1, "keySeq <= seq": key_seq <= seq}
+    if not append:
+        requires = {"seq >= 1": seq >= 1}
     return walks.vector_extents(contract(kernel, extents, requires))
 
 
@@ -453,6 +498,14 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, DenseConfig]:
         )
     v["dense_append_knorm_int4_asym_side_qwen3_06b"] = DenseAppendConfig(
         **qwen3, format=DenseFormat.INT4_ASYM, scales=ScalePlace.SIDE, k_norm=True
+    )
+    for f in DenseFormat:
+        v[f"dense_build_rotary_{f.value}_llama31_8b"] = DenseBuildConfig(
+            **llama, format=f, rotary=True
+        )
+    v["dense_build_int8_side_llama31_8b"] = DenseBuildConfig(**llama, scales=ScalePlace.SIDE)
+    v["dense_build_knorm_rotary_q8_0_qwen3_06b"] = DenseBuildConfig(
+        **qwen3, format=DenseFormat.Q8_0, k_norm=True, rotary=True
     )
     v["dense_append_rotary_q8_0_f16_in_llama31_8b"] = DenseAppendConfig(
         **llama, format=DenseFormat.Q8_0, rotary=True, input_type=Element.F16

@@ -332,6 +332,29 @@ def dense_append(
     return DenseWritten(out_k, out_v, side, rows)
 
 
+def dense_build(
+    new_k: np.ndarray,
+    new_v: np.ndarray,
+    kv_heads: int,
+    fmt: str,
+    inline: bool = True,
+    past_seq: int = 0,
+    rotary: Rotary | None = None,
+    k_norm: KNorm | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """New BSH tokens quantised into a BNSH cache of their own: ``(key words, value words, side
+    scales)``, ``[B, H, S, W]`` and ``[B, H, S, 2S]``; K normed, then rotated at ``past_seq +
+    t``."""
+    k, v = split_heads(new_k, kv_heads).astype(F32), split_heads(new_v, kv_heads).astype(F32)
+    if k_norm is not None:
+        k = rms_norm(k, k_norm.weight, k_norm.eps)
+    if rotary is not None:
+        pos = past_seq + np.arange(k.shape[2])[None, None, :]
+        k = rotate_neox(k, pos, rotary.cos, rotary.sin)
+    (wk, sk), (wv, sv) = quantize_rows(fmt, k, inline), quantize_rows(fmt, v, inline)
+    return wk, wv, np.concatenate([sk, sv], axis=-1)
+
+
 def row_fields(
     fmt: str, words_: np.ndarray, d: int, inline: bool = True
 ) -> tuple[np.ndarray, np.ndarray]:

@@ -10,7 +10,14 @@ import pytest
 from kvdsl import interp
 from kvdsl.harness.cases import cases_for
 from kvdsl.harness.dense import DenseCase
-from kvdsl.kernels.dense import DenseAppendConfig, DenseReadConfig, dense_append, dense_read
+from kvdsl.kernels.dense import (
+    DenseAppendConfig,
+    DenseBuildConfig,
+    DenseReadConfig,
+    dense_append,
+    dense_build,
+    dense_read,
+)
 from kvdsl.reference import formats as fm
 
 CONFIGS = [
@@ -18,6 +25,8 @@ CONFIGS = [
     DenseAppendConfig(2, 64, format="q8_0", k_norm=True),
     DenseAppendConfig(2, 64, format="int4_asym", scales="side", k_norm=True),
     DenseAppendConfig(2, 32, format="q4_0", rotary=True, input_type="f16"),
+    DenseBuildConfig(2, 64, format="q4_0", rotary=True),
+    DenseBuildConfig(2, 64, format="int4", scales="side", k_norm=True),
     DenseReadConfig(2, 96, format="q8_0"),
     DenseReadConfig(2, 64, format="int4", scales="side"),
 ]
@@ -25,7 +34,9 @@ CONFIGS = [
 
 @pytest.mark.parametrize("cfg", CONFIGS, ids=lambda c: f"{c.mode}-{c.format.value}")
 def test_cases_pass_on_the_interpreter(cfg):
-    build = dense_append if cfg.mode == "dense_append" else dense_read
+    build = {"dense_append": dense_append, "dense_build": dense_build, "dense_read": dense_read}[
+        cfg.mode
+    ]
     kernel = build(cfg)
     for case in cases_for(cfg, 3, seed=4):
         out = interp.run(kernel, dict(case.buffers), case.params)

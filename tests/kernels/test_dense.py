@@ -15,10 +15,12 @@ from kvdsl.harness.compare import POISON_BITS
 from kvdsl.kernels.config import ConfigError
 from kvdsl.kernels.dense import (
     DenseAppendConfig,
+    DenseBuildConfig,
     DenseReadConfig,
     bytes_per_token_head,
     contract_fields,
     dense_append,
+    dense_build,
     dense_read,
 )
 from kvdsl.reference import formats as fm
@@ -99,6 +101,33 @@ def test_rotary_append_from_f16_matches_the_reference(fmt):
     np.testing.assert_array_equal(got[want.rows], want.key[want.rows])
     got = out["present_value"].reshape(want.value.shape)
     np.testing.assert_array_equal(got[want.rows], want.value[want.rows])
+
+
+@pytest.mark.parametrize("fmt, scales", KINDS)
+def test_build_rotates_at_past_seq_and_matches_the_reference(fmt, scales):
+    cfg = DenseBuildConfig(2, 64, format=fmt, scales=scales, rotary=True)
+    rng = np.random.default_rng(13)
+    b, s, past, h, d = 2, 7, 3, 2, 64
+    new_k = rows(rng, b, s, h * d)
+    new_v = rows(rng, b, s, h * d)
+    theta = rng.uniform(0, 6.3, (past + s, d // 2))
+    rot = Rotary(np.cos(theta).astype(F32), np.sin(theta).astype(F32))
+    wk, wv, side = fm.dense_build(new_k, new_v, h, fmt, scales == "inline", past, rot)
+    bufs = {
+        "src_k": new_k.reshape(-1),
+        "src_v": new_v.reshape(-1),
+        "cos_cache": rot.cos.reshape(-1),
+        "sin_cache": rot.sin.reshape(-1),
+        "present_key": np.full(wk.size, POISON, np.uint32),
+        "present_value": np.full(wk.size, POISON, np.uint32),
+    }
+    if scales == "side":
+        bufs["present_scales"] = np.full(side.size, POISON, np.uint32).view(F32)
+    out = interp.run(dense_build(cfg), bufs, {"count": b * h * s, "seq": s, "pastSeq": past})
+    np.testing.assert_array_equal(out["present_key"], wk.reshape(-1))
+    np.testing.assert_array_equal(out["present_value"], wv.reshape(-1))
+    if scales == "side":
+        np.testing.assert_array_equal(out["present_scales"], side.reshape(-1))
 
 
 @pytest.mark.parametrize("fmt, scales", KINDS)
