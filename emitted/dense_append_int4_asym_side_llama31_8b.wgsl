@@ -85,8 +85,9 @@ fn main(
   }
   let kScale = (kStat.y - kStat.x) / 15.0f;
   let kScaleInv = select(0.0f, 1.0f / kScale, kScale != 0.0f);
-  for (var kW: u32 = d4; kW < ROW_WORDS; kW = kW + HEAD_DIM_V4) {
-    present_key[dstRow * ROW_WORDS + kW] = u32(clamp(round((xk[lane0 + ((max(kW, 0u) - 0u) * 8u + 0u)] - kStat.x) * kScaleInv), 0.0f, 15.0f)) | (u32(clamp(round((xk[lane0 + ((max(kW, 0u) - 0u) * 8u + 1u)] - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 4u) | (u32(clamp(round((xk[lane0 + ((max(kW, 0u) - 0u) * 8u + 2u)] - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 8u) | (u32(clamp(round((xk[lane0 + ((max(kW, 0u) - 0u) * 8u + 3u)] - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 12u) | (u32(clamp(round((xk[lane0 + ((max(kW, 0u) - 0u) * 8u + 4u)] - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 16u) | (u32(clamp(round((xk[lane0 + ((max(kW, 0u) - 0u) * 8u + 5u)] - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 20u) | (u32(clamp(round((xk[lane0 + ((max(kW, 0u) - 0u) * 8u + 6u)] - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 24u) | (u32(clamp(round((xk[lane0 + ((max(kW, 0u) - 0u) * 8u + 7u)] - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 28u);
+  let kBase = dstRow * ROW_WORDS;
+  for (var kC: u32 = d4; kC < 16u; kC = kC + HEAD_DIM_V4) {
+    present_key[kBase + (kC + 0u)] = u32(clamp(round((xk[lane0 + (kC * 8u + 0u)] - kStat.x) * kScaleInv), 0.0f, 15.0f)) | (u32(clamp(round((xk[lane0 + (kC * 8u + 1u)] - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 4u) | (u32(clamp(round((xk[lane0 + (kC * 8u + 2u)] - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 8u) | (u32(clamp(round((xk[lane0 + (kC * 8u + 3u)] - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 12u) | (u32(clamp(round((xk[lane0 + (kC * 8u + 4u)] - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 16u) | (u32(clamp(round((xk[lane0 + (kC * 8u + 5u)] - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 20u) | (u32(clamp(round((xk[lane0 + (kC * 8u + 6u)] - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 24u) | (u32(clamp(round((xk[lane0 + (kC * 8u + 7u)] - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 28u);
   }
   if (d4 == 0u) {
     present_scales[dstRow * 4u + 0u] = kScale;
@@ -98,8 +99,9 @@ fn main(
   }
   let vScale = (vStat.y - vStat.x) / 15.0f;
   let vScaleInv = select(0.0f, 1.0f / vScale, vScale != 0.0f);
-  for (var vW: u32 = d4; vW < ROW_WORDS; vW = vW + HEAD_DIM_V4) {
-    present_value[dstRow * ROW_WORDS + vW] = u32(clamp(round((xv[lane0 + ((max(vW, 0u) - 0u) * 8u + 0u)] - vStat.x) * vScaleInv), 0.0f, 15.0f)) | (u32(clamp(round((xv[lane0 + ((max(vW, 0u) - 0u) * 8u + 1u)] - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 4u) | (u32(clamp(round((xv[lane0 + ((max(vW, 0u) - 0u) * 8u + 2u)] - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 8u) | (u32(clamp(round((xv[lane0 + ((max(vW, 0u) - 0u) * 8u + 3u)] - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 12u) | (u32(clamp(round((xv[lane0 + ((max(vW, 0u) - 0u) * 8u + 4u)] - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 16u) | (u32(clamp(round((xv[lane0 + ((max(vW, 0u) - 0u) * 8u + 5u)] - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 20u) | (u32(clamp(round((xv[lane0 + ((max(vW, 0u) - 0u) * 8u + 6u)] - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 24u) | (u32(clamp(round((xv[lane0 + ((max(vW, 0u) - 0u) * 8u + 7u)] - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 28u);
+  let vBase = dstRow * ROW_WORDS;
+  for (var vC: u32 = d4; vC < 16u; vC = vC + HEAD_DIM_V4) {
+    present_value[vBase + (vC + 0u)] = u32(clamp(round((xv[lane0 + (vC * 8u + 0u)] - vStat.x) * vScaleInv), 0.0f, 15.0f)) | (u32(clamp(round((xv[lane0 + (vC * 8u + 1u)] - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 4u) | (u32(clamp(round((xv[lane0 + (vC * 8u + 2u)] - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 8u) | (u32(clamp(round((xv[lane0 + (vC * 8u + 3u)] - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 12u) | (u32(clamp(round((xv[lane0 + (vC * 8u + 4u)] - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 16u) | (u32(clamp(round((xv[lane0 + (vC * 8u + 5u)] - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 20u) | (u32(clamp(round((xv[lane0 + (vC * 8u + 6u)] - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 24u) | (u32(clamp(round((xv[lane0 + (vC * 8u + 7u)] - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 28u);
   }
   if (d4 == 0u) {
     present_scales[dstRow * 4u + 2u] = vScale;

@@ -84,7 +84,6 @@ fn main(
     return;
   }
   let rowLane = lid.x - d4;
-  let lane0 = rowLane * 4u;
   let dstRow = (b * KV_HEADS + hk) * params.seq + dstT;
   var kStat: vec2<f32> = statK[rowLane];
   for (var kStatJ: u32 = 1u; kStatJ < 32u; kStatJ = kStatJ + 1u) {
@@ -92,16 +91,20 @@ fn main(
   }
   let kScale = abs(kStat.x) / 127.0f;
   let kScaleInv = select(0.0f, 1.0f / kScale, kScale != 0.0f);
-  for (var kW: u32 = d4; kW < ROW_WORDS; kW = kW + HEAD_DIM_V4) {
-    present_key[dstRow * ROW_WORDS + kW] = select((u32(i32(clamp(round(xk[lane0 + ((max(kW, 1u) - 1u) * 4u + 0u)] * kScaleInv), -127.0f, 127.0f))) & 255u) | ((u32(i32(clamp(round(xk[lane0 + ((max(kW, 1u) - 1u) * 4u + 1u)] * kScaleInv), -127.0f, 127.0f))) & 255u) << 8u) | ((u32(i32(clamp(round(xk[lane0 + ((max(kW, 1u) - 1u) * 4u + 2u)] * kScaleInv), -127.0f, 127.0f))) & 255u) << 16u) | ((u32(i32(clamp(round(xk[lane0 + ((max(kW, 1u) - 1u) * 4u + 3u)] * kScaleInv), -127.0f, 127.0f))) & 255u) << 24u), bitcast<u32>(kScale), kW < 1u);
+  let kBase = dstRow * ROW_WORDS;
+  if (d4 < 1u) {
+    present_key[kBase + d4] = bitcast<u32>(kScale);
   }
+  present_key[kBase + (d4 + 1u)] = (u32(i32(clamp(round(k.x * kScaleInv), -127.0f, 127.0f))) & 255u) | ((u32(i32(clamp(round(k.y * kScaleInv), -127.0f, 127.0f))) & 255u) << 8u) | ((u32(i32(clamp(round(k.z * kScaleInv), -127.0f, 127.0f))) & 255u) << 16u) | ((u32(i32(clamp(round(k.w * kScaleInv), -127.0f, 127.0f))) & 255u) << 24u);
   var vStat: vec2<f32> = statV[rowLane];
   for (var vStatJ: u32 = 1u; vStatJ < 32u; vStatJ = vStatJ + 1u) {
     vStat = select(vStat, statV[rowLane + vStatJ], abs(statV[rowLane + vStatJ].x) > abs(vStat.x));
   }
   let vScale = abs(vStat.x) / 127.0f;
   let vScaleInv = select(0.0f, 1.0f / vScale, vScale != 0.0f);
-  for (var vW: u32 = d4; vW < ROW_WORDS; vW = vW + HEAD_DIM_V4) {
-    present_value[dstRow * ROW_WORDS + vW] = select((u32(i32(clamp(round(xv[lane0 + ((max(vW, 1u) - 1u) * 4u + 0u)] * vScaleInv), -127.0f, 127.0f))) & 255u) | ((u32(i32(clamp(round(xv[lane0 + ((max(vW, 1u) - 1u) * 4u + 1u)] * vScaleInv), -127.0f, 127.0f))) & 255u) << 8u) | ((u32(i32(clamp(round(xv[lane0 + ((max(vW, 1u) - 1u) * 4u + 2u)] * vScaleInv), -127.0f, 127.0f))) & 255u) << 16u) | ((u32(i32(clamp(round(xv[lane0 + ((max(vW, 1u) - 1u) * 4u + 3u)] * vScaleInv), -127.0f, 127.0f))) & 255u) << 24u), bitcast<u32>(vScale), vW < 1u);
+  let vBase = dstRow * ROW_WORDS;
+  if (d4 < 1u) {
+    present_value[vBase + d4] = bitcast<u32>(vScale);
   }
+  present_value[vBase + (d4 + 1u)] = (u32(i32(clamp(round(v.x * vScaleInv), -127.0f, 127.0f))) & 255u) | ((u32(i32(clamp(round(v.y * vScaleInv), -127.0f, 127.0f))) & 255u) << 8u) | ((u32(i32(clamp(round(v.z * vScaleInv), -127.0f, 127.0f))) & 255u) << 16u) | ((u32(i32(clamp(round(v.w * vScaleInv), -127.0f, 127.0f))) & 255u) << 24u);
 }

@@ -74,7 +74,6 @@ fn main(
     return;
   }
   let rowLane = lid.x - d4;
-  let lane0 = rowLane * 4u;
   let dstRow = (b * KV_HEADS + hk) * params.seq + t;
   var kStat: vec2<f32> = statK[rowLane];
   for (var kStatJ: u32 = 1u; kStatJ < 32u; kStatJ = kStatJ + 1u) {
@@ -82,9 +81,8 @@ fn main(
   }
   let kScale = abs(kStat.x) / 127.0f;
   let kScaleInv = select(0.0f, 1.0f / kScale, kScale != 0.0f);
-  for (var kW: u32 = d4; kW < ROW_WORDS; kW = kW + HEAD_DIM_V4) {
-    present_key[dstRow * ROW_WORDS + kW] = (u32(i32(clamp(round(xk[lane0 + ((max(kW, 0u) - 0u) * 4u + 0u)] * kScaleInv), -127.0f, 127.0f))) & 255u) | ((u32(i32(clamp(round(xk[lane0 + ((max(kW, 0u) - 0u) * 4u + 1u)] * kScaleInv), -127.0f, 127.0f))) & 255u) << 8u) | ((u32(i32(clamp(round(xk[lane0 + ((max(kW, 0u) - 0u) * 4u + 2u)] * kScaleInv), -127.0f, 127.0f))) & 255u) << 16u) | ((u32(i32(clamp(round(xk[lane0 + ((max(kW, 0u) - 0u) * 4u + 3u)] * kScaleInv), -127.0f, 127.0f))) & 255u) << 24u);
-  }
+  let kBase = dstRow * ROW_WORDS;
+  present_key[kBase + (d4 + 0u)] = (u32(i32(clamp(round(k.x * kScaleInv), -127.0f, 127.0f))) & 255u) | ((u32(i32(clamp(round(k.y * kScaleInv), -127.0f, 127.0f))) & 255u) << 8u) | ((u32(i32(clamp(round(k.z * kScaleInv), -127.0f, 127.0f))) & 255u) << 16u) | ((u32(i32(clamp(round(k.w * kScaleInv), -127.0f, 127.0f))) & 255u) << 24u);
   if (d4 == 0u) {
     present_scales[dstRow * 2u + 0u] = kScale;
   }
@@ -94,9 +92,8 @@ fn main(
   }
   let vScale = abs(vStat.x) / 127.0f;
   let vScaleInv = select(0.0f, 1.0f / vScale, vScale != 0.0f);
-  for (var vW: u32 = d4; vW < ROW_WORDS; vW = vW + HEAD_DIM_V4) {
-    present_value[dstRow * ROW_WORDS + vW] = (u32(i32(clamp(round(xv[lane0 + ((max(vW, 0u) - 0u) * 4u + 0u)] * vScaleInv), -127.0f, 127.0f))) & 255u) | ((u32(i32(clamp(round(xv[lane0 + ((max(vW, 0u) - 0u) * 4u + 1u)] * vScaleInv), -127.0f, 127.0f))) & 255u) << 8u) | ((u32(i32(clamp(round(xv[lane0 + ((max(vW, 0u) - 0u) * 4u + 2u)] * vScaleInv), -127.0f, 127.0f))) & 255u) << 16u) | ((u32(i32(clamp(round(xv[lane0 + ((max(vW, 0u) - 0u) * 4u + 3u)] * vScaleInv), -127.0f, 127.0f))) & 255u) << 24u);
-  }
+  let vBase = dstRow * ROW_WORDS;
+  present_value[vBase + (d4 + 0u)] = (u32(i32(clamp(round(v.x * vScaleInv), -127.0f, 127.0f))) & 255u) | ((u32(i32(clamp(round(v.y * vScaleInv), -127.0f, 127.0f))) & 255u) << 8u) | ((u32(i32(clamp(round(v.z * vScaleInv), -127.0f, 127.0f))) & 255u) << 16u) | ((u32(i32(clamp(round(v.w * vScaleInv), -127.0f, 127.0f))) & 255u) << 24u);
   if (d4 == 0u) {
     present_scales[dstRow * 2u + 1u] = vScale;
   }

@@ -82,8 +82,12 @@ fn main(
   }
   let kScale = (kStat.y - kStat.x) / 15.0f;
   let kScaleInv = select(0.0f, 1.0f / kScale, kScale != 0.0f);
-  for (var kW: u32 = d4; kW < ROW_WORDS; kW = kW + HEAD_DIM_V4) {
-    present_key[dstRow * ROW_WORDS + kW] = select(u32(clamp(round((xk[lane0 + ((max(kW, 2u) - 2u) * 8u + 0u)] - kStat.x) * kScaleInv), 0.0f, 15.0f)) | (u32(clamp(round((xk[lane0 + ((max(kW, 2u) - 2u) * 8u + 1u)] - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 4u) | (u32(clamp(round((xk[lane0 + ((max(kW, 2u) - 2u) * 8u + 2u)] - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 8u) | (u32(clamp(round((xk[lane0 + ((max(kW, 2u) - 2u) * 8u + 3u)] - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 12u) | (u32(clamp(round((xk[lane0 + ((max(kW, 2u) - 2u) * 8u + 4u)] - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 16u) | (u32(clamp(round((xk[lane0 + ((max(kW, 2u) - 2u) * 8u + 5u)] - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 20u) | (u32(clamp(round((xk[lane0 + ((max(kW, 2u) - 2u) * 8u + 6u)] - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 24u) | (u32(clamp(round((xk[lane0 + ((max(kW, 2u) - 2u) * 8u + 7u)] - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 28u), select(bitcast<u32>(kStat.x), bitcast<u32>(kScale), kW == 0u), kW < 2u);
+  let kBase = dstRow * ROW_WORDS;
+  if (d4 < 2u) {
+    present_key[kBase + d4] = select(bitcast<u32>(kStat.x), bitcast<u32>(kScale), d4 == 0u);
+  }
+  for (var kC: u32 = d4; kC < 16u; kC = kC + HEAD_DIM_V4) {
+    present_key[kBase + (kC + 2u)] = u32(clamp(round((xk[lane0 + (kC * 8u + 0u)] - kStat.x) * kScaleInv), 0.0f, 15.0f)) | (u32(clamp(round((xk[lane0 + (kC * 8u + 1u)] - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 4u) | (u32(clamp(round((xk[lane0 + (kC * 8u + 2u)] - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 8u) | (u32(clamp(round((xk[lane0 + (kC * 8u + 3u)] - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 12u) | (u32(clamp(round((xk[lane0 + (kC * 8u + 4u)] - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 16u) | (u32(clamp(round((xk[lane0 + (kC * 8u + 5u)] - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 20u) | (u32(clamp(round((xk[lane0 + (kC * 8u + 6u)] - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 24u) | (u32(clamp(round((xk[lane0 + (kC * 8u + 7u)] - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 28u);
   }
   var vStat: vec2<f32> = statV[rowLane];
   for (var vStatJ: u32 = 1u; vStatJ < 32u; vStatJ = vStatJ + 1u) {
@@ -91,7 +95,11 @@ fn main(
   }
   let vScale = (vStat.y - vStat.x) / 15.0f;
   let vScaleInv = select(0.0f, 1.0f / vScale, vScale != 0.0f);
-  for (var vW: u32 = d4; vW < ROW_WORDS; vW = vW + HEAD_DIM_V4) {
-    present_value[dstRow * ROW_WORDS + vW] = select(u32(clamp(round((xv[lane0 + ((max(vW, 2u) - 2u) * 8u + 0u)] - vStat.x) * vScaleInv), 0.0f, 15.0f)) | (u32(clamp(round((xv[lane0 + ((max(vW, 2u) - 2u) * 8u + 1u)] - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 4u) | (u32(clamp(round((xv[lane0 + ((max(vW, 2u) - 2u) * 8u + 2u)] - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 8u) | (u32(clamp(round((xv[lane0 + ((max(vW, 2u) - 2u) * 8u + 3u)] - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 12u) | (u32(clamp(round((xv[lane0 + ((max(vW, 2u) - 2u) * 8u + 4u)] - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 16u) | (u32(clamp(round((xv[lane0 + ((max(vW, 2u) - 2u) * 8u + 5u)] - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 20u) | (u32(clamp(round((xv[lane0 + ((max(vW, 2u) - 2u) * 8u + 6u)] - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 24u) | (u32(clamp(round((xv[lane0 + ((max(vW, 2u) - 2u) * 8u + 7u)] - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 28u), select(bitcast<u32>(vStat.x), bitcast<u32>(vScale), vW == 0u), vW < 2u);
+  let vBase = dstRow * ROW_WORDS;
+  if (d4 < 2u) {
+    present_value[vBase + d4] = select(bitcast<u32>(vStat.x), bitcast<u32>(vScale), d4 == 0u);
+  }
+  for (var vC: u32 = d4; vC < 16u; vC = vC + HEAD_DIM_V4) {
+    present_value[vBase + (vC + 2u)] = u32(clamp(round((xv[lane0 + (vC * 8u + 0u)] - vStat.x) * vScaleInv), 0.0f, 15.0f)) | (u32(clamp(round((xv[lane0 + (vC * 8u + 1u)] - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 4u) | (u32(clamp(round((xv[lane0 + (vC * 8u + 2u)] - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 8u) | (u32(clamp(round((xv[lane0 + (vC * 8u + 3u)] - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 12u) | (u32(clamp(round((xv[lane0 + (vC * 8u + 4u)] - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 16u) | (u32(clamp(round((xv[lane0 + (vC * 8u + 5u)] - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 20u) | (u32(clamp(round((xv[lane0 + (vC * 8u + 6u)] - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 24u) | (u32(clamp(round((xv[lane0 + (vC * 8u + 7u)] - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 28u);
   }
 }

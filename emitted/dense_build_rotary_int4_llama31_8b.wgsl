@@ -90,8 +90,12 @@ fn main(
   }
   let kScale = abs(kStat.x) / 7.0f;
   let kScaleInv = select(0.0f, 1.0f / kScale, kScale != 0.0f);
-  for (var kW: u32 = d4; kW < ROW_WORDS; kW = kW + HEAD_DIM_V4) {
-    present_key[dstRow * ROW_WORDS + kW] = select(u32(i32(clamp(round(xk[lane0 + ((max(kW, 1u) - 1u) * 8u + 0u)] * kScaleInv), -7.0f, 7.0f)) + 8i) | (u32(i32(clamp(round(xk[lane0 + ((max(kW, 1u) - 1u) * 8u + 1u)] * kScaleInv), -7.0f, 7.0f)) + 8i) << 4u) | (u32(i32(clamp(round(xk[lane0 + ((max(kW, 1u) - 1u) * 8u + 2u)] * kScaleInv), -7.0f, 7.0f)) + 8i) << 8u) | (u32(i32(clamp(round(xk[lane0 + ((max(kW, 1u) - 1u) * 8u + 3u)] * kScaleInv), -7.0f, 7.0f)) + 8i) << 12u) | (u32(i32(clamp(round(xk[lane0 + ((max(kW, 1u) - 1u) * 8u + 4u)] * kScaleInv), -7.0f, 7.0f)) + 8i) << 16u) | (u32(i32(clamp(round(xk[lane0 + ((max(kW, 1u) - 1u) * 8u + 5u)] * kScaleInv), -7.0f, 7.0f)) + 8i) << 20u) | (u32(i32(clamp(round(xk[lane0 + ((max(kW, 1u) - 1u) * 8u + 6u)] * kScaleInv), -7.0f, 7.0f)) + 8i) << 24u) | (u32(i32(clamp(round(xk[lane0 + ((max(kW, 1u) - 1u) * 8u + 7u)] * kScaleInv), -7.0f, 7.0f)) + 8i) << 28u), bitcast<u32>(kScale), kW < 1u);
+  let kBase = dstRow * ROW_WORDS;
+  if (d4 < 1u) {
+    present_key[kBase + d4] = bitcast<u32>(kScale);
+  }
+  for (var kC: u32 = d4; kC < 16u; kC = kC + HEAD_DIM_V4) {
+    present_key[kBase + (kC + 1u)] = u32(i32(clamp(round(xk[lane0 + (kC * 8u + 0u)] * kScaleInv), -7.0f, 7.0f)) + 8i) | (u32(i32(clamp(round(xk[lane0 + (kC * 8u + 1u)] * kScaleInv), -7.0f, 7.0f)) + 8i) << 4u) | (u32(i32(clamp(round(xk[lane0 + (kC * 8u + 2u)] * kScaleInv), -7.0f, 7.0f)) + 8i) << 8u) | (u32(i32(clamp(round(xk[lane0 + (kC * 8u + 3u)] * kScaleInv), -7.0f, 7.0f)) + 8i) << 12u) | (u32(i32(clamp(round(xk[lane0 + (kC * 8u + 4u)] * kScaleInv), -7.0f, 7.0f)) + 8i) << 16u) | (u32(i32(clamp(round(xk[lane0 + (kC * 8u + 5u)] * kScaleInv), -7.0f, 7.0f)) + 8i) << 20u) | (u32(i32(clamp(round(xk[lane0 + (kC * 8u + 6u)] * kScaleInv), -7.0f, 7.0f)) + 8i) << 24u) | (u32(i32(clamp(round(xk[lane0 + (kC * 8u + 7u)] * kScaleInv), -7.0f, 7.0f)) + 8i) << 28u);
   }
   var vStat: vec2<f32> = statV[rowLane];
   for (var vStatJ: u32 = 1u; vStatJ < 32u; vStatJ = vStatJ + 1u) {
@@ -99,7 +103,11 @@ fn main(
   }
   let vScale = abs(vStat.x) / 7.0f;
   let vScaleInv = select(0.0f, 1.0f / vScale, vScale != 0.0f);
-  for (var vW: u32 = d4; vW < ROW_WORDS; vW = vW + HEAD_DIM_V4) {
-    present_value[dstRow * ROW_WORDS + vW] = select(u32(i32(clamp(round(xv[lane0 + ((max(vW, 1u) - 1u) * 8u + 0u)] * vScaleInv), -7.0f, 7.0f)) + 8i) | (u32(i32(clamp(round(xv[lane0 + ((max(vW, 1u) - 1u) * 8u + 1u)] * vScaleInv), -7.0f, 7.0f)) + 8i) << 4u) | (u32(i32(clamp(round(xv[lane0 + ((max(vW, 1u) - 1u) * 8u + 2u)] * vScaleInv), -7.0f, 7.0f)) + 8i) << 8u) | (u32(i32(clamp(round(xv[lane0 + ((max(vW, 1u) - 1u) * 8u + 3u)] * vScaleInv), -7.0f, 7.0f)) + 8i) << 12u) | (u32(i32(clamp(round(xv[lane0 + ((max(vW, 1u) - 1u) * 8u + 4u)] * vScaleInv), -7.0f, 7.0f)) + 8i) << 16u) | (u32(i32(clamp(round(xv[lane0 + ((max(vW, 1u) - 1u) * 8u + 5u)] * vScaleInv), -7.0f, 7.0f)) + 8i) << 20u) | (u32(i32(clamp(round(xv[lane0 + ((max(vW, 1u) - 1u) * 8u + 6u)] * vScaleInv), -7.0f, 7.0f)) + 8i) << 24u) | (u32(i32(clamp(round(xv[lane0 + ((max(vW, 1u) - 1u) * 8u + 7u)] * vScaleInv), -7.0f, 7.0f)) + 8i) << 28u), bitcast<u32>(vScale), vW < 1u);
+  let vBase = dstRow * ROW_WORDS;
+  if (d4 < 1u) {
+    present_value[vBase + d4] = bitcast<u32>(vScale);
+  }
+  for (var vC: u32 = d4; vC < 16u; vC = vC + HEAD_DIM_V4) {
+    present_value[vBase + (vC + 1u)] = u32(i32(clamp(round(xv[lane0 + (vC * 8u + 0u)] * vScaleInv), -7.0f, 7.0f)) + 8i) | (u32(i32(clamp(round(xv[lane0 + (vC * 8u + 1u)] * vScaleInv), -7.0f, 7.0f)) + 8i) << 4u) | (u32(i32(clamp(round(xv[lane0 + (vC * 8u + 2u)] * vScaleInv), -7.0f, 7.0f)) + 8i) << 8u) | (u32(i32(clamp(round(xv[lane0 + (vC * 8u + 3u)] * vScaleInv), -7.0f, 7.0f)) + 8i) << 12u) | (u32(i32(clamp(round(xv[lane0 + (vC * 8u + 4u)] * vScaleInv), -7.0f, 7.0f)) + 8i) << 16u) | (u32(i32(clamp(round(xv[lane0 + (vC * 8u + 5u)] * vScaleInv), -7.0f, 7.0f)) + 8i) << 20u) | (u32(i32(clamp(round(xv[lane0 + (vC * 8u + 6u)] * vScaleInv), -7.0f, 7.0f)) + 8i) << 24u) | (u32(i32(clamp(round(xv[lane0 + (vC * 8u + 7u)] * vScaleInv), -7.0f, 7.0f)) + 8i) << 28u);
   }
 }

@@ -45,7 +45,6 @@ from kvdsl.ir import (
     i32,
     inverse_sqrt,
     max_,
-    select,
     u32,
     vec,
 )
@@ -242,6 +241,7 @@ def _store_row(
     lane0: Val,
     stat0: Val,
     d: Val,
+    own: Val,
     out: Buffer,
     dst_row: Val,
     row_words: Val,
@@ -250,8 +250,11 @@ def _store_row(
     side_at: int,
 ) -> None:
     """Store the staged row (values ``xs[lane0 ..]``, partials ``stats[stat0 ..]``) as row
-    ``dst_row`` of ``out``: this invocation's words ``d, d + per_row, ...``, and with side scales
-    (``d == 0``) its stats at ``side[dst_row * 2S + side_at ..]``."""
+    ``dst_row`` of ``out``, this invocation holding vector ``d`` (``own``) of it. ggml: its
+    words ``d, d + per_row, ...``. Dense: the header words ``d < header``, then code word ``d``
+    of int8 from ``own`` itself (four codes, one vector), or code words ``d, d + per_row, ...``
+    of the 4-bit formats from the staged row; with side scales (``d == 0``) its stats at
+    ``side[dst_row * 2S + side_at ..]``."""
     fmt = cfg.fmt
 
     def elem(e: Val) -> Val:
@@ -270,12 +273,17 @@ def _store_row(
     stat = formats.group_stat(kb, fmt, f"{which}Stat", stats, stat0, cfg.per_row)
     sc = formats.scale_of(kb, fmt, f"{which}Scale", stat)
     head = fmt.header_words(cfg.inline)
-    with kb.for_range(f"{which}W", d, row_words, per_row) as w:
-        c = max_(w, head) - head  # the code word; in range where w is a header word too
-        word = formats.dense_word(kb, fmt, f"{which}Q", elem, c, sc)
-        if head:
-            word = select(word, formats.header_word(fmt, w, sc), w < head)
-        out[dst_row * row_words + w] = word
+    base = kb.let(f"{which}Base", dst_row * row_words)
+    if head:
+        with kb.if_(d < head):
+            out[base + d] = formats.header_word(fmt, d, sc)
+    if fmt.per_word == 4:
+        out[base + (d + head)] = formats.vector_word(kb, fmt, f"{which}Q", own, sc)
+    else:
+        code_words = cfg.head_dim // fmt.per_word
+        with kb.for_range(f"{which}C", d, code_words, per_row) as c:
+            word = formats.dense_word(kb, fmt, f"{which}Q", elem, c, sc)
+            out[base + (c + head)] = word
     if side is not None:
         n = fmt.stats
         with kb.if_(d.eq(0)):
@@ -357,12 +365,12 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
     first = kb.let("rowLane", lid - it.d)
     lane0 = kb.let("lane0", first * 4)
     dst_row = kb.let("dstRow", (b * heads + hk) * seq + dst_t)
-    for which, xs, stats, out, side_at in (
-        ("k", xk, sk, present_key, 0),
-        ("v", xv, sv, present_value, fmt.stats),
+    for which, own, xs, stats, out, side_at in (
+        ("k", k, xk, sk, present_key, 0),
+        ("v", v, xv, sv, present_value, fmt.stats),
     ):
         _store_row(
-            kb, cfg, which, xs, stats, lane0, first, it.d, out, dst_row, row_words, per_row,
+            kb, cfg, which, xs, stats, lane0, first, it.d, own, out, dst_row, row_words, per_row,
             side, side_at,
         )  # fmt: skip
     dispatch = walks.dispatch(count, per_row, cfg.workgroup_size, cfg.fold, blocks=False)

@@ -212,6 +212,16 @@ def dense_word(
     return word
 
 
+def vector_word(kb: KernelBuilder, fmt: Format, name: str, x: Val, sc: Scale) -> Val:
+    """The code word of a ``vec4<f32>`` ``x`` of int8 (four codes, lane ``l`` in byte ``l``):
+    an invocation packs its own vector without reading the staged row."""
+    word = None
+    for lane, c in enumerate("xyzw"):
+        field = code(kb, fmt, f"{name}{lane}", x.member(c), sc)
+        word = field if lane == 0 else word | (field << (fmt.bits * lane))
+    return word
+
+
 def header_word(fmt: Format, w: Val, sc: Scale) -> Val:
     """Word ``w`` of an inline dense row's header: the scale's f32 bits, then the zero point's."""
     if fmt.asymmetric:
