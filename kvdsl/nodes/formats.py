@@ -13,7 +13,8 @@ byte order are written there once); here is how a kernel makes and reads them:
   formats) or a 32-element block (ggml's).
 - The scale (:func:`scale_of`) and ``inv = 1 / scale`` (0 for a zero scale) come from the
   statistic; each output word (:func:`dense_word`, :func:`ggml_word`) is assembled from the
-  staged values: dense code words hold ``32 / bits`` codes, an inline row starts with its scale
+  staged values (an int8 word, four codes, from the invocation's own vector:
+  :func:`vector_word`): dense code words hold ``32 / bits`` codes, an inline row starts with its scale
   (and zero point) as f32 bits (``bitcast``); a ggml row is its blocks' bytes, each word's four
   bytes each either a byte of a block's f16 scale (``pack2x16float``, no ``shader-f16``), a
   code byte, or the zero padding of an odd number of blocks.
