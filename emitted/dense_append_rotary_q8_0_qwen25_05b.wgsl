@@ -94,114 +94,76 @@ fn main(
   let rowLane = lid.x - d4;
   let lane0 = rowLane * 4u;
   let dstRow = (b * KV_HEADS + hk) * params.seq + dstT;
-  for (var kW: u32 = d4; kW < ROW_WORDS; kW = kW + HEAD_DIM_V4) {
-    let blkA = min(kW * 4u / 34u, 1u);
-    let blkB = min((kW * 4u + 3u) / 34u, 1u);
-    var dAStat: vec2<f32> = statK[rowLane + blkA * 8u];
-    for (var dAStatJ: u32 = 1u; dAStatJ < 8u; dAStatJ = dAStatJ + 1u) {
-      dAStat = select(dAStat, statK[rowLane + blkA * 8u + dAStatJ], abs(statK[rowLane + blkA * 8u + dAStatJ].x) > abs(dAStat.x));
-    }
-    let dA = abs(dAStat.x) / 127.0f;
-    let dAInv = select(0.0f, 1.0f / dA, dA != 0.0f);
-    var dBStat: vec2<f32> = statK[rowLane + blkB * 8u];
-    for (var dBStatJ: u32 = 1u; dBStatJ < 8u; dBStatJ = dBStatJ + 1u) {
-      dBStat = select(dBStat, statK[rowLane + blkB * 8u + dBStatJ], abs(statK[rowLane + blkB * 8u + dBStatJ].x) > abs(dBStat.x));
-    }
-    let dB = abs(dBStat.x) / 127.0f;
-    let dBInv = select(0.0f, 1.0f / dB, dB != 0.0f);
-    let halfA = pack2x16float(vec2<f32>(dA, 0.0f));
-    let halfB = pack2x16float(vec2<f32>(dB, 0.0f));
-    let byte0 = kW * 4u + 0u;
-    let blk0 = byte0 / 34u;
-    let off0 = byte0 % 34u;
-    let inA0 = blk0 == blkA;
-    let inv0 = select(dBInv, dAInv, inA0);
-    let j0 = max(off0, 2u) - 2u;
-    let v0 = xk[lane0 + (min(blk0, 1u) * 32u + j0)] * inv0;
-    let v0Whole = trunc(v0);
-    let b0 = select(select(u32(i32(v0Whole + trunc((v0 - v0Whole) * 2.0f))) & 255u, (select(halfB, halfA, inA0) >> (min(off0, 1u) * 8u)) & 255u, off0 < 2u), 0u, blk0 > 1u);
-    let byte1 = kW * 4u + 1u;
-    let blk1 = byte1 / 34u;
-    let off1 = byte1 % 34u;
-    let inA1 = blk1 == blkA;
-    let inv1 = select(dBInv, dAInv, inA1);
-    let j1 = max(off1, 2u) - 2u;
-    let v1 = xk[lane0 + (min(blk1, 1u) * 32u + j1)] * inv1;
-    let v1Whole = trunc(v1);
-    let b1 = select(select(u32(i32(v1Whole + trunc((v1 - v1Whole) * 2.0f))) & 255u, (select(halfB, halfA, inA1) >> (min(off1, 1u) * 8u)) & 255u, off1 < 2u), 0u, blk1 > 1u);
-    let byte2 = kW * 4u + 2u;
-    let blk2 = byte2 / 34u;
-    let off2 = byte2 % 34u;
-    let inA2 = blk2 == blkA;
-    let inv2 = select(dBInv, dAInv, inA2);
-    let j2 = max(off2, 2u) - 2u;
-    let v2 = xk[lane0 + (min(blk2, 1u) * 32u + j2)] * inv2;
-    let v2Whole = trunc(v2);
-    let b2 = select(select(u32(i32(v2Whole + trunc((v2 - v2Whole) * 2.0f))) & 255u, (select(halfB, halfA, inA2) >> (min(off2, 1u) * 8u)) & 255u, off2 < 2u), 0u, blk2 > 1u);
-    let byte3 = kW * 4u + 3u;
-    let blk3 = byte3 / 34u;
-    let off3 = byte3 % 34u;
-    let inA3 = blk3 == blkA;
-    let inv3 = select(dBInv, dAInv, inA3);
-    let j3 = max(off3, 2u) - 2u;
-    let v3 = xk[lane0 + (min(blk3, 1u) * 32u + j3)] * inv3;
-    let v3Whole = trunc(v3);
-    let b3 = select(select(u32(i32(v3Whole + trunc((v3 - v3Whole) * 2.0f))) & 255u, (select(halfB, halfA, inA3) >> (min(off3, 1u) * 8u)) & 255u, off3 < 2u), 0u, blk3 > 1u);
-    present_key[dstRow * ROW_WORDS + kW] = b0 | (b1 << 8u) | (b2 << 16u) | (b3 << 24u);
+  let kBase = dstRow * ROW_WORDS;
+  let kBlk = d4 / 8u;
+  let kJ = d4 % 8u;
+  let kPairAt = kBlk / 2u * 17u;
+  var kDStat: vec2<f32> = statK[rowLane + kBlk * 8u];
+  for (var kDStatJ: u32 = 1u; kDStatJ < 8u; kDStatJ = kDStatJ + 1u) {
+    kDStat = select(kDStat, statK[rowLane + kBlk * 8u + kDStatJ], abs(statK[rowLane + kBlk * 8u + kDStatJ].x) > abs(kDStat.x));
   }
-  for (var vW: u32 = d4; vW < ROW_WORDS; vW = vW + HEAD_DIM_V4) {
-    let blkA = min(vW * 4u / 34u, 1u);
-    let blkB = min((vW * 4u + 3u) / 34u, 1u);
-    var dAStat: vec2<f32> = statV[rowLane + blkA * 8u];
-    for (var dAStatJ: u32 = 1u; dAStatJ < 8u; dAStatJ = dAStatJ + 1u) {
-      dAStat = select(dAStat, statV[rowLane + blkA * 8u + dAStatJ], abs(statV[rowLane + blkA * 8u + dAStatJ].x) > abs(dAStat.x));
+  let kD = abs(kDStat.x) / 127.0f;
+  let kDInv = select(0.0f, 1.0f / kD, kD != 0.0f);
+  let kQ0 = k.x * kDInv;
+  let kQ0Whole = trunc(kQ0);
+  let kQ1 = k.y * kDInv;
+  let kQ1Whole = trunc(kQ1);
+  let kQ2 = k.z * kDInv;
+  let kQ2Whole = trunc(kQ2);
+  let kQ3 = k.w * kDInv;
+  let kQ3Whole = trunc(kQ3);
+  if (kBlk % 2u == 1u) {
+    present_key[kBase + (kPairAt + 9u + kJ)] = (u32(i32(kQ0Whole + trunc((kQ0 - kQ0Whole) * 2.0f))) & 255u) | ((u32(i32(kQ1Whole + trunc((kQ1 - kQ1Whole) * 2.0f))) & 255u) << 8u) | ((u32(i32(kQ2Whole + trunc((kQ2 - kQ2Whole) * 2.0f))) & 255u) << 16u) | ((u32(i32(kQ3Whole + trunc((kQ3 - kQ3Whole) * 2.0f))) & 255u) << 24u);
+  } else {
+    let kPrev = max(d4 * 4u, 2u) - 2u;
+    let kP0 = xk[lane0 + kPrev] * kDInv;
+    let kP0Whole = trunc(kP0);
+    let kP1 = xk[lane0 + (kPrev + 1u)] * kDInv;
+    let kP1Whole = trunc(kP1);
+    present_key[kBase + (kPairAt + kJ)] = select((u32(i32(kP0Whole + trunc((kP0 - kP0Whole) * 2.0f))) & 255u) | ((u32(i32(kP1Whole + trunc((kP1 - kP1Whole) * 2.0f))) & 255u) << 8u), pack2x16float(vec2<f32>(kD, 0.0f)), kJ == 0u) | (((u32(i32(kQ0Whole + trunc((kQ0 - kQ0Whole) * 2.0f))) & 255u) | ((u32(i32(kQ1Whole + trunc((kQ1 - kQ1Whole) * 2.0f))) & 255u) << 8u)) << 16u);
+    if (kJ == 7u) {
+      var kNStat: vec2<f32> = statK[rowLane + min(kBlk + 1u, 1u) * 8u];
+      for (var kNStatJ: u32 = 1u; kNStatJ < 8u; kNStatJ = kNStatJ + 1u) {
+        kNStat = select(kNStat, statK[rowLane + min(kBlk + 1u, 1u) * 8u + kNStatJ], abs(statK[rowLane + min(kBlk + 1u, 1u) * 8u + kNStatJ].x) > abs(kNStat.x));
+      }
+      let kN = abs(kNStat.x) / 127.0f;
+      present_key[kBase + (kPairAt + 8u)] = (u32(i32(kQ2Whole + trunc((kQ2 - kQ2Whole) * 2.0f))) & 255u) | ((u32(i32(kQ3Whole + trunc((kQ3 - kQ3Whole) * 2.0f))) & 255u) << 8u) | (select(0u, pack2x16float(vec2<f32>(kN, 0.0f)), kBlk + 1u <= 1u) << 16u);
     }
-    let dA = abs(dAStat.x) / 127.0f;
-    let dAInv = select(0.0f, 1.0f / dA, dA != 0.0f);
-    var dBStat: vec2<f32> = statV[rowLane + blkB * 8u];
-    for (var dBStatJ: u32 = 1u; dBStatJ < 8u; dBStatJ = dBStatJ + 1u) {
-      dBStat = select(dBStat, statV[rowLane + blkB * 8u + dBStatJ], abs(statV[rowLane + blkB * 8u + dBStatJ].x) > abs(dBStat.x));
+  }
+  let vBase = dstRow * ROW_WORDS;
+  let vBlk = d4 / 8u;
+  let vJ = d4 % 8u;
+  let vPairAt = vBlk / 2u * 17u;
+  var vDStat: vec2<f32> = statV[rowLane + vBlk * 8u];
+  for (var vDStatJ: u32 = 1u; vDStatJ < 8u; vDStatJ = vDStatJ + 1u) {
+    vDStat = select(vDStat, statV[rowLane + vBlk * 8u + vDStatJ], abs(statV[rowLane + vBlk * 8u + vDStatJ].x) > abs(vDStat.x));
+  }
+  let vD = abs(vDStat.x) / 127.0f;
+  let vDInv = select(0.0f, 1.0f / vD, vD != 0.0f);
+  let vQ0 = v.x * vDInv;
+  let vQ0Whole = trunc(vQ0);
+  let vQ1 = v.y * vDInv;
+  let vQ1Whole = trunc(vQ1);
+  let vQ2 = v.z * vDInv;
+  let vQ2Whole = trunc(vQ2);
+  let vQ3 = v.w * vDInv;
+  let vQ3Whole = trunc(vQ3);
+  if (vBlk % 2u == 1u) {
+    present_value[vBase + (vPairAt + 9u + vJ)] = (u32(i32(vQ0Whole + trunc((vQ0 - vQ0Whole) * 2.0f))) & 255u) | ((u32(i32(vQ1Whole + trunc((vQ1 - vQ1Whole) * 2.0f))) & 255u) << 8u) | ((u32(i32(vQ2Whole + trunc((vQ2 - vQ2Whole) * 2.0f))) & 255u) << 16u) | ((u32(i32(vQ3Whole + trunc((vQ3 - vQ3Whole) * 2.0f))) & 255u) << 24u);
+  } else {
+    let vPrev = max(d4 * 4u, 2u) - 2u;
+    let vP0 = xv[lane0 + vPrev] * vDInv;
+    let vP0Whole = trunc(vP0);
+    let vP1 = xv[lane0 + (vPrev + 1u)] * vDInv;
+    let vP1Whole = trunc(vP1);
+    present_value[vBase + (vPairAt + vJ)] = select((u32(i32(vP0Whole + trunc((vP0 - vP0Whole) * 2.0f))) & 255u) | ((u32(i32(vP1Whole + trunc((vP1 - vP1Whole) * 2.0f))) & 255u) << 8u), pack2x16float(vec2<f32>(vD, 0.0f)), vJ == 0u) | (((u32(i32(vQ0Whole + trunc((vQ0 - vQ0Whole) * 2.0f))) & 255u) | ((u32(i32(vQ1Whole + trunc((vQ1 - vQ1Whole) * 2.0f))) & 255u) << 8u)) << 16u);
+    if (vJ == 7u) {
+      var vNStat: vec2<f32> = statV[rowLane + min(vBlk + 1u, 1u) * 8u];
+      for (var vNStatJ: u32 = 1u; vNStatJ < 8u; vNStatJ = vNStatJ + 1u) {
+        vNStat = select(vNStat, statV[rowLane + min(vBlk + 1u, 1u) * 8u + vNStatJ], abs(statV[rowLane + min(vBlk + 1u, 1u) * 8u + vNStatJ].x) > abs(vNStat.x));
+      }
+      let vN = abs(vNStat.x) / 127.0f;
+      present_value[vBase + (vPairAt + 8u)] = (u32(i32(vQ2Whole + trunc((vQ2 - vQ2Whole) * 2.0f))) & 255u) | ((u32(i32(vQ3Whole + trunc((vQ3 - vQ3Whole) * 2.0f))) & 255u) << 8u) | (select(0u, pack2x16float(vec2<f32>(vN, 0.0f)), vBlk + 1u <= 1u) << 16u);
     }
-    let dB = abs(dBStat.x) / 127.0f;
-    let dBInv = select(0.0f, 1.0f / dB, dB != 0.0f);
-    let halfA = pack2x16float(vec2<f32>(dA, 0.0f));
-    let halfB = pack2x16float(vec2<f32>(dB, 0.0f));
-    let byte0 = vW * 4u + 0u;
-    let blk0 = byte0 / 34u;
-    let off0 = byte0 % 34u;
-    let inA0 = blk0 == blkA;
-    let inv0 = select(dBInv, dAInv, inA0);
-    let j0 = max(off0, 2u) - 2u;
-    let v0 = xv[lane0 + (min(blk0, 1u) * 32u + j0)] * inv0;
-    let v0Whole = trunc(v0);
-    let b0 = select(select(u32(i32(v0Whole + trunc((v0 - v0Whole) * 2.0f))) & 255u, (select(halfB, halfA, inA0) >> (min(off0, 1u) * 8u)) & 255u, off0 < 2u), 0u, blk0 > 1u);
-    let byte1 = vW * 4u + 1u;
-    let blk1 = byte1 / 34u;
-    let off1 = byte1 % 34u;
-    let inA1 = blk1 == blkA;
-    let inv1 = select(dBInv, dAInv, inA1);
-    let j1 = max(off1, 2u) - 2u;
-    let v1 = xv[lane0 + (min(blk1, 1u) * 32u + j1)] * inv1;
-    let v1Whole = trunc(v1);
-    let b1 = select(select(u32(i32(v1Whole + trunc((v1 - v1Whole) * 2.0f))) & 255u, (select(halfB, halfA, inA1) >> (min(off1, 1u) * 8u)) & 255u, off1 < 2u), 0u, blk1 > 1u);
-    let byte2 = vW * 4u + 2u;
-    let blk2 = byte2 / 34u;
-    let off2 = byte2 % 34u;
-    let inA2 = blk2 == blkA;
-    let inv2 = select(dBInv, dAInv, inA2);
-    let j2 = max(off2, 2u) - 2u;
-    let v2 = xv[lane0 + (min(blk2, 1u) * 32u + j2)] * inv2;
-    let v2Whole = trunc(v2);
-    let b2 = select(select(u32(i32(v2Whole + trunc((v2 - v2Whole) * 2.0f))) & 255u, (select(halfB, halfA, inA2) >> (min(off2, 1u) * 8u)) & 255u, off2 < 2u), 0u, blk2 > 1u);
-    let byte3 = vW * 4u + 3u;
-    let blk3 = byte3 / 34u;
-    let off3 = byte3 % 34u;
-    let inA3 = blk3 == blkA;
-    let inv3 = select(dBInv, dAInv, inA3);
-    let j3 = max(off3, 2u) - 2u;
-    let v3 = xv[lane0 + (min(blk3, 1u) * 32u + j3)] * inv3;
-    let v3Whole = trunc(v3);
-    let b3 = select(select(u32(i32(v3Whole + trunc((v3 - v3Whole) * 2.0f))) & 255u, (select(halfB, halfA, inA3) >> (min(off3, 1u) * 8u)) & 255u, off3 < 2u), 0u, blk3 > 1u);
-    present_value[dstRow * ROW_WORDS + vW] = b0 | (b1 << 8u) | (b2 << 16u) | (b3 << 24u);
   }
 }

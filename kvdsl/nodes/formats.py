@@ -276,6 +276,47 @@ def ggml_word(
     return word
 
 
+def q8_0_words(
+    kb: KernelBuilder,
+    name: str,
+    own: Val,
+    d: Val,
+    elem: Callable[[Val], Val],
+    block_scale: Callable[[str, Val], Scale],
+    blocks: int,
+    store: Callable[[Val, Val], None],
+) -> None:
+    """The q8_0 words of the invocation holding vector ``d`` (``own``) of a row of ``blocks``
+    blocks: two blocks (68 bytes) are 17 whole words, so in the pair of block ``blk = d / 8``,
+    vector ``j = d % 8`` of the odd block is word ``9 + j``, its own four codes; of the even
+    block, word ``j`` is the previous vector's last two codes (block 0: the f16 scale) below its
+    own first two, and its last vector also writes word 8: its last two codes below the odd
+    block's scale (zero padding where the row has no odd block). ``store(w, word)`` stores the
+    row's word ``w``; ``elem(e)`` loads element ``e`` of the staged row."""
+    fmt = FORMATS["q8_0"]
+    blk = kb.let(f"{name}Blk", d / 8)
+    j = kb.let(f"{name}J", d % 8)
+    pair = kb.let(f"{name}PairAt", blk / 2 * 17)
+    sc = block_scale(f"{name}D", blk)
+    q = [code(kb, fmt, f"{name}Q{lane}", own.member(c), sc) for lane, c in enumerate("xyzw")]
+    with kb.if_((blk % 2).eq(1)):
+        store(pair + 9 + j, q[0] | (q[1] << 8) | (q[2] << 16) | (q[3] << 24))
+    with kb.else_():
+        # Vector 0 of a block has no previous vector: its index is clamped into the row.
+        prev = kb.let(f"{name}Prev", max_(d * 4, 2) - 2)
+        p0 = code(kb, fmt, f"{name}P0", elem(prev), sc)
+        p1 = code(kb, fmt, f"{name}P1", elem(prev + 1), sc)
+        half = pack2x16float(construct(F32X2, sc.scale, 0.0))
+        low = select(p0 | (p1 << 8), half, j.eq(0))
+        store(pair + j, low | ((q[0] | (q[1] << 8)) << 16))
+        with kb.if_(j.eq(7)):
+            last = blocks - 1
+            nxt = block_scale(f"{name}N", min_(blk + 1, last))
+            next_half = pack2x16float(construct(F32X2, nxt.scale, 0.0))
+            high = select(lit(0, u32), next_half, blk + 1 <= last)
+            store(pair + 8, q[2] | (q[3] << 8) | (high << 16))
+
+
 def _byte(load: Callable[[Val], Val], at: Val) -> Val:
     """Byte ``at`` of a row of little-endian words (``load(w)`` loads word ``w``)."""
     return (load(at / 4) >> ((at % 4) * 8)) & 0xFF

@@ -22,7 +22,7 @@ from kvdsl.reference import formats as fm
 
 CONFIGS = [
     DenseAppendConfig(2, 64, format="int8", k_norm=True, rotary=True),
-    DenseAppendConfig(2, 64, format="q8_0", k_norm=True),
+    DenseAppendConfig(2, 64, format="q8_0", k_norm=True, rotary=True),
     DenseAppendConfig(2, 64, format="int4_asym", scales="side", k_norm=True),
     DenseAppendConfig(2, 32, format="q4_0", rotary=True, input_type="f16"),
     DenseBuildConfig(2, 64, format="q4_0", rotary=True),
