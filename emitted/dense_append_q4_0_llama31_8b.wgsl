@@ -86,98 +86,70 @@ fn main(
   let rowLane = lid.x - d4;
   let lane0 = rowLane * 4u;
   let dstRow = (b * KV_HEADS + hk) * params.seq + dstT;
-  for (var kW: u32 = d4; kW < ROW_WORDS; kW = kW + HEAD_DIM_V4) {
-    let blkA = min(kW * 4u / 18u, 3u);
-    let blkB = min((kW * 4u + 3u) / 18u, 3u);
-    var dAStat: vec2<f32> = statK[rowLane + blkA * 8u];
-    for (var dAStatJ: u32 = 1u; dAStatJ < 8u; dAStatJ = dAStatJ + 1u) {
-      dAStat = select(dAStat, statK[rowLane + blkA * 8u + dAStatJ], abs(statK[rowLane + blkA * 8u + dAStatJ].x) > abs(dAStat.x));
+  let kBase = dstRow * ROW_WORDS;
+  let kBlk = d4 / 8u;
+  let kJ = d4 % 8u;
+  let kPairAt = kBlk / 2u * 9u;
+  let kFirst = kBlk * 32u;
+  if (kBlk % 2u == 1u && kJ < 4u) {
+    var kDStat: vec2<f32> = statK[rowLane + kBlk * 8u];
+    for (var kDStatJ: u32 = 1u; kDStatJ < 8u; kDStatJ = kDStatJ + 1u) {
+      kDStat = select(kDStat, statK[rowLane + kBlk * 8u + kDStatJ], abs(statK[rowLane + kBlk * 8u + kDStatJ].x) > abs(kDStat.x));
     }
-    let dA = dAStat.x / -8.0f;
-    let dAInv = select(0.0f, 1.0f / dA, dA != 0.0f);
-    var dBStat: vec2<f32> = statK[rowLane + blkB * 8u];
-    for (var dBStatJ: u32 = 1u; dBStatJ < 8u; dBStatJ = dBStatJ + 1u) {
-      dBStat = select(dBStat, statK[rowLane + blkB * 8u + dBStatJ], abs(statK[rowLane + blkB * 8u + dBStatJ].x) > abs(dBStat.x));
+    let kD = kDStat.x / -8.0f;
+    let kDInv = select(0.0f, 1.0f / kD, kD != 0.0f);
+    present_key[kBase + (kPairAt + 5u + kJ)] = u32(min(i32(xk[lane0 + (kFirst + (kJ * 4u + 0u))] * kDInv + 8.5f), 15i)) | (u32(min(i32(xk[lane0 + (kFirst + (kJ * 4u + 0u) + 16u)] * kDInv + 8.5f), 15i)) << 4u) | ((u32(min(i32(xk[lane0 + (kFirst + (kJ * 4u + 1u))] * kDInv + 8.5f), 15i)) | (u32(min(i32(xk[lane0 + (kFirst + (kJ * 4u + 1u) + 16u)] * kDInv + 8.5f), 15i)) << 4u)) << 8u) | ((u32(min(i32(xk[lane0 + (kFirst + (kJ * 4u + 2u))] * kDInv + 8.5f), 15i)) | (u32(min(i32(xk[lane0 + (kFirst + (kJ * 4u + 2u) + 16u)] * kDInv + 8.5f), 15i)) << 4u)) << 16u) | ((u32(min(i32(xk[lane0 + (kFirst + (kJ * 4u + 3u))] * kDInv + 8.5f), 15i)) | (u32(min(i32(xk[lane0 + (kFirst + (kJ * 4u + 3u) + 16u)] * kDInv + 8.5f), 15i)) << 4u)) << 24u);
+  } else if (kBlk % 2u == 0u && kJ < 5u) {
+    var kEStat: vec2<f32> = statK[rowLane + kBlk * 8u];
+    for (var kEStatJ: u32 = 1u; kEStatJ < 8u; kEStatJ = kEStatJ + 1u) {
+      kEStat = select(kEStat, statK[rowLane + kBlk * 8u + kEStatJ], abs(statK[rowLane + kBlk * 8u + kEStatJ].x) > abs(kEStat.x));
     }
-    let dB = dBStat.x / -8.0f;
-    let dBInv = select(0.0f, 1.0f / dB, dB != 0.0f);
-    let halfA = pack2x16float(vec2<f32>(dA, 0.0f));
-    let halfB = pack2x16float(vec2<f32>(dB, 0.0f));
-    let byte0 = kW * 4u + 0u;
-    let blk0 = byte0 / 18u;
-    let off0 = byte0 % 18u;
-    let inA0 = blk0 == blkA;
-    let inv0 = select(dBInv, dAInv, inA0);
-    let j0 = max(off0, 2u) - 2u;
-    let b0 = select(select(u32(min(i32(xk[lane0 + (min(blk0, 3u) * 32u + min(j0, 15u))] * inv0 + 8.5f), 15i)) | (u32(min(i32(xk[lane0 + (min(blk0, 3u) * 32u + min(j0, 15u) + 16u)] * inv0 + 8.5f), 15i)) << 4u), (select(halfB, halfA, inA0) >> (min(off0, 1u) * 8u)) & 255u, off0 < 2u), 0u, blk0 > 3u);
-    let byte1 = kW * 4u + 1u;
-    let blk1 = byte1 / 18u;
-    let off1 = byte1 % 18u;
-    let inA1 = blk1 == blkA;
-    let inv1 = select(dBInv, dAInv, inA1);
-    let j1 = max(off1, 2u) - 2u;
-    let b1 = select(select(u32(min(i32(xk[lane0 + (min(blk1, 3u) * 32u + min(j1, 15u))] * inv1 + 8.5f), 15i)) | (u32(min(i32(xk[lane0 + (min(blk1, 3u) * 32u + min(j1, 15u) + 16u)] * inv1 + 8.5f), 15i)) << 4u), (select(halfB, halfA, inA1) >> (min(off1, 1u) * 8u)) & 255u, off1 < 2u), 0u, blk1 > 3u);
-    let byte2 = kW * 4u + 2u;
-    let blk2 = byte2 / 18u;
-    let off2 = byte2 % 18u;
-    let inA2 = blk2 == blkA;
-    let inv2 = select(dBInv, dAInv, inA2);
-    let j2 = max(off2, 2u) - 2u;
-    let b2 = select(select(u32(min(i32(xk[lane0 + (min(blk2, 3u) * 32u + min(j2, 15u))] * inv2 + 8.5f), 15i)) | (u32(min(i32(xk[lane0 + (min(blk2, 3u) * 32u + min(j2, 15u) + 16u)] * inv2 + 8.5f), 15i)) << 4u), (select(halfB, halfA, inA2) >> (min(off2, 1u) * 8u)) & 255u, off2 < 2u), 0u, blk2 > 3u);
-    let byte3 = kW * 4u + 3u;
-    let blk3 = byte3 / 18u;
-    let off3 = byte3 % 18u;
-    let inA3 = blk3 == blkA;
-    let inv3 = select(dBInv, dAInv, inA3);
-    let j3 = max(off3, 2u) - 2u;
-    let b3 = select(select(u32(min(i32(xk[lane0 + (min(blk3, 3u) * 32u + min(j3, 15u))] * inv3 + 8.5f), 15i)) | (u32(min(i32(xk[lane0 + (min(blk3, 3u) * 32u + min(j3, 15u) + 16u)] * inv3 + 8.5f), 15i)) << 4u), (select(halfB, halfA, inA3) >> (min(off3, 1u) * 8u)) & 255u, off3 < 2u), 0u, blk3 > 3u);
-    present_key[dstRow * ROW_WORDS + kW] = b0 | (b1 << 8u) | (b2 << 16u) | (b3 << 24u);
+    let kE = kEStat.x / -8.0f;
+    let kEInv = select(0.0f, 1.0f / kE, kE != 0.0f);
+    var kNStat: vec2<f32> = statK[rowLane + min(kBlk + 1u, 3u) * 8u];
+    for (var kNStatJ: u32 = 1u; kNStatJ < 8u; kNStatJ = kNStatJ + 1u) {
+      kNStat = select(kNStat, statK[rowLane + min(kBlk + 1u, 3u) * 8u + kNStatJ], abs(statK[rowLane + min(kBlk + 1u, 3u) * 8u + kNStatJ].x) > abs(kNStat.x));
+    }
+    let kN = kNStat.x / -8.0f;
+    let kHalf = pack2x16float(vec2<f32>(kE, 0.0f));
+    let kNextHalf = select(0u, pack2x16float(vec2<f32>(kN, 0.0f)), kBlk + 1u <= 3u);
+    let kB0 = select(u32(min(i32(xk[lane0 + (kFirst + (max(kJ * 4u + 0u, 2u) - 2u))] * kEInv + 8.5f), 15i)) | (u32(min(i32(xk[lane0 + (kFirst + (max(kJ * 4u + 0u, 2u) - 2u) + 16u)] * kEInv + 8.5f), 15i)) << 4u), (kHalf >> 0u) & 255u, kJ == 0u);
+    let kB1 = select(u32(min(i32(xk[lane0 + (kFirst + (max(kJ * 4u + 1u, 2u) - 2u))] * kEInv + 8.5f), 15i)) | (u32(min(i32(xk[lane0 + (kFirst + (max(kJ * 4u + 1u, 2u) - 2u) + 16u)] * kEInv + 8.5f), 15i)) << 4u), (kHalf >> 8u) & 255u, kJ == 0u);
+    let kB2 = select(u32(min(i32(xk[lane0 + (kFirst + min(kJ * 4u + 0u, 15u))] * kEInv + 8.5f), 15i)) | (u32(min(i32(xk[lane0 + (kFirst + min(kJ * 4u + 0u, 15u) + 16u)] * kEInv + 8.5f), 15i)) << 4u), (kNextHalf >> 0u) & 255u, kJ == 4u);
+    let kB3 = select(u32(min(i32(xk[lane0 + (kFirst + min(kJ * 4u + 1u, 15u))] * kEInv + 8.5f), 15i)) | (u32(min(i32(xk[lane0 + (kFirst + min(kJ * 4u + 1u, 15u) + 16u)] * kEInv + 8.5f), 15i)) << 4u), (kNextHalf >> 8u) & 255u, kJ == 4u);
+    present_key[kBase + (kPairAt + kJ)] = kB0 | (kB1 << 8u) | (kB2 << 16u) | (kB3 << 24u);
   }
-  for (var vW: u32 = d4; vW < ROW_WORDS; vW = vW + HEAD_DIM_V4) {
-    let blkA = min(vW * 4u / 18u, 3u);
-    let blkB = min((vW * 4u + 3u) / 18u, 3u);
-    var dAStat: vec2<f32> = statV[rowLane + blkA * 8u];
-    for (var dAStatJ: u32 = 1u; dAStatJ < 8u; dAStatJ = dAStatJ + 1u) {
-      dAStat = select(dAStat, statV[rowLane + blkA * 8u + dAStatJ], abs(statV[rowLane + blkA * 8u + dAStatJ].x) > abs(dAStat.x));
+  let vBase = dstRow * ROW_WORDS;
+  let vBlk = d4 / 8u;
+  let vJ = d4 % 8u;
+  let vPairAt = vBlk / 2u * 9u;
+  let vFirst = vBlk * 32u;
+  if (vBlk % 2u == 1u && vJ < 4u) {
+    var vDStat: vec2<f32> = statV[rowLane + vBlk * 8u];
+    for (var vDStatJ: u32 = 1u; vDStatJ < 8u; vDStatJ = vDStatJ + 1u) {
+      vDStat = select(vDStat, statV[rowLane + vBlk * 8u + vDStatJ], abs(statV[rowLane + vBlk * 8u + vDStatJ].x) > abs(vDStat.x));
     }
-    let dA = dAStat.x / -8.0f;
-    let dAInv = select(0.0f, 1.0f / dA, dA != 0.0f);
-    var dBStat: vec2<f32> = statV[rowLane + blkB * 8u];
-    for (var dBStatJ: u32 = 1u; dBStatJ < 8u; dBStatJ = dBStatJ + 1u) {
-      dBStat = select(dBStat, statV[rowLane + blkB * 8u + dBStatJ], abs(statV[rowLane + blkB * 8u + dBStatJ].x) > abs(dBStat.x));
+    let vD = vDStat.x / -8.0f;
+    let vDInv = select(0.0f, 1.0f / vD, vD != 0.0f);
+    present_value[vBase + (vPairAt + 5u + vJ)] = u32(min(i32(xv[lane0 + (vFirst + (vJ * 4u + 0u))] * vDInv + 8.5f), 15i)) | (u32(min(i32(xv[lane0 + (vFirst + (vJ * 4u + 0u) + 16u)] * vDInv + 8.5f), 15i)) << 4u) | ((u32(min(i32(xv[lane0 + (vFirst + (vJ * 4u + 1u))] * vDInv + 8.5f), 15i)) | (u32(min(i32(xv[lane0 + (vFirst + (vJ * 4u + 1u) + 16u)] * vDInv + 8.5f), 15i)) << 4u)) << 8u) | ((u32(min(i32(xv[lane0 + (vFirst + (vJ * 4u + 2u))] * vDInv + 8.5f), 15i)) | (u32(min(i32(xv[lane0 + (vFirst + (vJ * 4u + 2u) + 16u)] * vDInv + 8.5f), 15i)) << 4u)) << 16u) | ((u32(min(i32(xv[lane0 + (vFirst + (vJ * 4u + 3u))] * vDInv + 8.5f), 15i)) | (u32(min(i32(xv[lane0 + (vFirst + (vJ * 4u + 3u) + 16u)] * vDInv + 8.5f), 15i)) << 4u)) << 24u);
+  } else if (vBlk % 2u == 0u && vJ < 5u) {
+    var vEStat: vec2<f32> = statV[rowLane + vBlk * 8u];
+    for (var vEStatJ: u32 = 1u; vEStatJ < 8u; vEStatJ = vEStatJ + 1u) {
+      vEStat = select(vEStat, statV[rowLane + vBlk * 8u + vEStatJ], abs(statV[rowLane + vBlk * 8u + vEStatJ].x) > abs(vEStat.x));
     }
-    let dB = dBStat.x / -8.0f;
-    let dBInv = select(0.0f, 1.0f / dB, dB != 0.0f);
-    let halfA = pack2x16float(vec2<f32>(dA, 0.0f));
-    let halfB = pack2x16float(vec2<f32>(dB, 0.0f));
-    let byte0 = vW * 4u + 0u;
-    let blk0 = byte0 / 18u;
-    let off0 = byte0 % 18u;
-    let inA0 = blk0 == blkA;
-    let inv0 = select(dBInv, dAInv, inA0);
-    let j0 = max(off0, 2u) - 2u;
-    let b0 = select(select(u32(min(i32(xv[lane0 + (min(blk0, 3u) * 32u + min(j0, 15u))] * inv0 + 8.5f), 15i)) | (u32(min(i32(xv[lane0 + (min(blk0, 3u) * 32u + min(j0, 15u) + 16u)] * inv0 + 8.5f), 15i)) << 4u), (select(halfB, halfA, inA0) >> (min(off0, 1u) * 8u)) & 255u, off0 < 2u), 0u, blk0 > 3u);
-    let byte1 = vW * 4u + 1u;
-    let blk1 = byte1 / 18u;
-    let off1 = byte1 % 18u;
-    let inA1 = blk1 == blkA;
-    let inv1 = select(dBInv, dAInv, inA1);
-    let j1 = max(off1, 2u) - 2u;
-    let b1 = select(select(u32(min(i32(xv[lane0 + (min(blk1, 3u) * 32u + min(j1, 15u))] * inv1 + 8.5f), 15i)) | (u32(min(i32(xv[lane0 + (min(blk1, 3u) * 32u + min(j1, 15u) + 16u)] * inv1 + 8.5f), 15i)) << 4u), (select(halfB, halfA, inA1) >> (min(off1, 1u) * 8u)) & 255u, off1 < 2u), 0u, blk1 > 3u);
-    let byte2 = vW * 4u + 2u;
-    let blk2 = byte2 / 18u;
-    let off2 = byte2 % 18u;
-    let inA2 = blk2 == blkA;
-    let inv2 = select(dBInv, dAInv, inA2);
-    let j2 = max(off2, 2u) - 2u;
-    let b2 = select(select(u32(min(i32(xv[lane0 + (min(blk2, 3u) * 32u + min(j2, 15u))] * inv2 + 8.5f), 15i)) | (u32(min(i32(xv[lane0 + (min(blk2, 3u) * 32u + min(j2, 15u) + 16u)] * inv2 + 8.5f), 15i)) << 4u), (select(halfB, halfA, inA2) >> (min(off2, 1u) * 8u)) & 255u, off2 < 2u), 0u, blk2 > 3u);
-    let byte3 = vW * 4u + 3u;
-    let blk3 = byte3 / 18u;
-    let off3 = byte3 % 18u;
-    let inA3 = blk3 == blkA;
-    let inv3 = select(dBInv, dAInv, inA3);
-    let j3 = max(off3, 2u) - 2u;
-    let b3 = select(select(u32(min(i32(xv[lane0 + (min(blk3, 3u) * 32u + min(j3, 15u))] * inv3 + 8.5f), 15i)) | (u32(min(i32(xv[lane0 + (min(blk3, 3u) * 32u + min(j3, 15u) + 16u)] * inv3 + 8.5f), 15i)) << 4u), (select(halfB, halfA, inA3) >> (min(off3, 1u) * 8u)) & 255u, off3 < 2u), 0u, blk3 > 3u);
-    present_value[dstRow * ROW_WORDS + vW] = b0 | (b1 << 8u) | (b2 << 16u) | (b3 << 24u);
+    let vE = vEStat.x / -8.0f;
+    let vEInv = select(0.0f, 1.0f / vE, vE != 0.0f);
+    var vNStat: vec2<f32> = statV[rowLane + min(vBlk + 1u, 3u) * 8u];
+    for (var vNStatJ: u32 = 1u; vNStatJ < 8u; vNStatJ = vNStatJ + 1u) {
+      vNStat = select(vNStat, statV[rowLane + min(vBlk + 1u, 3u) * 8u + vNStatJ], abs(statV[rowLane + min(vBlk + 1u, 3u) * 8u + vNStatJ].x) > abs(vNStat.x));
+    }
+    let vN = vNStat.x / -8.0f;
+    let vHalf = pack2x16float(vec2<f32>(vE, 0.0f));
+    let vNextHalf = select(0u, pack2x16float(vec2<f32>(vN, 0.0f)), vBlk + 1u <= 3u);
+    let vB0 = select(u32(min(i32(xv[lane0 + (vFirst + (max(vJ * 4u + 0u, 2u) - 2u))] * vEInv + 8.5f), 15i)) | (u32(min(i32(xv[lane0 + (vFirst + (max(vJ * 4u + 0u, 2u) - 2u) + 16u)] * vEInv + 8.5f), 15i)) << 4u), (vHalf >> 0u) & 255u, vJ == 0u);
+    let vB1 = select(u32(min(i32(xv[lane0 + (vFirst + (max(vJ * 4u + 1u, 2u) - 2u))] * vEInv + 8.5f), 15i)) | (u32(min(i32(xv[lane0 + (vFirst + (max(vJ * 4u + 1u, 2u) - 2u) + 16u)] * vEInv + 8.5f), 15i)) << 4u), (vHalf >> 8u) & 255u, vJ == 0u);
+    let vB2 = select(u32(min(i32(xv[lane0 + (vFirst + min(vJ * 4u + 0u, 15u))] * vEInv + 8.5f), 15i)) | (u32(min(i32(xv[lane0 + (vFirst + min(vJ * 4u + 0u, 15u) + 16u)] * vEInv + 8.5f), 15i)) << 4u), (vNextHalf >> 0u) & 255u, vJ == 4u);
+    let vB3 = select(u32(min(i32(xv[lane0 + (vFirst + min(vJ * 4u + 1u, 15u))] * vEInv + 8.5f), 15i)) | (u32(min(i32(xv[lane0 + (vFirst + min(vJ * 4u + 1u, 15u) + 16u)] * vEInv + 8.5f), 15i)) << 4u), (vNextHalf >> 8u) & 255u, vJ == 4u);
+    present_value[vBase + (vPairAt + vJ)] = vB0 | (vB1 << 8u) | (vB2 << 16u) | (vB3 << 24u);
   }
 }

@@ -267,16 +267,15 @@ def _store_row(
             stat = formats.group_stat(kb, fmt, f"{name}Stat", stats, stat0 + blk * 8, 8)
             return formats.scale_of(kb, fmt, name, stat)
 
+        base = kb.let(f"{which}Base", dst_row * row_words)
+
+        def store(w: Val, word: Val) -> None:
+            out[base + w] = word
+
         if fmt.name == "q8_0":
-            base = kb.let(f"{which}Base", dst_row * row_words)
-
-            def store(w: Val, word: Val) -> None:
-                out[base + w] = word
-
             formats.q8_0_words(kb, which, own, d, elem, block_scale, blocks, store)
-            return
-        with kb.for_range(f"{which}W", d, row_words, per_row) as w:
-            out[dst_row * row_words + w] = formats.ggml_word(kb, fmt, elem, w, block_scale, blocks)
+        else:
+            formats.q4_0_words(kb, which, d, elem, block_scale, blocks, store)
         return
     stat = formats.group_stat(kb, fmt, f"{which}Stat", stats, stat0, cfg.per_row)
     sc = formats.scale_of(kb, fmt, f"{which}Scale", stat)

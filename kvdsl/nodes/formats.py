@@ -12,12 +12,13 @@ byte order are written there once); here is how a kernel makes and reads them:
   invocation that needs a group's scale computes the same one. A group is the whole row (dense
   formats) or a 32-element block (ggml's).
 - The scale (:func:`scale_of`) and ``inv = 1 / scale`` (0 for a zero scale) come from the
-  statistic; each output word (:func:`dense_word`, :func:`ggml_word`) is assembled from the
-  staged values (an int8 word, four codes, from the invocation's own vector:
-  :func:`vector_word`): dense code words hold ``32 / bits`` codes, an inline row starts with its scale
-  (and zero point) as f32 bits (``bitcast``); a ggml row is its blocks' bytes, each word's four
-  bytes each either a byte of a block's f16 scale (``pack2x16float``, no ``shader-f16``), a
-  code byte, or the zero padding of an odd number of blocks.
+  statistic. Dense code words hold ``32 / bits`` codes: an int8 word is the invocation's own
+  vector (:func:`vector_word`), a 4-bit word is assembled from the staged values
+  (:func:`dense_word`); an inline row starts with its scale (and zero point) as f32 bits
+  (``bitcast``, :func:`header_word`). A ggml row is its blocks' bytes: two blocks are whole
+  words (17 for q8_0, 9 for q4_0), each word's bytes a block's f16 scale (``pack2x16float``, no
+  ``shader-f16``), codes, or the zero padding of an odd number of blocks
+  (:func:`q8_0_words`, :func:`q4_0_words`).
 - :func:`decode` reads element ``e`` of a stored row back as f32.
 """
 
@@ -230,52 +231,6 @@ def header_word(fmt: Format, w: Val, sc: Scale) -> Val:
     return bitcast(u32, sc.scale)
 
 
-def ggml_word(
-    kb: KernelBuilder,
-    fmt: Format,
-    elem: Callable[[Val], Val],
-    w: Val,
-    block_scale: Callable[[str, Val], Scale],
-    blocks: int,
-) -> Val:
-    """Word ``w`` of a row of ``blocks`` ggml blocks: its bytes ``4w .. 4w+3``, each of the block
-    ``b / block_bytes`` it lies in (the two blocks a word can touch are ``block_scale``'s);
-    offsets 0 and 1 of a block are its f16 scale, the others its codes (q4_0: code byte ``j``
-    holds elements ``j`` and ``j + 16``); bytes past the last block are zero padding."""
-    bb = fmt.block_bytes
-    last = blocks - 1
-    first_block = kb.let("blkA", min_((w * 4) / bb, last))
-    second_block = kb.let("blkB", min_((w * 4 + 3) / bb, last))
-    sa, sb = block_scale("dA", first_block), block_scale("dB", second_block)
-    halves_a = kb.let("halfA", pack2x16float(construct(F32X2, sa.scale, 0.0)))
-    halves_b = kb.let("halfB", pack2x16float(construct(F32X2, sb.scale, 0.0)))
-    word = None
-    for k in range(4):
-        at = kb.let(f"byte{k}", w * 4 + k)
-        blk = kb.let(f"blk{k}", at / bb)
-        off = kb.let(f"off{k}", at % bb)
-        in_a = kb.let(f"inA{k}", blk.eq(first_block))
-        scale = Scale(
-            select(sb.scale, sa.scale, in_a), kb.let(f"inv{k}", select(sb.inv, sa.inv, in_a))
-        )
-        d_byte = (select(halves_b, halves_a, in_a) >> (min_(off, 1) * 8)) & 0xFF
-        # Offsets 0 and 1 are the scale's: the code index is clamped so its load stays in the row.
-        j = kb.let(f"j{k}", max_(off, 2) - 2)
-        base = min_(blk, last) * BLOCK
-        if fmt.name == "q8_0":
-            c_byte = code(kb, fmt, f"v{k}", elem(base + j), scale)
-        else:
-            lo = min_(j, BLOCK // 2 - 1)
-            c_byte = code(kb, fmt, f"lo{k}", elem(base + lo), scale) | (
-                code(kb, fmt, f"hi{k}", elem(base + lo + BLOCK // 2), scale) << 4
-            )
-        byte = select(c_byte, d_byte, off < 2)
-        byte = select(byte, lit(0, u32), blk > last)
-        byte = kb.let(f"b{k}", byte)
-        word = byte if k == 0 else word | (byte << (8 * k))
-    return word
-
-
 def q8_0_words(
     kb: KernelBuilder,
     name: str,
@@ -315,6 +270,58 @@ def q8_0_words(
             next_half = pack2x16float(construct(F32X2, nxt.scale, 0.0))
             high = select(lit(0, u32), next_half, blk + 1 <= last)
             store(pair + 8, q[2] | (q[3] << 8) | (high << 16))
+
+
+def q4_0_words(
+    kb: KernelBuilder,
+    name: str,
+    d: Val,
+    elem: Callable[[Val], Val],
+    block_scale: Callable[[str, Val], Scale],
+    blocks: int,
+    store: Callable[[Val, Val], None],
+) -> None:
+    """The q4_0 words the invocation holding vector ``d`` writes: two blocks (36 bytes) are 9
+    whole words, so in the pair of block ``blk = d / 8`` vector ``j = d % 8`` of the even block
+    writes word ``j < 5`` (word 0 opens with the block's f16 scale, word 4 closes with the odd
+    block's, or zero padding where the row has none), and of the odd block word ``5 + j`` for
+    ``j < 4``; code byte ``i`` of a block is elements ``i`` and ``i + 16`` of the staged row."""
+    fmt = FORMATS["q4_0"]
+    blk = kb.let(f"{name}Blk", d / 8)
+    j = kb.let(f"{name}J", d % 8)
+    pair = kb.let(f"{name}PairAt", blk / 2 * 9)
+    first = kb.let(f"{name}First", blk * BLOCK)
+
+    def code_byte(tag: str, i: Val, sc: Scale) -> Val:
+        lo = code(kb, fmt, f"{name}Lo{tag}", elem(first + i), sc)
+        hi = code(kb, fmt, f"{name}Hi{tag}", elem(first + i + BLOCK // 2), sc)
+        return lo | (hi << 4)
+
+    with kb.if_((blk % 2).eq(1).land(j < 4)):
+        sc = block_scale(f"{name}D", blk)
+        word = None
+        for k in range(4):
+            b = code_byte(str(k), j * 4 + k, sc)
+            word = b if k == 0 else word | (b << (8 * k))
+        store(pair + 5 + j, word)
+    with kb.elif_((blk % 2).eq(0).land(j < 5)):
+        sc = block_scale(f"{name}E", blk)
+        last = blocks - 1
+        nxt = block_scale(f"{name}N", min_(blk + 1, last))
+        half = kb.let(f"{name}Half", pack2x16float(construct(F32X2, sc.scale, 0.0)))
+        next_half = pack2x16float(construct(F32X2, nxt.scale, 0.0))
+        next_half = kb.let(f"{name}NextHalf", select(lit(0, u32), next_half, blk + 1 <= last))
+        word = None
+        for k in range(4):
+            if k < 2:  # word 0 opens with the scale; the code index is clamped into the block
+                i = max_(j * 4 + k, 2) - 2
+                b = select(code_byte(str(k), i, sc), (half >> (8 * k)) & 0xFF, j.eq(0))
+            else:  # word 4 closes with the odd block's scale
+                i = min_(j * 4 + (k - 2), BLOCK // 2 - 1)
+                b = select(code_byte(str(k), i, sc), (next_half >> (8 * (k - 2))) & 0xFF, j.eq(4))
+            b = kb.let(f"{name}B{k}", b)
+            word = b if k == 0 else word | (b << (8 * k))
+        store(pair + j, word)
 
 
 def _byte(load: Callable[[Val], Val], at: Val) -> Val:
