@@ -43,6 +43,34 @@ def test_cases_pass_on_the_interpreter(cfg):
         assert case.against_reference(out) == []
 
 
+@pytest.mark.parametrize("cfg", CONFIGS, ids=lambda c: f"{c.mode}-{c.format.value}")
+def test_a_wrong_output_is_caught(cfg):
+    """Each case's own verdict: the reference's outputs pass (written rows only where the mode
+    writes part of the cache), one word's bit 15 flipped (a code 8 or 128 steps off) fails, one
+    word written outside the window fails."""
+    for case in cases_for(cfg, 3, seed=1):
+        got = {}
+        for out, want in case.expected.items():
+            mask = case.written.get(out)
+            got[out] = want.copy() if mask is None else np.where(mask, want, case.buffers[out])
+        assert case.against_reference(got) == []
+        out = next(iter(case.expected))
+        mask = case.written.get(out, np.ones(case.expected[out].size, bool))
+        bad = {k: v.copy() for k, v in got.items()}
+        i = int(np.flatnonzero(mask)[-1])
+        bad[out][i] = (
+            bad[out][i] ^ bad[out].dtype.type(0x8000)
+            if bad[out].dtype.kind == "u"
+            else bad[out][i] + 0.5
+        )
+        assert case.against_reference(bad)[0].startswith(f"{case.label()} {out}:")
+        if not mask.all():
+            stale = {k: v.copy() for k, v in got.items()}
+            j = int(np.flatnonzero(~mask)[0])
+            stale[out][j] = stale[out].dtype.type(0)
+            assert "should not be" in case.against_reference(stale)[0]
+
+
 def rows_case(fmt: str, inline: bool = True) -> tuple[DenseCase, np.ndarray]:
     x = np.random.default_rng(6).standard_normal((40, 64)).astype(np.float32)
     words, _ = fm.quantize_rows(fmt, x, inline)
