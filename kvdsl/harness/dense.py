@@ -1,10 +1,13 @@
-"""Verification cases for the dense-format modes (``dense_append``, ``dense_read``).
+"""Verification cases for the dense-format modes (``dense_append``, ``dense_build``,
+``dense_read``).
 
 Rows mix magnitudes (each row scaled by a power of ten from 1e-2 to 1e2) so that every scale is
 exercised; ``seqlens_k`` covers right-padded first prompts, appends in the middle, a cache filled
-exactly and more tokens than fit. Outputs are poisoned; the rows not written must keep the
-poison. Cache words are quantised codes packed in u32 words (``Case.packed``): against the GPU
-each code may move by one step in a few elements (WGSL's f32 division is accurate to 2.5 ULP).
+exactly and more tokens than fit; a read's rows include an all-zero one. Outputs are poisoned;
+the rows not written must keep the poison. Cache words are quantised codes packed in u32 words,
+compared bit for bit, except where they may move (:class:`DenseCase`): against the GPU each code
+may move by one step in a few elements (WGSL's f32 division is accurate to 2.5 ULP), and with K
+RMSNorm so may K's against the reference.
 """
 
 from __future__ import annotations
