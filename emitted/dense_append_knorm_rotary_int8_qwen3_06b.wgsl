@@ -19,8 +19,6 @@ struct Params {
 @group(0) @binding(8) var<uniform> params: Params;
 
 var<workgroup> wsum: array<vec4<f32>, 64>;
-var<workgroup> xk: array<f32, 1024>;
-var<workgroup> xv: array<f32, 1024>;
 var<workgroup> statK: array<vec2<f32>, 256>;
 var<workgroup> statV: array<vec2<f32>, 256>;
 
@@ -85,15 +83,7 @@ fn main(
   let x1 = x1Raw * invRms * w1;
   let k = select(x1 * cs + x0 * sn, x0 * cs - x1 * sn, d4 < HALF_V4);
   let v = src_v[srcBase + d4];
-  // Stage the row's values and each vector's partial statistic in workgroup memory.
-  xk[lid.x * 4u + 0u] = k.x;
-  xv[lid.x * 4u + 0u] = v.x;
-  xk[lid.x * 4u + 1u] = k.y;
-  xv[lid.x * 4u + 1u] = v.y;
-  xk[lid.x * 4u + 2u] = k.z;
-  xv[lid.x * 4u + 2u] = v.z;
-  xk[lid.x * 4u + 3u] = k.w;
-  xv[lid.x * 4u + 3u] = v.w;
+  // Stage each vector's partial statistic in workgroup memory.
   var pK: f32 = k.x;
   pK = select(pK, k.y, abs(k.y) > abs(pK));
   pK = select(pK, k.z, abs(k.z) > abs(pK));

@@ -58,7 +58,8 @@ fn main(
   let dstT = appendStart + (max(t, skip) - skip);
   let k = src_k[srcBase + d4];
   let v = src_v[srcBase + d4];
-  // Stage the row's values and each vector's partial statistic in workgroup memory.
+  // Stage the row's values and each vector's partial statistic in workgroup
+  // memory.
   xk[lid.x * 4u + 0u] = k.x;
   xv[lid.x * 4u + 0u] = v.x;
   xk[lid.x * 4u + 1u] = k.y;

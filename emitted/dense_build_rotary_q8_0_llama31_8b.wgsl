@@ -56,7 +56,8 @@ fn main(
   let x1 = src_k[srcBase + (dr + HALF_V4)];
   let k = select(x1 * cs + x0 * sn, x0 * cs - x1 * sn, d4 < HALF_V4);
   let v = src_v[srcBase + d4];
-  // Stage the row's values and each vector's partial statistic in workgroup memory.
+  // Stage the row's values and each vector's partial statistic in workgroup
+  // memory.
   xk[lid.x * 4u + 0u] = k.x;
   xv[lid.x * 4u + 0u] = v.x;
   xk[lid.x * 4u + 1u] = k.y;

@@ -236,7 +236,7 @@ def _store_row(
     kb: KernelBuilder,
     cfg: DenseConfig,
     which: str,
-    xs: Shared,
+    xs: Shared | None,
     stats: Shared,
     lane0: Val,
     stat0: Val,
@@ -249,7 +249,8 @@ def _store_row(
     side: Buffer | None,
     side_at: int,
 ) -> None:
-    """Store the staged row (values ``xs[lane0 ..]``, partials ``stats[stat0 ..]``) as row
+    """Store the staged row (values ``xs[lane0 ..]``, none for int8; partials ``stats[stat0
+    ..]``) as row
     ``dst_row`` of ``out``, this invocation holding vector ``d`` (``own``) of it. ggml: its
     words ``d, d + per_row, ...``. Dense: the header words ``d < header``, then code word ``d``
     of int8 from ``own`` itself (four codes, one vector), or code words ``d, d + per_row, ...``
@@ -355,15 +356,20 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
         k = kb.let("k", words.as_f32(kb, src_k[src_base + it.d]))
     v = kb.let("v", words.as_f32(kb, src_v[src_base + it.d]))
 
-    kb.comment("Stage the row's values and each vector's partial statistic in workgroup memory.")
-    xk = kb.workgroup_var("xk", array(f32, cfg.workgroup_size * 4))
-    xv = kb.workgroup_var("xv", array(f32, cfg.workgroup_size * 4))
+    lid = kb.lid.x
+    xk = xv = None
+    if fmt.per_word != 4 or fmt.ggml:  # int8 packs each vector's own codes: no values staged
+        kb.comment("Stage the row's values and each vector's partial statistic in workgroup")
+        kb.comment("memory.")
+        xk = kb.workgroup_var("xk", array(f32, cfg.workgroup_size * 4))
+        xv = kb.workgroup_var("xv", array(f32, cfg.workgroup_size * 4))
+        for lane, c in enumerate(LANES):
+            xk[lid * 4 + lane] = k.member(c)
+            xv[lid * 4 + lane] = v.member(c)
+    else:
+        kb.comment("Stage each vector's partial statistic in workgroup memory.")
     sk = kb.workgroup_var("statK", array(F32X2, cfg.workgroup_size))
     sv = kb.workgroup_var("statV", array(F32X2, cfg.workgroup_size))
-    lid = kb.lid.x
-    for lane, c in enumerate(LANES):
-        xk[lid * 4 + lane] = k.member(c)
-        xv[lid * 4 + lane] = v.member(c)
     sk[lid] = formats.partial(kb, fmt, "pK", k)
     sv[lid] = formats.partial(kb, fmt, "pV", v)
     kb.barrier()
