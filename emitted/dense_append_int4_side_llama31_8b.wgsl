@@ -95,8 +95,9 @@ fn main(
   let kScale = abs(kStat.x) / 7.0f;
   let kScaleInv = select(0.0f, 1.0f / kScale, kScale != 0.0f);
   let kBase = dstRow * ROW_WORDS;
-  for (var kC: u32 = d4; kC < 16u; kC = kC + HEAD_DIM_V4) {
-    present_key[kBase + (kC + 0u)] = u32(i32(clamp(round(xk[lane0 + (kC * 8u + 0u)] * kScaleInv), -7.0f, 7.0f)) + 8i) | (u32(i32(clamp(round(xk[lane0 + (kC * 8u + 1u)] * kScaleInv), -7.0f, 7.0f)) + 8i) << 4u) | (u32(i32(clamp(round(xk[lane0 + (kC * 8u + 2u)] * kScaleInv), -7.0f, 7.0f)) + 8i) << 8u) | (u32(i32(clamp(round(xk[lane0 + (kC * 8u + 3u)] * kScaleInv), -7.0f, 7.0f)) + 8i) << 12u) | (u32(i32(clamp(round(xk[lane0 + (kC * 8u + 4u)] * kScaleInv), -7.0f, 7.0f)) + 8i) << 16u) | (u32(i32(clamp(round(xk[lane0 + (kC * 8u + 5u)] * kScaleInv), -7.0f, 7.0f)) + 8i) << 20u) | (u32(i32(clamp(round(xk[lane0 + (kC * 8u + 6u)] * kScaleInv), -7.0f, 7.0f)) + 8i) << 24u) | (u32(i32(clamp(round(xk[lane0 + (kC * 8u + 7u)] * kScaleInv), -7.0f, 7.0f)) + 8i) << 28u);
+  if (d4 % 2u == 0u) {
+    // Eight codes a word: an even vector's own four, then the next vector's.
+    present_key[kBase + (d4 / 2u + 0u)] = u32(i32(clamp(round(k.x * kScaleInv), -7.0f, 7.0f)) + 8i) | (u32(i32(clamp(round(k.y * kScaleInv), -7.0f, 7.0f)) + 8i) << 4u) | (u32(i32(clamp(round(k.z * kScaleInv), -7.0f, 7.0f)) + 8i) << 8u) | (u32(i32(clamp(round(k.w * kScaleInv), -7.0f, 7.0f)) + 8i) << 12u) | (u32(i32(clamp(round(xk[lane0 + (d4 * 4u + 4u)] * kScaleInv), -7.0f, 7.0f)) + 8i) << 16u) | (u32(i32(clamp(round(xk[lane0 + (d4 * 4u + 5u)] * kScaleInv), -7.0f, 7.0f)) + 8i) << 20u) | (u32(i32(clamp(round(xk[lane0 + (d4 * 4u + 6u)] * kScaleInv), -7.0f, 7.0f)) + 8i) << 24u) | (u32(i32(clamp(round(xk[lane0 + (d4 * 4u + 7u)] * kScaleInv), -7.0f, 7.0f)) + 8i) << 28u);
   }
   if (d4 == 0u) {
     present_scales[dstRow * 2u + 0u] = kScale;
@@ -108,8 +109,9 @@ fn main(
   let vScale = abs(vStat.x) / 7.0f;
   let vScaleInv = select(0.0f, 1.0f / vScale, vScale != 0.0f);
   let vBase = dstRow * ROW_WORDS;
-  for (var vC: u32 = d4; vC < 16u; vC = vC + HEAD_DIM_V4) {
-    present_value[vBase + (vC + 0u)] = u32(i32(clamp(round(xv[lane0 + (vC * 8u + 0u)] * vScaleInv), -7.0f, 7.0f)) + 8i) | (u32(i32(clamp(round(xv[lane0 + (vC * 8u + 1u)] * vScaleInv), -7.0f, 7.0f)) + 8i) << 4u) | (u32(i32(clamp(round(xv[lane0 + (vC * 8u + 2u)] * vScaleInv), -7.0f, 7.0f)) + 8i) << 8u) | (u32(i32(clamp(round(xv[lane0 + (vC * 8u + 3u)] * vScaleInv), -7.0f, 7.0f)) + 8i) << 12u) | (u32(i32(clamp(round(xv[lane0 + (vC * 8u + 4u)] * vScaleInv), -7.0f, 7.0f)) + 8i) << 16u) | (u32(i32(clamp(round(xv[lane0 + (vC * 8u + 5u)] * vScaleInv), -7.0f, 7.0f)) + 8i) << 20u) | (u32(i32(clamp(round(xv[lane0 + (vC * 8u + 6u)] * vScaleInv), -7.0f, 7.0f)) + 8i) << 24u) | (u32(i32(clamp(round(xv[lane0 + (vC * 8u + 7u)] * vScaleInv), -7.0f, 7.0f)) + 8i) << 28u);
+  if (d4 % 2u == 0u) {
+    // Eight codes a word: an even vector's own four, then the next vector's.
+    present_value[vBase + (d4 / 2u + 0u)] = u32(i32(clamp(round(v.x * vScaleInv), -7.0f, 7.0f)) + 8i) | (u32(i32(clamp(round(v.y * vScaleInv), -7.0f, 7.0f)) + 8i) << 4u) | (u32(i32(clamp(round(v.z * vScaleInv), -7.0f, 7.0f)) + 8i) << 8u) | (u32(i32(clamp(round(v.w * vScaleInv), -7.0f, 7.0f)) + 8i) << 12u) | (u32(i32(clamp(round(xv[lane0 + (d4 * 4u + 4u)] * vScaleInv), -7.0f, 7.0f)) + 8i) << 16u) | (u32(i32(clamp(round(xv[lane0 + (d4 * 4u + 5u)] * vScaleInv), -7.0f, 7.0f)) + 8i) << 20u) | (u32(i32(clamp(round(xv[lane0 + (d4 * 4u + 6u)] * vScaleInv), -7.0f, 7.0f)) + 8i) << 24u) | (u32(i32(clamp(round(xv[lane0 + (d4 * 4u + 7u)] * vScaleInv), -7.0f, 7.0f)) + 8i) << 28u);
   }
   if (d4 == 0u) {
     present_scales[dstRow * 2u + 1u] = vScale;

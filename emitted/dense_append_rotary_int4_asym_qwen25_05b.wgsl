@@ -97,8 +97,9 @@ fn main(
   if (d4 < 2u) {
     present_key[kBase + d4] = select(bitcast<u32>(kStat.x), bitcast<u32>(kScale), d4 == 0u);
   }
-  for (var kC: u32 = d4; kC < 8u; kC = kC + HEAD_DIM_V4) {
-    present_key[kBase + (kC + 2u)] = u32(clamp(round((xk[lane0 + (kC * 8u + 0u)] - kStat.x) * kScaleInv), 0.0f, 15.0f)) | (u32(clamp(round((xk[lane0 + (kC * 8u + 1u)] - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 4u) | (u32(clamp(round((xk[lane0 + (kC * 8u + 2u)] - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 8u) | (u32(clamp(round((xk[lane0 + (kC * 8u + 3u)] - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 12u) | (u32(clamp(round((xk[lane0 + (kC * 8u + 4u)] - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 16u) | (u32(clamp(round((xk[lane0 + (kC * 8u + 5u)] - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 20u) | (u32(clamp(round((xk[lane0 + (kC * 8u + 6u)] - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 24u) | (u32(clamp(round((xk[lane0 + (kC * 8u + 7u)] - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 28u);
+  if (d4 % 2u == 0u) {
+    // Eight codes a word: an even vector's own four, then the next vector's.
+    present_key[kBase + (d4 / 2u + 2u)] = u32(clamp(round((k.x - kStat.x) * kScaleInv), 0.0f, 15.0f)) | (u32(clamp(round((k.y - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 4u) | (u32(clamp(round((k.z - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 8u) | (u32(clamp(round((k.w - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 12u) | (u32(clamp(round((xk[lane0 + (d4 * 4u + 4u)] - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 16u) | (u32(clamp(round((xk[lane0 + (d4 * 4u + 5u)] - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 20u) | (u32(clamp(round((xk[lane0 + (d4 * 4u + 6u)] - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 24u) | (u32(clamp(round((xk[lane0 + (d4 * 4u + 7u)] - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 28u);
   }
   var vStat: vec2<f32> = statV[rowLane];
   for (var vStatJ: u32 = 1u; vStatJ < 16u; vStatJ = vStatJ + 1u) {
@@ -110,7 +111,8 @@ fn main(
   if (d4 < 2u) {
     present_value[vBase + d4] = select(bitcast<u32>(vStat.x), bitcast<u32>(vScale), d4 == 0u);
   }
-  for (var vC: u32 = d4; vC < 8u; vC = vC + HEAD_DIM_V4) {
-    present_value[vBase + (vC + 2u)] = u32(clamp(round((xv[lane0 + (vC * 8u + 0u)] - vStat.x) * vScaleInv), 0.0f, 15.0f)) | (u32(clamp(round((xv[lane0 + (vC * 8u + 1u)] - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 4u) | (u32(clamp(round((xv[lane0 + (vC * 8u + 2u)] - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 8u) | (u32(clamp(round((xv[lane0 + (vC * 8u + 3u)] - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 12u) | (u32(clamp(round((xv[lane0 + (vC * 8u + 4u)] - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 16u) | (u32(clamp(round((xv[lane0 + (vC * 8u + 5u)] - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 20u) | (u32(clamp(round((xv[lane0 + (vC * 8u + 6u)] - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 24u) | (u32(clamp(round((xv[lane0 + (vC * 8u + 7u)] - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 28u);
+  if (d4 % 2u == 0u) {
+    // Eight codes a word: an even vector's own four, then the next vector's.
+    present_value[vBase + (d4 / 2u + 2u)] = u32(clamp(round((v.x - vStat.x) * vScaleInv), 0.0f, 15.0f)) | (u32(clamp(round((v.y - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 4u) | (u32(clamp(round((v.z - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 8u) | (u32(clamp(round((v.w - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 12u) | (u32(clamp(round((xv[lane0 + (d4 * 4u + 4u)] - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 16u) | (u32(clamp(round((xv[lane0 + (d4 * 4u + 5u)] - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 20u) | (u32(clamp(round((xv[lane0 + (d4 * 4u + 6u)] - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 24u) | (u32(clamp(round((xv[lane0 + (d4 * 4u + 7u)] - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 28u);
   }
 }

@@ -105,8 +105,9 @@ fn main(
   if (d4 < 1u) {
     present_key[kBase + d4] = bitcast<u32>(kScale);
   }
-  for (var kC: u32 = d4; kC < 8u; kC = kC + HEAD_DIM_V4) {
-    present_key[kBase + (kC + 1u)] = u32(i32(clamp(round(xk[lane0 + (kC * 8u + 0u)] * kScaleInv), -7.0f, 7.0f)) + 8i) | (u32(i32(clamp(round(xk[lane0 + (kC * 8u + 1u)] * kScaleInv), -7.0f, 7.0f)) + 8i) << 4u) | (u32(i32(clamp(round(xk[lane0 + (kC * 8u + 2u)] * kScaleInv), -7.0f, 7.0f)) + 8i) << 8u) | (u32(i32(clamp(round(xk[lane0 + (kC * 8u + 3u)] * kScaleInv), -7.0f, 7.0f)) + 8i) << 12u) | (u32(i32(clamp(round(xk[lane0 + (kC * 8u + 4u)] * kScaleInv), -7.0f, 7.0f)) + 8i) << 16u) | (u32(i32(clamp(round(xk[lane0 + (kC * 8u + 5u)] * kScaleInv), -7.0f, 7.0f)) + 8i) << 20u) | (u32(i32(clamp(round(xk[lane0 + (kC * 8u + 6u)] * kScaleInv), -7.0f, 7.0f)) + 8i) << 24u) | (u32(i32(clamp(round(xk[lane0 + (kC * 8u + 7u)] * kScaleInv), -7.0f, 7.0f)) + 8i) << 28u);
+  if (d4 % 2u == 0u) {
+    // Eight codes a word: an even vector's own four, then the next vector's.
+    present_key[kBase + (d4 / 2u + 1u)] = u32(i32(clamp(round(k.x * kScaleInv), -7.0f, 7.0f)) + 8i) | (u32(i32(clamp(round(k.y * kScaleInv), -7.0f, 7.0f)) + 8i) << 4u) | (u32(i32(clamp(round(k.z * kScaleInv), -7.0f, 7.0f)) + 8i) << 8u) | (u32(i32(clamp(round(k.w * kScaleInv), -7.0f, 7.0f)) + 8i) << 12u) | (u32(i32(clamp(round(xk[lane0 + (d4 * 4u + 4u)] * kScaleInv), -7.0f, 7.0f)) + 8i) << 16u) | (u32(i32(clamp(round(xk[lane0 + (d4 * 4u + 5u)] * kScaleInv), -7.0f, 7.0f)) + 8i) << 20u) | (u32(i32(clamp(round(xk[lane0 + (d4 * 4u + 6u)] * kScaleInv), -7.0f, 7.0f)) + 8i) << 24u) | (u32(i32(clamp(round(xk[lane0 + (d4 * 4u + 7u)] * kScaleInv), -7.0f, 7.0f)) + 8i) << 28u);
   }
   var vStat: vec2<f32> = statV[rowLane];
   for (var vStatJ: u32 = 1u; vStatJ < 16u; vStatJ = vStatJ + 1u) {
@@ -118,7 +119,8 @@ fn main(
   if (d4 < 1u) {
     present_value[vBase + d4] = bitcast<u32>(vScale);
   }
-  for (var vC: u32 = d4; vC < 8u; vC = vC + HEAD_DIM_V4) {
-    present_value[vBase + (vC + 1u)] = u32(i32(clamp(round(xv[lane0 + (vC * 8u + 0u)] * vScaleInv), -7.0f, 7.0f)) + 8i) | (u32(i32(clamp(round(xv[lane0 + (vC * 8u + 1u)] * vScaleInv), -7.0f, 7.0f)) + 8i) << 4u) | (u32(i32(clamp(round(xv[lane0 + (vC * 8u + 2u)] * vScaleInv), -7.0f, 7.0f)) + 8i) << 8u) | (u32(i32(clamp(round(xv[lane0 + (vC * 8u + 3u)] * vScaleInv), -7.0f, 7.0f)) + 8i) << 12u) | (u32(i32(clamp(round(xv[lane0 + (vC * 8u + 4u)] * vScaleInv), -7.0f, 7.0f)) + 8i) << 16u) | (u32(i32(clamp(round(xv[lane0 + (vC * 8u + 5u)] * vScaleInv), -7.0f, 7.0f)) + 8i) << 20u) | (u32(i32(clamp(round(xv[lane0 + (vC * 8u + 6u)] * vScaleInv), -7.0f, 7.0f)) + 8i) << 24u) | (u32(i32(clamp(round(xv[lane0 + (vC * 8u + 7u)] * vScaleInv), -7.0f, 7.0f)) + 8i) << 28u);
+  if (d4 % 2u == 0u) {
+    // Eight codes a word: an even vector's own four, then the next vector's.
+    present_value[vBase + (d4 / 2u + 1u)] = u32(i32(clamp(round(v.x * vScaleInv), -7.0f, 7.0f)) + 8i) | (u32(i32(clamp(round(v.y * vScaleInv), -7.0f, 7.0f)) + 8i) << 4u) | (u32(i32(clamp(round(v.z * vScaleInv), -7.0f, 7.0f)) + 8i) << 8u) | (u32(i32(clamp(round(v.w * vScaleInv), -7.0f, 7.0f)) + 8i) << 12u) | (u32(i32(clamp(round(xv[lane0 + (d4 * 4u + 4u)] * vScaleInv), -7.0f, 7.0f)) + 8i) << 16u) | (u32(i32(clamp(round(xv[lane0 + (d4 * 4u + 5u)] * vScaleInv), -7.0f, 7.0f)) + 8i) << 20u) | (u32(i32(clamp(round(xv[lane0 + (d4 * 4u + 6u)] * vScaleInv), -7.0f, 7.0f)) + 8i) << 24u) | (u32(i32(clamp(round(xv[lane0 + (d4 * 4u + 7u)] * vScaleInv), -7.0f, 7.0f)) + 8i) << 28u);
   }
 }

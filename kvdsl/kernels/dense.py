@@ -252,10 +252,10 @@ def _store_row(
     """Store the staged row (values ``xs[lane0 ..]``, none for int8; partials ``stats[stat0
     ..]``) as row
     ``dst_row`` of ``out``, this invocation holding vector ``d`` (``own``) of it. ggml: its
-    words ``d, d + per_row, ...``. Dense: the header words ``d < header``, then code word ``d``
-    of int8 from ``own`` itself (four codes, one vector), or code words ``d, d + per_row, ...``
-    of the 4-bit formats from the staged row; with side scales (``d == 0``) its stats at
-    ``side[dst_row * 2S + side_at ..]``."""
+    words of the row's pairs of blocks. Dense: the header words ``d < header``, then code word
+    ``d`` of int8 from ``own`` itself (four codes, one vector), or for an even ``d`` code word
+    ``d / 2`` of a 4-bit format (``own`` and the next vector's four staged values); with side
+    scales (``d == 0``) its stats at ``side[dst_row * 2S + side_at ..]``."""
     fmt = cfg.fmt
 
     def elem(e: Val) -> Val:
@@ -288,10 +288,11 @@ def _store_row(
     if fmt.per_word == 4:
         out[base + (d + head)] = formats.vector_word(kb, fmt, f"{which}Q", own, sc)
     else:
-        code_words = cfg.head_dim // fmt.per_word
-        with kb.for_range(f"{which}C", d, code_words, per_row) as c:
-            word = formats.dense_word(kb, fmt, f"{which}Q", elem, c, sc)
-            out[base + (c + head)] = word
+        with kb.if_((d % 2).eq(0)):
+            kb.comment("Eight codes a word: an even vector's own four, then the next vector's.")
+            staged = [elem(d * 4 + (4 + lane)) for lane in range(4)]
+            word = formats.vector_word(kb, fmt, f"{which}Q", own, sc, staged)
+            out[base + (d / 2 + head)] = word
     if side is not None:
         n = fmt.stats
         with kb.if_(d.eq(0)):

@@ -13,8 +13,8 @@ byte order are written there once); here is how a kernel makes and reads them:
   formats) or a 32-element block (ggml's).
 - The scale (:func:`scale_of`) and ``inv = 1 / scale`` (0 for a zero scale) come from the
   statistic. Dense code words hold ``32 / bits`` codes: an int8 word is the invocation's own
-  vector (:func:`vector_word`), a 4-bit word is assembled from the staged values
-  (:func:`dense_word`); an inline row starts with its scale (and zero point) as f32 bits
+  vector, a 4-bit word an even vector's and the next one's, read from the staged values
+  (:func:`vector_word`); an inline row starts with its scale (and zero point) as f32 bits
   (``bitcast``, :func:`header_word`). A ggml row is its blocks' bytes: two blocks are whole
   words (17 for q8_0, 9 for q4_0), each word's bytes a block's f16 scale (``pack2x16float``, no
   ``shader-f16``), codes, or the zero padding of an odd number of blocks
@@ -200,28 +200,22 @@ def code(kb: KernelBuilder, fmt: Format, name: str, x: Val, sc: Scale) -> Val:
     return convert(u32, q + 8)
 
 
-def dense_word(
-    kb: KernelBuilder, fmt: Format, name: str, elem: Callable[[Val], Val], c: Val, sc: Scale
-) -> Val:
-    """Code word ``c`` of a dense row: elements ``c * per_word + l`` in field ``l``
-    (``elem(e)`` loads element ``e`` as f32)."""
-    per = fmt.per_word
+def codes_word(kb: KernelBuilder, fmt: Format, name: str, values: list[Val], sc: Scale) -> Val:
+    """The code word of ``values`` (f32, as many as a word holds): value ``l`` in field ``l``."""
     word = None
-    for lane in range(per):
-        field = code(kb, fmt, f"{name}{lane}", elem(c * per + lane), sc)
-        field = field if lane == 0 else field << (fmt.bits * lane)
-        word = field if word is None else word | field
-    return word
-
-
-def vector_word(kb: KernelBuilder, fmt: Format, name: str, x: Val, sc: Scale) -> Val:
-    """The code word of a ``vec4<f32>`` ``x`` of int8 (four codes, lane ``l`` in byte ``l``):
-    an invocation packs its own vector without reading the staged row."""
-    word = None
-    for lane, c in enumerate("xyzw"):
-        field = code(kb, fmt, f"{name}{lane}", x.member(c), sc)
+    for lane, x in enumerate(values):
+        field = code(kb, fmt, f"{name}{lane}", x, sc)
         word = field if lane == 0 else word | (field << (fmt.bits * lane))
     return word
+
+
+def vector_word(
+    kb: KernelBuilder, fmt: Format, name: str, x: Val, sc: Scale, staged: list[Val] | None = None
+) -> Val:
+    """The code word an invocation packs from its own ``vec4<f32>`` ``x``: int8's four codes,
+    or with ``staged`` (the next vector's four values, read from the staged row) a 4-bit
+    format's eight."""
+    return codes_word(kb, fmt, name, [x.member(c) for c in "xyzw"] + (staged or []), sc)
 
 
 def header_word(fmt: Format, w: Val, sc: Scale) -> Val:
