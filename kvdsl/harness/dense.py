@@ -193,9 +193,10 @@ def dense_read_case(cfg: DenseReadConfig, rng: np.random.Generator, i: int) -> C
     bufs = {"cache_key": wk.reshape(-1), "cache_value": wv.reshape(-1)}
     if not cfg.inline:
         bufs["cache_scales"] = np.concatenate([sk, sv], axis=-1).reshape(-1)
-    want_k = fm.dequantize_rows(fmt, wk, sk, d, cfg.inline)
-    want_v = fm.dequantize_rows(fmt, wv, sv, d, cfg.inline)
-    bufs |= {"key": poison(rows * d, np.float32), "value": poison(rows * d, np.float32)}
+    out = dtype(cfg.output_type.value)
+    want_k = fm.dequantize_rows(fmt, wk, sk, d, cfg.inline).astype(out)
+    want_v = fm.dequantize_rows(fmt, wv, sv, d, cfg.inline).astype(out)
+    bufs |= {"key": poison(rows * d, out), "value": poison(rows * d, out)}
     case = Case(
         {"rows": rows},
         bufs,

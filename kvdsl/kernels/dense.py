@@ -1,6 +1,6 @@
 """Dense quantised caches: ``dense_append`` writes new tokens into a cache of one of the formats
 of :mod:`kvdsl.nodes.formats` with each row's (or block's) scale computed in the kernel, and
-``dense_read`` reads cache rows back as f32.
+``dense_read`` reads cache rows back as f32 or f16.
 
 ``dense_append``: new BSH K/V (``src_k``, ``src_v``: ``keySeq`` tokens per batch) go to rows
 ``[appendStart, activeEnd)`` of a buffer-sharing BNSH cache of ``seq`` rows per head, the window
@@ -19,7 +19,7 @@ write its words ``d, d + HEAD_DIM_V4, ...``, each assembled from the staged row.
 (``seq`` per batch, row ``t``), K rotated at ``pastSeq + t``; no ``seqlens_k``.
 
 ``dense_read``: ``count`` stored rows (``cache_key``, ``cache_value``, and ``cache_scales`` for
-side scales) → f32 rows (``key``, ``value``), one invocation per output ``vec4``.
+side scales) → f32 or f16 rows (``key``, ``value``), one invocation per output ``vec4``.
 
 :func:`bytes_per_token_head` is the contract's size of one (token, head) row of K (or of V),
 scales included.
@@ -204,10 +204,16 @@ class DenseBuildConfig(DenseAppendConfig):
 
 @dataclass(frozen=True)
 class DenseReadConfig(DenseConfig):
-    """A ``dense_read`` variant: cache shape, format, scales' place."""
+    """A ``dense_read`` variant: cache shape, format, scales' place, the rows' element type
+    (f16 rows travel as ``vec2<u32>`` words: no ``shader-f16``)."""
 
+    output_type: Element = choice(Element.F32)
     mode = "dense_read"
-    KEYS = ("kv_heads", "head_dim", "format", "scales", "workgroup_size", "fold")
+    KEYS = ("kv_heads", "head_dim", "format", "scales", "output_type", "workgroup_size", "fold")
+
+    def check_fields(self) -> None:
+        super().check_fields()
+        one_of("output_type", self.output_type, FLOATS)
 
 
 def bytes_per_token_head(cfg: DenseConfig) -> int:
@@ -458,8 +464,9 @@ def dense_read(cfg: DenseReadConfig, name: str = "dense_read") -> Kernel:
     cache_key = kb.binding("cache_key", u32, "read")
     cache_value = kb.binding("cache_value", u32, "read")
     side = None if cfg.inline else kb.binding("cache_scales", f32, "read")
-    out_key = kb.binding("key", F32X4, "read_write")
-    out_value = kb.binding("value", F32X4, "read_write")
+    out_ty = cfg.output_type.scalar
+    out_key, out_value = words.bindings(kb, ("key", "value"), out_ty, 4, "read_write")
+    out_elem = words.elem(out_ty, 4)
     per_row, row_words = _consts(kb, cfg)
     count = kb.param("count")
     it = walks.vectors(kb, cfg.fold, count, per_row, 4)
@@ -480,9 +487,9 @@ def dense_read(cfg: DenseReadConfig, name: str = "dense_read") -> Kernel:
             formats.decode(kb, fmt, f"{which}{c.upper()}", load, it.d * 4 + lane, stat, cfg.inline)
             for lane, c in enumerate(LANES)
         ]
-        out[it.e] = construct(F32X4, *lanes_)
+        out[it.e] = words.to(kb, out_elem, construct(F32X4, *lanes_))
     dispatch = walks.dispatch(count, per_row, cfg.workgroup_size, cfg.fold, blocks=False)
-    kernel = kb.build(dispatch, f"Read {fmt.name} cache rows back as f32 rows.")
+    kernel = kb.build(dispatch, f"Read {fmt.name} cache rows back as {out_ty} rows.")
     extents: dict[str, Any] = {
         "cache_key": times(count, row_words.node),
         "cache_value": times(count, row_words.node),
@@ -529,6 +536,10 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, DenseConfig]:
     v["dense_build_knorm_rotary_q8_0_qwen3_06b"] = DenseBuildConfig(
         **qwen3, format=DenseFormat.Q8_0, k_norm=True, rotary=True
     )
+    v["dense_read_q4_0_f16_llama31_8b"] = DenseReadConfig(
+        **llama, format=DenseFormat.Q4_0, output_type=Element.F16
+    )
+    v["dense_read_int8_f16_llama31_8b"] = DenseReadConfig(**llama, output_type=Element.F16)
     v["dense_append_rotary_q8_0_f16_in_llama31_8b"] = DenseAppendConfig(
         **llama, format=DenseFormat.Q8_0, rotary=True, input_type=Element.F16
     )

@@ -155,6 +155,28 @@ def test_read_dequantises_as_the_reference(fmt, scales):
     )
 
 
+@pytest.mark.parametrize("fmt", fm.FORMATS)
+def test_read_to_f16_rows_rounds_the_reference_to_nearest(fmt):
+    cfg = DenseReadConfig(2, 64, format=fmt, output_type="f16")
+    rng = np.random.default_rng(17)
+    n = 9
+    k, v = rows(rng, n, 64), rows(rng, n, 64)
+    (wk, _), (wv, _) = fm.quantize_rows(fmt, k), fm.quantize_rows(fmt, v)
+    bufs = {
+        "cache_key": wk.reshape(-1),
+        "cache_value": wv.reshape(-1),
+        "key": np.full(n * 64, np.nan, np.float16),
+        "value": np.full(n * 64, np.nan, np.float16),
+    }
+    kernel = dense_read(cfg)
+    assert "enable f16" not in emit(kernel)
+    out = interp.run(kernel, bufs, {"count": n})
+    want = fm.dequantize_rows(fmt, wk, None, 64).astype(np.float16)
+    np.testing.assert_array_equal(out["key"].reshape(n, 64), want)
+    want = fm.dequantize_rows(fmt, wv, None, 64).astype(np.float16)
+    np.testing.assert_array_equal(out["value"].reshape(n, 64), want)
+
+
 @pytest.mark.parametrize("fmt, scales", KINDS)
 def test_append_then_read_is_within_half_a_step(fmt, scales):
     """The acceptance's round trip, kernels only: quantise, read back, compare with the input."""
