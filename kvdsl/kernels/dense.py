@@ -1,6 +1,6 @@
-"""Dense quantised caches: ``dense_append`` writes new tokens into a cache of one of the formats
-of :mod:`kvdsl.nodes.formats` with each row's (or block's) scale computed in the kernel, and
-``dense_read`` reads cache rows back as f32 or f16.
+"""Dense quantised caches: ``dense_append`` (and ``dense_build``) writes new tokens into a cache
+of one of the formats of :mod:`kvdsl.nodes.formats` with each row's (or block's) scale computed
+in the kernel, and ``dense_read`` reads cache rows back as f32 or f16.
 
 ``dense_append``: new BSH K/V (``src_k``, ``src_v``: ``keySeq`` tokens per batch) go to rows
 ``[appendStart, activeEnd)`` of a buffer-sharing BNSH cache of ``seq`` rows per head, the window
