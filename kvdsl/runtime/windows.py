@@ -257,6 +257,18 @@ def run_windows(
     wgsl = emit(kernel)
     pipe = gpu.pipeline(wgsl, kernel.bindings, kernel.params is not None, kernel.name)
     dev = pipe.device
+    have = {
+        "binding": dev.limits["max-storage-buffer-binding-size"],
+        "buffer": dev.limits["max-buffer-size"],
+        "alignment": dev.limits["min-storage-buffer-offset-alignment"],
+    }
+    for field, value in have.items():
+        want = getattr(limits, field)
+        if want > value if field != "alignment" else want % value:
+            allowed = "a multiple of" if field == "alignment" else "at most"
+            raise WindowError(
+                f"limits {field}={want}: expected {allowed} the device's {value} bytes"
+            )
     wgpu = gpu.wgpu_module()
     usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC
     held: dict[str, list] = {}
