@@ -229,6 +229,13 @@ def run_windows(
     from kvdsl.runtime.layout import check_buffers, from_storage, pack_params, to_storage
 
     check_buffers(kernel.bindings, buffers)
+    fields = {f for f, _ in kernel.params.fields} if kernel.params is not None else set()
+    if sources and "headBase" not in fields:
+        raise WindowError(
+            f"kernel {kernel.name} has no headBase param: only a position-independent kernel "
+            "(copy, with no sources) runs by windows without one; run the mode's windowed "
+            "variant (window=True)"
+        )
     if "count" not in params:
         raise WindowError("params: expected 'count', the rows of the whole cache")
     if params["count"] % slices:
@@ -264,11 +271,12 @@ def run_windows(
     }
     for field, value in have.items():
         want = getattr(limits, field)
-        if want > value if field != "alignment" else want % value:
-            allowed = "a multiple of" if field == "alignment" else "at most"
+        if field == "alignment" and want % value:
             raise WindowError(
-                f"limits {field}={want}: expected {allowed} the device's {value} bytes"
+                f"limits alignment={want}: expected a multiple of the device's {value} bytes"
             )
+        if field != "alignment" and want > value:
+            raise WindowError(f"limits {field}={want}: expected at most the device's {value} bytes")
     wgpu = gpu.wgpu_module()
     usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC
     held: dict[str, list] = {}
@@ -281,7 +289,6 @@ def run_windows(
     bound_whole = list(parts["whole"]) + ([] if plan.by_batch else list(parts["sources"]))
     for name in bound_whole:
         held[name] = [dev.create_buffer_with_data(data=storage[name], usage=usage)]
-    fields = {f for f, _ in kernel.params.fields} if kernel.params is not None else set()
     limit = dev.limits["max-compute-workgroups-per-dimension"]
     encoder = dev.create_command_encoder()
     keep = []  # the per-window uniform and source buffers live until the submit

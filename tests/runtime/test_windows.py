@@ -218,3 +218,34 @@ def test_buffers_that_do_not_split_into_slices_are_an_error():
         WindowError, match="binding 'past_k': .* bytes do not split into .* equal slices"
     ):
         run_windows(kernel, bufs, case.params, heads=cfg.kv_heads, slices=slices, cache=cache)
+
+
+def test_a_kernel_without_a_base_runs_by_windows_only_without_sources():
+    name = "merge_flat_llama31_8b"
+    cfg, kernel = catalog.config(name), catalog.build(name)
+    case = CASES[cfg.mode](cfg, np.random.default_rng(11), 1)
+    cache, sources = window_bindings(cfg.mode)
+    with pytest.raises(WindowError, match="kernel merge_flat_llama31_8b has no headBase param"):
+        run_windows(
+            kernel,
+            dict(case.buffers),
+            case.params,
+            heads=8,
+            slices=16,
+            cache=cache,
+            sources=sources,
+        )
+
+
+def test_limits_past_the_devices_are_refused(gpu):
+    name = "merge_share_retain_windowed_llama31_8b"
+    cfg, kernel = catalog.config(name), catalog.build(name)
+    case = CASES[cfg.mode](cfg, np.random.default_rng(11), 1)
+    cache, sources = window_bindings(cfg.mode)
+    run = dict(heads=8, slices=case.shape["batch"] * 8, cache=cache, sources=sources)
+    for limits, message in (
+        (Limits(binding=2**40), "limits binding=1099511627776: expected at most the device's"),
+        (Limits(alignment=1), "limits alignment=1: expected a multiple of the device's"),
+    ):
+        with pytest.raises(WindowError, match=message):
+            run_windows(kernel, dict(case.buffers), case.params, limits=limits, **run)
