@@ -31,9 +31,10 @@ def tokens(text: str) -> list[str]:
     while pos < end:
         m = _TOKEN.match(text, pos)
         if m is None:
+            at = len(text) - len(text[pos:].lstrip())
             raise ExprError(
-                f"expression {text!r}: {text[pos:].strip()[:1]!r} at {pos} is not an integer, "
-                "a name, '+', '-', '*' or a parenthesis"
+                f"expression {text!r}: {text[at]!r} at {at} is not an integer, a name, '+', "
+                "'-', '*' or a parenthesis"
             )
         out.append(m.group(m.lastindex))
         pos = m.end()

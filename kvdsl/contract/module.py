@@ -27,9 +27,12 @@ function evaluate(text, values, what) {
   const end = text.trimEnd().length;
   re.lastIndex = 0;
   while (re.lastIndex < end) {
-    const at = re.lastIndex;
+    const from = re.lastIndex;
     const m = re.exec(text);
-    if (m === null) throw new Error(`expression '${text}': '${text.slice(at).trim()[0]}' at ${at} is not an integer, a name, '+', '-', '*' or a parenthesis`);
+    if (m === null) {
+      const at = text.length - text.slice(from).trimStart().length;
+      throw new Error(`expression '${text}': '${text[at]}' at ${at} is not an integer, a name, '+', '-', '*' or a parenthesis`);
+    }
     toks.push(m[1] ?? m[2] ?? m[3]);
   }
   let pos = 0;
