@@ -597,9 +597,11 @@ function makeVariant(name, d, code) {
     workgroupSize: Object.freeze([...d.workgroup_size]),
     features: Object.freeze([...d.features]),
     limits: Object.freeze({ ...d.limits }),
+    config: Object.freeze({ ...d.config }),
     bindings: Object.freeze(d.bindings.map((b) => Object.freeze({
       binding: b.binding, name: b.name, access: b.access, type: b.type,
       elementBytes: b.element_bytes, elements: b.elements,
+      ...(b.data === undefined ? {} : { data: b.data }),
     }))),
     params: Object.freeze(d.params.map((p) => Object.freeze({
       name: p.name, type: p.type, offset: p.offset, meaning: p.meaning,

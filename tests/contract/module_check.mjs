@@ -1,13 +1,14 @@
 // Answers of emitted/kvdsl.js for the cases tests/contract/test_module.py writes:
-//   node module_check.mjs <kvdsl.js path> <cases.json path>
+//   node module_check.mjs <kvdsl.js path> <examples/run.js path> <cases.json path>
 // prints one JSON object: per variant its fields, layoutEntries() and, per case, bufferSizes,
-// paramsBytes (hex) and workgroups (or the error each threw); and the messages of the errors
-// each call in "refusals" threw.
+// paramsBytes (hex), workgroups (or the error each threw) and the example's paramsFor(shape);
+// and the messages of the errors each call in "refusals" threw.
 import { readFileSync } from "node:fs";
 import { pathToFileURL } from "node:url";
 
-const [modulePath, casesPath] = process.argv.slice(2);
+const [modulePath, examplePath, casesPath] = process.argv.slice(2);
 const kvdsl = await import(pathToFileURL(modulePath).href);
+const example = await import(pathToFileURL(examplePath).href);
 const input = JSON.parse(readFileSync(casesPath, "utf8"));
 
 const attempt = (f) => {
@@ -24,13 +25,14 @@ for (const [name, cases] of Object.entries(input.cases)) {
   const v = kvdsl.variant(name);
   out.variants[name] = {
     name: v.name, mode: v.mode, code: v.code, entryPoint: v.entryPoint,
-    workgroupSize: v.workgroupSize, features: v.features, limits: v.limits,
+    workgroupSize: v.workgroupSize, features: v.features, limits: v.limits, config: v.config,
     bindings: v.bindings, params: v.params, paramsSize: v.paramsSize, shape: v.shape,
     layoutEntries: v.layoutEntries(),
     cases: cases.map((c) => ({
       sizes: attempt(() => v.bufferSizes(c.shape)),
       paramsBytes: attempt(() => hex(v.paramsBytes(c.params))),
       workgroups: c.dispatch.map((p) => attempt(() => v.workgroups(p))),
+      exampleParams: attempt(() => example.paramsFor(v, c.shape)),
     })),
   };
 }

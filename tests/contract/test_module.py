@@ -1,6 +1,7 @@
 """emitted/kvdsl.js under Node.js (no WebGPU there): one node process answers, for every catalog
 variant, random cases of it; each answer equals Python's (the contract's rules, which
-tests/contract/test_contract.py holds to the runtime). Node.js is required, never skipped:
+tests/contract/test_contract.py holds to the runtime), and the example page's params from a shape
+(examples/run.js) equal the case's. Node.js is required, never skipped:
 scripts/setup.sh installs it."""
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from tests.helpers.paths import ROOT
 import kvdsl.harness.modes  # noqa: F401  (registers the cases of the cache modes)
 
 EMITTED = ROOT / "emitted"
+EXAMPLE = ROOT / "examples" / "run.js"
 BUFFER_TYPES = {"read": "read-only-storage", "read_write": "storage", "uniform": "uniform"}
 
 #: Calls the module must refuse, and words its error must hold.
@@ -86,7 +88,7 @@ def answered(tmp_path_factory) -> tuple[dict, dict]:
     path.write_text(json.dumps(given))
     script = ROOT / "tests" / "contract" / "module_check.mjs"
     proc = subprocess.run(
-        [node(), str(script), str(EMITTED / "kvdsl.js"), str(path)],
+        [node(), str(script), str(EMITTED / "kvdsl.js"), str(EXAMPLE), str(path)],
         capture_output=True,
         text=True,
         timeout=300,
@@ -112,6 +114,7 @@ def test_the_module_answers_as_python_does(answered):
         assert (v["name"], v["mode"], v["entryPoint"]) == (name, e["mode"], e["entry_point"])
         assert v["workgroupSize"] == e["workgroup_size"] and v["shape"] == e["shape"]
         assert (v["features"], v["limits"]) == (e["features"], e["limits"])
+        assert v["config"] == e["config"]
         assert v["paramsSize"] == e["params_size"] and v["params"] == e["params"]
         assert v["bindings"] == [
             {
@@ -122,6 +125,7 @@ def test_the_module_answers_as_python_does(answered):
                 "elementBytes": b["element_bytes"],
                 "elements": b["elements"],
             }
+            | ({"data": b["data"]} if "data" in b else {})
             for b in e["bindings"]
         ]
         assert v["layoutEntries"] == [
@@ -136,6 +140,8 @@ def test_the_module_answers_as_python_does(answered):
             assert answer["sizes"] == {"value": buffer_sizes(e, case["shape"])}, name
             want = params_bytes(e, case["params"]).hex()
             assert answer["paramsBytes"] == {"value": want}, name
+            # The example page's params from the shape are the verification case's.
+            assert answer["exampleParams"] == {"value": case["params"]}, name
             for params, wg in zip(case["dispatch"], answer["workgroups"], strict=True):
                 want = python_answer(workgroups, e, params)
                 if want == "error":
