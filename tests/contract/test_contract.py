@@ -6,6 +6,7 @@ data gives the workgroups the runtime dispatches; index.json validates against i
 from __future__ import annotations
 
 import copy
+import re
 import json
 import zlib
 
@@ -162,6 +163,7 @@ def test_expression_language():
     assert product("batch * seq", 256) == "batch * seq * 256"
     assert product("batch", "pastSeq + keySeq", 1) == "batch * (pastSeq + keySeq)"
     assert product("perChannel * 7 + 1", 1) == "perChannel * 7 + 1"
+    assert product("batch * (pastSeq + keySeq)", 8) == "batch * (pastSeq + keySeq) * 8"
 
 
 def test_host_values_are_checked():
@@ -180,3 +182,12 @@ def test_host_values_are_checked():
         params_bytes(e, params | {"total": 1})
     with pytest.raises(ContractError, match="params field 'seq' is missing"):
         params_bytes(e, {"count": 1, "pastSeq": 3, "keySeq": 4})
+
+
+def test_host_doc_names_each_modes_shape_variables():
+    """docs/host.md's table of shape variables is the contract's."""
+    doc = (ROOT / "docs" / "host.md").read_text()
+    for mode, names in SHAPES.items():
+        row = re.search(rf"^\| `{mode}` \| (.*?) \|", doc, re.M)
+        assert row is not None, mode
+        assert re.findall(r"`(\w+)`", row.group(1)) == list(names), mode
