@@ -8,7 +8,6 @@ from __future__ import annotations
 import copy
 import re
 import json
-import zlib
 
 import pytest
 
@@ -22,30 +21,12 @@ from kvdsl.harness.cases import cases_for
 from kvdsl.ir.dispatch import DispatchError
 from kvdsl.ir.dispatch import workgroups as runtime_workgroups
 from kvdsl.runtime.layout import pack_params, to_storage
+from tests.helpers.contract import dispatch_cases, seed
 from tests.helpers.paths import ROOT
 
 import kvdsl.harness.modes  # noqa: F401  (registers the cases of the cache modes)
 
 MODES = sorted({cfg.mode for cfg in catalog.VARIANTS.values()})
-
-
-def seed(name: str) -> int:
-    """A seed of its own per variant, the same every run."""
-    return zlib.crc32(name.encode())
-
-
-def dispatch_cases(e: dict, params: dict) -> list[dict]:
-    """``params`` with the first field the dispatch's items read set to 0, to just past the fold,
-    to 3 folds and to the most a u32 holds (past WebGPU's 65535 workgroups per dimension for most
-    variants)."""
-    d = e["dispatch"]
-    first = d["items"].split()[0]
-    unit = evaluate(d["items"], params | {first: 1})
-    fold_items = d["per_workgroup"] * d["fold"]
-    return [
-        params | {first: n}
-        for n in (0, fold_items // unit + 1, 3 * fold_items // unit + 5, 2**32 - 1)
-    ]
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -85,28 +66,24 @@ def test_sizes_layout_and_dispatch_match_the_runtime(mode):
     assert folded == [True, True]
 
 
-def test_the_contract_covers_every_binding_and_field():
+def test_the_contract_covers_every_binding_and_field(monkeypatch):
     """Each mode's table sizes every binding its variants have and gives every params field a
     meaning; a binding or field missing from the table is an error naming it."""
     for name, cfg in catalog.VARIANTS.items():
         e = entry(catalog.build(name), cfg)
         assert all(p["meaning"] for p in e["params"])
         assert set(e["shape"]) - {"positions"} == set(SHAPES[cfg.mode])
-    cfg = catalog.config("merge_llama31_8b")
-    kernel = catalog.build("merge_llama31_8b")
-    saved = MEANINGS["merge"].pop("keySeq")
-    try:
+    cfg, kernel = catalog.config("merge_llama31_8b"), catalog.build("merge_llama31_8b")
+    meanings = {k: v for k, v in MEANINGS["merge"].items() if k != "keySeq"}
+    with monkeypatch.context() as m:
+        m.setitem(MEANINGS, "merge", meanings)
         with pytest.raises(ContractError, match="params field 'keySeq' has no meaning"):
             entry(kernel, cfg)
-    finally:
-        MEANINGS["merge"]["keySeq"] = saved
     table = SIZES["merge"]
-    SIZES["merge"] = lambda c: {k: v for k, v in table(c).items() if k != "past_v"}
-    try:
+    with monkeypatch.context() as m:
+        m.setitem(SIZES, "merge", lambda c: {k: v for k, v in table(c).items() if k != "past_v"})
         with pytest.raises(ContractError, match="binding 'past_v' has no size"):
             entry(kernel, cfg)
-    finally:
-        SIZES["merge"] = table
 
 
 def test_index_json_validates_against_its_schema():

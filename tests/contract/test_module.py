@@ -15,7 +15,7 @@ import pytest
 from kvdsl import catalog
 from kvdsl.contract import ContractError, buffer_sizes, params_bytes, workgroups
 from kvdsl.harness.cases import cases_for
-from tests.contract.test_contract import dispatch_cases, seed
+from tests.helpers.contract import dispatch_cases, seed
 from tests.helpers.paths import ROOT
 
 import kvdsl.harness.modes  # noqa: F401  (registers the cases of the cache modes)
