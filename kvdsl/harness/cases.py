@@ -114,10 +114,11 @@ def cases_for(cfg: KernelConfig, n: int, seed: int = 0) -> list[Case]:
 
 def window_case(cfg: KernelConfig, case: Case, i: int) -> Case:
     """``case`` (of the whole cache) cut to one window of a windowed kernel: the cache bindings,
-    expected outputs and written masks to slices ``[headBase, end)``; the BSH sources, on odd
-    ``i`` where the cache holds more than one batch, to batches from ``batchBase`` on (the window
-    starting at a batch); elsewhere the window starts inside the first batch and the sources
-    stay whole. The window leaves out the last slice where there are three or more."""
+    expected outputs and written masks to slices ``[headBase, end)``; ``seqlens_k`` and the
+    shape's ``batch`` to the batches up to the window's last; the BSH sources to those batches
+    from ``batchBase`` on, which is the window's first batch on odd ``i`` where the cache holds
+    more than one (the window then starts at that batch), else 0 (the window starts inside the
+    first batch). The window leaves out the last slice where there are three or more."""
     heads, batch = cfg.kv_heads, case.shape["batch"]
     slices = batch * heads
     count = case.params.get("count", slices * case.params.get("kvSeq", 0))
@@ -125,6 +126,7 @@ def window_case(cfg: KernelConfig, case: Case, i: int) -> Case:
     first = heads if i % 2 == 1 and batch > 1 else min(1, slices - 1)
     end = slices - 1 if slices - first > 1 else slices
     batch_base = first // heads if i % 2 == 1 else 0
+    last = -(-end // heads)  # the batches up to the window's last
     cache, sources = window_bindings(cfg.mode)
 
     def cut(bufs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -133,15 +135,19 @@ def window_case(cfg: KernelConfig, case: Case, i: int) -> Case:
             if name in cache:
                 out[name] = a.reshape(slices, -1)[first:end].reshape(-1).copy()
             elif name in sources:
-                out[name] = a.reshape(batch, -1)[batch_base:].reshape(-1).copy()
+                out[name] = a.reshape(batch, -1)[batch_base:last].reshape(-1).copy()
+            elif name == "seqlens_k":
+                out[name] = a[:last].copy()
         return out
 
-    params = case.params | {
+    params = case.params | ({"batchSize": last} if "batchSize" in case.params else {})
+    params |= {
         "count": (end - first) * per_slice,
         "headBase": first,
         "batchBase": batch_base,
     }
-    shape = case.shape | {"headBase": first, "slices": end - first, "batchBase": batch_base}
+    shape = case.shape | {"batch": last, "headBase": first, "slices": end - first}
+    shape |= {"batchBase": batch_base}
     return Case(
         shape,
         cut(case.buffers),
