@@ -60,7 +60,7 @@ def cmd_emit(args: argparse.Namespace) -> int:
 
 def cmd_legacy(args: argparse.Namespace) -> int:
     """Print the WGSL kvdsl emits for the legacy template's variables."""
-    from kvdsl.catalog_files import interface
+    from kvdsl.contract.index import dispatch
     from kvdsl.emit import emit
     from kvdsl.kernels.build import RowConfig
     from kvdsl.kernels.config import Reduction, as_dict
@@ -79,7 +79,7 @@ def cmd_legacy(args: argparse.Namespace) -> int:
         cfg = dataclasses.replace(cfg, reduction=Reduction.SUBGROUP)
     kernel = catalog.build_config(cfg)
     wgsl = emit(kernel)
-    d = interface(kernel)["dispatch"]
+    d = dispatch(kernel)
     sys.stdout.write(
         f"// kvdsl {cfg.mode} for the legacy template's variables; config: "
         f"{json.dumps(as_dict(cfg))}\n"
