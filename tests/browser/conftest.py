@@ -16,10 +16,15 @@ def chromium():
     try:
         host = browser.Chromium()
     except browser.BrowserMissing as err:
-        pytest.fail(str(err), pytrace=False)
+        missing = str(err)
     except Exception as err:  # Playwright's launch errors are long: their first line says it
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        pytest.fail(f"the browser tests could not start Chromium: {first}", pytrace=False)
+        missing = f"the browser tests could not start Chromium: {first}"
+    else:
+        missing = None
+    if missing is not None:
+        browser.TALLY.missing = missing
+        pytest.fail(missing, pytrace=False)
     browser.TALLY.version = host.version
     browser.TALLY.adapter = host.describe()
     yield host

@@ -84,8 +84,11 @@ class Tally:
     failed: set[str] = field(default_factory=set)
     version: str = ""
     adapter: str = ""
+    missing: str | None = None  # why the group could not start the browser
 
     def summary(self) -> str | None:
+        if self.missing is not None:
+            return f"browser: the group failed: {self.missing}"
         total = len(self.matched) + len(self.failed) + len(set().union(*self.lacking.values()))
         if not total:
             return None
