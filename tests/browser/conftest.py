@@ -1,4 +1,4 @@
-"""The browser group (marker ``browser``): one headless Chromium page for the whole run, with the
+"""The browser group (marker ``browser``): one headless Chromium page for the group, with the
 runner (runner.html, runner.js) loaded from a localhost server over the repository. Without
 Chromium, Playwright or a WebGPU adapter in the page, every test of the group fails with one
 line saying what is missing (tests/helpers/browser.py); nothing is skipped for it."""
@@ -10,9 +10,10 @@ import pytest
 from tests.helpers import browser
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def chromium():
-    """The page's host (:class:`tests.helpers.browser.Chromium`)."""
+    """The page's host (:class:`tests.helpers.browser.Chromium`), closed after the module that
+    uses it (test_browser.py), not kept through the rest of the suite."""
     try:
         host = browser.Chromium()
     except browser.BrowserMissing as err:

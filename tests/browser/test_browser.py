@@ -39,10 +39,7 @@ def _seed(name: str) -> int:
 
 def _json(values: dict) -> dict:
     """Shape or params as JSON numbers (integers stay integers)."""
-    return {
-        k: (int(v) if float(v).is_integer() and not isinstance(v, float) else float(v))
-        for k, v in values.items()
-    }
+    return {k: int(v) if isinstance(v, (int, np.integer)) else float(v) for k, v in values.items()}
 
 
 def _subgroup_size(chromium) -> int:

@@ -23,9 +23,11 @@ ROOT = Path(__file__).resolve().parents[2]
 RUNNER_PAGE = "/tests/browser/runner.html"
 DEFAULT_CHROMIUM = "/usr/bin/chromium"
 
-#: WebGPU on SwiftShader's Vulkan, headless; nothing that calls out (the machine may be offline).
+#: WebGPU on SwiftShader's Vulkan, headless; nothing that calls out (the machine may be offline);
+#: no sandbox and no /dev/shm, which CI containers run as root or keep small.
 CHROMIUM_ARGS = (
     "--no-sandbox",
+    "--disable-dev-shm-usage",
     "--enable-unsafe-webgpu",
     "--enable-features=Vulkan",
     "--use-vulkan=swiftshader",
@@ -137,7 +139,13 @@ class Chromium:
             failed = self.page.evaluate("window.kvdslRunnerError || null")
             if failed:
                 raise BrowserMissing(f"the runner page did not load: {failed}")
-            self.adapter = self.call("adapterInfo")
+            try:
+                self.adapter = self.call("adapterInfo")
+            except Exception as err:  # Playwright's Error: its first line is the page's
+                raise BrowserMissing(
+                    "the browser tests need a WebGPU adapter in Chromium (SwiftShader's, with "
+                    f"{' '.join(CHROMIUM_ARGS[2:6])}): {str(err).splitlines()[0]}"
+                ) from None
         except Exception:
             self.close()
             raise
