@@ -17,6 +17,8 @@ export interface Variant {
   readonly features: readonly string[];
   /** GPU limits needed beyond WebGPU's defaults (GPUSupportedLimits names). */
   readonly limits: Readonly<Record<string, number>>;
+  /** The variant's config (index.json's "config": kv_heads, head_dim, region, ...). */
+  readonly config: Readonly<Record<string, unknown>>;
   /** In binding order, the uniform params binding included (last). */
   readonly bindings: readonly Binding[];
   /** The uniform struct's fields. */
@@ -46,6 +48,9 @@ export interface Binding {
   readonly elementBytes: number;
   /** The element count as an expression of the shape variables (docs/host.md). */
   readonly elements: string;
+  /** The scalar type of the host's data where it is not the WGSL element's: "f16" for f16
+   * values carried in u32 words. */
+  readonly data?: "f16" | "f32" | "i32" | "u32";
 }
 
 export interface Param {

@@ -31,9 +31,10 @@ def tokens(text: str) -> list[str]:
     while pos < end:
         m = _TOKEN.match(text, pos)
         if m is None:
+            at = len(text) - len(text[pos:].lstrip())
             raise ExprError(
-                f"expression {text!r}: {text[pos:].strip()[:1]!r} at {pos} is not an integer, "
-                "a name, '+', '-', '*' or a parenthesis"
+                f"expression {text!r}: {text[at]!r} at {at} is not an integer, a name, '+', "
+                "'-', '*' or a parenthesis"
             )
         out.append(m.group(m.lastindex))
         pos = m.end()
@@ -99,5 +100,15 @@ def product(*factors: str | int) -> str:
     """The text of the product of ``factors``, 1s dropped, sums parenthesised."""
     parts = [str(f) for f in factors if str(f) != "1"]
     if len(parts) > 1:
-        parts = [f"({s})" if "+" in s or "-" in s else s for s in parts]
+        parts = [f"({s})" if is_sum(s) else s for s in parts]
     return " * ".join(parts) or "1"
+
+
+def is_sum(text: str) -> bool:
+    """Whether ``text`` has a ``+`` or ``-`` outside parentheses (a factor needs them)."""
+    depth = 0
+    for ch in text:
+        depth += (ch == "(") - (ch == ")")
+        if depth == 0 and ch in "+-":
+            return True
+    return False

@@ -12,7 +12,7 @@ import math
 import struct as _struct
 from typing import Any, Mapping
 
-from kvdsl.contract.expr import ExprError, evaluate, product
+from kvdsl.contract.expr import ExprError, evaluate, is_sum, product
 from kvdsl.contract.modes import MEANINGS, SIZES, shape
 from kvdsl.ir import Kernel
 from kvdsl.ir import tree as ir
@@ -65,22 +65,13 @@ def text(e: ir.Expr, kernel: Kernel) -> str:
         case ir.Binary(op, a, b) if op in ops:
             left, right = text(a, kernel), text(b, kernel)
             if op != Op.ADD:
-                left = f"({left})" if _sum(left) else left
-                right = f"({right})" if _sum(right) or (op == Op.SUB and "-" in right) else right
+                left = f"({left})" if is_sum(left) else left
+                right = f"({right})" if is_sum(right) else right
             return f"{left} {ops[op]} {right}"
     raise ContractError(
         f"kernel {kernel.name}: the dispatch expression {e!r} is not +, - and * over params "
         "fields, consts and integers"
     )
-
-
-def _sum(s: str) -> bool:
-    depth = 0
-    for ch in s:
-        depth += (ch == "(") - (ch == ")")
-        if depth == 0 and ch in "+-":
-            return True
-    return False
 
 
 def dispatch(kernel: Kernel) -> dict[str, Any] | None:

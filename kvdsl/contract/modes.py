@@ -12,8 +12,18 @@ two to each other.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Callable
 
+from kvdsl.kernels.build import BuildConfig, RowConfig
+from kvdsl.kernels.config import KernelConfig
+from kvdsl.kernels.copy import CopyConfig
+from kvdsl.kernels.merge import MergeConfig
+from kvdsl.kernels.merge_share import MergeShareConfig
+from kvdsl.kernels.quant import AppendQuantConfig, BuildQuantConfig, QuantConfig
+from kvdsl.kernels.transpose import TransposeConfig
+from kvdsl.kernels.window_shift import WindowShiftConfig
+
+#: binding name → (rows, host values per row)
 Sizes = dict[str, tuple[str, int]]
 
 #: mode → its shape variables (``positions``, the rotary table's rows, is added where a kernel
@@ -78,34 +88,16 @@ MEANINGS: dict[str, dict[str, str]] = {
 }
 
 
-def shape(cfg: Any, bindings: list[str]) -> list[str]:
+def shape(cfg: KernelConfig, bindings: list[str]) -> list[str]:
     """The shape variables of ``cfg``'s variant, whose kernel has ``bindings``."""
     return list(SHAPES[cfg.mode]) + (["positions"] if "cos_cache" in bindings else [])
 
 
-def _hidden(cfg: Any) -> int:
-    return cfg.kv_heads * cfg.head_dim
+def _present(rows: str, width: int) -> Sizes:
+    return {"present_key": (rows, width), "present_value": (rows, width)}
 
 
-def _cache_row(cfg: Any) -> int:
-    """Host values per token of a BNSH/BSH cache (all heads): packed words for quantised ones."""
-    return cfg.kv_heads * (cfg.packed if hasattr(cfg, "packed") else cfg.head_dim)
-
-
-def _rows(cfg: Any) -> Sizes:
-    """The bindings every row mode (build, build_quant, append_quant) may have."""
-    sizes: Sizes = {
-        "src_k": ("batch * seq", _hidden(cfg)),
-        "src_v": ("batch * seq", _hidden(cfg)),
-        "seqlens_k": ("batch", 1),
-        "k_norm_weight": ("1", cfg.head_dim),
-        "k_scale": (f"perChannel * {_hidden(cfg) - 1} + 1", 1),
-        "v_scale": (f"perChannel * {_hidden(cfg) - 1} + 1", 1),
-    }
-    return sizes | _rotary(cfg)
-
-
-def _rotary(cfg: Any) -> Sizes:
+def _rotary(cfg: RowConfig | MergeShareConfig | WindowShiftConfig) -> Sizes:
     """cos_cache and sin_cache: ``head_dim / 2`` f32 per position."""
     return {
         "cos_cache": ("positions", cfg.head_dim // 2),
@@ -113,45 +105,84 @@ def _rotary(cfg: Any) -> Sizes:
     }
 
 
-def _window(cfg: Any) -> Sizes:
-    """The buffer-sharing and sliding-window modes' bindings."""
+def _row(cfg: RowConfig) -> Sizes:
+    """The bindings a row mode (build, build_quant, append_quant) may have but the present."""
+    scales = f"perChannel * {cfg.hidden - 1} + 1"  # one scale per channel, or one
     return {
+        "src_k": ("batch * seq", cfg.hidden),
+        "src_v": ("batch * seq", cfg.hidden),
         "seqlens_k": ("batch", 1),
-        "past_k": ("batch * seq", _hidden(cfg)),
-        "past_v": ("batch * seq", _hidden(cfg)),
-        "new_k": ("batch * keySeq", _hidden(cfg)),
-        "new_v": ("batch * keySeq", _hidden(cfg)),
-        "present_key": ("batch * seq", _hidden(cfg)),
-        "present_value": ("batch * seq", _hidden(cfg)),
+        "k_norm_weight": ("1", cfg.head_dim),
+        "k_scale": (scales, 1),
+        "v_scale": (scales, 1),
     } | _rotary(cfg)
 
 
-def _present(rows: str, width: int) -> Sizes:
-    return {"present_key": (rows, width), "present_value": (rows, width)}
+def _quant_row(cfg: QuantConfig) -> int:
+    """Stored words per token of a quantised cache (all heads)."""
+    return cfg.kv_heads * cfg.packed
 
 
-#: mode → cfg → binding name → (rows, width); a binding a variant lacks is ignored
-SIZES: dict[str, Callable[[Any], Sizes]] = {
-    "transpose": lambda cfg: {
-        "key": ("batch * kvSeq", _hidden(cfg)),
-        "value": ("batch * kvSeq", _hidden(cfg)),
-    }
-    | _present("batch * kvSeq", _hidden(cfg)),
-    "copy": lambda cfg: {
-        "src_k": ("rows", cfg.head_dim),
-        "src_v": ("rows", cfg.head_dim),
-    }
-    | _present("rows", cfg.head_dim),
-    "merge": lambda cfg: {
-        "past_k": ("batch * pastSeq", _hidden(cfg)),
-        "past_v": ("batch * pastSeq", _hidden(cfg)),
-        "new_k": ("batch * keySeq", _hidden(cfg)),
-        "new_v": ("batch * keySeq", _hidden(cfg)),
-    }
-    | _present("batch * (pastSeq + keySeq)", _hidden(cfg)),
-    "merge_share": _window,
-    "window_shift": _window,
-    "build": lambda cfg: _rows(cfg) | _present("batch * seq", _cache_row(cfg)),
-    "build_quant": lambda cfg: _rows(cfg) | _present("batch * seq", _cache_row(cfg)),
-    "append_quant": lambda cfg: _rows(cfg) | _present("batch * totalSeq", _cache_row(cfg)),
+def transpose_sizes(cfg: TransposeConfig) -> Sizes:
+    """BSH key/value in, BNSH present out: a token's ``hidden`` values each."""
+    rows = "batch * kvSeq"
+    return {"key": (rows, cfg.hidden), "value": (rows, cfg.hidden)} | _present(rows, cfg.hidden)
+
+
+def copy_sizes(cfg: CopyConfig) -> Sizes:
+    """``rows`` rows of ``head_dim`` values in and out."""
+    src = {"src_k": ("rows", cfg.head_dim), "src_v": ("rows", cfg.head_dim)}
+    return src | _present("rows", cfg.head_dim)
+
+
+def merge_sizes(cfg: MergeConfig) -> Sizes:
+    """Past BNSH and new BSH in, present BNSH of ``pastSeq + keySeq`` tokens out."""
+    return {
+        "past_k": ("batch * pastSeq", cfg.hidden),
+        "past_v": ("batch * pastSeq", cfg.hidden),
+        "new_k": ("batch * keySeq", cfg.hidden),
+        "new_v": ("batch * keySeq", cfg.hidden),
+    } | _present("batch * (pastSeq + keySeq)", cfg.hidden)
+
+
+def window_sizes(cfg: MergeShareConfig | WindowShiftConfig) -> Sizes:
+    """The buffer-sharing and sliding-window caches: past and present of ``seq`` rows per head."""
+    return (
+        {
+            "seqlens_k": ("batch", 1),
+            "past_k": ("batch * seq", cfg.hidden),
+            "past_v": ("batch * seq", cfg.hidden),
+            "new_k": ("batch * keySeq", cfg.hidden),
+            "new_v": ("batch * keySeq", cfg.hidden),
+        }
+        | _rotary(cfg)
+        | _present("batch * seq", cfg.hidden)
+    )
+
+
+def build_sizes(cfg: BuildConfig) -> Sizes:
+    """New BSH in, a BNSH present of ``seq`` tokens out."""
+    return _row(cfg) | _present("batch * seq", cfg.hidden)
+
+
+def build_quant_sizes(cfg: BuildQuantConfig) -> Sizes:
+    """As :func:`build_sizes`, the present in quantised words."""
+    return _row(cfg) | _present("batch * seq", _quant_row(cfg))
+
+
+def append_quant_sizes(cfg: AppendQuantConfig) -> Sizes:
+    """New BSH in, a quantised present of ``totalSeq`` rows per head."""
+    return _row(cfg) | _present("batch * totalSeq", _quant_row(cfg))
+
+
+#: mode → the sizes of its bindings for a config (a binding a variant lacks is ignored)
+SIZES: dict[str, Callable[..., Sizes]] = {
+    "transpose": transpose_sizes,
+    "copy": copy_sizes,
+    "merge": merge_sizes,
+    "merge_share": window_sizes,
+    "window_shift": window_sizes,
+    "build": build_sizes,
+    "build_quant": build_quant_sizes,
+    "append_quant": append_quant_sizes,
 }

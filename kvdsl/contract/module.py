@@ -27,9 +27,12 @@ function evaluate(text, values, what) {
   const end = text.trimEnd().length;
   re.lastIndex = 0;
   while (re.lastIndex < end) {
-    const at = re.lastIndex;
+    const from = re.lastIndex;
     const m = re.exec(text);
-    if (m === null) throw new Error(`expression '${text}': '${text.slice(at).trim()[0]}' at ${at} is not an integer, a name, '+', '-', '*' or a parenthesis`);
+    if (m === null) {
+      const at = text.length - text.slice(from).trimStart().length;
+      throw new Error(`expression '${text}': '${text[at]}' at ${at} is not an integer, a name, '+', '-', '*' or a parenthesis`);
+    }
     toks.push(m[1] ?? m[2] ?? m[3]);
   }
   let pos = 0;
@@ -116,9 +119,11 @@ function makeVariant(name, d, code) {
     workgroupSize: Object.freeze([...d.workgroup_size]),
     features: Object.freeze([...d.features]),
     limits: Object.freeze({ ...d.limits }),
+    config: Object.freeze({ ...d.config }),
     bindings: Object.freeze(d.bindings.map((b) => Object.freeze({
       binding: b.binding, name: b.name, access: b.access, type: b.type,
       elementBytes: b.element_bytes, elements: b.elements,
+      ...(b.data === undefined ? {} : { data: b.data }),
     }))),
     params: Object.freeze(d.params.map((p) => Object.freeze({
       name: p.name, type: p.type, offset: p.offset, meaning: p.meaning,
@@ -211,6 +216,8 @@ export interface Variant {{
   readonly features: readonly string[];
   /** GPU limits needed beyond WebGPU's defaults (GPUSupportedLimits names). */
   readonly limits: Readonly<Record<string, number>>;
+  /** The variant's config (index.json's "config": kv_heads, head_dim, region, ...). */
+  readonly config: Readonly<Record<string, unknown>>;
   /** In binding order, the uniform params binding included (last). */
   readonly bindings: readonly Binding[];
   /** The uniform struct's fields. */
@@ -240,6 +247,9 @@ export interface Binding {{
   readonly elementBytes: number;
   /** The element count as an expression of the shape variables (docs/host.md). */
   readonly elements: string;
+  /** The scalar type of the host's data where it is not the WGSL element's: "f16" for f16
+   * values carried in u32 words. */
+  readonly data?: "f16" | "f32" | "i32" | "u32";
 }}
 
 export interface Param {{

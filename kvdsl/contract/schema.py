@@ -43,6 +43,12 @@ _TYPES = {
 }
 
 
+def _of_type(value: Any, s: dict[str, Any], root: dict[str, Any]) -> bool:
+    while "$ref" in s:
+        s = root["$defs"][s["$ref"].removeprefix("#/$defs/")]
+    return "type" in s and _TYPES[s["type"]](value)
+
+
 def schema() -> dict[str, Any]:
     """The schema of ``index.json``."""
     return json.loads(SCHEMA.read_text())
@@ -67,9 +73,14 @@ def errors(
             raise ValueError(f"schema at {where}: $ref {ref!r} is not '#/$defs/<name>'")
         return errors(value, root["$defs"][ref.removeprefix("#/$defs/")], root, where)
     if "oneOf" in s:
-        passing = [o for o in s["oneOf"] if not errors(value, o, root, where)]
-        if len(passing) != 1:
-            return [f"{where}: matches {len(passing)} of the oneOf schemas, expected exactly 1"]
+        found = [errors(value, o, root, where) for o in s["oneOf"]]
+        passing = found.count([])
+        if passing != 1:
+            # Where one branch is of the value's type, its errors say what is wrong.
+            typed = [f for o, f in zip(s["oneOf"], found) if _of_type(value, o, root)]
+            if passing == 0 and len(typed) == 1:
+                return typed[0]
+            return [f"{where}: matches {passing} of the oneOf schemas, expected exactly 1"]
     if "type" in s and not _TYPES[s["type"]](value):
         return [f"{where}: {json.dumps(value)[:60]} is not of type {s['type']}"]
     out: list[str] = []
