@@ -259,8 +259,8 @@ export function listVariants() {
 
 // ---- a host that chooses its own shapes (the foreign-host tests) ----
 //
-// What a runtime does with nothing but the module: pick a shape for its model (kvHeads, from the
-// model's config), derive the params from the contract's meanings (each Param's `meaning`), fill
+// What a runtime does with nothing but the module: pick a shape, derive the params from the
+// contract's meanings (each Param's `meaning`, with the variant's config: kv_heads, region), fill
 // the inputs and dispatch. One entry per mode: a small random shape, and the params for a shape.
 
 // A small deterministic generator (mulberry32): the same seed gives the same inputs.
@@ -280,20 +280,15 @@ function generator(seed) {
   };
 }
 
-// Whether a window pass (merge_share, window_shift) owns only the appended rows: it reads new
-// tokens and no past cache (the append region); otherwise it owns the whole window.
-function appendsOnly(v) {
-  const names = new Set(v.bindings.map((b) => b.name));
-  return names.has("new_k") && !names.has("past_k");
-}
-
 function windowHost(r) {
   return { batch: r.int(2, 3), seq: r.int(6, 20), keySeq: r.int(1, 6) };
 }
 
-function windowParams(v, s, m) {
-  const rows = appendsOnly(v) ? s.keySeq : s.seq;
-  return { count: s.batch * m.kvHeads * rows, seq: s.seq, keySeq: s.keySeq };
+// A window pass (merge_share, window_shift) owns the appended rows (region "append") or the
+// whole window (the others).
+function windowParams(v, s) {
+  const rows = v.config.region === "append" ? s.keySeq : s.seq;
+  return { count: s.batch * v.config.kv_heads * rows, seq: s.seq, keySeq: s.keySeq };
 }
 
 const HOSTS = {
@@ -307,8 +302,8 @@ const HOSTS = {
   },
   merge: {
     shape: (r) => ({ batch: r.int(1, 2), pastSeq: r.int(1, 12), keySeq: r.int(1, 5) }),
-    params: (v, s, m) => ({
-      count: s.batch * m.kvHeads * (s.pastSeq + s.keySeq),
+    params: (v, s) => ({
+      count: s.batch * v.config.kv_heads * (s.pastSeq + s.keySeq),
       seq: s.pastSeq + s.keySeq,
       pastSeq: s.pastSeq,
       keySeq: s.keySeq,
@@ -318,12 +313,12 @@ const HOSTS = {
   window_shift: { shape: windowHost, params: windowParams, capacity: "seq" },
   build: {
     shape: (r) => ({ batch: r.int(1, 2), seq: r.int(1, 20), pastSeq: r.int(0, 10) }),
-    params: (v, s, m) => ({ count: s.batch * m.kvHeads * s.seq, seq: s.seq, pastSeq: s.pastSeq }),
+    params: (v, s) => ({ count: s.batch * v.config.kv_heads * s.seq, seq: s.seq, pastSeq: s.pastSeq }),
   },
   build_quant: {
     shape: (r) => ({ batch: r.int(1, 2), seq: r.int(1, 20), pastSeq: r.int(0, 10), perChannel: r.int(0, 1) }),
-    params: (v, s, m) => ({
-      count: s.batch * m.kvHeads * s.seq,
+    params: (v, s) => ({
+      count: s.batch * v.config.kv_heads * s.seq,
       seq: s.seq,
       pastSeq: s.pastSeq,
       perChannel: s.perChannel,
@@ -334,8 +329,8 @@ const HOSTS = {
       const seq = r.int(1, 6);
       return { batch: r.int(2, 3), seq, totalSeq: seq + r.int(0, 12), perChannel: r.int(0, 1) };
     },
-    params: (v, s, m) => ({
-      count: s.batch * m.kvHeads * s.seq,
+    params: (v, s) => ({
+      count: s.batch * v.config.kv_heads * s.seq,
       seq: s.seq,
       pastSeq: 0,
       totalSeq: s.totalSeq,
@@ -351,10 +346,10 @@ function host(v) {
   return h;
 }
 
-// The params this host derives for `shape` of variant `name` and a model with `model.kvHeads`.
-export function paramsFor(name, shape, model) {
+// The params this host derives for `shape` of variant `name`.
+export function paramsFor(name, shape) {
   const v = kvdsl.variant(name);
-  return host(v).params(v, shape, model);
+  return host(v).params(v, shape);
 }
 
 // The WGSL scalar of a binding's type ("array<vec4<f32>>" -> "f32").
@@ -404,12 +399,12 @@ function fill(v, b, size, shape, r) {
 
 // The host on its own: a shape for variant `name` from `seed`, the params it derives, inputs it
 // fills, one dispatch. Returns {shape, params, inputs, outputs (base64 by binding), workgroups}.
-export async function hostRun(name, seed, model) {
+export async function hostRun(name, seed) {
   const v = kvdsl.variant(name);
   const h = host(v);
   const r = generator(seed);
   const shape = h.shape(r);
-  const params = h.params(v, shape, model);
+  const params = h.params(v, shape);
   const sizes = v.bufferSizes(shape);
   const inputs = {};
   for (const b of v.bindings) {

@@ -141,18 +141,13 @@ def test_variant_matches_interpreter(chromium, name):
     browser.TALLY.matched.add(name)
 
 
-def _model(cfg) -> dict:
-    """What a runtime knows of its model beyond the shape: its KV heads."""
-    return {"kvHeads": getattr(cfg, "kv_heads", None)}
-
-
 def test_host_derives_the_cases_params(chromium):
     """The runner's own host derives, from each case's shape, the params the harness gives that
     case: for every variant, three cases each (its reading of the contract's meanings)."""
     wrong = []
     for name, cfg in VARIANTS.items():
         for case in cases_for(cfg, 3, _seed(name)):
-            got = chromium.call("paramsFor", name, _json(case.shape), _model(cfg))
+            got = chromium.call("paramsFor", name, _json(case.shape))
             if got != _json(case.params):
                 wrong.append(f"{name} {case.label()}: {got} != {case.params}")
     assert not wrong, f"{len(wrong)} cases, e.g. " + "; ".join(wrong[:3])
@@ -177,7 +172,7 @@ def test_foreign_host(chromium, name, seed):
     poisoned) and dispatches; its inputs through the interpreter give its outputs, bit for bit
     (quantised codes within the harness's one step), and the kernel wrote to every output."""
     cfg, kernel = VARIANTS[name], build(name)
-    result = chromium.call("hostRun", name, seed, _model(cfg))
+    result = chromium.call("hostRun", name, seed)
     params = result["params"]
     assert tuple(result["workgroups"]) == dispatch_workgroups(kernel, params)
     buffers = {}
