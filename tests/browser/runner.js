@@ -309,11 +309,19 @@ const HOSTS = {
       keySeq: s.keySeq,
     }),
   },
-  merge_share: { shape: windowHost, params: windowParams, capacity: "seq" },
-  window_shift: { shape: windowHost, params: windowParams, capacity: "seq" },
+  // The rotary tables' rows: merge_share rotates a token by its cache row; window_shift by its
+  // absolute position, up to seqlens_k + keySeq.
+  merge_share: { shape: windowHost, params: windowParams, capacity: "seq", positions: (s) => s.seq },
+  window_shift: {
+    shape: windowHost,
+    params: windowParams,
+    capacity: "seq",
+    positions: (s, seqlens) => Math.max(...seqlens) + s.keySeq + 1,
+  },
   build: {
     shape: (r) => ({ batch: r.int(1, 2), seq: r.int(1, 20), pastSeq: r.int(0, 10) }),
     params: (v, s) => ({ count: s.batch * v.config.kv_heads * s.seq, seq: s.seq, pastSeq: s.pastSeq }),
+    positions: (s) => s.pastSeq + s.seq,
   },
   build_quant: {
     shape: (r) => ({ batch: r.int(1, 2), seq: r.int(1, 20), pastSeq: r.int(0, 10), perChannel: r.int(0, 1) }),
@@ -323,6 +331,7 @@ const HOSTS = {
       pastSeq: s.pastSeq,
       perChannel: s.perChannel,
     }),
+    positions: (s) => s.pastSeq + s.seq,
   },
   append_quant: {
     shape: (r) => {
@@ -337,6 +346,7 @@ const HOSTS = {
       perChannel: s.perChannel,
     }),
     capacity: "totalSeq",
+    positions: (s) => s.totalSeq, // a token's row in the cache, or its place among the new ones
   },
 };
 
@@ -367,9 +377,9 @@ function randomHalf(r) {
 const POISON_WORD = 0x7fc0dead; // what the harness poisons 4-byte outputs with (a quiet NaN)
 const POISON_HALF = 0x7e5a;
 
-// The bytes of binding b: inputs random and non-zero (values a model could hold; seqlens_k
-// anywhere from an empty sequence to past the capacity), outputs poisoned.
-function fill(v, b, size, shape, r) {
+// The bytes of binding b: inputs random and non-zero (values a model could hold; seqlens_k as
+// chosen), outputs poisoned.
+function fill(v, b, size, seqlens, r) {
   const bytes = new Uint8Array(size);
   const words = new Uint32Array(bytes.buffer);
   const floats = new Float32Array(bytes.buffer);
@@ -379,8 +389,9 @@ function fill(v, b, size, shape, r) {
     if (scalar === "f16") new Uint16Array(bytes.buffer).fill(POISON_HALF);
     else words.fill(POISON_WORD);
   } else if (b.name === "seqlens_k") {
-    const cap = shape[host(v).capacity];
-    for (let i = 0; i < ints.length; i++) ints[i] = r.int(-1, 2 * cap);
+    ints.set(seqlens);
+  } else if (b.name === "cos_cache" || b.name === "sin_cache") {
+    for (let i = 0; i < floats.length; i++) floats[i] = r.uniform(-1, 1);
   } else if (b.name === "k_scale" || b.name === "v_scale") {
     for (let i = 0; i < floats.length; i++) floats[i] = r.uniform(0.01, 0.3);
   } else if (b.name === "k_norm_weight") {
@@ -404,11 +415,14 @@ export async function hostRun(name, seed) {
   const h = host(v);
   const r = generator(seed);
   const shape = h.shape(r);
+  // seqlens_k (total tokens - 1 per batch): from an empty sequence to past twice the capacity
+  const seqlens = h.capacity ? Array.from({ length: shape.batch }, () => r.int(-1, 2 * shape[h.capacity])) : [];
+  if (v.shape.includes("positions")) shape.positions = h.positions(shape, seqlens);
   const params = h.params(v, shape);
   const sizes = v.bufferSizes(shape);
   const inputs = {};
   for (const b of v.bindings) {
-    if (b.access !== UNIFORM) inputs[b.name] = fill(v, b, sizes[b.name], shape, r);
+    if (b.access !== UNIFORM) inputs[b.name] = fill(v, b, sizes[b.name], seqlens, r);
   }
   const { outputs, workgroups } = await dispatch(v, shape, params, inputs);
   const encode = (o) => Object.fromEntries(Object.entries(o).map(([k, u8]) => [k, toBase64(u8)]));
