@@ -8,7 +8,7 @@ the mode's table in :mod:`kvdsl.contract.modes` (shape variables, binding sizes,
 
 from __future__ import annotations
 
-import math
+import numbers
 import struct as _struct
 from typing import Any, Mapping
 
@@ -41,8 +41,11 @@ class ContractError(ValueError):
 
 
 def limits(kernel: Kernel) -> dict[str, int]:
-    """The GPU limits ``kernel`` needs beyond WebGPU's defaults (camelCase GPUSupportedLimits
-    names); none are known to this module yet."""
+    """The GPU limits ``kernel`` needs beyond WebGPU's defaults, by GPUSupportedLimits name.
+
+    Empty: every catalog kernel binds at most 8 storage buffers and runs at most 256
+    invocations per workgroup, WebGPU's defaults. This one function is where a per-kernel
+    analysis of limits plugs into ``index.json`` and ``kvdsl.js``."""
     return {}
 
 
@@ -193,9 +196,9 @@ def _counts(what: str, given: Mapping[str, Any], names: list[str]) -> dict[str, 
         if name not in given:
             raise ContractError(f"{what} variable '{name}' is missing; give {', '.join(names)}")
         v = given[name]
-        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 0:
             raise ContractError(f"{what} variable '{name}' is {v!r}; expected an integer >= 0")
-    return dict(given)
+    return {k: int(v) for k, v in given.items()}
 
 
 def buffer_sizes(e: Mapping[str, Any], shape_values: Mapping[str, int]) -> dict[str, int]:
@@ -212,6 +215,21 @@ def buffer_sizes(e: Mapping[str, Any], shape_values: Mapping[str, int]) -> dict[
 
 
 _PACK = {"u32": "<I", "i32": "<i", "f32": "<f"}
+_RANGES = {"u32": (0, 2**32 - 1), "i32": (-(2**31), 2**31 - 1)}
+
+
+def _scalar(field: str, ty: str, value: Any) -> int | float:
+    """``value`` as params field ``field`` of type ``ty`` holds it; ContractError if it cannot."""
+    if ty == "f32":
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise ContractError(f"params field '{field}' is f32: got {value!r}, expected a number")
+        return float(value)
+    lo, hi = _RANGES[ty]
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ContractError(f"params field '{field}' is {ty}: got {value!r}, expected an integer")
+    if not lo <= value <= hi:
+        raise ContractError(f"params field '{field}' is {ty}: {value} is outside [{lo}, {hi}]")
+    return int(value)
 
 
 def params_bytes(e: Mapping[str, Any], values: Mapping[str, Any]) -> bytes:
@@ -224,7 +242,8 @@ def params_bytes(e: Mapping[str, Any], values: Mapping[str, Any]) -> bytes:
     for p in e["params"]:
         if p["name"] not in values:
             raise ContractError(f"params field '{p['name']}' is missing")
-        _struct.pack_into(_PACK[p["type"]], out, p["offset"], values[p["name"]])
+        value = _scalar(p["name"], p["type"], values[p["name"]])
+        _struct.pack_into(_PACK[p["type"]], out, p["offset"], value)
     return bytes(out)
 
 
@@ -239,7 +258,7 @@ def workgroups(
         items = evaluate(d["items"], values, "params field")
     except ExprError as err:
         raise ContractError(str(err)) from None
-    n = math.ceil(max(items, 0) / d["per_workgroup"])
+    n = -(-max(items, 0) // d["per_workgroup"])
     if n <= d["fold"]:
         x, y = n, 1
     else:

@@ -9,6 +9,7 @@ import copy
 import re
 import json
 
+import numpy as np
 import pytest
 
 from kvdsl import catalog
@@ -159,6 +160,15 @@ def test_host_values_are_checked():
         params_bytes(e, params | {"total": 1})
     with pytest.raises(ContractError, match="params field 'seq' is missing"):
         params_bytes(e, {"count": 1, "pastSeq": 3, "keySeq": 4})
+    for bad, message in [
+        (-1, r"'count' is u32: -1 is outside \[0, 4294967295\]"),
+        (2**32, "is outside"),
+        (2.5, "'count' is u32: got 2.5, expected an integer"),
+        (True, "got True, expected an integer"),
+    ]:
+        with pytest.raises(ContractError, match=message):
+            params_bytes(e, params | {"count": bad})
+    assert buffer_sizes(e, {k: np.int64(v) for k, v in shape.items()}) == buffer_sizes(e, shape)
 
 
 def test_host_doc_names_each_modes_shape_variables():
