@@ -78,12 +78,12 @@ def unb64(text: str) -> bytes:
 
 @dataclass
 class Tally:
-    """The group's verdicts over a run: variants that matched the interpreter, and those the
-    adapter lacked a feature for (feature -> names)."""
+    """The group's verdicts over a run: the variants tried, those that matched the interpreter,
+    and those the adapter lacked a feature for (feature -> names)."""
 
+    tried: set[str] = field(default_factory=set)
     matched: set[str] = field(default_factory=set)
     lacking: dict[str, set[str]] = field(default_factory=dict)
-    failed: set[str] = field(default_factory=set)
     version: str = ""
     adapter: str = ""
     missing: str | None = None  # why the group could not start the browser
@@ -91,7 +91,7 @@ class Tally:
     def summary(self) -> str | None:
         if self.missing is not None:
             return f"browser: the group failed: {self.missing}"
-        total = len(self.matched) + len(self.failed) + len(set().union(*self.lacking.values()))
+        total = len(self.tried)
         if not total:
             return None
         line = (
