@@ -99,7 +99,9 @@ class Tally:
             f"Chromium {self.version} ({self.adapter})"
         )
         for feature, names in sorted(self.lacking.items()):
-            line += f"; {len(names)} need {feature}, which the adapter lacks ({', '.join(sorted(names))})"
+            need = "needs" if len(names) == 1 else "need"
+            listed = ", ".join(sorted(names))
+            line += f"; {len(names)} {need} {feature}, which the adapter lacks ({listed})"
         return line
 
 
