@@ -126,7 +126,7 @@ def dense_append_case(cfg: DenseAppendConfig, rng: np.random.Generator, i: int) 
         bufs["present_scales"] = poison(w.scales.size, np.float32)
     bits = cfg.fmt.bits
     case = DenseCase(
-        {"batch": batch, "keySeq": seq, "seq": cap},
+        {"batch": batch, "seq": cap, "keySeq": seq} | _positions(rot),
         {k: np.ascontiguousarray(a).reshape(-1) for k, a in bufs.items()},
         {"count": batch * h * seq, "keySeq": seq, "seq": cap},
         {k: a.reshape(-1) for k, a in expected.items()},
@@ -135,6 +135,11 @@ def dense_append_case(cfg: DenseAppendConfig, rng: np.random.Generator, i: int) 
         layout={name: (cfg.format.value, d, cfg.inline) for name in CACHE},
     )
     return _allowances(cfg, case, bits)
+
+
+def _positions(rot: Rotary | None) -> dict[str, int]:
+    """The shape variable ``positions`` (the rotary tables' rows) of a rotating case."""
+    return {} if rot is None else {"positions": rot.cos.shape[0]}
 
 
 def _allowances(cfg: DenseAppendConfig, case: DenseCase, bits: int) -> DenseCase:
@@ -172,7 +177,7 @@ def dense_build_case(cfg: DenseBuildConfig, rng: np.random.Generator, i: int) ->
         bufs["present_scales"] = poison(side.size, np.float32)
     bits = cfg.fmt.bits
     case = DenseCase(
-        {"batch": batch, "seq": seq, "pastSeq": past},
+        {"batch": batch, "seq": seq, "pastSeq": past} | _positions(rot),
         {k: np.ascontiguousarray(a).reshape(-1) for k, a in bufs.items()},
         {"count": batch * h * seq, "seq": seq, "pastSeq": past},
         {k: a.reshape(-1) for k, a in expected.items()},

@@ -22,7 +22,7 @@ write its words ``d, d + HEAD_DIM_V4, ...``, each assembled from the staged row.
 side scales) → f32 or f16 rows (``key``, ``value``), one invocation per output ``vec4``.
 
 :func:`bytes_per_token_head` is the contract's size of one (token, head) row of K (or of V),
-scales included.
+scales included (``index.json``'s ``bytes_per_token_head``).
 """
 
 from __future__ import annotations
@@ -107,6 +107,13 @@ class DenseConfig(CacheConfig):
     def check_fields(self) -> None:
         one_of("format", self.format, DenseFormat)
         one_of("scales", self.scales, ScalePlace)
+        require(
+            not self.window,
+            "window",
+            self.window,
+            f"false for {self.mode} (the dense modes have no windowed form; dense_read runs on"
+            " any window of whole rows as it is, with count the window's rows)",
+        )
         fmt = self.fmt
         require(
             not (fmt.ggml and self.scales is ScalePlace.SIDE),
@@ -222,9 +229,9 @@ def bytes_per_token_head(cfg: DenseConfig) -> int:
 
 
 def contract_fields(cfg: Any) -> dict[str, Any]:
-    """What a host needs beyond the config to size a dense variant's cache: its
-    ``bytes_per_token_head`` (K or V, scales included; the format and ``scales`` say where the
-    scales sit); nothing for other modes' configs."""
+    """The fields a dense variant's ``index.json`` entry adds (:func:`kvdsl.contract.entry`):
+    its ``bytes_per_token_head`` (K or V, scales included; the format and ``scales`` say where
+    the scales sit); nothing for other modes' configs."""
     if not isinstance(cfg, DenseConfig):
         return {}
     return {"bytes_per_token_head": bytes_per_token_head(cfg)}

@@ -284,6 +284,7 @@ def test_emitted_kernels_parse_back_and_need_no_f16():
         ),
         ({"k_norm": True, "eps": 0.0}, "eps", "a number > 0 that is a normal f32"),
         ({"k_norm": 1}, "k_norm", "true or false"),
+        ({"window": True}, "window", "false for dense_append (the dense modes have no windowed"),
     ],
 )
 def test_configs_refuse_with_the_field_and_what_is_allowed(kwargs, field, allowed):
