@@ -60,8 +60,7 @@ def cmd_emit(args: argparse.Namespace) -> int:
 
 def cmd_legacy(args: argparse.Namespace) -> int:
     """Print the WGSL kvdsl emits for the legacy template's variables."""
-    from kvdsl.catalog_files import interface
-    from kvdsl.emit import emit
+    from kvdsl.emit import emit, emit_expr
     from kvdsl.kernels.build import RowConfig
     from kvdsl.kernels.config import Reduction, as_dict
     from kvdsl.legacy import config_from_vars
@@ -79,12 +78,12 @@ def cmd_legacy(args: argparse.Namespace) -> int:
         cfg = dataclasses.replace(cfg, reduction=Reduction.SUBGROUP)
     kernel = catalog.build_config(cfg)
     wgsl = emit(kernel)
-    d = interface(kernel)["dispatch"]
+    d = kernel.dispatch
     sys.stdout.write(
         f"// kvdsl {cfg.mode} for the legacy template's variables; config: "
         f"{json.dumps(as_dict(cfg))}\n"
-        f"// dispatch: ceil(({d['items']}) / {d['per_workgroup']}) workgroups, "
-        f"folded into y past {d['fold']}\n\n" + wgsl
+        f"// dispatch: ceil(({emit_expr(d.items)}) / {d.per_group}) workgroups, "
+        f"folded into y past {d.fold}\n\n" + wgsl
     )
     return 0
 

@@ -19,6 +19,10 @@ requires it). Scales stay scalar ``f32`` bindings, read per lane. With K RMSNorm
 workgroup memory (or ``pairs=True`` with rotary) the flat walk takes one invocation per pair of
 vectors ``(dr, dr + HALF_V4)`` (:attr:`kvdsl.kernels.plan.WalkPlan.uses_pairs`).
 
+``window`` (the flat walk): the present is bound from slice ``headBase`` on and ``src_k`` /
+``src_v`` from batch ``batchBase`` on, as in :mod:`.build`; ``seqlens_k``, the scales, the K-norm
+weight and the rotary tables are bound whole.
+
 Defects of the template, fixed here:
 
 - ``append_quant`` computes ``appendStart = seqlens_k[b] + 1 - seq`` in u32: a right-padded
@@ -76,7 +80,7 @@ from kvdsl.kernels.config import (
     times,
 )
 from kvdsl.nodes import walks, words
-from kvdsl.nodes.index import bnsh
+from kvdsl.nodes.index import bnsh, cache_window
 from kvdsl.nodes.quant import (
     QRANGE,
     pack_int4,
@@ -244,7 +248,8 @@ def _quant(cfg: QuantConfig, name: str, append: bool) -> Kernel:
         d = fr.it.d
         owned = (("0", d), ("1", d + fr.pair)) if pairs else (("", d),)
         vs_in = [kb.let(f"v{t}", words.as_f32(kb, inputs.src_v[fr.src_base + o])) for t, o in owned]
-        dst = kb.let("dst", bnsh(fr.b, fr.hk, dst_row, c.heads, rows_per_head, fr.per_row) + d)
+        dst_at = fr.win.bnsh(fr.b, fr.hk, dst_row, c.heads, rows_per_head, fr.per_row)
+        dst = kb.let("dst", dst_at + d)
         ats, step = [], None
         for t, o in owned:
             ats.append(scale_index(kb, f"s{t}", fr.hk, o, c.head_dim, width, per_channel, step))
@@ -328,7 +333,11 @@ def _contract(
     row_position: bool,
 ) -> Kernel:
     packed = cfg.packed
-    if append:
+    win = cache_window(kb, cfg.window)
+    if append and cfg.window:
+        present = times(ceil_div(count, seq), total_seq, packed)
+        positions = total_seq if row_position else plus(past, seq)
+    elif append:
         present = times(ceil_div(count, cfg.kv_heads * seq), cfg.kv_heads, total_seq, packed)
         positions = total_seq if row_position else plus(past, seq)
     else:
@@ -336,8 +345,10 @@ def _contract(
     # Per-channel scales hold one value per (kv head, d); a per-tensor scale one value.
     on = Binary(Op.NE, node(kb.param("perChannel")), Lit(0, u32))
     scales = Call(Op.SELECT, (Lit(1, u32), Lit(cfg.kv_heads * cfg.head_dim, u32), on))
-    extents = row_extents(cfg, count, seq, positions) | {"k_scale": scales, "v_scale": scales}
-    if append:
+    extents = row_extents(cfg, count, seq, positions, win) | {"k_scale": scales, "v_scale": scales}
+    if append and cfg.window:  # seqlens_k is bound whole: up to the window's last batch
+        extents["seqlens_k"] = ceil_div(plus(times(win.head_base, seq), count), cfg.kv_heads * seq)
+    elif append:
         extents["seqlens_k"] = ceil_div(count, cfg.kv_heads * seq)
     extents |= {"present_key": present, "present_value": present}
     # A flat kernel's vector bindings count vectors (a no-op for scalar bindings).
@@ -436,4 +447,14 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, QuantConfig]:
     v["build_quant_int8_f16_in_llama31_8b"] = BuildQuantConfig(**shape, **f16_in)
     v["build_quant_int8_flat_f16_in_llama31_8b"] = BuildQuantConfig(**shape, **f16_in, **flat)
     v["append_quant_int8_symmetric_llama31_8b"] = AppendQuantConfig(**shape, qmin=-127, qmax=127)
+    windowed = {"walk": Walk.FLAT, "window": True}
+    for bits in Bits:
+        b = {"bits": bits}
+        v[f"build_quant_int{bits}_windowed_llama31_8b"] = BuildQuantConfig(**shape, **b, **windowed)
+        v[f"append_quant_int{bits}_windowed_llama31_8b"] = AppendQuantConfig(
+            **shape, **b, **windowed
+        )
+    v["build_quant_int8_knorm_windowed_qwen3_06b"] = BuildQuantConfig(
+        **models["qwen3_06b"].shape, k_norm=True, **windowed
+    )
     return v

@@ -18,7 +18,9 @@ import pytest
 from kvdsl import catalog
 from kvdsl.harness import verify_variant
 from kvdsl.kernels.build import BuildConfig
-from kvdsl.kernels.config import ConfigError, Walk
+from kvdsl.contract.modes import sizes as contract_sizes
+from kvdsl.kernels.config import ConfigError, Walk, as_dict, from_dict
+from kvdsl.kernels.dense import DenseAppendConfig, DenseBuildConfig
 from kvdsl.kernels.merge_share import MergeShareConfig
 from kvdsl.kernels.quant import AppendQuantConfig, BuildQuantConfig
 from kvdsl.kernels.window_shift import WindowShiftConfig
@@ -73,6 +75,19 @@ def _configs() -> dict:
             out[f"append_quant_int{bits}_knorm_sg_{walk}_{key}"] = AppendQuantConfig(
                 2, 16, bits=bits, **q, **r
             )
+    # Windowed kernels (the flat walk on a window of whole slices): the tables read at the
+    # row's global position.
+    for key in ("part4", "part6"):
+        h, d, half = SHAPES[key]
+        r = {"rotary": True, "rotary_half": half, "walk": "flat", "window": True}
+        q = {"storage_buffer_limit": 10}
+        out[f"build_windowed_{key}"] = BuildConfig(h, d, **r)
+        out[f"build_knorm_windowed_{key}"] = BuildConfig(h, d, k_norm=True, workgroup_size=60, **r)
+        out[f"build_quant_int8_windowed_{key}"] = BuildQuantConfig(h, d, **q, **r)
+        out[f"append_quant_int8_windowed_{key}"] = AppendQuantConfig(h, d, **q, **r)
+        out[f"merge_share_windowed_{key}"] = MergeShareConfig(h, d, "append", **r)
+        for region in ("append", "all"):
+            out[f"window_shift_{region}_windowed_{key}"] = WindowShiftConfig(h, d, region, **r)
     return out
 
 
@@ -142,3 +157,26 @@ def test_flat_int4_needs_vectors():
     with pytest.raises(ConfigError, match=r"rotary_half=6: .*multiple of 4 for the flat int4"):
         BuildQuantConfig(1, 20, bits=4, walk=Walk.FLAT, rotary=True, rotary_half=6)
     assert BuildQuantConfig(1, 20, bits=4, rotary=True, rotary_half=6).rotary_half == 6
+
+
+@pytest.mark.parametrize("config", [DenseAppendConfig, DenseBuildConfig])
+def test_dense_modes_refuse_partial_rotary(config):
+    """The dense modes rotate the whole head only: a set half is refused by name (also from a
+    JSON config), and an unset one is never published."""
+    fields = {"kv_heads": 2, "head_dim": 16, "format": "int8", "rotary": True, "rotary_half": 4}
+    with pytest.raises(ConfigError) as err:
+        from_dict(config, fields)
+    assert str(err.value).startswith("rotary_half=4: ")
+    assert "the dense modes rotate the whole head only" in str(err.value)
+    whole = config(2, 16, format="int8", rotary=True)
+    assert "rotary_half" not in as_dict(whole)
+    sizes = contract_sizes(whole)
+    assert sizes["cos_cache"] == sizes["sin_cache"] == ("positions", 8)
+
+
+@pytest.mark.parametrize("name", sorted(n for n in CONFIGS if not n.endswith("_whole")))
+def test_contract_sizes_tables_by_the_half(name):
+    """index.json's rotary tables hold the config's half (not head_dim / 2) a position."""
+    cfg = CONFIGS[name]
+    sizes = contract_sizes(cfg)
+    assert sizes["cos_cache"] == sizes["sin_cache"] == ("positions", cfg.rotary_half)
