@@ -18,7 +18,7 @@ from kvdsl.emit import emit
 from kvdsl.ir.dispatch import workgroups as dispatch_workgroups
 from kvdsl.ir.tree import Binding, Kernel
 from kvdsl.ir.types import Struct, u32
-from kvdsl.ir.features import uses_f16
+from kvdsl.ir.features import limits as kernel_limits, uses_f16
 from kvdsl.runtime import device as gpu
 from kvdsl.runtime.contract import check_bindings, check_contract, check_workgroups
 from kvdsl.runtime.errors import DeviceError, ParamsError
@@ -44,14 +44,15 @@ class _Dispatch:
         workgroups: tuple[int, int, int],
         label: str,
         reuse: dict | None = None,
+        limits: dict[str, int] | None = None,
     ) -> None:
         wgpu = gpu.wgpu_module()
         check_buffers(bindings, buffers)
-        check_bindings(bindings, buffers, gpu.device(*gpu.extensions(wgsl)).limits)
+        check_bindings(bindings, buffers, gpu.device(*gpu.extensions(wgsl), limits).limits)
         if params_struct is None and params:
             raise ParamsError(f"the kernel has no params struct, but got params {sorted(params)}")
         uniform = None if params_struct is None else pack_params(params_struct, params or {})
-        self.pipe = gpu.pipeline(wgsl, bindings, params_struct is not None, label)
+        self.pipe = gpu.pipeline(wgsl, bindings, params_struct is not None, label, limits=limits)
         dev = self.pipe.device
         limit = dev.limits["max-compute-workgroups-per-dimension"]
         if len(workgroups) != 3 or any(int(n) < 0 or int(n) > limit for n in workgroups):
@@ -134,13 +135,15 @@ def run_source(
     workgroups: tuple[int, int, int],
     *,
     label: str = "kernel",
+    limits: dict[str, int] | None = None,
 ) -> dict[str, np.ndarray]:
     """Dispatch WGSL text once; the final contents of every read_write binding, by name.
 
     Storage bindings are ``@group(0) @binding(i)`` in the order of ``bindings``; the params
-    uniform (when ``params_struct`` is given) is ``@binding(len(bindings))``.
+    uniform (when ``params_struct`` is given) is ``@binding(len(bindings))``. The device is
+    requested with ``limits`` (JavaScript names), what the module needs beyond WebGPU's defaults.
     """
-    d = _Dispatch(wgsl, bindings, params_struct, buffers, params, workgroups, label)
+    d = _Dispatch(wgsl, bindings, params_struct, buffers, params, workgroups, label, limits=limits)
     encoder = d.device.create_command_encoder()
     d.encode(encoder)
     return d.read_back(encoder)
@@ -208,7 +211,14 @@ def run(
         check_buffers(kernel.bindings, buffers)
         check_contract(kernel, buffers, params)
     return run_source(
-        emit(kernel), kernel.bindings, kernel.params, buffers, params, workgroups, label=kernel.name
+        emit(kernel),
+        kernel.bindings,
+        kernel.params,
+        buffers,
+        params,
+        workgroups,
+        label=kernel.name,
+        limits=kernel_limits(kernel),
     )
 
 
@@ -238,8 +248,10 @@ def time_kernel(
     arrays uploads them once. Two bindings never share a device buffer, even when given one array.
     The contents a kernel leaves in a shared read_write buffer are what the next one reads.
     """
+    limits = None
     if isinstance(kernel, Kernel):
         wgsl, bindings, params_struct = emit(kernel), kernel.bindings, kernel.params
+        limits = kernel_limits(kernel)
         label = label or kernel.name
         if workgroups is None:
             workgroups = _workgroups(kernel, buffers, params)
@@ -253,7 +265,7 @@ def time_kernel(
     if not 1 <= repeats <= MAX_REPEATS:
         raise ValueError(f"repeats={repeats}: expected 1..{MAX_REPEATS}")
     d = _Dispatch(
-        wgsl, bindings, params_struct, buffers, params, workgroups, label or "kernel", reuse
+        wgsl, bindings, params_struct, buffers, params, workgroups, label or "kernel", reuse, limits
     )
     dev = d.device
     if "timestamp-query" not in dev.features:
