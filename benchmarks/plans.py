@@ -51,7 +51,7 @@ HEADS, HEAD_DIM = 8, 128
 FULL = {"batches": (1, 4), "cache": 8192, "prefill": 2048}
 SMALL = {"batches": (1, 2), "cache": 32, "prefill": 8}
 #: config fields that do not make a variant distinct (its shape and dispatch tunables)
-SHAPE_FIELDS = ("kv_heads", "head_dim", "workgroup_size", "fold", "storage_buffer_limit", "eps")
+SHAPE_FIELDS = ("kv_heads", "head_dim", "workgroup_size", "fold", "eps")
 
 
 # -- which configs ------------------------------------------------------------------------------

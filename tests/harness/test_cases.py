@@ -52,7 +52,7 @@ CONFIGS = {
     "build_quant_range": BuildQuantConfig(2, 8, qmin=-20, qmax=30),
     "append_quant": AppendQuantConfig(2, 8),
     "append_quant_int4_knorm": AppendQuantConfig(2, 8, bits=4, k_norm=True),
-    "append_quant_rotary": AppendQuantConfig(2, 8, rotary=True, storage_buffer_limit=10),
+    "append_quant_rotary": AppendQuantConfig(2, 8, rotary=True, bindings="template"),
 }
 
 

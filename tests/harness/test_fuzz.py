@@ -63,6 +63,7 @@ BUILDERS = {
     AppendQuantConfig: append_quant,
 }
 FLOAT = st.sampled_from(["f32", "f16"])
+BINDINGS = st.sampled_from(["template", "packed"])
 # Odd and tiny workgroup sizes and folds: the walks must not rely on powers of two, and a fold
 # of 1-3 puts most workgroups in y.
 DISPATCH = st.fixed_dictionaries(
@@ -155,7 +156,7 @@ def configs(draw: st.DrawFn, modes: tuple[str, ...] = tuple(catalog.MODES)):
         qmin = draw(st.integers(lo, hi - 1))
         qmax = draw(st.integers(max(qmin + 1, 1), hi))  # the cases scale by qmax
         common = dict(bits=bits, qmin=qmin, qmax=qmax, k_norm=k_norm, rotary=rotary, eps=eps)
-        common |= dict(input_type=draw(FLOAT), storage_buffer_limit=10, **walks, **kw)
+        common |= dict(input_type=draw(FLOAT), bindings=draw(BINDINGS), **walks, **kw)
         if mode == "build_quant":
             cfg = BuildQuantConfig(h, d, **common)
         else:
