@@ -2,7 +2,8 @@
 
 Each file starts with a generated-file header naming its variant and config; ``index.json`` maps
 each variant to its config and interface (bindings, params fields, the WebGPU features the
-module needs, workgroup size, dispatch rule) so a host needs nothing else to run it.
+module needs, the limits it needs past WebGPU's defaults, workgroup size, dispatch rule) so a
+host needs nothing else to run it.
 :func:`stale` compares a folder with what would be written and returns a unified diff.
 """
 
@@ -16,7 +17,7 @@ from typing import Any
 from kvdsl import __version__, catalog
 from kvdsl.emit import emit, emit_expr
 from kvdsl.ir import Kernel
-from kvdsl.ir.features import features
+from kvdsl.ir.features import features, limits
 from kvdsl.kernels.config import as_dict
 
 
@@ -66,6 +67,9 @@ def interface(kernel: Kernel) -> dict[str, Any]:
         "bindings": bindings,
         "params": params,
         "features": needs,
+        # The WebGPU limits a host must request past the defaults (by their JavaScript names):
+        # {} for every variant but the template's 9-10-binding drop-ins.
+        "limits": limits(kernel),
         "workgroup_size": list(kernel.workgroup_size),
         "dispatch": (
             None
