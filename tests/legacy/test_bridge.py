@@ -27,7 +27,7 @@ from kvdsl.kernels.merge_share import MergeShareConfig
 from kvdsl.kernels.quant import AppendQuantConfig, BuildQuantConfig
 from kvdsl.kernels.transpose import TransposeConfig
 from kvdsl.kernels.window_shift import WindowShiftConfig
-from kvdsl.legacy import BRIDGES, KNOWN, Vars, config_from_vars, mode_of
+from kvdsl.legacy import BRIDGES, KNOWN, Vars, binding_note, config_from_vars, mode_of
 from tests.helpers.paths import ROOT
 from tests.helpers.legacy import (
     PARAM_FIELDS,
@@ -326,6 +326,43 @@ def test_quant_modes():
     v = lv("build_quant")
     del v["qmin"], v["qmax"]
     assert (config_from_vars(v).qmin, config_from_vars(v).qmax) == (-128, 127)
+
+
+@pytest.mark.parametrize(
+    "mode,k_norm,rotary,template",
+    [
+        ("build_quant", False, True, 8),
+        ("build_quant", True, True, 9),
+        ("append_quant", False, True, 9),
+        ("append_quant", True, True, 10),
+        ("append_quant", True, False, 8),
+    ],
+)
+def test_quant_bindings_follow_the_stated_device_limit(mode, k_norm, rotary, template):
+    """The template's bindings wherever the device allows them (WebGPU's 8 unless stated),
+    else the packed ones; a note says so only where they differ from the template's."""
+    v = lv(mode, k_norm=k_norm, rotary=rotary)
+    for most in (None, 8, 9, 10, 64):
+        cfg = config_from_vars(v, most)
+        fits = template <= (most or 8)
+        assert cfg.bindings == ("template" if fits else "packed"), most
+        note = binding_note(cfg)
+        if fits:
+            assert note is None
+        else:
+            assert f"the template's drop-in binds {template}: " in note
+            assert note.endswith(f"pass --max-storage-buffers {template} (or more)")
+
+
+@pytest.mark.parametrize("most", [7, 0, -8, 8.0, True, "10"])
+def test_stated_storage_buffers_refusals(most):
+    refused_with = (
+        f"max_storage_buffers={most!r}: expected a whole number, 8 or more: the device's "
+        "maxStorageBuffersPerShaderStage (WebGPU guarantees 8)"
+    )
+    with pytest.raises(ConfigError) as err:
+        config_from_vars(lv("build_quant", k_norm=True, rotary=True), most)
+    assert str(err.value) == refused_with
 
 
 def test_quant_refusals():
