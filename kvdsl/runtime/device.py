@@ -379,7 +379,7 @@ def pipeline(
     accesses = None if bindings is None else tuple(b.access for b in bindings)
     wgpu = wgpu_module()
     need = tuple(sorted((limits or {}).items()))
-    key = (wgsl, accesses, has_params, entry_point, current_webgpu().loop_bounding, need)
+    key = (wgsl, accesses, has_params, entry_point, need, current_webgpu().loop_bounding)
     if key not in _pipelines:
         dev = device(*extensions(wgsl), dict(need))
         try:
