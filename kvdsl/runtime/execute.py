@@ -234,11 +234,12 @@ def time_kernel(
     warmup: int = 3,
     label: str | None = None,
     reuse: dict | None = None,
+    limits: dict[str, int] | None = None,
 ) -> list[float]:
     """GPU seconds of each of ``repeats`` dispatches, from timestamp queries around each pass.
 
-    ``kernel`` is a Kernel, or WGSL text with its ``bindings``, ``params_struct`` and
-    ``workgroups``. The buffers are uploaded once; ``warmup`` untimed dispatches run first (and
+    ``kernel`` is a Kernel, or WGSL text with its ``bindings``, ``params_struct``,
+    ``workgroups`` and the ``limits`` it needs past WebGPU's defaults (a Kernel states its own). The buffers are uploaded once; ``warmup`` untimed dispatches run first (and
     are waited for). The timed dispatches are then encoded back to back into one command buffer
     and submitted once, each in its own compute pass with a timestamp at its start and end, so a
     time holds one dispatch's GPU work and no host overhead; take the median.
@@ -248,7 +249,6 @@ def time_kernel(
     arrays uploads them once. Two bindings never share a device buffer, even when given one array.
     The contents a kernel leaves in a shared read_write buffer are what the next one reads.
     """
-    limits = None
     if isinstance(kernel, Kernel):
         wgsl, bindings, params_struct = emit(kernel), kernel.bindings, kernel.params
         limits = kernel_limits(kernel)
