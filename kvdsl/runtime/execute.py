@@ -239,7 +239,8 @@ def time_kernel(
     """GPU seconds of each of ``repeats`` dispatches, from timestamp queries around each pass.
 
     ``kernel`` is a Kernel, or WGSL text with its ``bindings``, ``params_struct``,
-    ``workgroups`` and the ``limits`` it needs past WebGPU's defaults (a Kernel states its own). The buffers are uploaded once; ``warmup`` untimed dispatches run first (and
+    ``workgroups`` and the ``limits`` it needs past WebGPU's defaults (a Kernel states its own).
+    The buffers are uploaded once; ``warmup`` untimed dispatches run first (and
     are waited for). The timed dispatches are then encoded back to back into one command buffer
     and submitted once, each in its own compute pass with a timestamp at its start and end, so a
     time holds one dispatch's GPU work and no host overhead; take the median.
