@@ -19,6 +19,13 @@ requires it). Scales stay scalar ``f32`` bindings, read per lane. With K RMSNorm
 workgroup memory (or ``pairs=True`` with rotary) the flat walk takes one invocation per pair of
 vectors ``(dr, dr + HALF_V4)`` (:attr:`kvdsl.kernels.plan.WalkPlan.uses_pairs`).
 
+Bindings (:class:`~kvdsl.kernels.config.Bindings`): the template's, or packed within WebGPU's
+default 8 storage buffers: cos and sin in one ``rotary_table`` (per position ``HALF`` cos, then
+``HALF`` sin; :class:`kvdsl.nodes.rotary.Rotation`'s ``packed``) and the scales in one
+``kv_scale`` of ``vec2<f32>`` ``(k, v)`` entries (:func:`kvdsl.nodes.quant.kv_scales`). Unset,
+a config takes the template's where they fit 8 and the packed ones where they do not (K RMSNorm
+with rotary, rotary in ``append_quant``).
+
 Defects of the template, fixed here:
 
 - ``append_quant`` computes ``appendStart = seqlens_k[b] + 1 - seq`` in u32: a right-padded
@@ -98,9 +105,8 @@ def storage_buffers(cfg: QuantConfig, bindings: Bindings | None = None) -> int:
     """Storage bindings of a quantising kernel with ``bindings`` (default: the config's): K/V
     in and out, scales and the optional inputs."""
     packed = (cfg.bindings if bindings is None else bindings) is Bindings.PACKED
-    tables = 1 if packed else 2
-    scales_ = 1 if packed else 2
-    return 4 + scales_ + cfg.k_norm + tables * cfg.rotary + (cfg.mode == "append_quant")
+    pair = 1 if packed else 2  # the K/V scales, and cos/sin: one binding each when packed
+    return 4 + pair + cfg.k_norm + pair * cfg.rotary + (cfg.mode == "append_quant")
 
 
 def _default_bindings(cfg: QuantConfig) -> Bindings:
