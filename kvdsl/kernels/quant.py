@@ -466,15 +466,17 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, QuantConfig]:
             )
             shape = models["qwen3_06b"].shape
             for cls, mode in ((BuildQuantConfig, "build"), (AppendQuantConfig, "append")):
-                v[f"{mode}_quant_int{bits}_knorm_rotary{walk}_qwen3_06b"] = cls(
-                    **shape, **b, **norm, **rope, **w
-                )
+                for red, r in (("", {}), ("_sg", sg)):
+                    v[f"{mode}_quant_int{bits}_knorm_rotary{walk}{red}_qwen3_06b"] = cls(
+                        **shape, **b, **norm, **rope, **w, **r
+                    )
     shape = models["qwen3_06b"].shape
     template = {"bindings": Bindings.TEMPLATE}
     for cls, mode in ((BuildQuantConfig, "build"), (AppendQuantConfig, "append")):
-        v[f"{mode}_quant_int8_knorm_rotary_template_bindings_qwen3_06b"] = cls(
-            **shape, **norm, **rope, **template
-        )
+        for red, r in (("", {}), ("_sg", sg)):
+            v[f"{mode}_quant_int8_knorm_rotary_template_bindings{red}_qwen3_06b"] = cls(
+                **shape, **norm, **rope, **template, **r
+            )
     shape = models["llama31_8b"].shape
     f16_in = {"input_type": Element.F16}
     v["build_quant_int8_f16_in_llama31_8b"] = BuildQuantConfig(**shape, **f16_in)
