@@ -324,20 +324,23 @@ def test_mutated_wgsl_the_frontend_takes_compiles_under_naga_and_tint(seed: int)
     ``constN``, read as ``const N``; a comparison that WGSL's template-list discovery reads
     as a list; ``a--b`` read as ``a - -b``)."""
     from kvdsl.frontend import FrontendError, parse
+    from kvdsl.ir.features import limits
     from tests.helpers.wgsl import refused_by_compilers
 
     rng = random.Random(seed)
     taken: dict[str, str] = {}
+    need: dict[str, dict[str, int]] = {}  # the limits past the defaults each mutant states
     for k in range(1500):
         src = SOURCES[rng.randrange(len(SOURCES))]
         text = mutate(src, rng, rng.randint(1, 4))
         try:
-            parse(text)
+            kernel = parse(text)
         except FrontendError:
             continue
         taken[f"mutant{k}"] = text
+        need[f"mutant{k}"] = limits(kernel)
     assert len(taken) > 20  # about 6% of mutants parse
-    refused = refused_by_compilers(taken)
+    refused = refused_by_compilers(taken, need)
     # A device's limits are not WGSL's: a mutant may name @group(40) or @binding(2000), which
     # kvdsl renumbers (its interface is the bindings' order) and the compilers' devices refuse.
     refused = {n: e for n, e in refused.items() if not DEVICE_LIMITS.search(e)}
