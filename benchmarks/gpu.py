@@ -379,6 +379,8 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> list[di
         """The template's renders for ``cfg`` (or None), why not, its bindings and params."""
         legacy_wgsl, legacy_status, lbind, lstruct = None, "", None, None
         try:
+            if cfg.mode not in legacy.MODES:
+                return None, "n/a: the template has no such mode", None, None
             lvars = template_vars(cfg)
             lbind = legacy.legacy_bindings(lvars)
             lstruct = legacy.legacy_params_struct(lvars)

@@ -17,6 +17,9 @@ window_shift   capacity = cache, ``keySeq`` = prefill and 1, ``seqlens_k`` = cac
                full cache: ``keySeq`` rows are evicted, the rest slide down)
 build(_quant)  ``seq`` = prefill and cache, ``pastSeq`` = 0, per-channel scales
 append_quant   ``totalSeq`` = cache, ``seq`` = prefill and 1, ``seqlens_k`` = cache − 1
+dense_append   ``seq`` = cache, ``keySeq`` = prefill and 1, ``seqlens_k`` = cache − 1
+dense_build    ``seq`` = prefill and cache, ``pastSeq`` = 0
+dense_read     rows = batch × heads × cache
 =============  ==================================================================================
 
 **Bytes that must move** (each input element the kernel's interface needs read once, each output
@@ -34,6 +37,11 @@ element is an i32 word (4 B) and two int4 elements share a u32 word (2 B per ele
 - build, build_quant: new K/V in, present K/V out (quantised words); K-norm weight; cos/sin of
   the ``seq`` positions; per-channel scales (heads × head dim each).
 - append_quant: as build_quant for the fitting new rows, plus ``seqlens_k``.
+- dense_append: the new rows in; their packed cache words (and side scales) out,
+  ``bytes_per_token_head`` per row of K and of V; ``seqlens_k``; the K-norm weight; with rotary
+  the cos/sin entries of the window's positions.
+- dense_build: as dense_append, every present row written.
+- dense_read: every cache row's words (and side scales) in, every f32 row out.
 """
 
 from __future__ import annotations
@@ -46,6 +54,7 @@ import numpy as np
 import roofline
 from kvdsl import catalog
 from kvdsl.ir import Kernel
+from kvdsl.reference import formats
 
 HEADS, HEAD_DIM = 8, 128
 FULL = {"batches": (1, 4), "cache": 8192, "prefill": 2048}
@@ -77,6 +86,8 @@ def representatives(select: list[str] | None = None) -> dict[str, Any]:
     (one of 8 × 128 shape where there is one). ``select``: variant or mode names."""
     groups: dict[tuple[str, str], list[str]] = {}
     for name, cfg in catalog.VARIANTS.items():
+        if cfg.window:  # the flat program over a window: benchmarks/big_cache.py runs those
+            continue
         groups.setdefault((cfg.mode, options(cfg)), []).append(name)
     chosen = {}
     for names in groups.values():
@@ -120,7 +131,7 @@ class Plan:
 
 def decode_append(cfg: Any, plan: Plan) -> bool:
     """A 1-token append whose work is the new rows alone (the floor target applies to it)."""
-    appends = cfg.mode == "append_quant" or getattr(cfg, "region", "") == "append"
+    appends = cfg.mode in ("append_quant", "dense_append") or getattr(cfg, "region", "") == "append"
     return plan.tokens == 1 and appends
 
 
@@ -170,6 +181,14 @@ def plans(cfg: Any, size: dict) -> Iterator[Plan]:
             case "append_quant":
                 for seq in (P, 1):
                     yield _build(cfg, B, h, d, half, words, seq, S, S - 1)
+            case "dense_append":
+                for new in (P, 1):
+                    yield _dense_append(cfg, B, h, d, half, S, new)
+            case "dense_build":
+                for seq in (P, S):
+                    yield _dense_build(cfg, B, h, d, half, seq)
+            case "dense_read":
+                yield _dense_read(cfg, B, h, d, S)
 
 
 def _sum_of(moved: dict[str, int]) -> Callable[[dict[str, int]], int]:
@@ -234,6 +253,45 @@ def _build(cfg: Any, B: int, h: int, d: int, half: int, words: int, seq: int, ro
     if cfg.mode == "append_quant":
         params["totalSeq"] = rows
     return Plan(B, seq, rows, params, counts, seqlens, _sum_of(moved))
+
+
+def _dense_words(cfg: Any, d: int) -> tuple[int, int]:
+    """A dense config's u32 words per stored row and f32 side words per row (K's and V's)."""
+    fmt, inline = cfg.format.value, cfg.scales == "inline"
+    side = 0 if inline else 2 * formats.stat_words(fmt)
+    return formats.row_words(fmt, d, inline), side
+
+
+def _dense_append(cfg: Any, B: int, h: int, d: int, half: int, S: int, new: int) -> Plan:
+    # seqlens_k = S - 1: the window is rows [S - new, S) of each head.
+    words, side = _dense_words(cfg, d)
+    counts = {"src_k": B * new * h * d, "src_v": B * new * h * d, "seqlens_k": B,
+              "k_norm_weight": d, "cos_cache": S * half, "sin_cache": S * half, "present_key": B * h * S * words,
+              "present_value": B * h * S * words, "present_scales": B * h * S * side}  # fmt: skip
+    fresh = B * h * new
+    moved = {"src_k": fresh * d, "src_v": fresh * d, "seqlens_k": B, "k_norm_weight": d,
+             "cos_cache": new * half, "sin_cache": new * half, "present_key": fresh * words,
+             "present_value": fresh * words, "present_scales": fresh * side}  # fmt: skip
+    params = {"count": fresh, "keySeq": new, "seq": S}
+    return Plan(B, new, S, params, counts, S - 1, _sum_of(moved))
+
+
+def _dense_build(cfg: Any, B: int, h: int, d: int, half: int, seq: int) -> Plan:
+    words, side = _dense_words(cfg, d)
+    rows = B * h * seq
+    counts = {"src_k": rows * d, "src_v": rows * d, "k_norm_weight": d, "cos_cache": seq * half,
+              "sin_cache": seq * half, "present_key": rows * words, "present_value": rows * words,
+              "present_scales": rows * side}  # fmt: skip
+    params = {"count": rows, "seq": seq, "pastSeq": 0}
+    return Plan(B, seq, seq, params, counts, None, _sum_of(counts))
+
+
+def _dense_read(cfg: Any, B: int, h: int, d: int, S: int) -> Plan:
+    words, side = _dense_words(cfg, d)
+    rows = B * h * S
+    counts = {"cache_key": rows * words, "cache_value": rows * words,
+              "cache_scales": rows * side, "key": rows * d, "value": rows * d}  # fmt: skip
+    return Plan(B, S, S, {"count": rows}, counts, None, _sum_of(counts))
 
 
 class Pool:

@@ -21,6 +21,7 @@ from typing import Any, Callable
 from kvdsl.ir import Kernel
 from kvdsl.kernels import build as build_mode
 from kvdsl.kernels import copy as copy_mode
+from kvdsl.kernels import dense as dense_mode
 from kvdsl.kernels import merge as merge_mode
 from kvdsl.kernels import merge_share as merge_share_mode
 from kvdsl.kernels import quant as quant_mode
@@ -50,6 +51,9 @@ MODES: dict[str, tuple[type[KernelConfig], Callable[..., Kernel]]] = {
     "build": (build_mode.BuildConfig, build_mode.build),
     "build_quant": (quant_mode.BuildQuantConfig, quant_mode.build_quant),
     "append_quant": (quant_mode.AppendQuantConfig, quant_mode.append_quant),
+    "dense_append": (dense_mode.DenseAppendConfig, dense_mode.dense_append),
+    "dense_build": (dense_mode.DenseBuildConfig, dense_mode.dense_build),
+    "dense_read": (dense_mode.DenseReadConfig, dense_mode.dense_read),
 }
 MODE_MODULES = (
     transpose_mode,
@@ -59,6 +63,7 @@ MODE_MODULES = (
     window_shift_mode,
     build_mode,
     quant_mode,
+    dense_mode,
 )
 
 

@@ -1,10 +1,11 @@
-"""The ``emitted/`` folder: one WGSL file per catalog variant plus ``index.json``.
+"""The ``emitted/`` folder: one WGSL file per catalog variant, ``index.json``, its schema, and
+the ES module ``kvdsl.js`` with its types ``kvdsl.d.ts``.
 
-Each file starts with a generated-file header naming its variant and config; ``index.json`` maps
-each variant to its config and interface (bindings, params fields, the WebGPU features the
-module needs, the limits it needs past WebGPU's defaults, workgroup size, dispatch rule) so a
-host needs nothing else to run it.
-:func:`stale` compares a folder with what would be written and returns a unified diff.
+Each WGSL file starts with a generated-file header naming its variant and config; ``index.json``
+maps each variant to its host contract (:func:`kvdsl.contract.entry`: bindings and their sizes,
+the uniform block's layout, params' meanings, features, limits, workgroup size, dispatch rule) so
+a host needs nothing else to run it. :func:`stale` compares a folder with what would be written
+and returns a unified diff.
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from kvdsl import __version__, catalog
-from kvdsl.emit import emit, emit_expr
-from kvdsl.ir import Kernel
-from kvdsl.ir.features import features, limits
+from kvdsl.contract import entry, module
+from kvdsl.contract.schema import SCHEMA
+from kvdsl.emit import emit
 from kvdsl.kernels.config import as_dict
 
 
@@ -30,72 +31,22 @@ def header(name: str, cfg: Any) -> str:
     )
 
 
-BALANCED_RULE = (
-    "(ceil(n / y), y, 1) with y = ceil(n / fold) (the kernel reads x back from num_workgroups: "
-    "any (x, y, 1) with x <= fold covering n also works)"
-)
-
-
-def interface(kernel: Kernel) -> dict[str, Any]:
-    """The host interface of ``kernel`` as JSON-ready data."""
-    # "data": the scalar type of the host's array, where it is not the WGSL element's.
-    bindings = [
-        {"binding": i, "name": b.name, "type": f"array<{b.elem}>", "access": b.access}
-        | ({} if b.data is None else {"data": str(b.data)})
-        for i, b in enumerate(kernel.bindings)
-    ]
-    params = (
-        []
-        if kernel.params is None
-        else [{"name": n, "type": str(t)} for n, t in kernel.params.fields]
-    )
-    if kernel.params is not None:
-        bindings.append(
-            {
-                "binding": len(kernel.bindings),
-                "name": "params",
-                "type": kernel.params.name,
-                "access": "uniform",
-            }
-        )
-    d = kernel.dispatch
-    # The WebGPU device features a host must request for the module (the ones its `enable`
-    # lines name): a host picks the variants its device can run (Chrome on an H200 has no
-    # shader-f16).
-    needs = sorted(features(kernel))
-    return {
-        "bindings": bindings,
-        "params": params,
-        "features": needs,
-        # The WebGPU limits a host must request past the defaults (by their JavaScript names):
-        # {} for every variant but the template's 9-10-binding drop-ins.
-        "limits": limits(kernel),
-        "workgroup_size": list(kernel.workgroup_size),
-        "dispatch": (
-            None
-            if d is None
-            else {
-                "items": emit_expr(d.items),
-                "per_workgroup": d.per_group,
-                "fold": d.fold,
-                "balanced": d.balanced,
-                "rule": "n = ceil(items / per_workgroup); (n, 1, 1) if n <= fold else "
-                + (BALANCED_RULE if d.balanced else "(fold, ceil(n / fold), 1)"),
-            }
-        ),
-    }
+#: The files besides the WGSL ones that ``kvdsl emit`` writes.
+GENERATED = ("index.json", "index.schema.json", "kvdsl.js", "kvdsl.d.ts")
 
 
 def render() -> dict[str, str]:
     """File name → contents for the whole catalog."""
     files: dict[str, str] = {}
     index: dict[str, Any] = {}
+    code: dict[str, str] = {}
     for name, cfg in catalog.VARIANTS.items():
         kernel = catalog.build(name)
-        wgsl = emit(kernel)
-        files[f"{name}.wgsl"] = header(name, cfg) + wgsl
-        index[name] = {"config": as_dict(cfg), **interface(kernel)}
+        code[name] = files[f"{name}.wgsl"] = header(name, cfg) + emit(kernel)
+        index[name] = entry(kernel, cfg)
     files["index.json"] = json.dumps(index, indent=2) + "\n"
+    files["index.schema.json"] = SCHEMA.read_text()
+    files["kvdsl.js"], files["kvdsl.d.ts"] = module.render(index, code)
     return files
 
 
@@ -115,8 +66,9 @@ def stale(out: Path) -> str:
     """A unified diff between ``out`` and the catalog as it would be written ('' when current)."""
     want = render()
     have = {p.name: p.read_text() for p in sorted(out.glob("*.wgsl"))} if out.is_dir() else {}
-    if (out / "index.json").is_file():
-        have["index.json"] = (out / "index.json").read_text()
+    for name in GENERATED:
+        if (out / name).is_file():
+            have[name] = (out / name).read_text()
     diff: list[str] = []
     for name in sorted(set(want) | set(have)):
         a, b = have.get(name, ""), want.get(name, "")

@@ -4,7 +4,9 @@
 # of benchmarks/vklayer that tests/benchmarks/test_shaderstats.py captures SPIR-V with; and a
 # Vulkan driver for wgpu (Mesa's software adapter, llvmpipe) when kvdsl finds no adapter it runs
 # on (none at all, or only OpenGL, where naga's GLSL breaks WGSL's integer division and
-# conversion rules). Safe to run again: each step is skipped when already done.
+# conversion rules); Node.js, which tests/contract/test_module.py runs emitted/kvdsl.js under; and
+# Debian's chromium, which the browser tests (tests/browser) drive through Playwright on its own
+# SwiftShader WebGPU. Safe to run again: each step is skipped when already done.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 sudo=""
@@ -25,6 +27,16 @@ layer_headers='#include <stdint.h>
 if ! printf '%s\n' "$layer_headers" | gcc -x c -fsyntax-only - >/dev/null 2>&1; then
   echo "setup: no C compiler that builds the Vulkan layer: installing gcc and libc6-dev"
   apt_install gcc libc6-dev
+fi
+if ! command -v node >/dev/null 2>&1; then
+  echo "setup: no Node.js to test emitted/kvdsl.js with: installing nodejs"
+  apt_install nodejs
+fi
+# The browser tests run Debian's chromium (KVDSL_CHROMIUM names another); Playwright, from the dev
+# extra, drives it: its own browser download is not used.
+if [ ! -x "${KVDSL_CHROMIUM:-/usr/bin/chromium}" ]; then
+  echo "setup: no Chromium for the browser tests: installing Debian's chromium"
+  apt_install chromium
 fi
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/python -m pip install -q -e '.[dev]'

@@ -23,7 +23,8 @@ MAY_IMPORT = {
     "runtime": {"ir", "emit", "frontend"},
     "catalog": {"ir", "kernels"},
     "legacy": {"ir", "kernels"},
-    "catalog_files": {"ir", "emit", "kernels", "catalog"},
+    "contract": {"ir", "kernels", "runtime"},
+    "catalog_files": {"ir", "emit", "kernels", "catalog", "contract"},
     "harness": {"ir", "emit", "kernels", "reference", "interp", "runtime"},
     "cli": {
         "ir",
@@ -34,6 +35,7 @@ MAY_IMPORT = {
         "runtime",
         "catalog",
         "legacy",
+        "contract",
         "catalog_files",
         "harness",
     },

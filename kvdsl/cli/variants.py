@@ -60,8 +60,7 @@ def cmd_emit(args: argparse.Namespace) -> int:
 
 def cmd_legacy(args: argparse.Namespace) -> int:
     """Print the WGSL kvdsl emits for the legacy template's variables."""
-    from kvdsl.catalog_files import interface
-    from kvdsl.emit import emit
+    from kvdsl.emit import emit, emit_expr
     from kvdsl.kernels.build import RowConfig
     from kvdsl.ir.features import limits as kernel_limits
     from kvdsl.kernels.config import Reduction, as_dict
@@ -88,14 +87,14 @@ def cmd_legacy(args: argparse.Namespace) -> int:
         cfg = dataclasses.replace(cfg, reduction=Reduction.SUBGROUP)
     kernel = catalog.build_config(cfg)
     wgsl = emit(kernel)
-    d = interface(kernel)["dispatch"]
+    d = kernel.dispatch
     note = binding_note(cfg)
     limits = kernel_limits(kernel)
     sys.stdout.write(
         f"// kvdsl {cfg.mode} for the legacy template's variables; config: "
         f"{json.dumps(as_dict(cfg))}\n"
-        f"// dispatch: ceil(({d['items']}) / {d['per_workgroup']}) workgroups, "
-        f"folded into y past {d['fold']}\n"
+        f"// dispatch: ceil(({emit_expr(d.items)}) / {d.per_group}) workgroups, "
+        f"folded into y past {d.fold}\n"
         + (
             f"// limits past WebGPU's defaults, to request of the device: {json.dumps(limits)}\n"
             if limits

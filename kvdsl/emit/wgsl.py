@@ -102,6 +102,8 @@ def emit_expr(e: ir.Expr) -> str:
             return f"{ops.info(op).spelling}({_arguments(args)})"
         case ir.Convert(ty, x):
             return f"{ty}({emit_expr(x)})"
+        case ir.Bitcast(ty, x):
+            return f"bitcast<{ty}>({emit_expr(x)})"
         case ir.Unary(op, x):
             inner = _operand(x, ops.UNARY, None)
             # "- -x" must not print as the decrement token "--x".

@@ -470,7 +470,9 @@ class ToIR(Transformer):
 
     @v_args(meta=True, inline=True)
     def bitcast(self, meta: Meta, ty, args) -> ir.Expr:
-        raise self._err("bitcast", meta.line, meta.column)
+        if len(args) != 1:
+            raise self._err(f"bitcast takes one argument, got {len(args)}", meta.line, meta.column)
+        return ir.Bitcast(ty, args[0])
 
     def index(self, base: ir.Expr, i: ir.Expr) -> ir.Index:
         return ir.Index(base, i)

@@ -168,6 +168,8 @@ class Typer:
                 )
             case RawCtor(ty, args):
                 return self.ctor(ty, args, scope)
+            case ir.Bitcast(ty, x):
+                return ir.Bitcast(ty, self.expr(x, scope, None))
             case ir.Index(base, i):
                 return ir.Index(self.expr(base, scope, None), self.expr(i, scope, None))
             case ir.Member(base, name):

@@ -17,7 +17,7 @@ import numpy as np
 from kvdsl import reference
 from kvdsl.harness.compare import compare, compare_quantized, poison
 from kvdsl.ir.types import SCALARS
-from kvdsl.kernels.config import KernelConfig
+from kvdsl.kernels.config import KernelConfig, window_bindings
 from kvdsl.kernels.copy import CopyConfig
 from kvdsl.kernels.transpose import TransposeConfig
 
@@ -106,7 +106,58 @@ def case_generator(mode: str):
 def cases_for(cfg: KernelConfig, n: int, seed: int = 0) -> list[Case]:
     """``n`` cases for ``cfg``'s mode, deterministic in ``seed``."""
     rng = np.random.default_rng(seed)
-    return [CASES[cfg.mode](cfg, rng, i) for i in range(n)]
+    cases = [CASES[cfg.mode](cfg, rng, i) for i in range(n)]
+    if cfg.window:
+        return [window_case(cfg, case, i) for i, case in enumerate(cases)]
+    return cases
+
+
+def window_case(cfg: KernelConfig, case: Case, i: int) -> Case:
+    """``case`` (of the whole cache) cut to one window of a windowed kernel: the cache bindings,
+    expected outputs and written masks to slices ``[headBase, end)``; ``seqlens_k`` and the
+    shape's ``batch`` to the batches up to the window's last; the BSH sources to those batches
+    from ``batchBase`` on, which is the window's first batch on odd ``i`` where the cache holds
+    more than one (the window then starts at that batch), else 0 (the window starts inside the
+    first batch). The window leaves out the last slice where there are three or more."""
+    heads, batch = cfg.kv_heads, case.shape["batch"]
+    slices = batch * heads
+    count = case.params.get("count", slices * case.params.get("kvSeq", 0))
+    per_slice = count // slices
+    first = heads if i % 2 == 1 and batch > 1 else min(1, slices - 1)
+    end = slices - 1 if slices - first > 1 else slices
+    batch_base = first // heads if i % 2 == 1 else 0
+    last = -(-end // heads)  # the batches up to the window's last
+    cache, sources = window_bindings(cfg.mode)
+
+    def cut(bufs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        out = dict(bufs)
+        for name, a in bufs.items():
+            if name in cache:
+                out[name] = a.reshape(slices, -1)[first:end].reshape(-1).copy()
+            elif name in sources:
+                out[name] = a.reshape(batch, -1)[batch_base:last].reshape(-1).copy()
+            elif name == "seqlens_k":
+                out[name] = a[:last].copy()
+        return out
+
+    params = case.params | ({"batchSize": last} if "batchSize" in case.params else {})
+    params |= {
+        "count": (end - first) * per_slice,
+        "headBase": first,
+        "batchBase": batch_base,
+    }
+    shape = case.shape | {"batch": last, "headBase": first, "slices": end - first}
+    shape |= {"batchBase": batch_base}
+    return Case(
+        shape,
+        cut(case.buffers),
+        params,
+        cut(case.expected),
+        cut(case.written),
+        case.tolerance,
+        case.quantized,
+        case.codes,
+    )
 
 
 def _tokens(rng: np.random.Generator, i: int, most: int = 40) -> int:

@@ -34,6 +34,13 @@ def _rotary(rng: np.random.Generator, positions: int, half: int) -> reference.Ro
     return reference.Rotary(np.cos(theta).astype(np.float32), np.sin(theta).astype(np.float32))
 
 
+def _with_positions(case: Case, rot: reference.Rotary | None) -> Case:
+    """``case`` with the shape variable ``positions`` (the rotary table's rows) when it rotates."""
+    if rot is not None:
+        case.shape["positions"] = rot.cos.shape[0]
+    return case
+
+
 def _float_tol(
     cfg: MergeConfig | MergeShareConfig | WindowShiftConfig | RowConfig, transformed: bool
 ) -> float:
@@ -132,6 +139,7 @@ def _window(
 def merge_share_case(cfg: MergeShareConfig, rng: np.random.Generator, i: int) -> Case:
     win = _window(cfg, rng, i, [(24, 5), (9, 1), (40, 40)])
     bufs: dict[str, np.ndarray] = {"seqlens_k": win.seqlens}
+    rot = None
     if cfg.region == "retain":
         past_k, past_v = (values(rng, win.shape, win.ct) for _ in range(2))
         w = reference.merge_share_retain(past_k, past_v, win.seqlens, win.key_seq)
@@ -146,7 +154,8 @@ def merge_share_case(cfg: MergeShareConfig, rng: np.random.Generator, i: int) ->
         if rot is not None:
             bufs |= {"cos_cache": rot.cos, "sin_cache": rot.sin}
         rows = win.key_seq
-    return win.case(bufs, rows, w, _float_tol(cfg, cfg.rotary and cfg.region == "append"))
+    case = win.case(bufs, rows, w, _float_tol(cfg, cfg.rotary and cfg.region == "append"))
+    return _with_positions(case, rot)
 
 
 @case_generator("window_shift")
@@ -166,7 +175,7 @@ def window_shift_case(cfg: WindowShiftConfig, rng: np.random.Generator, i: int) 
     if rot is not None:
         bufs |= {"cos_cache": rot.cos, "sin_cache": rot.sin}
     rows = win.key_seq if cfg.region == "append" else win.cap
-    return win.case(bufs, rows, w, _float_tol(cfg, cfg.rotary))
+    return _with_positions(win.case(bufs, rows, w, _float_tol(cfg, cfg.rotary)), rot)
 
 
 def _row_inputs(cfg: RowConfig, rng: np.random.Generator, batch: int, seq: int, positions: int):
@@ -191,13 +200,14 @@ def build_case(cfg: BuildConfig, rng: np.random.Generator, i: int) -> Case:
     bufs, k, v, norm, rot = _row_inputs(cfg, rng, batch, seq, past + seq)
     pk, pv = reference.build(k, v, h, past, norm, rot)
     pt = dtype(cfg.present_type)
-    return Case(
+    case = Case(
         {"batch": batch, "seq": seq, "pastSeq": past},
         _flat(bufs) | _present("", pk.shape, pt),
         {"count": batch * h * seq, "seq": seq, "pastSeq": past},
         _flat({"present_key": pk.astype(pt), "present_value": pv.astype(pt)}),
         tolerance={"present_key": _float_tol(cfg, cfg.k_norm or cfg.rotary)},
     )
+    return _with_positions(case, rot)
 
 
 def _quant(cfg: QuantConfig, rng: np.random.Generator, per_channel: bool) -> reference.Quant:
@@ -244,7 +254,7 @@ def build_quant_case(cfg: BuildQuantConfig, rng: np.random.Generator, i: int) ->
         _flat({"present_key": pk, "present_value": pv}),
     )
     case.params["perChannel"] = int(per_channel)
-    return _quant_case(cfg, case, cfg.k_norm or cfg.rotary)
+    return _quant_case(cfg, _with_positions(case, rot), cfg.k_norm or cfg.rotary)
 
 
 @case_generator("append_quant")
@@ -270,4 +280,4 @@ def append_quant_case(cfg: AppendQuantConfig, rng: np.random.Generator, i: int) 
         _flat({"present_key": w.key, "present_value": w.value}),
         _flat({"present_key": w.mask, "present_value": w.mask}),
     )
-    return _quant_case(cfg, case, cfg.k_norm or cfg.rotary)
+    return _quant_case(cfg, _with_positions(case, rot), cfg.k_norm or cfg.rotary)

@@ -62,7 +62,7 @@ class Expressions:
     def eval(self, e: ir.Expr, m: Mask):
         """The value of ``e`` on the lanes of ``m`` (other lanes hold arbitrary values)."""
         t = type(e)
-        if t is ir.Binary or t is ir.Unary or t is ir.Call or t is ir.Convert:
+        if t is ir.Binary or t is ir.Unary or t is ir.Call or t is ir.Convert or t is ir.Bitcast:
             v = self._static_vals.get(id(e))
             if v is not None:
                 return v
@@ -85,7 +85,7 @@ class Expressions:
                 ok = name in self.module and name not in self._locals
             case ir.Member(ir.Name("params"), _):
                 ok = "params" not in self._locals
-            case ir.Unary(_, x) | ir.Convert(_, x):
+            case ir.Unary(_, x) | ir.Convert(_, x) | ir.Bitcast(_, x):
                 ok = self.static(x)
             case ir.Binary(_, a, b):
                 ok = self.static(a) and self.static(b)
@@ -138,6 +138,10 @@ class Expressions:
                 return self.call(self.functions[name], [self.eval(a, m) for a in args], m)
             case ir.Convert(ty, x):
                 return convert(self.eval(x, m), ty)
+            case ir.Bitcast(ty, x):
+                # The same 32 bits read as another type: a copy, so no later in-place step on
+                # the result can reach the operand's array.
+                return np.ascontiguousarray(self.eval(x, m)).view(ty.scalar.dtype).copy()
             case ir.Construct(ty, args):
                 return self.construct(ty, [self.eval(a, m) for a in args])
             case ir.Index(ir.Name(name), index) if name in self.buffers and not self._shadowed(

@@ -106,7 +106,7 @@ def const_shaped(e: ir.Expr, visible: dict[str, Symbol]) -> bool:
         return sym is not None and sym.kind == "const"
     if t is ir.Construct or t is ir.Call:
         return all(const_shaped(a, visible) for a in e.args)
-    if t is ir.Unary or t is ir.Convert:
+    if t is ir.Unary or t is ir.Convert or t is ir.Bitcast:
         return const_shaped(e.x, visible)
     if t is ir.Binary:
         return const_shaped(e.a, visible) and const_shaped(e.b, visible)

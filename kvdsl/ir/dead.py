@@ -104,7 +104,7 @@ def _reads(stmts: tuple[ir.Stmt, ...], read: set[str]) -> None:
             exprs += (e.base, e.index)
         elif t is ir.Member:
             push(e.base)
-        elif t is ir.Unary or t is ir.Convert:
+        elif t is ir.Unary or t is ir.Convert or t is ir.Bitcast:
             push(e.x)
         elif t is ir.Call or t is ir.FnCall or t is ir.Construct:
             exprs += e.args

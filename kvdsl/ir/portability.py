@@ -156,7 +156,7 @@ class _Watch(Verifier):
         if t is ir.Name:
             sym = scope.visible.get(e.name)
             return e.name in self.fixed or (sym is not None and sym.kind == "const")
-        if t is ir.Unary or t is ir.Convert:
+        if t is ir.Unary or t is ir.Convert or t is ir.Bitcast:
             return self._fixed(e.x, scope)
         if t is ir.Binary:
             return self._fixed(e.a, scope) and self._fixed(e.b, scope)

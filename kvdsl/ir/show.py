@@ -31,6 +31,8 @@ def show(node: object) -> str:
             return f"{name}({', '.join(map(show, args))})"
         case ir.Convert(ty, x):
             return f"{ty}({show(x)})"
+        case ir.Bitcast(ty, x):
+            return f"bitcast<{ty}>({show(x)})"
         case ir.Construct(ty, args):
             return f"{ty}({', '.join(map(show, args))})"
         case ir.Index(base, index):

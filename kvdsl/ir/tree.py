@@ -68,6 +68,15 @@ class Convert:
 
 
 @dataclass(frozen=True, slots=True)
+class Bitcast:
+    """``bitcast<T>(x)``: the bits of a 32-bit scalar or vector as another 32-bit type of as many
+    components (``u32``, ``i32``, ``f32``)."""
+
+    ty: Scalar | Vec
+    x: Expr
+
+
+@dataclass(frozen=True, slots=True)
 class Construct:
     """A vector or array built from components: ``vec4<f32>(a, b, c, d)``."""
 
@@ -91,7 +100,7 @@ class Member:
     name: str
 
 
-Expr = Lit | Name | Unary | Binary | Call | FnCall | Convert | Construct | Index | Member
+Expr = Lit | Name | Unary | Binary | Call | FnCall | Convert | Bitcast | Construct | Index | Member
 
 # ---- statements -------------------------------------------------------------------------------
 

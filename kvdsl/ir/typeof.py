@@ -20,7 +20,19 @@ from kvdsl.ir.consteval import (
 from kvdsl.ir.ops import Op
 from kvdsl.ir.scope import Scope, VerifyError
 from kvdsl.ir.show import show
-from kvdsl.ir.types import Array, Scalar, Struct, Type, Vec, f16, f32, i32, u32
+from kvdsl.ir.types import (
+    Array,
+    Scalar,
+    Struct,
+    Type,
+    Vec,
+    bitcastable,
+    components,
+    f16,
+    f32,
+    i32,
+    u32,
+)
 
 _INDEXED = frozenset(("binding", "workgroup"))  # kinds of names that are used only indexed
 _SHL, _SHR, _DIV, _MOD, _CLAMP = Op.SHL, Op.SHR, Op.DIV, Op.MOD, Op.CLAMP
@@ -200,6 +212,14 @@ class ExprTyper(ConstEval):
                 elif type(ty) is Vec and (ty.elem is f32 or ty.elem is f16):
                     if const_shaped(x, scope.visible):
                         self._const_float_vector(e, scope)  # the same, component by component
+                return ty
+            case ir.Bitcast(ty, x):
+                src = self.type_of(x, scope)
+                if not (bitcastable(src) and bitcastable(ty) and components(src) == components(ty)):
+                    raise VerifyError(
+                        f"{show(e)}: bitcast takes a u32, i32 or f32 scalar or vector to one of"
+                        f" those with as many components, not {src} to {ty}"
+                    )
                 return ty
             case ir.Construct(ty, args):
                 got = [self.type_of(a, scope) for a in args]

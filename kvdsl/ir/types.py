@@ -138,6 +138,18 @@ class Struct:
 Type = Scalar | Vec | Array | RuntimeArray | Struct
 
 
+def bitcastable(ty: object) -> bool:
+    """Whether ``bitcast`` takes or gives ``ty``: a 32-bit scalar (``u32``, ``i32``, ``f32``) or a
+    vector of them."""
+    s = ty.elem if isinstance(ty, Vec) else ty
+    return s is u32 or s is i32 or s is f32
+
+
+def components(ty: Scalar | Vec) -> int:
+    """How many components a scalar (1) or a vector (``n``) has."""
+    return ty.n if isinstance(ty, Vec) else 1
+
+
 def vec(n: int, elem: Scalar) -> Vec:
     """``vecN<elem>``; rejects sizes and element types WGSL has no vector for."""
     if n not in (2, 3, 4):

@@ -283,7 +283,7 @@ class _Analysis:
             if e.op is ops.Op.LAND or e.op is ops.Op.LOR:
                 return self.value(e.b, self.value(e.a, cf))  # the right side runs under the left
             return self.g.join(self.value(e.a, cf), self.value(e.b, cf))
-        if t is ir.Unary or t is ir.Convert:
+        if t is ir.Unary or t is ir.Convert or t is ir.Bitcast:
             return self.value(e.x, cf)
         if t is ir.Member:
             return self.value(e.base, cf)

@@ -18,7 +18,20 @@ from kvdsl.ir.consteval import SWIZZLE, literal_ok
 from kvdsl.ir.ops import Op
 from kvdsl.ir.scope import VerifyError
 from kvdsl.ir.show import show
-from kvdsl.ir.types import Array, RuntimeArray, Scalar, Struct, Type, Vec, bool_, f32, i32, u32
+from kvdsl.ir.types import (
+    Array,
+    RuntimeArray,
+    Scalar,
+    Struct,
+    Type,
+    Vec,
+    bitcastable,
+    bool_,
+    components,
+    f32,
+    i32,
+    u32,
+)
 
 Num = Union[int, float, bool]
 
@@ -275,6 +288,18 @@ def convert(ty: Scalar | Vec, x: Val | Num) -> Val:
     if not ok:
         raise BuildError(f"cannot convert {x.ty} to {ty}")
     return Val(ir.Convert(ty, x.node), ty)
+
+
+def bitcast(ty: Scalar | Vec, x: Val) -> Val:
+    """``bitcast<ty>(x)``: the 32 bits of each component of ``x`` read as ``ty``'s (``u32``,
+    ``i32`` or ``f32``, as many components as ``x``)."""
+    x = as_val(x, None, "bitcast: the value")
+    if not (bitcastable(ty) and bitcastable(x.ty) and components(ty) == components(x.ty)):
+        raise BuildError(
+            "bitcast: takes a u32, i32 or f32 scalar or vector to one of those with as many"
+            f" components, not {x.ty} to {describe(ty)}"
+        )
+    return Val(ir.Bitcast(ty, x.node), ty)
 
 
 def construct(ty: Vec | Array, *args: Val | Num) -> Val:

@@ -18,6 +18,10 @@ walk's K RMSNorm reduces each row's sum of squares in workgroup memory
 (:func:`kvdsl.nodes.rmsnorm.row_sum_of_squares`): the sum is of per-vector ``dot`` partials, so it
 may differ from the per-row sum in the last ulps.
 
+``window`` (:class:`kvdsl.nodes.index.CacheWindow`, the flat walk; with :mod:`.quant`'s modes):
+``count`` is the window's rows, the present is bound from slice ``headBase`` on, ``src_k`` /
+``src_v`` from batch ``batchBase`` on; the K-norm weight and rotary tables are bound whole.
+
 Defect of the template, fixed here: it stores the f32 row ``k`` (and ``src_v``) into
 ``present_key``/``present_value`` without conversion, so an f16 present (or f16 ``src_k``, loaded
 into the f32 row) is invalid WGSL; kvdsl converts on load and on store.
@@ -64,12 +68,14 @@ from kvdsl.kernels.config import (
     require,
     require_pairs,
     require_rotary,
+    require_window,
     times,
     walk_workgroup,
+    window_batches,
 )
 from kvdsl.kernels.plan import RotaryWalk, WalkPlan
 from kvdsl.nodes import walks, words
-from kvdsl.nodes.index import bnsh, bsh, split_rows
+from kvdsl.nodes.index import CacheWindow, bnsh, bsh, cache_window, split_rows
 from kvdsl.nodes.rmsnorm import rms_norm_row, row_sum_of_squares, subgroup_row_sum_of_squares
 from kvdsl.nodes.rotary import (
     Rotation,
@@ -114,6 +120,7 @@ class RowConfig(RotaryWalk, CacheConfig):
             "a number > 0 that is a normal f32 (1.2e-38 .. 3.4e38)",
         )
         one_of("input_type", self.input_type, FLOATS)
+        require_window(self.window, self.walk)
 
     def check_schedule(self) -> None:
         per_row = self.head_dim // walks.lanes(self.head_dim, self.rotary)  # vectors of a row
@@ -295,7 +302,7 @@ class FlatRow:
     """One flat invocation's vector (or, on the pair walk, its pair ``it.d``, ``it.d + pair``):
     walk item, row coordinates and vector consts (``half``: rotary's; ``pair``: the pair walk's
     offset, ``HALF_V4``); with K RMSNorm, the items' bound and K as loaded (f32 lanes: ``kOwn``,
-    or the pair's ``x0Raw`` and ``k_hi``, ``x1Raw``)."""
+    or the pair's ``x0Raw`` and ``k_hi``, ``x1Raw``); ``win``, the bound ranges' window."""
 
     it: walks.Item
     b: Val
@@ -308,6 +315,7 @@ class FlatRow:
     k_own: Val | None
     pair: Val | None = None
     k_hi: Val | None = None
+    win: CacheWindow = CacheWindow()
 
     def own(self) -> Val | tuple[Val, Val]:
         """K as the row reduction takes it: the vector, or the pair."""
@@ -328,6 +336,7 @@ def flat_row(
     it.
     """
     count, seq = kb.param("count"), kb.param("seq")
+    win = cache_window(kb, cfg.window)
     per_row = walks.vector_const(kb, c.head_dim, cfg.head_dim, width)
     hidden = walks.vector_const(kb, c.hidden, cfg.hidden, width)
     half = walks.vector_const(kb, c.half, cfg.head_dim // 2, width) if c.half is not None else None
@@ -341,8 +350,8 @@ def flat_row(
         it = cfg.plan.pair_items(kb, count, pair, guard=not norm)
     else:
         it = cfg.plan.vectors(kb, count, per_row, width, guard=not norm)
-    b, hk, t = split_rows(kb, it.row, c.heads, seq)
-    src_base = kb.let("srcBase", bsh(b, t, hk, seq, hidden, per_row))
+    b, hk, t = split_rows(kb, win.row(kb, it.row, seq), c.heads, seq)
+    src_base = kb.let("srcBase", win.bsh(b, t, hk, seq, hidden, per_row))
     items = k_own = k_hi = None
     if norm:
         # The bound past which invocations leave after the norm: the block walk's own.
@@ -353,7 +362,7 @@ def flat_row(
         k_hi = kb.let("x1Raw", words.as_f32(kb, inputs.src_k[src_base + (it.d + pair)]))
     elif norm:
         k_own = kb.let("kOwn", words.as_f32(kb, inputs.src_k[src_base + it.d]))
-    return FlatRow(it, b, hk, t, src_base, per_row, half, items, k_own, pair, k_hi)
+    return FlatRow(it, b, hk, t, src_base, per_row, half, items, k_own, pair, k_hi, win)
 
 
 def flat_norm(
@@ -532,16 +541,22 @@ def build(cfg: BuildConfig, name: str = "build") -> Kernel:
         dispatch = Dispatch(count.node, cfg.workgroup_size, cfg.fold)
     kernel = kb.build(dispatch, "Build a BNSH cache from new BSH K/V" + _transforms_doc(cfg) + ".")
     rows = times(count, cfg.head_dim)
-    extents = row_extents(cfg, count, seq, plus(past, seq))
+    extents = row_extents(cfg, count, seq, plus(past, seq), cache_window(kb, cfg.window))
     extents |= {"present_key": rows, "present_value": rows}
     # A flat kernel's vector bindings count vectors (a no-op for scalar bindings).
     return walks.vector_extents(contract(kernel, extents, {"seq >= 1": seq >= 1}))
 
 
-def row_extents(cfg: RowConfig, count: Val, seq: Val, positions: Any) -> dict[str, Any]:
+def row_extents(
+    cfg: RowConfig, count: Val, seq: Val, positions: Any, win: CacheWindow = CacheWindow()
+) -> dict[str, Any]:
     """The least sizes of the row program's inputs: ``src_k``/``src_v`` for ``count`` rows of
-    ``seq`` tokens per batch, the K-norm weight, and ``positions`` rotary positions."""
-    src = times(ceil_div(count, cfg.kv_heads * seq), seq, cfg.kv_heads * cfg.head_dim)
+    ``seq`` tokens per batch (from batch ``batchBase`` on in a window), the K-norm weight, and
+    ``positions`` rotary positions."""
+    batches = ceil_div(count, cfg.kv_heads * seq)
+    if win.head_base is not None:
+        batches = window_batches(count, cfg.kv_heads, seq, win.head_base, win.batch_base)
+    src = times(batches, seq, cfg.kv_heads * cfg.head_dim)
     out: dict[str, Any] = {"src_k": src, "src_v": src}
     if cfg.k_norm:
         out["k_norm_weight"] = cfg.head_dim
@@ -583,5 +598,11 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, BuildConfig]:
     v["build_rotary_flat_f16_llama31_8b"] = BuildConfig(**shape, **rope, **f16_out, **flat)
     v["build_rotary_flat_f16_in_llama31_8b"] = BuildConfig(
         **shape, **rope, **f16_in, **f16_out, **flat
+    )
+    windowed = {"walk": Walk.FLAT, "window": True}
+    for key in ("qwen25_05b", "llama31_8b"):
+        v[f"build_rotary_windowed_{key}"] = BuildConfig(**models[key].shape, **rope, **windowed)
+    v["build_knorm_rotary_windowed_qwen3_06b"] = BuildConfig(
+        **models["qwen3_06b"].shape, **norm, **rope, **windowed
     )
     return v

@@ -87,6 +87,20 @@ class Bindings(StrEnum):
     PACKED = "packed"
 
 
+#: The BSH sources of the modes that read new K/V (``transpose``'s, ``build``'s, the others').
+SOURCES = NEW + ("key", "value", "src_k", "src_v")
+
+
+def window_bindings(mode: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The bindings a cache window cuts, by name: the BNSH cache (bound by whole ``(batch, kv
+    head)`` slices) and the BSH sources (bound whole or by whole batches). Every other binding
+    (``seqlens_k``, rotary tables, K-norm weight, scales) is bound whole. ``copy``'s
+    ``src_k`` / ``src_v`` are a BNSH cache."""
+    if mode == "copy":
+        return ("src_k", "src_v") + PRESENT, ()
+    return PAST + PRESENT, SOURCES
+
+
 class Reduction(StrEnum):
     """How K RMSNorm sums a row on the flat program: through workgroup memory (any device) or
     across the subgroup with shuffles (devices with WGSL's ``subgroups``)."""
@@ -217,7 +231,13 @@ def choice(default: Enum) -> Any:
 
 @dataclass(frozen=True)
 class KernelConfig:
-    """The fields every mode has: the workgroup size and the dispatch's fold width.
+    """The fields every mode has: the workgroup size, the dispatch's fold width and ``window``.
+
+    ``window`` makes the kernel work on a window of whole ``(batch, kv head)`` slices of the
+    cache (:class:`kvdsl.nodes.index.CacheWindow`): its cache bindings hold the window's slices
+    only, the params gain ``headBase`` (the first slice of the bound range) and ``batchBase``
+    (the first batch of the bound BSH source range), so that a cache past one storage binding
+    runs as several dispatches (:mod:`kvdsl.runtime.windows`).
 
     ``workgroup_size`` left ``None`` reads as the mode's default (:meth:`default_workgroup_size`).
     ``KEYS`` is the order of the fields in :func:`as_dict` (as published in ``index.json``).
@@ -228,8 +248,10 @@ class KernelConfig:
     _: KW_ONLY
     workgroup_size: int = Slot(derive=lambda cfg: cfg.default_workgroup_size())
     fold: int = MAX_FOLD
+    window: bool = False
 
     def __post_init__(self) -> None:
+        flag("window", self.window)
         self.check_fields()
         positive_int("workgroup_size", self.workgroup_size, MAX_WORKGROUP)
         positive_int("fold", self.fold, MAX_FOLD)
@@ -286,6 +308,17 @@ class CacheConfig(KernelConfig):
         return self.kv_heads * self.head_dim
 
 
+def require_window(window: bool, walk: Walk) -> None:
+    """A windowed kernel (``window=True``) walks the flat walk: its rows are the window's."""
+    if window:
+        require(
+            walk is Walk.FLAT,
+            "walk",
+            walk,
+            "'flat' for window=True (a windowed kernel is a named variant on the flat walk)",
+        )
+
+
 def require_rotary(rotary: Any, head_dim: int, allowed: bool = True, why: str = "") -> None:
     """``rotary`` a bool, on only where ``allowed`` (else ``why`` is what is expected) and with
     an even ``head_dim``."""
@@ -316,7 +349,8 @@ def require_pairs(plan: WalkPlan) -> None:
 
 def as_dict(cfg: KernelConfig) -> dict[str, Any]:
     """The config's fields as a JSON-ready dict, its mode first."""
-    return {"mode": cfg.mode, **{key: getattr(cfg, key) for key in cfg.KEYS}}
+    window = {"window": True} if cfg.window else {}
+    return {"mode": cfg.mode, **{key: getattr(cfg, key) for key in cfg.KEYS}, **window}
 
 
 def from_dict(cls: type[KernelConfig], data: dict[str, Any]) -> KernelConfig:
@@ -362,6 +396,18 @@ def times(*xs: Val | Expr | int) -> Expr:
 def plus(a: Val | Expr | int, b: Val | Expr | int) -> Expr:
     """``a + b`` in the host's exact integers."""
     return Binary(Op.ADD, node(a), node(b))
+
+
+def minus(a: Val | Expr | int, b: Val | Expr | int) -> Expr:
+    """``a - b`` in the host's exact integers."""
+    return Binary(Op.SUB, node(a), node(b))
+
+
+def window_batches(rows: Val, heads: int, per_slice: Val, head_base: Val, batch_base: Val) -> Expr:
+    """The batches of a BSH source a window's ``rows`` rows (``per_slice`` rows per slice, from
+    slice ``headBase`` on) touch, from the bound range's first batch ``batchBase`` on."""
+    end = ceil_div(plus(times(head_base, per_slice), rows), heads * per_slice)
+    return minus(end, batch_base)
 
 
 def largest(binding: str) -> Expr:

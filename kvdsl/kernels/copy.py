@@ -22,6 +22,7 @@ from kvdsl.kernels.config import (
     contract,
     one_of,
     positive_int,
+    require,
     times,
 )
 from kvdsl.kernels.plan import VectorWalk
@@ -44,6 +45,13 @@ class CopyConfig(VectorWalk, KernelConfig):
         positive_int("head_dim", self.head_dim)
         one_of("walk", self.walk, WALKS)
         one_of("present_type", self.present_type, Element)
+        require(
+            not self.window,
+            "window",
+            self.window,
+            "false for copy (position-independent: its kernel runs on any window of whole rows"
+            " as it is, with count the window's rows)",
+        )
 
 
 def copy(cfg: CopyConfig, name: str = "copy") -> Kernel:

@@ -11,6 +11,10 @@ at ``fold``. Walks (:mod:`kvdsl.nodes.walks`): ``flat``, one invocation per pres
 ``present_type`` is the element type of past and present; ``input_type`` that of the new K/V. The
 template stores new K/V into the present cache without a conversion, so it compiles only when
 both are equal; kvdsl converts.
+
+``window`` (:class:`kvdsl.nodes.index.CacheWindow`, the flat walk): ``count`` is the window's
+present rows, past and present are bound from slice ``headBase`` on, new K/V from batch
+``batchBase`` on.
 """
 
 from __future__ import annotations
@@ -31,11 +35,13 @@ from kvdsl.kernels.config import (
     choice,
     contract,
     one_of,
+    require_window,
     times,
+    window_batches,
 )
 from kvdsl.kernels.plan import VectorWalk
 from kvdsl.nodes import walks, words
-from kvdsl.nodes.index import bnsh
+from kvdsl.nodes.index import cache_window
 
 WALKS = (Walk.COOPERATIVE, Walk.PER_ROW, Walk.FLAT)
 
@@ -54,6 +60,7 @@ class MergeConfig(VectorWalk, CacheConfig):
         one_of("walk", self.walk, WALKS)
         one_of("present_type", self.present_type, FLOATS)
         one_of("input_type", self.input_type, FLOATS)
+        require_window(self.window, self.walk)
 
 
 def merge(cfg: MergeConfig, name: str = "merge") -> Kernel:
@@ -70,21 +77,25 @@ def merge(cfg: MergeConfig, name: str = "merge") -> Kernel:
     kb.workgroup_const("WG")
     hidden = kb.const("KV_HIDDEN", u32, cfg.hidden)
     rows, seq, past_seq, key_seq = (kb.param(p) for p in ("count", "seq", "pastSeq", "keySeq"))
+    win = cache_window(kb, cfg.window)
     kb.comment("present[0:pastSeq] = past (BNSH copy); present[pastSeq:seq] = new K/V (BSH).")
     hd4 = walks.vector_const(kb, head_dim, cfg.head_dim, width)
     hidden4 = walks.vector_const(kb, hidden, cfg.hidden, width)
     plan = cfg.plan
     it = plan.vectors(kb, rows, hd4, width)
-    t = kb.let("t", it.row % seq)
-    etmp = kb.let("etmp", it.row / seq)
+    row = win.row(kb, it.row, seq)
+    t = kb.let("t", row % seq)
+    etmp = kb.let("etmp", row / seq)
     hk = kb.let("hk", etmp % heads)
     b = kb.let("b", etmp / heads)
     with kb.if_(t < past_seq):
-        src = kb.let("src", bnsh(b, hk, t, heads, past_seq, hd4) + it.d)
+        src = kb.let("src", win.bnsh(b, hk, t, heads, past_seq, hd4) + it.d)
         present_key[it.e] = past_k[src]
         present_value[it.e] = past_v[src]
     with kb.else_():
-        n_src = kb.let("nSrc", (b * key_seq + (t - past_seq)) * hidden4 + hk * hd4 + it.d)
+        n_src = kb.let(
+            "nSrc", (win.batch(b) * key_seq + (t - past_seq)) * hidden4 + hk * hd4 + it.d
+        )
         present_key[it.e] = words.to(kb, cache, new_k[n_src])
         present_value[it.e] = words.to(kb, cache, new_v[n_src])
     doc = "Copy the past BNSH cache, then append new BSH K/V tokens into the present cache."
@@ -92,6 +103,10 @@ def merge(cfg: MergeConfig, name: str = "merge") -> Kernel:
     batches = ceil_div(rows, heads * seq)
     past = times(batches, heads, past_seq, head_dim)
     new = times(batches, key_seq, hidden)
+    if cfg.window:
+        past = times(ceil_div(rows, seq), past_seq, head_dim)
+        new_batches = window_batches(rows, cfg.kv_heads, seq, win.head_base, win.batch_base)
+        new = times(new_batches, key_seq, hidden)
     present = times(rows, head_dim)
     # A flat kernel's vector bindings count vectors (a no-op for scalar bindings).
     return walks.vector_extents(
@@ -123,4 +138,7 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, MergeConfig]:
     v["merge_per_row_f16_llama31_8b"] = MergeConfig(**shape, walk=Walk.PER_ROW, **f16)
     v["merge_flat_f16_llama31_8b"] = MergeConfig(**shape, walk=Walk.FLAT, **f16)
     v["merge_f32_to_f16_llama31_8b"] = MergeConfig(**shape, present_type=Element.F16)
+    for key in ("qwen25_05b", "llama31_8b"):
+        shape = models[key].shape
+        v[f"merge_windowed_{key}"] = MergeConfig(**shape, walk=Walk.FLAT, window=True)
     return v

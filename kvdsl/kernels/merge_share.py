@@ -24,6 +24,11 @@ walk keeps.
 template converts neither: its per-row rotary stores an f32 row into the cache and its
 cooperative rotary multiplies raw new K by f32 cos/sin. kvdsl computes rotary in f32 and
 converts on store.
+
+``window`` (:class:`kvdsl.nodes.index.CacheWindow`, the flat walk): ``count`` is the window's rows
+(slices × ``seq`` for retain, slices × ``keySeq`` for append), past and present are bound from
+slice ``headBase`` on, new K/V from batch ``batchBase`` on; ``seqlens_k`` and the rotary tables
+are bound whole.
 """
 
 from __future__ import annotations
@@ -46,12 +51,15 @@ from kvdsl.kernels.config import (
     choice,
     contract,
     one_of,
+    plus,
     require_rotary,
+    require_window,
     times,
+    window_batches,
 )
 from kvdsl.kernels.plan import RotaryWalk
 from kvdsl.nodes import walks, words
-from kvdsl.nodes.index import bnsh, split_rows
+from kvdsl.nodes.index import cache_window, split_rows
 from kvdsl.nodes.rotary import Rotation, move_new
 from kvdsl.nodes.window import append_window
 
@@ -83,6 +91,7 @@ class MergeShareConfig(RotaryWalk, CacheConfig):
         require_rotary(self.rotary, self.head_dim, append, "false for region 'retain'")
         one_of("present_type", self.present_type, FLOATS)
         one_of("input_type", self.input_type, FLOATS)
+        require_window(self.window, self.walk)
 
     @property
     def width(self) -> int:
@@ -112,10 +121,13 @@ def merge_share(cfg: MergeShareConfig, name: str = "merge_share") -> Kernel:
             + (", K rotated at its absolute position." if cfg.rotary else ".")
         )
     rows, seq, key_seq = kb.param("count"), kb.param("seq"), kb.param("keySeq")
+    win = cache_window(kb, cfg.window)
     kernel = kb.build(plan.row_dispatch(kb, rows, cfg.width), doc)
     heads, head_dim = cfg.kv_heads, cfg.head_dim
     if cfg.region is ShareRegion.RETAIN:
         batches = ceil_div(rows, heads * seq)
+        if cfg.window:  # seqlens_k is bound whole: up to the window's last batch
+            batches = ceil_div(plus(times(win.head_base, seq), rows), heads * seq)
         cache = times(rows, head_dim)
         extents = {"past_k": cache, "past_v": cache, "seqlens_k": batches}
         requires = {"seq >= 1": seq >= 1}
@@ -123,6 +135,11 @@ def merge_share(cfg: MergeShareConfig, name: str = "merge_share") -> Kernel:
         batches = ceil_div(rows, heads * key_seq)
         new = times(batches, key_seq, heads * head_dim)
         cache = times(batches, heads, seq, head_dim)
+        if cfg.window:
+            new_batches = window_batches(rows, heads, key_seq, win.head_base, win.batch_base)
+            new = times(new_batches, key_seq, heads * head_dim)
+            cache = times(ceil_div(rows, key_seq), seq, head_dim)
+            batches = ceil_div(plus(times(win.head_base, key_seq), rows), heads * key_seq)
         extents = {"new_k": new, "new_v": new, "seqlens_k": batches}
         if cfg.rotary:
             rot = times(seq, head_dim // 2)
@@ -143,10 +160,12 @@ def _retain(kb: KernelBuilder, cfg: MergeShareConfig) -> None:
     heads = kb.const("KV_HEADS", u32, cfg.kv_heads)
     kb.workgroup_const("WG")
     rows, seq, key_seq = kb.param("count"), kb.param("seq"), kb.param("keySeq")
+    win = cache_window(kb, cfg.window)
     hd4 = walks.vector_const(kb, head_dim, cfg.head_dim, width)
     it = cfg.plan.vectors(kb, rows, hd4, width)
-    t = kb.let("t", it.row % seq)
-    b = kb.let("b", it.row / (seq * heads))
+    row = win.row(kb, it.row, seq)
+    t = kb.let("t", row % seq)
+    b = kb.let("b", row / (seq * heads))
     w = append_window(kb, seqlens_k, b, seq, key_seq)
     kb.comment("Outside the append window; the shared stride makes this dst == src.")
     with kb.if_((t < w.append_start).lor(t >= w.active_end)):
@@ -167,19 +186,20 @@ def _append(kb: KernelBuilder, cfg: MergeShareConfig, pairs: bool) -> None:
     hidden = kb.const("KV_HIDDEN", u32, cfg.hidden)
     half = kb.const("HALF", u32, cfg.head_dim // 2) if cfg.rotary else None
     rows, seq, key_seq = kb.param("count"), kb.param("seq"), kb.param("keySeq")
+    win = cache_window(kb, cfg.window)
 
     hd4 = walks.vector_const(kb, head_dim, cfg.head_dim, width)
     hidden4 = walks.vector_const(kb, hidden, cfg.hidden, width)
     half4 = walks.vector_const(kb, half, cfg.head_dim // 2, width) if cfg.rotary else None
     it = cfg.plan.items(kb, rows, hd4, width, half4)
     # New row -> its cache row t in the append window.
-    b, hk, j = split_rows(kb, it.row, heads, key_seq, "j")
+    b, hk, j = split_rows(kb, win.row(kb, it.row, key_seq), heads, key_seq, "j")
     w = append_window(kb, seqlens_k, b, seq, key_seq)
     kb.comment("New tokens before `skip` do not fit the cache (keySeq > seq).")
     kb.leave_if(j < w.skip)
     t = kb.let("t", w.append_start + (j - w.skip))
-    dst = kb.let("dst", bnsh(b, hk, t, heads, seq, hd4) + it.d)
-    n_src = kb.let("nSrc", (b * key_seq + j) * hidden4 + hk * hd4)
+    dst = kb.let("dst", win.bnsh(b, hk, t, heads, seq, hd4) + it.d)
+    n_src = kb.let("nSrc", (win.batch(b) * key_seq + j) * hidden4 + hk * hd4)
     rot = Rotation(cos, sin, t, half4) if cfg.rotary else None
     if rot is not None:
         what = "one pair of vectors" if pairs else "one vector"
@@ -224,5 +244,15 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, MergeShareConfig]:
     )
     v["merge_share_append_rotary_per_row_f16_llama31_8b"] = MergeShareConfig(
         **shape, **append, **per_row, rotary=True, **f16
+    )
+    windowed = {"walk": Walk.FLAT, "window": True}
+    for key in ("qwen25_05b", "llama31_8b"):
+        shape = models[key].shape
+        v[f"merge_share_retain_windowed_{key}"] = MergeShareConfig(**shape, **retain, **windowed)
+        v[f"merge_share_append_rotary_windowed_{key}"] = MergeShareConfig(
+            **shape, **append, rotary=True, **windowed
+        )
+    v["merge_share_append_windowed_llama31_8b"] = MergeShareConfig(
+        **models["llama31_8b"].shape, **append, **windowed
     )
     return v

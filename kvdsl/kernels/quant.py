@@ -26,6 +26,10 @@ default 8 storage buffers: cos and sin in one ``rotary_table`` (per position ``H
 a config takes the template's where they fit 8 and the packed ones where they do not (K RMSNorm
 with rotary, rotary in ``append_quant``).
 
+``window`` (the flat walk): the present is bound from slice ``headBase`` on and ``src_k`` /
+``src_v`` from batch ``batchBase`` on, as in :mod:`.build`; ``seqlens_k``, the scales, the K-norm
+weight and the rotary tables (packed or not) are bound whole.
+
 Defects of the template, fixed here:
 
 - ``append_quant`` computes ``appendStart = seqlens_k[b] + 1 - seq`` in u32: a right-padded
@@ -86,7 +90,7 @@ from kvdsl.kernels.config import (
     times,
 )
 from kvdsl.nodes import walks, words
-from kvdsl.nodes.index import bnsh
+from kvdsl.nodes.index import bnsh, cache_window
 from kvdsl.nodes.quant import (
     QRANGE,
     kv_scale_function,
@@ -253,7 +257,8 @@ def _quant(cfg: QuantConfig, name: str, append: bool) -> Kernel:
         d = fr.it.d
         owned = (("0", d), ("1", d + fr.pair)) if pairs else (("", d),)
         vs_in = [kb.let(f"v{t}", words.as_f32(kb, inputs.src_v[fr.src_base + o])) for t, o in owned]
-        dst = kb.let("dst", bnsh(fr.b, fr.hk, dst_row, c.heads, rows_per_head, fr.per_row) + d)
+        dst_at = fr.win.bnsh(fr.b, fr.hk, dst_row, c.heads, rows_per_head, fr.per_row)
+        dst = kb.let("dst", dst_at + d)
         ats, step = [], None
         for t, o in owned:
             ats.append(scale_index(kb, f"s{t}", fr.hk, o, c.head_dim, width, per_channel, step))
@@ -354,7 +359,11 @@ def _contract(
     row_position: bool,
 ) -> Kernel:
     packed = cfg.packed
-    if append:
+    win = cache_window(kb, cfg.window)
+    if append and cfg.window:
+        present = times(ceil_div(count, seq), total_seq, packed)
+        positions = total_seq if row_position else plus(past, seq)
+    elif append:
         present = times(ceil_div(count, cfg.kv_heads * seq), cfg.kv_heads, total_seq, packed)
         positions = total_seq if row_position else plus(past, seq)
     else:
@@ -362,7 +371,7 @@ def _contract(
     # Per-channel scales hold one value per (kv head, d); a per-tensor scale one value.
     on = Binary(Op.NE, node(kb.param("perChannel")), Lit(0, u32))
     scales = Call(Op.SELECT, (Lit(1, u32), Lit(cfg.kv_heads * cfg.head_dim, u32), on))
-    extents = row_extents(cfg, count, seq, positions)
+    extents = row_extents(cfg, count, seq, positions, win)
     if cfg.bindings is Bindings.PACKED:
         # Stated in f32 values (two per entry), as the other vector bindings' are.
         extents |= {KV_SCALE: times(scales, 2)}
@@ -371,7 +380,9 @@ def _contract(
             extents[ROTARY_TABLE] = times(table, 2)
     else:
         extents |= {"k_scale": scales, "v_scale": scales}
-    if append:
+    if append and cfg.window:  # seqlens_k is bound whole: up to the window's last batch
+        extents["seqlens_k"] = ceil_div(plus(times(win.head_base, seq), count), cfg.kv_heads * seq)
+    elif append:
         extents["seqlens_k"] = ceil_div(count, cfg.kv_heads * seq)
     extents |= {"present_key": present, "present_value": present}
     # A flat kernel's vector bindings count vectors (a no-op for scalar bindings).
@@ -482,4 +493,22 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, QuantConfig]:
     v["build_quant_int8_f16_in_llama31_8b"] = BuildQuantConfig(**shape, **f16_in)
     v["build_quant_int8_flat_f16_in_llama31_8b"] = BuildQuantConfig(**shape, **f16_in, **flat)
     v["append_quant_int8_symmetric_llama31_8b"] = AppendQuantConfig(**shape, qmin=-127, qmax=127)
+    windowed = {"walk": Walk.FLAT, "window": True}
+    for bits in Bits:
+        b = {"bits": bits}
+        v[f"build_quant_int{bits}_windowed_llama31_8b"] = BuildQuantConfig(**shape, **b, **windowed)
+        v[f"append_quant_int{bits}_windowed_llama31_8b"] = AppendQuantConfig(
+            **shape, **b, **windowed
+        )
+    v["build_quant_int8_knorm_windowed_qwen3_06b"] = BuildQuantConfig(
+        **models["qwen3_06b"].shape, k_norm=True, **windowed
+    )
+    # Rotary in append_quant, and K RMSNorm with rotary, bind the packed bindings windowed too.
+    v["append_quant_int8_rotary_windowed_llama31_8b"] = AppendQuantConfig(
+        **shape, **rope, **windowed
+    )
+    for cls, mode in ((BuildQuantConfig, "build"), (AppendQuantConfig, "append")):
+        v[f"{mode}_quant_int8_knorm_rotary_windowed_qwen3_06b"] = cls(
+            **models["qwen3_06b"].shape, **norm, **rope, **windowed
+        )
     return v

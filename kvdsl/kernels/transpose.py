@@ -3,6 +3,11 @@
 Drop-in for the template's ``mode == "transpose"`` branch: bindings ``key``, ``value`` (read) and
 ``present_key``, ``present_value`` (read_write); params ``batchSize``, ``kvSeq``; one invocation per
 destination element, ``ceil(total / WG)`` workgroups folded at ``fold`` in x.
+
+``window`` (:class:`kvdsl.nodes.index.CacheWindow`) adds the params ``count`` (the window's
+present rows), ``headBase`` and ``batchBase``: one invocation per element of the window's
+``count`` rows, the present bound from slice ``headBase`` on and ``key``/``value`` from batch
+``batchBase`` on.
 """
 
 from __future__ import annotations
@@ -21,9 +26,10 @@ from kvdsl.kernels.config import (
     one_of,
     require,
     times,
+    window_batches,
 )
 from kvdsl.nodes import words
-from kvdsl.nodes.index import flat_index
+from kvdsl.nodes.index import cache_window, flat_index
 
 
 @dataclass(frozen=True)
@@ -78,19 +84,25 @@ def transpose(cfg: TransposeConfig, name: str = "transpose") -> Kernel:
     head_dim = kb.const("HEAD_DIM" + suffix, u32, cfg.head_dim // width)
     hidden = kb.const("KV_HIDDEN" + suffix, u32, cfg.kv_heads * cfg.head_dim // width)
     batch_size, kv_seq = kb.param("batchSize"), kb.param("kvSeq")
+    rows = kb.param("count") if cfg.window else batch_size * heads * kv_seq
+    win = cache_window(kb, cfg.window)
 
     index = flat_index(kb, cfg.fold, "index")
-    total = kb.let("total", batch_size * heads * kv_seq * head_dim)
+    total = kb.let("total", rows * head_dim)
     with kb.if_(index >= total):
         kb.ret()
-    d = kb.let("d4" if cfg.vec4 else "d", index % head_dim)
-    token = kb.let("token", index / head_dim % kv_seq)
-    head = kb.let("head", index / (head_dim * kv_seq) % heads)
-    batch = kb.let("batch", index / (head_dim * kv_seq * heads))
-    src = kb.let("src", (batch * kv_seq + token) * hidden + head * head_dim + d)
+    at = index
+    if cfg.window:
+        kb.comment("The window's element -> the global element: the window starts at headBase.")
+        at = kb.let("gIndex", index + win.head_base * kv_seq * head_dim)
+    d = kb.let("d4" if cfg.vec4 else "d", at % head_dim)
+    token = kb.let("token", at / head_dim % kv_seq)
+    head = kb.let("head", at / (head_dim * kv_seq) % heads)
+    batch = kb.let("batch", at / (head_dim * kv_seq * heads))
+    src = kb.let("src", (win.batch(batch) * kv_seq + token) * hidden + head * head_dim + d)
     present_key[index] = words.to(kb, elem_out, key[src])
     present_value[index] = words.to(kb, elem_out, value[src])
-    items = batch_size * heads * kv_seq * head_dim
+    items = rows * head_dim
     doc = (
         "Transpose copy [batch, token, head*headDim] -> present [batch, head, token, headDim].\n"
         + (
@@ -102,6 +114,9 @@ def transpose(cfg: TransposeConfig, name: str = "transpose") -> Kernel:
     )
     kernel = kb.build(Dispatch(items.node, cfg.workgroup_size, cfg.fold), doc)
     new = times(batch_size, kv_seq, hidden)
+    if cfg.window:
+        batches = window_batches(rows, cfg.kv_heads, kv_seq, win.head_base, win.batch_base)
+        new = times(batches, kv_seq, hidden)
     return contract(
         kernel, {"key": new, "value": new, "present_key": items, "present_value": items}
     )
@@ -114,6 +129,10 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, TransposeConfig]:
     for key, m in models.items():
         vec4 = m.head_dim % 4 == 0
         v[f"transpose_flat_{key}"] = TransposeConfig(**m.shape, vec4=vec4, workgroup_size=256)
+    for key in ("qwen25_05b", "llama31_8b"):
+        v[f"transpose_windowed_{key}"] = TransposeConfig(
+            **models[key].shape, vec4=True, workgroup_size=256, window=True
+        )
     v["transpose_flat_f16_llama31_8b"] = TransposeConfig(
         **models["llama31_8b"].shape,
         vec4=True,

@@ -29,6 +29,10 @@ wherever it is allowed.
 
 ``present_type`` is the element type of past and present, ``input_type`` that of the new K/V; kvdsl
 converts on store (the template stores new K and its f32 rotary row unconverted).
+
+``window`` (:class:`kvdsl.nodes.index.CacheWindow`, the flat walk): ``count`` is the window's rows,
+past and present are bound from slice ``headBase`` on (rows slide within their slice, so a
+window of whole slices holds every row a pass moves), new K/V from batch ``batchBase`` on.
 """
 
 from __future__ import annotations
@@ -55,11 +59,13 @@ from kvdsl.kernels.config import (
     one_of,
     plus,
     require_rotary,
+    require_window,
     times,
+    window_batches,
 )
 from kvdsl.kernels.plan import RotaryWalk
 from kvdsl.nodes import walks, words
-from kvdsl.nodes.index import bnsh, split_rows
+from kvdsl.nodes.index import cache_window, split_rows
 from kvdsl.nodes.rotary import Rotation, move_new
 from kvdsl.nodes.window import sliding_window
 
@@ -95,6 +101,7 @@ class WindowShiftConfig(RotaryWalk, CacheConfig):
         require_rotary(self.rotary, self.head_dim, append, ROTARY_REGIONS)
         one_of("present_type", self.present_type, FLOATS)
         one_of("input_type", self.input_type, FLOATS)
+        require_window(self.window, self.walk)
 
 
 def window_shift(cfg: WindowShiftConfig, name: str = "window_shift") -> Kernel:
@@ -126,6 +133,7 @@ def window_shift(cfg: WindowShiftConfig, name: str = "window_shift") -> Kernel:
     hidden = kb.const("KV_HIDDEN", u32, cfg.hidden) if new_k else None
     half = kb.const("HALF", u32, cfg.head_dim // 2) if cfg.rotary else None
     rows, seq, key_seq = kb.param("count"), kb.param("seq"), kb.param("keySeq")
+    win = cache_window(kb, cfg.window)
 
     hd4 = walks.vector_const(kb, head_dim, cfg.head_dim, width)
     hidden4 = walks.vector_const(kb, hidden, cfg.hidden, width) if new_k else None
@@ -133,7 +141,7 @@ def window_shift(cfg: WindowShiftConfig, name: str = "window_shift") -> Kernel:
     it = plan.items(kb, rows, hd4, width, half4)
 
     def append_vec(b: Val, hk: Val, j: Val, dst: Val, pos: Val) -> None:
-        n_src = kb.let("nSrc", (b * key_seq + j) * hidden4 + hk * hd4)
+        n_src = kb.let("nSrc", (win.batch(b) * key_seq + j) * hidden4 + hk * hd4)
         rot = Rotation(cos, sin, pos, half4) if cfg.rotary else None
         if rot is not None:
             kb.comment("Appended K is rotated at its absolute position; retained keys already are.")
@@ -141,19 +149,19 @@ def window_shift(cfg: WindowShiftConfig, name: str = "window_shift") -> Kernel:
 
     if region is ShiftRegion.APPEND:
         kb.comment("Append-only pass: the vectors of the new token rows; `seq` stays the capacity.")
-        b, hk, j = split_rows(kb, it.row, heads, key_seq, "j")
+        b, hk, j = split_rows(kb, win.row(kb, it.row, key_seq), heads, key_seq, "j")
         w = sliding_window(kb, seqlens_k, b, seq, key_seq)
         kb.comment("New tokens before `skip` do not fit the window (keySeq > seq).")
         kb.leave_if(j < w.skip)
         t = kb.let("t", w.append_start + (j - w.skip))
-        dst = kb.let("dst", bnsh(b, hk, t, heads, seq, hd4) + it.d)
+        dst = kb.let("dst", win.bnsh(b, hk, t, heads, seq, hd4) + it.d)
         append_vec(b, hk, j, dst, kb.let("pos", w.past + j))
     else:
-        b, hk, t = split_rows(kb, it.row, heads, seq)
+        b, hk, t = split_rows(kb, win.row(kb, it.row, seq), heads, seq)
         w = sliding_window(kb, seqlens_k, b, seq, key_seq)
         with kb.if_(t < w.append_start):
             kb.comment("Surviving past rows slide down by the eviction count.")
-            src = kb.let("src", bnsh(b, hk, t + w.evicted, heads, seq, hd4) + it.d)
+            src = kb.let("src", win.bnsh(b, hk, t + w.evicted, heads, seq, hd4) + it.d)
             present_key[it.e] = past_k[src]
             present_value[it.e] = past_v[src]
         if region is ShiftRegion.ALL:
@@ -177,8 +185,14 @@ def window_shift(cfg: WindowShiftConfig, name: str = "window_shift") -> Kernel:
     per_batch = key_seq if region is ShiftRegion.APPEND else seq
     batches = ceil_div(rows, heads * per_batch)
     new = times(batches, key_seq, hidden) if new_k else None
+    if cfg.window:
+        new_batches = window_batches(rows, cfg.kv_heads, per_batch, win.head_base, win.batch_base)
+        new = times(new_batches, key_seq, hidden) if new_k else None
+        batches = ceil_div(plus(times(win.head_base, per_batch), rows), heads * per_batch)
     extents = {"seqlens_k": batches}
-    if region is ShiftRegion.APPEND:
+    if region is ShiftRegion.APPEND and cfg.window:
+        present = times(ceil_div(rows, key_seq), seq, head_dim)
+    elif region is ShiftRegion.APPEND:
         present = times(batches, heads, seq, head_dim)
     else:
         present = times(rows, head_dim)
@@ -224,4 +238,12 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, WindowShiftConfig]:
     v["window_shift_append_rotary_flat_f16_gemma2_2b"] = WindowShiftConfig(
         **shape, **append, rotary=True, **flat, **f16
     )
+    windowed = {"walk": Walk.FLAT, "window": True}
+    for key in ("gemma2_2b", "llama31_8b"):
+        shape = models[key].shape
+        v[f"window_shift_windowed_{key}"] = WindowShiftConfig(**shape, **windowed)
+        v[f"window_shift_shift_windowed_{key}"] = WindowShiftConfig(**shape, **shift, **windowed)
+        v[f"window_shift_append_rotary_windowed_{key}"] = WindowShiftConfig(
+            **shape, **append, rotary=True, **windowed
+        )
     return v

@@ -3,9 +3,15 @@
 Layouts (row-major, innermost last):
 - BSH  ``[batch, token, kvHeads * headDim]``: the new K/V a model layer produces;
 - BNSH ``[batch, kvHead, token, headDim]``: the present (and past) cache.
+
+A *slice* is one ``(batch, kvHead)`` of a BNSH cache: slice ``s = b * kvHeads + h`` holds that
+head's rows, contiguous. A windowed kernel (:class:`CacheWindow`) has its cache bound from slice
+``headBase`` on and its BSH sources from batch ``batchBase`` on.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from kvdsl.ir import KernelBuilder, Val
 from kvdsl.ir.builder import as_val
@@ -75,3 +81,51 @@ def bnsh(b: Val, h: Val, t: Val, heads: Val, seq: Val, head_dim: Val) -> Val:
 def bsh(b: Val, t: Val, h: Val, seq: Val, hidden: Val, head_dim: Val) -> Val:
     """The first element of head ``h`` of token ``(b, t)`` in a BSH buffer."""
     return (b * seq + t) * hidden + h * head_dim
+
+
+@dataclass(frozen=True)
+class CacheWindow:
+    """Where a kernel's bound ranges start: the whole buffers (both ``None``), or a window.
+
+    A windowed kernel walks the rows of the window only (``params.count`` of them, from the
+    window's first row) and works out each row's global ``(b, h, t)`` from ``headBase`` (the
+    slice the bound cache range starts at), so that the sources it indexes by batch, head or
+    position (``seqlens_k``, the rotary tables, per-channel scales) are read globally; BNSH
+    cache indices are taken relative to slice ``headBase`` and BSH source indices relative to
+    batch ``batchBase`` (0 where the host binds the sources whole). A window is made of whole
+    slices, so every mode's row moves (``window_shift`` slides rows within a slice) stay
+    inside it.
+    """
+
+    head_base: Val | None = None
+    batch_base: Val | None = None
+
+    def row(self, kb: KernelBuilder, row: Val, per_slice: Val) -> Val:
+        """The global row of the window's row ``row`` (``per_slice`` rows per slice)."""
+        if self.head_base is None:
+            return row
+        kb.comment("The window's row -> the global row: the window starts at slice headBase.")
+        return kb.let("gRow", row + self.head_base * per_slice)
+
+    def bnsh(self, b: Val, h: Val, t: Val, heads: Val, seq: Val, head_dim: Val) -> Val:
+        """The first element of row ``(b, h, t)`` in the bound BNSH cache range
+        (:func:`bnsh`, from slice ``headBase`` on)."""
+        if self.head_base is None:
+            return bnsh(b, h, t, heads, seq, head_dim)
+        return ((b * heads + h - self.head_base) * seq + t) * head_dim
+
+    def batch(self, b: Val) -> Val:
+        """Batch ``b`` in the bound BSH source range (from batch ``batchBase`` on)."""
+        return b if self.batch_base is None else b - self.batch_base
+
+    def bsh(self, b: Val, t: Val, h: Val, seq: Val, hidden: Val, head_dim: Val) -> Val:
+        """The first element of head ``h`` of token ``(b, t)`` in the bound BSH source range."""
+        return bsh(self.batch(b), t, h, seq, hidden, head_dim)
+
+
+def cache_window(kb: KernelBuilder, window: bool) -> CacheWindow:
+    """The kernel's :class:`CacheWindow`: with ``window`` the params ``headBase`` and
+    ``batchBase`` (declared here, after the mode's own params), else the whole buffers."""
+    if not window:
+        return CacheWindow()
+    return CacheWindow(kb.param("headBase"), kb.param("batchBase"))

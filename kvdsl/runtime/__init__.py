@@ -17,10 +17,13 @@ from kvdsl.runtime.execute import run, run_source, subgroup_size, time_kernel
 from kvdsl.runtime.layout import pack_params, params_layout
 from kvdsl.runtime.tint import tint_check
 from kvdsl.runtime.webgpu import IMPLEMENTATIONS, WebGPU
+from kvdsl.runtime.windows import Limits, WindowError, plan_windows, run_windows
 
 __all__ = [
     "IMPLEMENTATIONS",
     "BufferError",
+    "Limits",
+    "WindowError",
     "CompileError",
     "DeviceError",
     "FeatureError",
@@ -32,8 +35,10 @@ __all__ = [
     "current_webgpu",
     "pack_params",
     "params_layout",
+    "plan_windows",
     "run",
     "run_source",
+    "run_windows",
     "subgroup_size",
     "tint_check",
     "time_kernel",

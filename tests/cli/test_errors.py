@@ -107,6 +107,17 @@ CONFIG_ERRORS = [
         lambda: TransposeConfig(65536, 1024),
         r"kv_heads\*head_dim=67108864: expected at most 33554432",
     ),
+    ("window not bool", lambda: MergeConfig(8, 128, window=1), r"window=1: expected true or false"),
+    (
+        "window off the flat walk",
+        lambda: MergeConfig(8, 128, window=True),
+        r"walk='cooperative': expected 'flat' for window=True",
+    ),
+    (
+        "copy window",
+        lambda: CopyConfig(128, walk="flat", window=True),
+        r"window=True: expected false for copy \(position-independent",
+    ),
     (
         "unknown field",
         lambda: from_dict(CopyConfig, {"head_dim": 8, "heads": 2}),

@@ -147,8 +147,13 @@ def test_stale_folder_gives_a_diff(tmp_path):
     victim = tmp_path / "copy_llama31_8b.wgsl"
     victim.write_text(victim.read_text().replace("HEAD_DIM: u32 = 128u", "HEAD_DIM: u32 = 127u"))
     (tmp_path / "old_variant.wgsl").write_text("// gone\n")
+    module = tmp_path / "kvdsl.js"
+    module.write_text(module.read_text().replace("const COMPUTE = 4;", "const COMPUTE = 2;"))
+    (tmp_path / "kvdsl.d.ts").unlink()
     diff = catalog_files.stale(tmp_path)
     assert "-const HEAD_DIM: u32 = 127u;" in diff and "+const HEAD_DIM: u32 = 128u;" in diff
+    assert "-const COMPUTE = 2;" in diff and "+const COMPUTE = 4;" in diff
+    assert "kvdsl.d.ts (kvdsl emit)" in diff
     assert "old_variant.wgsl (on disk)" in diff
     proc = subprocess.run(
         [sys.executable, "-m", "kvdsl", "emit", "--check", "--out", str(tmp_path)],

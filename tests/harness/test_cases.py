@@ -56,12 +56,17 @@ CONFIGS = {
 }
 
 
+#: The dense-format modes, whose cases tests/harness/test_dense_cases.py checks.
+DENSE = {"dense_append", "dense_build", "dense_read"}
+
+
 def test_every_mode_has_a_generator():
     assert sorted(CASES) == sorted(
         {"transpose", "copy", "merge", "merge_share", "window_shift", "build"}
         | {"build_quant", "append_quant"}
+        | DENSE
     )
-    assert {cfg.mode for cfg in CONFIGS.values()} == set(CASES)
+    assert {cfg.mode for cfg in CONFIGS.values()} == set(CASES) - DENSE
 
 
 @pytest.mark.parametrize("name", CONFIGS)
@@ -198,13 +203,24 @@ def test_windowed_shapes_and_seqlens(name):
     for i, case in enumerate(cases_for(cfg, 120)):
         cap, key_seq = sizes[i % 3]
         batch = 2 + i % 2
+        seqlens = case.buffers["seqlens_k"]
+        # The rotary tables' rows: the cache's capacity, or (window_shift) the newest position.
+        positions = int(seqlens.max()) + key_seq + 1 if cfg.mode == "window_shift" else cap
+        rotary = {"positions": positions} if "cos_cache" in case.buffers else {}
+        assert case.buffers.get("cos_cache", np.zeros(0)).size == len(rotary) * positions * (
+            cfg.head_dim // 2
+        )
         if cfg.mode == "append_quant":
-            assert case.shape == {
-                "batch": batch,
-                "seq": key_seq,
-                "totalSeq": cap,
-                "perChannel": i % 2,
-            }
+            assert (
+                case.shape
+                == {
+                    "batch": batch,
+                    "seq": key_seq,
+                    "totalSeq": cap,
+                    "perChannel": i % 2,
+                }
+                | rotary
+            )
             assert case.params == {
                 "count": batch * 2 * key_seq,
                 "seq": key_seq,
@@ -214,9 +230,8 @@ def test_windowed_shapes_and_seqlens(name):
             }
         else:
             rows = key_seq if getattr(cfg, "region", None) == "append" else cap
-            assert case.shape == {"batch": batch, "seq": cap, "keySeq": key_seq}
+            assert case.shape == {"batch": batch, "seq": cap, "keySeq": key_seq} | rotary
             assert case.params == {"count": batch * 2 * rows, "seq": cap, "keySeq": key_seq}
-        seqlens = case.buffers["seqlens_k"]
         assert seqlens.dtype == np.int32 and seqlens.shape == (batch,)
         for b, s in enumerate(seqlens):
             kind = (i + b) % 4

@@ -9,6 +9,7 @@ import pytest
 
 from kvdsl import catalog
 from kvdsl.kernels.build import BuildConfig
+from kvdsl.kernels.copy import CopyConfig
 from kvdsl.kernels.config import (
     Bits,
     ConfigError,
@@ -25,10 +26,26 @@ from kvdsl.kernels.quant import AppendQuantConfig, BuildQuantConfig
 
 @pytest.mark.parametrize("mode", sorted(catalog.MODES))
 def test_keys_name_every_field_once(mode):
-    """``KEYS`` (the order of as_dict, index.json and the emitted headers) lists each field."""
+    """``KEYS`` (the order of as_dict, index.json and the emitted headers) lists each field but
+    ``window``, which as_dict appends where it is set."""
     cls, _ = catalog.MODES[mode]
-    fields = [f.name for f in dataclasses.fields(cls)]
+    fields = [f.name for f in dataclasses.fields(cls) if f.name != "window"]
     assert sorted(cls.KEYS) == sorted(fields) and len(set(cls.KEYS)) == len(cls.KEYS)
+
+
+def test_window_is_printed_where_set():
+    plain = as_dict(BuildConfig(2, 16, walk=Walk.FLAT))
+    windowed = as_dict(BuildConfig(2, 16, walk=Walk.FLAT, window=True))
+    assert "window" not in plain and windowed == plain | {"window": True}
+    assert list(windowed)[-1] == "window"
+    assert from_dict(BuildConfig, {"kv_heads": 2, "head_dim": 16, "walk": "flat", "window": True})
+    for bad, allowed in ((1, "true or false"), ("yes", "true or false")):
+        with pytest.raises(ConfigError, match=f"window={bad!r}: expected {allowed}"):
+            BuildConfig(2, 16, walk=Walk.FLAT, window=bad)
+    with pytest.raises(ConfigError, match="walk='per_row': expected 'flat' for window=True"):
+        BuildConfig(2, 16, window=True)
+    with pytest.raises(ConfigError, match="window=True: expected false for copy"):
+        CopyConfig(head_dim=16, walk=Walk.FLAT, window=True)
 
 
 def test_strings_become_members():

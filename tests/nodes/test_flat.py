@@ -146,12 +146,9 @@ def test_dispatch_folds_items_of_vectors():
     assert "let e = gid.x + gid.y * nwg.x * WG;" in emit(k)
     assert "wid.y * 3u" in emit(drop) and "nwg" not in emit(drop)
     # emitted/index.json tells a host which rule a kernel follows
-    from kvdsl.catalog_files import interface
+    from kvdsl.contract.index import dispatch
 
-    flat_rule, drop_rule = (
-        interface(k)["dispatch"],
-        interface(drop)["dispatch"],
-    )
+    flat_rule, drop_rule = dispatch(k), dispatch(drop)
     assert flat_rule["balanced"] and "(ceil(n / y), y, 1)" in flat_rule["rule"]
     assert not drop_rule["balanced"] and drop_rule["rule"].endswith("(fold, ceil(n / fold), 1)")
 

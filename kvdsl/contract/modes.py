@@ -1,0 +1,283 @@
+"""Per mode, once: the shape variables a host sizes buffers with, each binding's size in them, and
+what each params field means.
+
+A binding's size is ``(rows, width)``: ``rows`` an expression of the shape variables
+(:mod:`kvdsl.contract.expr`) and ``width`` the host values per row (f32, f16, i32 or u32 numbers
+of the host's array; a packed int4 cache row is ``head_dim / 2`` u32 words). The element count
+of the binding's WGSL array is ``rows * width / values per element``
+(:func:`kvdsl.contract.index.bindings`). The shape variables are the keys of the verification
+cases' ``Case.shape`` (:mod:`kvdsl.harness.cases`, :mod:`kvdsl.harness.modes`); a test holds the
+two to each other.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from kvdsl.kernels.build import BuildConfig, RowConfig
+from kvdsl.kernels.config import KV_SCALE, PRESENT, ROTARY_TABLE, KernelConfig, window_bindings
+from kvdsl.kernels.copy import CopyConfig
+from kvdsl.kernels.dense import DenseAppendConfig, DenseBuildConfig, DenseConfig, DenseReadConfig
+from kvdsl.kernels.merge import MergeConfig
+from kvdsl.kernels.merge_share import MergeShareConfig
+from kvdsl.kernels.quant import AppendQuantConfig, BuildQuantConfig, QuantConfig
+from kvdsl.kernels.transpose import TransposeConfig
+from kvdsl.kernels.window_shift import WindowShiftConfig
+
+#: binding name → (rows, host values per row)
+Sizes = dict[str, tuple[str, int]]
+
+#: mode → its shape variables (``positions``, the rotary table's rows, is added where a kernel
+#: binds ``cos_cache`` or the packed ``rotary_table``)
+SHAPES: dict[str, tuple[str, ...]] = {
+    "transpose": ("batch", "kvSeq"),
+    "copy": ("rows",),
+    "merge": ("batch", "pastSeq", "keySeq"),
+    "merge_share": ("batch", "seq", "keySeq"),
+    "window_shift": ("batch", "seq", "keySeq"),
+    "build": ("batch", "seq", "pastSeq"),
+    "build_quant": ("batch", "seq", "pastSeq", "perChannel"),
+    "append_quant": ("batch", "seq", "totalSeq", "perChannel"),
+    "dense_append": ("batch", "seq", "keySeq"),
+    "dense_build": ("batch", "seq", "pastSeq"),
+    "dense_read": ("rows",),
+}
+
+#: The shape variables a windowed variant (``window=True``) adds, after the mode's: the window's
+#: first slice, its slices, and the first batch of its bound BSH source range. Its ``batch`` is
+#: the batches up to the window's last (``seqlens_k``'s rows; the sources hold batches
+#: ``[batchBase, batch)``).
+WINDOW_SHAPE = ("headBase", "slices", "batchBase")
+#: The params a windowed variant adds (``count`` only where the mode has none: ``transpose``).
+WINDOW_MEANINGS = {
+    "count": "the window's rows: slices × rows per head (transpose: present rows of the window)",
+    "headBase": "the window's first (batch, kv head) slice: where the bound cache ranges start",
+    "batchBase": "the first batch of the bound BSH source ranges (0 when bound whole)",
+}
+
+_COUNT = "rows of head_dim values the kernel writes per output"
+_PER_CHANNEL = (
+    "1: k_scale and v_scale (packed: kv_scale's (k, v) pairs) hold one scale per channel "
+    "(kv_heads × head_dim); 0: one scale each"
+)
+
+#: mode → params field → its meaning in one line
+MEANINGS: dict[str, dict[str, str]] = {
+    "transpose": {
+        "batchSize": "batches in key/value (BSH) and present_key/present_value (BNSH)",
+        "kvSeq": "tokens per batch",
+    },
+    "copy": {"count": "rows of head_dim values to copy from src to present"},
+    "merge": {
+        "count": "present rows: batch × kv_heads × seq",
+        "seq": "present tokens per head: pastSeq + keySeq",
+        "pastSeq": "past tokens per head (rows of past_k/past_v per head)",
+        "keySeq": "new tokens per batch (rows of new_k/new_v per batch)",
+    },
+    "merge_share": {
+        "count": "rows the pass owns: batch × kv_heads × seq (retain) or × keySeq (append)",
+        "seq": "the cache's capacity: rows per head of past and present",
+        "keySeq": "new tokens per batch (rows of new_k/new_v per batch)",
+    },
+    "window_shift": {
+        "count": "rows the pass owns: batch × kv_heads × seq (all, shift) or × keySeq (append)",
+        "seq": "the window's capacity: rows per head of past and present",
+        "keySeq": "new tokens per batch (rows of new_k/new_v per batch)",
+    },
+    "build": {
+        "count": "present rows: batch × kv_heads × seq",
+        "seq": "new tokens per batch, also the present's rows per head",
+        "pastSeq": "absolute position of token 0 (the rotary row; unused without rotary)",
+    },
+    "build_quant": {
+        "count": "present rows: batch × kv_heads × seq",
+        "seq": "new tokens per batch, also the present's rows per head",
+        "pastSeq": "absolute position of token 0 (the rotary row; unused without rotary)",
+        "perChannel": _PER_CHANNEL,
+    },
+    "append_quant": {
+        "count": "new rows: batch × kv_heads × seq",
+        "seq": "new tokens per batch (rows of src_k/src_v per batch)",
+        "pastSeq": "rotary position of token 0 when rotary_position is past_seq; else unused",
+        "totalSeq": "the cache's capacity: rows per head of present_key/present_value",
+        "perChannel": _PER_CHANNEL,
+    },
+    "dense_append": {
+        "count": "new rows: batch × kv_heads × keySeq",
+        "keySeq": "new tokens per batch (rows of src_k/src_v per batch)",
+        "seq": "the cache's capacity: rows per head of present_key/present_value",
+    },
+    "dense_build": {
+        "count": "present rows: batch × kv_heads × seq",
+        "seq": "new tokens per batch, also the present's rows per head",
+        "pastSeq": "absolute position of token 0 (the rotary row; unused without rotary)",
+    },
+    "dense_read": {"count": "rows of cache_key/cache_value to read back into key/value"},
+}
+
+
+def shape(cfg: KernelConfig, bindings: list[str]) -> list[str]:
+    """The shape variables of ``cfg``'s variant, whose kernel has ``bindings``."""
+    rotary = ["positions"] if {"cos_cache", ROTARY_TABLE} & set(bindings) else []
+    return list(SHAPES[cfg.mode]) + rotary + (list(WINDOW_SHAPE) if cfg.window else [])
+
+
+def meanings(cfg: KernelConfig) -> dict[str, str]:
+    """What each params field of ``cfg``'s variant means (a windowed one's base params too)."""
+    own = MEANINGS[cfg.mode]
+    if not cfg.window:
+        return own
+    return own | {k: v for k, v in WINDOW_MEANINGS.items() if k not in own}
+
+
+def sizes(cfg: KernelConfig) -> Sizes:
+    """The sizes of the bindings of ``cfg``'s variant: the mode's, or a window's.
+
+    A windowed variant binds the cache's ``slices`` slices (rows of ``head_dim`` values per
+    head instead of ``hidden`` per token) and the sources' batches ``[batchBase, batch)``.
+    """
+    table = SIZES[cfg.mode](cfg)
+    if not cfg.window:
+        return table
+    cache, sources = window_bindings(cfg.mode)
+    out = dict(table)
+    for name, (rows, width) in table.items():
+        if name not in cache and name not in sources:
+            continue
+        per = rows.removeprefix("batch * ")  # every cache and source row is per batch
+        if name in cache:
+            out[name] = (f"slices * {per}", width // cfg.kv_heads)
+        else:
+            out[name] = (f"(batch - batchBase) * {per}", width)
+    return out
+
+
+def _present(rows: str, width: int) -> Sizes:
+    return {"present_key": (rows, width), "present_value": (rows, width)}
+
+
+def _rotary(cfg: RowConfig | MergeShareConfig | WindowShiftConfig) -> Sizes:
+    """cos_cache and sin_cache: ``head_dim / 2`` f32 per position; the packed ``rotary_table``
+    (:class:`~kvdsl.kernels.config.Bindings`): both, ``head_dim`` f32 per position (its ``half``
+    cos values, then its ``half`` sin values)."""
+    return {
+        "cos_cache": ("positions", cfg.head_dim // 2),
+        "sin_cache": ("positions", cfg.head_dim // 2),
+        ROTARY_TABLE: ("positions", cfg.head_dim),
+    }
+
+
+def _row(cfg: RowConfig) -> Sizes:
+    """The bindings a row mode (build, build_quant, append_quant) may have but the present."""
+    scales = f"perChannel * {cfg.hidden - 1} + 1"  # one scale per channel, or one
+    return {
+        "src_k": ("batch * seq", cfg.hidden),
+        "src_v": ("batch * seq", cfg.hidden),
+        "seqlens_k": ("batch", 1),
+        "k_norm_weight": ("1", cfg.head_dim),
+        "k_scale": (scales, 1),
+        "v_scale": (scales, 1),
+        KV_SCALE: (scales, 2),  # packed: (k, v) per entry
+    } | _rotary(cfg)
+
+
+def _quant_row(cfg: QuantConfig) -> int:
+    """Stored words per token of a quantised cache (all heads)."""
+    return cfg.kv_heads * cfg.packed
+
+
+def transpose_sizes(cfg: TransposeConfig) -> Sizes:
+    """BSH key/value in, BNSH present out: a token's ``hidden`` values each."""
+    rows = "batch * kvSeq"
+    return {"key": (rows, cfg.hidden), "value": (rows, cfg.hidden)} | _present(rows, cfg.hidden)
+
+
+def copy_sizes(cfg: CopyConfig) -> Sizes:
+    """``rows`` rows of ``head_dim`` values in and out."""
+    src = {"src_k": ("rows", cfg.head_dim), "src_v": ("rows", cfg.head_dim)}
+    return src | _present("rows", cfg.head_dim)
+
+
+def merge_sizes(cfg: MergeConfig) -> Sizes:
+    """Past BNSH and new BSH in, present BNSH of ``pastSeq + keySeq`` tokens out."""
+    return {
+        "past_k": ("batch * pastSeq", cfg.hidden),
+        "past_v": ("batch * pastSeq", cfg.hidden),
+        "new_k": ("batch * keySeq", cfg.hidden),
+        "new_v": ("batch * keySeq", cfg.hidden),
+    } | _present("batch * (pastSeq + keySeq)", cfg.hidden)
+
+
+def window_sizes(cfg: MergeShareConfig | WindowShiftConfig) -> Sizes:
+    """The buffer-sharing and sliding-window caches: past and present of ``seq`` rows per head."""
+    return (
+        {
+            "seqlens_k": ("batch", 1),
+            "past_k": ("batch * seq", cfg.hidden),
+            "past_v": ("batch * seq", cfg.hidden),
+            "new_k": ("batch * keySeq", cfg.hidden),
+            "new_v": ("batch * keySeq", cfg.hidden),
+        }
+        | _rotary(cfg)
+        | _present("batch * seq", cfg.hidden)
+    )
+
+
+def build_sizes(cfg: BuildConfig) -> Sizes:
+    """New BSH in, a BNSH present of ``seq`` tokens out."""
+    return _row(cfg) | _present("batch * seq", cfg.hidden)
+
+
+def build_quant_sizes(cfg: BuildQuantConfig) -> Sizes:
+    """As :func:`build_sizes`, the present in quantised words."""
+    return _row(cfg) | _present("batch * seq", _quant_row(cfg))
+
+
+def append_quant_sizes(cfg: AppendQuantConfig) -> Sizes:
+    """New BSH in, a quantised present of ``totalSeq`` rows per head."""
+    return _row(cfg) | _present("batch * totalSeq", _quant_row(cfg))
+
+
+def _dense(rows: str, cfg: DenseConfig, heads: int, cache: tuple[str, ...], scales: str) -> Sizes:
+    """A dense cache of ``rows`` rows of ``heads`` heads: ``ROW_WORDS`` u32 words per (token,
+    head) and, with side scales, the ``scales`` binding's ``2 * stats`` f32 per (token, head),
+    K's then V's."""
+    fmt = cfg.fmt
+    out = {name: (rows, heads * fmt.row_words(cfg.head_dim, cfg.inline)) for name in cache}
+    if not cfg.inline:
+        out[scales] = (rows, heads * 2 * fmt.stats)
+    return out
+
+
+def dense_append_sizes(cfg: DenseAppendConfig) -> Sizes:
+    """New BSH in (``keySeq`` tokens per batch), a dense cache of ``seq`` rows per head."""
+    src = {"src_k": ("batch * keySeq", cfg.hidden), "src_v": ("batch * keySeq", cfg.hidden)}
+    present = _dense("batch * seq", cfg, cfg.kv_heads, PRESENT, "present_scales")
+    return _row(cfg) | src | present
+
+
+def dense_build_sizes(cfg: DenseBuildConfig) -> Sizes:
+    """New BSH in, a dense cache of the ``seq`` new tokens per head."""
+    return _row(cfg) | _dense("batch * seq", cfg, cfg.kv_heads, PRESENT, "present_scales")
+
+
+def dense_read_sizes(cfg: DenseReadConfig) -> Sizes:
+    """``rows`` dense (token, head) rows in, ``rows`` rows of ``head_dim`` values out."""
+    cache = _dense("rows", cfg, 1, ("cache_key", "cache_value"), "cache_scales")
+    return cache | {"key": ("rows", cfg.head_dim), "value": ("rows", cfg.head_dim)}
+
+
+#: mode → the sizes of its bindings for a config (a binding a variant lacks is ignored)
+SIZES: dict[str, Callable[..., Sizes]] = {
+    "transpose": transpose_sizes,
+    "copy": copy_sizes,
+    "merge": merge_sizes,
+    "merge_share": window_sizes,
+    "window_shift": window_sizes,
+    "build": build_sizes,
+    "build_quant": build_quant_sizes,
+    "append_quant": append_quant_sizes,
+    "dense_append": dense_append_sizes,
+    "dense_build": dense_build_sizes,
+    "dense_read": dense_read_sizes,
+}

@@ -1,0 +1,297 @@
+"""``emitted/kvdsl.js`` (an ES module with no imports) and ``emitted/kvdsl.d.ts``, its types.
+
+The module embeds ``index.json``'s entries and each variant's WGSL text, and implements, over that
+data alone, the rules :mod:`kvdsl.contract.index` states in Python: buffer sizes from the shape
+variables, the uniform block's bytes, the dispatch's workgroups, the bind group layout. A test runs
+it under Node.js and compares every variant's answers with Python's.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from kvdsl import __version__
+
+_RUNTIME = r"""
+const COMPUTE = 4; // GPUShaderStage.COMPUTE
+const BUFFER_TYPES = { read: "read-only-storage", read_write: "storage", uniform: "uniform" };
+const RANGES = { u32: [0, 4294967295], i32: [-2147483648, 2147483647] };
+const MAX_PER_DIMENSION = 65535; // WebGPU's default maxComputeWorkgroupsPerDimension
+
+// The contract's expression language (docs/host.md): integers, names, + - * and parentheses,
+// evaluated exactly (BigInt). `what` names the variables in errors.
+function evaluate(text, values, what) {
+  const toks = [];
+  const re = /\s*(?:(\d+)|([A-Za-z_][A-Za-z0-9_]*)|([-+*()]))/y;
+  const end = text.trimEnd().length;
+  re.lastIndex = 0;
+  while (re.lastIndex < end) {
+    const from = re.lastIndex;
+    const m = re.exec(text);
+    if (m === null) {
+      const at = text.length - text.slice(from).trimStart().length;
+      throw new Error(`expression '${text}': '${text[at]}' at ${at} is not an integer, a name, '+', '-', '*' or a parenthesis`);
+    }
+    toks.push(m[1] ?? m[2] ?? m[3]);
+  }
+  let pos = 0;
+  const take = () => {
+    if (pos >= toks.length) throw new Error(`expression '${text}' ends early`);
+    return toks[pos++];
+  };
+  const factor = () => {
+    const tok = take();
+    if (tok === "(") {
+      const v = expr();
+      if (take() !== ")") throw new Error(`expression '${text}': expected ')'`);
+      return v;
+    }
+    if (/^\d+$/.test(tok)) return BigInt(tok);
+    if (/^[A-Za-z_]/.test(tok)) {
+      if (!Object.hasOwn(values, tok)) {
+        const known = Object.keys(values).sort().join(", ") || "none";
+        throw new Error(`${what} '${tok}' is missing (needed by ${text}); given: ${known}`);
+      }
+      return BigInt(values[tok]);
+    }
+    throw new Error(`expression '${text}': unexpected '${tok}'`);
+  };
+  const term = () => {
+    let v = factor();
+    while (toks[pos] === "*") { pos++; v *= factor(); }
+    return v;
+  };
+  const expr = () => {
+    let v = term();
+    while (toks[pos] === "+" || toks[pos] === "-") v = take() === "+" ? v + term() : v - term();
+    return v;
+  };
+  const v = expr();
+  if (pos !== toks.length) throw new Error(`expression '${text}': unexpected '${toks[pos]}' after a whole expression`);
+  return v;
+}
+
+function safe(v, what) {
+  if (v > BigInt(Number.MAX_SAFE_INTEGER)) throw new Error(`${what} is ${v}, past 2^53 - 1`);
+  return Number(v);
+}
+
+// `given` must hold exactly `names`, each an integer >= 0.
+function counts(variant, what, given, names) {
+  if (given === null || typeof given !== "object") throw new Error(`${variant}: ${what} must be an object of ${names.join(", ")}; got ${given}`);
+  for (const k of Object.keys(given)) {
+    if (!names.includes(k)) throw new Error(`${variant}: ${what} has no variable '${k}'; it has ${names.join(", ")}`);
+  }
+  for (const k of names) {
+    if (!Object.hasOwn(given, k)) throw new Error(`${variant}: ${what} variable '${k}' is missing; give ${names.join(", ")}`);
+    const v = given[k];
+    if (!Number.isSafeInteger(v) || v < 0) throw new Error(`${variant}: ${what} variable '${k}' is ${v}; expected an integer >= 0`);
+  }
+  return given;
+}
+
+function checkParams(v, params) {
+  const names = v.params.map((p) => p.name);
+  if (params === null || typeof params !== "object") throw new Error(`${v.name}: params must be an object of ${names.join(", ")}; got ${params}`);
+  for (const k of Object.keys(params)) {
+    if (!names.includes(k)) throw new Error(`${v.name}: params has no field '${k}'; the fields are ${names.join(", ")}`);
+  }
+  for (const p of v.params) {
+    if (!Object.hasOwn(params, p.name)) throw new Error(`${v.name}: params field '${p.name}' is missing; the fields are ${names.join(", ")}`);
+    const x = params[p.name];
+    if (p.type === "f32") {
+      if (typeof x !== "number") throw new Error(`${v.name}: params field '${p.name}' is f32: got ${x}, expected a number`);
+    } else {
+      const [lo, hi] = RANGES[p.type];
+      if (!Number.isInteger(x)) throw new Error(`${v.name}: params field '${p.name}' is ${p.type}: got ${x}, expected an integer`);
+      if (x < lo || x > hi) throw new Error(`${v.name}: params field '${p.name}' is ${p.type}: ${x} is outside [${lo}, ${hi}]`);
+    }
+  }
+}
+
+function makeVariant(name, d, code) {
+  const v = {
+    name,
+    mode: d.mode,
+    code,
+    entryPoint: d.entry_point,
+    workgroupSize: Object.freeze([...d.workgroup_size]),
+    features: Object.freeze([...d.features]),
+    limits: Object.freeze({ ...d.limits }),
+    config: Object.freeze({ ...d.config }),
+    bindings: Object.freeze(d.bindings.map((b) => Object.freeze({
+      binding: b.binding, name: b.name, access: b.access, type: b.type,
+      elementBytes: b.element_bytes, elements: b.elements,
+      ...(b.data === undefined ? {} : { data: b.data }),
+    }))),
+    params: Object.freeze(d.params.map((p) => Object.freeze({
+      name: p.name, type: p.type, offset: p.offset, meaning: p.meaning,
+    }))),
+    paramsSize: d.params_size,
+    shape: Object.freeze([...d.shape]),
+    ...(d.bytes_per_token_head === undefined ? {} : { bytesPerTokenHead: d.bytes_per_token_head }),
+    layoutEntries() {
+      return this.bindings.map((b) => ({
+        binding: b.binding, visibility: COMPUTE, buffer: { type: BUFFER_TYPES[b.access] },
+      }));
+    },
+    paramsBytes(params) {
+      checkParams(this, params);
+      const buf = new ArrayBuffer(this.paramsSize);
+      const view = new DataView(buf);
+      for (const p of this.params) {
+        const x = params[p.name];
+        if (p.type === "u32") view.setUint32(p.offset, x, true);
+        else if (p.type === "i32") view.setInt32(p.offset, x, true);
+        else view.setFloat32(p.offset, x, true);
+      }
+      return buf;
+    },
+    workgroups(params) {
+      checkParams(this, params);
+      const rule = d.dispatch;
+      if (rule === null) throw new Error(`${name}: the kernel has no dispatch rule`);
+      let items = evaluate(rule.items, params, "params field");
+      if (items < 0n) items = 0n;
+      const per = BigInt(rule.per_workgroup), fold = BigInt(rule.fold);
+      const n = (items + per - 1n) / per;
+      let x = n, y = 1n;
+      if (n > fold) {
+        y = (n + fold - 1n) / fold;
+        x = rule.balanced ? (n + y - 1n) / y : fold;
+      }
+      if (x > BigInt(MAX_PER_DIMENSION) || y > BigInt(MAX_PER_DIMENSION)) {
+        throw new Error(`${name}: ${n} workgroups need (${x}, ${y}) with fold ${rule.fold}, past ${MAX_PER_DIMENSION} per dimension`);
+      }
+      return [Number(x), Number(y), 1];
+    },
+    bufferSizes(shape) {
+      counts(name, "shape", shape, this.shape);
+      const out = {};
+      for (const b of this.bindings) {
+        if (b.access === "uniform") { out[b.name] = this.paramsSize; continue; }
+        const stride = BigInt(b.elementBytes);
+        const bytes = evaluate(b.elements, shape, "shape variable") * stride;
+        const least = (stride + 3n) / 4n * 4n;
+        const padded = (bytes + 3n) / 4n * 4n;
+        out[b.name] = safe(padded > least ? padded : least, `${name}: binding '${b.name}' bytes`);
+      }
+      return out;
+    },
+  };
+  return Object.freeze(v);
+}
+
+/** Every catalog variant by name. */
+export const variants = Object.freeze(Object.fromEntries(
+  Object.entries(INDEX).map(([name, d]) => [name, makeVariant(name, d, CODE[name])]),
+));
+
+/** The variant called `name`; an Error naming the known ones for any other name. */
+export function variant(name) {
+  if (!Object.hasOwn(variants, name)) {
+    throw new Error(`unknown variant '${name}': the catalog has ${Object.keys(variants).length} variants (${Object.keys(variants).join(", ")})`);
+  }
+  return variants[name];
+}
+"""
+
+DTS = """\
+// Generated by kvdsl {version}: the types of kvdsl.js. Do not edit: regenerate with `kvdsl emit`.
+
+/** Every catalog variant by name. */
+export const variants: Readonly<Record<string, Variant>>;
+/** The variant called `name`; throws Error("unknown variant 'x' ...") for any other name. */
+export function variant(name: string): Variant;
+
+export interface Variant {{
+  readonly name: string;
+  /** The mode: transpose, copy, merge, merge_share, window_shift, build, build_quant, append_quant,
+   * dense_append, dense_build, dense_read. */
+  readonly mode: string;
+  /** The WGSL text (the same as emitted/<name>.wgsl). */
+  readonly code: string;
+  readonly entryPoint: string;
+  readonly workgroupSize: readonly [number, number, number];
+  /** GPUFeatureName values the device must have. */
+  readonly features: readonly string[];
+  /** GPU limits needed beyond WebGPU's defaults (GPUSupportedLimits names). */
+  readonly limits: Readonly<Record<string, number>>;
+  /** The variant's config (index.json's "config": kv_heads, head_dim, region, ...). */
+  readonly config: Readonly<Record<string, unknown>>;
+  /** In binding order, the uniform params binding included (last). */
+  readonly bindings: readonly Binding[];
+  /** The uniform struct's fields. */
+  readonly params: readonly Param[];
+  /** Bytes of the uniform buffer. */
+  readonly paramsSize: number;
+  /** The names of the shape variables bufferSizes() takes. */
+  readonly shape: readonly string[];
+  /** The dense modes only: bytes of one (token, head) row of K, or of V, in the cache's format,
+   * its scales included (index.json's "bytes_per_token_head"). */
+  readonly bytesPerTokenHead?: number;
+  /** One entry per binding: visibility COMPUTE, buffer.type by access. */
+  layoutEntries(): GPUBindGroupLayoutEntry[];
+  /** The uniform buffer's bytes; throws naming a missing or unknown field or a bad value. */
+  paramsBytes(params: Record<string, number>): ArrayBuffer;
+  /** The dispatch's workgroup counts; throws when they do not fit 65535 per dimension. */
+  workgroups(params: Record<string, number>): [number, number, number];
+  /** Bytes per binding name: storage bindings padded to a multiple of 4 and at least one
+   * element, the params binding paramsSize; throws naming a missing or unknown shape variable. */
+  bufferSizes(shape: Record<string, number>): Record<string, number>;
+}}
+
+export interface Binding {{
+  readonly binding: number;
+  readonly name: string;
+  readonly access: "read" | "read_write" | "uniform";
+  /** The WGSL type, e.g. "array<vec4<f32>>". */
+  readonly type: string;
+  /** Bytes per element of the WGSL array (the params binding: its whole size). */
+  readonly elementBytes: number;
+  /** The element count as an expression of the shape variables (docs/host.md). */
+  readonly elements: string;
+  /** The scalar type of the host's data where it is not the WGSL element's: "f16" for f16
+   * values carried in u32 words. */
+  readonly data?: "f16" | "f32" | "i32" | "u32";
+}}
+
+export interface Param {{
+  readonly name: string;
+  readonly type: "u32" | "i32" | "f32";
+  /** Byte offset in the uniform buffer. */
+  readonly offset: number;
+  /** What the field means, in one line. */
+  readonly meaning: string;
+}}
+
+/** The parts of WebGPU's GPUBindGroupLayoutEntry kvdsl.js fills in (structurally compatible
+ * with @webgpu/types' type). */
+export interface GPUBindGroupLayoutEntry {{
+  binding: number;
+  visibility: number;
+  buffer: {{ type: "read-only-storage" | "storage" | "uniform" }};
+}}
+"""
+
+
+def render(index: dict[str, dict[str, Any]], code: dict[str, str]) -> tuple[str, str]:
+    """The text of ``kvdsl.js`` and ``kvdsl.d.ts`` for ``index`` (name → entry) and ``code``
+    (name → WGSL file text)."""
+    lines = [
+        f"// Generated by kvdsl {__version__} from the catalog. Do not edit: regenerate with "
+        "`kvdsl emit`.",
+        "// Every catalog variant's host contract (the data of index.json) and WGSL, as an ES",
+        "// module with no imports; docs/host.md describes it. Types: kvdsl.d.ts.",
+        "",
+        "const INDEX = {",
+    ]
+    lines += [
+        f"  {json.dumps(name)}: {json.dumps(e, sort_keys=True)}," for name, e in index.items()
+    ]
+    lines += ["};", "", "const CODE = {"]
+    lines += [f"  {json.dumps(name)}: {json.dumps(code[name])}," for name in index]
+    lines += ["};"]
+    js = "\n".join(lines) + "\n" + _RUNTIME
+    return js, DTS.format(version=__version__)

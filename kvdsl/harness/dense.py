@@ -1,0 +1,214 @@
+"""Verification cases for the dense-format modes (``dense_append``, ``dense_build``,
+``dense_read``).
+
+Rows mix magnitudes (each row scaled by a power of ten from 1e-2 to 1e2) so that every scale is
+exercised; ``seqlens_k`` covers right-padded first prompts, appends in the middle, a cache filled
+exactly and more tokens than fit; a read's rows include an all-zero one. Outputs are poisoned;
+the rows not written must keep the poison. Cache words are quantised codes packed in u32 words,
+compared bit for bit, except where they may move (:class:`DenseCase`): against the GPU each code
+may move by one step in a few elements (WGSL's f32 division is accurate to 2.5 ULP), and with K
+RMSNorm so may K's against the reference.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dataclasses import dataclass, field
+from typing import Iterator
+
+from kvdsl.harness.cases import Case, case_generator, dtype, values
+from kvdsl.harness.compare import compare, compare_quantized, poison
+from kvdsl.kernels.dense import DenseAppendConfig, DenseBuildConfig, DenseReadConfig
+from kvdsl.reference import formats as fm
+from kvdsl.reference.modes import KNorm, Rotary
+
+CACHE = ("present_key", "present_value")
+#: Relative tolerance of a stored scale where codes may move (:class:`DenseCase`): a few f32
+#: ulps, or one f16 ulp (ggml's scales, rounded from an f32 that may be an ulp apart).
+SCALE_TOL = {"f32": 2.0**-18, "f16": 2.0**-10}  # 32 f32 ulps; one f16 ulp
+
+
+@dataclass
+class DenseCase(Case):
+    """A case whose cache outputs (``layout``: name → (format, head dim, inline)) are rows of
+    packed words. They must match bit for bit, except those named in the quantised outputs:
+    there the written rows are taken apart (:func:`kvdsl.reference.formats.row_fields`) and
+    their codes may move by one step in a few elements, their scales by :data:`SCALE_TOL`."""
+
+    layout: dict[str, tuple[str, int, bool]] = field(default_factory=dict)
+
+    def judge(
+        self,
+        got: dict[str, np.ndarray],
+        want: dict[str, np.ndarray] | None = None,
+        tolerance: dict[str, float] | None = None,
+        codes: dict[str, int] | None = None,
+    ) -> Iterator[tuple[str, float, str | None]]:
+        want = self.expected if want is None else want
+        codes = self.quantized if codes is None else codes
+        plain = {k: v for k, v in want.items() if k not in self.layout}
+        yield from super().judge(got, plain, tolerance, codes)
+        for name, expected in want.items():
+            if name not in self.layout:
+                continue
+            mask = self.written.get(name)
+            err, problem = compare(got[name], expected, 0.0, mask)
+            if problem and err != float("inf") and name in codes:
+                err, problem = _decoded(got[name], expected, mask, *self.layout[name])
+            yield name, err, problem
+
+
+def _decoded(
+    got: np.ndarray, want: np.ndarray, mask: np.ndarray | None, fmt: str, d: int, inline: bool
+) -> tuple[float, str]:
+    """Written rows of ``got`` against ``want``: codes within one step in a few elements,
+    scales within :data:`SCALE_TOL`."""
+    n = fm.row_words(fmt, d, inline)
+    g, w = got.reshape(-1, n), np.asarray(want, np.uint32).reshape(-1, n)
+    rows = np.ones(len(g), bool) if mask is None else np.asarray(mask).reshape(-1, n)[:, 0]
+    (gs, gc), (ws, wc) = fm.row_fields(fmt, g[rows], d, inline), fm.row_fields(
+        fmt, w[rows], d, inline
+    )
+    err, problem = compare_quantized(gc.reshape(-1), wc.reshape(-1), 8)
+    with np.errstate(all="ignore"):
+        rel = np.abs(gs.astype(np.float64) - ws) / np.maximum(np.abs(ws), 1e-30)
+    tol = SCALE_TOL["f16" if fmt in fm.GGML else "f32"]
+    bad = ~(rel <= tol) & ~(gs == ws)
+    if bad.any():
+        i = tuple(np.argwhere(bad)[0])
+        return err, f"{int(bad.sum())} scales differ, first {gs[i]!r} != {ws[i]!r}"
+    return err, problem
+
+
+def _rows(rng: np.random.Generator, shape: tuple[int, ...], dt: np.dtype) -> np.ndarray:
+    """Random non-zero values, each row of the last axis scaled by 10^k, k in -2..2."""
+    scale = 10.0 ** rng.integers(-2, 3, (*shape[:-1], 1))
+    return (values(rng, shape, np.float32) * scale).astype(dt)
+
+
+def _seqlens(rng: np.random.Generator, batch: int, key_seq: int, cap: int, i: int) -> np.ndarray:
+    kinds = [
+        lambda: int(rng.integers(0, key_seq)) - 1,  # right-padded first prompt (or empty)
+        lambda: int(rng.integers(key_seq, cap + 1)) - 1,  # append in the middle
+        lambda: cap - 1,  # fills the cache exactly
+        lambda: int(rng.integers(cap, 2 * cap + 2)) - 1,  # more than the capacity
+    ]
+    return np.array([kinds[(i + b) % 4]() for b in range(batch)], np.int32)
+
+
+@case_generator("dense_append")
+def dense_append_case(cfg: DenseAppendConfig, rng: np.random.Generator, i: int) -> Case:
+    batch = 2 + i % 2
+    cap, seq = [(20, 4), (9, 1), (12, 12)][i % 3]
+    h, d = cfg.kv_heads, cfg.head_dim
+    dt = dtype(cfg.input_type.value)
+    new_k = _rows(rng, (batch, seq, h, d), dt).reshape(batch, seq, h * d)
+    new_v = _rows(rng, (batch, seq, h, d), dt).reshape(batch, seq, h * d)
+    seqlens = _seqlens(rng, batch, seq, cap, i)
+    bufs = {"src_k": new_k, "src_v": new_v, "seqlens_k": seqlens}
+    rot = None
+    if cfg.rotary:
+        theta = rng.uniform(0, 2 * np.pi, (cap, d // 2))
+        rot = Rotary(np.cos(theta).astype(np.float32), np.sin(theta).astype(np.float32))
+        bufs |= {"cos_cache": rot.cos, "sin_cache": rot.sin}
+    norm = None
+    if cfg.k_norm:
+        norm = KNorm(rng.uniform(0.5, 1.5, d).astype(np.float32), cfg.eps)
+        bufs["k_norm_weight"] = norm.weight
+    w = fm.dense_append(new_k, new_v, seqlens, cap, h, cfg.format.value, cfg.inline, rot, norm)
+    expected = {"present_key": w.key, "present_value": w.value}
+    written = {"present_key": w.mask(w.key), "present_value": w.mask(w.value)}
+    bufs |= {name: poison(w.key.size, np.uint32) for name in CACHE}
+    if not cfg.inline:
+        expected["present_scales"] = w.scales
+        written["present_scales"] = w.mask(w.scales)
+        bufs["present_scales"] = poison(w.scales.size, np.float32)
+    bits = cfg.fmt.bits
+    case = DenseCase(
+        {"batch": batch, "seq": cap, "keySeq": seq} | _positions(rot),
+        {k: np.ascontiguousarray(a).reshape(-1) for k, a in bufs.items()},
+        {"count": batch * h * seq, "keySeq": seq, "seq": cap},
+        {k: a.reshape(-1) for k, a in expected.items()},
+        {k: a.reshape(-1) for k, a in written.items()},
+        codes={name: bits for name in CACHE},
+        layout={name: (cfg.format.value, d, cfg.inline) for name in CACHE},
+    )
+    return _allowances(cfg, case, bits)
+
+
+def _positions(rot: Rotary | None) -> dict[str, int]:
+    """The shape variable ``positions`` (the rotary tables' rows) of a rotating case."""
+    return {} if rot is None else {"positions": rot.cos.shape[0]}
+
+
+def _allowances(cfg: DenseAppendConfig, case: DenseCase, bits: int) -> DenseCase:
+    """What may move: with K RMSNorm the kernel sums the row's squares in another order than
+    numpy, so K's codes and scale may move against the reference too; a side scale is an f32
+    quotient, an ulp apart where the GPU divides approximately."""
+    if cfg.k_norm:
+        case.quantized = {"present_key": bits}
+    if not cfg.inline:
+        case.tolerance = {"present_scales": 1e-5 if cfg.k_norm else 1e-6}
+    return case
+
+
+@case_generator("dense_build")
+def dense_build_case(cfg: DenseBuildConfig, rng: np.random.Generator, i: int) -> Case:
+    batch, seq, past = 1 + i % 2, [1, 13, 40][i % 3], [0, 5, 31][i % 3]
+    h, d = cfg.kv_heads, cfg.head_dim
+    dt = dtype(cfg.input_type.value)
+    new_k = _rows(rng, (batch, seq, h, d), dt).reshape(batch, seq, h * d)
+    new_v = _rows(rng, (batch, seq, h, d), dt).reshape(batch, seq, h * d)
+    bufs = {"src_k": new_k, "src_v": new_v}
+    rot = norm = None
+    if cfg.rotary:
+        theta = rng.uniform(0, 2 * np.pi, (past + seq, d // 2))
+        rot = Rotary(np.cos(theta).astype(np.float32), np.sin(theta).astype(np.float32))
+        bufs |= {"cos_cache": rot.cos, "sin_cache": rot.sin}
+    if cfg.k_norm:
+        norm = KNorm(rng.uniform(0.5, 1.5, d).astype(np.float32), cfg.eps)
+        bufs["k_norm_weight"] = norm.weight
+    wk, wv, side = fm.dense_build(new_k, new_v, h, cfg.format.value, cfg.inline, past, rot, norm)
+    expected = {"present_key": wk, "present_value": wv}
+    bufs |= {name: poison(wk.size, np.uint32) for name in CACHE}
+    if not cfg.inline:
+        expected["present_scales"] = side
+        bufs["present_scales"] = poison(side.size, np.float32)
+    bits = cfg.fmt.bits
+    case = DenseCase(
+        {"batch": batch, "seq": seq, "pastSeq": past} | _positions(rot),
+        {k: np.ascontiguousarray(a).reshape(-1) for k, a in bufs.items()},
+        {"count": batch * h * seq, "seq": seq, "pastSeq": past},
+        {k: a.reshape(-1) for k, a in expected.items()},
+        codes={name: bits for name in CACHE},
+        layout={name: (cfg.format.value, d, cfg.inline) for name in CACHE},
+    )
+    return _allowances(cfg, case, bits)
+
+
+@case_generator("dense_read")
+def dense_read_case(cfg: DenseReadConfig, rng: np.random.Generator, i: int) -> Case:
+    rows = [1, int(rng.integers(2, 40)), int(rng.integers(100, 200))][i % 3]
+    d, fmt = cfg.head_dim, cfg.format.value
+    k, v = _rows(rng, (rows, d), np.float32), _rows(rng, (rows, d), np.float32)
+    if rows > 1:
+        k[0] = 0  # an all-zero row: a zero scale (q4_0: a negative zero)
+    (wk, sk), (wv, sv) = fm.quantize_rows(fmt, k, cfg.inline), fm.quantize_rows(fmt, v, cfg.inline)
+    bufs = {"cache_key": wk.reshape(-1), "cache_value": wv.reshape(-1)}
+    if not cfg.inline:
+        bufs["cache_scales"] = np.concatenate([sk, sv], axis=-1).reshape(-1)
+    out = dtype(cfg.output_type.value)
+    want_k = fm.dequantize_rows(fmt, wk, sk, d, cfg.inline).astype(out)
+    want_v = fm.dequantize_rows(fmt, wv, sv, d, cfg.inline).astype(out)
+    bufs |= {"key": poison(rows * d, out), "value": poison(rows * d, out)}
+    case = Case(
+        {"rows": rows},
+        bufs,
+        {"count": rows},
+        {"key": want_k.reshape(-1), "value": want_v.reshape(-1)},
+    )
+    if cfg.fmt.asymmetric:
+        # q * scale + zero: a GPU may contract it into one fma.
+        case.tolerance = {"key": 1e-6, "value": 1e-6}
+    return case

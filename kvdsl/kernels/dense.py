@@ -1,0 +1,553 @@
+"""Dense quantised caches: ``dense_append`` (and ``dense_build``) writes new tokens into a cache
+of one of the formats of :mod:`kvdsl.nodes.formats` with each row's (or block's) scale computed
+in the kernel, and ``dense_read`` reads cache rows back as f32 or f16.
+
+``dense_append``: new BSH K/V (``src_k``, ``src_v``: ``keySeq`` tokens per batch) go to rows
+``[appendStart, activeEnd)`` of a buffer-sharing BNSH cache of ``seq`` rows per head, the window
+of :func:`kvdsl.nodes.window.append_window` from ``seqlens_k`` (tokens that do not fit are
+dropped); K is NeoX-rotated at its cache row with ``rotary``. A cache row is ``ROW_WORDS`` u32
+words (``present_key``, ``present_value``); with ``scales="side"`` a dense format's scale (and
+zero point) sits in ``present_scales`` instead, K's then V's per row (``2 * stats`` f32 per row),
+one binding for both so that a rotary append stays within WebGPU's 8 storage buffers.
+
+The walk is flat, one invocation per ``vec4`` of a new row, rows whole inside a workgroup: each
+invocation stages its (rotated) vector in workgroup memory with its partial statistic; after the
+barrier, invocations past the end and tokens that do not fit leave, and the row's invocations
+write its words ``d, d + HEAD_DIM_V4, ...``, each assembled from the staged row.
+
+``dense_build``: the same row program into a BNSH cache that holds the new tokens alone
+(``seq`` per batch, row ``t``), K rotated at ``pastSeq + t``; no ``seqlens_k``.
+
+``dense_read``: ``count`` stored rows (``cache_key``, ``cache_value``, and ``cache_scales`` for
+side scales) → f32 or f16 rows (``key``, ``value``), one invocation per output ``vec4``.
+
+:func:`bytes_per_token_head` is the contract's size of one (token, head) row of K (or of V),
+scales included (``index.json``'s ``bytes_per_token_head``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import KW_ONLY, dataclass
+from enum import StrEnum
+from typing import Any
+
+from kvdsl.ir import (
+    Buffer,
+    Kernel,
+    KernelBuilder,
+    Shared,
+    Val,
+    array,
+    construct,
+    convert,
+    f32,
+    i32,
+    inverse_sqrt,
+    max_,
+    u32,
+    vec,
+)
+from kvdsl.kernels.config import (
+    FLOATS,
+    MAX_WORKGROUP,
+    ROTARY_TABLES,
+    CacheConfig,
+    Element,
+    Model,
+    ceil_div,
+    choice,
+    contract,
+    one_of,
+    flag,
+    require,
+    require_rotary,
+    plus,
+    times,
+)
+from kvdsl.nodes import formats, walks, words
+from kvdsl.kernels.build import FlatRow, RowInputs, flat_k, flat_k_loads
+from kvdsl.nodes.formats import Format, Scale
+from kvdsl.nodes.index import bsh, split_rows
+from kvdsl.nodes.rmsnorm import row_sum_of_squares
+from kvdsl.nodes.rotary import Rotation, rotate
+from kvdsl.nodes.window import append_window
+
+F32X4 = vec(4, f32)
+F32X2 = vec(2, f32)
+LANES = ("x", "y", "z", "w")
+
+
+class DenseFormat(StrEnum):
+    """How a cache row is stored (:data:`kvdsl.nodes.formats.FORMATS`)."""
+
+    INT8 = "int8"
+    INT4 = "int4"
+    INT4_ASYM = "int4_asym"
+    Q8_0 = "q8_0"
+    Q4_0 = "q4_0"
+
+
+class ScalePlace(StrEnum):
+    """Where a dense row's scale sits: inline before its codes (ORT's layout) or in a side
+    buffer."""
+
+    INLINE = "inline"
+    SIDE = "side"
+
+
+@dataclass(frozen=True)
+class DenseConfig(CacheConfig):
+    """The fields of the dense-format modes: the format and where its scales sit."""
+
+    _: KW_ONLY
+    format: DenseFormat = choice(DenseFormat.INT8)
+    scales: ScalePlace = choice(ScalePlace.INLINE)
+
+    def check_fields(self) -> None:
+        one_of("format", self.format, DenseFormat)
+        one_of("scales", self.scales, ScalePlace)
+        require(
+            not self.window,
+            "window",
+            self.window,
+            f"false for {self.mode} (the dense modes have no windowed form; dense_read runs on"
+            " any window of whole rows as it is, with count the window's rows)",
+        )
+        fmt = self.fmt
+        require(
+            not (fmt.ggml and self.scales is ScalePlace.SIDE),
+            "scales",
+            self.scales.value,
+            f"'inline' for {fmt.name} (ggml's f16 scales sit inside its blocks)",
+        )
+        multiple = fmt.elements_multiple()
+        require(
+            self.head_dim % multiple == 0,
+            "head_dim",
+            self.head_dim,
+            f"a multiple of {multiple} for format {fmt.name!r}",
+        )
+
+    @property
+    def fmt(self) -> Format:
+        """The format's node description."""
+        return formats.FORMATS[self.format.value]
+
+    @property
+    def inline(self) -> bool:
+        """Whether a dense row's scale is stored inline."""
+        return self.scales is ScalePlace.INLINE
+
+    @property
+    def per_row(self) -> int:
+        """Vectors (``vec4``) per row."""
+        return self.head_dim // 4
+
+    def default_workgroup_size(self) -> int:
+        return MAX_WORKGROUP - MAX_WORKGROUP % self.per_row or self.per_row
+
+
+def _require_eps(eps: Any) -> None:
+    """K RMSNorm's epsilon: a number > 0 that stays a normal f32 (``QK_EPS`` is an f32 const)."""
+    ok = isinstance(eps, (int, float)) and not isinstance(eps, bool)
+    ok = ok and math.isfinite(eps) and 2.0**-126 <= eps <= 3.4e38
+    require(ok, "eps", eps, "a number > 0 that is a normal f32 (1.2e-38 .. 3.4e38)")
+
+
+@dataclass(frozen=True)
+class DenseAppendConfig(DenseConfig):
+    """A ``dense_append`` variant: cache shape, format, scales' place, K RMSNorm, rotary, input
+    type."""
+
+    k_norm: bool = False
+    rotary: bool = False
+    eps: float = 1e-6
+    input_type: Element = choice(Element.F32)
+    mode = "dense_append"
+    KEYS = (  # fmt: skip
+        "kv_heads", "head_dim", "format", "scales", "k_norm", "rotary", "eps", "input_type",
+        "workgroup_size", "fold",
+    )
+
+    def check_fields(self) -> None:
+        super().check_fields()
+        flag("k_norm", self.k_norm)
+        _require_eps(self.eps)
+        require_rotary(self.rotary, self.head_dim)
+        require(
+            not (self.k_norm and self.rotary and self.scales is ScalePlace.SIDE),
+            "scales",
+            self.scales.value,
+            "'inline' with k_norm and rotary (side scales would make 9 storage buffers, past"
+            " WebGPU's default 8)",
+        )
+        if self.rotary:
+            require(
+                self.head_dim % 8 == 0,
+                "head_dim",
+                self.head_dim,
+                "a multiple of 8 with rotary (a vec4 lies in one half of the row)",
+            )
+        one_of("input_type", self.input_type, FLOATS)
+
+    def check_schedule(self) -> None:
+        require(
+            self.workgroup_size % self.per_row == 0,
+            "workgroup_size",
+            self.workgroup_size,
+            f"a multiple of the {self.per_row} vectors of a row (rows are reduced whole"
+            " inside a workgroup)",
+        )
+
+
+@dataclass(frozen=True)
+class DenseBuildConfig(DenseAppendConfig):
+    """A ``dense_build`` variant: the fields of ``dense_append``; the present holds the new
+    tokens alone (``seq`` per batch), K rotated at ``pastSeq + t``."""
+
+    mode = "dense_build"
+
+
+@dataclass(frozen=True)
+class DenseReadConfig(DenseConfig):
+    """A ``dense_read`` variant: cache shape, format, scales' place, the rows' element type
+    (f16 rows travel as ``vec2<u32>`` words: no ``shader-f16``)."""
+
+    output_type: Element = choice(Element.F32)
+    mode = "dense_read"
+    KEYS = ("kv_heads", "head_dim", "format", "scales", "output_type", "workgroup_size", "fold")
+
+    def check_fields(self) -> None:
+        super().check_fields()
+        one_of("output_type", self.output_type, FLOATS)
+
+
+def bytes_per_token_head(cfg: DenseConfig) -> int:
+    """Bytes one (token, head) row of K, or of V, takes in ``cfg``'s cache, scales included."""
+    return cfg.fmt.bytes_per_row(cfg.head_dim, cfg.inline)
+
+
+def contract_fields(cfg: Any) -> dict[str, Any]:
+    """The fields a dense variant's ``index.json`` entry adds (:func:`kvdsl.contract.entry`):
+    its ``bytes_per_token_head`` (K or V, scales included; the format and ``scales`` say where
+    the scales sit); nothing for other modes' configs."""
+    if not isinstance(cfg, DenseConfig):
+        return {}
+    return {"bytes_per_token_head": bytes_per_token_head(cfg)}
+
+
+def _consts(kb: KernelBuilder, cfg: DenseConfig) -> tuple[Val, Val]:
+    """``HEAD_DIM``, ``HEAD_DIM_V4`` and ``ROW_WORDS``; returns the last two."""
+    kb.const("HEAD_DIM", u32, cfg.head_dim)
+    per_row = kb.const("HEAD_DIM_V4", u32, cfg.per_row)
+    row_words = kb.const("ROW_WORDS", u32, cfg.fmt.row_words(cfg.head_dim, cfg.inline))
+    return per_row, row_words
+
+
+def _store_row(
+    kb: KernelBuilder,
+    cfg: DenseConfig,
+    which: str,
+    xs: Shared | None,
+    stats: Shared,
+    lane0: Val,
+    stat0: Val,
+    d: Val,
+    own: Val,
+    out: Buffer,
+    dst_row: Val,
+    row_words: Val,
+    per_row: Val,
+    side: Buffer | None,
+    side_at: int,
+) -> None:
+    """Store the staged row (values ``xs[lane0 ..]``, none for int8; partials ``stats[stat0
+    ..]``) as row
+    ``dst_row`` of ``out``, this invocation holding vector ``d`` (``own``) of it. ggml: its
+    words of the row's pairs of blocks. Dense: the header words ``d < header``, then code word
+    ``d`` of int8 from ``own`` itself (four codes, one vector), or for an even ``d`` code word
+    ``d / 2`` of a 4-bit format (``own`` and the next vector's four staged values); with side
+    scales (``d == 0``) its stats at ``side[dst_row * 2S + side_at ..]``."""
+    fmt = cfg.fmt
+
+    def elem(e: Val) -> Val:
+        return xs[lane0 + e]
+
+    if fmt.ggml:
+        blocks = cfg.head_dim // formats.BLOCK
+
+        def block_scale(name: str, blk: Val) -> Scale:
+            stat = formats.group_stat(kb, fmt, f"{name}Stat", stats, stat0 + blk * 8, 8)
+            return formats.scale_of(kb, fmt, name, stat)
+
+        base = kb.let(f"{which}Base", dst_row * row_words)
+
+        def store(w: Val, word: Val) -> None:
+            out[base + w] = word
+
+        if fmt.name == "q8_0":
+            formats.q8_0_words(kb, which, own, d, elem, block_scale, blocks, store)
+        else:
+            formats.q4_0_words(kb, which, d, elem, block_scale, blocks, store)
+        return
+    stat = formats.group_stat(kb, fmt, f"{which}Stat", stats, stat0, cfg.per_row)
+    sc = formats.scale_of(kb, fmt, f"{which}Scale", stat)
+    head = fmt.header_words(cfg.inline)
+    base = kb.let(f"{which}Base", dst_row * row_words)
+    if head:
+        with kb.if_(d < head):
+            out[base + d] = formats.header_word(fmt, d, sc)
+    if fmt.per_word == 4:
+        out[base + (d + head)] = formats.vector_word(kb, fmt, f"{which}Q", own, sc)
+    else:
+        with kb.if_((d % 2).eq(0)):
+            kb.comment("Eight codes a word: an even vector's own four, then the next vector's.")
+            staged = [elem(d * 4 + (4 + lane)) for lane in range(4)]
+            word = formats.vector_word(kb, fmt, f"{which}Q", own, sc, staged)
+            out[base + (d / 2 + head)] = word
+    if side is not None:
+        n = fmt.stats
+        with kb.if_(d.eq(0)):
+            side[dst_row * (2 * n) + side_at] = sc.scale
+            if fmt.asymmetric:
+                side[dst_row * (2 * n) + (side_at + 1)] = sc.zero
+
+
+def dense_append(cfg: DenseAppendConfig, name: str = "dense_append") -> Kernel:
+    """Build the ``dense_append`` kernel for ``cfg``."""
+    return _quantise(cfg, name, append=True)
+
+
+def dense_build(cfg: DenseBuildConfig, name: str = "dense_build") -> Kernel:
+    """Build the ``dense_build`` kernel for ``cfg``."""
+    return _quantise(cfg, name, append=False)
+
+
+def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
+    fmt = cfg.fmt
+    kb = KernelBuilder(name, cfg.workgroup_size)
+    width = 4
+    src_k, src_v = words.bindings(kb, ("src_k", "src_v"), cfg.input_type.scalar, width)
+    seqlens = kb.binding("seqlens_k", i32, "read") if append else None
+    weight = words.binding(kb, "k_norm_weight", f32, width) if cfg.k_norm else None
+    cos = sin = None
+    if cfg.rotary:
+        cos, sin = words.bindings(kb, ROTARY_TABLES, f32, width)
+    present_key = kb.binding("present_key", u32, "read_write")
+    present_value = kb.binding("present_value", u32, "read_write")
+    side = None if cfg.inline else kb.binding("present_scales", f32, "read_write")
+    per_row, row_words = _consts(kb, cfg)
+    heads = kb.const("KV_HEADS", u32, cfg.kv_heads)
+    hidden = kb.const("KV_HIDDEN_V4", u32, cfg.hidden // 4)
+    half = kb.const("HALF_V4", u32, cfg.head_dim // 8) if cfg.rotary else None
+    eps = kb.const("QK_EPS", f32, float(cfg.eps)) if cfg.k_norm else None
+    if append:
+        count, key_seq, seq = kb.param("count"), kb.param("keySeq"), kb.param("seq")
+    else:
+        count, seq, past = kb.param("count"), kb.param("seq"), kb.param("pastSeq")
+        key_seq = seq  # the present holds the new tokens alone
+
+    it = walks.vectors(kb, cfg.fold, count, per_row, width, guard=False)
+    b, hk, t = split_rows(kb, it.row, heads, key_seq)
+    src_base = kb.let("srcBase", bsh(b, t, hk, key_seq, hidden, per_row))
+    skipped = None
+    if append:
+        win = append_window(kb, seqlens, b, seq, key_seq)
+        kb.comment(
+            "New token t lands at row appendStart + t - skip; tokens before skip do not fit."
+        )
+        dst_t = position = kb.let("dstT", win.append_start + (max_(t, win.skip) - win.skip))
+        skipped = t < win.skip
+    else:
+        dst_t, position = t, kb.let("pos", past + t)
+    if cfg.k_norm:
+        k = _normed_k(kb, cfg, it, (b, hk, t, src_base), RowInputs(src_k, src_v, seqlens, weight,
+                      cos, sin), per_row, half, position, eps)  # fmt: skip
+    elif cfg.rotary:
+        k = kb.let("k", rotate(kb, src_k, src_base, it.d, Rotation(cos, sin, position, half)))
+    else:
+        k = kb.let("k", words.as_f32(kb, src_k[src_base + it.d]))
+    v = kb.let("v", words.as_f32(kb, src_v[src_base + it.d]))
+
+    lid = kb.lid.x
+    xk = xv = None
+    if fmt.per_word != 4 or fmt.ggml:  # int8 packs each vector's own codes: no values staged
+        kb.comment("Stage the row's values and each vector's partial statistic in workgroup")
+        kb.comment("memory.")
+        xk = kb.workgroup_var("xk", array(f32, cfg.workgroup_size * 4))
+        xv = kb.workgroup_var("xv", array(f32, cfg.workgroup_size * 4))
+        for lane, c in enumerate(LANES):
+            xk[lid * 4 + lane] = k.member(c)
+            xv[lid * 4 + lane] = v.member(c)
+    else:
+        kb.comment("Stage each vector's partial statistic in workgroup memory.")
+    sk = kb.workgroup_var("statK", array(F32X2, cfg.workgroup_size))
+    sv = kb.workgroup_var("statV", array(F32X2, cfg.workgroup_size))
+    sk[lid] = formats.partial(kb, fmt, "pK", k)
+    sv[lid] = formats.partial(kb, fmt, "pV", v)
+    kb.barrier()
+    done = it.e >= count * per_row
+    kb.leave_if(done if skipped is None else done.lor(skipped))
+    first = kb.let("rowLane", lid - it.d)
+    lane0 = kb.let("lane0", first * 4)
+    dst_row = kb.let("dstRow", (b * heads + hk) * seq + dst_t)
+    for which, own, xs, stats, out, side_at in (
+        ("k", k, xk, sk, present_key, 0),
+        ("v", v, xv, sv, present_value, fmt.stats),
+    ):
+        _store_row(
+            kb, cfg, which, xs, stats, lane0, first, it.d, own, out, dst_row, row_words, per_row,
+            side, side_at,
+        )  # fmt: skip
+    dispatch = walks.dispatch(count, per_row, cfg.workgroup_size, cfg.fold, blocks=False)
+    kind = fmt.name + ("" if fmt.ggml else f", scales {cfg.scales.value}")
+    transforms = ["K RMS-normed"] if cfg.k_norm else []
+    if cfg.rotary:
+        transforms.append("K rotated at its row" if append else "K rotated at pastSeq + t")
+    if append:
+        doc = (
+            f"Quantise new BSH K/V into a buffer-sharing BNSH {kind} cache, each row's scale\n"
+            "reduced in the kernel; the append window comes from seqlens_k"
+        )
+    else:
+        doc = (
+            f"Quantise new BSH K/V into a BNSH {kind} cache, each row's scale reduced in the kernel"
+        )
+    doc += "".join(f"; {x}" for x in transforms) + "."
+    kernel = kb.build(dispatch, doc)
+    batch = ceil_div(count, cfg.kv_heads * key_seq)
+    src = times(batch, key_seq, cfg.hidden)
+    rows = times(batch, cfg.kv_heads, seq)
+    extents: dict[str, Any] = {"src_k": src, "src_v": src}
+    if append:
+        extents["seqlens_k"] = batch
+    if cfg.k_norm:
+        extents["k_norm_weight"] = cfg.head_dim
+    if cfg.rotary:
+        positions = seq if append else plus(past, seq)
+        extents |= {t_: times(positions, cfg.head_dim // 2) for t_ in ROTARY_TABLES}
+    extents |= {
+        "present_key": times(rows, row_words.node),
+        "present_value": times(rows, row_words.node),
+    }
+    if side is not None:
+        extents["present_scales"] = times(rows, 2 * fmt.stats)
+    requires = {"keySeq >= 1": key_seq >= 1, "keySeq <= seq": key_seq <= seq}
+    if not append:
+        requires = {"seq >= 1": seq >= 1}
+    return walks.vector_extents(contract(kernel, extents, requires))
+
+
+def _normed_k(
+    kb: KernelBuilder,
+    cfg: DenseAppendConfig,
+    it: walks.Item,
+    at: tuple[Val, Val, Val, Val],
+    inputs: RowInputs,
+    per_row: Val,
+    half: Val | None,
+    position: Val,
+    eps: Val,
+) -> Val:
+    """K's vector RMS-normed over its row (reduced in workgroup memory: a barrier every
+    invocation reaches) and then rotated: the build mode's flat program
+    (:func:`kvdsl.kernels.build.flat_k_loads`, :func:`kvdsl.kernels.build.flat_k`)."""
+    b, hk, t, src_base = at
+    k_own = kb.let("kOwn", words.as_f32(kb, inputs.src_k[src_base + it.d]))
+    row = FlatRow(it, b, hk, t, src_base, per_row, half, None, k_own)
+    loads = flat_k_loads(kb, row, inputs, lambda: position)
+    kb.comment("K RMSNorm: the row's sum of squares, reduced in workgroup memory.")
+    ms = row_sum_of_squares(kb, k_own, it.d, per_row, cfg.workgroup_size, cfg.per_row)
+    head_dim = walks.named(kb, "HEAD_DIM", 1)
+    inv_rms = kb.let("invRms", inverse_sqrt(ms / convert(f32, head_dim) + eps))
+    return flat_k(kb, row, loads, inv_rms)
+
+
+def dense_read(cfg: DenseReadConfig, name: str = "dense_read") -> Kernel:
+    """Build the ``dense_read`` kernel for ``cfg``."""
+    fmt = cfg.fmt
+    kb = KernelBuilder(name, cfg.workgroup_size)
+    cache_key = kb.binding("cache_key", u32, "read")
+    cache_value = kb.binding("cache_value", u32, "read")
+    side = None if cfg.inline else kb.binding("cache_scales", f32, "read")
+    out_ty = cfg.output_type.scalar
+    out_key, out_value = words.bindings(kb, ("key", "value"), out_ty, 4, "read_write")
+    out_elem = words.elem(out_ty, 4)
+    per_row, row_words = _consts(kb, cfg)
+    count = kb.param("count")
+    it = walks.vectors(kb, cfg.fold, count, per_row, 4)
+    base = kb.let("rowBase", it.row * row_words)
+    n = fmt.stats
+    for which, cache, out, side_at in (
+        ("k", cache_key, out_key, 0),
+        ("v", cache_value, out_value, n),
+    ):
+
+        def load(w: Val, cache: Buffer = cache) -> Val:
+            return cache[base + w]
+
+        def stat(i: int, side_at: int = side_at) -> Val:
+            return side[it.row * (2 * n) + (side_at + i)]
+
+        lanes_ = [
+            formats.decode(kb, fmt, f"{which}{c.upper()}", load, it.d * 4 + lane, stat, cfg.inline)
+            for lane, c in enumerate(LANES)
+        ]
+        out[it.e] = words.to(kb, out_elem, construct(F32X4, *lanes_))
+    dispatch = walks.dispatch(count, per_row, cfg.workgroup_size, cfg.fold, blocks=False)
+    kernel = kb.build(dispatch, f"Read {fmt.name} cache rows back as {out_ty} rows.")
+    extents: dict[str, Any] = {
+        "cache_key": times(count, row_words.node),
+        "cache_value": times(count, row_words.node),
+        "key": times(count, cfg.head_dim),
+        "value": times(count, cfg.head_dim),
+    }
+    if side is not None:
+        extents["cache_scales"] = times(count, 2 * n)
+    return walks.vector_extents(contract(kernel, extents))
+
+
+def catalog_variants(models: dict[str, Model]) -> dict[str, DenseConfig]:
+    """Named dense variants: at Llama-3.1-8B's shape every format with each place of its
+    scales, appended plain and (scales inline) rotated, and read back; at Qwen2.5-0.5B's (head
+    dim 64: ggml rows of two blocks) every format's rotary append; one f16-input append."""
+    v: dict[str, DenseConfig] = {}
+    llama, qwen = models["llama31_8b"].shape, models["qwen25_05b"].shape
+    for f in DenseFormat:
+        ggml = formats.FORMATS[f.value].ggml
+        for place in [ScalePlace.INLINE] if ggml else list(ScalePlace):
+            tag = f.value + ("_side" if place is ScalePlace.SIDE else "")
+            fs = {"format": f, "scales": place}
+            v[f"dense_append_{tag}_llama31_8b"] = DenseAppendConfig(**llama, **fs)
+            v[f"dense_read_{tag}_llama31_8b"] = DenseReadConfig(**llama, **fs)
+        v[f"dense_append_rotary_{f.value}_llama31_8b"] = DenseAppendConfig(
+            **llama, format=f, rotary=True
+        )
+        v[f"dense_append_rotary_{f.value}_qwen25_05b"] = DenseAppendConfig(
+            **qwen, format=f, rotary=True
+        )
+    qwen3 = models["qwen3_06b"].shape  # a family with QK RMSNorm
+    for f in (DenseFormat.INT8, DenseFormat.Q4_0):
+        v[f"dense_append_knorm_rotary_{f.value}_qwen3_06b"] = DenseAppendConfig(
+            **qwen3, format=f, k_norm=True, rotary=True
+        )
+    v["dense_append_knorm_int4_asym_side_qwen3_06b"] = DenseAppendConfig(
+        **qwen3, format=DenseFormat.INT4_ASYM, scales=ScalePlace.SIDE, k_norm=True
+    )
+    for f in DenseFormat:
+        v[f"dense_build_rotary_{f.value}_llama31_8b"] = DenseBuildConfig(
+            **llama, format=f, rotary=True
+        )
+    v["dense_build_int8_side_llama31_8b"] = DenseBuildConfig(**llama, scales=ScalePlace.SIDE)
+    v["dense_build_knorm_rotary_q8_0_qwen3_06b"] = DenseBuildConfig(
+        **qwen3, format=DenseFormat.Q8_0, k_norm=True, rotary=True
+    )
+    v["dense_read_q4_0_f16_llama31_8b"] = DenseReadConfig(
+        **llama, format=DenseFormat.Q4_0, output_type=Element.F16
+    )
+    v["dense_read_int8_f16_llama31_8b"] = DenseReadConfig(**llama, output_type=Element.F16)
+    v["dense_append_rotary_q8_0_f16_in_llama31_8b"] = DenseAppendConfig(
+        **llama, format=DenseFormat.Q8_0, rotary=True, input_type=Element.F16
+    )
+    return v

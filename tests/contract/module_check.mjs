@@ -1,0 +1,49 @@
+// Answers of emitted/kvdsl.js for the cases tests/contract/test_module.py writes:
+//   node module_check.mjs <kvdsl.js path> <examples/run.js path> <cases.json path>
+// prints one JSON object: per variant its fields (bytesPerTokenHead where it has one), layoutEntries() and, per case, bufferSizes,
+// paramsBytes (hex), workgroups (or the error each threw) and the example's paramsFor(shape);
+// and the messages of the errors each call in "refusals" threw.
+import { readFileSync } from "node:fs";
+import { pathToFileURL } from "node:url";
+
+const [modulePath, examplePath, casesPath] = process.argv.slice(2);
+const kvdsl = await import(pathToFileURL(modulePath).href);
+const example = await import(pathToFileURL(examplePath).href);
+const input = JSON.parse(readFileSync(casesPath, "utf8"));
+
+const attempt = (f) => {
+  try {
+    return { value: f() };
+  } catch (e) {
+    return { error: `${e.constructor.name}: ${e.message}` };
+  }
+};
+const hex = (buf) => Buffer.from(buf).toString("hex");
+
+const out = { names: Object.keys(kvdsl.variants), variants: {}, refusals: [] };
+for (const [name, cases] of Object.entries(input.cases)) {
+  const v = kvdsl.variant(name);
+  out.variants[name] = {
+    name: v.name, mode: v.mode, code: v.code, entryPoint: v.entryPoint,
+    workgroupSize: v.workgroupSize, features: v.features, limits: v.limits, config: v.config,
+    bindings: v.bindings, params: v.params, paramsSize: v.paramsSize, shape: v.shape,
+    ...("bytesPerTokenHead" in v ? { bytesPerTokenHead: v.bytesPerTokenHead } : {}),
+    layoutEntries: v.layoutEntries(),
+    cases: cases.map((c) => ({
+      sizes: attempt(() => v.bufferSizes(c.shape)),
+      paramsBytes: attempt(() => hex(v.paramsBytes(c.params))),
+      workgroups: c.dispatch.map((p) => attempt(() => v.workgroups(p))),
+      exampleParams: attempt(() => example.paramsFor(v, c.shape)),
+    })),
+  };
+}
+for (const r of input.refusals) {
+  const call = {
+    variant: () => kvdsl.variant(r.name),
+    bufferSizes: () => kvdsl.variant(r.name).bufferSizes(r.arg),
+    paramsBytes: () => kvdsl.variant(r.name).paramsBytes(r.arg),
+    workgroups: () => kvdsl.variant(r.name).workgroups(r.arg),
+  }[r.call];
+  out.refusals.push(attempt(call));
+}
+process.stdout.write(JSON.stringify(out));

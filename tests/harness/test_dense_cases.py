@@ -1,0 +1,110 @@
+"""kvdsl.harness.dense: the dense modes' cases run on the interpreter against the reference, and
+DenseCase's comparison of packed cache rows (codes one step off in a few elements, scales
+within a few ulps, never more)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kvdsl import interp
+from kvdsl.harness.cases import cases_for
+from kvdsl.harness.dense import DenseCase
+from kvdsl.kernels.dense import (
+    DenseAppendConfig,
+    DenseBuildConfig,
+    DenseReadConfig,
+    dense_append,
+    dense_build,
+    dense_read,
+)
+from kvdsl.reference import formats as fm
+
+CONFIGS = [
+    DenseAppendConfig(2, 64, format="int8", k_norm=True, rotary=True),
+    DenseAppendConfig(2, 64, format="q8_0", k_norm=True, rotary=True),
+    DenseAppendConfig(2, 64, format="int4_asym", scales="side", k_norm=True),
+    DenseAppendConfig(2, 32, format="q4_0", rotary=True, input_type="f16"),
+    DenseBuildConfig(2, 64, format="q4_0", rotary=True),
+    DenseBuildConfig(2, 64, format="int4", scales="side", k_norm=True),
+    DenseReadConfig(2, 96, format="q8_0"),
+    DenseReadConfig(2, 64, format="int4", scales="side"),
+]
+
+
+@pytest.mark.parametrize("cfg", CONFIGS, ids=lambda c: f"{c.mode}-{c.format.value}")
+def test_cases_pass_on_the_interpreter(cfg):
+    build = {"dense_append": dense_append, "dense_build": dense_build, "dense_read": dense_read}[
+        cfg.mode
+    ]
+    kernel = build(cfg)
+    for case in cases_for(cfg, 3, seed=4):
+        out = interp.run(kernel, dict(case.buffers), case.params)
+        assert case.against_reference(out) == []
+
+
+@pytest.mark.parametrize("cfg", CONFIGS, ids=lambda c: f"{c.mode}-{c.format.value}")
+def test_a_wrong_output_is_caught(cfg):
+    """Each case's own verdict: the reference's outputs pass (written rows only where the mode
+    writes part of the cache), one word's bit 15 flipped (a code 8 or 128 steps off) fails, one
+    word written outside the window fails."""
+    for case in cases_for(cfg, 3, seed=1):
+        got = {}
+        for out, want in case.expected.items():
+            mask = case.written.get(out)
+            got[out] = want.copy() if mask is None else np.where(mask, want, case.buffers[out])
+        assert case.against_reference(got) == []
+        out = next(iter(case.expected))
+        mask = case.written.get(out, np.ones(case.expected[out].size, bool))
+        bad = {k: v.copy() for k, v in got.items()}
+        i = int(np.flatnonzero(mask)[-1])
+        bad[out][i] = (
+            bad[out][i] ^ bad[out].dtype.type(0x8000)
+            if bad[out].dtype.kind == "u"
+            else bad[out][i] + 0.5
+        )
+        assert case.against_reference(bad)[0].startswith(f"{case.label()} {out}:")
+        if not mask.all():
+            stale = {k: v.copy() for k, v in got.items()}
+            j = int(np.flatnonzero(~mask)[0])
+            stale[out][j] = stale[out].dtype.type(0)
+            assert "should not be" in case.against_reference(stale)[0]
+
+
+def rows_case(fmt: str, inline: bool = True) -> tuple[DenseCase, np.ndarray]:
+    x = np.random.default_rng(6).standard_normal((40, 64)).astype(np.float32)
+    words, _ = fm.quantize_rows(fmt, x, inline)
+    case = DenseCase(
+        {},
+        {},
+        {},
+        {"present_key": words.reshape(-1)},
+        quantized={"present_key": 8},
+        layout={"present_key": (fmt, 64, inline)},
+    )
+    return case, words
+
+
+@pytest.mark.parametrize("fmt", ["int8", "q8_0", "int4", "q4_0"])
+def test_one_code_one_step_off_passes_two_steps_fail(fmt):
+    case, words = rows_case(fmt)
+    got = words.copy()
+    col = 5  # a code word (past int8's scale word; inside q8_0's first block's codes)
+    got[3, col] ^= 1 << 8  # one field's lowest bit: one step
+    assert case.against_reference({"present_key": got.reshape(-1)}) == []
+    got[4, col] ^= 2 << 8  # another field two steps off
+    problems = case.against_reference({"present_key": got.reshape(-1)})
+    assert problems and "by up to 2 steps" in problems[0]
+    # Without the allowance (not a quantised output) any difference fails.
+    strict = DenseCase({}, {}, {}, case.expected, layout=case.layout)
+    assert strict.against_reference({"present_key": got.reshape(-1)})
+
+
+def test_a_scale_an_ulp_apart_passes_a_wrong_scale_fails():
+    case, words = rows_case("int8")
+    got = words.copy()
+    got[2, 0] += 1  # the f32 scale word, one ulp up
+    assert case.against_reference({"present_key": got.reshape(-1)}) == []
+    got[3, 0] = np.float32(got[3, 0].view(np.float32) * 1.01).view(np.uint32)
+    problems = case.against_reference({"present_key": got.reshape(-1)})
+    assert problems and "scales differ" in problems[0]
