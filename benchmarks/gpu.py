@@ -366,6 +366,7 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> list[di
                                 bindings=lbind,
                                 params_struct=lstruct,
                                 label="legacy_" + name,
+                                limits=legacy.template_limits(lbind),
                             )
                         )
                 got["template_us"] = min(times)

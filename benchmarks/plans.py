@@ -60,7 +60,7 @@ HEADS, HEAD_DIM = 8, 128
 FULL = {"batches": (1, 4), "cache": 8192, "prefill": 2048}
 SMALL = {"batches": (1, 2), "cache": 32, "prefill": 8}
 #: config fields that do not make a variant distinct (its shape and dispatch tunables)
-SHAPE_FIELDS = ("kv_heads", "head_dim", "workgroup_size", "fold", "storage_buffer_limit", "eps")
+SHAPE_FIELDS = ("kv_heads", "head_dim", "workgroup_size", "fold", "eps")
 
 
 # -- which configs ------------------------------------------------------------------------------
@@ -243,10 +243,12 @@ def _build(cfg: Any, B: int, h: int, d: int, half: int, words: int, seq: int, ro
     counts = {"src_k": new, "src_v": new, "seqlens_k": B, "k_norm_weight": d,
               "cos_cache": rows * half, "sin_cache": rows * half, "k_scale": h * d,
               "v_scale": h * d, "present_key": B * h * rows * out_words,
-              "present_value": B * h * rows * out_words}  # fmt: skip
+              "present_value": B * h * rows * out_words,
+              "rotary_table": rows * 2 * half, "kv_scale": 2 * h * d}  # fmt: skip
     written = B * h * seq * out_words
     moved = counts | {"present_key": written, "present_value": written}
     moved |= dict.fromkeys(("cos_cache", "sin_cache"), seq * half)
+    moved["rotary_table"] = seq * 2 * half
     params = {"count": B * h * seq, "seq": seq, "pastSeq": rows - seq, "perChannel": 1}
     if cfg.mode == "append_quant":
         params["totalSeq"] = rows

@@ -10,6 +10,13 @@ params field names, workgroup size and dispatch geometry. Everything but
 Variables the template never reads, combinations it cannot produce and values that contradict
 each other (``kvHidden != kvHeads * headDim``, ``half > headDim / 2`` ...) are rejected with a
 :class:`~kvdsl.kernels.config.ConfigError` naming the variable.
+
+The template's quantising kernels with rotary bind 9 or 10 storage buffers, past WebGPU's
+default 8 per stage. The template does not read its device's limits, so the host states them:
+``max_storage_buffers`` (``kvdsl legacy --max-storage-buffers N``), the device's
+``maxStorageBuffersPerShaderStage``. Where the template's bindings fit it, the bridge gives the
+drop-in; otherwise the packed kernel of at most 8 (:class:`~kvdsl.kernels.config.Bindings`),
+whose bindings differ from the template's, as :func:`binding_note` says.
 """
 
 from __future__ import annotations
@@ -23,6 +30,8 @@ import numpy as np
 
 from kvdsl.kernels.build import BuildConfig
 from kvdsl.kernels.config import (
+    MAX_STORAGE_BUFFERS,
+    Bindings,
     ConfigError,
     Element,
     KernelConfig,
@@ -34,7 +43,7 @@ from kvdsl.kernels.config import (
 from kvdsl.kernels.copy import CopyConfig
 from kvdsl.kernels.merge import MergeConfig
 from kvdsl.kernels.merge_share import MergeShareConfig
-from kvdsl.kernels.quant import AppendQuantConfig, BuildQuantConfig
+from kvdsl.kernels.quant import AppendQuantConfig, BuildQuantConfig, QuantConfig, storage_buffers
 from kvdsl.kernels.transpose import TransposeConfig
 from kvdsl.kernels.window_shift import WindowShiftConfig
 
@@ -51,15 +60,27 @@ KNOWN = frozenset(
 
 BRIDGES: dict[str, Callable[["Vars"], KernelConfig]] = {}
 
+#: What a stated storage-buffer limit may be, in words.
+MAX_STORAGE_BUFFERS_ALLOWED = (
+    f"a whole number, {MAX_STORAGE_BUFFERS} or more: the device's "
+    f"maxStorageBuffersPerShaderStage (WebGPU guarantees {MAX_STORAGE_BUFFERS})"
+)
+
 
 class Vars:
-    """Read access to template variables that records what was read and checks types."""
+    """Read access to template variables that records what was read and checks types;
+    ``max_storage_buffers`` is the host's device limit (WebGPU's default 8 when not stated)."""
 
-    def __init__(self, data: dict[str, Any]) -> None:
+    def __init__(self, data: dict[str, Any], max_storage_buffers: int | None = None) -> None:
         unknown = sorted(set(data) - KNOWN)
         require(not unknown, unknown[0] if unknown else "", data.get(unknown[0]) if unknown else None,
               "a variable the template reads: " + ", ".join(sorted(KNOWN - {"env"})))  # fmt: skip
         self.data = data
+        if max_storage_buffers is not None:
+            n = max_storage_buffers
+            ok = isinstance(n, int) and not isinstance(n, bool) and n >= MAX_STORAGE_BUFFERS
+            require(ok, "max_storage_buffers", n, MAX_STORAGE_BUFFERS_ALLOWED)
+        self.max_storage_buffers = max_storage_buffers or MAX_STORAGE_BUFFERS
 
     def get(self, path: str, default: Any = None, kind: type = object) -> Any:
         """The variable at dotted ``path`` (``device.adapterInfo.vendor``) or ``default``; ``kind``
@@ -105,10 +126,36 @@ def mode_of(v: Vars) -> str:
     return mode
 
 
-def config_from_vars(data: dict[str, Any]) -> KernelConfig:
-    """The kvdsl config equivalent to rendering the template with ``data``."""
-    v = Vars(data)
+def config_from_vars(data: dict[str, Any], max_storage_buffers: int | None = None) -> KernelConfig:
+    """The kvdsl config equivalent to rendering the template with ``data``, for a device that
+    allows ``max_storage_buffers`` storage buffers per stage (WebGPU's default 8 if None)."""
+    v = Vars(data, max_storage_buffers)
     return BRIDGES[mode_of(v)](v)
+
+
+def binding_note(cfg: KernelConfig) -> str | None:
+    """Where ``cfg``'s bindings differ from the template's (the packed form of a kernel whose
+    template bindings pass 8, or ``window_shift`` 'all' with rotary, which the template has no
+    rotating form of), one sentence saying so and how to get the drop-in if there is one; else
+    None."""
+    if isinstance(cfg, WindowShiftConfig) and cfg.rotary and cfg.region is ShiftRegion.ALL:
+        return (
+            "bindings differ from the template's: rotary_table (cos then sin per position) is "
+            "bound, which the template's 'all' region does not bind, since it appends K "
+            "unrotated (docs/legacy.md, defect 2); no drop-in rotates there"
+        )
+    if not isinstance(cfg, QuantConfig) or cfg.bindings is not Bindings.PACKED:
+        return None
+    need = storage_buffers(cfg, Bindings.TEMPLATE)
+    if need <= MAX_STORAGE_BUFFERS:
+        return None
+    return (
+        f"bindings differ from the template's: rotary_table (cos then sin per position) and "
+        f"kv_scale ((k, v) scale pairs) replace cos_cache, sin_cache, k_scale and v_scale, so "
+        f"that the kernel binds {storage_buffers(cfg)} storage buffers, within WebGPU's default "
+        f"{MAX_STORAGE_BUFFERS}; the template's drop-in binds {need}: for a device that allows "
+        f"that many, pass --max-storage-buffers {need} (or more)"
+    )
 
 
 def _present(v: Vars) -> str:
@@ -375,6 +422,14 @@ def _build(v: Vars) -> BuildConfig:
     )
 
 
+def _quant(cls: type[QuantConfig], v: Vars) -> QuantConfig:
+    """The template's bindings where the device allows them, else the packed ones."""
+    fields = _shape(v) | _k_norm(v) | _quant_fields(v) | _rotary(v)
+    cfg = cls(**fields, bindings=Bindings.TEMPLATE)
+    fits = storage_buffers(cfg) <= v.max_storage_buffers
+    return cfg if fits else cls(**fields, bindings=Bindings.PACKED)
+
+
 def _quant_fields(v: Vars) -> dict[str, Any]:
     bits = v.need("bits", int)
     require(bits in (4, 8), "bits", bits, "8 or 4 (the template takes any other value as 4)")
@@ -400,13 +455,21 @@ def _quant_fields(v: Vars) -> dict[str, Any]:
 
 
 @_bridge("build_quant")
-def _build_quant(v: Vars) -> BuildQuantConfig:
-    return BuildQuantConfig(**_shape(v), **_k_norm(v), **_quant_fields(v), **_rotary(v))
+def _build_quant(v: Vars) -> QuantConfig:
+    return _quant(BuildQuantConfig, v)
 
 
 @_bridge("append_quant")
-def _append_quant(v: Vars) -> AppendQuantConfig:
-    return AppendQuantConfig(**_shape(v), **_k_norm(v), **_quant_fields(v), **_rotary(v))
+def _append_quant(v: Vars) -> QuantConfig:
+    return _quant(AppendQuantConfig, v)
 
 
-__all__ = ["BRIDGES", "ConfigError", "KNOWN", "Vars", "config_from_vars", "mode_of"]
+__all__ = [
+    "BRIDGES",
+    "ConfigError",
+    "KNOWN",
+    "Vars",
+    "binding_note",
+    "config_from_vars",
+    "mode_of",
+]

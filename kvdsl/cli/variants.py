@@ -62,13 +62,22 @@ def cmd_legacy(args: argparse.Namespace) -> int:
     """Print the WGSL kvdsl emits for the legacy template's variables."""
     from kvdsl.emit import emit, emit_expr
     from kvdsl.kernels.build import RowConfig
+    from kvdsl.ir.features import limits as kernel_limits
     from kvdsl.kernels.config import Reduction, as_dict
-    from kvdsl.legacy import config_from_vars
+    from kvdsl.legacy import MAX_STORAGE_BUFFERS_ALLOWED, binding_note, config_from_vars
 
     data = load_json(args.vars, "--vars")
     if not isinstance(data, dict):
         raise UsageError(f"--vars: expected a JSON object of template variables, got {data!r}")
-    cfg = config_from_vars(data)
+    most = None
+    if args.max_storage_buffers is not None:
+        text = args.max_storage_buffers
+        most = int(text) if text.strip().isdigit() else None
+        if most is None or most < 8:
+            raise UsageError(
+                f"--max-storage-buffers {text}: expected {MAX_STORAGE_BUFFERS_ALLOWED}"
+            )
+    cfg = config_from_vars(data, most)
     if args.subgroups:
         if not (isinstance(cfg, RowConfig) and cfg.k_norm):
             raise UsageError(
@@ -79,12 +88,24 @@ def cmd_legacy(args: argparse.Namespace) -> int:
     kernel = catalog.build_config(cfg)
     wgsl = emit(kernel)
     d = kernel.dispatch
+    note = binding_note(cfg)
+    limits = kernel_limits(kernel)
     sys.stdout.write(
         f"// kvdsl {cfg.mode} for the legacy template's variables; config: "
         f"{json.dumps(as_dict(cfg))}\n"
         f"// dispatch: ceil(({emit_expr(d.items)}) / {d.per_group}) workgroups, "
-        f"folded into y past {d.fold}\n\n" + wgsl
+        f"folded into y past {d.fold}\n"
+        + (
+            f"// limits past WebGPU's defaults, to request of the device: {json.dumps(limits)}\n"
+            if limits
+            else ""
+        )
+        + (f"// {note}\n" if note else "")
+        + "\n"
+        + wgsl
     )
+    if note:
+        print(f"kvdsl legacy: note: {note}", file=sys.stderr)
     return 0
 
 
@@ -121,5 +142,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="K RMSNorm summed across the subgroup (the *_knorm_sg_* drop-ins' form; the device "
         "needs WGSL's subgroups)",
+    )
+    s.add_argument(
+        "--max-storage-buffers",
+        metavar="N",
+        help="the device's maxStorageBuffersPerShaderStage (8 or more; default WebGPU's 8): "
+        "the quantising kernels with rotary keep the template's 9 or 10 bindings where N allows "
+        "them, else bind the packed 8 (rotary_table, kv_scale)",
     )
     s.set_defaults(handler=cmd_legacy)

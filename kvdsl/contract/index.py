@@ -19,6 +19,7 @@ from kvdsl.contract.modes import sizes as mode_sizes
 from kvdsl.ir import Kernel
 from kvdsl.ir import tree as ir
 from kvdsl.ir.features import features
+from kvdsl.ir.features import limits as kernel_limits
 from kvdsl.ir.ops import Op
 from kvdsl.ir.types import Scalar, Vec
 from kvdsl.kernels.config import KernelConfig, as_dict
@@ -44,12 +45,10 @@ class ContractError(ValueError):
 
 
 def limits(kernel: Kernel) -> dict[str, int]:
-    """The GPU limits ``kernel`` needs beyond WebGPU's defaults, by GPUSupportedLimits name.
-
-    Empty: every catalog kernel binds at most 8 storage buffers and runs at most 256
-    invocations per workgroup, WebGPU's defaults. This one function is where a per-kernel
-    analysis of limits plugs into ``index.json`` and ``kvdsl.js``."""
-    return {}
+    """The GPU limits ``kernel`` needs beyond WebGPU's defaults, by GPUSupportedLimits name:
+    :func:`kvdsl.ir.features.limits`, the runtime's rule too (``{}`` for every catalog kernel
+    but the ``*_template_bindings_*`` drop-ins, which need 9 or 10 storage buffers)."""
+    return kernel_limits(kernel)
 
 
 def element_bytes(elem: Scalar | Vec) -> int:

@@ -15,7 +15,14 @@ from __future__ import annotations
 from typing import Callable
 
 from kvdsl.kernels.build import BuildConfig, RowConfig
-from kvdsl.kernels.config import PRESENT, KernelConfig, rotary_pairs, window_bindings
+from kvdsl.kernels.config import (
+    KV_SCALE,
+    PRESENT,
+    ROTARY_TABLE,
+    KernelConfig,
+    rotary_pairs,
+    window_bindings,
+)
 from kvdsl.kernels.copy import CopyConfig
 from kvdsl.kernels.dense import DenseAppendConfig, DenseBuildConfig, DenseConfig, DenseReadConfig
 from kvdsl.kernels.merge import MergeConfig
@@ -28,7 +35,7 @@ from kvdsl.kernels.window_shift import WindowShiftConfig
 Sizes = dict[str, tuple[str, int]]
 
 #: mode → its shape variables (``positions``, the rotary table's rows, is added where a kernel
-#: binds ``cos_cache``)
+#: binds ``cos_cache`` or the packed ``rotary_table``)
 SHAPES: dict[str, tuple[str, ...]] = {
     "transpose": ("batch", "kvSeq"),
     "copy": ("rows",),
@@ -57,7 +64,8 @@ WINDOW_MEANINGS = {
 
 _COUNT = "rows of head_dim values the kernel writes per output"
 _PER_CHANNEL = (
-    "1: k_scale and v_scale hold one scale per channel (kv_heads × head_dim); 0: one scale each"
+    "1: k_scale and v_scale (packed: kv_scale's (k, v) pairs) hold one scale per channel "
+    "(kv_heads × head_dim); 0: one scale each"
 )
 
 #: mode → params field → its meaning in one line
@@ -117,7 +125,7 @@ MEANINGS: dict[str, dict[str, str]] = {
 
 def shape(cfg: KernelConfig, bindings: list[str]) -> list[str]:
     """The shape variables of ``cfg``'s variant, whose kernel has ``bindings``."""
-    rotary = ["positions"] if "cos_cache" in bindings else []
+    rotary = ["positions"] if {"cos_cache", ROTARY_TABLE} & set(bindings) else []
     return list(SHAPES[cfg.mode]) + rotary + (list(WINDOW_SHAPE) if cfg.window else [])
 
 
@@ -156,10 +164,16 @@ def _present(rows: str, width: int) -> Sizes:
 
 
 def _rotary(cfg: RowConfig | MergeShareConfig | WindowShiftConfig | DenseAppendConfig) -> Sizes:
-    """cos_cache and sin_cache: the config's rotated pairs per row (``rotary_half``, or
-    ``head_dim / 2`` where it is unset) f32 per position."""
+    """cos_cache and sin_cache: the config's rotated pairs per row (``half``: ``rotary_half``, or
+    ``head_dim / 2`` where it is unset) f32 per position; the packed ``rotary_table``
+    (:class:`~kvdsl.kernels.config.Bindings`): both, ``2 * half`` f32 per position (its ``half``
+    cos values, then its ``half`` sin values)."""
     half = rotary_pairs(cfg.head_dim, cfg.rotary_half)
-    return {"cos_cache": ("positions", half), "sin_cache": ("positions", half)}
+    return {
+        "cos_cache": ("positions", half),
+        "sin_cache": ("positions", half),
+        ROTARY_TABLE: ("positions", 2 * half),
+    }
 
 
 def _row(cfg: RowConfig) -> Sizes:
@@ -172,6 +186,7 @@ def _row(cfg: RowConfig) -> Sizes:
         "k_norm_weight": ("1", cfg.head_dim),
         "k_scale": (scales, 1),
         "v_scale": (scales, 1),
+        KV_SCALE: (scales, 2),  # packed: (k, v) per entry
     } | _rotary(cfg)
 
 

@@ -17,6 +17,7 @@ from kvdsl import reference
 from kvdsl.harness.cases import Case, case_generator, dtype, values
 from kvdsl.harness.compare import poison
 from kvdsl.kernels.build import BuildConfig, RowConfig
+from kvdsl.kernels.config import Bindings
 from kvdsl.kernels.merge import MergeConfig
 from kvdsl.kernels.merge_share import MergeShareConfig
 from kvdsl.kernels.quant import AppendQuantConfig, BuildQuantConfig, QuantConfig
@@ -172,7 +173,9 @@ def window_shift_case(cfg: WindowShiftConfig, rng: np.random.Generator, i: int) 
         bufs |= {"past_k": past_k, "past_v": past_v}
     if cfg.region != "shift":
         bufs |= {"new_k": new_k, "new_v": new_v}
-    if rot is not None:
+    if rot is not None and cfg.region == "all":  # one packed table: cos, then sin per position
+        bufs["rotary_table"] = rot.table(cfg.half)
+    elif rot is not None:
         bufs |= {"cos_cache": rot.cos, "sin_cache": rot.sin}
     rows = win.key_seq if cfg.region == "append" else win.cap
     return _with_positions(win.case(bufs, rows, w, _float_tol(cfg, cfg.rotary)), rot)
@@ -219,6 +222,19 @@ def _quant(cfg: QuantConfig, rng: np.random.Generator, per_channel: bool) -> ref
     return reference.Quant(cfg.bits, k_scale, v_scale, per_channel, cfg.qmin, cfg.qmax)
 
 
+def _quant_inputs(
+    cfg: QuantConfig, bufs: dict[str, np.ndarray], q: reference.Quant, rot: reference.Rotary | None
+) -> dict[str, np.ndarray]:
+    """``bufs`` with the scales (and rotary tables) as the config's bindings take them: the
+    template's, or packed (``kv_scale``, ``rotary_table``)."""
+    if cfg.bindings is not Bindings.PACKED:
+        return bufs | {"k_scale": q.k_scale, "v_scale": q.v_scale}
+    out = {k: a for k, a in bufs.items() if k not in ("cos_cache", "sin_cache")}
+    if rot is not None:
+        out["rotary_table"] = rot.table(cfg.half)
+    return out | {"kv_scale": q.kv_scale()}
+
+
 def _quant_case(cfg: QuantConfig, case: Case, transformed: bool) -> Case:
     case.codes = {"present_key": cfg.bits, "present_value": cfg.bits}
     if transformed:
@@ -233,7 +249,7 @@ def build_quant_case(cfg: BuildQuantConfig, rng: np.random.Generator, i: int) ->
     bufs, k, v, norm, rot = _row_inputs(cfg, rng, batch, seq, past + seq)
     q = _quant(cfg, rng, per_channel)
     pk, pv = reference.build_quant(k, v, cfg.kv_heads, q, past, norm, rot)
-    bufs |= {"k_scale": q.k_scale, "v_scale": q.v_scale}
+    bufs = _quant_inputs(cfg, bufs, q, rot)
     case = Case(
         {"batch": batch, "seq": seq, "pastSeq": past, "perChannel": int(per_channel)},
         _flat(bufs) | _present("", pk.shape, pk.dtype),
@@ -253,7 +269,7 @@ def append_quant_case(cfg: AppendQuantConfig, rng: np.random.Generator, i: int) 
     bufs, k, v, norm, rot = _row_inputs(cfg, rng, batch, seq, cap)
     q = _quant(cfg, rng, per_channel)
     w = reference.append_quant(k, v, seqlens, cap, cfg.kv_heads, q, norm, rot)
-    bufs |= {"seqlens_k": seqlens, "k_scale": q.k_scale, "v_scale": q.v_scale}
+    bufs = _quant_inputs(cfg, bufs | {"seqlens_k": seqlens}, q, rot)
     case = Case(
         {"batch": batch, "seq": seq, "totalSeq": cap, "perChannel": int(per_channel)},
         _flat(bufs) | _present("", w.key.shape, w.key.dtype),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from kvdsl.ir import tree as ir
 from kvdsl.ir import ops
-from kvdsl.ir.types import Scalar
+from kvdsl.ir.types import Array, Scalar, Vec
 
 SHADER_F16 = "shader-f16"
 SUBGROUPS = "subgroups"
@@ -62,3 +62,44 @@ def _module(kernel: ir.Kernel) -> tuple:
         kernel.workgroup_vars,
         kernel.body,
     )
+
+
+#: WebGPU's default limits that a kernel's module can need more of, by their JavaScript names
+#: (``GPUSupportedLimits``): what a device requested with no limits has.
+DEFAULT_LIMITS = {
+    "maxStorageBuffersPerShaderStage": 8,
+    "maxComputeWorkgroupStorageSize": 16384,
+    "maxComputeInvocationsPerWorkgroup": 256,
+    "maxComputeWorkgroupSizeX": 256,
+    "maxComputeWorkgroupSizeY": 256,
+    "maxComputeWorkgroupSizeZ": 64,
+}
+
+
+def limits(kernel: ir.Kernel) -> dict[str, int]:
+    """The WebGPU limits ``kernel``'s module needs beyond :data:`DEFAULT_LIMITS`, by their
+    JavaScript names: its storage bindings (one stage), its workgroup memory in bytes (each
+    ``var<workgroup>`` rounded up to 16 bytes, as WebGPU counts it), its invocations per
+    workgroup and workgroup size per axis. Empty for a kernel that runs at the defaults; a
+    binding's size depends on the params and is checked per dispatch."""
+    x, y, z = kernel.workgroup_size
+    need = {
+        "maxStorageBuffersPerShaderStage": len(kernel.bindings),
+        "maxComputeWorkgroupStorageSize": sum(
+            _workgroup_bytes(v.ty) for v in kernel.workgroup_vars
+        ),
+        "maxComputeInvocationsPerWorkgroup": x * y * z,
+        "maxComputeWorkgroupSizeX": x,
+        "maxComputeWorkgroupSizeY": y,
+        "maxComputeWorkgroupSizeZ": z,
+    }
+    return {k: n for k, n in need.items() if n > DEFAULT_LIMITS[k]}
+
+
+def _workgroup_bytes(ty: Array) -> int:
+    """Bytes a ``var<workgroup>`` array takes: WGSL's array stride (its element's size rounded
+    up to the element's alignment) times its length, rounded up to 16."""
+    e = ty.elem
+    align = e.align if isinstance(e, Vec) else e.size
+    stride = -(-e.size // align) * align
+    return -(-(stride * ty.n) // 16) * 16

@@ -55,6 +55,7 @@ from kvdsl.kernels.config import (
     KNORM_WORKGROUP,
     Model,
     PRESENT,
+    ROTARY_TABLE,
     ROTARY_TABLES,
     Reduction,
     Walk,
@@ -190,7 +191,8 @@ class BuildConfig(RowConfig):
 
 @dataclass(frozen=True)
 class RowInputs:
-    """The bindings and consts the row program reads (``None`` where a transform is off)."""
+    """The bindings and consts the row program reads (``None`` where a transform is off);
+    with ``packed_table`` cos and sin are one binding, ``rotary_table``."""
 
     src_k: Buffer
     src_v: Buffer
@@ -198,19 +200,34 @@ class RowInputs:
     k_norm_weight: Buffer | None
     cos_cache: Buffer | None
     sin_cache: Buffer | None
+    packed_table: bool = False
+
+    def rotation(self, pos: Val, half: Val, partial: bool = False) -> Rotation:
+        """The rotation at ``pos`` through these rotary tables (``partial``: the row's elements
+        past ``2 * half`` pass through)."""
+        return Rotation(self.cos_cache, self.sin_cache, pos, half, partial, self.packed_table)
 
 
 def declare_inputs(
-    kb: KernelBuilder, cfg: RowConfig, seqlens_k: bool = False, width: int = 1
+    kb: KernelBuilder,
+    cfg: RowConfig,
+    seqlens_k: bool = False,
+    width: int = 1,
+    packed_table: bool = False,
 ) -> RowInputs:
     """Declare the inputs in the template's order: ``src_k``, ``src_v``, ``seqlens_k`` (when
-    asked), then as ``cfg`` needs them the K-norm weight and the rotary caches; ``width`` > 1
-    makes the float inputs vectors (the flat walk)."""
+    asked), then as ``cfg`` needs them the K-norm weight and the rotary caches (one
+    ``rotary_table`` with ``packed_table``); ``width`` > 1 makes the float inputs vectors (the
+    flat walk)."""
     src_k, src_v = words.bindings(kb, ("src_k", "src_v"), cfg.input_type.scalar, width)
     seqlens = kb.binding("seqlens_k", i32, "read") if seqlens_k else None
     weight = words.binding(kb, "k_norm_weight", f32, width) if cfg.k_norm else None
-    cos, sin = words.bindings(kb, ROTARY_TABLES, f32, width) if cfg.rotary else (None, None)
-    return RowInputs(src_k, src_v, seqlens, weight, cos, sin)
+    cos = sin = None
+    if cfg.rotary and packed_table:
+        cos = sin = words.binding(kb, ROTARY_TABLE, f32, width)
+    elif cfg.rotary:
+        cos, sin = words.bindings(kb, ROTARY_TABLES, f32, width)
+    return RowInputs(src_k, src_v, seqlens, weight, cos, sin, cfg.rotary and packed_table)
 
 
 @dataclass(frozen=True)
@@ -281,7 +298,7 @@ def k_row(
     if c.eps is not None:
         rms_norm_row(kb, k, inputs.k_norm_weight, c.head_dim, c.eps)
     if c.half is not None:
-        rotate_row(kb, k, Rotation(inputs.cos_cache, inputs.sin_cache, position(), c.half))
+        rotate_row(kb, k, inputs.rotation(position(), c.half))
     return k
 
 
@@ -415,7 +432,7 @@ def flat_k_loads(
     d = row.it.d
 
     def rotation() -> Rotation:
-        return Rotation(inputs.cos_cache, inputs.sin_cache, position(), row.half, row.partial)
+        return inputs.rotation(position(), row.half, row.partial)
 
     if row.pair is not None:
         if row.k_own is None:

@@ -68,6 +68,25 @@ FLOATS = (Element.F32, Element.F16)
 PAST, NEW, PRESENT = ("past_k", "past_v"), ("new_k", "new_v"), ("present_key", "present_value")
 #: The rotary tables.
 ROTARY_TABLES = ("cos_cache", "sin_cache")
+#: The packed bindings (:class:`Bindings`): cos and sin in one table, K and V scales in one.
+ROTARY_TABLE, KV_SCALE = "rotary_table", "kv_scale"
+#: WebGPU's default ``maxStorageBuffersPerShaderStage``.
+MAX_STORAGE_BUFFERS = 8
+
+
+class Bindings(StrEnum):
+    """Which storage bindings a quantising kernel declares.
+
+    ``template``: the legacy template's (``cos_cache`` and ``sin_cache``, ``k_scale`` and
+    ``v_scale``), up to 10 with K RMSNorm and rotary; ``packed``: within WebGPU's default 8,
+    cos and sin in one ``rotary_table`` (per position ``half`` cos values, then ``half`` sin
+    values) and the scales in one ``kv_scale`` of ``vec2<f32>`` entries (K's scale, V's scale).
+    """
+
+    TEMPLATE = "template"
+    PACKED = "packed"
+
+
 #: The BSH sources of the modes that read new K/V (``transpose``'s, ``build``'s, the others').
 SOURCES = NEW + ("key", "value", "src_k", "src_v")
 

@@ -19,9 +19,16 @@ requires it). Scales stay scalar ``f32`` bindings, read per lane. With K RMSNorm
 workgroup memory (or ``pairs=True`` with rotary) the flat walk takes one invocation per pair of
 vectors ``(dr, dr + HALF_V4)`` (:attr:`kvdsl.kernels.plan.WalkPlan.uses_pairs`).
 
+Bindings (:class:`~kvdsl.kernels.config.Bindings`): the template's, or packed within WebGPU's
+default 8 storage buffers: cos and sin in one ``rotary_table`` (per position ``HALF`` cos, then
+``HALF`` sin; :class:`kvdsl.nodes.rotary.Rotation`'s ``packed``) and the scales in one
+``kv_scale`` of ``vec2<f32>`` ``(k, v)`` entries (:func:`kvdsl.nodes.quant.kv_scales`). Unset,
+a config takes the template's where they fit 8 and the packed ones where they do not (K RMSNorm
+with rotary, rotary in ``append_quant``).
+
 ``window`` (the flat walk): the present is bound from slice ``headBase`` on and ``src_k`` /
 ``src_v`` from batch ``batchBase`` on, as in :mod:`.build`; ``seqlens_k``, the scales, the K-norm
-weight and the rotary tables are bound whole.
+weight and the rotary tables (packed or not) are bound whole.
 
 Defects of the template, fixed here:
 
@@ -60,6 +67,11 @@ from kvdsl.kernels.build import (
     row_walk,
 )
 from kvdsl.kernels.config import (
+    KV_SCALE,
+    MAX_STORAGE_BUFFERS,
+    ROTARY_TABLE,
+    ROTARY_TABLES,
+    Bindings,
     Bits,
     Element,
     Model,
@@ -74,7 +86,6 @@ from kvdsl.kernels.config import (
     one_of,
     partial_rotary,
     plus,
-    positive_int,
     require,
     require_pairs,
     times,
@@ -83,6 +94,8 @@ from kvdsl.nodes import walks, words
 from kvdsl.nodes.index import bnsh, cache_window
 from kvdsl.nodes.quant import (
     QRANGE,
+    kv_scale_function,
+    kv_scales,
     pack_int4,
     pack_int4x4,
     quantize,
@@ -92,12 +105,19 @@ from kvdsl.nodes.quant import (
 )
 from kvdsl.nodes.window import append_window
 
-MAX_STORAGE_BUFFERS = 8  # WebGPU's default maxStorageBuffersPerShaderStage
+
+def storage_buffers(cfg: QuantConfig, bindings: Bindings | None = None) -> int:
+    """Storage bindings of a quantising kernel with ``bindings`` (default: the config's): K/V
+    in and out, scales and the optional inputs."""
+    packed = (cfg.bindings if bindings is None else bindings) is Bindings.PACKED
+    pair = 1 if packed else 2  # the K/V scales, and cos/sin: one binding each when packed
+    return 4 + pair + cfg.k_norm + pair * cfg.rotary + (cfg.mode == "append_quant")
 
 
-def storage_buffers(cfg: QuantConfig) -> int:
-    """Storage bindings of a quantising kernel: K/V in and out, scales and the optional inputs."""
-    return 6 + cfg.k_norm + 2 * cfg.rotary + (cfg.mode == "append_quant")
+def _default_bindings(cfg: QuantConfig) -> Bindings:
+    """The template's bindings where they fit WebGPU's default limit, else the packed ones."""
+    fits = storage_buffers(cfg, Bindings.TEMPLATE) <= MAX_STORAGE_BUFFERS
+    return Bindings.TEMPLATE if fits else Bindings.PACKED
 
 
 def _qrange(cfg: QuantConfig) -> tuple[int, int]:
@@ -110,19 +130,20 @@ class QuantConfig(RowConfig):
     """Fields shared by the quantising modes.
 
     ``qmin``/``qmax`` (the clamp range, inclusive) default to the full signed range of ``bits``.
-    ``storage_buffer_limit`` is the device's storage buffers per stage: K RMSNorm with rotary
-    (and rotary in ``append_quant``) needs 9 or 10, past WebGPU's default of 8, so such configs
-    need a host that requests a higher limit (the interpreter has none).
+    ``bindings`` (:class:`~kvdsl.kernels.config.Bindings`): the template's storage bindings, or
+    the packed ones. K RMSNorm with rotary (and rotary in ``append_quant``) binds 9 or 10 of the
+    template's, past WebGPU's default of 8 per stage, so those configs default to ``packed``
+    (at most 8) and every other to ``template``; a ``template`` kernel past 8 states the limit it
+    needs (:func:`kvdsl.ir.features.limits`), which a host must request of its device.
     """
 
     bits: Bits = choice(Bits.INT8)
     qmin: int = Slot(derive=lambda cfg: _qrange(cfg)[0])
     qmax: int = Slot(derive=lambda cfg: _qrange(cfg)[1])
-    storage_buffer_limit: int = MAX_STORAGE_BUFFERS
+    bindings: Bindings = Slot(enum=Bindings, derive=_default_bindings)
     KEYS = (  # fmt: skip
         "kv_heads", "head_dim", "bits", "qmin", "qmax", "k_norm", "rotary", "rotary_half", "eps",
-        "input_type", "workgroup_size", "fold", "storage_buffer_limit", "walk", "reduction",
-        "pairs",
+        "input_type", "workgroup_size", "fold", "bindings", "walk", "reduction", "pairs",
     )
 
     @property
@@ -161,15 +182,7 @@ class QuantConfig(RowConfig):
             ok = isinstance(value, int) and not isinstance(value, bool) and lo <= value <= hi
             require(ok, field, value, f"an integer in [{lo}, {hi}] for {self.bits} bits")
         require(self.qmin < self.qmax, "qmin", self.qmin, f"less than qmax={self.qmax}")
-        positive_int("storage_buffer_limit", self.storage_buffer_limit)
-        n = storage_buffers(self)
-        require(
-            n <= self.storage_buffer_limit,
-            "k_norm/rotary",
-            (self.k_norm, self.rotary),
-            f"at most storage_buffer_limit={self.storage_buffer_limit} storage buffers "
-            f"(WebGPU's default per stage is {MAX_STORAGE_BUFFERS}); this {self.mode} needs {n}",
-        )
+        one_of("bindings", self.bindings, Bindings)
 
 
 @dataclass(frozen=True)
@@ -207,9 +220,13 @@ def _quant(cfg: QuantConfig, name: str, append: bool) -> Kernel:
     plan = cfg.plan
     program = plan.program
     width = walks.lanes(cfg.head_dim, cfg.rotary, cfg.half) if program else 1
-    inputs = declare_inputs(kb, cfg, seqlens_k=append, width=width)
-    k_scale = kb.binding("k_scale", f32, "read")
-    v_scale = kb.binding("v_scale", f32, "read")
+    packed = cfg.bindings is Bindings.PACKED
+    inputs = declare_inputs(kb, cfg, seqlens_k=append, width=width, packed_table=packed)
+    if packed:
+        k_scale = v_scale = kb.binding(KV_SCALE, vec(2, f32), "read")
+    else:
+        k_scale = kb.binding("k_scale", f32, "read")
+        v_scale = kb.binding("v_scale", f32, "read")
     int8 = cfg.bits is Bits.INT8
     word = i32 if int8 else u32
     if width == 4:
@@ -254,8 +271,14 @@ def _quant(cfg: QuantConfig, name: str, append: bool) -> Kernel:
         for t, o in owned:
             ats.append(scale_index(kb, f"s{t}", fr.hk, o, c.head_dim, width, per_channel, step))
             step = ats[0].step
-        ks = [scales(kb, f"ks{t}", k_scale, at) for (t, _), at in zip(owned, ats)]
-        vs = [scales(kb, f"vs{t}", v_scale, at) for (t, _), at in zip(owned, ats)]
+        if packed:
+            both = [
+                kv_scales(kb, f"ks{t}", f"vs{t}", k_scale, at) for (t, _), at in zip(owned, ats)
+            ]
+            ks, vs = [k for k, _ in both], [v for _, v in both]
+        else:
+            ks = [scales(kb, f"ks{t}", k_scale, at) for (t, _), at in zip(owned, ats)]
+            vs = [scales(kb, f"vs{t}", v_scale, at) for (t, _), at in zip(owned, ats)]
         # With K RMSNorm every load above precedes the norm's barrier.
         inv_rms = flat_norm(kb, cfg, c, fr, skipped) if norm else None
         k = flat_k_pair(kb, fr, kl, inv_rms) if pairs else (flat_k(kb, fr, kl, inv_rms),)
@@ -273,8 +296,19 @@ def _quant(cfg: QuantConfig, name: str, append: bool) -> Kernel:
         dispatch = plan.dispatch(count, items)
         kernel = kb.build(dispatch, _doc(cfg, append))
         return _contract(kernel, cfg, kb, append, count, seq, past, total_seq, row_position)
-    kscale = scale_function(kb, "kscale", k_scale, c.head_dim, per_channel)
-    vscale = scale_function(kb, "vscale", v_scale, c.head_dim, per_channel)
+    if packed:
+        kvscale = kv_scale_function(kb, "kvscale", k_scale, c.head_dim, per_channel)
+
+        def scale_pair(d: Val, name: str) -> tuple[Val, Val]:
+            s = kb.let(name, kb.fn_call(kvscale, d, row.hk))
+            return s.x, s.y
+
+    else:
+        kscale = scale_function(kb, "kscale", k_scale, c.head_dim, per_channel)
+        vscale = scale_function(kb, "vscale", v_scale, c.head_dim, per_channel)
+
+        def scale_pair(d: Val, name: str) -> tuple[Val, Val]:
+            return kb.fn_call(kscale, d, row.hk), kb.fn_call(vscale, d, row.hk)
 
     row = row_walk(kb, cfg.fold, c)
     dst_row, rows_per_head, _ = _destination(
@@ -292,18 +326,18 @@ def _quant(cfg: QuantConfig, name: str, append: bool) -> Kernel:
 
     if int8:
         with walks.row_elements(kb, c.head_dim) as d:
-            present_key[dst_base + d] = quantize(k[d], kb.fn_call(kscale, d, row.hk), qmin, qmax)
-            present_value[dst_base + d] = quantize(
-                v_at(d), kb.fn_call(vscale, d, row.hk), qmin, qmax
-            )
+            ks, vs = scale_pair(d, "s")
+            present_key[dst_base + d] = quantize(k[d], ks, qmin, qmax)
+            present_value[dst_base + d] = quantize(v_at(d), vs, qmin, qmax)
     else:
         with walks.row_elements(kb, c.packed, "dd") as dd:
             d0 = kb.let("d0", dd * 2)
             d1 = kb.let("d1", dd * 2 + 1)
-            qk0 = kb.let("qk0", quantize(k[d0], kb.fn_call(kscale, d0, row.hk), qmin, qmax))
-            qk1 = kb.let("qk1", quantize(k[d1], kb.fn_call(kscale, d1, row.hk), qmin, qmax))
-            qv0 = kb.let("qv0", quantize(v_at(d0), kb.fn_call(vscale, d0, row.hk), qmin, qmax))
-            qv1 = kb.let("qv1", quantize(v_at(d1), kb.fn_call(vscale, d1, row.hk), qmin, qmax))
+            (ks0, vs0), (ks1, vs1) = scale_pair(d0, "s0"), scale_pair(d1, "s1")
+            qk0 = kb.let("qk0", quantize(k[d0], ks0, qmin, qmax))
+            qk1 = kb.let("qk1", quantize(k[d1], ks1, qmin, qmax))
+            qv0 = kb.let("qv0", quantize(v_at(d0), vs0, qmin, qmax))
+            qv1 = kb.let("qv1", quantize(v_at(d1), vs1, qmin, qmax))
             present_key[dst_base + dd] = pack_int4(qk0, qk1)
             present_value[dst_base + dd] = pack_int4(qv0, qv1)
     kernel = kb.build(Dispatch(count.node, cfg.workgroup_size, cfg.fold), _doc(cfg, append))
@@ -345,7 +379,15 @@ def _contract(
     # Per-channel scales hold one value per (kv head, d); a per-tensor scale one value.
     on = Binary(Op.NE, node(kb.param("perChannel")), Lit(0, u32))
     scales = Call(Op.SELECT, (Lit(1, u32), Lit(cfg.kv_heads * cfg.head_dim, u32), on))
-    extents = row_extents(cfg, count, seq, positions, win) | {"k_scale": scales, "v_scale": scales}
+    extents = row_extents(cfg, count, seq, positions, win)
+    if cfg.bindings is Bindings.PACKED:
+        # Stated in f32 values (two per entry), as the other vector bindings' are.
+        extents |= {KV_SCALE: times(scales, 2)}
+        if cfg.rotary:
+            table = [extents.pop(name) for name in ROTARY_TABLES][0]
+            extents[ROTARY_TABLE] = times(table, 2)
+    else:
+        extents |= {"k_scale": scales, "v_scale": scales}
     if append and cfg.window:  # seqlens_k is bound whole: up to the window's last batch
         extents["seqlens_k"] = ceil_div(plus(times(win.head_base, seq), count), cfg.kv_heads * seq)
     elif append:
@@ -397,8 +439,9 @@ def _position(kb: KernelBuilder, row_position: bool, dst_row: Val, past: Val, t:
 def catalog_variants(models: dict[str, Model]) -> dict[str, QuantConfig]:
     """Named ``build_quant`` / ``append_quant`` variants over ``models``.
 
-    K RMSNorm with rotary, and rotary in ``append_quant``, need more storage buffers than
-    WebGPU's default limit, so they are absent (see :func:`storage_buffers`).
+    K RMSNorm with rotary, and rotary in ``append_quant``, bind the packed bindings (within
+    WebGPU's default 8 storage buffers, :func:`storage_buffers`); ``*_template_bindings_*`` are
+    their drop-ins with the template's 9 or 10, for a device that allows that many.
     """
     flat, sg = {"walk": Walk.FLAT}, {"reduction": Reduction.SUBGROUP}
     norm, rope = {"k_norm": True}, {"rotary": True}
@@ -438,10 +481,34 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, QuantConfig]:
             b = {"bits": bits}
             v[f"build_quant_int{bits}_rotary_{key}"] = BuildQuantConfig(**m.shape, **b, **m.rotary)
             # The flat int4 walk packs vectors: a half that does not divide by 4 has none.
+            v[f"append_quant_int{bits}_rotary_{key}"] = AppendQuantConfig(
+                **m.shape, **b, **m.rotary
+            )
             if bits is Bits.INT8 or walks.lanes(m.head_dim, True, m.half) == 4:
-                v[f"build_quant_int{bits}_rotary_flat_{key}"] = BuildQuantConfig(
-                    **m.shape, **b, **m.rotary, **flat
-                )
+                for cls, mode in ((BuildQuantConfig, "build"), (AppendQuantConfig, "append")):
+                    v[f"{mode}_quant_int{bits}_rotary_flat_{key}"] = cls(
+                        **m.shape, **b, **m.rotary, **flat
+                    )
+    for bits in Bits:
+        b = {"bits": bits}
+        for walk, w in (("", {}), ("_flat", flat)):
+            shape = models["llama31_8b"].shape
+            v[f"append_quant_int{bits}_rotary{walk}_llama31_8b"] = AppendQuantConfig(
+                **shape, **b, **rope, **w
+            )
+            shape = models["qwen3_06b"].shape
+            for cls, mode in ((BuildQuantConfig, "build"), (AppendQuantConfig, "append")):
+                for red, r in (("", {}), ("_sg", sg)):
+                    v[f"{mode}_quant_int{bits}_knorm_rotary{walk}{red}_qwen3_06b"] = cls(
+                        **shape, **b, **norm, **rope, **w, **r
+                    )
+    shape = models["qwen3_06b"].shape
+    template = {"bindings": Bindings.TEMPLATE}
+    for cls, mode in ((BuildQuantConfig, "build"), (AppendQuantConfig, "append")):
+        for red, r in (("", {}), ("_sg", sg)):
+            v[f"{mode}_quant_int8_knorm_rotary_template_bindings{red}_qwen3_06b"] = cls(
+                **shape, **norm, **rope, **template, **r
+            )
     shape = models["llama31_8b"].shape
     f16_in = {"input_type": Element.F16}
     v["build_quant_int8_f16_in_llama31_8b"] = BuildQuantConfig(**shape, **f16_in)
@@ -457,4 +524,12 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, QuantConfig]:
     v["build_quant_int8_knorm_windowed_qwen3_06b"] = BuildQuantConfig(
         **models["qwen3_06b"].shape, k_norm=True, **windowed
     )
+    # Rotary in append_quant, and K RMSNorm with rotary, bind the packed bindings windowed too.
+    v["append_quant_int8_rotary_windowed_llama31_8b"] = AppendQuantConfig(
+        **shape, **rope, **windowed
+    )
+    for cls, mode in ((BuildQuantConfig, "build"), (AppendQuantConfig, "append")):
+        v[f"{mode}_quant_int8_knorm_rotary_windowed_qwen3_06b"] = cls(
+            **models["qwen3_06b"].shape, **norm, **rope, **windowed
+        )
     return v

@@ -20,10 +20,11 @@ Regions, i.e. which rows a pass owns:
 ``rotary`` NeoX-rotates appended K at its absolute position ``past + j`` (the retained rows were
 rotated when they were appended), in ``append`` and in ``all`` alike; ``rotary_half`` (unset:
 ``head_dim / 2``) rotates only the first ``2 * half`` elements of a row, the rest pass through.
-It needs ``cos_cache`` / ``sin_cache`` (f32, ``HALF`` per position). ``shift`` writes no new K.
-``all`` with rotary binds nine storage buffers, one past WebGPU's default
-``maxStorageBuffersPerShaderStage`` (8): it runs on a device that allows nine, and at the default
-limits a rotary host runs ``shift`` + ``append``, which write the same present. The template's
+``append`` reads ``cos_cache`` / ``sin_cache`` (f32, ``HALF`` per position); ``all`` reads them
+packed in one ``rotary_table`` (per position ``HALF`` cos values, then ``HALF`` sin values), so
+that with past, new and present K/V it binds 8 storage buffers, WebGPU's default
+``maxStorageBuffersPerShaderStage`` (two tables would make nine). ``shift`` writes no new K. The
+template's
 ``append`` always rotates (and does not compile without ``hasRotary``: ``HALF`` is declared only
 then), while its ``all`` never rotates, even with ``hasRotary``: its one- and two-pass forms
 disagree for a rotary host. Here ``rotary`` means the same in every region that appends, and
@@ -51,6 +52,7 @@ from kvdsl.kernels.config import (
     NEW,
     PAST,
     PRESENT,
+    ROTARY_TABLE,
     ROTARY_TABLES,
     ShiftRegion,
     Walk,
@@ -145,7 +147,11 @@ def window_shift(cfg: WindowShiftConfig, name: str = "window_shift") -> Kernel:
     if region is not ShiftRegion.SHIFT:
         new_k, new_v = words.bindings(kb, NEW, inp_ty, width)
     seqlens_k = kb.binding("seqlens_k", i32, "read")
-    if cfg.rotary:
+    # 'all' with rotary binds cos and sin as one packed table: 8 storage buffers in all.
+    packed = cfg.rotary and region is ShiftRegion.ALL
+    if packed:
+        cos = sin = words.binding(kb, ROTARY_TABLE, f32, width)
+    elif cfg.rotary:
         cos, sin = words.bindings(kb, ROTARY_TABLES, f32, width)
     present_key, present_value = words.bindings(kb, PRESENT, cache_ty, width, "read_write")
     head_dim = kb.const("HEAD_DIM", u32, cfg.head_dim)
@@ -163,7 +169,7 @@ def window_shift(cfg: WindowShiftConfig, name: str = "window_shift") -> Kernel:
 
     def append_vec(b: Val, hk: Val, j: Val, dst: Val, pos: Val) -> None:
         n_src = kb.let("nSrc", (win.batch(b) * key_seq + j) * hidden4 + hk * hd4)
-        rot = Rotation(cos, sin, pos, half4, cfg.partial) if cfg.rotary else None
+        rot = Rotation(cos, sin, pos, half4, cfg.partial, packed) if cfg.rotary else None
         if rot is not None:
             kb.comment("Appended K is rotated at its absolute position; retained keys already are.")
         move_new(kb, new_k, new_v, n_src, it.d, rot, present_key, present_value, dst, pairs)
@@ -224,7 +230,10 @@ def window_shift(cfg: WindowShiftConfig, name: str = "window_shift") -> Kernel:
     if cfg.rotary:
         # New token j sits at position max(keySeq, seqlens_k[b] + 1) - keySeq + j.
         positions = emax(key_seq, plus(largest("seqlens_k"), 1))
-        extents |= {"cos_cache": times(positions, half), "sin_cache": times(positions, half)}
+        if packed:
+            extents[ROTARY_TABLE] = times(positions, half, 2)
+        else:
+            extents |= {t: times(positions, half) for t in ROTARY_TABLES}
     extents |= {"present_key": present, "present_value": present}
     divisor = "keySeq" if region is ShiftRegion.APPEND else "seq"
     # A flat kernel's vector bindings count vectors (a no-op for scalar bindings).

@@ -6,6 +6,8 @@ is then exact. Scales are either one per (kv head, channel) -- ``scale[hk * HEAD
 one per tensor -- ``scale[0]`` -- chosen at run time by ``params.perChannel != 0u``, as the
 template's ``kscale``/``vscale`` helper functions do (:func:`scale_function`); the flat walks
 read a vector's four scales in one ``vec4<f32>`` (:func:`scale_index`, :func:`scales`).
+Packed, K's and V's scales are one binding of ``vec2<f32>`` entries ``(k, v)`` at those indices,
+each entry read once for both (:func:`kv_scale_function`, :func:`kv_scales`).
 
 Packed int4 stores two elements per u32 word, each offset by +8 into ``[0, 15]``: element ``2j``
 in bits 0..3 (low nibble first) and element ``2j + 1`` in bits 4..7; four elements make two
@@ -49,6 +51,16 @@ def scale_function(
     """
     with kb.function(name, [("d", u32), ("hk", u32)], f32) as (d, hk):
         kb.return_(convert(f32, scale[select(0, hk * head_dim + d, per_channel)]))
+    return name
+
+
+def kv_scale_function(
+    kb: KernelBuilder, name: str, scale: Buffer, head_dim: Val, per_channel: Val
+) -> str:
+    """Define ``fn name(d: u32, hk: u32) -> vec2<f32>`` reading the ``(k, v)`` scale entry of a
+    packed scale binding, per channel or per tensor as :func:`scale_function` does."""
+    with kb.function(name, [("d", u32), ("hk", u32)], vec(2, f32)) as (d, hk):
+        kb.return_(scale[select(0, hk * head_dim + d, per_channel)])
     return name
 
 
@@ -122,3 +134,22 @@ def scales(kb: KernelBuilder, name: str, scale: Buffer, at: ScaleIndex) -> Val:
     width = 4
     lanes_ = [scale[at.base + at.step * i] if i else scale[at.base] for i in range(width)]
     return kb.let(name, construct(vec(width, f32), *lanes_))
+
+
+def kv_scales(
+    kb: KernelBuilder, k_name: str, v_name: str, scale: Buffer, at: ScaleIndex
+) -> tuple[Val, Val]:
+    """K's and V's scales from a packed binding of ``vec2<f32>`` entries at ``at``
+    (:func:`scale_index`): each entry loaded once (``{k_name}V{l}`` for lane ``l``), then K's
+    and V's ``f32``, or one ``vec4<f32>`` each of the four lanes'."""
+    if at.step is None:
+        e = kb.let(f"{k_name}V", scale[at.base])
+        return kb.let(k_name, e.x), kb.let(v_name, e.y)
+    width = 4
+    e = [
+        kb.let(f"{k_name}V{i}", scale[at.base + at.step * i] if i else scale[at.base])
+        for i in range(width)
+    ]
+    k = kb.let(k_name, construct(vec(width, f32), *(x.x for x in e)))
+    v = kb.let(v_name, construct(vec(width, f32), *(x.y for x in e)))
+    return k, v

@@ -1,7 +1,8 @@
 """NeoX rotary embedding at an absolute position.
 
 For a row ``x`` of ``2*half`` elements and position ``p``, with ``c = cos[p*half + d]`` and
-``s = sin[p*half + d]`` for ``d < half``::
+``s = sin[p*half + d]`` for ``d < half`` (or, from one packed table, ``c = table[2*p*half + d]``
+and ``s = table[2*p*half + half + d]``)::
 
     x'[d]        = x[d] * c - x[d + half] * s
     x'[d + half] = x[d + half] * c + x[d] * s
@@ -30,16 +31,23 @@ from kvdsl.nodes.words import as_f32, to
 class Rotation:
     """A rotation at position ``pos``: the ``cos``/``sin`` tables of ``half`` entries (or
     vectors) per position; ``partial``: the row is longer than ``2 * half`` and its elements
-    from there on pass through."""
+    from there on pass through; ``packed``: ``cos`` and ``sin`` are one table (the same binding)
+    holding per position ``half`` cos entries, then ``half`` sin entries."""
 
     cos: Buffer
     sin: Buffer
     pos: Val
     half: Val
     partial: bool = False
+    packed: bool = False
 
     def entry(self, kb: KernelBuilder, dr: Val) -> tuple[Val, Val]:
         """``(cs, sn)``: the cos/sin entry of pair ``dr`` (``dr < half``) at ``pos``."""
+        if self.packed:
+            at = self.pos * (self.half * 2) + dr
+            cs = kb.let("cs", self.cos[at])
+            sn = kb.let("sn", self.sin[at + self.half])
+            return cs, sn
         cs = kb.let("cs", self.cos[self.pos * self.half + dr])
         sn = kb.let("sn", self.sin[self.pos * self.half + dr])
         return cs, sn

@@ -36,6 +36,11 @@ class Rotary:
     sin: np.ndarray
     half: int | None = None
 
+    def table(self, half: int) -> np.ndarray:
+        """The packed ``rotary_table``: per position ``half`` cos values, then ``half`` sin."""
+        cos, sin = self.cos.reshape(-1, half), self.sin.reshape(-1, half)
+        return np.concatenate([cos, sin], axis=1).reshape(-1)
+
 
 @dataclass(frozen=True)
 class KNorm:
@@ -59,6 +64,10 @@ class Quant:
     per_channel: bool
     qmin: int | None = None
     qmax: int | None = None
+
+    def kv_scale(self) -> np.ndarray:
+        """The packed ``kv_scale``: entry ``i`` is ``(k_scale[i], v_scale[i])``, flattened."""
+        return np.stack([self.k_scale, self.v_scale], axis=-1).reshape(-1)
 
     @property
     def range(self) -> tuple[int, int]:

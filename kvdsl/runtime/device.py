@@ -1,8 +1,13 @@
 """The process's wgpu adapter, its devices (one per feature set) and a pipeline cache.
 
 Devices are created with WebGPU's default limits (8 storage buffers per stage, 65535 workgroups
-per dimension, ...), not the adapter's, so a kernel that runs here also runs in a browser; only
-:func:`configure` (an explicit opt-in, for benchmarks whose buffers pass 128 MiB) raises them. A
+per dimension, ...), not the adapter's, so a kernel that runs here also runs in a browser: they
+are requested explicitly, since wgpu-native gives a device requested with no limits the adapter's
+own, where WebGPU (and so a browser) gives the defaults. A kernel that needs more than a default
+(:func:`kvdsl.ir.features.limits`, ``index.json``'s ``limits``) runs on a device requested with
+exactly that limit raised to its need (:func:`device`'s ``limits``); past the adapter's value it is
+a :class:`~kvdsl.runtime.contract.LimitError`. :func:`configure` (an explicit opt-in, for
+benchmarks whose buffers pass 128 MiB) raises limits for every device. A
 device gets ``shader-f16`` only when a module says ``enable f16;``, ``subgroups`` only when it
 says ``enable subgroups;``, and ``timestamp-query`` whenever the adapter has it (it changes nothing
 a shader can do).
@@ -26,7 +31,7 @@ import re
 import tempfile
 from dataclasses import dataclass, replace
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Mapping
 
 from kvdsl.ir.tree import Binding
 from kvdsl.runtime.errors import CompileError, DeviceError, FeatureError, WebGPULoaded
@@ -184,10 +189,10 @@ class Pipeline:
 
 
 _adapter: wgpu.GPUAdapter | None = None
-_devices: dict[tuple[bool, bool], wgpu.GPUDevice] = {}
+_devices: dict[tuple[bool, bool, tuple[tuple[str, int], ...]], wgpu.GPUDevice] = {}
 _pipelines: dict[tuple, Pipeline] = {}
 _raised_limits: dict[str, int] = {}
-_consumed: list[tuple[bool, bool]] = []  # the devices made so far, in order
+_consumed: list[tuple] = []  # the devices made so far, in order
 
 
 def configure(limits: dict[str, int] | None = None) -> dict[str, int]:
@@ -252,11 +257,32 @@ def adapter() -> wgpu.GPUAdapter:
     return _adapter
 
 
-def device(f16: bool = False, subgroups: bool = False) -> wgpu.GPUDevice:
-    """The device for modules that do or do not enable ``f16`` and ``subgroups``."""
-    key = (f16, subgroups)
+def limit_name(name: str) -> str:
+    """A limit's name as wgpu-py spells it (``max-storage-buffers-per-shader-stage``) from its
+    JavaScript name (``maxStorageBuffersPerShaderStage``)."""
+    return re.sub(r"[A-Z]", lambda m: "-" + m.group(0).lower(), name)
+
+
+def device(
+    f16: bool = False, subgroups: bool = False, limits: Mapping[str, int] | None = None
+) -> wgpu.GPUDevice:
+    """The device for modules that do or do not enable ``f16`` and ``subgroups`` and need
+    ``limits`` beyond WebGPU's defaults (JavaScript names, :func:`kvdsl.ir.features.limits`):
+    one device per such set, requested with each of those limits at exactly its need."""
+    need = tuple(sorted((limits or {}).items()))
+    key = (f16, subgroups, need)
     if key not in _devices:
         a = adapter()
+        raised = {}
+        for name, n in need:
+            have = a.limits[limit_name(name)]
+            if n > have:
+                from kvdsl.runtime.contract import LimitError
+
+                raise LimitError(
+                    f"the kernel needs {name} = {n}; adapter '{a.info['device']}' allows {have}"
+                )
+            raised[limit_name(name)] = n
         features = [f for f in ("timestamp-query",) if f in a.features]
         # wgpu-native 0.32 names the subgroup feature "subgroup"; WebGPU (Dawn) "subgroups".
         sg = "subgroups" if "subgroups" in a.features else "subgroup"
@@ -283,14 +309,15 @@ def device(f16: bool = False, subgroups: bool = False) -> wgpu.GPUDevice:
                     f"({a.info['backend_type']}) has no '{feature}' feature{hint}"
                 )
             features.append(feature)
-        limits = requested_limits()
+        requested = requested_limits()
+        requested |= {k: max(n, requested[k]) for k, n in raised.items()}
         label = "kvdsl" + "".join(f"-{e}" for e, _, on in wanted if on)
         # WebGPU lets an adapter make one device (Dawn enforces it, wgpu-native does not): the
         # first device takes the process's adapter, each later one a fresh adapter.
         source = a if not _consumed else _request_adapter()
         _consumed.append(key)
         _devices[key] = source.request_device_sync(
-            label=label, required_features=features, required_limits=limits
+            label=label, required_features=features, required_limits=requested
         )
     return _devices[key]
 
@@ -339,9 +366,11 @@ def pipeline(
     has_params: bool,
     label: str = "kernel",
     entry_point: str | None = "main",
+    limits: Mapping[str, int] | None = None,
 ) -> Pipeline:
     """The compute pipeline for ``wgsl`` (entry point ``main``, or with None the module's one
-    compute entry point, whatever its name), compiled once per text.
+    compute entry point, whatever its name), compiled once per text, on the device with the
+    ``limits`` the module needs beyond the defaults (:func:`device`).
 
     With ``bindings`` the layout is explicit (storage bindings numbered in order, then the params
     uniform), so a module whose declarations disagree with the interface fails to compile; with
@@ -349,9 +378,10 @@ def pipeline(
     """
     accesses = None if bindings is None else tuple(b.access for b in bindings)
     wgpu = wgpu_module()
-    key = (wgsl, accesses, has_params, entry_point, current_webgpu().loop_bounding)
+    need = tuple(sorted((limits or {}).items()))
+    key = (wgsl, accesses, has_params, entry_point, need, current_webgpu().loop_bounding)
     if key not in _pipelines:
-        dev = device(*extensions(wgsl))
+        dev = device(*extensions(wgsl), dict(need))
         try:
             module = shader_module(dev, label, shader_source(wgsl))
             if bindings is None:
@@ -398,10 +428,11 @@ def trusted_module(dev: wgpu.GPUDevice, label: str, code: str, checks: int) -> w
     return _api.GPUShaderModule(label, handle, dev)
 
 
-def compile_wgsl(wgsl: str) -> None:
+def compile_wgsl(wgsl: str, limits: Mapping[str, int] | None = None) -> None:
     """Compile ``wgsl`` under naga (shader module and pipeline of its one compute entry point,
-    whatever its name, as WebGPU allows); raise :class:`CompileError`."""
-    pipeline(wgsl, None, False, entry_point=None)
+    whatever its name, as WebGPU allows) on a device with the ``limits`` it needs beyond the
+    defaults (:func:`device`); raise :class:`CompileError`."""
+    pipeline(wgsl, None, False, entry_point=None, limits=limits)
 
 
 def adapter_info() -> dict:

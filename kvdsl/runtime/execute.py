@@ -18,7 +18,7 @@ from kvdsl.emit import emit
 from kvdsl.ir.dispatch import workgroups as dispatch_workgroups
 from kvdsl.ir.tree import Binding, Kernel
 from kvdsl.ir.types import Struct, u32
-from kvdsl.ir.features import uses_f16
+from kvdsl.ir.features import limits as kernel_limits, uses_f16
 from kvdsl.runtime import device as gpu
 from kvdsl.runtime.contract import check_bindings, check_contract, check_workgroups
 from kvdsl.runtime.errors import DeviceError, ParamsError
@@ -44,14 +44,15 @@ class _Dispatch:
         workgroups: tuple[int, int, int],
         label: str,
         reuse: dict | None = None,
+        limits: dict[str, int] | None = None,
     ) -> None:
         wgpu = gpu.wgpu_module()
         check_buffers(bindings, buffers)
-        check_bindings(bindings, buffers, gpu.device(*gpu.extensions(wgsl)).limits)
+        check_bindings(bindings, buffers, gpu.device(*gpu.extensions(wgsl), limits).limits)
         if params_struct is None and params:
             raise ParamsError(f"the kernel has no params struct, but got params {sorted(params)}")
         uniform = None if params_struct is None else pack_params(params_struct, params or {})
-        self.pipe = gpu.pipeline(wgsl, bindings, params_struct is not None, label)
+        self.pipe = gpu.pipeline(wgsl, bindings, params_struct is not None, label, limits=limits)
         dev = self.pipe.device
         limit = dev.limits["max-compute-workgroups-per-dimension"]
         if len(workgroups) != 3 or any(int(n) < 0 or int(n) > limit for n in workgroups):
@@ -134,13 +135,15 @@ def run_source(
     workgroups: tuple[int, int, int],
     *,
     label: str = "kernel",
+    limits: dict[str, int] | None = None,
 ) -> dict[str, np.ndarray]:
     """Dispatch WGSL text once; the final contents of every read_write binding, by name.
 
     Storage bindings are ``@group(0) @binding(i)`` in the order of ``bindings``; the params
-    uniform (when ``params_struct`` is given) is ``@binding(len(bindings))``.
+    uniform (when ``params_struct`` is given) is ``@binding(len(bindings))``. The device is
+    requested with ``limits`` (JavaScript names), what the module needs beyond WebGPU's defaults.
     """
-    d = _Dispatch(wgsl, bindings, params_struct, buffers, params, workgroups, label)
+    d = _Dispatch(wgsl, bindings, params_struct, buffers, params, workgroups, label, limits=limits)
     encoder = d.device.create_command_encoder()
     d.encode(encoder)
     return d.read_back(encoder)
@@ -208,7 +211,14 @@ def run(
         check_buffers(kernel.bindings, buffers)
         check_contract(kernel, buffers, params)
     return run_source(
-        emit(kernel), kernel.bindings, kernel.params, buffers, params, workgroups, label=kernel.name
+        emit(kernel),
+        kernel.bindings,
+        kernel.params,
+        buffers,
+        params,
+        workgroups,
+        label=kernel.name,
+        limits=kernel_limits(kernel),
     )
 
 
@@ -224,11 +234,13 @@ def time_kernel(
     warmup: int = 3,
     label: str | None = None,
     reuse: dict | None = None,
+    limits: dict[str, int] | None = None,
 ) -> list[float]:
     """GPU seconds of each of ``repeats`` dispatches, from timestamp queries around each pass.
 
-    ``kernel`` is a Kernel, or WGSL text with its ``bindings``, ``params_struct`` and
-    ``workgroups``. The buffers are uploaded once; ``warmup`` untimed dispatches run first (and
+    ``kernel`` is a Kernel, or WGSL text with its ``bindings``, ``params_struct``,
+    ``workgroups`` and the ``limits`` it needs past WebGPU's defaults (a Kernel states its own).
+    The buffers are uploaded once; ``warmup`` untimed dispatches run first (and
     are waited for). The timed dispatches are then encoded back to back into one command buffer
     and submitted once, each in its own compute pass with a timestamp at its start and end, so a
     time holds one dispatch's GPU work and no host overhead; take the median.
@@ -240,6 +252,7 @@ def time_kernel(
     """
     if isinstance(kernel, Kernel):
         wgsl, bindings, params_struct = emit(kernel), kernel.bindings, kernel.params
+        limits = kernel_limits(kernel)
         label = label or kernel.name
         if workgroups is None:
             workgroups = _workgroups(kernel, buffers, params)
@@ -253,7 +266,7 @@ def time_kernel(
     if not 1 <= repeats <= MAX_REPEATS:
         raise ValueError(f"repeats={repeats}: expected 1..{MAX_REPEATS}")
     d = _Dispatch(
-        wgsl, bindings, params_struct, buffers, params, workgroups, label or "kernel", reuse
+        wgsl, bindings, params_struct, buffers, params, workgroups, label or "kernel", reuse, limits
     )
     dev = d.device
     if "timestamp-query" not in dev.features:

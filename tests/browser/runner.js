@@ -65,6 +65,17 @@ async function lacking(v) {
   return v.features.filter((f) => !a.features.has(f));
 }
 
+// The limits of v past what the adapter offers: {limit: {need, offers}} (empty: it can run v).
+async function shortOf(v) {
+  const a = await getAdapter();
+  const short = {};
+  for (const [name, value] of Object.entries(v.limits)) {
+    if (!(name in a.limits)) throw new Error(`${v.name}: limits names '${name}', which WebGPU does not know`);
+    if (a.limits[name] < value) short[name] = { need: value, offers: a.limits[name] };
+  }
+  return short;
+}
+
 // A device with v's features and limits; one per distinct set, made again if lost.
 async function deviceFor(v) {
   const a = await getAdapter();
@@ -214,13 +225,17 @@ async function encode(device, v, sizes, shape, params, inputs) {
 
 // One case given by Python: {name, shape, params, inputs: {binding: base64}}. Returns
 // {name, outputs: {binding: base64}, workgroups}, or {name, lacking: [features]} where the
-// adapter lacks a feature the variant needs (nothing runs), or {name, error} naming what failed.
+// adapter lacks a feature the variant needs, or {name, short: {limit: {need, offers}}} where it
+// offers less of a limit than the variant needs (nothing runs), or {name, error} naming what
+// failed.
 export async function runCase(request) {
   const { name, shape, params, inputs } = request;
   try {
     const v = kvdsl.variant(name);
     const missing = await lacking(v);
     if (missing.length) return { name, lacking: missing };
+    const short = await shortOf(v);
+    if (Object.keys(short).length) return { name, short };
     const bytes = {};
     for (const [k, text] of Object.entries(inputs)) bytes[k] = fromBase64(text);
     const { outputs, workgroups } = await dispatch(v, shape, params, bytes);
@@ -247,6 +262,21 @@ export async function refusedWithout(name) {
     const module = device.createShaderModule({ label: name, code: v.code });
     const info = await module.getCompilationInfo();
     return info.messages.filter((m) => m.type === "error").map((m) => m.message);
+  } finally {
+    device.destroy();
+  }
+}
+
+// The validation errors of v's bind group layout on a device at WebGPU's default limits (the
+// limits v states are past them: empty would mean v does not need them).
+export async function refusedAtDefaults(name) {
+  const v = kvdsl.variant(name);
+  const device = await (await requestAdapter()).requestDevice();
+  try {
+    device.pushErrorScope("validation");
+    device.createBindGroupLayout({ label: name, entries: v.layoutEntries() });
+    const error = await device.popErrorScope();
+    return error === null ? [] : [error.message];
   } finally {
     device.destroy();
   }

@@ -27,6 +27,7 @@ from kvdsl.harness.compare import compare, compare_quantized
 from kvdsl.harness.dense import DenseCase
 from kvdsl.ir.dispatch import workgroups as dispatch_workgroups
 from kvdsl.ir.features import features as kernel_features
+from kvdsl.ir.features import limits as kernel_limits
 from kvdsl.runtime.layout import from_storage, to_storage
 from tests.helpers import browser
 
@@ -84,6 +85,25 @@ def _lacking(chromium, name: str, kernel, lacking: list[str]) -> None:
     )
 
 
+def _short(chromium, name: str, kernel, short: dict[str, dict[str, int]]) -> None:
+    """The page found the adapter offering less of a limit than the variant states: true of the
+    kernel (:func:`kvdsl.ir.features.limits`), and its bindings really are refused at WebGPU's
+    defaults. Counted, then skipped by name."""
+    need = kernel_limits(kernel)
+    for limit, got in short.items():
+        assert need.get(limit) == got["need"], f"{name}: the kernel needs {need}, not {limit}"
+        assert got["offers"] < got["need"], f"{name}: the adapter offers {limit} = {got}"
+        browser.TALLY.short.setdefault((limit, got["offers"]), set()).add(name)
+    assert chromium.call("refusedAtDefaults", name), f"{name}: its layout fits the defaults"
+    pytest.skip(
+        f"{name} needs "
+        + ", ".join(
+            f"{k} = {v['need']} (the adapter offers {v['offers']})" for k, v in short.items()
+        )
+        + f" on {chromium.describe()}"
+    )
+
+
 def test_runner_imports_only_the_module():
     """The runner is a foreign host: its one import is the emitted module (no kvdsl Python, no
     other script); the page imports only the runner."""
@@ -123,6 +143,8 @@ def test_variant_matches_interpreter(chromium, name):
     result = chromium.call("runCase", request)
     if "lacking" in result:
         _lacking(chromium, name, kernel, result["lacking"])
+    if "short" in result:
+        _short(chromium, name, kernel, result["short"])
     if "error" in result:
         pytest.fail(f"{name} in Chromium: {result['error']}", pytrace=False)
     assert tuple(result["workgroups"]) == dispatch_workgroups(kernel, case.params)
@@ -151,6 +173,17 @@ def test_host_derives_the_cases_params(chromium):
             if got != _json(case.params):
                 wrong.append(f"{name} {case.label()}: {got} != {case.params}")
     assert not wrong, f"{len(wrong)} cases, e.g. " + "; ".join(wrong[:3])
+
+
+@pytest.mark.parametrize(
+    "name", sorted(n for n in VARIANTS if kernel_limits(build(n))) or ["(none states limits)"]
+)
+def test_stated_limits_are_needed(chromium, name):
+    """A variant that states limits past WebGPU's defaults needs them: Chromium refuses its
+    bind group layout on a device at the defaults (the 9-10-binding drop-ins)."""
+    assert name in VARIANTS, "no catalog variant states limits past the defaults"
+    refused = chromium.call("refusedAtDefaults", name)
+    assert refused, f"{name}: Chromium takes its bindings at WebGPU's default limits"
 
 
 def _foreign_variants() -> list[str]:

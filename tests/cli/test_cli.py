@@ -282,7 +282,9 @@ def test_legacy_gives_partial_rotary_and_windows_fixed_meanings():
         out = kvdsl("legacy", "--vars", json.dumps(v))
         assert out.returncode == 0, out.stderr
         assert f'"region": "{region}", "rotary": {str(rotary).lower()}' in out.stdout
-        assert ("cos_cache" in out.stdout) is rotary
+        # 'all' with rotary reads one packed rotary_table (8 storage buffers), said on stderr.
+        assert ("rotary_table" in out.stdout) is rotary and "cos_cache" not in out.stdout
+        assert ("bindings differ from the template's: rotary_table" in out.stderr) is rotary
     out = kvdsl("legacy", "--vars", json.dumps(phi2 | {"half": 41}))
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert "half=41: expected a whole number from 1 to headDim / 2 = 40" in out.stderr
@@ -305,6 +307,53 @@ def test_legacy_subgroups_sums_the_k_norm_across_the_subgroup():
     big = json.dumps(legacy_vars("build", kv_heads=1, head_dim=2048, k_norm=True))
     out = kvdsl("legacy", "--vars", big, "--subgroups")
     assert out.returncode == 2 and "reduction='subgroup': expected 'workgroup' unless" in out.stderr
+
+
+def test_legacy_max_storage_buffers_picks_the_drop_in_or_the_packed_kernel():
+    """Without a stated limit the quantising rotary kernel binds the packed 8, and the header
+    and one stderr line say how its bindings differ and how to get the drop-in; with
+    --max-storage-buffers 10 it is the template's 10-binding drop-in, whose header states the
+    limit to request."""
+    from tests.helpers.legacy import legacy_vars
+
+    v = json.dumps(legacy_vars("append_quant", kv_heads=2, head_dim=64, k_norm=True, rotary=True))
+    packed = kvdsl("legacy", "--vars", v)
+    assert packed.returncode == 0, packed.stderr
+    note = packed.stderr.strip()
+    assert len(note.splitlines()) == 1
+    assert note.startswith("kvdsl legacy: note: bindings differ from the template's: ")
+    assert note.endswith("pass --max-storage-buffers 10 (or more)")
+    header = packed.stdout.split("\n\n")[0]
+    assert note.removeprefix("kvdsl legacy: note: ") in header and '"bindings": "packed"' in header
+    assert packed.stdout.count("var<storage,") == 8 and "rotary_table" in packed.stdout
+    assert "limits past" not in header
+    for most in ("8", "9"):
+        same = kvdsl("legacy", "--vars", v, "--max-storage-buffers", most)
+        assert (
+            same.returncode == 0 and same.stdout == packed.stdout and same.stderr == packed.stderr
+        )
+    drop_in = kvdsl("legacy", "--vars", v, "--max-storage-buffers", "10")
+    assert drop_in.returncode == 0 and drop_in.stderr == ""
+    header = drop_in.stdout.split("\n\n")[0]
+    assert '"bindings": "template"' in header and "differ" not in header
+    assert 'to request of the device: {"maxStorageBuffersPerShaderStage": 10}' in header
+    assert drop_in.stdout.count("var<storage,") == 10 and "cos_cache" in drop_in.stdout
+    plain = kvdsl("legacy", "--vars", json.dumps(legacy_vars("build_quant", head_dim=64)))
+    assert plain.returncode == 0 and plain.stderr == "" and "differ" not in plain.stdout
+
+
+@pytest.mark.parametrize("most", ["7", "0", "-1", "eight", "9.5", ""])
+def test_legacy_bad_max_storage_buffers_is_one_line(most):
+    from tests.helpers.legacy import legacy_vars
+
+    v = json.dumps(legacy_vars("build_quant", head_dim=64, k_norm=True, rotary=True))
+    out = kvdsl("legacy", "--vars", v, "--max-storage-buffers", most)
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr == (
+        f"kvdsl legacy: --max-storage-buffers {most}: expected a whole number, 8 or more: the "
+        "device's maxStorageBuffersPerShaderStage (WebGPU guarantees 8)\n"
+    )
+    assert "int" not in out.stderr.replace("maxStorage", "")
 
 
 @pytest.mark.parametrize(

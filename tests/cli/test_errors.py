@@ -27,7 +27,8 @@ from kvdsl.kernels.quant import AppendQuantConfig, BuildQuantConfig, append_quan
 from kvdsl.kernels.transpose import TransposeConfig, transpose
 from kvdsl.kernels.window_shift import WindowShiftConfig, window_shift
 from kvdsl.legacy import config_from_vars
-from kvdsl.runtime import BufferError, ParamsError
+from kvdsl.emit import emit
+from kvdsl.runtime import BufferError, ParamsError, run_source
 from kvdsl.runtime import run as gpu_run
 from kvdsl.runtime.contract import LimitError, check_contract, evaluate
 from tests.helpers.paths import ROOT
@@ -92,9 +93,9 @@ CONFIG_ERRORS = [
     ("qmin >= qmax", lambda: BuildQuantConfig(8, 128, qmin=5, qmax=5), r"qmin=5: .*qmax=5"),
     ("qmax bool", lambda: BuildQuantConfig(8, 128, qmax=True), r"qmax=True: expected an integer"),
     (
-        "quant buffers",
-        lambda: BuildQuantConfig(8, 128, k_norm=True, rotary=True),
-        r"storage_buffer_limit=8 .* needs 9",
+        "quant bindings",
+        lambda: BuildQuantConfig(8, 128, k_norm=True, rotary=True, bindings="split"),
+        r"bindings='split': expected one of 'template', 'packed'$",
     ),
     (
         "rotary position",
@@ -253,11 +254,30 @@ def test_buffer_kind_errors(gpu) -> None:
 
 
 def test_too_many_storage_buffers(gpu) -> None:
-    cfg = BuildQuantConfig(2, 16, k_norm=True, rotary=True, storage_buffer_limit=9)
+    """WGSL text run with no limits stated gets WebGPU's default 8 storage buffers: a module
+    binding 9 is refused before dispatch, naming the limit."""
+    cfg = BuildQuantConfig(2, 16, k_norm=True, rotary=True, bindings="template")
     kernel = build_quant(cfg)
     case = cases_for(cfg, 1)[0]
     with pytest.raises(LimitError, match=r"binds 9 storage buffers; the device allows 8"):
-        gpu_run(kernel, case.buffers, case.params)
+        run_source(
+            emit(kernel), kernel.bindings, kernel.params, case.buffers, case.params, (1, 1, 1)
+        )
+
+
+def test_limit_past_the_adapter(gpu) -> None:
+    """A kernel needing more than the adapter allows is refused, naming the limit, the need
+    and the adapter's value."""
+    from kvdsl.runtime import device
+
+    most = device.adapter().limits["max-storage-buffers-per-shader-stage"]
+    need = {"maxStorageBuffersPerShaderStage": most + 1}
+    with pytest.raises(
+        LimitError,
+        match=rf"^the kernel needs maxStorageBuffersPerShaderStage = {most + 1}; adapter '.*' "
+        rf"allows {most}$",
+    ):
+        device.device(limits=need)
 
 
 def test_binding_larger_than_device_allows(gpu) -> None:

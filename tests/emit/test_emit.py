@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import subprocess
@@ -13,7 +14,9 @@ from kvdsl import catalog, catalog_files
 from kvdsl.emit import emit, emit_expr, format_literal
 from kvdsl.ir import KernelBuilder, Op, Vec, bool_, f16, f32, i32, u32
 from kvdsl.ir.tree import Binary, Call, Construct, Convert, FnCall, Index, Lit, Member
-from kvdsl.ir.tree import Name, Unary
+from kvdsl.ir.features import limits
+from kvdsl.ir.tree import Name, Unary, WorkgroupVar
+from kvdsl.ir.types import array, vec
 from tests.helpers.paths import ROOT
 
 a, b, c = Name("a"), Name("b"), Name("c")
@@ -195,3 +198,75 @@ def test_relations_in_arguments_compile_under_naga_and_tint():
     assert "select((vi < 0i), vi > 7i, gid.x >= params.n)" in text
     compile_wgsl(text)
     assert tint_check({"k": text}) == {"k": None}
+
+
+_WGSL_BYTES = {"f32": 4, "i32": 4, "u32": 4, "f16": 2}
+
+
+def _element_bytes(ty: str) -> int:
+    """Bytes of a workgroup array's element as WGSL lays it out (vec3 aligned as vec4)."""
+    m = re.fullmatch(r"vec([234])<(\w+)>", ty)
+    if m is None:
+        return _WGSL_BYTES[ty]
+    n = int(m.group(1))
+    return (4 if n == 3 else n) * _WGSL_BYTES[m.group(2)]
+
+
+def test_index_states_the_limits_each_module_needs():
+    """index.json's ``limits`` are what the WGSL text needs past WebGPU's defaults, counted from
+    the text: its storage bindings, workgroup memory and workgroup size. Only the template's
+    9-10-binding drop-ins need any."""
+    index = json.loads((ROOT / "emitted" / "index.json").read_text())
+    needing = {}
+    for name, entry in index.items():
+        text = (ROOT / "emitted" / f"{name}.wgsl").read_text()
+        consts = {c: int(n) for c, n in re.findall(r"^const (\w+): u32 = (\d+)u;", text, re.M)}
+        size = re.search(r"@workgroup_size\(([^)]*)\)", text).group(1).split(",")
+        x, y, z = ([consts.get(s.strip()) or int(s.strip().rstrip("u")) for s in size] + [1, 1])[:3]
+        shared = sum(
+            -(-_element_bytes(ty) * int(n) // 16) * 16
+            for ty, n in re.findall(r"^var<workgroup> \w+: array<(.+), (\d+)>;", text, re.M)
+        )
+        need = {
+            "maxStorageBuffersPerShaderStage": len(re.findall(r"var<storage,", text)),
+            "maxComputeWorkgroupStorageSize": shared,
+            "maxComputeInvocationsPerWorkgroup": x * y * z,
+            "maxComputeWorkgroupSizeX": x,
+            "maxComputeWorkgroupSizeY": y,
+            "maxComputeWorkgroupSizeZ": z,
+        }
+        defaults = {"maxStorageBuffersPerShaderStage": 8, "maxComputeWorkgroupStorageSize": 16384}
+        defaults |= {"maxComputeInvocationsPerWorkgroup": 256, "maxComputeWorkgroupSizeX": 256}
+        defaults |= {"maxComputeWorkgroupSizeY": 256, "maxComputeWorkgroupSizeZ": 64}
+        assert entry["limits"] == {k: n for k, n in need.items() if n > defaults[k]}, name
+        assert shared > 0 or "var<workgroup>" not in text, name
+        if entry["limits"]:
+            needing[name] = entry["limits"]
+    assert set(needing) == {n for n in index if "_template_bindings_" in n}
+    for name, need in needing.items():
+        count = 9 if name.startswith("build_quant") else 10
+        assert need == {"maxStorageBuffersPerShaderStage": count}, name
+
+
+def test_limits_past_each_default():
+    """:func:`kvdsl.ir.features.limits` names each limit a kernel passes, by its need (the
+    verifier holds built kernels to the default workgroup size and memory: a kernel replaced
+    past them stands for a parsed one)."""
+    kb = KernelBuilder("k", 256)
+    bufs = [kb.binding(f"b{i}", u32, "read_write") for i in range(9)]
+    for b in bufs:
+        b[kb.gid.x] = b[kb.gid.x] + 1
+    k = kb.build()
+    assert limits(k) == {"maxStorageBuffersPerShaderStage": 9}
+    # vec3 elements take 16 bytes; each var is rounded up to 16 bytes (5 u32: 32).
+    shared = (WorkgroupVar("w", array(vec(3, f32), 1024)), WorkgroupVar("u", array(u32, 5)))
+    big = dataclasses.replace(
+        k, bindings=k.bindings[:8], workgroup_size=(16, 32, 65), workgroup_vars=shared
+    )
+    assert limits(big) == {
+        "maxComputeWorkgroupStorageSize": 1024 * 16 + 32,
+        "maxComputeInvocationsPerWorkgroup": 16 * 32 * 65,
+        "maxComputeWorkgroupSizeZ": 65,
+    }
+    fits = dataclasses.replace(k, bindings=k.bindings[:8], workgroup_size=(256, 1, 1))
+    assert limits(fits) == {}

@@ -52,16 +52,14 @@ CONFIGS = {
     "build_quant_range": BuildQuantConfig(2, 8, qmin=-20, qmax=30),
     "append_quant": AppendQuantConfig(2, 8),
     "append_quant_int4_knorm": AppendQuantConfig(2, 8, bits=4, k_norm=True),
-    "append_quant_rotary": AppendQuantConfig(2, 8, rotary=True, storage_buffer_limit=10),
+    "append_quant_rotary": AppendQuantConfig(2, 8, rotary=True, bindings="template"),
     # Partial rotary: tables of rotary_half entries per position.
     "merge_share_append_rotary_partial": MergeShareConfig(
         2, 12, "append", rotary=True, rotary_half=2
     ),
     "window_shift_all_rotary_partial": WindowShiftConfig(2, 12, "all", rotary=True, rotary_half=3),
     "build_rotary_partial": BuildConfig(2, 12, rotary=True, rotary_half=5),
-    "append_quant_rotary_partial": AppendQuantConfig(
-        2, 12, rotary=True, rotary_half=4, storage_buffer_limit=10
-    ),
+    "append_quant_rotary_partial": AppendQuantConfig(2, 12, rotary=True, rotary_half=4),
 }
 
 
@@ -254,8 +252,17 @@ def test_windowed_shapes_and_seqlens(name):
     assert {(0, "low"), (1, "low"), (1, "high"), (3, "low"), (3, "high")} <= ends
 
 
+def tables(case, half: int) -> tuple[np.ndarray, np.ndarray]:
+    """A case's cos and sin tables: the template's two, or the packed ``rotary_table`` taken
+    apart (per position ``half`` cos values, then ``half`` sin values)."""
+    if "rotary_table" in case.buffers:
+        rows = case.buffers["rotary_table"].reshape(-1, 2 * half)
+        return rows[:, :half].reshape(-1), rows[:, half:].reshape(-1)
+    return case.buffers["cos_cache"], case.buffers["sin_cache"]
+
+
 def rotary_rows(case, half: int) -> int:
-    cos, sin = case.buffers["cos_cache"], case.buffers["sin_cache"]
+    cos, sin = tables(case, half)
     assert cos.dtype == sin.dtype == np.float32 and cos.size == sin.size
     assert np.allclose(cos**2 + sin**2, 1, atol=1e-6)
     return cos.size // half
@@ -303,7 +310,7 @@ def test_partial_rotary_tables_hold_half_entries_per_position():
         half = CONFIGS[name].rotary_half
         assert 2 * half < CONFIGS[name].head_dim
         for case in cases_for(CONFIGS[name], 3):
-            assert case.buffers["cos_cache"].size == rows(case) * half
+            assert tables(case, half)[0].size == rows(case) * half
             assert rotary_rows(case, half) == rows(case)
 
 

@@ -63,6 +63,7 @@ BUILDERS = {
     AppendQuantConfig: append_quant,
 }
 FLOAT = st.sampled_from(["f32", "f16"])
+BINDINGS = st.sampled_from(["template", "packed"])
 # Odd and tiny workgroup sizes and folds: the walks must not rely on powers of two, and a fold
 # of 1-3 puts most workgroups in y.
 DISPATCH = st.fixed_dictionaries(
@@ -157,7 +158,7 @@ def configs(draw: st.DrawFn, modes: tuple[str, ...] = tuple(catalog.MODES)):
         qmin = draw(st.integers(lo, hi - 1))
         qmax = draw(st.integers(max(qmin + 1, 1), hi))  # the cases scale by qmax
         common = dict(bits=bits, qmin=qmin, qmax=qmax, k_norm=k_norm, rotary=rotary, eps=eps)
-        common |= dict(input_type=draw(FLOAT), storage_buffer_limit=10, **walks, **kw)
+        common |= dict(input_type=draw(FLOAT), bindings=draw(BINDINGS), **walks, **kw)
         if mode == "build_quant":
             cfg = BuildQuantConfig(h, d, **common)
         else:
@@ -337,20 +338,23 @@ def test_mutated_wgsl_the_frontend_takes_compiles_under_naga_and_tint(seed: int)
     ``constN``, read as ``const N``; a comparison that WGSL's template-list discovery reads
     as a list; ``a--b`` read as ``a - -b``)."""
     from kvdsl.frontend import FrontendError, parse
+    from kvdsl.ir.features import limits
     from tests.helpers.wgsl import refused_by_compilers
 
     rng = random.Random(seed)
     taken: dict[str, str] = {}
+    need: dict[str, dict[str, int]] = {}  # the limits past the defaults each mutant states
     for k in range(1500):
         src = SOURCES[rng.randrange(len(SOURCES))]
         text = mutate(src, rng, rng.randint(1, 4))
         try:
-            parse(text)
+            kernel = parse(text)
         except FrontendError:
             continue
         taken[f"mutant{k}"] = text
+        need[f"mutant{k}"] = limits(kernel)
     assert len(taken) > 20  # about 6% of mutants parse
-    refused = refused_by_compilers(taken)
+    refused = refused_by_compilers(taken, need)
     # A device's limits are not WGSL's: a mutant may name @group(40) or @binding(2000), which
     # kvdsl renumbers (its interface is the bindings' order) and the compilers' devices refuse.
     refused = {n: e for n, e in refused.items() if not DEVICE_LIMITS.search(e)}

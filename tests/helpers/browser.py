@@ -79,11 +79,13 @@ def unb64(text: str) -> bytes:
 @dataclass
 class Tally:
     """The group's verdicts over a run: the variants tried, those that matched the interpreter,
-    and those the adapter lacked a feature for (feature -> names)."""
+    those the adapter lacked a feature for (feature -> names) and those needing more of a limit
+    than the adapter offers ((limit, offered) -> names)."""
 
     tried: set[str] = field(default_factory=set)
     matched: set[str] = field(default_factory=set)
     lacking: dict[str, set[str]] = field(default_factory=dict)
+    short: dict[tuple[str, int], set[str]] = field(default_factory=dict)
     version: str = ""
     adapter: str = ""
     missing: str | None = None  # why the group could not start the browser
@@ -102,6 +104,10 @@ class Tally:
             need = "needs" if len(names) == 1 else "need"
             listed = ", ".join(sorted(names))
             line += f"; {len(names)} {need} {feature}, which the adapter lacks ({listed})"
+        for (limit, offers), names in sorted(self.short.items()):
+            need = "needs" if len(names) == 1 else "need"
+            listed = ", ".join(sorted(names))
+            line += f"; {len(names)} {need} more {limit} than the adapter's {offers} ({listed})"
         return line
 
 

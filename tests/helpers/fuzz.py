@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, settings
 from kvdsl import reference
 from kvdsl.harness import Case
 from kvdsl.harness.compare import poison
-from kvdsl.harness.modes import _quant, _rotary, _row_inputs
+from kvdsl.harness.modes import _quant, _quant_inputs, _rotary, _row_inputs
 from kvdsl.harness.cases import dtype, values
 from kvdsl.runtime.contract import evaluate
 
@@ -110,7 +110,7 @@ def window_case(cfg, cap: int, key_seq: int, seqlens: np.ndarray, seed: int) -> 
         w = reference.append_quant(
             k[:, key_seq - keep :], v[:, key_seq - keep :], seqlens, cap, h, q, norm, rot
         )
-        bufs |= {"seqlens_k": seqlens, "k_scale": q.k_scale, "v_scale": q.v_scale}
+        bufs = _quant_inputs(cfg, bufs | {"seqlens_k": seqlens}, q, rot)
         params = {"count": batch * h * key_seq, "seq": key_seq, "pastSeq": 0, "totalSeq": cap}
         params["perChannel"] = int(q.per_channel)
         tolerance = {}

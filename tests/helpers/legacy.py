@@ -315,10 +315,22 @@ def run_legacy(
     params: dict[str, int],
     workgroups: tuple[int, int, int] | None = None,
 ):
-    """Render the template and run it on the GPU (``workgroups`` default: the template's)."""
+    """Render the template and run it on the GPU (``workgroups`` default: the template's), on
+    a device that allows its storage bindings (9 or 10 for its quantising rotary kernels)."""
     from kvdsl.runtime import run_source
 
     wgsl = render(vars, bindings, params_struct)
     if workgroups is None:
         workgroups = legacy_workgroups(vars, params)
-    return run_source(wgsl, declared(vars, bindings), params_struct, buffers, params, workgroups)
+    limits = template_limits(bindings)
+    return run_source(
+        wgsl, declared(vars, bindings), params_struct, buffers, params, workgroups, limits=limits
+    )
+
+
+def template_limits(bindings: tuple[Binding, ...]) -> dict[str, int]:
+    """The limits past WebGPU's defaults that a render with ``bindings`` needs of its device."""
+    from kvdsl.ir.features import DEFAULT_LIMITS
+
+    key = "maxStorageBuffersPerShaderStage"
+    return {key: len(bindings)} if len(bindings) > DEFAULT_LIMITS[key] else {}

@@ -16,15 +16,20 @@ def kernel(body: str, head: str = HEAD) -> str:
     )
 
 
-def refused_by_compilers(texts: dict[str, str]) -> dict[str, str]:
+def refused_by_compilers(
+    texts: dict[str, str], limits: dict[str, dict[str, int]] | None = None
+) -> dict[str, str]:
     """Name → why, for each WGSL text naga (this process's wgpu-native) or Tint (a Dawn
-    worker on its Null backend) refuses."""
+    worker on its Null backend) refuses, each on a device with the ``limits`` given for it past
+    WebGPU's defaults (by name; none where absent)."""
     from kvdsl.runtime import CompileError, compile_wgsl, tint_check
 
+    limits = limits or {}
     refused = {}
     for name, text in texts.items():
         try:
-            compile_wgsl(text)
+            compile_wgsl(text, limits.get(name))
         except CompileError as err:
             refused[name] = f"naga: {err}"
-    return refused | {n: f"tint: {e}" for n, e in tint_check(texts).items() if e is not None}
+    checked = tint_check(texts, limits=limits)
+    return refused | {n: f"tint: {e}" for n, e in checked.items() if e is not None}

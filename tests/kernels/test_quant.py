@@ -117,7 +117,7 @@ def test_build_quant(run, heads, head_dim, bits, per_channel, k_norm, rotary):
 def test_build_quant_knorm_rotary(run, bits):
     """Nine storage buffers: past WebGPU's default limit, so the interpreter runs it."""
     rng = np.random.default_rng(bits)
-    cfg = BuildQuantConfig(2, 16, bits, k_norm=True, rotary=True, storage_buffer_limit=9)
+    cfg = BuildQuantConfig(2, 16, bits, k_norm=True, rotary=True, bindings="template")
     bufs, kw = make_inputs(rng, cfg, 2, 4, 6, 4, True)
     params = {"count": 2 * 2 * 4, "seq": 4, "pastSeq": 2, "perChannel": 1}
     out = run(kernel(cfg), bufs, params)
@@ -155,7 +155,7 @@ def test_append_quant(run, heads, head_dim, bits, per_channel, k_norm):
 def test_append_quant_rotary_at_row(k_norm):
     """Rotary at each batch's own row (interpreter: 9-10 storage buffers)."""
     rng = np.random.default_rng(3)
-    cfg = AppendQuantConfig(2, 8, 8, k_norm=k_norm, rotary=True, storage_buffer_limit=10)
+    cfg = AppendQuantConfig(2, 8, 8, k_norm=k_norm, rotary=True, bindings="template")
     bufs, kw = make_inputs(rng, cfg, len(SEQLENS), 4, 10, 10, True)
     bufs["seqlens_k"] = SEQLENS
     params = {"count": len(SEQLENS) * 2 * 4, "seq": 4, "pastSeq": 0, "totalSeq": 10}
@@ -248,7 +248,7 @@ def test_legacy_append_quant_wraps_on_right_padded_prompt():
         ({"bits": 4, "qmax": 8}, "qmax"),
         ({"qmin": 5, "qmax": 5}, "qmin"),
         ({"qmin": 1.5}, "qmin"),
-        ({"k_norm": True, "rotary": True}, "k_norm/rotary"),
+        ({"k_norm": True, "rotary": True, "bindings": "split"}, "bindings"),
         ({"eps": -1.0}, "eps"),
         ({"input_type": "u32"}, "input_type"),
         ({"workgroup_size": 0}, "workgroup_size"),
@@ -263,8 +263,8 @@ def test_quant_config_errors(cls, kwargs, field):
 
 def test_append_quant_config_errors():
     with pytest.raises(ConfigError) as e:
-        AppendQuantConfig(2, 8, rotary=True)  # 9 storage buffers
-    assert e.value.field == "k_norm/rotary"
+        AppendQuantConfig(2, 8, rotary=True, bindings="both")
+    assert e.value.field == "bindings"
     with pytest.raises(ConfigError) as e:
-        AppendQuantConfig(2, 8, rotary_position="abs", storage_buffer_limit=9)
+        AppendQuantConfig(2, 8, rotary_position="abs", bindings="template")
     assert e.value.field == "rotary_position"

@@ -243,10 +243,10 @@ def test_catalog_has_a_subgroup_form_of_every_knorm_variant() -> None:
     # The windowed variants (flat walk, named *_windowed_*) have no subgroup form.
     knorm = [n for n, c in catalog.VARIANTS.items() if getattr(c, "k_norm", False) and not c.window]
     plain = sorted(n for n in knorm if "_flat_" in n and "_sg_" not in n)
-    assert len(SG_VARIANTS) == 12
+    assert len(SG_VARIANTS) == 16
     assert sorted(n.replace("_flat_sg_", "_flat_") for n in SG_VARIANTS) == plain
     drop_ins = sorted(n for n in knorm if "_flat_" not in n and "_sg_" not in n)
-    assert len(SG_DROP_INS) == 12
+    assert len(SG_DROP_INS) == 18
     assert sorted(n.replace("_sg_", "_") for n in SG_DROP_INS) == drop_ins
     for n in SG_DROP_INS:
         cfg = catalog.config(n)

@@ -27,7 +27,7 @@ from kvdsl.kernels.merge_share import MergeShareConfig
 from kvdsl.kernels.quant import AppendQuantConfig, BuildQuantConfig
 from kvdsl.kernels.transpose import TransposeConfig
 from kvdsl.kernels.window_shift import WindowShiftConfig
-from kvdsl.legacy import BRIDGES, KNOWN, Vars, config_from_vars, mode_of
+from kvdsl.legacy import BRIDGES, KNOWN, Vars, binding_note, config_from_vars, mode_of
 from tests.helpers.paths import ROOT
 from tests.helpers.legacy import (
     PARAM_FIELDS,
@@ -338,6 +338,43 @@ def test_quant_modes():
     assert (config_from_vars(v).qmin, config_from_vars(v).qmax) == (-128, 127)
 
 
+@pytest.mark.parametrize(
+    "mode,k_norm,rotary,template",
+    [
+        ("build_quant", False, True, 8),
+        ("build_quant", True, True, 9),
+        ("append_quant", False, True, 9),
+        ("append_quant", True, True, 10),
+        ("append_quant", True, False, 8),
+    ],
+)
+def test_quant_bindings_follow_the_stated_device_limit(mode, k_norm, rotary, template):
+    """The template's bindings wherever the device allows them (WebGPU's 8 unless stated),
+    else the packed ones; a note says so only where they differ from the template's."""
+    v = lv(mode, k_norm=k_norm, rotary=rotary)
+    for most in (None, 8, 9, 10, 64):
+        cfg = config_from_vars(v, most)
+        fits = template <= (most or 8)
+        assert cfg.bindings == ("template" if fits else "packed"), most
+        note = binding_note(cfg)
+        if fits:
+            assert note is None
+        else:
+            assert f"the template's drop-in binds {template}: " in note
+            assert note.endswith(f"pass --max-storage-buffers {template} (or more)")
+
+
+@pytest.mark.parametrize("most", [7, 0, -8, 8.0, True, "10"])
+def test_stated_storage_buffers_refusals(most):
+    refused_with = (
+        f"max_storage_buffers={most!r}: expected a whole number, 8 or more: the device's "
+        "maxStorageBuffersPerShaderStage (WebGPU guarantees 8)"
+    )
+    with pytest.raises(ConfigError) as err:
+        config_from_vars(lv("build_quant", k_norm=True, rotary=True), most)
+    assert str(err.value) == refused_with
+
+
 def test_quant_refusals():
     refused(lv("build_quant") | {"bits": 5}, "bits=5: expected 8 or 4 (the template takes any other value as 4)")  # fmt: skip
     refused(lv("build_quant") | {"bits": 9}, "bits=9: expected 8 or 4 (the template takes any other value as 4)")  # fmt: skip
@@ -498,10 +535,13 @@ def test_kernel_has_the_templates_interface(mode, opts):
     fixed = {("all", True), ("append", False)}
     if mode == "window_shift" and (opts["shift_region"], opts["rotary"]) in fixed:
         # The two window_shift combinations whose meaning kvdsl fixes (docs/legacy.md): 'all'
-        # with hasRotary rotates appended K, so it reads the rotary tables the template's does
-        # not; 'append' without hasRotary does not rotate, so it leaves out the tables the
-        # template's (which does not compile) declares.
+        # with hasRotary rotates appended K, so it reads a rotary table the template's does
+        # not (one packed rotary_table: 8 storage buffers); 'append' without hasRotary does not
+        # rotate, so it leaves out the tables the template's (which does not compile) declares.
         tables = {("cos_cache", "read", "f32"), ("sin_cache", "read", "f32")}
+        if opts["rotary"]:
+            tables = {("rotary_table", "read", "f32")}
+            assert binding_note(cfg).startswith("bindings differ from the template's: rotary_table")
         more, fewer = (mine, template) if opts["rotary"] else (template, mine)
         assert set(more) - set(fewer) == tables and set(fewer) <= set(more)
         assert [b for b in more if b not in tables] == list(fewer)

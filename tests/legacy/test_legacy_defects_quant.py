@@ -15,7 +15,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kvdsl import interp
+from kvdsl import catalog, interp
+from kvdsl.ir.features import limits
 from kvdsl import reference as ref
 from kvdsl.emit import emit
 from kvdsl.frontend import parse
@@ -23,10 +24,10 @@ from kvdsl.interp import OutOfBounds
 from kvdsl.kernels.config import ConfigError
 from kvdsl.kernels.build import BuildConfig, build
 from kvdsl.kernels.quant import AppendQuantConfig, BuildQuantConfig, append_quant, build_quant
-from kvdsl.legacy import config_from_vars
+from kvdsl.legacy import binding_note, config_from_vars
 from kvdsl.runtime import compile_wgsl
 from kvdsl.runtime import run as gpu_run
-from tests.helpers.legacy import render, run_legacy
+from tests.helpers.legacy import host_interface, render, run_legacy
 from tests.helpers.legacy_checks import (
     B,
     BAD_INT,
@@ -178,12 +179,12 @@ def test_07_append_quant_rotates_every_batch_at_past_seq():
     theirs_k = theirs["present_key"].reshape(k.shape)
     assert codes_equal(theirs_k[0], k[0])  # batch 0's window starts at pastSeq
     assert far_apart(theirs_k[1], k[1])  # batch 1's K rotated at rows 2, 3, sits at 7, 8
-    row = AppendQuantConfig(H, D, rotary=True, storage_buffer_limit=9)
+    row = AppendQuantConfig(H, D, rotary=True, bindings="template")
     kernel = append_quant(row)
     mine = interp.run(kernel, with_buffers(kernel, data), params)
     assert codes_equal(mine["present_key"], k)
     kernel = append_quant(
-        AppendQuantConfig(H, D, rotary=True, storage_buffer_limit=9, rotary_position="past_seq")
+        AppendQuantConfig(H, D, rotary=True, bindings="template", rotary_position="past_seq")
     )
     compat = interp.run(kernel, with_buffers(kernel, data), params)
     assert codes_equal(compat["present_key"], theirs["present_key"])
@@ -201,19 +202,31 @@ def test_07_append_quant_rotates_every_batch_at_past_seq():
     ],
 )
 def test_08_more_than_eight_storage_buffers(gpu, mode, k_norm, rotary, count):
+    """The template's render fails at WebGPU's default 8 storage buffers. With no limit stated
+    the bridge gives the packed kernel (at most 8, no limit to request) and says how its
+    bindings differ; a device stated to allow ``count`` gets the drop-in, which needs exactly
+    that limit, and the render compiles there too."""
     v, bindings, struct = variables(mode, k_norm=k_norm, rotary=rotary)
     assert len(bindings) == count
     assert "limit is 8" in naga_error(v, bindings, struct)
-    err = bridge_error(v)
-    assert err.field == "k_norm/rotary" and "storage_buffer_limit" in err.allowed
-    cls, make = (
-        (BuildQuantConfig, build_quant)
-        if mode == "build_quant"
-        else (AppendQuantConfig, append_quant)
-    )
-    kernel = make(cls(H, D, k_norm=k_norm, rotary=rotary, storage_buffer_limit=count))
-    assert len(kernel.bindings) == count
-    parse(emit(kernel))  # valid WGSL for a device that raises the limit
+    need = {"maxStorageBuffersPerShaderStage": count}
+    compile_wgsl(render(v, bindings, struct), need)
+    for most in (None, 8, count - 1):
+        cfg = config_from_vars(v, most)
+        kernel = catalog.build_config(cfg)
+        assert cfg.bindings == "packed" and len(kernel.bindings) <= 8
+        names = {b.name for b in kernel.bindings}
+        assert {"rotary_table", "kv_scale"} <= names and not {"cos_cache", "k_scale"} & names
+        assert limits(kernel) == {}
+        assert binding_note(cfg).endswith(f"pass --max-storage-buffers {count} (or more)")
+        compile_wgsl(emit(kernel))
+    for most in (count, 524288):
+        cfg = config_from_vars(v, most)
+        kernel = catalog.build_config(cfg)
+        assert cfg.bindings == "template" and binding_note(cfg) is None
+        assert host_interface(kernel.bindings) == host_interface(bindings)
+        assert limits(kernel) == need
+        compile_wgsl(emit(kernel), need)
 
 
 # ---- 10. build family with f16 ------------------------------------------------------------------

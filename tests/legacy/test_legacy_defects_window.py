@@ -17,6 +17,7 @@ import pytest
 from kvdsl import interp
 from kvdsl import reference as ref
 from kvdsl.interp import OutOfBounds
+from kvdsl.ir.features import limits
 from kvdsl.kernels.merge_share import MergeShareConfig, merge_share
 from kvdsl.kernels.window_shift import WindowShiftConfig, window_shift
 from kvdsl.legacy import config_from_vars
@@ -78,7 +79,8 @@ def test_02_window_shift_all_with_rotary_disagrees_with_two_passes(gpu):
     rng = np.random.default_rng(2)
     cap, s = 6, 2
     data, rot = _window_data(rng, cap, s, [3, 9], 16)
-    full = data | {"cos_cache": rot.cos, "sin_cache": rot.sin}
+    # The template's tables, and kvdsl's 'all' pass's one packed table (cos, then sin a position).
+    full = data | {"cos_cache": rot.cos, "sin_cache": rot.sin, "rotary_table": rot.table(D // 2)}
     shape = (B, H, cap, D)
     params = {"count": B * H * cap, "seq": cap, "keySeq": s}
     append_params = params | {"count": B * H * s}
@@ -97,15 +99,17 @@ def test_02_window_shift_all_with_rotary_disagrees_with_two_passes(gpu):
     assert not close(one["present_key"], two["present_key"])  # one pass: K left unrotated
     assert close(one["present_key"], ref.window_shift(**data, region="all").key)
     # The bridge gives kvdsl's one-pass kernel with the meaning fixed: appended K rotated, as
-    # the template's append region does. It binds nine storage buffers (past WebGPU's default
-    # eight), so the interpreter runs it.
+    # the template's append region does. It binds the packed rotary_table: eight storage
+    # buffers, WebGPU's default, with no limit to state.
     cfg = config_from_vars(v_all)
     assert cfg == WindowShiftConfig(H, D, "all", rotary=True)
     kernel = window_shift(cfg)
+    assert len(kernel.bindings) == 8 and limits(kernel) == {}
     bufs = full | {"present_key": poison(shape), "present_value": poison(shape)}
-    one_pass = interp.run(kernel, with_buffers(kernel, bufs), params)
-    assert close(one_pass["present_key"], want.key)
-    assert close(one_pass["present_value"], want.value)
+    for run_one in (interp.run, gpu_run):
+        one_pass = run_one(kernel, with_buffers(kernel, bufs), params)
+        assert close(one_pass["present_key"], want.key)
+        assert close(one_pass["present_value"], want.value)
     # kvdsl: shift then rotary append is the rotated reference.
     mine = {"present_key": poison(shape), "present_value": poison(shape)}
     for cfg, p in [
@@ -126,7 +130,8 @@ def test_03_window_shift_more_new_tokens_than_capacity(region):
     cap, s = 4, 6
     data, rot = _window_data(rng, cap, s, [5, 12], 32)
     rotated = region == "append"  # the template's append region always rotates
-    full = data | {"cos_cache": rot.cos, "sin_cache": rot.sin}
+    # The template's tables, and kvdsl's 'all' pass's one packed table (cos, then sin a position).
+    full = data | {"cos_cache": rot.cos, "sin_cache": rot.sin, "rotary_table": rot.table(D // 2)}
     shape = (B, H, cap, D)
     full |= {"present_key": poison(shape), "present_value": poison(shape)}
     rows = s if region == "append" else cap

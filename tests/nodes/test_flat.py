@@ -304,7 +304,7 @@ def _append_past_capacity(cfg, seed: int) -> tuple[dict, dict]:
 KNORM_APPENDS = [
     AppendQuantConfig(2, 64, 8, k_norm=True, walk="flat"),
     AppendQuantConfig(3, 32, 4, k_norm=True, walk="flat", workgroup_size=64),
-    AppendQuantConfig(2, 64, 8, k_norm=True, rotary=True, walk="flat", storage_buffer_limit=10),
+    AppendQuantConfig(2, 64, 8, k_norm=True, rotary=True, walk="flat", bindings="template"),
     AppendQuantConfig(3, 32, 4, k_norm=True, walk="flat", workgroup_size=64, pairs=False),
 ]
 
@@ -335,7 +335,7 @@ def test_flat_knorm_rotary_append_into_an_empty_cache(pairs):
     nor table. The kernel leaves uniformly first; found by the config fuzz
     (tests/harness/test_fuzz.py), which read cos_cache[0] of an empty table here."""
     cfg = AppendQuantConfig(
-        1, 8, 8, k_norm=True, rotary=True, walk="flat", storage_buffer_limit=10, pairs=pairs
+        1, 8, 8, k_norm=True, rotary=True, walk="flat", bindings="template", pairs=pairs
     )
     kernel = catalog.build_config(cfg)
     assert "if (params.totalSeq == 0u) {" in emit(kernel)
