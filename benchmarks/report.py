@@ -23,7 +23,7 @@ import argparse
 import csv
 import json
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -60,8 +60,8 @@ class Results:
     dawn: list[dict[str, Any]]
     dawn_device: dict[str, Any] | None
     reasons: dict[str, str]
-    dense: list[dict[str, Any]]
-    dense_device: dict[str, Any] | None
+    dense: list[dict[str, Any]] = field(default_factory=list)
+    dense_device: dict[str, Any] | None = None
 
 
 def load(path: Path) -> list[dict[str, Any]]:
