@@ -17,10 +17,12 @@ struct Params {
 @group(0) @binding(6) var<storage, read_write> present_value: array<u32>;
 @group(0) @binding(7) var<uniform> params: Params;
 
-var<workgroup> xk: array<f32, 1024>;
-var<workgroup> xv: array<f32, 1024>;
+var<workgroup> xk: array<vec4<f32>, 256>;
+var<workgroup> xv: array<vec4<f32>, 256>;
 var<workgroup> statK: array<vec2<f32>, 256>;
 var<workgroup> statV: array<vec2<f32>, 256>;
+var<workgroup> groupK: array<vec2<f32>, 64>;
+var<workgroup> groupV: array<vec2<f32>, 64>;
 
 const HEAD_DIM: u32 = 64u;
 const HEAD_DIM_V4: u32 = 16u;
@@ -66,39 +68,40 @@ fn main(
   let x1 = src_k[srcBase + (dr + HALF_V4)];
   let k = select(x1 * cs + x0 * sn, x0 * cs - x1 * sn, d4 < HALF_V4);
   let v = src_v[srcBase + d4];
-  // Stage the row's values and each vector's partial statistic in workgroup
+  // Stage the row's vectors and each vector's partial statistic in workgroup
   // memory.
-  xk[lid.x * 4u + 0u] = k.x;
-  xv[lid.x * 4u + 0u] = v.x;
-  xk[lid.x * 4u + 1u] = k.y;
-  xv[lid.x * 4u + 1u] = v.y;
-  xk[lid.x * 4u + 2u] = k.z;
-  xv[lid.x * 4u + 2u] = v.z;
-  xk[lid.x * 4u + 3u] = k.w;
-  xv[lid.x * 4u + 3u] = v.w;
-  var pK: f32 = k.x;
-  pK = select(pK, k.y, abs(k.y) > abs(pK));
-  pK = select(pK, k.z, abs(k.z) > abs(pK));
-  pK = select(pK, k.w, abs(k.w) > abs(pK));
-  let pKStat = vec2<f32>(pK, 0.0f);
+  xk[lid.x] = k;
+  xv[lid.x] = v;
+  let pKStat = vec2<f32>(max(max(abs(k.x), abs(k.y)), max(abs(k.z), abs(k.w))), 0.0f);
   statK[lid.x] = pKStat;
-  var pV: f32 = v.x;
-  pV = select(pV, v.y, abs(v.y) > abs(pV));
-  pV = select(pV, v.z, abs(v.z) > abs(pV));
-  pV = select(pV, v.w, abs(v.w) > abs(pV));
-  let pVStat = vec2<f32>(pV, 0.0f);
+  let pVStat = vec2<f32>(max(max(abs(v.x), abs(v.y)), max(abs(v.z), abs(v.w))), 0.0f);
   statV[lid.x] = pVStat;
+  workgroupBarrier();
+  let rowLane = lid.x - d4;
+  // A row's statistic in two levels: its first 4 invocations each
+  // combine 4 partials in order, then every invocation the 4 groups.
+  let rowGroup = rowLane / 4u;
+  if (d4 < 4u) {
+    var gK: vec2<f32> = statK[rowLane + d4 * 4u];
+    gK = vec2<f32>(max(gK.x, statK[rowLane + d4 * 4u + 1u].x), 0.0f);
+    gK = vec2<f32>(max(gK.x, statK[rowLane + d4 * 4u + 2u].x), 0.0f);
+    gK = vec2<f32>(max(gK.x, statK[rowLane + d4 * 4u + 3u].x), 0.0f);
+    groupK[rowGroup + d4] = gK;
+    var gV: vec2<f32> = statV[rowLane + d4 * 4u];
+    gV = vec2<f32>(max(gV.x, statV[rowLane + d4 * 4u + 1u].x), 0.0f);
+    gV = vec2<f32>(max(gV.x, statV[rowLane + d4 * 4u + 2u].x), 0.0f);
+    gV = vec2<f32>(max(gV.x, statV[rowLane + d4 * 4u + 3u].x), 0.0f);
+    groupV[rowGroup + d4] = gV;
+  }
   workgroupBarrier();
   if (e >= params.count * HEAD_DIM_V4 || t < skip) {
     return;
   }
-  let rowLane = lid.x - d4;
-  let lane0 = rowLane * 4u;
   let dstRow = (b * KV_HEADS + hk) * params.seq + dstT;
-  var kStat: vec2<f32> = statK[rowLane];
-  for (var kStatJ: u32 = 1u; kStatJ < 16u; kStatJ = kStatJ + 1u) {
-    kStat = select(kStat, statK[rowLane + kStatJ], abs(statK[rowLane + kStatJ].x) > abs(kStat.x));
-  }
+  var kStat: vec2<f32> = groupK[rowGroup];
+  kStat = vec2<f32>(max(kStat.x, groupK[rowGroup + 1u].x), 0.0f);
+  kStat = vec2<f32>(max(kStat.x, groupK[rowGroup + 2u].x), 0.0f);
+  kStat = vec2<f32>(max(kStat.x, groupK[rowGroup + 3u].x), 0.0f);
   let kScale = abs(kStat.x) / 7.0f;
   let kScaleInv = select(0.0f, 1.0f / kScale, kScale != 0.0f);
   let kBase = dstRow * ROW_WORDS;
@@ -107,12 +110,13 @@ fn main(
   }
   if (d4 % 2u == 0u) {
     // Eight codes a word: an even vector's own four, then the next vector's.
-    present_key[kBase + (d4 / 2u + 1u)] = u32(i32(clamp(round(k.x * kScaleInv), -7.0f, 7.0f)) + 8i) | (u32(i32(clamp(round(k.y * kScaleInv), -7.0f, 7.0f)) + 8i) << 4u) | (u32(i32(clamp(round(k.z * kScaleInv), -7.0f, 7.0f)) + 8i) << 8u) | (u32(i32(clamp(round(k.w * kScaleInv), -7.0f, 7.0f)) + 8i) << 12u) | (u32(i32(clamp(round(xk[lane0 + (d4 * 4u + 4u)] * kScaleInv), -7.0f, 7.0f)) + 8i) << 16u) | (u32(i32(clamp(round(xk[lane0 + (d4 * 4u + 5u)] * kScaleInv), -7.0f, 7.0f)) + 8i) << 20u) | (u32(i32(clamp(round(xk[lane0 + (d4 * 4u + 6u)] * kScaleInv), -7.0f, 7.0f)) + 8i) << 24u) | (u32(i32(clamp(round(xk[lane0 + (d4 * 4u + 7u)] * kScaleInv), -7.0f, 7.0f)) + 8i) << 28u);
+    let kNext = xk[rowLane + d4 + 1u];
+    present_key[kBase + (d4 / 2u + 1u)] = u32(i32(clamp(round(k.x * kScaleInv), -7.0f, 7.0f)) + 8i) | (u32(i32(clamp(round(k.y * kScaleInv), -7.0f, 7.0f)) + 8i) << 4u) | (u32(i32(clamp(round(k.z * kScaleInv), -7.0f, 7.0f)) + 8i) << 8u) | (u32(i32(clamp(round(k.w * kScaleInv), -7.0f, 7.0f)) + 8i) << 12u) | (u32(i32(clamp(round(kNext.x * kScaleInv), -7.0f, 7.0f)) + 8i) << 16u) | (u32(i32(clamp(round(kNext.y * kScaleInv), -7.0f, 7.0f)) + 8i) << 20u) | (u32(i32(clamp(round(kNext.z * kScaleInv), -7.0f, 7.0f)) + 8i) << 24u) | (u32(i32(clamp(round(kNext.w * kScaleInv), -7.0f, 7.0f)) + 8i) << 28u);
   }
-  var vStat: vec2<f32> = statV[rowLane];
-  for (var vStatJ: u32 = 1u; vStatJ < 16u; vStatJ = vStatJ + 1u) {
-    vStat = select(vStat, statV[rowLane + vStatJ], abs(statV[rowLane + vStatJ].x) > abs(vStat.x));
-  }
+  var vStat: vec2<f32> = groupV[rowGroup];
+  vStat = vec2<f32>(max(vStat.x, groupV[rowGroup + 1u].x), 0.0f);
+  vStat = vec2<f32>(max(vStat.x, groupV[rowGroup + 2u].x), 0.0f);
+  vStat = vec2<f32>(max(vStat.x, groupV[rowGroup + 3u].x), 0.0f);
   let vScale = abs(vStat.x) / 7.0f;
   let vScaleInv = select(0.0f, 1.0f / vScale, vScale != 0.0f);
   let vBase = dstRow * ROW_WORDS;
@@ -121,6 +125,7 @@ fn main(
   }
   if (d4 % 2u == 0u) {
     // Eight codes a word: an even vector's own four, then the next vector's.
-    present_value[vBase + (d4 / 2u + 1u)] = u32(i32(clamp(round(v.x * vScaleInv), -7.0f, 7.0f)) + 8i) | (u32(i32(clamp(round(v.y * vScaleInv), -7.0f, 7.0f)) + 8i) << 4u) | (u32(i32(clamp(round(v.z * vScaleInv), -7.0f, 7.0f)) + 8i) << 8u) | (u32(i32(clamp(round(v.w * vScaleInv), -7.0f, 7.0f)) + 8i) << 12u) | (u32(i32(clamp(round(xv[lane0 + (d4 * 4u + 4u)] * vScaleInv), -7.0f, 7.0f)) + 8i) << 16u) | (u32(i32(clamp(round(xv[lane0 + (d4 * 4u + 5u)] * vScaleInv), -7.0f, 7.0f)) + 8i) << 20u) | (u32(i32(clamp(round(xv[lane0 + (d4 * 4u + 6u)] * vScaleInv), -7.0f, 7.0f)) + 8i) << 24u) | (u32(i32(clamp(round(xv[lane0 + (d4 * 4u + 7u)] * vScaleInv), -7.0f, 7.0f)) + 8i) << 28u);
+    let vNext = xv[rowLane + d4 + 1u];
+    present_value[vBase + (d4 / 2u + 1u)] = u32(i32(clamp(round(v.x * vScaleInv), -7.0f, 7.0f)) + 8i) | (u32(i32(clamp(round(v.y * vScaleInv), -7.0f, 7.0f)) + 8i) << 4u) | (u32(i32(clamp(round(v.z * vScaleInv), -7.0f, 7.0f)) + 8i) << 8u) | (u32(i32(clamp(round(v.w * vScaleInv), -7.0f, 7.0f)) + 8i) << 12u) | (u32(i32(clamp(round(vNext.x * vScaleInv), -7.0f, 7.0f)) + 8i) << 16u) | (u32(i32(clamp(round(vNext.y * vScaleInv), -7.0f, 7.0f)) + 8i) << 20u) | (u32(i32(clamp(round(vNext.z * vScaleInv), -7.0f, 7.0f)) + 8i) << 24u) | (u32(i32(clamp(round(vNext.w * vScaleInv), -7.0f, 7.0f)) + 8i) << 28u);
   }
 }

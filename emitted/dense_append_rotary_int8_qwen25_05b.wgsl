@@ -19,6 +19,8 @@ struct Params {
 
 var<workgroup> statK: array<vec2<f32>, 256>;
 var<workgroup> statV: array<vec2<f32>, 256>;
+var<workgroup> groupK: array<vec2<f32>, 64>;
+var<workgroup> groupV: array<vec2<f32>, 64>;
 
 const HEAD_DIM: u32 = 64u;
 const HEAD_DIM_V4: u32 = 16u;
@@ -65,28 +67,36 @@ fn main(
   let k = select(x1 * cs + x0 * sn, x0 * cs - x1 * sn, d4 < HALF_V4);
   let v = src_v[srcBase + d4];
   // Stage each vector's partial statistic in workgroup memory.
-  var pK: f32 = k.x;
-  pK = select(pK, k.y, abs(k.y) > abs(pK));
-  pK = select(pK, k.z, abs(k.z) > abs(pK));
-  pK = select(pK, k.w, abs(k.w) > abs(pK));
-  let pKStat = vec2<f32>(pK, 0.0f);
+  let pKStat = vec2<f32>(max(max(abs(k.x), abs(k.y)), max(abs(k.z), abs(k.w))), 0.0f);
   statK[lid.x] = pKStat;
-  var pV: f32 = v.x;
-  pV = select(pV, v.y, abs(v.y) > abs(pV));
-  pV = select(pV, v.z, abs(v.z) > abs(pV));
-  pV = select(pV, v.w, abs(v.w) > abs(pV));
-  let pVStat = vec2<f32>(pV, 0.0f);
+  let pVStat = vec2<f32>(max(max(abs(v.x), abs(v.y)), max(abs(v.z), abs(v.w))), 0.0f);
   statV[lid.x] = pVStat;
+  workgroupBarrier();
+  let rowLane = lid.x - d4;
+  // A row's statistic in two levels: its first 4 invocations each
+  // combine 4 partials in order, then every invocation the 4 groups.
+  let rowGroup = rowLane / 4u;
+  if (d4 < 4u) {
+    var gK: vec2<f32> = statK[rowLane + d4 * 4u];
+    gK = vec2<f32>(max(gK.x, statK[rowLane + d4 * 4u + 1u].x), 0.0f);
+    gK = vec2<f32>(max(gK.x, statK[rowLane + d4 * 4u + 2u].x), 0.0f);
+    gK = vec2<f32>(max(gK.x, statK[rowLane + d4 * 4u + 3u].x), 0.0f);
+    groupK[rowGroup + d4] = gK;
+    var gV: vec2<f32> = statV[rowLane + d4 * 4u];
+    gV = vec2<f32>(max(gV.x, statV[rowLane + d4 * 4u + 1u].x), 0.0f);
+    gV = vec2<f32>(max(gV.x, statV[rowLane + d4 * 4u + 2u].x), 0.0f);
+    gV = vec2<f32>(max(gV.x, statV[rowLane + d4 * 4u + 3u].x), 0.0f);
+    groupV[rowGroup + d4] = gV;
+  }
   workgroupBarrier();
   if (e >= params.count * HEAD_DIM_V4 || t < skip) {
     return;
   }
-  let rowLane = lid.x - d4;
   let dstRow = (b * KV_HEADS + hk) * params.seq + dstT;
-  var kStat: vec2<f32> = statK[rowLane];
-  for (var kStatJ: u32 = 1u; kStatJ < 16u; kStatJ = kStatJ + 1u) {
-    kStat = select(kStat, statK[rowLane + kStatJ], abs(statK[rowLane + kStatJ].x) > abs(kStat.x));
-  }
+  var kStat: vec2<f32> = groupK[rowGroup];
+  kStat = vec2<f32>(max(kStat.x, groupK[rowGroup + 1u].x), 0.0f);
+  kStat = vec2<f32>(max(kStat.x, groupK[rowGroup + 2u].x), 0.0f);
+  kStat = vec2<f32>(max(kStat.x, groupK[rowGroup + 3u].x), 0.0f);
   let kScale = abs(kStat.x) / 127.0f;
   let kScaleInv = select(0.0f, 1.0f / kScale, kScale != 0.0f);
   let kBase = dstRow * ROW_WORDS;
@@ -94,10 +104,10 @@ fn main(
     present_key[kBase + d4] = bitcast<u32>(kScale);
   }
   present_key[kBase + (d4 + 1u)] = (u32(i32(clamp(round(k.x * kScaleInv), -127.0f, 127.0f))) & 255u) | ((u32(i32(clamp(round(k.y * kScaleInv), -127.0f, 127.0f))) & 255u) << 8u) | ((u32(i32(clamp(round(k.z * kScaleInv), -127.0f, 127.0f))) & 255u) << 16u) | ((u32(i32(clamp(round(k.w * kScaleInv), -127.0f, 127.0f))) & 255u) << 24u);
-  var vStat: vec2<f32> = statV[rowLane];
-  for (var vStatJ: u32 = 1u; vStatJ < 16u; vStatJ = vStatJ + 1u) {
-    vStat = select(vStat, statV[rowLane + vStatJ], abs(statV[rowLane + vStatJ].x) > abs(vStat.x));
-  }
+  var vStat: vec2<f32> = groupV[rowGroup];
+  vStat = vec2<f32>(max(vStat.x, groupV[rowGroup + 1u].x), 0.0f);
+  vStat = vec2<f32>(max(vStat.x, groupV[rowGroup + 2u].x), 0.0f);
+  vStat = vec2<f32>(max(vStat.x, groupV[rowGroup + 3u].x), 0.0f);
   let vScale = abs(vStat.x) / 127.0f;
   let vScaleInv = select(0.0f, 1.0f / vScale, vScale != 0.0f);
   let vBase = dstRow * ROW_WORDS;

@@ -21,6 +21,8 @@ var<workgroup> xk: array<f32, 1024>;
 var<workgroup> xv: array<f32, 1024>;
 var<workgroup> statK: array<vec2<f32>, 256>;
 var<workgroup> statV: array<vec2<f32>, 256>;
+var<workgroup> groupK: array<vec2<f32>, 32>;
+var<workgroup> groupV: array<vec2<f32>, 32>;
 
 const HEAD_DIM: u32 = 64u;
 const HEAD_DIM_V4: u32 = 16u;
@@ -76,33 +78,46 @@ fn main(
   xv[lid.x * 4u + 2u] = v.z;
   xk[lid.x * 4u + 3u] = k.w;
   xv[lid.x * 4u + 3u] = v.w;
-  var pK: f32 = k.x;
-  pK = select(pK, k.y, abs(k.y) > abs(pK));
-  pK = select(pK, k.z, abs(k.z) > abs(pK));
-  pK = select(pK, k.w, abs(k.w) > abs(pK));
-  let pKStat = vec2<f32>(pK, 0.0f);
+  let pKStat = vec2<f32>(max(max(abs(k.x), abs(k.y)), max(abs(k.z), abs(k.w))), 0.0f);
   statK[lid.x] = pKStat;
-  var pV: f32 = v.x;
-  pV = select(pV, v.y, abs(v.y) > abs(pV));
-  pV = select(pV, v.z, abs(v.z) > abs(pV));
-  pV = select(pV, v.w, abs(v.w) > abs(pV));
-  let pVStat = vec2<f32>(pV, 0.0f);
+  let pVStat = vec2<f32>(max(max(abs(v.x), abs(v.y)), max(abs(v.z), abs(v.w))), 0.0f);
   statV[lid.x] = pVStat;
+  workgroupBarrier();
+  let rowLane = lid.x - d4;
+  // Each block's statistic, once: the row's first 2 invocations each
+  // combine a block's 8 partials in order.
+  let rowGroup = rowLane / 8u;
+  if (d4 < 2u) {
+    var gK: vec2<f32> = statK[rowLane + d4 * 8u];
+    gK = vec2<f32>(max(gK.x, statK[rowLane + d4 * 8u + 1u].x), 0.0f);
+    gK = vec2<f32>(max(gK.x, statK[rowLane + d4 * 8u + 2u].x), 0.0f);
+    gK = vec2<f32>(max(gK.x, statK[rowLane + d4 * 8u + 3u].x), 0.0f);
+    gK = vec2<f32>(max(gK.x, statK[rowLane + d4 * 8u + 4u].x), 0.0f);
+    gK = vec2<f32>(max(gK.x, statK[rowLane + d4 * 8u + 5u].x), 0.0f);
+    gK = vec2<f32>(max(gK.x, statK[rowLane + d4 * 8u + 6u].x), 0.0f);
+    gK = vec2<f32>(max(gK.x, statK[rowLane + d4 * 8u + 7u].x), 0.0f);
+    groupK[rowGroup + d4] = gK;
+    var gV: vec2<f32> = statV[rowLane + d4 * 8u];
+    gV = vec2<f32>(max(gV.x, statV[rowLane + d4 * 8u + 1u].x), 0.0f);
+    gV = vec2<f32>(max(gV.x, statV[rowLane + d4 * 8u + 2u].x), 0.0f);
+    gV = vec2<f32>(max(gV.x, statV[rowLane + d4 * 8u + 3u].x), 0.0f);
+    gV = vec2<f32>(max(gV.x, statV[rowLane + d4 * 8u + 4u].x), 0.0f);
+    gV = vec2<f32>(max(gV.x, statV[rowLane + d4 * 8u + 5u].x), 0.0f);
+    gV = vec2<f32>(max(gV.x, statV[rowLane + d4 * 8u + 6u].x), 0.0f);
+    gV = vec2<f32>(max(gV.x, statV[rowLane + d4 * 8u + 7u].x), 0.0f);
+    groupV[rowGroup + d4] = gV;
+  }
   workgroupBarrier();
   if (e >= params.count * HEAD_DIM_V4 || t < skip) {
     return;
   }
-  let rowLane = lid.x - d4;
-  let lane0 = rowLane * 4u;
   let dstRow = (b * KV_HEADS + hk) * params.seq + dstT;
+  let kLane0 = rowLane * 4u;
   let kBase = dstRow * ROW_WORDS;
   let kBlk = d4 / 8u;
   let kJ = d4 % 8u;
   let kPairAt = kBlk / 2u * 17u;
-  var kDStat: vec2<f32> = statK[rowLane + kBlk * 8u];
-  for (var kDStatJ: u32 = 1u; kDStatJ < 8u; kDStatJ = kDStatJ + 1u) {
-    kDStat = select(kDStat, statK[rowLane + kBlk * 8u + kDStatJ], abs(statK[rowLane + kBlk * 8u + kDStatJ].x) > abs(kDStat.x));
-  }
+  let kDStat = groupK[rowGroup + kBlk];
   let kD = abs(kDStat.x) / 127.0f;
   let kDInv = select(0.0f, 1.0f / kD, kD != 0.0f);
   let kQ0 = k.x * kDInv;
@@ -117,28 +132,23 @@ fn main(
     present_key[kBase + (kPairAt + 9u + kJ)] = (u32(i32(kQ0Whole + trunc((kQ0 - kQ0Whole) * 2.0f))) & 255u) | ((u32(i32(kQ1Whole + trunc((kQ1 - kQ1Whole) * 2.0f))) & 255u) << 8u) | ((u32(i32(kQ2Whole + trunc((kQ2 - kQ2Whole) * 2.0f))) & 255u) << 16u) | ((u32(i32(kQ3Whole + trunc((kQ3 - kQ3Whole) * 2.0f))) & 255u) << 24u);
   } else {
     let kPrev = max(d4 * 4u, 2u) - 2u;
-    let kP0 = xk[lane0 + kPrev] * kDInv;
+    let kP0 = xk[kLane0 + kPrev] * kDInv;
     let kP0Whole = trunc(kP0);
-    let kP1 = xk[lane0 + (kPrev + 1u)] * kDInv;
+    let kP1 = xk[kLane0 + (kPrev + 1u)] * kDInv;
     let kP1Whole = trunc(kP1);
     present_key[kBase + (kPairAt + kJ)] = select((u32(i32(kP0Whole + trunc((kP0 - kP0Whole) * 2.0f))) & 255u) | ((u32(i32(kP1Whole + trunc((kP1 - kP1Whole) * 2.0f))) & 255u) << 8u), pack2x16float(vec2<f32>(kD, 0.0f)), kJ == 0u) | (((u32(i32(kQ0Whole + trunc((kQ0 - kQ0Whole) * 2.0f))) & 255u) | ((u32(i32(kQ1Whole + trunc((kQ1 - kQ1Whole) * 2.0f))) & 255u) << 8u)) << 16u);
     if (kJ == 7u) {
-      var kNStat: vec2<f32> = statK[rowLane + min(kBlk + 1u, 1u) * 8u];
-      for (var kNStatJ: u32 = 1u; kNStatJ < 8u; kNStatJ = kNStatJ + 1u) {
-        kNStat = select(kNStat, statK[rowLane + min(kBlk + 1u, 1u) * 8u + kNStatJ], abs(statK[rowLane + min(kBlk + 1u, 1u) * 8u + kNStatJ].x) > abs(kNStat.x));
-      }
+      let kNStat = groupK[rowGroup + min(kBlk + 1u, 1u)];
       let kN = abs(kNStat.x) / 127.0f;
       present_key[kBase + (kPairAt + 8u)] = (u32(i32(kQ2Whole + trunc((kQ2 - kQ2Whole) * 2.0f))) & 255u) | ((u32(i32(kQ3Whole + trunc((kQ3 - kQ3Whole) * 2.0f))) & 255u) << 8u) | (select(0u, pack2x16float(vec2<f32>(kN, 0.0f)), kBlk + 1u <= 1u) << 16u);
     }
   }
+  let vLane0 = rowLane * 4u;
   let vBase = dstRow * ROW_WORDS;
   let vBlk = d4 / 8u;
   let vJ = d4 % 8u;
   let vPairAt = vBlk / 2u * 17u;
-  var vDStat: vec2<f32> = statV[rowLane + vBlk * 8u];
-  for (var vDStatJ: u32 = 1u; vDStatJ < 8u; vDStatJ = vDStatJ + 1u) {
-    vDStat = select(vDStat, statV[rowLane + vBlk * 8u + vDStatJ], abs(statV[rowLane + vBlk * 8u + vDStatJ].x) > abs(vDStat.x));
-  }
+  let vDStat = groupV[rowGroup + vBlk];
   let vD = abs(vDStat.x) / 127.0f;
   let vDInv = select(0.0f, 1.0f / vD, vD != 0.0f);
   let vQ0 = v.x * vDInv;
@@ -153,16 +163,13 @@ fn main(
     present_value[vBase + (vPairAt + 9u + vJ)] = (u32(i32(vQ0Whole + trunc((vQ0 - vQ0Whole) * 2.0f))) & 255u) | ((u32(i32(vQ1Whole + trunc((vQ1 - vQ1Whole) * 2.0f))) & 255u) << 8u) | ((u32(i32(vQ2Whole + trunc((vQ2 - vQ2Whole) * 2.0f))) & 255u) << 16u) | ((u32(i32(vQ3Whole + trunc((vQ3 - vQ3Whole) * 2.0f))) & 255u) << 24u);
   } else {
     let vPrev = max(d4 * 4u, 2u) - 2u;
-    let vP0 = xv[lane0 + vPrev] * vDInv;
+    let vP0 = xv[vLane0 + vPrev] * vDInv;
     let vP0Whole = trunc(vP0);
-    let vP1 = xv[lane0 + (vPrev + 1u)] * vDInv;
+    let vP1 = xv[vLane0 + (vPrev + 1u)] * vDInv;
     let vP1Whole = trunc(vP1);
     present_value[vBase + (vPairAt + vJ)] = select((u32(i32(vP0Whole + trunc((vP0 - vP0Whole) * 2.0f))) & 255u) | ((u32(i32(vP1Whole + trunc((vP1 - vP1Whole) * 2.0f))) & 255u) << 8u), pack2x16float(vec2<f32>(vD, 0.0f)), vJ == 0u) | (((u32(i32(vQ0Whole + trunc((vQ0 - vQ0Whole) * 2.0f))) & 255u) | ((u32(i32(vQ1Whole + trunc((vQ1 - vQ1Whole) * 2.0f))) & 255u) << 8u)) << 16u);
     if (vJ == 7u) {
-      var vNStat: vec2<f32> = statV[rowLane + min(vBlk + 1u, 1u) * 8u];
-      for (var vNStatJ: u32 = 1u; vNStatJ < 8u; vNStatJ = vNStatJ + 1u) {
-        vNStat = select(vNStat, statV[rowLane + min(vBlk + 1u, 1u) * 8u + vNStatJ], abs(statV[rowLane + min(vBlk + 1u, 1u) * 8u + vNStatJ].x) > abs(vNStat.x));
-      }
+      let vNStat = groupV[rowGroup + min(vBlk + 1u, 1u)];
       let vN = abs(vNStat.x) / 127.0f;
       present_value[vBase + (vPairAt + 8u)] = (u32(i32(vQ2Whole + trunc((vQ2 - vQ2Whole) * 2.0f))) & 255u) | ((u32(i32(vQ3Whole + trunc((vQ3 - vQ3Whole) * 2.0f))) & 255u) << 8u) | (select(0u, pack2x16float(vec2<f32>(vN, 0.0f)), vBlk + 1u <= 1u) << 16u);
     }

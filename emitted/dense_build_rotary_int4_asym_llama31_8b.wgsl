@@ -16,10 +16,12 @@ struct Params {
 @group(0) @binding(5) var<storage, read_write> present_value: array<u32>;
 @group(0) @binding(6) var<uniform> params: Params;
 
-var<workgroup> xk: array<f32, 1024>;
-var<workgroup> xv: array<f32, 1024>;
+var<workgroup> xk: array<vec4<f32>, 256>;
+var<workgroup> xv: array<vec4<f32>, 256>;
 var<workgroup> statK: array<vec2<f32>, 256>;
 var<workgroup> statV: array<vec2<f32>, 256>;
+var<workgroup> groupK: array<vec2<f32>, 32>;
+var<workgroup> groupV: array<vec2<f32>, 32>;
 
 const HEAD_DIM: u32 = 128u;
 const HEAD_DIM_V4: u32 = 32u;
@@ -56,31 +58,48 @@ fn main(
   let x1 = src_k[srcBase + (dr + HALF_V4)];
   let k = select(x1 * cs + x0 * sn, x0 * cs - x1 * sn, d4 < HALF_V4);
   let v = src_v[srcBase + d4];
-  // Stage the row's values and each vector's partial statistic in workgroup
+  // Stage the row's vectors and each vector's partial statistic in workgroup
   // memory.
-  xk[lid.x * 4u + 0u] = k.x;
-  xv[lid.x * 4u + 0u] = v.x;
-  xk[lid.x * 4u + 1u] = k.y;
-  xv[lid.x * 4u + 1u] = v.y;
-  xk[lid.x * 4u + 2u] = k.z;
-  xv[lid.x * 4u + 2u] = v.z;
-  xk[lid.x * 4u + 3u] = k.w;
-  xv[lid.x * 4u + 3u] = v.w;
+  xk[lid.x] = k;
+  xv[lid.x] = v;
   let pK = vec2<f32>(min(min(k.x, k.y), min(k.z, k.w)), max(max(k.x, k.y), max(k.z, k.w)));
   statK[lid.x] = pK;
   let pV = vec2<f32>(min(min(v.x, v.y), min(v.z, v.w)), max(max(v.x, v.y), max(v.z, v.w)));
   statV[lid.x] = pV;
   workgroupBarrier();
+  let rowLane = lid.x - d4;
+  // A row's statistic in two levels: its first 4 invocations each
+  // combine 8 partials in order, then every invocation the 4 groups.
+  let rowGroup = rowLane / 8u;
+  if (d4 < 4u) {
+    var gK: vec2<f32> = statK[rowLane + d4 * 8u];
+    gK = vec2<f32>(min(gK.x, statK[rowLane + d4 * 8u + 1u].x), max(gK.y, statK[rowLane + d4 * 8u + 1u].y));
+    gK = vec2<f32>(min(gK.x, statK[rowLane + d4 * 8u + 2u].x), max(gK.y, statK[rowLane + d4 * 8u + 2u].y));
+    gK = vec2<f32>(min(gK.x, statK[rowLane + d4 * 8u + 3u].x), max(gK.y, statK[rowLane + d4 * 8u + 3u].y));
+    gK = vec2<f32>(min(gK.x, statK[rowLane + d4 * 8u + 4u].x), max(gK.y, statK[rowLane + d4 * 8u + 4u].y));
+    gK = vec2<f32>(min(gK.x, statK[rowLane + d4 * 8u + 5u].x), max(gK.y, statK[rowLane + d4 * 8u + 5u].y));
+    gK = vec2<f32>(min(gK.x, statK[rowLane + d4 * 8u + 6u].x), max(gK.y, statK[rowLane + d4 * 8u + 6u].y));
+    gK = vec2<f32>(min(gK.x, statK[rowLane + d4 * 8u + 7u].x), max(gK.y, statK[rowLane + d4 * 8u + 7u].y));
+    groupK[rowGroup + d4] = gK;
+    var gV: vec2<f32> = statV[rowLane + d4 * 8u];
+    gV = vec2<f32>(min(gV.x, statV[rowLane + d4 * 8u + 1u].x), max(gV.y, statV[rowLane + d4 * 8u + 1u].y));
+    gV = vec2<f32>(min(gV.x, statV[rowLane + d4 * 8u + 2u].x), max(gV.y, statV[rowLane + d4 * 8u + 2u].y));
+    gV = vec2<f32>(min(gV.x, statV[rowLane + d4 * 8u + 3u].x), max(gV.y, statV[rowLane + d4 * 8u + 3u].y));
+    gV = vec2<f32>(min(gV.x, statV[rowLane + d4 * 8u + 4u].x), max(gV.y, statV[rowLane + d4 * 8u + 4u].y));
+    gV = vec2<f32>(min(gV.x, statV[rowLane + d4 * 8u + 5u].x), max(gV.y, statV[rowLane + d4 * 8u + 5u].y));
+    gV = vec2<f32>(min(gV.x, statV[rowLane + d4 * 8u + 6u].x), max(gV.y, statV[rowLane + d4 * 8u + 6u].y));
+    gV = vec2<f32>(min(gV.x, statV[rowLane + d4 * 8u + 7u].x), max(gV.y, statV[rowLane + d4 * 8u + 7u].y));
+    groupV[rowGroup + d4] = gV;
+  }
+  workgroupBarrier();
   if (e >= params.count * HEAD_DIM_V4) {
     return;
   }
-  let rowLane = lid.x - d4;
-  let lane0 = rowLane * 4u;
   let dstRow = (b * KV_HEADS + hk) * params.seq + t;
-  var kStat: vec2<f32> = statK[rowLane];
-  for (var kStatJ: u32 = 1u; kStatJ < 32u; kStatJ = kStatJ + 1u) {
-    kStat = vec2<f32>(min(kStat.x, statK[rowLane + kStatJ].x), max(kStat.y, statK[rowLane + kStatJ].y));
-  }
+  var kStat: vec2<f32> = groupK[rowGroup];
+  kStat = vec2<f32>(min(kStat.x, groupK[rowGroup + 1u].x), max(kStat.y, groupK[rowGroup + 1u].y));
+  kStat = vec2<f32>(min(kStat.x, groupK[rowGroup + 2u].x), max(kStat.y, groupK[rowGroup + 2u].y));
+  kStat = vec2<f32>(min(kStat.x, groupK[rowGroup + 3u].x), max(kStat.y, groupK[rowGroup + 3u].y));
   let kScale = (kStat.y - kStat.x) / 15.0f;
   let kScaleInv = select(0.0f, 1.0f / kScale, kScale != 0.0f);
   let kBase = dstRow * ROW_WORDS;
@@ -89,12 +108,13 @@ fn main(
   }
   if (d4 % 2u == 0u) {
     // Eight codes a word: an even vector's own four, then the next vector's.
-    present_key[kBase + (d4 / 2u + 2u)] = u32(clamp(round((k.x - kStat.x) * kScaleInv), 0.0f, 15.0f)) | (u32(clamp(round((k.y - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 4u) | (u32(clamp(round((k.z - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 8u) | (u32(clamp(round((k.w - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 12u) | (u32(clamp(round((xk[lane0 + (d4 * 4u + 4u)] - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 16u) | (u32(clamp(round((xk[lane0 + (d4 * 4u + 5u)] - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 20u) | (u32(clamp(round((xk[lane0 + (d4 * 4u + 6u)] - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 24u) | (u32(clamp(round((xk[lane0 + (d4 * 4u + 7u)] - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 28u);
+    let kNext = xk[rowLane + d4 + 1u];
+    present_key[kBase + (d4 / 2u + 2u)] = u32(clamp(round((k.x - kStat.x) * kScaleInv), 0.0f, 15.0f)) | (u32(clamp(round((k.y - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 4u) | (u32(clamp(round((k.z - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 8u) | (u32(clamp(round((k.w - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 12u) | (u32(clamp(round((kNext.x - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 16u) | (u32(clamp(round((kNext.y - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 20u) | (u32(clamp(round((kNext.z - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 24u) | (u32(clamp(round((kNext.w - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 28u);
   }
-  var vStat: vec2<f32> = statV[rowLane];
-  for (var vStatJ: u32 = 1u; vStatJ < 32u; vStatJ = vStatJ + 1u) {
-    vStat = vec2<f32>(min(vStat.x, statV[rowLane + vStatJ].x), max(vStat.y, statV[rowLane + vStatJ].y));
-  }
+  var vStat: vec2<f32> = groupV[rowGroup];
+  vStat = vec2<f32>(min(vStat.x, groupV[rowGroup + 1u].x), max(vStat.y, groupV[rowGroup + 1u].y));
+  vStat = vec2<f32>(min(vStat.x, groupV[rowGroup + 2u].x), max(vStat.y, groupV[rowGroup + 2u].y));
+  vStat = vec2<f32>(min(vStat.x, groupV[rowGroup + 3u].x), max(vStat.y, groupV[rowGroup + 3u].y));
   let vScale = (vStat.y - vStat.x) / 15.0f;
   let vScaleInv = select(0.0f, 1.0f / vScale, vScale != 0.0f);
   let vBase = dstRow * ROW_WORDS;
@@ -103,6 +123,7 @@ fn main(
   }
   if (d4 % 2u == 0u) {
     // Eight codes a word: an even vector's own four, then the next vector's.
-    present_value[vBase + (d4 / 2u + 2u)] = u32(clamp(round((v.x - vStat.x) * vScaleInv), 0.0f, 15.0f)) | (u32(clamp(round((v.y - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 4u) | (u32(clamp(round((v.z - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 8u) | (u32(clamp(round((v.w - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 12u) | (u32(clamp(round((xv[lane0 + (d4 * 4u + 4u)] - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 16u) | (u32(clamp(round((xv[lane0 + (d4 * 4u + 5u)] - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 20u) | (u32(clamp(round((xv[lane0 + (d4 * 4u + 6u)] - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 24u) | (u32(clamp(round((xv[lane0 + (d4 * 4u + 7u)] - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 28u);
+    let vNext = xv[rowLane + d4 + 1u];
+    present_value[vBase + (d4 / 2u + 2u)] = u32(clamp(round((v.x - vStat.x) * vScaleInv), 0.0f, 15.0f)) | (u32(clamp(round((v.y - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 4u) | (u32(clamp(round((v.z - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 8u) | (u32(clamp(round((v.w - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 12u) | (u32(clamp(round((vNext.x - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 16u) | (u32(clamp(round((vNext.y - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 20u) | (u32(clamp(round((vNext.z - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 24u) | (u32(clamp(round((vNext.w - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 28u);
   }
 }

@@ -20,6 +20,8 @@ var<workgroup> xk: array<f32, 1024>;
 var<workgroup> xv: array<f32, 1024>;
 var<workgroup> statK: array<vec2<f32>, 256>;
 var<workgroup> statV: array<vec2<f32>, 256>;
+var<workgroup> groupK: array<vec2<f32>, 32>;
+var<workgroup> groupV: array<vec2<f32>, 32>;
 
 const HEAD_DIM: u32 = 128u;
 const HEAD_DIM_V4: u32 = 32u;
@@ -79,76 +81,83 @@ fn main(
   let pVStat = vec2<f32>(pV, 0.0f);
   statV[lid.x] = pVStat;
   workgroupBarrier();
+  let rowLane = lid.x - d4;
+  // Each block's statistic, once: the row's first 4 invocations each
+  // combine a block's 8 partials in order.
+  let rowGroup = rowLane / 8u;
+  if (d4 < 4u) {
+    var gK: vec2<f32> = statK[rowLane + d4 * 8u];
+    gK = select(gK, statK[rowLane + d4 * 8u + 1u], abs(statK[rowLane + d4 * 8u + 1u].x) > abs(gK.x));
+    gK = select(gK, statK[rowLane + d4 * 8u + 2u], abs(statK[rowLane + d4 * 8u + 2u].x) > abs(gK.x));
+    gK = select(gK, statK[rowLane + d4 * 8u + 3u], abs(statK[rowLane + d4 * 8u + 3u].x) > abs(gK.x));
+    gK = select(gK, statK[rowLane + d4 * 8u + 4u], abs(statK[rowLane + d4 * 8u + 4u].x) > abs(gK.x));
+    gK = select(gK, statK[rowLane + d4 * 8u + 5u], abs(statK[rowLane + d4 * 8u + 5u].x) > abs(gK.x));
+    gK = select(gK, statK[rowLane + d4 * 8u + 6u], abs(statK[rowLane + d4 * 8u + 6u].x) > abs(gK.x));
+    gK = select(gK, statK[rowLane + d4 * 8u + 7u], abs(statK[rowLane + d4 * 8u + 7u].x) > abs(gK.x));
+    groupK[rowGroup + d4] = gK;
+    var gV: vec2<f32> = statV[rowLane + d4 * 8u];
+    gV = select(gV, statV[rowLane + d4 * 8u + 1u], abs(statV[rowLane + d4 * 8u + 1u].x) > abs(gV.x));
+    gV = select(gV, statV[rowLane + d4 * 8u + 2u], abs(statV[rowLane + d4 * 8u + 2u].x) > abs(gV.x));
+    gV = select(gV, statV[rowLane + d4 * 8u + 3u], abs(statV[rowLane + d4 * 8u + 3u].x) > abs(gV.x));
+    gV = select(gV, statV[rowLane + d4 * 8u + 4u], abs(statV[rowLane + d4 * 8u + 4u].x) > abs(gV.x));
+    gV = select(gV, statV[rowLane + d4 * 8u + 5u], abs(statV[rowLane + d4 * 8u + 5u].x) > abs(gV.x));
+    gV = select(gV, statV[rowLane + d4 * 8u + 6u], abs(statV[rowLane + d4 * 8u + 6u].x) > abs(gV.x));
+    gV = select(gV, statV[rowLane + d4 * 8u + 7u], abs(statV[rowLane + d4 * 8u + 7u].x) > abs(gV.x));
+    groupV[rowGroup + d4] = gV;
+  }
+  workgroupBarrier();
   if (e >= params.count * HEAD_DIM_V4) {
     return;
   }
-  let rowLane = lid.x - d4;
-  let lane0 = rowLane * 4u;
   let dstRow = (b * KV_HEADS + hk) * params.seq + t;
+  let kLane0 = rowLane * 4u;
   let kBase = dstRow * ROW_WORDS;
   let kBlk = d4 / 8u;
   let kJ = d4 % 8u;
   let kPairAt = kBlk / 2u * 9u;
   let kFirst = kBlk * 32u;
   if (kBlk % 2u == 1u && kJ < 4u) {
-    var kDStat: vec2<f32> = statK[rowLane + kBlk * 8u];
-    for (var kDStatJ: u32 = 1u; kDStatJ < 8u; kDStatJ = kDStatJ + 1u) {
-      kDStat = select(kDStat, statK[rowLane + kBlk * 8u + kDStatJ], abs(statK[rowLane + kBlk * 8u + kDStatJ].x) > abs(kDStat.x));
-    }
+    let kDStat = groupK[rowGroup + kBlk];
     let kD = kDStat.x / -8.0f;
     let kDInv = select(0.0f, 1.0f / kD, kD != 0.0f);
-    present_key[kBase + (kPairAt + 5u + kJ)] = u32(min(i32(xk[lane0 + (kFirst + (kJ * 4u + 0u))] * kDInv + 8.5f), 15i)) | (u32(min(i32(xk[lane0 + (kFirst + (kJ * 4u + 0u) + 16u)] * kDInv + 8.5f), 15i)) << 4u) | ((u32(min(i32(xk[lane0 + (kFirst + (kJ * 4u + 1u))] * kDInv + 8.5f), 15i)) | (u32(min(i32(xk[lane0 + (kFirst + (kJ * 4u + 1u) + 16u)] * kDInv + 8.5f), 15i)) << 4u)) << 8u) | ((u32(min(i32(xk[lane0 + (kFirst + (kJ * 4u + 2u))] * kDInv + 8.5f), 15i)) | (u32(min(i32(xk[lane0 + (kFirst + (kJ * 4u + 2u) + 16u)] * kDInv + 8.5f), 15i)) << 4u)) << 16u) | ((u32(min(i32(xk[lane0 + (kFirst + (kJ * 4u + 3u))] * kDInv + 8.5f), 15i)) | (u32(min(i32(xk[lane0 + (kFirst + (kJ * 4u + 3u) + 16u)] * kDInv + 8.5f), 15i)) << 4u)) << 24u);
+    present_key[kBase + (kPairAt + 5u + kJ)] = u32(min(i32(xk[kLane0 + (kFirst + (kJ * 4u + 0u))] * kDInv + 8.5f), 15i)) | (u32(min(i32(xk[kLane0 + (kFirst + (kJ * 4u + 0u) + 16u)] * kDInv + 8.5f), 15i)) << 4u) | ((u32(min(i32(xk[kLane0 + (kFirst + (kJ * 4u + 1u))] * kDInv + 8.5f), 15i)) | (u32(min(i32(xk[kLane0 + (kFirst + (kJ * 4u + 1u) + 16u)] * kDInv + 8.5f), 15i)) << 4u)) << 8u) | ((u32(min(i32(xk[kLane0 + (kFirst + (kJ * 4u + 2u))] * kDInv + 8.5f), 15i)) | (u32(min(i32(xk[kLane0 + (kFirst + (kJ * 4u + 2u) + 16u)] * kDInv + 8.5f), 15i)) << 4u)) << 16u) | ((u32(min(i32(xk[kLane0 + (kFirst + (kJ * 4u + 3u))] * kDInv + 8.5f), 15i)) | (u32(min(i32(xk[kLane0 + (kFirst + (kJ * 4u + 3u) + 16u)] * kDInv + 8.5f), 15i)) << 4u)) << 24u);
   } else if (kBlk % 2u == 0u && kJ < 5u) {
-    var kEStat: vec2<f32> = statK[rowLane + kBlk * 8u];
-    for (var kEStatJ: u32 = 1u; kEStatJ < 8u; kEStatJ = kEStatJ + 1u) {
-      kEStat = select(kEStat, statK[rowLane + kBlk * 8u + kEStatJ], abs(statK[rowLane + kBlk * 8u + kEStatJ].x) > abs(kEStat.x));
-    }
+    let kEStat = groupK[rowGroup + kBlk];
     let kE = kEStat.x / -8.0f;
     let kEInv = select(0.0f, 1.0f / kE, kE != 0.0f);
-    var kNStat: vec2<f32> = statK[rowLane + min(kBlk + 1u, 3u) * 8u];
-    for (var kNStatJ: u32 = 1u; kNStatJ < 8u; kNStatJ = kNStatJ + 1u) {
-      kNStat = select(kNStat, statK[rowLane + min(kBlk + 1u, 3u) * 8u + kNStatJ], abs(statK[rowLane + min(kBlk + 1u, 3u) * 8u + kNStatJ].x) > abs(kNStat.x));
-    }
+    let kNStat = groupK[rowGroup + min(kBlk + 1u, 3u)];
     let kN = kNStat.x / -8.0f;
     let kHalf = pack2x16float(vec2<f32>(kE, 0.0f));
     let kNextHalf = select(0u, pack2x16float(vec2<f32>(kN, 0.0f)), kBlk + 1u <= 3u);
-    let kB0 = select(u32(min(i32(xk[lane0 + (kFirst + (max(kJ * 4u + 0u, 2u) - 2u))] * kEInv + 8.5f), 15i)) | (u32(min(i32(xk[lane0 + (kFirst + (max(kJ * 4u + 0u, 2u) - 2u) + 16u)] * kEInv + 8.5f), 15i)) << 4u), (kHalf >> 0u) & 255u, kJ == 0u);
-    let kB1 = select(u32(min(i32(xk[lane0 + (kFirst + (max(kJ * 4u + 1u, 2u) - 2u))] * kEInv + 8.5f), 15i)) | (u32(min(i32(xk[lane0 + (kFirst + (max(kJ * 4u + 1u, 2u) - 2u) + 16u)] * kEInv + 8.5f), 15i)) << 4u), (kHalf >> 8u) & 255u, kJ == 0u);
-    let kB2 = select(u32(min(i32(xk[lane0 + (kFirst + min(kJ * 4u + 0u, 15u))] * kEInv + 8.5f), 15i)) | (u32(min(i32(xk[lane0 + (kFirst + min(kJ * 4u + 0u, 15u) + 16u)] * kEInv + 8.5f), 15i)) << 4u), (kNextHalf >> 0u) & 255u, kJ == 4u);
-    let kB3 = select(u32(min(i32(xk[lane0 + (kFirst + min(kJ * 4u + 1u, 15u))] * kEInv + 8.5f), 15i)) | (u32(min(i32(xk[lane0 + (kFirst + min(kJ * 4u + 1u, 15u) + 16u)] * kEInv + 8.5f), 15i)) << 4u), (kNextHalf >> 8u) & 255u, kJ == 4u);
+    let kB0 = select(u32(min(i32(xk[kLane0 + (kFirst + (max(kJ * 4u + 0u, 2u) - 2u))] * kEInv + 8.5f), 15i)) | (u32(min(i32(xk[kLane0 + (kFirst + (max(kJ * 4u + 0u, 2u) - 2u) + 16u)] * kEInv + 8.5f), 15i)) << 4u), (kHalf >> 0u) & 255u, kJ == 0u);
+    let kB1 = select(u32(min(i32(xk[kLane0 + (kFirst + (max(kJ * 4u + 1u, 2u) - 2u))] * kEInv + 8.5f), 15i)) | (u32(min(i32(xk[kLane0 + (kFirst + (max(kJ * 4u + 1u, 2u) - 2u) + 16u)] * kEInv + 8.5f), 15i)) << 4u), (kHalf >> 8u) & 255u, kJ == 0u);
+    let kB2 = select(u32(min(i32(xk[kLane0 + (kFirst + min(kJ * 4u + 0u, 15u))] * kEInv + 8.5f), 15i)) | (u32(min(i32(xk[kLane0 + (kFirst + min(kJ * 4u + 0u, 15u) + 16u)] * kEInv + 8.5f), 15i)) << 4u), (kNextHalf >> 0u) & 255u, kJ == 4u);
+    let kB3 = select(u32(min(i32(xk[kLane0 + (kFirst + min(kJ * 4u + 1u, 15u))] * kEInv + 8.5f), 15i)) | (u32(min(i32(xk[kLane0 + (kFirst + min(kJ * 4u + 1u, 15u) + 16u)] * kEInv + 8.5f), 15i)) << 4u), (kNextHalf >> 8u) & 255u, kJ == 4u);
     present_key[kBase + (kPairAt + kJ)] = kB0 | (kB1 << 8u) | (kB2 << 16u) | (kB3 << 24u);
   }
+  let vLane0 = rowLane * 4u;
   let vBase = dstRow * ROW_WORDS;
   let vBlk = d4 / 8u;
   let vJ = d4 % 8u;
   let vPairAt = vBlk / 2u * 9u;
   let vFirst = vBlk * 32u;
   if (vBlk % 2u == 1u && vJ < 4u) {
-    var vDStat: vec2<f32> = statV[rowLane + vBlk * 8u];
-    for (var vDStatJ: u32 = 1u; vDStatJ < 8u; vDStatJ = vDStatJ + 1u) {
-      vDStat = select(vDStat, statV[rowLane + vBlk * 8u + vDStatJ], abs(statV[rowLane + vBlk * 8u + vDStatJ].x) > abs(vDStat.x));
-    }
+    let vDStat = groupV[rowGroup + vBlk];
     let vD = vDStat.x / -8.0f;
     let vDInv = select(0.0f, 1.0f / vD, vD != 0.0f);
-    present_value[vBase + (vPairAt + 5u + vJ)] = u32(min(i32(xv[lane0 + (vFirst + (vJ * 4u + 0u))] * vDInv + 8.5f), 15i)) | (u32(min(i32(xv[lane0 + (vFirst + (vJ * 4u + 0u) + 16u)] * vDInv + 8.5f), 15i)) << 4u) | ((u32(min(i32(xv[lane0 + (vFirst + (vJ * 4u + 1u))] * vDInv + 8.5f), 15i)) | (u32(min(i32(xv[lane0 + (vFirst + (vJ * 4u + 1u) + 16u)] * vDInv + 8.5f), 15i)) << 4u)) << 8u) | ((u32(min(i32(xv[lane0 + (vFirst + (vJ * 4u + 2u))] * vDInv + 8.5f), 15i)) | (u32(min(i32(xv[lane0 + (vFirst + (vJ * 4u + 2u) + 16u)] * vDInv + 8.5f), 15i)) << 4u)) << 16u) | ((u32(min(i32(xv[lane0 + (vFirst + (vJ * 4u + 3u))] * vDInv + 8.5f), 15i)) | (u32(min(i32(xv[lane0 + (vFirst + (vJ * 4u + 3u) + 16u)] * vDInv + 8.5f), 15i)) << 4u)) << 24u);
+    present_value[vBase + (vPairAt + 5u + vJ)] = u32(min(i32(xv[vLane0 + (vFirst + (vJ * 4u + 0u))] * vDInv + 8.5f), 15i)) | (u32(min(i32(xv[vLane0 + (vFirst + (vJ * 4u + 0u) + 16u)] * vDInv + 8.5f), 15i)) << 4u) | ((u32(min(i32(xv[vLane0 + (vFirst + (vJ * 4u + 1u))] * vDInv + 8.5f), 15i)) | (u32(min(i32(xv[vLane0 + (vFirst + (vJ * 4u + 1u) + 16u)] * vDInv + 8.5f), 15i)) << 4u)) << 8u) | ((u32(min(i32(xv[vLane0 + (vFirst + (vJ * 4u + 2u))] * vDInv + 8.5f), 15i)) | (u32(min(i32(xv[vLane0 + (vFirst + (vJ * 4u + 2u) + 16u)] * vDInv + 8.5f), 15i)) << 4u)) << 16u) | ((u32(min(i32(xv[vLane0 + (vFirst + (vJ * 4u + 3u))] * vDInv + 8.5f), 15i)) | (u32(min(i32(xv[vLane0 + (vFirst + (vJ * 4u + 3u) + 16u)] * vDInv + 8.5f), 15i)) << 4u)) << 24u);
   } else if (vBlk % 2u == 0u && vJ < 5u) {
-    var vEStat: vec2<f32> = statV[rowLane + vBlk * 8u];
-    for (var vEStatJ: u32 = 1u; vEStatJ < 8u; vEStatJ = vEStatJ + 1u) {
-      vEStat = select(vEStat, statV[rowLane + vBlk * 8u + vEStatJ], abs(statV[rowLane + vBlk * 8u + vEStatJ].x) > abs(vEStat.x));
-    }
+    let vEStat = groupV[rowGroup + vBlk];
     let vE = vEStat.x / -8.0f;
     let vEInv = select(0.0f, 1.0f / vE, vE != 0.0f);
-    var vNStat: vec2<f32> = statV[rowLane + min(vBlk + 1u, 3u) * 8u];
-    for (var vNStatJ: u32 = 1u; vNStatJ < 8u; vNStatJ = vNStatJ + 1u) {
-      vNStat = select(vNStat, statV[rowLane + min(vBlk + 1u, 3u) * 8u + vNStatJ], abs(statV[rowLane + min(vBlk + 1u, 3u) * 8u + vNStatJ].x) > abs(vNStat.x));
-    }
+    let vNStat = groupV[rowGroup + min(vBlk + 1u, 3u)];
     let vN = vNStat.x / -8.0f;
     let vHalf = pack2x16float(vec2<f32>(vE, 0.0f));
     let vNextHalf = select(0u, pack2x16float(vec2<f32>(vN, 0.0f)), vBlk + 1u <= 3u);
-    let vB0 = select(u32(min(i32(xv[lane0 + (vFirst + (max(vJ * 4u + 0u, 2u) - 2u))] * vEInv + 8.5f), 15i)) | (u32(min(i32(xv[lane0 + (vFirst + (max(vJ * 4u + 0u, 2u) - 2u) + 16u)] * vEInv + 8.5f), 15i)) << 4u), (vHalf >> 0u) & 255u, vJ == 0u);
-    let vB1 = select(u32(min(i32(xv[lane0 + (vFirst + (max(vJ * 4u + 1u, 2u) - 2u))] * vEInv + 8.5f), 15i)) | (u32(min(i32(xv[lane0 + (vFirst + (max(vJ * 4u + 1u, 2u) - 2u) + 16u)] * vEInv + 8.5f), 15i)) << 4u), (vHalf >> 8u) & 255u, vJ == 0u);
-    let vB2 = select(u32(min(i32(xv[lane0 + (vFirst + min(vJ * 4u + 0u, 15u))] * vEInv + 8.5f), 15i)) | (u32(min(i32(xv[lane0 + (vFirst + min(vJ * 4u + 0u, 15u) + 16u)] * vEInv + 8.5f), 15i)) << 4u), (vNextHalf >> 0u) & 255u, vJ == 4u);
-    let vB3 = select(u32(min(i32(xv[lane0 + (vFirst + min(vJ * 4u + 1u, 15u))] * vEInv + 8.5f), 15i)) | (u32(min(i32(xv[lane0 + (vFirst + min(vJ * 4u + 1u, 15u) + 16u)] * vEInv + 8.5f), 15i)) << 4u), (vNextHalf >> 8u) & 255u, vJ == 4u);
+    let vB0 = select(u32(min(i32(xv[vLane0 + (vFirst + (max(vJ * 4u + 0u, 2u) - 2u))] * vEInv + 8.5f), 15i)) | (u32(min(i32(xv[vLane0 + (vFirst + (max(vJ * 4u + 0u, 2u) - 2u) + 16u)] * vEInv + 8.5f), 15i)) << 4u), (vHalf >> 0u) & 255u, vJ == 0u);
+    let vB1 = select(u32(min(i32(xv[vLane0 + (vFirst + (max(vJ * 4u + 1u, 2u) - 2u))] * vEInv + 8.5f), 15i)) | (u32(min(i32(xv[vLane0 + (vFirst + (max(vJ * 4u + 1u, 2u) - 2u) + 16u)] * vEInv + 8.5f), 15i)) << 4u), (vHalf >> 8u) & 255u, vJ == 0u);
+    let vB2 = select(u32(min(i32(xv[vLane0 + (vFirst + min(vJ * 4u + 0u, 15u))] * vEInv + 8.5f), 15i)) | (u32(min(i32(xv[vLane0 + (vFirst + min(vJ * 4u + 0u, 15u) + 16u)] * vEInv + 8.5f), 15i)) << 4u), (vNextHalf >> 0u) & 255u, vJ == 4u);
+    let vB3 = select(u32(min(i32(xv[vLane0 + (vFirst + min(vJ * 4u + 1u, 15u))] * vEInv + 8.5f), 15i)) | (u32(min(i32(xv[vLane0 + (vFirst + min(vJ * 4u + 1u, 15u) + 16u)] * vEInv + 8.5f), 15i)) << 4u), (vNextHalf >> 8u) & 255u, vJ == 4u);
     present_value[vBase + (vPairAt + vJ)] = vB0 | (vB1 << 8u) | (vB2 << 16u) | (vB3 << 24u);
   }
 }
