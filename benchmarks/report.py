@@ -8,6 +8,8 @@
 - ``gpu.csv`` and ``device.json``: ``benchmarks/gpu.py`` under wgpu-native;
 - ``compile.json``: ``benchmarks/compile.py``;
 - ``dawn/gpu.csv`` and ``dawn/device.json`` (optional): ``benchmarks/gpu.py`` under Dawn;
+- ``dense/gpu.csv`` and ``dense/device.json`` (optional): ``benchmarks/gpu.py --variants
+  dense_append`` (the dense formats' appends, against their own targets);
 - ``reasons.json`` (optional, written by hand): for each target not met, the measured reason,
   keyed by :data:`TARGETS`.
 
@@ -21,7 +23,7 @@ import argparse
 import csv
 import json
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +31,8 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 DEFAULT = HERE / "results" / "h200"
 ROOFLINE, PER_ROW, FLOOR = 90.0, 3.0, 1.5
+#: The dense formats' append target: % of the copy at the largest batch's prefill size.
+DENSE = 85.0
 #: The modes the legacy template walks only per row (its per-row target is stated for them).
 PER_ROW_MODES = ("build", "build_quant", "append_quant", "window_shift")
 #: Columns every benchmark CSV has.
@@ -41,6 +45,8 @@ TARGETS = {
     "per_row": f"The modes the template walks only per row ≥ {PER_ROW:.0f}x faster",
     "decode": f"Decode (1-token) appends within {FLOOR}x of the empty dispatch",
     "compiler": "Whole-catalog build + verify + emit faster than jinja2's compile + render",
+    "dense": f"Dense-format appends at ≥ {DENSE:.0f}% of the copy beside them (largest batch), "
+    f"1-token appends within {FLOOR}x of the empty dispatch",
 }
 
 
@@ -54,6 +60,8 @@ class Results:
     dawn: list[dict[str, Any]]
     dawn_device: dict[str, Any] | None
     reasons: dict[str, str]
+    dense: list[dict[str, Any]] = field(default_factory=list)
+    dense_device: dict[str, Any] | None = None
 
 
 def load(path: Path) -> list[dict[str, Any]]:
@@ -99,7 +107,11 @@ def read(folder: Path) -> Results:
     unknown = sorted(set(reasons) - set(TARGETS))
     if unknown:
         raise ValueError(f"{folder / 'reasons.json'}: no target {unknown[0]!r}")
-    return Results(rows, device, optional("compile.json"), dawn, dawn_device, reasons)
+    dense = load(folder / "dense" / "gpu.csv") if (folder / "dense" / "gpu.csv").is_file() else []
+    dense_device = optional("dense/device.json") if dense else None
+    return Results(
+        rows, device, optional("compile.json"), dawn, dawn_device, reasons, dense, dense_device
+    )
 
 
 # -- what the rows say ---------------------------------------------------------------------------
@@ -223,6 +235,8 @@ def targets(res: Results) -> list[tuple[str, str, bool]]:
                 )
     if parts:
         out.append(("decode", "; ".join(parts), met))
+    if res.dense:
+        out.append(dense_target(res.dense))
     comp = res.compile or {}
     if "jinja_s" in comp:
         out.append(
@@ -236,6 +250,30 @@ def targets(res: Results) -> list[tuple[str, str, bool]]:
             )
         )
     return out
+
+
+def dense_target(rows: list[dict]) -> tuple[str, str, bool]:
+    """The dense appends' target: each prefill row at the largest batch against the copy, each
+    decode row against the empty dispatch."""
+    b = largest(rows)
+    batch = int(b[0]["batch"]) if b else 0
+    timed = wide(b)
+    n, below = _pct_line_at(timed, DENSE)
+    pcts = [r["pct_roofline"] for r in timed]
+    dec = [floor_x(r) for r in rows if r.get("decode") and floor_x(r)]
+    ok = sum(x <= FLOOR for x in dec)
+    figure = (
+        f"batch {batch}: {n} of {len(timed)} ({min(pcts, default=0):.0f}-"
+        f"{max(pcts, default=0):.0f}%); decode {ok} of {len(dec)} "
+        f"({min(dec, default=0):.2f}-{max(dec, default=0):.2f}x)"
+    )
+    return "dense", figure, n == len(timed) and ok == len(dec)
+
+
+def _pct_line_at(rows: list[dict], target: float) -> tuple[int, str]:
+    """How many ``rows`` reach ``target`` % of the copy, and the rows below named."""
+    below = [r for r in rows if r["pct_roofline"] < target]
+    return len(rows) - len(below), ", ".join(r["variant"] for r in below)
 
 
 # -- the page ------------------------------------------------------------------------------------
@@ -391,6 +429,18 @@ def page(res: Results, command: str) -> str:
         "",
         *tables(res.rows, res.dawn),
     ]
+    if res.dense:
+        top = max(int(r["batch"]) for r in res.dense if r.get("batch"))
+        lines += [
+            f"## Dense formats (batch {top})",
+            "",
+            f"The dense formats' appends (`docs/formats.md`), measured on "
+            f"{_device_line(res.dense_device or {})} "
+            f"{(res.dense_device or {}).get('date', 'on an unrecorded date')}, by the same "
+            "method; the template has no such mode.",
+            "",
+            *tables(res.dense, []),
+        ]
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -5,12 +5,13 @@ The formats are those :mod:`kvdsl.reference.formats` states in numpy (the meanin
 byte order are written there once); here is how a kernel makes and reads them:
 
 - A row's values are staged in workgroup memory by the invocations that hold its vectors, each
-  writing its vector's *partial* statistic (:func:`partial`): the signed value of largest
-  magnitude, the first of equal magnitudes (its magnitude is the max-abs of the symmetric formats;
-  q4_0 needs the sign), or ``(min, max)`` for ``int4_asym``. After a barrier a group's statistic
-  is its partials combined in order (:func:`group_stat`): exact, as max and min are, so every
-  invocation that needs a group's scale computes the same one. A group is the whole row (dense
-  formats) or a 32-element block (ggml's).
+  writing its vector's *partial* statistic (:func:`partial`): the max-abs of the symmetric
+  formats, q4_0's signed value of largest magnitude (the first of equal magnitudes: its scale
+  needs the sign), or ``(min, max)`` for ``int4_asym``. After a barrier a group's statistic is
+  its partials combined in order (:func:`group_stat`, straight-line code): exact, as max and min
+  are, so every invocation that needs a group's scale computes the same one. A group is the
+  whole row (dense formats: reduced in two levels, groups of its vectors first) or a 32-element
+  block (ggml's).
 - The scale (:func:`scale_of`) and ``inv = 1 / scale`` (0 for a zero scale) come from the
   statistic. Dense code words hold ``32 / bits`` codes: an int8 word is the invocation's own
   vector, a 4-bit word an even vector's and the next one's, read from the staged values
@@ -127,21 +128,33 @@ def _trunc(x: Val) -> Val:
     return call(Op.TRUNC, x)
 
 
+def signed(fmt: Format) -> bool:
+    """Whether the format's scale keeps the sign of its group's largest-magnitude value (q4_0);
+    the other symmetric formats need its magnitude alone."""
+    return not fmt.asymmetric and fmt.divisor < 0
+
+
 def combine(fmt: Format, a: Val, b: Val) -> Val:
-    """Two statistics (``vec2<f32>``) in order: ``b`` where its magnitude is strictly larger
-    (so the first of equal magnitudes stays), or the min and max of both."""
+    """Two statistics (``vec2<f32>``) in order: the larger magnitude; for a signed format
+    (:func:`signed`) ``b`` where its magnitude is strictly larger (so the first of equal
+    magnitudes stays); or the min and max of both."""
     if fmt.asymmetric:
         return construct(F32X2, min_(a.x, b.x), max_(a.y, b.y))
+    if not signed(fmt):
+        return construct(F32X2, max_(a.x, b.x), 0.0)
     return select(a, b, _abs(b.x) > _abs(a.x))
 
 
 def partial(kb: KernelBuilder, fmt: Format, name: str, x: Val) -> Val:
-    """The statistic of a ``vec4<f32>`` ``x``'s lanes in order, as ``vec2<f32>``: ``(signed
-    max-magnitude, 0)``, or ``(min, max)``."""
+    """The statistic of a ``vec4<f32>`` ``x``'s lanes in order, as ``vec2<f32>``: ``(max-abs,
+    0)``, ``(signed max-magnitude, 0)`` for a signed format, or ``(min, max)``."""
     if fmt.asymmetric:
         lo = min_(min_(x.x, x.y), min_(x.z, x.w))
         hi = max_(max_(x.x, x.y), max_(x.z, x.w))
         return kb.let(name, construct(F32X2, lo, hi))
+    if not signed(fmt):
+        mag = max_(max_(_abs(x.x), _abs(x.y)), max_(_abs(x.z), _abs(x.w)))
+        return kb.let(f"{name}Stat", construct(F32X2, mag, 0.0))
     m = kb.var(name, f32, x.x)
     for lane in (x.y, x.z, x.w):
         m.set(select(m, lane, _abs(lane) > _abs(m)))
@@ -150,9 +163,9 @@ def partial(kb: KernelBuilder, fmt: Format, name: str, x: Val) -> Val:
 
 def group_stat(kb: KernelBuilder, fmt: Format, name: str, stats: Shared, first: Val, n: int) -> Val:
     """The statistic of ``n`` partials ``stats[first ..]``, combined in order (a group: a row's
-    vectors, or a block's eight)."""
+    vectors or groups of them, or a block's eight), as straight-line code."""
     acc = kb.var(name, F32X2, stats[first])
-    with kb.for_range(f"{name}J", lit(1, u32), n) as j:
+    for j in range(1, n):  # unrolled: independent loads, no loop for the driver to bound
         acc.set(combine(fmt, acc, stats[first + j]))
     return acc
 

@@ -190,3 +190,23 @@ def test_the_committed_results_are_the_catalogs_and_state_their_device():
 def test_the_page_keeps_no_diary():
     text = (ROOT / "docs" / "performance.md").read_text()
     assert not re.search(r"\b(runs?|probes?) [0-9]+\b|\b[a-z]+th stop\b|\bthis stop\b", text, re.I)
+
+
+def test_the_dense_target_counts_prefill_rows_at_the_largest_batch_and_every_decode_row():
+    dense = [
+        row("dense_append_int8", "element", 37.0, 33.5),  # 90.5%
+        row("dense_append_q4_0", "element", 42.0, 33.5),  # 79.8%: below 85
+        row("dense_append_q8_0", "element", 80.0, 33.5, batch=1),  # batch 1: not counted
+        row("dense_append_int8", "element", 5.6, 5.0, decode=1, tokens=1),  # 1.4x
+        row("dense_append_q4_0", "element", 6.4, 5.0, decode=1, tokens=1, batch=1),  # 1.6x
+    ]
+    res = results([row("build_flat", "flat", 35.0, 33.5)])
+    res = report.Results(*[getattr(res, f) for f in ("rows", "device", "compile", "dawn")],
+                         res.dawn_device, {}, dense, res.device)  # fmt: skip
+    got = {k: (figure, ok) for k, figure, ok in report.targets(res)}
+    assert got["dense"] == (
+        "batch 4: 1 of 2 (80-91%); decode 1 of 2 (1.40-1.60x)",
+        False,
+    )
+    assert "## Dense formats (batch 4)" in report.page(res, "report")
+    assert "dense" not in {k for k, _, _ in report.targets(results(res.rows))}
