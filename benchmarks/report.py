@@ -430,16 +430,13 @@ def page(res: Results, command: str) -> str:
         *tables(res.rows, res.dawn),
     ]
     if res.dense:
+        dev = res.dense_device or {}
         top = max(int(r["batch"]) for r in res.dense if r.get("batch"))
         lines += [
-            f"## Dense formats (batch {top})",
-            "",
-            f"The dense formats' appends (`docs/formats.md`), measured on "
-            f"{_device_line(res.dense_device or {})} "
-            f"{(res.dense_device or {}).get('date', 'on an unrecorded date')}, by the same "
-            "method; the template has no such mode.",
-            "",
-            *tables(res.dense, []),
+            f"## Dense formats (batch {top}; `docs/formats.md`)",
+            f"{_device_line(dev)}, measured {dev.get('date', 'on an unrecorded date')}, by the "
+            "same method; the template has no such mode.",
+            *tables(res.dense, [])[1:],
         ]
     return "\n".join(lines).rstrip() + "\n"
 

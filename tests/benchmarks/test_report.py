@@ -208,5 +208,5 @@ def test_the_dense_target_counts_prefill_rows_at_the_largest_batch_and_every_dec
         "batch 4: 1 of 2 (80-91%); decode 1 of 2 (1.40-1.60x)",
         False,
     )
-    assert "## Dense formats (batch 4)" in report.page(res, "report")
+    assert "## Dense formats (batch 4; `docs/formats.md`)" in report.page(res, "report")
     assert "dense" not in {k for k, _, _ in report.targets(results(res.rows))}
