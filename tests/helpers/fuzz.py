@@ -76,7 +76,9 @@ def window_case(cfg, cap: int, key_seq: int, seqlens: np.ndarray, seed: int) -> 
             bufs |= {"past_k": past_k, "past_v": past_v}
         if cfg.region != "shift":
             bufs |= {"new_k": new_k, "new_v": new_v}
-        if rot is not None:
+        if rot is not None and cfg.region == "all":  # one packed table: cos, then sin
+            bufs["rotary_table"] = rot.table(cfg.half)
+        elif rot is not None:
             bufs |= {"cos_cache": rot.cos, "sin_cache": rot.sin}
         rows = key_seq if cfg.region == "append" else cap
         params = {"count": batch * h * rows, "seq": cap, "keySeq": key_seq}
