@@ -175,8 +175,8 @@ class DenseAppendConfig(DenseConfig):
     rotary_half: int | None = None
     mode = "dense_append"
     KEYS = (  # fmt: skip
-        "kv_heads", "head_dim", "format", "scales", "k_norm", "rotary", "eps", "input_type",
-        "workgroup_size", "fold",
+        "kv_heads", "head_dim", "format", "scales", "k_norm", "rotary", "rotary_half", "eps",
+        "input_type", "workgroup_size", "fold",
     )
 
     def check_fields(self) -> None:
