@@ -177,14 +177,14 @@ def test_flat_int4_needs_vectors():
 @pytest.mark.parametrize("config", [DenseAppendConfig, DenseBuildConfig])
 def test_dense_modes_refuse_partial_rotary(config):
     """The dense modes rotate the whole head only: a set half is refused by name (also from a
-    JSON config), and an unset one is never published."""
+    JSON config), and an unset one is published unset, as every rotating mode's is."""
     fields = {"kv_heads": 2, "head_dim": 16, "format": "int8", "rotary": True, "rotary_half": 4}
     with pytest.raises(ConfigError) as err:
         from_dict(config, fields)
     assert str(err.value).startswith("rotary_half=4: ")
     assert "the dense modes rotate the whole head only" in str(err.value)
     whole = config(2, 16, format="int8", rotary=True)
-    assert "rotary_half" not in as_dict(whole)
+    assert as_dict(whole)["rotary_half"] is None
     sizes = contract_sizes(whole)
     assert sizes["cos_cache"] == sizes["sin_cache"] == ("positions", 8)
 
