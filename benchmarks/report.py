@@ -164,11 +164,9 @@ def per_row_ratios(rows: list[dict]) -> dict[str, float]:
     return out
 
 
-def _pct_line(rows: list[dict]) -> tuple[int, str]:
-    """How many ``rows`` reach the copy target, and the rows below named."""
-    below = sorted(
-        (r for r in rows if r["pct_roofline"] < ROOFLINE), key=lambda r: r["pct_roofline"]
-    )
+def _pct_line(rows: list[dict], target: float = ROOFLINE) -> tuple[int, str]:
+    """How many ``rows`` reach ``target`` % of the copy, and the rows below named."""
+    below = sorted((r for r in rows if r["pct_roofline"] < target), key=lambda r: r["pct_roofline"])
     names = ", ".join(
         f"{r['variant']} {int(r['tokens']):,} tok {r['pct_roofline']:.1f}%" for r in below
     )
@@ -258,7 +256,7 @@ def dense_target(rows: list[dict]) -> tuple[str, str, bool]:
     b = largest(rows)
     batch = int(b[0]["batch"]) if b else 0
     timed = wide(b)
-    n, below = _pct_line_at(timed, DENSE)
+    n, _ = _pct_line(timed, DENSE)
     pcts = [r["pct_roofline"] for r in timed]
     dec = [floor_x(r) for r in rows if r.get("decode") and floor_x(r)]
     ok = sum(x <= FLOOR for x in dec)
@@ -268,12 +266,6 @@ def dense_target(rows: list[dict]) -> tuple[str, str, bool]:
         f"({min(dec, default=0):.2f}-{max(dec, default=0):.2f}x)"
     )
     return "dense", figure, n == len(timed) and ok == len(dec)
-
-
-def _pct_line_at(rows: list[dict], target: float) -> tuple[int, str]:
-    """How many ``rows`` reach ``target`` % of the copy, and the rows below named."""
-    below = [r for r in rows if r["pct_roofline"] < target]
-    return len(rows) - len(below), ", ".join(r["variant"] for r in below)
 
 
 # -- the page ------------------------------------------------------------------------------------

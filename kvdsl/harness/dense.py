@@ -19,6 +19,7 @@ from typing import Iterator
 
 from kvdsl.harness.cases import Case, case_generator, dtype, values
 from kvdsl.harness.compare import compare, compare_quantized, poison
+from kvdsl.harness.modes import adversarial_seqlens
 from kvdsl.kernels.dense import DenseAppendConfig, DenseBuildConfig, DenseReadConfig
 from kvdsl.reference import formats as fm
 from kvdsl.reference.modes import KNorm, Rotary
@@ -87,16 +88,6 @@ def _rows(rng: np.random.Generator, shape: tuple[int, ...], dt: np.dtype) -> np.
     return (values(rng, shape, np.float32) * scale).astype(dt)
 
 
-def _seqlens(rng: np.random.Generator, batch: int, key_seq: int, cap: int, i: int) -> np.ndarray:
-    kinds = [
-        lambda: int(rng.integers(0, key_seq)) - 1,  # right-padded first prompt (or empty)
-        lambda: int(rng.integers(key_seq, cap + 1)) - 1,  # append in the middle
-        lambda: cap - 1,  # fills the cache exactly
-        lambda: int(rng.integers(cap, 2 * cap + 2)) - 1,  # more than the capacity
-    ]
-    return np.array([kinds[(i + b) % 4]() for b in range(batch)], np.int32)
-
-
 @case_generator("dense_append")
 def dense_append_case(cfg: DenseAppendConfig, rng: np.random.Generator, i: int) -> Case:
     batch = 2 + i % 2
@@ -105,7 +96,7 @@ def dense_append_case(cfg: DenseAppendConfig, rng: np.random.Generator, i: int) 
     dt = dtype(cfg.input_type.value)
     new_k = _rows(rng, (batch, seq, h, d), dt).reshape(batch, seq, h * d)
     new_v = _rows(rng, (batch, seq, h, d), dt).reshape(batch, seq, h * d)
-    seqlens = _seqlens(rng, batch, seq, cap, i)
+    seqlens = adversarial_seqlens(rng, batch, seq, cap, i)
     bufs = {"src_k": new_k, "src_v": new_v, "seqlens_k": seqlens}
     rot = None
     if cfg.rotary:

@@ -51,7 +51,9 @@ def _float_tol(
     return 2e-3 if f16 else 2e-5
 
 
-def _seqlens(rng: np.random.Generator, batch: int, key_seq: int, cap: int, i: int) -> np.ndarray:
+def adversarial_seqlens(
+    rng: np.random.Generator, batch: int, key_seq: int, cap: int, i: int
+) -> np.ndarray:
     """Per-batch ``seqlens_k`` (total valid tokens - 1) mixing every adversarial kind."""
     kinds = [
         lambda: int(rng.integers(0, key_seq)) - 1,  # right-padded first prompt (or empty)
@@ -132,7 +134,7 @@ def _window(
     batch = 2 + i % 2
     cap, key_seq = sizes[i % 3]
     ct, it = dtype(cfg.present_type), dtype(cfg.input_type)
-    seqlens = _seqlens(rng, batch, key_seq, cap, i)
+    seqlens = adversarial_seqlens(rng, batch, key_seq, cap, i)
     return _Window(batch, cap, key_seq, cfg.kv_heads, cfg.head_dim, ct, it, seqlens)
 
 
@@ -265,7 +267,7 @@ def append_quant_case(cfg: AppendQuantConfig, rng: np.random.Generator, i: int) 
     batch = 2 + i % 2
     cap, seq = [(20, 4), (9, 1), (12, 12)][i % 3]
     per_channel = i % 2 == 1
-    seqlens = _seqlens(rng, batch, seq, cap, i)
+    seqlens = adversarial_seqlens(rng, batch, seq, cap, i)
     bufs, k, v, norm, rot = _row_inputs(cfg, rng, batch, seq, cap)
     q = _quant(cfg, rng, per_channel)
     w = reference.append_quant(k, v, seqlens, cap, cfg.kv_heads, q, norm, rot)

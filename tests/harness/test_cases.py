@@ -194,7 +194,7 @@ WINDOWED = {
 
 
 def seqlens_kind(s: int, key_seq: int, cap: int, kind: int) -> bool:
-    """``seqlens_k`` of the adversarial ``kind`` (``_seqlens``'s order)."""
+    """``seqlens_k`` of the adversarial ``kind`` (``adversarial_seqlens``'s order)."""
     return [
         -1 <= s < key_seq - 1,  # right-padded first prompt (or empty)
         key_seq - 1 <= s <= cap - 1,  # append in the middle
