@@ -22,6 +22,7 @@ var<workgroup> groupV: array<vec2<f32>, 16>;
 const HEAD_DIM: u32 = 64u;
 const HEAD_DIM_V4: u32 = 16u;
 const ROW_WORDS: u32 = 10u;
+const ROW_LANES: u32 = 16u;
 
 fn unpackHalves(w: vec2<u32>) -> vec4<f32> {
   return vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y));
@@ -34,44 +35,47 @@ fn main(
   @builtin(local_invocation_id) lid: vec3<u32>,
   @builtin(num_workgroups) nwg: vec3<u32>,
 ) {
+  // ROW_LANES invocations per row, each on a run of 1 vectors.
   // Flat walk: one invocation per destination vector, adjacent invocations on
   // adjacent vectors; no loop, so every invocation makes one memory round trip.
   // 2D flat index: the dispatch spreads its workgroups evenly over gid.y rows
   // of nwg.x workgroups once they pass the per-axis fold width.
   let e = gid.x + gid.y * nwg.x * 64u;
-  let d4 = e % HEAD_DIM_V4;
+  let d = e % ROW_LANES;
   // Past the end: the last row again (loads in range; it leaves before any store).
-  let row = min(e / HEAD_DIM_V4, params.count - 1u);
-  let src = row * HEAD_DIM_V4 + d4;
-  let k = unpackHalves(src_k[src]);
-  let v = unpackHalves(src_v[src]);
+  let row = min(e / ROW_LANES, params.count - 1u);
+  let run0 = d * 1u;
+  let srcBase = row * HEAD_DIM_V4;
+  let at0 = run0;
+  let v0 = unpackHalves(src_v[srcBase + at0]);
+  let k0 = unpackHalves(src_k[srcBase + at0]);
   // Stage the row's vectors and each vector's partial statistic in workgroup
   // memory.
-  xk[lid.x] = k;
-  xv[lid.x] = v;
-  let pK = vec2<f32>(min(min(k.x, k.y), min(k.z, k.w)), max(max(k.x, k.y), max(k.z, k.w)));
+  xk[lid.x] = k0;
+  xv[lid.x] = v0;
+  let pK = vec2<f32>(min(min(k0.x, k0.y), min(k0.z, k0.w)), max(max(k0.x, k0.y), max(k0.z, k0.w)));
   statK[lid.x] = pK;
-  let pV = vec2<f32>(min(min(v.x, v.y), min(v.z, v.w)), max(max(v.x, v.y), max(v.z, v.w)));
+  let pV = vec2<f32>(min(min(v0.x, v0.y), min(v0.z, v0.w)), max(max(v0.x, v0.y), max(v0.z, v0.w)));
   statV[lid.x] = pV;
   workgroupBarrier();
-  let rowLane = lid.x - d4;
+  let rowLane = lid.x - d;
   // A row's statistic in two levels: its first 4 invocations each
   // combine 4 partials in order, then every invocation the 4 groups.
   let rowGroup = rowLane / 4u;
-  if (d4 < 4u) {
-    var gK: vec2<f32> = statK[rowLane + d4 * 4u];
-    gK = vec2<f32>(min(gK.x, statK[rowLane + d4 * 4u + 1u].x), max(gK.y, statK[rowLane + d4 * 4u + 1u].y));
-    gK = vec2<f32>(min(gK.x, statK[rowLane + d4 * 4u + 2u].x), max(gK.y, statK[rowLane + d4 * 4u + 2u].y));
-    gK = vec2<f32>(min(gK.x, statK[rowLane + d4 * 4u + 3u].x), max(gK.y, statK[rowLane + d4 * 4u + 3u].y));
-    groupK[rowGroup + d4] = gK;
-    var gV: vec2<f32> = statV[rowLane + d4 * 4u];
-    gV = vec2<f32>(min(gV.x, statV[rowLane + d4 * 4u + 1u].x), max(gV.y, statV[rowLane + d4 * 4u + 1u].y));
-    gV = vec2<f32>(min(gV.x, statV[rowLane + d4 * 4u + 2u].x), max(gV.y, statV[rowLane + d4 * 4u + 2u].y));
-    gV = vec2<f32>(min(gV.x, statV[rowLane + d4 * 4u + 3u].x), max(gV.y, statV[rowLane + d4 * 4u + 3u].y));
-    groupV[rowGroup + d4] = gV;
+  if (d < 4u) {
+    var gK: vec2<f32> = statK[rowLane + d * 4u];
+    gK = vec2<f32>(min(gK.x, statK[rowLane + d * 4u + 1u].x), max(gK.y, statK[rowLane + d * 4u + 1u].y));
+    gK = vec2<f32>(min(gK.x, statK[rowLane + d * 4u + 2u].x), max(gK.y, statK[rowLane + d * 4u + 2u].y));
+    gK = vec2<f32>(min(gK.x, statK[rowLane + d * 4u + 3u].x), max(gK.y, statK[rowLane + d * 4u + 3u].y));
+    groupK[rowGroup + d] = gK;
+    var gV: vec2<f32> = statV[rowLane + d * 4u];
+    gV = vec2<f32>(min(gV.x, statV[rowLane + d * 4u + 1u].x), max(gV.y, statV[rowLane + d * 4u + 1u].y));
+    gV = vec2<f32>(min(gV.x, statV[rowLane + d * 4u + 2u].x), max(gV.y, statV[rowLane + d * 4u + 2u].y));
+    gV = vec2<f32>(min(gV.x, statV[rowLane + d * 4u + 3u].x), max(gV.y, statV[rowLane + d * 4u + 3u].y));
+    groupV[rowGroup + d] = gV;
   }
   workgroupBarrier();
-  if (e >= params.count * HEAD_DIM_V4) {
+  if (e >= params.count * ROW_LANES) {
     return;
   }
   var kStat: vec2<f32> = groupK[rowGroup];
@@ -81,13 +85,13 @@ fn main(
   let kScale = (kStat.y - kStat.x) / 15.0f;
   let kScaleInv = select(0.0f, 1.0f / kScale, kScale != 0.0f);
   let kBase = row * ROW_WORDS;
-  if (d4 < 2u) {
-    present_key[kBase + d4] = select(bitcast<u32>(kStat.x), bitcast<u32>(kScale), d4 == 0u);
+  if (d < 2u) {
+    present_key[kBase + d] = select(bitcast<u32>(kStat.x), bitcast<u32>(kScale), d == 0u);
   }
-  if (d4 % 2u == 0u) {
+  if (d % 2u == 0u) {
     // Eight codes a word: an even vector's own four, then the next vector's.
-    let kNext = xk[rowLane + d4 + 1u];
-    present_key[kBase + (d4 / 2u + 2u)] = u32(clamp(round((k.x - kStat.x) * kScaleInv), 0.0f, 15.0f)) | (u32(clamp(round((k.y - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 4u) | (u32(clamp(round((k.z - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 8u) | (u32(clamp(round((k.w - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 12u) | (u32(clamp(round((kNext.x - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 16u) | (u32(clamp(round((kNext.y - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 20u) | (u32(clamp(round((kNext.z - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 24u) | (u32(clamp(round((kNext.w - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 28u);
+    let kNext = xk[rowLane + d + 1u];
+    present_key[kBase + (d / 2u + 2u)] = u32(clamp(round((k0.x - kStat.x) * kScaleInv), 0.0f, 15.0f)) | (u32(clamp(round((k0.y - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 4u) | (u32(clamp(round((k0.z - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 8u) | (u32(clamp(round((k0.w - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 12u) | (u32(clamp(round((kNext.x - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 16u) | (u32(clamp(round((kNext.y - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 20u) | (u32(clamp(round((kNext.z - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 24u) | (u32(clamp(round((kNext.w - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 28u);
   }
   var vStat: vec2<f32> = groupV[rowGroup];
   vStat = vec2<f32>(min(vStat.x, groupV[rowGroup + 1u].x), max(vStat.y, groupV[rowGroup + 1u].y));
@@ -96,12 +100,12 @@ fn main(
   let vScale = (vStat.y - vStat.x) / 15.0f;
   let vScaleInv = select(0.0f, 1.0f / vScale, vScale != 0.0f);
   let vBase = row * ROW_WORDS;
-  if (d4 < 2u) {
-    present_value[vBase + d4] = select(bitcast<u32>(vStat.x), bitcast<u32>(vScale), d4 == 0u);
+  if (d < 2u) {
+    present_value[vBase + d] = select(bitcast<u32>(vStat.x), bitcast<u32>(vScale), d == 0u);
   }
-  if (d4 % 2u == 0u) {
+  if (d % 2u == 0u) {
     // Eight codes a word: an even vector's own four, then the next vector's.
-    let vNext = xv[rowLane + d4 + 1u];
-    present_value[vBase + (d4 / 2u + 2u)] = u32(clamp(round((v.x - vStat.x) * vScaleInv), 0.0f, 15.0f)) | (u32(clamp(round((v.y - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 4u) | (u32(clamp(round((v.z - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 8u) | (u32(clamp(round((v.w - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 12u) | (u32(clamp(round((vNext.x - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 16u) | (u32(clamp(round((vNext.y - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 20u) | (u32(clamp(round((vNext.z - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 24u) | (u32(clamp(round((vNext.w - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 28u);
+    let vNext = xv[rowLane + d + 1u];
+    present_value[vBase + (d / 2u + 2u)] = u32(clamp(round((v0.x - vStat.x) * vScaleInv), 0.0f, 15.0f)) | (u32(clamp(round((v0.y - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 4u) | (u32(clamp(round((v0.z - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 8u) | (u32(clamp(round((v0.w - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 12u) | (u32(clamp(round((vNext.x - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 16u) | (u32(clamp(round((vNext.y - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 20u) | (u32(clamp(round((vNext.z - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 24u) | (u32(clamp(round((vNext.w - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 28u);
   }
 }

@@ -22,6 +22,7 @@ var<workgroup> groupV: array<vec2<f32>, 8>;
 const HEAD_DIM: u32 = 128u;
 const HEAD_DIM_V4: u32 = 32u;
 const ROW_WORDS: u32 = 34u;
+const ROW_LANES: u32 = 32u;
 
 fn unpackHalves(w: vec2<u32>) -> vec4<f32> {
   return vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y));
@@ -34,80 +35,83 @@ fn main(
   @builtin(local_invocation_id) lid: vec3<u32>,
   @builtin(num_workgroups) nwg: vec3<u32>,
 ) {
+  // ROW_LANES invocations per row, each on a run of 1 vectors.
   // Flat walk: one invocation per destination vector, adjacent invocations on
   // adjacent vectors; no loop, so every invocation makes one memory round trip.
   // 2D flat index: the dispatch spreads its workgroups evenly over gid.y rows
   // of nwg.x workgroups once they pass the per-axis fold width.
   let e = gid.x + gid.y * nwg.x * 64u;
-  let d4 = e % HEAD_DIM_V4;
+  let d = e % ROW_LANES;
   // Past the end: the last row again (loads in range; it leaves before any store).
-  let row = min(e / HEAD_DIM_V4, params.count - 1u);
-  let src = row * HEAD_DIM_V4 + d4;
-  let k = unpackHalves(src_k[src]);
-  let v = unpackHalves(src_v[src]);
+  let row = min(e / ROW_LANES, params.count - 1u);
+  let run0 = d * 1u;
+  let srcBase = row * HEAD_DIM_V4;
+  let at0 = run0;
+  let v0 = unpackHalves(src_v[srcBase + at0]);
+  let k0 = unpackHalves(src_k[srcBase + at0]);
   // Stage the row's values and each vector's partial statistic in workgroup
   // memory.
-  xk[lid.x * 4u + 0u] = k.x;
-  xv[lid.x * 4u + 0u] = v.x;
-  xk[lid.x * 4u + 1u] = k.y;
-  xv[lid.x * 4u + 1u] = v.y;
-  xk[lid.x * 4u + 2u] = k.z;
-  xv[lid.x * 4u + 2u] = v.z;
-  xk[lid.x * 4u + 3u] = k.w;
-  xv[lid.x * 4u + 3u] = v.w;
-  let pKStat = vec2<f32>(max(max(abs(k.x), abs(k.y)), max(abs(k.z), abs(k.w))), 0.0f);
+  xk[lid.x * 4u + 0u] = k0.x;
+  xv[lid.x * 4u + 0u] = v0.x;
+  xk[lid.x * 4u + 1u] = k0.y;
+  xv[lid.x * 4u + 1u] = v0.y;
+  xk[lid.x * 4u + 2u] = k0.z;
+  xv[lid.x * 4u + 2u] = v0.z;
+  xk[lid.x * 4u + 3u] = k0.w;
+  xv[lid.x * 4u + 3u] = v0.w;
+  let pKStat = vec2<f32>(max(max(abs(k0.x), abs(k0.y)), max(abs(k0.z), abs(k0.w))), 0.0f);
   statK[lid.x] = pKStat;
-  let pVStat = vec2<f32>(max(max(abs(v.x), abs(v.y)), max(abs(v.z), abs(v.w))), 0.0f);
+  let pVStat = vec2<f32>(max(max(abs(v0.x), abs(v0.y)), max(abs(v0.z), abs(v0.w))), 0.0f);
   statV[lid.x] = pVStat;
   workgroupBarrier();
-  let rowLane = lid.x - d4;
+  let rowLane = lid.x - d;
   // Each block's statistic, once: the row's first 4 invocations each
   // combine a block's 8 partials in order.
   let rowGroup = rowLane / 8u;
-  if (d4 < 4u) {
-    var gK: vec2<f32> = statK[rowLane + d4 * 8u];
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d4 * 8u + 1u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d4 * 8u + 2u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d4 * 8u + 3u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d4 * 8u + 4u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d4 * 8u + 5u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d4 * 8u + 6u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d4 * 8u + 7u].x), 0.0f);
-    groupK[rowGroup + d4] = gK;
-    var gV: vec2<f32> = statV[rowLane + d4 * 8u];
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d4 * 8u + 1u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d4 * 8u + 2u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d4 * 8u + 3u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d4 * 8u + 4u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d4 * 8u + 5u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d4 * 8u + 6u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d4 * 8u + 7u].x), 0.0f);
-    groupV[rowGroup + d4] = gV;
+  if (d < 4u) {
+    var gK: vec2<f32> = statK[rowLane + d * 8u];
+    gK = vec2<f32>(max(gK.x, statK[rowLane + d * 8u + 1u].x), 0.0f);
+    gK = vec2<f32>(max(gK.x, statK[rowLane + d * 8u + 2u].x), 0.0f);
+    gK = vec2<f32>(max(gK.x, statK[rowLane + d * 8u + 3u].x), 0.0f);
+    gK = vec2<f32>(max(gK.x, statK[rowLane + d * 8u + 4u].x), 0.0f);
+    gK = vec2<f32>(max(gK.x, statK[rowLane + d * 8u + 5u].x), 0.0f);
+    gK = vec2<f32>(max(gK.x, statK[rowLane + d * 8u + 6u].x), 0.0f);
+    gK = vec2<f32>(max(gK.x, statK[rowLane + d * 8u + 7u].x), 0.0f);
+    groupK[rowGroup + d] = gK;
+    var gV: vec2<f32> = statV[rowLane + d * 8u];
+    gV = vec2<f32>(max(gV.x, statV[rowLane + d * 8u + 1u].x), 0.0f);
+    gV = vec2<f32>(max(gV.x, statV[rowLane + d * 8u + 2u].x), 0.0f);
+    gV = vec2<f32>(max(gV.x, statV[rowLane + d * 8u + 3u].x), 0.0f);
+    gV = vec2<f32>(max(gV.x, statV[rowLane + d * 8u + 4u].x), 0.0f);
+    gV = vec2<f32>(max(gV.x, statV[rowLane + d * 8u + 5u].x), 0.0f);
+    gV = vec2<f32>(max(gV.x, statV[rowLane + d * 8u + 6u].x), 0.0f);
+    gV = vec2<f32>(max(gV.x, statV[rowLane + d * 8u + 7u].x), 0.0f);
+    groupV[rowGroup + d] = gV;
   }
   workgroupBarrier();
-  if (e >= params.count * HEAD_DIM_V4) {
+  if (e >= params.count * ROW_LANES) {
     return;
   }
   let kLane0 = rowLane * 4u;
   let kBase = row * ROW_WORDS;
-  let kBlk = d4 / 8u;
-  let kJ = d4 % 8u;
+  let kBlk = d / 8u;
+  let kJ = d % 8u;
   let kPairAt = kBlk / 2u * 17u;
   let kDStat = groupK[rowGroup + kBlk];
   let kD = abs(kDStat.x) / 127.0f;
   let kDInv = select(0.0f, 1.0f / kD, kD != 0.0f);
-  let kQ0 = k.x * kDInv;
+  let kQ0 = k0.x * kDInv;
   let kQ0Whole = trunc(kQ0);
-  let kQ1 = k.y * kDInv;
+  let kQ1 = k0.y * kDInv;
   let kQ1Whole = trunc(kQ1);
-  let kQ2 = k.z * kDInv;
+  let kQ2 = k0.z * kDInv;
   let kQ2Whole = trunc(kQ2);
-  let kQ3 = k.w * kDInv;
+  let kQ3 = k0.w * kDInv;
   let kQ3Whole = trunc(kQ3);
   if (kBlk % 2u == 1u) {
     present_key[kBase + (kPairAt + 9u + kJ)] = (u32(i32(kQ0Whole + trunc((kQ0 - kQ0Whole) * 2.0f))) & 255u) | ((u32(i32(kQ1Whole + trunc((kQ1 - kQ1Whole) * 2.0f))) & 255u) << 8u) | ((u32(i32(kQ2Whole + trunc((kQ2 - kQ2Whole) * 2.0f))) & 255u) << 16u) | ((u32(i32(kQ3Whole + trunc((kQ3 - kQ3Whole) * 2.0f))) & 255u) << 24u);
   } else {
-    let kPrev = max(d4 * 4u, 2u) - 2u;
+    let kPrev = max(d * 4u, 2u) - 2u;
     let kP0 = xk[kLane0 + kPrev] * kDInv;
     let kP0Whole = trunc(kP0);
     let kP1 = xk[kLane0 + (kPrev + 1u)] * kDInv;
@@ -121,24 +125,24 @@ fn main(
   }
   let vLane0 = rowLane * 4u;
   let vBase = row * ROW_WORDS;
-  let vBlk = d4 / 8u;
-  let vJ = d4 % 8u;
+  let vBlk = d / 8u;
+  let vJ = d % 8u;
   let vPairAt = vBlk / 2u * 17u;
   let vDStat = groupV[rowGroup + vBlk];
   let vD = abs(vDStat.x) / 127.0f;
   let vDInv = select(0.0f, 1.0f / vD, vD != 0.0f);
-  let vQ0 = v.x * vDInv;
+  let vQ0 = v0.x * vDInv;
   let vQ0Whole = trunc(vQ0);
-  let vQ1 = v.y * vDInv;
+  let vQ1 = v0.y * vDInv;
   let vQ1Whole = trunc(vQ1);
-  let vQ2 = v.z * vDInv;
+  let vQ2 = v0.z * vDInv;
   let vQ2Whole = trunc(vQ2);
-  let vQ3 = v.w * vDInv;
+  let vQ3 = v0.w * vDInv;
   let vQ3Whole = trunc(vQ3);
   if (vBlk % 2u == 1u) {
     present_value[vBase + (vPairAt + 9u + vJ)] = (u32(i32(vQ0Whole + trunc((vQ0 - vQ0Whole) * 2.0f))) & 255u) | ((u32(i32(vQ1Whole + trunc((vQ1 - vQ1Whole) * 2.0f))) & 255u) << 8u) | ((u32(i32(vQ2Whole + trunc((vQ2 - vQ2Whole) * 2.0f))) & 255u) << 16u) | ((u32(i32(vQ3Whole + trunc((vQ3 - vQ3Whole) * 2.0f))) & 255u) << 24u);
   } else {
-    let vPrev = max(d4 * 4u, 2u) - 2u;
+    let vPrev = max(d * 4u, 2u) - 2u;
     let vP0 = xv[vLane0 + vPrev] * vDInv;
     let vP0Whole = trunc(vP0);
     let vP1 = xv[vLane0 + (vPrev + 1u)] * vDInv;

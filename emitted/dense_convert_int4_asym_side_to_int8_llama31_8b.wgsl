@@ -22,6 +22,7 @@ const HEAD_DIM: u32 = 128u;
 const HEAD_DIM_V4: u32 = 32u;
 const ROW_WORDS: u32 = 33u;
 const SRC_ROW_WORDS: u32 = 16u;
+const ROW_LANES: u32 = 32u;
 
 // Copy int4_asym (scales side) cache rows to int8 (scales inline) rows, each row's scale reduced in the kernel.
 @compute @workgroup_size(64)
@@ -30,58 +31,62 @@ fn main(
   @builtin(local_invocation_id) lid: vec3<u32>,
   @builtin(num_workgroups) nwg: vec3<u32>,
 ) {
+  // ROW_LANES invocations per row, each on a run of 1 vectors.
   // Flat walk: one invocation per destination vector, adjacent invocations on
   // adjacent vectors; no loop, so every invocation makes one memory round trip.
   // 2D flat index: the dispatch spreads its workgroups evenly over gid.y rows
   // of nwg.x workgroups once they pass the per-axis fold width.
   let e = gid.x + gid.y * nwg.x * 64u;
-  let d4 = e % HEAD_DIM_V4;
+  let d = e % ROW_LANES;
   // Past the end: the last row again (loads in range; it leaves before any store).
-  let row = min(e / HEAD_DIM_V4, params.count - 1u);
-  // Each lane's four elements of the int4_asym source row, dequantised.
+  let row = min(e / ROW_LANES, params.count - 1u);
+  let run0 = d * 1u;
+  // The lane's run of the int4_asym source row, dequantised.
   let srcBase = row * SRC_ROW_WORDS;
-  let kX = f32((src_k[srcBase + ((d4 * 4u + 0u) / 8u + 0u)] >> ((d4 * 4u + 0u) % 8u * 4u)) & 15u) * src_scales[row * 4u + 0u] + src_scales[row * 4u + 1u];
-  let kY = f32((src_k[srcBase + ((d4 * 4u + 1u) / 8u + 0u)] >> ((d4 * 4u + 1u) % 8u * 4u)) & 15u) * src_scales[row * 4u + 0u] + src_scales[row * 4u + 1u];
-  let kZ = f32((src_k[srcBase + ((d4 * 4u + 2u) / 8u + 0u)] >> ((d4 * 4u + 2u) % 8u * 4u)) & 15u) * src_scales[row * 4u + 0u] + src_scales[row * 4u + 1u];
-  let kW = f32((src_k[srcBase + ((d4 * 4u + 3u) / 8u + 0u)] >> ((d4 * 4u + 3u) % 8u * 4u)) & 15u) * src_scales[row * 4u + 0u] + src_scales[row * 4u + 1u];
-  let k = vec4<f32>(kX, kY, kZ, kW);
-  let vX = f32((src_v[srcBase + ((d4 * 4u + 0u) / 8u + 0u)] >> ((d4 * 4u + 0u) % 8u * 4u)) & 15u) * src_scales[row * 4u + 2u] + src_scales[row * 4u + 3u];
-  let vY = f32((src_v[srcBase + ((d4 * 4u + 1u) / 8u + 0u)] >> ((d4 * 4u + 1u) % 8u * 4u)) & 15u) * src_scales[row * 4u + 2u] + src_scales[row * 4u + 3u];
-  let vZ = f32((src_v[srcBase + ((d4 * 4u + 2u) / 8u + 0u)] >> ((d4 * 4u + 2u) % 8u * 4u)) & 15u) * src_scales[row * 4u + 2u] + src_scales[row * 4u + 3u];
-  let vW = f32((src_v[srcBase + ((d4 * 4u + 3u) / 8u + 0u)] >> ((d4 * 4u + 3u) % 8u * 4u)) & 15u) * src_scales[row * 4u + 2u] + src_scales[row * 4u + 3u];
-  let v = vec4<f32>(vX, vY, vZ, vW);
+  let kAt0 = run0 * 4u;
+  let k0X = f32((src_k[srcBase + (kAt0 / 8u + 0u)] >> (kAt0 % 8u * 4u)) & 15u) * src_scales[row * 4u + 0u] + src_scales[row * 4u + 1u];
+  let k0Y = f32((src_k[srcBase + ((kAt0 + 1u) / 8u + 0u)] >> ((kAt0 + 1u) % 8u * 4u)) & 15u) * src_scales[row * 4u + 0u] + src_scales[row * 4u + 1u];
+  let k0Z = f32((src_k[srcBase + ((kAt0 + 2u) / 8u + 0u)] >> ((kAt0 + 2u) % 8u * 4u)) & 15u) * src_scales[row * 4u + 0u] + src_scales[row * 4u + 1u];
+  let k0W = f32((src_k[srcBase + ((kAt0 + 3u) / 8u + 0u)] >> ((kAt0 + 3u) % 8u * 4u)) & 15u) * src_scales[row * 4u + 0u] + src_scales[row * 4u + 1u];
+  let k0 = vec4<f32>(k0X, k0Y, k0Z, k0W);
+  let vAt0 = run0 * 4u;
+  let v0X = f32((src_v[srcBase + (vAt0 / 8u + 0u)] >> (vAt0 % 8u * 4u)) & 15u) * src_scales[row * 4u + 2u] + src_scales[row * 4u + 3u];
+  let v0Y = f32((src_v[srcBase + ((vAt0 + 1u) / 8u + 0u)] >> ((vAt0 + 1u) % 8u * 4u)) & 15u) * src_scales[row * 4u + 2u] + src_scales[row * 4u + 3u];
+  let v0Z = f32((src_v[srcBase + ((vAt0 + 2u) / 8u + 0u)] >> ((vAt0 + 2u) % 8u * 4u)) & 15u) * src_scales[row * 4u + 2u] + src_scales[row * 4u + 3u];
+  let v0W = f32((src_v[srcBase + ((vAt0 + 3u) / 8u + 0u)] >> ((vAt0 + 3u) % 8u * 4u)) & 15u) * src_scales[row * 4u + 2u] + src_scales[row * 4u + 3u];
+  let v0 = vec4<f32>(v0X, v0Y, v0Z, v0W);
   // Stage each vector's partial statistic in workgroup memory.
-  let pKStat = vec2<f32>(max(max(abs(k.x), abs(k.y)), max(abs(k.z), abs(k.w))), 0.0f);
+  let pKStat = vec2<f32>(max(max(abs(k0.x), abs(k0.y)), max(abs(k0.z), abs(k0.w))), 0.0f);
   statK[lid.x] = pKStat;
-  let pVStat = vec2<f32>(max(max(abs(v.x), abs(v.y)), max(abs(v.z), abs(v.w))), 0.0f);
+  let pVStat = vec2<f32>(max(max(abs(v0.x), abs(v0.y)), max(abs(v0.z), abs(v0.w))), 0.0f);
   statV[lid.x] = pVStat;
   workgroupBarrier();
-  let rowLane = lid.x - d4;
+  let rowLane = lid.x - d;
   // A row's statistic in two levels: its first 4 invocations each
   // combine 8 partials in order, then every invocation the 4 groups.
   let rowGroup = rowLane / 8u;
-  if (d4 < 4u) {
-    var gK: vec2<f32> = statK[rowLane + d4 * 8u];
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d4 * 8u + 1u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d4 * 8u + 2u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d4 * 8u + 3u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d4 * 8u + 4u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d4 * 8u + 5u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d4 * 8u + 6u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d4 * 8u + 7u].x), 0.0f);
-    groupK[rowGroup + d4] = gK;
-    var gV: vec2<f32> = statV[rowLane + d4 * 8u];
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d4 * 8u + 1u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d4 * 8u + 2u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d4 * 8u + 3u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d4 * 8u + 4u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d4 * 8u + 5u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d4 * 8u + 6u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d4 * 8u + 7u].x), 0.0f);
-    groupV[rowGroup + d4] = gV;
+  if (d < 4u) {
+    var gK: vec2<f32> = statK[rowLane + d * 8u];
+    gK = vec2<f32>(max(gK.x, statK[rowLane + d * 8u + 1u].x), 0.0f);
+    gK = vec2<f32>(max(gK.x, statK[rowLane + d * 8u + 2u].x), 0.0f);
+    gK = vec2<f32>(max(gK.x, statK[rowLane + d * 8u + 3u].x), 0.0f);
+    gK = vec2<f32>(max(gK.x, statK[rowLane + d * 8u + 4u].x), 0.0f);
+    gK = vec2<f32>(max(gK.x, statK[rowLane + d * 8u + 5u].x), 0.0f);
+    gK = vec2<f32>(max(gK.x, statK[rowLane + d * 8u + 6u].x), 0.0f);
+    gK = vec2<f32>(max(gK.x, statK[rowLane + d * 8u + 7u].x), 0.0f);
+    groupK[rowGroup + d] = gK;
+    var gV: vec2<f32> = statV[rowLane + d * 8u];
+    gV = vec2<f32>(max(gV.x, statV[rowLane + d * 8u + 1u].x), 0.0f);
+    gV = vec2<f32>(max(gV.x, statV[rowLane + d * 8u + 2u].x), 0.0f);
+    gV = vec2<f32>(max(gV.x, statV[rowLane + d * 8u + 3u].x), 0.0f);
+    gV = vec2<f32>(max(gV.x, statV[rowLane + d * 8u + 4u].x), 0.0f);
+    gV = vec2<f32>(max(gV.x, statV[rowLane + d * 8u + 5u].x), 0.0f);
+    gV = vec2<f32>(max(gV.x, statV[rowLane + d * 8u + 6u].x), 0.0f);
+    gV = vec2<f32>(max(gV.x, statV[rowLane + d * 8u + 7u].x), 0.0f);
+    groupV[rowGroup + d] = gV;
   }
   workgroupBarrier();
-  if (e >= params.count * HEAD_DIM_V4) {
+  if (e >= params.count * ROW_LANES) {
     return;
   }
   var kStat: vec2<f32> = groupK[rowGroup];
@@ -91,10 +96,10 @@ fn main(
   let kScale = abs(kStat.x) / 127.0f;
   let kScaleInv = select(0.0f, 1.0f / kScale, kScale != 0.0f);
   let kBase = row * ROW_WORDS;
-  if (d4 < 1u) {
-    present_key[kBase + d4] = bitcast<u32>(kScale);
+  if (d < 1u) {
+    present_key[kBase + d] = bitcast<u32>(kScale);
   }
-  present_key[kBase + (d4 + 1u)] = (u32(i32(clamp(round(k.x * kScaleInv), -127.0f, 127.0f))) & 255u) | ((u32(i32(clamp(round(k.y * kScaleInv), -127.0f, 127.0f))) & 255u) << 8u) | ((u32(i32(clamp(round(k.z * kScaleInv), -127.0f, 127.0f))) & 255u) << 16u) | ((u32(i32(clamp(round(k.w * kScaleInv), -127.0f, 127.0f))) & 255u) << 24u);
+  present_key[kBase + (d + 1u)] = (u32(i32(clamp(round(k0.x * kScaleInv), -127.0f, 127.0f))) & 255u) | ((u32(i32(clamp(round(k0.y * kScaleInv), -127.0f, 127.0f))) & 255u) << 8u) | ((u32(i32(clamp(round(k0.z * kScaleInv), -127.0f, 127.0f))) & 255u) << 16u) | ((u32(i32(clamp(round(k0.w * kScaleInv), -127.0f, 127.0f))) & 255u) << 24u);
   var vStat: vec2<f32> = groupV[rowGroup];
   vStat = vec2<f32>(max(vStat.x, groupV[rowGroup + 1u].x), 0.0f);
   vStat = vec2<f32>(max(vStat.x, groupV[rowGroup + 2u].x), 0.0f);
@@ -102,8 +107,8 @@ fn main(
   let vScale = abs(vStat.x) / 127.0f;
   let vScaleInv = select(0.0f, 1.0f / vScale, vScale != 0.0f);
   let vBase = row * ROW_WORDS;
-  if (d4 < 1u) {
-    present_value[vBase + d4] = bitcast<u32>(vScale);
+  if (d < 1u) {
+    present_value[vBase + d] = bitcast<u32>(vScale);
   }
-  present_value[vBase + (d4 + 1u)] = (u32(i32(clamp(round(v.x * vScaleInv), -127.0f, 127.0f))) & 255u) | ((u32(i32(clamp(round(v.y * vScaleInv), -127.0f, 127.0f))) & 255u) << 8u) | ((u32(i32(clamp(round(v.z * vScaleInv), -127.0f, 127.0f))) & 255u) << 16u) | ((u32(i32(clamp(round(v.w * vScaleInv), -127.0f, 127.0f))) & 255u) << 24u);
+  present_value[vBase + (d + 1u)] = (u32(i32(clamp(round(v0.x * vScaleInv), -127.0f, 127.0f))) & 255u) | ((u32(i32(clamp(round(v0.y * vScaleInv), -127.0f, 127.0f))) & 255u) << 8u) | ((u32(i32(clamp(round(v0.z * vScaleInv), -127.0f, 127.0f))) & 255u) << 16u) | ((u32(i32(clamp(round(v0.w * vScaleInv), -127.0f, 127.0f))) & 255u) << 24u);
 }

@@ -23,6 +23,7 @@ const HEAD_DIM: u32 = 128u;
 const HEAD_DIM_V4: u32 = 32u;
 const ROW_WORDS: u32 = 17u;
 const SRC_ROW_WORDS: u32 = 33u;
+const ROW_LANES: u32 = 32u;
 
 // Copy int8 (scales inline) cache rows to int4 (scales inline) rows, each row's scale reduced in the kernel.
 @compute @workgroup_size(64)
@@ -31,61 +32,65 @@ fn main(
   @builtin(local_invocation_id) lid: vec3<u32>,
   @builtin(num_workgroups) nwg: vec3<u32>,
 ) {
+  // ROW_LANES invocations per row, each on a run of 1 vectors.
   // Flat walk: one invocation per destination vector, adjacent invocations on
   // adjacent vectors; no loop, so every invocation makes one memory round trip.
   // 2D flat index: the dispatch spreads its workgroups evenly over gid.y rows
   // of nwg.x workgroups once they pass the per-axis fold width.
   let e = gid.x + gid.y * nwg.x * 64u;
-  let d4 = e % HEAD_DIM_V4;
+  let d = e % ROW_LANES;
   // Past the end: the last row again (loads in range; it leaves before any store).
-  let row = min(e / HEAD_DIM_V4, params.count - 1u);
-  // Each lane's four elements of the int8 source row, dequantised.
+  let row = min(e / ROW_LANES, params.count - 1u);
+  let run0 = d * 1u;
+  // The lane's run of the int8 source row, dequantised.
   let srcBase = row * SRC_ROW_WORDS;
-  let kX = f32(bitcast<i32>(((src_k[srcBase + ((d4 * 4u + 0u) / 4u + 1u)] >> ((d4 * 4u + 0u) % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_k[srcBase + 0u]);
-  let kY = f32(bitcast<i32>(((src_k[srcBase + ((d4 * 4u + 1u) / 4u + 1u)] >> ((d4 * 4u + 1u) % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_k[srcBase + 0u]);
-  let kZ = f32(bitcast<i32>(((src_k[srcBase + ((d4 * 4u + 2u) / 4u + 1u)] >> ((d4 * 4u + 2u) % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_k[srcBase + 0u]);
-  let kW = f32(bitcast<i32>(((src_k[srcBase + ((d4 * 4u + 3u) / 4u + 1u)] >> ((d4 * 4u + 3u) % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_k[srcBase + 0u]);
-  let k = vec4<f32>(kX, kY, kZ, kW);
-  let vX = f32(bitcast<i32>(((src_v[srcBase + ((d4 * 4u + 0u) / 4u + 1u)] >> ((d4 * 4u + 0u) % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_v[srcBase + 0u]);
-  let vY = f32(bitcast<i32>(((src_v[srcBase + ((d4 * 4u + 1u) / 4u + 1u)] >> ((d4 * 4u + 1u) % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_v[srcBase + 0u]);
-  let vZ = f32(bitcast<i32>(((src_v[srcBase + ((d4 * 4u + 2u) / 4u + 1u)] >> ((d4 * 4u + 2u) % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_v[srcBase + 0u]);
-  let vW = f32(bitcast<i32>(((src_v[srcBase + ((d4 * 4u + 3u) / 4u + 1u)] >> ((d4 * 4u + 3u) % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_v[srcBase + 0u]);
-  let v = vec4<f32>(vX, vY, vZ, vW);
+  let kAt0 = run0 * 4u;
+  let k0X = f32(bitcast<i32>(((src_k[srcBase + (kAt0 / 4u + 1u)] >> (kAt0 % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_k[srcBase + 0u]);
+  let k0Y = f32(bitcast<i32>(((src_k[srcBase + ((kAt0 + 1u) / 4u + 1u)] >> ((kAt0 + 1u) % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_k[srcBase + 0u]);
+  let k0Z = f32(bitcast<i32>(((src_k[srcBase + ((kAt0 + 2u) / 4u + 1u)] >> ((kAt0 + 2u) % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_k[srcBase + 0u]);
+  let k0W = f32(bitcast<i32>(((src_k[srcBase + ((kAt0 + 3u) / 4u + 1u)] >> ((kAt0 + 3u) % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_k[srcBase + 0u]);
+  let k0 = vec4<f32>(k0X, k0Y, k0Z, k0W);
+  let vAt0 = run0 * 4u;
+  let v0X = f32(bitcast<i32>(((src_v[srcBase + (vAt0 / 4u + 1u)] >> (vAt0 % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_v[srcBase + 0u]);
+  let v0Y = f32(bitcast<i32>(((src_v[srcBase + ((vAt0 + 1u) / 4u + 1u)] >> ((vAt0 + 1u) % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_v[srcBase + 0u]);
+  let v0Z = f32(bitcast<i32>(((src_v[srcBase + ((vAt0 + 2u) / 4u + 1u)] >> ((vAt0 + 2u) % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_v[srcBase + 0u]);
+  let v0W = f32(bitcast<i32>(((src_v[srcBase + ((vAt0 + 3u) / 4u + 1u)] >> ((vAt0 + 3u) % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_v[srcBase + 0u]);
+  let v0 = vec4<f32>(v0X, v0Y, v0Z, v0W);
   // Stage the row's vectors and each vector's partial statistic in workgroup
   // memory.
-  xk[lid.x] = k;
-  xv[lid.x] = v;
-  let pKStat = vec2<f32>(max(max(abs(k.x), abs(k.y)), max(abs(k.z), abs(k.w))), 0.0f);
+  xk[lid.x] = k0;
+  xv[lid.x] = v0;
+  let pKStat = vec2<f32>(max(max(abs(k0.x), abs(k0.y)), max(abs(k0.z), abs(k0.w))), 0.0f);
   statK[lid.x] = pKStat;
-  let pVStat = vec2<f32>(max(max(abs(v.x), abs(v.y)), max(abs(v.z), abs(v.w))), 0.0f);
+  let pVStat = vec2<f32>(max(max(abs(v0.x), abs(v0.y)), max(abs(v0.z), abs(v0.w))), 0.0f);
   statV[lid.x] = pVStat;
   workgroupBarrier();
-  let rowLane = lid.x - d4;
+  let rowLane = lid.x - d;
   // A row's statistic in two levels: its first 4 invocations each
   // combine 8 partials in order, then every invocation the 4 groups.
   let rowGroup = rowLane / 8u;
-  if (d4 < 4u) {
-    var gK: vec2<f32> = statK[rowLane + d4 * 8u];
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d4 * 8u + 1u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d4 * 8u + 2u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d4 * 8u + 3u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d4 * 8u + 4u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d4 * 8u + 5u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d4 * 8u + 6u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d4 * 8u + 7u].x), 0.0f);
-    groupK[rowGroup + d4] = gK;
-    var gV: vec2<f32> = statV[rowLane + d4 * 8u];
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d4 * 8u + 1u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d4 * 8u + 2u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d4 * 8u + 3u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d4 * 8u + 4u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d4 * 8u + 5u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d4 * 8u + 6u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d4 * 8u + 7u].x), 0.0f);
-    groupV[rowGroup + d4] = gV;
+  if (d < 4u) {
+    var gK: vec2<f32> = statK[rowLane + d * 8u];
+    gK = vec2<f32>(max(gK.x, statK[rowLane + d * 8u + 1u].x), 0.0f);
+    gK = vec2<f32>(max(gK.x, statK[rowLane + d * 8u + 2u].x), 0.0f);
+    gK = vec2<f32>(max(gK.x, statK[rowLane + d * 8u + 3u].x), 0.0f);
+    gK = vec2<f32>(max(gK.x, statK[rowLane + d * 8u + 4u].x), 0.0f);
+    gK = vec2<f32>(max(gK.x, statK[rowLane + d * 8u + 5u].x), 0.0f);
+    gK = vec2<f32>(max(gK.x, statK[rowLane + d * 8u + 6u].x), 0.0f);
+    gK = vec2<f32>(max(gK.x, statK[rowLane + d * 8u + 7u].x), 0.0f);
+    groupK[rowGroup + d] = gK;
+    var gV: vec2<f32> = statV[rowLane + d * 8u];
+    gV = vec2<f32>(max(gV.x, statV[rowLane + d * 8u + 1u].x), 0.0f);
+    gV = vec2<f32>(max(gV.x, statV[rowLane + d * 8u + 2u].x), 0.0f);
+    gV = vec2<f32>(max(gV.x, statV[rowLane + d * 8u + 3u].x), 0.0f);
+    gV = vec2<f32>(max(gV.x, statV[rowLane + d * 8u + 4u].x), 0.0f);
+    gV = vec2<f32>(max(gV.x, statV[rowLane + d * 8u + 5u].x), 0.0f);
+    gV = vec2<f32>(max(gV.x, statV[rowLane + d * 8u + 6u].x), 0.0f);
+    gV = vec2<f32>(max(gV.x, statV[rowLane + d * 8u + 7u].x), 0.0f);
+    groupV[rowGroup + d] = gV;
   }
   workgroupBarrier();
-  if (e >= params.count * HEAD_DIM_V4) {
+  if (e >= params.count * ROW_LANES) {
     return;
   }
   var kStat: vec2<f32> = groupK[rowGroup];
@@ -95,13 +100,13 @@ fn main(
   let kScale = abs(kStat.x) / 7.0f;
   let kScaleInv = select(0.0f, 1.0f / kScale, kScale != 0.0f);
   let kBase = row * ROW_WORDS;
-  if (d4 < 1u) {
-    present_key[kBase + d4] = bitcast<u32>(kScale);
+  if (d < 1u) {
+    present_key[kBase + d] = bitcast<u32>(kScale);
   }
-  if (d4 % 2u == 0u) {
+  if (d % 2u == 0u) {
     // Eight codes a word: an even vector's own four, then the next vector's.
-    let kNext = xk[rowLane + d4 + 1u];
-    present_key[kBase + (d4 / 2u + 1u)] = u32(i32(clamp(round(k.x * kScaleInv), -7.0f, 7.0f)) + 8i) | (u32(i32(clamp(round(k.y * kScaleInv), -7.0f, 7.0f)) + 8i) << 4u) | (u32(i32(clamp(round(k.z * kScaleInv), -7.0f, 7.0f)) + 8i) << 8u) | (u32(i32(clamp(round(k.w * kScaleInv), -7.0f, 7.0f)) + 8i) << 12u) | (u32(i32(clamp(round(kNext.x * kScaleInv), -7.0f, 7.0f)) + 8i) << 16u) | (u32(i32(clamp(round(kNext.y * kScaleInv), -7.0f, 7.0f)) + 8i) << 20u) | (u32(i32(clamp(round(kNext.z * kScaleInv), -7.0f, 7.0f)) + 8i) << 24u) | (u32(i32(clamp(round(kNext.w * kScaleInv), -7.0f, 7.0f)) + 8i) << 28u);
+    let kNext = xk[rowLane + d + 1u];
+    present_key[kBase + (d / 2u + 1u)] = u32(i32(clamp(round(k0.x * kScaleInv), -7.0f, 7.0f)) + 8i) | (u32(i32(clamp(round(k0.y * kScaleInv), -7.0f, 7.0f)) + 8i) << 4u) | (u32(i32(clamp(round(k0.z * kScaleInv), -7.0f, 7.0f)) + 8i) << 8u) | (u32(i32(clamp(round(k0.w * kScaleInv), -7.0f, 7.0f)) + 8i) << 12u) | (u32(i32(clamp(round(kNext.x * kScaleInv), -7.0f, 7.0f)) + 8i) << 16u) | (u32(i32(clamp(round(kNext.y * kScaleInv), -7.0f, 7.0f)) + 8i) << 20u) | (u32(i32(clamp(round(kNext.z * kScaleInv), -7.0f, 7.0f)) + 8i) << 24u) | (u32(i32(clamp(round(kNext.w * kScaleInv), -7.0f, 7.0f)) + 8i) << 28u);
   }
   var vStat: vec2<f32> = groupV[rowGroup];
   vStat = vec2<f32>(max(vStat.x, groupV[rowGroup + 1u].x), 0.0f);
@@ -110,12 +115,12 @@ fn main(
   let vScale = abs(vStat.x) / 7.0f;
   let vScaleInv = select(0.0f, 1.0f / vScale, vScale != 0.0f);
   let vBase = row * ROW_WORDS;
-  if (d4 < 1u) {
-    present_value[vBase + d4] = bitcast<u32>(vScale);
+  if (d < 1u) {
+    present_value[vBase + d] = bitcast<u32>(vScale);
   }
-  if (d4 % 2u == 0u) {
+  if (d % 2u == 0u) {
     // Eight codes a word: an even vector's own four, then the next vector's.
-    let vNext = xv[rowLane + d4 + 1u];
-    present_value[vBase + (d4 / 2u + 1u)] = u32(i32(clamp(round(v.x * vScaleInv), -7.0f, 7.0f)) + 8i) | (u32(i32(clamp(round(v.y * vScaleInv), -7.0f, 7.0f)) + 8i) << 4u) | (u32(i32(clamp(round(v.z * vScaleInv), -7.0f, 7.0f)) + 8i) << 8u) | (u32(i32(clamp(round(v.w * vScaleInv), -7.0f, 7.0f)) + 8i) << 12u) | (u32(i32(clamp(round(vNext.x * vScaleInv), -7.0f, 7.0f)) + 8i) << 16u) | (u32(i32(clamp(round(vNext.y * vScaleInv), -7.0f, 7.0f)) + 8i) << 20u) | (u32(i32(clamp(round(vNext.z * vScaleInv), -7.0f, 7.0f)) + 8i) << 24u) | (u32(i32(clamp(round(vNext.w * vScaleInv), -7.0f, 7.0f)) + 8i) << 28u);
+    let vNext = xv[rowLane + d + 1u];
+    present_value[vBase + (d / 2u + 1u)] = u32(i32(clamp(round(v0.x * vScaleInv), -7.0f, 7.0f)) + 8i) | (u32(i32(clamp(round(v0.y * vScaleInv), -7.0f, 7.0f)) + 8i) << 4u) | (u32(i32(clamp(round(v0.z * vScaleInv), -7.0f, 7.0f)) + 8i) << 8u) | (u32(i32(clamp(round(v0.w * vScaleInv), -7.0f, 7.0f)) + 8i) << 12u) | (u32(i32(clamp(round(vNext.x * vScaleInv), -7.0f, 7.0f)) + 8i) << 16u) | (u32(i32(clamp(round(vNext.y * vScaleInv), -7.0f, 7.0f)) + 8i) << 20u) | (u32(i32(clamp(round(vNext.z * vScaleInv), -7.0f, 7.0f)) + 8i) << 24u) | (u32(i32(clamp(round(vNext.w * vScaleInv), -7.0f, 7.0f)) + 8i) << 28u);
   }
 }

@@ -23,6 +23,7 @@ const HEAD_DIM: u32 = 128u;
 const HEAD_DIM_V4: u32 = 32u;
 const ROW_WORDS: u32 = 18u;
 const SRC_ROW_WORDS: u32 = 34u;
+const ROW_LANES: u32 = 32u;
 
 // Copy q8_0 cache rows to q4_0 rows, each row's scale reduced in the kernel.
 @compute @workgroup_size(64)
@@ -31,113 +32,117 @@ fn main(
   @builtin(local_invocation_id) lid: vec3<u32>,
   @builtin(num_workgroups) nwg: vec3<u32>,
 ) {
+  // ROW_LANES invocations per row, each on a run of 1 vectors.
   // Flat walk: one invocation per destination vector, adjacent invocations on
   // adjacent vectors; no loop, so every invocation makes one memory round trip.
   // 2D flat index: the dispatch spreads its workgroups evenly over gid.y rows
   // of nwg.x workgroups once they pass the per-axis fold width.
   let e = gid.x + gid.y * nwg.x * 64u;
-  let d4 = e % HEAD_DIM_V4;
+  let d = e % ROW_LANES;
   // Past the end: the last row again (loads in range; it leaves before any store).
-  let row = min(e / HEAD_DIM_V4, params.count - 1u);
-  // Each lane's four elements of the q8_0 source row, dequantised.
+  let row = min(e / ROW_LANES, params.count - 1u);
+  let run0 = d * 1u;
+  // The lane's run of the q8_0 source row, dequantised.
   let srcBase = row * SRC_ROW_WORDS;
-  let kXBlk = (d4 * 4u + 0u) / 32u;
-  let kXJ = (d4 * 4u + 0u) % 32u;
-  let kXAt = kXBlk * 34u;
-  let kXD = unpack2x16float((src_k[srcBase + kXAt / 4u] >> (kXAt % 4u * 8u)) & 65535u).x;
-  let kX = f32(bitcast<i32>(((src_k[srcBase + (kXAt + 2u + kXJ) / 4u] >> ((kXAt + 2u + kXJ) % 4u * 8u)) & 255u) << 24u) >> 24u) * kXD;
-  let kYBlk = (d4 * 4u + 1u) / 32u;
-  let kYJ = (d4 * 4u + 1u) % 32u;
-  let kYAt = kYBlk * 34u;
-  let kYD = unpack2x16float((src_k[srcBase + kYAt / 4u] >> (kYAt % 4u * 8u)) & 65535u).x;
-  let kY = f32(bitcast<i32>(((src_k[srcBase + (kYAt + 2u + kYJ) / 4u] >> ((kYAt + 2u + kYJ) % 4u * 8u)) & 255u) << 24u) >> 24u) * kYD;
-  let kZBlk = (d4 * 4u + 2u) / 32u;
-  let kZJ = (d4 * 4u + 2u) % 32u;
-  let kZAt = kZBlk * 34u;
-  let kZD = unpack2x16float((src_k[srcBase + kZAt / 4u] >> (kZAt % 4u * 8u)) & 65535u).x;
-  let kZ = f32(bitcast<i32>(((src_k[srcBase + (kZAt + 2u + kZJ) / 4u] >> ((kZAt + 2u + kZJ) % 4u * 8u)) & 255u) << 24u) >> 24u) * kZD;
-  let kWBlk = (d4 * 4u + 3u) / 32u;
-  let kWJ = (d4 * 4u + 3u) % 32u;
-  let kWAt = kWBlk * 34u;
-  let kWD = unpack2x16float((src_k[srcBase + kWAt / 4u] >> (kWAt % 4u * 8u)) & 65535u).x;
-  let kW = f32(bitcast<i32>(((src_k[srcBase + (kWAt + 2u + kWJ) / 4u] >> ((kWAt + 2u + kWJ) % 4u * 8u)) & 255u) << 24u) >> 24u) * kWD;
-  let k = vec4<f32>(kX, kY, kZ, kW);
-  let vXBlk = (d4 * 4u + 0u) / 32u;
-  let vXJ = (d4 * 4u + 0u) % 32u;
-  let vXAt = vXBlk * 34u;
-  let vXD = unpack2x16float((src_v[srcBase + vXAt / 4u] >> (vXAt % 4u * 8u)) & 65535u).x;
-  let vX = f32(bitcast<i32>(((src_v[srcBase + (vXAt + 2u + vXJ) / 4u] >> ((vXAt + 2u + vXJ) % 4u * 8u)) & 255u) << 24u) >> 24u) * vXD;
-  let vYBlk = (d4 * 4u + 1u) / 32u;
-  let vYJ = (d4 * 4u + 1u) % 32u;
-  let vYAt = vYBlk * 34u;
-  let vYD = unpack2x16float((src_v[srcBase + vYAt / 4u] >> (vYAt % 4u * 8u)) & 65535u).x;
-  let vY = f32(bitcast<i32>(((src_v[srcBase + (vYAt + 2u + vYJ) / 4u] >> ((vYAt + 2u + vYJ) % 4u * 8u)) & 255u) << 24u) >> 24u) * vYD;
-  let vZBlk = (d4 * 4u + 2u) / 32u;
-  let vZJ = (d4 * 4u + 2u) % 32u;
-  let vZAt = vZBlk * 34u;
-  let vZD = unpack2x16float((src_v[srcBase + vZAt / 4u] >> (vZAt % 4u * 8u)) & 65535u).x;
-  let vZ = f32(bitcast<i32>(((src_v[srcBase + (vZAt + 2u + vZJ) / 4u] >> ((vZAt + 2u + vZJ) % 4u * 8u)) & 255u) << 24u) >> 24u) * vZD;
-  let vWBlk = (d4 * 4u + 3u) / 32u;
-  let vWJ = (d4 * 4u + 3u) % 32u;
-  let vWAt = vWBlk * 34u;
-  let vWD = unpack2x16float((src_v[srcBase + vWAt / 4u] >> (vWAt % 4u * 8u)) & 65535u).x;
-  let vW = f32(bitcast<i32>(((src_v[srcBase + (vWAt + 2u + vWJ) / 4u] >> ((vWAt + 2u + vWJ) % 4u * 8u)) & 255u) << 24u) >> 24u) * vWD;
-  let v = vec4<f32>(vX, vY, vZ, vW);
+  let kAt0 = run0 * 4u;
+  let k0XBlk = kAt0 / 32u;
+  let k0XJ = kAt0 % 32u;
+  let k0XAt = k0XBlk * 34u;
+  let k0XD = unpack2x16float((src_k[srcBase + k0XAt / 4u] >> (k0XAt % 4u * 8u)) & 65535u).x;
+  let k0X = f32(bitcast<i32>(((src_k[srcBase + (k0XAt + 2u + k0XJ) / 4u] >> ((k0XAt + 2u + k0XJ) % 4u * 8u)) & 255u) << 24u) >> 24u) * k0XD;
+  let k0YBlk = (kAt0 + 1u) / 32u;
+  let k0YJ = (kAt0 + 1u) % 32u;
+  let k0YAt = k0YBlk * 34u;
+  let k0YD = unpack2x16float((src_k[srcBase + k0YAt / 4u] >> (k0YAt % 4u * 8u)) & 65535u).x;
+  let k0Y = f32(bitcast<i32>(((src_k[srcBase + (k0YAt + 2u + k0YJ) / 4u] >> ((k0YAt + 2u + k0YJ) % 4u * 8u)) & 255u) << 24u) >> 24u) * k0YD;
+  let k0ZBlk = (kAt0 + 2u) / 32u;
+  let k0ZJ = (kAt0 + 2u) % 32u;
+  let k0ZAt = k0ZBlk * 34u;
+  let k0ZD = unpack2x16float((src_k[srcBase + k0ZAt / 4u] >> (k0ZAt % 4u * 8u)) & 65535u).x;
+  let k0Z = f32(bitcast<i32>(((src_k[srcBase + (k0ZAt + 2u + k0ZJ) / 4u] >> ((k0ZAt + 2u + k0ZJ) % 4u * 8u)) & 255u) << 24u) >> 24u) * k0ZD;
+  let k0WBlk = (kAt0 + 3u) / 32u;
+  let k0WJ = (kAt0 + 3u) % 32u;
+  let k0WAt = k0WBlk * 34u;
+  let k0WD = unpack2x16float((src_k[srcBase + k0WAt / 4u] >> (k0WAt % 4u * 8u)) & 65535u).x;
+  let k0W = f32(bitcast<i32>(((src_k[srcBase + (k0WAt + 2u + k0WJ) / 4u] >> ((k0WAt + 2u + k0WJ) % 4u * 8u)) & 255u) << 24u) >> 24u) * k0WD;
+  let k0 = vec4<f32>(k0X, k0Y, k0Z, k0W);
+  let vAt0 = run0 * 4u;
+  let v0XBlk = vAt0 / 32u;
+  let v0XJ = vAt0 % 32u;
+  let v0XAt = v0XBlk * 34u;
+  let v0XD = unpack2x16float((src_v[srcBase + v0XAt / 4u] >> (v0XAt % 4u * 8u)) & 65535u).x;
+  let v0X = f32(bitcast<i32>(((src_v[srcBase + (v0XAt + 2u + v0XJ) / 4u] >> ((v0XAt + 2u + v0XJ) % 4u * 8u)) & 255u) << 24u) >> 24u) * v0XD;
+  let v0YBlk = (vAt0 + 1u) / 32u;
+  let v0YJ = (vAt0 + 1u) % 32u;
+  let v0YAt = v0YBlk * 34u;
+  let v0YD = unpack2x16float((src_v[srcBase + v0YAt / 4u] >> (v0YAt % 4u * 8u)) & 65535u).x;
+  let v0Y = f32(bitcast<i32>(((src_v[srcBase + (v0YAt + 2u + v0YJ) / 4u] >> ((v0YAt + 2u + v0YJ) % 4u * 8u)) & 255u) << 24u) >> 24u) * v0YD;
+  let v0ZBlk = (vAt0 + 2u) / 32u;
+  let v0ZJ = (vAt0 + 2u) % 32u;
+  let v0ZAt = v0ZBlk * 34u;
+  let v0ZD = unpack2x16float((src_v[srcBase + v0ZAt / 4u] >> (v0ZAt % 4u * 8u)) & 65535u).x;
+  let v0Z = f32(bitcast<i32>(((src_v[srcBase + (v0ZAt + 2u + v0ZJ) / 4u] >> ((v0ZAt + 2u + v0ZJ) % 4u * 8u)) & 255u) << 24u) >> 24u) * v0ZD;
+  let v0WBlk = (vAt0 + 3u) / 32u;
+  let v0WJ = (vAt0 + 3u) % 32u;
+  let v0WAt = v0WBlk * 34u;
+  let v0WD = unpack2x16float((src_v[srcBase + v0WAt / 4u] >> (v0WAt % 4u * 8u)) & 65535u).x;
+  let v0W = f32(bitcast<i32>(((src_v[srcBase + (v0WAt + 2u + v0WJ) / 4u] >> ((v0WAt + 2u + v0WJ) % 4u * 8u)) & 255u) << 24u) >> 24u) * v0WD;
+  let v0 = vec4<f32>(v0X, v0Y, v0Z, v0W);
   // Stage the row's values and each vector's partial statistic in workgroup
   // memory.
-  xk[lid.x * 4u + 0u] = k.x;
-  xv[lid.x * 4u + 0u] = v.x;
-  xk[lid.x * 4u + 1u] = k.y;
-  xv[lid.x * 4u + 1u] = v.y;
-  xk[lid.x * 4u + 2u] = k.z;
-  xv[lid.x * 4u + 2u] = v.z;
-  xk[lid.x * 4u + 3u] = k.w;
-  xv[lid.x * 4u + 3u] = v.w;
-  var pK: f32 = k.x;
-  pK = select(pK, k.y, abs(k.y) > abs(pK));
-  pK = select(pK, k.z, abs(k.z) > abs(pK));
-  pK = select(pK, k.w, abs(k.w) > abs(pK));
+  xk[lid.x * 4u + 0u] = k0.x;
+  xv[lid.x * 4u + 0u] = v0.x;
+  xk[lid.x * 4u + 1u] = k0.y;
+  xv[lid.x * 4u + 1u] = v0.y;
+  xk[lid.x * 4u + 2u] = k0.z;
+  xv[lid.x * 4u + 2u] = v0.z;
+  xk[lid.x * 4u + 3u] = k0.w;
+  xv[lid.x * 4u + 3u] = v0.w;
+  var pK: f32 = k0.x;
+  pK = select(pK, k0.y, abs(k0.y) > abs(pK));
+  pK = select(pK, k0.z, abs(k0.z) > abs(pK));
+  pK = select(pK, k0.w, abs(k0.w) > abs(pK));
   let pKStat = vec2<f32>(pK, 0.0f);
   statK[lid.x] = pKStat;
-  var pV: f32 = v.x;
-  pV = select(pV, v.y, abs(v.y) > abs(pV));
-  pV = select(pV, v.z, abs(v.z) > abs(pV));
-  pV = select(pV, v.w, abs(v.w) > abs(pV));
+  var pV: f32 = v0.x;
+  pV = select(pV, v0.y, abs(v0.y) > abs(pV));
+  pV = select(pV, v0.z, abs(v0.z) > abs(pV));
+  pV = select(pV, v0.w, abs(v0.w) > abs(pV));
   let pVStat = vec2<f32>(pV, 0.0f);
   statV[lid.x] = pVStat;
   workgroupBarrier();
-  let rowLane = lid.x - d4;
+  let rowLane = lid.x - d;
   // Each block's statistic, once: the row's first 4 invocations each
   // combine a block's 8 partials in order.
   let rowGroup = rowLane / 8u;
-  if (d4 < 4u) {
-    var gK: vec2<f32> = statK[rowLane + d4 * 8u];
-    gK = select(gK, statK[rowLane + d4 * 8u + 1u], abs(statK[rowLane + d4 * 8u + 1u].x) > abs(gK.x));
-    gK = select(gK, statK[rowLane + d4 * 8u + 2u], abs(statK[rowLane + d4 * 8u + 2u].x) > abs(gK.x));
-    gK = select(gK, statK[rowLane + d4 * 8u + 3u], abs(statK[rowLane + d4 * 8u + 3u].x) > abs(gK.x));
-    gK = select(gK, statK[rowLane + d4 * 8u + 4u], abs(statK[rowLane + d4 * 8u + 4u].x) > abs(gK.x));
-    gK = select(gK, statK[rowLane + d4 * 8u + 5u], abs(statK[rowLane + d4 * 8u + 5u].x) > abs(gK.x));
-    gK = select(gK, statK[rowLane + d4 * 8u + 6u], abs(statK[rowLane + d4 * 8u + 6u].x) > abs(gK.x));
-    gK = select(gK, statK[rowLane + d4 * 8u + 7u], abs(statK[rowLane + d4 * 8u + 7u].x) > abs(gK.x));
-    groupK[rowGroup + d4] = gK;
-    var gV: vec2<f32> = statV[rowLane + d4 * 8u];
-    gV = select(gV, statV[rowLane + d4 * 8u + 1u], abs(statV[rowLane + d4 * 8u + 1u].x) > abs(gV.x));
-    gV = select(gV, statV[rowLane + d4 * 8u + 2u], abs(statV[rowLane + d4 * 8u + 2u].x) > abs(gV.x));
-    gV = select(gV, statV[rowLane + d4 * 8u + 3u], abs(statV[rowLane + d4 * 8u + 3u].x) > abs(gV.x));
-    gV = select(gV, statV[rowLane + d4 * 8u + 4u], abs(statV[rowLane + d4 * 8u + 4u].x) > abs(gV.x));
-    gV = select(gV, statV[rowLane + d4 * 8u + 5u], abs(statV[rowLane + d4 * 8u + 5u].x) > abs(gV.x));
-    gV = select(gV, statV[rowLane + d4 * 8u + 6u], abs(statV[rowLane + d4 * 8u + 6u].x) > abs(gV.x));
-    gV = select(gV, statV[rowLane + d4 * 8u + 7u], abs(statV[rowLane + d4 * 8u + 7u].x) > abs(gV.x));
-    groupV[rowGroup + d4] = gV;
+  if (d < 4u) {
+    var gK: vec2<f32> = statK[rowLane + d * 8u];
+    gK = select(gK, statK[rowLane + d * 8u + 1u], abs(statK[rowLane + d * 8u + 1u].x) > abs(gK.x));
+    gK = select(gK, statK[rowLane + d * 8u + 2u], abs(statK[rowLane + d * 8u + 2u].x) > abs(gK.x));
+    gK = select(gK, statK[rowLane + d * 8u + 3u], abs(statK[rowLane + d * 8u + 3u].x) > abs(gK.x));
+    gK = select(gK, statK[rowLane + d * 8u + 4u], abs(statK[rowLane + d * 8u + 4u].x) > abs(gK.x));
+    gK = select(gK, statK[rowLane + d * 8u + 5u], abs(statK[rowLane + d * 8u + 5u].x) > abs(gK.x));
+    gK = select(gK, statK[rowLane + d * 8u + 6u], abs(statK[rowLane + d * 8u + 6u].x) > abs(gK.x));
+    gK = select(gK, statK[rowLane + d * 8u + 7u], abs(statK[rowLane + d * 8u + 7u].x) > abs(gK.x));
+    groupK[rowGroup + d] = gK;
+    var gV: vec2<f32> = statV[rowLane + d * 8u];
+    gV = select(gV, statV[rowLane + d * 8u + 1u], abs(statV[rowLane + d * 8u + 1u].x) > abs(gV.x));
+    gV = select(gV, statV[rowLane + d * 8u + 2u], abs(statV[rowLane + d * 8u + 2u].x) > abs(gV.x));
+    gV = select(gV, statV[rowLane + d * 8u + 3u], abs(statV[rowLane + d * 8u + 3u].x) > abs(gV.x));
+    gV = select(gV, statV[rowLane + d * 8u + 4u], abs(statV[rowLane + d * 8u + 4u].x) > abs(gV.x));
+    gV = select(gV, statV[rowLane + d * 8u + 5u], abs(statV[rowLane + d * 8u + 5u].x) > abs(gV.x));
+    gV = select(gV, statV[rowLane + d * 8u + 6u], abs(statV[rowLane + d * 8u + 6u].x) > abs(gV.x));
+    gV = select(gV, statV[rowLane + d * 8u + 7u], abs(statV[rowLane + d * 8u + 7u].x) > abs(gV.x));
+    groupV[rowGroup + d] = gV;
   }
   workgroupBarrier();
-  if (e >= params.count * HEAD_DIM_V4) {
+  if (e >= params.count * ROW_LANES) {
     return;
   }
   let kLane0 = rowLane * 4u;
   let kBase = row * ROW_WORDS;
-  let kBlk = d4 / 8u;
-  let kJ = d4 % 8u;
+  let kBlk = d / 8u;
+  let kJ = d % 8u;
   let kPairAt = kBlk / 2u * 9u;
   let kFirst = kBlk * 32u;
   if (kBlk % 2u == 1u && kJ < 4u) {
@@ -161,8 +166,8 @@ fn main(
   }
   let vLane0 = rowLane * 4u;
   let vBase = row * ROW_WORDS;
-  let vBlk = d4 / 8u;
-  let vJ = d4 % 8u;
+  let vBlk = d / 8u;
+  let vJ = d % 8u;
   let vPairAt = vBlk / 2u * 9u;
   let vFirst = vBlk * 32u;
   if (vBlk % 2u == 1u && vJ < 4u) {

@@ -29,6 +29,7 @@ const HEAD_DIM_V4: u32 = 64u;
 const ROW_WORDS: u32 = 36u;
 const KV_HEADS: u32 = 4u;
 const KV_HIDDEN_V4: u32 = 256u;
+const ROW_LANES: u32 = 64u;
 
 // Windowed dense q4_0 cache, every row: surviving past rows slide down by
 // the eviction count, the new BSH K/V are quantised into the appended rows (each
@@ -39,15 +40,16 @@ fn main(
   @builtin(local_invocation_id) lid: vec3<u32>,
   @builtin(num_workgroups) nwg: vec3<u32>,
 ) {
+  // ROW_LANES invocations per row, each on a run of 1 vectors.
   // Flat walk: one invocation per destination vector, adjacent invocations on
   // adjacent vectors; no loop, so every invocation makes one memory round trip.
   // 2D flat index: the dispatch spreads its workgroups evenly over gid.y rows
   // of nwg.x workgroups once they pass the per-axis fold width.
   let e = gid.x + gid.y * nwg.x * 64u;
-  let d4 = e % HEAD_DIM_V4;
+  let d = e % ROW_LANES;
   // Past the end: the last row again (loads in range; it leaves before any store).
-  let row = min(e / HEAD_DIM_V4, params.count - 1u);
-  let done = e >= params.count * HEAD_DIM_V4;
+  let row = min(e / ROW_LANES, params.count - 1u);
+  let done = e >= params.count * ROW_LANES;
   let t = row % params.seq;
   let tmp = row / params.seq;
   let hk = tmp % KV_HEADS;
@@ -68,66 +70,68 @@ fn main(
   if (!done && t < appendStart) {
     // Surviving past rows slide down by the eviction count.
     let src = (slice + t + evicted) * ROW_WORDS;
-    if (d4 < 36u) {
-      present_key[row * ROW_WORDS + d4] = past_k[src + d4];
-      present_value[row * ROW_WORDS + d4] = past_v[src + d4];
+    if (d < 36u) {
+      present_key[row * ROW_WORDS + d] = past_k[src + d];
+      present_value[row * ROW_WORDS + d] = past_v[src + d];
     }
   } else if (!done && t >= resident) {
     // Outside the resident window: zero words (every element decodes to zero).
-    if (d4 < 36u) {
-      present_key[row * ROW_WORDS + d4] = 0u;
-      present_value[row * ROW_WORDS + d4] = 0u;
+    if (d < 36u) {
+      present_key[row * ROW_WORDS + d] = 0u;
+      present_value[row * ROW_WORDS + d] = 0u;
     }
   }
   let srcBase = (b * params.keySeq + j) * KV_HIDDEN_V4 + hk * HEAD_DIM_V4;
-  let k = src_k[srcBase + d4];
-  let v = src_v[srcBase + d4];
+  let run0 = d * 1u;
+  let at0 = run0;
+  let v0 = src_v[srcBase + at0];
+  let k0 = src_k[srcBase + at0];
   // Stage the row's values and each vector's partial statistic in workgroup
   // memory.
-  xk[lid.x * 4u + 0u] = k.x;
-  xv[lid.x * 4u + 0u] = v.x;
-  xk[lid.x * 4u + 1u] = k.y;
-  xv[lid.x * 4u + 1u] = v.y;
-  xk[lid.x * 4u + 2u] = k.z;
-  xv[lid.x * 4u + 2u] = v.z;
-  xk[lid.x * 4u + 3u] = k.w;
-  xv[lid.x * 4u + 3u] = v.w;
-  var pK: f32 = k.x;
-  pK = select(pK, k.y, abs(k.y) > abs(pK));
-  pK = select(pK, k.z, abs(k.z) > abs(pK));
-  pK = select(pK, k.w, abs(k.w) > abs(pK));
+  xk[lid.x * 4u + 0u] = k0.x;
+  xv[lid.x * 4u + 0u] = v0.x;
+  xk[lid.x * 4u + 1u] = k0.y;
+  xv[lid.x * 4u + 1u] = v0.y;
+  xk[lid.x * 4u + 2u] = k0.z;
+  xv[lid.x * 4u + 2u] = v0.z;
+  xk[lid.x * 4u + 3u] = k0.w;
+  xv[lid.x * 4u + 3u] = v0.w;
+  var pK: f32 = k0.x;
+  pK = select(pK, k0.y, abs(k0.y) > abs(pK));
+  pK = select(pK, k0.z, abs(k0.z) > abs(pK));
+  pK = select(pK, k0.w, abs(k0.w) > abs(pK));
   let pKStat = vec2<f32>(pK, 0.0f);
   statK[lid.x] = pKStat;
-  var pV: f32 = v.x;
-  pV = select(pV, v.y, abs(v.y) > abs(pV));
-  pV = select(pV, v.z, abs(v.z) > abs(pV));
-  pV = select(pV, v.w, abs(v.w) > abs(pV));
+  var pV: f32 = v0.x;
+  pV = select(pV, v0.y, abs(v0.y) > abs(pV));
+  pV = select(pV, v0.z, abs(v0.z) > abs(pV));
+  pV = select(pV, v0.w, abs(v0.w) > abs(pV));
   let pVStat = vec2<f32>(pV, 0.0f);
   statV[lid.x] = pVStat;
   workgroupBarrier();
-  let rowLane = lid.x - d4;
+  let rowLane = lid.x - d;
   // Each block's statistic, once: the row's first 8 invocations each
   // combine a block's 8 partials in order.
   let rowGroup = rowLane / 8u;
-  if (d4 < 8u) {
-    var gK: vec2<f32> = statK[rowLane + d4 * 8u];
-    gK = select(gK, statK[rowLane + d4 * 8u + 1u], abs(statK[rowLane + d4 * 8u + 1u].x) > abs(gK.x));
-    gK = select(gK, statK[rowLane + d4 * 8u + 2u], abs(statK[rowLane + d4 * 8u + 2u].x) > abs(gK.x));
-    gK = select(gK, statK[rowLane + d4 * 8u + 3u], abs(statK[rowLane + d4 * 8u + 3u].x) > abs(gK.x));
-    gK = select(gK, statK[rowLane + d4 * 8u + 4u], abs(statK[rowLane + d4 * 8u + 4u].x) > abs(gK.x));
-    gK = select(gK, statK[rowLane + d4 * 8u + 5u], abs(statK[rowLane + d4 * 8u + 5u].x) > abs(gK.x));
-    gK = select(gK, statK[rowLane + d4 * 8u + 6u], abs(statK[rowLane + d4 * 8u + 6u].x) > abs(gK.x));
-    gK = select(gK, statK[rowLane + d4 * 8u + 7u], abs(statK[rowLane + d4 * 8u + 7u].x) > abs(gK.x));
-    groupK[rowGroup + d4] = gK;
-    var gV: vec2<f32> = statV[rowLane + d4 * 8u];
-    gV = select(gV, statV[rowLane + d4 * 8u + 1u], abs(statV[rowLane + d4 * 8u + 1u].x) > abs(gV.x));
-    gV = select(gV, statV[rowLane + d4 * 8u + 2u], abs(statV[rowLane + d4 * 8u + 2u].x) > abs(gV.x));
-    gV = select(gV, statV[rowLane + d4 * 8u + 3u], abs(statV[rowLane + d4 * 8u + 3u].x) > abs(gV.x));
-    gV = select(gV, statV[rowLane + d4 * 8u + 4u], abs(statV[rowLane + d4 * 8u + 4u].x) > abs(gV.x));
-    gV = select(gV, statV[rowLane + d4 * 8u + 5u], abs(statV[rowLane + d4 * 8u + 5u].x) > abs(gV.x));
-    gV = select(gV, statV[rowLane + d4 * 8u + 6u], abs(statV[rowLane + d4 * 8u + 6u].x) > abs(gV.x));
-    gV = select(gV, statV[rowLane + d4 * 8u + 7u], abs(statV[rowLane + d4 * 8u + 7u].x) > abs(gV.x));
-    groupV[rowGroup + d4] = gV;
+  if (d < 8u) {
+    var gK: vec2<f32> = statK[rowLane + d * 8u];
+    gK = select(gK, statK[rowLane + d * 8u + 1u], abs(statK[rowLane + d * 8u + 1u].x) > abs(gK.x));
+    gK = select(gK, statK[rowLane + d * 8u + 2u], abs(statK[rowLane + d * 8u + 2u].x) > abs(gK.x));
+    gK = select(gK, statK[rowLane + d * 8u + 3u], abs(statK[rowLane + d * 8u + 3u].x) > abs(gK.x));
+    gK = select(gK, statK[rowLane + d * 8u + 4u], abs(statK[rowLane + d * 8u + 4u].x) > abs(gK.x));
+    gK = select(gK, statK[rowLane + d * 8u + 5u], abs(statK[rowLane + d * 8u + 5u].x) > abs(gK.x));
+    gK = select(gK, statK[rowLane + d * 8u + 6u], abs(statK[rowLane + d * 8u + 6u].x) > abs(gK.x));
+    gK = select(gK, statK[rowLane + d * 8u + 7u], abs(statK[rowLane + d * 8u + 7u].x) > abs(gK.x));
+    groupK[rowGroup + d] = gK;
+    var gV: vec2<f32> = statV[rowLane + d * 8u];
+    gV = select(gV, statV[rowLane + d * 8u + 1u], abs(statV[rowLane + d * 8u + 1u].x) > abs(gV.x));
+    gV = select(gV, statV[rowLane + d * 8u + 2u], abs(statV[rowLane + d * 8u + 2u].x) > abs(gV.x));
+    gV = select(gV, statV[rowLane + d * 8u + 3u], abs(statV[rowLane + d * 8u + 3u].x) > abs(gV.x));
+    gV = select(gV, statV[rowLane + d * 8u + 4u], abs(statV[rowLane + d * 8u + 4u].x) > abs(gV.x));
+    gV = select(gV, statV[rowLane + d * 8u + 5u], abs(statV[rowLane + d * 8u + 5u].x) > abs(gV.x));
+    gV = select(gV, statV[rowLane + d * 8u + 6u], abs(statV[rowLane + d * 8u + 6u].x) > abs(gV.x));
+    gV = select(gV, statV[rowLane + d * 8u + 7u], abs(statV[rowLane + d * 8u + 7u].x) > abs(gV.x));
+    groupV[rowGroup + d] = gV;
   }
   workgroupBarrier();
   if (done || !(t >= appendStart && t < resident)) {
@@ -136,8 +140,8 @@ fn main(
   let dstRow = (b * KV_HEADS + hk) * params.seq + t;
   let kLane0 = rowLane * 4u;
   let kBase = dstRow * ROW_WORDS;
-  let kBlk = d4 / 8u;
-  let kJ = d4 % 8u;
+  let kBlk = d / 8u;
+  let kJ = d % 8u;
   let kPairAt = kBlk / 2u * 9u;
   let kFirst = kBlk * 32u;
   if (kBlk % 2u == 1u && kJ < 4u) {
@@ -161,8 +165,8 @@ fn main(
   }
   let vLane0 = rowLane * 4u;
   let vBase = dstRow * ROW_WORDS;
-  let vBlk = d4 / 8u;
-  let vJ = d4 % 8u;
+  let vBlk = d / 8u;
+  let vJ = d % 8u;
   let vPairAt = vBlk / 2u * 9u;
   let vFirst = vBlk * 32u;
   if (vBlk % 2u == 1u && vJ < 4u) {

@@ -30,6 +30,7 @@ const HEAD_DIM_V4: u32 = 32u;
 const ROW_WORDS: u32 = 16u;
 const KV_HEADS: u32 = 8u;
 const KV_HIDDEN_V4: u32 = 256u;
+const ROW_LANES: u32 = 32u;
 const HALF_V4: u32 = 16u;
 
 // Windowed dense int4_asym, scales side cache, append pass: the new BSH K/V quantised into
@@ -40,15 +41,16 @@ fn main(
   @builtin(local_invocation_id) lid: vec3<u32>,
   @builtin(num_workgroups) nwg: vec3<u32>,
 ) {
+  // ROW_LANES invocations per row, each on a run of 1 vectors.
   // Flat walk: one invocation per destination vector, adjacent invocations on
   // adjacent vectors; no loop, so every invocation makes one memory round trip.
   // 2D flat index: the dispatch spreads its workgroups evenly over gid.y rows
   // of nwg.x workgroups once they pass the per-axis fold width.
   let e = gid.x + gid.y * nwg.x * 64u;
-  let d4 = e % HEAD_DIM_V4;
+  let d = e % ROW_LANES;
   // Past the end: the last row again (loads in range; it leaves before any store).
-  let row = min(e / HEAD_DIM_V4, params.count - 1u);
-  let done = e >= params.count * HEAD_DIM_V4;
+  let row = min(e / ROW_LANES, params.count - 1u);
+  let done = e >= params.count * ROW_LANES;
   let j = row % params.keySeq;
   let tmp = row / params.keySeq;
   let hk = tmp % KV_HEADS;
@@ -64,46 +66,48 @@ fn main(
   let dstT = appendStart + (max(j, skip) - skip);
   let srcBase = (b * params.keySeq + j) * KV_HIDDEN_V4 + hk * HEAD_DIM_V4;
   let pos = past + j;
+  let run0 = d * 1u;
   // New K is rotated at its absolute position; retained keys already are.
-  let dr = d4 % HALF_V4;
-  let cs = cos_cache[pos * HALF_V4 + dr];
-  let sn = sin_cache[pos * HALF_V4 + dr];
-  let x0 = src_k[srcBase + dr];
-  let x1 = src_k[srcBase + (dr + HALF_V4)];
-  let k = select(x1 * cs + x0 * sn, x0 * cs - x1 * sn, d4 < HALF_V4);
-  let v = src_v[srcBase + d4];
+  let at0 = run0;
+  let v0 = src_v[srcBase + at0];
+  let dr0 = at0 % HALF_V4;
+  let cs0 = cos_cache[pos * HALF_V4 + dr0];
+  let sn0 = sin_cache[pos * HALF_V4 + dr0];
+  let x0Lo = src_k[srcBase + dr0];
+  let x0Hi = src_k[srcBase + (dr0 + HALF_V4)];
+  let k0 = select(x0Hi * cs0 + x0Lo * sn0, x0Lo * cs0 - x0Hi * sn0, at0 < HALF_V4);
   // Stage the row's vectors and each vector's partial statistic in workgroup
   // memory.
-  xk[lid.x] = k;
-  xv[lid.x] = v;
-  let pK = vec2<f32>(min(min(k.x, k.y), min(k.z, k.w)), max(max(k.x, k.y), max(k.z, k.w)));
+  xk[lid.x] = k0;
+  xv[lid.x] = v0;
+  let pK = vec2<f32>(min(min(k0.x, k0.y), min(k0.z, k0.w)), max(max(k0.x, k0.y), max(k0.z, k0.w)));
   statK[lid.x] = pK;
-  let pV = vec2<f32>(min(min(v.x, v.y), min(v.z, v.w)), max(max(v.x, v.y), max(v.z, v.w)));
+  let pV = vec2<f32>(min(min(v0.x, v0.y), min(v0.z, v0.w)), max(max(v0.x, v0.y), max(v0.z, v0.w)));
   statV[lid.x] = pV;
   workgroupBarrier();
-  let rowLane = lid.x - d4;
+  let rowLane = lid.x - d;
   // A row's statistic in two levels: its first 4 invocations each
   // combine 8 partials in order, then every invocation the 4 groups.
   let rowGroup = rowLane / 8u;
-  if (d4 < 4u) {
-    var gK: vec2<f32> = statK[rowLane + d4 * 8u];
-    gK = vec2<f32>(min(gK.x, statK[rowLane + d4 * 8u + 1u].x), max(gK.y, statK[rowLane + d4 * 8u + 1u].y));
-    gK = vec2<f32>(min(gK.x, statK[rowLane + d4 * 8u + 2u].x), max(gK.y, statK[rowLane + d4 * 8u + 2u].y));
-    gK = vec2<f32>(min(gK.x, statK[rowLane + d4 * 8u + 3u].x), max(gK.y, statK[rowLane + d4 * 8u + 3u].y));
-    gK = vec2<f32>(min(gK.x, statK[rowLane + d4 * 8u + 4u].x), max(gK.y, statK[rowLane + d4 * 8u + 4u].y));
-    gK = vec2<f32>(min(gK.x, statK[rowLane + d4 * 8u + 5u].x), max(gK.y, statK[rowLane + d4 * 8u + 5u].y));
-    gK = vec2<f32>(min(gK.x, statK[rowLane + d4 * 8u + 6u].x), max(gK.y, statK[rowLane + d4 * 8u + 6u].y));
-    gK = vec2<f32>(min(gK.x, statK[rowLane + d4 * 8u + 7u].x), max(gK.y, statK[rowLane + d4 * 8u + 7u].y));
-    groupK[rowGroup + d4] = gK;
-    var gV: vec2<f32> = statV[rowLane + d4 * 8u];
-    gV = vec2<f32>(min(gV.x, statV[rowLane + d4 * 8u + 1u].x), max(gV.y, statV[rowLane + d4 * 8u + 1u].y));
-    gV = vec2<f32>(min(gV.x, statV[rowLane + d4 * 8u + 2u].x), max(gV.y, statV[rowLane + d4 * 8u + 2u].y));
-    gV = vec2<f32>(min(gV.x, statV[rowLane + d4 * 8u + 3u].x), max(gV.y, statV[rowLane + d4 * 8u + 3u].y));
-    gV = vec2<f32>(min(gV.x, statV[rowLane + d4 * 8u + 4u].x), max(gV.y, statV[rowLane + d4 * 8u + 4u].y));
-    gV = vec2<f32>(min(gV.x, statV[rowLane + d4 * 8u + 5u].x), max(gV.y, statV[rowLane + d4 * 8u + 5u].y));
-    gV = vec2<f32>(min(gV.x, statV[rowLane + d4 * 8u + 6u].x), max(gV.y, statV[rowLane + d4 * 8u + 6u].y));
-    gV = vec2<f32>(min(gV.x, statV[rowLane + d4 * 8u + 7u].x), max(gV.y, statV[rowLane + d4 * 8u + 7u].y));
-    groupV[rowGroup + d4] = gV;
+  if (d < 4u) {
+    var gK: vec2<f32> = statK[rowLane + d * 8u];
+    gK = vec2<f32>(min(gK.x, statK[rowLane + d * 8u + 1u].x), max(gK.y, statK[rowLane + d * 8u + 1u].y));
+    gK = vec2<f32>(min(gK.x, statK[rowLane + d * 8u + 2u].x), max(gK.y, statK[rowLane + d * 8u + 2u].y));
+    gK = vec2<f32>(min(gK.x, statK[rowLane + d * 8u + 3u].x), max(gK.y, statK[rowLane + d * 8u + 3u].y));
+    gK = vec2<f32>(min(gK.x, statK[rowLane + d * 8u + 4u].x), max(gK.y, statK[rowLane + d * 8u + 4u].y));
+    gK = vec2<f32>(min(gK.x, statK[rowLane + d * 8u + 5u].x), max(gK.y, statK[rowLane + d * 8u + 5u].y));
+    gK = vec2<f32>(min(gK.x, statK[rowLane + d * 8u + 6u].x), max(gK.y, statK[rowLane + d * 8u + 6u].y));
+    gK = vec2<f32>(min(gK.x, statK[rowLane + d * 8u + 7u].x), max(gK.y, statK[rowLane + d * 8u + 7u].y));
+    groupK[rowGroup + d] = gK;
+    var gV: vec2<f32> = statV[rowLane + d * 8u];
+    gV = vec2<f32>(min(gV.x, statV[rowLane + d * 8u + 1u].x), max(gV.y, statV[rowLane + d * 8u + 1u].y));
+    gV = vec2<f32>(min(gV.x, statV[rowLane + d * 8u + 2u].x), max(gV.y, statV[rowLane + d * 8u + 2u].y));
+    gV = vec2<f32>(min(gV.x, statV[rowLane + d * 8u + 3u].x), max(gV.y, statV[rowLane + d * 8u + 3u].y));
+    gV = vec2<f32>(min(gV.x, statV[rowLane + d * 8u + 4u].x), max(gV.y, statV[rowLane + d * 8u + 4u].y));
+    gV = vec2<f32>(min(gV.x, statV[rowLane + d * 8u + 5u].x), max(gV.y, statV[rowLane + d * 8u + 5u].y));
+    gV = vec2<f32>(min(gV.x, statV[rowLane + d * 8u + 6u].x), max(gV.y, statV[rowLane + d * 8u + 6u].y));
+    gV = vec2<f32>(min(gV.x, statV[rowLane + d * 8u + 7u].x), max(gV.y, statV[rowLane + d * 8u + 7u].y));
+    groupV[rowGroup + d] = gV;
   }
   workgroupBarrier();
   if (done || j < skip) {
@@ -117,12 +121,12 @@ fn main(
   let kScale = (kStat.y - kStat.x) / 15.0f;
   let kScaleInv = select(0.0f, 1.0f / kScale, kScale != 0.0f);
   let kBase = dstRow * ROW_WORDS;
-  if (d4 % 2u == 0u) {
+  if (d % 2u == 0u) {
     // Eight codes a word: an even vector's own four, then the next vector's.
-    let kNext = xk[rowLane + d4 + 1u];
-    present_key[kBase + (d4 / 2u + 0u)] = u32(clamp(round((k.x - kStat.x) * kScaleInv), 0.0f, 15.0f)) | (u32(clamp(round((k.y - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 4u) | (u32(clamp(round((k.z - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 8u) | (u32(clamp(round((k.w - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 12u) | (u32(clamp(round((kNext.x - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 16u) | (u32(clamp(round((kNext.y - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 20u) | (u32(clamp(round((kNext.z - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 24u) | (u32(clamp(round((kNext.w - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 28u);
+    let kNext = xk[rowLane + d + 1u];
+    present_key[kBase + (d / 2u + 0u)] = u32(clamp(round((k0.x - kStat.x) * kScaleInv), 0.0f, 15.0f)) | (u32(clamp(round((k0.y - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 4u) | (u32(clamp(round((k0.z - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 8u) | (u32(clamp(round((k0.w - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 12u) | (u32(clamp(round((kNext.x - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 16u) | (u32(clamp(round((kNext.y - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 20u) | (u32(clamp(round((kNext.z - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 24u) | (u32(clamp(round((kNext.w - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 28u);
   }
-  if (d4 == 0u) {
+  if (d == 0u) {
     present_scales[dstRow * 4u + 0u] = kScale;
     present_scales[dstRow * 4u + 1u] = kStat.x;
   }
@@ -133,12 +137,12 @@ fn main(
   let vScale = (vStat.y - vStat.x) / 15.0f;
   let vScaleInv = select(0.0f, 1.0f / vScale, vScale != 0.0f);
   let vBase = dstRow * ROW_WORDS;
-  if (d4 % 2u == 0u) {
+  if (d % 2u == 0u) {
     // Eight codes a word: an even vector's own four, then the next vector's.
-    let vNext = xv[rowLane + d4 + 1u];
-    present_value[vBase + (d4 / 2u + 0u)] = u32(clamp(round((v.x - vStat.x) * vScaleInv), 0.0f, 15.0f)) | (u32(clamp(round((v.y - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 4u) | (u32(clamp(round((v.z - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 8u) | (u32(clamp(round((v.w - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 12u) | (u32(clamp(round((vNext.x - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 16u) | (u32(clamp(round((vNext.y - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 20u) | (u32(clamp(round((vNext.z - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 24u) | (u32(clamp(round((vNext.w - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 28u);
+    let vNext = xv[rowLane + d + 1u];
+    present_value[vBase + (d / 2u + 0u)] = u32(clamp(round((v0.x - vStat.x) * vScaleInv), 0.0f, 15.0f)) | (u32(clamp(round((v0.y - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 4u) | (u32(clamp(round((v0.z - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 8u) | (u32(clamp(round((v0.w - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 12u) | (u32(clamp(round((vNext.x - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 16u) | (u32(clamp(round((vNext.y - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 20u) | (u32(clamp(round((vNext.z - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 24u) | (u32(clamp(round((vNext.w - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 28u);
   }
-  if (d4 == 0u) {
+  if (d == 0u) {
     present_scales[dstRow * 4u + 2u] = vScale;
     present_scales[dstRow * 4u + 3u] = vStat.x;
   }

@@ -29,6 +29,7 @@ const HEAD_DIM_V4: u32 = 32u;
 const ROW_WORDS: u32 = 17u;
 const KV_HEADS: u32 = 8u;
 const KV_HIDDEN_V4: u32 = 256u;
+const ROW_LANES: u32 = 32u;
 const HALF_V4: u32 = 16u;
 
 // Windowed dense int4, scales inline cache, append pass: the new BSH K/V quantised into
@@ -39,15 +40,16 @@ fn main(
   @builtin(local_invocation_id) lid: vec3<u32>,
   @builtin(num_workgroups) nwg: vec3<u32>,
 ) {
+  // ROW_LANES invocations per row, each on a run of 1 vectors.
   // Flat walk: one invocation per destination vector, adjacent invocations on
   // adjacent vectors; no loop, so every invocation makes one memory round trip.
   // 2D flat index: the dispatch spreads its workgroups evenly over gid.y rows
   // of nwg.x workgroups once they pass the per-axis fold width.
   let e = gid.x + gid.y * nwg.x * 64u;
-  let d4 = e % HEAD_DIM_V4;
+  let d = e % ROW_LANES;
   // Past the end: the last row again (loads in range; it leaves before any store).
-  let row = min(e / HEAD_DIM_V4, params.count - 1u);
-  let done = e >= params.count * HEAD_DIM_V4;
+  let row = min(e / ROW_LANES, params.count - 1u);
+  let done = e >= params.count * ROW_LANES;
   let j = row % params.keySeq;
   let tmp = row / params.keySeq;
   let hk = tmp % KV_HEADS;
@@ -63,46 +65,48 @@ fn main(
   let dstT = appendStart + (max(j, skip) - skip);
   let srcBase = (b * params.keySeq + j) * KV_HIDDEN_V4 + hk * HEAD_DIM_V4;
   let pos = past + j;
+  let run0 = d * 1u;
   // New K is rotated at its absolute position; retained keys already are.
-  let dr = d4 % HALF_V4;
-  let cs = cos_cache[pos * HALF_V4 + dr];
-  let sn = sin_cache[pos * HALF_V4 + dr];
-  let x0 = src_k[srcBase + dr];
-  let x1 = src_k[srcBase + (dr + HALF_V4)];
-  let k = select(x1 * cs + x0 * sn, x0 * cs - x1 * sn, d4 < HALF_V4);
-  let v = src_v[srcBase + d4];
+  let at0 = run0;
+  let v0 = src_v[srcBase + at0];
+  let dr0 = at0 % HALF_V4;
+  let cs0 = cos_cache[pos * HALF_V4 + dr0];
+  let sn0 = sin_cache[pos * HALF_V4 + dr0];
+  let x0Lo = src_k[srcBase + dr0];
+  let x0Hi = src_k[srcBase + (dr0 + HALF_V4)];
+  let k0 = select(x0Hi * cs0 + x0Lo * sn0, x0Lo * cs0 - x0Hi * sn0, at0 < HALF_V4);
   // Stage the row's vectors and each vector's partial statistic in workgroup
   // memory.
-  xk[lid.x] = k;
-  xv[lid.x] = v;
-  let pKStat = vec2<f32>(max(max(abs(k.x), abs(k.y)), max(abs(k.z), abs(k.w))), 0.0f);
+  xk[lid.x] = k0;
+  xv[lid.x] = v0;
+  let pKStat = vec2<f32>(max(max(abs(k0.x), abs(k0.y)), max(abs(k0.z), abs(k0.w))), 0.0f);
   statK[lid.x] = pKStat;
-  let pVStat = vec2<f32>(max(max(abs(v.x), abs(v.y)), max(abs(v.z), abs(v.w))), 0.0f);
+  let pVStat = vec2<f32>(max(max(abs(v0.x), abs(v0.y)), max(abs(v0.z), abs(v0.w))), 0.0f);
   statV[lid.x] = pVStat;
   workgroupBarrier();
-  let rowLane = lid.x - d4;
+  let rowLane = lid.x - d;
   // A row's statistic in two levels: its first 4 invocations each
   // combine 8 partials in order, then every invocation the 4 groups.
   let rowGroup = rowLane / 8u;
-  if (d4 < 4u) {
-    var gK: vec2<f32> = statK[rowLane + d4 * 8u];
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d4 * 8u + 1u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d4 * 8u + 2u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d4 * 8u + 3u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d4 * 8u + 4u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d4 * 8u + 5u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d4 * 8u + 6u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d4 * 8u + 7u].x), 0.0f);
-    groupK[rowGroup + d4] = gK;
-    var gV: vec2<f32> = statV[rowLane + d4 * 8u];
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d4 * 8u + 1u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d4 * 8u + 2u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d4 * 8u + 3u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d4 * 8u + 4u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d4 * 8u + 5u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d4 * 8u + 6u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d4 * 8u + 7u].x), 0.0f);
-    groupV[rowGroup + d4] = gV;
+  if (d < 4u) {
+    var gK: vec2<f32> = statK[rowLane + d * 8u];
+    gK = vec2<f32>(max(gK.x, statK[rowLane + d * 8u + 1u].x), 0.0f);
+    gK = vec2<f32>(max(gK.x, statK[rowLane + d * 8u + 2u].x), 0.0f);
+    gK = vec2<f32>(max(gK.x, statK[rowLane + d * 8u + 3u].x), 0.0f);
+    gK = vec2<f32>(max(gK.x, statK[rowLane + d * 8u + 4u].x), 0.0f);
+    gK = vec2<f32>(max(gK.x, statK[rowLane + d * 8u + 5u].x), 0.0f);
+    gK = vec2<f32>(max(gK.x, statK[rowLane + d * 8u + 6u].x), 0.0f);
+    gK = vec2<f32>(max(gK.x, statK[rowLane + d * 8u + 7u].x), 0.0f);
+    groupK[rowGroup + d] = gK;
+    var gV: vec2<f32> = statV[rowLane + d * 8u];
+    gV = vec2<f32>(max(gV.x, statV[rowLane + d * 8u + 1u].x), 0.0f);
+    gV = vec2<f32>(max(gV.x, statV[rowLane + d * 8u + 2u].x), 0.0f);
+    gV = vec2<f32>(max(gV.x, statV[rowLane + d * 8u + 3u].x), 0.0f);
+    gV = vec2<f32>(max(gV.x, statV[rowLane + d * 8u + 4u].x), 0.0f);
+    gV = vec2<f32>(max(gV.x, statV[rowLane + d * 8u + 5u].x), 0.0f);
+    gV = vec2<f32>(max(gV.x, statV[rowLane + d * 8u + 6u].x), 0.0f);
+    gV = vec2<f32>(max(gV.x, statV[rowLane + d * 8u + 7u].x), 0.0f);
+    groupV[rowGroup + d] = gV;
   }
   workgroupBarrier();
   if (done || j < skip) {
@@ -116,13 +120,13 @@ fn main(
   let kScale = abs(kStat.x) / 7.0f;
   let kScaleInv = select(0.0f, 1.0f / kScale, kScale != 0.0f);
   let kBase = dstRow * ROW_WORDS;
-  if (d4 < 1u) {
-    present_key[kBase + d4] = bitcast<u32>(kScale);
+  if (d < 1u) {
+    present_key[kBase + d] = bitcast<u32>(kScale);
   }
-  if (d4 % 2u == 0u) {
+  if (d % 2u == 0u) {
     // Eight codes a word: an even vector's own four, then the next vector's.
-    let kNext = xk[rowLane + d4 + 1u];
-    present_key[kBase + (d4 / 2u + 1u)] = u32(i32(clamp(round(k.x * kScaleInv), -7.0f, 7.0f)) + 8i) | (u32(i32(clamp(round(k.y * kScaleInv), -7.0f, 7.0f)) + 8i) << 4u) | (u32(i32(clamp(round(k.z * kScaleInv), -7.0f, 7.0f)) + 8i) << 8u) | (u32(i32(clamp(round(k.w * kScaleInv), -7.0f, 7.0f)) + 8i) << 12u) | (u32(i32(clamp(round(kNext.x * kScaleInv), -7.0f, 7.0f)) + 8i) << 16u) | (u32(i32(clamp(round(kNext.y * kScaleInv), -7.0f, 7.0f)) + 8i) << 20u) | (u32(i32(clamp(round(kNext.z * kScaleInv), -7.0f, 7.0f)) + 8i) << 24u) | (u32(i32(clamp(round(kNext.w * kScaleInv), -7.0f, 7.0f)) + 8i) << 28u);
+    let kNext = xk[rowLane + d + 1u];
+    present_key[kBase + (d / 2u + 1u)] = u32(i32(clamp(round(k0.x * kScaleInv), -7.0f, 7.0f)) + 8i) | (u32(i32(clamp(round(k0.y * kScaleInv), -7.0f, 7.0f)) + 8i) << 4u) | (u32(i32(clamp(round(k0.z * kScaleInv), -7.0f, 7.0f)) + 8i) << 8u) | (u32(i32(clamp(round(k0.w * kScaleInv), -7.0f, 7.0f)) + 8i) << 12u) | (u32(i32(clamp(round(kNext.x * kScaleInv), -7.0f, 7.0f)) + 8i) << 16u) | (u32(i32(clamp(round(kNext.y * kScaleInv), -7.0f, 7.0f)) + 8i) << 20u) | (u32(i32(clamp(round(kNext.z * kScaleInv), -7.0f, 7.0f)) + 8i) << 24u) | (u32(i32(clamp(round(kNext.w * kScaleInv), -7.0f, 7.0f)) + 8i) << 28u);
   }
   var vStat: vec2<f32> = groupV[rowGroup];
   vStat = vec2<f32>(max(vStat.x, groupV[rowGroup + 1u].x), 0.0f);
@@ -131,12 +135,12 @@ fn main(
   let vScale = abs(vStat.x) / 7.0f;
   let vScaleInv = select(0.0f, 1.0f / vScale, vScale != 0.0f);
   let vBase = dstRow * ROW_WORDS;
-  if (d4 < 1u) {
-    present_value[vBase + d4] = bitcast<u32>(vScale);
+  if (d < 1u) {
+    present_value[vBase + d] = bitcast<u32>(vScale);
   }
-  if (d4 % 2u == 0u) {
+  if (d % 2u == 0u) {
     // Eight codes a word: an even vector's own four, then the next vector's.
-    let vNext = xv[rowLane + d4 + 1u];
-    present_value[vBase + (d4 / 2u + 1u)] = u32(i32(clamp(round(v.x * vScaleInv), -7.0f, 7.0f)) + 8i) | (u32(i32(clamp(round(v.y * vScaleInv), -7.0f, 7.0f)) + 8i) << 4u) | (u32(i32(clamp(round(v.z * vScaleInv), -7.0f, 7.0f)) + 8i) << 8u) | (u32(i32(clamp(round(v.w * vScaleInv), -7.0f, 7.0f)) + 8i) << 12u) | (u32(i32(clamp(round(vNext.x * vScaleInv), -7.0f, 7.0f)) + 8i) << 16u) | (u32(i32(clamp(round(vNext.y * vScaleInv), -7.0f, 7.0f)) + 8i) << 20u) | (u32(i32(clamp(round(vNext.z * vScaleInv), -7.0f, 7.0f)) + 8i) << 24u) | (u32(i32(clamp(round(vNext.w * vScaleInv), -7.0f, 7.0f)) + 8i) << 28u);
+    let vNext = xv[rowLane + d + 1u];
+    present_value[vBase + (d / 2u + 1u)] = u32(i32(clamp(round(v0.x * vScaleInv), -7.0f, 7.0f)) + 8i) | (u32(i32(clamp(round(v0.y * vScaleInv), -7.0f, 7.0f)) + 8i) << 4u) | (u32(i32(clamp(round(v0.z * vScaleInv), -7.0f, 7.0f)) + 8i) << 8u) | (u32(i32(clamp(round(v0.w * vScaleInv), -7.0f, 7.0f)) + 8i) << 12u) | (u32(i32(clamp(round(vNext.x * vScaleInv), -7.0f, 7.0f)) + 8i) << 16u) | (u32(i32(clamp(round(vNext.y * vScaleInv), -7.0f, 7.0f)) + 8i) << 20u) | (u32(i32(clamp(round(vNext.z * vScaleInv), -7.0f, 7.0f)) + 8i) << 24u) | (u32(i32(clamp(round(vNext.w * vScaleInv), -7.0f, 7.0f)) + 8i) << 28u);
   }
 }

@@ -32,12 +32,8 @@ from kvdsl.kernels.config import (
     require,
     times,
 )
-from kvdsl.kernels.dense import (
-    QUANTISE_WORKGROUP,
-    DenseConfig,
-    DenseFormat,
-    ScalePlace,
-)
+from kvdsl.kernels.dense import DenseConfig, DenseFormat, ScalePlace
+from kvdsl.kernels.dense_modes import load_run, quantise_workgroup, require_whole_rows
 from kvdsl.nodes import formats, walks, words
 from kvdsl.nodes.formats import Format
 from kvdsl.nodes.quantise import Destination, Quantiser, RowPlace, quantise_rows
@@ -109,16 +105,10 @@ class DenseConvertConfig(DenseConfig):
         return self.source_scales is ScalePlace.INLINE
 
     def default_workgroup_size(self) -> int:
-        return QUANTISE_WORKGROUP - QUANTISE_WORKGROUP % self.per_row or self.per_row
+        return quantise_workgroup(self)
 
     def check_schedule(self) -> None:
-        require(
-            self.workgroup_size % self.per_row == 0,
-            "workgroup_size",
-            self.workgroup_size,
-            f"a multiple of the {self.per_row} vectors of a row (rows are quantised whole"
-            " inside a workgroup)",
-        )
+        require_whole_rows(self)
 
 
 def dense_convert(cfg: DenseConvertConfig, name: str = "dense_convert") -> Kernel:
@@ -140,27 +130,27 @@ def dense_convert(cfg: DenseConvertConfig, name: str = "dense_convert") -> Kerne
     src_words = None
     if src is not None:
         src_words = kb.const("SRC_ROW_WORDS", u32, src.row_words(cfg.head_dim, cfg.source_inline))
+    q = Quantiser(fmt, cfg.inline, cfg.head_dim, cfg.workgroup_size)
+    lanes = kb.const("ROW_LANES", u32, q.lanes)
     count = kb.param("count")
 
-    it = walks.vectors(kb, cfg.fold, count, per_row, 4, guard=False)
+    kb.comment(f"ROW_LANES invocations per row, each on a run of {q.vectors} vectors.")
+    it = walks.vectors(kb, cfg.fold, count, lanes, 1, guard=False)
+    run0 = kb.let("run0", it.d * q.vectors)
     if src is None:
-        at = kb.let("src", it.row * per_row + it.d)  # e itself but past the end: the last row
-        k = kb.let("k", words.as_f32(kb, src_k[at]))
-        v = kb.let("v", words.as_f32(kb, src_v[at]))
+        k, v = load_run(kb, (src_k, src_v), kb.let("srcBase", it.row * per_row), run0, q.vectors)
     else:
-        kb.comment(f"Each lane's four elements of the {src.name} source row, dequantised.")
+        kb.comment(f"The lane's run of the {src.name} source row, dequantised.")
         base = kb.let("srcBase", it.row * src_words)
-        k = _decoded(kb, cfg, src, "k", src_k, src_side, base, it, 0)
-        v = _decoded(kb, cfg, src, "v", src_v, src_side, base, it, src.stats)
+        k = _decoded(kb, cfg, src, "k", src_k, src_side, base, it.row, run0, q.vectors, 0)
+        v = _decoded(kb, cfg, src, "v", src_v, src_side, base, it.row, run0, q.vectors, src.stats)
 
     def place() -> RowPlace:
         return RowPlace(it.row * row_words, None if side is None else it.row * (2 * fmt.stats))
 
-    done = it.e >= count * per_row
-    dest = Destination(present_key, present_value, side, place, done)
-    q = Quantiser(fmt, cfg.inline, cfg.head_dim, cfg.workgroup_size)
-    quantise_rows(kb, q, it.d, [k], [v], dest)
-    dispatch = walks.dispatch(count, per_row, cfg.workgroup_size, cfg.fold, blocks=False)
+    done = it.e >= count * lanes
+    quantise_rows(kb, q, it.d, k, v, Destination(present_key, present_value, side, place, done))
+    dispatch = walks.dispatch(count, lanes, cfg.workgroup_size, cfg.fold, blocks=False)
     what = cfg.source.value + (
         "" if src is None or src.ggml else f" (scales {cfg.source_scales.value})"
     )
@@ -193,23 +183,30 @@ def _decoded(
     cache: Buffer,
     side: Buffer | None,
     base: Val,
-    it: walks.Item,
+    row: Val,
+    run0: Val,
+    n: int,
     side_at: int,
-) -> Val:
-    """The invocation's ``vec4<f32>`` of a dense source row (words at ``cache[base ..]``, side
-    scales at ``side[row * 2S + side_at ..]``)."""
+) -> list[Val]:
+    """The lane's run of ``n`` ``vec4<f32>`` (vectors ``run0 ..``) of a dense source row (words
+    at ``cache[base ..]``, side scales at ``side[row * 2S + side_at ..]``)."""
 
     def load(w: Val) -> Val:
         return cache[base + w]
 
     def stat(i: int) -> Val:
-        return side[it.row * (2 * src.stats) + (side_at + i)]
+        return side[row * (2 * src.stats) + (side_at + i)]
 
-    lanes = [
-        formats.decode(kb, src, f"{which}{c.upper()}", load, it.d * 4 + i, stat, cfg.source_inline)
-        for i, c in enumerate(LANES)
-    ]
-    return kb.let(which, construct(F32X4, *lanes))
+    run = []
+    for j in range(n):
+        first = kb.let(f"{which}At{j}", (run0 + j if j else run0) * 4)
+        lanes = [
+            formats.decode(kb, src, f"{which}{j}{c.upper()}", load, first + i if i else first,
+                           stat, cfg.source_inline)
+            for i, c in enumerate(LANES)
+        ]  # fmt: skip
+        run.append(kb.let(f"{which}{j}", construct(F32X4, *lanes)))
+    return run
 
 
 def catalog_variants(models: dict[str, Model]) -> dict[str, DenseConfig]:

@@ -54,7 +54,7 @@ from kvdsl.kernels.window_shift import ROTARY_REGIONS
 from kvdsl.nodes import formats, walks, words
 from kvdsl.nodes.index import bsh, split_rows
 from kvdsl.nodes.quantise import Destination, Quantiser, RowPlace, quantise_rows
-from kvdsl.nodes.rotary import Rotation, rotate
+from kvdsl.nodes.rotary import Rotation, rotate_pair
 from kvdsl.nodes.window import append_window, sliding_window
 
 #: The scale bindings of a cache read and written with side scales.
@@ -144,17 +144,40 @@ class DenseWindowShiftConfig(DenseMoveConfig):
     def default_workgroup_size(self) -> int:
         if self.region is ShiftRegion.SHIFT:
             return WORD_WORKGROUP
-        return QUANTISE_WORKGROUP - QUANTISE_WORKGROUP % self.per_row or self.per_row
+        return quantise_workgroup(self)
 
     def check_schedule(self) -> None:
         if self.region is not ShiftRegion.SHIFT:
-            require(
-                self.workgroup_size % self.per_row == 0,
-                "workgroup_size",
-                self.workgroup_size,
-                f"a multiple of the {self.per_row} vectors of a row for region"
-                f" {self.region.value!r} (rows are quantised whole inside a workgroup)",
-            )
+            require_whole_rows(self, f" for region {self.region.value!r}")
+
+    @property
+    def quantiser(self) -> Quantiser:
+        """The quantising row program of the ``append`` and ``all`` regions."""
+        return Quantiser(self.fmt, self.inline, self.head_dim, self.workgroup_size)
+
+
+def row_lanes(cfg: DenseConfig) -> int:
+    """The quantiser's lanes per row for ``cfg``'s format and head dim."""
+    return Quantiser(cfg.fmt, cfg.inline, cfg.head_dim, 1).lanes
+
+
+def quantise_workgroup(cfg: DenseConfig) -> int:
+    """A quantising walk's workgroup size when a config leaves it unset: ``dense_append``'s, a
+    multiple of the row's lanes."""
+    lanes = row_lanes(cfg)
+    return QUANTISE_WORKGROUP - QUANTISE_WORKGROUP % lanes or lanes
+
+
+def require_whole_rows(cfg: DenseConfig, where: str = "") -> None:
+    """A quantising walk's workgroup holds whole rows (the row's statistic is reduced in it)."""
+    lanes = row_lanes(cfg)
+    require(
+        cfg.workgroup_size % lanes == 0,
+        "workgroup_size",
+        cfg.workgroup_size,
+        f"a multiple of the {lanes} lanes of a row{where} (rows are quantised whole inside a"
+        " workgroup)",
+    )
 
 
 @dataclass(frozen=True)
@@ -300,11 +323,11 @@ def _kind(cfg: DenseConfig) -> str:
 
 
 def _quantising_shift(cfg: DenseWindowShiftConfig, name: str) -> Kernel:
-    """The ``append`` and ``all`` regions: one invocation per ``vec4`` of a row's values, rows
-    whole inside a workgroup (:func:`kvdsl.nodes.quantise.quantise_rows`). ``append`` walks the
-    new tokens' rows; ``all`` every cache row, whose invocations first move (or zero) the words
-    ``d, d + HEAD_DIM_V4, ...`` of a surviving (or cleared) row, then quantise the appended
-    rows."""
+    """The ``append`` and ``all`` regions: the quantiser's lanes (``ROW_LANES`` per row, each on
+    a run of vectors; :func:`kvdsl.nodes.quantise.quantise_rows`), rows whole inside a
+    workgroup. ``append`` walks the new tokens' rows; ``all`` every cache row, whose lanes first
+    move (or zero) the words ``d, d + ROW_LANES, ...`` of a surviving (or cleared) row, then
+    quantise the appended rows."""
     fmt = cfg.fmt
     every = cfg.region is ShiftRegion.ALL
     kb = KernelBuilder(name, cfg.workgroup_size)
@@ -318,6 +341,7 @@ def _quantising_shift(cfg: DenseWindowShiftConfig, name: str) -> Kernel:
         cos = sin = words.binding(kb, ROTARY_TABLE, f32, 4)
     elif cfg.rotary:
         cos, sin = words.bindings(kb, ROTARY_TABLES, f32, 4)
+    q = cfg.quantiser
     present_key, present_value = (kb.binding(n, u32, "read_write") for n in PRESENT)
     side = None if cfg.inline else kb.binding(PRESENT_SCALES, f32, "read_write")
     kb.const("HEAD_DIM", u32, cfg.head_dim)
@@ -325,11 +349,13 @@ def _quantising_shift(cfg: DenseWindowShiftConfig, name: str) -> Kernel:
     row_words = kb.const("ROW_WORDS", u32, cfg.row_words)
     heads = kb.const("KV_HEADS", u32, cfg.kv_heads)
     hidden = kb.const("KV_HIDDEN_V4", u32, cfg.hidden // 4)
+    lanes = kb.const("ROW_LANES", u32, q.lanes)
     half = kb.const("HALF_V4", u32, cfg.head_dim // 8) if cfg.rotary else None
     count, seq, key_seq = kb.param("count"), kb.param("seq"), kb.param("keySeq")
 
-    it = walks.vectors(kb, cfg.fold, count, per_row, 4, guard=False)
-    done = kb.let("done", it.e >= count * per_row)
+    kb.comment(f"ROW_LANES invocations per row, each on a run of {q.vectors} vectors.")
+    it = walks.vectors(kb, cfg.fold, count, lanes, 1, guard=False)
+    done = kb.let("done", it.e >= count * lanes)
     if every:
         b, hk, t = split_rows(kb, it.row, heads, seq)
         win = sliding_window(kb, seqlens, b, seq, key_seq)
@@ -342,11 +368,11 @@ def _quantising_shift(cfg: DenseWindowShiftConfig, name: str) -> Kernel:
         with kb.if_((~done).land(t < win.append_start)):
             kb.comment("Surviving past rows slide down by the eviction count.")
             src = kb.let("src", (row + t + win.evicted) * row_words)
-            _words(kb, cfg, it.d, lambda at: _pair(present_key, present_value, it.row * row_words
+            _words(kb, cfg, q.lanes, it.d, lambda at: _pair(present_key, present_value, it.row * row_words
                    + at, past_k[src + at], past_v[src + at]))  # fmt: skip
         with kb.elif_((~done).land(t >= win.resident)):
             kb.comment("Outside the resident window: zero words (every element decodes to zero).")
-            _words(kb, cfg, it.d, lambda at: _pair(present_key, present_value, it.row * row_words
+            _words(kb, cfg, q.lanes, it.d, lambda at: _pair(present_key, present_value, it.row * row_words
                    + at, lit(0, u32), lit(0, u32)))  # fmt: skip
         skip = done.lor(~appended)
     else:
@@ -359,22 +385,19 @@ def _quantising_shift(cfg: DenseWindowShiftConfig, name: str) -> Kernel:
         skip = done.lor(j < win.skip)
     src_base = kb.let("srcBase", bsh(b, j, hk, key_seq, hidden, per_row))
     pos = kb.let("pos", win.past + j)
+    run0 = kb.let("run0", it.d * q.vectors)
+    rot = None
     if cfg.rotary:
         kb.comment("New K is rotated at its absolute position; retained keys already are.")
         rot = Rotation(cos, sin, pos, half, packed=every)
-        k = kb.let("k", rotate(kb, src_k, src_base, it.d, rot))
-    else:
-        k = kb.let("k", words.as_f32(kb, src_k[src_base + it.d]))
-    v = kb.let("v", words.as_f32(kb, src_v[src_base + it.d]))
+    k, v = load_run(kb, (src_k, src_v), src_base, run0, q.vectors, rot)
 
     def place() -> RowPlace:
         dst = kb.let("dstRow", (b * heads + hk) * seq + dst_t)
         return RowPlace(dst * row_words, None if side is None else dst * cfg.side_words)
 
-    dest = Destination(present_key, present_value, side, place, skip)
-    q = Quantiser(fmt, cfg.inline, cfg.head_dim, cfg.workgroup_size)
-    quantise_rows(kb, q, it.d, [k], [v], dest)
-    dispatch = walks.dispatch(count, per_row, cfg.workgroup_size, cfg.fold, blocks=False)
+    quantise_rows(kb, q, it.d, k, v, Destination(present_key, present_value, side, place, skip))
+    dispatch = walks.dispatch(count, lanes, cfg.workgroup_size, cfg.fold, blocks=False)
     rotated = ", K rotated at its absolute position" if cfg.rotary else ""
     if every:
         doc = (
@@ -414,10 +437,43 @@ def _pair(key: Buffer, value: Buffer, at: Val, k: Val, v: Val) -> None:
     value[at] = v
 
 
-def _words(kb: KernelBuilder, cfg: DenseWindowShiftConfig, d: Val, move: Any) -> None:
-    """``move(at)`` for the words ``at = d + k * HEAD_DIM_V4`` of a row (``k`` from 0 while
-    ``at`` may be below ``ROW_WORDS``), each guarded where it may not be."""
-    n, per = cfg.row_words, cfg.per_row
+def load_run(
+    kb: KernelBuilder,
+    src: tuple[Buffer, Buffer],
+    base: Val,
+    run0: Val,
+    n: int,
+    rot: Rotation | None = None,
+) -> tuple[list[Val], list[Val]]:
+    """A lane's run of ``n`` vectors ``run0 ..`` of the K and V rows at ``src[base ..]``, as
+    f32, K NeoX-rotated where ``rot`` is given (``rot.half`` in vectors; each vector with its
+    partner ``half`` away and the pair's cos/sin entry, from one packed table too)."""
+    src_k, src_v = src
+    k, v = [], []
+    for j in range(n):
+        at = kb.let(f"at{j}", run0 + j if j else run0)
+        v.append(kb.let(f"v{j}", words.as_f32(kb, src_v[base + at])))
+        if rot is None:
+            k.append(kb.let(f"k{j}", words.as_f32(kb, src_k[base + at])))
+            continue
+        h = rot.half
+        dr = kb.let(f"dr{j}", at % h)
+        if rot.packed:
+            cs = kb.let(f"cs{j}", rot.cos[rot.pos * (h * 2) + dr])
+            sn = kb.let(f"sn{j}", rot.sin[rot.pos * (h * 2) + dr + h])
+        else:
+            cs = kb.let(f"cs{j}", rot.cos[rot.pos * h + dr])
+            sn = kb.let(f"sn{j}", rot.sin[rot.pos * h + dr])
+        x0 = kb.let(f"x{j}Lo", words.as_f32(kb, src_k[base + dr]))
+        x1 = kb.let(f"x{j}Hi", words.as_f32(kb, src_k[base + (dr + h)]))
+        k.append(kb.let(f"k{j}", rotate_pair(x0, x1, cs, sn, at, h)))
+    return k, v
+
+
+def _words(kb: KernelBuilder, cfg: DenseWindowShiftConfig, per: int, d: Val, move: Any) -> None:
+    """``move(at)`` for the words ``at = d + k * per`` of a row (``k`` from 0 while ``at`` may
+    be below ``ROW_WORDS``; ``per``: the row's lanes), each guarded where it may not be."""
+    n = cfg.row_words
     for k in range(-(-n // per)):
         at = d + k * per if k else d
         if (k + 1) * per <= n:
