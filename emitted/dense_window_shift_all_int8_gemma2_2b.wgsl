@@ -65,22 +65,23 @@ fn main(
   // quantiser's loads are made by every invocation).
   let j = min(max(t, appendStart) - appendStart + skip, params.keySeq - 1u);
   let slice = (b * KV_HEADS + hk) * params.seq;
+  let dst = row * ROW_WORDS;
   if (!done && t < appendStart) {
     // Surviving past rows slide down by the eviction count.
     let src = (slice + t + evicted) * ROW_WORDS;
-    present_key[row * ROW_WORDS + d] = past_k[src + d];
-    present_value[row * ROW_WORDS + d] = past_v[src + d];
+    present_key[dst + d] = past_k[src + d];
+    present_value[dst + d] = past_v[src + d];
     if (d + 64u < 65u) {
-      present_key[row * ROW_WORDS + (d + 64u)] = past_k[src + (d + 64u)];
-      present_value[row * ROW_WORDS + (d + 64u)] = past_v[src + (d + 64u)];
+      present_key[dst + (d + 64u)] = past_k[src + (d + 64u)];
+      present_value[dst + (d + 64u)] = past_v[src + (d + 64u)];
     }
   } else if (!done && t >= resident) {
     // Outside the resident window: zero words (every element decodes to zero).
-    present_key[row * ROW_WORDS + d] = 0u;
-    present_value[row * ROW_WORDS + d] = 0u;
+    present_key[dst + d] = 0u;
+    present_value[dst + d] = 0u;
     if (d + 64u < 65u) {
-      present_key[row * ROW_WORDS + (d + 64u)] = 0u;
-      present_value[row * ROW_WORDS + (d + 64u)] = 0u;
+      present_key[dst + (d + 64u)] = 0u;
+      present_value[dst + (d + 64u)] = 0u;
     }
   }
   let srcBase = (b * params.keySeq + j) * KV_HIDDEN_V4 + hk * HEAD_DIM_V4;

@@ -13,20 +13,26 @@ tokens), in either order. Bindings ``past_k``, ``past_v`` [, ``past_scales``], `
 seq, ``seq``, ``keySeq``.
 
 ``dense_window_shift``: a sliding-window step (:func:`kvdsl.nodes.window.sliding_window`), past →
-a distinct present. Region ``shift``: rows ``[0, appendStart)`` take past rows ``t + evicted``
-(words and side scales), rows from ``resident`` on are zeroed (every element of a zeroed row
-decodes to zero in every format: its scale is ``+0.0``; docs/formats.md); the appended rows are
-left as they are. Params ``count`` = batch × kvHeads × seq, ``seq``, ``keySeq``.
+a distinct present, in ``window_shift``'s regions. Rows ``[0, appendStart)`` take past rows ``t +
+evicted`` (words and side scales; ``shift``, ``all``); rows ``[appendStart, resident)`` take the
+new BSH tokens (``src_k``, ``src_v``) quantised, K NeoX-rotated at its absolute position ``past
++ j`` (``append``, ``all``); rows from ``resident`` on are zeroed (``shift``, ``all``: every
+element of a zeroed row decodes to zero in every format, its scale being ``+0.0``;
+docs/formats.md). Params ``count`` = batch × kvHeads × seq (``all``, ``shift``) or × keySeq
+(``append``), ``seq``, ``keySeq``. ``all`` binds cos and sin as one packed ``rotary_table`` and
+takes inline scales only, so that it binds 8 storage buffers.
 
-Both walk flat over a row's words: one invocation per ``vec4<u32>`` where ``ROW_WORDS``
-divides by 4 (rows 16-byte aligned), else per u32 word (``ROW_VECS`` per row); the invocation
-holding vector ``d`` of a row also moves its side scale words ``d, d + ROW_VECS, ...``.
+The retain and shift passes walk flat over a row's words: one invocation per ``vec4<u32>`` where
+``ROW_WORDS`` divides by 4 (rows 16-byte aligned), else per u32 word (``ROW_VECS`` per row); the
+invocation holding vector ``d`` of a row also moves its side scale words ``d, d + ROW_VECS,
+...``. The quantising passes (``append``, ``all``) walk the dense quantiser's lanes
+(:func:`kvdsl.nodes.quantise.quantise_rows`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from kvdsl.ir import Buffer, Kernel, KernelBuilder, Val, f32, i32, lit, max_, min_, u32, vec
 from kvdsl.kernels.config import (
@@ -184,8 +190,8 @@ def require_whole_rows(cfg: DenseConfig, where: str = "") -> None:
 class _Rows:
     """The word walk of a cache's rows: bindings, constants and the invocation's vector."""
 
-    past: tuple[Buffer, Buffer]
-    present: tuple[Buffer, Buffer]
+    past: tuple[Buffer, ...]
+    present: tuple[Buffer, ...]
     past_side: Buffer | None
     present_side: Buffer | None
     seqlens: Buffer
@@ -208,7 +214,7 @@ def _word_walk(kb: KernelBuilder, cfg: DenseMoveConfig, count: Val) -> _Rows:
     row_vecs = kb.const("ROW_VECS", u32, cfg.row_words // width)
     heads = kb.const("KV_HEADS", u32, cfg.kv_heads)
     it = walks.vectors(kb, cfg.fold, count, row_vecs, width)
-    return _Rows(past, present, past_side, present_side, seqlens, row_vecs, heads, it)  # type: ignore
+    return _Rows(past, present, past_side, present_side, seqlens, row_vecs, heads, it)
 
 
 def _move_row(
@@ -221,9 +227,13 @@ def _move_row(
     dst = kb.let("dst", dst_row * w.row_vecs + d)
     w.present[0][dst] = w.past[0][src]
     w.present[1][dst] = w.past[1][src]
-    if w.past_side is not None:
-        _side(kb, cfg, d, lambda at: w.present_side.__setitem__(dst_row * cfg.side_words + at,
-              w.past_side[src_row * cfg.side_words + at]))  # fmt: skip
+    past_side, present_side = w.past_side, w.present_side
+    if past_side is not None and present_side is not None:
+
+        def move(at: Val) -> None:
+            present_side[dst_row * cfg.side_words + at] = past_side[src_row * cfg.side_words + at]
+
+        _strided(kb, cfg.side_words, cfg.row_words // word_width(cfg.row_words), d, move)
 
 
 def _zero_row(kb: KernelBuilder, cfg: DenseMoveConfig, w: _Rows, dst_row: Val) -> None:
@@ -232,15 +242,19 @@ def _zero_row(kb: KernelBuilder, cfg: DenseMoveConfig, w: _Rows, dst_row: Val) -
     dst = kb.let("dst", dst_row * w.row_vecs + w.it.d)
     w.present[0][dst] = words.zero(elem)
     w.present[1][dst] = words.zero(elem)
-    if w.present_side is not None:
-        _side(kb, cfg, w.it.d, lambda at: w.present_side.__setitem__(
-              dst_row * cfg.side_words + at, 0.0))  # fmt: skip
+    present_side = w.present_side
+    if present_side is not None:
+
+        def clear(at: Val) -> None:
+            present_side[dst_row * cfg.side_words + at] = 0.0
+
+        _strided(kb, cfg.side_words, cfg.row_words // word_width(cfg.row_words), w.it.d, clear)
 
 
-def _side(kb: KernelBuilder, cfg: DenseMoveConfig, d: Val, move: Any) -> None:
-    """``move(at)`` for the side scale words ``at = d + k * ROW_VECS`` of the row (``k`` from 0
-    while ``at`` may be below the row's ``2 S``), each guarded where it may not be."""
-    n, per = cfg.side_words, cfg.row_words // word_width(cfg.row_words)
+def _strided(kb: KernelBuilder, n: int, per: int, d: Val, move: Callable[[Val], None]) -> None:
+    """``move(at)`` for ``at = d + k * per`` (``k`` from 0) while ``at`` may be below ``n``,
+    each guarded where it may not be: the lane ``d`` of ``per`` lanes of a row moving its share
+    of ``n`` words (side scale words, or a row's words)."""
     for k in range(-(-n // per)):
         at = d + k * per if k else d
         if (k + 1) * per <= n:
@@ -364,16 +378,24 @@ def _quantising_shift(cfg: DenseWindowShiftConfig, name: str) -> Kernel:
         kb.comment("quantiser's loads are made by every invocation).")
         j = kb.let("j", min_(max_(t, win.append_start) - win.append_start + win.skip, key_seq - 1))
         dst_t = t
-        row = kb.let("slice", (b * heads + hk) * seq)
+        slice_ = kb.let("slice", (b * heads + hk) * seq)
+        dst = kb.let("dst", it.row * row_words)
+
+        def move(at: Val) -> None:
+            present_key[dst + at] = past_k[src + at]
+            present_value[dst + at] = past_v[src + at]
+
+        def clear(at: Val) -> None:
+            present_key[dst + at] = lit(0, u32)
+            present_value[dst + at] = lit(0, u32)
+
         with kb.if_((~done).land(t < win.append_start)):
             kb.comment("Surviving past rows slide down by the eviction count.")
-            src = kb.let("src", (row + t + win.evicted) * row_words)
-            _words(kb, cfg, q.lanes, it.d, lambda at: _pair(present_key, present_value, it.row * row_words
-                   + at, past_k[src + at], past_v[src + at]))  # fmt: skip
+            src = kb.let("src", (slice_ + t + win.evicted) * row_words)
+            _strided(kb, cfg.row_words, q.lanes, it.d, move)
         with kb.elif_((~done).land(t >= win.resident)):
             kb.comment("Outside the resident window: zero words (every element decodes to zero).")
-            _words(kb, cfg, q.lanes, it.d, lambda at: _pair(present_key, present_value, it.row * row_words
-                   + at, lit(0, u32), lit(0, u32)))  # fmt: skip
+            _strided(kb, cfg.row_words, q.lanes, it.d, clear)
         skip = done.lor(~appended)
     else:
         b, hk, j = split_rows(kb, it.row, heads, key_seq, "j")
@@ -432,11 +454,6 @@ def _quantising_shift(cfg: DenseWindowShiftConfig, name: str) -> Kernel:
     return walks.vector_extents(contract(kernel, extents, requires))
 
 
-def _pair(key: Buffer, value: Buffer, at: Val, k: Val, v: Val) -> None:
-    key[at] = k
-    value[at] = v
-
-
 def load_run(
     kb: KernelBuilder,
     src: tuple[Buffer, Buffer],
@@ -468,19 +485,6 @@ def load_run(
         x1 = kb.let(f"x{j}Hi", words.as_f32(kb, src_k[base + (dr + h)]))
         k.append(kb.let(f"k{j}", rotate_pair(x0, x1, cs, sn, at, h)))
     return k, v
-
-
-def _words(kb: KernelBuilder, cfg: DenseWindowShiftConfig, per: int, d: Val, move: Any) -> None:
-    """``move(at)`` for the words ``at = d + k * per`` of a row (``k`` from 0 while ``at`` may
-    be below ``ROW_WORDS``; ``per``: the row's lanes), each guarded where it may not be."""
-    n = cfg.row_words
-    for k in range(-(-n // per)):
-        at = d + k * per if k else d
-        if (k + 1) * per <= n:
-            move(at)
-        else:
-            with kb.if_(at < n):
-                move(at)
 
 
 def catalog_variants(models: dict[str, Model]) -> dict[str, DenseConfig]:
