@@ -43,6 +43,7 @@ from kvdsl.ir import (
     i32,
     inverse_sqrt,
     max_,
+    select,
     u32,
     vec,
 )
@@ -64,12 +65,18 @@ from kvdsl.kernels.config import (
     times,
 )
 from kvdsl.nodes import formats, walks, words
-from kvdsl.kernels.build import FlatRow, RowInputs, flat_k, flat_k_loads
 from kvdsl.nodes.formats import Format
 from kvdsl.nodes.index import bsh, split_rows
-from kvdsl.nodes.quantise import Destination, Quantiser, RowPlace, quantise_rows
+from kvdsl.nodes.quantise import (
+    Destination,
+    Quantiser,
+    RowPlace,
+    cache_binding,
+    quantise_rows,
+    row_lanes,
+)
 from kvdsl.nodes.rmsnorm import row_sum_of_squares
-from kvdsl.nodes.rotary import Rotation, rotate
+from kvdsl.nodes.rotary import Rotation, rotate_pair
 from kvdsl.nodes.window import append_window
 
 F32X4 = vec(4, f32)
@@ -204,14 +211,20 @@ class DenseAppendConfig(DenseConfig):
         one_of("input_type", self.input_type, FLOATS)
 
     def default_workgroup_size(self) -> int:
-        return QUANTISE_WORKGROUP - QUANTISE_WORKGROUP % self.per_row or self.per_row
+        lanes = self.row_lanes
+        return QUANTISE_WORKGROUP - QUANTISE_WORKGROUP % lanes or lanes
+
+    @property
+    def row_lanes(self) -> int:
+        """Invocations per row (:func:`kvdsl.nodes.quantise.row_lanes`)."""
+        return row_lanes(self.fmt, self.head_dim)
 
     def check_schedule(self) -> None:
         require(
-            self.workgroup_size % self.per_row == 0,
+            self.workgroup_size % self.row_lanes == 0,
             "workgroup_size",
             self.workgroup_size,
-            f"a multiple of the {self.per_row} vectors of a row (rows are reduced whole"
+            f"a multiple of the {self.row_lanes} invocations of a row (rows are reduced whole"
             " inside a workgroup)",
         )
 
@@ -285,12 +298,14 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
     cos = sin = None
     if cfg.rotary:
         cos, sin = words.bindings(kb, ROTARY_TABLES, f32, width)
-    present_key = kb.binding("present_key", u32, "read_write")
-    present_value = kb.binding("present_value", u32, "read_write")
+    q = quantiser(cfg)
+    present_key = cache_binding(kb, q, "present_key")
+    present_value = cache_binding(kb, q, "present_value")
     side = None if cfg.inline else kb.binding("present_scales", f32, "read_write")
     per_row, row_words = _consts(kb, cfg)
     heads = kb.const("KV_HEADS", u32, cfg.kv_heads)
     hidden = kb.const("KV_HIDDEN_V4", u32, cfg.hidden // 4)
+    lanes = kb.const("ROW_LANES", u32, q.lanes)
     half = kb.const("HALF_V4", u32, cfg.head_dim // 8) if cfg.rotary else None
     eps = kb.const("QK_EPS", f32, float(cfg.eps)) if cfg.k_norm else None
     if append:
@@ -299,9 +314,11 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
         count, seq, past = kb.param("count"), kb.param("seq"), kb.param("pastSeq")
         key_seq = seq  # the present holds the new tokens alone
 
-    it = walks.vectors(kb, cfg.fold, count, per_row, width, guard=False)
+    kb.comment(f"Run walk: ROW_LANES invocations per row, each on a run of {q.vectors} vectors.")
+    it = walks.vectors(kb, cfg.fold, count, lanes, 1, guard=False)
     b, hk, t = split_rows(kb, it.row, heads, key_seq)
     src_base = kb.let("srcBase", bsh(b, t, hk, key_seq, hidden, per_row))
+    run0 = kb.let("run0", it.d * q.vectors)
     skipped = None
     if append:
         win = append_window(kb, seqlens, b, seq, key_seq)
@@ -312,16 +329,14 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
         skipped = t < win.skip
     else:
         dst_t, position = t, kb.let("pos", past + t)
-    if cfg.k_norm:
-        k = _normed_k(kb, cfg, it, (b, hk, t, src_base), RowInputs(src_k, src_v, seqlens, weight,
-                      cos, sin), per_row, half, position, eps)  # fmt: skip
-    elif cfg.rotary:
-        k = kb.let("k", rotate(kb, src_k, src_base, it.d, Rotation(cos, sin, position, half)))
-    else:
-        k = kb.let("k", words.as_f32(kb, src_k[src_base + it.d]))
-    v = kb.let("v", words.as_f32(kb, src_v[src_base + it.d]))
-
-    done = it.e >= count * per_row
+    n = q.vectors
+    at = [src_base + (run0 + j if j else run0) for j in range(n)]
+    k = [kb.let(f"kIn{j}", words.as_f32(kb, src_k[at[j]])) for j in range(n)]
+    v = [kb.let(f"v{j}", words.as_f32(kb, src_v[at[j]])) for j in range(n)]
+    if cfg.k_norm or cfg.rotary:
+        rot = Rotation(cos, sin, position, half) if cfg.rotary else None
+        k = _transform_k(kb, cfg, k, (src_k, src_base, run0), weight, rot, (it.d, lanes, eps))
+    done = it.e >= count * lanes
 
     def place() -> RowPlace:
         row = kb.let("dstRow", (b * heads + hk) * seq + dst_t)
@@ -330,8 +345,8 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
     dest = Destination(
         present_key, present_value, side, place, done if skipped is None else done.lor(skipped)
     )
-    quantise_rows(kb, quantiser(cfg), it.d, [k], [v], dest)
-    dispatch = walks.dispatch(count, per_row, cfg.workgroup_size, cfg.fold, blocks=False)
+    quantise_rows(kb, q, it.d, k, v, dest)
+    dispatch = walks.dispatch(count, lanes, cfg.workgroup_size, cfg.fold, blocks=False)
     kind = fmt.name + ("" if fmt.ggml else f", scales {cfg.scales.value}")
     transforms = ["K RMS-normed"] if cfg.k_norm else []
     if cfg.rotary:
@@ -370,29 +385,49 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
     return walks.vector_extents(contract(kernel, extents, requires))
 
 
-def _normed_k(
+def _transform_k(
     kb: KernelBuilder,
     cfg: DenseAppendConfig,
-    it: walks.Item,
-    at: tuple[Val, Val, Val, Val],
-    inputs: RowInputs,
-    per_row: Val,
-    half: Val | None,
-    position: Val,
-    eps: Val,
-) -> Val:
-    """K's vector RMS-normed over its row (reduced in workgroup memory: a barrier every
-    invocation reaches) and then rotated: the build mode's flat program
-    (:func:`kvdsl.kernels.build.flat_k_loads`, :func:`kvdsl.kernels.build.flat_k`)."""
-    b, hk, t, src_base = at
-    k_own = kb.let("kOwn", words.as_f32(kb, inputs.src_k[src_base + it.d]))
-    row = FlatRow(it, b, hk, t, src_base, per_row, half, None, k_own)
-    loads = flat_k_loads(kb, row, inputs, lambda: position)
-    kb.comment("K RMSNorm: the row's sum of squares, reduced in workgroup memory.")
-    ms = row_sum_of_squares(kb, k_own, it.d, per_row, cfg.workgroup_size, cfg.per_row)
-    head_dim = walks.named(kb, "HEAD_DIM", 1)
-    inv_rms = kb.let("invRms", inverse_sqrt(ms / convert(f32, head_dim) + eps))
-    return flat_k(kb, row, loads, inv_rms)
+    k: list[Val],
+    src: tuple[Buffer, Val, Val],
+    weight: Buffer | None,
+    rot: Rotation | None,
+    lane: tuple[Val, Val, Val | None],
+) -> list[Val]:
+    """The lane's run of K (``k``, as loaded from ``src_k`` at ``src_base + run0 + j``)
+    RMS-normed over its row (``x * invRms * weight``; the row's sum of squares reduced in
+    workgroup memory: a barrier every invocation reaches) and then NeoX-rotated vector by
+    vector, each with its partner ``HALF_V4`` away loaded (and normed) beside it."""
+    src_k, src_base, run0 = src
+    d, lanes, eps = lane
+    inv_rms = None
+    if weight is not None:
+        kb.comment("K RMSNorm: the row's sum of squares, reduced in workgroup memory.")
+        ms = row_sum_of_squares(kb, tuple(k), d, lanes, cfg.workgroup_size, cfg.row_lanes)
+        head_dim = walks.named(kb, "HEAD_DIM", 1)
+        inv_rms = kb.let("invRms", inverse_sqrt(ms / convert(f32, head_dim) + eps))
+    out = []
+    for j, x in enumerate(k):
+        at = kb.let(f"kAt{j}", run0 + j if j else run0)
+        if inv_rms is not None:
+            x = x * inv_rms * words.as_f32(kb, weight[at])
+        if rot is None:
+            out.append(kb.let(f"k{j}", x))
+            continue
+        h = rot.half
+        x = kb.let(f"kOwn{j}", x)
+        partner = kb.let(f"kAt{j}Pair", (at + h) % (h * 2))
+        p = words.as_f32(kb, src_k[src_base + partner])
+        if inv_rms is not None:
+            p = p * inv_rms * words.as_f32(kb, weight[partner])
+        p = kb.let(f"kPair{j}", p)
+        lo = at < h
+        dr = kb.let(f"kDr{j}", at % h)
+        cs = kb.let(f"cs{j}", rot.cos[rot.pos * h + dr])
+        sn = kb.let(f"sn{j}", rot.sin[rot.pos * h + dr])
+        x0, x1 = select(p, x, lo), select(x, p, lo)
+        out.append(kb.let(f"k{j}", rotate_pair(x0, x1, cs, sn, at, h)))
+    return out
 
 
 def dense_read(cfg: DenseReadConfig, name: str = "dense_read") -> Kernel:

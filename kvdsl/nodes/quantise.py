@@ -1,48 +1,75 @@
 """The dense quantiser: one row program that any mode calls to quantise the K and V rows its
 invocations hold and store them in a dense format (:mod:`kvdsl.nodes.formats`), each row's (or
-ggml block's) scale reduced in the kernel.
+ggml block's) scale computed in the kernel.
 
 A mode walks its rows its own way and hands each row to :func:`quantise_rows`:
 
 - :class:`Quantiser` says how a row of ``head_dim`` values of format ``fmt`` (scales inline or in
-  a side buffer) is spread over a workgroup's invocations: ``lanes`` invocations per row, each
-  holding ``vectors`` consecutive ``vec4<f32>`` of it, lane ``l`` (:func:`quantise_rows`'s
-  ``lane``) vectors ``[l * vectors, (l + 1) * vectors)``. A row's lanes are adjacent
-  invocations of one workgroup (local ids ``lid - lane .. lid - lane + lanes - 1``), so
-  ``workgroup_size`` divides by ``lanes``.
-- The caller loads its lane's K and V values (rotated, K-normed: as they are to be stored),
-  then calls :func:`quantise_rows` with a :class:`Destination`: the cache bindings and a hook
-  that gives the stored row's place (:class:`RowPlace`, its u32 word base in the cache binding
-  and its side scales' base), so that contiguous, buffer-sharing, paged and fused kernels share
-  one quantiser. The hook is called after the row's statistics are reduced, in the lanes that
-  store, so it may read a page table or a slot mapping that is only valid for real rows.
-- Every invocation of the workgroup calls :func:`quantise_rows` in uniform control flow (it
-  waits at workgroup barriers): an invocation past the caller's rows holds a copy of a real
+  a side buffer) is spread over a workgroup's invocations: :attr:`Quantiser.lanes` invocations
+  per row, each holding a run of :attr:`Quantiser.vectors` consecutive ``vec4<f32>`` of it, lane
+  ``l`` (:func:`quantise_rows`'s ``lane``) vectors ``[l * vectors, (l + 1) * vectors)``. A
+  row's lanes are adjacent invocations of one workgroup (local ids ``lid - lane .. lid - lane +
+  lanes - 1``), so ``workgroup_size`` divides by ``lanes``.
+- The caller declares the cache bindings with :func:`cache_binding` (u32 words, or
+  ``vec2``/``vec4<u32>`` where a lane's words are that aligned: :attr:`Quantiser.store_width`),
+  loads its lane's K and V values (rotated, K-normed: as they are to be stored), then calls
+  :func:`quantise_rows` with a :class:`Destination`: the bindings and a hook that gives the
+  stored row's place (:class:`RowPlace`, the u32 word index of the row in the cache binding and
+  the f32 index of its side scales), so that contiguous, buffer-sharing, paged and fused
+  kernels share one quantiser. The hook is called after the row's statistics are reduced, in
+  the lanes that store, so it may read a page table or a slot mapping that is only valid for
+  real rows.
+- Every invocation of the workgroup calls :func:`quantise_rows` in uniform control flow (it may
+  wait at a workgroup barrier): an invocation past the caller's rows holds a copy of a real
   row's values in a row of its own and is named by ``Destination.skip``, as is a row the cache
-  does not take. Skipped lanes leave after the barriers (:meth:`KernelBuilder.leave_if`), before
-  anything is stored; what the caller builds after the call runs only in the storing lanes.
-  A caller that calls it more than once per invocation (a loop over rows) waits at a barrier
+  does not take. Skipped lanes leave after the barrier (:meth:`KernelBuilder.leave_if`), before
+  anything is stored; what the caller builds after the call runs only in the storing lanes. A
+  caller that calls it more than once per invocation (a loop over rows) waits at a barrier
   between the calls, as workgroup memory is reused.
 
-The row program: each lane stages its partial statistic (and, where another lane's values make
-its words, its values) in workgroup memory; after a barrier the row's first lanes combine
-groups of partials (a ggml block's eight, or :func:`group`'s share of a dense row) into a second
-array; after a second barrier every lane combines the row's groups (or reads its blocks') and
-writes its words (:func:`store_row`).
+The row program (the *run* walk): a dense format's lane holds 16 values (int8: four code words)
+or 32 (4-bit: four code words) where the row allows, reduces its run's statistic in order and
+writes it to workgroup memory, K's and V's in one slot; after one barrier every lane combines its
+row's few partials in order (exact: max and min, so every lane computes the same scale), packs
+its own code words and stores them, as one ``vec4<u32>`` where the row's words are 16-byte
+aligned (side scales), else as ``vec2<u32>`` or words; lane 0 stores the row's scales. A ggml
+lane holds one 32-value block and computes its block's scale itself, with no cross-lane
+reduction; the word of a pair of blocks that holds the even block's last codes and the odd
+block's f16 scale is written by the even block's lane, which reads its neighbour's scale from
+workgroup memory after one barrier (rows of one block pass none).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from math import gcd
 from typing import Callable, Sequence
 
-from kvdsl.ir import Buffer, KernelBuilder, Shared, Val, array, f32, vec
+from kvdsl.ir import (
+    Buffer,
+    KernelBuilder,
+    Val,
+    array,
+    bitcast,
+    construct,
+    f32,
+    lit,
+    min_,
+    pack2x16float,
+    select,
+    u32,
+    vec,
+)
+from kvdsl.ir.types import Scalar, Vec
 from kvdsl.nodes import formats
-from kvdsl.nodes.formats import Format, Scale
+from kvdsl.nodes.formats import BLOCK, Format, Scale
 
 F32X4 = vec(4, f32)
 F32X2 = vec(2, f32)
 LANES = ("x", "y", "z", "w")
+#: ggml's pair of blocks: whole u32 words (68 and 36 bytes), the even block's words (its last
+#: one also holding the odd block's f16 scale), the odd block's.
+PAIR_WORDS = {"q8_0": (17, 9, 8), "q4_0": (9, 5, 4)}
 
 
 @dataclass(frozen=True)
@@ -58,13 +85,13 @@ class Quantiser:
 
     @property
     def vectors(self) -> int:
-        """``vec4<f32>`` values of a row each lane holds (consecutive)."""
-        return 1
+        """``vec4<f32>`` values of a row each lane holds (a run): :func:`run_vectors`."""
+        return run_vectors(self.fmt, self.head_dim)
 
     @property
     def lanes(self) -> int:
-        """Lanes (adjacent invocations) per row."""
-        return self.head_dim // (4 * self.vectors)
+        """Lanes (adjacent invocations) per row: :func:`row_lanes`."""
+        return row_lanes(self.fmt, self.head_dim)
 
     @property
     def row_words(self) -> int:
@@ -76,11 +103,58 @@ class Quantiser:
         """f32 words of one row's scales in the side buffer, K's then V's (0 inline)."""
         return 2 * self.fmt.side_words(self.inline)
 
+    @property
+    def lane_words(self) -> int:
+        """Code words a dense format's lane packs (its run's values over the codes a word
+        holds)."""
+        return 4 * self.vectors // self.fmt.per_word
+
+    @property
+    def store_width(self) -> int:
+        """u32 words per store: 4 or 2 where every row, its header and each lane's code words
+        divide by it (so ``vec4<u32>`` stores of side-scale rows are 16-byte aligned), else 1
+        (ggml's blocks straddle words)."""
+        if self.fmt.ggml:
+            return 1
+        head = self.fmt.header_words(self.inline)
+        for w in (4, 2):
+            if self.row_words % w == 0 and head % w == 0 and self.lane_words % w == 0:
+                return w
+        return 1
+
+    @property
+    def cache_elem(self) -> Scalar | Vec:
+        """The element type of the cache bindings (:func:`cache_binding`)."""
+        w = self.store_width
+        return u32 if w == 1 else vec(w, u32)
+
+
+def run_vectors(fmt: Format, head_dim: int) -> int:
+    """The ``vec4<f32>`` run a lane holds of a row of ``head_dim`` values of ``fmt``: a ggml
+    block's 8; four code words of a dense format where the row divides so (int8 4, 4-bit 8),
+    else the largest run that divides the row into whole code words."""
+    if fmt.ggml:
+        return BLOCK // 4
+    return gcd(head_dim // 4, 4 if fmt.bits == 8 else 8)
+
+
+def row_lanes(fmt: Format, head_dim: int) -> int:
+    """Lanes (adjacent invocations) per row of ``head_dim`` values of ``fmt``."""
+    return head_dim // (4 * run_vectors(fmt, head_dim))
+
+
+def cache_binding(kb: KernelBuilder, q: Quantiser, name: str) -> Buffer:
+    """A cache binding ``name`` (read_write) that ``q`` stores rows in: u32 words, carried as
+    ``vec2``/``vec4<u32>`` (:attr:`Quantiser.store_width`; the host array stays u32, its extent
+    counted in vectors by :func:`kvdsl.nodes.walks.vector_extents`)."""
+    return kb.binding(name, q.cache_elem, "read_write")
+
 
 @dataclass(frozen=True)
 class RowPlace:
     """Where a stored row goes: ``words``, the u32 index of its first word in the cache
-    binding (K's in ``present_key``, V's in ``present_value``: the same index); ``side``, the
+    binding (K's in ``key``, V's in ``value``: the same index), a multiple of
+    :attr:`Quantiser.store_width` (rows at multiples of ``ROW_WORDS`` are); ``side``, the
     f32 index of its first scale in the side buffer (K's ``S`` scale words then V's), None
     inline."""
 
@@ -90,10 +164,11 @@ class RowPlace:
 
 @dataclass(frozen=True)
 class Destination:
-    """The bindings a row is stored in (u32 ``key`` and ``value``, f32 side ``scales`` or None
-    inline), ``place`` (called once, in the storing lanes, after the statistics are reduced:
-    the row's :class:`RowPlace`), and ``skip``: the lanes that store nothing (past the caller's
-    rows, or a row the cache does not take), None when every lane stores."""
+    """The bindings a row is stored in (``key`` and ``value`` from :func:`cache_binding`, f32
+    side ``scales`` or None inline), ``place`` (called once, in the storing lanes, after the
+    statistics are reduced: the row's :class:`RowPlace`), and ``skip``: the lanes that store
+    nothing (past the caller's rows, or a row the cache does not take), None when every lane
+    stores."""
 
     key: Buffer
     value: Buffer
@@ -112,7 +187,7 @@ def quantise_rows(
 ) -> None:
     """Quantise and store the K and V rows the workgroup's lanes hold.
 
-    This invocation is lane ``lane`` (u32, ``0 .. q.lanes - 1``) of its row, holding its
+    This invocation is lane ``lane`` (u32, ``0 .. q.lanes - 1``) of its row, holding its run of
     ``q.vectors`` ``vec4<f32>`` values of K (``k``) and of V (``v``) in order; every invocation
     of the workgroup calls this in uniform control flow (see the module docstring). After the
     call the lanes of ``dest.skip`` have left.
@@ -120,146 +195,231 @@ def quantise_rows(
     fmt = q.fmt
     if len(k) != q.vectors or len(v) != q.vectors:
         raise ValueError(
-            f"quantise_rows takes {q.vectors} vectors of K and of V per lane, not {len(k)} and"
-            f" {len(v)}"
+            f"quantise_rows takes {q.vectors} vectors of K and of V per lane (format"
+            f" {fmt.name}, head dim {q.head_dim}), not {len(k)} and {len(v)}"
         )
     if (dest.scales is None) != q.inline:
         want = "no side scales binding" if q.inline else "a side scales binding"
         raise ValueError(f"format {fmt.name} with scales {_place(q)} needs {want}")
-    own_k, own_v = k[0], v[0]
-    lid = kb.lid.x
-    wg = q.workgroup_size
-    xk = xv = None
+    for b in (dest.key, dest.value):
+        if b.binding.elem != q.cache_elem:
+            raise ValueError(
+                f"cache binding {b.binding.name} holds {b.binding.elem}; format {fmt.name} with"
+                f" scales {_place(q)} stores {q.cache_elem} (declare it with cache_binding)"
+            )
+    if q.workgroup_size % q.lanes:
+        raise ValueError(
+            f"workgroup_size {q.workgroup_size} is not a multiple of the {q.lanes} lanes of a"
+            " row (rows are reduced whole inside a workgroup)"
+        )
     if fmt.ggml:
-        kb.comment("Stage the row's values and each vector's partial statistic in workgroup")
-        kb.comment("memory.")
-        xk = kb.workgroup_var("xk", array(f32, wg * 4))
-        xv = kb.workgroup_var("xv", array(f32, wg * 4))
-        for i, c in enumerate(LANES):
-            xk[lid * 4 + i] = own_k.member(c)
-            xv[lid * 4 + i] = own_v.member(c)
-    elif fmt.per_word != 4:  # int8 packs each vector's own codes: no values staged
-        kb.comment("Stage the row's vectors and each vector's partial statistic in workgroup")
-        kb.comment("memory.")
-        xk = kb.workgroup_var("xk", array(F32X4, wg))
-        xv = kb.workgroup_var("xv", array(F32X4, wg))
-        xk[lid] = own_k
-        xv[lid] = own_v
+        _ggml_rows(kb, q, lane, k, v, dest)
     else:
-        kb.comment("Stage each vector's partial statistic in workgroup memory.")
-    sk = kb.workgroup_var("statK", array(F32X2, wg))
-    sv = kb.workgroup_var("statV", array(F32X2, wg))
-    sk[lid] = formats.partial(kb, fmt, "pK", own_k)
-    sv[lid] = formats.partial(kb, fmt, "pV", own_v)
-    kb.barrier()
-    first = kb.let("rowLane", lid - lane)
-    per_row = q.lanes
-    g = formats.BLOCK // 4 if fmt.ggml else group(per_row)
-    n_stats = per_row // g
-    if fmt.ggml:
-        kb.comment(f"Each block's statistic, once: the row's first {n_stats} invocations each")
-        kb.comment(f"combine a block's {g} partials in order.")
-    else:
-        kb.comment(f"A row's statistic in two levels: its first {n_stats} invocations each")
-        kb.comment(f"combine {g} partials in order, then every invocation the {n_stats} groups.")
-    stat_k = kb.workgroup_var("groupK", array(F32X2, wg // g))
-    stat_v = kb.workgroup_var("groupV", array(F32X2, wg // g))
-    stat0 = kb.let("rowGroup", first / g)
-    with kb.if_(lane < n_stats):
-        at = first + lane * g
-        stat_k[stat0 + lane] = formats.group_stat(kb, fmt, "gK", sk, at, g)
-        stat_v[stat0 + lane] = formats.group_stat(kb, fmt, "gV", sv, at, g)
-    kb.barrier()
-    if dest.skip is not None:
-        kb.leave_if(dest.skip)
-    place = dest.place()
-    for which, own, xs, stats, out, side_at in (
-        ("k", own_k, xk, stat_k, dest.key, 0),
-        ("v", own_v, xv, stat_v, dest.value, fmt.stats),
-    ):
-        store_row(
-            kb, q, which, xs, stats, first, stat0, lane, own, out, place, dest.scales, side_at,
-            n_stats,
-        )  # fmt: skip
+        _dense_rows(kb, q, lane, k, v, dest)
+
+
+def _let_place(kb: KernelBuilder, place: RowPlace) -> RowPlace:
+    """``place`` with its word index named once for K's and V's stores."""
+    side = None if place.side is None else kb.let("sideBase", place.side)
+    return RowPlace(kb.let("rowBase", place.words), side)
 
 
 def _place(q: Quantiser) -> str:
     return "inline" if q.inline else "side"
 
 
-def store_row(
+def run_stat(kb: KernelBuilder, fmt: Format, name: str, run: Sequence[Val]) -> Val:
+    """The statistic (:func:`kvdsl.nodes.formats.partial`) of a run of ``vec4<f32>``, its
+    vectors' partials combined in order (q4_0 keeps the first of equal magnitudes)."""
+    acc = formats.partial(kb, fmt, f"{name}0", run[0])
+    for j, x in enumerate(run[1:], 1):
+        acc = kb.let(
+            f"{name}Run{j}", formats.combine(fmt, acc, formats.partial(kb, fmt, f"{name}{j}", x))
+        )
+    return acc
+
+
+def _dense_rows(
+    kb: KernelBuilder,
+    q: Quantiser,
+    lane: Val,
+    k: Sequence[Val],
+    v: Sequence[Val],
+    dest: Destination,
+) -> None:
+    """A dense format's rows: partials of K and V in one workgroup slot, one barrier, the row's
+    partials combined in order by every lane, its code words stored."""
+    fmt = q.fmt
+    lid = kb.lid.x
+    pk = run_stat(kb, fmt, "pK", k)
+    pv = run_stat(kb, fmt, "pV", v)
+    kb.comment("Each lane's statistic of its run of K and of V, in one workgroup slot; after")
+    kb.comment(f"the barrier every lane combines its row's {q.lanes} in order.")
+    stats = kb.workgroup_var("rowStats", array(F32X4, q.workgroup_size))
+    stats[lid] = construct(F32X4, pk, pv)
+    kb.barrier()
+    first = kb.let("statLane", lid - lane)
+    acc_k = acc_v = None
+    for j in range(q.lanes):
+        s = kb.let(f"rowStat{j}", stats[first + j])
+        sk, sv = s.member("xy"), s.member("zw")
+        if j == 0:
+            acc_k, acc_v = kb.var("statK", F32X2, sk), kb.var("statV", F32X2, sv)
+        else:
+            acc_k.set(formats.combine(fmt, acc_k, sk))
+            acc_v.set(formats.combine(fmt, acc_v, sv))
+    if dest.skip is not None:
+        kb.leave_if(dest.skip)
+    place = _let_place(kb, dest.place())
+    for which, run, stat, out, side_at in (
+        ("k", k, acc_k, dest.key, 0),
+        ("v", v, acc_v, dest.value, fmt.stats),
+    ):
+        sc = formats.scale_of(kb, fmt, f"{which}Scale", stat)
+        _store_dense(kb, q, which, lane, run, sc, out, place, dest.scales, side_at)
+
+
+def _store_dense(
     kb: KernelBuilder,
     q: Quantiser,
     which: str,
-    xs: Shared | None,
-    stats: Shared,
-    first: Val,
-    stat0: Val,
-    d: Val,
-    own: Val,
+    lane: Val,
+    run: Sequence[Val],
+    sc: Scale,
     out: Buffer,
     place: RowPlace,
     side: Buffer | None,
     side_at: int,
-    n_stats: int,
 ) -> None:
-    """Store the staged row (from its first invocation ``first``: values ``xs[first * 4 ..]``
-    for ggml, vectors ``xs[first ..]`` for a 4-bit dense format, none for int8; partials
-    ``stats[stat0 ..]``: ggml's block statistics, a dense row's ``n_stats`` group statistics)
-    at ``place`` in ``out``, this invocation holding vector ``d`` (``own``) of it. ggml: its
-    words of the row's pairs of blocks. Dense: the header words ``d < header``, then code word
-    ``d`` of int8 from ``own`` itself (four codes, one vector), or for an even ``d`` code word
-    ``d / 2`` of a 4-bit format (``own`` and the next vector's four staged values); with side
-    scales (``d == 0``) its stats at ``side[place.side + side_at ..]``."""
+    """Lane ``lane``'s code words of its ``run`` (word ``w`` of the lane: values ``w * per_word
+    ..``, field ``l`` value ``l``) at row word ``header + lane * lane_words + w``, in stores of
+    :attr:`Quantiser.store_width` words; lane 0 also the header (inline) or the side scales."""
     fmt = q.fmt
-    if fmt.ggml:
-        lane0 = kb.let(f"{which}Lane0", first * 4)
-
-        def elem(e: Val) -> Val:
-            return xs[lane0 + e]
-
-        blocks = q.head_dim // formats.BLOCK
-
-        def block_scale(name: str, blk: Val) -> Scale:
-            stat = kb.let(f"{name}Stat", stats[stat0 + blk])
-            return formats.scale_of(kb, fmt, name, stat)
-
-        base = kb.let(f"{which}Base", place.words)
-
-        def store(w: Val, word: Val) -> None:
-            out[base + w] = word
-
-        if fmt.name == "q8_0":
-            formats.q8_0_words(kb, which, own, d, elem, block_scale, blocks, store)
-        else:
-            formats.q4_0_words(kb, which, d, elem, block_scale, blocks, store)
-        return
-    stat = formats.group_stat(kb, fmt, f"{which}Stat", stats, stat0, n_stats)
-    sc = formats.scale_of(kb, fmt, f"{which}Scale", stat)
+    values = [x.member(c) for x in run for c in LANES]
+    per = fmt.per_word
+    words = [
+        kb.let(
+            f"{which}W{w}",
+            formats.codes_word(kb, fmt, f"{which}Q{w}_", values[w * per : (w + 1) * per], sc),
+        )
+        for w in range(q.lane_words)
+    ]
     head = fmt.header_words(q.inline)
-    base = kb.let(f"{which}Base", place.words)
-    if head:
-        with kb.if_(d < head):
-            out[base + d] = formats.header_word(fmt, d, sc)
-    if fmt.per_word == 4:
-        out[base + (d + head)] = formats.vector_word(kb, fmt, f"{which}Q", own, sc)
+    width = q.store_width
+    base = place.words
+    codes = base + head if head else base
+    stores = q.lane_words // width
+    at = kb.let(f"{which}At", _in(codes, width) + (lane * stores if stores > 1 else lane))
+    for i in range(stores):
+        out[at + i if i else at] = _chunk(words, i, width)
+    if head or side is not None:
+        with kb.if_(lane.eq(0)):
+            if head:
+                header = [bitcast(u32, sc.scale)]
+                if fmt.asymmetric:
+                    header.append(bitcast(u32, sc.zero))
+                for i in range(head // width):
+                    out[_in(base, width) + i if i else _in(base, width)] = _chunk(header, i, width)
+            if side is not None:
+                side[place.side + side_at if side_at else place.side] = sc.scale
+                if fmt.asymmetric:
+                    side[place.side + (side_at + 1)] = sc.zero
+
+
+def _in(word: Val, width: int) -> Val:
+    """A u32 word index as an index of a binding of ``width``-word vectors."""
+    return word if width == 1 else word / width
+
+
+def _chunk(words: list[Val], i: int, width: int) -> Val:
+    """Words ``[i * width, (i + 1) * width)`` as one store's value."""
+    part = words[i * width : (i + 1) * width]
+    return part[0] if width == 1 else construct(vec(width, u32), *part)
+
+
+def _ggml_rows(
+    kb: KernelBuilder,
+    q: Quantiser,
+    lane: Val,
+    k: Sequence[Val],
+    v: Sequence[Val],
+    dest: Destination,
+) -> None:
+    """ggml's rows, a lane per block: its scale from its own 32 values; the odd neighbour's f16
+    scale (K's and V's in one u32) through workgroup memory where a row has more than one
+    block."""
+    fmt = q.fmt
+    blocks = q.lanes
+    scales = {}
+    halves = {}
+    for which, run in (("k", k), ("v", v)):
+        stat = run_stat(kb, fmt, f"p{which.upper()}", run)
+        scales[which] = formats.scale_of(kb, fmt, f"{which}D", stat)
+    kb.comment("The block's f16 scales, K's in the low half and V's in the high half.")
+    both = kb.let("halves", pack2x16float(construct(F32X2, scales["k"].scale, scales["v"].scale)))
+    nxt = None
+    if blocks > 1:
+        kb.comment("An even block's last word closes with the odd block's scale: the neighbour's")
+        kb.comment("halves, through workgroup memory.")
+        shared = kb.workgroup_var("blockHalves", array(u32, q.workgroup_size))
+        lid = kb.lid.x
+        shared[lid] = both
+        kb.barrier()
+        last = q.workgroup_size - 1
+        nxt = kb.let(
+            "nextHalves",
+            select(lit(0, u32), shared[min_(lid + 1, last)], lane + 1 < blocks),
+        )
+    if dest.skip is not None:
+        kb.leave_if(dest.skip)
+    place = _let_place(kb, dest.place())
+    for which, run, out, shift in (("k", k, dest.key, 0), ("v", v, dest.value, 16)):
+        half = (both >> shift) & 0xFFFF if shift else both & 0xFFFF
+        next_half = (
+            lit(0, u32) if nxt is None else ((nxt >> shift) & 0xFFFF if shift else nxt & 0xFFFF)
+        )
+        _store_block(kb, q, which, lane, run, scales[which], half, next_half, out, place)
+
+
+def _store_block(
+    kb: KernelBuilder,
+    q: Quantiser,
+    which: str,
+    blk: Val,
+    run: Sequence[Val],
+    sc: Scale,
+    half: Val,
+    next_half: Val,
+    out: Buffer,
+    place: RowPlace,
+) -> None:
+    """Block ``blk``'s bytes in its pair of blocks (whole words): its f16 scale ``half`` and
+    its code bytes (q8_0: element ``i``; q4_0: byte ``i`` elements ``i`` and ``i + 16``); an
+    even block's words ``0 ..`` open with its scale and its last word closes with
+    ``next_half`` (the odd block's scale, or zero padding), an odd block's codes are whole
+    words after it."""
+    fmt = q.fmt
+    values = [x.member(c) for x in run for c in LANES]
+    if fmt.name == "q8_0":
+        codes = [
+            kb.let(f"{which}C{i}", formats.code(kb, fmt, f"{which}Q{i}", x, sc))
+            for i, x in enumerate(values)
+        ]
     else:
-        with kb.if_((d % 2).eq(0)):
-            kb.comment("Eight codes a word: an even vector's own four, then the next vector's.")
-            nxt = kb.let(f"{which}Next", xs[first + d + 1])
-            staged = [nxt.member(c) for c in LANES]
-            word = formats.vector_word(kb, fmt, f"{which}Q", own, sc, staged)
-            out[base + (d / 2 + head)] = word
-    if side is not None:
-        with kb.if_(d.eq(0)):
-            side[place.side + side_at] = sc.scale
-            if fmt.asymmetric:
-                side[place.side + (side_at + 1)] = sc.zero
+        nib = [formats.code(kb, fmt, f"{which}Q{i}", x, sc) for i, x in enumerate(values)]
+        codes = [
+            kb.let(f"{which}C{i}", nib[i] | (nib[i + BLOCK // 2] << 4)) for i in range(BLOCK // 2)
+        ]
+    pair, even_words, odd_words = PAIR_WORDS[fmt.name]
+    at = kb.let(f"{which}Pair", place.words + blk / 2 * pair)
 
+    def word(b: list[Val]) -> Val:
+        return b[0] | (b[1] << 8) | (b[2] << 16) | (b[3] << 24)
 
-def group(per_row: int) -> int:
-    """The partials a row's first invocations combine each in the first level of its
-    statistic: the divisor ``g`` of ``per_row`` with the fewest loads ``g + per_row / g`` (the
-    larger of equals)."""
-    return min((g for g in range(1, per_row + 1) if per_row % g == 0),
-               key=lambda g: (g + per_row // g, -g))  # fmt: skip
+    with kb.if_((blk % 2).eq(0)):
+        stream = [half & 0xFF, half >> 8] + codes + [next_half & 0xFF, next_half >> 8]
+        for w in range(even_words):
+            out[at + w] = word(stream[4 * w : 4 * w + 4])
+    with kb.else_():
+        for w in range(odd_words):
+            out[at + (even_words + w)] = word(codes[4 * w : 4 * w + 4])

@@ -275,7 +275,7 @@ def test_emitted_kernels_parse_back_and_need_no_f16():
         ({"format": "int4", "head_dim": 12}, "head_dim", "a multiple of 8 for format 'int4'"),
         ({"format": "int3"}, "format", "one of 'int8', 'int4', 'int4_asym', 'q8_0', 'q4_0'"),
         ({"scales": "beside"}, "scales", "one of 'inline', 'side'"),
-        ({"workgroup_size": 48}, "workgroup_size", "a multiple of the 32 vectors of a row"),
+        ({"workgroup_size": 12}, "workgroup_size", "a multiple of the 8 invocations of a row"),
         ({"rotary": True, "head_dim": 36}, "head_dim", "a multiple of 8 with rotary"),
         (
             {"k_norm": True, "rotary": True, "scales": "side"},
