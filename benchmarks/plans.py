@@ -64,7 +64,7 @@ SMALL = {"batches": (1, 2), "cache": 32, "prefill": 8}
 #: config fields that do not make a variant distinct (its shape and dispatch tunables)
 SHAPE_FIELDS = ("kv_heads", "head_dim", "workgroup_size", "fold", "eps")
 #: fields a ``--variants VARIANT@field=N`` spec may change (:func:`tuned`)
-TUNABLES = ("workgroup_size", "fold")
+TUNABLES = ("workgroup_size", "fold", "walk")
 
 
 # -- which configs ------------------------------------------------------------------------------
@@ -115,20 +115,20 @@ def representatives(select: list[str] | None = None) -> dict[str, Any]:
 
 
 def tuned(spec: str) -> Any:
-    """``VARIANT@field=value[,field=value]``: the catalog variant reshaped, with integer
-    dispatch tunables (:data:`TUNABLES`) replaced, so a schedule can be measured beside the
-    catalog's without being a catalog variant."""
+    """``VARIANT@field=value[,field=value]``: the catalog variant reshaped, with dispatch
+    tunables (:data:`TUNABLES`: integers, or a walk's name) replaced, so that a schedule is
+    measured beside the catalog's without being a catalog variant."""
     name, _, fields = spec.partition("@")
     cfg = reshape(catalog.config(name))  # raises UnknownVariant for a wrong name
-    changes = {}
+    changes: dict[str, Any] = {}
     for item in fields.split(","):
         key, _, value = item.partition("=")
-        if key not in TUNABLES or not value.isdigit():
+        if key not in TUNABLES or key not in dataclasses.asdict(cfg) or not value:
             raise UsageError(
-                f"--variants {spec!r}: {item!r} is not FIELD=N with FIELD one of"
-                f" {', '.join(TUNABLES)}"
+                f"--variants {spec!r}: {item!r} is not FIELD=VALUE with FIELD one of"
+                f" {cfg.mode}'s {', '.join(t for t in TUNABLES if hasattr(cfg, t))}"
             )
-        changes[key] = int(value)
+        changes[key] = int(value) if value.isdigit() else value
     try:
         return dataclasses.replace(cfg, **changes)
     except ConfigError as err:

@@ -86,6 +86,8 @@ LANES = ("x", "y", "z", "w")
 #: workgroups keep more of them in flight (on the H200 a 2,048-token int4 append at batch 4
 #: reached 56% of the copy at 64 against 46% at 256; int8 80-81% at both).
 QUANTISE_WORKGROUP = 64
+#: WebGPU's default maxComputeWorkgroupStorageSize.
+MAX_WORKGROUP_BYTES = 16384
 
 
 class DenseFormat(StrEnum):
@@ -96,6 +98,16 @@ class DenseFormat(StrEnum):
     INT4_ASYM = "int4_asym"
     Q8_0 = "q8_0"
     Q4_0 = "q4_0"
+
+
+class DenseWalk(StrEnum):
+    """How ``dense_append`` and ``dense_build`` store a workgroup's rows
+    (:class:`kvdsl.nodes.quantise.Quantiser`): each lane its own run's words (``vec4<u32>``
+    where aligned), or staged in workgroup memory and stored together, adjacent lanes on
+    adjacent words."""
+
+    RUNS = "runs"
+    STAGED = "staged"
 
 
 class ScalePlace(StrEnum):
@@ -176,10 +188,11 @@ class DenseAppendConfig(DenseConfig):
     input_type: Element = choice(Element.F32)
     # Taken so that a partial rotary is refused by name; never published (always unset).
     rotary_half: int | None = None
+    walk: DenseWalk = choice(DenseWalk.RUNS)
     mode = "dense_append"
     KEYS = (  # fmt: skip
         "kv_heads", "head_dim", "format", "scales", "k_norm", "rotary", "rotary_half", "eps",
-        "input_type", "workgroup_size", "fold",
+        "input_type", "walk", "workgroup_size", "fold",
     )
 
     def check_fields(self) -> None:
@@ -209,6 +222,7 @@ class DenseAppendConfig(DenseConfig):
                 "a multiple of 8 with rotary (a vec4 lies in one half of the row)",
             )
         one_of("input_type", self.input_type, FLOATS)
+        one_of("walk", self.walk, DenseWalk)
 
     def default_workgroup_size(self) -> int:
         lanes = self.row_lanes
@@ -226,6 +240,14 @@ class DenseAppendConfig(DenseConfig):
             self.workgroup_size,
             f"a multiple of the {self.row_lanes} invocations of a row (rows are reduced whole"
             " inside a workgroup)",
+        )
+        need = quantiser(self).workgroup_bytes() + (4 * self.workgroup_size if self.k_norm else 0)
+        require(
+            need <= MAX_WORKGROUP_BYTES,
+            "workgroup_size",
+            self.workgroup_size,
+            f"one whose rows fit WebGPU's {MAX_WORKGROUP_BYTES} bytes of workgroup memory"
+            f" (walk {self.walk.value!r} needs {need} bytes at this size)",
         )
 
 
@@ -275,7 +297,8 @@ def _consts(kb: KernelBuilder, cfg: DenseConfig) -> tuple[Val, Val]:
 
 def quantiser(cfg: DenseAppendConfig) -> Quantiser:
     """The quantising row program of ``cfg``'s format, scales' place, head dim and workgroup."""
-    return Quantiser(cfg.fmt, cfg.inline, cfg.head_dim, cfg.workgroup_size)
+    staged = cfg.walk is DenseWalk.STAGED
+    return Quantiser(cfg.fmt, cfg.inline, cfg.head_dim, cfg.workgroup_size, staged)
 
 
 def dense_append(cfg: DenseAppendConfig, name: str = "dense_append") -> Kernel:

@@ -41,9 +41,10 @@ workgroup memory after one barrier (rows of one block pass none).
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
 from math import gcd
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 
 from kvdsl.ir import (
     Buffer,
@@ -76,12 +77,14 @@ PAIR_WORDS = {"q8_0": (17, 9, 8), "q4_0": (9, 5, 4)}
 class Quantiser:
     """A dense format's quantising row program: ``fmt`` (:data:`kvdsl.nodes.formats.FORMATS`)
     with its scales ``inline`` or in a side buffer, rows of ``head_dim`` values, reduced in
-    workgroups of ``workgroup_size`` invocations (a multiple of :attr:`lanes`)."""
+    workgroups of ``workgroup_size`` invocations (a multiple of :attr:`lanes`); ``staged``: the
+    workgroup's rows are stored together from workgroup memory (:func:`quantise_rows`)."""
 
     fmt: Format
     inline: bool
     head_dim: int
     workgroup_size: int
+    staged: bool = False
 
     @property
     def vectors(self) -> int:
@@ -113,14 +116,27 @@ class Quantiser:
     def store_width(self) -> int:
         """u32 words per store: 4 or 2 where every row, its header and each lane's code words
         divide by it (so ``vec4<u32>`` stores of side-scale rows are 16-byte aligned), else 1
-        (ggml's blocks straddle words)."""
-        if self.fmt.ggml:
+        (ggml's blocks straddle words; staged rows are stored word by word)."""
+        if self.fmt.ggml or self.staged:
             return 1
         head = self.fmt.header_words(self.inline)
         for w in (4, 2):
             if self.row_words % w == 0 and head % w == 0 and self.lane_words % w == 0:
                 return w
         return 1
+
+    @property
+    def rows(self) -> int:
+        """Rows a workgroup holds."""
+        return self.workgroup_size // self.lanes
+
+    def workgroup_bytes(self) -> int:
+        """Bytes of workgroup memory the row program declares: the row statistics (dense) or
+        the f16 scales (ggml rows of several blocks), and staged, the rows' words of K and of
+        V and their places."""
+        n = self.workgroup_size
+        stats = 0 if self.fmt.ggml and self.lanes == 1 else n * (4 if self.fmt.ggml else 16)
+        return stats + (4 * self.rows * (2 * self.row_words + 1) if self.staged else 0)
 
     @property
     def cache_elem(self) -> Scalar | Vec:
@@ -191,6 +207,10 @@ def quantise_rows(
     ``q.vectors`` ``vec4<f32>`` values of K (``k``) and of V (``v``) in order; every invocation
     of the workgroup calls this in uniform control flow (see the module docstring). After the
     call the lanes of ``dest.skip`` have left.
+
+    Each lane stores its own words (``vec4<u32>`` where aligned), or with ``q.staged`` writes
+    them to workgroup memory, the row's first lane its row's place; after a barrier the
+    workgroup stores its rows' words together, adjacent lanes on adjacent words of a row.
     """
     fmt = q.fmt
     if len(k) != q.vectors or len(v) != q.vectors:
@@ -268,15 +288,149 @@ def _dense_rows(
         else:
             acc_k.set(formats.combine(fmt, acc_k, sk))
             acc_v.set(formats.combine(fmt, acc_v, sv))
+    scales = {
+        which: formats.scale_of(kb, fmt, f"{which}Scale", stat)
+        for which, stat in (("k", acc_k), ("v", acc_v))
+    }
+    runs = {"k": k, "v": v}
+    if q.staged:
+        staging = _Staging(kb, q, lane)
+        for which in "kv":
+            _dense_words(kb, q, which, lane, runs[which], scales[which], staging.put(which))
+
+        def stored(place: RowPlace) -> None:
+            _side_scales(q, place, dest.scales, scales)
+
+        staging.flush(dest, stored)
+        return
     if dest.skip is not None:
         kb.leave_if(dest.skip)
     place = _let_place(kb, dest.place())
-    for which, run, stat, out, side_at in (
-        ("k", k, acc_k, dest.key, 0),
-        ("v", v, acc_v, dest.value, fmt.stats),
-    ):
-        sc = formats.scale_of(kb, fmt, f"{which}Scale", stat)
-        _store_dense(kb, q, which, lane, run, sc, out, place, dest.scales, side_at)
+    for which, out in (("k", dest.key), ("v", dest.value)):
+        _store_dense(kb, q, which, lane, runs[which], scales[which], out, place)
+    if dest.scales is not None:
+        with kb.if_(lane.eq(0)):
+            _side_scales(q, place, dest.scales, scales)
+
+
+def _side_scales(q: Quantiser, place: RowPlace, side: Buffer | None, scales: dict) -> None:
+    """The row's K and V scales (and zero points) at ``side[place.side ..]`` (none inline)."""
+    if side is None:
+        return
+    at = 0
+    for which in "kv":
+        sc = scales[which]
+        for x in [sc.scale] + ([sc.zero] if q.fmt.asymmetric else []):
+            side[place.side + at if at else place.side] = x
+            at += 1
+
+
+class _Staging:
+    """A workgroup's rows staged in workgroup memory (:attr:`Quantiser.staged`): K's and V's
+    words at ``slot * ROW_WORDS + w``, and each row's word base (:data:`SKIP` for a row not
+    stored)."""
+
+    def __init__(self, kb: KernelBuilder, q: Quantiser, lane: Val) -> None:
+        self.kb, self.q, self.lane = kb, q, lane
+        n = q.rows * q.row_words
+        kb.comment("The workgroup's rows, staged: each lane's words, then the row's place.")
+        self.words = {
+            which: kb.workgroup_var(f"staged{which.upper()}", array(u32, n)) for which in "kv"
+        }
+        self.bases = kb.workgroup_var("stagedRow", array(u32, q.rows))
+        self.slot = kb.let("rowSlot", kb.lid.x / q.lanes)
+        self.at = kb.let("slotWord", self.slot * q.row_words)
+
+    def put(self, which: str) -> Callable[[Val | int, Val], None]:
+        """``put(w, word)`` stages word ``w`` of this lane's row of K (``which`` "k") or V."""
+        words = self.words[which]
+
+        def put(w: Val | int, word: Val) -> None:
+            words[self.at + w if not (isinstance(w, int) and w == 0) else self.at] = word
+
+        return put
+
+    def flush(self, dest: Destination, stored: Callable[[RowPlace], None]) -> None:
+        """The row's first lane stages its place (calling ``stored`` with it); after a barrier
+        every lane stores the workgroup's words, ``WG`` at a time; then ``dest.skip`` leaves."""
+        kb, q = self.kb, self.q
+
+        def place() -> None:
+            p = _let_place(kb, dest.place())
+            self.bases[self.slot] = p.words
+            stored(p)
+
+        with kb.if_(self.lane.eq(0)):
+            if dest.skip is None:
+                place()
+            else:
+                with kb.if_(dest.skip):
+                    self.bases[self.slot] = SKIP
+                with kb.else_():
+                    place()
+        kb.barrier()
+        n, wg = q.rows * q.row_words, q.workgroup_size
+        kb.comment("The staged rows, adjacent lanes on adjacent words.")
+        for i in range(-(-n // wg)):
+            w = kb.let(f"word{i}", kb.lid.x + i * wg if i else kb.lid.x)
+            slot = w / q.row_words
+            with kb.if_(w < n) if (i + 1) * wg > n else _nothing():
+                base = kb.let(f"wordRow{i}", self.bases[slot])
+                with kb.if_(base.ne(SKIP)):
+                    at = kb.let(f"wordAt{i}", base + (w - slot * q.row_words))
+                    dest.key[at] = self.words["k"][w]
+                    dest.value[at] = self.words["v"][w]
+        if dest.skip is not None:
+            kb.leave_if(dest.skip)
+
+
+#: A staged row's place when it is not stored.
+SKIP = 0xFFFFFFFF
+
+
+@contextmanager
+def _nothing() -> Iterator[None]:
+    yield
+
+
+def _dense_words(
+    kb: KernelBuilder,
+    q: Quantiser,
+    which: str,
+    lane: Val,
+    run: Sequence[Val],
+    sc: Scale,
+    put: Callable[[Val | int, Val], None] | None = None,
+) -> list[Val]:
+    """Lane ``lane``'s code words of its ``run`` (word ``w`` of the lane: values ``w *
+    per_word ..``, field ``l`` value ``l``), row word ``header + lane * lane_words + w``; with
+    ``put`` (staging) also each of them, and from lane 0 the inline header, as ``put(w,
+    word)``."""
+    fmt = q.fmt
+    values = [x.member(c) for x in run for c in LANES]
+    per = fmt.per_word
+    words = [
+        kb.let(
+            f"{which}W{w}",
+            formats.codes_word(kb, fmt, f"{which}Q{w}_", values[w * per : (w + 1) * per], sc),
+        )
+        for w in range(q.lane_words)
+    ]
+    if put is not None:
+        head = fmt.header_words(q.inline)
+        first = kb.let(f"{which}Word0", lane * q.lane_words + head)
+        for w, word in enumerate(words):
+            put(first + w if w else first, word)
+        if head:
+            with kb.if_(lane.eq(0)):
+                for i, word in enumerate(_header(fmt, sc)):
+                    put(i, word)
+    return words
+
+
+def _header(fmt: Format, sc: Scale) -> list[Val]:
+    """An inline dense row's header words: the scale's f32 bits, then the zero point's."""
+    return [bitcast(u32, sc.scale)] + ([bitcast(u32, sc.zero)] if fmt.asymmetric else [])
 
 
 def _store_dense(
@@ -288,22 +442,11 @@ def _store_dense(
     sc: Scale,
     out: Buffer,
     place: RowPlace,
-    side: Buffer | None,
-    side_at: int,
 ) -> None:
-    """Lane ``lane``'s code words of its ``run`` (word ``w`` of the lane: values ``w * per_word
-    ..``, field ``l`` value ``l``) at row word ``header + lane * lane_words + w``, in stores of
-    :attr:`Quantiser.store_width` words; lane 0 also the header (inline) or the side scales."""
+    """Lane ``lane``'s code words (:func:`_dense_words`) in stores of
+    :attr:`Quantiser.store_width` words; lane 0 also the inline header."""
     fmt = q.fmt
-    values = [x.member(c) for x in run for c in LANES]
-    per = fmt.per_word
-    words = [
-        kb.let(
-            f"{which}W{w}",
-            formats.codes_word(kb, fmt, f"{which}Q{w}_", values[w * per : (w + 1) * per], sc),
-        )
-        for w in range(q.lane_words)
-    ]
+    words = _dense_words(kb, q, which, lane, run, sc)
     head = fmt.header_words(q.inline)
     width = q.store_width
     base = place.words
@@ -312,18 +455,11 @@ def _store_dense(
     at = kb.let(f"{which}At", _in(codes, width) + (lane * stores if stores > 1 else lane))
     for i in range(stores):
         out[at + i if i else at] = _chunk(words, i, width)
-    if head or side is not None:
+    if head:
         with kb.if_(lane.eq(0)):
-            if head:
-                header = [bitcast(u32, sc.scale)]
-                if fmt.asymmetric:
-                    header.append(bitcast(u32, sc.zero))
-                for i in range(head // width):
-                    out[_in(base, width) + i if i else _in(base, width)] = _chunk(header, i, width)
-            if side is not None:
-                side[place.side + side_at if side_at else place.side] = sc.scale
-                if fmt.asymmetric:
-                    side[place.side + (side_at + 1)] = sc.zero
+            header = _header(fmt, sc)
+            for i in range(head // width):
+                out[_in(base, width) + i if i else _in(base, width)] = _chunk(header, i, width)
 
 
 def _in(word: Val, width: int) -> Val:
@@ -351,7 +487,6 @@ def _ggml_rows(
     fmt = q.fmt
     blocks = q.lanes
     scales = {}
-    halves = {}
     for which, run in (("k", k), ("v", v)):
         stat = run_stat(kb, fmt, f"p{which.upper()}", run)
         scales[which] = formats.scale_of(kb, fmt, f"{which}D", stat)
@@ -370,15 +505,31 @@ def _ggml_rows(
             "nextHalves",
             select(lit(0, u32), shared[min_(lid + 1, last)], lane + 1 < blocks),
         )
+    halves = {}
+    for which, shift in (("k", 0), ("v", 16)):
+        half = (both >> shift) & 0xFFFF if shift else both & 0xFFFF
+        if nxt is None:
+            next_half = lit(0, u32)
+        else:
+            next_half = (nxt >> shift) & 0xFFFF if shift else nxt & 0xFFFF
+        halves[which] = (half, next_half)
+    runs = {"k": k, "v": v}
+    if q.staged:
+        staging = _Staging(kb, q, lane)
+        for which in "kv":
+            _store_block(kb, q, which, lane, runs[which], scales[which], *halves[which],
+                         staging.put(which))  # fmt: skip
+        staging.flush(dest, lambda place: None)
+        return
     if dest.skip is not None:
         kb.leave_if(dest.skip)
     place = _let_place(kb, dest.place())
-    for which, run, out, shift in (("k", k, dest.key, 0), ("v", v, dest.value, 16)):
-        half = (both >> shift) & 0xFFFF if shift else both & 0xFFFF
-        next_half = (
-            lit(0, u32) if nxt is None else ((nxt >> shift) & 0xFFFF if shift else nxt & 0xFFFF)
-        )
-        _store_block(kb, q, which, lane, run, scales[which], half, next_half, out, place)
+    for which, out in (("k", dest.key), ("v", dest.value)):
+
+        def store(w: Val | int, word: Val, out: Buffer = out) -> None:
+            out[place.words + w] = word
+
+        _store_block(kb, q, which, lane, runs[which], scales[which], *halves[which], store)
 
 
 def _store_block(
@@ -390,14 +541,13 @@ def _store_block(
     sc: Scale,
     half: Val,
     next_half: Val,
-    out: Buffer,
-    place: RowPlace,
+    store: Callable[[Val | int, Val], None],
 ) -> None:
-    """Block ``blk``'s bytes in its pair of blocks (whole words): its f16 scale ``half`` and
-    its code bytes (q8_0: element ``i``; q4_0: byte ``i`` elements ``i`` and ``i + 16``); an
-    even block's words ``0 ..`` open with its scale and its last word closes with
-    ``next_half`` (the odd block's scale, or zero padding), an odd block's codes are whole
-    words after it."""
+    """Block ``blk``'s bytes in its pair of blocks (whole words), ``store(w, word)`` storing
+    row word ``w``: its f16 scale ``half`` and its code bytes (q8_0: element ``i``; q4_0: byte
+    ``i`` elements ``i`` and ``i + 16``); an even block's words open with its scale and its
+    last word closes with ``next_half`` (the odd block's scale, or zero padding), an odd
+    block's codes are whole words after it."""
     fmt = q.fmt
     values = [x.member(c) for x in run for c in LANES]
     if fmt.name == "q8_0":
@@ -411,7 +561,7 @@ def _store_block(
             kb.let(f"{which}C{i}", nib[i] | (nib[i + BLOCK // 2] << 4)) for i in range(BLOCK // 2)
         ]
     pair, even_words, odd_words = PAIR_WORDS[fmt.name]
-    at = kb.let(f"{which}Pair", place.words + blk / 2 * pair)
+    at = kb.let(f"{which}Pair", blk / 2 * pair)
 
     def word(b: list[Val]) -> Val:
         return b[0] | (b[1] << 8) | (b[2] << 16) | (b[3] << 24)
@@ -419,7 +569,7 @@ def _store_block(
     with kb.if_((blk % 2).eq(0)):
         stream = [half & 0xFF, half >> 8] + codes + [next_half & 0xFF, next_half >> 8]
         for w in range(even_words):
-            out[at + w] = word(stream[4 * w : 4 * w + 4])
+            store(at + w if w else at, word(stream[4 * w : 4 * w + 4]))
     with kb.else_():
         for w in range(odd_words):
-            out[at + (even_words + w)] = word(codes[4 * w : 4 * w + 4])
+            store(at + (even_words + w), word(codes[4 * w : 4 * w + 4]))
