@@ -46,7 +46,6 @@ fn main(
   let hk = tmp % KV_HEADS;
   let b = tmp / KV_HEADS;
   let srcBase = (b * params.keySeq + t) * KV_HIDDEN_V4 + hk * HEAD_DIM_V4;
-  let run0 = d * 8u;
   let total = u32(max(seqlens_k[b], -1i)) + 1u;
   // Clamping below by keySeq maps a right-padded first prompt
   // (seqlens_k[b]+1 < keySeq) to append offset 0.
@@ -56,22 +55,22 @@ fn main(
   let skip = params.keySeq - fresh;
   // New token t lands at row appendStart + t - skip; tokens before skip do not fit.
   let dstT = appendStart + (max(t, skip) - skip);
-  let kIn0 = src_k[srcBase + run0];
-  let kIn1 = src_k[srcBase + (run0 + 1u)];
-  let kIn2 = src_k[srcBase + (run0 + 2u)];
-  let kIn3 = src_k[srcBase + (run0 + 3u)];
-  let kIn4 = src_k[srcBase + (run0 + 4u)];
-  let kIn5 = src_k[srcBase + (run0 + 5u)];
-  let kIn6 = src_k[srcBase + (run0 + 6u)];
-  let kIn7 = src_k[srcBase + (run0 + 7u)];
-  let v0 = src_v[srcBase + run0];
-  let v1 = src_v[srcBase + (run0 + 1u)];
-  let v2 = src_v[srcBase + (run0 + 2u)];
-  let v3 = src_v[srcBase + (run0 + 3u)];
-  let v4 = src_v[srcBase + (run0 + 4u)];
-  let v5 = src_v[srcBase + (run0 + 5u)];
-  let v6 = src_v[srcBase + (run0 + 6u)];
-  let v7 = src_v[srcBase + (run0 + 7u)];
+  let kIn0 = src_k[srcBase + d * 8u];
+  let kIn1 = src_k[srcBase + (d * 8u + 1u)];
+  let kIn2 = src_k[srcBase + (d * 8u + 2u)];
+  let kIn3 = src_k[srcBase + (d * 8u + 3u)];
+  let kIn4 = src_k[srcBase + (d * 8u + 4u)];
+  let kIn5 = src_k[srcBase + (d * 8u + 5u)];
+  let kIn6 = src_k[srcBase + (d * 8u + 6u)];
+  let kIn7 = src_k[srcBase + (d * 8u + 7u)];
+  let v0 = src_v[srcBase + d * 8u];
+  let v1 = src_v[srcBase + (d * 8u + 1u)];
+  let v2 = src_v[srcBase + (d * 8u + 2u)];
+  let v3 = src_v[srcBase + (d * 8u + 3u)];
+  let v4 = src_v[srcBase + (d * 8u + 4u)];
+  let v5 = src_v[srcBase + (d * 8u + 5u)];
+  let v6 = src_v[srcBase + (d * 8u + 6u)];
+  let v7 = src_v[srcBase + (d * 8u + 7u)];
   let pK0 = vec2<f32>(min(min(kIn0.x, kIn0.y), min(kIn0.z, kIn0.w)), max(max(kIn0.x, kIn0.y), max(kIn0.z, kIn0.w)));
   let pK1 = vec2<f32>(min(min(kIn1.x, kIn1.y), min(kIn1.z, kIn1.w)), max(max(kIn1.x, kIn1.y), max(kIn1.z, kIn1.w)));
   let pKRun1 = vec2<f32>(min(pK0.x, pK1.x), max(pK0.y, pK1.y));

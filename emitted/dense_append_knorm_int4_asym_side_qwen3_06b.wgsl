@@ -50,7 +50,6 @@ fn main(
   let hk = tmp % KV_HEADS;
   let b = tmp / KV_HEADS;
   let srcBase = (b * params.keySeq + t) * KV_HIDDEN_V4 + hk * HEAD_DIM_V4;
-  let run0 = d * 8u;
   let total = u32(max(seqlens_k[b], -1i)) + 1u;
   // Clamping below by keySeq maps a right-padded first prompt
   // (seqlens_k[b]+1 < keySeq) to append offset 0.
@@ -60,22 +59,22 @@ fn main(
   let skip = params.keySeq - fresh;
   // New token t lands at row appendStart + t - skip; tokens before skip do not fit.
   let dstT = appendStart + (max(t, skip) - skip);
-  let kIn0 = src_k[srcBase + run0];
-  let kIn1 = src_k[srcBase + (run0 + 1u)];
-  let kIn2 = src_k[srcBase + (run0 + 2u)];
-  let kIn3 = src_k[srcBase + (run0 + 3u)];
-  let kIn4 = src_k[srcBase + (run0 + 4u)];
-  let kIn5 = src_k[srcBase + (run0 + 5u)];
-  let kIn6 = src_k[srcBase + (run0 + 6u)];
-  let kIn7 = src_k[srcBase + (run0 + 7u)];
-  let v0 = src_v[srcBase + run0];
-  let v1 = src_v[srcBase + (run0 + 1u)];
-  let v2 = src_v[srcBase + (run0 + 2u)];
-  let v3 = src_v[srcBase + (run0 + 3u)];
-  let v4 = src_v[srcBase + (run0 + 4u)];
-  let v5 = src_v[srcBase + (run0 + 5u)];
-  let v6 = src_v[srcBase + (run0 + 6u)];
-  let v7 = src_v[srcBase + (run0 + 7u)];
+  let kIn0 = src_k[srcBase + d * 8u];
+  let kIn1 = src_k[srcBase + (d * 8u + 1u)];
+  let kIn2 = src_k[srcBase + (d * 8u + 2u)];
+  let kIn3 = src_k[srcBase + (d * 8u + 3u)];
+  let kIn4 = src_k[srcBase + (d * 8u + 4u)];
+  let kIn5 = src_k[srcBase + (d * 8u + 5u)];
+  let kIn6 = src_k[srcBase + (d * 8u + 6u)];
+  let kIn7 = src_k[srcBase + (d * 8u + 7u)];
+  let v0 = src_v[srcBase + d * 8u];
+  let v1 = src_v[srcBase + (d * 8u + 1u)];
+  let v2 = src_v[srcBase + (d * 8u + 2u)];
+  let v3 = src_v[srcBase + (d * 8u + 3u)];
+  let v4 = src_v[srcBase + (d * 8u + 4u)];
+  let v5 = src_v[srcBase + (d * 8u + 5u)];
+  let v6 = src_v[srcBase + (d * 8u + 6u)];
+  let v7 = src_v[srcBase + (d * 8u + 7u)];
   // K RMSNorm: the row's sum of squares, reduced in workgroup memory.
   wsum[lid.x / 4u][lid.x % 4u] = dot(kIn0, kIn0) + dot(kIn1, kIn1) + dot(kIn2, kIn2) + dot(kIn3, kIn3) + dot(kIn4, kIn4) + dot(kIn5, kIn5) + dot(kIn6, kIn6) + dot(kIn7, kIn7);
   workgroupBarrier();
@@ -86,21 +85,21 @@ fn main(
   }
   let ms = acc.x + acc.y + (acc.z + acc.w);
   let invRms = inverseSqrt(ms / f32(HEAD_DIM) + QK_EPS);
-  let kAt0 = run0;
+  let kAt0 = d * 8u;
   let k0 = kIn0 * invRms * k_norm_weight[kAt0];
-  let kAt1 = run0 + 1u;
+  let kAt1 = d * 8u + 1u;
   let k1 = kIn1 * invRms * k_norm_weight[kAt1];
-  let kAt2 = run0 + 2u;
+  let kAt2 = d * 8u + 2u;
   let k2 = kIn2 * invRms * k_norm_weight[kAt2];
-  let kAt3 = run0 + 3u;
+  let kAt3 = d * 8u + 3u;
   let k3 = kIn3 * invRms * k_norm_weight[kAt3];
-  let kAt4 = run0 + 4u;
+  let kAt4 = d * 8u + 4u;
   let k4 = kIn4 * invRms * k_norm_weight[kAt4];
-  let kAt5 = run0 + 5u;
+  let kAt5 = d * 8u + 5u;
   let k5 = kIn5 * invRms * k_norm_weight[kAt5];
-  let kAt6 = run0 + 6u;
+  let kAt6 = d * 8u + 6u;
   let k6 = kIn6 * invRms * k_norm_weight[kAt6];
-  let kAt7 = run0 + 7u;
+  let kAt7 = d * 8u + 7u;
   let k7 = kIn7 * invRms * k_norm_weight[kAt7];
   let pK0 = vec2<f32>(min(min(k0.x, k0.y), min(k0.z, k0.w)), max(max(k0.x, k0.y), max(k0.z, k0.w)));
   let pK1 = vec2<f32>(min(min(k1.x, k1.y), min(k1.z, k1.w)), max(max(k1.x, k1.y), max(k1.z, k1.w)));

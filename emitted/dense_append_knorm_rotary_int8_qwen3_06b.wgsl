@@ -52,7 +52,6 @@ fn main(
   let hk = tmp % KV_HEADS;
   let b = tmp / KV_HEADS;
   let srcBase = (b * params.keySeq + t) * KV_HIDDEN_V4 + hk * HEAD_DIM_V4;
-  let run0 = d * 4u;
   let total = u32(max(seqlens_k[b], -1i)) + 1u;
   // Clamping below by keySeq maps a right-padded first prompt
   // (seqlens_k[b]+1 < keySeq) to append offset 0.
@@ -62,14 +61,14 @@ fn main(
   let skip = params.keySeq - fresh;
   // New token t lands at row appendStart + t - skip; tokens before skip do not fit.
   let dstT = appendStart + (max(t, skip) - skip);
-  let kIn0 = src_k[srcBase + run0];
-  let kIn1 = src_k[srcBase + (run0 + 1u)];
-  let kIn2 = src_k[srcBase + (run0 + 2u)];
-  let kIn3 = src_k[srcBase + (run0 + 3u)];
-  let v0 = src_v[srcBase + run0];
-  let v1 = src_v[srcBase + (run0 + 1u)];
-  let v2 = src_v[srcBase + (run0 + 2u)];
-  let v3 = src_v[srcBase + (run0 + 3u)];
+  let kIn0 = src_k[srcBase + d * 4u];
+  let kIn1 = src_k[srcBase + (d * 4u + 1u)];
+  let kIn2 = src_k[srcBase + (d * 4u + 2u)];
+  let kIn3 = src_k[srcBase + (d * 4u + 3u)];
+  let v0 = src_v[srcBase + d * 4u];
+  let v1 = src_v[srcBase + (d * 4u + 1u)];
+  let v2 = src_v[srcBase + (d * 4u + 2u)];
+  let v3 = src_v[srcBase + (d * 4u + 3u)];
   // K RMSNorm: the row's sum of squares, reduced in workgroup memory.
   wsum[lid.x / 4u][lid.x % 4u] = dot(kIn0, kIn0) + dot(kIn1, kIn1) + dot(kIn2, kIn2) + dot(kIn3, kIn3);
   workgroupBarrier();
@@ -80,7 +79,7 @@ fn main(
   }
   let ms = acc.x + acc.y + (acc.z + acc.w);
   let invRms = inverseSqrt(ms / f32(HEAD_DIM) + QK_EPS);
-  let kAt0 = run0;
+  let kAt0 = d * 4u;
   let kOwn0 = kIn0 * invRms * k_norm_weight[kAt0];
   let kAt0Pair = (kAt0 + HALF_V4) % (HALF_V4 * 2u);
   let kPair0 = src_k[srcBase + kAt0Pair] * invRms * k_norm_weight[kAt0Pair];
@@ -88,7 +87,7 @@ fn main(
   let cs0 = cos_cache[dstT * HALF_V4 + kDr0];
   let sn0 = sin_cache[dstT * HALF_V4 + kDr0];
   let k0 = select(select(kOwn0, kPair0, kAt0 < HALF_V4) * cs0 + select(kPair0, kOwn0, kAt0 < HALF_V4) * sn0, select(kPair0, kOwn0, kAt0 < HALF_V4) * cs0 - select(kOwn0, kPair0, kAt0 < HALF_V4) * sn0, kAt0 < HALF_V4);
-  let kAt1 = run0 + 1u;
+  let kAt1 = d * 4u + 1u;
   let kOwn1 = kIn1 * invRms * k_norm_weight[kAt1];
   let kAt1Pair = (kAt1 + HALF_V4) % (HALF_V4 * 2u);
   let kPair1 = src_k[srcBase + kAt1Pair] * invRms * k_norm_weight[kAt1Pair];
@@ -96,7 +95,7 @@ fn main(
   let cs1 = cos_cache[dstT * HALF_V4 + kDr1];
   let sn1 = sin_cache[dstT * HALF_V4 + kDr1];
   let k1 = select(select(kOwn1, kPair1, kAt1 < HALF_V4) * cs1 + select(kPair1, kOwn1, kAt1 < HALF_V4) * sn1, select(kPair1, kOwn1, kAt1 < HALF_V4) * cs1 - select(kOwn1, kPair1, kAt1 < HALF_V4) * sn1, kAt1 < HALF_V4);
-  let kAt2 = run0 + 2u;
+  let kAt2 = d * 4u + 2u;
   let kOwn2 = kIn2 * invRms * k_norm_weight[kAt2];
   let kAt2Pair = (kAt2 + HALF_V4) % (HALF_V4 * 2u);
   let kPair2 = src_k[srcBase + kAt2Pair] * invRms * k_norm_weight[kAt2Pair];
@@ -104,7 +103,7 @@ fn main(
   let cs2 = cos_cache[dstT * HALF_V4 + kDr2];
   let sn2 = sin_cache[dstT * HALF_V4 + kDr2];
   let k2 = select(select(kOwn2, kPair2, kAt2 < HALF_V4) * cs2 + select(kPair2, kOwn2, kAt2 < HALF_V4) * sn2, select(kPair2, kOwn2, kAt2 < HALF_V4) * cs2 - select(kOwn2, kPair2, kAt2 < HALF_V4) * sn2, kAt2 < HALF_V4);
-  let kAt3 = run0 + 3u;
+  let kAt3 = d * 4u + 3u;
   let kOwn3 = kIn3 * invRms * k_norm_weight[kAt3];
   let kAt3Pair = (kAt3 + HALF_V4) % (HALF_V4 * 2u);
   let kPair3 = src_k[srcBase + kAt3Pair] * invRms * k_norm_weight[kAt3Pair];

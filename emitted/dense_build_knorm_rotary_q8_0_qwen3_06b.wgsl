@@ -50,24 +50,23 @@ fn main(
   let hk = tmp % KV_HEADS;
   let b = tmp / KV_HEADS;
   let srcBase = (b * params.seq + t) * KV_HIDDEN_V4 + hk * HEAD_DIM_V4;
-  let run0 = d * 8u;
   let pos = params.pastSeq + t;
-  let kIn0 = src_k[srcBase + run0];
-  let kIn1 = src_k[srcBase + (run0 + 1u)];
-  let kIn2 = src_k[srcBase + (run0 + 2u)];
-  let kIn3 = src_k[srcBase + (run0 + 3u)];
-  let kIn4 = src_k[srcBase + (run0 + 4u)];
-  let kIn5 = src_k[srcBase + (run0 + 5u)];
-  let kIn6 = src_k[srcBase + (run0 + 6u)];
-  let kIn7 = src_k[srcBase + (run0 + 7u)];
-  let v0 = src_v[srcBase + run0];
-  let v1 = src_v[srcBase + (run0 + 1u)];
-  let v2 = src_v[srcBase + (run0 + 2u)];
-  let v3 = src_v[srcBase + (run0 + 3u)];
-  let v4 = src_v[srcBase + (run0 + 4u)];
-  let v5 = src_v[srcBase + (run0 + 5u)];
-  let v6 = src_v[srcBase + (run0 + 6u)];
-  let v7 = src_v[srcBase + (run0 + 7u)];
+  let kIn0 = src_k[srcBase + d * 8u];
+  let kIn1 = src_k[srcBase + (d * 8u + 1u)];
+  let kIn2 = src_k[srcBase + (d * 8u + 2u)];
+  let kIn3 = src_k[srcBase + (d * 8u + 3u)];
+  let kIn4 = src_k[srcBase + (d * 8u + 4u)];
+  let kIn5 = src_k[srcBase + (d * 8u + 5u)];
+  let kIn6 = src_k[srcBase + (d * 8u + 6u)];
+  let kIn7 = src_k[srcBase + (d * 8u + 7u)];
+  let v0 = src_v[srcBase + d * 8u];
+  let v1 = src_v[srcBase + (d * 8u + 1u)];
+  let v2 = src_v[srcBase + (d * 8u + 2u)];
+  let v3 = src_v[srcBase + (d * 8u + 3u)];
+  let v4 = src_v[srcBase + (d * 8u + 4u)];
+  let v5 = src_v[srcBase + (d * 8u + 5u)];
+  let v6 = src_v[srcBase + (d * 8u + 6u)];
+  let v7 = src_v[srcBase + (d * 8u + 7u)];
   // K RMSNorm: the row's sum of squares, reduced in workgroup memory.
   wsum[lid.x / 4u][lid.x % 4u] = dot(kIn0, kIn0) + dot(kIn1, kIn1) + dot(kIn2, kIn2) + dot(kIn3, kIn3) + dot(kIn4, kIn4) + dot(kIn5, kIn5) + dot(kIn6, kIn6) + dot(kIn7, kIn7);
   workgroupBarrier();
@@ -78,7 +77,7 @@ fn main(
   }
   let ms = acc.x + acc.y + (acc.z + acc.w);
   let invRms = inverseSqrt(ms / f32(HEAD_DIM) + QK_EPS);
-  let kAt0 = run0;
+  let kAt0 = d * 8u;
   let kOwn0 = kIn0 * invRms * k_norm_weight[kAt0];
   let kAt0Pair = (kAt0 + HALF_V4) % (HALF_V4 * 2u);
   let kPair0 = src_k[srcBase + kAt0Pair] * invRms * k_norm_weight[kAt0Pair];
@@ -86,7 +85,7 @@ fn main(
   let cs0 = cos_cache[pos * HALF_V4 + kDr0];
   let sn0 = sin_cache[pos * HALF_V4 + kDr0];
   let k0 = select(select(kOwn0, kPair0, kAt0 < HALF_V4) * cs0 + select(kPair0, kOwn0, kAt0 < HALF_V4) * sn0, select(kPair0, kOwn0, kAt0 < HALF_V4) * cs0 - select(kOwn0, kPair0, kAt0 < HALF_V4) * sn0, kAt0 < HALF_V4);
-  let kAt1 = run0 + 1u;
+  let kAt1 = d * 8u + 1u;
   let kOwn1 = kIn1 * invRms * k_norm_weight[kAt1];
   let kAt1Pair = (kAt1 + HALF_V4) % (HALF_V4 * 2u);
   let kPair1 = src_k[srcBase + kAt1Pair] * invRms * k_norm_weight[kAt1Pair];
@@ -94,7 +93,7 @@ fn main(
   let cs1 = cos_cache[pos * HALF_V4 + kDr1];
   let sn1 = sin_cache[pos * HALF_V4 + kDr1];
   let k1 = select(select(kOwn1, kPair1, kAt1 < HALF_V4) * cs1 + select(kPair1, kOwn1, kAt1 < HALF_V4) * sn1, select(kPair1, kOwn1, kAt1 < HALF_V4) * cs1 - select(kOwn1, kPair1, kAt1 < HALF_V4) * sn1, kAt1 < HALF_V4);
-  let kAt2 = run0 + 2u;
+  let kAt2 = d * 8u + 2u;
   let kOwn2 = kIn2 * invRms * k_norm_weight[kAt2];
   let kAt2Pair = (kAt2 + HALF_V4) % (HALF_V4 * 2u);
   let kPair2 = src_k[srcBase + kAt2Pair] * invRms * k_norm_weight[kAt2Pair];
@@ -102,7 +101,7 @@ fn main(
   let cs2 = cos_cache[pos * HALF_V4 + kDr2];
   let sn2 = sin_cache[pos * HALF_V4 + kDr2];
   let k2 = select(select(kOwn2, kPair2, kAt2 < HALF_V4) * cs2 + select(kPair2, kOwn2, kAt2 < HALF_V4) * sn2, select(kPair2, kOwn2, kAt2 < HALF_V4) * cs2 - select(kOwn2, kPair2, kAt2 < HALF_V4) * sn2, kAt2 < HALF_V4);
-  let kAt3 = run0 + 3u;
+  let kAt3 = d * 8u + 3u;
   let kOwn3 = kIn3 * invRms * k_norm_weight[kAt3];
   let kAt3Pair = (kAt3 + HALF_V4) % (HALF_V4 * 2u);
   let kPair3 = src_k[srcBase + kAt3Pair] * invRms * k_norm_weight[kAt3Pair];
@@ -110,7 +109,7 @@ fn main(
   let cs3 = cos_cache[pos * HALF_V4 + kDr3];
   let sn3 = sin_cache[pos * HALF_V4 + kDr3];
   let k3 = select(select(kOwn3, kPair3, kAt3 < HALF_V4) * cs3 + select(kPair3, kOwn3, kAt3 < HALF_V4) * sn3, select(kPair3, kOwn3, kAt3 < HALF_V4) * cs3 - select(kOwn3, kPair3, kAt3 < HALF_V4) * sn3, kAt3 < HALF_V4);
-  let kAt4 = run0 + 4u;
+  let kAt4 = d * 8u + 4u;
   let kOwn4 = kIn4 * invRms * k_norm_weight[kAt4];
   let kAt4Pair = (kAt4 + HALF_V4) % (HALF_V4 * 2u);
   let kPair4 = src_k[srcBase + kAt4Pair] * invRms * k_norm_weight[kAt4Pair];
@@ -118,7 +117,7 @@ fn main(
   let cs4 = cos_cache[pos * HALF_V4 + kDr4];
   let sn4 = sin_cache[pos * HALF_V4 + kDr4];
   let k4 = select(select(kOwn4, kPair4, kAt4 < HALF_V4) * cs4 + select(kPair4, kOwn4, kAt4 < HALF_V4) * sn4, select(kPair4, kOwn4, kAt4 < HALF_V4) * cs4 - select(kOwn4, kPair4, kAt4 < HALF_V4) * sn4, kAt4 < HALF_V4);
-  let kAt5 = run0 + 5u;
+  let kAt5 = d * 8u + 5u;
   let kOwn5 = kIn5 * invRms * k_norm_weight[kAt5];
   let kAt5Pair = (kAt5 + HALF_V4) % (HALF_V4 * 2u);
   let kPair5 = src_k[srcBase + kAt5Pair] * invRms * k_norm_weight[kAt5Pair];
@@ -126,7 +125,7 @@ fn main(
   let cs5 = cos_cache[pos * HALF_V4 + kDr5];
   let sn5 = sin_cache[pos * HALF_V4 + kDr5];
   let k5 = select(select(kOwn5, kPair5, kAt5 < HALF_V4) * cs5 + select(kPair5, kOwn5, kAt5 < HALF_V4) * sn5, select(kPair5, kOwn5, kAt5 < HALF_V4) * cs5 - select(kOwn5, kPair5, kAt5 < HALF_V4) * sn5, kAt5 < HALF_V4);
-  let kAt6 = run0 + 6u;
+  let kAt6 = d * 8u + 6u;
   let kOwn6 = kIn6 * invRms * k_norm_weight[kAt6];
   let kAt6Pair = (kAt6 + HALF_V4) % (HALF_V4 * 2u);
   let kPair6 = src_k[srcBase + kAt6Pair] * invRms * k_norm_weight[kAt6Pair];
@@ -134,7 +133,7 @@ fn main(
   let cs6 = cos_cache[pos * HALF_V4 + kDr6];
   let sn6 = sin_cache[pos * HALF_V4 + kDr6];
   let k6 = select(select(kOwn6, kPair6, kAt6 < HALF_V4) * cs6 + select(kPair6, kOwn6, kAt6 < HALF_V4) * sn6, select(kPair6, kOwn6, kAt6 < HALF_V4) * cs6 - select(kOwn6, kPair6, kAt6 < HALF_V4) * sn6, kAt6 < HALF_V4);
-  let kAt7 = run0 + 7u;
+  let kAt7 = d * 8u + 7u;
   let kOwn7 = kIn7 * invRms * k_norm_weight[kAt7];
   let kAt7Pair = (kAt7 + HALF_V4) % (HALF_V4 * 2u);
   let kPair7 = src_k[srcBase + kAt7Pair] * invRms * k_norm_weight[kAt7Pair];

@@ -108,6 +108,7 @@ class DenseWalk(StrEnum):
 
     RUNS = "runs"
     STAGED = "staged"
+    STRIDED = "strided"
 
 
 class ScalePlace(StrEnum):
@@ -223,6 +224,12 @@ class DenseAppendConfig(DenseConfig):
             )
         one_of("input_type", self.input_type, FLOATS)
         one_of("walk", self.walk, DenseWalk)
+        require(
+            not (self.fmt.ggml and self.walk is DenseWalk.STRIDED),
+            "walk",
+            self.walk.value,
+            f"'runs' or 'staged' for {self.fmt.name} (a ggml lane holds one whole block)",
+        )
 
     def default_workgroup_size(self) -> int:
         lanes = self.row_lanes
@@ -298,7 +305,8 @@ def _consts(kb: KernelBuilder, cfg: DenseConfig) -> tuple[Val, Val]:
 def quantiser(cfg: DenseAppendConfig) -> Quantiser:
     """The quantising row program of ``cfg``'s format, scales' place, head dim and workgroup."""
     staged = cfg.walk is DenseWalk.STAGED
-    return Quantiser(cfg.fmt, cfg.inline, cfg.head_dim, cfg.workgroup_size, staged)
+    strided = cfg.walk is DenseWalk.STRIDED
+    return Quantiser(cfg.fmt, cfg.inline, cfg.head_dim, cfg.workgroup_size, staged, strided)
 
 
 def dense_append(cfg: DenseAppendConfig, name: str = "dense_append") -> Kernel:
@@ -341,7 +349,6 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
     it = walks.vectors(kb, cfg.fold, count, lanes, 1, guard=False)
     b, hk, t = split_rows(kb, it.row, heads, key_seq)
     src_base = kb.let("srcBase", bsh(b, t, hk, key_seq, hidden, per_row))
-    run0 = kb.let("run0", it.d * q.vectors)
     skipped = None
     if append:
         win = append_window(kb, seqlens, b, seq, key_seq)
@@ -353,12 +360,12 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
     else:
         dst_t, position = t, kb.let("pos", past + t)
     n = q.vectors
-    at = [src_base + (run0 + j if j else run0) for j in range(n)]
+    at = [src_base + q.vector_at(it.d, j) for j in range(n)]
     k = [kb.let(f"kIn{j}", words.as_f32(kb, src_k[at[j]])) for j in range(n)]
     v = [kb.let(f"v{j}", words.as_f32(kb, src_v[at[j]])) for j in range(n)]
     if cfg.k_norm or cfg.rotary:
         rot = Rotation(cos, sin, position, half) if cfg.rotary else None
-        k = _transform_k(kb, cfg, k, (src_k, src_base, run0), weight, rot, (it.d, lanes, eps))
+        k = _transform_k(kb, cfg, k, (src_k, src_base, q), weight, rot, (it.d, lanes, eps))
     done = it.e >= count * lanes
 
     def place() -> RowPlace:
@@ -412,16 +419,16 @@ def _transform_k(
     kb: KernelBuilder,
     cfg: DenseAppendConfig,
     k: list[Val],
-    src: tuple[Buffer, Val, Val],
+    src: tuple[Buffer, Val, Quantiser],
     weight: Buffer | None,
     rot: Rotation | None,
     lane: tuple[Val, Val, Val | None],
 ) -> list[Val]:
-    """The lane's run of K (``k``, as loaded from ``src_k`` at ``src_base + run0 + j``)
-    RMS-normed over its row (``x * invRms * weight``; the row's sum of squares reduced in
+    """The lane's vectors of K (``k``, as loaded from ``src_k`` at ``src_base +
+    q.vector_at(lane, j)``) RMS-normed over its row (``x * invRms * weight``; the row's sum of squares reduced in
     workgroup memory: a barrier every invocation reaches) and then NeoX-rotated vector by
     vector, each with its partner ``HALF_V4`` away loaded (and normed) beside it."""
-    src_k, src_base, run0 = src
+    src_k, src_base, q = src
     d, lanes, eps = lane
     inv_rms = None
     if weight is not None:
@@ -431,7 +438,7 @@ def _transform_k(
         inv_rms = kb.let("invRms", inverse_sqrt(ms / convert(f32, head_dim) + eps))
     out = []
     for j, x in enumerate(k):
-        at = kb.let(f"kAt{j}", run0 + j if j else run0)
+        at = kb.let(f"kAt{j}", q.vector_at(d, j))
         if inv_rms is not None:
             x = x * inv_rms * words.as_f32(kb, weight[at])
         if rot is None:

@@ -6,10 +6,10 @@ A mode walks its rows its own way and hands each row to :func:`quantise_rows`:
 
 - :class:`Quantiser` says how a row of ``head_dim`` values of format ``fmt`` (scales inline or in
   a side buffer) is spread over a workgroup's invocations: :attr:`Quantiser.lanes` invocations
-  per row, each holding a run of :attr:`Quantiser.vectors` consecutive ``vec4<f32>`` of it, lane
-  ``l`` (:func:`quantise_rows`'s ``lane``) vectors ``[l * vectors, (l + 1) * vectors)``. A
-  row's lanes are adjacent invocations of one workgroup (local ids ``lid - lane .. lid - lane +
-  lanes - 1``), so ``workgroup_size`` divides by ``lanes``.
+  per row, each holding :attr:`Quantiser.vectors` ``vec4<f32>`` of it, its ``j``-th the row's
+  vector :meth:`Quantiser.vector_at` (a run of consecutive vectors, or strided). A row's lanes
+  are adjacent invocations of one workgroup (local ids ``lid - lane .. lid - lane + lanes -
+  1``), so ``workgroup_size`` divides by ``lanes``.
 - The caller declares the cache bindings with :func:`cache_binding` (u32 words, or
   ``vec2``/``vec4<u32>`` where a lane's words are that aligned: :attr:`Quantiser.store_width`),
   loads its lane's K and V values (rotated, K-normed: as they are to be stored), then calls
@@ -78,13 +78,35 @@ class Quantiser:
     """A dense format's quantising row program: ``fmt`` (:data:`kvdsl.nodes.formats.FORMATS`)
     with its scales ``inline`` or in a side buffer, rows of ``head_dim`` values, reduced in
     workgroups of ``workgroup_size`` invocations (a multiple of :attr:`lanes`); ``staged``: the
-    workgroup's rows are stored together from workgroup memory (:func:`quantise_rows`)."""
+    workgroup's rows are stored together from workgroup memory (:func:`quantise_rows`);
+    ``strided``: a dense format's lane holds every :attr:`lanes`-th code word's values instead
+    of a run (:meth:`vector_at`), so that adjacent lanes load and store adjacent words."""
 
     fmt: Format
     inline: bool
     head_dim: int
     workgroup_size: int
     staged: bool = False
+    strided: bool = False
+
+    def vector_at(self, lane: Val, j: int) -> Val:
+        """The row's vector (``vec4`` index) that lane ``lane`` holds as its ``j``-th: ``lane *
+        vectors + j`` (a run), or strided, its ``j // n``-th code word's ``j % n``-th vector
+        (``n`` = 1 for int8, 2 for 4-bit) with code word ``lane + lanes * (j // n)``."""
+        if not self.strided or self.fmt.ggml:
+            at = lane * self.vectors
+            return at + j if j else at
+        n = self.fmt.per_word // 4
+        word = lane + self.lanes * (j // n) if j // n else lane
+        at = word * n if n > 1 else word
+        return at + j % n if j % n else at
+
+    def word_at(self, lane: Val, w: int) -> Val:
+        """The row's code word (after the header) that is lane ``lane``'s ``w``-th."""
+        if self.strided:
+            return lane + self.lanes * w if w else lane
+        at = lane * self.lane_words
+        return at + w if w else at
 
     @property
     def vectors(self) -> int:
@@ -117,7 +139,7 @@ class Quantiser:
         """u32 words per store: 4 or 2 where every row, its header and each lane's code words
         divide by it (so ``vec4<u32>`` stores of side-scale rows are 16-byte aligned), else 1
         (ggml's blocks straddle words; staged rows are stored word by word)."""
-        if self.fmt.ggml or self.staged:
+        if self.fmt.ggml or self.staged or self.strided:
             return 1
         head = self.fmt.header_words(self.inline)
         for w in (4, 2):
@@ -203,8 +225,9 @@ def quantise_rows(
 ) -> None:
     """Quantise and store the K and V rows the workgroup's lanes hold.
 
-    This invocation is lane ``lane`` (u32, ``0 .. q.lanes - 1``) of its row, holding its run of
-    ``q.vectors`` ``vec4<f32>`` values of K (``k``) and of V (``v``) in order; every invocation
+    This invocation is lane ``lane`` (u32, ``0 .. q.lanes - 1``) of its row, holding its
+    ``q.vectors`` ``vec4<f32>`` values of K (``k``) and of V (``v``), the ``j``-th the row's
+    vector ``q.vector_at(lane, j)``; every invocation
     of the workgroup calls this in uniform control flow (see the module docstring). After the
     call the lanes of ``dest.skip`` have left.
 
@@ -418,9 +441,9 @@ def _dense_words(
     ]
     if put is not None:
         head = fmt.header_words(q.inline)
-        first = kb.let(f"{which}Word0", lane * q.lane_words + head)
         for w, word in enumerate(words):
-            put(first + w if w else first, word)
+            at = q.word_at(lane, w)
+            put(at + head if head else at, word)
         if head:
             with kb.if_(lane.eq(0)):
                 for i, word in enumerate(_header(fmt, sc)):
@@ -451,10 +474,15 @@ def _store_dense(
     width = q.store_width
     base = place.words
     codes = base + head if head else base
-    stores = q.lane_words // width
-    at = kb.let(f"{which}At", _in(codes, width) + (lane * stores if stores > 1 else lane))
-    for i in range(stores):
-        out[at + i if i else at] = _chunk(words, i, width)
+    if q.strided:
+        at = kb.let(f"{which}At", codes + lane)
+        for w, word in enumerate(words):
+            out[at + q.lanes * w if w else at] = word
+    else:
+        stores = q.lane_words // width
+        at = kb.let(f"{which}At", _in(codes, width) + (lane * stores if stores > 1 else lane))
+        for i in range(stores):
+            out[at + i if i else at] = _chunk(words, i, width)
     if head:
         with kb.if_(lane.eq(0)):
             header = _header(fmt, sc)

@@ -285,6 +285,13 @@ def test_emitted_kernels_parse_back_and_need_no_f16():
         ({"k_norm": True, "eps": 0.0}, "eps", "a number > 0 that is a normal f32"),
         ({"k_norm": 1}, "k_norm", "true or false"),
         ({"window": True}, "window", "false for dense_append (the dense modes have no windowed"),
+        ({"walk": "rows"}, "walk", "one of 'runs', 'staged', 'strided'"),
+        ({"format": "q8_0", "walk": "strided"}, "walk", "'runs' or 'staged' for q8_0"),
+        (
+            {"format": "q8_0", "walk": "staged", "workgroup_size": 256},
+            "workgroup_size",
+            "fit WebGPU's 16384 bytes of workgroup memory (walk 'staged' needs 18688 bytes",
+        ),
     ],
 )
 def test_configs_refuse_with_the_field_and_what_is_allowed(kwargs, field, allowed):
