@@ -82,9 +82,8 @@ from kvdsl.nodes.window import append_window
 F32X4 = vec(4, f32)
 LANES = ("x", "y", "z", "w")
 #: ``dense_append``'s and ``dense_build``'s workgroup size when a config leaves it unset (a
-#: multiple of a row's vectors at most this): each workgroup waits at two barriers, and smaller
-#: workgroups keep more of them in flight (on the H200 a 2,048-token int4 append at batch 4
-#: reached 56% of the copy at 64 against 46% at 256; int8 80-81% at both).
+#: multiple of a row's lanes at most this): each workgroup waits at a barrier, and smaller
+#: workgroups keep more of them in flight.
 QUANTISE_WORKGROUP = 64
 #: WebGPU's default maxComputeWorkgroupStorageSize.
 MAX_WORKGROUP_BYTES = 16384
