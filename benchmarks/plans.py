@@ -64,7 +64,7 @@ SMALL = {"batches": (1, 2), "cache": 32, "prefill": 8}
 #: config fields that do not make a variant distinct (its shape and dispatch tunables)
 SHAPE_FIELDS = ("kv_heads", "head_dim", "workgroup_size", "fold", "eps")
 #: fields a ``--variants VARIANT@field=N`` spec may change (:func:`tuned`)
-TUNABLES = ("workgroup_size", "fold", "walk")
+TUNABLES = ("workgroup_size", "fold", "walk", "split")
 
 
 # -- which configs ------------------------------------------------------------------------------
@@ -116,7 +116,7 @@ def representatives(select: list[str] | None = None) -> dict[str, Any]:
 
 def tuned(spec: str) -> Any:
     """``VARIANT@field=value[,field=value]``: the catalog variant reshaped, with dispatch
-    tunables (:data:`TUNABLES`: integers, or a walk's name) replaced, so that a schedule is
+    tunables (:data:`TUNABLES`: integers, true or false, or a walk's name) replaced, so that a schedule is
     measured beside the catalog's without being a catalog variant."""
     name, _, fields = spec.partition("@")
     cfg = reshape(catalog.config(name))  # raises UnknownVariant for a wrong name
@@ -128,7 +128,8 @@ def tuned(spec: str) -> Any:
                 f"--variants {spec!r}: {item!r} is not FIELD=VALUE with FIELD one of"
                 f" {cfg.mode}'s {', '.join(t for t in TUNABLES if hasattr(cfg, t))}"
             )
-        changes[key] = int(value) if value.isdigit() else value
+        words = {"true": True, "false": False}
+        changes[key] = int(value) if value.isdigit() else words.get(value, value)
     try:
         return dataclasses.replace(cfg, **changes)
     except ConfigError as err:

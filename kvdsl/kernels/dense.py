@@ -189,10 +189,12 @@ class DenseAppendConfig(DenseConfig):
     # Taken so that a partial rotary is refused by name; never published (always unset).
     rotary_half: int | None = None
     walk: DenseWalk = choice(DenseWalk.RUNS)
+    # K's and V's rows in separate invocations (each does half the work) or both in one.
+    split: bool = False
     mode = "dense_append"
     KEYS = (  # fmt: skip
         "kv_heads", "head_dim", "format", "scales", "k_norm", "rotary", "rotary_half", "eps",
-        "input_type", "walk", "workgroup_size", "fold",
+        "input_type", "walk", "split", "workgroup_size", "fold",
     )
 
     def check_fields(self) -> None:
@@ -223,6 +225,7 @@ class DenseAppendConfig(DenseConfig):
             )
         one_of("input_type", self.input_type, FLOATS)
         one_of("walk", self.walk, DenseWalk)
+        flag("split", self.split)
         require(
             not (self.fmt.ggml and self.walk is DenseWalk.STRIDED),
             "walk",
@@ -305,7 +308,9 @@ def quantiser(cfg: DenseAppendConfig) -> Quantiser:
     """The quantising row program of ``cfg``'s format, scales' place, head dim and workgroup."""
     staged = cfg.walk is DenseWalk.STAGED
     strided = cfg.walk is DenseWalk.STRIDED
-    return Quantiser(cfg.fmt, cfg.inline, cfg.head_dim, cfg.workgroup_size, staged, strided)
+    return Quantiser(
+        cfg.fmt, cfg.inline, cfg.head_dim, cfg.workgroup_size, staged, strided, cfg.split
+    )
 
 
 def dense_append(cfg: DenseAppendConfig, name: str = "dense_append") -> Kernel:
@@ -344,9 +349,16 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
         count, seq, past = kb.param("count"), kb.param("seq"), kb.param("pastSeq")
         key_seq = seq  # the present holds the new tokens alone
 
-    kb.comment(f"Run walk: ROW_LANES invocations per row, each on a run of {q.vectors} vectors.")
-    it = walks.vectors(kb, cfg.fold, count, lanes, 1, guard=False)
-    b, hk, t = split_rows(kb, it.row, heads, key_seq)
+    n = q.vectors
+    rows = count * 2 if cfg.split else count
+    kb.comment(f"ROW_LANES invocations per row, each holding {n} vectors of it.")
+    it = walks.vectors(kb, cfg.fold, rows, lanes, 1, guard=False)
+    is_v = src_row = None
+    if cfg.split:
+        kb.comment("K's rows, then V's: an invocation quantises one row of one of them.")
+        is_v = kb.let("isV", it.row >= count)
+        src_row = kb.let("srcRow", select(it.row, it.row - count, is_v))
+    b, hk, t = split_rows(kb, it.row if src_row is None else src_row, heads, key_seq)
     src_base = kb.let("srcBase", bsh(b, t, hk, key_seq, hidden, per_row))
     skipped = None
     if append:
@@ -358,24 +370,39 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
         skipped = t < win.skip
     else:
         dst_t, position = t, kb.let("pos", past + t)
-    n = q.vectors
     at = [src_base + q.vector_at(it.d, j) for j in range(n)]
-    k = [kb.let(f"kIn{j}", words.as_f32(kb, src_k[at[j]])) for j in range(n)]
-    v = [kb.let(f"v{j}", words.as_f32(kb, src_v[at[j]])) for j in range(n)]
-    if cfg.k_norm or cfg.rotary:
-        rot = Rotation(cos, sin, position, half) if cfg.rotary else None
-        k = _transform_k(kb, cfg, k, (src_k, src_base, q), weight, rot, (it.d, lanes, eps))
-    done = it.e >= count * lanes
+    rot = Rotation(cos, sin, position, half) if cfg.rotary else None
+    inputs = (src_k, src_base, q)
+    if cfg.split:
+        x = [kb.var(f"x{j}", F32X4) for j in range(n)]
+        with kb.if_(is_v):
+            for j in range(n):
+                x[j].set(words.as_f32(kb, src_v[at[j]]))
+        with kb.else_():
+            for j in range(n):
+                x[j].set(words.as_f32(kb, src_k[at[j]]))
+        if cfg.k_norm or cfg.rotary:
+            inv_rms = _inv_rms(kb, cfg, x, it.d, lanes, eps) if cfg.k_norm else None
+            with kb.if_(~is_v):
+                for j, kj in enumerate(_transform_k(kb, x, inputs, weight, rot, inv_rms, it.d)):
+                    x[j].set(kj)
+        k, v = x, None
+    else:
+        k = [kb.let(f"kIn{j}", words.as_f32(kb, src_k[at[j]])) for j in range(n)]
+        v = [kb.let(f"v{j}", words.as_f32(kb, src_v[at[j]])) for j in range(n)]
+        if cfg.k_norm or cfg.rotary:
+            inv_rms = _inv_rms(kb, cfg, k, it.d, lanes, eps) if cfg.k_norm else None
+            k = _transform_k(kb, k, inputs, weight, rot, inv_rms, it.d)
+    done = it.e >= rows * lanes
 
     def place() -> RowPlace:
         row = kb.let("dstRow", (b * heads + hk) * seq + dst_t)
         return RowPlace(row * row_words, None if side is None else row * (2 * fmt.stats))
 
-    dest = Destination(
-        present_key, present_value, side, place, done if skipped is None else done.lor(skipped)
-    )
+    skip = done if skipped is None else done.lor(skipped)
+    dest = Destination(present_key, present_value, side, place, skip, is_v)
     quantise_rows(kb, q, it.d, k, v, dest)
-    dispatch = walks.dispatch(count, lanes, cfg.workgroup_size, cfg.fold, blocks=False)
+    dispatch = walks.dispatch(rows, lanes, cfg.workgroup_size, cfg.fold, blocks=False)
     kind = fmt.name + ("" if fmt.ggml else f", scales {cfg.scales.value}")
     transforms = ["K RMS-normed"] if cfg.k_norm else []
     if cfg.rotary:
@@ -414,27 +441,30 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
     return walks.vector_extents(contract(kernel, extents, requires))
 
 
+def _inv_rms(
+    kb: KernelBuilder, cfg: DenseAppendConfig, k: list[Val], d: Val, lanes: Val, eps: Val
+) -> Val:
+    """``invRms`` of the row whose vectors ``k`` the lane holds: the row's sum of squares
+    reduced in workgroup memory (a barrier every invocation reaches)."""
+    kb.comment("K RMSNorm: the row's sum of squares, reduced in workgroup memory.")
+    ms = row_sum_of_squares(kb, tuple(k), d, lanes, cfg.workgroup_size, cfg.row_lanes)
+    head_dim = walks.named(kb, "HEAD_DIM", 1)
+    return kb.let("invRms", inverse_sqrt(ms / convert(f32, head_dim) + eps))
+
+
 def _transform_k(
     kb: KernelBuilder,
-    cfg: DenseAppendConfig,
     k: list[Val],
     src: tuple[Buffer, Val, Quantiser],
     weight: Buffer | None,
     rot: Rotation | None,
-    lane: tuple[Val, Val, Val | None],
+    inv_rms: Val | None,
+    d: Val,
 ) -> list[Val]:
     """The lane's vectors of K (``k``, as loaded from ``src_k`` at ``src_base +
-    q.vector_at(lane, j)``) RMS-normed over its row (``x * invRms * weight``; the row's sum of squares reduced in
-    workgroup memory: a barrier every invocation reaches) and then NeoX-rotated vector by
+    q.vector_at(d, j)``) RMS-normed (``x * invRms * weight``) and then NeoX-rotated vector by
     vector, each with its partner ``HALF_V4`` away loaded (and normed) beside it."""
     src_k, src_base, q = src
-    d, lanes, eps = lane
-    inv_rms = None
-    if weight is not None:
-        kb.comment("K RMSNorm: the row's sum of squares, reduced in workgroup memory.")
-        ms = row_sum_of_squares(kb, tuple(k), d, lanes, cfg.workgroup_size, cfg.row_lanes)
-        head_dim = walks.named(kb, "HEAD_DIM", 1)
-        inv_rms = kb.let("invRms", inverse_sqrt(ms / convert(f32, head_dim) + eps))
     out = []
     for j, x in enumerate(k):
         at = kb.let(f"kAt{j}", q.vector_at(d, j))

@@ -80,7 +80,9 @@ class Quantiser:
     workgroups of ``workgroup_size`` invocations (a multiple of :attr:`lanes`); ``staged``: the
     workgroup's rows are stored together from workgroup memory (:func:`quantise_rows`);
     ``strided``: a dense format's lane holds every :attr:`lanes`-th code word's values instead
-    of a run (:meth:`vector_at`), so that adjacent lanes load and store adjacent words."""
+    of a run (:meth:`vector_at`), so that adjacent lanes load and store adjacent words;
+    ``split``: each row the lanes hold is K's or V's (``Destination.tensor`` says which), not
+    both, so a lane has half the work."""
 
     fmt: Format
     inline: bool
@@ -88,6 +90,7 @@ class Quantiser:
     workgroup_size: int
     staged: bool = False
     strided: bool = False
+    split: bool = False
 
     def vector_at(self, lane: Val, j: int) -> Val:
         """The row's vector (``vec4`` index) that lane ``lane`` holds as its ``j``-th: ``lane *
@@ -158,7 +161,9 @@ class Quantiser:
         V and their places."""
         n = self.workgroup_size
         stats = 0 if self.fmt.ggml and self.lanes == 1 else n * (4 if self.fmt.ggml else 16)
-        return stats + (4 * self.rows * (2 * self.row_words + 1) if self.staged else 0)
+        tensors = 1 if self.split else 2
+        staged = 4 * self.rows * (tensors * self.row_words + 3 - tensors)
+        return stats + (staged if self.staged else 0)
 
     @property
     def cache_elem(self) -> Scalar | Vec:
@@ -206,13 +211,15 @@ class Destination:
     side ``scales`` or None inline), ``place`` (called once, in the storing lanes, after the
     statistics are reduced: the row's :class:`RowPlace`), and ``skip``: the lanes that store
     nothing (past the caller's rows, or a row the cache does not take), None when every lane
-    stores."""
+    stores; ``tensor``, with :attr:`Quantiser.split`: true where the lane's row is V's (stored in
+    ``value``, its scales after K's in the side buffer)."""
 
     key: Buffer
     value: Buffer
     scales: Buffer | None
     place: Callable[[], RowPlace]
     skip: Val | None = None
+    tensor: Val | None = None
 
 
 def quantise_rows(
@@ -220,7 +227,7 @@ def quantise_rows(
     q: Quantiser,
     lane: Val,
     k: Sequence[Val],
-    v: Sequence[Val],
+    v: Sequence[Val] | None,
     dest: Destination,
 ) -> None:
     """Quantise and store the K and V rows the workgroup's lanes hold.
@@ -229,17 +236,23 @@ def quantise_rows(
     ``q.vectors`` ``vec4<f32>`` values of K (``k``) and of V (``v``), the ``j``-th the row's
     vector ``q.vector_at(lane, j)``; every invocation
     of the workgroup calls this in uniform control flow (see the module docstring). After the
-    call the lanes of ``dest.skip`` have left.
+    call the lanes of ``dest.skip`` have left. With ``q.split`` the lane holds one row, K's or
+    V's as ``dest.tensor`` says, its values ``k`` (``v`` None).
 
     Each lane stores its own words (``vec4<u32>`` where aligned), or with ``q.staged`` writes
     them to workgroup memory, the row's first lane its row's place; after a barrier the
     workgroup stores its rows' words together, adjacent lanes on adjacent words of a row.
     """
     fmt = q.fmt
-    if len(k) != q.vectors or len(v) != q.vectors:
+    if q.split != (v is None) or q.split != (dest.tensor is not None):
+        raise ValueError(
+            "split rows (Quantiser.split) take one tensor's values (v None) and"
+            " Destination.tensor; rows of both take K's and V's and no tensor"
+        )
+    if len(k) != q.vectors or (v is not None and len(v) != q.vectors):
         raise ValueError(
             f"quantise_rows takes {q.vectors} vectors of K and of V per lane (format"
-            f" {fmt.name}, head dim {q.head_dim}), not {len(k)} and {len(v)}"
+            f" {fmt.name}, head dim {q.head_dim}), not {len(k)} and {len(v or [])}"
         )
     if (dest.scales is None) != q.inline:
         want = "no side scales binding" if q.inline else "a side scales binding"
@@ -282,90 +295,124 @@ def run_stat(kb: KernelBuilder, fmt: Format, name: str, run: Sequence[Val]) -> V
     return acc
 
 
+def _tensors(k: Sequence[Val], v: Sequence[Val] | None) -> dict[str, Sequence[Val]]:
+    """The rows a lane holds by name: K's and V's, or one split row ``x``."""
+    return {"x": k} if v is None else {"k": k, "v": v}
+
+
 def _dense_rows(
     kb: KernelBuilder,
     q: Quantiser,
     lane: Val,
     k: Sequence[Val],
-    v: Sequence[Val],
+    v: Sequence[Val] | None,
     dest: Destination,
 ) -> None:
     """A dense format's rows: partials of K and V in one workgroup slot, one barrier, the row's
     partials combined in order by every lane, its code words stored."""
     fmt = q.fmt
     lid = kb.lid.x
-    pk = run_stat(kb, fmt, "pK", k)
-    pv = run_stat(kb, fmt, "pV", v)
-    kb.comment("Each lane's statistic of its run of K and of V, in one workgroup slot; after")
+    runs = _tensors(k, v)
+    partials = [run_stat(kb, fmt, f"p{which.upper()}", run) for which, run in runs.items()]
+    kb.comment("Each lane's statistic of its run, K's and V's in one workgroup slot; after")
     kb.comment(f"the barrier every lane combines its row's {q.lanes} in order.")
-    stats = kb.workgroup_var("rowStats", array(F32X4, q.workgroup_size))
-    stats[lid] = construct(F32X4, pk, pv)
+    if q.split:
+        stats = kb.workgroup_var("rowStats", array(F32X2, q.workgroup_size))
+        stats[lid] = partials[0]
+    else:
+        stats = kb.workgroup_var("rowStats", array(F32X4, q.workgroup_size))
+        stats[lid] = construct(F32X4, *partials)
     kb.barrier()
     first = kb.let("statLane", lid - lane)
-    acc_k = acc_v = None
+    acc = {}
     for j in range(q.lanes):
         s = kb.let(f"rowStat{j}", stats[first + j])
-        sk, sv = s.member("xy"), s.member("zw")
-        if j == 0:
-            acc_k, acc_v = kb.var("statK", F32X2, sk), kb.var("statV", F32X2, sv)
-        else:
-            acc_k.set(formats.combine(fmt, acc_k, sk))
-            acc_v.set(formats.combine(fmt, acc_v, sv))
+        parts = {"x": s} if q.split else {"k": s.member("xy"), "v": s.member("zw")}
+        for which, part in parts.items():
+            if j == 0:
+                acc[which] = kb.var(f"stat{which.upper()}", F32X2, part)
+            else:
+                acc[which].set(formats.combine(fmt, acc[which], part))
     scales = {
-        which: formats.scale_of(kb, fmt, f"{which}Scale", stat)
-        for which, stat in (("k", acc_k), ("v", acc_v))
+        which: formats.scale_of(kb, fmt, f"{which}Scale", stat) for which, stat in acc.items()
     }
-    runs = {"k": k, "v": v}
     if q.staged:
         staging = _Staging(kb, q, lane)
-        for which in "kv":
+        for which in runs:
             _dense_words(kb, q, which, lane, runs[which], scales[which], staging.put(which))
 
         def stored(place: RowPlace) -> None:
-            _side_scales(q, place, dest.scales, scales)
+            _side_scales(q, place, dest, scales)
 
         staging.flush(dest, stored)
         return
     if dest.skip is not None:
         kb.leave_if(dest.skip)
     place = _let_place(kb, dest.place())
-    for which, out in (("k", dest.key), ("v", dest.value)):
-        _store_dense(kb, q, which, lane, runs[which], scales[which], out, place)
+    for which in runs:
+        _store_dense(kb, q, which, lane, runs[which], scales[which], _out(kb, dest, which), place)
     if dest.scales is not None:
         with kb.if_(lane.eq(0)):
-            _side_scales(q, place, dest.scales, scales)
+            _side_scales(q, place, dest, scales)
 
 
-def _side_scales(q: Quantiser, place: RowPlace, side: Buffer | None, scales: dict) -> None:
-    """The row's K and V scales (and zero points) at ``side[place.side ..]`` (none inline)."""
+def _out(kb: KernelBuilder, dest: Destination, which: str) -> Callable[[Val, Val], None]:
+    """``store(i, x)``: element ``i`` of the cache binding of row ``which`` (K's, V's, or a split
+    row's: ``value`` where ``dest.tensor``, else ``key``)."""
+    if which != "x":
+        out = dest.key if which == "k" else dest.value
+
+        def store(i: Val, x: Val) -> None:
+            out[i] = x
+
+        return store
+
+    def store_split(i: Val, x: Val) -> None:
+        with kb.if_(dest.tensor):
+            dest.value[i] = x
+        with kb.else_():
+            dest.key[i] = x
+
+    return store_split
+
+
+def _side_scales(q: Quantiser, place: RowPlace, dest: Destination, scales: dict) -> None:
+    """The row's scales (and zero points) at ``side[place.side ..]``, K's then V's (a split V
+    row's after K's place); none inline."""
+    side = dest.scales
     if side is None:
         return
+    n = q.fmt.stats
     at = 0
-    for which in "kv":
-        sc = scales[which]
+    for which, sc in scales.items():
+        base = place.side
+        if which == "x":
+            base = base + select(lit(0, u32), lit(n, u32), dest.tensor)
         for x in [sc.scale] + ([sc.zero] if q.fmt.asymmetric else []):
-            side[place.side + at if at else place.side] = x
+            side[base + at if at else base] = x
             at += 1
 
 
 class _Staging:
     """A workgroup's rows staged in workgroup memory (:attr:`Quantiser.staged`): K's and V's
-    words at ``slot * ROW_WORDS + w``, and each row's word base (:data:`SKIP` for a row not
-    stored)."""
+    words (or a split row's) at ``slot * ROW_WORDS + w``, each row's word base (:data:`SKIP` for
+    a row not stored) and, split, whether it is V's."""
 
     def __init__(self, kb: KernelBuilder, q: Quantiser, lane: Val) -> None:
         self.kb, self.q, self.lane = kb, q, lane
         n = q.rows * q.row_words
         kb.comment("The workgroup's rows, staged: each lane's words, then the row's place.")
+        names = "x" if q.split else "kv"
         self.words = {
-            which: kb.workgroup_var(f"staged{which.upper()}", array(u32, n)) for which in "kv"
+            which: kb.workgroup_var(f"staged{which.upper()}", array(u32, n)) for which in names
         }
         self.bases = kb.workgroup_var("stagedRow", array(u32, q.rows))
+        self.kinds = kb.workgroup_var("stagedKind", array(u32, q.rows)) if q.split else None
         self.slot = kb.let("rowSlot", kb.lid.x / q.lanes)
         self.at = kb.let("slotWord", self.slot * q.row_words)
 
     def put(self, which: str) -> Callable[[Val | int, Val], None]:
-        """``put(w, word)`` stages word ``w`` of this lane's row of K (``which`` "k") or V."""
+        """``put(w, word)`` stages word ``w`` of this lane's row ``which``."""
         words = self.words[which]
 
         def put(w: Val | int, word: Val) -> None:
@@ -381,6 +428,8 @@ class _Staging:
         def place() -> None:
             p = _let_place(kb, dest.place())
             self.bases[self.slot] = p.words
+            if self.kinds is not None:
+                self.kinds[self.slot] = select(lit(0, u32), lit(1, u32), dest.tensor)
             stored(p)
 
         with kb.if_(self.lane.eq(0)):
@@ -401,8 +450,14 @@ class _Staging:
                 base = kb.let(f"wordRow{i}", self.bases[slot])
                 with kb.if_(base.ne(SKIP)):
                     at = kb.let(f"wordAt{i}", base + (w - slot * q.row_words))
-                    dest.key[at] = self.words["k"][w]
-                    dest.value[at] = self.words["v"][w]
+                    if self.kinds is None:
+                        dest.key[at] = self.words["k"][w]
+                        dest.value[at] = self.words["v"][w]
+                    else:
+                        with kb.if_(self.kinds[slot].eq(1)):
+                            dest.value[at] = self.words["x"][w]
+                        with kb.else_():
+                            dest.key[at] = self.words["x"][w]
         if dest.skip is not None:
             kb.leave_if(dest.skip)
 
@@ -463,10 +518,11 @@ def _store_dense(
     lane: Val,
     run: Sequence[Val],
     sc: Scale,
-    out: Buffer,
+    out: Callable[[Val, Val], None],
     place: RowPlace,
 ) -> None:
-    """Lane ``lane``'s code words (:func:`_dense_words`) in stores of
+    """Lane ``lane``'s code words (:func:`_dense_words`), ``out(i, x)`` storing element ``i``
+    of the cache binding, in stores of
     :attr:`Quantiser.store_width` words; lane 0 also the inline header."""
     fmt = q.fmt
     words = _dense_words(kb, q, which, lane, run, sc)
@@ -477,17 +533,17 @@ def _store_dense(
     if q.strided:
         at = kb.let(f"{which}At", codes + lane)
         for w, word in enumerate(words):
-            out[at + q.lanes * w if w else at] = word
+            out(at + q.lanes * w if w else at, word)
     else:
         stores = q.lane_words // width
         at = kb.let(f"{which}At", _in(codes, width) + (lane * stores if stores > 1 else lane))
         for i in range(stores):
-            out[at + i if i else at] = _chunk(words, i, width)
+            out(at + i if i else at, _chunk(words, i, width))
     if head:
         with kb.if_(lane.eq(0)):
             header = _header(fmt, sc)
             for i in range(head // width):
-                out[_in(base, width) + i if i else _in(base, width)] = _chunk(header, i, width)
+                out(_in(base, width) + i if i else _in(base, width), _chunk(header, i, width))
 
 
 def _in(word: Val, width: int) -> Val:
@@ -506,7 +562,7 @@ def _ggml_rows(
     q: Quantiser,
     lane: Val,
     k: Sequence[Val],
-    v: Sequence[Val],
+    v: Sequence[Val] | None,
     dest: Destination,
 ) -> None:
     """ggml's rows, a lane per block: its scale from its own 32 values; the odd neighbour's f16
@@ -514,12 +570,14 @@ def _ggml_rows(
     block."""
     fmt = q.fmt
     blocks = q.lanes
+    runs = _tensors(k, v)
     scales = {}
-    for which, run in (("k", k), ("v", v)):
+    for which, run in runs.items():
         stat = run_stat(kb, fmt, f"p{which.upper()}", run)
         scales[which] = formats.scale_of(kb, fmt, f"{which}D", stat)
     kb.comment("The block's f16 scales, K's in the low half and V's in the high half.")
-    both = kb.let("halves", pack2x16float(construct(F32X2, scales["k"].scale, scales["v"].scale)))
+    pair = [sc.scale for sc in scales.values()]
+    both = kb.let("halves", pack2x16float(construct(F32X2, pair[0], pair[-1])))
     nxt = None
     if blocks > 1:
         kb.comment("An even block's last word closes with the odd block's scale: the neighbour's")
@@ -534,17 +592,16 @@ def _ggml_rows(
             select(lit(0, u32), shared[min_(lid + 1, last)], lane + 1 < blocks),
         )
     halves = {}
-    for which, shift in (("k", 0), ("v", 16)):
+    for which, shift in zip(runs, (0, 16)):
         half = (both >> shift) & 0xFFFF if shift else both & 0xFFFF
         if nxt is None:
             next_half = lit(0, u32)
         else:
             next_half = (nxt >> shift) & 0xFFFF if shift else nxt & 0xFFFF
         halves[which] = (half, next_half)
-    runs = {"k": k, "v": v}
     if q.staged:
         staging = _Staging(kb, q, lane)
-        for which in "kv":
+        for which in runs:
             _store_block(kb, q, which, lane, runs[which], scales[which], *halves[which],
                          staging.put(which))  # fmt: skip
         staging.flush(dest, lambda place: None)
@@ -552,10 +609,11 @@ def _ggml_rows(
     if dest.skip is not None:
         kb.leave_if(dest.skip)
     place = _let_place(kb, dest.place())
-    for which, out in (("k", dest.key), ("v", dest.value)):
+    for which in runs:
+        out = _out(kb, dest, which)
 
-        def store(w: Val | int, word: Val, out: Buffer = out) -> None:
-            out[place.words + w] = word
+        def store(w: Val | int, word: Val, out: Callable[[Val, Val], None] = out) -> None:
+            out(place.words + w, word)
 
         _store_block(kb, q, which, lane, runs[which], scales[which], *halves[which], store)
 

@@ -34,6 +34,10 @@ CONFIGS = [
     DenseAppendConfig(2, 80, format="int8", k_norm=True, rotary=True, walk="strided"),
     DenseAppendConfig(2, 64, format="int4", scales="side", walk="strided"),
     DenseBuildConfig(2, 128, format="int4_asym", rotary=True, walk="strided"),
+    DenseAppendConfig(2, 64, format="int8", k_norm=True, rotary=True, split=True),
+    DenseAppendConfig(2, 96, format="q8_0", rotary=True, walk="staged", split=True),
+    DenseAppendConfig(2, 64, format="int4_asym", scales="side", walk="strided", split=True),
+    DenseBuildConfig(2, 64, format="q4_0", k_norm=True, rotary=True, split=True),
     DenseReadConfig(2, 96, format="q8_0"),
     DenseReadConfig(2, 64, format="int4", scales="side"),
 ]
@@ -41,7 +45,8 @@ CONFIGS = [
 
 def _id(c) -> str:
     walk = getattr(c, "walk", None)
-    return f"{c.mode}-{c.format.value}-{c.head_dim}" + (f"-{walk.value}" if walk else "")
+    split = "-split" if getattr(c, "split", False) else ""
+    return f"{c.mode}-{c.format.value}-{c.head_dim}" + (f"-{walk.value}" if walk else "") + split
 
 
 @pytest.mark.parametrize("cfg", CONFIGS, ids=_id)

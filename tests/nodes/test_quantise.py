@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from kvdsl import interp
-from kvdsl.ir import KernelBuilder, convert, f32, i32, u32, vec
+from kvdsl.ir import KernelBuilder, convert, f32, i32, select, u32, vec
 from kvdsl.nodes import formats, walks
 from kvdsl.nodes.quantise import (
     Destination,
@@ -33,19 +33,35 @@ def slot_kernel(q: Quantiser):
     side = None if q.inline else kb.binding("scales", f32, "read_write")
     count = kb.param("count")
     lanes = kb.const("ROW_LANES", u32, q.lanes)
-    it = walks.vectors(kb, 65535, count, lanes, 1, guard=False)
-    base = kb.let("srcBase", it.row * (q.head_dim // 4))
-    k = [kb.let(f"k{j}", src_k[base + q.vector_at(it.d, j)]) for j in range(q.vectors)]
-    v = [kb.let(f"v{j}", src_v[base + q.vector_at(it.d, j)]) for j in range(q.vectors)]
-    slot = kb.let("slot", slots[it.row])
+    rows = count * 2 if q.split else count
+    it = walks.vectors(kb, 65535, rows, lanes, 1, guard=False)
+    row, is_v = it.row, None
+    if q.split:  # K's rows, then V's
+        is_v = kb.let("isV", it.row >= count)
+        row = kb.let("srcRow", select(it.row, it.row - count, is_v))
+    base = kb.let("srcBase", row * (q.head_dim // 4))
+    at = [base + q.vector_at(it.d, j) for j in range(q.vectors)]
+    if q.split:
+        k = [kb.var(f"x{j}", vec(4, f32)) for j in range(q.vectors)]
+        with kb.if_(is_v):
+            for j in range(q.vectors):
+                k[j].set(src_v[at[j]])
+        with kb.else_():
+            for j in range(q.vectors):
+                k[j].set(src_k[at[j]])
+        v = None
+    else:
+        k = [kb.let(f"k{j}", src_k[at[j]]) for j in range(q.vectors)]
+        v = [kb.let(f"v{j}", src_v[at[j]]) for j in range(q.vectors)]
+    slot = kb.let("slot", slots[row])
 
     def place() -> RowPlace:
         row = kb.let("dst", convert(u32, slot))
         return RowPlace(row * q.row_words, None if side is None else row * q.side_words)
 
-    skip = (it.e >= count * lanes).lor(slot < 0)
-    quantise_rows(kb, q, it.d, k, v, Destination(key, value, side, place, skip))
-    return kb.build(walks.dispatch(count, lanes, q.workgroup_size, 65535, blocks=False), "slots")
+    skip = (it.e >= rows * lanes).lor(slot < 0)
+    quantise_rows(kb, q, it.d, k, v, Destination(key, value, side, place, skip, is_v))
+    return kb.build(walks.dispatch(rows, lanes, q.workgroup_size, 65535, blocks=False), "slots")
 
 
 CASES = [
@@ -55,6 +71,10 @@ CASES = [
     ("int4_asym", True, 64, {"staged": True}),
     ("q8_0", True, 96, {}),
     ("q4_0", True, 96, {"staged": True}),
+    ("int4_asym", False, 64, {"split": True}),
+    ("int8", True, 128, {"split": True, "staged": True}),
+    ("q8_0", True, 96, {"split": True}),
+    ("int4", True, 64, {"split": True, "strided": True}),
 ]
 
 
@@ -103,6 +123,8 @@ def test_the_quantiser_refuses_what_it_cannot_store():
     x = kb.let("x", kb.lid.x)
     with pytest.raises(ValueError, match="takes 4 vectors of K and of V per lane"):
         quantise_rows(kb, q, x, [], [], dest)
+    with pytest.raises(ValueError, match="split rows .* take one tensor's values"):
+        quantise_rows(kb, q, x, [], None, dest)
     vecs = [splat(vec(4, f32), 1.0)] * 4
     with pytest.raises(ValueError, match="scales side needs a side scales binding"):
         quantise_rows(kb, q, x, vecs, vecs, dest)
