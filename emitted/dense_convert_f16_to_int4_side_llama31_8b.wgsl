@@ -8,22 +8,17 @@ struct Params {
 
 @group(0) @binding(0) var<storage, read> src_k: array<vec2<u32>>; // host: f16
 @group(0) @binding(1) var<storage, read> src_v: array<vec2<u32>>; // host: f16
-@group(0) @binding(2) var<storage, read_write> present_key: array<u32>;
-@group(0) @binding(3) var<storage, read_write> present_value: array<u32>;
+@group(0) @binding(2) var<storage, read_write> present_key: array<vec4<u32>>;
+@group(0) @binding(3) var<storage, read_write> present_value: array<vec4<u32>>;
 @group(0) @binding(4) var<storage, read_write> present_scales: array<f32>;
 @group(0) @binding(5) var<uniform> params: Params;
 
-var<workgroup> xk: array<vec4<f32>, 64>;
-var<workgroup> xv: array<vec4<f32>, 64>;
-var<workgroup> statK: array<vec2<f32>, 64>;
-var<workgroup> statV: array<vec2<f32>, 64>;
-var<workgroup> groupK: array<vec2<f32>, 8>;
-var<workgroup> groupV: array<vec2<f32>, 8>;
+var<workgroup> rowStats: array<vec4<f32>, 64>;
 
 const HEAD_DIM: u32 = 128u;
 const HEAD_DIM_V4: u32 = 32u;
 const ROW_WORDS: u32 = 16u;
-const ROW_LANES: u32 = 32u;
+const ROW_LANES: u32 = 4u;
 
 fn unpackHalves(w: vec2<u32>) -> vec4<f32> {
   return vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y));
@@ -36,7 +31,7 @@ fn main(
   @builtin(local_invocation_id) lid: vec3<u32>,
   @builtin(num_workgroups) nwg: vec3<u32>,
 ) {
-  // ROW_LANES invocations per row, each on a run of 1 vectors.
+  // ROW_LANES invocations per row, each on a run of 8 vectors.
   // Flat walk: one invocation per destination vector, adjacent invocations on
   // adjacent vectors; no loop, so every invocation makes one memory round trip.
   // 2D flat index: the dispatch spreads its workgroups evenly over gid.y rows
@@ -45,76 +40,101 @@ fn main(
   let d = e % ROW_LANES;
   // Past the end: the last row again (loads in range; it leaves before any store).
   let row = min(e / ROW_LANES, params.count - 1u);
-  let run0 = d * 1u;
   let srcBase = row * HEAD_DIM_V4;
-  let at0 = run0;
+  let at0 = d * 8u;
   let v0 = unpackHalves(src_v[srcBase + at0]);
   let k0 = unpackHalves(src_k[srcBase + at0]);
-  // Stage the row's vectors and each vector's partial statistic in workgroup
-  // memory.
-  xk[lid.x] = k0;
-  xv[lid.x] = v0;
-  let pKStat = vec2<f32>(max(max(abs(k0.x), abs(k0.y)), max(abs(k0.z), abs(k0.w))), 0.0f);
-  statK[lid.x] = pKStat;
-  let pVStat = vec2<f32>(max(max(abs(v0.x), abs(v0.y)), max(abs(v0.z), abs(v0.w))), 0.0f);
-  statV[lid.x] = pVStat;
+  let at1 = d * 8u + 1u;
+  let v1 = unpackHalves(src_v[srcBase + at1]);
+  let k1 = unpackHalves(src_k[srcBase + at1]);
+  let at2 = d * 8u + 2u;
+  let v2 = unpackHalves(src_v[srcBase + at2]);
+  let k2 = unpackHalves(src_k[srcBase + at2]);
+  let at3 = d * 8u + 3u;
+  let v3 = unpackHalves(src_v[srcBase + at3]);
+  let k3 = unpackHalves(src_k[srcBase + at3]);
+  let at4 = d * 8u + 4u;
+  let v4 = unpackHalves(src_v[srcBase + at4]);
+  let k4 = unpackHalves(src_k[srcBase + at4]);
+  let at5 = d * 8u + 5u;
+  let v5 = unpackHalves(src_v[srcBase + at5]);
+  let k5 = unpackHalves(src_k[srcBase + at5]);
+  let at6 = d * 8u + 6u;
+  let v6 = unpackHalves(src_v[srcBase + at6]);
+  let k6 = unpackHalves(src_k[srcBase + at6]);
+  let at7 = d * 8u + 7u;
+  let v7 = unpackHalves(src_v[srcBase + at7]);
+  let k7 = unpackHalves(src_k[srcBase + at7]);
+  let pK0Stat = vec2<f32>(max(max(abs(k0.x), abs(k0.y)), max(abs(k0.z), abs(k0.w))), 0.0f);
+  let pK1Stat = vec2<f32>(max(max(abs(k1.x), abs(k1.y)), max(abs(k1.z), abs(k1.w))), 0.0f);
+  let pKRun1 = vec2<f32>(max(pK0Stat.x, pK1Stat.x), 0.0f);
+  let pK2Stat = vec2<f32>(max(max(abs(k2.x), abs(k2.y)), max(abs(k2.z), abs(k2.w))), 0.0f);
+  let pKRun2 = vec2<f32>(max(pKRun1.x, pK2Stat.x), 0.0f);
+  let pK3Stat = vec2<f32>(max(max(abs(k3.x), abs(k3.y)), max(abs(k3.z), abs(k3.w))), 0.0f);
+  let pKRun3 = vec2<f32>(max(pKRun2.x, pK3Stat.x), 0.0f);
+  let pK4Stat = vec2<f32>(max(max(abs(k4.x), abs(k4.y)), max(abs(k4.z), abs(k4.w))), 0.0f);
+  let pKRun4 = vec2<f32>(max(pKRun3.x, pK4Stat.x), 0.0f);
+  let pK5Stat = vec2<f32>(max(max(abs(k5.x), abs(k5.y)), max(abs(k5.z), abs(k5.w))), 0.0f);
+  let pKRun5 = vec2<f32>(max(pKRun4.x, pK5Stat.x), 0.0f);
+  let pK6Stat = vec2<f32>(max(max(abs(k6.x), abs(k6.y)), max(abs(k6.z), abs(k6.w))), 0.0f);
+  let pKRun6 = vec2<f32>(max(pKRun5.x, pK6Stat.x), 0.0f);
+  let pK7Stat = vec2<f32>(max(max(abs(k7.x), abs(k7.y)), max(abs(k7.z), abs(k7.w))), 0.0f);
+  let pKRun7 = vec2<f32>(max(pKRun6.x, pK7Stat.x), 0.0f);
+  let pV0Stat = vec2<f32>(max(max(abs(v0.x), abs(v0.y)), max(abs(v0.z), abs(v0.w))), 0.0f);
+  let pV1Stat = vec2<f32>(max(max(abs(v1.x), abs(v1.y)), max(abs(v1.z), abs(v1.w))), 0.0f);
+  let pVRun1 = vec2<f32>(max(pV0Stat.x, pV1Stat.x), 0.0f);
+  let pV2Stat = vec2<f32>(max(max(abs(v2.x), abs(v2.y)), max(abs(v2.z), abs(v2.w))), 0.0f);
+  let pVRun2 = vec2<f32>(max(pVRun1.x, pV2Stat.x), 0.0f);
+  let pV3Stat = vec2<f32>(max(max(abs(v3.x), abs(v3.y)), max(abs(v3.z), abs(v3.w))), 0.0f);
+  let pVRun3 = vec2<f32>(max(pVRun2.x, pV3Stat.x), 0.0f);
+  let pV4Stat = vec2<f32>(max(max(abs(v4.x), abs(v4.y)), max(abs(v4.z), abs(v4.w))), 0.0f);
+  let pVRun4 = vec2<f32>(max(pVRun3.x, pV4Stat.x), 0.0f);
+  let pV5Stat = vec2<f32>(max(max(abs(v5.x), abs(v5.y)), max(abs(v5.z), abs(v5.w))), 0.0f);
+  let pVRun5 = vec2<f32>(max(pVRun4.x, pV5Stat.x), 0.0f);
+  let pV6Stat = vec2<f32>(max(max(abs(v6.x), abs(v6.y)), max(abs(v6.z), abs(v6.w))), 0.0f);
+  let pVRun6 = vec2<f32>(max(pVRun5.x, pV6Stat.x), 0.0f);
+  let pV7Stat = vec2<f32>(max(max(abs(v7.x), abs(v7.y)), max(abs(v7.z), abs(v7.w))), 0.0f);
+  let pVRun7 = vec2<f32>(max(pVRun6.x, pV7Stat.x), 0.0f);
+  // Each lane's statistic of its run, K's and V's in one workgroup slot; after
+  // the barrier every lane combines its row's 4 in order.
+  rowStats[lid.x] = vec4<f32>(pKRun7, pVRun7);
   workgroupBarrier();
-  let rowLane = lid.x - d;
-  // A row's statistic in two levels: its first 4 invocations each
-  // combine 8 partials in order, then every invocation the 4 groups.
-  let rowGroup = rowLane / 8u;
-  if (d < 4u) {
-    var gK: vec2<f32> = statK[rowLane + d * 8u];
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d * 8u + 1u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d * 8u + 2u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d * 8u + 3u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d * 8u + 4u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d * 8u + 5u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d * 8u + 6u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d * 8u + 7u].x), 0.0f);
-    groupK[rowGroup + d] = gK;
-    var gV: vec2<f32> = statV[rowLane + d * 8u];
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d * 8u + 1u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d * 8u + 2u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d * 8u + 3u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d * 8u + 4u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d * 8u + 5u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d * 8u + 6u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d * 8u + 7u].x), 0.0f);
-    groupV[rowGroup + d] = gV;
-  }
-  workgroupBarrier();
+  let statLane = lid.x - d;
+  let rowStat0 = rowStats[statLane + 0u];
+  var statK: vec2<f32> = rowStat0.xy;
+  var statV: vec2<f32> = rowStat0.zw;
+  let rowStat1 = rowStats[statLane + 1u];
+  statK = vec2<f32>(max(statK.x, rowStat1.xy.x), 0.0f);
+  statV = vec2<f32>(max(statV.x, rowStat1.zw.x), 0.0f);
+  let rowStat2 = rowStats[statLane + 2u];
+  statK = vec2<f32>(max(statK.x, rowStat2.xy.x), 0.0f);
+  statV = vec2<f32>(max(statV.x, rowStat2.zw.x), 0.0f);
+  let rowStat3 = rowStats[statLane + 3u];
+  statK = vec2<f32>(max(statK.x, rowStat3.xy.x), 0.0f);
+  statV = vec2<f32>(max(statV.x, rowStat3.zw.x), 0.0f);
+  let kScale = abs(statK.x) / 7.0f;
+  let kScaleInv = select(0.0f, 1.0f / kScale, kScale != 0.0f);
+  let vScale = abs(statV.x) / 7.0f;
+  let vScaleInv = select(0.0f, 1.0f / vScale, vScale != 0.0f);
   if (e >= params.count * ROW_LANES) {
     return;
   }
-  var kStat: vec2<f32> = groupK[rowGroup];
-  kStat = vec2<f32>(max(kStat.x, groupK[rowGroup + 1u].x), 0.0f);
-  kStat = vec2<f32>(max(kStat.x, groupK[rowGroup + 2u].x), 0.0f);
-  kStat = vec2<f32>(max(kStat.x, groupK[rowGroup + 3u].x), 0.0f);
-  let kScale = abs(kStat.x) / 7.0f;
-  let kScaleInv = select(0.0f, 1.0f / kScale, kScale != 0.0f);
-  let kBase = row * ROW_WORDS;
-  if (d % 2u == 0u) {
-    // Eight codes a word: an even vector's own four, then the next vector's.
-    let kNext = xk[rowLane + d + 1u];
-    present_key[kBase + (d / 2u + 0u)] = u32(i32(clamp(round(k0.x * kScaleInv), -7.0f, 7.0f)) + 8i) | (u32(i32(clamp(round(k0.y * kScaleInv), -7.0f, 7.0f)) + 8i) << 4u) | (u32(i32(clamp(round(k0.z * kScaleInv), -7.0f, 7.0f)) + 8i) << 8u) | (u32(i32(clamp(round(k0.w * kScaleInv), -7.0f, 7.0f)) + 8i) << 12u) | (u32(i32(clamp(round(kNext.x * kScaleInv), -7.0f, 7.0f)) + 8i) << 16u) | (u32(i32(clamp(round(kNext.y * kScaleInv), -7.0f, 7.0f)) + 8i) << 20u) | (u32(i32(clamp(round(kNext.z * kScaleInv), -7.0f, 7.0f)) + 8i) << 24u) | (u32(i32(clamp(round(kNext.w * kScaleInv), -7.0f, 7.0f)) + 8i) << 28u);
-  }
+  let sideBase = row * 2u;
+  let rowBase = row * ROW_WORDS;
+  let kW0 = u32(i32(clamp(round(k0.x * kScaleInv), -7.0f, 7.0f)) + 8i) | (u32(i32(clamp(round(k0.y * kScaleInv), -7.0f, 7.0f)) + 8i) << 4u) | (u32(i32(clamp(round(k0.z * kScaleInv), -7.0f, 7.0f)) + 8i) << 8u) | (u32(i32(clamp(round(k0.w * kScaleInv), -7.0f, 7.0f)) + 8i) << 12u) | (u32(i32(clamp(round(k1.x * kScaleInv), -7.0f, 7.0f)) + 8i) << 16u) | (u32(i32(clamp(round(k1.y * kScaleInv), -7.0f, 7.0f)) + 8i) << 20u) | (u32(i32(clamp(round(k1.z * kScaleInv), -7.0f, 7.0f)) + 8i) << 24u) | (u32(i32(clamp(round(k1.w * kScaleInv), -7.0f, 7.0f)) + 8i) << 28u);
+  let kW1 = u32(i32(clamp(round(k2.x * kScaleInv), -7.0f, 7.0f)) + 8i) | (u32(i32(clamp(round(k2.y * kScaleInv), -7.0f, 7.0f)) + 8i) << 4u) | (u32(i32(clamp(round(k2.z * kScaleInv), -7.0f, 7.0f)) + 8i) << 8u) | (u32(i32(clamp(round(k2.w * kScaleInv), -7.0f, 7.0f)) + 8i) << 12u) | (u32(i32(clamp(round(k3.x * kScaleInv), -7.0f, 7.0f)) + 8i) << 16u) | (u32(i32(clamp(round(k3.y * kScaleInv), -7.0f, 7.0f)) + 8i) << 20u) | (u32(i32(clamp(round(k3.z * kScaleInv), -7.0f, 7.0f)) + 8i) << 24u) | (u32(i32(clamp(round(k3.w * kScaleInv), -7.0f, 7.0f)) + 8i) << 28u);
+  let kW2 = u32(i32(clamp(round(k4.x * kScaleInv), -7.0f, 7.0f)) + 8i) | (u32(i32(clamp(round(k4.y * kScaleInv), -7.0f, 7.0f)) + 8i) << 4u) | (u32(i32(clamp(round(k4.z * kScaleInv), -7.0f, 7.0f)) + 8i) << 8u) | (u32(i32(clamp(round(k4.w * kScaleInv), -7.0f, 7.0f)) + 8i) << 12u) | (u32(i32(clamp(round(k5.x * kScaleInv), -7.0f, 7.0f)) + 8i) << 16u) | (u32(i32(clamp(round(k5.y * kScaleInv), -7.0f, 7.0f)) + 8i) << 20u) | (u32(i32(clamp(round(k5.z * kScaleInv), -7.0f, 7.0f)) + 8i) << 24u) | (u32(i32(clamp(round(k5.w * kScaleInv), -7.0f, 7.0f)) + 8i) << 28u);
+  let kW3 = u32(i32(clamp(round(k6.x * kScaleInv), -7.0f, 7.0f)) + 8i) | (u32(i32(clamp(round(k6.y * kScaleInv), -7.0f, 7.0f)) + 8i) << 4u) | (u32(i32(clamp(round(k6.z * kScaleInv), -7.0f, 7.0f)) + 8i) << 8u) | (u32(i32(clamp(round(k6.w * kScaleInv), -7.0f, 7.0f)) + 8i) << 12u) | (u32(i32(clamp(round(k7.x * kScaleInv), -7.0f, 7.0f)) + 8i) << 16u) | (u32(i32(clamp(round(k7.y * kScaleInv), -7.0f, 7.0f)) + 8i) << 20u) | (u32(i32(clamp(round(k7.z * kScaleInv), -7.0f, 7.0f)) + 8i) << 24u) | (u32(i32(clamp(round(k7.w * kScaleInv), -7.0f, 7.0f)) + 8i) << 28u);
+  let kAt = rowBase / 4u + d;
+  present_key[kAt] = vec4<u32>(kW0, kW1, kW2, kW3);
+  let vW0 = u32(i32(clamp(round(v0.x * vScaleInv), -7.0f, 7.0f)) + 8i) | (u32(i32(clamp(round(v0.y * vScaleInv), -7.0f, 7.0f)) + 8i) << 4u) | (u32(i32(clamp(round(v0.z * vScaleInv), -7.0f, 7.0f)) + 8i) << 8u) | (u32(i32(clamp(round(v0.w * vScaleInv), -7.0f, 7.0f)) + 8i) << 12u) | (u32(i32(clamp(round(v1.x * vScaleInv), -7.0f, 7.0f)) + 8i) << 16u) | (u32(i32(clamp(round(v1.y * vScaleInv), -7.0f, 7.0f)) + 8i) << 20u) | (u32(i32(clamp(round(v1.z * vScaleInv), -7.0f, 7.0f)) + 8i) << 24u) | (u32(i32(clamp(round(v1.w * vScaleInv), -7.0f, 7.0f)) + 8i) << 28u);
+  let vW1 = u32(i32(clamp(round(v2.x * vScaleInv), -7.0f, 7.0f)) + 8i) | (u32(i32(clamp(round(v2.y * vScaleInv), -7.0f, 7.0f)) + 8i) << 4u) | (u32(i32(clamp(round(v2.z * vScaleInv), -7.0f, 7.0f)) + 8i) << 8u) | (u32(i32(clamp(round(v2.w * vScaleInv), -7.0f, 7.0f)) + 8i) << 12u) | (u32(i32(clamp(round(v3.x * vScaleInv), -7.0f, 7.0f)) + 8i) << 16u) | (u32(i32(clamp(round(v3.y * vScaleInv), -7.0f, 7.0f)) + 8i) << 20u) | (u32(i32(clamp(round(v3.z * vScaleInv), -7.0f, 7.0f)) + 8i) << 24u) | (u32(i32(clamp(round(v3.w * vScaleInv), -7.0f, 7.0f)) + 8i) << 28u);
+  let vW2 = u32(i32(clamp(round(v4.x * vScaleInv), -7.0f, 7.0f)) + 8i) | (u32(i32(clamp(round(v4.y * vScaleInv), -7.0f, 7.0f)) + 8i) << 4u) | (u32(i32(clamp(round(v4.z * vScaleInv), -7.0f, 7.0f)) + 8i) << 8u) | (u32(i32(clamp(round(v4.w * vScaleInv), -7.0f, 7.0f)) + 8i) << 12u) | (u32(i32(clamp(round(v5.x * vScaleInv), -7.0f, 7.0f)) + 8i) << 16u) | (u32(i32(clamp(round(v5.y * vScaleInv), -7.0f, 7.0f)) + 8i) << 20u) | (u32(i32(clamp(round(v5.z * vScaleInv), -7.0f, 7.0f)) + 8i) << 24u) | (u32(i32(clamp(round(v5.w * vScaleInv), -7.0f, 7.0f)) + 8i) << 28u);
+  let vW3 = u32(i32(clamp(round(v6.x * vScaleInv), -7.0f, 7.0f)) + 8i) | (u32(i32(clamp(round(v6.y * vScaleInv), -7.0f, 7.0f)) + 8i) << 4u) | (u32(i32(clamp(round(v6.z * vScaleInv), -7.0f, 7.0f)) + 8i) << 8u) | (u32(i32(clamp(round(v6.w * vScaleInv), -7.0f, 7.0f)) + 8i) << 12u) | (u32(i32(clamp(round(v7.x * vScaleInv), -7.0f, 7.0f)) + 8i) << 16u) | (u32(i32(clamp(round(v7.y * vScaleInv), -7.0f, 7.0f)) + 8i) << 20u) | (u32(i32(clamp(round(v7.z * vScaleInv), -7.0f, 7.0f)) + 8i) << 24u) | (u32(i32(clamp(round(v7.w * vScaleInv), -7.0f, 7.0f)) + 8i) << 28u);
+  let vAt = rowBase / 4u + d;
+  present_value[vAt] = vec4<u32>(vW0, vW1, vW2, vW3);
   if (d == 0u) {
-    present_scales[row * 2u + 0u] = kScale;
-  }
-  var vStat: vec2<f32> = groupV[rowGroup];
-  vStat = vec2<f32>(max(vStat.x, groupV[rowGroup + 1u].x), 0.0f);
-  vStat = vec2<f32>(max(vStat.x, groupV[rowGroup + 2u].x), 0.0f);
-  vStat = vec2<f32>(max(vStat.x, groupV[rowGroup + 3u].x), 0.0f);
-  let vScale = abs(vStat.x) / 7.0f;
-  let vScaleInv = select(0.0f, 1.0f / vScale, vScale != 0.0f);
-  let vBase = row * ROW_WORDS;
-  if (d % 2u == 0u) {
-    // Eight codes a word: an even vector's own four, then the next vector's.
-    let vNext = xv[rowLane + d + 1u];
-    present_value[vBase + (d / 2u + 0u)] = u32(i32(clamp(round(v0.x * vScaleInv), -7.0f, 7.0f)) + 8i) | (u32(i32(clamp(round(v0.y * vScaleInv), -7.0f, 7.0f)) + 8i) << 4u) | (u32(i32(clamp(round(v0.z * vScaleInv), -7.0f, 7.0f)) + 8i) << 8u) | (u32(i32(clamp(round(v0.w * vScaleInv), -7.0f, 7.0f)) + 8i) << 12u) | (u32(i32(clamp(round(vNext.x * vScaleInv), -7.0f, 7.0f)) + 8i) << 16u) | (u32(i32(clamp(round(vNext.y * vScaleInv), -7.0f, 7.0f)) + 8i) << 20u) | (u32(i32(clamp(round(vNext.z * vScaleInv), -7.0f, 7.0f)) + 8i) << 24u) | (u32(i32(clamp(round(vNext.w * vScaleInv), -7.0f, 7.0f)) + 8i) << 28u);
-  }
-  if (d == 0u) {
-    present_scales[row * 2u + 1u] = vScale;
+    present_scales[sideBase] = kScale;
+    present_scales[sideBase + 1u] = vScale;
   }
 }

@@ -13,16 +13,13 @@ struct Params {
 @group(0) @binding(4) var<storage, read_write> present_value: array<u32>;
 @group(0) @binding(5) var<uniform> params: Params;
 
-var<workgroup> statK: array<vec2<f32>, 64>;
-var<workgroup> statV: array<vec2<f32>, 64>;
-var<workgroup> groupK: array<vec2<f32>, 8>;
-var<workgroup> groupV: array<vec2<f32>, 8>;
+var<workgroup> rowStats: array<vec4<f32>, 64>;
 
 const HEAD_DIM: u32 = 128u;
 const HEAD_DIM_V4: u32 = 32u;
 const ROW_WORDS: u32 = 33u;
 const SRC_ROW_WORDS: u32 = 16u;
-const ROW_LANES: u32 = 32u;
+const ROW_LANES: u32 = 8u;
 
 // Copy int4_asym (scales side) cache rows to int8 (scales inline) rows, each row's scale reduced in the kernel.
 @compute @workgroup_size(64)
@@ -31,7 +28,7 @@ fn main(
   @builtin(local_invocation_id) lid: vec3<u32>,
   @builtin(num_workgroups) nwg: vec3<u32>,
 ) {
-  // ROW_LANES invocations per row, each on a run of 1 vectors.
+  // ROW_LANES invocations per row, each on a run of 4 vectors.
   // Flat walk: one invocation per destination vector, adjacent invocations on
   // adjacent vectors; no loop, so every invocation makes one memory round trip.
   // 2D flat index: the dispatch spreads its workgroups evenly over gid.y rows
@@ -40,75 +37,129 @@ fn main(
   let d = e % ROW_LANES;
   // Past the end: the last row again (loads in range; it leaves before any store).
   let row = min(e / ROW_LANES, params.count - 1u);
-  let run0 = d * 1u;
   // The lane's run of the int4_asym source row, dequantised.
   let srcBase = row * SRC_ROW_WORDS;
-  let kAt0 = run0 * 4u;
+  let kAt0 = d * 4u * 4u;
   let k0X = f32((src_k[srcBase + (kAt0 / 8u + 0u)] >> (kAt0 % 8u * 4u)) & 15u) * src_scales[row * 4u + 0u] + src_scales[row * 4u + 1u];
   let k0Y = f32((src_k[srcBase + ((kAt0 + 1u) / 8u + 0u)] >> ((kAt0 + 1u) % 8u * 4u)) & 15u) * src_scales[row * 4u + 0u] + src_scales[row * 4u + 1u];
   let k0Z = f32((src_k[srcBase + ((kAt0 + 2u) / 8u + 0u)] >> ((kAt0 + 2u) % 8u * 4u)) & 15u) * src_scales[row * 4u + 0u] + src_scales[row * 4u + 1u];
   let k0W = f32((src_k[srcBase + ((kAt0 + 3u) / 8u + 0u)] >> ((kAt0 + 3u) % 8u * 4u)) & 15u) * src_scales[row * 4u + 0u] + src_scales[row * 4u + 1u];
   let k0 = vec4<f32>(k0X, k0Y, k0Z, k0W);
-  let vAt0 = run0 * 4u;
+  let kAt1 = (d * 4u + 1u) * 4u;
+  let k1X = f32((src_k[srcBase + (kAt1 / 8u + 0u)] >> (kAt1 % 8u * 4u)) & 15u) * src_scales[row * 4u + 0u] + src_scales[row * 4u + 1u];
+  let k1Y = f32((src_k[srcBase + ((kAt1 + 1u) / 8u + 0u)] >> ((kAt1 + 1u) % 8u * 4u)) & 15u) * src_scales[row * 4u + 0u] + src_scales[row * 4u + 1u];
+  let k1Z = f32((src_k[srcBase + ((kAt1 + 2u) / 8u + 0u)] >> ((kAt1 + 2u) % 8u * 4u)) & 15u) * src_scales[row * 4u + 0u] + src_scales[row * 4u + 1u];
+  let k1W = f32((src_k[srcBase + ((kAt1 + 3u) / 8u + 0u)] >> ((kAt1 + 3u) % 8u * 4u)) & 15u) * src_scales[row * 4u + 0u] + src_scales[row * 4u + 1u];
+  let k1 = vec4<f32>(k1X, k1Y, k1Z, k1W);
+  let kAt2 = (d * 4u + 2u) * 4u;
+  let k2X = f32((src_k[srcBase + (kAt2 / 8u + 0u)] >> (kAt2 % 8u * 4u)) & 15u) * src_scales[row * 4u + 0u] + src_scales[row * 4u + 1u];
+  let k2Y = f32((src_k[srcBase + ((kAt2 + 1u) / 8u + 0u)] >> ((kAt2 + 1u) % 8u * 4u)) & 15u) * src_scales[row * 4u + 0u] + src_scales[row * 4u + 1u];
+  let k2Z = f32((src_k[srcBase + ((kAt2 + 2u) / 8u + 0u)] >> ((kAt2 + 2u) % 8u * 4u)) & 15u) * src_scales[row * 4u + 0u] + src_scales[row * 4u + 1u];
+  let k2W = f32((src_k[srcBase + ((kAt2 + 3u) / 8u + 0u)] >> ((kAt2 + 3u) % 8u * 4u)) & 15u) * src_scales[row * 4u + 0u] + src_scales[row * 4u + 1u];
+  let k2 = vec4<f32>(k2X, k2Y, k2Z, k2W);
+  let kAt3 = (d * 4u + 3u) * 4u;
+  let k3X = f32((src_k[srcBase + (kAt3 / 8u + 0u)] >> (kAt3 % 8u * 4u)) & 15u) * src_scales[row * 4u + 0u] + src_scales[row * 4u + 1u];
+  let k3Y = f32((src_k[srcBase + ((kAt3 + 1u) / 8u + 0u)] >> ((kAt3 + 1u) % 8u * 4u)) & 15u) * src_scales[row * 4u + 0u] + src_scales[row * 4u + 1u];
+  let k3Z = f32((src_k[srcBase + ((kAt3 + 2u) / 8u + 0u)] >> ((kAt3 + 2u) % 8u * 4u)) & 15u) * src_scales[row * 4u + 0u] + src_scales[row * 4u + 1u];
+  let k3W = f32((src_k[srcBase + ((kAt3 + 3u) / 8u + 0u)] >> ((kAt3 + 3u) % 8u * 4u)) & 15u) * src_scales[row * 4u + 0u] + src_scales[row * 4u + 1u];
+  let k3 = vec4<f32>(k3X, k3Y, k3Z, k3W);
+  let vAt0 = d * 4u * 4u;
   let v0X = f32((src_v[srcBase + (vAt0 / 8u + 0u)] >> (vAt0 % 8u * 4u)) & 15u) * src_scales[row * 4u + 2u] + src_scales[row * 4u + 3u];
   let v0Y = f32((src_v[srcBase + ((vAt0 + 1u) / 8u + 0u)] >> ((vAt0 + 1u) % 8u * 4u)) & 15u) * src_scales[row * 4u + 2u] + src_scales[row * 4u + 3u];
   let v0Z = f32((src_v[srcBase + ((vAt0 + 2u) / 8u + 0u)] >> ((vAt0 + 2u) % 8u * 4u)) & 15u) * src_scales[row * 4u + 2u] + src_scales[row * 4u + 3u];
   let v0W = f32((src_v[srcBase + ((vAt0 + 3u) / 8u + 0u)] >> ((vAt0 + 3u) % 8u * 4u)) & 15u) * src_scales[row * 4u + 2u] + src_scales[row * 4u + 3u];
   let v0 = vec4<f32>(v0X, v0Y, v0Z, v0W);
-  // Stage each vector's partial statistic in workgroup memory.
-  let pKStat = vec2<f32>(max(max(abs(k0.x), abs(k0.y)), max(abs(k0.z), abs(k0.w))), 0.0f);
-  statK[lid.x] = pKStat;
-  let pVStat = vec2<f32>(max(max(abs(v0.x), abs(v0.y)), max(abs(v0.z), abs(v0.w))), 0.0f);
-  statV[lid.x] = pVStat;
+  let vAt1 = (d * 4u + 1u) * 4u;
+  let v1X = f32((src_v[srcBase + (vAt1 / 8u + 0u)] >> (vAt1 % 8u * 4u)) & 15u) * src_scales[row * 4u + 2u] + src_scales[row * 4u + 3u];
+  let v1Y = f32((src_v[srcBase + ((vAt1 + 1u) / 8u + 0u)] >> ((vAt1 + 1u) % 8u * 4u)) & 15u) * src_scales[row * 4u + 2u] + src_scales[row * 4u + 3u];
+  let v1Z = f32((src_v[srcBase + ((vAt1 + 2u) / 8u + 0u)] >> ((vAt1 + 2u) % 8u * 4u)) & 15u) * src_scales[row * 4u + 2u] + src_scales[row * 4u + 3u];
+  let v1W = f32((src_v[srcBase + ((vAt1 + 3u) / 8u + 0u)] >> ((vAt1 + 3u) % 8u * 4u)) & 15u) * src_scales[row * 4u + 2u] + src_scales[row * 4u + 3u];
+  let v1 = vec4<f32>(v1X, v1Y, v1Z, v1W);
+  let vAt2 = (d * 4u + 2u) * 4u;
+  let v2X = f32((src_v[srcBase + (vAt2 / 8u + 0u)] >> (vAt2 % 8u * 4u)) & 15u) * src_scales[row * 4u + 2u] + src_scales[row * 4u + 3u];
+  let v2Y = f32((src_v[srcBase + ((vAt2 + 1u) / 8u + 0u)] >> ((vAt2 + 1u) % 8u * 4u)) & 15u) * src_scales[row * 4u + 2u] + src_scales[row * 4u + 3u];
+  let v2Z = f32((src_v[srcBase + ((vAt2 + 2u) / 8u + 0u)] >> ((vAt2 + 2u) % 8u * 4u)) & 15u) * src_scales[row * 4u + 2u] + src_scales[row * 4u + 3u];
+  let v2W = f32((src_v[srcBase + ((vAt2 + 3u) / 8u + 0u)] >> ((vAt2 + 3u) % 8u * 4u)) & 15u) * src_scales[row * 4u + 2u] + src_scales[row * 4u + 3u];
+  let v2 = vec4<f32>(v2X, v2Y, v2Z, v2W);
+  let vAt3 = (d * 4u + 3u) * 4u;
+  let v3X = f32((src_v[srcBase + (vAt3 / 8u + 0u)] >> (vAt3 % 8u * 4u)) & 15u) * src_scales[row * 4u + 2u] + src_scales[row * 4u + 3u];
+  let v3Y = f32((src_v[srcBase + ((vAt3 + 1u) / 8u + 0u)] >> ((vAt3 + 1u) % 8u * 4u)) & 15u) * src_scales[row * 4u + 2u] + src_scales[row * 4u + 3u];
+  let v3Z = f32((src_v[srcBase + ((vAt3 + 2u) / 8u + 0u)] >> ((vAt3 + 2u) % 8u * 4u)) & 15u) * src_scales[row * 4u + 2u] + src_scales[row * 4u + 3u];
+  let v3W = f32((src_v[srcBase + ((vAt3 + 3u) / 8u + 0u)] >> ((vAt3 + 3u) % 8u * 4u)) & 15u) * src_scales[row * 4u + 2u] + src_scales[row * 4u + 3u];
+  let v3 = vec4<f32>(v3X, v3Y, v3Z, v3W);
+  let pK0Stat = vec2<f32>(max(max(abs(k0.x), abs(k0.y)), max(abs(k0.z), abs(k0.w))), 0.0f);
+  let pK1Stat = vec2<f32>(max(max(abs(k1.x), abs(k1.y)), max(abs(k1.z), abs(k1.w))), 0.0f);
+  let pKRun1 = vec2<f32>(max(pK0Stat.x, pK1Stat.x), 0.0f);
+  let pK2Stat = vec2<f32>(max(max(abs(k2.x), abs(k2.y)), max(abs(k2.z), abs(k2.w))), 0.0f);
+  let pKRun2 = vec2<f32>(max(pKRun1.x, pK2Stat.x), 0.0f);
+  let pK3Stat = vec2<f32>(max(max(abs(k3.x), abs(k3.y)), max(abs(k3.z), abs(k3.w))), 0.0f);
+  let pKRun3 = vec2<f32>(max(pKRun2.x, pK3Stat.x), 0.0f);
+  let pV0Stat = vec2<f32>(max(max(abs(v0.x), abs(v0.y)), max(abs(v0.z), abs(v0.w))), 0.0f);
+  let pV1Stat = vec2<f32>(max(max(abs(v1.x), abs(v1.y)), max(abs(v1.z), abs(v1.w))), 0.0f);
+  let pVRun1 = vec2<f32>(max(pV0Stat.x, pV1Stat.x), 0.0f);
+  let pV2Stat = vec2<f32>(max(max(abs(v2.x), abs(v2.y)), max(abs(v2.z), abs(v2.w))), 0.0f);
+  let pVRun2 = vec2<f32>(max(pVRun1.x, pV2Stat.x), 0.0f);
+  let pV3Stat = vec2<f32>(max(max(abs(v3.x), abs(v3.y)), max(abs(v3.z), abs(v3.w))), 0.0f);
+  let pVRun3 = vec2<f32>(max(pVRun2.x, pV3Stat.x), 0.0f);
+  // Each lane's statistic of its run, K's and V's in one workgroup slot; after
+  // the barrier every lane combines its row's 8 in order.
+  rowStats[lid.x] = vec4<f32>(pKRun3, pVRun3);
   workgroupBarrier();
-  let rowLane = lid.x - d;
-  // A row's statistic in two levels: its first 4 invocations each
-  // combine 8 partials in order, then every invocation the 4 groups.
-  let rowGroup = rowLane / 8u;
-  if (d < 4u) {
-    var gK: vec2<f32> = statK[rowLane + d * 8u];
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d * 8u + 1u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d * 8u + 2u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d * 8u + 3u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d * 8u + 4u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d * 8u + 5u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d * 8u + 6u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d * 8u + 7u].x), 0.0f);
-    groupK[rowGroup + d] = gK;
-    var gV: vec2<f32> = statV[rowLane + d * 8u];
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d * 8u + 1u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d * 8u + 2u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d * 8u + 3u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d * 8u + 4u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d * 8u + 5u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d * 8u + 6u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d * 8u + 7u].x), 0.0f);
-    groupV[rowGroup + d] = gV;
-  }
-  workgroupBarrier();
+  let statLane = lid.x - d;
+  let rowStat0 = rowStats[statLane + 0u];
+  var statK: vec2<f32> = rowStat0.xy;
+  var statV: vec2<f32> = rowStat0.zw;
+  let rowStat1 = rowStats[statLane + 1u];
+  statK = vec2<f32>(max(statK.x, rowStat1.xy.x), 0.0f);
+  statV = vec2<f32>(max(statV.x, rowStat1.zw.x), 0.0f);
+  let rowStat2 = rowStats[statLane + 2u];
+  statK = vec2<f32>(max(statK.x, rowStat2.xy.x), 0.0f);
+  statV = vec2<f32>(max(statV.x, rowStat2.zw.x), 0.0f);
+  let rowStat3 = rowStats[statLane + 3u];
+  statK = vec2<f32>(max(statK.x, rowStat3.xy.x), 0.0f);
+  statV = vec2<f32>(max(statV.x, rowStat3.zw.x), 0.0f);
+  let rowStat4 = rowStats[statLane + 4u];
+  statK = vec2<f32>(max(statK.x, rowStat4.xy.x), 0.0f);
+  statV = vec2<f32>(max(statV.x, rowStat4.zw.x), 0.0f);
+  let rowStat5 = rowStats[statLane + 5u];
+  statK = vec2<f32>(max(statK.x, rowStat5.xy.x), 0.0f);
+  statV = vec2<f32>(max(statV.x, rowStat5.zw.x), 0.0f);
+  let rowStat6 = rowStats[statLane + 6u];
+  statK = vec2<f32>(max(statK.x, rowStat6.xy.x), 0.0f);
+  statV = vec2<f32>(max(statV.x, rowStat6.zw.x), 0.0f);
+  let rowStat7 = rowStats[statLane + 7u];
+  statK = vec2<f32>(max(statK.x, rowStat7.xy.x), 0.0f);
+  statV = vec2<f32>(max(statV.x, rowStat7.zw.x), 0.0f);
+  let kScale = abs(statK.x) / 127.0f;
+  let kScaleInv = select(0.0f, 1.0f / kScale, kScale != 0.0f);
+  let vScale = abs(statV.x) / 127.0f;
+  let vScaleInv = select(0.0f, 1.0f / vScale, vScale != 0.0f);
   if (e >= params.count * ROW_LANES) {
     return;
   }
-  var kStat: vec2<f32> = groupK[rowGroup];
-  kStat = vec2<f32>(max(kStat.x, groupK[rowGroup + 1u].x), 0.0f);
-  kStat = vec2<f32>(max(kStat.x, groupK[rowGroup + 2u].x), 0.0f);
-  kStat = vec2<f32>(max(kStat.x, groupK[rowGroup + 3u].x), 0.0f);
-  let kScale = abs(kStat.x) / 127.0f;
-  let kScaleInv = select(0.0f, 1.0f / kScale, kScale != 0.0f);
-  let kBase = row * ROW_WORDS;
-  if (d < 1u) {
-    present_key[kBase + d] = bitcast<u32>(kScale);
+  let rowBase = row * ROW_WORDS;
+  let kW0 = (u32(i32(clamp(round(k0.x * kScaleInv), -127.0f, 127.0f))) & 255u) | ((u32(i32(clamp(round(k0.y * kScaleInv), -127.0f, 127.0f))) & 255u) << 8u) | ((u32(i32(clamp(round(k0.z * kScaleInv), -127.0f, 127.0f))) & 255u) << 16u) | ((u32(i32(clamp(round(k0.w * kScaleInv), -127.0f, 127.0f))) & 255u) << 24u);
+  let kW1 = (u32(i32(clamp(round(k1.x * kScaleInv), -127.0f, 127.0f))) & 255u) | ((u32(i32(clamp(round(k1.y * kScaleInv), -127.0f, 127.0f))) & 255u) << 8u) | ((u32(i32(clamp(round(k1.z * kScaleInv), -127.0f, 127.0f))) & 255u) << 16u) | ((u32(i32(clamp(round(k1.w * kScaleInv), -127.0f, 127.0f))) & 255u) << 24u);
+  let kW2 = (u32(i32(clamp(round(k2.x * kScaleInv), -127.0f, 127.0f))) & 255u) | ((u32(i32(clamp(round(k2.y * kScaleInv), -127.0f, 127.0f))) & 255u) << 8u) | ((u32(i32(clamp(round(k2.z * kScaleInv), -127.0f, 127.0f))) & 255u) << 16u) | ((u32(i32(clamp(round(k2.w * kScaleInv), -127.0f, 127.0f))) & 255u) << 24u);
+  let kW3 = (u32(i32(clamp(round(k3.x * kScaleInv), -127.0f, 127.0f))) & 255u) | ((u32(i32(clamp(round(k3.y * kScaleInv), -127.0f, 127.0f))) & 255u) << 8u) | ((u32(i32(clamp(round(k3.z * kScaleInv), -127.0f, 127.0f))) & 255u) << 16u) | ((u32(i32(clamp(round(k3.w * kScaleInv), -127.0f, 127.0f))) & 255u) << 24u);
+  let kAt = rowBase + 1u + d * 4u;
+  present_key[kAt] = kW0;
+  present_key[kAt + 1u] = kW1;
+  present_key[kAt + 2u] = kW2;
+  present_key[kAt + 3u] = kW3;
+  if (d == 0u) {
+    present_key[rowBase] = bitcast<u32>(kScale);
   }
-  present_key[kBase + (d + 1u)] = (u32(i32(clamp(round(k0.x * kScaleInv), -127.0f, 127.0f))) & 255u) | ((u32(i32(clamp(round(k0.y * kScaleInv), -127.0f, 127.0f))) & 255u) << 8u) | ((u32(i32(clamp(round(k0.z * kScaleInv), -127.0f, 127.0f))) & 255u) << 16u) | ((u32(i32(clamp(round(k0.w * kScaleInv), -127.0f, 127.0f))) & 255u) << 24u);
-  var vStat: vec2<f32> = groupV[rowGroup];
-  vStat = vec2<f32>(max(vStat.x, groupV[rowGroup + 1u].x), 0.0f);
-  vStat = vec2<f32>(max(vStat.x, groupV[rowGroup + 2u].x), 0.0f);
-  vStat = vec2<f32>(max(vStat.x, groupV[rowGroup + 3u].x), 0.0f);
-  let vScale = abs(vStat.x) / 127.0f;
-  let vScaleInv = select(0.0f, 1.0f / vScale, vScale != 0.0f);
-  let vBase = row * ROW_WORDS;
-  if (d < 1u) {
-    present_value[vBase + d] = bitcast<u32>(vScale);
+  let vW0 = (u32(i32(clamp(round(v0.x * vScaleInv), -127.0f, 127.0f))) & 255u) | ((u32(i32(clamp(round(v0.y * vScaleInv), -127.0f, 127.0f))) & 255u) << 8u) | ((u32(i32(clamp(round(v0.z * vScaleInv), -127.0f, 127.0f))) & 255u) << 16u) | ((u32(i32(clamp(round(v0.w * vScaleInv), -127.0f, 127.0f))) & 255u) << 24u);
+  let vW1 = (u32(i32(clamp(round(v1.x * vScaleInv), -127.0f, 127.0f))) & 255u) | ((u32(i32(clamp(round(v1.y * vScaleInv), -127.0f, 127.0f))) & 255u) << 8u) | ((u32(i32(clamp(round(v1.z * vScaleInv), -127.0f, 127.0f))) & 255u) << 16u) | ((u32(i32(clamp(round(v1.w * vScaleInv), -127.0f, 127.0f))) & 255u) << 24u);
+  let vW2 = (u32(i32(clamp(round(v2.x * vScaleInv), -127.0f, 127.0f))) & 255u) | ((u32(i32(clamp(round(v2.y * vScaleInv), -127.0f, 127.0f))) & 255u) << 8u) | ((u32(i32(clamp(round(v2.z * vScaleInv), -127.0f, 127.0f))) & 255u) << 16u) | ((u32(i32(clamp(round(v2.w * vScaleInv), -127.0f, 127.0f))) & 255u) << 24u);
+  let vW3 = (u32(i32(clamp(round(v3.x * vScaleInv), -127.0f, 127.0f))) & 255u) | ((u32(i32(clamp(round(v3.y * vScaleInv), -127.0f, 127.0f))) & 255u) << 8u) | ((u32(i32(clamp(round(v3.z * vScaleInv), -127.0f, 127.0f))) & 255u) << 16u) | ((u32(i32(clamp(round(v3.w * vScaleInv), -127.0f, 127.0f))) & 255u) << 24u);
+  let vAt = rowBase + 1u + d * 4u;
+  present_value[vAt] = vW0;
+  present_value[vAt + 1u] = vW1;
+  present_value[vAt + 2u] = vW2;
+  present_value[vAt + 3u] = vW3;
+  if (d == 0u) {
+    present_value[rowBase] = bitcast<u32>(vScale);
   }
-  present_value[vBase + (d + 1u)] = (u32(i32(clamp(round(v0.x * vScaleInv), -127.0f, 127.0f))) & 255u) | ((u32(i32(clamp(round(v0.y * vScaleInv), -127.0f, 127.0f))) & 255u) << 8u) | ((u32(i32(clamp(round(v0.z * vScaleInv), -127.0f, 127.0f))) & 255u) << 16u) | ((u32(i32(clamp(round(v0.w * vScaleInv), -127.0f, 127.0f))) & 255u) << 24u);
 }

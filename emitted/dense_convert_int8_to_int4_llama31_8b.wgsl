@@ -12,18 +12,13 @@ struct Params {
 @group(0) @binding(3) var<storage, read_write> present_value: array<u32>;
 @group(0) @binding(4) var<uniform> params: Params;
 
-var<workgroup> xk: array<vec4<f32>, 64>;
-var<workgroup> xv: array<vec4<f32>, 64>;
-var<workgroup> statK: array<vec2<f32>, 64>;
-var<workgroup> statV: array<vec2<f32>, 64>;
-var<workgroup> groupK: array<vec2<f32>, 8>;
-var<workgroup> groupV: array<vec2<f32>, 8>;
+var<workgroup> rowStats: array<vec4<f32>, 64>;
 
 const HEAD_DIM: u32 = 128u;
 const HEAD_DIM_V4: u32 = 32u;
 const ROW_WORDS: u32 = 17u;
 const SRC_ROW_WORDS: u32 = 33u;
-const ROW_LANES: u32 = 32u;
+const ROW_LANES: u32 = 4u;
 
 // Copy int8 (scales inline) cache rows to int4 (scales inline) rows, each row's scale reduced in the kernel.
 @compute @workgroup_size(64)
@@ -32,7 +27,7 @@ fn main(
   @builtin(local_invocation_id) lid: vec3<u32>,
   @builtin(num_workgroups) nwg: vec3<u32>,
 ) {
-  // ROW_LANES invocations per row, each on a run of 1 vectors.
+  // ROW_LANES invocations per row, each on a run of 8 vectors.
   // Flat walk: one invocation per destination vector, adjacent invocations on
   // adjacent vectors; no loop, so every invocation makes one memory round trip.
   // 2D flat index: the dispatch spreads its workgroups evenly over gid.y rows
@@ -41,86 +36,181 @@ fn main(
   let d = e % ROW_LANES;
   // Past the end: the last row again (loads in range; it leaves before any store).
   let row = min(e / ROW_LANES, params.count - 1u);
-  let run0 = d * 1u;
   // The lane's run of the int8 source row, dequantised.
   let srcBase = row * SRC_ROW_WORDS;
-  let kAt0 = run0 * 4u;
+  let kAt0 = d * 8u * 4u;
   let k0X = f32(bitcast<i32>(((src_k[srcBase + (kAt0 / 4u + 1u)] >> (kAt0 % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_k[srcBase + 0u]);
   let k0Y = f32(bitcast<i32>(((src_k[srcBase + ((kAt0 + 1u) / 4u + 1u)] >> ((kAt0 + 1u) % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_k[srcBase + 0u]);
   let k0Z = f32(bitcast<i32>(((src_k[srcBase + ((kAt0 + 2u) / 4u + 1u)] >> ((kAt0 + 2u) % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_k[srcBase + 0u]);
   let k0W = f32(bitcast<i32>(((src_k[srcBase + ((kAt0 + 3u) / 4u + 1u)] >> ((kAt0 + 3u) % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_k[srcBase + 0u]);
   let k0 = vec4<f32>(k0X, k0Y, k0Z, k0W);
-  let vAt0 = run0 * 4u;
+  let kAt1 = (d * 8u + 1u) * 4u;
+  let k1X = f32(bitcast<i32>(((src_k[srcBase + (kAt1 / 4u + 1u)] >> (kAt1 % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_k[srcBase + 0u]);
+  let k1Y = f32(bitcast<i32>(((src_k[srcBase + ((kAt1 + 1u) / 4u + 1u)] >> ((kAt1 + 1u) % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_k[srcBase + 0u]);
+  let k1Z = f32(bitcast<i32>(((src_k[srcBase + ((kAt1 + 2u) / 4u + 1u)] >> ((kAt1 + 2u) % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_k[srcBase + 0u]);
+  let k1W = f32(bitcast<i32>(((src_k[srcBase + ((kAt1 + 3u) / 4u + 1u)] >> ((kAt1 + 3u) % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_k[srcBase + 0u]);
+  let k1 = vec4<f32>(k1X, k1Y, k1Z, k1W);
+  let kAt2 = (d * 8u + 2u) * 4u;
+  let k2X = f32(bitcast<i32>(((src_k[srcBase + (kAt2 / 4u + 1u)] >> (kAt2 % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_k[srcBase + 0u]);
+  let k2Y = f32(bitcast<i32>(((src_k[srcBase + ((kAt2 + 1u) / 4u + 1u)] >> ((kAt2 + 1u) % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_k[srcBase + 0u]);
+  let k2Z = f32(bitcast<i32>(((src_k[srcBase + ((kAt2 + 2u) / 4u + 1u)] >> ((kAt2 + 2u) % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_k[srcBase + 0u]);
+  let k2W = f32(bitcast<i32>(((src_k[srcBase + ((kAt2 + 3u) / 4u + 1u)] >> ((kAt2 + 3u) % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_k[srcBase + 0u]);
+  let k2 = vec4<f32>(k2X, k2Y, k2Z, k2W);
+  let kAt3 = (d * 8u + 3u) * 4u;
+  let k3X = f32(bitcast<i32>(((src_k[srcBase + (kAt3 / 4u + 1u)] >> (kAt3 % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_k[srcBase + 0u]);
+  let k3Y = f32(bitcast<i32>(((src_k[srcBase + ((kAt3 + 1u) / 4u + 1u)] >> ((kAt3 + 1u) % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_k[srcBase + 0u]);
+  let k3Z = f32(bitcast<i32>(((src_k[srcBase + ((kAt3 + 2u) / 4u + 1u)] >> ((kAt3 + 2u) % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_k[srcBase + 0u]);
+  let k3W = f32(bitcast<i32>(((src_k[srcBase + ((kAt3 + 3u) / 4u + 1u)] >> ((kAt3 + 3u) % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_k[srcBase + 0u]);
+  let k3 = vec4<f32>(k3X, k3Y, k3Z, k3W);
+  let kAt4 = (d * 8u + 4u) * 4u;
+  let k4X = f32(bitcast<i32>(((src_k[srcBase + (kAt4 / 4u + 1u)] >> (kAt4 % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_k[srcBase + 0u]);
+  let k4Y = f32(bitcast<i32>(((src_k[srcBase + ((kAt4 + 1u) / 4u + 1u)] >> ((kAt4 + 1u) % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_k[srcBase + 0u]);
+  let k4Z = f32(bitcast<i32>(((src_k[srcBase + ((kAt4 + 2u) / 4u + 1u)] >> ((kAt4 + 2u) % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_k[srcBase + 0u]);
+  let k4W = f32(bitcast<i32>(((src_k[srcBase + ((kAt4 + 3u) / 4u + 1u)] >> ((kAt4 + 3u) % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_k[srcBase + 0u]);
+  let k4 = vec4<f32>(k4X, k4Y, k4Z, k4W);
+  let kAt5 = (d * 8u + 5u) * 4u;
+  let k5X = f32(bitcast<i32>(((src_k[srcBase + (kAt5 / 4u + 1u)] >> (kAt5 % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_k[srcBase + 0u]);
+  let k5Y = f32(bitcast<i32>(((src_k[srcBase + ((kAt5 + 1u) / 4u + 1u)] >> ((kAt5 + 1u) % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_k[srcBase + 0u]);
+  let k5Z = f32(bitcast<i32>(((src_k[srcBase + ((kAt5 + 2u) / 4u + 1u)] >> ((kAt5 + 2u) % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_k[srcBase + 0u]);
+  let k5W = f32(bitcast<i32>(((src_k[srcBase + ((kAt5 + 3u) / 4u + 1u)] >> ((kAt5 + 3u) % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_k[srcBase + 0u]);
+  let k5 = vec4<f32>(k5X, k5Y, k5Z, k5W);
+  let kAt6 = (d * 8u + 6u) * 4u;
+  let k6X = f32(bitcast<i32>(((src_k[srcBase + (kAt6 / 4u + 1u)] >> (kAt6 % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_k[srcBase + 0u]);
+  let k6Y = f32(bitcast<i32>(((src_k[srcBase + ((kAt6 + 1u) / 4u + 1u)] >> ((kAt6 + 1u) % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_k[srcBase + 0u]);
+  let k6Z = f32(bitcast<i32>(((src_k[srcBase + ((kAt6 + 2u) / 4u + 1u)] >> ((kAt6 + 2u) % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_k[srcBase + 0u]);
+  let k6W = f32(bitcast<i32>(((src_k[srcBase + ((kAt6 + 3u) / 4u + 1u)] >> ((kAt6 + 3u) % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_k[srcBase + 0u]);
+  let k6 = vec4<f32>(k6X, k6Y, k6Z, k6W);
+  let kAt7 = (d * 8u + 7u) * 4u;
+  let k7X = f32(bitcast<i32>(((src_k[srcBase + (kAt7 / 4u + 1u)] >> (kAt7 % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_k[srcBase + 0u]);
+  let k7Y = f32(bitcast<i32>(((src_k[srcBase + ((kAt7 + 1u) / 4u + 1u)] >> ((kAt7 + 1u) % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_k[srcBase + 0u]);
+  let k7Z = f32(bitcast<i32>(((src_k[srcBase + ((kAt7 + 2u) / 4u + 1u)] >> ((kAt7 + 2u) % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_k[srcBase + 0u]);
+  let k7W = f32(bitcast<i32>(((src_k[srcBase + ((kAt7 + 3u) / 4u + 1u)] >> ((kAt7 + 3u) % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_k[srcBase + 0u]);
+  let k7 = vec4<f32>(k7X, k7Y, k7Z, k7W);
+  let vAt0 = d * 8u * 4u;
   let v0X = f32(bitcast<i32>(((src_v[srcBase + (vAt0 / 4u + 1u)] >> (vAt0 % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_v[srcBase + 0u]);
   let v0Y = f32(bitcast<i32>(((src_v[srcBase + ((vAt0 + 1u) / 4u + 1u)] >> ((vAt0 + 1u) % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_v[srcBase + 0u]);
   let v0Z = f32(bitcast<i32>(((src_v[srcBase + ((vAt0 + 2u) / 4u + 1u)] >> ((vAt0 + 2u) % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_v[srcBase + 0u]);
   let v0W = f32(bitcast<i32>(((src_v[srcBase + ((vAt0 + 3u) / 4u + 1u)] >> ((vAt0 + 3u) % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_v[srcBase + 0u]);
   let v0 = vec4<f32>(v0X, v0Y, v0Z, v0W);
-  // Stage the row's vectors and each vector's partial statistic in workgroup
-  // memory.
-  xk[lid.x] = k0;
-  xv[lid.x] = v0;
-  let pKStat = vec2<f32>(max(max(abs(k0.x), abs(k0.y)), max(abs(k0.z), abs(k0.w))), 0.0f);
-  statK[lid.x] = pKStat;
-  let pVStat = vec2<f32>(max(max(abs(v0.x), abs(v0.y)), max(abs(v0.z), abs(v0.w))), 0.0f);
-  statV[lid.x] = pVStat;
+  let vAt1 = (d * 8u + 1u) * 4u;
+  let v1X = f32(bitcast<i32>(((src_v[srcBase + (vAt1 / 4u + 1u)] >> (vAt1 % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_v[srcBase + 0u]);
+  let v1Y = f32(bitcast<i32>(((src_v[srcBase + ((vAt1 + 1u) / 4u + 1u)] >> ((vAt1 + 1u) % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_v[srcBase + 0u]);
+  let v1Z = f32(bitcast<i32>(((src_v[srcBase + ((vAt1 + 2u) / 4u + 1u)] >> ((vAt1 + 2u) % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_v[srcBase + 0u]);
+  let v1W = f32(bitcast<i32>(((src_v[srcBase + ((vAt1 + 3u) / 4u + 1u)] >> ((vAt1 + 3u) % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_v[srcBase + 0u]);
+  let v1 = vec4<f32>(v1X, v1Y, v1Z, v1W);
+  let vAt2 = (d * 8u + 2u) * 4u;
+  let v2X = f32(bitcast<i32>(((src_v[srcBase + (vAt2 / 4u + 1u)] >> (vAt2 % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_v[srcBase + 0u]);
+  let v2Y = f32(bitcast<i32>(((src_v[srcBase + ((vAt2 + 1u) / 4u + 1u)] >> ((vAt2 + 1u) % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_v[srcBase + 0u]);
+  let v2Z = f32(bitcast<i32>(((src_v[srcBase + ((vAt2 + 2u) / 4u + 1u)] >> ((vAt2 + 2u) % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_v[srcBase + 0u]);
+  let v2W = f32(bitcast<i32>(((src_v[srcBase + ((vAt2 + 3u) / 4u + 1u)] >> ((vAt2 + 3u) % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_v[srcBase + 0u]);
+  let v2 = vec4<f32>(v2X, v2Y, v2Z, v2W);
+  let vAt3 = (d * 8u + 3u) * 4u;
+  let v3X = f32(bitcast<i32>(((src_v[srcBase + (vAt3 / 4u + 1u)] >> (vAt3 % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_v[srcBase + 0u]);
+  let v3Y = f32(bitcast<i32>(((src_v[srcBase + ((vAt3 + 1u) / 4u + 1u)] >> ((vAt3 + 1u) % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_v[srcBase + 0u]);
+  let v3Z = f32(bitcast<i32>(((src_v[srcBase + ((vAt3 + 2u) / 4u + 1u)] >> ((vAt3 + 2u) % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_v[srcBase + 0u]);
+  let v3W = f32(bitcast<i32>(((src_v[srcBase + ((vAt3 + 3u) / 4u + 1u)] >> ((vAt3 + 3u) % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_v[srcBase + 0u]);
+  let v3 = vec4<f32>(v3X, v3Y, v3Z, v3W);
+  let vAt4 = (d * 8u + 4u) * 4u;
+  let v4X = f32(bitcast<i32>(((src_v[srcBase + (vAt4 / 4u + 1u)] >> (vAt4 % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_v[srcBase + 0u]);
+  let v4Y = f32(bitcast<i32>(((src_v[srcBase + ((vAt4 + 1u) / 4u + 1u)] >> ((vAt4 + 1u) % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_v[srcBase + 0u]);
+  let v4Z = f32(bitcast<i32>(((src_v[srcBase + ((vAt4 + 2u) / 4u + 1u)] >> ((vAt4 + 2u) % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_v[srcBase + 0u]);
+  let v4W = f32(bitcast<i32>(((src_v[srcBase + ((vAt4 + 3u) / 4u + 1u)] >> ((vAt4 + 3u) % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_v[srcBase + 0u]);
+  let v4 = vec4<f32>(v4X, v4Y, v4Z, v4W);
+  let vAt5 = (d * 8u + 5u) * 4u;
+  let v5X = f32(bitcast<i32>(((src_v[srcBase + (vAt5 / 4u + 1u)] >> (vAt5 % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_v[srcBase + 0u]);
+  let v5Y = f32(bitcast<i32>(((src_v[srcBase + ((vAt5 + 1u) / 4u + 1u)] >> ((vAt5 + 1u) % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_v[srcBase + 0u]);
+  let v5Z = f32(bitcast<i32>(((src_v[srcBase + ((vAt5 + 2u) / 4u + 1u)] >> ((vAt5 + 2u) % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_v[srcBase + 0u]);
+  let v5W = f32(bitcast<i32>(((src_v[srcBase + ((vAt5 + 3u) / 4u + 1u)] >> ((vAt5 + 3u) % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_v[srcBase + 0u]);
+  let v5 = vec4<f32>(v5X, v5Y, v5Z, v5W);
+  let vAt6 = (d * 8u + 6u) * 4u;
+  let v6X = f32(bitcast<i32>(((src_v[srcBase + (vAt6 / 4u + 1u)] >> (vAt6 % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_v[srcBase + 0u]);
+  let v6Y = f32(bitcast<i32>(((src_v[srcBase + ((vAt6 + 1u) / 4u + 1u)] >> ((vAt6 + 1u) % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_v[srcBase + 0u]);
+  let v6Z = f32(bitcast<i32>(((src_v[srcBase + ((vAt6 + 2u) / 4u + 1u)] >> ((vAt6 + 2u) % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_v[srcBase + 0u]);
+  let v6W = f32(bitcast<i32>(((src_v[srcBase + ((vAt6 + 3u) / 4u + 1u)] >> ((vAt6 + 3u) % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_v[srcBase + 0u]);
+  let v6 = vec4<f32>(v6X, v6Y, v6Z, v6W);
+  let vAt7 = (d * 8u + 7u) * 4u;
+  let v7X = f32(bitcast<i32>(((src_v[srcBase + (vAt7 / 4u + 1u)] >> (vAt7 % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_v[srcBase + 0u]);
+  let v7Y = f32(bitcast<i32>(((src_v[srcBase + ((vAt7 + 1u) / 4u + 1u)] >> ((vAt7 + 1u) % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_v[srcBase + 0u]);
+  let v7Z = f32(bitcast<i32>(((src_v[srcBase + ((vAt7 + 2u) / 4u + 1u)] >> ((vAt7 + 2u) % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_v[srcBase + 0u]);
+  let v7W = f32(bitcast<i32>(((src_v[srcBase + ((vAt7 + 3u) / 4u + 1u)] >> ((vAt7 + 3u) % 4u * 8u)) & 255u) << 24u) >> 24u) * bitcast<f32>(src_v[srcBase + 0u]);
+  let v7 = vec4<f32>(v7X, v7Y, v7Z, v7W);
+  let pK0Stat = vec2<f32>(max(max(abs(k0.x), abs(k0.y)), max(abs(k0.z), abs(k0.w))), 0.0f);
+  let pK1Stat = vec2<f32>(max(max(abs(k1.x), abs(k1.y)), max(abs(k1.z), abs(k1.w))), 0.0f);
+  let pKRun1 = vec2<f32>(max(pK0Stat.x, pK1Stat.x), 0.0f);
+  let pK2Stat = vec2<f32>(max(max(abs(k2.x), abs(k2.y)), max(abs(k2.z), abs(k2.w))), 0.0f);
+  let pKRun2 = vec2<f32>(max(pKRun1.x, pK2Stat.x), 0.0f);
+  let pK3Stat = vec2<f32>(max(max(abs(k3.x), abs(k3.y)), max(abs(k3.z), abs(k3.w))), 0.0f);
+  let pKRun3 = vec2<f32>(max(pKRun2.x, pK3Stat.x), 0.0f);
+  let pK4Stat = vec2<f32>(max(max(abs(k4.x), abs(k4.y)), max(abs(k4.z), abs(k4.w))), 0.0f);
+  let pKRun4 = vec2<f32>(max(pKRun3.x, pK4Stat.x), 0.0f);
+  let pK5Stat = vec2<f32>(max(max(abs(k5.x), abs(k5.y)), max(abs(k5.z), abs(k5.w))), 0.0f);
+  let pKRun5 = vec2<f32>(max(pKRun4.x, pK5Stat.x), 0.0f);
+  let pK6Stat = vec2<f32>(max(max(abs(k6.x), abs(k6.y)), max(abs(k6.z), abs(k6.w))), 0.0f);
+  let pKRun6 = vec2<f32>(max(pKRun5.x, pK6Stat.x), 0.0f);
+  let pK7Stat = vec2<f32>(max(max(abs(k7.x), abs(k7.y)), max(abs(k7.z), abs(k7.w))), 0.0f);
+  let pKRun7 = vec2<f32>(max(pKRun6.x, pK7Stat.x), 0.0f);
+  let pV0Stat = vec2<f32>(max(max(abs(v0.x), abs(v0.y)), max(abs(v0.z), abs(v0.w))), 0.0f);
+  let pV1Stat = vec2<f32>(max(max(abs(v1.x), abs(v1.y)), max(abs(v1.z), abs(v1.w))), 0.0f);
+  let pVRun1 = vec2<f32>(max(pV0Stat.x, pV1Stat.x), 0.0f);
+  let pV2Stat = vec2<f32>(max(max(abs(v2.x), abs(v2.y)), max(abs(v2.z), abs(v2.w))), 0.0f);
+  let pVRun2 = vec2<f32>(max(pVRun1.x, pV2Stat.x), 0.0f);
+  let pV3Stat = vec2<f32>(max(max(abs(v3.x), abs(v3.y)), max(abs(v3.z), abs(v3.w))), 0.0f);
+  let pVRun3 = vec2<f32>(max(pVRun2.x, pV3Stat.x), 0.0f);
+  let pV4Stat = vec2<f32>(max(max(abs(v4.x), abs(v4.y)), max(abs(v4.z), abs(v4.w))), 0.0f);
+  let pVRun4 = vec2<f32>(max(pVRun3.x, pV4Stat.x), 0.0f);
+  let pV5Stat = vec2<f32>(max(max(abs(v5.x), abs(v5.y)), max(abs(v5.z), abs(v5.w))), 0.0f);
+  let pVRun5 = vec2<f32>(max(pVRun4.x, pV5Stat.x), 0.0f);
+  let pV6Stat = vec2<f32>(max(max(abs(v6.x), abs(v6.y)), max(abs(v6.z), abs(v6.w))), 0.0f);
+  let pVRun6 = vec2<f32>(max(pVRun5.x, pV6Stat.x), 0.0f);
+  let pV7Stat = vec2<f32>(max(max(abs(v7.x), abs(v7.y)), max(abs(v7.z), abs(v7.w))), 0.0f);
+  let pVRun7 = vec2<f32>(max(pVRun6.x, pV7Stat.x), 0.0f);
+  // Each lane's statistic of its run, K's and V's in one workgroup slot; after
+  // the barrier every lane combines its row's 4 in order.
+  rowStats[lid.x] = vec4<f32>(pKRun7, pVRun7);
   workgroupBarrier();
-  let rowLane = lid.x - d;
-  // A row's statistic in two levels: its first 4 invocations each
-  // combine 8 partials in order, then every invocation the 4 groups.
-  let rowGroup = rowLane / 8u;
-  if (d < 4u) {
-    var gK: vec2<f32> = statK[rowLane + d * 8u];
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d * 8u + 1u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d * 8u + 2u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d * 8u + 3u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d * 8u + 4u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d * 8u + 5u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d * 8u + 6u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d * 8u + 7u].x), 0.0f);
-    groupK[rowGroup + d] = gK;
-    var gV: vec2<f32> = statV[rowLane + d * 8u];
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d * 8u + 1u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d * 8u + 2u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d * 8u + 3u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d * 8u + 4u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d * 8u + 5u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d * 8u + 6u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d * 8u + 7u].x), 0.0f);
-    groupV[rowGroup + d] = gV;
-  }
-  workgroupBarrier();
+  let statLane = lid.x - d;
+  let rowStat0 = rowStats[statLane + 0u];
+  var statK: vec2<f32> = rowStat0.xy;
+  var statV: vec2<f32> = rowStat0.zw;
+  let rowStat1 = rowStats[statLane + 1u];
+  statK = vec2<f32>(max(statK.x, rowStat1.xy.x), 0.0f);
+  statV = vec2<f32>(max(statV.x, rowStat1.zw.x), 0.0f);
+  let rowStat2 = rowStats[statLane + 2u];
+  statK = vec2<f32>(max(statK.x, rowStat2.xy.x), 0.0f);
+  statV = vec2<f32>(max(statV.x, rowStat2.zw.x), 0.0f);
+  let rowStat3 = rowStats[statLane + 3u];
+  statK = vec2<f32>(max(statK.x, rowStat3.xy.x), 0.0f);
+  statV = vec2<f32>(max(statV.x, rowStat3.zw.x), 0.0f);
+  let kScale = abs(statK.x) / 7.0f;
+  let kScaleInv = select(0.0f, 1.0f / kScale, kScale != 0.0f);
+  let vScale = abs(statV.x) / 7.0f;
+  let vScaleInv = select(0.0f, 1.0f / vScale, vScale != 0.0f);
   if (e >= params.count * ROW_LANES) {
     return;
   }
-  var kStat: vec2<f32> = groupK[rowGroup];
-  kStat = vec2<f32>(max(kStat.x, groupK[rowGroup + 1u].x), 0.0f);
-  kStat = vec2<f32>(max(kStat.x, groupK[rowGroup + 2u].x), 0.0f);
-  kStat = vec2<f32>(max(kStat.x, groupK[rowGroup + 3u].x), 0.0f);
-  let kScale = abs(kStat.x) / 7.0f;
-  let kScaleInv = select(0.0f, 1.0f / kScale, kScale != 0.0f);
-  let kBase = row * ROW_WORDS;
-  if (d < 1u) {
-    present_key[kBase + d] = bitcast<u32>(kScale);
+  let rowBase = row * ROW_WORDS;
+  let kW0 = u32(i32(clamp(round(k0.x * kScaleInv), -7.0f, 7.0f)) + 8i) | (u32(i32(clamp(round(k0.y * kScaleInv), -7.0f, 7.0f)) + 8i) << 4u) | (u32(i32(clamp(round(k0.z * kScaleInv), -7.0f, 7.0f)) + 8i) << 8u) | (u32(i32(clamp(round(k0.w * kScaleInv), -7.0f, 7.0f)) + 8i) << 12u) | (u32(i32(clamp(round(k1.x * kScaleInv), -7.0f, 7.0f)) + 8i) << 16u) | (u32(i32(clamp(round(k1.y * kScaleInv), -7.0f, 7.0f)) + 8i) << 20u) | (u32(i32(clamp(round(k1.z * kScaleInv), -7.0f, 7.0f)) + 8i) << 24u) | (u32(i32(clamp(round(k1.w * kScaleInv), -7.0f, 7.0f)) + 8i) << 28u);
+  let kW1 = u32(i32(clamp(round(k2.x * kScaleInv), -7.0f, 7.0f)) + 8i) | (u32(i32(clamp(round(k2.y * kScaleInv), -7.0f, 7.0f)) + 8i) << 4u) | (u32(i32(clamp(round(k2.z * kScaleInv), -7.0f, 7.0f)) + 8i) << 8u) | (u32(i32(clamp(round(k2.w * kScaleInv), -7.0f, 7.0f)) + 8i) << 12u) | (u32(i32(clamp(round(k3.x * kScaleInv), -7.0f, 7.0f)) + 8i) << 16u) | (u32(i32(clamp(round(k3.y * kScaleInv), -7.0f, 7.0f)) + 8i) << 20u) | (u32(i32(clamp(round(k3.z * kScaleInv), -7.0f, 7.0f)) + 8i) << 24u) | (u32(i32(clamp(round(k3.w * kScaleInv), -7.0f, 7.0f)) + 8i) << 28u);
+  let kW2 = u32(i32(clamp(round(k4.x * kScaleInv), -7.0f, 7.0f)) + 8i) | (u32(i32(clamp(round(k4.y * kScaleInv), -7.0f, 7.0f)) + 8i) << 4u) | (u32(i32(clamp(round(k4.z * kScaleInv), -7.0f, 7.0f)) + 8i) << 8u) | (u32(i32(clamp(round(k4.w * kScaleInv), -7.0f, 7.0f)) + 8i) << 12u) | (u32(i32(clamp(round(k5.x * kScaleInv), -7.0f, 7.0f)) + 8i) << 16u) | (u32(i32(clamp(round(k5.y * kScaleInv), -7.0f, 7.0f)) + 8i) << 20u) | (u32(i32(clamp(round(k5.z * kScaleInv), -7.0f, 7.0f)) + 8i) << 24u) | (u32(i32(clamp(round(k5.w * kScaleInv), -7.0f, 7.0f)) + 8i) << 28u);
+  let kW3 = u32(i32(clamp(round(k6.x * kScaleInv), -7.0f, 7.0f)) + 8i) | (u32(i32(clamp(round(k6.y * kScaleInv), -7.0f, 7.0f)) + 8i) << 4u) | (u32(i32(clamp(round(k6.z * kScaleInv), -7.0f, 7.0f)) + 8i) << 8u) | (u32(i32(clamp(round(k6.w * kScaleInv), -7.0f, 7.0f)) + 8i) << 12u) | (u32(i32(clamp(round(k7.x * kScaleInv), -7.0f, 7.0f)) + 8i) << 16u) | (u32(i32(clamp(round(k7.y * kScaleInv), -7.0f, 7.0f)) + 8i) << 20u) | (u32(i32(clamp(round(k7.z * kScaleInv), -7.0f, 7.0f)) + 8i) << 24u) | (u32(i32(clamp(round(k7.w * kScaleInv), -7.0f, 7.0f)) + 8i) << 28u);
+  let kAt = rowBase + 1u + d * 4u;
+  present_key[kAt] = kW0;
+  present_key[kAt + 1u] = kW1;
+  present_key[kAt + 2u] = kW2;
+  present_key[kAt + 3u] = kW3;
+  if (d == 0u) {
+    present_key[rowBase] = bitcast<u32>(kScale);
   }
-  if (d % 2u == 0u) {
-    // Eight codes a word: an even vector's own four, then the next vector's.
-    let kNext = xk[rowLane + d + 1u];
-    present_key[kBase + (d / 2u + 1u)] = u32(i32(clamp(round(k0.x * kScaleInv), -7.0f, 7.0f)) + 8i) | (u32(i32(clamp(round(k0.y * kScaleInv), -7.0f, 7.0f)) + 8i) << 4u) | (u32(i32(clamp(round(k0.z * kScaleInv), -7.0f, 7.0f)) + 8i) << 8u) | (u32(i32(clamp(round(k0.w * kScaleInv), -7.0f, 7.0f)) + 8i) << 12u) | (u32(i32(clamp(round(kNext.x * kScaleInv), -7.0f, 7.0f)) + 8i) << 16u) | (u32(i32(clamp(round(kNext.y * kScaleInv), -7.0f, 7.0f)) + 8i) << 20u) | (u32(i32(clamp(round(kNext.z * kScaleInv), -7.0f, 7.0f)) + 8i) << 24u) | (u32(i32(clamp(round(kNext.w * kScaleInv), -7.0f, 7.0f)) + 8i) << 28u);
-  }
-  var vStat: vec2<f32> = groupV[rowGroup];
-  vStat = vec2<f32>(max(vStat.x, groupV[rowGroup + 1u].x), 0.0f);
-  vStat = vec2<f32>(max(vStat.x, groupV[rowGroup + 2u].x), 0.0f);
-  vStat = vec2<f32>(max(vStat.x, groupV[rowGroup + 3u].x), 0.0f);
-  let vScale = abs(vStat.x) / 7.0f;
-  let vScaleInv = select(0.0f, 1.0f / vScale, vScale != 0.0f);
-  let vBase = row * ROW_WORDS;
-  if (d < 1u) {
-    present_value[vBase + d] = bitcast<u32>(vScale);
-  }
-  if (d % 2u == 0u) {
-    // Eight codes a word: an even vector's own four, then the next vector's.
-    let vNext = xv[rowLane + d + 1u];
-    present_value[vBase + (d / 2u + 1u)] = u32(i32(clamp(round(v0.x * vScaleInv), -7.0f, 7.0f)) + 8i) | (u32(i32(clamp(round(v0.y * vScaleInv), -7.0f, 7.0f)) + 8i) << 4u) | (u32(i32(clamp(round(v0.z * vScaleInv), -7.0f, 7.0f)) + 8i) << 8u) | (u32(i32(clamp(round(v0.w * vScaleInv), -7.0f, 7.0f)) + 8i) << 12u) | (u32(i32(clamp(round(vNext.x * vScaleInv), -7.0f, 7.0f)) + 8i) << 16u) | (u32(i32(clamp(round(vNext.y * vScaleInv), -7.0f, 7.0f)) + 8i) << 20u) | (u32(i32(clamp(round(vNext.z * vScaleInv), -7.0f, 7.0f)) + 8i) << 24u) | (u32(i32(clamp(round(vNext.w * vScaleInv), -7.0f, 7.0f)) + 8i) << 28u);
+  let vW0 = u32(i32(clamp(round(v0.x * vScaleInv), -7.0f, 7.0f)) + 8i) | (u32(i32(clamp(round(v0.y * vScaleInv), -7.0f, 7.0f)) + 8i) << 4u) | (u32(i32(clamp(round(v0.z * vScaleInv), -7.0f, 7.0f)) + 8i) << 8u) | (u32(i32(clamp(round(v0.w * vScaleInv), -7.0f, 7.0f)) + 8i) << 12u) | (u32(i32(clamp(round(v1.x * vScaleInv), -7.0f, 7.0f)) + 8i) << 16u) | (u32(i32(clamp(round(v1.y * vScaleInv), -7.0f, 7.0f)) + 8i) << 20u) | (u32(i32(clamp(round(v1.z * vScaleInv), -7.0f, 7.0f)) + 8i) << 24u) | (u32(i32(clamp(round(v1.w * vScaleInv), -7.0f, 7.0f)) + 8i) << 28u);
+  let vW1 = u32(i32(clamp(round(v2.x * vScaleInv), -7.0f, 7.0f)) + 8i) | (u32(i32(clamp(round(v2.y * vScaleInv), -7.0f, 7.0f)) + 8i) << 4u) | (u32(i32(clamp(round(v2.z * vScaleInv), -7.0f, 7.0f)) + 8i) << 8u) | (u32(i32(clamp(round(v2.w * vScaleInv), -7.0f, 7.0f)) + 8i) << 12u) | (u32(i32(clamp(round(v3.x * vScaleInv), -7.0f, 7.0f)) + 8i) << 16u) | (u32(i32(clamp(round(v3.y * vScaleInv), -7.0f, 7.0f)) + 8i) << 20u) | (u32(i32(clamp(round(v3.z * vScaleInv), -7.0f, 7.0f)) + 8i) << 24u) | (u32(i32(clamp(round(v3.w * vScaleInv), -7.0f, 7.0f)) + 8i) << 28u);
+  let vW2 = u32(i32(clamp(round(v4.x * vScaleInv), -7.0f, 7.0f)) + 8i) | (u32(i32(clamp(round(v4.y * vScaleInv), -7.0f, 7.0f)) + 8i) << 4u) | (u32(i32(clamp(round(v4.z * vScaleInv), -7.0f, 7.0f)) + 8i) << 8u) | (u32(i32(clamp(round(v4.w * vScaleInv), -7.0f, 7.0f)) + 8i) << 12u) | (u32(i32(clamp(round(v5.x * vScaleInv), -7.0f, 7.0f)) + 8i) << 16u) | (u32(i32(clamp(round(v5.y * vScaleInv), -7.0f, 7.0f)) + 8i) << 20u) | (u32(i32(clamp(round(v5.z * vScaleInv), -7.0f, 7.0f)) + 8i) << 24u) | (u32(i32(clamp(round(v5.w * vScaleInv), -7.0f, 7.0f)) + 8i) << 28u);
+  let vW3 = u32(i32(clamp(round(v6.x * vScaleInv), -7.0f, 7.0f)) + 8i) | (u32(i32(clamp(round(v6.y * vScaleInv), -7.0f, 7.0f)) + 8i) << 4u) | (u32(i32(clamp(round(v6.z * vScaleInv), -7.0f, 7.0f)) + 8i) << 8u) | (u32(i32(clamp(round(v6.w * vScaleInv), -7.0f, 7.0f)) + 8i) << 12u) | (u32(i32(clamp(round(v7.x * vScaleInv), -7.0f, 7.0f)) + 8i) << 16u) | (u32(i32(clamp(round(v7.y * vScaleInv), -7.0f, 7.0f)) + 8i) << 20u) | (u32(i32(clamp(round(v7.z * vScaleInv), -7.0f, 7.0f)) + 8i) << 24u) | (u32(i32(clamp(round(v7.w * vScaleInv), -7.0f, 7.0f)) + 8i) << 28u);
+  let vAt = rowBase + 1u + d * 4u;
+  present_value[vAt] = vW0;
+  present_value[vAt + 1u] = vW1;
+  present_value[vAt + 2u] = vW2;
+  present_value[vAt + 3u] = vW3;
+  if (d == 0u) {
+    present_value[rowBase] = bitcast<u32>(vScale);
   }
 }

@@ -17,19 +17,14 @@ struct Params {
 @group(0) @binding(6) var<storage, read_write> present_value: array<u32>;
 @group(0) @binding(7) var<uniform> params: Params;
 
-var<workgroup> xk: array<f32, 256>;
-var<workgroup> xv: array<f32, 256>;
-var<workgroup> statK: array<vec2<f32>, 64>;
-var<workgroup> statV: array<vec2<f32>, 64>;
-var<workgroup> groupK: array<vec2<f32>, 8>;
-var<workgroup> groupV: array<vec2<f32>, 8>;
+var<workgroup> blockHalves: array<u32, 64>;
 
 const HEAD_DIM: u32 = 256u;
 const HEAD_DIM_V4: u32 = 64u;
 const ROW_WORDS: u32 = 68u;
 const KV_HEADS: u32 = 4u;
 const KV_HIDDEN_V4: u32 = 256u;
-const ROW_LANES: u32 = 64u;
+const ROW_LANES: u32 = 8u;
 
 // Windowed dense q8_0 cache, every row: surviving past rows slide down by
 // the eviction count, the new BSH K/V are quantised into the appended rows (each
@@ -40,7 +35,7 @@ fn main(
   @builtin(local_invocation_id) lid: vec3<u32>,
   @builtin(num_workgroups) nwg: vec3<u32>,
 ) {
-  // ROW_LANES invocations per row, each on a run of 1 vectors.
+  // ROW_LANES invocations per row, each on a run of 8 vectors.
   // Flat walk: one invocation per destination vector, adjacent invocations on
   // adjacent vectors; no loop, so every invocation makes one memory round trip.
   // 2D flat index: the dispatch spreads its workgroups evenly over gid.y rows
@@ -73,6 +68,20 @@ fn main(
     let src = (slice + t + evicted) * ROW_WORDS;
     present_key[dst + d] = past_k[src + d];
     present_value[dst + d] = past_v[src + d];
+    present_key[dst + (d + 8u)] = past_k[src + (d + 8u)];
+    present_value[dst + (d + 8u)] = past_v[src + (d + 8u)];
+    present_key[dst + (d + 16u)] = past_k[src + (d + 16u)];
+    present_value[dst + (d + 16u)] = past_v[src + (d + 16u)];
+    present_key[dst + (d + 24u)] = past_k[src + (d + 24u)];
+    present_value[dst + (d + 24u)] = past_v[src + (d + 24u)];
+    present_key[dst + (d + 32u)] = past_k[src + (d + 32u)];
+    present_value[dst + (d + 32u)] = past_v[src + (d + 32u)];
+    present_key[dst + (d + 40u)] = past_k[src + (d + 40u)];
+    present_value[dst + (d + 40u)] = past_v[src + (d + 40u)];
+    present_key[dst + (d + 48u)] = past_k[src + (d + 48u)];
+    present_value[dst + (d + 48u)] = past_v[src + (d + 48u)];
+    present_key[dst + (d + 56u)] = past_k[src + (d + 56u)];
+    present_value[dst + (d + 56u)] = past_v[src + (d + 56u)];
     if (d + 64u < 68u) {
       present_key[dst + (d + 64u)] = past_k[src + (d + 64u)];
       present_value[dst + (d + 64u)] = past_v[src + (d + 64u)];
@@ -81,120 +90,328 @@ fn main(
     // Outside the resident window: zero words (every element decodes to zero).
     present_key[dst + d] = 0u;
     present_value[dst + d] = 0u;
+    present_key[dst + (d + 8u)] = 0u;
+    present_value[dst + (d + 8u)] = 0u;
+    present_key[dst + (d + 16u)] = 0u;
+    present_value[dst + (d + 16u)] = 0u;
+    present_key[dst + (d + 24u)] = 0u;
+    present_value[dst + (d + 24u)] = 0u;
+    present_key[dst + (d + 32u)] = 0u;
+    present_value[dst + (d + 32u)] = 0u;
+    present_key[dst + (d + 40u)] = 0u;
+    present_value[dst + (d + 40u)] = 0u;
+    present_key[dst + (d + 48u)] = 0u;
+    present_value[dst + (d + 48u)] = 0u;
+    present_key[dst + (d + 56u)] = 0u;
+    present_value[dst + (d + 56u)] = 0u;
     if (d + 64u < 68u) {
       present_key[dst + (d + 64u)] = 0u;
       present_value[dst + (d + 64u)] = 0u;
     }
   }
   let srcBase = (b * params.keySeq + j) * KV_HIDDEN_V4 + hk * HEAD_DIM_V4;
-  let run0 = d * 1u;
-  let at0 = run0;
+  let at0 = d * 8u;
   let v0 = src_v[srcBase + at0];
   let k0 = src_k[srcBase + at0];
-  // Stage the row's values and each vector's partial statistic in workgroup
-  // memory.
-  xk[lid.x * 4u + 0u] = k0.x;
-  xv[lid.x * 4u + 0u] = v0.x;
-  xk[lid.x * 4u + 1u] = k0.y;
-  xv[lid.x * 4u + 1u] = v0.y;
-  xk[lid.x * 4u + 2u] = k0.z;
-  xv[lid.x * 4u + 2u] = v0.z;
-  xk[lid.x * 4u + 3u] = k0.w;
-  xv[lid.x * 4u + 3u] = v0.w;
-  let pKStat = vec2<f32>(max(max(abs(k0.x), abs(k0.y)), max(abs(k0.z), abs(k0.w))), 0.0f);
-  statK[lid.x] = pKStat;
-  let pVStat = vec2<f32>(max(max(abs(v0.x), abs(v0.y)), max(abs(v0.z), abs(v0.w))), 0.0f);
-  statV[lid.x] = pVStat;
+  let at1 = d * 8u + 1u;
+  let v1 = src_v[srcBase + at1];
+  let k1 = src_k[srcBase + at1];
+  let at2 = d * 8u + 2u;
+  let v2 = src_v[srcBase + at2];
+  let k2 = src_k[srcBase + at2];
+  let at3 = d * 8u + 3u;
+  let v3 = src_v[srcBase + at3];
+  let k3 = src_k[srcBase + at3];
+  let at4 = d * 8u + 4u;
+  let v4 = src_v[srcBase + at4];
+  let k4 = src_k[srcBase + at4];
+  let at5 = d * 8u + 5u;
+  let v5 = src_v[srcBase + at5];
+  let k5 = src_k[srcBase + at5];
+  let at6 = d * 8u + 6u;
+  let v6 = src_v[srcBase + at6];
+  let k6 = src_k[srcBase + at6];
+  let at7 = d * 8u + 7u;
+  let v7 = src_v[srcBase + at7];
+  let k7 = src_k[srcBase + at7];
+  let pK0Stat = vec2<f32>(max(max(abs(k0.x), abs(k0.y)), max(abs(k0.z), abs(k0.w))), 0.0f);
+  let pK1Stat = vec2<f32>(max(max(abs(k1.x), abs(k1.y)), max(abs(k1.z), abs(k1.w))), 0.0f);
+  let pKRun1 = vec2<f32>(max(pK0Stat.x, pK1Stat.x), 0.0f);
+  let pK2Stat = vec2<f32>(max(max(abs(k2.x), abs(k2.y)), max(abs(k2.z), abs(k2.w))), 0.0f);
+  let pKRun2 = vec2<f32>(max(pKRun1.x, pK2Stat.x), 0.0f);
+  let pK3Stat = vec2<f32>(max(max(abs(k3.x), abs(k3.y)), max(abs(k3.z), abs(k3.w))), 0.0f);
+  let pKRun3 = vec2<f32>(max(pKRun2.x, pK3Stat.x), 0.0f);
+  let pK4Stat = vec2<f32>(max(max(abs(k4.x), abs(k4.y)), max(abs(k4.z), abs(k4.w))), 0.0f);
+  let pKRun4 = vec2<f32>(max(pKRun3.x, pK4Stat.x), 0.0f);
+  let pK5Stat = vec2<f32>(max(max(abs(k5.x), abs(k5.y)), max(abs(k5.z), abs(k5.w))), 0.0f);
+  let pKRun5 = vec2<f32>(max(pKRun4.x, pK5Stat.x), 0.0f);
+  let pK6Stat = vec2<f32>(max(max(abs(k6.x), abs(k6.y)), max(abs(k6.z), abs(k6.w))), 0.0f);
+  let pKRun6 = vec2<f32>(max(pKRun5.x, pK6Stat.x), 0.0f);
+  let pK7Stat = vec2<f32>(max(max(abs(k7.x), abs(k7.y)), max(abs(k7.z), abs(k7.w))), 0.0f);
+  let pKRun7 = vec2<f32>(max(pKRun6.x, pK7Stat.x), 0.0f);
+  let kD = abs(pKRun7.x) / 127.0f;
+  let kDInv = select(0.0f, 1.0f / kD, kD != 0.0f);
+  let pV0Stat = vec2<f32>(max(max(abs(v0.x), abs(v0.y)), max(abs(v0.z), abs(v0.w))), 0.0f);
+  let pV1Stat = vec2<f32>(max(max(abs(v1.x), abs(v1.y)), max(abs(v1.z), abs(v1.w))), 0.0f);
+  let pVRun1 = vec2<f32>(max(pV0Stat.x, pV1Stat.x), 0.0f);
+  let pV2Stat = vec2<f32>(max(max(abs(v2.x), abs(v2.y)), max(abs(v2.z), abs(v2.w))), 0.0f);
+  let pVRun2 = vec2<f32>(max(pVRun1.x, pV2Stat.x), 0.0f);
+  let pV3Stat = vec2<f32>(max(max(abs(v3.x), abs(v3.y)), max(abs(v3.z), abs(v3.w))), 0.0f);
+  let pVRun3 = vec2<f32>(max(pVRun2.x, pV3Stat.x), 0.0f);
+  let pV4Stat = vec2<f32>(max(max(abs(v4.x), abs(v4.y)), max(abs(v4.z), abs(v4.w))), 0.0f);
+  let pVRun4 = vec2<f32>(max(pVRun3.x, pV4Stat.x), 0.0f);
+  let pV5Stat = vec2<f32>(max(max(abs(v5.x), abs(v5.y)), max(abs(v5.z), abs(v5.w))), 0.0f);
+  let pVRun5 = vec2<f32>(max(pVRun4.x, pV5Stat.x), 0.0f);
+  let pV6Stat = vec2<f32>(max(max(abs(v6.x), abs(v6.y)), max(abs(v6.z), abs(v6.w))), 0.0f);
+  let pVRun6 = vec2<f32>(max(pVRun5.x, pV6Stat.x), 0.0f);
+  let pV7Stat = vec2<f32>(max(max(abs(v7.x), abs(v7.y)), max(abs(v7.z), abs(v7.w))), 0.0f);
+  let pVRun7 = vec2<f32>(max(pVRun6.x, pV7Stat.x), 0.0f);
+  let vD = abs(pVRun7.x) / 127.0f;
+  let vDInv = select(0.0f, 1.0f / vD, vD != 0.0f);
+  // The block's f16 scales, K's in the low half and V's in the high half.
+  let halves = pack2x16float(vec2<f32>(kD, vD));
+  // An even block's last word closes with the odd block's scale: the neighbour's
+  // halves, through workgroup memory.
+  blockHalves[lid.x] = halves;
   workgroupBarrier();
-  let rowLane = lid.x - d;
-  // Each block's statistic, once: the row's first 8 invocations each
-  // combine a block's 8 partials in order.
-  let rowGroup = rowLane / 8u;
-  if (d < 8u) {
-    var gK: vec2<f32> = statK[rowLane + d * 8u];
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d * 8u + 1u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d * 8u + 2u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d * 8u + 3u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d * 8u + 4u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d * 8u + 5u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d * 8u + 6u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d * 8u + 7u].x), 0.0f);
-    groupK[rowGroup + d] = gK;
-    var gV: vec2<f32> = statV[rowLane + d * 8u];
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d * 8u + 1u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d * 8u + 2u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d * 8u + 3u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d * 8u + 4u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d * 8u + 5u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d * 8u + 6u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d * 8u + 7u].x), 0.0f);
-    groupV[rowGroup + d] = gV;
-  }
-  workgroupBarrier();
+  let nextHalves = select(0u, blockHalves[min(lid.x + 1u, 63u)], d + 1u < 8u);
   if (done || !(t >= appendStart && t < resident)) {
     return;
   }
   let dstRow = (b * KV_HEADS + hk) * params.seq + t;
-  let kLane0 = rowLane * 4u;
-  let kBase = dstRow * ROW_WORDS;
-  let kBlk = d / 8u;
-  let kJ = d % 8u;
-  let kPairAt = kBlk / 2u * 17u;
-  let kDStat = groupK[rowGroup + kBlk];
-  let kD = abs(kDStat.x) / 127.0f;
-  let kDInv = select(0.0f, 1.0f / kD, kD != 0.0f);
+  let rowBase = dstRow * ROW_WORDS;
   let kQ0 = k0.x * kDInv;
   let kQ0Whole = trunc(kQ0);
+  let kC0 = u32(i32(kQ0Whole + trunc((kQ0 - kQ0Whole) * 2.0f))) & 255u;
   let kQ1 = k0.y * kDInv;
   let kQ1Whole = trunc(kQ1);
+  let kC1 = u32(i32(kQ1Whole + trunc((kQ1 - kQ1Whole) * 2.0f))) & 255u;
   let kQ2 = k0.z * kDInv;
   let kQ2Whole = trunc(kQ2);
+  let kC2 = u32(i32(kQ2Whole + trunc((kQ2 - kQ2Whole) * 2.0f))) & 255u;
   let kQ3 = k0.w * kDInv;
   let kQ3Whole = trunc(kQ3);
-  if (kBlk % 2u == 1u) {
-    present_key[kBase + (kPairAt + 9u + kJ)] = (u32(i32(kQ0Whole + trunc((kQ0 - kQ0Whole) * 2.0f))) & 255u) | ((u32(i32(kQ1Whole + trunc((kQ1 - kQ1Whole) * 2.0f))) & 255u) << 8u) | ((u32(i32(kQ2Whole + trunc((kQ2 - kQ2Whole) * 2.0f))) & 255u) << 16u) | ((u32(i32(kQ3Whole + trunc((kQ3 - kQ3Whole) * 2.0f))) & 255u) << 24u);
+  let kC3 = u32(i32(kQ3Whole + trunc((kQ3 - kQ3Whole) * 2.0f))) & 255u;
+  let kQ4 = k1.x * kDInv;
+  let kQ4Whole = trunc(kQ4);
+  let kC4 = u32(i32(kQ4Whole + trunc((kQ4 - kQ4Whole) * 2.0f))) & 255u;
+  let kQ5 = k1.y * kDInv;
+  let kQ5Whole = trunc(kQ5);
+  let kC5 = u32(i32(kQ5Whole + trunc((kQ5 - kQ5Whole) * 2.0f))) & 255u;
+  let kQ6 = k1.z * kDInv;
+  let kQ6Whole = trunc(kQ6);
+  let kC6 = u32(i32(kQ6Whole + trunc((kQ6 - kQ6Whole) * 2.0f))) & 255u;
+  let kQ7 = k1.w * kDInv;
+  let kQ7Whole = trunc(kQ7);
+  let kC7 = u32(i32(kQ7Whole + trunc((kQ7 - kQ7Whole) * 2.0f))) & 255u;
+  let kQ8 = k2.x * kDInv;
+  let kQ8Whole = trunc(kQ8);
+  let kC8 = u32(i32(kQ8Whole + trunc((kQ8 - kQ8Whole) * 2.0f))) & 255u;
+  let kQ9 = k2.y * kDInv;
+  let kQ9Whole = trunc(kQ9);
+  let kC9 = u32(i32(kQ9Whole + trunc((kQ9 - kQ9Whole) * 2.0f))) & 255u;
+  let kQ10 = k2.z * kDInv;
+  let kQ10Whole = trunc(kQ10);
+  let kC10 = u32(i32(kQ10Whole + trunc((kQ10 - kQ10Whole) * 2.0f))) & 255u;
+  let kQ11 = k2.w * kDInv;
+  let kQ11Whole = trunc(kQ11);
+  let kC11 = u32(i32(kQ11Whole + trunc((kQ11 - kQ11Whole) * 2.0f))) & 255u;
+  let kQ12 = k3.x * kDInv;
+  let kQ12Whole = trunc(kQ12);
+  let kC12 = u32(i32(kQ12Whole + trunc((kQ12 - kQ12Whole) * 2.0f))) & 255u;
+  let kQ13 = k3.y * kDInv;
+  let kQ13Whole = trunc(kQ13);
+  let kC13 = u32(i32(kQ13Whole + trunc((kQ13 - kQ13Whole) * 2.0f))) & 255u;
+  let kQ14 = k3.z * kDInv;
+  let kQ14Whole = trunc(kQ14);
+  let kC14 = u32(i32(kQ14Whole + trunc((kQ14 - kQ14Whole) * 2.0f))) & 255u;
+  let kQ15 = k3.w * kDInv;
+  let kQ15Whole = trunc(kQ15);
+  let kC15 = u32(i32(kQ15Whole + trunc((kQ15 - kQ15Whole) * 2.0f))) & 255u;
+  let kQ16 = k4.x * kDInv;
+  let kQ16Whole = trunc(kQ16);
+  let kC16 = u32(i32(kQ16Whole + trunc((kQ16 - kQ16Whole) * 2.0f))) & 255u;
+  let kQ17 = k4.y * kDInv;
+  let kQ17Whole = trunc(kQ17);
+  let kC17 = u32(i32(kQ17Whole + trunc((kQ17 - kQ17Whole) * 2.0f))) & 255u;
+  let kQ18 = k4.z * kDInv;
+  let kQ18Whole = trunc(kQ18);
+  let kC18 = u32(i32(kQ18Whole + trunc((kQ18 - kQ18Whole) * 2.0f))) & 255u;
+  let kQ19 = k4.w * kDInv;
+  let kQ19Whole = trunc(kQ19);
+  let kC19 = u32(i32(kQ19Whole + trunc((kQ19 - kQ19Whole) * 2.0f))) & 255u;
+  let kQ20 = k5.x * kDInv;
+  let kQ20Whole = trunc(kQ20);
+  let kC20 = u32(i32(kQ20Whole + trunc((kQ20 - kQ20Whole) * 2.0f))) & 255u;
+  let kQ21 = k5.y * kDInv;
+  let kQ21Whole = trunc(kQ21);
+  let kC21 = u32(i32(kQ21Whole + trunc((kQ21 - kQ21Whole) * 2.0f))) & 255u;
+  let kQ22 = k5.z * kDInv;
+  let kQ22Whole = trunc(kQ22);
+  let kC22 = u32(i32(kQ22Whole + trunc((kQ22 - kQ22Whole) * 2.0f))) & 255u;
+  let kQ23 = k5.w * kDInv;
+  let kQ23Whole = trunc(kQ23);
+  let kC23 = u32(i32(kQ23Whole + trunc((kQ23 - kQ23Whole) * 2.0f))) & 255u;
+  let kQ24 = k6.x * kDInv;
+  let kQ24Whole = trunc(kQ24);
+  let kC24 = u32(i32(kQ24Whole + trunc((kQ24 - kQ24Whole) * 2.0f))) & 255u;
+  let kQ25 = k6.y * kDInv;
+  let kQ25Whole = trunc(kQ25);
+  let kC25 = u32(i32(kQ25Whole + trunc((kQ25 - kQ25Whole) * 2.0f))) & 255u;
+  let kQ26 = k6.z * kDInv;
+  let kQ26Whole = trunc(kQ26);
+  let kC26 = u32(i32(kQ26Whole + trunc((kQ26 - kQ26Whole) * 2.0f))) & 255u;
+  let kQ27 = k6.w * kDInv;
+  let kQ27Whole = trunc(kQ27);
+  let kC27 = u32(i32(kQ27Whole + trunc((kQ27 - kQ27Whole) * 2.0f))) & 255u;
+  let kQ28 = k7.x * kDInv;
+  let kQ28Whole = trunc(kQ28);
+  let kC28 = u32(i32(kQ28Whole + trunc((kQ28 - kQ28Whole) * 2.0f))) & 255u;
+  let kQ29 = k7.y * kDInv;
+  let kQ29Whole = trunc(kQ29);
+  let kC29 = u32(i32(kQ29Whole + trunc((kQ29 - kQ29Whole) * 2.0f))) & 255u;
+  let kQ30 = k7.z * kDInv;
+  let kQ30Whole = trunc(kQ30);
+  let kC30 = u32(i32(kQ30Whole + trunc((kQ30 - kQ30Whole) * 2.0f))) & 255u;
+  let kQ31 = k7.w * kDInv;
+  let kQ31Whole = trunc(kQ31);
+  let kC31 = u32(i32(kQ31Whole + trunc((kQ31 - kQ31Whole) * 2.0f))) & 255u;
+  let kPair = d / 2u * 17u;
+  if (d % 2u == 0u) {
+    present_key[rowBase + kPair] = (halves & 65535u & 255u) | (((halves & 65535u) >> 8u) << 8u) | (kC0 << 16u) | (kC1 << 24u);
+    present_key[rowBase + (kPair + 1u)] = kC2 | (kC3 << 8u) | (kC4 << 16u) | (kC5 << 24u);
+    present_key[rowBase + (kPair + 2u)] = kC6 | (kC7 << 8u) | (kC8 << 16u) | (kC9 << 24u);
+    present_key[rowBase + (kPair + 3u)] = kC10 | (kC11 << 8u) | (kC12 << 16u) | (kC13 << 24u);
+    present_key[rowBase + (kPair + 4u)] = kC14 | (kC15 << 8u) | (kC16 << 16u) | (kC17 << 24u);
+    present_key[rowBase + (kPair + 5u)] = kC18 | (kC19 << 8u) | (kC20 << 16u) | (kC21 << 24u);
+    present_key[rowBase + (kPair + 6u)] = kC22 | (kC23 << 8u) | (kC24 << 16u) | (kC25 << 24u);
+    present_key[rowBase + (kPair + 7u)] = kC26 | (kC27 << 8u) | (kC28 << 16u) | (kC29 << 24u);
+    present_key[rowBase + (kPair + 8u)] = kC30 | (kC31 << 8u) | ((nextHalves & 65535u & 255u) << 16u) | (((nextHalves & 65535u) >> 8u) << 24u);
   } else {
-    let kPrev = max(d * 4u, 2u) - 2u;
-    let kP0 = xk[kLane0 + kPrev] * kDInv;
-    let kP0Whole = trunc(kP0);
-    let kP1 = xk[kLane0 + (kPrev + 1u)] * kDInv;
-    let kP1Whole = trunc(kP1);
-    present_key[kBase + (kPairAt + kJ)] = select((u32(i32(kP0Whole + trunc((kP0 - kP0Whole) * 2.0f))) & 255u) | ((u32(i32(kP1Whole + trunc((kP1 - kP1Whole) * 2.0f))) & 255u) << 8u), pack2x16float(vec2<f32>(kD, 0.0f)), kJ == 0u) | (((u32(i32(kQ0Whole + trunc((kQ0 - kQ0Whole) * 2.0f))) & 255u) | ((u32(i32(kQ1Whole + trunc((kQ1 - kQ1Whole) * 2.0f))) & 255u) << 8u)) << 16u);
-    if (kJ == 7u) {
-      let kNStat = groupK[rowGroup + min(kBlk + 1u, 7u)];
-      let kN = abs(kNStat.x) / 127.0f;
-      present_key[kBase + (kPairAt + 8u)] = (u32(i32(kQ2Whole + trunc((kQ2 - kQ2Whole) * 2.0f))) & 255u) | ((u32(i32(kQ3Whole + trunc((kQ3 - kQ3Whole) * 2.0f))) & 255u) << 8u) | (select(0u, pack2x16float(vec2<f32>(kN, 0.0f)), kBlk + 1u <= 7u) << 16u);
-    }
+    present_key[rowBase + (kPair + 9u)] = kC0 | (kC1 << 8u) | (kC2 << 16u) | (kC3 << 24u);
+    present_key[rowBase + (kPair + 10u)] = kC4 | (kC5 << 8u) | (kC6 << 16u) | (kC7 << 24u);
+    present_key[rowBase + (kPair + 11u)] = kC8 | (kC9 << 8u) | (kC10 << 16u) | (kC11 << 24u);
+    present_key[rowBase + (kPair + 12u)] = kC12 | (kC13 << 8u) | (kC14 << 16u) | (kC15 << 24u);
+    present_key[rowBase + (kPair + 13u)] = kC16 | (kC17 << 8u) | (kC18 << 16u) | (kC19 << 24u);
+    present_key[rowBase + (kPair + 14u)] = kC20 | (kC21 << 8u) | (kC22 << 16u) | (kC23 << 24u);
+    present_key[rowBase + (kPair + 15u)] = kC24 | (kC25 << 8u) | (kC26 << 16u) | (kC27 << 24u);
+    present_key[rowBase + (kPair + 16u)] = kC28 | (kC29 << 8u) | (kC30 << 16u) | (kC31 << 24u);
   }
-  let vLane0 = rowLane * 4u;
-  let vBase = dstRow * ROW_WORDS;
-  let vBlk = d / 8u;
-  let vJ = d % 8u;
-  let vPairAt = vBlk / 2u * 17u;
-  let vDStat = groupV[rowGroup + vBlk];
-  let vD = abs(vDStat.x) / 127.0f;
-  let vDInv = select(0.0f, 1.0f / vD, vD != 0.0f);
   let vQ0 = v0.x * vDInv;
   let vQ0Whole = trunc(vQ0);
+  let vC0 = u32(i32(vQ0Whole + trunc((vQ0 - vQ0Whole) * 2.0f))) & 255u;
   let vQ1 = v0.y * vDInv;
   let vQ1Whole = trunc(vQ1);
+  let vC1 = u32(i32(vQ1Whole + trunc((vQ1 - vQ1Whole) * 2.0f))) & 255u;
   let vQ2 = v0.z * vDInv;
   let vQ2Whole = trunc(vQ2);
+  let vC2 = u32(i32(vQ2Whole + trunc((vQ2 - vQ2Whole) * 2.0f))) & 255u;
   let vQ3 = v0.w * vDInv;
   let vQ3Whole = trunc(vQ3);
-  if (vBlk % 2u == 1u) {
-    present_value[vBase + (vPairAt + 9u + vJ)] = (u32(i32(vQ0Whole + trunc((vQ0 - vQ0Whole) * 2.0f))) & 255u) | ((u32(i32(vQ1Whole + trunc((vQ1 - vQ1Whole) * 2.0f))) & 255u) << 8u) | ((u32(i32(vQ2Whole + trunc((vQ2 - vQ2Whole) * 2.0f))) & 255u) << 16u) | ((u32(i32(vQ3Whole + trunc((vQ3 - vQ3Whole) * 2.0f))) & 255u) << 24u);
+  let vC3 = u32(i32(vQ3Whole + trunc((vQ3 - vQ3Whole) * 2.0f))) & 255u;
+  let vQ4 = v1.x * vDInv;
+  let vQ4Whole = trunc(vQ4);
+  let vC4 = u32(i32(vQ4Whole + trunc((vQ4 - vQ4Whole) * 2.0f))) & 255u;
+  let vQ5 = v1.y * vDInv;
+  let vQ5Whole = trunc(vQ5);
+  let vC5 = u32(i32(vQ5Whole + trunc((vQ5 - vQ5Whole) * 2.0f))) & 255u;
+  let vQ6 = v1.z * vDInv;
+  let vQ6Whole = trunc(vQ6);
+  let vC6 = u32(i32(vQ6Whole + trunc((vQ6 - vQ6Whole) * 2.0f))) & 255u;
+  let vQ7 = v1.w * vDInv;
+  let vQ7Whole = trunc(vQ7);
+  let vC7 = u32(i32(vQ7Whole + trunc((vQ7 - vQ7Whole) * 2.0f))) & 255u;
+  let vQ8 = v2.x * vDInv;
+  let vQ8Whole = trunc(vQ8);
+  let vC8 = u32(i32(vQ8Whole + trunc((vQ8 - vQ8Whole) * 2.0f))) & 255u;
+  let vQ9 = v2.y * vDInv;
+  let vQ9Whole = trunc(vQ9);
+  let vC9 = u32(i32(vQ9Whole + trunc((vQ9 - vQ9Whole) * 2.0f))) & 255u;
+  let vQ10 = v2.z * vDInv;
+  let vQ10Whole = trunc(vQ10);
+  let vC10 = u32(i32(vQ10Whole + trunc((vQ10 - vQ10Whole) * 2.0f))) & 255u;
+  let vQ11 = v2.w * vDInv;
+  let vQ11Whole = trunc(vQ11);
+  let vC11 = u32(i32(vQ11Whole + trunc((vQ11 - vQ11Whole) * 2.0f))) & 255u;
+  let vQ12 = v3.x * vDInv;
+  let vQ12Whole = trunc(vQ12);
+  let vC12 = u32(i32(vQ12Whole + trunc((vQ12 - vQ12Whole) * 2.0f))) & 255u;
+  let vQ13 = v3.y * vDInv;
+  let vQ13Whole = trunc(vQ13);
+  let vC13 = u32(i32(vQ13Whole + trunc((vQ13 - vQ13Whole) * 2.0f))) & 255u;
+  let vQ14 = v3.z * vDInv;
+  let vQ14Whole = trunc(vQ14);
+  let vC14 = u32(i32(vQ14Whole + trunc((vQ14 - vQ14Whole) * 2.0f))) & 255u;
+  let vQ15 = v3.w * vDInv;
+  let vQ15Whole = trunc(vQ15);
+  let vC15 = u32(i32(vQ15Whole + trunc((vQ15 - vQ15Whole) * 2.0f))) & 255u;
+  let vQ16 = v4.x * vDInv;
+  let vQ16Whole = trunc(vQ16);
+  let vC16 = u32(i32(vQ16Whole + trunc((vQ16 - vQ16Whole) * 2.0f))) & 255u;
+  let vQ17 = v4.y * vDInv;
+  let vQ17Whole = trunc(vQ17);
+  let vC17 = u32(i32(vQ17Whole + trunc((vQ17 - vQ17Whole) * 2.0f))) & 255u;
+  let vQ18 = v4.z * vDInv;
+  let vQ18Whole = trunc(vQ18);
+  let vC18 = u32(i32(vQ18Whole + trunc((vQ18 - vQ18Whole) * 2.0f))) & 255u;
+  let vQ19 = v4.w * vDInv;
+  let vQ19Whole = trunc(vQ19);
+  let vC19 = u32(i32(vQ19Whole + trunc((vQ19 - vQ19Whole) * 2.0f))) & 255u;
+  let vQ20 = v5.x * vDInv;
+  let vQ20Whole = trunc(vQ20);
+  let vC20 = u32(i32(vQ20Whole + trunc((vQ20 - vQ20Whole) * 2.0f))) & 255u;
+  let vQ21 = v5.y * vDInv;
+  let vQ21Whole = trunc(vQ21);
+  let vC21 = u32(i32(vQ21Whole + trunc((vQ21 - vQ21Whole) * 2.0f))) & 255u;
+  let vQ22 = v5.z * vDInv;
+  let vQ22Whole = trunc(vQ22);
+  let vC22 = u32(i32(vQ22Whole + trunc((vQ22 - vQ22Whole) * 2.0f))) & 255u;
+  let vQ23 = v5.w * vDInv;
+  let vQ23Whole = trunc(vQ23);
+  let vC23 = u32(i32(vQ23Whole + trunc((vQ23 - vQ23Whole) * 2.0f))) & 255u;
+  let vQ24 = v6.x * vDInv;
+  let vQ24Whole = trunc(vQ24);
+  let vC24 = u32(i32(vQ24Whole + trunc((vQ24 - vQ24Whole) * 2.0f))) & 255u;
+  let vQ25 = v6.y * vDInv;
+  let vQ25Whole = trunc(vQ25);
+  let vC25 = u32(i32(vQ25Whole + trunc((vQ25 - vQ25Whole) * 2.0f))) & 255u;
+  let vQ26 = v6.z * vDInv;
+  let vQ26Whole = trunc(vQ26);
+  let vC26 = u32(i32(vQ26Whole + trunc((vQ26 - vQ26Whole) * 2.0f))) & 255u;
+  let vQ27 = v6.w * vDInv;
+  let vQ27Whole = trunc(vQ27);
+  let vC27 = u32(i32(vQ27Whole + trunc((vQ27 - vQ27Whole) * 2.0f))) & 255u;
+  let vQ28 = v7.x * vDInv;
+  let vQ28Whole = trunc(vQ28);
+  let vC28 = u32(i32(vQ28Whole + trunc((vQ28 - vQ28Whole) * 2.0f))) & 255u;
+  let vQ29 = v7.y * vDInv;
+  let vQ29Whole = trunc(vQ29);
+  let vC29 = u32(i32(vQ29Whole + trunc((vQ29 - vQ29Whole) * 2.0f))) & 255u;
+  let vQ30 = v7.z * vDInv;
+  let vQ30Whole = trunc(vQ30);
+  let vC30 = u32(i32(vQ30Whole + trunc((vQ30 - vQ30Whole) * 2.0f))) & 255u;
+  let vQ31 = v7.w * vDInv;
+  let vQ31Whole = trunc(vQ31);
+  let vC31 = u32(i32(vQ31Whole + trunc((vQ31 - vQ31Whole) * 2.0f))) & 255u;
+  let vPair = d / 2u * 17u;
+  if (d % 2u == 0u) {
+    present_value[rowBase + vPair] = ((halves >> 16u) & 65535u & 255u) | ((((halves >> 16u) & 65535u) >> 8u) << 8u) | (vC0 << 16u) | (vC1 << 24u);
+    present_value[rowBase + (vPair + 1u)] = vC2 | (vC3 << 8u) | (vC4 << 16u) | (vC5 << 24u);
+    present_value[rowBase + (vPair + 2u)] = vC6 | (vC7 << 8u) | (vC8 << 16u) | (vC9 << 24u);
+    present_value[rowBase + (vPair + 3u)] = vC10 | (vC11 << 8u) | (vC12 << 16u) | (vC13 << 24u);
+    present_value[rowBase + (vPair + 4u)] = vC14 | (vC15 << 8u) | (vC16 << 16u) | (vC17 << 24u);
+    present_value[rowBase + (vPair + 5u)] = vC18 | (vC19 << 8u) | (vC20 << 16u) | (vC21 << 24u);
+    present_value[rowBase + (vPair + 6u)] = vC22 | (vC23 << 8u) | (vC24 << 16u) | (vC25 << 24u);
+    present_value[rowBase + (vPair + 7u)] = vC26 | (vC27 << 8u) | (vC28 << 16u) | (vC29 << 24u);
+    present_value[rowBase + (vPair + 8u)] = vC30 | (vC31 << 8u) | (((nextHalves >> 16u) & 65535u & 255u) << 16u) | ((((nextHalves >> 16u) & 65535u) >> 8u) << 24u);
   } else {
-    let vPrev = max(d * 4u, 2u) - 2u;
-    let vP0 = xv[vLane0 + vPrev] * vDInv;
-    let vP0Whole = trunc(vP0);
-    let vP1 = xv[vLane0 + (vPrev + 1u)] * vDInv;
-    let vP1Whole = trunc(vP1);
-    present_value[vBase + (vPairAt + vJ)] = select((u32(i32(vP0Whole + trunc((vP0 - vP0Whole) * 2.0f))) & 255u) | ((u32(i32(vP1Whole + trunc((vP1 - vP1Whole) * 2.0f))) & 255u) << 8u), pack2x16float(vec2<f32>(vD, 0.0f)), vJ == 0u) | (((u32(i32(vQ0Whole + trunc((vQ0 - vQ0Whole) * 2.0f))) & 255u) | ((u32(i32(vQ1Whole + trunc((vQ1 - vQ1Whole) * 2.0f))) & 255u) << 8u)) << 16u);
-    if (vJ == 7u) {
-      let vNStat = groupV[rowGroup + min(vBlk + 1u, 7u)];
-      let vN = abs(vNStat.x) / 127.0f;
-      present_value[vBase + (vPairAt + 8u)] = (u32(i32(vQ2Whole + trunc((vQ2 - vQ2Whole) * 2.0f))) & 255u) | ((u32(i32(vQ3Whole + trunc((vQ3 - vQ3Whole) * 2.0f))) & 255u) << 8u) | (select(0u, pack2x16float(vec2<f32>(vN, 0.0f)), vBlk + 1u <= 7u) << 16u);
-    }
+    present_value[rowBase + (vPair + 9u)] = vC0 | (vC1 << 8u) | (vC2 << 16u) | (vC3 << 24u);
+    present_value[rowBase + (vPair + 10u)] = vC4 | (vC5 << 8u) | (vC6 << 16u) | (vC7 << 24u);
+    present_value[rowBase + (vPair + 11u)] = vC8 | (vC9 << 8u) | (vC10 << 16u) | (vC11 << 24u);
+    present_value[rowBase + (vPair + 12u)] = vC12 | (vC13 << 8u) | (vC14 << 16u) | (vC15 << 24u);
+    present_value[rowBase + (vPair + 13u)] = vC16 | (vC17 << 8u) | (vC18 << 16u) | (vC19 << 24u);
+    present_value[rowBase + (vPair + 14u)] = vC20 | (vC21 << 8u) | (vC22 << 16u) | (vC23 << 24u);
+    present_value[rowBase + (vPair + 15u)] = vC24 | (vC25 << 8u) | (vC26 << 16u) | (vC27 << 24u);
+    present_value[rowBase + (vPair + 16u)] = vC28 | (vC29 << 8u) | (vC30 << 16u) | (vC31 << 24u);
   }
 }

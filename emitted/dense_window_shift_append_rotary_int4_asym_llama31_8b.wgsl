@@ -13,23 +13,18 @@ struct Params {
 @group(0) @binding(2) var<storage, read> seqlens_k: array<i32>;
 @group(0) @binding(3) var<storage, read> cos_cache: array<vec4<f32>>;
 @group(0) @binding(4) var<storage, read> sin_cache: array<vec4<f32>>;
-@group(0) @binding(5) var<storage, read_write> present_key: array<u32>;
-@group(0) @binding(6) var<storage, read_write> present_value: array<u32>;
+@group(0) @binding(5) var<storage, read_write> present_key: array<vec2<u32>>;
+@group(0) @binding(6) var<storage, read_write> present_value: array<vec2<u32>>;
 @group(0) @binding(7) var<uniform> params: Params;
 
-var<workgroup> xk: array<vec4<f32>, 64>;
-var<workgroup> xv: array<vec4<f32>, 64>;
-var<workgroup> statK: array<vec2<f32>, 64>;
-var<workgroup> statV: array<vec2<f32>, 64>;
-var<workgroup> groupK: array<vec2<f32>, 8>;
-var<workgroup> groupV: array<vec2<f32>, 8>;
+var<workgroup> rowStats: array<vec4<f32>, 64>;
 
 const HEAD_DIM: u32 = 128u;
 const HEAD_DIM_V4: u32 = 32u;
 const ROW_WORDS: u32 = 18u;
 const KV_HEADS: u32 = 8u;
 const KV_HIDDEN_V4: u32 = 256u;
-const ROW_LANES: u32 = 32u;
+const ROW_LANES: u32 = 4u;
 const HALF_V4: u32 = 16u;
 
 // Windowed dense int4_asym, scales inline cache, append pass: the new BSH K/V quantised into
@@ -40,7 +35,7 @@ fn main(
   @builtin(local_invocation_id) lid: vec3<u32>,
   @builtin(num_workgroups) nwg: vec3<u32>,
 ) {
-  // ROW_LANES invocations per row, each on a run of 1 vectors.
+  // ROW_LANES invocations per row, each on a run of 8 vectors.
   // Flat walk: one invocation per destination vector, adjacent invocations on
   // adjacent vectors; no loop, so every invocation makes one memory round trip.
   // 2D flat index: the dispatch spreads its workgroups evenly over gid.y rows
@@ -65,9 +60,8 @@ fn main(
   let dstT = appendStart + (max(j, skip) - skip);
   let srcBase = (b * params.keySeq + j) * KV_HIDDEN_V4 + hk * HEAD_DIM_V4;
   let pos = past + j;
-  let run0 = d * 1u;
   // New K is rotated at its absolute position; retained keys already are.
-  let at0 = run0;
+  let at0 = d * 8u;
   let v0 = src_v[srcBase + at0];
   let dr0 = at0 % HALF_V4;
   let cs0 = cos_cache[pos * HALF_V4 + dr0];
@@ -75,72 +69,136 @@ fn main(
   let x0Lo = src_k[srcBase + dr0];
   let x0Hi = src_k[srcBase + (dr0 + HALF_V4)];
   let k0 = select(x0Hi * cs0 + x0Lo * sn0, x0Lo * cs0 - x0Hi * sn0, at0 < HALF_V4);
-  // Stage the row's vectors and each vector's partial statistic in workgroup
-  // memory.
-  xk[lid.x] = k0;
-  xv[lid.x] = v0;
-  let pK = vec2<f32>(min(min(k0.x, k0.y), min(k0.z, k0.w)), max(max(k0.x, k0.y), max(k0.z, k0.w)));
-  statK[lid.x] = pK;
-  let pV = vec2<f32>(min(min(v0.x, v0.y), min(v0.z, v0.w)), max(max(v0.x, v0.y), max(v0.z, v0.w)));
-  statV[lid.x] = pV;
+  let at1 = d * 8u + 1u;
+  let v1 = src_v[srcBase + at1];
+  let dr1 = at1 % HALF_V4;
+  let cs1 = cos_cache[pos * HALF_V4 + dr1];
+  let sn1 = sin_cache[pos * HALF_V4 + dr1];
+  let x1Lo = src_k[srcBase + dr1];
+  let x1Hi = src_k[srcBase + (dr1 + HALF_V4)];
+  let k1 = select(x1Hi * cs1 + x1Lo * sn1, x1Lo * cs1 - x1Hi * sn1, at1 < HALF_V4);
+  let at2 = d * 8u + 2u;
+  let v2 = src_v[srcBase + at2];
+  let dr2 = at2 % HALF_V4;
+  let cs2 = cos_cache[pos * HALF_V4 + dr2];
+  let sn2 = sin_cache[pos * HALF_V4 + dr2];
+  let x2Lo = src_k[srcBase + dr2];
+  let x2Hi = src_k[srcBase + (dr2 + HALF_V4)];
+  let k2 = select(x2Hi * cs2 + x2Lo * sn2, x2Lo * cs2 - x2Hi * sn2, at2 < HALF_V4);
+  let at3 = d * 8u + 3u;
+  let v3 = src_v[srcBase + at3];
+  let dr3 = at3 % HALF_V4;
+  let cs3 = cos_cache[pos * HALF_V4 + dr3];
+  let sn3 = sin_cache[pos * HALF_V4 + dr3];
+  let x3Lo = src_k[srcBase + dr3];
+  let x3Hi = src_k[srcBase + (dr3 + HALF_V4)];
+  let k3 = select(x3Hi * cs3 + x3Lo * sn3, x3Lo * cs3 - x3Hi * sn3, at3 < HALF_V4);
+  let at4 = d * 8u + 4u;
+  let v4 = src_v[srcBase + at4];
+  let dr4 = at4 % HALF_V4;
+  let cs4 = cos_cache[pos * HALF_V4 + dr4];
+  let sn4 = sin_cache[pos * HALF_V4 + dr4];
+  let x4Lo = src_k[srcBase + dr4];
+  let x4Hi = src_k[srcBase + (dr4 + HALF_V4)];
+  let k4 = select(x4Hi * cs4 + x4Lo * sn4, x4Lo * cs4 - x4Hi * sn4, at4 < HALF_V4);
+  let at5 = d * 8u + 5u;
+  let v5 = src_v[srcBase + at5];
+  let dr5 = at5 % HALF_V4;
+  let cs5 = cos_cache[pos * HALF_V4 + dr5];
+  let sn5 = sin_cache[pos * HALF_V4 + dr5];
+  let x5Lo = src_k[srcBase + dr5];
+  let x5Hi = src_k[srcBase + (dr5 + HALF_V4)];
+  let k5 = select(x5Hi * cs5 + x5Lo * sn5, x5Lo * cs5 - x5Hi * sn5, at5 < HALF_V4);
+  let at6 = d * 8u + 6u;
+  let v6 = src_v[srcBase + at6];
+  let dr6 = at6 % HALF_V4;
+  let cs6 = cos_cache[pos * HALF_V4 + dr6];
+  let sn6 = sin_cache[pos * HALF_V4 + dr6];
+  let x6Lo = src_k[srcBase + dr6];
+  let x6Hi = src_k[srcBase + (dr6 + HALF_V4)];
+  let k6 = select(x6Hi * cs6 + x6Lo * sn6, x6Lo * cs6 - x6Hi * sn6, at6 < HALF_V4);
+  let at7 = d * 8u + 7u;
+  let v7 = src_v[srcBase + at7];
+  let dr7 = at7 % HALF_V4;
+  let cs7 = cos_cache[pos * HALF_V4 + dr7];
+  let sn7 = sin_cache[pos * HALF_V4 + dr7];
+  let x7Lo = src_k[srcBase + dr7];
+  let x7Hi = src_k[srcBase + (dr7 + HALF_V4)];
+  let k7 = select(x7Hi * cs7 + x7Lo * sn7, x7Lo * cs7 - x7Hi * sn7, at7 < HALF_V4);
+  let pK0 = vec2<f32>(min(min(k0.x, k0.y), min(k0.z, k0.w)), max(max(k0.x, k0.y), max(k0.z, k0.w)));
+  let pK1 = vec2<f32>(min(min(k1.x, k1.y), min(k1.z, k1.w)), max(max(k1.x, k1.y), max(k1.z, k1.w)));
+  let pKRun1 = vec2<f32>(min(pK0.x, pK1.x), max(pK0.y, pK1.y));
+  let pK2 = vec2<f32>(min(min(k2.x, k2.y), min(k2.z, k2.w)), max(max(k2.x, k2.y), max(k2.z, k2.w)));
+  let pKRun2 = vec2<f32>(min(pKRun1.x, pK2.x), max(pKRun1.y, pK2.y));
+  let pK3 = vec2<f32>(min(min(k3.x, k3.y), min(k3.z, k3.w)), max(max(k3.x, k3.y), max(k3.z, k3.w)));
+  let pKRun3 = vec2<f32>(min(pKRun2.x, pK3.x), max(pKRun2.y, pK3.y));
+  let pK4 = vec2<f32>(min(min(k4.x, k4.y), min(k4.z, k4.w)), max(max(k4.x, k4.y), max(k4.z, k4.w)));
+  let pKRun4 = vec2<f32>(min(pKRun3.x, pK4.x), max(pKRun3.y, pK4.y));
+  let pK5 = vec2<f32>(min(min(k5.x, k5.y), min(k5.z, k5.w)), max(max(k5.x, k5.y), max(k5.z, k5.w)));
+  let pKRun5 = vec2<f32>(min(pKRun4.x, pK5.x), max(pKRun4.y, pK5.y));
+  let pK6 = vec2<f32>(min(min(k6.x, k6.y), min(k6.z, k6.w)), max(max(k6.x, k6.y), max(k6.z, k6.w)));
+  let pKRun6 = vec2<f32>(min(pKRun5.x, pK6.x), max(pKRun5.y, pK6.y));
+  let pK7 = vec2<f32>(min(min(k7.x, k7.y), min(k7.z, k7.w)), max(max(k7.x, k7.y), max(k7.z, k7.w)));
+  let pKRun7 = vec2<f32>(min(pKRun6.x, pK7.x), max(pKRun6.y, pK7.y));
+  let pV0 = vec2<f32>(min(min(v0.x, v0.y), min(v0.z, v0.w)), max(max(v0.x, v0.y), max(v0.z, v0.w)));
+  let pV1 = vec2<f32>(min(min(v1.x, v1.y), min(v1.z, v1.w)), max(max(v1.x, v1.y), max(v1.z, v1.w)));
+  let pVRun1 = vec2<f32>(min(pV0.x, pV1.x), max(pV0.y, pV1.y));
+  let pV2 = vec2<f32>(min(min(v2.x, v2.y), min(v2.z, v2.w)), max(max(v2.x, v2.y), max(v2.z, v2.w)));
+  let pVRun2 = vec2<f32>(min(pVRun1.x, pV2.x), max(pVRun1.y, pV2.y));
+  let pV3 = vec2<f32>(min(min(v3.x, v3.y), min(v3.z, v3.w)), max(max(v3.x, v3.y), max(v3.z, v3.w)));
+  let pVRun3 = vec2<f32>(min(pVRun2.x, pV3.x), max(pVRun2.y, pV3.y));
+  let pV4 = vec2<f32>(min(min(v4.x, v4.y), min(v4.z, v4.w)), max(max(v4.x, v4.y), max(v4.z, v4.w)));
+  let pVRun4 = vec2<f32>(min(pVRun3.x, pV4.x), max(pVRun3.y, pV4.y));
+  let pV5 = vec2<f32>(min(min(v5.x, v5.y), min(v5.z, v5.w)), max(max(v5.x, v5.y), max(v5.z, v5.w)));
+  let pVRun5 = vec2<f32>(min(pVRun4.x, pV5.x), max(pVRun4.y, pV5.y));
+  let pV6 = vec2<f32>(min(min(v6.x, v6.y), min(v6.z, v6.w)), max(max(v6.x, v6.y), max(v6.z, v6.w)));
+  let pVRun6 = vec2<f32>(min(pVRun5.x, pV6.x), max(pVRun5.y, pV6.y));
+  let pV7 = vec2<f32>(min(min(v7.x, v7.y), min(v7.z, v7.w)), max(max(v7.x, v7.y), max(v7.z, v7.w)));
+  let pVRun7 = vec2<f32>(min(pVRun6.x, pV7.x), max(pVRun6.y, pV7.y));
+  // Each lane's statistic of its run, K's and V's in one workgroup slot; after
+  // the barrier every lane combines its row's 4 in order.
+  rowStats[lid.x] = vec4<f32>(pKRun7, pVRun7);
   workgroupBarrier();
-  let rowLane = lid.x - d;
-  // A row's statistic in two levels: its first 4 invocations each
-  // combine 8 partials in order, then every invocation the 4 groups.
-  let rowGroup = rowLane / 8u;
-  if (d < 4u) {
-    var gK: vec2<f32> = statK[rowLane + d * 8u];
-    gK = vec2<f32>(min(gK.x, statK[rowLane + d * 8u + 1u].x), max(gK.y, statK[rowLane + d * 8u + 1u].y));
-    gK = vec2<f32>(min(gK.x, statK[rowLane + d * 8u + 2u].x), max(gK.y, statK[rowLane + d * 8u + 2u].y));
-    gK = vec2<f32>(min(gK.x, statK[rowLane + d * 8u + 3u].x), max(gK.y, statK[rowLane + d * 8u + 3u].y));
-    gK = vec2<f32>(min(gK.x, statK[rowLane + d * 8u + 4u].x), max(gK.y, statK[rowLane + d * 8u + 4u].y));
-    gK = vec2<f32>(min(gK.x, statK[rowLane + d * 8u + 5u].x), max(gK.y, statK[rowLane + d * 8u + 5u].y));
-    gK = vec2<f32>(min(gK.x, statK[rowLane + d * 8u + 6u].x), max(gK.y, statK[rowLane + d * 8u + 6u].y));
-    gK = vec2<f32>(min(gK.x, statK[rowLane + d * 8u + 7u].x), max(gK.y, statK[rowLane + d * 8u + 7u].y));
-    groupK[rowGroup + d] = gK;
-    var gV: vec2<f32> = statV[rowLane + d * 8u];
-    gV = vec2<f32>(min(gV.x, statV[rowLane + d * 8u + 1u].x), max(gV.y, statV[rowLane + d * 8u + 1u].y));
-    gV = vec2<f32>(min(gV.x, statV[rowLane + d * 8u + 2u].x), max(gV.y, statV[rowLane + d * 8u + 2u].y));
-    gV = vec2<f32>(min(gV.x, statV[rowLane + d * 8u + 3u].x), max(gV.y, statV[rowLane + d * 8u + 3u].y));
-    gV = vec2<f32>(min(gV.x, statV[rowLane + d * 8u + 4u].x), max(gV.y, statV[rowLane + d * 8u + 4u].y));
-    gV = vec2<f32>(min(gV.x, statV[rowLane + d * 8u + 5u].x), max(gV.y, statV[rowLane + d * 8u + 5u].y));
-    gV = vec2<f32>(min(gV.x, statV[rowLane + d * 8u + 6u].x), max(gV.y, statV[rowLane + d * 8u + 6u].y));
-    gV = vec2<f32>(min(gV.x, statV[rowLane + d * 8u + 7u].x), max(gV.y, statV[rowLane + d * 8u + 7u].y));
-    groupV[rowGroup + d] = gV;
-  }
-  workgroupBarrier();
+  let statLane = lid.x - d;
+  let rowStat0 = rowStats[statLane + 0u];
+  var statK: vec2<f32> = rowStat0.xy;
+  var statV: vec2<f32> = rowStat0.zw;
+  let rowStat1 = rowStats[statLane + 1u];
+  statK = vec2<f32>(min(statK.x, rowStat1.xy.x), max(statK.y, rowStat1.xy.y));
+  statV = vec2<f32>(min(statV.x, rowStat1.zw.x), max(statV.y, rowStat1.zw.y));
+  let rowStat2 = rowStats[statLane + 2u];
+  statK = vec2<f32>(min(statK.x, rowStat2.xy.x), max(statK.y, rowStat2.xy.y));
+  statV = vec2<f32>(min(statV.x, rowStat2.zw.x), max(statV.y, rowStat2.zw.y));
+  let rowStat3 = rowStats[statLane + 3u];
+  statK = vec2<f32>(min(statK.x, rowStat3.xy.x), max(statK.y, rowStat3.xy.y));
+  statV = vec2<f32>(min(statV.x, rowStat3.zw.x), max(statV.y, rowStat3.zw.y));
+  let kScale = (statK.y - statK.x) / 15.0f;
+  let kScaleInv = select(0.0f, 1.0f / kScale, kScale != 0.0f);
+  let vScale = (statV.y - statV.x) / 15.0f;
+  let vScaleInv = select(0.0f, 1.0f / vScale, vScale != 0.0f);
   if (done || j < skip) {
     return;
   }
   let dstRow = (b * KV_HEADS + hk) * params.seq + dstT;
-  var kStat: vec2<f32> = groupK[rowGroup];
-  kStat = vec2<f32>(min(kStat.x, groupK[rowGroup + 1u].x), max(kStat.y, groupK[rowGroup + 1u].y));
-  kStat = vec2<f32>(min(kStat.x, groupK[rowGroup + 2u].x), max(kStat.y, groupK[rowGroup + 2u].y));
-  kStat = vec2<f32>(min(kStat.x, groupK[rowGroup + 3u].x), max(kStat.y, groupK[rowGroup + 3u].y));
-  let kScale = (kStat.y - kStat.x) / 15.0f;
-  let kScaleInv = select(0.0f, 1.0f / kScale, kScale != 0.0f);
-  let kBase = dstRow * ROW_WORDS;
-  if (d < 2u) {
-    present_key[kBase + d] = select(bitcast<u32>(kStat.x), bitcast<u32>(kScale), d == 0u);
+  let rowBase = dstRow * ROW_WORDS;
+  let kW0 = u32(clamp(round((k0.x - statK.x) * kScaleInv), 0.0f, 15.0f)) | (u32(clamp(round((k0.y - statK.x) * kScaleInv), 0.0f, 15.0f)) << 4u) | (u32(clamp(round((k0.z - statK.x) * kScaleInv), 0.0f, 15.0f)) << 8u) | (u32(clamp(round((k0.w - statK.x) * kScaleInv), 0.0f, 15.0f)) << 12u) | (u32(clamp(round((k1.x - statK.x) * kScaleInv), 0.0f, 15.0f)) << 16u) | (u32(clamp(round((k1.y - statK.x) * kScaleInv), 0.0f, 15.0f)) << 20u) | (u32(clamp(round((k1.z - statK.x) * kScaleInv), 0.0f, 15.0f)) << 24u) | (u32(clamp(round((k1.w - statK.x) * kScaleInv), 0.0f, 15.0f)) << 28u);
+  let kW1 = u32(clamp(round((k2.x - statK.x) * kScaleInv), 0.0f, 15.0f)) | (u32(clamp(round((k2.y - statK.x) * kScaleInv), 0.0f, 15.0f)) << 4u) | (u32(clamp(round((k2.z - statK.x) * kScaleInv), 0.0f, 15.0f)) << 8u) | (u32(clamp(round((k2.w - statK.x) * kScaleInv), 0.0f, 15.0f)) << 12u) | (u32(clamp(round((k3.x - statK.x) * kScaleInv), 0.0f, 15.0f)) << 16u) | (u32(clamp(round((k3.y - statK.x) * kScaleInv), 0.0f, 15.0f)) << 20u) | (u32(clamp(round((k3.z - statK.x) * kScaleInv), 0.0f, 15.0f)) << 24u) | (u32(clamp(round((k3.w - statK.x) * kScaleInv), 0.0f, 15.0f)) << 28u);
+  let kW2 = u32(clamp(round((k4.x - statK.x) * kScaleInv), 0.0f, 15.0f)) | (u32(clamp(round((k4.y - statK.x) * kScaleInv), 0.0f, 15.0f)) << 4u) | (u32(clamp(round((k4.z - statK.x) * kScaleInv), 0.0f, 15.0f)) << 8u) | (u32(clamp(round((k4.w - statK.x) * kScaleInv), 0.0f, 15.0f)) << 12u) | (u32(clamp(round((k5.x - statK.x) * kScaleInv), 0.0f, 15.0f)) << 16u) | (u32(clamp(round((k5.y - statK.x) * kScaleInv), 0.0f, 15.0f)) << 20u) | (u32(clamp(round((k5.z - statK.x) * kScaleInv), 0.0f, 15.0f)) << 24u) | (u32(clamp(round((k5.w - statK.x) * kScaleInv), 0.0f, 15.0f)) << 28u);
+  let kW3 = u32(clamp(round((k6.x - statK.x) * kScaleInv), 0.0f, 15.0f)) | (u32(clamp(round((k6.y - statK.x) * kScaleInv), 0.0f, 15.0f)) << 4u) | (u32(clamp(round((k6.z - statK.x) * kScaleInv), 0.0f, 15.0f)) << 8u) | (u32(clamp(round((k6.w - statK.x) * kScaleInv), 0.0f, 15.0f)) << 12u) | (u32(clamp(round((k7.x - statK.x) * kScaleInv), 0.0f, 15.0f)) << 16u) | (u32(clamp(round((k7.y - statK.x) * kScaleInv), 0.0f, 15.0f)) << 20u) | (u32(clamp(round((k7.z - statK.x) * kScaleInv), 0.0f, 15.0f)) << 24u) | (u32(clamp(round((k7.w - statK.x) * kScaleInv), 0.0f, 15.0f)) << 28u);
+  let kAt = (rowBase + 2u) / 2u + d * 2u;
+  present_key[kAt] = vec2<u32>(kW0, kW1);
+  present_key[kAt + 1u] = vec2<u32>(kW2, kW3);
+  if (d == 0u) {
+    present_key[rowBase / 2u] = vec2<u32>(bitcast<u32>(kScale), bitcast<u32>(statK.x));
   }
-  if (d % 2u == 0u) {
-    // Eight codes a word: an even vector's own four, then the next vector's.
-    let kNext = xk[rowLane + d + 1u];
-    present_key[kBase + (d / 2u + 2u)] = u32(clamp(round((k0.x - kStat.x) * kScaleInv), 0.0f, 15.0f)) | (u32(clamp(round((k0.y - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 4u) | (u32(clamp(round((k0.z - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 8u) | (u32(clamp(round((k0.w - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 12u) | (u32(clamp(round((kNext.x - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 16u) | (u32(clamp(round((kNext.y - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 20u) | (u32(clamp(round((kNext.z - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 24u) | (u32(clamp(round((kNext.w - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 28u);
-  }
-  var vStat: vec2<f32> = groupV[rowGroup];
-  vStat = vec2<f32>(min(vStat.x, groupV[rowGroup + 1u].x), max(vStat.y, groupV[rowGroup + 1u].y));
-  vStat = vec2<f32>(min(vStat.x, groupV[rowGroup + 2u].x), max(vStat.y, groupV[rowGroup + 2u].y));
-  vStat = vec2<f32>(min(vStat.x, groupV[rowGroup + 3u].x), max(vStat.y, groupV[rowGroup + 3u].y));
-  let vScale = (vStat.y - vStat.x) / 15.0f;
-  let vScaleInv = select(0.0f, 1.0f / vScale, vScale != 0.0f);
-  let vBase = dstRow * ROW_WORDS;
-  if (d < 2u) {
-    present_value[vBase + d] = select(bitcast<u32>(vStat.x), bitcast<u32>(vScale), d == 0u);
-  }
-  if (d % 2u == 0u) {
-    // Eight codes a word: an even vector's own four, then the next vector's.
-    let vNext = xv[rowLane + d + 1u];
-    present_value[vBase + (d / 2u + 2u)] = u32(clamp(round((v0.x - vStat.x) * vScaleInv), 0.0f, 15.0f)) | (u32(clamp(round((v0.y - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 4u) | (u32(clamp(round((v0.z - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 8u) | (u32(clamp(round((v0.w - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 12u) | (u32(clamp(round((vNext.x - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 16u) | (u32(clamp(round((vNext.y - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 20u) | (u32(clamp(round((vNext.z - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 24u) | (u32(clamp(round((vNext.w - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 28u);
+  let vW0 = u32(clamp(round((v0.x - statV.x) * vScaleInv), 0.0f, 15.0f)) | (u32(clamp(round((v0.y - statV.x) * vScaleInv), 0.0f, 15.0f)) << 4u) | (u32(clamp(round((v0.z - statV.x) * vScaleInv), 0.0f, 15.0f)) << 8u) | (u32(clamp(round((v0.w - statV.x) * vScaleInv), 0.0f, 15.0f)) << 12u) | (u32(clamp(round((v1.x - statV.x) * vScaleInv), 0.0f, 15.0f)) << 16u) | (u32(clamp(round((v1.y - statV.x) * vScaleInv), 0.0f, 15.0f)) << 20u) | (u32(clamp(round((v1.z - statV.x) * vScaleInv), 0.0f, 15.0f)) << 24u) | (u32(clamp(round((v1.w - statV.x) * vScaleInv), 0.0f, 15.0f)) << 28u);
+  let vW1 = u32(clamp(round((v2.x - statV.x) * vScaleInv), 0.0f, 15.0f)) | (u32(clamp(round((v2.y - statV.x) * vScaleInv), 0.0f, 15.0f)) << 4u) | (u32(clamp(round((v2.z - statV.x) * vScaleInv), 0.0f, 15.0f)) << 8u) | (u32(clamp(round((v2.w - statV.x) * vScaleInv), 0.0f, 15.0f)) << 12u) | (u32(clamp(round((v3.x - statV.x) * vScaleInv), 0.0f, 15.0f)) << 16u) | (u32(clamp(round((v3.y - statV.x) * vScaleInv), 0.0f, 15.0f)) << 20u) | (u32(clamp(round((v3.z - statV.x) * vScaleInv), 0.0f, 15.0f)) << 24u) | (u32(clamp(round((v3.w - statV.x) * vScaleInv), 0.0f, 15.0f)) << 28u);
+  let vW2 = u32(clamp(round((v4.x - statV.x) * vScaleInv), 0.0f, 15.0f)) | (u32(clamp(round((v4.y - statV.x) * vScaleInv), 0.0f, 15.0f)) << 4u) | (u32(clamp(round((v4.z - statV.x) * vScaleInv), 0.0f, 15.0f)) << 8u) | (u32(clamp(round((v4.w - statV.x) * vScaleInv), 0.0f, 15.0f)) << 12u) | (u32(clamp(round((v5.x - statV.x) * vScaleInv), 0.0f, 15.0f)) << 16u) | (u32(clamp(round((v5.y - statV.x) * vScaleInv), 0.0f, 15.0f)) << 20u) | (u32(clamp(round((v5.z - statV.x) * vScaleInv), 0.0f, 15.0f)) << 24u) | (u32(clamp(round((v5.w - statV.x) * vScaleInv), 0.0f, 15.0f)) << 28u);
+  let vW3 = u32(clamp(round((v6.x - statV.x) * vScaleInv), 0.0f, 15.0f)) | (u32(clamp(round((v6.y - statV.x) * vScaleInv), 0.0f, 15.0f)) << 4u) | (u32(clamp(round((v6.z - statV.x) * vScaleInv), 0.0f, 15.0f)) << 8u) | (u32(clamp(round((v6.w - statV.x) * vScaleInv), 0.0f, 15.0f)) << 12u) | (u32(clamp(round((v7.x - statV.x) * vScaleInv), 0.0f, 15.0f)) << 16u) | (u32(clamp(round((v7.y - statV.x) * vScaleInv), 0.0f, 15.0f)) << 20u) | (u32(clamp(round((v7.z - statV.x) * vScaleInv), 0.0f, 15.0f)) << 24u) | (u32(clamp(round((v7.w - statV.x) * vScaleInv), 0.0f, 15.0f)) << 28u);
+  let vAt = (rowBase + 2u) / 2u + d * 2u;
+  present_value[vAt] = vec2<u32>(vW0, vW1);
+  present_value[vAt + 1u] = vec2<u32>(vW2, vW3);
+  if (d == 0u) {
+    present_value[rowBase / 2u] = vec2<u32>(bitcast<u32>(vScale), bitcast<u32>(statV.x));
   }
 }

@@ -13,22 +13,19 @@ struct Params {
 @group(0) @binding(2) var<storage, read> seqlens_k: array<i32>;
 @group(0) @binding(3) var<storage, read> cos_cache: array<vec4<f32>>;
 @group(0) @binding(4) var<storage, read> sin_cache: array<vec4<f32>>;
-@group(0) @binding(5) var<storage, read_write> present_key: array<u32>;
-@group(0) @binding(6) var<storage, read_write> present_value: array<u32>;
+@group(0) @binding(5) var<storage, read_write> present_key: array<vec4<u32>>;
+@group(0) @binding(6) var<storage, read_write> present_value: array<vec4<u32>>;
 @group(0) @binding(7) var<storage, read_write> present_scales: array<f32>;
 @group(0) @binding(8) var<uniform> params: Params;
 
-var<workgroup> statK: array<vec2<f32>, 64>;
-var<workgroup> statV: array<vec2<f32>, 64>;
-var<workgroup> groupK: array<vec2<f32>, 8>;
-var<workgroup> groupV: array<vec2<f32>, 8>;
+var<workgroup> rowStats: array<vec4<f32>, 64>;
 
 const HEAD_DIM: u32 = 128u;
 const HEAD_DIM_V4: u32 = 32u;
 const ROW_WORDS: u32 = 32u;
 const KV_HEADS: u32 = 8u;
 const KV_HIDDEN_V4: u32 = 256u;
-const ROW_LANES: u32 = 32u;
+const ROW_LANES: u32 = 8u;
 const HALF_V4: u32 = 16u;
 
 // Windowed dense int8, scales side cache, append pass: the new BSH K/V quantised into
@@ -39,7 +36,7 @@ fn main(
   @builtin(local_invocation_id) lid: vec3<u32>,
   @builtin(num_workgroups) nwg: vec3<u32>,
 ) {
-  // ROW_LANES invocations per row, each on a run of 1 vectors.
+  // ROW_LANES invocations per row, each on a run of 4 vectors.
   // Flat walk: one invocation per destination vector, adjacent invocations on
   // adjacent vectors; no loop, so every invocation makes one memory round trip.
   // 2D flat index: the dispatch spreads its workgroups evenly over gid.y rows
@@ -64,9 +61,8 @@ fn main(
   let dstT = appendStart + (max(j, skip) - skip);
   let srcBase = (b * params.keySeq + j) * KV_HIDDEN_V4 + hk * HEAD_DIM_V4;
   let pos = past + j;
-  let run0 = d * 1u;
   // New K is rotated at its absolute position; retained keys already are.
-  let at0 = run0;
+  let at0 = d * 4u;
   let v0 = src_v[srcBase + at0];
   let dr0 = at0 % HALF_V4;
   let cs0 = cos_cache[pos * HALF_V4 + dr0];
@@ -74,61 +70,97 @@ fn main(
   let x0Lo = src_k[srcBase + dr0];
   let x0Hi = src_k[srcBase + (dr0 + HALF_V4)];
   let k0 = select(x0Hi * cs0 + x0Lo * sn0, x0Lo * cs0 - x0Hi * sn0, at0 < HALF_V4);
-  // Stage each vector's partial statistic in workgroup memory.
-  let pKStat = vec2<f32>(max(max(abs(k0.x), abs(k0.y)), max(abs(k0.z), abs(k0.w))), 0.0f);
-  statK[lid.x] = pKStat;
-  let pVStat = vec2<f32>(max(max(abs(v0.x), abs(v0.y)), max(abs(v0.z), abs(v0.w))), 0.0f);
-  statV[lid.x] = pVStat;
+  let at1 = d * 4u + 1u;
+  let v1 = src_v[srcBase + at1];
+  let dr1 = at1 % HALF_V4;
+  let cs1 = cos_cache[pos * HALF_V4 + dr1];
+  let sn1 = sin_cache[pos * HALF_V4 + dr1];
+  let x1Lo = src_k[srcBase + dr1];
+  let x1Hi = src_k[srcBase + (dr1 + HALF_V4)];
+  let k1 = select(x1Hi * cs1 + x1Lo * sn1, x1Lo * cs1 - x1Hi * sn1, at1 < HALF_V4);
+  let at2 = d * 4u + 2u;
+  let v2 = src_v[srcBase + at2];
+  let dr2 = at2 % HALF_V4;
+  let cs2 = cos_cache[pos * HALF_V4 + dr2];
+  let sn2 = sin_cache[pos * HALF_V4 + dr2];
+  let x2Lo = src_k[srcBase + dr2];
+  let x2Hi = src_k[srcBase + (dr2 + HALF_V4)];
+  let k2 = select(x2Hi * cs2 + x2Lo * sn2, x2Lo * cs2 - x2Hi * sn2, at2 < HALF_V4);
+  let at3 = d * 4u + 3u;
+  let v3 = src_v[srcBase + at3];
+  let dr3 = at3 % HALF_V4;
+  let cs3 = cos_cache[pos * HALF_V4 + dr3];
+  let sn3 = sin_cache[pos * HALF_V4 + dr3];
+  let x3Lo = src_k[srcBase + dr3];
+  let x3Hi = src_k[srcBase + (dr3 + HALF_V4)];
+  let k3 = select(x3Hi * cs3 + x3Lo * sn3, x3Lo * cs3 - x3Hi * sn3, at3 < HALF_V4);
+  let pK0Stat = vec2<f32>(max(max(abs(k0.x), abs(k0.y)), max(abs(k0.z), abs(k0.w))), 0.0f);
+  let pK1Stat = vec2<f32>(max(max(abs(k1.x), abs(k1.y)), max(abs(k1.z), abs(k1.w))), 0.0f);
+  let pKRun1 = vec2<f32>(max(pK0Stat.x, pK1Stat.x), 0.0f);
+  let pK2Stat = vec2<f32>(max(max(abs(k2.x), abs(k2.y)), max(abs(k2.z), abs(k2.w))), 0.0f);
+  let pKRun2 = vec2<f32>(max(pKRun1.x, pK2Stat.x), 0.0f);
+  let pK3Stat = vec2<f32>(max(max(abs(k3.x), abs(k3.y)), max(abs(k3.z), abs(k3.w))), 0.0f);
+  let pKRun3 = vec2<f32>(max(pKRun2.x, pK3Stat.x), 0.0f);
+  let pV0Stat = vec2<f32>(max(max(abs(v0.x), abs(v0.y)), max(abs(v0.z), abs(v0.w))), 0.0f);
+  let pV1Stat = vec2<f32>(max(max(abs(v1.x), abs(v1.y)), max(abs(v1.z), abs(v1.w))), 0.0f);
+  let pVRun1 = vec2<f32>(max(pV0Stat.x, pV1Stat.x), 0.0f);
+  let pV2Stat = vec2<f32>(max(max(abs(v2.x), abs(v2.y)), max(abs(v2.z), abs(v2.w))), 0.0f);
+  let pVRun2 = vec2<f32>(max(pVRun1.x, pV2Stat.x), 0.0f);
+  let pV3Stat = vec2<f32>(max(max(abs(v3.x), abs(v3.y)), max(abs(v3.z), abs(v3.w))), 0.0f);
+  let pVRun3 = vec2<f32>(max(pVRun2.x, pV3Stat.x), 0.0f);
+  // Each lane's statistic of its run, K's and V's in one workgroup slot; after
+  // the barrier every lane combines its row's 8 in order.
+  rowStats[lid.x] = vec4<f32>(pKRun3, pVRun3);
   workgroupBarrier();
-  let rowLane = lid.x - d;
-  // A row's statistic in two levels: its first 4 invocations each
-  // combine 8 partials in order, then every invocation the 4 groups.
-  let rowGroup = rowLane / 8u;
-  if (d < 4u) {
-    var gK: vec2<f32> = statK[rowLane + d * 8u];
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d * 8u + 1u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d * 8u + 2u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d * 8u + 3u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d * 8u + 4u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d * 8u + 5u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d * 8u + 6u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d * 8u + 7u].x), 0.0f);
-    groupK[rowGroup + d] = gK;
-    var gV: vec2<f32> = statV[rowLane + d * 8u];
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d * 8u + 1u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d * 8u + 2u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d * 8u + 3u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d * 8u + 4u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d * 8u + 5u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d * 8u + 6u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d * 8u + 7u].x), 0.0f);
-    groupV[rowGroup + d] = gV;
-  }
-  workgroupBarrier();
+  let statLane = lid.x - d;
+  let rowStat0 = rowStats[statLane + 0u];
+  var statK: vec2<f32> = rowStat0.xy;
+  var statV: vec2<f32> = rowStat0.zw;
+  let rowStat1 = rowStats[statLane + 1u];
+  statK = vec2<f32>(max(statK.x, rowStat1.xy.x), 0.0f);
+  statV = vec2<f32>(max(statV.x, rowStat1.zw.x), 0.0f);
+  let rowStat2 = rowStats[statLane + 2u];
+  statK = vec2<f32>(max(statK.x, rowStat2.xy.x), 0.0f);
+  statV = vec2<f32>(max(statV.x, rowStat2.zw.x), 0.0f);
+  let rowStat3 = rowStats[statLane + 3u];
+  statK = vec2<f32>(max(statK.x, rowStat3.xy.x), 0.0f);
+  statV = vec2<f32>(max(statV.x, rowStat3.zw.x), 0.0f);
+  let rowStat4 = rowStats[statLane + 4u];
+  statK = vec2<f32>(max(statK.x, rowStat4.xy.x), 0.0f);
+  statV = vec2<f32>(max(statV.x, rowStat4.zw.x), 0.0f);
+  let rowStat5 = rowStats[statLane + 5u];
+  statK = vec2<f32>(max(statK.x, rowStat5.xy.x), 0.0f);
+  statV = vec2<f32>(max(statV.x, rowStat5.zw.x), 0.0f);
+  let rowStat6 = rowStats[statLane + 6u];
+  statK = vec2<f32>(max(statK.x, rowStat6.xy.x), 0.0f);
+  statV = vec2<f32>(max(statV.x, rowStat6.zw.x), 0.0f);
+  let rowStat7 = rowStats[statLane + 7u];
+  statK = vec2<f32>(max(statK.x, rowStat7.xy.x), 0.0f);
+  statV = vec2<f32>(max(statV.x, rowStat7.zw.x), 0.0f);
+  let kScale = abs(statK.x) / 127.0f;
+  let kScaleInv = select(0.0f, 1.0f / kScale, kScale != 0.0f);
+  let vScale = abs(statV.x) / 127.0f;
+  let vScaleInv = select(0.0f, 1.0f / vScale, vScale != 0.0f);
   if (done || j < skip) {
     return;
   }
   let dstRow = (b * KV_HEADS + hk) * params.seq + dstT;
-  var kStat: vec2<f32> = groupK[rowGroup];
-  kStat = vec2<f32>(max(kStat.x, groupK[rowGroup + 1u].x), 0.0f);
-  kStat = vec2<f32>(max(kStat.x, groupK[rowGroup + 2u].x), 0.0f);
-  kStat = vec2<f32>(max(kStat.x, groupK[rowGroup + 3u].x), 0.0f);
-  let kScale = abs(kStat.x) / 127.0f;
-  let kScaleInv = select(0.0f, 1.0f / kScale, kScale != 0.0f);
-  let kBase = dstRow * ROW_WORDS;
-  present_key[kBase + (d + 0u)] = (u32(i32(clamp(round(k0.x * kScaleInv), -127.0f, 127.0f))) & 255u) | ((u32(i32(clamp(round(k0.y * kScaleInv), -127.0f, 127.0f))) & 255u) << 8u) | ((u32(i32(clamp(round(k0.z * kScaleInv), -127.0f, 127.0f))) & 255u) << 16u) | ((u32(i32(clamp(round(k0.w * kScaleInv), -127.0f, 127.0f))) & 255u) << 24u);
+  let sideBase = dstRow * 2u;
+  let rowBase = dstRow * ROW_WORDS;
+  let kW0 = (u32(i32(clamp(round(k0.x * kScaleInv), -127.0f, 127.0f))) & 255u) | ((u32(i32(clamp(round(k0.y * kScaleInv), -127.0f, 127.0f))) & 255u) << 8u) | ((u32(i32(clamp(round(k0.z * kScaleInv), -127.0f, 127.0f))) & 255u) << 16u) | ((u32(i32(clamp(round(k0.w * kScaleInv), -127.0f, 127.0f))) & 255u) << 24u);
+  let kW1 = (u32(i32(clamp(round(k1.x * kScaleInv), -127.0f, 127.0f))) & 255u) | ((u32(i32(clamp(round(k1.y * kScaleInv), -127.0f, 127.0f))) & 255u) << 8u) | ((u32(i32(clamp(round(k1.z * kScaleInv), -127.0f, 127.0f))) & 255u) << 16u) | ((u32(i32(clamp(round(k1.w * kScaleInv), -127.0f, 127.0f))) & 255u) << 24u);
+  let kW2 = (u32(i32(clamp(round(k2.x * kScaleInv), -127.0f, 127.0f))) & 255u) | ((u32(i32(clamp(round(k2.y * kScaleInv), -127.0f, 127.0f))) & 255u) << 8u) | ((u32(i32(clamp(round(k2.z * kScaleInv), -127.0f, 127.0f))) & 255u) << 16u) | ((u32(i32(clamp(round(k2.w * kScaleInv), -127.0f, 127.0f))) & 255u) << 24u);
+  let kW3 = (u32(i32(clamp(round(k3.x * kScaleInv), -127.0f, 127.0f))) & 255u) | ((u32(i32(clamp(round(k3.y * kScaleInv), -127.0f, 127.0f))) & 255u) << 8u) | ((u32(i32(clamp(round(k3.z * kScaleInv), -127.0f, 127.0f))) & 255u) << 16u) | ((u32(i32(clamp(round(k3.w * kScaleInv), -127.0f, 127.0f))) & 255u) << 24u);
+  let kAt = rowBase / 4u + d;
+  present_key[kAt] = vec4<u32>(kW0, kW1, kW2, kW3);
+  let vW0 = (u32(i32(clamp(round(v0.x * vScaleInv), -127.0f, 127.0f))) & 255u) | ((u32(i32(clamp(round(v0.y * vScaleInv), -127.0f, 127.0f))) & 255u) << 8u) | ((u32(i32(clamp(round(v0.z * vScaleInv), -127.0f, 127.0f))) & 255u) << 16u) | ((u32(i32(clamp(round(v0.w * vScaleInv), -127.0f, 127.0f))) & 255u) << 24u);
+  let vW1 = (u32(i32(clamp(round(v1.x * vScaleInv), -127.0f, 127.0f))) & 255u) | ((u32(i32(clamp(round(v1.y * vScaleInv), -127.0f, 127.0f))) & 255u) << 8u) | ((u32(i32(clamp(round(v1.z * vScaleInv), -127.0f, 127.0f))) & 255u) << 16u) | ((u32(i32(clamp(round(v1.w * vScaleInv), -127.0f, 127.0f))) & 255u) << 24u);
+  let vW2 = (u32(i32(clamp(round(v2.x * vScaleInv), -127.0f, 127.0f))) & 255u) | ((u32(i32(clamp(round(v2.y * vScaleInv), -127.0f, 127.0f))) & 255u) << 8u) | ((u32(i32(clamp(round(v2.z * vScaleInv), -127.0f, 127.0f))) & 255u) << 16u) | ((u32(i32(clamp(round(v2.w * vScaleInv), -127.0f, 127.0f))) & 255u) << 24u);
+  let vW3 = (u32(i32(clamp(round(v3.x * vScaleInv), -127.0f, 127.0f))) & 255u) | ((u32(i32(clamp(round(v3.y * vScaleInv), -127.0f, 127.0f))) & 255u) << 8u) | ((u32(i32(clamp(round(v3.z * vScaleInv), -127.0f, 127.0f))) & 255u) << 16u) | ((u32(i32(clamp(round(v3.w * vScaleInv), -127.0f, 127.0f))) & 255u) << 24u);
+  let vAt = rowBase / 4u + d;
+  present_value[vAt] = vec4<u32>(vW0, vW1, vW2, vW3);
   if (d == 0u) {
-    present_scales[dstRow * 2u + 0u] = kScale;
-  }
-  var vStat: vec2<f32> = groupV[rowGroup];
-  vStat = vec2<f32>(max(vStat.x, groupV[rowGroup + 1u].x), 0.0f);
-  vStat = vec2<f32>(max(vStat.x, groupV[rowGroup + 2u].x), 0.0f);
-  vStat = vec2<f32>(max(vStat.x, groupV[rowGroup + 3u].x), 0.0f);
-  let vScale = abs(vStat.x) / 127.0f;
-  let vScaleInv = select(0.0f, 1.0f / vScale, vScale != 0.0f);
-  let vBase = dstRow * ROW_WORDS;
-  present_value[vBase + (d + 0u)] = (u32(i32(clamp(round(v0.x * vScaleInv), -127.0f, 127.0f))) & 255u) | ((u32(i32(clamp(round(v0.y * vScaleInv), -127.0f, 127.0f))) & 255u) << 8u) | ((u32(i32(clamp(round(v0.z * vScaleInv), -127.0f, 127.0f))) & 255u) << 16u) | ((u32(i32(clamp(round(v0.w * vScaleInv), -127.0f, 127.0f))) & 255u) << 24u);
-  if (d == 0u) {
-    present_scales[dstRow * 2u + 1u] = vScale;
+    present_scales[sideBase] = kScale;
+    present_scales[sideBase + 1u] = vScale;
   }
 }

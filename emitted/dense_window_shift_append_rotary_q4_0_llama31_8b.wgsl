@@ -17,19 +17,14 @@ struct Params {
 @group(0) @binding(6) var<storage, read_write> present_value: array<u32>;
 @group(0) @binding(7) var<uniform> params: Params;
 
-var<workgroup> xk: array<f32, 256>;
-var<workgroup> xv: array<f32, 256>;
-var<workgroup> statK: array<vec2<f32>, 64>;
-var<workgroup> statV: array<vec2<f32>, 64>;
-var<workgroup> groupK: array<vec2<f32>, 8>;
-var<workgroup> groupV: array<vec2<f32>, 8>;
+var<workgroup> blockHalves: array<u32, 64>;
 
 const HEAD_DIM: u32 = 128u;
 const HEAD_DIM_V4: u32 = 32u;
 const ROW_WORDS: u32 = 18u;
 const KV_HEADS: u32 = 8u;
 const KV_HIDDEN_V4: u32 = 256u;
-const ROW_LANES: u32 = 32u;
+const ROW_LANES: u32 = 4u;
 const HALF_V4: u32 = 16u;
 
 // Windowed dense q4_0 cache, append pass: the new BSH K/V quantised into
@@ -40,7 +35,7 @@ fn main(
   @builtin(local_invocation_id) lid: vec3<u32>,
   @builtin(num_workgroups) nwg: vec3<u32>,
 ) {
-  // ROW_LANES invocations per row, each on a run of 1 vectors.
+  // ROW_LANES invocations per row, each on a run of 8 vectors.
   // Flat walk: one invocation per destination vector, adjacent invocations on
   // adjacent vectors; no loop, so every invocation makes one memory round trip.
   // 2D flat index: the dispatch spreads its workgroups evenly over gid.y rows
@@ -65,9 +60,8 @@ fn main(
   let dstT = appendStart + (max(j, skip) - skip);
   let srcBase = (b * params.keySeq + j) * KV_HIDDEN_V4 + hk * HEAD_DIM_V4;
   let pos = past + j;
-  let run0 = d * 1u;
   // New K is rotated at its absolute position; retained keys already are.
-  let at0 = run0;
+  let at0 = d * 8u;
   let v0 = src_v[srcBase + at0];
   let dr0 = at0 % HALF_V4;
   let cs0 = cos_cache[pos * HALF_V4 + dr0];
@@ -75,106 +69,228 @@ fn main(
   let x0Lo = src_k[srcBase + dr0];
   let x0Hi = src_k[srcBase + (dr0 + HALF_V4)];
   let k0 = select(x0Hi * cs0 + x0Lo * sn0, x0Lo * cs0 - x0Hi * sn0, at0 < HALF_V4);
-  // Stage the row's values and each vector's partial statistic in workgroup
-  // memory.
-  xk[lid.x * 4u + 0u] = k0.x;
-  xv[lid.x * 4u + 0u] = v0.x;
-  xk[lid.x * 4u + 1u] = k0.y;
-  xv[lid.x * 4u + 1u] = v0.y;
-  xk[lid.x * 4u + 2u] = k0.z;
-  xv[lid.x * 4u + 2u] = v0.z;
-  xk[lid.x * 4u + 3u] = k0.w;
-  xv[lid.x * 4u + 3u] = v0.w;
-  var pK: f32 = k0.x;
-  pK = select(pK, k0.y, abs(k0.y) > abs(pK));
-  pK = select(pK, k0.z, abs(k0.z) > abs(pK));
-  pK = select(pK, k0.w, abs(k0.w) > abs(pK));
-  let pKStat = vec2<f32>(pK, 0.0f);
-  statK[lid.x] = pKStat;
-  var pV: f32 = v0.x;
-  pV = select(pV, v0.y, abs(v0.y) > abs(pV));
-  pV = select(pV, v0.z, abs(v0.z) > abs(pV));
-  pV = select(pV, v0.w, abs(v0.w) > abs(pV));
-  let pVStat = vec2<f32>(pV, 0.0f);
-  statV[lid.x] = pVStat;
+  let at1 = d * 8u + 1u;
+  let v1 = src_v[srcBase + at1];
+  let dr1 = at1 % HALF_V4;
+  let cs1 = cos_cache[pos * HALF_V4 + dr1];
+  let sn1 = sin_cache[pos * HALF_V4 + dr1];
+  let x1Lo = src_k[srcBase + dr1];
+  let x1Hi = src_k[srcBase + (dr1 + HALF_V4)];
+  let k1 = select(x1Hi * cs1 + x1Lo * sn1, x1Lo * cs1 - x1Hi * sn1, at1 < HALF_V4);
+  let at2 = d * 8u + 2u;
+  let v2 = src_v[srcBase + at2];
+  let dr2 = at2 % HALF_V4;
+  let cs2 = cos_cache[pos * HALF_V4 + dr2];
+  let sn2 = sin_cache[pos * HALF_V4 + dr2];
+  let x2Lo = src_k[srcBase + dr2];
+  let x2Hi = src_k[srcBase + (dr2 + HALF_V4)];
+  let k2 = select(x2Hi * cs2 + x2Lo * sn2, x2Lo * cs2 - x2Hi * sn2, at2 < HALF_V4);
+  let at3 = d * 8u + 3u;
+  let v3 = src_v[srcBase + at3];
+  let dr3 = at3 % HALF_V4;
+  let cs3 = cos_cache[pos * HALF_V4 + dr3];
+  let sn3 = sin_cache[pos * HALF_V4 + dr3];
+  let x3Lo = src_k[srcBase + dr3];
+  let x3Hi = src_k[srcBase + (dr3 + HALF_V4)];
+  let k3 = select(x3Hi * cs3 + x3Lo * sn3, x3Lo * cs3 - x3Hi * sn3, at3 < HALF_V4);
+  let at4 = d * 8u + 4u;
+  let v4 = src_v[srcBase + at4];
+  let dr4 = at4 % HALF_V4;
+  let cs4 = cos_cache[pos * HALF_V4 + dr4];
+  let sn4 = sin_cache[pos * HALF_V4 + dr4];
+  let x4Lo = src_k[srcBase + dr4];
+  let x4Hi = src_k[srcBase + (dr4 + HALF_V4)];
+  let k4 = select(x4Hi * cs4 + x4Lo * sn4, x4Lo * cs4 - x4Hi * sn4, at4 < HALF_V4);
+  let at5 = d * 8u + 5u;
+  let v5 = src_v[srcBase + at5];
+  let dr5 = at5 % HALF_V4;
+  let cs5 = cos_cache[pos * HALF_V4 + dr5];
+  let sn5 = sin_cache[pos * HALF_V4 + dr5];
+  let x5Lo = src_k[srcBase + dr5];
+  let x5Hi = src_k[srcBase + (dr5 + HALF_V4)];
+  let k5 = select(x5Hi * cs5 + x5Lo * sn5, x5Lo * cs5 - x5Hi * sn5, at5 < HALF_V4);
+  let at6 = d * 8u + 6u;
+  let v6 = src_v[srcBase + at6];
+  let dr6 = at6 % HALF_V4;
+  let cs6 = cos_cache[pos * HALF_V4 + dr6];
+  let sn6 = sin_cache[pos * HALF_V4 + dr6];
+  let x6Lo = src_k[srcBase + dr6];
+  let x6Hi = src_k[srcBase + (dr6 + HALF_V4)];
+  let k6 = select(x6Hi * cs6 + x6Lo * sn6, x6Lo * cs6 - x6Hi * sn6, at6 < HALF_V4);
+  let at7 = d * 8u + 7u;
+  let v7 = src_v[srcBase + at7];
+  let dr7 = at7 % HALF_V4;
+  let cs7 = cos_cache[pos * HALF_V4 + dr7];
+  let sn7 = sin_cache[pos * HALF_V4 + dr7];
+  let x7Lo = src_k[srcBase + dr7];
+  let x7Hi = src_k[srcBase + (dr7 + HALF_V4)];
+  let k7 = select(x7Hi * cs7 + x7Lo * sn7, x7Lo * cs7 - x7Hi * sn7, at7 < HALF_V4);
+  var pK0: f32 = k0.x;
+  pK0 = select(pK0, k0.y, abs(k0.y) > abs(pK0));
+  pK0 = select(pK0, k0.z, abs(k0.z) > abs(pK0));
+  pK0 = select(pK0, k0.w, abs(k0.w) > abs(pK0));
+  let pK0Stat = vec2<f32>(pK0, 0.0f);
+  var pK1: f32 = k1.x;
+  pK1 = select(pK1, k1.y, abs(k1.y) > abs(pK1));
+  pK1 = select(pK1, k1.z, abs(k1.z) > abs(pK1));
+  pK1 = select(pK1, k1.w, abs(k1.w) > abs(pK1));
+  let pK1Stat = vec2<f32>(pK1, 0.0f);
+  let pKRun1 = select(pK0Stat, pK1Stat, abs(pK1Stat.x) > abs(pK0Stat.x));
+  var pK2: f32 = k2.x;
+  pK2 = select(pK2, k2.y, abs(k2.y) > abs(pK2));
+  pK2 = select(pK2, k2.z, abs(k2.z) > abs(pK2));
+  pK2 = select(pK2, k2.w, abs(k2.w) > abs(pK2));
+  let pK2Stat = vec2<f32>(pK2, 0.0f);
+  let pKRun2 = select(pKRun1, pK2Stat, abs(pK2Stat.x) > abs(pKRun1.x));
+  var pK3: f32 = k3.x;
+  pK3 = select(pK3, k3.y, abs(k3.y) > abs(pK3));
+  pK3 = select(pK3, k3.z, abs(k3.z) > abs(pK3));
+  pK3 = select(pK3, k3.w, abs(k3.w) > abs(pK3));
+  let pK3Stat = vec2<f32>(pK3, 0.0f);
+  let pKRun3 = select(pKRun2, pK3Stat, abs(pK3Stat.x) > abs(pKRun2.x));
+  var pK4: f32 = k4.x;
+  pK4 = select(pK4, k4.y, abs(k4.y) > abs(pK4));
+  pK4 = select(pK4, k4.z, abs(k4.z) > abs(pK4));
+  pK4 = select(pK4, k4.w, abs(k4.w) > abs(pK4));
+  let pK4Stat = vec2<f32>(pK4, 0.0f);
+  let pKRun4 = select(pKRun3, pK4Stat, abs(pK4Stat.x) > abs(pKRun3.x));
+  var pK5: f32 = k5.x;
+  pK5 = select(pK5, k5.y, abs(k5.y) > abs(pK5));
+  pK5 = select(pK5, k5.z, abs(k5.z) > abs(pK5));
+  pK5 = select(pK5, k5.w, abs(k5.w) > abs(pK5));
+  let pK5Stat = vec2<f32>(pK5, 0.0f);
+  let pKRun5 = select(pKRun4, pK5Stat, abs(pK5Stat.x) > abs(pKRun4.x));
+  var pK6: f32 = k6.x;
+  pK6 = select(pK6, k6.y, abs(k6.y) > abs(pK6));
+  pK6 = select(pK6, k6.z, abs(k6.z) > abs(pK6));
+  pK6 = select(pK6, k6.w, abs(k6.w) > abs(pK6));
+  let pK6Stat = vec2<f32>(pK6, 0.0f);
+  let pKRun6 = select(pKRun5, pK6Stat, abs(pK6Stat.x) > abs(pKRun5.x));
+  var pK7: f32 = k7.x;
+  pK7 = select(pK7, k7.y, abs(k7.y) > abs(pK7));
+  pK7 = select(pK7, k7.z, abs(k7.z) > abs(pK7));
+  pK7 = select(pK7, k7.w, abs(k7.w) > abs(pK7));
+  let pK7Stat = vec2<f32>(pK7, 0.0f);
+  let pKRun7 = select(pKRun6, pK7Stat, abs(pK7Stat.x) > abs(pKRun6.x));
+  let kD = pKRun7.x / -8.0f;
+  let kDInv = select(0.0f, 1.0f / kD, kD != 0.0f);
+  var pV0: f32 = v0.x;
+  pV0 = select(pV0, v0.y, abs(v0.y) > abs(pV0));
+  pV0 = select(pV0, v0.z, abs(v0.z) > abs(pV0));
+  pV0 = select(pV0, v0.w, abs(v0.w) > abs(pV0));
+  let pV0Stat = vec2<f32>(pV0, 0.0f);
+  var pV1: f32 = v1.x;
+  pV1 = select(pV1, v1.y, abs(v1.y) > abs(pV1));
+  pV1 = select(pV1, v1.z, abs(v1.z) > abs(pV1));
+  pV1 = select(pV1, v1.w, abs(v1.w) > abs(pV1));
+  let pV1Stat = vec2<f32>(pV1, 0.0f);
+  let pVRun1 = select(pV0Stat, pV1Stat, abs(pV1Stat.x) > abs(pV0Stat.x));
+  var pV2: f32 = v2.x;
+  pV2 = select(pV2, v2.y, abs(v2.y) > abs(pV2));
+  pV2 = select(pV2, v2.z, abs(v2.z) > abs(pV2));
+  pV2 = select(pV2, v2.w, abs(v2.w) > abs(pV2));
+  let pV2Stat = vec2<f32>(pV2, 0.0f);
+  let pVRun2 = select(pVRun1, pV2Stat, abs(pV2Stat.x) > abs(pVRun1.x));
+  var pV3: f32 = v3.x;
+  pV3 = select(pV3, v3.y, abs(v3.y) > abs(pV3));
+  pV3 = select(pV3, v3.z, abs(v3.z) > abs(pV3));
+  pV3 = select(pV3, v3.w, abs(v3.w) > abs(pV3));
+  let pV3Stat = vec2<f32>(pV3, 0.0f);
+  let pVRun3 = select(pVRun2, pV3Stat, abs(pV3Stat.x) > abs(pVRun2.x));
+  var pV4: f32 = v4.x;
+  pV4 = select(pV4, v4.y, abs(v4.y) > abs(pV4));
+  pV4 = select(pV4, v4.z, abs(v4.z) > abs(pV4));
+  pV4 = select(pV4, v4.w, abs(v4.w) > abs(pV4));
+  let pV4Stat = vec2<f32>(pV4, 0.0f);
+  let pVRun4 = select(pVRun3, pV4Stat, abs(pV4Stat.x) > abs(pVRun3.x));
+  var pV5: f32 = v5.x;
+  pV5 = select(pV5, v5.y, abs(v5.y) > abs(pV5));
+  pV5 = select(pV5, v5.z, abs(v5.z) > abs(pV5));
+  pV5 = select(pV5, v5.w, abs(v5.w) > abs(pV5));
+  let pV5Stat = vec2<f32>(pV5, 0.0f);
+  let pVRun5 = select(pVRun4, pV5Stat, abs(pV5Stat.x) > abs(pVRun4.x));
+  var pV6: f32 = v6.x;
+  pV6 = select(pV6, v6.y, abs(v6.y) > abs(pV6));
+  pV6 = select(pV6, v6.z, abs(v6.z) > abs(pV6));
+  pV6 = select(pV6, v6.w, abs(v6.w) > abs(pV6));
+  let pV6Stat = vec2<f32>(pV6, 0.0f);
+  let pVRun6 = select(pVRun5, pV6Stat, abs(pV6Stat.x) > abs(pVRun5.x));
+  var pV7: f32 = v7.x;
+  pV7 = select(pV7, v7.y, abs(v7.y) > abs(pV7));
+  pV7 = select(pV7, v7.z, abs(v7.z) > abs(pV7));
+  pV7 = select(pV7, v7.w, abs(v7.w) > abs(pV7));
+  let pV7Stat = vec2<f32>(pV7, 0.0f);
+  let pVRun7 = select(pVRun6, pV7Stat, abs(pV7Stat.x) > abs(pVRun6.x));
+  let vD = pVRun7.x / -8.0f;
+  let vDInv = select(0.0f, 1.0f / vD, vD != 0.0f);
+  // The block's f16 scales, K's in the low half and V's in the high half.
+  let halves = pack2x16float(vec2<f32>(kD, vD));
+  // An even block's last word closes with the odd block's scale: the neighbour's
+  // halves, through workgroup memory.
+  blockHalves[lid.x] = halves;
   workgroupBarrier();
-  let rowLane = lid.x - d;
-  // Each block's statistic, once: the row's first 4 invocations each
-  // combine a block's 8 partials in order.
-  let rowGroup = rowLane / 8u;
-  if (d < 4u) {
-    var gK: vec2<f32> = statK[rowLane + d * 8u];
-    gK = select(gK, statK[rowLane + d * 8u + 1u], abs(statK[rowLane + d * 8u + 1u].x) > abs(gK.x));
-    gK = select(gK, statK[rowLane + d * 8u + 2u], abs(statK[rowLane + d * 8u + 2u].x) > abs(gK.x));
-    gK = select(gK, statK[rowLane + d * 8u + 3u], abs(statK[rowLane + d * 8u + 3u].x) > abs(gK.x));
-    gK = select(gK, statK[rowLane + d * 8u + 4u], abs(statK[rowLane + d * 8u + 4u].x) > abs(gK.x));
-    gK = select(gK, statK[rowLane + d * 8u + 5u], abs(statK[rowLane + d * 8u + 5u].x) > abs(gK.x));
-    gK = select(gK, statK[rowLane + d * 8u + 6u], abs(statK[rowLane + d * 8u + 6u].x) > abs(gK.x));
-    gK = select(gK, statK[rowLane + d * 8u + 7u], abs(statK[rowLane + d * 8u + 7u].x) > abs(gK.x));
-    groupK[rowGroup + d] = gK;
-    var gV: vec2<f32> = statV[rowLane + d * 8u];
-    gV = select(gV, statV[rowLane + d * 8u + 1u], abs(statV[rowLane + d * 8u + 1u].x) > abs(gV.x));
-    gV = select(gV, statV[rowLane + d * 8u + 2u], abs(statV[rowLane + d * 8u + 2u].x) > abs(gV.x));
-    gV = select(gV, statV[rowLane + d * 8u + 3u], abs(statV[rowLane + d * 8u + 3u].x) > abs(gV.x));
-    gV = select(gV, statV[rowLane + d * 8u + 4u], abs(statV[rowLane + d * 8u + 4u].x) > abs(gV.x));
-    gV = select(gV, statV[rowLane + d * 8u + 5u], abs(statV[rowLane + d * 8u + 5u].x) > abs(gV.x));
-    gV = select(gV, statV[rowLane + d * 8u + 6u], abs(statV[rowLane + d * 8u + 6u].x) > abs(gV.x));
-    gV = select(gV, statV[rowLane + d * 8u + 7u], abs(statV[rowLane + d * 8u + 7u].x) > abs(gV.x));
-    groupV[rowGroup + d] = gV;
-  }
-  workgroupBarrier();
+  let nextHalves = select(0u, blockHalves[min(lid.x + 1u, 63u)], d + 1u < 4u);
   if (done || j < skip) {
     return;
   }
   let dstRow = (b * KV_HEADS + hk) * params.seq + dstT;
-  let kLane0 = rowLane * 4u;
-  let kBase = dstRow * ROW_WORDS;
-  let kBlk = d / 8u;
-  let kJ = d % 8u;
-  let kPairAt = kBlk / 2u * 9u;
-  let kFirst = kBlk * 32u;
-  if (kBlk % 2u == 1u && kJ < 4u) {
-    let kDStat = groupK[rowGroup + kBlk];
-    let kD = kDStat.x / -8.0f;
-    let kDInv = select(0.0f, 1.0f / kD, kD != 0.0f);
-    present_key[kBase + (kPairAt + 5u + kJ)] = u32(min(i32(xk[kLane0 + (kFirst + (kJ * 4u + 0u))] * kDInv + 8.5f), 15i)) | (u32(min(i32(xk[kLane0 + (kFirst + (kJ * 4u + 0u) + 16u)] * kDInv + 8.5f), 15i)) << 4u) | ((u32(min(i32(xk[kLane0 + (kFirst + (kJ * 4u + 1u))] * kDInv + 8.5f), 15i)) | (u32(min(i32(xk[kLane0 + (kFirst + (kJ * 4u + 1u) + 16u)] * kDInv + 8.5f), 15i)) << 4u)) << 8u) | ((u32(min(i32(xk[kLane0 + (kFirst + (kJ * 4u + 2u))] * kDInv + 8.5f), 15i)) | (u32(min(i32(xk[kLane0 + (kFirst + (kJ * 4u + 2u) + 16u)] * kDInv + 8.5f), 15i)) << 4u)) << 16u) | ((u32(min(i32(xk[kLane0 + (kFirst + (kJ * 4u + 3u))] * kDInv + 8.5f), 15i)) | (u32(min(i32(xk[kLane0 + (kFirst + (kJ * 4u + 3u) + 16u)] * kDInv + 8.5f), 15i)) << 4u)) << 24u);
-  } else if (kBlk % 2u == 0u && kJ < 5u) {
-    let kEStat = groupK[rowGroup + kBlk];
-    let kE = kEStat.x / -8.0f;
-    let kEInv = select(0.0f, 1.0f / kE, kE != 0.0f);
-    let kNStat = groupK[rowGroup + min(kBlk + 1u, 3u)];
-    let kN = kNStat.x / -8.0f;
-    let kHalf = pack2x16float(vec2<f32>(kE, 0.0f));
-    let kNextHalf = select(0u, pack2x16float(vec2<f32>(kN, 0.0f)), kBlk + 1u <= 3u);
-    let kB0 = select(u32(min(i32(xk[kLane0 + (kFirst + (max(kJ * 4u + 0u, 2u) - 2u))] * kEInv + 8.5f), 15i)) | (u32(min(i32(xk[kLane0 + (kFirst + (max(kJ * 4u + 0u, 2u) - 2u) + 16u)] * kEInv + 8.5f), 15i)) << 4u), (kHalf >> 0u) & 255u, kJ == 0u);
-    let kB1 = select(u32(min(i32(xk[kLane0 + (kFirst + (max(kJ * 4u + 1u, 2u) - 2u))] * kEInv + 8.5f), 15i)) | (u32(min(i32(xk[kLane0 + (kFirst + (max(kJ * 4u + 1u, 2u) - 2u) + 16u)] * kEInv + 8.5f), 15i)) << 4u), (kHalf >> 8u) & 255u, kJ == 0u);
-    let kB2 = select(u32(min(i32(xk[kLane0 + (kFirst + min(kJ * 4u + 0u, 15u))] * kEInv + 8.5f), 15i)) | (u32(min(i32(xk[kLane0 + (kFirst + min(kJ * 4u + 0u, 15u) + 16u)] * kEInv + 8.5f), 15i)) << 4u), (kNextHalf >> 0u) & 255u, kJ == 4u);
-    let kB3 = select(u32(min(i32(xk[kLane0 + (kFirst + min(kJ * 4u + 1u, 15u))] * kEInv + 8.5f), 15i)) | (u32(min(i32(xk[kLane0 + (kFirst + min(kJ * 4u + 1u, 15u) + 16u)] * kEInv + 8.5f), 15i)) << 4u), (kNextHalf >> 8u) & 255u, kJ == 4u);
-    present_key[kBase + (kPairAt + kJ)] = kB0 | (kB1 << 8u) | (kB2 << 16u) | (kB3 << 24u);
+  let rowBase = dstRow * ROW_WORDS;
+  let kC0 = u32(min(i32(k0.x * kDInv + 8.5f), 15i)) | (u32(min(i32(k4.x * kDInv + 8.5f), 15i)) << 4u);
+  let kC1 = u32(min(i32(k0.y * kDInv + 8.5f), 15i)) | (u32(min(i32(k4.y * kDInv + 8.5f), 15i)) << 4u);
+  let kC2 = u32(min(i32(k0.z * kDInv + 8.5f), 15i)) | (u32(min(i32(k4.z * kDInv + 8.5f), 15i)) << 4u);
+  let kC3 = u32(min(i32(k0.w * kDInv + 8.5f), 15i)) | (u32(min(i32(k4.w * kDInv + 8.5f), 15i)) << 4u);
+  let kC4 = u32(min(i32(k1.x * kDInv + 8.5f), 15i)) | (u32(min(i32(k5.x * kDInv + 8.5f), 15i)) << 4u);
+  let kC5 = u32(min(i32(k1.y * kDInv + 8.5f), 15i)) | (u32(min(i32(k5.y * kDInv + 8.5f), 15i)) << 4u);
+  let kC6 = u32(min(i32(k1.z * kDInv + 8.5f), 15i)) | (u32(min(i32(k5.z * kDInv + 8.5f), 15i)) << 4u);
+  let kC7 = u32(min(i32(k1.w * kDInv + 8.5f), 15i)) | (u32(min(i32(k5.w * kDInv + 8.5f), 15i)) << 4u);
+  let kC8 = u32(min(i32(k2.x * kDInv + 8.5f), 15i)) | (u32(min(i32(k6.x * kDInv + 8.5f), 15i)) << 4u);
+  let kC9 = u32(min(i32(k2.y * kDInv + 8.5f), 15i)) | (u32(min(i32(k6.y * kDInv + 8.5f), 15i)) << 4u);
+  let kC10 = u32(min(i32(k2.z * kDInv + 8.5f), 15i)) | (u32(min(i32(k6.z * kDInv + 8.5f), 15i)) << 4u);
+  let kC11 = u32(min(i32(k2.w * kDInv + 8.5f), 15i)) | (u32(min(i32(k6.w * kDInv + 8.5f), 15i)) << 4u);
+  let kC12 = u32(min(i32(k3.x * kDInv + 8.5f), 15i)) | (u32(min(i32(k7.x * kDInv + 8.5f), 15i)) << 4u);
+  let kC13 = u32(min(i32(k3.y * kDInv + 8.5f), 15i)) | (u32(min(i32(k7.y * kDInv + 8.5f), 15i)) << 4u);
+  let kC14 = u32(min(i32(k3.z * kDInv + 8.5f), 15i)) | (u32(min(i32(k7.z * kDInv + 8.5f), 15i)) << 4u);
+  let kC15 = u32(min(i32(k3.w * kDInv + 8.5f), 15i)) | (u32(min(i32(k7.w * kDInv + 8.5f), 15i)) << 4u);
+  let kPair = d / 2u * 9u;
+  if (d % 2u == 0u) {
+    present_key[rowBase + kPair] = (halves & 65535u & 255u) | (((halves & 65535u) >> 8u) << 8u) | (kC0 << 16u) | (kC1 << 24u);
+    present_key[rowBase + (kPair + 1u)] = kC2 | (kC3 << 8u) | (kC4 << 16u) | (kC5 << 24u);
+    present_key[rowBase + (kPair + 2u)] = kC6 | (kC7 << 8u) | (kC8 << 16u) | (kC9 << 24u);
+    present_key[rowBase + (kPair + 3u)] = kC10 | (kC11 << 8u) | (kC12 << 16u) | (kC13 << 24u);
+    present_key[rowBase + (kPair + 4u)] = kC14 | (kC15 << 8u) | ((nextHalves & 65535u & 255u) << 16u) | (((nextHalves & 65535u) >> 8u) << 24u);
+  } else {
+    present_key[rowBase + (kPair + 5u)] = kC0 | (kC1 << 8u) | (kC2 << 16u) | (kC3 << 24u);
+    present_key[rowBase + (kPair + 6u)] = kC4 | (kC5 << 8u) | (kC6 << 16u) | (kC7 << 24u);
+    present_key[rowBase + (kPair + 7u)] = kC8 | (kC9 << 8u) | (kC10 << 16u) | (kC11 << 24u);
+    present_key[rowBase + (kPair + 8u)] = kC12 | (kC13 << 8u) | (kC14 << 16u) | (kC15 << 24u);
   }
-  let vLane0 = rowLane * 4u;
-  let vBase = dstRow * ROW_WORDS;
-  let vBlk = d / 8u;
-  let vJ = d % 8u;
-  let vPairAt = vBlk / 2u * 9u;
-  let vFirst = vBlk * 32u;
-  if (vBlk % 2u == 1u && vJ < 4u) {
-    let vDStat = groupV[rowGroup + vBlk];
-    let vD = vDStat.x / -8.0f;
-    let vDInv = select(0.0f, 1.0f / vD, vD != 0.0f);
-    present_value[vBase + (vPairAt + 5u + vJ)] = u32(min(i32(xv[vLane0 + (vFirst + (vJ * 4u + 0u))] * vDInv + 8.5f), 15i)) | (u32(min(i32(xv[vLane0 + (vFirst + (vJ * 4u + 0u) + 16u)] * vDInv + 8.5f), 15i)) << 4u) | ((u32(min(i32(xv[vLane0 + (vFirst + (vJ * 4u + 1u))] * vDInv + 8.5f), 15i)) | (u32(min(i32(xv[vLane0 + (vFirst + (vJ * 4u + 1u) + 16u)] * vDInv + 8.5f), 15i)) << 4u)) << 8u) | ((u32(min(i32(xv[vLane0 + (vFirst + (vJ * 4u + 2u))] * vDInv + 8.5f), 15i)) | (u32(min(i32(xv[vLane0 + (vFirst + (vJ * 4u + 2u) + 16u)] * vDInv + 8.5f), 15i)) << 4u)) << 16u) | ((u32(min(i32(xv[vLane0 + (vFirst + (vJ * 4u + 3u))] * vDInv + 8.5f), 15i)) | (u32(min(i32(xv[vLane0 + (vFirst + (vJ * 4u + 3u) + 16u)] * vDInv + 8.5f), 15i)) << 4u)) << 24u);
-  } else if (vBlk % 2u == 0u && vJ < 5u) {
-    let vEStat = groupV[rowGroup + vBlk];
-    let vE = vEStat.x / -8.0f;
-    let vEInv = select(0.0f, 1.0f / vE, vE != 0.0f);
-    let vNStat = groupV[rowGroup + min(vBlk + 1u, 3u)];
-    let vN = vNStat.x / -8.0f;
-    let vHalf = pack2x16float(vec2<f32>(vE, 0.0f));
-    let vNextHalf = select(0u, pack2x16float(vec2<f32>(vN, 0.0f)), vBlk + 1u <= 3u);
-    let vB0 = select(u32(min(i32(xv[vLane0 + (vFirst + (max(vJ * 4u + 0u, 2u) - 2u))] * vEInv + 8.5f), 15i)) | (u32(min(i32(xv[vLane0 + (vFirst + (max(vJ * 4u + 0u, 2u) - 2u) + 16u)] * vEInv + 8.5f), 15i)) << 4u), (vHalf >> 0u) & 255u, vJ == 0u);
-    let vB1 = select(u32(min(i32(xv[vLane0 + (vFirst + (max(vJ * 4u + 1u, 2u) - 2u))] * vEInv + 8.5f), 15i)) | (u32(min(i32(xv[vLane0 + (vFirst + (max(vJ * 4u + 1u, 2u) - 2u) + 16u)] * vEInv + 8.5f), 15i)) << 4u), (vHalf >> 8u) & 255u, vJ == 0u);
-    let vB2 = select(u32(min(i32(xv[vLane0 + (vFirst + min(vJ * 4u + 0u, 15u))] * vEInv + 8.5f), 15i)) | (u32(min(i32(xv[vLane0 + (vFirst + min(vJ * 4u + 0u, 15u) + 16u)] * vEInv + 8.5f), 15i)) << 4u), (vNextHalf >> 0u) & 255u, vJ == 4u);
-    let vB3 = select(u32(min(i32(xv[vLane0 + (vFirst + min(vJ * 4u + 1u, 15u))] * vEInv + 8.5f), 15i)) | (u32(min(i32(xv[vLane0 + (vFirst + min(vJ * 4u + 1u, 15u) + 16u)] * vEInv + 8.5f), 15i)) << 4u), (vNextHalf >> 8u) & 255u, vJ == 4u);
-    present_value[vBase + (vPairAt + vJ)] = vB0 | (vB1 << 8u) | (vB2 << 16u) | (vB3 << 24u);
+  let vC0 = u32(min(i32(v0.x * vDInv + 8.5f), 15i)) | (u32(min(i32(v4.x * vDInv + 8.5f), 15i)) << 4u);
+  let vC1 = u32(min(i32(v0.y * vDInv + 8.5f), 15i)) | (u32(min(i32(v4.y * vDInv + 8.5f), 15i)) << 4u);
+  let vC2 = u32(min(i32(v0.z * vDInv + 8.5f), 15i)) | (u32(min(i32(v4.z * vDInv + 8.5f), 15i)) << 4u);
+  let vC3 = u32(min(i32(v0.w * vDInv + 8.5f), 15i)) | (u32(min(i32(v4.w * vDInv + 8.5f), 15i)) << 4u);
+  let vC4 = u32(min(i32(v1.x * vDInv + 8.5f), 15i)) | (u32(min(i32(v5.x * vDInv + 8.5f), 15i)) << 4u);
+  let vC5 = u32(min(i32(v1.y * vDInv + 8.5f), 15i)) | (u32(min(i32(v5.y * vDInv + 8.5f), 15i)) << 4u);
+  let vC6 = u32(min(i32(v1.z * vDInv + 8.5f), 15i)) | (u32(min(i32(v5.z * vDInv + 8.5f), 15i)) << 4u);
+  let vC7 = u32(min(i32(v1.w * vDInv + 8.5f), 15i)) | (u32(min(i32(v5.w * vDInv + 8.5f), 15i)) << 4u);
+  let vC8 = u32(min(i32(v2.x * vDInv + 8.5f), 15i)) | (u32(min(i32(v6.x * vDInv + 8.5f), 15i)) << 4u);
+  let vC9 = u32(min(i32(v2.y * vDInv + 8.5f), 15i)) | (u32(min(i32(v6.y * vDInv + 8.5f), 15i)) << 4u);
+  let vC10 = u32(min(i32(v2.z * vDInv + 8.5f), 15i)) | (u32(min(i32(v6.z * vDInv + 8.5f), 15i)) << 4u);
+  let vC11 = u32(min(i32(v2.w * vDInv + 8.5f), 15i)) | (u32(min(i32(v6.w * vDInv + 8.5f), 15i)) << 4u);
+  let vC12 = u32(min(i32(v3.x * vDInv + 8.5f), 15i)) | (u32(min(i32(v7.x * vDInv + 8.5f), 15i)) << 4u);
+  let vC13 = u32(min(i32(v3.y * vDInv + 8.5f), 15i)) | (u32(min(i32(v7.y * vDInv + 8.5f), 15i)) << 4u);
+  let vC14 = u32(min(i32(v3.z * vDInv + 8.5f), 15i)) | (u32(min(i32(v7.z * vDInv + 8.5f), 15i)) << 4u);
+  let vC15 = u32(min(i32(v3.w * vDInv + 8.5f), 15i)) | (u32(min(i32(v7.w * vDInv + 8.5f), 15i)) << 4u);
+  let vPair = d / 2u * 9u;
+  if (d % 2u == 0u) {
+    present_value[rowBase + vPair] = ((halves >> 16u) & 65535u & 255u) | ((((halves >> 16u) & 65535u) >> 8u) << 8u) | (vC0 << 16u) | (vC1 << 24u);
+    present_value[rowBase + (vPair + 1u)] = vC2 | (vC3 << 8u) | (vC4 << 16u) | (vC5 << 24u);
+    present_value[rowBase + (vPair + 2u)] = vC6 | (vC7 << 8u) | (vC8 << 16u) | (vC9 << 24u);
+    present_value[rowBase + (vPair + 3u)] = vC10 | (vC11 << 8u) | (vC12 << 16u) | (vC13 << 24u);
+    present_value[rowBase + (vPair + 4u)] = vC14 | (vC15 << 8u) | (((nextHalves >> 16u) & 65535u & 255u) << 16u) | ((((nextHalves >> 16u) & 65535u) >> 8u) << 24u);
+  } else {
+    present_value[rowBase + (vPair + 5u)] = vC0 | (vC1 << 8u) | (vC2 << 16u) | (vC3 << 24u);
+    present_value[rowBase + (vPair + 6u)] = vC4 | (vC5 << 8u) | (vC6 << 16u) | (vC7 << 24u);
+    present_value[rowBase + (vPair + 7u)] = vC8 | (vC9 << 8u) | (vC10 << 16u) | (vC11 << 24u);
+    present_value[rowBase + (vPair + 8u)] = vC12 | (vC13 << 8u) | (vC14 << 16u) | (vC15 << 24u);
   }
 }

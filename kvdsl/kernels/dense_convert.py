@@ -36,7 +36,7 @@ from kvdsl.kernels.dense import DenseConfig, DenseFormat, ScalePlace
 from kvdsl.kernels.dense_modes import load_run, quantise_workgroup, require_whole_rows
 from kvdsl.nodes import formats, walks, words
 from kvdsl.nodes.formats import Format
-from kvdsl.nodes.quantise import Destination, Quantiser, RowPlace, quantise_rows
+from kvdsl.nodes.quantise import Destination, Quantiser, RowPlace, cache_binding, quantise_rows
 
 F32X4 = vec(4, f32)
 LANES = ("x", "y", "z", "w")
@@ -122,7 +122,8 @@ def dense_convert(cfg: DenseConvertConfig, name: str = "dense_convert") -> Kerne
     src_side = None
     if src is not None and not cfg.source_inline:
         src_side = kb.binding("src_scales", f32, "read")
-    present_key, present_value = (kb.binding(n, u32, "read_write") for n in PRESENT)
+    q = Quantiser(fmt, cfg.inline, cfg.head_dim, cfg.workgroup_size)
+    present_key, present_value = (cache_binding(kb, q, n) for n in PRESENT)
     side = None if cfg.inline else kb.binding("present_scales", f32, "read_write")
     kb.const("HEAD_DIM", u32, cfg.head_dim)
     per_row = kb.const("HEAD_DIM_V4", u32, cfg.per_row)
@@ -130,20 +131,18 @@ def dense_convert(cfg: DenseConvertConfig, name: str = "dense_convert") -> Kerne
     src_words = None
     if src is not None:
         src_words = kb.const("SRC_ROW_WORDS", u32, src.row_words(cfg.head_dim, cfg.source_inline))
-    q = Quantiser(fmt, cfg.inline, cfg.head_dim, cfg.workgroup_size)
     lanes = kb.const("ROW_LANES", u32, q.lanes)
     count = kb.param("count")
 
     kb.comment(f"ROW_LANES invocations per row, each on a run of {q.vectors} vectors.")
     it = walks.vectors(kb, cfg.fold, count, lanes, 1, guard=False)
-    run0 = kb.let("run0", it.d * q.vectors)
     if src is None:
-        k, v = load_run(kb, (src_k, src_v), kb.let("srcBase", it.row * per_row), run0, q.vectors)
+        k, v = load_run(kb, (src_k, src_v), kb.let("srcBase", it.row * per_row), q, it.d)
     else:
         kb.comment(f"The lane's run of the {src.name} source row, dequantised.")
         base = kb.let("srcBase", it.row * src_words)
-        k = _decoded(kb, cfg, src, "k", src_k, src_side, base, it.row, run0, q.vectors, 0)
-        v = _decoded(kb, cfg, src, "v", src_v, src_side, base, it.row, run0, q.vectors, src.stats)
+        k = _decoded(kb, cfg, src, "k", src_k, src_side, base, it.row, q, it.d, 0)
+        v = _decoded(kb, cfg, src, "v", src_v, src_side, base, it.row, q, it.d, src.stats)
 
     def place() -> RowPlace:
         return RowPlace(it.row * row_words, None if side is None else it.row * (2 * fmt.stats))
@@ -184,11 +183,12 @@ def _decoded(
     side: Buffer | None,
     base: Val,
     row: Val,
-    run0: Val,
-    n: int,
+    q: Quantiser,
+    lane: Val,
     side_at: int,
 ) -> list[Val]:
-    """The lane's run of ``n`` ``vec4<f32>`` (vectors ``run0 ..``) of a dense source row (words
+    """The ``vec4<f32>`` lane ``lane`` holds (:meth:`kvdsl.nodes.quantise.Quantiser.vector_at`)
+    of a dense source row (words
     at ``cache[base ..]``, side scales at ``side[row * 2S + side_at ..]``)."""
 
     def load(w: Val) -> Val:
@@ -198,8 +198,8 @@ def _decoded(
         return side[row * (2 * src.stats) + (side_at + i)]
 
     run = []
-    for j in range(n):
-        first = kb.let(f"{which}At{j}", (run0 + j if j else run0) * 4)
+    for j in range(q.vectors):
+        first = kb.let(f"{which}At{j}", q.vector_at(lane, j) * 4)
         lanes = [
             formats.decode(kb, src, f"{which}{j}{c.upper()}", load, first + i if i else first,
                            stat, cfg.source_inline)

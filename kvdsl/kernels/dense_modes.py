@@ -34,7 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from kvdsl.ir import Buffer, Kernel, KernelBuilder, Val, f32, i32, lit, max_, min_, u32, vec
+from kvdsl.ir import Buffer, Kernel, KernelBuilder, Val, f32, i32, max_, min_, u32, vec
 from kvdsl.kernels.config import (
     FLOATS,
     PAST,
@@ -59,7 +59,7 @@ from kvdsl.kernels.dense import QUANTISE_WORKGROUP, DenseConfig, DenseFormat, Sc
 from kvdsl.kernels.window_shift import ROTARY_REGIONS
 from kvdsl.nodes import formats, walks, words
 from kvdsl.nodes.index import bsh, split_rows
-from kvdsl.nodes.quantise import Destination, Quantiser, RowPlace, quantise_rows
+from kvdsl.nodes.quantise import Destination, Quantiser, RowPlace, cache_binding, quantise_rows
 from kvdsl.nodes.rotary import Rotation, rotate_pair
 from kvdsl.nodes.window import append_window, sliding_window
 
@@ -345,9 +345,10 @@ def _quantising_shift(cfg: DenseWindowShiftConfig, name: str) -> Kernel:
     fmt = cfg.fmt
     every = cfg.region is ShiftRegion.ALL
     kb = KernelBuilder(name, cfg.workgroup_size)
+    q = cfg.quantiser
     past_k = past_v = None
-    if every:
-        past_k, past_v = (kb.binding(n, u32, "read") for n in PAST)
+    if every:  # as the present's words (:func:`kvdsl.nodes.quantise.cache_binding`)
+        past_k, past_v = (kb.binding(n, q.cache_elem, "read") for n in PAST)
     src_k, src_v = words.bindings(kb, SOURCES, cfg.input_type.scalar, 4)
     seqlens = kb.binding("seqlens_k", i32, "read")
     cos = sin = None
@@ -355,8 +356,7 @@ def _quantising_shift(cfg: DenseWindowShiftConfig, name: str) -> Kernel:
         cos = sin = words.binding(kb, ROTARY_TABLE, f32, 4)
     elif cfg.rotary:
         cos, sin = words.bindings(kb, ROTARY_TABLES, f32, 4)
-    q = cfg.quantiser
-    present_key, present_value = (kb.binding(n, u32, "read_write") for n in PRESENT)
+    present_key, present_value = (cache_binding(kb, q, n) for n in PRESENT)
     side = None if cfg.inline else kb.binding(PRESENT_SCALES, f32, "read_write")
     kb.const("HEAD_DIM", u32, cfg.head_dim)
     per_row = kb.const("HEAD_DIM_V4", u32, cfg.per_row)
@@ -379,23 +379,25 @@ def _quantising_shift(cfg: DenseWindowShiftConfig, name: str) -> Kernel:
         j = kb.let("j", min_(max_(t, win.append_start) - win.append_start + win.skip, key_seq - 1))
         dst_t = t
         slice_ = kb.let("slice", (b * heads + hk) * seq)
-        dst = kb.let("dst", it.row * row_words)
+        units = cfg.row_words // q.store_width  # the cache bindings' elements per row
+        row_units = row_words if units == cfg.row_words else kb.const("ROW_VECS", u32, units)
+        dst = kb.let("dst", it.row * row_units)
 
         def move(at: Val) -> None:
             present_key[dst + at] = past_k[src + at]
             present_value[dst + at] = past_v[src + at]
 
         def clear(at: Val) -> None:
-            present_key[dst + at] = lit(0, u32)
-            present_value[dst + at] = lit(0, u32)
+            present_key[dst + at] = words.zero(q.cache_elem)
+            present_value[dst + at] = words.zero(q.cache_elem)
 
         with kb.if_((~done).land(t < win.append_start)):
             kb.comment("Surviving past rows slide down by the eviction count.")
-            src = kb.let("src", (slice_ + t + win.evicted) * row_words)
-            _strided(kb, cfg.row_words, q.lanes, it.d, move)
+            src = kb.let("src", (slice_ + t + win.evicted) * row_units)
+            _strided(kb, units, q.lanes, it.d, move)
         with kb.elif_((~done).land(t >= win.resident)):
             kb.comment("Outside the resident window: zero words (every element decodes to zero).")
-            _strided(kb, cfg.row_words, q.lanes, it.d, clear)
+            _strided(kb, units, q.lanes, it.d, clear)
         skip = done.lor(~appended)
     else:
         b, hk, j = split_rows(kb, it.row, heads, key_seq, "j")
@@ -407,12 +409,11 @@ def _quantising_shift(cfg: DenseWindowShiftConfig, name: str) -> Kernel:
         skip = done.lor(j < win.skip)
     src_base = kb.let("srcBase", bsh(b, j, hk, key_seq, hidden, per_row))
     pos = kb.let("pos", win.past + j)
-    run0 = kb.let("run0", it.d * q.vectors)
     rot = None
     if cfg.rotary:
         kb.comment("New K is rotated at its absolute position; retained keys already are.")
         rot = Rotation(cos, sin, pos, half, packed=every)
-    k, v = load_run(kb, (src_k, src_v), src_base, run0, q.vectors, rot)
+    k, v = load_run(kb, (src_k, src_v), src_base, q, it.d, rot)
 
     def place() -> RowPlace:
         dst = kb.let("dstRow", (b * heads + hk) * seq + dst_t)
@@ -458,17 +459,18 @@ def load_run(
     kb: KernelBuilder,
     src: tuple[Buffer, Buffer],
     base: Val,
-    run0: Val,
-    n: int,
+    q: Quantiser,
+    lane: Val,
     rot: Rotation | None = None,
 ) -> tuple[list[Val], list[Val]]:
-    """A lane's run of ``n`` vectors ``run0 ..`` of the K and V rows at ``src[base ..]``, as
-    f32, K NeoX-rotated where ``rot`` is given (``rot.half`` in vectors; each vector with its
-    partner ``half`` away and the pair's cos/sin entry, from one packed table too)."""
+    """The vectors lane ``lane`` holds of the K and V rows at ``src[base ..]``
+    (:meth:`kvdsl.nodes.quantise.Quantiser.vector_at`), as f32, K NeoX-rotated where ``rot`` is
+    given (``rot.half`` in vectors; each vector with its partner ``half`` away and the pair's
+    cos/sin entry, from one packed table too)."""
     src_k, src_v = src
     k, v = [], []
-    for j in range(n):
-        at = kb.let(f"at{j}", run0 + j if j else run0)
+    for j in range(q.vectors):
+        at = kb.let(f"at{j}", q.vector_at(lane, j))
         v.append(kb.let(f"v{j}", words.as_f32(kb, src_v[base + at])))
         if rot is None:
             k.append(kb.let(f"k{j}", words.as_f32(kb, src_k[base + at])))
