@@ -424,11 +424,18 @@ class ToIR(Transformer):
                 "",
                 (),
             )
-        what = e.name if isinstance(e, ir.FnCall) else "a builtin"
-        raise self._err(
-            f"call statement of {what} (the IR has no statement that discards a value)",
+        if isinstance(e, ir.FnCall):
+            return self._at(CallStmt(e), meta)
+        what = ops.info(e.op).spelling if isinstance(e, ir.Call) else "a conversion"
+        # WGSL's builtins that return a value are @must_use: a statement may not discard it.
+        raise WgslSyntaxError(
+            f"the value of {what}(...) is discarded: WGSL refuses a call statement of a "
+            "builtin that returns a value (@must_use)",
+            self.filename,
             meta.line,
             meta.column,
+            "",
+            (),
         )
 
     # -- expressions --

@@ -310,8 +310,9 @@ class Typer:
                 return ir.Loop(self.block(body, Scope(scope), ret, True))
             case ir.Block(body):
                 return ir.Block(self.block(body, Scope(scope), ret, loop))
-            case CallStmt():
-                raise self.error("call statements are outside the subset")
+            case CallStmt(call):
+                typed = self.expr(call, scope, None)
+                return self.check(ir.CallStmt(typed), scope, ret, loop)
         return self.check(s, scope, ret, loop)
 
     def condition(self, cond: ir.Expr, scope: Scope) -> ir.Expr:

@@ -85,6 +85,7 @@ def render(s: ir.Stmt | None) -> str:
             | ir.Break()
             | ir.Continue()
             | ir.Barrier()
+            | ir.CallStmt()
         ):
             return inline(s)
         case _:
@@ -277,6 +278,9 @@ class Machine(Scopes, Expressions, Memory):
                 return m
             case ir.Barrier():
                 self.barrier(m)
+                return m
+            case ir.CallStmt(call):
+                self.eval(call, m)
                 return m
         raise InterpError(f"not a statement: {s!r}")
 

@@ -187,12 +187,23 @@ class Comment:
 
 
 @dataclass(frozen=True, slots=True)
+class CallStmt:
+    """A helper call as a statement, its value (if it returns one) discarded:
+    ``update(i, j, scale);``. WGSL refuses a builtin there (they are ``@must_use``)."""
+
+    call: FnCall
+
+
+@dataclass(frozen=True, slots=True)
 class Barrier:
     """``workgroupBarrier();``: every invocation of the workgroup waits here, and workgroup
     memory written before it is visible after it. Only in uniform control flow (see verify)."""
 
 
-Stmt = Let | Var | Assign | If | For | Loop | Break | Continue | Return | Block | Comment | Barrier
+Stmt = (
+    Let | Var | Assign | If | For | Loop | Break | Continue | Return | Block | Comment | Barrier
+    | CallStmt
+)
 
 
 def _slot_init(cls: type) -> type:

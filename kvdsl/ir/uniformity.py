@@ -379,6 +379,9 @@ class _Analysis:
         if t is ir.Barrier:
             self.require(cf, "workgroupBarrier()", "must be reached in uniform control flow")
             return cf
+        if t is ir.CallStmt:
+            self.value(s.call, cf)
+            return cf
         if t is ir.Comment:
             return cf
         return cf

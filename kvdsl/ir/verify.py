@@ -113,6 +113,10 @@ class Verifier(ExprTyper):
                 self.block(body, Scope(scope), ret, loop)
             case ir.Barrier():
                 self.barriers = True  # where a barrier may stand: check_barriers
+            case ir.CallStmt(call):
+                if type(call) is not ir.FnCall:
+                    raise VerifyError(f"{show(s)}: only a helper's call is a statement")
+                self.call_type(call, scope)
             case _:
                 raise VerifyError(f"not a statement: {s!r}")
 

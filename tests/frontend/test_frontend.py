@@ -202,7 +202,7 @@ UNSUPPORTED = [
         kernel("  storageBarrier();"),
         4,
         3,
-        "call statement of storageBarrier (the IR has no statement that discards a value)",
+        "WGSL builtin 'storageBarrier'",
     ),
     (kernel("  loop { continuing { } }"), 4, 10, "'continuing' (continuing blocks)"),
     (kernel("  let m = mat2x2<f32>(1.0, 0.0, 0.0, 1.0);"), 4, 11, "'mat2x2' (matrix types)"),
