@@ -34,6 +34,7 @@ from kvdsl.frontend.errors import (
 )
 from kvdsl.frontend.transform import (
     Attr,
+    ModuleAssert,
     ConstDecl,
     FnDecl,
     GlobalVar,
@@ -47,7 +48,7 @@ from kvdsl.frontend.transform import (
 from kvdsl.frontend.typer import Typer
 from kvdsl.emit.wgsl import HOST_DATA
 from kvdsl.ir import tree as ir
-from kvdsl.ir.types import SCALARS, Array, RuntimeArray, Scalar, Struct, Vec
+from kvdsl.ir.types import SCALARS, Array, RuntimeArray, Scalar, Struct, Vec, bool_
 from kvdsl.ir.features import uses_f16, uses_subgroups
 from kvdsl.ir.scope import Scope, Symbol, VerifyError, name_problem
 from kvdsl.ir.verify import Verifier, module_scope, verify
@@ -137,6 +138,22 @@ def parse_with_lines(
     return _Assembler(module, filename, found, to_ir, rounded).kernel(_name(filename), dispatch)
 
 
+#: WGSL's language features a ``requires`` directive may name (the specification's list).
+LANGUAGE_FEATURES = frozenset(
+    (
+        "readonly_and_readwrite_storage_textures",
+        "packed_4x8_integer_dot_product",
+        "unrestricted_pointer_parameters",
+        "pointer_composite_access",
+        "uniform_buffer_standard_layout",
+        "subgroup_id",
+        "subgroup_uniformity",
+        "texel_buffers",
+    )
+)
+SEVERITIES = ("error", "warning", "info", "off")
+
+
 def _name(filename: str) -> str:
     if filename.startswith("<"):
         return "main"
@@ -199,6 +216,17 @@ class _Assembler:
         for fn in fns:
             if fn is not entry:
                 functions.append(self.function(fn, scope, typer))
+        asserts = []
+        for a in self.module.decls:
+            if isinstance(a, ModuleAssert):
+                typer.line = a.line
+                cond = typer.expr(a.cond, scope, bool_)
+                try:
+                    checker.const_assert(cond, scope)
+                except VerifyError as err:
+                    raise WgslTypeError(str(err), self.filename, a.line) from None
+                asserts.append(cond)
+        directives = self.directives()
         main = Scope(scope)
         builtins = self.builtins(entry, main)
         typer.line = entry.line
@@ -216,6 +244,8 @@ class _Assembler:
             doc=tuple(comments_.run_above(self.comments, entry.line)),
             workgroup_size_name=wg_name,
             workgroup_vars=shared,
+            directives=directives,
+            asserts=tuple(asserts),
         )
         if uses_f16(kernel) and "f16" not in enabled:
             raise WgslTypeError("f16 is used without 'enable f16;'", self.filename, 1)
@@ -231,6 +261,29 @@ class _Assembler:
                 line = self._line_of(str(err), entry)
             raise WgslTypeError(str(err), self.filename, line) from None
         return kernel, typer.lines
+
+    def directives(self) -> tuple[str, ...]:
+        """The ``requires`` and ``diagnostic`` directives, each checked as Tint checks it."""
+        out = []
+        for d in self.module.directives:
+            if d.text.startswith("requires"):
+                for word in d.words:
+                    if word not in LANGUAGE_FEATURES:
+                        raise WgslTypeError(
+                            f"requires {word}: not a WGSL language feature (one of "
+                            f"{', '.join(sorted(LANGUAGE_FEATURES))})",
+                            self.filename,
+                            d.line,
+                        )
+            elif d.words[0] not in SEVERITIES:
+                raise WgslTypeError(
+                    f"diagnostic({d.words[0]}, ...): the severity is one of "
+                    f"{', '.join(SEVERITIES)}",
+                    self.filename,
+                    d.line,
+                )
+            out.append(d.text)
+        return tuple(out)
 
     def _line_of(self, message: str, entry: FnDecl | None) -> int | None:
         """The line of the declaration ``message`` names, else the entry point's (None when the

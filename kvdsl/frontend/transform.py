@@ -126,9 +126,28 @@ class FnDecl:
 
 
 @dataclass(frozen=True, slots=True)
+class Directive:
+    """A ``requires`` or ``diagnostic`` directive: its WGSL text without the semicolon."""
+
+    text: str
+    words: tuple[str, ...]  # the language features required, or (severity, rule)
+    line: int
+    column: int
+
+
+@dataclass(frozen=True, slots=True)
+class ModuleAssert:
+    """A module-scope ``const_assert``."""
+
+    cond: ir.Expr
+    line: int
+
+
+@dataclass(frozen=True, slots=True)
 class Module:
     enables: tuple[tuple[str, int, int], ...]
-    decls: tuple[StructDecl | GlobalVar | ConstDecl | FnDecl, ...]
+    decls: tuple[StructDecl | GlobalVar | ConstDecl | FnDecl | ModuleAssert, ...]
+    directives: tuple[Directive, ...] = ()
 
 
 VEC_ALIASES = {
@@ -142,6 +161,7 @@ UNSUPPORTED_TYPES = {"sampler", "sampler_comparison", "texture_external"} | {
 }
 UNSUPPORTED_TYPE_PREFIXES = ("texture_",)
 
+_DEFAULT = object()  # the ``default`` selector of a switch clause, until it becomes None
 _UNARY = {"neg": Op.NEG, "logic_not": Op.NOT, "bit_not": Op.BITNOT}
 
 
@@ -227,6 +247,8 @@ class ToIR(Transformer):
         self.claimed: set[int] = set()  # lines of comments placed into a block
         self.consts: dict[str, int | float] = {}  # integer values, for array sizes
         self.calls: dict[int, tuple[int, int]] = {}  # id(FnCall) -> position of its name
+        # Type aliases, resolved where they are named (declared above their use, as consts).
+        self.aliases: dict[str, Any] = {}
 
     def __default__(self, data, children, meta):
         raise NotImplementedError(f"grammar rule '{data}' has no IR constructor")
@@ -241,8 +263,30 @@ class ToIR(Transformer):
     # -- module --
     def start(self, *items) -> Module:
         enables = tuple(e for i in items if isinstance(i, tuple) for e in i)
-        decls = tuple(i for i in items if i is not None and not isinstance(i, tuple))
-        return Module(enables, decls)
+        directives = tuple(i for i in items if isinstance(i, Directive))
+        decls = tuple(i for i in items if i is not None and not isinstance(i, (tuple, Directive)))
+        return Module(enables, decls, directives)
+
+    def requires(self, *names: Token) -> Directive:
+        words = tuple(str(n) for n in names)
+        return Directive(f"requires {', '.join(words)}", words, names[0].line, names[0].column)
+
+    def diagnostic(self, severity: Token, rule: str) -> Directive:
+        text = f"diagnostic({severity}, {rule})"
+        return Directive(text, (str(severity), rule), severity.line, severity.column)
+
+    def diagnostic_rule(self, *names: Token) -> str:
+        return ".".join(map(str, names))
+
+    @v_args(meta=True, inline=True)
+    def module_assert(self, meta: Meta, cond: ir.Expr) -> ModuleAssert:
+        return ModuleAssert(cond, meta.line)
+
+    def alias(self, name: Token, ty) -> None:
+        if str(name) in self.aliases or str(name) in SCALARS or str(name) in VEC_ALIASES:
+            raise self._err(f"alias {name}: the name is taken", name.line, name.column)
+        self.aliases[str(name)] = ty
+        return None
 
     def enable(self, *names: Token) -> tuple[tuple[str, int, int], ...]:
         return tuple((str(n), n.line, n.column) for n in names)
@@ -296,6 +340,41 @@ class ToIR(Transformer):
     # -- statements --
     @v_args(meta=True, inline=True)
     def block(self, meta: Meta, *stmts: ir.Stmt) -> tuple[ir.Stmt, ...]:
+        return self._commented(meta, stmts)
+
+    @v_args(meta=True, inline=True)
+    def loop_body(self, meta: Meta, *parts) -> tuple:
+        *stmts, continuing = parts
+        return self._commented(meta, tuple(stmts)), continuing
+
+    @v_args(meta=True, inline=True)
+    def continuing(self, meta: Meta, *parts) -> tuple:
+        *stmts, break_if = parts
+        return self._commented(meta, tuple(stmts)), break_if
+
+    def break_if(self, cond: ir.Expr) -> ir.Expr:
+        return cond
+
+    @v_args(meta=True, inline=True)
+    def switch(self, meta: Meta, selector: ir.Expr, *cases: ir.Case) -> ir.Switch:
+        return self._at(ir.Switch(selector, cases), meta)
+
+    def case_clause(self, *parts) -> ir.Case:
+        *selectors, body = parts
+        return ir.Case(tuple(None if s is _DEFAULT else s for s in selectors), body)
+
+    def default_clause(self, body: tuple) -> ir.Case:
+        return ir.Case((None,), body)
+
+    def default_selector(self) -> object:
+        return _DEFAULT
+
+    @v_args(meta=True, inline=True)
+    def const_assert(self, meta: Meta, cond: ir.Expr) -> ir.ConstAssert:
+        return self._at(ir.ConstAssert(cond), meta)
+
+    def _commented(self, meta: Meta, stmts: tuple) -> tuple[ir.Stmt, ...]:
+        """``stmts`` with the own-line comments of the braces' lines placed among them."""
         # Children are transformed first, so inner blocks have claimed their comments already.
         stmts = tuple(s for s in stmts if s is not None)
         mine = [
@@ -343,8 +422,11 @@ class ToIR(Transformer):
         return self._at(ir.For(None, cond, None, body), meta)
 
     @v_args(meta=True, inline=True)
-    def loop(self, meta: Meta, body) -> ir.Loop:
-        return self._at(ir.Loop(body), meta)
+    def loop(self, meta: Meta, parts) -> ir.Loop:
+        body, continuing = parts
+        if continuing is None:
+            return self._at(ir.Loop(body), meta)
+        return self._at(ir.Loop(body, *continuing), meta)
 
     @v_args(meta=True, inline=True)
     def block_stmt(self, meta: Meta, body) -> ir.Block:
@@ -456,6 +538,8 @@ class ToIR(Transformer):
 
     def call(self, fn: Token, args: tuple[ir.Expr, ...]) -> ir.Expr:
         name = str(fn)
+        if name in self.aliases and isinstance(self.aliases[name], (Scalar, Vec, Array)):
+            return RawCtor(self.aliases[name], args)
         if name in SCALARS:
             return RawCtor(SCALARS[name], args)
         if name in VEC_ALIASES:
@@ -530,6 +614,8 @@ class ToIR(Transformer):
     # -- types --
     def named_type(self, tok: Token):
         name = str(tok)
+        if name in self.aliases:
+            return self.aliases[name]
         if name in SCALARS:
             return SCALARS[name]
         if name in VEC_ALIASES:

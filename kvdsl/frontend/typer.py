@@ -21,7 +21,7 @@ from kvdsl.ir.ops import Op
 from kvdsl.ir.types import Array, Scalar, Type, Vec, bool_, f16, f32, i32, u32
 from kvdsl.ir.consteval import literal_ok
 from kvdsl.ir.scope import Scope, VerifyError
-from kvdsl.ir.verify import Verifier
+from kvdsl.ir.verify import SWITCH_CLAUSE, Verifier
 
 # WGSL builtin functions the IR has no op for: calling one is "outside the subset", not an
 # undefined function.
@@ -306,8 +306,29 @@ class Typer:
                 cond = None if cond is None else self.condition(cond, inner)
                 update = None if update is None else self.stmt(update, inner, ret, loop)
                 return ir.For(init, cond, update, self.block(body, Scope(inner), ret, True))
-            case ir.Loop(body):
-                return ir.Loop(self.block(body, Scope(scope), ret, True))
+            case ir.Loop(body, continuing, break_if):
+                inner = Scope(scope)
+                body = self.block(body, inner, ret, True)
+                if not continuing and break_if is None:
+                    return ir.Loop(body)
+                last = Scope(inner)
+                continuing = self.block(continuing, last, ret, True)
+                if break_if is not None:
+                    break_if = self.condition(break_if, last)
+                return ir.Loop(body, continuing, break_if)
+            case ir.Switch(selector, cases):
+                selector = self.expr(selector, scope, None)
+                st = self.type_of(selector, scope)
+                typed = tuple(
+                    ir.Case(
+                        tuple(None if e is None else self.expr(e, scope, st) for e in c.selectors),
+                        self.block(c.body, Scope(scope), ret, loop or SWITCH_CLAUSE),
+                    )
+                    for c in cases
+                )
+                return self.check(ir.Switch(selector, typed), scope, ret, loop)
+            case ir.ConstAssert(cond):
+                return self.check(ir.ConstAssert(self.expr(cond, scope, bool_)), scope, ret, loop)
             case ir.Block(body):
                 return ir.Block(self.block(body, Scope(scope), ret, loop))
             case CallStmt(call):
