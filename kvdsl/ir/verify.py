@@ -347,10 +347,12 @@ def check_barriers(kernel: ir.Kernel) -> None:
         raise VerifyError(str(err), node=err.node) from None
 
 
-def verify(kernel: ir.Kernel, verifier: Verifier | None = None) -> ir.Kernel:
+def verify(kernel: ir.Kernel, verifier: Verifier | None = None, *, house: bool = True) -> ir.Kernel:
     """Check ``kernel``; return it unchanged or raise :class:`VerifyError` naming the problem.
     ``verifier``: a :class:`Verifier` of ``kernel`` to check with (a subclass that watches what
-    it types, :mod:`kvdsl.ir.portability`'s); a fresh one by default."""
+    it types, :mod:`kvdsl.ir.portability`'s); a fresh one by default. ``house``: hold the kernel
+    to kvdsl's own rules for its catalog too (:func:`house_notes`), as errors; WGSL from
+    elsewhere (the frontend's) passes False, and ``kvdsl check`` prints them as notes."""
     verifier = Verifier(kernel) if verifier is None else verifier
     scope = module_scope(kernel, verifier)
     wg = kernel.workgroup_size
@@ -388,11 +390,9 @@ def verify(kernel: ir.Kernel, verifier: Verifier | None = None) -> ir.Kernel:
     verifier.block(kernel.body, main, None, False)
     if verifier.barriers:  # a barrier or a shuffle, in the entry point or a helper
         check_barriers(kernel)
-    for b in kernel.bindings:
-        if b.name not in verifier.used:
-            raise VerifyError(f"binding '{b.name}' is declared but never used")
-        if b.access == "read_write" and b.name not in verifier.stored:
-            raise VerifyError(f"binding '{b.name}' is read_write but never written")
+    if house:
+        for why in house_notes(kernel, verifier):
+            raise VerifyError(why)
     if kernel.dispatch is not None:
         d = kernel.dispatch
         if verifier.type_of(d.items, scope) != u32:
@@ -400,6 +400,22 @@ def verify(kernel: ir.Kernel, verifier: Verifier | None = None) -> ir.Kernel:
         if d.per_group < 1 or not 1 <= d.fold <= 65535:
             raise VerifyError(f"dispatch per_group {d.per_group} / fold {d.fold} out of range")
     return kernel
+
+
+def house_notes(kernel: ir.Kernel, verifier: Verifier | None = None) -> list[str]:
+    """kvdsl's rules for its own kernels that WGSL does not have: every binding is used, and
+    every ``read_write`` one is written. ``verifier``: one that has verified ``kernel``
+    (a fresh one verifies it first, without these rules)."""
+    if verifier is None:
+        verifier = Verifier(kernel)
+        verify(kernel, verifier, house=False)
+    notes = []
+    for b in kernel.bindings:
+        if b.name not in verifier.used:
+            notes.append(f"binding '{b.name}' is declared but never used")
+        elif b.access == "read_write" and b.name not in verifier.stored:
+            notes.append(f"binding '{b.name}' is read_write but never written")
+    return notes
 
 
 def _host_fits(b: ir.Binding) -> bool:

@@ -421,6 +421,30 @@ def test_check_notes_what_an_implementation_runs_wrong(tmp_path):
     assert "[portability]" not in kvdsl("check", str(good)).stdout
 
 
+def test_check_notes_kvdsl_house_rules_in_foreign_wgsl(tmp_path):
+    # WGSL takes a read_write binding the kernel only reads and a binding nothing uses (Tint
+    # and naga compile it); kvdsl's own kernels may not have either: notes, and the file
+    # passes.
+    f = tmp_path / "reads.wgsl"
+    f.write_text(
+        "@group(0) @binding(0) var<storage, read_write> x: array<f32>;\n"
+        "@group(0) @binding(1) var<storage, read> spare: array<f32>;\n"
+        "@group(0) @binding(2) var<storage, read_write> out: array<f32>;\n"
+        "@compute @workgroup_size(64)\n"
+        "fn main(@builtin(global_invocation_id) gid: vec3<u32>) {\n"
+        "  out[gid.x] = x[gid.x] * 2.0;\n"
+        "}\n"
+    )
+    out, portability = passing_check_notes(f)
+    notes = [line for line in out.stdout.splitlines() if line.endswith("[house]")]
+    assert portability == [] and notes == [
+        f"{f}: note: binding 'x' is read_write but never written (WGSL takes it; kvdsl refuses "
+        "it in its own kernels) [house]",
+        f"{f}: note: binding 'spare' is declared but never used (WGSL takes it; kvdsl refuses "
+        "it in its own kernels) [house]",
+    ], out.stdout
+
+
 def test_check_notes_f16_literals_whose_digits_are_not_an_f16_value(tmp_path):
     # Tint reads such digits rounded toward zero, naga to nearest: a note for each,
     # with its line (a module const, a suffixed literal, an abstract one typed f16), none for

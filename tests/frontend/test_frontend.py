@@ -306,15 +306,6 @@ TYPE_ERRORS = [
         "@group(34359738352) on var 'out': WGSL takes a non-negative i32 (0 to 2147483647)",
     ),
     (kernel("  if (true) {\n    break;\n  }"), 5, "break outside a loop or switch"),
-    (
-        kernel(
-            "",
-            HEAD.replace("out", "unused")
-            + "@group(0) @binding(1) var<storage, read_write> out: array<u32>;\n",
-        ),
-        1,
-        "binding 'unused' is declared but never used",
-    ),
 ]
 
 
