@@ -72,7 +72,6 @@ class WgslTypeError(FrontendError):
 UNSUPPORTED_WORDS = {
     "fallthrough": "switch statements",
     "discard": "discard",
-    "override": "override declarations",
 }
 _MATRIX = r"mat[234]x[234][fh]?"
 _WORD = re.compile(r"\b(" + "|".join(UNSUPPORTED_WORDS) + "|" + _MATRIX + r")\b")

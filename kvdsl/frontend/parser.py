@@ -89,13 +89,21 @@ def wgsl_parser() -> Lark:
     )
 
 
-def parse(text: str, filename: str = "<wgsl>", dispatch: ir.Dispatch | None = None) -> ir.Kernel:
+def parse(
+    text: str,
+    filename: str = "<wgsl>",
+    dispatch: ir.Dispatch | None = None,
+    constants: dict[str, int | float | bool | str] | None = None,
+) -> ir.Kernel:
     """The verified kernel written in ``text``; raises a :class:`FrontendError` subclass.
 
     The kernel is named after ``filename``'s stem ("main" for a pseudo-name like ``<wgsl>``);
-    ``dispatch`` is attached as given (WGSL text does not carry it).
+    ``dispatch`` is attached as given (WGSL text does not carry it). ``constants`` gives the
+    ``override`` declarations their values, by name or ``@id`` (as a pipeline's constants do);
+    each override becomes the module ``const`` of its value, or of its initialiser where none
+    is given.
     """
-    return parse_with_lines(text, filename, dispatch)[0]
+    return parse_with_lines(text, filename, dispatch, constants=constants)[0]
 
 
 def parse_with_lines(
@@ -103,6 +111,7 @@ def parse_with_lines(
     filename: str = "<wgsl>",
     dispatch: ir.Dispatch | None = None,
     rounded: list[tuple[int | None, str]] | None = None,
+    constants: dict[str, int | float | bool | str] | None = None,
 ) -> tuple[ir.Kernel, dict[int, int]]:
     """Like :func:`parse`, also returning ``{id(stmt): source line}`` for every statement.
     ``rounded``, where given, receives ``(line, literal)`` for each f16 literal whose digits
@@ -128,13 +137,21 @@ def parse_with_lines(
         tree = parser.parse(code)
     except UnexpectedInput as err:
         raise syntax_error(err, parser, text, filename) from None
-    to_ir = ToIR(filename, found)
+    to_ir = ToIR(filename, found, dict(constants or {}))
     try:
         module = to_ir.transform(tree)
     except VisitError as err:
         if isinstance(err.orig_exc, FrontendError):
             raise err.orig_exc from None
         raise
+    unused = sorted(str(k) for k in to_ir.constants if k not in to_ir.overridden)
+    if unused:
+        names = ", ".join(sorted(to_ir.overridden_names)) or "none"
+        raise WgslTypeError(
+            f"constants: no override named {', '.join(unused)} (the module's: {names})",
+            filename,
+            None,
+        )
     return _Assembler(module, filename, found, to_ir, rounded).kernel(_name(filename), dispatch)
 
 

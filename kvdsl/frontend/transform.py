@@ -16,7 +16,7 @@ from lark import Token, Transformer, v_args
 from lark.tree import Meta
 
 from kvdsl.frontend.comments import LineComment
-from kvdsl.frontend.errors import UnsupportedError, WgslSyntaxError
+from kvdsl.frontend.errors import UnsupportedError, WgslSyntaxError, WgslTypeError
 from kvdsl.ir import tree as ir
 from kvdsl.ir import ops
 from kvdsl.ir.ops import Op
@@ -239,9 +239,18 @@ _CONST_OPS = {
 class ToIR(Transformer):
     """Rules → IR constructors. Unknown rules raise (lark would silently pass them through)."""
 
-    def __init__(self, filename: str, comments: list[LineComment]) -> None:
+    def __init__(
+        self,
+        filename: str,
+        comments: list[LineComment],
+        constants: dict[str, int | float | bool | str] | None = None,
+    ) -> None:
         super().__init__()
         self.filename = filename
+        # Override values by name or @id, and the keys used of them.
+        self.constants = {str(k): v for k, v in (constants or {}).items()}
+        self.overridden: set[str] = set()
+        self.overridden_names: set[str] = set()
         self.lines: dict[int, int] = {}
         self.comments = [c for c in comments if c.own_line]
         self.claimed: set[int] = set()  # lines of comments placed into a block
@@ -314,12 +323,67 @@ class ToIR(Transformer):
 
     @v_args(meta=True, inline=True)
     def const_decl(self, meta: Meta, name: Token, ty, value: ir.Expr) -> ConstDecl:
+        return self._const(name, ty, value, meta.line)
+
+    def _const(self, name: Token, ty, value: ir.Expr, line: int) -> ConstDecl:
         if value is not None and isinstance(value, (RawLit, ir.Lit, ir.Name, ir.Unary, ir.Binary)):
             try:
                 self.consts[str(name)] = const_int(value, self.consts, ("", 0, 0))
             except UnsupportedError:
                 pass
-        return ConstDecl(str(name), ty, value, meta.line)
+        return ConstDecl(str(name), ty, value, line)
+
+    @v_args(meta=True, inline=True)
+    def override_decl(self, meta: Meta, attrs, name: Token, ty, value) -> ConstDecl:
+        """An ``override``, specialised as a pipeline is: the module ``const`` of the value
+        given (by name or ``@id``), else of its initialiser."""
+        key = None
+        self.overridden_names.add(str(name))
+        for a in attrs:
+            if a.name != "id" or a.args is None or len(a.args) != 1:
+                raise self._err(f"attribute @{a.name} on override {name}", a.line, a.column)
+            key = str(const_int(a.args[0], self.consts, (self.filename, a.line, a.column)))
+        given = [k for k in (str(name), key) if k is not None and k in self.constants]
+        if given:
+            self.overridden.update(given)
+            value = self._override_value(name, ty, value, self.constants[given[0]])
+        elif value is None:
+            raise WgslTypeError(
+                f"override {name} has no initialiser and no value was given for it (give one: "
+                f"--constants {name}=VALUE, or constants={{'{name}': VALUE}})",
+                self.filename,
+                name.line,
+                name.column,
+            )
+        return self._const(name, ty, value, meta.line)
+
+    def _override_value(self, name: Token, ty, default, given) -> ir.Expr:
+        """The literal of ``given`` (a number, a bool or its text) in the override's type: its
+        declared one, else its initialiser literal's."""
+        if ty is None and isinstance(default, RawLit):
+            ty = default.ty
+        if ty is None and isinstance(default, ir.Lit):
+            ty = default.ty
+        text = str(given).strip().lower()
+        try:
+            if ty == bool_ or isinstance(given, bool) or text in ("true", "false"):
+                if text not in ("true", "false"):
+                    raise ValueError
+                return ir.Lit(text == "true", bool_)
+            if ty is not None and ty.is_int or ty is None and isinstance(given, int):
+                v: int | float = int(text, 0)
+            else:
+                v = float(text)
+            if v < 0 and ty == u32:
+                raise ValueError
+            return RawLit(v, ty, v < 0)
+        except ValueError:
+            raise WgslTypeError(
+                f"override {name}: the value {given!r} is not a {ty or 'number'}",
+                self.filename,
+                name.line,
+                name.column,
+            ) from None
 
     @v_args(meta=True, inline=True)
     def fn_decl(self, meta: Meta, attrs, name: Token, params, ret, body) -> FnDecl:
