@@ -303,7 +303,11 @@ class GpuHost(Host):
 
     def _dispatch(self, program, bound, params, data, groups) -> None:
         pipe = self._gpu.pipeline(
-            program.wgsl, program.kernel.bindings, True, program.name, limits=program.entry["limits"]
+            program.wgsl,
+            program.kernel.bindings,
+            True,
+            program.name,
+            limits=program.entry["limits"],
         )
         if pipe.device is not self.device:
             raise BufferError(

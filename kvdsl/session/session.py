@@ -36,6 +36,9 @@ from kvdsl.harness.compare import poison
 from kvdsl.session.formats import FORMATS, CacheFormat, Pair, SessionError, cache_format
 from kvdsl.session.host import ALIGN, Bound, Buffer, Host, InterpHost, aligned
 
+#: WebGPU's default maxStorageBufferBindingSize: a layer's K (or V) cache is bound whole.
+BINDING = 2**27
+
 OPS = ("prefill", "decode", "merge", "shift", "read")
 
 
@@ -114,6 +117,13 @@ class Session:
         self.steps: list[Step] = []
         self.checks = 0
         self.cache_bytes = s.batch * s.kv_heads * s.capacity * self.fmt.row_bytes
+        if self.cache_bytes > BINDING:
+            most = BINDING // (s.batch * s.kv_heads * self.fmt.row_bytes)
+            raise SessionError(
+                f"capacity={s.capacity}: a layer's K cache is {self.cache_bytes} bytes, past "
+                f"one binding's {BINDING} (WebGPU's default maxStorageBufferBindingSize); give "
+                f"at most {most} rows"
+            )
         self.canary = aligned(s.kv_heads * s.capacity * self.fmt.row_bytes)  # a batch, or more
         shape = (s.batch, s.kv_heads, s.capacity, self.fmt.unit)
         self._poison = poison(self.canary // self.fmt.dtype.itemsize, self.fmt.dtype).tobytes()
@@ -350,7 +360,9 @@ class Session:
                             f"{at + first} of the buffer was written (the cache is bytes "
                             f"[{self.canary}, {self.canary + self.cache_bytes}))"
                         )
-                got = np.frombuffer(raw[self.canary : self.canary + self.cache_bytes], self.fmt.dtype)
+                got = np.frombuffer(
+                    raw[self.canary : self.canary + self.cache_bytes], self.fmt.dtype
+                )
                 problem = self.fmt.judge(got, model.reshape(-1), exact)
                 if problem:
                     raise SessionMismatch(f"after {self._where()}: layer {i} {side}: {problem}")
