@@ -18,6 +18,7 @@ A new layout or mode is one more class here with the same methods.
 
 from __future__ import annotations
 
+import functools
 from typing import Mapping
 
 import numpy as np
@@ -86,13 +87,28 @@ class CacheFormat:
         raise NotImplementedError
 
     def append(
-        self, host: Host, cache: Pair, new: Pair, seqlens: Bound, lens: np.ndarray, key_seq: int
+        self,
+        host: Host,
+        cache: Pair,
+        new: Pair,
+        seqlens: Bound,
+        lens: np.ndarray,
+        key_seq: int,
+        cap: int,
     ) -> None:
-        """New tokens into rows ``[end - keySeq, end)`` of each batch, in place."""
+        """New tokens into rows ``[end - keySeq, end)`` of each batch of a cache of ``cap``
+        rows per head, in place."""
         raise NotImplementedError
 
     def retain(
-        self, host: Host, past: Pair, present: Pair, seqlens: Bound, lens: np.ndarray, key_seq: int
+        self,
+        host: Host,
+        past: Pair,
+        present: Pair,
+        seqlens: Bound,
+        lens: np.ndarray,
+        key_seq: int,
+        cap: int,
     ) -> None:
         """Every row ``append`` will not write, from ``past`` into ``present``."""
         raise NotImplementedError
@@ -106,6 +122,7 @@ class CacheFormat:
         seqlens: Bound,
         lens: np.ndarray,
         key_seq: int,
+        cap: int,
     ) -> None:
         """One sliding-window step from ``past`` into ``present`` (where :attr:`shifts`)."""
         raise NotImplementedError
@@ -165,29 +182,26 @@ class FloatFormat(CacheFormat):
         params = {"count": batch * self.kv_heads * rows, "seq": cap, "keySeq": key_seq}
         return shape, params
 
-    def append(self, host, cache, new, seqlens, lens, key_seq) -> None:
-        batch, cap = len(lens), self._capacity(cache, len(lens))
+    def append(self, host, cache, new, seqlens, lens, key_seq, cap) -> None:
+        batch = len(lens)
         shape, params = self._window(batch, cap, key_seq, key_seq)
         bound = {"new_k": new[0], "new_v": new[1], "seqlens_k": seqlens}
         bound |= {"present_key": cache[0], "present_value": cache[1]}
         host.dispatch(self._append, _only(self._append, bound), shape, params, lens)
 
-    def retain(self, host, past, present, seqlens, lens, key_seq) -> None:
-        batch, cap = len(lens), self._capacity(past, len(lens))
+    def retain(self, host, past, present, seqlens, lens, key_seq, cap) -> None:
+        batch = len(lens)
         shape, params = self._window(batch, cap, key_seq, cap)
         bound = {"past_k": past[0], "past_v": past[1], "seqlens_k": seqlens}
         bound |= {"present_key": present[0], "present_value": present[1]}
         host.dispatch(self._retain, _only(self._retain, bound), shape, params, lens)
 
-    def shift(self, host, past, present, new, seqlens, lens, key_seq) -> None:
-        batch, cap = len(lens), self._capacity(past, len(lens))
+    def shift(self, host, past, present, new, seqlens, lens, key_seq, cap) -> None:
+        batch = len(lens)
         shape, params = self._window(batch, cap, key_seq, cap)
         bound = {"past_k": past[0], "past_v": past[1], "new_k": new[0], "new_v": new[1]}
         bound |= {"seqlens_k": seqlens, "present_key": present[0], "present_value": present[1]}
         host.dispatch(self._shift, _only(self._shift, bound), shape, params, lens)
-
-    def _capacity(self, cache: Pair, batch: int) -> int:
-        return cache[0].size // (batch * self.kv_heads * self.row_bytes)
 
 
 class DenseCache(CacheFormat):
@@ -222,18 +236,17 @@ class DenseCache(CacheFormat):
     def programs(self) -> list[Program]:
         return [self._append, self._copy, self._read]
 
-    def append(self, host, cache, new, seqlens, lens, key_seq) -> None:
+    def append(self, host, cache, new, seqlens, lens, key_seq, cap) -> None:
         batch = len(lens)
-        cap = cache[0].size // (batch * self.kv_heads * self.row_bytes)
         shape = {"batch": batch, "seq": cap, "keySeq": key_seq}
         params = {"count": batch * self.kv_heads * key_seq, "keySeq": key_seq, "seq": cap}
         bound = {"src_k": new[0], "src_v": new[1], "seqlens_k": seqlens}
         bound |= {"present_key": cache[0], "present_value": cache[1]}
         host.dispatch(self._append, _only(self._append, bound), shape, params, lens)
 
-    def retain(self, host, past, present, seqlens, lens, key_seq) -> None:
+    def retain(self, host, past, present, seqlens, lens, key_seq, cap) -> None:
         # Every row is copied: the append that follows overwrites its window.
-        rows = past[0].size // self.row_bytes
+        rows = len(lens) * self.kv_heads * cap
         bound = {"src_k": past[0], "src_v": past[1]}
         bound |= {"present_key": present[0], "present_value": present[1]}
         host.dispatch(self._copy, bound, {"rows": rows}, {"count": rows})
@@ -257,8 +270,10 @@ def _only(program: Program, bound: Mapping[str, Bound]) -> dict[str, Bound]:
     return {k: v for k, v in bound.items() if k in names}
 
 
+@functools.lru_cache(maxsize=64)
 def cache_format(fmt: str, kv_heads: int, head_dim: int) -> CacheFormat:
-    """The operations of format ``fmt`` for caches of ``kv_heads`` × ``head_dim``."""
+    """The operations of format ``fmt`` for caches of ``kv_heads`` × ``head_dim`` (built once:
+    a format holds no state but its programs)."""
     if fmt in FLOATS:
         return FloatFormat(kv_heads, head_dim, fmt)
     if fmt in fm.FORMATS:

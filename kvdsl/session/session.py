@@ -117,16 +117,20 @@ class Session:
         self.steps: list[Step] = []
         self.checks = 0
         self.cache_bytes = s.batch * s.kv_heads * s.capacity * self.fmt.row_bytes
-        if self.cache_bytes > BINDING:
-            most = BINDING // (s.batch * s.kv_heads * self.fmt.row_bytes)
+        if self.cache_bytes + aligned(s.kv_heads * s.capacity * self.fmt.row_bytes) > BINDING:
+            most = BINDING // ((s.batch + 1) * s.kv_heads * self.fmt.row_bytes) - 1
             raise SessionError(
                 f"capacity={s.capacity}: a layer's K cache is {self.cache_bytes} bytes, past "
                 f"one binding's {BINDING} (WebGPU's default maxStorageBufferBindingSize); give "
                 f"at most {most} rows"
             )
         self.canary = aligned(s.kv_heads * s.capacity * self.fmt.row_bytes)  # a batch, or more
+        self._span = self.canary + aligned(self.cache_bytes)  # the cache and the trailing canary
         shape = (s.batch, s.kv_heads, s.capacity, self.fmt.unit)
-        self._poison = poison(self.canary // self.fmt.dtype.itemsize, self.fmt.dtype).tobytes()
+        # Each buffer's canaries are bytes of its own, so that a row copied from one buffer's
+        # canary into another's is seen.
+        fences = np.random.default_rng(2**31 + self.seed)
+        self._fences: dict[str, tuple[bytes, bytes]] = {}
         start = poison(shape, self.fmt.dtype)
         self.layers = []
         for i in range(s.layers):
@@ -137,10 +141,14 @@ class Session:
                     buf = self.host.buffer(
                         f"layer{i}_{side}{which}", 2 * self.canary + aligned(self.cache_bytes)
                     )
-                    self.host.write(buf, 0, self._poison)
-                    self.host.write(buf, self.canary, start)
                     tail = buf.size - self.canary - self.cache_bytes
-                    self.host.write(buf, self.canary + self.cache_bytes, self._tail(tail))
+                    before, after = (
+                        fences.integers(0, 256, n, np.uint8).tobytes() for n in (self.canary, tail)
+                    )
+                    self._fences[buf.label] = (before, after)
+                    self.host.write(buf, 0, before)
+                    self.host.write(buf, self.canary, start)
+                    self.host.write(buf, self.canary + self.cache_bytes, after)
                     pair.append(buf)
                 bufs[side] = tuple(pair)
             self.layers.append(_Layer(bufs["k"], bufs["v"], start.copy(), start.copy()))
@@ -151,15 +159,12 @@ class Session:
 
     # ---- buffers ---------------------------------------------------------------------------
 
-    def _tail(self, n: int) -> bytes:
-        unit = self._poison[: self.fmt.dtype.itemsize]
-        return (unit * (n // len(unit) + 1))[:n]
-
     def _cache(self, layer: _Layer, which: int) -> Pair:
-        return (
-            Bound(layer.k[which], self.canary, self.cache_bytes),
-            Bound(layer.v[which], self.canary, self.cache_bytes),
-        )
+        # The interpreter binds the cache exactly (a stray access is OutOfBounds); the GPU binds
+        # the trailing canary too, so that a write past the cache lands there (WebGPU would drop
+        # or clamp one past the binding) and the check finds it.
+        size = self.cache_bytes if isinstance(self.host, InterpHost) else self._span
+        return Bound(layer.k[which], self.canary, size), Bound(layer.v[which], self.canary, size)
 
     def _token_bytes(self, key_seq: int) -> int:
         s = self.spec
@@ -237,7 +242,7 @@ class Session:
         seqlens = self._seqlens(lens)
         for layer, pair in zip(self.layers, new):
             past, present = self._cache(layer, layer.live), self._cache(layer, 1 - layer.live)
-            self.fmt.shift(self.host, past, present, pair, seqlens, lens, n)
+            self.fmt.shift(self.host, past, present, pair, seqlens, lens, n, self.spec.capacity)
             layer.live = 1 - layer.live
         self.host.step()
         self.steps.append(Step("shift", n, time.perf_counter() - t))
@@ -310,8 +315,8 @@ class Session:
             present = self._cache(layer, target)
             if swap:
                 past = self._cache(layer, layer.live)
-                self.fmt.retain(self.host, past, present, seqlens, lens, key_seq)
-            self.fmt.append(self.host, present, pair, seqlens, lens, key_seq)
+                self.fmt.retain(self.host, past, present, seqlens, lens, key_seq, s.capacity)
+            self.fmt.append(self.host, present, pair, seqlens, lens, key_seq, s.capacity)
             layer.live = target
         self.host.step()
         self.steps.append(Step(op, key_seq, time.perf_counter() - t))
@@ -338,34 +343,32 @@ class Session:
 
     def _live(self, r: Bound) -> np.ndarray:
         raw = self.host.read(r.buffer)
-        return np.frombuffer(raw[r.offset : r.offset + r.size], self.fmt.dtype)
+        return np.frombuffer(raw[r.offset : r.offset + self.cache_bytes], self.fmt.dtype)
 
     def check(self) -> None:
         """Raise :class:`SessionMismatch` unless every layer's live K and V equal the oracle's
-        and every canary holds its poison."""
+        and every canary of both buffers of each holds its bytes."""
         exact = isinstance(self.host, InterpHost)
+        end = self.canary + self.cache_bytes
         for i, layer in enumerate(self.layers):
             for side, bufs, model in (("key", layer.k, layer.model_k), ("value", layer.v, layer.model_v)):  # fmt: skip
-                raw = self.host.read(bufs[layer.live])
-                tail = len(raw) - self.canary - self.cache_bytes
-                canaries = (
-                    (0, raw[: self.canary], self._poison),
-                    (self.canary + self.cache_bytes, raw[self.canary + self.cache_bytes :], self._tail(tail)),
-                )  # fmt: skip
-                for at, got, want in canaries:
-                    if got != want:
-                        first = next(j for j in range(len(got)) if got[j] != want[j])
-                        raise SessionMismatch(
-                            f"after {self._where()}: layer {i} {side}: a canary byte at "
-                            f"{at + first} of the buffer was written (the cache is bytes "
-                            f"[{self.canary}, {self.canary + self.cache_bytes}))"
-                        )
-                got = np.frombuffer(
-                    raw[self.canary : self.canary + self.cache_bytes], self.fmt.dtype
-                )
-                problem = self.fmt.judge(got, model.reshape(-1), exact)
-                if problem:
-                    raise SessionMismatch(f"after {self._where()}: layer {i} {side}: {problem}")
+                for which, buf in enumerate(bufs):
+                    raw = self.host.read(buf)
+                    before, after = self._fences[buf.label]
+                    for at, got, want in ((0, raw[: self.canary], before), (end, raw[end:], after)):
+                        if got != want:
+                            first = next(j for j in range(len(got)) if got[j] != want[j])
+                            raise SessionMismatch(
+                                f"after {self._where()}: layer {i} {side}: byte {at + first} of "
+                                f"buffer {buf.label}, a canary, was written (the cache is bytes "
+                                f"[{self.canary}, {end}))"
+                            )
+                    if which != layer.live:
+                        continue
+                    got = np.frombuffer(raw[self.canary : end], self.fmt.dtype)
+                    problem = self.fmt.judge(got, model.reshape(-1), exact)
+                    if problem:
+                        raise SessionMismatch(f"after {self._where()}: layer {i} {side}: {problem}")
         self.checks += 1
 
     def _where(self) -> str:
