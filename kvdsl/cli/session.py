@@ -123,7 +123,8 @@ def cmd_session(args: argparse.Namespace) -> int:
             f"{op:<8} {len(mine):>6} {sum(s.tokens for s in mine):>7} | {'':>7} {gpu} | "
             f"{'':>8} {_stats([s.host for s in mine])}"
         )
-    gpu_total = f"{sum(s.gpu for s in steps):.3f} s" if timed else "not timed (no timestamps)"
+    untimed = "the interpreter" if args.backend == "interp" else "no timestamp queries"
+    gpu_total = f"{sum(s.gpu for s in steps):.3f} s" if timed else f"not timed ({untimed})"
     print(
         f"total: {len(steps)} steps, GPU {gpu_total}, host {sum(s.host for s in steps):.3f} s, "
         f"wall {wall:.1f} s; checked against the oracle {session.checks} times, 0 mismatches"
