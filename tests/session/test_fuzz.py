@@ -12,10 +12,12 @@ from __future__ import annotations
 import os
 
 import hypothesis.strategies as st
+import numpy as np
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from kvdsl.session import GpuHost, InterpHost, Session, Spec
+from kvdsl.session import GpuHost, InterpHost, Session, SessionMismatch, Spec
 from tests.helpers import session as tally
 
 #: Steps the interpreter fuzz runs at least (the GPU's: a tenth).
@@ -28,7 +30,9 @@ PER_SESSION = 40
 FORMATS = ("f32", "f16") * 3 + ("int8", "int4", "int4_asym", "q8_0", "q4_0")
 
 
-def _machine(host_kind: str, target: int):
+def _machine(host_kind: str, target: int, counted: bool = True):
+    count = tally.count if counted else (lambda host, steps: None)
+
     class CacheSession(RuleBasedStateMachine):
         """One session: a random spec, then random operations, each checked."""
 
@@ -45,7 +49,7 @@ def _machine(host_kind: str, target: int):
             spec = Spec(layers, batch, heads, head_dim, capacity, fmt)
             host = InterpHost() if host_kind == "interp" else GpuHost()
             self.session = Session(spec, host, seed=seed)
-            tally.count(host_kind, 0)
+            count(host_kind, 0)
 
         @rule(data=st.data())
         def prefill(self, data):
@@ -54,28 +58,28 @@ def _machine(host_kind: str, target: int):
                 st.lists(st.integers(0, s.capacity), min_size=s.batch, max_size=s.batch)
             )
             self.session.prefill(lengths)
-            tally.count(host_kind, 1)
+            count(host_kind, 1)
 
         @rule()
         def decode(self):
             self.session.decode()
-            tally.count(host_kind, 1)
+            count(host_kind, 1)
 
         @rule(data=st.data())
         def merge(self, data):
             self.session.merge(data.draw(st.integers(1, self.session.spec.capacity)))
-            tally.count(host_kind, 1)
+            count(host_kind, 1)
 
         @precondition(lambda self: self.session.fmt.shifts)
         @rule(data=st.data())
         def shift(self, data):
             self.session.shift(data.draw(st.integers(1, self.session.spec.capacity)))
-            tally.count(host_kind, 1)
+            count(host_kind, 1)
 
         @rule()
         def read(self):
             self.session.read()
-            tally.count(host_kind, 1)
+            count(host_kind, 1)
 
         @invariant()
         def checked_after_every_step(self):
@@ -107,3 +111,20 @@ def test_interpreter_sessions_match_the_oracle():
 
 def test_gpu_sessions_match_the_oracle(gpu):
     _run_until("gpu", STEPS // 10)
+
+
+def test_the_fuzz_finds_a_row_appended_late_and_shrinks_it(monkeypatch):
+    """A float append landing one row late (seqlens_k one too many) is found, and shrunk to a
+    session of one step."""
+    from kvdsl.session.formats import FloatFormat
+
+    real = FloatFormat.append
+
+    def late(self, host, cache, new, seqlens, lens, key_seq, cap):
+        host.write(seqlens.buffer, 0, np.asarray(lens + 1, np.int32))
+        real(self, host, cache, new, seqlens, lens + 1, key_seq, cap)
+
+    monkeypatch.setattr(FloatFormat, "append", late)
+    machine = _machine("interp", 5000, counted=False)  # 29 sessions at most
+    with pytest.raises(SessionMismatch, match=r"^after step 0, (decode|prefill)"):
+        machine.TestCase("runTest").runTest()
