@@ -108,17 +108,12 @@ def check_dispatch(
     than what the kernel touches for ``params`` and the ``seqlens_k`` values (``BufferError``,
     as :mod:`kvdsl.runtime.contract` words it).
     """
-    e, kernel = program.entry, program.kernel
+    kernel = program.kernel
     names = [b["name"] for b in program.storage]
     for name in bound:
         if name not in names:
             raise BufferError(f"{program.name}: range '{name}' has no binding; it binds {names}")
-    try:
-        sizes = buffer_sizes(e, shape)
-        data = params_bytes(e, params)
-        groups = workgroups(e, params)
-    except ContractError as err:
-        raise ParamsError(f"{program.name}: {err}") from None
+    sizes, data, groups = _contract(program, shape, params)
     for name in names:
         if name not in bound:
             raise BufferError(f"{program.name}: binding '{name}' has no range")
@@ -144,6 +139,28 @@ def check_dispatch(
                 f"{program.name} touches {need} for these params ({rule(extent)})"
             )
     return data, groups
+
+
+#: The contract's answers by (program, shape, params): a session asks the same thousands of times.
+_ANSWERS: dict[tuple, tuple[dict[str, int], bytes, tuple[int, int, int]]] = {}
+
+
+def _contract(
+    program: Program, shape: Mapping[str, int], params: Mapping[str, int]
+) -> tuple[dict[str, int], bytes, tuple[int, int, int]]:
+    """``buffer_sizes``, ``params_bytes`` and ``workgroups`` of the entry, each refusal a
+    ``ParamsError`` naming the program."""
+    key = (program.name, program.wgsl, tuple(shape.items()), tuple(params.items()))
+    if key not in _ANSWERS:
+        e = program.entry
+        try:
+            answer = (buffer_sizes(e, shape), params_bytes(e, params), workgroups(e, params))
+        except ContractError as err:
+            raise ParamsError(f"{program.name}: {err}") from None
+        if len(_ANSWERS) > 4096:
+            _ANSWERS.clear()
+        _ANSWERS[key] = answer
+    return _ANSWERS[key]
 
 
 def _element_bytes(program: Program, name: str) -> int:
