@@ -25,6 +25,7 @@ import numpy as np
 from kvdsl import catalog
 from kvdsl.contract import ContractError, buffer_sizes, entry, params_bytes, workgroups
 from kvdsl.emit import emit
+from kvdsl.ir import tree as ir
 from kvdsl.ir.tree import Binding, Kernel
 from kvdsl.kernels.config import KernelConfig
 from kvdsl.runtime.contract import evaluate, rule
@@ -122,18 +123,16 @@ def check_dispatch(
                 f"{program.name}: binding '{name}' is bound to {bound[name].size} bytes; the "
                 f"contract sizes it {sizes[name]} bytes for shape {dict(shape)}"
             )
-    values = {} if seqlens is None else {"seqlens_k": np.asarray(seqlens, np.int32)}
-    for text, cond in kernel.requires:
-        if not evaluate(cond, kernel, params, values):
-            shown = ", ".join(f"{k}={params[k]}" for k in sorted(params))
-            raise ParamsError(f"kernel {program.name} requires {text}; got {shown}")
-    for name, extent in kernel.extents:
-        b = kernel.binding(name)
-        if b is None or name not in bound:
+    broken, needs = _needs(program, params, seqlens)
+    if broken is not None:
+        shown = ", ".join(f"{k}={params[k]}" for k in sorted(params))
+        raise ParamsError(f"kernel {program.name} requires {broken}; got {shown}")
+    for name, extent, need in needs:
+        if name not in bound:
             continue
-        need = evaluate(extent, kernel, params, values)
         have = bound[name].size // _element_bytes(program, name)
         if have < need:
+            b = kernel.binding(name)
             raise BufferError(
                 f"binding '{name}' (array<{b.elem}>) holds {have} elements, but kernel "
                 f"{program.name} touches {need} for these params ({rule(extent)})"
@@ -161,6 +160,43 @@ def _contract(
             _ANSWERS.clear()
         _ANSWERS[key] = answer
     return _ANSWERS[key]
+
+
+#: The kernel's requirements and extents by (program, params, the largest seqlens_k where an
+#: extent reads it).
+_NEEDS: dict[tuple, tuple[str | None, list[tuple[str, ir.Expr, int]]]] = {}
+_READS_MAX: dict[str, bool] = {}  # by WGSL text: whether an extent reads a binding's largest value
+
+
+def _needs(
+    program: Program, params: Mapping[str, int], seqlens: np.ndarray | None
+) -> tuple[str | None, list[tuple[str, ir.Expr, int]]]:
+    """The first requirement of the kernel that ``params`` break (None: none), and each
+    binding's least element count, evaluated by :mod:`kvdsl.runtime.contract`."""
+    kernel = program.kernel
+    reads = _READS_MAX.get(program.wgsl)
+    if reads is None:
+        reads = _READS_MAX[program.wgsl] = any(
+            isinstance(n, ir.Member) and n.name == "max"
+            for _, e in kernel.requires + kernel.extents
+            for n in ir.walk(e)
+        )
+    values = {} if seqlens is None else {"seqlens_k": np.asarray(seqlens, np.int32)}
+    top = None if not reads or seqlens is None or not len(seqlens) else int(np.max(seqlens))
+    key = (program.name, program.wgsl, tuple(params.items()), top, seqlens is None)
+    if key not in _NEEDS:
+        broken = next(
+            (t for t, c in kernel.requires if not evaluate(c, kernel, params, values)), None
+        )
+        needs = []
+        if broken is None:
+            for name, extent in kernel.extents:
+                if kernel.binding(name) is not None:
+                    needs.append((name, extent, evaluate(extent, kernel, params, values)))
+        if len(_NEEDS) > 4096:
+            _NEEDS.clear()
+        _NEEDS[key] = (broken, needs)
+    return _NEEDS[key]
 
 
 def _element_bytes(program: Program, name: str) -> int:
