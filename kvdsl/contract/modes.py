@@ -27,6 +27,10 @@ from kvdsl.kernels.copy import CopyConfig
 from kvdsl.kernels.dense import DenseAppendConfig, DenseBuildConfig, DenseConfig, DenseReadConfig
 from kvdsl.kernels.merge import MergeConfig
 from kvdsl.kernels.merge_share import MergeShareConfig
+from kvdsl.kernels.paged import COMBINED_POOL, POOLS, PagedAppendConfig, PagedConfig
+from kvdsl.kernels.paged import PagedReadConfig
+from kvdsl.kernels.paged_pages import COMPACT_COMBINED, COMPACT_POOLS, PagedCompactConfig
+from kvdsl.kernels.paged_pages import PagedCopyConfig, PagedWindowConfig
 from kvdsl.kernels.quant import AppendQuantConfig, BuildQuantConfig, QuantConfig
 from kvdsl.kernels.transpose import TransposeConfig
 from kvdsl.kernels.window_shift import WindowShiftConfig
@@ -48,6 +52,11 @@ SHAPES: dict[str, tuple[str, ...]] = {
     "dense_append": ("batch", "seq", "keySeq"),
     "dense_build": ("batch", "seq", "pastSeq"),
     "dense_read": ("rows",),
+    "paged_append": ("batch", "keySeq", "pages"),
+    "paged_read": ("batch", "seq", "pages"),
+    "paged_copy": ("pages", "copies"),
+    "paged_compact": ("pages", "live"),
+    "paged_window": ("batch", "maxPages"),
 }
 
 #: The shape variables a windowed variant (``window=True``) adds, after the mode's: the window's
@@ -120,13 +129,34 @@ MEANINGS: dict[str, dict[str, str]] = {
         "pastSeq": "absolute position of token 0 (the rotary row; unused without rotary)",
     },
     "dense_read": {"count": "rows of cache_key/cache_value to read back into key/value"},
+    "paged_append": {
+        "count": "new rows: batch × kv_heads × keySeq",
+        "keySeq": "new tokens per batch (rows of src_k/src_v per batch; with slot_mapping the"
+        " tokens are batch × keySeq, one slot each)",
+        "maxPages": "entries of each sequence's row of page_table",
+    },
+    "paged_read": {
+        "count": "rows to gather: batch × kv_heads × seq",
+        "seq": "positions 0 .. seq-1 gathered per sequence (page_table: rows per head of the"
+        " BNSH key/value); with slot_mapping, tokens per batch",
+        "maxPages": "entries of each sequence's row of page_table",
+    },
+    "paged_copy": {"count": "page copies: (src, dst) pairs of page_pairs"},
+    "paged_compact": {"count": "entries of live_pages: pages of the compacted pools"},
+    "paged_window": {
+        "count": "page-table entries: batch × maxPages",
+        "maxPages": "entries of each sequence's row of page_table",
+        "window": "tokens the window keeps per sequence (its last ones)",
+    },
 }
 
 
 def shape(cfg: KernelConfig, bindings: list[str]) -> list[str]:
     """The shape variables of ``cfg``'s variant, whose kernel has ``bindings``."""
     rotary = ["positions"] if {"cos_cache", ROTARY_TABLE} & set(bindings) else []
-    return list(SHAPES[cfg.mode]) + rotary + (list(WINDOW_SHAPE) if cfg.window else [])
+    own = list(SHAPES[cfg.mode])
+    table = ["maxPages"] if "page_table" in bindings and "maxPages" not in own else []
+    return own + table + rotary + (list(WINDOW_SHAPE) if cfg.window else [])
 
 
 def meanings(cfg: KernelConfig) -> dict[str, str]:
@@ -276,6 +306,57 @@ def dense_read_sizes(cfg: DenseReadConfig) -> Sizes:
     return cache | {"key": ("rows", cfg.head_dim), "value": ("rows", cfg.head_dim)}
 
 
+def _pools(cfg: PagedConfig, rows: str, names: tuple[str, str], combined: str) -> Sizes:
+    """A paged pool's bindings: ``rows`` pages of ``page_elements`` values (K's, V's or, in
+    a combined pool, both)."""
+    return {name: (rows, cfg.page_elements) for name in names} | {
+        combined: (rows, cfg.page_elements)
+    }
+
+
+def paged_append_sizes(cfg: PagedAppendConfig) -> Sizes:
+    """New BSH in (``keySeq`` tokens per batch), through a page table of ``maxPages`` entries
+    per sequence or a slot per token, into pools of ``pages`` pages."""
+    tokens = "batch * keySeq"
+    return (
+        _row(cfg)
+        | {"src_k": (tokens, cfg.hidden), "src_v": (tokens, cfg.hidden)}
+        | {"page_table": ("batch * maxPages", 1), "slot_mapping": (tokens, 1)}
+        | {"token_positions": (tokens, 1)}
+        | _pools(cfg, "pages", POOLS, COMBINED_POOL)
+    )
+
+
+def paged_read_sizes(cfg: PagedReadConfig) -> Sizes:
+    """Pools of ``pages`` pages in, ``seq`` rows per head of each of ``batch`` sequences out."""
+    rows = "batch * seq"
+    return (
+        {"seqlens_k": ("batch", 1), "page_table": ("batch * maxPages", 1)}
+        | {"slot_mapping": (rows, 1), "key": (rows, cfg.hidden), "value": (rows, cfg.hidden)}
+        | _pools(cfg, "pages", POOLS, COMBINED_POOL)
+    )
+
+
+def paged_copy_sizes(cfg: PagedCopyConfig) -> Sizes:
+    """``copies`` (src, dst) pairs, pools of ``pages`` pages."""
+    return {"page_pairs": ("copies", 2)} | _pools(cfg, "pages", POOLS, COMBINED_POOL)
+
+
+def paged_compact_sizes(cfg: PagedCompactConfig) -> Sizes:
+    """``live`` page ids, pools of ``pages`` pages in, pools of ``live`` pages out."""
+    return (
+        {"live_pages": ("live", 1)}
+        | _pools(cfg, "pages", POOLS, COMBINED_POOL)
+        | _pools(cfg, "live", COMPACT_POOLS, COMPACT_COMBINED)
+    )
+
+
+def paged_window_sizes(cfg: PagedWindowConfig) -> Sizes:
+    """``seqlens_k`` per sequence, page tables of ``maxPages`` entries per sequence."""
+    table = ("batch * maxPages", 1)
+    return {"seqlens_k": ("batch", 1), "page_table": table, "freed_pages": table}
+
+
 #: mode → the sizes of its bindings for a config (a binding a variant lacks is ignored)
 SIZES: dict[str, Callable[..., Sizes]] = {
     "transpose": transpose_sizes,
@@ -289,4 +370,9 @@ SIZES: dict[str, Callable[..., Sizes]] = {
     "dense_append": dense_append_sizes,
     "dense_build": dense_build_sizes,
     "dense_read": dense_read_sizes,
+    "paged_append": paged_append_sizes,
+    "paged_read": paged_read_sizes,
+    "paged_copy": paged_copy_sizes,
+    "paged_compact": paged_compact_sizes,
+    "paged_window": paged_window_sizes,
 }

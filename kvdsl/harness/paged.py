@@ -1,0 +1,263 @@
+"""Verification cases for the paged modes (:mod:`kvdsl.kernels.paged`,
+:mod:`kvdsl.kernels.paged_pages`).
+
+Page tables are what a serving engine's allocator leaves behind: page ids shuffled over a pool
+larger than the sequences need, sequences of ragged lengths (right-padded first prompts, empty
+ones), forked sequences sharing their prefix pages, released pages (``-1`` entries) and
+skipped tokens (``-1`` slots). Pools and outputs start poisoned: the elements a pass does not
+own must keep the poison (pools a pass only partly writes) or their contents (whole pools
+rewritten in place).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kvdsl.harness.cases import Case, case_generator, dtype, values
+from kvdsl.harness.compare import poison
+from kvdsl.harness.modes import adversarial_seqlens
+from kvdsl.kernels.paged import POOLS, COMBINED_POOL, PagedAppendConfig, PagedConfig
+from kvdsl.kernels.paged import PagedReadConfig
+from kvdsl.kernels.paged_pages import (
+    COMPACT_COMBINED,
+    COMPACT_POOLS,
+    PagedCompactConfig,
+    PagedCopyConfig,
+    PagedWindowConfig,
+)
+from kvdsl.nodes.paged import Addressing, Pool
+from kvdsl.reference import paged as ref
+from kvdsl.reference.modes import KNorm, Rotary
+
+def pool_buffers(
+    cfg: PagedConfig, k: np.ndarray, v: np.ndarray, names: tuple[str, str] = POOLS,
+    combined: str = COMBINED_POOL,
+) -> dict[str, np.ndarray]:  # fmt: skip
+    """K and V pools ``[pages, P, H, D]`` as ``cfg``'s pool bindings, by name."""
+    arrays = ref.pool_arrays(k, v, cfg.page_layout.value, cfg.pool.value)
+    if cfg.pool is Pool.COMBINED:
+        return {combined: arrays[0]}
+    return dict(zip(names, arrays))
+
+
+def allocate(
+    rng: np.random.Generator, needs: list[int], spare: int, fork: bool
+) -> tuple[np.ndarray, int]:
+    """Page tables ``[B, maxPages]`` for sequences needing ``needs`` pages each, their page ids
+    shuffled over a pool with ``spare`` pages no table names (entries past a sequence's pages:
+    ``-1``); with ``fork`` the second sequence shares the first's leading pages (all but the
+    last of the shorter one's). Returns the tables and the pool's pages."""
+    batch, most = len(needs), max(max(needs), 1)
+    shared = min(needs[0], needs[1]) - 1 if fork and batch > 1 else 0
+    shared = max(shared, 0)
+    pages = sum(needs) - shared + spare
+    ids = iter(rng.permutation(pages))
+    table = np.full((batch, most + 1), -1, np.int32)
+    for b, n in enumerate(needs):
+        for i in range(n):
+            table[b, i] = table[0, i] if b == 1 and i < shared else next(ids)
+    return table, pages
+
+
+def _rotary(rng: np.random.Generator, positions: int, d: int) -> Rotary:
+    theta = rng.uniform(0, 2 * np.pi, (positions, d // 2))
+    return Rotary(np.cos(theta).astype(np.float32), np.sin(theta).astype(np.float32))
+
+
+def _tolerance(cfg: PagedAppendConfig) -> float:
+    """Rotated or normed K may differ in the last ulps (fma contraction, approximate
+    inverseSqrt); an f16 pool rounds those the same way but for one ulp."""
+    if not (cfg.rotary or cfg.k_norm):
+        return 0.0
+    return 2e-3 if cfg.cache_type.value == "f16" else 2e-5
+
+
+@case_generator("paged_append")
+def paged_append_case(cfg: PagedAppendConfig, rng: np.random.Generator, i: int) -> Case:
+    batch, key_seq = 2 + i % 2, [1, 7, 21][i % 3]
+    h, d, p = cfg.kv_heads, cfg.head_dim, cfg.page_size
+    it, ct = dtype(cfg.input_type.value), dtype(cfg.cache_type.value)
+    new_k = values(rng, (batch, key_seq, h * d), it)
+    new_v = values(rng, (batch, key_seq, h * d), it)
+    bufs: dict[str, np.ndarray] = {"src_k": new_k, "src_v": new_v}
+    shape: dict[str, int] = {"batch": batch, "keySeq": key_seq}
+    if cfg.addressing is Addressing.PAGE_TABLE:
+        cap = 2 * p + 3  # the longest sequence: two pages and a few tokens
+        seqlens = adversarial_seqlens(rng, batch, key_seq, cap, i)
+        seqlens = np.minimum(seqlens, cap - 1).astype(np.int32)
+        total = np.maximum(seqlens, -1) + 1
+        table, pages = allocate(rng, [-(-int(n) // p) for n in total], 2, fork=True)
+        # Sequence 0's fork shares its leading pages: new tokens must not land there, so the
+        # second sequence's shared pages hold tokens before its append window only.
+        if batch > 1:
+            first_new = max(int(total[1]) - key_seq, 0) // p
+            for j in range(first_new, table.shape[1]):
+                if table[1, j] >= 0 and table[1, j] in table[0]:
+                    table[1, j] = pages
+                    pages += 1
+        # A released page in the last sequence's append window: its tokens are skipped.
+        last = batch - 1
+        if total[last] > 0 and i % 2 == 0:
+            table[last, (int(total[last]) - 1) // p] = -1
+        slots, pos = ref.table_places(table, seqlens, key_seq, p)
+        bufs |= {"seqlens_k": seqlens, "page_table": table}
+        shape["pages"], shape["maxPages"] = pages, table.shape[1]
+        params = {"maxPages": table.shape[1]}
+        positions = int(total.max(initial=0))
+    else:
+        tokens = batch * key_seq
+        pages = -(-tokens // p) + 1
+        slots = rng.permutation(pages * p)[:tokens].astype(np.int64)
+        slots[rng.random(tokens) < 0.2] = -1  # skipped tokens
+        slots = slots.reshape(batch, key_seq)
+        pos = rng.integers(0, 3 * p, (batch, key_seq))
+        bufs["slot_mapping"] = slots.astype(np.int32)
+        if cfg.rotary:
+            bufs["token_positions"] = pos.astype(np.int32)
+        shape["pages"] = pages
+        params = {}
+        positions = int(pos.max()) + 1
+    rot = norm = None
+    if cfg.k_norm:
+        norm = KNorm(rng.uniform(0.5, 1.5, d).astype(np.float32), cfg.eps)
+        bufs["k_norm_weight"] = norm.weight
+    if cfg.rotary:
+        rot = _rotary(rng, max(positions, 1), d)
+        bufs |= {"cos_cache": rot.cos, "sin_cache": rot.sin}
+        shape["positions"] = max(positions, 1)
+    k = new_k.astype(np.float32).reshape(batch, key_seq, h, d)
+    k = ref.prepare_k(k, pos[:, :, None], norm, rot).astype(ct)
+    v = new_v.reshape(batch, key_seq, h, d).astype(ct)
+    w = ref.append(pages, p, k.reshape(-1, h, d), v.reshape(-1, h, d), slots.reshape(-1))
+    expected = pool_buffers(cfg, w.key, w.value)
+    written = pool_buffers(cfg, w.mask, w.mask)
+    bufs |= {name: poison(a.size, ct) for name, a in expected.items()}
+    shape = {k_: shape[k_] for k_ in ("batch", "keySeq", "pages", "maxPages", "positions")
+             if k_ in shape}  # fmt: skip
+    tol = _tolerance(cfg)
+    return Case(
+        shape,
+        {k_: np.ascontiguousarray(a).reshape(-1) for k_, a in bufs.items()},
+        {"count": batch * h * key_seq, "keySeq": key_seq} | params,
+        expected,
+        written,
+        {name: tol for name in expected} if tol else {},
+    )
+
+
+def _random_pools(
+    rng: np.random.Generator, cfg: PagedConfig, pages: int
+) -> tuple[np.ndarray, np.ndarray]:
+    shape = (pages, cfg.page_size, cfg.kv_heads, cfg.head_dim)
+    ct = dtype(cfg.cache_type.value)
+    return values(rng, shape, ct), values(rng, shape, ct)
+
+
+@case_generator("paged_read")
+def paged_read_case(cfg: PagedReadConfig, rng: np.random.Generator, i: int) -> Case:
+    batch = 1 + i % 3
+    h, d, p = cfg.kv_heads, cfg.head_dim, cfg.page_size
+    out = dtype(cfg.output_type.value)
+    if cfg.addressing is Addressing.PAGE_TABLE:
+        cap = 2 * p + 5
+        seqlens = rng.integers(-1, cap, batch).astype(np.int32)  # ragged, empty ones too
+        seqlens[0] = cap - 1
+        total = seqlens.astype(np.int64) + 1
+        table, pages = allocate(rng, [-(-int(n) // p) for n in total], 3, fork=True)
+        if i % 2 == 0:
+            table[0, 0] = -1  # a page released by a sliding window
+        seq = int(table.shape[1]) * p - [0, 3, p][i % 3]
+        t = np.arange(seq)[None, :]
+        index = np.minimum(t // p, table.shape[1] - 1)
+        entry = table[np.arange(batch)[:, None], index]
+        live = (t < total[:, None]) & (entry >= 0)
+        slots = np.where(live, entry * p + t % p, -1)
+        bufs = {"seqlens_k": seqlens, "page_table": table}
+        shape = {"batch": batch, "seq": seq, "pages": pages, "maxPages": table.shape[1]}
+        params = {"maxPages": table.shape[1]}
+        k, v = _random_pools(rng, cfg, pages)
+        rows_k, rows_v, mask = ref.gather(k, v, slots)  # [B, seq, H, D]
+        order = (0, 2, 1, 3)  # BNSH out
+        rows_k, rows_v = rows_k.transpose(order), rows_v.transpose(order)
+        mask = np.broadcast_to(mask[:, None, :, None], rows_k.shape)
+    else:
+        seq = [1, 9, 40][i % 3]
+        pages = -(-batch * seq // p) + 1
+        slots = rng.integers(0, pages * p, (batch, seq))  # forks may read one slot twice
+        slots[rng.random((batch, seq)) < 0.2] = -1
+        bufs = {"slot_mapping": slots.astype(np.int32)}
+        shape = {"batch": batch, "seq": seq, "pages": pages}
+        params = {}
+        k, v = _random_pools(rng, cfg, pages)
+        rows_k, rows_v, mask = ref.gather(k, v, slots)  # [B, seq, H, D]
+        mask = np.broadcast_to(mask[:, :, None, None], rows_k.shape)
+    bufs |= pool_buffers(cfg, k, v)
+    size = batch * seq * h * d
+    bufs |= {"key": poison(size, out), "value": poison(size, out)}
+    expected = {"key": rows_k.astype(out).reshape(-1), "value": rows_v.astype(out).reshape(-1)}
+    written = {"key": mask.reshape(-1), "value": mask.reshape(-1)}
+    return Case(
+        shape,
+        {k_: np.ascontiguousarray(a).reshape(-1) for k_, a in bufs.items()},
+        {"count": batch * h * seq, "seq": seq} | params,
+        expected,
+        written,
+    )
+
+
+@case_generator("paged_copy")
+def paged_copy_case(cfg: PagedCopyConfig, rng: np.random.Generator, i: int) -> Case:
+    copies = [1, 3, 6][i % 3]
+    pages = 2 * copies + 3
+    order = rng.permutation(pages)
+    pairs = np.stack([order[:copies], order[copies : 2 * copies]], axis=1).astype(np.int32)
+    if copies > 1:
+        pairs[-1] = [-1, order[-1]]  # a pair the host left empty: skipped
+    k, v = _random_pools(rng, cfg, pages)
+    live = pairs[(pairs >= 0).all(axis=1)]
+    w = ref.copy_pages(k, v, live)
+    return Case(
+        {"pages": pages, "copies": copies},
+        {"page_pairs": pairs.reshape(-1)} | pool_buffers(cfg, k, v),
+        {"count": copies},
+        pool_buffers(cfg, w.key, w.value),
+    )
+
+
+@case_generator("paged_compact")
+def paged_compact_case(cfg: PagedCompactConfig, rng: np.random.Generator, i: int) -> Case:
+    n = [1, 4, 9][i % 3]
+    pages = n + 2 + i
+    live = rng.permutation(pages)[:n].astype(np.int32)
+    if n > 1:
+        live[1] = -1  # a hole: page 1 of the new pools stays as it was
+    k, v = _random_pools(rng, cfg, pages)
+    ct = dtype(cfg.cache_type.value)
+    ck, cv = ref.compact(k, v, np.maximum(live, 0))
+    mask = np.broadcast_to((live >= 0)[:, None, None, None], ck.shape)
+    expected = pool_buffers(cfg, ck, cv, COMPACT_POOLS, COMPACT_COMBINED)
+    written = pool_buffers(cfg, mask, mask, COMPACT_POOLS, COMPACT_COMBINED)
+    bufs = {"live_pages": live} | pool_buffers(cfg, k, v)
+    bufs |= {name: poison(a.size, ct) for name, a in expected.items()}
+    return Case({"pages": pages, "live": n}, bufs, {"count": n}, expected, written)
+
+
+@case_generator("paged_window")
+def paged_window_case(cfg: PagedWindowConfig, rng: np.random.Generator, i: int) -> Case:
+    batch, p = 1 + i % 3, cfg.page_size
+    seqlens = rng.integers(-1, 6 * p, batch).astype(np.int32)
+    total = np.maximum(seqlens.astype(np.int64), -1) + 1
+    table, _ = allocate(rng, [-(-int(n) // p) for n in total], 1, fork=True)
+    table[0, 0] = -1 if i % 2 else table[0, 0]  # released already: freed stays -1
+    window = int([p, 2 * p + 5, 3 * p - 1][i % 3])
+    new_table, freed = ref.window(table, seqlens, window, p)
+    return Case(
+        {"batch": batch, "maxPages": table.shape[1]},
+        {
+            "seqlens_k": seqlens,
+            "page_table": table.reshape(-1),
+            "freed_pages": poison(table.size, np.int32),
+        },
+        {"count": table.size, "maxPages": table.shape[1], "window": window},
+        {"page_table": new_table.reshape(-1), "freed_pages": freed.reshape(-1)},
+    )

@@ -1,0 +1,460 @@
+"""Paged KV caches (:mod:`kvdsl.nodes.paged`): ``paged_append`` writes new tokens into pages,
+``paged_read`` gathers rows back from them; :mod:`kvdsl.kernels.paged_pages` copies, compacts
+and slides them.
+
+``paged_append``: new BSH K/V (``src_k``, ``src_v``: ``keySeq`` tokens per batch; token ``(b,
+t)`` is token ``b * keySeq + t`` of a slot mapping) go to their pages, K RMS-normed
+(``k_norm``) and NeoX-rotated at the token's position (``rotary``), stored as ``cache_type``
+(f16 pools travel as ``vec2<u32>`` words: no ``shader-f16``). With ``slot_mapping`` the slot of
+each token is ``slot_mapping[token]`` and its rotary position ``token_positions[token]``; with
+``page_table`` sequence ``b`` holds ``seqlens_k[b] + 1`` tokens after the step, the last
+``fresh = min(keySeq, seqlens_k[b] + 1)`` of them new: token ``t < fresh`` lands at position
+``total - fresh + t``, later ones (right padding) are skipped, as are tokens of a negative slot
+or page id.
+
+``paged_read``: with ``page_table``, rows ``(b, h, t)`` of a BNSH ``[batch, kvHeads, seq,
+headDim]`` output from positions ``t < seqlens_k[b] + 1`` of sequence ``b`` (rows past it, and
+rows of a negative page id, untouched); with ``slot_mapping``, rows ``(token, h)`` of a BSH
+output from ``slot_mapping[token]`` (a negative slot: untouched).
+
+The walk is flat, one invocation per ``vec4`` of a row (:func:`kvdsl.nodes.walks.vectors`); with
+K RMSNorm a row is reduced whole inside a workgroup (:func:`kvdsl.nodes.rmsnorm.row_sum_of_squares`)
+and the invocations leave after the barrier, before any store.
+"""
+
+from __future__ import annotations
+
+from dataclasses import KW_ONLY, dataclass
+from typing import Any
+
+from kvdsl.ir import Buffer, Kernel, KernelBuilder, convert, f32, i32, inverse_sqrt, max_, min_, u32
+from kvdsl.ir.ops import Op
+from kvdsl.ir.tree import Binary
+from kvdsl.kernels.build import FlatRow, RowInputs, flat_k, flat_k_loads
+from kvdsl.kernels.config import (
+    FLOATS,
+    MAX_STORAGE_BUFFERS,
+    MAX_WORKGROUP,
+    ROTARY_TABLES,
+    CacheConfig,
+    Element,
+    Model,
+    ceil_div,
+    choice,
+    contract,
+    emax,
+    flag,
+    largest,
+    one_of,
+    plus,
+    require,
+    require_rotary,
+    times,
+)
+from kvdsl.nodes import paged, walks, words
+from kvdsl.nodes.index import bsh, split_rows
+from kvdsl.nodes.paged import PAGE_SIZES, Addressing, PageGeometry, PageLayout, Pool
+from kvdsl.nodes.rmsnorm import row_sum_of_squares
+from kvdsl.nodes.rotary import Rotation, rotate
+from kvdsl.nodes.window import total_tokens
+
+#: The pool bindings: K's and V's, or the combined one.
+POOLS, COMBINED_POOL = ("key_pages", "value_pages"), "kv_pages"
+#: The workgroup size of ``paged_append`` with K RMSNorm when a config leaves it unset (whole
+#: rows in a workgroup; smaller workgroups keep more barriers in flight).
+KNORM_WORKGROUP = 128
+
+
+@dataclass(frozen=True)
+class PagedConfig(CacheConfig):
+    """The fields of the paged modes: the pages' geometry and the pool's element type."""
+
+    _: KW_ONLY
+    page_size: int = 16
+    page_layout: PageLayout = choice(PageLayout.NHD)
+    pool: Pool = choice(Pool.SEPARATE)
+    cache_type: Element = choice(Element.F32)
+
+    def check_fields(self) -> None:
+        ok = isinstance(self.page_size, int) and not isinstance(self.page_size, bool)
+        require(
+            ok and self.page_size in PAGE_SIZES,
+            "page_size",
+            self.page_size,
+            "a power of two from 16 to 256 (tokens per page)",
+        )
+        one_of("page_layout", self.page_layout, PageLayout)
+        one_of("pool", self.pool, Pool)
+        one_of("cache_type", self.cache_type, FLOATS)
+        require(
+            self.head_dim % 4 == 0,
+            "head_dim",
+            self.head_dim,
+            "a multiple of 4 for the paged modes (a row moves as vec4)",
+        )
+        require(
+            not self.window,
+            "window",
+            self.window,
+            f"false for {self.mode} (a paged pool is bound whole; its pages are the window)",
+        )
+
+    @property
+    def per_row(self) -> int:
+        """Vectors (``vec4``) per row."""
+        return self.head_dim // 4
+
+    @property
+    def geometry(self) -> PageGeometry:
+        """The pages in the pool binding's units (``vec4`` of elements)."""
+        return PageGeometry(
+            self.page_size, self.kv_heads, self.per_row, self.page_layout, self.pool
+        )
+
+    @property
+    def page_elements(self) -> int:
+        """Elements between pages of a pool binding (K and V of a page in a combined pool)."""
+        return self.geometry.stride * 4
+
+    def default_workgroup_size(self) -> int:
+        return MAX_WORKGROUP - MAX_WORKGROUP % self.per_row or self.per_row
+
+
+@dataclass(frozen=True)
+class PagedAppendConfig(PagedConfig):
+    """A ``paged_append`` variant: pages, addressing, K RMSNorm, rotary, input type."""
+
+    addressing: Addressing = choice(Addressing.SLOT_MAPPING)
+    k_norm: bool = False
+    rotary: bool = False
+    eps: float = 1e-6
+    input_type: Element = choice(Element.F32)
+    # Taken so that a partial rotary is refused by name; never published (always unset).
+    rotary_half: int | None = None
+    mode = "paged_append"
+    KEYS = (  # fmt: skip
+        "kv_heads", "head_dim", "page_size", "page_layout", "pool", "addressing", "cache_type",
+        "k_norm", "rotary", "rotary_half", "eps", "input_type", "workgroup_size", "fold",
+    )
+
+    def check_fields(self) -> None:
+        super().check_fields()
+        one_of("addressing", self.addressing, Addressing)
+        flag("k_norm", self.k_norm)
+        require_rotary(self.rotary, self.head_dim)
+        require(
+            self.rotary_half is None,
+            "rotary_half",
+            self.rotary_half,
+            "unset (None): paged_append rotates the whole head",
+        )
+        if self.rotary:
+            require(
+                self.head_dim % 8 == 0,
+                "head_dim",
+                self.head_dim,
+                "a multiple of 8 with rotary (a vec4 lies in one half of the row)",
+            )
+        one_of("input_type", self.input_type, FLOATS)
+        require(
+            _append_bindings(self) <= MAX_STORAGE_BUFFERS,
+            "pool",
+            self.pool.value,
+            "'combined' with k_norm and rotary (two pools would make 9 storage buffers, past"
+            " WebGPU's default 8)",
+        )
+        if self.k_norm:
+            _require_eps(self.eps)
+
+    def default_workgroup_size(self) -> int:
+        if self.k_norm:
+            return KNORM_WORKGROUP - KNORM_WORKGROUP % self.per_row or self.per_row
+        return super().default_workgroup_size()
+
+    def check_schedule(self) -> None:
+        if self.k_norm:
+            require(
+                self.workgroup_size % self.per_row == 0,
+                "workgroup_size",
+                self.workgroup_size,
+                f"a multiple of the {self.per_row} vectors of a row with k_norm (rows are"
+                " reduced whole inside a workgroup)",
+            )
+
+
+def _require_eps(eps: Any) -> None:
+    ok = isinstance(eps, (int, float)) and not isinstance(eps, bool)
+    ok = ok and 2.0**-126 <= eps <= 3.4e38
+    require(ok, "eps", eps, "a number > 0 that is a normal f32 (1.2e-38 .. 3.4e38)")
+
+
+def _append_bindings(cfg: PagedAppendConfig) -> int:
+    """The storage bindings of a ``paged_append`` kernel."""
+    address = 2 if cfg.addressing is Addressing.PAGE_TABLE or cfg.rotary else 1
+    pools = 1 if cfg.pool is Pool.COMBINED else 2
+    return 2 + address + cfg.k_norm + 2 * cfg.rotary + pools
+
+
+@dataclass(frozen=True)
+class PagedReadConfig(PagedConfig):
+    """A ``paged_read`` variant: pages, addressing, the rows' element type (f16 rows travel as
+    ``vec2<u32>`` words)."""
+
+    addressing: Addressing = choice(Addressing.PAGE_TABLE)
+    output_type: Element = choice(Element.F32)
+    mode = "paged_read"
+    KEYS = (  # fmt: skip
+        "kv_heads", "head_dim", "page_size", "page_layout", "pool", "addressing", "cache_type",
+        "output_type", "workgroup_size", "fold",
+    )
+
+    def check_fields(self) -> None:
+        super().check_fields()
+        one_of("addressing", self.addressing, Addressing)
+        one_of("output_type", self.output_type, FLOATS)
+
+
+def pool_bindings(
+    kb: KernelBuilder, cfg: PagedConfig, access: str, names: tuple[str, str] = POOLS,
+    combined: str = COMBINED_POOL,
+) -> tuple[Buffer, Buffer]:  # fmt: skip
+    """K's and V's pool bindings (one binding twice for a combined pool), ``vec4`` of
+    ``cache_type`` (f16 as ``vec2<u32>``)."""
+    ty = cfg.cache_type.scalar
+    if cfg.pool is Pool.COMBINED:
+        kv = words.binding(kb, combined, ty, 4, access)
+        return kv, kv
+    k, v = words.bindings(kb, names, ty, 4, access)
+    return k, v
+
+
+def pool_extents(
+    cfg: PagedConfig, pages: Any, names: tuple[str, str] = POOLS, combined: str = COMBINED_POOL
+) -> dict[str, Any]:
+    """The pool bindings' least elements for ``pages`` pages."""
+    if cfg.pool is Pool.COMBINED:
+        return {combined: times(pages, cfg.page_elements)}
+    return {name: times(pages, cfg.page_elements) for name in names}
+
+
+def _pages_named(cfg: PagedConfig, addressing: Addressing) -> Any:
+    """The pages a table or slot mapping reaches: one past its largest page id."""
+    if addressing is Addressing.PAGE_TABLE:
+        return emax(plus(largest("page_table"), 1), 0)
+    return ceil_div(plus(largest("slot_mapping"), 1), cfg.page_size)
+
+
+def paged_append(cfg: PagedAppendConfig, name: str = "paged_append") -> Kernel:
+    """Build the ``paged_append`` kernel for ``cfg``."""
+    table = cfg.addressing is Addressing.PAGE_TABLE
+    kb = KernelBuilder(name, cfg.workgroup_size)
+    src_k, src_v = words.bindings(kb, ("src_k", "src_v"), cfg.input_type.scalar, 4)
+    seqlens = page_table = slot_mapping = token_positions = None
+    if table:
+        seqlens = kb.binding("seqlens_k", i32, "read")
+        page_table = kb.binding("page_table", i32, "read")
+    else:
+        slot_mapping = kb.binding("slot_mapping", i32, "read")
+        if cfg.rotary:
+            token_positions = kb.binding("token_positions", i32, "read")
+    weight = words.binding(kb, "k_norm_weight", f32, 4) if cfg.k_norm else None
+    cos = sin = None
+    if cfg.rotary:
+        cos, sin = words.bindings(kb, ROTARY_TABLES, f32, 4)
+    key_pool, value_pool = pool_bindings(kb, cfg, "read_write")
+    elem = key_pool.binding.elem
+    head_dim = kb.const("HEAD_DIM", u32, cfg.head_dim)
+    per_row = kb.const("HEAD_DIM_V4", u32, cfg.per_row)
+    heads = kb.const("KV_HEADS", u32, cfg.kv_heads)
+    hidden = kb.const("KV_HIDDEN_V4", u32, cfg.hidden // 4)
+    half = kb.const("HALF_V4", u32, cfg.head_dim // 8) if cfg.rotary else None
+    eps = kb.const("QK_EPS", f32, float(cfg.eps)) if cfg.k_norm else None
+    pages = paged.declare(kb, cfg.geometry)
+    count, key_seq = kb.param("count"), kb.param("keySeq")
+    max_pages = kb.param("maxPages") if table else None
+
+    it = walks.vectors(kb, cfg.fold, count, per_row, 4, guard=not cfg.k_norm)
+    b, hk, t = split_rows(kb, it.row, heads, key_seq)
+    src_base = kb.let("srcBase", bsh(b, t, hk, key_seq, hidden, per_row))
+    token = kb.let("token", b * key_seq + t)
+    late = None
+    if table:
+        total = total_tokens(kb, seqlens, b)
+        fresh = kb.let("fresh", min_(key_seq, total))
+        # fresh <= total: no wrap.
+        past = kb.let("past", total - fresh)
+        kb.comment("Tokens t >= fresh are right padding, skipped; the position is clamped into")
+        kb.comment("the sequence so that every load stays in range.")
+        pos = kb.let("pos", past + min_(t, max_(fresh, 1) - 1))
+        late = t >= fresh
+        if not cfg.k_norm:
+            kb.leave_if(late)
+    elif cfg.rotary:
+        pos = kb.let("pos", max_(token_positions[token], 0).to(u32))
+    if cfg.k_norm:
+        k_own = kb.let("kOwn", words.as_f32(kb, src_k[src_base + it.d]))
+        row = FlatRow(it, b, hk, t, src_base, per_row, half, None, k_own)
+        inputs = RowInputs(src_k, src_v, seqlens, weight, cos, sin)
+        loads = flat_k_loads(kb, row, inputs, lambda: pos)
+        v = kb.let("v", src_v[src_base + it.d])
+        kb.comment("K RMSNorm: the row's sum of squares, reduced in workgroup memory.")
+        ms = row_sum_of_squares(kb, k_own, it.d, per_row, cfg.workgroup_size, cfg.per_row)
+        inv_rms = kb.let("invRms", inverse_sqrt(ms / convert(f32, head_dim) + eps))
+        k = flat_k(kb, row, loads, inv_rms)
+        done = it.e >= count * per_row
+        kb.leave_if(done if late is None else done.lor(late))
+    else:
+        if cfg.rotary:
+            k = kb.let("k", rotate(kb, src_k, src_base, it.d, Rotation(cos, sin, pos, half)))
+        else:
+            k = kb.let("k", src_k[src_base + it.d])
+        v = kb.let("v", src_v[src_base + it.d])
+    if table:
+        addr = paged.table_address(kb, pages, page_table, b, max_pages, past + t)
+    else:
+        addr = paged.slot_address(kb, pages, slot_mapping, token)
+    kb.leave_if(addr.skip)
+    kb.comment("The token's rows in its page: K's, then V's.")
+    k_base = kb.let("kBase", pages.row_base(addr.page, addr.slot, hk))
+    v_base = kb.let("vBase", pages.row_base(addr.page, addr.slot, hk, value=True))
+    key_pool[k_base + it.d] = words.to(kb, elem, k)
+    value_pool[v_base + it.d] = words.to(kb, elem, v)
+
+    dispatch = walks.dispatch(count, per_row, cfg.workgroup_size, cfg.fold, blocks=False)
+    doc = f"Append new BSH K/V to a paged {cfg.cache_type.value} cache through a "
+    doc += "page table" if table else "slot mapping"
+    doc += "".join(
+        f"; {x}" for x, on in (("K RMS-normed", cfg.k_norm), ("K rotated", cfg.rotary)) if on
+    )
+    kernel = kb.build(dispatch, doc + ".")
+    batch = ceil_div(count, cfg.kv_heads * key_seq)
+    src = times(batch, key_seq, cfg.hidden)
+    extents: dict[str, Any] = {"src_k": src, "src_v": src}
+    requires: dict[str, Any] = {"keySeq >= 1": key_seq >= 1}
+    if table:
+        extents |= {"seqlens_k": batch, "page_table": times(batch, max_pages)}
+        fits = Binary(Op.LE, plus(largest("seqlens_k"), 1), times(max_pages, cfg.page_size))
+        requires["seqlens_k.max + 1 <= maxPages * page_size"] = fits
+        positions = emax(plus(largest("seqlens_k"), 1), 1)
+    else:
+        extents["slot_mapping"] = times(batch, key_seq)
+        positions = emax(plus(largest("token_positions"), 1), 1)
+        if cfg.rotary:
+            extents["token_positions"] = times(batch, key_seq)
+    if cfg.k_norm:
+        extents["k_norm_weight"] = cfg.head_dim
+    if cfg.rotary:
+        extents |= {t_: times(positions, cfg.head_dim // 2) for t_ in ROTARY_TABLES}
+    extents |= pool_extents(cfg, _pages_named(cfg, cfg.addressing))
+    return walks.vector_extents(contract(kernel, extents, requires))
+
+
+def paged_read(cfg: PagedReadConfig, name: str = "paged_read") -> Kernel:
+    """Build the ``paged_read`` kernel for ``cfg``."""
+    table = cfg.addressing is Addressing.PAGE_TABLE
+    kb = KernelBuilder(name, cfg.workgroup_size)
+    seqlens = page_table = slot_mapping = None
+    if table:
+        seqlens = kb.binding("seqlens_k", i32, "read")
+        page_table = kb.binding("page_table", i32, "read")
+    else:
+        slot_mapping = kb.binding("slot_mapping", i32, "read")
+    key_pool, value_pool = pool_bindings(kb, cfg, "read")
+    out_ty = cfg.output_type.scalar
+    out_key, out_value = words.bindings(kb, ("key", "value"), out_ty, 4, "read_write")
+    out_elem = out_key.binding.elem
+    kb.const("HEAD_DIM", u32, cfg.head_dim)
+    per_row = kb.const("HEAD_DIM_V4", u32, cfg.per_row)
+    heads = kb.const("KV_HEADS", u32, cfg.kv_heads)
+    pages = paged.declare(kb, cfg.geometry)
+    count, seq = kb.param("count"), kb.param("seq")
+    max_pages = kb.param("maxPages") if table else None
+    it = walks.vectors(kb, cfg.fold, count, per_row, 4)
+    if table:
+        kb.comment("Output row (b, hk, t): position t of sequence b, if it holds t.")
+        b, hk, t = split_rows(kb, it.row, heads, seq)
+        kb.leave_if(t >= total_tokens(kb, seqlens, b))
+        addr = paged.table_address(kb, pages, page_table, b, max_pages, t)
+    else:
+        kb.comment("Output row (token, hk) of a BSH output: token's slot.")
+        hk = kb.let("hk", it.row % heads)
+        addr = paged.slot_address(kb, pages, slot_mapping, kb.let("token", it.row / heads))
+    kb.leave_if(addr.skip)
+    k_base = kb.let("kBase", pages.row_base(addr.page, addr.slot, hk))
+    v_base = kb.let("vBase", pages.row_base(addr.page, addr.slot, hk, value=True))
+    out_key[it.e] = words.to(kb, out_elem, key_pool[k_base + it.d])
+    out_value[it.e] = words.to(kb, out_elem, value_pool[v_base + it.d])
+    dispatch = walks.dispatch(count, per_row, cfg.workgroup_size, cfg.fold, blocks=False)
+    what = "a BNSH output through a page table" if table else "a BSH output through a slot mapping"
+    kernel = kb.build(dispatch, f"Gather paged {cfg.cache_type.value} K/V rows into {what}.")
+    rows = times(count, cfg.head_dim)
+    extents: dict[str, Any] = {"key": rows, "value": rows}
+    requires: dict[str, Any] = {"seq >= 1": seq >= 1}
+    if table:
+        batch = ceil_div(count, cfg.kv_heads * seq)
+        extents |= {"seqlens_k": batch, "page_table": times(batch, max_pages)}
+        requires["seq <= maxPages * page_size"] = seq <= max_pages * cfg.page_size
+    else:
+        extents["slot_mapping"] = ceil_div(count, cfg.kv_heads)
+    extents |= pool_extents(cfg, _pages_named(cfg, cfg.addressing))
+    return walks.vector_extents(contract(kernel, extents, requires))
+
+
+def page_fields(cfg: Any) -> dict[str, Any]:
+    """The fields a paged variant's ``index.json`` entry adds: ``pages``, the page geometry
+    (tokens per page, the order inside a page, the pools, the elements and bytes of one page of
+    K or V, and the pool bindings' page stride in elements); nothing for other configs."""
+    if not isinstance(cfg, PagedConfig):
+        return {}
+    g = cfg.geometry
+    elements = g.page_units * 4
+    return {
+        "pages": {
+            "page_size": cfg.page_size,
+            "layout": cfg.page_layout.value,
+            "pool": cfg.pool.value,
+            "page_elements": elements,
+            "page_bytes": elements * cfg.cache_type.scalar.size,
+            "page_stride_elements": cfg.page_elements,
+        }
+    }
+
+
+def catalog_variants(models: dict[str, Model]) -> dict[str, PagedConfig]:
+    """Named paged appends and reads at Llama-3.1-8B's shape (8 × 128): page sizes 16 and 64,
+    NHD and HND, separate and combined pools, both addressings, f32 and f16 pools, rotary and
+    (Qwen3's shape) K RMSNorm."""
+    llama, qwen3 = models["llama31_8b"].shape, models["qwen3_06b"].shape
+    f16 = {"cache_type": Element.F16}
+    v: dict[str, PagedConfig] = {}
+    for size in (16, 64):
+        for lay in PageLayout:
+            tag = f"p{size}_{lay.value}"
+            geo = {"page_size": size, "page_layout": lay}
+            for a in Addressing:
+                at = {"addressing": a}
+                v[f"paged_append_{a.value}_{tag}_llama31_8b"] = PagedAppendConfig(
+                    **llama, **geo, **at
+                )
+                v[f"paged_read_{a.value}_{tag}_llama31_8b"] = PagedReadConfig(**llama, **geo, **at)
+            v[f"paged_append_rotary_f16_{tag}_llama31_8b"] = PagedAppendConfig(
+                **llama, **geo, rotary=True, **f16
+            )
+    tvm = {"page_size": 16, "page_layout": PageLayout.HND, "pool": Pool.COMBINED}
+    v["paged_append_rotary_tvm_f16_llama31_8b"] = PagedAppendConfig(
+        **llama, **tvm, rotary=True, **f16
+    )
+    v["paged_read_tvm_f16_llama31_8b"] = PagedReadConfig(
+        **llama, **tvm, **f16, output_type=Element.F16
+    )
+    v["paged_append_page_table_rotary_p64_hnd_llama31_8b"] = PagedAppendConfig(
+        **llama, page_size=64, page_layout=PageLayout.HND, addressing=Addressing.PAGE_TABLE,
+        rotary=True,
+    )  # fmt: skip
+    v["paged_append_knorm_rotary_combined_qwen3_06b"] = PagedAppendConfig(
+        **qwen3, pool=Pool.COMBINED, addressing=Addressing.PAGE_TABLE, k_norm=True, rotary=True
+    )
+    v["paged_append_f16_in_p16_nhd_llama31_8b"] = PagedAppendConfig(
+        **llama, input_type=Element.F16, **f16
+    )
+    return v
