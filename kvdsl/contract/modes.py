@@ -56,7 +56,7 @@ SHAPES: dict[str, tuple[str, ...]] = {
     "paged_read": ("batch", "seq", "pages"),
     "paged_copy": ("pages", "copies"),
     "paged_compact": ("pages", "live"),
-    "paged_window": ("batch", "maxPages"),
+    "paged_window": ("batch", "maxPages", "window"),
 }
 
 #: The shape variables a windowed variant (``window=True``) adds, after the mode's: the window's

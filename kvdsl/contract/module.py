@@ -131,6 +131,11 @@ function makeVariant(name, d, code) {
     paramsSize: d.params_size,
     shape: Object.freeze([...d.shape]),
     ...(d.bytes_per_token_head === undefined ? {} : { bytesPerTokenHead: d.bytes_per_token_head }),
+    ...(d.pages === undefined ? {} : { pages: Object.freeze({
+      pageSize: d.pages.page_size, layout: d.pages.layout, pool: d.pages.pool,
+      pageElements: d.pages.page_elements, pageBytes: d.pages.page_bytes,
+      pageStrideElements: d.pages.page_stride_elements,
+    }) }),
     layoutEntries() {
       return this.bindings.map((b) => ({
         binding: b.binding, visibility: COMPUTE, buffer: { type: BUFFER_TYPES[b.access] },
@@ -231,6 +236,13 @@ export interface Variant {{
   /** The dense modes only: bytes of one (token, head) row of K, or of V, in the cache's format,
    * its scales included (index.json's "bytes_per_token_head"). */
   readonly bytesPerTokenHead?: number;
+  /** The paged modes only: the page geometry (index.json's "pages"): tokens per page, the
+   * order of a page's rows ("nhd" or "hnd"), K and V pools ("separate" or "combined"), the
+   * elements and bytes of one page of K (or V), and the elements between pages of a pool. */
+  readonly pages?: Readonly<{{
+    pageSize: number; layout: "nhd" | "hnd"; pool: "separate" | "combined";
+    pageElements: number; pageBytes: number; pageStrideElements: number;
+  }}>;
   /** One entry per binding: visibility COMPUTE, buffer.type by access. */
   layoutEntries(): GPUBindGroupLayoutEntry[];
   /** The uniform buffer's bytes; throws naming a missing or unknown field or a bad value. */

@@ -252,7 +252,7 @@ def paged_window_case(cfg: PagedWindowConfig, rng: np.random.Generator, i: int) 
     window = int([p, 2 * p + 5, 3 * p - 1][i % 3])
     new_table, freed = ref.window(table, seqlens, window, p)
     return Case(
-        {"batch": batch, "maxPages": table.shape[1]},
+        {"batch": batch, "maxPages": table.shape[1], "window": window},
         {
             "seqlens_k": seqlens,
             "page_table": table.reshape(-1),

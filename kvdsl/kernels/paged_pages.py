@@ -174,7 +174,7 @@ def paged_window(cfg: PagedWindowConfig, name: str = "paged_window") -> Kernel:
 
 def catalog_variants(models: dict[str, Model]) -> dict[str, KernelConfig]:
     """Named page kernels at Llama-3.1-8B's shape: copy and compact of f32 and f16 pools,
-    separate and combined; the window at page sizes 16 and 64."""
+    separate and combined; the window at page sizes 16, 64 and 256."""
     llama = models["llama31_8b"].shape
     v: dict[str, KernelConfig] = {}
     for ty in ("f32", "f16"):
@@ -185,6 +185,6 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, KernelConfig]:
                     **llama, pool=pool, cache_type=ty, page_layout=PageLayout.NHD
                 )
     v["paged_copy_f32_separate_p64_llama31_8b"] = PagedCopyConfig(**llama, page_size=64)
-    for size in (16, 64):
+    for size in (16, 64, 256):
         v[f"paged_window_p{size}"] = PagedWindowConfig(page_size=size)
     return v
