@@ -16,8 +16,8 @@ import numpy as np
 from kvdsl.harness.cases import Case, case_generator, dtype, values
 from kvdsl.harness.compare import poison
 from kvdsl.harness.modes import adversarial_seqlens
-from kvdsl.kernels.paged import POOLS, COMBINED_POOL, PagedAppendConfig, PagedConfig
-from kvdsl.kernels.paged import PagedReadConfig
+from kvdsl.kernels.paged import POOLS, COMBINED_POOL, Addressing, PagedAppendConfig, PagedConfig
+from kvdsl.kernels.paged import PagedReadConfig, Pool
 from kvdsl.kernels.paged_pages import (
     COMPACT_COMBINED,
     COMPACT_POOLS,
@@ -25,7 +25,6 @@ from kvdsl.kernels.paged_pages import (
     PagedCopyConfig,
     PagedWindowConfig,
 )
-from kvdsl.nodes.paged import Addressing, Pool
 from kvdsl.reference import paged as ref
 from kvdsl.reference.modes import KNorm, Rotary
 
