@@ -2,8 +2,10 @@
 
 ``paged_copy`` (copy-on-write, vLLM's ``copy_blocks``, TVM's ``copy_single_page``): for each
 ``(src, dst)`` pair of ``page_pairs`` page ``dst`` of the pool becomes a copy of page ``src``,
-K and V (a combined pool's page holds both); a pair with a negative id is skipped. A
-destination that is another pair's source is a race (one pass reads what another writes).
+K and V (a combined pool's page holds both); a pair with a negative id is skipped. Two pairs
+with one destination race (the interpreter reports it); a destination that is another pair's
+source has no order either (its copy may read the page before or after it is written): a host
+splits such chains into passes.
 
 ``paged_compact`` (TVM's ``compact_kv_copy``): page ``live_pages[i]`` of the pools to page ``i``
 of new pools (``compact_key``/``compact_value``, or ``compact_kv``): the live pages gathered
