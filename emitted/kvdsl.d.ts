@@ -33,10 +33,11 @@ export interface Variant {
   readonly bytesPerTokenHead?: number;
   /** The paged modes only: the page geometry (index.json's "pages"): tokens per page, the
    * order of a page's rows ("nhd" or "hnd"), K and V pools ("separate" or "combined"), the
-   * elements and bytes of one page of K (or V), and the elements between pages of a pool. */
+   * host values and bytes of one page of K (or V), the host values between pages of a pool,
+   * and the f32 values of one page of side scales (0 inline). */
   readonly pages?: Readonly<{
     pageSize: number; layout: "nhd" | "hnd"; pool: "separate" | "combined";
-    pageElements: number; pageBytes: number; pageStrideElements: number;
+    pageValues: number; pageBytes: number; pageStrideValues: number; scalePageValues: number;
   }>;
   /** One entry per binding: visibility COMPUTE, buffer.type by access. */
   layoutEntries(): GPUBindGroupLayoutEntry[];

@@ -27,9 +27,10 @@ from kvdsl.kernels.copy import CopyConfig
 from kvdsl.kernels.dense import DenseAppendConfig, DenseBuildConfig, DenseConfig, DenseReadConfig
 from kvdsl.kernels.merge import MergeConfig
 from kvdsl.kernels.merge_share import MergeShareConfig
-from kvdsl.kernels.paged import COMBINED_POOL, POOLS, PagedAppendConfig, PagedConfig
-from kvdsl.kernels.paged import PagedReadConfig
-from kvdsl.kernels.paged_pages import COMPACT_COMBINED, COMPACT_POOLS, PagedCompactConfig
+from kvdsl.kernels.paged import COMBINED_POOL, POOLS, SCALE_POOL, PagedAppendConfig
+from kvdsl.kernels.paged import PagedConfig, PagedReadConfig
+from kvdsl.kernels.paged_pages import COMPACT_COMBINED, COMPACT_POOLS, COMPACT_SCALES
+from kvdsl.kernels.paged_pages import PagedCompactConfig
 from kvdsl.kernels.paged_pages import PagedCopyConfig, PagedWindowConfig
 from kvdsl.kernels.quant import AppendQuantConfig, BuildQuantConfig, QuantConfig
 from kvdsl.kernels.transpose import TransposeConfig
@@ -306,12 +307,14 @@ def dense_read_sizes(cfg: DenseReadConfig) -> Sizes:
     return cache | {"key": ("rows", cfg.head_dim), "value": ("rows", cfg.head_dim)}
 
 
-def _pools(cfg: PagedConfig, rows: str, names: tuple[str, str], combined: str) -> Sizes:
-    """A paged pool's bindings: ``rows`` pages of ``page_elements`` values (K's, V's or, in
-    a combined pool, both)."""
-    return {name: (rows, cfg.page_elements) for name in names} | {
-        combined: (rows, cfg.page_elements)
-    }
+def _pools(
+    cfg: PagedConfig, rows: str, names: tuple[str, str], combined: str, scales: str
+) -> Sizes:
+    """A paged pool's bindings: ``rows`` pages of ``page_values`` host values (K's, V's or, in
+    a combined pool, both) and, with side scales, of the scale pages' f32."""
+    out = {name: (rows, cfg.page_values) for name in (*names, combined)}
+    sides = cfg.scale_geometry
+    return out | ({} if sides is None else {scales: (rows, sides.stride)})
 
 
 def paged_append_sizes(cfg: PagedAppendConfig) -> Sizes:
@@ -323,7 +326,7 @@ def paged_append_sizes(cfg: PagedAppendConfig) -> Sizes:
         | {"src_k": (tokens, cfg.hidden), "src_v": (tokens, cfg.hidden)}
         | {"page_table": ("batch * maxPages", 1), "slot_mapping": (tokens, 1)}
         | {"token_positions": (tokens, 1)}
-        | _pools(cfg, "pages", POOLS, COMBINED_POOL)
+        | _pools(cfg, "pages", POOLS, COMBINED_POOL, SCALE_POOL)
     )
 
 
@@ -333,21 +336,21 @@ def paged_read_sizes(cfg: PagedReadConfig) -> Sizes:
     return (
         {"seqlens_k": ("batch", 1), "page_table": ("batch * maxPages", 1)}
         | {"slot_mapping": (rows, 1), "key": (rows, cfg.hidden), "value": (rows, cfg.hidden)}
-        | _pools(cfg, "pages", POOLS, COMBINED_POOL)
+        | _pools(cfg, "pages", POOLS, COMBINED_POOL, SCALE_POOL)
     )
 
 
 def paged_copy_sizes(cfg: PagedCopyConfig) -> Sizes:
     """``copies`` (src, dst) pairs, pools of ``pages`` pages."""
-    return {"page_pairs": ("copies", 2)} | _pools(cfg, "pages", POOLS, COMBINED_POOL)
+    return {"page_pairs": ("copies", 2)} | _pools(cfg, "pages", POOLS, COMBINED_POOL, SCALE_POOL)
 
 
 def paged_compact_sizes(cfg: PagedCompactConfig) -> Sizes:
     """``live`` page ids, pools of ``pages`` pages in, pools of ``live`` pages out."""
     return (
         {"live_pages": ("live", 1)}
-        | _pools(cfg, "pages", POOLS, COMBINED_POOL)
-        | _pools(cfg, "live", COMPACT_POOLS, COMPACT_COMBINED)
+        | _pools(cfg, "pages", POOLS, COMBINED_POOL, SCALE_POOL)
+        | _pools(cfg, "live", COMPACT_POOLS, COMPACT_COMBINED, COMPACT_SCALES)
     )
 
 

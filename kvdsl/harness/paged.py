@@ -15,28 +15,55 @@ import numpy as np
 
 from kvdsl.harness.cases import Case, case_generator, dtype, values
 from kvdsl.harness.compare import poison
+from kvdsl.harness.dense import DenseCase
 from kvdsl.harness.modes import adversarial_seqlens
-from kvdsl.kernels.paged import POOLS, COMBINED_POOL, Addressing, PagedAppendConfig, PagedConfig
-from kvdsl.kernels.paged import PagedReadConfig, Pool
+from kvdsl.kernels.paged import POOLS, COMBINED_POOL, SCALE_POOL, Addressing, PagedAppendConfig
+from kvdsl.kernels.paged import PagedConfig, PagedReadConfig, Pool
 from kvdsl.kernels.paged_pages import (
     COMPACT_COMBINED,
     COMPACT_POOLS,
+    COMPACT_SCALES,
     PagedCompactConfig,
     PagedCopyConfig,
     PagedWindowConfig,
 )
+from kvdsl.reference import formats as fm
 from kvdsl.reference import paged as ref
 from kvdsl.reference.modes import KNorm, Rotary
 
 def pool_buffers(
-    cfg: PagedConfig, k: np.ndarray, v: np.ndarray, names: tuple[str, str] = POOLS,
-    combined: str = COMBINED_POOL,
+    cfg: PagedConfig, k: np.ndarray, v: np.ndarray, scales: np.ndarray | None = None,
+    names: tuple[str, str] = POOLS, combined: str = COMBINED_POOL, side: str = SCALE_POOL,
 ) -> dict[str, np.ndarray]:  # fmt: skip
-    """K and V pools ``[pages, P, H, D]`` as ``cfg``'s pool bindings, by name."""
-    arrays = ref.pool_arrays(k, v, cfg.page_layout.value, cfg.pool.value)
-    if cfg.pool is Pool.COMBINED:
-        return {combined: arrays[0]}
-    return dict(zip(names, arrays))
+    """K and V pools ``[pages, P, H, row]`` (a row's values, or a dense row's words) and side
+    ``scales`` ``[pages, P, H, 2S]`` as ``cfg``'s pool bindings, by name."""
+    lay = cfg.page_layout.value
+    arrays = ref.pool_arrays(k, v, lay, cfg.pool.value)
+    out = {combined: arrays[0]} if cfg.pool is Pool.COMBINED else dict(zip(names, arrays))
+    if scales is not None and cfg.scale_geometry is not None:
+        out[side] = ref.pool_arrays(scales, scales, lay, "separate")[0]
+    return out
+
+
+def _dense_case(cfg: PagedConfig, case: Case) -> Case:
+    """``case`` as a :class:`~kvdsl.harness.dense.DenseCase` when ``cfg``'s pools hold a
+    dense format: their rows compared bit for bit, codes one step apart against the GPU (and,
+    with K RMSNorm, K's against the reference too); side scales within an ulp or two."""
+    fmt = cfg.dense
+    if fmt is None:
+        return case
+    pools = [n for n in case.expected if n != SCALE_POOL]
+    out = DenseCase(
+        case.shape, case.buffers, case.params, case.expected, case.written,
+        codes={n: fmt.bits for n in pools},
+        layout={n: (fmt.name, cfg.head_dim, cfg.inline) for n in pools},
+    )  # fmt: skip
+    knorm = isinstance(cfg, PagedAppendConfig) and cfg.k_norm
+    if knorm:
+        out.quantized = {n: fmt.bits for n in pools if n == "key_pages"}
+    if SCALE_POOL in case.expected:
+        out.tolerance = {SCALE_POOL: 1e-5 if knorm else 1e-6}
+    return out
 
 
 def allocate(
@@ -66,16 +93,29 @@ def _rotary(rng: np.random.Generator, positions: int, d: int) -> Rotary:
 def _tolerance(cfg: PagedAppendConfig) -> float:
     """Rotated or normed K may differ in the last ulps (fma contraction, approximate
     inverseSqrt); an f16 pool rounds those the same way but for one ulp."""
-    if not (cfg.rotary or cfg.k_norm):
+    if not (cfg.rotary or cfg.k_norm) or cfg.dense is not None:
         return 0.0
-    return 2e-3 if cfg.cache_type.value == "f16" else 2e-5
+    return 2e-3 if cfg.format.value == "f16" else 2e-5
+
+
+def _stored(
+    cfg: PagedConfig, k: np.ndarray, v: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """f32 rows ``[..., D]`` of K and V as the pools store them: values of the format, or a
+    dense format's words and side scales (K's stats then V's; None inline)."""
+    fmt = cfg.dense
+    if fmt is None:
+        ct = dtype(cfg.format.value)
+        return k.astype(ct), v.astype(ct), None
+    (wk, sk), (wv, sv) = (fm.quantize_rows(fmt.name, x, cfg.inline) for x in (k, v))
+    return wk, wv, None if cfg.inline else np.concatenate([sk, sv], axis=-1)
 
 
 @case_generator("paged_append")
 def paged_append_case(cfg: PagedAppendConfig, rng: np.random.Generator, i: int) -> Case:
     batch, key_seq = 2 + i % 2, [1, 7, 21][i % 3]
     h, d, p = cfg.kv_heads, cfg.head_dim, cfg.page_size
-    it, ct = dtype(cfg.input_type.value), dtype(cfg.cache_type.value)
+    it = dtype(cfg.input_type.value)
     new_k = values(rng, (batch, key_seq, h * d), it)
     new_v = values(rng, (batch, key_seq, h * d), it)
     bufs: dict[str, np.ndarray] = {"src_k": new_k, "src_v": new_v}
@@ -125,16 +165,21 @@ def paged_append_case(cfg: PagedAppendConfig, rng: np.random.Generator, i: int) 
         bufs |= {"cos_cache": rot.cos, "sin_cache": rot.sin}
         shape["positions"] = max(positions, 1)
     k = new_k.astype(np.float32).reshape(batch, key_seq, h, d)
-    k = ref.prepare_k(k, pos[:, :, None], norm, rot).astype(ct)
-    v = new_v.reshape(batch, key_seq, h, d).astype(ct)
-    w = ref.append(pages, p, k.reshape(-1, h, d), v.reshape(-1, h, d), slots.reshape(-1))
-    expected = pool_buffers(cfg, w.key, w.value)
-    written = pool_buffers(cfg, w.mask, w.mask)
-    bufs |= {name: poison(a.size, ct) for name, a in expected.items()}
+    k = ref.prepare_k(k, pos[:, :, None], norm, rot)
+    v = new_v.astype(np.float32).reshape(batch, key_seq, h, d)
+    sk, sv, scales = _stored(cfg, k, v)
+    flat = slots.reshape(-1)
+    w = ref.append(pages, p, sk.reshape(-1, h, sk.shape[-1]), sv.reshape(-1, h, sv.shape[-1]), flat)
+    ws = None
+    if scales is not None:
+        ws = ref.append(pages, p, *(scales.reshape(-1, h, scales.shape[-1]),) * 2, flat)
+    expected = pool_buffers(cfg, w.key, w.value, None if ws is None else ws.key)
+    written = pool_buffers(cfg, w.mask, w.mask, None if ws is None else ws.mask)
+    bufs |= {name: poison(a.size, a.dtype) for name, a in expected.items()}
     shape = {k_: shape[k_] for k_ in ("batch", "keySeq", "pages", "maxPages", "positions")
              if k_ in shape}  # fmt: skip
     tol = _tolerance(cfg)
-    return Case(
+    case = Case(
         shape,
         {k_: np.ascontiguousarray(a).reshape(-1) for k_, a in bufs.items()},
         {"count": batch * h * key_seq, "keySeq": key_seq} | params,
@@ -142,14 +187,32 @@ def paged_append_case(cfg: PagedAppendConfig, rng: np.random.Generator, i: int) 
         written,
         {name: tol for name in expected} if tol else {},
     )
+    return _dense_case(cfg, case)
 
 
 def _random_pools(
     rng: np.random.Generator, cfg: PagedConfig, pages: int
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Pools of ``pages`` pages of random rows (mixed magnitudes), as stored: values, or
+    words and side scales."""
     shape = (pages, cfg.page_size, cfg.kv_heads, cfg.head_dim)
-    ct = dtype(cfg.cache_type.value)
-    return values(rng, shape, ct), values(rng, shape, ct)
+    scale = 10.0 ** rng.integers(-2, 3, (*shape[:-1], 1))
+    k, v = (values(rng, shape, np.float32) * scale for _ in range(2))
+    return _stored(cfg, k.astype(np.float32), v.astype(np.float32))
+
+
+def _rows(cfg: PagedConfig, k: np.ndarray, v: np.ndarray, side: np.ndarray | None) -> tuple:
+    """Stored rows ``[..., row]`` back as f32 (or f16) rows ``[..., D]``."""
+    fmt = cfg.dense
+    if fmt is None:
+        return k, v
+    n = fmt.stats
+    sk = None if side is None else side[..., :n]
+    sv = None if side is None else side[..., n:]
+    d, inline = cfg.head_dim, cfg.inline
+    return fm.dequantize_rows(fmt.name, k, sk, d, inline), fm.dequantize_rows(
+        fmt.name, v, sv, d, inline
+    )
 
 
 @case_generator("paged_read")
@@ -174,8 +237,8 @@ def paged_read_case(cfg: PagedReadConfig, rng: np.random.Generator, i: int) -> C
         bufs = {"seqlens_k": seqlens, "page_table": table}
         shape = {"batch": batch, "seq": seq, "pages": pages, "maxPages": table.shape[1]}
         params = {"maxPages": table.shape[1]}
-        k, v = _random_pools(rng, cfg, pages)
-        rows_k, rows_v, mask = ref.gather(k, v, slots)  # [B, seq, H, D]
+        k, v, side = _random_pools(rng, cfg, pages)
+        rows_k, rows_v, mask = ref.gather(*_rows(cfg, k, v, side), slots)  # [B, seq, H, D]
         order = (0, 2, 1, 3)  # BNSH out
         rows_k, rows_v = rows_k.transpose(order), rows_v.transpose(order)
         mask = np.broadcast_to(mask[:, None, :, None], rows_k.shape)
@@ -187,21 +250,24 @@ def paged_read_case(cfg: PagedReadConfig, rng: np.random.Generator, i: int) -> C
         bufs = {"slot_mapping": slots.astype(np.int32)}
         shape = {"batch": batch, "seq": seq, "pages": pages}
         params = {}
-        k, v = _random_pools(rng, cfg, pages)
-        rows_k, rows_v, mask = ref.gather(k, v, slots)  # [B, seq, H, D]
+        k, v, side = _random_pools(rng, cfg, pages)
+        rows_k, rows_v, mask = ref.gather(*_rows(cfg, k, v, side), slots)  # [B, seq, H, D]
         mask = np.broadcast_to(mask[:, :, None, None], rows_k.shape)
-    bufs |= pool_buffers(cfg, k, v)
+    bufs |= pool_buffers(cfg, k, v, side)
     size = batch * seq * h * d
     bufs |= {"key": poison(size, out), "value": poison(size, out)}
     expected = {"key": rows_k.astype(out).reshape(-1), "value": rows_v.astype(out).reshape(-1)}
     written = {"key": mask.reshape(-1), "value": mask.reshape(-1)}
-    return Case(
+    case = Case(
         shape,
         {k_: np.ascontiguousarray(a).reshape(-1) for k_, a in bufs.items()},
         {"count": batch * h * seq, "seq": seq} | params,
         expected,
         written,
     )
+    if cfg.dense is not None and cfg.dense.asymmetric:
+        case.tolerance = {"key": 1e-6, "value": 1e-6}  # q * scale + zero: maybe one fma
+    return case
 
 
 @case_generator("paged_copy")
@@ -212,14 +278,15 @@ def paged_copy_case(cfg: PagedCopyConfig, rng: np.random.Generator, i: int) -> C
     pairs = np.stack([order[:copies], order[copies : 2 * copies]], axis=1).astype(np.int32)
     if copies > 1:
         pairs[-1] = [-1, order[-1]]  # a pair the host left empty: skipped
-    k, v = _random_pools(rng, cfg, pages)
+    k, v, side = _random_pools(rng, cfg, pages)
     live = pairs[(pairs >= 0).all(axis=1)]
     w = ref.copy_pages(k, v, live)
+    scales = None if side is None else ref.copy_pages(side, side, live).key
     return Case(
         {"pages": pages, "copies": copies},
-        {"page_pairs": pairs.reshape(-1)} | pool_buffers(cfg, k, v),
+        {"page_pairs": pairs.reshape(-1)} | pool_buffers(cfg, k, v, side),
         {"count": copies},
-        pool_buffers(cfg, w.key, w.value),
+        pool_buffers(cfg, w.key, w.value, scales),
     )
 
 
@@ -230,14 +297,19 @@ def paged_compact_case(cfg: PagedCompactConfig, rng: np.random.Generator, i: int
     live = rng.permutation(pages)[:n].astype(np.int32)
     if n > 1:
         live[1] = -1  # a hole: page 1 of the new pools stays as it was
-    k, v = _random_pools(rng, cfg, pages)
-    ct = dtype(cfg.cache_type.value)
-    ck, cv = ref.compact(k, v, np.maximum(live, 0))
-    mask = np.broadcast_to((live >= 0)[:, None, None, None], ck.shape)
-    expected = pool_buffers(cfg, ck, cv, COMPACT_POOLS, COMPACT_COMBINED)
-    written = pool_buffers(cfg, mask, mask, COMPACT_POOLS, COMPACT_COMBINED)
-    bufs = {"live_pages": live} | pool_buffers(cfg, k, v)
-    bufs |= {name: poison(a.size, ct) for name, a in expected.items()}
+    k, v, side = _random_pools(rng, cfg, pages)
+    at = np.maximum(live, 0)
+    ck, cv = ref.compact(k, v, at)
+    cs = None if side is None else side[at]
+    alive = (live >= 0)[:, None, None, None]
+    mask, smask = np.broadcast_to(alive, ck.shape), None
+    if cs is not None:
+        smask = np.broadcast_to(alive, cs.shape)
+    names = (COMPACT_POOLS, COMPACT_COMBINED, COMPACT_SCALES)
+    expected = pool_buffers(cfg, ck, cv, cs, *names)
+    written = pool_buffers(cfg, mask, mask, smask, *names)
+    bufs = {"live_pages": live} | pool_buffers(cfg, k, v, side)
+    bufs |= {name: poison(a.size, a.dtype) for name, a in expected.items()}
     return Case({"pages": pages, "live": n}, bufs, {"count": n}, expected, written)
 
 

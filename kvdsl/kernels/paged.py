@@ -4,8 +4,11 @@ and slides them.
 
 ``paged_append``: new BSH K/V (``src_k``, ``src_v``: ``keySeq`` tokens per batch; token ``(b,
 t)`` is token ``b * keySeq + t`` of a slot mapping) go to their pages, K RMS-normed
-(``k_norm``) and NeoX-rotated at the token's position (``rotary``), stored as ``cache_type``
-(f16 pools travel as ``vec2<u32>`` words: no ``shader-f16``). With ``slot_mapping`` the slot of
+(``k_norm``) and NeoX-rotated at the token's position (``rotary``), stored as ``format``:
+f32 or f16 values (f16 pools travel as ``vec2<u32>`` words: no ``shader-f16``), or a dense
+format quantised by :func:`kvdsl.nodes.quantise.quantise_rows`, each row's scale reduced in
+the kernel, inline or in ``scale_pages`` (the same pages' rows of K's then V's stats: scales
+travel with their tokens). With ``slot_mapping`` the slot of
 each token is ``slot_mapping[token]`` and its rotary position ``token_positions[token]``; with
 ``page_table`` sequence ``b`` holds ``seqlens_k[b] + 1`` tokens after the step, the last
 ``fresh = min(keySeq, seqlens_k[b] + 1)`` of them new: token ``t < fresh`` lands at position
@@ -27,7 +30,23 @@ from __future__ import annotations
 from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
-from kvdsl.ir import Buffer, Kernel, KernelBuilder, convert, f32, i32, inverse_sqrt, max_, min_, u32
+from enum import StrEnum
+
+from kvdsl.ir import (
+    Buffer,
+    Kernel,
+    KernelBuilder,
+    Val,
+    construct,
+    convert,
+    f32,
+    i32,
+    inverse_sqrt,
+    max_,
+    min_,
+    u32,
+    vec,
+)
 from kvdsl.ir.ops import Op
 from kvdsl.ir.tree import Binary
 from kvdsl.kernels.build import FlatRow, RowInputs, flat_k, flat_k_loads
@@ -51,15 +70,34 @@ from kvdsl.kernels.config import (
     require_rotary,
     times,
 )
-from kvdsl.nodes import paged, walks, words
+from kvdsl.kernels.dense import QUANTISE_WORKGROUP, ScalePlace
+from kvdsl.nodes import formats, paged, walks, words
+from kvdsl.nodes.quantise import Destination, Quantiser, RowPlace, quantise_rows
 from kvdsl.nodes.index import bsh, split_rows
 from kvdsl.nodes.paged import PAGE_SIZES, Addressing, PageGeometry, PageLayout, Pool
 from kvdsl.nodes.rmsnorm import row_sum_of_squares
 from kvdsl.nodes.rotary import Rotation, rotate
 from kvdsl.nodes.window import total_tokens
 
-#: The pool bindings: K's and V's, or the combined one.
-POOLS, COMBINED_POOL = ("key_pages", "value_pages"), "kv_pages"
+#: The pool bindings: K's and V's, or the combined one; a dense format's side scales.
+POOLS, COMBINED_POOL, SCALE_POOL = ("key_pages", "value_pages"), "kv_pages", "scale_pages"
+LANES = ("x", "y", "z", "w")
+
+
+class PagedFormat(StrEnum):
+    """How a row is stored in a page: f32 or f16 values, or a dense format
+    (:data:`kvdsl.nodes.formats.FORMATS`) with its scales in the kernel."""
+
+    F32 = "f32"
+    F16 = "f16"
+    INT8 = "int8"
+    INT4 = "int4"
+    INT4_ASYM = "int4_asym"
+    Q8_0 = "q8_0"
+    Q4_0 = "q4_0"
+
+
+FLOAT_FORMATS = (PagedFormat.F32, PagedFormat.F16)
 #: The workgroup size of ``paged_append`` with K RMSNorm when a config leaves it unset (whole
 #: rows in a workgroup; smaller workgroups keep more barriers in flight).
 KNORM_WORKGROUP = 128
@@ -67,13 +105,15 @@ KNORM_WORKGROUP = 128
 
 @dataclass(frozen=True)
 class PagedConfig(CacheConfig):
-    """The fields of the paged modes: the pages' geometry and the pool's element type."""
+    """The fields of the paged modes: the pages' geometry and the rows' format (a dense
+    format's scales inline or in a side pool of the same pages)."""
 
     _: KW_ONLY
     page_size: int = 16
     page_layout: PageLayout = choice(PageLayout.NHD)
     pool: Pool = choice(Pool.SEPARATE)
-    cache_type: Element = choice(Element.F32)
+    format: PagedFormat = choice(PagedFormat.F32)
+    scales: ScalePlace = choice(ScalePlace.INLINE)
 
     def check_fields(self) -> None:
         ok = isinstance(self.page_size, int) and not isinstance(self.page_size, bool)
@@ -85,7 +125,37 @@ class PagedConfig(CacheConfig):
         )
         one_of("page_layout", self.page_layout, PageLayout)
         one_of("pool", self.pool, Pool)
-        one_of("cache_type", self.cache_type, FLOATS)
+        one_of("format", self.format, PagedFormat)
+        one_of("scales", self.scales, ScalePlace)
+        fmt = self.dense
+        if fmt is None:
+            require(
+                self.inline,
+                "scales",
+                self.scales.value,
+                f"'inline' for format {self.format.value!r} (f32 and f16 rows have no scales)",
+            )
+        else:
+            require(
+                self.pool is Pool.SEPARATE,
+                "pool",
+                self.pool.value,
+                f"'separate' for format {fmt.name!r} (the quantiser stores K and V at one index"
+                " of two bindings)",
+            )
+            require(
+                not (fmt.ggml and not self.inline),
+                "scales",
+                self.scales.value,
+                f"'inline' for {fmt.name} (ggml's f16 scales sit inside its blocks)",
+            )
+            multiple = fmt.elements_multiple()
+            require(
+                self.head_dim % multiple == 0,
+                "head_dim",
+                self.head_dim,
+                f"a multiple of {multiple} for format {fmt.name!r}",
+            )
         require(
             self.head_dim % 4 == 0,
             "head_dim",
@@ -105,16 +175,55 @@ class PagedConfig(CacheConfig):
         return self.head_dim // 4
 
     @property
+    def dense(self) -> formats.Format | None:
+        """The dense format's node description, None for f32 and f16 rows."""
+        return None if self.format in FLOAT_FORMATS else formats.FORMATS[self.format.value]
+
+    @property
+    def inline(self) -> bool:
+        """Whether a dense row's scale is stored inline (always, for f32 and f16 rows)."""
+        return self.scales is ScalePlace.INLINE
+
+    @property
+    def unit(self) -> int:
+        """Host values per unit of a pool binding: 4 (a ``vec4`` of f32 or f16) or 1 (a u32
+        word of a dense format)."""
+        return 1 if self.dense is not None else 4
+
+    @property
+    def row_units(self) -> int:
+        """Units of one row in a pool binding: ``vec4`` values, or a dense row's words."""
+        fmt = self.dense
+        return self.per_row if fmt is None else fmt.row_words(self.head_dim, self.inline)
+
+    @property
     def geometry(self) -> PageGeometry:
-        """The pages in the pool binding's units (``vec4`` of elements)."""
+        """The pages in the pool binding's units."""
         return PageGeometry(
-            self.page_size, self.kv_heads, self.per_row, self.page_layout, self.pool
+            self.page_size, self.kv_heads, self.row_units, self.page_layout, self.pool
         )
 
     @property
-    def page_elements(self) -> int:
-        """Elements between pages of a pool binding (K and V of a page in a combined pool)."""
-        return self.geometry.stride * 4
+    def scale_geometry(self) -> PageGeometry | None:
+        """The side scales' pages (``scale_pages``: per row K's stats then V's, f32), None
+        where the scales are inline."""
+        fmt = self.dense
+        if fmt is None or self.inline:
+            return None
+        return PageGeometry(
+            self.page_size, self.kv_heads, 2 * fmt.stats, self.page_layout, Pool.SEPARATE
+        )
+
+    @property
+    def page_values(self) -> int:
+        """Host values between pages of a pool binding (K and V of a page in a combined pool):
+        elements, or a dense format's u32 words."""
+        return self.geometry.stride * self.unit
+
+    @property
+    def element(self) -> Element:
+        """The pool binding's host type: f32, f16, or u32 words."""
+        return Element.U32 if self.dense is not None else Element(self.format.value)
 
     def default_workgroup_size(self) -> int:
         return MAX_WORKGROUP - MAX_WORKGROUP % self.per_row or self.per_row
@@ -133,8 +242,8 @@ class PagedAppendConfig(PagedConfig):
     rotary_half: int | None = None
     mode = "paged_append"
     KEYS = (  # fmt: skip
-        "kv_heads", "head_dim", "page_size", "page_layout", "pool", "addressing", "cache_type",
-        "k_norm", "rotary", "rotary_half", "eps", "input_type", "workgroup_size", "fold",
+        "kv_heads", "head_dim", "page_size", "page_layout", "pool", "addressing", "format",
+        "scales", "k_norm", "rotary", "rotary_half", "eps", "input_type", "workgroup_size", "fold",
     )
 
     def check_fields(self) -> None:
@@ -156,29 +265,43 @@ class PagedAppendConfig(PagedConfig):
                 "a multiple of 8 with rotary (a vec4 lies in one half of the row)",
             )
         one_of("input_type", self.input_type, FLOATS)
-        require(
-            _append_bindings(self) <= MAX_STORAGE_BUFFERS,
-            "pool",
-            self.pool.value,
-            "'combined' with k_norm and rotary (two pools would make 9 storage buffers, past"
-            " WebGPU's default 8)",
-        )
+        self._require_bindings()
         if self.k_norm:
             _require_eps(self.eps)
 
+    def _require_bindings(self) -> None:
+        """At most WebGPU's default 8 storage buffers; the error names the field to change."""
+        n = _append_bindings(self)
+        if n <= MAX_STORAGE_BUFFERS:
+            return
+        past = f"{n} storage buffers, past WebGPU's default {MAX_STORAGE_BUFFERS}"
+        if self.dense is None:
+            require(False, "pool", self.pool.value, f"'combined' with k_norm and rotary ({past})")
+        if not self.inline and n - 1 <= MAX_STORAGE_BUFFERS:
+            why = "rotary" if self.rotary else "k_norm"
+            require(False, "scales", self.scales.value, f"'inline' with {why} here ({past})")
+        require(
+            False,
+            "k_norm",
+            self.k_norm,
+            f"false with rotary for format {self.format.value!r} (its K and V pools are"
+            f" separate: {past})",
+        )
+
     def default_workgroup_size(self) -> int:
-        if self.k_norm:
-            return KNORM_WORKGROUP - KNORM_WORKGROUP % self.per_row or self.per_row
+        size = QUANTISE_WORKGROUP if self.dense is not None else KNORM_WORKGROUP
+        if self.k_norm or self.dense is not None:
+            return size - size % self.per_row or self.per_row
         return super().default_workgroup_size()
 
     def check_schedule(self) -> None:
-        if self.k_norm:
+        if self.k_norm or self.dense is not None:
             require(
                 self.workgroup_size % self.per_row == 0,
                 "workgroup_size",
                 self.workgroup_size,
-                f"a multiple of the {self.per_row} vectors of a row with k_norm (rows are"
-                " reduced whole inside a workgroup)",
+                f"a multiple of the {self.per_row} vectors of a row with k_norm or a dense"
+                " format (rows are reduced whole inside a workgroup)",
             )
 
 
@@ -192,7 +315,8 @@ def _append_bindings(cfg: PagedAppendConfig) -> int:
     """The storage bindings of a ``paged_append`` kernel."""
     address = 2 if cfg.addressing is Addressing.PAGE_TABLE or cfg.rotary else 1
     pools = 1 if cfg.pool is Pool.COMBINED else 2
-    return 2 + address + cfg.k_norm + 2 * cfg.rotary + pools
+    side = cfg.scale_geometry is not None
+    return 2 + address + cfg.k_norm + 2 * cfg.rotary + pools + side
 
 
 @dataclass(frozen=True)
@@ -204,8 +328,8 @@ class PagedReadConfig(PagedConfig):
     output_type: Element = choice(Element.F32)
     mode = "paged_read"
     KEYS = (  # fmt: skip
-        "kv_heads", "head_dim", "page_size", "page_layout", "pool", "addressing", "cache_type",
-        "output_type", "workgroup_size", "fold",
+        "kv_heads", "head_dim", "page_size", "page_layout", "pool", "addressing", "format",
+        "scales", "output_type", "workgroup_size", "fold",
     )
 
     def check_fields(self) -> None:
@@ -218,9 +342,12 @@ def pool_bindings(
     kb: KernelBuilder, cfg: PagedConfig, access: str, names: tuple[str, str] = POOLS,
     combined: str = COMBINED_POOL,
 ) -> tuple[Buffer, Buffer]:  # fmt: skip
-    """K's and V's pool bindings (one binding twice for a combined pool), ``vec4`` of
-    ``cache_type`` (f16 as ``vec2<u32>``)."""
-    ty = cfg.cache_type.scalar
+    """K's and V's pool bindings (one binding twice for a combined pool): ``vec4`` of f32 or
+    f16 (as ``vec2<u32>``), or a dense format's u32 words."""
+    if cfg.dense is not None:
+        k, v = (kb.binding(n, u32, access) for n in names)
+        return k, v
+    ty = cfg.element.scalar
     if cfg.pool is Pool.COMBINED:
         kv = words.binding(kb, combined, ty, 4, access)
         return kv, kv
@@ -228,13 +355,28 @@ def pool_bindings(
     return k, v
 
 
+def scale_binding(kb: KernelBuilder, cfg: PagedConfig, access: str, name: str = SCALE_POOL):
+    """The side scales' pool binding (f32), None where the scales are inline."""
+    return None if cfg.scale_geometry is None else kb.binding(name, f32, access)
+
+
 def pool_extents(
-    cfg: PagedConfig, pages: Any, names: tuple[str, str] = POOLS, combined: str = COMBINED_POOL
-) -> dict[str, Any]:
-    """The pool bindings' least elements for ``pages`` pages."""
-    if cfg.pool is Pool.COMBINED:
-        return {combined: times(pages, cfg.page_elements)}
-    return {name: times(pages, cfg.page_elements) for name in names}
+    cfg: PagedConfig, pages: Any, names: tuple[str, str] = POOLS, combined: str = COMBINED_POOL,
+    scales: str = SCALE_POOL,
+) -> dict[str, Any]:  # fmt: skip
+    """The pool bindings' least host values for ``pages`` pages (side scales included)."""
+    out = {combined: times(pages, cfg.page_values)} if cfg.pool is Pool.COMBINED else {}
+    if not out:
+        out = {name: times(pages, cfg.page_values) for name in names}
+    if cfg.scale_geometry is not None:
+        out[scales] = times(pages, cfg.scale_geometry.stride)
+    return out
+
+
+def scale_pages(pages: paged.Pages, cfg: PagedConfig) -> paged.Pages | None:
+    """The side scales' pages beside the pool's ``pages`` (their sizes as integers)."""
+    g = cfg.scale_geometry
+    return None if g is None else paged.Pages(g, pages.size, g.page_units, g.stride)
 
 
 def _pages_named(cfg: PagedConfig, addressing: Addressing) -> Any:
@@ -247,6 +389,7 @@ def _pages_named(cfg: PagedConfig, addressing: Addressing) -> Any:
 def paged_append(cfg: PagedAppendConfig, name: str = "paged_append") -> Kernel:
     """Build the ``paged_append`` kernel for ``cfg``."""
     table = cfg.addressing is Addressing.PAGE_TABLE
+    fmt = cfg.dense
     kb = KernelBuilder(name, cfg.workgroup_size)
     src_k, src_v = words.bindings(kb, ("src_k", "src_v"), cfg.input_type.scalar, 4)
     seqlens = page_table = slot_mapping = token_positions = None
@@ -262,6 +405,7 @@ def paged_append(cfg: PagedAppendConfig, name: str = "paged_append") -> Kernel:
     if cfg.rotary:
         cos, sin = words.bindings(kb, ROTARY_TABLES, f32, 4)
     key_pool, value_pool = pool_bindings(kb, cfg, "read_write")
+    side = scale_binding(kb, cfg, "read_write")
     elem = key_pool.binding.elem
     head_dim = kb.const("HEAD_DIM", u32, cfg.head_dim)
     per_row = kb.const("HEAD_DIM_V4", u32, cfg.per_row)
@@ -273,7 +417,10 @@ def paged_append(cfg: PagedAppendConfig, name: str = "paged_append") -> Kernel:
     count, key_seq = kb.param("count"), kb.param("keySeq")
     max_pages = kb.param("maxPages") if table else None
 
-    it = walks.vectors(kb, cfg.fold, count, per_row, 4, guard=not cfg.k_norm)
+    # A barrier (K RMSNorm's, the quantiser's) must be reached by every invocation: the walk
+    # clamps the rows past the end instead of returning, and they leave after it.
+    barrier = cfg.k_norm or fmt is not None
+    it = walks.vectors(kb, cfg.fold, count, per_row, 4, guard=not barrier)
     b, hk, t = split_rows(kb, it.row, heads, key_seq)
     src_base = kb.let("srcBase", bsh(b, t, hk, key_seq, hidden, per_row))
     token = kb.let("token", b * key_seq + t)
@@ -287,7 +434,7 @@ def paged_append(cfg: PagedAppendConfig, name: str = "paged_append") -> Kernel:
         kb.comment("the sequence so that every load stays in range.")
         pos = kb.let("pos", past + min_(t, max_(fresh, 1) - 1))
         late = t >= fresh
-        if not cfg.k_norm:
+        if not barrier:
             kb.leave_if(late)
     elif cfg.rotary:
         pos = kb.let("pos", max_(token_positions[token], 0).to(u32))
@@ -301,31 +448,50 @@ def paged_append(cfg: PagedAppendConfig, name: str = "paged_append") -> Kernel:
         ms = row_sum_of_squares(kb, k_own, it.d, per_row, cfg.workgroup_size, cfg.per_row)
         inv_rms = kb.let("invRms", inverse_sqrt(ms / convert(f32, head_dim) + eps))
         k = flat_k(kb, row, loads, inv_rms)
-        done = it.e >= count * per_row
-        kb.leave_if(done if late is None else done.lor(late))
     else:
         if cfg.rotary:
             k = kb.let("k", rotate(kb, src_k, src_base, it.d, Rotation(cos, sin, pos, half)))
         else:
             k = kb.let("k", src_k[src_base + it.d])
         v = kb.let("v", src_v[src_base + it.d])
+    done = it.e >= count * per_row if barrier else None
     if table:
-        addr = paged.table_address(kb, pages, page_table, b, max_pages, past + t)
+        at = pos if fmt is not None else past + t
+        addr = paged.table_address(kb, pages, page_table, b, max_pages, at)
     else:
         addr = paged.slot_address(kb, pages, slot_mapping, token)
-    kb.leave_if(addr.skip)
-    kb.comment("The token's rows in its page: K's, then V's.")
-    k_base = kb.let("kBase", pages.row_base(addr.page, addr.slot, hk))
-    v_base = kb.let("vBase", pages.row_base(addr.page, addr.slot, hk, value=True))
-    key_pool[k_base + it.d] = words.to(kb, elem, k)
-    value_pool[v_base + it.d] = words.to(kb, elem, v)
+
+    def place() -> RowPlace:
+        kb.comment("The token's rows in its pages: its words, its side scales.")
+        base = kb.let("rowWord", pages.row_base(addr.page, addr.slot, hk))
+        sides = scale_pages(pages, cfg)
+        if sides is None:
+            return RowPlace(base)
+        return RowPlace(base, kb.let("rowSide", sides.row_base(addr.page, addr.slot, hk)))
+
+    if fmt is not None:
+        skip = done.lor(addr.skip) if late is None else done.lor(late).lor(addr.skip)
+        dest = Destination(key_pool, value_pool, side, place, skip)
+        q = Quantiser(fmt, cfg.inline, cfg.head_dim, cfg.workgroup_size)
+        quantise_rows(kb, q, it.d, [_f32x4(kb, k)], [_f32x4(kb, v)], dest)
+    else:
+        if done is not None:
+            kb.leave_if(done if late is None else done.lor(late))
+        kb.leave_if(addr.skip)
+        kb.comment("The token's rows in its page: K's, then V's.")
+        k_base = kb.let("kBase", pages.row_base(addr.page, addr.slot, hk))
+        v_base = kb.let("vBase", pages.row_base(addr.page, addr.slot, hk, value=True))
+        key_pool[k_base + it.d] = words.to(kb, elem, k)
+        value_pool[v_base + it.d] = words.to(kb, elem, v)
 
     dispatch = walks.dispatch(count, per_row, cfg.workgroup_size, cfg.fold, blocks=False)
-    doc = f"Append new BSH K/V to a paged {cfg.cache_type.value} cache through a "
+    doc = f"Append new BSH K/V to a paged {cfg.format.value} cache through a "
     doc += "page table" if table else "slot mapping"
     doc += "".join(
         f"; {x}" for x, on in (("K RMS-normed", cfg.k_norm), ("K rotated", cfg.rotary)) if on
     )
+    if fmt is not None:
+        doc += "; each row's scale reduced in the kernel"
     kernel = kb.build(dispatch, doc + ".")
     batch = ceil_div(count, cfg.kv_heads * key_seq)
     src = times(batch, key_seq, cfg.hidden)
@@ -352,6 +518,7 @@ def paged_append(cfg: PagedAppendConfig, name: str = "paged_append") -> Kernel:
 def paged_read(cfg: PagedReadConfig, name: str = "paged_read") -> Kernel:
     """Build the ``paged_read`` kernel for ``cfg``."""
     table = cfg.addressing is Addressing.PAGE_TABLE
+    fmt = cfg.dense
     kb = KernelBuilder(name, cfg.workgroup_size)
     seqlens = page_table = slot_mapping = None
     if table:
@@ -360,6 +527,7 @@ def paged_read(cfg: PagedReadConfig, name: str = "paged_read") -> Kernel:
     else:
         slot_mapping = kb.binding("slot_mapping", i32, "read")
     key_pool, value_pool = pool_bindings(kb, cfg, "read")
+    side = scale_binding(kb, cfg, "read")
     out_ty = cfg.output_type.scalar
     out_key, out_value = words.bindings(kb, ("key", "value"), out_ty, 4, "read_write")
     out_elem = out_key.binding.elem
@@ -381,12 +549,24 @@ def paged_read(cfg: PagedReadConfig, name: str = "paged_read") -> Kernel:
         addr = paged.slot_address(kb, pages, slot_mapping, kb.let("token", it.row / heads))
     kb.leave_if(addr.skip)
     k_base = kb.let("kBase", pages.row_base(addr.page, addr.slot, hk))
-    v_base = kb.let("vBase", pages.row_base(addr.page, addr.slot, hk, value=True))
-    out_key[it.e] = words.to(kb, out_elem, key_pool[k_base + it.d])
-    out_value[it.e] = words.to(kb, out_elem, value_pool[v_base + it.d])
+    if fmt is None:
+        v_base = kb.let("vBase", pages.row_base(addr.page, addr.slot, hk, value=True))
+        out_key[it.e] = words.to(kb, out_elem, key_pool[k_base + it.d])
+        out_value[it.e] = words.to(kb, out_elem, value_pool[v_base + it.d])
+    else:
+        sides = scale_pages(pages, cfg)
+        s_base = None
+        if sides is not None:
+            s_base = kb.let("sideBase", sides.row_base(addr.page, addr.slot, hk))
+        for which, pool, out, side_at in (
+            ("k", key_pool, out_key, 0),
+            ("v", value_pool, out_value, fmt.stats),
+        ):
+            row = _decoded_row(kb, cfg, which, pool, k_base, it.d, side, s_base, side_at)
+            out[it.e] = words.to(kb, out_elem, row)
     dispatch = walks.dispatch(count, per_row, cfg.workgroup_size, cfg.fold, blocks=False)
     what = "a BNSH output through a page table" if table else "a BSH output through a slot mapping"
-    kernel = kb.build(dispatch, f"Gather paged {cfg.cache_type.value} K/V rows into {what}.")
+    kernel = kb.build(dispatch, f"Gather paged {cfg.format.value} K/V rows into {what}.")
     rows = times(count, cfg.head_dim)
     extents: dict[str, Any] = {"key": rows, "value": rows}
     requires: dict[str, Any] = {"seq >= 1": seq >= 1}
@@ -400,32 +580,59 @@ def paged_read(cfg: PagedReadConfig, name: str = "paged_read") -> Kernel:
     return walks.vector_extents(contract(kernel, extents, requires))
 
 
+def _f32x4(kb: KernelBuilder, x: Val) -> Val:
+    """``x`` in f32 lanes (itself when it already is)."""
+    return x if x.ty == vec(4, f32) else words.as_f32(kb, x)
+
+
+def _decoded_row(
+    kb: KernelBuilder, cfg: PagedConfig, which: str, pool: Buffer, base: Val, d: Val,
+    side: Buffer | None, s_base: Val | None, side_at: int,
+) -> Val:  # fmt: skip
+    """Vector ``d`` of the dense row at word ``base`` of ``pool``, decoded to f32
+    (:func:`kvdsl.nodes.formats.decode`; side scales from ``side[s_base + side_at ..]``)."""
+
+    def load(w: Val) -> Val:
+        return pool[base + w]
+
+    def stat(i: int) -> Val:
+        return side[s_base + (side_at + i)]
+
+    lanes = [
+        formats.decode(kb, cfg.dense, f"{which}{c.upper()}", load, d * 4 + n, stat, cfg.inline)
+        for n, c in enumerate(LANES)
+    ]
+    return construct(vec(4, f32), *lanes)
+
+
 def page_fields(cfg: Any) -> dict[str, Any]:
     """The fields a paged variant's ``index.json`` entry adds: ``pages``, the page geometry
-    (tokens per page, the order inside a page, the pools, the elements and bytes of one page of
-    K or V, and the pool bindings' page stride in elements); nothing for other configs."""
+    (tokens per page, the order inside a page, the pools, the host values and bytes of one
+    page of K or V, the pool bindings' page stride in host values, and the f32 values of one
+    page of ``scale_pages``, 0 without side scales); nothing for other configs."""
     if not isinstance(cfg, PagedConfig):
         return {}
-    g = cfg.geometry
-    elements = g.page_units * 4
+    g, sides = cfg.geometry, cfg.scale_geometry
+    values = g.page_units * cfg.unit
     return {
         "pages": {
             "page_size": cfg.page_size,
             "layout": cfg.page_layout.value,
             "pool": cfg.pool.value,
-            "page_elements": elements,
-            "page_bytes": elements * cfg.cache_type.scalar.size,
-            "page_stride_elements": cfg.page_elements,
+            "page_values": values,
+            "page_bytes": values * cfg.element.scalar.size,
+            "page_stride_values": cfg.page_values,
+            "scale_page_values": 0 if sides is None else sides.stride,
         }
     }
 
 
 def catalog_variants(models: dict[str, Model]) -> dict[str, PagedConfig]:
     """Named paged appends and reads at Llama-3.1-8B's shape (8 × 128): page sizes 16 and 64,
-    NHD and HND, separate and combined pools, both addressings, f32 and f16 pools, rotary and
-    (Qwen3's shape) K RMSNorm."""
+    NHD and HND, separate and combined pools, both addressings, f32 and f16 pools, the dense
+    formats (scales inline and in scale_pages), rotary and (Qwen3's shape) K RMSNorm."""
     llama, qwen3 = models["llama31_8b"].shape, models["qwen3_06b"].shape
-    f16 = {"cache_type": Element.F16}
+    f16 = {"format": PagedFormat.F16}
     v: dict[str, PagedConfig] = {}
     for size in (16, 64):
         for lay in PageLayout:
@@ -456,5 +663,32 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, PagedConfig]:
     )
     v["paged_append_f16_in_p16_nhd_llama31_8b"] = PagedAppendConfig(
         **llama, input_type=Element.F16, **f16
+    )
+    # Dense formats in pages, their scales inline or in scale_pages.
+    table, side = {"addressing": Addressing.PAGE_TABLE}, {"scales": ScalePlace.SIDE}
+    hnd, p64 = {"page_layout": PageLayout.HND}, {"page_size": 64}
+    v["paged_append_int8_side_page_table_p16_nhd_llama31_8b"] = PagedAppendConfig(
+        **llama, format=PagedFormat.INT8, **side, **table
+    )
+    v["paged_append_rotary_q4_0_p16_hnd_llama31_8b"] = PagedAppendConfig(
+        **llama, format=PagedFormat.Q4_0, rotary=True, **hnd
+    )
+    v["paged_append_rotary_int4_page_table_p64_nhd_llama31_8b"] = PagedAppendConfig(
+        **llama, format=PagedFormat.INT4, rotary=True, **table, **p64
+    )
+    v["paged_append_rotary_q8_0_page_table_p16_nhd_llama31_8b"] = PagedAppendConfig(
+        **llama, format=PagedFormat.Q8_0, rotary=True, **table
+    )
+    v["paged_append_knorm_int4_asym_side_page_table_qwen3_06b"] = PagedAppendConfig(
+        **qwen3, format=PagedFormat.INT4_ASYM, k_norm=True, **side, **table
+    )
+    v["paged_read_int8_side_page_table_p16_nhd_llama31_8b"] = PagedReadConfig(
+        **llama, format=PagedFormat.INT8, **side
+    )
+    v["paged_read_q8_0_slot_mapping_p16_hnd_llama31_8b"] = PagedReadConfig(
+        **llama, format=PagedFormat.Q8_0, addressing=Addressing.SLOT_MAPPING, **hnd
+    )
+    v["paged_read_int4_asym_side_p64_hnd_f16_llama31_8b"] = PagedReadConfig(
+        **llama, format=PagedFormat.INT4_ASYM, **side, **hnd, **p64, output_type=Element.F16
     )
     return v

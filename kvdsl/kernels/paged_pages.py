@@ -8,8 +8,10 @@ source has no order either (its copy may read the page before or after it is wri
 splits such chains into passes.
 
 ``paged_compact`` (TVM's ``compact_kv_copy``): page ``live_pages[i]`` of the pools to page ``i``
-of new pools (``compact_key``/``compact_value``, or ``compact_kv``): the live pages gathered
-into a dense prefix; a negative entry is skipped.
+of new pools (``compact_key``/``compact_value``, or ``compact_kv``; ``compact_scales``): the
+live pages gathered into a dense prefix; a negative entry is skipped.
+
+Both move a dense format's words as they are, and its side scales (``scale_pages``) with them.
 
 ``paged_window``: a sliding window over page tables, a table update that moves no K/V byte
 (the kernel binds no pool). Sequence ``b`` keeps its last ``window`` of ``seqlens_k[b] + 1``
@@ -25,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kvdsl.ir import Dispatch, Kernel, KernelBuilder, i32, lit, select, u32
+from kvdsl.kernels.dense import ScalePlace
 from kvdsl.kernels.config import (
     KernelConfig,
     Model,
@@ -36,13 +39,20 @@ from kvdsl.kernels.config import (
     require,
     times,
 )
-from kvdsl.kernels.paged import PagedConfig, pool_bindings, pool_extents
+from kvdsl.kernels.paged import (
+    PagedConfig,
+    PagedFormat,
+    pool_bindings,
+    pool_extents,
+    scale_binding,
+)
 from kvdsl.nodes import paged, walks
 from kvdsl.nodes.index import flat_index
 from kvdsl.nodes.paged import PAGE_SIZES, PageLayout, Pool
 from kvdsl.nodes.window import total_tokens
 
 COMPACT_POOLS, COMPACT_COMBINED = ("compact_key", "compact_value"), "compact_kv"
+COMPACT_SCALES = "compact_scales"
 
 
 @dataclass(frozen=True)
@@ -52,7 +62,7 @@ class PagedCopyConfig(PagedConfig):
 
     mode = "paged_copy"
     KEYS = (  # fmt: skip
-        "kv_heads", "head_dim", "page_size", "page_layout", "pool", "cache_type",
+        "kv_heads", "head_dim", "page_size", "page_layout", "pool", "format", "scales",
         "workgroup_size", "fold",
     )
 
@@ -83,24 +93,45 @@ class PagedWindowConfig(KernelConfig):
         require(not self.window, "window", self.window, "false for paged_window")
 
 
-def _pages(kb: KernelBuilder, cfg: PagedConfig) -> tuple[Any, Any, Any]:
-    """``PAGE_UNITS`` vectors per page of K or V: the pool's consts, and the walk's vectors per
-    copied page (a combined page's K and V are one stride)."""
+def _walk(kb: KernelBuilder, cfg: PagedConfig, count: Any) -> tuple[Any, Any, Any, int]:
+    """One invocation per unit of a moved page (K and V of a combined page; a dense format's
+    words, and its side scales where there are more of them): the walk's item, the pool's
+    page stride, the scale pages' stride (None inline) and the units per moved page."""
     pages = paged.declare(kb, cfg.geometry)
-    return pages, pages.units, pages.stride
+    sides = cfg.scale_geometry
+    side_stride = None if sides is None else kb.const("SCALE_PAGE_STRIDE", u32, sides.stride)
+    units = max(cfg.geometry.stride, 0 if sides is None else sides.stride)
+    per_page = pages.stride if units == cfg.geometry.stride else side_stride
+    it = walks.vectors(kb, cfg.fold, count, per_page, cfg.unit)
+    return it, pages.stride, side_stride, units
 
 
 def _move(
-    kb: KernelBuilder, cfg: PagedConfig, src_page: Any, dst_page: Any, d: Any, src: tuple,
-    dst: tuple, stride: Any,
+    kb: KernelBuilder, cfg: PagedConfig, src_page: Any, dst_page: Any, it: Any, src: tuple,
+    dst: tuple, stride: Any, side_stride: Any,
 ) -> None:  # fmt: skip
-    """Vector ``d`` of a page (of a combined page's whole stride) from ``src_page`` of the
-    ``src`` pools to ``dst_page`` of the ``dst`` pools, K and V."""
-    if cfg.pool is Pool.COMBINED:
-        dst[0][dst_page * stride + d] = src[0][src_page * stride + d]
-        return
-    for s, o in zip(src, dst):
-        o[dst_page * stride + d] = s[src_page * stride + d]
+    """Unit ``it.d`` of a page from ``src_page`` of the ``src`` pools (K, V, side scales) to
+    ``dst_page`` of the ``dst`` pools."""
+    d = it.d
+    pools = [(src[0], dst[0])] if cfg.pool is Pool.COMBINED else list(zip(src[:2], dst[:2]))
+    sides = cfg.scale_geometry
+    guard = sides is not None and sides.stride > cfg.geometry.stride
+    with kb.if_(d < stride) if guard else _whole():
+        for s, o in pools:
+            o[dst_page * stride + d] = s[src_page * stride + d]
+    if sides is not None:
+        with kb.if_(d < side_stride) if sides.stride < cfg.geometry.stride else _whole():
+            dst[2][dst_page * side_stride + d] = src[2][src_page * side_stride + d]
+
+
+class _whole:
+    """No guard: every unit of the walk is a unit of the page."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> bool:
+        return False
 
 
 def paged_copy(cfg: PagedCopyConfig, name: str = "paged_copy") -> Kernel:
@@ -108,16 +139,16 @@ def paged_copy(cfg: PagedCopyConfig, name: str = "paged_copy") -> Kernel:
     kb = KernelBuilder(name, cfg.workgroup_size)
     pairs = kb.binding("page_pairs", i32, "read")
     key_pool, value_pool = pool_bindings(kb, cfg, "read_write")
-    _, _, stride = _pages(kb, cfg)
+    side = scale_binding(kb, cfg, "read_write")
     count = kb.param("count")
-    kb.comment("One invocation per vector of a copied page (K and V of a combined page).")
-    it = walks.vectors(kb, cfg.fold, count, stride, 4)
+    kb.comment("One invocation per unit of a copied page (K and V of a combined page).")
+    it, stride, side_stride, units = _walk(kb, cfg, count)
     src = kb.let("srcPage", pairs[it.row * 2])
     dst = kb.let("dstPage", pairs[it.row * 2 + 1])
     kb.leave_if((src < 0).lor(dst < 0))
-    _move(kb, cfg, src.to(u32), dst.to(u32), it.d, (key_pool, value_pool), (key_pool, value_pool),
-          stride)  # fmt: skip
-    dispatch = walks.dispatch(count, stride, cfg.workgroup_size, cfg.fold, blocks=False)
+    pools = (key_pool, value_pool, side)
+    _move(kb, cfg, src.to(u32), dst.to(u32), it, pools, pools, stride, side_stride)
+    dispatch = walks.dispatch(count, lit(units, u32), cfg.workgroup_size, cfg.fold, blocks=False)
     kernel = kb.build(dispatch, "Copy whole pages of a paged cache: page dst <- page src.")
     extents: dict[str, Any] = {"page_pairs": times(count, 2)}
     extents |= pool_extents(cfg, _largest_page("page_pairs"))
@@ -133,20 +164,20 @@ def paged_compact(cfg: PagedCompactConfig, name: str = "paged_compact") -> Kerne
     """Build the ``paged_compact`` kernel for ``cfg``."""
     kb = KernelBuilder(name, cfg.workgroup_size)
     live = kb.binding("live_pages", i32, "read")
-    src = pool_bindings(kb, cfg, "read")
+    src = pool_bindings(kb, cfg, "read") + (scale_binding(kb, cfg, "read"),)
     dst = pool_bindings(kb, cfg, "read_write", COMPACT_POOLS, COMPACT_COMBINED)
-    _, _, stride = _pages(kb, cfg)
+    dst += (scale_binding(kb, cfg, "read_write", COMPACT_SCALES),)
     count = kb.param("count")
-    kb.comment("One invocation per vector of a live page (K and V of a combined page).")
-    it = walks.vectors(kb, cfg.fold, count, stride, 4)
+    kb.comment("One invocation per unit of a live page (K and V of a combined page).")
+    it, stride, side_stride, units = _walk(kb, cfg, count)
     page = kb.let("livePage", live[it.row])
     kb.leave_if(page < 0)
-    _move(kb, cfg, page.to(u32), it.row, it.d, src, dst, stride)
-    dispatch = walks.dispatch(count, stride, cfg.workgroup_size, cfg.fold, blocks=False)
+    _move(kb, cfg, page.to(u32), it.row, it, src, dst, stride, side_stride)
+    dispatch = walks.dispatch(count, lit(units, u32), cfg.workgroup_size, cfg.fold, blocks=False)
     kernel = kb.build(dispatch, "Gather the live pages of a paged cache into a dense prefix.")
     extents: dict[str, Any] = {"live_pages": count}
     extents |= pool_extents(cfg, _largest_page("live_pages"))
-    extents |= pool_extents(cfg, count, COMPACT_POOLS, COMPACT_COMBINED)
+    extents |= pool_extents(cfg, count, COMPACT_POOLS, COMPACT_COMBINED, COMPACT_SCALES)
     return walks.vector_extents(contract(kernel, extents))
 
 
@@ -176,7 +207,8 @@ def paged_window(cfg: PagedWindowConfig, name: str = "paged_window") -> Kernel:
 
 def catalog_variants(models: dict[str, Model]) -> dict[str, KernelConfig]:
     """Named page kernels at Llama-3.1-8B's shape: copy and compact of f32 and f16 pools,
-    separate and combined; the window at page sizes 16, 64 and 256."""
+    separate and combined, and of int8 pages with side scales and q4_0 pages; the window at
+    page sizes 16, 64 and 256."""
     llama = models["llama31_8b"].shape
     v: dict[str, KernelConfig] = {}
     for ty in ("f32", "f16"):
@@ -184,8 +216,12 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, KernelConfig]:
             tag = f"{ty}_{pool.value}"
             for mode, cls in (("copy", PagedCopyConfig), ("compact", PagedCompactConfig)):
                 v[f"paged_{mode}_{tag}_p16_llama31_8b"] = cls(
-                    **llama, pool=pool, cache_type=ty, page_layout=PageLayout.NHD
+                    **llama, pool=pool, format=ty, page_layout=PageLayout.NHD
                 )
+    side = {"scales": ScalePlace.SIDE}
+    for mode, cls in (("copy", PagedCopyConfig), ("compact", PagedCompactConfig)):
+        v[f"paged_{mode}_int8_side_p16_llama31_8b"] = cls(**llama, format=PagedFormat.INT8, **side)
+        v[f"paged_{mode}_q4_0_p16_llama31_8b"] = cls(**llama, format=PagedFormat.Q4_0)
     v["paged_copy_f32_separate_p64_llama31_8b"] = PagedCopyConfig(**llama, page_size=64)
     for size in (16, 64, 256):
         v[f"paged_window_p{size}"] = PagedWindowConfig(page_size=size)

@@ -124,9 +124,10 @@ def test_the_module_answers_as_python_does(answered):
                 "pageSize": pages["page_size"],
                 "layout": pages["layout"],
                 "pool": pages["pool"],
-                "pageElements": pages["page_elements"],
+                "pageValues": pages["page_values"],
                 "pageBytes": pages["page_bytes"],
-                "pageStrideElements": pages["page_stride_elements"],
+                "pageStrideValues": pages["page_stride_values"],
+                "scalePageValues": pages["scale_page_values"],
             }
         ), name
         assert v["paramsSize"] == e["params_size"] and v["params"] == e["params"]
