@@ -71,17 +71,19 @@ def allocate(
 ) -> tuple[np.ndarray, int]:
     """Page tables ``[B, maxPages]`` for sequences needing ``needs`` pages each, their page ids
     shuffled over a pool with ``spare`` pages no table names (entries past a sequence's pages:
-    ``-1``); with ``fork`` the second sequence shares the first's leading pages (all but the
-    last of the shorter one's). Returns the tables and the pool's pages."""
+    ``-1``); with ``fork`` the two longest sequences share their leading pages (all but the
+    last of the shorter one's), as a fork of one prompt does. Returns the tables and the
+    pool's pages."""
     batch, most = len(needs), max(max(needs), 1)
-    shared = min(needs[0], needs[1]) - 1 if fork and batch > 1 else 0
-    shared = max(shared, 0)
+    order = sorted(range(batch), key=lambda b: -needs[b])
+    parent, child = (order[0], order[1]) if fork and batch > 1 else (0, 0)
+    shared = max(needs[child] - 1, 0) if parent != child else 0
     pages = sum(needs) - shared + spare
     ids = iter(rng.permutation(pages))
     table = np.full((batch, most + 1), -1, np.int32)
-    for b, n in enumerate(needs):
-        for i in range(n):
-            table[b, i] = table[0, i] if b == 1 and i < shared else next(ids)
+    for b in order:  # the parent first: the child takes its leading pages
+        for i in range(needs[b]):
+            table[b, i] = table[parent, i] if b == child and i < shared else next(ids)
     return table, pages
 
 
@@ -121,22 +123,22 @@ def paged_append_case(cfg: PagedAppendConfig, rng: np.random.Generator, i: int) 
     bufs: dict[str, np.ndarray] = {"src_k": new_k, "src_v": new_v}
     shape: dict[str, int] = {"batch": batch, "keySeq": key_seq}
     if cfg.addressing is Addressing.PAGE_TABLE:
-        cap = 2 * p + 3  # the longest sequence: two pages and a few tokens
+        cap = 3 * p + 3  # the longest sequence: three pages and a few tokens
         seqlens = adversarial_seqlens(rng, batch, key_seq, cap, i)
         seqlens = np.minimum(seqlens, cap - 1).astype(np.int32)
         total = np.maximum(seqlens, -1) + 1
         table, pages = allocate(rng, [-(-int(n) // p) for n in total], 2, fork=True)
-        # Sequence 0's fork shares its leading pages: new tokens must not land there, so the
-        # second sequence's shared pages hold tokens before its append window only.
-        if batch > 1:
-            first_new = max(int(total[1]) - key_seq, 0) // p
-            for j in range(first_new, table.shape[1]):
-                if table[1, j] >= 0 and table[1, j] in table[0]:
-                    table[1, j] = pages
+        # Forks share their leading pages: new tokens must not land in a shared page (a host
+        # copies it first, paged_copy), so a page a sequence appends to is its own.
+        for b in range(batch):
+            for j in range(max(int(total[b]) - key_seq, 0) // p, table.shape[1]):
+                if table[b, j] >= 0 and (table == table[b, j]).sum() > 1:
+                    table[b, j] = pages
                     pages += 1
-        # A released page in the last sequence's append window: its tokens are skipped.
+        # A released page in the last sequence's append window: its tokens are skipped (while
+        # the first sequence's land, so that the case writes something).
         last = batch - 1
-        if total[last] > 0 and i % 2 == 0:
+        if total[last] > 0 and total[0] > 0 and i % 2 == 0:
             table[last, (int(total[last]) - 1) // p] = -1
         slots, pos = ref.table_places(table, seqlens, key_seq, p)
         bufs |= {"seqlens_k": seqlens, "page_table": table}
@@ -147,7 +149,9 @@ def paged_append_case(cfg: PagedAppendConfig, rng: np.random.Generator, i: int) 
         tokens = batch * key_seq
         pages = -(-tokens // p) + 1
         slots = rng.permutation(pages * p)[:tokens].astype(np.int64)
-        slots[rng.random(tokens) < 0.2] = -1  # skipped tokens
+        skip = rng.random(tokens) < 0.2
+        skip[-1] = tokens > 1 and not skip[:-1].any()  # one at least, and one token lands
+        slots[skip] = -1
         slots = slots.reshape(batch, key_seq)
         pos = rng.integers(0, 3 * p, (batch, key_seq))
         bufs["slot_mapping"] = slots.astype(np.int32)
@@ -246,7 +250,9 @@ def paged_read_case(cfg: PagedReadConfig, rng: np.random.Generator, i: int) -> C
         seq = [1, 9, 40][i % 3]
         pages = -(-batch * seq // p) + 1
         slots = rng.integers(0, pages * p, (batch, seq))  # forks may read one slot twice
-        slots[rng.random((batch, seq)) < 0.2] = -1
+        skip = rng.random(batch * seq) < 0.2
+        skip[-1] = batch * seq > 1 and not skip[:-1].any()  # one at least, and one read
+        slots[skip.reshape(batch, seq)] = -1
         bufs = {"slot_mapping": slots.astype(np.int32)}
         shape = {"batch": batch, "seq": seq, "pages": pages}
         params = {}
