@@ -21,8 +21,8 @@ from kvdsl.kernels.paged import (
     PagedReadConfig,
     Pool,
     paged_append,
-    paged_read,
 )
+from kvdsl.kernels.paged_read import paged_read
 from kvdsl.kernels.paged_pages import PagedCopyConfig, PagedWindowConfig, paged_copy, paged_window
 from kvdsl.nodes.paged import PageLayout
 from kvdsl.reference import paged as ref
