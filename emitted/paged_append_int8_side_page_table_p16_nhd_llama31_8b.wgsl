@@ -12,20 +12,18 @@ struct Params {
 @group(0) @binding(1) var<storage, read> src_v: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read> seqlens_k: array<i32>;
 @group(0) @binding(3) var<storage, read> page_table: array<i32>;
-@group(0) @binding(4) var<storage, read_write> key_pages: array<u32>;
-@group(0) @binding(5) var<storage, read_write> value_pages: array<u32>;
+@group(0) @binding(4) var<storage, read_write> key_pages: array<vec4<u32>>;
+@group(0) @binding(5) var<storage, read_write> value_pages: array<vec4<u32>>;
 @group(0) @binding(6) var<storage, read_write> scale_pages: array<f32>;
 @group(0) @binding(7) var<uniform> params: Params;
 
-var<workgroup> statK: array<vec2<f32>, 64>;
-var<workgroup> statV: array<vec2<f32>, 64>;
-var<workgroup> groupK: array<vec2<f32>, 8>;
-var<workgroup> groupV: array<vec2<f32>, 8>;
+var<workgroup> rowStats: array<vec4<f32>, 64>;
 
 const HEAD_DIM: u32 = 128u;
 const HEAD_DIM_V4: u32 = 32u;
 const KV_HEADS: u32 = 8u;
 const KV_HIDDEN_V4: u32 = 256u;
+const ROW_LANES: u32 = 8u;
 const PAGE_SIZE: u32 = 16u;
 const PAGE_UNITS: u32 = 4096u;
 const PAGE_STRIDE: u32 = 4096u;
@@ -37,14 +35,15 @@ fn main(
   @builtin(local_invocation_id) lid: vec3<u32>,
   @builtin(num_workgroups) nwg: vec3<u32>,
 ) {
+  // ROW_LANES invocations per row, each holding 4 vectors of it.
   // Flat walk: one invocation per destination vector, adjacent invocations on
   // adjacent vectors; no loop, so every invocation makes one memory round trip.
   // 2D flat index: the dispatch spreads its workgroups evenly over gid.y rows
   // of nwg.x workgroups once they pass the per-axis fold width.
   let e = gid.x + gid.y * nwg.x * 64u;
-  let d4 = e % HEAD_DIM_V4;
+  let d = e % ROW_LANES;
   // Past the end: the last row again (loads in range; it leaves before any store).
-  let row = min(e / HEAD_DIM_V4, params.count - 1u);
+  let row = min(e / ROW_LANES, params.count - 1u);
   let t = row % params.keySeq;
   let tmp = row / params.keySeq;
   let hk = tmp % KV_HEADS;
@@ -56,68 +55,86 @@ fn main(
   // Tokens t >= fresh are right padding, skipped; the position is clamped into
   // the sequence so that every load stays in range.
   let pos = past + min(t, max(fresh, 1u) - 1u);
-  let k = src_k[srcBase + d4];
-  let v = src_v[srcBase + d4];
+  let kIn0 = src_k[srcBase + d * 4u];
+  let kIn1 = src_k[srcBase + (d * 4u + 1u)];
+  let kIn2 = src_k[srcBase + (d * 4u + 2u)];
+  let kIn3 = src_k[srcBase + (d * 4u + 3u)];
+  let v0 = src_v[srcBase + d * 4u];
+  let v1 = src_v[srcBase + (d * 4u + 1u)];
+  let v2 = src_v[srcBase + (d * 4u + 2u)];
+  let v3 = src_v[srcBase + (d * 4u + 3u)];
   let entry = page_table[b * params.maxPages + pos / PAGE_SIZE];
   let page = u32(max(entry, 0i));
   let inPage = pos % PAGE_SIZE;
-  // Stage each vector's partial statistic in workgroup memory.
-  let pKStat = vec2<f32>(max(max(abs(k.x), abs(k.y)), max(abs(k.z), abs(k.w))), 0.0f);
-  statK[lid.x] = pKStat;
-  let pVStat = vec2<f32>(max(max(abs(v.x), abs(v.y)), max(abs(v.z), abs(v.w))), 0.0f);
-  statV[lid.x] = pVStat;
+  let pK0Stat = vec2<f32>(max(max(abs(kIn0.x), abs(kIn0.y)), max(abs(kIn0.z), abs(kIn0.w))), 0.0f);
+  let pK1Stat = vec2<f32>(max(max(abs(kIn1.x), abs(kIn1.y)), max(abs(kIn1.z), abs(kIn1.w))), 0.0f);
+  let pKRun1 = vec2<f32>(max(pK0Stat.x, pK1Stat.x), 0.0f);
+  let pK2Stat = vec2<f32>(max(max(abs(kIn2.x), abs(kIn2.y)), max(abs(kIn2.z), abs(kIn2.w))), 0.0f);
+  let pKRun2 = vec2<f32>(max(pKRun1.x, pK2Stat.x), 0.0f);
+  let pK3Stat = vec2<f32>(max(max(abs(kIn3.x), abs(kIn3.y)), max(abs(kIn3.z), abs(kIn3.w))), 0.0f);
+  let pKRun3 = vec2<f32>(max(pKRun2.x, pK3Stat.x), 0.0f);
+  let pV0Stat = vec2<f32>(max(max(abs(v0.x), abs(v0.y)), max(abs(v0.z), abs(v0.w))), 0.0f);
+  let pV1Stat = vec2<f32>(max(max(abs(v1.x), abs(v1.y)), max(abs(v1.z), abs(v1.w))), 0.0f);
+  let pVRun1 = vec2<f32>(max(pV0Stat.x, pV1Stat.x), 0.0f);
+  let pV2Stat = vec2<f32>(max(max(abs(v2.x), abs(v2.y)), max(abs(v2.z), abs(v2.w))), 0.0f);
+  let pVRun2 = vec2<f32>(max(pVRun1.x, pV2Stat.x), 0.0f);
+  let pV3Stat = vec2<f32>(max(max(abs(v3.x), abs(v3.y)), max(abs(v3.z), abs(v3.w))), 0.0f);
+  let pVRun3 = vec2<f32>(max(pVRun2.x, pV3Stat.x), 0.0f);
+  // Each lane's statistic of its run, K's and V's in one workgroup slot; after
+  // the barrier every lane combines its row's 8 in order.
+  rowStats[lid.x] = vec4<f32>(pKRun3, pVRun3);
   workgroupBarrier();
-  let rowLane = lid.x - d4;
-  // A row's statistic in two levels: its first 4 invocations each
-  // combine 8 partials in order, then every invocation the 4 groups.
-  let rowGroup = rowLane / 8u;
-  if (d4 < 4u) {
-    var gK: vec2<f32> = statK[rowLane + d4 * 8u];
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d4 * 8u + 1u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d4 * 8u + 2u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d4 * 8u + 3u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d4 * 8u + 4u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d4 * 8u + 5u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d4 * 8u + 6u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d4 * 8u + 7u].x), 0.0f);
-    groupK[rowGroup + d4] = gK;
-    var gV: vec2<f32> = statV[rowLane + d4 * 8u];
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d4 * 8u + 1u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d4 * 8u + 2u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d4 * 8u + 3u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d4 * 8u + 4u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d4 * 8u + 5u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d4 * 8u + 6u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d4 * 8u + 7u].x), 0.0f);
-    groupV[rowGroup + d4] = gV;
-  }
-  workgroupBarrier();
-  if (e >= params.count * HEAD_DIM_V4 || t >= fresh || entry < 0i) {
+  let statLane = lid.x - d;
+  let rowStat0 = rowStats[statLane + 0u];
+  var statK: vec2<f32> = rowStat0.xy;
+  var statV: vec2<f32> = rowStat0.zw;
+  let rowStat1 = rowStats[statLane + 1u];
+  statK = vec2<f32>(max(statK.x, rowStat1.xy.x), 0.0f);
+  statV = vec2<f32>(max(statV.x, rowStat1.zw.x), 0.0f);
+  let rowStat2 = rowStats[statLane + 2u];
+  statK = vec2<f32>(max(statK.x, rowStat2.xy.x), 0.0f);
+  statV = vec2<f32>(max(statV.x, rowStat2.zw.x), 0.0f);
+  let rowStat3 = rowStats[statLane + 3u];
+  statK = vec2<f32>(max(statK.x, rowStat3.xy.x), 0.0f);
+  statV = vec2<f32>(max(statV.x, rowStat3.zw.x), 0.0f);
+  let rowStat4 = rowStats[statLane + 4u];
+  statK = vec2<f32>(max(statK.x, rowStat4.xy.x), 0.0f);
+  statV = vec2<f32>(max(statV.x, rowStat4.zw.x), 0.0f);
+  let rowStat5 = rowStats[statLane + 5u];
+  statK = vec2<f32>(max(statK.x, rowStat5.xy.x), 0.0f);
+  statV = vec2<f32>(max(statV.x, rowStat5.zw.x), 0.0f);
+  let rowStat6 = rowStats[statLane + 6u];
+  statK = vec2<f32>(max(statK.x, rowStat6.xy.x), 0.0f);
+  statV = vec2<f32>(max(statV.x, rowStat6.zw.x), 0.0f);
+  let rowStat7 = rowStats[statLane + 7u];
+  statK = vec2<f32>(max(statK.x, rowStat7.xy.x), 0.0f);
+  statV = vec2<f32>(max(statV.x, rowStat7.zw.x), 0.0f);
+  let kScale = abs(statK.x) / 127.0f;
+  let kScaleInv = select(0.0f, 1.0f / kScale, kScale != 0.0f);
+  let vScale = abs(statV.x) / 127.0f;
+  let vScaleInv = select(0.0f, 1.0f / vScale, vScale != 0.0f);
+  if (e >= params.count * ROW_LANES || t >= fresh || entry < 0i) {
     return;
   }
   // The token's rows in its pages: its words, its side scales.
   let rowWord = page * PAGE_STRIDE + (inPage * 8u + hk) * 32u;
   let rowSide = page * 256u + (inPage * 8u + hk) * 2u;
-  var kStat: vec2<f32> = groupK[rowGroup];
-  kStat = vec2<f32>(max(kStat.x, groupK[rowGroup + 1u].x), 0.0f);
-  kStat = vec2<f32>(max(kStat.x, groupK[rowGroup + 2u].x), 0.0f);
-  kStat = vec2<f32>(max(kStat.x, groupK[rowGroup + 3u].x), 0.0f);
-  let kScale = abs(kStat.x) / 127.0f;
-  let kScaleInv = select(0.0f, 1.0f / kScale, kScale != 0.0f);
-  let kBase = rowWord;
-  key_pages[kBase + (d4 + 0u)] = (u32(i32(clamp(round(k.x * kScaleInv), -127.0f, 127.0f))) & 255u) | ((u32(i32(clamp(round(k.y * kScaleInv), -127.0f, 127.0f))) & 255u) << 8u) | ((u32(i32(clamp(round(k.z * kScaleInv), -127.0f, 127.0f))) & 255u) << 16u) | ((u32(i32(clamp(round(k.w * kScaleInv), -127.0f, 127.0f))) & 255u) << 24u);
-  if (d4 == 0u) {
-    scale_pages[rowSide + 0u] = kScale;
-  }
-  var vStat: vec2<f32> = groupV[rowGroup];
-  vStat = vec2<f32>(max(vStat.x, groupV[rowGroup + 1u].x), 0.0f);
-  vStat = vec2<f32>(max(vStat.x, groupV[rowGroup + 2u].x), 0.0f);
-  vStat = vec2<f32>(max(vStat.x, groupV[rowGroup + 3u].x), 0.0f);
-  let vScale = abs(vStat.x) / 127.0f;
-  let vScaleInv = select(0.0f, 1.0f / vScale, vScale != 0.0f);
-  let vBase = rowWord;
-  value_pages[vBase + (d4 + 0u)] = (u32(i32(clamp(round(v.x * vScaleInv), -127.0f, 127.0f))) & 255u) | ((u32(i32(clamp(round(v.y * vScaleInv), -127.0f, 127.0f))) & 255u) << 8u) | ((u32(i32(clamp(round(v.z * vScaleInv), -127.0f, 127.0f))) & 255u) << 16u) | ((u32(i32(clamp(round(v.w * vScaleInv), -127.0f, 127.0f))) & 255u) << 24u);
-  if (d4 == 0u) {
-    scale_pages[rowSide + 1u] = vScale;
+  let sideBase = rowSide;
+  let rowBase = rowWord;
+  let kW0 = (u32(i32(clamp(round(kIn0.x * kScaleInv), -127.0f, 127.0f))) & 255u) | ((u32(i32(clamp(round(kIn0.y * kScaleInv), -127.0f, 127.0f))) & 255u) << 8u) | ((u32(i32(clamp(round(kIn0.z * kScaleInv), -127.0f, 127.0f))) & 255u) << 16u) | ((u32(i32(clamp(round(kIn0.w * kScaleInv), -127.0f, 127.0f))) & 255u) << 24u);
+  let kW1 = (u32(i32(clamp(round(kIn1.x * kScaleInv), -127.0f, 127.0f))) & 255u) | ((u32(i32(clamp(round(kIn1.y * kScaleInv), -127.0f, 127.0f))) & 255u) << 8u) | ((u32(i32(clamp(round(kIn1.z * kScaleInv), -127.0f, 127.0f))) & 255u) << 16u) | ((u32(i32(clamp(round(kIn1.w * kScaleInv), -127.0f, 127.0f))) & 255u) << 24u);
+  let kW2 = (u32(i32(clamp(round(kIn2.x * kScaleInv), -127.0f, 127.0f))) & 255u) | ((u32(i32(clamp(round(kIn2.y * kScaleInv), -127.0f, 127.0f))) & 255u) << 8u) | ((u32(i32(clamp(round(kIn2.z * kScaleInv), -127.0f, 127.0f))) & 255u) << 16u) | ((u32(i32(clamp(round(kIn2.w * kScaleInv), -127.0f, 127.0f))) & 255u) << 24u);
+  let kW3 = (u32(i32(clamp(round(kIn3.x * kScaleInv), -127.0f, 127.0f))) & 255u) | ((u32(i32(clamp(round(kIn3.y * kScaleInv), -127.0f, 127.0f))) & 255u) << 8u) | ((u32(i32(clamp(round(kIn3.z * kScaleInv), -127.0f, 127.0f))) & 255u) << 16u) | ((u32(i32(clamp(round(kIn3.w * kScaleInv), -127.0f, 127.0f))) & 255u) << 24u);
+  let kAt = rowBase / 4u + d;
+  key_pages[kAt] = vec4<u32>(kW0, kW1, kW2, kW3);
+  let vW0 = (u32(i32(clamp(round(v0.x * vScaleInv), -127.0f, 127.0f))) & 255u) | ((u32(i32(clamp(round(v0.y * vScaleInv), -127.0f, 127.0f))) & 255u) << 8u) | ((u32(i32(clamp(round(v0.z * vScaleInv), -127.0f, 127.0f))) & 255u) << 16u) | ((u32(i32(clamp(round(v0.w * vScaleInv), -127.0f, 127.0f))) & 255u) << 24u);
+  let vW1 = (u32(i32(clamp(round(v1.x * vScaleInv), -127.0f, 127.0f))) & 255u) | ((u32(i32(clamp(round(v1.y * vScaleInv), -127.0f, 127.0f))) & 255u) << 8u) | ((u32(i32(clamp(round(v1.z * vScaleInv), -127.0f, 127.0f))) & 255u) << 16u) | ((u32(i32(clamp(round(v1.w * vScaleInv), -127.0f, 127.0f))) & 255u) << 24u);
+  let vW2 = (u32(i32(clamp(round(v2.x * vScaleInv), -127.0f, 127.0f))) & 255u) | ((u32(i32(clamp(round(v2.y * vScaleInv), -127.0f, 127.0f))) & 255u) << 8u) | ((u32(i32(clamp(round(v2.z * vScaleInv), -127.0f, 127.0f))) & 255u) << 16u) | ((u32(i32(clamp(round(v2.w * vScaleInv), -127.0f, 127.0f))) & 255u) << 24u);
+  let vW3 = (u32(i32(clamp(round(v3.x * vScaleInv), -127.0f, 127.0f))) & 255u) | ((u32(i32(clamp(round(v3.y * vScaleInv), -127.0f, 127.0f))) & 255u) << 8u) | ((u32(i32(clamp(round(v3.z * vScaleInv), -127.0f, 127.0f))) & 255u) << 16u) | ((u32(i32(clamp(round(v3.w * vScaleInv), -127.0f, 127.0f))) & 255u) << 24u);
+  let vAt = rowBase / 4u + d;
+  value_pages[vAt] = vec4<u32>(vW0, vW1, vW2, vW3);
+  if (d == 0u) {
+    scale_pages[sideBase] = kScale;
+    scale_pages[sideBase + 1u] = vScale;
   }
 }

@@ -13,23 +13,19 @@ struct Params {
 @group(0) @binding(2) var<storage, read> seqlens_k: array<i32>;
 @group(0) @binding(3) var<storage, read> page_table: array<i32>;
 @group(0) @binding(4) var<storage, read> k_norm_weight: array<vec4<f32>>;
-@group(0) @binding(5) var<storage, read_write> key_pages: array<u32>;
-@group(0) @binding(6) var<storage, read_write> value_pages: array<u32>;
+@group(0) @binding(5) var<storage, read_write> key_pages: array<vec4<u32>>;
+@group(0) @binding(6) var<storage, read_write> value_pages: array<vec4<u32>>;
 @group(0) @binding(7) var<storage, read_write> scale_pages: array<f32>;
 @group(0) @binding(8) var<uniform> params: Params;
 
 var<workgroup> wsum: array<vec4<f32>, 16>;
-var<workgroup> xk: array<vec4<f32>, 64>;
-var<workgroup> xv: array<vec4<f32>, 64>;
-var<workgroup> statK: array<vec2<f32>, 64>;
-var<workgroup> statV: array<vec2<f32>, 64>;
-var<workgroup> groupK: array<vec2<f32>, 8>;
-var<workgroup> groupV: array<vec2<f32>, 8>;
+var<workgroup> rowStats: array<vec4<f32>, 64>;
 
 const HEAD_DIM: u32 = 128u;
 const HEAD_DIM_V4: u32 = 32u;
 const KV_HEADS: u32 = 8u;
 const KV_HIDDEN_V4: u32 = 256u;
+const ROW_LANES: u32 = 4u;
 const QK_EPS: f32 = 1e-06f;
 const PAGE_SIZE: u32 = 16u;
 const PAGE_UNITS: u32 = 2048u;
@@ -42,14 +38,15 @@ fn main(
   @builtin(local_invocation_id) lid: vec3<u32>,
   @builtin(num_workgroups) nwg: vec3<u32>,
 ) {
+  // ROW_LANES invocations per row, each holding 8 vectors of it.
   // Flat walk: one invocation per destination vector, adjacent invocations on
   // adjacent vectors; no loop, so every invocation makes one memory round trip.
   // 2D flat index: the dispatch spreads its workgroups evenly over gid.y rows
   // of nwg.x workgroups once they pass the per-axis fold width.
   let e = gid.x + gid.y * nwg.x * 64u;
-  let d4 = e % HEAD_DIM_V4;
+  let d = e % ROW_LANES;
   // Past the end: the last row again (loads in range; it leaves before any store).
-  let row = min(e / HEAD_DIM_V4, params.count - 1u);
+  let row = min(e / ROW_LANES, params.count - 1u);
   let t = row % params.keySeq;
   let tmp = row / params.keySeq;
   let hk = tmp % KV_HEADS;
@@ -61,93 +58,126 @@ fn main(
   // Tokens t >= fresh are right padding, skipped; the position is clamped into
   // the sequence so that every load stays in range.
   let pos = past + min(t, max(fresh, 1u) - 1u);
-  let kOwn = src_k[srcBase + d4];
-  let kW = k_norm_weight[d4];
-  let v = src_v[srcBase + d4];
+  let kIn0 = src_k[srcBase + d * 8u];
+  let kIn1 = src_k[srcBase + (d * 8u + 1u)];
+  let kIn2 = src_k[srcBase + (d * 8u + 2u)];
+  let kIn3 = src_k[srcBase + (d * 8u + 3u)];
+  let kIn4 = src_k[srcBase + (d * 8u + 4u)];
+  let kIn5 = src_k[srcBase + (d * 8u + 5u)];
+  let kIn6 = src_k[srcBase + (d * 8u + 6u)];
+  let kIn7 = src_k[srcBase + (d * 8u + 7u)];
+  let v0 = src_v[srcBase + d * 8u];
+  let v1 = src_v[srcBase + (d * 8u + 1u)];
+  let v2 = src_v[srcBase + (d * 8u + 2u)];
+  let v3 = src_v[srcBase + (d * 8u + 3u)];
+  let v4 = src_v[srcBase + (d * 8u + 4u)];
+  let v5 = src_v[srcBase + (d * 8u + 5u)];
+  let v6 = src_v[srcBase + (d * 8u + 6u)];
+  let v7 = src_v[srcBase + (d * 8u + 7u)];
   // K RMSNorm: the row's sum of squares, reduced in workgroup memory.
-  wsum[lid.x / 4u][lid.x % 4u] = dot(kOwn, kOwn);
+  wsum[lid.x / 4u][lid.x % 4u] = dot(kIn0, kIn0) + dot(kIn1, kIn1) + dot(kIn2, kIn2) + dot(kIn3, kIn3) + dot(kIn4, kIn4) + dot(kIn5, kIn5) + dot(kIn6, kIn6) + dot(kIn7, kIn7);
   workgroupBarrier();
-  let rowQuad = (lid.x - d4) / 4u;
+  let rowQuad = (lid.x - d) / 4u;
   var acc: vec4<f32> = vec4<f32>(0.0f, 0.0f, 0.0f, 0.0f);
-  for (var j: u32 = 0u; j < HEAD_DIM_V4 / 4u; j = j + 1u) {
+  for (var j: u32 = 0u; j < ROW_LANES / 4u; j = j + 1u) {
     acc = acc + wsum[rowQuad + j];
   }
   let ms = acc.x + acc.y + (acc.z + acc.w);
   let invRms = inverseSqrt(ms / f32(HEAD_DIM) + QK_EPS);
-  let k = kOwn * invRms * kW;
+  let kAt0 = d * 8u;
+  let k0 = kIn0 * invRms * k_norm_weight[kAt0];
+  let kAt1 = d * 8u + 1u;
+  let k1 = kIn1 * invRms * k_norm_weight[kAt1];
+  let kAt2 = d * 8u + 2u;
+  let k2 = kIn2 * invRms * k_norm_weight[kAt2];
+  let kAt3 = d * 8u + 3u;
+  let k3 = kIn3 * invRms * k_norm_weight[kAt3];
+  let kAt4 = d * 8u + 4u;
+  let k4 = kIn4 * invRms * k_norm_weight[kAt4];
+  let kAt5 = d * 8u + 5u;
+  let k5 = kIn5 * invRms * k_norm_weight[kAt5];
+  let kAt6 = d * 8u + 6u;
+  let k6 = kIn6 * invRms * k_norm_weight[kAt6];
+  let kAt7 = d * 8u + 7u;
+  let k7 = kIn7 * invRms * k_norm_weight[kAt7];
   let entry = page_table[b * params.maxPages + pos / PAGE_SIZE];
   let page = u32(max(entry, 0i));
   let inPage = pos % PAGE_SIZE;
-  // Stage the row's vectors and each vector's partial statistic in workgroup
-  // memory.
-  xk[lid.x] = k;
-  xv[lid.x] = v;
-  let pK = vec2<f32>(min(min(k.x, k.y), min(k.z, k.w)), max(max(k.x, k.y), max(k.z, k.w)));
-  statK[lid.x] = pK;
-  let pV = vec2<f32>(min(min(v.x, v.y), min(v.z, v.w)), max(max(v.x, v.y), max(v.z, v.w)));
-  statV[lid.x] = pV;
+  let pK0 = vec2<f32>(min(min(k0.x, k0.y), min(k0.z, k0.w)), max(max(k0.x, k0.y), max(k0.z, k0.w)));
+  let pK1 = vec2<f32>(min(min(k1.x, k1.y), min(k1.z, k1.w)), max(max(k1.x, k1.y), max(k1.z, k1.w)));
+  let pKRun1 = vec2<f32>(min(pK0.x, pK1.x), max(pK0.y, pK1.y));
+  let pK2 = vec2<f32>(min(min(k2.x, k2.y), min(k2.z, k2.w)), max(max(k2.x, k2.y), max(k2.z, k2.w)));
+  let pKRun2 = vec2<f32>(min(pKRun1.x, pK2.x), max(pKRun1.y, pK2.y));
+  let pK3 = vec2<f32>(min(min(k3.x, k3.y), min(k3.z, k3.w)), max(max(k3.x, k3.y), max(k3.z, k3.w)));
+  let pKRun3 = vec2<f32>(min(pKRun2.x, pK3.x), max(pKRun2.y, pK3.y));
+  let pK4 = vec2<f32>(min(min(k4.x, k4.y), min(k4.z, k4.w)), max(max(k4.x, k4.y), max(k4.z, k4.w)));
+  let pKRun4 = vec2<f32>(min(pKRun3.x, pK4.x), max(pKRun3.y, pK4.y));
+  let pK5 = vec2<f32>(min(min(k5.x, k5.y), min(k5.z, k5.w)), max(max(k5.x, k5.y), max(k5.z, k5.w)));
+  let pKRun5 = vec2<f32>(min(pKRun4.x, pK5.x), max(pKRun4.y, pK5.y));
+  let pK6 = vec2<f32>(min(min(k6.x, k6.y), min(k6.z, k6.w)), max(max(k6.x, k6.y), max(k6.z, k6.w)));
+  let pKRun6 = vec2<f32>(min(pKRun5.x, pK6.x), max(pKRun5.y, pK6.y));
+  let pK7 = vec2<f32>(min(min(k7.x, k7.y), min(k7.z, k7.w)), max(max(k7.x, k7.y), max(k7.z, k7.w)));
+  let pKRun7 = vec2<f32>(min(pKRun6.x, pK7.x), max(pKRun6.y, pK7.y));
+  let pV0 = vec2<f32>(min(min(v0.x, v0.y), min(v0.z, v0.w)), max(max(v0.x, v0.y), max(v0.z, v0.w)));
+  let pV1 = vec2<f32>(min(min(v1.x, v1.y), min(v1.z, v1.w)), max(max(v1.x, v1.y), max(v1.z, v1.w)));
+  let pVRun1 = vec2<f32>(min(pV0.x, pV1.x), max(pV0.y, pV1.y));
+  let pV2 = vec2<f32>(min(min(v2.x, v2.y), min(v2.z, v2.w)), max(max(v2.x, v2.y), max(v2.z, v2.w)));
+  let pVRun2 = vec2<f32>(min(pVRun1.x, pV2.x), max(pVRun1.y, pV2.y));
+  let pV3 = vec2<f32>(min(min(v3.x, v3.y), min(v3.z, v3.w)), max(max(v3.x, v3.y), max(v3.z, v3.w)));
+  let pVRun3 = vec2<f32>(min(pVRun2.x, pV3.x), max(pVRun2.y, pV3.y));
+  let pV4 = vec2<f32>(min(min(v4.x, v4.y), min(v4.z, v4.w)), max(max(v4.x, v4.y), max(v4.z, v4.w)));
+  let pVRun4 = vec2<f32>(min(pVRun3.x, pV4.x), max(pVRun3.y, pV4.y));
+  let pV5 = vec2<f32>(min(min(v5.x, v5.y), min(v5.z, v5.w)), max(max(v5.x, v5.y), max(v5.z, v5.w)));
+  let pVRun5 = vec2<f32>(min(pVRun4.x, pV5.x), max(pVRun4.y, pV5.y));
+  let pV6 = vec2<f32>(min(min(v6.x, v6.y), min(v6.z, v6.w)), max(max(v6.x, v6.y), max(v6.z, v6.w)));
+  let pVRun6 = vec2<f32>(min(pVRun5.x, pV6.x), max(pVRun5.y, pV6.y));
+  let pV7 = vec2<f32>(min(min(v7.x, v7.y), min(v7.z, v7.w)), max(max(v7.x, v7.y), max(v7.z, v7.w)));
+  let pVRun7 = vec2<f32>(min(pVRun6.x, pV7.x), max(pVRun6.y, pV7.y));
+  // Each lane's statistic of its run, K's and V's in one workgroup slot; after
+  // the barrier every lane combines its row's 4 in order.
+  rowStats[lid.x] = vec4<f32>(pKRun7, pVRun7);
   workgroupBarrier();
-  let rowLane = lid.x - d4;
-  // A row's statistic in two levels: its first 4 invocations each
-  // combine 8 partials in order, then every invocation the 4 groups.
-  let rowGroup = rowLane / 8u;
-  if (d4 < 4u) {
-    var gK: vec2<f32> = statK[rowLane + d4 * 8u];
-    gK = vec2<f32>(min(gK.x, statK[rowLane + d4 * 8u + 1u].x), max(gK.y, statK[rowLane + d4 * 8u + 1u].y));
-    gK = vec2<f32>(min(gK.x, statK[rowLane + d4 * 8u + 2u].x), max(gK.y, statK[rowLane + d4 * 8u + 2u].y));
-    gK = vec2<f32>(min(gK.x, statK[rowLane + d4 * 8u + 3u].x), max(gK.y, statK[rowLane + d4 * 8u + 3u].y));
-    gK = vec2<f32>(min(gK.x, statK[rowLane + d4 * 8u + 4u].x), max(gK.y, statK[rowLane + d4 * 8u + 4u].y));
-    gK = vec2<f32>(min(gK.x, statK[rowLane + d4 * 8u + 5u].x), max(gK.y, statK[rowLane + d4 * 8u + 5u].y));
-    gK = vec2<f32>(min(gK.x, statK[rowLane + d4 * 8u + 6u].x), max(gK.y, statK[rowLane + d4 * 8u + 6u].y));
-    gK = vec2<f32>(min(gK.x, statK[rowLane + d4 * 8u + 7u].x), max(gK.y, statK[rowLane + d4 * 8u + 7u].y));
-    groupK[rowGroup + d4] = gK;
-    var gV: vec2<f32> = statV[rowLane + d4 * 8u];
-    gV = vec2<f32>(min(gV.x, statV[rowLane + d4 * 8u + 1u].x), max(gV.y, statV[rowLane + d4 * 8u + 1u].y));
-    gV = vec2<f32>(min(gV.x, statV[rowLane + d4 * 8u + 2u].x), max(gV.y, statV[rowLane + d4 * 8u + 2u].y));
-    gV = vec2<f32>(min(gV.x, statV[rowLane + d4 * 8u + 3u].x), max(gV.y, statV[rowLane + d4 * 8u + 3u].y));
-    gV = vec2<f32>(min(gV.x, statV[rowLane + d4 * 8u + 4u].x), max(gV.y, statV[rowLane + d4 * 8u + 4u].y));
-    gV = vec2<f32>(min(gV.x, statV[rowLane + d4 * 8u + 5u].x), max(gV.y, statV[rowLane + d4 * 8u + 5u].y));
-    gV = vec2<f32>(min(gV.x, statV[rowLane + d4 * 8u + 6u].x), max(gV.y, statV[rowLane + d4 * 8u + 6u].y));
-    gV = vec2<f32>(min(gV.x, statV[rowLane + d4 * 8u + 7u].x), max(gV.y, statV[rowLane + d4 * 8u + 7u].y));
-    groupV[rowGroup + d4] = gV;
-  }
-  workgroupBarrier();
-  if (e >= params.count * HEAD_DIM_V4 || t >= fresh || entry < 0i) {
+  let statLane = lid.x - d;
+  let rowStat0 = rowStats[statLane + 0u];
+  var statK: vec2<f32> = rowStat0.xy;
+  var statV: vec2<f32> = rowStat0.zw;
+  let rowStat1 = rowStats[statLane + 1u];
+  statK = vec2<f32>(min(statK.x, rowStat1.xy.x), max(statK.y, rowStat1.xy.y));
+  statV = vec2<f32>(min(statV.x, rowStat1.zw.x), max(statV.y, rowStat1.zw.y));
+  let rowStat2 = rowStats[statLane + 2u];
+  statK = vec2<f32>(min(statK.x, rowStat2.xy.x), max(statK.y, rowStat2.xy.y));
+  statV = vec2<f32>(min(statV.x, rowStat2.zw.x), max(statV.y, rowStat2.zw.y));
+  let rowStat3 = rowStats[statLane + 3u];
+  statK = vec2<f32>(min(statK.x, rowStat3.xy.x), max(statK.y, rowStat3.xy.y));
+  statV = vec2<f32>(min(statV.x, rowStat3.zw.x), max(statV.y, rowStat3.zw.y));
+  let kScale = (statK.y - statK.x) / 15.0f;
+  let kScaleInv = select(0.0f, 1.0f / kScale, kScale != 0.0f);
+  let vScale = (statV.y - statV.x) / 15.0f;
+  let vScaleInv = select(0.0f, 1.0f / vScale, vScale != 0.0f);
+  if (e >= params.count * ROW_LANES || t >= fresh || entry < 0i) {
     return;
   }
   // The token's rows in its pages: its words, its side scales.
   let rowWord = page * PAGE_STRIDE + (inPage * 8u + hk) * 16u;
   let rowSide = page * 512u + (inPage * 8u + hk) * 4u;
-  var kStat: vec2<f32> = groupK[rowGroup];
-  kStat = vec2<f32>(min(kStat.x, groupK[rowGroup + 1u].x), max(kStat.y, groupK[rowGroup + 1u].y));
-  kStat = vec2<f32>(min(kStat.x, groupK[rowGroup + 2u].x), max(kStat.y, groupK[rowGroup + 2u].y));
-  kStat = vec2<f32>(min(kStat.x, groupK[rowGroup + 3u].x), max(kStat.y, groupK[rowGroup + 3u].y));
-  let kScale = (kStat.y - kStat.x) / 15.0f;
-  let kScaleInv = select(0.0f, 1.0f / kScale, kScale != 0.0f);
-  let kBase = rowWord;
-  if (d4 % 2u == 0u) {
-    // Eight codes a word: an even vector's own four, then the next vector's.
-    let kNext = xk[rowLane + d4 + 1u];
-    key_pages[kBase + (d4 / 2u + 0u)] = u32(clamp(round((k.x - kStat.x) * kScaleInv), 0.0f, 15.0f)) | (u32(clamp(round((k.y - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 4u) | (u32(clamp(round((k.z - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 8u) | (u32(clamp(round((k.w - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 12u) | (u32(clamp(round((kNext.x - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 16u) | (u32(clamp(round((kNext.y - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 20u) | (u32(clamp(round((kNext.z - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 24u) | (u32(clamp(round((kNext.w - kStat.x) * kScaleInv), 0.0f, 15.0f)) << 28u);
-  }
-  if (d4 == 0u) {
-    scale_pages[rowSide + 0u] = kScale;
-    scale_pages[rowSide + 1u] = kStat.x;
-  }
-  var vStat: vec2<f32> = groupV[rowGroup];
-  vStat = vec2<f32>(min(vStat.x, groupV[rowGroup + 1u].x), max(vStat.y, groupV[rowGroup + 1u].y));
-  vStat = vec2<f32>(min(vStat.x, groupV[rowGroup + 2u].x), max(vStat.y, groupV[rowGroup + 2u].y));
-  vStat = vec2<f32>(min(vStat.x, groupV[rowGroup + 3u].x), max(vStat.y, groupV[rowGroup + 3u].y));
-  let vScale = (vStat.y - vStat.x) / 15.0f;
-  let vScaleInv = select(0.0f, 1.0f / vScale, vScale != 0.0f);
-  let vBase = rowWord;
-  if (d4 % 2u == 0u) {
-    // Eight codes a word: an even vector's own four, then the next vector's.
-    let vNext = xv[rowLane + d4 + 1u];
-    value_pages[vBase + (d4 / 2u + 0u)] = u32(clamp(round((v.x - vStat.x) * vScaleInv), 0.0f, 15.0f)) | (u32(clamp(round((v.y - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 4u) | (u32(clamp(round((v.z - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 8u) | (u32(clamp(round((v.w - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 12u) | (u32(clamp(round((vNext.x - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 16u) | (u32(clamp(round((vNext.y - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 20u) | (u32(clamp(round((vNext.z - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 24u) | (u32(clamp(round((vNext.w - vStat.x) * vScaleInv), 0.0f, 15.0f)) << 28u);
-  }
-  if (d4 == 0u) {
-    scale_pages[rowSide + 2u] = vScale;
-    scale_pages[rowSide + 3u] = vStat.x;
+  let sideBase = rowSide;
+  let rowBase = rowWord;
+  let kW0 = u32(clamp(round((k0.x - statK.x) * kScaleInv), 0.0f, 15.0f)) | (u32(clamp(round((k0.y - statK.x) * kScaleInv), 0.0f, 15.0f)) << 4u) | (u32(clamp(round((k0.z - statK.x) * kScaleInv), 0.0f, 15.0f)) << 8u) | (u32(clamp(round((k0.w - statK.x) * kScaleInv), 0.0f, 15.0f)) << 12u) | (u32(clamp(round((k1.x - statK.x) * kScaleInv), 0.0f, 15.0f)) << 16u) | (u32(clamp(round((k1.y - statK.x) * kScaleInv), 0.0f, 15.0f)) << 20u) | (u32(clamp(round((k1.z - statK.x) * kScaleInv), 0.0f, 15.0f)) << 24u) | (u32(clamp(round((k1.w - statK.x) * kScaleInv), 0.0f, 15.0f)) << 28u);
+  let kW1 = u32(clamp(round((k2.x - statK.x) * kScaleInv), 0.0f, 15.0f)) | (u32(clamp(round((k2.y - statK.x) * kScaleInv), 0.0f, 15.0f)) << 4u) | (u32(clamp(round((k2.z - statK.x) * kScaleInv), 0.0f, 15.0f)) << 8u) | (u32(clamp(round((k2.w - statK.x) * kScaleInv), 0.0f, 15.0f)) << 12u) | (u32(clamp(round((k3.x - statK.x) * kScaleInv), 0.0f, 15.0f)) << 16u) | (u32(clamp(round((k3.y - statK.x) * kScaleInv), 0.0f, 15.0f)) << 20u) | (u32(clamp(round((k3.z - statK.x) * kScaleInv), 0.0f, 15.0f)) << 24u) | (u32(clamp(round((k3.w - statK.x) * kScaleInv), 0.0f, 15.0f)) << 28u);
+  let kW2 = u32(clamp(round((k4.x - statK.x) * kScaleInv), 0.0f, 15.0f)) | (u32(clamp(round((k4.y - statK.x) * kScaleInv), 0.0f, 15.0f)) << 4u) | (u32(clamp(round((k4.z - statK.x) * kScaleInv), 0.0f, 15.0f)) << 8u) | (u32(clamp(round((k4.w - statK.x) * kScaleInv), 0.0f, 15.0f)) << 12u) | (u32(clamp(round((k5.x - statK.x) * kScaleInv), 0.0f, 15.0f)) << 16u) | (u32(clamp(round((k5.y - statK.x) * kScaleInv), 0.0f, 15.0f)) << 20u) | (u32(clamp(round((k5.z - statK.x) * kScaleInv), 0.0f, 15.0f)) << 24u) | (u32(clamp(round((k5.w - statK.x) * kScaleInv), 0.0f, 15.0f)) << 28u);
+  let kW3 = u32(clamp(round((k6.x - statK.x) * kScaleInv), 0.0f, 15.0f)) | (u32(clamp(round((k6.y - statK.x) * kScaleInv), 0.0f, 15.0f)) << 4u) | (u32(clamp(round((k6.z - statK.x) * kScaleInv), 0.0f, 15.0f)) << 8u) | (u32(clamp(round((k6.w - statK.x) * kScaleInv), 0.0f, 15.0f)) << 12u) | (u32(clamp(round((k7.x - statK.x) * kScaleInv), 0.0f, 15.0f)) << 16u) | (u32(clamp(round((k7.y - statK.x) * kScaleInv), 0.0f, 15.0f)) << 20u) | (u32(clamp(round((k7.z - statK.x) * kScaleInv), 0.0f, 15.0f)) << 24u) | (u32(clamp(round((k7.w - statK.x) * kScaleInv), 0.0f, 15.0f)) << 28u);
+  let kAt = rowBase / 4u + d;
+  key_pages[kAt] = vec4<u32>(kW0, kW1, kW2, kW3);
+  let vW0 = u32(clamp(round((v0.x - statV.x) * vScaleInv), 0.0f, 15.0f)) | (u32(clamp(round((v0.y - statV.x) * vScaleInv), 0.0f, 15.0f)) << 4u) | (u32(clamp(round((v0.z - statV.x) * vScaleInv), 0.0f, 15.0f)) << 8u) | (u32(clamp(round((v0.w - statV.x) * vScaleInv), 0.0f, 15.0f)) << 12u) | (u32(clamp(round((v1.x - statV.x) * vScaleInv), 0.0f, 15.0f)) << 16u) | (u32(clamp(round((v1.y - statV.x) * vScaleInv), 0.0f, 15.0f)) << 20u) | (u32(clamp(round((v1.z - statV.x) * vScaleInv), 0.0f, 15.0f)) << 24u) | (u32(clamp(round((v1.w - statV.x) * vScaleInv), 0.0f, 15.0f)) << 28u);
+  let vW1 = u32(clamp(round((v2.x - statV.x) * vScaleInv), 0.0f, 15.0f)) | (u32(clamp(round((v2.y - statV.x) * vScaleInv), 0.0f, 15.0f)) << 4u) | (u32(clamp(round((v2.z - statV.x) * vScaleInv), 0.0f, 15.0f)) << 8u) | (u32(clamp(round((v2.w - statV.x) * vScaleInv), 0.0f, 15.0f)) << 12u) | (u32(clamp(round((v3.x - statV.x) * vScaleInv), 0.0f, 15.0f)) << 16u) | (u32(clamp(round((v3.y - statV.x) * vScaleInv), 0.0f, 15.0f)) << 20u) | (u32(clamp(round((v3.z - statV.x) * vScaleInv), 0.0f, 15.0f)) << 24u) | (u32(clamp(round((v3.w - statV.x) * vScaleInv), 0.0f, 15.0f)) << 28u);
+  let vW2 = u32(clamp(round((v4.x - statV.x) * vScaleInv), 0.0f, 15.0f)) | (u32(clamp(round((v4.y - statV.x) * vScaleInv), 0.0f, 15.0f)) << 4u) | (u32(clamp(round((v4.z - statV.x) * vScaleInv), 0.0f, 15.0f)) << 8u) | (u32(clamp(round((v4.w - statV.x) * vScaleInv), 0.0f, 15.0f)) << 12u) | (u32(clamp(round((v5.x - statV.x) * vScaleInv), 0.0f, 15.0f)) << 16u) | (u32(clamp(round((v5.y - statV.x) * vScaleInv), 0.0f, 15.0f)) << 20u) | (u32(clamp(round((v5.z - statV.x) * vScaleInv), 0.0f, 15.0f)) << 24u) | (u32(clamp(round((v5.w - statV.x) * vScaleInv), 0.0f, 15.0f)) << 28u);
+  let vW3 = u32(clamp(round((v6.x - statV.x) * vScaleInv), 0.0f, 15.0f)) | (u32(clamp(round((v6.y - statV.x) * vScaleInv), 0.0f, 15.0f)) << 4u) | (u32(clamp(round((v6.z - statV.x) * vScaleInv), 0.0f, 15.0f)) << 8u) | (u32(clamp(round((v6.w - statV.x) * vScaleInv), 0.0f, 15.0f)) << 12u) | (u32(clamp(round((v7.x - statV.x) * vScaleInv), 0.0f, 15.0f)) << 16u) | (u32(clamp(round((v7.y - statV.x) * vScaleInv), 0.0f, 15.0f)) << 20u) | (u32(clamp(round((v7.z - statV.x) * vScaleInv), 0.0f, 15.0f)) << 24u) | (u32(clamp(round((v7.w - statV.x) * vScaleInv), 0.0f, 15.0f)) << 28u);
+  let vAt = rowBase / 4u + d;
+  value_pages[vAt] = vec4<u32>(vW0, vW1, vW2, vW3);
+  if (d == 0u) {
+    scale_pages[sideBase] = kScale;
+    scale_pages[sideBase + 1u] = statK.x;
+    scale_pages[sideBase + 2u] = vScale;
+    scale_pages[sideBase + 3u] = statV.x;
   }
 }

@@ -79,12 +79,12 @@ fn main(
   let x0 = x0Raw * invRms * w0;
   let x1 = x1Raw * invRms * w1;
   let k = select(x1 * cs + x0 * sn, x0 * cs - x1 * sn, d4 < HALF_V4);
-  let entry = page_table[b * params.maxPages + (past + t) / PAGE_SIZE];
-  let page = u32(max(entry, 0i));
-  let inPage = (past + t) % PAGE_SIZE;
   if (e >= params.count * HEAD_DIM_V4 || t >= fresh) {
     return;
   }
+  let entry = page_table[b * params.maxPages + (past + t) / PAGE_SIZE];
+  let page = u32(max(entry, 0i));
+  let inPage = (past + t) % PAGE_SIZE;
   if (entry < 0i) {
     return;
   }

@@ -18,17 +18,13 @@ struct Params {
 @group(0) @binding(7) var<storage, read_write> value_pages: array<u32>;
 @group(0) @binding(8) var<uniform> params: Params;
 
-var<workgroup> xk: array<vec4<f32>, 64>;
-var<workgroup> xv: array<vec4<f32>, 64>;
-var<workgroup> statK: array<vec2<f32>, 64>;
-var<workgroup> statV: array<vec2<f32>, 64>;
-var<workgroup> groupK: array<vec2<f32>, 8>;
-var<workgroup> groupV: array<vec2<f32>, 8>;
+var<workgroup> rowStats: array<vec4<f32>, 64>;
 
 const HEAD_DIM: u32 = 128u;
 const HEAD_DIM_V4: u32 = 32u;
 const KV_HEADS: u32 = 8u;
 const KV_HIDDEN_V4: u32 = 256u;
+const ROW_LANES: u32 = 4u;
 const HALF_V4: u32 = 16u;
 const PAGE_SIZE: u32 = 64u;
 const PAGE_UNITS: u32 = 8704u;
@@ -41,14 +37,15 @@ fn main(
   @builtin(local_invocation_id) lid: vec3<u32>,
   @builtin(num_workgroups) nwg: vec3<u32>,
 ) {
+  // ROW_LANES invocations per row, each holding 8 vectors of it.
   // Flat walk: one invocation per destination vector, adjacent invocations on
   // adjacent vectors; no loop, so every invocation makes one memory round trip.
   // 2D flat index: the dispatch spreads its workgroups evenly over gid.y rows
   // of nwg.x workgroups once they pass the per-axis fold width.
   let e = gid.x + gid.y * nwg.x * 64u;
-  let d4 = e % HEAD_DIM_V4;
+  let d = e % ROW_LANES;
   // Past the end: the last row again (loads in range; it leaves before any store).
-  let row = min(e / HEAD_DIM_V4, params.count - 1u);
+  let row = min(e / ROW_LANES, params.count - 1u);
   let t = row % params.keySeq;
   let tmp = row / params.keySeq;
   let hk = tmp % KV_HEADS;
@@ -60,83 +57,168 @@ fn main(
   // Tokens t >= fresh are right padding, skipped; the position is clamped into
   // the sequence so that every load stays in range.
   let pos = past + min(t, max(fresh, 1u) - 1u);
-  let dr = d4 % HALF_V4;
-  let cs = cos_cache[pos * HALF_V4 + dr];
-  let sn = sin_cache[pos * HALF_V4 + dr];
-  let x0 = src_k[srcBase + dr];
-  let x1 = src_k[srcBase + (dr + HALF_V4)];
-  let k = select(x1 * cs + x0 * sn, x0 * cs - x1 * sn, d4 < HALF_V4);
-  let v = src_v[srcBase + d4];
+  let kIn0 = src_k[srcBase + d * 8u];
+  let kIn1 = src_k[srcBase + (d * 8u + 1u)];
+  let kIn2 = src_k[srcBase + (d * 8u + 2u)];
+  let kIn3 = src_k[srcBase + (d * 8u + 3u)];
+  let kIn4 = src_k[srcBase + (d * 8u + 4u)];
+  let kIn5 = src_k[srcBase + (d * 8u + 5u)];
+  let kIn6 = src_k[srcBase + (d * 8u + 6u)];
+  let kIn7 = src_k[srcBase + (d * 8u + 7u)];
+  let v0 = src_v[srcBase + d * 8u];
+  let v1 = src_v[srcBase + (d * 8u + 1u)];
+  let v2 = src_v[srcBase + (d * 8u + 2u)];
+  let v3 = src_v[srcBase + (d * 8u + 3u)];
+  let v4 = src_v[srcBase + (d * 8u + 4u)];
+  let v5 = src_v[srcBase + (d * 8u + 5u)];
+  let v6 = src_v[srcBase + (d * 8u + 6u)];
+  let v7 = src_v[srcBase + (d * 8u + 7u)];
+  let kAt0 = d * 8u;
+  let kOwn0 = kIn0;
+  let kAt0Pair = (kAt0 + HALF_V4) % (HALF_V4 * 2u);
+  let kPair0 = src_k[srcBase + kAt0Pair];
+  let kDr0 = kAt0 % HALF_V4;
+  let cs0 = cos_cache[pos * HALF_V4 + kDr0];
+  let sn0 = sin_cache[pos * HALF_V4 + kDr0];
+  let k0 = select(select(kOwn0, kPair0, kAt0 < HALF_V4) * cs0 + select(kPair0, kOwn0, kAt0 < HALF_V4) * sn0, select(kPair0, kOwn0, kAt0 < HALF_V4) * cs0 - select(kOwn0, kPair0, kAt0 < HALF_V4) * sn0, kAt0 < HALF_V4);
+  let kAt1 = d * 8u + 1u;
+  let kOwn1 = kIn1;
+  let kAt1Pair = (kAt1 + HALF_V4) % (HALF_V4 * 2u);
+  let kPair1 = src_k[srcBase + kAt1Pair];
+  let kDr1 = kAt1 % HALF_V4;
+  let cs1 = cos_cache[pos * HALF_V4 + kDr1];
+  let sn1 = sin_cache[pos * HALF_V4 + kDr1];
+  let k1 = select(select(kOwn1, kPair1, kAt1 < HALF_V4) * cs1 + select(kPair1, kOwn1, kAt1 < HALF_V4) * sn1, select(kPair1, kOwn1, kAt1 < HALF_V4) * cs1 - select(kOwn1, kPair1, kAt1 < HALF_V4) * sn1, kAt1 < HALF_V4);
+  let kAt2 = d * 8u + 2u;
+  let kOwn2 = kIn2;
+  let kAt2Pair = (kAt2 + HALF_V4) % (HALF_V4 * 2u);
+  let kPair2 = src_k[srcBase + kAt2Pair];
+  let kDr2 = kAt2 % HALF_V4;
+  let cs2 = cos_cache[pos * HALF_V4 + kDr2];
+  let sn2 = sin_cache[pos * HALF_V4 + kDr2];
+  let k2 = select(select(kOwn2, kPair2, kAt2 < HALF_V4) * cs2 + select(kPair2, kOwn2, kAt2 < HALF_V4) * sn2, select(kPair2, kOwn2, kAt2 < HALF_V4) * cs2 - select(kOwn2, kPair2, kAt2 < HALF_V4) * sn2, kAt2 < HALF_V4);
+  let kAt3 = d * 8u + 3u;
+  let kOwn3 = kIn3;
+  let kAt3Pair = (kAt3 + HALF_V4) % (HALF_V4 * 2u);
+  let kPair3 = src_k[srcBase + kAt3Pair];
+  let kDr3 = kAt3 % HALF_V4;
+  let cs3 = cos_cache[pos * HALF_V4 + kDr3];
+  let sn3 = sin_cache[pos * HALF_V4 + kDr3];
+  let k3 = select(select(kOwn3, kPair3, kAt3 < HALF_V4) * cs3 + select(kPair3, kOwn3, kAt3 < HALF_V4) * sn3, select(kPair3, kOwn3, kAt3 < HALF_V4) * cs3 - select(kOwn3, kPair3, kAt3 < HALF_V4) * sn3, kAt3 < HALF_V4);
+  let kAt4 = d * 8u + 4u;
+  let kOwn4 = kIn4;
+  let kAt4Pair = (kAt4 + HALF_V4) % (HALF_V4 * 2u);
+  let kPair4 = src_k[srcBase + kAt4Pair];
+  let kDr4 = kAt4 % HALF_V4;
+  let cs4 = cos_cache[pos * HALF_V4 + kDr4];
+  let sn4 = sin_cache[pos * HALF_V4 + kDr4];
+  let k4 = select(select(kOwn4, kPair4, kAt4 < HALF_V4) * cs4 + select(kPair4, kOwn4, kAt4 < HALF_V4) * sn4, select(kPair4, kOwn4, kAt4 < HALF_V4) * cs4 - select(kOwn4, kPair4, kAt4 < HALF_V4) * sn4, kAt4 < HALF_V4);
+  let kAt5 = d * 8u + 5u;
+  let kOwn5 = kIn5;
+  let kAt5Pair = (kAt5 + HALF_V4) % (HALF_V4 * 2u);
+  let kPair5 = src_k[srcBase + kAt5Pair];
+  let kDr5 = kAt5 % HALF_V4;
+  let cs5 = cos_cache[pos * HALF_V4 + kDr5];
+  let sn5 = sin_cache[pos * HALF_V4 + kDr5];
+  let k5 = select(select(kOwn5, kPair5, kAt5 < HALF_V4) * cs5 + select(kPair5, kOwn5, kAt5 < HALF_V4) * sn5, select(kPair5, kOwn5, kAt5 < HALF_V4) * cs5 - select(kOwn5, kPair5, kAt5 < HALF_V4) * sn5, kAt5 < HALF_V4);
+  let kAt6 = d * 8u + 6u;
+  let kOwn6 = kIn6;
+  let kAt6Pair = (kAt6 + HALF_V4) % (HALF_V4 * 2u);
+  let kPair6 = src_k[srcBase + kAt6Pair];
+  let kDr6 = kAt6 % HALF_V4;
+  let cs6 = cos_cache[pos * HALF_V4 + kDr6];
+  let sn6 = sin_cache[pos * HALF_V4 + kDr6];
+  let k6 = select(select(kOwn6, kPair6, kAt6 < HALF_V4) * cs6 + select(kPair6, kOwn6, kAt6 < HALF_V4) * sn6, select(kPair6, kOwn6, kAt6 < HALF_V4) * cs6 - select(kOwn6, kPair6, kAt6 < HALF_V4) * sn6, kAt6 < HALF_V4);
+  let kAt7 = d * 8u + 7u;
+  let kOwn7 = kIn7;
+  let kAt7Pair = (kAt7 + HALF_V4) % (HALF_V4 * 2u);
+  let kPair7 = src_k[srcBase + kAt7Pair];
+  let kDr7 = kAt7 % HALF_V4;
+  let cs7 = cos_cache[pos * HALF_V4 + kDr7];
+  let sn7 = sin_cache[pos * HALF_V4 + kDr7];
+  let k7 = select(select(kOwn7, kPair7, kAt7 < HALF_V4) * cs7 + select(kPair7, kOwn7, kAt7 < HALF_V4) * sn7, select(kPair7, kOwn7, kAt7 < HALF_V4) * cs7 - select(kOwn7, kPair7, kAt7 < HALF_V4) * sn7, kAt7 < HALF_V4);
   let entry = page_table[b * params.maxPages + pos / PAGE_SIZE];
   let page = u32(max(entry, 0i));
   let inPage = pos % PAGE_SIZE;
-  // Stage the row's vectors and each vector's partial statistic in workgroup
-  // memory.
-  xk[lid.x] = k;
-  xv[lid.x] = v;
-  let pKStat = vec2<f32>(max(max(abs(k.x), abs(k.y)), max(abs(k.z), abs(k.w))), 0.0f);
-  statK[lid.x] = pKStat;
-  let pVStat = vec2<f32>(max(max(abs(v.x), abs(v.y)), max(abs(v.z), abs(v.w))), 0.0f);
-  statV[lid.x] = pVStat;
+  let pK0Stat = vec2<f32>(max(max(abs(k0.x), abs(k0.y)), max(abs(k0.z), abs(k0.w))), 0.0f);
+  let pK1Stat = vec2<f32>(max(max(abs(k1.x), abs(k1.y)), max(abs(k1.z), abs(k1.w))), 0.0f);
+  let pKRun1 = vec2<f32>(max(pK0Stat.x, pK1Stat.x), 0.0f);
+  let pK2Stat = vec2<f32>(max(max(abs(k2.x), abs(k2.y)), max(abs(k2.z), abs(k2.w))), 0.0f);
+  let pKRun2 = vec2<f32>(max(pKRun1.x, pK2Stat.x), 0.0f);
+  let pK3Stat = vec2<f32>(max(max(abs(k3.x), abs(k3.y)), max(abs(k3.z), abs(k3.w))), 0.0f);
+  let pKRun3 = vec2<f32>(max(pKRun2.x, pK3Stat.x), 0.0f);
+  let pK4Stat = vec2<f32>(max(max(abs(k4.x), abs(k4.y)), max(abs(k4.z), abs(k4.w))), 0.0f);
+  let pKRun4 = vec2<f32>(max(pKRun3.x, pK4Stat.x), 0.0f);
+  let pK5Stat = vec2<f32>(max(max(abs(k5.x), abs(k5.y)), max(abs(k5.z), abs(k5.w))), 0.0f);
+  let pKRun5 = vec2<f32>(max(pKRun4.x, pK5Stat.x), 0.0f);
+  let pK6Stat = vec2<f32>(max(max(abs(k6.x), abs(k6.y)), max(abs(k6.z), abs(k6.w))), 0.0f);
+  let pKRun6 = vec2<f32>(max(pKRun5.x, pK6Stat.x), 0.0f);
+  let pK7Stat = vec2<f32>(max(max(abs(k7.x), abs(k7.y)), max(abs(k7.z), abs(k7.w))), 0.0f);
+  let pKRun7 = vec2<f32>(max(pKRun6.x, pK7Stat.x), 0.0f);
+  let pV0Stat = vec2<f32>(max(max(abs(v0.x), abs(v0.y)), max(abs(v0.z), abs(v0.w))), 0.0f);
+  let pV1Stat = vec2<f32>(max(max(abs(v1.x), abs(v1.y)), max(abs(v1.z), abs(v1.w))), 0.0f);
+  let pVRun1 = vec2<f32>(max(pV0Stat.x, pV1Stat.x), 0.0f);
+  let pV2Stat = vec2<f32>(max(max(abs(v2.x), abs(v2.y)), max(abs(v2.z), abs(v2.w))), 0.0f);
+  let pVRun2 = vec2<f32>(max(pVRun1.x, pV2Stat.x), 0.0f);
+  let pV3Stat = vec2<f32>(max(max(abs(v3.x), abs(v3.y)), max(abs(v3.z), abs(v3.w))), 0.0f);
+  let pVRun3 = vec2<f32>(max(pVRun2.x, pV3Stat.x), 0.0f);
+  let pV4Stat = vec2<f32>(max(max(abs(v4.x), abs(v4.y)), max(abs(v4.z), abs(v4.w))), 0.0f);
+  let pVRun4 = vec2<f32>(max(pVRun3.x, pV4Stat.x), 0.0f);
+  let pV5Stat = vec2<f32>(max(max(abs(v5.x), abs(v5.y)), max(abs(v5.z), abs(v5.w))), 0.0f);
+  let pVRun5 = vec2<f32>(max(pVRun4.x, pV5Stat.x), 0.0f);
+  let pV6Stat = vec2<f32>(max(max(abs(v6.x), abs(v6.y)), max(abs(v6.z), abs(v6.w))), 0.0f);
+  let pVRun6 = vec2<f32>(max(pVRun5.x, pV6Stat.x), 0.0f);
+  let pV7Stat = vec2<f32>(max(max(abs(v7.x), abs(v7.y)), max(abs(v7.z), abs(v7.w))), 0.0f);
+  let pVRun7 = vec2<f32>(max(pVRun6.x, pV7Stat.x), 0.0f);
+  // Each lane's statistic of its run, K's and V's in one workgroup slot; after
+  // the barrier every lane combines its row's 4 in order.
+  rowStats[lid.x] = vec4<f32>(pKRun7, pVRun7);
   workgroupBarrier();
-  let rowLane = lid.x - d4;
-  // A row's statistic in two levels: its first 4 invocations each
-  // combine 8 partials in order, then every invocation the 4 groups.
-  let rowGroup = rowLane / 8u;
-  if (d4 < 4u) {
-    var gK: vec2<f32> = statK[rowLane + d4 * 8u];
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d4 * 8u + 1u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d4 * 8u + 2u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d4 * 8u + 3u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d4 * 8u + 4u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d4 * 8u + 5u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d4 * 8u + 6u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d4 * 8u + 7u].x), 0.0f);
-    groupK[rowGroup + d4] = gK;
-    var gV: vec2<f32> = statV[rowLane + d4 * 8u];
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d4 * 8u + 1u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d4 * 8u + 2u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d4 * 8u + 3u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d4 * 8u + 4u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d4 * 8u + 5u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d4 * 8u + 6u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d4 * 8u + 7u].x), 0.0f);
-    groupV[rowGroup + d4] = gV;
-  }
-  workgroupBarrier();
-  if (e >= params.count * HEAD_DIM_V4 || t >= fresh || entry < 0i) {
+  let statLane = lid.x - d;
+  let rowStat0 = rowStats[statLane + 0u];
+  var statK: vec2<f32> = rowStat0.xy;
+  var statV: vec2<f32> = rowStat0.zw;
+  let rowStat1 = rowStats[statLane + 1u];
+  statK = vec2<f32>(max(statK.x, rowStat1.xy.x), 0.0f);
+  statV = vec2<f32>(max(statV.x, rowStat1.zw.x), 0.0f);
+  let rowStat2 = rowStats[statLane + 2u];
+  statK = vec2<f32>(max(statK.x, rowStat2.xy.x), 0.0f);
+  statV = vec2<f32>(max(statV.x, rowStat2.zw.x), 0.0f);
+  let rowStat3 = rowStats[statLane + 3u];
+  statK = vec2<f32>(max(statK.x, rowStat3.xy.x), 0.0f);
+  statV = vec2<f32>(max(statV.x, rowStat3.zw.x), 0.0f);
+  let kScale = abs(statK.x) / 7.0f;
+  let kScaleInv = select(0.0f, 1.0f / kScale, kScale != 0.0f);
+  let vScale = abs(statV.x) / 7.0f;
+  let vScaleInv = select(0.0f, 1.0f / vScale, vScale != 0.0f);
+  if (e >= params.count * ROW_LANES || t >= fresh || entry < 0i) {
     return;
   }
   // The token's rows in its pages: its words, its side scales.
   let rowWord = page * PAGE_STRIDE + (inPage * 8u + hk) * 17u;
-  var kStat: vec2<f32> = groupK[rowGroup];
-  kStat = vec2<f32>(max(kStat.x, groupK[rowGroup + 1u].x), 0.0f);
-  kStat = vec2<f32>(max(kStat.x, groupK[rowGroup + 2u].x), 0.0f);
-  kStat = vec2<f32>(max(kStat.x, groupK[rowGroup + 3u].x), 0.0f);
-  let kScale = abs(kStat.x) / 7.0f;
-  let kScaleInv = select(0.0f, 1.0f / kScale, kScale != 0.0f);
-  let kBase = rowWord;
-  if (d4 < 1u) {
-    key_pages[kBase + d4] = bitcast<u32>(kScale);
+  let rowBase = rowWord;
+  let kW0 = u32(i32(clamp(round(k0.x * kScaleInv), -7.0f, 7.0f)) + 8i) | (u32(i32(clamp(round(k0.y * kScaleInv), -7.0f, 7.0f)) + 8i) << 4u) | (u32(i32(clamp(round(k0.z * kScaleInv), -7.0f, 7.0f)) + 8i) << 8u) | (u32(i32(clamp(round(k0.w * kScaleInv), -7.0f, 7.0f)) + 8i) << 12u) | (u32(i32(clamp(round(k1.x * kScaleInv), -7.0f, 7.0f)) + 8i) << 16u) | (u32(i32(clamp(round(k1.y * kScaleInv), -7.0f, 7.0f)) + 8i) << 20u) | (u32(i32(clamp(round(k1.z * kScaleInv), -7.0f, 7.0f)) + 8i) << 24u) | (u32(i32(clamp(round(k1.w * kScaleInv), -7.0f, 7.0f)) + 8i) << 28u);
+  let kW1 = u32(i32(clamp(round(k2.x * kScaleInv), -7.0f, 7.0f)) + 8i) | (u32(i32(clamp(round(k2.y * kScaleInv), -7.0f, 7.0f)) + 8i) << 4u) | (u32(i32(clamp(round(k2.z * kScaleInv), -7.0f, 7.0f)) + 8i) << 8u) | (u32(i32(clamp(round(k2.w * kScaleInv), -7.0f, 7.0f)) + 8i) << 12u) | (u32(i32(clamp(round(k3.x * kScaleInv), -7.0f, 7.0f)) + 8i) << 16u) | (u32(i32(clamp(round(k3.y * kScaleInv), -7.0f, 7.0f)) + 8i) << 20u) | (u32(i32(clamp(round(k3.z * kScaleInv), -7.0f, 7.0f)) + 8i) << 24u) | (u32(i32(clamp(round(k3.w * kScaleInv), -7.0f, 7.0f)) + 8i) << 28u);
+  let kW2 = u32(i32(clamp(round(k4.x * kScaleInv), -7.0f, 7.0f)) + 8i) | (u32(i32(clamp(round(k4.y * kScaleInv), -7.0f, 7.0f)) + 8i) << 4u) | (u32(i32(clamp(round(k4.z * kScaleInv), -7.0f, 7.0f)) + 8i) << 8u) | (u32(i32(clamp(round(k4.w * kScaleInv), -7.0f, 7.0f)) + 8i) << 12u) | (u32(i32(clamp(round(k5.x * kScaleInv), -7.0f, 7.0f)) + 8i) << 16u) | (u32(i32(clamp(round(k5.y * kScaleInv), -7.0f, 7.0f)) + 8i) << 20u) | (u32(i32(clamp(round(k5.z * kScaleInv), -7.0f, 7.0f)) + 8i) << 24u) | (u32(i32(clamp(round(k5.w * kScaleInv), -7.0f, 7.0f)) + 8i) << 28u);
+  let kW3 = u32(i32(clamp(round(k6.x * kScaleInv), -7.0f, 7.0f)) + 8i) | (u32(i32(clamp(round(k6.y * kScaleInv), -7.0f, 7.0f)) + 8i) << 4u) | (u32(i32(clamp(round(k6.z * kScaleInv), -7.0f, 7.0f)) + 8i) << 8u) | (u32(i32(clamp(round(k6.w * kScaleInv), -7.0f, 7.0f)) + 8i) << 12u) | (u32(i32(clamp(round(k7.x * kScaleInv), -7.0f, 7.0f)) + 8i) << 16u) | (u32(i32(clamp(round(k7.y * kScaleInv), -7.0f, 7.0f)) + 8i) << 20u) | (u32(i32(clamp(round(k7.z * kScaleInv), -7.0f, 7.0f)) + 8i) << 24u) | (u32(i32(clamp(round(k7.w * kScaleInv), -7.0f, 7.0f)) + 8i) << 28u);
+  let kAt = rowBase + 1u + d * 4u;
+  key_pages[kAt] = kW0;
+  key_pages[kAt + 1u] = kW1;
+  key_pages[kAt + 2u] = kW2;
+  key_pages[kAt + 3u] = kW3;
+  if (d == 0u) {
+    key_pages[rowBase] = bitcast<u32>(kScale);
   }
-  if (d4 % 2u == 0u) {
-    // Eight codes a word: an even vector's own four, then the next vector's.
-    let kNext = xk[rowLane + d4 + 1u];
-    key_pages[kBase + (d4 / 2u + 1u)] = u32(i32(clamp(round(k.x * kScaleInv), -7.0f, 7.0f)) + 8i) | (u32(i32(clamp(round(k.y * kScaleInv), -7.0f, 7.0f)) + 8i) << 4u) | (u32(i32(clamp(round(k.z * kScaleInv), -7.0f, 7.0f)) + 8i) << 8u) | (u32(i32(clamp(round(k.w * kScaleInv), -7.0f, 7.0f)) + 8i) << 12u) | (u32(i32(clamp(round(kNext.x * kScaleInv), -7.0f, 7.0f)) + 8i) << 16u) | (u32(i32(clamp(round(kNext.y * kScaleInv), -7.0f, 7.0f)) + 8i) << 20u) | (u32(i32(clamp(round(kNext.z * kScaleInv), -7.0f, 7.0f)) + 8i) << 24u) | (u32(i32(clamp(round(kNext.w * kScaleInv), -7.0f, 7.0f)) + 8i) << 28u);
-  }
-  var vStat: vec2<f32> = groupV[rowGroup];
-  vStat = vec2<f32>(max(vStat.x, groupV[rowGroup + 1u].x), 0.0f);
-  vStat = vec2<f32>(max(vStat.x, groupV[rowGroup + 2u].x), 0.0f);
-  vStat = vec2<f32>(max(vStat.x, groupV[rowGroup + 3u].x), 0.0f);
-  let vScale = abs(vStat.x) / 7.0f;
-  let vScaleInv = select(0.0f, 1.0f / vScale, vScale != 0.0f);
-  let vBase = rowWord;
-  if (d4 < 1u) {
-    value_pages[vBase + d4] = bitcast<u32>(vScale);
-  }
-  if (d4 % 2u == 0u) {
-    // Eight codes a word: an even vector's own four, then the next vector's.
-    let vNext = xv[rowLane + d4 + 1u];
-    value_pages[vBase + (d4 / 2u + 1u)] = u32(i32(clamp(round(v.x * vScaleInv), -7.0f, 7.0f)) + 8i) | (u32(i32(clamp(round(v.y * vScaleInv), -7.0f, 7.0f)) + 8i) << 4u) | (u32(i32(clamp(round(v.z * vScaleInv), -7.0f, 7.0f)) + 8i) << 8u) | (u32(i32(clamp(round(v.w * vScaleInv), -7.0f, 7.0f)) + 8i) << 12u) | (u32(i32(clamp(round(vNext.x * vScaleInv), -7.0f, 7.0f)) + 8i) << 16u) | (u32(i32(clamp(round(vNext.y * vScaleInv), -7.0f, 7.0f)) + 8i) << 20u) | (u32(i32(clamp(round(vNext.z * vScaleInv), -7.0f, 7.0f)) + 8i) << 24u) | (u32(i32(clamp(round(vNext.w * vScaleInv), -7.0f, 7.0f)) + 8i) << 28u);
+  let vW0 = u32(i32(clamp(round(v0.x * vScaleInv), -7.0f, 7.0f)) + 8i) | (u32(i32(clamp(round(v0.y * vScaleInv), -7.0f, 7.0f)) + 8i) << 4u) | (u32(i32(clamp(round(v0.z * vScaleInv), -7.0f, 7.0f)) + 8i) << 8u) | (u32(i32(clamp(round(v0.w * vScaleInv), -7.0f, 7.0f)) + 8i) << 12u) | (u32(i32(clamp(round(v1.x * vScaleInv), -7.0f, 7.0f)) + 8i) << 16u) | (u32(i32(clamp(round(v1.y * vScaleInv), -7.0f, 7.0f)) + 8i) << 20u) | (u32(i32(clamp(round(v1.z * vScaleInv), -7.0f, 7.0f)) + 8i) << 24u) | (u32(i32(clamp(round(v1.w * vScaleInv), -7.0f, 7.0f)) + 8i) << 28u);
+  let vW1 = u32(i32(clamp(round(v2.x * vScaleInv), -7.0f, 7.0f)) + 8i) | (u32(i32(clamp(round(v2.y * vScaleInv), -7.0f, 7.0f)) + 8i) << 4u) | (u32(i32(clamp(round(v2.z * vScaleInv), -7.0f, 7.0f)) + 8i) << 8u) | (u32(i32(clamp(round(v2.w * vScaleInv), -7.0f, 7.0f)) + 8i) << 12u) | (u32(i32(clamp(round(v3.x * vScaleInv), -7.0f, 7.0f)) + 8i) << 16u) | (u32(i32(clamp(round(v3.y * vScaleInv), -7.0f, 7.0f)) + 8i) << 20u) | (u32(i32(clamp(round(v3.z * vScaleInv), -7.0f, 7.0f)) + 8i) << 24u) | (u32(i32(clamp(round(v3.w * vScaleInv), -7.0f, 7.0f)) + 8i) << 28u);
+  let vW2 = u32(i32(clamp(round(v4.x * vScaleInv), -7.0f, 7.0f)) + 8i) | (u32(i32(clamp(round(v4.y * vScaleInv), -7.0f, 7.0f)) + 8i) << 4u) | (u32(i32(clamp(round(v4.z * vScaleInv), -7.0f, 7.0f)) + 8i) << 8u) | (u32(i32(clamp(round(v4.w * vScaleInv), -7.0f, 7.0f)) + 8i) << 12u) | (u32(i32(clamp(round(v5.x * vScaleInv), -7.0f, 7.0f)) + 8i) << 16u) | (u32(i32(clamp(round(v5.y * vScaleInv), -7.0f, 7.0f)) + 8i) << 20u) | (u32(i32(clamp(round(v5.z * vScaleInv), -7.0f, 7.0f)) + 8i) << 24u) | (u32(i32(clamp(round(v5.w * vScaleInv), -7.0f, 7.0f)) + 8i) << 28u);
+  let vW3 = u32(i32(clamp(round(v6.x * vScaleInv), -7.0f, 7.0f)) + 8i) | (u32(i32(clamp(round(v6.y * vScaleInv), -7.0f, 7.0f)) + 8i) << 4u) | (u32(i32(clamp(round(v6.z * vScaleInv), -7.0f, 7.0f)) + 8i) << 8u) | (u32(i32(clamp(round(v6.w * vScaleInv), -7.0f, 7.0f)) + 8i) << 12u) | (u32(i32(clamp(round(v7.x * vScaleInv), -7.0f, 7.0f)) + 8i) << 16u) | (u32(i32(clamp(round(v7.y * vScaleInv), -7.0f, 7.0f)) + 8i) << 20u) | (u32(i32(clamp(round(v7.z * vScaleInv), -7.0f, 7.0f)) + 8i) << 24u) | (u32(i32(clamp(round(v7.w * vScaleInv), -7.0f, 7.0f)) + 8i) << 28u);
+  let vAt = rowBase + 1u + d * 4u;
+  value_pages[vAt] = vW0;
+  value_pages[vAt + 1u] = vW1;
+  value_pages[vAt + 2u] = vW2;
+  value_pages[vAt + 3u] = vW3;
+  if (d == 0u) {
+    value_pages[rowBase] = bitcast<u32>(vScale);
   }
 }

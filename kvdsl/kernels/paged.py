@@ -42,7 +42,7 @@ from kvdsl.ir import (
     vec,
 )
 from kvdsl.ir.ops import Op
-from kvdsl.ir.tree import Binary
+from kvdsl.ir.tree import Binary, Member, Name
 from kvdsl.kernels.build import FlatRow, RowInputs, flat_k, flat_k_loads
 from kvdsl.kernels.config import (
     FLOATS,
@@ -64,9 +64,11 @@ from kvdsl.kernels.config import (
     require_rotary,
     times,
 )
-from kvdsl.kernels.dense import QUANTISE_WORKGROUP, ScalePlace
+from kvdsl.kernels.dense import MAX_WORKGROUP_BYTES, QUANTISE_WORKGROUP, ScalePlace
+from kvdsl.kernels.dense import _transform_k as transform_k
 from kvdsl.nodes import formats, paged, walks, words
-from kvdsl.nodes.quantise import Destination, Quantiser, RowPlace, quantise_rows
+from kvdsl.nodes.quantise import Destination, Quantiser, RowPlace, cache_binding, quantise_rows
+from kvdsl.nodes.quantise import row_lanes
 from kvdsl.nodes.index import bsh, split_rows
 from kvdsl.nodes.paged import PAGE_SIZES, Addressing, PageGeometry, PageLayout, Pool
 from kvdsl.nodes.rmsnorm import row_sum_of_squares
@@ -282,20 +284,45 @@ class PagedAppendConfig(PagedConfig):
             f" separate: {past})",
         )
 
+    @property
+    def quantiser(self) -> Quantiser | None:
+        """The dense quantiser's row program for this config, None for f32 and f16 rows."""
+        fmt = self.dense
+        if fmt is None:
+            return None
+        return Quantiser(fmt, self.inline, self.head_dim, self.workgroup_size)
+
+    @property
+    def row_lanes(self) -> int:
+        """Invocations per row: a dense format's lanes (:func:`kvdsl.nodes.quantise.row_lanes`),
+        else one per ``vec4``."""
+        fmt = self.dense
+        return self.per_row if fmt is None else row_lanes(fmt, self.head_dim)
+
     def default_workgroup_size(self) -> int:
         size = QUANTISE_WORKGROUP if self.dense is not None else KNORM_WORKGROUP
+        lanes = self.row_lanes
         if self.k_norm or self.dense is not None:
-            return size - size % self.per_row or self.per_row
+            return size - size % lanes or lanes
         return super().default_workgroup_size()
 
     def check_schedule(self) -> None:
+        lanes = self.row_lanes
         if self.k_norm or self.dense is not None:
             require(
-                self.workgroup_size % self.per_row == 0,
+                self.workgroup_size % lanes == 0,
                 "workgroup_size",
                 self.workgroup_size,
-                f"a multiple of the {self.per_row} vectors of a row with k_norm or a dense"
-                " format (rows are reduced whole inside a workgroup)",
+                f"a multiple of the {lanes} invocations of a row with k_norm or a dense format"
+                " (rows are reduced whole inside a workgroup)",
+            )
+        if self.dense is not None:
+            need = self.quantiser.workgroup_bytes() + 4 * self.workgroup_size * self.k_norm
+            require(
+                need <= MAX_WORKGROUP_BYTES,
+                "workgroup_size",
+                self.workgroup_size,
+                f"one whose rows fit WebGPU's {MAX_WORKGROUP_BYTES} bytes of workgroup memory",
             )
 
 
@@ -340,7 +367,7 @@ def pool_bindings(
     f16 (as ``vec2<u32>``), or a dense format's u32 words."""
     if cfg.dense is not None:
         k, v = (kb.binding(n, u32, access) for n in names)
-        return k, v
+        return k, v  # the quantiser's stores declare theirs (paged_append: cache_binding)
     ty = cfg.element.scalar
     if cfg.pool is Pool.COMBINED:
         kv = words.binding(kb, combined, ty, 4, access)
@@ -380,47 +407,54 @@ def pages_named(cfg: PagedConfig, addressing: Addressing) -> Any:
     return ceil_div(plus(largest("slot_mapping"), 1), cfg.page_size)
 
 
-def paged_append(cfg: PagedAppendConfig, name: str = "paged_append") -> Kernel:
-    """Build the ``paged_append`` kernel for ``cfg``."""
+def _inputs(kb: KernelBuilder, cfg: PagedAppendConfig) -> dict[str, Buffer | None]:
+    """``paged_append``'s input bindings, in order: the sources, the addressing's, the K-norm
+    weight and the rotary tables (None where the config has none)."""
     table = cfg.addressing is Addressing.PAGE_TABLE
-    fmt = cfg.dense
-    kb = KernelBuilder(name, cfg.workgroup_size)
-    src_k, src_v = words.bindings(kb, ("src_k", "src_v"), cfg.input_type.scalar, 4)
-    seqlens = page_table = slot_mapping = token_positions = None
+    ins: dict[str, Buffer | None] = dict.fromkeys(
+        ("seqlens_k", "page_table", "slot_mapping", "token_positions", "k_norm_weight")
+    )
+    ins["src_k"], ins["src_v"] = words.bindings(kb, ("src_k", "src_v"), cfg.input_type.scalar, 4)
     if table:
-        seqlens = kb.binding("seqlens_k", i32, "read")
-        page_table = kb.binding("page_table", i32, "read")
+        ins["seqlens_k"] = kb.binding("seqlens_k", i32, "read")
+        ins["page_table"] = kb.binding("page_table", i32, "read")
     else:
-        slot_mapping = kb.binding("slot_mapping", i32, "read")
+        ins["slot_mapping"] = kb.binding("slot_mapping", i32, "read")
         if cfg.rotary:
-            token_positions = kb.binding("token_positions", i32, "read")
-    weight = words.binding(kb, "k_norm_weight", f32, 4) if cfg.k_norm else None
-    cos = sin = None
+            ins["token_positions"] = kb.binding("token_positions", i32, "read")
+    if cfg.k_norm:
+        ins["k_norm_weight"] = words.binding(kb, "k_norm_weight", f32, 4)
+    ins["cos_cache"] = ins["sin_cache"] = None
     if cfg.rotary:
-        cos, sin = words.bindings(kb, ROTARY_TABLES, f32, 4)
-    key_pool, value_pool = pool_bindings(kb, cfg, "read_write")
-    side = scale_binding(kb, cfg, "read_write")
-    elem = key_pool.binding.elem
-    head_dim = kb.const("HEAD_DIM", u32, cfg.head_dim)
-    per_row = kb.const("HEAD_DIM_V4", u32, cfg.per_row)
-    heads = kb.const("KV_HEADS", u32, cfg.kv_heads)
-    hidden = kb.const("KV_HIDDEN_V4", u32, cfg.hidden // 4)
-    half = kb.const("HALF_V4", u32, cfg.head_dim // 8) if cfg.rotary else None
-    eps = kb.const("QK_EPS", f32, float(cfg.eps)) if cfg.k_norm else None
-    pages = paged.declare(kb, cfg.geometry)
-    count, key_seq = kb.param("count"), kb.param("keySeq")
-    max_pages = kb.param("maxPages") if table else None
+        ins["cos_cache"], ins["sin_cache"] = words.bindings(kb, ROTARY_TABLES, f32, 4)
+    return ins
 
-    # A barrier (K RMSNorm's, the quantiser's) must be reached by every invocation: the walk
-    # clamps the rows past the end instead of returning, and they leave after it.
-    barrier = cfg.k_norm or fmt is not None
-    it = walks.vectors(kb, cfg.fold, count, per_row, 4, guard=not barrier)
-    b, hk, t = split_rows(kb, it.row, heads, key_seq)
+
+@dataclass(frozen=True)
+class _Token:
+    """An invocation's new token: its row ``(b, hk, t)``, source base, rotary position (None
+    without rotary or a table), and ``late``: right padding of a page-table append."""
+
+    b: Val
+    hk: Val
+    t: Val
+    src_base: Val
+    token: Val
+    pos: Val | None
+    past: Val | None
+    late: Val | None
+
+
+def _token(kb: KernelBuilder, cfg: PagedAppendConfig, ins: dict, row: Val, key_seq: Val) -> _Token:
+    """Row ``row`` of the new tokens (BNSH order) and where it sits in its sequence."""
+    heads = walks.named(kb, "KV_HEADS", 1)
+    b, hk, t = split_rows(kb, row, heads, key_seq)
+    hidden, per_row = walks.named(kb, "KV_HIDDEN", 4), walks.named(kb, "HEAD_DIM", 4)
     src_base = kb.let("srcBase", bsh(b, t, hk, key_seq, hidden, per_row))
     token = kb.let("token", b * key_seq + t)
-    late = None
-    if table:
-        total = total_tokens(kb, seqlens, b)
+    pos = past = late = None
+    if cfg.addressing is Addressing.PAGE_TABLE:
+        total = total_tokens(kb, ins["seqlens_k"], b)
         fresh = kb.let("fresh", min_(key_seq, total))
         # fresh <= total: no wrap.
         past = kb.let("past", total - fresh)
@@ -428,70 +462,132 @@ def paged_append(cfg: PagedAppendConfig, name: str = "paged_append") -> Kernel:
         kb.comment("the sequence so that every load stays in range.")
         pos = kb.let("pos", past + min_(t, max_(fresh, 1) - 1))
         late = t >= fresh
-        if not barrier:
-            kb.leave_if(late)
     elif cfg.rotary:
-        pos = kb.let("pos", max_(token_positions[token], 0).to(u32))
-    if cfg.k_norm:
-        k_own = kb.let("kOwn", words.as_f32(kb, src_k[src_base + it.d]))
-        row = FlatRow(it, b, hk, t, src_base, per_row, half, None, k_own)
-        inputs = RowInputs(src_k, src_v, seqlens, weight, cos, sin)
-        loads = flat_k_loads(kb, row, inputs, lambda: pos)
-        v = kb.let("v", src_v[src_base + it.d])
-        kb.comment("K RMSNorm: the row's sum of squares, reduced in workgroup memory.")
-        ms = row_sum_of_squares(kb, k_own, it.d, per_row, cfg.workgroup_size, cfg.per_row)
-        inv_rms = kb.let("invRms", inverse_sqrt(ms / convert(f32, head_dim) + eps))
-        k = flat_k(kb, row, loads, inv_rms)
+        pos = kb.let("pos", max_(ins["token_positions"][token], 0).to(u32))
+    return _Token(b, hk, t, src_base, token, pos, past, late)
+
+
+def _address(
+    kb: KernelBuilder, cfg: PagedAppendConfig, ins: dict, pages: paged.Pages, tok: _Token, at: Val
+) -> paged.Address:
+    """The token's page and slot: through the page table at position ``at``, or its slot."""
+    if cfg.addressing is Addressing.PAGE_TABLE:
+        max_pages = kb.param("maxPages")
+        return paged.table_address(kb, pages, ins["page_table"], tok.b, max_pages, at)
+    return paged.slot_address(kb, pages, ins["slot_mapping"], tok.token)
+
+
+def paged_append(cfg: PagedAppendConfig, name: str = "paged_append") -> Kernel:
+    """Build the ``paged_append`` kernel for ``cfg``."""
+    kb = KernelBuilder(name, cfg.workgroup_size)
+    ins = _inputs(kb, cfg)
+    q = cfg.quantiser
+    if q is None:
+        key_pool, value_pool = pool_bindings(kb, cfg, "read_write")
     else:
-        if cfg.rotary:
-            k = kb.let("k", rotate(kb, src_k, src_base, it.d, Rotation(cos, sin, pos, half)))
-        else:
-            k = kb.let("k", src_k[src_base + it.d])
-        v = kb.let("v", src_v[src_base + it.d])
-    done = it.e >= count * per_row if barrier else None
+        key_pool, value_pool = (cache_binding(kb, q, n) for n in POOLS)
+    side = scale_binding(kb, cfg, "read_write")
+    head_dim = kb.const("HEAD_DIM", u32, cfg.head_dim)
+    per_row = kb.const("HEAD_DIM_V4", u32, cfg.per_row)
+    kb.const("KV_HEADS", u32, cfg.kv_heads)
+    kb.const("KV_HIDDEN_V4", u32, cfg.hidden // 4)
+    lanes = kb.const("ROW_LANES", u32, q.lanes) if q is not None else per_row
+    half = kb.const("HALF_V4", u32, cfg.head_dim // 8) if cfg.rotary else None
+    eps = kb.const("QK_EPS", f32, float(cfg.eps)) if cfg.k_norm else None
+    pages = paged.declare(kb, cfg.geometry)
+    count, key_seq = kb.param("count"), kb.param("keySeq")
+    table = cfg.addressing is Addressing.PAGE_TABLE
     if table:
-        at = pos if fmt is not None else past + t
-        addr = paged.table_address(kb, pages, page_table, b, max_pages, at)
-    else:
-        addr = paged.slot_address(kb, pages, slot_mapping, token)
+        kb.param("maxPages")
+    src_k, src_v, weight = ins["src_k"], ins["src_v"], ins["k_norm_weight"]
+    cos, sin = ins["cos_cache"], ins["sin_cache"]
 
-    def place() -> RowPlace:
-        kb.comment("The token's rows in its pages: its words, its side scales.")
-        base = kb.let("rowWord", pages.row_base(addr.page, addr.slot, hk))
-        sides = scale_pages(pages, cfg)
-        if sides is None:
-            return RowPlace(base)
-        return RowPlace(base, kb.let("rowSide", sides.row_base(addr.page, addr.slot, hk)))
-
-    if fmt is not None:
-        skip = done.lor(addr.skip) if late is None else done.lor(late).lor(addr.skip)
-        dest = Destination(key_pool, value_pool, side, place, skip)
-        q = Quantiser(fmt, cfg.inline, cfg.head_dim, cfg.workgroup_size)
-        quantise_rows(kb, q, it.d, [_f32x4(kb, k)], [_f32x4(kb, v)], dest)
+    # A barrier (K RMSNorm's, the quantiser's) must be reached by every invocation: the walk
+    # clamps the rows past the end instead of returning, and they leave after it.
+    barrier = cfg.k_norm or q is not None
+    if q is not None:
+        kb.comment(f"ROW_LANES invocations per row, each holding {q.vectors} vectors of it.")
+        it = walks.vectors(kb, cfg.fold, count, lanes, 1, guard=False)
     else:
-        if done is not None:
-            kb.leave_if(done if late is None else done.lor(late))
+        it = walks.vectors(kb, cfg.fold, count, per_row, 4, guard=not barrier)
+    tok = _token(kb, cfg, ins, it.row, key_seq)
+    if tok.late is not None and not barrier:
+        kb.leave_if(tok.late)
+    done = it.e >= count * lanes if barrier else None
+    if q is not None:
+        n = q.vectors
+        at = [tok.src_base + q.vector_at(it.d, j) for j in range(n)]
+        k = [kb.let(f"kIn{j}", words.as_f32(kb, src_k[at[j]])) for j in range(n)]
+        v = [kb.let(f"v{j}", words.as_f32(kb, src_v[at[j]])) for j in range(n)]
+        if cfg.k_norm or cfg.rotary:
+            inv_rms = None
+            if cfg.k_norm:
+                kb.comment("K RMSNorm: the row's sum of squares, reduced in workgroup memory.")
+                ms = row_sum_of_squares(kb, tuple(k), it.d, lanes, cfg.workgroup_size, q.lanes)
+                inv_rms = kb.let("invRms", inverse_sqrt(ms / convert(f32, head_dim) + eps))
+            rot = Rotation(cos, sin, tok.pos, half) if cfg.rotary else None
+            k = transform_k(kb, k, (src_k, tok.src_base, q), weight, rot, inv_rms, it.d)
+        addr = _address(kb, cfg, ins, pages, tok, tok.pos if table else None)
+
+        def place() -> RowPlace:
+            kb.comment("The token's rows in its pages: its words, its side scales.")
+            base = kb.let("rowWord", pages.row_base(addr.page, addr.slot, tok.hk))
+            sides = scale_pages(pages, cfg)
+            if sides is None:
+                return RowPlace(base)
+            return RowPlace(base, kb.let("rowSide", sides.row_base(addr.page, addr.slot, tok.hk)))
+
+        skip = done.lor(addr.skip) if tok.late is None else done.lor(tok.late).lor(addr.skip)
+        quantise_rows(kb, q, it.d, k, v, Destination(key_pool, value_pool, side, place, skip))
+    else:
+        if cfg.k_norm:
+            k_own = kb.let("kOwn", words.as_f32(kb, src_k[tok.src_base + it.d]))
+            row = FlatRow(it, tok.b, tok.hk, tok.t, tok.src_base, per_row, half, None, k_own)
+            inputs = RowInputs(src_k, src_v, ins["seqlens_k"], weight, cos, sin)
+            loads = flat_k_loads(kb, row, inputs, lambda: tok.pos)
+            v = kb.let("v", src_v[tok.src_base + it.d])
+            kb.comment("K RMSNorm: the row's sum of squares, reduced in workgroup memory.")
+            ms = row_sum_of_squares(kb, k_own, it.d, per_row, cfg.workgroup_size, cfg.per_row)
+            inv_rms = kb.let("invRms", inverse_sqrt(ms / convert(f32, head_dim) + eps))
+            k = flat_k(kb, row, loads, inv_rms)
+            kb.leave_if(done if tok.late is None else done.lor(tok.late))
+        else:
+            if cfg.rotary:
+                rot = Rotation(cos, sin, tok.pos, half)
+                k = kb.let("k", rotate(kb, src_k, tok.src_base, it.d, rot))
+            else:
+                k = kb.let("k", src_k[tok.src_base + it.d])
+            v = kb.let("v", src_v[tok.src_base + it.d])
+        addr = _address(kb, cfg, ins, pages, tok, tok.past + tok.t if table else None)
         kb.leave_if(addr.skip)
         kb.comment("The token's rows in its page: K's, then V's.")
-        k_base = kb.let("kBase", pages.row_base(addr.page, addr.slot, hk))
-        v_base = kb.let("vBase", pages.row_base(addr.page, addr.slot, hk, value=True))
+        k_base = kb.let("kBase", pages.row_base(addr.page, addr.slot, tok.hk))
+        v_base = kb.let("vBase", pages.row_base(addr.page, addr.slot, tok.hk, value=True))
+        elem = key_pool.binding.elem
         key_pool[k_base + it.d] = words.to(kb, elem, k)
         value_pool[v_base + it.d] = words.to(kb, elem, v)
 
-    dispatch = walks.dispatch(count, per_row, cfg.workgroup_size, cfg.fold, blocks=False)
+    dispatch = walks.dispatch(count, lanes, cfg.workgroup_size, cfg.fold, blocks=False)
     doc = f"Append new BSH K/V to a paged {cfg.format.value} cache through a "
     doc += "page table" if table else "slot mapping"
     doc += "".join(
         f"; {x}" for x, on in (("K RMS-normed", cfg.k_norm), ("K rotated", cfg.rotary)) if on
     )
-    if fmt is not None:
+    if q is not None:
         doc += "; each row's scale reduced in the kernel"
     kernel = kb.build(dispatch, doc + ".")
+    return walks.vector_extents(contract(kernel, *_append_contract(cfg, count, key_seq)))
+
+
+def _append_contract(cfg: PagedAppendConfig, count: Val, key_seq: Val) -> tuple[dict, dict]:
+    """``paged_append``'s least binding sizes and requirements."""
+    table = cfg.addressing is Addressing.PAGE_TABLE
     batch = ceil_div(count, cfg.kv_heads * key_seq)
     src = times(batch, key_seq, cfg.hidden)
     extents: dict[str, Any] = {"src_k": src, "src_v": src}
     requires: dict[str, Any] = {"keySeq >= 1": key_seq >= 1}
     if table:
+        max_pages = Member(Name("params"), "maxPages")
         extents |= {"seqlens_k": batch, "page_table": times(batch, max_pages)}
         fits = Binary(Op.LE, plus(largest("seqlens_k"), 1), times(max_pages, cfg.page_size))
         requires["seqlens_k.max + 1 <= maxPages * page_size"] = fits
@@ -506,7 +602,7 @@ def paged_append(cfg: PagedAppendConfig, name: str = "paged_append") -> Kernel:
     if cfg.rotary:
         extents |= {t_: times(positions, cfg.head_dim // 2) for t_ in ROTARY_TABLES}
     extents |= pool_extents(cfg, pages_named(cfg, cfg.addressing))
-    return walks.vector_extents(contract(kernel, extents, requires))
+    return extents, requires
 
 
 def _f32x4(kb: KernelBuilder, x: Val) -> Val:
