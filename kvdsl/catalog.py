@@ -27,6 +27,7 @@ from kvdsl.kernels import dense as dense_mode
 from kvdsl.kernels import merge as merge_mode
 from kvdsl.kernels import merge_share as merge_share_mode
 from kvdsl.kernels import paged as paged_mode
+from kvdsl.kernels import paged_append as paged_append_mode
 from kvdsl.kernels import paged_pages as paged_pages_mode
 from kvdsl.kernels import paged_read as paged_read_mode
 from kvdsl.kernels import quant as quant_mode
@@ -63,7 +64,7 @@ MODES: dict[str, tuple[type[KernelConfig], Callable[..., Kernel]]] = {
     "dense_append": (dense_mode.DenseAppendConfig, dense_mode.dense_append),
     "dense_build": (dense_mode.DenseBuildConfig, dense_mode.dense_build),
     "dense_read": (dense_mode.DenseReadConfig, dense_mode.dense_read),
-    "paged_append": (paged_mode.PagedAppendConfig, paged_mode.paged_append),
+    "paged_append": (paged_mode.PagedAppendConfig, paged_append_mode.paged_append),
     "paged_read": (paged_mode.PagedReadConfig, paged_read_mode.paged_read),
     "paged_copy": (paged_pages_mode.PagedCopyConfig, paged_pages_mode.paged_copy),
     "paged_compact": (paged_pages_mode.PagedCompactConfig, paged_pages_mode.paged_compact),

@@ -20,8 +20,8 @@ from kvdsl.kernels.paged import (
     PagedAppendConfig,
     PagedReadConfig,
     Pool,
-    paged_append,
 )
+from kvdsl.kernels.paged_append import paged_append
 from kvdsl.kernels.paged_read import paged_read
 from kvdsl.kernels.paged_pages import PagedCopyConfig, PagedWindowConfig, paged_copy, paged_window
 from kvdsl.nodes.paged import PageLayout
