@@ -40,10 +40,10 @@ fn main(
   }
   let d4 = e % HEAD_DIM_V4;
   let row = e / HEAD_DIM_V4;
-  let t = row % params.keySeq;
-  let tmp = row / params.keySeq;
-  let hk = tmp % KV_HEADS;
-  let b = tmp / KV_HEADS;
+  let hk = row % KV_HEADS;
+  let token = row / KV_HEADS;
+  let t = token % params.keySeq;
+  let b = token / params.keySeq;
   let srcBase = (b * params.keySeq + t) * KV_HIDDEN_V4 + hk * HEAD_DIM_V4;
   let total = u32(max(seqlens_k[b], -1i)) + 1u;
   let fresh = min(params.keySeq, total);

@@ -45,12 +45,11 @@ fn main(
   let d = e % ROW_LANES;
   // Past the end: the last row again (loads in range; it leaves before any store).
   let row = min(e / ROW_LANES, params.count - 1u);
-  let t = row % params.keySeq;
-  let tmp = row / params.keySeq;
-  let hk = tmp % KV_HEADS;
-  let b = tmp / KV_HEADS;
+  let hk = row % KV_HEADS;
+  let token = row / KV_HEADS;
+  let t = token % params.keySeq;
+  let b = token / params.keySeq;
   let srcBase = (b * params.keySeq + t) * KV_HIDDEN_V4 + hk * HEAD_DIM_V4;
-  let token = b * params.keySeq + t;
   let pos = u32(max(token_positions[token], 0i));
   let kIn0 = src_k[srcBase + d * 8u];
   let kIn1 = src_k[srcBase + (d * 8u + 1u)];

@@ -38,12 +38,11 @@ fn main(
   }
   let d4 = e % HEAD_DIM_V4;
   let row = e / HEAD_DIM_V4;
-  let t = row % params.keySeq;
-  let tmp = row / params.keySeq;
-  let hk = tmp % KV_HEADS;
-  let b = tmp / KV_HEADS;
+  let hk = row % KV_HEADS;
+  let token = row / KV_HEADS;
+  let t = token % params.keySeq;
+  let b = token / params.keySeq;
   let srcBase = (b * params.keySeq + t) * KV_HIDDEN_V4 + hk * HEAD_DIM_V4;
-  let token = b * params.keySeq + t;
   let k = src_k[srcBase + d4];
   let v = src_v[srcBase + d4];
   let slot = slot_mapping[token];

@@ -54,7 +54,7 @@ from kvdsl.kernels.paged import (
     scale_pages,
 )
 from kvdsl.nodes import paged, walks, words
-from kvdsl.nodes.index import bsh, split_rows
+from kvdsl.nodes.index import bsh
 from kvdsl.nodes.quantise import Destination, RowPlace, cache_binding, quantise_rows
 from kvdsl.nodes.rmsnorm import row_sum_of_squares
 from kvdsl.nodes.rotary import Rotation, rotate
@@ -100,12 +100,16 @@ class _Token:
 
 
 def _token(kb: KernelBuilder, cfg: PagedAppendConfig, ins: dict, row: Val, key_seq: Val) -> _Token:
-    """Row ``row`` of the new tokens (BNSH order) and where it sits in its sequence."""
+    """Row ``row`` of the new tokens and where it sits in its sequence. Rows are token-major
+    (a token's heads adjacent, as in the BSH source and in an NHD page), so that a workgroup
+    reads, and in NHD writes, whole tokens."""
     heads = walks.named(kb, "KV_HEADS", 1)
-    b, hk, t = split_rows(kb, row, heads, key_seq)
+    hk = kb.let("hk", row % heads)
+    token = kb.let("token", row / heads)
+    t = kb.let("t", token % key_seq)
+    b = kb.let("b", token / key_seq)
     hidden, per_row = walks.named(kb, "KV_HIDDEN", 4), walks.named(kb, "HEAD_DIM", 4)
     src_base = kb.let("srcBase", bsh(b, t, hk, key_seq, hidden, per_row))
-    token = kb.let("token", b * key_seq + t)
     pos = past = late = None
     if cfg.addressing is Addressing.PAGE_TABLE:
         total = total_tokens(kb, ins["seqlens_k"], b)
