@@ -53,8 +53,8 @@ fn main(
   let total = u32(max(seqlens_k[b], -1i)) + 1u;
   let fresh = min(params.keySeq, total);
   let past = total - fresh;
-  // Tokens t >= fresh are right padding, skipped; the position is clamped into
-  // the sequence so that every load stays in range.
+  // Tokens t >= fresh are right padding, skipped.
+  // Their position is clamped into the sequence: every load stays in range.
   let pos = past + min(t, max(fresh, 1u) - 1u);
   let kOwn = src_k[srcBase + d4];
   let dr = d4 % HALF_V4;

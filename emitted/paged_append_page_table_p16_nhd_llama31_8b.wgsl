@@ -48,8 +48,7 @@ fn main(
   let total = u32(max(seqlens_k[b], -1i)) + 1u;
   let fresh = min(params.keySeq, total);
   let past = total - fresh;
-  // Tokens t >= fresh are right padding, skipped; the position is clamped into
-  // the sequence so that every load stays in range.
+  // Tokens t >= fresh are right padding, skipped.
   if (t >= fresh) {
     return;
   }

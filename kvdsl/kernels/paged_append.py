@@ -116,8 +116,9 @@ def _token(kb: KernelBuilder, cfg: PagedAppendConfig, ins: dict, row: Val, key_s
         fresh = kb.let("fresh", min_(key_seq, total))
         # fresh <= total: no wrap.
         past = kb.let("past", total - fresh)
-        kb.comment("Tokens t >= fresh are right padding, skipped; the position is clamped into")
-        kb.comment("the sequence so that every load stays in range.")
+        kb.comment("Tokens t >= fresh are right padding, skipped.")
+        if cfg.rotary or cfg.dense is not None:
+            kb.comment("Their position is clamped into the sequence: every load stays in range.")
         pos = kb.let("pos", past + min_(t, max_(fresh, 1) - 1))
         late = t >= fresh
     elif cfg.rotary:
