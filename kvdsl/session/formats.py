@@ -24,12 +24,11 @@ from typing import Mapping
 import numpy as np
 
 from kvdsl import catalog
-from kvdsl.kernels.config import Element, Walk
+from kvdsl.kernels.config import Element, KernelConfig, Walk
 from kvdsl.kernels.copy import CopyConfig
 from kvdsl.kernels.dense import DenseAppendConfig, DenseFormat, DenseReadConfig
 from kvdsl.kernels.merge_share import MergeShareConfig
 from kvdsl.kernels.window_shift import WindowShiftConfig
-from kvdsl.kernels.config import KernelConfig
 from kvdsl.reference import formats as fm
 from kvdsl.session.host import Bound, Host, Program
 

@@ -34,12 +34,10 @@ from kvdsl import reference
 from kvdsl.harness.cases import values
 from kvdsl.harness.compare import poison
 from kvdsl.session.formats import FORMATS, CacheFormat, Pair, SessionError, cache_format
-from kvdsl.session.host import ALIGN, Bound, Buffer, Host, InterpHost, aligned
+from kvdsl.session.host import Bound, Buffer, Host, InterpHost, aligned
 
 #: WebGPU's default maxStorageBufferBindingSize: a layer's K (or V) cache is bound whole.
 BINDING = 2**27
-
-OPS = ("prefill", "decode", "merge", "shift", "read")
 
 
 def _whole(name: str, value: object, least: int, most: int | None = None) -> int:
@@ -112,6 +110,8 @@ class Session:
     def __post_init__(self) -> None:
         s = self.spec
         self.fmt: CacheFormat = cache_format(s.format, s.kv_heads, s.head_dim)
+        for program in self.fmt.programs():
+            self.host.prepare(program)
         self.rng = np.random.default_rng(self.seed)
         self.lengths = np.zeros(s.batch, np.int64)
         self.steps: list[Step] = []
