@@ -112,6 +112,7 @@ def render(s: ir.Stmt | None) -> str:
             | ir.Break()
             | ir.Continue()
             | ir.Barrier()
+            | ir.CallStmt()
         ):
             return inline(s)
         case _:
@@ -299,6 +300,13 @@ class Machine(Scopes, Expressions, Memory):
             case ir.Barrier():
                 self.barrier(m)
                 return m
+            case ir.CallStmt(call):
+                self.eval(call, m)
+                return m
+            case ir.Switch():
+                return self.switch(s, m)
+            case ir.ConstAssert():
+                return m  # checked when the kernel was verified
         raise InterpError(f"not a statement: {s!r}")
 
     def loop(self, s: ir.For | ir.Loop, m: Mask) -> Mask:
@@ -325,6 +333,11 @@ class Machine(Scopes, Expressions, Memory):
                 if isinstance(s, ir.For)
                 else (None,) * 3 + (s.body,)
             )
+            continuing = (
+                s.continuing
+                if isinstance(s, ir.Loop) and (s.continuing or s.break_if is not None)
+                else None
+            )
             if init is not None:
                 self.stmt(init, m)
             lm = m
@@ -335,11 +348,24 @@ class Machine(Scopes, Expressions, Memory):
                     if empty(lm):
                         break
                 cont[0] = False
-                out = self.scoped(body, lm)
+                if continuing is None:
+                    out = self.scoped(body, lm)
+                else:
+                    self.scopes.append({})  # the continuing block sees the body's names
+                    out = self.block(body, lm)
                 if cont[0] is False:
                     nxt = out
                 else:
                     nxt = cont[0] if empty(out) else m_or(out, cont[0])
+                if continuing is not None:
+                    try:
+                        if not empty(nxt):
+                            self.block(continuing, nxt)  # it cannot leave: verify says so
+                            if s.break_if is not None:
+                                self.current = s
+                                nxt = m_andnot(nxt, self.eval(s.break_if, nxt), self.n)
+                    finally:
+                        self.scopes.pop()
                 if nxt is not lm:
                     if empty(nxt):
                         break
@@ -356,6 +382,41 @@ class Machine(Scopes, Expressions, Memory):
         if frame.returned == returned:
             return m
         return normal(~frame.done if m is None else m & ~frame.done)
+
+    def switch(self, s: ir.Switch, m: Mask) -> Mask:
+        """Each lane of ``m`` runs the clause whose selector equals its value (else the
+        ``default`` one); a ``break`` leaves the switch. After it, every lane that entered goes
+        on except those that returned or continued the enclosing loop."""
+        frame = self.frame
+        returned = frame.returned
+        v = self.eval(s.selector, m)
+        lanes = np.ones(self.n, bool) if m is None else m
+        v = broadcast(v, self.n)
+        taken = np.zeros(self.n, bool)
+        picks: list[tuple[ir.Case, np.ndarray]] = []
+        default = None
+        for case in s.cases:
+            hit = np.zeros(self.n, bool)
+            for e in case.selectors:
+                if e is None:
+                    default = case
+                else:
+                    hit |= broadcast(self.eval(e, m), self.n) == v
+            hit &= lanes & ~taken
+            taken |= hit
+            picks.append((case, hit))
+        picks = [(c, hit | (lanes & ~taken) if c is default else hit) for c, hit in picks]
+        for case, hit in picks:
+            if hit.any():
+                self.scoped(case.body, normal(hit))
+        out = lanes
+        if frame.returned != returned and frame.done is not None:
+            out = out & ~frame.done
+        if frame.loops and frame.loops[-1][0] is not False:
+            out = out & ~(
+                np.ones(self.n, bool) if frame.loops[-1][0] is None else frame.loops[-1][0]
+            )
+        return normal(out) if out is not lanes else m
 
     def batched_loop(self, s: ir.For, p: batch.Plan, m: Mask) -> bool:
         """Run ``s`` in batches (:func:`kvdsl.interp.batch.run_batched`); False, having run
