@@ -47,9 +47,36 @@ MAX_TRIPS = 1 << 22  # a loop still running after this many trips is taken to be
 CHUNK = 1 << 18
 
 
+#: Facts of a kernel that do not change between its dispatches, by the kernel's identity (the
+#: kernel is kept with them, so the identity is not reused): a session dispatches one kernel
+#: thousands of times.
+_FACTS: dict[int, tuple[ir.Kernel, bool, frozenset[str]]] = {}
+
+
+def _facts(kernel: ir.Kernel) -> tuple[bool, frozenset[str]]:
+    """:func:`reads_read_write` and the names of the kernel's locals, computed once."""
+    known = _FACTS.get(id(kernel))
+    if known is None or known[0] is not kernel:
+        names = {
+            x.name
+            for x in ir.walk((kernel.body, kernel.functions))
+            if isinstance(x, (ir.Let, ir.Var))
+        }
+        names |= {p for f in kernel.functions for p, _ in f.params}
+        names |= {p for p, _ in kernel.builtins}
+        if len(_FACTS) > 256:
+            _FACTS.clear()
+        known = _FACTS[id(kernel)] = (kernel, _reads_read_write(kernel), frozenset(names))
+    return known[1], known[2]
+
+
 def reads_read_write(kernel: ir.Kernel) -> bool:
     """Whether ``kernel`` may read a read_write binding: any index of one's name that is not the
     target of a plain ``=`` (a shadowing local counts too, which only errs on the safe side)."""
+    return _facts(kernel)[0]
+
+
+def _reads_read_write(kernel: ir.Kernel) -> bool:
     rw = {b.name for b in kernel.bindings if b.access == "read_write"}
 
     def reads(node) -> bool:
@@ -130,13 +157,7 @@ class Machine(Scopes, Expressions, Memory):
         self._want_view = False  # the next binding load may return a :class:`Strided`
         self._static: dict[int, bool] = {}  # per expression node: see :meth:`static`
         self._static_vals: dict[int, np.ndarray] = {}
-        self._locals = {
-            x.name
-            for x in ir.walk((kernel.body, kernel.functions))
-            if isinstance(x, (ir.Let, ir.Var))
-        }
-        self._locals |= {p for f in kernel.functions for p, _ in f.params}
-        self._locals |= {p for p, _ in kernel.builtins}
+        self._locals = set(_facts(kernel)[1])
         self._probe: bool | int | None = False  # True: the next store picks the lane order
         self._repeated: dict[int, tuple[Slot, Slot]] = {}  # outside slots, repeated per trip
         for c in kernel.consts:

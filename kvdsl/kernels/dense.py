@@ -10,12 +10,10 @@ words (``present_key``, ``present_value``); with ``scales="side"`` a dense forma
 zero point) sits in ``present_scales`` instead, K's then V's per row (``2 * stats`` f32 per row),
 one binding for both so that a rotary append stays within WebGPU's 8 storage buffers.
 
-The walk is flat, one invocation per ``vec4`` of a new row, rows whole inside a workgroup: each
-invocation stages its (rotated) vector in workgroup memory with its partial statistic; after a
-barrier the row's first invocations each combine a group of partials (a ggml block's eight, or
-:func:`_group`'s share of a dense row) into a second array; after a second barrier,
-invocations past the end and tokens that do not fit leave, and the row's invocations write its
-words, each assembled from the staged row and the groups' statistics.
+The walk is flat, one invocation per ``vec4`` of a new row, rows whole inside a workgroup;
+each invocation loads its (normed, rotated) vector and hands the row to the dense quantiser,
+:func:`kvdsl.nodes.quantise.quantise_rows` (:func:`quantiser`), with the row's place in the
+cache; invocations past the end and tokens that do not fit store nothing.
 
 ``dense_build``: the same row program into a BNSH cache that holds the new tokens alone
 (``seq`` per batch, row ``t``), K rotated at ``pastSeq + t``; no ``seqlens_k``.
@@ -38,15 +36,14 @@ from kvdsl.ir import (
     Buffer,
     Kernel,
     KernelBuilder,
-    Shared,
     Val,
-    array,
     construct,
     convert,
     f32,
     i32,
     inverse_sqrt,
     max_,
+    select,
     u32,
     vec,
 )
@@ -68,21 +65,28 @@ from kvdsl.kernels.config import (
     times,
 )
 from kvdsl.nodes import formats, walks, words
-from kvdsl.kernels.build import FlatRow, RowInputs, flat_k, flat_k_loads
-from kvdsl.nodes.formats import Format, Scale
+from kvdsl.nodes.formats import Format
 from kvdsl.nodes.index import bsh, split_rows
+from kvdsl.nodes.quantise import (
+    Destination,
+    Quantiser,
+    RowPlace,
+    cache_binding,
+    quantise_rows,
+    row_lanes,
+)
 from kvdsl.nodes.rmsnorm import row_sum_of_squares
-from kvdsl.nodes.rotary import Rotation, rotate
+from kvdsl.nodes.rotary import Rotation, rotate_pair
 from kvdsl.nodes.window import append_window
 
 F32X4 = vec(4, f32)
-F32X2 = vec(2, f32)
 LANES = ("x", "y", "z", "w")
 #: ``dense_append``'s and ``dense_build``'s workgroup size when a config leaves it unset (a
-#: multiple of a row's vectors at most this): each workgroup waits at two barriers, and smaller
-#: workgroups keep more of them in flight (on the H200 a 2,048-token int4 append at batch 4
-#: reached 56% of the copy at 64 against 46% at 256; int8 80-81% at both).
+#: multiple of a row's lanes at most this): each workgroup waits at a barrier, and smaller
+#: workgroups keep more of them in flight.
 QUANTISE_WORKGROUP = 64
+#: WebGPU's default maxComputeWorkgroupStorageSize.
+MAX_WORKGROUP_BYTES = 16384
 
 
 class DenseFormat(StrEnum):
@@ -93,6 +97,17 @@ class DenseFormat(StrEnum):
     INT4_ASYM = "int4_asym"
     Q8_0 = "q8_0"
     Q4_0 = "q4_0"
+
+
+class DenseWalk(StrEnum):
+    """How ``dense_append`` and ``dense_build`` store a workgroup's rows
+    (:class:`kvdsl.nodes.quantise.Quantiser`): each lane its own run's words (``vec4<u32>``
+    where aligned), or staged in workgroup memory and stored together, adjacent lanes on
+    adjacent words."""
+
+    RUNS = "runs"
+    STAGED = "staged"
+    STRIDED = "strided"
 
 
 class ScalePlace(StrEnum):
@@ -173,10 +188,13 @@ class DenseAppendConfig(DenseConfig):
     input_type: Element = choice(Element.F32)
     # Taken so that a partial rotary is refused by name; never published (always unset).
     rotary_half: int | None = None
+    walk: DenseWalk = choice(DenseWalk.RUNS)
+    # K's and V's rows in separate invocations (each does half the work) or both in one.
+    split: bool = False
     mode = "dense_append"
     KEYS = (  # fmt: skip
         "kv_heads", "head_dim", "format", "scales", "k_norm", "rotary", "rotary_half", "eps",
-        "input_type", "workgroup_size", "fold",
+        "input_type", "walk", "split", "workgroup_size", "fold",
     )
 
     def check_fields(self) -> None:
@@ -206,17 +224,39 @@ class DenseAppendConfig(DenseConfig):
                 "a multiple of 8 with rotary (a vec4 lies in one half of the row)",
             )
         one_of("input_type", self.input_type, FLOATS)
+        one_of("walk", self.walk, DenseWalk)
+        flag("split", self.split)
+        require(
+            not (self.fmt.ggml and self.walk is DenseWalk.STRIDED),
+            "walk",
+            self.walk.value,
+            f"'runs' or 'staged' for {self.fmt.name} (a ggml lane holds one whole block)",
+        )
 
     def default_workgroup_size(self) -> int:
-        return QUANTISE_WORKGROUP - QUANTISE_WORKGROUP % self.per_row or self.per_row
+        lanes = self.row_lanes
+        return QUANTISE_WORKGROUP - QUANTISE_WORKGROUP % lanes or lanes
+
+    @property
+    def row_lanes(self) -> int:
+        """Invocations per row (:func:`kvdsl.nodes.quantise.row_lanes`)."""
+        return row_lanes(self.fmt, self.head_dim)
 
     def check_schedule(self) -> None:
         require(
-            self.workgroup_size % self.per_row == 0,
+            self.workgroup_size % self.row_lanes == 0,
             "workgroup_size",
             self.workgroup_size,
-            f"a multiple of the {self.per_row} vectors of a row (rows are reduced whole"
+            f"a multiple of the {self.row_lanes} invocations of a row (rows are reduced whole"
             " inside a workgroup)",
+        )
+        need = quantiser(self).workgroup_bytes() + (4 * self.workgroup_size if self.k_norm else 0)
+        require(
+            need <= MAX_WORKGROUP_BYTES,
+            "workgroup_size",
+            self.workgroup_size,
+            f"one whose rows fit WebGPU's {MAX_WORKGROUP_BYTES} bytes of workgroup memory"
+            f" (walk {self.walk.value!r} needs {need} bytes at this size)",
         )
 
 
@@ -264,78 +304,13 @@ def _consts(kb: KernelBuilder, cfg: DenseConfig) -> tuple[Val, Val]:
     return per_row, row_words
 
 
-def _store_row(
-    kb: KernelBuilder,
-    cfg: DenseConfig,
-    which: str,
-    xs: Shared | None,
-    stats: Shared,
-    first: Val,
-    stat0: Val,
-    d: Val,
-    own: Val,
-    out: Buffer,
-    dst_row: Val,
-    row_words: Val,
-    per_row: Val,
-    side: Buffer | None,
-    side_at: int,
-    n_stats: int,
-) -> None:
-    """Store the staged row (from its first invocation ``first``: values ``xs[first * 4 ..]``
-    for ggml, vectors ``xs[first ..]`` for a 4-bit dense format, none for int8; partials ``stats[stat0
-    ..]``: ggml's block statistics, a dense row's ``n_stats`` group statistics) as row
-    ``dst_row`` of ``out``, this invocation holding vector ``d`` (``own``) of it. ggml: its
-    words of the row's pairs of blocks. Dense: the header words ``d < header``, then code word
-    ``d`` of int8 from ``own`` itself (four codes, one vector), or for an even ``d`` code word
-    ``d / 2`` of a 4-bit format (``own`` and the next vector's four staged values); with side
-    scales (``d == 0``) its stats at ``side[dst_row * 2S + side_at ..]``."""
-    fmt = cfg.fmt
-
-    if fmt.ggml:
-        lane0 = kb.let(f"{which}Lane0", first * 4)
-
-        def elem(e: Val) -> Val:
-            return xs[lane0 + e]
-
-        blocks = cfg.head_dim // formats.BLOCK
-
-        def block_scale(name: str, blk: Val) -> Scale:
-            stat = kb.let(f"{name}Stat", stats[stat0 + blk])
-            return formats.scale_of(kb, fmt, name, stat)
-
-        base = kb.let(f"{which}Base", dst_row * row_words)
-
-        def store(w: Val, word: Val) -> None:
-            out[base + w] = word
-
-        if fmt.name == "q8_0":
-            formats.q8_0_words(kb, which, own, d, elem, block_scale, blocks, store)
-        else:
-            formats.q4_0_words(kb, which, d, elem, block_scale, blocks, store)
-        return
-    stat = formats.group_stat(kb, fmt, f"{which}Stat", stats, stat0, n_stats)
-    sc = formats.scale_of(kb, fmt, f"{which}Scale", stat)
-    head = fmt.header_words(cfg.inline)
-    base = kb.let(f"{which}Base", dst_row * row_words)
-    if head:
-        with kb.if_(d < head):
-            out[base + d] = formats.header_word(fmt, d, sc)
-    if fmt.per_word == 4:
-        out[base + (d + head)] = formats.vector_word(kb, fmt, f"{which}Q", own, sc)
-    else:
-        with kb.if_((d % 2).eq(0)):
-            kb.comment("Eight codes a word: an even vector's own four, then the next vector's.")
-            nxt = kb.let(f"{which}Next", xs[first + d + 1])
-            staged = [nxt.member(c) for c in LANES]
-            word = formats.vector_word(kb, fmt, f"{which}Q", own, sc, staged)
-            out[base + (d / 2 + head)] = word
-    if side is not None:
-        n = fmt.stats
-        with kb.if_(d.eq(0)):
-            side[dst_row * (2 * n) + side_at] = sc.scale
-            if fmt.asymmetric:
-                side[dst_row * (2 * n) + (side_at + 1)] = sc.zero
+def quantiser(cfg: DenseAppendConfig) -> Quantiser:
+    """The quantising row program of ``cfg``'s format, scales' place, head dim and workgroup."""
+    staged = cfg.walk is DenseWalk.STAGED
+    strided = cfg.walk is DenseWalk.STRIDED
+    return Quantiser(
+        cfg.fmt, cfg.inline, cfg.head_dim, cfg.workgroup_size, staged, strided, cfg.split
+    )
 
 
 def dense_append(cfg: DenseAppendConfig, name: str = "dense_append") -> Kernel:
@@ -358,12 +333,14 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
     cos = sin = None
     if cfg.rotary:
         cos, sin = words.bindings(kb, ROTARY_TABLES, f32, width)
-    present_key = kb.binding("present_key", u32, "read_write")
-    present_value = kb.binding("present_value", u32, "read_write")
+    q = quantiser(cfg)
+    present_key = cache_binding(kb, q, "present_key")
+    present_value = cache_binding(kb, q, "present_value")
     side = None if cfg.inline else kb.binding("present_scales", f32, "read_write")
     per_row, row_words = _consts(kb, cfg)
     heads = kb.const("KV_HEADS", u32, cfg.kv_heads)
     hidden = kb.const("KV_HIDDEN_V4", u32, cfg.hidden // 4)
+    lanes = kb.const("ROW_LANES", u32, q.lanes)
     half = kb.const("HALF_V4", u32, cfg.head_dim // 8) if cfg.rotary else None
     eps = kb.const("QK_EPS", f32, float(cfg.eps)) if cfg.k_norm else None
     if append:
@@ -372,8 +349,16 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
         count, seq, past = kb.param("count"), kb.param("seq"), kb.param("pastSeq")
         key_seq = seq  # the present holds the new tokens alone
 
-    it = walks.vectors(kb, cfg.fold, count, per_row, width, guard=False)
-    b, hk, t = split_rows(kb, it.row, heads, key_seq)
+    n = q.vectors
+    rows = count * 2 if cfg.split else count
+    kb.comment(f"ROW_LANES invocations per row, each holding {n} vectors of it.")
+    it = walks.vectors(kb, cfg.fold, rows, lanes, 1, guard=False)
+    is_v = src_row = None
+    if cfg.split:
+        kb.comment("K's rows, then V's: an invocation quantises one row of one of them.")
+        is_v = kb.let("isV", it.row >= count)
+        src_row = kb.let("srcRow", select(it.row, it.row - count, is_v))
+    b, hk, t = split_rows(kb, it.row if src_row is None else src_row, heads, key_seq)
     src_base = kb.let("srcBase", bsh(b, t, hk, key_seq, hidden, per_row))
     skipped = None
     if append:
@@ -385,68 +370,39 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
         skipped = t < win.skip
     else:
         dst_t, position = t, kb.let("pos", past + t)
-    if cfg.k_norm:
-        k = _normed_k(kb, cfg, it, (b, hk, t, src_base), RowInputs(src_k, src_v, seqlens, weight,
-                      cos, sin), per_row, half, position, eps)  # fmt: skip
-    elif cfg.rotary:
-        k = kb.let("k", rotate(kb, src_k, src_base, it.d, Rotation(cos, sin, position, half)))
+    at = [src_base + q.vector_at(it.d, j) for j in range(n)]
+    rot = Rotation(cos, sin, position, half) if cfg.rotary else None
+    inputs = (src_k, src_base, q)
+    if cfg.split:
+        x = [kb.var(f"x{j}", F32X4) for j in range(n)]
+        with kb.if_(is_v):
+            for j in range(n):
+                x[j].set(words.as_f32(kb, src_v[at[j]]))
+        with kb.else_():
+            for j in range(n):
+                x[j].set(words.as_f32(kb, src_k[at[j]]))
+        if cfg.k_norm or cfg.rotary:
+            inv_rms = _inv_rms(kb, cfg, x, it.d, lanes, eps) if cfg.k_norm else None
+            with kb.if_(~is_v):
+                for j, kj in enumerate(_transform_k(kb, x, inputs, weight, rot, inv_rms, it.d)):
+                    x[j].set(kj)
+        k, v = x, None
     else:
-        k = kb.let("k", words.as_f32(kb, src_k[src_base + it.d]))
-    v = kb.let("v", words.as_f32(kb, src_v[src_base + it.d]))
+        k = [kb.let(f"kIn{j}", words.as_f32(kb, src_k[at[j]])) for j in range(n)]
+        v = [kb.let(f"v{j}", words.as_f32(kb, src_v[at[j]])) for j in range(n)]
+        if cfg.k_norm or cfg.rotary:
+            inv_rms = _inv_rms(kb, cfg, k, it.d, lanes, eps) if cfg.k_norm else None
+            k = _transform_k(kb, k, inputs, weight, rot, inv_rms, it.d)
+    done = it.e >= rows * lanes
 
-    lid = kb.lid.x
-    xk = xv = None
-    if fmt.ggml:
-        kb.comment("Stage the row's values and each vector's partial statistic in workgroup")
-        kb.comment("memory.")
-        xk = kb.workgroup_var("xk", array(f32, cfg.workgroup_size * 4))
-        xv = kb.workgroup_var("xv", array(f32, cfg.workgroup_size * 4))
-        for lane, c in enumerate(LANES):
-            xk[lid * 4 + lane] = k.member(c)
-            xv[lid * 4 + lane] = v.member(c)
-    elif fmt.per_word != 4:  # int8 packs each vector's own codes: no values staged
-        kb.comment("Stage the row's vectors and each vector's partial statistic in workgroup")
-        kb.comment("memory.")
-        xk = kb.workgroup_var("xk", array(F32X4, cfg.workgroup_size))
-        xv = kb.workgroup_var("xv", array(F32X4, cfg.workgroup_size))
-        xk[lid] = k
-        xv[lid] = v
-    else:
-        kb.comment("Stage each vector's partial statistic in workgroup memory.")
-    sk = kb.workgroup_var("statK", array(F32X2, cfg.workgroup_size))
-    sv = kb.workgroup_var("statV", array(F32X2, cfg.workgroup_size))
-    sk[lid] = formats.partial(kb, fmt, "pK", k)
-    sv[lid] = formats.partial(kb, fmt, "pV", v)
-    kb.barrier()
-    first = kb.let("rowLane", lid - it.d)
-    g = formats.BLOCK // 4 if fmt.ggml else _group(cfg.per_row)
-    n_stats = cfg.per_row // g
-    if fmt.ggml:
-        kb.comment(f"Each block's statistic, once: the row's first {n_stats} invocations each")
-        kb.comment(f"combine a block's {g} partials in order.")
-    else:
-        kb.comment(f"A row's statistic in two levels: its first {n_stats} invocations each")
-        kb.comment(f"combine {g} partials in order, then every invocation the {n_stats} groups.")
-    stat_k = kb.workgroup_var("groupK", array(F32X2, cfg.workgroup_size // g))
-    stat_v = kb.workgroup_var("groupV", array(F32X2, cfg.workgroup_size // g))
-    stat0 = kb.let("rowGroup", first / g)
-    with kb.if_(it.d < n_stats):
-        at = first + it.d * g
-        stat_k[stat0 + it.d] = formats.group_stat(kb, fmt, "gK", sk, at, g)
-        stat_v[stat0 + it.d] = formats.group_stat(kb, fmt, "gV", sv, at, g)
-    kb.barrier()
-    done = it.e >= count * per_row
-    kb.leave_if(done if skipped is None else done.lor(skipped))
-    dst_row = kb.let("dstRow", (b * heads + hk) * seq + dst_t)
-    for which, own, xs, stats, out, side_at in (
-        ("k", k, xk, stat_k, present_key, 0),
-        ("v", v, xv, stat_v, present_value, fmt.stats),
-    ):
-        _store_row(
-            kb, cfg, which, xs, stats, first, stat0, it.d, own, out, dst_row, row_words, per_row,
-            side, side_at, n_stats,
-        )  # fmt: skip
-    dispatch = walks.dispatch(count, per_row, cfg.workgroup_size, cfg.fold, blocks=False)
+    def place() -> RowPlace:
+        row = kb.let("dstRow", (b * heads + hk) * seq + dst_t)
+        return RowPlace(row * row_words, None if side is None else row * (2 * fmt.stats))
+
+    skip = done if skipped is None else done.lor(skipped)
+    dest = Destination(present_key, present_value, side, place, skip, is_v)
+    quantise_rows(kb, q, it.d, k, v, dest)
+    dispatch = walks.dispatch(rows, lanes, cfg.workgroup_size, cfg.fold, blocks=False)
     kind = fmt.name + ("" if fmt.ggml else f", scales {cfg.scales.value}")
     transforms = ["K RMS-normed"] if cfg.k_norm else []
     if cfg.rotary:
@@ -485,37 +441,52 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
     return walks.vector_extents(contract(kernel, extents, requires))
 
 
-def _group(per_row: int) -> int:
-    """The partials a row's first invocations combine each in the first level of its
-    statistic: the divisor ``g`` of ``per_row`` with the fewest loads ``g + per_row / g`` (the
-    larger of equals)."""
-    return min((g for g in range(1, per_row + 1) if per_row % g == 0),
-               key=lambda g: (g + per_row // g, -g))  # fmt: skip
-
-
-def _normed_k(
-    kb: KernelBuilder,
-    cfg: DenseAppendConfig,
-    it: walks.Item,
-    at: tuple[Val, Val, Val, Val],
-    inputs: RowInputs,
-    per_row: Val,
-    half: Val | None,
-    position: Val,
-    eps: Val,
+def _inv_rms(
+    kb: KernelBuilder, cfg: DenseAppendConfig, k: list[Val], d: Val, lanes: Val, eps: Val
 ) -> Val:
-    """K's vector RMS-normed over its row (reduced in workgroup memory: a barrier every
-    invocation reaches) and then rotated: the build mode's flat program
-    (:func:`kvdsl.kernels.build.flat_k_loads`, :func:`kvdsl.kernels.build.flat_k`)."""
-    b, hk, t, src_base = at
-    k_own = kb.let("kOwn", words.as_f32(kb, inputs.src_k[src_base + it.d]))
-    row = FlatRow(it, b, hk, t, src_base, per_row, half, None, k_own)
-    loads = flat_k_loads(kb, row, inputs, lambda: position)
+    """``invRms`` of the row whose vectors ``k`` the lane holds: the row's sum of squares
+    reduced in workgroup memory (a barrier every invocation reaches)."""
     kb.comment("K RMSNorm: the row's sum of squares, reduced in workgroup memory.")
-    ms = row_sum_of_squares(kb, k_own, it.d, per_row, cfg.workgroup_size, cfg.per_row)
+    ms = row_sum_of_squares(kb, tuple(k), d, lanes, cfg.workgroup_size, cfg.row_lanes)
     head_dim = walks.named(kb, "HEAD_DIM", 1)
-    inv_rms = kb.let("invRms", inverse_sqrt(ms / convert(f32, head_dim) + eps))
-    return flat_k(kb, row, loads, inv_rms)
+    return kb.let("invRms", inverse_sqrt(ms / convert(f32, head_dim) + eps))
+
+
+def _transform_k(
+    kb: KernelBuilder,
+    k: list[Val],
+    src: tuple[Buffer, Val, Quantiser],
+    weight: Buffer | None,
+    rot: Rotation | None,
+    inv_rms: Val | None,
+    d: Val,
+) -> list[Val]:
+    """The lane's vectors of K (``k``, as loaded from ``src_k`` at ``src_base +
+    q.vector_at(d, j)``) RMS-normed (``x * invRms * weight``) and then NeoX-rotated vector by
+    vector, each with its partner ``HALF_V4`` away loaded (and normed) beside it."""
+    src_k, src_base, q = src
+    out = []
+    for j, x in enumerate(k):
+        at = kb.let(f"kAt{j}", q.vector_at(d, j))
+        if inv_rms is not None:
+            x = x * inv_rms * words.as_f32(kb, weight[at])
+        if rot is None:
+            out.append(kb.let(f"k{j}", x))
+            continue
+        h = rot.half
+        x = kb.let(f"kOwn{j}", x)
+        partner = kb.let(f"kAt{j}Pair", (at + h) % (h * 2))
+        p = words.as_f32(kb, src_k[src_base + partner])
+        if inv_rms is not None:
+            p = p * inv_rms * words.as_f32(kb, weight[partner])
+        p = kb.let(f"kPair{j}", p)
+        lo = at < h
+        dr = kb.let(f"kDr{j}", at % h)
+        cs = kb.let(f"cs{j}", rot.cos[rot.pos * h + dr])
+        sn = kb.let(f"sn{j}", rot.sin[rot.pos * h + dr])
+        x0, x1 = select(p, x, lo), select(x, p, lo)
+        out.append(kb.let(f"k{j}", rotate_pair(x0, x1, cs, sn, at, h)))
+    return out
 
 
 def dense_read(cfg: DenseReadConfig, name: str = "dense_read") -> Kernel:
