@@ -211,6 +211,12 @@ TAKEN = {
         "      break if n >= 9u;\n    }\n  }\n  out[3u] = n;"
     ),
     "const_assert_in_function": kernel("  const_assert 1 < 2;"),
+    "barrier_in_uniform_switch": H
+    + "var<workgroup> t: array<u32, 64>;\n@compute @workgroup_size(64)\n"
+    + "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: "
+    + "vec3<u32>) {\n  switch wid.x {\n    case 0u {\n      t[lid.x] = 1u;\n"
+    + "      workgroupBarrier();\n      out[lid.x] = t[63u - lid.x];\n    }\n"
+    + "    default {\n    }\n  }\n}\n",
     "alias_of_vector": "alias V = vec4<u32>;\n"
     + kernel("  let v = V(1u, 2u, 3u, 4u);\n  out[1u] = v.w;"),
     "void_helper": H
@@ -284,6 +290,13 @@ REFUSED = {
         "expected bool",
     ),
     "const_assert_false": (_v("  const_assert 1 > 2;"), "the assertion is false"),
+    "barrier_in_varying_switch": (
+        _v(
+            "  switch gid.x {\n    case 0u {\n      workgroupBarrier();\n    }\n    default {\n"
+            "    }\n  }"
+        ),
+        "workgroupBarrier",
+    ),
     "module_const_assert_false": (
         "const C = 3u;\nconst_assert C == 4u;\n" + _v(""),
         "the assertion is false",
