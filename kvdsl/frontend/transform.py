@@ -43,6 +43,16 @@ class RawCtor:
 
 
 @dataclass(frozen=True, slots=True)
+class RawAddress:
+    """``&x``: taken only as ``arrayLength(&binding)``'s argument (pointers are outside the
+    subset)."""
+
+    x: ir.Expr
+    line: int
+    column: int
+
+
+@dataclass(frozen=True, slots=True)
 class RawLet:
     """``let`` or function-scope ``const`` (``const``), with its optional declared type."""
 
@@ -608,6 +618,12 @@ class ToIR(Transformer):
             return RawCtor(SCALARS[name], args)
         if name in VEC_ALIASES:
             return RawCtor(VEC_ALIASES[name], args)
+        if name == "arrayLength":
+            if len(args) != 1 or not (
+                isinstance(args[0], RawAddress) and isinstance(args[0].x, ir.Name)
+            ):
+                raise self._err("arrayLength of something other than &binding", fn.line, fn.column)
+            return ir.ArrayLength(args[0].x.name)
         op = ops.builtin_named(name)
         if op is not None:
             arity = ops.info(op).arity
@@ -649,8 +665,9 @@ class ToIR(Transformer):
         return ir.Unary(Op.BITNOT, x)
 
     @v_args(meta=True, inline=True)
-    def address_of(self, meta: Meta, x: ir.Expr) -> ir.Expr:
-        raise self._err("pointers (unary '&')", meta.line, meta.column)
+    def address_of(self, meta: Meta, x: ir.Expr) -> RawAddress:
+        # Only arrayLength(&binding) takes one (see call); anywhere else the typer refuses it.
+        return RawAddress(x, meta.line, meta.column)
 
     @v_args(meta=True, inline=True)
     def deref(self, meta: Meta, x: ir.Expr) -> ir.Expr:
