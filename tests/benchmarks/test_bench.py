@@ -369,7 +369,7 @@ def test_retry_slow_takes_a_count(capsys):
     assert "--retry-slow" in err and "-1 is negative: give 0 or more" in err
 
 
-@pytest.mark.parametrize("script", ["compile.py", "interp.py", "parse.py"])
+@pytest.mark.parametrize("script", ["compile.py", "interp.py", "interp_corpus.py", "parse.py"])
 def test_benchmark_scripts_take_a_positive_repeat(script):
     # --repeat 0 would divide by zero.
     import subprocess
