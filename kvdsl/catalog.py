@@ -26,6 +26,7 @@ from kvdsl.kernels import copy as copy_mode
 from kvdsl.kernels import dense as dense_mode
 from kvdsl.kernels import merge as merge_mode
 from kvdsl.kernels import merge_share as merge_share_mode
+from kvdsl.kernels import qkv as qkv_mode
 from kvdsl.kernels import quant as quant_mode
 from kvdsl.kernels import transpose as transpose_mode
 from kvdsl.kernels import window_shift as window_shift_mode
@@ -60,6 +61,7 @@ MODES: dict[str, tuple[type[KernelConfig], Callable[..., Kernel]]] = {
     "dense_append": (dense_mode.DenseAppendConfig, dense_mode.dense_append),
     "dense_build": (dense_mode.DenseBuildConfig, dense_mode.dense_build),
     "dense_read": (dense_mode.DenseReadConfig, dense_mode.dense_read),
+    "qkv": (qkv_mode.QkvConfig, qkv_mode.qkv),
 }
 MODE_MODULES = (
     transpose_mode,
@@ -70,6 +72,7 @@ MODE_MODULES = (
     build_mode,
     quant_mode,
     dense_mode,
+    qkv_mode,
 )
 
 
