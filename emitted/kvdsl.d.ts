@@ -8,7 +8,7 @@ export function variant(name: string): Variant;
 export interface Variant {
   readonly name: string;
   /** The mode: transpose, copy, merge, merge_share, window_shift, build, build_quant, append_quant,
-   * dense_append, dense_build, dense_read. */
+   * dense_append, dense_build, dense_read, qkv. */
   readonly mode: string;
   /** The WGSL text (the same as emitted/<name>.wgsl). */
   readonly code: string;
@@ -31,6 +31,9 @@ export interface Variant {
   /** The dense modes only: bytes of one (token, head) row of K, or of V, in the cache's format,
    * its scales included (index.json's "bytes_per_token_head"). */
   readonly bytesPerTokenHead?: number;
+  /** The qkv mode only: the least bytes one dispatch moves, an expression of the shape
+   * variables (index.json's "bytes_moved"). */
+  readonly bytesMoved?: string;
   /** One entry per binding: visibility COMPUTE, buffer.type by access. */
   layoutEntries(): GPUBindGroupLayoutEntry[];
   /** The uniform buffer's bytes; throws naming a missing or unknown field or a bad value. */

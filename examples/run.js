@@ -50,6 +50,10 @@ function modeParams(v, shape) {
       return { count: shape.batch * heads * shape.seq, seq: shape.seq, pastSeq: shape.pastSeq };
     case "dense_read":
       return { count: shape.rows };
+    case "qkv": {
+      const rows = shape.batch * shape.keySeq * (v.config.q_heads + 2 * heads);
+      return { count: rows, keySeq: shape.keySeq, seq: shape.seq };
+    }
   }
   throw new Error(`no params rule for mode ${v.mode}`);
 }

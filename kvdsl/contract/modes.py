@@ -27,6 +27,7 @@ from kvdsl.kernels.copy import CopyConfig
 from kvdsl.kernels.dense import DenseAppendConfig, DenseBuildConfig, DenseConfig, DenseReadConfig
 from kvdsl.kernels.merge import MergeConfig
 from kvdsl.kernels.merge_share import MergeShareConfig
+from kvdsl.kernels.qkv import QkvConfig
 from kvdsl.kernels.quant import AppendQuantConfig, BuildQuantConfig, QuantConfig
 from kvdsl.kernels.transpose import TransposeConfig
 from kvdsl.kernels.window_shift import WindowShiftConfig
@@ -48,6 +49,7 @@ SHAPES: dict[str, tuple[str, ...]] = {
     "dense_append": ("batch", "seq", "keySeq"),
     "dense_build": ("batch", "seq", "pastSeq"),
     "dense_read": ("rows",),
+    "qkv": ("batch", "seq", "keySeq"),
 }
 
 #: The shape variables a windowed variant (``window=True``) adds, after the mode's: the window's
@@ -120,6 +122,11 @@ MEANINGS: dict[str, dict[str, str]] = {
         "pastSeq": "absolute position of token 0 (the rotary row; unused without rotary)",
     },
     "dense_read": {"count": "rows of cache_key/cache_value to read back into key/value"},
+    "qkv": {
+        "count": "input rows: batch × keySeq × (q_heads + 2 × kv_heads)",
+        "keySeq": "new tokens per batch (rows of qkv per batch)",
+        "seq": "the cache's capacity: rows per head of present_key/present_value",
+    },
 }
 
 
@@ -276,6 +283,20 @@ def dense_read_sizes(cfg: DenseReadConfig) -> Sizes:
     return cache | {"key": ("rows", cfg.head_dim), "value": ("rows", cfg.head_dim)}
 
 
+def qkv_sizes(cfg: QkvConfig) -> Sizes:
+    """The packed projection in (``keySeq`` tokens per batch), Q out, a buffer-sharing cache of
+    ``seq`` rows per head; the norm weights (Q's, then K's), one packed rotary row per
+    position, the bias of every head."""
+    return {
+        "qkv": ("batch * keySeq", cfg.heads * cfg.head_dim),
+        "seqlens_k": ("batch", 1),
+        "qk_norm_weight": ("1", cfg.norm_weights),
+        ROTARY_TABLE: ("positions", 2 * cfg.half),
+        "qkv_bias": ("1", cfg.heads * cfg.head_dim),
+        "q_out": ("batch * keySeq", cfg.q_heads * cfg.head_dim),
+    } | _present("batch * seq", cfg.hidden)
+
+
 #: mode → the sizes of its bindings for a config (a binding a variant lacks is ignored)
 SIZES: dict[str, Callable[..., Sizes]] = {
     "transpose": transpose_sizes,
@@ -289,4 +310,5 @@ SIZES: dict[str, Callable[..., Sizes]] = {
     "dense_append": dense_append_sizes,
     "dense_build": dense_build_sizes,
     "dense_read": dense_read_sizes,
+    "qkv": qkv_sizes,
 }

@@ -131,6 +131,7 @@ function makeVariant(name, d, code) {
     paramsSize: d.params_size,
     shape: Object.freeze([...d.shape]),
     ...(d.bytes_per_token_head === undefined ? {} : { bytesPerTokenHead: d.bytes_per_token_head }),
+    ...(d.bytes_moved === undefined ? {} : { bytesMoved: d.bytes_moved }),
     layoutEntries() {
       return this.bindings.map((b) => ({
         binding: b.binding, visibility: COMPUTE, buffer: { type: BUFFER_TYPES[b.access] },
@@ -208,7 +209,7 @@ export function variant(name: string): Variant;
 export interface Variant {{
   readonly name: string;
   /** The mode: transpose, copy, merge, merge_share, window_shift, build, build_quant, append_quant,
-   * dense_append, dense_build, dense_read. */
+   * dense_append, dense_build, dense_read, qkv. */
   readonly mode: string;
   /** The WGSL text (the same as emitted/<name>.wgsl). */
   readonly code: string;
@@ -231,6 +232,9 @@ export interface Variant {{
   /** The dense modes only: bytes of one (token, head) row of K, or of V, in the cache's format,
    * its scales included (index.json's "bytes_per_token_head"). */
   readonly bytesPerTokenHead?: number;
+  /** The qkv mode only: the least bytes one dispatch moves, an expression of the shape
+   * variables (index.json's "bytes_moved"). */
+  readonly bytesMoved?: string;
   /** One entry per binding: visibility COMPUTE, buffer.type by access. */
   layoutEntries(): GPUBindGroupLayoutEntry[];
   /** The uniform buffer's bytes; throws naming a missing or unknown field or a bad value. */

@@ -65,15 +65,17 @@ CONFIGS = {
 
 #: The dense-format modes, whose cases tests/harness/test_dense_cases.py checks.
 DENSE = {"dense_append", "dense_build", "dense_read"}
+#: The modes whose cases their own test module checks (tests/kernels/test_qkv.py).
+OWN = DENSE | {"qkv"}
 
 
 def test_every_mode_has_a_generator():
     assert sorted(CASES) == sorted(
         {"transpose", "copy", "merge", "merge_share", "window_shift", "build"}
         | {"build_quant", "append_quant"}
-        | DENSE
+        | OWN
     )
-    assert {cfg.mode for cfg in CONFIGS.values()} == set(CASES) - DENSE
+    assert {cfg.mode for cfg in CONFIGS.values()} == set(CASES) - OWN
 
 
 @pytest.mark.parametrize("name", CONFIGS)
