@@ -11,13 +11,19 @@ squares runs in another order than numpy's, and a GPU may contract ``x0 * cs - x
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 from kvdsl import reference
 from kvdsl.harness.cases import Case, case_generator, dtype, values
 from kvdsl.harness.compare import poison
 from kvdsl.harness.modes import adversarial_seqlens
-from kvdsl.kernels.qkv import QkvConfig
+from kvdsl.ir import Kernel
+from kvdsl.kernels.build import build
+from kvdsl.kernels.merge_share import merge_share
+from kvdsl.kernels.qkv import QkvConfig, chain
+from kvdsl.kernels.transpose import transpose
 
 #: Relative tolerance of Q and K where they are normed or rotated, by output type.
 TOLERANCE = {"f32": 2e-5, "f16": 2e-3}
@@ -85,3 +91,75 @@ def qkv_case(cfg: QkvConfig, rng: np.random.Generator, i: int) -> Case:
         {"present_key": w.mask.reshape(-1), "present_value": w.mask.reshape(-1)},
         tol,
     )
+
+
+#: A backend: ``run(kernel, buffers, params)`` → the read_write bindings' contents.
+Runner = Callable[[Kernel, dict[str, np.ndarray], dict[str, int]], dict[str, np.ndarray]]
+
+
+def unfused(
+    cfg: QkvConfig, buffers: dict[str, np.ndarray], params: dict[str, int], run: Runner
+) -> dict[str, np.ndarray]:
+    """``q_out``, ``present_key`` and ``present_value`` of a ``qkv`` case (its flat
+    ``buffers``, outputs as poisoned as the fused kernel's, and ``params``) computed by the
+    unfused chain of kvdsl's own kernels (:func:`kvdsl.kernels.qkv.chain`) through ``run``:
+    the split over every batch, then per batch the Q ``build``, the K ``build`` (K RMSNorm) and
+    the ``merge_share`` append into that batch's heads of the cache. The host moves rows
+    between the kernels (numpy views and copies only) and adds the bias in f32, as the kernel
+    does."""
+    ch = chain(cfg)
+    s, cap, d = params["keySeq"], params["seq"], cfg.head_dim
+    heads, hq, hkv = cfg.heads, cfg.q_heads, cfg.kv_heads
+    batch = params["count"] // (s * heads)
+    x = buffers["qkv"]
+    rows = np.zeros(batch * heads * s * d, np.float32)
+    out = run(transpose(ch.split), {"key": x, "value": x, "present_key": rows,
+              "present_value": rows.copy()}, {"batchSize": batch, "kvSeq": s})  # fmt: skip
+    xt = out["present_key"].reshape(batch, heads, s, d)
+    if cfg.bias:
+        xt = xt + buffers["qkv_bias"].reshape(1, heads, 1, d)
+    tables: dict[str, np.ndarray] = {}
+    if cfg.rotary:
+        table = buffers["rotary_table"].reshape(-1, 2 * cfg.half)
+        tables = {
+            "cos_cache": table[:, : cfg.half].copy(),
+            "sin_cache": table[:, cfg.half :].copy(),
+        }
+    weights = buffers.get("qk_norm_weight", np.zeros(0, np.float32)).reshape(-1, d)
+    wq = weights[0] if cfg.q_norm else None
+    wk = weights[-1] if cfg.k_norm else None
+    seqlens = buffers["seqlens_k"]
+    start, _ = reference.share_window(seqlens, s, cap)
+    qt = buffers["q_out"].dtype
+    q = np.empty((batch, hq, s, d), qt)
+    cache_k = buffers["present_key"].reshape(batch, -1).copy()
+    cache_v = buffers["present_value"].reshape(batch, -1).copy()
+    for b in range(batch):
+        qb = np.ascontiguousarray(xt[b, :hq]).reshape(-1)
+        bufs = {"src_k": qb, "src_v": qb, "present_key": poison(qb.size, qt)}
+        bufs["present_value"] = poison(qb.size, qt)
+        if wq is not None:
+            bufs["k_norm_weight"] = wq
+        if cfg.rotary:
+            bufs |= tables
+        got = run(build(ch.q), bufs, {"count": hq * s, "seq": s, "pastSeq": int(start[b])})
+        q[b] = got["present_key"].reshape(hq, s, d)
+        kb = np.ascontiguousarray(xt[b, hq : hq + hkv]).reshape(-1)
+        vb = np.ascontiguousarray(xt[b, hq + hkv :]).reshape(-1)
+        if ch.k is not None:
+            bufs = {"src_k": kb, "src_v": vb, "k_norm_weight": wk}
+            bufs |= {"present_key": poison(kb.size, np.float32)}
+            bufs |= {"present_value": poison(kb.size, np.float32)}
+            got = run(build(ch.k), bufs, {"count": hkv * s, "seq": s, "pastSeq": 0})
+            kb, vb = got["present_key"], got["present_value"]
+        bufs = {"new_k": kb, "new_v": vb, "seqlens_k": np.full(hkv, seqlens[b], np.int32)}
+        bufs |= tables | {"present_key": cache_k[b], "present_value": cache_v[b]}
+        got = run(merge_share(ch.append), bufs, {"count": hkv * s, "seq": cap, "keySeq": s})
+        cache_k[b], cache_v[b] = got["present_key"], got["present_value"]
+    if cfg.q_layout.value == "bsh":
+        q = q.transpose(0, 2, 1, 3)
+    return {
+        "q_out": np.ascontiguousarray(q).reshape(-1),
+        "present_key": cache_k.reshape(-1),
+        "present_value": cache_v.reshape(-1),
+    }

@@ -411,3 +411,43 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, QkvConfig]:
     phi2 = models["phi2"]
     v["qkv_partial_phi2"] = QkvConfig(**phi2.shape, q_heads=32, **phi2.rotary)
     return v
+
+
+@dataclass(frozen=True)
+class Chain:
+    """The unfused equivalent of a ``qkv`` variant in kvdsl's own kernels, one head per
+    "batch" (``kv_heads=1``), so that any run of whole heads is a valid input:
+
+    - ``split``: ``transpose`` of the packed projection (``HEADS`` heads) into head-major f32
+      rows ``[B, HEADS, S, D]`` (the bias, which no kernel adds, is added to these rows by the
+      host);
+    - ``q``: ``build`` of a batch's Q heads: Q RMSNorm with ``q_norm``, rotary at ``pastSeq + t``
+      with ``pastSeq`` the batch's first cache row, into ``q_type``;
+    - ``k``: ``build`` of a batch's K heads with K RMSNorm (``None`` without ``k_norm``), V
+      heads alongside as its second binding;
+    - ``append``: the ``merge_share`` append of K (rotated at its row) and V into the cache.
+    """
+
+    split: Any
+    q: Any
+    k: Any | None
+    append: Any
+
+
+def chain(cfg: QkvConfig) -> Chain:
+    """The configs of ``cfg``'s unfused chain (:class:`Chain`)."""
+    from kvdsl.kernels.build import BuildConfig
+    from kvdsl.kernels.config import Walk
+    from kvdsl.kernels.merge_share import MergeShareConfig
+    from kvdsl.kernels.transpose import TransposeConfig
+
+    d, flat = cfg.head_dim, Walk.FLAT
+    words_ = cfg.input_type is Element.F16
+    split = TransposeConfig(cfg.heads, d, vec4=True, input_type=cfg.input_type, words=words_)
+    rot = {"rotary": cfg.rotary, "rotary_half": cfg.rotary_half}
+    q = BuildConfig(1, d, k_norm=cfg.q_norm, eps=cfg.eps, present_type=cfg.q_type, walk=flat, **rot)
+    k = BuildConfig(1, d, k_norm=True, eps=cfg.eps, walk=flat) if cfg.k_norm else None
+    append = MergeShareConfig(
+        1, d, region="append", walk=flat, present_type=cfg.present_type, **rot
+    )
+    return Chain(split, q, k, append)
