@@ -10,12 +10,10 @@ words (``present_key``, ``present_value``); with ``scales="side"`` a dense forma
 zero point) sits in ``present_scales`` instead, K's then V's per row (``2 * stats`` f32 per row),
 one binding for both so that a rotary append stays within WebGPU's 8 storage buffers.
 
-The walk is flat, one invocation per ``vec4`` of a new row, rows whole inside a workgroup: each
-invocation stages its (rotated) vector in workgroup memory with its partial statistic; after a
-barrier the row's first invocations each combine a group of partials (a ggml block's eight, or
-:func:`_group`'s share of a dense row) into a second array; after a second barrier,
-invocations past the end and tokens that do not fit leave, and the row's invocations write its
-words, each assembled from the staged row and the groups' statistics.
+The walk is flat, one invocation per ``vec4`` of a new row, rows whole inside a workgroup;
+each invocation loads its (normed, rotated) vector and hands the row to the dense quantiser,
+:func:`kvdsl.nodes.quantise.quantise_rows` (:func:`quantiser`), with the row's place in the
+cache; invocations past the end and tokens that do not fit store nothing.
 
 ``dense_build``: the same row program into a BNSH cache that holds the new tokens alone
 (``seq`` per batch, row ``t``), K rotated at ``pastSeq + t``; no ``seqlens_k``.
@@ -38,9 +36,7 @@ from kvdsl.ir import (
     Buffer,
     Kernel,
     KernelBuilder,
-    Shared,
     Val,
-    array,
     construct,
     convert,
     f32,
@@ -69,14 +65,14 @@ from kvdsl.kernels.config import (
 )
 from kvdsl.nodes import formats, walks, words
 from kvdsl.kernels.build import FlatRow, RowInputs, flat_k, flat_k_loads
-from kvdsl.nodes.formats import Format, Scale
+from kvdsl.nodes.formats import Format
 from kvdsl.nodes.index import bsh, split_rows
+from kvdsl.nodes.quantise import Destination, Quantiser, RowPlace, quantise_rows
 from kvdsl.nodes.rmsnorm import row_sum_of_squares
 from kvdsl.nodes.rotary import Rotation, rotate
 from kvdsl.nodes.window import append_window
 
 F32X4 = vec(4, f32)
-F32X2 = vec(2, f32)
 LANES = ("x", "y", "z", "w")
 #: ``dense_append``'s and ``dense_build``'s workgroup size when a config leaves it unset (a
 #: multiple of a row's vectors at most this): each workgroup waits at two barriers, and smaller
@@ -264,78 +260,9 @@ def _consts(kb: KernelBuilder, cfg: DenseConfig) -> tuple[Val, Val]:
     return per_row, row_words
 
 
-def _store_row(
-    kb: KernelBuilder,
-    cfg: DenseConfig,
-    which: str,
-    xs: Shared | None,
-    stats: Shared,
-    first: Val,
-    stat0: Val,
-    d: Val,
-    own: Val,
-    out: Buffer,
-    dst_row: Val,
-    row_words: Val,
-    per_row: Val,
-    side: Buffer | None,
-    side_at: int,
-    n_stats: int,
-) -> None:
-    """Store the staged row (from its first invocation ``first``: values ``xs[first * 4 ..]``
-    for ggml, vectors ``xs[first ..]`` for a 4-bit dense format, none for int8; partials ``stats[stat0
-    ..]``: ggml's block statistics, a dense row's ``n_stats`` group statistics) as row
-    ``dst_row`` of ``out``, this invocation holding vector ``d`` (``own``) of it. ggml: its
-    words of the row's pairs of blocks. Dense: the header words ``d < header``, then code word
-    ``d`` of int8 from ``own`` itself (four codes, one vector), or for an even ``d`` code word
-    ``d / 2`` of a 4-bit format (``own`` and the next vector's four staged values); with side
-    scales (``d == 0``) its stats at ``side[dst_row * 2S + side_at ..]``."""
-    fmt = cfg.fmt
-
-    if fmt.ggml:
-        lane0 = kb.let(f"{which}Lane0", first * 4)
-
-        def elem(e: Val) -> Val:
-            return xs[lane0 + e]
-
-        blocks = cfg.head_dim // formats.BLOCK
-
-        def block_scale(name: str, blk: Val) -> Scale:
-            stat = kb.let(f"{name}Stat", stats[stat0 + blk])
-            return formats.scale_of(kb, fmt, name, stat)
-
-        base = kb.let(f"{which}Base", dst_row * row_words)
-
-        def store(w: Val, word: Val) -> None:
-            out[base + w] = word
-
-        if fmt.name == "q8_0":
-            formats.q8_0_words(kb, which, own, d, elem, block_scale, blocks, store)
-        else:
-            formats.q4_0_words(kb, which, d, elem, block_scale, blocks, store)
-        return
-    stat = formats.group_stat(kb, fmt, f"{which}Stat", stats, stat0, n_stats)
-    sc = formats.scale_of(kb, fmt, f"{which}Scale", stat)
-    head = fmt.header_words(cfg.inline)
-    base = kb.let(f"{which}Base", dst_row * row_words)
-    if head:
-        with kb.if_(d < head):
-            out[base + d] = formats.header_word(fmt, d, sc)
-    if fmt.per_word == 4:
-        out[base + (d + head)] = formats.vector_word(kb, fmt, f"{which}Q", own, sc)
-    else:
-        with kb.if_((d % 2).eq(0)):
-            kb.comment("Eight codes a word: an even vector's own four, then the next vector's.")
-            nxt = kb.let(f"{which}Next", xs[first + d + 1])
-            staged = [nxt.member(c) for c in LANES]
-            word = formats.vector_word(kb, fmt, f"{which}Q", own, sc, staged)
-            out[base + (d / 2 + head)] = word
-    if side is not None:
-        n = fmt.stats
-        with kb.if_(d.eq(0)):
-            side[dst_row * (2 * n) + side_at] = sc.scale
-            if fmt.asymmetric:
-                side[dst_row * (2 * n) + (side_at + 1)] = sc.zero
+def quantiser(cfg: DenseAppendConfig) -> Quantiser:
+    """The quantising row program of ``cfg``'s format, scales' place, head dim and workgroup."""
+    return Quantiser(cfg.fmt, cfg.inline, cfg.head_dim, cfg.workgroup_size)
 
 
 def dense_append(cfg: DenseAppendConfig, name: str = "dense_append") -> Kernel:
@@ -394,58 +321,16 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
         k = kb.let("k", words.as_f32(kb, src_k[src_base + it.d]))
     v = kb.let("v", words.as_f32(kb, src_v[src_base + it.d]))
 
-    lid = kb.lid.x
-    xk = xv = None
-    if fmt.ggml:
-        kb.comment("Stage the row's values and each vector's partial statistic in workgroup")
-        kb.comment("memory.")
-        xk = kb.workgroup_var("xk", array(f32, cfg.workgroup_size * 4))
-        xv = kb.workgroup_var("xv", array(f32, cfg.workgroup_size * 4))
-        for lane, c in enumerate(LANES):
-            xk[lid * 4 + lane] = k.member(c)
-            xv[lid * 4 + lane] = v.member(c)
-    elif fmt.per_word != 4:  # int8 packs each vector's own codes: no values staged
-        kb.comment("Stage the row's vectors and each vector's partial statistic in workgroup")
-        kb.comment("memory.")
-        xk = kb.workgroup_var("xk", array(F32X4, cfg.workgroup_size))
-        xv = kb.workgroup_var("xv", array(F32X4, cfg.workgroup_size))
-        xk[lid] = k
-        xv[lid] = v
-    else:
-        kb.comment("Stage each vector's partial statistic in workgroup memory.")
-    sk = kb.workgroup_var("statK", array(F32X2, cfg.workgroup_size))
-    sv = kb.workgroup_var("statV", array(F32X2, cfg.workgroup_size))
-    sk[lid] = formats.partial(kb, fmt, "pK", k)
-    sv[lid] = formats.partial(kb, fmt, "pV", v)
-    kb.barrier()
-    first = kb.let("rowLane", lid - it.d)
-    g = formats.BLOCK // 4 if fmt.ggml else _group(cfg.per_row)
-    n_stats = cfg.per_row // g
-    if fmt.ggml:
-        kb.comment(f"Each block's statistic, once: the row's first {n_stats} invocations each")
-        kb.comment(f"combine a block's {g} partials in order.")
-    else:
-        kb.comment(f"A row's statistic in two levels: its first {n_stats} invocations each")
-        kb.comment(f"combine {g} partials in order, then every invocation the {n_stats} groups.")
-    stat_k = kb.workgroup_var("groupK", array(F32X2, cfg.workgroup_size // g))
-    stat_v = kb.workgroup_var("groupV", array(F32X2, cfg.workgroup_size // g))
-    stat0 = kb.let("rowGroup", first / g)
-    with kb.if_(it.d < n_stats):
-        at = first + it.d * g
-        stat_k[stat0 + it.d] = formats.group_stat(kb, fmt, "gK", sk, at, g)
-        stat_v[stat0 + it.d] = formats.group_stat(kb, fmt, "gV", sv, at, g)
-    kb.barrier()
     done = it.e >= count * per_row
-    kb.leave_if(done if skipped is None else done.lor(skipped))
-    dst_row = kb.let("dstRow", (b * heads + hk) * seq + dst_t)
-    for which, own, xs, stats, out, side_at in (
-        ("k", k, xk, stat_k, present_key, 0),
-        ("v", v, xv, stat_v, present_value, fmt.stats),
-    ):
-        _store_row(
-            kb, cfg, which, xs, stats, first, stat0, it.d, own, out, dst_row, row_words, per_row,
-            side, side_at, n_stats,
-        )  # fmt: skip
+
+    def place() -> RowPlace:
+        row = kb.let("dstRow", (b * heads + hk) * seq + dst_t)
+        return RowPlace(row * row_words, None if side is None else row * (2 * fmt.stats))
+
+    dest = Destination(
+        present_key, present_value, side, place, done if skipped is None else done.lor(skipped)
+    )
+    quantise_rows(kb, quantiser(cfg), it.d, [k], [v], dest)
     dispatch = walks.dispatch(count, per_row, cfg.workgroup_size, cfg.fold, blocks=False)
     kind = fmt.name + ("" if fmt.ggml else f", scales {cfg.scales.value}")
     transforms = ["K RMS-normed"] if cfg.k_norm else []
@@ -483,14 +368,6 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
     if not append:
         requires = {"seq >= 1": seq >= 1}
     return walks.vector_extents(contract(kernel, extents, requires))
-
-
-def _group(per_row: int) -> int:
-    """The partials a row's first invocations combine each in the first level of its
-    statistic: the divisor ``g`` of ``per_row`` with the fewest loads ``g + per_row / g`` (the
-    larger of equals)."""
-    return min((g for g in range(1, per_row + 1) if per_row % g == 0),
-               key=lambda g: (g + per_row // g, -g))  # fmt: skip
 
 
 def _normed_k(
