@@ -51,7 +51,8 @@ function modeParams(v, shape) {
     case "dense_read":
       return { count: shape.rows };
     case "qkv": {
-      const rows = shape.batch * shape.keySeq * (v.config.q_heads + 2 * heads);
+      const perToken = v.config.q_heads + (v.config.format === null ? 2 : 1) * heads;
+      const rows = shape.batch * shape.keySeq * perToken;
       return { count: rows, keySeq: shape.keySeq, seq: shape.seq };
     }
   }

@@ -123,7 +123,8 @@ MEANINGS: dict[str, dict[str, str]] = {
     },
     "dense_read": {"count": "rows of cache_key/cache_value to read back into key/value"},
     "qkv": {
-        "count": "input rows: batch × keySeq × (q_heads + 2 × kv_heads)",
+        "count": "rows: batch × keySeq × (q_heads + 2 × kv_heads), or with a format"
+        " × (q_heads + kv_heads) (one row per K and V pair of heads)",
         "keySeq": "new tokens per batch (rows of qkv per batch)",
         "seq": "the cache's capacity: rows per head of present_key/present_value",
     },
@@ -294,7 +295,11 @@ def qkv_sizes(cfg: QkvConfig) -> Sizes:
         ROTARY_TABLE: ("positions", 2 * cfg.half),
         "qkv_bias": ("1", cfg.heads * cfg.head_dim),
         "q_out": ("batch * keySeq", cfg.q_heads * cfg.head_dim),
-    } | _present("batch * seq", cfg.hidden)
+    } | (
+        _present("batch * seq", cfg.hidden)
+        if cfg.format is None
+        else _dense("batch * seq", cfg, cfg.kv_heads, PRESENT, "present_scales")
+    )
 
 
 #: mode → the sizes of its bindings for a config (a binding a variant lacks is ignored)

@@ -38,9 +38,23 @@ from dataclasses import KW_ONLY, dataclass
 from enum import StrEnum
 from typing import Any
 
-from kvdsl.ir import Kernel, KernelBuilder, Val, convert, f32, i32, inverse_sqrt, lit, select, u32
+from kvdsl.ir import (
+    Kernel,
+    KernelBuilder,
+    Val,
+    array,
+    convert,
+    f32,
+    i32,
+    inverse_sqrt,
+    lit,
+    select,
+    u32,
+    vec,
+)
 from kvdsl.kernels.config import (
     FLOATS,
+    Slot,
     KNORM_WORKGROUP,
     MAX_STORAGE_BUFFERS,
     PRESENT,
@@ -59,7 +73,11 @@ from kvdsl.kernels.config import (
     rotary_pairs,
     times,
 )
-from kvdsl.nodes import walks, words
+from kvdsl.kernels.dense import QUANTISE_WORKGROUP, DenseFormat, ScalePlace
+from kvdsl.nodes import formats, walks, words
+from kvdsl.nodes.formats import Format
+from kvdsl.nodes.quantise import Destination as RowDestination
+from kvdsl.nodes.quantise import Quantiser, RowPlace, quantise_rows
 from kvdsl.nodes.rmsnorm import row_sum_of_squares
 from kvdsl.nodes.rotary import rotated_pair
 from kvdsl.nodes.window import append_window
@@ -95,10 +113,14 @@ class QkvConfig(CacheConfig):
     present_type: Element = choice(Element.F32)
     q_type: Element = choice(Element.F32)
     q_layout: QLayout = choice(QLayout.BNSH)
+    # A dense format of the cache (kvdsl.nodes.formats); None: present_type's f32 or f16 rows.
+    format: DenseFormat | None = Slot(None, DenseFormat)
+    scales: ScalePlace = choice(ScalePlace.INLINE)
     mode = "qkv"
     KEYS = (  # fmt: skip
         "q_heads", "kv_heads", "head_dim", "q_norm", "k_norm", "rotary", "rotary_half", "eps",
-        "bias", "input_type", "present_type", "q_type", "q_layout", "workgroup_size", "fold",
+        "bias", "input_type", "present_type", "q_type", "q_layout", "format", "scales",
+        "workgroup_size", "fold",
     )
 
     def check_fields(self) -> None:
@@ -139,6 +161,72 @@ class QkvConfig(CacheConfig):
         one_of("present_type", self.present_type, FLOATS)
         one_of("q_type", self.q_type, FLOATS)
         one_of("q_layout", self.q_layout, QLayout)
+        one_of("scales", self.scales, ScalePlace)
+        if self.format is None:
+            require(
+                self.scales is ScalePlace.INLINE,
+                "scales",
+                self.scales.value,
+                "'inline' (unset) without a format: an f32 or f16 cache has no scales",
+            )
+            return
+        one_of("format", self.format, DenseFormat)
+        fmt = self.fmt
+        require(
+            self.present_type is Element.F32,
+            "present_type",
+            self.present_type.value,
+            f"'f32' (unset) with format {fmt.name!r}: the cache holds the format's u32 words",
+        )
+        require(
+            not (fmt.ggml and self.scales is ScalePlace.SIDE),
+            "scales",
+            self.scales.value,
+            f"'inline' for {fmt.name} (ggml's f16 scales sit inside its blocks)",
+        )
+        require(
+            self.head_dim % fmt.elements_multiple() == 0,
+            "head_dim",
+            self.head_dim,
+            f"a multiple of {fmt.elements_multiple()} for format {fmt.name!r}",
+        )
+        require(
+            self.rotary_half is None,
+            "rotary_half",
+            self.rotary_half,
+            "unset (None) with a format: the quantising kernel rotates the whole head, as the"
+            " dense modes do",
+        )
+        buffers = 5 + int(self.norm) + int(self.rotary) + int(self.bias) + int(not self.inline)
+        require(
+            buffers <= MAX_STORAGE_BUFFERS,
+            "scales",
+            self.scales.value,
+            "'inline' with a norm, rotary and the bias (side scales would make 9 storage"
+            " buffers, past WebGPU's default 8)",
+        )
+
+    @property
+    def fmt(self) -> Format | None:
+        """The cache's dense format (None: f32 or f16 rows)."""
+        return None if self.format is None else formats.FORMATS[self.format.value]
+
+    @property
+    def inline(self) -> bool:
+        """Whether a dense row's scale is stored inline."""
+        return self.scales is ScalePlace.INLINE
+
+    @property
+    def row_words(self) -> int:
+        """u32 words of a stored dense row (``ROW_WORDS``)."""
+        return self.fmt.row_words(self.head_dim, self.inline)
+
+    @property
+    def cache_row_bytes(self) -> int:
+        """Bytes of one stored (token, head) row of K or V, its scales included."""
+        if self.fmt is None:
+            return self.head_dim * (4 if self.present_type is Element.F32 else 2)
+        return self.fmt.bytes_per_row(self.head_dim, self.inline)
 
     @property
     def norm(self) -> bool:
@@ -149,6 +237,12 @@ class QkvConfig(CacheConfig):
     def heads(self) -> int:
         """Heads per token of the packed input: ``q_heads + 2 * kv_heads``."""
         return self.q_heads + 2 * self.kv_heads
+
+    @property
+    def rows(self) -> int:
+        """Rows the dispatch walks per token: every head of the input, or with a dense
+        ``format`` the Q heads and the (K, V) pairs of heads."""
+        return self.heads if self.format is None else self.q_heads + self.kv_heads
 
     @property
     def pairs(self) -> int:
@@ -171,12 +265,24 @@ class QkvConfig(CacheConfig):
         return self.head_dim * (int(self.q_norm) + int(self.k_norm))
 
     def default_workgroup_size(self) -> int:
+        if self.format is not None:
+            per_row = self.head_dim // 4
+            return QUANTISE_WORKGROUP - QUANTISE_WORKGROUP % per_row or per_row
         if not self.norm:
             return WORKGROUP
         return KNORM_WORKGROUP - KNORM_WORKGROUP % self.pairs or self.pairs
 
     def check_schedule(self) -> None:
-        if self.norm:
+        if self.format is not None:
+            per_row = self.head_dim // 4
+            require(
+                self.workgroup_size % per_row == 0,
+                "workgroup_size",
+                self.workgroup_size,
+                f"a multiple of the {per_row} vectors of a row with a format (rows are"
+                " quantised whole inside a workgroup)",
+            )
+        elif self.norm:
             require(
                 self.workgroup_size % self.pairs == 0,
                 "workgroup_size",
@@ -207,6 +313,8 @@ def destination(kb: KernelBuilder, seqlens_k: Any, b: Val, t: Val, seq: Val, key
 
 def qkv(cfg: QkvConfig, name: str = "qkv") -> Kernel:
     """Build the ``qkv`` kernel for ``cfg``."""
+    if cfg.format is not None:
+        return _quantising(cfg, name)
     kb = KernelBuilder(name, cfg.workgroup_size)
     src = words.binding(kb, "qkv", cfg.input_type.scalar, 4)
     seqlens = kb.binding("seqlens_k", i32, "read")
@@ -321,6 +429,159 @@ def qkv(cfg: QkvConfig, name: str = "qkv") -> Kernel:
     return walks.vector_extents(contract(kernel, extents, requires))
 
 
+def _quantising(cfg: QkvConfig, name: str) -> Kernel:
+    """The ``qkv`` kernel into a dense cache: one invocation per ``vec4`` of a Q row or of a
+    (K, V) pair of rows (``Q_HEADS + KV_HEADS`` rows per token), rows whole inside a
+    workgroup. Each invocation stages its (biased) vector in workgroup memory, so that the
+    rotary partner and the norm's sum come from there after one barrier (every input element
+    is loaded once); Q is stored, then the K and V rows go through the dense quantiser
+    (:func:`kvdsl.nodes.quantise.quantise_rows`), the Q rows skipped. K's products are
+    ``dense_append``'s (:func:`kvdsl.kernels.build.flat_k`'s), in the same order."""
+    kb = KernelBuilder(name, cfg.workgroup_size)
+    src = words.binding(kb, "qkv", cfg.input_type.scalar, 4)
+    seqlens = kb.binding("seqlens_k", i32, "read")
+    weight = words.binding(kb, "qk_norm_weight", f32, 4) if cfg.norm else None
+    table = words.binding(kb, ROTARY_TABLE, f32, 4) if cfg.rotary else None
+    bias = words.binding(kb, "qkv_bias", f32, 4) if cfg.bias else None
+    q_out = words.binding(kb, "q_out", cfg.q_type.scalar, 4, "read_write")
+    present_key = kb.binding("present_key", u32, "read_write")
+    present_value = kb.binding("present_value", u32, "read_write")
+    side = None if cfg.inline else kb.binding("present_scales", f32, "read_write")
+    assert len(kb.bindings) <= MAX_STORAGE_BUFFERS
+    head_dim = kb.const("HEAD_DIM", u32, cfg.head_dim)
+    per_row = kb.const("HEAD_DIM_V4", u32, cfg.head_dim // 4)
+    row_words = kb.const("ROW_WORDS", u32, cfg.row_words)
+    q_heads = kb.const("Q_HEADS", u32, cfg.q_heads)
+    kv_heads = kb.const("KV_HEADS", u32, cfg.kv_heads)
+    heads = kb.const("HEADS", u32, cfg.heads)
+    rows_per_token = kb.const("ROWS", u32, cfg.q_heads + cfg.kv_heads)
+    half = kb.const("HALF_V4", u32, cfg.head_dim // 8) if cfg.rotary else None
+    eps = kb.const("QK_EPS", f32, float(cfg.eps)) if cfg.norm else None
+    count, key_seq, seq = kb.param("count"), kb.param("keySeq"), kb.param("seq")
+
+    it = walks.vectors(kb, cfg.fold, count, per_row, 4, guard=False)
+    d = it.d
+    kb.comment("Row = token * ROWS + r: Q heads, then the (K, V) pairs of heads.")
+    r = kb.let("r", it.row % rows_per_token)
+    token = kb.let("token", it.row / rows_per_token)
+    t = kb.let("t", token % key_seq)
+    b = kb.let("b", token / key_seq)
+    is_q = kb.let("isQ", r < q_heads)
+    kb.comment("K head r - Q_HEADS sits at input head r, its V head KV_HEADS further.")
+    dst = destination(kb, seqlens, b, t, seq, key_seq)
+    k_row = kb.let("kRow", (token * heads + r) * per_row)
+    x = kb.let("xRaw", words.as_f32(kb, src[k_row + d]))
+    v = kb.var("v", vec_f32x4(), words.splat(vec_f32x4(), 0.0))
+    with kb.if_(~is_q):
+        v.set(words.as_f32(kb, src[k_row + kv_heads * per_row + d]))
+    if bias is not None:
+        x = kb.let("xBias", x + bias[r * per_row + d])
+        with kb.if_(~is_q):
+            v.set(v + bias[(r + kv_heads) * per_row + d])
+    v_val = kb.let("vOwn", v)
+    normed = None
+    w0 = w1 = None
+    if weight is not None:
+        normed = is_q if not cfg.k_norm else (~is_q if not cfg.q_norm else None)
+        if cfg.q_norm and cfg.k_norm:
+            w_base = kb.let("wBase", select(per_row, as_u32(0), is_q))
+        else:
+            w_base = as_u32(0)
+    cs = sn = None
+    low = dr = None
+    if table is not None:
+        low = kb.let("low", d < half)
+        dr = kb.let("dr", d % half)
+        at = kb.let("tableAt", dst.position * (half * 2) + dr)
+        cs, sn = kb.let("cs", table[at]), kb.let("sn", table[at + half])
+    if weight is not None:
+        if table is not None:
+            w0 = kb.let("w0", weight[w_base + dr])
+            w1 = kb.let("w1", weight[w_base + (dr + half)])
+        else:
+            w0 = kb.let("kW", weight[w_base + d])
+    if table is not None:
+        kb.comment("Stage the vector: its rotary partner reads it after the barrier.")
+        staged = kb.workgroup_var("xRow", array_f32x4(cfg.workgroup_size))
+        staged[kb.lid.x] = x
+    inv_rms = None
+    if weight is not None:
+        kb.comment("RMSNorm: the row's sum of squares, reduced in workgroup memory.")
+        ms = row_sum_of_squares(kb, x, d, per_row, cfg.workgroup_size, cfg.head_dim // 4)
+        inv_rms = kb.let("invRms", inverse_sqrt(ms / convert(f32, head_dim) + eps))
+    elif table is not None:
+        kb.barrier()
+    k = x
+    if table is not None:
+        first = kb.let("rowStart", kb.lid.x - d)
+        partner = kb.let("xPair", staged[first + select(dr, dr + half, low)])
+        raw0 = kb.let("x0Raw", select(partner, x, low))
+        raw1 = kb.let("x1Raw", select(x, partner, low))
+        x0, x1 = raw0, raw1
+        if inv_rms is not None:
+            x0 = kb.let("x0", raw0 * inv_rms * w0)
+            x1 = kb.let("x1", raw1 * inv_rms * w1)
+        a, c = rotated_pair(x0, x1, cs, sn)
+        turned = kb.let("turned", select(c, a, low))
+        if inv_rms is not None and normed is not None:
+            kb.comment("A row without a norm rotates its own values.")
+            a, c = rotated_pair(raw0, raw1, cs, sn)
+            turned = kb.let("k", select(select(c, a, low), turned, normed))
+        k = turned
+    elif inv_rms is not None:
+        k = kb.let("kNormed", x * inv_rms * w0)
+        if normed is not None:
+            k = kb.let("k", select(x, k, normed))
+    done = kb.let("done", it.e >= count * per_row)
+    with kb.if_(is_q.land(~done)):
+        if cfg.q_layout is QLayout.BNSH:
+            q_row = ((b * q_heads + r) * key_seq + t) * per_row
+        else:
+            q_row = (token * q_heads + r) * per_row
+        q_out[q_row + d] = words.to(kb, words.elem(cfg.q_type.scalar, 4), k)
+
+    def place() -> RowPlace:
+        row = kb.let("dstRow", (b * kv_heads + (r - q_heads)) * seq + dst.row)
+        side_at = None if side is None else row * (2 * cfg.fmt.stats)
+        return RowPlace(row * row_words, side_at)
+
+    dest = RowDestination(present_key, present_value, side, place, done.lor(is_q))
+    quantiser = Quantiser(cfg.fmt, cfg.inline, cfg.head_dim, cfg.workgroup_size)
+    quantise_rows(kb, quantiser, d, [k], [v_val], dest)
+
+    dispatch = walks.dispatch(count, per_row, cfg.workgroup_size, cfg.fold, blocks=False)
+    kernel = kb.build(dispatch, _doc(cfg))
+    batch = ceil_div(count, (cfg.q_heads + cfg.kv_heads) * key_seq)
+    tokens = times(batch, key_seq)
+    extents: dict[str, Any] = {
+        "qkv": times(tokens, cfg.heads * cfg.head_dim),
+        "seqlens_k": batch,
+        "q_out": times(tokens, cfg.q_heads * cfg.head_dim),
+        "present_key": times(batch, seq, cfg.kv_heads * cfg.row_words),
+        "present_value": times(batch, seq, cfg.kv_heads * cfg.row_words),
+    }
+    if side is not None:
+        extents["present_scales"] = times(batch, seq, cfg.kv_heads * 2 * cfg.fmt.stats)
+    if weight is not None:
+        extents["qk_norm_weight"] = cfg.norm_weights
+    if table is not None:
+        extents[ROTARY_TABLE] = times(seq, cfg.head_dim)
+    if bias is not None:
+        extents["qkv_bias"] = cfg.heads * cfg.head_dim
+    requires = {"keySeq >= 1": key_seq >= 1, "keySeq <= seq": key_seq <= seq}
+    return walks.vector_extents(contract(kernel, extents, requires))
+
+
+def vec_f32x4():
+    """``vec4<f32>``."""
+    return vec(4, f32)
+
+
+def array_f32x4(n: int):
+    """``array<vec4<f32>, n>``."""
+    return array(vec(4, f32), n)
+
+
 def as_u32(n: int) -> Val:
     """The u32 literal ``n``."""
     return lit(n, u32)
@@ -346,9 +607,15 @@ def _doc(cfg: QkvConfig) -> str:
         "Split a packed QKV projection into heads"
         + "".join(f", {s}" for s in steps)
         + f";\nwrite Q ({cfg.q_layout.value.upper()}, {cfg.q_type.value}) and append K and V"
-        f" into a buffer-sharing {cfg.present_type.value} cache."
+        f" into a buffer-sharing {_cache_kind(cfg)} cache."
     )
     return doc
+
+
+def _cache_kind(cfg: QkvConfig) -> str:
+    if cfg.fmt is None:
+        return cfg.present_type.value
+    return cfg.fmt.name + ("" if cfg.fmt.ggml else f" (scales {cfg.scales.value})")
 
 
 def bytes_moved(cfg: QkvConfig) -> str:
@@ -360,7 +627,7 @@ def bytes_moved(cfg: QkvConfig) -> str:
     d = cfg.head_dim
     per_token = cfg.heads * d * size[cfg.input_type]
     per_token += cfg.q_heads * d * size[cfg.q_type]
-    per_token += 2 * cfg.kv_heads * d * size[cfg.present_type]
+    per_token += 2 * cfg.kv_heads * cfg.cache_row_bytes
     if cfg.rotary:
         per_token += 2 * cfg.half * 4
     fixed = cfg.norm_weights * 4 + (cfg.heads * d * 4 if cfg.bias else 0)
@@ -390,7 +657,9 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, QkvConfig]:
     """Named ``qkv`` variants: each model's own transforms (Llama 3.1 8B and Phi-3 rotary;
     Qwen3 0.6B and Gemma 3 1B Q and K RMSNorm and rotary; Qwen2.5 0.5B the QKV bias and rotary),
     f32 throughout and in f16 (input, Q and cache), Q in BNSH; Llama's also with Q in BSH, and
-    K/V appended without rotary."""
+    K/V appended without rotary; Phi-2's partial rotary; and caches in dense formats (int8 and
+    q4_0 at Llama's shape, int8 at Qwen3's, q8_0 at Gemma's, int4 with side scales at
+    Qwen2.5's)."""
     own = {
         "llama31_8b": {},
         "phi3_mini": {},
@@ -410,6 +679,17 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, QkvConfig]:
     v["qkv_norotary_llama31_8b"] = QkvConfig(**llama)
     phi2 = models["phi2"]
     v["qkv_partial_phi2"] = QkvConfig(**phi2.shape, q_heads=32, **phi2.rotary)
+    for key, fmt, place in (
+        ("llama31_8b", DenseFormat.INT8, ScalePlace.INLINE),
+        ("llama31_8b", DenseFormat.Q4_0, ScalePlace.INLINE),
+        ("qwen3_06b", DenseFormat.INT8, ScalePlace.INLINE),
+        ("gemma3_1b", DenseFormat.Q8_0, ScalePlace.INLINE),
+        ("qwen25_05b", DenseFormat.INT4, ScalePlace.SIDE),
+    ):
+        m = models[key]
+        shape = m.shape | {"q_heads": Q_HEADS[key], "rotary": True}
+        tag = fmt.value + ("_side" if place is ScalePlace.SIDE else "")
+        v[f"qkv_{tag}_{key}"] = QkvConfig(**shape, **own[key], format=fmt, scales=place)
     return v
 
 
@@ -425,7 +705,9 @@ class Chain:
       with ``pastSeq`` the batch's first cache row, into ``q_type``;
     - ``k``: ``build`` of a batch's K heads with K RMSNorm (``None`` without ``k_norm``), V
       heads alongside as its second binding;
-    - ``append``: the ``merge_share`` append of K (rotated at its row) and V into the cache.
+    - ``append``: the ``merge_share`` append of K (rotated at its row) and V into the cache;
+      with a dense ``format``, ``dense_append`` instead (K RMSNorm, rotary and the quantiser
+      in one, ``k`` then ``None``), and ``q`` walks vectors, as the quantising kernel does.
     """
 
     split: Any
@@ -438,6 +720,7 @@ def chain(cfg: QkvConfig) -> Chain:
     """The configs of ``cfg``'s unfused chain (:class:`Chain`)."""
     from kvdsl.kernels.build import BuildConfig
     from kvdsl.kernels.config import Walk
+    from kvdsl.kernels.dense import DenseAppendConfig
     from kvdsl.kernels.merge_share import MergeShareConfig
     from kvdsl.kernels.transpose import TransposeConfig
 
@@ -445,7 +728,17 @@ def chain(cfg: QkvConfig) -> Chain:
     words_ = cfg.input_type is Element.F16
     split = TransposeConfig(cfg.heads, d, vec4=True, input_type=cfg.input_type, words=words_)
     rot = {"rotary": cfg.rotary, "rotary_half": cfg.rotary_half}
-    q = BuildConfig(1, d, k_norm=cfg.q_norm, eps=cfg.eps, present_type=cfg.q_type, walk=flat, **rot)
+    dense = cfg.format is not None
+    q = BuildConfig(
+        1, d, k_norm=cfg.q_norm, eps=cfg.eps, present_type=cfg.q_type, walk=flat, **rot,
+        pairs=False if dense and cfg.q_norm else None,
+    )  # fmt: skip
+    if dense:
+        append = DenseAppendConfig(
+            1, d, format=cfg.format, scales=cfg.scales, k_norm=cfg.k_norm, rotary=cfg.rotary,
+            eps=cfg.eps,
+        )  # fmt: skip
+        return Chain(split, q, None, append)
     k = BuildConfig(1, d, k_norm=True, eps=cfg.eps, walk=flat) if cfg.k_norm else None
     append = MergeShareConfig(
         1, d, region="append", walk=flat, present_type=cfg.present_type, **rot

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from kvdsl import catalog, interp
-from kvdsl.contract import entry, evaluate
+from kvdsl.contract import buffer_sizes, entry, evaluate
 from kvdsl.harness import cases_for, verify_variant
 from kvdsl.harness.qkv import inputs, unfused
 from kvdsl.ir.features import limits
@@ -32,6 +32,26 @@ CONFIGS = {
     "f16_cache": QkvConfig(2, 16, q_heads=4, k_norm=True, rotary=True, present_type="f16"),
     "f16_q_bsh": QkvConfig(1, 32, q_heads=4, bias=True, rotary=True, q_type="f16", q_layout="bsh"),
     "plain": QkvConfig(2, 8, q_heads=2),
+    "int8": QkvConfig(2, 32, q_heads=4, rotary=True, format="int8"),
+    "int4_asym_side_knorm": QkvConfig(
+        2, 32, q_heads=8, k_norm=True, format="int4_asym", scales="side"
+    ),
+    "q8_0_qnorm_bias": QkvConfig(
+        1, 32, q_heads=4, q_norm=True, bias=True, rotary=True, format="q8_0"
+    ),
+    "q4_0_f16_norms_bsh": QkvConfig(
+        1,
+        64,
+        q_heads=2,
+        q_norm=True,
+        k_norm=True,
+        rotary=True,
+        format="q4_0",
+        input_type="f16",
+        q_type="f16",
+        q_layout="bsh",
+    ),
+    "int4_plain": QkvConfig(2, 16, q_heads=2, format="int4"),
 }
 
 
@@ -45,7 +65,9 @@ def test_kernel_matches_the_reference(name, gpu):
     assert result.unsupported is None
 
 
-@pytest.mark.parametrize("name", ["mha_rotary", "gqa4_norms_bias", "partial", "f16_cache"])
+@pytest.mark.parametrize(
+    "name", ["mha_rotary", "gqa4_norms_bias", "partial", "f16_cache", "int8", "int4_plain"]
+)
 def test_a_wrong_output_is_caught(name):
     """One element changed in each output, or one cache row written outside the window, fails
     the case's verdict."""
@@ -55,6 +77,11 @@ def test_a_wrong_output_is_caught(name):
         assert not case.against_reference(got)
         for out in ("q_out", "present_key", "present_value"):
             bad = {k: v.copy() for k, v in got.items()}
+            if bad[out].dtype == np.uint32:  # a dense cache's words: flip a code's top bit
+                inside = np.flatnonzero(case.written[out])
+                bad[out][inside[-1]] ^= np.uint32(0x80000000)
+                assert case.against_reference(bad), out
+                continue
             inside = np.flatnonzero(case.written.get(out, np.ones(bad[out].size, bool)))
             bad[out][inside[len(inside) // 2]] += 1
             assert case.against_reference(bad), out
@@ -70,11 +97,16 @@ def _bits(a: np.ndarray) -> np.ndarray:
 
 
 @pytest.mark.parametrize("backend", ["interp", "gpu"])
-@pytest.mark.parametrize("name", sorted(CATALOG) + ["gqa4_knorm", "partial", "f16_q_bsh"])
+@pytest.mark.parametrize(
+    "name",
+    sorted(CATALOG)
+    + ["gqa4_knorm", "partial", "f16_q_bsh", "int4_asym_side_knorm", "q8_0_qnorm_bias"],
+)
 def test_fused_equals_the_unfused_chain(name, backend, gpu):
     """The second oracle: the fused kernel's Q and cache equal, bit for bit, what kvdsl's own
-    kernels give in sequence (transpose, build, build with K RMSNorm, merge_share append),
-    poisoned rows included. Both sum a row's squares in the same order (the pair walk's)."""
+    kernels give in sequence (transpose, build, build with K RMSNorm, merge_share append; with
+    a dense format dense_append), poisoned rows included. Both sum a row's squares in the
+    same order (the pair walk's, or with a format the vectors')."""
     from kvdsl.runtime import run as gpu_run
 
     cfg = CATALOG.get(name) or CONFIGS[name]
@@ -83,14 +115,19 @@ def test_fused_equals_the_unfused_chain(name, backend, gpu):
     for case in cases_for(cfg, 3, seed=5):
         fused = run(kernel, dict(case.buffers), case.params)
         chained = unfused(cfg, case.buffers, case.params, run)
-        for out in ("q_out", "present_key", "present_value"):
+        assert set(fused) == set(chained)
+        for out in fused:
             same = _bits(fused[out]) == _bits(chained[out])
             assert same.all(), f"{case.label()} {out}: {int((~same).sum())} elements differ"
 
 
 #: The bindings a dispatch streams through once (the rest are tables every head reads again,
 #: from the cache after the first read).
-STREAMS = ("qkv", "q_out", "present_key", "present_value")
+STREAMS = ("qkv", "q_out", "present_key", "present_value", "present_scales")
+
+
+def _pos(cfg: QkvConfig, cap: int) -> dict[str, int]:
+    return {"positions": cap} if cfg.rotary else {}
 
 
 @pytest.mark.parametrize("name", sorted(CATALOG))
@@ -107,27 +144,34 @@ def test_bytes_moved_within_a_tenth_of_the_minimum(name):
     assert e["bytes_moved"] == bytes_moved(cfg) == contract_fields(cfg)["bytes_moved"]
     for batch, key_seq, cap in ((4, 1, 40), (2, 24, 32)):
         bufs, _ = inputs(cfg, np.random.default_rng(0), batch, key_seq, cap, 1)
-        q_type, c_type = cfg.q_type.scalar.dtype, cfg.present_type.scalar.dtype
-        bufs["q_out"] = np.zeros(batch * key_seq * cfg.q_heads * cfg.head_dim, q_type)
-        for k in STREAMS[2:]:
-            bufs[k] = np.zeros(batch * cfg.kv_heads * cap * cfg.head_dim, c_type)
+        sizes = buffer_sizes(e, {"batch": batch, "seq": cap, "keySeq": key_seq} | _pos(cfg, cap))
+        host = {b.name: b.host.dtype for b in kernel.bindings}
+        for k in STREAMS[1:]:
+            if k in host:
+                bufs[k] = np.zeros(sizes[k] // host[k].itemsize, host[k])
         bufs = {k: np.ascontiguousarray(v).reshape(-1) for k, v in bufs.items()}
-        params = {"count": batch * key_seq * cfg.heads, "keySeq": key_seq, "seq": cap}
+        params = {"count": batch * key_seq * cfg.rows, "keySeq": key_seq, "seq": cap}
         counted: dict[str, list[int]] = {}
         interp.run(kernel, bufs, params, accesses=counted)
         minimum = evaluate(e["bytes_moved"], {"batch": batch, "keySeq": key_seq}, "shape")
-        streamed = sum(sum(counted[k]) for k in STREAMS)
+        streamed = sum(sum(counted.get(k, [0])) for k in STREAMS)
         assert streamed <= 1.1 * minimum, (streamed, minimum)
         # Each streamed element moves once: the input's loads and the outputs' stores.
-        sizes = {"f32": 4, "f16": 2}
+        size = {"f32": 4, "f16": 2}
         d, tokens = cfg.head_dim, batch * key_seq
-        assert counted["qkv"] == [tokens * cfg.heads * d * sizes[cfg.input_type.value], 0]
-        q_bytes = tokens * cfg.q_heads * d * sizes[cfg.q_type.value]
+        assert counted["qkv"] == [tokens * cfg.heads * d * size[cfg.input_type.value], 0]
+        q_bytes = tokens * cfg.q_heads * d * size[cfg.q_type.value]
         assert counted["q_out"] == [0, q_bytes]
-        kv = tokens * cfg.kv_heads * d * sizes[cfg.present_type.value]
+        row = cfg.head_dim * size[cfg.present_type.value] if cfg.fmt is None else cfg.row_words * 4
+        kv = tokens * cfg.kv_heads * row
         assert counted["present_key"] == counted["present_value"] == [0, kv]
+        if not cfg.inline:
+            assert counted["present_scales"] == [0, tokens * cfg.kv_heads * 2 * cfg.fmt.stats * 4]
         # The rest of the minimum is the tables' entries, each counted once.
         assert minimum - streamed == _table_bytes(cfg, batch, key_seq)
+        reads = sum(counted[k][0] for k in counted if k not in STREAMS)
+        print(f"{name} B={batch} S={key_seq}: streamed {streamed} of {minimum} B, tables read"
+              f" {reads} B (per head, from the cache)")  # fmt: skip
 
 
 def _table_bytes(cfg: QkvConfig, batch: int, key_seq: int) -> int:
@@ -161,6 +205,11 @@ def test_catalog_variants_bind_at_most_eight_storage_buffers():
         assert limits(catalog.build(name)) == {}, name
     full = QkvConfig(8, 128, q_heads=32, q_norm=True, k_norm=True, bias=True, rotary=True)
     assert len(qkv(full).bindings) == 8 and limits(qkv(full)) == {}
+    side = {"rotary": True, "bias": True, "format": "int8", "scales": "side"}
+    assert len(qkv(QkvConfig(8, 128, q_heads=32, **side)).bindings) == 8
+    with pytest.raises(ConfigError) as err:  # a ninth: side scales with a norm too
+        QkvConfig(8, 128, q_heads=32, k_norm=True, **side)
+    assert err.value.field == "scales"
 
 
 def test_catalog_names_the_models_own_transforms():
@@ -188,6 +237,13 @@ def test_catalog_names_the_models_own_transforms():
         ({"q_layout": "nhsd"}, "q_layout"),
         ({"window": True}, "window"),
         ({"k_norm": True, "workgroup_size": 102}, "workgroup_size"),  # rows of 4 pairs
+        ({"format": "int8", "workgroup_size": 36}, "workgroup_size"),  # rows of 8 vectors
+        ({"format": "int3"}, "format"),
+        ({"format": "q8_0", "scales": "side"}, "scales"),
+        ({"scales": "side"}, "scales"),  # no format: no scales
+        ({"format": "int8", "present_type": "f16"}, "present_type"),
+        ({"format": "q4_0", "head_dim": 16}, "head_dim"),  # ggml blocks of 32
+        ({"format": "int8", "rotary": True, "rotary_half": 8}, "rotary_half"),
     ],
 )
 def test_config_refusals_name_the_field(fields, field):
