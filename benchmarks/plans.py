@@ -310,13 +310,16 @@ def _dense_read(cfg: Any, B: int, h: int, d: int, S: int) -> Plan:
 def _qkv(cfg: Any, B: int, S: int, new: int) -> Plan:
     # seqlens_k = S - 1: the window is rows [S - new, S) of each head.
     d, half, tokens = cfg.head_dim, cfg.half, B * new
+    row, side = (d, 0) if cfg.format is None else _dense_words(cfg, d)
+    cache = B * cfg.kv_heads * S
     counts = {"qkv": tokens * cfg.heads * d, "seqlens_k": B, "qk_norm_weight": cfg.norm_weights,
               "rotary_table": S * 2 * half, "qkv_bias": cfg.heads * d,
-              "q_out": tokens * cfg.q_heads * d, "present_key": B * cfg.kv_heads * S * d,
-              "present_value": B * cfg.kv_heads * S * d}  # fmt: skip
-    fresh = tokens * cfg.kv_heads * d
-    moved = counts | {"present_key": fresh, "present_value": fresh, "rotary_table": new * 2 * half}
-    params = {"count": tokens * cfg.heads, "keySeq": new, "seq": S}
+              "q_out": tokens * cfg.q_heads * d, "present_key": cache * row,
+              "present_value": cache * row, "present_scales": cache * side}  # fmt: skip
+    fresh = tokens * cfg.kv_heads
+    moved = counts | {"present_key": fresh * row, "present_value": fresh * row}
+    moved |= {"present_scales": fresh * side, "rotary_table": new * 2 * half}
+    params = {"count": tokens * cfg.rows, "keySeq": new, "seq": S}
     return Plan(B, new, S, params, counts, S - 1, _sum_of(moved))
 
 
@@ -342,6 +345,9 @@ def chain_plans(cfg: Any, plan: Plan) -> list[tuple[Any, Plan]]:
         moved = counts | dict.fromkeys(("cos_cache", "sin_cache"), new * half)
         params = {"count": rows[which] * new, "seq": new, "pastSeq": S - new}
         out.append((step, Plan(B, new, S, params, counts, None, _sum_of(moved))))
+    if cfg.format is not None:  # dense_append of the K and V heads, one head per batch
+        append = _dense_append(ch.append, hkv, 1, d, half, S, new)
+        return out + [(ch.append, append)]
     fresh = hkv * new * d
     counts = {"new_k": fresh, "new_v": fresh, "seqlens_k": hkv, "cos_cache": S * half,
               "sin_cache": S * half, "present_key": hkv * S * d, "present_value": hkv * S * d}  # fmt: skip
