@@ -13,7 +13,9 @@ The input ``qkv`` is the projection's output, ``[tokens, (Hq + 2 Hkv) * D]``: pe
   values, then ``half`` sin values);
 - writes Q to ``q_out`` (BNSH ``[B, Hq, keySeq, D]`` or BSH ``[B, keySeq, Hq * D]``, f32 or f16),
   and appends K and V into a buffer-sharing BNSH cache of ``seq`` rows per head
-  (``present_key``, ``present_value``, f32 or f16) at the ``merge_share`` window:
+  (``present_key``, ``present_value``: f32 or f16 rows, or with ``format`` a dense format's
+  words and, with ``scales="side"``, ``present_scales``: :mod:`kvdsl.kernels.qkv_dense`) at
+  the ``merge_share`` window:
   batch ``b``'s token ``t`` lands at row ``appendStart + t``
   (:func:`kvdsl.nodes.window.append_window`), which is also its rotary position.
 
@@ -42,7 +44,6 @@ from kvdsl.ir import (
     Kernel,
     KernelBuilder,
     Val,
-    array,
     convert,
     f32,
     i32,
@@ -50,7 +51,6 @@ from kvdsl.ir import (
     lit,
     select,
     u32,
-    vec,
 )
 from kvdsl.kernels.config import (
     FLOATS,
@@ -76,14 +76,10 @@ from kvdsl.kernels.config import (
 from kvdsl.kernels.dense import QUANTISE_WORKGROUP, DenseFormat, ScalePlace
 from kvdsl.nodes import formats, walks, words
 from kvdsl.nodes.formats import Format
-from kvdsl.nodes.quantise import Destination as RowDestination
-from kvdsl.nodes.quantise import Quantiser, RowPlace, quantise_rows
 from kvdsl.nodes.rmsnorm import row_sum_of_squares
 from kvdsl.nodes.rotary import rotated_pair
 from kvdsl.nodes.window import append_window
 
-#: The storage bindings, in binding order (those a config leaves off are not declared).
-BINDINGS = ("qkv", "seqlens_k", "qk_norm_weight", ROTARY_TABLE, "qkv_bias", "q_out") + PRESENT
 #: The flat walk's workgroup size without a norm (no barrier).
 WORKGROUP = 256
 
@@ -314,7 +310,9 @@ def destination(kb: KernelBuilder, seqlens_k: Any, b: Val, t: Val, seq: Val, key
 def qkv(cfg: QkvConfig, name: str = "qkv") -> Kernel:
     """Build the ``qkv`` kernel for ``cfg``."""
     if cfg.format is not None:
-        return _quantising(cfg, name)
+        from kvdsl.kernels.qkv_dense import qkv_dense  # (which imports this module)
+
+        return qkv_dense(cfg, name)
     kb = KernelBuilder(name, cfg.workgroup_size)
     src = words.binding(kb, "qkv", cfg.input_type.scalar, 4)
     seqlens = kb.binding("seqlens_k", i32, "read")
@@ -410,7 +408,7 @@ def qkv(cfg: QkvConfig, name: str = "qkv") -> Kernel:
         present_value[v_base + hi] = words.to(kb, c_elem, x1)
 
     dispatch = walks.dispatch(count, pairs, cfg.workgroup_size, cfg.fold, blocks=False)
-    kernel = kb.build(dispatch, _doc(cfg))
+    kernel = kb.build(dispatch, describe(cfg))
     batch = ceil_div(count, cfg.heads * key_seq)
     extents: dict[str, Any] = {
         "qkv": times(count, cfg.head_dim),
@@ -429,159 +427,6 @@ def qkv(cfg: QkvConfig, name: str = "qkv") -> Kernel:
     return walks.vector_extents(contract(kernel, extents, requires))
 
 
-def _quantising(cfg: QkvConfig, name: str) -> Kernel:
-    """The ``qkv`` kernel into a dense cache: one invocation per ``vec4`` of a Q row or of a
-    (K, V) pair of rows (``Q_HEADS + KV_HEADS`` rows per token), rows whole inside a
-    workgroup. Each invocation stages its (biased) vector in workgroup memory, so that the
-    rotary partner and the norm's sum come from there after one barrier (every input element
-    is loaded once); Q is stored, then the K and V rows go through the dense quantiser
-    (:func:`kvdsl.nodes.quantise.quantise_rows`), the Q rows skipped. K's products are
-    ``dense_append``'s (:func:`kvdsl.kernels.build.flat_k`'s), in the same order."""
-    kb = KernelBuilder(name, cfg.workgroup_size)
-    src = words.binding(kb, "qkv", cfg.input_type.scalar, 4)
-    seqlens = kb.binding("seqlens_k", i32, "read")
-    weight = words.binding(kb, "qk_norm_weight", f32, 4) if cfg.norm else None
-    table = words.binding(kb, ROTARY_TABLE, f32, 4) if cfg.rotary else None
-    bias = words.binding(kb, "qkv_bias", f32, 4) if cfg.bias else None
-    q_out = words.binding(kb, "q_out", cfg.q_type.scalar, 4, "read_write")
-    present_key = kb.binding("present_key", u32, "read_write")
-    present_value = kb.binding("present_value", u32, "read_write")
-    side = None if cfg.inline else kb.binding("present_scales", f32, "read_write")
-    assert len(kb.bindings) <= MAX_STORAGE_BUFFERS
-    head_dim = kb.const("HEAD_DIM", u32, cfg.head_dim)
-    per_row = kb.const("HEAD_DIM_V4", u32, cfg.head_dim // 4)
-    row_words = kb.const("ROW_WORDS", u32, cfg.row_words)
-    q_heads = kb.const("Q_HEADS", u32, cfg.q_heads)
-    kv_heads = kb.const("KV_HEADS", u32, cfg.kv_heads)
-    heads = kb.const("HEADS", u32, cfg.heads)
-    rows_per_token = kb.const("ROWS", u32, cfg.q_heads + cfg.kv_heads)
-    half = kb.const("HALF_V4", u32, cfg.head_dim // 8) if cfg.rotary else None
-    eps = kb.const("QK_EPS", f32, float(cfg.eps)) if cfg.norm else None
-    count, key_seq, seq = kb.param("count"), kb.param("keySeq"), kb.param("seq")
-
-    it = walks.vectors(kb, cfg.fold, count, per_row, 4, guard=False)
-    d = it.d
-    kb.comment("Row = token * ROWS + r: Q heads, then the (K, V) pairs of heads.")
-    r = kb.let("r", it.row % rows_per_token)
-    token = kb.let("token", it.row / rows_per_token)
-    t = kb.let("t", token % key_seq)
-    b = kb.let("b", token / key_seq)
-    is_q = kb.let("isQ", r < q_heads)
-    kb.comment("K head r - Q_HEADS sits at input head r, its V head KV_HEADS further.")
-    dst = destination(kb, seqlens, b, t, seq, key_seq)
-    k_row = kb.let("kRow", (token * heads + r) * per_row)
-    x = kb.let("xRaw", words.as_f32(kb, src[k_row + d]))
-    v = kb.var("v", vec_f32x4(), words.splat(vec_f32x4(), 0.0))
-    with kb.if_(~is_q):
-        v.set(words.as_f32(kb, src[k_row + kv_heads * per_row + d]))
-    if bias is not None:
-        x = kb.let("xBias", x + bias[r * per_row + d])
-        with kb.if_(~is_q):
-            v.set(v + bias[(r + kv_heads) * per_row + d])
-    v_val = kb.let("vOwn", v)
-    normed = None
-    w0 = w1 = None
-    if weight is not None:
-        normed = is_q if not cfg.k_norm else (~is_q if not cfg.q_norm else None)
-        if cfg.q_norm and cfg.k_norm:
-            w_base = kb.let("wBase", select(per_row, as_u32(0), is_q))
-        else:
-            w_base = as_u32(0)
-    cs = sn = None
-    low = dr = None
-    if table is not None:
-        low = kb.let("low", d < half)
-        dr = kb.let("dr", d % half)
-        at = kb.let("tableAt", dst.position * (half * 2) + dr)
-        cs, sn = kb.let("cs", table[at]), kb.let("sn", table[at + half])
-    if weight is not None:
-        if table is not None:
-            w0 = kb.let("w0", weight[w_base + dr])
-            w1 = kb.let("w1", weight[w_base + (dr + half)])
-        else:
-            w0 = kb.let("kW", weight[w_base + d])
-    if table is not None:
-        kb.comment("Stage the vector: its rotary partner reads it after the barrier.")
-        staged = kb.workgroup_var("xRow", array_f32x4(cfg.workgroup_size))
-        staged[kb.lid.x] = x
-    inv_rms = None
-    if weight is not None:
-        kb.comment("RMSNorm: the row's sum of squares, reduced in workgroup memory.")
-        ms = row_sum_of_squares(kb, x, d, per_row, cfg.workgroup_size, cfg.head_dim // 4)
-        inv_rms = kb.let("invRms", inverse_sqrt(ms / convert(f32, head_dim) + eps))
-    elif table is not None:
-        kb.barrier()
-    k = x
-    if table is not None:
-        first = kb.let("rowStart", kb.lid.x - d)
-        partner = kb.let("xPair", staged[first + select(dr, dr + half, low)])
-        raw0 = kb.let("x0Raw", select(partner, x, low))
-        raw1 = kb.let("x1Raw", select(x, partner, low))
-        x0, x1 = raw0, raw1
-        if inv_rms is not None:
-            x0 = kb.let("x0", raw0 * inv_rms * w0)
-            x1 = kb.let("x1", raw1 * inv_rms * w1)
-        a, c = rotated_pair(x0, x1, cs, sn)
-        turned = kb.let("turned", select(c, a, low))
-        if inv_rms is not None and normed is not None:
-            kb.comment("A row without a norm rotates its own values.")
-            a, c = rotated_pair(raw0, raw1, cs, sn)
-            turned = kb.let("k", select(select(c, a, low), turned, normed))
-        k = turned
-    elif inv_rms is not None:
-        k = kb.let("kNormed", x * inv_rms * w0)
-        if normed is not None:
-            k = kb.let("k", select(x, k, normed))
-    done = kb.let("done", it.e >= count * per_row)
-    with kb.if_(is_q.land(~done)):
-        if cfg.q_layout is QLayout.BNSH:
-            q_row = ((b * q_heads + r) * key_seq + t) * per_row
-        else:
-            q_row = (token * q_heads + r) * per_row
-        q_out[q_row + d] = words.to(kb, words.elem(cfg.q_type.scalar, 4), k)
-
-    def place() -> RowPlace:
-        row = kb.let("dstRow", (b * kv_heads + (r - q_heads)) * seq + dst.row)
-        side_at = None if side is None else row * (2 * cfg.fmt.stats)
-        return RowPlace(row * row_words, side_at)
-
-    dest = RowDestination(present_key, present_value, side, place, done.lor(is_q))
-    quantiser = Quantiser(cfg.fmt, cfg.inline, cfg.head_dim, cfg.workgroup_size)
-    quantise_rows(kb, quantiser, d, [k], [v_val], dest)
-
-    dispatch = walks.dispatch(count, per_row, cfg.workgroup_size, cfg.fold, blocks=False)
-    kernel = kb.build(dispatch, _doc(cfg))
-    batch = ceil_div(count, (cfg.q_heads + cfg.kv_heads) * key_seq)
-    tokens = times(batch, key_seq)
-    extents: dict[str, Any] = {
-        "qkv": times(tokens, cfg.heads * cfg.head_dim),
-        "seqlens_k": batch,
-        "q_out": times(tokens, cfg.q_heads * cfg.head_dim),
-        "present_key": times(batch, seq, cfg.kv_heads * cfg.row_words),
-        "present_value": times(batch, seq, cfg.kv_heads * cfg.row_words),
-    }
-    if side is not None:
-        extents["present_scales"] = times(batch, seq, cfg.kv_heads * 2 * cfg.fmt.stats)
-    if weight is not None:
-        extents["qk_norm_weight"] = cfg.norm_weights
-    if table is not None:
-        extents[ROTARY_TABLE] = times(seq, cfg.head_dim)
-    if bias is not None:
-        extents["qkv_bias"] = cfg.heads * cfg.head_dim
-    requires = {"keySeq >= 1": key_seq >= 1, "keySeq <= seq": key_seq <= seq}
-    return walks.vector_extents(contract(kernel, extents, requires))
-
-
-def vec_f32x4():
-    """``vec4<f32>``."""
-    return vec(4, f32)
-
-
-def array_f32x4(n: int):
-    """``array<vec4<f32>, n>``."""
-    return array(vec(4, f32), n)
-
-
 def as_u32(n: int) -> Val:
     """The u32 literal ``n``."""
     return lit(n, u32)
@@ -596,7 +441,8 @@ def _normed(kb: KernelBuilder, cfg: QkvConfig, is_q: Val, is_v: Val) -> Val:
     return kb.let("normed", (~is_q).land(~is_v))
 
 
-def _doc(cfg: QkvConfig) -> str:
+def describe(cfg: QkvConfig) -> str:
+    """The kernel's doc comment: its transforms, Q's layout and type, the cache."""
     steps = ["add the QKV bias"] if cfg.bias else []
     norms = [x for x, on in (("Q", cfg.q_norm), ("K", cfg.k_norm)) if on]
     if norms:
