@@ -40,6 +40,7 @@ from dataclasses import KW_ONLY, dataclass
 from enum import StrEnum
 from typing import Any
 
+from kvdsl.ir.verify import MAX_WORKGROUP_BYTES
 from kvdsl.ir import (
     Kernel,
     KernelBuilder,
@@ -76,6 +77,7 @@ from kvdsl.kernels.config import (
 from kvdsl.kernels.dense import QUANTISE_WORKGROUP, DenseFormat, ScalePlace
 from kvdsl.nodes import formats, walks, words
 from kvdsl.nodes.formats import Format
+from kvdsl.nodes.quantise import group
 from kvdsl.nodes.rmsnorm import row_sum_of_squares
 from kvdsl.nodes.rotary import rotated_pair
 from kvdsl.nodes.window import append_window
@@ -268,7 +270,27 @@ class QkvConfig(CacheConfig):
             return WORKGROUP
         return KNORM_WORKGROUP - KNORM_WORKGROUP % self.pairs or self.pairs
 
+    def workgroup_bytes(self) -> int:
+        """The workgroup memory the kernel declares: the norm's partials (``wsum``); with a
+        format, the quantiser's staged values and statistics and the staged row (rotary)."""
+        wg = self.workgroup_size
+        out = 4 * wg if self.norm else 0
+        fmt = self.fmt
+        if fmt is None:
+            return out
+        out += 32 * wg if fmt.ggml or fmt.per_word != 4 else 0
+        g = formats.BLOCK // 4 if fmt.ggml else group(self.head_dim // 4)
+        out += 16 * wg + 16 * (wg // g)
+        return out + (16 * wg if self.rotary else 0)
+
     def check_schedule(self) -> None:
+        require(
+            self.workgroup_bytes() <= MAX_WORKGROUP_BYTES,
+            "workgroup_size",
+            self.workgroup_size,
+            f"fewer invocations: {self.workgroup_bytes()} bytes of workgroup memory, past"
+            f" WebGPU's default {MAX_WORKGROUP_BYTES}",
+        )
         if self.format is not None:
             per_row = self.head_dim // 4
             require(

@@ -52,6 +52,8 @@ CONFIGS = {
         q_layout="bsh",
     ),
     "int4_plain": QkvConfig(2, 16, q_heads=2, format="int4"),
+    # rows of 6 vectors: the norm's partials in one scalar chain beside the quantiser's
+    "int8_knorm_d24": QkvConfig(1, 24, q_heads=2, k_norm=True, format="int8"),
 }
 
 
@@ -220,6 +222,17 @@ def test_catalog_names_the_models_own_transforms():
     assert all(c.rotary for n, c in CATALOG.items() if "norotary" not in n)
 
 
+@pytest.mark.parametrize("name", sorted(CONFIGS) + sorted(CATALOG))
+def test_workgroup_bytes_are_the_kernels(name):
+    """The config's count of workgroup memory (what it checks against WebGPU's default) is
+    what the kernel declares."""
+    from kvdsl.ir.verify import workgroup_bytes
+
+    cfg = CONFIGS.get(name) or CATALOG[name]
+    kernel = qkv(cfg)
+    assert cfg.workgroup_bytes() == sum(workgroup_bytes(w.ty) for w in kernel.workgroup_vars)
+
+
 @pytest.mark.parametrize(
     "fields, field",
     [
@@ -244,6 +257,10 @@ def test_catalog_names_the_models_own_transforms():
         ({"format": "int8", "present_type": "f16"}, "present_type"),
         ({"format": "q4_0", "head_dim": 16}, "head_dim"),  # ggml blocks of 32
         ({"format": "int8", "rotary": True, "rotary_half": 8}, "rotary_half"),
+        (
+            {"format": "q8_0", "k_norm": True, "rotary": True, "workgroup_size": 240},
+            "workgroup_size",
+        ),
     ],
 )
 def test_config_refusals_name_the_field(fields, field):
