@@ -59,7 +59,9 @@ import numpy as np
 
 import roofline
 from kvdsl import catalog
+from kvdsl.cli.inputs import UsageError
 from kvdsl.ir import Kernel
+from kvdsl.kernels.config import ConfigError
 from kvdsl.reference import formats
 
 HEADS, HEAD_DIM = 8, 128
@@ -67,6 +69,8 @@ FULL = {"batches": (1, 4), "cache": 8192, "prefill": 2048}
 SMALL = {"batches": (1, 2), "cache": 32, "prefill": 8}
 #: config fields that do not make a variant distinct (its shape and dispatch tunables)
 SHAPE_FIELDS = ("kv_heads", "head_dim", "workgroup_size", "fold", "eps")
+#: fields a ``--variants VARIANT@field=N`` spec may change (:func:`tuned`)
+TUNABLES = ("workgroup_size", "fold", "walk", "split")
 
 
 # -- which configs ------------------------------------------------------------------------------
@@ -112,9 +116,33 @@ def representatives(select: list[str] | None = None) -> dict[str, Any]:
             out |= {n: c for n, c in chosen.items() if c.mode == s}
         elif s in chosen:
             out[s] = chosen[s]
+        elif "@" in s:
+            out[s] = tuned(s)
         else:
             out[s] = reshape(catalog.config(s))  # raises UnknownVariant for a wrong name
     return out
+
+
+def tuned(spec: str) -> Any:
+    """``VARIANT@field=value[,field=value]``: the catalog variant reshaped, with dispatch
+    tunables (:data:`TUNABLES`: integers, true or false, or a walk's name) replaced, so that a schedule is
+    measured beside the catalog's without being a catalog variant."""
+    name, _, fields = spec.partition("@")
+    cfg = reshape(catalog.config(name))  # raises UnknownVariant for a wrong name
+    changes: dict[str, Any] = {}
+    for item in fields.split(","):
+        key, _, value = item.partition("=")
+        if key not in TUNABLES or key not in dataclasses.asdict(cfg) or not value:
+            raise UsageError(
+                f"--variants {spec!r}: {item!r} is not FIELD=VALUE with FIELD one of"
+                f" {cfg.mode}'s {', '.join(t for t in TUNABLES if hasattr(cfg, t))}"
+            )
+        words = {"true": True, "false": False}
+        changes[key] = int(value) if value.isdigit() else words.get(value, value)
+    try:
+        return dataclasses.replace(cfg, **changes)
+    except ConfigError as err:
+        raise UsageError(f"--variants {spec!r}: {err}") from None
 
 
 # -- sizes, buffer sizes and bytes ---------------------------------------------------------------

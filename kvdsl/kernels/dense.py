@@ -43,6 +43,7 @@ from kvdsl.ir import (
     i32,
     inverse_sqrt,
     max_,
+    select,
     u32,
     vec,
 )
@@ -64,21 +65,28 @@ from kvdsl.kernels.config import (
     times,
 )
 from kvdsl.nodes import formats, walks, words
-from kvdsl.kernels.build import FlatRow, RowInputs, flat_k, flat_k_loads
 from kvdsl.nodes.formats import Format
 from kvdsl.nodes.index import bsh, split_rows
-from kvdsl.nodes.quantise import Destination, Quantiser, RowPlace, quantise_rows
+from kvdsl.nodes.quantise import (
+    Destination,
+    Quantiser,
+    RowPlace,
+    cache_binding,
+    quantise_rows,
+    row_lanes,
+)
 from kvdsl.nodes.rmsnorm import row_sum_of_squares
-from kvdsl.nodes.rotary import Rotation, rotate
+from kvdsl.nodes.rotary import Rotation, rotate_pair
 from kvdsl.nodes.window import append_window
 
 F32X4 = vec(4, f32)
 LANES = ("x", "y", "z", "w")
 #: ``dense_append``'s and ``dense_build``'s workgroup size when a config leaves it unset (a
-#: multiple of a row's vectors at most this): each workgroup waits at two barriers, and smaller
-#: workgroups keep more of them in flight (on the H200 a 2,048-token int4 append at batch 4
-#: reached 56% of the copy at 64 against 46% at 256; int8 80-81% at both).
+#: multiple of a row's lanes at most this): each workgroup waits at a barrier, and smaller
+#: workgroups keep more of them in flight.
 QUANTISE_WORKGROUP = 64
+#: WebGPU's default maxComputeWorkgroupStorageSize.
+MAX_WORKGROUP_BYTES = 16384
 
 
 class DenseFormat(StrEnum):
@@ -89,6 +97,17 @@ class DenseFormat(StrEnum):
     INT4_ASYM = "int4_asym"
     Q8_0 = "q8_0"
     Q4_0 = "q4_0"
+
+
+class DenseWalk(StrEnum):
+    """How ``dense_append`` and ``dense_build`` store a workgroup's rows
+    (:class:`kvdsl.nodes.quantise.Quantiser`): each lane its own run's words (``vec4<u32>``
+    where aligned), or staged in workgroup memory and stored together, adjacent lanes on
+    adjacent words."""
+
+    RUNS = "runs"
+    STAGED = "staged"
+    STRIDED = "strided"
 
 
 class ScalePlace(StrEnum):
@@ -169,10 +188,13 @@ class DenseAppendConfig(DenseConfig):
     input_type: Element = choice(Element.F32)
     # Taken so that a partial rotary is refused by name; never published (always unset).
     rotary_half: int | None = None
+    walk: DenseWalk = choice(DenseWalk.RUNS)
+    # K's and V's rows in separate invocations (each does half the work) or both in one.
+    split: bool = False
     mode = "dense_append"
     KEYS = (  # fmt: skip
         "kv_heads", "head_dim", "format", "scales", "k_norm", "rotary", "rotary_half", "eps",
-        "input_type", "workgroup_size", "fold",
+        "input_type", "walk", "split", "workgroup_size", "fold",
     )
 
     def check_fields(self) -> None:
@@ -202,17 +224,39 @@ class DenseAppendConfig(DenseConfig):
                 "a multiple of 8 with rotary (a vec4 lies in one half of the row)",
             )
         one_of("input_type", self.input_type, FLOATS)
+        one_of("walk", self.walk, DenseWalk)
+        flag("split", self.split)
+        require(
+            not (self.fmt.ggml and self.walk is DenseWalk.STRIDED),
+            "walk",
+            self.walk.value,
+            f"'runs' or 'staged' for {self.fmt.name} (a ggml lane holds one whole block)",
+        )
 
     def default_workgroup_size(self) -> int:
-        return QUANTISE_WORKGROUP - QUANTISE_WORKGROUP % self.per_row or self.per_row
+        lanes = self.row_lanes
+        return QUANTISE_WORKGROUP - QUANTISE_WORKGROUP % lanes or lanes
+
+    @property
+    def row_lanes(self) -> int:
+        """Invocations per row (:func:`kvdsl.nodes.quantise.row_lanes`)."""
+        return row_lanes(self.fmt, self.head_dim)
 
     def check_schedule(self) -> None:
         require(
-            self.workgroup_size % self.per_row == 0,
+            self.workgroup_size % self.row_lanes == 0,
             "workgroup_size",
             self.workgroup_size,
-            f"a multiple of the {self.per_row} vectors of a row (rows are reduced whole"
+            f"a multiple of the {self.row_lanes} invocations of a row (rows are reduced whole"
             " inside a workgroup)",
+        )
+        need = quantiser(self).workgroup_bytes() + (4 * self.workgroup_size if self.k_norm else 0)
+        require(
+            need <= MAX_WORKGROUP_BYTES,
+            "workgroup_size",
+            self.workgroup_size,
+            f"one whose rows fit WebGPU's {MAX_WORKGROUP_BYTES} bytes of workgroup memory"
+            f" (walk {self.walk.value!r} needs {need} bytes at this size)",
         )
 
 
@@ -262,7 +306,11 @@ def _consts(kb: KernelBuilder, cfg: DenseConfig) -> tuple[Val, Val]:
 
 def quantiser(cfg: DenseAppendConfig) -> Quantiser:
     """The quantising row program of ``cfg``'s format, scales' place, head dim and workgroup."""
-    return Quantiser(cfg.fmt, cfg.inline, cfg.head_dim, cfg.workgroup_size)
+    staged = cfg.walk is DenseWalk.STAGED
+    strided = cfg.walk is DenseWalk.STRIDED
+    return Quantiser(
+        cfg.fmt, cfg.inline, cfg.head_dim, cfg.workgroup_size, staged, strided, cfg.split
+    )
 
 
 def dense_append(cfg: DenseAppendConfig, name: str = "dense_append") -> Kernel:
@@ -285,12 +333,14 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
     cos = sin = None
     if cfg.rotary:
         cos, sin = words.bindings(kb, ROTARY_TABLES, f32, width)
-    present_key = kb.binding("present_key", u32, "read_write")
-    present_value = kb.binding("present_value", u32, "read_write")
+    q = quantiser(cfg)
+    present_key = cache_binding(kb, q, "present_key")
+    present_value = cache_binding(kb, q, "present_value")
     side = None if cfg.inline else kb.binding("present_scales", f32, "read_write")
     per_row, row_words = _consts(kb, cfg)
     heads = kb.const("KV_HEADS", u32, cfg.kv_heads)
     hidden = kb.const("KV_HIDDEN_V4", u32, cfg.hidden // 4)
+    lanes = kb.const("ROW_LANES", u32, q.lanes)
     half = kb.const("HALF_V4", u32, cfg.head_dim // 8) if cfg.rotary else None
     eps = kb.const("QK_EPS", f32, float(cfg.eps)) if cfg.k_norm else None
     if append:
@@ -299,8 +349,16 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
         count, seq, past = kb.param("count"), kb.param("seq"), kb.param("pastSeq")
         key_seq = seq  # the present holds the new tokens alone
 
-    it = walks.vectors(kb, cfg.fold, count, per_row, width, guard=False)
-    b, hk, t = split_rows(kb, it.row, heads, key_seq)
+    n = q.vectors
+    rows = count * 2 if cfg.split else count
+    kb.comment(f"ROW_LANES invocations per row, each holding {n} vectors of it.")
+    it = walks.vectors(kb, cfg.fold, rows, lanes, 1, guard=False)
+    is_v = src_row = None
+    if cfg.split:
+        kb.comment("K's rows, then V's: an invocation quantises one row of one of them.")
+        is_v = kb.let("isV", it.row >= count)
+        src_row = kb.let("srcRow", select(it.row, it.row - count, is_v))
+    b, hk, t = split_rows(kb, it.row if src_row is None else src_row, heads, key_seq)
     src_base = kb.let("srcBase", bsh(b, t, hk, key_seq, hidden, per_row))
     skipped = None
     if append:
@@ -312,26 +370,39 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
         skipped = t < win.skip
     else:
         dst_t, position = t, kb.let("pos", past + t)
-    if cfg.k_norm:
-        k = _normed_k(kb, cfg, it, (b, hk, t, src_base), RowInputs(src_k, src_v, seqlens, weight,
-                      cos, sin), per_row, half, position, eps)  # fmt: skip
-    elif cfg.rotary:
-        k = kb.let("k", rotate(kb, src_k, src_base, it.d, Rotation(cos, sin, position, half)))
+    at = [src_base + q.vector_at(it.d, j) for j in range(n)]
+    rot = Rotation(cos, sin, position, half) if cfg.rotary else None
+    inputs = (src_k, src_base, q)
+    if cfg.split:
+        x = [kb.var(f"x{j}", F32X4) for j in range(n)]
+        with kb.if_(is_v):
+            for j in range(n):
+                x[j].set(words.as_f32(kb, src_v[at[j]]))
+        with kb.else_():
+            for j in range(n):
+                x[j].set(words.as_f32(kb, src_k[at[j]]))
+        if cfg.k_norm or cfg.rotary:
+            inv_rms = _inv_rms(kb, cfg, x, it.d, lanes, eps) if cfg.k_norm else None
+            with kb.if_(~is_v):
+                for j, kj in enumerate(_transform_k(kb, x, inputs, weight, rot, inv_rms, it.d)):
+                    x[j].set(kj)
+        k, v = x, None
     else:
-        k = kb.let("k", words.as_f32(kb, src_k[src_base + it.d]))
-    v = kb.let("v", words.as_f32(kb, src_v[src_base + it.d]))
-
-    done = it.e >= count * per_row
+        k = [kb.let(f"kIn{j}", words.as_f32(kb, src_k[at[j]])) for j in range(n)]
+        v = [kb.let(f"v{j}", words.as_f32(kb, src_v[at[j]])) for j in range(n)]
+        if cfg.k_norm or cfg.rotary:
+            inv_rms = _inv_rms(kb, cfg, k, it.d, lanes, eps) if cfg.k_norm else None
+            k = _transform_k(kb, k, inputs, weight, rot, inv_rms, it.d)
+    done = it.e >= rows * lanes
 
     def place() -> RowPlace:
         row = kb.let("dstRow", (b * heads + hk) * seq + dst_t)
         return RowPlace(row * row_words, None if side is None else row * (2 * fmt.stats))
 
-    dest = Destination(
-        present_key, present_value, side, place, done if skipped is None else done.lor(skipped)
-    )
-    quantise_rows(kb, quantiser(cfg), it.d, [k], [v], dest)
-    dispatch = walks.dispatch(count, per_row, cfg.workgroup_size, cfg.fold, blocks=False)
+    skip = done if skipped is None else done.lor(skipped)
+    dest = Destination(present_key, present_value, side, place, skip, is_v)
+    quantise_rows(kb, q, it.d, k, v, dest)
+    dispatch = walks.dispatch(rows, lanes, cfg.workgroup_size, cfg.fold, blocks=False)
     kind = fmt.name + ("" if fmt.ggml else f", scales {cfg.scales.value}")
     transforms = ["K RMS-normed"] if cfg.k_norm else []
     if cfg.rotary:
@@ -370,29 +441,52 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
     return walks.vector_extents(contract(kernel, extents, requires))
 
 
-def _normed_k(
-    kb: KernelBuilder,
-    cfg: DenseAppendConfig,
-    it: walks.Item,
-    at: tuple[Val, Val, Val, Val],
-    inputs: RowInputs,
-    per_row: Val,
-    half: Val | None,
-    position: Val,
-    eps: Val,
+def _inv_rms(
+    kb: KernelBuilder, cfg: DenseAppendConfig, k: list[Val], d: Val, lanes: Val, eps: Val
 ) -> Val:
-    """K's vector RMS-normed over its row (reduced in workgroup memory: a barrier every
-    invocation reaches) and then rotated: the build mode's flat program
-    (:func:`kvdsl.kernels.build.flat_k_loads`, :func:`kvdsl.kernels.build.flat_k`)."""
-    b, hk, t, src_base = at
-    k_own = kb.let("kOwn", words.as_f32(kb, inputs.src_k[src_base + it.d]))
-    row = FlatRow(it, b, hk, t, src_base, per_row, half, None, k_own)
-    loads = flat_k_loads(kb, row, inputs, lambda: position)
+    """``invRms`` of the row whose vectors ``k`` the lane holds: the row's sum of squares
+    reduced in workgroup memory (a barrier every invocation reaches)."""
     kb.comment("K RMSNorm: the row's sum of squares, reduced in workgroup memory.")
-    ms = row_sum_of_squares(kb, k_own, it.d, per_row, cfg.workgroup_size, cfg.per_row)
+    ms = row_sum_of_squares(kb, tuple(k), d, lanes, cfg.workgroup_size, cfg.row_lanes)
     head_dim = walks.named(kb, "HEAD_DIM", 1)
-    inv_rms = kb.let("invRms", inverse_sqrt(ms / convert(f32, head_dim) + eps))
-    return flat_k(kb, row, loads, inv_rms)
+    return kb.let("invRms", inverse_sqrt(ms / convert(f32, head_dim) + eps))
+
+
+def _transform_k(
+    kb: KernelBuilder,
+    k: list[Val],
+    src: tuple[Buffer, Val, Quantiser],
+    weight: Buffer | None,
+    rot: Rotation | None,
+    inv_rms: Val | None,
+    d: Val,
+) -> list[Val]:
+    """The lane's vectors of K (``k``, as loaded from ``src_k`` at ``src_base +
+    q.vector_at(d, j)``) RMS-normed (``x * invRms * weight``) and then NeoX-rotated vector by
+    vector, each with its partner ``HALF_V4`` away loaded (and normed) beside it."""
+    src_k, src_base, q = src
+    out = []
+    for j, x in enumerate(k):
+        at = kb.let(f"kAt{j}", q.vector_at(d, j))
+        if inv_rms is not None:
+            x = x * inv_rms * words.as_f32(kb, weight[at])
+        if rot is None:
+            out.append(kb.let(f"k{j}", x))
+            continue
+        h = rot.half
+        x = kb.let(f"kOwn{j}", x)
+        partner = kb.let(f"kAt{j}Pair", (at + h) % (h * 2))
+        p = words.as_f32(kb, src_k[src_base + partner])
+        if inv_rms is not None:
+            p = p * inv_rms * words.as_f32(kb, weight[partner])
+        p = kb.let(f"kPair{j}", p)
+        lo = at < h
+        dr = kb.let(f"kDr{j}", at % h)
+        cs = kb.let(f"cs{j}", rot.cos[rot.pos * h + dr])
+        sn = kb.let(f"sn{j}", rot.sin[rot.pos * h + dr])
+        x0, x1 = select(p, x, lo), select(x, p, lo)
+        out.append(kb.let(f"k{j}", rotate_pair(x0, x1, cs, sn, at, h)))
+    return out
 
 
 def dense_read(cfg: DenseReadConfig, name: str = "dense_read") -> Kernel:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import sys
 
@@ -10,6 +11,7 @@ import numpy as np
 import pytest
 
 from kvdsl import catalog
+from kvdsl.cli.inputs import UsageError
 from tests.helpers.paths import BENCHMARKS, benchmark
 
 bench = benchmark("gpu")
@@ -136,6 +138,22 @@ def test_representatives_cover_every_mode_at_the_issue_shape():
         words = D // 2 if cfg.mode == "copy" and cfg.present_type == "u32" else D
         assert cfg.head_dim == words, name
     assert len({(c.mode, bench.options(c)) for c in reps.values()}) == len(reps)
+
+
+def test_a_tuned_variant_is_the_catalogs_with_its_schedule_replaced():
+    name = "dense_append_q8_0_llama31_8b"
+    spec = f"{name}@walk=staged,workgroup_size=128"
+    reps = bench.representatives([spec])
+    want = dataclasses.replace(catalog.config(name), walk="staged", workgroup_size=128)
+    assert reps == {spec: want}
+    for bad, words in [
+        (f"{name}@format=int8", "'format=int8' is not FIELD=VALUE with FIELD one of"),
+        (f"{name}@walk=strided", "walk='strided': expected 'runs' or 'staged' for q8_0"),
+        (f"{name}@workgroup_size=", "'workgroup_size=' is not FIELD=VALUE"),
+    ]:
+        with pytest.raises(UsageError) as err:
+            bench.representatives([bad])
+        assert words in str(err.value), bad
 
 
 def test_budget_stops_between_configs_and_names_the_rest(tmp_path, gpu):

@@ -27,12 +27,29 @@ CONFIGS = [
     DenseAppendConfig(2, 32, format="q4_0", rotary=True, input_type="f16"),
     DenseBuildConfig(2, 64, format="q4_0", rotary=True),
     DenseBuildConfig(2, 64, format="int4", scales="side", k_norm=True),
+    DenseAppendConfig(2, 96, format="q8_0", rotary=True, walk="staged"),
+    DenseAppendConfig(2, 96, format="q4_0", k_norm=True, walk="staged"),
+    DenseAppendConfig(2, 64, format="int4_asym", k_norm=True, rotary=True, walk="staged"),
+    DenseBuildConfig(2, 64, format="int8", scales="side", walk="staged"),
+    DenseAppendConfig(2, 80, format="int8", k_norm=True, rotary=True, walk="strided"),
+    DenseAppendConfig(2, 64, format="int4", scales="side", walk="strided"),
+    DenseBuildConfig(2, 128, format="int4_asym", rotary=True, walk="strided"),
+    DenseAppendConfig(2, 64, format="int8", k_norm=True, rotary=True, split=True),
+    DenseAppendConfig(2, 96, format="q8_0", rotary=True, walk="staged", split=True),
+    DenseAppendConfig(2, 64, format="int4_asym", scales="side", walk="strided", split=True),
+    DenseBuildConfig(2, 64, format="q4_0", k_norm=True, rotary=True, split=True),
     DenseReadConfig(2, 96, format="q8_0"),
     DenseReadConfig(2, 64, format="int4", scales="side"),
 ]
 
 
-@pytest.mark.parametrize("cfg", CONFIGS, ids=lambda c: f"{c.mode}-{c.format.value}")
+def _id(c) -> str:
+    walk = getattr(c, "walk", None)
+    split = "-split" if getattr(c, "split", False) else ""
+    return f"{c.mode}-{c.format.value}-{c.head_dim}" + (f"-{walk.value}" if walk else "") + split
+
+
+@pytest.mark.parametrize("cfg", CONFIGS, ids=_id)
 def test_cases_pass_on_the_interpreter(cfg):
     build = {"dense_append": dense_append, "dense_build": dense_build, "dense_read": dense_read}[
         cfg.mode
@@ -43,7 +60,7 @@ def test_cases_pass_on_the_interpreter(cfg):
         assert case.against_reference(out) == []
 
 
-@pytest.mark.parametrize("cfg", CONFIGS, ids=lambda c: f"{c.mode}-{c.format.value}")
+@pytest.mark.parametrize("cfg", CONFIGS, ids=_id)
 def test_a_wrong_output_is_caught(cfg):
     """Each case's own verdict: the reference's outputs pass (written rows only where the mode
     writes part of the cache), one word's bit 15 flipped (a code 8 or 128 steps off) fails, one

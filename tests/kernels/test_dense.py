@@ -275,7 +275,7 @@ def test_emitted_kernels_parse_back_and_need_no_f16():
         ({"format": "int4", "head_dim": 12}, "head_dim", "a multiple of 8 for format 'int4'"),
         ({"format": "int3"}, "format", "one of 'int8', 'int4', 'int4_asym', 'q8_0', 'q4_0'"),
         ({"scales": "beside"}, "scales", "one of 'inline', 'side'"),
-        ({"workgroup_size": 48}, "workgroup_size", "a multiple of the 32 vectors of a row"),
+        ({"workgroup_size": 12}, "workgroup_size", "a multiple of the 8 invocations of a row"),
         ({"rotary": True, "head_dim": 36}, "head_dim", "a multiple of 8 with rotary"),
         (
             {"k_norm": True, "rotary": True, "scales": "side"},
@@ -285,6 +285,13 @@ def test_emitted_kernels_parse_back_and_need_no_f16():
         ({"k_norm": True, "eps": 0.0}, "eps", "a number > 0 that is a normal f32"),
         ({"k_norm": 1}, "k_norm", "true or false"),
         ({"window": True}, "window", "false for dense_append (the dense modes have no windowed"),
+        ({"walk": "rows"}, "walk", "one of 'runs', 'staged', 'strided'"),
+        ({"format": "q8_0", "walk": "strided"}, "walk", "'runs' or 'staged' for q8_0"),
+        (
+            {"format": "q8_0", "walk": "staged", "workgroup_size": 256},
+            "workgroup_size",
+            "fit WebGPU's 16384 bytes of workgroup memory (walk 'staged' needs 18688 bytes",
+        ),
     ],
 )
 def test_configs_refuse_with_the_field_and_what_is_allowed(kwargs, field, allowed):
