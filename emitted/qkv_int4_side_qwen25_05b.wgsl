@@ -13,18 +13,13 @@ struct Params {
 @group(0) @binding(2) var<storage, read> rotary_table: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read> qkv_bias: array<vec4<f32>>;
 @group(0) @binding(4) var<storage, read_write> q_out: array<vec4<f32>>;
-@group(0) @binding(5) var<storage, read_write> present_key: array<u32>;
-@group(0) @binding(6) var<storage, read_write> present_value: array<u32>;
+@group(0) @binding(5) var<storage, read_write> present_key: array<vec4<u32>>;
+@group(0) @binding(6) var<storage, read_write> present_value: array<vec4<u32>>;
 @group(0) @binding(7) var<storage, read_write> present_scales: array<f32>;
 @group(0) @binding(8) var<uniform> params: Params;
 
-var<workgroup> xRow: array<vec4<f32>, 64>;
-var<workgroup> xk: array<vec4<f32>, 64>;
-var<workgroup> xv: array<vec4<f32>, 64>;
-var<workgroup> statK: array<vec2<f32>, 64>;
-var<workgroup> statV: array<vec2<f32>, 64>;
-var<workgroup> groupK: array<vec2<f32>, 16>;
-var<workgroup> groupV: array<vec2<f32>, 16>;
+var<workgroup> xRow: array<vec4<f32>, 512>;
+var<workgroup> rowStats: array<vec4<f32>, 64>;
 
 const HEAD_DIM: u32 = 64u;
 const HEAD_DIM_V4: u32 = 16u;
@@ -33,6 +28,7 @@ const Q_HEADS: u32 = 14u;
 const KV_HEADS: u32 = 2u;
 const HEADS: u32 = 18u;
 const ROWS: u32 = 16u;
+const ROW_LANES: u32 = 2u;
 const HALF_V4: u32 = 8u;
 
 // Split a packed QKV projection into heads, add the QKV bias, rotate Q and K at the token's row;
@@ -43,21 +39,21 @@ fn main(
   @builtin(local_invocation_id) lid: vec3<u32>,
   @builtin(num_workgroups) nwg: vec3<u32>,
 ) {
+  // ROW_LANES invocations per row, each holding 8 vectors of it.
   // Flat walk: one invocation per destination vector, adjacent invocations on
   // adjacent vectors; no loop, so every invocation makes one memory round trip.
   // 2D flat index: the dispatch spreads its workgroups evenly over gid.y rows
   // of nwg.x workgroups once they pass the per-axis fold width.
   let e = gid.x + gid.y * nwg.x * 64u;
-  let d4 = e % HEAD_DIM_V4;
+  let d = e % ROW_LANES;
   // Past the end: the last row again (loads in range; it leaves before any store).
-  let row = min(e / HEAD_DIM_V4, params.count - 1u);
+  let row = min(e / ROW_LANES, params.count - 1u);
   // Row = token * ROWS + r: Q heads, then the (K, V) pairs of heads.
   let r = row % ROWS;
   let token = row / ROWS;
   let t = token % params.keySeq;
   let b = token / params.keySeq;
   let isQ = r < Q_HEADS;
-  // K head r - Q_HEADS sits at input head r, its V head KV_HEADS further.
   let total = u32(max(seqlens_k[b], -1i)) + 1u;
   // Clamping below by keySeq maps a right-padded first prompt
   // (seqlens_k[b]+1 < keySeq) to append offset 0.
@@ -66,92 +62,194 @@ fn main(
   let appendStart = activeEnd - fresh;
   // The token's cache row, and its rotary position in a buffer-sharing cache.
   let dstT = appendStart + t;
+  // Q head r, or K head r - Q_HEADS: input head r; its V head KV_HEADS further.
   let kRow = (token * HEADS + r) * HEAD_DIM_V4;
-  let xRaw = qkv[kRow + d4];
-  var v: vec4<f32> = vec4<f32>(0.0f, 0.0f, 0.0f, 0.0f);
+  let at0 = d * 8u;
+  let at1 = d * 8u + 1u;
+  let at2 = d * 8u + 2u;
+  let at3 = d * 8u + 3u;
+  let at4 = d * 8u + 4u;
+  let at5 = d * 8u + 5u;
+  let at6 = d * 8u + 6u;
+  let at7 = d * 8u + 7u;
+  let x0 = qkv[kRow + at0] + qkv_bias[r * HEAD_DIM_V4 + at0];
+  let x1 = qkv[kRow + at1] + qkv_bias[r * HEAD_DIM_V4 + at1];
+  let x2 = qkv[kRow + at2] + qkv_bias[r * HEAD_DIM_V4 + at2];
+  let x3 = qkv[kRow + at3] + qkv_bias[r * HEAD_DIM_V4 + at3];
+  let x4 = qkv[kRow + at4] + qkv_bias[r * HEAD_DIM_V4 + at4];
+  let x5 = qkv[kRow + at5] + qkv_bias[r * HEAD_DIM_V4 + at5];
+  let x6 = qkv[kRow + at6] + qkv_bias[r * HEAD_DIM_V4 + at6];
+  let x7 = qkv[kRow + at7] + qkv_bias[r * HEAD_DIM_V4 + at7];
+  var v0: vec4<f32> = vec4<f32>(0.0f, 0.0f, 0.0f, 0.0f);
+  var v1: vec4<f32> = vec4<f32>(0.0f, 0.0f, 0.0f, 0.0f);
+  var v2: vec4<f32> = vec4<f32>(0.0f, 0.0f, 0.0f, 0.0f);
+  var v3: vec4<f32> = vec4<f32>(0.0f, 0.0f, 0.0f, 0.0f);
+  var v4: vec4<f32> = vec4<f32>(0.0f, 0.0f, 0.0f, 0.0f);
+  var v5: vec4<f32> = vec4<f32>(0.0f, 0.0f, 0.0f, 0.0f);
+  var v6: vec4<f32> = vec4<f32>(0.0f, 0.0f, 0.0f, 0.0f);
+  var v7: vec4<f32> = vec4<f32>(0.0f, 0.0f, 0.0f, 0.0f);
   if (!isQ) {
-    v = qkv[kRow + KV_HEADS * HEAD_DIM_V4 + d4];
+    v0 = qkv[kRow + KV_HEADS * HEAD_DIM_V4 + at0] + qkv_bias[(r + KV_HEADS) * HEAD_DIM_V4 + at0];
+    v1 = qkv[kRow + KV_HEADS * HEAD_DIM_V4 + at1] + qkv_bias[(r + KV_HEADS) * HEAD_DIM_V4 + at1];
+    v2 = qkv[kRow + KV_HEADS * HEAD_DIM_V4 + at2] + qkv_bias[(r + KV_HEADS) * HEAD_DIM_V4 + at2];
+    v3 = qkv[kRow + KV_HEADS * HEAD_DIM_V4 + at3] + qkv_bias[(r + KV_HEADS) * HEAD_DIM_V4 + at3];
+    v4 = qkv[kRow + KV_HEADS * HEAD_DIM_V4 + at4] + qkv_bias[(r + KV_HEADS) * HEAD_DIM_V4 + at4];
+    v5 = qkv[kRow + KV_HEADS * HEAD_DIM_V4 + at5] + qkv_bias[(r + KV_HEADS) * HEAD_DIM_V4 + at5];
+    v6 = qkv[kRow + KV_HEADS * HEAD_DIM_V4 + at6] + qkv_bias[(r + KV_HEADS) * HEAD_DIM_V4 + at6];
+    v7 = qkv[kRow + KV_HEADS * HEAD_DIM_V4 + at7] + qkv_bias[(r + KV_HEADS) * HEAD_DIM_V4 + at7];
   }
-  let xBias = xRaw + qkv_bias[r * HEAD_DIM_V4 + d4];
-  if (!isQ) {
-    v = v + qkv_bias[(r + KV_HEADS) * HEAD_DIM_V4 + d4];
-  }
-  let vOwn = v;
-  let low = d4 < HALF_V4;
-  let dr = d4 % HALF_V4;
-  let tableAt = dstT * (HALF_V4 * 2u) + dr;
-  let cs = rotary_table[tableAt];
-  let sn = rotary_table[tableAt + HALF_V4];
-  // Stage the vector: its rotary partner reads it after the barrier.
-  xRow[lid.x] = xBias;
+  let vOwn0 = v0;
+  let vOwn1 = v1;
+  let vOwn2 = v2;
+  let vOwn3 = v3;
+  let vOwn4 = v4;
+  let vOwn5 = v5;
+  let vOwn6 = v6;
+  let vOwn7 = v7;
+  // Stage the lane's vectors: their rotary partners read them after the barrier.
+  xRow[lid.x * 8u + 0u] = x0;
+  xRow[lid.x * 8u + 1u] = x1;
+  xRow[lid.x * 8u + 2u] = x2;
+  xRow[lid.x * 8u + 3u] = x3;
+  xRow[lid.x * 8u + 4u] = x4;
+  xRow[lid.x * 8u + 5u] = x5;
+  xRow[lid.x * 8u + 6u] = x6;
+  xRow[lid.x * 8u + 7u] = x7;
   workgroupBarrier();
-  let rowStart = lid.x - d4;
-  let xPair = xRow[rowStart + select(dr, dr + HALF_V4, low)];
-  let x0Raw = select(xPair, xBias, low);
-  let x1Raw = select(xBias, xPair, low);
-  let turned = select(x1Raw * cs + x0Raw * sn, x0Raw * cs - x1Raw * sn, low);
-  let done = e >= params.count * HEAD_DIM_V4;
+  let rowVectors = (lid.x - d) * 8u;
+  let at0Pair = (at0 + HALF_V4) % (HALF_V4 * 2u);
+  let pRaw0 = xRow[rowVectors + at0Pair];
+  let dr0 = at0 % HALF_V4;
+  let tableAt0 = dstT * (HALF_V4 * 2u) + dr0;
+  let cs0 = rotary_table[tableAt0];
+  let sn0 = rotary_table[tableAt0 + HALF_V4];
+  let k0 = select(select(x0, pRaw0, at0 < HALF_V4) * cs0 + select(pRaw0, x0, at0 < HALF_V4) * sn0, select(pRaw0, x0, at0 < HALF_V4) * cs0 - select(x0, pRaw0, at0 < HALF_V4) * sn0, at0 < HALF_V4);
+  let at1Pair = (at1 + HALF_V4) % (HALF_V4 * 2u);
+  let pRaw1 = xRow[rowVectors + at1Pair];
+  let dr1 = at1 % HALF_V4;
+  let tableAt1 = dstT * (HALF_V4 * 2u) + dr1;
+  let cs1 = rotary_table[tableAt1];
+  let sn1 = rotary_table[tableAt1 + HALF_V4];
+  let k1 = select(select(x1, pRaw1, at1 < HALF_V4) * cs1 + select(pRaw1, x1, at1 < HALF_V4) * sn1, select(pRaw1, x1, at1 < HALF_V4) * cs1 - select(x1, pRaw1, at1 < HALF_V4) * sn1, at1 < HALF_V4);
+  let at2Pair = (at2 + HALF_V4) % (HALF_V4 * 2u);
+  let pRaw2 = xRow[rowVectors + at2Pair];
+  let dr2 = at2 % HALF_V4;
+  let tableAt2 = dstT * (HALF_V4 * 2u) + dr2;
+  let cs2 = rotary_table[tableAt2];
+  let sn2 = rotary_table[tableAt2 + HALF_V4];
+  let k2 = select(select(x2, pRaw2, at2 < HALF_V4) * cs2 + select(pRaw2, x2, at2 < HALF_V4) * sn2, select(pRaw2, x2, at2 < HALF_V4) * cs2 - select(x2, pRaw2, at2 < HALF_V4) * sn2, at2 < HALF_V4);
+  let at3Pair = (at3 + HALF_V4) % (HALF_V4 * 2u);
+  let pRaw3 = xRow[rowVectors + at3Pair];
+  let dr3 = at3 % HALF_V4;
+  let tableAt3 = dstT * (HALF_V4 * 2u) + dr3;
+  let cs3 = rotary_table[tableAt3];
+  let sn3 = rotary_table[tableAt3 + HALF_V4];
+  let k3 = select(select(x3, pRaw3, at3 < HALF_V4) * cs3 + select(pRaw3, x3, at3 < HALF_V4) * sn3, select(pRaw3, x3, at3 < HALF_V4) * cs3 - select(x3, pRaw3, at3 < HALF_V4) * sn3, at3 < HALF_V4);
+  let at4Pair = (at4 + HALF_V4) % (HALF_V4 * 2u);
+  let pRaw4 = xRow[rowVectors + at4Pair];
+  let dr4 = at4 % HALF_V4;
+  let tableAt4 = dstT * (HALF_V4 * 2u) + dr4;
+  let cs4 = rotary_table[tableAt4];
+  let sn4 = rotary_table[tableAt4 + HALF_V4];
+  let k4 = select(select(x4, pRaw4, at4 < HALF_V4) * cs4 + select(pRaw4, x4, at4 < HALF_V4) * sn4, select(pRaw4, x4, at4 < HALF_V4) * cs4 - select(x4, pRaw4, at4 < HALF_V4) * sn4, at4 < HALF_V4);
+  let at5Pair = (at5 + HALF_V4) % (HALF_V4 * 2u);
+  let pRaw5 = xRow[rowVectors + at5Pair];
+  let dr5 = at5 % HALF_V4;
+  let tableAt5 = dstT * (HALF_V4 * 2u) + dr5;
+  let cs5 = rotary_table[tableAt5];
+  let sn5 = rotary_table[tableAt5 + HALF_V4];
+  let k5 = select(select(x5, pRaw5, at5 < HALF_V4) * cs5 + select(pRaw5, x5, at5 < HALF_V4) * sn5, select(pRaw5, x5, at5 < HALF_V4) * cs5 - select(x5, pRaw5, at5 < HALF_V4) * sn5, at5 < HALF_V4);
+  let at6Pair = (at6 + HALF_V4) % (HALF_V4 * 2u);
+  let pRaw6 = xRow[rowVectors + at6Pair];
+  let dr6 = at6 % HALF_V4;
+  let tableAt6 = dstT * (HALF_V4 * 2u) + dr6;
+  let cs6 = rotary_table[tableAt6];
+  let sn6 = rotary_table[tableAt6 + HALF_V4];
+  let k6 = select(select(x6, pRaw6, at6 < HALF_V4) * cs6 + select(pRaw6, x6, at6 < HALF_V4) * sn6, select(pRaw6, x6, at6 < HALF_V4) * cs6 - select(x6, pRaw6, at6 < HALF_V4) * sn6, at6 < HALF_V4);
+  let at7Pair = (at7 + HALF_V4) % (HALF_V4 * 2u);
+  let pRaw7 = xRow[rowVectors + at7Pair];
+  let dr7 = at7 % HALF_V4;
+  let tableAt7 = dstT * (HALF_V4 * 2u) + dr7;
+  let cs7 = rotary_table[tableAt7];
+  let sn7 = rotary_table[tableAt7 + HALF_V4];
+  let k7 = select(select(x7, pRaw7, at7 < HALF_V4) * cs7 + select(pRaw7, x7, at7 < HALF_V4) * sn7, select(pRaw7, x7, at7 < HALF_V4) * cs7 - select(x7, pRaw7, at7 < HALF_V4) * sn7, at7 < HALF_V4);
+  let done = e >= params.count * ROW_LANES;
   if (isQ && !done) {
-    q_out[((b * Q_HEADS + r) * params.keySeq + t) * HEAD_DIM_V4 + d4] = turned;
+    let qBase = ((b * Q_HEADS + r) * params.keySeq + t) * HEAD_DIM_V4;
+    q_out[qBase + at0] = k0;
+    q_out[qBase + at1] = k1;
+    q_out[qBase + at2] = k2;
+    q_out[qBase + at3] = k3;
+    q_out[qBase + at4] = k4;
+    q_out[qBase + at5] = k5;
+    q_out[qBase + at6] = k6;
+    q_out[qBase + at7] = k7;
   }
-  // Stage the row's vectors and each vector's partial statistic in workgroup
-  // memory.
-  xk[lid.x] = turned;
-  xv[lid.x] = vOwn;
-  let pKStat = vec2<f32>(max(max(abs(turned.x), abs(turned.y)), max(abs(turned.z), abs(turned.w))), 0.0f);
-  statK[lid.x] = pKStat;
-  let pVStat = vec2<f32>(max(max(abs(vOwn.x), abs(vOwn.y)), max(abs(vOwn.z), abs(vOwn.w))), 0.0f);
-  statV[lid.x] = pVStat;
+  let pK0Stat = vec2<f32>(max(max(abs(k0.x), abs(k0.y)), max(abs(k0.z), abs(k0.w))), 0.0f);
+  let pK1Stat = vec2<f32>(max(max(abs(k1.x), abs(k1.y)), max(abs(k1.z), abs(k1.w))), 0.0f);
+  let pKRun1 = vec2<f32>(max(pK0Stat.x, pK1Stat.x), 0.0f);
+  let pK2Stat = vec2<f32>(max(max(abs(k2.x), abs(k2.y)), max(abs(k2.z), abs(k2.w))), 0.0f);
+  let pKRun2 = vec2<f32>(max(pKRun1.x, pK2Stat.x), 0.0f);
+  let pK3Stat = vec2<f32>(max(max(abs(k3.x), abs(k3.y)), max(abs(k3.z), abs(k3.w))), 0.0f);
+  let pKRun3 = vec2<f32>(max(pKRun2.x, pK3Stat.x), 0.0f);
+  let pK4Stat = vec2<f32>(max(max(abs(k4.x), abs(k4.y)), max(abs(k4.z), abs(k4.w))), 0.0f);
+  let pKRun4 = vec2<f32>(max(pKRun3.x, pK4Stat.x), 0.0f);
+  let pK5Stat = vec2<f32>(max(max(abs(k5.x), abs(k5.y)), max(abs(k5.z), abs(k5.w))), 0.0f);
+  let pKRun5 = vec2<f32>(max(pKRun4.x, pK5Stat.x), 0.0f);
+  let pK6Stat = vec2<f32>(max(max(abs(k6.x), abs(k6.y)), max(abs(k6.z), abs(k6.w))), 0.0f);
+  let pKRun6 = vec2<f32>(max(pKRun5.x, pK6Stat.x), 0.0f);
+  let pK7Stat = vec2<f32>(max(max(abs(k7.x), abs(k7.y)), max(abs(k7.z), abs(k7.w))), 0.0f);
+  let pKRun7 = vec2<f32>(max(pKRun6.x, pK7Stat.x), 0.0f);
+  let pV0Stat = vec2<f32>(max(max(abs(vOwn0.x), abs(vOwn0.y)), max(abs(vOwn0.z), abs(vOwn0.w))), 0.0f);
+  let pV1Stat = vec2<f32>(max(max(abs(vOwn1.x), abs(vOwn1.y)), max(abs(vOwn1.z), abs(vOwn1.w))), 0.0f);
+  let pVRun1 = vec2<f32>(max(pV0Stat.x, pV1Stat.x), 0.0f);
+  let pV2Stat = vec2<f32>(max(max(abs(vOwn2.x), abs(vOwn2.y)), max(abs(vOwn2.z), abs(vOwn2.w))), 0.0f);
+  let pVRun2 = vec2<f32>(max(pVRun1.x, pV2Stat.x), 0.0f);
+  let pV3Stat = vec2<f32>(max(max(abs(vOwn3.x), abs(vOwn3.y)), max(abs(vOwn3.z), abs(vOwn3.w))), 0.0f);
+  let pVRun3 = vec2<f32>(max(pVRun2.x, pV3Stat.x), 0.0f);
+  let pV4Stat = vec2<f32>(max(max(abs(vOwn4.x), abs(vOwn4.y)), max(abs(vOwn4.z), abs(vOwn4.w))), 0.0f);
+  let pVRun4 = vec2<f32>(max(pVRun3.x, pV4Stat.x), 0.0f);
+  let pV5Stat = vec2<f32>(max(max(abs(vOwn5.x), abs(vOwn5.y)), max(abs(vOwn5.z), abs(vOwn5.w))), 0.0f);
+  let pVRun5 = vec2<f32>(max(pVRun4.x, pV5Stat.x), 0.0f);
+  let pV6Stat = vec2<f32>(max(max(abs(vOwn6.x), abs(vOwn6.y)), max(abs(vOwn6.z), abs(vOwn6.w))), 0.0f);
+  let pVRun6 = vec2<f32>(max(pVRun5.x, pV6Stat.x), 0.0f);
+  let pV7Stat = vec2<f32>(max(max(abs(vOwn7.x), abs(vOwn7.y)), max(abs(vOwn7.z), abs(vOwn7.w))), 0.0f);
+  let pVRun7 = vec2<f32>(max(pVRun6.x, pV7Stat.x), 0.0f);
+  // Each lane's statistic of its run, K's and V's in one workgroup slot; after
+  // the barrier every lane combines its row's 2 in order.
+  rowStats[lid.x] = vec4<f32>(pKRun7, pVRun7);
   workgroupBarrier();
-  let rowLane = lid.x - d4;
-  // A row's statistic in two levels: its first 4 invocations each
-  // combine 4 partials in order, then every invocation the 4 groups.
-  let rowGroup = rowLane / 4u;
-  if (d4 < 4u) {
-    var gK: vec2<f32> = statK[rowLane + d4 * 4u];
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d4 * 4u + 1u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d4 * 4u + 2u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d4 * 4u + 3u].x), 0.0f);
-    groupK[rowGroup + d4] = gK;
-    var gV: vec2<f32> = statV[rowLane + d4 * 4u];
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d4 * 4u + 1u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d4 * 4u + 2u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d4 * 4u + 3u].x), 0.0f);
-    groupV[rowGroup + d4] = gV;
-  }
-  workgroupBarrier();
+  let statLane = lid.x - d;
+  let rowStat0 = rowStats[statLane + 0u];
+  var statK: vec2<f32> = rowStat0.xy;
+  var statV: vec2<f32> = rowStat0.zw;
+  let rowStat1 = rowStats[statLane + 1u];
+  statK = vec2<f32>(max(statK.x, rowStat1.xy.x), 0.0f);
+  statV = vec2<f32>(max(statV.x, rowStat1.zw.x), 0.0f);
+  let kScale = abs(statK.x) / 7.0f;
+  let kScaleInv = select(0.0f, 1.0f / kScale, kScale != 0.0f);
+  let vScale = abs(statV.x) / 7.0f;
+  let vScaleInv = select(0.0f, 1.0f / vScale, vScale != 0.0f);
   if (done || isQ) {
     return;
   }
   let dstRow = (b * KV_HEADS + (r - Q_HEADS)) * params.seq + dstT;
-  var kStat: vec2<f32> = groupK[rowGroup];
-  kStat = vec2<f32>(max(kStat.x, groupK[rowGroup + 1u].x), 0.0f);
-  kStat = vec2<f32>(max(kStat.x, groupK[rowGroup + 2u].x), 0.0f);
-  kStat = vec2<f32>(max(kStat.x, groupK[rowGroup + 3u].x), 0.0f);
-  let kScale = abs(kStat.x) / 7.0f;
-  let kScaleInv = select(0.0f, 1.0f / kScale, kScale != 0.0f);
-  let kBase = dstRow * ROW_WORDS;
-  if (d4 % 2u == 0u) {
-    // Eight codes a word: an even vector's own four, then the next vector's.
-    let kNext = xk[rowLane + d4 + 1u];
-    present_key[kBase + (d4 / 2u + 0u)] = u32(i32(clamp(round(turned.x * kScaleInv), -7.0f, 7.0f)) + 8i) | (u32(i32(clamp(round(turned.y * kScaleInv), -7.0f, 7.0f)) + 8i) << 4u) | (u32(i32(clamp(round(turned.z * kScaleInv), -7.0f, 7.0f)) + 8i) << 8u) | (u32(i32(clamp(round(turned.w * kScaleInv), -7.0f, 7.0f)) + 8i) << 12u) | (u32(i32(clamp(round(kNext.x * kScaleInv), -7.0f, 7.0f)) + 8i) << 16u) | (u32(i32(clamp(round(kNext.y * kScaleInv), -7.0f, 7.0f)) + 8i) << 20u) | (u32(i32(clamp(round(kNext.z * kScaleInv), -7.0f, 7.0f)) + 8i) << 24u) | (u32(i32(clamp(round(kNext.w * kScaleInv), -7.0f, 7.0f)) + 8i) << 28u);
-  }
-  if (d4 == 0u) {
-    present_scales[dstRow * 2u + 0u] = kScale;
-  }
-  var vStat: vec2<f32> = groupV[rowGroup];
-  vStat = vec2<f32>(max(vStat.x, groupV[rowGroup + 1u].x), 0.0f);
-  vStat = vec2<f32>(max(vStat.x, groupV[rowGroup + 2u].x), 0.0f);
-  vStat = vec2<f32>(max(vStat.x, groupV[rowGroup + 3u].x), 0.0f);
-  let vScale = abs(vStat.x) / 7.0f;
-  let vScaleInv = select(0.0f, 1.0f / vScale, vScale != 0.0f);
-  let vBase = dstRow * ROW_WORDS;
-  if (d4 % 2u == 0u) {
-    // Eight codes a word: an even vector's own four, then the next vector's.
-    let vNext = xv[rowLane + d4 + 1u];
-    present_value[vBase + (d4 / 2u + 0u)] = u32(i32(clamp(round(vOwn.x * vScaleInv), -7.0f, 7.0f)) + 8i) | (u32(i32(clamp(round(vOwn.y * vScaleInv), -7.0f, 7.0f)) + 8i) << 4u) | (u32(i32(clamp(round(vOwn.z * vScaleInv), -7.0f, 7.0f)) + 8i) << 8u) | (u32(i32(clamp(round(vOwn.w * vScaleInv), -7.0f, 7.0f)) + 8i) << 12u) | (u32(i32(clamp(round(vNext.x * vScaleInv), -7.0f, 7.0f)) + 8i) << 16u) | (u32(i32(clamp(round(vNext.y * vScaleInv), -7.0f, 7.0f)) + 8i) << 20u) | (u32(i32(clamp(round(vNext.z * vScaleInv), -7.0f, 7.0f)) + 8i) << 24u) | (u32(i32(clamp(round(vNext.w * vScaleInv), -7.0f, 7.0f)) + 8i) << 28u);
-  }
-  if (d4 == 0u) {
-    present_scales[dstRow * 2u + 1u] = vScale;
+  let sideBase = dstRow * 2u;
+  let rowBase = dstRow * ROW_WORDS;
+  let kW0 = u32(i32(clamp(round(k0.x * kScaleInv), -7.0f, 7.0f)) + 8i) | (u32(i32(clamp(round(k0.y * kScaleInv), -7.0f, 7.0f)) + 8i) << 4u) | (u32(i32(clamp(round(k0.z * kScaleInv), -7.0f, 7.0f)) + 8i) << 8u) | (u32(i32(clamp(round(k0.w * kScaleInv), -7.0f, 7.0f)) + 8i) << 12u) | (u32(i32(clamp(round(k1.x * kScaleInv), -7.0f, 7.0f)) + 8i) << 16u) | (u32(i32(clamp(round(k1.y * kScaleInv), -7.0f, 7.0f)) + 8i) << 20u) | (u32(i32(clamp(round(k1.z * kScaleInv), -7.0f, 7.0f)) + 8i) << 24u) | (u32(i32(clamp(round(k1.w * kScaleInv), -7.0f, 7.0f)) + 8i) << 28u);
+  let kW1 = u32(i32(clamp(round(k2.x * kScaleInv), -7.0f, 7.0f)) + 8i) | (u32(i32(clamp(round(k2.y * kScaleInv), -7.0f, 7.0f)) + 8i) << 4u) | (u32(i32(clamp(round(k2.z * kScaleInv), -7.0f, 7.0f)) + 8i) << 8u) | (u32(i32(clamp(round(k2.w * kScaleInv), -7.0f, 7.0f)) + 8i) << 12u) | (u32(i32(clamp(round(k3.x * kScaleInv), -7.0f, 7.0f)) + 8i) << 16u) | (u32(i32(clamp(round(k3.y * kScaleInv), -7.0f, 7.0f)) + 8i) << 20u) | (u32(i32(clamp(round(k3.z * kScaleInv), -7.0f, 7.0f)) + 8i) << 24u) | (u32(i32(clamp(round(k3.w * kScaleInv), -7.0f, 7.0f)) + 8i) << 28u);
+  let kW2 = u32(i32(clamp(round(k4.x * kScaleInv), -7.0f, 7.0f)) + 8i) | (u32(i32(clamp(round(k4.y * kScaleInv), -7.0f, 7.0f)) + 8i) << 4u) | (u32(i32(clamp(round(k4.z * kScaleInv), -7.0f, 7.0f)) + 8i) << 8u) | (u32(i32(clamp(round(k4.w * kScaleInv), -7.0f, 7.0f)) + 8i) << 12u) | (u32(i32(clamp(round(k5.x * kScaleInv), -7.0f, 7.0f)) + 8i) << 16u) | (u32(i32(clamp(round(k5.y * kScaleInv), -7.0f, 7.0f)) + 8i) << 20u) | (u32(i32(clamp(round(k5.z * kScaleInv), -7.0f, 7.0f)) + 8i) << 24u) | (u32(i32(clamp(round(k5.w * kScaleInv), -7.0f, 7.0f)) + 8i) << 28u);
+  let kW3 = u32(i32(clamp(round(k6.x * kScaleInv), -7.0f, 7.0f)) + 8i) | (u32(i32(clamp(round(k6.y * kScaleInv), -7.0f, 7.0f)) + 8i) << 4u) | (u32(i32(clamp(round(k6.z * kScaleInv), -7.0f, 7.0f)) + 8i) << 8u) | (u32(i32(clamp(round(k6.w * kScaleInv), -7.0f, 7.0f)) + 8i) << 12u) | (u32(i32(clamp(round(k7.x * kScaleInv), -7.0f, 7.0f)) + 8i) << 16u) | (u32(i32(clamp(round(k7.y * kScaleInv), -7.0f, 7.0f)) + 8i) << 20u) | (u32(i32(clamp(round(k7.z * kScaleInv), -7.0f, 7.0f)) + 8i) << 24u) | (u32(i32(clamp(round(k7.w * kScaleInv), -7.0f, 7.0f)) + 8i) << 28u);
+  let kAt = rowBase / 4u + d;
+  present_key[kAt] = vec4<u32>(kW0, kW1, kW2, kW3);
+  let vW0 = u32(i32(clamp(round(vOwn0.x * vScaleInv), -7.0f, 7.0f)) + 8i) | (u32(i32(clamp(round(vOwn0.y * vScaleInv), -7.0f, 7.0f)) + 8i) << 4u) | (u32(i32(clamp(round(vOwn0.z * vScaleInv), -7.0f, 7.0f)) + 8i) << 8u) | (u32(i32(clamp(round(vOwn0.w * vScaleInv), -7.0f, 7.0f)) + 8i) << 12u) | (u32(i32(clamp(round(vOwn1.x * vScaleInv), -7.0f, 7.0f)) + 8i) << 16u) | (u32(i32(clamp(round(vOwn1.y * vScaleInv), -7.0f, 7.0f)) + 8i) << 20u) | (u32(i32(clamp(round(vOwn1.z * vScaleInv), -7.0f, 7.0f)) + 8i) << 24u) | (u32(i32(clamp(round(vOwn1.w * vScaleInv), -7.0f, 7.0f)) + 8i) << 28u);
+  let vW1 = u32(i32(clamp(round(vOwn2.x * vScaleInv), -7.0f, 7.0f)) + 8i) | (u32(i32(clamp(round(vOwn2.y * vScaleInv), -7.0f, 7.0f)) + 8i) << 4u) | (u32(i32(clamp(round(vOwn2.z * vScaleInv), -7.0f, 7.0f)) + 8i) << 8u) | (u32(i32(clamp(round(vOwn2.w * vScaleInv), -7.0f, 7.0f)) + 8i) << 12u) | (u32(i32(clamp(round(vOwn3.x * vScaleInv), -7.0f, 7.0f)) + 8i) << 16u) | (u32(i32(clamp(round(vOwn3.y * vScaleInv), -7.0f, 7.0f)) + 8i) << 20u) | (u32(i32(clamp(round(vOwn3.z * vScaleInv), -7.0f, 7.0f)) + 8i) << 24u) | (u32(i32(clamp(round(vOwn3.w * vScaleInv), -7.0f, 7.0f)) + 8i) << 28u);
+  let vW2 = u32(i32(clamp(round(vOwn4.x * vScaleInv), -7.0f, 7.0f)) + 8i) | (u32(i32(clamp(round(vOwn4.y * vScaleInv), -7.0f, 7.0f)) + 8i) << 4u) | (u32(i32(clamp(round(vOwn4.z * vScaleInv), -7.0f, 7.0f)) + 8i) << 8u) | (u32(i32(clamp(round(vOwn4.w * vScaleInv), -7.0f, 7.0f)) + 8i) << 12u) | (u32(i32(clamp(round(vOwn5.x * vScaleInv), -7.0f, 7.0f)) + 8i) << 16u) | (u32(i32(clamp(round(vOwn5.y * vScaleInv), -7.0f, 7.0f)) + 8i) << 20u) | (u32(i32(clamp(round(vOwn5.z * vScaleInv), -7.0f, 7.0f)) + 8i) << 24u) | (u32(i32(clamp(round(vOwn5.w * vScaleInv), -7.0f, 7.0f)) + 8i) << 28u);
+  let vW3 = u32(i32(clamp(round(vOwn6.x * vScaleInv), -7.0f, 7.0f)) + 8i) | (u32(i32(clamp(round(vOwn6.y * vScaleInv), -7.0f, 7.0f)) + 8i) << 4u) | (u32(i32(clamp(round(vOwn6.z * vScaleInv), -7.0f, 7.0f)) + 8i) << 8u) | (u32(i32(clamp(round(vOwn6.w * vScaleInv), -7.0f, 7.0f)) + 8i) << 12u) | (u32(i32(clamp(round(vOwn7.x * vScaleInv), -7.0f, 7.0f)) + 8i) << 16u) | (u32(i32(clamp(round(vOwn7.y * vScaleInv), -7.0f, 7.0f)) + 8i) << 20u) | (u32(i32(clamp(round(vOwn7.z * vScaleInv), -7.0f, 7.0f)) + 8i) << 24u) | (u32(i32(clamp(round(vOwn7.w * vScaleInv), -7.0f, 7.0f)) + 8i) << 28u);
+  let vAt = rowBase / 4u + d;
+  present_value[vAt] = vec4<u32>(vW0, vW1, vW2, vW3);
+  if (d == 0u) {
+    present_scales[sideBase] = kScale;
+    present_scales[sideBase + 1u] = vScale;
   }
 }

@@ -17,12 +17,9 @@ struct Params {
 @group(0) @binding(6) var<storage, read_write> present_value: array<u32>;
 @group(0) @binding(7) var<uniform> params: Params;
 
-var<workgroup> xRow: array<vec4<f32>, 64>;
+var<workgroup> xRow: array<vec4<f32>, 256>;
 var<workgroup> wsum: array<vec4<f32>, 16>;
-var<workgroup> statK: array<vec2<f32>, 64>;
-var<workgroup> statV: array<vec2<f32>, 64>;
-var<workgroup> groupK: array<vec2<f32>, 8>;
-var<workgroup> groupV: array<vec2<f32>, 8>;
+var<workgroup> rowStats: array<vec4<f32>, 64>;
 
 const HEAD_DIM: u32 = 128u;
 const HEAD_DIM_V4: u32 = 32u;
@@ -31,6 +28,7 @@ const Q_HEADS: u32 = 16u;
 const KV_HEADS: u32 = 8u;
 const HEADS: u32 = 32u;
 const ROWS: u32 = 24u;
+const ROW_LANES: u32 = 8u;
 const HALF_V4: u32 = 16u;
 const QK_EPS: f32 = 1e-06f;
 
@@ -42,21 +40,21 @@ fn main(
   @builtin(local_invocation_id) lid: vec3<u32>,
   @builtin(num_workgroups) nwg: vec3<u32>,
 ) {
+  // ROW_LANES invocations per row, each holding 4 vectors of it.
   // Flat walk: one invocation per destination vector, adjacent invocations on
   // adjacent vectors; no loop, so every invocation makes one memory round trip.
   // 2D flat index: the dispatch spreads its workgroups evenly over gid.y rows
   // of nwg.x workgroups once they pass the per-axis fold width.
   let e = gid.x + gid.y * nwg.x * 64u;
-  let d4 = e % HEAD_DIM_V4;
+  let d = e % ROW_LANES;
   // Past the end: the last row again (loads in range; it leaves before any store).
-  let row = min(e / HEAD_DIM_V4, params.count - 1u);
+  let row = min(e / ROW_LANES, params.count - 1u);
   // Row = token * ROWS + r: Q heads, then the (K, V) pairs of heads.
   let r = row % ROWS;
   let token = row / ROWS;
   let t = token % params.keySeq;
   let b = token / params.keySeq;
   let isQ = r < Q_HEADS;
-  // K head r - Q_HEADS sits at input head r, its V head KV_HEADS further.
   let total = u32(max(seqlens_k[b], -1i)) + 1u;
   // Clamping below by keySeq maps a right-padded first prompt
   // (seqlens_k[b]+1 < keySeq) to append offset 0.
@@ -65,99 +63,165 @@ fn main(
   let appendStart = activeEnd - fresh;
   // The token's cache row, and its rotary position in a buffer-sharing cache.
   let dstT = appendStart + t;
+  // Q head r, or K head r - Q_HEADS: input head r; its V head KV_HEADS further.
   let kRow = (token * HEADS + r) * HEAD_DIM_V4;
-  let xRaw = qkv[kRow + d4];
-  var v: vec4<f32> = vec4<f32>(0.0f, 0.0f, 0.0f, 0.0f);
+  let at0 = d * 4u;
+  let at1 = d * 4u + 1u;
+  let at2 = d * 4u + 2u;
+  let at3 = d * 4u + 3u;
+  let x0 = qkv[kRow + at0];
+  let x1 = qkv[kRow + at1];
+  let x2 = qkv[kRow + at2];
+  let x3 = qkv[kRow + at3];
+  var v0: vec4<f32> = vec4<f32>(0.0f, 0.0f, 0.0f, 0.0f);
+  var v1: vec4<f32> = vec4<f32>(0.0f, 0.0f, 0.0f, 0.0f);
+  var v2: vec4<f32> = vec4<f32>(0.0f, 0.0f, 0.0f, 0.0f);
+  var v3: vec4<f32> = vec4<f32>(0.0f, 0.0f, 0.0f, 0.0f);
   if (!isQ) {
-    v = qkv[kRow + KV_HEADS * HEAD_DIM_V4 + d4];
+    v0 = qkv[kRow + KV_HEADS * HEAD_DIM_V4 + at0];
+    v1 = qkv[kRow + KV_HEADS * HEAD_DIM_V4 + at1];
+    v2 = qkv[kRow + KV_HEADS * HEAD_DIM_V4 + at2];
+    v3 = qkv[kRow + KV_HEADS * HEAD_DIM_V4 + at3];
   }
-  let vOwn = v;
-  let wBase = select(HEAD_DIM_V4, 0u, isQ);
-  let low = d4 < HALF_V4;
-  let dr = d4 % HALF_V4;
-  let tableAt = dstT * (HALF_V4 * 2u) + dr;
-  let cs = rotary_table[tableAt];
-  let sn = rotary_table[tableAt + HALF_V4];
-  let w0 = qk_norm_weight[wBase + dr];
-  let w1 = qk_norm_weight[wBase + (dr + HALF_V4)];
-  // Stage the vector: its rotary partner reads it after the barrier.
-  xRow[lid.x] = xRaw;
+  let vOwn0 = v0;
+  let vOwn1 = v1;
+  let vOwn2 = v2;
+  let vOwn3 = v3;
+  // Stage the lane's vectors: their rotary partners read them after the barrier.
+  xRow[lid.x * 4u + 0u] = x0;
+  xRow[lid.x * 4u + 1u] = x1;
+  xRow[lid.x * 4u + 2u] = x2;
+  xRow[lid.x * 4u + 3u] = x3;
   // RMSNorm: the row's sum of squares, reduced in workgroup memory.
-  wsum[lid.x / 4u][lid.x % 4u] = dot(xRaw, xRaw);
+  wsum[lid.x / 4u][lid.x % 4u] = dot(x0, x0) + dot(x1, x1) + dot(x2, x2) + dot(x3, x3);
   workgroupBarrier();
-  let rowQuad = (lid.x - d4) / 4u;
+  let rowQuad = (lid.x - d) / 4u;
   var acc: vec4<f32> = vec4<f32>(0.0f, 0.0f, 0.0f, 0.0f);
-  for (var j: u32 = 0u; j < HEAD_DIM_V4 / 4u; j = j + 1u) {
+  for (var j: u32 = 0u; j < ROW_LANES / 4u; j = j + 1u) {
     acc = acc + wsum[rowQuad + j];
   }
   let ms = acc.x + acc.y + (acc.z + acc.w);
   let invRms = inverseSqrt(ms / f32(HEAD_DIM) + QK_EPS);
-  let rowStart = lid.x - d4;
-  let xPair = xRow[rowStart + select(dr, dr + HALF_V4, low)];
-  let x0Raw = select(xPair, xRaw, low);
-  let x1Raw = select(xRaw, xPair, low);
-  let x0 = x0Raw * invRms * w0;
-  let x1 = x1Raw * invRms * w1;
-  let turned = select(x1 * cs + x0 * sn, x0 * cs - x1 * sn, low);
-  let done = e >= params.count * HEAD_DIM_V4;
+  let wBase = select(HEAD_DIM_V4, 0u, isQ);
+  let rowVectors = (lid.x - d) * 4u;
+  let n0 = x0 * invRms * qk_norm_weight[wBase + at0];
+  let at0Pair = (at0 + HALF_V4) % (HALF_V4 * 2u);
+  let pRaw0 = xRow[rowVectors + at0Pair];
+  let p0 = pRaw0 * invRms * qk_norm_weight[wBase + at0Pair];
+  let dr0 = at0 % HALF_V4;
+  let tableAt0 = dstT * (HALF_V4 * 2u) + dr0;
+  let cs0 = rotary_table[tableAt0];
+  let sn0 = rotary_table[tableAt0 + HALF_V4];
+  let k0 = select(select(n0, p0, at0 < HALF_V4) * cs0 + select(p0, n0, at0 < HALF_V4) * sn0, select(p0, n0, at0 < HALF_V4) * cs0 - select(n0, p0, at0 < HALF_V4) * sn0, at0 < HALF_V4);
+  let n1 = x1 * invRms * qk_norm_weight[wBase + at1];
+  let at1Pair = (at1 + HALF_V4) % (HALF_V4 * 2u);
+  let pRaw1 = xRow[rowVectors + at1Pair];
+  let p1 = pRaw1 * invRms * qk_norm_weight[wBase + at1Pair];
+  let dr1 = at1 % HALF_V4;
+  let tableAt1 = dstT * (HALF_V4 * 2u) + dr1;
+  let cs1 = rotary_table[tableAt1];
+  let sn1 = rotary_table[tableAt1 + HALF_V4];
+  let k1 = select(select(n1, p1, at1 < HALF_V4) * cs1 + select(p1, n1, at1 < HALF_V4) * sn1, select(p1, n1, at1 < HALF_V4) * cs1 - select(n1, p1, at1 < HALF_V4) * sn1, at1 < HALF_V4);
+  let n2 = x2 * invRms * qk_norm_weight[wBase + at2];
+  let at2Pair = (at2 + HALF_V4) % (HALF_V4 * 2u);
+  let pRaw2 = xRow[rowVectors + at2Pair];
+  let p2 = pRaw2 * invRms * qk_norm_weight[wBase + at2Pair];
+  let dr2 = at2 % HALF_V4;
+  let tableAt2 = dstT * (HALF_V4 * 2u) + dr2;
+  let cs2 = rotary_table[tableAt2];
+  let sn2 = rotary_table[tableAt2 + HALF_V4];
+  let k2 = select(select(n2, p2, at2 < HALF_V4) * cs2 + select(p2, n2, at2 < HALF_V4) * sn2, select(p2, n2, at2 < HALF_V4) * cs2 - select(n2, p2, at2 < HALF_V4) * sn2, at2 < HALF_V4);
+  let n3 = x3 * invRms * qk_norm_weight[wBase + at3];
+  let at3Pair = (at3 + HALF_V4) % (HALF_V4 * 2u);
+  let pRaw3 = xRow[rowVectors + at3Pair];
+  let p3 = pRaw3 * invRms * qk_norm_weight[wBase + at3Pair];
+  let dr3 = at3 % HALF_V4;
+  let tableAt3 = dstT * (HALF_V4 * 2u) + dr3;
+  let cs3 = rotary_table[tableAt3];
+  let sn3 = rotary_table[tableAt3 + HALF_V4];
+  let k3 = select(select(n3, p3, at3 < HALF_V4) * cs3 + select(p3, n3, at3 < HALF_V4) * sn3, select(p3, n3, at3 < HALF_V4) * cs3 - select(n3, p3, at3 < HALF_V4) * sn3, at3 < HALF_V4);
+  let done = e >= params.count * ROW_LANES;
   if (isQ && !done) {
-    q_out[((b * Q_HEADS + r) * params.keySeq + t) * HEAD_DIM_V4 + d4] = turned;
+    let qBase = ((b * Q_HEADS + r) * params.keySeq + t) * HEAD_DIM_V4;
+    q_out[qBase + at0] = k0;
+    q_out[qBase + at1] = k1;
+    q_out[qBase + at2] = k2;
+    q_out[qBase + at3] = k3;
   }
-  // Stage each vector's partial statistic in workgroup memory.
-  let pKStat = vec2<f32>(max(max(abs(turned.x), abs(turned.y)), max(abs(turned.z), abs(turned.w))), 0.0f);
-  statK[lid.x] = pKStat;
-  let pVStat = vec2<f32>(max(max(abs(vOwn.x), abs(vOwn.y)), max(abs(vOwn.z), abs(vOwn.w))), 0.0f);
-  statV[lid.x] = pVStat;
+  let pK0Stat = vec2<f32>(max(max(abs(k0.x), abs(k0.y)), max(abs(k0.z), abs(k0.w))), 0.0f);
+  let pK1Stat = vec2<f32>(max(max(abs(k1.x), abs(k1.y)), max(abs(k1.z), abs(k1.w))), 0.0f);
+  let pKRun1 = vec2<f32>(max(pK0Stat.x, pK1Stat.x), 0.0f);
+  let pK2Stat = vec2<f32>(max(max(abs(k2.x), abs(k2.y)), max(abs(k2.z), abs(k2.w))), 0.0f);
+  let pKRun2 = vec2<f32>(max(pKRun1.x, pK2Stat.x), 0.0f);
+  let pK3Stat = vec2<f32>(max(max(abs(k3.x), abs(k3.y)), max(abs(k3.z), abs(k3.w))), 0.0f);
+  let pKRun3 = vec2<f32>(max(pKRun2.x, pK3Stat.x), 0.0f);
+  let pV0Stat = vec2<f32>(max(max(abs(vOwn0.x), abs(vOwn0.y)), max(abs(vOwn0.z), abs(vOwn0.w))), 0.0f);
+  let pV1Stat = vec2<f32>(max(max(abs(vOwn1.x), abs(vOwn1.y)), max(abs(vOwn1.z), abs(vOwn1.w))), 0.0f);
+  let pVRun1 = vec2<f32>(max(pV0Stat.x, pV1Stat.x), 0.0f);
+  let pV2Stat = vec2<f32>(max(max(abs(vOwn2.x), abs(vOwn2.y)), max(abs(vOwn2.z), abs(vOwn2.w))), 0.0f);
+  let pVRun2 = vec2<f32>(max(pVRun1.x, pV2Stat.x), 0.0f);
+  let pV3Stat = vec2<f32>(max(max(abs(vOwn3.x), abs(vOwn3.y)), max(abs(vOwn3.z), abs(vOwn3.w))), 0.0f);
+  let pVRun3 = vec2<f32>(max(pVRun2.x, pV3Stat.x), 0.0f);
+  // Each lane's statistic of its run, K's and V's in one workgroup slot; after
+  // the barrier every lane combines its row's 8 in order.
+  rowStats[lid.x] = vec4<f32>(pKRun3, pVRun3);
   workgroupBarrier();
-  let rowLane = lid.x - d4;
-  // A row's statistic in two levels: its first 4 invocations each
-  // combine 8 partials in order, then every invocation the 4 groups.
-  let rowGroup = rowLane / 8u;
-  if (d4 < 4u) {
-    var gK: vec2<f32> = statK[rowLane + d4 * 8u];
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d4 * 8u + 1u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d4 * 8u + 2u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d4 * 8u + 3u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d4 * 8u + 4u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d4 * 8u + 5u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d4 * 8u + 6u].x), 0.0f);
-    gK = vec2<f32>(max(gK.x, statK[rowLane + d4 * 8u + 7u].x), 0.0f);
-    groupK[rowGroup + d4] = gK;
-    var gV: vec2<f32> = statV[rowLane + d4 * 8u];
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d4 * 8u + 1u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d4 * 8u + 2u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d4 * 8u + 3u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d4 * 8u + 4u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d4 * 8u + 5u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d4 * 8u + 6u].x), 0.0f);
-    gV = vec2<f32>(max(gV.x, statV[rowLane + d4 * 8u + 7u].x), 0.0f);
-    groupV[rowGroup + d4] = gV;
-  }
-  workgroupBarrier();
+  let statLane = lid.x - d;
+  let rowStat0 = rowStats[statLane + 0u];
+  var statK: vec2<f32> = rowStat0.xy;
+  var statV: vec2<f32> = rowStat0.zw;
+  let rowStat1 = rowStats[statLane + 1u];
+  statK = vec2<f32>(max(statK.x, rowStat1.xy.x), 0.0f);
+  statV = vec2<f32>(max(statV.x, rowStat1.zw.x), 0.0f);
+  let rowStat2 = rowStats[statLane + 2u];
+  statK = vec2<f32>(max(statK.x, rowStat2.xy.x), 0.0f);
+  statV = vec2<f32>(max(statV.x, rowStat2.zw.x), 0.0f);
+  let rowStat3 = rowStats[statLane + 3u];
+  statK = vec2<f32>(max(statK.x, rowStat3.xy.x), 0.0f);
+  statV = vec2<f32>(max(statV.x, rowStat3.zw.x), 0.0f);
+  let rowStat4 = rowStats[statLane + 4u];
+  statK = vec2<f32>(max(statK.x, rowStat4.xy.x), 0.0f);
+  statV = vec2<f32>(max(statV.x, rowStat4.zw.x), 0.0f);
+  let rowStat5 = rowStats[statLane + 5u];
+  statK = vec2<f32>(max(statK.x, rowStat5.xy.x), 0.0f);
+  statV = vec2<f32>(max(statV.x, rowStat5.zw.x), 0.0f);
+  let rowStat6 = rowStats[statLane + 6u];
+  statK = vec2<f32>(max(statK.x, rowStat6.xy.x), 0.0f);
+  statV = vec2<f32>(max(statV.x, rowStat6.zw.x), 0.0f);
+  let rowStat7 = rowStats[statLane + 7u];
+  statK = vec2<f32>(max(statK.x, rowStat7.xy.x), 0.0f);
+  statV = vec2<f32>(max(statV.x, rowStat7.zw.x), 0.0f);
+  let kScale = abs(statK.x) / 127.0f;
+  let kScaleInv = select(0.0f, 1.0f / kScale, kScale != 0.0f);
+  let vScale = abs(statV.x) / 127.0f;
+  let vScaleInv = select(0.0f, 1.0f / vScale, vScale != 0.0f);
   if (done || isQ) {
     return;
   }
   let dstRow = (b * KV_HEADS + (r - Q_HEADS)) * params.seq + dstT;
-  var kStat: vec2<f32> = groupK[rowGroup];
-  kStat = vec2<f32>(max(kStat.x, groupK[rowGroup + 1u].x), 0.0f);
-  kStat = vec2<f32>(max(kStat.x, groupK[rowGroup + 2u].x), 0.0f);
-  kStat = vec2<f32>(max(kStat.x, groupK[rowGroup + 3u].x), 0.0f);
-  let kScale = abs(kStat.x) / 127.0f;
-  let kScaleInv = select(0.0f, 1.0f / kScale, kScale != 0.0f);
-  let kBase = dstRow * ROW_WORDS;
-  if (d4 < 1u) {
-    present_key[kBase + d4] = bitcast<u32>(kScale);
+  let rowBase = dstRow * ROW_WORDS;
+  let kW0 = (u32(i32(clamp(round(k0.x * kScaleInv), -127.0f, 127.0f))) & 255u) | ((u32(i32(clamp(round(k0.y * kScaleInv), -127.0f, 127.0f))) & 255u) << 8u) | ((u32(i32(clamp(round(k0.z * kScaleInv), -127.0f, 127.0f))) & 255u) << 16u) | ((u32(i32(clamp(round(k0.w * kScaleInv), -127.0f, 127.0f))) & 255u) << 24u);
+  let kW1 = (u32(i32(clamp(round(k1.x * kScaleInv), -127.0f, 127.0f))) & 255u) | ((u32(i32(clamp(round(k1.y * kScaleInv), -127.0f, 127.0f))) & 255u) << 8u) | ((u32(i32(clamp(round(k1.z * kScaleInv), -127.0f, 127.0f))) & 255u) << 16u) | ((u32(i32(clamp(round(k1.w * kScaleInv), -127.0f, 127.0f))) & 255u) << 24u);
+  let kW2 = (u32(i32(clamp(round(k2.x * kScaleInv), -127.0f, 127.0f))) & 255u) | ((u32(i32(clamp(round(k2.y * kScaleInv), -127.0f, 127.0f))) & 255u) << 8u) | ((u32(i32(clamp(round(k2.z * kScaleInv), -127.0f, 127.0f))) & 255u) << 16u) | ((u32(i32(clamp(round(k2.w * kScaleInv), -127.0f, 127.0f))) & 255u) << 24u);
+  let kW3 = (u32(i32(clamp(round(k3.x * kScaleInv), -127.0f, 127.0f))) & 255u) | ((u32(i32(clamp(round(k3.y * kScaleInv), -127.0f, 127.0f))) & 255u) << 8u) | ((u32(i32(clamp(round(k3.z * kScaleInv), -127.0f, 127.0f))) & 255u) << 16u) | ((u32(i32(clamp(round(k3.w * kScaleInv), -127.0f, 127.0f))) & 255u) << 24u);
+  let kAt = rowBase + 1u + d * 4u;
+  present_key[kAt] = kW0;
+  present_key[kAt + 1u] = kW1;
+  present_key[kAt + 2u] = kW2;
+  present_key[kAt + 3u] = kW3;
+  if (d == 0u) {
+    present_key[rowBase] = bitcast<u32>(kScale);
   }
-  present_key[kBase + (d4 + 1u)] = (u32(i32(clamp(round(turned.x * kScaleInv), -127.0f, 127.0f))) & 255u) | ((u32(i32(clamp(round(turned.y * kScaleInv), -127.0f, 127.0f))) & 255u) << 8u) | ((u32(i32(clamp(round(turned.z * kScaleInv), -127.0f, 127.0f))) & 255u) << 16u) | ((u32(i32(clamp(round(turned.w * kScaleInv), -127.0f, 127.0f))) & 255u) << 24u);
-  var vStat: vec2<f32> = groupV[rowGroup];
-  vStat = vec2<f32>(max(vStat.x, groupV[rowGroup + 1u].x), 0.0f);
-  vStat = vec2<f32>(max(vStat.x, groupV[rowGroup + 2u].x), 0.0f);
-  vStat = vec2<f32>(max(vStat.x, groupV[rowGroup + 3u].x), 0.0f);
-  let vScale = abs(vStat.x) / 127.0f;
-  let vScaleInv = select(0.0f, 1.0f / vScale, vScale != 0.0f);
-  let vBase = dstRow * ROW_WORDS;
-  if (d4 < 1u) {
-    present_value[vBase + d4] = bitcast<u32>(vScale);
+  let vW0 = (u32(i32(clamp(round(vOwn0.x * vScaleInv), -127.0f, 127.0f))) & 255u) | ((u32(i32(clamp(round(vOwn0.y * vScaleInv), -127.0f, 127.0f))) & 255u) << 8u) | ((u32(i32(clamp(round(vOwn0.z * vScaleInv), -127.0f, 127.0f))) & 255u) << 16u) | ((u32(i32(clamp(round(vOwn0.w * vScaleInv), -127.0f, 127.0f))) & 255u) << 24u);
+  let vW1 = (u32(i32(clamp(round(vOwn1.x * vScaleInv), -127.0f, 127.0f))) & 255u) | ((u32(i32(clamp(round(vOwn1.y * vScaleInv), -127.0f, 127.0f))) & 255u) << 8u) | ((u32(i32(clamp(round(vOwn1.z * vScaleInv), -127.0f, 127.0f))) & 255u) << 16u) | ((u32(i32(clamp(round(vOwn1.w * vScaleInv), -127.0f, 127.0f))) & 255u) << 24u);
+  let vW2 = (u32(i32(clamp(round(vOwn2.x * vScaleInv), -127.0f, 127.0f))) & 255u) | ((u32(i32(clamp(round(vOwn2.y * vScaleInv), -127.0f, 127.0f))) & 255u) << 8u) | ((u32(i32(clamp(round(vOwn2.z * vScaleInv), -127.0f, 127.0f))) & 255u) << 16u) | ((u32(i32(clamp(round(vOwn2.w * vScaleInv), -127.0f, 127.0f))) & 255u) << 24u);
+  let vW3 = (u32(i32(clamp(round(vOwn3.x * vScaleInv), -127.0f, 127.0f))) & 255u) | ((u32(i32(clamp(round(vOwn3.y * vScaleInv), -127.0f, 127.0f))) & 255u) << 8u) | ((u32(i32(clamp(round(vOwn3.z * vScaleInv), -127.0f, 127.0f))) & 255u) << 16u) | ((u32(i32(clamp(round(vOwn3.w * vScaleInv), -127.0f, 127.0f))) & 255u) << 24u);
+  let vAt = rowBase + 1u + d * 4u;
+  present_value[vAt] = vW0;
+  present_value[vAt + 1u] = vW1;
+  present_value[vAt + 2u] = vW2;
+  present_value[vAt + 3u] = vW3;
+  if (d == 0u) {
+    present_value[rowBase] = bitcast<u32>(vScale);
   }
-  present_value[vBase + (d4 + 1u)] = (u32(i32(clamp(round(vOwn.x * vScaleInv), -127.0f, 127.0f))) & 255u) | ((u32(i32(clamp(round(vOwn.y * vScaleInv), -127.0f, 127.0f))) & 255u) << 8u) | ((u32(i32(clamp(round(vOwn.z * vScaleInv), -127.0f, 127.0f))) & 255u) << 16u) | ((u32(i32(clamp(round(vOwn.w * vScaleInv), -127.0f, 127.0f))) & 255u) << 24u);
 }

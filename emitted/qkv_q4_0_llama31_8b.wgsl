@@ -16,13 +16,8 @@ struct Params {
 @group(0) @binding(5) var<storage, read_write> present_value: array<u32>;
 @group(0) @binding(6) var<uniform> params: Params;
 
-var<workgroup> xRow: array<vec4<f32>, 64>;
-var<workgroup> xk: array<f32, 256>;
-var<workgroup> xv: array<f32, 256>;
-var<workgroup> statK: array<vec2<f32>, 64>;
-var<workgroup> statV: array<vec2<f32>, 64>;
-var<workgroup> groupK: array<vec2<f32>, 8>;
-var<workgroup> groupV: array<vec2<f32>, 8>;
+var<workgroup> xRow: array<vec4<f32>, 512>;
+var<workgroup> blockHalves: array<u32, 64>;
 
 const HEAD_DIM: u32 = 128u;
 const HEAD_DIM_V4: u32 = 32u;
@@ -31,6 +26,7 @@ const Q_HEADS: u32 = 32u;
 const KV_HEADS: u32 = 8u;
 const HEADS: u32 = 48u;
 const ROWS: u32 = 40u;
+const ROW_LANES: u32 = 4u;
 const HALF_V4: u32 = 16u;
 
 // Split a packed QKV projection into heads, rotate Q and K at the token's row;
@@ -41,21 +37,21 @@ fn main(
   @builtin(local_invocation_id) lid: vec3<u32>,
   @builtin(num_workgroups) nwg: vec3<u32>,
 ) {
+  // ROW_LANES invocations per row, each holding 8 vectors of it.
   // Flat walk: one invocation per destination vector, adjacent invocations on
   // adjacent vectors; no loop, so every invocation makes one memory round trip.
   // 2D flat index: the dispatch spreads its workgroups evenly over gid.y rows
   // of nwg.x workgroups once they pass the per-axis fold width.
   let e = gid.x + gid.y * nwg.x * 64u;
-  let d4 = e % HEAD_DIM_V4;
+  let d = e % ROW_LANES;
   // Past the end: the last row again (loads in range; it leaves before any store).
-  let row = min(e / HEAD_DIM_V4, params.count - 1u);
+  let row = min(e / ROW_LANES, params.count - 1u);
   // Row = token * ROWS + r: Q heads, then the (K, V) pairs of heads.
   let r = row % ROWS;
   let token = row / ROWS;
   let t = token % params.keySeq;
   let b = token / params.keySeq;
   let isQ = r < Q_HEADS;
-  // K head r - Q_HEADS sits at input head r, its V head KV_HEADS further.
   let total = u32(max(seqlens_k[b], -1i)) + 1u;
   // Clamping below by keySeq maps a right-padded first prompt
   // (seqlens_k[b]+1 < keySeq) to append offset 0.
@@ -64,130 +60,295 @@ fn main(
   let appendStart = activeEnd - fresh;
   // The token's cache row, and its rotary position in a buffer-sharing cache.
   let dstT = appendStart + t;
+  // Q head r, or K head r - Q_HEADS: input head r; its V head KV_HEADS further.
   let kRow = (token * HEADS + r) * HEAD_DIM_V4;
-  let xRaw = qkv[kRow + d4];
-  var v: vec4<f32> = vec4<f32>(0.0f, 0.0f, 0.0f, 0.0f);
+  let at0 = d * 8u;
+  let at1 = d * 8u + 1u;
+  let at2 = d * 8u + 2u;
+  let at3 = d * 8u + 3u;
+  let at4 = d * 8u + 4u;
+  let at5 = d * 8u + 5u;
+  let at6 = d * 8u + 6u;
+  let at7 = d * 8u + 7u;
+  let x0 = qkv[kRow + at0];
+  let x1 = qkv[kRow + at1];
+  let x2 = qkv[kRow + at2];
+  let x3 = qkv[kRow + at3];
+  let x4 = qkv[kRow + at4];
+  let x5 = qkv[kRow + at5];
+  let x6 = qkv[kRow + at6];
+  let x7 = qkv[kRow + at7];
+  var v0: vec4<f32> = vec4<f32>(0.0f, 0.0f, 0.0f, 0.0f);
+  var v1: vec4<f32> = vec4<f32>(0.0f, 0.0f, 0.0f, 0.0f);
+  var v2: vec4<f32> = vec4<f32>(0.0f, 0.0f, 0.0f, 0.0f);
+  var v3: vec4<f32> = vec4<f32>(0.0f, 0.0f, 0.0f, 0.0f);
+  var v4: vec4<f32> = vec4<f32>(0.0f, 0.0f, 0.0f, 0.0f);
+  var v5: vec4<f32> = vec4<f32>(0.0f, 0.0f, 0.0f, 0.0f);
+  var v6: vec4<f32> = vec4<f32>(0.0f, 0.0f, 0.0f, 0.0f);
+  var v7: vec4<f32> = vec4<f32>(0.0f, 0.0f, 0.0f, 0.0f);
   if (!isQ) {
-    v = qkv[kRow + KV_HEADS * HEAD_DIM_V4 + d4];
+    v0 = qkv[kRow + KV_HEADS * HEAD_DIM_V4 + at0];
+    v1 = qkv[kRow + KV_HEADS * HEAD_DIM_V4 + at1];
+    v2 = qkv[kRow + KV_HEADS * HEAD_DIM_V4 + at2];
+    v3 = qkv[kRow + KV_HEADS * HEAD_DIM_V4 + at3];
+    v4 = qkv[kRow + KV_HEADS * HEAD_DIM_V4 + at4];
+    v5 = qkv[kRow + KV_HEADS * HEAD_DIM_V4 + at5];
+    v6 = qkv[kRow + KV_HEADS * HEAD_DIM_V4 + at6];
+    v7 = qkv[kRow + KV_HEADS * HEAD_DIM_V4 + at7];
   }
-  let vOwn = v;
-  let low = d4 < HALF_V4;
-  let dr = d4 % HALF_V4;
-  let tableAt = dstT * (HALF_V4 * 2u) + dr;
-  let cs = rotary_table[tableAt];
-  let sn = rotary_table[tableAt + HALF_V4];
-  // Stage the vector: its rotary partner reads it after the barrier.
-  xRow[lid.x] = xRaw;
+  let vOwn0 = v0;
+  let vOwn1 = v1;
+  let vOwn2 = v2;
+  let vOwn3 = v3;
+  let vOwn4 = v4;
+  let vOwn5 = v5;
+  let vOwn6 = v6;
+  let vOwn7 = v7;
+  // Stage the lane's vectors: their rotary partners read them after the barrier.
+  xRow[lid.x * 8u + 0u] = x0;
+  xRow[lid.x * 8u + 1u] = x1;
+  xRow[lid.x * 8u + 2u] = x2;
+  xRow[lid.x * 8u + 3u] = x3;
+  xRow[lid.x * 8u + 4u] = x4;
+  xRow[lid.x * 8u + 5u] = x5;
+  xRow[lid.x * 8u + 6u] = x6;
+  xRow[lid.x * 8u + 7u] = x7;
   workgroupBarrier();
-  let rowStart = lid.x - d4;
-  let xPair = xRow[rowStart + select(dr, dr + HALF_V4, low)];
-  let x0Raw = select(xPair, xRaw, low);
-  let x1Raw = select(xRaw, xPair, low);
-  let turned = select(x1Raw * cs + x0Raw * sn, x0Raw * cs - x1Raw * sn, low);
-  let done = e >= params.count * HEAD_DIM_V4;
+  let rowVectors = (lid.x - d) * 8u;
+  let at0Pair = (at0 + HALF_V4) % (HALF_V4 * 2u);
+  let pRaw0 = xRow[rowVectors + at0Pair];
+  let dr0 = at0 % HALF_V4;
+  let tableAt0 = dstT * (HALF_V4 * 2u) + dr0;
+  let cs0 = rotary_table[tableAt0];
+  let sn0 = rotary_table[tableAt0 + HALF_V4];
+  let k0 = select(select(x0, pRaw0, at0 < HALF_V4) * cs0 + select(pRaw0, x0, at0 < HALF_V4) * sn0, select(pRaw0, x0, at0 < HALF_V4) * cs0 - select(x0, pRaw0, at0 < HALF_V4) * sn0, at0 < HALF_V4);
+  let at1Pair = (at1 + HALF_V4) % (HALF_V4 * 2u);
+  let pRaw1 = xRow[rowVectors + at1Pair];
+  let dr1 = at1 % HALF_V4;
+  let tableAt1 = dstT * (HALF_V4 * 2u) + dr1;
+  let cs1 = rotary_table[tableAt1];
+  let sn1 = rotary_table[tableAt1 + HALF_V4];
+  let k1 = select(select(x1, pRaw1, at1 < HALF_V4) * cs1 + select(pRaw1, x1, at1 < HALF_V4) * sn1, select(pRaw1, x1, at1 < HALF_V4) * cs1 - select(x1, pRaw1, at1 < HALF_V4) * sn1, at1 < HALF_V4);
+  let at2Pair = (at2 + HALF_V4) % (HALF_V4 * 2u);
+  let pRaw2 = xRow[rowVectors + at2Pair];
+  let dr2 = at2 % HALF_V4;
+  let tableAt2 = dstT * (HALF_V4 * 2u) + dr2;
+  let cs2 = rotary_table[tableAt2];
+  let sn2 = rotary_table[tableAt2 + HALF_V4];
+  let k2 = select(select(x2, pRaw2, at2 < HALF_V4) * cs2 + select(pRaw2, x2, at2 < HALF_V4) * sn2, select(pRaw2, x2, at2 < HALF_V4) * cs2 - select(x2, pRaw2, at2 < HALF_V4) * sn2, at2 < HALF_V4);
+  let at3Pair = (at3 + HALF_V4) % (HALF_V4 * 2u);
+  let pRaw3 = xRow[rowVectors + at3Pair];
+  let dr3 = at3 % HALF_V4;
+  let tableAt3 = dstT * (HALF_V4 * 2u) + dr3;
+  let cs3 = rotary_table[tableAt3];
+  let sn3 = rotary_table[tableAt3 + HALF_V4];
+  let k3 = select(select(x3, pRaw3, at3 < HALF_V4) * cs3 + select(pRaw3, x3, at3 < HALF_V4) * sn3, select(pRaw3, x3, at3 < HALF_V4) * cs3 - select(x3, pRaw3, at3 < HALF_V4) * sn3, at3 < HALF_V4);
+  let at4Pair = (at4 + HALF_V4) % (HALF_V4 * 2u);
+  let pRaw4 = xRow[rowVectors + at4Pair];
+  let dr4 = at4 % HALF_V4;
+  let tableAt4 = dstT * (HALF_V4 * 2u) + dr4;
+  let cs4 = rotary_table[tableAt4];
+  let sn4 = rotary_table[tableAt4 + HALF_V4];
+  let k4 = select(select(x4, pRaw4, at4 < HALF_V4) * cs4 + select(pRaw4, x4, at4 < HALF_V4) * sn4, select(pRaw4, x4, at4 < HALF_V4) * cs4 - select(x4, pRaw4, at4 < HALF_V4) * sn4, at4 < HALF_V4);
+  let at5Pair = (at5 + HALF_V4) % (HALF_V4 * 2u);
+  let pRaw5 = xRow[rowVectors + at5Pair];
+  let dr5 = at5 % HALF_V4;
+  let tableAt5 = dstT * (HALF_V4 * 2u) + dr5;
+  let cs5 = rotary_table[tableAt5];
+  let sn5 = rotary_table[tableAt5 + HALF_V4];
+  let k5 = select(select(x5, pRaw5, at5 < HALF_V4) * cs5 + select(pRaw5, x5, at5 < HALF_V4) * sn5, select(pRaw5, x5, at5 < HALF_V4) * cs5 - select(x5, pRaw5, at5 < HALF_V4) * sn5, at5 < HALF_V4);
+  let at6Pair = (at6 + HALF_V4) % (HALF_V4 * 2u);
+  let pRaw6 = xRow[rowVectors + at6Pair];
+  let dr6 = at6 % HALF_V4;
+  let tableAt6 = dstT * (HALF_V4 * 2u) + dr6;
+  let cs6 = rotary_table[tableAt6];
+  let sn6 = rotary_table[tableAt6 + HALF_V4];
+  let k6 = select(select(x6, pRaw6, at6 < HALF_V4) * cs6 + select(pRaw6, x6, at6 < HALF_V4) * sn6, select(pRaw6, x6, at6 < HALF_V4) * cs6 - select(x6, pRaw6, at6 < HALF_V4) * sn6, at6 < HALF_V4);
+  let at7Pair = (at7 + HALF_V4) % (HALF_V4 * 2u);
+  let pRaw7 = xRow[rowVectors + at7Pair];
+  let dr7 = at7 % HALF_V4;
+  let tableAt7 = dstT * (HALF_V4 * 2u) + dr7;
+  let cs7 = rotary_table[tableAt7];
+  let sn7 = rotary_table[tableAt7 + HALF_V4];
+  let k7 = select(select(x7, pRaw7, at7 < HALF_V4) * cs7 + select(pRaw7, x7, at7 < HALF_V4) * sn7, select(pRaw7, x7, at7 < HALF_V4) * cs7 - select(x7, pRaw7, at7 < HALF_V4) * sn7, at7 < HALF_V4);
+  let done = e >= params.count * ROW_LANES;
   if (isQ && !done) {
-    q_out[((b * Q_HEADS + r) * params.keySeq + t) * HEAD_DIM_V4 + d4] = turned;
+    let qBase = ((b * Q_HEADS + r) * params.keySeq + t) * HEAD_DIM_V4;
+    q_out[qBase + at0] = k0;
+    q_out[qBase + at1] = k1;
+    q_out[qBase + at2] = k2;
+    q_out[qBase + at3] = k3;
+    q_out[qBase + at4] = k4;
+    q_out[qBase + at5] = k5;
+    q_out[qBase + at6] = k6;
+    q_out[qBase + at7] = k7;
   }
-  // Stage the row's values and each vector's partial statistic in workgroup
-  // memory.
-  xk[lid.x * 4u + 0u] = turned.x;
-  xv[lid.x * 4u + 0u] = vOwn.x;
-  xk[lid.x * 4u + 1u] = turned.y;
-  xv[lid.x * 4u + 1u] = vOwn.y;
-  xk[lid.x * 4u + 2u] = turned.z;
-  xv[lid.x * 4u + 2u] = vOwn.z;
-  xk[lid.x * 4u + 3u] = turned.w;
-  xv[lid.x * 4u + 3u] = vOwn.w;
-  var pK: f32 = turned.x;
-  pK = select(pK, turned.y, abs(turned.y) > abs(pK));
-  pK = select(pK, turned.z, abs(turned.z) > abs(pK));
-  pK = select(pK, turned.w, abs(turned.w) > abs(pK));
-  let pKStat = vec2<f32>(pK, 0.0f);
-  statK[lid.x] = pKStat;
-  var pV: f32 = vOwn.x;
-  pV = select(pV, vOwn.y, abs(vOwn.y) > abs(pV));
-  pV = select(pV, vOwn.z, abs(vOwn.z) > abs(pV));
-  pV = select(pV, vOwn.w, abs(vOwn.w) > abs(pV));
-  let pVStat = vec2<f32>(pV, 0.0f);
-  statV[lid.x] = pVStat;
+  var pK0: f32 = k0.x;
+  pK0 = select(pK0, k0.y, abs(k0.y) > abs(pK0));
+  pK0 = select(pK0, k0.z, abs(k0.z) > abs(pK0));
+  pK0 = select(pK0, k0.w, abs(k0.w) > abs(pK0));
+  let pK0Stat = vec2<f32>(pK0, 0.0f);
+  var pK1: f32 = k1.x;
+  pK1 = select(pK1, k1.y, abs(k1.y) > abs(pK1));
+  pK1 = select(pK1, k1.z, abs(k1.z) > abs(pK1));
+  pK1 = select(pK1, k1.w, abs(k1.w) > abs(pK1));
+  let pK1Stat = vec2<f32>(pK1, 0.0f);
+  let pKRun1 = select(pK0Stat, pK1Stat, abs(pK1Stat.x) > abs(pK0Stat.x));
+  var pK2: f32 = k2.x;
+  pK2 = select(pK2, k2.y, abs(k2.y) > abs(pK2));
+  pK2 = select(pK2, k2.z, abs(k2.z) > abs(pK2));
+  pK2 = select(pK2, k2.w, abs(k2.w) > abs(pK2));
+  let pK2Stat = vec2<f32>(pK2, 0.0f);
+  let pKRun2 = select(pKRun1, pK2Stat, abs(pK2Stat.x) > abs(pKRun1.x));
+  var pK3: f32 = k3.x;
+  pK3 = select(pK3, k3.y, abs(k3.y) > abs(pK3));
+  pK3 = select(pK3, k3.z, abs(k3.z) > abs(pK3));
+  pK3 = select(pK3, k3.w, abs(k3.w) > abs(pK3));
+  let pK3Stat = vec2<f32>(pK3, 0.0f);
+  let pKRun3 = select(pKRun2, pK3Stat, abs(pK3Stat.x) > abs(pKRun2.x));
+  var pK4: f32 = k4.x;
+  pK4 = select(pK4, k4.y, abs(k4.y) > abs(pK4));
+  pK4 = select(pK4, k4.z, abs(k4.z) > abs(pK4));
+  pK4 = select(pK4, k4.w, abs(k4.w) > abs(pK4));
+  let pK4Stat = vec2<f32>(pK4, 0.0f);
+  let pKRun4 = select(pKRun3, pK4Stat, abs(pK4Stat.x) > abs(pKRun3.x));
+  var pK5: f32 = k5.x;
+  pK5 = select(pK5, k5.y, abs(k5.y) > abs(pK5));
+  pK5 = select(pK5, k5.z, abs(k5.z) > abs(pK5));
+  pK5 = select(pK5, k5.w, abs(k5.w) > abs(pK5));
+  let pK5Stat = vec2<f32>(pK5, 0.0f);
+  let pKRun5 = select(pKRun4, pK5Stat, abs(pK5Stat.x) > abs(pKRun4.x));
+  var pK6: f32 = k6.x;
+  pK6 = select(pK6, k6.y, abs(k6.y) > abs(pK6));
+  pK6 = select(pK6, k6.z, abs(k6.z) > abs(pK6));
+  pK6 = select(pK6, k6.w, abs(k6.w) > abs(pK6));
+  let pK6Stat = vec2<f32>(pK6, 0.0f);
+  let pKRun6 = select(pKRun5, pK6Stat, abs(pK6Stat.x) > abs(pKRun5.x));
+  var pK7: f32 = k7.x;
+  pK7 = select(pK7, k7.y, abs(k7.y) > abs(pK7));
+  pK7 = select(pK7, k7.z, abs(k7.z) > abs(pK7));
+  pK7 = select(pK7, k7.w, abs(k7.w) > abs(pK7));
+  let pK7Stat = vec2<f32>(pK7, 0.0f);
+  let pKRun7 = select(pKRun6, pK7Stat, abs(pK7Stat.x) > abs(pKRun6.x));
+  let kD = pKRun7.x / -8.0f;
+  let kDInv = select(0.0f, 1.0f / kD, kD != 0.0f);
+  var pV0: f32 = vOwn0.x;
+  pV0 = select(pV0, vOwn0.y, abs(vOwn0.y) > abs(pV0));
+  pV0 = select(pV0, vOwn0.z, abs(vOwn0.z) > abs(pV0));
+  pV0 = select(pV0, vOwn0.w, abs(vOwn0.w) > abs(pV0));
+  let pV0Stat = vec2<f32>(pV0, 0.0f);
+  var pV1: f32 = vOwn1.x;
+  pV1 = select(pV1, vOwn1.y, abs(vOwn1.y) > abs(pV1));
+  pV1 = select(pV1, vOwn1.z, abs(vOwn1.z) > abs(pV1));
+  pV1 = select(pV1, vOwn1.w, abs(vOwn1.w) > abs(pV1));
+  let pV1Stat = vec2<f32>(pV1, 0.0f);
+  let pVRun1 = select(pV0Stat, pV1Stat, abs(pV1Stat.x) > abs(pV0Stat.x));
+  var pV2: f32 = vOwn2.x;
+  pV2 = select(pV2, vOwn2.y, abs(vOwn2.y) > abs(pV2));
+  pV2 = select(pV2, vOwn2.z, abs(vOwn2.z) > abs(pV2));
+  pV2 = select(pV2, vOwn2.w, abs(vOwn2.w) > abs(pV2));
+  let pV2Stat = vec2<f32>(pV2, 0.0f);
+  let pVRun2 = select(pVRun1, pV2Stat, abs(pV2Stat.x) > abs(pVRun1.x));
+  var pV3: f32 = vOwn3.x;
+  pV3 = select(pV3, vOwn3.y, abs(vOwn3.y) > abs(pV3));
+  pV3 = select(pV3, vOwn3.z, abs(vOwn3.z) > abs(pV3));
+  pV3 = select(pV3, vOwn3.w, abs(vOwn3.w) > abs(pV3));
+  let pV3Stat = vec2<f32>(pV3, 0.0f);
+  let pVRun3 = select(pVRun2, pV3Stat, abs(pV3Stat.x) > abs(pVRun2.x));
+  var pV4: f32 = vOwn4.x;
+  pV4 = select(pV4, vOwn4.y, abs(vOwn4.y) > abs(pV4));
+  pV4 = select(pV4, vOwn4.z, abs(vOwn4.z) > abs(pV4));
+  pV4 = select(pV4, vOwn4.w, abs(vOwn4.w) > abs(pV4));
+  let pV4Stat = vec2<f32>(pV4, 0.0f);
+  let pVRun4 = select(pVRun3, pV4Stat, abs(pV4Stat.x) > abs(pVRun3.x));
+  var pV5: f32 = vOwn5.x;
+  pV5 = select(pV5, vOwn5.y, abs(vOwn5.y) > abs(pV5));
+  pV5 = select(pV5, vOwn5.z, abs(vOwn5.z) > abs(pV5));
+  pV5 = select(pV5, vOwn5.w, abs(vOwn5.w) > abs(pV5));
+  let pV5Stat = vec2<f32>(pV5, 0.0f);
+  let pVRun5 = select(pVRun4, pV5Stat, abs(pV5Stat.x) > abs(pVRun4.x));
+  var pV6: f32 = vOwn6.x;
+  pV6 = select(pV6, vOwn6.y, abs(vOwn6.y) > abs(pV6));
+  pV6 = select(pV6, vOwn6.z, abs(vOwn6.z) > abs(pV6));
+  pV6 = select(pV6, vOwn6.w, abs(vOwn6.w) > abs(pV6));
+  let pV6Stat = vec2<f32>(pV6, 0.0f);
+  let pVRun6 = select(pVRun5, pV6Stat, abs(pV6Stat.x) > abs(pVRun5.x));
+  var pV7: f32 = vOwn7.x;
+  pV7 = select(pV7, vOwn7.y, abs(vOwn7.y) > abs(pV7));
+  pV7 = select(pV7, vOwn7.z, abs(vOwn7.z) > abs(pV7));
+  pV7 = select(pV7, vOwn7.w, abs(vOwn7.w) > abs(pV7));
+  let pV7Stat = vec2<f32>(pV7, 0.0f);
+  let pVRun7 = select(pVRun6, pV7Stat, abs(pV7Stat.x) > abs(pVRun6.x));
+  let vD = pVRun7.x / -8.0f;
+  let vDInv = select(0.0f, 1.0f / vD, vD != 0.0f);
+  // The block's f16 scales, K's in the low half and V's in the high half.
+  let halves = pack2x16float(vec2<f32>(kD, vD));
+  // An even block's last word closes with the odd block's scale: the neighbour's
+  // halves, through workgroup memory.
+  blockHalves[lid.x] = halves;
   workgroupBarrier();
-  let rowLane = lid.x - d4;
-  // Each block's statistic, once: the row's first 4 invocations each
-  // combine a block's 8 partials in order.
-  let rowGroup = rowLane / 8u;
-  if (d4 < 4u) {
-    var gK: vec2<f32> = statK[rowLane + d4 * 8u];
-    gK = select(gK, statK[rowLane + d4 * 8u + 1u], abs(statK[rowLane + d4 * 8u + 1u].x) > abs(gK.x));
-    gK = select(gK, statK[rowLane + d4 * 8u + 2u], abs(statK[rowLane + d4 * 8u + 2u].x) > abs(gK.x));
-    gK = select(gK, statK[rowLane + d4 * 8u + 3u], abs(statK[rowLane + d4 * 8u + 3u].x) > abs(gK.x));
-    gK = select(gK, statK[rowLane + d4 * 8u + 4u], abs(statK[rowLane + d4 * 8u + 4u].x) > abs(gK.x));
-    gK = select(gK, statK[rowLane + d4 * 8u + 5u], abs(statK[rowLane + d4 * 8u + 5u].x) > abs(gK.x));
-    gK = select(gK, statK[rowLane + d4 * 8u + 6u], abs(statK[rowLane + d4 * 8u + 6u].x) > abs(gK.x));
-    gK = select(gK, statK[rowLane + d4 * 8u + 7u], abs(statK[rowLane + d4 * 8u + 7u].x) > abs(gK.x));
-    groupK[rowGroup + d4] = gK;
-    var gV: vec2<f32> = statV[rowLane + d4 * 8u];
-    gV = select(gV, statV[rowLane + d4 * 8u + 1u], abs(statV[rowLane + d4 * 8u + 1u].x) > abs(gV.x));
-    gV = select(gV, statV[rowLane + d4 * 8u + 2u], abs(statV[rowLane + d4 * 8u + 2u].x) > abs(gV.x));
-    gV = select(gV, statV[rowLane + d4 * 8u + 3u], abs(statV[rowLane + d4 * 8u + 3u].x) > abs(gV.x));
-    gV = select(gV, statV[rowLane + d4 * 8u + 4u], abs(statV[rowLane + d4 * 8u + 4u].x) > abs(gV.x));
-    gV = select(gV, statV[rowLane + d4 * 8u + 5u], abs(statV[rowLane + d4 * 8u + 5u].x) > abs(gV.x));
-    gV = select(gV, statV[rowLane + d4 * 8u + 6u], abs(statV[rowLane + d4 * 8u + 6u].x) > abs(gV.x));
-    gV = select(gV, statV[rowLane + d4 * 8u + 7u], abs(statV[rowLane + d4 * 8u + 7u].x) > abs(gV.x));
-    groupV[rowGroup + d4] = gV;
-  }
-  workgroupBarrier();
+  let nextHalves = select(0u, blockHalves[min(lid.x + 1u, 63u)], d + 1u < 4u);
   if (done || isQ) {
     return;
   }
   let dstRow = (b * KV_HEADS + (r - Q_HEADS)) * params.seq + dstT;
-  let kLane0 = rowLane * 4u;
-  let kBase = dstRow * ROW_WORDS;
-  let kBlk = d4 / 8u;
-  let kJ = d4 % 8u;
-  let kPairAt = kBlk / 2u * 9u;
-  let kFirst = kBlk * 32u;
-  if (kBlk % 2u == 1u && kJ < 4u) {
-    let kDStat = groupK[rowGroup + kBlk];
-    let kD = kDStat.x / -8.0f;
-    let kDInv = select(0.0f, 1.0f / kD, kD != 0.0f);
-    present_key[kBase + (kPairAt + 5u + kJ)] = u32(min(i32(xk[kLane0 + (kFirst + (kJ * 4u + 0u))] * kDInv + 8.5f), 15i)) | (u32(min(i32(xk[kLane0 + (kFirst + (kJ * 4u + 0u) + 16u)] * kDInv + 8.5f), 15i)) << 4u) | ((u32(min(i32(xk[kLane0 + (kFirst + (kJ * 4u + 1u))] * kDInv + 8.5f), 15i)) | (u32(min(i32(xk[kLane0 + (kFirst + (kJ * 4u + 1u) + 16u)] * kDInv + 8.5f), 15i)) << 4u)) << 8u) | ((u32(min(i32(xk[kLane0 + (kFirst + (kJ * 4u + 2u))] * kDInv + 8.5f), 15i)) | (u32(min(i32(xk[kLane0 + (kFirst + (kJ * 4u + 2u) + 16u)] * kDInv + 8.5f), 15i)) << 4u)) << 16u) | ((u32(min(i32(xk[kLane0 + (kFirst + (kJ * 4u + 3u))] * kDInv + 8.5f), 15i)) | (u32(min(i32(xk[kLane0 + (kFirst + (kJ * 4u + 3u) + 16u)] * kDInv + 8.5f), 15i)) << 4u)) << 24u);
-  } else if (kBlk % 2u == 0u && kJ < 5u) {
-    let kEStat = groupK[rowGroup + kBlk];
-    let kE = kEStat.x / -8.0f;
-    let kEInv = select(0.0f, 1.0f / kE, kE != 0.0f);
-    let kNStat = groupK[rowGroup + min(kBlk + 1u, 3u)];
-    let kN = kNStat.x / -8.0f;
-    let kHalf = pack2x16float(vec2<f32>(kE, 0.0f));
-    let kNextHalf = select(0u, pack2x16float(vec2<f32>(kN, 0.0f)), kBlk + 1u <= 3u);
-    let kB0 = select(u32(min(i32(xk[kLane0 + (kFirst + (max(kJ * 4u + 0u, 2u) - 2u))] * kEInv + 8.5f), 15i)) | (u32(min(i32(xk[kLane0 + (kFirst + (max(kJ * 4u + 0u, 2u) - 2u) + 16u)] * kEInv + 8.5f), 15i)) << 4u), (kHalf >> 0u) & 255u, kJ == 0u);
-    let kB1 = select(u32(min(i32(xk[kLane0 + (kFirst + (max(kJ * 4u + 1u, 2u) - 2u))] * kEInv + 8.5f), 15i)) | (u32(min(i32(xk[kLane0 + (kFirst + (max(kJ * 4u + 1u, 2u) - 2u) + 16u)] * kEInv + 8.5f), 15i)) << 4u), (kHalf >> 8u) & 255u, kJ == 0u);
-    let kB2 = select(u32(min(i32(xk[kLane0 + (kFirst + min(kJ * 4u + 0u, 15u))] * kEInv + 8.5f), 15i)) | (u32(min(i32(xk[kLane0 + (kFirst + min(kJ * 4u + 0u, 15u) + 16u)] * kEInv + 8.5f), 15i)) << 4u), (kNextHalf >> 0u) & 255u, kJ == 4u);
-    let kB3 = select(u32(min(i32(xk[kLane0 + (kFirst + min(kJ * 4u + 1u, 15u))] * kEInv + 8.5f), 15i)) | (u32(min(i32(xk[kLane0 + (kFirst + min(kJ * 4u + 1u, 15u) + 16u)] * kEInv + 8.5f), 15i)) << 4u), (kNextHalf >> 8u) & 255u, kJ == 4u);
-    present_key[kBase + (kPairAt + kJ)] = kB0 | (kB1 << 8u) | (kB2 << 16u) | (kB3 << 24u);
+  let rowBase = dstRow * ROW_WORDS;
+  let kC0 = u32(min(i32(k0.x * kDInv + 8.5f), 15i)) | (u32(min(i32(k4.x * kDInv + 8.5f), 15i)) << 4u);
+  let kC1 = u32(min(i32(k0.y * kDInv + 8.5f), 15i)) | (u32(min(i32(k4.y * kDInv + 8.5f), 15i)) << 4u);
+  let kC2 = u32(min(i32(k0.z * kDInv + 8.5f), 15i)) | (u32(min(i32(k4.z * kDInv + 8.5f), 15i)) << 4u);
+  let kC3 = u32(min(i32(k0.w * kDInv + 8.5f), 15i)) | (u32(min(i32(k4.w * kDInv + 8.5f), 15i)) << 4u);
+  let kC4 = u32(min(i32(k1.x * kDInv + 8.5f), 15i)) | (u32(min(i32(k5.x * kDInv + 8.5f), 15i)) << 4u);
+  let kC5 = u32(min(i32(k1.y * kDInv + 8.5f), 15i)) | (u32(min(i32(k5.y * kDInv + 8.5f), 15i)) << 4u);
+  let kC6 = u32(min(i32(k1.z * kDInv + 8.5f), 15i)) | (u32(min(i32(k5.z * kDInv + 8.5f), 15i)) << 4u);
+  let kC7 = u32(min(i32(k1.w * kDInv + 8.5f), 15i)) | (u32(min(i32(k5.w * kDInv + 8.5f), 15i)) << 4u);
+  let kC8 = u32(min(i32(k2.x * kDInv + 8.5f), 15i)) | (u32(min(i32(k6.x * kDInv + 8.5f), 15i)) << 4u);
+  let kC9 = u32(min(i32(k2.y * kDInv + 8.5f), 15i)) | (u32(min(i32(k6.y * kDInv + 8.5f), 15i)) << 4u);
+  let kC10 = u32(min(i32(k2.z * kDInv + 8.5f), 15i)) | (u32(min(i32(k6.z * kDInv + 8.5f), 15i)) << 4u);
+  let kC11 = u32(min(i32(k2.w * kDInv + 8.5f), 15i)) | (u32(min(i32(k6.w * kDInv + 8.5f), 15i)) << 4u);
+  let kC12 = u32(min(i32(k3.x * kDInv + 8.5f), 15i)) | (u32(min(i32(k7.x * kDInv + 8.5f), 15i)) << 4u);
+  let kC13 = u32(min(i32(k3.y * kDInv + 8.5f), 15i)) | (u32(min(i32(k7.y * kDInv + 8.5f), 15i)) << 4u);
+  let kC14 = u32(min(i32(k3.z * kDInv + 8.5f), 15i)) | (u32(min(i32(k7.z * kDInv + 8.5f), 15i)) << 4u);
+  let kC15 = u32(min(i32(k3.w * kDInv + 8.5f), 15i)) | (u32(min(i32(k7.w * kDInv + 8.5f), 15i)) << 4u);
+  let kPair = d / 2u * 9u;
+  if (d % 2u == 0u) {
+    present_key[rowBase + kPair] = (halves & 65535u & 255u) | (((halves & 65535u) >> 8u) << 8u) | (kC0 << 16u) | (kC1 << 24u);
+    present_key[rowBase + (kPair + 1u)] = kC2 | (kC3 << 8u) | (kC4 << 16u) | (kC5 << 24u);
+    present_key[rowBase + (kPair + 2u)] = kC6 | (kC7 << 8u) | (kC8 << 16u) | (kC9 << 24u);
+    present_key[rowBase + (kPair + 3u)] = kC10 | (kC11 << 8u) | (kC12 << 16u) | (kC13 << 24u);
+    present_key[rowBase + (kPair + 4u)] = kC14 | (kC15 << 8u) | ((nextHalves & 65535u & 255u) << 16u) | (((nextHalves & 65535u) >> 8u) << 24u);
+  } else {
+    present_key[rowBase + (kPair + 5u)] = kC0 | (kC1 << 8u) | (kC2 << 16u) | (kC3 << 24u);
+    present_key[rowBase + (kPair + 6u)] = kC4 | (kC5 << 8u) | (kC6 << 16u) | (kC7 << 24u);
+    present_key[rowBase + (kPair + 7u)] = kC8 | (kC9 << 8u) | (kC10 << 16u) | (kC11 << 24u);
+    present_key[rowBase + (kPair + 8u)] = kC12 | (kC13 << 8u) | (kC14 << 16u) | (kC15 << 24u);
   }
-  let vLane0 = rowLane * 4u;
-  let vBase = dstRow * ROW_WORDS;
-  let vBlk = d4 / 8u;
-  let vJ = d4 % 8u;
-  let vPairAt = vBlk / 2u * 9u;
-  let vFirst = vBlk * 32u;
-  if (vBlk % 2u == 1u && vJ < 4u) {
-    let vDStat = groupV[rowGroup + vBlk];
-    let vD = vDStat.x / -8.0f;
-    let vDInv = select(0.0f, 1.0f / vD, vD != 0.0f);
-    present_value[vBase + (vPairAt + 5u + vJ)] = u32(min(i32(xv[vLane0 + (vFirst + (vJ * 4u + 0u))] * vDInv + 8.5f), 15i)) | (u32(min(i32(xv[vLane0 + (vFirst + (vJ * 4u + 0u) + 16u)] * vDInv + 8.5f), 15i)) << 4u) | ((u32(min(i32(xv[vLane0 + (vFirst + (vJ * 4u + 1u))] * vDInv + 8.5f), 15i)) | (u32(min(i32(xv[vLane0 + (vFirst + (vJ * 4u + 1u) + 16u)] * vDInv + 8.5f), 15i)) << 4u)) << 8u) | ((u32(min(i32(xv[vLane0 + (vFirst + (vJ * 4u + 2u))] * vDInv + 8.5f), 15i)) | (u32(min(i32(xv[vLane0 + (vFirst + (vJ * 4u + 2u) + 16u)] * vDInv + 8.5f), 15i)) << 4u)) << 16u) | ((u32(min(i32(xv[vLane0 + (vFirst + (vJ * 4u + 3u))] * vDInv + 8.5f), 15i)) | (u32(min(i32(xv[vLane0 + (vFirst + (vJ * 4u + 3u) + 16u)] * vDInv + 8.5f), 15i)) << 4u)) << 24u);
-  } else if (vBlk % 2u == 0u && vJ < 5u) {
-    let vEStat = groupV[rowGroup + vBlk];
-    let vE = vEStat.x / -8.0f;
-    let vEInv = select(0.0f, 1.0f / vE, vE != 0.0f);
-    let vNStat = groupV[rowGroup + min(vBlk + 1u, 3u)];
-    let vN = vNStat.x / -8.0f;
-    let vHalf = pack2x16float(vec2<f32>(vE, 0.0f));
-    let vNextHalf = select(0u, pack2x16float(vec2<f32>(vN, 0.0f)), vBlk + 1u <= 3u);
-    let vB0 = select(u32(min(i32(xv[vLane0 + (vFirst + (max(vJ * 4u + 0u, 2u) - 2u))] * vEInv + 8.5f), 15i)) | (u32(min(i32(xv[vLane0 + (vFirst + (max(vJ * 4u + 0u, 2u) - 2u) + 16u)] * vEInv + 8.5f), 15i)) << 4u), (vHalf >> 0u) & 255u, vJ == 0u);
-    let vB1 = select(u32(min(i32(xv[vLane0 + (vFirst + (max(vJ * 4u + 1u, 2u) - 2u))] * vEInv + 8.5f), 15i)) | (u32(min(i32(xv[vLane0 + (vFirst + (max(vJ * 4u + 1u, 2u) - 2u) + 16u)] * vEInv + 8.5f), 15i)) << 4u), (vHalf >> 8u) & 255u, vJ == 0u);
-    let vB2 = select(u32(min(i32(xv[vLane0 + (vFirst + min(vJ * 4u + 0u, 15u))] * vEInv + 8.5f), 15i)) | (u32(min(i32(xv[vLane0 + (vFirst + min(vJ * 4u + 0u, 15u) + 16u)] * vEInv + 8.5f), 15i)) << 4u), (vNextHalf >> 0u) & 255u, vJ == 4u);
-    let vB3 = select(u32(min(i32(xv[vLane0 + (vFirst + min(vJ * 4u + 1u, 15u))] * vEInv + 8.5f), 15i)) | (u32(min(i32(xv[vLane0 + (vFirst + min(vJ * 4u + 1u, 15u) + 16u)] * vEInv + 8.5f), 15i)) << 4u), (vNextHalf >> 8u) & 255u, vJ == 4u);
-    present_value[vBase + (vPairAt + vJ)] = vB0 | (vB1 << 8u) | (vB2 << 16u) | (vB3 << 24u);
+  let vC0 = u32(min(i32(vOwn0.x * vDInv + 8.5f), 15i)) | (u32(min(i32(vOwn4.x * vDInv + 8.5f), 15i)) << 4u);
+  let vC1 = u32(min(i32(vOwn0.y * vDInv + 8.5f), 15i)) | (u32(min(i32(vOwn4.y * vDInv + 8.5f), 15i)) << 4u);
+  let vC2 = u32(min(i32(vOwn0.z * vDInv + 8.5f), 15i)) | (u32(min(i32(vOwn4.z * vDInv + 8.5f), 15i)) << 4u);
+  let vC3 = u32(min(i32(vOwn0.w * vDInv + 8.5f), 15i)) | (u32(min(i32(vOwn4.w * vDInv + 8.5f), 15i)) << 4u);
+  let vC4 = u32(min(i32(vOwn1.x * vDInv + 8.5f), 15i)) | (u32(min(i32(vOwn5.x * vDInv + 8.5f), 15i)) << 4u);
+  let vC5 = u32(min(i32(vOwn1.y * vDInv + 8.5f), 15i)) | (u32(min(i32(vOwn5.y * vDInv + 8.5f), 15i)) << 4u);
+  let vC6 = u32(min(i32(vOwn1.z * vDInv + 8.5f), 15i)) | (u32(min(i32(vOwn5.z * vDInv + 8.5f), 15i)) << 4u);
+  let vC7 = u32(min(i32(vOwn1.w * vDInv + 8.5f), 15i)) | (u32(min(i32(vOwn5.w * vDInv + 8.5f), 15i)) << 4u);
+  let vC8 = u32(min(i32(vOwn2.x * vDInv + 8.5f), 15i)) | (u32(min(i32(vOwn6.x * vDInv + 8.5f), 15i)) << 4u);
+  let vC9 = u32(min(i32(vOwn2.y * vDInv + 8.5f), 15i)) | (u32(min(i32(vOwn6.y * vDInv + 8.5f), 15i)) << 4u);
+  let vC10 = u32(min(i32(vOwn2.z * vDInv + 8.5f), 15i)) | (u32(min(i32(vOwn6.z * vDInv + 8.5f), 15i)) << 4u);
+  let vC11 = u32(min(i32(vOwn2.w * vDInv + 8.5f), 15i)) | (u32(min(i32(vOwn6.w * vDInv + 8.5f), 15i)) << 4u);
+  let vC12 = u32(min(i32(vOwn3.x * vDInv + 8.5f), 15i)) | (u32(min(i32(vOwn7.x * vDInv + 8.5f), 15i)) << 4u);
+  let vC13 = u32(min(i32(vOwn3.y * vDInv + 8.5f), 15i)) | (u32(min(i32(vOwn7.y * vDInv + 8.5f), 15i)) << 4u);
+  let vC14 = u32(min(i32(vOwn3.z * vDInv + 8.5f), 15i)) | (u32(min(i32(vOwn7.z * vDInv + 8.5f), 15i)) << 4u);
+  let vC15 = u32(min(i32(vOwn3.w * vDInv + 8.5f), 15i)) | (u32(min(i32(vOwn7.w * vDInv + 8.5f), 15i)) << 4u);
+  let vPair = d / 2u * 9u;
+  if (d % 2u == 0u) {
+    present_value[rowBase + vPair] = ((halves >> 16u) & 65535u & 255u) | ((((halves >> 16u) & 65535u) >> 8u) << 8u) | (vC0 << 16u) | (vC1 << 24u);
+    present_value[rowBase + (vPair + 1u)] = vC2 | (vC3 << 8u) | (vC4 << 16u) | (vC5 << 24u);
+    present_value[rowBase + (vPair + 2u)] = vC6 | (vC7 << 8u) | (vC8 << 16u) | (vC9 << 24u);
+    present_value[rowBase + (vPair + 3u)] = vC10 | (vC11 << 8u) | (vC12 << 16u) | (vC13 << 24u);
+    present_value[rowBase + (vPair + 4u)] = vC14 | (vC15 << 8u) | (((nextHalves >> 16u) & 65535u & 255u) << 16u) | ((((nextHalves >> 16u) & 65535u) >> 8u) << 24u);
+  } else {
+    present_value[rowBase + (vPair + 5u)] = vC0 | (vC1 << 8u) | (vC2 << 16u) | (vC3 << 24u);
+    present_value[rowBase + (vPair + 6u)] = vC4 | (vC5 << 8u) | (vC6 << 16u) | (vC7 << 24u);
+    present_value[rowBase + (vPair + 7u)] = vC8 | (vC9 << 8u) | (vC10 << 16u) | (vC11 << 24u);
+    present_value[rowBase + (vPair + 8u)] = vC12 | (vC13 << 8u) | (vC14 << 16u) | (vC15 << 24u);
   }
 }

@@ -77,7 +77,7 @@ from kvdsl.kernels.config import (
 from kvdsl.kernels.dense import QUANTISE_WORKGROUP, DenseFormat, ScalePlace
 from kvdsl.nodes import formats, walks, words
 from kvdsl.nodes.formats import Format
-from kvdsl.nodes.quantise import group
+from kvdsl.nodes.quantise import Quantiser, row_lanes
 from kvdsl.nodes.rmsnorm import row_sum_of_squares
 from kvdsl.nodes.rotary import rotated_pair
 from kvdsl.nodes.window import append_window
@@ -264,24 +264,28 @@ class QkvConfig(CacheConfig):
 
     def default_workgroup_size(self) -> int:
         if self.format is not None:
-            per_row = self.head_dim // 4
-            return QUANTISE_WORKGROUP - QUANTISE_WORKGROUP % per_row or per_row
+            lanes = row_lanes(self.fmt, self.head_dim)
+            return QUANTISE_WORKGROUP - QUANTISE_WORKGROUP % lanes or lanes
         if not self.norm:
             return WORKGROUP
         return KNORM_WORKGROUP - KNORM_WORKGROUP % self.pairs or self.pairs
 
+    @property
+    def quantiser(self) -> Quantiser | None:
+        """The dense quantiser of a ``format`` (None: f32 or f16 rows)."""
+        if self.fmt is None:
+            return None
+        return Quantiser(self.fmt, self.inline, self.head_dim, self.workgroup_size)
+
     def workgroup_bytes(self) -> int:
         """The workgroup memory the kernel declares: the norm's partials (``wsum``); with a
-        format, the quantiser's staged values and statistics and the staged row (rotary)."""
+        format, the quantiser's and the staged row (rotary: every lane's vectors)."""
         wg = self.workgroup_size
         out = 4 * wg if self.norm else 0
-        fmt = self.fmt
-        if fmt is None:
+        q = self.quantiser
+        if q is None:
             return out
-        out += 32 * wg if fmt.ggml or fmt.per_word != 4 else 0
-        g = formats.BLOCK // 4 if fmt.ggml else group(self.head_dim // 4)
-        out += 16 * wg + 16 * (wg // g)
-        return out + (16 * wg if self.rotary else 0)
+        return out + q.workgroup_bytes() + (16 * wg * q.vectors if self.rotary else 0)
 
     def check_schedule(self) -> None:
         require(
@@ -292,13 +296,13 @@ class QkvConfig(CacheConfig):
             f" WebGPU's default {MAX_WORKGROUP_BYTES}",
         )
         if self.format is not None:
-            per_row = self.head_dim // 4
+            lanes = row_lanes(self.fmt, self.head_dim)
             require(
-                self.workgroup_size % per_row == 0,
+                self.workgroup_size % lanes == 0,
                 "workgroup_size",
                 self.workgroup_size,
-                f"a multiple of the {per_row} vectors of a row with a format (rows are"
-                " quantised whole inside a workgroup)",
+                f"a multiple of the {lanes} lanes of a row with a format (rows are quantised"
+                " whole inside a workgroup)",
             )
         elif self.norm:
             require(
@@ -575,7 +579,7 @@ class Chain:
       heads alongside as its second binding;
     - ``append``: the ``merge_share`` append of K (rotated at its row) and V into the cache;
       with a dense ``format``, ``dense_append`` instead (K RMSNorm, rotary and the quantiser
-      in one, ``k`` then ``None``), and ``q`` walks vectors, as the quantising kernel does.
+      in one, ``k`` then ``None``).
     """
 
     split: Any
@@ -597,10 +601,7 @@ def chain(cfg: QkvConfig) -> Chain:
     split = TransposeConfig(cfg.heads, d, vec4=True, input_type=cfg.input_type, words=words_)
     rot = {"rotary": cfg.rotary, "rotary_half": cfg.rotary_half}
     dense = cfg.format is not None
-    q = BuildConfig(
-        1, d, k_norm=cfg.q_norm, eps=cfg.eps, present_type=cfg.q_type, walk=flat, **rot,
-        pairs=False if dense and cfg.q_norm else None,
-    )  # fmt: skip
+    q = BuildConfig(1, d, k_norm=cfg.q_norm, eps=cfg.eps, present_type=cfg.q_type, walk=flat, **rot)
     if dense:
         append = DenseAppendConfig(
             1, d, format=cfg.format, scales=cfg.scales, k_norm=cfg.k_norm, rotary=cfg.rotary,

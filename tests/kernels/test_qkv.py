@@ -10,7 +10,8 @@ import pytest
 from kvdsl import catalog, interp
 from kvdsl.contract import buffer_sizes, entry, evaluate
 from kvdsl.harness import cases_for, verify_variant
-from kvdsl.harness.qkv import inputs, unfused
+from kvdsl.harness.compare import compare
+from kvdsl.harness.qkv import TOLERANCE, inputs, unfused
 from kvdsl.ir.features import limits
 from kvdsl.kernels.config import ConfigError
 from kvdsl.kernels.qkv import QkvConfig, bytes_moved, contract_fields, qkv
@@ -108,7 +109,8 @@ def test_fused_equals_the_unfused_chain(name, backend, gpu):
     """The second oracle: the fused kernel's Q and cache equal, bit for bit, what kvdsl's own
     kernels give in sequence (transpose, build, build with K RMSNorm, merge_share append; with
     a dense format dense_append), poisoned rows included. Both sum a row's squares in the
-    same order (the pair walk's, or with a format the vectors')."""
+    same order (the pair walk's; with a format dense_append's runs), but a normed Q with a
+    format, which build sums by vectors: within the float tolerance."""
     from kvdsl.runtime import run as gpu_run
 
     cfg = CATALOG.get(name) or CONFIGS[name]
@@ -119,6 +121,13 @@ def test_fused_equals_the_unfused_chain(name, backend, gpu):
         chained = unfused(cfg, case.buffers, case.params, run)
         assert set(fused) == set(chained)
         for out in fused:
+            if out == "q_out" and cfg.format is not None and cfg.q_norm:
+                # The quantising walk sums a Q row's squares by the quantiser's runs of
+                # vectors, build by vectors: the same terms in another order.
+                tol = TOLERANCE[cfg.q_type.value]
+                _, problem = compare(fused[out], chained[out], tol)
+                assert not problem, f"{case.label()} {out}: {problem}"
+                continue
             same = _bits(fused[out]) == _bits(chained[out])
             assert same.all(), f"{case.label()} {out}: {int((~same).sum())} elements differ"
 
@@ -161,7 +170,15 @@ def test_bytes_moved_within_a_tenth_of_the_minimum(name):
         # Each streamed element moves once: the input's loads and the outputs' stores.
         size = {"f32": 4, "f16": 2}
         d, tokens = cfg.head_dim, batch * key_seq
-        assert counted["qkv"] == [tokens * cfg.heads * d * size[cfg.input_type.value], 0]
+        # Past the last row, the last workgroup's lanes load a copy of the last row (a kernel
+        # with a barrier cannot return before it): those loads are the cache's.
+        exact = tokens * cfg.heads * d * size[cfg.input_type.value]
+        per_lane = 2 if cfg.fmt is None else 2 * cfg.quantiser.vectors  # vec4 of the input
+        lanes = cfg.pairs if cfg.fmt is None else cfg.quantiser.lanes
+        items = params["count"] * lanes
+        past = -(-items // cfg.workgroup_size) * cfg.workgroup_size - items
+        clamped = past * per_lane * 4 * size[cfg.input_type.value] if cfg.norm or cfg.fmt else 0
+        assert exact <= counted["qkv"][0] <= exact + clamped and counted["qkv"][1] == 0
         q_bytes = tokens * cfg.q_heads * d * size[cfg.q_type.value]
         assert counted["q_out"] == [0, q_bytes]
         row = cfg.head_dim * size[cfg.present_type.value] if cfg.fmt is None else cfg.row_words * 4
@@ -170,7 +187,9 @@ def test_bytes_moved_within_a_tenth_of_the_minimum(name):
         if not cfg.inline:
             assert counted["present_scales"] == [0, tokens * cfg.kv_heads * 2 * cfg.fmt.stats * 4]
         # The rest of the minimum is the tables' entries, each counted once.
-        assert minimum - streamed == _table_bytes(cfg, batch, key_seq)
+        assert minimum - (streamed - (counted["qkv"][0] - exact)) == _table_bytes(
+            cfg, batch, key_seq
+        )
         reads = sum(counted[k][0] for k in counted if k not in STREAMS)
         print(f"{name} B={batch} S={key_seq}: streamed {streamed} of {minimum} B, tables read"
               f" {reads} B (per head, from the cache)")  # fmt: skip
@@ -250,7 +269,7 @@ def test_workgroup_bytes_are_the_kernels(name):
         ({"q_layout": "nhsd"}, "q_layout"),
         ({"window": True}, "window"),
         ({"k_norm": True, "workgroup_size": 102}, "workgroup_size"),  # rows of 4 pairs
-        ({"format": "int8", "workgroup_size": 36}, "workgroup_size"),  # rows of 8 vectors
+        ({"format": "int8", "workgroup_size": 37}, "workgroup_size"),  # rows of 2 lanes
         ({"format": "int3"}, "format"),
         ({"format": "q8_0", "scales": "side"}, "scales"),
         ({"scales": "side"}, "scales"),  # no format: no scales
