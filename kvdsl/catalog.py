@@ -24,6 +24,8 @@ from kvdsl.ir import Kernel
 from kvdsl.kernels import build as build_mode
 from kvdsl.kernels import copy as copy_mode
 from kvdsl.kernels import dense as dense_mode
+from kvdsl.kernels import dense_convert as dense_convert_mode
+from kvdsl.kernels import dense_modes as dense_modes_mode
 from kvdsl.kernels import merge as merge_mode
 from kvdsl.kernels import merge_share as merge_share_mode
 from kvdsl.kernels import qkv as qkv_mode
@@ -62,6 +64,12 @@ MODES: dict[str, tuple[type[KernelConfig], Callable[..., Kernel]]] = {
     "dense_build": (dense_mode.DenseBuildConfig, dense_mode.dense_build),
     "dense_read": (dense_mode.DenseReadConfig, dense_mode.dense_read),
     "qkv": (qkv_mode.QkvConfig, qkv_mode.qkv),
+    "dense_retain": (dense_modes_mode.DenseRetainConfig, dense_modes_mode.dense_retain),
+    "dense_window_shift": (
+        dense_modes_mode.DenseWindowShiftConfig,
+        dense_modes_mode.dense_window_shift,
+    ),
+    "dense_convert": (dense_convert_mode.DenseConvertConfig, dense_convert_mode.dense_convert),
 }
 MODE_MODULES = (
     transpose_mode,
@@ -73,6 +81,8 @@ MODE_MODULES = (
     quant_mode,
     dense_mode,
     qkv_mode,
+    dense_modes_mode,
+    dense_convert_mode,
 )
 
 

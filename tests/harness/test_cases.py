@@ -64,7 +64,14 @@ CONFIGS = {
 
 
 #: The dense-format modes, whose cases tests/harness/test_dense_cases.py checks.
-DENSE = {"dense_append", "dense_build", "dense_read"}
+DENSE = {
+    "dense_append",
+    "dense_build",
+    "dense_read",
+    "dense_retain",
+    "dense_window_shift",
+    "dense_convert",
+}
 #: The modes whose cases their own test module checks (tests/kernels/test_qkv.py).
 OWN = DENSE | {"qkv"}
 
