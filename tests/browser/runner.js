@@ -406,6 +406,7 @@ const HOSTS = {
     },
     capacity: "seq",
     positions: (s) => s.seq,
+  },
   // The dense cache passes: merge_share's retain pass and window_shift's regions over a dense
   // cache's words; a copy's dense source words are random as dense_read's.
   dense_retain: { shape: windowHost, params: windowParams, capacity: "seq" },
