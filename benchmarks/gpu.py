@@ -37,6 +37,11 @@ at the run's start. A decode row's trials time the empty dispatch too, alternate
 kernel and the copy: ``floor_beside_x`` is the kernel's time over that one, a ratio within one
 state of the GPU as the copy's is.
 
+A ``qkv`` row also times its unfused chain of kvdsl's kernels (``plans.chain_plans``: the split,
+Q's ``build``, K's RMSNorm ``build``, the ``merge_share`` append), each kernel the best of
+``--trials``: ``chain_us`` is the sum of their times, ``chain_x`` that sum over the fused
+kernel's time.
+
 **Limits.** When a planned buffer passes WebGPU's default ``max-storage-buffer-binding-size``
 (128 MiB; at batch 4 the largest K or V buffer is 134 MB), the run raises the limit
 (:func:`kvdsl.runtime.device.configure`, this benchmark only) and records the limits in
@@ -86,6 +91,7 @@ from plans import (  # noqa: E402, F401  (plans' public names stay importable fr
     Pool,
     biggest_buffer,
     contiguous,
+    chain_plans,
     decode_append,
     element_sizes,
     options,
@@ -101,7 +107,7 @@ COLUMNS = (
     "kvdsl_us", "kvdsl_gbps", "roofline_us", "roofline_gbps", "pct_roofline",
     "template_us", "template_pct_roofline", "template_over_kvdsl", "floor_us", "floor_x",
     "template_floor_x", "kvdsl_status", "template_status", "retries", "floor_beside_us",
-    "floor_beside_x", "contiguous", "contiguous_us", "kvdsl_over_contiguous",
+    "floor_beside_x", "contiguous", "contiguous_us", "kvdsl_over_contiguous", "chain_us", "chain_x",
 )  # fmt: skip
 
 
@@ -445,6 +451,20 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> list[di
         beside = contiguous_form(selection[name], plan, row)
         return lambda: measure(kernel, buffers, params, plan, nbytes, decode, *forms, name, beside)
 
+    def chain_us(cfg: Any, plan: Any) -> dict[str, Any]:
+        """A ``qkv`` row's unfused chain (:func:`plans.chain_plans`): the sum of its kernels'
+        times, each the best of ``trials``; ``chain_x`` is that sum over the fused kernel's."""
+        total = 0.0
+        try:
+            for step, p in chain_plans(cfg, plan):
+                k = catalog.build_config(step)
+                bufs, params = pool.buffers(k.bindings, p), p.params_of(k.params)
+                moved = p.moved(element_sizes(k))
+                total += min(timed(k, bufs, params, moved) for _ in range(trials))
+        except Exception as e:
+            return {"kvdsl_status": "chain: " + _error(e)}
+        return {"chain_us": total}
+
     def release() -> None:
         pool.arrays.clear()  # keep host memory bounded to one config's sizes
         device_buffers.clear()  # and device memory
@@ -490,6 +510,8 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> list[di
                 )
             ):
                 row = again(row, attempt)
+            if cfg.mode == "qkv" and row.get("kvdsl_us"):
+                row |= chain_us(cfg, plan)
             if row.get("roofline_us") and nbytes >= 64e6:
                 best_gbps = max(best_gbps, nbytes / row["roofline_us"] / 1e3)
             if args.retry_slow and slow_copy(row.get("roofline_us") or 0, nbytes, floor, best_gbps):
@@ -538,6 +560,8 @@ def derive(row: dict[str, Any]) -> dict[str, Any]:
     c = row.get("contiguous_us")
     if c and k:
         row["kvdsl_over_contiguous"] = k / c
+    if row.get("chain_us") and k:
+        row["chain_x"] = row["chain_us"] / k
     if row["decode"]:
         row["floor_x"] = k / row["floor_us"] if k else None
         row["template_floor_x"] = t / row["floor_us"] if t else None

@@ -20,6 +20,8 @@ append_quant   ``totalSeq`` = cache, ``seq`` = prefill and 1, ``seqlens_k`` = ca
 dense_append   ``seq`` = cache, ``keySeq`` = prefill and 1, ``seqlens_k`` = cache − 1
 dense_build    ``seq`` = prefill and cache, ``pastSeq`` = 0
 dense_read     rows = batch × heads × cache
+qkv            capacity = cache, ``keySeq`` = prefill and 1, ``seqlens_k`` = cache − 1; each
+               variant at its own model's heads and head dim (its query heads are its own)
 dense_retain   capacity = cache, ``keySeq`` = prefill and 1, ``seqlens_k`` = cache − 1
 dense_convert  rows = batch × heads × cache
 paged_append   pages of ``page_size`` tokens, ``cache / page_size`` per sequence, page ids shuffled
@@ -53,6 +55,10 @@ element is an i32 word (4 B) and two int4 elements share a u32 word (2 B per ele
   the cos/sin entries of the window's positions.
 - dense_build: as dense_append, every present row written.
 - dense_read: every cache row's words (and side scales) in, every f32 row out.
+- qkv: the packed projection in, Q out, the new K and V rows out (the window's), ``seqlens_k``,
+  the norm weights, the bias and the rotary rows of the window's positions: index.json's
+  ``bytes_moved``. Its unfused chain (:func:`chain_plans`) is timed beside it, each kernel of
+  the chain once over every batch (the batches' positions are equal at the measured step).
 - dense_retain: as merge_share retain, a row's words and side scales.
 - dense_window_shift: as window_shift, a row's words and side scales; the appended rows'
   new K/V in, their words out.
@@ -102,7 +108,10 @@ def options(cfg: Any) -> str:
 
 
 def reshape(cfg: Any) -> Any:
-    """``cfg`` at 8 KV heads × head dim 128 (``copy``: words per row, 64 for packed int4)."""
+    """``cfg`` at 8 KV heads × head dim 128 (``copy``: words per row, 64 for packed int4;
+    ``qkv``: as it is, its model's own query and KV heads)."""
+    if cfg.mode == "qkv":
+        return cfg
     if cfg.mode == "copy":
         return dataclasses.replace(
             cfg, head_dim=HEAD_DIM // 2 if cfg.present_type == "u32" else 128
@@ -188,7 +197,7 @@ class Plan:
 
 def decode_append(cfg: Any, plan: Plan) -> bool:
     """A 1-token append whose work is the new rows alone (the floor target applies to it)."""
-    appending = ("append_quant", "dense_append", "paged_append")
+    appending = ("append_quant", "dense_append", "paged_append", "qkv")
     appends = cfg.mode in appending or getattr(cfg, "region", "") == "append"
     return plan.tokens == 1 and appends
 
@@ -247,6 +256,9 @@ def plans(cfg: Any, size: dict) -> Iterator[Plan]:
                     yield _dense_build(cfg, B, h, d, half, seq)
             case "dense_read":
                 yield _dense_read(cfg, B, h, d, S)
+            case "qkv":
+                for new in (P, 1):
+                    yield _qkv(cfg, B, S, new)
             case "dense_retain":
                 for new in (P, 1):
                     yield _dense_retain(cfg, B, h, d, S, new)
@@ -367,6 +379,57 @@ def _dense_read(cfg: Any, B: int, h: int, d: int, S: int) -> Plan:
     counts = {"cache_key": rows * words, "cache_value": rows * words,
               "cache_scales": rows * side, "key": rows * d, "value": rows * d}  # fmt: skip
     return Plan(B, S, S, {"count": rows}, counts, None, _sum_of(counts))
+
+
+def _qkv(cfg: Any, B: int, S: int, new: int) -> Plan:
+    # seqlens_k = S - 1: the window is rows [S - new, S) of each head.
+    d, half, tokens = cfg.head_dim, cfg.half, B * new
+    row, side = (d, 0) if cfg.format is None else _dense_words(cfg, d)
+    cache = B * cfg.kv_heads * S
+    counts = {"qkv": tokens * cfg.heads * d, "seqlens_k": B, "qk_norm_weight": cfg.norm_weights,
+              "rotary_table": S * 2 * half, "qkv_bias": cfg.heads * d,
+              "q_out": tokens * cfg.q_heads * d, "present_key": cache * row,
+              "present_value": cache * row, "present_scales": cache * side}  # fmt: skip
+    fresh = tokens * cfg.kv_heads
+    moved = counts | {"present_key": fresh * row, "present_value": fresh * row}
+    moved |= {"present_scales": fresh * side, "rotary_table": new * 2 * half}
+    params = {"count": tokens * cfg.rows, "keySeq": new, "seq": S}
+    return Plan(B, new, S, params, counts, S - 1, _sum_of(moved))
+
+
+def chain_plans(cfg: Any, plan: Plan) -> list[tuple[Any, Plan]]:
+    """The unfused chain of a ``qkv`` plan (:func:`kvdsl.kernels.qkv.chain`): each kernel's
+    config and its plan, one dispatch over every batch (one head per batch of its own)."""
+    from kvdsl.kernels.qkv import chain
+
+    ch = chain(cfg)
+    B, S, new, d, half = plan.batch, plan.cache, plan.tokens, cfg.head_dim, cfg.half
+    hq, hkv = B * cfg.q_heads, B * cfg.kv_heads  # the heads, as batches of one head
+    n = B * new * cfg.heads * d
+    four = ("key", "value", "present_key", "present_value")
+    out = [(ch.split, Plan(B, new, new, {"batchSize": B, "kvSeq": new}, dict.fromkeys(four, n),
+                           None, _sum_of(dict.fromkeys(four, n))))]  # fmt: skip
+    rows = {"q": hq, "k": hkv}
+    for which, step in (("q", ch.q), ("k", ch.k)):
+        if step is None:
+            continue
+        m = rows[which] * new * d
+        counts = dict.fromkeys(("src_k", "src_v", "present_key", "present_value"), m)
+        counts |= {"k_norm_weight": d, "cos_cache": S * half, "sin_cache": S * half}
+        moved = counts | dict.fromkeys(("cos_cache", "sin_cache"), new * half)
+        params = {"count": rows[which] * new, "seq": new, "pastSeq": S - new}
+        out.append((step, Plan(B, new, S, params, counts, None, _sum_of(moved))))
+    if cfg.format is not None:  # dense_append of the K and V heads, one head per batch
+        append = _dense_append(ch.append, hkv, 1, d, half, S, new)
+        return out + [(ch.append, append)]
+    fresh = hkv * new * d
+    counts = {"new_k": fresh, "new_v": fresh, "seqlens_k": hkv, "cos_cache": S * half,
+              "sin_cache": S * half, "present_key": hkv * S * d, "present_value": hkv * S * d}  # fmt: skip
+    moved = counts | {"present_key": fresh, "present_value": fresh}
+    moved |= dict.fromkeys(("cos_cache", "sin_cache"), new * half)
+    params = {"count": hkv * new, "seq": S, "keySeq": new}
+    out.append((ch.append, Plan(hkv, new, S, params, counts, S - 1, _sum_of(moved))))
+    return out
 
 
 def _dense_retain(cfg: Any, B: int, h: int, d: int, S: int, new: int) -> Plan:

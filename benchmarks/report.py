@@ -10,6 +10,8 @@
 - ``dawn/gpu.csv`` and ``dawn/device.json`` (optional): ``benchmarks/gpu.py`` under Dawn;
 - ``dense/gpu.csv`` and ``dense/device.json`` (optional): ``benchmarks/gpu.py --variants
   dense_append`` (the dense formats' appends, against their own targets);
+- ``qkv/gpu.csv`` and ``qkv/device.json`` (optional): ``benchmarks/gpu.py --variants qkv``
+  (the fused QKV kernels beside the copy, the empty dispatch and their unfused chains);
 - ``reasons.json`` (optional, written by hand): for each target not met, the measured reason,
   keyed by :data:`TARGETS`.
 
@@ -33,6 +35,12 @@ DEFAULT = HERE / "results" / "h200"
 ROOFLINE, PER_ROW, FLOOR = 90.0, 3.0, 1.5
 #: The dense formats' append target: % of the copy at the largest batch's prefill size.
 DENSE = 85.0
+#: The fused QKV kernel's targets: % of the copy at the largest batch's prefill size, and how
+#: many times faster than its unfused chain at decode.
+QKV, CHAIN = 85.0, 2.0
+#: The modes with a target of their own, left out of the others (the fused QKV kernels move
+#: several tensors and are held to their own copy, floor and chain).
+OWN_TARGETS = ("qkv",)
 #: The modes the legacy template walks only per row (its per-row target is stated for them).
 PER_ROW_MODES = ("build", "build_quant", "append_quant", "window_shift")
 #: Columns every benchmark CSV has.
@@ -47,6 +55,9 @@ TARGETS = {
     "compiler": "Whole-catalog build + verify + emit faster than jinja2's compile + render",
     "dense": f"Dense-format appends at ≥ {DENSE:.0f}% of the copy beside them (largest batch), "
     f"1-token appends within {FLOOR}x of the empty dispatch",
+    "qkv": f"The fused QKV kernels at ≥ {QKV:.0f}% of the copy beside them (largest batch), "
+    f"1-token decode within {FLOOR}x of the empty dispatch, ≥ {CHAIN:.0f}x faster than their "
+    "unfused chain at decode",
 }
 
 
@@ -62,6 +73,8 @@ class Results:
     reasons: dict[str, str]
     dense: list[dict[str, Any]] = field(default_factory=list)
     dense_device: dict[str, Any] | None = None
+    qkv: list[dict[str, Any]] = field(default_factory=list)
+    qkv_device: dict[str, Any] | None = None
 
 
 def load(path: Path) -> list[dict[str, Any]]:
@@ -109,9 +122,12 @@ def read(folder: Path) -> Results:
         raise ValueError(f"{folder / 'reasons.json'}: no target {unknown[0]!r}")
     dense = load(folder / "dense" / "gpu.csv") if (folder / "dense" / "gpu.csv").is_file() else []
     dense_device = optional("dense/device.json") if dense else None
+    qkv = load(folder / "qkv" / "gpu.csv") if (folder / "qkv" / "gpu.csv").is_file() else []
+    qkv_device = optional("qkv/device.json") if qkv else None
     return Results(
-        rows, device, optional("compile.json"), dawn, dawn_device, reasons, dense, dense_device
-    )
+        rows, device, optional("compile.json"), dawn, dawn_device, reasons, dense, dense_device,
+        qkv, qkv_device,
+    )  # fmt: skip
 
 
 # -- what the rows say ---------------------------------------------------------------------------
@@ -175,7 +191,8 @@ def _pct_line(rows: list[dict], target: float = ROOFLINE) -> tuple[int, str]:
 
 def targets(res: Results) -> list[tuple[str, str, bool]]:
     """Each target's key, its figure on this page, and whether it is met."""
-    b = largest(res.rows)
+    rows = [r for r in res.rows if r.get("mode") not in OWN_TARGETS]
+    b = largest(rows)
     batch = int(b[0]["batch"]) if b else 0
     timed = wide(b)
     flat = [r for r in timed if is_flat(r)]
@@ -220,7 +237,7 @@ def targets(res: Results) -> list[tuple[str, str, bool]]:
                 min(ratios.values()) >= PER_ROW,
             )
         )
-    dec = [r for r in res.rows if r.get("decode") and floor_x(r)]
+    dec = [r for r in rows if r.get("decode") and floor_x(r)]
     parts, met = [], True
     for label, flat_ in (("flat", True), ("drop-ins", False)):
         for bt in sorted({r["batch"] for r in dec}, reverse=True):
@@ -235,6 +252,8 @@ def targets(res: Results) -> list[tuple[str, str, bool]]:
         out.append(("decode", "; ".join(parts), met))
     if res.dense:
         out.append(dense_target(res.dense))
+    if res.qkv:
+        out.append(qkv_target(res.qkv))
     comp = res.compile or {}
     if "jinja_s" in comp:
         out.append(
@@ -266,6 +285,29 @@ def dense_target(rows: list[dict]) -> tuple[str, str, bool]:
         f"({min(dec, default=0):.2f}-{max(dec, default=0):.2f}x)"
     )
     return "dense", figure, n == len(timed) and ok == len(dec)
+
+
+def qkv_target(rows: list[dict]) -> tuple[str, str, bool]:
+    """The fused QKV kernels' target: each prefill row at the largest batch against the copy,
+    each decode row against the empty dispatch and against its unfused chain."""
+    b = largest(rows)
+    batch = int(b[0]["batch"]) if b else 0
+    timed = wide(b)
+    n, _ = _pct_line(timed, QKV)
+    pcts = [r["pct_roofline"] for r in timed]
+    dec = [r for r in rows if r.get("decode") and floor_x(r)]
+    xs = [floor_x(r) for r in dec]
+    ok = sum(x <= FLOOR for x in xs)
+    chains = [r["chain_x"] for r in dec if r.get("chain_x")]
+    fast = sum(x >= CHAIN for x in chains)
+    figure = (
+        f"batch {batch}: {n} of {len(timed)} ({min(pcts, default=0):.0f}-"
+        f"{max(pcts, default=0):.0f}%); decode {ok} of {len(xs)} "
+        f"({min(xs, default=0):.2f}-{max(xs, default=0):.2f}x); against the chain at decode "
+        f"{fast} of {len(chains)} ({min(chains, default=0):.2f}-{max(chains, default=0):.2f}x)"
+    )
+    met = n == len(timed) and ok == len(xs) and fast == len(chains) == len(xs)
+    return "qkv", figure, met
 
 
 # -- the page ------------------------------------------------------------------------------------
@@ -429,6 +471,25 @@ def page(res: Results, command: str) -> str:
             f"{_device_line(dev)}, measured {dev.get('date', 'on an unrecorded date')}, by the "
             "same method; the template has no such mode.",
             *tables(res.dense, [])[1:],
+        ]
+    if res.qkv:
+        dev = res.qkv_device or {}
+        top = max(int(r["batch"]) for r in res.qkv if r.get("batch"))
+        lines += [
+            f"## Fused QKV (batch {top}; `docs/modes.md`)",
+            f"{_device_line(dev)}, measured {dev.get('date', 'on an unrecorded date')}, by the "
+            "same method, each variant at its own model's heads; *chain* is the sum of its "
+            "unfused chain's kernel times over the fused kernel's (`benchmarks/plans.py`).",
+            *tables(res.qkv, [])[1:],
+            "| variant | batch | tokens | fused µs | chain µs | chain |",
+            "|---|---|---|---|---|---|",
+            *(
+                f"| {r['variant']} | {int(r['batch'])} | {int(r['tokens']):,} | "
+                f"{r['kvdsl_us']:.2f} | {r['chain_us']:.2f} | {r['chain_x']:.2f}x |"
+                for r in res.qkv
+                if r.get("chain_x")
+            ),
+            "",
         ]
     return "\n".join(lines).rstrip() + "\n"
 

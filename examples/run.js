@@ -69,6 +69,11 @@ function modeParams(v, shape) {
       return { count: shape.live };
     case "paged_window":
       return { count: shape.batch * shape.maxPages, maxPages: shape.maxPages, window: shape.window };
+    case "qkv": {
+      const perToken = v.config.q_heads + (v.config.format === null ? 2 : 1) * heads;
+      const rows = shape.batch * shape.keySeq * perToken;
+      return { count: rows, keySeq: shape.keySeq, seq: shape.seq };
+    }
   }
   throw new Error(`no params rule for mode ${v.mode}`);
 }

@@ -32,6 +32,7 @@ from kvdsl.kernels import paged as paged_mode
 from kvdsl.kernels import paged_append as paged_append_mode
 from kvdsl.kernels import paged_pages as paged_pages_mode
 from kvdsl.kernels import paged_read as paged_read_mode
+from kvdsl.kernels import qkv as qkv_mode
 from kvdsl.kernels import quant as quant_mode
 from kvdsl.kernels import transpose as transpose_mode
 from kvdsl.kernels import window_shift as window_shift_mode
@@ -66,6 +67,7 @@ MODES: dict[str, tuple[type[KernelConfig], Callable[..., Kernel]]] = {
     "dense_append": (dense_mode.DenseAppendConfig, dense_mode.dense_append),
     "dense_build": (dense_mode.DenseBuildConfig, dense_mode.dense_build),
     "dense_read": (dense_mode.DenseReadConfig, dense_mode.dense_read),
+    "qkv": (qkv_mode.QkvConfig, qkv_mode.qkv),
     "dense_retain": (dense_modes_mode.DenseRetainConfig, dense_modes_mode.dense_retain),
     "dense_window_shift": (
         dense_modes_mode.DenseWindowShiftConfig,
@@ -87,6 +89,7 @@ MODE_MODULES = (
     build_mode,
     quant_mode,
     dense_mode,
+    qkv_mode,
     dense_modes_mode,
     dense_convert_mode,
     paged_mode,

@@ -35,6 +35,7 @@ from kvdsl.kernels.paged import PagedConfig, PagedReadConfig
 from kvdsl.kernels.paged_pages import COMPACT_COMBINED, COMPACT_POOLS, COMPACT_SCALES
 from kvdsl.kernels.paged_pages import PagedCompactConfig
 from kvdsl.kernels.paged_pages import PagedCopyConfig, PagedWindowConfig
+from kvdsl.kernels.qkv import QkvConfig
 from kvdsl.kernels.quant import AppendQuantConfig, BuildQuantConfig, QuantConfig
 from kvdsl.kernels.transpose import TransposeConfig
 from kvdsl.kernels.window_shift import WindowShiftConfig
@@ -56,6 +57,7 @@ SHAPES: dict[str, tuple[str, ...]] = {
     "dense_append": ("batch", "seq", "keySeq"),
     "dense_build": ("batch", "seq", "pastSeq"),
     "dense_read": ("rows",),
+    "qkv": ("batch", "seq", "keySeq"),
     "dense_retain": ("batch", "seq", "keySeq"),
     "dense_window_shift": ("batch", "seq", "keySeq"),
     "dense_convert": ("rows",),
@@ -136,6 +138,12 @@ MEANINGS: dict[str, dict[str, str]] = {
         "pastSeq": "absolute position of token 0 (the rotary row; unused without rotary)",
     },
     "dense_read": {"count": "rows of cache_key/cache_value to read back into key/value"},
+    "qkv": {
+        "count": "rows: batch × keySeq × (q_heads + 2 × kv_heads), or with a format"
+        " × (q_heads + kv_heads) (one row per K and V pair of heads)",
+        "keySeq": "new tokens per batch (rows of qkv per batch)",
+        "seq": "the cache's capacity: rows per head of present_key/present_value",
+    },
     "dense_retain": {
         "count": "cache rows: batch × kv_heads × seq",
         "seq": "the cache's capacity: rows per head of past and present",
@@ -332,6 +340,24 @@ def dense_read_sizes(cfg: DenseReadConfig) -> Sizes:
     return cache | {"key": ("rows", cfg.head_dim), "value": ("rows", cfg.head_dim)}
 
 
+def qkv_sizes(cfg: QkvConfig) -> Sizes:
+    """The packed projection in (``keySeq`` tokens per batch), Q out, a buffer-sharing cache of
+    ``seq`` rows per head; the norm weights (Q's, then K's), one packed rotary row per
+    position, the bias of every head."""
+    return {
+        "qkv": ("batch * keySeq", cfg.heads * cfg.head_dim),
+        "seqlens_k": ("batch", 1),
+        "qk_norm_weight": ("1", cfg.norm_weights),
+        ROTARY_TABLE: ("positions", 2 * cfg.half),
+        "qkv_bias": ("1", cfg.heads * cfg.head_dim),
+        "q_out": ("batch * keySeq", cfg.q_heads * cfg.head_dim),
+    } | (
+        _present("batch * seq", cfg.hidden)
+        if cfg.format is None
+        else _dense("batch * seq", cfg, cfg.kv_heads, PRESENT, "present_scales")
+    )
+
+
 def dense_move_sizes(cfg: DenseMoveConfig) -> Sizes:
     """A dense past and present of ``seq`` rows per head (their side scales too), and, where
     the pass appends, new BSH in (``keySeq`` tokens per batch)."""
@@ -423,6 +449,7 @@ SIZES: dict[str, Callable[..., Sizes]] = {
     "dense_append": dense_append_sizes,
     "dense_build": dense_build_sizes,
     "dense_read": dense_read_sizes,
+    "qkv": qkv_sizes,
     "dense_retain": dense_move_sizes,
     "dense_window_shift": dense_window_shift_sizes,
     "dense_convert": dense_convert_sizes,

@@ -136,6 +136,7 @@ function makeVariant(name, d, code) {
       pageValues: d.pages.page_values, pageBytes: d.pages.page_bytes,
       pageStrideValues: d.pages.page_stride_values, scalePageValues: d.pages.scale_page_values,
     }) }),
+    ...(d.bytes_moved === undefined ? {} : { bytesMoved: d.bytes_moved }),
     layoutEntries() {
       return this.bindings.map((b) => ({
         binding: b.binding, visibility: COMPUTE, buffer: { type: BUFFER_TYPES[b.access] },
@@ -213,7 +214,8 @@ export function variant(name: string): Variant;
 export interface Variant {{
   readonly name: string;
   /** The mode: transpose, copy, merge, merge_share, window_shift, build, build_quant, append_quant,
-   * dense_append, dense_build, dense_read, dense_retain, dense_window_shift, dense_convert. */
+   * dense_append, dense_build, dense_read, dense_retain, dense_window_shift, dense_convert,
+   * qkv. */
   readonly mode: string;
   /** The WGSL text (the same as emitted/<name>.wgsl). */
   readonly code: string;
@@ -244,6 +246,9 @@ export interface Variant {{
     pageSize: number; layout: "nhd" | "hnd"; pool: "separate" | "combined";
     pageValues: number; pageBytes: number; pageStrideValues: number; scalePageValues: number;
   }}>;
+  /** The qkv mode only: the least bytes one dispatch moves, an expression of the shape
+   * variables (index.json's "bytes_moved"). */
+  readonly bytesMoved?: string;
   /** One entry per binding: visibility COMPUTE, buffer.type by access. */
   layoutEntries(): GPUBindGroupLayoutEntry[];
   /** The uniform buffer's bytes; throws naming a missing or unknown field or a bad value. */

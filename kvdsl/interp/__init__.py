@@ -177,6 +177,7 @@ def run(
     strict_init: bool = False,
     source_lines: dict[int, int] | None = None,
     subgroup_size: int = 32,
+    accesses: dict[str, list[int]] | None = None,
 ) -> dict[str, np.ndarray]:
     """Interpret one dispatch of ``kernel``; the final contents of each read_write binding.
 
@@ -184,7 +185,9 @@ def run(
     contents come back with the same dtype and shape); ``params`` gives the params struct's
     fields; ``workgroups`` defaults to the kernel's dispatch rule for ``params``;
     ``subgroup_size`` (a power of two in 4..128) is the ``subgroup_size`` builtin and the width
-    of the subgroups ``subgroupShuffleXor`` reads across.
+    of the subgroups ``subgroupShuffleXor`` reads across. ``accesses``, when given, is
+    filled with each binding's ``[bytes loaded, bytes stored]``: every access of every active
+    invocation, one element each (an element of a vector binding is the whole vector).
     """
     if subgroup_size not in SUBGROUP_SIZES:
         raise ValueError(
@@ -202,6 +205,9 @@ def run(
         stores = {b.name: storage(b, buffers[b.name]) for b in kernel.bindings}
         grid = Grid(workgroups, kernel.workgroup_size, subgroup_size=subgroup_size)
         machine = Machine(kernel, grid, stores, values, strict_init, source_lines, batching)
+        if accesses is not None:
+            accesses.clear()  # a batched attempt that falls back counts again from the start
+            machine.accesses = accesses
         try:
             machine.run()
         except (InterpError, Fallback) as e:

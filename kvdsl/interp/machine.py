@@ -160,6 +160,8 @@ class Machine(Scopes, Expressions, Memory):
         self._locals = set(_facts(kernel)[1])
         self._probe: bool | int | None = False  # True: the next store picks the lane order
         self._repeated: dict[int, tuple[Slot, Slot]] = {}  # outside slots, repeated per trip
+        # binding name → [bytes loaded, bytes stored] by active lanes, when the caller asks.
+        self.accesses: dict[str, list[int]] | None = None
         for c in kernel.consts:
             self.module[c.name] = Slot(self.eval(c.value, None))
 

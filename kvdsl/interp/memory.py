@@ -89,9 +89,18 @@ class Memory:
         )
 
     # ---- storage bindings ----------------------------------------------------------------
+    def _count(self, b: Storage, m: Mask, which: int) -> None:
+        """Add the bytes the lanes of ``m`` load (``which`` 0) or store (1) to
+        :attr:`accesses`, when it is kept: each active lane moves one element."""
+        if self.accesses is not None:
+            lanes = self.n if m is None else int(np.count_nonzero(m))
+            tally = self.accesses.setdefault(b.binding.name, [0, 0])
+            tally[which] += lanes * b.binding.elem.size
+
     def store(self, b: Storage, idx: np.ndarray, v: np.ndarray, m: Mask) -> None:
         """``binding[idx] = v`` on the lanes of ``m``, checking bounds and races."""
         name = b.binding.name
+        self._count(b, m, 1)
         if not self._inside(idx, b.length, m):
             self._oob(name, idx, b.length, m)
         lazy = v if isinstance(v, Strided) else None
@@ -174,6 +183,7 @@ class Memory:
     def load(self, b: Storage, idx: np.ndarray, m: Mask, view: bool = False):
         """``binding[idx]`` on the lanes of ``m`` (other lanes get any element); with ``view``,
         a read-only binding's strided elements may come back as a :class:`Strided` instead."""
+        self._count(b, m, 0)
         if not self._inside(idx, b.length, m):
             self._oob(b.binding.name, idx, b.length, m)
         if b.binding.access == "read_write" and (b.written or self.strict_init):

@@ -91,7 +91,7 @@ def row_sum_of_squares(
         wsum = kb.workgroup_var("wsum", array(f32, wg))
         wsum[kb.lid.x] = sq
         kb.barrier()
-        row = kb.let("rowLane", first)
+        row = kb.let("rowFirst", first)
         ms = kb.var("ms", f32, 0.0)
         with kb.for_range("j", lit(0, u32), per_row, 1) as j:
             ms.set(ms + wsum[row + j])

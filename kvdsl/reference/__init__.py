@@ -43,6 +43,7 @@ from kvdsl.reference.modes import (
     share_window,
     transpose,
 )
+from kvdsl.reference.qkv import qkv
 from kvdsl.reference.window import REGIONS, WindowPlan, window_plan, window_shift
 
 __all__ = [
@@ -64,6 +65,7 @@ __all__ = [
     "merge_share_append",
     "merge_share_retain",
     "pack_int4",
+    "qkv",
     "quantize",
     "rms_norm",
     "rotate_neox",

@@ -210,3 +210,28 @@ def test_the_dense_target_counts_prefill_rows_at_the_largest_batch_and_every_dec
     )
     assert "## Dense formats (batch 4; `docs/formats.md`)" in report.page(res, "report")
     assert "dense" not in {k for k, _, _ in report.targets(results(res.rows))}
+
+
+def test_the_qkv_target_counts_prefill_decode_and_the_chain():
+    qkv = [
+        row("qkv_llama", "element", 37.0, 33.5),  # 90.5%
+        row("qkv_qwen3", "element", 42.0, 33.5),  # 79.8%: below 85
+        row("qkv_gemma", "element", 80.0, 33.5, batch=1),  # batch 1: not counted
+        row("qkv_llama", "element", 5.6, 5.0, decode=1, tokens=1)
+        | {"chain_us": 17.4, "chain_x": 3.1},
+        row("qkv_qwen3", "element", 6.4, 5.0, decode=1, tokens=1, batch=1)
+        | {"chain_us": 9.6, "chain_x": 1.5},
+    ]
+    res = results([row("build_flat", "flat", 35.0, 33.5)])
+    res = report.Results(*[getattr(res, f) for f in ("rows", "device", "compile", "dawn")],
+                         res.dawn_device, {}, [], None, qkv, res.device)  # fmt: skip
+    got = {k: (figure, ok) for k, figure, ok in report.targets(res)}
+    assert got["qkv"] == (
+        "batch 4: 1 of 2 (80-91%); decode 1 of 2 (1.40-1.60x); against the chain at decode 1 of"
+        " 2 (1.50-3.10x)",
+        False,
+    )
+    page = report.page(res, "report")
+    assert "## Fused QKV (batch 4; `docs/modes.md`)" in page
+    assert "| qkv_llama | 4 | 1 | 5.60 | " in page
+    assert "qkv" not in {k for k, _, _ in report.targets(results(res.rows))}

@@ -396,6 +396,17 @@ const HOSTS = {
     shape: (r) => ({ rows: r.int(1, 70) }),
     params: (v, s) => ({ count: s.rows }),
   },
+  // The fused QKV kernel: every head of the input a row (a K head and its V head one row with
+  // a dense format), tokens rotated by their cache row.
+  qkv: {
+    shape: windowHost,
+    params: (v, s) => {
+      const perToken = v.config.q_heads + (v.config.format === null ? 2 : 1) * v.config.kv_heads;
+      return { count: s.batch * s.keySeq * perToken, keySeq: s.keySeq, seq: s.seq };
+    },
+    capacity: "seq",
+    positions: (s) => s.seq,
+  },
   // The dense cache passes: merge_share's retain pass and window_shift's regions over a dense
   // cache's words; a copy's dense source words are random as dense_read's.
   dense_retain: { shape: windowHost, params: windowParams, capacity: "seq" },

@@ -74,6 +74,8 @@ DENSE = {
 }
 #: The paged modes, whose cases tests/harness/test_paged_cases.py checks.
 PAGED = {"paged_append", "paged_read", "paged_copy", "paged_compact", "paged_window"}
+#: The modes whose cases their own test module checks (tests/kernels/test_qkv.py).
+OWN = DENSE | {"qkv"}
 
 
 def test_every_mode_has_a_generator():
@@ -82,8 +84,9 @@ def test_every_mode_has_a_generator():
         | {"build_quant", "append_quant"}
         | DENSE
         | PAGED
+        | {"qkv"}
     )
-    assert {cfg.mode for cfg in CONFIGS.values()} == set(CASES) - DENSE - PAGED
+    assert {cfg.mode for cfg in CONFIGS.values()} == set(CASES) - OWN - PAGED
 
 
 @pytest.mark.parametrize("name", CONFIGS)

@@ -43,6 +43,7 @@ from kvdsl.kernels.config import ConfigError
 from kvdsl.kernels.copy import CopyConfig, copy
 from kvdsl.kernels.merge import MergeConfig, merge
 from kvdsl.kernels.merge_share import MergeShareConfig, merge_share
+from kvdsl.kernels.qkv import QkvConfig, qkv
 from kvdsl.kernels.quant import AppendQuantConfig, BuildQuantConfig, append_quant, build_quant
 from kvdsl.kernels.transpose import TransposeConfig, transpose
 from kvdsl.kernels.window_shift import WindowShiftConfig, window_shift
@@ -61,6 +62,7 @@ BUILDERS = {
     BuildConfig: build,
     BuildQuantConfig: build_quant,
     AppendQuantConfig: append_quant,
+    QkvConfig: qkv,
 }
 FLOAT = st.sampled_from(["f32", "f16"])
 BINDINGS = st.sampled_from(["template", "packed"])
@@ -89,6 +91,8 @@ def configs(draw: st.DrawFn, modes: tuple[str, ...] = tuple(catalog.MODES)):
     even = 2 * draw(st.integers(1, 12))
     d = draw(st.sampled_from([even, 4 * draw(st.integers(1, 6)), draw(st.integers(1, 24))]))
     kw = draw(DISPATCH)
+    if mode == "qkv":
+        return _qkv(draw, h, kw)
     if mode == "transpose":
         vec4 = d % 4 == 0 and draw(st.booleans())
         return TransposeConfig(h, d, vec4, draw(FLOAT), draw(FLOAT), **kw)
@@ -172,6 +176,37 @@ def configs(draw: st.DrawFn, modes: tuple[str, ...] = tuple(catalog.MODES)):
         except ConfigError:
             pass
     return _partial(draw, cfg)
+
+
+def _qkv(draw: st.DrawFn, h: int, kw: dict) -> QkvConfig:
+    """A ``qkv`` config: GQA groups of 1-4, any transforms, an f32/f16 or a dense cache (side
+    scales where they fit 8 bindings), partial rotary where the plain walk takes it, and a
+    workgroup of whole rows where the kernel reduces rows."""
+    fmt = draw(st.sampled_from([None, "int8", "int4", "int4_asym", "q8_0", "q4_0"]))
+    d = 32 * draw(st.integers(1, 2)) if fmt in ("q8_0", "q4_0") else 8 * draw(st.integers(1, 6))
+    q_norm, k_norm, rotary, bias = (draw(st.booleans()) for _ in range(4))
+    half = None
+    if rotary and fmt is None and draw(st.booleans()):
+        half = 4 * draw(st.integers(1, d // 8))
+    fields = dict(q_norm=q_norm, k_norm=k_norm, rotary=rotary, rotary_half=half, bias=bias)
+    fields |= dict(input_type=draw(FLOAT), q_type=draw(FLOAT), fold=kw["fold"])
+    fields |= dict(q_layout=draw(st.sampled_from(["bnsh", "bsh"])))
+    if fmt is None:
+        fields["present_type"] = draw(FLOAT)
+    else:
+        fields["format"] = fmt
+        side = fmt not in ("q8_0", "q4_0") and 5 + (q_norm or k_norm) + rotary + bias < 8
+        fields["scales"] = draw(st.sampled_from(["inline", "side"] if side else ["inline"]))
+    per_row = d // 4 if fmt else d // 8
+    if fmt or q_norm or k_norm:
+        fields["workgroup_size"] = per_row * draw(st.integers(1, max(1, 256 // per_row)))
+    else:
+        fields["workgroup_size"] = kw["workgroup_size"]
+    q_heads = h * draw(st.sampled_from([1, 2, 4]))
+    try:
+        return QkvConfig(h, d, q_heads=q_heads, **fields)
+    except ConfigError:  # past WebGPU's workgroup memory: a row a workgroup
+        return QkvConfig(h, d, q_heads=q_heads, **(fields | {"workgroup_size": per_row}))
 
 
 def _partial(draw: st.DrawFn, cfg):

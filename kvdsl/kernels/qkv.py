@@ -1,0 +1,615 @@
+"""``qkv``: one dispatch from a layer's packed QKV projection to the attention inputs.
+
+The input ``qkv`` is the projection's output, ``[tokens, (Hq + 2 Hkv) * D]``: per token the
+``Hq`` query heads, then the ``Hkv`` key heads, then the ``Hkv`` value heads, each a row of
+``D`` elements (f32, or f16 carried in u32 words). ``tokens = batch * keySeq``. The kernel
+
+- adds the QKV bias (``qkv_bias``, ``(Hq + 2 Hkv) * D`` f32; Qwen2's) with ``bias``;
+- RMS-normalises each Q row (``q_norm``) and each K row (``k_norm``) with per-channel weights
+  (``qk_norm_weight``: Q's ``D`` weights, then K's ``D``, each where its norm is on), ``x *
+  inverseSqrt(mean(x²) + eps) * w``;
+- rotates Q and K NeoX-wise (``rotary``; the first ``2 * rotary_half`` elements, or the whole
+  head) at the token's position, read from the packed ``rotary_table`` (per position ``half`` cos
+  values, then ``half`` sin values);
+- writes Q to ``q_out`` (BNSH ``[B, Hq, keySeq, D]`` or BSH ``[B, keySeq, Hq * D]``, f32 or f16),
+  and appends K and V into a buffer-sharing BNSH cache of ``seq`` rows per head
+  (``present_key``, ``present_value``: f32 or f16 rows, or with ``format`` a dense format's
+  words and, with ``scales="side"``, ``present_scales``: :mod:`kvdsl.kernels.qkv_dense`) at
+  the ``merge_share`` window:
+  batch ``b``'s token ``t`` lands at row ``appendStart + t``
+  (:func:`kvdsl.nodes.window.append_window`), which is also its rotary position.
+
+Where a row lands and at which position it rotates is :func:`destination`: the one place a paged
+layout (a page table or a slot mapping) changes.
+
+The walk is flat over pairs of vectors: ``count = batch * keySeq * (Hq + 2 Hkv)`` rows of
+``PAIRS = D / 8`` items, item ``i`` of a row holding vectors ``lo`` and ``hi``: the rotary pair
+``(i, i + HALF_V4)`` for ``i < HALF_V4`` and, past the rotated part of a partial rotary, the
+adjacent vectors ``(2i, 2i + 1)``; without rotary or over the whole head, ``(i, i + PAIRS)``.
+Each input element is loaded once, each output element stored once. With a norm the row's sum
+of squares is reduced in workgroup memory (:func:`kvdsl.nodes.rmsnorm.row_sum_of_squares`, the
+pair walk's partials ``dot(x0, x0) + dot(x1, x1)``, the ``build`` kernel's order), every row
+taking part so that the barrier stays uniform; V rows and rows of a head without a norm keep
+their values through a ``select``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import KW_ONLY, dataclass
+from enum import StrEnum
+from typing import Any
+
+from kvdsl.ir.verify import MAX_WORKGROUP_BYTES
+from kvdsl.ir import (
+    Kernel,
+    KernelBuilder,
+    Val,
+    convert,
+    f32,
+    i32,
+    inverse_sqrt,
+    lit,
+    select,
+    u32,
+)
+from kvdsl.kernels.config import (
+    FLOATS,
+    Slot,
+    KNORM_WORKGROUP,
+    MAX_STORAGE_BUFFERS,
+    PRESENT,
+    ROTARY_TABLE,
+    CacheConfig,
+    Element,
+    Model,
+    ceil_div,
+    choice,
+    contract,
+    flag,
+    one_of,
+    positive_int,
+    require,
+    require_rotary,
+    rotary_pairs,
+    times,
+)
+from kvdsl.kernels.dense import QUANTISE_WORKGROUP, DenseFormat, ScalePlace
+from kvdsl.nodes import formats, walks, words
+from kvdsl.nodes.formats import Format
+from kvdsl.nodes.quantise import Quantiser, row_lanes
+from kvdsl.nodes.rmsnorm import row_sum_of_squares
+from kvdsl.nodes.rotary import rotated_pair
+from kvdsl.nodes.window import append_window
+
+#: The flat walk's workgroup size without a norm (no barrier).
+WORKGROUP = 256
+
+
+class QLayout(StrEnum):
+    """The layout of the rotated Q: head-major BNSH ``[B, Hq, S, D]`` or token-major BSH
+    ``[B, S, Hq * D]``."""
+
+    BNSH = "bnsh"
+    BSH = "bsh"
+
+
+@dataclass(frozen=True)
+class QkvConfig(CacheConfig):
+    """A ``qkv`` variant: the heads (``q_heads`` a multiple of ``kv_heads``), head dim, the
+    transforms (bias, Q and K RMSNorm, rotary) and the element types and Q's layout."""
+
+    _: KW_ONLY
+    q_heads: int
+    q_norm: bool = False
+    k_norm: bool = False
+    rotary: bool = False
+    rotary_half: int | None = None
+    eps: float = 1e-6
+    bias: bool = False
+    input_type: Element = choice(Element.F32)
+    present_type: Element = choice(Element.F32)
+    q_type: Element = choice(Element.F32)
+    q_layout: QLayout = choice(QLayout.BNSH)
+    # A dense format of the cache (kvdsl.nodes.formats); None: present_type's f32 or f16 rows.
+    format: DenseFormat | None = Slot(None, DenseFormat)
+    scales: ScalePlace = choice(ScalePlace.INLINE)
+    mode = "qkv"
+    KEYS = (  # fmt: skip
+        "q_heads", "kv_heads", "head_dim", "q_norm", "k_norm", "rotary", "rotary_half", "eps",
+        "bias", "input_type", "present_type", "q_type", "q_layout", "format", "scales",
+        "workgroup_size", "fold",
+    )
+
+    def check_fields(self) -> None:
+        require(
+            not self.window,
+            "window",
+            self.window,
+            "false for qkv (it has no windowed form: its cache binding holds whole heads)",
+        )
+        positive_int("q_heads", self.q_heads)
+        require(
+            self.q_heads % self.kv_heads == 0,
+            "q_heads",
+            self.q_heads,
+            f"a multiple of kv_heads = {self.kv_heads} (grouped-query attention)",
+        )
+        require(
+            self.head_dim % 8 == 0,
+            "head_dim",
+            self.head_dim,
+            "a multiple of 8 for qkv (each invocation holds a pair of vec4)",
+        )
+        flag("q_norm", self.q_norm)
+        flag("k_norm", self.k_norm)
+        flag("bias", self.bias)
+        require_rotary(self.rotary, self.head_dim, half=self.rotary_half)
+        if self.rotary_half is not None:
+            require(
+                self.rotary_half % 4 == 0,
+                "rotary_half",
+                self.rotary_half,
+                "a multiple of 4 for qkv (a rotated vec4 lies in one half of the rotated part)",
+            )
+        ok = isinstance(self.eps, (int, float)) and not isinstance(self.eps, bool)
+        ok = ok and math.isfinite(self.eps) and 2.0**-126 <= self.eps <= 3.4e38
+        require(ok, "eps", self.eps, "a number > 0 that is a normal f32 (1.2e-38 .. 3.4e38)")
+        one_of("input_type", self.input_type, FLOATS)
+        one_of("present_type", self.present_type, FLOATS)
+        one_of("q_type", self.q_type, FLOATS)
+        one_of("q_layout", self.q_layout, QLayout)
+        one_of("scales", self.scales, ScalePlace)
+        if self.format is None:
+            require(
+                self.scales is ScalePlace.INLINE,
+                "scales",
+                self.scales.value,
+                "'inline' (unset) without a format: an f32 or f16 cache has no scales",
+            )
+            return
+        one_of("format", self.format, DenseFormat)
+        fmt = self.fmt
+        require(
+            self.present_type is Element.F32,
+            "present_type",
+            self.present_type.value,
+            f"'f32' (unset) with format {fmt.name!r}: the cache holds the format's u32 words",
+        )
+        require(
+            not (fmt.ggml and self.scales is ScalePlace.SIDE),
+            "scales",
+            self.scales.value,
+            f"'inline' for {fmt.name} (ggml's f16 scales sit inside its blocks)",
+        )
+        require(
+            self.head_dim % fmt.elements_multiple() == 0,
+            "head_dim",
+            self.head_dim,
+            f"a multiple of {fmt.elements_multiple()} for format {fmt.name!r}",
+        )
+        require(
+            self.rotary_half is None,
+            "rotary_half",
+            self.rotary_half,
+            "unset (None) with a format: the quantising kernel rotates the whole head, as the"
+            " dense modes do",
+        )
+        buffers = 5 + int(self.norm) + int(self.rotary) + int(self.bias) + int(not self.inline)
+        require(
+            buffers <= MAX_STORAGE_BUFFERS,
+            "scales",
+            self.scales.value,
+            "'inline' with a norm, rotary and the bias (side scales would make 9 storage"
+            " buffers, past WebGPU's default 8)",
+        )
+
+    @property
+    def fmt(self) -> Format | None:
+        """The cache's dense format (None: f32 or f16 rows)."""
+        return None if self.format is None else formats.FORMATS[self.format.value]
+
+    @property
+    def inline(self) -> bool:
+        """Whether a dense row's scale is stored inline."""
+        return self.scales is ScalePlace.INLINE
+
+    @property
+    def row_words(self) -> int:
+        """u32 words of a stored dense row (``ROW_WORDS``)."""
+        return self.fmt.row_words(self.head_dim, self.inline)
+
+    @property
+    def cache_row_bytes(self) -> int:
+        """Bytes of one stored (token, head) row of K or V, its scales included."""
+        if self.fmt is None:
+            return self.head_dim * (4 if self.present_type is Element.F32 else 2)
+        return self.fmt.bytes_per_row(self.head_dim, self.inline)
+
+    @property
+    def norm(self) -> bool:
+        """Whether any head is RMS-normed (the kernel then reduces rows in workgroup memory)."""
+        return self.q_norm or self.k_norm
+
+    @property
+    def heads(self) -> int:
+        """Heads per token of the packed input: ``q_heads + 2 * kv_heads``."""
+        return self.q_heads + 2 * self.kv_heads
+
+    @property
+    def rows(self) -> int:
+        """Rows the dispatch walks per token: every head of the input, or with a dense
+        ``format`` the Q heads and the (K, V) pairs of heads."""
+        return self.heads if self.format is None else self.q_heads + self.kv_heads
+
+    @property
+    def pairs(self) -> int:
+        """Items (pairs of vectors) per row: ``head_dim / 8``."""
+        return self.head_dim // 8
+
+    @property
+    def half(self) -> int:
+        """The rotated pairs of a row (``head_dim / 2`` without a partial rotary)."""
+        return rotary_pairs(self.head_dim, self.rotary_half)
+
+    @property
+    def partial(self) -> bool:
+        """Whether rotary turns only part of a row."""
+        return self.rotary and self.half * 2 != self.head_dim
+
+    @property
+    def norm_weights(self) -> int:
+        """The weights ``qk_norm_weight`` holds: ``head_dim`` per normed kind of head."""
+        return self.head_dim * (int(self.q_norm) + int(self.k_norm))
+
+    def default_workgroup_size(self) -> int:
+        if self.format is not None:
+            lanes = row_lanes(self.fmt, self.head_dim)
+            return QUANTISE_WORKGROUP - QUANTISE_WORKGROUP % lanes or lanes
+        if not self.norm:
+            return WORKGROUP
+        return KNORM_WORKGROUP - KNORM_WORKGROUP % self.pairs or self.pairs
+
+    @property
+    def quantiser(self) -> Quantiser | None:
+        """The dense quantiser of a ``format`` (None: f32 or f16 rows)."""
+        if self.fmt is None:
+            return None
+        return Quantiser(self.fmt, self.inline, self.head_dim, self.workgroup_size)
+
+    def workgroup_bytes(self) -> int:
+        """The workgroup memory the kernel declares: the norm's partials (``wsum``); with a
+        format, the quantiser's and the staged row (rotary: every lane's vectors)."""
+        wg = self.workgroup_size
+        out = 4 * wg if self.norm else 0
+        q = self.quantiser
+        if q is None:
+            return out
+        return out + q.workgroup_bytes() + (16 * wg * q.vectors if self.rotary else 0)
+
+    def check_schedule(self) -> None:
+        require(
+            self.workgroup_bytes() <= MAX_WORKGROUP_BYTES,
+            "workgroup_size",
+            self.workgroup_size,
+            f"fewer invocations: {self.workgroup_bytes()} bytes of workgroup memory, past"
+            f" WebGPU's default {MAX_WORKGROUP_BYTES}",
+        )
+        if self.format is not None:
+            lanes = row_lanes(self.fmt, self.head_dim)
+            require(
+                self.workgroup_size % lanes == 0,
+                "workgroup_size",
+                self.workgroup_size,
+                f"a multiple of the {lanes} lanes of a row with a format (rows are quantised"
+                " whole inside a workgroup)",
+            )
+        elif self.norm:
+            require(
+                self.workgroup_size % self.pairs == 0,
+                "workgroup_size",
+                self.workgroup_size,
+                f"a multiple of the {self.pairs} pairs of a row with q_norm or k_norm (rows are"
+                " reduced whole inside a workgroup)",
+            )
+
+
+@dataclass(frozen=True)
+class Destination:
+    """Where a token's K and V rows land and the position Q and K rotate at: ``row``, the
+    token's row within its head of the cache; ``position``, its rotary position."""
+
+    row: Val
+    position: Val
+
+
+def destination(kb: KernelBuilder, seqlens_k: Any, b: Val, t: Val, seq: Val, key_seq: Val):
+    """The buffer-sharing cache's rule: batch ``b``'s new token ``t`` at row ``appendStart +
+    t`` of the ``merge_share`` window, which is its absolute position too. (A paged layout
+    gives the row through its page table or slot map and the position from its own map.)"""
+    win = append_window(kb, seqlens_k, b, seq, key_seq)
+    kb.comment("The token's cache row, and its rotary position in a buffer-sharing cache.")
+    row = kb.let("dstT", win.append_start + t)
+    return Destination(row, row)
+
+
+def qkv(cfg: QkvConfig, name: str = "qkv") -> Kernel:
+    """Build the ``qkv`` kernel for ``cfg``."""
+    if cfg.format is not None:
+        from kvdsl.kernels.qkv_dense import qkv_dense  # (which imports this module)
+
+        return qkv_dense(cfg, name)
+    kb = KernelBuilder(name, cfg.workgroup_size)
+    src = words.binding(kb, "qkv", cfg.input_type.scalar, 4)
+    seqlens = kb.binding("seqlens_k", i32, "read")
+    weight = words.binding(kb, "qk_norm_weight", f32, 4) if cfg.norm else None
+    table = words.binding(kb, ROTARY_TABLE, f32, 4) if cfg.rotary else None
+    bias = words.binding(kb, "qkv_bias", f32, 4) if cfg.bias else None
+    q_out = words.binding(kb, "q_out", cfg.q_type.scalar, 4, "read_write")
+    present_key, present_value = words.bindings(
+        kb, PRESENT, cfg.present_type.scalar, 4, "read_write"
+    )
+    assert len(kb.bindings) <= MAX_STORAGE_BUFFERS
+    head_dim = kb.const("HEAD_DIM", u32, cfg.head_dim)
+    per_row = kb.const("HEAD_DIM_V4", u32, cfg.head_dim // 4)
+    q_heads = kb.const("Q_HEADS", u32, cfg.q_heads)
+    kv_heads = kb.const("KV_HEADS", u32, cfg.kv_heads)
+    heads = kb.const("HEADS", u32, cfg.heads)
+    pairs = kb.const("PAIRS", u32, cfg.pairs)
+    half = kb.const("HALF_V4", u32, cfg.half // 4) if cfg.rotary else None
+    eps = kb.const("QK_EPS", f32, float(cfg.eps)) if cfg.norm else None
+    count, key_seq, seq = kb.param("count"), kb.param("keySeq"), kb.param("seq")
+
+    it = walks.pairs(kb, cfg.fold, count, pairs, guard=not cfg.norm)
+    i = it.d
+    kb.comment("Row = token * HEADS + head: Q heads, then K heads, then V heads.")
+    j = kb.let("head", it.row % heads)
+    token = kb.let("token", it.row / heads)
+    t = kb.let("t", token % key_seq)
+    b = kb.let("b", token / key_seq)
+    is_q = kb.let("isQ", j < q_heads)
+    is_v = kb.let("isV", j >= q_heads + kv_heads)
+    dst = destination(kb, seqlens, b, t, seq, key_seq)
+    if cfg.partial:
+        kb.comment(
+            "A rotated pair (i, i + HALF_V4), or past the rotated part two adjacent vectors."
+        )
+        turned = kb.let("turned", i < half)
+        lo = kb.let("lo", select(i * 2, i, turned))
+        hi = kb.let("hi", select(i * 2 + 1, i + half, turned))
+    else:
+        lo, hi = i, kb.let("hi", i + (half if half is not None else pairs))
+        turned = None
+    row_base = kb.let("rowBase", it.row * per_row)
+    x0 = kb.let("x0Raw", words.as_f32(kb, src[row_base + lo]))
+    x1 = kb.let("x1Raw", words.as_f32(kb, src[row_base + hi]))
+    if bias is not None:
+        bias_base = kb.let("biasBase", j * per_row)
+        x0 = kb.let("x0Bias", x0 + bias[bias_base + lo])
+        x1 = kb.let("x1Bias", x1 + bias[bias_base + hi])
+    w0 = w1 = normed = None
+    if weight is not None:
+        if cfg.q_norm and cfg.k_norm:
+            w_base = kb.let("wBase", select(per_row, as_u32(0), is_q))
+        else:
+            w_base = as_u32(0)
+        w0 = kb.let("w0", weight[w_base + lo])
+        w1 = kb.let("w1", weight[w_base + hi])
+        normed = _normed(kb, cfg, is_q, is_v)
+    cs = sn = None
+    if table is not None:
+        entry = i if turned is None else kb.let("pair", select(half - 1, i, turned))
+        at = kb.let("tableAt", dst.position * (half * 2) + entry)
+        cs, sn = kb.let("cs", table[at]), kb.let("sn", table[at + half])
+    if weight is not None:
+        kb.comment("RMSNorm: the row's sum of squares, reduced in workgroup memory.")
+        ms = row_sum_of_squares(kb, (x0, x1), i, pairs, cfg.workgroup_size, cfg.pairs)
+        inv_rms = kb.let("invRms", inverse_sqrt(ms / convert(f32, head_dim) + eps))
+        kb.leave_if(it.e >= count * pairs)
+        x0 = kb.let("x0", select(x0, x0 * inv_rms * w0, normed))
+        x1 = kb.let("x1", select(x1, x1 * inv_rms * w1, normed))
+    if table is not None:
+        r0, r1 = rotated_pair(x0, x1, cs, sn)
+        rotate = ~is_v if turned is None else kb.let("rotate", (~is_v).land(turned))
+        x0 = kb.let("y0", select(x0, r0, rotate))
+        x1 = kb.let("y1", select(x1, r1, rotate))
+    q_elem = words.elem(cfg.q_type.scalar, 4)
+    c_elem = words.elem(cfg.present_type.scalar, 4)
+    with kb.if_(is_q):
+        if cfg.q_layout is QLayout.BNSH:
+            q_row = ((b * q_heads + j) * key_seq + t) * per_row
+        else:
+            q_row = (token * q_heads + j) * per_row
+        q_base = kb.let("qBase", q_row)
+        q_out[q_base + lo] = words.to(kb, q_elem, x0)
+        q_out[q_base + hi] = words.to(kb, q_elem, x1)
+    with kb.elif_(~is_v):
+        k_base = kb.let("kBase", ((b * kv_heads + (j - q_heads)) * seq + dst.row) * per_row)
+        present_key[k_base + lo] = words.to(kb, c_elem, x0)
+        present_key[k_base + hi] = words.to(kb, c_elem, x1)
+    with kb.else_():
+        hv = j - q_heads - kv_heads
+        v_base = kb.let("vBase", ((b * kv_heads + hv) * seq + dst.row) * per_row)
+        present_value[v_base + lo] = words.to(kb, c_elem, x0)
+        present_value[v_base + hi] = words.to(kb, c_elem, x1)
+
+    dispatch = walks.dispatch(count, pairs, cfg.workgroup_size, cfg.fold, blocks=False)
+    kernel = kb.build(dispatch, describe(cfg))
+    batch = ceil_div(count, cfg.heads * key_seq)
+    extents: dict[str, Any] = {
+        "qkv": times(count, cfg.head_dim),
+        "seqlens_k": batch,
+        "q_out": times(batch, key_seq, cfg.q_heads * cfg.head_dim),
+        "present_key": times(batch, seq, cfg.hidden),
+        "present_value": times(batch, seq, cfg.hidden),
+    }
+    if weight is not None:
+        extents["qk_norm_weight"] = cfg.norm_weights
+    if table is not None:
+        extents[ROTARY_TABLE] = times(seq, 2 * cfg.half)
+    if bias is not None:
+        extents["qkv_bias"] = cfg.heads * cfg.head_dim
+    requires = {"keySeq >= 1": key_seq >= 1, "keySeq <= seq": key_seq <= seq}
+    return walks.vector_extents(contract(kernel, extents, requires))
+
+
+def as_u32(n: int) -> Val:
+    """The u32 literal ``n``."""
+    return lit(n, u32)
+
+
+def _normed(kb: KernelBuilder, cfg: QkvConfig, is_q: Val, is_v: Val) -> Val:
+    """Whether this row is RMS-normed: a Q row with ``q_norm``, a K row with ``k_norm``."""
+    if cfg.q_norm and cfg.k_norm:
+        return kb.let("normed", ~is_v)
+    if cfg.q_norm:
+        return is_q
+    return kb.let("normed", (~is_q).land(~is_v))
+
+
+def describe(cfg: QkvConfig) -> str:
+    """The kernel's doc comment: its transforms, Q's layout and type, the cache."""
+    steps = ["add the QKV bias"] if cfg.bias else []
+    norms = [x for x, on in (("Q", cfg.q_norm), ("K", cfg.k_norm)) if on]
+    if norms:
+        steps.append(" and ".join(norms) + " RMSNorm")
+    if cfg.rotary:
+        steps.append("rotate Q and K at the token's row")
+    doc = (
+        "Split a packed QKV projection into heads"
+        + "".join(f", {s}" for s in steps)
+        + f";\nwrite Q ({cfg.q_layout.value.upper()}, {cfg.q_type.value}) and append K and V"
+        f" into a buffer-sharing {_cache_kind(cfg)} cache."
+    )
+    return doc
+
+
+def _cache_kind(cfg: QkvConfig) -> str:
+    if cfg.fmt is None:
+        return cfg.present_type.value
+    return cfg.fmt.name + ("" if cfg.fmt.ggml else f" (scales {cfg.scales.value})")
+
+
+def bytes_moved(cfg: QkvConfig) -> str:
+    """The least bytes a dispatch moves, as an expression of the shape variables ``batch`` and
+    ``keySeq`` (``index.json``'s ``bytes_moved``): the packed QKV read once, Q written once, the
+    new K and V rows written once into the cache, and each table entry used read once
+    (``seqlens_k``, the norm weights, the bias, one rotary row per token)."""
+    size = {Element.F32: 4, Element.F16: 2}
+    d = cfg.head_dim
+    per_token = cfg.heads * d * size[cfg.input_type]
+    per_token += cfg.q_heads * d * size[cfg.q_type]
+    per_token += 2 * cfg.kv_heads * cfg.cache_row_bytes
+    if cfg.rotary:
+        per_token += 2 * cfg.half * 4
+    fixed = cfg.norm_weights * 4 + (cfg.heads * d * 4 if cfg.bias else 0)
+    out = f"batch * keySeq * {per_token} + batch * 4"
+    return out + (f" + {fixed}" if fixed else "")
+
+
+def contract_fields(cfg: Any) -> dict[str, Any]:
+    """The fields a ``qkv`` variant's ``index.json`` entry adds: ``bytes_moved``
+    (:func:`bytes_moved`); nothing for other modes' configs."""
+    if not isinstance(cfg, QkvConfig):
+        return {}
+    return {"bytes_moved": bytes_moved(cfg)}
+
+
+#: The query heads of the catalog's models (their published configs' ``num_attention_heads``).
+Q_HEADS = {
+    "llama31_8b": 32,
+    "qwen3_06b": 16,
+    "gemma3_1b": 4,
+    "phi3_mini": 32,
+    "qwen25_05b": 14,
+}
+
+
+def catalog_variants(models: dict[str, Model]) -> dict[str, QkvConfig]:
+    """Named ``qkv`` variants: each model's own transforms (Llama 3.1 8B and Phi-3 rotary;
+    Qwen3 0.6B and Gemma 3 1B Q and K RMSNorm and rotary; Qwen2.5 0.5B the QKV bias and rotary),
+    f32 throughout and in f16 (input, Q and cache), Q in BNSH; Llama's also with Q in BSH, and
+    K/V appended without rotary; Phi-2's partial rotary; and caches in dense formats (int8 and
+    q4_0 at Llama's shape, int8 at Qwen3's, q8_0 at Gemma's, int4 with side scales at
+    Qwen2.5's)."""
+    own = {
+        "llama31_8b": {},
+        "phi3_mini": {},
+        "qwen3_06b": {"q_norm": True, "k_norm": True},
+        "gemma3_1b": {"q_norm": True, "k_norm": True},
+        "qwen25_05b": {"bias": True},
+    }
+    f16 = {"input_type": Element.F16, "present_type": Element.F16, "q_type": Element.F16}
+    v: dict[str, QkvConfig] = {}
+    for key, extra in own.items():
+        m = models[key]
+        shape = m.shape | {"q_heads": Q_HEADS[key], "rotary": True, "rotary_half": m.half}
+        v[f"qkv_{key}"] = QkvConfig(**shape, **extra)
+        v[f"qkv_f16_{key}"] = QkvConfig(**shape, **extra, **f16)
+    llama = models["llama31_8b"].shape | {"q_heads": Q_HEADS["llama31_8b"]}
+    v["qkv_bsh_llama31_8b"] = QkvConfig(**llama, rotary=True, q_layout=QLayout.BSH)
+    v["qkv_norotary_llama31_8b"] = QkvConfig(**llama)
+    phi2 = models["phi2"]
+    v["qkv_partial_phi2"] = QkvConfig(**phi2.shape, q_heads=32, **phi2.rotary)
+    for key, fmt, place in (
+        ("llama31_8b", DenseFormat.INT8, ScalePlace.INLINE),
+        ("llama31_8b", DenseFormat.Q4_0, ScalePlace.INLINE),
+        ("qwen3_06b", DenseFormat.INT8, ScalePlace.INLINE),
+        ("gemma3_1b", DenseFormat.Q8_0, ScalePlace.INLINE),
+        ("qwen25_05b", DenseFormat.INT4, ScalePlace.SIDE),
+    ):
+        m = models[key]
+        shape = m.shape | {"q_heads": Q_HEADS[key], "rotary": True}
+        tag = fmt.value + ("_side" if place is ScalePlace.SIDE else "")
+        v[f"qkv_{tag}_{key}"] = QkvConfig(**shape, **own[key], format=fmt, scales=place)
+    return v
+
+
+@dataclass(frozen=True)
+class Chain:
+    """The unfused equivalent of a ``qkv`` variant in kvdsl's own kernels, one head per
+    "batch" (``kv_heads=1``), so that any run of whole heads is a valid input:
+
+    - ``split``: ``transpose`` of the packed projection (``HEADS`` heads) into head-major f32
+      rows ``[B, HEADS, S, D]`` (the bias, which no kernel adds, is added to these rows by the
+      host);
+    - ``q``: ``build`` of a batch's Q heads: Q RMSNorm with ``q_norm``, rotary at ``pastSeq + t``
+      with ``pastSeq`` the batch's first cache row, into ``q_type``;
+    - ``k``: ``build`` of a batch's K heads with K RMSNorm (``None`` without ``k_norm``), V
+      heads alongside as its second binding;
+    - ``append``: the ``merge_share`` append of K (rotated at its row) and V into the cache;
+      with a dense ``format``, ``dense_append`` instead (K RMSNorm, rotary and the quantiser
+      in one, ``k`` then ``None``).
+    """
+
+    split: Any
+    q: Any
+    k: Any | None
+    append: Any
+
+
+def chain(cfg: QkvConfig) -> Chain:
+    """The configs of ``cfg``'s unfused chain (:class:`Chain`)."""
+    from kvdsl.kernels.build import BuildConfig
+    from kvdsl.kernels.config import Walk
+    from kvdsl.kernels.dense import DenseAppendConfig
+    from kvdsl.kernels.merge_share import MergeShareConfig
+    from kvdsl.kernels.transpose import TransposeConfig
+
+    d, flat = cfg.head_dim, Walk.FLAT
+    words_ = cfg.input_type is Element.F16
+    split = TransposeConfig(cfg.heads, d, vec4=True, input_type=cfg.input_type, words=words_)
+    rot = {"rotary": cfg.rotary, "rotary_half": cfg.rotary_half}
+    dense = cfg.format is not None
+    q = BuildConfig(1, d, k_norm=cfg.q_norm, eps=cfg.eps, present_type=cfg.q_type, walk=flat, **rot)
+    if dense:
+        append = DenseAppendConfig(
+            1, d, format=cfg.format, scales=cfg.scales, k_norm=cfg.k_norm, rotary=cfg.rotary,
+            eps=cfg.eps,
+        )  # fmt: skip
+        return Chain(split, q, None, append)
+    k = BuildConfig(1, d, k_norm=True, eps=cfg.eps, walk=flat) if cfg.k_norm else None
+    append = MergeShareConfig(
+        1, d, region="append", walk=flat, present_type=cfg.present_type, **rot
+    )
+    return Chain(split, q, k, append)

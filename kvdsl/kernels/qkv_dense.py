@@ -1,0 +1,166 @@
+"""The ``qkv`` kernel into a dense cache (``format`` set): :mod:`kvdsl.kernels.qkv`'s mode with
+K and V quantised by the dense quantiser (:func:`kvdsl.nodes.quantise.quantise_rows`).
+
+The walk is the quantiser's: ``ROW_LANES`` invocations per row, each holding a run of the row's
+vectors (:meth:`kvdsl.nodes.quantise.Quantiser.vector_at`); a row is a Q head or a (K, V) pair
+of heads (``Q_HEADS + KV_HEADS`` rows per token: the quantiser stores a K row and its V row
+together), rows whole inside a workgroup. Every input element is loaded once: with rotary each
+lane stages its vectors in workgroup memory and reads its partners from there after the barrier
+(the norm's, where there is one). K's products are ``dense_append``'s, in the same order; Q is
+normed and rotated by the same program and stored before the quantiser, which skips Q's rows.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kvdsl.ir import Kernel, KernelBuilder, array, convert, f32, i32, inverse_sqrt, select, u32, vec
+from kvdsl.kernels.config import MAX_STORAGE_BUFFERS, ROTARY_TABLE, ceil_div, contract, times
+from kvdsl.kernels.qkv import QkvConfig, QLayout, as_u32, describe, destination
+from kvdsl.nodes import walks, words
+from kvdsl.nodes.quantise import Destination, RowPlace, cache_binding, quantise_rows
+from kvdsl.nodes.rmsnorm import row_sum_of_squares
+from kvdsl.nodes.rotary import rotate_pair
+
+F32X4 = vec(4, f32)
+
+
+def qkv_dense(cfg: QkvConfig, name: str = "qkv") -> Kernel:
+    """Build the ``qkv`` kernel of a config with a dense ``format``."""
+    q = cfg.quantiser
+    n = q.vectors
+    kb = KernelBuilder(name, cfg.workgroup_size)
+    src = words.binding(kb, "qkv", cfg.input_type.scalar, 4)
+    seqlens = kb.binding("seqlens_k", i32, "read")
+    weight = words.binding(kb, "qk_norm_weight", f32, 4) if cfg.norm else None
+    table = words.binding(kb, ROTARY_TABLE, f32, 4) if cfg.rotary else None
+    bias = words.binding(kb, "qkv_bias", f32, 4) if cfg.bias else None
+    q_out = words.binding(kb, "q_out", cfg.q_type.scalar, 4, "read_write")
+    present_key = cache_binding(kb, q, "present_key")
+    present_value = cache_binding(kb, q, "present_value")
+    side = None if cfg.inline else kb.binding("present_scales", f32, "read_write")
+    assert len(kb.bindings) <= MAX_STORAGE_BUFFERS
+    head_dim = kb.const("HEAD_DIM", u32, cfg.head_dim)
+    per_row = kb.const("HEAD_DIM_V4", u32, cfg.head_dim // 4)
+    row_words = kb.const("ROW_WORDS", u32, cfg.row_words)
+    q_heads = kb.const("Q_HEADS", u32, cfg.q_heads)
+    kv_heads = kb.const("KV_HEADS", u32, cfg.kv_heads)
+    heads = kb.const("HEADS", u32, cfg.heads)
+    rows_per_token = kb.const("ROWS", u32, cfg.q_heads + cfg.kv_heads)
+    lanes = kb.const("ROW_LANES", u32, q.lanes)
+    half = kb.const("HALF_V4", u32, cfg.head_dim // 8) if cfg.rotary else None
+    eps = kb.const("QK_EPS", f32, float(cfg.eps)) if cfg.norm else None
+    count, key_seq, seq = kb.param("count"), kb.param("keySeq"), kb.param("seq")
+
+    kb.comment(f"ROW_LANES invocations per row, each holding {n} vectors of it.")
+    it = walks.vectors(kb, cfg.fold, count, lanes, 1, guard=False)
+    lane = it.d
+    kb.comment("Row = token * ROWS + r: Q heads, then the (K, V) pairs of heads.")
+    r = kb.let("r", it.row % rows_per_token)
+    token = kb.let("token", it.row / rows_per_token)
+    t = kb.let("t", token % key_seq)
+    b = kb.let("b", token / key_seq)
+    is_q = kb.let("isQ", r < q_heads)
+    dst = destination(kb, seqlens, b, t, seq, key_seq)
+    kb.comment("Q head r, or K head r - Q_HEADS: input head r; its V head KV_HEADS further.")
+    k_row = kb.let("kRow", (token * heads + r) * per_row)
+    at = [kb.let(f"at{j}", q.vector_at(lane, j)) for j in range(n)]
+    x = []
+    for j in range(n):
+        xj = words.as_f32(kb, src[k_row + at[j]])
+        if bias is not None:
+            xj = xj + bias[r * per_row + at[j]]
+        x.append(kb.let(f"x{j}", xj))
+    vs = [kb.var(f"v{j}", F32X4, words.splat(F32X4, 0.0)) for j in range(n)]
+    with kb.if_(~is_q):
+        for j in range(n):
+            vj = words.as_f32(kb, src[k_row + kv_heads * per_row + at[j]])
+            if bias is not None:
+                vj = vj + bias[(r + kv_heads) * per_row + at[j]]
+            vs[j].set(vj)
+    v = [kb.let(f"vOwn{j}", vs[j]) for j in range(n)]
+    staged = None
+    if table is not None:
+        kb.comment("Stage the lane's vectors: their rotary partners read them after the barrier.")
+        staged = kb.workgroup_var("xRow", array(F32X4, cfg.workgroup_size * n))
+        for j in range(n):
+            staged[kb.lid.x * n + j] = x[j]
+    inv_rms = normed = w_base = None
+    if weight is not None:
+        kb.comment("RMSNorm: the row's sum of squares, reduced in workgroup memory.")
+        ms = row_sum_of_squares(kb, tuple(x), lane, lanes, cfg.workgroup_size, q.lanes)
+        inv_rms = kb.let("invRms", inverse_sqrt(ms / convert(f32, head_dim) + eps))
+        if cfg.q_norm and cfg.k_norm:
+            w_base = kb.let("wBase", select(per_row, as_u32(0), is_q))
+        else:
+            w_base = as_u32(0)
+            normed = is_q if cfg.q_norm else ~is_q
+    elif table is not None:
+        kb.barrier()
+    first = kb.let("rowVectors", (kb.lid.x - lane) * n)
+    k = []
+    for j, xj in enumerate(x):
+        own = xj
+        if inv_rms is not None:
+            own = _normed(kb, xj, inv_rms, weight[w_base + at[j]], normed, f"n{j}")
+        if table is None:
+            k.append(kb.let(f"k{j}", own))
+            continue
+        h = half
+        partner = kb.let(f"at{j}Pair", (at[j] + h) % (h * 2))
+        p = kb.let(f"pRaw{j}", staged[first + partner])
+        if inv_rms is not None:
+            p = _normed(kb, p, inv_rms, weight[w_base + partner], normed, f"p{j}")
+        lo = at[j] < h
+        dr = kb.let(f"dr{j}", at[j] % h)
+        entry = kb.let(f"tableAt{j}", dst.position * (h * 2) + dr)
+        cs, sn = kb.let(f"cs{j}", table[entry]), kb.let(f"sn{j}", table[entry + h])
+        x0, x1 = select(p, own, lo), select(own, p, lo)
+        k.append(kb.let(f"k{j}", rotate_pair(x0, x1, cs, sn, at[j], h)))
+    done = kb.let("done", it.e >= count * lanes)
+    with kb.if_(is_q.land(~done)):
+        if cfg.q_layout is QLayout.BNSH:
+            q_row = ((b * q_heads + r) * key_seq + t) * per_row
+        else:
+            q_row = (token * q_heads + r) * per_row
+        q_base = kb.let("qBase", q_row)
+        q_elem = words.elem(cfg.q_type.scalar, 4)
+        for j in range(n):
+            q_out[q_base + at[j]] = words.to(kb, q_elem, k[j])
+
+    def place() -> RowPlace:
+        row = kb.let("dstRow", (b * kv_heads + (r - q_heads)) * seq + dst.row)
+        side_at = None if side is None else row * (2 * cfg.fmt.stats)
+        return RowPlace(row * row_words, side_at)
+
+    dest = Destination(present_key, present_value, side, place, done.lor(is_q))
+    quantise_rows(kb, q, lane, k, v, dest)
+
+    dispatch = walks.dispatch(count, lanes, cfg.workgroup_size, cfg.fold, blocks=False)
+    kernel = kb.build(dispatch, describe(cfg))
+    batch = ceil_div(count, (cfg.q_heads + cfg.kv_heads) * key_seq)
+    tokens = times(batch, key_seq)
+    extents: dict[str, Any] = {
+        "qkv": times(tokens, cfg.heads * cfg.head_dim),
+        "seqlens_k": batch,
+        "q_out": times(tokens, cfg.q_heads * cfg.head_dim),
+        "present_key": times(batch, seq, cfg.kv_heads * cfg.row_words),
+        "present_value": times(batch, seq, cfg.kv_heads * cfg.row_words),
+    }
+    if side is not None:
+        extents["present_scales"] = times(batch, seq, cfg.kv_heads * 2 * cfg.fmt.stats)
+    if weight is not None:
+        extents["qk_norm_weight"] = cfg.norm_weights
+    if table is not None:
+        extents[ROTARY_TABLE] = times(seq, cfg.head_dim)
+    if bias is not None:
+        extents["qkv_bias"] = cfg.heads * cfg.head_dim
+    requires = {"keySeq >= 1": key_seq >= 1, "keySeq <= seq": key_seq <= seq}
+    return walks.vector_extents(contract(kernel, extents, requires))
+
+
+def _normed(kb: KernelBuilder, x: Any, inv_rms: Any, w: Any, normed: Any, name: str) -> Any:
+    """``x * invRms * w`` (``dense_append``'s product), kept as ``x`` where ``normed`` is false
+    (a row whose kind of head has no norm); ``normed`` None: every row is normed."""
+    y = x * inv_rms * w
+    return kb.let(name, y if normed is None else select(x, y, normed))

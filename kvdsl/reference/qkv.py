@@ -1,0 +1,86 @@
+"""What the ``qkv`` mode means: a layer's packed QKV projection split into heads, the bias added,
+Q and K RMS-normed and NeoX-rotated at each token's position, Q returned and K and V appended
+into a buffer-sharing cache.
+
+The input is ``[B, S, (Hq + 2 Hkv) * D]``: per token the ``Hq`` query heads, then the ``Hkv``
+key heads, then the ``Hkv`` value heads. Batch ``b``'s tokens land at rows ``[start, end)`` of
+:func:`kvdsl.reference.modes.share_window`; a token's row is its rotary position. Float math in
+float32, converted to the outputs' types at the end.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kvdsl.reference.elementwise import F32, rms_norm, rotate_neox, split_heads
+from kvdsl.reference.formats import DenseWritten, quantize_rows
+from kvdsl.reference.modes import KNorm, Rotary, Written, _place, _row_mask, share_window
+
+
+def qkv(
+    x: np.ndarray,
+    seqlens_k: np.ndarray,
+    capacity: int,
+    q_heads: int,
+    kv_heads: int,
+    bias: np.ndarray | None = None,
+    q_norm: KNorm | None = None,
+    k_norm: KNorm | None = None,
+    rotary: Rotary | None = None,
+    q_layout: str = "bnsh",
+    q_dtype=np.float32,
+    cache_dtype=np.float32,
+    fmt: str | None = None,
+    inline: bool = True,
+) -> tuple[np.ndarray, Written | DenseWritten]:
+    """``(q, cache)``: Q as BNSH ``[B, Hq, S, D]`` (``q_layout="bsh"``: ``[B, S, Hq * D]``) of
+    ``q_dtype``, and the caches ``[B, Hkv, capacity, D]`` of ``cache_dtype`` with the rows the
+    step writes (:class:`Written`); with a dense format ``fmt``
+    (:mod:`kvdsl.reference.formats`), its words and side scales (:class:`DenseWritten`)."""
+    x = np.asarray(x, dtype=F32)
+    b, s, width = x.shape
+    heads = q_heads + 2 * kv_heads
+    d = width // heads
+    if bias is not None:
+        x = x + np.asarray(bias, dtype=F32).reshape(1, 1, width)
+    hq, hk = q_heads * d, kv_heads * d
+    q = split_heads(x[..., :hq], q_heads)
+    k = split_heads(x[..., hq : hq + hk], kv_heads)
+    v = split_heads(x[..., hq + hk :], kv_heads)
+    start, end = share_window(seqlens_k, s, capacity)
+    pos = (start[:, None] + np.arange(s))[:, None, :]
+    if q_norm is not None:
+        q = rms_norm(q, q_norm.weight, q_norm.eps)
+    if k_norm is not None:
+        k = rms_norm(k, k_norm.weight, k_norm.eps)
+    if rotary is not None:
+        q = rotate_neox(q, pos, rotary.cos, rotary.sin, rotary.half)
+        k = rotate_neox(k, pos, rotary.cos, rotary.sin, rotary.half)
+    q = q.astype(q_dtype)
+    if q_layout == "bsh":
+        q = q.transpose(0, 2, 1, 3).reshape(b, s, hq)
+    if fmt is not None:
+        return q, _dense(k, v, start, capacity, fmt, inline)
+    shape = (b, kv_heads, capacity, d)
+    out_k, out_v = np.zeros(shape, cache_dtype), np.zeros(shape, cache_dtype)
+    _place(out_k, start, k.astype(cache_dtype))
+    _place(out_v, start, v.astype(cache_dtype))
+    return q, Written(out_k, out_v, _row_mask(start, end, shape))
+
+
+def _dense(
+    k: np.ndarray, v: np.ndarray, start: np.ndarray, capacity: int, fmt: str, inline: bool
+) -> DenseWritten:
+    """BNSH f32 K and V quantised into rows ``[start, start + S)`` of a dense cache."""
+    b, h, s, _ = k.shape
+    (wk, sk), (wv, sv) = quantize_rows(fmt, k, inline), quantize_rows(fmt, v, inline)
+    out_k = np.zeros((b, h, capacity, wk.shape[-1]), np.uint32)
+    out_v = np.zeros_like(out_k)
+    side = np.zeros((b, h, capacity, sk.shape[-1] * 2), F32)
+    rows = np.zeros((b, h, capacity), bool)
+    for bi in range(b):
+        at = slice(int(start[bi]), int(start[bi]) + s)
+        out_k[bi, :, at], out_v[bi, :, at] = wk[bi], wv[bi]
+        side[bi, :, at] = np.concatenate([sk[bi], sv[bi]], axis=-1)
+        rows[bi, :, at] = True
+    return DenseWritten(out_k, out_v, side, rows)
