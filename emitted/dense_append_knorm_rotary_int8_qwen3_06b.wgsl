@@ -61,14 +61,14 @@ fn main(
   let skip = params.keySeq - fresh;
   // New token t lands at row appendStart + t - skip; tokens before skip do not fit.
   let dstT = appendStart + (max(t, skip) - skip);
-  let kIn0 = src_k[srcBase + d * 4u];
-  let kIn1 = src_k[srcBase + (d * 4u + 1u)];
-  let kIn2 = src_k[srcBase + (d * 4u + 2u)];
-  let kIn3 = src_k[srcBase + (d * 4u + 3u)];
-  let v0 = src_v[srcBase + d * 4u];
-  let v1 = src_v[srcBase + (d * 4u + 1u)];
-  let v2 = src_v[srcBase + (d * 4u + 2u)];
-  let v3 = src_v[srcBase + (d * 4u + 3u)];
+  let kIn0 = src_k[srcBase + d * 2u];
+  let kIn1 = src_k[srcBase + (d * 2u + 1u)];
+  let kIn2 = src_k[srcBase + (d * 2u + 16u)];
+  let kIn3 = src_k[srcBase + (d * 2u + 1u + 16u)];
+  let v0 = src_v[srcBase + d * 2u];
+  let v1 = src_v[srcBase + (d * 2u + 1u)];
+  let v2 = src_v[srcBase + (d * 2u + 16u)];
+  let v3 = src_v[srcBase + (d * 2u + 1u + 16u)];
   // K RMSNorm: the row's sum of squares, reduced in workgroup memory.
   wsum[lid.x / 4u][lid.x % 4u] = dot(kIn0, kIn0) + dot(kIn1, kIn1) + dot(kIn2, kIn2) + dot(kIn3, kIn3);
   workgroupBarrier();
@@ -79,38 +79,20 @@ fn main(
   }
   let ms = acc.x + acc.y + (acc.z + acc.w);
   let invRms = inverseSqrt(ms / f32(HEAD_DIM) + QK_EPS);
-  let kAt0 = d * 4u;
-  let kOwn0 = kIn0 * invRms * k_norm_weight[kAt0];
-  let kAt0Pair = (kAt0 + HALF_V4) % (HALF_V4 * 2u);
-  let kPair0 = src_k[srcBase + kAt0Pair] * invRms * k_norm_weight[kAt0Pair];
-  let kDr0 = kAt0 % HALF_V4;
+  let kOwn0 = kIn0 * invRms * k_norm_weight[d * 2u];
+  let kOwn1 = kIn1 * invRms * k_norm_weight[d * 2u + 1u];
+  let kOwn2 = kIn2 * invRms * k_norm_weight[d * 2u + 16u];
+  let kOwn3 = kIn3 * invRms * k_norm_weight[d * 2u + 1u + 16u];
+  let kDr0 = d * 2u;
   let cs0 = cos_cache[dstT * HALF_V4 + kDr0];
   let sn0 = sin_cache[dstT * HALF_V4 + kDr0];
-  let k0 = select(select(kOwn0, kPair0, kAt0 < HALF_V4) * cs0 + select(kPair0, kOwn0, kAt0 < HALF_V4) * sn0, select(kPair0, kOwn0, kAt0 < HALF_V4) * cs0 - select(kOwn0, kPair0, kAt0 < HALF_V4) * sn0, kAt0 < HALF_V4);
-  let kAt1 = d * 4u + 1u;
-  let kOwn1 = kIn1 * invRms * k_norm_weight[kAt1];
-  let kAt1Pair = (kAt1 + HALF_V4) % (HALF_V4 * 2u);
-  let kPair1 = src_k[srcBase + kAt1Pair] * invRms * k_norm_weight[kAt1Pair];
-  let kDr1 = kAt1 % HALF_V4;
+  let k0 = kOwn0 * cs0 - kOwn2 * sn0;
+  let k2 = kOwn2 * cs0 + kOwn0 * sn0;
+  let kDr1 = d * 2u + 1u;
   let cs1 = cos_cache[dstT * HALF_V4 + kDr1];
   let sn1 = sin_cache[dstT * HALF_V4 + kDr1];
-  let k1 = select(select(kOwn1, kPair1, kAt1 < HALF_V4) * cs1 + select(kPair1, kOwn1, kAt1 < HALF_V4) * sn1, select(kPair1, kOwn1, kAt1 < HALF_V4) * cs1 - select(kOwn1, kPair1, kAt1 < HALF_V4) * sn1, kAt1 < HALF_V4);
-  let kAt2 = d * 4u + 2u;
-  let kOwn2 = kIn2 * invRms * k_norm_weight[kAt2];
-  let kAt2Pair = (kAt2 + HALF_V4) % (HALF_V4 * 2u);
-  let kPair2 = src_k[srcBase + kAt2Pair] * invRms * k_norm_weight[kAt2Pair];
-  let kDr2 = kAt2 % HALF_V4;
-  let cs2 = cos_cache[dstT * HALF_V4 + kDr2];
-  let sn2 = sin_cache[dstT * HALF_V4 + kDr2];
-  let k2 = select(select(kOwn2, kPair2, kAt2 < HALF_V4) * cs2 + select(kPair2, kOwn2, kAt2 < HALF_V4) * sn2, select(kPair2, kOwn2, kAt2 < HALF_V4) * cs2 - select(kOwn2, kPair2, kAt2 < HALF_V4) * sn2, kAt2 < HALF_V4);
-  let kAt3 = d * 4u + 3u;
-  let kOwn3 = kIn3 * invRms * k_norm_weight[kAt3];
-  let kAt3Pair = (kAt3 + HALF_V4) % (HALF_V4 * 2u);
-  let kPair3 = src_k[srcBase + kAt3Pair] * invRms * k_norm_weight[kAt3Pair];
-  let kDr3 = kAt3 % HALF_V4;
-  let cs3 = cos_cache[dstT * HALF_V4 + kDr3];
-  let sn3 = sin_cache[dstT * HALF_V4 + kDr3];
-  let k3 = select(select(kOwn3, kPair3, kAt3 < HALF_V4) * cs3 + select(kPair3, kOwn3, kAt3 < HALF_V4) * sn3, select(kPair3, kOwn3, kAt3 < HALF_V4) * cs3 - select(kOwn3, kPair3, kAt3 < HALF_V4) * sn3, kAt3 < HALF_V4);
+  let k1 = kOwn1 * cs1 - kOwn3 * sn1;
+  let k3 = kOwn3 * cs1 + kOwn1 * sn1;
   let pK0Stat = vec2<f32>(max(max(abs(k0.x), abs(k0.y)), max(abs(k0.z), abs(k0.w))), 0.0f);
   let pK1Stat = vec2<f32>(max(max(abs(k1.x), abs(k1.y)), max(abs(k1.z), abs(k1.w))), 0.0f);
   let pKRun1 = vec2<f32>(max(pK0Stat.x, pK1Stat.x), 0.0f);
@@ -167,11 +149,10 @@ fn main(
   let kW1 = (u32(i32(clamp(round(k1.x * kScaleInv), -127.0f, 127.0f))) & 255u) | ((u32(i32(clamp(round(k1.y * kScaleInv), -127.0f, 127.0f))) & 255u) << 8u) | ((u32(i32(clamp(round(k1.z * kScaleInv), -127.0f, 127.0f))) & 255u) << 16u) | ((u32(i32(clamp(round(k1.w * kScaleInv), -127.0f, 127.0f))) & 255u) << 24u);
   let kW2 = (u32(i32(clamp(round(k2.x * kScaleInv), -127.0f, 127.0f))) & 255u) | ((u32(i32(clamp(round(k2.y * kScaleInv), -127.0f, 127.0f))) & 255u) << 8u) | ((u32(i32(clamp(round(k2.z * kScaleInv), -127.0f, 127.0f))) & 255u) << 16u) | ((u32(i32(clamp(round(k2.w * kScaleInv), -127.0f, 127.0f))) & 255u) << 24u);
   let kW3 = (u32(i32(clamp(round(k3.x * kScaleInv), -127.0f, 127.0f))) & 255u) | ((u32(i32(clamp(round(k3.y * kScaleInv), -127.0f, 127.0f))) & 255u) << 8u) | ((u32(i32(clamp(round(k3.z * kScaleInv), -127.0f, 127.0f))) & 255u) << 16u) | ((u32(i32(clamp(round(k3.w * kScaleInv), -127.0f, 127.0f))) & 255u) << 24u);
-  let kAt = rowBase + 1u + d * 4u;
-  present_key[kAt] = kW0;
-  present_key[kAt + 1u] = kW1;
-  present_key[kAt + 2u] = kW2;
-  present_key[kAt + 3u] = kW3;
+  present_key[rowBase + 1u + d * 2u] = kW0;
+  present_key[rowBase + 1u + (d * 2u + 1u)] = kW1;
+  present_key[rowBase + 1u + (d * 2u + 16u)] = kW2;
+  present_key[rowBase + 1u + (d * 2u + 1u + 16u)] = kW3;
   if (d == 0u) {
     present_key[rowBase] = bitcast<u32>(kScale);
   }
@@ -179,11 +160,10 @@ fn main(
   let vW1 = (u32(i32(clamp(round(v1.x * vScaleInv), -127.0f, 127.0f))) & 255u) | ((u32(i32(clamp(round(v1.y * vScaleInv), -127.0f, 127.0f))) & 255u) << 8u) | ((u32(i32(clamp(round(v1.z * vScaleInv), -127.0f, 127.0f))) & 255u) << 16u) | ((u32(i32(clamp(round(v1.w * vScaleInv), -127.0f, 127.0f))) & 255u) << 24u);
   let vW2 = (u32(i32(clamp(round(v2.x * vScaleInv), -127.0f, 127.0f))) & 255u) | ((u32(i32(clamp(round(v2.y * vScaleInv), -127.0f, 127.0f))) & 255u) << 8u) | ((u32(i32(clamp(round(v2.z * vScaleInv), -127.0f, 127.0f))) & 255u) << 16u) | ((u32(i32(clamp(round(v2.w * vScaleInv), -127.0f, 127.0f))) & 255u) << 24u);
   let vW3 = (u32(i32(clamp(round(v3.x * vScaleInv), -127.0f, 127.0f))) & 255u) | ((u32(i32(clamp(round(v3.y * vScaleInv), -127.0f, 127.0f))) & 255u) << 8u) | ((u32(i32(clamp(round(v3.z * vScaleInv), -127.0f, 127.0f))) & 255u) << 16u) | ((u32(i32(clamp(round(v3.w * vScaleInv), -127.0f, 127.0f))) & 255u) << 24u);
-  let vAt = rowBase + 1u + d * 4u;
-  present_value[vAt] = vW0;
-  present_value[vAt + 1u] = vW1;
-  present_value[vAt + 2u] = vW2;
-  present_value[vAt + 3u] = vW3;
+  present_value[rowBase + 1u + d * 2u] = vW0;
+  present_value[rowBase + 1u + (d * 2u + 1u)] = vW1;
+  present_value[rowBase + 1u + (d * 2u + 16u)] = vW2;
+  present_value[rowBase + 1u + (d * 2u + 1u + 16u)] = vW3;
   if (d == 0u) {
     present_value[rowBase] = bitcast<u32>(vScale);
   }

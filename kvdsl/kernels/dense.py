@@ -76,7 +76,7 @@ from kvdsl.nodes.quantise import (
     row_lanes,
 )
 from kvdsl.nodes.rmsnorm import row_sum_of_squares
-from kvdsl.nodes.rotary import Rotation, rotate_pair
+from kvdsl.nodes.rotary import Rotation, rotate_pair, rotated_pair
 from kvdsl.nodes.window import append_window
 
 F32X4 = vec(4, f32)
@@ -308,8 +308,9 @@ def quantiser(cfg: DenseAppendConfig) -> Quantiser:
     """The quantising row program of ``cfg``'s format, scales' place, head dim and workgroup."""
     staged = cfg.walk is DenseWalk.STAGED
     strided = cfg.walk is DenseWalk.STRIDED
+    paired = cfg.rotary and not strided and Quantiser.pairs_fit(cfg.fmt, cfg.head_dim)
     return Quantiser(
-        cfg.fmt, cfg.inline, cfg.head_dim, cfg.workgroup_size, staged, strided, cfg.split
+        cfg.fmt, cfg.inline, cfg.head_dim, cfg.workgroup_size, staged, strided, cfg.split, paired
     )
 
 
@@ -465,6 +466,8 @@ def _transform_k(
     q.vector_at(d, j)``) RMS-normed (``x * invRms * weight``) and then NeoX-rotated vector by
     vector, each with its partner ``HALF_V4`` away loaded (and normed) beside it."""
     src_k, src_base, q = src
+    if q.paired:
+        return _rotate_pairs(kb, k, weight, rot, inv_rms, q, d)
     out = []
     for j, x in enumerate(k):
         at = kb.let(f"kAt{j}", q.vector_at(d, j))
@@ -486,6 +489,36 @@ def _transform_k(
         sn = kb.let(f"sn{j}", rot.sin[rot.pos * h + dr])
         x0, x1 = select(p, x, lo), select(x, p, lo)
         out.append(kb.let(f"k{j}", rotate_pair(x0, x1, cs, sn, at, h)))
+    return out
+
+
+def _rotate_pairs(
+    kb: KernelBuilder,
+    k: list[Val],
+    weight: Buffer | None,
+    rot: Rotation,
+    inv_rms: Val | None,
+    q: Quantiser,
+    d: Val,
+) -> list[Val]:
+    """Paired runs (:attr:`kvdsl.nodes.quantise.Quantiser.paired`): vector ``j`` of the first
+    half-run and ``j + m`` of the second are a NeoX pair, normed and rotated in the lane with
+    one cos/sin entry."""
+    m = len(k) // 2
+    xs = []
+    for j, x in enumerate(k):
+        if inv_rms is not None:
+            x = x * inv_rms * words.as_f32(kb, weight[q.vector_at(d, j)])
+        xs.append(kb.let(f"kOwn{j}", x) if inv_rms is not None else x)
+    out: list[Val | None] = [None] * len(k)
+    h = rot.half
+    for j in range(m):
+        dr = kb.let(f"kDr{j}", q.vector_at(d, j))
+        cs = kb.let(f"cs{j}", rot.cos[rot.pos * h + dr])
+        sn = kb.let(f"sn{j}", rot.sin[rot.pos * h + dr])
+        first, second = rotated_pair(xs[j], xs[j + m], cs, sn)
+        out[j] = kb.let(f"k{j}", first)
+        out[j + m] = kb.let(f"k{j + m}", second)
     return out
 
 
