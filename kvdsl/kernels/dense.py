@@ -191,10 +191,12 @@ class DenseAppendConfig(DenseConfig):
     walk: DenseWalk = choice(DenseWalk.RUNS)
     # K's and V's rows in separate invocations (each does half the work) or both in one.
     split: bool = False
+    # Vectors a lane holds of a dense format's row, at most (None: the longest run).
+    run: int | None = None
     mode = "dense_append"
     KEYS = (  # fmt: skip
         "kv_heads", "head_dim", "format", "scales", "k_norm", "rotary", "rotary_half", "eps",
-        "input_type", "walk", "split", "workgroup_size", "fold",
+        "input_type", "walk", "split", "run", "workgroup_size", "fold",
     )
 
     def check_fields(self) -> None:
@@ -227,6 +229,12 @@ class DenseAppendConfig(DenseConfig):
         one_of("walk", self.walk, DenseWalk)
         flag("split", self.split)
         require(
+            self.run is None or (type(self.run) is int and self.run in (1, 2, 4, 8)),
+            "run",
+            self.run,
+            "None (the longest run) or 1, 2, 4 or 8 vectors a lane",
+        )
+        require(
             not (self.fmt.ggml and self.walk is DenseWalk.STRIDED),
             "walk",
             self.walk.value,
@@ -240,7 +248,7 @@ class DenseAppendConfig(DenseConfig):
     @property
     def row_lanes(self) -> int:
         """Invocations per row (:func:`kvdsl.nodes.quantise.row_lanes`)."""
-        return row_lanes(self.fmt, self.head_dim)
+        return row_lanes(self.fmt, self.head_dim, self.run or 0)
 
     def check_schedule(self) -> None:
         require(
@@ -308,9 +316,18 @@ def quantiser(cfg: DenseAppendConfig) -> Quantiser:
     """The quantising row program of ``cfg``'s format, scales' place, head dim and workgroup."""
     staged = cfg.walk is DenseWalk.STAGED
     strided = cfg.walk is DenseWalk.STRIDED
-    paired = cfg.rotary and not strided and Quantiser.pairs_fit(cfg.fmt, cfg.head_dim)
+    run = cfg.run or 0
+    paired = cfg.rotary and not strided and Quantiser.pairs_fit(cfg.fmt, cfg.head_dim, run)
     return Quantiser(
-        cfg.fmt, cfg.inline, cfg.head_dim, cfg.workgroup_size, staged, strided, cfg.split, paired
+        cfg.fmt,
+        cfg.inline,
+        cfg.head_dim,
+        cfg.workgroup_size,
+        staged,
+        strided,
+        cfg.split,
+        paired,
+        run,
     )
 
 

@@ -84,7 +84,8 @@ class Quantiser:
     ``split``: each row the lanes hold is K's or V's (``Destination.tensor`` says which), not
     both, so a lane has half the work; ``paired``: a dense format's run is two half-runs, the
     same vectors of each half of the row (:meth:`vector_at`), so that NeoX rotary's pairs lie
-    in one lane (where :meth:`pairs_fit`)."""
+    in one lane (where :meth:`pairs_fit`); ``run``: at most this many vectors a lane of a dense
+    format (0: :func:`run_vectors`' longest)."""
 
     fmt: Format
     inline: bool
@@ -94,21 +95,22 @@ class Quantiser:
     strided: bool = False
     split: bool = False
     paired: bool = False
+    run: int = 0
 
     def __post_init__(self) -> None:
-        if self.paired and not self.pairs_fit(self.fmt, self.head_dim):
+        if self.paired and not self.pairs_fit(self.fmt, self.head_dim, self.run):
             raise ValueError(
                 f"paired runs of format {self.fmt.name} at head dim {self.head_dim}: a lane's"
                 " run does not split into whole code words in each half of the row"
             )
 
     @staticmethod
-    def pairs_fit(fmt: Format, head_dim: int) -> bool:
+    def pairs_fit(fmt: Format, head_dim: int, run: int = 0) -> bool:
         """Whether a dense row's runs split into two halves of whole code words, one in each
         half of the row, every half-run inside its half (:attr:`paired`)."""
         if fmt.ggml:
             return False
-        v, n = run_vectors(fmt, head_dim), fmt.per_word // 4
+        v, n = run_vectors(fmt, head_dim, run), fmt.per_word // 4
         half = head_dim // 8
         return head_dim % 8 == 0 and v % (2 * n) == 0 and half % (v // 2) == 0
 
@@ -146,12 +148,12 @@ class Quantiser:
     @property
     def vectors(self) -> int:
         """``vec4<f32>`` values of a row each lane holds (a run): :func:`run_vectors`."""
-        return run_vectors(self.fmt, self.head_dim)
+        return run_vectors(self.fmt, self.head_dim, self.run)
 
     @property
     def lanes(self) -> int:
         """Lanes (adjacent invocations) per row: :func:`row_lanes`."""
-        return row_lanes(self.fmt, self.head_dim)
+        return row_lanes(self.fmt, self.head_dim, self.run)
 
     @property
     def row_words(self) -> int:
@@ -207,18 +209,23 @@ class Quantiser:
         return u32 if w == 1 else vec(w, u32)
 
 
-def run_vectors(fmt: Format, head_dim: int) -> int:
+def run_vectors(fmt: Format, head_dim: int, run: int = 0) -> int:
     """The ``vec4<f32>`` run a lane holds of a row of ``head_dim`` values of ``fmt``: a ggml
     block's 8; four code words of a dense format where the row divides so (int8 4, 4-bit 8),
-    else the largest run that divides the row into whole code words."""
+    else the largest run that divides the row into whole code words; ``run`` > 0 caps a dense
+    format's (at least one code word)."""
     if fmt.ggml:
         return BLOCK // 4
-    return gcd(head_dim // 4, 4 if fmt.bits == 8 else 8)
+    word = fmt.per_word // 4
+    longest = 4 if fmt.bits == 8 else 8
+    if run:
+        longest = max(word, min(longest, run))
+    return gcd(head_dim // 4, longest)
 
 
-def row_lanes(fmt: Format, head_dim: int) -> int:
+def row_lanes(fmt: Format, head_dim: int, run: int = 0) -> int:
     """Lanes (adjacent invocations) per row of ``head_dim`` values of ``fmt``."""
-    return head_dim // (4 * run_vectors(fmt, head_dim))
+    return head_dim // (4 * run_vectors(fmt, head_dim, run))
 
 
 def cache_binding(kb: KernelBuilder, q: Quantiser, name: str) -> Buffer:
