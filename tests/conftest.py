@@ -15,6 +15,7 @@ import pytest
 from kvdsl.ir.portability import (
     ABS_NOT_NEGATIVE,
     CONSTANT_UNPACK,
+    PACK_NORM_TIES,
     LOOP_SUM_WRAP,
     MAX_OF_ABS,
     SELECT_DIVISOR,
@@ -62,7 +63,10 @@ KNOWN_DEVIATIONS = {
         "division by a select of constant vectors": SELECT_DIVISOR,
         "i32 loop sum past its range": LOOP_SUM_WRAP,
     },
-    ("wgpu-native", "llvmpipe"): {"constant unpack2x16float": CONSTANT_UNPACK},
+    ("wgpu-native", "llvmpipe"): {
+        "constant unpack2x16float": CONSTANT_UNPACK,
+        "pack norm ties": PACK_NORM_TIES,
+    },
 }
 
 

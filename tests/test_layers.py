@@ -26,6 +26,17 @@ MAY_IMPORT = {
     "contract": {"ir", "kernels", "runtime"},
     "catalog_files": {"ir", "emit", "kernels", "catalog", "contract"},
     "harness": {"ir", "emit", "kernels", "reference", "interp", "runtime"},
+    "session": {
+        "ir",
+        "emit",
+        "kernels",
+        "reference",
+        "interp",
+        "runtime",
+        "catalog",
+        "contract",
+        "harness",
+    },
     "cli": {
         "ir",
         "emit",
@@ -38,6 +49,7 @@ MAY_IMPORT = {
         "contract",
         "catalog_files",
         "harness",
+        "session",
     },
     "__main__": {"cli"},
 }

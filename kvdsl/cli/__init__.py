@@ -5,7 +5,7 @@ Every error a user can cause prints as one line on stderr with exit code 2; a fa
 ``--traceback`` is given. Output cut short by its reader (``kvdsl list | head``) ends quietly
 with exit code 141, as a Unix tool killed by SIGPIPE does. The commands live one group to a
 module: :mod:`~kvdsl.cli.variants` (list, show, emit, legacy), :mod:`~kvdsl.cli.run`,
-:mod:`~kvdsl.cli.check`, :mod:`~kvdsl.cli.verify`.
+:mod:`~kvdsl.cli.check`, :mod:`~kvdsl.cli.verify`, :mod:`~kvdsl.cli.session`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import os
 import sys
 
 from kvdsl import catalog
-from kvdsl.cli import check, run, variants, verify
+from kvdsl.cli import check, run, session, variants, verify
 from kvdsl.cli.inputs import UsageError
 from kvdsl.runtime.webgpu import IMPLEMENTATIONS as WEBGPU
 
@@ -54,7 +54,7 @@ def parser() -> argparse.ArgumentParser:
         "through the wgpudawn package); overrides KVDSL_WEBGPU",
     )
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for group in (variants, run, check, verify):
+    for group in (variants, run, check, verify, session):
         group.add_commands(sub)
     return p
 

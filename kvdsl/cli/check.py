@@ -26,6 +26,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     """Parse, verify and validate WGSL files under naga and Tint; print every problem found."""
     from kvdsl.frontend import FrontendError
     from kvdsl.ir.portability import ROUNDED_F16
+    from kvdsl.ir.verify import house_notes
     from kvdsl.runtime import CompileError, compile_wgsl, current_webgpu, tint_check
 
     # the adapter's compiler
@@ -45,6 +46,11 @@ def cmd_check(args: argparse.Namespace) -> int:
                 where = "" if at is None else f":{at}"
                 notes.append(f"{path}{where}: note: {literal}: {ROUNDED_F16} [portability]")
             notes += portability_notes(path, kernel, lines)
+            notes += [
+                f"{path}: note: {why} (WGSL takes it; kvdsl refuses it in its own kernels) "
+                "[house]"
+                for why in house_notes(kernel)
+            ]
         try:
             compile_wgsl(text)
         except CompileError as err:

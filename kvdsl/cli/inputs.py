@@ -70,10 +70,27 @@ def read_wgsl(path: str) -> str:
 
 
 def wgsl_file(
-    path: str, rounded: list[tuple[int | None, str]] | None = None
+    path: str,
+    rounded: list[tuple[int | None, str]] | None = None,
+    constants: dict[str, str] | None = None,
 ) -> tuple[Kernel, dict[int, int]]:
-    """Parse a WGSL file into a verified kernel and its statement → line map (``rounded``:
-    :func:`kvdsl.frontend.parse_with_lines`'s)."""
+    """Parse a WGSL file into a verified kernel and its statement → line map (``rounded`` and
+    ``constants``, the overrides' values: :func:`kvdsl.frontend.parse_with_lines`'s)."""
     from kvdsl.frontend import parse_with_lines
 
-    return parse_with_lines(read_wgsl(path), filename=path, rounded=rounded)
+    return parse_with_lines(read_wgsl(path), filename=path, rounded=rounded, constants=constants)
+
+
+def parse_constants(items: list[str] | None) -> dict[str, str]:
+    """``--constants NAME=VALUE[,NAME=VALUE]`` (repeatable) as a dict; NAME may be an @id."""
+    out: dict[str, str] = {}
+    for item in items or []:
+        for part in item.split(","):
+            name, eq, value = part.partition("=")
+            if not eq or not name.strip() or not value.strip():
+                raise UsageError(
+                    f"--constants: {part!r} is not NAME=VALUE (an override's name or @id, and "
+                    "its value)"
+                )
+            out[name.strip()] = value.strip()
+    return out

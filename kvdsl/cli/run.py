@@ -8,18 +8,28 @@ import numpy as np
 
 from kvdsl import catalog
 from kvdsl.cli.check import portability_notes
-from kvdsl.cli.inputs import UsageError, load_inputs, load_json, parse_workgroups, wgsl_file
+from kvdsl.cli.inputs import (
+    UsageError,
+    load_inputs,
+    load_json,
+    parse_constants,
+    parse_workgroups,
+    wgsl_file,
+)
 from kvdsl.ir import Kernel
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Run a variant (or a WGSL file) on given inputs; write every read_write buffer."""
     lines = None
+    constants = parse_constants(args.constants)
     if args.variant.endswith(".wgsl"):
-        kernel, lines = wgsl_file(args.variant)
+        kernel, lines = wgsl_file(args.variant, constants=constants)
         if args.workgroups is None:
             raise UsageError(f"{args.variant}: a WGSL file has no dispatch rule: give --workgroups")
     else:
+        if constants:
+            raise UsageError("--constants: a catalog variant has no overrides (a WGSL file may)")
         kernel = catalog.build(args.variant)
     buffers = load_inputs(args.inputs)
     params = load_json(args.params, "--params") if args.params else {}
@@ -132,6 +142,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "too, as interp.NAME)",
     )
     s.add_argument("--workgroups", help="X,Y,Z (default: the kernel's dispatch rule)")
+    s.add_argument(
+        "--constants",
+        action="append",
+        metavar="NAME=VALUE[,...]",
+        help="values of the WGSL file's override declarations, by name or @id (repeatable)",
+    )
     s.add_argument(
         "--backend",
         choices=("gpu", "interp", "both"),

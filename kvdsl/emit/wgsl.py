@@ -201,9 +201,26 @@ class Emitter:
                 self.line(depth, f"for ({head}) {{")
                 self.block(body, depth + 1)
                 self.line(depth, "}")
-            case ir.Loop(body):
+            case ir.Loop(body, continuing, break_if):
                 self.line(depth, "loop {")
                 self.block(body, depth + 1)
+                if continuing or break_if is not None:
+                    self.line(depth + 1, "continuing {")
+                    self.block(continuing, depth + 2)
+                    if break_if is not None:
+                        self.line(depth + 2, f"break if {emit_expr(break_if)};")
+                    self.line(depth + 1, "}")
+                self.line(depth, "}")
+            case ir.Switch(selector, cases):
+                self.line(depth, f"switch {emit_expr(selector)} {{")
+                for case in cases:
+                    labels = ", ".join(
+                        "default" if e is None else emit_expr(e) for e in case.selectors
+                    )
+                    head = "default" if labels == "default" else f"case {labels}"
+                    self.line(depth + 1, f"{head} {{")
+                    self.block(case.body, depth + 2)
+                    self.line(depth + 1, "}")
                 self.line(depth, "}")
             case ir.Block(body):
                 self.line(depth, "{")
@@ -260,7 +277,8 @@ def emit(kernel: ir.Kernel) -> str:
         if c.comment:
             out += [f"// {line}".rstrip() for line in c.comment.splitlines()]
         out.append(f"const {c.name}: {c.ty} = {emit_expr(c.value)};")
-    if kernel.consts:
+    out += [f"const_assert {emit_expr(a)};" for a in kernel.asserts]
+    if kernel.consts or kernel.asserts:
         out.append("")
     for fn in kernel.functions:
         params = ", ".join(f"{n}: {t}" for n, t in fn.params)
@@ -291,5 +309,5 @@ def emit(kernel: ir.Kernel) -> str:
     out += em.lines
     out.append("}")
     text = "\n".join(out) + "\n"
-    extensions = enables(kernel)
-    return "".join(f"enable {e};\n" for e in extensions) + "\n" + text if extensions else text
+    head = [f"enable {e};" for e in enables(kernel)] + [f"{d};" for d in kernel.directives]
+    return "\n".join(head) + "\n\n" + text if head else text

@@ -70,17 +70,8 @@ class WgslTypeError(FrontendError):
 # Reserved words of constructs the subset leaves out, found before parsing so the error names
 # the construct rather than whatever token the grammar trips over next.
 UNSUPPORTED_WORDS = {
-    "switch": "switch statements",
-    "case": "switch statements",
-    "default": "switch statements",
     "fallthrough": "switch statements",
-    "continuing": "continuing blocks",
     "discard": "discard",
-    "override": "override declarations",
-    "const_assert": "const_assert",
-    "alias": "type aliases",
-    "requires": "requires directives",
-    "diagnostic": "diagnostic directives and attributes",
 }
 _MATRIX = r"mat[234]x[234][fh]?"
 _WORD = re.compile(r"\b(" + "|".join(UNSUPPORTED_WORDS) + "|" + _MATRIX + r")\b")

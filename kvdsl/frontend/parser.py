@@ -34,6 +34,7 @@ from kvdsl.frontend.errors import (
 )
 from kvdsl.frontend.transform import (
     Attr,
+    ModuleAssert,
     ConstDecl,
     FnDecl,
     GlobalVar,
@@ -47,7 +48,7 @@ from kvdsl.frontend.transform import (
 from kvdsl.frontend.typer import Typer
 from kvdsl.emit.wgsl import HOST_DATA
 from kvdsl.ir import tree as ir
-from kvdsl.ir.types import SCALARS, Array, RuntimeArray, Scalar, Struct, Vec
+from kvdsl.ir.types import SCALARS, Array, RuntimeArray, Scalar, Struct, Vec, bool_
 from kvdsl.ir.features import uses_f16, uses_subgroups
 from kvdsl.ir.scope import Scope, Symbol, VerifyError, name_problem
 from kvdsl.ir.verify import Verifier, module_scope, verify
@@ -88,13 +89,21 @@ def wgsl_parser() -> Lark:
     )
 
 
-def parse(text: str, filename: str = "<wgsl>", dispatch: ir.Dispatch | None = None) -> ir.Kernel:
+def parse(
+    text: str,
+    filename: str = "<wgsl>",
+    dispatch: ir.Dispatch | None = None,
+    constants: dict[str, int | float | bool | str] | None = None,
+) -> ir.Kernel:
     """The verified kernel written in ``text``; raises a :class:`FrontendError` subclass.
 
     The kernel is named after ``filename``'s stem ("main" for a pseudo-name like ``<wgsl>``);
-    ``dispatch`` is attached as given (WGSL text does not carry it).
+    ``dispatch`` is attached as given (WGSL text does not carry it). ``constants`` gives the
+    ``override`` declarations their values, by name or ``@id`` (as a pipeline's constants do);
+    each override becomes the module ``const`` of its value, or of its initialiser where none
+    is given.
     """
-    return parse_with_lines(text, filename, dispatch)[0]
+    return parse_with_lines(text, filename, dispatch, constants=constants)[0]
 
 
 def parse_with_lines(
@@ -102,6 +111,7 @@ def parse_with_lines(
     filename: str = "<wgsl>",
     dispatch: ir.Dispatch | None = None,
     rounded: list[tuple[int | None, str]] | None = None,
+    constants: dict[str, int | float | bool | str] | None = None,
 ) -> tuple[ir.Kernel, dict[int, int]]:
     """Like :func:`parse`, also returning ``{id(stmt): source line}`` for every statement.
     ``rounded``, where given, receives ``(line, literal)`` for each f16 literal whose digits
@@ -127,14 +137,38 @@ def parse_with_lines(
         tree = parser.parse(code)
     except UnexpectedInput as err:
         raise syntax_error(err, parser, text, filename) from None
-    to_ir = ToIR(filename, found)
+    to_ir = ToIR(filename, found, dict(constants or {}))
     try:
         module = to_ir.transform(tree)
     except VisitError as err:
         if isinstance(err.orig_exc, FrontendError):
             raise err.orig_exc from None
         raise
+    unused = sorted(str(k) for k in to_ir.constants if k not in to_ir.overridden)
+    if unused:
+        names = ", ".join(sorted(to_ir.overridden_names)) or "none"
+        raise WgslTypeError(
+            f"constants: no override named {', '.join(unused)} (the module's: {names})",
+            filename,
+            None,
+        )
     return _Assembler(module, filename, found, to_ir, rounded).kernel(_name(filename), dispatch)
+
+
+#: WGSL's language features a ``requires`` directive may name (the specification's list).
+LANGUAGE_FEATURES = frozenset(
+    (
+        "readonly_and_readwrite_storage_textures",
+        "packed_4x8_integer_dot_product",
+        "unrestricted_pointer_parameters",
+        "pointer_composite_access",
+        "uniform_buffer_standard_layout",
+        "subgroup_id",
+        "subgroup_uniformity",
+        "texel_buffers",
+    )
+)
+SEVERITIES = ("error", "warning", "info", "off")
 
 
 def _name(filename: str) -> str:
@@ -199,6 +233,17 @@ class _Assembler:
         for fn in fns:
             if fn is not entry:
                 functions.append(self.function(fn, scope, typer))
+        asserts = []
+        for a in self.module.decls:
+            if isinstance(a, ModuleAssert):
+                typer.line = a.line
+                cond = typer.expr(a.cond, scope, bool_)
+                try:
+                    checker.const_assert(cond, scope)
+                except VerifyError as err:
+                    raise WgslTypeError(str(err), self.filename, a.line) from None
+                asserts.append(cond)
+        directives = self.directives()
         main = Scope(scope)
         builtins = self.builtins(entry, main)
         typer.line = entry.line
@@ -216,6 +261,8 @@ class _Assembler:
             doc=tuple(comments_.run_above(self.comments, entry.line)),
             workgroup_size_name=wg_name,
             workgroup_vars=shared,
+            directives=directives,
+            asserts=tuple(asserts),
         )
         if uses_f16(kernel) and "f16" not in enabled:
             raise WgslTypeError("f16 is used without 'enable f16;'", self.filename, 1)
@@ -224,13 +271,36 @@ class _Assembler:
                 "a subgroup builtin is used without 'enable subgroups;'", self.filename, 1
             )
         try:
-            verify(kernel)
+            verify(kernel, house=False)  # kvdsl's rules for its catalog: notes (house_notes)
         except VerifyError as err:
             line = typer.lines.get(id(err.node)) if err.node is not None else None
             if line is None:
                 line = self._line_of(str(err), entry)
             raise WgslTypeError(str(err), self.filename, line) from None
         return kernel, typer.lines
+
+    def directives(self) -> tuple[str, ...]:
+        """The ``requires`` and ``diagnostic`` directives, each checked as Tint checks it."""
+        out = []
+        for d in self.module.directives:
+            if d.text.startswith("requires"):
+                for word in d.words:
+                    if word not in LANGUAGE_FEATURES:
+                        raise WgslTypeError(
+                            f"requires {word}: not a WGSL language feature (one of "
+                            f"{', '.join(sorted(LANGUAGE_FEATURES))})",
+                            self.filename,
+                            d.line,
+                        )
+            elif d.words[0] not in SEVERITIES:
+                raise WgslTypeError(
+                    f"diagnostic({d.words[0]}, ...): the severity is one of "
+                    f"{', '.join(SEVERITIES)}",
+                    self.filename,
+                    d.line,
+                )
+            out.append(d.text)
+        return tuple(out)
 
     def _line_of(self, message: str, entry: FnDecl | None) -> int | None:
         """The line of the declaration ``message`` names, else the entry point's (None when the

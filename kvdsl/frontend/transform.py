@@ -16,7 +16,7 @@ from lark import Token, Transformer, v_args
 from lark.tree import Meta
 
 from kvdsl.frontend.comments import LineComment
-from kvdsl.frontend.errors import UnsupportedError, WgslSyntaxError
+from kvdsl.frontend.errors import UnsupportedError, WgslSyntaxError, WgslTypeError
 from kvdsl.ir import tree as ir
 from kvdsl.ir import ops
 from kvdsl.ir.ops import Op
@@ -126,9 +126,28 @@ class FnDecl:
 
 
 @dataclass(frozen=True, slots=True)
+class Directive:
+    """A ``requires`` or ``diagnostic`` directive: its WGSL text without the semicolon."""
+
+    text: str
+    words: tuple[str, ...]  # the language features required, or (severity, rule)
+    line: int
+    column: int
+
+
+@dataclass(frozen=True, slots=True)
+class ModuleAssert:
+    """A module-scope ``const_assert``."""
+
+    cond: ir.Expr
+    line: int
+
+
+@dataclass(frozen=True, slots=True)
 class Module:
     enables: tuple[tuple[str, int, int], ...]
-    decls: tuple[StructDecl | GlobalVar | ConstDecl | FnDecl, ...]
+    decls: tuple[StructDecl | GlobalVar | ConstDecl | FnDecl | ModuleAssert, ...]
+    directives: tuple[Directive, ...] = ()
 
 
 VEC_ALIASES = {
@@ -142,6 +161,7 @@ UNSUPPORTED_TYPES = {"sampler", "sampler_comparison", "texture_external"} | {
 }
 UNSUPPORTED_TYPE_PREFIXES = ("texture_",)
 
+_DEFAULT = object()  # the ``default`` selector of a switch clause, until it becomes None
 _UNARY = {"neg": Op.NEG, "logic_not": Op.NOT, "bit_not": Op.BITNOT}
 
 
@@ -219,14 +239,25 @@ _CONST_OPS = {
 class ToIR(Transformer):
     """Rules → IR constructors. Unknown rules raise (lark would silently pass them through)."""
 
-    def __init__(self, filename: str, comments: list[LineComment]) -> None:
+    def __init__(
+        self,
+        filename: str,
+        comments: list[LineComment],
+        constants: dict[str, int | float | bool | str] | None = None,
+    ) -> None:
         super().__init__()
         self.filename = filename
+        # Override values by name or @id, and the keys used of them.
+        self.constants = {str(k): v for k, v in (constants or {}).items()}
+        self.overridden: set[str] = set()
+        self.overridden_names: set[str] = set()
         self.lines: dict[int, int] = {}
         self.comments = [c for c in comments if c.own_line]
         self.claimed: set[int] = set()  # lines of comments placed into a block
         self.consts: dict[str, int | float] = {}  # integer values, for array sizes
         self.calls: dict[int, tuple[int, int]] = {}  # id(FnCall) -> position of its name
+        # Type aliases, resolved where they are named (declared above their use, as consts).
+        self.aliases: dict[str, Any] = {}
 
     def __default__(self, data, children, meta):
         raise NotImplementedError(f"grammar rule '{data}' has no IR constructor")
@@ -241,8 +272,30 @@ class ToIR(Transformer):
     # -- module --
     def start(self, *items) -> Module:
         enables = tuple(e for i in items if isinstance(i, tuple) for e in i)
-        decls = tuple(i for i in items if i is not None and not isinstance(i, tuple))
-        return Module(enables, decls)
+        directives = tuple(i for i in items if isinstance(i, Directive))
+        decls = tuple(i for i in items if i is not None and not isinstance(i, (tuple, Directive)))
+        return Module(enables, decls, directives)
+
+    def requires(self, *names: Token) -> Directive:
+        words = tuple(str(n) for n in names)
+        return Directive(f"requires {', '.join(words)}", words, names[0].line, names[0].column)
+
+    def diagnostic(self, severity: Token, rule: str) -> Directive:
+        text = f"diagnostic({severity}, {rule})"
+        return Directive(text, (str(severity), rule), severity.line, severity.column)
+
+    def diagnostic_rule(self, *names: Token) -> str:
+        return ".".join(map(str, names))
+
+    @v_args(meta=True, inline=True)
+    def module_assert(self, meta: Meta, cond: ir.Expr) -> ModuleAssert:
+        return ModuleAssert(cond, meta.line)
+
+    def alias(self, name: Token, ty) -> None:
+        if str(name) in self.aliases or str(name) in SCALARS or str(name) in VEC_ALIASES:
+            raise self._err(f"alias {name}: the name is taken", name.line, name.column)
+        self.aliases[str(name)] = ty
+        return None
 
     def enable(self, *names: Token) -> tuple[tuple[str, int, int], ...]:
         return tuple((str(n), n.line, n.column) for n in names)
@@ -270,12 +323,67 @@ class ToIR(Transformer):
 
     @v_args(meta=True, inline=True)
     def const_decl(self, meta: Meta, name: Token, ty, value: ir.Expr) -> ConstDecl:
+        return self._const(name, ty, value, meta.line)
+
+    def _const(self, name: Token, ty, value: ir.Expr, line: int) -> ConstDecl:
         if value is not None and isinstance(value, (RawLit, ir.Lit, ir.Name, ir.Unary, ir.Binary)):
             try:
                 self.consts[str(name)] = const_int(value, self.consts, ("", 0, 0))
             except UnsupportedError:
                 pass
-        return ConstDecl(str(name), ty, value, meta.line)
+        return ConstDecl(str(name), ty, value, line)
+
+    @v_args(meta=True, inline=True)
+    def override_decl(self, meta: Meta, attrs, name: Token, ty, value) -> ConstDecl:
+        """An ``override``, specialised as a pipeline is: the module ``const`` of the value
+        given (by name or ``@id``), else of its initialiser."""
+        key = None
+        self.overridden_names.add(str(name))
+        for a in attrs:
+            if a.name != "id" or a.args is None or len(a.args) != 1:
+                raise self._err(f"attribute @{a.name} on override {name}", a.line, a.column)
+            key = str(const_int(a.args[0], self.consts, (self.filename, a.line, a.column)))
+        given = [k for k in (str(name), key) if k is not None and k in self.constants]
+        if given:
+            self.overridden.update(given)
+            value = self._override_value(name, ty, value, self.constants[given[0]])
+        elif value is None:
+            raise WgslTypeError(
+                f"override {name} has no initialiser and no value was given for it (give one: "
+                f"--constants {name}=VALUE, or constants={{'{name}': VALUE}})",
+                self.filename,
+                name.line,
+                name.column,
+            )
+        return self._const(name, ty, value, meta.line)
+
+    def _override_value(self, name: Token, ty, default, given) -> ir.Expr:
+        """The literal of ``given`` (a number, a bool or its text) in the override's type: its
+        declared one, else its initialiser literal's."""
+        if ty is None and isinstance(default, RawLit):
+            ty = default.ty
+        if ty is None and isinstance(default, ir.Lit):
+            ty = default.ty
+        text = str(given).strip().lower()
+        try:
+            if ty == bool_ or isinstance(given, bool) or text in ("true", "false"):
+                if text not in ("true", "false"):
+                    raise ValueError
+                return ir.Lit(text == "true", bool_)
+            if ty is not None and ty.is_int or ty is None and isinstance(given, int):
+                v: int | float = int(text, 0)
+            else:
+                v = float(text)
+            if v < 0 and ty == u32:
+                raise ValueError
+            return RawLit(v, ty, v < 0)
+        except ValueError:
+            raise WgslTypeError(
+                f"override {name}: the value {given!r} is not a {ty or 'number'}",
+                self.filename,
+                name.line,
+                name.column,
+            ) from None
 
     @v_args(meta=True, inline=True)
     def fn_decl(self, meta: Meta, attrs, name: Token, params, ret, body) -> FnDecl:
@@ -296,6 +404,41 @@ class ToIR(Transformer):
     # -- statements --
     @v_args(meta=True, inline=True)
     def block(self, meta: Meta, *stmts: ir.Stmt) -> tuple[ir.Stmt, ...]:
+        return self._commented(meta, stmts)
+
+    @v_args(meta=True, inline=True)
+    def loop_body(self, meta: Meta, *parts) -> tuple:
+        *stmts, continuing = parts
+        return self._commented(meta, tuple(stmts)), continuing
+
+    @v_args(meta=True, inline=True)
+    def continuing(self, meta: Meta, *parts) -> tuple:
+        *stmts, break_if = parts
+        return self._commented(meta, tuple(stmts)), break_if
+
+    def break_if(self, cond: ir.Expr) -> ir.Expr:
+        return cond
+
+    @v_args(meta=True, inline=True)
+    def switch(self, meta: Meta, selector: ir.Expr, *cases: ir.Case) -> ir.Switch:
+        return self._at(ir.Switch(selector, cases), meta)
+
+    def case_clause(self, *parts) -> ir.Case:
+        *selectors, body = parts
+        return ir.Case(tuple(None if s is _DEFAULT else s for s in selectors), body)
+
+    def default_clause(self, body: tuple) -> ir.Case:
+        return ir.Case((None,), body)
+
+    def default_selector(self) -> object:
+        return _DEFAULT
+
+    @v_args(meta=True, inline=True)
+    def const_assert(self, meta: Meta, cond: ir.Expr) -> ir.ConstAssert:
+        return self._at(ir.ConstAssert(cond), meta)
+
+    def _commented(self, meta: Meta, stmts: tuple) -> tuple[ir.Stmt, ...]:
+        """``stmts`` with the own-line comments of the braces' lines placed among them."""
         # Children are transformed first, so inner blocks have claimed their comments already.
         stmts = tuple(s for s in stmts if s is not None)
         mine = [
@@ -343,8 +486,11 @@ class ToIR(Transformer):
         return self._at(ir.For(None, cond, None, body), meta)
 
     @v_args(meta=True, inline=True)
-    def loop(self, meta: Meta, body) -> ir.Loop:
-        return self._at(ir.Loop(body), meta)
+    def loop(self, meta: Meta, parts) -> ir.Loop:
+        body, continuing = parts
+        if continuing is None:
+            return self._at(ir.Loop(body), meta)
+        return self._at(ir.Loop(body, *continuing), meta)
 
     @v_args(meta=True, inline=True)
     def block_stmt(self, meta: Meta, body) -> ir.Block:
@@ -424,11 +570,18 @@ class ToIR(Transformer):
                 "",
                 (),
             )
-        what = e.name if isinstance(e, ir.FnCall) else "a builtin"
-        raise self._err(
-            f"call statement of {what} (the IR has no statement that discards a value)",
+        if isinstance(e, ir.FnCall):
+            return self._at(CallStmt(e), meta)
+        what = ops.info(e.op).spelling if isinstance(e, ir.Call) else "a conversion"
+        # WGSL's builtins that return a value are @must_use: a statement may not discard it.
+        raise WgslSyntaxError(
+            f"the value of {what}(...) is discarded: WGSL refuses a call statement of a "
+            "builtin that returns a value (@must_use)",
+            self.filename,
             meta.line,
             meta.column,
+            "",
+            (),
         )
 
     # -- expressions --
@@ -449,6 +602,8 @@ class ToIR(Transformer):
 
     def call(self, fn: Token, args: tuple[ir.Expr, ...]) -> ir.Expr:
         name = str(fn)
+        if name in self.aliases and isinstance(self.aliases[name], (Scalar, Vec, Array)):
+            return RawCtor(self.aliases[name], args)
         if name in SCALARS:
             return RawCtor(SCALARS[name], args)
         if name in VEC_ALIASES:
@@ -523,6 +678,8 @@ class ToIR(Transformer):
     # -- types --
     def named_type(self, tok: Token):
         name = str(tok)
+        if name in self.aliases:
+            return self.aliases[name]
         if name in SCALARS:
             return SCALARS[name]
         if name in VEC_ALIASES:

@@ -21,23 +21,20 @@ from kvdsl.ir.ops import Op
 from kvdsl.ir.types import Array, Scalar, Type, Vec, bool_, f16, f32, i32, u32
 from kvdsl.ir.consteval import literal_ok
 from kvdsl.ir.scope import Scope, VerifyError
-from kvdsl.ir.verify import Verifier
+from kvdsl.ir.verify import SWITCH_CLAUSE, Verifier
 
 # WGSL builtin functions the IR has no op for: calling one is "outside the subset", not an
 # undefined function.
 WGSL_BUILTINS = set(
-    "acos acosh all any arrayLength asin asinh atan atan2 atanh atomicAdd atomicAnd "
-    "atomicCompareExchangeWeak atomicExchange atomicLoad atomicMax atomicMin atomicOr atomicStore "
-    "atomicSub atomicXor ceil countLeadingZeros countOneBits countTrailingZeros cosh cross degrees "
-    "determinant distance dpdx dpdy exp2 extractBits faceForward firstLeadingBit firstTrailingBit "
-    "fract frexp fwidth insertBits ldexp length log2 mix modf normalize "
-    "pack2x16snorm pack2x16unorm pack4x8snorm pack4x8unorm pow quantizeToF16 radians reflect "
-    "refract reverseBits saturate sign sinh smoothstep step storageBarrier tan tanh "
+    "arrayLength atomicAdd atomicAnd atomicCompareExchangeWeak atomicExchange atomicLoad "
+    "atomicMax atomicMin atomicOr atomicStore atomicSub atomicXor determinant dpdx dpdy "
+    "faceForward frexp fwidth modf reflect refract storageBarrier subgroupAdd subgroupAll "
+    "subgroupAnd subgroupAny subgroupBallot subgroupBroadcast subgroupBroadcastFirst "
+    "subgroupElect subgroupExclusiveAdd subgroupInclusiveAdd subgroupMax subgroupMin "
+    "subgroupMul subgroupOr subgroupShuffle subgroupShuffleDown subgroupShuffleUp subgroupXor "
     "textureDimensions textureGather textureLoad textureNumLayers textureNumLevels "
     "textureNumSamples textureSample textureSampleBias textureSampleCompare textureSampleGrad "
-    "textureSampleLevel textureStore transpose unpack2x16snorm unpack2x16unorm "
-    "unpack4x8snorm unpack4x8unorm workgroupBarrier workgroupUniformLoad dot4U8Packed "
-    "dot4I8Packed subgroupAdd subgroupBroadcast".split()
+    "textureSampleLevel textureStore transpose workgroupBarrier workgroupUniformLoad".split()
 )
 
 
@@ -150,8 +147,11 @@ class Typer:
             case ir.Call(Op.SUBGROUP_SHUFFLE_XOR, (x, mask)):
                 x = self.expr(x, scope, want)
                 return ir.Call(Op.SUBGROUP_SHUFFLE_XOR, (x, self.expr(mask, scope, u32)))
+            case ir.Call(op, args) if ops.info(op).operands is not None:
+                return ir.Call(op, self.operands(op, args, scope, want))
             case ir.Call(op, args):
-                return ir.Call(op, self.unify(args, scope, None if op == Op.DOT else want))
+                generic = op != Op.DOT and ops.info(op).generic
+                return ir.Call(op, self.unify(args, scope, want if generic else None))
             case ir.FnCall(name, args):
                 fn = self.checker.functions.get(name)
                 if fn is None:
@@ -192,6 +192,29 @@ class Typer:
         for i, a in enumerate(args):
             if out[i] is None:
                 out[i] = self.expr(a, scope, like or want)
+        return tuple(out)
+
+    def operands(
+        self, op: Op, args: tuple[ir.Expr, ...], scope: Scope, want: Type | None
+    ) -> tuple[ir.Expr, ...]:
+        """The arguments of a builtin whose row says what each is typed from (``operands``)."""
+        spec = ops.info(op).operands
+        generic = [i for i, k in enumerate(spec) if k == "T"]
+        typed = self.unify(
+            tuple(args[i] for i in generic), scope, want if ops.info(op).generic else None
+        )
+        out: list[ir.Expr] = list(args)
+        for i, a in zip(generic, typed):
+            out[i] = a
+        like = self.type_of(typed[0], scope) if typed else None
+        for i, k in enumerate(spec):
+            if k == "T":
+                continue
+            if k == "I":
+                ctx = Vec(like.n, i32) if isinstance(like, Vec) else i32
+            else:
+                ctx = k
+            out[i] = self.expr(args[i], scope, ctx)
         return tuple(out)
 
     def ctor(self, ty: Scalar | Vec | Array, args: tuple[ir.Expr, ...], scope: Scope) -> ir.Expr:
@@ -283,12 +306,34 @@ class Typer:
                 cond = None if cond is None else self.condition(cond, inner)
                 update = None if update is None else self.stmt(update, inner, ret, loop)
                 return ir.For(init, cond, update, self.block(body, Scope(inner), ret, True))
-            case ir.Loop(body):
-                return ir.Loop(self.block(body, Scope(scope), ret, True))
+            case ir.Loop(body, continuing, break_if):
+                inner = Scope(scope)
+                body = self.block(body, inner, ret, True)
+                if not continuing and break_if is None:
+                    return ir.Loop(body)
+                last = Scope(inner)
+                continuing = self.block(continuing, last, ret, True)
+                if break_if is not None:
+                    break_if = self.condition(break_if, last)
+                return ir.Loop(body, continuing, break_if)
+            case ir.Switch(selector, cases):
+                selector = self.expr(selector, scope, None)
+                st = self.type_of(selector, scope)
+                typed = tuple(
+                    ir.Case(
+                        tuple(None if e is None else self.expr(e, scope, st) for e in c.selectors),
+                        self.block(c.body, Scope(scope), ret, loop or SWITCH_CLAUSE),
+                    )
+                    for c in cases
+                )
+                return self.check(ir.Switch(selector, typed), scope, ret, loop)
+            case ir.ConstAssert(cond):
+                return self.check(ir.ConstAssert(self.expr(cond, scope, bool_)), scope, ret, loop)
             case ir.Block(body):
                 return ir.Block(self.block(body, Scope(scope), ret, loop))
-            case CallStmt():
-                raise self.error("call statements are outside the subset")
+            case CallStmt(call):
+                typed = self.expr(call, scope, None)
+                return self.check(ir.CallStmt(typed), scope, ret, loop)
         return self.check(s, scope, ret, loop)
 
     def condition(self, cond: ir.Expr, scope: Scope) -> ir.Expr:

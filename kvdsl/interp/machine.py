@@ -47,9 +47,36 @@ MAX_TRIPS = 1 << 22  # a loop still running after this many trips is taken to be
 CHUNK = 1 << 18
 
 
+#: Facts of a kernel that do not change between its dispatches, by the kernel's identity (the
+#: kernel is kept with them, so the identity is not reused): a session dispatches one kernel
+#: thousands of times.
+_FACTS: dict[int, tuple[ir.Kernel, bool, frozenset[str]]] = {}
+
+
+def _facts(kernel: ir.Kernel) -> tuple[bool, frozenset[str]]:
+    """:func:`reads_read_write` and the names of the kernel's locals, computed once."""
+    known = _FACTS.get(id(kernel))
+    if known is None or known[0] is not kernel:
+        names = {
+            x.name
+            for x in ir.walk((kernel.body, kernel.functions))
+            if isinstance(x, (ir.Let, ir.Var))
+        }
+        names |= {p for f in kernel.functions for p, _ in f.params}
+        names |= {p for p, _ in kernel.builtins}
+        if len(_FACTS) > 256:
+            _FACTS.clear()
+        known = _FACTS[id(kernel)] = (kernel, _reads_read_write(kernel), frozenset(names))
+    return known[1], known[2]
+
+
 def reads_read_write(kernel: ir.Kernel) -> bool:
     """Whether ``kernel`` may read a read_write binding: any index of one's name that is not the
     target of a plain ``=`` (a shadowing local counts too, which only errs on the safe side)."""
+    return _facts(kernel)[0]
+
+
+def _reads_read_write(kernel: ir.Kernel) -> bool:
     rw = {b.name for b in kernel.bindings if b.access == "read_write"}
 
     def reads(node) -> bool:
@@ -85,6 +112,7 @@ def render(s: ir.Stmt | None) -> str:
             | ir.Break()
             | ir.Continue()
             | ir.Barrier()
+            | ir.CallStmt()
         ):
             return inline(s)
         case _:
@@ -129,13 +157,7 @@ class Machine(Scopes, Expressions, Memory):
         self._want_view = False  # the next binding load may return a :class:`Strided`
         self._static: dict[int, bool] = {}  # per expression node: see :meth:`static`
         self._static_vals: dict[int, np.ndarray] = {}
-        self._locals = {
-            x.name
-            for x in ir.walk((kernel.body, kernel.functions))
-            if isinstance(x, (ir.Let, ir.Var))
-        }
-        self._locals |= {p for f in kernel.functions for p, _ in f.params}
-        self._locals |= {p for p, _ in kernel.builtins}
+        self._locals = set(_facts(kernel)[1])
         self._probe: bool | int | None = False  # True: the next store picks the lane order
         self._repeated: dict[int, tuple[Slot, Slot]] = {}  # outside slots, repeated per trip
         for c in kernel.consts:
@@ -278,6 +300,13 @@ class Machine(Scopes, Expressions, Memory):
             case ir.Barrier():
                 self.barrier(m)
                 return m
+            case ir.CallStmt(call):
+                self.eval(call, m)
+                return m
+            case ir.Switch():
+                return self.switch(s, m)
+            case ir.ConstAssert():
+                return m  # checked when the kernel was verified
         raise InterpError(f"not a statement: {s!r}")
 
     def loop(self, s: ir.For | ir.Loop, m: Mask) -> Mask:
@@ -304,6 +333,11 @@ class Machine(Scopes, Expressions, Memory):
                 if isinstance(s, ir.For)
                 else (None,) * 3 + (s.body,)
             )
+            continuing = (
+                s.continuing
+                if isinstance(s, ir.Loop) and (s.continuing or s.break_if is not None)
+                else None
+            )
             if init is not None:
                 self.stmt(init, m)
             lm = m
@@ -314,11 +348,24 @@ class Machine(Scopes, Expressions, Memory):
                     if empty(lm):
                         break
                 cont[0] = False
-                out = self.scoped(body, lm)
+                if continuing is None:
+                    out = self.scoped(body, lm)
+                else:
+                    self.scopes.append({})  # the continuing block sees the body's names
+                    out = self.block(body, lm)
                 if cont[0] is False:
                     nxt = out
                 else:
                     nxt = cont[0] if empty(out) else m_or(out, cont[0])
+                if continuing is not None:
+                    try:
+                        if not empty(nxt):
+                            self.block(continuing, nxt)  # it cannot leave: verify says so
+                            if s.break_if is not None:
+                                self.current = s
+                                nxt = m_andnot(nxt, self.eval(s.break_if, nxt), self.n)
+                    finally:
+                        self.scopes.pop()
                 if nxt is not lm:
                     if empty(nxt):
                         break
@@ -335,6 +382,41 @@ class Machine(Scopes, Expressions, Memory):
         if frame.returned == returned:
             return m
         return normal(~frame.done if m is None else m & ~frame.done)
+
+    def switch(self, s: ir.Switch, m: Mask) -> Mask:
+        """Each lane of ``m`` runs the clause whose selector equals its value (else the
+        ``default`` one); a ``break`` leaves the switch. After it, every lane that entered goes
+        on except those that returned or continued the enclosing loop."""
+        frame = self.frame
+        returned = frame.returned
+        v = self.eval(s.selector, m)
+        lanes = np.ones(self.n, bool) if m is None else m
+        v = broadcast(v, self.n)
+        taken = np.zeros(self.n, bool)
+        picks: list[tuple[ir.Case, np.ndarray]] = []
+        default = None
+        for case in s.cases:
+            hit = np.zeros(self.n, bool)
+            for e in case.selectors:
+                if e is None:
+                    default = case
+                else:
+                    hit |= broadcast(self.eval(e, m), self.n) == v
+            hit &= lanes & ~taken
+            taken |= hit
+            picks.append((case, hit))
+        picks = [(c, hit | (lanes & ~taken) if c is default else hit) for c, hit in picks]
+        for case, hit in picks:
+            if hit.any():
+                self.scoped(case.body, normal(hit))
+        out = lanes
+        if frame.returned != returned and frame.done is not None:
+            out = out & ~frame.done
+        if frame.loops and frame.loops[-1][0] is not False:
+            out = out & ~(
+                np.ones(self.n, bool) if frame.loops[-1][0] is None else frame.loops[-1][0]
+            )
+        return normal(out) if out is not lanes else m
 
     def batched_loop(self, s: ir.For, p: batch.Plan, m: Mask) -> bool:
         """Run ``s`` in batches (:func:`kvdsl.interp.batch.run_batched`); False, having run

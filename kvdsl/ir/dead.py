@@ -13,6 +13,8 @@ one. It repeats until nothing more is dropped (a ``let`` read only by a dead one
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from kvdsl.ir import tree as ir
 
 
@@ -48,7 +50,7 @@ def _keep(stmts: tuple[ir.Stmt, ...], read: set[str]) -> tuple[ir.Stmt, ...]:
         elif t is ir.Loop or t is ir.Block:
             inner = _keep(s.body, read)
             if inner is not s.body:
-                s, changed = t(inner), True
+                s, changed = replace(s, body=inner), True
         out.append(s)
     return tuple(out) if changed else stmts
 
@@ -85,6 +87,18 @@ def _reads(stmts: tuple[ir.Stmt, ...], read: set[str]) -> None:
                 exprs.append(s.cond)
         elif t is ir.Loop or t is ir.Block:
             todo += s.body
+            if t is ir.Loop:
+                todo += s.continuing
+                if s.break_if is not None:
+                    exprs.append(s.break_if)
+        elif t is ir.Switch:
+            exprs.append(s.selector)
+            exprs += [e for c in s.cases for e in c.selectors if e is not None]
+            todo += [x for c in s.cases for x in c.body]
+        elif t is ir.CallStmt:
+            exprs.append(s.call)
+        elif t is ir.ConstAssert:
+            exprs.append(s.cond)
         elif t is ir.Var or t is ir.Return:
             value = s.init if t is ir.Var else s.value
             if value is not None:

@@ -20,7 +20,8 @@ from typing import Callable
 
 import numpy as np
 
-from kvdsl.ir.types import Scalar, Type, Vec, bool_, f32, u32
+from kvdsl.ir import library as lib
+from kvdsl.ir.types import Scalar, Type, Vec, bool_, f32, i32, u32
 
 # Precedence levels, tightest first.
 PRIMARY, UNARY, MUL, ADD, SHIFT, REL, BIT, LOGIC = range(8)
@@ -70,6 +71,61 @@ class Op(enum.Enum):
     SUBGROUP_SHUFFLE_XOR = "subgroupShuffleXor"
     PACK2X16FLOAT = "pack2x16float"
     UNPACK2X16FLOAT = "unpack2x16float"
+    # The rest of WGSL's numeric, bit and packing library (kvdsl/ir/library.py).
+    POW = "pow"
+    SIGN = "sign"
+    FRACT = "fract"
+    STEP = "step"
+    SMOOTHSTEP = "smoothstep"
+    MIX = "mix"
+    SATURATE = "saturate"
+    DEGREES = "degrees"
+    RADIANS = "radians"
+    LDEXP = "ldexp"
+    QUANTIZE_TO_F16 = "quantizeToF16"
+    EXP2 = "exp2"
+    LOG2 = "log2"
+    TAN = "tan"
+    ASIN = "asin"
+    ACOS = "acos"
+    ATAN = "atan"
+    ATAN2 = "atan2"
+    SINH = "sinh"
+    COSH = "cosh"
+    TANH = "tanh"
+    ASINH = "asinh"
+    ACOSH = "acosh"
+    ATANH = "atanh"
+    LENGTH = "length"
+    DISTANCE = "distance"
+    NORMALIZE = "normalize"
+    CROSS = "cross"
+    ALL = "all"
+    ANY = "any"
+    COUNT_ONE_BITS = "countOneBits"
+    COUNT_LEADING_ZEROS = "countLeadingZeros"
+    COUNT_TRAILING_ZEROS = "countTrailingZeros"
+    FIRST_LEADING_BIT = "firstLeadingBit"
+    FIRST_TRAILING_BIT = "firstTrailingBit"
+    REVERSE_BITS = "reverseBits"
+    EXTRACT_BITS = "extractBits"
+    INSERT_BITS = "insertBits"
+    DOT4I8PACKED = "dot4I8Packed"
+    DOT4U8PACKED = "dot4U8Packed"
+    PACK4XI8 = "pack4xI8"
+    PACK4XU8 = "pack4xU8"
+    PACK4XI8CLAMP = "pack4xI8Clamp"
+    PACK4XU8CLAMP = "pack4xU8Clamp"
+    UNPACK4XI8 = "unpack4xI8"
+    UNPACK4XU8 = "unpack4xU8"
+    PACK4X8SNORM = "pack4x8snorm"
+    PACK4X8UNORM = "pack4x8unorm"
+    PACK2X16SNORM = "pack2x16snorm"
+    PACK2X16UNORM = "pack2x16unorm"
+    UNPACK4X8SNORM = "unpack4x8snorm"
+    UNPACK4X8UNORM = "unpack4x8unorm"
+    UNPACK2X16SNORM = "unpack2x16snorm"
+    UNPACK2X16UNORM = "unpack2x16unorm"
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +147,12 @@ class OpInfo:
     # Subgroup builtins read other invocations' values: the interpreter evaluates them against
     # its invocation grid (``impl`` is never called) and a module using one enables subgroups.
     subgroup: bool = False
+    # What each argument's abstract literal is typed from (the frontend's typer and the
+    # builder's ``call``): "T" the operands' common type (from the context when ``generic`` says
+    # the result has that type too), "I" i32 of its shape, or a fixed type.
+    # None: every argument is "T".
+    operands: tuple[str | Type, ...] | None = None
+    generic: bool = True
 
 
 class OpTypeError(ValueError):
@@ -203,6 +265,79 @@ def _dot(args: tuple[Type, ...]) -> Type:
     if not isinstance(t, Vec):
         raise OpTypeError(f"dot takes vectors, got {t}")
     return t.elem
+
+
+def _fixed(want: tuple[Type, ...], result: Type) -> Callable[[tuple[Type, ...]], Type]:
+    """A builtin of fixed argument types (``pack4xI8(vec4<i32>) -> u32``)."""
+
+    def rule(args: tuple[Type, ...]) -> Type:
+        if args != want:
+            raise OpTypeError(
+                f"expects ({', '.join(map(str, want))}), got ({', '.join(map(str, args))})"
+            )
+        return result
+
+    return rule
+
+
+def _signed(args: tuple[Type, ...]) -> Type:
+    return _same(args, "float or i32", _IS_SIGNED)
+
+
+def _float_vec(args: tuple[Type, ...]) -> Type:
+    t = _float(args)
+    if not isinstance(t, Vec):
+        raise OpTypeError(f"takes a float vector, got {t}")
+    return t
+
+
+def _cross(args: tuple[Type, ...]) -> Type:
+    t = _float_vec(args)
+    if t.n != 3:
+        raise OpTypeError(f"takes 3-component vectors, got {t}")
+    return t
+
+
+def _float_elem(args: tuple[Type, ...]) -> Type:
+    """``length`` and ``distance``: a float scalar or vector in, its scalar out."""
+    return _float(args).scalar
+
+
+def _mix(args: tuple[Type, ...]) -> Type:
+    a, b, t = args
+    if isinstance(a, Vec) and t == a.elem:
+        t = a  # mix(vecN, vecN, scalar)
+    return _float((a, b, t))
+
+
+def _ldexp(args: tuple[Type, ...]) -> Type:
+    x, e = args
+    t = _float((x,))
+    want = i32 if isinstance(t, Scalar) else Vec(t.n, i32)
+    if e != want:
+        raise OpTypeError(f"the exponent must be {want}, got {e}")
+    return t
+
+
+def _bool_vec(args: tuple[Type, ...]) -> Type:
+    (t,) = args
+    if t != bool_ and not (isinstance(t, Vec) and t.elem == bool_):
+        raise OpTypeError(f"takes a bool or bool vector, got {t}")
+    return bool_
+
+
+def _extract(args: tuple[Type, ...]) -> Type:
+    t = _int(args[:1])
+    if args[1:] != (u32, u32):
+        raise OpTypeError(f"offset and count must be u32, got {args[1]} and {args[2]}")
+    return t
+
+
+def _insert(args: tuple[Type, ...]) -> Type:
+    t = _int(args[:2])
+    if args[2:] != (u32, u32):
+        raise OpTypeError(f"offset and count must be u32, got {args[2]} and {args[3]}")
+    return t
 
 
 # ---- numpy implementations with WGSL semantics ------------------------------------------------
@@ -364,12 +499,27 @@ def _binary(
 
 
 def _builtin(
-    spelling: str, arity: int, typing: Callable, impl: Callable, approximate=False, subgroup=False
+    spelling: str,
+    arity: int,
+    typing: Callable,
+    impl: Callable,
+    approximate=False,
+    subgroup=False,
+    operands: tuple[str | Type, ...] | None = None,
+    generic: bool = True,
 ) -> OpInfo:
     return OpInfo(
         spelling, arity, "builtin", PRIMARY, LOGIC, LOGIC, False, typing, impl, approximate,
-        subgroup=subgroup,
+        subgroup=subgroup, operands=operands, generic=generic,
     )  # fmt: skip
+
+
+def _approx(spelling: str, arity: int, impl: Callable, typing: Callable = _float) -> OpInfo:
+    """A float builtin WGSL states an accuracy for (ULP, or inherited from a formula)."""
+    return _builtin(spelling, arity, typing, _float_fn(impl) if arity == 1 else impl, True)
+
+
+_V4I, _V4U, _V4F, _V2F = Vec(4, i32), Vec(4, u32), Vec(4, f32), Vec(2, f32)
 
 
 TABLE: dict[Op, OpInfo] = {
@@ -419,6 +569,93 @@ TABLE: dict[Op, OpInfo] = {
     # f16 values carried in u32 words (no ``enable f16;``): two halves per word, lane 0 low.
     Op.PACK2X16FLOAT: _builtin("pack2x16float", 1, _pack2x16, _pack2x16float),
     Op.UNPACK2X16FLOAT: _builtin("unpack2x16float", 1, _unpack2x16, _unpack2x16float),
+    Op.POW: _approx("pow", 2, lib.power),
+    Op.SIGN: _builtin("sign", 1, _signed, lib.sign),
+    Op.FRACT: _builtin("fract", 1, _float, lib.fract),
+    Op.STEP: _builtin("step", 2, _float, lib.step),
+    Op.SMOOTHSTEP: _approx("smoothstep", 3, lib.smoothstep),
+    Op.MIX: _builtin("mix", 3, _mix, lib.mix, True, operands=("T", "T", "T")),
+    Op.SATURATE: _builtin("saturate", 1, _float, lib.saturate),
+    Op.DEGREES: _approx("degrees", 1, lib.degrees),
+    Op.RADIANS: _approx("radians", 1, lib.radians),
+    Op.LDEXP: _builtin("ldexp", 2, _ldexp, lib.ldexp, operands=("T", "I")),
+    Op.QUANTIZE_TO_F16: _builtin("quantizeToF16", 1, _fixed((f32,), f32), lib.quantize_to_f16),
+    Op.EXP2: _approx("exp2", 1, np.exp2),
+    Op.LOG2: _approx("log2", 1, np.log2),
+    Op.TAN: _approx("tan", 1, np.tan),
+    Op.ASIN: _approx("asin", 1, np.arcsin),
+    Op.ACOS: _approx("acos", 1, np.arccos),
+    Op.ATAN: _approx("atan", 1, np.arctan),
+    Op.ATAN2: _approx("atan2", 2, lib.atan2),
+    Op.SINH: _approx("sinh", 1, np.sinh),
+    Op.COSH: _approx("cosh", 1, np.cosh),
+    Op.TANH: _approx("tanh", 1, np.tanh),
+    Op.ASINH: _approx("asinh", 1, np.arcsinh),
+    Op.ACOSH: _approx("acosh", 1, np.arccosh),
+    Op.ATANH: _approx("atanh", 1, np.arctanh),
+    Op.LENGTH: _builtin("length", 1, _float_elem, lib.length, True, generic=False),
+    Op.DISTANCE: _builtin("distance", 2, _float_elem, lib.distance, True, generic=False),
+    Op.NORMALIZE: _builtin("normalize", 1, _float_vec, lib.normalize, True),
+    Op.CROSS: _builtin("cross", 2, _cross, lib.cross, True),
+    Op.ALL: _builtin("all", 1, _bool_vec, lib.all_, generic=False),
+    Op.ANY: _builtin("any", 1, _bool_vec, lib.any_, generic=False),
+    Op.COUNT_ONE_BITS: _builtin("countOneBits", 1, _int, lib.count_one_bits),
+    Op.COUNT_LEADING_ZEROS: _builtin("countLeadingZeros", 1, _int, lib.count_leading_zeros),
+    Op.COUNT_TRAILING_ZEROS: _builtin("countTrailingZeros", 1, _int, lib.count_trailing_zeros),
+    Op.FIRST_LEADING_BIT: _builtin("firstLeadingBit", 1, _int, lib.first_leading_bit),
+    Op.FIRST_TRAILING_BIT: _builtin("firstTrailingBit", 1, _int, lib.first_trailing_bit),
+    Op.REVERSE_BITS: _builtin("reverseBits", 1, _int, lib.reverse_bits),
+    Op.EXTRACT_BITS: _builtin(
+        "extractBits", 3, _extract, lib.extract_bits, operands=("T", u32, u32)
+    ),
+    Op.INSERT_BITS: _builtin(
+        "insertBits", 4, _insert, lib.insert_bits, operands=("T", "T", u32, u32)
+    ),
+    # WGSL's packed_4x8_integer_dot_product language feature; byte 0 is the lowest.
+    Op.DOT4I8PACKED: _builtin(
+        "dot4I8Packed", 2, _fixed((u32, u32), i32), lib.dot4_i8_packed, operands=(u32, u32)
+    ),
+    Op.DOT4U8PACKED: _builtin(
+        "dot4U8Packed", 2, _fixed((u32, u32), u32), lib.dot4_u8_packed, operands=(u32, u32)
+    ),
+    Op.PACK4XI8: _builtin("pack4xI8", 1, _fixed((_V4I,), u32), lib.pack4x_i8, operands=(_V4I,)),
+    Op.PACK4XU8: _builtin("pack4xU8", 1, _fixed((_V4U,), u32), lib.pack4x_u8, operands=(_V4U,)),
+    Op.PACK4XI8CLAMP: _builtin(
+        "pack4xI8Clamp", 1, _fixed((_V4I,), u32), lib.pack4x_i8_clamp, operands=(_V4I,)
+    ),
+    Op.PACK4XU8CLAMP: _builtin(
+        "pack4xU8Clamp", 1, _fixed((_V4U,), u32), lib.pack4x_u8_clamp, operands=(_V4U,)
+    ),
+    Op.UNPACK4XI8: _builtin(
+        "unpack4xI8", 1, _fixed((u32,), _V4I), lib.unpack4x_i8, operands=(u32,)
+    ),
+    Op.UNPACK4XU8: _builtin(
+        "unpack4xU8", 1, _fixed((u32,), _V4U), lib.unpack4x_u8, operands=(u32,)
+    ),
+    Op.PACK4X8SNORM: _builtin(
+        "pack4x8snorm", 1, _fixed((_V4F,), u32), lib.pack4x8snorm, operands=(_V4F,)
+    ),
+    Op.PACK4X8UNORM: _builtin(
+        "pack4x8unorm", 1, _fixed((_V4F,), u32), lib.pack4x8unorm, operands=(_V4F,)
+    ),
+    Op.PACK2X16SNORM: _builtin(
+        "pack2x16snorm", 1, _fixed((_V2F,), u32), lib.pack2x16snorm, operands=(_V2F,)
+    ),
+    Op.PACK2X16UNORM: _builtin(
+        "pack2x16unorm", 1, _fixed((_V2F,), u32), lib.pack2x16unorm, operands=(_V2F,)
+    ),
+    Op.UNPACK4X8SNORM: _builtin(
+        "unpack4x8snorm", 1, _fixed((u32,), _V4F), lib.unpack4x8snorm, True, operands=(u32,)
+    ),
+    Op.UNPACK4X8UNORM: _builtin(
+        "unpack4x8unorm", 1, _fixed((u32,), _V4F), lib.unpack4x8unorm, True, operands=(u32,)
+    ),
+    Op.UNPACK2X16SNORM: _builtin(
+        "unpack2x16snorm", 1, _fixed((u32,), _V2F), lib.unpack2x16snorm, True, operands=(u32,)
+    ),
+    Op.UNPACK2X16UNORM: _builtin(
+        "unpack2x16unorm", 1, _fixed((u32,), _V2F), lib.unpack2x16unorm, True, operands=(u32,)
+    ),
 }
 
 UNARY_OPS = frozenset(op for op, info in TABLE.items() if info.kind == "unary")

@@ -39,7 +39,7 @@ def show(node: object) -> str:
             return f"{_primary(base)}[{show(index)}]"
         case ir.Member(base, name):
             return f"{_primary(base)}.{name}"
-        case ir.Let() | ir.Var() | ir.Assign() | ir.Barrier():
+        case ir.Let() | ir.Var() | ir.Assign() | ir.Barrier() | ir.CallStmt() | ir.ConstAssert():
             return statement(node, show)
         case _:
             return type(node).__name__
@@ -65,6 +65,10 @@ def statement(s: ir.Stmt, expr: Callable[[ir.Expr], str]) -> str | None:
             return "continue"
         case ir.Barrier():
             return "workgroupBarrier()"
+        case ir.CallStmt(call):
+            return expr(call)
+        case ir.ConstAssert(cond):
+            return f"const_assert {expr(cond)}"
     return None
 
 

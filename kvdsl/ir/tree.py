@@ -152,9 +152,37 @@ class For:
 
 @dataclass(frozen=True, slots=True)
 class Loop:
-    """``loop { body }``, left only by ``break`` or ``return``."""
+    """``loop { body continuing { continuing break if break_if; } }``, left by ``break``,
+    ``return`` or the ``break if``. The ``continuing`` block runs after each trip of the body
+    (after a ``continue`` too), in the body's scope; then a true ``break_if`` leaves."""
 
     body: tuple[Stmt, ...]
+    continuing: tuple[Stmt, ...] = ()
+    break_if: Expr | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Case:
+    """One clause of a ``switch``: its selectors (None is ``default``) and its body."""
+
+    selectors: tuple[Expr | None, ...]
+    body: tuple[Stmt, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Switch:
+    """``switch selector { case 1, 2 { } default { } }``: the clause whose selector equals the
+    value runs (else the one holding ``default``); a ``break`` in it leaves the switch."""
+
+    selector: Expr
+    cases: tuple[Case, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ConstAssert:
+    """``const_assert cond;``: WGSL refuses the module when the constant ``cond`` is false."""
+
+    cond: Expr
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,12 +215,36 @@ class Comment:
 
 
 @dataclass(frozen=True, slots=True)
+class CallStmt:
+    """A helper call as a statement, its value (if it returns one) discarded:
+    ``update(i, j, scale);``. WGSL refuses a builtin there (they are ``@must_use``)."""
+
+    call: FnCall
+
+
+@dataclass(frozen=True, slots=True)
 class Barrier:
     """``workgroupBarrier();``: every invocation of the workgroup waits here, and workgroup
     memory written before it is visible after it. Only in uniform control flow (see verify)."""
 
 
-Stmt = Let | Var | Assign | If | For | Loop | Break | Continue | Return | Block | Comment | Barrier
+Stmt = (
+    Let
+    | Var
+    | Assign
+    | If
+    | For
+    | Loop
+    | Break
+    | Continue
+    | Return
+    | Block
+    | Comment
+    | Barrier
+    | CallStmt
+    | Switch
+    | ConstAssert
+)
 
 
 def _slot_init(cls: type) -> type:
@@ -344,6 +396,10 @@ class Kernel:
     extents: tuple[tuple[str, Expr], ...] = field(default=(), compare=False)
     requires: tuple[tuple[str, Expr], ...] = field(default=(), compare=False)
     workgroup_vars: tuple[WorkgroupVar, ...] = ()
+    # ``requires`` and ``diagnostic`` directives as their WGSL text without the semicolon
+    # (``requires packed_4x8_integer_dot_product``); module-scope ``const_assert`` conditions.
+    directives: tuple[str, ...] = ()
+    asserts: tuple[Expr, ...] = ()
 
     def binding(self, name: str) -> Binding | None:
         return next((b for b in self.bindings if b.name == name), None)

@@ -240,20 +240,27 @@ class ExprTyper(ConstEval):
             case ir.Unary(op, x):
                 return self._apply(e, op, (self.type_of(x, scope),))
             case ir.FnCall(name, args):
-                fn = self.functions.get(name)
-                if fn is None:
-                    raise VerifyError(f"{show(e)}: undefined function '{name}'")
-                got = tuple(self.type_of(a, scope) for a in args)
-                want = tuple(t for _, t in fn.params)
-                if got != want:
+                ret = self.call_type(e, scope)
+                if ret is None:
                     raise VerifyError(
-                        f"{show(e)}: {name} takes ({', '.join(map(str, want))}), "
-                        f"got ({', '.join(map(str, got))})"
+                        f"{show(e)}: {name} returns no value (call it as a statement)"
                     )
-                if fn.ret is None:
-                    raise VerifyError(f"{show(e)}: {name} returns no value")
-                return fn.ret
+                return ret
         raise VerifyError(f"not an expression: {e!r}")
+
+    def call_type(self, e: ir.FnCall, scope: Scope) -> Type | None:
+        """What helper call ``e`` returns (None: nothing), its arguments checked."""
+        fn = self.functions.get(e.name)
+        if fn is None:
+            raise VerifyError(f"{show(e)}: undefined function '{e.name}'")
+        got = tuple(self.type_of(a, scope) for a in e.args)
+        want = tuple(t for _, t in fn.params)
+        if got != want:
+            raise VerifyError(
+                f"{show(e)}: {e.name} takes ({', '.join(map(str, want))}), "
+                f"got ({', '.join(map(str, got))})"
+            )
+        return fn.ret
 
     def _const_operands(
         self, e: ir.Binary, v: int, scope: Scope, left: tuple[int, Scalar] | None = None

@@ -74,8 +74,17 @@ def statement_behavior(s: ir.Stmt) -> frozenset[str]:
     if t is ir.For:
         return loop_behavior(s.body, s.cond is not None)
     if t is ir.Loop:
-        return loop_behavior(s.body, False)
+        return loop_behavior(s.body + s.continuing, s.break_if is not None)
+    if t is ir.Switch:
+        return switch_behavior(s)
     return _NEXT_ONLY
+
+
+def switch_behavior(s: ir.Switch) -> frozenset[str]:
+    """A switch's behaviour: its clauses' together, a ``break`` (which leaves the switch) as
+    next."""
+    b = frozenset().union(*(behavior(c.body) for c in s.cases))
+    return (b - {BREAK}) | {NEXT} if BREAK in b else b
 
 
 def loop_behavior(body: tuple[ir.Stmt, ...], has_cond: bool) -> frozenset[str]:
@@ -379,6 +388,11 @@ class _Analysis:
         if t is ir.Barrier:
             self.require(cf, "workgroupBarrier()", "must be reached in uniform control flow")
             return cf
+        if t is ir.CallStmt:
+            self.value(s.call, cf)
+            return cf
+        if t is ir.Switch:
+            return self.switch(s, cf)
         if t is ir.Comment:
             return cf
         return cf
@@ -402,6 +416,34 @@ class _Analysis:
             return  # a binding or workgroup memory: no value to track
         deps = (rhs, cf, slot.node, *indices) if indices else (rhs, cf)
         slot.node = self.g.node(*deps, label=f"'{slot.name}'")
+
+    def switch(self, s: ir.Switch, cf: int) -> int:
+        """Each clause in control flow that depends on the selector; a ``break`` leaves the
+        switch (its state met after it), a ``continue`` goes to the enclosing loop's."""
+        g = self.g
+        head = f"`switch {show(s.selector)}`"
+        sel = g.node(self.value(s.selector, cf), label=f"the selector of {head}")
+        before = self.state()
+        breaks: list[dict[_VarSlot, int]] = []
+        continues = self.loops[-1][1] if self.loops else []
+        self.loops.append((breaks, continues))
+        ends: list[dict[_VarSlot, int]] = []
+        ends_cf = []
+        try:
+            for case in s.cases:
+                for v, n in before.items():
+                    v.node = n
+                ends_cf.append(self.block(case.body, sel))
+                if NEXT in behavior(case.body):
+                    ends.append(self.state())
+        finally:
+            self.loops.pop()
+        self.meet(ends + breaks)
+        b = switch_behavior(s)
+        if b == _NEXT_ONLY:
+            return cf
+        leaves = "/".join(x for x in (CONTINUE, RETURN) if x in b)
+        return g.node(*ends_cf, label=f"{head}, which some invocations may leave by {leaves}")
 
     def if_(self, s: ir.If, cf: int) -> int:
         g = self.g
@@ -435,7 +477,11 @@ class _Analysis:
         try:
             if type(s) is ir.For and s.init is not None:
                 cf = self.statement(s.init, cf)
-            b1 = _body_behavior(s.body, cond is not None)
+            b1 = (
+                _body_behavior(s.body, cond is not None)
+                if type(s) is ir.For
+                else _body_behavior(s.body + s.continuing, s.break_if is not None)
+            )
             iterates = bool(b1 & {NEXT, CONTINUE})
             start = g.node(cf, label=f"the iterations of {head}") if iterates else cf
             heads = {}
@@ -456,6 +502,14 @@ class _Analysis:
             cf2 = cf1
             if type(s) is ir.For and s.update is not None:
                 cf2 = self.statement(s.update, cf1)
+            if type(s) is ir.Loop and (s.continuing or s.break_if is not None):
+                # The spec's continuing block and its `break if` (a conditional break).
+                self.loops.append((breaks, continues))
+                cf2 = self.block(s.continuing, cf1)
+                self.loops.pop()
+                if s.break_if is not None:
+                    cf2 = g.node(self.value(s.break_if, cf2), label=f"the break if of {head}")
+                    breaks.append(self.state())
             if iterates:
                 g.out[start].append(cf2)
                 for v, h in heads.items():

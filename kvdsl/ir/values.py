@@ -191,19 +191,25 @@ def call(op: Op, *args: Val | Num) -> Val:
             f"call: {info.spelling} takes {info.arity} argument{'s' * (info.arity != 1)}, "
             f"got {len(args)}"
         )
+    spec = info.operands or ("T",) * info.arity
     like = None
-    for a in args:
-        if isinstance(a, Val) and a.ty is not bool_ and a.ty != bool_:
+    for a, k in zip(args, spec):
+        if k == "T" and isinstance(a, Val) and a.ty is not bool_ and a.ty != bool_:
             like = a.ty
             break
     nodes, types = [], []
     for i, a in enumerate(args):
+        k = spec[i]
         if isinstance(a, Val):
             v = a
         elif not isinstance(a, _OPERANDS):
             raise _not_a_value(a, f"{info.spelling}: argument {i + 1}")
         elif op is Op.SELECT and i == 2:
             v = as_val(a, bool_)
+        elif k == "I":
+            v = construct(Vec(like.n, i32), a) if isinstance(like, Vec) else as_val(a, i32)
+        elif k != "T":
+            v = construct(k, a) if isinstance(k, Vec) else as_val(a, k)
         elif isinstance(like, Vec):
             v = construct(like, a)
         else:

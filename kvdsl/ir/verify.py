@@ -16,7 +16,7 @@ from kvdsl.ir.ops import Op
 from kvdsl.ir.scope import Scope, Symbol, VerifyError, check_name
 from kvdsl.ir.show import loop_head, show
 from kvdsl.ir.typeof import ExprTyper
-from kvdsl.ir.types import Array, RuntimeArray, Scalar, Type, Vec, bool_, f16, f32, u32
+from kvdsl.ir.types import Array, RuntimeArray, Scalar, Type, Vec, bool_, f16, f32, i32, u32
 from kvdsl.ir.uniformity import loop_behavior
 
 __all__ = [
@@ -98,13 +98,25 @@ class Verifier(ExprTyper):
                 if update is not None:
                     self.stmt(update, inner, ret, loop)
                 self.block(body, Scope(inner), ret, True)
-            case ir.Loop(body):
-                if loop_behavior(body, False) == frozenset():
+            case ir.Loop(body, continuing, break_if):
+                if loop_behavior(body + continuing, break_if is not None) == frozenset():
                     raise VerifyError(f"loop {{ ... }}: {_NEVER_EXITS}")
-                self.block(body, Scope(scope), ret, True)
+                inner = Scope(scope)
+                self.block(body, inner, ret, True)
+                if continuing or break_if is not None:
+                    _continuing_exits(continuing)
+                    last = Scope(inner)  # the continuing block sees the body's names
+                    self.block(continuing, last, ret, True)
+                    if break_if is not None:
+                        self._cond(s, break_if, last)
+            case ir.Switch(selector, cases):
+                self._switch(s, scope, ret, loop)
+            case ir.ConstAssert(cond):
+                self.const_assert(cond, scope)
             case ir.Break() | ir.Continue():
-                if not loop:
-                    raise VerifyError(f"{type(s).__name__.lower()} outside a loop")
+                if not loop or type(s) is ir.Continue and loop == SWITCH_CLAUSE:
+                    what = "a loop or switch" if type(s) is ir.Break else "a loop"
+                    raise VerifyError(f"{type(s).__name__.lower()} outside {what}")
             case ir.Return(value):
                 got = None if value is None else self.type_of(value, scope)
                 if got is not ret and got != ret:
@@ -113,8 +125,81 @@ class Verifier(ExprTyper):
                 self.block(body, Scope(scope), ret, loop)
             case ir.Barrier():
                 self.barriers = True  # where a barrier may stand: check_barriers
+            case ir.CallStmt(call):
+                if type(call) is not ir.FnCall:
+                    raise VerifyError(f"{show(s)}: only a helper's call is a statement")
+                self.call_type(call, scope)
             case _:
                 raise VerifyError(f"not a statement: {s!r}")
+
+    def _switch(self, s: ir.Switch, scope: Scope, ret: Type | None, loop: bool | str) -> None:
+        """A selector of i32 or u32; clause selectors constants of its type, each value once;
+        exactly one ``default``; a ``break`` in a clause leaves the switch."""
+        st = self.type_of(s.selector, scope)
+        if st is not i32 and st is not u32:
+            raise VerifyError(f"switch {show(s.selector)}: the selector is {st}, not i32 or u32")
+        seen: set[int] = set()
+        defaults = 0
+        for case in s.cases:
+            if not case.selectors:
+                raise VerifyError(f"switch {show(s.selector)}: a clause without a selector")
+            for e in case.selectors:
+                if e is None:
+                    defaults += 1
+                    continue
+                t = self.type_of(e, scope)
+                if t is not st and t != st:
+                    raise VerifyError(
+                        f"switch {show(s.selector)}: case {show(e)} is {t}, the selector {st}"
+                    )
+                v = self.const_int(e, scope)
+                if v is None:
+                    raise VerifyError(
+                        f"switch {show(s.selector)}: case {show(e)} is not a const-expression"
+                    )
+                if v in seen:
+                    raise VerifyError(
+                        f"switch {show(s.selector)}: case value {show(e)} appears twice"
+                    )
+                seen.add(v)
+            self.block(case.body, Scope(scope), ret, True if loop is True else SWITCH_CLAUSE)
+        if defaults != 1:
+            raise VerifyError(
+                f"switch {show(s.selector)}: {defaults} default clauses (WGSL asks for exactly one)"
+            )
+
+    def const_assert(self, cond: ir.Expr, scope: Scope) -> None:
+        """``const_assert cond``: a bool const-expression that is true."""
+        ct = self.type_of(cond, scope)
+        if ct is not bool_ and ct != bool_:
+            raise VerifyError(f"const_assert {show(cond)}: the condition is {ct}, not bool")
+        v = self.const_bool(cond, scope)
+        if v is None:
+            raise VerifyError(f"const_assert {show(cond)}: the condition is not a const-expression")
+        if not v:
+            raise VerifyError(f"const_assert {show(cond)}: the assertion is false")
+
+    def const_bool(self, e: ir.Expr, scope: Scope) -> bool | None:
+        """The value of a bool const-expression of integer and float constants, or None."""
+        match e:
+            case ir.Lit(value) if type(value) is bool:
+                return value
+            case ir.Unary(Op.NOT, x):
+                v = self.const_bool(x, scope)
+                return None if v is None else not v
+            case ir.Binary(Op.LAND | Op.LOR | Op.AND | Op.OR as op, a, b):
+                x, y = self.const_bool(a, scope), self.const_bool(b, scope)
+                if x is None or y is None:
+                    return None
+                return (x and y) if op in (Op.LAND, Op.AND) else (x or y)
+            case ir.Binary(op, a, b) if op in ops.COMPARISONS:
+                x, y = self.const_int(a, scope), self.const_int(b, scope)
+                if x is None or y is None:
+                    x, y = self._const_float(a, scope), self._const_float(b, scope)
+                if x is None or y is None:
+                    return None
+                return bool(ops.info(op).impl(x, y))
+        return None
 
     def _cond(self, s: ir.Stmt, cond: ir.Expr, scope: Scope) -> None:
         ct = self.type_of(cond, scope)
@@ -162,6 +247,40 @@ class Verifier(ExprTyper):
         return self.type_of(target, scope)
 
 
+SWITCH_CLAUSE = (
+    "switch"  # the ``loop`` flag in a switch clause outside any loop: break, not continue
+)
+
+
+def _continuing_exits(body: tuple[ir.Stmt, ...]) -> None:
+    """WGSL refuses a ``return`` in a continuing block, and a ``break`` or ``continue`` that
+    would leave it (one in a loop, or a break in a switch, nested in it is fine)."""
+    for s in body:
+        t = type(s)
+        if t is ir.Return:
+            raise VerifyError("return in a continuing block (WGSL refuses it)")
+        if t is ir.Break or t is ir.Continue:
+            raise VerifyError(
+                f"{t.__name__.lower()} in a continuing block (WGSL refuses it; use break if)"
+            )
+        if t is ir.If:
+            _continuing_exits(s.then)
+            _continuing_exits(s.orelse)
+        elif t is ir.Block:
+            _continuing_exits(s.body)
+        elif t is ir.Switch:
+            for case in s.cases:
+                _no_return(case.body)
+        elif t is ir.For or t is ir.Loop:
+            _no_return(s.body)
+
+
+def _no_return(body: tuple[ir.Stmt, ...]) -> None:
+    for x in ir.walk(body):
+        if type(x) is ir.Return:
+            raise VerifyError("return in a continuing block (WGSL refuses it)")
+
+
 def module_scope(kernel: ir.Kernel, verifier: Verifier) -> Scope:
     """The scope holding module consts, bindings, params and the entry point's builtins."""
     scope = Scope()
@@ -204,6 +323,8 @@ def module_scope(kernel: ir.Kernel, verifier: Verifier) -> Scope:
                 f"more than {MAX_WORKGROUP_BYTES}"
             )
         scope.declare(w.name, Symbol(w.ty, "workgroup"), w)
+    for a in kernel.asserts:
+        verifier.const_assert(a, scope)
     return scope
 
 
@@ -226,10 +347,12 @@ def check_barriers(kernel: ir.Kernel) -> None:
         raise VerifyError(str(err), node=err.node) from None
 
 
-def verify(kernel: ir.Kernel, verifier: Verifier | None = None) -> ir.Kernel:
+def verify(kernel: ir.Kernel, verifier: Verifier | None = None, *, house: bool = True) -> ir.Kernel:
     """Check ``kernel``; return it unchanged or raise :class:`VerifyError` naming the problem.
     ``verifier``: a :class:`Verifier` of ``kernel`` to check with (a subclass that watches what
-    it types, :mod:`kvdsl.ir.portability`'s); a fresh one by default."""
+    it types, :mod:`kvdsl.ir.portability`'s); a fresh one by default. ``house``: hold the kernel
+    to kvdsl's own rules for its catalog too (:func:`house_notes`), as errors; WGSL from
+    elsewhere (the frontend's) passes False, and ``kvdsl check`` prints them as notes."""
     verifier = Verifier(kernel) if verifier is None else verifier
     scope = module_scope(kernel, verifier)
     wg = kernel.workgroup_size
@@ -267,11 +390,9 @@ def verify(kernel: ir.Kernel, verifier: Verifier | None = None) -> ir.Kernel:
     verifier.block(kernel.body, main, None, False)
     if verifier.barriers:  # a barrier or a shuffle, in the entry point or a helper
         check_barriers(kernel)
-    for b in kernel.bindings:
-        if b.name not in verifier.used:
-            raise VerifyError(f"binding '{b.name}' is declared but never used")
-        if b.access == "read_write" and b.name not in verifier.stored:
-            raise VerifyError(f"binding '{b.name}' is read_write but never written")
+    if house:
+        for why in house_notes(kernel, verifier):
+            raise VerifyError(why)
     if kernel.dispatch is not None:
         d = kernel.dispatch
         if verifier.type_of(d.items, scope) != u32:
@@ -279,6 +400,22 @@ def verify(kernel: ir.Kernel, verifier: Verifier | None = None) -> ir.Kernel:
         if d.per_group < 1 or not 1 <= d.fold <= 65535:
             raise VerifyError(f"dispatch per_group {d.per_group} / fold {d.fold} out of range")
     return kernel
+
+
+def house_notes(kernel: ir.Kernel, verifier: Verifier | None = None) -> list[str]:
+    """kvdsl's rules for its own kernels that WGSL does not have: every binding is used, and
+    every ``read_write`` one is written. ``verifier``: one that has verified ``kernel``
+    (a fresh one verifies it first, without these rules)."""
+    if verifier is None:
+        verifier = Verifier(kernel)
+        verify(kernel, verifier, house=False)
+    notes = []
+    for b in kernel.bindings:
+        if b.name not in verifier.used:
+            notes.append(f"binding '{b.name}' is declared but never used")
+        elif b.access == "read_write" and b.name not in verifier.stored:
+            notes.append(f"binding '{b.name}' is read_write but never written")
+    return notes
 
 
 def _host_fits(b: ir.Binding) -> bool:

@@ -139,6 +139,36 @@ def test_run_both_backends_reports_where_they_differ(tmp_path):
     assert notes == [f"{src}:6: note: {CONSTANT_UNPACK} [portability]"], notes
 
 
+def test_run_gives_overrides_their_constants(tmp_path, gpu):
+    # override declarations take --constants by name or @id; one with no initialiser and no
+    # value, and a value for no override, are usage errors naming them.
+    src = tmp_path / "scale.wgsl"
+    src.write_text(
+        "override WG: u32 = 64u;\n"
+        "@id(3) override SCALE: f32;\n"
+        "@group(0) @binding(0) var<storage, read> a: array<f32>;\n"
+        "@group(0) @binding(1) var<storage, read_write> out: array<f32>;\n"
+        "@compute @workgroup_size(WG)\n"
+        "fn main(@builtin(global_invocation_id) gid: vec3<u32>) {\n"
+        "  out[gid.x] = a[gid.x] * SCALE;\n"
+        "}\n"
+    )
+    a = np.random.default_rng(1).standard_normal(128).astype(np.float32)
+    np.savez(tmp_path / "in.npz", a=a, out=np.full(128, np.nan, np.float32))
+    base = ["run", str(src), "--inputs", str(tmp_path / "in.npz"), "--workgroups", "1,1,1"]
+    res = tmp_path / "out.npz"
+    out = kvdsl(*base, "--backend", "both", "--constants", "WG=128,3=-2.5", "--out", str(res))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[0] == "out: float32[128], GPU == interpreter", out.stdout
+    np.testing.assert_array_equal(np.load(res)["out"], a * np.float32(-2.5))
+    missing = kvdsl(*base, "--backend", "interp")
+    assert missing.returncode == 2
+    assert "override SCALE has no initialiser and no value was given for it" in missing.stderr
+    stray = kvdsl(*base, "--backend", "interp", "--constants", "SCALE=1,SIZE=3")
+    assert stray.returncode == 2
+    assert "constants: no override named SIZE (the module's: SCALE, WG)" in stray.stderr
+
+
 def test_run_both_backends_interprets_at_the_adapters_subgroup_size(tmp_path, gpu):
     # A kernel whose outputs depend on the subgroup size (its builtin, and a shuffle by a mask
     # that crosses 4 lanes) agrees with the interpreter run at the adapter's size, which
@@ -419,6 +449,30 @@ def test_check_notes_what_an_implementation_runs_wrong(tmp_path):
     good = tmp_path / "good.wgsl"
     good.write_text(kvdsl("show", "append_quant_int8_llama31_8b").stdout)
     assert "[portability]" not in kvdsl("check", str(good)).stdout
+
+
+def test_check_notes_kvdsl_house_rules_in_foreign_wgsl(tmp_path):
+    # WGSL takes a read_write binding the kernel only reads and a binding nothing uses (Tint
+    # and naga compile it); kvdsl's own kernels may not have either: notes, and the file
+    # passes.
+    f = tmp_path / "reads.wgsl"
+    f.write_text(
+        "@group(0) @binding(0) var<storage, read_write> x: array<f32>;\n"
+        "@group(0) @binding(1) var<storage, read> spare: array<f32>;\n"
+        "@group(0) @binding(2) var<storage, read_write> out: array<f32>;\n"
+        "@compute @workgroup_size(64)\n"
+        "fn main(@builtin(global_invocation_id) gid: vec3<u32>) {\n"
+        "  out[gid.x] = x[gid.x] * 2.0;\n"
+        "}\n"
+    )
+    out, portability = passing_check_notes(f)
+    notes = [line for line in out.stdout.splitlines() if line.endswith("[house]")]
+    assert portability == [] and notes == [
+        f"{f}: note: binding 'x' is read_write but never written (WGSL takes it; kvdsl refuses "
+        "it in its own kernels) [house]",
+        f"{f}: note: binding 'spare' is declared but never used (WGSL takes it; kvdsl refuses "
+        "it in its own kernels) [house]",
+    ], out.stdout
 
 
 def test_check_notes_f16_literals_whose_digits_are_not_an_f16_value(tmp_path):

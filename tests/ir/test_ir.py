@@ -50,7 +50,8 @@ from kvdsl.ir.tree import (
 from kvdsl.ir.types import Scalar, Vec, bool_
 from kvdsl.ir.show import show
 
-CANDIDATES = [f32, u32, i32, bool_, vec(4, f32), vec(2, f32)]  # vec2<f32>: pack2x16float
+# vec2<f32>: pack2x16float; vec3<f32>: cross
+CANDIDATES = [f32, u32, i32, bool_, vec(4, f32), vec(2, f32), vec(3, f32)]
 
 
 def _operands(op, ty):
@@ -59,6 +60,9 @@ def _operands(op, ty):
         return (ty, ty, bool_)
     if op in (Op.SHL, Op.SHR, Op.SUBGROUP_SHUFFLE_XOR):
         return (ty, u32)
+    if row.operands is not None:  # "T" the candidate, "I" i32 of its shape, else a fixed type
+        shape = (lambda s: vec(ty.n, s)) if isinstance(ty, Vec) else (lambda s: s)
+        return tuple(ty if k == "T" else shape(i32) if k == "I" else k for k in row.operands)
     return (ty,) * row.arity
 
 
@@ -66,7 +70,9 @@ def test_every_op_row_is_complete():
     for op in Op:
         row = ops.TABLE[op]
         assert (
-            row.spelling and row.arity in (1, 2, 3) and row.kind in ("unary", "binary", "builtin")
+            row.spelling
+            and row.arity in (1, 2, 3, 4)
+            and row.kind in ("unary", "binary", "builtin")
         )
         assert 0 <= row.level <= ops.LOGIC and row.lhs_max <= ops.LOGIC and row.rhs_max <= ops.LOGIC
         accepted = []
@@ -81,7 +87,7 @@ def test_every_op_row_is_complete():
                 (
                     np.array([3, 5], dtype=t.dtype)
                     if isinstance(t, Scalar)
-                    else np.ones((2, t.n), "f4")
+                    else np.ones((2, t.n), t.scalar.dtype)
                 )
                 for t in _operands(op, ty)
             ]

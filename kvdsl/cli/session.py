@@ -1,0 +1,183 @@
+"""``kvdsl session``: a scenario of chained cache operations on a host, checked against the
+numpy oracle, with each step's GPU time and host overhead."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import numpy as np
+
+from kvdsl import catalog
+from kvdsl.cli.inputs import UsageError
+from kvdsl.cli.options import count, positive
+
+SCENARIOS = {
+    "decode": "a prefill of ragged prompts, then STEPS decode steps of one token",
+    "mixed": "a prefill, then STEPS operations drawn from decode, merge, shift and read",
+}
+
+
+def _progress(done: int, total: int, started: float) -> None:
+    width = 30
+    filled = width * done // total
+    rate = done / max(time.perf_counter() - started, 1e-9)
+    sys.stderr.write(
+        f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} steps, {rate:.0f}/s "
+    )
+    sys.stderr.flush()
+
+
+def _plan(args: argparse.Namespace, rng: np.random.Generator, floats: bool) -> list[tuple]:
+    """The scenario's operations after the prefill, as (name, tokens)."""
+    if args.scenario == "decode":
+        return [("decode", 1)] * args.steps
+    kinds = ["decode"] * 6 + ["merge", "read"] + (["shift"] if floats else [])
+    out = []
+    for _ in range(args.steps):
+        kind = kinds[int(rng.integers(len(kinds)))]
+        out.append((kind, int(rng.integers(1, 9)) if kind in ("merge", "shift") else 1))
+    return out
+
+
+def _stats(xs: list[float]) -> str:
+    if not xs:
+        return f"{'-':>9} {'-':>9} {'-':>9}"
+    a = np.array(xs) * 1e6
+    return f"{np.median(a):9.1f} {np.percentile(a, 90):9.1f} {a.max():9.1f}"
+
+
+def cmd_session(args: argparse.Namespace) -> int:
+    """Run the scenario; print per-step GPU time and host overhead by operation."""
+    from kvdsl.session import GpuHost, InterpHost, Session, SessionError, SessionMismatch, Spec
+
+    model = catalog.MODELS.get(args.model)
+    if model is None:
+        raise UsageError(f"--model={args.model!r}: expected one of {', '.join(catalog.MODELS)}")
+    heads = args.kv_heads if args.kv_heads is not None else model.kv_heads
+    head_dim = args.head_dim if args.head_dim is not None else model.head_dim
+    if args.prompt < 1:
+        raise UsageError(f"--prompt={args.prompt}: expected 1 or more tokens")
+    growth = args.steps if args.scenario == "decode" else 8 * args.steps
+    capacity = args.capacity if args.capacity is not None else args.prompt + growth
+    if args.prompt > capacity:
+        raise UsageError(f"--prompt={args.prompt}: expected at most the capacity ({capacity} rows)")
+    try:
+        spec = Spec(args.layers, args.batch, heads, head_dim, capacity, args.format)
+    except SessionError as err:
+        raise UsageError(str(err)) from None
+    host = GpuHost() if args.backend == "gpu" else InterpHost()
+    rng = np.random.default_rng(args.seed)
+    try:
+        session = Session(spec, host, seed=args.seed, check_every=False)
+    except SessionError as err:
+        raise UsageError(str(err)) from None
+    fmt = session.fmt
+    cache = 2 * spec.layers * session.cache_bytes
+    where = "the interpreter" if args.backend == "interp" else _adapter()
+    print(
+        f"session {args.scenario}: {spec.layers} layers x batch {spec.batch} x {heads} kv heads "
+        f"x {capacity} rows x head dim {head_dim}, {spec.format} ({cache / 2**20:.1f} MiB of "
+        f"K and V), on {where}"
+    )
+    lowest = max(1, args.prompt // 2)
+    prompts = rng.integers(lowest, args.prompt + 1, spec.batch)
+    plan = _plan(args, rng, fmt.shifts)
+    bar = sys.stderr.isatty() and len(plan) >= 100
+    started = time.perf_counter()
+    try:
+        session.prefill([int(n) for n in prompts])
+        for i, (kind, n) in enumerate(plan):
+            if kind == "decode":
+                session.decode()
+            elif kind == "read":
+                session.read()
+            else:
+                getattr(session, kind)(n)
+            if args.check_every and (i + 1) % args.check_every == 0:
+                session.check()
+            if bar and (i % max(1, len(plan) // 200) == 0 or i + 1 == len(plan)):
+                _progress(i + 1, len(plan), started)
+        session.check()
+    except SessionMismatch as err:
+        if bar:
+            sys.stderr.write("\n")
+        print(f"mismatch: {err}")
+        return 1
+    finally:
+        if bar:
+            sys.stderr.write("\n")
+    wall = time.perf_counter() - started
+    session.gpu_times()
+    steps = session.steps
+    timed = all(s.gpu is not None for s in steps)
+    print(f"{'op':<8} {'steps':>6} {'tokens':>7} | GPU us: {'median':>9} {'p90':>9} {'max':>9} | "
+          f"host us: {'median':>9} {'p90':>9} {'max':>9}")  # fmt: skip
+    for op in ("prefill", "decode", "merge", "shift", "read"):
+        mine = [s for s in steps if s.op == op]
+        if not mine:
+            continue
+        gpu = _stats([s.gpu for s in mine]) if timed else _stats([])
+        print(
+            f"{op:<8} {len(mine):>6} {sum(s.tokens for s in mine):>7} | {'':>7} {gpu} | "
+            f"{'':>8} {_stats([s.host for s in mine])}"
+        )
+    untimed = "the interpreter" if args.backend == "interp" else "no timestamp queries"
+    gpu_total = f"{sum(s.gpu for s in steps):.3f} s" if timed else f"not timed ({untimed})"
+    print(
+        f"total: {len(steps)} steps, GPU {gpu_total}, host {sum(s.host for s in steps):.3f} s, "
+        f"wall {wall:.1f} s; checked against the oracle {session.checks} times, 0 mismatches"
+    )
+    if args.csv:
+        try:
+            with open(args.csv, "w") as f:
+                f.write("step,op,tokens,gpu_us,host_us\n")
+                for i, s in enumerate(steps):
+                    gpu = "" if s.gpu is None else f"{s.gpu * 1e6:.2f}"
+                    f.write(f"{i},{s.op},{s.tokens},{gpu},{s.host * 1e6:.2f}\n")
+        except OSError as err:
+            raise UsageError(f"--csv: cannot write {args.csv!r} ({err.strerror})") from None
+        print(f"wrote {len(steps)} steps to {args.csv}")
+    return 0
+
+
+def _adapter() -> str:
+    from kvdsl.runtime import adapter_info
+
+    info = adapter_info()
+    return f"{info['device']} ({info['backend']}, {info['implementation']})"
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    """Add ``session`` to the subcommands ``sub``."""
+    from kvdsl.session import FORMATS
+
+    s = sub.add_parser(
+        "session",
+        help="run a scenario of chained cache operations and time each step",
+        description="Keep a model's KV cache (layers x batch x kv heads x capacity x head dim) "
+        "in one format on the GPU (or in the interpreter), run a scenario of operations on it "
+        "through the kernels' host contract, check it against a numpy oracle of the same "
+        "session, and print each operation's GPU time (timestamp queries) and host overhead. "
+        + " ".join(f"{k}: {v}." for k, v in SCENARIOS.items()),
+    )
+    s.add_argument("--scenario", choices=tuple(SCENARIOS), default="decode")
+    s.add_argument("--layers", type=positive, default=8)
+    s.add_argument("--steps", type=count, default=256, help="operations after the prefill")
+    s.add_argument("--batch", type=positive, default=4)
+    s.add_argument("--format", choices=FORMATS, default="f16")
+    s.add_argument("--model", default="llama31_8b", help="the catalog model of the cache's "
+                   "kv heads and head dim (see kvdsl/catalog.py)")  # fmt: skip
+    s.add_argument("--kv-heads", type=positive, help="kv heads (default: the model's)")
+    s.add_argument("--head-dim", type=positive, help="head dim (default: the model's)")
+    s.add_argument("--prompt", type=positive, default=128,
+                   help="the longest prompt; each sequence's is drawn from half of it up")  # fmt: skip
+    s.add_argument("--capacity", type=positive,
+                   help="rows per head (default: the prompt plus what the steps append)")  # fmt: skip
+    s.add_argument("--backend", choices=("gpu", "interp"), default="gpu")
+    s.add_argument("--check-every", type=count, default=0, metavar="N",
+                   help="compare with the oracle every N steps (0: at the end only)")  # fmt: skip
+    s.add_argument("--seed", type=count, default=0)
+    s.add_argument("--csv", help="write every step's GPU and host microseconds to this file")
+    s.set_defaults(handler=cmd_session)

@@ -1,0 +1,281 @@
+"""How a session's cache is stored and which kernels move it: one class per cache format.
+
+A format says what one cache row of K (or V) is on the host (``unit`` values of ``dtype`` per
+row), how the oracle encodes new tokens into rows, and which programs a session dispatches for
+each operation over contiguous BNSH caches of ``capacity`` rows per head:
+
+========  ========================================  ==========================================
+op        float formats (f32, f16)                  dense formats (int8, int4, int4_asym, ggml)
+========  ========================================  ==========================================
+append    ``merge_share`` append, in place          ``dense_append``, in place
+retain    ``merge_share`` retain, past → present    ``copy`` of the rows' words, past → present
+shift     ``window_shift`` all, past → present      (none: refused)
+read      the buffer itself                         ``dense_read`` into f32 rows
+========  ========================================  ==========================================
+
+A new layout or mode is one more class here with the same methods.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Mapping
+
+import numpy as np
+
+from kvdsl import catalog
+from kvdsl.kernels.config import Element, Walk
+from kvdsl.kernels.copy import CopyConfig
+from kvdsl.kernels.dense import DenseAppendConfig, DenseFormat, DenseReadConfig
+from kvdsl.kernels.merge_share import MergeShareConfig
+from kvdsl.kernels.window_shift import WindowShiftConfig
+from kvdsl.kernels.config import KernelConfig
+from kvdsl.reference import formats as fm
+from kvdsl.session.host import Bound, Host, Program
+
+FLOATS = ("f32", "f16")
+FORMATS = FLOATS + fm.FORMATS
+
+
+class SessionError(ValueError):
+    """A session operation or spec a session does not take: names the field, the value and
+    what is allowed."""
+
+
+def _program(cfg: KernelConfig, label: str) -> Program:
+    """The catalog variant of ``cfg`` where the catalog names one, else ``cfg`` named ``label``."""
+    for name, known in catalog.VARIANTS.items():
+        if known == cfg:
+            return Program.of(cfg, name)
+    return Program.of(cfg, label)
+
+
+Pair = tuple[Bound, Bound]  # K's range, V's range
+
+
+class CacheFormat:
+    """The operations on one layer's K and V caches in one format."""
+
+    name: str
+    dtype: np.dtype  # the host type of a stored row
+    input: np.dtype  # the host type of new tokens
+    shifts = False
+
+    def __init__(self, kv_heads: int, head_dim: int) -> None:
+        self.kv_heads, self.head_dim = kv_heads, head_dim
+
+    @property
+    def unit(self) -> int:
+        """Host values per stored row."""
+        raise NotImplementedError
+
+    @property
+    def row_bytes(self) -> int:
+        """Bytes of one stored (batch, head, token) row."""
+        return self.unit * self.dtype.itemsize
+
+    def encode(self, rows: np.ndarray) -> np.ndarray:
+        """Stored rows ``[..., unit]`` of new-token rows ``[..., head_dim]`` (the oracle's)."""
+        raise NotImplementedError
+
+    def decode(self, stored: np.ndarray) -> np.ndarray:
+        """f32 rows ``[..., head_dim]`` of stored rows."""
+        raise NotImplementedError
+
+    def programs(self) -> list[Program]:
+        """Every program the format dispatches."""
+        raise NotImplementedError
+
+    def append(
+        self,
+        host: Host,
+        cache: Pair,
+        new: Pair,
+        seqlens: Bound,
+        lens: np.ndarray,
+        key_seq: int,
+        cap: int,
+    ) -> None:
+        """New tokens into rows ``[end - keySeq, end)`` of each batch of a cache of ``cap``
+        rows per head, in place."""
+        raise NotImplementedError
+
+    def retain(
+        self,
+        host: Host,
+        past: Pair,
+        present: Pair,
+        seqlens: Bound,
+        lens: np.ndarray,
+        key_seq: int,
+        cap: int,
+    ) -> None:
+        """Every row ``append`` will not write, from ``past`` into ``present``."""
+        raise NotImplementedError
+
+    def shift(
+        self,
+        host: Host,
+        past: Pair,
+        present: Pair,
+        new: Pair,
+        seqlens: Bound,
+        lens: np.ndarray,
+        key_seq: int,
+        cap: int,
+    ) -> None:
+        """One sliding-window step from ``past`` into ``present`` (where :attr:`shifts`)."""
+        raise NotImplementedError
+
+    def read(self, host: Host, cache: Pair, out: Pair, rows: int) -> None:
+        """``rows`` stored rows of ``cache`` as f32 rows into ``out`` (dense formats)."""
+        raise NotImplementedError
+
+    def judge(self, got: np.ndarray, want: np.ndarray, exact: bool) -> str:
+        """'' when stored rows ``got`` are ``want``'s (bit for bit where ``exact``), else the
+        first difference."""
+        g, w = got.view(f"u{self.dtype.itemsize}"), want.view(f"u{self.dtype.itemsize}")
+        bad = np.flatnonzero(g.reshape(-1) != w.reshape(-1))
+        if bad.size == 0:
+            return ""
+        i = int(bad[0])
+        return f"{bad.size} values differ, first at {i}: {got.reshape(-1)[i]!r} != {want.reshape(-1)[i]!r}"
+
+
+class FloatFormat(CacheFormat):
+    """f32 or f16 rows of ``head_dim`` values; new tokens of the same type."""
+
+    shifts = True
+
+    def __init__(self, kv_heads: int, head_dim: int, element: str) -> None:
+        super().__init__(kv_heads, head_dim)
+        self.name = element
+        self.dtype = self.input = np.dtype(np.float32 if element == "f32" else np.float16)
+        types = {"present_type": Element(element), "input_type": Element(element)}
+        common = {"walk": Walk.FLAT} | types
+        tag = f"{element}_{kv_heads}x{head_dim}"
+        self._append = _program(
+            MergeShareConfig(kv_heads, head_dim, "append", **common), f"session_append_{tag}"
+        )
+        self._retain = _program(
+            MergeShareConfig(kv_heads, head_dim, "retain", **common), f"session_retain_{tag}"
+        )
+        self._shift = _program(
+            WindowShiftConfig(kv_heads, head_dim, "all", **common), f"session_shift_{tag}"
+        )
+
+    @property
+    def unit(self) -> int:
+        return self.head_dim
+
+    def encode(self, rows: np.ndarray) -> np.ndarray:
+        return np.asarray(rows).astype(self.dtype)
+
+    def decode(self, stored: np.ndarray) -> np.ndarray:
+        return np.asarray(stored, np.float32)
+
+    def programs(self) -> list[Program]:
+        return [self._append, self._retain, self._shift]
+
+    def _window(self, batch: int, cap: int, key_seq: int, rows: int):
+        shape = {"batch": batch, "seq": cap, "keySeq": key_seq}
+        params = {"count": batch * self.kv_heads * rows, "seq": cap, "keySeq": key_seq}
+        return shape, params
+
+    def append(self, host, cache, new, seqlens, lens, key_seq, cap) -> None:
+        batch = len(lens)
+        shape, params = self._window(batch, cap, key_seq, key_seq)
+        bound = {"new_k": new[0], "new_v": new[1], "seqlens_k": seqlens}
+        bound |= {"present_key": cache[0], "present_value": cache[1]}
+        host.dispatch(self._append, _only(self._append, bound), shape, params, lens)
+
+    def retain(self, host, past, present, seqlens, lens, key_seq, cap) -> None:
+        batch = len(lens)
+        shape, params = self._window(batch, cap, key_seq, cap)
+        bound = {"past_k": past[0], "past_v": past[1], "seqlens_k": seqlens}
+        bound |= {"present_key": present[0], "present_value": present[1]}
+        host.dispatch(self._retain, _only(self._retain, bound), shape, params, lens)
+
+    def shift(self, host, past, present, new, seqlens, lens, key_seq, cap) -> None:
+        batch = len(lens)
+        shape, params = self._window(batch, cap, key_seq, cap)
+        bound = {"past_k": past[0], "past_v": past[1], "new_k": new[0], "new_v": new[1]}
+        bound |= {"seqlens_k": seqlens, "present_key": present[0], "present_value": present[1]}
+        host.dispatch(self._shift, _only(self._shift, bound), shape, params, lens)
+
+
+class DenseCache(CacheFormat):
+    """Dense rows with their scales inline (:mod:`kvdsl.reference.formats`): u32 words."""
+
+    def __init__(self, kv_heads: int, head_dim: int, fmt: str) -> None:
+        super().__init__(kv_heads, head_dim)
+        self.name = fmt
+        self.dtype, self.input = np.dtype(np.uint32), np.dtype(np.float32)
+        tag = f"{fmt}_{kv_heads}x{head_dim}"
+        self._append = _program(
+            DenseAppendConfig(kv_heads, head_dim, format=DenseFormat(fmt)),
+            f"session_append_{tag}",
+        )
+        self._copy = _program(
+            CopyConfig(head_dim=self.unit, present_type=Element.U32), f"session_copy_{tag}"
+        )
+        self._read = _program(
+            DenseReadConfig(kv_heads, head_dim, format=DenseFormat(fmt)), f"session_read_{tag}"
+        )
+
+    @property
+    def unit(self) -> int:
+        return fm.row_words(self.name, self.head_dim, True)
+
+    def encode(self, rows: np.ndarray) -> np.ndarray:
+        return fm.quantize_rows(self.name, rows, True)[0]
+
+    def decode(self, stored: np.ndarray) -> np.ndarray:
+        return fm.dequantize_rows(self.name, stored, None, self.head_dim, True)
+
+    def programs(self) -> list[Program]:
+        return [self._append, self._copy, self._read]
+
+    def append(self, host, cache, new, seqlens, lens, key_seq, cap) -> None:
+        batch = len(lens)
+        shape = {"batch": batch, "seq": cap, "keySeq": key_seq}
+        params = {"count": batch * self.kv_heads * key_seq, "keySeq": key_seq, "seq": cap}
+        bound = {"src_k": new[0], "src_v": new[1], "seqlens_k": seqlens}
+        bound |= {"present_key": cache[0], "present_value": cache[1]}
+        host.dispatch(self._append, _only(self._append, bound), shape, params, lens)
+
+    def retain(self, host, past, present, seqlens, lens, key_seq, cap) -> None:
+        # Every row is copied: the append that follows overwrites its window.
+        rows = len(lens) * self.kv_heads * cap
+        bound = {"src_k": past[0], "src_v": past[1]}
+        bound |= {"present_key": present[0], "present_value": present[1]}
+        host.dispatch(self._copy, bound, {"rows": rows}, {"count": rows})
+
+    def read(self, host, cache, out, rows) -> None:
+        bound = {"cache_key": cache[0], "cache_value": cache[1], "key": out[0], "value": out[1]}
+        host.dispatch(self._read, bound, {"rows": rows}, {"count": rows})
+
+    def judge(self, got: np.ndarray, want: np.ndarray, exact: bool) -> str:
+        problem = super().judge(got, want, exact)
+        if not problem or exact:
+            return problem
+        from kvdsl.harness.dense import _decoded
+
+        return _decoded(got.reshape(-1), want.reshape(-1), None, self.name, self.head_dim, True)[1]
+
+
+def _only(program: Program, bound: Mapping[str, Bound]) -> dict[str, Bound]:
+    """The ranges of ``bound`` that ``program`` binds."""
+    names = {b["name"] for b in program.storage}
+    return {k: v for k, v in bound.items() if k in names}
+
+
+@functools.lru_cache(maxsize=64)
+def cache_format(fmt: str, kv_heads: int, head_dim: int) -> CacheFormat:
+    """The operations of format ``fmt`` for caches of ``kv_heads`` × ``head_dim`` (built once:
+    a format holds no state but its programs)."""
+    if fmt in FLOATS:
+        return FloatFormat(kv_heads, head_dim, fmt)
+    if fmt in fm.FORMATS:
+        return DenseCache(kv_heads, head_dim, fmt)
+    raise SessionError(f"format={fmt!r}: expected one of {', '.join(FORMATS)}")

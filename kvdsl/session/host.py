@@ -1,0 +1,457 @@
+"""A host that keeps buffers between dispatches and runs kernels through their host contract.
+
+A :class:`Program` is a kernel with its contract entry (:func:`kvdsl.contract.entry`, what
+``emitted/index.json`` holds for a catalog variant). Every dispatch goes through the entry alone:
+the bindings' order and access, their sizes (``buffer_sizes`` of the shape), the params' bytes
+(``params_bytes``) and the workgroups (``workgroups``). Two hosts share that code path:
+:class:`GpuHost` (wgpu: device buffers, bind groups, timestamp queries) and :class:`InterpHost`
+(the interpreter, whose bounds and race checks run on every dispatch). A binding is a range of a
+buffer (:class:`Bound`), so a cache can sit between canary rows that no dispatch may touch.
+
+Before any dispatch the host checks the runtime inputs it passes (:func:`check_dispatch`): the
+params fit their types, the kernel's requirements hold, and no binding is smaller than what the
+kernel touches for these params and these ``seqlens_k`` values (the runtime's own contract,
+:mod:`kvdsl.runtime.contract`). A refusal names the field or binding, the value and what is
+allowed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import numpy as np
+
+from kvdsl import catalog
+from kvdsl.contract import ContractError, buffer_sizes, entry, params_bytes, workgroups
+from kvdsl.emit import emit
+from kvdsl.ir import tree as ir
+from kvdsl.ir.tree import Binding, Kernel
+from kvdsl.kernels.config import KernelConfig
+from kvdsl.runtime.contract import evaluate, rule
+from kvdsl.runtime.errors import BufferError, ParamsError
+
+#: Bytes a bound range's offset is a multiple of (WebGPU's minStorageBufferOffsetAlignment and
+#: minUniformBufferOffsetAlignment defaults).
+ALIGN = 256
+
+
+def aligned(n: int) -> int:
+    """``n`` rounded up to a multiple of :data:`ALIGN`."""
+    return -(-n // ALIGN) * ALIGN
+
+
+@dataclass(frozen=True)
+class Program:
+    """One kernel and its host contract."""
+
+    name: str
+    kernel: Kernel
+    entry: dict[str, Any]
+    wgsl: str
+
+    @classmethod
+    def of(cls, cfg: KernelConfig, name: str) -> Program:
+        """The program of ``cfg`` (a catalog variant's config, or any valid one)."""
+        kernel = catalog.build_config(cfg, name)
+        return cls(name, kernel, entry(kernel, cfg), emit(kernel))
+
+    @property
+    def storage(self) -> list[dict[str, Any]]:
+        """The storage bindings of the entry, in binding order."""
+        return [b for b in self.entry["bindings"] if b["access"] != "uniform"]
+
+    def binding(self, name: str) -> Binding:
+        """The kernel's binding ``name`` (its host type, for the interpreter's arrays)."""
+        b = self.kernel.binding(name)
+        assert b is not None, name
+        return b
+
+
+@dataclass
+class Buffer:
+    """A host buffer: ``size`` bytes, held by the host that made it (``handle``)."""
+
+    label: str
+    size: int
+    handle: Any = None
+
+
+@dataclass(frozen=True)
+class Bound:
+    """The range ``[offset, offset + size)`` of ``buffer`` bound to one binding."""
+
+    buffer: Buffer
+    offset: int
+    size: int
+
+    def __post_init__(self) -> None:
+        if self.offset % ALIGN or self.offset + self.size > self.buffer.size:
+            raise BufferError(
+                f"range [{self.offset}, {self.offset + self.size}) of buffer "
+                f"'{self.buffer.label}' ({self.buffer.size} bytes): expected an offset that "
+                f"is a multiple of {ALIGN} and a range inside the buffer"
+            )
+
+
+def check_dispatch(
+    program: Program,
+    bound: Mapping[str, Bound],
+    shape: Mapping[str, int],
+    params: Mapping[str, int],
+    seqlens: np.ndarray | None = None,
+) -> tuple[bytes, tuple[int, int, int]]:
+    """The params bytes and workgroups of a dispatch, after every check a host makes.
+
+    Refused (before any dispatch): a binding without a range or a range without a binding, a
+    range smaller than the contract's size for ``shape``, a params value outside its type
+    (``ContractError``), a broken requirement of the kernel (``ParamsError``), a range smaller
+    than what the kernel touches for ``params`` and the ``seqlens_k`` values (``BufferError``,
+    as :mod:`kvdsl.runtime.contract` words it).
+    """
+    kernel = program.kernel
+    names = [b["name"] for b in program.storage]
+    for name in bound:
+        if name not in names:
+            raise BufferError(f"{program.name}: range '{name}' has no binding; it binds {names}")
+    sizes, data, groups = _contract(program, shape, params)
+    for name in names:
+        if name not in bound:
+            raise BufferError(f"{program.name}: binding '{name}' has no range")
+        if bound[name].size < sizes[name]:
+            raise BufferError(
+                f"{program.name}: binding '{name}' is bound to {bound[name].size} bytes; the "
+                f"contract sizes it {sizes[name]} bytes for shape {dict(shape)}"
+            )
+    broken, needs = _needs(program, params, seqlens)
+    if broken is not None:
+        shown = ", ".join(f"{k}={params[k]}" for k in sorted(params))
+        raise ParamsError(f"kernel {program.name} requires {broken}; got {shown}")
+    for name, extent, need in needs:
+        if name not in bound:
+            continue
+        have = bound[name].size // _element_bytes(program, name)
+        if have < need:
+            b = kernel.binding(name)
+            raise BufferError(
+                f"binding '{name}' (array<{b.elem}>) holds {have} elements, but kernel "
+                f"{program.name} touches {need} for these params ({rule(extent)})"
+            )
+    return data, groups
+
+
+#: The contract's answers by (program, shape, params): a session asks the same thousands of times.
+_ANSWERS: dict[tuple, tuple[dict[str, int], bytes, tuple[int, int, int]]] = {}
+
+
+def _contract(
+    program: Program, shape: Mapping[str, int], params: Mapping[str, int]
+) -> tuple[dict[str, int], bytes, tuple[int, int, int]]:
+    """``buffer_sizes``, ``params_bytes`` and ``workgroups`` of the entry, each refusal a
+    ``ParamsError`` naming the program."""
+    key = (program.name, program.wgsl, tuple(shape.items()), tuple(params.items()))
+    if key not in _ANSWERS:
+        e = program.entry
+        try:
+            answer = (buffer_sizes(e, shape), params_bytes(e, params), workgroups(e, params))
+        except ContractError as err:
+            raise ParamsError(f"{program.name}: {err}") from None
+        if len(_ANSWERS) > 4096:
+            _ANSWERS.clear()
+        _ANSWERS[key] = answer
+    return _ANSWERS[key]
+
+
+#: The kernel's requirements and extents by (program, params, the largest seqlens_k where an
+#: extent reads it).
+_NEEDS: dict[tuple, tuple[str | None, list[tuple[str, ir.Expr, int]]]] = {}
+_READS_MAX: dict[str, bool] = {}  # by WGSL text: whether an extent reads a binding's largest value
+
+
+def _needs(
+    program: Program, params: Mapping[str, int], seqlens: np.ndarray | None
+) -> tuple[str | None, list[tuple[str, ir.Expr, int]]]:
+    """The first requirement of the kernel that ``params`` break (None: none), and each
+    binding's least element count, evaluated by :mod:`kvdsl.runtime.contract`."""
+    kernel = program.kernel
+    reads = _READS_MAX.get(program.wgsl)
+    if reads is None:
+        reads = _READS_MAX[program.wgsl] = any(
+            isinstance(n, ir.Member) and n.name == "max"
+            for _, e in kernel.requires + kernel.extents
+            for n in ir.walk(e)
+        )
+    values = {} if seqlens is None else {"seqlens_k": np.asarray(seqlens, np.int32)}
+    top = None if not reads or seqlens is None or not len(seqlens) else int(np.max(seqlens))
+    key = (program.name, program.wgsl, tuple(params.items()), top, seqlens is None)
+    if key not in _NEEDS:
+        broken = next(
+            (t for t, c in kernel.requires if not evaluate(c, kernel, params, values)), None
+        )
+        needs = []
+        if broken is None:
+            for name, extent in kernel.extents:
+                if kernel.binding(name) is not None:
+                    needs.append((name, extent, evaluate(extent, kernel, params, values)))
+        if len(_NEEDS) > 4096:
+            _NEEDS.clear()
+        _NEEDS[key] = (broken, needs)
+    return _NEEDS[key]
+
+
+def _element_bytes(program: Program, name: str) -> int:
+    return next(b["element_bytes"] for b in program.storage if b["name"] == name)
+
+
+class Host:
+    """What both hosts do: buffers, writes, reads, and dispatches checked by the contract."""
+
+    name = "host"
+
+    def buffer(self, label: str, size: int) -> Buffer:
+        """A new buffer of ``size`` bytes (a multiple of 4), zeroed."""
+        buf = Buffer(label, max(aligned(size), ALIGN))
+        self._allocate(buf)
+        return buf
+
+    def dispatch(
+        self,
+        program: Program,
+        bound: Mapping[str, Bound],
+        shape: Mapping[str, int],
+        params: Mapping[str, int],
+        seqlens: np.ndarray | None = None,
+    ) -> None:
+        """Check the dispatch (:func:`check_dispatch`), then run it."""
+        data, groups = check_dispatch(program, bound, shape, params, seqlens)
+        self._dispatch(program, bound, params, data, groups)
+
+    def write(self, buf: Buffer, offset: int, data: bytes | np.ndarray) -> None:
+        """Write ``data`` at ``offset`` (ordered after every dispatch before it)."""
+        raise NotImplementedError
+
+    def read(self, buf: Buffer) -> bytes:
+        """The whole buffer, after every dispatch so far."""
+        raise NotImplementedError
+
+    def step(self) -> None:
+        """End a step: submit what is pending (the GPU host times each submission)."""
+
+    def gpu_seconds(self) -> list[float] | None:
+        """GPU seconds of each step so far, from timestamp queries; None without them."""
+        return None
+
+    def _allocate(self, buf: Buffer) -> None:
+        raise NotImplementedError
+
+    def _dispatch(
+        self,
+        program: Program,
+        bound: Mapping[str, Bound],
+        params: Mapping[str, int],
+        data: bytes,
+        groups: tuple[int, int, int],
+    ) -> None:
+        raise NotImplementedError
+
+
+class InterpHost(Host):
+    """Buffers as numpy bytes; each dispatch interpreted over exact copies of its ranges, so
+    any access outside a range is the interpreter's ``OutOfBounds``, two writers a
+    ``RaceError``."""
+
+    name = "interpreter"
+
+    def _allocate(self, buf: Buffer) -> None:
+        buf.handle = np.zeros(buf.size, np.uint8)
+
+    def write(self, buf: Buffer, offset: int, data: bytes | np.ndarray) -> None:
+        raw = np.frombuffer(bytes(data) if isinstance(data, bytes) else data.tobytes(), np.uint8)
+        buf.handle[offset : offset + raw.size] = raw
+
+    def read(self, buf: Buffer) -> bytes:
+        return buf.handle.tobytes()
+
+    def _dispatch(self, program, bound, params, data, groups) -> None:
+        from kvdsl import interp
+
+        arrays = {}
+        for name, r in bound.items():
+            b = program.binding(name)
+            dt = b.host.dtype
+            raw = r.buffer.handle[r.offset : r.offset + r.size]
+            arrays[name] = raw[: raw.size // dt.itemsize * dt.itemsize].view(dt).copy()
+        out = interp.run(program.kernel, arrays, dict(params), groups)
+        for name, a in out.items():
+            r = bound[name]
+            raw = a.view(np.uint8)
+            r.buffer.handle[r.offset : r.offset + raw.size] = raw
+
+
+class GpuHost(Host):
+    """Device buffers on the runtime's default device (WebGPU's default limits, no features
+    but timestamp queries); the dispatches of a step are encoded into one command buffer,
+    submitted at :meth:`step` or before a write or read that must follow them, each submission
+    between two timestamps where the adapter has ``timestamp-query``."""
+
+    name = "gpu"
+    QUERIES = 2048  # timestamp pairs resolved at once
+
+    def __init__(self) -> None:
+        from kvdsl.runtime import device as gpu
+
+        self._gpu = gpu
+        self._wgpu = gpu.wgpu_module()
+        self.device = gpu.device()
+        self.timestamps = "timestamp-query" in self.device.features
+        self._pending: list[tuple] = []
+        self._uniforms: dict[bytes, Any] = {}
+        self._groups: dict[tuple, Any] = {}
+        self._pairs: list[int] = []  # the step of each timestamp pair written
+        self._resolved: list[float] = []  # GPU seconds of the pairs resolved so far
+        self._steps = 0
+        if self.timestamps:
+            self._queries = self.device.create_query_set(type="timestamp", count=2 * self.QUERIES)
+            usage = self._wgpu.BufferUsage
+            self._resolved_buf = self.device.create_buffer(
+                size=16 * self.QUERIES, usage=usage.QUERY_RESOLVE | usage.COPY_SRC
+            )
+            self._staging = self.device.create_buffer(
+                size=16 * self.QUERIES, usage=usage.COPY_DST | usage.MAP_READ
+            )
+
+    def _allocate(self, buf: Buffer) -> None:
+        usage = self._wgpu.BufferUsage
+        buf.handle = self.device.create_buffer(
+            size=buf.size, usage=usage.STORAGE | usage.COPY_DST | usage.COPY_SRC
+        )
+
+    def write(self, buf: Buffer, offset: int, data: bytes | np.ndarray) -> None:
+        self._submit()  # the dispatches encoded so far read the old contents
+        raw = bytes(data) if isinstance(data, bytes) else np.ascontiguousarray(data).tobytes()
+        if len(raw) % 4:
+            raw += bytes(4 - len(raw) % 4)
+        self.device.queue.write_buffer(buf.handle, offset, raw)
+
+    def read(self, buf: Buffer) -> bytes:
+        self._submit()
+        usage = self._wgpu.BufferUsage
+        staging = self.device.create_buffer(size=buf.size, usage=usage.COPY_DST | usage.MAP_READ)
+        encoder = self.device.create_command_encoder()
+        encoder.copy_buffer_to_buffer(buf.handle, 0, staging, 0, buf.size)
+        self.device.queue.submit([encoder.finish()])
+        staging.map_sync(self._wgpu.MapMode.READ)
+        data = bytes(staging.read_mapped())
+        staging.unmap()
+        staging.destroy()
+        return data
+
+    def _uniform(self, data: bytes) -> Any:
+        if data not in self._uniforms:
+            usage = self._wgpu.BufferUsage
+            buf = self.device.create_buffer(size=len(data), usage=usage.UNIFORM | usage.COPY_DST)
+            self.device.queue.write_buffer(buf, 0, data)
+            self._uniforms[data] = buf
+        return self._uniforms[data]
+
+    def _dispatch(self, program, bound, params, data, groups) -> None:
+        pipe = self._gpu.pipeline(
+            program.wgsl,
+            program.kernel.bindings,
+            True,
+            program.name,
+            limits=program.entry["limits"],
+        )
+        if pipe.device is not self.device:
+            raise BufferError(
+                f"{program.name} needs features {program.entry['features']} or limits "
+                f"{program.entry['limits']}: a session keeps its buffers on the default device"
+            )
+        ranges = tuple((n, id(r.buffer), r.offset, r.size) for n, r in bound.items())
+        key = (program.name, program.wgsl, ranges, data)
+        group = self._groups.get(key)
+        if group is None:
+            entries = [
+                {
+                    "binding": b["binding"],
+                    "resource": {
+                        "buffer": bound[b["name"]].buffer.handle,
+                        "offset": bound[b["name"]].offset,
+                        "size": bound[b["name"]].size,
+                    },
+                }
+                for b in program.storage
+            ]
+            uniform = self._uniform(data)
+            entries.append(
+                {
+                    "binding": len(program.storage),
+                    "resource": {"buffer": uniform, "offset": 0, "size": uniform.size},
+                }
+            )
+            group = self.device.create_bind_group(layout=pipe.layout, entries=entries)
+            self._groups[key] = group
+        self._pending.append((pipe.pipeline, group, groups))
+
+    def _submit(self) -> None:
+        if not self._pending:
+            return
+        encoder = self.device.create_command_encoder()
+        n = len(self._pending)
+        pair = len(self._pairs) % self.QUERIES
+        for i, (pipeline, group, groups) in enumerate(self._pending):
+            writes = None
+            if self.timestamps and (i == 0 or i == n - 1):
+                writes = {"query_set": self._queries}
+                if i == 0:
+                    writes["beginning_of_pass_write_index"] = 2 * pair
+                if i == n - 1:
+                    writes["end_of_pass_write_index"] = 2 * pair + 1
+            compute = encoder.begin_compute_pass(timestamp_writes=writes)
+            compute.set_pipeline(pipeline)
+            compute.set_bind_group(0, group)
+            compute.dispatch_workgroups(*groups)
+            compute.end()
+        self.device.queue.submit([encoder.finish()])
+        self._pending.clear()
+        if self.timestamps:
+            self._pairs.append(self._steps)
+            if len(self._pairs) - len(self._resolved) == self.QUERIES:
+                self._resolve()
+
+    def _resolve(self) -> None:
+        """Read the timestamp pairs written since the last resolve into GPU seconds."""
+        count = len(self._pairs) - len(self._resolved)
+        if count == 0:
+            return
+        first = len(self._resolved) % self.QUERIES
+        encoder = self.device.create_command_encoder()
+        encoder.resolve_query_set(self._queries, 2 * first, 2 * count, self._resolved_buf, 0)
+        encoder.copy_buffer_to_buffer(self._resolved_buf, 0, self._staging, 0, 16 * count)
+        self.device.queue.submit([encoder.finish()])
+        self._staging.map_sync(self._wgpu.MapMode.READ)
+        raw = self._staging.read_mapped(0, 16 * count)
+        ticks = np.frombuffer(raw, np.uint64).reshape(-1, 2).astype(np.int64)
+        self._staging.unmap()
+        period = _timestamp_period(self.device)
+        self._resolved.extend(float(e - b) * period * 1e-9 for b, e in ticks)
+
+    def step(self) -> None:
+        self._submit()
+        self._steps += 1
+
+    def gpu_seconds(self) -> list[float] | None:
+        self._submit()
+        if not self.timestamps:
+            return None
+        self._resolve()
+        out = [0.0] * self._steps
+        for step, seconds in zip(self._pairs, self._resolved):
+            out[step] += seconds
+        return out
+
+
+def _timestamp_period(dev: Any) -> float:
+    from kvdsl.runtime.execute import _timestamp_period as period
+
+    return period(dev)

@@ -1,0 +1,390 @@
+"""A model's KV cache over the life of a conversation, on a host, beside its numpy oracle.
+
+A :class:`Session` keeps, for each of ``layers`` layers, K and V caches of ``batch`` sequences ×
+``kv_heads`` × ``capacity`` rows × ``head_dim`` in one format (:mod:`kvdsl.session.formats`),
+and runs operations on every layer:
+
+- ``prefill(lengths)``: each sequence restarts with a prompt of ``lengths[b]`` tokens (ragged,
+  right-padded to the longest: rows past a prompt hold its padding until a later token lands
+  there), ``seqlens_k = lengths - 1``, appended in place;
+- ``decode()``: one token per sequence, appended in place at ``seqlens_k = lengths``;
+- ``merge(n)``: ``n`` tokens per sequence through the buffer-sharing pair: the rows outside the
+  window retained from the live buffer into the other one, the window appended there, and the
+  other buffer made live;
+- ``shift(n)``: one sliding-window step of ``n`` tokens from the live buffer into the other
+  (float formats);
+- ``read()``: the valid rows of every layer read back as f32 (the dense formats through
+  ``dense_read``).
+
+Past the capacity a sequence keeps counting tokens, and each kernel clamps as it documents
+(``merge_share``'s window ends at the capacity; ``window_shift`` evicts). Each cache buffer holds
+the cache between poisoned canary batches, one before and one after, that no dispatch may touch;
+:meth:`Session.check` compares every layer's live buffer with the oracle (bit for bit; a dense
+code may move by one step on a GPU) and every canary with its poison.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from kvdsl import reference
+from kvdsl.harness.cases import values
+from kvdsl.harness.compare import poison
+from kvdsl.session.formats import FORMATS, CacheFormat, Pair, SessionError, cache_format
+from kvdsl.session.host import ALIGN, Bound, Buffer, Host, InterpHost, aligned
+
+#: WebGPU's default maxStorageBufferBindingSize: a layer's K (or V) cache is bound whole.
+BINDING = 2**27
+
+OPS = ("prefill", "decode", "merge", "shift", "read")
+
+
+def _whole(name: str, value: object, least: int, most: int | None = None) -> int:
+    ok = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+    if not ok or value < least or (most is not None and value > most):
+        allowed = f"{least} to {most}" if most is not None else f"{least} or more"
+        raise SessionError(f"{name}={value!r}: expected a whole number, {allowed}")
+    return int(value)
+
+
+@dataclass(frozen=True)
+class Spec:
+    """The cache of a model: ``layers`` × ``batch`` sequences × ``kv_heads`` × ``capacity`` rows
+    × ``head_dim``, stored in ``format``."""
+
+    layers: int = 1
+    batch: int = 2
+    kv_heads: int = 2
+    head_dim: int = 32
+    capacity: int = 16
+    format: str = "f32"
+
+    def __post_init__(self) -> None:
+        _whole("layers", self.layers, 1)
+        _whole("batch", self.batch, 1)
+        _whole("kv_heads", self.kv_heads, 1)
+        _whole("capacity", self.capacity, 1, 2**30)
+        _whole("head_dim", self.head_dim, 8)
+        if self.format not in FORMATS:
+            raise SessionError(f"format={self.format!r}: expected one of {', '.join(FORMATS)}")
+        step = 32 if self.format in ("q8_0", "q4_0") else 8
+        if self.head_dim % step:
+            raise SessionError(
+                f"head_dim={self.head_dim}: expected a multiple of {step} for format "
+                f"{self.format!r}"
+            )
+
+
+@dataclass
+class Step:
+    """One operation as it ran: its name, new tokens per sequence, host seconds."""
+
+    op: str
+    tokens: int
+    host: float
+    gpu: float | None = None
+
+
+@dataclass
+class _Layer:
+    """One layer: two buffers each of K and V (the live one and the other), and the oracle."""
+
+    k: tuple[Buffer, Buffer]
+    v: tuple[Buffer, Buffer]
+    model_k: np.ndarray
+    model_v: np.ndarray
+    live: int = 0
+
+
+@dataclass
+class Session:
+    """A cache on ``host`` (the interpreter unless given) and its oracle, checked after every
+    operation where ``check`` (else on :meth:`check` calls)."""
+
+    spec: Spec
+    host: Host = field(default_factory=InterpHost)
+    seed: int = 0
+    check_every: bool = True
+
+    def __post_init__(self) -> None:
+        s = self.spec
+        self.fmt: CacheFormat = cache_format(s.format, s.kv_heads, s.head_dim)
+        self.rng = np.random.default_rng(self.seed)
+        self.lengths = np.zeros(s.batch, np.int64)
+        self.steps: list[Step] = []
+        self.checks = 0
+        self.cache_bytes = s.batch * s.kv_heads * s.capacity * self.fmt.row_bytes
+        if self.cache_bytes + aligned(s.kv_heads * s.capacity * self.fmt.row_bytes) > BINDING:
+            most = BINDING // ((s.batch + 1) * s.kv_heads * self.fmt.row_bytes) - 1
+            raise SessionError(
+                f"capacity={s.capacity}: a layer's K cache is {self.cache_bytes} bytes, past "
+                f"one binding's {BINDING} (WebGPU's default maxStorageBufferBindingSize); give "
+                f"at most {most} rows"
+            )
+        self.canary = aligned(s.kv_heads * s.capacity * self.fmt.row_bytes)  # a batch, or more
+        self._span = self.canary + aligned(self.cache_bytes)  # the cache and the trailing canary
+        shape = (s.batch, s.kv_heads, s.capacity, self.fmt.unit)
+        # Each buffer's canaries are bytes of its own, so that a row copied from one buffer's
+        # canary into another's is seen.
+        fences = np.random.default_rng(2**31 + self.seed)
+        self._fences: dict[str, tuple[bytes, bytes]] = {}
+        start = poison(shape, self.fmt.dtype)
+        self.layers = []
+        for i in range(s.layers):
+            bufs = {}
+            for side in "kv":
+                pair = []
+                for which in range(2):
+                    buf = self.host.buffer(
+                        f"layer{i}_{side}{which}", 2 * self.canary + aligned(self.cache_bytes)
+                    )
+                    tail = buf.size - self.canary - self.cache_bytes
+                    before, after = (
+                        fences.integers(0, 256, n, np.uint8).tobytes() for n in (self.canary, tail)
+                    )
+                    self._fences[buf.label] = (before, after)
+                    self.host.write(buf, 0, before)
+                    self.host.write(buf, self.canary, start)
+                    self.host.write(buf, self.canary + self.cache_bytes, after)
+                    pair.append(buf)
+                bufs[side] = tuple(pair)
+            self.layers.append(_Layer(bufs["k"], bufs["v"], start.copy(), start.copy()))
+        self.seqlens = self.host.buffer("seqlens_k", 4 * s.batch)
+        self._new: tuple[Buffer, Buffer] | None = None
+        self._new_tokens = 0
+        self._out: tuple[Buffer, Buffer] | None = None
+
+    # ---- buffers ---------------------------------------------------------------------------
+
+    def _cache(self, layer: _Layer, which: int) -> Pair:
+        # The interpreter binds the cache exactly (a stray access is OutOfBounds); the GPU binds
+        # the trailing canary too, so that a write past the cache lands there (WebGPU would drop
+        # or clamp one past the binding) and the check finds it.
+        size = self.cache_bytes if isinstance(self.host, InterpHost) else self._span
+        return Bound(layer.k[which], self.canary, size), Bound(layer.v[which], self.canary, size)
+
+    def _token_bytes(self, key_seq: int) -> int:
+        s = self.spec
+        return s.batch * key_seq * s.kv_heads * s.head_dim * self.fmt.input.itemsize
+
+    def _new_ranges(self, key_seq: int) -> list[Pair]:
+        """Each layer's range of the new K and V buffers for ``key_seq`` tokens per sequence
+        (the buffers grow to the most tokens asked for)."""
+        per = aligned(self._token_bytes(key_seq))
+        if self._new is None or key_seq > self._new_tokens:
+            size = self.spec.layers * aligned(self._token_bytes(key_seq))
+            self._new = (self.host.buffer("new_k", size), self.host.buffer("new_v", size))
+            self._new_tokens = key_seq
+        size = self._token_bytes(key_seq)
+        return [
+            (Bound(self._new[0], i * per, size), Bound(self._new[1], i * per, size))
+            for i in range(self.spec.layers)
+        ]
+
+    def _seqlens(self, lens: np.ndarray) -> Bound:
+        self.host.write(self.seqlens, 0, np.asarray(lens, np.int32))
+        return Bound(self.seqlens, 0, 4 * self.spec.batch)
+
+    def _tokens(self, key_seq: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        s = self.spec
+        shape = (s.batch, key_seq, s.kv_heads * s.head_dim)
+        return [
+            (values(self.rng, shape, self.fmt.input), values(self.rng, shape, self.fmt.input))
+            for _ in range(s.layers)
+        ]
+
+    # ---- operations ------------------------------------------------------------------------
+
+    def prefill(self, lengths) -> None:
+        """Restart each sequence with a prompt of ``lengths[b]`` tokens (0 to the capacity)."""
+        s = self.spec
+        lengths = list(lengths)
+        if len(lengths) != s.batch:
+            raise SessionError(
+                f"lengths={lengths}: expected one prompt length per sequence ({s.batch})"
+            )
+        for b, n in enumerate(lengths):
+            _whole(f"lengths[{b}]", n, 0, s.capacity)
+        key_seq = max(lengths)
+        self._append("prefill", np.array(lengths, np.int64) - 1, key_seq)
+        self.lengths = np.array(lengths, np.int64)
+
+    def decode(self) -> None:
+        """One token per sequence."""
+        self._append("decode", self.lengths.copy(), 1)
+        self.lengths += 1
+
+    def merge(self, n: int) -> None:
+        """``n`` tokens per sequence through the buffer-sharing pair (retain, then append)."""
+        n = _whole("n", n, 1, self.spec.capacity)
+        self._append("merge", self.lengths + n - 1, n, swap=True)
+        self.lengths += n
+
+    def shift(self, n: int) -> None:
+        """One sliding-window step of ``n`` tokens per sequence (float formats)."""
+        n = _whole("n", n, 1, self.spec.capacity)
+        if not self.fmt.shifts:
+            raise SessionError(
+                f"shift: format={self.fmt.name!r} has no sliding-window kernel "
+                "(window_shift moves f32 and f16 caches): give f32 or f16"
+            )
+        lens = self.lengths + n - 1
+        self._check_positions(lens)
+        tokens = self._tokens(n)  # the model's output: not the host's overhead
+        t = time.perf_counter()
+        new = self._new_ranges(n)
+        for (k, v), (rk, rv) in zip(tokens, new):
+            self.host.write(rk.buffer, rk.offset, k)
+            self.host.write(rv.buffer, rv.offset, v)
+        seqlens = self._seqlens(lens)
+        for layer, pair in zip(self.layers, new):
+            past, present = self._cache(layer, layer.live), self._cache(layer, 1 - layer.live)
+            self.fmt.shift(self.host, past, present, pair, seqlens, lens, n, self.spec.capacity)
+            layer.live = 1 - layer.live
+        self.host.step()
+        self.steps.append(Step("shift", n, time.perf_counter() - t))
+        s = self.spec
+        for layer, (k, v) in zip(self.layers, tokens):
+            shape = (s.batch, s.kv_heads, s.capacity, s.head_dim)
+            w = reference.window_shift(
+                layer.model_k.reshape(shape), layer.model_v.reshape(shape), k, v, lens, "all"
+            )
+            layer.model_k, layer.model_v = w.key, w.value
+        self.lengths += n
+        self._after()
+
+    def read(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Every layer's K and V as f32 ``[batch, kv_heads, capacity, head_dim]``, checked
+        against the oracle's rows decoded."""
+        s = self.spec
+        t = time.perf_counter()
+        rows = s.batch * s.kv_heads * s.capacity
+        out = []
+        for i, layer in enumerate(self.layers):
+            cache = self._cache(layer, layer.live)
+            if self.fmt.dtype.kind == "f":
+                got = [self._live(b) for b in (cache[0], cache[1])]
+                got = [g.astype(np.float32) for g in got]
+            else:
+                size = 4 * rows * s.head_dim
+                if self._out is None:
+                    self._out = (self.host.buffer("key", size), self.host.buffer("value", size))
+                bound = (Bound(self._out[0], 0, size), Bound(self._out[1], 0, size))
+                self.fmt.read(self.host, cache, bound, rows)
+                got = [np.frombuffer(self.host.read(b.buffer), np.float32)[: rows * s.head_dim]
+                       for b in bound]  # fmt: skip
+                # The GPU's stored words decoded by the reference: what dense_read must give.
+                for j, r in enumerate(cache):
+                    want = self.fmt.decode(self._live(r).reshape(-1, self.fmt.unit)).reshape(-1)
+                    g = got[j].reshape(-1)
+                    same = (g == want) | (np.isnan(g) & np.isnan(want))
+                    asym = self.fmt.name == "int4_asym"
+                    near = np.abs(g - want) <= 1e-6 * (1 + np.abs(want)) if asym else same
+                    if not (same | near).all():
+                        at = int(np.flatnonzero(~(same | near))[0])
+                        raise SessionMismatch(
+                            f"read, layer {i}: {'key' if j == 0 else 'value'} element {at} is "
+                            f"{g[at]!r}, the stored row decodes to {want[at]!r}"
+                        )
+            out.append(tuple(g.reshape(s.batch, s.kv_heads, s.capacity, s.head_dim) for g in got))
+        self.host.step()
+        self.steps.append(Step("read", 0, time.perf_counter() - t))
+        self._after()
+        return out
+
+    def _append(self, op: str, lens: np.ndarray, key_seq: int, swap: bool = False) -> None:
+        self._check_positions(lens)
+        t = time.perf_counter()
+        s = self.spec
+        if key_seq == 0:  # every prompt empty: nothing to write
+            self.host.step()
+            self.steps.append(Step(op, 0, time.perf_counter() - t))
+            self._after()
+            return
+        tokens = self._tokens(key_seq)  # the model's output: not the host's overhead
+        t = time.perf_counter()
+        new = self._new_ranges(key_seq)
+        for (k, v), (rk, rv) in zip(tokens, new):
+            self.host.write(rk.buffer, rk.offset, k)
+            self.host.write(rv.buffer, rv.offset, v)
+        seqlens = self._seqlens(lens)
+        for layer, pair in zip(self.layers, new):
+            target = 1 - layer.live if swap else layer.live
+            present = self._cache(layer, target)
+            if swap:
+                past = self._cache(layer, layer.live)
+                self.fmt.retain(self.host, past, present, seqlens, lens, key_seq, s.capacity)
+            self.fmt.append(self.host, present, pair, seqlens, lens, key_seq, s.capacity)
+            layer.live = target
+        self.host.step()
+        self.steps.append(Step(op, key_seq, time.perf_counter() - t))
+        start, _ = reference.share_window(lens, key_seq, s.capacity)
+        for layer, (k, v) in zip(self.layers, tokens):
+            for model, new_rows in ((layer.model_k, k), (layer.model_v, v)):
+                rows = self.fmt.encode(reference.split_heads(new_rows, s.kv_heads))
+                for b in range(s.batch):
+                    model[b, :, start[b] : start[b] + key_seq] = rows[b]
+        self._after()
+
+    def _check_positions(self, lens: np.ndarray) -> None:
+        top = int(np.max(lens))
+        if top > 2**31 - 1:
+            raise SessionError(
+                f"seqlens_k={top}: a sequence past i32's 2147483647 tokens cannot be addressed"
+            )
+
+    def _after(self) -> None:
+        if self.check_every:
+            self.check()
+
+    # ---- checks ----------------------------------------------------------------------------
+
+    def _live(self, r: Bound) -> np.ndarray:
+        raw = self.host.read(r.buffer)
+        return np.frombuffer(raw[r.offset : r.offset + self.cache_bytes], self.fmt.dtype)
+
+    def check(self) -> None:
+        """Raise :class:`SessionMismatch` unless every layer's live K and V equal the oracle's
+        and every canary of both buffers of each holds its bytes."""
+        exact = isinstance(self.host, InterpHost)
+        end = self.canary + self.cache_bytes
+        for i, layer in enumerate(self.layers):
+            for side, bufs, model in (("key", layer.k, layer.model_k), ("value", layer.v, layer.model_v)):  # fmt: skip
+                for which, buf in enumerate(bufs):
+                    raw = self.host.read(buf)
+                    before, after = self._fences[buf.label]
+                    for at, got, want in ((0, raw[: self.canary], before), (end, raw[end:], after)):
+                        if got != want:
+                            first = next(j for j in range(len(got)) if got[j] != want[j])
+                            raise SessionMismatch(
+                                f"after {self._where()}: layer {i} {side}: byte {at + first} of "
+                                f"buffer {buf.label}, a canary, was written (the cache is bytes "
+                                f"[{self.canary}, {end}))"
+                            )
+                    if which != layer.live:
+                        continue
+                    got = np.frombuffer(raw[self.canary : end], self.fmt.dtype)
+                    problem = self.fmt.judge(got, model.reshape(-1), exact)
+                    if problem:
+                        raise SessionMismatch(f"after {self._where()}: layer {i} {side}: {problem}")
+        self.checks += 1
+
+    def _where(self) -> str:
+        last = self.steps[-1] if self.steps else None
+        what = "the start" if last is None else f"{last.op} ({last.tokens} tokens)"
+        return f"step {len(self.steps) - 1}, {what}" if last else what
+
+    def gpu_times(self) -> None:
+        """Fill each step's GPU seconds from the host's timestamps (where it has them)."""
+        times = self.host.gpu_seconds()
+        if times is None:
+            return
+        for st, seconds in zip(self.steps, times):
+            st.gpu = seconds
+
+
+class SessionMismatch(AssertionError):
+    """The host's cache and the oracle's differ, or a canary was written."""

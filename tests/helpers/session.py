@@ -1,0 +1,26 @@
+"""The session group's count of fuzzed steps per host, for its summary line."""
+
+from __future__ import annotations
+
+#: Steps run per host ("interp", "gpu") and sessions drawn.
+STEPS = {"interp": 0, "gpu": 0}
+SESSIONS = {"interp": 0, "gpu": 0}
+
+
+def count(host: str, steps: int) -> None:
+    """``steps`` more steps on ``host`` (0: a new session)."""
+    STEPS[host] += steps
+    if steps == 0:
+        SESSIONS[host] += 1
+
+
+def summary() -> str | None:
+    """One line: the fuzzed steps run on each host, or None where none ran."""
+    if not any(STEPS.values()):
+        return None
+    parts = [
+        f"{STEPS[h]:,} steps in {SESSIONS[h]:,} sessions on the {name}"
+        for h, name in (("interp", "interpreter"), ("gpu", "GPU"))
+        if STEPS[h]
+    ]
+    return "session fuzz: " + "; ".join(parts) + ", each checked against the oracle"
