@@ -51,6 +51,7 @@ from kvdsl.kernels.config import (
     FLOATS,
     MAX_WORKGROUP,
     ROTARY_TABLES,
+    Slot,
     CacheConfig,
     Element,
     Model,
@@ -188,9 +189,9 @@ class DenseAppendConfig(DenseConfig):
     input_type: Element = choice(Element.F32)
     # Taken so that a partial rotary is refused by name; never published (always unset).
     rotary_half: int | None = None
-    walk: DenseWalk = choice(DenseWalk.RUNS)
+    walk: DenseWalk = Slot(None, DenseWalk, derive=lambda cfg: cfg.default_walk())
     # K's and V's rows in separate invocations (each does half the work) or both in one.
-    split: bool = False
+    split: bool = True
     # Vectors a lane holds of a dense format's row, at most (None: the longest run).
     run: int | None = None
     mode = "dense_append"
@@ -240,6 +241,16 @@ class DenseAppendConfig(DenseConfig):
             self.walk.value,
             f"'runs' or 'staged' for {self.fmt.name} (a ggml lane holds one whole block)",
         )
+
+    def default_walk(self) -> DenseWalk:
+        """The walk of a config that leaves it unset: ggml's rows and inline int8 rows staged
+        (their words are not 16-byte aligned), a side-scale row's runs (``vec4<u32>``
+        stores), an inline 4-bit row strided, or in runs where rotary pairs them."""
+        if self.fmt.ggml or (self.inline and self.fmt.bits == 8):
+            return DenseWalk.STAGED
+        if not self.inline or (self.rotary and Quantiser.pairs_fit(self.fmt, self.head_dim)):
+            return DenseWalk.RUNS
+        return DenseWalk.STRIDED
 
     def default_workgroup_size(self) -> int:
         lanes = self.row_lanes

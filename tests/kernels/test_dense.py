@@ -290,7 +290,7 @@ def test_emitted_kernels_parse_back_and_need_no_f16():
         ({"split": "yes"}, "split", "true or false"),
         ({"format": "q8_0", "walk": "strided"}, "walk", "'runs' or 'staged' for q8_0"),
         (
-            {"format": "q8_0", "walk": "staged", "workgroup_size": 256},
+            {"format": "q8_0", "walk": "staged", "split": False, "workgroup_size": 256},
             "workgroup_size",
             "fit WebGPU's 16384 bytes of workgroup memory (walk 'staged' needs 18688 bytes",
         ),
