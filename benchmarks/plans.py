@@ -20,7 +20,11 @@ append_quant   ``totalSeq`` = cache, ``seq`` = prefill and 1, ``seqlens_k`` = ca
 dense_append   ``seq`` = cache, ``keySeq`` = prefill and 1, ``seqlens_k`` = cache − 1
 dense_build    ``seq`` = prefill and cache, ``pastSeq`` = 0
 dense_read     rows = batch × heads × cache
+dense_retain   capacity = cache, ``keySeq`` = prefill and 1, ``seqlens_k`` = cache − 1
+dense_convert  rows = batch × heads × cache
 =============  ==================================================================================
+
+``dense_window_shift`` takes window_shift's sizes.
 
 **Bytes that must move** (each input element the kernel's interface needs read once, each output
 element it must write written once; element = a word of the binding's type, so an int8 cache
@@ -42,6 +46,10 @@ element is an i32 word (4 B) and two int4 elements share a u32 word (2 B per ele
   the cos/sin entries of the window's positions.
 - dense_build: as dense_append, every present row written.
 - dense_read: every cache row's words (and side scales) in, every f32 row out.
+- dense_retain: as merge_share retain, a row's words and side scales.
+- dense_window_shift: as window_shift, a row's words and side scales; the appended rows'
+  new K/V in, their words out.
+- dense_convert: every source row (values, or words and side scales) in, every dense row out.
 """
 
 from __future__ import annotations
@@ -217,6 +225,14 @@ def plans(cfg: Any, size: dict) -> Iterator[Plan]:
                     yield _dense_build(cfg, B, h, d, half, seq)
             case "dense_read":
                 yield _dense_read(cfg, B, h, d, S)
+            case "dense_retain":
+                for new in (P, 1):
+                    yield _dense_retain(cfg, B, h, d, S, new)
+            case "dense_window_shift":
+                for new in (P, 1):
+                    yield _dense_window_shift(cfg, B, h, d, half, S, new)
+            case "dense_convert":
+                yield _dense_convert(cfg, B, h, d, S)
 
 
 def _sum_of(moved: dict[str, int]) -> Callable[[dict[str, int]], int]:
@@ -319,6 +335,54 @@ def _dense_read(cfg: Any, B: int, h: int, d: int, S: int) -> Plan:
     rows = B * h * S
     counts = {"cache_key": rows * words, "cache_value": rows * words,
               "cache_scales": rows * side, "key": rows * d, "value": rows * d}  # fmt: skip
+    return Plan(B, S, S, {"count": rows}, counts, None, _sum_of(counts))
+
+
+def _dense_retain(cfg: Any, B: int, h: int, d: int, S: int, new: int) -> Plan:
+    # seqlens_k = S - 1: the window is rows [S - new, S) of each head, the rest retained.
+    words, side = _dense_words(cfg, d)
+    cache = {"past_k": words, "past_v": words, "present_key": words, "present_value": words,
+             "past_scales": side, "present_scales": side}  # fmt: skip
+    counts = {k: B * h * S * n for k, n in cache.items()} | {"seqlens_k": B}
+    moved = {k: B * h * (S - new) * n for k, n in cache.items()} | {"seqlens_k": B}
+    params = {"count": B * h * S, "seq": S, "keySeq": new}
+    return Plan(B, new, S, params, counts, S - 1, _sum_of(moved))
+
+
+def _dense_window_shift(cfg: Any, B: int, h: int, d: int, half: int, S: int, new: int) -> Plan:
+    # seqlens_k = S + new - 1 on a full cache: `new` rows evicted, S - new survive, none cleared.
+    words, side = _dense_words(cfg, d)
+    cache = {"past_k": words, "past_v": words, "past_scales": side}
+    out = {"present_key": words, "present_value": words, "present_scales": side}
+    counts = {k: B * h * S * n for k, n in (cache | out).items()}
+    counts |= {"src_k": B * new * h * d, "src_v": B * new * h * d, "seqlens_k": B,
+               "cos_cache": (S + new) * half, "sin_cache": (S + new) * half,
+               "rotary_table": (S + new) * 2 * half}  # fmt: skip
+    survive, fresh = B * h * (S - new), B * h * new
+    moved = {"seqlens_k": B}
+    if cfg.region != "append":
+        moved |= {k: survive * n for k, n in cache.items()}
+    if cfg.region != "shift":
+        moved |= {"src_k": fresh * d, "src_v": fresh * d, "cos_cache": new * half,
+                  "sin_cache": new * half, "rotary_table": new * 2 * half}  # fmt: skip
+    written = {"all": B * h * S, "shift": survive, "append": fresh}[cfg.region]
+    moved |= {k: written * n for k, n in out.items()}
+    rows = B * h * (new if cfg.region == "append" else S)
+    params = {"count": rows, "seq": S, "keySeq": new}
+    return Plan(B, new, S, params, counts, S + new - 1, _sum_of(moved))
+
+
+def _dense_convert(cfg: Any, B: int, h: int, d: int, S: int) -> Plan:
+    words, side = _dense_words(cfg, d)
+    rows = B * h * S
+    src, src_side = d, 0
+    if cfg.source_fmt is not None:
+        fmt, inline = cfg.source.value, cfg.source_scales == "inline"
+        src = formats.row_words(fmt, d, inline)
+        src_side = 0 if inline else 2 * formats.stat_words(fmt)
+    counts = {"src_k": rows * src, "src_v": rows * src, "src_scales": rows * src_side,
+              "present_key": rows * words, "present_value": rows * words,
+              "present_scales": rows * side}  # fmt: skip
     return Plan(B, S, S, {"count": rows}, counts, None, _sum_of(counts))
 
 

@@ -28,7 +28,9 @@ function modeParams(v, shape) {
       return { count: shape.batch * heads * seq, seq, pastSeq: shape.pastSeq, keySeq: shape.keySeq };
     }
     case "merge_share":
-    case "window_shift": {
+    case "window_shift":
+    case "dense_retain":
+    case "dense_window_shift": {
       const rows = region === "append" ? shape.keySeq : shape.seq;
       return { count: shape.batch * heads * rows, seq: shape.seq, keySeq: shape.keySeq };
     }
@@ -49,6 +51,7 @@ function modeParams(v, shape) {
     case "dense_build":
       return { count: shape.batch * heads * shape.seq, seq: shape.seq, pastSeq: shape.pastSeq };
     case "dense_read":
+    case "dense_convert":
       return { count: shape.rows };
   }
   throw new Error(`no params rule for mode ${v.mode}`);

@@ -24,6 +24,8 @@ from kvdsl.ir import Kernel
 from kvdsl.kernels import build as build_mode
 from kvdsl.kernels import copy as copy_mode
 from kvdsl.kernels import dense as dense_mode
+from kvdsl.kernels import dense_convert as dense_convert_mode
+from kvdsl.kernels import dense_modes as dense_modes_mode
 from kvdsl.kernels import merge as merge_mode
 from kvdsl.kernels import merge_share as merge_share_mode
 from kvdsl.kernels import quant as quant_mode
@@ -60,6 +62,12 @@ MODES: dict[str, tuple[type[KernelConfig], Callable[..., Kernel]]] = {
     "dense_append": (dense_mode.DenseAppendConfig, dense_mode.dense_append),
     "dense_build": (dense_mode.DenseBuildConfig, dense_mode.dense_build),
     "dense_read": (dense_mode.DenseReadConfig, dense_mode.dense_read),
+    "dense_retain": (dense_modes_mode.DenseRetainConfig, dense_modes_mode.dense_retain),
+    "dense_window_shift": (
+        dense_modes_mode.DenseWindowShiftConfig,
+        dense_modes_mode.dense_window_shift,
+    ),
+    "dense_convert": (dense_convert_mode.DenseConvertConfig, dense_convert_mode.dense_convert),
 }
 MODE_MODULES = (
     transpose_mode,
@@ -70,6 +78,8 @@ MODE_MODULES = (
     build_mode,
     quant_mode,
     dense_mode,
+    dense_modes_mode,
+    dense_convert_mode,
 )
 
 

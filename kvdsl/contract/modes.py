@@ -17,6 +17,7 @@ from typing import Callable
 from kvdsl.kernels.build import BuildConfig, RowConfig
 from kvdsl.kernels.config import (
     KV_SCALE,
+    PAST,
     PRESENT,
     ROTARY_TABLE,
     KernelConfig,
@@ -25,6 +26,8 @@ from kvdsl.kernels.config import (
 )
 from kvdsl.kernels.copy import CopyConfig
 from kvdsl.kernels.dense import DenseAppendConfig, DenseBuildConfig, DenseConfig, DenseReadConfig
+from kvdsl.kernels.dense_convert import DenseConvertConfig
+from kvdsl.kernels.dense_modes import DenseMoveConfig, DenseWindowShiftConfig
 from kvdsl.kernels.merge import MergeConfig
 from kvdsl.kernels.merge_share import MergeShareConfig
 from kvdsl.kernels.quant import AppendQuantConfig, BuildQuantConfig, QuantConfig
@@ -48,6 +51,9 @@ SHAPES: dict[str, tuple[str, ...]] = {
     "dense_append": ("batch", "seq", "keySeq"),
     "dense_build": ("batch", "seq", "pastSeq"),
     "dense_read": ("rows",),
+    "dense_retain": ("batch", "seq", "keySeq"),
+    "dense_window_shift": ("batch", "seq", "keySeq"),
+    "dense_convert": ("rows",),
 }
 
 #: The shape variables a windowed variant (``window=True``) adds, after the mode's: the window's
@@ -120,6 +126,17 @@ MEANINGS: dict[str, dict[str, str]] = {
         "pastSeq": "absolute position of token 0 (the rotary row; unused without rotary)",
     },
     "dense_read": {"count": "rows of cache_key/cache_value to read back into key/value"},
+    "dense_retain": {
+        "count": "cache rows: batch × kv_heads × seq",
+        "seq": "the cache's capacity: rows per head of past and present",
+        "keySeq": "new tokens per batch (the append window dense_append fills)",
+    },
+    "dense_window_shift": {
+        "count": "rows the pass owns: batch × kv_heads × seq (all, shift) or × keySeq (append)",
+        "seq": "the window's capacity: rows per head of past and present",
+        "keySeq": "new tokens per batch (rows of src_k/src_v per batch)",
+    },
+    "dense_convert": {"count": "rows of src_k/src_v to copy into present_key/present_value"},
 }
 
 
@@ -163,7 +180,15 @@ def _present(rows: str, width: int) -> Sizes:
     return {"present_key": (rows, width), "present_value": (rows, width)}
 
 
-def _rotary(cfg: RowConfig | MergeShareConfig | WindowShiftConfig | DenseAppendConfig) -> Sizes:
+def _rotary(
+    cfg: (
+        RowConfig
+        | MergeShareConfig
+        | WindowShiftConfig
+        | DenseAppendConfig
+        | DenseWindowShiftConfig
+    ),
+) -> Sizes:
     """cos_cache and sin_cache: the config's rotated pairs per row (``half``: ``rotary_half``, or
     ``head_dim / 2`` where it is unset) f32 per position; the packed ``rotary_table``
     (:class:`~kvdsl.kernels.config.Bindings`): both, ``2 * half`` f32 per position (its ``half``
@@ -276,6 +301,31 @@ def dense_read_sizes(cfg: DenseReadConfig) -> Sizes:
     return cache | {"key": ("rows", cfg.head_dim), "value": ("rows", cfg.head_dim)}
 
 
+def dense_move_sizes(cfg: DenseMoveConfig) -> Sizes:
+    """A dense past and present of ``seq`` rows per head (their side scales too), and, where
+    the pass appends, new BSH in (``keySeq`` tokens per batch)."""
+    src = {"src_k": ("batch * keySeq", cfg.hidden), "src_v": ("batch * keySeq", cfg.hidden)}
+    past = _dense("batch * seq", cfg, cfg.kv_heads, PAST, "past_scales")
+    present = _dense("batch * seq", cfg, cfg.kv_heads, PRESENT, "present_scales")
+    return {"seqlens_k": ("batch", 1)} | src | past | present
+
+
+def dense_window_shift_sizes(cfg: DenseWindowShiftConfig) -> Sizes:
+    """As :func:`dense_move_sizes`, and the rotary tables of the appended tokens' positions."""
+    return dense_move_sizes(cfg) | _rotary(cfg)
+
+
+def dense_convert_sizes(cfg: DenseConvertConfig) -> Sizes:
+    """``rows`` (token, head) rows in (values, or a dense source's words and side scales),
+    ``rows`` dense rows out."""
+    src = cfg.source_fmt
+    width = cfg.head_dim if src is None else src.row_words(cfg.head_dim, cfg.source_inline)
+    out = {"src_k": ("rows", width), "src_v": ("rows", width)}
+    if src is not None and not cfg.source_inline:
+        out["src_scales"] = ("rows", 2 * src.stats)
+    return out | _dense("rows", cfg, 1, PRESENT, "present_scales")
+
+
 #: mode → the sizes of its bindings for a config (a binding a variant lacks is ignored)
 SIZES: dict[str, Callable[..., Sizes]] = {
     "transpose": transpose_sizes,
@@ -289,4 +339,7 @@ SIZES: dict[str, Callable[..., Sizes]] = {
     "dense_append": dense_append_sizes,
     "dense_build": dense_build_sizes,
     "dense_read": dense_read_sizes,
+    "dense_retain": dense_move_sizes,
+    "dense_window_shift": dense_window_shift_sizes,
+    "dense_convert": dense_convert_sizes,
 }

@@ -314,8 +314,8 @@ function windowHost(r) {
   return { batch: r.int(2, 3), seq: r.int(6, 20), keySeq: r.int(1, 6) };
 }
 
-// A window pass (merge_share, window_shift) owns the appended rows (region "append") or the
-// whole window (the others).
+// A window pass (merge_share, window_shift, their dense forms) owns the appended rows (region
+// "append") or the whole window (the others).
 function windowParams(v, s) {
   const rows = v.config.region === "append" ? s.keySeq : s.seq;
   return { count: s.batch * v.config.kv_heads * rows, seq: s.seq, keySeq: s.keySeq };
@@ -393,6 +393,19 @@ const HOSTS = {
   // A read's rows are (token, head) rows of the dense cache, its words random: every 16-bit
   // half a normal f16 and every word, read as an f32, finite and below 2 (the scales too).
   dense_read: {
+    shape: (r) => ({ rows: r.int(1, 70) }),
+    params: (v, s) => ({ count: s.rows }),
+  },
+  // The dense cache passes: merge_share's retain pass and window_shift's regions over a dense
+  // cache's words; a copy's dense source words are random as dense_read's.
+  dense_retain: { shape: windowHost, params: windowParams, capacity: "seq" },
+  dense_window_shift: {
+    shape: windowHost,
+    params: windowParams,
+    capacity: "seq",
+    positions: (s, seqlens) => Math.max(...seqlens) + s.keySeq + 1,
+  },
+  dense_convert: {
     shape: (r) => ({ rows: r.int(1, 70) }),
     params: (v, s) => ({ count: s.rows }),
   },

@@ -104,7 +104,7 @@ def test_dense_entries_give_bytes_per_token_head():
         assert per == bytes_per_token_head(cfg) > 0, name
         one = {k: 1 for k in e["shape"]}
         sizes = buffer_sizes(e, one)
-        heads = 1 if cfg.mode == "dense_read" else cfg.kv_heads
+        heads = 1 if cfg.mode in ("dense_read", "dense_convert") else cfg.kv_heads
         cache, side = (
             ("cache_key", "cache_scales")
             if cfg.mode == "dense_read"

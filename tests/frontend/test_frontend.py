@@ -78,7 +78,7 @@ MALFORMED = [
         6,
         3,
         "unexpected 'out'; expected one of ';', '@', 'alias', 'const', 'const_assert', 'fn', "
-        "'struct', 'var' or end of input",
+        "'override', 'struct', 'var' or end of input",
     ),
     ("fn main( {\n}\n", 1, 10, "unexpected '{'; expected one of ')', '@' or a name"),
     ("struct Params { a: u32 b: u32 }\n", 1, 24, "unexpected 'b'; expected one of ',', '<' or '}'"),
@@ -119,13 +119,13 @@ MALFORMED = [
         1,
         1,
         "unexpected 'constN'; expected one of ';', '@', 'alias', 'const', 'const_assert', "
-        "'diagnostic', 'enable', 'fn', 'requires', 'struct', 'var' or end of input",
+        "'diagnostic', 'enable', 'fn', 'override', 'requires', 'struct', 'var' or end of input",
     ),
     (
         "@compute @workgroup_size(64)\nfnmain() {\n}\n",
         2,
         1,
-        "unexpected 'fnmain'; expected one of 'fn' or 'var'",
+        "unexpected 'fnmain'; expected one of 'fn', 'override' or 'var'",
     ),
     # Block comments nest, as WGSL's do: this one never closes (Tint: "unterminated block
     # comment"), not at the first "*/".
@@ -185,7 +185,6 @@ UNSUPPORTED = [
     ),
     (kernel("  let p = &out;"), 4, 11, "pointers (unary '&')"),
     (kernel("  let x = *gid;"), 4, 11, "pointers (unary '*')"),
-    (kernel("", HEAD + "override N: u32 = 4u;\n"), 2, 1, "'override' (override declarations)"),
     (
         kernel("", HEAD + "var<workgroup> tile: f32;\n"),
         2,

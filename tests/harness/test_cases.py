@@ -64,7 +64,14 @@ CONFIGS = {
 
 
 #: The dense-format modes, whose cases tests/harness/test_dense_cases.py checks.
-DENSE = {"dense_append", "dense_build", "dense_read"}
+DENSE = {
+    "dense_append",
+    "dense_build",
+    "dense_read",
+    "dense_retain",
+    "dense_window_shift",
+    "dense_convert",
+}
 
 
 def test_every_mode_has_a_generator():

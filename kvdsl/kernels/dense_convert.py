@@ -1,0 +1,237 @@
+"""``dense_convert``: copies cache rows from one format to a dense one, each row's (or block's)
+scale computed in the kernel (a runtime compressing an old prefix: f16 → int8, int8 → q4_0 ...).
+
+``count`` rows (one (token, head) row each, in any order: BNSH rows, or a window of them) of
+``src_k``, ``src_v`` in ``source`` are read as f32 and quantised into rows of ``present_key``,
+``present_value`` in ``format``, row ``r`` to row ``r``:
+
+- ``source`` ``f32`` or ``f16``: rows of ``head_dim`` values (f16 carried in ``vec2<u32>``
+  words, no ``shader-f16``);
+- ``source`` a dense format: rows of its ``ROW_WORDS`` u32 words, their scales inline or, with
+  ``source_scales="side"``, in ``src_scales`` (``2 S`` f32 per row, K's then V's), each element
+  dequantised as ``dense_read`` reads it (:func:`kvdsl.nodes.formats.decode`).
+
+The store side is the dense quantiser (:func:`kvdsl.nodes.quantise.quantise_rows`); with
+``scales="side"`` the destination's scales go to ``present_scales``. One invocation per ``vec4``
+of a row, rows whole inside a workgroup; the reader of the result is ``dense_read``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from kvdsl.ir import Buffer, Kernel, KernelBuilder, Val, construct, f16, f32, u32, vec
+from kvdsl.kernels.config import (
+    PRESENT,
+    Model,
+    choice,
+    contract,
+    one_of,
+    require,
+    times,
+)
+from kvdsl.kernels.dense import DenseConfig, DenseFormat, ScalePlace
+from kvdsl.kernels.dense_modes import load_run, quantise_workgroup, require_whole_rows
+from kvdsl.nodes import formats, walks, words
+from kvdsl.nodes.formats import Format
+from kvdsl.nodes.quantise import Destination, Quantiser, RowPlace, cache_binding, quantise_rows
+
+F32X4 = vec(4, f32)
+LANES = ("x", "y", "z", "w")
+
+
+class Source(StrEnum):
+    """What a ``dense_convert`` source row holds: f32 or f16 values, or a dense format."""
+
+    F32 = "f32"
+    F16 = "f16"
+    INT8 = "int8"
+    INT4 = "int4"
+    INT4_ASYM = "int4_asym"
+    Q8_0 = "q8_0"
+    Q4_0 = "q4_0"
+
+
+@dataclass(frozen=True)
+class DenseConvertConfig(DenseConfig):
+    """A ``dense_convert`` variant: the destination's format and scales' place (``format``,
+    ``scales``), the source's (``source``, ``source_scales`` for a dense source)."""
+
+    source: Source = choice(Source.F16)
+    source_scales: ScalePlace = choice(ScalePlace.INLINE)
+    mode = "dense_convert"
+    KEYS = (  # fmt: skip
+        "kv_heads", "head_dim", "source", "source_scales", "format", "scales", "workgroup_size",
+        "fold",
+    )
+
+    def check_fields(self) -> None:
+        super().check_fields()
+        one_of("source", self.source, Source)
+        one_of("source_scales", self.source_scales, ScalePlace)
+        src = self.source_fmt
+        if src is None:
+            require(
+                self.source_scales is ScalePlace.INLINE,
+                "source_scales",
+                self.source_scales.value,
+                f"'inline' for source {self.source.value!r} (its rows hold values, no scales)",
+            )
+            return
+        require(
+            not (src.ggml and self.source_scales is ScalePlace.SIDE),
+            "source_scales",
+            self.source_scales.value,
+            f"'inline' for source {src.name} (ggml's f16 scales sit inside its blocks)",
+        )
+        multiple = src.elements_multiple()
+        require(
+            self.head_dim % multiple == 0,
+            "head_dim",
+            self.head_dim,
+            f"a multiple of {multiple} for source {src.name!r}",
+        )
+
+    @property
+    def source_fmt(self) -> Format | None:
+        """The source's dense format, None for f32 or f16 values."""
+        return formats.FORMATS.get(self.source.value)
+
+    @property
+    def source_inline(self) -> bool:
+        """Whether a dense source row's scale is stored inline."""
+        return self.source_scales is ScalePlace.INLINE
+
+    def default_workgroup_size(self) -> int:
+        return quantise_workgroup(self)
+
+    def check_schedule(self) -> None:
+        require_whole_rows(self)
+
+
+def dense_convert(cfg: DenseConvertConfig, name: str = "dense_convert") -> Kernel:
+    """Build the ``dense_convert`` kernel for ``cfg``."""
+    fmt, src = cfg.fmt, cfg.source_fmt
+    kb = KernelBuilder(name, cfg.workgroup_size)
+    if src is None:
+        src_k, src_v = words.bindings(kb, ("src_k", "src_v"), _scalar(cfg.source), 4)
+    else:
+        src_k, src_v = (kb.binding(n, u32, "read") for n in ("src_k", "src_v"))
+    src_side = None
+    if src is not None and not cfg.source_inline:
+        src_side = kb.binding("src_scales", f32, "read")
+    q = Quantiser(fmt, cfg.inline, cfg.head_dim, cfg.workgroup_size)
+    present_key, present_value = (cache_binding(kb, q, n) for n in PRESENT)
+    side = None if cfg.inline else kb.binding("present_scales", f32, "read_write")
+    kb.const("HEAD_DIM", u32, cfg.head_dim)
+    per_row = kb.const("HEAD_DIM_V4", u32, cfg.per_row)
+    row_words = kb.const("ROW_WORDS", u32, fmt.row_words(cfg.head_dim, cfg.inline))
+    src_words = None
+    if src is not None:
+        src_words = kb.const("SRC_ROW_WORDS", u32, src.row_words(cfg.head_dim, cfg.source_inline))
+    lanes = kb.const("ROW_LANES", u32, q.lanes)
+    count = kb.param("count")
+
+    kb.comment(f"ROW_LANES invocations per row, each on a run of {q.vectors} vectors.")
+    it = walks.vectors(kb, cfg.fold, count, lanes, 1, guard=False)
+    if src is None:
+        k, v = load_run(kb, (src_k, src_v), kb.let("srcBase", it.row * per_row), q, it.d)
+    else:
+        kb.comment(f"The lane's run of the {src.name} source row, dequantised.")
+        base = kb.let("srcBase", it.row * src_words)
+        k = _decoded(kb, cfg, src, "k", src_k, src_side, base, it.row, q, it.d, 0)
+        v = _decoded(kb, cfg, src, "v", src_v, src_side, base, it.row, q, it.d, src.stats)
+
+    def place() -> RowPlace:
+        return RowPlace(it.row * row_words, None if side is None else it.row * (2 * fmt.stats))
+
+    done = it.e >= count * lanes
+    quantise_rows(kb, q, it.d, k, v, Destination(present_key, present_value, side, place, done))
+    dispatch = walks.dispatch(count, lanes, cfg.workgroup_size, cfg.fold, blocks=False)
+    what = cfg.source.value + (
+        "" if src is None or src.ggml else f" (scales {cfg.source_scales.value})"
+    )
+    kind = fmt.name + ("" if fmt.ggml else f" (scales {cfg.scales.value})")
+    doc = f"Copy {what} cache rows to {kind} rows, each row's scale reduced in the kernel."
+    kernel = kb.build(dispatch, doc)
+    src_per_row = cfg.head_dim if src is None else src_words.node
+    extents: dict[str, Any] = {
+        "src_k": times(count, src_per_row),
+        "src_v": times(count, src_per_row),
+        "present_key": times(count, row_words.node),
+        "present_value": times(count, row_words.node),
+    }
+    if src_side is not None:
+        extents["src_scales"] = times(count, 2 * src.stats)
+    if side is not None:
+        extents["present_scales"] = times(count, 2 * fmt.stats)
+    return walks.vector_extents(contract(kernel, extents))
+
+
+def _scalar(source: Source):
+    return f16 if source is Source.F16 else f32
+
+
+def _decoded(
+    kb: KernelBuilder,
+    cfg: DenseConvertConfig,
+    src: Format,
+    which: str,
+    cache: Buffer,
+    side: Buffer | None,
+    base: Val,
+    row: Val,
+    q: Quantiser,
+    lane: Val,
+    side_at: int,
+) -> list[Val]:
+    """The ``vec4<f32>`` lane ``lane`` holds (:meth:`kvdsl.nodes.quantise.Quantiser.vector_at`)
+    of a dense source row (words
+    at ``cache[base ..]``, side scales at ``side[row * 2S + side_at ..]``)."""
+
+    def load(w: Val) -> Val:
+        return cache[base + w]
+
+    def stat(i: int) -> Val:
+        return side[row * (2 * src.stats) + (side_at + i)]
+
+    run = []
+    for j in range(q.vectors):
+        first = kb.let(f"{which}At{j}", q.vector_at(lane, j) * 4)
+        lanes = [
+            formats.decode(kb, src, f"{which}{j}{c.upper()}", load, first + i if i else first,
+                           stat, cfg.source_inline)
+            for i, c in enumerate(LANES)
+        ]  # fmt: skip
+        run.append(kb.let(f"{which}{j}", construct(F32X4, *lanes)))
+    return run
+
+
+def catalog_variants(models: dict[str, Model]) -> dict[str, DenseConfig]:
+    """Named format-to-format copies: at Llama-3.1-8B's shape f16 rows into every format with
+    each place of its scales, f32 into int8, and dense sources into others (int8 → q4_0,
+    int8 → int4, q8_0 → q4_0, int4_asym with side scales → int8); at Qwen2.5-0.5B's (head dim
+    64) f16 into every format inline."""
+    v: dict[str, DenseConfig] = {}
+    llama = models["llama31_8b"].shape
+    for f in DenseFormat:
+        ggml = formats.FORMATS[f.value].ggml
+        for place in [ScalePlace.INLINE] if ggml else list(ScalePlace):
+            tag = f.value + ("_side" if place is ScalePlace.SIDE else "")
+            v[f"dense_convert_f16_to_{tag}_llama31_8b"] = DenseConvertConfig(
+                **llama, format=f, scales=place
+            )
+        v[f"dense_convert_f16_to_{f.value}_qwen25_05b"] = DenseConvertConfig(
+            **models["qwen25_05b"].shape, format=f
+        )
+    v["dense_convert_f32_to_int8_llama31_8b"] = DenseConvertConfig(**llama, source=Source.F32)
+    for src, dst in (("int8", "q4_0"), ("int8", "int4"), ("q8_0", "q4_0")):
+        v[f"dense_convert_{src}_to_{dst}_llama31_8b"] = DenseConvertConfig(
+            **llama, source=src, format=dst
+        )
+    v["dense_convert_int4_asym_side_to_int8_llama31_8b"] = DenseConvertConfig(
+        **llama, source=Source.INT4_ASYM, source_scales=ScalePlace.SIDE
+    )
+    return v

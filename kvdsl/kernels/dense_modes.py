@@ -1,0 +1,530 @@
+"""The cache modes over a dense quantised cache (:mod:`kvdsl.kernels.dense`'s formats):
+``merge_share``'s retain pass (``dense_retain``) and ``window_shift`` (``dense_window_shift``).
+
+A dense row is ``ROW_WORDS`` u32 words, and with ``scales="side"`` ``2 S`` f32 of K's and V's
+scales in a side binding (:mod:`kvdsl.nodes.formats`). Moving a row moves its words and its
+side scales together, untouched bits.
+
+``dense_retain``: the buffer-sharing cache's retain pass, every row outside the batch's append
+window (:func:`kvdsl.nodes.window.append_window`) copied past → present at the same index; a
+host runs it with ``dense_append`` (the append pass: the window's rows quantised from the new
+tokens), in either order. Bindings ``past_k``, ``past_v`` [, ``past_scales``], ``seqlens_k``,
+``present_key``, ``present_value`` [, ``present_scales``]; params ``count`` = batch × kvHeads ×
+seq, ``seq``, ``keySeq``.
+
+``dense_window_shift``: a sliding-window step (:func:`kvdsl.nodes.window.sliding_window`), past →
+a distinct present, in ``window_shift``'s regions. Rows ``[0, appendStart)`` take past rows ``t +
+evicted`` (words and side scales; ``shift``, ``all``); rows ``[appendStart, resident)`` take the
+new BSH tokens (``src_k``, ``src_v``) quantised, K NeoX-rotated at its absolute position ``past
++ j`` (``append``, ``all``); rows from ``resident`` on are zeroed (``shift``, ``all``: every
+element of a zeroed row decodes to zero in every format, its scale being ``+0.0``;
+docs/formats.md). Params ``count`` = batch × kvHeads × seq (``all``, ``shift``) or × keySeq
+(``append``), ``seq``, ``keySeq``. ``all`` binds cos and sin as one packed ``rotary_table`` and
+takes inline scales only, so that it binds 8 storage buffers.
+
+The retain and shift passes walk flat over a row's words: one invocation per ``vec4<u32>`` where
+``ROW_WORDS`` divides by 4 (rows 16-byte aligned), else per u32 word (``ROW_VECS`` per row); the
+invocation holding vector ``d`` of a row also moves its side scale words ``d, d + ROW_VECS,
+...``. The quantising passes (``append``, ``all``) walk the dense quantiser's lanes
+(:func:`kvdsl.nodes.quantise.quantise_rows`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from kvdsl.ir import Buffer, Kernel, KernelBuilder, Val, f32, i32, max_, min_, u32, vec
+from kvdsl.kernels.config import (
+    FLOATS,
+    PAST,
+    PRESENT,
+    ROTARY_TABLE,
+    ROTARY_TABLES,
+    Element,
+    Model,
+    ShiftRegion,
+    ceil_div,
+    choice,
+    contract,
+    emax,
+    largest,
+    one_of,
+    plus,
+    require,
+    require_rotary,
+    times,
+)
+from kvdsl.kernels.dense import QUANTISE_WORKGROUP, DenseConfig, DenseFormat, ScalePlace
+from kvdsl.kernels.window_shift import ROTARY_REGIONS
+from kvdsl.nodes import formats, walks, words
+from kvdsl.nodes.index import bsh, split_rows
+from kvdsl.nodes.quantise import Destination, Quantiser, RowPlace, cache_binding, quantise_rows
+from kvdsl.nodes.rotary import Rotation, rotate_pair
+from kvdsl.nodes.window import append_window, sliding_window
+
+#: The scale bindings of a cache read and written with side scales.
+PAST_SCALES, PRESENT_SCALES = "past_scales", "present_scales"
+#: The new tokens' BSH bindings (``dense_append``'s names).
+SOURCES = ("src_k", "src_v")
+#: The word walk's workgroup size when a config leaves it unset (no barrier: the flat walk's).
+WORD_WORKGROUP = 256
+
+
+def word_width(row_words: int) -> int:
+    """The vector width of the word walk: 4 (``vec4<u32>``) where a row's words divide by 4,
+    so every row starts on 16 bytes; else 1."""
+    return 4 if row_words % 4 == 0 else 1
+
+
+@dataclass(frozen=True)
+class DenseMoveConfig(DenseConfig):
+    """A mode that moves stored dense rows: its walk is over a row's words, no barrier."""
+
+    def default_workgroup_size(self) -> int:
+        return WORD_WORKGROUP
+
+    @property
+    def row_words(self) -> int:
+        """The u32 words of one stored row (``ROW_WORDS``)."""
+        return self.fmt.row_words(self.head_dim, self.inline)
+
+    @property
+    def side_words(self) -> int:
+        """The f32 words of one row's K and V scales in the side bindings (0 inline)."""
+        return 2 * self.fmt.side_words(self.inline)
+
+
+@dataclass(frozen=True)
+class DenseRetainConfig(DenseMoveConfig):
+    """A ``dense_retain`` variant: ``merge_share``'s retain pass over a dense cache."""
+
+    mode = "dense_retain"
+    KEYS = ("kv_heads", "head_dim", "format", "scales", "workgroup_size", "fold")
+
+
+@dataclass(frozen=True)
+class DenseWindowShiftConfig(DenseMoveConfig):
+    """A ``dense_window_shift`` variant: ``window_shift``'s region over a dense cache; where the
+    region appends, the new tokens' element type and rotary (over the whole head)."""
+
+    region: ShiftRegion = choice(ShiftRegion.ALL)
+    rotary: bool = False
+    input_type: Element = choice(Element.F32)
+    # Taken so that a partial rotary is refused by name; never published (always unset).
+    rotary_half: int | None = None
+    mode = "dense_window_shift"
+    KEYS = (  # fmt: skip
+        "kv_heads", "head_dim", "format", "scales", "region", "rotary", "rotary_half",
+        "input_type", "workgroup_size", "fold",
+    )
+
+    def check_fields(self) -> None:
+        super().check_fields()
+        one_of("region", self.region, ShiftRegion)
+        appends = self.region is not ShiftRegion.SHIFT
+        require_rotary(self.rotary, self.head_dim, appends, ROTARY_REGIONS)
+        require(
+            self.rotary_half is None,
+            "rotary_half",
+            self.rotary_half,
+            "unset (None): the dense modes rotate the whole head only (partial rotary is offered"
+            " in build, build_quant, append_quant, merge_share and window_shift)",
+        )
+        if self.rotary:
+            require(
+                self.head_dim % 8 == 0,
+                "head_dim",
+                self.head_dim,
+                "a multiple of 8 with rotary (a vec4 lies in one half of the row)",
+            )
+        one_of("input_type", self.input_type, FLOATS)
+        require(
+            self.region is not ShiftRegion.ALL or self.inline,
+            "scales",
+            self.scales.value,
+            "'inline' for region 'all' (side scales would make 9 or 10 storage buffers, past"
+            " WebGPU's default 8: run the 'shift' and 'append' passes)",
+        )
+
+    def default_workgroup_size(self) -> int:
+        if self.region is ShiftRegion.SHIFT:
+            return WORD_WORKGROUP
+        return quantise_workgroup(self)
+
+    def check_schedule(self) -> None:
+        if self.region is not ShiftRegion.SHIFT:
+            require_whole_rows(self, f" for region {self.region.value!r}")
+
+    @property
+    def quantiser(self) -> Quantiser:
+        """The quantising row program of the ``append`` and ``all`` regions."""
+        return Quantiser(self.fmt, self.inline, self.head_dim, self.workgroup_size)
+
+
+def row_lanes(cfg: DenseConfig) -> int:
+    """The quantiser's lanes per row for ``cfg``'s format and head dim."""
+    return Quantiser(cfg.fmt, cfg.inline, cfg.head_dim, 1).lanes
+
+
+def quantise_workgroup(cfg: DenseConfig) -> int:
+    """A quantising walk's workgroup size when a config leaves it unset: ``dense_append``'s, a
+    multiple of the row's lanes."""
+    lanes = row_lanes(cfg)
+    return QUANTISE_WORKGROUP - QUANTISE_WORKGROUP % lanes or lanes
+
+
+def require_whole_rows(cfg: DenseConfig, where: str = "") -> None:
+    """A quantising walk's workgroup holds whole rows (the row's statistic is reduced in it)."""
+    lanes = row_lanes(cfg)
+    require(
+        cfg.workgroup_size % lanes == 0,
+        "workgroup_size",
+        cfg.workgroup_size,
+        f"a multiple of the {lanes} lanes of a row{where} (rows are quantised whole inside a"
+        " workgroup)",
+    )
+
+
+@dataclass(frozen=True)
+class _Rows:
+    """The word walk of a cache's rows: bindings, constants and the invocation's vector."""
+
+    past: tuple[Buffer, ...]
+    present: tuple[Buffer, ...]
+    past_side: Buffer | None
+    present_side: Buffer | None
+    seqlens: Buffer
+    row_vecs: Val
+    heads: Val
+    it: walks.Item
+
+
+def _word_walk(kb: KernelBuilder, cfg: DenseMoveConfig, count: Val) -> _Rows:
+    """The bindings of a cache moved past → present (``seqlens_k`` between them) and the flat
+    walk over its rows' vectors of words."""
+    width = word_width(cfg.row_words)
+    elem = u32 if width == 1 else vec(width, u32)
+    past = tuple(kb.binding(name, elem, "read") for name in PAST)
+    past_side = None if cfg.inline else kb.binding(PAST_SCALES, f32, "read")
+    seqlens = kb.binding("seqlens_k", i32, "read")
+    present = tuple(kb.binding(name, elem, "read_write") for name in PRESENT)
+    present_side = None if cfg.inline else kb.binding(PRESENT_SCALES, f32, "read_write")
+    kb.const("ROW_WORDS", u32, cfg.row_words)
+    row_vecs = kb.const("ROW_VECS", u32, cfg.row_words // width)
+    heads = kb.const("KV_HEADS", u32, cfg.kv_heads)
+    it = walks.vectors(kb, cfg.fold, count, row_vecs, width)
+    return _Rows(past, present, past_side, present_side, seqlens, row_vecs, heads, it)
+
+
+def _move_row(
+    kb: KernelBuilder, cfg: DenseMoveConfig, w: _Rows, src_row: Val, dst_row: Val
+) -> None:
+    """Vector ``d`` of row ``src_row`` of the past, and the side scale words it owns, to row
+    ``dst_row`` of the present."""
+    d = w.it.d
+    src = kb.let("src", src_row * w.row_vecs + d)
+    dst = kb.let("dst", dst_row * w.row_vecs + d)
+    w.present[0][dst] = w.past[0][src]
+    w.present[1][dst] = w.past[1][src]
+    past_side, present_side = w.past_side, w.present_side
+    if past_side is not None and present_side is not None:
+
+        def move(at: Val) -> None:
+            present_side[dst_row * cfg.side_words + at] = past_side[src_row * cfg.side_words + at]
+
+        _strided(kb, cfg.side_words, cfg.row_words // word_width(cfg.row_words), d, move)
+
+
+def _zero_row(kb: KernelBuilder, cfg: DenseMoveConfig, w: _Rows, dst_row: Val) -> None:
+    """Vector ``d`` of row ``dst_row`` of the present, and its side scale words, zeroed."""
+    elem = w.present[0].binding.elem
+    dst = kb.let("dst", dst_row * w.row_vecs + w.it.d)
+    w.present[0][dst] = words.zero(elem)
+    w.present[1][dst] = words.zero(elem)
+    present_side = w.present_side
+    if present_side is not None:
+
+        def clear(at: Val) -> None:
+            present_side[dst_row * cfg.side_words + at] = 0.0
+
+        _strided(kb, cfg.side_words, cfg.row_words // word_width(cfg.row_words), w.it.d, clear)
+
+
+def _strided(kb: KernelBuilder, n: int, per: int, d: Val, move: Callable[[Val], None]) -> None:
+    """``move(at)`` for ``at = d + k * per`` (``k`` from 0) while ``at`` may be below ``n``,
+    each guarded where it may not be: the lane ``d`` of ``per`` lanes of a row moving its share
+    of ``n`` words (side scale words, or a row's words)."""
+    for k in range(-(-n // per)):
+        at = d + k * per if k else d
+        if (k + 1) * per <= n:
+            move(at)
+        else:
+            with kb.if_(at < n):
+                move(at)
+
+
+def dense_retain(cfg: DenseRetainConfig, name: str = "dense_retain") -> Kernel:
+    """Build the ``dense_retain`` kernel for ``cfg``."""
+    kb = KernelBuilder(name, cfg.workgroup_size)
+    count, seq, key_seq = kb.param("count"), kb.param("seq"), kb.param("keySeq")
+    w = _word_walk(kb, cfg, count)
+    t = kb.let("t", w.it.row % seq)
+    b = kb.let("b", w.it.row / (seq * w.heads))
+    win = append_window(kb, w.seqlens, b, seq, key_seq)
+    kb.comment("Outside the append window; the shared stride makes this dst == src.")
+    with kb.if_((t < win.append_start).lor(t >= win.active_end)):
+        _move_row(kb, cfg, w, w.it.row, w.it.row)
+    dispatch = walks.dispatch(count, w.row_vecs, cfg.workgroup_size, cfg.fold, blocks=False)
+    kind = cfg.fmt.name + ("" if cfg.fmt.ggml else f", scales {cfg.scales.value}")
+    doc = (
+        f"Buffer-sharing append over a dense {kind} cache, retain pass: rows outside\n"
+        "each batch's append window copied past -> present at the same index, words and\n"
+        "side scales (the append pass is dense_append)."
+    )
+    kernel = kb.build(dispatch, doc)
+    extents = _cache_extents(cfg, count)
+    extents["seqlens_k"] = ceil_div(count, cfg.kv_heads * seq)
+    return walks.vector_extents(contract(kernel, extents, {"seq >= 1": seq >= 1}))
+
+
+def _cache_extents(cfg: DenseMoveConfig, rows: Val) -> dict[str, Any]:
+    """Past and present of ``rows`` stored rows: words, and side scales where they are."""
+    words_ = times(rows, cfg.row_words)
+    extents: dict[str, Any] = {name: words_ for name in PAST + PRESENT}
+    if not cfg.inline:
+        side = times(rows, cfg.side_words)
+        extents |= {PAST_SCALES: side, PRESENT_SCALES: side}
+    return extents
+
+
+def dense_window_shift(cfg: DenseWindowShiftConfig, name: str = "dense_window_shift") -> Kernel:
+    """Build the ``dense_window_shift`` pass for ``cfg``: the word walk for ``shift``, the
+    quantising walk for ``append`` and ``all``."""
+    if cfg.region is ShiftRegion.SHIFT:
+        return _shift(cfg, name)
+    return _quantising_shift(cfg, name)
+
+
+def _shift(cfg: DenseWindowShiftConfig, name: str) -> Kernel:
+    kb = KernelBuilder(name, cfg.workgroup_size)
+    count, seq, key_seq = kb.param("count"), kb.param("seq"), kb.param("keySeq")
+    w = _word_walk(kb, cfg, count)
+    b, hk, t = split_rows(kb, w.it.row, w.heads, seq)
+    win = sliding_window(kb, w.seqlens, b, seq, key_seq)
+    slice_ = kb.let("slice", (b * w.heads + hk) * seq)
+    with kb.if_(t < win.append_start):
+        kb.comment("Surviving past rows slide down by the eviction count, words and scales.")
+        _move_row(kb, cfg, w, slice_ + (t + win.evicted), w.it.row)
+    with kb.elif_(t >= win.resident):
+        kb.comment("Outside the resident window: zero words and scales (every element decodes")
+        kb.comment("to zero), not left stale.")
+        _zero_row(kb, cfg, w, w.it.row)
+    dispatch = walks.dispatch(count, w.row_vecs, cfg.workgroup_size, cfg.fold, blocks=False)
+    doc = (
+        f"Windowed dense {_kind(cfg)} cache, shift pass: the surviving past rows slide down by\n"
+        "the eviction count (words and side scales), rows past the resident ones are\n"
+        "zeroed; the appended rows are left to the append pass."
+    )
+    kernel = kb.build(dispatch, doc)
+    extents = _cache_extents(cfg, count)
+    extents["seqlens_k"] = ceil_div(count, cfg.kv_heads * seq)
+    return walks.vector_extents(contract(kernel, extents, {"seq >= 1": seq >= 1}))
+
+
+def _kind(cfg: DenseConfig) -> str:
+    return cfg.fmt.name + ("" if cfg.fmt.ggml else f", scales {cfg.scales.value}")
+
+
+def _quantising_shift(cfg: DenseWindowShiftConfig, name: str) -> Kernel:
+    """The ``append`` and ``all`` regions: the quantiser's lanes (``ROW_LANES`` per row, each on
+    a run of vectors; :func:`kvdsl.nodes.quantise.quantise_rows`), rows whole inside a
+    workgroup. ``append`` walks the new tokens' rows; ``all`` every cache row, whose lanes first
+    move (or zero) the words ``d, d + ROW_LANES, ...`` of a surviving (or cleared) row, then
+    quantise the appended rows."""
+    fmt = cfg.fmt
+    every = cfg.region is ShiftRegion.ALL
+    kb = KernelBuilder(name, cfg.workgroup_size)
+    q = cfg.quantiser
+    past_k = past_v = None
+    if every:  # as the present's words (:func:`kvdsl.nodes.quantise.cache_binding`)
+        past_k, past_v = (kb.binding(n, q.cache_elem, "read") for n in PAST)
+    src_k, src_v = words.bindings(kb, SOURCES, cfg.input_type.scalar, 4)
+    seqlens = kb.binding("seqlens_k", i32, "read")
+    cos = sin = None
+    if cfg.rotary and every:  # one packed table: 8 storage buffers in all
+        cos = sin = words.binding(kb, ROTARY_TABLE, f32, 4)
+    elif cfg.rotary:
+        cos, sin = words.bindings(kb, ROTARY_TABLES, f32, 4)
+    present_key, present_value = (cache_binding(kb, q, n) for n in PRESENT)
+    side = None if cfg.inline else kb.binding(PRESENT_SCALES, f32, "read_write")
+    kb.const("HEAD_DIM", u32, cfg.head_dim)
+    per_row = kb.const("HEAD_DIM_V4", u32, cfg.per_row)
+    row_words = kb.const("ROW_WORDS", u32, cfg.row_words)
+    heads = kb.const("KV_HEADS", u32, cfg.kv_heads)
+    hidden = kb.const("KV_HIDDEN_V4", u32, cfg.hidden // 4)
+    lanes = kb.const("ROW_LANES", u32, q.lanes)
+    half = kb.const("HALF_V4", u32, cfg.head_dim // 8) if cfg.rotary else None
+    count, seq, key_seq = kb.param("count"), kb.param("seq"), kb.param("keySeq")
+
+    kb.comment(f"ROW_LANES invocations per row, each on a run of {q.vectors} vectors.")
+    it = walks.vectors(kb, cfg.fold, count, lanes, 1, guard=False)
+    done = kb.let("done", it.e >= count * lanes)
+    if every:
+        b, hk, t = split_rows(kb, it.row, heads, seq)
+        win = sliding_window(kb, seqlens, b, seq, key_seq)
+        appended = (t >= win.append_start).land(t < win.resident)
+        kb.comment("The new token of an appended row; any row's index stays in range (the")
+        kb.comment("quantiser's loads are made by every invocation).")
+        j = kb.let("j", min_(max_(t, win.append_start) - win.append_start + win.skip, key_seq - 1))
+        dst_t = t
+        slice_ = kb.let("slice", (b * heads + hk) * seq)
+        units = cfg.row_words // q.store_width  # the cache bindings' elements per row
+        row_units = row_words if units == cfg.row_words else kb.const("ROW_VECS", u32, units)
+        dst = kb.let("dst", it.row * row_units)
+
+        def move(at: Val) -> None:
+            present_key[dst + at] = past_k[src + at]
+            present_value[dst + at] = past_v[src + at]
+
+        def clear(at: Val) -> None:
+            present_key[dst + at] = words.zero(q.cache_elem)
+            present_value[dst + at] = words.zero(q.cache_elem)
+
+        with kb.if_((~done).land(t < win.append_start)):
+            kb.comment("Surviving past rows slide down by the eviction count.")
+            src = kb.let("src", (slice_ + t + win.evicted) * row_units)
+            _strided(kb, units, q.lanes, it.d, move)
+        with kb.elif_((~done).land(t >= win.resident)):
+            kb.comment("Outside the resident window: zero words (every element decodes to zero).")
+            _strided(kb, units, q.lanes, it.d, clear)
+        skip = done.lor(~appended)
+    else:
+        b, hk, j = split_rows(kb, it.row, heads, key_seq, "j")
+        win = sliding_window(kb, seqlens, b, seq, key_seq)
+        kb.comment(
+            "New token j lands at row appendStart + j - skip; tokens before skip do not fit."
+        )
+        dst_t = kb.let("dstT", win.append_start + (max_(j, win.skip) - win.skip))
+        skip = done.lor(j < win.skip)
+    src_base = kb.let("srcBase", bsh(b, j, hk, key_seq, hidden, per_row))
+    pos = kb.let("pos", win.past + j)
+    rot = None
+    if cfg.rotary:
+        kb.comment("New K is rotated at its absolute position; retained keys already are.")
+        rot = Rotation(cos, sin, pos, half, packed=every)
+    k, v = load_run(kb, (src_k, src_v), src_base, q, it.d, rot)
+
+    def place() -> RowPlace:
+        dst = kb.let("dstRow", (b * heads + hk) * seq + dst_t)
+        return RowPlace(dst * row_words, None if side is None else dst * cfg.side_words)
+
+    quantise_rows(kb, q, it.d, k, v, Destination(present_key, present_value, side, place, skip))
+    dispatch = walks.dispatch(count, lanes, cfg.workgroup_size, cfg.fold, blocks=False)
+    rotated = ", K rotated at its absolute position" if cfg.rotary else ""
+    if every:
+        doc = (
+            f"Windowed dense {_kind(cfg)} cache, every row: surviving past rows slide down by\n"
+            "the eviction count, the new BSH K/V are quantised into the appended rows (each\n"
+            f"row's scale reduced in the kernel{rotated}), the rows past them are zeroed."
+        )
+    else:
+        doc = (
+            f"Windowed dense {_kind(cfg)} cache, append pass: the new BSH K/V quantised into\n"
+            f"the appended rows, each row's scale reduced in the kernel{rotated}."
+        )
+    kernel = kb.build(dispatch, doc)
+    per_batch = seq if every else key_seq
+    batches = ceil_div(count, cfg.kv_heads * per_batch)
+    new = times(batches, key_seq, cfg.hidden)
+    cache = times(batches, cfg.kv_heads, seq, cfg.row_words)
+    extents: dict[str, Any] = {"seqlens_k": batches, SOURCES[0]: new, SOURCES[1]: new}
+    extents |= {"present_key": cache, "present_value": cache}
+    if every:
+        extents |= {"past_k": cache, "past_v": cache}
+    if side is not None:
+        extents[PRESENT_SCALES] = times(batches, cfg.kv_heads, seq, cfg.side_words)
+    if cfg.rotary:
+        # New token j sits at position max(keySeq, seqlens_k[b] + 1) - keySeq + j.
+        positions = emax(key_seq, plus(largest("seqlens_k"), 1))
+        if every:
+            extents[ROTARY_TABLE] = times(positions, cfg.head_dim)
+        else:
+            extents |= {t_: times(positions, cfg.head_dim // 2) for t_ in ROTARY_TABLES}
+    requires = {f"{'seq' if every else 'keySeq'} >= 1": per_batch >= 1}
+    return walks.vector_extents(contract(kernel, extents, requires))
+
+
+def load_run(
+    kb: KernelBuilder,
+    src: tuple[Buffer, Buffer],
+    base: Val,
+    q: Quantiser,
+    lane: Val,
+    rot: Rotation | None = None,
+) -> tuple[list[Val], list[Val]]:
+    """The vectors lane ``lane`` holds of the K and V rows at ``src[base ..]``
+    (:meth:`kvdsl.nodes.quantise.Quantiser.vector_at`), as f32, K NeoX-rotated where ``rot`` is
+    given (``rot.half`` in vectors; each vector with its partner ``half`` away and the pair's
+    cos/sin entry, from one packed table too)."""
+    src_k, src_v = src
+    k, v = [], []
+    for j in range(q.vectors):
+        at = kb.let(f"at{j}", q.vector_at(lane, j))
+        v.append(kb.let(f"v{j}", words.as_f32(kb, src_v[base + at])))
+        if rot is None:
+            k.append(kb.let(f"k{j}", words.as_f32(kb, src_k[base + at])))
+            continue
+        h = rot.half
+        dr = kb.let(f"dr{j}", at % h)
+        if rot.packed:
+            cs = kb.let(f"cs{j}", rot.cos[rot.pos * (h * 2) + dr])
+            sn = kb.let(f"sn{j}", rot.sin[rot.pos * (h * 2) + dr + h])
+        else:
+            cs = kb.let(f"cs{j}", rot.cos[rot.pos * h + dr])
+            sn = kb.let(f"sn{j}", rot.sin[rot.pos * h + dr])
+        x0 = kb.let(f"x{j}Lo", words.as_f32(kb, src_k[base + dr]))
+        x1 = kb.let(f"x{j}Hi", words.as_f32(kb, src_k[base + (dr + h)]))
+        k.append(kb.let(f"k{j}", rotate_pair(x0, x1, cs, sn, at, h)))
+    return k, v
+
+
+def catalog_variants(models: dict[str, Model]) -> dict[str, DenseConfig]:
+    """Named dense cache passes: at Llama-3.1-8B's shape every format with each place of its
+    scales (the retain pass, the shift pass and the rotary append pass; ``all`` with rotary
+    inline); ``dense_retain`` at Qwen2.5-0.5B's (head dim 64: rows of an odd number of words)
+    and ``dense_window_shift`` at Gemma-2-2B's (sliding-window layers, head dim 256), every
+    format inline; one f16-input append."""
+    v: dict[str, DenseConfig] = {}
+    llama, gemma = models["llama31_8b"].shape, models["gemma2_2b"].shape
+    shift, append, every = (
+        {"region": r} for r in (ShiftRegion.SHIFT, ShiftRegion.APPEND, ShiftRegion.ALL)
+    )
+    for f in DenseFormat:
+        ggml = formats.FORMATS[f.value].ggml
+        for place in [ScalePlace.INLINE] if ggml else list(ScalePlace):
+            tag = f.value + ("_side" if place is ScalePlace.SIDE else "")
+            fs = {"format": f, "scales": place}
+            v[f"dense_retain_{tag}_llama31_8b"] = DenseRetainConfig(**llama, **fs)
+            v[f"dense_window_shift_shift_{tag}_llama31_8b"] = DenseWindowShiftConfig(
+                **llama, **fs, **shift
+            )
+            v[f"dense_window_shift_append_rotary_{tag}_llama31_8b"] = DenseWindowShiftConfig(
+                **llama, **fs, **append, rotary=True
+            )
+        v[f"dense_window_shift_all_rotary_{f.value}_llama31_8b"] = DenseWindowShiftConfig(
+            **llama, format=f, **every, rotary=True
+        )
+        v[f"dense_retain_{f.value}_qwen25_05b"] = DenseRetainConfig(
+            **models["qwen25_05b"].shape, format=f
+        )
+        v[f"dense_window_shift_shift_{f.value}_gemma2_2b"] = DenseWindowShiftConfig(
+            **gemma, format=f, **shift
+        )
+        v[f"dense_window_shift_all_{f.value}_gemma2_2b"] = DenseWindowShiftConfig(
+            **gemma, format=f, **every
+        )
+    v["dense_window_shift_append_q4_0_f16_in_gemma2_2b"] = DenseWindowShiftConfig(
+        **gemma, format=DenseFormat.Q4_0, **append, input_type=Element.F16
+    )
+    return v
