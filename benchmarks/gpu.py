@@ -85,6 +85,7 @@ from plans import (  # noqa: E402, F401  (plans' public names stay importable fr
     Plan,
     Pool,
     biggest_buffer,
+    contiguous,
     decode_append,
     element_sizes,
     options,
@@ -100,7 +101,7 @@ COLUMNS = (
     "kvdsl_us", "kvdsl_gbps", "roofline_us", "roofline_gbps", "pct_roofline",
     "template_us", "template_pct_roofline", "template_over_kvdsl", "floor_us", "floor_x",
     "template_floor_x", "kvdsl_status", "template_status", "retries", "floor_beside_us",
-    "floor_beside_x",
+    "floor_beside_x", "contiguous", "contiguous_us", "kvdsl_over_contiguous",
 )  # fmt: skip
 
 
@@ -129,7 +130,8 @@ def fastest(row: dict[str, Any], again: dict[str, Any]) -> dict[str, Any]:
     own and ``again``'s (a side that failed in one attempt keeps the other's time and status)."""
     out = dict(row)
     for us, status in (("kvdsl_us", "kvdsl_status"), ("roofline_us", None),
-                       ("template_us", "template_status"), ("floor_beside_us", None)):  # fmt: skip
+                       ("template_us", "template_status"), ("floor_beside_us", None),
+                       ("contiguous_us", None)):  # fmt: skip
         t = again.get(us)
         if t and (not out.get(us) or t < out[us]):
             out[us] = t
@@ -319,17 +321,20 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> list[di
     retry_settle = 0.0 if args.small else RETRY_SETTLE
 
     def measure(kernel, buffers, params, plan, nbytes, decode, legacy_wgsl, legacy_status, lbind,
-                lstruct, name) -> dict[str, Any]:  # fmt: skip
+                lstruct, name, beside=None) -> dict[str, Any]:  # fmt: skip
         """One attempt at a row: kvdsl's kernel and the copy of the same bytes timed alternately,
         ``trials`` times each, each keeping its best (the GPU may be shared and its clocks move;
-        interference only slows a run down), for a decode append the empty dispatch too, then
+        interference only slows a run down), for a decode append the empty dispatch too, a
+        paged append's contiguous twin (``beside``: kernel, buffers, params, bytes) too, then
         the template's forms."""
         got: dict[str, Any] = {}
-        kt, rt, ft = [], [], []
+        kt, rt, ft, ct = [], [], [], []
         for _ in range(trials):
             try:
                 kt.append(timed(kernel, buffers, params, nbytes))
                 got["kvdsl_status"] = "ok"
+                if beside is not None:
+                    ct.append(timed(*beside))
             except runtime.FeatureError as e:  # this device cannot run it: not a failure
                 got["kvdsl_status"] = "n/a: " + _error(e)
                 break
@@ -349,6 +354,8 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> list[di
             got["kvdsl_us"] = min(kt)
         if rt:
             got["roofline_us"] = min(rt)
+        if ct:
+            got["contiguous_us"] = min(ct)
         got["template_status"] = legacy_status
         if legacy_wgsl is not None:
             try:
@@ -414,13 +421,29 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> list[di
     def over_budget() -> bool:
         return budget is not None and time.perf_counter() - started >= budget
 
+    def contiguous_form(cfg: Any, plan: Any, row: dict) -> tuple | None:
+        """A paged append's contiguous twin of the same format at ``plan``'s size (kernel,
+        buffers, params, bytes it moves), named in ``row``; None for other modes."""
+        twin = contiguous(cfg)
+        if twin is None:
+            return None
+        label, ccfg = twin
+        ckernel = catalog.build_config(ccfg, "contiguous")
+        same = (p for p in plans(ccfg, size) if (p.batch, p.tokens) == (plan.batch, plan.tokens))
+        cplan = next(same)
+        row["contiguous"] = f"{label}: {options(ccfg)}"
+        cbytes = cplan.moved(element_sizes(ckernel))
+        cbuf = pool.buffers(ckernel.bindings, cplan)
+        return ckernel, cbuf, cplan.params_of(ckernel.params), cbytes
+
     def attempts(kernel: Any, forms: tuple, name: str, plan: Any, row: dict) -> Callable:
         """One attempt at ``row`` (``plan``'s row of ``kernel``, :func:`measure`) each time it is
         called, on buffers made once."""
         buffers = pool.buffers(kernel.bindings, plan)
         params = plan.params_of(kernel.params)
         nbytes, decode = row["bytes"], bool(row["decode"])
-        return lambda: measure(kernel, buffers, params, plan, nbytes, decode, *forms, name)
+        beside = contiguous_form(selection[name], plan, row)
+        return lambda: measure(kernel, buffers, params, plan, nbytes, decode, *forms, name, beside)
 
     def release() -> None:
         pool.arrays.clear()  # keep host memory bounded to one config's sizes
@@ -512,6 +535,9 @@ def derive(row: dict[str, Any]) -> dict[str, Any]:
         row["template_pct_roofline"] = 100 * r / t
     if t and k:
         row["template_over_kvdsl"] = t / k
+    c = row.get("contiguous_us")
+    if c and k:
+        row["kvdsl_over_contiguous"] = k / c
     if row["decode"]:
         row["floor_x"] = k / row["floor_us"] if k else None
         row["template_floor_x"] = t / row["floor_us"] if t else None

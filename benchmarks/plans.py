@@ -22,6 +22,13 @@ dense_build    ``seq`` = prefill and cache, ``pastSeq`` = 0
 dense_read     rows = batch × heads × cache
 dense_retain   capacity = cache, ``keySeq`` = prefill and 1, ``seqlens_k`` = cache − 1
 dense_convert  rows = batch × heads × cache
+paged_append   pages of ``page_size`` tokens, ``cache / page_size`` per sequence, page ids shuffled
+               over the pool; ``keySeq`` = prefill and 1 at the end of a ``cache``-token sequence
+               (``seqlens_k`` = cache − 1; a slot mapping holds the same slots)
+paged_read     every position of each ``cache``-token sequence gathered
+paged_copy     the prefill's pages of each sequence copied (copy-on-write of a fork)
+paged_compact  every other page of the pool gathered into a dense prefix
+paged_window   the page table of ``cache``-token sequences slid to a window of half of them
 =============  ==================================================================================
 
 ``dense_window_shift`` takes window_shift's sizes.
@@ -50,6 +57,16 @@ element is an i32 word (4 B) and two int4 elements share a u32 word (2 B per ele
 - dense_window_shift: as window_shift, a row's words and side scales; the appended rows'
   new K/V in, their words out.
 - dense_convert: every source row (values, or words and side scales) in, every dense row out.
+- paged_append: the new rows in; their rows of the pages out (values, or a dense format's words
+  and side scales); ``seqlens_k`` and the page-table entries of the pages written, or one slot
+  (and rotary position) per new token; cos/sin of the new positions.
+- paged_read: every row of the sequences' pages in, every output row out, the table and
+  ``seqlens_k`` (or the slots).
+- paged_copy, paged_compact: each moved page in and out (K and V, side scales), its ids.
+- paged_window: ``seqlens_k``, the page table in and out, ``freed_pages`` out; no K/V byte.
+
+:func:`contiguous` names the contiguous append of a paged append's format (``merge_share``'s
+append for f32 and f16, ``dense_append`` for a dense format) that ``gpu.py`` times beside it.
 """
 
 from __future__ import annotations
@@ -90,6 +107,8 @@ def reshape(cfg: Any) -> Any:
         return dataclasses.replace(
             cfg, head_dim=HEAD_DIM // 2 if cfg.present_type == "u32" else 128
         )
+    if cfg.mode == "paged_window":  # a page-table update: no head shape
+        return cfg
     return dataclasses.replace(cfg, kv_heads=HEADS, head_dim=HEAD_DIM)
 
 
@@ -158,6 +177,8 @@ class Plan:
     counts: dict[str, int]
     seqlens: int | None
     moved: Callable[[dict[str, int]], int]  # element bytes per binding name -> bytes moved
+    # Inputs whose values matter (page tables, slots): used as they are.
+    arrays: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
 
     def params_of(self, struct: Any) -> dict[str, int]:
         """The plan's params that the params struct ``struct`` has fields for."""
@@ -167,7 +188,8 @@ class Plan:
 
 def decode_append(cfg: Any, plan: Plan) -> bool:
     """A 1-token append whose work is the new rows alone (the floor target applies to it)."""
-    appends = cfg.mode in ("append_quant", "dense_append") or getattr(cfg, "region", "") == "append"
+    appending = ("append_quant", "dense_append", "paged_append")
+    appends = cfg.mode in appending or getattr(cfg, "region", "") == "append"
     return plan.tokens == 1 and appends
 
 
@@ -180,7 +202,7 @@ def element_sizes(kernel: Kernel) -> dict[str, int]:
 def plans(cfg: Any, size: dict) -> Iterator[Plan]:
     """The measurements of ``cfg`` at ``size`` (FULL or SMALL)."""
     S, P, h = size["cache"], size["prefill"], getattr(cfg, "kv_heads", HEADS)
-    d = cfg.head_dim
+    d = getattr(cfg, "head_dim", HEAD_DIM)  # paged_window: a table update, no head shape
     half = getattr(cfg, "half", d // 2)  # rotary's pairs per row (partial rotary: fewer)
     words = d if getattr(cfg, "bits", 8) == 8 else d // 2
     for B in size["batches"]:
@@ -233,6 +255,15 @@ def plans(cfg: Any, size: dict) -> Iterator[Plan]:
                     yield _dense_window_shift(cfg, B, h, d, half, S, new)
             case "dense_convert":
                 yield _dense_convert(cfg, B, h, d, S)
+            case "paged_append":
+                for new in (P, 1):
+                    yield _paged_append(cfg, B, h, d, half, S, new)
+            case "paged_read":
+                yield _paged_read(cfg, B, h, d, S)
+            case "paged_copy" | "paged_compact":
+                yield _paged_pages(cfg, B, S, P)
+            case "paged_window":
+                yield _paged_window(cfg, B, S)
 
 
 def _sum_of(moved: dict[str, int]) -> Callable[[dict[str, int]], int]:
@@ -386,6 +417,119 @@ def _dense_convert(cfg: Any, B: int, h: int, d: int, S: int) -> Plan:
     return Plan(B, S, S, {"count": rows}, counts, None, _sum_of(counts))
 
 
+def _pool_counts(cfg: Any, pages: int, scale: int = 1, names: tuple = ()) -> dict[str, int]:
+    """Host values of each pool binding of ``pages`` pages, times ``scale`` (moved counts);
+    ``names``: the K, V, combined and scale pools' names (default: the cache's)."""
+    k, v, kv, side = names or ("key_pages", "value_pages", "kv_pages", "scale_pages")
+    sides = cfg.scale_geometry
+    out = dict.fromkeys((k, v, kv), pages * cfg.page_values * scale)
+    out[side] = 0 if sides is None else pages * sides.stride * scale
+    return out
+
+
+def _shuffled_table(B: int, per_seq: int, seed: int) -> np.ndarray:
+    """Page tables ``[B, per_seq]``: the pool's page ids, shuffled."""
+    rng = np.random.default_rng(seed)
+    return rng.permutation(B * per_seq).astype(np.int32).reshape(B, per_seq)
+
+
+def _paged_append(cfg: Any, B: int, h: int, d: int, half: int, S: int, new: int) -> Plan:
+    # seqlens_k = S - 1: the new tokens are positions [S - new, S) of each sequence.
+    p = cfg.page_size
+    per_seq = -(-S // p)
+    table = _shuffled_table(B, per_seq, B)
+    pos = np.arange(S - new, S)
+    slots = (table[:, pos // p] * p + pos % p).astype(np.int32)
+    row = cfg.row_units * cfg.unit  # host values of one stored row
+    sides = cfg.scale_geometry
+    side = 0 if sides is None else sides.row
+    counts = {"src_k": B * new * h * d, "src_v": B * new * h * d, "seqlens_k": B,
+              "page_table": B * per_seq, "slot_mapping": B * new, "token_positions": B * new,
+              "k_norm_weight": d, "cos_cache": S * half,
+              "sin_cache": S * half} | _pool_counts(cfg, B * per_seq)  # fmt: skip
+    fresh = B * h * new
+    touched = B * ((S - 1) // p - (S - new) // p + 1)
+    moved = {"src_k": fresh * d, "src_v": fresh * d, "seqlens_k": B, "page_table": touched,
+             "slot_mapping": B * new, "token_positions": B * new, "k_norm_weight": d,
+             "cos_cache": new * half, "sin_cache": new * half, "key_pages": fresh * row,
+             "value_pages": fresh * row, "kv_pages": 2 * fresh * row,
+             "scale_pages": fresh * side}  # fmt: skip
+    arrays = {"page_table": table.reshape(-1), "slot_mapping": slots.reshape(-1),
+              "token_positions": np.tile(pos, B).astype(np.int32)}  # fmt: skip
+    params = {"count": fresh, "keySeq": new, "maxPages": per_seq}
+    return Plan(B, new, S, params, counts, S - 1, _sum_of(moved), arrays)
+
+
+def _paged_read(cfg: Any, B: int, h: int, d: int, S: int) -> Plan:
+    p = cfg.page_size
+    per_seq = -(-S // p)
+    table = _shuffled_table(B, per_seq, B)
+    pos = np.arange(S)
+    slots = (table[:, pos // p] * p + pos % p).astype(np.int32)
+    rows = B * h * S
+    counts = {"seqlens_k": B, "page_table": B * per_seq, "slot_mapping": B * S,
+              "key": rows * d, "value": rows * d} | _pool_counts(cfg, B * per_seq)  # fmt: skip
+    arrays = {"page_table": table.reshape(-1), "slot_mapping": slots.reshape(-1)}
+    params = {"count": rows, "seq": S, "maxPages": per_seq}
+    return Plan(B, S, S, params, counts, S - 1, _sum_of(counts), arrays)
+
+
+def _paged_pages(cfg: Any, B: int, S: int, P: int) -> Plan:
+    """paged_copy: each sequence's first ``P`` (prefill) tokens' pages copied to fresh pages;
+    paged_compact: every other page of a pool of ``B * S / page_size`` pages gathered."""
+    p = cfg.page_size
+    if cfg.mode == "paged_copy":
+        n = B * -(-P // p)
+        pages = 2 * n
+        ids = np.stack([np.arange(n), n + np.arange(n)], axis=1).astype(np.int32)
+        counts = {"page_pairs": 2 * n} | _pool_counts(cfg, pages)
+        moved = {"page_pairs": 2 * n} | _pool_counts(cfg, n, 2)
+        arrays = {"page_pairs": ids.reshape(-1)}
+    else:
+        pages = B * -(-S // p)
+        n = pages // 2
+        names = ("compact_key", "compact_value", "compact_kv", "compact_scales")
+        counts = {"live_pages": n} | _pool_counts(cfg, pages) | _pool_counts(cfg, n, 1, names)
+        moved = {"live_pages": n} | _pool_counts(cfg, n) | _pool_counts(cfg, n, 1, names)
+        arrays = {"live_pages": (2 * np.arange(n)).astype(np.int32)}
+    return Plan(B, n * p, S, {"count": n}, counts, None, _sum_of(moved), arrays)
+
+
+def _paged_window(cfg: Any, B: int, S: int) -> Plan:
+    per_seq = -(-S // cfg.page_size)
+    entries = B * per_seq
+    counts = {"seqlens_k": B, "page_table": entries, "freed_pages": entries}
+    moved = {"seqlens_k": B, "page_table": 2 * entries, "freed_pages": entries}
+    arrays = {"page_table": _shuffled_table(B, per_seq, B).reshape(-1)}
+    params = {"count": entries, "maxPages": per_seq, "window": S // 2}
+    return Plan(B, S, S, params, counts, S - 1, _sum_of(moved), arrays)
+
+
+def contiguous(cfg: Any) -> tuple[str, Any] | None:
+    """The contiguous append of a ``paged_append`` config's format, transforms and input type
+    (named for the table), or None: ``merge_share``'s flat append for f32 and f16 rows (which
+    has no K RMSNorm), ``dense_append`` for a dense format."""
+    if cfg.mode != "paged_append":
+        return None
+    shape = {"kv_heads": cfg.kv_heads, "head_dim": cfg.head_dim}
+    same = {"rotary": cfg.rotary, "input_type": cfg.input_type}
+    if cfg.dense is not None:
+        from kvdsl.kernels.dense import DenseAppendConfig
+
+        c = DenseAppendConfig(
+            **shape, **same, format=cfg.format.value, scales=cfg.scales, k_norm=cfg.k_norm
+        )
+        return "dense_append (contiguous)", c
+    if cfg.k_norm:
+        return None
+    from kvdsl.kernels.merge_share import MergeShareConfig
+
+    c = MergeShareConfig(
+        **shape, **same, region="append", walk="flat", present_type=cfg.format.value
+    )
+    return "merge_share append (contiguous)", c
+
+
 class Pool:
     """Random non-zero inputs, made once per (element count, dtype) and shared by every buffer."""
 
@@ -402,10 +546,13 @@ class Pool:
         return self.arrays[key]
 
     def buffers(self, bindings, plan: Plan) -> dict[str, np.ndarray]:
-        """One array per binding, sized by ``plan``; ``seqlens_k`` holds the plan's value."""
+        """One array per binding, sized by ``plan``; ``seqlens_k`` holds the plan's value, the
+        plan's own arrays (page tables, slots) are used as they are."""
         out = {}
         for b in bindings:
-            if b.name == "seqlens_k":
+            if b.name in plan.arrays:
+                out[b.name] = plan.arrays[b.name]
+            elif b.name == "seqlens_k":
                 out[b.name] = np.full(plan.batch, plan.seqlens, np.int32)
             else:
                 out[b.name] = self.get(plan.counts[b.name], b.host.dtype)

@@ -31,6 +31,14 @@ export interface Variant {
   /** The dense modes only: bytes of one (token, head) row of K, or of V, in the cache's format,
    * its scales included (index.json's "bytes_per_token_head"). */
   readonly bytesPerTokenHead?: number;
+  /** The paged modes only: the page geometry (index.json's "pages"): tokens per page, the
+   * order of a page's rows ("nhd" or "hnd"), K and V pools ("separate" or "combined"), the
+   * host values and bytes of one page of K (or V), the host values between pages of a pool,
+   * and the f32 values of one page of side scales (0 inline). */
+  readonly pages?: Readonly<{
+    pageSize: number; layout: "nhd" | "hnd"; pool: "separate" | "combined";
+    pageValues: number; pageBytes: number; pageStrideValues: number; scalePageValues: number;
+  }>;
   /** One entry per binding: visibility COMPUTE, buffer.type by access. */
   layoutEntries(): GPUBindGroupLayoutEntry[];
   /** The uniform buffer's bytes; throws naming a missing or unknown field or a bad value. */

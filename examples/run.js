@@ -53,6 +53,22 @@ function modeParams(v, shape) {
     case "dense_read":
     case "dense_convert":
       return { count: shape.rows };
+    case "paged_append":
+      return {
+        count: shape.batch * heads * shape.keySeq, keySeq: shape.keySeq,
+        ...(v.config.addressing === "page_table" ? { maxPages: shape.maxPages } : {}),
+      };
+    case "paged_read":
+      return {
+        count: shape.batch * heads * shape.seq, seq: shape.seq,
+        ...(v.config.addressing === "page_table" ? { maxPages: shape.maxPages } : {}),
+      };
+    case "paged_copy":
+      return { count: shape.copies };
+    case "paged_compact":
+      return { count: shape.live };
+    case "paged_window":
+      return { count: shape.batch * shape.maxPages, maxPages: shape.maxPages, window: shape.window };
   }
   throw new Error(`no params rule for mode ${v.mode}`);
 }
@@ -60,7 +76,8 @@ function modeParams(v, shape) {
 // A shape small enough to read, valid for every mode.
 export const SHAPE = {
   batch: 2, seq: 8, pastSeq: 4, keySeq: 3, totalSeq: 16, kvSeq: 5, rows: 3, perChannel: 0,
-  positions: 32, headBase: 0, slices: 1, batchBase: 0,
+  positions: 32, headBase: 0, slices: 1, batchBase: 0, pages: 4, maxPages: 2, copies: 1, live: 2,
+  window: 16,
 };
 
 // The float16 bits of `x` (round to nearest even; the values here stay in the normal range).
@@ -77,13 +94,18 @@ function halfBits(x) {
 }
 
 // Random bytes for input binding `b`: floats in ±[0.25, 2), scales of 1/64, seqlens_k = the
-// cache's last row, other integers small.
+// cache's last row, page ids within the pool (token i in slot i), other integers small.
 export function inputBytes(b, bytes, shape) {
   const buf = new ArrayBuffer(bytes);
   const scalar = b.data ?? b.type.match(/(f32|i32|u32|f16)>*$/)[1];
   const random = () => (0.25 + 1.75 * Math.random()) * (Math.random() < 0.5 ? -1 : 1);
   if (b.name === "seqlens_k") new Int32Array(buf).fill((shape.seq ?? shape.totalSeq) - 1);
   else if (b.name.endsWith("_scale")) new Float32Array(buf).fill(1 / 64);
+  else if (b.name === "slot_mapping" || b.name === "token_positions") {
+    new Int32Array(buf).forEach((_, i, a) => (a[i] = i));
+  } else if (["page_table", "page_pairs", "live_pages"].includes(b.name)) {
+    new Int32Array(buf).forEach((_, i, a) => (a[i] = i % shape.pages));
+  }
   else if (scalar === "f32") new Float32Array(buf).forEach((_, i, a) => (a[i] = random()));
   else if (scalar === "f16") new Uint16Array(buf).forEach((_, i, a) => (a[i] = halfBits(random())));
   else new Int32Array(buf).forEach((_, i, a) => (a[i] = Math.floor(Math.random() * 200) - 100));

@@ -28,6 +28,10 @@ from kvdsl.kernels import dense_convert as dense_convert_mode
 from kvdsl.kernels import dense_modes as dense_modes_mode
 from kvdsl.kernels import merge as merge_mode
 from kvdsl.kernels import merge_share as merge_share_mode
+from kvdsl.kernels import paged as paged_mode
+from kvdsl.kernels import paged_append as paged_append_mode
+from kvdsl.kernels import paged_pages as paged_pages_mode
+from kvdsl.kernels import paged_read as paged_read_mode
 from kvdsl.kernels import quant as quant_mode
 from kvdsl.kernels import transpose as transpose_mode
 from kvdsl.kernels import window_shift as window_shift_mode
@@ -68,6 +72,11 @@ MODES: dict[str, tuple[type[KernelConfig], Callable[..., Kernel]]] = {
         dense_modes_mode.dense_window_shift,
     ),
     "dense_convert": (dense_convert_mode.DenseConvertConfig, dense_convert_mode.dense_convert),
+    "paged_append": (paged_mode.PagedAppendConfig, paged_append_mode.paged_append),
+    "paged_read": (paged_mode.PagedReadConfig, paged_read_mode.paged_read),
+    "paged_copy": (paged_pages_mode.PagedCopyConfig, paged_pages_mode.paged_copy),
+    "paged_compact": (paged_pages_mode.PagedCompactConfig, paged_pages_mode.paged_compact),
+    "paged_window": (paged_pages_mode.PagedWindowConfig, paged_pages_mode.paged_window),
 }
 MODE_MODULES = (
     transpose_mode,
@@ -80,6 +89,8 @@ MODE_MODULES = (
     dense_mode,
     dense_modes_mode,
     dense_convert_mode,
+    paged_mode,
+    paged_pages_mode,
 )
 
 

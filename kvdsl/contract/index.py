@@ -24,6 +24,7 @@ from kvdsl.ir.ops import Op
 from kvdsl.ir.types import Scalar, Vec
 from kvdsl.kernels.config import KernelConfig, as_dict
 from kvdsl.kernels.dense import contract_fields
+from kvdsl.kernels.paged import page_fields
 from kvdsl.runtime.layout import params_layout
 
 #: The bytes of a binding: ``max(ceil4(elements * element_bytes), ceil4(element_bytes))``, the
@@ -177,6 +178,7 @@ def entry(kernel: Kernel, cfg: KernelConfig | None) -> dict[str, Any]:
             "shape": shape(cfg, [b.name for b in kernel.bindings]),
         }
         out |= contract_fields(cfg)
+        out |= page_fields(cfg)
     return out | {
         "entry_point": "main",
         "workgroup_size": list(kernel.workgroup_size),

@@ -30,6 +30,11 @@ from kvdsl.kernels.dense_convert import DenseConvertConfig
 from kvdsl.kernels.dense_modes import DenseMoveConfig, DenseWindowShiftConfig
 from kvdsl.kernels.merge import MergeConfig
 from kvdsl.kernels.merge_share import MergeShareConfig
+from kvdsl.kernels.paged import COMBINED_POOL, POOLS, SCALE_POOL, PagedAppendConfig
+from kvdsl.kernels.paged import PagedConfig, PagedReadConfig
+from kvdsl.kernels.paged_pages import COMPACT_COMBINED, COMPACT_POOLS, COMPACT_SCALES
+from kvdsl.kernels.paged_pages import PagedCompactConfig
+from kvdsl.kernels.paged_pages import PagedCopyConfig, PagedWindowConfig
 from kvdsl.kernels.quant import AppendQuantConfig, BuildQuantConfig, QuantConfig
 from kvdsl.kernels.transpose import TransposeConfig
 from kvdsl.kernels.window_shift import WindowShiftConfig
@@ -54,6 +59,11 @@ SHAPES: dict[str, tuple[str, ...]] = {
     "dense_retain": ("batch", "seq", "keySeq"),
     "dense_window_shift": ("batch", "seq", "keySeq"),
     "dense_convert": ("rows",),
+    "paged_append": ("batch", "keySeq", "pages"),
+    "paged_read": ("batch", "seq", "pages"),
+    "paged_copy": ("pages", "copies"),
+    "paged_compact": ("pages", "live"),
+    "paged_window": ("batch", "maxPages", "window"),
 }
 
 #: The shape variables a windowed variant (``window=True``) adds, after the mode's: the window's
@@ -137,13 +147,34 @@ MEANINGS: dict[str, dict[str, str]] = {
         "keySeq": "new tokens per batch (rows of src_k/src_v per batch)",
     },
     "dense_convert": {"count": "rows of src_k/src_v to copy into present_key/present_value"},
+    "paged_append": {
+        "count": "new rows: batch × kv_heads × keySeq",
+        "keySeq": "new tokens per batch (rows of src_k/src_v per batch; with slot_mapping the"
+        " tokens are batch × keySeq, one slot each)",
+        "maxPages": "entries of each sequence's row of page_table",
+    },
+    "paged_read": {
+        "count": "rows to gather: batch × kv_heads × seq",
+        "seq": "positions 0 .. seq-1 gathered per sequence (page_table: rows per head of the"
+        " BNSH key/value); with slot_mapping, tokens per batch",
+        "maxPages": "entries of each sequence's row of page_table",
+    },
+    "paged_copy": {"count": "page copies: (src, dst) pairs of page_pairs"},
+    "paged_compact": {"count": "entries of live_pages: pages of the compacted pools"},
+    "paged_window": {
+        "count": "page-table entries: batch × maxPages",
+        "maxPages": "entries of each sequence's row of page_table",
+        "window": "tokens the window keeps per sequence (its last ones)",
+    },
 }
 
 
 def shape(cfg: KernelConfig, bindings: list[str]) -> list[str]:
     """The shape variables of ``cfg``'s variant, whose kernel has ``bindings``."""
     rotary = ["positions"] if {"cos_cache", ROTARY_TABLE} & set(bindings) else []
-    return list(SHAPES[cfg.mode]) + rotary + (list(WINDOW_SHAPE) if cfg.window else [])
+    own = list(SHAPES[cfg.mode])
+    table = ["maxPages"] if "page_table" in bindings and "maxPages" not in own else []
+    return own + table + rotary + (list(WINDOW_SHAPE) if cfg.window else [])
 
 
 def meanings(cfg: KernelConfig) -> dict[str, str]:
@@ -326,6 +357,59 @@ def dense_convert_sizes(cfg: DenseConvertConfig) -> Sizes:
     return out | _dense("rows", cfg, 1, PRESENT, "present_scales")
 
 
+def _pools(
+    cfg: PagedConfig, rows: str, names: tuple[str, str], combined: str, scales: str
+) -> Sizes:
+    """A paged pool's bindings: ``rows`` pages of ``page_values`` host values (K's, V's or, in
+    a combined pool, both) and, with side scales, of the scale pages' f32."""
+    out = {name: (rows, cfg.page_values) for name in (*names, combined)}
+    sides = cfg.scale_geometry
+    return out | ({} if sides is None else {scales: (rows, sides.stride)})
+
+
+def paged_append_sizes(cfg: PagedAppendConfig) -> Sizes:
+    """New BSH in (``keySeq`` tokens per batch), through a page table of ``maxPages`` entries
+    per sequence or a slot per token, into pools of ``pages`` pages."""
+    tokens = "batch * keySeq"
+    return (
+        _row(cfg)
+        | {"src_k": (tokens, cfg.hidden), "src_v": (tokens, cfg.hidden)}
+        | {"page_table": ("batch * maxPages", 1), "slot_mapping": (tokens, 1)}
+        | {"token_positions": (tokens, 1)}
+        | _pools(cfg, "pages", POOLS, COMBINED_POOL, SCALE_POOL)
+    )
+
+
+def paged_read_sizes(cfg: PagedReadConfig) -> Sizes:
+    """Pools of ``pages`` pages in, ``seq`` rows per head of each of ``batch`` sequences out."""
+    rows = "batch * seq"
+    return (
+        {"seqlens_k": ("batch", 1), "page_table": ("batch * maxPages", 1)}
+        | {"slot_mapping": (rows, 1), "key": (rows, cfg.hidden), "value": (rows, cfg.hidden)}
+        | _pools(cfg, "pages", POOLS, COMBINED_POOL, SCALE_POOL)
+    )
+
+
+def paged_copy_sizes(cfg: PagedCopyConfig) -> Sizes:
+    """``copies`` (src, dst) pairs, pools of ``pages`` pages."""
+    return {"page_pairs": ("copies", 2)} | _pools(cfg, "pages", POOLS, COMBINED_POOL, SCALE_POOL)
+
+
+def paged_compact_sizes(cfg: PagedCompactConfig) -> Sizes:
+    """``live`` page ids, pools of ``pages`` pages in, pools of ``live`` pages out."""
+    return (
+        {"live_pages": ("live", 1)}
+        | _pools(cfg, "pages", POOLS, COMBINED_POOL, SCALE_POOL)
+        | _pools(cfg, "live", COMPACT_POOLS, COMPACT_COMBINED, COMPACT_SCALES)
+    )
+
+
+def paged_window_sizes(cfg: PagedWindowConfig) -> Sizes:
+    """``seqlens_k`` per sequence, page tables of ``maxPages`` entries per sequence."""
+    table = ("batch * maxPages", 1)
+    return {"seqlens_k": ("batch", 1), "page_table": table, "freed_pages": table}
+
+
 #: mode → the sizes of its bindings for a config (a binding a variant lacks is ignored)
 SIZES: dict[str, Callable[..., Sizes]] = {
     "transpose": transpose_sizes,
@@ -342,4 +426,9 @@ SIZES: dict[str, Callable[..., Sizes]] = {
     "dense_retain": dense_move_sizes,
     "dense_window_shift": dense_window_shift_sizes,
     "dense_convert": dense_convert_sizes,
+    "paged_append": paged_append_sizes,
+    "paged_read": paged_read_sizes,
+    "paged_copy": paged_copy_sizes,
+    "paged_compact": paged_compact_sizes,
+    "paged_window": paged_window_sizes,
 }

@@ -131,6 +131,11 @@ function makeVariant(name, d, code) {
     paramsSize: d.params_size,
     shape: Object.freeze([...d.shape]),
     ...(d.bytes_per_token_head === undefined ? {} : { bytesPerTokenHead: d.bytes_per_token_head }),
+    ...(d.pages === undefined ? {} : { pages: Object.freeze({
+      pageSize: d.pages.page_size, layout: d.pages.layout, pool: d.pages.pool,
+      pageValues: d.pages.page_values, pageBytes: d.pages.page_bytes,
+      pageStrideValues: d.pages.page_stride_values, scalePageValues: d.pages.scale_page_values,
+    }) }),
     layoutEntries() {
       return this.bindings.map((b) => ({
         binding: b.binding, visibility: COMPUTE, buffer: { type: BUFFER_TYPES[b.access] },
@@ -231,6 +236,14 @@ export interface Variant {{
   /** The dense modes only: bytes of one (token, head) row of K, or of V, in the cache's format,
    * its scales included (index.json's "bytes_per_token_head"). */
   readonly bytesPerTokenHead?: number;
+  /** The paged modes only: the page geometry (index.json's "pages"): tokens per page, the
+   * order of a page's rows ("nhd" or "hnd"), K and V pools ("separate" or "combined"), the
+   * host values and bytes of one page of K (or V), the host values between pages of a pool,
+   * and the f32 values of one page of side scales (0 inline). */
+  readonly pages?: Readonly<{{
+    pageSize: number; layout: "nhd" | "hnd"; pool: "separate" | "combined";
+    pageValues: number; pageBytes: number; pageStrideValues: number; scalePageValues: number;
+  }}>;
   /** One entry per binding: visibility COMPUTE, buffer.type by access. */
   layoutEntries(): GPUBindGroupLayoutEntry[];
   /** The uniform buffer's bytes; throws naming a missing or unknown field or a bad value. */

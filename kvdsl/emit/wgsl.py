@@ -98,6 +98,8 @@ def emit_expr(e: ir.Expr) -> str:
             return f"{_operand(base, ops.PRIMARY, None)}[{emit_expr(index)}]"
         case ir.Member(base, name):
             return f"{_operand(base, ops.PRIMARY, None)}.{name}"
+        case ir.ArrayLength(name):
+            return f"arrayLength(&{name})"
         case ir.Call(op, args):
             return f"{ops.info(op).spelling}({_arguments(args)})"
         case ir.Convert(ty, x):

@@ -3,13 +3,12 @@
 The result is *raw* IR: WGSL's abstract literals (``3``, ``0.5``) stay :class:`RawLit` and a
 one-argument ``T(x)`` stays :class:`RawCtor` (a conversion or a constructor, depending on the
 type of ``x``) until :mod:`kvdsl.frontend.typer` has a scope to type them in. Module-scope
-declarations come out as the small records below, assembled into a kernel by
-:mod:`kvdsl.frontend.parser`. Every statement's source line is kept in ``lines`` (by ``id``).
+declarations come out as the records of :mod:`kvdsl.frontend.records` (imported from here by
+the parser and the typer), assembled into a kernel by :mod:`kvdsl.frontend.parser`. Every statement's source line is kept in ``lines`` (by ``id``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from lark import Token, Transformer, v_args
@@ -22,133 +21,23 @@ from kvdsl.ir import ops
 from kvdsl.ir.ops import Op
 from kvdsl.ir.types import SCALARS, Array, RuntimeArray, Scalar, Vec, bool_, f16, f32, i32, u32
 
-# ---- raw nodes (replaced by concrete IR in the typing pass) ----------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class RawLit:
-    """A literal; ``ty`` is None for WGSL's abstract int / float literals."""
-
-    value: int | float
-    ty: Scalar | None
-    negated: bool = False  # a unary minus already folded in: "- -2" stays a Unary
-
-
-@dataclass(frozen=True, slots=True)
-class RawCtor:
-    """``T(args)``: a conversion or a value constructor, decided by the arguments' types."""
-
-    ty: Scalar | Vec | Array
-    args: tuple[ir.Expr, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class RawLet:
-    """``let`` or function-scope ``const`` (``const``), with its optional declared type."""
-
-    name: str
-    ty: Scalar | Vec | Array | None
-    value: ir.Expr
-    const: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class RawVar:
-    """A function-scope ``var`` whose type may come from its initialiser."""
-
-    name: str
-    ty: Scalar | Vec | Array | None
-    init: ir.Expr | None
-
-
-@dataclass(frozen=True, slots=True)
-class CallStmt:
-    """A statement that is only an expression (WGSL allows calls there; the IR has no such node)."""
-
-    expr: ir.Expr
-
-
-# ---- module records ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class StructRef:
-    """A type named by an identifier that is not a predeclared type (the params struct)."""
-
-    name: str
-    line: int
-    column: int
-
-
-@dataclass(frozen=True, slots=True)
-class Attr:
-    name: str
-    args: tuple[ir.Expr, ...] | None
-    line: int
-    column: int
-
-
-@dataclass(frozen=True, slots=True)
-class StructDecl:
-    name: str
-    fields: tuple[tuple[str, Any], ...]
-    line: int
-
-
-@dataclass(frozen=True, slots=True)
-class GlobalVar:
-    attrs: tuple[Attr, ...]
-    space: str | None
-    access: str | None
-    name: str
-    ty: Any
-    has_init: bool
-    line: int
-    column: int
-
-
-@dataclass(frozen=True, slots=True)
-class ConstDecl:
-    name: str
-    ty: Scalar | None
-    value: ir.Expr
-    line: int
-
-
-@dataclass(frozen=True, slots=True)
-class FnDecl:
-    attrs: tuple[Attr, ...]
-    name: str
-    params: tuple[tuple[tuple[Attr, ...], str, Any], ...]
-    ret: Any
-    body: tuple[ir.Stmt, ...]
-    line: int  # the line of its first attribute, or of "fn"
-
-
-@dataclass(frozen=True, slots=True)
-class Directive:
-    """A ``requires`` or ``diagnostic`` directive: its WGSL text without the semicolon."""
-
-    text: str
-    words: tuple[str, ...]  # the language features required, or (severity, rule)
-    line: int
-    column: int
-
-
-@dataclass(frozen=True, slots=True)
-class ModuleAssert:
-    """A module-scope ``const_assert``."""
-
-    cond: ir.Expr
-    line: int
-
-
-@dataclass(frozen=True, slots=True)
-class Module:
-    enables: tuple[tuple[str, int, int], ...]
-    decls: tuple[StructDecl | GlobalVar | ConstDecl | FnDecl | ModuleAssert, ...]
-    directives: tuple[Directive, ...] = ()
-
+from kvdsl.frontend.records import (  # noqa: F401 (the parser and typer import them here)
+    RawLit,
+    RawCtor,
+    RawAddress,
+    RawLet,
+    RawVar,
+    CallStmt,
+    StructRef,
+    Attr,
+    StructDecl,
+    GlobalVar,
+    ConstDecl,
+    FnDecl,
+    Directive,
+    ModuleAssert,
+    Module,
+)
 
 VEC_ALIASES = {
     f"vec{n}{s}": Vec(n, ty)
@@ -608,6 +497,12 @@ class ToIR(Transformer):
             return RawCtor(SCALARS[name], args)
         if name in VEC_ALIASES:
             return RawCtor(VEC_ALIASES[name], args)
+        if name == "arrayLength":
+            if len(args) != 1 or not (
+                isinstance(args[0], RawAddress) and isinstance(args[0].x, ir.Name)
+            ):
+                raise self._err("arrayLength of something other than &binding", fn.line, fn.column)
+            return ir.ArrayLength(args[0].x.name)
         op = ops.builtin_named(name)
         if op is not None:
             arity = ops.info(op).arity
@@ -649,8 +544,9 @@ class ToIR(Transformer):
         return ir.Unary(Op.BITNOT, x)
 
     @v_args(meta=True, inline=True)
-    def address_of(self, meta: Meta, x: ir.Expr) -> ir.Expr:
-        raise self._err("pointers (unary '&')", meta.line, meta.column)
+    def address_of(self, meta: Meta, x: ir.Expr) -> RawAddress:
+        # Only arrayLength(&binding) takes one (see call); anywhere else the typer refuses it.
+        return RawAddress(x, meta.line, meta.column)
 
     @v_args(meta=True, inline=True)
     def deref(self, meta: Meta, x: ir.Expr) -> ir.Expr:

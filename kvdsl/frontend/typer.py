@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from kvdsl.frontend.errors import UnsupportedError, WgslTypeError
-from kvdsl.frontend.transform import CallStmt, RawCtor, RawLet, RawLit, RawVar
+from kvdsl.frontend.transform import CallStmt, RawAddress, RawCtor, RawLet, RawLit, RawVar
 from kvdsl.ir import tree as ir
 from kvdsl.ir import ops
 from kvdsl.ir.ops import Op
@@ -26,7 +26,7 @@ from kvdsl.ir.verify import SWITCH_CLAUSE, Verifier
 # WGSL builtin functions the IR has no op for: calling one is "outside the subset", not an
 # undefined function.
 WGSL_BUILTINS = set(
-    "arrayLength atomicAdd atomicAnd atomicCompareExchangeWeak atomicExchange atomicLoad "
+    "atomicAdd atomicAnd atomicCompareExchangeWeak atomicExchange atomicLoad "
     "atomicMax atomicMin atomicOr atomicStore atomicSub atomicXor determinant dpdx dpdy "
     "faceForward frexp fwidth modf reflect refract storageBarrier subgroupAdd subgroupAll "
     "subgroupAnd subgroupAny subgroupBallot subgroupBroadcast subgroupBroadcastFirst "
@@ -168,6 +168,10 @@ class Typer:
                 )
             case RawCtor(ty, args):
                 return self.ctor(ty, args, scope)
+            case RawAddress(_, line, column):
+                raise UnsupportedError("pointers (unary '&')", self.filename, line, column)
+            case ir.ArrayLength():
+                return e
             case ir.Bitcast(ty, x):
                 return ir.Bitcast(ty, self.expr(x, scope, None))
             case ir.Index(base, i):

@@ -8,6 +8,7 @@ what the IR means). ``kvdsl verify`` drives it.
 from kvdsl.harness import modes as _modes  # noqa: F401  (registers the remaining modes' cases)
 from kvdsl.harness import dense as _dense  # noqa: F401  (registers the dense modes' cases)
 from kvdsl.harness import dense_modes as _dense_modes  # noqa: F401  (and the dense cache modes')
+from kvdsl.harness import paged as _paged  # noqa: F401  (registers the paged modes' cases)
 from kvdsl.harness.cases import CASES, Case, cases_for
 from kvdsl.harness.compare import compare, poison
 from kvdsl.harness.runner import Result, verify_variant

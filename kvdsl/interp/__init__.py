@@ -60,8 +60,14 @@ Control flow: masks
     reached the end of either branch, after a loop every invocation that entered except those
     that returned. A loop makes trips while any invocation is still in it, so loops whose bounds
     differ per invocation (the cooperative walk ``for (var e = base + lid.x; e < end; e = e +
-    WG)``) run as many trips as the longest. ``continue`` rejoins at the update. A statement on an
-    empty mask does not run at all.
+    WG)``) run as many trips as the longest. ``continue`` rejoins at the update, or at a
+    ``loop``'s ``continuing`` block, which runs in the body's scope for every invocation that
+    finished the trip or continued; then a true ``break if`` takes an invocation out. A
+    ``switch`` splits the mask by the selector's value among its clauses (the ``default``
+    clause takes the values no selector names); a ``break`` in a clause leaves the switch, and
+    after it every invocation that entered goes on except those that returned or continued the
+    enclosing loop. A helper called as a statement runs for the mask like any call, its value
+    dropped. A statement on an empty mask does not run at all.
 
 Batched loops
     A counted loop whose trips cannot see each other runs several trips at once

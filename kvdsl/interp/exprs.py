@@ -136,6 +136,8 @@ class Expressions:
                 return self.apply(op, tuple(self.eval(a, m) for a in args))
             case ir.FnCall(name, args):
                 return self.call(self.functions[name], [self.eval(a, m) for a in args], m)
+            case ir.ArrayLength(name):
+                return np.array([self.buffers[name].length], np.uint32)
             case ir.Convert(ty, x):
                 return convert(self.eval(x, m), ty)
             case ir.Bitcast(ty, x):

@@ -100,7 +100,28 @@ class Member:
     name: str
 
 
-Expr = Lit | Name | Unary | Binary | Call | FnCall | Convert | Bitcast | Construct | Index | Member
+@dataclass(frozen=True, slots=True)
+class ArrayLength:
+    """``arrayLength(&name)``: the element count of storage binding ``name`` (a ``u32``, the
+    same for every invocation)."""
+
+    name: str
+
+
+Expr = (
+    Lit
+    | Name
+    | Unary
+    | Binary
+    | Call
+    | FnCall
+    | Convert
+    | Bitcast
+    | Construct
+    | Index
+    | Member
+    | ArrayLength
+)
 
 # ---- statements -------------------------------------------------------------------------------
 

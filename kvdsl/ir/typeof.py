@@ -239,6 +239,12 @@ class ExprTyper(ConstEval):
                 return ty
             case ir.Unary(op, x):
                 return self._apply(e, op, (self.type_of(x, scope),))
+            case ir.ArrayLength(name):
+                sym = scope.lookup(name)
+                if sym is None or sym.kind != "binding":
+                    raise VerifyError(f"{show(e)}: '{name}' is not a storage binding")
+                self.used.add(name)
+                return u32
             case ir.FnCall(name, args):
                 ret = self.call_type(e, scope)
                 if ret is None:

@@ -5,11 +5,10 @@ their contract alone (:mod:`kvdsl.session.host`) and the formats' operations
 
 from kvdsl.session.formats import FORMATS, CacheFormat, SessionError, cache_format
 from kvdsl.session.host import Bound, Buffer, GpuHost, Host, InterpHost, Program, check_dispatch
-from kvdsl.session.session import OPS, Session, SessionMismatch, Spec, Step
+from kvdsl.session.session import Session, SessionMismatch, Spec, Step
 
 __all__ = [
     "FORMATS",
-    "OPS",
     "Bound",
     "Buffer",
     "CacheFormat",

@@ -24,17 +24,19 @@ from typing import Mapping
 import numpy as np
 
 from kvdsl import catalog
-from kvdsl.kernels.config import Element, Walk
+from kvdsl import reference
+from kvdsl.kernels.config import Bits, Element, KernelConfig, Walk
 from kvdsl.kernels.copy import CopyConfig
 from kvdsl.kernels.dense import DenseAppendConfig, DenseFormat, DenseReadConfig
 from kvdsl.kernels.merge_share import MergeShareConfig
+from kvdsl.kernels.quant import AppendQuantConfig
 from kvdsl.kernels.window_shift import WindowShiftConfig
-from kvdsl.kernels.config import KernelConfig
 from kvdsl.reference import formats as fm
 from kvdsl.session.host import Bound, Host, Program
 
 FLOATS = ("f32", "f16")
-FORMATS = FLOATS + fm.FORMATS
+TEMPLATE = ("template_int8", "template_int4")
+FORMATS = FLOATS + fm.FORMATS + TEMPLATE
 
 
 class SessionError(ValueError):
@@ -59,7 +61,8 @@ class CacheFormat:
     name: str
     dtype: np.dtype  # the host type of a stored row
     input: np.dtype  # the host type of new tokens
-    shifts = False
+    shifts = False  # whether it has a sliding-window step
+    reads = False  # whether it has a read kernel (else the reference decodes what is stored)
 
     def __init__(self, kv_heads: int, head_dim: int) -> None:
         self.kv_heads, self.head_dim = kv_heads, head_dim
@@ -74,13 +77,18 @@ class CacheFormat:
         """Bytes of one stored (batch, head, token) row."""
         return self.unit * self.dtype.itemsize
 
-    def encode(self, rows: np.ndarray) -> np.ndarray:
-        """Stored rows ``[..., unit]`` of new-token rows ``[..., head_dim]`` (the oracle's)."""
+    def encode(self, rows: np.ndarray, side: int) -> np.ndarray:
+        """Stored rows ``[..., unit]`` of new-token rows ``[..., head_dim]`` of K (``side``
+        0) or V (1): the oracle's."""
         raise NotImplementedError
 
-    def decode(self, stored: np.ndarray) -> np.ndarray:
-        """f32 rows ``[..., head_dim]`` of stored rows."""
+    def decode(self, stored: np.ndarray, side: int) -> np.ndarray:
+        """f32 rows ``[..., head_dim]`` of stored rows of K (``side`` 0) or V (1)."""
         raise NotImplementedError
+
+    def constants(self) -> dict[str, np.ndarray]:
+        """Inputs the format's kernels bind unchanged for a whole session, by binding name."""
+        return {}
 
     def programs(self) -> list[Program]:
         """Every program the format dispatches."""
@@ -91,7 +99,7 @@ class CacheFormat:
         host: Host,
         cache: Pair,
         new: Pair,
-        seqlens: Bound,
+        inputs: Mapping[str, Bound],
         lens: np.ndarray,
         key_seq: int,
         cap: int,
@@ -105,7 +113,7 @@ class CacheFormat:
         host: Host,
         past: Pair,
         present: Pair,
-        seqlens: Bound,
+        inputs: Mapping[str, Bound],
         lens: np.ndarray,
         key_seq: int,
         cap: int,
@@ -119,7 +127,7 @@ class CacheFormat:
         past: Pair,
         present: Pair,
         new: Pair,
-        seqlens: Bound,
+        inputs: Mapping[str, Bound],
         lens: np.ndarray,
         key_seq: int,
         cap: int,
@@ -168,10 +176,10 @@ class FloatFormat(CacheFormat):
     def unit(self) -> int:
         return self.head_dim
 
-    def encode(self, rows: np.ndarray) -> np.ndarray:
+    def encode(self, rows: np.ndarray, side: int) -> np.ndarray:
         return np.asarray(rows).astype(self.dtype)
 
-    def decode(self, stored: np.ndarray) -> np.ndarray:
+    def decode(self, stored: np.ndarray, side: int) -> np.ndarray:
         return np.asarray(stored, np.float32)
 
     def programs(self) -> list[Program]:
@@ -182,30 +190,32 @@ class FloatFormat(CacheFormat):
         params = {"count": batch * self.kv_heads * rows, "seq": cap, "keySeq": key_seq}
         return shape, params
 
-    def append(self, host, cache, new, seqlens, lens, key_seq, cap) -> None:
+    def append(self, host, cache, new, inputs, lens, key_seq, cap) -> None:
         batch = len(lens)
         shape, params = self._window(batch, cap, key_seq, key_seq)
-        bound = {"new_k": new[0], "new_v": new[1], "seqlens_k": seqlens}
+        bound = {"new_k": new[0], "new_v": new[1], **inputs}
         bound |= {"present_key": cache[0], "present_value": cache[1]}
         host.dispatch(self._append, _only(self._append, bound), shape, params, lens)
 
-    def retain(self, host, past, present, seqlens, lens, key_seq, cap) -> None:
+    def retain(self, host, past, present, inputs, lens, key_seq, cap) -> None:
         batch = len(lens)
         shape, params = self._window(batch, cap, key_seq, cap)
-        bound = {"past_k": past[0], "past_v": past[1], "seqlens_k": seqlens}
+        bound = {"past_k": past[0], "past_v": past[1], **inputs}
         bound |= {"present_key": present[0], "present_value": present[1]}
         host.dispatch(self._retain, _only(self._retain, bound), shape, params, lens)
 
-    def shift(self, host, past, present, new, seqlens, lens, key_seq, cap) -> None:
+    def shift(self, host, past, present, new, inputs, lens, key_seq, cap) -> None:
         batch = len(lens)
         shape, params = self._window(batch, cap, key_seq, cap)
         bound = {"past_k": past[0], "past_v": past[1], "new_k": new[0], "new_v": new[1]}
-        bound |= {"seqlens_k": seqlens, "present_key": present[0], "present_value": present[1]}
+        bound |= dict(inputs) | {"present_key": present[0], "present_value": present[1]}
         host.dispatch(self._shift, _only(self._shift, bound), shape, params, lens)
 
 
 class DenseCache(CacheFormat):
     """Dense rows with their scales inline (:mod:`kvdsl.reference.formats`): u32 words."""
+
+    reads = True
 
     def __init__(self, kv_heads: int, head_dim: int, fmt: str) -> None:
         super().__init__(kv_heads, head_dim)
@@ -227,24 +237,24 @@ class DenseCache(CacheFormat):
     def unit(self) -> int:
         return fm.row_words(self.name, self.head_dim, True)
 
-    def encode(self, rows: np.ndarray) -> np.ndarray:
+    def encode(self, rows: np.ndarray, side: int) -> np.ndarray:
         return fm.quantize_rows(self.name, rows, True)[0]
 
-    def decode(self, stored: np.ndarray) -> np.ndarray:
+    def decode(self, stored: np.ndarray, side: int) -> np.ndarray:
         return fm.dequantize_rows(self.name, stored, None, self.head_dim, True)
 
     def programs(self) -> list[Program]:
         return [self._append, self._copy, self._read]
 
-    def append(self, host, cache, new, seqlens, lens, key_seq, cap) -> None:
+    def append(self, host, cache, new, inputs, lens, key_seq, cap) -> None:
         batch = len(lens)
         shape = {"batch": batch, "seq": cap, "keySeq": key_seq}
         params = {"count": batch * self.kv_heads * key_seq, "keySeq": key_seq, "seq": cap}
-        bound = {"src_k": new[0], "src_v": new[1], "seqlens_k": seqlens}
+        bound = {"src_k": new[0], "src_v": new[1], **inputs}
         bound |= {"present_key": cache[0], "present_value": cache[1]}
         host.dispatch(self._append, _only(self._append, bound), shape, params, lens)
 
-    def retain(self, host, past, present, seqlens, lens, key_seq, cap) -> None:
+    def retain(self, host, past, present, inputs, lens, key_seq, cap) -> None:
         # Every row is copied: the append that follows overwrites its window.
         rows = len(lens) * self.kv_heads * cap
         bound = {"src_k": past[0], "src_v": past[1]}
@@ -264,6 +274,75 @@ class DenseCache(CacheFormat):
         return _decoded(got.reshape(-1), want.reshape(-1), None, self.name, self.head_dim, True)[1]
 
 
+class TemplateQuant(CacheFormat):
+    """The legacy template's int8 (one i32 code per element) or int4 (two nibbles per u32)
+    cache with one scale each for K and V, written by ``append_quant``; read back by the
+    reference's dequantisation (there is no read kernel)."""
+
+    #: K's and V's scales per bits: new tokens are in ±[0.25, 2), so int8 codes reach ±128
+    #: (clamped at 127) and int4 codes ±7.
+    SCALES = {8: (1 / 64, 1 / 48), 4: (2 / 7, 1 / 3)}
+
+    def __init__(self, kv_heads: int, head_dim: int, bits: int) -> None:
+        super().__init__(kv_heads, head_dim)
+        self.bits = bits
+        self.name = f"template_int{bits}"
+        self.dtype = np.dtype(np.int32 if bits == 8 else np.uint32)
+        self.input = np.dtype(np.float32)
+        cfg = AppendQuantConfig(kv_heads, head_dim, bits=Bits(bits), walk=Walk.FLAT)
+        self.range = (cfg.qmin, cfg.qmax)
+        tag = f"{self.name}_{kv_heads}x{head_dim}"
+        self._append = _program(cfg, f"session_append_{tag}")
+        element = Element.I32 if bits == 8 else Element.U32
+        self._copy = _program(
+            CopyConfig(head_dim=self.unit, present_type=element), f"session_copy_{tag}"
+        )
+
+    @property
+    def unit(self) -> int:
+        return self.head_dim if self.bits == 8 else self.head_dim // 2
+
+    def constants(self) -> dict[str, np.ndarray]:
+        k, v = self.SCALES[self.bits]
+        return {"k_scale": np.array([k], np.float32), "v_scale": np.array([v], np.float32)}
+
+    def encode(self, rows: np.ndarray, side: int) -> np.ndarray:
+        scale = np.float32(self.SCALES[self.bits][side])
+        q = reference.quantize(rows, scale, *self.range)
+        return q if self.bits == 8 else reference.pack_int4(q)
+
+    def decode(self, stored: np.ndarray, side: int) -> np.ndarray:
+        q = stored if self.bits == 8 else reference.unpack_int4(stored)
+        return reference.dequantize(q, np.float32(self.SCALES[self.bits][side]))
+
+    def programs(self) -> list[Program]:
+        return [self._append, self._copy]
+
+    def append(self, host, cache, new, inputs, lens, key_seq, cap) -> None:
+        batch = len(lens)
+        shape = {"batch": batch, "seq": key_seq, "totalSeq": cap, "perChannel": 0}
+        params = {"count": batch * self.kv_heads * key_seq, "seq": key_seq, "pastSeq": 0}
+        params |= {"totalSeq": cap, "perChannel": 0}
+        bound = {"src_k": new[0], "src_v": new[1], **inputs}
+        bound |= {"present_key": cache[0], "present_value": cache[1]}
+        host.dispatch(self._append, _only(self._append, bound), shape, params, lens)
+
+    def retain(self, host, past, present, inputs, lens, key_seq, cap) -> None:
+        # Every row is copied: the append that follows overwrites its window.
+        rows = len(lens) * self.kv_heads * cap
+        bound = {"src_k": past[0], "src_v": past[1]}
+        bound |= {"present_key": present[0], "present_value": present[1]}
+        host.dispatch(self._copy, bound, {"rows": rows}, {"count": rows})
+
+    def judge(self, got: np.ndarray, want: np.ndarray, exact: bool) -> str:
+        problem = super().judge(got, want, exact)
+        if not problem or exact:
+            return problem
+        from kvdsl.harness.compare import compare_quantized
+
+        return compare_quantized(got.reshape(-1), want.reshape(-1), self.bits)[1]
+
+
 def _only(program: Program, bound: Mapping[str, Bound]) -> dict[str, Bound]:
     """The ranges of ``bound`` that ``program`` binds."""
     names = {b["name"] for b in program.storage}
@@ -278,4 +357,6 @@ def cache_format(fmt: str, kv_heads: int, head_dim: int) -> CacheFormat:
         return FloatFormat(kv_heads, head_dim, fmt)
     if fmt in fm.FORMATS:
         return DenseCache(kv_heads, head_dim, fmt)
+    if fmt in TEMPLATE:
+        return TemplateQuant(kv_heads, head_dim, 8 if fmt == "template_int8" else 4)
     raise SessionError(f"format={fmt!r}: expected one of {', '.join(FORMATS)}")

@@ -226,6 +226,9 @@ class Host:
         data, groups = check_dispatch(program, bound, shape, params, seqlens)
         self._dispatch(program, bound, params, data, groups)
 
+    def prepare(self, program: Program) -> None:
+        """Compile ``program`` now (the GPU host), so that no step's time holds its compile."""
+
     def write(self, buf: Buffer, offset: int, data: bytes | np.ndarray) -> None:
         """Write ``data`` at ``offset`` (ordered after every dispatch before it)."""
         raise NotImplementedError
@@ -320,6 +323,38 @@ class GpuHost(Host):
                 size=16 * self.QUERIES, usage=usage.COPY_DST | usage.MAP_READ
             )
 
+        self._warm_up()
+
+    def _warm_up(self) -> None:
+        """Encode and submit once what every step does (wgpu-py builds its C structures on first
+        use, a second's work that would otherwise land in the first step's time)."""
+        usage = self._wgpu.BufferUsage
+        buf = self.device.create_buffer(size=ALIGN, usage=usage.STORAGE | usage.COPY_DST)
+        self.device.queue.write_buffer(buf, 0, bytes(4))
+        layout = self.device.create_bind_group_layout(
+            entries=[
+                {
+                    "binding": 0,
+                    "visibility": self._wgpu.ShaderStage.COMPUTE,
+                    "buffer": {"type": "storage"},
+                }
+            ]
+        )
+        self.device.create_bind_group(
+            layout=layout,
+            entries=[{"binding": 0, "resource": {"buffer": buf, "offset": 0, "size": ALIGN}}],
+        )
+        encoder = self.device.create_command_encoder()
+        writes = None
+        if self.timestamps:
+            writes = {
+                "query_set": self._queries,
+                "beginning_of_pass_write_index": 0,
+                "end_of_pass_write_index": 1,
+            }
+        encoder.begin_compute_pass(timestamp_writes=writes).end()
+        self.device.queue.submit([encoder.finish()])
+
     def _allocate(self, buf: Buffer) -> None:
         usage = self._wgpu.BufferUsage
         buf.handle = self.device.create_buffer(
@@ -354,7 +389,10 @@ class GpuHost(Host):
             self._uniforms[data] = buf
         return self._uniforms[data]
 
-    def _dispatch(self, program, bound, params, data, groups) -> None:
+    def prepare(self, program: Program) -> None:
+        self._pipeline(program)
+
+    def _pipeline(self, program: Program) -> Any:
         pipe = self._gpu.pipeline(
             program.wgsl,
             program.kernel.bindings,
@@ -367,6 +405,10 @@ class GpuHost(Host):
                 f"{program.name} needs features {program.entry['features']} or limits "
                 f"{program.entry['limits']}: a session keeps its buffers on the default device"
             )
+        return pipe
+
+    def _dispatch(self, program, bound, params, data, groups) -> None:
+        pipe = self._pipeline(program)
         ranges = tuple((n, id(r.buffer), r.offset, r.size) for n, r in bound.items())
         key = (program.name, program.wgsl, ranges, data)
         group = self._groups.get(key)

@@ -34,12 +34,10 @@ from kvdsl import reference
 from kvdsl.harness.cases import values
 from kvdsl.harness.compare import poison
 from kvdsl.session.formats import FORMATS, CacheFormat, Pair, SessionError, cache_format
-from kvdsl.session.host import ALIGN, Bound, Buffer, Host, InterpHost, aligned
+from kvdsl.session.host import Bound, Buffer, Host, InterpHost, aligned
 
 #: WebGPU's default maxStorageBufferBindingSize: a layer's K (or V) cache is bound whole.
 BINDING = 2**27
-
-OPS = ("prefill", "decode", "merge", "shift", "read")
 
 
 def _whole(name: str, value: object, least: int, most: int | None = None) -> int:
@@ -112,6 +110,8 @@ class Session:
     def __post_init__(self) -> None:
         s = self.spec
         self.fmt: CacheFormat = cache_format(s.format, s.kv_heads, s.head_dim)
+        for program in self.fmt.programs():
+            self.host.prepare(program)
         self.rng = np.random.default_rng(self.seed)
         self.lengths = np.zeros(s.batch, np.int64)
         self.steps: list[Step] = []
@@ -153,6 +153,11 @@ class Session:
                 bufs[side] = tuple(pair)
             self.layers.append(_Layer(bufs["k"], bufs["v"], start.copy(), start.copy()))
         self.seqlens = self.host.buffer("seqlens_k", 4 * s.batch)
+        self._constants = {}  # the format's inputs that hold for the whole session
+        for name, a in self.fmt.constants().items():
+            buf = self.host.buffer(name, a.nbytes)
+            self.host.write(buf, 0, a)
+            self._constants[name] = Bound(buf, 0, a.nbytes)
         self._new: tuple[Buffer, Buffer] | None = None
         self._new_tokens = 0
         self._out: tuple[Buffer, Buffer] | None = None
@@ -184,9 +189,10 @@ class Session:
             for i in range(self.spec.layers)
         ]
 
-    def _seqlens(self, lens: np.ndarray) -> Bound:
+    def _seqlens(self, lens: np.ndarray) -> dict[str, Bound]:
+        """The step's inputs: ``seqlens_k`` written for ``lens``, and the format's constants."""
         self.host.write(self.seqlens, 0, np.asarray(lens, np.int32))
-        return Bound(self.seqlens, 0, 4 * self.spec.batch)
+        return {"seqlens_k": Bound(self.seqlens, 0, 4 * self.spec.batch)} | self._constants
 
     def _tokens(self, key_seq: int) -> list[tuple[np.ndarray, np.ndarray]]:
         s = self.spec
@@ -268,6 +274,11 @@ class Session:
             if self.fmt.dtype.kind == "f":
                 got = [self._live(b) for b in (cache[0], cache[1])]
                 got = [g.astype(np.float32) for g in got]
+            elif not self.fmt.reads:  # no read kernel: the reference decodes the stored rows
+                got = [
+                    self.fmt.decode(self._live(b).reshape(-1, self.fmt.unit), j).reshape(-1)
+                    for j, b in enumerate(cache)
+                ]
             else:
                 size = 4 * rows * s.head_dim
                 if self._out is None:
@@ -278,7 +289,8 @@ class Session:
                        for b in bound]  # fmt: skip
                 # The GPU's stored words decoded by the reference: what dense_read must give.
                 for j, r in enumerate(cache):
-                    want = self.fmt.decode(self._live(r).reshape(-1, self.fmt.unit)).reshape(-1)
+                    stored = self._live(r).reshape(-1, self.fmt.unit)
+                    want = self.fmt.decode(stored, j).reshape(-1)
                     g = got[j].reshape(-1)
                     same = (g == want) | (np.isnan(g) & np.isnan(want))
                     asym = self.fmt.name == "int4_asym"
@@ -323,8 +335,8 @@ class Session:
         self.steps.append(Step(op, key_seq, time.perf_counter() - t))
         start, _ = reference.share_window(lens, key_seq, s.capacity)
         for layer, (k, v) in zip(self.layers, tokens):
-            for model, new_rows in ((layer.model_k, k), (layer.model_v, v)):
-                rows = self.fmt.encode(reference.split_heads(new_rows, s.kv_heads))
+            for side, (model, new_rows) in enumerate(((layer.model_k, k), (layer.model_v, v))):
+                rows = self.fmt.encode(reference.split_heads(new_rows, s.kv_heads), side)
                 for b in range(s.batch):
                     model[b, :, start[b] : start[b] + key_seq] = rows[b]
         self._after()

@@ -127,13 +127,40 @@ def test_the_floor_is_timed_beside_each_decode_trial(tmp_path, monkeypatch, gpu,
     assert float(rows["1"]["floor_beside_us"]) == pytest.approx(min(beside), rel=5e-6)
 
 
+PAGED = [
+    "paged_append_page_table_p16_nhd_llama31_8b",
+    "paged_append_int8_side_page_table_p16_nhd_llama31_8b",
+]
+
+
+def test_paged_appends_are_timed_beside_the_contiguous_append(tmp_path, gpu):
+    """``--variants paged_append``'s rows carry the contiguous append of the same format timed
+    beside them (merge_share's append for f32, dense_append for int8), and the bytes a paged
+    append must move: new rows in, page rows out, seqlens_k and the page-table entries read."""
+    argv = ["--small", "--out", str(tmp_path), "--repeats", "2", "--warmup", "1"]
+    assert bench.main(argv + ["--variants", *PAGED]) == 0
+    with open(tmp_path / "gpu.csv", newline="") as f:
+        data = list(csv.DictReader(f))
+    assert len(data) == 2 * 2 * 2  # two variants, two batches, prefill and decode
+    for r in data:
+        k, c = float(r["kvdsl_us"]), float(r["contiguous_us"])
+        assert k > 0 and c > 0
+        assert float(r["kvdsl_over_contiguous"]) == pytest.approx(k / c, rel=1e-4)
+        want = "merge_share append" if "int8" not in r["variant"] else "dense_append"
+        assert r["contiguous"].startswith(want), r["contiguous"]
+        assert int(r["decode"]) == (int(r["tokens"]) == 1)
+    # f32, batch 1, prefill: positions S-P .. S-1 lie in one page of 16: one table entry.
+    row = _row(data, PAGED[0], 1, P)
+    assert int(row["bytes"]) == 2 * (2 * P * H * D * 4) + 4 + 4
+
+
 def test_representatives_cover_every_mode_at_the_issue_shape():
     reps = bench.representatives()
     assert {c.mode for c in reps.values()} == set(catalog.MODES)
     for name, cfg in reps.items():
         assert getattr(cfg, "kv_heads", H) == H, name
         words = D // 2 if cfg.mode == "copy" and cfg.present_type == "u32" else D
-        assert cfg.head_dim == words, name
+        assert getattr(cfg, "head_dim", D) == words, name  # paged_window: no head shape
     assert len({(c.mode, bench.options(c)) for c in reps.values()}) == len(reps)
 
 
@@ -342,7 +369,7 @@ def test_retry_slow_takes_a_count(capsys):
     assert "--retry-slow" in err and "-1 is negative: give 0 or more" in err
 
 
-@pytest.mark.parametrize("script", ["compile.py", "interp.py", "parse.py"])
+@pytest.mark.parametrize("script", ["compile.py", "interp.py", "interp_corpus.py", "parse.py"])
 def test_benchmark_scripts_take_a_positive_repeat(script):
     # --repeat 0 would divide by zero.
     import subprocess

@@ -1,6 +1,6 @@
 // Answers of emitted/kvdsl.js for the cases tests/contract/test_module.py writes:
 //   node module_check.mjs <kvdsl.js path> <examples/run.js path> <cases.json path>
-// prints one JSON object: per variant its fields (bytesPerTokenHead where it has one), layoutEntries() and, per case, bufferSizes,
+// prints one JSON object: per variant its fields (bytesPerTokenHead and pages where it has them), layoutEntries() and, per case, bufferSizes,
 // paramsBytes (hex), workgroups (or the error each threw) and the example's paramsFor(shape);
 // and the messages of the errors each call in "refusals" threw.
 import { readFileSync } from "node:fs";
@@ -28,6 +28,7 @@ for (const [name, cases] of Object.entries(input.cases)) {
     workgroupSize: v.workgroupSize, features: v.features, limits: v.limits, config: v.config,
     bindings: v.bindings, params: v.params, paramsSize: v.paramsSize, shape: v.shape,
     ...("bytesPerTokenHead" in v ? { bytesPerTokenHead: v.bytesPerTokenHead } : {}),
+    ...("pages" in v ? { pages: v.pages } : {}),
     layoutEntries: v.layoutEntries(),
     cases: cases.map((c) => ({
       sizes: attempt(() => v.bufferSizes(c.shape)),

@@ -75,7 +75,9 @@ def test_the_contract_covers_every_binding_and_field(monkeypatch):
         e = entry(catalog.build(name), cfg)
         assert all(p["meaning"] for p in e["params"])
         window = set(WINDOW_SHAPE) if cfg.window else set()
-        assert set(e["shape"]) - {"positions"} == set(SHAPES[cfg.mode]) | window
+        # positions: the rotary tables' rows; maxPages: a paged variant's page_table row.
+        table = {"maxPages"} if any(b["name"] == "page_table" for b in e["bindings"]) else set()
+        assert set(e["shape"]) - {"positions"} == set(SHAPES[cfg.mode]) | window | table
     cfg, kernel = catalog.config("merge_llama31_8b"), catalog.build("merge_llama31_8b")
     meanings = {k: v for k, v in MEANINGS["merge"].items() if k != "keySeq"}
     with monkeypatch.context() as m:

@@ -116,6 +116,20 @@ def test_the_module_answers_as_python_does(answered):
         assert (v["features"], v["limits"]) == (e["features"], e["limits"])
         assert v["config"] == e["config"]
         assert v.get("bytesPerTokenHead") == e.get("bytes_per_token_head"), name
+        pages = e.get("pages")
+        assert v.get("pages") == (
+            None
+            if pages is None
+            else {
+                "pageSize": pages["page_size"],
+                "layout": pages["layout"],
+                "pool": pages["pool"],
+                "pageValues": pages["page_values"],
+                "pageBytes": pages["page_bytes"],
+                "pageStrideValues": pages["page_stride_values"],
+                "scalePageValues": pages["scale_page_values"],
+            }
+        ), name
         assert v["paramsSize"] == e["params_size"] and v["params"] == e["params"]
         assert v["bindings"] == [
             {

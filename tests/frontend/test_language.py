@@ -175,6 +175,24 @@ def test_call_statements_of_helpers_run_as_numpy_says(gpu):
     np.testing.assert_array_equal(got_g, want)
 
 
+def test_array_length_is_each_bindings_element_count(gpu):
+    text = (
+        "@group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;\n"
+        "@group(0) @binding(1) var<storage, read_write> o: array<u32>;\n"
+        "@compute @workgroup_size(64)\n"
+        "fn main(@builtin(global_invocation_id) gid: vec3<u32>) {\n"
+        "  if (gid.x >= arrayLength(&o)) {\n    return;\n  }\n"
+        "  o[gid.x] = arrayLength(&x) * 1000u + u32(x[gid.x % arrayLength(&x)].y);\n}\n"
+    )
+    k = parse(text)
+    assert parse(emit(k)) == k
+    x = np.random.default_rng(3).uniform(0, 100, 40).astype(np.float32)
+    bufs = {"x": x, "o": np.full(70, 0xDEADBEEF, np.uint32)}
+    want = 10 * 1000 + x.reshape(10, 4)[np.arange(70) % 10, 1].astype(np.uint32)
+    np.testing.assert_array_equal(interp.run(k, bufs, {}, (2, 1, 1))["o"], want)
+    np.testing.assert_array_equal(runtime.run(k, bufs, {}, (2, 1, 1))["o"], want)
+
+
 def test_new_constructs_print_back_to_the_same_ir():
     for text in (CONTROL, CALLS):
         k = parse(text)
@@ -211,6 +229,13 @@ TAKEN = {
         "      break if n >= 9u;\n    }\n  }\n  out[3u] = n;"
     ),
     "const_assert_in_function": kernel("  const_assert 1 < 2;"),
+    "array_length": kernel("  if (gid.x < arrayLength(&out)) {\n    out[gid.x] = 2u;\n  }"),
+    "barrier_in_uniform_switch": H
+    + "var<workgroup> t: array<u32, 64>;\n@compute @workgroup_size(64)\n"
+    + "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: "
+    + "vec3<u32>) {\n  switch wid.x {\n    case 0u {\n      t[lid.x] = 1u;\n"
+    + "      workgroupBarrier();\n      out[lid.x] = t[63u - lid.x];\n    }\n"
+    + "    default {\n    }\n  }\n}\n",
     "alias_of_vector": "alias V = vec4<u32>;\n"
     + kernel("  let v = V(1u, 2u, 3u, 4u);\n  out[1u] = v.w;"),
     "void_helper": H
@@ -284,6 +309,17 @@ REFUSED = {
         "expected bool",
     ),
     "const_assert_false": (_v("  const_assert 1 > 2;"), "the assertion is false"),
+    "array_length_of_a_var": (
+        _v("  var a: array<u32, 4>;\n  out[1u] = arrayLength(&a);"),
+        "'a' is not a storage binding",
+    ),
+    "barrier_in_varying_switch": (
+        _v(
+            "  switch gid.x {\n    case 0u {\n      workgroupBarrier();\n    }\n    default {\n"
+            "    }\n  }"
+        ),
+        "workgroupBarrier",
+    ),
     "module_const_assert_false": (
         "const C = 3u;\nconst_assert C == 4u;\n" + _v(""),
         "the assertion is false",

@@ -28,6 +28,7 @@ PER_SESSION = 40
 #: Every format; the float ones drawn three times as often, since the dense formats' kernels
 #: take the interpreter several times as long per step.
 FORMATS = ("f32", "f16") * 3 + ("int8", "int4", "int4_asym", "q8_0", "q4_0")
+FORMATS += ("template_int8", "template_int4")
 
 
 def _machine(host_kind: str, target: int, counted: bool = True):
@@ -120,9 +121,9 @@ def test_the_fuzz_finds_a_row_appended_late_and_shrinks_it(monkeypatch):
 
     real = FloatFormat.append
 
-    def late(self, host, cache, new, seqlens, lens, key_seq, cap):
-        host.write(seqlens.buffer, 0, np.asarray(lens + 1, np.int32))
-        real(self, host, cache, new, seqlens, lens + 1, key_seq, cap)
+    def late(self, host, cache, new, inputs, lens, key_seq, cap):
+        host.write(inputs["seqlens_k"].buffer, 0, np.asarray(lens + 1, np.int32))
+        real(self, host, cache, new, inputs, lens + 1, key_seq, cap)
 
     monkeypatch.setattr(FloatFormat, "append", late)
     machine = _machine("interp", 5000, counted=False)  # 29 sessions at most

@@ -261,3 +261,62 @@ def test_a_write_past_the_sequences_reaches_a_canary(gpu):
     params = dict(params, count=params["count"] + HEADS * 2)
     with pytest.raises(AssertionError, match=r"the canary after 'present_key' was written"):
         dispatch(GpuHost(), PROGRAMS["merge_share append"], arrays, shape, params, lens, False)
+
+
+def _contract_arrays(program, shape):
+    """Random non-zero arrays of every storage binding, each of the contract's size."""
+    from kvdsl.contract import buffer_sizes
+
+    rng = _rng()
+    out = {}
+    for name, size in buffer_sizes(program.entry, shape).items():
+        if name == "params":
+            continue
+        dt = program.binding(name).host.dtype
+        out[name] = values(rng, size // dt.itemsize, dt)
+    return out
+
+
+def _other_modes():
+    from kvdsl.kernels.build import BuildConfig
+    from kvdsl.kernels.dense import DenseBuildConfig
+    from kvdsl.kernels.merge import MergeConfig
+    from kvdsl.kernels.quant import AppendQuantConfig, BuildQuantConfig
+    from kvdsl.kernels.transpose import TransposeConfig
+    from kvdsl.session import Program
+
+    b, h = 2, HEADS
+    return [
+        ("transpose", "batchSize past the buffers", Program.of(TransposeConfig(kv_heads=h, head_dim=DIM), "transpose"),
+         {"batch": b, "kvSeq": 3}, {"batchSize": b + 1, "kvSeq": 3}, None,
+         BufferError, r"binding 'key' .* holds 96 elements, but kernel transpose touches 144"),
+        ("merge", "seq past pastSeq + keySeq", Program.of(MergeConfig(h, DIM), "merge"),
+         {"batch": b, "pastSeq": 4, "keySeq": 2}, {"count": b * h * 7, "seq": 7, "pastSeq": 4, "keySeq": 2}, None,
+         ParamsError, r"requires seq <= pastSeq \+ keySeq .*keySeq=2, pastSeq=4, seq=7"),
+        ("build", "pastSeq past the rotary tables", Program.of(BuildConfig(h, DIM, rotary=True), "build"),
+         {"batch": b, "seq": 3, "pastSeq": 0, "positions": 3}, {"count": b * h * 3, "seq": 3, "pastSeq": 5}, None,
+         BufferError, r"binding 'cos_cache' .* holds \d+ elements, but kernel build touches \d+"),
+        ("build_quant", "perChannel 1 with one scale", Program.of(BuildQuantConfig(h, DIM), "build_quant"),
+         {"batch": b, "seq": 3, "pastSeq": 0, "perChannel": 0}, {"count": b * h * 3, "seq": 3, "pastSeq": 0, "perChannel": 1}, None,
+         BufferError, r"binding 'k_scale' .* holds 1 elements, but kernel build_quant touches 16"),
+        ("append_quant", "perChannel 1 with one scale", Program.of(AppendQuantConfig(h, DIM), "append_quant"),
+         {"batch": b, "seq": 1, "totalSeq": 6, "perChannel": 0}, {"count": b * h, "seq": 1, "pastSeq": 0, "totalSeq": 6, "perChannel": 1}, np.array([2, 9], np.int32),
+         BufferError, r"binding 'k_scale' .* holds 1 elements, but kernel append_quant touches 16"),
+        ("dense_build", "pastSeq past the rotary tables", Program.of(DenseBuildConfig(h, DIM, rotary=True), "dense_build"),
+         {"batch": b, "seq": 3, "pastSeq": 0, "positions": 3}, {"count": b * h * 3, "seq": 3, "pastSeq": 5}, None,
+         BufferError, r"binding 'cos_cache' .* holds \d+ elements, but kernel dense_build touches \d+"),
+    ]  # fmt: skip
+
+
+OTHER = _other_modes()
+
+
+@pytest.mark.parametrize("row", OTHER, ids=[f"{r[0]}-{r[1]}" for r in OTHER])
+def test_the_other_modes_refuse_before_dispatch(host, row):
+    """The modes a session does not dispatch go through the same host checks."""
+    _, _, program, shape, params, seqlens, error, message = row
+    arrays = _contract_arrays(program, shape)
+    if seqlens is not None:
+        arrays["seqlens_k"] = seqlens
+    with pytest.raises(error, match=message):
+        dispatch(host, program, arrays, shape, params, seqlens, exact=True)

@@ -54,7 +54,7 @@ def test_every_format_keeps_its_cache_over_a_session(host, fmt):
     got = s.read()
     # The read-back rows are the oracle's, decoded (written rows: no poison left in them).
     live = s.layers[0]
-    want_k = s.fmt.decode(live.model_k.reshape(-1, s.fmt.unit)).reshape(got[0][0].shape)
+    want_k = s.fmt.decode(live.model_k.reshape(-1, s.fmt.unit), 0).reshape(got[0][0].shape)
     assert np.array_equal(got[0][0], want_k, equal_nan=True)
     assert not np.isnan(got[0][0][:, :, :7]).any()
 
@@ -89,9 +89,9 @@ def test_a_row_written_one_step_late_is_found(monkeypatch):
     s.prefill([2, 4, 1])
     real = type(s.fmt).append
 
-    def late(self, host, cache, new, seqlens, lens, key_seq, cap):
-        host.write(seqlens.buffer, 0, np.asarray(lens + 1, np.int32))
-        real(self, host, cache, new, seqlens, lens + 1, key_seq, cap)
+    def late(self, host, cache, new, inputs, lens, key_seq, cap):
+        host.write(inputs["seqlens_k"].buffer, 0, np.asarray(lens + 1, np.int32))
+        real(self, host, cache, new, inputs, lens + 1, key_seq, cap)
 
     monkeypatch.setattr(type(s.fmt), "append", late)
     with pytest.raises(SessionMismatch, match=r"after step 1, decode \(1 tokens\): layer 0 key"):
@@ -99,7 +99,7 @@ def test_a_row_written_one_step_late_is_found(monkeypatch):
 
 
 SPEC_ERRORS = [
-    ({"format": "bf16"}, r"format='bf16': expected one of f32, f16, int8, int4, int4_asym, q8_0, q4_0"),
+    ({"format": "bf16"}, r"format='bf16': expected one of f32, f16, int8, int4, int4_asym, q8_0, q4_0, template_int8, template_int4"),
     ({"format": "q8_0", "head_dim": 40}, r"head_dim=40: expected a multiple of 32 for format 'q8_0'"),
     ({"head_dim": 12}, r"head_dim=12: expected a multiple of 8"),
     ({"layers": 0}, r"layers=0: expected a whole number, 1 or more"),

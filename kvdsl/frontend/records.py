@@ -1,0 +1,149 @@
+"""The records the parse-tree transformer (:mod:`kvdsl.frontend.transform`) makes besides IR:
+*raw* nodes, which the typing pass (:mod:`kvdsl.frontend.typer`) replaces by concrete IR (an
+abstract literal, a conversion or constructor not yet told apart, a ``let`` with its declared
+type), and module declarations, which :mod:`kvdsl.frontend.parser` assembles into a kernel."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from kvdsl.ir import tree as ir
+from kvdsl.ir.types import Array, Scalar, Vec
+
+# ---- raw nodes (replaced by concrete IR in the typing pass) ----------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RawLit:
+    """A literal; ``ty`` is None for WGSL's abstract int / float literals."""
+
+    value: int | float
+    ty: Scalar | None
+    negated: bool = False  # a unary minus already folded in: "- -2" stays a Unary
+
+
+@dataclass(frozen=True, slots=True)
+class RawCtor:
+    """``T(args)``: a conversion or a value constructor, decided by the arguments' types."""
+
+    ty: Scalar | Vec | Array
+    args: tuple[ir.Expr, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RawAddress:
+    """``&x``: taken only as ``arrayLength(&binding)``'s argument (pointers are outside the
+    subset)."""
+
+    x: ir.Expr
+    line: int
+    column: int
+
+
+@dataclass(frozen=True, slots=True)
+class RawLet:
+    """``let`` or function-scope ``const`` (``const``), with its optional declared type."""
+
+    name: str
+    ty: Scalar | Vec | Array | None
+    value: ir.Expr
+    const: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class RawVar:
+    """A function-scope ``var`` whose type may come from its initialiser."""
+
+    name: str
+    ty: Scalar | Vec | Array | None
+    init: ir.Expr | None
+
+
+@dataclass(frozen=True, slots=True)
+class CallStmt:
+    """A statement that is only an expression (WGSL allows calls there; the IR has no such node)."""
+
+    expr: ir.Expr
+
+
+# ---- module records ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class StructRef:
+    """A type named by an identifier that is not a predeclared type (the params struct)."""
+
+    name: str
+    line: int
+    column: int
+
+
+@dataclass(frozen=True, slots=True)
+class Attr:
+    name: str
+    args: tuple[ir.Expr, ...] | None
+    line: int
+    column: int
+
+
+@dataclass(frozen=True, slots=True)
+class StructDecl:
+    name: str
+    fields: tuple[tuple[str, Any], ...]
+    line: int
+
+
+@dataclass(frozen=True, slots=True)
+class GlobalVar:
+    attrs: tuple[Attr, ...]
+    space: str | None
+    access: str | None
+    name: str
+    ty: Any
+    has_init: bool
+    line: int
+    column: int
+
+
+@dataclass(frozen=True, slots=True)
+class ConstDecl:
+    name: str
+    ty: Scalar | None
+    value: ir.Expr
+    line: int
+
+
+@dataclass(frozen=True, slots=True)
+class FnDecl:
+    attrs: tuple[Attr, ...]
+    name: str
+    params: tuple[tuple[tuple[Attr, ...], str, Any], ...]
+    ret: Any
+    body: tuple[ir.Stmt, ...]
+    line: int  # the line of its first attribute, or of "fn"
+
+
+@dataclass(frozen=True, slots=True)
+class Directive:
+    """A ``requires`` or ``diagnostic`` directive: its WGSL text without the semicolon."""
+
+    text: str
+    words: tuple[str, ...]  # the language features required, or (severity, rule)
+    line: int
+    column: int
+
+
+@dataclass(frozen=True, slots=True)
+class ModuleAssert:
+    """A module-scope ``const_assert``."""
+
+    cond: ir.Expr
+    line: int
+
+
+@dataclass(frozen=True, slots=True)
+class Module:
+    enables: tuple[tuple[str, int, int], ...]
+    decls: tuple[StructDecl | GlobalVar | ConstDecl | FnDecl | ModuleAssert, ...]
+    directives: tuple[Directive, ...] = ()

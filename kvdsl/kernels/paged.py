@@ -1,0 +1,456 @@
+"""Paged KV caches (:mod:`kvdsl.nodes.paged`): the paged modes' configs (page geometry, the
+rows' format, addressing), their pool bindings and sizes, ``index.json``'s page fields and the
+catalog's paged variants. :mod:`kvdsl.kernels.paged_append` writes new tokens into pages,
+:mod:`kvdsl.kernels.paged_read` gathers rows back from them, :mod:`kvdsl.kernels.paged_pages`
+copies, compacts and slides them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import KW_ONLY, dataclass
+from enum import StrEnum
+from typing import Any
+
+from kvdsl.ir import Buffer, KernelBuilder, f32, u32
+from kvdsl.kernels.config import (
+    FLOATS,
+    MAX_STORAGE_BUFFERS,
+    MAX_WORKGROUP,
+    CacheConfig,
+    Element,
+    Model,
+    ceil_div,
+    choice,
+    emax,
+    flag,
+    largest,
+    one_of,
+    plus,
+    require,
+    require_rotary,
+    times,
+)
+from kvdsl.kernels.dense import MAX_WORKGROUP_BYTES, QUANTISE_WORKGROUP, ScalePlace
+from kvdsl.nodes import formats, paged, words
+from kvdsl.nodes.quantise import Quantiser, row_lanes
+from kvdsl.nodes.paged import PAGE_SIZES, Addressing, PageGeometry, PageLayout, Pool
+
+#: The pool bindings: K's and V's, or the combined one; a dense format's side scales.
+POOLS, COMBINED_POOL, SCALE_POOL = ("key_pages", "value_pages"), "kv_pages", "scale_pages"
+LANES = ("x", "y", "z", "w")
+
+
+class PagedFormat(StrEnum):
+    """How a row is stored in a page: f32 or f16 values, or a dense format
+    (:data:`kvdsl.nodes.formats.FORMATS`) with its scales in the kernel."""
+
+    F32 = "f32"
+    F16 = "f16"
+    INT8 = "int8"
+    INT4 = "int4"
+    INT4_ASYM = "int4_asym"
+    Q8_0 = "q8_0"
+    Q4_0 = "q4_0"
+
+
+FLOAT_FORMATS = (PagedFormat.F32, PagedFormat.F16)
+#: The workgroup size of ``paged_append`` with K RMSNorm when a config leaves it unset (whole
+#: rows in a workgroup; smaller workgroups keep more barriers in flight).
+KNORM_WORKGROUP = 128
+
+
+@dataclass(frozen=True)
+class PagedConfig(CacheConfig):
+    """The fields of the paged modes: the pages' geometry and the rows' format (a dense
+    format's scales inline or in a side pool of the same pages)."""
+
+    _: KW_ONLY
+    page_size: int = 16
+    page_layout: PageLayout = choice(PageLayout.NHD)
+    pool: Pool = choice(Pool.SEPARATE)
+    format: PagedFormat = choice(PagedFormat.F32)
+    scales: ScalePlace = choice(ScalePlace.INLINE)
+
+    def check_fields(self) -> None:
+        ok = isinstance(self.page_size, int) and not isinstance(self.page_size, bool)
+        require(
+            ok and self.page_size in PAGE_SIZES,
+            "page_size",
+            self.page_size,
+            "a power of two from 16 to 256 (tokens per page)",
+        )
+        one_of("page_layout", self.page_layout, PageLayout)
+        one_of("pool", self.pool, Pool)
+        one_of("format", self.format, PagedFormat)
+        one_of("scales", self.scales, ScalePlace)
+        fmt = self.dense
+        if fmt is None:
+            require(
+                self.inline,
+                "scales",
+                self.scales.value,
+                f"'inline' for format {self.format.value!r} (f32 and f16 rows have no scales)",
+            )
+        else:
+            require(
+                self.pool is Pool.SEPARATE,
+                "pool",
+                self.pool.value,
+                f"'separate' for format {fmt.name!r} (the quantiser stores K and V at one index"
+                " of two bindings)",
+            )
+            require(
+                not (fmt.ggml and not self.inline),
+                "scales",
+                self.scales.value,
+                f"'inline' for {fmt.name} (ggml's f16 scales sit inside its blocks)",
+            )
+            multiple = fmt.elements_multiple()
+            require(
+                self.head_dim % multiple == 0,
+                "head_dim",
+                self.head_dim,
+                f"a multiple of {multiple} for format {fmt.name!r}",
+            )
+        require(
+            self.head_dim % 4 == 0,
+            "head_dim",
+            self.head_dim,
+            "a multiple of 4 for the paged modes (a row moves as vec4)",
+        )
+        require(
+            not self.window,
+            "window",
+            self.window,
+            f"false for {self.mode} (a paged pool is bound whole; its pages are the window)",
+        )
+
+    @property
+    def per_row(self) -> int:
+        """Vectors (``vec4``) per row."""
+        return self.head_dim // 4
+
+    @property
+    def dense(self) -> formats.Format | None:
+        """The dense format's node description, None for f32 and f16 rows."""
+        return None if self.format in FLOAT_FORMATS else formats.FORMATS[self.format.value]
+
+    @property
+    def inline(self) -> bool:
+        """Whether a dense row's scale is stored inline (always, for f32 and f16 rows)."""
+        return self.scales is ScalePlace.INLINE
+
+    @property
+    def unit(self) -> int:
+        """Host values per unit of a pool binding: 4 (a ``vec4`` of f32 or f16) or 1 (a u32
+        word of a dense format)."""
+        return 1 if self.dense is not None else 4
+
+    @property
+    def row_units(self) -> int:
+        """Units of one row in a pool binding: ``vec4`` values, or a dense row's words."""
+        fmt = self.dense
+        return self.per_row if fmt is None else fmt.row_words(self.head_dim, self.inline)
+
+    @property
+    def geometry(self) -> PageGeometry:
+        """The pages in the pool binding's units."""
+        return PageGeometry(
+            self.page_size, self.kv_heads, self.row_units, self.page_layout, self.pool
+        )
+
+    @property
+    def scale_geometry(self) -> PageGeometry | None:
+        """The side scales' pages (``scale_pages``: per row K's stats then V's, f32), None
+        where the scales are inline."""
+        fmt = self.dense
+        if fmt is None or self.inline:
+            return None
+        return PageGeometry(
+            self.page_size, self.kv_heads, 2 * fmt.stats, self.page_layout, Pool.SEPARATE
+        )
+
+    @property
+    def page_values(self) -> int:
+        """Host values between pages of a pool binding (K and V of a page in a combined pool):
+        elements, or a dense format's u32 words."""
+        return self.geometry.stride * self.unit
+
+    @property
+    def element(self) -> Element:
+        """The pool binding's host type: f32, f16, or u32 words."""
+        return Element.U32 if self.dense is not None else Element(self.format.value)
+
+    def default_workgroup_size(self) -> int:
+        return MAX_WORKGROUP - MAX_WORKGROUP % self.per_row or self.per_row
+
+
+@dataclass(frozen=True)
+class PagedAppendConfig(PagedConfig):
+    """A ``paged_append`` variant: pages, addressing, K RMSNorm, rotary, input type."""
+
+    addressing: Addressing = choice(Addressing.SLOT_MAPPING)
+    k_norm: bool = False
+    rotary: bool = False
+    eps: float = 1e-6
+    input_type: Element = choice(Element.F32)
+    # Taken so that a partial rotary is refused by name; never published (always unset).
+    rotary_half: int | None = None
+    mode = "paged_append"
+    KEYS = (  # fmt: skip
+        "kv_heads", "head_dim", "page_size", "page_layout", "pool", "addressing", "format",
+        "scales", "k_norm", "rotary", "rotary_half", "eps", "input_type", "workgroup_size", "fold",
+    )
+
+    def check_fields(self) -> None:
+        super().check_fields()
+        one_of("addressing", self.addressing, Addressing)
+        flag("k_norm", self.k_norm)
+        require_rotary(self.rotary, self.head_dim)
+        require(
+            self.rotary_half is None,
+            "rotary_half",
+            self.rotary_half,
+            "unset (None): paged_append rotates the whole head",
+        )
+        if self.rotary:
+            require(
+                self.head_dim % 8 == 0,
+                "head_dim",
+                self.head_dim,
+                "a multiple of 8 with rotary (a vec4 lies in one half of the row)",
+            )
+        one_of("input_type", self.input_type, FLOATS)
+        self._require_bindings()
+        if self.k_norm:
+            _require_eps(self.eps)
+
+    def _require_bindings(self) -> None:
+        """At most WebGPU's default 8 storage buffers; the error names the field to change."""
+        n = _append_bindings(self)
+        if n <= MAX_STORAGE_BUFFERS:
+            return
+        past = f"{n} storage buffers, past WebGPU's default {MAX_STORAGE_BUFFERS}"
+        if self.dense is None:
+            require(False, "pool", self.pool.value, f"'combined' with k_norm and rotary ({past})")
+        if not self.inline and n - 1 <= MAX_STORAGE_BUFFERS:
+            why = "rotary" if self.rotary else "k_norm"
+            require(False, "scales", self.scales.value, f"'inline' with {why} here ({past})")
+        require(
+            False,
+            "k_norm",
+            self.k_norm,
+            f"false with rotary for format {self.format.value!r} (its K and V pools are"
+            f" separate: {past})",
+        )
+
+    @property
+    def quantiser(self) -> Quantiser | None:
+        """The dense quantiser's row program for this config, None for f32 and f16 rows."""
+        fmt = self.dense
+        if fmt is None:
+            return None
+        return Quantiser(fmt, self.inline, self.head_dim, self.workgroup_size)
+
+    @property
+    def row_lanes(self) -> int:
+        """Invocations per row: a dense format's lanes (:func:`kvdsl.nodes.quantise.row_lanes`),
+        else one per ``vec4``."""
+        fmt = self.dense
+        return self.per_row if fmt is None else row_lanes(fmt, self.head_dim)
+
+    def default_workgroup_size(self) -> int:
+        size = QUANTISE_WORKGROUP if self.dense is not None else KNORM_WORKGROUP
+        lanes = self.row_lanes
+        if self.k_norm or self.dense is not None:
+            return size - size % lanes or lanes
+        return super().default_workgroup_size()
+
+    def check_schedule(self) -> None:
+        lanes = self.row_lanes
+        if self.k_norm or self.dense is not None:
+            require(
+                self.workgroup_size % lanes == 0,
+                "workgroup_size",
+                self.workgroup_size,
+                f"a multiple of the {lanes} invocations of a row with k_norm or a dense format"
+                " (rows are reduced whole inside a workgroup)",
+            )
+        if self.dense is not None:
+            need = self.quantiser.workgroup_bytes() + 4 * self.workgroup_size * self.k_norm
+            require(
+                need <= MAX_WORKGROUP_BYTES,
+                "workgroup_size",
+                self.workgroup_size,
+                f"one whose rows fit WebGPU's {MAX_WORKGROUP_BYTES} bytes of workgroup memory",
+            )
+
+
+def _require_eps(eps: Any) -> None:
+    ok = isinstance(eps, (int, float)) and not isinstance(eps, bool)
+    ok = ok and 2.0**-126 <= eps <= 3.4e38
+    require(ok, "eps", eps, "a number > 0 that is a normal f32 (1.2e-38 .. 3.4e38)")
+
+
+def _append_bindings(cfg: PagedAppendConfig) -> int:
+    """The storage bindings of a ``paged_append`` kernel."""
+    address = 2 if cfg.addressing is Addressing.PAGE_TABLE or cfg.rotary else 1
+    pools = 1 if cfg.pool is Pool.COMBINED else 2
+    side = cfg.scale_geometry is not None
+    return 2 + address + cfg.k_norm + 2 * cfg.rotary + pools + side
+
+
+@dataclass(frozen=True)
+class PagedReadConfig(PagedConfig):
+    """A ``paged_read`` variant: pages, addressing, the rows' element type (f16 rows travel as
+    ``vec2<u32>`` words)."""
+
+    addressing: Addressing = choice(Addressing.PAGE_TABLE)
+    output_type: Element = choice(Element.F32)
+    mode = "paged_read"
+    KEYS = (  # fmt: skip
+        "kv_heads", "head_dim", "page_size", "page_layout", "pool", "addressing", "format",
+        "scales", "output_type", "workgroup_size", "fold",
+    )
+
+    def check_fields(self) -> None:
+        super().check_fields()
+        one_of("addressing", self.addressing, Addressing)
+        one_of("output_type", self.output_type, FLOATS)
+
+
+def pool_bindings(
+    kb: KernelBuilder, cfg: PagedConfig, access: str, names: tuple[str, str] = POOLS,
+    combined: str = COMBINED_POOL,
+) -> tuple[Buffer, Buffer]:  # fmt: skip
+    """K's and V's pool bindings (one binding twice for a combined pool): ``vec4`` of f32 or
+    f16 (as ``vec2<u32>``), or a dense format's u32 words."""
+    if cfg.dense is not None:
+        k, v = (kb.binding(n, u32, access) for n in names)
+        return k, v  # the quantiser's stores declare theirs (paged_append: cache_binding)
+    ty = cfg.element.scalar
+    if cfg.pool is Pool.COMBINED:
+        kv = words.binding(kb, combined, ty, 4, access)
+        return kv, kv
+    k, v = words.bindings(kb, names, ty, 4, access)
+    return k, v
+
+
+def scale_binding(kb: KernelBuilder, cfg: PagedConfig, access: str, name: str = SCALE_POOL):
+    """The side scales' pool binding (f32), None where the scales are inline."""
+    return None if cfg.scale_geometry is None else kb.binding(name, f32, access)
+
+
+def pool_extents(
+    cfg: PagedConfig, pages: Any, names: tuple[str, str] = POOLS, combined: str = COMBINED_POOL,
+    scales: str = SCALE_POOL,
+) -> dict[str, Any]:  # fmt: skip
+    """The pool bindings' least host values for ``pages`` pages (side scales included)."""
+    out = {combined: times(pages, cfg.page_values)} if cfg.pool is Pool.COMBINED else {}
+    if not out:
+        out = {name: times(pages, cfg.page_values) for name in names}
+    if cfg.scale_geometry is not None:
+        out[scales] = times(pages, cfg.scale_geometry.stride)
+    return out
+
+
+def scale_pages(pages: paged.Pages, cfg: PagedConfig) -> paged.Pages | None:
+    """The side scales' pages beside the pool's ``pages`` (their sizes as integers)."""
+    g = cfg.scale_geometry
+    return None if g is None else paged.Pages(g, pages.size, g.page_units, g.stride)
+
+
+def pages_named(cfg: PagedConfig, addressing: Addressing) -> Any:
+    """The pages a table or slot mapping reaches: one past its largest page id."""
+    if addressing is Addressing.PAGE_TABLE:
+        return emax(plus(largest("page_table"), 1), 0)
+    return ceil_div(plus(largest("slot_mapping"), 1), cfg.page_size)
+
+
+def page_fields(cfg: Any) -> dict[str, Any]:
+    """The fields a paged variant's ``index.json`` entry adds: ``pages``, the page geometry
+    (tokens per page, the order inside a page, the pools, the host values and bytes of one
+    page of K or V, the pool bindings' page stride in host values, and the f32 values of one
+    page of ``scale_pages``, 0 without side scales); nothing for other configs."""
+    if not isinstance(cfg, PagedConfig):
+        return {}
+    g, sides = cfg.geometry, cfg.scale_geometry
+    values = g.page_units * cfg.unit
+    return {
+        "pages": {
+            "page_size": cfg.page_size,
+            "layout": cfg.page_layout.value,
+            "pool": cfg.pool.value,
+            "page_values": values,
+            "page_bytes": values * cfg.element.scalar.size,
+            "page_stride_values": cfg.page_values,
+            "scale_page_values": 0 if sides is None else sides.stride,
+        }
+    }
+
+
+def catalog_variants(models: dict[str, Model]) -> dict[str, PagedConfig]:
+    """Named paged appends and reads at Llama-3.1-8B's shape (8 × 128): page sizes 16 and 64,
+    NHD and HND, separate and combined pools, both addressings, f32 and f16 pools, the dense
+    formats (scales inline and in scale_pages), rotary and (Qwen3's shape) K RMSNorm."""
+    llama, qwen3 = models["llama31_8b"].shape, models["qwen3_06b"].shape
+    f16 = {"format": PagedFormat.F16}
+    v: dict[str, PagedConfig] = {}
+    for size in (16, 64):
+        for lay in PageLayout:
+            tag = f"p{size}_{lay.value}"
+            geo = {"page_size": size, "page_layout": lay}
+            for a in Addressing:
+                at = {"addressing": a}
+                v[f"paged_append_{a.value}_{tag}_llama31_8b"] = PagedAppendConfig(
+                    **llama, **geo, **at
+                )
+                v[f"paged_read_{a.value}_{tag}_llama31_8b"] = PagedReadConfig(**llama, **geo, **at)
+            v[f"paged_append_rotary_f16_{tag}_llama31_8b"] = PagedAppendConfig(
+                **llama, **geo, rotary=True, **f16
+            )
+    tvm = {"page_size": 16, "page_layout": PageLayout.HND, "pool": Pool.COMBINED}
+    v["paged_append_rotary_tvm_f16_llama31_8b"] = PagedAppendConfig(
+        **llama, **tvm, rotary=True, **f16
+    )
+    v["paged_read_tvm_f16_llama31_8b"] = PagedReadConfig(
+        **llama, **tvm, **f16, output_type=Element.F16
+    )
+    v["paged_append_page_table_rotary_p64_hnd_llama31_8b"] = PagedAppendConfig(
+        **llama, page_size=64, page_layout=PageLayout.HND, addressing=Addressing.PAGE_TABLE,
+        rotary=True,
+    )  # fmt: skip
+    v["paged_append_knorm_rotary_combined_qwen3_06b"] = PagedAppendConfig(
+        **qwen3, pool=Pool.COMBINED, addressing=Addressing.PAGE_TABLE, k_norm=True, rotary=True
+    )
+    v["paged_append_f16_in_p16_nhd_llama31_8b"] = PagedAppendConfig(
+        **llama, input_type=Element.F16, **f16
+    )
+    # Dense formats in pages, their scales inline or in scale_pages.
+    table, side = {"addressing": Addressing.PAGE_TABLE}, {"scales": ScalePlace.SIDE}
+    hnd, p64 = {"page_layout": PageLayout.HND}, {"page_size": 64}
+    v["paged_append_int8_side_page_table_p16_nhd_llama31_8b"] = PagedAppendConfig(
+        **llama, format=PagedFormat.INT8, **side, **table
+    )
+    v["paged_append_rotary_q4_0_p16_hnd_llama31_8b"] = PagedAppendConfig(
+        **llama, format=PagedFormat.Q4_0, rotary=True, **hnd
+    )
+    v["paged_append_rotary_int4_page_table_p64_nhd_llama31_8b"] = PagedAppendConfig(
+        **llama, format=PagedFormat.INT4, rotary=True, **table, **p64
+    )
+    v["paged_append_rotary_q8_0_page_table_p16_nhd_llama31_8b"] = PagedAppendConfig(
+        **llama, format=PagedFormat.Q8_0, rotary=True, **table
+    )
+    v["paged_append_knorm_int4_asym_side_page_table_qwen3_06b"] = PagedAppendConfig(
+        **qwen3, format=PagedFormat.INT4_ASYM, k_norm=True, **side, **table
+    )
+    v["paged_read_int8_side_page_table_p16_nhd_llama31_8b"] = PagedReadConfig(
+        **llama, format=PagedFormat.INT8, **side
+    )
+    v["paged_read_q8_0_slot_mapping_p16_hnd_llama31_8b"] = PagedReadConfig(
+        **llama, format=PagedFormat.Q8_0, addressing=Addressing.SLOT_MAPPING, **hnd
+    )
+    v["paged_read_int4_asym_side_p64_hnd_f16_llama31_8b"] = PagedReadConfig(
+        **llama, format=PagedFormat.INT4_ASYM, **side, **hnd, **p64, output_type=Element.F16
+    )
+    return v

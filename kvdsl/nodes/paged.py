@@ -1,0 +1,146 @@
+"""The paged layout: a KV cache kept in fixed-size pages of a pool, reached through a table.
+
+**Geometry** (:class:`PageGeometry`). A page holds ``page_size`` tokens (a power of two, 16 to
+256) of every KV head. Inside a page a row ``(slot, head)`` of ``row`` units (elements, vectors
+or u32 words: whatever the pool binding holds per row) sits at
+
+- ``NHD`` (vLLM, ORT, FlashInfer's default): ``(slot * kvHeads + head) * row``;
+- ``HND`` (TVM/MLC, FlashInfer's other): ``(head * pageSize + slot) * row``.
+
+K and V live in two pools (``separate``: ``[pages, page]`` each) or in one (``combined``, TVM's
+``[pages, 2, page]``: page ``p``'s K at ``2p``, its V at ``2p + 1`` pages of units). A pool
+binding's page stride is :attr:`PageGeometry.stride` units; a row's base is
+``page * stride + (V ? page_units : 0) + in-page offset``.
+
+**Addressing** (:class:`Addressing`): how a token finds its page.
+
+- ``slot_mapping`` (vLLM ``reshape_and_cache_flash``, TVM ``position_map``): one i32 per token,
+  ``slot = page * pageSize + offset``; a negative slot skips the token (:func:`slot_address`).
+- ``page_table`` (FlashInfer, ORT): per sequence a row of ``maxPages`` i32 page ids; the token at
+  position ``p`` of sequence ``b`` lives in page ``page_table[b * maxPages + p / pageSize]`` at
+  offset ``p % pageSize``; a negative entry is a page that is not there (never allocated, or
+  released by a sliding window): its tokens are skipped (:func:`table_address`).
+
+Neither checks a page id against the pool: a host's table that names a page past the pool is an
+out-of-bounds access, and two tokens of one dispatch mapped to one slot are a race; the
+interpreter reports both (:mod:`kvdsl.interp`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from kvdsl.ir import Buffer, KernelBuilder, Val, max_, u32
+
+#: The page sizes a paged cache may have: powers of two in this range.
+PAGE_SIZES = tuple(2**k for k in range(4, 9))
+
+
+class PageLayout(StrEnum):
+    """The order of a page's rows: token-major (``nhd``) or head-major (``hnd``)."""
+
+    NHD = "nhd"
+    HND = "hnd"
+
+
+class Pool(StrEnum):
+    """Where K and V pages live: two pools, or one pool of ``[pages, 2, page]``."""
+
+    SEPARATE = "separate"
+    COMBINED = "combined"
+
+
+class Addressing(StrEnum):
+    """How a token finds its page: a slot per token, or a page table per sequence."""
+
+    SLOT_MAPPING = "slot_mapping"
+    PAGE_TABLE = "page_table"
+
+
+@dataclass(frozen=True)
+class PageGeometry:
+    """A pool's pages: ``page_size`` tokens of ``kv_heads`` rows of ``row`` units each, in
+    ``layout`` order; ``pool`` says whether K and V share the binding."""
+
+    page_size: int
+    kv_heads: int
+    row: int
+    layout: PageLayout
+    pool: Pool
+
+    @property
+    def page_units(self) -> int:
+        """The units of one page of K (or of V)."""
+        return self.page_size * self.kv_heads * self.row
+
+    @property
+    def stride(self) -> int:
+        """The units between pages of a pool binding (a combined page holds K and V)."""
+        return self.page_units * (2 if self.pool is Pool.COMBINED else 1)
+
+    def offset(self, slot: int, head: int) -> int:
+        """Row ``(slot, head)``'s first unit inside a page (plain integers)."""
+        if self.layout is PageLayout.NHD:
+            return (slot * self.kv_heads + head) * self.row
+        return (head * self.page_size + slot) * self.row
+
+
+@dataclass(frozen=True)
+class Pages:
+    """A geometry's consts in a kernel: ``PAGE_SIZE``, ``PAGE_UNITS`` and ``PAGE_STRIDE``."""
+
+    geometry: PageGeometry
+    size: Val
+    units: Val
+    stride: Val
+
+    def row_base(self, page: Val, slot: Val, head: Val, value: bool = False) -> Val:
+        """The first unit of row ``(slot, head)`` of page ``page`` in its pool binding: K's,
+        or with ``value`` V's (in a combined pool, the page's second half)."""
+        g = self.geometry
+        if g.layout is PageLayout.NHD:
+            inside = (slot * g.kv_heads + head) * g.row
+        else:
+            inside = (head * self.size + slot) * g.row
+        base = page * self.stride
+        if value and g.pool is Pool.COMBINED:
+            base = base + self.units
+        return base + inside
+
+
+def declare(kb: KernelBuilder, geometry: PageGeometry) -> Pages:
+    """Declare the geometry's consts in ``kb``."""
+    size = kb.const("PAGE_SIZE", u32, geometry.page_size)
+    units = kb.const("PAGE_UNITS", u32, geometry.page_units)
+    stride = kb.const("PAGE_STRIDE", u32, geometry.stride)
+    return Pages(geometry, size, units, stride)
+
+
+@dataclass(frozen=True)
+class Address:
+    """Where a token goes: ``page`` and ``slot`` (its offset in the page), and ``skip``, true
+    where it has no place (a negative slot or page id)."""
+
+    page: Val
+    slot: Val
+    skip: Val
+
+
+def slot_address(kb: KernelBuilder, pages: Pages, slot_mapping: Buffer, token: Val) -> Address:
+    """Token ``token``'s place through ``slot_mapping`` (``slot = page * PAGE_SIZE + offset``,
+    negative: skipped)."""
+    raw = kb.let("slot", slot_mapping[token])
+    s = kb.let("slotU", max_(raw, 0).to(u32))
+    page = kb.let("page", s / pages.size)
+    return Address(page, kb.let("inPage", s % pages.size), raw < 0)
+
+
+def table_address(
+    kb: KernelBuilder, pages: Pages, page_table: Buffer, b: Val, max_pages: Val, pos: Val
+) -> Address:
+    """Position ``pos`` of sequence ``b`` through its row of ``max_pages`` entries of
+    ``page_table`` (a negative entry: skipped)."""
+    entry = kb.let("entry", page_table[b * max_pages + pos / pages.size])
+    page = kb.let("page", max_(entry, 0).to(u32))
+    return Address(page, kb.let("inPage", pos % pages.size), entry < 0)

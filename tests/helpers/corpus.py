@@ -1,0 +1,315 @@
+"""The corpus of kernels written as production WebGPU runtimes write them
+(``tests/frontend/corpus/*.wgsl``): for each, random inputs, the dispatch, and a numpy statement
+of what it computes. ``tests/frontend/test_corpus.py`` runs each with ``kvdsl run --backend
+both`` against it; ``benchmarks/interp_corpus.py`` times the interpreter against it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from kvdsl.reference import formats
+from tests.helpers.paths import ROOT
+
+CORPUS = ROOT / "tests" / "frontend" / "corpus"
+F32 = np.float32
+
+
+@dataclass
+class Case:
+    """A corpus kernel: ``make(rng)`` gives (buffers, params, workgroups); ``expect(buffers,
+    params)`` the read_write buffers numpy says it leaves; outputs are compared within ``tol``
+    relative to (1 + |numpy's|) (0: bit for bit)."""
+
+    name: str
+    make: Callable[[np.random.Generator], tuple[dict, dict, tuple[int, int, int]]]
+    expect: Callable[[dict, dict], dict]
+    tol: float = 0.0
+
+    @property
+    def path(self):
+        return CORPUS / f"{self.name}.wgsl"
+
+
+def _poison(n: int, dtype=np.float32) -> np.ndarray:
+    if np.dtype(dtype).kind == "f":
+        return np.full(n, np.nan, dtype)
+    return np.full(n, 0xDEADBEEF, dtype)
+
+
+def _rmsnorm(rng):
+    rows, cols = 6, 300
+    x = rng.standard_normal(rows * cols).astype(F32)
+    w = rng.uniform(0.5, 1.5, cols).astype(F32)
+    return (
+        {"x": x, "weight": w, "y": _poison(rows * cols)},
+        {
+            "rows": rows,
+            "cols": cols,
+            "eps": 1e-5,
+        },
+        (rows, 1, 1),
+    )
+
+
+def _rmsnorm_np(b, p):
+    x = b["x"].reshape(p["rows"], p["cols"]).astype(np.float64)
+    r = x / np.sqrt(np.mean(x * x, axis=1, keepdims=True) + p["eps"]) * b["weight"]
+    return {"y": r.ravel()}
+
+
+def _softmax(rng):
+    rows, cols = 5, 1000
+    x = (rng.standard_normal(rows * cols) * 4).astype(F32)
+    return {"x": x, "y": _poison(rows * cols)}, {"rows": rows, "cols": cols}, (rows, 1, 1)
+
+
+def _softmax_np(b, p):
+    x = b["x"].reshape(p["rows"], p["cols"]).astype(np.float64)
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return {"y": (e / e.sum(axis=1, keepdims=True)).ravel()}
+
+
+def _rope(rng):
+    tokens, heads, dim = 4, 3, 64
+    x = rng.standard_normal(tokens * heads * dim).astype(F32)
+    pos = np.array([0, 1, 2, 3], np.uint32)
+    n = tokens * heads * dim // 2
+    return (
+        {"x": x, "positions": pos},
+        {
+            "tokens": tokens,
+            "heads": heads,
+            "dim": dim,
+            "theta": 10000.0,
+        },
+        (-(-n // 64), 1, 1),
+    )
+
+
+def _rope_np(b, p):
+    t, h, d = p["tokens"], p["heads"], p["dim"]
+    x = b["x"].reshape(t, h, d).astype(np.float64)
+    half = d // 2
+    freq = p["theta"] ** (-2.0 * np.arange(half) / d)
+    ang = b["positions"].astype(np.float64)[:, None, None] * freq
+    a, c = x[..., :half], x[..., half:]
+    out = np.concatenate([a * np.cos(ang) - c * np.sin(ang), c * np.cos(ang) + a * np.sin(ang)], -1)
+    return {"x": out.ravel()}
+
+
+def _blocks(rng, pairs: int) -> np.ndarray:
+    x = (rng.standard_normal(pairs * 64) * rng.uniform(0.1, 3.0, pairs * 2).repeat(32)).astype(F32)
+    x[:32] = 0.0  # a block of zeros: scale 0
+    return x
+
+
+def _q8_quant(rng):
+    pairs = 70
+    return (
+        {"x": _blocks(rng, pairs), "q": _poison(pairs * 17, np.uint32)},
+        {"pairs": pairs},
+        (
+            2,
+            1,
+            1,
+        ),
+    )
+
+
+def _q8_quant_np(b, p):
+    return {"q": formats.words(formats.quantize_q8_0(b["x"]))}
+
+
+def _q4_quant(rng):
+    pairs = 70
+    return (
+        {"x": _blocks(rng, pairs), "q": _poison(pairs * 9, np.uint32)},
+        {"pairs": pairs},
+        (
+            2,
+            1,
+            1,
+        ),
+    )
+
+
+def _q4_quant_np(b, p):
+    return {"q": formats.words(formats.quantize_q4_0(b["x"]))}
+
+
+def _q8_dequant(rng):
+    n = 32 * 37  # an odd number of blocks: the last word half used
+    q = formats.words(formats.quantize_q8_0(_blocks(rng, 19)[:n]))
+    return {"q": q, "y": _poison(n)}, {"n": n}, (-(-n // 64), 1, 1)
+
+
+def _q8_dequant_np(b, p):
+    return {"y": formats.dequantize_q8_0(formats.word_bytes(b["q"], p["n"] // 32 * 34))}
+
+
+def _q4_dequant(rng):
+    n = 32 * 37
+    q = formats.words(formats.quantize_q4_0(_blocks(rng, 19)[:n]))
+    return {"q": q, "y": _poison(n)}, {"n": n}, (-(-n // 64), 1, 1)
+
+
+def _q4_dequant_np(b, p):
+    return {"y": formats.dequantize_q4_0(formats.word_bytes(b["q"], p["n"] // 32 * 18))}
+
+
+def _scatter(rng):
+    rows, dim4, slots = 7, 20, 16
+    src = rng.standard_normal(rows * dim4 * 4).astype(F32)
+    order = rng.permutation(slots)[:rows].astype(np.uint32)
+    cache = rng.standard_normal(slots * dim4 * 4).astype(F32)
+    return {"src": src, "slots": order, "cache": cache}, {"rows": rows, "dim4": dim4}, (1, rows, 1)
+
+
+def _scatter_np(b, p):
+    cache = b["cache"].reshape(-1, p["dim4"] * 4).copy()
+    cache[b["slots"]] = b["src"].reshape(p["rows"], -1)
+    return {"cache": cache.ravel()}
+
+
+def _matvec(rng):
+    rows, cols = 24, 700
+    w = rng.standard_normal(rows * cols).astype(F32)
+    x = rng.standard_normal(cols).astype(F32)
+    return {"w": w, "x": x, "y": _poison(rows)}, {"rows": rows, "cols": cols}, (rows, 1, 1)
+
+
+def _matvec_np(b, p):
+    w = b["w"].reshape(p["rows"], p["cols"]).astype(np.float64)
+    return {"y": w @ b["x"].astype(np.float64)}
+
+
+HEADS, D, SEQ, CHUNK = 3, 64, 150, 64
+
+
+def _flash_inputs(rng):
+    q = rng.standard_normal(HEADS * D).astype(F32)
+    k = rng.standard_normal(HEADS * SEQ * D).astype(F32)
+    v = rng.standard_normal(HEADS * SEQ * D).astype(F32)
+    return q, k, v
+
+
+def _flash_partials(q, k, v, scale):
+    chunks = -(-SEQ // CHUNK)
+    qh = q.reshape(HEADS, D).astype(np.float64)
+    kh = k.reshape(HEADS, SEQ, D).astype(np.float64)
+    vh = v.reshape(HEADS, SEQ, D).astype(np.float64)
+    o = np.zeros((HEADS, chunks, D))
+    m = np.zeros((HEADS, chunks))
+    l_ = np.zeros((HEADS, chunks))
+    for h in range(HEADS):
+        for c in range(chunks):
+            s = kh[h, c * CHUNK : (c + 1) * CHUNK] @ qh[h] * scale
+            m[h, c] = s.max()
+            e = np.exp(s - m[h, c])
+            l_[h, c] = e.sum()
+            o[h, c] = e @ vh[h, c * CHUNK : (c + 1) * CHUNK]
+    return o, m, l_
+
+
+def _flash_decode(rng):
+    q, k, v = _flash_inputs(rng)
+    chunks = -(-SEQ // CHUNK)
+    n = HEADS * chunks
+    bufs = {"q": q, "k_cache": k, "v_cache": v, "part_o": _poison(n * D)}
+    bufs |= {"part_m": _poison(n), "part_l": _poison(n)}
+    return bufs, {"seq": SEQ, "chunks": chunks, "scale": 0.125}, (chunks, HEADS, 1)
+
+
+def _flash_decode_np(b, p):
+    o, m, l_ = _flash_partials(b["q"], b["k_cache"], b["v_cache"], p["scale"])
+    return {"part_o": o.ravel(), "part_m": m.ravel(), "part_l": l_.ravel()}
+
+
+def _flash_combine(rng):
+    q, k, v = _flash_inputs(rng)
+    o, m, l_ = _flash_partials(q, k, v, 0.125)
+    chunks = m.shape[1]
+    bufs = {"part_o": o.ravel().astype(F32), "part_m": m.ravel().astype(F32)}
+    bufs |= {"part_l": l_.ravel().astype(F32), "out": _poison(HEADS * D), "_qkv": (q, k, v)}
+    return bufs, {"heads": HEADS, "chunks": chunks}, (-(-HEADS * D // 64), 1, 1)
+
+
+def _flash_combine_np(b, p):
+    q, k, v = b["_qkv"]
+    s = np.einsum("hd,hsd->hs", q.reshape(HEADS, D), k.reshape(HEADS, SEQ, D)) * 0.125
+    e = np.exp(s - s.max(axis=1, keepdims=True))
+    att = e / e.sum(axis=1, keepdims=True)
+    return {"out": np.einsum("hs,hsd->hd", att, v.reshape(HEADS, SEQ, D)).ravel()}
+
+
+def _activation(rng, act: int = 0):
+    n4 = 150
+    g = (rng.standard_normal(n4 * 4) * 3).astype(F32)
+    u = rng.standard_normal(n4 * 4).astype(F32)
+    return {"gate": g, "up": u, "out": _poison(n4 * 4)}, {"n4": n4, "act": act}, (3, 1, 1)
+
+
+def _activation_np(b, p):
+    g = b["gate"].astype(np.float64)
+    act = {
+        0: g / (1 + np.exp(-g)),
+        1: 0.5 * g * (1 + np.tanh(0.7978846 * (g + 0.044715 * g**3))),
+    }.get(p["act"], np.maximum(g, 0))
+    return {"out": act * b["up"]}
+
+
+def _bits(rng):
+    rows, words = 90, 13
+    data = rng.integers(0, 2**32, rows * words, dtype=np.uint64).astype(np.uint32)
+    data[: 3 * words] = 0  # rows of zeros: no bit found
+    data[3 * words : 4 * words] = 1 << rng.integers(0, 32, words).astype(np.uint32)
+    return (
+        {"data": data, "stats": _poison(rows * 4, np.uint32)},
+        {
+            "rows": rows,
+            "words": words,
+            "weights": 0x7F01FF80,
+        },
+        (2, 1, 1),
+    )
+
+
+def _bits_np(b, p):
+    data = b["data"].reshape(p["rows"], p["words"])
+    sb = data[..., None].view(np.uint8).astype(np.int8).astype(np.int64)  # little-endian bytes
+    wb = np.array([p["weights"]], np.uint32).view(np.uint8).astype(np.int8).astype(np.int64)
+    dot = (sb.reshape(p["rows"], p["words"], 4) * wb).sum(axis=(1, 2))
+    ones = np.array([[bin(int(w)).count("1") for w in r] for r in data]).sum(axis=1)
+    top = np.array([max([int(w).bit_length() - 1 for w in r if w] or [0]) for r in data])
+    low = np.array(
+        [min([(int(w) & -int(w)).bit_length() - 1 for w in r if w] or [32]) for r in data]
+    )
+    stats = np.stack([dot.astype(np.int64) % 2**32, ones, top, low], axis=1)
+    return {"stats": stats.astype(np.uint32).ravel()}
+
+
+CASES = [
+    Case("rmsnorm", _rmsnorm, _rmsnorm_np, 1e-5),
+    Case("softmax", _softmax, _softmax_np, 1e-5),
+    Case("rope", _rope, _rope_np, 1e-4),
+    Case("q8_0_quantize", _q8_quant, _q8_quant_np),
+    Case("q8_0_dequantize", _q8_dequant, _q8_dequant_np),
+    Case("q4_0_quantize", _q4_quant, _q4_quant_np),
+    Case("q4_0_dequantize", _q4_dequant, _q4_dequant_np),
+    Case("row_scatter", _scatter, _scatter_np),
+    Case("matvec", _matvec, _matvec_np, 1e-4),
+    Case("flash_decode", _flash_decode, _flash_decode_np, 1e-4),
+    Case("flash_combine", _flash_combine, _flash_combine_np, 1e-4),
+    Case("activation", _activation, _activation_np, 1e-5),
+    Case("activation_gelu", lambda rng: _activation(rng, 1), _activation_np, 1e-4),
+    Case("bits_histogram", _bits, _bits_np),
+]
+BY_NAME = {c.name: c for c in CASES}
+
+
+def source(case: Case) -> str:
+    """The WGSL file the case runs (``activation_gelu`` runs ``activation.wgsl``)."""
+    return str(CORPUS / f"{case.name.split('_gelu')[0]}.wgsl")
