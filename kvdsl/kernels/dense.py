@@ -51,6 +51,7 @@ from kvdsl.kernels.config import (
     FLOATS,
     MAX_WORKGROUP,
     ROTARY_TABLES,
+    Slot,
     CacheConfig,
     Element,
     Model,
@@ -76,7 +77,7 @@ from kvdsl.nodes.quantise import (
     row_lanes,
 )
 from kvdsl.nodes.rmsnorm import row_sum_of_squares
-from kvdsl.nodes.rotary import Rotation, rotate_pair
+from kvdsl.nodes.rotary import Rotation, rotate_pair, rotated_pair
 from kvdsl.nodes.window import append_window
 
 F32X4 = vec(4, f32)
@@ -188,13 +189,15 @@ class DenseAppendConfig(DenseConfig):
     input_type: Element = choice(Element.F32)
     # Taken so that a partial rotary is refused by name; never published (always unset).
     rotary_half: int | None = None
-    walk: DenseWalk = choice(DenseWalk.RUNS)
+    walk: DenseWalk = Slot(None, DenseWalk, derive=lambda cfg: cfg.default_walk())
     # K's and V's rows in separate invocations (each does half the work) or both in one.
-    split: bool = False
+    split: bool = True
+    # Vectors a lane holds of a dense format's row, at most (None: the longest run).
+    run: int | None = None
     mode = "dense_append"
     KEYS = (  # fmt: skip
         "kv_heads", "head_dim", "format", "scales", "k_norm", "rotary", "rotary_half", "eps",
-        "input_type", "walk", "split", "workgroup_size", "fold",
+        "input_type", "walk", "split", "run", "workgroup_size", "fold",
     )
 
     def check_fields(self) -> None:
@@ -227,11 +230,27 @@ class DenseAppendConfig(DenseConfig):
         one_of("walk", self.walk, DenseWalk)
         flag("split", self.split)
         require(
+            self.run is None or (type(self.run) is int and self.run in (1, 2, 4, 8)),
+            "run",
+            self.run,
+            "None (the longest run) or 1, 2, 4 or 8 vectors a lane",
+        )
+        require(
             not (self.fmt.ggml and self.walk is DenseWalk.STRIDED),
             "walk",
             self.walk.value,
             f"'runs' or 'staged' for {self.fmt.name} (a ggml lane holds one whole block)",
         )
+
+    def default_walk(self) -> DenseWalk:
+        """The walk of a config that leaves it unset: ggml's rows and inline int8 rows staged
+        (their words are not 16-byte aligned), a side-scale row's runs (``vec4<u32>``
+        stores), an inline 4-bit row strided, or in runs where rotary pairs them."""
+        if self.fmt.ggml or (self.inline and self.fmt.bits == 8):
+            return DenseWalk.STAGED
+        if not self.inline or (self.rotary and Quantiser.pairs_fit(self.fmt, self.head_dim)):
+            return DenseWalk.RUNS
+        return DenseWalk.STRIDED
 
     def default_workgroup_size(self) -> int:
         lanes = self.row_lanes
@@ -240,7 +259,7 @@ class DenseAppendConfig(DenseConfig):
     @property
     def row_lanes(self) -> int:
         """Invocations per row (:func:`kvdsl.nodes.quantise.row_lanes`)."""
-        return row_lanes(self.fmt, self.head_dim)
+        return row_lanes(self.fmt, self.head_dim, self.run or 0)
 
     def check_schedule(self) -> None:
         require(
@@ -308,8 +327,18 @@ def quantiser(cfg: DenseAppendConfig) -> Quantiser:
     """The quantising row program of ``cfg``'s format, scales' place, head dim and workgroup."""
     staged = cfg.walk is DenseWalk.STAGED
     strided = cfg.walk is DenseWalk.STRIDED
+    run = cfg.run or 0
+    paired = cfg.rotary and not strided and Quantiser.pairs_fit(cfg.fmt, cfg.head_dim, run)
     return Quantiser(
-        cfg.fmt, cfg.inline, cfg.head_dim, cfg.workgroup_size, staged, strided, cfg.split
+        cfg.fmt,
+        cfg.inline,
+        cfg.head_dim,
+        cfg.workgroup_size,
+        staged,
+        strided,
+        cfg.split,
+        paired,
+        run,
     )
 
 
@@ -465,6 +494,8 @@ def _transform_k(
     q.vector_at(d, j)``) RMS-normed (``x * invRms * weight``) and then NeoX-rotated vector by
     vector, each with its partner ``HALF_V4`` away loaded (and normed) beside it."""
     src_k, src_base, q = src
+    if q.paired:
+        return _rotate_pairs(kb, k, weight, rot, inv_rms, q, d)
     out = []
     for j, x in enumerate(k):
         at = kb.let(f"kAt{j}", q.vector_at(d, j))
@@ -486,6 +517,36 @@ def _transform_k(
         sn = kb.let(f"sn{j}", rot.sin[rot.pos * h + dr])
         x0, x1 = select(p, x, lo), select(x, p, lo)
         out.append(kb.let(f"k{j}", rotate_pair(x0, x1, cs, sn, at, h)))
+    return out
+
+
+def _rotate_pairs(
+    kb: KernelBuilder,
+    k: list[Val],
+    weight: Buffer | None,
+    rot: Rotation,
+    inv_rms: Val | None,
+    q: Quantiser,
+    d: Val,
+) -> list[Val]:
+    """Paired runs (:attr:`kvdsl.nodes.quantise.Quantiser.paired`): vector ``j`` of the first
+    half-run and ``j + m`` of the second are a NeoX pair, normed and rotated in the lane with
+    one cos/sin entry."""
+    m = len(k) // 2
+    xs = []
+    for j, x in enumerate(k):
+        if inv_rms is not None:
+            x = x * inv_rms * words.as_f32(kb, weight[q.vector_at(d, j)])
+        xs.append(kb.let(f"kOwn{j}", x) if inv_rms is not None else x)
+    out: list[Val | None] = [None] * len(k)
+    h = rot.half
+    for j in range(m):
+        dr = kb.let(f"kDr{j}", q.vector_at(d, j))
+        cs = kb.let(f"cs{j}", rot.cos[rot.pos * h + dr])
+        sn = kb.let(f"sn{j}", rot.sin[rot.pos * h + dr])
+        first, second = rotated_pair(xs[j], xs[j + m], cs, sn)
+        out[j] = kb.let(f"k{j}", first)
+        out[j + m] = kb.let(f"k{j + m}", second)
     return out
 
 

@@ -82,7 +82,10 @@ class Quantiser:
     ``strided``: a dense format's lane holds every :attr:`lanes`-th code word's values instead
     of a run (:meth:`vector_at`), so that adjacent lanes load and store adjacent words;
     ``split``: each row the lanes hold is K's or V's (``Destination.tensor`` says which), not
-    both, so a lane has half the work."""
+    both, so a lane has half the work; ``paired``: a dense format's run is two half-runs, the
+    same vectors of each half of the row (:meth:`vector_at`), so that NeoX rotary's pairs lie
+    in one lane (where :meth:`pairs_fit`); ``run``: at most this many vectors a lane of a dense
+    format (0: :func:`run_vectors`' longest)."""
 
     fmt: Format
     inline: bool
@@ -91,11 +94,37 @@ class Quantiser:
     staged: bool = False
     strided: bool = False
     split: bool = False
+    paired: bool = False
+    run: int = 0
+
+    def __post_init__(self) -> None:
+        if self.paired and not self.pairs_fit(self.fmt, self.head_dim, self.run):
+            raise ValueError(
+                f"paired runs of format {self.fmt.name} at head dim {self.head_dim}: a lane's"
+                " run does not split into whole code words in each half of the row"
+            )
+
+    @staticmethod
+    def pairs_fit(fmt: Format, head_dim: int, run: int = 0) -> bool:
+        """Whether a dense row's runs split into two halves of whole code words, one in each
+        half of the row, every half-run inside its half (:attr:`paired`)."""
+        if fmt.ggml:
+            return False
+        v, n = run_vectors(fmt, head_dim, run), fmt.per_word // 4
+        half = head_dim // 8
+        return head_dim % 8 == 0 and v % (2 * n) == 0 and half % (v // 2) == 0
 
     def vector_at(self, lane: Val, j: int) -> Val:
         """The row's vector (``vec4`` index) that lane ``lane`` holds as its ``j``-th: ``lane *
-        vectors + j`` (a run), or strided, its ``j // n``-th code word's ``j % n``-th vector
-        (``n`` = 1 for int8, 2 for 4-bit) with code word ``lane + lanes * (j // n)``."""
+        vectors + j`` (a run); paired, its half-run ``lane * vectors / 2 ..`` in the first half
+        of the row, then the same vectors of the second half (NeoX rotary's partners); or
+        strided, its ``j // n``-th code word's ``j % n``-th vector (``n`` = 1 for int8, 2 for
+        4-bit) with code word ``lane + lanes * (j // n)``."""
+        if self.paired:
+            m = self.vectors // 2
+            at = lane * m if m > 1 else lane
+            at = at + (j % m) if j % m else at
+            return at + self.head_dim // 8 if j >= m else at
         if not self.strided or self.fmt.ggml:
             at = lane * self.vectors
             return at + j if j else at
@@ -108,18 +137,23 @@ class Quantiser:
         """The row's code word (after the header) that is lane ``lane``'s ``w``-th."""
         if self.strided:
             return lane + self.lanes * w if w else lane
+        if self.paired:
+            m = self.lane_words // 2
+            at = lane * m if m > 1 else lane
+            at = at + (w % m) if w % m else at
+            return at + self.head_dim // 8 // (self.fmt.per_word // 4) if w >= m else at
         at = lane * self.lane_words
         return at + w if w else at
 
     @property
     def vectors(self) -> int:
         """``vec4<f32>`` values of a row each lane holds (a run): :func:`run_vectors`."""
-        return run_vectors(self.fmt, self.head_dim)
+        return run_vectors(self.fmt, self.head_dim, self.run)
 
     @property
     def lanes(self) -> int:
         """Lanes (adjacent invocations) per row: :func:`row_lanes`."""
-        return row_lanes(self.fmt, self.head_dim)
+        return row_lanes(self.fmt, self.head_dim, self.run)
 
     @property
     def row_words(self) -> int:
@@ -145,9 +179,12 @@ class Quantiser:
         if self.fmt.ggml or self.staged or self.strided:
             return 1
         head = self.fmt.header_words(self.inline)
+        chunk = self.lane_words // 2 if self.paired else self.lane_words
+        half = self.head_dim // 8 // (self.fmt.per_word // 4)
         for w in (4, 2):
-            if self.row_words % w == 0 and head % w == 0 and self.lane_words % w == 0:
-                return w
+            if self.row_words % w == 0 and head % w == 0 and chunk % w == 0:
+                if not self.paired or half % w == 0:
+                    return w
         return 1
 
     @property
@@ -172,18 +209,23 @@ class Quantiser:
         return u32 if w == 1 else vec(w, u32)
 
 
-def run_vectors(fmt: Format, head_dim: int) -> int:
+def run_vectors(fmt: Format, head_dim: int, run: int = 0) -> int:
     """The ``vec4<f32>`` run a lane holds of a row of ``head_dim`` values of ``fmt``: a ggml
     block's 8; four code words of a dense format where the row divides so (int8 4, 4-bit 8),
-    else the largest run that divides the row into whole code words."""
+    else the largest run that divides the row into whole code words; ``run`` > 0 caps a dense
+    format's (at least one code word)."""
     if fmt.ggml:
         return BLOCK // 4
-    return gcd(head_dim // 4, 4 if fmt.bits == 8 else 8)
+    word = fmt.per_word // 4
+    longest = 4 if fmt.bits == 8 else 8
+    if run:
+        longest = max(word, min(longest, run))
+    return gcd(head_dim // 4, longest)
 
 
-def row_lanes(fmt: Format, head_dim: int) -> int:
+def row_lanes(fmt: Format, head_dim: int, run: int = 0) -> int:
     """Lanes (adjacent invocations) per row of ``head_dim`` values of ``fmt``."""
-    return head_dim // (4 * run_vectors(fmt, head_dim))
+    return head_dim // (4 * run_vectors(fmt, head_dim, run))
 
 
 def cache_binding(kb: KernelBuilder, q: Quantiser, name: str) -> Buffer:
@@ -534,6 +576,9 @@ def _store_dense(
         at = kb.let(f"{which}At", codes + lane)
         for w, word in enumerate(words):
             out(at + q.lanes * w if w else at, word)
+    elif q.paired:
+        for i in range(q.lane_words // width):
+            out(_in(codes + q.word_at(lane, i * width), width), _chunk(words, i, width))
     else:
         stores = q.lane_words // width
         at = kb.let(f"{which}At", _in(codes, width) + (lane * stores if stores > 1 else lane))

@@ -34,10 +34,12 @@ CONFIGS = [
     DenseAppendConfig(2, 80, format="int8", k_norm=True, rotary=True, walk="strided"),
     DenseAppendConfig(2, 64, format="int4", scales="side", walk="strided"),
     DenseBuildConfig(2, 128, format="int4_asym", rotary=True, walk="strided"),
-    DenseAppendConfig(2, 64, format="int8", k_norm=True, rotary=True, split=True),
-    DenseAppendConfig(2, 96, format="q8_0", rotary=True, walk="staged", split=True),
-    DenseAppendConfig(2, 64, format="int4_asym", scales="side", walk="strided", split=True),
-    DenseBuildConfig(2, 64, format="q4_0", k_norm=True, rotary=True, split=True),
+    DenseAppendConfig(2, 64, format="int8", k_norm=True, rotary=True, split=False),
+    DenseAppendConfig(2, 96, format="q8_0", rotary=True, walk="staged", split=False),
+    DenseAppendConfig(2, 64, format="int4_asym", scales="side", walk="strided", split=False),
+    DenseBuildConfig(2, 64, format="q4_0", k_norm=True, rotary=True, split=False),
+    DenseAppendConfig(2, 64, format="int8", rotary=True, split=False, run=2),
+    DenseAppendConfig(2, 64, format="int4", k_norm=True, walk="staged", run=2),
     DenseReadConfig(2, 96, format="q8_0"),
     DenseReadConfig(2, 64, format="int4", scales="side"),
 ]
@@ -45,7 +47,8 @@ CONFIGS = [
 
 def _id(c) -> str:
     walk = getattr(c, "walk", None)
-    split = "-split" if getattr(c, "split", False) else ""
+    split = "" if getattr(c, "split", True) else "-both"
+    split += f"-run{c.run}" if getattr(c, "run", None) else ""
     return f"{c.mode}-{c.format.value}-{c.head_dim}" + (f"-{walk.value}" if walk else "") + split
 
 

@@ -286,9 +286,11 @@ def test_emitted_kernels_parse_back_and_need_no_f16():
         ({"k_norm": 1}, "k_norm", "true or false"),
         ({"window": True}, "window", "false for dense_append (the dense modes have no windowed"),
         ({"walk": "rows"}, "walk", "one of 'runs', 'staged', 'strided'"),
+        ({"run": 3}, "run", "None (the longest run) or 1, 2, 4 or 8 vectors a lane"),
+        ({"split": "yes"}, "split", "true or false"),
         ({"format": "q8_0", "walk": "strided"}, "walk", "'runs' or 'staged' for q8_0"),
         (
-            {"format": "q8_0", "walk": "staged", "workgroup_size": 256},
+            {"format": "q8_0", "walk": "staged", "split": False, "workgroup_size": 256},
             "workgroup_size",
             "fit WebGPU's 16384 bytes of workgroup memory (walk 'staged' needs 18688 bytes",
         ),
