@@ -10,13 +10,18 @@
 - ``dawn/gpu.csv`` and ``dawn/device.json`` (optional): ``benchmarks/gpu.py`` under Dawn;
 - ``dense/gpu.csv`` and ``dense/device.json`` (optional): ``benchmarks/gpu.py --variants
   dense_append`` (the dense formats' appends, against their own targets);
+- ``paged/gpu.csv`` and ``paged/device.json`` (optional): ``benchmarks/gpu.py --variants
+  paged_append`` (the paged appends beside the copy, the empty dispatch and the contiguous
+  append of their format);
 - ``qkv/gpu.csv`` and ``qkv/device.json`` (optional): ``benchmarks/gpu.py --variants qkv``
   (the fused QKV kernels beside the copy, the empty dispatch and their unfused chains);
 - ``reasons.json`` (optional, written by hand): for each target not met, the measured reason,
   keyed by :data:`TARGETS`.
 
 The page states the device and date, the method, the targets met or not (each one not met with its
-reason), the chart and one table per mode at the largest batch.
+reason), the chart and one table per mode at the largest batch; the dense formats, the paged
+appends and the fused QKV kernels have their tables on a second page,
+``docs/performance-caches.md`` (:func:`caches_page`).
 """
 
 from __future__ import annotations
@@ -55,6 +60,9 @@ TARGETS = {
     "compiler": "Whole-catalog build + verify + emit faster than jinja2's compile + render",
     "dense": f"Dense-format appends at ≥ {DENSE:.0f}% of the copy beside them (largest batch), "
     f"1-token appends within {FLOOR}x of the empty dispatch",
+    "paged": f"Paged appends at ≥ {DENSE:.0f}% of the copy beside them (largest batch), "
+    f"1-token appends within {FLOOR}x of the empty dispatch; against the contiguous append of "
+    "their format",
     "qkv": f"The fused QKV kernels at ≥ {QKV:.0f}% of the copy beside them (largest batch), "
     f"1-token decode within {FLOOR}x of the empty dispatch, ≥ {CHAIN:.0f}x faster than their "
     "unfused chain at decode",
@@ -75,6 +83,8 @@ class Results:
     dense_device: dict[str, Any] | None = None
     qkv: list[dict[str, Any]] = field(default_factory=list)
     qkv_device: dict[str, Any] | None = None
+    paged: list[dict[str, Any]] = field(default_factory=list)
+    paged_device: dict[str, Any] | None = None
 
 
 def load(path: Path) -> list[dict[str, Any]]:
@@ -124,9 +134,11 @@ def read(folder: Path) -> Results:
     dense_device = optional("dense/device.json") if dense else None
     qkv = load(folder / "qkv" / "gpu.csv") if (folder / "qkv" / "gpu.csv").is_file() else []
     qkv_device = optional("qkv/device.json") if qkv else None
+    paged = load(folder / "paged" / "gpu.csv") if (folder / "paged" / "gpu.csv").is_file() else []
+    paged_device = optional("paged/device.json") if paged else None
     return Results(
         rows, device, optional("compile.json"), dawn, dawn_device, reasons, dense, dense_device,
-        qkv, qkv_device,
+        qkv, qkv_device, paged, paged_device,
     )  # fmt: skip
 
 
@@ -252,6 +264,8 @@ def targets(res: Results) -> list[tuple[str, str, bool]]:
         out.append(("decode", "; ".join(parts), met))
     if res.dense:
         out.append(dense_target(res.dense))
+    if res.paged:
+        out.append(paged_target(res.paged))
     if res.qkv:
         out.append(qkv_target(res.qkv))
     comp = res.compile or {}
@@ -269,9 +283,9 @@ def targets(res: Results) -> list[tuple[str, str, bool]]:
     return out
 
 
-def dense_target(rows: list[dict]) -> tuple[str, str, bool]:
-    """The dense appends' target: each prefill row at the largest batch against the copy, each
-    decode row against the empty dispatch."""
+def dense_target(rows: list[dict], key: str = "dense") -> tuple[str, str, bool]:
+    """The dense appends' target (or the paged appends', ``key``): each prefill row at the
+    largest batch against the copy, each decode row against the empty dispatch."""
     b = largest(rows)
     batch = int(b[0]["batch"]) if b else 0
     timed = wide(b)
@@ -284,7 +298,17 @@ def dense_target(rows: list[dict]) -> tuple[str, str, bool]:
         f"{max(pcts, default=0):.0f}%); decode {ok} of {len(dec)} "
         f"({min(dec, default=0):.2f}-{max(dec, default=0):.2f}x)"
     )
-    return "dense", figure, n == len(timed) and ok == len(dec)
+    return key, figure, n == len(timed) and ok == len(dec)
+
+
+def paged_target(rows: list[dict]) -> tuple[str, str, bool]:
+    """The paged appends' target: :func:`dense_target`'s, and the range of their times over
+    the contiguous append's timed beside them (a figure, not a target)."""
+    key, figure, met = dense_target(rows, "paged")
+    xs = [r["kvdsl_over_contiguous"] for r in rows if r.get("kvdsl_over_contiguous")]
+    if xs:
+        figure += f"; time over the contiguous append {min(xs):.2f}-{max(xs):.2f}x"
+    return key, figure, met
 
 
 def qkv_target(rows: list[dict]) -> tuple[str, str, bool]:
@@ -463,6 +487,25 @@ def page(res: Results, command: str) -> str:
         "",
         *tables(res.rows, res.dawn),
     ]
+    if res.dense or res.paged or res.qkv:
+        lines += [
+            "Dense formats, paged appends and the fused QKV kernels: their tables are on "
+            "[performance-caches.md](performance-caches.md).",
+            "",
+        ]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def caches_page(res: Results, command: str) -> str:
+    """``docs/performance-caches.md``: the tables of the dense formats, the paged appends and
+    the fused QKV kernels (their targets are on the main page)."""
+    lines = [
+        "# Performance: dense formats, paged caches, fused QKV",
+        "",
+        f"Generated by `{command}`; the method, the targets and their figures are on "
+        "[performance.md](performance.md).",
+        "",
+    ]
     if res.dense:
         dev = res.dense_device or {}
         top = max(int(r["batch"]) for r in res.dense if r.get("batch"))
@@ -471,6 +514,25 @@ def page(res: Results, command: str) -> str:
             f"{_device_line(dev)}, measured {dev.get('date', 'on an unrecorded date')}, by the "
             "same method; the template has no such mode.",
             *tables(res.dense, [])[1:],
+        ]
+    if res.paged:
+        dev = res.paged_device or {}
+        top = max(int(r["batch"]) for r in res.paged if r.get("batch"))
+        lines += [
+            f"## Paged appends (batch {top}; `docs/modes.md`)",
+            f"{_device_line(dev)}, measured {dev.get('date', 'on an unrecorded date')}, by the "
+            "same method; *contiguous* is the paged append's time over the contiguous append of "
+            "its format timed beside it (`benchmarks/plans.py`).",
+            *tables(res.paged, [])[1:],
+            "| variant | tokens | contiguous append | paged / contiguous |",
+            "|---|---|---|---|",
+            *(
+                f"| {r['variant']} | {int(r['tokens']):,} | {r['contiguous']} | "
+                f"{r['kvdsl_over_contiguous']:.2f}x |"
+                for r in largest(res.paged)
+                if r.get("kvdsl_over_contiguous")
+            ),
+            "",
         ]
     if res.qkv:
         dev = res.qkv_device or {}
@@ -487,7 +549,7 @@ def page(res: Results, command: str) -> str:
                 f"| {r['variant']} | {int(r['batch'])} | {int(r['tokens']):,} | "
                 f"{r['kvdsl_us']:.2f} | {r['chain_us']:.2f} | {r['chain_x']:.2f}x |"
                 for r in res.qkv
-                if r.get("chain_x")
+                if r.get("chain_x") and r.get("decode")
             ),
             "",
         ]
@@ -524,7 +586,8 @@ def main(argv: list[str] | None = None) -> int:
     docs.mkdir(parents=True, exist_ok=True)
     chart(res.rows, docs / "performance.png")
     (docs / "performance.md").write_text(page(res, command))
-    print(f"wrote {docs / 'performance.md'} and {docs / 'performance.png'}")
+    (docs / "performance-caches.md").write_text(caches_page(res, command))
+    print(f"wrote {docs / 'performance.md'}, performance-caches.md and {docs / 'performance.png'}")
     return 0
 
 

@@ -75,7 +75,7 @@ def _decoded(
     with np.errstate(all="ignore"):
         rel = np.abs(gs.astype(np.float64) - ws) / np.maximum(np.abs(ws), 1e-30)
     tol = SCALE_TOL["f16" if fmt in fm.GGML else "f32"]
-    bad = ~(rel <= tol) & ~(gs == ws)
+    bad = ~(rel <= tol) & ~(gs == ws) & ~(np.isnan(gs) & np.isnan(ws))  # moved words: NaN too
     if bad.any():
         i = tuple(np.argwhere(bad)[0])
         return err, f"{int(bad.sum())} scales differ, first {gs[i]!r} != {ws[i]!r}"

@@ -171,6 +171,11 @@ def test_the_committed_page_is_made_from_the_committed_results():
     assert not diff, "docs/performance.md is stale: run `python benchmarks/report.py`\n" + diff
     assert len(have.splitlines()) <= 200
     assert (ROOT / "docs" / "performance.png").is_file()
+    caches = (ROOT / "docs" / "performance-caches.md").read_text()
+    assert caches == report.caches_page(
+        res, "python benchmarks/report.py"
+    ), "docs/performance-caches.md is stale: run `python benchmarks/report.py`"
+    assert "## Paged appends" in caches and "## Fused QKV" in caches
 
 
 def test_the_committed_results_are_the_catalogs_and_state_their_device():
@@ -208,7 +213,7 @@ def test_the_dense_target_counts_prefill_rows_at_the_largest_batch_and_every_dec
         "batch 4: 1 of 2 (80-91%); decode 1 of 2 (1.40-1.60x)",
         False,
     )
-    assert "## Dense formats (batch 4; `docs/formats.md`)" in report.page(res, "report")
+    assert "## Dense formats (batch 4; `docs/formats.md`)" in report.caches_page(res, "report")
     assert "dense" not in {k for k, _, _ in report.targets(results(res.rows))}
 
 
@@ -231,7 +236,27 @@ def test_the_qkv_target_counts_prefill_decode_and_the_chain():
         " 2 (1.50-3.10x)",
         False,
     )
-    page = report.page(res, "report")
+    page = report.caches_page(res, "report")
     assert "## Fused QKV (batch 4; `docs/modes.md`)" in page
     assert "| qkv_llama | 4 | 1 | 5.60 | " in page
     assert "qkv" not in {k for k, _, _ in report.targets(results(res.rows))}
+
+
+def test_the_paged_target_states_the_time_over_the_contiguous_append():
+    paged = [
+        row("paged_append_a", "element", 37.0, 33.5),  # 90.5%
+        row("paged_append_b", "element", 5.6, 5.0, decode=1, tokens=1),  # 1.4x
+    ]
+    paged[0] |= {"contiguous": "merge_share append (contiguous)", "kvdsl_over_contiguous": 1.04}
+    paged[1] |= {"contiguous": "merge_share append (contiguous)", "kvdsl_over_contiguous": 0.98}
+    res = results([row("build_flat", "flat", 35.0, 33.5)])
+    res = report.Results(*[getattr(res, f) for f in ("rows", "device", "compile", "dawn")],
+                         res.dawn_device, {}, paged=paged, paged_device=res.device)  # fmt: skip
+    got = {k: (figure, ok) for k, figure, ok in report.targets(res)}
+    assert got["paged"] == (
+        "batch 4: 1 of 1 (91-91%); decode 1 of 1 (1.40-1.40x); time over the contiguous append"
+        " 0.98-1.04x",
+        True,
+    )
+    page = report.caches_page(res, "report")
+    assert "| paged_append_a | 2,048 | merge_share append (contiguous) | 1.04x |" in page
