@@ -331,6 +331,18 @@ def require_window(window: bool, walk: Walk) -> None:
         )
 
 
+def require_rotary_vectors(rotary: bool, head_dim: int) -> None:
+    """With ``rotary`` on a walk of ``vec4`` values, ``head_dim`` a multiple of 8, so that a
+    vector lies in one half of the row."""
+    if rotary:
+        require(
+            head_dim % 8 == 0,
+            "head_dim",
+            head_dim,
+            "a multiple of 8 with rotary (a vec4 lies in one half of the row)",
+        )
+
+
 def require_rotary(
     rotary: Any, head_dim: int, allowed: bool = True, why: str = "", half: Any = None
 ) -> None:

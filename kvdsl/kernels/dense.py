@@ -62,6 +62,7 @@ from kvdsl.kernels.config import (
     flag,
     require,
     require_rotary,
+    require_rotary_vectors,
     plus,
     times,
 )
@@ -137,20 +138,7 @@ class DenseConfig(CacheConfig):
             f"false for {self.mode} (the dense modes have no windowed form; dense_read runs on"
             " any window of whole rows as it is, with count the window's rows)",
         )
-        fmt = self.fmt
-        require(
-            not (fmt.ggml and self.scales is ScalePlace.SIDE),
-            "scales",
-            self.scales.value,
-            f"'inline' for {fmt.name} (ggml's f16 scales sit inside its blocks)",
-        )
-        multiple = fmt.elements_multiple()
-        require(
-            self.head_dim % multiple == 0,
-            "head_dim",
-            self.head_dim,
-            f"a multiple of {multiple} for format {fmt.name!r}",
-        )
+        require_format(self.fmt, self.scales, self.head_dim)
 
     @property
     def fmt(self) -> Format:
@@ -169,6 +157,29 @@ class DenseConfig(CacheConfig):
 
     def default_workgroup_size(self) -> int:
         return MAX_WORKGROUP - MAX_WORKGROUP % self.per_row or self.per_row
+
+
+def require_format(
+    fmt: Format, scales: ScalePlace, head_dim: int, field: str = "scales", role: str = "format"
+) -> None:
+    """Rows of ``head_dim`` values in dense format ``fmt`` with its scales at ``scales`` (the
+    config's field ``field``; ``role`` names the format in the messages, e.g. ``"source"``):
+    ggml's scales inline (its f16 scales sit inside its blocks), ``head_dim`` a multiple of the
+    format's values a word or block."""
+    require(
+        not (fmt.ggml and scales is ScalePlace.SIDE),
+        field,
+        scales.value,
+        f"'inline' for {'' if role == 'format' else role + ' '}{fmt.name} (ggml's f16 scales"
+        " sit inside its blocks)",
+    )
+    multiple = fmt.elements_multiple()
+    require(
+        head_dim % multiple == 0,
+        "head_dim",
+        head_dim,
+        f"a multiple of {multiple} for {role} {fmt.name!r}",
+    )
 
 
 def _require_eps(eps: Any) -> None:
@@ -219,13 +230,7 @@ class DenseAppendConfig(DenseConfig):
             "'inline' with k_norm and rotary (side scales would make 9 storage buffers, past"
             " WebGPU's default 8)",
         )
-        if self.rotary:
-            require(
-                self.head_dim % 8 == 0,
-                "head_dim",
-                self.head_dim,
-                "a multiple of 8 with rotary (a vec4 lies in one half of the row)",
-            )
+        require_rotary_vectors(self.rotary, self.head_dim)
         one_of("input_type", self.input_type, FLOATS)
         one_of("walk", self.walk, DenseWalk)
         flag("split", self.split)

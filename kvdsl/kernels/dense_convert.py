@@ -32,7 +32,7 @@ from kvdsl.kernels.config import (
     require,
     times,
 )
-from kvdsl.kernels.dense import DenseConfig, DenseFormat, ScalePlace
+from kvdsl.kernels.dense import DenseConfig, DenseFormat, ScalePlace, require_format
 from kvdsl.kernels.dense_modes import load_run, quantise_workgroup, require_whole_rows
 from kvdsl.nodes import formats, walks, words
 from kvdsl.nodes.formats import Format
@@ -80,19 +80,7 @@ class DenseConvertConfig(DenseConfig):
                 f"'inline' for source {self.source.value!r} (its rows hold values, no scales)",
             )
             return
-        require(
-            not (src.ggml and self.source_scales is ScalePlace.SIDE),
-            "source_scales",
-            self.source_scales.value,
-            f"'inline' for source {src.name} (ggml's f16 scales sit inside its blocks)",
-        )
-        multiple = src.elements_multiple()
-        require(
-            self.head_dim % multiple == 0,
-            "head_dim",
-            self.head_dim,
-            f"a multiple of {multiple} for source {src.name!r}",
-        )
+        require_format(src, self.source_scales, self.head_dim, "source_scales", "source")
 
     @property
     def source_fmt(self) -> Format | None:

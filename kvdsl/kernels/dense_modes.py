@@ -53,6 +53,7 @@ from kvdsl.kernels.config import (
     plus,
     require,
     require_rotary,
+    require_rotary_vectors,
     times,
 )
 from kvdsl.kernels.dense import QUANTISE_WORKGROUP, DenseConfig, DenseFormat, ScalePlace
@@ -131,13 +132,7 @@ class DenseWindowShiftConfig(DenseMoveConfig):
             "unset (None): the dense modes rotate the whole head only (partial rotary is offered"
             " in build, build_quant, append_quant, merge_share and window_shift)",
         )
-        if self.rotary:
-            require(
-                self.head_dim % 8 == 0,
-                "head_dim",
-                self.head_dim,
-                "a multiple of 8 with rotary (a vec4 lies in one half of the row)",
-            )
+        require_rotary_vectors(self.rotary, self.head_dim)
         one_of("input_type", self.input_type, FLOATS)
         require(
             self.region is not ShiftRegion.ALL or self.inline,

@@ -28,9 +28,15 @@ from kvdsl.kernels.config import (
     plus,
     require,
     require_rotary,
+    require_rotary_vectors,
     times,
 )
-from kvdsl.kernels.dense import MAX_WORKGROUP_BYTES, QUANTISE_WORKGROUP, ScalePlace
+from kvdsl.kernels.dense import (
+    MAX_WORKGROUP_BYTES,
+    QUANTISE_WORKGROUP,
+    ScalePlace,
+    require_format,
+)
 from kvdsl.nodes import formats, paged, words
 from kvdsl.nodes.quantise import Quantiser, row_lanes
 from kvdsl.nodes.paged import PAGE_SIZES, Addressing, PageGeometry, PageLayout, Pool
@@ -99,19 +105,7 @@ class PagedConfig(CacheConfig):
                 f"'separate' for format {fmt.name!r} (the quantiser stores K and V at one index"
                 " of two bindings)",
             )
-            require(
-                not (fmt.ggml and not self.inline),
-                "scales",
-                self.scales.value,
-                f"'inline' for {fmt.name} (ggml's f16 scales sit inside its blocks)",
-            )
-            multiple = fmt.elements_multiple()
-            require(
-                self.head_dim % multiple == 0,
-                "head_dim",
-                self.head_dim,
-                f"a multiple of {multiple} for format {fmt.name!r}",
-            )
+            require_format(fmt, self.scales, self.head_dim)
         require(
             self.head_dim % 4 == 0,
             "head_dim",
@@ -213,13 +207,7 @@ class PagedAppendConfig(PagedConfig):
             self.rotary_half,
             "unset (None): paged_append rotates the whole head",
         )
-        if self.rotary:
-            require(
-                self.head_dim % 8 == 0,
-                "head_dim",
-                self.head_dim,
-                "a multiple of 8 with rotary (a vec4 lies in one half of the row)",
-            )
+        require_rotary_vectors(self.rotary, self.head_dim)
         one_of("input_type", self.input_type, FLOATS)
         self._require_bindings()
         if self.k_norm:

@@ -74,7 +74,7 @@ from kvdsl.kernels.config import (
     rotary_pairs,
     times,
 )
-from kvdsl.kernels.dense import QUANTISE_WORKGROUP, DenseFormat, ScalePlace
+from kvdsl.kernels.dense import QUANTISE_WORKGROUP, DenseFormat, ScalePlace, require_format
 from kvdsl.nodes import formats, walks, words
 from kvdsl.nodes.formats import Format
 from kvdsl.nodes.quantise import Quantiser, row_lanes
@@ -176,18 +176,7 @@ class QkvConfig(CacheConfig):
             self.present_type.value,
             f"'f32' (unset) with format {fmt.name!r}: the cache holds the format's u32 words",
         )
-        require(
-            not (fmt.ggml and self.scales is ScalePlace.SIDE),
-            "scales",
-            self.scales.value,
-            f"'inline' for {fmt.name} (ggml's f16 scales sit inside its blocks)",
-        )
-        require(
-            self.head_dim % fmt.elements_multiple() == 0,
-            "head_dim",
-            self.head_dim,
-            f"a multiple of {fmt.elements_multiple()} for format {fmt.name!r}",
-        )
+        require_format(fmt, self.scales, self.head_dim)
         require(
             self.rotary_half is None,
             "rotary_half",

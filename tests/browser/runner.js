@@ -420,7 +420,99 @@ const HOSTS = {
     shape: (r) => ({ rows: r.int(1, 70) }),
     params: (v, s) => ({ count: s.rows }),
   },
+  // Paged caches: a pool of `pages` pages of `page_size` tokens. Tables hold distinct page ids
+  // (one page in two tables' rows would put two tokens in one slot: a race), a few entries -1
+  // (no page: skipped); slots are distinct, positions inside the rotary tables.
+  paged_append: {
+    shape: (r) => pagedShape(r, { keySeq: r.int(1, 6) }),
+    params: (v, s) => ({
+      count: s.batch * v.config.kv_heads * s.keySeq,
+      keySeq: s.keySeq,
+      ...(v.config.addressing === "page_table" ? { maxPages: s.maxPages } : {}),
+    }),
+    seqlens: pagedSeqlens,
+    positions: (s) => s.maxPages * 256, // page_table: a position below maxPages pages of tokens
+    tables: (v, s, seqlens, r) => pagedTables(v, s, s.batch * s.keySeq, r),
+  },
+  paged_read: {
+    shape: (r) => pagedShape(r, { seq: r.int(1, 40) }),
+    params: (v, s) => ({
+      count: s.batch * v.config.kv_heads * s.seq,
+      seq: s.seq,
+      ...(v.config.addressing === "page_table" ? { maxPages: s.maxPages } : {}),
+    }),
+    seqlens: pagedSeqlens,
+    tables: (v, s, seqlens, r) => pagedTables(v, s, s.batch * s.seq, r),
+  },
+  paged_copy: {
+    shape: (r) => {
+      const pages = r.int(3, 9);
+      return { pages, copies: r.int(1, Math.floor(pages / 2)) };
+    },
+    params: (v, s) => ({ count: s.copies }),
+    inout: ["key_pages", "value_pages", "kv_pages", "scale_pages"], // pages copied onto pages
+    // (src, dst) pairs: distinct pages, no destination another pair's source
+    tables: (v, s, seqlens, r) => {
+      const ids = permutation(s.pages, r);
+      const pairs = [];
+      for (let i = 0; i < s.copies; i++) pairs.push(ids[i], ids[s.copies + i]);
+      return { page_pairs: pairs };
+    },
+  },
+  paged_compact: {
+    shape: (r) => {
+      const pages = r.int(2, 8);
+      return { pages, live: r.int(1, pages) };
+    },
+    params: (v, s) => ({ count: s.live }),
+    tables: (v, s, seqlens, r) => ({ live_pages: permutation(s.pages, r).slice(0, s.live) }),
+  },
+  paged_window: {
+    shape: (r) => ({ batch: r.int(1, 3), maxPages: r.int(2, 7), window: r.int(1, 8) }),
+    params: (v, s) => ({ count: s.batch * s.maxPages, maxPages: s.maxPages, window: s.window }),
+    // tables nearly full, so that the window releases their first pages
+    seqlens: (v, s, r) => {
+      const p = v.config.page_size;
+      return Array.from({ length: s.batch }, () => r.int((s.maxPages - 1) * p + 8, s.maxPages * p - 1));
+    },
+    tables: (v, s, seqlens, r) => ({ page_table: permutation(s.batch * s.maxPages, r) }),
+  },
 };
+
+// A paged shape: `batch` sequences of up to `maxPages` pages in a pool of `pages` (every
+// table entry its own page, and a spare or two).
+function pagedShape(r, extra) {
+  const batch = r.int(1, 3);
+  const maxPages = r.int(1, 4);
+  return { batch, ...extra, maxPages, pages: batch * maxPages + r.int(0, 2) };
+}
+
+// seqlens_k of a page table's sequences: from an empty one to its table full.
+function pagedSeqlens(v, s, r) {
+  return Array.from({ length: s.batch }, () => r.int(-1, s.maxPages * v.config.page_size - 1));
+}
+
+// 0 .. n-1 shuffled.
+function permutation(n, r) {
+  const ids = Array.from({ length: n }, (_, i) => i);
+  for (let i = n - 1; i > 0; i--) {
+    const j = r.int(0, i);
+    [ids[i], ids[j]] = [ids[j], ids[i]];
+  }
+  return ids;
+}
+
+// A paged variant's table: page_table entries (distinct pages, about one in eight -1), or
+// `tokens` distinct slots of the pool (about one in eight -1) and their rotary positions.
+function pagedTables(v, s, tokens, r) {
+  const hole = (x) => (r.int(0, 7) === 0 ? -1 : x);
+  if (v.config.addressing === "page_table") {
+    return { page_table: permutation(s.pages, r).slice(0, s.batch * s.maxPages).map(hole) };
+  }
+  const slots = permutation(s.pages * v.config.page_size, r).slice(0, tokens).map(hole);
+  const positions = Array.from({ length: tokens }, () => r.int(0, (s.positions || 1) - 1));
+  return { slot_mapping: slots, token_positions: positions };
+}
 
 function host(v) {
   const h = HOSTS[v.mode];
@@ -495,13 +587,27 @@ export async function hostRun(name, seed) {
   const r = generator(seed);
   const shape = h.shape(r);
   // seqlens_k (total tokens - 1 per batch): from an empty sequence to past twice the capacity
-  const seqlens = h.capacity ? Array.from({ length: shape.batch }, () => r.int(-1, 2 * shape[h.capacity])) : [];
+  const seqlens = h.seqlens
+    ? h.seqlens(v, shape, r)
+    : h.capacity
+      ? Array.from({ length: shape.batch }, () => r.int(-1, 2 * shape[h.capacity]))
+      : [];
   if (v.shape.includes("positions")) shape.positions = h.positions(shape, seqlens);
   const params = h.params(v, shape);
+  // the variant's own shape variables (a paged host sizes its pool from maxPages either way)
+  for (const k of Object.keys(shape)) if (!v.shape.includes(k)) delete shape[k];
   const sizes = v.bufferSizes(shape);
+  const tables = h.tables ? h.tables(v, shape, seqlens, r) : {};
   const inputs = {};
   for (const b of v.bindings) {
-    if (b.access !== UNIFORM) inputs[b.name] = fill(v, b, sizes[b.name], seqlens, r);
+    if (b.access === UNIFORM) continue;
+    if (b.name in tables) {
+      const bytes = new Uint8Array(sizes[b.name]);
+      new Int32Array(bytes.buffer).set(tables[b.name]);
+      inputs[b.name] = bytes;
+    } else if (h.inout?.includes(b.name)) {
+      inputs[b.name] = fill(v, { ...b, access: "read" }, sizes[b.name], seqlens, r);
+    } else inputs[b.name] = fill(v, b, sizes[b.name], seqlens, r);
   }
   const { outputs, workgroups } = await dispatch(v, shape, params, inputs);
   const encode = (o) => Object.fromEntries(Object.entries(o).map(([k, u8]) => [k, toBase64(u8)]));
