@@ -109,8 +109,9 @@ def test_fused_equals_the_unfused_chain(name, backend, gpu):
     """The second oracle: the fused kernel's Q and cache equal, bit for bit, what kvdsl's own
     kernels give in sequence (transpose, build, build with K RMSNorm, merge_share append; with
     a dense format dense_append), poisoned rows included. Both sum a row's squares in the
-    same order (the pair walk's; with a format dense_append's runs), but a normed Q with a
-    format, which build sums by vectors: within the float tolerance."""
+    same order (the pair walk's), but with a format: a normed Q (build sums by vectors) within
+    the float tolerance, and K with K RMSNorm (dense_append sums in its format's walk) as the
+    case judges quantised K."""
     from kvdsl.runtime import run as gpu_run
 
     cfg = CATALOG.get(name) or CONFIGS[name]
@@ -127,6 +128,14 @@ def test_fused_equals_the_unfused_chain(name, backend, gpu):
                 tol = TOLERANCE[cfg.q_type.value]
                 _, problem = compare(fused[out], chained[out], tol)
                 assert not problem, f"{case.label()} {out}: {problem}"
+                continue
+            if out in ("present_key", "present_scales") and cfg.format is not None and cfg.k_norm:
+                # dense_append sums a K row's squares in its own walk's order (the format's
+                # default walk), the fused kernel in the quantiser's runs: K's codes may move
+                # one step in a few elements and its scales by an ulp, as the case judges them.
+                want = {k: v for k, v in chained.items() if k == out}
+                for name, _, problem in case.judge({out: fused[out]}, want):
+                    assert not problem, f"{case.label()} {name}: {problem}"
                 continue
             same = _bits(fused[out]) == _bits(chained[out])
             assert same.all(), f"{case.label()} {out}: {int((~same).sum())} elements differ"
