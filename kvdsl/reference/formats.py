@@ -312,13 +312,22 @@ def dense_append(
     (:func:`kvdsl.reference.modes.share_window`), K RMS-normed with ``k_norm``, then rotated at
     its row with ``rotary``."""
     k, v = split_heads(new_k, kv_heads).astype(F32), split_heads(new_v, kv_heads).astype(F32)
-    b, h, s, d = k.shape
-    start, end = share_window(seqlens_k, s, capacity)
+    s = k.shape[2]
+    start, _ = share_window(seqlens_k, s, capacity)
     pos = (start[:, None] + np.arange(s))[:, None, :]
     if k_norm is not None:
         k = rms_norm(k, k_norm.weight, k_norm.eps)
     if rotary is not None:
         k = rotate_neox(k, pos, rotary.cos, rotary.sin)
+    return quantized_at(k, v, start, capacity, fmt, inline)
+
+
+def quantized_at(
+    k: np.ndarray, v: np.ndarray, start: np.ndarray, capacity: int, fmt: str, inline: bool
+) -> DenseWritten:
+    """BNSH f32 K and V (``S`` tokens per batch) quantised into rows ``[start[b], start[b] +
+    S)`` of a dense cache of ``capacity`` rows per head; the other rows zero and unwritten."""
+    b, h, s, _ = k.shape
     (wk, sk), (wv, sv) = quantize_rows(fmt, k, inline), quantize_rows(fmt, v, inline)
     out_k = np.zeros((b, h, capacity, wk.shape[-1]), np.uint32)
     out_v = np.zeros_like(out_k)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from kvdsl.reference.elementwise import F32, rms_norm, rotate_neox, split_heads
-from kvdsl.reference.formats import DenseWritten, quantize_rows
+from kvdsl.reference.formats import DenseWritten, quantized_at
 from kvdsl.reference.modes import KNorm, Rotary, Written, _place, _row_mask, share_window
 
 
@@ -60,27 +60,9 @@ def qkv(
     if q_layout == "bsh":
         q = q.transpose(0, 2, 1, 3).reshape(b, s, hq)
     if fmt is not None:
-        return q, _dense(k, v, start, capacity, fmt, inline)
+        return q, quantized_at(k, v, start, capacity, fmt, inline)
     shape = (b, kv_heads, capacity, d)
     out_k, out_v = np.zeros(shape, cache_dtype), np.zeros(shape, cache_dtype)
     _place(out_k, start, k.astype(cache_dtype))
     _place(out_v, start, v.astype(cache_dtype))
     return q, Written(out_k, out_v, _row_mask(start, end, shape))
-
-
-def _dense(
-    k: np.ndarray, v: np.ndarray, start: np.ndarray, capacity: int, fmt: str, inline: bool
-) -> DenseWritten:
-    """BNSH f32 K and V quantised into rows ``[start, start + S)`` of a dense cache."""
-    b, h, s, _ = k.shape
-    (wk, sk), (wv, sv) = quantize_rows(fmt, k, inline), quantize_rows(fmt, v, inline)
-    out_k = np.zeros((b, h, capacity, wk.shape[-1]), np.uint32)
-    out_v = np.zeros_like(out_k)
-    side = np.zeros((b, h, capacity, sk.shape[-1] * 2), F32)
-    rows = np.zeros((b, h, capacity), bool)
-    for bi in range(b):
-        at = slice(int(start[bi]), int(start[bi]) + s)
-        out_k[bi, :, at], out_v[bi, :, at] = wk[bi], wv[bi]
-        side[bi, :, at] = np.concatenate([sk[bi], sv[bi]], axis=-1)
-        rows[bi, :, at] = True
-    return DenseWritten(out_k, out_v, side, rows)
