@@ -303,6 +303,8 @@ class _PagedLayer:
     v: tuple[Buffer, Buffer]
     model_k: list[np.ndarray]  # [pages, P, H, unit] of each of the two pools
     model_v: list[np.ndarray]
+    seq_k: np.ndarray  # [batch, capacity, H, unit]: each sequence's stored rows by position
+    seq_v: np.ndarray
     live: int = 0
 
 
@@ -361,7 +363,13 @@ class PagedSession:
                     pair.append(buf)
                     model.append(start.copy())
                 bufs[side], models[side] = tuple(pair), model
-            self.layers.append(_PagedLayer(bufs["k"], bufs["v"], models["k"], models["v"]))
+            rows = np.zeros((s.batch, s.capacity, s.kv_heads, self.rows.unit), self.rows.dtype)
+            self.layers.append(
+                _PagedLayer(bufs["k"], bufs["v"], models["k"], models["v"], rows, rows.copy())
+            )
+        # Which positions each sequence holds rows of (the page-independent half of the
+        # oracle: what a sequence reads, whatever pages the host gave it).
+        self.held = np.zeros((s.batch, s.capacity), bool)
         self._inputs: dict[str, Buffer] = {}
         self._new: tuple[Buffer, Buffer] | None = None
         self._new_tokens = 0
@@ -437,6 +445,7 @@ class PagedSession:
             if page >= 0:
                 self._drop(int(page))
         self.table[b] = -1
+        self.held[b] = False
 
     # ---- operations ------------------------------------------------------------------------
 
@@ -489,6 +498,9 @@ class PagedSession:
             if page >= 0:
                 self.refs[page] += 1
         self.lengths[dst] = self.lengths[src]
+        self.held[dst] = self.held[src]
+        for layer in self.layers:
+            layer.seq_k[dst], layer.seq_v[dst] = layer.seq_k[src], layer.seq_v[src]
         self.forks += 1
         self.host.step()
         self.steps.append(Step("fork", 0, time.perf_counter() - t))
@@ -559,6 +571,7 @@ class PagedSession:
                     f"{int(want.reshape(-1)[at])}"
                 )
         self.table = got_table.reshape(self.table.shape).copy()
+        self.held &= np.repeat(self.table >= 0, s.page_size, axis=1)
         for page in got_freed:
             if page >= 0:
                 self._drop(int(page))
@@ -715,12 +728,17 @@ class PagedSession:
         self.steps.append(Step(op, key_seq, time.perf_counter() - t))
         flat = slots.reshape(-1)
         live = flat >= 0
+        _, positions = ref.table_places(self.table, seqlens, key_seq, p)
+        seq = np.repeat(np.arange(s.batch), key_seq)[live]
+        at = positions.reshape(-1)[live]
+        self.held[seq, at] = True
         h, d = s.kv_heads, s.head_dim
         for layer, (k, v) in zip(self.layers, tokens):
-            for model, rows in ((layer.model_k, k), (layer.model_v, v)):
+            for model, rows, by_seq in ((layer.model_k, k, layer.seq_k), (layer.model_v, v, layer.seq_v)):  # fmt: skip
                 enc = self.rows.encode(rows.reshape(-1, h, d))
                 pool = model[layer.live].reshape(-1, h, self.rows.unit)
                 pool[flat[live]] = enc[live]
+                by_seq[seq, at] = enc[live]
         self.lengths = total
         self._after()
 
@@ -786,11 +804,39 @@ class PagedSession:
                         raise SessionMismatch(
                             f"after {self._where()}: layer {i} {side} ({owned} pool): {problem}"
                         )
+                    if which == layer.live:
+                        self._check_sequences(i, side, got, layer)
         refs = np.zeros(self.pages, np.int64)
         np.add.at(refs, self.table[self.table >= 0], 1)
         assert np.array_equal(refs, self.refs), "the page counts drifted from the tables"
         assert sorted(self.free) == [int(p) for p in np.flatnonzero(refs == 0)], "free list"
         self.checks += 1
+
+    def _check_sequences(self, i: int, side: str, pool: np.ndarray, layer: _PagedLayer) -> None:
+        """Each position a sequence holds, reached through the host's table, is the row the
+        sequence was given there (a table rewritten wrong reaches another page)."""
+        s = self.spec
+        by_seq = layer.seq_k if side == "key" else layer.seq_v
+        b, t = np.nonzero(self.held)
+        page = self.table[b, t // s.page_size]
+        if (page < 0).any():
+            j = int(np.flatnonzero(page < 0)[0])
+            raise SessionMismatch(
+                f"after {self._where()}: sequence {int(b[j])} holds position {int(t[j])}, "
+                "but its page table has no page there"
+            )
+        got = pool[page, t % s.page_size]
+        problem = self.rows.judge(got, by_seq[b, t], isinstance(self.host, InterpHost), s.head_dim)
+        if problem:
+            bad = np.flatnonzero(
+                (got.reshape(len(b), -1).view(f"u{self.rows.dtype.itemsize}")
+                 != by_seq[b, t].reshape(len(b), -1).view(f"u{self.rows.dtype.itemsize}")).any(axis=1)
+            )  # fmt: skip
+            j = int(bad[0]) if bad.size else 0
+            raise SessionMismatch(
+                f"after {self._where()}: layer {i} {side}: sequence {int(b[j])} position "
+                f"{int(t[j])} (page {int(page[j])}) is not the row it was given: {problem}"
+            )
 
     def _where(self) -> str:
         last = self.steps[-1] if self.steps else None
