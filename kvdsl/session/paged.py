@@ -219,8 +219,8 @@ def check_pages(
     - with ``key_seq`` (an append through the table), a step writing a page that two
       sequences' tables name (or one table twice), or that ``shared`` names (pages other
       sequences hold): copy it first;
-    - copy pairs with an id past the pool or negative other than a ``(-1, -1)`` pair left
-      empty, a destination that is a source, or two pairs onto one page;
+    - copy pairs with an id past the pool or below -1 (a pair with a -1 is skipped), a
+      destination that is a source, or two pairs onto one page;
     - a compaction list with an id past the pool or below -1, or a page twice.
 
     Lengths past the table and a pool smaller than the largest id named are the contract's
@@ -260,15 +260,8 @@ def check_pages(
                     )
     if page_pairs is not None:
         pairs = np.asarray(page_pairs).reshape(-1, 2)
-        empty = (pairs == -1).all(axis=1)
-        _places("page_pairs", pairs[~empty], pages, "page")
-        used = pairs[~empty]
-        if (used < 0).any():
-            i = int(np.flatnonzero((used < 0).any(axis=1))[0])
-            raise SessionError(
-                f"page_pairs: pair {tuple(int(x) for x in used[i])} has one page -1: expected "
-                "both pages, or (-1, -1) for a pair left empty"
-            )
+        _places("page_pairs", pairs, pages, "page")
+        used = pairs[(pairs >= 0).all(axis=1)]  # a pair with a -1 is skipped
         src, dst = used[:, 0], used[:, 1]
         uniq, counts = np.unique(dst, return_counts=True)
         if (counts > 1).any():

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-#: Steps run per host ("interp", "gpu") and sessions drawn.
+#: Steps run per host ("interp", "gpu"; "paged-interp", "paged-gpu": the paged machine's) and
+#: sessions drawn.
 STEPS = {"interp": 0, "gpu": 0, "paged-interp": 0, "paged-gpu": 0}
 SESSIONS = {"interp": 0, "gpu": 0, "paged-interp": 0, "paged-gpu": 0}
 
@@ -28,4 +29,6 @@ def summary() -> str | None:
         )
         if STEPS[h]
     ]
+    total = {h: STEPS[h] + STEPS[f"paged-{h}"] for h in ("interp", "gpu")}
+    parts.append(f"{total['interp']:,} interpreter and {total['gpu']:,} GPU steps in all")
     return "session fuzz: " + "; ".join(parts) + ", each checked against the oracle"
