@@ -678,7 +678,9 @@ class PagedSession:
             self.steps.append(Step(op, 0, time.perf_counter() - t))
             self._after()
             return
-        tokens = self._tokens(key_seq)
+        drawn = time.perf_counter()
+        tokens = self._tokens(key_seq)  # the model's output: not the host's overhead
+        t += time.perf_counter() - drawn
         held = np.flatnonzero(self.refs > 1)
         slots, _ = ref.table_places(self.table, seqlens, key_seq, p)
         new = self._new_ranges(key_seq)
