@@ -207,3 +207,60 @@ def test_a_contiguous_fork_of_unaligned_rows_is_refused():
     s = Session(Spec(batch=2, kv_heads=1, head_dim=8, capacity=5), seed=1)
     with pytest.raises(SessionError, match=r"fork: a sequence's rows are 160 bytes .* not a multiple of 256"):  # fmt: skip
         s.fork(0, 1)
+
+
+# ---- kvdsl session --layout paged -------------------------------------------------------------
+
+
+def test_cli_runs_a_paged_scenario(capsys, gpu, tmp_path):
+    from kvdsl import cli
+
+    csv = tmp_path / "steps.csv"
+    argv = ["session", "--layout", "paged", "--page-size", "16", "--scenario", "mixed",
+            "--layers", "2", "--steps", "40", "--batch", "3", "--format", "f16", "--kv-heads",
+            "2", "--head-dim", "16", "--prompt", "6", "--check-every", "5", "--csv", str(csv),
+            "--page-layout", "hnd"]  # fmt: skip
+    assert cli.main(argv) == 0
+    out = capsys.readouterr()
+    assert (
+        "session mixed: 2 layers x batch 3 x 2 kv heads x head dim 16, paged: 65 pages of 16 "
+        "tokens (hnd, page_table, 21 per sequence), f16" in out.out
+    )
+    assert "checked against the oracle 9 times, 0 mismatches" in out.out
+    for op in ("prefill", "decode", "fork", "compact", "window", "read"):
+        assert f"\n{op:<8} " in out.out, op
+    rows = csv.read_text().splitlines()
+    assert len(rows) == 42 and rows[1].startswith("0,prefill,")
+
+
+def test_cli_paged_decode_on_the_interpreter(capsys):
+    from kvdsl import cli
+
+    argv = ["session", "--layout", "paged", "--addressing", "slot_mapping", "--backend",
+            "interp", "--layers", "1", "--steps", "20", "--batch", "2", "--format", "int8",
+            "--kv-heads", "1", "--head-dim", "32", "--prompt", "14"]  # fmt: skip
+    assert cli.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "(nhd, slot_mapping, 3 per sequence), int8" in out
+    assert "decode       20      20 |" in out
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--page-size", "24"], "page_size=24: expected a power of two from 16 to 256"),
+        (["--format", "template_int8"], "format='template_int8': expected one of f32, f16, int8"),
+        (["--page-layout", "bhsd"], "argument --page-layout: invalid choice: 'bhsd'"),
+    ],
+)
+def test_cli_bad_paged_options_are_one_line(capsys, args, message):
+    from kvdsl import cli
+
+    argv = ["session", "--layout", "paged", "--backend", "interp", "--steps", "1"] + args
+    if message.startswith("argument"):
+        with pytest.raises(SystemExit):
+            cli.main(argv)
+    else:
+        assert cli.main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert message in err[-1] and "Traceback" not in "\n".join(err)
