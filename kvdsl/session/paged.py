@@ -42,6 +42,7 @@ from kvdsl.harness.cases import values
 from kvdsl.harness.compare import poison
 from kvdsl.kernels.config import Element
 from kvdsl.kernels.paged import (
+    PAGE_SIZES,
     Addressing,
     PagedAppendConfig,
     PagedConfig,
@@ -50,7 +51,6 @@ from kvdsl.kernels.paged import (
     PageLayout,
 )
 from kvdsl.kernels.paged_pages import PagedCompactConfig, PagedCopyConfig, PagedWindowConfig
-from kvdsl.nodes.paged import PAGE_SIZES
 from kvdsl.reference import formats as fm
 from kvdsl.reference import paged as ref
 from kvdsl.session.formats import SessionError, _program
