@@ -33,6 +33,7 @@ around each pool. :meth:`PagedSession.check` compares them after every operation
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass, field
 
@@ -117,7 +118,8 @@ class PagedSpec:
 
 
 class PagedRows:
-    """How a paged session's rows are stored and which programs move them."""
+    """How a paged session's rows are stored and which programs move them (built once per
+    geometry, format and addressing: :func:`paged_rows`)."""
 
     def __init__(self, spec: PagedSpec) -> None:
         s = spec
@@ -186,6 +188,21 @@ class PagedRows:
             f"{bad.size} values differ, first at {i} (page {i // self.page_values}): "
             f"{got.reshape(-1)[i]!r} != {want.reshape(-1)[i]!r}"
         )
+
+
+@functools.lru_cache(maxsize=64)
+def _rows(
+    fmt: str, layout: str, page_size: int, heads: int, dim: int, addressing: str
+) -> PagedRows:
+    spec = PagedSpec(1, 1, heads, dim, page_size, 1, 0, layout, addressing, fmt)
+    return PagedRows(spec)
+
+
+def paged_rows(spec: PagedSpec) -> PagedRows:
+    """The rows and programs of ``spec`` (shared by every session of its geometry)."""
+    return _rows(
+        spec.format, spec.layout, spec.page_size, spec.kv_heads, spec.head_dim, spec.addressing
+    )
 
 
 def _places(name: str, ids: np.ndarray, most: int, what: str) -> None:
@@ -313,7 +330,7 @@ class PagedSession:
 
     def __post_init__(self) -> None:
         s = self.spec
-        self.rows = PagedRows(s)
+        self.rows = paged_rows(s)
         for program in self.rows.programs():
             self.host.prepare(program)
         self.rng = np.random.default_rng(self.seed)
