@@ -204,7 +204,7 @@ def _paged_machine(host_kind: str, target: int, counted: bool = True, narrow: bo
 
     PagedCacheSession.TestCase.settings = settings(
         max_examples=max(1, target // (5 * 34)),
-        stateful_step_count=PER_SESSION,
+        stateful_step_count=12 if narrow else PER_SESSION,
         deadline=None,
         suppress_health_check=list(HealthCheck),
         derandomize=False,
