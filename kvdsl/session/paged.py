@@ -628,7 +628,7 @@ class PagedSession:
             self.host.dispatch(self.rows.read, b, shape, params, seqlens, inputs)
             got = [np.frombuffer(self.host.read(o.buffer), np.float32)[:n] for o in outs]
             rows = []
-            for j, (pool, model) in enumerate(zip(pools, (layer.model_k, layer.model_v))):
+            for j, pool in enumerate(pools):
                 stored = self._stored(pool)
                 rows_ = self.rows.decode(stored.reshape(-1, self.rows.unit), s.head_dim)
                 rows_ = rows_.reshape(-1, s.kv_heads, s.head_dim)[np.maximum(slots, 0)]
@@ -639,7 +639,7 @@ class PagedSession:
                 g = got[j]
                 same = g.view(np.uint32) == want.view(np.uint32)
                 near = same
-                if self.name_asym:
+                if self.rows.name == "int4_asym":  # q * scale + zero: maybe one fma
                     near = np.abs(g - want) <= 1e-6 * (1 + np.abs(want))
                 if not (same | near).all():
                     at = int(np.flatnonzero(~(same | near))[0])
@@ -661,10 +661,6 @@ class PagedSession:
         self.steps.append(Step("read", 0, time.perf_counter() - t))
         self._after()
         return out
-
-    @property
-    def name_asym(self) -> bool:
-        return self.rows.name == "int4_asym"
 
     def _write(self, op: str, total: np.ndarray, key_seq: int, t: float) -> None:
         """New tokens so that sequence ``b`` holds ``total[b]``, the last ``min(key_seq,
