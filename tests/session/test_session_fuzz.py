@@ -129,7 +129,8 @@ PAGED_FORMATS = ("f32", "f16") * 2 + ("int8", "int4", "q8_0")
 
 
 def _paged_machine(host_kind: str, target: int, counted: bool = True, narrow: bool = False):
-    """The paged machine; ``narrow``: one small f32 geometry (a shrink has less to try)."""
+    """The paged machine; ``narrow``: one small f32 geometry and only prefill, decode and
+    fork (a shrink has less to try)."""
     key = f"paged-{host_kind}"
     count = (lambda steps: tally.count(key, steps)) if counted else (lambda steps: None)
 
@@ -175,7 +176,7 @@ def _paged_machine(host_kind: str, target: int, counted: bool = True, narrow: bo
             self.session.decode()
             count(1)
 
-        @precondition(lambda self: self.room() >= 2)
+        @precondition(lambda self: not narrow and self.room() >= 2)
         @rule(data=st.data())
         def extend(self, data):
             self.session.extend(data.draw(st.integers(2, min(self.room(), 20))))
@@ -190,16 +191,19 @@ def _paged_machine(host_kind: str, target: int, counted: bool = True, narrow: bo
             self.session.fork(src, dst + (dst >= src))
             count(1)
 
+        @precondition(lambda self: not narrow)
         @rule()
         def compact(self):
             self.session.compact()
             count(1)
 
+        @precondition(lambda self: not narrow)
         @rule(data=st.data())
         def window(self, data):
             self.session.window(data.draw(st.integers(1, self.session.spec.capacity)))
             count(1)
 
+        @precondition(lambda self: not narrow)
         @rule()
         def read(self):
             self.session.read()
@@ -273,6 +277,6 @@ def test_the_paged_fuzz_finds_a_fork_without_its_copy_and_shrinks_it(monkeypatch
 
     monkeypatch.setattr(paged.PagedSession, "_copy", no_copy)
     machine = _paged_machine("interp", 5000, counted=False, narrow=True)
-    with pytest.raises(SessionMismatch, match=r"^after step 2, (decode|extend)") as err:
+    with pytest.raises(SessionMismatch, match=r"^after step 2, decode") as err:
         machine.TestCase("runTest").runTest()
     assert "live pool" in str(err.value)
