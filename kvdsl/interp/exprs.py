@@ -53,6 +53,28 @@ _IN_PLACE = {
 _NOT_FRESH = (Op.LAND, Op.LOR)
 
 
+class Held:
+    """An index already evaluated, standing in a pointer's access chain: ``&a[i]`` picks its
+    element when it is taken, however ``i`` changes later. Compared by identity."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: np.ndarray) -> None:
+        self.value = value
+
+
+class PtrValue:
+    """A pointer: the access chain it points at (names, ``Index`` with :class:`Held` indices,
+    ``Member``) and the slots its root names stand for. A ``var`` root is its declaring
+    frame's own slot under a name no WGSL identifier takes, so a helper writes through the
+    pointer into its caller's variable; a binding or workgroup root keeps its module name."""
+
+    __slots__ = ("chain", "hidden")
+
+    def __init__(self, chain: ir.Expr, hidden: dict[str, Slot]) -> None:
+        self.chain, self.hidden = chain, hidden
+
+
 class Expressions:
     """Expression evaluation, a mixin of :class:`kvdsl.interp.machine.Machine`, which holds the
     state it uses (``grid``, ``n``, ``buffers``, ``shared``, ``params``, ``module``, ``scopes``,
@@ -97,7 +119,13 @@ class Expressions:
         return ok
 
     def _eval(self, e: ir.Expr, m: Mask):
+        if self._through and id(e) in self._through:
+            return self.through(e, m)
         match e:
+            case Held():
+                return e.value
+            case ir.AddressOf(x):
+                return PtrValue(*self.locate(x, m))
             case ir.Lit():
                 v = self.lits.get(e)
                 if v is None:
@@ -171,6 +199,43 @@ class Expressions:
                     return v[:, COMPONENTS.index(comps)]
                 return v[:, [COMPONENTS.index(c) for c in comps]]
         raise InterpError(f"not an expression: {e!r}{self.where()}")
+
+    # ---- pointers ------------------------------------------------------------------------
+    def locate(self, x: ir.Expr, m: Mask) -> tuple[ir.Expr, dict[str, Slot]]:
+        """The access chain of the memory ``x`` names, its indices evaluated (:class:`Held`),
+        and the slots its root stands for (see :class:`PtrValue`)."""
+        match x:
+            case ir.Name(name):
+                if (name in self.buffers or name in self.shared) and not self._shadowed(name):
+                    return x, {}
+                self._pointer_ids += 1
+                hidden = f"\0{name}#{self._pointer_ids}"  # no WGSL name has a NUL
+                return ir.Name(hidden), {hidden: self.lookup(name)}
+            case ir.Deref(p):
+                ptr = self.eval(p, m)
+                return ptr.chain, ptr.hidden
+            case ir.Index(base, index):
+                chain, hidden = self.locate(base, m)
+                return ir.Index(chain, Held(self.eval(index, m))), hidden
+            case ir.Member(base, name):
+                chain, hidden = self.locate(base, m)
+                return ir.Member(chain, name), hidden
+        raise InterpError(f"&{show(x)}: not memory{self.where()}")
+
+    def at(self, hidden: dict[str, Slot], run):
+        """``run()`` with only the module's names and ``hidden`` in sight: a pointer's chain
+        means the memory it was taken of, whatever the current scope declares."""
+        saved = self.scopes
+        self.scopes = [self.module, hidden]
+        try:
+            return run()
+        finally:
+            self.scopes = saved
+
+    def through(self, e: ir.Expr, m: Mask):
+        """The value of ``*p``, ``(*p)[i]`` or ``(*p).x``: the chain read where it points."""
+        chain, hidden = self.locate(e, m)
+        return self.at(hidden, lambda: self.eval(chain, m))
 
     def element(self, container, idx: np.ndarray, m: Mask, base: ir.Expr):
         """Element ``idx`` of an array or vector value."""

@@ -22,6 +22,8 @@ from kvdsl.ir.scope import Scope, VerifyError
 from kvdsl.ir.show import show
 from kvdsl.ir.types import (
     Array,
+    Ptr,
+    RuntimeArray,
     Scalar,
     Struct,
     Type,
@@ -178,6 +180,13 @@ class ExprTyper(ConstEval):
                     if at is not None and at >= bt.n:
                         self._index_out_of_range(e, at, bt.n)
                     return bt.elem
+                if isinstance(bt, RuntimeArray) and type(base) is ir.Deref:
+                    return bt.elem  # (*p)[i] of a pointer to a whole binding
+                if isinstance(bt, Ptr):
+                    raise VerifyError(
+                        f"{show(e)}: {show(base)} is a pointer: index what it points at, "
+                        f"(*{show(base)})[i]"
+                    )
                 raise VerifyError(f"{show(e)}: cannot index a value of type {bt}")
             case ir.Call(op, args):
                 info = ops.info(op)
@@ -245,6 +254,13 @@ class ExprTyper(ConstEval):
                     raise VerifyError(f"{show(e)}: '{name}' is not a storage binding")
                 self.used.add(name)
                 return u32
+            case ir.AddressOf(x):
+                return self.pointer_to(e, x, scope)
+            case ir.Deref(p):
+                pt = self.type_of(p, scope)
+                if not isinstance(pt, Ptr):
+                    raise VerifyError(f"{show(e)}: '*' takes a pointer, not a {pt}")
+                return pt.store
             case ir.FnCall(name, args):
                 ret = self.call_type(e, scope)
                 if ret is None:
@@ -253,6 +269,45 @@ class ExprTyper(ConstEval):
                     )
                 return ret
         raise VerifyError(f"not an expression: {e!r}")
+
+    def pointer_to(self, e: ir.AddressOf, x: ir.Expr, scope: Scope) -> Ptr:
+        """The type of ``&x``: a pointer into the address space of ``x``'s root (a ``var`` is
+        ``function`` memory, a binding ``storage``, a workgroup array ``workgroup``, ``*p``
+        ``p``'s), to the type ``x`` has there. WGSL refuses the address of a value (a ``let``,
+        a parameter, a const, a builtin input), of a uniform params field here, and of a
+        vector component (``&v.x``, ``&v[i]``)."""
+        match x:
+            case ir.Name(name):
+                sym = scope.lookup(name)
+                if sym is None:
+                    raise VerifyError(f"{show(e)}: undefined name '{name}'")
+                if sym.kind == "var":
+                    return Ptr("function", sym.ty)
+                if sym.kind == "binding":
+                    self.used.add(name)
+                    return Ptr("storage", sym.ty, sym.access)
+                if sym.kind == "workgroup":
+                    return Ptr("workgroup", sym.ty)
+                raise VerifyError(
+                    f"{show(e)}: '{name}' is a {sym.kind}, a value, not memory: only a var, a "
+                    "binding or a workgroup var has an address"
+                )
+            case ir.Deref(p):
+                pt = self.type_of(p, scope)
+                if not isinstance(pt, Ptr):
+                    raise VerifyError(f"{show(e)}: '*' takes a pointer, not a {pt}")
+                return pt
+            case ir.Index(base, _) | ir.Member(base, _):
+                inner = self.pointer_to(e, base, scope)
+                if isinstance(inner.store, Vec):
+                    raise VerifyError(
+                        f"{show(e)}: the address of a vector component (WGSL refuses it: "
+                        "point at the whole vector)"
+                    )
+                if type(x) is ir.Member:
+                    raise VerifyError(f"{show(e)}: {inner.store} has no members")
+                return Ptr(inner.space, self.type_of(x, scope), inner.access)
+        raise VerifyError(f"{show(e)}: '&' takes a var, a binding, a workgroup var or an element")
 
     def call_type(self, e: ir.FnCall, scope: Scope) -> Type | None:
         """What helper call ``e`` returns (None: nothing), its arguments checked."""

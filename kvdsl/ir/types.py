@@ -135,7 +135,28 @@ class Struct:
         return dict(self.fields).get(name)
 
 
-Type = Scalar | Vec | Array | RuntimeArray | Struct
+#: WGSL's address spaces a pointer may name, and the access mode each has: ``function``,
+#: ``private`` and ``workgroup`` memory is read_write; ``storage`` is ``read`` or ``read_write``.
+POINTER_SPACES = ("function", "private", "workgroup", "storage")
+
+
+@dataclass(frozen=True, slots=True)
+class Ptr:
+    """``ptr<space, T[, access]>``: the type of a pointer, the value of ``&x``. Only a ``let``
+    and a helper's parameter hold one; ``*p`` is the memory it points at. The access mode is
+    spelled only for ``storage`` (the others are always ``read_write``)."""
+
+    space: str
+    store: Scalar | Vec | Array | RuntimeArray
+    access: str = "read_write"
+
+    def __str__(self) -> str:
+        if self.space == "storage":
+            return f"ptr<storage, {self.store}, {self.access}>"
+        return f"ptr<{self.space}, {self.store}>"
+
+
+Type = Scalar | Vec | Array | RuntimeArray | Struct | Ptr
 
 
 def bitcastable(ty: object) -> bool:
