@@ -604,6 +604,13 @@ class ToIR(Transformer):
     def _pointer_type(self, tok: Token, args) -> Ptr:
         """``ptr<space, T[, access]>``: the space and access are words (read as type names)."""
         words = [a.name if isinstance(a, StructRef) else None for a in args]
+        if len(args) in (2, 3) and words[0] == "uniform":
+            raise self._err(
+                "ptr<uniform, ...> (pointers into uniform memory)", tok.line, tok.column
+            )
+        if len(args) in (2, 3) and words[0] in POINTER_SPACES and words[1] is not None:
+            raise self._err(f"ptr<{words[0]}, {words[1]}> (pointers to structs)", tok.line,
+                            tok.column)  # fmt: skip
         if len(args) not in (2, 3) or words[0] is None or words[1] is not None:
             raise WgslTypeError(
                 "ptr takes an address space, a type and, for storage, an access mode "

@@ -245,6 +245,8 @@ class Typer:
             if isinstance(ty, Scalar) or isinstance(self.type_of(a, scope), Vec):
                 return ir.Convert(ty, a)
             return ir.Construct(ty, (a,))
+        if isinstance(ty, Scalar) and not args:
+            return ir.Lit(False if ty == bool_ else ty.dtype.type(0).item(), ty)  # f32() is 0
         if isinstance(ty, Scalar):
             raise self.error(f"{ty}(...) takes one argument, got {len(args)}")
         return ir.Construct(ty, tuple(self.expr(a, scope, ty.elem) for a in args))

@@ -235,6 +235,10 @@ class Expressions:
     def through(self, e: ir.Expr, m: Mask):
         """The value of ``*p``, ``(*p)[i]`` or ``(*p).x``: the chain read where it points."""
         chain, hidden = self.locate(e, m)
+        if type(chain) is ir.Name and chain.name in self.shared:  # a whole workgroup array
+            w = self.shared[chain.name]
+            n = w.var.ty.n
+            return ArrayValue(self.shared_load(w, np.array([k], np.uint32), m) for k in range(n))
         return self.at(hidden, lambda: self.eval(chain, m))
 
     def element(self, container, idx: np.ndarray, m: Mask, base: ir.Expr):
@@ -346,6 +350,8 @@ class Expressions:
         return ops.TABLE[op].impl(*args)
 
     def construct(self, ty, parts: list):
+        if not parts:
+            return self.zero(ty)  # vec4<f32>(), array<u32, 8>(): WGSL's zero value
         if isinstance(ty, Array):
             return ArrayValue(parts)
         lanes = max(p.shape[0] for p in parts)

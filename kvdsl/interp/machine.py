@@ -489,6 +489,11 @@ class Machine(Scopes, Expressions, Memory):
         """Store ``v`` into ``target`` on the lanes of ``m``."""
         if self._through and id(target) in self._through:  # through a pointer: where it points
             chain, hidden = self.locate(target, m)
+            if type(chain) is ir.Name and chain.name in self.shared:  # a whole workgroup array
+                w = self.shared[chain.name]
+                for k, x in enumerate(v):
+                    self.shared_store(w, np.array([k], np.uint32), x, m, None)
+                return
             self.at(hidden, lambda: self.assign(chain, v, m))
             return
         if isinstance(target, ir.Index) and isinstance(target.base, ir.Name):

@@ -68,7 +68,8 @@ class Verifier(ExprTyper):
                 ty = self.type_of(value, scope)
                 if not isinstance(ty, (Scalar, Vec, Array, Ptr)):
                     raise VerifyError(f"{show(s)}: cannot bind a value of type {ty}")
-                scope.declare(name, Symbol(ty, "let"), s)
+                pointer = value if isinstance(ty, Ptr) else None  # its root: alias analysis
+                scope.declare(name, Symbol(ty, "let", "", pointer), s)
             case ir.Comment(text):
                 if "\n" in text:
                     raise VerifyError(f"comment {text!r} spans several lines")

@@ -183,8 +183,6 @@ UNSUPPORTED = [
         57,
         "type 'atomic<...>'",
     ),
-    (kernel("  let p = &out;"), 4, 11, "pointers (unary '&')"),
-    (kernel("  let x = *gid;"), 4, 11, "pointers (unary '*')"),
     (
         kernel("", HEAD + "var<workgroup> tile: f32;\n"),
         2,
