@@ -18,7 +18,19 @@ from kvdsl.frontend.transform import CallStmt, RawAddress, RawCtor, RawLet, RawL
 from kvdsl.ir import tree as ir
 from kvdsl.ir import ops
 from kvdsl.ir.ops import Op
-from kvdsl.ir.types import Array, Ptr, Scalar, Type, Vec, bool_, f16, f32, i32, u32
+from kvdsl.ir.types import (
+    Array,
+    Ptr,
+    Scalar,
+    Type,
+    Vec,
+    bool_,
+    f16,
+    f32,
+    i32,
+    is_result_struct,
+    u32,
+)
 from kvdsl.ir.consteval import literal_ok
 from kvdsl.ir.scope import Scope, VerifyError
 from kvdsl.ir.verify import SWITCH_CLAUSE, Verifier
@@ -303,6 +315,12 @@ class Typer:
                     init = self.expr(init, scope, ty)
                 if ty is None:
                     ty = self.type_of(init, scope)
+                if is_result_struct(ty):
+                    raise UnsupportedError(
+                        f"var {name} of {ty} (bind frexp's and modf's result with let)",
+                        self.filename,
+                        self.line,
+                    )
                 return self.check(ir.Var(name, ty, init), scope, ret, loop)
             case ir.Assign(target, value, op):
                 target = self.expr(target, scope, None)

@@ -195,6 +195,8 @@ class Expressions:
                 return self.grid.column(self.builtins[name], COMPONENTS.index(comp))
             case ir.Member(base, comps):
                 v = self.eval(base, m)
+                if type(v) is dict:  # a field of frexp's or modf's result
+                    return v[comps]
                 if len(comps) == 1:
                     return v[:, COMPONENTS.index(comps)]
                 return v[:, [COMPONENTS.index(c) for c in comps]]

@@ -259,6 +259,8 @@ class Machine(Scopes, Expressions, Memory):
         def take(v):
             if isinstance(v, ArrayValue):
                 return ArrayValue(take(x) for x in v)
+            if type(v) is dict:  # frexp's or modf's result
+                return {k: take(x) for k, x in v.items()}
             return v if v is None or v.shape[0] == 1 else v[keep]
 
         for scope in self.scopes[1:]:

@@ -51,6 +51,14 @@ class Scopes:
         """In a batch, a slot from outside the loop with its value repeated for every trip
         (the body never assigns one, so a copy serves)."""
         v, rep = slot.value, self.batch.spread
+        if type(v) is dict:  # frexp's or modf's result: each field repeated
+            if all(rep(x) is x for x in v.values()):
+                return slot
+            hit = self._repeated.get(id(slot))
+            if hit is None:
+                value = {k: rep(x) for k, x in v.items()}
+                hit = self._repeated[id(slot)] = (slot, Slot(value, None, slot.var))
+            return hit[1]
         if isinstance(v, ArrayValue):
             if all(rep(x) is x for x in v):
                 return slot

@@ -135,6 +135,22 @@ class Struct:
         return dict(self.fields).get(name)
 
 
+def result_struct(builtin: str, ty: Scalar | Vec) -> Struct:
+    """The struct ``frexp`` or ``modf`` returns for a float scalar or vector ``ty``: WGSL's
+    ``__frexp_result_f32`` (``fract: f32, exp: i32``), ``__modf_result_vec4_f32`` (``fract``,
+    ``whole``) ..., which a kernel cannot name, only bind with ``let`` and read fields of."""
+    shape = "" if isinstance(ty, Scalar) else f"vec{ty.n}_"
+    if builtin == "frexp":
+        exp = i32 if isinstance(ty, Scalar) else Vec(ty.n, i32)
+        return Struct(f"__frexp_result_{shape}{ty.scalar}", (("fract", ty), ("exp", exp)))
+    return Struct(f"__modf_result_{shape}{ty.scalar}", (("fract", ty), ("whole", ty)))
+
+
+def is_result_struct(ty: object) -> bool:
+    """Whether ``ty`` is one of :func:`result_struct`'s (named by WGSL, not by a kernel)."""
+    return isinstance(ty, Struct) and ty.name.startswith(("__frexp_result_", "__modf_result_"))
+
+
 #: WGSL's address spaces a pointer may name, and the access mode each has: ``function``,
 #: ``private`` and ``workgroup`` memory is read_write; ``storage`` is ``read`` or ``read_write``.
 POINTER_SPACES = ("function", "private", "workgroup", "storage")

@@ -28,6 +28,7 @@ from kvdsl.ir.types import (
     f16,
     f32,
     i32,
+    is_result_struct,
     u32,
 )
 from kvdsl.ir.uniformity import loop_behavior
@@ -66,7 +67,7 @@ class Verifier(ExprTyper):
             # Cases by frequency: lets, comments and assignments are most statements.
             case ir.Let(name, value):
                 ty = self.type_of(value, scope)
-                if not isinstance(ty, (Scalar, Vec, Array, Ptr)):
+                if not isinstance(ty, (Scalar, Vec, Array, Ptr)) and not is_result_struct(ty):
                     raise VerifyError(f"{show(s)}: cannot bind a value of type {ty}")
                 pointer = value if isinstance(ty, Ptr) else None  # its root: alias analysis
                 scope.declare(name, Symbol(ty, "let", "", pointer), s)
