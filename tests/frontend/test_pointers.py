@@ -360,3 +360,13 @@ def test_a_uniform_pointer_is_outside_the_subset():
     )
     with pytest.raises(UnsupportedError, match="pointers into uniform memory"):
         parse(text)
+
+
+def test_check_notes_what_naga_does_with_pointer_arguments():
+    from kvdsl.ir.portability import ELEMENT_POINTER_ARGUMENT, POINTER_PARAMETER, hazards
+
+    assert hazards(parse(LOCAL)) == []
+    notes = [(type(s).__name__, why) for s, why in hazards(parse(UNRESTRICTED))]
+    assert ("CallStmt", ELEMENT_POINTER_ARGUMENT) in notes  # twice(&arr[2]);
+    assert ("Let", POINTER_PARAMETER) in notes  # let x = load_one(&a[...]);
+    assert notes.count(("CallStmt", POINTER_PARAMETER)) == 2  # share(...); put(...);
