@@ -108,6 +108,18 @@ def _pointer_hazards(e: ir.FnCall, fn: ir.Function | None) -> list[str]:
     return out
 
 
+def naga_aborts(kernel: ir.Kernel) -> str | None:
+    """Why naga (wgpu-native 29) would abort the process compiling ``kernel`` (a valid one),
+    or None: a function pointer to an array's element passed to a helper."""
+    functions = {f.name: f for f in kernel.functions}
+    for x in ir.walk((kernel.body, kernel.functions)):
+        if type(x) is ir.FnCall and ELEMENT_POINTER_ARGUMENT in _pointer_hazards(
+            x, functions.get(x.name)
+        ):
+            return ELEMENT_POINTER_ARGUMENT
+    return None
+
+
 def _signed(ty: Any) -> bool:
     return ty is i32 or (isinstance(ty, Vec) and ty.elem is i32)
 

@@ -287,6 +287,8 @@ class ExprTyper(ConstEval):
                     return Ptr("function", sym.ty)
                 if sym.kind == "binding":
                     self.used.add(name)
+                    if sym.access == "read_write":
+                        self.stored.add(name)  # written through the pointer, as far as notes go
                     return Ptr("storage", sym.ty, sym.access)
                 if sym.kind == "workgroup":
                     return Ptr("workgroup", sym.ty)

@@ -370,3 +370,32 @@ def test_check_notes_what_naga_does_with_pointer_arguments():
     assert ("CallStmt", ELEMENT_POINTER_ARGUMENT) in notes  # twice(&arr[2]);
     assert ("Let", POINTER_PARAMETER) in notes  # let x = load_one(&a[...]);
     assert notes.count(("CallStmt", POINTER_PARAMETER)) == 2  # share(...); put(...);
+
+
+def test_the_cli_keeps_naga_away_from_what_aborts_it(tmp_path):
+    import subprocess
+    import sys
+
+    from tests.helpers.paths import ROOT
+
+    path = tmp_path / "unrestricted.wgsl"
+    path.write_text(UNRESTRICTED)
+    a = _inputs(100)
+    np.savez(tmp_path / "in.npz", a=a, o=np.full(100, 0xDEADBEEF, np.uint32))
+
+    def kvdsl(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "kvdsl", *args], cwd=ROOT, capture_output=True, text=True
+        )
+
+    run = ["run", str(path), "--inputs", str(tmp_path / "in.npz"), "--params", '{"n": 100}']
+    run += ["--workgroups", "2,1,1", "--out", str(tmp_path / "out.npz")]
+    refused = kvdsl(*run, "--backend", "both")
+    assert refused.returncode == 2 and "not run on the GPU" in refused.stderr, refused.stderr
+    assert "Traceback" not in refused.stderr
+    ran = kvdsl(*run, "--backend", "interp")
+    assert ran.returncode == 0, ran.stderr
+    np.testing.assert_array_equal(np.load(tmp_path / "out.npz")["o"], unrestricted_numpy(a, 128))
+    check = kvdsl("check", str(path))
+    assert check.returncode == 0, check.stdout
+    assert "note: not compiled by naga" in check.stdout and "1 passed" in check.stdout
