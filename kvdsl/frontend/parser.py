@@ -430,6 +430,13 @@ class _Assembler:
                 raise self.err(f"var<workgroup, {g.access}>", g.line, g.column)
             if g.has_init:
                 raise self.err(f"workgroup var '{g.name}' with an initialiser", g.line, g.column)
+            if isinstance(g.ty, Array) and isinstance(g.ty.elem, Array):
+                raise self.err(
+                    f"workgroup var '{g.name}' of type {g.ty} (arrays of scalars and vectors "
+                    "only: index one array as row * width + column)",
+                    g.line,
+                    g.column,
+                )
             if not isinstance(g.ty, Array):
                 raise self.err(
                     f"workgroup var '{g.name}' of type {g.ty} (only fixed-size arrays)",

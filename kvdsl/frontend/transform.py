@@ -658,6 +658,8 @@ class ToIR(Transformer):
         n = const_int(count, self.consts, (self.filename, meta.line, meta.column))
         if n <= 0:
             raise self._err(f"array size {n} is not positive", meta.line, meta.column)
+        if isinstance(elem, Array):
+            return Array(elem, n)  # nested: array<array<f32, 4>, 16>
         return Array(self._elem(elem, meta), n)
 
     def _elem(self, elem, meta: Meta):

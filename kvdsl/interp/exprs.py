@@ -15,7 +15,7 @@ from kvdsl.ir.ops import Op
 from kvdsl.ir.types import Array
 from kvdsl.ir.show import show
 from kvdsl.interp.errors import InterpError
-from kvdsl.interp.scope import Frame, Slot
+from kvdsl.interp.scope import Frame, Held, PtrValue, Slot
 from kvdsl.interp.values import (
     COMPONENTS,
     ArrayValue,
@@ -51,28 +51,6 @@ _IN_PLACE = {
 # Binary operators whose result may be an operand itself (short-circuit logic returns its left
 # side when the right side need not run); every other one makes a new array.
 _NOT_FRESH = (Op.LAND, Op.LOR)
-
-
-class Held:
-    """An index already evaluated, standing in a pointer's access chain: ``&a[i]`` picks its
-    element when it is taken, however ``i`` changes later. Compared by identity."""
-
-    __slots__ = ("value",)
-
-    def __init__(self, value: np.ndarray) -> None:
-        self.value = value
-
-
-class PtrValue:
-    """A pointer: the access chain it points at (names, ``Index`` with :class:`Held` indices,
-    ``Member``) and the slots its root names stand for. A ``var`` root is its declaring
-    frame's own slot under a name no WGSL identifier takes, so a helper writes through the
-    pointer into its caller's variable; a binding or workgroup root keeps its module name."""
-
-    __slots__ = ("chain", "hidden")
-
-    def __init__(self, chain: ir.Expr, hidden: dict[str, Slot]) -> None:
-        self.chain, self.hidden = chain, hidden
 
 
 class Expressions:
@@ -251,6 +229,13 @@ class Expressions:
             i = int(idx[0])
             return container[i] if isinstance(container, ArrayValue) else container[:, i]
         safe = np.clip(idx, 0, length - 1).astype(np.intp)
+        if isinstance(container, ArrayValue) and type(container[0]) is ArrayValue:
+            # an array of arrays: each inner position gathered across the outer elements
+            inner = len(container[0])
+            return ArrayValue(
+                self.element(ArrayValue(x[k] for x in container), idx, m, base)
+                for k in range(inner)
+            )
         if isinstance(container, ArrayValue):
             lanes = max(max(x.shape[0] for x in container), self.n)
             stacked = np.stack([broadcast(x, lanes) for x in container])

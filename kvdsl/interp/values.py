@@ -234,9 +234,11 @@ def normal(m: Mask) -> Mask:
 
 
 def sel(m: Mask, new: np.ndarray, old: np.ndarray) -> np.ndarray:
-    """``new`` on the lanes of ``m``, ``old`` elsewhere."""
+    """``new`` on the lanes of ``m``, ``old`` elsewhere (element by element for arrays)."""
     if m is None:
         return new
+    if type(new) is ArrayValue:  # an array of arrays: each inner one
+        return ArrayValue(sel(m, a, b) for a, b in zip(new, old))
     mm = m.reshape(m.shape + (1,) * (max(new.ndim, old.ndim) - 1))
     return np.where(mm, new, old)
 

@@ -101,9 +101,10 @@ class Vec:
 
 @dataclass(frozen=True, slots=True)
 class Array:
-    """A fixed-size ``array<T, N>`` (function-scope ``var`` arrays)."""
+    """A fixed-size ``array<T, N>`` (function-scope ``var`` arrays, workgroup arrays); ``T`` a
+    scalar, a vector or, in function memory, another fixed-size array."""
 
-    elem: Scalar | Vec
+    elem: Scalar | Vec | Array
     n: int
 
     def __str__(self) -> str:
