@@ -430,10 +430,14 @@ class _Assembler:
                 raise self.err(f"var<workgroup, {g.access}>", g.line, g.column)
             if g.has_init:
                 raise self.err(f"workgroup var '{g.name}' with an initialiser", g.line, g.column)
-            if isinstance(g.ty, Array) and isinstance(g.ty.elem, Array):
+            if (
+                isinstance(g.ty, Array)
+                and isinstance(g.ty.elem, Array)
+                and isinstance(g.ty.elem.elem, Array)
+            ):
                 raise self.err(
-                    f"workgroup var '{g.name}' of type {g.ty} (arrays of scalars and vectors "
-                    "only: index one array as row * width + column)",
+                    f"workgroup var '{g.name}' of type {g.ty} (arrays of scalars, vectors, or "
+                    "arrays of those; not three levels deep)",
                     g.line,
                     g.column,
                 )

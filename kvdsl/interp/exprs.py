@@ -15,6 +15,7 @@ from kvdsl.ir.ops import Op
 from kvdsl.ir.types import Array
 from kvdsl.ir.show import show
 from kvdsl.interp.errors import InterpError
+from kvdsl.interp.memory import Flat, Row
 from kvdsl.interp.scope import Frame, Held, PtrValue, Slot
 from kvdsl.interp.values import (
     COMPONENTS,
@@ -161,7 +162,11 @@ class Expressions:
                 return self.load(self.buffers[name], idx, m, want)
             case ir.Index() if self.shared and (ref := self.shared_ref(e)) is not None:
                 w, index, lane = ref  # one lane of a vector element reads only that lane's slot
+                if type(index) is Row:  # a whole row of an array of arrays
+                    return self.shared_value(w, self.row_start(w, index.row, m), m)
                 lanes = None if lane is None else self.eval(lane, m)
+                if type(index) is Flat:
+                    return self.shared_load(w, self.flat_index(w, index, m), m, lanes)
                 return self.shared_load(w, self.eval(index, m), m, lanes)
             case ir.Index(base, index):
                 container = self.eval(base, m)
@@ -216,9 +221,7 @@ class Expressions:
         """The value of ``*p``, ``(*p)[i]`` or ``(*p).x``: the chain read where it points."""
         chain, hidden = self.locate(e, m)
         if type(chain) is ir.Name and chain.name in self.shared:  # a whole workgroup array
-            w = self.shared[chain.name]
-            n = w.var.ty.n
-            return ArrayValue(self.shared_load(w, np.array([k], np.uint32), m) for k in range(n))
+            return self.shared_value(self.shared[chain.name], None, m)
         return self.at(hidden, lambda: self.eval(chain, m))
 
     def element(self, container, idx: np.ndarray, m: Mask, base: ir.Expr):

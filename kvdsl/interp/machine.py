@@ -19,7 +19,7 @@ from kvdsl.interp import batch
 from kvdsl.interp.batch import BatchGrid
 from kvdsl.interp.errors import InterpError
 from kvdsl.interp.exprs import Expressions
-from kvdsl.interp.memory import Memory
+from kvdsl.interp.memory import Flat, Memory, Row
 from kvdsl.interp.scope import Frame, Scopes, Slot
 from kvdsl.interp.values import (
     COMPONENTS,
@@ -492,9 +492,7 @@ class Machine(Scopes, Expressions, Memory):
         if self._through and id(target) in self._through:  # through a pointer: where it points
             chain, hidden = self.locate(target, m)
             if type(chain) is ir.Name and chain.name in self.shared:  # a whole workgroup array
-                w = self.shared[chain.name]
-                for k, x in enumerate(v):
-                    self.shared_store(w, np.array([k], np.uint32), x, m, None)
+                self.shared_put(self.shared[chain.name], None, v, m)
                 return
             self.at(hidden, lambda: self.assign(chain, v, m))
             return
@@ -512,7 +510,13 @@ class Machine(Scopes, Expressions, Memory):
         ref = self.shared_ref(target) if self.shared else None
         if ref is not None:  # ``w[i] = v`` or ``w[i][lane] = v``
             w, index, lane = ref
-            idx = self.eval(index, m)
+            if type(index) is Row:  # a whole row of an array of arrays
+                self.shared_put(w, self.row_start(w, index.row, m), v, m)
+                return
+            if type(index) is Flat:
+                idx = self.flat_index(w, index, m)
+            else:
+                idx = self.eval(index, m)
             self.shared_store(w, idx, v, m, None if lane is None else self.eval(lane, m))
             return
         slot = self.lookup(self.root(target).name)

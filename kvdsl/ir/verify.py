@@ -256,13 +256,13 @@ class Verifier(ExprTyper):
                 raise VerifyError(f"{show(s)}: a binding is written one element at a time")
             self.stored.add(root.name)
         elif sym.kind == "workgroup":
-            element = isinstance(target, ir.Index) and target.base == root
-            lane = (
-                isinstance(target, ir.Index)
-                and isinstance(target.base, ir.Index)
-                and target.base.base == root
-                and isinstance(sym.ty.elem, Vec)
-            )
+            depth, t = 0, target  # how many indices deep the target is
+            while isinstance(t, ir.Index):
+                depth, t = depth + 1, t.base
+            nested = isinstance(sym.ty.elem, Array)
+            leaf = sym.ty.elem.elem if nested else sym.ty.elem
+            element = t == root and 1 <= depth <= 1 + nested  # an element, or a row
+            lane = t == root and depth == 2 + nested and isinstance(leaf, Vec)
             if not (element or lane):
                 raise VerifyError(
                     f"{show(s)}: workgroup var '{root.name}' is written one element at a time "
@@ -340,8 +340,12 @@ def module_scope(kernel: ir.Kernel, verifier: Verifier) -> Scope:
     for w in kernel.workgroup_vars:
         if not isinstance(w, ir.WorkgroupVar) or not isinstance(w.ty, Array):
             raise VerifyError(f"workgroup var {w!r} is not a WorkgroupVar of an array type")
-        if not isinstance(w.ty.elem, (Scalar, Vec)) or not isinstance(w.ty.n, int) or w.ty.n < 1:
-            raise VerifyError(f"workgroup var '{w.name}': type {w.ty} is not an array of scalars")
+        leaf = w.ty.elem.elem if isinstance(w.ty.elem, Array) else w.ty.elem
+        if not isinstance(leaf, (Scalar, Vec)) or not isinstance(w.ty.n, int) or w.ty.n < 1:
+            raise VerifyError(
+                f"workgroup var '{w.name}': type {w.ty} is not an array of scalars or vectors, "
+                "or of arrays of them"
+            )
         total += workgroup_bytes(w.ty)
         if total > MAX_WORKGROUP_BYTES:
             raise VerifyError(
@@ -357,6 +361,8 @@ def module_scope(kernel: ir.Kernel, verifier: Verifier) -> Scope:
 def workgroup_bytes(ty: Array) -> int:
     """Bytes ``ty`` takes in workgroup memory (WGSL's array stride: vec3 elements take 16)."""
     elem = ty.elem
+    if isinstance(elem, Array):  # an array of arrays: each row its elements' stride times n
+        return workgroup_bytes(elem) * ty.n
     stride = elem.size if isinstance(elem, Scalar) else max(elem.size, elem.align)
     return stride * ty.n
 

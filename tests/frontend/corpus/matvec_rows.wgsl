@@ -1,6 +1,7 @@
 // A matrix-vector product y = W x, four rows per workgroup: x staged in workgroup memory a tile
 // at a time through a pointer to each element, each invocation's four partial sums kept in one
-// array that a helper adds into through a pointer, then each row's 64 sums reduced as a tree.
+// array that a helper adds into through a pointer, then each row's 64 sums reduced as a tree in
+// a workgroup array of rows, through a pointer to the row.
 struct Params {
   rows: u32,
   cols: u32,
@@ -14,7 +15,7 @@ struct Params {
 const TILE: u32 = 128u;
 const ROWS: u32 = 4u;
 var<workgroup> xs: array<f32, 128>;
-var<workgroup> part: array<f32, 256>;
+var<workgroup> part: array<array<f32, 64>, 4>;
 
 // acc[r] += W[row0 + r, c] * xv, a missing row (past the last) read as the last.
 fn accumulate(acc: ptr<function, array<f32, 4>>, row0: u32, c: u32, xv: f32) {
@@ -41,19 +42,19 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     workgroupBarrier();
   }
   for (var r = 0u; r < ROWS; r++) {
-    part[r * 64u + lid.x] = acc[r];
+    part[r][lid.x] = acc[r];
   }
   workgroupBarrier();
   for (var s = 32u; s > 0u; s >>= 1u) {
     if (lid.x < s) {
       for (var r = 0u; r < ROWS; r++) {
-        let mine = &part[r * 64u + lid.x];
-        *mine += part[r * 64u + lid.x + s];
+        let row = &part[r];
+        (*row)[lid.x] += row[lid.x + s];
       }
     }
     workgroupBarrier();
   }
   if (lid.x < ROWS && row0 + lid.x < params.rows) {
-    y[row0 + lid.x] = part[lid.x * 64u];
+    y[row0 + lid.x] = part[lid.x][0];
   }
 }
