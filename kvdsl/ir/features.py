@@ -100,6 +100,11 @@ def _workgroup_bytes(ty: Array) -> int:
     """Bytes a ``var<workgroup>`` array takes: WGSL's array stride (its element's size rounded
     up to the element's alignment) times its length, rounded up to 16."""
     e = ty.elem
-    align = e.align if isinstance(e, Vec) else e.size
-    stride = -(-e.size // align) * align
+    if isinstance(e, Array):  # an array of arrays: each row's bytes unrounded, times n
+        leaf = e.elem
+        align = leaf.align if isinstance(leaf, Vec) else leaf.size
+        stride = -(-leaf.size // align) * align * e.n
+    else:
+        align = e.align if isinstance(e, Vec) else e.size
+        stride = -(-e.size // align) * align
     return -(-(stride * ty.n) // 16) * 16

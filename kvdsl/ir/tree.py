@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import MISSING, dataclass, field, fields
 
 from kvdsl.ir.ops import Op
-from kvdsl.ir.types import Array, Scalar, Struct, Vec, u32, vec3u
+from kvdsl.ir.types import Array, Ptr, Scalar, Struct, Vec, u32, vec3u
 
 # ---- expressions ------------------------------------------------------------------------------
 
@@ -108,6 +108,22 @@ class ArrayLength:
     name: str
 
 
+@dataclass(frozen=True, slots=True)
+class AddressOf:
+    """``&x``: a pointer to the memory ``x`` names (a ``var``, a binding, a workgroup array, an
+    element of one, or ``*p``). Its indices are evaluated here, once."""
+
+    x: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class Deref:
+    """``*p``: the memory pointer ``p`` points at, read as a value or assigned to; ``(*p)[i]``
+    and ``(*p).x`` reach into it."""
+
+    x: Expr
+
+
 Expr = (
     Lit
     | Name
@@ -121,6 +137,8 @@ Expr = (
     | Index
     | Member
     | ArrayLength
+    | AddressOf
+    | Deref
 )
 
 # ---- statements -------------------------------------------------------------------------------
@@ -315,7 +333,7 @@ class Function:
     """A helper ``fn name(params) -> ret { body }``."""
 
     name: str
-    params: tuple[tuple[str, Scalar | Vec], ...]
+    params: tuple[tuple[str, Scalar | Vec | Ptr], ...]
     ret: Scalar | Vec | None
     body: tuple[Stmt, ...]
 
