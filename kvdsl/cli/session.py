@@ -111,7 +111,8 @@ def cmd_session(args: argparse.Namespace) -> int:
             f"session {args.scenario}: {spec.layers} layers x batch {spec.batch} x {heads} kv "
             f"heads x head dim {head_dim}, paged: {session.pages} pages of {spec.page_size} "
             f"tokens ({spec.layout}, {spec.addressing}, {spec.max_pages} per sequence), "
-            f"{spec.format} ({cache / 2**20:.1f} MiB of K and V pools), on {where}"
+            f"{spec.format} ({cache / 2**20:.1f} MiB of K and V pools, as much again for the "
+            f"pools a compaction fills), on {where}"
         )
         capacity = spec.capacity
     else:
