@@ -93,6 +93,9 @@ class Grid:
         if col is None:
             if builtin == "sg":
                 col = np.array([self.subgroup_size], np.uint32)
+            elif builtin == "sgid":  # subgroups are aligned runs of local indices
+                local = self.original(self.lanes) % self.per_group
+                col = (local % self.subgroup_size).astype(np.uint32)
             elif builtin == "nwg":
                 col = np.array([self.workgroups[comp]], np.uint32)
             elif self.ids is None and self.offset % self.per_group == self.n % self.per_group == 0:

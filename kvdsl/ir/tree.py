@@ -361,11 +361,12 @@ BUILTIN_INPUTS = {
     "workgroup_id": "wid",
     "num_workgroups": "nwg",
     "subgroup_size": "sg",
+    "subgroup_invocation_id": "sgid",
 }
 #: Builtins whose value is one ``u32`` (the others are ``vec3<u32>``).
-SCALAR_BUILTINS = frozenset({"subgroup_size"})
+SCALAR_BUILTINS = frozenset({"subgroup_size", "subgroup_invocation_id"})
 #: Builtins of WGSL's ``subgroups`` extension (a module using one says ``enable subgroups;``).
-SUBGROUP_BUILTINS = frozenset({"subgroup_size"})
+SUBGROUP_BUILTINS = frozenset({"subgroup_size", "subgroup_invocation_id"})
 #: Builtins every invocation of a workgroup sees the same value of (WGSL's uniformity analysis
 #: agrees: a barrier may stand under a condition on them).
 UNIFORM_BUILTINS = frozenset({"subgroup_size", "workgroup_id", "num_workgroups"})
