@@ -147,6 +147,12 @@ class Typer:
             case ir.Call(Op.SUBGROUP_SHUFFLE_XOR, (x, mask)):
                 x = self.expr(x, scope, want)
                 return ir.Call(Op.SUBGROUP_SHUFFLE_XOR, (x, self.expr(mask, scope, u32)))
+            case ir.Call(Op.SUBGROUP_BROADCAST, args):
+                out = ir.Call(
+                    Op.SUBGROUP_BROADCAST, self.operands(Op.SUBGROUP_BROADCAST, args, scope, want)
+                )
+                self.broadcast_lane(out.args[1], scope)
+                return out
             case ir.Call(op, args) if ops.info(op).operands is not None:
                 return ir.Call(op, self.operands(op, args, scope, want))
             case ir.Call(op, args):
@@ -257,6 +263,21 @@ class Typer:
                 raise self.error(
                     f"const {name}: a call of {called} is not a const-expression (use let)"
                 )
+
+    def broadcast_lane(self, lane: ir.Expr, scope: Scope) -> None:
+        """``subgroupBroadcast``'s lane must be a const-expression, as Tint requires."""
+        for node in ir.walk(lane):
+            if type(node) is ir.Name:
+                sym = scope.lookup(node.name)
+                if sym is not None and sym.kind != "const" and id(sym) not in self.const_symbols:
+                    break
+            elif type(node) is ir.FnCall or type(node) is ir.Call and node.op in ops.SUBGROUP_OPS:
+                break
+        else:
+            return
+        raise self.error(
+            "the lane (sourceLaneIndex) argument of subgroupBroadcast must be a const-expression"
+        )
 
     # -- statements --
     def block(self, body: tuple[ir.Stmt, ...], scope: Scope, ret: Type | None, loop: bool) -> tuple:

@@ -475,20 +475,20 @@ def _subgroup_value(what: str, pred: Callable[[str], bool]) -> Callable:
     def rule(args: tuple[Type, ...]) -> Type:
         (x,) = args
         if not isinstance(x, (Scalar, Vec)) or not pred(x.scalar.name):
-            raise OpTypeError(f"expects a {what} scalar or vector, got {x}")
+            raise OpTypeError(f"expects {what} scalar or vector, got {x}")
         return x
 
     return rule
 
 
 def _subgroup_lane(what: str) -> Callable:
-    """``subgroupShuffle``/``Up``/``Down``/``Broadcast``: a numeric value and a lane argument
-    (``what``: u32 only, or u32 or i32)."""
+    """``subgroupShuffle``/``Up``/``Down``/``Broadcast``: a numeric value and a u32 ``what``
+    (WGSL takes an i32 lane too, naga only u32)."""
 
     def rule(args: tuple[Type, ...]) -> Type:
         x, lane = args
-        if what == "u32" and lane != u32 or lane not in (u32, i32):
-            raise OpTypeError(f"expects a {' or '.join(what.split())} lane argument, got {lane}")
+        if lane != u32:
+            raise OpTypeError(f"expects a u32 {what}, got {lane}")
         if not isinstance(x, (Scalar, Vec)) or x.scalar.name == "bool":
             raise OpTypeError(f"expects a numeric scalar or vector, got {x}")
         return x
@@ -726,8 +726,8 @@ def _subgroup(spelling: str, arity: int, typing: Callable, **kw) -> OpInfo:
     return _builtin(spelling, arity, typing, _needs_grid, subgroup=True, **kw)
 
 
-_SG_NUMERIC = _subgroup_value("numeric", _IS_NUMERIC)
-_SG_INT = _subgroup_value("integer", _IS_INT)
+_SG_NUMERIC = _subgroup_value("a numeric", _IS_NUMERIC)
+_SG_INT = _subgroup_value("an integer", _IS_INT)
 TABLE.update(
     {
         Op.SUBGROUP_ADD: _subgroup("subgroupAdd", 1, _SG_NUMERIC, approximate=True),
@@ -750,17 +750,17 @@ TABLE.update(
             "subgroupInclusiveMul", 1, _SG_NUMERIC, approximate=True
         ),
         Op.SUBGROUP_BROADCAST: _subgroup(
-            "subgroupBroadcast", 2, _subgroup_lane("u32 i32"), operands=("T", u32)
+            "subgroupBroadcast", 2, _subgroup_lane("lane"), operands=("T", u32)
         ),
         Op.SUBGROUP_BROADCAST_FIRST: _subgroup("subgroupBroadcastFirst", 1, _SG_NUMERIC),
         Op.SUBGROUP_SHUFFLE: _subgroup(
-            "subgroupShuffle", 2, _subgroup_lane("u32 i32"), operands=("T", u32)
+            "subgroupShuffle", 2, _subgroup_lane("lane"), operands=("T", u32)
         ),
         Op.SUBGROUP_SHUFFLE_UP: _subgroup(
-            "subgroupShuffleUp", 2, _subgroup_lane("u32"), operands=("T", u32)
+            "subgroupShuffleUp", 2, _subgroup_lane("delta"), operands=("T", u32)
         ),
         Op.SUBGROUP_SHUFFLE_DOWN: _subgroup(
-            "subgroupShuffleDown", 2, _subgroup_lane("u32"), operands=("T", u32)
+            "subgroupShuffleDown", 2, _subgroup_lane("delta"), operands=("T", u32)
         ),
         Op.SUBGROUP_BALLOT: _subgroup(
             "subgroupBallot", 1, _subgroup_bool(Vec(4, u32)), operands=(bool_,), generic=False
@@ -777,7 +777,12 @@ TABLE.update(
 #: Subgroup builtins whose second argument WGSL requires to be uniform (a mask, a delta, the
 #: lane read by every invocation).
 SUBGROUP_UNIFORM_ARG = frozenset(
-    {Op.SUBGROUP_SHUFFLE_XOR, Op.SUBGROUP_SHUFFLE_UP, Op.SUBGROUP_SHUFFLE_DOWN, Op.SUBGROUP_BROADCAST}
+    {
+        Op.SUBGROUP_SHUFFLE_XOR,
+        Op.SUBGROUP_SHUFFLE_UP,
+        Op.SUBGROUP_SHUFFLE_DOWN,
+        Op.SUBGROUP_BROADCAST,
+    }
 )
 
 UNARY_OPS = frozenset(op for op, info in TABLE.items() if info.kind == "unary")
