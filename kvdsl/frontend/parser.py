@@ -48,7 +48,7 @@ from kvdsl.frontend.transform import (
 from kvdsl.frontend.typer import Typer
 from kvdsl.emit.wgsl import HOST_DATA
 from kvdsl.ir import tree as ir
-from kvdsl.ir.types import SCALARS, Array, RuntimeArray, Scalar, Struct, Vec, bool_
+from kvdsl.ir.types import SCALARS, Array, Atomic, RuntimeArray, Scalar, Struct, Vec, bool_
 from kvdsl.ir.features import uses_f16
 from kvdsl.ir.scope import Scope, Symbol, VerifyError, name_problem
 from kvdsl.ir.verify import Verifier, module_scope, verify
@@ -377,6 +377,13 @@ class _Assembler:
                 access = g.access or "read"
                 if access not in ("read", "read_write"):
                     raise self.err(f"storage access '{access}'", g.line, g.column)
+                if isinstance(g.ty.elem, Atomic) and access != "read_write":
+                    raise WgslTypeError(
+                        f"storage var '{g.name}' of {g.ty} is {access}: atomics in storage are "
+                        "read_write",
+                        self.filename,
+                        g.line,
+                    )
                 data = self.host_data(g)
                 numbered.append((slot, ir.Binding(g.name, g.ty.elem, access, data)))
                 self.decl_lines[g.name] = g.line

@@ -178,6 +178,13 @@ class Typer:
                 raise UnsupportedError("pointers (unary '&')", self.filename, line, column)
             case ir.ArrayLength():
                 return e
+            case ir.AtomicCall(fn, target, args):
+                target = self.expr(target, scope, None)
+                try:
+                    elem = self.checker.atomic_elem(target, scope, fn)
+                except VerifyError as err:
+                    raise self.error(str(err)) from None
+                return ir.AtomicCall(fn, target, tuple(self.expr(a, scope, elem) for a in args))
             case ir.Bitcast(ty, x):
                 return ir.Bitcast(ty, self.expr(x, scope, None))
             case ir.Index(base, i):
@@ -359,6 +366,8 @@ class Typer:
             case CallStmt(call):
                 typed = self.expr(call, scope, None)
                 return self.check(ir.CallStmt(typed), scope, ret, loop)
+            case ir.AtomicStmt(call):
+                return self.check(ir.AtomicStmt(self.expr(call, scope, None)), scope, ret, loop)
         return self.check(s, scope, ret, loop)
 
     def condition(self, cond: ir.Expr, scope: Scope) -> ir.Expr:

@@ -20,6 +20,7 @@ from kvdsl.interp.values import (
     COMPONENTS,
     ArrayValue,
     Mask,
+    StructValue,
     broadcast,
     convert,
     empty,
@@ -202,8 +203,12 @@ class Expressions:
                 return self.params[field]
             case ir.Member(ir.Name(name), comp) if len(comp) == 1 and self._is_builtin(name):
                 return self.grid.column(self.builtins[name], COMPONENTS.index(comp))
+            case ir.AtomicCall():
+                return self.atomic(e, m)
             case ir.Member(base, comps):
                 v = self.eval(base, m)
+                if type(v) is StructValue:
+                    return v[comps]
                 if len(comps) == 1:
                     return v[:, COMPONENTS.index(comps)]
                 return v[:, [COMPONENTS.index(c) for c in comps]]

@@ -30,6 +30,11 @@ class ArrayValue(list):
     """A fixed-size array value: one value per element, each ``[L]`` or ``[L, n]``."""
 
 
+class StructValue(dict):
+    """A struct value by field name (``atomicCompareExchangeWeak``'s ``old_value`` and
+    ``exchanged``), each field a value of its own."""
+
+
 # ---- the invocation grid ----------------------------------------------------------------------
 
 

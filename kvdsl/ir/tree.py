@@ -108,6 +108,36 @@ class ArrayLength:
     name: str
 
 
+#: WGSL's atomic builtins: the name after ``atomic`` and how many value arguments follow
+#: the pointer.
+ATOMIC_FUNCTIONS = {
+    "Load": 0,
+    "Store": 1,
+    "Add": 1,
+    "Sub": 1,
+    "Max": 1,
+    "Min": 1,
+    "And": 1,
+    "Or": 1,
+    "Xor": 1,
+    "Exchange": 1,
+    "CompareExchangeWeak": 2,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class AtomicCall:
+    """``atomicFn(&target, args...)`` (``fn`` one of :data:`ATOMIC_FUNCTIONS`, ``Add`` say):
+    ``target`` is an element of an ``array<atomic<T>>`` storage binding or workgroup array.
+    Its value is the element's value before the operation (``Load``: the value; ``Store``:
+    none, a statement only; ``CompareExchangeWeak``: the ``old_value`` / ``exchanged``
+    struct)."""
+
+    fn: str
+    target: Expr
+    args: tuple[Expr, ...]
+
+
 Expr = (
     Lit
     | Name
@@ -121,6 +151,7 @@ Expr = (
     | Index
     | Member
     | ArrayLength
+    | AtomicCall
 )
 
 # ---- statements -------------------------------------------------------------------------------
@@ -249,6 +280,14 @@ class Barrier:
     memory written before it is visible after it. Only in uniform control flow (see verify)."""
 
 
+@dataclass(frozen=True, slots=True)
+class AtomicStmt:
+    """An atomic builtin as a statement, its value (if any) discarded: ``atomicStore(&a[i],
+    v);``, ``atomicAdd(&count[0], 1u);``."""
+
+    call: AtomicCall
+
+
 Stmt = (
     Let
     | Var
@@ -265,6 +304,7 @@ Stmt = (
     | CallStmt
     | Switch
     | ConstAssert
+    | AtomicStmt
 )
 
 

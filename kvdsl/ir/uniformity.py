@@ -320,6 +320,11 @@ class _Analysis:
                     MAY_BE_NON_UNIFORM, label=f"{spelling}()'s result (another invocation's value)"
                 )
             return self.g.join(cf, *args)
+        if t is ir.AtomicCall:
+            self.value(e.target, cf)
+            for a in e.args:
+                self.value(a, cf)
+            return self.g.node(MAY_BE_NON_UNIFORM, label=f"atomic{e.fn}()'s result")
         if t is ir.FnCall:
             args = [self.value(a, cf) for a in e.args]
             tags = self.tags.get(e.name)
@@ -399,6 +404,9 @@ class _Analysis:
             self.require(cf, "workgroupBarrier()", "must be reached in uniform control flow")
             return cf
         if t is ir.CallStmt:
+            self.value(s.call, cf)
+            return cf
+        if t is ir.AtomicStmt:
             self.value(s.call, cf)
             return cf
         if t is ir.Switch:
