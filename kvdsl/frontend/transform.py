@@ -451,17 +451,7 @@ class ToIR(Transformer):
 
     @v_args(meta=True, inline=True)
     def call_stmt(self, meta: Meta, e: ir.Expr) -> CallStmt:
-        if isinstance(e, ir.AtomicCall):
-            if e.fn == "Load":  # @must_use, as the builtins that return a value
-                raise WgslSyntaxError(
-                    "the value of atomicLoad(...) is discarded: WGSL refuses a call statement "
-                    "of a builtin that returns a value (@must_use)",
-                    self.filename,
-                    meta.line,
-                    meta.column,
-                    "",
-                    (),
-                )
+        if isinstance(e, ir.AtomicCall):  # none is @must_use
             return self._at(ir.AtomicStmt(e), meta)
         if not isinstance(e, (ir.FnCall, ir.Call, RawCtor)):
             raise WgslSyntaxError(

@@ -134,8 +134,6 @@ class Verifier(ExprTyper):
             case ir.AtomicStmt(call):
                 if type(call) is not ir.AtomicCall:
                     raise VerifyError(f"{show(s)}: not an atomic builtin's call")
-                if call.fn == "Load":
-                    raise VerifyError(f"{show(s)}: atomicLoad's value is discarded (@must_use)")
                 self.atomic_type(call, scope)
             case ir.CallStmt(call):
                 if type(call) is not ir.FnCall:
