@@ -176,12 +176,11 @@ UNSUPPORTED = [
         "WGSL builtin 'textureSample'",
     ),
     (
-        kernel(
-            "", HEAD + "@group(0) @binding(1) var<storage, read_write> a: array<atomic<u32>>;\n"
-        ),
-        2,
-        57,
-        "type 'atomic<...>'",
+        kernel("", HEAD + "@group(0) @binding(1) var<storage, read_write> a: array<f32>;\n"
+               "var<workgroup> w: atomic<u32>;\n"),
+        3,
+        16,
+        "workgroup var 'w' of type atomic<u32> (only fixed-size arrays)",
     ),
     (kernel("  let p = &out;"), 4, 11, "pointers (unary '&')"),
     (kernel("  let x = *gid;"), 4, 11, "pointers (unary '*')"),
@@ -218,13 +217,13 @@ UNSUPPORTED = [
         kernel("", HEAD + "@group(0) @binding(1) var<storage, read> a: array<array<f32>>;\n"),
         2,
         45,
-        "array of array<f32>: only arrays of scalars and vectors",
+        "array of array<f32>: only arrays of scalars, vectors and atomics",
     ),
     (
         kernel("", HEAD + "var<workgroup> w: array<array<f32>, 4>;\n"),
         2,
         19,
-        "array of array<f32>: only arrays of scalars and vectors",
+        "array of array<f32>: only arrays of scalars, vectors and atomics",
     ),
 ]
 
