@@ -319,3 +319,35 @@ def test_kvdsl_refuses_what_wgsl_refuses(name):
 def test_the_compilers_refuse_every_refused_text():
     refused = refused_by_compilers({n: t for n, (t, _) in REFUSED.items()})
     assert set(refused) == set(REFUSED), sorted(set(REFUSED) - set(refused))
+
+
+FRESH = """@group(0) @binding(0) var<storage, read_write> out: array<u32>;
+var<workgroup> w: array<u32, 64>;
+var<workgroup> a: array<atomic<u32>, 64>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>,
+        @builtin(local_invocation_id) lid: vec3<u32>) {
+  out[gid.x * 2u] = w[lid.x];
+  out[gid.x * 2u + 1u] = atomicAdd(&a[lid.x], gid.x + 1u);
+  workgroupBarrier();
+  w[lid.x] = gid.x + 1u;
+}
+"""
+
+
+def test_each_workgroup_starts_with_zeroed_workgroup_memory(gpu):
+    """WGSL zeroes workgroup memory for each workgroup; the interpreter does. llvmpipe (under
+    wgpu-native) leaves a workgroup what the one before it on the thread left, atomics and
+    plain arrays alike (docs/deviations.md): kernels zero their workgroup atomics first."""
+    k = parse(FRESH)
+    bufs = {"out": np.full(512, 7, np.uint32)}
+    got = interp.run(k, bufs, {}, (4, 1, 1))["out"].reshape(4, 64, 2)
+    np.testing.assert_array_equal(got, 0)
+    ran = runtime.run(k, bufs, {}, (4, 1, 1))["out"].reshape(4, 64, 2)
+    if (gpu["implementation"], gpu["vendor"]) == ("wgpu-native", "llvmpipe"):
+        lid = np.arange(64)
+        assert (ran[0] == 0).all()
+        assert (ran[1, :, 0] == lid + 1).all() and (ran[1, :, 1] == lid + 1).all()
+    else:
+        np.testing.assert_array_equal(ran, 0)

@@ -176,8 +176,11 @@ UNSUPPORTED = [
         "WGSL builtin 'textureSample'",
     ),
     (
-        kernel("", HEAD + "@group(0) @binding(1) var<storage, read_write> a: array<f32>;\n"
-               "var<workgroup> w: atomic<u32>;\n"),
+        kernel(
+            "",
+            HEAD + "@group(0) @binding(1) var<storage, read_write> a: array<f32>;\n"
+            "var<workgroup> w: atomic<u32>;\n",
+        ),
         3,
         16,
         "workgroup var 'w' of type atomic<u32> (only fixed-size arrays)",
