@@ -277,3 +277,23 @@ def test_elect_is_the_first_active_lane_of_each_subgroup():
     got = interp.run(parse(text), {"out": np.zeros(128, np.uint32), "fo": np.zeros(1, np.float32)},
                      {}, (2, 1, 1), subgroup_size=16)["out"]  # fmt: skip
     np.testing.assert_array_equal(got, np.where(np.arange(128) % 16 == 0, 7, 5))
+
+
+def test_vector_operands_reduce_and_read_across_lane_by_lane():
+    text = """enable subgroups;
+@group(0) @binding(0) var<storage, read> x: array<vec2<f32>>;
+@group(0) @binding(1) var<storage, read_write> o: array<vec2<f32>>;
+@compute @workgroup_size(16)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  o[gid.x * 3u] = subgroupAdd(x[gid.x]);
+  o[gid.x * 3u + 1u] = subgroupExclusiveAdd(x[gid.x]);
+  o[gid.x * 3u + 2u] = subgroupShuffle(x[gid.x], 3u) + subgroupBroadcast(x[gid.x], 1u);
+}
+"""
+    x = np.random.default_rng(4).integers(-50, 50, 64).astype(np.float32)
+    bufs = {"x": x, "o": np.full(192, np.nan, np.float32)}
+    got = interp.run(parse(text), bufs, {}, (2, 1, 1), subgroup_size=8)["o"].reshape(4, 8, 3, 2)
+    xv = x.reshape(4, 8, 2)  # small integers: every sum exact in any order
+    np.testing.assert_array_equal(got[:, :, 0], np.broadcast_to(xv.sum(1, keepdims=True), xv.shape))
+    np.testing.assert_array_equal(got[:, :, 1], np.cumsum(xv, axis=1) - xv)
+    np.testing.assert_array_equal(got[:, :, 2], np.broadcast_to(xv[:, 3:4] + xv[:, 1:2], xv.shape))
