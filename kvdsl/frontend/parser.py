@@ -415,9 +415,9 @@ class _Assembler:
                 raise self.err(f"var<workgroup, {g.access}>", g.line, g.column)
             if g.has_init:
                 raise self.err(f"workgroup var '{g.name}' with an initialiser", g.line, g.column)
-            if not isinstance(g.ty, Array):
+            if not isinstance(g.ty, (Array, Atomic)):
                 raise self.err(
-                    f"workgroup var '{g.name}' of type {g.ty} (only fixed-size arrays)",
+                    f"workgroup var '{g.name}' of type {g.ty} (only fixed-size arrays and atomics)",
                     g.line,
                     g.column,
                 )

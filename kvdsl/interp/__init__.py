@@ -140,8 +140,9 @@ Subgroups
     does: down wraps around the subgroup, up gives the invocation its own value.
 
 Atomics
-    ``atomic<u32>`` / ``atomic<i32>`` elements (of a read_write binding or a workgroup array)
-    are read and written only by the atomic builtins. Statements run over all invocations at
+    ``atomic<u32>`` / ``atomic<i32>`` elements (of a read_write binding or a workgroup array,
+    or a ``var<workgroup>`` atomic of its own, an array of one to the machine) are read and
+    written only by the atomic builtins. Statements run over all invocations at
     once, so one statement's atomics are applied one at a time in invocation order (lane
     order; a kernel with atomics on a binding runs as one chunk, so over the whole dispatch),
     each invocation's result the element's value before its own operation: the values

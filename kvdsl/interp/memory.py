@@ -354,10 +354,12 @@ class Memory:
         its own operation (see *Atomics* in :mod:`kvdsl.interp`). Two atomics on one element
         never race; WGSL's types keep plain accesses off atomic elements."""
         target = e.target
-        if type(target) is not Index or type(target.base) is not Name:
+        if type(target) is Name:  # a var<workgroup> atomic: element 0 of an array of one
+            name, idx = target.name, np.zeros(1, np.uint32)
+        elif type(target) is Index and type(target.base) is Name:
+            name, idx = target.base.name, self.eval(target.index, m)
+        else:
             raise InterpError(f"not an atomic element: {target!r}{self.where()}")
-        name = target.base.name
-        idx = self.eval(target.index, m)
         vals = [self.eval(a, m) for a in e.args]
         active = self.grid.active(m)
         if len(active) == 0:

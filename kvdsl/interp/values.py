@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kvdsl.ir.tree import Binding, WorkgroupVar
-from kvdsl.ir.types import Scalar, Vec
+from kvdsl.ir.types import Atomic, Scalar, Vec
 
 Mask = np.ndarray | None
 COMPONENTS = "xyzw"
@@ -319,9 +319,10 @@ class SharedArray:
 
     def __init__(self, var: WorkgroupVar, groups: int, first: int) -> None:
         self.var = var
-        self.length = var.ty.n
+        scalar = isinstance(var.ty, Atomic)  # a var<workgroup> atomic: an array of one
+        self.length = 1 if scalar else var.ty.n
         self.first = first  # dispatch-wide index of the chunk's first workgroup
-        elem = var.ty.elem
+        elem = var.ty if scalar else var.ty.elem
         self.lanes = elem.n if isinstance(elem, Vec) else 1
         shape = (groups * self.length,) + ((elem.n,) if isinstance(elem, Vec) else ())
         self.data = np.zeros(shape, elem.scalar.dtype)

@@ -63,6 +63,11 @@ class ExprTyper(ConstEval):
             if kind == "binding":
                 raise VerifyError(f"binding '{name}' used without an index")
             if kind == "workgroup":
+                if type(sym.ty) is Atomic:
+                    raise VerifyError(
+                        f"workgroup var '{name}' of type {sym.ty} is read and written only "
+                        f"through the atomic builtins (atomicLoad(&{name}) ...), not as a plain value"
+                    )
                 raise VerifyError(f"workgroup var '{name}' used without an index")
             return sym.ty
         match e:
@@ -173,6 +178,8 @@ class ExprTyper(ConstEval):
                             self._plain_atomic(e, sym.ty.elem)
                         return sym.ty.elem
                     if sym is not None and sym.kind == "workgroup":
+                        if type(sym.ty) is Atomic:
+                            raise VerifyError(f"{show(e)}: cannot index {sym.ty} '{base.name}'")
                         if at is not None and at >= sym.ty.n:
                             self._index_out_of_range(e, at, sym.ty.n)
                         if type(sym.ty.elem) is Atomic:
@@ -274,6 +281,10 @@ class ExprTyper(ConstEval):
     def atomic_elem(self, target: ir.Expr, scope: Scope, fn: str) -> Scalar:
         """The scalar type (u32 or i32) of the atomic ``target`` names: an element of an
         ``array<atomic<T>>`` storage binding (read_write) or workgroup array."""
+        if type(target) is ir.Name:  # a var<workgroup> atomic of its own
+            sym = scope.lookup(target.name)
+            if sym is not None and sym.kind == "workgroup" and type(sym.ty) is Atomic:
+                return sym.ty.elem
         if type(target) is ir.Index and type(target.base) is ir.Name:
             sym = scope.lookup(target.base.name)
             if sym is not None and sym.kind in ("binding", "workgroup"):
@@ -298,7 +309,8 @@ class ExprTyper(ConstEval):
                     return elem.elem
         raise VerifyError(
             f"atomic{fn}(&{show(target)}): the pointer is not to an atomic<u32> or atomic<i32> "
-            "(an element of an array<atomic<T>> in storage or workgroup memory)"
+            "(an element of an array<atomic<T>> in storage or workgroup memory, or a "
+            "var<workgroup> atomic)"
         )
 
     def atomic_type(self, e: ir.AtomicCall, scope: Scope) -> Type | None:

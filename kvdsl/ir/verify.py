@@ -328,6 +328,12 @@ def module_scope(kernel: ir.Kernel, verifier: Verifier) -> Scope:
         scope.declare("params", Symbol(kernel.params, "params"), kernel.params)
     total = 0
     for w in kernel.workgroup_vars:
+        if isinstance(w, ir.WorkgroupVar) and isinstance(w.ty, Atomic):  # one atomic counter
+            if w.ty.elem not in (u32, i32):
+                raise VerifyError(f"workgroup var '{w.name}': {w.ty} is not atomic<u32> or i32")
+            total += 4
+            scope.declare(w.name, Symbol(w.ty, "workgroup"), w)
+            continue
         if not isinstance(w, ir.WorkgroupVar) or not isinstance(w.ty, Array):
             raise VerifyError(f"workgroup var {w!r} is not a WorkgroupVar of an array type")
         atomic = isinstance(w.ty.elem, Atomic) and w.ty.elem.elem in (u32, i32)
@@ -351,6 +357,8 @@ def module_scope(kernel: ir.Kernel, verifier: Verifier) -> Scope:
 
 def workgroup_bytes(ty: Array) -> int:
     """Bytes ``ty`` takes in workgroup memory (WGSL's array stride: vec3 elements take 16)."""
+    if isinstance(ty, Atomic):
+        return 4
     elem = ty.elem
     stride = elem.size if isinstance(elem, Scalar) else max(elem.size, elem.align)
     return stride * ty.n

@@ -244,6 +244,11 @@ TAKEN = {
         "  out[gid.x] = u32(atomicLoad(&w[gid.x % 4u]));",
         "var<workgroup> w: array<atomic<i32>, 4>;\n",
     ),
+    "workgroup_counter": _k(
+        "  let slot = atomicAdd(&count, 1u);\n  workgroupBarrier();\n"
+        "  out[slot] = atomicLoad(&count);",
+        "var<workgroup> count: atomic<u32>;\n",
+    ),
     "loop_of_compare_exchange": _k(
         "  loop {\n    let seen = atomicLoad(&c[0]);\n"
         "    let r = atomicCompareExchangeWeak(&c[0], seen, seen * 2u + 1u);\n"
@@ -301,6 +306,10 @@ REFUSED = {
         _k("  let r = atomicCompareExchangeWeak(&c[0], 1u, 2u);\n  out[1u] = r.old;"),
         "has no field 'old' (old_value, exchanged)",
     ),
+    "plain_load_of_a_workgroup_counter": (
+        _k("  out[gid.x] = count;", "var<workgroup> count: atomic<u32>;\n"),
+        "not as a plain value",
+    ),
     "exchange_without_a_value": (
         _k("  let r = atomicExchange(&c[0]);"),
         "atomicExchange takes 2 arguments",
@@ -351,3 +360,39 @@ def test_each_workgroup_starts_with_zeroed_workgroup_memory(gpu):
         assert (ran[1, :, 0] == lid + 1).all() and (ran[1, :, 1] == lid + 1).all()
     else:
         np.testing.assert_array_equal(ran, 0)
+
+
+def test_a_workgroup_counter_hands_out_slots_in_invocation_order(gpu):
+    text = (
+        "@group(0) @binding(0) var<storage, read_write> out: array<u32>;\n"
+        "var<workgroup> count: atomic<u32>;\n"
+        "@compute @workgroup_size(64)\n"
+        "fn main(@builtin(global_invocation_id) gid: vec3<u32>,\n"
+        "        @builtin(workgroup_id) wid: vec3<u32>) {\n"
+        "  atomicStore(&count, 0u);\n"
+        "  workgroupBarrier();\n"
+        "  if gid.x % 3u != 0u {\n"
+        "    let slot = atomicAdd(&count, 1u);\n"
+        "    out[wid.x * 64u + slot] = gid.x;\n"
+        "  }\n"
+        "  workgroupBarrier();\n"
+        "  if gid.x % 64u == 0u {\n"
+        "    out[256u + wid.x] = atomicLoad(&count);\n"
+        "  }\n"
+        "}\n"
+    )
+    k = parse(text)
+    assert parse(emit(k)) == k
+    bufs = {"out": np.full(260, 0xDEADBEEF, np.uint32)}
+    got = interp.run(k, bufs, {}, (4, 1, 1))["out"]
+    ids = np.arange(256).reshape(4, 64)
+    for g in range(4):
+        kept = ids[g][ids[g] % 3 != 0]
+        np.testing.assert_array_equal(got[g * 64 : g * 64 + len(kept)], kept)  # in order
+        assert (got[g * 64 + len(kept) : (g + 1) * 64] == 0xDEADBEEF).all()
+        assert got[256 + g] == len(kept)
+    ran = runtime.run(k, bufs, {}, (4, 1, 1))["out"]
+    for g in range(4):  # the GPU's slots are some order of the same invocations
+        n = int(got[256 + g])
+        assert ran[256 + g] == n
+        assert sorted(ran[g * 64 : g * 64 + n].tolist()) == got[g * 64 : g * 64 + n].tolist()

@@ -175,23 +175,13 @@ UNSUPPORTED = [
         11,
         "WGSL builtin 'textureSample'",
     ),
-    (
-        kernel(
-            "",
-            HEAD + "@group(0) @binding(1) var<storage, read_write> a: array<f32>;\n"
-            "var<workgroup> w: atomic<u32>;\n",
-        ),
-        3,
-        16,
-        "workgroup var 'w' of type atomic<u32> (only fixed-size arrays)",
-    ),
     (kernel("  let p = &out;"), 4, 11, "pointers (unary '&')"),
     (kernel("  let x = *gid;"), 4, 11, "pointers (unary '*')"),
     (
         kernel("", HEAD + "var<workgroup> tile: f32;\n"),
         2,
         16,
-        "workgroup var 'tile' of type f32 (only fixed-size arrays)",
+        "workgroup var 'tile' of type f32 (only fixed-size arrays and atomics)",
     ),
     (
         kernel("", HEAD + "var<private> g: u32;\n"),
