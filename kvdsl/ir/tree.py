@@ -389,7 +389,8 @@ class Binding:
 @dataclass(frozen=True, slots=True)
 class WorkgroupVar:
     """A module-scope ``var<workgroup> name: array<T, N>;``: memory shared by the invocations of
-    one workgroup (zero at the start of the dispatch), indexed one element at a time."""
+    one workgroup (zero at the start of the dispatch), indexed one element at a time; or
+    ``var<workgroup> name: atomic<u32>;`` (``ty`` an ``Atomic``), one atomic of its own."""
 
     name: str
     ty: Array
