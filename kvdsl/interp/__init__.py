@@ -118,7 +118,9 @@ Storage buffers
 
 Subgroups
     ``subgroup_size`` is ``run``'s ``subgroup_size`` (32 unless given), the same for every
-    invocation. A workgroup's subgroups are runs of that many consecutive local invocation
+    invocation; ``kvdsl run --subgroup-size N`` gives it, and with ``--backend both`` it is the
+    adapter's unless given (``kvdsl.runtime.subgroup_size()``: 8 on llvmpipe), so the two
+    backends' subgroups are the same invocations. A workgroup's subgroups are runs of that many consecutive local invocation
     indices; WGSL leaves the mapping to the implementation, and every GPU kvdsl runs on (NVIDIA,
     llvmpipe) lays a one-dimensional workgroup out this way, which kernels that shuffle across a
     row of invocations rely on. ``subgroupShuffleXor(x, mask)`` gives each invocation ``x`` of
