@@ -124,17 +124,28 @@ def test_subgroup_builtins_in_the_interpreter_are_what_numpy_says(size):
 
 def test_subgroup_builtins_in_the_interpreter_are_the_gpus(gpu):
     size = runtime.subgroup_size()
-    if size is None:
-        pytest.skip("the adapter has no subgroups")
+    assert size is not None, "the suite's adapters have subgroups (tests/helpers/features.py)"
     k = parse(KERNEL)
     bufs = _inputs()
     got = interp.run(k, bufs, {}, (N // 64, 1, 1), subgroup_size=size)
-    gpu_out = runtime.run(k, bufs, {}, (N // 64, 1, 1))
-    np.testing.assert_array_equal(gpu_out["outu"], got["outu"])
+    ran = runtime.run(k, bufs, {}, (N // 64, 1, 1))
+    f, u = ran["out"].reshape(N, 8), ran["outu"].reshape(N, 8)
+    gf, gu = got["out"].reshape(N, 8), got["outu"].reshape(N, 8)
+    # Shuffles past the subgroup's edge are indeterminate: the interpreter gives llvmpipe's.
+    lane = np.arange(N) % 64 % size
+    edge_down, edge_up = lane == size - 1, lane < 2
+    if (gpu["implementation"], gpu["vendor"]) == ("wgpu-native", "llvmpipe"):
+        edge_down[:], edge_up[:] = False, False  # docs/deviations.md: compared too
+    keep_u = np.ones((N, 8), bool)
+    keep_u[edge_up, 5] = False
+    np.testing.assert_array_equal(u[keep_u], gu[keep_u])
+    keep_f = np.ones((N, 8), bool)
+    keep_f[edge_down, 6] = False
     # Float sums: the interpreter adds in lane order; an adapter may add in another order.
-    np.testing.assert_allclose(gpu_out["out"], got["out"], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(f[keep_f], gf[keep_f], rtol=1e-5, atol=1e-5)
     want = numpy_subgroups(bufs, size)
     np.testing.assert_array_equal(got["out"], want["out"])
+    np.testing.assert_array_equal(got["outu"], want["outu"])
 
 
 SHORT = """enable subgroups;
