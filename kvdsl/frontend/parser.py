@@ -18,7 +18,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from lark import Lark
+from lark import Lark, Token
 from lark.exceptions import UnexpectedInput, VisitError
 
 from kvdsl.frontend import comments as comments_
@@ -31,6 +31,7 @@ from kvdsl.frontend.errors import (
     check_words,
     position,
     syntax_error,
+    template_lists,
 )
 from kvdsl.frontend.transform import (
     Attr,
@@ -48,10 +49,10 @@ from kvdsl.frontend.transform import (
 from kvdsl.frontend.typer import Typer
 from kvdsl.emit.wgsl import HOST_DATA
 from kvdsl.ir import tree as ir
-from kvdsl.ir.types import SCALARS, Array, Atomic, RuntimeArray, Scalar, Struct, Vec, bool_
+from kvdsl.ir.types import SCALARS, Array, Atomic, Ptr, RuntimeArray, Scalar, Struct, Vec, bool_
 from kvdsl.ir.features import uses_f16
 from kvdsl.ir.scope import Scope, Symbol, VerifyError, name_problem
-from kvdsl.ir.verify import Verifier, module_scope, verify
+from kvdsl.ir.verify import Verifier, check_pointer_type, module_scope, verify
 
 HOST = HOST_DATA[3:]  # the comment's text after '// '
 
@@ -71,9 +72,27 @@ class _WholeWords:
     contextual lexer read ``a - -b``."""
 
     always_accept = ("NAME", "_INCREMENT", "_DECREMENT")
+    #: Offsets of the ``>`` that close template lists in the text being parsed (WGSL's
+    #: template-list discovery): a ``>>`` token starting at one is two closers
+    #: (``ptr<function, array<f32, 4>>``), where an expression's state offered the shift.
+    closers: frozenset[int] = frozenset()
 
     def process(self, stream):
-        return stream
+        for tok in stream:
+            if tok.value == ">>" and tok.start_pos in self.closers:
+                for k in (0, 1):
+                    yield Token(
+                        "MORETHAN",
+                        ">",
+                        start_pos=tok.start_pos + k,
+                        line=tok.line,
+                        column=tok.column + k,
+                        end_line=tok.line,
+                        end_column=tok.column + k + 1,
+                        end_pos=tok.start_pos + k + 1,
+                    )
+            else:
+                yield tok
 
 
 @functools.cache
@@ -132,6 +151,7 @@ def parse_with_lines(
     check_words(code, filename)
     check_template_lists(code, filename)
     parser = wgsl_parser()
+    _WholeWords.closers = frozenset(gt for _, _, gt in template_lists(code))
     try:
         # The comments blanked: the grammar's comment terminals cannot nest block comments.
         tree = parser.parse(code)
@@ -415,6 +435,17 @@ class _Assembler:
                 raise self.err(f"var<workgroup, {g.access}>", g.line, g.column)
             if g.has_init:
                 raise self.err(f"workgroup var '{g.name}' with an initialiser", g.line, g.column)
+            if (
+                isinstance(g.ty, Array)
+                and isinstance(g.ty.elem, Array)
+                and isinstance(g.ty.elem.elem, Array)
+            ):
+                raise self.err(
+                    f"workgroup var '{g.name}' of type {g.ty} (arrays of scalars, vectors, or "
+                    "arrays of those; not three levels deep)",
+                    g.line,
+                    g.column,
+                )
             if not isinstance(g.ty, (Array, Atomic)):
                 raise self.err(
                     f"workgroup var '{g.name}' of type {g.ty} (only fixed-size arrays and atomics)",
@@ -538,10 +569,23 @@ class _Assembler:
         inner = Scope(scope)
         params = []
         for attrs, pname, pty in fn.params:
-            if attrs or not isinstance(pty, (Scalar, Vec)):
-                raise self.err(f"parameter {pname} of {fn.name}: scalars and vectors only", fn.line)
+            if attrs or not isinstance(pty, (Scalar, Vec, Ptr)):
+                raise self.err(
+                    f"parameter {pname} of {fn.name}: scalars, vectors and pointers only", fn.line
+                )
+            if isinstance(pty, Ptr):
+                try:
+                    check_pointer_type(f"parameter {pname} of {fn.name}", pty)
+                except VerifyError as err:
+                    raise WgslTypeError(str(err), self.filename, fn.line) from None
             self._declare(inner, pname, Symbol(pty, "param"), fn, f"parameter {pname}", fn.line)
             params.append((pname, pty))
+        if isinstance(fn.ret, Ptr):
+            raise WgslTypeError(
+                f"{fn.name} returns {fn.ret}: WGSL refuses a function returning a pointer",
+                self.filename,
+                fn.line,
+            )
         if fn.ret is not None and not isinstance(fn.ret, (Scalar, Vec)):
             raise self.err(f"{fn.name} returns {fn.ret} (scalars and vectors only)", fn.line)
         typer.line = fn.line

@@ -19,7 +19,20 @@ from kvdsl.frontend.errors import UnsupportedError, WgslSyntaxError, WgslTypeErr
 from kvdsl.ir import tree as ir
 from kvdsl.ir import ops
 from kvdsl.ir.ops import Op
-from kvdsl.ir.types import SCALARS, Array, RuntimeArray, Scalar, Vec, bool_, f16, f32, i32, u32
+from kvdsl.ir.types import (
+    POINTER_SPACES,
+    SCALARS,
+    Array,
+    Ptr,
+    RuntimeArray,
+    Scalar,
+    Vec,
+    bool_,
+    f16,
+    f32,
+    i32,
+    u32,
+)
 from kvdsl.ir.types import Atomic
 
 from kvdsl.frontend.records import (  # noqa: F401 (the parser and typer import them here)
@@ -429,7 +442,7 @@ class ToIR(Transformer):
             root = root.base
         if root == ir.Name("_"):
             raise self._err("phony assignment '_ = ...'", meta.line, meta.column)
-        if not isinstance(root, ir.Name):
+        if not isinstance(root, (ir.Name, ir.Deref)):
             raise self._err("assignment to something other than a variable", meta.line)
         return target
 
@@ -574,9 +587,8 @@ class ToIR(Transformer):
         # Only arrayLength(&binding) takes one (see call); anywhere else the typer refuses it.
         return RawAddress(x, meta.line, meta.column)
 
-    @v_args(meta=True, inline=True)
-    def deref(self, meta: Meta, x: ir.Expr) -> ir.Expr:
-        raise self._err("pointers (unary '*')", meta.line, meta.column)
+    def deref(self, x: ir.Expr) -> ir.Deref:
+        return ir.Deref(x)
 
     mul = _binary(Op.MUL)
     div = _binary(Op.DIV)
@@ -619,7 +631,52 @@ class ToIR(Transformer):
                     tok.line,
                 )
             return Atomic(args[0])
+        if str(tok) == "ptr":
+            return self._pointer_type(tok, args)
         raise self._err(f"type '{tok}<...>'", tok.line, tok.column)
+
+    def _pointer_type(self, tok: Token, args) -> Ptr:
+        """``ptr<space, T[, access]>``: the space and access are words (read as type names)."""
+        words = [a.name if isinstance(a, StructRef) else None for a in args]
+        if len(args) in (2, 3) and words[0] == "uniform":
+            raise self._err(
+                "ptr<uniform, ...> (pointers into uniform memory)", tok.line, tok.column
+            )
+        if len(args) in (2, 3) and words[0] in POINTER_SPACES and words[1] is not None:
+            raise self._err(f"ptr<{words[0]}, {words[1]}> (pointers to structs)", tok.line,
+                            tok.column)  # fmt: skip
+        if len(args) not in (2, 3) or words[0] is None or words[1] is not None:
+            raise WgslTypeError(
+                "ptr takes an address space, a type and, for storage, an access mode "
+                "(ptr<function, f32>, ptr<storage, array<u32>, read_write>)",
+                self.filename,
+                tok.line,
+                tok.column,
+            )
+        space, store = words[0], args[1]
+        if space not in POINTER_SPACES:
+            raise WgslTypeError(
+                f"ptr<{space}, ...>: the address space is one of {', '.join(POINTER_SPACES)}",
+                self.filename,
+                tok.line,
+                tok.column,
+            )
+        if len(args) == 3:
+            access = words[2]
+            if access not in ("read", "read_write") or space != "storage":
+                raise WgslTypeError(
+                    f"ptr<{space}, {store}, {access or args[2]}>: an access mode is given for "
+                    "storage only, read or read_write",
+                    self.filename,
+                    tok.line,
+                    tok.column,
+                )
+        else:
+            access = "read" if space == "storage" else "read_write"
+        if not isinstance(store, (Scalar, Vec, Array, RuntimeArray)):
+            raise self._err(f"ptr<{space}, {store}> (pointers to scalars, vectors, arrays)",
+                            tok.line, tok.column)  # fmt: skip
+        return Ptr(space, store, access)
 
     def vec_type(self, kw: Token, elem) -> Vec:
         if not isinstance(elem, Scalar):
@@ -635,6 +692,8 @@ class ToIR(Transformer):
         n = const_int(count, self.consts, (self.filename, meta.line, meta.column))
         if n <= 0:
             raise self._err(f"array size {n} is not positive", meta.line, meta.column)
+        if isinstance(elem, Array):
+            return Array(elem, n)  # nested: array<array<f32, 4>, 16>
         return Array(self._elem(elem, meta), n)
 
     def _elem(self, elem, meta: Meta):

@@ -98,6 +98,8 @@ def plan(s: ir.For, kernel: ir.Kernel, functions: dict[str, ir.Function]) -> Pla
     for x in ir.walk(s.body):
         if isinstance(x, (ir.For, ir.Loop, ir.Break, ir.Continue, ir.Return, ir.Barrier)):
             return None
+        if isinstance(x, (ir.AddressOf, ir.Deref)):  # memory reached through a pointer
+            return None
         if isinstance(x, ir.Call) and x.op in SUBGROUP_OPS:  # reads other invocations' lanes
             return None
         if isinstance(x, ir.AtomicCall):  # ordered by invocation, trip by trip
@@ -121,7 +123,7 @@ def plan(s: ir.For, kernel: ir.Kernel, functions: dict[str, ir.Function]) -> Pla
         for x in ir.walk(f.body):
             if isinstance(x, ir.Barrier) or isinstance(x, ir.Call) and x.op in SUBGROUP_OPS:
                 return None
-            if isinstance(x, ir.AtomicCall):
+            if isinstance(x, (ir.AddressOf, ir.Deref, ir.AtomicCall)):
                 return None
             if isinstance(x, ir.Assign) and _root(x.target) in bindings | shared:
                 return None

@@ -15,12 +15,12 @@ from kvdsl.ir.ops import Op
 from kvdsl.ir.types import Array
 from kvdsl.ir.show import show
 from kvdsl.interp.errors import InterpError
-from kvdsl.interp.scope import Frame, Slot
+from kvdsl.interp.memory import Flat, Row
+from kvdsl.interp.scope import Frame, Held, PtrValue, Slot
 from kvdsl.interp.values import (
     COMPONENTS,
     ArrayValue,
     Mask,
-    StructValue,
     broadcast,
     convert,
     empty,
@@ -133,7 +133,13 @@ class Expressions:
         return ok
 
     def _eval(self, e: ir.Expr, m: Mask):
+        if self._through and id(e) in self._through:
+            return self.through(e, m)
         match e:
+            case Held():
+                return e.value
+            case ir.AddressOf(x):
+                return PtrValue(*self.locate(x, m))
             case ir.Lit():
                 v = self.lits.get(e)
                 if v is None:
@@ -193,7 +199,11 @@ class Expressions:
                 return self.load(self.buffers[name], idx, m, want)
             case ir.Index() if self.shared and (ref := self.shared_ref(e)) is not None:
                 w, index, lane = ref  # one lane of a vector element reads only that lane's slot
+                if type(index) is Row:  # a whole row of an array of arrays
+                    return self.shared_value(w, self.row_start(w, index.row, m), m)
                 lanes = None if lane is None else self.eval(lane, m)
+                if type(index) is Flat:
+                    return self.shared_load(w, self.flat_index(w, index, m), m, lanes)
                 return self.shared_load(w, self.eval(index, m), m, lanes)
             case ir.Index(base, index):
                 container = self.eval(base, m)
@@ -207,12 +217,51 @@ class Expressions:
                 return self.atomic(e, m)
             case ir.Member(base, comps):
                 v = self.eval(base, m)
-                if type(v) is StructValue:
+                if type(v) is dict:  # a field of frexp's, modf's or a compare-exchange's result
                     return v[comps]
                 if len(comps) == 1:
                     return v[:, COMPONENTS.index(comps)]
                 return v[:, [COMPONENTS.index(c) for c in comps]]
         raise InterpError(f"not an expression: {e!r}{self.where()}")
+
+    # ---- pointers ------------------------------------------------------------------------
+    def locate(self, x: ir.Expr, m: Mask) -> tuple[ir.Expr, dict[str, Slot]]:
+        """The access chain of the memory ``x`` names, its indices evaluated (:class:`Held`),
+        and the slots its root stands for (see :class:`PtrValue`)."""
+        match x:
+            case ir.Name(name):
+                if (name in self.buffers or name in self.shared) and not self._shadowed(name):
+                    return x, {}
+                self._pointer_ids += 1
+                hidden = f"\0{name}#{self._pointer_ids}"  # no WGSL name has a NUL
+                return ir.Name(hidden), {hidden: self.lookup(name)}
+            case ir.Deref(p):
+                ptr = self.eval(p, m)
+                return ptr.chain, ptr.hidden
+            case ir.Index(base, index):
+                chain, hidden = self.locate(base, m)
+                return ir.Index(chain, Held(self.eval(index, m))), hidden
+            case ir.Member(base, name):
+                chain, hidden = self.locate(base, m)
+                return ir.Member(chain, name), hidden
+        raise InterpError(f"&{show(x)}: not memory{self.where()}")
+
+    def at(self, hidden: dict[str, Slot], run):
+        """``run()`` with only the module's names and ``hidden`` in sight: a pointer's chain
+        means the memory it was taken of, whatever the current scope declares."""
+        saved = self.scopes
+        self.scopes = [self.module, hidden]
+        try:
+            return run()
+        finally:
+            self.scopes = saved
+
+    def through(self, e: ir.Expr, m: Mask):
+        """The value of ``*p``, ``(*p)[i]`` or ``(*p).x``: the chain read where it points."""
+        chain, hidden = self.locate(e, m)
+        if type(chain) is ir.Name and chain.name in self.shared:  # a whole workgroup array
+            return self.shared_value(self.shared[chain.name], None, m)
+        return self.at(hidden, lambda: self.eval(chain, m))
 
     def element(self, container, idx: np.ndarray, m: Mask, base: ir.Expr):
         """Element ``idx`` of an array or vector value."""
@@ -222,6 +271,13 @@ class Expressions:
             i = int(idx[0])
             return container[i] if isinstance(container, ArrayValue) else container[:, i]
         safe = np.clip(idx, 0, length - 1).astype(np.intp)
+        if isinstance(container, ArrayValue) and type(container[0]) is ArrayValue:
+            # an array of arrays: each inner position gathered across the outer elements
+            inner = len(container[0])
+            return ArrayValue(
+                self.element(ArrayValue(x[k] for x in container), idx, m, base)
+                for k in range(inner)
+            )
         if isinstance(container, ArrayValue):
             lanes = max(max(x.shape[0] for x in container), self.n)
             stacked = np.stack([broadcast(x, lanes) for x in container])
@@ -420,6 +476,8 @@ class Expressions:
         return ops.TABLE[op].impl(*args)
 
     def construct(self, ty, parts: list):
+        if not parts:
+            return self.zero(ty)  # vec4<f32>(), array<u32, 8>(): WGSL's zero value
         if isinstance(ty, Array):
             return ArrayValue(parts)
         lanes = max(p.shape[0] for p in parts)

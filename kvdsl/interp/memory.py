@@ -13,8 +13,8 @@ from kvdsl.interp.batch import Fallback
 from kvdsl.interp.errors import InterpError, OutOfBounds, RaceError, UninitializedRead
 from kvdsl.ir.tree import AtomicCall, Expr, Index, Name
 from kvdsl.interp.values import (
+    ArrayValue,
     Mask,
-    StructValue,
     SharedArray,
     Storage,
     affine,
@@ -23,6 +23,24 @@ from kvdsl.interp.values import (
     is_uniform,
     strided,
 )
+
+
+class Flat:
+    """The index of element ``[row][col]`` of a workgroup array of arrays (held flat)."""
+
+    __slots__ = ("row", "col")
+
+    def __init__(self, row: Expr, col: Expr) -> None:
+        self.row, self.col = row, col
+
+
+class Row:
+    """The index of row ``[row]`` of a workgroup array of arrays, taken whole."""
+
+    __slots__ = ("row",)
+
+    def __init__(self, row: Expr) -> None:
+        self.row = row
 
 
 class Strided:
@@ -234,18 +252,73 @@ class Memory:
         slots = (flat[:, None] * n + np.arange(n)).reshape(-1)
         return active, flat, slots, np.repeat(ids, n)
 
-    def shared_ref(self, e: Expr) -> tuple[SharedArray, Expr, Expr | None] | None:
+    def shared_ref(self, e: Expr) -> tuple[SharedArray, object, Expr | None] | None:
         """``(w, index, lane)`` when ``e`` is ``w[index]`` or ``w[index][lane]`` of a workgroup
-        array in sight (``lane`` None for the whole element), else None."""
+        array in sight (``lane`` None for the whole element), else None. Of an array of arrays
+        ``w[r][c]`` (``[lane]``) has the index :class:`Flat` ``(r, c)``, and a whole row
+        ``w[r]`` the index :class:`Row` ``(r)``."""
+        row = None
         match e:
             case Index(Name(name), index):
                 lane = None
             case Index(Index(Name(name), index), lane):
                 pass
+            case Index(Index(Index(Name(name), row), index), lane):
+                pass
             case _:
                 return None
         w = self.shared.get(name)
-        return None if w is None or self._shadowed(name) else (w, index, lane)
+        if w is None or self._shadowed(name):
+            return None
+        if w.inner is None:
+            return None if row is not None else (w, index, lane)
+        if row is not None:
+            return w, Flat(row, index), lane
+        if lane is None:
+            return w, Row(index), None
+        return w, Flat(index, lane), None
+
+    def flat_index(self, w: SharedArray, f: Flat, m: Mask) -> np.ndarray:
+        """The flat element index of ``w[f.row][f.col]``, each level bounds-checked."""
+        r, c = self.eval(f.row, m), self.eval(f.col, m)
+        self._oob(w.var.name, r, w.var.ty.n, m)
+        self._oob(f"{w.var.name}[]", c, w.inner, m)
+        return r.astype(np.uint32) * np.uint32(w.inner) + c.astype(np.uint32)
+
+    def row_start(self, w: SharedArray, r: Expr, m: Mask) -> np.ndarray:
+        """The flat index of row ``r``'s first element, ``r`` bounds-checked."""
+        i = self.eval(r, m)
+        self._oob(w.var.name, i, w.var.ty.n, m)
+        return i.astype(np.uint32) * np.uint32(w.inner)
+
+    def shared_value(self, w: SharedArray, start: np.ndarray | None, m: Mask):
+        """A whole row (from ``start``) of an array of arrays, or (``start`` None) the whole
+        array, as an array value."""
+        if start is None:
+            if w.inner is None:
+                n = w.length
+                return ArrayValue(
+                    self.shared_load(w, np.array([k], np.uint32), m) for k in range(n)
+                )
+            rows = range(w.var.ty.n)
+            return ArrayValue(
+                self.shared_value(w, np.array([r * w.inner], np.uint32), m) for r in rows
+            )
+        return ArrayValue(self.shared_load(w, start + np.uint32(k), m) for k in range(w.inner))
+
+    def shared_put(self, w: SharedArray, start: np.ndarray | None, v, m: Mask) -> None:
+        """:meth:`shared_value` in reverse: a row, or the whole array, stored element by
+        element."""
+        if start is None:
+            if w.inner is None:
+                for k, x in enumerate(v):
+                    self.shared_store(w, np.array([k], np.uint32), x, m, None)
+                return
+            for r, row in enumerate(v):
+                self.shared_put(w, np.array([r * w.inner], np.uint32), row, m)
+            return
+        for k, x in enumerate(v):
+            self.shared_store(w, start + np.uint32(k), x, m, None)
 
     def _shared_race(self, w: SharedArray, slot: int, first: str, second: str) -> None:
         raise RaceError(
@@ -388,7 +461,7 @@ class Memory:
         flags = exchanged if len(active) == self.n else np.zeros(self.n, bool)
         if flags is not exchanged:
             flags[active] = exchanged
-        return StructValue(old_value=full, exchanged=flags)
+        return {"old_value": full, "exchanged": flags}  # the result struct, by field
 
 
 def _atomic_sequence(fn: str, data: np.ndarray, pos: np.ndarray, args: list[np.ndarray]):

@@ -21,7 +21,7 @@ from typing import Callable
 import numpy as np
 
 from kvdsl.ir import library as lib
-from kvdsl.ir.types import Scalar, Type, Vec, bool_, f32, i32, u32
+from kvdsl.ir.types import Scalar, Type, Vec, bool_, f32, i32, result_struct, u32
 
 # Precedence levels, tightest first.
 PRIMARY, UNARY, MUL, ADD, SHIFT, REL, BIT, LOGIC = range(8)
@@ -147,6 +147,9 @@ class Op(enum.Enum):
     SUBGROUP_ALL = "subgroupAll"
     SUBGROUP_ANY = "subgroupAny"
     SUBGROUP_ELECT = "subgroupElect"
+    # Builtins whose result is a struct (its fields read with ``.``).
+    FREXP = "frexp"
+    MODF = "modf"
 
 
 @dataclass(frozen=True, slots=True)
@@ -359,6 +362,15 @@ def _insert(args: tuple[Type, ...]) -> Type:
     if args[2:] != (u32, u32):
         raise OpTypeError(f"offset and count must be u32, got {args[2]} and {args[3]}")
     return t
+
+
+def _result_of(builtin: str) -> Callable[[tuple[Type, ...]], Type]:
+    """``frexp`` and ``modf``: a float scalar or vector in, its result struct out."""
+
+    def rule(args: tuple[Type, ...]) -> Type:
+        return result_struct(builtin, _float(args))
+
+    return rule
 
 
 # ---- numpy implementations with WGSL semantics ------------------------------------------------
@@ -719,6 +731,8 @@ TABLE: dict[Op, OpInfo] = {
     Op.UNPACK2X16UNORM: _builtin(
         "unpack2x16unorm", 1, _fixed((u32,), _V2F), lib.unpack2x16unorm, True, operands=(u32,)
     ),
+    Op.FREXP: _builtin("frexp", 1, _result_of("frexp"), lib.frexp, generic=False),
+    Op.MODF: _builtin("modf", 1, _result_of("modf"), lib.modf, generic=False),
 }
 
 

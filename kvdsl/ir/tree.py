@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import MISSING, dataclass, field, fields
 
 from kvdsl.ir.ops import Op
-from kvdsl.ir.types import Array, Scalar, Struct, Vec, u32, vec3u
+from kvdsl.ir.types import Array, Ptr, Scalar, Struct, Vec, u32, vec3u
 
 # ---- expressions ------------------------------------------------------------------------------
 
@@ -138,6 +138,22 @@ class AtomicCall:
     args: tuple[Expr, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class AddressOf:
+    """``&x``: a pointer to the memory ``x`` names (a ``var``, a binding, a workgroup array, an
+    element of one, or ``*p``). Its indices are evaluated here, once."""
+
+    x: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class Deref:
+    """``*p``: the memory pointer ``p`` points at, read as a value or assigned to; ``(*p)[i]``
+    and ``(*p).x`` reach into it."""
+
+    x: Expr
+
+
 Expr = (
     Lit
     | Name
@@ -152,6 +168,8 @@ Expr = (
     | Member
     | ArrayLength
     | AtomicCall
+    | AddressOf
+    | Deref
 )
 
 # ---- statements -------------------------------------------------------------------------------
@@ -355,7 +373,7 @@ class Function:
     """A helper ``fn name(params) -> ret { body }``."""
 
     name: str
-    params: tuple[tuple[str, Scalar | Vec], ...]
+    params: tuple[tuple[str, Scalar | Vec | Ptr], ...]
     ret: Scalar | Vec | None
     body: tuple[Stmt, ...]
 

@@ -140,9 +140,10 @@ class Atomic:
 
 @dataclass(frozen=True, slots=True)
 class Array:
-    """A fixed-size ``array<T, N>`` (function-scope ``var`` arrays)."""
+    """A fixed-size ``array<T, N>`` (function-scope ``var`` arrays, workgroup arrays); ``T`` a
+    scalar, a vector or, in function memory, another fixed-size array."""
 
-    elem: Scalar | Vec
+    elem: Scalar | Vec | Array
     n: int
 
     def __str__(self) -> str:
@@ -174,9 +175,6 @@ class Struct:
         return dict(self.fields).get(name)
 
 
-Type = Scalar | Vec | Atomic | Array | RuntimeArray | Struct
-
-
 def atomic(elem: Scalar) -> Atomic:
     """``atomic<elem>`` for ``u32`` or ``i32`` (WGSL has no other atomic type)."""
     if elem not in (u32, i32):
@@ -189,6 +187,46 @@ def compare_exchange_result(elem: Scalar) -> Struct:
     return Struct(
         f"__atomic_compare_exchange_result_{elem}", (("old_value", elem), ("exchanged", bool_))
     )
+
+
+def result_struct(builtin: str, ty: Scalar | Vec) -> Struct:
+    """The struct ``frexp`` or ``modf`` returns for a float scalar or vector ``ty``: WGSL's
+    ``__frexp_result_f32`` (``fract: f32, exp: i32``), ``__modf_result_vec4_f32`` (``fract``,
+    ``whole``) ..., which a kernel cannot name, only bind with ``let`` and read fields of."""
+    shape = "" if isinstance(ty, Scalar) else f"vec{ty.n}_"
+    if builtin == "frexp":
+        exp = i32 if isinstance(ty, Scalar) else Vec(ty.n, i32)
+        return Struct(f"__frexp_result_{shape}{ty.scalar}", (("fract", ty), ("exp", exp)))
+    return Struct(f"__modf_result_{shape}{ty.scalar}", (("fract", ty), ("whole", ty)))
+
+
+def is_result_struct(ty: object) -> bool:
+    """Whether ``ty`` is one of :func:`result_struct`'s (named by WGSL, not by a kernel)."""
+    return isinstance(ty, Struct) and ty.name.startswith(("__frexp_result_", "__modf_result_"))
+
+
+#: WGSL's address spaces a pointer may name, and the access mode each has: ``function``,
+#: ``private`` and ``workgroup`` memory is read_write; ``storage`` is ``read`` or ``read_write``.
+POINTER_SPACES = ("function", "private", "workgroup", "storage")
+
+
+@dataclass(frozen=True, slots=True)
+class Ptr:
+    """``ptr<space, T[, access]>``: the type of a pointer, the value of ``&x``. Only a ``let``
+    and a helper's parameter hold one; ``*p`` is the memory it points at. The access mode is
+    spelled only for ``storage`` (the others are always ``read_write``)."""
+
+    space: str
+    store: Scalar | Vec | Array | RuntimeArray
+    access: str = "read_write"
+
+    def __str__(self) -> str:
+        if self.space == "storage":
+            return f"ptr<storage, {self.store}, {self.access}>"
+        return f"ptr<{self.space}, {self.store}>"
+
+
+Type = Scalar | Vec | Atomic | Array | RuntimeArray | Struct | Ptr
 
 
 def bitcastable(ty: object) -> bool:

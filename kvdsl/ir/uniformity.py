@@ -325,8 +325,24 @@ class _Analysis:
             for a in e.args:
                 self.value(a, cf)
             return self.g.node(MAY_BE_NON_UNIFORM, label=f"atomic{e.fn}()'s result")
+        if t is ir.Deref:
+            # What a pointer points at is not tracked: taken as non-uniform (a barrier under a
+            # condition on it is refused, which may refuse what Tint's finer analysis takes).
+            self.value(e.x, cf)
+            return self.g.node(MAY_BE_NON_UNIFORM, label="a value read through a pointer")
+        if t is ir.AddressOf:
+            return self.address(e.x, cf)
         if t is ir.FnCall:
             args = [self.value(a, cf) for a in e.args]
+            for a in e.args:  # a var passed by pointer may come back holding anything
+                root = a.x if type(a) is ir.AddressOf else None
+                while type(root) is ir.Index or type(root) is ir.Member:
+                    root = root.base
+                slot = self.env.get(root.name) if type(root) is ir.Name else None
+                if type(slot) is _VarSlot:
+                    slot.node = self.g.node(
+                        MAY_BE_NON_UNIFORM, label=f"'{slot.name}' (written through a pointer)"
+                    )
             tags = self.tags.get(e.name)
             if tags is None:  # not declared: the verifier names it
                 return self.g.join(cf, *args)
@@ -347,6 +363,17 @@ class _Analysis:
                     )
                 )
             return self.g.join(cf, *deps)
+        return cf
+
+    def address(self, x: ir.Expr, cf: int) -> int:
+        """The uniformity of the pointer ``&x``: of the indices that pick its element."""
+        t = type(x)
+        if t is ir.Index:
+            return self.g.join(self.address(x.base, cf), self.value(x.index, cf))
+        if t is ir.Member:
+            return self.address(x.base, cf)
+        if t is ir.Deref:
+            return self.value(x.x, cf)
         return cf
 
     # -- statements: (CF, s) => CF' --

@@ -186,6 +186,13 @@ def _matvec_np(b, p):
     return {"y": w @ b["x"].astype(np.float64)}
 
 
+def _matvec_rows(rng):
+    rows, cols = 22, 300  # a last workgroup of two rows, a last tile of 44 columns
+    w = rng.standard_normal(rows * cols).astype(F32)
+    x = rng.standard_normal(cols).astype(F32)
+    return {"w": w, "x": x, "y": _poison(rows)}, {"rows": rows, "cols": cols}, (6, 1, 1)
+
+
 HEADS, D, SEQ, CHUNK = 3, 64, 150, 64
 
 
@@ -330,6 +337,7 @@ CASES = [
     Case("q4_0_dequantize", _q4_dequant, _q4_dequant_np),
     Case("row_scatter", _scatter, _scatter_np),
     Case("matvec", _matvec, _matvec_np, 1e-4),
+    Case("matvec_rows", _matvec_rows, _matvec_np, 1e-4),
     Case("flash_decode", _flash_decode, _flash_decode_np, 1e-4),
     Case("flash_combine", _flash_combine, _flash_combine_np, 1e-4),
     Case("activation", _activation, _activation_np, 1e-5),
