@@ -137,6 +137,7 @@ def render(s: ir.Stmt | None) -> str:
             | ir.Continue()
             | ir.Barrier()
             | ir.CallStmt()
+            | ir.AtomicStmt()
         ):
             return inline(s)
         case _:
@@ -339,6 +340,9 @@ class Machine(Scopes, Expressions, Memory):
                 return m
             case ir.CallStmt(call):
                 self.eval(call, m)
+                return m
+            case ir.AtomicStmt(call):
+                self.atomic(call, m)
                 return m
             case ir.Switch():
                 return self.switch(s, m)
