@@ -359,6 +359,7 @@ def test_each_workgroup_starts_with_zeroed_workgroup_memory(gpu):
         pytest.xfail("llvmpipe leaves workgroup memory as the dispatch before left it")
     np.testing.assert_array_equal(ran, 0)
 
+
 def test_a_workgroup_counter_hands_out_slots_in_invocation_order(gpu):
     text = (
         "@group(0) @binding(0) var<storage, read_write> out: array<u32>;\n"
