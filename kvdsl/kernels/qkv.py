@@ -74,7 +74,13 @@ from kvdsl.kernels.config import (
     rotary_pairs,
     times,
 )
-from kvdsl.kernels.dense import QUANTISE_WORKGROUP, DenseFormat, ScalePlace, require_format
+from kvdsl.kernels.dense import (
+    QUANTISE_WORKGROUP,
+    DenseFormat,
+    DenseWalk,
+    ScalePlace,
+    require_format,
+)
 from kvdsl.nodes import formats, walks, words
 from kvdsl.nodes.formats import Format
 from kvdsl.nodes.quantise import Quantiser, row_lanes
@@ -114,11 +120,20 @@ class QkvConfig(CacheConfig):
     # A dense format of the cache (kvdsl.nodes.formats); None: present_type's f32 or f16 rows.
     format: DenseFormat | None = Slot(None, DenseFormat)
     scales: ScalePlace = choice(ScalePlace.INLINE)
+    # With a format: the quantiser's walk (dense_append's, and its default per format), the Q,
+    # K and V rows each in invocations of their own (split) or a K row and its V row together,
+    # and at most ``run`` vectors a lane (None: the longest run).
+    walk: DenseWalk | None = Slot(None, DenseWalk, derive=lambda cfg: cfg.default_walk())
+    split: bool = True
+    run: int | None = None
+    # With a format and rotary whose pairs are not in one lane: each vector's partner loaded
+    # again from the input (true) or staged in workgroup memory (false) after a barrier.
+    pair_loads: bool = False
     mode = "qkv"
     KEYS = (  # fmt: skip
         "q_heads", "kv_heads", "head_dim", "q_norm", "k_norm", "rotary", "rotary_half", "eps",
         "bias", "input_type", "present_type", "q_type", "q_layout", "format", "scales",
-        "workgroup_size", "fold",
+        "walk", "split", "run", "pair_loads", "workgroup_size", "fold",
     )
 
     def check_fields(self) -> None:
@@ -160,12 +175,34 @@ class QkvConfig(CacheConfig):
         one_of("q_type", self.q_type, FLOATS)
         one_of("q_layout", self.q_layout, QLayout)
         one_of("scales", self.scales, ScalePlace)
+        flag("split", self.split)
+        flag("pair_loads", self.pair_loads)
         if self.format is None:
             require(
                 self.scales is ScalePlace.INLINE,
                 "scales",
                 self.scales.value,
                 "'inline' (unset) without a format: an f32 or f16 cache has no scales",
+            )
+            for key in ("walk", "run"):
+                value = getattr(self, key)
+                require(
+                    value is None,
+                    key,
+                    value,
+                    "unset (None) without a format: the f32 and f16 walk holds pairs of vectors",
+                )
+            require(
+                self.split,
+                "split",
+                self.split,
+                "true (unset) without a format: the f32 and f16 walk holds each head's row alone",
+            )
+            require(
+                not self.pair_loads,
+                "pair_loads",
+                self.pair_loads,
+                "false (unset) without a format: the f32 and f16 walk holds each pair whole",
             )
             return
         one_of("format", self.format, DenseFormat)
@@ -177,6 +214,19 @@ class QkvConfig(CacheConfig):
             f"'f32' (unset) with format {fmt.name!r}: the cache holds the format's u32 words",
         )
         require_format(fmt, self.scales, self.head_dim)
+        one_of("walk", self.walk, DenseWalk)
+        require(
+            self.run is None or (type(self.run) is int and self.run in (1, 2, 4, 8)),
+            "run",
+            self.run,
+            "None (the longest run) or 1, 2, 4 or 8 vectors a lane",
+        )
+        require(
+            not (fmt.ggml and self.walk is DenseWalk.STRIDED),
+            "walk",
+            self.walk.value,
+            f"'runs' or 'staged' for {fmt.name} (a ggml lane holds one whole block)",
+        )
         require(
             self.rotary_half is None,
             "rotary_half",
@@ -192,6 +242,17 @@ class QkvConfig(CacheConfig):
             "'inline' with a norm, rotary and the bias (side scales would make 9 storage"
             " buffers, past WebGPU's default 8)",
         )
+
+    def default_walk(self) -> DenseWalk | None:
+        """The walk of a config with a format that leaves it unset: ``dense_append``'s rule
+        (:meth:`kvdsl.kernels.dense.DenseAppendConfig.default_walk`); None without a format."""
+        if self.fmt is None:
+            return None
+        if self.fmt.ggml or (self.inline and self.fmt.bits == 8):
+            return DenseWalk.STAGED
+        if not self.inline or (self.rotary and Quantiser.pairs_fit(self.fmt, self.head_dim)):
+            return DenseWalk.RUNS
+        return DenseWalk.STRIDED
 
     @property
     def fmt(self) -> Format | None:
@@ -228,8 +289,8 @@ class QkvConfig(CacheConfig):
     @property
     def rows(self) -> int:
         """Rows the dispatch walks per token: every head of the input, or with a dense
-        ``format`` the Q heads and the (K, V) pairs of heads."""
-        return self.heads if self.format is None else self.q_heads + self.kv_heads
+        ``format`` not ``split`` the Q heads and the (K, V) pairs of heads."""
+        return self.heads if self.split else self.q_heads + self.kv_heads
 
     @property
     def pairs(self) -> int:
@@ -253,7 +314,7 @@ class QkvConfig(CacheConfig):
 
     def default_workgroup_size(self) -> int:
         if self.format is not None:
-            lanes = row_lanes(self.fmt, self.head_dim)
+            lanes = row_lanes(self.fmt, self.head_dim, self.run or 0)
             return QUANTISE_WORKGROUP - QUANTISE_WORKGROUP % lanes or lanes
         if not self.norm:
             return WORKGROUP
@@ -264,17 +325,26 @@ class QkvConfig(CacheConfig):
         """The dense quantiser of a ``format`` (None: f32 or f16 rows)."""
         if self.fmt is None:
             return None
-        return Quantiser(self.fmt, self.inline, self.head_dim, self.workgroup_size)
+        strided = self.walk is DenseWalk.STRIDED
+        run = self.run or 0
+        paired = self.rotary and not strided and Quantiser.pairs_fit(self.fmt, self.head_dim, run)
+        staged = self.walk is DenseWalk.STAGED
+        return Quantiser(
+            self.fmt, self.inline, self.head_dim, self.workgroup_size, staged, strided,
+            self.split, paired, run,
+        )  # fmt: skip
 
     def workgroup_bytes(self) -> int:
         """The workgroup memory the kernel declares: the norm's partials (``wsum``); with a
-        format, the quantiser's and the staged row (rotary: every lane's vectors)."""
+        format, the quantiser's and the staged row (rotary whose pairs are not in one lane:
+        every lane's vectors)."""
         wg = self.workgroup_size
         out = 4 * wg if self.norm else 0
         q = self.quantiser
         if q is None:
             return out
-        return out + q.workgroup_bytes() + (16 * wg * q.vectors if self.rotary else 0)
+        staged = self.rotary and not q.paired and not self.pair_loads
+        return out + q.workgroup_bytes() + (16 * wg * q.vectors if staged else 0)
 
     def check_schedule(self) -> None:
         require(
@@ -285,7 +355,7 @@ class QkvConfig(CacheConfig):
             f" WebGPU's default {MAX_WORKGROUP_BYTES}",
         )
         if self.format is not None:
-            lanes = row_lanes(self.fmt, self.head_dim)
+            lanes = row_lanes(self.fmt, self.head_dim, self.run or 0)
             require(
                 self.workgroup_size % lanes == 0,
                 "workgroup_size",

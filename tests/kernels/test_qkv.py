@@ -55,6 +55,20 @@ CONFIGS = {
     "int4_plain": QkvConfig(2, 16, q_heads=2, format="int4"),
     # rows of 6 vectors: the norm's partials in one scalar chain beside the quantiser's
     "int8_knorm_d24": QkvConfig(1, 24, q_heads=2, k_norm=True, format="int8"),
+    # the quantiser's other walks: strided with the partners loaded again, a ggml row's
+    # partners loaded again, K and V rows together in runs and staged
+    "int8_strided_pair_loads": QkvConfig(
+        2, 32, q_heads=4, k_norm=True, rotary=True, format="int8", walk="strided", pair_loads=True
+    ),
+    "q4_0_pair_loads_bias": QkvConfig(
+        1, 64, q_heads=2, k_norm=True, bias=True, rotary=True, format="q4_0", pair_loads=True
+    ),
+    "q8_0_unsplit_runs": QkvConfig(
+        1, 32, q_heads=4, q_norm=True, rotary=True, format="q8_0", split=False, walk="runs"
+    ),
+    "int4_unsplit_staged": QkvConfig(
+        2, 32, q_heads=8, rotary=True, format="int4", walk="staged", split=False
+    ),
 }
 
 
@@ -103,7 +117,9 @@ def _bits(a: np.ndarray) -> np.ndarray:
 @pytest.mark.parametrize(
     "name",
     sorted(CATALOG)
-    + ["gqa4_knorm", "partial", "f16_q_bsh", "int4_asym_side_knorm", "q8_0_qnorm_bias"],
+    + ["gqa4_knorm", "partial", "f16_q_bsh", "int4_asym_side_knorm", "q8_0_qnorm_bias"]
+    + ["int8_strided_pair_loads", "q4_0_pair_loads_bias", "q8_0_unsplit_runs"]
+    + ["int4_unsplit_staged"],
 )
 def test_fused_equals_the_unfused_chain(name, backend, gpu):
     """The second oracle: the fused kernel's Q and cache equal, bit for bit, what kvdsl's own
@@ -285,6 +301,13 @@ def test_workgroup_bytes_are_the_kernels(name):
         ({"format": "int8", "present_type": "f16"}, "present_type"),
         ({"format": "q4_0", "head_dim": 16}, "head_dim"),  # ggml blocks of 32
         ({"format": "int8", "rotary": True, "rotary_half": 8}, "rotary_half"),
+        ({"walk": "runs"}, "walk"),  # no format
+        ({"split": False}, "split"),
+        ({"pair_loads": True}, "pair_loads"),
+        ({"format": "q8_0", "walk": "strided"}, "walk"),
+        ({"format": "int8", "walk": "rows"}, "walk"),
+        ({"format": "int8", "run": 3}, "run"),
+        ({"format": "int8", "split": "no"}, "split"),
         (
             {"format": "q8_0", "k_norm": True, "rotary": True, "workgroup_size": 240},
             "workgroup_size",
