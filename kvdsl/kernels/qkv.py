@@ -19,8 +19,9 @@ The input ``qkv`` is the projection's output, ``[tokens, (Hq + 2 Hkv) * D]``: pe
   batch ``b``'s token ``t`` lands at row ``appendStart + t``
   (:func:`kvdsl.nodes.window.append_window`), which is also its rotary position.
 
-Where a row lands and at which position it rotates is :func:`destination`: the one place a paged
-layout (a page table or a slot mapping) changes.
+Where a row lands and at which position it rotates is its :class:`Target`'s :class:`Place`: the
+one place a paged layout (a page table or a slot mapping: :mod:`kvdsl.kernels.qkv_paged`)
+changes.
 
 The walk is flat over pairs of vectors: ``count = batch * keySeq * (Hq + 2 Hkv)`` rows of
 ``PAIRS = D / 8`` items, item ``i`` of a row holding vectors ``lo`` and ``hi``: the rotary pair
@@ -38,10 +39,11 @@ from __future__ import annotations
 import math
 from dataclasses import KW_ONLY, dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, Callable
 
 from kvdsl.ir.verify import MAX_WORKGROUP_BYTES
 from kvdsl.ir import (
+    Buffer,
     Kernel,
     KernelBuilder,
     Val,
@@ -83,7 +85,7 @@ from kvdsl.kernels.dense import (
 )
 from kvdsl.nodes import formats, walks, words
 from kvdsl.nodes.formats import Format
-from kvdsl.nodes.quantise import Quantiser, row_lanes
+from kvdsl.nodes.quantise import Quantiser, cache_binding, row_lanes
 from kvdsl.nodes.rmsnorm import row_sum_of_squares
 from kvdsl.nodes.rotary import rotated_pair
 from kvdsl.nodes.window import append_window
@@ -374,22 +376,92 @@ class QkvConfig(CacheConfig):
 
 
 @dataclass(frozen=True)
-class Destination:
-    """Where a token's K and V rows land and the position Q and K rotate at: ``row``, the
-    token's row within its head of the cache; ``position``, its rotary position."""
+class Place:
+    """Where a token's K and V rows land and the position Q and K rotate at: ``position``;
+    ``base(head, value)``, the first unit (``vec4``, or a dense row's u32 word) of KV head
+    ``head``'s row of K (or of V) in its binding; ``side(head)``, the first f32 of its side
+    scales (None inline); ``skip``, true where the token has no place (None: every token has
+    one)."""
 
-    row: Val
     position: Val
+    base: Callable[[Val, bool], Val]
+    side: Callable[[Val], Val] | None = None
+    skip: Val | None = None
 
 
-def destination(kb: KernelBuilder, seqlens_k: Any, b: Val, t: Val, seq: Val, key_seq: Val):
-    """The buffer-sharing cache's rule: batch ``b``'s new token ``t`` at row ``appendStart +
-    t`` of the ``merge_share`` window, which is its absolute position too. (A paged layout
-    gives the row through its page table or slot map and the position from its own map.)"""
-    win = append_window(kb, seqlens_k, b, seq, key_seq)
-    kb.comment("The token's cache row, and its rotary position in a buffer-sharing cache.")
-    row = kb.let("dstT", win.append_start + t)
-    return Destination(row, row)
+class Target:
+    """A ``qkv`` kernel's cache: the buffer-sharing one of ``seq`` rows per head (this class),
+    or pages (:class:`kvdsl.kernels.qkv_paged.PagedTarget`). It declares the bindings the
+    cache adds (``inputs`` after ``qkv``, the caches after ``q_out``) and its params, and gives
+    each token its :class:`Place`: the one place a layout changes."""
+
+    def __init__(self, cfg: QkvConfig) -> None:
+        self.cfg = cfg
+
+    def inputs(self, kb: KernelBuilder) -> None:
+        self.seqlens = kb.binding("seqlens_k", i32, "read")
+
+    def caches(self, kb: KernelBuilder, q: Quantiser | None) -> tuple[Buffer, Buffer, Any]:
+        """K's and V's bindings (the quantiser's words with a format) and the side scales'."""
+        if q is None:
+            k, v = words.bindings(kb, PRESENT, self.cfg.present_type.scalar, 4, "read_write")
+            return k, v, None
+        side = None if self.cfg.inline else kb.binding("present_scales", f32, "read_write")
+        k, v = (cache_binding(kb, q, n) for n in PRESENT)
+        return k, v, side
+
+    def params(self, kb: KernelBuilder) -> None:
+        self.seq = kb.param("seq")
+
+    def place(self, kb: KernelBuilder, b: Val, t: Val, token: Val, key_seq: Val) -> Place:
+        """The buffer-sharing cache's rule: batch ``b``'s new token ``t`` at row ``appendStart
+        + t`` of the ``merge_share`` window, which is its absolute position too."""
+        cfg, seq = self.cfg, self.seq
+        win = append_window(kb, self.seqlens, b, seq, key_seq)
+        kb.comment("The token's cache row, and its rotary position in a buffer-sharing cache.")
+        row = kb.let("dstT", win.append_start + t)
+        per_row = walks.named(kb, "HEAD_DIM_V4" if cfg.fmt is None else "ROW_WORDS", 1)
+        kv_heads = walks.named(kb, "KV_HEADS", 1)
+        rows: dict[int, Val] = {}
+
+        def at(head: Val) -> Val:
+            key = id(head)
+            if key not in rows:
+                rows[key] = kb.let("dstRow", (b * kv_heads + head) * seq + row)
+            return rows[key]
+
+        def base(head: Val, value: bool = False) -> Val:
+            return at(head) * per_row
+
+        side = None
+        if cfg.fmt is not None and not cfg.inline:
+
+            def side(head: Val) -> Val:
+                return at(head) * (2 * cfg.fmt.stats)
+
+        return Place(row, base, side)
+
+    def extents(self, batch: Any, key_seq: Val) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The bindings' least sizes this target adds (the caches, its inputs, the rotary
+        table's positions) and its requirements."""
+        cfg, seq = self.cfg, self.seq
+        width = cfg.hidden if cfg.fmt is None else cfg.kv_heads * cfg.row_words
+        out: dict[str, Any] = {"seqlens_k": batch}
+        out |= {name: times(batch, seq, width) for name in PRESENT}
+        if cfg.fmt is not None and not cfg.inline:
+            out["present_scales"] = times(batch, seq, cfg.kv_heads * 2 * cfg.fmt.stats)
+        if cfg.rotary:
+            out[ROTARY_TABLE] = times(seq, 2 * cfg.half)
+        return out, {"keySeq >= 1": key_seq >= 1, "keySeq <= seq": key_seq <= seq}
+
+
+def target(cfg: QkvConfig) -> Target:
+    """The cache a ``qkv`` config appends into."""
+    if cfg.mode == "paged_qkv":
+        from kvdsl.kernels.qkv_paged import PagedTarget  # (which imports this module)
+
+        return PagedTarget(cfg)
+    return Target(cfg)
 
 
 def qkv(cfg: QkvConfig, name: str = "qkv") -> Kernel:
@@ -399,15 +471,14 @@ def qkv(cfg: QkvConfig, name: str = "qkv") -> Kernel:
 
         return qkv_dense(cfg, name)
     kb = KernelBuilder(name, cfg.workgroup_size)
+    cache = target(cfg)
     src = words.binding(kb, "qkv", cfg.input_type.scalar, 4)
-    seqlens = kb.binding("seqlens_k", i32, "read")
+    cache.inputs(kb)
     weight = words.binding(kb, "qk_norm_weight", f32, 4) if cfg.norm else None
     table = words.binding(kb, ROTARY_TABLE, f32, 4) if cfg.rotary else None
     bias = words.binding(kb, "qkv_bias", f32, 4) if cfg.bias else None
     q_out = words.binding(kb, "q_out", cfg.q_type.scalar, 4, "read_write")
-    present_key, present_value = words.bindings(
-        kb, PRESENT, cfg.present_type.scalar, 4, "read_write"
-    )
+    present_key, present_value, _ = cache.caches(kb, None)
     assert len(kb.bindings) <= MAX_STORAGE_BUFFERS
     head_dim = kb.const("HEAD_DIM", u32, cfg.head_dim)
     per_row = kb.const("HEAD_DIM_V4", u32, cfg.head_dim // 4)
@@ -417,7 +488,8 @@ def qkv(cfg: QkvConfig, name: str = "qkv") -> Kernel:
     pairs = kb.const("PAIRS", u32, cfg.pairs)
     half = kb.const("HALF_V4", u32, cfg.half // 4) if cfg.rotary else None
     eps = kb.const("QK_EPS", f32, float(cfg.eps)) if cfg.norm else None
-    count, key_seq, seq = kb.param("count"), kb.param("keySeq"), kb.param("seq")
+    count, key_seq = kb.param("count"), kb.param("keySeq")
+    cache.params(kb)
 
     it = walks.pairs(kb, cfg.fold, count, pairs, guard=not cfg.norm)
     i = it.d
@@ -428,7 +500,7 @@ def qkv(cfg: QkvConfig, name: str = "qkv") -> Kernel:
     b = kb.let("b", token / key_seq)
     is_q = kb.let("isQ", j < q_heads)
     is_v = kb.let("isV", j >= q_heads + kv_heads)
-    dst = destination(kb, seqlens, b, t, seq, key_seq)
+    dst = cache.place(kb, b, t, token, key_seq)
     if cfg.partial:
         kb.comment(
             "A rotated pair (i, i + HALF_V4), or past the rotated part two adjacent vectors."
@@ -474,6 +546,7 @@ def qkv(cfg: QkvConfig, name: str = "qkv") -> Kernel:
         x1 = kb.let("y1", select(x1, r1, rotate))
     q_elem = words.elem(cfg.q_type.scalar, 4)
     c_elem = words.elem(cfg.present_type.scalar, 4)
+    stored = ~is_v if dst.skip is None else kb.let("stored", (~is_v).land(~dst.skip))
     with kb.if_(is_q):
         if cfg.q_layout is QLayout.BNSH:
             q_row = ((b * q_heads + j) * key_seq + t) * per_row
@@ -482,13 +555,12 @@ def qkv(cfg: QkvConfig, name: str = "qkv") -> Kernel:
         q_base = kb.let("qBase", q_row)
         q_out[q_base + lo] = words.to(kb, q_elem, x0)
         q_out[q_base + hi] = words.to(kb, q_elem, x1)
-    with kb.elif_(~is_v):
-        k_base = kb.let("kBase", ((b * kv_heads + (j - q_heads)) * seq + dst.row) * per_row)
+    with kb.elif_(stored):
+        k_base = kb.let("kBase", dst.base(j - q_heads, False))
         present_key[k_base + lo] = words.to(kb, c_elem, x0)
         present_key[k_base + hi] = words.to(kb, c_elem, x1)
-    with kb.else_():
-        hv = j - q_heads - kv_heads
-        v_base = kb.let("vBase", ((b * kv_heads + hv) * seq + dst.row) * per_row)
+    with kb.elif_(is_v if dst.skip is None else is_v.land(~dst.skip)):
+        v_base = kb.let("vBase", dst.base(j - q_heads - kv_heads, True))
         present_value[v_base + lo] = words.to(kb, c_elem, x0)
         present_value[v_base + hi] = words.to(kb, c_elem, x1)
 
@@ -497,18 +569,14 @@ def qkv(cfg: QkvConfig, name: str = "qkv") -> Kernel:
     batch = ceil_div(count, cfg.heads * key_seq)
     extents: dict[str, Any] = {
         "qkv": times(count, cfg.head_dim),
-        "seqlens_k": batch,
         "q_out": times(batch, key_seq, cfg.q_heads * cfg.head_dim),
-        "present_key": times(batch, seq, cfg.hidden),
-        "present_value": times(batch, seq, cfg.hidden),
     }
     if weight is not None:
         extents["qk_norm_weight"] = cfg.norm_weights
-    if table is not None:
-        extents[ROTARY_TABLE] = times(seq, 2 * cfg.half)
     if bias is not None:
         extents["qkv_bias"] = cfg.heads * cfg.head_dim
-    requires = {"keySeq >= 1": key_seq >= 1, "keySeq <= seq": key_seq <= seq}
+    more, requires = cache.extents(batch, key_seq)
+    extents |= more
     return walks.vector_extents(contract(kernel, extents, requires))
 
 
@@ -569,7 +637,7 @@ def bytes_moved(cfg: QkvConfig) -> str:
 def contract_fields(cfg: Any) -> dict[str, Any]:
     """The fields a ``qkv`` variant's ``index.json`` entry adds: ``bytes_moved``
     (:func:`bytes_moved`); nothing for other modes' configs."""
-    if not isinstance(cfg, QkvConfig):
+    if not isinstance(cfg, QkvConfig) or cfg.mode != "qkv":
         return {}
     return {"bytes_moved": bytes_moved(cfg)}
 

@@ -32,7 +32,7 @@ from kvdsl.ir import (
     vec,
 )
 from kvdsl.kernels.config import MAX_STORAGE_BUFFERS, ROTARY_TABLE, ceil_div, contract, times
-from kvdsl.kernels.qkv import QkvConfig, QLayout, as_u32, describe, destination
+from kvdsl.kernels.qkv import QkvConfig, QLayout, as_u32, describe, target
 from kvdsl.nodes import walks, words
 from kvdsl.nodes.quantise import Destination, RowPlace, cache_binding, quantise_rows
 from kvdsl.nodes.rmsnorm import row_sum_of_squares
@@ -46,15 +46,14 @@ def qkv_dense(cfg: QkvConfig, name: str = "qkv") -> Kernel:
     q = cfg.quantiser
     n = q.vectors
     kb = KernelBuilder(name, cfg.workgroup_size)
+    cache = target(cfg)
     src = words.binding(kb, "qkv", cfg.input_type.scalar, 4)
-    seqlens = kb.binding("seqlens_k", i32, "read")
+    cache.inputs(kb)
     weight = words.binding(kb, "qk_norm_weight", f32, 4) if cfg.norm else None
     table = words.binding(kb, ROTARY_TABLE, f32, 4) if cfg.rotary else None
     bias = words.binding(kb, "qkv_bias", f32, 4) if cfg.bias else None
     q_out = words.binding(kb, "q_out", cfg.q_type.scalar, 4, "read_write")
-    present_key = cache_binding(kb, q, "present_key")
-    present_value = cache_binding(kb, q, "present_value")
-    side = None if cfg.inline else kb.binding("present_scales", f32, "read_write")
+    present_key, present_value, side = cache.caches(kb, q)
     assert len(kb.bindings) <= MAX_STORAGE_BUFFERS
     head_dim = kb.const("HEAD_DIM", u32, cfg.head_dim)
     per_row = kb.const("HEAD_DIM_V4", u32, cfg.head_dim // 4)
@@ -66,7 +65,8 @@ def qkv_dense(cfg: QkvConfig, name: str = "qkv") -> Kernel:
     lanes = kb.const("ROW_LANES", u32, q.lanes)
     half = kb.const("HALF_V4", u32, cfg.head_dim // 8) if cfg.rotary else None
     eps = kb.const("QK_EPS", f32, float(cfg.eps)) if cfg.norm else None
-    count, key_seq, seq = kb.param("count"), kb.param("keySeq"), kb.param("seq")
+    count, key_seq = kb.param("count"), kb.param("keySeq")
+    cache.params(kb)
 
     kb.comment(f"ROW_LANES invocations per row, each holding {n} vectors of it.")
     it = walks.vectors(kb, cfg.fold, count, lanes, 1, guard=False)
@@ -81,7 +81,7 @@ def qkv_dense(cfg: QkvConfig, name: str = "qkv") -> Kernel:
     b = kb.let("b", token / key_seq)
     is_q = kb.let("isQ", r < q_heads)
     is_v = kb.let("isV", r >= q_heads + kv_heads) if cfg.split else None
-    dst = destination(kb, seqlens, b, t, seq, key_seq)
+    dst = cache.place(kb, b, t, token, key_seq)
     if not cfg.split:
         kb.comment("Q head r, or K head r - Q_HEADS: input head r; its V head KV_HEADS further.")
     k_row = kb.let("kRow", (token * heads + r) * per_row)
@@ -164,11 +164,11 @@ def qkv_dense(cfg: QkvConfig, name: str = "qkv") -> Kernel:
         head = r - q_heads
         if is_v is not None:
             head = select(head, head - kv_heads, is_v)
-        row = kb.let("dstRow", (b * kv_heads + head) * seq + dst.row)
-        side_at = None if side is None else row * (2 * cfg.fmt.stats)
-        return RowPlace(row * row_words, side_at)
+        head = kb.let("kvHead", head)
+        return RowPlace(dst.base(head, False), None if dst.side is None else dst.side(head))
 
-    dest = Destination(present_key, present_value, side, place, done.lor(is_q), is_v)
+    skip = done.lor(is_q) if dst.skip is None else done.lor(is_q).lor(dst.skip)
+    dest = Destination(present_key, present_value, side, place, skip, is_v)
     quantise_rows(kb, q, lane, k, v, dest)
 
     dispatch = walks.dispatch(count, lanes, cfg.workgroup_size, cfg.fold, blocks=False)
@@ -177,20 +177,14 @@ def qkv_dense(cfg: QkvConfig, name: str = "qkv") -> Kernel:
     tokens = times(batch, key_seq)
     extents: dict[str, Any] = {
         "qkv": times(tokens, cfg.heads * cfg.head_dim),
-        "seqlens_k": batch,
         "q_out": times(tokens, cfg.q_heads * cfg.head_dim),
-        "present_key": times(batch, seq, cfg.kv_heads * cfg.row_words),
-        "present_value": times(batch, seq, cfg.kv_heads * cfg.row_words),
     }
-    if side is not None:
-        extents["present_scales"] = times(batch, seq, cfg.kv_heads * 2 * cfg.fmt.stats)
     if weight is not None:
         extents["qk_norm_weight"] = cfg.norm_weights
-    if table is not None:
-        extents[ROTARY_TABLE] = times(seq, cfg.head_dim)
     if bias is not None:
         extents["qkv_bias"] = cfg.heads * cfg.head_dim
-    requires = {"keySeq >= 1": key_seq >= 1, "keySeq <= seq": key_seq <= seq}
+    more, requires = cache.extents(batch, key_seq)
+    extents |= more
     return walks.vector_extents(contract(kernel, extents, requires))
 
 
