@@ -19,11 +19,10 @@ from kvdsl.harness.dense import DenseCase
 from kvdsl.harness.paged import _stored, allocate, pool_buffers
 from kvdsl.harness.qkv import TOLERANCE, Runner, inputs
 from kvdsl.kernels.build import BuildConfig, build
-from kvdsl.kernels.config import Walk
 from kvdsl.kernels.paged import SCALE_POOL
 from kvdsl.kernels.paged_append import paged_append
-from kvdsl.kernels.qkv_paged import PagedQkvConfig, chain_append
-from kvdsl.kernels.transpose import TransposeConfig, transpose
+from kvdsl.kernels.qkv_paged import PagedQkvConfig, chain
+from kvdsl.kernels.transpose import transpose
 from kvdsl.nodes.paged import Addressing
 from kvdsl.reference import paged as ref
 from kvdsl.reference.qkv import project
@@ -132,10 +131,9 @@ def unfused(
     heads, hq, hkv = cfg.heads, cfg.q_heads, cfg.kv_heads
     batch = params["count"] // (s * cfg.rows)
     x = buffers["qkv"]
-    words = cfg.input_type.value == "f16"
-    split = TransposeConfig(heads, d, vec4=True, input_type=cfg.input_type, words=words)
+    ch = chain(cfg)
     rows = np.zeros(batch * heads * s * d, np.float32)
-    out = run(transpose(split), {"key": x, "value": x, "present_key": rows,
+    out = run(transpose(ch.split), {"key": x, "value": x, "present_key": rows,
               "present_value": rows.copy()}, {"batchSize": batch, "kvSeq": s})  # fmt: skip
     xt = out["present_key"].reshape(batch, heads, s, d)
     if cfg.bias:
@@ -156,12 +154,6 @@ def unfused(
             "sin_cache": table[:, cfg.half :].copy(),
         }
     weights = buffers.get("qk_norm_weight", np.zeros(0, np.float32)).reshape(-1, d)
-    rot = {"rotary": cfg.rotary, "rotary_half": cfg.rotary_half}
-    flat = Walk.FLAT
-    q_step = BuildConfig(
-        1, d, k_norm=cfg.q_norm, eps=cfg.eps, present_type=cfg.q_type, walk=flat, **rot
-    )
-    k_step = BuildConfig(1, d, k_norm=cfg.k_norm, eps=cfg.eps, walk=flat, **rot)
     qt = buffers["q_out"].dtype
     q = np.empty((batch, hq, s, d), qt)
     new_k = np.empty((batch, s, hkv, d), np.float32)
@@ -180,13 +172,13 @@ def unfused(
         return got["present_key"].reshape(n, s, d)
 
     for b in range(batch):
-        q[b] = step(q_step, xt[b, :hq], weights[0] if cfg.q_norm else None, first[b], qt)
+        q[b] = step(ch.q, xt[b, :hq], weights[0] if cfg.q_norm else None, first[b], qt)
         kb = xt[b, hq : hq + hkv]
-        if cfg.k_norm or cfg.rotary:
-            kb = step(k_step, kb, weights[-1] if cfg.k_norm else None, first[b], np.float32)
+        if ch.k is not None:
+            kb = step(ch.k, kb, weights[-1] if cfg.k_norm else None, first[b], np.float32)
         new_k[b] = kb.transpose(1, 0, 2)
         new_v[b] = xt[b, hq + hkv :].transpose(1, 0, 2)
-    append = chain_append(cfg)
+    append = ch.append
     bufs = {n: buffers[n].copy() for n in buffers if n.endswith("pages")}
     bufs |= {"src_k": new_k.reshape(-1), "src_v": new_v.reshape(-1)}
     for n in ("seqlens_k", "page_table", "slot_mapping"):

@@ -56,7 +56,7 @@ from kvdsl.kernels.paged import (
     scale_binding,
     scale_pages,
 )
-from kvdsl.kernels.qkv import Q_HEADS, Place, QkvConfig, QLayout, Target
+from kvdsl.kernels.qkv import Q_HEADS, Chain, Place, QkvConfig, QLayout, Target
 from kvdsl.kernels.qkv import bytes_moved as contiguous_bytes_moved
 from kvdsl.nodes import paged
 from kvdsl.nodes.paged import PAGE_SIZES, Addressing, PageLayout, Pool
@@ -282,10 +282,23 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, PagedQkvConfig]:
     }
 
 
-def chain_append(cfg: PagedQkvConfig) -> PagedAppendConfig:
-    """The unfused chain's last kernel: ``paged_append`` of the rotated (and normed) K and V
-    rows, f32 in and no transform of its own, through ``cfg``'s addressing into its pools."""
-    return cfg.pool_config
+def chain(cfg: PagedQkvConfig) -> Chain:
+    """The configs of ``cfg``'s unfused chain (:class:`kvdsl.kernels.qkv.Chain`, one head per
+    "batch"): the split (``transpose``), Q's ``build`` (Q RMSNorm, rotary at ``pastSeq + t``),
+    K's ``build`` (K RMSNorm, rotary; None with neither), then ``paged_append`` of K and V, f32
+    in and no transform of its own (the placement through ``cfg``'s addressing and a dense
+    format's quantiser) into ``cfg``'s pools."""
+    from kvdsl.kernels.build import BuildConfig
+    from kvdsl.kernels.config import Walk
+    from kvdsl.kernels.transpose import TransposeConfig
+
+    d, flat = cfg.head_dim, Walk.FLAT
+    words_ = cfg.input_type is Element.F16
+    split = TransposeConfig(cfg.heads, d, vec4=True, input_type=cfg.input_type, words=words_)
+    rot = {"rotary": cfg.rotary, "rotary_half": cfg.rotary_half, "eps": cfg.eps, "walk": flat}
+    q = BuildConfig(1, d, k_norm=cfg.q_norm, present_type=cfg.q_type, **rot)
+    k = BuildConfig(1, d, k_norm=cfg.k_norm, **rot) if cfg.k_norm or cfg.rotary else None
+    return Chain(split, q, k, cfg.pool_config)
 
 
 __all__ = ["PagedQkvConfig", "PagedTarget", "QLayout", "bytes_moved", "catalog_variants"]
