@@ -95,7 +95,7 @@ SMALL = {"batches": (1, 2), "cache": 32, "prefill": 8}
 #: config fields that do not make a variant distinct (its shape and dispatch tunables)
 SHAPE_FIELDS = ("kv_heads", "head_dim", "workgroup_size", "fold", "eps")
 #: fields a ``--variants VARIANT@field=N`` spec may change (:func:`tuned`)
-TUNABLES = ("workgroup_size", "fold", "walk", "split", "run", "pair_loads")
+TUNABLES = ("workgroup_size", "fold", "walk", "split", "run", "pair_loads", "q_strided")
 
 
 # -- which configs ------------------------------------------------------------------------------

@@ -131,11 +131,14 @@ class QkvConfig(CacheConfig):
     # With a format and rotary whose pairs are not in one lane: each vector's partner loaded
     # again from the input (true) or staged in workgroup memory (false) after a barrier.
     pair_loads: bool = False
+    # With a format: a Q row's lane holds the row's vectors lane + lanes * j (adjacent lanes on
+    # adjacent vectors: coalesced loads and stores) instead of the quantiser's run.
+    q_strided: bool = True
     mode = "qkv"
     KEYS = (  # fmt: skip
         "q_heads", "kv_heads", "head_dim", "q_norm", "k_norm", "rotary", "rotary_half", "eps",
         "bias", "input_type", "present_type", "q_type", "q_layout", "format", "scales",
-        "walk", "split", "run", "pair_loads", "workgroup_size", "fold",
+        "walk", "split", "run", "pair_loads", "q_strided", "workgroup_size", "fold",
     )
 
     def check_fields(self) -> None:
@@ -179,6 +182,7 @@ class QkvConfig(CacheConfig):
         one_of("scales", self.scales, ScalePlace)
         flag("split", self.split)
         flag("pair_loads", self.pair_loads)
+        flag("q_strided", self.q_strided)
         if self.format is None:
             require(
                 self.scales is ScalePlace.INLINE,
@@ -255,6 +259,12 @@ class QkvConfig(CacheConfig):
         if not self.inline or (self.rotary and Quantiser.pairs_fit(self.fmt, self.head_dim)):
             return DenseWalk.RUNS
         return DenseWalk.STRIDED
+
+    @property
+    def strided_q(self) -> bool:
+        """Whether a Q row's lanes hold strided vectors (``q_strided`` with a format whose lanes
+        hold an even number of vectors: NeoX pairs ``j`` and ``j + n/2`` then share a lane)."""
+        return self.fmt is not None and self.q_strided and self.quantiser.vectors % 2 == 0
 
     @property
     def fmt(self) -> Format | None:

@@ -16,7 +16,8 @@ before the quantiser, which skips Q's rows.
 
 from __future__ import annotations
 
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 from kvdsl.ir import (
     Kernel,
@@ -85,7 +86,16 @@ def qkv_dense(cfg: QkvConfig, name: str = "qkv") -> Kernel:
     if not cfg.split:
         kb.comment("Q head r, or K head r - Q_HEADS: input head r; its V head KV_HEADS further.")
     k_row = kb.let("kRow", (token * heads + r) * per_row)
-    at = [kb.let(f"at{j}", q.vector_at(lane, j)) for j in range(n)]
+    strided_q = cfg.strided_q
+    if strided_q:
+        kb.comment("A Q row's lane holds vectors lane + ROW_LANES * j (adjacent lanes, adjacent")
+        kb.comment("vectors; j and j + n/2 a NeoX pair), a K or V row's the quantiser's.")
+        at = [
+            kb.let(f"at{j}", select(q.vector_at(lane, j), lane + lanes * j if j else lane, is_q))
+            for j in range(n)
+        ]
+    else:
+        at = [kb.let(f"at{j}", q.vector_at(lane, j)) for j in range(n)]
     x = []
     for j in range(n):
         xj = words.as_f32(kb, src[k_row + at[j]])
@@ -126,13 +136,22 @@ def qkv_dense(cfg: QkvConfig, name: str = "qkv") -> Kernel:
             _normed(kb, xj, inv_rms, weight[w_base + at[j]], normed, f"n{j}")
             for j, xj in enumerate(x)
         ]
+    rotated = ~is_v if is_v is not None else None  # the rows rotary turns (all but V's)
     if table is None:
         k = [kb.let(f"k{j}", o) for j, o in enumerate(own)]
     elif q.paired:
-        k = _rotate_paired(kb, q, own, table, dst.position, half, lane)
+        k = [kb.var(f"y{j}", F32X4, o) for j, o in enumerate(own)]
+        with kb.if_(rotated) if rotated is not None else _always():
+            for kj, y in zip(k, _rotate_paired(kb, own, at, table, dst.position, half, "")):
+                kj.set(y)
     else:
+        k = [kb.var(f"y{j}", F32X4, o) for j, o in enumerate(own)]
+        first = kb.let("rowVectors", (kb.lid.x - lane) * n) if staged is not None else None
+        if strided_q:
+            with kb.if_(is_q):
+                for kj, y in zip(k, _rotate_paired(kb, own, at, table, dst.position, half, "q")):
+                    kj.set(y)
         if staged is not None:
-            first = kb.let("rowVectors", (kb.lid.x - lane) * n)
 
             def partner_of(i: Val) -> Val:
                 return staged[first + i]
@@ -145,10 +164,14 @@ def qkv_dense(cfg: QkvConfig, name: str = "qkv") -> Kernel:
                 return p if bias is None else p + bias[r * per_row + i]
 
         norm = (inv_rms, weight, w_base, normed)
-        k = _rotate_partners(kb, own, partner_of, norm, at, table, dst.position, half)
-    if is_v is not None and table is not None:
-        kb.comment("V rows pass through unrotated.")
-        k = [kb.let(f"y{j}", select(kj, x[j], is_v)) for j, kj in enumerate(k)]
+        if strided_q:
+            block = kb.elif_(rotated) if rotated is not None else kb.else_()
+        else:
+            block = kb.if_(rotated) if rotated is not None else _always()
+        with block:
+            ys = _rotate_partners(kb, own, partner_of, norm, at, table, dst.position, half)
+            for kj, y in zip(k, ys):
+                kj.set(y)
     done = kb.let("done", it.e >= count * lanes)
     with kb.if_(is_q.land(~done)):
         if cfg.q_layout is QLayout.BNSH:
@@ -203,20 +226,33 @@ def _normed_rows(kb: KernelBuilder, cfg: QkvConfig, is_q: Val, is_v: Val | None)
 
 
 def _rotate_paired(
-    kb: KernelBuilder, q: Any, own: list[Val], table: Any, pos: Val, half: Val, lane: Val
+    kb: KernelBuilder,
+    own: list[Val],
+    at: list[Val],
+    table: Any,
+    pos: Val,
+    half: Val,
+    tag: str,
 ) -> list[Val]:
-    """Paired runs (:attr:`kvdsl.nodes.quantise.Quantiser.paired`): vector ``j`` of the first
-    half-run and ``j + m`` of the second are a NeoX pair, rotated in the lane with one entry of
-    the packed table (``dense_append``'s products)."""
+    """Paired vectors (the quantiser's paired runs, :attr:`kvdsl.nodes.quantise.Quantiser.
+    paired`, or a strided Q row): vector ``j`` (the row's ``at[j]``, in its first half) and
+    ``j + m`` are a NeoX pair, rotated in the lane with one entry of the packed table
+    (``dense_append``'s products); ``tag`` prefixes the names."""
     m = len(own) // 2
     out: list[Val | None] = [None] * len(own)
     for j in range(m):
-        entry = kb.let(f"tableAt{j}", pos * (half * 2) + q.vector_at(lane, j))
-        cs, sn = kb.let(f"cs{j}", table[entry]), kb.let(f"sn{j}", table[entry + half])
+        entry = kb.let(f"{tag}tableAt{j}", pos * (half * 2) + at[j])
+        cs, sn = kb.let(f"{tag}cs{j}", table[entry]), kb.let(f"{tag}sn{j}", table[entry + half])
         first, second = rotated_pair(own[j], own[j + m], cs, sn)
-        out[j] = kb.let(f"k{j}", first)
-        out[j + m] = kb.let(f"k{j + m}", second)
+        out[j] = kb.let(f"{tag}r{j}", first)
+        out[j + m] = kb.let(f"{tag}r{j + m}", second)
     return out
+
+
+@contextmanager
+def _always() -> Iterator[None]:
+    """A block that is no block: its statements run where they stand."""
+    yield
 
 
 def _rotate_partners(

@@ -69,6 +69,13 @@ CONFIGS = {
     "int4_unsplit_staged": QkvConfig(
         2, 32, q_heads=8, rotary=True, format="int4", walk="staged", split=False
     ),
+    # Q rows in the quantiser's runs (not strided), with a Q norm; a ggml row's likewise
+    "int8_q_runs": QkvConfig(
+        2, 32, q_heads=4, q_norm=True, rotary=True, format="int8", q_strided=False
+    ),
+    "q8_0_q_runs_pair_loads": QkvConfig(
+        1, 32, q_heads=2, rotary=True, format="q8_0", q_strided=False, pair_loads=True
+    ),
 }
 
 
@@ -119,7 +126,7 @@ def _bits(a: np.ndarray) -> np.ndarray:
     sorted(CATALOG)
     + ["gqa4_knorm", "partial", "f16_q_bsh", "int4_asym_side_knorm", "q8_0_qnorm_bias"]
     + ["int8_strided_pair_loads", "q4_0_pair_loads_bias", "q8_0_unsplit_runs"]
-    + ["int4_unsplit_staged"],
+    + ["int4_unsplit_staged", "int8_q_runs", "q8_0_q_runs_pair_loads"],
 )
 def test_fused_equals_the_unfused_chain(name, backend, gpu):
     """The second oracle: the fused kernel's Q and cache equal, bit for bit, what kvdsl's own
@@ -308,6 +315,7 @@ def test_workgroup_bytes_are_the_kernels(name):
         ({"format": "int8", "walk": "rows"}, "walk"),
         ({"format": "int8", "run": 3}, "run"),
         ({"format": "int8", "split": "no"}, "split"),
+        ({"format": "int8", "q_strided": 1}, "q_strided"),
         (
             {"format": "q8_0", "k_norm": True, "rotary": True, "workgroup_size": 240},
             "workgroup_size",
