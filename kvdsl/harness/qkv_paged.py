@@ -19,11 +19,10 @@ from kvdsl.harness.dense import DenseCase
 from kvdsl.harness.paged import _stored, allocate, pool_buffers
 from kvdsl.harness.qkv import TOLERANCE, Runner, inputs
 from kvdsl.kernels.build import BuildConfig, build
-from kvdsl.kernels.paged import SCALE_POOL
+from kvdsl.kernels.paged import SCALE_POOL, Addressing
 from kvdsl.kernels.paged_append import paged_append
 from kvdsl.kernels.qkv_paged import PagedQkvConfig, chain
 from kvdsl.kernels.transpose import transpose
-from kvdsl.nodes.paged import Addressing
 from kvdsl.reference import paged as ref
 from kvdsl.reference.qkv import project
 
