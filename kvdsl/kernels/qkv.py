@@ -129,8 +129,9 @@ class QkvConfig(CacheConfig):
     split: bool = True
     run: int | None = None
     # With a format and rotary whose pairs are not in one lane: each vector's partner loaded
-    # again from the input (true) or staged in workgroup memory (false) after a barrier.
-    pair_loads: bool = False
+    # again from the input (true: the default with a format, the cache serves it) or staged in
+    # workgroup memory (false) after a barrier.
+    pair_loads: bool | None = Slot(None, derive=lambda cfg: cfg.format is not None)
     # With a format: a Q row's lane holds the row's vectors lane + lanes * j (adjacent lanes on
     # adjacent vectors: coalesced loads and stores) instead of the quantiser's run.
     q_strided: bool = True
@@ -250,13 +251,18 @@ class QkvConfig(CacheConfig):
         )
 
     def default_walk(self) -> DenseWalk | None:
-        """The walk of a config with a format that leaves it unset: ``dense_append``'s rule
-        (:meth:`kvdsl.kernels.dense.DenseAppendConfig.default_walk`); None without a format."""
+        """The walk of a config with a format that leaves it unset (the H200's fastest,
+        ``benchmarks/results/h200``): runs where rotary's NeoX pairs fit in a lane's run, else
+        ``dense_append``'s rule (:meth:`kvdsl.kernels.dense.DenseAppendConfig.default_walk`):
+        ggml and inline int8 rows staged, side-scale rows in runs, inline 4-bit rows strided;
+        None without a format."""
         if self.fmt is None:
             return None
+        if self.rotary and Quantiser.pairs_fit(self.fmt, self.head_dim):
+            return DenseWalk.RUNS  # NeoX pairs in one lane: no staging, no partner loads
         if self.fmt.ggml or (self.inline and self.fmt.bits == 8):
             return DenseWalk.STAGED
-        if not self.inline or (self.rotary and Quantiser.pairs_fit(self.fmt, self.head_dim)):
+        if not self.inline:
             return DenseWalk.RUNS
         return DenseWalk.STRIDED
 
@@ -265,6 +271,15 @@ class QkvConfig(CacheConfig):
         """Whether a Q row's lanes hold strided vectors (``q_strided`` with a format whose lanes
         hold an even number of vectors: NeoX pairs ``j`` and ``j + n/2`` then share a lane)."""
         return self.fmt is not None and self.q_strided and self.quantiser.vectors % 2 == 0
+
+    @property
+    def reloaded_heads(self) -> int:
+        """Heads per token whose rotary partners the kernel loads again from the input
+        (``pair_loads`` where a lane's run does not hold its pairs: K's, and Q's unless its rows
+        are strided): those loads come from the cache, the lines just loaded for the row."""
+        if self.fmt is None or not self.rotary or not self.pair_loads or self.quantiser.paired:
+            return 0
+        return self.kv_heads + (0 if self.strided_q else self.q_heads)
 
     @property
     def fmt(self) -> Format | None:
