@@ -4,10 +4,10 @@ of a paged cache (:mod:`kvdsl.nodes.paged`) instead of a buffer-sharing one.
 The packed projection, the transforms (bias, Q and K RMSNorm, rotary), Q's output and the
 walks (the pair walk of f32 and f16 rows, the quantiser's with a dense ``format``) are
 ``qkv``'s; only each token's :class:`~kvdsl.kernels.qkv.Place` differs, given here
-(:class:`PagedTarget`) through ``paged_append``'s addressing (:func:`kvdsl.nodes.paged.
-slot_address`, :func:`kvdsl.nodes.paged.table_address`, :meth:`kvdsl.nodes.paged.Pages.
-row_base`) and its pool bindings (:func:`kvdsl.kernels.paged.pool_bindings`, side scales in
-``scale_pages``):
+(:class:`PagedTarget`) through ``paged_append``'s addressing (the nodes of
+:mod:`kvdsl.nodes.paged`: ``slot_address``, ``table_step``, ``table_address``,
+``Pages.row_base``) and its pool bindings (:func:`kvdsl.kernels.paged.pool_bindings`, side
+scales in ``scale_pages``):
 
 - ``slot_mapping`` (vLLM's ``reshape_and_cache_flash``): token ``b * keySeq + t`` goes to
   ``slot_mapping[token]`` (negative: its K and V are skipped; Q is still written) and rotates at
@@ -56,12 +56,11 @@ from kvdsl.kernels.paged import (
     scale_binding,
     scale_pages,
 )
-from kvdsl.kernels.qkv import Q_HEADS, Chain, Place, QkvConfig, QLayout, Target
+from kvdsl.kernels.qkv import Q_HEADS, Chain, Place, QkvConfig, Target
 from kvdsl.kernels.qkv import bytes_moved as contiguous_bytes_moved
 from kvdsl.nodes import paged
 from kvdsl.nodes.paged import PAGE_SIZES, Addressing, PageLayout, Pool
 from kvdsl.nodes.quantise import Quantiser, cache_binding
-from kvdsl.nodes.window import total_tokens
 
 
 @dataclass(frozen=True)
@@ -165,10 +164,8 @@ class PagedTarget(Target):
     def place(self, kb: KernelBuilder, b: Val, t: Val, token: Val, key_seq: Val) -> Place:
         cfg, pages = self.cfg, self.pages
         if cfg.addressing is Addressing.PAGE_TABLE:
-            total = total_tokens(kb, self.seqlens, b)
-            fresh = kb.let("fresh", min_(key_seq, total))
-            # fresh <= total: no wrap.
-            past = kb.let("past", total - fresh)
+            step = paged.table_step(kb, self.seqlens, b, key_seq)
+            fresh, past = step.fresh, step.past
             kb.comment("The token's position; tokens t >= fresh are right padding, skipped, their")
             kb.comment("page looked up at the last fresh position (every load stays in range).")
             pos = kb.let("pos", past + t)
@@ -299,6 +296,3 @@ def chain(cfg: PagedQkvConfig) -> Chain:
     q = BuildConfig(1, d, k_norm=cfg.q_norm, present_type=cfg.q_type, **rot)
     k = BuildConfig(1, d, k_norm=cfg.k_norm, **rot) if cfg.k_norm or cfg.rotary else None
     return Chain(split, q, k, cfg.pool_config)
-
-
-__all__ = ["PagedQkvConfig", "PagedTarget", "QLayout", "bytes_moved", "catalog_variants"]
