@@ -25,7 +25,7 @@ def portability_notes(path: str, kernel: Kernel, lines: dict[int, int]) -> list[
 def cmd_check(args: argparse.Namespace) -> int:
     """Parse, verify and validate WGSL files under naga and Tint; print every problem found."""
     from kvdsl.frontend import FrontendError
-    from kvdsl.ir.portability import ROUNDED_F16
+    from kvdsl.ir.portability import ROUNDED_F16, naga_aborts
     from kvdsl.ir.verify import house_notes
     from kvdsl.runtime import CompileError, compile_wgsl, current_webgpu, tint_check
 
@@ -37,6 +37,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     for path in args.files:
         sources[path] = text = read_wgsl(path)
         rounded: list[tuple[int | None, str]] = []
+        kernel = None
         try:
             kernel, lines = wgsl_file(path, rounded)
         except FrontendError as err:
@@ -51,6 +52,10 @@ def cmd_check(args: argparse.Namespace) -> int:
                 "[house]"
                 for why in house_notes(kernel)
             ]
+        aborts = naga_aborts(kernel) if kernel is not None and compiler == "naga" else None
+        if aborts is not None:  # valid WGSL: noted, and naga not asked
+            notes.append(f"{path}: note: not compiled by naga: {aborts} [naga]")
+            continue
         try:
             compile_wgsl(text)
         except CompileError as err:

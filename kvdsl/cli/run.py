@@ -52,7 +52,14 @@ def cmd_run(args: argparse.Namespace) -> int:
             kernel, copies, params, workgroups, source_lines=lines, subgroup_size=size
         )
     if args.backend in ("gpu", "both"):
-        from kvdsl.runtime import run
+        from kvdsl.ir.portability import naga_aborts
+        from kvdsl.runtime import current_webgpu, run
+
+        why = naga_aborts(kernel)
+        if why is not None and current_webgpu().implementation == "wgpu-native":
+            raise UsageError(
+                f"{args.variant}: not run on the GPU: {why} (--backend interp runs it)"
+            )
 
         want, outputs = outputs, run(kernel, dict(buffers), params, workgroups)
     differ = False

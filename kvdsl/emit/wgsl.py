@@ -73,7 +73,7 @@ def _level(e: ir.Expr) -> int:
             ty != bool_ and value < 0 and not (ty == i32 and value == -(2**31))
         ):
             return ops.UNARY
-        case ir.Unary():
+        case ir.Unary() | ir.AddressOf() | ir.Deref():
             return ops.UNARY
         case _:
             return ops.PRIMARY
@@ -100,6 +100,8 @@ def emit_expr(e: ir.Expr) -> str:
             return f"{_operand(base, ops.PRIMARY, None)}.{name}"
         case ir.ArrayLength(name):
             return f"arrayLength(&{name})"
+        case ir.AtomicCall(fn, target, args):
+            return f"atomic{fn}({_arguments((ir.Name('&' + emit_expr(target)),) + args)})"
         case ir.Call(op, args):
             return f"{ops.info(op).spelling}({_arguments(args)})"
         case ir.Convert(ty, x):
@@ -113,6 +115,10 @@ def emit_expr(e: ir.Expr) -> str:
             return f"{ops.info(op).spelling}{sep}{inner}"
         case ir.Construct(ty, args):
             return f"{ty}({_arguments(args)})"
+        case ir.AddressOf(x):
+            return f"&{_operand(x, ops.UNARY, None)}"
+        case ir.Deref(x):
+            return f"*{_operand(x, ops.UNARY, None)}"
         case ir.FnCall(name, args):
             return f"{name}({_arguments(args)})"
         case ir.Name(name):

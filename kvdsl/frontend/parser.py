@@ -18,7 +18,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from lark import Lark
+from lark import Lark, Token
 from lark.exceptions import UnexpectedInput, VisitError
 
 from kvdsl.frontend import comments as comments_
@@ -31,6 +31,7 @@ from kvdsl.frontend.errors import (
     check_words,
     position,
     syntax_error,
+    template_lists,
 )
 from kvdsl.frontend.transform import (
     Attr,
@@ -48,10 +49,10 @@ from kvdsl.frontend.transform import (
 from kvdsl.frontend.typer import Typer
 from kvdsl.emit.wgsl import HOST_DATA
 from kvdsl.ir import tree as ir
-from kvdsl.ir.types import SCALARS, Array, RuntimeArray, Scalar, Struct, Vec, bool_
-from kvdsl.ir.features import uses_f16, uses_subgroups
+from kvdsl.ir.types import SCALARS, Array, Atomic, Ptr, RuntimeArray, Scalar, Struct, Vec, bool_
+from kvdsl.ir.features import uses_f16
 from kvdsl.ir.scope import Scope, Symbol, VerifyError, name_problem
-from kvdsl.ir.verify import Verifier, module_scope, verify
+from kvdsl.ir.verify import Verifier, check_pointer_type, module_scope, verify
 
 HOST = HOST_DATA[3:]  # the comment's text after '// '
 
@@ -71,9 +72,27 @@ class _WholeWords:
     contextual lexer read ``a - -b``."""
 
     always_accept = ("NAME", "_INCREMENT", "_DECREMENT")
+    #: Offsets of the ``>`` that close template lists in the text being parsed (WGSL's
+    #: template-list discovery): a ``>>`` token starting at one is two closers
+    #: (``ptr<function, array<f32, 4>>``), where an expression's state offered the shift.
+    closers: frozenset[int] = frozenset()
 
     def process(self, stream):
-        return stream
+        for tok in stream:
+            if tok.value == ">>" and tok.start_pos in self.closers:
+                for k in (0, 1):
+                    yield Token(
+                        "MORETHAN",
+                        ">",
+                        start_pos=tok.start_pos + k,
+                        line=tok.line,
+                        column=tok.column + k,
+                        end_line=tok.line,
+                        end_column=tok.column + k + 1,
+                        end_pos=tok.start_pos + k + 1,
+                    )
+            else:
+                yield tok
 
 
 @functools.cache
@@ -132,6 +151,7 @@ def parse_with_lines(
     check_words(code, filename)
     check_template_lists(code, filename)
     parser = wgsl_parser()
+    _WholeWords.closers = frozenset(gt for _, _, gt in template_lists(code))
     try:
         # The comments blanked: the grammar's comment terminals cannot nest block comments.
         tree = parser.parse(code)
@@ -266,10 +286,8 @@ class _Assembler:
         )
         if uses_f16(kernel) and "f16" not in enabled:
             raise WgslTypeError("f16 is used without 'enable f16;'", self.filename, 1)
-        if uses_subgroups(kernel) and "subgroups" not in enabled:
-            raise WgslTypeError(
-                "a subgroup builtin is used without 'enable subgroups;'", self.filename, 1
-            )
+        # A subgroup builtin is taken with or without 'enable subgroups;': naga (wgpu) refuses
+        # the directive and takes the builtins under the adapter's subgroup feature.
         try:
             verify(kernel, house=False)  # kvdsl's rules for its catalog: notes (house_notes)
         except VerifyError as err:
@@ -379,6 +397,13 @@ class _Assembler:
                 access = g.access or "read"
                 if access not in ("read", "read_write"):
                     raise self.err(f"storage access '{access}'", g.line, g.column)
+                if isinstance(g.ty.elem, Atomic) and access != "read_write":
+                    raise WgslTypeError(
+                        f"storage var '{g.name}' of {g.ty} is {access}: atomics in storage are "
+                        "read_write",
+                        self.filename,
+                        g.line,
+                    )
                 data = self.host_data(g)
                 numbered.append((slot, ir.Binding(g.name, g.ty.elem, access, data)))
                 self.decl_lines[g.name] = g.line
@@ -410,9 +435,20 @@ class _Assembler:
                 raise self.err(f"var<workgroup, {g.access}>", g.line, g.column)
             if g.has_init:
                 raise self.err(f"workgroup var '{g.name}' with an initialiser", g.line, g.column)
-            if not isinstance(g.ty, Array):
+            if (
+                isinstance(g.ty, Array)
+                and isinstance(g.ty.elem, Array)
+                and isinstance(g.ty.elem.elem, Array)
+            ):
                 raise self.err(
-                    f"workgroup var '{g.name}' of type {g.ty} (only fixed-size arrays)",
+                    f"workgroup var '{g.name}' of type {g.ty} (arrays of scalars, vectors, or "
+                    "arrays of those; not three levels deep)",
+                    g.line,
+                    g.column,
+                )
+            if not isinstance(g.ty, (Array, Atomic)):
+                raise self.err(
+                    f"workgroup var '{g.name}' of type {g.ty} (only fixed-size arrays and atomics)",
                     g.line,
                     g.column,
                 )
@@ -533,10 +569,23 @@ class _Assembler:
         inner = Scope(scope)
         params = []
         for attrs, pname, pty in fn.params:
-            if attrs or not isinstance(pty, (Scalar, Vec)):
-                raise self.err(f"parameter {pname} of {fn.name}: scalars and vectors only", fn.line)
+            if attrs or not isinstance(pty, (Scalar, Vec, Ptr)):
+                raise self.err(
+                    f"parameter {pname} of {fn.name}: scalars, vectors and pointers only", fn.line
+                )
+            if isinstance(pty, Ptr):
+                try:
+                    check_pointer_type(f"parameter {pname} of {fn.name}", pty)
+                except VerifyError as err:
+                    raise WgslTypeError(str(err), self.filename, fn.line) from None
             self._declare(inner, pname, Symbol(pty, "param"), fn, f"parameter {pname}", fn.line)
             params.append((pname, pty))
+        if isinstance(fn.ret, Ptr):
+            raise WgslTypeError(
+                f"{fn.name} returns {fn.ret}: WGSL refuses a function returning a pointer",
+                self.filename,
+                fn.line,
+            )
         if fn.ret is not None and not isinstance(fn.ret, (Scalar, Vec)):
             raise self.err(f"{fn.name} returns {fn.ret} (scalars and vectors only)", fn.line)
         typer.line = fn.line

@@ -33,8 +33,7 @@ class RawCtor:
 
 @dataclass(frozen=True, slots=True)
 class RawAddress:
-    """``&x``: taken only as ``arrayLength(&binding)``'s argument (pointers are outside the
-    subset)."""
+    """``&x``: ``arrayLength(&binding)``'s argument, else a pointer (``ir.AddressOf``)."""
 
     x: ir.Expr
     line: int

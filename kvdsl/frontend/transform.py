@@ -19,7 +19,21 @@ from kvdsl.frontend.errors import UnsupportedError, WgslSyntaxError, WgslTypeErr
 from kvdsl.ir import tree as ir
 from kvdsl.ir import ops
 from kvdsl.ir.ops import Op
-from kvdsl.ir.types import SCALARS, Array, RuntimeArray, Scalar, Vec, bool_, f16, f32, i32, u32
+from kvdsl.ir.types import (
+    POINTER_SPACES,
+    SCALARS,
+    Array,
+    Ptr,
+    RuntimeArray,
+    Scalar,
+    Vec,
+    bool_,
+    f16,
+    f32,
+    i32,
+    u32,
+)
+from kvdsl.ir.types import Atomic
 
 from kvdsl.frontend.records import (  # noqa: F401 (the parser and typer import them here)
     RawLit,
@@ -428,7 +442,7 @@ class ToIR(Transformer):
             root = root.base
         if root == ir.Name("_"):
             raise self._err("phony assignment '_ = ...'", meta.line, meta.column)
-        if not isinstance(root, ir.Name):
+        if not isinstance(root, (ir.Name, ir.Deref)):
             raise self._err("assignment to something other than a variable", meta.line)
         return target
 
@@ -450,6 +464,8 @@ class ToIR(Transformer):
 
     @v_args(meta=True, inline=True)
     def call_stmt(self, meta: Meta, e: ir.Expr) -> CallStmt:
+        if isinstance(e, ir.AtomicCall):  # none is @must_use
+            return self._at(ir.AtomicStmt(e), meta)
         if not isinstance(e, (ir.FnCall, ir.Call, RawCtor)):
             raise WgslSyntaxError(
                 "an expression is not a statement (only a call is)",
@@ -503,6 +519,8 @@ class ToIR(Transformer):
             ):
                 raise self._err("arrayLength of something other than &binding", fn.line, fn.column)
             return ir.ArrayLength(args[0].x.name)
+        if name.startswith("atomic") and name[6:] in ir.ATOMIC_FUNCTIONS:
+            return self.atomic_call(fn, name[6:], args)
         op = ops.builtin_named(name)
         if op is not None:
             arity = ops.info(op).arity
@@ -514,6 +532,27 @@ class ToIR(Transformer):
         node = ir.FnCall(name, args)
         self.calls[id(node)] = (fn.line, fn.column)
         return node
+
+    def atomic_call(self, tok: Token, fn: str, args: tuple[ir.Expr, ...]) -> ir.AtomicCall:
+        """``atomicFn(&target, args...)``: the pointer's ``&`` taken off (the typer checks
+        that ``target`` is an atomic element)."""
+        want = ir.ATOMIC_FUNCTIONS[fn] + 1
+        if len(args) != want:
+            raise WgslTypeError(
+                f"atomic{fn} takes {want} argument{'s' * (want > 1)} (a pointer to an atomic"
+                f"{' and ' + str(want - 1) + ' value' + 's' * (want > 2) if want > 1 else ''}),"
+                f" got {len(args)}",
+                self.filename,
+                tok.line,
+            )
+        if not isinstance(args[0], RawAddress):
+            raise WgslTypeError(
+                f"the first argument of atomic{fn} is a pointer to an atomic (&a[i]), not "
+                "a value",
+                self.filename,
+                tok.line,
+            )
+        return ir.AtomicCall(fn, args[0].x, tuple(args[1:]))
 
     def construct(self, ty, args: tuple[ir.Expr, ...]) -> RawCtor:
         return RawCtor(ty, args)
@@ -548,9 +587,8 @@ class ToIR(Transformer):
         # Only arrayLength(&binding) takes one (see call); anywhere else the typer refuses it.
         return RawAddress(x, meta.line, meta.column)
 
-    @v_args(meta=True, inline=True)
-    def deref(self, meta: Meta, x: ir.Expr) -> ir.Expr:
-        raise self._err("pointers (unary '*')", meta.line, meta.column)
+    def deref(self, x: ir.Expr) -> ir.Deref:
+        return ir.Deref(x)
 
     mul = _binary(Op.MUL)
     div = _binary(Op.DIV)
@@ -585,7 +623,60 @@ class ToIR(Transformer):
         return StructRef(name, tok.line, tok.column)
 
     def template_type(self, tok: Token, *args):
+        if str(tok) == "atomic" and len(args) == 1:
+            if args[0] not in (u32, i32):
+                raise WgslTypeError(
+                    f"atomic<{args[0]}>: WGSL's atomics are atomic<u32> and atomic<i32>",
+                    self.filename,
+                    tok.line,
+                )
+            return Atomic(args[0])
+        if str(tok) == "ptr":
+            return self._pointer_type(tok, args)
         raise self._err(f"type '{tok}<...>'", tok.line, tok.column)
+
+    def _pointer_type(self, tok: Token, args) -> Ptr:
+        """``ptr<space, T[, access]>``: the space and access are words (read as type names)."""
+        words = [a.name if isinstance(a, StructRef) else None for a in args]
+        if len(args) in (2, 3) and words[0] == "uniform":
+            raise self._err(
+                "ptr<uniform, ...> (pointers into uniform memory)", tok.line, tok.column
+            )
+        if len(args) in (2, 3) and words[0] in POINTER_SPACES and words[1] is not None:
+            raise self._err(f"ptr<{words[0]}, {words[1]}> (pointers to structs)", tok.line,
+                            tok.column)  # fmt: skip
+        if len(args) not in (2, 3) or words[0] is None or words[1] is not None:
+            raise WgslTypeError(
+                "ptr takes an address space, a type and, for storage, an access mode "
+                "(ptr<function, f32>, ptr<storage, array<u32>, read_write>)",
+                self.filename,
+                tok.line,
+                tok.column,
+            )
+        space, store = words[0], args[1]
+        if space not in POINTER_SPACES:
+            raise WgslTypeError(
+                f"ptr<{space}, ...>: the address space is one of {', '.join(POINTER_SPACES)}",
+                self.filename,
+                tok.line,
+                tok.column,
+            )
+        if len(args) == 3:
+            access = words[2]
+            if access not in ("read", "read_write") or space != "storage":
+                raise WgslTypeError(
+                    f"ptr<{space}, {store}, {access or args[2]}>: an access mode is given for "
+                    "storage only, read or read_write",
+                    self.filename,
+                    tok.line,
+                    tok.column,
+                )
+        else:
+            access = "read" if space == "storage" else "read_write"
+        if not isinstance(store, (Scalar, Vec, Array, RuntimeArray)):
+            raise self._err(f"ptr<{space}, {store}> (pointers to scalars, vectors, arrays)",
+                            tok.line, tok.column)  # fmt: skip
+        return Ptr(space, store, access)
 
     def vec_type(self, kw: Token, elem) -> Vec:
         if not isinstance(elem, Scalar):
@@ -601,11 +692,13 @@ class ToIR(Transformer):
         n = const_int(count, self.consts, (self.filename, meta.line, meta.column))
         if n <= 0:
             raise self._err(f"array size {n} is not positive", meta.line, meta.column)
+        if isinstance(elem, Array):
+            return Array(elem, n)  # nested: array<array<f32, 4>, 16>
         return Array(self._elem(elem, meta), n)
 
     def _elem(self, elem, meta: Meta):
         """``elem`` when an array may hold it; else an error at the array type."""
-        if not isinstance(elem, (Scalar, Vec)):
-            message = f"array of {elem}: only arrays of scalars and vectors"
+        if not isinstance(elem, (Scalar, Vec, Atomic)):
+            message = f"array of {elem}: only arrays of scalars, vectors and atomics"
             raise self._err(message, meta.line, meta.column)
         return elem

@@ -18,7 +18,19 @@ from kvdsl.frontend.transform import CallStmt, RawAddress, RawCtor, RawLet, RawL
 from kvdsl.ir import tree as ir
 from kvdsl.ir import ops
 from kvdsl.ir.ops import Op
-from kvdsl.ir.types import Array, Scalar, Type, Vec, bool_, f16, f32, i32, u32
+from kvdsl.ir.types import (
+    Array,
+    Ptr,
+    Scalar,
+    Type,
+    Vec,
+    bool_,
+    f16,
+    f32,
+    i32,
+    is_result_struct,
+    u32,
+)
 from kvdsl.ir.consteval import literal_ok
 from kvdsl.ir.scope import Scope, VerifyError
 from kvdsl.ir.verify import SWITCH_CLAUSE, Verifier
@@ -147,6 +159,12 @@ class Typer:
             case ir.Call(Op.SUBGROUP_SHUFFLE_XOR, (x, mask)):
                 x = self.expr(x, scope, want)
                 return ir.Call(Op.SUBGROUP_SHUFFLE_XOR, (x, self.expr(mask, scope, u32)))
+            case ir.Call(Op.SUBGROUP_BROADCAST, args):
+                out = ir.Call(
+                    Op.SUBGROUP_BROADCAST, self.operands(Op.SUBGROUP_BROADCAST, args, scope, want)
+                )
+                self.broadcast_lane(out.args[1], scope)
+                return out
             case ir.Call(op, args) if ops.info(op).operands is not None:
                 return ir.Call(op, self.operands(op, args, scope, want))
             case ir.Call(op, args):
@@ -168,20 +186,39 @@ class Typer:
                 )
             case RawCtor(ty, args):
                 return self.ctor(ty, args, scope)
-            case RawAddress(_, line, column):
-                raise UnsupportedError("pointers (unary '&')", self.filename, line, column)
+            case RawAddress(x):
+                return ir.AddressOf(self.expr(x, scope, None))
+            case ir.Deref(x):
+                return ir.Deref(self.expr(x, scope, None))
             case ir.ArrayLength():
                 return e
+            case ir.AtomicCall(fn, target, args):
+                target = self.expr(target, scope, None)
+                try:
+                    elem = self.checker.atomic_elem(target, scope, fn)
+                except VerifyError as err:
+                    raise self.error(str(err)) from None
+                return ir.AtomicCall(fn, target, tuple(self.expr(a, scope, elem) for a in args))
             case ir.Bitcast(ty, x):
                 return ir.Bitcast(ty, self.expr(x, scope, None))
             case ir.Index(base, i):
-                return ir.Index(self.expr(base, scope, None), self.expr(i, scope, None))
+                base = self.through(self.expr(base, scope, None), scope)
+                return ir.Index(base, self.expr(i, scope, None))
             case ir.Member(base, name):
-                base = self.expr(base, scope, None)
+                base = self.through(self.expr(base, scope, None), scope)
                 if isinstance(self.type_of(base, scope), Vec) and set(name) <= _RGBA:
                     name = name.translate(_RGBA_AS_XYZW)  # WGSL's colour swizzle: the IR's xyzw
                 return ir.Member(base, name)
         raise self.error(f"not an expression: {e!r}")
+
+    def through(self, base: ir.Expr, scope: Scope) -> ir.Expr:
+        """``*base`` where ``base`` names a pointer: WGSL's ``p[i]`` and ``p.x`` reach through
+        it (the pointer_composite_access feature), which the IR spells ``(*p)[i]``."""
+        if type(base) is ir.Name:
+            sym = scope.lookup(base.name)
+            if sym is not None and isinstance(sym.ty, Ptr):
+                return ir.Deref(base)
+        return base
 
     def unify(
         self, args: tuple[ir.Expr, ...], scope: Scope, want: Type | None
@@ -233,6 +270,8 @@ class Typer:
             if isinstance(ty, Scalar) or isinstance(self.type_of(a, scope), Vec):
                 return ir.Convert(ty, a)
             return ir.Construct(ty, (a,))
+        if isinstance(ty, Scalar) and not args:
+            return ir.Lit(False if ty == bool_ else ty.dtype.type(0).item(), ty)  # f32() is 0
         if isinstance(ty, Scalar):
             raise self.error(f"{ty}(...) takes one argument, got {len(args)}")
         return ir.Construct(ty, tuple(self.expr(a, scope, ty.elem) for a in args))
@@ -257,6 +296,21 @@ class Typer:
                 raise self.error(
                     f"const {name}: a call of {called} is not a const-expression (use let)"
                 )
+
+    def broadcast_lane(self, lane: ir.Expr, scope: Scope) -> None:
+        """``subgroupBroadcast``'s lane must be a const-expression, as Tint requires."""
+        for node in ir.walk(lane):
+            if type(node) is ir.Name:
+                sym = scope.lookup(node.name)
+                if sym is not None and sym.kind != "const" and id(sym) not in self.const_symbols:
+                    break
+            elif type(node) is ir.FnCall or type(node) is ir.Call and node.op in ops.SUBGROUP_OPS:
+                break
+        else:
+            return
+        raise self.error(
+            "the lane (sourceLaneIndex) argument of subgroupBroadcast must be a const-expression"
+        )
 
     # -- statements --
     def block(self, body: tuple[ir.Stmt, ...], scope: Scope, ret: Type | None, loop: bool) -> tuple:
@@ -289,6 +343,12 @@ class Typer:
                     init = self.expr(init, scope, ty)
                 if ty is None:
                     ty = self.type_of(init, scope)
+                if is_result_struct(ty):
+                    raise UnsupportedError(
+                        f"var {name} of {ty} (bind frexp's and modf's result with let)",
+                        self.filename,
+                        self.line,
+                    )
                 return self.check(ir.Var(name, ty, init), scope, ret, loop)
             case ir.Assign(target, value, op):
                 target = self.expr(target, scope, None)
@@ -338,6 +398,8 @@ class Typer:
             case CallStmt(call):
                 typed = self.expr(call, scope, None)
                 return self.check(ir.CallStmt(typed), scope, ret, loop)
+            case ir.AtomicStmt(call):
+                return self.check(ir.AtomicStmt(self.expr(call, scope, None)), scope, ret, loop)
         return self.check(s, scope, ret, loop)
 
     def condition(self, cond: ir.Expr, scope: Scope) -> ir.Expr:

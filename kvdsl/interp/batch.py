@@ -98,7 +98,11 @@ def plan(s: ir.For, kernel: ir.Kernel, functions: dict[str, ir.Function]) -> Pla
     for x in ir.walk(s.body):
         if isinstance(x, (ir.For, ir.Loop, ir.Break, ir.Continue, ir.Return, ir.Barrier)):
             return None
+        if isinstance(x, (ir.AddressOf, ir.Deref)):  # memory reached through a pointer
+            return None
         if isinstance(x, ir.Call) and x.op in SUBGROUP_OPS:  # reads other invocations' lanes
+            return None
+        if isinstance(x, ir.AtomicCall):  # ordered by invocation, trip by trip
             return None
     # Which declaration each name means, scope by scope: a name declared in a nested block of
     # the body means the outer one before and after that block (taking the body's declarations
@@ -118,6 +122,8 @@ def plan(s: ir.For, kernel: ir.Kernel, functions: dict[str, ir.Function]) -> Pla
     for f in helpers:
         for x in ir.walk(f.body):
             if isinstance(x, ir.Barrier) or isinstance(x, ir.Call) and x.op in SUBGROUP_OPS:
+                return None
+            if isinstance(x, (ir.AddressOf, ir.Deref, ir.AtomicCall)):
                 return None
             if isinstance(x, ir.Assign) and _root(x.target) in bindings | shared:
                 return None

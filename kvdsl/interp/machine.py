@@ -19,7 +19,7 @@ from kvdsl.interp import batch
 from kvdsl.interp.batch import BatchGrid
 from kvdsl.interp.errors import InterpError
 from kvdsl.interp.exprs import Expressions
-from kvdsl.interp.memory import Memory
+from kvdsl.interp.memory import Flat, Memory, Row
 from kvdsl.interp.scope import Frame, Scopes, Slot
 from kvdsl.interp.values import (
     COMPONENTS,
@@ -70,6 +70,24 @@ def _facts(kernel: ir.Kernel) -> tuple[bool, frozenset[str]]:
     return known[1], known[2]
 
 
+def _through(kernel: ir.Kernel) -> frozenset[int]:
+    """The ids of the kernel's expressions that read through a pointer: every ``Deref``, and
+    every ``Index`` or ``Member`` whose access chain starts at one."""
+    out = set()
+    for x in ir.walk((kernel.body, kernel.functions)):
+        root = x
+        while type(root) is ir.Index or type(root) is ir.Member:
+            root = root.base
+        if type(root) is ir.Deref:
+            out.add(id(x))
+    return frozenset(out)
+
+
+def uses_pointers(kernel: ir.Kernel) -> bool:
+    """Whether ``kernel`` takes an address anywhere (its helpers included)."""
+    return any(type(x) is ir.AddressOf for x in ir.walk((kernel.body, kernel.functions)))
+
+
 def reads_read_write(kernel: ir.Kernel) -> bool:
     """Whether ``kernel`` may read a read_write binding: any index of one's name that is not the
     target of a plain ``=`` (a shadowing local counts too, which only errs on the safe side)."""
@@ -84,6 +102,12 @@ def _reads_read_write(kernel: ir.Kernel) -> bool:
             return reads(node.target.index) or reads(node.value)
         if isinstance(node, ir.Index) and isinstance(node.base, ir.Name) and node.base.name in rw:
             return True
+        if isinstance(node, ir.AddressOf):  # a pointer into a read_write binding may read it
+            root = node.x
+            while isinstance(root, (ir.Index, ir.Member)):
+                root = root.base
+            if isinstance(root, ir.Name) and root.name in rw:
+                return True
         if isinstance(node, tuple):
             return any(reads(x) for x in node)
         if hasattr(node, "__dataclass_fields__"):
@@ -113,6 +137,7 @@ def render(s: ir.Stmt | None) -> str:
             | ir.Continue()
             | ir.Barrier()
             | ir.CallStmt()
+            | ir.AtomicStmt()
         ):
             return inline(s)
         case _:
@@ -162,6 +187,10 @@ class Machine(Scopes, Expressions, Memory):
         self._repeated: dict[int, tuple[Slot, Slot]] = {}  # outside slots, repeated per trip
         # binding name → [bytes loaded, bytes stored] by active lanes, when the caller asks.
         self.accesses: dict[str, list[int]] | None = None
+        # Pointers: the expressions read through one (``*p``, ``(*p)[i]``, ``(*p).x``).
+        self._through = _through(kernel)
+        self._pointer_ids = 0
+        self._pointers = uses_pointers(kernel)
         for c in kernel.consts:
             self.module[c.name] = Slot(self.eval(c.value, None))
 
@@ -208,7 +237,12 @@ class Machine(Scopes, Expressions, Memory):
                 if empty(out):
                     return out
                 m = out
-                if top and m is not None and 4 * int(np.count_nonzero(m)) <= 3 * self.n:
+                if (
+                    top
+                    and m is not None
+                    and not self._pointers  # a pointer's held indices are not compacted
+                    and 4 * int(np.count_nonzero(m)) <= 3 * self.n
+                ):
                     self.compact(m)
                     m = None
         return m
@@ -226,6 +260,8 @@ class Machine(Scopes, Expressions, Memory):
         def take(v):
             if isinstance(v, ArrayValue):
                 return ArrayValue(take(x) for x in v)
+            if type(v) is dict:  # frexp's or modf's result
+                return {k: take(x) for k, x in v.items()}
             return v if v is None or v.shape[0] == 1 else v[keep]
 
         for scope in self.scopes[1:]:
@@ -304,6 +340,9 @@ class Machine(Scopes, Expressions, Memory):
                 return m
             case ir.CallStmt(call):
                 self.eval(call, m)
+                return m
+            case ir.AtomicStmt(call):
+                self.atomic(call, m)
                 return m
             case ir.Switch():
                 return self.switch(s, m)
@@ -454,6 +493,13 @@ class Machine(Scopes, Expressions, Memory):
 
     def assign(self, target: ir.Expr, v, m: Mask) -> None:
         """Store ``v`` into ``target`` on the lanes of ``m``."""
+        if self._through and id(target) in self._through:  # through a pointer: where it points
+            chain, hidden = self.locate(target, m)
+            if type(chain) is ir.Name and chain.name in self.shared:  # a whole workgroup array
+                self.shared_put(self.shared[chain.name], None, v, m)
+                return
+            self.at(hidden, lambda: self.assign(chain, v, m))
+            return
         if isinstance(target, ir.Index) and isinstance(target.base, ir.Name):
             b = self.buffers.get(target.base.name)
             if b is not None and not self._shadowed(target.base.name):
@@ -468,7 +514,13 @@ class Machine(Scopes, Expressions, Memory):
         ref = self.shared_ref(target) if self.shared else None
         if ref is not None:  # ``w[i] = v`` or ``w[i][lane] = v``
             w, index, lane = ref
-            idx = self.eval(index, m)
+            if type(index) is Row:  # a whole row of an array of arrays
+                self.shared_put(w, self.row_start(w, index.row, m), v, m)
+                return
+            if type(index) is Flat:
+                idx = self.flat_index(w, index, m)
+            else:
+                idx = self.eval(index, m)
             self.shared_store(w, idx, v, m, None if lane is None else self.eval(lane, m))
             return
         slot = self.lookup(self.root(target).name)

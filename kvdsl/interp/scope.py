@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from kvdsl.interp.errors import InterpError
+from kvdsl.ir import tree as ir
 from kvdsl.interp.values import ArrayValue, Mask
 
 
@@ -20,6 +21,28 @@ class Slot:
         self.value = value
         self.decl = decl
         self.var = var
+
+
+class Held:
+    """An index already evaluated, standing in a pointer's access chain: ``&a[i]`` picks its
+    element when it is taken, however ``i`` changes later. Compared by identity."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: np.ndarray) -> None:
+        self.value = value
+
+
+class PtrValue:
+    """A pointer: the access chain it points at (names, ``Index`` with :class:`Held` indices,
+    ``Member``) and the slots its root names stand for. A ``var`` root is its declaring
+    frame's own slot under a name no WGSL identifier takes, so a helper writes through the
+    pointer into its caller's variable; a binding or workgroup root keeps its module name."""
+
+    __slots__ = ("chain", "hidden")
+
+    def __init__(self, chain: ir.Expr, hidden: dict[str, Slot]) -> None:
+        self.chain, self.hidden = chain, hidden
 
 
 class Frame:
@@ -50,9 +73,23 @@ class Scopes:
     def _spread(self, slot: Slot) -> Slot:
         """In a batch, a slot from outside the loop with its value repeated for every trip
         (the body never assigns one, so a copy serves)."""
-        v, rep = slot.value, self.batch.spread
+        v, spread = slot.value, self.batch.spread
+
+        def rep(x):  # arrays of arrays: each inner array's elements
+            return ArrayValue(rep(y) for y in x) if type(x) is ArrayValue else spread(x)
+
+        if type(v) is PtrValue:  # a pointer's held indices are not repeated: never batched
+            return slot
+        if type(v) is dict:  # frexp's or modf's result: each field repeated
+            if all(rep(x) is x for x in v.values()):
+                return slot
+            hit = self._repeated.get(id(slot))
+            if hit is None:
+                value = {k: rep(x) for k, x in v.items()}
+                hit = self._repeated[id(slot)] = (slot, Slot(value, None, slot.var))
+            return hit[1]
         if isinstance(v, ArrayValue):
-            if all(rep(x) is x for x in v):
+            if all(type(x) is not ArrayValue and rep(x) is x for x in v):
                 return slot
         elif rep(v) is v:
             return slot

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kvdsl.ir.tree import Binding, WorkgroupVar
-from kvdsl.ir.types import Scalar, Vec
+from kvdsl.ir.types import Array, Atomic, Scalar, Vec
 
 Mask = np.ndarray | None
 COMPONENTS = "xyzw"
@@ -93,6 +93,9 @@ class Grid:
         if col is None:
             if builtin == "sg":
                 col = np.array([self.subgroup_size], np.uint32)
+            elif builtin == "sgid":  # subgroups are aligned runs of local indices
+                local = self.original(self.lanes) % self.per_group
+                col = (local % self.subgroup_size).astype(np.uint32)
             elif builtin == "nwg":
                 col = np.array([self.workgroups[comp]], np.uint32)
             elif self.ids is None and self.offset % self.per_group == self.n % self.per_group == 0:
@@ -234,9 +237,11 @@ def normal(m: Mask) -> Mask:
 
 
 def sel(m: Mask, new: np.ndarray, old: np.ndarray) -> np.ndarray:
-    """``new`` on the lanes of ``m``, ``old`` elsewhere."""
+    """``new`` on the lanes of ``m``, ``old`` elsewhere (element by element for arrays)."""
     if m is None:
         return new
+    if type(new) is ArrayValue:  # an array of arrays: each inner one
+        return ArrayValue(sel(m, a, b) for a, b in zip(new, old))
     mm = m.reshape(m.shape + (1,) * (max(new.ndim, old.ndim) - 1))
     return np.where(mm, new, old)
 
@@ -311,9 +316,14 @@ class SharedArray:
 
     def __init__(self, var: WorkgroupVar, groups: int, first: int) -> None:
         self.var = var
-        self.length = var.ty.n
+        scalar = isinstance(var.ty, Atomic)  # a var<workgroup> atomic: an array of one
+        elem = var.ty if scalar else var.ty.elem
+        # An array of arrays is held flat, row by row: element [r][c] is r * inner + c.
+        self.inner = elem.n if isinstance(elem, Array) else None
+        if self.inner is not None:
+            elem = elem.elem
+        self.length = 1 if scalar else var.ty.n * (self.inner or 1)
         self.first = first  # dispatch-wide index of the chunk's first workgroup
-        elem = var.ty.elem
         self.lanes = elem.n if isinstance(elem, Vec) else 1
         shape = (groups * self.length,) + ((elem.n,) if isinstance(elem, Vec) else ())
         self.data = np.zeros(shape, elem.scalar.dtype)
@@ -330,7 +340,10 @@ class SharedArray:
     def show(self, slot: int) -> str:
         """The element (and lane, for a vector array) of ``slot``, as WGSL indexes it."""
         lane = f"[{slot % self.lanes}]" if self.lanes > 1 else ""
-        return f"{self.var.name}[{slot // self.lanes % self.length}]{lane}"
+        e = slot // self.lanes % self.length
+        if self.inner is not None:
+            return f"{self.var.name}[{e // self.inner}][{e % self.inner}]{lane}"
+        return f"{self.var.name}[{e}]{lane}"
 
 
 def storage(binding: Binding, given: np.ndarray) -> Storage:

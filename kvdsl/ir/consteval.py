@@ -294,6 +294,8 @@ class ConstEval:
         t = type(e)
         if t is ir.Construct:
             args = e.args
+            if not args:  # the zero value
+                return (0,) * e.ty.n if isinstance(e.ty, Vec) else None
             if len(args) > 1 and all(x is args[0] for x in args):  # a splat: one value
                 args = args[:1]
             parts = [self._const_num(a, scope) for a in args]

@@ -99,7 +99,14 @@ def limits(kernel: ir.Kernel) -> dict[str, int]:
 def _workgroup_bytes(ty: Array) -> int:
     """Bytes a ``var<workgroup>`` array takes: WGSL's array stride (its element's size rounded
     up to the element's alignment) times its length, rounded up to 16."""
+    if not isinstance(ty, Array):
+        return 16  # an atomic<u32> / atomic<i32> of its own
     e = ty.elem
-    align = e.align if isinstance(e, Vec) else e.size
-    stride = -(-e.size // align) * align
+    if isinstance(e, Array):  # an array of arrays: each row's bytes unrounded, times n
+        leaf = e.elem
+        align = leaf.align if isinstance(leaf, Vec) else leaf.size
+        stride = -(-leaf.size // align) * align * e.n
+    else:
+        align = e.align if isinstance(e, Vec) else e.size
+        stride = -(-e.size // align) * align
     return -(-(stride * ty.n) // 16) * 16

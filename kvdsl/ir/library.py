@@ -374,3 +374,22 @@ def all_(x: np.ndarray) -> np.ndarray:
 def any_(x: np.ndarray) -> np.ndarray:
     """``any`` of a bool vector (the last axis)."""
     return np.any(x, axis=-1)
+
+
+def frexp(x: np.ndarray) -> dict[str, np.ndarray]:
+    """``frexp(e)``: the fields of its result struct, ``fract`` in [0.5, 1) in magnitude with
+    ``e``'s sign and ``exp`` (i32) with ``e == fract * 2^exp``; both 0 for a zero (the sign kept
+    in ``fract``). Subnormal ``e`` are exact here (a GPU may flush them to zero first)."""
+    with np.errstate(all="ignore"):
+        fract, exp = np.frexp(x)
+    return {"fract": fract.astype(x.dtype, copy=False), "exp": exp.astype(np.int32)}
+
+
+def modf(x: np.ndarray) -> dict[str, np.ndarray]:
+    """``modf(e)``: the fields of its result struct as WGSL defines them, ``whole`` =
+    ``trunc(e)`` and ``fract`` = ``e - trunc(e)`` in ``e``'s type (``modf(-1.5)`` is ``-0.5``
+    and ``-1.0``; ``modf(-2.0).fract`` is +0.0, where C's modf keeps the sign)."""
+    with np.errstate(all="ignore"):
+        whole = np.trunc(x)
+        fract = x - whole
+    return {"fract": fract.astype(x.dtype, copy=False), "whole": whole.astype(x.dtype, copy=False)}

@@ -14,7 +14,7 @@ from typing import Any
 
 from kvdsl.ir import tree as ir
 from kvdsl.ir.ops import Op
-from kvdsl.ir.types import Vec, i32
+from kvdsl.ir.types import Ptr, Vec, i32
 from kvdsl.ir.scope import Scope
 from kvdsl.ir.verify import Verifier, verify
 
@@ -83,6 +83,43 @@ SELECT_OF_ITS_CONDITION = (
 _PACK_NORM = frozenset((Op.PACK4X8UNORM, Op.PACK4X8SNORM, Op.PACK2X16UNORM, Op.PACK2X16SNORM))
 
 
+POINTER_PARAMETER = (
+    "a call passing a workgroup or storage pointer: WGSL's unrestricted_pointer_parameters "
+    "(Tint takes it); naga in wgpu-native 29 refuses the helper ('a pointer of space ... can't "
+    "be passed into functions')"
+)
+ELEMENT_POINTER_ARGUMENT = (
+    "a function pointer to an array's element passed to a helper (f(&a[i])): naga 29's SPIR-V "
+    "writer aborts the process on it ('Expression is not cached'); pass the whole array"
+)
+
+
+def _pointer_hazards(e: ir.FnCall, fn: ir.Function | None) -> list[str]:
+    """What wgpu-native's naga does with the pointer arguments of helper call ``e``."""
+    out = []
+    if fn is not None and any(
+        isinstance(t, Ptr) and t.space in ("workgroup", "storage") for _, t in fn.params
+    ):
+        out.append(POINTER_PARAMETER)
+    for a, (_, t) in zip(e.args, fn.params if fn is not None else ()):
+        local = isinstance(t, Ptr) and t.space in ("function", "private")
+        if local and type(a) is ir.AddressOf and type(a.x) in (ir.Index, ir.Member):
+            out.append(ELEMENT_POINTER_ARGUMENT)
+    return out
+
+
+def naga_aborts(kernel: ir.Kernel) -> str | None:
+    """Why naga (wgpu-native 29) would abort the process compiling ``kernel`` (a valid one),
+    or None: a function pointer to an array's element passed to a helper."""
+    functions = {f.name: f for f in kernel.functions}
+    for x in ir.walk((kernel.body, kernel.functions)):
+        if type(x) is ir.FnCall and ELEMENT_POINTER_ARGUMENT in _pointer_hazards(
+            x, functions.get(x.name)
+        ):
+            return ELEMENT_POINTER_ARGUMENT
+    return None
+
+
 def _signed(ty: Any) -> bool:
     return ty is i32 or (isinstance(ty, Vec) and ty.elem is i32)
 
@@ -142,6 +179,12 @@ class _Watch(Verifier):
         elif type(e) is ir.Call and select_of_its_condition(e):
             self.note(SELECT_OF_ITS_CONDITION)
         return ty
+
+    def call_type(self, e: ir.FnCall, scope: Scope) -> Any:
+        ret = super().call_type(e, scope)  # a call statement's too
+        for why in _pointer_hazards(e, self.functions.get(e.name)):
+            self.note(why)
+        return ret
 
     def _select_divisor(self, e: Any, scope: Scope) -> bool:
         """Whether ``e`` (a divisor), its conversions aside, is a select of two vectors each

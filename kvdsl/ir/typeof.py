@@ -20,8 +20,11 @@ from kvdsl.ir.consteval import (
 from kvdsl.ir.ops import Op
 from kvdsl.ir.scope import Scope, VerifyError
 from kvdsl.ir.show import show
+from kvdsl.ir.types import Atomic, compare_exchange_result
 from kvdsl.ir.types import (
     Array,
+    Ptr,
+    RuntimeArray,
     Scalar,
     Struct,
     Type,
@@ -62,6 +65,11 @@ class ExprTyper(ConstEval):
             if kind == "binding":
                 raise VerifyError(f"binding '{name}' used without an index")
             if kind == "workgroup":
+                if type(sym.ty) is Atomic:
+                    raise VerifyError(
+                        f"workgroup var '{name}' of type {sym.ty} is read and written only "
+                        f"through the atomic builtins (atomicLoad(&{name}) ...), not as a plain value"
+                    )
                 raise VerifyError(f"workgroup var '{name}' used without an index")
             return sym.ty
         match e:
@@ -168,16 +176,29 @@ class ExprTyper(ConstEval):
                     sym = scope.lookup(base.name)
                     if sym is not None and sym.kind == "binding":
                         self.used.add(base.name)
+                        if type(sym.ty.elem) is Atomic:
+                            self._plain_atomic(e, sym.ty.elem)
                         return sym.ty.elem
                     if sym is not None and sym.kind == "workgroup":
+                        if type(sym.ty) is Atomic:
+                            raise VerifyError(f"{show(e)}: cannot index {sym.ty} '{base.name}'")
                         if at is not None and at >= sym.ty.n:
                             self._index_out_of_range(e, at, sym.ty.n)
+                        if type(sym.ty.elem) is Atomic:
+                            self._plain_atomic(e, sym.ty.elem)
                         return sym.ty.elem
                 bt = self.type_of(base, scope)
                 if isinstance(bt, (Array, Vec)):
                     if at is not None and at >= bt.n:
                         self._index_out_of_range(e, at, bt.n)
                     return bt.elem
+                if isinstance(bt, RuntimeArray) and type(base) is ir.Deref:
+                    return bt.elem  # (*p)[i] of a pointer to a whole binding
+                if isinstance(bt, Ptr):
+                    raise VerifyError(
+                        f"{show(e)}: {show(base)} is a pointer: index what it points at, "
+                        f"(*{show(base)})[i]"
+                    )
                 raise VerifyError(f"{show(e)}: cannot index a value of type {bt}")
             case ir.Call(op, args):
                 info = ops.info(op)
@@ -222,6 +243,8 @@ class ExprTyper(ConstEval):
                     )
                 return ty
             case ir.Construct(ty, args):
+                if not args and isinstance(ty, (Vec, Array)):
+                    return ty  # the zero value: vec4<f32>(), array<u32, 8>()
                 got = [self.type_of(a, scope) for a in args]
                 if isinstance(ty, Vec):
                     n = sum(t.n if isinstance(t, Vec) else 1 for t in got)
@@ -245,6 +268,18 @@ class ExprTyper(ConstEval):
                     raise VerifyError(f"{show(e)}: '{name}' is not a storage binding")
                 self.used.add(name)
                 return u32
+            case ir.AtomicCall(fn, target, args):
+                ret = self.atomic_type(e, scope)
+                if ret is None:
+                    raise VerifyError(f"{show(e)}: atomic{fn} returns no value (a statement)")
+                return ret
+            case ir.AddressOf(x):
+                return self.pointer_to(e, x, scope)
+            case ir.Deref(p):
+                pt = self.type_of(p, scope)
+                if not isinstance(pt, Ptr):
+                    raise VerifyError(f"{show(e)}: '*' takes a pointer, not a {pt}")
+                return pt.store
             case ir.FnCall(name, args):
                 ret = self.call_type(e, scope)
                 if ret is None:
@@ -253,6 +288,110 @@ class ExprTyper(ConstEval):
                     )
                 return ret
         raise VerifyError(f"not an expression: {e!r}")
+
+    def _plain_atomic(self, e: ir.Index, ty: Atomic) -> None:
+        raise VerifyError(
+            f"{show(e)}: an element of type {ty} is read and written only through the atomic "
+            f"builtins (atomicLoad(&{show(e)}), atomicStore(&{show(e)}, v), atomicAdd ...), "
+            "not as a plain value"
+        )
+
+    def atomic_elem(self, target: ir.Expr, scope: Scope, fn: str) -> Scalar:
+        """The scalar type (u32 or i32) of the atomic ``target`` names: an element of an
+        ``array<atomic<T>>`` storage binding (read_write) or workgroup array."""
+        if type(target) is ir.Name:  # a var<workgroup> atomic of its own
+            sym = scope.lookup(target.name)
+            if sym is not None and sym.kind == "workgroup" and type(sym.ty) is Atomic:
+                return sym.ty.elem
+        if type(target) is ir.Index and type(target.base) is ir.Name:
+            sym = scope.lookup(target.base.name)
+            if sym is not None and sym.kind in ("binding", "workgroup"):
+                elem = sym.ty.elem
+                if type(elem) is Atomic:
+                    it = self.type_of(target.index, scope)
+                    if it is not u32 and it is not i32:
+                        raise VerifyError(f"{show(target)}: index must be i32 or u32, got {it}")
+                    at = self.const_int(target.index, scope)
+                    n = sym.ty.n if sym.kind == "workgroup" else None
+                    if at is not None and (at < 0 or n is not None and at >= n):
+                        self._index_out_of_range(target, at, n)
+                    if sym.kind == "binding":
+                        if sym.access != "read_write":
+                            raise VerifyError(
+                                f"atomic{fn}(&{show(target)}): binding '{target.base.name}' is "
+                                "read-only (atomics in storage are read_write)"
+                            )
+                        self.used.add(target.base.name)
+                        if fn != "Load":
+                            self.stored.add(target.base.name)
+                    return elem.elem
+        raise VerifyError(
+            f"atomic{fn}(&{show(target)}): the pointer is not to an atomic<u32> or atomic<i32> "
+            "(an element of an array<atomic<T>> in storage or workgroup memory, or a "
+            "var<workgroup> atomic)"
+        )
+
+    def atomic_type(self, e: ir.AtomicCall, scope: Scope) -> Type | None:
+        """What atomic builtin ``e`` returns (None: ``atomicStore``, nothing), its operands
+        checked: each value argument of the atomic's type."""
+        want = ir.ATOMIC_FUNCTIONS.get(e.fn)
+        if want is None:
+            raise VerifyError(f"{show(e)}: no atomic builtin atomic{e.fn}")
+        if len(e.args) != want:
+            raise VerifyError(f"{show(e)}: atomic{e.fn} takes {want + 1} arguments")
+        elem = self.atomic_elem(e.target, scope, e.fn)
+        for a in e.args:
+            got = self.type_of(a, scope)
+            if got is not elem:
+                raise VerifyError(
+                    f"{show(e)}: atomic{e.fn} of an atomic<{elem}> takes {elem} values, got {got}"
+                )
+        if e.fn == "Store":
+            return None
+        if e.fn == "CompareExchangeWeak":
+            return compare_exchange_result(elem)
+        return elem
+
+    def pointer_to(self, e: ir.AddressOf, x: ir.Expr, scope: Scope) -> Ptr:
+        """The type of ``&x``: a pointer into the address space of ``x``'s root (a ``var`` is
+        ``function`` memory, a binding ``storage``, a workgroup array ``workgroup``, ``*p``
+        ``p``'s), to the type ``x`` has there. WGSL refuses the address of a value (a ``let``,
+        a parameter, a const, a builtin input), of a uniform params field here, and of a
+        vector component (``&v.x``, ``&v[i]``)."""
+        match x:
+            case ir.Name(name):
+                sym = scope.lookup(name)
+                if sym is None:
+                    raise VerifyError(f"{show(e)}: undefined name '{name}'")
+                if sym.kind == "var":
+                    return Ptr("function", sym.ty)
+                if sym.kind == "binding":
+                    self.used.add(name)
+                    if sym.access == "read_write":
+                        self.stored.add(name)  # written through the pointer, as far as notes go
+                    return Ptr("storage", sym.ty, sym.access)
+                if sym.kind == "workgroup":
+                    return Ptr("workgroup", sym.ty)
+                raise VerifyError(
+                    f"{show(e)}: '{name}' is a {sym.kind}, a value, not memory: only a var, a "
+                    "binding or a workgroup var has an address"
+                )
+            case ir.Deref(p):
+                pt = self.type_of(p, scope)
+                if not isinstance(pt, Ptr):
+                    raise VerifyError(f"{show(e)}: '*' takes a pointer, not a {pt}")
+                return pt
+            case ir.Index(base, _) | ir.Member(base, _):
+                inner = self.pointer_to(e, base, scope)
+                if isinstance(inner.store, Vec):
+                    raise VerifyError(
+                        f"{show(e)}: the address of a vector component (WGSL refuses it: "
+                        "point at the whole vector)"
+                    )
+                if type(x) is ir.Member:
+                    raise VerifyError(f"{show(e)}: {inner.store} has no members")
+                return Ptr(inner.space, self.type_of(x, scope), inner.access)
+        raise VerifyError(f"{show(e)}: '&' takes a var, a binding, a workgroup var or an element")
 
     def call_type(self, e: ir.FnCall, scope: Scope) -> Type | None:
         """What helper call ``e`` returns (None: nothing), its arguments checked."""
@@ -266,7 +405,38 @@ class ExprTyper(ConstEval):
                 f"{show(e)}: {e.name} takes ({', '.join(map(str, want))}), "
                 f"got ({', '.join(map(str, got))})"
             )
+        if any(isinstance(t, Ptr) for t in want):
+            self._aliasing(e, fn, scope)
         return fn.ret
+
+    def _aliasing(self, e: ir.FnCall, fn: ir.Function, scope: Scope) -> None:
+        """WGSL's alias analysis: two pointer arguments into one variable, either written
+        through in the callee, and a pointer argument into a module-scope variable the callee
+        also names while one of the two accesses writes, are errors (Tint refuses them)."""
+        roots = [
+            (i, pointer_root(a, scope))
+            for i, a in enumerate(e.args)
+            if isinstance(fn.params[i][1], Ptr)
+        ]
+        written = written_params(fn, self.functions)
+        for k, (i, r) in enumerate(roots):
+            for j, q in roots[k + 1 :]:
+                if r is not None and r == q and (i in written or j in written):
+                    raise VerifyError(
+                        f"{show(e)}: arguments {i + 1} and {j + 1} point into the same "
+                        f"variable '{r}' and {fn.name} writes through one (WGSL's alias "
+                        "analysis refuses it)"
+                    )
+            sym = scope.lookup(r) if r is not None else None
+            if sym is not None and sym.kind in ("binding", "workgroup"):
+                named = {x.name for x in ir.walk(fn.body) if type(x) is ir.Name}
+                stores = {_target_root(x.target) for x in ir.walk(fn.body) if type(x) is ir.Assign}
+                if r in named and (i in written or r in stores):
+                    raise VerifyError(
+                        f"{show(e)}: argument {i + 1} points into '{r}', which {fn.name} also "
+                        "names, and one of the two writes it (WGSL's alias analysis refuses "
+                        "it)"
+                    )
 
     def _const_operands(
         self, e: ir.Binary, v: int, scope: Scope, left: tuple[int, Scalar] | None = None
@@ -334,3 +504,60 @@ class ExprTyper(ConstEval):
             return ops.info(op).typing(args)
         except ops.OpTypeError as err:
             raise VerifyError(f"{show(e)}: {ops.info(op).spelling} {err}") from None
+
+
+def _target_root(target: ir.Expr) -> str | None:
+    while type(target) is ir.Index or type(target) is ir.Member:
+        target = target.base
+    return target.name if type(target) is ir.Name else None
+
+
+def pointer_root(e: ir.Expr, scope: Scope) -> str | None:
+    """The variable pointer ``e`` points into (a ``let`` of a pointer followed to its
+    ``&``), or ``p`` for a pointer parameter ``p``; None where it is not known."""
+    match e:
+        case ir.AddressOf(x):
+            while type(x) is ir.Index or type(x) is ir.Member:
+                x = x.base
+            if type(x) is ir.Deref:
+                return pointer_root(x.x, scope)
+            return x.name if type(x) is ir.Name else None
+        case ir.Name(name):
+            sym = scope.lookup(name)
+            if sym is not None and sym.kind == "let" and sym.value is not None:
+                return pointer_root(sym.value, scope)
+            return name
+    return None
+
+
+def written_params(fn: ir.Function, functions: dict[str, ir.Function]) -> set[int]:
+    """The indices of ``fn``'s pointer parameters it writes through (directly, through a
+    ``let`` of one, or by passing one to a helper that writes through it)."""
+    pointers = {p: i for i, (p, t) in enumerate(fn.params) if isinstance(t, Ptr)}
+    via: dict[str, int] = dict(pointers)  # names that hold a pointer from a parameter
+    out: set[int] = set()
+    for x in ir.walk(fn.body):
+        if type(x) is ir.Let and type(x.value) in (ir.Name, ir.AddressOf):
+            v = x.value
+            while type(v) is not ir.Name:
+                v = v.x if type(v) in (ir.AddressOf, ir.Deref) else v.base
+                if type(v) not in (ir.Name, ir.AddressOf, ir.Deref, ir.Index, ir.Member):
+                    break
+            if type(v) is ir.Name and v.name in via:
+                via[x.name] = via[v.name]
+        elif type(x) is ir.Assign:
+            t = x.target
+            while type(t) is ir.Index or type(t) is ir.Member:
+                t = t.base
+            if type(t) is ir.Deref and type(t.x) is ir.Name and t.x.name in via:
+                out.add(via[t.x.name])
+        elif type(x) is ir.FnCall and x.name in functions and x.name != fn.name:
+            callee = functions[x.name]
+            inner = written_params(callee, functions)
+            for k, a in enumerate(x.args):
+                root = a.x if type(a) is ir.AddressOf else a
+                while type(root) in (ir.Index, ir.Member, ir.Deref):
+                    root = root.x if type(root) is ir.Deref else root.base
+                if k in inner and type(root) is ir.Name and root.name in via:
+                    out.add(via[root.name])
+    return out

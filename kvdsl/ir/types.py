@@ -100,10 +100,50 @@ class Vec:
 
 
 @dataclass(frozen=True, slots=True)
-class Array:
-    """A fixed-size ``array<T, N>`` (function-scope ``var`` arrays)."""
+class Atomic:
+    """``atomic<u32>`` / ``atomic<i32>``: the element of a read_write storage array or of a
+    workgroup array that only the atomic builtins read and write."""
 
-    elem: Scalar | Vec
+    elem: Scalar
+
+    def __str__(self) -> str:
+        return f"atomic<{self.elem}>"
+
+    @property
+    def scalar(self) -> Scalar:
+        return self.elem
+
+    @property
+    def is_int(self) -> bool:
+        return True
+
+    @property
+    def is_float(self) -> bool:
+        return False
+
+    @property
+    def is_numeric(self) -> bool:
+        return True
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.elem.dtype
+
+    @property
+    def size(self) -> int:
+        return 4
+
+    @property
+    def align(self) -> int:
+        return 4
+
+
+@dataclass(frozen=True, slots=True)
+class Array:
+    """A fixed-size ``array<T, N>`` (function-scope ``var`` arrays, workgroup arrays); ``T`` a
+    scalar, a vector or, in function memory, another fixed-size array."""
+
+    elem: Scalar | Vec | Array
     n: int
 
     def __str__(self) -> str:
@@ -135,7 +175,58 @@ class Struct:
         return dict(self.fields).get(name)
 
 
-Type = Scalar | Vec | Array | RuntimeArray | Struct
+def atomic(elem: Scalar) -> Atomic:
+    """``atomic<elem>`` for ``u32`` or ``i32`` (WGSL has no other atomic type)."""
+    if elem not in (u32, i32):
+        raise ValueError(f"atomic<{elem}>: WGSL's atomics are atomic<u32> and atomic<i32>")
+    return Atomic(elem)
+
+
+def compare_exchange_result(elem: Scalar) -> Struct:
+    """The struct ``atomicCompareExchangeWeak`` returns: ``old_value`` and ``exchanged``."""
+    return Struct(
+        f"__atomic_compare_exchange_result_{elem}", (("old_value", elem), ("exchanged", bool_))
+    )
+
+
+def result_struct(builtin: str, ty: Scalar | Vec) -> Struct:
+    """The struct ``frexp`` or ``modf`` returns for a float scalar or vector ``ty``: WGSL's
+    ``__frexp_result_f32`` (``fract: f32, exp: i32``), ``__modf_result_vec4_f32`` (``fract``,
+    ``whole``) ..., which a kernel cannot name, only bind with ``let`` and read fields of."""
+    shape = "" if isinstance(ty, Scalar) else f"vec{ty.n}_"
+    if builtin == "frexp":
+        exp = i32 if isinstance(ty, Scalar) else Vec(ty.n, i32)
+        return Struct(f"__frexp_result_{shape}{ty.scalar}", (("fract", ty), ("exp", exp)))
+    return Struct(f"__modf_result_{shape}{ty.scalar}", (("fract", ty), ("whole", ty)))
+
+
+def is_result_struct(ty: object) -> bool:
+    """Whether ``ty`` is one of :func:`result_struct`'s (named by WGSL, not by a kernel)."""
+    return isinstance(ty, Struct) and ty.name.startswith(("__frexp_result_", "__modf_result_"))
+
+
+#: WGSL's address spaces a pointer may name, and the access mode each has: ``function``,
+#: ``private`` and ``workgroup`` memory is read_write; ``storage`` is ``read`` or ``read_write``.
+POINTER_SPACES = ("function", "private", "workgroup", "storage")
+
+
+@dataclass(frozen=True, slots=True)
+class Ptr:
+    """``ptr<space, T[, access]>``: the type of a pointer, the value of ``&x``. Only a ``let``
+    and a helper's parameter hold one; ``*p`` is the memory it points at. The access mode is
+    spelled only for ``storage`` (the others are always ``read_write``)."""
+
+    space: str
+    store: Scalar | Vec | Array | RuntimeArray
+    access: str = "read_write"
+
+    def __str__(self) -> str:
+        if self.space == "storage":
+            return f"ptr<storage, {self.store}, {self.access}>"
+        return f"ptr<{self.space}, {self.store}>"
+
+
+Type = Scalar | Vec | Atomic | Array | RuntimeArray | Struct | Ptr
 
 
 def bitcastable(ty: object) -> bool:

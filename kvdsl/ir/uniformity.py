@@ -24,9 +24,11 @@ analysis rather than a list of accepted shapes, so kvdsl takes what Tint takes:
 
 A requirement that reaches *MayBeNonUniform* is refused, with the chain that leads there
 (:func:`check`). The spec's analysis has a second scope for subgroup operations when an
-implementation offers the ``subgroup_uniformity`` language extension; kvdsl's subset holds no
-value that is uniform in a subgroup without being uniform in the workgroup (no
-``subgroup_id``, no reduction), so the one analysis gives both scopes' answers.
+implementation offers the ``subgroup_uniformity`` language extension; kvdsl runs the workgroup
+scope's analysis for both (as an implementation without that extension does): every subgroup
+builtin must be called in uniform control flow, the second argument of ``subgroupShuffleXor``,
+``subgroupShuffleUp``, ``subgroupShuffleDown`` and ``subgroupBroadcast`` must be uniform, and a
+subgroup builtin's result (a reduction's too, the same in its subgroup) may be non-uniform.
 
 Where the spec's text is looser than Tint, kvdsl follows Tint: a store to a lane of a
 function-scope vector makes the variable's value depend on the lane's index too.
@@ -43,6 +45,12 @@ from kvdsl.ir.show import loop_head, show
 
 NEXT, BREAK, CONTINUE, RETURN = "next", "break", "continue", "return"
 _NEXT_ONLY = frozenset((NEXT,))
+# What a subgroup builtin's second argument, which must be uniform, is (shuffles: the mask).
+_UNIFORM_ARG = {
+    ops.Op.SUBGROUP_SHUFFLE_UP: "the delta",
+    ops.Op.SUBGROUP_SHUFFLE_DOWN: "the delta",
+    ops.Op.SUBGROUP_BROADCAST: "the lane",
+}
 
 
 def behavior(body: tuple[ir.Stmt, ...]) -> frozenset[str]:
@@ -305,13 +313,36 @@ class _Analysis:
             if e.op in ops.SUBGROUP_OPS:
                 spelling = ops.info(e.op).spelling
                 self.require(cf, f"{spelling}()", "must be called in uniform control flow")
-                self.require(args[1], f"the mask of {spelling}()", "must be uniform")
+                if e.op in ops.SUBGROUP_UNIFORM_ARG:
+                    what = _UNIFORM_ARG.get(e.op, "the mask")
+                    self.require(args[1], f"{what} of {spelling}()", "must be uniform")
                 return self.g.node(
                     MAY_BE_NON_UNIFORM, label=f"{spelling}()'s result (another invocation's value)"
                 )
             return self.g.join(cf, *args)
+        if t is ir.AtomicCall:
+            self.value(e.target, cf)
+            for a in e.args:
+                self.value(a, cf)
+            return self.g.node(MAY_BE_NON_UNIFORM, label=f"atomic{e.fn}()'s result")
+        if t is ir.Deref:
+            # What a pointer points at is not tracked: taken as non-uniform (a barrier under a
+            # condition on it is refused, which may refuse what Tint's finer analysis takes).
+            self.value(e.x, cf)
+            return self.g.node(MAY_BE_NON_UNIFORM, label="a value read through a pointer")
+        if t is ir.AddressOf:
+            return self.address(e.x, cf)
         if t is ir.FnCall:
             args = [self.value(a, cf) for a in e.args]
+            for a in e.args:  # a var passed by pointer may come back holding anything
+                root = a.x if type(a) is ir.AddressOf else None
+                while type(root) is ir.Index or type(root) is ir.Member:
+                    root = root.base
+                slot = self.env.get(root.name) if type(root) is ir.Name else None
+                if type(slot) is _VarSlot:
+                    slot.node = self.g.node(
+                        MAY_BE_NON_UNIFORM, label=f"'{slot.name}' (written through a pointer)"
+                    )
             tags = self.tags.get(e.name)
             if tags is None:  # not declared: the verifier names it
                 return self.g.join(cf, *args)
@@ -332,6 +363,17 @@ class _Analysis:
                     )
                 )
             return self.g.join(cf, *deps)
+        return cf
+
+    def address(self, x: ir.Expr, cf: int) -> int:
+        """The uniformity of the pointer ``&x``: of the indices that pick its element."""
+        t = type(x)
+        if t is ir.Index:
+            return self.g.join(self.address(x.base, cf), self.value(x.index, cf))
+        if t is ir.Member:
+            return self.address(x.base, cf)
+        if t is ir.Deref:
+            return self.value(x.x, cf)
         return cf
 
     # -- statements: (CF, s) => CF' --
@@ -389,6 +431,9 @@ class _Analysis:
             self.require(cf, "workgroupBarrier()", "must be reached in uniform control flow")
             return cf
         if t is ir.CallStmt:
+            self.value(s.call, cf)
+            return cf
+        if t is ir.AtomicStmt:
             self.value(s.call, cf)
             return cf
         if t is ir.Switch:

@@ -16,7 +16,22 @@ from kvdsl.ir.ops import Op
 from kvdsl.ir.scope import Scope, Symbol, VerifyError, check_name
 from kvdsl.ir.show import loop_head, show
 from kvdsl.ir.typeof import ExprTyper
-from kvdsl.ir.types import Array, RuntimeArray, Scalar, Type, Vec, bool_, f16, f32, i32, u32
+from kvdsl.ir.types import (
+    POINTER_SPACES,
+    Array,
+    Ptr,
+    RuntimeArray,
+    Scalar,
+    Type,
+    Vec,
+    bool_,
+    f16,
+    f32,
+    i32,
+    is_result_struct,
+    u32,
+)
+from kvdsl.ir.types import Atomic, Struct
 from kvdsl.ir.uniformity import loop_behavior
 
 __all__ = [
@@ -53,13 +68,21 @@ class Verifier(ExprTyper):
             # Cases by frequency: lets, comments and assignments are most statements.
             case ir.Let(name, value):
                 ty = self.type_of(value, scope)
-                if not isinstance(ty, (Scalar, Vec, Array)):
+                if not isinstance(ty, (Scalar, Vec, Array, Ptr)) and not (
+                    is_result_struct(ty) or _exchange_result(ty)
+                ):
                     raise VerifyError(f"{show(s)}: cannot bind a value of type {ty}")
-                scope.declare(name, Symbol(ty, "let"), s)
+                pointer = value if isinstance(ty, Ptr) else None  # its root: alias analysis
+                scope.declare(name, Symbol(ty, "let", "", pointer), s)
             case ir.Comment(text):
                 if "\n" in text:
                     raise VerifyError(f"comment {text!r} spans several lines")
             case ir.Var(name, ty, init):
+                if isinstance(ty, Array) and isinstance(ty.elem, Atomic):
+                    raise VerifyError(
+                        f"{show(s)}: an atomic lives in storage (read_write) or workgroup memory, "
+                        "not in a function var"
+                    )
                 if not isinstance(ty, (Scalar, Vec, Array)):
                     raise VerifyError(f"{show(s)}: a var cannot have type {ty}")
                 if init is not None and (got := self.type_of(init, scope)) is not ty and got != ty:
@@ -125,6 +148,10 @@ class Verifier(ExprTyper):
                 self.block(body, Scope(scope), ret, loop)
             case ir.Barrier():
                 self.barriers = True  # where a barrier may stand: check_barriers
+            case ir.AtomicStmt(call):
+                if type(call) is not ir.AtomicCall:
+                    raise VerifyError(f"{show(s)}: not an atomic builtin's call")
+                self.atomic_type(call, scope)
             case ir.CallStmt(call):
                 if type(call) is not ir.FnCall:
                     raise VerifyError(f"{show(s)}: only a helper's call is a statement")
@@ -216,6 +243,17 @@ class Verifier(ExprTyper):
                     "component at a time)"
                 )
             root = root.base
+        if type(root) is ir.Deref:
+            pt = self.type_of(root.x, scope)
+            if isinstance(pt, Ptr) and pt.access != "read_write":
+                raise VerifyError(
+                    f"{show(s)}: {show(root.x)} points at read-only storage ({pt}): only a "
+                    "read_write pointer is written through"
+                )
+            tt = self.type_of(target, scope)
+            if isinstance(tt, RuntimeArray):
+                raise VerifyError(f"{show(s)}: a runtime-sized array is not assigned whole")
+            return tt
         if not isinstance(root, ir.Name):
             raise VerifyError(f"{show(s)}: cannot assign to {show(target)}")
         sym = scope.lookup(root.name)
@@ -230,13 +268,13 @@ class Verifier(ExprTyper):
                 raise VerifyError(f"{show(s)}: a binding is written one element at a time")
             self.stored.add(root.name)
         elif sym.kind == "workgroup":
-            element = isinstance(target, ir.Index) and target.base == root
-            lane = (
-                isinstance(target, ir.Index)
-                and isinstance(target.base, ir.Index)
-                and target.base.base == root
-                and isinstance(sym.ty.elem, Vec)
-            )
+            depth, t = 0, target  # how many indices deep the target is
+            while isinstance(t, ir.Index):
+                depth, t = depth + 1, t.base
+            nested = isinstance(sym.ty.elem, Array)
+            leaf = sym.ty.elem.elem if nested else sym.ty.elem
+            element = t == root and 1 <= depth <= 1 + nested  # an element, or a row
+            lane = t == root and depth == 2 + nested and isinstance(leaf, Vec)
             if not (element or lane):
                 raise VerifyError(
                     f"{show(s)}: workgroup var '{root.name}' is written one element at a time "
@@ -297,7 +335,13 @@ def module_scope(kernel: ir.Kernel, verifier: Verifier) -> Scope:
     for b in kernel.bindings:
         if b.access not in ("read", "read_write"):
             raise VerifyError(f"binding '{b.name}': access '{b.access}' is not read or read_write")
-        if not isinstance(b.elem, (Scalar, Vec)) or b.elem == bool_:
+        if isinstance(b.elem, Atomic):
+            if b.elem.elem not in (u32, i32) or b.access != "read_write" or b.data is not None:
+                raise VerifyError(
+                    f"binding '{b.name}': {b.elem} elements are atomic<u32> or atomic<i32> in a "
+                    f"read_write binding (got {b.elem}, {b.access})"
+                )
+        elif not isinstance(b.elem, (Scalar, Vec)) or b.elem == bool_:
             raise VerifyError(f"binding '{b.name}': element type {b.elem} cannot be stored")
         if b.data is not None and not _host_fits(b):
             raise VerifyError(
@@ -312,10 +356,25 @@ def module_scope(kernel: ir.Kernel, verifier: Verifier) -> Scope:
         scope.declare("params", Symbol(kernel.params, "params"), kernel.params)
     total = 0
     for w in kernel.workgroup_vars:
+        if isinstance(w, ir.WorkgroupVar) and isinstance(w.ty, Atomic):  # one atomic counter
+            if w.ty.elem not in (u32, i32):
+                raise VerifyError(f"workgroup var '{w.name}': {w.ty} is not atomic<u32> or i32")
+            total += 4
+            scope.declare(w.name, Symbol(w.ty, "workgroup"), w)
+            continue
         if not isinstance(w, ir.WorkgroupVar) or not isinstance(w.ty, Array):
             raise VerifyError(f"workgroup var {w!r} is not a WorkgroupVar of an array type")
-        if not isinstance(w.ty.elem, (Scalar, Vec)) or not isinstance(w.ty.n, int) or w.ty.n < 1:
-            raise VerifyError(f"workgroup var '{w.name}': type {w.ty} is not an array of scalars")
+        leaf = w.ty.elem.elem if isinstance(w.ty.elem, Array) else w.ty.elem
+        atomic = isinstance(leaf, Atomic) and leaf.elem in (u32, i32)
+        if (
+            not (atomic or isinstance(leaf, (Scalar, Vec)))
+            or not isinstance(w.ty.n, int)
+            or w.ty.n < 1
+        ):
+            raise VerifyError(
+                f"workgroup var '{w.name}': type {w.ty} is not an array of scalars, vectors or "
+                "atomics, or of arrays of them"
+            )
         total += workgroup_bytes(w.ty)
         if total > MAX_WORKGROUP_BYTES:
             raise VerifyError(
@@ -330,7 +389,11 @@ def module_scope(kernel: ir.Kernel, verifier: Verifier) -> Scope:
 
 def workgroup_bytes(ty: Array) -> int:
     """Bytes ``ty`` takes in workgroup memory (WGSL's array stride: vec3 elements take 16)."""
+    if isinstance(ty, Atomic):
+        return 4
     elem = ty.elem
+    if isinstance(elem, Array):  # an array of arrays: each row its elements' stride times n
+        return workgroup_bytes(elem) * ty.n
     stride = elem.size if isinstance(elem, Scalar) else max(elem.size, elem.align)
     return stride * ty.n
 
@@ -374,7 +437,11 @@ def verify(kernel: ir.Kernel, verifier: Verifier | None = None, *, house: bool =
             raise VerifyError(f"function {fn.name}: the name is taken at module scope")
         inner = Scope(scope)
         for pname, pty in fn.params:
+            if isinstance(pty, Ptr):
+                check_pointer_type(f"function {fn.name}: parameter {pname}", pty)
             inner.declare(pname, Symbol(pty, "param"), fn)
+        if isinstance(fn.ret, Ptr):
+            raise VerifyError(f"function {fn.name} returns a pointer (WGSL refuses it)")
         verifier.block(fn.body, inner, fn.ret, False)
         if fn.ret is not None and not (fn.body and isinstance(fn.body[-1], ir.Return)):
             raise VerifyError(f"function {fn.name} must end with a return")
@@ -402,6 +469,26 @@ def verify(kernel: ir.Kernel, verifier: Verifier | None = None, *, house: bool =
     return kernel
 
 
+def check_pointer_type(what: str, t: Ptr) -> None:
+    """A pointer type WGSL has: one of its address spaces, ``read`` or ``read_write`` access
+    (only ``storage`` may be ``read``), to a type that memory of that space holds."""
+    if t.space not in POINTER_SPACES:
+        raise VerifyError(
+            f"{what}: address space '{t.space}' (a pointer names one of "
+            f"{', '.join(POINTER_SPACES)})"
+        )
+    if t.access not in ("read", "read_write") or t.access == "read" and t.space != "storage":
+        raise VerifyError(
+            f"{what}: access '{t.access}' in {t.space} memory (read_write; storage also read)"
+        )
+    if not isinstance(t.store, (Scalar, Vec, Array, RuntimeArray)) or (
+        isinstance(t.store, RuntimeArray) and t.space != "storage"
+    ):
+        raise VerifyError(f"{what}: {t.space} memory does not hold a {t.store}")
+    if t.space in ("storage", "workgroup") and t.store == bool_:
+        raise VerifyError(f"{what}: {t.space} memory does not hold a bool")
+
+
 def house_notes(kernel: ir.Kernel, verifier: Verifier | None = None) -> list[str]:
     """kvdsl's rules for its own kernels that WGSL does not have: every binding is used, and
     every ``read_write`` one is written. ``verifier``: one that has verified ``kernel``
@@ -416,6 +503,11 @@ def house_notes(kernel: ir.Kernel, verifier: Verifier | None = None) -> list[str
         elif b.access == "read_write" and b.name not in verifier.stored:
             notes.append(f"binding '{b.name}' is read_write but never written")
     return notes
+
+
+def _exchange_result(ty: Type) -> bool:
+    """Whether ``ty`` is the struct atomicCompareExchangeWeak returns (a ``let`` may hold it)."""
+    return isinstance(ty, Struct) and ty.name.startswith("__atomic_compare_exchange_result_")
 
 
 def _host_fits(b: ir.Binding) -> bool:
