@@ -251,8 +251,8 @@ class QkvConfig(CacheConfig):
         )
 
     def default_walk(self) -> DenseWalk | None:
-        """The walk of a config with a format that leaves it unset (the H200's fastest,
-        ``benchmarks/results/h200``): runs where rotary's NeoX pairs fit in a lane's run, else
+        """The walk of a config with a format that leaves it unset (the fastest timed on an
+        H200): runs where rotary's NeoX pairs fit in a lane's run, else
         ``dense_append``'s rule (:meth:`kvdsl.kernels.dense.DenseAppendConfig.default_walk`):
         ggml and inline int8 rows staged, side-scale rows in runs, inline 4-bit rows strided;
         None without a format."""
