@@ -49,7 +49,19 @@ from kvdsl.frontend.transform import (
 from kvdsl.frontend.typer import Typer
 from kvdsl.emit.wgsl import HOST_DATA
 from kvdsl.ir import tree as ir
-from kvdsl.ir.types import SCALARS, Array, Ptr, RuntimeArray, Scalar, Struct, Vec, bool_
+from kvdsl.ir.types import (
+    SCALARS,
+    Array,
+    Ptr,
+    RuntimeArray,
+    Scalar,
+    Struct,
+    Vec,
+    bool_,
+    f32,
+    i32,
+    u32,
+)
 from kvdsl.ir.features import uses_f16, uses_subgroups
 from kvdsl.ir.scope import Scope, Symbol, VerifyError, name_problem
 from kvdsl.ir.verify import Verifier, check_pointer_type, module_scope, verify
@@ -239,6 +251,7 @@ class _Assembler:
         problem = name_problem(entry.name)  # kvdsl emits "main", but WGSL reads this one
         if problem is not None:
             raise WgslTypeError(f"entry point {entry.name}: {problem}", self.filename, entry.line)
+        self.structs = self.struct_types(structs, gvars)
         params = self.params(structs, gvars)
         bindings = self.bindings(gvars)
         shared = self.workgroup_vars(gvars)
@@ -337,9 +350,17 @@ class _Assembler:
         uniforms = [g for g in gvars if g.space == "uniform"]
         if len(uniforms) > 1:
             raise self.err("more than one uniform (the IR has one params struct)", uniforms[1].line)
+        named = {g.ty.name for g in uniforms if isinstance(g.ty, StructRef)}
+        structs = [d for d in structs if d.name in named] + [
+            d for d in structs if d.name not in named and d.name not in self.structs
+        ]
         if len(structs) > 1 or (structs and not uniforms):
             extra = structs[1] if len(structs) > 1 else structs[0]
-            raise self.err(f"struct {extra.name} (only the uniform params struct)", extra.line)
+            raise self.err(
+                f"struct {extra.name} (the uniform params struct, or the element of a storage "
+                "or workgroup array)",
+                extra.line,
+            )
         if not uniforms:
             return None
         u = uniforms[0]
@@ -357,6 +378,39 @@ class _Assembler:
                 )
         self.decl_lines["params"] = u.line
         return Struct(structs[0].name, tuple(structs[0].fields))
+
+    def struct_types(self, structs: list[StructDecl], gvars: list[GlobalVar]) -> dict[str, Struct]:
+        """The structs storage and workgroup arrays hold (``array<BlockQ8>``), by name, their
+        array types resolved in ``gvars``; members are 32-bit scalars, vectors of them and
+        fixed-size arrays of those (f16 members would not fill whole words)."""
+        decls = {d.name: d for d in structs}
+        out: dict[str, Struct] = {}
+        for k, g in enumerate(gvars):
+            if g.space not in ("storage", "workgroup"):
+                continue
+            ty = g.ty
+            if not isinstance(ty, (Array, RuntimeArray)) or not isinstance(ty.elem, StructRef):
+                continue
+            ref = ty.elem
+            d = decls.get(ref.name)
+            if d is None:
+                raise WgslTypeError(
+                    f"var '{g.name}': unknown type '{ref.name}'", self.filename, ref.line
+                )
+            for fname, fty in d.fields:
+                inner = fty.elem if isinstance(fty, Array) else fty
+                if isinstance(inner, (Scalar, Vec)) and inner.scalar in (u32, i32, f32):
+                    continue
+                raise self.err(
+                    f"struct {d.name} member {fname}: {_spell(fty)} (members of a struct in "
+                    "storage or workgroup memory are u32, i32 or f32 scalars, vectors of them, "
+                    "or fixed-size arrays of those)",
+                    d.line,
+                )
+            out[d.name] = st = Struct(d.name, tuple(d.fields))
+            resolved = Array(st, ty.n) if isinstance(ty, Array) else RuntimeArray(st)
+            gvars[k] = replace(g, ty=resolved)
+        return out
 
     def resource_attrs(self, g: GlobalVar) -> tuple[int, int]:
         got = {}
@@ -601,6 +655,10 @@ def _literal_types(e: ir.Expr, consts: tuple[ir.Const, ...]) -> set[str]:
         elif type(node) is ir.Name and node.name in typed:
             out.add(typed[node.name])
     return out
+
+
+def _spell(ty: Any) -> str:
+    return ty.name if isinstance(ty, StructRef) else str(ty)
 
 
 def _int_arg(a: Attr, consts: dict, filename: str) -> int:

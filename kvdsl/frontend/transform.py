@@ -651,6 +651,8 @@ class ToIR(Transformer):
 
     @v_args(meta=True, inline=True)
     def runtime_array_type(self, meta: Meta, elem) -> RuntimeArray:
+        if isinstance(elem, StructRef):
+            return RuntimeArray(elem)  # an array of structs (resolved with the module's structs)
         return RuntimeArray(self._elem(elem, meta))
 
     @v_args(meta=True, inline=True)
@@ -658,8 +660,8 @@ class ToIR(Transformer):
         n = const_int(count, self.consts, (self.filename, meta.line, meta.column))
         if n <= 0:
             raise self._err(f"array size {n} is not positive", meta.line, meta.column)
-        if isinstance(elem, Array):
-            return Array(elem, n)  # nested: array<array<f32, 4>, 16>
+        if isinstance(elem, (Array, StructRef)):
+            return Array(elem, n)  # nested: array<array<f32, 4>, 16>; of structs: resolved later
         return Array(self._elem(elem, meta), n)
 
     def _elem(self, elem, meta: Meta):

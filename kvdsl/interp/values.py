@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kvdsl.ir.tree import Binding, WorkgroupVar
-from kvdsl.ir.types import Array, Scalar, Vec
+from kvdsl.ir.types import Array, Scalar, Struct, Vec
 
 Mask = np.ndarray | None
 COMPONENTS = "xyzw"
@@ -350,7 +350,8 @@ def storage(binding: Binding, given: np.ndarray) -> Storage:
     ``arrayLength`` rounds a partial trailing element down.
     """
     given = np.asarray(given)
-    dt = binding.elem.scalar.dtype
+    # An array of structs is held as u32 words (kvdsl.interp.structs).
+    dt = binding.host.dtype if isinstance(binding.elem, Struct) else binding.elem.scalar.dtype
     # The host's array holds binding.host values (f16 data of u32 words: a float16 array).
     if given.dtype.itemsize != binding.host.dtype.itemsize:
         raise TypeError(

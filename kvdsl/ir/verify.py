@@ -22,6 +22,7 @@ from kvdsl.ir.types import (
     Ptr,
     RuntimeArray,
     Scalar,
+    Struct,
     Type,
     Vec,
     bool_,
@@ -29,6 +30,7 @@ from kvdsl.ir.types import (
     f32,
     i32,
     is_result_struct,
+    stride,
     u32,
 )
 from kvdsl.ir.uniformity import loop_behavior
@@ -323,7 +325,9 @@ def module_scope(kernel: ir.Kernel, verifier: Verifier) -> Scope:
     for b in kernel.bindings:
         if b.access not in ("read", "read_write"):
             raise VerifyError(f"binding '{b.name}': access '{b.access}' is not read or read_write")
-        if not isinstance(b.elem, (Scalar, Vec)) or b.elem == bool_:
+        if isinstance(b.elem, Struct):
+            check_memory_struct(f"binding '{b.name}'", b.elem)
+        elif not isinstance(b.elem, (Scalar, Vec)) or b.elem == bool_:
             raise VerifyError(f"binding '{b.name}': element type {b.elem} cannot be stored")
         if b.data is not None and not _host_fits(b):
             raise VerifyError(
@@ -341,6 +345,9 @@ def module_scope(kernel: ir.Kernel, verifier: Verifier) -> Scope:
         if not isinstance(w, ir.WorkgroupVar) or not isinstance(w.ty, Array):
             raise VerifyError(f"workgroup var {w!r} is not a WorkgroupVar of an array type")
         leaf = w.ty.elem.elem if isinstance(w.ty.elem, Array) else w.ty.elem
+        if isinstance(w.ty.elem, Struct):
+            check_memory_struct(f"workgroup var '{w.name}'", w.ty.elem)
+            leaf = u32  # held as words
         if not isinstance(leaf, (Scalar, Vec)) or not isinstance(w.ty.n, int) or w.ty.n < 1:
             raise VerifyError(
                 f"workgroup var '{w.name}': type {w.ty} is not an array of scalars or vectors, "
@@ -358,9 +365,30 @@ def module_scope(kernel: ir.Kernel, verifier: Verifier) -> Scope:
     return scope
 
 
+def check_memory_struct(what: str, st: Struct) -> None:
+    """A struct a storage binding or workgroup array holds: members u32, i32 or f32 scalars,
+    vectors of them, or fixed-size arrays of those (each a whole number of words)."""
+    if not st.fields:
+        raise VerifyError(f"{what}: struct {st.name} has no members (WGSL takes at least one)")
+    seen = set()
+    for name, ty in st.fields:
+        check_name(name, st)
+        if name in seen:
+            raise VerifyError(f"{what}: struct {st.name} declares member '{name}' twice")
+        seen.add(name)
+        inner = ty.elem if isinstance(ty, Array) else ty
+        if not isinstance(inner, (Scalar, Vec)) or inner.scalar not in (u32, i32, f32):
+            raise VerifyError(
+                f"{what}: struct {st.name} member {name}: {ty} (u32, i32 or f32 scalars, "
+                "vectors of them, or fixed-size arrays of those)"
+            )
+
+
 def workgroup_bytes(ty: Array) -> int:
     """Bytes ``ty`` takes in workgroup memory (WGSL's array stride: vec3 elements take 16)."""
     elem = ty.elem
+    if isinstance(elem, Struct):
+        return stride(elem) * ty.n
     if isinstance(elem, Array):  # an array of arrays: each row its elements' stride times n
         return workgroup_bytes(elem) * ty.n
     stride = elem.size if isinstance(elem, Scalar) else max(elem.size, elem.align)
