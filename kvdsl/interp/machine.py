@@ -173,8 +173,10 @@ class Machine(Scopes, Expressions, Memory, StructMemory):
         self.shared: dict[str, SharedArray] = {}  # the chunk's workgroup memory
         self.current: ir.Stmt | None = None
         self._affine: list[tuple] = []  # the last few index arrays :meth:`affine` looked at
-        # Bindings of structs, held as words (kvdsl.interp.structs); their loops run unbatched.
-        self._structs = any(isinstance(b.elem, Struct) for b in kernel.bindings)
+        # Bindings and workgroup arrays of structs, held as words (kvdsl.interp.structs); their loops run unbatched.
+        self._structs = any(isinstance(b.elem, Struct) for b in kernel.bindings) or any(
+            isinstance(w.ty.elem, Struct) for w in kernel.workgroup_vars
+        )
         self.batching = batching and not self._structs
         self.batched = False  # whether a loop ran batched (see :mod:`kvdsl.interp.batch`)
         self.batch: BatchGrid | None = None  # the grid of the batch running now

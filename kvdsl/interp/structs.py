@@ -1,13 +1,15 @@
-"""Arrays of structs in storage: ``blocks[i].qs[j]``, ``blocks[i].d``, ``rows[i].v.y``.
+"""Arrays of structs in storage and workgroup memory: ``blocks[i].qs[j]``, ``blocks[i].d``,
+``tile[i].v.y``.
 
-A binding whose element is a struct is held as ``u32`` words in WGSL's host layout (member
+A binding or workgroup array whose element is a struct is held as ``u32`` words in WGSL's host layout (member
 offsets rounded up to each member's alignment, the array stride the struct's size rounded up
 to its alignment: :func:`kvdsl.ir.types.field_offsets`, :func:`~kvdsl.ir.types.stride`), the
 bytes the host gives and gets back. An access chain ending at a scalar or a vector becomes the
 word offset of its first component, each level's index checked against its own length (the
 struct's element count, a member array's size, a vector's width); loads and stores go through
 :class:`kvdsl.interp.memory.Memory` word by word, so bounds, races and uninitialised reads are
-found per word. A mixin of :class:`kvdsl.interp.machine.Machine`.
+found per word (in workgroup memory the word is a slot of the
+:class:`~kvdsl.interp.values.SharedArray`). A mixin of :class:`kvdsl.interp.machine.Machine`.
 """
 
 from __future__ import annotations
@@ -15,26 +17,28 @@ from __future__ import annotations
 import numpy as np
 
 from kvdsl.interp.errors import InterpError
-from kvdsl.interp.values import COMPONENTS, ArrayValue, Mask, Storage, broadcast
+from kvdsl.interp.values import COMPONENTS, ArrayValue, Mask, SharedArray, Storage, broadcast
 from kvdsl.ir import tree as ir
 from kvdsl.ir.show import show
 from kvdsl.ir.types import Array, Scalar, Struct, Vec, field_offsets, stride
 
 
 class StructMemory:
-    """Word-offset loads and stores of struct members in storage bindings."""
+    """Word-offset loads and stores of struct members in storage and workgroup memory."""
 
-    def struct_root(self, e: ir.Expr) -> Storage | None:
-        """The struct-holding binding an access chain ``e`` starts from, else None."""
+    def struct_root(self, e: ir.Expr) -> Storage | SharedArray | None:
+        """The struct-holding binding or workgroup array an access chain ``e`` starts from,
+        else None."""
         x = e
         while type(x) is ir.Index or type(x) is ir.Member:
             x = x.base
-        if type(x) is not ir.Name or x is e:
+        if type(x) is not ir.Name or x is e or self._shadowed(x.name):
             return None
         b = self.buffers.get(x.name)
-        if b is None or not isinstance(b.binding.elem, Struct) or self._shadowed(x.name):
-            return None
-        return b
+        if b is not None:
+            return b if isinstance(b.binding.elem, Struct) else None
+        w = self.shared.get(x.name)
+        return w if w is not None and w.words is not None else None
 
     def struct_words(self, b: Storage, e: ir.Expr, m: Mask):
         """``(first word per lane, type, swizzle)`` of chain ``e`` into ``b``: the word index of
@@ -46,13 +50,17 @@ class StructMemory:
             path.append(x)
             x = x.base
         path.reverse()
-        st = b.binding.elem
+        shared = type(b) is SharedArray
+        st = b.var.ty.elem if shared else b.binding.elem
         first = path[0]
         if type(first) is not ir.Index:
-            raise InterpError(f"{show(e)}: a binding of structs is indexed first{self.where()}")
+            raise InterpError(f"{show(e)}: an array of structs is indexed first{self.where()}")
         idx = self.eval(first.index, m)
         per = stride(st) // 4
-        self._oob(b.binding.name, idx, b.length // per, m)
+        if shared:
+            self._oob(b.var.name, idx, b.var.ty.n, m)
+        else:
+            self._oob(b.binding.name, idx, b.length // per, m)
         word = idx.astype(np.int64) * per
         ty = st
         for k, node in enumerate(path[1:], 1):
@@ -89,7 +97,11 @@ class StructMemory:
 
     def _words_value(self, b: Storage, word: np.ndarray, ty, m: Mask):
         if isinstance(ty, Scalar):
-            return np.ascontiguousarray(self.load(b, word, m)).view(ty.dtype)
+            if type(b) is SharedArray:
+                got = self.shared_load(b, word, m, None)
+            else:
+                got = self.load(b, word, m)
+            return np.ascontiguousarray(got).view(ty.dtype)
         if isinstance(ty, Vec):
             parts = [self._words_value(b, word + c, ty.elem, m) for c in range(ty.n)]
             lanes = max(p.shape[0] for p in parts)
@@ -110,7 +122,11 @@ class StructMemory:
 
     def _words_put(self, b: Storage, word: np.ndarray, ty, v, m: Mask) -> None:
         if isinstance(ty, Scalar):
-            self.store(b, word, np.ascontiguousarray(v).view(np.uint32), m)
+            words = np.ascontiguousarray(v).view(np.uint32)
+            if type(b) is SharedArray:
+                self.shared_store(b, word, words, m, None)
+            else:
+                self.store(b, word, words, m)
         elif isinstance(ty, Vec):
             for c in range(ty.n):
                 self._words_put(b, word + c, ty.elem, np.ascontiguousarray(v[:, c]), m)

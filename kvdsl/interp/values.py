@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kvdsl.ir.tree import Binding, WorkgroupVar
-from kvdsl.ir.types import Array, Scalar, Struct, Vec
+from kvdsl.ir.types import Array, Scalar, Struct, Vec, stride, u32
 
 Mask = np.ndarray | None
 COMPONENTS = "xyzw"
@@ -319,6 +319,10 @@ class SharedArray:
         if self.inner is not None:
             elem = elem.elem
         self.length = var.ty.n * (self.inner or 1)
+        # An array of structs is held as u32 words in WGSL's layout (kvdsl.interp.structs).
+        self.words = stride(elem) // 4 if isinstance(elem, Struct) else None
+        if self.words is not None:
+            elem, self.length = u32, var.ty.n * self.words
         self.first = first  # dispatch-wide index of the chunk's first workgroup
         self.lanes = elem.n if isinstance(elem, Vec) else 1
         shape = (groups * self.length,) + ((elem.n,) if isinstance(elem, Vec) else ())
@@ -337,6 +341,8 @@ class SharedArray:
         """The element (and lane, for a vector array) of ``slot``, as WGSL indexes it."""
         lane = f"[{slot % self.lanes}]" if self.lanes > 1 else ""
         e = slot // self.lanes % self.length
+        if self.words is not None:
+            return f"{self.var.name}[{e // self.words}] (word {e % self.words} of the struct)"
         if self.inner is not None:
             return f"{self.var.name}[{e // self.inner}][{e % self.inner}]{lane}"
         return f"{self.var.name}[{e}]{lane}"

@@ -30,9 +30,9 @@ from kvdsl.ir.types import (
     f32,
     i32,
     is_result_struct,
-    stride,
     u32,
 )
+from kvdsl.ir.types import stride as struct_stride
 from kvdsl.ir.uniformity import loop_behavior
 
 __all__ = [
@@ -226,7 +226,11 @@ class Verifier(ExprTyper):
     def _target(self, s: ir.Stmt, target: ir.Expr, scope: Scope) -> Type:
         root = target
         while isinstance(root, (ir.Index, ir.Member)):
-            if type(root) is ir.Member and len(root.name) > 1:
+            if (
+                type(root) is ir.Member
+                and len(root.name) > 1
+                and not isinstance(self.type_of(root.base, scope), Struct)
+            ):
                 # WGSL takes a reference of one component only: v.x = ..., not v.xy = ...
                 raise VerifyError(
                     f"{show(s)}: cannot assign to the swizzle {show(root)} (WGSL writes one "
@@ -249,7 +253,17 @@ class Verifier(ExprTyper):
         sym = scope.lookup(root.name)
         if sym is None:
             raise VerifyError(f"{show(s)}: undefined name '{root.name}'")
-        if sym.kind == "binding":
+        if sym.kind in ("binding", "workgroup") and isinstance(sym.ty.elem, Struct):
+            if sym.kind == "binding" and sym.access != "read_write":
+                raise VerifyError(f"{show(s)}: binding '{root.name}' is read-only")
+            if isinstance(self.type_of(target, scope), Struct):
+                raise VerifyError(
+                    f"{show(s)}: a whole struct is stored member by member in kvdsl's subset "
+                    f"(assign each member of {sym.ty.elem})"
+                )
+            if sym.kind == "binding":
+                self.stored.add(root.name)
+        elif sym.kind == "binding":
             if sym.access != "read_write":
                 raise VerifyError(f"{show(s)}: binding '{root.name}' is read-only")
             if not isinstance(target, ir.Index) or (
@@ -388,7 +402,7 @@ def workgroup_bytes(ty: Array) -> int:
     """Bytes ``ty`` takes in workgroup memory (WGSL's array stride: vec3 elements take 16)."""
     elem = ty.elem
     if isinstance(elem, Struct):
-        return stride(elem) * ty.n
+        return struct_stride(elem) * ty.n
     if isinstance(elem, Array):  # an array of arrays: each row its elements' stride times n
         return workgroup_bytes(elem) * ty.n
     stride = elem.size if isinstance(elem, Scalar) else max(elem.size, elem.align)
