@@ -196,8 +196,12 @@ class Memory:
             )
 
     def _race_pair(self, name: str, index: int, first: int, second: int, what: str) -> None:
+        b = self.buffers.get(name)
+        if b is not None and isinstance(b.binding.elem, Struct):  # held as words
+            per = b.binding.host_values
+            name, index = f"{name}[{index // per}] (word {index % per} of the struct)", None
         raise RaceError(
-            f"{name}[{index}]: {self.grid.describe(first)} wrote it and "
+            f"{name if index is None else f'{name}[{index}]'}: {self.grid.describe(first)} wrote it and "
             f"{self.grid.describe(second)} {what}s it in the same dispatch{self.where()}"
         )
 
