@@ -98,8 +98,8 @@ def emit_expr(e: ir.Expr) -> str:
             return f"{_operand(base, ops.PRIMARY, None)}[{emit_expr(index)}]"
         case ir.Member(base, name):
             return f"{_operand(base, ops.PRIMARY, None)}.{name}"
-        case ir.ArrayLength(name):
-            return f"arrayLength(&{name})"
+        case ir.ArrayLength(name, member):
+            return f"arrayLength(&{name}{'' if member is None else '.' + member})"
         case ir.Call(op, args):
             return f"{ops.info(op).spelling}({_arguments(args)})"
         case ir.Convert(ty, x):
@@ -283,7 +283,8 @@ def emit(kernel: ir.Kernel) -> str:
         out += ["}", ""]
     out += memory_structs(kernel)
     for i, b in enumerate(kernel.bindings):
-        decl = f"@group(0) @binding({i}) var<storage, {b.access}> {b.name}: array<{b.elem}>;"
+        ty = b.elem if b.whole else f"array<{b.elem}>"
+        decl = f"@group(0) @binding({i}) var<storage, {b.access}> {b.name}: {ty};"
         # The host's element type, when not the WGSL one, survives a parse (kvdsl.frontend).
         out.append(decl if b.data is None else f"{decl} {HOST_DATA}{b.data}")
     if kernel.params is not None:

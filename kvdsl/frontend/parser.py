@@ -389,16 +389,27 @@ class _Assembler:
             if g.space not in ("storage", "workgroup"):
                 continue
             ty = g.ty
-            if not isinstance(ty, (Array, RuntimeArray)) or not isinstance(ty.elem, StructRef):
+            whole = g.space == "storage" and isinstance(ty, StructRef)  # rows: Rows
+            if not whole and (
+                not isinstance(ty, (Array, RuntimeArray)) or not isinstance(ty.elem, StructRef)
+            ):
                 continue
-            ref = ty.elem
+            ref = ty if whole else ty.elem
             d = decls.get(ref.name)
             if d is None:
                 raise WgslTypeError(
                     f"var '{g.name}': unknown type '{ref.name}'", self.filename, ref.line
                 )
             for fname, fty in d.fields:
-                inner = fty.elem if isinstance(fty, Array) else fty
+                last = whole and fname == d.fields[-1][0]  # may be runtime-sized
+                if isinstance(fty, RuntimeArray) and fname != d.fields[-1][0]:
+                    raise WgslTypeError(
+                        f"struct {d.name} member {fname}: {_spell(fty)} is runtime-sized but not "
+                        "the struct's last member (WGSL takes one only last)",
+                        self.filename,
+                        d.line,
+                    )
+                inner = fty.elem if isinstance(fty, Array) or last else fty
                 if isinstance(inner, (Scalar, Vec)) and inner.scalar in (u32, i32, f32):
                     continue
                 raise self.err(
@@ -408,6 +419,16 @@ class _Assembler:
                     d.line,
                 )
             out[d.name] = st = Struct(d.name, tuple(d.fields))
+            if whole:
+                if not isinstance(st.fields[-1][1], RuntimeArray):
+                    raise self.err(
+                        f"storage var '{g.name}' of type {st.name} (a struct binding ends in a "
+                        "runtime-sized array; else an array of structs)",
+                        g.line,
+                        g.column,
+                    )
+                gvars[k] = replace(g, ty=st)
+                continue
             resolved = Array(st, ty.n) if isinstance(ty, Array) else RuntimeArray(st)
             gvars[k] = replace(g, ty=resolved)
         return out
@@ -444,6 +465,19 @@ class _Assembler:
                 slot = self.resource_attrs(g)
                 if g.has_init:
                     raise self.err(f"storage var '{g.name}' with an initialiser", g.line)
+                if isinstance(g.ty, Struct):  # one struct ending in a runtime-sized array
+                    access = g.access or "read"
+                    if access not in ("read", "read_write"):
+                        raise self.err(f"storage access '{access}'", g.line, g.column)
+                    b = ir.Binding(g.name, g.ty, access, None, whole=True)
+                    numbered.append((slot, b))
+                    self.decl_lines[g.name] = g.line
+                    if slot in seen:
+                        raise self.err(
+                            f"'{g.name}' reuses @group({slot[0]}) @binding({slot[1]})", g.line
+                        )
+                    seen[slot] = g.name
+                    continue
                 if not isinstance(g.ty, RuntimeArray):
                     raise self.err(
                         f"storage var '{g.name}' of type {g.ty} (only runtime arrays)",

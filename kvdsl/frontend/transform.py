@@ -510,6 +510,14 @@ class ToIR(Transformer):
             return RawCtor(SCALARS[name], args)
         if name in VEC_ALIASES:
             return RawCtor(VEC_ALIASES[name], args)
+        if (
+            name == "arrayLength"
+            and len(args) == 1
+            and isinstance(args[0], RawAddress)
+            and isinstance(args[0].x, ir.Member)
+            and isinstance(args[0].x.base, ir.Name)
+        ):
+            return ir.ArrayLength(args[0].x.base.name, args[0].x.name)  # &rows.data
         if name == "arrayLength":
             if len(args) != 1 or not (
                 isinstance(args[0], RawAddress) and isinstance(args[0].x, ir.Name)

@@ -143,6 +143,8 @@ class Expressions:
                 return self.apply(op, tuple(self.eval(a, m) for a in args))
             case ir.FnCall(name, args):
                 return self.call(self.functions[name], [self.eval(a, m) for a in args], m)
+            case ir.ArrayLength(name, member) if member is not None:
+                return np.array([self.runtime_length(self.buffers[name], member)], np.uint32)
             case ir.ArrayLength(name):
                 b = self.buffers[name]
                 per = b.binding.host_values if isinstance(b.binding.elem, Struct) else 1

@@ -197,7 +197,9 @@ class Memory:
 
     def _race_pair(self, name: str, index: int, first: int, second: int, what: str) -> None:
         b = self.buffers.get(name)
-        if b is not None and isinstance(b.binding.elem, Struct):  # held as words
+        if b is not None and b.binding.whole:  # one struct, held as words
+            name, index = f"{name} (word {index} of the struct)", None
+        elif b is not None and isinstance(b.binding.elem, Struct):  # held as words
             per = b.binding.host_values
             name, index = f"{name}[{index // per}] (word {index % per} of the struct)", None
         raise RaceError(

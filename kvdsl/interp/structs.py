@@ -20,7 +20,7 @@ from kvdsl.interp.errors import InterpError
 from kvdsl.interp.values import COMPONENTS, ArrayValue, Mask, SharedArray, Storage, broadcast
 from kvdsl.ir import tree as ir
 from kvdsl.ir.show import show
-from kvdsl.ir.types import Array, Scalar, Struct, Vec, field_offsets, stride
+from kvdsl.ir.types import Array, RuntimeArray, Scalar, Struct, Vec, field_offsets, stride
 
 
 class StructMemory:
@@ -53,17 +53,19 @@ class StructMemory:
         shared = type(b) is SharedArray
         st = b.var.ty.elem if shared else b.binding.elem
         first = path[0]
-        if type(first) is not ir.Index:
-            raise InterpError(f"{show(e)}: an array of structs is indexed first{self.where()}")
-        idx = self.eval(first.index, m)
-        per = stride(st) // 4
-        if shared:
-            self._oob(b.var.name, idx, b.var.ty.n, m)
+        if not shared and b.binding.whole:  # one struct: its members from word 0
+            word, ty, start = np.zeros(1, np.int64), st, 0
         else:
-            self._oob(b.binding.name, idx, b.length // per, m)
-        word = idx.astype(np.int64) * per
-        ty = st
-        for k, node in enumerate(path[1:], 1):
+            if type(first) is not ir.Index:
+                raise InterpError(f"{show(e)}: an array of structs is indexed first{self.where()}")
+            idx = self.eval(first.index, m)
+            per = stride(st) // 4
+            if shared:
+                self._oob(b.var.name, idx, b.var.ty.n, m)
+            else:
+                self._oob(b.binding.name, idx, b.length // per, m)
+            word, ty, start = idx.astype(np.int64) * per, st, 1
+        for k, node in enumerate(path[start:], start):
             if type(node) is ir.Member and isinstance(ty, Struct):
                 names = [n for n, _ in ty.fields]
                 at = names.index(node.name)
@@ -76,6 +78,13 @@ class StructMemory:
                     return word, ty, [COMPONENTS.index(c) for c in node.name]
                 word = word + COMPONENTS.index(node.name)
                 ty = ty.elem
+            elif type(node) is ir.Index and isinstance(ty, RuntimeArray):
+                # the runtime-sized last member: as many elements as the buffer's words hold
+                j = self.eval(node.index, m)
+                step = stride(ty.elem) // 4
+                self._oob(show(node.base), j, (b.length - int(word[0])) // step, m)
+                word = word + j.astype(np.int64) * step
+                ty = ty.elem
             elif type(node) is ir.Index and isinstance(ty, (Array, Vec)):
                 j = self.eval(node.index, m)
                 self._oob(show(node.base), j, ty.n, m)
@@ -85,6 +94,13 @@ class StructMemory:
             else:
                 raise InterpError(f"{show(e)}: {ty} has no such element{self.where()}")
         return word, ty, None
+
+    def runtime_length(self, b: Storage, member: str) -> int:
+        """``arrayLength(&b.member)``: the elements of the runtime-sized last member the
+        buffer holds past its offset."""
+        st = b.binding.elem
+        at = field_offsets(st)[-1] // 4
+        return max(b.length - at, 0) // (stride(st.fields[-1][1].elem) // 4)
 
     def struct_load(self, b: Storage, e: ir.Expr, m: Mask):
         """The value of chain ``e`` (a scalar, a vector, or a member array) on the lanes of

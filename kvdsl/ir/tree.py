@@ -103,9 +103,11 @@ class Member:
 @dataclass(frozen=True, slots=True)
 class ArrayLength:
     """``arrayLength(&name)``: the element count of storage binding ``name`` (a ``u32``, the
-    same for every invocation)."""
+    same for every invocation); with ``member``, ``arrayLength(&name.member)``, the runtime-sized
+    last member of a binding that is one struct."""
 
     name: str
+    member: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -351,6 +353,9 @@ class Binding:
     elem: Scalar | Vec | Struct
     access: str  # "read" or "read_write"
     data: Scalar | None = None
+    #: The binding is one ``elem`` struct ending in a runtime-sized array
+    #: (``var<storage> rows: Rows;``), not ``array<elem>``.
+    whole: bool = False
 
     @property
     def host(self) -> Scalar:
@@ -365,7 +370,7 @@ class Binding:
         """How many host values one element holds (``vec4<u32>`` of f16 data: 8; a struct:
         its array stride in words)."""
         if isinstance(self.elem, Struct):
-            return stride(self.elem) // self.host.size
+            return 1 if self.whole else stride(self.elem) // self.host.size
         n = self.elem.n if isinstance(self.elem, Vec) else 1
         return n if self.data is None else n * self.elem.scalar.size // self.data.size
 

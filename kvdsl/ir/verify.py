@@ -253,13 +253,17 @@ class Verifier(ExprTyper):
         sym = scope.lookup(root.name)
         if sym is None:
             raise VerifyError(f"{show(s)}: undefined name '{root.name}'")
-        if sym.kind in ("binding", "workgroup") and isinstance(sym.ty.elem, Struct):
+        if sym.kind in ("binding", "workgroup") and (
+            isinstance(sym.ty, Struct) or isinstance(sym.ty.elem, Struct)
+        ):
             if sym.kind == "binding" and sym.access != "read_write":
                 raise VerifyError(f"{show(s)}: binding '{root.name}' is read-only")
+            if isinstance(self.type_of(target, scope), RuntimeArray):
+                raise VerifyError(f"{show(s)}: a runtime-sized array is not assigned whole")
             if isinstance(self.type_of(target, scope), Struct):
                 raise VerifyError(
                     f"{show(s)}: a whole struct is stored member by member in kvdsl's subset "
-                    f"(assign each member of {sym.ty.elem})"
+                    f"(assign each member of {getattr(sym.ty, 'elem', sym.ty)})"
                 )
             if sym.kind == "binding":
                 self.stored.add(root.name)
@@ -340,14 +344,15 @@ def module_scope(kernel: ir.Kernel, verifier: Verifier) -> Scope:
         if b.access not in ("read", "read_write"):
             raise VerifyError(f"binding '{b.name}': access '{b.access}' is not read or read_write")
         if isinstance(b.elem, Struct):
-            check_memory_struct(f"binding '{b.name}'", b.elem)
+            check_memory_struct(f"binding '{b.name}'", b.elem, b.whole)
         elif not isinstance(b.elem, (Scalar, Vec)) or b.elem == bool_:
             raise VerifyError(f"binding '{b.name}': element type {b.elem} cannot be stored")
         if b.data is not None and not _host_fits(b):
             raise VerifyError(
                 f"binding '{b.name}': host data {b.data} does not tile element type {b.elem}"
             )
-        scope.declare(b.name, Symbol(RuntimeArray(b.elem), "binding", b.access), b)
+        ty = b.elem if b.whole else RuntimeArray(b.elem)
+        scope.declare(b.name, Symbol(ty, "binding", b.access), b)
     if kernel.params is not None:
         for fname, fty in kernel.params.fields:
             check_name(fname, kernel.params)
@@ -379,9 +384,10 @@ def module_scope(kernel: ir.Kernel, verifier: Verifier) -> Scope:
     return scope
 
 
-def check_memory_struct(what: str, st: Struct) -> None:
+def check_memory_struct(what: str, st: Struct, whole: bool = False) -> None:
     """A struct a storage binding or workgroup array holds: members u32, i32 or f32 scalars,
-    vectors of them, or fixed-size arrays of those (each a whole number of words)."""
+    vectors of them, or fixed-size arrays of those (each a whole number of words); a binding
+    that is one struct (``whole``) ends in a runtime-sized array of those."""
     if not st.fields:
         raise VerifyError(f"{what}: struct {st.name} has no members (WGSL takes at least one)")
     seen = set()
@@ -390,7 +396,13 @@ def check_memory_struct(what: str, st: Struct) -> None:
         if name in seen:
             raise VerifyError(f"{what}: struct {st.name} declares member '{name}' twice")
         seen.add(name)
-        inner = ty.elem if isinstance(ty, Array) else ty
+        last = name == st.fields[-1][0]
+        if isinstance(ty, RuntimeArray) and not (whole and last):
+            raise VerifyError(
+                f"{what}: struct {st.name} member {name}: {ty} (a runtime-sized array is the "
+                "last member of a struct that is a whole storage binding)"
+            )
+        inner = ty.elem if isinstance(ty, (Array, RuntimeArray)) else ty
         if not isinstance(inner, (Scalar, Vec)) or inner.scalar not in (u32, i32, f32):
             raise VerifyError(
                 f"{what}: struct {st.name} member {name}: {ty} (u32, i32 or f32 scalars, "

@@ -152,8 +152,48 @@ def test_races_are_found_per_word():
         _run("  if (gid.x == 0u) {\n    tile[1].d = 2.0;\n  }\n  out[gid.x].d = tile[1].d;")
 
 
+ROWS = """struct Rows {
+  n: u32,
+  scale: f32,
+  data: array<vec4<f32>>,
+}
+
+@group(0) @binding(0) var<storage, read> rows: Rows;
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let i = gid.x;
+  if (i >= min(rows.n, arrayLength(&rows.data))) {
+    return;
+  }
+  out[i] = rows.data[i].y * rows.scale + rows.data[i][3] + f32(arrayLength(&rows.data));
+}
+"""
+
+
+def test_a_struct_binding_ending_in_a_runtime_array_runs_as_numpy_says(gpu):
+    rng = np.random.default_rng(8)
+    data = rng.standard_normal((100, 4)).astype(np.float32)  # data at byte 16 (vec4 alignment)
+    head = np.array([90, np.float32(1.5).view(np.uint32), 0x5A5A5A5A, 0x5A5A5A5A], np.uint32)
+    words = np.concatenate([head, data.reshape(-1).view(np.uint32)])
+    k = parse(ROWS, "rows.wgsl")
+    assert parse(emit(k), "rows.wgsl") == k
+    assert "var<storage, read> rows: Rows;" in emit(k) and "arrayLength(&rows.data)" in emit(k)
+    bufs = {"rows": words, "out": np.full(128, np.nan, np.float32)}
+    want = np.full(128, np.nan, np.float32)
+    want[:90] = data[:90, 1] * np.float32(1.5) + data[:90, 3] + np.float32(100)
+    np.testing.assert_array_equal(interp.run(k, bufs, {}, (2, 1, 1))["out"], want)
+    np.testing.assert_array_equal(runtime.run(k, bufs, {}, (2, 1, 1))["out"], want)
+    past = ROWS.replace("min(rows.n, arrayLength(&rows.data))", "rows.n")
+    with pytest.raises(OutOfBounds, match=r"rows.data\[100\] is out of bounds \(length 100\)"):
+        bufs["rows"] = words.copy()
+        bufs["rows"][0] = 128
+        interp.run(parse(past), bufs, {}, (2, 1, 1))
+
+
 #: Valid WGSL kvdsl takes and Tint takes.
-TAKEN = {"items": ITEMS}
+TAKEN = {"items": ITEMS, "rows": ROWS}
 
 #: Invalid WGSL: kvdsl's refusal (a part of its message); Tint refuses each too.
 REFUSED = {
@@ -163,6 +203,16 @@ REFUSED = {
         "declares member 'd' twice",
     ),
     "member_of_a_scalar_member": (HEAD + "  out[0].d.e = 1.0;\n}\n", "has no members"),
+    "array_length_of_a_sized_member": (
+        ROWS.replace("arrayLength(&rows.data))", "arrayLength(&rows.n))"),
+        "arrayLength takes a runtime-sized array (rows.data)",
+    ),
+    "runtime_array_not_last": (
+        ROWS.replace(
+            "  scale: f32,\n  data: array<vec4<f32>>,", "  data: array<vec4<f32>>,\n  scale: f32,"
+        ),
+        "is runtime-sized but not the struct's last member",
+    ),
     "store_into_a_read_binding": (
         HEAD.replace("read_write", "read") + "  out[0].d = 1.0;\n}\n",
         "binding 'out' is read-only",
