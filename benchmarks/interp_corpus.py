@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> None:
     for name in args.only or ():
         if name not in names:
             ap.error(f"--only: no corpus kernel '{name}' (one of {', '.join(sorted(names))})")
-    print(f"{'kernel':<18}{'numpy ms':>10}{'interp ms':>11}{'interp/np':>11}")
+    print(f"{'kernel':<22}{'numpy ms':>10}{'interp ms':>11}{'interp/np':>11}")
     for case in CASES:
         if args.only and case.name not in args.only:
             continue
@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> None:
             assert np.all(err <= bound), f"{case.name}: the interpreter's {name} is wrong"
         t_np = best(run_numpy, args.repeat)
         t_in = best(run_interp, args.repeat)
-        print(f"{case.name:<18}{t_np * 1e3:>10.2f}{t_in * 1e3:>11.2f}{t_in / t_np:>10.1f}x")
+        print(f"{case.name:<22}{t_np * 1e3:>10.2f}{t_in * 1e3:>11.2f}{t_in / t_np:>10.1f}x")
 
 
 if __name__ == "__main__":

@@ -15,8 +15,11 @@ from kvdsl.cli.options import count, positive
 
 SCENARIOS = {
     "decode": "a prefill of ragged prompts, then STEPS decode steps of one token",
-    "mixed": "a prefill, then STEPS operations drawn from decode, merge, shift and read",
+    "mixed": "a prefill, then STEPS operations drawn from decode, merge, shift and read (a "
+    "paged cache: decode, extend, fork, compact, window and read)",
 }
+#: The operations a table of times lists, in order.
+OPS = ("prefill", "decode", "extend", "merge", "shift", "fork", "compact", "window", "read")
 
 
 def _progress(done: int, total: int, started: float) -> None:
@@ -29,10 +32,26 @@ def _progress(done: int, total: int, started: float) -> None:
     sys.stderr.flush()
 
 
-def _plan(args: argparse.Namespace, rng: np.random.Generator, floats: bool) -> list[tuple]:
+def _plan(
+    args: argparse.Namespace, rng: np.random.Generator, floats: bool, paged: bool = False
+) -> list[tuple]:
     """The scenario's operations after the prefill, as (name, tokens)."""
     if args.scenario == "decode":
         return [("decode", 1)] * args.steps
+    if paged:
+        kinds = ["decode"] * 6 + ["extend", "compact", "window", "read"]
+        kinds += ["fork"] if args.batch > 1 else []
+        out = []
+        for _ in range(args.steps):
+            kind = kinds[int(rng.integers(len(kinds)))]
+            n = int(rng.integers(1, 9)) if kind == "extend" else 1
+            if kind == "window":
+                n = int(rng.integers(args.page_size, 4 * args.page_size + 1))
+            if kind == "fork":
+                src, dst = (int(x) for x in rng.choice(args.batch, 2, replace=False))
+                n = (src, dst)
+            out.append((kind, n))
+        return out
     kinds = ["decode"] * 6 + ["merge", "read"] + (["shift"] if floats else [])
     out = []
     for _ in range(args.steps):
@@ -50,7 +69,8 @@ def _stats(xs: list[float]) -> str:
 
 def cmd_session(args: argparse.Namespace) -> int:
     """Run the scenario; print per-step GPU time and host overhead by operation."""
-    from kvdsl.session import GpuHost, InterpHost, Session, SessionError, SessionMismatch, Spec
+    from kvdsl.session import GpuHost, InterpHost, PagedSession, PagedSpec, Session
+    from kvdsl.session import SessionError, SessionMismatch, Spec
 
     model = catalog.MODELS.get(args.model)
     if model is None:
@@ -63,27 +83,48 @@ def cmd_session(args: argparse.Namespace) -> int:
     capacity = args.capacity if args.capacity is not None else args.prompt + growth
     if args.prompt > capacity:
         raise UsageError(f"--prompt={args.prompt}: expected at most the capacity ({capacity} rows)")
+    paged = args.layout == "paged"
     try:
-        spec = Spec(args.layers, args.batch, heads, head_dim, capacity, args.format)
+        if paged:
+            pages = -(-capacity // args.page_size)
+            spec = PagedSpec(
+                args.layers, args.batch, heads, head_dim, args.page_size, pages, 0,
+                args.page_layout, args.addressing, args.format,
+            )  # fmt: skip
+        else:
+            spec = Spec(args.layers, args.batch, heads, head_dim, capacity, args.format)
     except SessionError as err:
         raise UsageError(str(err)) from None
     host = GpuHost() if args.backend == "gpu" else InterpHost()
     rng = np.random.default_rng(args.seed)
     try:
-        session = Session(spec, host, seed=args.seed, check_every=False)
+        if paged:
+            session = PagedSession(spec, host, seed=args.seed, check_every=False)
+        else:
+            session = Session(spec, host, seed=args.seed, check_every=False)
     except SessionError as err:
         raise UsageError(str(err)) from None
-    fmt = session.fmt
-    cache = 2 * spec.layers * session.cache_bytes
     where = "the interpreter" if args.backend == "interp" else _adapter()
-    print(
-        f"session {args.scenario}: {spec.layers} layers x batch {spec.batch} x {heads} kv heads "
-        f"x {capacity} rows x head dim {head_dim}, {spec.format} ({cache / 2**20:.1f} MiB of "
-        f"K and V), on {where}"
-    )
+    if paged:
+        cache = 2 * spec.layers * session.pool_bytes
+        print(
+            f"session {args.scenario}: {spec.layers} layers x batch {spec.batch} x {heads} kv "
+            f"heads x head dim {head_dim}, paged: {session.pages} pages of {spec.page_size} "
+            f"tokens ({spec.layout}, {spec.addressing}, {spec.max_pages} per sequence), "
+            f"{spec.format} ({cache / 2**20:.1f} MiB of K and V pools, as much again for the "
+            f"pools a compaction fills), on {where}"
+        )
+        capacity = spec.capacity
+    else:
+        cache = 2 * spec.layers * session.cache_bytes
+        print(
+            f"session {args.scenario}: {spec.layers} layers x batch {spec.batch} x {heads} kv "
+            f"heads x {capacity} rows x head dim {head_dim}, {spec.format} "
+            f"({cache / 2**20:.1f} MiB of K and V), on {where}"
+        )
     lowest = max(1, args.prompt // 2)
     prompts = rng.integers(lowest, args.prompt + 1, spec.batch)
-    plan = _plan(args, rng, fmt.shifts)
+    plan = _plan(args, rng, not paged and session.fmt.shifts, paged)
     bar = sys.stderr.isatty() and len(plan) >= 100
     started = time.perf_counter()
     try:
@@ -91,8 +132,12 @@ def cmd_session(args: argparse.Namespace) -> int:
         for i, (kind, n) in enumerate(plan):
             if kind == "decode":
                 session.decode()
-            elif kind == "read":
-                session.read()
+            elif kind in ("read", "compact"):
+                getattr(session, kind)()
+            elif kind == "fork":
+                session.fork(*n)
+            elif kind == "extend" and int(session.lengths.max()) + n > capacity:
+                session.compact()  # the pages are full: a step that needs none
             else:
                 getattr(session, kind)(n)
             if args.check_every and (i + 1) % args.check_every == 0:
@@ -114,7 +159,7 @@ def cmd_session(args: argparse.Namespace) -> int:
     timed = all(s.gpu is not None for s in steps)
     print(f"{'op':<8} {'steps':>6} {'tokens':>7} | GPU us: {'median':>9} {'p90':>9} {'max':>9} | "
           f"host us: {'median':>9} {'p90':>9} {'max':>9}")  # fmt: skip
-    for op in ("prefill", "decode", "merge", "shift", "read"):
+    for op in OPS:
         mine = [s for s in steps if s.op == op]
         if not mine:
             continue
@@ -174,7 +219,17 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--prompt", type=positive, default=128,
                    help="the longest prompt; each sequence's is drawn from half of it up")  # fmt: skip
     s.add_argument("--capacity", type=positive,
-                   help="rows per head (default: the prompt plus what the steps append)")  # fmt: skip
+                   help="rows per head (default: the prompt plus what the steps append); a "
+                   "paged cache: tokens per sequence, rounded up to whole pages")  # fmt: skip
+    s.add_argument("--layout", choices=("contiguous", "paged"), default="contiguous",
+                   help="contiguous BNSH caches, or pages of a pool through a page table "
+                   "(or a slot mapping) with a host page allocator")  # fmt: skip
+    s.add_argument("--page-size", type=positive, default=16,
+                   help="tokens per page (paged: a power of two from 16 to 256)")  # fmt: skip
+    s.add_argument("--page-layout", choices=("nhd", "hnd"), default="nhd",
+                   help="the order inside a page (paged)")  # fmt: skip
+    s.add_argument("--addressing", choices=("page_table", "slot_mapping"), default="page_table",
+                   help="how an append finds its pages (paged)")  # fmt: skip
     s.add_argument("--backend", choices=("gpu", "interp"), default="gpu")
     s.add_argument("--check-every", type=count, default=0, metavar="N",
                    help="compare with the oracle every N steps (0: at the end only)")  # fmt: skip

@@ -100,6 +100,8 @@ def emit_expr(e: ir.Expr) -> str:
             return f"{_operand(base, ops.PRIMARY, None)}.{name}"
         case ir.ArrayLength(name, member):
             return f"arrayLength(&{name}{'' if member is None else '.' + member})"
+        case ir.AtomicCall(fn, target, args):
+            return f"atomic{fn}({_arguments((ir.Name('&' + emit_expr(target)),) + args)})"
         case ir.Call(op, args):
             return f"{ops.info(op).spelling}({_arguments(args)})"
         case ir.Convert(ty, x):

@@ -52,6 +52,7 @@ from kvdsl.ir import tree as ir
 from kvdsl.ir.types import (
     SCALARS,
     Array,
+    Atomic,
     Ptr,
     RuntimeArray,
     Scalar,
@@ -62,7 +63,7 @@ from kvdsl.ir.types import (
     i32,
     u32,
 )
-from kvdsl.ir.features import uses_f16, uses_subgroups
+from kvdsl.ir.features import uses_f16
 from kvdsl.ir.scope import Scope, Symbol, VerifyError, name_problem
 from kvdsl.ir.verify import Verifier, check_pointer_type, module_scope, verify
 
@@ -299,10 +300,8 @@ class _Assembler:
         )
         if uses_f16(kernel) and "f16" not in enabled:
             raise WgslTypeError("f16 is used without 'enable f16;'", self.filename, 1)
-        if uses_subgroups(kernel) and "subgroups" not in enabled:
-            raise WgslTypeError(
-                "a subgroup builtin is used without 'enable subgroups;'", self.filename, 1
-            )
+        # A subgroup builtin is taken with or without 'enable subgroups;': naga (wgpu) refuses
+        # the directive and takes the builtins under the adapter's subgroup feature.
         try:
             verify(kernel, house=False)  # kvdsl's rules for its catalog: notes (house_notes)
         except VerifyError as err:
@@ -487,6 +486,13 @@ class _Assembler:
                 access = g.access or "read"
                 if access not in ("read", "read_write"):
                     raise self.err(f"storage access '{access}'", g.line, g.column)
+                if isinstance(g.ty.elem, Atomic) and access != "read_write":
+                    raise WgslTypeError(
+                        f"storage var '{g.name}' of {g.ty} is {access}: atomics in storage are "
+                        "read_write",
+                        self.filename,
+                        g.line,
+                    )
                 data = self.host_data(g)
                 numbered.append((slot, ir.Binding(g.name, g.ty.elem, access, data)))
                 self.decl_lines[g.name] = g.line
@@ -529,9 +535,9 @@ class _Assembler:
                     g.line,
                     g.column,
                 )
-            if not isinstance(g.ty, Array):
+            if not isinstance(g.ty, (Array, Atomic)):
                 raise self.err(
-                    f"workgroup var '{g.name}' of type {g.ty} (only fixed-size arrays)",
+                    f"workgroup var '{g.name}' of type {g.ty} (only fixed-size arrays and atomics)",
                     g.line,
                     g.column,
                 )

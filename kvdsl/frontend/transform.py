@@ -33,6 +33,7 @@ from kvdsl.ir.types import (
     i32,
     u32,
 )
+from kvdsl.ir.types import Atomic
 
 from kvdsl.frontend.records import (  # noqa: F401 (the parser and typer import them here)
     RawLit,
@@ -463,6 +464,8 @@ class ToIR(Transformer):
 
     @v_args(meta=True, inline=True)
     def call_stmt(self, meta: Meta, e: ir.Expr) -> CallStmt:
+        if isinstance(e, ir.AtomicCall):  # none is @must_use
+            return self._at(ir.AtomicStmt(e), meta)
         if not isinstance(e, (ir.FnCall, ir.Call, RawCtor)):
             raise WgslSyntaxError(
                 "an expression is not a statement (only a call is)",
@@ -524,6 +527,8 @@ class ToIR(Transformer):
             ):
                 raise self._err("arrayLength of something other than &binding", fn.line, fn.column)
             return ir.ArrayLength(args[0].x.name)
+        if name.startswith("atomic") and name[6:] in ir.ATOMIC_FUNCTIONS:
+            return self.atomic_call(fn, name[6:], args)
         op = ops.builtin_named(name)
         if op is not None:
             arity = ops.info(op).arity
@@ -535,6 +540,27 @@ class ToIR(Transformer):
         node = ir.FnCall(name, args)
         self.calls[id(node)] = (fn.line, fn.column)
         return node
+
+    def atomic_call(self, tok: Token, fn: str, args: tuple[ir.Expr, ...]) -> ir.AtomicCall:
+        """``atomicFn(&target, args...)``: the pointer's ``&`` taken off (the typer checks
+        that ``target`` is an atomic element)."""
+        want = ir.ATOMIC_FUNCTIONS[fn] + 1
+        if len(args) != want:
+            raise WgslTypeError(
+                f"atomic{fn} takes {want} argument{'s' * (want > 1)} (a pointer to an atomic"
+                f"{' and ' + str(want - 1) + ' value' + 's' * (want > 2) if want > 1 else ''}),"
+                f" got {len(args)}",
+                self.filename,
+                tok.line,
+            )
+        if not isinstance(args[0], RawAddress):
+            raise WgslTypeError(
+                f"the first argument of atomic{fn} is a pointer to an atomic (&a[i]), not "
+                "a value",
+                self.filename,
+                tok.line,
+            )
+        return ir.AtomicCall(fn, args[0].x, tuple(args[1:]))
 
     def construct(self, ty, args: tuple[ir.Expr, ...]) -> RawCtor:
         return RawCtor(ty, args)
@@ -605,6 +631,14 @@ class ToIR(Transformer):
         return StructRef(name, tok.line, tok.column)
 
     def template_type(self, tok: Token, *args):
+        if str(tok) == "atomic" and len(args) == 1:
+            if args[0] not in (u32, i32):
+                raise WgslTypeError(
+                    f"atomic<{args[0]}>: WGSL's atomics are atomic<u32> and atomic<i32>",
+                    self.filename,
+                    tok.line,
+                )
+            return Atomic(args[0])
         if str(tok) == "ptr":
             return self._pointer_type(tok, args)
         raise self._err(f"type '{tok}<...>'", tok.line, tok.column)
@@ -674,7 +708,7 @@ class ToIR(Transformer):
 
     def _elem(self, elem, meta: Meta):
         """``elem`` when an array may hold it; else an error at the array type."""
-        if not isinstance(elem, (Scalar, Vec)):
-            message = f"array of {elem}: only arrays of scalars and vectors"
+        if not isinstance(elem, (Scalar, Vec, Atomic)):
+            message = f"array of {elem}: only arrays of scalars, vectors and atomics"
             raise self._err(message, meta.line, meta.column)
         return elem

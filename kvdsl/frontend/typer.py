@@ -159,6 +159,12 @@ class Typer:
             case ir.Call(Op.SUBGROUP_SHUFFLE_XOR, (x, mask)):
                 x = self.expr(x, scope, want)
                 return ir.Call(Op.SUBGROUP_SHUFFLE_XOR, (x, self.expr(mask, scope, u32)))
+            case ir.Call(Op.SUBGROUP_BROADCAST, args):
+                out = ir.Call(
+                    Op.SUBGROUP_BROADCAST, self.operands(Op.SUBGROUP_BROADCAST, args, scope, want)
+                )
+                self.broadcast_lane(out.args[1], scope)
+                return out
             case ir.Call(op, args) if ops.info(op).operands is not None:
                 return ir.Call(op, self.operands(op, args, scope, want))
             case ir.Call(op, args):
@@ -186,6 +192,13 @@ class Typer:
                 return ir.Deref(self.expr(x, scope, None))
             case ir.ArrayLength():
                 return e
+            case ir.AtomicCall(fn, target, args):
+                target = self.expr(target, scope, None)
+                try:
+                    elem = self.checker.atomic_elem(target, scope, fn)
+                except VerifyError as err:
+                    raise self.error(str(err)) from None
+                return ir.AtomicCall(fn, target, tuple(self.expr(a, scope, elem) for a in args))
             case ir.Bitcast(ty, x):
                 return ir.Bitcast(ty, self.expr(x, scope, None))
             case ir.Index(base, i):
@@ -290,6 +303,21 @@ class Typer:
                     f"const {name}: a call of {called} is not a const-expression (use let)"
                 )
 
+    def broadcast_lane(self, lane: ir.Expr, scope: Scope) -> None:
+        """``subgroupBroadcast``'s lane must be a const-expression, as Tint requires."""
+        for node in ir.walk(lane):
+            if type(node) is ir.Name:
+                sym = scope.lookup(node.name)
+                if sym is not None and sym.kind != "const" and id(sym) not in self.const_symbols:
+                    break
+            elif type(node) is ir.FnCall or type(node) is ir.Call and node.op in ops.SUBGROUP_OPS:
+                break
+        else:
+            return
+        raise self.error(
+            "the lane (sourceLaneIndex) argument of subgroupBroadcast must be a const-expression"
+        )
+
     # -- statements --
     def block(self, body: tuple[ir.Stmt, ...], scope: Scope, ret: Type | None, loop: bool) -> tuple:
         return tuple(self.stmt(s, scope, ret, loop) for s in body)
@@ -376,6 +404,8 @@ class Typer:
             case CallStmt(call):
                 typed = self.expr(call, scope, None)
                 return self.check(ir.CallStmt(typed), scope, ret, loop)
+            case ir.AtomicStmt(call):
+                return self.check(ir.AtomicStmt(self.expr(call, scope, None)), scope, ret, loop)
         return self.check(s, scope, ret, loop)
 
     def condition(self, cond: ir.Expr, scope: Scope) -> ir.Expr:

@@ -118,7 +118,9 @@ Storage buffers
 
 Subgroups
     ``subgroup_size`` is ``run``'s ``subgroup_size`` (32 unless given), the same for every
-    invocation. A workgroup's subgroups are runs of that many consecutive local invocation
+    invocation; ``kvdsl run --subgroup-size N`` gives it, and with ``--backend both`` it is the
+    adapter's unless given (``kvdsl.runtime.subgroup_size()``: 8 on llvmpipe), so the two
+    backends' subgroups are the same invocations. A workgroup's subgroups are runs of that many consecutive local invocation
     indices; WGSL leaves the mapping to the implementation, and every GPU kvdsl runs on (NVIDIA,
     llvmpipe) lays a one-dimensional workgroup out this way, which kernels that shuffle across a
     row of invocations rely on. ``subgroupShuffleXor(x, mask)`` gives each invocation ``x`` of
@@ -126,6 +128,32 @@ Subgroups
     subgroups ends in a short one). The mask must be uniform and below the subgroup size, and
     the invocation read must exist and be active at that statement (WGSL leaves each of those
     cases indeterminate): otherwise :class:`InterpError`. A loop whose body shuffles never runs batched.
+    ``subgroup_invocation_id`` is the local invocation index modulo the subgroup size. The
+    reductions (``subgroupAdd``, ``Mul``, ``Min``, ``Max``, ``And``, ``Or``, ``Xor``) and scans
+    (``subgroupInclusiveAdd``, ``ExclusiveAdd``, ``InclusiveMul``, ``ExclusiveMul``) fold the
+    subgroup's active invocations one at a time in lane order (a float sum's rounding is that
+    sequence's; llvmpipe's matches it, another GPU may add in another order, within the op
+    table's ``approximate`` accuracy); ``subgroupBallot`` sets bit ``lane`` of the active
+    invocations whose condition holds, ``subgroupAll`` / ``Any`` ask it of the active ones,
+    ``subgroupElect`` is true on the first active lane and ``subgroupBroadcastFirst`` reads it.
+    ``subgroupBroadcast`` (a constant lane), ``subgroupShuffle`` (any lane) must read an
+    active invocation of the subgroup (else :class:`InterpError`); ``subgroupShuffleUp`` /
+    ``Down`` past the subgroup's edge, which WGSL leaves indeterminate, give what llvmpipe
+    does: down wraps around the subgroup, up gives the invocation its own value.
+
+Atomics
+    ``atomic<u32>`` / ``atomic<i32>`` elements (of a read_write binding or a workgroup array,
+    or a ``var<workgroup>`` atomic of its own, an array of one to the machine) are read and
+    written only by the atomic builtins. Statements run over all invocations at
+    once, so one statement's atomics are applied one at a time in invocation order (lane
+    order; a kernel with atomics on a binding runs as one chunk, so over the whole dispatch),
+    each invocation's result the element's value before its own operation: the values
+    ``atomicAdd`` returns, an ``atomicExchange`` chain and the winner of each
+    ``atomicCompareExchangeWeak`` are that order's, and exact (a GPU's order may differ; its
+    final sums, masks, maxima and minima do not). ``atomicCompareExchangeWeak`` never fails
+    spuriously. Two atomics on one element never race; WGSL's types keep every plain access
+    off an atomic element, so no plain access can race one. An index outside the array is
+    :class:`OutOfBounds`.
 
 Workgroup memory and barriers
     A ``var<workgroup>`` array has one row per workgroup of the chunk (zero at the start, as in

@@ -102,6 +102,8 @@ def plan(s: ir.For, kernel: ir.Kernel, functions: dict[str, ir.Function]) -> Pla
             return None
         if isinstance(x, ir.Call) and x.op in SUBGROUP_OPS:  # reads other invocations' lanes
             return None
+        if isinstance(x, ir.AtomicCall):  # ordered by invocation, trip by trip
+            return None
     # Which declaration each name means, scope by scope: a name declared in a nested block of
     # the body means the outer one before and after that block (taking the body's declarations
     # as one set would batch an assignment to an outer var shadowed in a block as a local one,
@@ -121,7 +123,7 @@ def plan(s: ir.For, kernel: ir.Kernel, functions: dict[str, ir.Function]) -> Pla
         for x in ir.walk(f.body):
             if isinstance(x, ir.Barrier) or isinstance(x, ir.Call) and x.op in SUBGROUP_OPS:
                 return None
-            if isinstance(x, (ir.AddressOf, ir.Deref)):
+            if isinstance(x, (ir.AddressOf, ir.Deref, ir.AtomicCall)):
                 return None
             if isinstance(x, ir.Assign) and _root(x.target) in bindings | shared:
                 return None

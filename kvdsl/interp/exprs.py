@@ -52,6 +52,41 @@ _IN_PLACE = {
 # Binary operators whose result may be an operand itself (short-circuit logic returns its left
 # side when the right side need not run); every other one makes a new array.
 _NOT_FRESH = (Op.LAND, Op.LOR)
+# Subgroup reductions and scans: the operator folded over a subgroup's active invocations in
+# lane order, and its identity.
+_FOLDS = {
+    Op.SUBGROUP_ADD: np.add,
+    Op.SUBGROUP_MUL: np.multiply,
+    Op.SUBGROUP_MIN: np.minimum,
+    Op.SUBGROUP_MAX: np.maximum,
+    Op.SUBGROUP_AND: np.bitwise_and,
+    Op.SUBGROUP_OR: np.bitwise_or,
+    Op.SUBGROUP_XOR: np.bitwise_xor,
+    Op.SUBGROUP_EXCLUSIVE_ADD: np.add,
+    Op.SUBGROUP_INCLUSIVE_ADD: np.add,
+    Op.SUBGROUP_EXCLUSIVE_MUL: np.multiply,
+    Op.SUBGROUP_INCLUSIVE_MUL: np.multiply,
+}
+_SCANS = {
+    Op.SUBGROUP_EXCLUSIVE_ADD: True,
+    Op.SUBGROUP_INCLUSIVE_ADD: False,
+    Op.SUBGROUP_EXCLUSIVE_MUL: True,
+    Op.SUBGROUP_INCLUSIVE_MUL: False,
+}
+# Every subgroup builtin but subgroupShuffleXor, which has its own path (shuffle_xor).
+_SUBGROUP = ops.SUBGROUP_OPS - {Op.SUBGROUP_SHUFFLE_XOR}
+
+
+def _identity(op: Op, dtype: np.dtype):
+    if op in (Op.SUBGROUP_MUL, Op.SUBGROUP_EXCLUSIVE_MUL, Op.SUBGROUP_INCLUSIVE_MUL):
+        return 1
+    if op is Op.SUBGROUP_AND:
+        return dtype.type(-1) if dtype.kind == "i" else np.iinfo(dtype).max
+    if op is Op.SUBGROUP_MIN:
+        return np.inf if dtype.kind == "f" else np.iinfo(dtype).max
+    if op is Op.SUBGROUP_MAX:
+        return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
+    return 0
 
 
 class Expressions:
@@ -112,8 +147,8 @@ class Expressions:
                 return v
             case ir.Name(name):
                 if self._is_builtin(name):
-                    if self.builtins[name] == "sg":
-                        return self.grid.column("sg", 0)
+                    if self.builtins[name] == "sg" or self.builtins[name] == "sgid":
+                        return self.grid.column(self.builtins[name], 0)
                     cols = [self.grid.column(self.builtins[name], k) for k in range(3)]
                     lanes = max(c.shape[0] for c in cols)
                     return np.stack([broadcast(c, lanes) for c in cols], axis=1)
@@ -139,6 +174,8 @@ class Expressions:
                 return self.apply(op, (x, y))
             case ir.Call(Op.SUBGROUP_SHUFFLE_XOR, (x, mask)):
                 return self.shuffle_xor(self.eval(x, m), self.eval(mask, m), m, e)
+            case ir.Call(op, args) if op in _SUBGROUP:
+                return self.subgroup(op, tuple(self.eval(a, m) for a in args), m, e)
             case ir.Call(op, args):
                 return self.apply(op, tuple(self.eval(a, m) for a in args))
             case ir.FnCall(name, args):
@@ -182,9 +219,11 @@ class Expressions:
                 return self.params[field]
             case ir.Member(ir.Name(name), comp) if len(comp) == 1 and self._is_builtin(name):
                 return self.grid.column(self.builtins[name], COMPONENTS.index(comp))
+            case ir.AtomicCall():
+                return self.atomic(e, m)
             case ir.Member(base, comps):
                 v = self.eval(base, m)
-                if type(v) is dict:  # a field of frexp's or modf's result
+                if type(v) is dict:  # a field of frexp's, modf's or a compare-exchange's result
                     return v[comps]
                 if len(comps) == 1:
                     return v[:, COMPONENTS.index(comps)]
@@ -307,6 +346,103 @@ class Expressions:
             return x
         out = x.copy()
         out[lanes] = x[source]
+        return out
+
+    def subgroup(self, op: Op, args: tuple[np.ndarray, ...], m: Mask, e: ir.Expr) -> np.ndarray:
+        """A subgroup builtin other than ``subgroupShuffleXor`` on the lanes of ``m`` (see
+        *Subgroups* in :mod:`kvdsl.interp`): the active invocations of each subgroup laid out
+        as a table of ``[subgroup, subgroup lane]``, reduced, scanned or read across."""
+        grid, size = self.grid, self.grid.subgroup_size
+        lanes = grid.active(m)
+        if len(lanes) == 0:
+            return args[0] if args else np.zeros(1, np.bool_)
+        me = grid.original(lanes)
+        local = me % grid.per_group
+        runs = -(-grid.per_group // size)
+        sub = me // grid.per_group * runs + local // size  # dispatch-wide subgroup index
+        pos = local % size  # the subgroup_invocation_id
+        groups, row = np.unique(sub, return_inverse=True)
+        present = np.zeros((len(groups), size), np.bool_)
+        present[row, pos] = True
+        if op is Op.SUBGROUP_ELECT:
+            first = np.argmax(present, axis=1)
+            return self._sg_spread(pos == first[row], lanes)
+        x = args[0]
+        xs = broadcast(x, self.n)[lanes]
+        if op in (Op.SUBGROUP_ALL, Op.SUBGROUP_ANY, Op.SUBGROUP_BALLOT):
+            held = np.zeros((len(groups), size), np.bool_)
+            held[row, pos] = xs
+            if op is Op.SUBGROUP_ALL:
+                return self._sg_spread((held | ~present).all(axis=1)[row], lanes)
+            if op is Op.SUBGROUP_ANY:
+                return self._sg_spread(held.any(axis=1)[row], lanes)
+            bits = np.zeros((len(groups), 4), np.uint32)
+            for p in range(min(size, 128)):
+                bits[:, p // 32] |= held[:, p].astype(np.uint32) << np.uint32(p % 32)
+            return self._sg_spread(bits[row], lanes)
+        table = np.zeros((len(groups), size) + xs.shape[1:], xs.dtype)
+        table[row, pos] = xs
+        fold = _FOLDS.get(op)
+        if fold is not None:
+            # In lane order, one lane at a time: a float sum's rounding is the sequential one.
+            acc = np.full((len(groups),) + xs.shape[1:], _identity(op, xs.dtype), xs.dtype)
+            scan = _SCANS.get(op)
+            steps = np.empty_like(table) if scan is not None else None
+            with np.errstate(all="ignore"):
+                for p in range(size):
+                    live = present[:, p].reshape((-1,) + (1,) * (xs.ndim - 1))
+                    if scan:
+                        steps[:, p] = acc
+                    acc = np.where(live, fold(acc, table[:, p]), acc).astype(xs.dtype)
+                    if scan is False:
+                        steps[:, p] = acc
+            return self._sg_spread(acc[row] if scan is None else steps[row, pos], lanes)
+        if op is Op.SUBGROUP_BROADCAST_FIRST:
+            return self._sg_spread(table[row, np.argmax(present, axis=1)[row]], lanes)
+        k = broadcast(args[1], self.n)[lanes].astype(np.int64)
+        if op is Op.SUBGROUP_BROADCAST:
+            src, what = k, "lane"
+            if not is_uniform(args[1]):  # WGSL asks the lane be uniform: one per subgroup
+                first = np.zeros(len(groups), np.int64)
+                first[row] = k
+                bad = np.flatnonzero(first[row] != k)
+                if bad.size:
+                    i = int(bad[0])
+                    raise InterpError(
+                        f"{show(e)}: the lane differs within a subgroup: "
+                        f"{grid.describe(int(me[i]))} has {int(k[i])}, another of its subgroup "
+                        f"{int(first[row[i]])}{self.where()}"
+                    )
+        elif op is Op.SUBGROUP_SHUFFLE:
+            src, what = k, "lane"
+        elif op is Op.SUBGROUP_SHUFFLE_UP:
+            src, what = pos - k, "lane (its own less the delta)"
+        else:
+            src, what = pos + k, "lane (its own plus the delta)"
+        ok = (src >= 0) & (src < size)
+        if op is Op.SUBGROUP_SHUFFLE_UP or op is Op.SUBGROUP_SHUFFLE_DOWN:
+            # Past the subgroup's edge WGSL leaves the value indeterminate (a reduction by
+            # shuffles down reads it on lanes whose result is never used); kvdsl gives what
+            # llvmpipe does: down wraps around the subgroup, up gives the invocation its own.
+            src = np.where(ok, src, pos if op is Op.SUBGROUP_SHUFFLE_UP else src % size)
+            ok = np.ones_like(ok)
+        safe = np.where(ok, src, 0)
+        ok &= present[row, safe]
+        if not ok.all():
+            i = int(np.flatnonzero(~ok)[0])
+            raise InterpError(
+                f"{show(e)}: {grid.describe(int(me[i]))} reads subgroup {what} {int(src[i])}, "
+                f"which is not an active invocation of its subgroup of {size} (WGSL leaves the "
+                f"value indeterminate){self.where()}"
+            )
+        return self._sg_spread(table[row, safe], lanes)
+
+    def _sg_spread(self, values: np.ndarray, lanes: np.ndarray) -> np.ndarray:
+        """A per-lane value holding ``values`` on ``lanes`` (others arbitrary)."""
+        if len(lanes) == self.n:
+            return np.ascontiguousarray(values)
+        out = np.zeros((self.n,) + values.shape[1:], values.dtype)
+        out[lanes] = values
         return out
 
     def logic(self, op: Op, a: ir.Expr, b: ir.Expr, m: Mask) -> np.ndarray:

@@ -138,6 +138,7 @@ def render(s: ir.Stmt | None) -> str:
             | ir.Continue()
             | ir.Barrier()
             | ir.CallStmt()
+            | ir.AtomicStmt()
         ):
             return inline(s)
         case _:
@@ -344,6 +345,9 @@ class Machine(Scopes, Expressions, Memory, StructMemory):
                 return m
             case ir.CallStmt(call):
                 self.eval(call, m)
+                return m
+            case ir.AtomicStmt(call):
+                self.atomic(call, m)
                 return m
             case ir.Switch():
                 return self.switch(s, m)

@@ -11,7 +11,7 @@ import numpy as np
 
 from kvdsl.interp.batch import Fallback
 from kvdsl.interp.errors import InterpError, OutOfBounds, RaceError, UninitializedRead
-from kvdsl.ir.tree import Expr, Index, Name
+from kvdsl.ir.tree import AtomicCall, Expr, Index, Name
 from kvdsl.ir.types import Struct
 from kvdsl.interp.values import (
     ArrayValue,
@@ -427,3 +427,139 @@ class Memory:
     def _wid(self, g: int) -> tuple[int, int, int]:
         wx, wy, _ = self.grid.workgroups
         return (g % wx, g // wx % wy, g // (wx * wy))
+
+    # ---- atomics -------------------------------------------------------------------------
+    def atomic(self, e: AtomicCall, m: Mask):
+        """``atomicFn(&target, args...)`` on the lanes of ``m``: the lanes' operations applied
+        one at a time in invocation order (lane order), each lane's value the element's before
+        its own operation (see *Atomics* in :mod:`kvdsl.interp`). Two atomics on one element
+        never race; WGSL's types keep plain accesses off atomic elements."""
+        target = e.target
+        if type(target) is Name:  # a var<workgroup> atomic: element 0 of an array of one
+            name, idx = target.name, np.zeros(1, np.uint32)
+        elif type(target) is Index and type(target.base) is Name:
+            name, idx = target.base.name, self.eval(target.index, m)
+        else:
+            raise InterpError(f"not an atomic element: {target!r}{self.where()}")
+        vals = [self.eval(a, m) for a in e.args]
+        active = self.grid.active(m)
+        if len(active) == 0:
+            return np.zeros(1, np.uint32)
+        if name in self.buffers and not self._shadowed(name):
+            b = self.buffers[name]
+            self._count(b, m, 0 if e.fn == "Load" else 1)
+            self._oob(name, idx, b.length, m)
+            data = b.data
+            pos = broadcast(idx, self.n)[active].astype(np.int64)
+        else:
+            w = self.shared[name]
+            active, pos, _, _ = self._shared_at(w, idx, m, None)
+            data = w.data
+            if e.fn != "Load":
+                w.written[pos] = True
+        got = [broadcast(v, self.n)[active] for v in vals]
+        old, exchanged = _atomic_sequence(e.fn, data, pos, got)
+        if old is None:  # atomicStore
+            return np.zeros(1, np.uint32)
+        full = old if len(active) == self.n else np.zeros(self.n, old.dtype)
+        if full is not old:
+            full[active] = old
+        if exchanged is None:
+            return full
+        flags = exchanged if len(active) == self.n else np.zeros(self.n, bool)
+        if flags is not exchanged:
+            flags[active] = exchanged
+        return {"old_value": full, "exchanged": flags}  # the result struct, by field
+
+
+def _atomic_sequence(fn: str, data: np.ndarray, pos: np.ndarray, args: list[np.ndarray]):
+    """Apply atomic ``fn`` at ``data[pos[k]]`` with ``args[..][k]`` for k = 0, 1, ... in
+    order; (each operation's old value, whether each compare-exchange exchanged) in the
+    operations' order. Vectorised: the lanes are grouped by element (a stable sort keeps their
+    order within an element), and each element's run is a prefix scan of its operator."""
+    order = np.argsort(pos, kind="stable")
+    sp = pos[order]
+    k = len(sp)
+    start = np.ones(k, bool)
+    start[1:] = sp[1:] != sp[:-1]
+    last = np.ones(k, bool)
+    last[:-1] = start[1:]
+    seg = np.cumsum(start) - 1
+    first = np.flatnonzero(start)
+    dtype = data.dtype
+    init = data[sp]
+    words = init.view(np.uint32)
+    if fn == "Load":
+        old = init
+    elif fn == "CompareExchangeWeak":
+        cmp_, new = (a[order].astype(dtype, copy=False) for a in args)
+        rank = np.arange(k) - first[seg]
+        cur = data[sp[first]].copy()
+        old = np.empty(k, dtype)
+        exchanged = np.empty(k, bool)
+        for r in range(int(rank.max()) + 1):
+            sel = np.flatnonzero(rank == r)
+            g = seg[sel]
+            c = cur[g]
+            ok = c == cmp_[sel]
+            old[sel], exchanged[sel] = c, ok
+            cur[g] = np.where(ok, new[sel], c)
+        data[sp[first]] = cur
+        out, flags = np.empty(k, dtype), np.empty(k, bool)
+        out[order], flags[order] = old, exchanged
+        return out, flags
+    else:
+        v = args[0][order].astype(dtype, copy=False)
+        u = v.view(np.uint32)
+        if fn in ("Store", "Exchange"):
+            prev = np.empty_like(v)
+            prev[1:] = v[:-1]
+            old = np.where(start, init, prev)
+            final = v
+        elif fn in ("Add", "Sub"):
+            w = u.astype(np.uint64)
+            excl = np.cumsum(w) - w  # modulo 2**64, so exact modulo 2**32
+            pre = (excl - excl[first][seg]).astype(np.uint32)
+            with np.errstate(over="ignore"):
+                ow = words + pre if fn == "Add" else words - pre
+                fw = ow + u if fn == "Add" else ow - u
+            old, final = ow.view(dtype), fw.view(dtype)
+        elif fn in ("Max", "Min"):
+            # Each element's run is a running max (min) of keys whose high half is the run's
+            # number (its complement for min), so no run reads into the next.
+            flip = np.uint32(0x80000000) if dtype == np.int32 else np.uint32(0)
+            key = (u ^ flip).astype(np.uint64)
+            runs = seg.astype(np.uint64) if fn == "Max" else (seg.max() - seg).astype(np.uint64)
+            acc = (np.maximum if fn == "Max" else np.minimum).accumulate((runs << 32) | key)
+            incl = (acc & np.uint64(0xFFFFFFFF)).astype(np.uint32) ^ flip
+            ex = np.empty_like(incl)
+            ex[1:] = incl[:-1]
+            pick = np.maximum if fn == "Max" else np.minimum
+            prefix = ex.view(dtype)
+            old = np.where(start, init, pick(init, prefix))
+            final = pick(old, v)
+        elif fn == "Xor":
+            acc = np.bitwise_xor.accumulate(u)
+            excl = acc ^ u
+            old = (words ^ excl ^ excl[first][seg]).view(dtype)
+            final = (old.view(np.uint32) ^ u).view(dtype)
+        elif fn in ("Or", "And"):
+            # Bit by bit: whether an earlier lane of the run set (cleared) it.
+            x = u if fn == "Or" else ~u
+            pre = np.zeros(k, np.uint32)
+            for bit in range(32):
+                b = ((x >> np.uint32(bit)) & np.uint32(1)).astype(np.int64)
+                excl = np.cumsum(b) - b
+                seen = (excl - excl[first][seg]) > 0
+                pre |= seen.astype(np.uint32) << np.uint32(bit)
+            ow = words | pre if fn == "Or" else words & ~pre
+            old = ow.view(dtype)
+            final = (ow | u if fn == "Or" else ow & u).view(dtype)
+        else:
+            raise InterpError(f"no atomic builtin atomic{fn}")
+        data[sp[last]] = final[last]
+        if fn == "Store":
+            return None, None
+    out = np.empty(k, dtype)
+    out[order] = old
+    return out, None

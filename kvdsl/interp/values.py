@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kvdsl.ir.tree import Binding, WorkgroupVar
-from kvdsl.ir.types import Array, Scalar, Struct, Vec, stride, u32
+from kvdsl.ir.types import Array, Atomic, Scalar, Struct, Vec, stride, u32
 
 Mask = np.ndarray | None
 COMPONENTS = "xyzw"
@@ -93,6 +93,9 @@ class Grid:
         if col is None:
             if builtin == "sg":
                 col = np.array([self.subgroup_size], np.uint32)
+            elif builtin == "sgid":  # subgroups are aligned runs of local indices
+                local = self.original(self.lanes) % self.per_group
+                col = (local % self.subgroup_size).astype(np.uint32)
             elif builtin == "nwg":
                 col = np.array([self.workgroups[comp]], np.uint32)
             elif self.ids is None and self.offset % self.per_group == self.n % self.per_group == 0:
@@ -313,12 +316,13 @@ class SharedArray:
 
     def __init__(self, var: WorkgroupVar, groups: int, first: int) -> None:
         self.var = var
-        elem = var.ty.elem
+        scalar = isinstance(var.ty, Atomic)  # a var<workgroup> atomic: an array of one
+        elem = var.ty if scalar else var.ty.elem
         # An array of arrays is held flat, row by row: element [r][c] is r * inner + c.
         self.inner = elem.n if isinstance(elem, Array) else None
         if self.inner is not None:
             elem = elem.elem
-        self.length = var.ty.n * (self.inner or 1)
+        self.length = 1 if scalar else var.ty.n * (self.inner or 1)
         # An array of structs is held as u32 words in WGSL's layout (kvdsl.interp.structs).
         self.words = stride(elem) // 4 if isinstance(elem, Struct) else None
         if self.words is not None:

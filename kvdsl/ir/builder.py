@@ -200,6 +200,9 @@ class KernelBuilder:
     subgroup_size = _builtin_value(
         "sg", "u32, the same for every invocation; the module then enables subgroups"
     )
+    subgroup_invocation_id = _builtin_value(
+        "sgid", "u32, the invocation's lane in its subgroup; the module then enables subgroups"
+    )
 
     # -- statements --
     def emit(self, stmt: ir.Stmt) -> None:

@@ -97,6 +97,8 @@ def _reads(stmts: tuple[ir.Stmt, ...], read: set[str]) -> None:
             todo += [x for c in s.cases for x in c.body]
         elif t is ir.CallStmt:
             exprs.append(s.call)
+        elif t is ir.AtomicStmt:
+            exprs.append(s.call)
         elif t is ir.ConstAssert:
             exprs.append(s.cond)
         elif t is ir.Var or t is ir.Return:
@@ -122,3 +124,5 @@ def _reads(stmts: tuple[ir.Stmt, ...], read: set[str]) -> None:
             push(e.x)
         elif t is ir.Call or t is ir.FnCall or t is ir.Construct:
             exprs += e.args
+        elif t is ir.AtomicCall:
+            exprs += (e.target, *e.args)

@@ -99,6 +99,8 @@ def limits(kernel: ir.Kernel) -> dict[str, int]:
 def _workgroup_bytes(ty: Array) -> int:
     """Bytes a ``var<workgroup>`` array takes: WGSL's array stride (its element's size rounded
     up to the element's alignment) times its length, rounded up to 16."""
+    if not isinstance(ty, Array):
+        return 16  # an atomic<u32> / atomic<i32> of its own
     e = ty.elem
     if isinstance(e, Array):  # an array of arrays: each row's bytes unrounded, times n
         leaf = e.elem

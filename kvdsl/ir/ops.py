@@ -126,6 +126,27 @@ class Op(enum.Enum):
     UNPACK4X8UNORM = "unpack4x8unorm"
     UNPACK2X16SNORM = "unpack2x16snorm"
     UNPACK2X16UNORM = "unpack2x16unorm"
+    # WGSL's subgroup builtins (the ``subgroups`` extension), besides subgroupShuffleXor.
+    SUBGROUP_ADD = "subgroupAdd"
+    SUBGROUP_MUL = "subgroupMul"
+    SUBGROUP_MIN = "subgroupMin"
+    SUBGROUP_MAX = "subgroupMax"
+    SUBGROUP_AND = "subgroupAnd"
+    SUBGROUP_OR = "subgroupOr"
+    SUBGROUP_XOR = "subgroupXor"
+    SUBGROUP_EXCLUSIVE_ADD = "subgroupExclusiveAdd"
+    SUBGROUP_INCLUSIVE_ADD = "subgroupInclusiveAdd"
+    SUBGROUP_EXCLUSIVE_MUL = "subgroupExclusiveMul"
+    SUBGROUP_INCLUSIVE_MUL = "subgroupInclusiveMul"
+    SUBGROUP_BROADCAST = "subgroupBroadcast"
+    SUBGROUP_BROADCAST_FIRST = "subgroupBroadcastFirst"
+    SUBGROUP_SHUFFLE = "subgroupShuffle"
+    SUBGROUP_SHUFFLE_UP = "subgroupShuffleUp"
+    SUBGROUP_SHUFFLE_DOWN = "subgroupShuffleDown"
+    SUBGROUP_BALLOT = "subgroupBallot"
+    SUBGROUP_ALL = "subgroupAll"
+    SUBGROUP_ANY = "subgroupAny"
+    SUBGROUP_ELECT = "subgroupElect"
     # Builtins whose result is a struct (its fields read with ``.``).
     FREXP = "frexp"
     MODF = "modf"
@@ -460,6 +481,48 @@ def _shuffle_xor(args: tuple[Type, ...]) -> Type:
     return x
 
 
+def _subgroup_value(what: str, pred: Callable[[str], bool]) -> Callable:
+    """A subgroup reduction or scan: one scalar or vector operand of ``what``, the same type out."""
+
+    def rule(args: tuple[Type, ...]) -> Type:
+        (x,) = args
+        if not isinstance(x, (Scalar, Vec)) or not pred(x.scalar.name):
+            raise OpTypeError(f"expects {what} scalar or vector, got {x}")
+        return x
+
+    return rule
+
+
+def _subgroup_lane(what: str) -> Callable:
+    """``subgroupShuffle``/``Up``/``Down``/``Broadcast``: a numeric value and a u32 ``what``
+    (WGSL takes an i32 lane too, naga only u32)."""
+
+    def rule(args: tuple[Type, ...]) -> Type:
+        x, lane = args
+        if lane != u32:
+            raise OpTypeError(f"expects a u32 {what}, got {lane}")
+        if not isinstance(x, (Scalar, Vec)) or x.scalar.name == "bool":
+            raise OpTypeError(f"expects a numeric scalar or vector, got {x}")
+        return x
+
+    return rule
+
+
+def _subgroup_bool(result: Type) -> Callable:
+    def rule(args: tuple[Type, ...]) -> Type:
+        if args != (bool_,):
+            raise OpTypeError(f"expects a bool, got {', '.join(map(str, args))}")
+        return result
+
+    return rule
+
+
+def _subgroup_elect(args: tuple[Type, ...]) -> Type:
+    if args:
+        raise OpTypeError("takes no arguments")
+    return bool_
+
+
 def _pack2x16(args: tuple[Type, ...]) -> Type:
     if args[0] != Vec(2, f32):
         raise OpTypeError(f"expects vec2<f32>, got {args[0]}")
@@ -671,6 +734,70 @@ TABLE: dict[Op, OpInfo] = {
     Op.FREXP: _builtin("frexp", 1, _result_of("frexp"), lib.frexp, generic=False),
     Op.MODF: _builtin("modf", 1, _result_of("modf"), lib.modf, generic=False),
 }
+
+
+def _subgroup(spelling: str, arity: int, typing: Callable, **kw) -> OpInfo:
+    return _builtin(spelling, arity, typing, _needs_grid, subgroup=True, **kw)
+
+
+_SG_NUMERIC = _subgroup_value("a numeric", _IS_NUMERIC)
+_SG_INT = _subgroup_value("an integer", _IS_INT)
+TABLE.update(
+    {
+        Op.SUBGROUP_ADD: _subgroup("subgroupAdd", 1, _SG_NUMERIC, approximate=True),
+        Op.SUBGROUP_MUL: _subgroup("subgroupMul", 1, _SG_NUMERIC, approximate=True),
+        Op.SUBGROUP_MIN: _subgroup("subgroupMin", 1, _SG_NUMERIC),
+        Op.SUBGROUP_MAX: _subgroup("subgroupMax", 1, _SG_NUMERIC),
+        Op.SUBGROUP_AND: _subgroup("subgroupAnd", 1, _SG_INT),
+        Op.SUBGROUP_OR: _subgroup("subgroupOr", 1, _SG_INT),
+        Op.SUBGROUP_XOR: _subgroup("subgroupXor", 1, _SG_INT),
+        Op.SUBGROUP_EXCLUSIVE_ADD: _subgroup(
+            "subgroupExclusiveAdd", 1, _SG_NUMERIC, approximate=True
+        ),
+        Op.SUBGROUP_INCLUSIVE_ADD: _subgroup(
+            "subgroupInclusiveAdd", 1, _SG_NUMERIC, approximate=True
+        ),
+        Op.SUBGROUP_EXCLUSIVE_MUL: _subgroup(
+            "subgroupExclusiveMul", 1, _SG_NUMERIC, approximate=True
+        ),
+        Op.SUBGROUP_INCLUSIVE_MUL: _subgroup(
+            "subgroupInclusiveMul", 1, _SG_NUMERIC, approximate=True
+        ),
+        Op.SUBGROUP_BROADCAST: _subgroup(
+            "subgroupBroadcast", 2, _subgroup_lane("lane"), operands=("T", u32)
+        ),
+        Op.SUBGROUP_BROADCAST_FIRST: _subgroup("subgroupBroadcastFirst", 1, _SG_NUMERIC),
+        Op.SUBGROUP_SHUFFLE: _subgroup(
+            "subgroupShuffle", 2, _subgroup_lane("lane"), operands=("T", u32)
+        ),
+        Op.SUBGROUP_SHUFFLE_UP: _subgroup(
+            "subgroupShuffleUp", 2, _subgroup_lane("delta"), operands=("T", u32)
+        ),
+        Op.SUBGROUP_SHUFFLE_DOWN: _subgroup(
+            "subgroupShuffleDown", 2, _subgroup_lane("delta"), operands=("T", u32)
+        ),
+        Op.SUBGROUP_BALLOT: _subgroup(
+            "subgroupBallot", 1, _subgroup_bool(Vec(4, u32)), operands=(bool_,), generic=False
+        ),
+        Op.SUBGROUP_ALL: _subgroup(
+            "subgroupAll", 1, _subgroup_bool(bool_), operands=(bool_,), generic=False
+        ),
+        Op.SUBGROUP_ANY: _subgroup(
+            "subgroupAny", 1, _subgroup_bool(bool_), operands=(bool_,), generic=False
+        ),
+        Op.SUBGROUP_ELECT: _subgroup("subgroupElect", 0, _subgroup_elect, operands=()),
+    }
+)
+#: Subgroup builtins whose second argument WGSL requires to be uniform (a mask, a delta, the
+#: lane read by every invocation).
+SUBGROUP_UNIFORM_ARG = frozenset(
+    {
+        Op.SUBGROUP_SHUFFLE_XOR,
+        Op.SUBGROUP_SHUFFLE_UP,
+        Op.SUBGROUP_SHUFFLE_DOWN,
+        Op.SUBGROUP_BROADCAST,
+    }
+)
 
 UNARY_OPS = frozenset(op for op, info in TABLE.items() if info.kind == "unary")
 BINARY_OPS = frozenset(op for op, info in TABLE.items() if info.kind == "binary")

@@ -41,7 +41,11 @@ def show(node: object) -> str:
             return f"{_primary(base)}.{name}"
         case ir.ArrayLength(name, member):
             return f"arrayLength(&{name}{'' if member is None else '.' + member})"
+        case ir.AtomicCall(fn, target, args):
+            return f"atomic{fn}({', '.join(['&' + show(target), *map(show, args)])})"
         case ir.Let() | ir.Var() | ir.Assign() | ir.Barrier() | ir.CallStmt() | ir.ConstAssert():
+            return statement(node, show)
+        case ir.AtomicStmt():
             return statement(node, show)
         case _:
             return type(node).__name__
@@ -68,6 +72,8 @@ def statement(s: ir.Stmt, expr: Callable[[ir.Expr], str]) -> str | None:
         case ir.Barrier():
             return "workgroupBarrier()"
         case ir.CallStmt(call):
+            return expr(call)
+        case ir.AtomicStmt(call):
             return expr(call)
         case ir.ConstAssert(cond):
             return f"const_assert {expr(cond)}"

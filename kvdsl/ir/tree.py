@@ -110,6 +110,36 @@ class ArrayLength:
     member: str | None = None
 
 
+#: WGSL's atomic builtins: the name after ``atomic`` and how many value arguments follow
+#: the pointer.
+ATOMIC_FUNCTIONS = {
+    "Load": 0,
+    "Store": 1,
+    "Add": 1,
+    "Sub": 1,
+    "Max": 1,
+    "Min": 1,
+    "And": 1,
+    "Or": 1,
+    "Xor": 1,
+    "Exchange": 1,
+    "CompareExchangeWeak": 2,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class AtomicCall:
+    """``atomicFn(&target, args...)`` (``fn`` one of :data:`ATOMIC_FUNCTIONS`, ``Add`` say):
+    ``target`` is an element of an ``array<atomic<T>>`` storage binding or workgroup array.
+    Its value is the element's value before the operation (``Load``: the value; ``Store``:
+    none, a statement only; ``CompareExchangeWeak``: the ``old_value`` / ``exchanged``
+    struct)."""
+
+    fn: str
+    target: Expr
+    args: tuple[Expr, ...]
+
+
 @dataclass(frozen=True, slots=True)
 class AddressOf:
     """``&x``: a pointer to the memory ``x`` names (a ``var``, a binding, a workgroup array, an
@@ -139,6 +169,7 @@ Expr = (
     | Index
     | Member
     | ArrayLength
+    | AtomicCall
     | AddressOf
     | Deref
 )
@@ -269,6 +300,14 @@ class Barrier:
     memory written before it is visible after it. Only in uniform control flow (see verify)."""
 
 
+@dataclass(frozen=True, slots=True)
+class AtomicStmt:
+    """An atomic builtin as a statement, its value (if any) discarded: ``atomicStore(&a[i],
+    v);``, ``atomicAdd(&count[0], 1u);``."""
+
+    call: AtomicCall
+
+
 Stmt = (
     Let
     | Var
@@ -285,6 +324,7 @@ Stmt = (
     | CallStmt
     | Switch
     | ConstAssert
+    | AtomicStmt
 )
 
 
@@ -378,7 +418,8 @@ class Binding:
 @dataclass(frozen=True, slots=True)
 class WorkgroupVar:
     """A module-scope ``var<workgroup> name: array<T, N>;``: memory shared by the invocations of
-    one workgroup (zero at the start of the dispatch), indexed one element at a time."""
+    one workgroup (zero at the start of the dispatch), indexed one element at a time; or
+    ``var<workgroup> name: atomic<u32>;`` (``ty`` an ``Atomic``), one atomic of its own."""
 
     name: str
     ty: Array
@@ -390,11 +431,12 @@ BUILTIN_INPUTS = {
     "workgroup_id": "wid",
     "num_workgroups": "nwg",
     "subgroup_size": "sg",
+    "subgroup_invocation_id": "sgid",
 }
 #: Builtins whose value is one ``u32`` (the others are ``vec3<u32>``).
-SCALAR_BUILTINS = frozenset({"subgroup_size"})
+SCALAR_BUILTINS = frozenset({"subgroup_size", "subgroup_invocation_id"})
 #: Builtins of WGSL's ``subgroups`` extension (a module using one says ``enable subgroups;``).
-SUBGROUP_BUILTINS = frozenset({"subgroup_size"})
+SUBGROUP_BUILTINS = frozenset({"subgroup_size", "subgroup_invocation_id"})
 #: Builtins every invocation of a workgroup sees the same value of (WGSL's uniformity analysis
 #: agrees: a barrier may stand under a condition on them).
 UNIFORM_BUILTINS = frozenset({"subgroup_size", "workgroup_id", "num_workgroups"})

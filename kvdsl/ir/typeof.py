@@ -20,6 +20,7 @@ from kvdsl.ir.consteval import (
 from kvdsl.ir.ops import Op
 from kvdsl.ir.scope import Scope, VerifyError
 from kvdsl.ir.show import show
+from kvdsl.ir.types import Atomic, compare_exchange_result
 from kvdsl.ir.types import (
     Array,
     Ptr,
@@ -64,6 +65,11 @@ class ExprTyper(ConstEval):
             if kind == "binding":
                 raise VerifyError(f"binding '{name}' used without an index")
             if kind == "workgroup":
+                if type(sym.ty) is Atomic:
+                    raise VerifyError(
+                        f"workgroup var '{name}' of type {sym.ty} is read and written only "
+                        f"through the atomic builtins (atomicLoad(&{name}) ...), not as a plain value"
+                    )
                 raise VerifyError(f"workgroup var '{name}' used without an index")
             return sym.ty
         match e:
@@ -180,10 +186,16 @@ class ExprTyper(ConstEval):
                         self.used.add(base.name)
                         if isinstance(sym.ty, Struct):
                             raise VerifyError(f"{show(e)}: cannot index a value of type {sym.ty}")
+                        if type(sym.ty.elem) is Atomic:
+                            self._plain_atomic(e, sym.ty.elem)
                         return sym.ty.elem
                     if sym is not None and sym.kind == "workgroup":
+                        if type(sym.ty) is Atomic:
+                            raise VerifyError(f"{show(e)}: cannot index {sym.ty} '{base.name}'")
                         if at is not None and at >= sym.ty.n:
                             self._index_out_of_range(e, at, sym.ty.n)
+                        if type(sym.ty.elem) is Atomic:
+                            self._plain_atomic(e, sym.ty.elem)
                         return sym.ty.elem
                 bt = self.type_of(base, scope)
                 if isinstance(bt, (Array, Vec)):
@@ -280,6 +292,11 @@ class ExprTyper(ConstEval):
                         )
                 self.used.add(name)
                 return u32
+            case ir.AtomicCall(fn, target, args):
+                ret = self.atomic_type(e, scope)
+                if ret is None:
+                    raise VerifyError(f"{show(e)}: atomic{fn} returns no value (a statement)")
+                return ret
             case ir.AddressOf(x):
                 return self.pointer_to(e, x, scope)
             case ir.Deref(p):
@@ -295,6 +312,69 @@ class ExprTyper(ConstEval):
                     )
                 return ret
         raise VerifyError(f"not an expression: {e!r}")
+
+    def _plain_atomic(self, e: ir.Index, ty: Atomic) -> None:
+        raise VerifyError(
+            f"{show(e)}: an element of type {ty} is read and written only through the atomic "
+            f"builtins (atomicLoad(&{show(e)}), atomicStore(&{show(e)}, v), atomicAdd ...), "
+            "not as a plain value"
+        )
+
+    def atomic_elem(self, target: ir.Expr, scope: Scope, fn: str) -> Scalar:
+        """The scalar type (u32 or i32) of the atomic ``target`` names: an element of an
+        ``array<atomic<T>>`` storage binding (read_write) or workgroup array."""
+        if type(target) is ir.Name:  # a var<workgroup> atomic of its own
+            sym = scope.lookup(target.name)
+            if sym is not None and sym.kind == "workgroup" and type(sym.ty) is Atomic:
+                return sym.ty.elem
+        if type(target) is ir.Index and type(target.base) is ir.Name:
+            sym = scope.lookup(target.base.name)
+            if sym is not None and sym.kind in ("binding", "workgroup"):
+                elem = sym.ty.elem
+                if type(elem) is Atomic:
+                    it = self.type_of(target.index, scope)
+                    if it is not u32 and it is not i32:
+                        raise VerifyError(f"{show(target)}: index must be i32 or u32, got {it}")
+                    at = self.const_int(target.index, scope)
+                    n = sym.ty.n if sym.kind == "workgroup" else None
+                    if at is not None and (at < 0 or n is not None and at >= n):
+                        self._index_out_of_range(target, at, n)
+                    if sym.kind == "binding":
+                        if sym.access != "read_write":
+                            raise VerifyError(
+                                f"atomic{fn}(&{show(target)}): binding '{target.base.name}' is "
+                                "read-only (atomics in storage are read_write)"
+                            )
+                        self.used.add(target.base.name)
+                        if fn != "Load":
+                            self.stored.add(target.base.name)
+                    return elem.elem
+        raise VerifyError(
+            f"atomic{fn}(&{show(target)}): the pointer is not to an atomic<u32> or atomic<i32> "
+            "(an element of an array<atomic<T>> in storage or workgroup memory, or a "
+            "var<workgroup> atomic)"
+        )
+
+    def atomic_type(self, e: ir.AtomicCall, scope: Scope) -> Type | None:
+        """What atomic builtin ``e`` returns (None: ``atomicStore``, nothing), its operands
+        checked: each value argument of the atomic's type."""
+        want = ir.ATOMIC_FUNCTIONS.get(e.fn)
+        if want is None:
+            raise VerifyError(f"{show(e)}: no atomic builtin atomic{e.fn}")
+        if len(e.args) != want:
+            raise VerifyError(f"{show(e)}: atomic{e.fn} takes {want + 1} arguments")
+        elem = self.atomic_elem(e.target, scope, e.fn)
+        for a in e.args:
+            got = self.type_of(a, scope)
+            if got is not elem:
+                raise VerifyError(
+                    f"{show(e)}: atomic{e.fn} of an atomic<{elem}> takes {elem} values, got {got}"
+                )
+        if e.fn == "Store":
+            return None
+        if e.fn == "CompareExchangeWeak":
+            return compare_exchange_result(elem)
+        return elem
 
     def pointer_to(self, e: ir.AddressOf, x: ir.Expr, scope: Scope) -> Ptr:
         """The type of ``&x``: a pointer into the address space of ``x``'s root (a ``var`` is

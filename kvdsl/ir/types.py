@@ -100,6 +100,45 @@ class Vec:
 
 
 @dataclass(frozen=True, slots=True)
+class Atomic:
+    """``atomic<u32>`` / ``atomic<i32>``: the element of a read_write storage array or of a
+    workgroup array that only the atomic builtins read and write."""
+
+    elem: Scalar
+
+    def __str__(self) -> str:
+        return f"atomic<{self.elem}>"
+
+    @property
+    def scalar(self) -> Scalar:
+        return self.elem
+
+    @property
+    def is_int(self) -> bool:
+        return True
+
+    @property
+    def is_float(self) -> bool:
+        return False
+
+    @property
+    def is_numeric(self) -> bool:
+        return True
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.elem.dtype
+
+    @property
+    def size(self) -> int:
+        return 4
+
+    @property
+    def align(self) -> int:
+        return 4
+
+
+@dataclass(frozen=True, slots=True)
 class Array:
     """A fixed-size ``array<T, N>`` (function-scope ``var`` arrays, workgroup arrays); ``T`` a
     scalar, a vector or, in function memory, another fixed-size array."""
@@ -148,6 +187,20 @@ class Struct:
         return align_of(self)
 
 
+def atomic(elem: Scalar) -> Atomic:
+    """``atomic<elem>`` for ``u32`` or ``i32`` (WGSL has no other atomic type)."""
+    if elem not in (u32, i32):
+        raise ValueError(f"atomic<{elem}>: WGSL's atomics are atomic<u32> and atomic<i32>")
+    return Atomic(elem)
+
+
+def compare_exchange_result(elem: Scalar) -> Struct:
+    """The struct ``atomicCompareExchangeWeak`` returns: ``old_value`` and ``exchanged``."""
+    return Struct(
+        f"__atomic_compare_exchange_result_{elem}", (("old_value", elem), ("exchanged", bool_))
+    )
+
+
 def result_struct(builtin: str, ty: Scalar | Vec) -> Struct:
     """The struct ``frexp`` or ``modf`` returns for a float scalar or vector ``ty``: WGSL's
     ``__frexp_result_f32`` (``fract: f32, exp: i32``), ``__modf_result_vec4_f32`` (``fract``,
@@ -185,7 +238,7 @@ class Ptr:
         return f"ptr<{self.space}, {self.store}>"
 
 
-Type = Scalar | Vec | Array | RuntimeArray | Struct | Ptr
+Type = Scalar | Vec | Atomic | Array | RuntimeArray | Struct | Ptr
 
 
 def align_of(ty: Scalar | Vec | Array | Struct) -> int:

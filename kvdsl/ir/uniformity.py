@@ -24,9 +24,11 @@ analysis rather than a list of accepted shapes, so kvdsl takes what Tint takes:
 
 A requirement that reaches *MayBeNonUniform* is refused, with the chain that leads there
 (:func:`check`). The spec's analysis has a second scope for subgroup operations when an
-implementation offers the ``subgroup_uniformity`` language extension; kvdsl's subset holds no
-value that is uniform in a subgroup without being uniform in the workgroup (no
-``subgroup_id``, no reduction), so the one analysis gives both scopes' answers.
+implementation offers the ``subgroup_uniformity`` language extension; kvdsl runs the workgroup
+scope's analysis for both (as an implementation without that extension does): every subgroup
+builtin must be called in uniform control flow, the second argument of ``subgroupShuffleXor``,
+``subgroupShuffleUp``, ``subgroupShuffleDown`` and ``subgroupBroadcast`` must be uniform, and a
+subgroup builtin's result (a reduction's too, the same in its subgroup) may be non-uniform.
 
 Where the spec's text is looser than Tint, kvdsl follows Tint: a store to a lane of a
 function-scope vector makes the variable's value depend on the lane's index too.
@@ -43,6 +45,12 @@ from kvdsl.ir.show import loop_head, show
 
 NEXT, BREAK, CONTINUE, RETURN = "next", "break", "continue", "return"
 _NEXT_ONLY = frozenset((NEXT,))
+# What a subgroup builtin's second argument, which must be uniform, is (shuffles: the mask).
+_UNIFORM_ARG = {
+    ops.Op.SUBGROUP_SHUFFLE_UP: "the delta",
+    ops.Op.SUBGROUP_SHUFFLE_DOWN: "the delta",
+    ops.Op.SUBGROUP_BROADCAST: "the lane",
+}
 
 
 def behavior(body: tuple[ir.Stmt, ...]) -> frozenset[str]:
@@ -305,11 +313,18 @@ class _Analysis:
             if e.op in ops.SUBGROUP_OPS:
                 spelling = ops.info(e.op).spelling
                 self.require(cf, f"{spelling}()", "must be called in uniform control flow")
-                self.require(args[1], f"the mask of {spelling}()", "must be uniform")
+                if e.op in ops.SUBGROUP_UNIFORM_ARG:
+                    what = _UNIFORM_ARG.get(e.op, "the mask")
+                    self.require(args[1], f"{what} of {spelling}()", "must be uniform")
                 return self.g.node(
                     MAY_BE_NON_UNIFORM, label=f"{spelling}()'s result (another invocation's value)"
                 )
             return self.g.join(cf, *args)
+        if t is ir.AtomicCall:
+            self.value(e.target, cf)
+            for a in e.args:
+                self.value(a, cf)
+            return self.g.node(MAY_BE_NON_UNIFORM, label=f"atomic{e.fn}()'s result")
         if t is ir.Deref:
             # What a pointer points at is not tracked: taken as non-uniform (a barrier under a
             # condition on it is refused, which may refuse what Tint's finer analysis takes).
@@ -416,6 +431,9 @@ class _Analysis:
             self.require(cf, "workgroupBarrier()", "must be reached in uniform control flow")
             return cf
         if t is ir.CallStmt:
+            self.value(s.call, cf)
+            return cf
+        if t is ir.AtomicStmt:
             self.value(s.call, cf)
             return cf
         if t is ir.Switch:

@@ -32,6 +32,7 @@ from kvdsl.ir.types import (
     is_result_struct,
     u32,
 )
+from kvdsl.ir.types import Atomic, Struct
 from kvdsl.ir.types import stride as struct_stride
 from kvdsl.ir.uniformity import loop_behavior
 
@@ -69,7 +70,9 @@ class Verifier(ExprTyper):
             # Cases by frequency: lets, comments and assignments are most statements.
             case ir.Let(name, value):
                 ty = self.type_of(value, scope)
-                if not isinstance(ty, (Scalar, Vec, Array, Ptr)) and not is_result_struct(ty):
+                if not isinstance(ty, (Scalar, Vec, Array, Ptr)) and not (
+                    is_result_struct(ty) or _exchange_result(ty)
+                ):
                     raise VerifyError(f"{show(s)}: cannot bind a value of type {ty}")
                 pointer = value if isinstance(ty, Ptr) else None  # its root: alias analysis
                 scope.declare(name, Symbol(ty, "let", "", pointer), s)
@@ -77,6 +80,11 @@ class Verifier(ExprTyper):
                 if "\n" in text:
                     raise VerifyError(f"comment {text!r} spans several lines")
             case ir.Var(name, ty, init):
+                if isinstance(ty, Array) and isinstance(ty.elem, Atomic):
+                    raise VerifyError(
+                        f"{show(s)}: an atomic lives in storage (read_write) or workgroup memory, "
+                        "not in a function var"
+                    )
                 if not isinstance(ty, (Scalar, Vec, Array)):
                     raise VerifyError(f"{show(s)}: a var cannot have type {ty}")
                 if init is not None and (got := self.type_of(init, scope)) is not ty and got != ty:
@@ -142,6 +150,10 @@ class Verifier(ExprTyper):
                 self.block(body, Scope(scope), ret, loop)
             case ir.Barrier():
                 self.barriers = True  # where a barrier may stand: check_barriers
+            case ir.AtomicStmt(call):
+                if type(call) is not ir.AtomicCall:
+                    raise VerifyError(f"{show(s)}: not an atomic builtin's call")
+                self.atomic_type(call, scope)
             case ir.CallStmt(call):
                 if type(call) is not ir.FnCall:
                     raise VerifyError(f"{show(s)}: only a helper's call is a statement")
@@ -345,6 +357,12 @@ def module_scope(kernel: ir.Kernel, verifier: Verifier) -> Scope:
             raise VerifyError(f"binding '{b.name}': access '{b.access}' is not read or read_write")
         if isinstance(b.elem, Struct):
             check_memory_struct(f"binding '{b.name}'", b.elem, b.whole)
+        elif isinstance(b.elem, Atomic):
+            if b.elem.elem not in (u32, i32) or b.access != "read_write" or b.data is not None:
+                raise VerifyError(
+                    f"binding '{b.name}': {b.elem} elements are atomic<u32> or atomic<i32> in a "
+                    f"read_write binding (got {b.elem}, {b.access})"
+                )
         elif not isinstance(b.elem, (Scalar, Vec)) or b.elem == bool_:
             raise VerifyError(f"binding '{b.name}': element type {b.elem} cannot be stored")
         if b.data is not None and not _host_fits(b):
@@ -361,16 +379,27 @@ def module_scope(kernel: ir.Kernel, verifier: Verifier) -> Scope:
         scope.declare("params", Symbol(kernel.params, "params"), kernel.params)
     total = 0
     for w in kernel.workgroup_vars:
+        if isinstance(w, ir.WorkgroupVar) and isinstance(w.ty, Atomic):  # one atomic counter
+            if w.ty.elem not in (u32, i32):
+                raise VerifyError(f"workgroup var '{w.name}': {w.ty} is not atomic<u32> or i32")
+            total += 4
+            scope.declare(w.name, Symbol(w.ty, "workgroup"), w)
+            continue
         if not isinstance(w, ir.WorkgroupVar) or not isinstance(w.ty, Array):
             raise VerifyError(f"workgroup var {w!r} is not a WorkgroupVar of an array type")
         leaf = w.ty.elem.elem if isinstance(w.ty.elem, Array) else w.ty.elem
         if isinstance(w.ty.elem, Struct):
             check_memory_struct(f"workgroup var '{w.name}'", w.ty.elem)
             leaf = u32  # held as words
-        if not isinstance(leaf, (Scalar, Vec)) or not isinstance(w.ty.n, int) or w.ty.n < 1:
+        atomic = isinstance(leaf, Atomic) and leaf.elem in (u32, i32)
+        if (
+            not (atomic or isinstance(leaf, (Scalar, Vec)))
+            or not isinstance(w.ty.n, int)
+            or w.ty.n < 1
+        ):
             raise VerifyError(
-                f"workgroup var '{w.name}': type {w.ty} is not an array of scalars or vectors, "
-                "or of arrays of them"
+                f"workgroup var '{w.name}': type {w.ty} is not an array of scalars, vectors or "
+                "atomics, or of arrays of them"
             )
         total += workgroup_bytes(w.ty)
         if total > MAX_WORKGROUP_BYTES:
@@ -412,6 +441,8 @@ def check_memory_struct(what: str, st: Struct, whole: bool = False) -> None:
 
 def workgroup_bytes(ty: Array) -> int:
     """Bytes ``ty`` takes in workgroup memory (WGSL's array stride: vec3 elements take 16)."""
+    if isinstance(ty, Atomic):
+        return 4
     elem = ty.elem
     if isinstance(elem, Struct):
         return struct_stride(elem) * ty.n
@@ -526,6 +557,11 @@ def house_notes(kernel: ir.Kernel, verifier: Verifier | None = None) -> list[str
         elif b.access == "read_write" and b.name not in verifier.stored:
             notes.append(f"binding '{b.name}' is read_write but never written")
     return notes
+
+
+def _exchange_result(ty: Type) -> bool:
+    """Whether ``ty`` is the struct atomicCompareExchangeWeak returns (a ``let`` may hold it)."""
+    return isinstance(ty, Struct) and ty.name.startswith("__atomic_compare_exchange_result_")
 
 
 def _host_fits(b: ir.Binding) -> bool:

@@ -11,6 +11,7 @@ append    ``merge_share`` append, in place          ``dense_append``, in place
 retain    ``merge_share`` retain, past → present    ``copy`` of the rows' words, past → present
 shift     ``window_shift`` all, past → present      (none: refused)
 read      the buffer itself                         ``dense_read`` into f32 rows
+fork      ``copy`` of a sequence's rows             ``copy`` of a sequence's words
 ========  ========================================  ==========================================
 
 A new layout or mode is one more class here with the same methods.
@@ -139,6 +140,12 @@ class CacheFormat:
         """``rows`` stored rows of ``cache`` as f32 rows into ``out`` (dense formats)."""
         raise NotImplementedError
 
+    def copy(self, host: Host, src: Pair, dst: Pair, rows: int) -> None:
+        """``rows`` stored rows of ``src`` into ``dst`` as they are (``copy``: a fork)."""
+        bound = {"src_k": src[0], "src_v": src[1]}
+        bound |= {"present_key": dst[0], "present_value": dst[1]}
+        host.dispatch(self._copy, bound, {"rows": rows}, {"count": rows})
+
     def judge(self, got: np.ndarray, want: np.ndarray, exact: bool) -> str:
         """'' when stored rows ``got`` are ``want``'s (bit for bit where ``exact``), else the
         first difference."""
@@ -171,6 +178,9 @@ class FloatFormat(CacheFormat):
         self._shift = _program(
             WindowShiftConfig(kv_heads, head_dim, "all", **common), f"session_shift_{tag}"
         )
+        self._copy = _program(
+            CopyConfig(head_dim=head_dim, present_type=Element(element)), f"session_copy_{tag}"
+        )
 
     @property
     def unit(self) -> int:
@@ -183,7 +193,7 @@ class FloatFormat(CacheFormat):
         return np.asarray(stored, np.float32)
 
     def programs(self) -> list[Program]:
-        return [self._append, self._retain, self._shift]
+        return [self._append, self._retain, self._shift, self._copy]
 
     def _window(self, batch: int, cap: int, key_seq: int, rows: int):
         shape = {"batch": batch, "seq": cap, "keySeq": key_seq}

@@ -100,6 +100,7 @@ def check_dispatch(
     shape: Mapping[str, int],
     params: Mapping[str, int],
     seqlens: np.ndarray | None = None,
+    inputs: Mapping[str, np.ndarray] | None = None,
 ) -> tuple[bytes, tuple[int, int, int]]:
     """The params bytes and workgroups of a dispatch, after every check a host makes.
 
@@ -107,7 +108,9 @@ def check_dispatch(
     range smaller than the contract's size for ``shape``, a params value outside its type
     (``ContractError``), a broken requirement of the kernel (``ParamsError``), a range smaller
     than what the kernel touches for ``params`` and the ``seqlens_k`` values (``BufferError``,
-    as :mod:`kvdsl.runtime.contract` words it).
+    as :mod:`kvdsl.runtime.contract` words it). ``inputs`` holds the host's values of other
+    integer inputs that extents read (a page table's, a slot mapping's largest id: a pool
+    smaller than the largest page one names is refused).
     """
     kernel = program.kernel
     names = [b["name"] for b in program.storage]
@@ -123,7 +126,7 @@ def check_dispatch(
                 f"{program.name}: binding '{name}' is bound to {bound[name].size} bytes; the "
                 f"contract sizes it {sizes[name]} bytes for shape {dict(shape)}"
             )
-    broken, needs = _needs(program, params, seqlens)
+    broken, needs = _needs(program, params, seqlens, inputs)
     if broken is not None:
         shown = ", ".join(f"{k}={params[k]}" for k in sorted(params))
         raise ParamsError(f"kernel {program.name} requires {broken}; got {shown}")
@@ -169,7 +172,10 @@ _READS_MAX: dict[str, bool] = {}  # by WGSL text: whether an extent reads a bind
 
 
 def _needs(
-    program: Program, params: Mapping[str, int], seqlens: np.ndarray | None
+    program: Program,
+    params: Mapping[str, int],
+    seqlens: np.ndarray | None,
+    inputs: Mapping[str, np.ndarray] | None = None,
 ) -> tuple[str | None, list[tuple[str, ir.Expr, int]]]:
     """The first requirement of the kernel that ``params`` break (None: none), and each
     binding's least element count, evaluated by :mod:`kvdsl.runtime.contract`."""
@@ -183,7 +189,12 @@ def _needs(
         )
     values = {} if seqlens is None else {"seqlens_k": np.asarray(seqlens, np.int32)}
     top = None if not reads or seqlens is None or not len(seqlens) else int(np.max(seqlens))
-    key = (program.name, program.wgsl, tuple(params.items()), top, seqlens is None)
+    tops = ()
+    for name, a in (inputs or {}).items():
+        a = np.asarray(a, np.int32)
+        values[name] = a
+        tops += ((name, int(np.max(a)) if a.size else None),)
+    key = (program.name, program.wgsl, tuple(params.items()), top, seqlens is None, tops)
     if key not in _NEEDS:
         broken = next(
             (t for t, c in kernel.requires if not evaluate(c, kernel, params, values)), None
@@ -221,9 +232,10 @@ class Host:
         shape: Mapping[str, int],
         params: Mapping[str, int],
         seqlens: np.ndarray | None = None,
+        inputs: Mapping[str, np.ndarray] | None = None,
     ) -> None:
         """Check the dispatch (:func:`check_dispatch`), then run it."""
-        data, groups = check_dispatch(program, bound, shape, params, seqlens)
+        data, groups = check_dispatch(program, bound, shape, params, seqlens, inputs)
         self._dispatch(program, bound, params, data, groups)
 
     def prepare(self, program: Program) -> None:

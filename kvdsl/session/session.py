@@ -14,7 +14,12 @@ and runs operations on every layer:
 - ``shift(n)``: one sliding-window step of ``n`` tokens from the live buffer into the other
   (float formats);
 - ``read()``: the valid rows of every layer read back as f32 (the dense formats through
-  ``dense_read``).
+  ``dense_read``);
+- ``fork(src, dst)``: sequence ``dst`` becomes a copy of ``src`` (its rows and its length),
+  through ``copy`` into a scratch range and back into ``dst``'s batch (a buffer bound twice in
+  one dispatch, once writable, is not WebGPU); a sequence's rows must be a multiple of 256
+  bytes (WebGPU's storage offset alignment) for a range to start at it, else fork is refused
+  (the paged session forks any cache: :mod:`kvdsl.session.paged`).
 
 Past the capacity a sequence keeps counting tokens, and each kernel clamps as it documents
 (``merge_share``'s window ends at the capacity; ``window_shift`` evicts). Each cache buffer holds
@@ -34,7 +39,7 @@ from kvdsl import reference
 from kvdsl.harness.cases import values
 from kvdsl.harness.compare import poison
 from kvdsl.session.formats import FORMATS, CacheFormat, Pair, SessionError, cache_format
-from kvdsl.session.host import Bound, Buffer, Host, InterpHost, aligned
+from kvdsl.session.host import ALIGN, Bound, Buffer, Host, InterpHost, aligned
 
 #: WebGPU's default maxStorageBufferBindingSize: a layer's K (or V) cache is bound whole.
 BINDING = 2**27
@@ -161,6 +166,8 @@ class Session:
         self._new: tuple[Buffer, Buffer] | None = None
         self._new_tokens = 0
         self._out: tuple[Buffer, Buffer] | None = None
+        self._scratch: tuple[Buffer, Buffer] | None = None
+        self.forks = 0
 
     # ---- buffers ---------------------------------------------------------------------------
 
@@ -260,6 +267,42 @@ class Session:
             )
             layer.model_k, layer.model_v = w.key, w.value
         self.lengths += n
+        self._after()
+
+    def fork(self, src: int, dst: int) -> None:
+        """Sequence ``dst`` becomes a copy of sequence ``src``: its rows in every layer, and
+        its length."""
+        s = self.spec
+        src = _whole("src", src, 0, s.batch - 1)
+        dst = _whole("dst", dst, 0, s.batch - 1)
+        if src == dst:
+            raise SessionError(f"fork: src={src} and dst={dst}: expected two sequences")
+        per = s.kv_heads * s.capacity * self.fmt.row_bytes
+        if per % ALIGN:
+            raise SessionError(
+                f"fork: a sequence's rows are {per} bytes (kv_heads × capacity × "
+                f"{self.fmt.row_bytes} bytes a row), not a multiple of {ALIGN} (WebGPU's "
+                "storage offset alignment), so no range can start at one: give a capacity "
+                "that makes them so, or a paged cache"
+            )
+        t = time.perf_counter()
+        if self._scratch is None:
+            self._scratch = (self.host.buffer("fork_k", per), self.host.buffer("fork_v", per))
+        scratch = (Bound(self._scratch[0], 0, per), Bound(self._scratch[1], 0, per))
+        rows = s.kv_heads * s.capacity
+        for layer in self.layers:
+            k, v = layer.k[layer.live], layer.v[layer.live]
+            at = [(Bound(k, self.canary + b * per, per), Bound(v, self.canary + b * per, per))
+                  for b in (src, dst)]  # fmt: skip
+            self.fmt.copy(self.host, at[0], scratch, rows)
+            self.fmt.copy(self.host, scratch, at[1], rows)
+        self.host.step()
+        self.steps.append(Step("fork", 0, time.perf_counter() - t))
+        for layer in self.layers:
+            layer.model_k[dst] = layer.model_k[src]
+            layer.model_v[dst] = layer.model_v[src]
+        self.lengths[dst] = self.lengths[src]
+        self.forks += 1
         self._after()
 
     def read(self) -> list[tuple[np.ndarray, np.ndarray]]:

@@ -489,9 +489,8 @@ WGSL_ERRORS = [
     ("missing semicolon", KERNEL.replace("1.0f;", "1.0f"), WgslSyntaxError, r"<wgsl>:6:1:"),
     ("stray token", KERNEL.replace("out[gid.x]", "out[gid.x]]"), WgslSyntaxError, r"<wgsl>:5:15:"),
     ("unclosed brace", KERNEL[:-2], WgslSyntaxError, r"<wgsl>:\d+:\d+:"),
-    ("atomic", KERNEL.replace("array<f32>", "array<atomic<u32>>").replace(
-        "out[gid.x] = 1.0f;", "atomicAdd(&out[gid.x], 1u);"),
-     UnsupportedError, r"<wgsl>:1:59: type 'atomic<...>' is outside the supported WGSL subset"),
+    ("matrix", KERNEL.replace("array<f32>", "array<mat2x2<f32>>"),
+     UnsupportedError, r"<wgsl>:1:59: 'mat2x2' \(matrix types\) is outside the supported WGSL subset"),
     ("undeclared name", KERNEL.replace("out[gid.x]", "outs[gid.x]"), WgslTypeError, r"<wgsl>:5:.*outs"),
     ("type mismatch", KERNEL.replace("1.0f", "1u"), WgslTypeError, r"<wgsl>:5:"),
     ("empty text", "", FrontendError, r"<wgsl>:"),

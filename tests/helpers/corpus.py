@@ -313,6 +313,35 @@ def _bits_np(b, p):
     return {"stats": stats.astype(np.uint32).ravel()}
 
 
+def _quantized(kind: str, x: np.ndarray) -> np.ndarray:
+    """The blocks' bytes as gguf's quantiser writes them, when the ``gguf`` package is
+    installed; else kvdsl's reference (the same bytes: ``tests/reference`` holds it to ggml's)."""
+    try:
+        from gguf import GGMLQuantizationType
+        from gguf.quants import quantize
+    except ImportError:
+        return (formats.quantize_q8_0 if kind == "q8_0" else formats.quantize_q4_0)(x)
+    qtype = GGMLQuantizationType.Q8_0 if kind == "q8_0" else GGMLQuantizationType.Q4_0
+    return np.asarray(quantize(x.reshape(1, -1), qtype)).reshape(-1)
+
+
+def _block_quant(rng, size: int):
+    blocks = 140  # an even number: the last block ends at a word's end
+    return (
+        {"x": _blocks(rng, blocks // 2), "q": _poison(blocks * size // 4, np.uint32)},
+        {"blocks": blocks},
+        (3, 1, 1),
+    )
+
+
+def _q8_atomic_np(b, p):
+    return {"q": formats.words(_quantized("q8_0", b["x"]))}
+
+
+def _q4_atomic_np(b, p):
+    return {"q": formats.words(_quantized("q4_0", b["x"]))}
+
+
 CASES = [
     Case("rmsnorm", _rmsnorm, _rmsnorm_np, 1e-5),
     Case("softmax", _softmax, _softmax_np, 1e-5),
@@ -330,6 +359,10 @@ CASES = [
     Case("activation", _activation, _activation_np, 1e-5),
     Case("activation_gelu", lambda rng: _activation(rng, 1), _activation_np, 1e-4),
     Case("bits_histogram", _bits, _bits_np),
+    Case("q8_0_quantize_atomic", lambda rng: _block_quant(rng, 34), _q8_atomic_np),
+    Case("q4_0_quantize_atomic", lambda rng: _block_quant(rng, 18), _q4_atomic_np),
+    Case("rmsnorm_subgroup", _rmsnorm, _rmsnorm_np, 1e-5),
+    Case("softmax_subgroup", _softmax, _softmax_np, 1e-5),
 ]
 BY_NAME = {c.name: c for c in CASES}
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-#: Steps run per host ("interp", "gpu") and sessions drawn.
-STEPS = {"interp": 0, "gpu": 0}
-SESSIONS = {"interp": 0, "gpu": 0}
+#: Steps run per host ("interp", "gpu"; "paged-interp", "paged-gpu": the paged machine's) and
+#: sessions drawn.
+STEPS = {"interp": 0, "gpu": 0, "paged-interp": 0, "paged-gpu": 0}
+SESSIONS = {"interp": 0, "gpu": 0, "paged-interp": 0, "paged-gpu": 0}
 
 
 def count(host: str, steps: int) -> None:
@@ -20,7 +21,14 @@ def summary() -> str | None:
         return None
     parts = [
         f"{STEPS[h]:,} steps in {SESSIONS[h]:,} sessions on the {name}"
-        for h, name in (("interp", "interpreter"), ("gpu", "GPU"))
+        for h, name in (
+            ("interp", "interpreter"),
+            ("gpu", "GPU"),
+            ("paged-interp", "interpreter (paged)"),
+            ("paged-gpu", "GPU (paged)"),
+        )
         if STEPS[h]
     ]
+    total = {h: STEPS[h] + STEPS[f"paged-{h}"] for h in ("interp", "gpu")}
+    parts.append(f"{total['interp']:,} interpreter and {total['gpu']:,} GPU steps in all")
     return "session fuzz: " + "; ".join(parts) + ", each checked against the oracle"

@@ -33,7 +33,9 @@ PROGRAMS = {
 }
 
 
-def dispatch(host, program, arrays, shape, params, seqlens=None, checked=True, exact=False):
+def dispatch(
+    host, program, arrays, shape, params, seqlens=None, checked=True, exact=False, inputs=None
+):
     """``arrays`` bound on ``host``, each between canaries of its own size; the read_write
     bindings after the dispatch. Raises what the host refuses, and fails if a canary moved.
 
@@ -41,7 +43,8 @@ def dispatch(host, program, arrays, shape, params, seqlens=None, checked=True, e
     the trailing canary too, so that a write past the array lands in it (WebGPU drops or clamps
     an access past a binding, which would hide it), unless ``exact``. Each canary is its own
     random bytes, so a row copied from one binding's canary into another's shows.
-    ``checked=False`` dispatches without the host's checks (a host that forgot them)."""
+    ``checked=False`` dispatches without the host's checks (a host that forgot them);
+    ``inputs``: the values of integer inputs the contract's sizes read (a page table's)."""
     bound, canaries = {}, {}
     for name, a in arrays.items():
         data = np.ascontiguousarray(a).reshape(-1)
@@ -57,7 +60,7 @@ def dispatch(host, program, arrays, shape, params, seqlens=None, checked=True, e
         bound[name] = Bound(buf, pad, data.nbytes if whole else buf.size - pad)
         canaries[name] = (data, fence, (fence * 2)[:tail], pad)
     if checked:
-        host.dispatch(program, bound, shape, params, seqlens)
+        host.dispatch(program, bound, shape, params, seqlens, inputs)
     else:
         data = params_bytes(program.entry, params)
         host._dispatch(program, bound, params, data, workgroups(program.entry, params))

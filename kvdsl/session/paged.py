@@ -1,0 +1,860 @@
+"""A model's KV cache in pages, on a host, beside its numpy oracle.
+
+A :class:`PagedSession` keeps, for each of ``layers`` layers, K and V pools of ``pages`` pages
+(:mod:`kvdsl.nodes.paged`: ``page_size`` tokens of every KV head, ``nhd`` or ``hnd`` inside a
+page, rows of f32, f16 or a dense format) and one page table per sequence, shared by every
+layer (``max_pages`` entries, ``-1`` where a sequence has no page). Its host owns what a
+serving engine's block manager owns: a free list of pages and a reference count per page. The
+operations, each on every layer through the catalog's paged kernels and their host contract
+alone:
+
+- ``prefill(lengths)``: each sequence releases its pages and restarts with a prompt of
+  ``lengths[b]`` tokens in fresh pages (``paged_append``; right padding skipped);
+- ``extend(n)`` (``decode()`` is ``extend(1)``): ``n`` tokens per sequence, new pages taken from
+  the free list as a sequence crosses into them; a shared page about to be written is first
+  copied to a page of the sequence's own (copy-on-write, ``paged_copy``);
+- ``fork(src, dst)``: sequence ``dst`` releases its pages and shares ``src``'s (each page's count
+  goes up; no row moves);
+- ``compact()``: the owned pages gathered into a dense prefix of the other pools
+  (``paged_compact``), the tables rewritten to the new ids, the free list the rest;
+- ``window(w)``: every sequence keeps its last ``w`` tokens: ``paged_window`` rewrites the page
+  table and names the released pages, which go back to the free list once no sequence holds
+  them;
+- ``read()``: every position of every sequence gathered back as f32 (``paged_read``), through the
+  page table or, with ``addressing="slot_mapping"``, through the slots the host maps.
+
+Every input the host passes is checked before dispatch (:func:`check_pages`: slots and page ids
+inside the pool or ``-1``, no slot twice, no shared page written, copy pairs that make one
+pass, a compaction that is a permutation; and the contract's sizes for the largest id). The
+oracle holds every page of both pools of every layer, so a write to a page no sequence owns
+(the free pages: at least two at every step) is a mismatch, as is a write to the canary bytes
+around each pool. :meth:`PagedSession.check` compares them after every operation.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from kvdsl.harness.cases import values
+from kvdsl.harness.compare import poison
+from kvdsl.kernels.config import Element
+from kvdsl.kernels.paged import (
+    PAGE_SIZES,
+    Addressing,
+    PagedAppendConfig,
+    PagedConfig,
+    PagedFormat,
+    PagedReadConfig,
+    PageLayout,
+)
+from kvdsl.kernels.paged_pages import PagedCompactConfig, PagedCopyConfig, PagedWindowConfig
+from kvdsl.reference import formats as fm
+from kvdsl.reference import paged as ref
+from kvdsl.session.formats import SessionError, _program
+from kvdsl.session.host import ALIGN, Bound, Buffer, Host, InterpHost, Program, aligned
+from kvdsl.session.session import Step, SessionMismatch, _whole
+
+#: The formats of a paged session's rows.
+PAGED_FORMATS = tuple(f.value for f in PagedFormat)
+LAYOUTS = tuple(x.value for x in PageLayout)
+ADDRESSING = tuple(a.value for a in Addressing)
+#: Pages of each pool that no sequence can own at any step (checked untouched).
+SPARE = 2
+
+
+@dataclass(frozen=True)
+class PagedSpec:
+    """A paged cache: ``layers`` × K and V pools of ``pages`` pages of ``page_size`` tokens ×
+    ``kv_heads`` × ``head_dim``, rows stored as ``format``; ``batch`` sequences of at most
+    ``max_pages`` pages each (``pages`` 0: enough for every sequence full, and
+    :data:`SPARE` more)."""
+
+    layers: int = 1
+    batch: int = 2
+    kv_heads: int = 2
+    head_dim: int = 32
+    page_size: int = 16
+    max_pages: int = 4
+    pages: int = 0
+    layout: str = "nhd"
+    addressing: str = "page_table"
+    format: str = "f32"
+
+    def __post_init__(self) -> None:
+        _whole("layers", self.layers, 1)
+        _whole("batch", self.batch, 1)
+        _whole("kv_heads", self.kv_heads, 1)
+        _whole("head_dim", self.head_dim, 4)
+        _whole("max_pages", self.max_pages, 1, 2**20)
+        if self.page_size not in PAGE_SIZES:
+            raise SessionError(
+                f"page_size={self.page_size!r}: expected a power of two from 16 to 256 "
+                "(tokens per page)"
+            )
+        least = self.batch * self.max_pages + SPARE
+        if self.pages:
+            _whole("pages", self.pages, least, 2**24)
+        for name, value, allowed in (
+            ("layout", self.layout, LAYOUTS),
+            ("addressing", self.addressing, ADDRESSING),
+            ("format", self.format, PAGED_FORMATS),
+        ):
+            if value not in allowed:
+                raise SessionError(f"{name}={value!r}: expected one of {', '.join(allowed)}")
+
+    @property
+    def pool_pages(self) -> int:
+        """Pages of each pool."""
+        return self.pages or self.batch * self.max_pages + SPARE
+
+    @property
+    def capacity(self) -> int:
+        """Tokens a sequence's page table reaches."""
+        return self.max_pages * self.page_size
+
+
+class PagedRows:
+    """How a paged session's rows are stored and which programs move them (built once per
+    geometry, format and addressing: :func:`paged_rows`)."""
+
+    def __init__(self, spec: PagedSpec) -> None:
+        s = spec
+        self.name = s.format
+        common = dict(
+            page_size=s.page_size,
+            page_layout=PageLayout(s.layout),
+            format=PagedFormat(s.format),
+        )
+        h, d = s.kv_heads, s.head_dim
+        self.float = s.format in ("f32", "f16")
+        self.input = np.dtype(np.float16 if s.format == "f16" else np.float32)
+        tag = f"{s.format}_{s.layout}_p{s.page_size}_{h}x{d}"
+        addressing = Addressing(s.addressing)
+        self.cfg: PagedConfig = PagedAppendConfig(
+            h,
+            d,
+            addressing=addressing,
+            input_type=Element("f16" if s.format == "f16" else "f32"),
+            **common,
+        )
+        self.append = _program(self.cfg, f"session_paged_append_{tag}_{addressing.value}")
+        self.read = _program(
+            PagedReadConfig(h, d, addressing=addressing, **common),
+            f"session_paged_read_{tag}_{addressing.value}",
+        )
+        self.copy = _program(PagedCopyConfig(h, d, **common), f"session_paged_copy_{tag}")
+        self.compact = _program(PagedCompactConfig(h, d, **common), f"session_paged_compact_{tag}")
+        self.window = _program(
+            PagedWindowConfig(page_size=s.page_size), f"session_paged_window_p{s.page_size}"
+        )
+        self.dtype = np.dtype({"f32": np.float32, "f16": np.float16}.get(s.format, np.uint32))
+        self.unit = d if self.float else fm.row_words(s.format, d, True)
+        self.page_values = self.cfg.page_values
+
+    def programs(self) -> list[Program]:
+        return [self.append, self.read, self.copy, self.compact, self.window]
+
+    def encode(self, rows: np.ndarray) -> np.ndarray:
+        """Stored rows ``[..., unit]`` of new-token rows ``[..., head_dim]``."""
+        if self.float:
+            return np.asarray(rows).astype(self.dtype)
+        return fm.quantize_rows(self.name, np.asarray(rows, np.float32), True)[0]
+
+    def decode(self, stored: np.ndarray, head_dim: int) -> np.ndarray:
+        """f32 rows ``[..., head_dim]`` of stored rows."""
+        if self.float:
+            return np.asarray(stored, np.float32)
+        with np.errstate(all="ignore"):  # a free page's noise decodes to anything
+            return fm.dequantize_rows(self.name, stored, None, head_dim, True)
+
+    def judge(self, got: np.ndarray, want: np.ndarray, exact: bool, head_dim: int) -> str:
+        """'' when stored values ``got`` are ``want``'s (bit for bit where ``exact``; a dense
+        code may move by one step on a GPU), else the first difference."""
+        bits = f"u{self.dtype.itemsize}"
+        g, w = got.reshape(-1).view(bits), want.reshape(-1).view(bits)
+        bad = np.flatnonzero(g != w)
+        if bad.size == 0:
+            return ""
+        if not exact and not self.float:
+            from kvdsl.harness.dense import _decoded
+
+            return _decoded(got.reshape(-1), want.reshape(-1), None, self.name, head_dim, True)[1]
+        i = int(bad[0])
+        return (
+            f"{bad.size} values differ, first at {i} (page {i // self.page_values}): "
+            f"{got.reshape(-1)[i]!r} != {want.reshape(-1)[i]!r}"
+        )
+
+
+@functools.lru_cache(maxsize=64)
+def _rows(
+    fmt: str, layout: str, page_size: int, heads: int, dim: int, addressing: str
+) -> PagedRows:
+    spec = PagedSpec(1, 1, heads, dim, page_size, 1, 0, layout, addressing, fmt)
+    return PagedRows(spec)
+
+
+def paged_rows(spec: PagedSpec) -> PagedRows:
+    """The rows and programs of ``spec`` (shared by every session of its geometry)."""
+    return _rows(
+        spec.format, spec.layout, spec.page_size, spec.kv_heads, spec.head_dim, spec.addressing
+    )
+
+
+def _places(name: str, ids: np.ndarray, most: int, what: str) -> None:
+    """Refuse an id of ``ids`` other than -1 and 0 .. most-1."""
+    ids = np.asarray(ids).reshape(-1)
+    bad = np.flatnonzero((ids < -1) | (ids >= most))
+    if bad.size:
+        i = int(bad[0])
+        raise SessionError(
+            f"{name}[{i}] = {int(ids[i])}: expected -1 (none) or a {what} from 0 to {most - 1}"
+        )
+
+
+def check_pages(
+    pages: int,
+    page_size: int,
+    *,
+    slot_mapping: np.ndarray | None = None,
+    page_table: np.ndarray | None = None,
+    seqlens_k: np.ndarray | None = None,
+    key_seq: int | None = None,
+    page_pairs: np.ndarray | None = None,
+    live_pages: np.ndarray | None = None,
+    shared: np.ndarray | None = None,
+) -> None:
+    """Refuse, before any dispatch, the paged inputs a host must not pass (``SessionError``
+    naming the input, its value and what is allowed) for pools of ``pages`` pages:
+
+    - a slot other than -1 and ``0 .. pages * page_size - 1``, or one slot twice in a step;
+    - a page id of the table other than -1 and ``0 .. pages - 1``;
+    - with ``key_seq`` (an append through the table), a step writing a page that two
+      sequences' tables name (or one table twice), or that ``shared`` names (pages other
+      sequences hold): copy it first;
+    - copy pairs with an id past the pool or below -1 (a pair with a -1 is skipped), a
+      destination that is a source, or two pairs onto one page;
+    - a compaction list with an id past the pool or below -1, or a page twice.
+
+    Lengths past the table and a pool smaller than the largest id named are the contract's
+    (:func:`kvdsl.session.host.check_dispatch`).
+    """
+    slots_total = pages * page_size
+    if page_table is not None:
+        _places("page_table", page_table, pages, "page")
+    if slot_mapping is not None:
+        _places("slot_mapping", slot_mapping, slots_total, "slot")
+        s = np.asarray(slot_mapping).reshape(-1)
+        live = s[s >= 0]
+        uniq, counts = np.unique(live, return_counts=True)
+        if (counts > 1).any():
+            dup = int(uniq[counts > 1][0])
+            at = [int(i) for i in np.flatnonzero(s == dup)]
+            raise SessionError(
+                f"slot_mapping: slot {dup} is given to tokens {at} in one step: expected "
+                "each slot at most once a step (which token lands would be the GPU's choice)"
+            )
+    if page_table is not None and seqlens_k is not None and key_seq is not None:
+        table = np.asarray(page_table).reshape(len(seqlens_k), -1)
+        slots, _ = ref.table_places(table, np.asarray(seqlens_k), key_seq, page_size)
+        held = np.asarray(shared if shared is not None else [], np.int64)
+        for b in range(len(table)):
+            written = np.unique(slots[b][slots[b] >= 0] // page_size)
+            for page in written:
+                owners = [int(x) for x in np.flatnonzero((table == page).any(axis=1))]
+                twice = int((table == page).sum())
+                if twice > 1 or page in held:
+                    who = f"sequences {owners}" if len(owners) > 1 else f"sequence {owners[0]}"
+                    raise SessionError(
+                        f"page_table: page {int(page)} is shared ({who}' tables name it "
+                        f"{twice} times{', other sequences hold it' if page in held else ''}) "
+                        f"and sequence {b} writes it: expected a page written by one sequence "
+                        "alone (copy it to a page of its own first: paged_copy)"
+                    )
+    if page_pairs is not None:
+        pairs = np.asarray(page_pairs).reshape(-1, 2)
+        _places("page_pairs", pairs, pages, "page")
+        used = pairs[(pairs >= 0).all(axis=1)]  # a pair with a -1 is skipped
+        src, dst = used[:, 0], used[:, 1]
+        uniq, counts = np.unique(dst, return_counts=True)
+        if (counts > 1).any():
+            raise SessionError(
+                f"page_pairs: page {int(uniq[counts > 1][0])} is the destination of "
+                f"{int(counts.max())} pairs: expected each destination once a pass"
+            )
+        both = np.intersect1d(src, dst)
+        if both.size:
+            raise SessionError(
+                f"page_pairs: page {int(both[0])} is both a source and a destination in one "
+                "pass: expected destinations no pair reads (split the chain into passes)"
+            )
+    if live_pages is not None:
+        live = np.asarray(live_pages).reshape(-1)
+        _places("live_pages", live, pages, "page")
+        kept = live[live >= 0]
+        uniq, counts = np.unique(kept, return_counts=True)
+        if (counts > 1).any():
+            raise SessionError(
+                f"live_pages: page {int(uniq[counts > 1][0])} is listed {int(counts.max())} "
+                "times: expected each live page once (a compaction maps old ids one to one "
+                "onto new ones)"
+            )
+
+
+@dataclass
+class _PagedLayer:
+    """One layer: two pools each of K and V (the live one and the other), and their oracle."""
+
+    k: tuple[Buffer, Buffer]
+    v: tuple[Buffer, Buffer]
+    model_k: list[np.ndarray]  # [pages, P, H, unit] of each of the two pools
+    model_v: list[np.ndarray]
+    seq_k: np.ndarray  # [batch, capacity, H, unit]: each sequence's stored rows by position
+    seq_v: np.ndarray
+    live: int = 0
+
+
+@dataclass
+class PagedSession:
+    """A paged cache on ``host`` (the interpreter unless given) and its oracle, checked after
+    every operation where ``check_every``."""
+
+    spec: PagedSpec
+    host: Host = field(default_factory=InterpHost)
+    seed: int = 0
+    check_every: bool = True
+
+    def __post_init__(self) -> None:
+        s = self.spec
+        self.rows = paged_rows(s)
+        for program in self.rows.programs():
+            self.host.prepare(program)
+        self.rng = np.random.default_rng(self.seed)
+        self.pages = s.pool_pages
+        self.lengths = np.zeros(s.batch, np.int64)
+        self.table = np.full((s.batch, s.max_pages), -1, np.int32)
+        self.refs = np.zeros(self.pages, np.int64)
+        self.free = [int(p) for p in self.rng.permutation(self.pages)]
+        self.steps: list[Step] = []
+        self.checks = 0
+        self.forks = self.copies = self.compactions = 0
+        self.pool_bytes = self.pages * self.rows.page_values * self.rows.dtype.itemsize
+        self.canary = 4 * ALIGN
+        shape = (self.pages, s.page_size, s.kv_heads, self.rows.unit)
+        fences = np.random.default_rng(2**31 + self.seed)
+        self._fences: dict[str, tuple[bytes, bytes]] = {}
+        self.layers: list[_PagedLayer] = []
+        for i in range(s.layers):
+            bufs, models = {}, {}
+            for side in "kv":
+                pair, model = [], []
+                for which in range(2):
+                    buf = self.host.buffer(
+                        f"layer{i}_{side}{which}", 2 * self.canary + aligned(self.pool_bytes)
+                    )
+                    tail = buf.size - self.canary - self.pool_bytes
+                    before, after = (
+                        fences.integers(0, 256, n, np.uint8).tobytes() for n in (self.canary, tail)
+                    )
+                    # Every page starts as noise of its own pool (a page copied from another
+                    # pool, or a row from another page, shows): finite values, or words.
+                    if self.rows.dtype.kind == "f":
+                        start = fences.uniform(-8, 8, shape).astype(self.rows.dtype)
+                    else:
+                        start = fences.integers(0, 2**32, shape, np.uint32)
+                    self._fences[buf.label] = (before, after)
+                    self.host.write(buf, 0, before)
+                    self.host.write(buf, self.canary, self._pool_array(start))
+                    self.host.write(buf, self.canary + self.pool_bytes, after)
+                    pair.append(buf)
+                    model.append(start.copy())
+                bufs[side], models[side] = tuple(pair), model
+            rows = np.zeros((s.batch, s.capacity, s.kv_heads, self.rows.unit), self.rows.dtype)
+            self.layers.append(
+                _PagedLayer(bufs["k"], bufs["v"], models["k"], models["v"], rows, rows.copy())
+            )
+        # Which positions each sequence holds rows of (the page-independent half of the
+        # oracle: what a sequence reads, whatever pages the host gave it).
+        self.held = np.zeros((s.batch, s.capacity), bool)
+        self._inputs: dict[str, Buffer] = {}
+        self._new: tuple[Buffer, Buffer] | None = None
+        self._new_tokens = 0
+
+    # ---- buffers ---------------------------------------------------------------------------
+
+    def _pool_array(self, pool: np.ndarray) -> np.ndarray:
+        """A pool ``[pages, P, H, unit]`` as its binding lays it out."""
+        return ref.pool_arrays(pool, pool, self.spec.layout, "separate")[0]
+
+    def _pool_of(self, flat: np.ndarray) -> np.ndarray:
+        """The inverse of :meth:`_pool_array`."""
+        s = self.spec
+        return ref.pool_pages(
+            (flat, flat), s.kv_heads, s.page_size, self.rows.unit, s.layout, "separate"
+        )[0]
+
+    def _pool(self, layer: _PagedLayer, which: int) -> tuple[Bound, Bound]:
+        # The interpreter binds each pool exactly (a stray access is OutOfBounds); the GPU binds
+        # the trailing canary too, so that a write past the pool lands there.
+        exact = isinstance(self.host, InterpHost)
+        size = self.pool_bytes if exact else layer.k[which].size - self.canary
+        return Bound(layer.k[which], self.canary, size), Bound(layer.v[which], self.canary, size)
+
+    def _input(self, name: str, data: np.ndarray) -> Bound:
+        """``data`` (i32) written to the host's buffer ``name`` (grown to fit)."""
+        data = np.ascontiguousarray(data, np.int32).reshape(-1)
+        size = max(data.nbytes, 4)
+        buf = self._inputs.get(name)
+        if buf is None or buf.size < size:
+            buf = self._inputs[name] = self.host.buffer(name, size)
+        self.host.write(buf, 0, data)
+        return Bound(buf, 0, data.nbytes)
+
+    def _new_ranges(self, key_seq: int) -> list[tuple[Bound, Bound]]:
+        s = self.spec
+        size = s.batch * key_seq * s.kv_heads * s.head_dim * self.rows.input.itemsize
+        per = aligned(size)
+        if self._new is None or key_seq > self._new_tokens:
+            self._new = (
+                self.host.buffer("new_k", s.layers * per),
+                self.host.buffer("new_v", s.layers * per),
+            )
+            self._new_tokens = key_seq
+        per = self._new[0].size // s.layers // ALIGN * ALIGN
+        return [
+            (Bound(self._new[0], i * per, size), Bound(self._new[1], i * per, size))
+            for i in range(s.layers)
+        ]
+
+    # ---- the allocator ---------------------------------------------------------------------
+
+    def _take(self) -> int:
+        """A page from the free list, held once."""
+        if len(self.free) <= SPARE:
+            raise SessionError(
+                f"pages={self.pages}: no free page left (the last {SPARE} stay free); give "
+                "more pages, a window or fewer sequences"
+            )
+        page = self.free.pop()
+        self.refs[page] = 1
+        return page
+
+    def _drop(self, page: int) -> None:
+        """One hold of ``page`` released; the page is free once none is left."""
+        self.refs[page] -= 1
+        assert self.refs[page] >= 0, page
+        if self.refs[page] == 0:
+            self.free.append(page)
+
+    def _release(self, b: int) -> None:
+        for page in self.table[b]:
+            if page >= 0:
+                self._drop(int(page))
+        self.table[b] = -1
+        self.held[b] = False
+
+    # ---- operations ------------------------------------------------------------------------
+
+    def prefill(self, lengths) -> None:
+        """Restart each sequence with a prompt of ``lengths[b]`` tokens (0 to the capacity)."""
+        s = self.spec
+        lengths = list(lengths)
+        if len(lengths) != s.batch:
+            raise SessionError(
+                f"lengths={lengths}: expected one prompt length per sequence ({s.batch})"
+            )
+        for b, n in enumerate(lengths):
+            _whole(f"lengths[{b}]", n, 0, s.capacity)
+        new = np.array(lengths, np.int64)
+        t = time.perf_counter()
+        for b in range(s.batch):
+            self._release(b)
+        self._write("prefill", new, max(lengths), t)
+
+    def decode(self) -> None:
+        """One token per sequence."""
+        self.extend(1)
+
+    def extend(self, n: int) -> None:
+        """``n`` tokens per sequence."""
+        s = self.spec
+        n = _whole("n", n, 1, s.capacity)
+        top = int(self.lengths.max()) + n
+        if top > s.capacity:
+            b = int(np.argmax(self.lengths))
+            raise SessionError(
+                f"extend: sequence {b} would hold {top} tokens, past its page table's "
+                f"{s.max_pages} pages of {s.page_size} ({s.capacity} tokens): give n at most "
+                f"{s.capacity - int(self.lengths.max())}"
+            )
+        self._write("decode" if n == 1 else "extend", self.lengths + n, n, time.perf_counter())
+
+    def fork(self, src: int, dst: int) -> None:
+        """Sequence ``dst`` becomes a fork of ``src``: it releases its pages and holds
+        ``src``'s (a later write to a shared page copies it first)."""
+        s = self.spec
+        src = _whole("src", src, 0, s.batch - 1)
+        dst = _whole("dst", dst, 0, s.batch - 1)
+        if src == dst:
+            raise SessionError(f"fork: src={src} and dst={dst}: expected two sequences")
+        t = time.perf_counter()
+        self._release(dst)
+        self.table[dst] = self.table[src]
+        for page in self.table[src]:
+            if page >= 0:
+                self.refs[page] += 1
+        self.lengths[dst] = self.lengths[src]
+        self.held[dst] = self.held[src]
+        for layer in self.layers:
+            layer.seq_k[dst], layer.seq_v[dst] = layer.seq_k[src], layer.seq_v[src]
+        self.forks += 1
+        self.host.step()
+        self.steps.append(Step("fork", 0, time.perf_counter() - t))
+        self._after()
+
+    def compact(self) -> None:
+        """The owned pages gathered into pages ``0 .. n-1`` of the other pools, in the order
+        the tables first name them; the tables rewritten, the free list the rest."""
+        t = time.perf_counter()
+        seen: list[int] = []
+        for page in self.table.reshape(-1):
+            if page >= 0 and page not in seen:
+                seen.append(int(page))
+        live = np.array(seen, np.int32)
+        n = len(live)
+        if n:
+            check_pages(self.pages, self.spec.page_size, live_pages=live)
+            bound_live = self._input("live_pages", live)
+            program = self.rows.compact
+            shape = {"pages": self.pages, "live": n}
+            for layer in self.layers:
+                past, present = self._pool(layer, layer.live), self._pool(layer, 1 - layer.live)
+                bound = {"live_pages": bound_live, "key_pages": past[0], "value_pages": past[1]}
+                bound |= {"compact_key": present[0], "compact_value": present[1]}
+                self.host.dispatch(program, bound, shape, {"count": n}, inputs={"live_pages": live})
+                for model in (layer.model_k, layer.model_v):
+                    model[1 - layer.live][:n] = model[layer.live][live]
+                layer.live = 1 - layer.live
+            new_id = np.full(self.pages, -1, np.int32)
+            new_id[live] = np.arange(n, dtype=np.int32)
+            self.table = np.where(self.table >= 0, new_id[np.maximum(self.table, 0)], -1)
+            refs = np.zeros(self.pages, np.int64)
+            refs[:n] = self.refs[live]
+            self.refs = refs
+            self.free = [int(p) for p in self.rng.permutation(np.arange(n, self.pages))]
+        self.compactions += 1
+        self.host.step()
+        self.steps.append(Step("compact", 0, time.perf_counter() - t))
+        self._after()
+
+    def window(self, w: int) -> None:
+        """Every sequence keeps its last ``w`` tokens: ``paged_window`` releases the pages
+        wholly before them (entries ``-1``); the host frees those no sequence holds."""
+        s = self.spec
+        w = _whole("w", w, 1, 2**31 - 1)
+        t = time.perf_counter()
+        seqlens = (self.lengths - 1).astype(np.int32)
+        check_pages(self.pages, s.page_size, page_table=self.table)
+        table = self._input("page_table", self.table)
+        freed = self._input("freed_pages", poison(self.table.size, np.int32).view(np.int32))
+        lens = self._input("seqlens_k", seqlens)
+        m = s.max_pages
+        self.host.dispatch(
+            self.rows.window,
+            {"seqlens_k": lens, "page_table": table, "freed_pages": freed},
+            {"batch": s.batch, "maxPages": m, "window": w},
+            {"count": s.batch * m, "maxPages": m, "window": w},
+            seqlens,
+        )
+        got_table = np.frombuffer(self.host.read(table.buffer), np.int32)[: self.table.size]
+        got_freed = np.frombuffer(self.host.read(freed.buffer), np.int32)[: self.table.size]
+        want_table, want_freed = ref.window(self.table, seqlens, w, s.page_size)
+        for what, got, want in (("page_table", got_table, want_table), ("freed_pages", got_freed, want_freed)):  # fmt: skip
+            if not np.array_equal(got, want.reshape(-1)):
+                at = int(np.flatnonzero(got != want.reshape(-1))[0])
+                raise SessionMismatch(
+                    f"window({w}): {what}[{at}] is {int(got[at])}, the oracle's "
+                    f"{int(want.reshape(-1)[at])}"
+                )
+        self.table = got_table.reshape(self.table.shape).copy()
+        self.held &= np.repeat(self.table >= 0, s.page_size, axis=1)
+        for page in got_freed:
+            if page >= 0:
+                self._drop(int(page))
+        self.host.step()
+        self.steps.append(Step("window", 0, time.perf_counter() - t))
+        self._after()
+
+    def read(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Every layer's K and V as f32 ``[batch, kv_heads, capacity, head_dim]`` (positions a
+        sequence does not hold: NaN), gathered by ``paged_read`` and checked against the
+        stored rows decoded."""
+        s = self.spec
+        t = time.perf_counter()
+        seq = s.capacity
+        total = self.lengths
+        pos = np.arange(seq)[None, :]
+        entry = self.table[np.arange(s.batch)[:, None], pos // s.page_size]
+        live = (pos < total[:, None]) & (entry >= 0)
+        slots = np.where(live, entry * s.page_size + pos % s.page_size, -1).astype(np.int32)
+        n = s.batch * s.kv_heads * seq * s.head_dim
+        params = {"count": s.batch * s.kv_heads * seq, "seq": seq}
+        shape = {"batch": s.batch, "seq": seq, "pages": self.pages}
+        if s.addressing == "page_table":
+            seqlens = (total - 1).astype(np.int32)
+            check_pages(self.pages, s.page_size, page_table=self.table)
+            bound = {
+                "seqlens_k": self._input("seqlens_k", seqlens),
+                "page_table": self._input("page_table", self.table),
+            }
+            params["maxPages"] = shape["maxPages"] = s.max_pages
+            inputs = {"page_table": self.table}
+        else:
+            seqlens = None
+            # Reads may name one slot twice (forks): only writes must not.
+            _places("slot_mapping", slots, self.pages * s.page_size, "slot")
+            bound = {"slot_mapping": self._input("slot_mapping", slots)}
+            inputs = {"slot_mapping": slots}
+        out = []
+        for i, layer in enumerate(self.layers):
+            pools = self._pool(layer, layer.live)
+            outs = [self._input(name, poison(n, np.float32).view(np.int32)) for name in ("key", "value")]  # fmt: skip
+            b = bound | {"key_pages": pools[0], "value_pages": pools[1]}
+            b |= {"key": outs[0], "value": outs[1]}
+            self.host.dispatch(self.rows.read, b, shape, params, seqlens, inputs)
+            got = [np.frombuffer(self.host.read(o.buffer), np.float32)[:n] for o in outs]
+            rows = []
+            for j, pool in enumerate(pools):
+                stored = self._stored(pool)
+                rows_ = self.rows.decode(stored.reshape(-1, self.rows.unit), s.head_dim)
+                rows_ = rows_.reshape(-1, s.kv_heads, s.head_dim)[np.maximum(slots, 0)]
+                want = np.where(live[:, :, None, None], rows_, poison(1, np.float32)[0])
+                if s.addressing == "page_table":
+                    want = want.transpose(0, 2, 1, 3)  # BNSH
+                want = np.ascontiguousarray(want, np.float32).reshape(-1)
+                g = got[j]
+                same = g.view(np.uint32) == want.view(np.uint32)
+                near = same
+                if self.rows.name == "int4_asym":  # q * scale + zero: maybe one fma
+                    near = np.abs(g - want) <= 1e-6 * (1 + np.abs(want))
+                if not (same | near).all():
+                    at = int(np.flatnonzero(~(same | near))[0])
+                    raise SessionMismatch(
+                        f"read, layer {i}: {'key' if j == 0 else 'value'} element {at} is "
+                        f"{g[at]!r}, the stored row gives {want[at]!r}"
+                    )
+                shaped = want.reshape(
+                    (s.batch, s.kv_heads, seq, s.head_dim)
+                    if s.addressing == "page_table"
+                    else (s.batch, seq, s.kv_heads, s.head_dim)
+                )
+                if s.addressing != "page_table":
+                    shaped = shaped.transpose(0, 2, 1, 3)
+                shaped = np.where(live[:, None, :, None], shaped, np.float32(np.nan))
+                rows.append(shaped)
+            out.append(tuple(rows))
+        self.host.step()
+        self.steps.append(Step("read", 0, time.perf_counter() - t))
+        self._after()
+        return out
+
+    def _write(self, op: str, total: np.ndarray, key_seq: int, t: float) -> None:
+        """New tokens so that sequence ``b`` holds ``total[b]``, the last ``min(key_seq,
+        total[b])`` of them new: pages taken for new positions, shared ones copied first."""
+        s = self.spec
+        p = s.page_size
+        seqlens = (total - 1).astype(np.int32)
+        fresh = np.minimum(key_seq, total)
+        pairs = []
+        for b in range(s.batch):
+            first, end = int(total[b] - fresh[b]), int(total[b])
+            if end <= first:
+                continue
+            for i in range(first // p, (end - 1) // p + 1):
+                page = int(self.table[b, i])
+                if page < 0:
+                    self.table[b, i] = self._take()
+                elif self.refs[page] > 1:
+                    new = self._take()
+                    pairs.append((page, new))
+                    self._drop(page)
+                    self.table[b, i] = new
+        if pairs:
+            self._copy(np.array(pairs, np.int32))
+        if key_seq == 0:
+            self.lengths = total
+            self.host.step()
+            self.steps.append(Step(op, 0, time.perf_counter() - t))
+            self._after()
+            return
+        drawn = time.perf_counter()
+        tokens = self._tokens(key_seq)  # the model's output: not the host's overhead
+        t += time.perf_counter() - drawn
+        held = np.flatnonzero(self.refs > 1)
+        slots, _ = ref.table_places(self.table, seqlens, key_seq, p)
+        new = self._new_ranges(key_seq)
+        for (k, v), (rk, rv) in zip(tokens, new):
+            self.host.write(rk.buffer, rk.offset, k)
+            self.host.write(rv.buffer, rv.offset, v)
+        shape = {"batch": s.batch, "keySeq": key_seq, "pages": self.pages}
+        params = {"count": s.batch * s.kv_heads * key_seq, "keySeq": key_seq}
+        if s.addressing == "page_table":
+            check_pages(
+                self.pages, p, page_table=self.table, seqlens_k=seqlens, key_seq=key_seq,
+                shared=held,
+            )  # fmt: skip
+            bound = {
+                "seqlens_k": self._input("seqlens_k", seqlens),
+                "page_table": self._input("page_table", self.table),
+            }
+            params["maxPages"] = shape["maxPages"] = s.max_pages
+            inputs = {"page_table": self.table}
+            lens = seqlens
+        else:
+            mapping = slots.astype(np.int32)
+            written = np.unique(mapping[mapping >= 0] // p)
+            check_pages(self.pages, p, slot_mapping=mapping)
+            if np.intersect1d(written, held).size:
+                page = int(np.intersect1d(written, held)[0])
+                raise SessionError(
+                    f"slot_mapping: a slot of page {page} is written, a page sequences share: "
+                    "expected a page written by one sequence alone (copy it first)"
+                )
+            bound = {"slot_mapping": self._input("slot_mapping", mapping)}
+            inputs = {"slot_mapping": mapping}
+            lens = None
+        for layer, pair in zip(self.layers, new):
+            pools = self._pool(layer, layer.live)
+            b = bound | {"src_k": pair[0], "src_v": pair[1]}
+            b |= {"key_pages": pools[0], "value_pages": pools[1]}
+            self.host.dispatch(self.rows.append, b, shape, params, lens, inputs)
+        self.host.step()
+        self.steps.append(Step(op, key_seq, time.perf_counter() - t))
+        flat = slots.reshape(-1)
+        live = flat >= 0
+        _, positions = ref.table_places(self.table, seqlens, key_seq, p)
+        seq = np.repeat(np.arange(s.batch), key_seq)[live]
+        at = positions.reshape(-1)[live]
+        self.held[seq, at] = True
+        h, d = s.kv_heads, s.head_dim
+        for layer, (k, v) in zip(self.layers, tokens):
+            for model, rows, by_seq in ((layer.model_k, k, layer.seq_k), (layer.model_v, v, layer.seq_v)):  # fmt: skip
+                enc = self.rows.encode(rows.reshape(-1, h, d))
+                pool = model[layer.live].reshape(-1, h, self.rows.unit)
+                pool[flat[live]] = enc[live]
+                by_seq[seq, at] = enc[live]
+        self.lengths = total
+        self._after()
+
+    def _copy(self, pairs: np.ndarray) -> None:
+        """Copy-on-write: page ``dst`` of every pool a copy of page ``src``, each pair."""
+        check_pages(self.pages, self.spec.page_size, page_pairs=pairs)
+        bound_pairs = self._input("page_pairs", pairs)
+        shape = {"pages": self.pages, "copies": len(pairs)}
+        for layer in self.layers:
+            pools = self._pool(layer, layer.live)
+            bound = {"page_pairs": bound_pairs, "key_pages": pools[0], "value_pages": pools[1]}
+            self.host.dispatch(
+                self.rows.copy, bound, shape, {"count": len(pairs)}, inputs={"page_pairs": pairs}
+            )
+            for model in (layer.model_k, layer.model_v):
+                pool = model[layer.live]
+                pool[pairs[:, 1]] = pool[pairs[:, 0]]
+        self.copies += len(pairs)
+
+    def _tokens(self, key_seq: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        s = self.spec
+        shape = (s.batch, key_seq, s.kv_heads * s.head_dim)
+        return [
+            (values(self.rng, shape, self.rows.input), values(self.rng, shape, self.rows.input))
+            for _ in range(s.layers)
+        ]
+
+    def _after(self) -> None:
+        if self.check_every:
+            self.check()
+
+    # ---- checks ----------------------------------------------------------------------------
+
+    def _stored(self, r: Bound) -> np.ndarray:
+        raw = self.host.read(r.buffer)
+        flat = np.frombuffer(raw[r.offset : r.offset + self.pool_bytes], self.rows.dtype)
+        return self._pool_of(flat)
+
+    def check(self) -> None:
+        """Raise :class:`SessionMismatch` unless every page of both pools of every layer equals
+        the oracle's (the free pages their old contents), every canary holds its bytes and the
+        allocator's counts match the tables."""
+        s = self.spec
+        exact = isinstance(self.host, InterpHost)
+        end = self.canary + self.pool_bytes
+        for i, layer in enumerate(self.layers):
+            for side, bufs, models in (("key", layer.k, layer.model_k), ("value", layer.v, layer.model_v)):  # fmt: skip
+                for which, buf in enumerate(bufs):
+                    raw = self.host.read(buf)
+                    before, after = self._fences[buf.label]
+                    for at, got, want in ((0, raw[: self.canary], before), (end, raw[end:], after)):
+                        if got != want:
+                            first = next(j for j in range(len(got)) if got[j] != want[j])
+                            raise SessionMismatch(
+                                f"after {self._where()}: layer {i} {side}: byte {at + first} of "
+                                f"buffer {buf.label}, a canary, was written (the pool is bytes "
+                                f"[{self.canary}, {end}))"
+                            )
+                    got = self._pool_of(np.frombuffer(raw[self.canary : end], self.rows.dtype))
+                    problem = self.rows.judge(got, models[which], exact, s.head_dim)
+                    if problem:
+                        owned = "live" if which == layer.live else "other"
+                        raise SessionMismatch(
+                            f"after {self._where()}: layer {i} {side} ({owned} pool): {problem}"
+                        )
+                    if which == layer.live:
+                        self._check_sequences(i, side, got, layer)
+        refs = np.zeros(self.pages, np.int64)
+        np.add.at(refs, self.table[self.table >= 0], 1)
+        assert np.array_equal(refs, self.refs), "the page counts drifted from the tables"
+        assert sorted(self.free) == [int(p) for p in np.flatnonzero(refs == 0)], "free list"
+        self.checks += 1
+
+    def _check_sequences(self, i: int, side: str, pool: np.ndarray, layer: _PagedLayer) -> None:
+        """Each position a sequence holds, reached through the host's table, is the row the
+        sequence was given there (a table rewritten wrong reaches another page)."""
+        s = self.spec
+        by_seq = layer.seq_k if side == "key" else layer.seq_v
+        b, t = np.nonzero(self.held)
+        page = self.table[b, t // s.page_size]
+        if (page < 0).any():
+            j = int(np.flatnonzero(page < 0)[0])
+            raise SessionMismatch(
+                f"after {self._where()}: sequence {int(b[j])} holds position {int(t[j])}, "
+                "but its page table has no page there"
+            )
+        got = pool[page, t % s.page_size]
+        problem = self.rows.judge(got, by_seq[b, t], isinstance(self.host, InterpHost), s.head_dim)
+        if problem:
+            bad = np.flatnonzero(
+                (got.reshape(len(b), -1).view(f"u{self.rows.dtype.itemsize}")
+                 != by_seq[b, t].reshape(len(b), -1).view(f"u{self.rows.dtype.itemsize}")).any(axis=1)
+            )  # fmt: skip
+            j = int(bad[0]) if bad.size else 0
+            raise SessionMismatch(
+                f"after {self._where()}: layer {i} {side}: sequence {int(b[j])} position "
+                f"{int(t[j])} (page {int(page[j])}) is not the row it was given: {problem}"
+            )
+
+    def _where(self) -> str:
+        last = self.steps[-1] if self.steps else None
+        what = "the start" if last is None else f"{last.op} ({last.tokens} tokens)"
+        return f"step {len(self.steps) - 1}, {what}" if last else what
+
+    def gpu_times(self) -> None:
+        """Fill each step's GPU seconds from the host's timestamps (where it has them)."""
+        times = self.host.gpu_seconds()
+        if times is None:
+            return
+        for st, seconds in zip(self.steps, times):
+            st.gpu = seconds
