@@ -127,7 +127,13 @@ class StructMemory:
             return ArrayValue(
                 self._words_value(b, word + k * step, ty.elem, m) for k in range(ty.n)
             )
-        raise InterpError(f"a whole {ty} value read from storage{self.where()}")
+        if isinstance(ty, Struct):  # a whole struct: its members by name
+            at = field_offsets(ty)
+            return {
+                n: self._words_value(b, word + at[k] // 4, t, m)
+                for k, (n, t) in enumerate(ty.fields)
+            }
+        raise InterpError(f"a whole {ty} value read from memory{self.where()}")
 
     def struct_store(self, b: Storage, target: ir.Expr, v, m: Mask) -> None:
         """``target = v`` for chain ``target`` into ``b`` on the lanes of ``m``."""
@@ -150,5 +156,9 @@ class StructMemory:
             step = stride(ty.elem) // 4
             for k in range(ty.n):
                 self._words_put(b, word + k * step, ty.elem, v[k], m)
+        elif isinstance(ty, Struct) and type(v) is dict:  # a whole struct, member by member
+            at = field_offsets(ty)
+            for k, (n, t) in enumerate(ty.fields):
+                self._words_put(b, word + at[k] // 4, t, v[n], m)
         else:
-            raise InterpError(f"a whole {ty} value stored to storage{self.where()}")
+            raise InterpError(f"a whole {ty} value stored to memory{self.where()}")

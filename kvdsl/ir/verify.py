@@ -71,7 +71,7 @@ class Verifier(ExprTyper):
             case ir.Let(name, value):
                 ty = self.type_of(value, scope)
                 if not isinstance(ty, (Scalar, Vec, Array, Ptr)) and not (
-                    is_result_struct(ty) or _exchange_result(ty)
+                    is_result_struct(ty) or _exchange_result(ty) or _loaded_struct(value, ty)
                 ):
                     raise VerifyError(f"{show(s)}: cannot bind a value of type {ty}")
                 pointer = value if isinstance(ty, Ptr) else None  # its root: alias analysis
@@ -272,10 +272,10 @@ class Verifier(ExprTyper):
                 raise VerifyError(f"{show(s)}: binding '{root.name}' is read-only")
             if isinstance(self.type_of(target, scope), RuntimeArray):
                 raise VerifyError(f"{show(s)}: a runtime-sized array is not assigned whole")
-            if isinstance(self.type_of(target, scope), Struct):
+            tt = self.type_of(target, scope)
+            if isinstance(tt, Struct) and any(isinstance(t, RuntimeArray) for _, t in tt.fields):
                 raise VerifyError(
-                    f"{show(s)}: a whole struct is stored member by member in kvdsl's subset "
-                    f"(assign each member of {getattr(sym.ty, 'elem', sym.ty)})"
+                    f"{show(s)}: {tt} holds a runtime-sized array: it is not assigned whole"
                 )
             if sym.kind == "binding":
                 self.stored.add(root.name)
@@ -557,6 +557,16 @@ def house_notes(kernel: ir.Kernel, verifier: Verifier | None = None) -> list[str
         elif b.access == "read_write" and b.name not in verifier.stored:
             notes.append(f"binding '{b.name}' is read_write but never written")
     return notes
+
+
+def _loaded_struct(value: ir.Expr, ty: Type) -> bool:
+    """Whether ``value`` is a whole struct read from an array of structs in memory
+    (``let b = blocks[i];``), which a ``let`` may hold and whose members it reads."""
+    return (
+        isinstance(ty, Struct)
+        and type(value) is ir.Index
+        and not any(isinstance(t, RuntimeArray) for _, t in ty.fields)
+    )
 
 
 def _exchange_result(ty: Type) -> bool:
