@@ -37,7 +37,7 @@ at the run's start. A decode row's trials time the empty dispatch too, alternate
 kernel and the copy: ``floor_beside_x`` is the kernel's time over that one, a ratio within one
 state of the GPU as the copy's is.
 
-A ``qkv`` row also times its unfused chain of kvdsl's kernels (``plans.chain_plans``: the split,
+A ``qkv`` or ``paged_qkv`` row also times its unfused chain of kvdsl's kernels (``plans.chain_plans``: the split,
 Q's ``build``, K's RMSNorm ``build``, the ``merge_share`` append), each kernel the best of
 ``--trials``: ``chain_us`` is the sum of their times, ``chain_x`` that sum over the fused
 kernel's time.
@@ -510,7 +510,7 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> list[di
                 )
             ):
                 row = again(row, attempt)
-            if cfg.mode == "qkv" and row.get("kvdsl_us"):
+            if cfg.mode in ("qkv", "paged_qkv") and row.get("kvdsl_us"):
                 row |= chain_us(cfg, plan)
             if row.get("roofline_us") and nbytes >= 64e6:
                 best_gbps = max(best_gbps, nbytes / row["roofline_us"] / 1e3)

@@ -95,7 +95,7 @@ SMALL = {"batches": (1, 2), "cache": 32, "prefill": 8}
 #: config fields that do not make a variant distinct (its shape and dispatch tunables)
 SHAPE_FIELDS = ("kv_heads", "head_dim", "workgroup_size", "fold", "eps")
 #: fields a ``--variants VARIANT@field=N`` spec may change (:func:`tuned`)
-TUNABLES = ("workgroup_size", "fold", "walk", "split", "run")
+TUNABLES = ("workgroup_size", "fold", "walk", "split", "run", "pair_loads", "q_strided")
 
 
 # -- which configs ------------------------------------------------------------------------------
@@ -110,7 +110,7 @@ def options(cfg: Any) -> str:
 def reshape(cfg: Any) -> Any:
     """``cfg`` at 8 KV heads × head dim 128 (``copy``: words per row, 64 for packed int4;
     ``qkv``: as it is, its model's own query and KV heads)."""
-    if cfg.mode == "qkv":
+    if cfg.mode in ("qkv", "paged_qkv"):
         return cfg
     if cfg.mode == "copy":
         return dataclasses.replace(
@@ -197,7 +197,7 @@ class Plan:
 
 def decode_append(cfg: Any, plan: Plan) -> bool:
     """A 1-token append whose work is the new rows alone (the floor target applies to it)."""
-    appending = ("append_quant", "dense_append", "paged_append", "qkv")
+    appending = ("append_quant", "dense_append", "paged_append", "qkv", "paged_qkv")
     appends = cfg.mode in appending or getattr(cfg, "region", "") == "append"
     return plan.tokens == 1 and appends
 
@@ -259,6 +259,9 @@ def plans(cfg: Any, size: dict) -> Iterator[Plan]:
             case "qkv":
                 for new in (P, 1):
                     yield _qkv(cfg, B, S, new)
+            case "paged_qkv":
+                for new in (P, 1):
+                    yield _paged_qkv(cfg, B, S, new)
             case "dense_retain":
                 for new in (P, 1):
                     yield _dense_retain(cfg, B, h, d, S, new)
@@ -397,12 +400,40 @@ def _qkv(cfg: Any, B: int, S: int, new: int) -> Plan:
     return Plan(B, new, S, params, counts, S - 1, _sum_of(moved))
 
 
+def _paged_qkv(cfg: Any, B: int, S: int, new: int) -> Plan:
+    # Positions [S - new, S) of each sequence (seqlens_k = S - 1), pages shuffled.
+    view = cfg.pool_config
+    d, half, tokens, p = cfg.head_dim, cfg.half, B * new, cfg.page_size
+    per_seq = -(-S // p)
+    table = _shuffled_table(B, per_seq, B)
+    pos = np.arange(S - new, S)
+    slots = (table[:, pos // p] * p + pos % p).astype(np.int32)
+    row = view.row_units * view.unit
+    sides = view.scale_geometry
+    side = 0 if sides is None else sides.row
+    counts = {"qkv": tokens * cfg.heads * d, "seqlens_k": B, "page_table": B * per_seq,
+              "slot_mapping": tokens, "token_positions": tokens,
+              "qk_norm_weight": cfg.norm_weights, "rotary_table": S * 2 * half,
+              "qkv_bias": cfg.heads * d, "q_out": tokens * cfg.q_heads * d,
+              } | _pool_counts(view, B * per_seq)  # fmt: skip
+    fresh = tokens * cfg.kv_heads
+    touched = B * ((S - 1) // p - (S - new) // p + 1)
+    moved = counts | {"page_table": touched, "rotary_table": new * 2 * half,
+                      "key_pages": fresh * row, "value_pages": fresh * row,
+                      "kv_pages": 2 * fresh * row, "scale_pages": fresh * side}  # fmt: skip
+    arrays = {"page_table": table.reshape(-1), "slot_mapping": slots.reshape(-1),
+              "token_positions": np.tile(pos, B).astype(np.int32)}  # fmt: skip
+    params = {"count": tokens * cfg.rows, "keySeq": new, "maxPages": per_seq}
+    return Plan(B, new, S, params, counts, S - 1, _sum_of(moved), arrays)
+
+
 def chain_plans(cfg: Any, plan: Plan) -> list[tuple[Any, Plan]]:
     """The unfused chain of a ``qkv`` plan (:func:`kvdsl.kernels.qkv.chain`): each kernel's
     config and its plan, one dispatch over every batch (one head per batch of its own)."""
     from kvdsl.kernels.qkv import chain
+    from kvdsl.kernels.qkv_paged import chain as paged_chain
 
-    ch = chain(cfg)
+    ch = paged_chain(cfg) if cfg.mode == "paged_qkv" else chain(cfg)
     B, S, new, d, half = plan.batch, plan.cache, plan.tokens, cfg.head_dim, cfg.half
     hq, hkv = B * cfg.q_heads, B * cfg.kv_heads  # the heads, as batches of one head
     n = B * new * cfg.heads * d
@@ -419,6 +450,9 @@ def chain_plans(cfg: Any, plan: Plan) -> list[tuple[Any, Plan]]:
         moved = counts | dict.fromkeys(("cos_cache", "sin_cache"), new * half)
         params = {"count": rows[which] * new, "seq": new, "pastSeq": S - new}
         out.append((step, Plan(B, new, S, params, counts, None, _sum_of(moved))))
+    if cfg.mode == "paged_qkv":  # paged_append of every batch's K and V rows
+        append = _paged_append(ch.append, B, cfg.kv_heads, d, half, S, new)
+        return out + [(ch.append, append)]
     if cfg.format is not None:  # dense_append of the K and V heads, one head per batch
         append = _dense_append(ch.append, hkv, 1, d, half, S, new)
         return out + [(ch.append, append)]

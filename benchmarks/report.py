@@ -13,7 +13,7 @@
 - ``paged/gpu.csv`` and ``paged/device.json`` (optional): ``benchmarks/gpu.py --variants
   paged_append`` (the paged appends beside the copy, the empty dispatch and the contiguous
   append of their format);
-- ``qkv/gpu.csv`` and ``qkv/device.json`` (optional): ``benchmarks/gpu.py --variants qkv``
+- ``qkv/gpu.csv`` and ``qkv/device.json`` (optional): ``benchmarks/gpu.py --variants qkv paged_qkv``
   (the fused QKV kernels beside the copy, the empty dispatch and their unfused chains);
 - ``reasons.json`` (optional, written by hand): for each target not met, the measured reason,
   keyed by :data:`TARGETS`.
@@ -45,7 +45,7 @@ DENSE = 85.0
 QKV, CHAIN = 85.0, 2.0
 #: The modes with a target of their own, left out of the others (the fused QKV kernels move
 #: several tensors and are held to their own copy, floor and chain).
-OWN_TARGETS = ("qkv",)
+OWN_TARGETS = ("qkv", "paged_qkv")
 #: The modes the legacy template walks only per row (its per-row target is stated for them).
 PER_ROW_MODES = ("build", "build_quant", "append_quant", "window_shift")
 #: Columns every benchmark CSV has.

@@ -70,9 +70,16 @@ function modeParams(v, shape) {
     case "paged_window":
       return { count: shape.batch * shape.maxPages, maxPages: shape.maxPages, window: shape.window };
     case "qkv": {
-      const perToken = v.config.q_heads + (v.config.format === null ? 2 : 1) * heads;
+      const perToken = v.config.q_heads + (v.config.split ? 2 : 1) * heads;
       const rows = shape.batch * shape.keySeq * perToken;
       return { count: rows, keySeq: shape.keySeq, seq: shape.seq };
+    }
+    case "paged_qkv": {
+      const perToken = v.config.q_heads + (v.config.split ? 2 : 1) * heads;
+      return {
+        count: shape.batch * shape.keySeq * perToken, keySeq: shape.keySeq,
+        ...(v.config.addressing === "page_table" ? { maxPages: shape.maxPages } : {}),
+      };
     }
   }
   throw new Error(`no params rule for mode ${v.mode}`);

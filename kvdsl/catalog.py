@@ -33,6 +33,7 @@ from kvdsl.kernels import paged_append as paged_append_mode
 from kvdsl.kernels import paged_pages as paged_pages_mode
 from kvdsl.kernels import paged_read as paged_read_mode
 from kvdsl.kernels import qkv as qkv_mode
+from kvdsl.kernels import qkv_paged as qkv_paged_mode
 from kvdsl.kernels import quant as quant_mode
 from kvdsl.kernels import transpose as transpose_mode
 from kvdsl.kernels import window_shift as window_shift_mode
@@ -79,6 +80,7 @@ MODES: dict[str, tuple[type[KernelConfig], Callable[..., Kernel]]] = {
     "paged_copy": (paged_pages_mode.PagedCopyConfig, paged_pages_mode.paged_copy),
     "paged_compact": (paged_pages_mode.PagedCompactConfig, paged_pages_mode.paged_compact),
     "paged_window": (paged_pages_mode.PagedWindowConfig, paged_pages_mode.paged_window),
+    "paged_qkv": (qkv_paged_mode.PagedQkvConfig, qkv_mode.qkv),
 }
 MODE_MODULES = (
     transpose_mode,
@@ -94,6 +96,7 @@ MODE_MODULES = (
     dense_convert_mode,
     paged_mode,
     paged_pages_mode,
+    qkv_paged_mode,
 )
 
 

@@ -26,6 +26,7 @@ from kvdsl.kernels.config import KernelConfig, as_dict
 from kvdsl.kernels.dense import contract_fields
 from kvdsl.kernels.paged import page_fields
 from kvdsl.kernels.qkv import contract_fields as qkv_contract_fields
+from kvdsl.kernels.qkv_paged import contract_fields as paged_qkv_contract_fields
 from kvdsl.runtime.layout import params_layout
 
 #: The bytes of a binding: ``max(ceil4(elements * element_bytes), ceil4(element_bytes))``, the
@@ -181,6 +182,7 @@ def entry(kernel: Kernel, cfg: KernelConfig | None) -> dict[str, Any]:
         out |= contract_fields(cfg)
         out |= page_fields(cfg)
         out |= qkv_contract_fields(cfg)
+        out |= paged_qkv_contract_fields(cfg)
     return out | {
         "entry_point": "main",
         "workgroup_size": list(kernel.workgroup_size),

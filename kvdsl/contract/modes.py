@@ -36,6 +36,7 @@ from kvdsl.kernels.paged_pages import COMPACT_COMBINED, COMPACT_POOLS, COMPACT_S
 from kvdsl.kernels.paged_pages import PagedCompactConfig
 from kvdsl.kernels.paged_pages import PagedCopyConfig, PagedWindowConfig
 from kvdsl.kernels.qkv import QkvConfig
+from kvdsl.kernels.qkv_paged import PagedQkvConfig
 from kvdsl.kernels.quant import AppendQuantConfig, BuildQuantConfig, QuantConfig
 from kvdsl.kernels.transpose import TransposeConfig
 from kvdsl.kernels.window_shift import WindowShiftConfig
@@ -66,6 +67,7 @@ SHAPES: dict[str, tuple[str, ...]] = {
     "paged_copy": ("pages", "copies"),
     "paged_compact": ("pages", "live"),
     "paged_window": ("batch", "maxPages", "window"),
+    "paged_qkv": ("batch", "keySeq", "pages"),
 }
 
 #: The shape variables a windowed variant (``window=True``) adds, after the mode's: the window's
@@ -169,6 +171,13 @@ MEANINGS: dict[str, dict[str, str]] = {
     },
     "paged_copy": {"count": "page copies: (src, dst) pairs of page_pairs"},
     "paged_compact": {"count": "entries of live_pages: pages of the compacted pools"},
+    "paged_qkv": {
+        "count": "rows: batch × keySeq × (q_heads + 2 × kv_heads), or with a format not split"
+        " × (q_heads + kv_heads) (one row per K and V pair of heads)",
+        "keySeq": "new tokens per batch (rows of qkv per batch; with slot_mapping the tokens"
+        " are batch × keySeq, one slot each)",
+        "maxPages": "entries of each sequence's row of page_table",
+    },
     "paged_window": {
         "count": "page-table entries: batch × maxPages",
         "maxPages": "entries of each sequence's row of page_table",
@@ -436,6 +445,20 @@ def paged_window_sizes(cfg: PagedWindowConfig) -> Sizes:
     return {"seqlens_k": ("batch", 1), "page_table": table, "freed_pages": table}
 
 
+def paged_qkv_sizes(cfg: PagedQkvConfig) -> Sizes:
+    """``qkv``'s packed projection, tables and Q (:func:`qkv_sizes`), addressed as
+    ``paged_append`` is (a page table of ``maxPages`` entries per sequence, or a slot and a
+    position per token) into pools of ``pages`` pages."""
+    tokens = "batch * keySeq"
+    own = {k: v for k, v in qkv_sizes(cfg).items() if k not in ("present_key", "present_value")}
+    return (
+        own
+        | {"page_table": ("batch * maxPages", 1), "slot_mapping": (tokens, 1)}
+        | {"token_positions": (tokens, 1)}
+        | _pools(cfg.pool_config, "pages", POOLS, COMBINED_POOL, SCALE_POOL)
+    )
+
+
 #: mode → the sizes of its bindings for a config (a binding a variant lacks is ignored)
 SIZES: dict[str, Callable[..., Sizes]] = {
     "transpose": transpose_sizes,
@@ -458,4 +481,5 @@ SIZES: dict[str, Callable[..., Sizes]] = {
     "paged_copy": paged_copy_sizes,
     "paged_compact": paged_compact_sizes,
     "paged_window": paged_window_sizes,
+    "paged_qkv": paged_qkv_sizes,
 }

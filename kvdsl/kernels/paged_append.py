@@ -112,10 +112,8 @@ def _token(kb: KernelBuilder, cfg: PagedAppendConfig, ins: dict, row: Val, key_s
     src_base = kb.let("srcBase", bsh(b, t, hk, key_seq, hidden, per_row))
     pos = past = late = None
     if cfg.addressing is Addressing.PAGE_TABLE:
-        total = total_tokens(kb, ins["seqlens_k"], b)
-        fresh = kb.let("fresh", min_(key_seq, total))
-        # fresh <= total: no wrap.
-        past = kb.let("past", total - fresh)
+        step = paged.table_step(kb, ins["seqlens_k"], b, key_seq)
+        fresh, past = step.fresh, step.past
         kb.comment("Tokens t >= fresh are right padding, skipped.")
         if cfg.rotary or cfg.dense is not None:
             kb.comment("Their position is clamped into the sequence: every load stays in range.")

@@ -19,8 +19,9 @@ The input ``qkv`` is the projection's output, ``[tokens, (Hq + 2 Hkv) * D]``: pe
   batch ``b``'s token ``t`` lands at row ``appendStart + t``
   (:func:`kvdsl.nodes.window.append_window`), which is also its rotary position.
 
-Where a row lands and at which position it rotates is :func:`destination`: the one place a paged
-layout (a page table or a slot mapping) changes.
+Where a row lands and at which position it rotates is its :class:`Target`'s :class:`Place`: the
+one place a paged layout (a page table or a slot mapping: :mod:`kvdsl.kernels.qkv_paged`)
+changes.
 
 The walk is flat over pairs of vectors: ``count = batch * keySeq * (Hq + 2 Hkv)`` rows of
 ``PAIRS = D / 8`` items, item ``i`` of a row holding vectors ``lo`` and ``hi``: the rotary pair
@@ -38,10 +39,11 @@ from __future__ import annotations
 import math
 from dataclasses import KW_ONLY, dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, Callable
 
 from kvdsl.ir.verify import MAX_WORKGROUP_BYTES
 from kvdsl.ir import (
+    Buffer,
     Kernel,
     KernelBuilder,
     Val,
@@ -74,10 +76,16 @@ from kvdsl.kernels.config import (
     rotary_pairs,
     times,
 )
-from kvdsl.kernels.dense import QUANTISE_WORKGROUP, DenseFormat, ScalePlace, require_format
+from kvdsl.kernels.dense import (
+    QUANTISE_WORKGROUP,
+    DenseFormat,
+    DenseWalk,
+    ScalePlace,
+    require_format,
+)
 from kvdsl.nodes import formats, walks, words
 from kvdsl.nodes.formats import Format
-from kvdsl.nodes.quantise import Quantiser, row_lanes
+from kvdsl.nodes.quantise import Quantiser, cache_binding, row_lanes
 from kvdsl.nodes.rmsnorm import row_sum_of_squares
 from kvdsl.nodes.rotary import rotated_pair
 from kvdsl.nodes.window import append_window
@@ -114,11 +122,24 @@ class QkvConfig(CacheConfig):
     # A dense format of the cache (kvdsl.nodes.formats); None: present_type's f32 or f16 rows.
     format: DenseFormat | None = Slot(None, DenseFormat)
     scales: ScalePlace = choice(ScalePlace.INLINE)
+    # With a format: the quantiser's walk (dense_append's, and its default per format), the Q,
+    # K and V rows each in invocations of their own (split) or a K row and its V row together,
+    # and at most ``run`` vectors a lane (None: the longest run).
+    walk: DenseWalk | None = Slot(None, DenseWalk, derive=lambda cfg: cfg.default_walk())
+    split: bool = True
+    run: int | None = None
+    # With a format and rotary whose pairs are not in one lane: each vector's partner loaded
+    # again from the input (true: the default with a format, the cache serves it) or staged in
+    # workgroup memory (false) after a barrier.
+    pair_loads: bool | None = Slot(None, derive=lambda cfg: cfg.format is not None)
+    # With a format: a Q row's lane holds the row's vectors lane + lanes * j (adjacent lanes on
+    # adjacent vectors: coalesced loads and stores) instead of the quantiser's run.
+    q_strided: bool = True
     mode = "qkv"
     KEYS = (  # fmt: skip
         "q_heads", "kv_heads", "head_dim", "q_norm", "k_norm", "rotary", "rotary_half", "eps",
         "bias", "input_type", "present_type", "q_type", "q_layout", "format", "scales",
-        "workgroup_size", "fold",
+        "walk", "split", "run", "pair_loads", "q_strided", "workgroup_size", "fold",
     )
 
     def check_fields(self) -> None:
@@ -160,12 +181,35 @@ class QkvConfig(CacheConfig):
         one_of("q_type", self.q_type, FLOATS)
         one_of("q_layout", self.q_layout, QLayout)
         one_of("scales", self.scales, ScalePlace)
+        flag("split", self.split)
+        flag("pair_loads", self.pair_loads)
+        flag("q_strided", self.q_strided)
         if self.format is None:
             require(
                 self.scales is ScalePlace.INLINE,
                 "scales",
                 self.scales.value,
                 "'inline' (unset) without a format: an f32 or f16 cache has no scales",
+            )
+            for key in ("walk", "run"):
+                value = getattr(self, key)
+                require(
+                    value is None,
+                    key,
+                    value,
+                    "unset (None) without a format: the f32 and f16 walk holds pairs of vectors",
+                )
+            require(
+                self.split,
+                "split",
+                self.split,
+                "true (unset) without a format: the f32 and f16 walk holds each head's row alone",
+            )
+            require(
+                not self.pair_loads,
+                "pair_loads",
+                self.pair_loads,
+                "false (unset) without a format: the f32 and f16 walk holds each pair whole",
             )
             return
         one_of("format", self.format, DenseFormat)
@@ -177,6 +221,19 @@ class QkvConfig(CacheConfig):
             f"'f32' (unset) with format {fmt.name!r}: the cache holds the format's u32 words",
         )
         require_format(fmt, self.scales, self.head_dim)
+        one_of("walk", self.walk, DenseWalk)
+        require(
+            self.run is None or (type(self.run) is int and self.run in (1, 2, 4, 8)),
+            "run",
+            self.run,
+            "None (the longest run) or 1, 2, 4 or 8 vectors a lane",
+        )
+        require(
+            not (fmt.ggml and self.walk is DenseWalk.STRIDED),
+            "walk",
+            self.walk.value,
+            f"'runs' or 'staged' for {fmt.name} (a ggml lane holds one whole block)",
+        )
         require(
             self.rotary_half is None,
             "rotary_half",
@@ -192,6 +249,37 @@ class QkvConfig(CacheConfig):
             "'inline' with a norm, rotary and the bias (side scales would make 9 storage"
             " buffers, past WebGPU's default 8)",
         )
+
+    def default_walk(self) -> DenseWalk | None:
+        """The walk of a config with a format that leaves it unset (the fastest timed on an
+        H200): runs where rotary's NeoX pairs fit in a lane's run, else
+        ``dense_append``'s rule (:meth:`kvdsl.kernels.dense.DenseAppendConfig.default_walk`):
+        ggml and inline int8 rows staged, side-scale rows in runs, inline 4-bit rows strided;
+        None without a format."""
+        if self.fmt is None:
+            return None
+        if self.rotary and Quantiser.pairs_fit(self.fmt, self.head_dim):
+            return DenseWalk.RUNS  # NeoX pairs in one lane: no staging, no partner loads
+        if self.fmt.ggml or (self.inline and self.fmt.bits == 8):
+            return DenseWalk.STAGED
+        if not self.inline:
+            return DenseWalk.RUNS
+        return DenseWalk.STRIDED
+
+    @property
+    def strided_q(self) -> bool:
+        """Whether a Q row's lanes hold strided vectors (``q_strided`` with a format whose lanes
+        hold an even number of vectors: NeoX pairs ``j`` and ``j + n/2`` then share a lane)."""
+        return self.fmt is not None and self.q_strided and self.quantiser.vectors % 2 == 0
+
+    @property
+    def reloaded_heads(self) -> int:
+        """Heads per token whose rotary partners the kernel loads again from the input
+        (``pair_loads`` where a lane's run does not hold its pairs: K's, and Q's unless its rows
+        are strided): those loads come from the cache, the lines just loaded for the row."""
+        if self.fmt is None or not self.rotary or not self.pair_loads or self.quantiser.paired:
+            return 0
+        return self.kv_heads + (0 if self.strided_q else self.q_heads)
 
     @property
     def fmt(self) -> Format | None:
@@ -228,8 +316,8 @@ class QkvConfig(CacheConfig):
     @property
     def rows(self) -> int:
         """Rows the dispatch walks per token: every head of the input, or with a dense
-        ``format`` the Q heads and the (K, V) pairs of heads."""
-        return self.heads if self.format is None else self.q_heads + self.kv_heads
+        ``format`` not ``split`` the Q heads and the (K, V) pairs of heads."""
+        return self.heads if self.split else self.q_heads + self.kv_heads
 
     @property
     def pairs(self) -> int:
@@ -253,7 +341,7 @@ class QkvConfig(CacheConfig):
 
     def default_workgroup_size(self) -> int:
         if self.format is not None:
-            lanes = row_lanes(self.fmt, self.head_dim)
+            lanes = row_lanes(self.fmt, self.head_dim, self.run or 0)
             return QUANTISE_WORKGROUP - QUANTISE_WORKGROUP % lanes or lanes
         if not self.norm:
             return WORKGROUP
@@ -264,17 +352,26 @@ class QkvConfig(CacheConfig):
         """The dense quantiser of a ``format`` (None: f32 or f16 rows)."""
         if self.fmt is None:
             return None
-        return Quantiser(self.fmt, self.inline, self.head_dim, self.workgroup_size)
+        strided = self.walk is DenseWalk.STRIDED
+        run = self.run or 0
+        paired = self.rotary and not strided and Quantiser.pairs_fit(self.fmt, self.head_dim, run)
+        staged = self.walk is DenseWalk.STAGED
+        return Quantiser(
+            self.fmt, self.inline, self.head_dim, self.workgroup_size, staged, strided,
+            self.split, paired, run,
+        )  # fmt: skip
 
     def workgroup_bytes(self) -> int:
         """The workgroup memory the kernel declares: the norm's partials (``wsum``); with a
-        format, the quantiser's and the staged row (rotary: every lane's vectors)."""
+        format, the quantiser's and the staged row (rotary whose pairs are not in one lane:
+        every lane's vectors)."""
         wg = self.workgroup_size
         out = 4 * wg if self.norm else 0
         q = self.quantiser
         if q is None:
             return out
-        return out + q.workgroup_bytes() + (16 * wg * q.vectors if self.rotary else 0)
+        staged = self.rotary and not q.paired and not self.pair_loads
+        return out + q.workgroup_bytes() + (16 * wg * q.vectors if staged else 0)
 
     def check_schedule(self) -> None:
         require(
@@ -285,7 +382,7 @@ class QkvConfig(CacheConfig):
             f" WebGPU's default {MAX_WORKGROUP_BYTES}",
         )
         if self.format is not None:
-            lanes = row_lanes(self.fmt, self.head_dim)
+            lanes = row_lanes(self.fmt, self.head_dim, self.run or 0)
             require(
                 self.workgroup_size % lanes == 0,
                 "workgroup_size",
@@ -304,22 +401,92 @@ class QkvConfig(CacheConfig):
 
 
 @dataclass(frozen=True)
-class Destination:
-    """Where a token's K and V rows land and the position Q and K rotate at: ``row``, the
-    token's row within its head of the cache; ``position``, its rotary position."""
+class Place:
+    """Where a token's K and V rows land and the position Q and K rotate at: ``position``;
+    ``base(head, value)``, the first unit (``vec4``, or a dense row's u32 word) of KV head
+    ``head``'s row of K (or of V) in its binding; ``side(head)``, the first f32 of its side
+    scales (None inline); ``skip``, true where the token has no place (None: every token has
+    one)."""
 
-    row: Val
     position: Val
+    base: Callable[[Val, bool], Val]
+    side: Callable[[Val], Val] | None = None
+    skip: Val | None = None
 
 
-def destination(kb: KernelBuilder, seqlens_k: Any, b: Val, t: Val, seq: Val, key_seq: Val):
-    """The buffer-sharing cache's rule: batch ``b``'s new token ``t`` at row ``appendStart +
-    t`` of the ``merge_share`` window, which is its absolute position too. (A paged layout
-    gives the row through its page table or slot map and the position from its own map.)"""
-    win = append_window(kb, seqlens_k, b, seq, key_seq)
-    kb.comment("The token's cache row, and its rotary position in a buffer-sharing cache.")
-    row = kb.let("dstT", win.append_start + t)
-    return Destination(row, row)
+class Target:
+    """A ``qkv`` kernel's cache: the buffer-sharing one of ``seq`` rows per head (this class),
+    or pages (:class:`kvdsl.kernels.qkv_paged.PagedTarget`). It declares the bindings the
+    cache adds (``inputs`` after ``qkv``, the caches after ``q_out``) and its params, and gives
+    each token its :class:`Place`: the one place a layout changes."""
+
+    def __init__(self, cfg: QkvConfig) -> None:
+        self.cfg = cfg
+
+    def inputs(self, kb: KernelBuilder) -> None:
+        self.seqlens = kb.binding("seqlens_k", i32, "read")
+
+    def caches(self, kb: KernelBuilder, q: Quantiser | None) -> tuple[Buffer, Buffer, Any]:
+        """K's and V's bindings (the quantiser's words with a format) and the side scales'."""
+        if q is None:
+            k, v = words.bindings(kb, PRESENT, self.cfg.present_type.scalar, 4, "read_write")
+            return k, v, None
+        side = None if self.cfg.inline else kb.binding("present_scales", f32, "read_write")
+        k, v = (cache_binding(kb, q, n) for n in PRESENT)
+        return k, v, side
+
+    def params(self, kb: KernelBuilder) -> None:
+        self.seq = kb.param("seq")
+
+    def place(self, kb: KernelBuilder, b: Val, t: Val, token: Val, key_seq: Val) -> Place:
+        """The buffer-sharing cache's rule: batch ``b``'s new token ``t`` at row ``appendStart
+        + t`` of the ``merge_share`` window, which is its absolute position too."""
+        cfg, seq = self.cfg, self.seq
+        win = append_window(kb, self.seqlens, b, seq, key_seq)
+        kb.comment("The token's cache row, and its rotary position in a buffer-sharing cache.")
+        row = kb.let("dstT", win.append_start + t)
+        per_row = walks.named(kb, "HEAD_DIM_V4" if cfg.fmt is None else "ROW_WORDS", 1)
+        kv_heads = walks.named(kb, "KV_HEADS", 1)
+        rows: dict[int, Val] = {}
+
+        def at(head: Val) -> Val:
+            key = id(head)
+            if key not in rows:
+                rows[key] = kb.let("dstRow", (b * kv_heads + head) * seq + row)
+            return rows[key]
+
+        def base(head: Val, value: bool = False) -> Val:
+            return at(head) * per_row
+
+        side = None
+        if cfg.fmt is not None and not cfg.inline:
+
+            def side(head: Val) -> Val:
+                return at(head) * (2 * cfg.fmt.stats)
+
+        return Place(row, base, side)
+
+    def extents(self, batch: Any, key_seq: Val) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The bindings' least sizes this target adds (the caches, its inputs, the rotary
+        table's positions) and its requirements."""
+        cfg, seq = self.cfg, self.seq
+        width = cfg.hidden if cfg.fmt is None else cfg.kv_heads * cfg.row_words
+        out: dict[str, Any] = {"seqlens_k": batch}
+        out |= {name: times(batch, seq, width) for name in PRESENT}
+        if cfg.fmt is not None and not cfg.inline:
+            out["present_scales"] = times(batch, seq, cfg.kv_heads * 2 * cfg.fmt.stats)
+        if cfg.rotary:
+            out[ROTARY_TABLE] = times(seq, 2 * cfg.half)
+        return out, {"keySeq >= 1": key_seq >= 1, "keySeq <= seq": key_seq <= seq}
+
+
+def target(cfg: QkvConfig) -> Target:
+    """The cache a ``qkv`` config appends into."""
+    if cfg.mode == "paged_qkv":
+        from kvdsl.kernels.qkv_paged import PagedTarget  # (which imports this module)
+
+        return PagedTarget(cfg)
+    return Target(cfg)
 
 
 def qkv(cfg: QkvConfig, name: str = "qkv") -> Kernel:
@@ -329,15 +496,14 @@ def qkv(cfg: QkvConfig, name: str = "qkv") -> Kernel:
 
         return qkv_dense(cfg, name)
     kb = KernelBuilder(name, cfg.workgroup_size)
+    cache = target(cfg)
     src = words.binding(kb, "qkv", cfg.input_type.scalar, 4)
-    seqlens = kb.binding("seqlens_k", i32, "read")
+    cache.inputs(kb)
     weight = words.binding(kb, "qk_norm_weight", f32, 4) if cfg.norm else None
     table = words.binding(kb, ROTARY_TABLE, f32, 4) if cfg.rotary else None
     bias = words.binding(kb, "qkv_bias", f32, 4) if cfg.bias else None
     q_out = words.binding(kb, "q_out", cfg.q_type.scalar, 4, "read_write")
-    present_key, present_value = words.bindings(
-        kb, PRESENT, cfg.present_type.scalar, 4, "read_write"
-    )
+    present_key, present_value, _ = cache.caches(kb, None)
     assert len(kb.bindings) <= MAX_STORAGE_BUFFERS
     head_dim = kb.const("HEAD_DIM", u32, cfg.head_dim)
     per_row = kb.const("HEAD_DIM_V4", u32, cfg.head_dim // 4)
@@ -347,7 +513,8 @@ def qkv(cfg: QkvConfig, name: str = "qkv") -> Kernel:
     pairs = kb.const("PAIRS", u32, cfg.pairs)
     half = kb.const("HALF_V4", u32, cfg.half // 4) if cfg.rotary else None
     eps = kb.const("QK_EPS", f32, float(cfg.eps)) if cfg.norm else None
-    count, key_seq, seq = kb.param("count"), kb.param("keySeq"), kb.param("seq")
+    count, key_seq = kb.param("count"), kb.param("keySeq")
+    cache.params(kb)
 
     it = walks.pairs(kb, cfg.fold, count, pairs, guard=not cfg.norm)
     i = it.d
@@ -358,7 +525,7 @@ def qkv(cfg: QkvConfig, name: str = "qkv") -> Kernel:
     b = kb.let("b", token / key_seq)
     is_q = kb.let("isQ", j < q_heads)
     is_v = kb.let("isV", j >= q_heads + kv_heads)
-    dst = destination(kb, seqlens, b, t, seq, key_seq)
+    dst = cache.place(kb, b, t, token, key_seq)
     if cfg.partial:
         kb.comment(
             "A rotated pair (i, i + HALF_V4), or past the rotated part two adjacent vectors."
@@ -404,6 +571,7 @@ def qkv(cfg: QkvConfig, name: str = "qkv") -> Kernel:
         x1 = kb.let("y1", select(x1, r1, rotate))
     q_elem = words.elem(cfg.q_type.scalar, 4)
     c_elem = words.elem(cfg.present_type.scalar, 4)
+    stored = ~is_v if dst.skip is None else kb.let("stored", (~is_v).land(~dst.skip))
     with kb.if_(is_q):
         if cfg.q_layout is QLayout.BNSH:
             q_row = ((b * q_heads + j) * key_seq + t) * per_row
@@ -412,13 +580,12 @@ def qkv(cfg: QkvConfig, name: str = "qkv") -> Kernel:
         q_base = kb.let("qBase", q_row)
         q_out[q_base + lo] = words.to(kb, q_elem, x0)
         q_out[q_base + hi] = words.to(kb, q_elem, x1)
-    with kb.elif_(~is_v):
-        k_base = kb.let("kBase", ((b * kv_heads + (j - q_heads)) * seq + dst.row) * per_row)
+    with kb.elif_(stored):
+        k_base = kb.let("kBase", dst.base(j - q_heads, False))
         present_key[k_base + lo] = words.to(kb, c_elem, x0)
         present_key[k_base + hi] = words.to(kb, c_elem, x1)
-    with kb.else_():
-        hv = j - q_heads - kv_heads
-        v_base = kb.let("vBase", ((b * kv_heads + hv) * seq + dst.row) * per_row)
+    with kb.elif_(is_v if dst.skip is None else is_v.land(~dst.skip)):
+        v_base = kb.let("vBase", dst.base(j - q_heads - kv_heads, True))
         present_value[v_base + lo] = words.to(kb, c_elem, x0)
         present_value[v_base + hi] = words.to(kb, c_elem, x1)
 
@@ -427,18 +594,14 @@ def qkv(cfg: QkvConfig, name: str = "qkv") -> Kernel:
     batch = ceil_div(count, cfg.heads * key_seq)
     extents: dict[str, Any] = {
         "qkv": times(count, cfg.head_dim),
-        "seqlens_k": batch,
         "q_out": times(batch, key_seq, cfg.q_heads * cfg.head_dim),
-        "present_key": times(batch, seq, cfg.hidden),
-        "present_value": times(batch, seq, cfg.hidden),
     }
     if weight is not None:
         extents["qk_norm_weight"] = cfg.norm_weights
-    if table is not None:
-        extents[ROTARY_TABLE] = times(seq, 2 * cfg.half)
     if bias is not None:
         extents["qkv_bias"] = cfg.heads * cfg.head_dim
-    requires = {"keySeq >= 1": key_seq >= 1, "keySeq <= seq": key_seq <= seq}
+    more, requires = cache.extents(batch, key_seq)
+    extents |= more
     return walks.vector_extents(contract(kernel, extents, requires))
 
 
@@ -499,7 +662,7 @@ def bytes_moved(cfg: QkvConfig) -> str:
 def contract_fields(cfg: Any) -> dict[str, Any]:
     """The fields a ``qkv`` variant's ``index.json`` entry adds: ``bytes_moved``
     (:func:`bytes_moved`); nothing for other modes' configs."""
-    if not isinstance(cfg, QkvConfig):
+    if not isinstance(cfg, QkvConfig) or cfg.mode != "qkv":
         return {}
     return {"bytes_moved": bytes_moved(cfg)}
 

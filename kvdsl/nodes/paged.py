@@ -31,7 +31,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from kvdsl.ir import Buffer, KernelBuilder, Val, max_, u32
+from kvdsl.ir import Buffer, KernelBuilder, Val, max_, min_, u32
+from kvdsl.nodes.window import total_tokens
 
 #: The page sizes a paged cache may have: powers of two in this range.
 PAGE_SIZES = tuple(2**k for k in range(4, 9))
@@ -144,3 +145,22 @@ def table_address(
     entry = kb.let("entry", page_table[b * max_pages + pos / pages.size])
     page = kb.let("page", max_(entry, 0).to(u32))
     return Address(page, kb.let("inPage", pos % pages.size), entry < 0)
+
+
+@dataclass(frozen=True)
+class Step:
+    """A page-table append's sequence after the step: ``past`` tokens before it, ``fresh``
+    new ones (``min(keySeq, seqlens_k[b] + 1)``): new token ``t < fresh`` sits at position
+    ``past + t``; tokens ``t >= fresh`` are right padding."""
+
+    past: Val
+    fresh: Val
+
+
+def table_step(kb: KernelBuilder, seqlens_k: Buffer, b: Val, key_seq: Val) -> Step:
+    """Sequence ``b``'s step: ``total = seqlens_k[b] + 1`` tokens after it (negative: none),
+    the last ``fresh = min(keySeq, total)`` of them new."""
+    total = total_tokens(kb, seqlens_k, b)
+    fresh = kb.let("fresh", min_(key_seq, total))
+    # fresh <= total: no wrap.
+    return Step(kb.let("past", total - fresh), fresh)

@@ -197,7 +197,8 @@ class Quantiser:
         the f16 scales (ggml rows of several blocks), and staged, the rows' words of K and of
         V and their places."""
         n = self.workgroup_size
-        stats = 0 if self.fmt.ggml and self.lanes == 1 else n * (4 if self.fmt.ggml else 16)
+        stat = 4 if self.fmt.ggml else (8 if self.split else 16)  # a split row: one tensor's
+        stats = 0 if self.fmt.ggml and self.lanes == 1 else n * stat
         tensors = 1 if self.split else 2
         staged = 4 * self.rows * (tensors * self.row_words + 3 - tensors)
         return stats + (staged if self.staged else 0)

@@ -1,6 +1,7 @@
 """What the ``qkv`` mode means: a layer's packed QKV projection split into heads, the bias added,
 Q and K RMS-normed and NeoX-rotated at each token's position, Q returned and K and V appended
-into a buffer-sharing cache.
+into a buffer-sharing cache (:func:`qkv`) or, ``paged_qkv``, into pages (:func:`project` gives
+Q, K and V at each token's position; :mod:`kvdsl.reference.paged` places K and V).
 
 The input is ``[B, S, (Hq + 2 Hkv) * D]``: per token the ``Hq`` query heads, then the ``Hkv``
 key heads, then the ``Hkv`` value heads. Batch ``b``'s tokens land at rows ``[start, end)`` of
@@ -15,6 +16,40 @@ import numpy as np
 from kvdsl.reference.elementwise import F32, rms_norm, rotate_neox, split_heads
 from kvdsl.reference.formats import DenseWritten, quantized_at
 from kvdsl.reference.modes import KNorm, Rotary, Written, _place, _row_mask, share_window
+
+
+def project(
+    x: np.ndarray,
+    positions: np.ndarray,
+    q_heads: int,
+    kv_heads: int,
+    bias: np.ndarray | None = None,
+    q_norm: KNorm | None = None,
+    k_norm: KNorm | None = None,
+    rotary: Rotary | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(q, k, v)`` in float32, ``[B, H, S, D]`` each: the packed projection ``x`` ``[B, S,
+    (Hq + 2 Hkv) * D]`` split into heads, the bias added, Q and K RMS-normed and NeoX-rotated
+    at ``positions`` ``[B, S]``."""
+    x = np.asarray(x, dtype=F32)
+    width = x.shape[-1]
+    heads = q_heads + 2 * kv_heads
+    d = width // heads
+    if bias is not None:
+        x = x + np.asarray(bias, dtype=F32).reshape(1, 1, width)
+    hq, hk = q_heads * d, kv_heads * d
+    q = split_heads(x[..., :hq], q_heads)
+    k = split_heads(x[..., hq : hq + hk], kv_heads)
+    v = split_heads(x[..., hq + hk :], kv_heads)
+    pos = np.asarray(positions)[:, None, :]
+    if q_norm is not None:
+        q = rms_norm(q, q_norm.weight, q_norm.eps)
+    if k_norm is not None:
+        k = rms_norm(k, k_norm.weight, k_norm.eps)
+    if rotary is not None:
+        q = rotate_neox(q, pos, rotary.cos, rotary.sin, rotary.half)
+        k = rotate_neox(k, pos, rotary.cos, rotary.sin, rotary.half)
+    return q, k, v
 
 
 def qkv(
@@ -37,25 +72,11 @@ def qkv(
     ``q_dtype``, and the caches ``[B, Hkv, capacity, D]`` of ``cache_dtype`` with the rows the
     step writes (:class:`Written`); with a dense format ``fmt``
     (:mod:`kvdsl.reference.formats`), its words and side scales (:class:`DenseWritten`)."""
-    x = np.asarray(x, dtype=F32)
-    b, s, width = x.shape
-    heads = q_heads + 2 * kv_heads
-    d = width // heads
-    if bias is not None:
-        x = x + np.asarray(bias, dtype=F32).reshape(1, 1, width)
-    hq, hk = q_heads * d, kv_heads * d
-    q = split_heads(x[..., :hq], q_heads)
-    k = split_heads(x[..., hq : hq + hk], kv_heads)
-    v = split_heads(x[..., hq + hk :], kv_heads)
-    start, end = share_window(seqlens_k, s, capacity)
-    pos = (start[:, None] + np.arange(s))[:, None, :]
-    if q_norm is not None:
-        q = rms_norm(q, q_norm.weight, q_norm.eps)
-    if k_norm is not None:
-        k = rms_norm(k, k_norm.weight, k_norm.eps)
-    if rotary is not None:
-        q = rotate_neox(q, pos, rotary.cos, rotary.sin, rotary.half)
-        k = rotate_neox(k, pos, rotary.cos, rotary.sin, rotary.half)
+    start, end = share_window(seqlens_k, x.shape[1], capacity)
+    pos = start[:, None] + np.arange(x.shape[1])
+    q, k, v = project(x, pos, q_heads, kv_heads, bias, q_norm, k_norm, rotary)
+    b, s, d = q.shape[0], q.shape[2], q.shape[3]
+    hq = q_heads * d
     q = q.astype(q_dtype)
     if q_layout == "bsh":
         q = q.transpose(0, 2, 1, 3).reshape(b, s, hq)

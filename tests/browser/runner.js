@@ -397,11 +397,11 @@ const HOSTS = {
     params: (v, s) => ({ count: s.rows }),
   },
   // The fused QKV kernel: every head of the input a row (a K head and its V head one row with
-  // a dense format), tokens rotated by their cache row.
+  // a dense format not split), tokens rotated by their cache row.
   qkv: {
     shape: windowHost,
     params: (v, s) => {
-      const perToken = v.config.q_heads + (v.config.format === null ? 2 : 1) * v.config.kv_heads;
+      const perToken = v.config.q_heads + (v.config.split ? 2 : 1) * v.config.kv_heads;
       return { count: s.batch * s.keySeq * perToken, keySeq: s.keySeq, seq: s.seq };
     },
     capacity: "seq",
@@ -427,6 +427,18 @@ const HOSTS = {
     shape: (r) => pagedShape(r, { keySeq: r.int(1, 6) }),
     params: (v, s) => ({
       count: s.batch * v.config.kv_heads * s.keySeq,
+      keySeq: s.keySeq,
+      ...(v.config.addressing === "page_table" ? { maxPages: s.maxPages } : {}),
+    }),
+    seqlens: pagedSeqlens,
+    positions: (s) => s.maxPages * 256, // page_table: a position below maxPages pages of tokens
+    tables: (v, s, seqlens, r) => pagedTables(v, s, s.batch * s.keySeq, r),
+  },
+  // The fused QKV kernel into pages: rows as qkv's, tokens placed as paged_append's.
+  paged_qkv: {
+    shape: (r) => pagedShape(r, { keySeq: r.int(1, 6) }),
+    params: (v, s) => ({
+      count: s.batch * s.keySeq * (v.config.q_heads + (v.config.split ? 2 : 1) * v.config.kv_heads),
       keySeq: s.keySeq,
       ...(v.config.addressing === "page_table" ? { maxPages: s.maxPages } : {}),
     }),

@@ -74,8 +74,9 @@ DENSE = {
 }
 #: The paged modes, whose cases tests/harness/test_paged_cases.py checks.
 PAGED = {"paged_append", "paged_read", "paged_copy", "paged_compact", "paged_window"}
-#: The modes whose cases their own test module checks (tests/kernels/test_qkv.py).
-OWN = DENSE | {"qkv"}
+#: The modes whose cases their own test module checks (tests/kernels/test_qkv.py,
+#: tests/kernels/test_qkv_paged.py).
+OWN = DENSE | {"qkv", "paged_qkv"}
 
 
 def test_every_mode_has_a_generator():
@@ -84,7 +85,7 @@ def test_every_mode_has_a_generator():
         | {"build_quant", "append_quant"}
         | DENSE
         | PAGED
-        | {"qkv"}
+        | {"qkv", "paged_qkv"}
     )
     assert {cfg.mode for cfg in CONFIGS.values()} == set(CASES) - OWN - PAGED
 

@@ -1,0 +1,298 @@
+"""``paged_qkv``: the ``qkv`` mode (:mod:`kvdsl.kernels.qkv`) appending K and V into the pages
+of a paged cache (:mod:`kvdsl.nodes.paged`) instead of a buffer-sharing one.
+
+The packed projection, the transforms (bias, Q and K RMSNorm, rotary), Q's output and the
+walks (the pair walk of f32 and f16 rows, the quantiser's with a dense ``format``) are
+``qkv``'s; only each token's :class:`~kvdsl.kernels.qkv.Place` differs, given here
+(:class:`PagedTarget`) through ``paged_append``'s addressing (the nodes of
+:mod:`kvdsl.nodes.paged`: ``slot_address``, ``table_step``, ``table_address``,
+``Pages.row_base``) and its pool bindings (:func:`kvdsl.kernels.paged.pool_bindings`, side
+scales in ``scale_pages``):
+
+- ``slot_mapping`` (vLLM's ``reshape_and_cache_flash``): token ``b * keySeq + t`` goes to
+  ``slot_mapping[token]`` (negative: its K and V are skipped; Q is still written) and rotates at
+  ``token_positions[token]`` (vLLM's ``positions``);
+- ``page_table``: sequence ``b`` holds ``seqlens_k[b] + 1`` tokens after the step, the last
+  ``fresh = min(keySeq, seqlens_k[b] + 1)`` of them new: token ``t`` sits at position
+  ``total - fresh + t``, which is where it rotates; tokens ``t >= fresh`` (right padding) and
+  tokens of a negative page id write no K or V (their page is looked up at the last fresh
+  position, so that every load stays in the table).
+
+Bindings, in order: ``qkv``; ``slot_mapping`` and, with rotary, ``token_positions`` (or
+``seqlens_k`` and ``page_table``); ``qk_norm_weight``; ``rotary_table``; ``qkv_bias``;
+``q_out``; ``key_pages`` and ``value_pages`` (or one ``kv_pages``); ``scale_pages``. A config
+past WebGPU's default 8 storage buffers is refused, naming the field to change.
+"""
+
+from __future__ import annotations
+
+from dataclasses import KW_ONLY, dataclass
+from typing import Any
+
+from kvdsl.ir import KernelBuilder, Val, i32, max_, min_, u32
+from kvdsl.ir.ops import Op
+from kvdsl.ir.tree import Binary
+from kvdsl.kernels.config import (
+    MAX_STORAGE_BUFFERS,
+    ROTARY_TABLE,
+    Element,
+    Model,
+    choice,
+    emax,
+    largest,
+    one_of,
+    plus,
+    require,
+    times,
+)
+from kvdsl.kernels.dense import DenseFormat, ScalePlace
+from kvdsl.kernels.paged import (
+    PagedAppendConfig,
+    PagedFormat,
+    page_fields,
+    pages_named,
+    pool_bindings,
+    pool_extents,
+    scale_binding,
+    scale_pages,
+)
+from kvdsl.kernels.qkv import Q_HEADS, Chain, Place, QkvConfig, Target
+from kvdsl.kernels.qkv import bytes_moved as contiguous_bytes_moved
+from kvdsl.nodes import paged
+from kvdsl.nodes.paged import PAGE_SIZES, Addressing, PageLayout, Pool
+from kvdsl.nodes.quantise import Quantiser, cache_binding
+
+
+@dataclass(frozen=True)
+class PagedQkvConfig(QkvConfig):
+    """A ``paged_qkv`` variant: a ``qkv`` config's fields and the pages' (``page_size``,
+    ``page_layout``, ``pool``) and how a token finds its page (``addressing``)."""
+
+    _: KW_ONLY
+    page_size: int = 16
+    page_layout: PageLayout = choice(PageLayout.NHD)
+    pool: Pool = choice(Pool.SEPARATE)
+    addressing: Addressing = choice(Addressing.SLOT_MAPPING)
+    mode = "paged_qkv"
+    KEYS = (
+        QkvConfig.KEYS[:-2]
+        + ("page_size", "page_layout", "pool", "addressing")
+        + (
+            "workgroup_size",
+            "fold",
+        )
+    )
+
+    def check_fields(self) -> None:
+        super().check_fields()
+        ok = isinstance(self.page_size, int) and not isinstance(self.page_size, bool)
+        require(
+            ok and self.page_size in PAGE_SIZES,
+            "page_size",
+            self.page_size,
+            "a power of two from 16 to 256 (tokens per page)",
+        )
+        one_of("page_layout", self.page_layout, PageLayout)
+        one_of("pool", self.pool, Pool)
+        one_of("addressing", self.addressing, Addressing)
+        if self.format is not None:
+            require(
+                self.pool is Pool.SEPARATE,
+                "pool",
+                self.pool.value,
+                f"'separate' with format {self.format.value!r} (the quantiser stores K and V"
+                " at one index of two bindings)",
+            )
+        n = self.storage_buffers
+        if n > MAX_STORAGE_BUFFERS:
+            past = f"{n} storage buffers, past WebGPU's default {MAX_STORAGE_BUFFERS}"
+            if not self.inline:
+                require(False, "scales", self.scales.value, f"'inline' here ({past})")
+            if self.format is None and self.pool is Pool.SEPARATE:
+                require(False, "pool", self.pool.value, f"'combined' here ({past})")
+            require(False, "bias", self.bias, f"false with a norm and rotary here ({past})")
+
+    @property
+    def storage_buffers(self) -> int:
+        """The kernel's storage bindings: qkv, the addressing's, the norm weights, the rotary
+        table, the bias, q_out, the pools and the side scales."""
+        table = self.addressing is Addressing.PAGE_TABLE
+        address = 2 if table or self.rotary else 1
+        pools = 1 if self.pool is Pool.COMBINED else 2
+        extra = int(self.norm) + int(self.rotary) + int(self.bias) + int(not self.inline)
+        return 2 + address + pools + extra
+
+    @property
+    def pool_config(self) -> PagedAppendConfig:
+        """The pools as ``paged_append`` sees them (geometry, format, scales, addressing):
+        the unfused chain's append, and the source of the pool helpers' sizes."""
+        fmt = self.present_type.value if self.format is None else self.format.value
+        return PagedAppendConfig(
+            self.kv_heads, self.head_dim, page_size=self.page_size,
+            page_layout=self.page_layout, pool=self.pool, format=PagedFormat(fmt),
+            scales=self.scales, addressing=self.addressing,
+        )  # fmt: skip
+
+
+class PagedTarget(Target):
+    """The pages of a ``paged_qkv`` config (:class:`~kvdsl.kernels.qkv.Target`)."""
+
+    cfg: PagedQkvConfig
+
+    def inputs(self, kb: KernelBuilder) -> None:
+        if self.cfg.addressing is Addressing.PAGE_TABLE:
+            self.seqlens = kb.binding("seqlens_k", i32, "read")
+            self.table = kb.binding("page_table", i32, "read")
+        else:
+            self.slots = kb.binding("slot_mapping", i32, "read")
+            if self.cfg.rotary:
+                self.positions = kb.binding("token_positions", i32, "read")
+
+    def caches(self, kb: KernelBuilder, q: Quantiser | None) -> tuple[Any, Any, Any]:
+        view = self.cfg.pool_config
+        if q is None:
+            k, v = pool_bindings(kb, view, "read_write")
+        else:
+            k, v = (cache_binding(kb, q, n) for n in ("key_pages", "value_pages"))
+        return k, v, scale_binding(kb, view, "read_write")
+
+    def params(self, kb: KernelBuilder) -> None:
+        self.pages = paged.declare(kb, self.cfg.pool_config.geometry)
+        if self.cfg.addressing is Addressing.PAGE_TABLE:
+            self.max_pages = kb.param("maxPages")
+
+    def place(self, kb: KernelBuilder, b: Val, t: Val, token: Val, key_seq: Val) -> Place:
+        cfg, pages = self.cfg, self.pages
+        if cfg.addressing is Addressing.PAGE_TABLE:
+            step = paged.table_step(kb, self.seqlens, b, key_seq)
+            fresh, past = step.fresh, step.past
+            kb.comment("The token's position; tokens t >= fresh are right padding, skipped, their")
+            kb.comment("page looked up at the last fresh position (every load stays in range).")
+            pos = kb.let("pos", past + t)
+            at = kb.let("tablePos", past + min_(t, max_(fresh, 1) - 1))
+            addr = paged.table_address(kb, pages, self.table, b, self.max_pages, at)
+            skip = kb.let("skip", (t >= fresh).lor(addr.skip))
+        else:
+            addr = paged.slot_address(kb, pages, self.slots, token)
+            pos = None
+            if cfg.rotary:
+                pos = kb.let("pos", max_(self.positions[token], 0).to(u32))
+            skip = kb.let("skip", addr.skip)
+        sides = scale_pages(pages, cfg.pool_config)
+
+        def base(head: Val, value: bool = False) -> Val:
+            return pages.row_base(addr.page, addr.slot, head, value)
+
+        side = None
+        if sides is not None:
+
+            def side(head: Val) -> Val:
+                return sides.row_base(addr.page, addr.slot, head)
+
+        return Place(pos, base, side, skip)
+
+    def extents(self, batch: Any, key_seq: Val) -> tuple[dict[str, Any], dict[str, Any]]:
+        cfg, view = self.cfg, self.cfg.pool_config
+        out: dict[str, Any] = {}
+        requires: dict[str, Any] = {"keySeq >= 1": key_seq >= 1}
+        if cfg.addressing is Addressing.PAGE_TABLE:
+            out |= {"seqlens_k": batch, "page_table": times(batch, self.max_pages)}
+            fits = Binary(
+                Op.LE, plus(largest("seqlens_k"), 1), times(self.max_pages, cfg.page_size)
+            )
+            requires["seqlens_k.max + 1 <= maxPages * page_size"] = fits
+            positions = emax(plus(largest("seqlens_k"), 1), key_seq)
+        else:
+            out["slot_mapping"] = times(batch, key_seq)
+            positions = emax(plus(largest("token_positions"), 1), 1)
+            if cfg.rotary:
+                out["token_positions"] = times(batch, key_seq)
+        if cfg.rotary:
+            out[ROTARY_TABLE] = times(positions, 2 * cfg.half)
+        out |= pool_extents(view, pages_named(view, cfg.addressing))
+        return out, requires
+
+
+def bytes_moved(cfg: PagedQkvConfig) -> str:
+    """``qkv``'s least bytes (:func:`kvdsl.kernels.qkv.bytes_moved`) with the addressing's
+    entries read once per token: its slot and, with rotary, its position, or its page-table
+    entry (one per token: the kernel reads its page's entry for each) beside ``seqlens_k``."""
+    out = contiguous_bytes_moved(cfg)
+    slot = cfg.addressing is Addressing.SLOT_MAPPING
+    per_token = 4 * (1 + int(slot and cfg.rotary))
+    head, _, rest = out.partition(" + batch * 4")
+    if slot:  # no seqlens_k
+        return f"{head} + batch * keySeq * {per_token}{rest}"
+    return f"{head} + batch * keySeq * {per_token} + batch * 4{rest}"
+
+
+def contract_fields(cfg: Any) -> dict[str, Any]:
+    """The fields a ``paged_qkv`` variant's ``index.json`` entry adds: ``bytes_moved`` and the
+    pages' geometry (``pages``: :func:`kvdsl.kernels.paged.page_fields`)."""
+    if not isinstance(cfg, PagedQkvConfig):
+        return {}
+    return {"bytes_moved": bytes_moved(cfg)} | page_fields(cfg.pool_config)
+
+
+def catalog_variants(models: dict[str, Model]) -> dict[str, PagedQkvConfig]:
+    """Named ``paged_qkv`` variants: Llama 3.1 8B f16 (input, Q and pages) slot-mapped in pages
+    of 16 (vLLM's), and in a combined HND pool through a page table (TVM's); Qwen3 0.6B with Q
+    and K RMSNorm into an int8 page-table cache; Llama in q4_0 and in int4 with side scales in
+    ``scale_pages``, slot-mapped; Qwen2.5 0.5B (the bias) int4 through a page table; Gemma 3 1B
+    (its norms) q8_0 HND through a page table; Phi-3 f32 in pages of 32."""
+    f16 = {"input_type": Element.F16, "present_type": Element.F16, "q_type": Element.F16}
+    table, slots = Addressing.PAGE_TABLE, Addressing.SLOT_MAPPING
+    norms = {"q_norm": True, "k_norm": True}
+
+    def shape(key: str) -> dict[str, Any]:
+        return models[key].shape | {"q_heads": Q_HEADS[key], "rotary": True}
+
+    return {
+        "paged_qkv_f16_p16_llama31_8b": PagedQkvConfig(**shape("llama31_8b"), **f16),
+        "paged_qkv_f16_combined_hnd_llama31_8b": PagedQkvConfig(
+            **shape("llama31_8b"),
+            **f16,
+            addressing=table,
+            pool=Pool.COMBINED,
+            page_layout=PageLayout.HND,
+        ),
+        "paged_qkv_int8_page_table_qwen3_06b": PagedQkvConfig(
+            **shape("qwen3_06b"), **norms, format=DenseFormat.INT8, addressing=table
+        ),
+        "paged_qkv_q4_0_llama31_8b": PagedQkvConfig(
+            **shape("llama31_8b"), format=DenseFormat.Q4_0, addressing=slots
+        ),
+        "paged_qkv_int4_side_llama31_8b": PagedQkvConfig(
+            **shape("llama31_8b"), format=DenseFormat.INT4, scales=ScalePlace.SIDE
+        ),
+        "paged_qkv_int4_page_table_qwen25_05b": PagedQkvConfig(
+            **shape("qwen25_05b"), bias=True, format=DenseFormat.INT4, addressing=table
+        ),
+        "paged_qkv_q8_0_hnd_page_table_gemma3_1b": PagedQkvConfig(
+            **shape("gemma3_1b"),
+            **norms,
+            format=DenseFormat.Q8_0,
+            addressing=table,
+            page_layout=PageLayout.HND,
+        ),
+        "paged_qkv_p32_phi3_mini": PagedQkvConfig(**shape("phi3_mini"), page_size=32),
+    }
+
+
+def chain(cfg: PagedQkvConfig) -> Chain:
+    """The configs of ``cfg``'s unfused chain (:class:`kvdsl.kernels.qkv.Chain`, one head per
+    "batch"): the split (``transpose``), Q's ``build`` (Q RMSNorm, rotary at ``pastSeq + t``),
+    K's ``build`` (K RMSNorm, rotary; None with neither), then ``paged_append`` of K and V, f32
+    in and no transform of its own (the placement through ``cfg``'s addressing and a dense
+    format's quantiser) into ``cfg``'s pools."""
+    from kvdsl.kernels.build import BuildConfig
+    from kvdsl.kernels.config import Walk
+    from kvdsl.kernels.transpose import TransposeConfig
+
+    d, flat = cfg.head_dim, Walk.FLAT
+    words_ = cfg.input_type is Element.F16
+    split = TransposeConfig(cfg.heads, d, vec4=True, input_type=cfg.input_type, words=words_)
+    rot = {"rotary": cfg.rotary, "rotary_half": cfg.rotary_half, "eps": cfg.eps, "walk": flat}
+    q = BuildConfig(1, d, k_norm=cfg.q_norm, present_type=cfg.q_type, **rot)
+    k = BuildConfig(1, d, k_norm=cfg.k_norm, **rot) if cfg.k_norm or cfg.rotary else None
+    return Chain(split, q, k, cfg.pool_config)
