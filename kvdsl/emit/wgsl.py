@@ -27,7 +27,7 @@ from kvdsl.ir import tree as ir
 from kvdsl.ir import ops
 from kvdsl.ir.features import enables
 from kvdsl.ir.show import statement
-from kvdsl.ir.types import Scalar, bool_, f16, i32, u32
+from kvdsl.ir.types import Scalar, Struct, bool_, f16, i32, u32
 
 INDENT = "  "
 #: The trailing comment that names a binding's host data type (``// host: f16``).
@@ -98,8 +98,8 @@ def emit_expr(e: ir.Expr) -> str:
             return f"{_operand(base, ops.PRIMARY, None)}[{emit_expr(index)}]"
         case ir.Member(base, name):
             return f"{_operand(base, ops.PRIMARY, None)}.{name}"
-        case ir.ArrayLength(name):
-            return f"arrayLength(&{name})"
+        case ir.ArrayLength(name, member):
+            return f"arrayLength(&{name}{'' if member is None else '.' + member})"
         case ir.AtomicCall(fn, target, args):
             return f"atomic{fn}({_arguments((ir.Name('&' + emit_expr(target)),) + args)})"
         case ir.Call(op, args):
@@ -261,6 +261,21 @@ def inline(s: ir.Stmt | None) -> str:
     raise TypeError(f"emit: not a simple statement: {s!r}")
 
 
+def memory_structs(kernel: ir.Kernel) -> list[str]:
+    """The declarations of the structs storage bindings and workgroup arrays hold, each once,
+    in the order the bindings, then the workgroup vars, first name them."""
+    seen: dict[str, Struct] = {}
+    for t in [b.elem for b in kernel.bindings] + [w.ty.elem for w in kernel.workgroup_vars]:
+        if isinstance(t, Struct) and t.name not in seen:
+            seen[t.name] = t
+    out = []
+    for st in seen.values():
+        out.append(f"struct {st.name} {{")
+        out += [f"{INDENT}{n}: {t}," for n, t in st.fields]
+        out += ["}", ""]
+    return out
+
+
 def emit(kernel: ir.Kernel) -> str:
     """The kernel as a complete WGSL module."""
     out: list[str] = []
@@ -268,8 +283,10 @@ def emit(kernel: ir.Kernel) -> str:
         out.append(f"struct {kernel.params.name} {{")
         out += [f"{INDENT}{n}: {t}," for n, t in kernel.params.fields]
         out += ["}", ""]
+    out += memory_structs(kernel)
     for i, b in enumerate(kernel.bindings):
-        decl = f"@group(0) @binding({i}) var<storage, {b.access}> {b.name}: array<{b.elem}>;"
+        ty = b.elem if b.whole else f"array<{b.elem}>"
+        decl = f"@group(0) @binding({i}) var<storage, {b.access}> {b.name}: {ty};"
         # The host's element type, when not the WGSL one, survives a parse (kvdsl.frontend).
         out.append(decl if b.data is None else f"{decl} {HOST_DATA}{b.data}")
     if kernel.params is not None:

@@ -49,7 +49,20 @@ from kvdsl.frontend.transform import (
 from kvdsl.frontend.typer import Typer
 from kvdsl.emit.wgsl import HOST_DATA
 from kvdsl.ir import tree as ir
-from kvdsl.ir.types import SCALARS, Array, Atomic, Ptr, RuntimeArray, Scalar, Struct, Vec, bool_
+from kvdsl.ir.types import (
+    SCALARS,
+    Array,
+    Atomic,
+    Ptr,
+    RuntimeArray,
+    Scalar,
+    Struct,
+    Vec,
+    bool_,
+    f32,
+    i32,
+    u32,
+)
 from kvdsl.ir.features import uses_f16
 from kvdsl.ir.scope import Scope, Symbol, VerifyError, name_problem
 from kvdsl.ir.verify import Verifier, check_pointer_type, module_scope, verify
@@ -239,6 +252,7 @@ class _Assembler:
         problem = name_problem(entry.name)  # kvdsl emits "main", but WGSL reads this one
         if problem is not None:
             raise WgslTypeError(f"entry point {entry.name}: {problem}", self.filename, entry.line)
+        self.structs = self.struct_types(structs, gvars)
         params = self.params(structs, gvars)
         bindings = self.bindings(gvars)
         shared = self.workgroup_vars(gvars)
@@ -335,9 +349,17 @@ class _Assembler:
         uniforms = [g for g in gvars if g.space == "uniform"]
         if len(uniforms) > 1:
             raise self.err("more than one uniform (the IR has one params struct)", uniforms[1].line)
+        named = {g.ty.name for g in uniforms if isinstance(g.ty, StructRef)}
+        structs = [d for d in structs if d.name in named] + [
+            d for d in structs if d.name not in named and d.name not in self.structs
+        ]
         if len(structs) > 1 or (structs and not uniforms):
             extra = structs[1] if len(structs) > 1 else structs[0]
-            raise self.err(f"struct {extra.name} (only the uniform params struct)", extra.line)
+            raise self.err(
+                f"struct {extra.name} (the uniform params struct, or the element of a storage "
+                "or workgroup array)",
+                extra.line,
+            )
         if not uniforms:
             return None
         u = uniforms[0]
@@ -355,6 +377,60 @@ class _Assembler:
                 )
         self.decl_lines["params"] = u.line
         return Struct(structs[0].name, tuple(structs[0].fields))
+
+    def struct_types(self, structs: list[StructDecl], gvars: list[GlobalVar]) -> dict[str, Struct]:
+        """The structs storage and workgroup arrays hold (``array<BlockQ8>``), by name, their
+        array types resolved in ``gvars``; members are 32-bit scalars, vectors of them and
+        fixed-size arrays of those (f16 members would not fill whole words)."""
+        decls = {d.name: d for d in structs}
+        out: dict[str, Struct] = {}
+        for k, g in enumerate(gvars):
+            if g.space not in ("storage", "workgroup"):
+                continue
+            ty = g.ty
+            whole = g.space == "storage" and isinstance(ty, StructRef)  # rows: Rows
+            if not whole and (
+                not isinstance(ty, (Array, RuntimeArray)) or not isinstance(ty.elem, StructRef)
+            ):
+                continue
+            ref = ty if whole else ty.elem
+            d = decls.get(ref.name)
+            if d is None:
+                raise WgslTypeError(
+                    f"var '{g.name}': unknown type '{ref.name}'", self.filename, ref.line
+                )
+            for fname, fty in d.fields:
+                last = whole and fname == d.fields[-1][0]  # may be runtime-sized
+                if isinstance(fty, RuntimeArray) and fname != d.fields[-1][0]:
+                    raise WgslTypeError(
+                        f"struct {d.name} member {fname}: {_spell(fty)} is runtime-sized but not "
+                        "the struct's last member (WGSL takes one only last)",
+                        self.filename,
+                        d.line,
+                    )
+                inner = fty.elem if isinstance(fty, Array) or last else fty
+                if isinstance(inner, (Scalar, Vec)) and inner.scalar in (u32, i32, f32):
+                    continue
+                raise self.err(
+                    f"struct {d.name} member {fname}: {_spell(fty)} (members of a struct in "
+                    "storage or workgroup memory are u32, i32 or f32 scalars, vectors of them, "
+                    "or fixed-size arrays of those)",
+                    d.line,
+                )
+            out[d.name] = st = Struct(d.name, tuple(d.fields))
+            if whole:
+                if not isinstance(st.fields[-1][1], RuntimeArray):
+                    raise self.err(
+                        f"storage var '{g.name}' of type {st.name} (a struct binding ends in a "
+                        "runtime-sized array; else an array of structs)",
+                        g.line,
+                        g.column,
+                    )
+                gvars[k] = replace(g, ty=st)
+                continue
+            resolved = Array(st, ty.n) if isinstance(ty, Array) else RuntimeArray(st)
+            gvars[k] = replace(g, ty=resolved)
+        return out
 
     def resource_attrs(self, g: GlobalVar) -> tuple[int, int]:
         got = {}
@@ -388,6 +464,19 @@ class _Assembler:
                 slot = self.resource_attrs(g)
                 if g.has_init:
                     raise self.err(f"storage var '{g.name}' with an initialiser", g.line)
+                if isinstance(g.ty, Struct):  # one struct ending in a runtime-sized array
+                    access = g.access or "read"
+                    if access not in ("read", "read_write"):
+                        raise self.err(f"storage access '{access}'", g.line, g.column)
+                    b = ir.Binding(g.name, g.ty, access, None, whole=True)
+                    numbered.append((slot, b))
+                    self.decl_lines[g.name] = g.line
+                    if slot in seen:
+                        raise self.err(
+                            f"'{g.name}' reuses @group({slot[0]}) @binding({slot[1]})", g.line
+                        )
+                    seen[slot] = g.name
+                    continue
                 if not isinstance(g.ty, RuntimeArray):
                     raise self.err(
                         f"storage var '{g.name}' of type {g.ty} (only runtime arrays)",
@@ -606,6 +695,10 @@ def _literal_types(e: ir.Expr, consts: tuple[ir.Const, ...]) -> set[str]:
         elif type(node) is ir.Name and node.name in typed:
             out.add(typed[node.name])
     return out
+
+
+def _spell(ty: Any) -> str:
+    return ty.name if isinstance(ty, StructRef) else str(ty)
 
 
 def _int_arg(a: Attr, consts: dict, filename: str) -> int:

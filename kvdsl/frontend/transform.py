@@ -513,6 +513,14 @@ class ToIR(Transformer):
             return RawCtor(SCALARS[name], args)
         if name in VEC_ALIASES:
             return RawCtor(VEC_ALIASES[name], args)
+        if (
+            name == "arrayLength"
+            and len(args) == 1
+            and isinstance(args[0], RawAddress)
+            and isinstance(args[0].x, ir.Member)
+            and isinstance(args[0].x.base, ir.Name)
+        ):
+            return ir.ArrayLength(args[0].x.base.name, args[0].x.name)  # &rows.data
         if name == "arrayLength":
             if len(args) != 1 or not (
                 isinstance(args[0], RawAddress) and isinstance(args[0].x, ir.Name)
@@ -685,6 +693,8 @@ class ToIR(Transformer):
 
     @v_args(meta=True, inline=True)
     def runtime_array_type(self, meta: Meta, elem) -> RuntimeArray:
+        if isinstance(elem, StructRef):
+            return RuntimeArray(elem)  # an array of structs (resolved with the module's structs)
         return RuntimeArray(self._elem(elem, meta))
 
     @v_args(meta=True, inline=True)
@@ -692,8 +702,8 @@ class ToIR(Transformer):
         n = const_int(count, self.consts, (self.filename, meta.line, meta.column))
         if n <= 0:
             raise self._err(f"array size {n} is not positive", meta.line, meta.column)
-        if isinstance(elem, Array):
-            return Array(elem, n)  # nested: array<array<f32, 4>, 16>
+        if isinstance(elem, (Array, StructRef)):
+            return Array(elem, n)  # nested: array<array<f32, 4>, 16>; of structs: resolved later
         return Array(self._elem(elem, meta), n)
 
     def _elem(self, elem, meta: Meta):

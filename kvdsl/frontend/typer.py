@@ -206,6 +206,12 @@ class Typer:
                 return ir.Index(base, self.expr(i, scope, None))
             case ir.Member(base, name):
                 base = self.through(self.expr(base, scope, None), scope)
+                if (
+                    type(base) is ir.Name
+                    and (sym := scope.lookup(base.name))
+                    and sym.kind == "binding"
+                ):
+                    return ir.Member(base, name)  # a binding that is one struct: rows.n
                 if isinstance(self.type_of(base, scope), Vec) and set(name) <= _RGBA:
                     name = name.translate(_RGBA_AS_XYZW)  # WGSL's colour swizzle: the IR's xyzw
                 return ir.Member(base, name)

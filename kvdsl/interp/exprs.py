@@ -12,7 +12,7 @@ import numpy as np
 from kvdsl.ir import tree as ir
 from kvdsl.ir import ops
 from kvdsl.ir.ops import Op
-from kvdsl.ir.types import Array
+from kvdsl.ir.types import Array, Struct
 from kvdsl.ir.show import show
 from kvdsl.interp.errors import InterpError
 from kvdsl.interp.memory import Flat, Row
@@ -180,8 +180,12 @@ class Expressions:
                 return self.apply(op, tuple(self.eval(a, m) for a in args))
             case ir.FnCall(name, args):
                 return self.call(self.functions[name], [self.eval(a, m) for a in args], m)
+            case ir.ArrayLength(name, member) if member is not None:
+                return np.array([self.runtime_length(self.buffers[name], member)], np.uint32)
             case ir.ArrayLength(name):
-                return np.array([self.buffers[name].length], np.uint32)
+                b = self.buffers[name]
+                per = b.binding.host_values if isinstance(b.binding.elem, Struct) else 1
+                return np.array([b.length // per], np.uint32)
             case ir.Convert(ty, x):
                 return convert(self.eval(x, m), ty)
             case ir.Bitcast(ty, x):
@@ -190,6 +194,8 @@ class Expressions:
                 return np.ascontiguousarray(self.eval(x, m)).view(ty.scalar.dtype).copy()
             case ir.Construct(ty, args):
                 return self.construct(ty, [self.eval(a, m) for a in args])
+            case ir.Index() | ir.Member() if self._structs and (b := self.struct_root(e)):
+                return self.struct_load(b, e, m)
             case ir.Index(ir.Name(name), index) if name in self.buffers and not self._shadowed(
                 name
             ):

@@ -21,6 +21,7 @@ from kvdsl.interp.errors import InterpError
 from kvdsl.interp.exprs import Expressions
 from kvdsl.interp.memory import Flat, Memory, Row
 from kvdsl.interp.scope import Frame, Scopes, Slot
+from kvdsl.interp.structs import StructMemory
 from kvdsl.interp.values import (
     COMPONENTS,
     ArrayValue,
@@ -38,7 +39,7 @@ from kvdsl.interp.values import (
     sel,
 )
 from kvdsl.ir import tree as ir
-from kvdsl.ir.types import Array, Vec
+from kvdsl.ir.types import Array, Struct, Vec
 from kvdsl.ir.show import show
 
 MAX_TRIPS = 1 << 22  # a loop still running after this many trips is taken to be infinite
@@ -144,7 +145,7 @@ def render(s: ir.Stmt | None) -> str:
             return show(s)
 
 
-class Machine(Scopes, Expressions, Memory):
+class Machine(Scopes, Expressions, Memory, StructMemory):
     """Runs one dispatch of a kernel."""
 
     def __init__(
@@ -173,7 +174,11 @@ class Machine(Scopes, Expressions, Memory):
         self.shared: dict[str, SharedArray] = {}  # the chunk's workgroup memory
         self.current: ir.Stmt | None = None
         self._affine: list[tuple] = []  # the last few index arrays :meth:`affine` looked at
-        self.batching = batching
+        # Bindings and workgroup arrays of structs, held as words (kvdsl.interp.structs); their loops run unbatched.
+        self._structs = any(isinstance(b.elem, Struct) for b in kernel.bindings) or any(
+            isinstance(w.ty.elem, Struct) for w in kernel.workgroup_vars
+        )
+        self.batching = batching and not self._structs
         self.batched = False  # whether a loop ran batched (see :mod:`kvdsl.interp.batch`)
         self.batch: BatchGrid | None = None  # the grid of the batch running now
         self._plans: dict[int, batch.Plan | None] = {}
@@ -499,6 +504,9 @@ class Machine(Scopes, Expressions, Memory):
                 self.shared_put(self.shared[chain.name], None, v, m)
                 return
             self.at(hidden, lambda: self.assign(chain, v, m))
+            return
+        if self._structs and (sb := self.struct_root(target)) is not None:
+            self.struct_store(sb, target, v, m)
             return
         if isinstance(target, ir.Index) and isinstance(target.base, ir.Name):
             b = self.buffers.get(target.base.name)

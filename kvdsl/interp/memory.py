@@ -12,6 +12,7 @@ import numpy as np
 from kvdsl.interp.batch import Fallback
 from kvdsl.interp.errors import InterpError, OutOfBounds, RaceError, UninitializedRead
 from kvdsl.ir.tree import AtomicCall, Expr, Index, Name
+from kvdsl.ir.types import Struct
 from kvdsl.interp.values import (
     ArrayValue,
     Mask,
@@ -114,7 +115,8 @@ class Memory:
         if self.accesses is not None:
             lanes = self.n if m is None else int(np.count_nonzero(m))
             tally = self.accesses.setdefault(b.binding.name, [0, 0])
-            tally[which] += lanes * b.binding.elem.size
+            elem = b.binding.elem  # a struct's members move word by word
+            tally[which] += lanes * (4 if isinstance(elem, Struct) else elem.size)
 
     def store(self, b: Storage, idx: np.ndarray, v: np.ndarray, m: Mask) -> None:
         """``binding[idx] = v`` on the lanes of ``m``, checking bounds and races."""
@@ -194,8 +196,14 @@ class Memory:
             )
 
     def _race_pair(self, name: str, index: int, first: int, second: int, what: str) -> None:
+        b = self.buffers.get(name)
+        if b is not None and b.binding.whole:  # one struct, held as words
+            name, index = f"{name} (word {index} of the struct)", None
+        elif b is not None and isinstance(b.binding.elem, Struct):  # held as words
+            per = b.binding.host_values
+            name, index = f"{name}[{index // per}] (word {index % per} of the struct)", None
         raise RaceError(
-            f"{name}[{index}]: {self.grid.describe(first)} wrote it and "
+            f"{name if index is None else f'{name}[{index}]'}: {self.grid.describe(first)} wrote it and "
             f"{self.grid.describe(second)} {what}s it in the same dispatch{self.where()}"
         )
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kvdsl.ir.tree import Binding, WorkgroupVar
-from kvdsl.ir.types import Array, Atomic, Scalar, Vec
+from kvdsl.ir.types import Array, Atomic, Scalar, Struct, Vec, stride, u32
 
 Mask = np.ndarray | None
 COMPONENTS = "xyzw"
@@ -323,6 +323,10 @@ class SharedArray:
         if self.inner is not None:
             elem = elem.elem
         self.length = 1 if scalar else var.ty.n * (self.inner or 1)
+        # An array of structs is held as u32 words in WGSL's layout (kvdsl.interp.structs).
+        self.words = stride(elem) // 4 if isinstance(elem, Struct) else None
+        if self.words is not None:
+            elem, self.length = u32, var.ty.n * self.words
         self.first = first  # dispatch-wide index of the chunk's first workgroup
         self.lanes = elem.n if isinstance(elem, Vec) else 1
         shape = (groups * self.length,) + ((elem.n,) if isinstance(elem, Vec) else ())
@@ -341,6 +345,8 @@ class SharedArray:
         """The element (and lane, for a vector array) of ``slot``, as WGSL indexes it."""
         lane = f"[{slot % self.lanes}]" if self.lanes > 1 else ""
         e = slot // self.lanes % self.length
+        if self.words is not None:
+            return f"{self.var.name}[{e // self.words}] (word {e % self.words} of the struct)"
         if self.inner is not None:
             return f"{self.var.name}[{e // self.inner}][{e % self.inner}]{lane}"
         return f"{self.var.name}[{e}]{lane}"
@@ -354,7 +360,8 @@ def storage(binding: Binding, given: np.ndarray) -> Storage:
     ``arrayLength`` rounds a partial trailing element down.
     """
     given = np.asarray(given)
-    dt = binding.elem.scalar.dtype
+    # An array of structs is held as u32 words (kvdsl.interp.structs).
+    dt = binding.host.dtype if isinstance(binding.elem, Struct) else binding.elem.scalar.dtype
     # The host's array holds binding.host values (f16 data of u32 words: a float16 array).
     if given.dtype.itemsize != binding.host.dtype.itemsize:
         raise TypeError(

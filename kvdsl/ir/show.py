@@ -39,8 +39,8 @@ def show(node: object) -> str:
             return f"{_primary(base)}[{show(index)}]"
         case ir.Member(base, name):
             return f"{_primary(base)}.{name}"
-        case ir.ArrayLength(name):
-            return f"arrayLength(&{name})"
+        case ir.ArrayLength(name, member):
+            return f"arrayLength(&{name}{'' if member is None else '.' + member})"
         case ir.AtomicCall(fn, target, args):
             return f"atomic{fn}({', '.join(['&' + show(target), *map(show, args)])})"
         case ir.Let() | ir.Var() | ir.Assign() | ir.Barrier() | ir.CallStmt() | ir.ConstAssert():

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import MISSING, dataclass, field, fields
 
 from kvdsl.ir.ops import Op
-from kvdsl.ir.types import Array, Ptr, Scalar, Struct, Vec, u32, vec3u
+from kvdsl.ir.types import Array, Ptr, Scalar, Struct, Vec, stride, u32, vec3u
 
 # ---- expressions ------------------------------------------------------------------------------
 
@@ -103,9 +103,11 @@ class Member:
 @dataclass(frozen=True, slots=True)
 class ArrayLength:
     """``arrayLength(&name)``: the element count of storage binding ``name`` (a ``u32``, the
-    same for every invocation)."""
+    same for every invocation); with ``member``, ``arrayLength(&name.member)``, the runtime-sized
+    last member of a binding that is one struct."""
 
     name: str
+    member: str | None = None
 
 
 #: WGSL's atomic builtins: the name after ``atomic`` and how many value arguments follow
@@ -388,18 +390,27 @@ class Binding:
     """
 
     name: str
-    elem: Scalar | Vec
+    elem: Scalar | Vec | Struct
     access: str  # "read" or "read_write"
     data: Scalar | None = None
+    #: The binding is one ``elem`` struct ending in a runtime-sized array
+    #: (``var<storage> rows: Rows;``), not ``array<elem>``.
+    whole: bool = False
 
     @property
     def host(self) -> Scalar:
-        """The scalar type of the host's array (``data``, else the element's scalar)."""
+        """The scalar type of the host's array (``data``, else the element's scalar; an array
+        of structs is held as ``u32`` words in WGSL's layout)."""
+        if isinstance(self.elem, Struct) and self.data is None:
+            return u32
         return self.elem.scalar if self.data is None else self.data
 
     @property
     def host_values(self) -> int:
-        """How many host values one element holds (``vec4<u32>`` of f16 data: 8)."""
+        """How many host values one element holds (``vec4<u32>`` of f16 data: 8; a struct:
+        its array stride in words)."""
+        if isinstance(self.elem, Struct):
+            return 1 if self.whole else stride(self.elem) // self.host.size
         n = self.elem.n if isinstance(self.elem, Vec) else 1
         return n if self.data is None else n * self.elem.scalar.size // self.data.size
 

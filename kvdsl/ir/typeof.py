@@ -136,6 +136,14 @@ class ExprTyper(ConstEval):
                     and sym.kind not in _INDEXED
                 ):
                     bt = sym.ty  # a plain name (params, a vector), as for Binary's operands
+                elif (
+                    type(base) is ir.Name
+                    and (sym := scope.visible.get(base.name))
+                    and sym.kind == "binding"
+                    and isinstance(sym.ty, Struct)
+                ):
+                    self.used.add(base.name)
+                    bt = sym.ty  # a binding that is one struct: rows.n
                 else:
                     bt = self.type_of(base, scope)
                 if isinstance(bt, Struct):
@@ -176,6 +184,8 @@ class ExprTyper(ConstEval):
                     sym = scope.lookup(base.name)
                     if sym is not None and sym.kind == "binding":
                         self.used.add(base.name)
+                        if isinstance(sym.ty, Struct):
+                            raise VerifyError(f"{show(e)}: cannot index a value of type {sym.ty}")
                         if type(sym.ty.elem) is Atomic:
                             self._plain_atomic(e, sym.ty.elem)
                         return sym.ty.elem
@@ -192,8 +202,10 @@ class ExprTyper(ConstEval):
                     if at is not None and at >= bt.n:
                         self._index_out_of_range(e, at, bt.n)
                     return bt.elem
-                if isinstance(bt, RuntimeArray) and type(base) is ir.Deref:
-                    return bt.elem  # (*p)[i] of a pointer to a whole binding
+                if isinstance(bt, RuntimeArray) and type(base) in (ir.Deref, ir.Member):
+                    return (
+                        bt.elem
+                    )  # or rows.data[i] of a binding that is one struct  # (*p)[i] of a pointer to a whole binding
                 if isinstance(bt, Ptr):
                     raise VerifyError(
                         f"{show(e)}: {show(base)} is a pointer: index what it points at, "
@@ -262,10 +274,22 @@ class ExprTyper(ConstEval):
                 return ty
             case ir.Unary(op, x):
                 return self._apply(e, op, (self.type_of(x, scope),))
-            case ir.ArrayLength(name):
+            case ir.ArrayLength(name, member):
                 sym = scope.lookup(name)
                 if sym is None or sym.kind != "binding":
                     raise VerifyError(f"{show(e)}: '{name}' is not a storage binding")
+                whole = isinstance(sym.ty, Struct)
+                if member is not None or whole:
+                    last = sym.ty.fields[-1] if whole else None
+                    if last is None or last[0] != member or not isinstance(last[1], RuntimeArray):
+                        raise VerifyError(
+                            f"{show(e)}: arrayLength takes a runtime-sized array"
+                            + (
+                                f" ({name}.{last[0]})"
+                                if last and isinstance(last[1], RuntimeArray)
+                                else ""
+                            )
+                        )
                 self.used.add(name)
                 return u32
             case ir.AtomicCall(fn, target, args):

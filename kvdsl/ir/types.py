@@ -143,7 +143,7 @@ class Array:
     """A fixed-size ``array<T, N>`` (function-scope ``var`` arrays, workgroup arrays); ``T`` a
     scalar, a vector or, in function memory, another fixed-size array."""
 
-    elem: Scalar | Vec | Array
+    elem: Scalar | Vec | Array | Struct
     n: int
 
     def __str__(self) -> str:
@@ -154,7 +154,7 @@ class Array:
 class RuntimeArray:
     """A runtime-sized ``array<T>``: the type of a storage-buffer binding."""
 
-    elem: Scalar | Vec
+    elem: Scalar | Vec | Struct
 
     def __str__(self) -> str:
         return f"array<{self.elem}>"
@@ -162,7 +162,9 @@ class RuntimeArray:
 
 @dataclass(frozen=True, slots=True)
 class Struct:
-    """A named struct of scalar or vector fields (the kernel's uniform params block)."""
+    """A named struct: the kernel's uniform params block (scalar or vector fields), or the
+    element of a storage binding or workgroup array (scalars, vectors, fixed-size arrays of
+    them, other structs; a storage binding's struct may end in a runtime-sized array)."""
 
     name: str
     fields: tuple[tuple[str, Scalar | Vec], ...]
@@ -173,6 +175,16 @@ class Struct:
     def field(self, name: str) -> Scalar | Vec | None:
         """The type of field ``name``, or None when the struct has no such field."""
         return dict(self.fields).get(name)
+
+    @property
+    def size(self) -> int:
+        """WGSL's SizeOf: the last member's end rounded up to the struct's alignment."""
+        return size_of(self)
+
+    @property
+    def align(self) -> int:
+        """WGSL's AlignOf: the largest of the members' alignments."""
+        return align_of(self)
 
 
 def atomic(elem: Scalar) -> Atomic:
@@ -227,6 +239,51 @@ class Ptr:
 
 
 Type = Scalar | Vec | Atomic | Array | RuntimeArray | Struct | Ptr
+
+
+def align_of(ty: Scalar | Vec | Array | Struct) -> int:
+    """WGSL's AlignOf(T) in storage and workgroup memory: a scalar its size, ``vecN<T>`` N
+    (3 counts as 4) times the scalar's, an array its element's, a struct its members' largest."""
+    if isinstance(ty, Scalar):
+        return ty.size
+    if isinstance(ty, Vec):
+        return ty.align
+    if isinstance(ty, (Array, RuntimeArray)):
+        return align_of(ty.elem)
+    return max(align_of(t) for _, t in ty.fields)
+
+
+def size_of(ty: Scalar | Vec | Array | Struct) -> int:
+    """WGSL's SizeOf(T): an array ``n`` strides (:func:`stride`), a struct its last member's
+    end rounded up to the struct's alignment (a runtime-sized last member counts as empty)."""
+    if isinstance(ty, (Scalar, Vec)):
+        return ty.size
+    if isinstance(ty, Array):
+        return ty.n * stride(ty.elem)
+    if isinstance(ty, RuntimeArray):
+        return 0
+    offsets = field_offsets(ty)
+    last = ty.fields[-1][1]
+    return _round_up(offsets[-1] + size_of(last), align_of(ty))
+
+
+def stride(elem: Scalar | Vec | Array | Struct) -> int:
+    """The byte distance between elements of ``array<elem>``: roundUp(AlignOf, SizeOf)."""
+    return _round_up(size_of(elem), align_of(elem))
+
+
+def field_offsets(s: Struct) -> tuple[int, ...]:
+    """Each member's byte offset: the previous member's end rounded up to its alignment."""
+    out, at = [], 0
+    for _, t in s.fields:
+        at = _round_up(at, align_of(t))
+        out.append(at)
+        at += size_of(t)
+    return tuple(out)
+
+
+def _round_up(n: int, k: int) -> int:
+    return (n + k - 1) // k * k
 
 
 def bitcastable(ty: object) -> bool:

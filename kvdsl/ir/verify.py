@@ -22,6 +22,7 @@ from kvdsl.ir.types import (
     Ptr,
     RuntimeArray,
     Scalar,
+    Struct,
     Type,
     Vec,
     bool_,
@@ -32,6 +33,7 @@ from kvdsl.ir.types import (
     u32,
 )
 from kvdsl.ir.types import Atomic, Struct
+from kvdsl.ir.types import stride as struct_stride
 from kvdsl.ir.uniformity import loop_behavior
 
 __all__ = [
@@ -69,7 +71,7 @@ class Verifier(ExprTyper):
             case ir.Let(name, value):
                 ty = self.type_of(value, scope)
                 if not isinstance(ty, (Scalar, Vec, Array, Ptr)) and not (
-                    is_result_struct(ty) or _exchange_result(ty)
+                    is_result_struct(ty) or _exchange_result(ty) or _loaded_struct(value, ty)
                 ):
                     raise VerifyError(f"{show(s)}: cannot bind a value of type {ty}")
                 pointer = value if isinstance(ty, Ptr) else None  # its root: alias analysis
@@ -236,7 +238,11 @@ class Verifier(ExprTyper):
     def _target(self, s: ir.Stmt, target: ir.Expr, scope: Scope) -> Type:
         root = target
         while isinstance(root, (ir.Index, ir.Member)):
-            if type(root) is ir.Member and len(root.name) > 1:
+            if (
+                type(root) is ir.Member
+                and len(root.name) > 1
+                and not isinstance(self.type_of(root.base, scope), Struct)
+            ):
                 # WGSL takes a reference of one component only: v.x = ..., not v.xy = ...
                 raise VerifyError(
                     f"{show(s)}: cannot assign to the swizzle {show(root)} (WGSL writes one "
@@ -259,7 +265,21 @@ class Verifier(ExprTyper):
         sym = scope.lookup(root.name)
         if sym is None:
             raise VerifyError(f"{show(s)}: undefined name '{root.name}'")
-        if sym.kind == "binding":
+        if sym.kind in ("binding", "workgroup") and (
+            isinstance(sym.ty, Struct) or isinstance(sym.ty.elem, Struct)
+        ):
+            if sym.kind == "binding" and sym.access != "read_write":
+                raise VerifyError(f"{show(s)}: binding '{root.name}' is read-only")
+            if isinstance(self.type_of(target, scope), RuntimeArray):
+                raise VerifyError(f"{show(s)}: a runtime-sized array is not assigned whole")
+            tt = self.type_of(target, scope)
+            if isinstance(tt, Struct) and any(isinstance(t, RuntimeArray) for _, t in tt.fields):
+                raise VerifyError(
+                    f"{show(s)}: {tt} holds a runtime-sized array: it is not assigned whole"
+                )
+            if sym.kind == "binding":
+                self.stored.add(root.name)
+        elif sym.kind == "binding":
             if sym.access != "read_write":
                 raise VerifyError(f"{show(s)}: binding '{root.name}' is read-only")
             if not isinstance(target, ir.Index) or (
@@ -335,7 +355,9 @@ def module_scope(kernel: ir.Kernel, verifier: Verifier) -> Scope:
     for b in kernel.bindings:
         if b.access not in ("read", "read_write"):
             raise VerifyError(f"binding '{b.name}': access '{b.access}' is not read or read_write")
-        if isinstance(b.elem, Atomic):
+        if isinstance(b.elem, Struct):
+            check_memory_struct(f"binding '{b.name}'", b.elem, b.whole)
+        elif isinstance(b.elem, Atomic):
             if b.elem.elem not in (u32, i32) or b.access != "read_write" or b.data is not None:
                 raise VerifyError(
                     f"binding '{b.name}': {b.elem} elements are atomic<u32> or atomic<i32> in a "
@@ -347,7 +369,8 @@ def module_scope(kernel: ir.Kernel, verifier: Verifier) -> Scope:
             raise VerifyError(
                 f"binding '{b.name}': host data {b.data} does not tile element type {b.elem}"
             )
-        scope.declare(b.name, Symbol(RuntimeArray(b.elem), "binding", b.access), b)
+        ty = b.elem if b.whole else RuntimeArray(b.elem)
+        scope.declare(b.name, Symbol(ty, "binding", b.access), b)
     if kernel.params is not None:
         for fname, fty in kernel.params.fields:
             check_name(fname, kernel.params)
@@ -365,6 +388,9 @@ def module_scope(kernel: ir.Kernel, verifier: Verifier) -> Scope:
         if not isinstance(w, ir.WorkgroupVar) or not isinstance(w.ty, Array):
             raise VerifyError(f"workgroup var {w!r} is not a WorkgroupVar of an array type")
         leaf = w.ty.elem.elem if isinstance(w.ty.elem, Array) else w.ty.elem
+        if isinstance(w.ty.elem, Struct):
+            check_memory_struct(f"workgroup var '{w.name}'", w.ty.elem)
+            leaf = u32  # held as words
         atomic = isinstance(leaf, Atomic) and leaf.elem in (u32, i32)
         if (
             not (atomic or isinstance(leaf, (Scalar, Vec)))
@@ -387,11 +413,39 @@ def module_scope(kernel: ir.Kernel, verifier: Verifier) -> Scope:
     return scope
 
 
+def check_memory_struct(what: str, st: Struct, whole: bool = False) -> None:
+    """A struct a storage binding or workgroup array holds: members u32, i32 or f32 scalars,
+    vectors of them, or fixed-size arrays of those (each a whole number of words); a binding
+    that is one struct (``whole``) ends in a runtime-sized array of those."""
+    if not st.fields:
+        raise VerifyError(f"{what}: struct {st.name} has no members (WGSL takes at least one)")
+    seen = set()
+    for name, ty in st.fields:
+        check_name(name, st)
+        if name in seen:
+            raise VerifyError(f"{what}: struct {st.name} declares member '{name}' twice")
+        seen.add(name)
+        last = name == st.fields[-1][0]
+        if isinstance(ty, RuntimeArray) and not (whole and last):
+            raise VerifyError(
+                f"{what}: struct {st.name} member {name}: {ty} (a runtime-sized array is the "
+                "last member of a struct that is a whole storage binding)"
+            )
+        inner = ty.elem if isinstance(ty, (Array, RuntimeArray)) else ty
+        if not isinstance(inner, (Scalar, Vec)) or inner.scalar not in (u32, i32, f32):
+            raise VerifyError(
+                f"{what}: struct {st.name} member {name}: {ty} (u32, i32 or f32 scalars, "
+                "vectors of them, or fixed-size arrays of those)"
+            )
+
+
 def workgroup_bytes(ty: Array) -> int:
     """Bytes ``ty`` takes in workgroup memory (WGSL's array stride: vec3 elements take 16)."""
     if isinstance(ty, Atomic):
         return 4
     elem = ty.elem
+    if isinstance(elem, Struct):
+        return struct_stride(elem) * ty.n
     if isinstance(elem, Array):  # an array of arrays: each row its elements' stride times n
         return workgroup_bytes(elem) * ty.n
     stride = elem.size if isinstance(elem, Scalar) else max(elem.size, elem.align)
@@ -503,6 +557,16 @@ def house_notes(kernel: ir.Kernel, verifier: Verifier | None = None) -> list[str
         elif b.access == "read_write" and b.name not in verifier.stored:
             notes.append(f"binding '{b.name}' is read_write but never written")
     return notes
+
+
+def _loaded_struct(value: ir.Expr, ty: Type) -> bool:
+    """Whether ``value`` is a whole struct read from an array of structs in memory
+    (``let b = blocks[i];``), which a ``let`` may hold and whose members it reads."""
+    return (
+        isinstance(ty, Struct)
+        and type(value) is ir.Index
+        and not any(isinstance(t, RuntimeArray) for _, t in ty.fields)
+    )
 
 
 def _exchange_result(ty: Type) -> bool:

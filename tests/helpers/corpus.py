@@ -150,6 +150,21 @@ def _q8_dequant_np(b, p):
     return {"y": formats.dequantize_q8_0(formats.word_bytes(b["q"], p["n"] // 32 * 34))}
 
 
+def _q8_blocks(rng):
+    n = 32 * 37
+    raw = formats.quantize_q8_0(_blocks(rng, 19)[:n]).reshape(-1, 34)
+    # Each 34-byte block as a struct of words: the f16 scale, two bytes of padding, 32 codes.
+    held = np.zeros((len(raw), 36), np.uint8)
+    held[:, :2], held[:, 4:] = raw[:, :2], raw[:, 2:]
+    return {"blocks": held.reshape(-1).view(np.uint32), "y": _poison(n)}, {}, (-(-n // 64), 1, 1)
+
+
+def _q8_blocks_np(b, p):
+    held = b["blocks"].view(np.uint8).reshape(-1, 36)
+    raw = np.concatenate([held[:, :2], held[:, 4:]], axis=1)
+    return {"y": formats.dequantize_q8_0(raw.reshape(-1))}
+
+
 def _q4_dequant(rng):
     n = 32 * 37
     q = formats.words(formats.quantize_q4_0(_blocks(rng, 19)[:n]))
@@ -333,6 +348,7 @@ CASES = [
     Case("rope", _rope, _rope_np, 1e-4),
     Case("q8_0_quantize", _q8_quant, _q8_quant_np),
     Case("q8_0_dequantize", _q8_dequant, _q8_dequant_np),
+    Case("q8_0_blocks", _q8_blocks, _q8_blocks_np),
     Case("q4_0_quantize", _q4_quant, _q4_quant_np),
     Case("q4_0_dequantize", _q4_dequant, _q4_dequant_np),
     Case("row_scatter", _scatter, _scatter_np),

@@ -1,0 +1,164 @@
+"""Arrays of structs in storage and workgroup memory: ``blocks[i].qs[j]``, ``blocks[i].d``,
+``tile[i].v.y``.
+
+A binding or workgroup array whose element is a struct is held as ``u32`` words in WGSL's host layout (member
+offsets rounded up to each member's alignment, the array stride the struct's size rounded up
+to its alignment: :func:`kvdsl.ir.types.field_offsets`, :func:`~kvdsl.ir.types.stride`), the
+bytes the host gives and gets back. An access chain ending at a scalar or a vector becomes the
+word offset of its first component, each level's index checked against its own length (the
+struct's element count, a member array's size, a vector's width); loads and stores go through
+:class:`kvdsl.interp.memory.Memory` word by word, so bounds, races and uninitialised reads are
+found per word (in workgroup memory the word is a slot of the
+:class:`~kvdsl.interp.values.SharedArray`). A mixin of :class:`kvdsl.interp.machine.Machine`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kvdsl.interp.errors import InterpError
+from kvdsl.interp.values import COMPONENTS, ArrayValue, Mask, SharedArray, Storage, broadcast
+from kvdsl.ir import tree as ir
+from kvdsl.ir.show import show
+from kvdsl.ir.types import Array, RuntimeArray, Scalar, Struct, Vec, field_offsets, stride
+
+
+class StructMemory:
+    """Word-offset loads and stores of struct members in storage and workgroup memory."""
+
+    def struct_root(self, e: ir.Expr) -> Storage | SharedArray | None:
+        """The struct-holding binding or workgroup array an access chain ``e`` starts from,
+        else None."""
+        x = e
+        while type(x) is ir.Index or type(x) is ir.Member:
+            x = x.base
+        if type(x) is not ir.Name or x is e or self._shadowed(x.name):
+            return None
+        b = self.buffers.get(x.name)
+        if b is not None:
+            return b if isinstance(b.binding.elem, Struct) else None
+        w = self.shared.get(x.name)
+        return w if w is not None and w.words is not None else None
+
+    def struct_words(self, b: Storage, e: ir.Expr, m: Mask):
+        """``(first word per lane, type, swizzle)`` of chain ``e`` into ``b``: the word index of
+        the scalar, vector or array it names, its type, and the components of a trailing
+        swizzle of more than one (else None)."""
+        path = []
+        x = e
+        while type(x) is ir.Index or type(x) is ir.Member:
+            path.append(x)
+            x = x.base
+        path.reverse()
+        shared = type(b) is SharedArray
+        st = b.var.ty.elem if shared else b.binding.elem
+        first = path[0]
+        if not shared and b.binding.whole:  # one struct: its members from word 0
+            word, ty, start = np.zeros(1, np.int64), st, 0
+        else:
+            if type(first) is not ir.Index:
+                raise InterpError(f"{show(e)}: an array of structs is indexed first{self.where()}")
+            idx = self.eval(first.index, m)
+            per = stride(st) // 4
+            if shared:
+                self._oob(b.var.name, idx, b.var.ty.n, m)
+            else:
+                self._oob(b.binding.name, idx, b.length // per, m)
+            word, ty, start = idx.astype(np.int64) * per, st, 1
+        for k, node in enumerate(path[start:], start):
+            if type(node) is ir.Member and isinstance(ty, Struct):
+                names = [n for n, _ in ty.fields]
+                at = names.index(node.name)
+                word = word + field_offsets(ty)[at] // 4
+                ty = ty.fields[at][1]
+            elif type(node) is ir.Member and isinstance(ty, Vec):
+                if len(node.name) > 1:
+                    if k != len(path) - 1:
+                        raise InterpError(f"{show(e)}: a swizzle ends the chain{self.where()}")
+                    return word, ty, [COMPONENTS.index(c) for c in node.name]
+                word = word + COMPONENTS.index(node.name)
+                ty = ty.elem
+            elif type(node) is ir.Index and isinstance(ty, RuntimeArray):
+                # the runtime-sized last member: as many elements as the buffer's words hold
+                j = self.eval(node.index, m)
+                step = stride(ty.elem) // 4
+                self._oob(show(node.base), j, (b.length - int(word[0])) // step, m)
+                word = word + j.astype(np.int64) * step
+                ty = ty.elem
+            elif type(node) is ir.Index and isinstance(ty, (Array, Vec)):
+                j = self.eval(node.index, m)
+                self._oob(show(node.base), j, ty.n, m)
+                step = stride(ty.elem) // 4 if isinstance(ty, Array) else 1
+                word = word + j.astype(np.int64) * step
+                ty = ty.elem
+            else:
+                raise InterpError(f"{show(e)}: {ty} has no such element{self.where()}")
+        return word, ty, None
+
+    def runtime_length(self, b: Storage, member: str) -> int:
+        """``arrayLength(&b.member)``: the elements of the runtime-sized last member the
+        buffer holds past its offset."""
+        st = b.binding.elem
+        at = field_offsets(st)[-1] // 4
+        return max(b.length - at, 0) // (stride(st.fields[-1][1].elem) // 4)
+
+    def struct_load(self, b: Storage, e: ir.Expr, m: Mask):
+        """The value of chain ``e`` (a scalar, a vector, or a member array) on the lanes of
+        ``m``."""
+        word, ty, swizzle = self.struct_words(b, e, m)
+        v = self._words_value(b, word, ty, m)
+        if swizzle is not None:
+            return v[:, swizzle]
+        return v
+
+    def _words_value(self, b: Storage, word: np.ndarray, ty, m: Mask):
+        if isinstance(ty, Scalar):
+            if type(b) is SharedArray:
+                got = self.shared_load(b, word, m, None)
+            else:
+                got = self.load(b, word, m)
+            return np.ascontiguousarray(got).view(ty.dtype)
+        if isinstance(ty, Vec):
+            parts = [self._words_value(b, word + c, ty.elem, m) for c in range(ty.n)]
+            lanes = max(p.shape[0] for p in parts)
+            return np.stack([broadcast(p, lanes) for p in parts], axis=1)
+        if isinstance(ty, Array):
+            step = stride(ty.elem) // 4
+            return ArrayValue(
+                self._words_value(b, word + k * step, ty.elem, m) for k in range(ty.n)
+            )
+        if isinstance(ty, Struct):  # a whole struct: its members by name
+            at = field_offsets(ty)
+            return {
+                n: self._words_value(b, word + at[k] // 4, t, m)
+                for k, (n, t) in enumerate(ty.fields)
+            }
+        raise InterpError(f"a whole {ty} value read from memory{self.where()}")
+
+    def struct_store(self, b: Storage, target: ir.Expr, v, m: Mask) -> None:
+        """``target = v`` for chain ``target`` into ``b`` on the lanes of ``m``."""
+        word, ty, swizzle = self.struct_words(b, target, m)
+        if swizzle is not None:
+            raise InterpError(f"cannot assign to swizzle {show(target)}{self.where()}")
+        self._words_put(b, word, ty, v, m)
+
+    def _words_put(self, b: Storage, word: np.ndarray, ty, v, m: Mask) -> None:
+        if isinstance(ty, Scalar):
+            words = np.ascontiguousarray(v).view(np.uint32)
+            if type(b) is SharedArray:
+                self.shared_store(b, word, words, m, None)
+            else:
+                self.store(b, word, words, m)
+        elif isinstance(ty, Vec):
+            for c in range(ty.n):
+                self._words_put(b, word + c, ty.elem, np.ascontiguousarray(v[:, c]), m)
+        elif isinstance(ty, Array):
+            step = stride(ty.elem) // 4
+            for k in range(ty.n):
+                self._words_put(b, word + k * step, ty.elem, v[k], m)
+        elif isinstance(ty, Struct) and type(v) is dict:  # a whole struct, member by member
+            at = field_offsets(ty)
+            for k, (n, t) in enumerate(ty.fields):
+                self._words_put(b, word + at[k] // 4, t, v[n], m)
+        else:
+            raise InterpError(f"a whole {ty} value stored to memory{self.where()}")

@@ -1,0 +1,299 @@
+"""Structs in storage and workgroup memory: ``array<BlockQ8>`` bindings, workgroup arrays of
+structs, member reads and writes down to array elements and vector components, WGSL's host
+layout (member offsets rounded up to each member's alignment, the stride the struct's size
+rounded up to its alignment), and ``arrayLength`` of an array of structs. Each valid text
+parses, prints back to the same IR and runs on the interpreter (and the GPU) as numpy says;
+each invalid one is refused with the error Tint gives, and Tint refuses it too."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kvdsl import interp, runtime
+from kvdsl.emit import emit
+from kvdsl.frontend import FrontendError, UnsupportedError, parse
+from kvdsl.interp import OutOfBounds, RaceError
+from kvdsl.ir.types import Array, Struct, Vec, f32, field_offsets, i32, size_of, stride, u32
+
+ITEMS = """struct Pair {
+  a: f32,
+  b: u32,
+}
+
+struct Item {
+  w: vec3<f32>,
+  k: i32,
+  tag: array<u32, 3>,
+}
+
+@group(0) @binding(0) var<storage, read> items: array<Item>;
+@group(0) @binding(1) var<storage, read_write> outs: array<Item>;
+
+var<workgroup> tile: array<Pair, 64>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>,
+        @builtin(local_invocation_id) lid: vec3<u32>) {
+  let i = gid.x;
+  let it = items[i].w;
+  tile[lid.x].a = it.x + it.y * it.z;
+  tile[lid.x].b = items[i].tag[i % 3u] ^ u32(items[i].k);
+  workgroupBarrier();
+  let j = 63u - lid.x;
+  outs[i].w = vec3<f32>(tile[j].a, items[i].w.zy);
+  outs[i].k = items[i].k * 2i;
+  outs[i].tag[0] = tile[j].b;
+  outs[i].tag[1u] = items[i].tag[2];
+  outs[i].tag[2] = arrayLength(&items);
+}
+"""
+
+N = 128
+WORDS = 8  # Item: w at byte 0 (12 bytes), k at 12, tag at 16 (12 bytes), stride 32
+
+
+def _items(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    w = rng.standard_normal((N, 3)).astype(np.float32)
+    k = rng.integers(-1000, 1000, N).astype(np.int32)
+    tag = rng.integers(1, 2**32, (N, 3), dtype=np.uint64).astype(np.uint32)
+    words = np.full((N, WORDS), 0x5A5A5A5A, np.uint32)  # the padding word holds garbage
+    words[:, 0:3], words[:, 3], words[:, 4:7] = w.view(np.uint32), k.view(np.uint32), tag
+    return words.reshape(-1), w, k, tag
+
+
+def _items_numpy(w: np.ndarray, k: np.ndarray, tag: np.ndarray) -> np.ndarray:
+    lane = np.arange(N)
+    a = w[:, 0] + w[:, 1] * w[:, 2]
+    b = tag[lane, lane % 3] ^ k.view(np.uint32)
+    j = lane // 64 * 64 + 63 - lane % 64  # the mirrored invocation of the same workgroup
+    out = np.full((N, WORDS), 0xDEADBEEF, np.uint32)  # the padding word is never written
+    out[:, 0], out[:, 1], out[:, 2] = (
+        a[j].view(np.uint32),
+        w[:, 2].view(np.uint32),
+        w[:, 1].view(np.uint32),
+    )
+    out[:, 3] = (k * 2).view(np.uint32)
+    out[:, 4], out[:, 5], out[:, 6] = b[j], tag[:, 2], N
+    return out.reshape(-1)
+
+
+def test_wgsl_layout_rounds_offsets_and_strides_up_to_alignment():
+    item = Struct("Item", (("w", Vec(3, f32)), ("k", i32), ("tag", Array(u32, 3))))
+    assert field_offsets(item) == (0, 12, 16) and size_of(item) == 32 and stride(item) == 32
+    pair = Struct("P", (("a", f32), ("v", Vec(4, f32)), ("b", u32)))
+    assert field_offsets(pair) == (0, 16, 32) and size_of(pair) == 48 and stride(pair) == 48
+    block = Struct("BlockQ8", (("d", f32), ("qs", Array(u32, 8))))
+    assert field_offsets(block) == (0, 4) and stride(block) == 36
+    nested = Struct("N", (("x", u32), ("m", Array(Vec(3, f32), 2))))
+    assert field_offsets(nested) == (0, 16) and stride(nested) == 48
+
+
+def test_structs_in_storage_and_workgroup_memory_run_as_numpy_says(gpu):
+    words, w, k, tag = _items(np.random.default_rng(5))
+    kern = parse(ITEMS, "items.wgsl")
+    bufs = {"items": words, "outs": np.full(N * WORDS, 0xDEADBEEF, np.uint32)}
+    want = _items_numpy(w, k, tag)
+    np.testing.assert_array_equal(interp.run(kern, bufs, {}, (2, 1, 1))["outs"], want)
+    np.testing.assert_array_equal(runtime.run(kern, bufs, {}, (2, 1, 1))["outs"], want)
+
+
+def test_struct_kernels_print_back_to_the_same_ir():
+    k = parse(ITEMS, "items.wgsl")
+    printed = emit(k)
+    assert parse(printed, "items.wgsl") == k and emit(parse(printed, "items.wgsl")) == printed
+    assert "struct Item {\n  w: vec3<f32>,\n  k: i32,\n  tag: array<u32, 3>,\n}" in printed
+    assert "var<storage, read> items: array<Item>;" in printed
+    assert "var<workgroup> tile: array<Pair, 64>;" in printed
+    assert "outs[i].tag[1u] = items[i].tag[2i];" in printed
+
+
+HEAD = """struct B {
+  d: f32,
+  qs: array<u32, 8>,
+}
+@group(0) @binding(0) var<storage, read_write> out: array<B>;
+var<workgroup> tile: array<B, 4>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+"""
+
+
+def _run(body: str, blocks: int = 64) -> np.ndarray:
+    k = parse(HEAD + body + "\n}\n")
+    return interp.run(k, {"out": np.zeros(blocks * 9, np.uint32)}, {}, (1, 1, 1))["out"]
+
+
+def test_each_level_of_a_struct_access_is_bounds_checked():
+    got = _run("  out[gid.x].qs[gid.x % 8u] = gid.x;\n  out[gid.x].d = f32(gid.x);")
+    want = np.zeros((64, 9), np.uint32)
+    want[:, 0] = np.arange(64, dtype=np.float32).view(np.uint32)
+    want[np.arange(64), 1 + np.arange(64) % 8] = np.arange(64)
+    np.testing.assert_array_equal(got, want.reshape(-1))
+    with pytest.raises(OutOfBounds, match=r"out\[gid.x\].qs\[8\] is out of bounds \(length 8\)"):
+        _run("  out[gid.x].qs[gid.x % 9u] = 1u;")
+    with pytest.raises(OutOfBounds, match=r"out\[63\] is out of bounds \(length 63\)"):
+        _run("  out[gid.x].d = 1.0;", blocks=63)
+    with pytest.raises(OutOfBounds, match=r"tile\[4\] is out of bounds \(length 4\)"):
+        _run("  tile[gid.x / 16u + 1u].d = 1.0;")
+
+
+def test_races_are_found_per_word():
+    # Different members, or different elements of one member, of one struct: no race.
+    _run(
+        "  if (gid.x < 8u) {\n    tile[0].qs[gid.x] = gid.x;\n  }\n"
+        "  if (gid.x == 9u) {\n    tile[0].d = 1.0;\n  }\n  out[gid.x].d = tile[1].d;"
+    )
+    with pytest.raises(RaceError, match=r"tile\[2\] \(word 3 of the struct\)"):
+        _run("  tile[2].qs[2] = gid.x;")
+    with pytest.raises(RaceError, match=r"out\[1\] \(word 0 of the struct\)"):
+        _run("  out[1].d = f32(gid.x);")
+    with pytest.raises(RaceError, match="tile"):  # a read of a word another wrote, no barrier
+        _run("  if (gid.x == 0u) {\n    tile[1].d = 2.0;\n  }\n  out[gid.x].d = tile[1].d;")
+
+
+ROWS = """struct Rows {
+  n: u32,
+  scale: f32,
+  data: array<vec4<f32>>,
+}
+
+@group(0) @binding(0) var<storage, read> rows: Rows;
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let i = gid.x;
+  if (i >= min(rows.n, arrayLength(&rows.data))) {
+    return;
+  }
+  out[i] = rows.data[i].y * rows.scale + rows.data[i][3] + f32(arrayLength(&rows.data));
+}
+"""
+
+
+def test_a_struct_binding_ending_in_a_runtime_array_runs_as_numpy_says(gpu):
+    rng = np.random.default_rng(8)
+    data = rng.standard_normal((100, 4)).astype(np.float32)  # data at byte 16 (vec4 alignment)
+    head = np.array([90, np.float32(1.5).view(np.uint32), 0x5A5A5A5A, 0x5A5A5A5A], np.uint32)
+    words = np.concatenate([head, data.reshape(-1).view(np.uint32)])
+    k = parse(ROWS, "rows.wgsl")
+    assert parse(emit(k), "rows.wgsl") == k
+    assert "var<storage, read> rows: Rows;" in emit(k) and "arrayLength(&rows.data)" in emit(k)
+    bufs = {"rows": words, "out": np.full(128, np.nan, np.float32)}
+    want = np.full(128, np.nan, np.float32)
+    want[:90] = data[:90, 1] * np.float32(1.5) + data[:90, 3] + np.float32(100)
+    np.testing.assert_array_equal(interp.run(k, bufs, {}, (2, 1, 1))["out"], want)
+    np.testing.assert_array_equal(runtime.run(k, bufs, {}, (2, 1, 1))["out"], want)
+    past = ROWS.replace("min(rows.n, arrayLength(&rows.data))", "rows.n")
+    with pytest.raises(OutOfBounds, match=r"rows.data\[100\] is out of bounds \(length 100\)"):
+        bufs["rows"] = words.copy()
+        bufs["rows"][0] = 128
+        interp.run(parse(past), bufs, {}, (2, 1, 1))
+
+
+COPY = """struct B {
+  d: f32,
+  qs: array<u32, 8>,
+  v: vec2<i32>,
+}
+@group(0) @binding(0) var<storage, read> src: array<B>;
+@group(0) @binding(1) var<storage, read_write> out: array<B>;
+var<workgroup> tile: array<B, 64>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>,
+        @builtin(local_invocation_id) lid: vec3<u32>) {
+  let b = src[gid.x];
+  tile[lid.x] = b;
+  workgroupBarrier();
+  out[gid.x] = tile[63u - lid.x];
+  out[gid.x].d = b.d * 2.0 + f32(b.v.y) + f32(b.qs[gid.x % 8u] & 7u);
+}
+"""
+
+
+def test_whole_structs_are_loaded_bound_and_stored_member_by_member(gpu):
+    rng = np.random.default_rng(4)
+    src = rng.integers(1, 2**32, (128, 12), dtype=np.uint64).astype(np.uint32)  # stride 48
+    src[:, 0] = rng.standard_normal(128).astype(np.float32).view(np.uint32)
+    src[:, 10:12] = rng.integers(-50, 50, (128, 2)).astype(np.int32).view(np.uint32)
+    k = parse(COPY, "copy.wgsl")
+    assert parse(emit(k), "copy.wgsl") == k
+    bufs = {"src": src.reshape(-1), "out": np.full(128 * 12, 0xDEADBEEF, np.uint32)}
+    lane = np.arange(128)
+    want = src[lane // 64 * 64 + 63 - lane % 64].copy()
+    want[:, 9] = 0xDEADBEEF  # the padding word before v (align 8) is no member: never written
+    d = src[:, 0].view(np.float32) * 2 + src[:, 11].view(np.int32).astype(np.float32)
+    want[:, 0] = (d + (src[lane, 1 + lane % 8] & 7).astype(np.float32)).view(np.uint32)
+    want = want.reshape(-1)
+    np.testing.assert_array_equal(interp.run(k, bufs, {}, (2, 1, 1))["out"], want)
+    np.testing.assert_array_equal(runtime.run(k, bufs, {}, (2, 1, 1))["out"], want)
+
+
+#: Valid WGSL kvdsl takes and Tint takes.
+TAKEN = {"items": ITEMS, "rows": ROWS, "copy": COPY}
+
+#: Invalid WGSL: kvdsl's refusal (a part of its message); Tint refuses each too.
+REFUSED = {
+    "unknown_member": (HEAD + "  out[0].e = 1.0;\n}\n", "B has no field 'e' (d, qs)"),
+    "member_declared_twice": (
+        HEAD.replace("  qs: array<u32, 8>,", "  d: u32,") + "  out[0].d = 1.0;\n}\n",
+        "declares member 'd' twice",
+    ),
+    "member_of_a_scalar_member": (HEAD + "  out[0].d.e = 1.0;\n}\n", "has no members"),
+    "array_length_of_a_sized_member": (
+        ROWS.replace("arrayLength(&rows.data))", "arrayLength(&rows.n))"),
+        "arrayLength takes a runtime-sized array (rows.data)",
+    ),
+    "runtime_array_not_last": (
+        ROWS.replace(
+            "  scale: f32,\n  data: array<vec4<f32>>,", "  data: array<vec4<f32>>,\n  scale: f32,"
+        ),
+        "is runtime-sized but not the struct's last member",
+    ),
+    "store_into_a_read_binding": (
+        HEAD.replace("read_write", "read") + "  out[0].d = 1.0;\n}\n",
+        "binding 'out' is read-only",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_kvdsl_refuses_what_wgsl_refuses(name):
+    text, message = REFUSED[name]
+    with pytest.raises(FrontendError) as info:
+        parse(text, f"{name}.wgsl")
+    assert not isinstance(info.value, UnsupportedError), str(info.value)
+    assert message in str(info.value), str(info.value)
+
+
+def test_tint_takes_the_valid_texts_and_refuses_every_refused_one():
+    from kvdsl.runtime import tint_check
+
+    assert {n: e for n, e in tint_check(TAKEN).items() if e is not None} == {}
+    checked = tint_check({n: t for n, (t, _) in REFUSED.items()})
+    assert {n for n, e in checked.items() if e is None} == set()
+
+
+#: Valid WGSL outside kvdsl's subset: named as such.
+OUTSIDE = {
+    "f16_member": (
+        "enable f16;\nstruct H {\n  d: f16,\n  x: f16,\n}\n"
+        "@group(0) @binding(0) var<storage, read_write> out: array<H>;\n"
+        "@compute @workgroup_size(1)\nfn main() {\n  out[0].d = 1.0h;\n}\n",
+        "struct H member d: f16 (members of a struct in storage or workgroup memory are u32, "
+        "i32 or f32",
+    ),
+    "fixed_size_storage_array": (
+        HEAD.replace("array<B>;", "array<B, 4>;") + "  out[0].d = 1.0;\n}\n",
+        "only runtime arrays",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OUTSIDE))
+def test_what_kvdsl_does_not_take_is_named(name):
+    text, message = OUTSIDE[name]
+    with pytest.raises(FrontendError) as info:
+        parse(text, f"{name}.wgsl")
+    assert message in str(info.value), str(info.value)
