@@ -37,7 +37,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
         @builtin(local_invocation_id) lid: vec3<u32>) {
   let i = gid.x;
   let it = items[i].w;
-  tile[lid.x].a = it.x + it.y * it.z;
+  tile[lid.x].a = it.x + it.y - it.z;  // no product: NVIDIA would fuse it into an fma
   tile[lid.x].b = items[i].tag[i % 3u] ^ u32(items[i].k);
   workgroupBarrier();
   let j = 63u - lid.x;
@@ -64,7 +64,7 @@ def _items(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray
 
 def _items_numpy(w: np.ndarray, k: np.ndarray, tag: np.ndarray) -> np.ndarray:
     lane = np.arange(N)
-    a = w[:, 0] + w[:, 1] * w[:, 2]
+    a = w[:, 0] + w[:, 1] - w[:, 2]
     b = tag[lane, lane % 3] ^ k.view(np.uint32)
     j = lane // 64 * 64 + 63 - lane % 64  # the mirrored invocation of the same workgroup
     out = np.full((N, WORDS), 0xDEADBEEF, np.uint32)  # the padding word is never written
