@@ -463,6 +463,10 @@ class ToIR(Transformer):
         return self._at(ir.Barrier(), meta)
 
     @v_args(meta=True, inline=True)
+    def storage_barrier(self, meta: Meta) -> ir.Barrier:
+        return self._at(ir.Barrier("storage"), meta)
+
+    @v_args(meta=True, inline=True)
     def call_stmt(self, meta: Meta, e: ir.Expr) -> CallStmt:
         if isinstance(e, ir.AtomicCall):  # none is @must_use
             return self._at(ir.AtomicStmt(e), meta)

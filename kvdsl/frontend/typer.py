@@ -40,7 +40,7 @@ from kvdsl.ir.verify import SWITCH_CLAUSE, Verifier
 WGSL_BUILTINS = set(
     "atomicAdd atomicAnd atomicCompareExchangeWeak atomicExchange atomicLoad "
     "atomicMax atomicMin atomicOr atomicStore atomicSub atomicXor determinant dpdx dpdy "
-    "faceForward frexp fwidth modf reflect refract storageBarrier subgroupAdd subgroupAll "
+    "faceForward frexp fwidth modf reflect refract subgroupAdd subgroupAll "
     "subgroupAnd subgroupAny subgroupBallot subgroupBroadcast subgroupBroadcastFirst "
     "subgroupElect subgroupExclusiveAdd subgroupInclusiveAdd subgroupMax subgroupMin "
     "subgroupMul subgroupOr subgroupShuffle subgroupShuffleDown subgroupShuffleUp subgroupXor "

@@ -340,8 +340,8 @@ class Machine(Scopes, Expressions, Memory, StructMemory):
                 return self.scoped(body, m)
             case ir.Comment():
                 return m
-            case ir.Barrier():
-                self.barrier(m)
+            case ir.Barrier(space):
+                self.barrier(m, space)
                 return m
             case ir.CallStmt(call):
                 self.eval(call, m)

@@ -152,8 +152,10 @@ class Memory:
             dims = counts(shape)
             prev = strided(owner, shape)
             if prev.max() >= 0:
-                self._check_owner(name, prev.reshape(-1), i, lanes)
+                self._check_owner(b, prev.reshape(-1), i, lanes)
             prev[...] = lanes.reshape(dims)
+            if b.fenced is not None:
+                strided(b.fenced, shape)[...] = False
             _put(strided(b.data, shape), val, None)
             return
         rising = len(i) == 1 or bool((i[1:] > i[:-1]).all())
@@ -161,8 +163,10 @@ class Memory:
             raise Fallback(f"{name}: one element stored on several trips")
         prev = owner[i]
         if prev.max() >= 0:
-            self._check_owner(name, prev, i, lanes)
+            self._check_owner(b, prev, i, lanes)
         owner[i] = lanes
+        if b.fenced is not None:
+            b.fenced[i] = False
         if not rising:
             # Repeated indices within this store: the owner that stuck is not every writer's.
             back = owner[i]
@@ -187,8 +191,18 @@ class Memory:
         self._affine = [(idx, length, shape)] + self._affine[:3]
         return shape
 
-    def _check_owner(self, name: str, prev: np.ndarray, i: np.ndarray, lanes: np.ndarray) -> None:
-        clash = (prev >= 0) & (prev != lanes)
+    def _fenced(self, b: Storage, clash: np.ndarray, i: np.ndarray, prev, lanes) -> np.ndarray:
+        """``clash`` less the elements a lane of the same workgroup wrote before a
+        ``storageBarrier()`` this workgroup has since passed."""
+        if b.fenced is None or not clash.any():
+            return clash
+        p = self.grid.per_group
+        i = broadcast(i, len(clash)).astype(np.intp)
+        return clash & ~(b.fenced[i] & (prev // p == lanes // p))
+
+    def _check_owner(self, b: Storage, prev: np.ndarray, i: np.ndarray, lanes: np.ndarray) -> None:
+        name = b.binding.name
+        clash = self._fenced(b, (prev >= 0) & (prev != lanes), i, prev, lanes)
         if clash.any():
             j = self._first_bad(clash)
             self._race_pair(
@@ -236,7 +250,7 @@ class Memory:
                 f"{b.binding.name}[{int(i[j])}] is read by {self.grid.describe(int(lanes[j]))} "
                 f"before anything in the dispatch wrote it{self.where()}"
             )
-        clash = (prev >= 0) & (prev != lanes)
+        clash = self._fenced(b, (prev >= 0) & (prev != lanes), i, prev, lanes)
         if clash.any():
             j = self._first_bad(clash)
             self._race_pair(b.binding.name, int(i[j]), int(prev[j]), int(lanes[j]), "read")
@@ -407,8 +421,12 @@ class Memory:
             w.data.reshape(-1)[slots] = broadcast(v, self.n)[active]
         w.written[slots] = True
 
-    def barrier(self, m: Mask) -> None:
-        """``workgroupBarrier()``: every invocation of a workgroup must be here, or none."""
+    def barrier(self, m: Mask, space: str = "workgroup") -> None:
+        """``workgroupBarrier()`` (``space`` ``"workgroup"``) or ``storageBarrier()``
+        (``"storage"``): every invocation of a workgroup must be here, or none. The one starts
+        a new race interval in workgroup memory; the other marks each storage element written
+        so far as fenced, so that invocations of its writer's workgroup may read or overwrite
+        it (invocations of other workgroups still race with its writer)."""
         p = self.grid.per_group
         if m is not None or self.grid.ids is not None or self.grid.n % p:
             ids = self.grid.original(self.grid.active(m))
@@ -417,10 +435,16 @@ class Memory:
             if bad.size:
                 g = int(groups[bad[0]])
                 raise InterpError(
-                    f"workgroupBarrier() reached by {int(counts[bad[0]])} of {p} invocations of "
+                    f"{space}Barrier() reached by {int(counts[bad[0]])} of {p} invocations of "
                     f"workgroup {self._wid(g)}: a barrier that some invocations of a workgroup "
                     f"do not reach is undefined in WGSL{self.where()}"
                 )
+        if space == "storage":
+            for b in self.buffers.values():
+                if b.owner is None and not b.pending:
+                    continue
+                b.fenced = b.owners() >= 0
+            return
         for w in self.shared.values():
             w.barrier()
 

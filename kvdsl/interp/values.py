@@ -262,6 +262,9 @@ class Storage:
     data: np.ndarray  # [length] or [length, n]
     flat: np.ndarray  # the bytes the caller gets back, as the caller's dtype and shape
     owner: np.ndarray | None = field(default=None)  # lane that wrote each element, -1: none
+    # Elements written before a storageBarrier() their writer's workgroup has passed since (None:
+    # no storageBarrier() yet): invocations of that workgroup may read or overwrite them.
+    fenced: np.ndarray | None = field(default=None)
     # Strided stores not yet entered in ``owner``: (index set, writers' pattern), over disjoint
     # spans (sorted), while nothing has needed ``owner`` itself.
     pending: list = field(default_factory=list)

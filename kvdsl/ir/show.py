@@ -69,8 +69,8 @@ def statement(s: ir.Stmt, expr: Callable[[ir.Expr], str]) -> str | None:
             return "break"
         case ir.Continue():
             return "continue"
-        case ir.Barrier():
-            return "workgroupBarrier()"
+        case ir.Barrier(space):
+            return f"{space}Barrier()"
         case ir.CallStmt(call):
             return expr(call)
         case ir.AtomicStmt(call):

@@ -297,7 +297,11 @@ class CallStmt:
 @dataclass(frozen=True, slots=True)
 class Barrier:
     """``workgroupBarrier();``: every invocation of the workgroup waits here, and workgroup
-    memory written before it is visible after it. Only in uniform control flow (see verify)."""
+    memory written before it is visible after it. Only in uniform control flow (see verify).
+    With ``space`` ``"storage"``, ``storageBarrier();``: the same wait, and storage memory
+    written before it is visible after it to the workgroup's invocations."""
+
+    space: str = "workgroup"
 
 
 @dataclass(frozen=True, slots=True)

@@ -428,7 +428,7 @@ class _Analysis:
                 self.returns.append(self.value(s.value, cf))
             return cf
         if t is ir.Barrier:
-            self.require(cf, "workgroupBarrier()", "must be reached in uniform control flow")
+            self.require(cf, f"{s.space}Barrier()", "must be reached in uniform control flow")
             return cf
         if t is ir.CallStmt:
             self.value(s.call, cf)
