@@ -104,6 +104,8 @@ def emit_expr(e: ir.Expr) -> str:
             return f"atomic{fn}({_arguments((ir.Name('&' + emit_expr(target)),) + args)})"
         case ir.Call(op, args):
             return f"{ops.info(op).spelling}({_arguments(args)})"
+        case ir.UniformLoad(x):
+            return f"workgroupUniformLoad({emit_expr(x)})"
         case ir.Convert(ty, x):
             return f"{ty}({emit_expr(x)})"
         case ir.Bitcast(ty, x):

@@ -531,6 +531,15 @@ class ToIR(Transformer):
             ):
                 raise self._err("arrayLength of something other than &binding", fn.line, fn.column)
             return ir.ArrayLength(args[0].x.name)
+        if name == "workgroupUniformLoad":
+            if len(args) != 1:
+                raise self._err(
+                    f"workgroupUniformLoad takes 1 argument (a pointer into workgroup memory), "
+                    f"got {len(args)}",
+                    fn.line,
+                    fn.column,
+                )
+            return ir.UniformLoad(args[0])
         if name.startswith("atomic") and name[6:] in ir.ATOMIC_FUNCTIONS:
             return self.atomic_call(fn, name[6:], args)
         op = ops.builtin_named(name)

@@ -46,7 +46,7 @@ WGSL_BUILTINS = set(
     "subgroupMul subgroupOr subgroupShuffle subgroupShuffleDown subgroupShuffleUp subgroupXor "
     "textureDimensions textureGather textureLoad textureNumLayers textureNumLevels "
     "textureNumSamples textureSample textureSampleBias textureSampleCompare textureSampleGrad "
-    "textureSampleLevel textureStore transpose workgroupBarrier workgroupUniformLoad".split()
+    "textureSampleLevel textureStore transpose workgroupBarrier".split()
 )
 
 
@@ -190,6 +190,8 @@ class Typer:
                 return ir.AddressOf(self.expr(x, scope, None))
             case ir.Deref(x):
                 return ir.Deref(self.expr(x, scope, None))
+            case ir.UniformLoad(x):
+                return ir.UniformLoad(self.expr(x, scope, None))
             case ir.ArrayLength():
                 return e
             case ir.AtomicCall(fn, target, args):

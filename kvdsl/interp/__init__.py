@@ -167,6 +167,9 @@ Workgroup memory and barriers
     WGSL: ``w[i][lane] = x`` by four invocations on four lanes is no race, and a load of the
     whole ``w[i]`` reads all four. With ``strict_init`` a read of an element (lane) nothing wrote
     in the dispatch is :class:`UninitializedRead`.
+    ``storageBarrier()`` checks the same arrival and orders storage memory within a workgroup:
+    an element written before it may be read or overwritten after it by another invocation of
+    its writer's workgroup (of another workgroup, it is still a :class:`RaceError`).
 
 Errors name the statement as :func:`kvdsl.ir.show.show` prints it and, given ``source_lines``
 (``id(stmt)`` → line, which the WGSL frontend supplies), its source line.

@@ -96,7 +96,9 @@ def plan(s: ir.For, kernel: ir.Kernel, functions: dict[str, ir.Function]) -> Pla
     }:
         return None
     for x in ir.walk(s.body):
-        if isinstance(x, (ir.For, ir.Loop, ir.Break, ir.Continue, ir.Return, ir.Barrier)):
+        if isinstance(
+            x, (ir.For, ir.Loop, ir.Break, ir.Continue, ir.Return, ir.Barrier, ir.UniformLoad)
+        ):
             return None
         if isinstance(x, (ir.AddressOf, ir.Deref)):  # memory reached through a pointer
             return None
@@ -121,7 +123,9 @@ def plan(s: ir.For, kernel: ir.Kernel, functions: dict[str, ir.Function]) -> Pla
     helpers = _helpers(s.body, functions)
     for f in helpers:
         for x in ir.walk(f.body):
-            if isinstance(x, ir.Barrier) or isinstance(x, ir.Call) and x.op in SUBGROUP_OPS:
+            if isinstance(x, (ir.Barrier, ir.UniformLoad)):
+                return None
+            if isinstance(x, ir.Call) and x.op in SUBGROUP_OPS:
                 return None
             if isinstance(x, (ir.AddressOf, ir.Deref, ir.AtomicCall)):
                 return None

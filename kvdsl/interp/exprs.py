@@ -221,6 +221,11 @@ class Expressions:
                 return self.grid.column(self.builtins[name], COMPONENTS.index(comp))
             case ir.AtomicCall():
                 return self.atomic(e, m)
+            case ir.UniformLoad(p):
+                self.barrier(m)
+                v = self.through(ir.Deref(p), m)
+                self.barrier(m)
+                return v
             case ir.Member(base, comps):
                 v = self.eval(base, m)
                 if type(v) is dict:  # a field of frexp's, modf's or a compare-exchange's result

@@ -126,3 +126,5 @@ def _reads(stmts: tuple[ir.Stmt, ...], read: set[str]) -> None:
             exprs += e.args
         elif t is ir.AtomicCall:
             exprs += (e.target, *e.args)
+        elif t is ir.UniformLoad:
+            push(e.x)

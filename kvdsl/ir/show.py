@@ -43,6 +43,8 @@ def show(node: object) -> str:
             return f"arrayLength(&{name}{'' if member is None else '.' + member})"
         case ir.AtomicCall(fn, target, args):
             return f"atomic{fn}({', '.join(['&' + show(target), *map(show, args)])})"
+        case ir.UniformLoad(x):
+            return f"workgroupUniformLoad({show(x)})"
         case ir.Let() | ir.Var() | ir.Assign() | ir.Barrier() | ir.CallStmt() | ir.ConstAssert():
             return statement(node, show)
         case ir.AtomicStmt():

@@ -149,6 +149,16 @@ class AddressOf:
 
 
 @dataclass(frozen=True, slots=True)
+class UniformLoad:
+    """``workgroupUniformLoad(p)``: the value ``p`` (a pointer into workgroup memory, to a
+    type without atomics) points at, the same in every invocation of the workgroup, with a
+    workgroup barrier before and after the load. Only in uniform control flow, with ``p``
+    uniform (see verify)."""
+
+    x: Expr
+
+
+@dataclass(frozen=True, slots=True)
 class Deref:
     """``*p``: the memory pointer ``p`` points at, read as a value or assigned to; ``(*p)[i]``
     and ``(*p).x`` reach into it."""
@@ -172,6 +182,7 @@ Expr = (
     | AtomicCall
     | AddressOf
     | Deref
+    | UniformLoad
 )
 
 # ---- statements -------------------------------------------------------------------------------

@@ -37,6 +37,18 @@ from kvdsl.ir.types import (
     u32,
 )
 
+
+def _has_atomic(t: Type) -> bool:
+    """Whether ``t`` is or holds an ``atomic<T>``."""
+    if isinstance(t, Atomic):
+        return True
+    if isinstance(t, (Array, RuntimeArray)):
+        return _has_atomic(t.elem)
+    if isinstance(t, Struct):
+        return any(_has_atomic(ft) for _, ft in t.fields)
+    return False
+
+
 _INDEXED = frozenset(("binding", "workgroup"))  # kinds of names that are used only indexed
 _SHL, _SHR, _DIV, _MOD, _CLAMP = Op.SHL, Op.SHR, Op.DIV, Op.MOD, Op.CLAMP
 
@@ -303,6 +315,20 @@ class ExprTyper(ConstEval):
                 pt = self.type_of(p, scope)
                 if not isinstance(pt, Ptr):
                     raise VerifyError(f"{show(e)}: '*' takes a pointer, not a {pt}")
+                return pt.store
+            case ir.UniformLoad(p):
+                pt = self.type_of(p, scope)
+                if not isinstance(pt, Ptr) or pt.space != "workgroup":
+                    raise VerifyError(
+                        f"{show(e)}: workgroupUniformLoad takes a pointer into workgroup "
+                        f"memory (ptr<workgroup, T>), got {pt}"
+                    )
+                if _has_atomic(pt.store):
+                    raise VerifyError(
+                        f"{show(e)}: workgroupUniformLoad of a {pt.store}: its type may hold no "
+                        "atomic (atomicLoad reads one)"
+                    )
+                self.barriers = True  # the uniformity analysis runs (check_barriers)
                 return pt.store
             case ir.FnCall(name, args):
                 ret = self.call_type(e, scope)

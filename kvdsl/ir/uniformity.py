@@ -332,6 +332,12 @@ class _Analysis:
             return self.g.node(MAY_BE_NON_UNIFORM, label="a value read through a pointer")
         if t is ir.AddressOf:
             return self.address(e.x, cf)
+        if t is ir.UniformLoad:
+            self.require(cf, "workgroupUniformLoad()", "must be called in uniform control flow")
+            self.require(
+                self.value(e.x, cf), "the pointer of workgroupUniformLoad()", "must be uniform"
+            )
+            return cf
         if t is ir.FnCall:
             args = [self.value(a, cf) for a in e.args]
             for a in e.args:  # a var passed by pointer may come back holding anything

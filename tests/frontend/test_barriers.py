@@ -100,16 +100,166 @@ def test_without_the_barrier_or_across_workgroups_the_accesses_race():
 NONUNIFORM = kernel("  if (gid.x < 4u) { storageBarrier(); }")
 
 
-def test_a_storage_barrier_outside_uniform_control_flow_is_refused():
+# ``workgroupUniformLoad``: a loop bound every invocation reads from workgroup memory, the same
+# in the workgroup, so a barrier may stand in the loop; the load's own barriers let invocations
+# overwrite what it read with no barrier of their own.
+UNIFORM_LOAD = """@group(0) @binding(0) var<storage, read> a: array<u32>;
+@group(0) @binding(1) var<storage, read_write> o: array<u32>;
+var<workgroup> w: array<u32, 64>;
+
+fn bound(p: ptr<workgroup, u32>) -> u32 {
+  return workgroupUniformLoad(p) % 8u;
+}
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>,
+        @builtin(local_invocation_id) lid: vec3<u32>) {
+  w[lid.x] = a[gid.x];
+  let n = workgroupUniformLoad(&w[3]) % 8u + 1u;
+  let q = &w[5];
+  let m = workgroupUniformLoad(q);
+  let b = bound(&w[7]);
+  var acc = 0u;
+  for (var i = 0u; i < n; i++) {
+    w[lid.x] = acc + lid.x;
+    workgroupBarrier();
+    acc += w[(lid.x + i) % 64u];
+    workgroupBarrier();
+  }
+  o[gid.x] = acc * 1000u + m % 1000u + b * 7u;
+}
+"""
+
+
+def numpy_uniform_load(a: np.ndarray) -> np.ndarray:
+    """What UNIFORM_LOAD leaves in ``o``."""
+    out = np.empty(N, np.int64)
+    lid = np.arange(64)
+    for g in range(N // 64):
+        row = a[g * 64 : g * 64 + 64].astype(np.int64)
+        n, m, b = row[3] % 8 + 1, row[5], row[7] % 8
+        acc = np.zeros(64, np.int64)
+        for i in range(n):
+            w = acc + lid
+            acc = acc + w[(lid + i) % 64]
+        out[g * 64 : g * 64 + 64] = acc * 1000 + m % 1000 + b * 7
+    return (out % 2**32).astype(np.uint32)
+
+
+def _uniform_inputs() -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(35)
+    return {
+        "a": rng.integers(1, 1 << 24, N).astype(np.uint32),
+        "o": np.full(N, 0xDEADBEEF, np.uint32),
+    }
+
+
+def test_workgroup_uniform_load_prints_back_to_the_same_ir():
+    k = parse(UNIFORM_LOAD)
+    assert emit(k).count("workgroupUniformLoad(") == 3
+    assert parse(emit(k)) == k
+
+
+def test_workgroup_uniform_load_in_the_interpreter_is_what_numpy_says():
+    bufs = _uniform_inputs()
+    got = interp.run(parse(UNIFORM_LOAD), bufs, {}, (N // 64, 1, 1))
+    want = numpy_uniform_load(bufs["a"])
+    assert len(set((bufs["a"][3::64] % 8).tolist())) > 1  # the workgroups loop differently
+    np.testing.assert_array_equal(got["o"], want)
+
+
+# naga (wgpu 0.32) takes no workgroup pointer parameter (the helper): the GPU runs the load inline.
+_HELPER = "fn bound(p: ptr<workgroup, u32>) -> u32 {\n  return workgroupUniformLoad(p) % 8u;\n}\n\n"
+INLINE = UNIFORM_LOAD.replace(_HELPER, "").replace(
+    "bound(&w[7])", "workgroupUniformLoad(&w[7]) % 8u"
+)
+
+
+def test_workgroup_uniform_load_on_the_gpu_is_what_numpy_says(gpu):
+    bufs = _uniform_inputs()
+    k = parse(INLINE)
+    np.testing.assert_array_equal(
+        interp.run(k, bufs, {}, (N // 64, 1, 1))["o"], numpy_uniform_load(bufs["a"])
+    )
+    got = runtime.run(k, bufs, {}, (N // 64, 1, 1))
+    np.testing.assert_array_equal(got["o"], numpy_uniform_load(bufs["a"]))
+
+
+ORDER = """@group(0) @binding(0) var<storage, read> a: array<u32>;
+@group(0) @binding(1) var<storage, read_write> o: array<u32>;
+var<workgroup> w: array<u32, 64>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>,
+        @builtin(local_invocation_id) lid: vec3<u32>) {
+  w[lid.x] = a[gid.x];
+  let v = workgroupUniformLoad(&w[3]);
+  w[lid.x] = v + lid.x;
+  o[gid.x] = v;
+}
+"""
+
+
+def test_the_loads_barriers_order_workgroup_memory():
+    bufs = _uniform_inputs()
+    # Invocation 3's store before the load and the stores after it: its barriers order them.
+    got = interp.run(parse(ORDER), bufs, {}, (N // 64, 1, 1))
+    np.testing.assert_array_equal(got["o"], np.repeat(bufs["a"][3::64], 64))
+    # A plain read there races with invocation 3's store.
+    plain = ORDER.replace("workgroupUniformLoad(&w[3])", "w[3]")
+    with pytest.raises(interp.RaceError, match=r"w\[3\]"):
+        interp.run(parse(plain), bufs, {}, (N // 64, 1, 1))
+
+
+def _wul(body: str, head: str = "var<workgroup> w: array<u32, 64>;\n") -> str:
+    return kernel(
+        body,
+        "@group(0) @binding(0) var<storage, read_write> out: array<u32>;\n"
+        "@group(0) @binding(1) var<storage, read_write> s: array<u32>;\n" + head,
+    ).replace(
+        "fn main(@builtin(global_invocation_id) gid: vec3<u32>)",
+        "fn main(@builtin(local_invocation_id) lid: vec3<u32>)",
+    )
+
+
+REFUSED = {
+    "storage_barrier_non_uniform": (
+        NONUNIFORM,
+        "storageBarrier() must be reached in uniform control flow",
+        "storageBarrier",
+    ),
+    "load_non_uniform_flow": (
+        _wul("  if (lid.x < 4u) { out[1] = workgroupUniformLoad(&w[0]); }"),
+        "workgroupUniformLoad() must be called in uniform control flow",
+        "workgroupUniformLoad",
+    ),
+    "load_non_uniform_pointer": (
+        _wul("  out[1] = workgroupUniformLoad(&w[lid.x]);"),
+        "the pointer of workgroupUniformLoad() must be uniform",
+        "workgroupUniformLoad",
+    ),
+    "load_of_storage": (
+        _wul("  out[1] = workgroupUniformLoad(&s[0]);"),
+        "workgroupUniformLoad takes a pointer into workgroup memory",
+        "workgroupUniformLoad",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_kvdsl_refuses_what_tint_refuses(name):
+    text, message, _ = REFUSED[name]
     with pytest.raises(FrontendError) as info:
-        parse(NONUNIFORM, "nonuniform.wgsl")
-    assert not isinstance(info.value, UnsupportedError)
-    assert "storageBarrier() must be reached in uniform control flow" in str(info.value)
+        parse(text, f"{name}.wgsl")
+    assert not isinstance(info.value, UnsupportedError), str(info.value)
+    assert message in str(info.value), str(info.value)
 
 
-def test_tint_refuses_a_storage_barrier_outside_uniform_control_flow():
+def test_tint_refuses_each_refused_text_and_takes_the_kernels():
     from kvdsl.runtime import tint_check
 
-    checked = tint_check({"nonuniform": NONUNIFORM, "uniform": STORAGE})
-    assert checked["uniform"] is None
-    assert "storageBarrier" in checked["nonuniform"], checked["nonuniform"]
+    texts = {n: t for n, (t, _, _) in REFUSED.items()}
+    checked = tint_check(texts | {"storage": STORAGE, "uniform_load": UNIFORM_LOAD})
+    assert checked["storage"] is None and checked["uniform_load"] is None
+    for name, (_, _, word) in REFUSED.items():
+        assert checked[name] is not None and word in checked[name], (name, checked[name])
