@@ -270,6 +270,13 @@ def memory_structs(kernel: ir.Kernel) -> list[str]:
     for t in [b.elem for b in kernel.bindings] + [w.ty.elem for w in kernel.workgroup_vars]:
         if isinstance(t, Struct) and t.name not in seen:
             seen[t.name] = t
+    # Then the structs only values of function scope have, in the order the helpers, then the
+    # entry point, first name them (the params block and builtins' results are not declared).
+    params = kernel.params.name if kernel.params is not None else None
+    for x in ir.walk((kernel.functions, kernel.body)):
+        if isinstance(x, Struct) and x.name not in seen and x.name != params:
+            if not x.name.startswith("__"):
+                seen[x.name] = x
     out = []
     for st in seen.values():
         out.append(f"struct {st.name} {{")

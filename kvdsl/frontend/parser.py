@@ -65,7 +65,7 @@ from kvdsl.ir.types import (
 )
 from kvdsl.ir.features import uses_f16
 from kvdsl.ir.scope import Scope, Symbol, VerifyError, name_problem
-from kvdsl.ir.verify import Verifier, check_pointer_type, module_scope, verify
+from kvdsl.ir.verify import Verifier, check_pointer_type, module_scope, value_struct, verify
 
 HOST = HOST_DATA[3:]  # the comment's text after '// '
 
@@ -253,12 +253,14 @@ class _Assembler:
         if problem is not None:
             raise WgslTypeError(f"entry point {entry.name}: {problem}", self.filename, entry.line)
         self.structs = self.struct_types(structs, gvars)
+        self.structs.update(self.value_structs(structs, gvars))
         params = self.params(structs, gvars)
         bindings = self.bindings(gvars)
         shared = self.workgroup_vars(gvars)
         probe = ir.Kernel(name, bindings, params, (), (), (1, 1, 1), (), (), workgroup_vars=shared)
         checker = Verifier(probe)
         typer = Typer(checker, self.filename, self.raw_lines, self.calls, self.rounded)
+        typer.structs = self.structs
         consts = self.consts(typer)
         wg, wg_name = self.workgroup_size(entry, consts)
         probe = replace(probe, consts=consts)
@@ -377,6 +379,27 @@ class _Assembler:
                 )
         self.decl_lines["params"] = u.line
         return Struct(structs[0].name, tuple(structs[0].fields))
+
+    def value_structs(self, structs: list[StructDecl], gvars: list[GlobalVar]) -> dict[str, Struct]:
+        """The structs no uniform and no storage or workgroup array names: values of function
+        scope (``let s = S(a, b);``, ``var s: S;``), by name; their members are u32, i32 or f32
+        scalars, vectors of them, or fixed-size arrays of those."""
+        named = {g.ty.name for g in gvars if g.space == "uniform" and isinstance(g.ty, StructRef)}
+        out: dict[str, Struct] = {}
+        for d in structs:
+            if d.name in named or d.name in self.structs:
+                continue
+            for fname, fty in d.fields:
+                inner = fty.elem if isinstance(fty, Array) else fty
+                if isinstance(inner, (Scalar, Vec)) and inner.scalar in (u32, i32, f32):
+                    continue
+                raise self.err(
+                    f"struct {d.name} member {fname}: {_spell(fty)} (members of a struct are "
+                    "u32, i32 or f32 scalars, vectors of them, or fixed-size arrays of those)",
+                    d.line,
+                )
+            out[d.name] = Struct(d.name, tuple(d.fields))
+        return out
 
     def struct_types(self, structs: list[StructDecl], gvars: list[GlobalVar]) -> dict[str, Struct]:
         """The structs storage and workgroup arrays hold (``array<BlockQ8>``), by name, their
@@ -658,9 +681,12 @@ class _Assembler:
         inner = Scope(scope)
         params = []
         for attrs, pname, pty in fn.params:
-            if attrs or not isinstance(pty, (Scalar, Vec, Ptr)):
+            pty = typer.resolve(pty) if isinstance(pty, StructRef) else pty
+            if attrs or not (isinstance(pty, (Scalar, Vec, Ptr)) or value_struct(pty)):
                 raise self.err(
-                    f"parameter {pname} of {fn.name}: scalars, vectors and pointers only", fn.line
+                    f"parameter {pname} of {fn.name}: scalars, vectors, structs and pointers "
+                    "only",
+                    fn.line,
                 )
             if isinstance(pty, Ptr):
                 try:
@@ -675,11 +701,12 @@ class _Assembler:
                 self.filename,
                 fn.line,
             )
-        if fn.ret is not None and not isinstance(fn.ret, (Scalar, Vec)):
-            raise self.err(f"{fn.name} returns {fn.ret} (scalars and vectors only)", fn.line)
+        ret = typer.resolve(fn.ret) if isinstance(fn.ret, StructRef) else fn.ret
+        if ret is not None and not (isinstance(ret, (Scalar, Vec)) or value_struct(ret)):
+            raise self.err(f"{fn.name} returns {ret} (scalars, vectors and structs only)", fn.line)
         typer.line = fn.line
-        body = typer.block(fn.body, inner, fn.ret, False)
-        out = ir.Function(fn.name, tuple(params), fn.ret, body)
+        body = typer.block(fn.body, inner, ret, False)
+        out = ir.Function(fn.name, tuple(params), ret, body)
         typer.checker.functions[fn.name] = out
         return out
 

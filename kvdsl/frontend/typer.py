@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from kvdsl.frontend.errors import UnsupportedError, WgslTypeError
+from kvdsl.frontend.records import StructRef
 from kvdsl.frontend.transform import CallStmt, RawAddress, RawCtor, RawLet, RawLit, RawVar
 from kvdsl.ir import tree as ir
 from kvdsl.ir import ops
@@ -22,6 +23,7 @@ from kvdsl.ir.types import (
     Array,
     Ptr,
     Scalar,
+    Struct,
     Type,
     Vec,
     bool_,
@@ -115,6 +117,30 @@ class Typer:
         self.lines: dict[int, int] = {}
         self.line: int | None = None
         self.const_symbols: set[int] = set()  # the scope symbols of function-scope consts
+        self.structs: dict[str, Struct] = {}  # the module's structs, by name
+
+    def resolve(self, ty):
+        """``ty`` with a struct named by the source (a ``StructRef``) resolved to its
+        :class:`~kvdsl.ir.types.Struct`, here or as an array's element."""
+        if isinstance(ty, StructRef):
+            st = self.structs.get(ty.name)
+            if st is None:
+                raise self.error(f"unknown type '{ty.name}'")
+            return st
+        if isinstance(ty, Array) and isinstance(ty.elem, StructRef):
+            return Array(self.resolve(ty.elem), ty.n)
+        return ty
+
+    def struct_ctor(self, st: Struct, args: tuple[ir.Expr, ...], scope: Scope) -> ir.Construct:
+        """``S(a, b)``, one argument per member in order, each typed as its member; ``S()`` is
+        the zero value."""
+        if args and len(args) != len(st.fields):
+            names = ", ".join(n for n, _ in st.fields)
+            raise self.error(
+                f"{st.name}(...) takes {len(st.fields)} arguments ({names}) or none, "
+                f"got {len(args)}"
+            )
+        return ir.Construct(st, tuple(self.expr(a, scope, t) for a, (_, t) in zip(args, st.fields)))
 
     def error(self, message: str) -> WgslTypeError:
         return WgslTypeError(message, self.filename, self.line)
@@ -172,6 +198,8 @@ class Typer:
                 return ir.Call(op, self.unify(args, scope, want if generic else None))
             case ir.FnCall(name, args):
                 fn = self.checker.functions.get(name)
+                if fn is None and name in self.structs:
+                    return self.struct_ctor(self.structs[name], args, scope)
                 if fn is None:
                     if name in WGSL_BUILTINS:
                         line, column = self.calls.get(id(e), (self.line, None))
@@ -336,6 +364,7 @@ class Typer:
     def _stmt(self, s: ir.Stmt, scope: Scope, ret: Type | None, loop: bool) -> ir.Stmt:
         match s:
             case RawLet(name, ty, value, const):
+                ty = self.resolve(ty)
                 value = self.expr(value, scope, ty)
                 if ty is not None and self.type_of(value, scope) != ty:
                     got = self.type_of(value, scope)
@@ -347,6 +376,7 @@ class Typer:
                     self.const_symbols.add(id(scope.lookup(name)))
                 return out
             case RawVar(name, ty, init):
+                ty = self.resolve(ty)
                 if init is not None:
                     init = self.expr(init, scope, ty)
                 if ty is None:

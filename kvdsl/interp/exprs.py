@@ -491,6 +491,8 @@ class Expressions:
             return self.zero(ty)  # vec4<f32>(), array<u32, 8>(): WGSL's zero value
         if isinstance(ty, Array):
             return ArrayValue(parts)
+        if isinstance(ty, Struct):  # a struct value: its members by name
+            return {n: p for (n, _), p in zip(ty.fields, parts)}
         lanes = max(p.shape[0] for p in parts)
         cols = [broadcast(p, lanes).reshape(lanes, -1) for p in parts]
         if len(cols) == 1 and cols[0].shape[1] == 1:

@@ -118,6 +118,24 @@ def _reads_read_write(kernel: ir.Kernel) -> bool:
     return reads((kernel.body, kernel.functions))
 
 
+def _merge(eff: np.ndarray, v, old):
+    """``v`` on the lanes of ``eff``, ``old`` on the others: a scalar or vector value, an
+    array's elements or a struct's members each so."""
+    if type(v) is dict:
+        return {k: _merge(eff, v[k], old[k]) for k in v}
+    if isinstance(v, ArrayValue):
+        return ArrayValue(_merge(eff, a, b) for a, b in zip(v, old))
+    return sel(eff, v, old)
+
+
+def _struct_values(kernel: ir.Kernel) -> bool:
+    """Whether ``kernel`` builds or declares a struct value at function scope."""
+    return any(
+        (type(x) is ir.Construct or type(x) is ir.Var) and isinstance(x.ty, Struct)
+        for x in ir.walk((kernel.body, kernel.functions))
+    )
+
+
 def render(s: ir.Stmt | None) -> str:
     """A statement as one line of WGSL, for messages: a simple one as the emitter prints it, an
     ``if`` or ``for`` as its header."""
@@ -178,7 +196,7 @@ class Machine(Scopes, Expressions, Memory, StructMemory):
         self._structs = any(isinstance(b.elem, Struct) for b in kernel.bindings) or any(
             isinstance(w.ty.elem, Struct) for w in kernel.workgroup_vars
         )
-        self.batching = batching and not self._structs
+        self.batching = batching and not self._structs and not _struct_values(kernel)
         self.batched = False  # whether a loop ran batched (see :mod:`kvdsl.interp.batch`)
         self.batch: BatchGrid | None = None  # the grid of the batch running now
         self._plans: dict[int, batch.Plan | None] = {}
@@ -479,6 +497,8 @@ class Machine(Scopes, Expressions, Memory, StructMemory):
         v = self.eval(value, m)
         if frame.result is None and m is frame.entry:
             frame.result = v
+        elif type(v) is dict:  # a struct value: member by member
+            frame.result = v if frame.result is None else _merge(lanes, v, frame.result)
         else:
             old = frame.result if frame.result is not None else np.zeros_like(v)
             frame.result = sel(lanes, v, old)
@@ -488,6 +508,8 @@ class Machine(Scopes, Expressions, Memory, StructMemory):
         """WGSL's zero value of ``ty``, uniform."""
         if isinstance(ty, Array):
             return ArrayValue([self.zero(ty.elem)] * ty.n)
+        if isinstance(ty, Struct):  # a struct value: its members by name
+            return {n: self.zero(t) for n, t in ty.fields}
         shape = (1, ty.n) if isinstance(ty, Vec) else (1,)
         return np.zeros(shape, ty.scalar.dtype)
 
@@ -543,15 +565,17 @@ class Machine(Scopes, Expressions, Memory, StructMemory):
         match target:
             case ir.Name(name):
                 old = self.lookup(name).value
-                if eff is None or isinstance(v, ArrayValue):
-                    return v if eff is None else ArrayValue(sel(eff, a, b) for a, b in zip(v, old))
-                return sel(eff, v, old)
+                return v if eff is None else _merge(eff, v, old)
             case ir.Index(base, index):
                 container = self.eval(base, m)
                 idx = self.eval(index, m)
                 return self.update(base, self.set_elem(container, idx, v, m, eff, base), m, None)
             case ir.Member(base, name):
                 container = self.eval(base, m)
+                if type(container) is dict:  # a member of a struct value
+                    new = dict(container)
+                    new[name] = v if eff is None else _merge(eff, v, container[name])
+                    return self.update(base, new, m, None)
                 if len(name) != 1:
                     raise InterpError(f"cannot assign to swizzle .{name}{self.where()}")
                 idx = np.array([COMPONENTS.index(name)], np.uint32)

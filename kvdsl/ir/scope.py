@@ -91,7 +91,7 @@ RESERVED = frozenset(
 #: take one. A struct member may (it shadows nothing).
 PREDECLARED = frozenset(
     "bool i32 u32 f32 f16 vec2 vec3 vec4 mat2x2 mat2x3 mat2x4 mat3x2 mat3x3 mat3x4 mat4x2 mat4x3 "
-    "mat4x4 array atomic ptr sampler sampler_comparison workgroupBarrier storageBarrier bitcast".split()
+    "mat4x4 array atomic ptr sampler sampler_comparison workgroupBarrier storageBarrier workgroupUniformLoad bitcast".split()
     + [f"vec{n}{t}" for n in (2, 3, 4) for t in "iufh"]
     + [f"mat{c}x{r}{t}" for c in (2, 3, 4) for r in (2, 3, 4) for t in "fh"]
     + [info.spelling for info in ops.TABLE.values() if info.kind == "builtin"]

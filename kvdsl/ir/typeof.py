@@ -267,7 +267,7 @@ class ExprTyper(ConstEval):
                     )
                 return ty
             case ir.Construct(ty, args):
-                if not args and isinstance(ty, (Vec, Array)):
+                if not args and isinstance(ty, (Vec, Array, Struct)):
                     return ty  # the zero value: vec4<f32>(), array<u32, 8>()
                 got = [self.type_of(a, scope) for a in args]
                 if isinstance(ty, Vec):
@@ -281,6 +281,13 @@ class ExprTyper(ConstEval):
                 elif isinstance(ty, Array):
                     if len(got) != ty.n or any(t != ty.elem for t in got):
                         raise VerifyError(f"{show(e)}: components do not make a {ty}")
+                elif isinstance(ty, Struct):
+                    want = [t for _, t in ty.fields]
+                    if got and got != want:
+                        raise VerifyError(
+                            f"{show(e)}: {ty.name} takes ({', '.join(map(str, want))}), got "
+                            f"({', '.join(map(str, got))})"
+                        )
                 else:
                     raise VerifyError(f"{show(e)}: cannot construct {ty}")
                 return ty

@@ -71,7 +71,7 @@ class Verifier(ExprTyper):
             case ir.Let(name, value):
                 ty = self.type_of(value, scope)
                 if not isinstance(ty, (Scalar, Vec, Array, Ptr)) and not (
-                    is_result_struct(ty) or _exchange_result(ty) or _loaded_struct(value, ty)
+                    is_result_struct(ty) or _exchange_result(ty) or value_struct(ty)
                 ):
                     raise VerifyError(f"{show(s)}: cannot bind a value of type {ty}")
                 pointer = value if isinstance(ty, Ptr) else None  # its root: alias analysis
@@ -85,7 +85,7 @@ class Verifier(ExprTyper):
                         f"{show(s)}: an atomic lives in storage (read_write) or workgroup memory, "
                         "not in a function var"
                     )
-                if not isinstance(ty, (Scalar, Vec, Array)):
+                if not isinstance(ty, (Scalar, Vec, Array)) and not value_struct(ty):
                     raise VerifyError(f"{show(s)}: a var cannot have type {ty}")
                 if init is not None and (got := self.type_of(init, scope)) is not ty and got != ty:
                     raise VerifyError(f"{show(s)}: initialiser is {got}, expected {ty}")
@@ -559,13 +559,14 @@ def house_notes(kernel: ir.Kernel, verifier: Verifier | None = None) -> list[str
     return notes
 
 
-def _loaded_struct(value: ir.Expr, ty: Type) -> bool:
-    """Whether ``value`` is a whole struct read from an array of structs in memory
-    (``let b = blocks[i];``), which a ``let`` may hold and whose members it reads."""
+def value_struct(ty: Type) -> bool:
+    """Whether ``ty`` is a struct a ``let`` or ``var`` may hold (read whole from an array of
+    structs in memory, ``let b = blocks[i];``, or built, ``S(a, b)``): one with no runtime-sized
+    array and no atomic member, not the params block's or a builtin's result."""
     return (
         isinstance(ty, Struct)
-        and type(value) is ir.Index
-        and not any(isinstance(t, RuntimeArray) for _, t in ty.fields)
+        and not ty.name.startswith("__")
+        and not any(isinstance(t, (RuntimeArray, Atomic)) for _, t in ty.fields)
     )
 
 
