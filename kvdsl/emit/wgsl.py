@@ -101,7 +101,9 @@ def emit_expr(e: ir.Expr) -> str:
         case ir.ArrayLength(name, member):
             return f"arrayLength(&{name}{'' if member is None else '.' + member})"
         case ir.AtomicCall(fn, target, args):
-            return f"atomic{fn}({_arguments((ir.Name('&' + emit_expr(target)),) + args)})"
+            # Through a pointer value, ``atomicAdd(p, 1u)``; else the element's address.
+            ptr = target.x if type(target) is ir.Deref else ir.Name("&" + emit_expr(target))
+            return f"atomic{fn}({_arguments((ptr,) + args)})"
         case ir.Call(op, args):
             return f"{ops.info(op).spelling}({_arguments(args)})"
         case ir.UniformLoad(x):

@@ -556,7 +556,8 @@ class ToIR(Transformer):
 
     def atomic_call(self, tok: Token, fn: str, args: tuple[ir.Expr, ...]) -> ir.AtomicCall:
         """``atomicFn(&target, args...)``: the pointer's ``&`` taken off (the typer checks
-        that ``target`` is an atomic element)."""
+        that ``target`` is an atomic element); ``atomicFn(p, args...)`` with a pointer value
+        ``p`` targets ``*p``."""
         want = ir.ATOMIC_FUNCTIONS[fn] + 1
         if len(args) != want:
             raise WgslTypeError(
@@ -566,13 +567,8 @@ class ToIR(Transformer):
                 self.filename,
                 tok.line,
             )
-        if not isinstance(args[0], RawAddress):
-            raise WgslTypeError(
-                f"the first argument of atomic{fn} is a pointer to an atomic (&a[i]), not "
-                "a value",
-                self.filename,
-                tok.line,
-            )
+        if not isinstance(args[0], RawAddress):  # a pointer value: a let or a parameter
+            return ir.AtomicCall(fn, ir.Deref(args[0]), tuple(args[1:]))
         return ir.AtomicCall(fn, args[0].x, tuple(args[1:]))
 
     def construct(self, ty, args: tuple[ir.Expr, ...]) -> RawCtor:
@@ -694,8 +690,8 @@ class ToIR(Transformer):
                 )
         else:
             access = "read" if space == "storage" else "read_write"
-        if not isinstance(store, (Scalar, Vec, Array, RuntimeArray)):
-            raise self._err(f"ptr<{space}, {store}> (pointers to scalars, vectors, arrays)",
+        if not isinstance(store, (Scalar, Vec, Array, RuntimeArray, Atomic)):
+            raise self._err(f"ptr<{space}, {store}> (pointers to scalars, vectors, arrays, atomics)",
                             tok.line, tok.column)  # fmt: skip
         return Ptr(space, store, access)
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from kvdsl.interp.batch import Fallback
 from kvdsl.interp.errors import InterpError, OutOfBounds, RaceError, UninitializedRead
-from kvdsl.ir.tree import AtomicCall, Expr, Index, Name
+from kvdsl.ir.tree import AtomicCall, Deref, Expr, Index, Name
 from kvdsl.ir.types import Struct
 from kvdsl.interp.values import (
     ArrayValue,
@@ -459,6 +459,8 @@ class Memory:
         its own operation (see *Atomics* in :mod:`kvdsl.interp`). Two atomics on one element
         never race; WGSL's types keep plain accesses off atomic elements."""
         target = e.target
+        if type(target) is Deref:  # through a pointer: the element it was taken of
+            target, _ = self.locate(target, m)
         if type(target) is Name:  # a var<workgroup> atomic: element 0 of an array of one
             name, idx = target.name, np.zeros(1, np.uint32)
         elif type(target) is Index and type(target.base) is Name:

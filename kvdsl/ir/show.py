@@ -42,7 +42,8 @@ def show(node: object) -> str:
         case ir.ArrayLength(name, member):
             return f"arrayLength(&{name}{'' if member is None else '.' + member})"
         case ir.AtomicCall(fn, target, args):
-            return f"atomic{fn}({', '.join(['&' + show(target), *map(show, args)])})"
+            ptr = show(target.x) if type(target) is ir.Deref else "&" + show(target)
+            return f"atomic{fn}({', '.join([ptr, *map(show, args)])})"
         case ir.UniformLoad(x):
             return f"workgroupUniformLoad({show(x)})"
         case ir.Let() | ir.Var() | ir.Assign() | ir.Barrier() | ir.CallStmt() | ir.ConstAssert():

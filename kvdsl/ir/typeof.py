@@ -356,6 +356,28 @@ class ExprTyper(ConstEval):
     def atomic_elem(self, target: ir.Expr, scope: Scope, fn: str) -> Scalar:
         """The scalar type (u32 or i32) of the atomic ``target`` names: an element of an
         ``array<atomic<T>>`` storage binding (read_write) or workgroup array."""
+        if type(target) is ir.Deref:  # through a pointer: ptr<storage, atomic<u32>, read_write>
+            try:
+                pt = self.type_of(target.x, scope)
+            except VerifyError:
+                pt = None  # an atomic element read as a value: c[0]
+            if not isinstance(pt, Ptr):
+                raise VerifyError(
+                    f"atomic{fn}({show(target.x)}): the first argument of atomic{fn} is a "
+                    f"pointer to an atomic (&a[i], or a pointer held by a let or a parameter), "
+                    f"not a value{'' if pt is None else ' of type ' + str(pt)}"
+                )
+            if type(pt.store) is Atomic:
+                if pt.access != "read_write":
+                    raise VerifyError(
+                        f"atomic{fn}({show(target.x)}): {show(target.x)} is a {pt}, read-only "
+                        "(atomics in storage are read_write)"
+                    )
+                return pt.store.elem
+            raise VerifyError(
+                f"atomic{fn}({show(target.x)}): the pointer is not to an atomic<u32> or "
+                f"atomic<i32> (a {pt})"
+            )
         if type(target) is ir.Name:  # a var<workgroup> atomic of its own
             sym = scope.lookup(target.name)
             if sym is not None and sym.kind == "workgroup" and type(sym.ty) is Atomic:
@@ -447,6 +469,14 @@ class ExprTyper(ConstEval):
                     )
                 if type(x) is ir.Member:
                     raise VerifyError(f"{show(e)}: {inner.store} has no members")
+                if (
+                    isinstance(inner.store, (Array, RuntimeArray))
+                    and type(inner.store.elem) is Atomic
+                ):
+                    it = self.type_of(x.index, scope)  # an atomic element: only its address
+                    if it is not u32 and it is not i32:
+                        raise VerifyError(f"{show(x)}: index must be i32 or u32, got {it}")
+                    return Ptr(inner.space, inner.store.elem, inner.access)
                 return Ptr(inner.space, self.type_of(x, scope), inner.access)
         raise VerifyError(f"{show(e)}: '&' takes a var, a binding, a workgroup var or an element")
 

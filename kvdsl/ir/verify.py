@@ -535,10 +535,17 @@ def check_pointer_type(what: str, t: Ptr) -> None:
         raise VerifyError(
             f"{what}: access '{t.access}' in {t.space} memory (read_write; storage also read)"
         )
-    if not isinstance(t.store, (Scalar, Vec, Array, RuntimeArray)) or (
+    if not isinstance(t.store, (Scalar, Vec, Array, RuntimeArray, Atomic)) or (
         isinstance(t.store, RuntimeArray) and t.space != "storage"
     ):
         raise VerifyError(f"{what}: {t.space} memory does not hold a {t.store}")
+    if isinstance(t.store, Atomic) and (
+        t.space not in ("storage", "workgroup") or t.access != "read_write"
+    ):
+        raise VerifyError(
+            f"{what}: an atomic lives in read_write storage or workgroup memory, not in "
+            f"{t.access} {t.space} memory"
+        )
     if t.space in ("storage", "workgroup") and t.store == bool_:
         raise VerifyError(f"{what}: {t.space} memory does not hold a bool")
 
