@@ -42,7 +42,7 @@ from kvdsl.ir.verify import SWITCH_CLAUSE, Verifier
 WGSL_BUILTINS = set(
     "atomicAdd atomicAnd atomicCompareExchangeWeak atomicExchange atomicLoad "
     "atomicMax atomicMin atomicOr atomicStore atomicSub atomicXor determinant dpdx dpdy "
-    "faceForward frexp fwidth modf reflect refract subgroupAdd subgroupAll "
+    "frexp fwidth modf subgroupAdd subgroupAll "
     "subgroupAnd subgroupAny subgroupBallot subgroupBroadcast subgroupBroadcastFirst "
     "subgroupElect subgroupExclusiveAdd subgroupInclusiveAdd subgroupMax subgroupMin "
     "subgroupMul subgroupOr subgroupShuffle subgroupShuffleDown subgroupShuffleUp subgroupXor "

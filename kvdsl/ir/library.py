@@ -355,6 +355,37 @@ def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.cross(a, b)
 
 
+def _dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``dot(a, b)`` of vectors, kept as a length-1 last axis (so it scales a vector)."""
+    return np.sum(a * b, axis=-1, keepdims=True, dtype=a.dtype)
+
+
+@_in
+def reflect(e1: np.ndarray, e2: np.ndarray) -> np.ndarray:
+    """``reflect(e1, e2) = e1 - 2 * dot(e2, e1) * e2``."""
+    return e1 - e1.dtype.type(2) * _dot(e2, e1) * e2
+
+
+@_in
+def refract(e1: np.ndarray, e2: np.ndarray, e3: np.ndarray) -> np.ndarray:
+    """``refract(e1, e2, e3)``: with ``k = 1 - e3 * e3 * (1 - dot(e2, e1) * dot(e2, e1))``, the
+    zero vector where ``k < 0``, else ``e3 * e1 - (e3 * dot(e2, e1) + sqrt(k)) * e2``."""
+    eta = e3.astype(e1.dtype, copy=False)
+    if eta.ndim < e1.ndim:
+        eta = eta[..., None]
+    d = _dot(e2, e1)
+    one = e1.dtype.type(1)
+    k = one - eta * eta * (one - d * d)
+    out = eta * e1 - (eta * d + np.sqrt(np.maximum(k, 0))) * e2
+    return np.where(k < 0, e1.dtype.type(0), out)
+
+
+@_in
+def face_forward(e1: np.ndarray, e2: np.ndarray, e3: np.ndarray) -> np.ndarray:
+    """``faceForward(e1, e2, e3)``: ``e1`` where ``dot(e2, e3) < 0``, else ``-e1``."""
+    return np.where(_dot(e2, e3) < 0, e1, -e1)
+
+
 @_in
 def atan2(y: np.ndarray, x: np.ndarray) -> np.ndarray:
     return np.arctan2(y, x)

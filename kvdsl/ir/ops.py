@@ -100,6 +100,9 @@ class Op(enum.Enum):
     DISTANCE = "distance"
     NORMALIZE = "normalize"
     CROSS = "cross"
+    REFLECT = "reflect"
+    REFRACT = "refract"
+    FACE_FORWARD = "faceForward"
     ALL = "all"
     ANY = "any"
     COUNT_ONE_BITS = "countOneBits"
@@ -319,6 +322,15 @@ def _cross(args: tuple[Type, ...]) -> Type:
     t = _float_vec(args)
     if t.n != 3:
         raise OpTypeError(f"takes 3-component vectors, got {t}")
+    return t
+
+
+def _refract(args: tuple[Type, ...]) -> Type:
+    """``refract(e1, e2, e3)``: two float vectors and their element type's ratio ``e3``."""
+    a, b, e = args
+    t = _float_vec((a, b))
+    if e != t.elem:
+        raise OpTypeError(f"the ratio of indices (the third argument) must be {t.elem}, got {e}")
     return t
 
 
@@ -672,6 +684,9 @@ TABLE: dict[Op, OpInfo] = {
     Op.DISTANCE: _builtin("distance", 2, _float_elem, lib.distance, True, generic=False),
     Op.NORMALIZE: _builtin("normalize", 1, _float_vec, lib.normalize, True),
     Op.CROSS: _builtin("cross", 2, _cross, lib.cross, True),
+    Op.REFLECT: _builtin("reflect", 2, _float_vec, lib.reflect, True),
+    Op.REFRACT: _builtin("refract", 3, _refract, lib.refract, True, operands=("T", "T", f32)),
+    Op.FACE_FORWARD: _builtin("faceForward", 3, _float_vec, lib.face_forward, True),
     Op.ALL: _builtin("all", 1, _bool_vec, lib.all_, generic=False),
     Op.ANY: _builtin("any", 1, _bool_vec, lib.any_, generic=False),
     Op.COUNT_ONE_BITS: _builtin("countOneBits", 1, _int, lib.count_one_bits),
