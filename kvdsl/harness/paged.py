@@ -100,7 +100,7 @@ def _tolerance(cfg: PagedAppendConfig) -> float:
     return 2e-3 if cfg.format.value == "f16" else 2e-5
 
 
-def _stored(
+def stored_rows(
     cfg: PagedConfig, k: np.ndarray, v: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """f32 rows ``[..., D]`` of K and V as the pools store them: values of the format, or a
@@ -111,6 +111,41 @@ def _stored(
         return k.astype(ct), v.astype(ct), None
     (wk, sk), (wv, sv) = (fm.quantize_rows(fmt.name, x, cfg.inline) for x in (k, v))
     return wk, wv, None if cfg.inline else np.concatenate([sk, sv], axis=-1)
+
+
+def append_table(
+    rng: np.random.Generator, seqlens: np.ndarray, key_seq: int, p: int, i: int
+) -> tuple[np.ndarray, int, np.ndarray]:
+    """A page table for an append of ``key_seq`` tokens after ``seqlens``: the table, the pages
+    it names and each sequence's total tokens. Forks share their leading pages, but new tokens
+    must not land in a shared page (a host copies it first, paged_copy), so a page a sequence
+    appends to is its own; on even ``i`` a released page (-1) sits in the last sequence's append
+    window, so its tokens are skipped (while the first sequence's land)."""
+    total = np.maximum(seqlens, -1) + 1
+    table, pages = allocate(rng, [-(-int(n) // p) for n in total], 2, fork=True)
+    for b in range(len(seqlens)):
+        for j in range(max(int(total[b]) - key_seq, 0) // p, table.shape[1]):
+            if table[b, j] >= 0 and (table == table[b, j]).sum() > 1:
+                table[b, j] = pages
+                pages += 1
+    last = len(seqlens) - 1
+    if total[last] > 0 and total[0] > 0 and i % 2 == 0:
+        table[last, (int(total[last]) - 1) // p] = -1
+    return table, pages, total
+
+
+def scattered_slots(
+    rng: np.random.Generator, batch: int, key_seq: int, p: int
+) -> tuple[np.ndarray, int]:
+    """Distinct random slots ``[batch, key_seq]`` in a pool of one page more than the tokens
+    need, about a fifth of them -1 (skipped; one at least, and one token lands); and the pages."""
+    tokens = batch * key_seq
+    pages = -(-tokens // p) + 1
+    slots = rng.permutation(pages * p)[:tokens].astype(np.int64)
+    skip = rng.random(tokens) < 0.2
+    skip[-1] = tokens > 1 and not skip[:-1].any()
+    slots[skip] = -1
+    return slots.reshape(batch, key_seq), pages
 
 
 @case_generator("paged_append")
@@ -126,33 +161,14 @@ def paged_append_case(cfg: PagedAppendConfig, rng: np.random.Generator, i: int) 
         cap = 3 * p + 3  # the longest sequence: three pages and a few tokens
         seqlens = adversarial_seqlens(rng, batch, key_seq, cap, i)
         seqlens = np.minimum(seqlens, cap - 1).astype(np.int32)
-        total = np.maximum(seqlens, -1) + 1
-        table, pages = allocate(rng, [-(-int(n) // p) for n in total], 2, fork=True)
-        # Forks share their leading pages: new tokens must not land in a shared page (a host
-        # copies it first, paged_copy), so a page a sequence appends to is its own.
-        for b in range(batch):
-            for j in range(max(int(total[b]) - key_seq, 0) // p, table.shape[1]):
-                if table[b, j] >= 0 and (table == table[b, j]).sum() > 1:
-                    table[b, j] = pages
-                    pages += 1
-        # A released page in the last sequence's append window: its tokens are skipped (while
-        # the first sequence's land, so that the case writes something).
-        last = batch - 1
-        if total[last] > 0 and total[0] > 0 and i % 2 == 0:
-            table[last, (int(total[last]) - 1) // p] = -1
+        table, pages, total = append_table(rng, seqlens, key_seq, p, i)
         slots, pos = ref.table_places(table, seqlens, key_seq, p)
         bufs |= {"seqlens_k": seqlens, "page_table": table}
         shape["pages"], shape["maxPages"] = pages, table.shape[1]
         params = {"maxPages": table.shape[1]}
         positions = int(total.max(initial=0))
     else:
-        tokens = batch * key_seq
-        pages = -(-tokens // p) + 1
-        slots = rng.permutation(pages * p)[:tokens].astype(np.int64)
-        skip = rng.random(tokens) < 0.2
-        skip[-1] = tokens > 1 and not skip[:-1].any()  # one at least, and one token lands
-        slots[skip] = -1
-        slots = slots.reshape(batch, key_seq)
+        slots, pages = scattered_slots(rng, batch, key_seq, p)
         pos = rng.integers(0, 3 * p, (batch, key_seq))
         bufs["slot_mapping"] = slots.astype(np.int32)
         if cfg.rotary:
@@ -171,7 +187,7 @@ def paged_append_case(cfg: PagedAppendConfig, rng: np.random.Generator, i: int) 
     k = new_k.astype(np.float32).reshape(batch, key_seq, h, d)
     k = ref.prepare_k(k, pos[:, :, None], norm, rot)
     v = new_v.astype(np.float32).reshape(batch, key_seq, h, d)
-    sk, sv, scales = _stored(cfg, k, v)
+    sk, sv, scales = stored_rows(cfg, k, v)
     flat = slots.reshape(-1)
     w = ref.append(pages, p, sk.reshape(-1, h, sk.shape[-1]), sv.reshape(-1, h, sv.shape[-1]), flat)
     ws = None
@@ -202,7 +218,7 @@ def _random_pools(
     shape = (pages, cfg.page_size, cfg.kv_heads, cfg.head_dim)
     scale = 10.0 ** rng.integers(-2, 3, (*shape[:-1], 1))
     k, v = (values(rng, shape, np.float32) * scale for _ in range(2))
-    return _stored(cfg, k.astype(np.float32), v.astype(np.float32))
+    return stored_rows(cfg, k.astype(np.float32), v.astype(np.float32))
 
 
 def _rows(cfg: PagedConfig, k: np.ndarray, v: np.ndarray, side: np.ndarray | None) -> tuple:

@@ -16,7 +16,7 @@ import numpy as np
 from kvdsl.harness.cases import Case, case_generator, dtype
 from kvdsl.harness.compare import poison
 from kvdsl.harness.dense import DenseCase
-from kvdsl.harness.paged import _stored, allocate, pool_buffers
+from kvdsl.harness.paged import append_table, pool_buffers, scattered_slots, stored_rows
 from kvdsl.harness.qkv import TOLERANCE, Runner, inputs
 from kvdsl.kernels.build import BuildConfig, build
 from kvdsl.kernels.paged import SCALE_POOL, Addressing
@@ -34,30 +34,14 @@ def _pages(cfg: PagedQkvConfig, rng: np.random.Generator, bufs: dict, key_seq: i
     if cfg.addressing is Addressing.PAGE_TABLE:
         cap = 3 * p + 3
         seqlens = np.minimum(bufs["seqlens_k"], cap - 1).astype(np.int32)
-        total = np.maximum(seqlens, -1) + 1
-        table, pages = allocate(rng, [-(-int(n) // p) for n in total], 2, fork=True)
-        # A page a sequence appends to is its own (a host copies a shared one first).
-        for b in range(batch):
-            for j in range(max(int(total[b]) - key_seq, 0) // p, table.shape[1]):
-                if table[b, j] >= 0 and (table == table[b, j]).sum() > 1:
-                    table[b, j] = pages
-                    pages += 1
-        last = batch - 1
-        if total[last] > 0 and total[0] > 0 and i % 2 == 0:  # a released page: skipped
-            table[last, (int(total[last]) - 1) // p] = -1
+        table, pages, total = append_table(rng, seqlens, key_seq, p, i)
         slots, _ = ref.table_places(table, seqlens, key_seq, p)
         fresh = np.minimum(key_seq, total)
         pos = (total - fresh)[:, None] + np.arange(key_seq)
         bufs |= {"seqlens_k": seqlens, "page_table": table}
         return slots, pos, pages, {"maxPages": table.shape[1]}
     del bufs["seqlens_k"]
-    tokens = batch * key_seq
-    pages = -(-tokens // p) + 1
-    slots = rng.permutation(pages * p)[:tokens].astype(np.int64)
-    skip = rng.random(tokens) < 0.2
-    skip[-1] = tokens > 1 and not skip[:-1].any()  # one at least, and one token lands
-    slots[skip] = -1
-    slots = slots.reshape(batch, key_seq)
+    slots, pages = scattered_slots(rng, batch, key_seq, p)
     pos = rng.integers(0, 2 * p, batch)[:, None] + np.arange(key_seq)
     bufs["slot_mapping"] = slots.astype(np.int32)
     if cfg.rotary:
@@ -79,7 +63,7 @@ def paged_qkv_case(cfg: PagedQkvConfig, rng: np.random.Generator, i: int) -> Cas
         q = q.transpose(0, 2, 1, 3)
     view = cfg.pool_config
     k, v = (x.transpose(0, 2, 1, 3) for x in (k, v))  # [B, S, H, D]
-    sk, sv, scales = _stored(view, k, v)
+    sk, sv, scales = stored_rows(view, k, v)
     flat = slots.reshape(-1)
     w = ref.append(pages, p, sk.reshape(-1, h, sk.shape[-1]), sv.reshape(-1, h, sv.shape[-1]), flat)
     ws = None

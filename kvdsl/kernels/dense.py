@@ -182,6 +182,25 @@ def require_format(
     )
 
 
+def require_walk(fmt: Any, walk: Any, run: Any) -> None:
+    """Refuse a quantiser walk and run the format cannot take: ``walk`` one of
+    :class:`DenseWalk`, ``run`` unset or 1, 2, 4 or 8 vectors, and no strided walk for ggml's
+    blocks."""
+    one_of("walk", walk, DenseWalk)
+    require(
+        run is None or (type(run) is int and run in (1, 2, 4, 8)),
+        "run",
+        run,
+        "None (the longest run) or 1, 2, 4 or 8 vectors a lane",
+    )
+    require(
+        not (fmt.ggml and walk is DenseWalk.STRIDED),
+        "walk",
+        walk.value,
+        f"'runs' or 'staged' for {fmt.name} (a ggml lane holds one whole block)",
+    )
+
+
 def _require_eps(eps: Any) -> None:
     """K RMSNorm's epsilon: a number > 0 that stays a normal f32 (``QK_EPS`` is an f32 const)."""
     ok = isinstance(eps, (int, float)) and not isinstance(eps, bool)
@@ -232,20 +251,8 @@ class DenseAppendConfig(DenseConfig):
         )
         require_rotary_vectors(self.rotary, self.head_dim)
         one_of("input_type", self.input_type, FLOATS)
-        one_of("walk", self.walk, DenseWalk)
+        require_walk(self.fmt, self.walk, self.run)
         flag("split", self.split)
-        require(
-            self.run is None or (type(self.run) is int and self.run in (1, 2, 4, 8)),
-            "run",
-            self.run,
-            "None (the longest run) or 1, 2, 4 or 8 vectors a lane",
-        )
-        require(
-            not (self.fmt.ggml and self.walk is DenseWalk.STRIDED),
-            "walk",
-            self.walk.value,
-            f"'runs' or 'staged' for {self.fmt.name} (a ggml lane holds one whole block)",
-        )
 
     def default_walk(self) -> DenseWalk:
         """The walk of a config that leaves it unset: ggml's rows and inline int8 rows staged

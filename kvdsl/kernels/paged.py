@@ -78,13 +78,7 @@ class PagedConfig(CacheConfig):
     scales: ScalePlace = choice(ScalePlace.INLINE)
 
     def check_fields(self) -> None:
-        ok = isinstance(self.page_size, int) and not isinstance(self.page_size, bool)
-        require(
-            ok and self.page_size in PAGE_SIZES,
-            "page_size",
-            self.page_size,
-            "a power of two from 16 to 256 (tokens per page)",
-        )
+        require_page_size(self.page_size)
         one_of("page_layout", self.page_layout, PageLayout)
         one_of("pool", self.pool, Pool)
         one_of("format", self.format, PagedFormat)
@@ -272,6 +266,17 @@ class PagedAppendConfig(PagedConfig):
                 self.workgroup_size,
                 f"one whose rows fit WebGPU's {MAX_WORKGROUP_BYTES} bytes of workgroup memory",
             )
+
+
+def require_page_size(page_size: Any) -> None:
+    """Refuse a ``page_size`` that is not a power of two from 16 to 256."""
+    ok = isinstance(page_size, int) and not isinstance(page_size, bool)
+    require(
+        ok and page_size in PAGE_SIZES,
+        "page_size",
+        page_size,
+        "a power of two from 16 to 256 (tokens per page)",
+    )
 
 
 def _require_eps(eps: Any) -> None:

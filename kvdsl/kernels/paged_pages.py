@@ -44,11 +44,12 @@ from kvdsl.kernels.paged import (
     PagedFormat,
     pool_bindings,
     pool_extents,
+    require_page_size,
     scale_binding,
 )
 from kvdsl.nodes import paged, walks
 from kvdsl.nodes.index import flat_index
-from kvdsl.nodes.paged import PAGE_SIZES, PageLayout, Pool
+from kvdsl.nodes.paged import PageLayout, Pool
 from kvdsl.nodes.window import total_tokens
 
 COMPACT_POOLS, COMPACT_COMBINED = ("compact_key", "compact_value"), "compact_kv"
@@ -83,13 +84,7 @@ class PagedWindowConfig(KernelConfig):
     KEYS = ("page_size", "workgroup_size", "fold")
 
     def check_fields(self) -> None:
-        ok = isinstance(self.page_size, int) and not isinstance(self.page_size, bool)
-        require(
-            ok and self.page_size in PAGE_SIZES,
-            "page_size",
-            self.page_size,
-            "a power of two from 16 to 256 (tokens per page)",
-        )
+        require_page_size(self.page_size)
         require(not self.window, "window", self.window, "false for paged_window")
 
 

@@ -82,6 +82,7 @@ from kvdsl.kernels.dense import (
     DenseWalk,
     ScalePlace,
     require_format,
+    require_walk,
 )
 from kvdsl.nodes import formats, walks, words
 from kvdsl.nodes.formats import Format
@@ -221,19 +222,7 @@ class QkvConfig(CacheConfig):
             f"'f32' (unset) with format {fmt.name!r}: the cache holds the format's u32 words",
         )
         require_format(fmt, self.scales, self.head_dim)
-        one_of("walk", self.walk, DenseWalk)
-        require(
-            self.run is None or (type(self.run) is int and self.run in (1, 2, 4, 8)),
-            "run",
-            self.run,
-            "None (the longest run) or 1, 2, 4 or 8 vectors a lane",
-        )
-        require(
-            not (fmt.ggml and self.walk is DenseWalk.STRIDED),
-            "walk",
-            self.walk.value,
-            f"'runs' or 'staged' for {fmt.name} (a ggml lane holds one whole block)",
-        )
+        require_walk(fmt, self.walk, self.run)
         require(
             self.rotary_half is None,
             "rotary_half",

@@ -53,13 +53,14 @@ from kvdsl.kernels.paged import (
     pages_named,
     pool_bindings,
     pool_extents,
+    require_page_size,
     scale_binding,
     scale_pages,
 )
 from kvdsl.kernels.qkv import Q_HEADS, Chain, Place, QkvConfig, Target
 from kvdsl.kernels.qkv import bytes_moved as contiguous_bytes_moved
 from kvdsl.nodes import paged
-from kvdsl.nodes.paged import PAGE_SIZES, Addressing, PageLayout, Pool
+from kvdsl.nodes.paged import Addressing, PageLayout, Pool
 from kvdsl.nodes.quantise import Quantiser, cache_binding
 
 
@@ -85,13 +86,7 @@ class PagedQkvConfig(QkvConfig):
 
     def check_fields(self) -> None:
         super().check_fields()
-        ok = isinstance(self.page_size, int) and not isinstance(self.page_size, bool)
-        require(
-            ok and self.page_size in PAGE_SIZES,
-            "page_size",
-            self.page_size,
-            "a power of two from 16 to 256 (tokens per page)",
-        )
+        require_page_size(self.page_size)
         one_of("page_layout", self.page_layout, PageLayout)
         one_of("pool", self.pool, Pool)
         one_of("addressing", self.addressing, Addressing)

@@ -56,7 +56,7 @@ from kvdsl.reference import formats as fm
 from kvdsl.reference import paged as ref
 from kvdsl.session.formats import SessionError, _program
 from kvdsl.session.host import ALIGN, Bound, Buffer, Host, InterpHost, Program, aligned
-from kvdsl.session.session import Step, SessionMismatch, _whole
+from kvdsl.session.session import Step, SessionMismatch, _whole, check_fences
 
 #: The formats of a paged session's rows.
 PAGED_FORMATS = tuple(f.value for f in PagedFormat)
@@ -796,15 +796,15 @@ class PagedSession:
             for side, bufs, models in (("key", layer.k, layer.model_k), ("value", layer.v, layer.model_v)):  # fmt: skip
                 for which, buf in enumerate(bufs):
                     raw = self.host.read(buf)
-                    before, after = self._fences[buf.label]
-                    for at, got, want in ((0, raw[: self.canary], before), (end, raw[end:], after)):
-                        if got != want:
-                            first = next(j for j in range(len(got)) if got[j] != want[j])
-                            raise SessionMismatch(
-                                f"after {self._where()}: layer {i} {side}: byte {at + first} of "
-                                f"buffer {buf.label}, a canary, was written (the pool is bytes "
-                                f"[{self.canary}, {end}))"
-                            )
+                    check_fences(
+                        raw,
+                        self._fences[buf.label],
+                        self.canary,
+                        end,
+                        f"after {self._where()}: layer {i} {side}",
+                        buf.label,
+                        "pool",
+                    )
                     got = self._pool_of(np.frombuffer(raw[self.canary : end], self.rows.dtype))
                     problem = self.rows.judge(got, models[which], exact, s.head_dim)
                     if problem:

@@ -410,15 +410,15 @@ class Session:
             for side, bufs, model in (("key", layer.k, layer.model_k), ("value", layer.v, layer.model_v)):  # fmt: skip
                 for which, buf in enumerate(bufs):
                     raw = self.host.read(buf)
-                    before, after = self._fences[buf.label]
-                    for at, got, want in ((0, raw[: self.canary], before), (end, raw[end:], after)):
-                        if got != want:
-                            first = next(j for j in range(len(got)) if got[j] != want[j])
-                            raise SessionMismatch(
-                                f"after {self._where()}: layer {i} {side}: byte {at + first} of "
-                                f"buffer {buf.label}, a canary, was written (the cache is bytes "
-                                f"[{self.canary}, {end}))"
-                            )
+                    check_fences(
+                        raw,
+                        self._fences[buf.label],
+                        self.canary,
+                        end,
+                        f"after {self._where()}: layer {i} {side}",
+                        buf.label,
+                        "cache",
+                    )
                     if which != layer.live:
                         continue
                     got = np.frombuffer(raw[self.canary : end], self.fmt.dtype)
@@ -439,6 +439,20 @@ class Session:
             return
         for st, seconds in zip(self.steps, times):
             st.gpu = seconds
+
+
+def check_fences(
+    raw: bytes, fences: tuple[bytes, bytes], start: int, end: int, where: str, label: str, what: str
+) -> None:
+    """Raise :class:`SessionMismatch` naming the first byte of ``raw`` before ``start`` or from
+    ``end`` on that differs from the canary bytes ``fences`` (before, after) it was given."""
+    for at, got, want in ((0, raw[:start], fences[0]), (end, raw[end:], fences[1])):
+        if got != want:
+            first = next(j for j in range(len(got)) if got[j] != want[j])
+            raise SessionMismatch(
+                f"{where}: byte {at + first} of buffer {label}, a canary, was written (the "
+                f"{what} is bytes [{start}, {end}))"
+            )
 
 
 class SessionMismatch(AssertionError):
