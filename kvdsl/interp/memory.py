@@ -12,7 +12,7 @@ import numpy as np
 from kvdsl.interp.batch import Fallback
 from kvdsl.interp.errors import InterpError, OutOfBounds, RaceError, UninitializedRead
 from kvdsl.ir.tree import AtomicCall, Expr, Index, Name
-from kvdsl.ir.types import Struct
+from kvdsl.ir.types import Struct, held_as_words
 from kvdsl.interp.values import (
     ArrayValue,
     Mask,
@@ -116,7 +116,7 @@ class Memory:
             lanes = self.n if m is None else int(np.count_nonzero(m))
             tally = self.accesses.setdefault(b.binding.name, [0, 0])
             elem = b.binding.elem  # a struct's members move word by word
-            tally[which] += lanes * (4 if isinstance(elem, Struct) else elem.size)
+            tally[which] += lanes * (4 if held_as_words(elem) else elem.size)
 
     def store(self, b: Storage, idx: np.ndarray, v: np.ndarray, m: Mask) -> None:
         """``binding[idx] = v`` on the lanes of ``m``, checking bounds and races."""
@@ -197,11 +197,13 @@ class Memory:
 
     def _race_pair(self, name: str, index: int, first: int, second: int, what: str) -> None:
         b = self.buffers.get(name)
-        if b is not None and b.binding.whole:  # one struct, held as words
-            name, index = f"{name} (word {index} of the struct)", None
-        elif b is not None and isinstance(b.binding.elem, Struct):  # held as words
+        if b is not None and b.binding.whole:  # one struct or fixed-size array, held as words
+            held = "struct" if isinstance(b.binding.elem, Struct) else "array"
+            name, index = f"{name} (word {index} of the {held})", None
+        elif b is not None and held_as_words(b.binding.elem):  # held as words
             per = b.binding.host_values
-            name, index = f"{name}[{index // per}] (word {index % per} of the struct)", None
+            held = "struct" if isinstance(b.binding.elem, Struct) else "element"
+            name, index = f"{name}[{index // per}] (word {index % per} of the {held})", None
         raise RaceError(
             f"{name if index is None else f'{name}[{index}]'}: {self.grid.describe(first)} wrote it and "
             f"{self.grid.describe(second)} {what}s it in the same dispatch{self.where()}"

@@ -20,7 +20,16 @@ from kvdsl.interp.errors import InterpError
 from kvdsl.interp.values import COMPONENTS, ArrayValue, Mask, SharedArray, Storage, broadcast
 from kvdsl.ir import tree as ir
 from kvdsl.ir.show import show
-from kvdsl.ir.types import Array, RuntimeArray, Scalar, Struct, Vec, field_offsets, stride
+from kvdsl.ir.types import (
+    Array,
+    RuntimeArray,
+    Scalar,
+    Struct,
+    Vec,
+    field_offsets,
+    held_as_words,
+    stride,
+)
 
 
 class StructMemory:
@@ -36,7 +45,7 @@ class StructMemory:
             return None
         b = self.buffers.get(x.name)
         if b is not None:
-            return b if isinstance(b.binding.elem, Struct) else None
+            return b if held_as_words(b.binding.elem) else None
         w = self.shared.get(x.name)
         return w if w is not None and w.words is not None else None
 
@@ -57,7 +66,8 @@ class StructMemory:
             word, ty, start = np.zeros(1, np.int64), st, 0
         else:
             if type(first) is not ir.Index:
-                raise InterpError(f"{show(e)}: an array of structs is indexed first{self.where()}")
+                what = "structs" if isinstance(st, Struct) else "arrays"
+                raise InterpError(f"{show(e)}: an array of {what} is indexed first{self.where()}")
             idx = self.eval(first.index, m)
             per = stride(st) // 4
             if shared:
