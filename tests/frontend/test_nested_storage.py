@@ -270,6 +270,25 @@ REFUSED = {
 }
 
 
+@pytest.mark.parametrize(
+    "decl, column",
+    [
+        ("@group(0) @binding(1) var<storage, read> a: array<array<f32>>;", 45),
+        ("var<workgroup> w: array<array<f32>, 4>;", 19),
+    ],
+)
+def test_a_runtime_sized_inner_array_is_refused_where_it_stands(decl, column):
+    text = f"@group(0) @binding(0) var<storage, read_write> o: array<f32>;\n{decl}\n"
+    text += MAIN.format(body="o[0] = 1.0;")
+    with pytest.raises(FrontendError) as info:
+        parse(text, "k.wgsl")
+    assert not isinstance(info.value, UnsupportedError), str(info.value)
+    assert str(info.value) == (
+        f"k.wgsl:2:{column}: array of array<f32>: an array element type cannot contain a "
+        "runtime-sized array"
+    )
+
+
 @pytest.mark.parametrize("name", sorted(REFUSED))
 def test_kvdsl_refuses_what_wgsl_refuses(name):
     text, message = REFUSED[name]
