@@ -60,6 +60,7 @@ from kvdsl.ir.types import (
     Vec,
     array_leaf,
     bool_,
+    f16,
     f32,
     i32,
     u32,
@@ -479,6 +480,18 @@ class _Assembler:
                 slot = self.resource_attrs(g)
                 if g.has_init:
                     raise self.err(f"storage var '{g.name}' with an initialiser", g.line)
+                held = g.ty.elem if isinstance(g.ty, RuntimeArray) else g.ty
+                leaf = array_leaf(held)
+                if isinstance(held, Array) and (
+                    isinstance(leaf, Atomic)
+                    or (isinstance(leaf, (Scalar, Vec)) and leaf.scalar == f16)
+                ):
+                    raise self.err(
+                        f"storage var '{g.name}' of type {_spell(g.ty)} (a fixed-size array in "
+                        "storage holds u32, i32 or f32 values; atomics stand in array<atomic<T>>)",
+                        g.line,
+                        g.column,
+                    )
                 if isinstance(g.ty, (Struct, Array)):  # one struct, or a fixed-size array
                     access = g.access or "read"
                     if access not in ("read", "read_write"):

@@ -304,3 +304,49 @@ def test_tint_takes_the_valid_texts_and_refuses_every_refused_one():
     assert {n: e for n, e in tint_check(TAKEN).items() if e is not None} == {}
     checked = tint_check({n: t for n, (t, _) in REFUSED.items()})
     assert {n for n, e in checked.items() if e is None} == set()
+
+
+#: Valid WGSL outside kvdsl's subset: named as such.
+OUTSIDE = {
+    "atomics_in_a_fixed_size_array": (
+        RW.format(ty="array<array<atomic<u32>, 4>>") + MAIN.format(body="atomicAdd(&a[0][1], 1u);"),
+        "storage var 'a' of type array<array<atomic<u32>, 4>> (a fixed-size array in storage "
+        "holds u32, i32 or f32 values",
+    ),
+    "f16_in_a_fixed_size_array": (
+        "enable f16;\n"
+        + RW.format(ty="array<array<f16, 4>>")
+        + MAIN.format(body="a[0][1] = 1.0h;"),
+        "storage var 'a' of type array<array<f16, 4>> (a fixed-size array in storage holds u32",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OUTSIDE))
+def test_what_kvdsl_does_not_take_is_named(name):
+    text, message = OUTSIDE[name]
+    with pytest.raises(UnsupportedError) as info:
+        parse(text, f"{name}.wgsl")
+    assert message in str(info.value), str(info.value)
+    from kvdsl.runtime import tint_check
+
+    assert tint_check({name: text}) == {name: None}  # valid WGSL all the same
+
+
+FLAT = """@group(0) @binding(0) var<storage, read> a: array<vec3<f32>, 4>;
+@group(0) @binding(1) var<storage, read_write> o: array<f32, 12>;
+@compute @workgroup_size(12)
+fn main(@builtin(local_invocation_id) lid: vec3<u32>) {
+  o[lid.x] = a[lid.x / 3u][lid.x % 3u] * 2.0;
+}
+"""
+
+
+def test_a_fixed_size_binding_of_scalars_or_vec3_takes_wgsl_layout(gpu):
+    a = np.random.default_rng(2).standard_normal((4, 4)).astype(np.float32)  # vec3 stride 16
+    k = parse(FLAT, "flat.wgsl")
+    assert [b.host_values for b in k.bindings] == [1, 1] and parse(emit(k), "flat.wgsl") == k
+    bufs = {"a": a.reshape(-1), "o": np.full(12, np.nan, np.float32)}
+    want = (a[:, :3] * 2).reshape(-1)
+    np.testing.assert_array_equal(interp.run(k, dict(bufs), {}, (1, 1, 1))["o"], want)
+    np.testing.assert_array_equal(runtime.run(k, bufs, {}, (1, 1, 1))["o"], want)
