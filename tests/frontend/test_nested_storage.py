@@ -19,7 +19,8 @@ from kvdsl import interp, runtime
 from kvdsl.emit import emit
 from kvdsl.frontend import FrontendError, UnsupportedError, parse
 from kvdsl.interp import OutOfBounds, RaceError
-from kvdsl.ir.types import Array, Vec, f32, size_of, stride, u32
+from kvdsl.interp.memory import word_path
+from kvdsl.ir.types import Array, Struct, Vec, f32, size_of, stride, u32
 
 NEST = """struct S {
   k: u32,
@@ -99,6 +100,10 @@ def test_nested_arrays_take_wgsl_layout():
     assert stride(Array(f32, 4)) == 16 and stride(Array(Array(u32, 8), 16)) == 512
     k = parse(NEST, "nest.wgsl")
     assert {b.name: b.host_values for b in k.bindings} == {"a": 4, "v": 8, "g": 1, "s": 28, "r": 8}
+    # A race names the word by WGSL's indices (a struct leaf: its word).
+    assert word_path(Array(Array(Vec(3, f32), 2), 3), 22) == "[2][1].z"
+    b = Struct("B", (("d", f32), ("qs", Array(u32, 3))))
+    assert word_path(Array(Array(b, 2), 3), 13) == "[1][1] (word 1 of the struct)"
 
 
 def test_nested_storage_arrays_run_as_numpy_says(gpu):
@@ -157,9 +162,9 @@ def test_races_are_found_per_word():
     _run(
         "  if (gid.x < 8u) {\n    g[3][gid.x] = gid.x;\n    v[1][gid.x / 4u][gid.x % 4u] = 1.0;\n  }"
     )
-    with pytest.raises(RaceError, match=r"g \(word 27 of the array\)"):
+    with pytest.raises(RaceError, match=r"g\[3\]\[3\]: invocation"):
         _run("  g[3][3] = gid.x;")
-    with pytest.raises(RaceError, match=r"v\[1\] \(word 5 of the element\)"):
+    with pytest.raises(RaceError, match=r"v\[1\]\[1\].y: invocation"):
         _run("  v[1][1].y = f32(gid.x);")
 
 
