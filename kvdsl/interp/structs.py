@@ -9,7 +9,10 @@ word offset of its first component, each level's index checked against its own l
 struct's element count, a member array's size, a vector's width); loads and stores go through
 :class:`kvdsl.interp.memory.Memory` word by word, so bounds, races and uninitialised reads are
 found per word (in workgroup memory the word is a slot of the
-:class:`~kvdsl.interp.values.SharedArray`). A mixin of :class:`kvdsl.interp.machine.Machine`.
+:class:`~kvdsl.interp.values.SharedArray`). A storage binding of nested arrays
+(``array<array<f32, 4>>``, ``array<array<u32, 8>, 16>``, ``array<array<B, 2>>``) is held and
+reached the same way: each outer element a block of words. A mixin of
+:class:`kvdsl.interp.machine.Machine`.
 """
 
 from __future__ import annotations

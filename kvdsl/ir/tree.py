@@ -401,7 +401,7 @@ class Binding:
     """
 
     name: str
-    elem: Scalar | Vec | Struct
+    elem: Scalar | Vec | Struct | Array  # an Array: array<array<f32, 4>> (held as words)
     access: str  # "read" or "read_write"
     data: Scalar | None = None
     #: The binding is one ``elem`` struct ending in a runtime-sized array
