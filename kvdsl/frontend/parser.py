@@ -58,7 +58,9 @@ from kvdsl.ir.types import (
     Scalar,
     Struct,
     Vec,
+    array_leaf,
     bool_,
+    f16,
     f32,
     i32,
     u32,
@@ -412,11 +414,26 @@ class _Assembler:
                 continue
             ty = g.ty
             whole = g.space == "storage" and isinstance(ty, StructRef)  # rows: Rows
-            if not whole and (
-                not isinstance(ty, (Array, RuntimeArray)) or not isinstance(ty.elem, StructRef)
+            if (
+                g.space == "workgroup"
+                and isinstance(ty, Array)
+                and isinstance(ty.elem, Array)
+                and isinstance(array_leaf(ty), StructRef)
             ):
-                continue
-            ref = ty if whole else ty.elem
+                raise self.err(
+                    f"workgroup var '{g.name}': an array of arrays of structs (workgroup arrays "
+                    "hold structs one level deep)",
+                    g.line,
+                    g.column,
+                )
+            if not whole and (
+                not isinstance(ty, (Array, RuntimeArray))
+                or not isinstance(
+                    ty.elem if g.space == "workgroup" else array_leaf(ty.elem), StructRef
+                )
+            ):
+                continue  # storage: array<B>, array<B, 4>, array<array<B, 2>>; workgroup: array<B, 4>
+            ref = ty if whole else array_leaf(ty.elem)
             d = decls.get(ref.name)
             if d is None:
                 raise WgslTypeError(
@@ -431,13 +448,13 @@ class _Assembler:
                         self.filename,
                         d.line,
                     )
-                inner = fty.elem if isinstance(fty, Array) or last else fty
+                inner = array_leaf(fty.elem if last and isinstance(fty, RuntimeArray) else fty)
                 if isinstance(inner, (Scalar, Vec)) and inner.scalar in (u32, i32, f32):
                     continue
                 raise self.err(
                     f"struct {d.name} member {fname}: {_spell(fty)} (members of a struct in "
                     "storage or workgroup memory are u32, i32 or f32 scalars, vectors of them, "
-                    "or fixed-size arrays of those)",
+                    "or fixed-size arrays of those, nested or not)",
                     d.line,
                 )
             out[d.name] = st = Struct(d.name, tuple(d.fields))
@@ -451,8 +468,7 @@ class _Assembler:
                     )
                 gvars[k] = replace(g, ty=st)
                 continue
-            resolved = Array(st, ty.n) if isinstance(ty, Array) else RuntimeArray(st)
-            gvars[k] = replace(g, ty=resolved)
+            gvars[k] = replace(g, ty=_with_leaf(ty, st))
         return out
 
     def resource_attrs(self, g: GlobalVar) -> tuple[int, int]:
@@ -487,7 +503,19 @@ class _Assembler:
                 slot = self.resource_attrs(g)
                 if g.has_init:
                     raise self.err(f"storage var '{g.name}' with an initialiser", g.line)
-                if isinstance(g.ty, Struct):  # one struct ending in a runtime-sized array
+                held = g.ty.elem if isinstance(g.ty, RuntimeArray) else g.ty
+                leaf = array_leaf(held)
+                if isinstance(held, Array) and (
+                    isinstance(leaf, Atomic)
+                    or (isinstance(leaf, (Scalar, Vec)) and leaf.scalar == f16)
+                ):
+                    raise self.err(
+                        f"storage var '{g.name}' of type {_spell(g.ty)} (a fixed-size array in "
+                        "storage holds u32, i32 or f32 values; atomics stand in array<atomic<T>>)",
+                        g.line,
+                        g.column,
+                    )
+                if isinstance(g.ty, (Struct, Array)):  # one struct, or a fixed-size array
                     access = g.access or "read"
                     if access not in ("read", "read_write"):
                         raise self.err(f"storage access '{access}'", g.line, g.column)
@@ -730,3 +758,12 @@ def _spell(ty: Any) -> str:
 
 def _int_arg(a: Attr, consts: dict, filename: str) -> int:
     return const_int(a.args[0], consts, (filename, a.line, a.column))
+
+
+def _with_leaf(ty, st: Struct):
+    """``ty``, an array (nested or not) of a struct named, holding ``st`` instead."""
+    if isinstance(ty, Array):
+        return Array(_with_leaf(ty.elem, st), ty.n)
+    if isinstance(ty, RuntimeArray):
+        return RuntimeArray(_with_leaf(ty.elem, st))
+    return st

@@ -704,6 +704,8 @@ class ToIR(Transformer):
     def runtime_array_type(self, meta: Meta, elem) -> RuntimeArray:
         if isinstance(elem, StructRef):
             return RuntimeArray(elem)  # an array of structs (resolved with the module's structs)
+        if isinstance(elem, Array):
+            return RuntimeArray(elem)  # of arrays: array<array<f32, 4>> (held as words)
         return RuntimeArray(self._elem(elem, meta))
 
     @v_args(meta=True, inline=True)
@@ -717,6 +719,13 @@ class ToIR(Transformer):
 
     def _elem(self, elem, meta: Meta):
         """``elem`` when an array may hold it; else an error at the array type."""
+        if isinstance(elem, RuntimeArray):
+            raise WgslTypeError(
+                f"array of {elem}: an array element type cannot contain a runtime-sized array",
+                self.filename,
+                meta.line,
+                meta.column,
+            )
         if not isinstance(elem, (Scalar, Vec, Atomic)):
             message = f"array of {elem}: only arrays of scalars, vectors and atomics"
             raise self._err(message, meta.line, meta.column)

@@ -12,7 +12,7 @@ import numpy as np
 from kvdsl.ir import tree as ir
 from kvdsl.ir import ops
 from kvdsl.ir.ops import Op
-from kvdsl.ir.types import Array, Struct
+from kvdsl.ir.types import Array, Struct, held_as_words
 from kvdsl.ir.show import show
 from kvdsl.interp.errors import InterpError
 from kvdsl.interp.memory import Flat, Row
@@ -184,7 +184,7 @@ class Expressions:
                 return np.array([self.runtime_length(self.buffers[name], member)], np.uint32)
             case ir.ArrayLength(name):
                 b = self.buffers[name]
-                per = b.binding.host_values if isinstance(b.binding.elem, Struct) else 1
+                per = b.binding.host_values if held_as_words(b.binding.elem) else 1
                 return np.array([b.length // per], np.uint32)
             case ir.Convert(ty, x):
                 return convert(self.eval(x, m), ty)

@@ -39,7 +39,7 @@ from kvdsl.interp.values import (
     sel,
 )
 from kvdsl.ir import tree as ir
-from kvdsl.ir.types import Array, Struct, Vec
+from kvdsl.ir.types import Array, Struct, Vec, held_as_words
 from kvdsl.ir.show import show
 
 MAX_TRIPS = 1 << 22  # a loop still running after this many trips is taken to be infinite
@@ -193,7 +193,7 @@ class Machine(Scopes, Expressions, Memory, StructMemory):
         self.current: ir.Stmt | None = None
         self._affine: list[tuple] = []  # the last few index arrays :meth:`affine` looked at
         # Bindings and workgroup arrays of structs, held as words (kvdsl.interp.structs); their loops run unbatched.
-        self._structs = any(isinstance(b.elem, Struct) for b in kernel.bindings) or any(
+        self._structs = any(held_as_words(b.elem) for b in kernel.bindings) or any(
             isinstance(w.ty.elem, Struct) for w in kernel.workgroup_vars
         )
         self.batching = batching and not self._structs and not _struct_values(kernel)

@@ -12,7 +12,7 @@ import numpy as np
 from kvdsl.interp.batch import Fallback
 from kvdsl.interp.errors import InterpError, OutOfBounds, RaceError, UninitializedRead
 from kvdsl.ir.tree import AtomicCall, Deref, Expr, Index, Name
-from kvdsl.ir.types import Struct
+from kvdsl.ir.types import Array, Struct, Vec, held_as_words, stride
 from kvdsl.interp.values import (
     ArrayValue,
     Mask,
@@ -116,7 +116,7 @@ class Memory:
             lanes = self.n if m is None else int(np.count_nonzero(m))
             tally = self.accesses.setdefault(b.binding.name, [0, 0])
             elem = b.binding.elem  # a struct's members move word by word
-            tally[which] += lanes * (4 if isinstance(elem, Struct) else elem.size)
+            tally[which] += lanes * (4 if held_as_words(elem) else elem.size)
 
     def store(self, b: Storage, idx: np.ndarray, v: np.ndarray, m: Mask) -> None:
         """``binding[idx] = v`` on the lanes of ``m``, checking bounds and races."""
@@ -211,7 +211,16 @@ class Memory:
 
     def _race_pair(self, name: str, index: int, first: int, second: int, what: str) -> None:
         b = self.buffers.get(name)
-        if b is not None and b.binding.whole:  # one struct, held as words
+        if b is not None and isinstance(b.binding.elem, Array):  # nested arrays, as words
+            if b.binding.whole:  # array<array<u32, 8>, 16>: the binding is the array
+                name, index = name + word_path(b.binding.elem, index), None
+            else:
+                per = b.binding.host_values
+                name, index = (
+                    f"{name}[{index // per}]" + word_path(b.binding.elem, index % per),
+                    None,
+                )
+        elif b is not None and b.binding.whole:  # one struct, held as words
             name, index = f"{name} (word {index} of the struct)", None
         elif b is not None and isinstance(b.binding.elem, Struct):  # held as words
             per = b.binding.host_values
@@ -589,3 +598,16 @@ def _atomic_sequence(fn: str, data: np.ndarray, pos: np.ndarray, args: list[np.n
     out = np.empty(k, dtype)
     out[order] = old
     return out, None
+
+
+def word_path(ty: Array, word: int) -> str:
+    """The indices of word ``word`` of a nested array in WGSL's layout, as WGSL writes them:
+    ``[1].y`` of ``array<vec4<f32>, 2>``'s word 5; where the leaf is a struct, its word."""
+    out = ""
+    while isinstance(ty, Array):
+        step = stride(ty.elem) // 4
+        out += f"[{word // step}]"
+        word, ty = word % step, ty.elem
+    if isinstance(ty, Vec):
+        return out + "." + "xyzw"[word]
+    return out + (f" (word {word} of the struct)" if isinstance(ty, Struct) else "")

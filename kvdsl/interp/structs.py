@@ -9,7 +9,10 @@ word offset of its first component, each level's index checked against its own l
 struct's element count, a member array's size, a vector's width); loads and stores go through
 :class:`kvdsl.interp.memory.Memory` word by word, so bounds, races and uninitialised reads are
 found per word (in workgroup memory the word is a slot of the
-:class:`~kvdsl.interp.values.SharedArray`). A mixin of :class:`kvdsl.interp.machine.Machine`.
+:class:`~kvdsl.interp.values.SharedArray`). A storage binding of nested arrays
+(``array<array<f32, 4>>``, ``array<array<u32, 8>, 16>``, ``array<array<B, 2>>``) is held and
+reached the same way: each outer element a block of words. A mixin of
+:class:`kvdsl.interp.machine.Machine`.
 """
 
 from __future__ import annotations
@@ -20,7 +23,16 @@ from kvdsl.interp.errors import InterpError
 from kvdsl.interp.values import COMPONENTS, ArrayValue, Mask, SharedArray, Storage, broadcast
 from kvdsl.ir import tree as ir
 from kvdsl.ir.show import show
-from kvdsl.ir.types import Array, RuntimeArray, Scalar, Struct, Vec, field_offsets, stride
+from kvdsl.ir.types import (
+    Array,
+    RuntimeArray,
+    Scalar,
+    Struct,
+    Vec,
+    field_offsets,
+    held_as_words,
+    stride,
+)
 
 
 class StructMemory:
@@ -36,7 +48,7 @@ class StructMemory:
             return None
         b = self.buffers.get(x.name)
         if b is not None:
-            return b if isinstance(b.binding.elem, Struct) else None
+            return b if held_as_words(b.binding.elem) else None
         w = self.shared.get(x.name)
         return w if w is not None and w.words is not None else None
 
@@ -57,7 +69,8 @@ class StructMemory:
             word, ty, start = np.zeros(1, np.int64), st, 0
         else:
             if type(first) is not ir.Index:
-                raise InterpError(f"{show(e)}: an array of structs is indexed first{self.where()}")
+                what = "structs" if isinstance(st, Struct) else "arrays"
+                raise InterpError(f"{show(e)}: an array of {what} is indexed first{self.where()}")
             idx = self.eval(first.index, m)
             per = stride(st) // 4
             if shared:

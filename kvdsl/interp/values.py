@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kvdsl.ir.tree import Binding, WorkgroupVar
-from kvdsl.ir.types import Array, Atomic, Scalar, Struct, Vec, stride, u32
+from kvdsl.ir.types import Array, Atomic, Scalar, Struct, Vec, held_as_words, stride, u32
 
 Mask = np.ndarray | None
 COMPONENTS = "xyzw"
@@ -363,8 +363,8 @@ def storage(binding: Binding, given: np.ndarray) -> Storage:
     ``arrayLength`` rounds a partial trailing element down.
     """
     given = np.asarray(given)
-    # An array of structs is held as u32 words (kvdsl.interp.structs).
-    dt = binding.host.dtype if isinstance(binding.elem, Struct) else binding.elem.scalar.dtype
+    # An array of structs, or of arrays, is held as u32 words (kvdsl.interp.structs).
+    dt = u32.dtype if held_as_words(binding.elem) else binding.elem.scalar.dtype
     # The host's array holds binding.host values (f16 data of u32 words: a float16 array).
     if given.dtype.itemsize != binding.host.dtype.itemsize:
         raise TypeError(

@@ -10,7 +10,18 @@ from __future__ import annotations
 from dataclasses import MISSING, dataclass, field, fields
 
 from kvdsl.ir.ops import Op
-from kvdsl.ir.types import Array, Ptr, Scalar, Struct, Vec, stride, u32, vec3u
+from kvdsl.ir.types import (
+    Array,
+    Ptr,
+    Scalar,
+    Struct,
+    Vec,
+    array_leaf,
+    held_as_words,
+    stride,
+    u32,
+    vec3u,
+)
 
 # ---- expressions ------------------------------------------------------------------------------
 
@@ -405,7 +416,7 @@ class Binding:
     """
 
     name: str
-    elem: Scalar | Vec | Struct
+    elem: Scalar | Vec | Struct | Array  # an Array: array<array<f32, 4>> (held as words)
     access: str  # "read" or "read_write"
     data: Scalar | None = None
     #: The binding is one ``elem`` struct ending in a runtime-sized array
@@ -415,16 +426,18 @@ class Binding:
     @property
     def host(self) -> Scalar:
         """The scalar type of the host's array (``data``, else the element's scalar; an array
-        of structs is held as ``u32`` words in WGSL's layout)."""
-        if isinstance(self.elem, Struct) and self.data is None:
-            return u32
+        of structs is held as ``u32`` words in WGSL's layout; an array of arrays as its scalars,
+        in that layout)."""
+        if held_as_words(self.elem) and self.data is None:
+            leaf = array_leaf(self.elem)
+            return u32 if isinstance(leaf, Struct) else leaf.scalar
         return self.elem.scalar if self.data is None else self.data
 
     @property
     def host_values(self) -> int:
         """How many host values one element holds (``vec4<u32>`` of f16 data: 8; a struct:
         its array stride in words)."""
-        if isinstance(self.elem, Struct):
+        if held_as_words(self.elem):
             return 1 if self.whole else stride(self.elem) // self.host.size
         n = self.elem.n if isinstance(self.elem, Vec) else 1
         return n if self.data is None else n * self.elem.scalar.size // self.data.size

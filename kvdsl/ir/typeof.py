@@ -297,6 +297,11 @@ class ExprTyper(ConstEval):
                 sym = scope.lookup(name)
                 if sym is None or sym.kind != "binding":
                     raise VerifyError(f"{show(e)}: '{name}' is not a storage binding")
+                if isinstance(sym.ty, Array):  # array<array<u32, 8>, 16>: a fixed size
+                    raise VerifyError(
+                        f"{show(e)}: arrayLength takes a runtime-sized array ({name} is "
+                        f"{sym.ty}, of a fixed size)"
+                    )
                 whole = isinstance(sym.ty, Struct)
                 if member is not None or whole:
                     last = sym.ty.fields[-1] if whole else None

@@ -286,6 +286,20 @@ def _round_up(n: int, k: int) -> int:
     return (n + k - 1) // k * k
 
 
+def held_as_words(ty: object) -> bool:
+    """Whether a storage binding's element ``ty`` is held as ``u32`` words in WGSL's layout: a
+    struct, or a fixed-size array (``array<array<f32, 4>>``: each element a block of words)."""
+    return isinstance(ty, (Struct, Array))
+
+
+def array_leaf(ty: object) -> object:
+    """The element under any nesting of fixed-size arrays: ``array<array<vec3<f32>, 2>, 4>``
+    gives ``vec3<f32>``."""
+    while isinstance(ty, Array):
+        ty = ty.elem
+    return ty
+
+
 def bitcastable(ty: object) -> bool:
     """Whether ``bitcast`` takes or gives ``ty``: a 32-bit scalar (``u32``, ``i32``, ``f32``) or a
     vector of them."""

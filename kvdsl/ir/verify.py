@@ -32,7 +32,7 @@ from kvdsl.ir.types import (
     is_result_struct,
     u32,
 )
-from kvdsl.ir.types import Atomic, Struct
+from kvdsl.ir.types import Atomic, Struct, array_leaf, held_as_words
 from kvdsl.ir.types import stride as struct_stride
 from kvdsl.ir.uniformity import loop_behavior
 
@@ -266,7 +266,12 @@ class Verifier(ExprTyper):
         if sym is None:
             raise VerifyError(f"{show(s)}: undefined name '{root.name}'")
         if sym.kind in ("binding", "workgroup") and (
-            isinstance(sym.ty, Struct) or isinstance(sym.ty.elem, Struct)
+            isinstance(sym.ty, Struct)
+            or isinstance(sym.ty.elem, Struct)
+            or (
+                sym.kind == "binding"
+                and held_as_words(sym.ty.elem if isinstance(sym.ty, RuntimeArray) else sym.ty)
+            )
         ):
             if sym.kind == "binding" and sym.access != "read_write":
                 raise VerifyError(f"{show(s)}: binding '{root.name}' is read-only")
@@ -357,6 +362,8 @@ def module_scope(kernel: ir.Kernel, verifier: Verifier) -> Scope:
             raise VerifyError(f"binding '{b.name}': access '{b.access}' is not read or read_write")
         if isinstance(b.elem, Struct):
             check_memory_struct(f"binding '{b.name}'", b.elem, b.whole)
+        elif isinstance(b.elem, Array):
+            check_memory_array(f"binding '{b.name}'", b.elem)
         elif isinstance(b.elem, Atomic):
             if b.elem.elem not in (u32, i32) or b.access != "read_write" or b.data is not None:
                 raise VerifyError(
@@ -431,12 +438,26 @@ def check_memory_struct(what: str, st: Struct, whole: bool = False) -> None:
                 f"{what}: struct {st.name} member {name}: {ty} (a runtime-sized array is the "
                 "last member of a struct that is a whole storage binding)"
             )
-        inner = ty.elem if isinstance(ty, (Array, RuntimeArray)) else ty
+        inner = array_leaf(ty.elem if isinstance(ty, RuntimeArray) else ty)
         if not isinstance(inner, (Scalar, Vec)) or inner.scalar not in (u32, i32, f32):
             raise VerifyError(
                 f"{what}: struct {st.name} member {name}: {ty} (u32, i32 or f32 scalars, "
-                "vectors of them, or fixed-size arrays of those)"
+                "vectors of them, or fixed-size arrays of those, nested or not)"
             )
+
+
+def check_memory_array(what: str, ty: Array) -> None:
+    """A fixed-size array a storage binding holds as its element (``array<array<f32, 4>>``) or
+    whole (``array<array<u32, 8>, 16>``, ``array<B, 4>``): u32, i32 or f32 scalars, vectors of
+    them or structs, under any nesting of fixed-size arrays."""
+    inner = array_leaf(ty)
+    if isinstance(inner, Struct):
+        check_memory_struct(what, inner)
+    elif not isinstance(inner, (Scalar, Vec)) or inner.scalar not in (u32, i32, f32):
+        raise VerifyError(
+            f"{what}: {ty} (arrays of u32, i32 or f32 scalars, vectors of them or structs, "
+            "nested or not)"
+        )
 
 
 def workgroup_bytes(ty: Array) -> int:

@@ -15,7 +15,7 @@ import numbers
 import numpy as np
 
 from kvdsl.ir.tree import Binding
-from kvdsl.ir.types import Scalar, Struct, Vec
+from kvdsl.ir.types import Array, Scalar, Struct, Vec, size_of
 from kvdsl.runtime.errors import BufferError, ParamsError
 
 _INT_RANGE = {"u32": (0, 2**32 - 1), "i32": (-(2**31), 2**31 - 1)}
@@ -127,7 +127,8 @@ def to_storage(elem: Scalar | Vec, a: np.ndarray) -> bytes:
     if _vec3(elem):
         flat = np.pad(flat.reshape(-1, 3), ((0, 0), (0, 1))).reshape(-1)
     data = flat.tobytes()
-    size = max(_round_up(len(data), 4), _round_up(elem.size if not _vec3(elem) else elem.align, 4))
+    least = elem.align if _vec3(elem) else size_of(elem) if isinstance(elem, Array) else elem.size
+    size = max(_round_up(len(data), 4), _round_up(least, 4))
     return data + bytes(size - len(data))
 
 

@@ -198,19 +198,6 @@ UNSUPPORTED = [
     (kernel("  discard;"), 4, 3, "'discard' (discard)"),
     (kernel("  let x = fwidth(vec2f(1.0));"), 4, 11, "WGSL builtin 'fwidth'"),
     (kernel("  _ = out[0u];"), 4, 3, "phony assignment '_ = ...'"),
-    # Found by the long fuzz run: a nested array had no location.
-    (
-        kernel("", HEAD + "@group(0) @binding(1) var<storage, read> a: array<array<f32>>;\n"),
-        2,
-        45,
-        "array of array<f32>: only arrays of scalars, vectors and atomics",
-    ),
-    (
-        kernel("", HEAD + "var<workgroup> w: array<array<f32>, 4>;\n"),
-        2,
-        19,
-        "array of array<f32>: only arrays of scalars, vectors and atomics",
-    ),
 ]
 
 

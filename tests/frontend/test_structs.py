@@ -284,9 +284,9 @@ OUTSIDE = {
         "struct H member d: f16 (members of a struct in storage or workgroup memory are u32, "
         "i32 or f32",
     ),
-    "fixed_size_storage_array": (
-        HEAD.replace("array<B>;", "array<B, 4>;") + "  out[0].d = 1.0;\n}\n",
-        "only runtime arrays",
+    "workgroup_array_of_arrays_of_structs": (
+        HEAD.replace("array<B, 4>;", "array<array<B, 2>, 2>;") + "  tile[0][1].d = 1.0;\n}\n",
+        "workgroup var 'tile': an array of arrays of structs",
     ),
 }
 
