@@ -33,3 +33,16 @@ def refused_by_compilers(
             refused[name] = f"naga: {err}"
     checked = tint_check(texts, limits=limits)
     return refused | {n: f"tint: {e}" for n, e in checked.items() if e is not None}
+
+
+def assert_refused(text: str, filename: str, message: str) -> None:
+    """kvdsl refuses ``text`` as invalid WGSL (not as valid WGSL outside its subset), with
+    ``message`` in its error."""
+    import pytest
+
+    from kvdsl.frontend import FrontendError, UnsupportedError, parse
+
+    with pytest.raises(FrontendError) as info:
+        parse(text, filename)
+    assert not isinstance(info.value, UnsupportedError), str(info.value)
+    assert message in str(info.value), str(info.value)
