@@ -39,7 +39,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from kvdsl.harness.cases import values
 from kvdsl.harness.compare import poison
 from kvdsl.kernels.config import Element
 from kvdsl.kernels.paged import (
@@ -55,8 +54,8 @@ from kvdsl.kernels.paged_pages import PagedCompactConfig, PagedCopyConfig, Paged
 from kvdsl.reference import formats as fm
 from kvdsl.reference import paged as ref
 from kvdsl.session.formats import SessionError, _program
-from kvdsl.session.host import ALIGN, Bound, Buffer, Host, InterpHost, Program, aligned
-from kvdsl.session.session import Step, SessionMismatch, _whole, check_fences
+from kvdsl.session.host import ALIGN, Bound, Buffer, Host, InterpHost, Program
+from kvdsl.session.session import SessionMismatch, Step, _Run, _whole
 
 #: The formats of a paged session's rows.
 PAGED_FORMATS = tuple(f.value for f in PagedFormat)
@@ -319,7 +318,7 @@ class _PagedLayer:
 
 
 @dataclass
-class PagedSession:
+class PagedSession(_Run):
     """A paged cache on ``host`` (the interpreter unless given) and its oracle, checked after
     every operation where ``check_every``."""
 
@@ -331,6 +330,7 @@ class PagedSession:
     def __post_init__(self) -> None:
         s = self.spec
         self.rows = paged_rows(s)
+        self.input = self.rows.input
         for program in self.rows.programs():
             self.host.prepare(program)
         self.rng = np.random.default_rng(self.seed)
@@ -353,23 +353,14 @@ class PagedSession:
             for side in "kv":
                 pair, model = [], []
                 for which in range(2):
-                    buf = self.host.buffer(
-                        f"layer{i}_{side}{which}", 2 * self.canary + aligned(self.pool_bytes)
-                    )
-                    tail = buf.size - self.canary - self.pool_bytes
-                    before, after = (
-                        fences.integers(0, 256, n, np.uint8).tobytes() for n in (self.canary, tail)
-                    )
+                    buf = self._fenced_buffer(fences, f"layer{i}_{side}{which}", self.pool_bytes)
                     # Every page starts as noise of its own pool (a page copied from another
                     # pool, or a row from another page, shows): finite values, or words.
                     if self.rows.dtype.kind == "f":
                         start = fences.uniform(-8, 8, shape).astype(self.rows.dtype)
                     else:
                         start = fences.integers(0, 2**32, shape, np.uint32)
-                    self._fences[buf.label] = (before, after)
-                    self.host.write(buf, 0, before)
                     self.host.write(buf, self.canary, self._pool_array(start))
-                    self.host.write(buf, self.canary + self.pool_bytes, after)
                     pair.append(buf)
                     model.append(start.copy())
                 bufs[side], models[side] = tuple(pair), model
@@ -413,22 +404,6 @@ class PagedSession:
             buf = self._inputs[name] = self.host.buffer(name, size)
         self.host.write(buf, 0, data)
         return Bound(buf, 0, data.nbytes)
-
-    def _new_ranges(self, key_seq: int) -> list[tuple[Bound, Bound]]:
-        s = self.spec
-        size = s.batch * key_seq * s.kv_heads * s.head_dim * self.rows.input.itemsize
-        per = aligned(size)
-        if self._new is None or key_seq > self._new_tokens:
-            self._new = (
-                self.host.buffer("new_k", s.layers * per),
-                self.host.buffer("new_v", s.layers * per),
-            )
-            self._new_tokens = key_seq
-        per = self._new[0].size // s.layers // ALIGN * ALIGN
-        return [
-            (Bound(self._new[0], i * per, size), Bound(self._new[1], i * per, size))
-            for i in range(s.layers)
-        ]
 
     # ---- the allocator ---------------------------------------------------------------------
 
@@ -766,18 +741,6 @@ class PagedSession:
                 pool[pairs[:, 1]] = pool[pairs[:, 0]]
         self.copies += len(pairs)
 
-    def _tokens(self, key_seq: int) -> list[tuple[np.ndarray, np.ndarray]]:
-        s = self.spec
-        shape = (s.batch, key_seq, s.kv_heads * s.head_dim)
-        return [
-            (values(self.rng, shape, self.rows.input), values(self.rng, shape, self.rows.input))
-            for _ in range(s.layers)
-        ]
-
-    def _after(self) -> None:
-        if self.check_every:
-            self.check()
-
     # ---- checks ----------------------------------------------------------------------------
 
     def _stored(self, r: Bound) -> np.ndarray:
@@ -796,15 +759,8 @@ class PagedSession:
             for side, bufs, models in (("key", layer.k, layer.model_k), ("value", layer.v, layer.model_v)):  # fmt: skip
                 for which, buf in enumerate(bufs):
                     raw = self.host.read(buf)
-                    check_fences(
-                        raw,
-                        self._fences[buf.label],
-                        self.canary,
-                        end,
-                        f"after {self._where()}: layer {i} {side}",
-                        buf.label,
-                        "pool",
-                    )
+                    where = f"after {self._where()}: layer {i} {side}"
+                    self._check_canaries(buf, raw, end, where, "pool")
                     got = self._pool_of(np.frombuffer(raw[self.canary : end], self.rows.dtype))
                     problem = self.rows.judge(got, models[which], exact, s.head_dim)
                     if problem:
@@ -845,16 +801,3 @@ class PagedSession:
                 f"after {self._where()}: layer {i} {side}: sequence {int(b[j])} position "
                 f"{int(t[j])} (page {int(page[j])}) is not the row it was given: {problem}"
             )
-
-    def _where(self) -> str:
-        last = self.steps[-1] if self.steps else None
-        what = "the start" if last is None else f"{last.op} ({last.tokens} tokens)"
-        return f"step {len(self.steps) - 1}, {what}" if last else what
-
-    def gpu_times(self) -> None:
-        """Fill each step's GPU seconds from the host's timestamps (where it has them)."""
-        times = self.host.gpu_seconds()
-        if times is None:
-            return
-        for st, seconds in zip(self.steps, times):
-            st.gpu = seconds

@@ -102,8 +102,84 @@ class _Layer:
     live: int = 0
 
 
+class _Run:
+    """What a contiguous and a paged session share: their canary-fenced buffers, the new tokens'
+    values and ranges, the steps' record and the oracle check after each. A subclass sets
+    ``spec``, ``host``, ``rng``, ``steps``, ``canary``, ``_fences``, ``_new``, ``_new_tokens``,
+    ``check_every`` and ``input`` (the dtype of the new K and V) and defines ``check``."""
+
+    def _fenced_buffer(self, fences: np.random.Generator, label: str, body: int) -> Buffer:
+        """A buffer of ``body`` bytes at ``canary`` between canary bytes of its own (drawn from
+        ``fences``, written, and kept for :meth:`_check_canaries`); the caller writes the body."""
+        buf = self.host.buffer(label, 2 * self.canary + aligned(body))
+        tail = buf.size - self.canary - body
+        before, after = (
+            fences.integers(0, 256, n, np.uint8).tobytes() for n in (self.canary, tail)
+        )
+        self._fences[label] = (before, after)
+        self.host.write(buf, 0, before)
+        self.host.write(buf, self.canary + body, after)
+        return buf
+
+    def _check_canaries(self, buf: Buffer, raw: bytes, end: int, where: str, what: str) -> None:
+        """Raise :class:`SessionMismatch` naming the first canary byte of ``buf`` (read as
+        ``raw``; its body is bytes ``[canary, end)``, a ``what``) that a dispatch wrote."""
+        before, after = self._fences[buf.label]
+        for at, got, want in ((0, raw[: self.canary], before), (end, raw[end:], after)):
+            if got != want:
+                first = next(j for j in range(len(got)) if got[j] != want[j])
+                raise SessionMismatch(
+                    f"{where}: byte {at + first} of buffer {buf.label}, a canary, was written "
+                    f"(the {what} is bytes [{self.canary}, {end}))"
+                )
+
+    def _token_bytes(self, key_seq: int) -> int:
+        s = self.spec
+        return s.batch * key_seq * s.kv_heads * s.head_dim * self.input.itemsize
+
+    def _new_ranges(self, key_seq: int) -> list[Pair]:
+        """Each layer's range of the new K and V buffers for ``key_seq`` tokens per sequence
+        (the buffers grow to the most tokens asked for)."""
+        per = aligned(self._token_bytes(key_seq))
+        if self._new is None or key_seq > self._new_tokens:
+            size = self.spec.layers * per
+            self._new = (self.host.buffer("new_k", size), self.host.buffer("new_v", size))
+            self._new_tokens = key_seq
+        size = self._token_bytes(key_seq)
+        return [
+            (Bound(self._new[0], i * per, size), Bound(self._new[1], i * per, size))
+            for i in range(self.spec.layers)
+        ]
+
+    def _tokens(self, key_seq: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Each layer's new K and V values, ``[batch, key_seq, kv_heads * head_dim]``."""
+        s = self.spec
+        shape = (s.batch, key_seq, s.kv_heads * s.head_dim)
+        return [
+            (values(self.rng, shape, self.input), values(self.rng, shape, self.input))
+            for _ in range(s.layers)
+        ]
+
+    def _after(self) -> None:
+        if self.check_every:
+            self.check()
+
+    def _where(self) -> str:
+        last = self.steps[-1] if self.steps else None
+        what = "the start" if last is None else f"{last.op} ({last.tokens} tokens)"
+        return f"step {len(self.steps) - 1}, {what}" if last else what
+
+    def gpu_times(self) -> None:
+        """Fill each step's GPU seconds from the host's timestamps (where it has them)."""
+        times = self.host.gpu_seconds()
+        if times is None:
+            return
+        for st, seconds in zip(self.steps, times):
+            st.gpu = seconds
+
+
 @dataclass
-class Session:
+class Session(_Run):
     """A cache on ``host`` (the interpreter unless given) and its oracle, checked after every
     operation where ``check`` (else on :meth:`check` calls)."""
 
@@ -115,6 +191,7 @@ class Session:
     def __post_init__(self) -> None:
         s = self.spec
         self.fmt: CacheFormat = cache_format(s.format, s.kv_heads, s.head_dim)
+        self.input = self.fmt.input
         for program in self.fmt.programs():
             self.host.prepare(program)
         self.rng = np.random.default_rng(self.seed)
@@ -143,17 +220,8 @@ class Session:
             for side in "kv":
                 pair = []
                 for which in range(2):
-                    buf = self.host.buffer(
-                        f"layer{i}_{side}{which}", 2 * self.canary + aligned(self.cache_bytes)
-                    )
-                    tail = buf.size - self.canary - self.cache_bytes
-                    before, after = (
-                        fences.integers(0, 256, n, np.uint8).tobytes() for n in (self.canary, tail)
-                    )
-                    self._fences[buf.label] = (before, after)
-                    self.host.write(buf, 0, before)
+                    buf = self._fenced_buffer(fences, f"layer{i}_{side}{which}", self.cache_bytes)
                     self.host.write(buf, self.canary, start)
-                    self.host.write(buf, self.canary + self.cache_bytes, after)
                     pair.append(buf)
                 bufs[side] = tuple(pair)
             self.layers.append(_Layer(bufs["k"], bufs["v"], start.copy(), start.copy()))
@@ -178,36 +246,10 @@ class Session:
         size = self.cache_bytes if isinstance(self.host, InterpHost) else self._span
         return Bound(layer.k[which], self.canary, size), Bound(layer.v[which], self.canary, size)
 
-    def _token_bytes(self, key_seq: int) -> int:
-        s = self.spec
-        return s.batch * key_seq * s.kv_heads * s.head_dim * self.fmt.input.itemsize
-
-    def _new_ranges(self, key_seq: int) -> list[Pair]:
-        """Each layer's range of the new K and V buffers for ``key_seq`` tokens per sequence
-        (the buffers grow to the most tokens asked for)."""
-        per = aligned(self._token_bytes(key_seq))
-        if self._new is None or key_seq > self._new_tokens:
-            size = self.spec.layers * aligned(self._token_bytes(key_seq))
-            self._new = (self.host.buffer("new_k", size), self.host.buffer("new_v", size))
-            self._new_tokens = key_seq
-        size = self._token_bytes(key_seq)
-        return [
-            (Bound(self._new[0], i * per, size), Bound(self._new[1], i * per, size))
-            for i in range(self.spec.layers)
-        ]
-
     def _seqlens(self, lens: np.ndarray) -> dict[str, Bound]:
         """The step's inputs: ``seqlens_k`` written for ``lens``, and the format's constants."""
         self.host.write(self.seqlens, 0, np.asarray(lens, np.int32))
         return {"seqlens_k": Bound(self.seqlens, 0, 4 * self.spec.batch)} | self._constants
-
-    def _tokens(self, key_seq: int) -> list[tuple[np.ndarray, np.ndarray]]:
-        s = self.spec
-        shape = (s.batch, key_seq, s.kv_heads * s.head_dim)
-        return [
-            (values(self.rng, shape, self.fmt.input), values(self.rng, shape, self.fmt.input))
-            for _ in range(s.layers)
-        ]
 
     # ---- operations ------------------------------------------------------------------------
 
@@ -391,10 +433,6 @@ class Session:
                 f"seqlens_k={top}: a sequence past i32's 2147483647 tokens cannot be addressed"
             )
 
-    def _after(self) -> None:
-        if self.check_every:
-            self.check()
-
     # ---- checks ----------------------------------------------------------------------------
 
     def _live(self, r: Bound) -> np.ndarray:
@@ -410,15 +448,8 @@ class Session:
             for side, bufs, model in (("key", layer.k, layer.model_k), ("value", layer.v, layer.model_v)):  # fmt: skip
                 for which, buf in enumerate(bufs):
                     raw = self.host.read(buf)
-                    check_fences(
-                        raw,
-                        self._fences[buf.label],
-                        self.canary,
-                        end,
-                        f"after {self._where()}: layer {i} {side}",
-                        buf.label,
-                        "cache",
-                    )
+                    where = f"after {self._where()}: layer {i} {side}"
+                    self._check_canaries(buf, raw, end, where, "cache")
                     if which != layer.live:
                         continue
                     got = np.frombuffer(raw[self.canary : end], self.fmt.dtype)
@@ -426,33 +457,6 @@ class Session:
                     if problem:
                         raise SessionMismatch(f"after {self._where()}: layer {i} {side}: {problem}")
         self.checks += 1
-
-    def _where(self) -> str:
-        last = self.steps[-1] if self.steps else None
-        what = "the start" if last is None else f"{last.op} ({last.tokens} tokens)"
-        return f"step {len(self.steps) - 1}, {what}" if last else what
-
-    def gpu_times(self) -> None:
-        """Fill each step's GPU seconds from the host's timestamps (where it has them)."""
-        times = self.host.gpu_seconds()
-        if times is None:
-            return
-        for st, seconds in zip(self.steps, times):
-            st.gpu = seconds
-
-
-def check_fences(
-    raw: bytes, fences: tuple[bytes, bytes], start: int, end: int, where: str, label: str, what: str
-) -> None:
-    """Raise :class:`SessionMismatch` naming the first byte of ``raw`` before ``start`` or from
-    ``end`` on that differs from the canary bytes ``fences`` (before, after) it was given."""
-    for at, got, want in ((0, raw[:start], fences[0]), (end, raw[end:], fences[1])):
-        if got != want:
-            first = next(j for j in range(len(got)) if got[j] != want[j])
-            raise SessionMismatch(
-                f"{where}: byte {at + first} of buffer {label}, a canary, was written (the "
-                f"{what} is bytes [{start}, {end}))"
-            )
 
 
 class SessionMismatch(AssertionError):
