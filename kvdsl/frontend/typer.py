@@ -38,14 +38,10 @@ from kvdsl.ir.scope import Scope, VerifyError
 from kvdsl.ir.verify import SWITCH_CLAUSE, Verifier
 
 # WGSL builtin functions the IR has no op for: calling one is "outside the subset", not an
-# undefined function.
+# undefined function. (The atomics, subgroup builtins, frexp and modf are read before this.)
 WGSL_BUILTINS = set(
-    "atomicAdd atomicAnd atomicCompareExchangeWeak atomicExchange atomicLoad "
-    "atomicMax atomicMin atomicOr atomicStore atomicSub atomicXor determinant dpdx dpdy "
-    "frexp fwidth modf subgroupAdd subgroupAll "
-    "subgroupAnd subgroupAny subgroupBallot subgroupBroadcast subgroupBroadcastFirst "
-    "subgroupElect subgroupExclusiveAdd subgroupInclusiveAdd subgroupMax subgroupMin "
-    "subgroupMul subgroupOr subgroupShuffle subgroupShuffleDown subgroupShuffleUp subgroupXor "
+    "determinant dpdx dpdxCoarse dpdxFine dpdy dpdyCoarse dpdyFine fwidth fwidthCoarse "
+    "fwidthFine quadBroadcast quadSwapDiagonal quadSwapX quadSwapY "
     "textureDimensions textureGather textureLoad textureNumLayers textureNumLevels "
     "textureNumSamples textureSample textureSampleBias textureSampleCompare textureSampleGrad "
     "textureSampleLevel textureStore transpose workgroupBarrier".split()

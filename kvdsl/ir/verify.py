@@ -32,7 +32,7 @@ from kvdsl.ir.types import (
     is_result_struct,
     u32,
 )
-from kvdsl.ir.types import Atomic, Struct, array_leaf, held_as_words
+from kvdsl.ir.types import Atomic, array_leaf, held_as_words
 from kvdsl.ir.types import stride as struct_stride
 from kvdsl.ir.uniformity import loop_behavior
 
