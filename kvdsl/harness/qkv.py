@@ -24,7 +24,7 @@ from kvdsl.ir import Kernel
 from kvdsl.kernels.build import build
 from kvdsl.kernels.dense import dense_append
 from kvdsl.kernels.merge_share import merge_share
-from kvdsl.kernels.qkv import QkvConfig, chain
+from kvdsl.kernels.qkv import Chain, QkvConfig, chain
 from kvdsl.kernels.transpose import transpose
 
 #: Relative tolerance of Q and K where they are normed or rotated, by output type.
@@ -127,21 +127,14 @@ def _dense_case(cfg: QkvConfig, bufs: dict, shape: dict, params: dict, q, w, q_t
 Runner = Callable[[Kernel, dict[str, np.ndarray], dict[str, int]], dict[str, np.ndarray]]
 
 
-def unfused(
-    cfg: QkvConfig, buffers: dict[str, np.ndarray], params: dict[str, int], run: Runner
-) -> dict[str, np.ndarray]:
-    """``q_out``, ``present_key`` and ``present_value`` of a ``qkv`` case (its flat
-    ``buffers``, outputs as poisoned as the fused kernel's, and ``params``) computed by the
-    unfused chain of kvdsl's own kernels (:func:`kvdsl.kernels.qkv.chain`) through ``run``:
-    the split over every batch, then per batch the Q ``build``, the K ``build`` (K RMSNorm) and
-    the ``merge_share`` append (with a format, ``dense_append``) into that batch's heads of
-    the cache (and ``present_scales``). The host moves rows
-    between the kernels (numpy views and copies only) and adds the bias in f32, as the kernel
-    does."""
-    ch = chain(cfg)
-    s, cap, d = params["keySeq"], params["seq"], cfg.head_dim
-    heads, hq, hkv = cfg.heads, cfg.q_heads, cfg.kv_heads
-    batch = params["count"] // (s * cfg.rows)
+def split_rows(
+    cfg: QkvConfig, ch: Chain, buffers: dict[str, np.ndarray], batch: int, s: int, run: Runner
+) -> tuple[np.ndarray, dict[str, np.ndarray], np.ndarray]:
+    """The unfused chain's first step and what its ``build`` steps bind: the projection split
+    into rows ``[B, heads, keySeq, D]`` by ``transpose`` (the bias then added in f32, as the
+    kernel does), the rotary table as ``cos_cache`` and ``sin_cache``, and the norm weights
+    ``[n, D]`` (Q's, then K's)."""
+    d, heads = cfg.head_dim, cfg.heads
     x = buffers["qkv"]
     rows = np.zeros(batch * heads * s * d, np.float32)
     out = run(transpose(ch.split), {"key": x, "value": x, "present_key": rows,
@@ -157,6 +150,25 @@ def unfused(
             "sin_cache": table[:, cfg.half :].copy(),
         }
     weights = buffers.get("qk_norm_weight", np.zeros(0, np.float32)).reshape(-1, d)
+    return xt, tables, weights
+
+
+def unfused(
+    cfg: QkvConfig, buffers: dict[str, np.ndarray], params: dict[str, int], run: Runner
+) -> dict[str, np.ndarray]:
+    """``q_out``, ``present_key`` and ``present_value`` of a ``qkv`` case (its flat
+    ``buffers``, outputs as poisoned as the fused kernel's, and ``params``) computed by the
+    unfused chain of kvdsl's own kernels (:func:`kvdsl.kernels.qkv.chain`) through ``run``:
+    the split over every batch, then per batch the Q ``build``, the K ``build`` (K RMSNorm) and
+    the ``merge_share`` append (with a format, ``dense_append``) into that batch's heads of
+    the cache (and ``present_scales``). The host moves rows
+    between the kernels (numpy views and copies only) and adds the bias in f32, as the kernel
+    does."""
+    ch = chain(cfg)
+    s, cap, d = params["keySeq"], params["seq"], cfg.head_dim
+    hq, hkv = cfg.q_heads, cfg.kv_heads
+    batch = params["count"] // (s * cfg.rows)
+    xt, tables, weights = split_rows(cfg, ch, buffers, batch, s, run)
     wq = weights[0] if cfg.q_norm else None
     wk = weights[-1] if cfg.k_norm else None
     seqlens = buffers["seqlens_k"]

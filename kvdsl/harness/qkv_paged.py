@@ -17,12 +17,11 @@ from kvdsl.harness.cases import Case, case_generator, dtype
 from kvdsl.harness.compare import poison
 from kvdsl.harness.dense import DenseCase
 from kvdsl.harness.paged import append_table, pool_buffers, scattered_slots, stored_rows
-from kvdsl.harness.qkv import TOLERANCE, Runner, inputs
+from kvdsl.harness.qkv import TOLERANCE, Runner, inputs, split_rows
 from kvdsl.kernels.build import BuildConfig, build
 from kvdsl.kernels.paged import SCALE_POOL, Addressing
 from kvdsl.kernels.paged_append import paged_append
 from kvdsl.kernels.qkv_paged import PagedQkvConfig, chain
-from kvdsl.kernels.transpose import transpose
 from kvdsl.reference import paged as ref
 from kvdsl.reference.qkv import project
 
@@ -111,16 +110,10 @@ def unfused(
     batch's positions must run on (``token_positions[b, t] = token_positions[b, 0] + t``, as
     the cases' do): ``build`` rotates at ``pastSeq + t``."""
     s, d = params["keySeq"], cfg.head_dim
-    heads, hq, hkv = cfg.heads, cfg.q_heads, cfg.kv_heads
+    hq, hkv = cfg.q_heads, cfg.kv_heads
     batch = params["count"] // (s * cfg.rows)
-    x = buffers["qkv"]
     ch = chain(cfg)
-    rows = np.zeros(batch * heads * s * d, np.float32)
-    out = run(transpose(ch.split), {"key": x, "value": x, "present_key": rows,
-              "present_value": rows.copy()}, {"batchSize": batch, "kvSeq": s})  # fmt: skip
-    xt = out["present_key"].reshape(batch, heads, s, d)
-    if cfg.bias:
-        xt = xt + buffers["qkv_bias"].reshape(1, heads, 1, d)
+    xt, tables, weights = split_rows(cfg, ch, buffers, batch, s, run)
     if cfg.addressing is Addressing.PAGE_TABLE:
         total = np.maximum(buffers["seqlens_k"].astype(np.int64), -1) + 1
         first = total - np.minimum(s, total)
@@ -129,14 +122,6 @@ def unfused(
         assert (buffers["token_positions"].reshape(batch, s) == first[:, None] + np.arange(s)).all()
     else:
         first = np.zeros(batch, np.int64)
-    tables: dict[str, np.ndarray] = {}
-    if cfg.rotary:
-        table = buffers["rotary_table"].reshape(-1, 2 * cfg.half)
-        tables = {
-            "cos_cache": table[:, : cfg.half].copy(),
-            "sin_cache": table[:, cfg.half :].copy(),
-        }
-    weights = buffers.get("qk_norm_weight", np.zeros(0, np.float32)).reshape(-1, d)
     qt = buffers["q_out"].dtype
     q = np.empty((batch, hq, s, d), qt)
     new_k = np.empty((batch, s, hkv, d), np.float32)
