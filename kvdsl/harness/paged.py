@@ -148,6 +148,24 @@ def scattered_slots(
     return slots.reshape(batch, key_seq), pages
 
 
+def appended_pools(
+    cfg: PagedConfig, k: np.ndarray, v: np.ndarray, slots: np.ndarray, pages: int
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """The pools (and scale pages) after K and V rows ``[B, S, H, D]`` (f32) are stored in
+    ``cfg``'s format at ``slots`` (-1 skips) of ``pages`` pages: the expected bindings, and
+    the masks of what the append writes."""
+    h, p = cfg.kv_heads, cfg.page_size
+    sk, sv, scales = stored_rows(cfg, k, v)
+    flat = slots.reshape(-1)
+    w = ref.append(pages, p, sk.reshape(-1, h, sk.shape[-1]), sv.reshape(-1, h, sv.shape[-1]), flat)
+    ws = None
+    if scales is not None:
+        ws = ref.append(pages, p, *(scales.reshape(-1, h, scales.shape[-1]),) * 2, flat)
+    expected = pool_buffers(cfg, w.key, w.value, None if ws is None else ws.key)
+    written = pool_buffers(cfg, w.mask, w.mask, None if ws is None else ws.mask)
+    return expected, written
+
+
 @case_generator("paged_append")
 def paged_append_case(cfg: PagedAppendConfig, rng: np.random.Generator, i: int) -> Case:
     batch, key_seq = 2 + i % 2, [1, 7, 21][i % 3]
@@ -187,14 +205,7 @@ def paged_append_case(cfg: PagedAppendConfig, rng: np.random.Generator, i: int) 
     k = new_k.astype(np.float32).reshape(batch, key_seq, h, d)
     k = ref.prepare_k(k, pos[:, :, None], norm, rot)
     v = new_v.astype(np.float32).reshape(batch, key_seq, h, d)
-    sk, sv, scales = stored_rows(cfg, k, v)
-    flat = slots.reshape(-1)
-    w = ref.append(pages, p, sk.reshape(-1, h, sk.shape[-1]), sv.reshape(-1, h, sv.shape[-1]), flat)
-    ws = None
-    if scales is not None:
-        ws = ref.append(pages, p, *(scales.reshape(-1, h, scales.shape[-1]),) * 2, flat)
-    expected = pool_buffers(cfg, w.key, w.value, None if ws is None else ws.key)
-    written = pool_buffers(cfg, w.mask, w.mask, None if ws is None else ws.mask)
+    expected, written = appended_pools(cfg, k, v, slots, pages)
     bufs |= {name: poison(a.size, a.dtype) for name, a in expected.items()}
     shape = {k_: shape[k_] for k_ in ("batch", "keySeq", "pages", "maxPages", "positions")
              if k_ in shape}  # fmt: skip

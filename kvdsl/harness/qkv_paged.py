@@ -16,7 +16,7 @@ import numpy as np
 from kvdsl.harness.cases import Case, case_generator, dtype
 from kvdsl.harness.compare import poison
 from kvdsl.harness.dense import DenseCase
-from kvdsl.harness.paged import append_table, pool_buffers, scattered_slots, stored_rows
+from kvdsl.harness.paged import append_table, appended_pools, scattered_slots
 from kvdsl.harness.qkv import TOLERANCE, Runner, inputs, split_rows
 from kvdsl.kernels.build import BuildConfig, build
 from kvdsl.kernels.paged import SCALE_POOL, Addressing
@@ -51,7 +51,7 @@ def _pages(cfg: PagedQkvConfig, rng: np.random.Generator, bufs: dict, key_seq: i
 @case_generator("paged_qkv")
 def paged_qkv_case(cfg: PagedQkvConfig, rng: np.random.Generator, i: int) -> Case:
     batch, key_seq = 2 + i % 2, [1, 5, 13][i % 3]
-    h, d, p = cfg.kv_heads, cfg.head_dim, cfg.page_size
+    d, p = cfg.head_dim, cfg.page_size
     cap = 3 * p + 3  # rotary rows: every position a case uses
     bufs, args = inputs(cfg, rng, batch, key_seq, cap, i)
     slots, pos, pages, params = _pages(cfg, rng, bufs, key_seq, i)
@@ -62,14 +62,7 @@ def paged_qkv_case(cfg: PagedQkvConfig, rng: np.random.Generator, i: int) -> Cas
         q = q.transpose(0, 2, 1, 3)
     view = cfg.pool_config
     k, v = (x.transpose(0, 2, 1, 3) for x in (k, v))  # [B, S, H, D]
-    sk, sv, scales = stored_rows(view, k, v)
-    flat = slots.reshape(-1)
-    w = ref.append(pages, p, sk.reshape(-1, h, sk.shape[-1]), sv.reshape(-1, h, sv.shape[-1]), flat)
-    ws = None
-    if scales is not None:
-        ws = ref.append(pages, p, *(scales.reshape(-1, h, scales.shape[-1]),) * 2, flat)
-    expected = pool_buffers(view, w.key, w.value, None if ws is None else ws.key)
-    written = pool_buffers(view, w.mask, w.mask, None if ws is None else ws.mask)
+    expected, written = appended_pools(view, k, v, slots, pages)
     bufs |= {name: poison(a.size, a.dtype) for name, a in expected.items()}
     bufs["q_out"] = poison(q.size, qt)
     expected["q_out"] = np.ascontiguousarray(q).reshape(-1)
