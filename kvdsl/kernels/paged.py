@@ -12,6 +12,8 @@ from enum import StrEnum
 from typing import Any
 
 from kvdsl.ir import Buffer, KernelBuilder, f32, u32
+from kvdsl.ir.ops import Op
+from kvdsl.ir.tree import Binary
 from kvdsl.kernels.config import (
     FLOATS,
     MAX_STORAGE_BUFFERS,
@@ -332,6 +334,26 @@ def pool_bindings(
 def scale_binding(kb: KernelBuilder, cfg: PagedConfig, access: str, name: str = SCALE_POOL):
     """The side scales' pool binding (f32), None where the scales are inline."""
     return None if cfg.scale_geometry is None else kb.binding(name, f32, access)
+
+
+def addressing_extents(
+    cfg: Any, batch: Any, key_seq: Any, max_pages: Any, least: Any
+) -> tuple[dict[str, Any], dict[str, Any], Any]:
+    """An append's addressing inputs: their least binding sizes (``seqlens_k`` and
+    ``page_table``, or ``slot_mapping`` and, with rotary, ``token_positions``), what the page
+    table requires of ``seqlens_k``, and the positions the rotary table must hold (at least
+    ``least``)."""
+    extents: dict[str, Any] = {}
+    requires: dict[str, Any] = {}
+    if cfg.addressing is Addressing.PAGE_TABLE:
+        extents |= {"seqlens_k": batch, "page_table": times(batch, max_pages)}
+        fits = Binary(Op.LE, plus(largest("seqlens_k"), 1), times(max_pages, cfg.page_size))
+        requires["seqlens_k.max + 1 <= maxPages * page_size"] = fits
+        return extents, requires, emax(plus(largest("seqlens_k"), 1), least)
+    extents["slot_mapping"] = times(batch, key_seq)
+    if cfg.rotary:
+        extents["token_positions"] = times(batch, key_seq)
+    return extents, requires, emax(plus(largest("token_positions"), 1), 1)
 
 
 def pool_extents(

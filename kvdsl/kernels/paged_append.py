@@ -38,15 +38,15 @@ from kvdsl.ir import (
     min_,
     u32,
 )
-from kvdsl.ir.ops import Op
-from kvdsl.ir.tree import Binary, Member, Name
+from kvdsl.ir.tree import Member, Name
 from kvdsl.kernels.build import FlatRow, RowInputs, flat_k, flat_k_loads
-from kvdsl.kernels.config import ROTARY_TABLES, ceil_div, contract, emax, largest, plus, times
+from kvdsl.kernels.config import ROTARY_TABLES, ceil_div, contract, times
 from kvdsl.kernels.dense import _transform_k as transform_k
 from kvdsl.kernels.paged import (
     POOLS,
     Addressing,
     PagedAppendConfig,
+    addressing_extents,
     pages_named,
     pool_bindings,
     pool_extents,
@@ -238,22 +238,12 @@ def paged_append(cfg: PagedAppendConfig, name: str = "paged_append") -> Kernel:
 
 def _append_contract(cfg: PagedAppendConfig, count: Val, key_seq: Val) -> tuple[dict, dict]:
     """``paged_append``'s least binding sizes and requirements."""
-    table = cfg.addressing is Addressing.PAGE_TABLE
     batch = ceil_div(count, cfg.kv_heads * key_seq)
     src = times(batch, key_seq, cfg.hidden)
-    extents: dict[str, Any] = {"src_k": src, "src_v": src}
-    requires: dict[str, Any] = {"keySeq >= 1": key_seq >= 1}
-    if table:
-        max_pages = Member(Name("params"), "maxPages")
-        extents |= {"seqlens_k": batch, "page_table": times(batch, max_pages)}
-        fits = Binary(Op.LE, plus(largest("seqlens_k"), 1), times(max_pages, cfg.page_size))
-        requires["seqlens_k.max + 1 <= maxPages * page_size"] = fits
-        positions = emax(plus(largest("seqlens_k"), 1), 1)
-    else:
-        extents["slot_mapping"] = times(batch, key_seq)
-        positions = emax(plus(largest("token_positions"), 1), 1)
-        if cfg.rotary:
-            extents["token_positions"] = times(batch, key_seq)
+    max_pages = Member(Name("params"), "maxPages")
+    address, fits, positions = addressing_extents(cfg, batch, key_seq, max_pages, 1)
+    extents: dict[str, Any] = {"src_k": src, "src_v": src} | address
+    requires: dict[str, Any] = {"keySeq >= 1": key_seq >= 1} | fits
     if cfg.k_norm:
         extents["k_norm_weight"] = cfg.head_dim
     if cfg.rotary:

@@ -30,18 +30,14 @@ from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
 from kvdsl.ir import KernelBuilder, Val, i32, max_, min_, u32
-from kvdsl.ir.ops import Op
-from kvdsl.ir.tree import Binary
+from kvdsl.ir.tree import Member, Name
 from kvdsl.kernels.config import (
     MAX_STORAGE_BUFFERS,
     ROTARY_TABLE,
     Element,
     Model,
     choice,
-    emax,
-    largest,
     one_of,
-    plus,
     require,
     times,
 )
@@ -49,6 +45,7 @@ from kvdsl.kernels.dense import DenseFormat, ScalePlace
 from kvdsl.kernels.paged import (
     PagedAppendConfig,
     PagedFormat,
+    addressing_extents,
     page_fields,
     pages_named,
     pool_bindings,
@@ -188,20 +185,9 @@ class PagedTarget(Target):
 
     def extents(self, batch: Any, key_seq: Val) -> tuple[dict[str, Any], dict[str, Any]]:
         cfg, view = self.cfg, self.cfg.pool_config
-        out: dict[str, Any] = {}
-        requires: dict[str, Any] = {"keySeq >= 1": key_seq >= 1}
-        if cfg.addressing is Addressing.PAGE_TABLE:
-            out |= {"seqlens_k": batch, "page_table": times(batch, self.max_pages)}
-            fits = Binary(
-                Op.LE, plus(largest("seqlens_k"), 1), times(self.max_pages, cfg.page_size)
-            )
-            requires["seqlens_k.max + 1 <= maxPages * page_size"] = fits
-            positions = emax(plus(largest("seqlens_k"), 1), key_seq)
-        else:
-            out["slot_mapping"] = times(batch, key_seq)
-            positions = emax(plus(largest("token_positions"), 1), 1)
-            if cfg.rotary:
-                out["token_positions"] = times(batch, key_seq)
+        max_pages = Member(Name("params"), "maxPages")
+        out, fits, positions = addressing_extents(cfg, batch, key_seq, max_pages, key_seq)
+        requires: dict[str, Any] = {"keySeq >= 1": key_seq >= 1} | fits
         if cfg.rotary:
             out[ROTARY_TABLE] = times(positions, 2 * cfg.half)
         out |= pool_extents(view, pages_named(view, cfg.addressing))
