@@ -12,7 +12,7 @@ import pytest
 from kvdsl import interp, runtime
 from kvdsl.emit import emit
 from kvdsl.frontend import FrontendError, parse
-from tests.helpers.wgsl import refused_by_compilers
+from tests.helpers.wgsl import assert_taken, refused_by_compilers
 
 N = 256  # invocations: four workgroups of 64
 
@@ -213,10 +213,7 @@ TAKEN = {
 
 
 def test_what_kvdsl_takes_naga_and_tint_take():
-    for name, text in TAKEN.items():
-        k = parse(text, f"{name}.wgsl")
-        assert parse(emit(k), f"{name}.wgsl") == k, name
-    assert refused_by_compilers(TAKEN) == {}
+    assert_taken(TAKEN)
 
 
 def test_the_builtins_are_taken_without_enable_subgroups_and_printed_with_it():

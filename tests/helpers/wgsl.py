@@ -46,3 +46,15 @@ def assert_refused(text: str, filename: str, message: str) -> None:
         parse(text, filename)
     assert not isinstance(info.value, UnsupportedError), str(info.value)
     assert message in str(info.value), str(info.value)
+
+
+def assert_taken(texts: dict[str, str]) -> None:
+    """kvdsl reads each text (name → WGSL) and prints it back to the same IR, and neither naga
+    nor Tint refuses any."""
+    from kvdsl.emit import emit
+    from kvdsl.frontend import parse
+
+    for name, text in texts.items():
+        k = parse(text, f"{name}.wgsl")
+        assert parse(emit(k), f"{name}.wgsl") == k, name
+    assert refused_by_compilers(texts) == {}
