@@ -1,6 +1,11 @@
-"""WGSL texts for the frontend's tests, and what WGSL's compilers make of them."""
+"""WGSL texts for the frontend's tests, what WGSL's compilers make of them, and the conformance
+cases (``tests/frontend/cases/``) with their expectation headers."""
 
 from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
 
 HEAD = "@group(0) @binding(0) var<storage, read_write> out: array<u32>;\n"
 
@@ -35,6 +40,13 @@ def refused_by_compilers(
     return refused | {n: f"tint: {e}" for n, e in checked.items() if e is not None}
 
 
+def assert_tint_takes(texts: dict[str, str]) -> None:
+    """Tint takes each text (name → WGSL)."""
+    from kvdsl.runtime import tint_check
+
+    assert {n: e for n, e in tint_check(texts).items() if e is not None} == {}
+
+
 def assert_refused(text: str, filename: str, message: str) -> None:
     """kvdsl refuses ``text`` as invalid WGSL (not as valid WGSL outside its subset), with
     ``message`` in its error."""
@@ -58,3 +70,91 @@ def assert_taken(texts: dict[str, str]) -> None:
         k = parse(text, f"{name}.wgsl")
         assert parse(emit(k), f"{name}.wgsl") == k, name
     assert refused_by_compilers(texts) == {}
+
+
+#: The folder of WGSL conformance cases (``tests/frontend/test_cases.py`` runs them).
+CASES = Path(__file__).resolve().parents[1] / "frontend" / "cases"
+
+#: What kvdsl makes of a case: it takes it, or refuses it with one of these errors.
+KINDS = ("taken", "refused", "outside", "syntax error", "type error")
+
+_EXPECT = re.compile(
+    r"(?P<kind>taken|refused|outside|syntax error|type error)"
+    r'(?: at (?P<line>\d+)(?::(?P<column>\d+))?)?(?: "(?P<text>(?:[^"\\]|\\.)*)")?'
+)
+_COMPILER = re.compile(r'(?P<verdict>taken|refused)(?: "(?P<word>(?:[^"\\]|\\.)*)")?')
+
+
+@dataclass(frozen=True)
+class Case:
+    """One WGSL file under :data:`CASES` and what its header says each reader makes of it.
+
+    ``// expect:`` is kvdsl's verdict: ``taken`` (it parses and prints back to the same IR), or
+    ``refused`` (invalid WGSL: a :class:`FrontendError` that is not an
+    :class:`UnsupportedError`), ``outside`` (valid WGSL outside the subset), ``syntax error``
+    or ``type error``, with a quoted part of the message; given ``at LINE[:COLUMN]``, the
+    quoted text is the whole message (an ``outside`` one's construct) at that place.
+    ``// tint:`` and ``// naga:`` are ``taken`` or ``refused``, Tint's refusal with an optional
+    quoted part of its message; naga is asked only where a header names it (it aborts on some
+    valid texts: a function pointer to an array's element passed to a helper)."""
+
+    name: str  # topic/file, without .wgsl
+    text: str
+    kind: str
+    message: str | None
+    line: int | None
+    column: int | None
+    tint: tuple[str, str | None]
+    naga: str | None
+
+    @property
+    def filename(self) -> str:
+        return self.name.rsplit("/", 1)[-1] + ".wgsl"
+
+
+def _unquote(text: str | None) -> str | None:
+    return None if text is None else re.sub(r"\\(.)", r"\1", text)
+
+
+def read_case(path: Path) -> Case:
+    """The case in ``path``; a header line that says nothing this reader knows is an error
+    naming the file and the line."""
+    # Bytes, not read_text: a case's line breaks (CR, U+2028, ...) are part of what it tests.
+    text = path.read_bytes().decode()
+    fields: dict[str, str] = {}
+    for n, line in enumerate(text.split("\n"), 1):
+        head = re.fullmatch(r"// (expect|tint|naga): (.*)", line)
+        if head is None:
+            break
+        fields[head[1]] = head[2]
+    name = path.relative_to(CASES).with_suffix("").as_posix()
+    expect = _EXPECT.fullmatch(fields.get("expect", ""))
+    tint = _COMPILER.fullmatch(fields.get("tint", ""))
+    naga = fields.get("naga")
+    if expect is None or tint is None or tint["word"] and tint["verdict"] == "taken":
+        raise ValueError(
+            f"{name}.wgsl: the header is '// expect: VERDICT' then '// tint: taken' or "
+            f"'// tint: refused [\"part of its message\"]' (VERDICT one of {', '.join(KINDS)}, "
+            f'refusals with a quoted "part of the message"), got {fields}'
+        )
+    if naga not in (None, "taken", "refused"):
+        raise ValueError(f"{name}.wgsl: '// naga:' is taken or refused, got {naga!r}")
+    if (expect["kind"] == "taken") != (expect["text"] is None) or (
+        expect["line"] and expect["kind"] not in ("syntax error", "type error", "outside")
+    ):
+        raise ValueError(f"{name}.wgsl: '// expect: {fields['expect']}' is not a verdict")
+    return Case(
+        name,
+        text,
+        expect["kind"],
+        _unquote(expect["text"]),
+        int(expect["line"]) if expect["line"] else None,
+        int(expect["column"]) if expect["column"] else None,
+        (tint["verdict"], _unquote(tint["word"])),
+        naga,
+    )
+
+
+def read_cases() -> list[Case]:
+    """Every case under :data:`CASES`, by name."""
+    return [read_case(p) for p in sorted(CASES.rglob("*.wgsl"))]

@@ -1,0 +1,15 @@
+// expect: refused "workgroupBarrier"
+// tint: refused
+// naga: taken
+@group(0) @binding(0) var<storage, read_write> out: array<u32>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  switch gid.x {
+    case 0u {
+      workgroupBarrier();
+    }
+    default {
+    }
+  }
+  out[0u] = 1u;
+}

@@ -1,0 +1,17 @@
+// expect: taken
+// tint: taken
+// naga: taken
+@group(0) @binding(0) var<storage, read_write> out: array<u32>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  var n = 0u;
+  loop {
+    let inc = 3u;
+    continuing {
+      n += inc;
+      break if n >= 9u;
+    }
+  }
+  out[3u] = n;
+  out[0u] = 1u;
+}

@@ -1,0 +1,16 @@
+// expect: taken
+// tint: taken
+// naga: taken
+@group(0) @binding(0) var<storage, read_write> out: array<u32>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  var n = 0u;
+  loop {
+    if (n > 4u) { break; }
+    continuing {
+      n += 2u;
+    }
+  }
+  out[3u] = n;
+  out[0u] = 1u;
+}
