@@ -93,10 +93,14 @@ class Case:
     ``refused`` (invalid WGSL: a :class:`FrontendError` that is not an
     :class:`UnsupportedError`), ``outside`` (valid WGSL outside the subset), ``syntax error``
     or ``type error``, with a quoted part of the message; given ``at LINE[:COLUMN]``, the
-    quoted text is the whole message (an ``outside`` one's construct) at that place.
+    quoted text is the whole message (an ``outside`` one's construct) at that place in the file.
     ``// tint:`` and ``// naga:`` are ``taken`` or ``refused``, Tint's refusal with an optional
     quoted part of its message; naga is asked only where a header names it (it aborts on some
-    valid texts: a function pointer to an array's element passed to a helper)."""
+    valid texts: a function pointer to an array's element passed to a helper).
+    ``// in: FRAME`` (a path from the case's folder) puts the case into a frame, a module whose
+    line ``// {head}`` the case's lines before its line ``// {body}`` replace, and whose line
+    ``// {body}`` the lines after it (all the case's lines where it has no such line) replace:
+    the case then holds only what it tests. Frames are the files whose names start with ``_``."""
 
     name: str  # topic/file, without .wgsl
     text: str
@@ -122,12 +126,17 @@ def read_case(path: Path) -> Case:
     # Bytes, not read_text: a case's line breaks (CR, U+2028, ...) are part of what it tests.
     text = path.read_bytes().decode()
     fields: dict[str, str] = {}
-    for n, line in enumerate(text.split("\n"), 1):
-        head = re.fullmatch(r"// (expect|tint|naga): (.*)", line)
-        if head is None:
+    lines = text.split("\n")
+    header = 0
+    for line in lines:
+        head = re.fullmatch(r"// (expect|tint|naga|in): (.*)", line)
+        if head is None or head[1] in fields:
             break
         fields[head[1]] = head[2]
+        header += 1
     name = path.relative_to(CASES).with_suffix("").as_posix()
+    if "in" in fields:
+        text = _framed(path.parent / fields["in"], "\n".join(lines[header:]), name)
     expect = _EXPECT.fullmatch(fields.get("expect", ""))
     tint = _COMPILER.fullmatch(fields.get("tint", ""))
     naga = fields.get("naga")
@@ -155,6 +164,18 @@ def read_case(path: Path) -> Case:
     )
 
 
+def _framed(frame: Path, own: str, name: str) -> str:
+    """The module ``own`` (a case's lines after its header) makes in ``frame``."""
+    head, marker, body = own.partition("// {body}\n")
+    if not marker:
+        head, body = "", own
+    text = frame.read_bytes().decode()
+    if "// {body}\n" not in text or head and "// {head}\n" not in text:
+        raise ValueError(f"{name}.wgsl: the frame {frame.name} has no line for its head or body")
+    return text.replace("// {head}\n", head).replace("// {body}\n", body)
+
+
 def read_cases() -> list[Case]:
-    """Every case under :data:`CASES`, by name."""
-    return [read_case(p) for p in sorted(CASES.rglob("*.wgsl"))]
+    """Every case under :data:`CASES` (not the frames), by name."""
+    paths = sorted(p for p in CASES.rglob("*.wgsl") if not p.name.startswith("_"))
+    return [read_case(p) for p in paths]

@@ -1,14 +1,5 @@
 // expect: refused "atomicAdd(p): the pointer is not to an atomic<u32> or atomic<i32>"
 // tint: refused
-@group(0) @binding(0) var<storage, read> a: array<u32>;
-@group(0) @binding(1) var<storage, read_write> counts: array<atomic<u32>>;
-@group(0) @binding(2) var<storage, read_write> o: array<u32>;
-var<workgroup> local: array<atomic<u32>, 8>;
-var<workgroup> total: atomic<u32>;
-
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+// in: _kernel.wgsl
   let p = &o[0];
   atomicAdd(p, 1u);
-  o[gid.x] = atomicLoad(&counts[0]) + atomicLoad(&local[0]) + atomicLoad(&total);
-}

@@ -1,11 +1,9 @@
 // expect: refused "atomic<f32>: WGSL's atomics are atomic<u32> and atomic<i32>"
 // tint: refused
 // naga: refused
+// in: ../_kernel.wgsl
 @group(0) @binding(0) var<storage, read_write> out: array<u32>;
 @group(0) @binding(1) var<storage, read_write> c: array<atomic<u32>>;
 @group(0) @binding(2) var<storage, read_write> f: array<atomic<f32>>;
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+// {body}
 
-  out[0u] = 1u;
-}

@@ -1,10 +1,10 @@
 // expect: taken
 // tint: taken
 // naga: taken
+// in: ../_kernel.wgsl
 @group(0) @binding(0) var<storage, read_write> out: array<u32>;
 @group(0) @binding(1) var<storage, read_write> c: array<atomic<u32>>;
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+// {body}
   atomicLoad(&c[0]);
   atomicAdd(&c[1], 1u);
   atomicSub(&c[1], 1u);
@@ -16,5 +16,3 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   atomicExchange(&c[4], 2u);
   atomicCompareExchangeWeak(&c[5], 1u, 2u);
   atomicStore(&c[6], 3u);
-  out[0u] = 1u;
-}

@@ -1,9 +1,7 @@
 // expect: refused "has no field 'whole'"
 // tint: refused
+// in: ../_kernel.wgsl
 @group(0) @binding(0) var<storage, read_write> out: array<u32>;
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+// {body}
   let r = frexp(1.5);
   let w = r.whole;
-  out[0u] = 1u;
-}

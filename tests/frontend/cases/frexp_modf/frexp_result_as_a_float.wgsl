@@ -1,8 +1,6 @@
 // expect: refused "is initialised with"
 // tint: refused
+// in: ../_kernel.wgsl
 @group(0) @binding(0) var<storage, read_write> out: array<u32>;
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+// {body}
   let x: f32 = frexp(1.5);
-  out[0u] = 1u;
-}

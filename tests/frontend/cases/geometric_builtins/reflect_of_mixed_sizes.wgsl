@@ -1,8 +1,6 @@
 // expect: refused "reflect"
 // tint: refused
+// in: ../_kernel.wgsl
 @group(0) @binding(0) var<storage, read_write> out: array<u32>;
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+// {body}
   let r = reflect(vec3f(1.0), vec2f(1.0));
-  out[0u] = 1u;
-}

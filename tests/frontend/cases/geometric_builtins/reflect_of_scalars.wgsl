@@ -1,8 +1,6 @@
 // expect: refused "takes a float vector, got f32"
 // tint: refused
+// in: ../_kernel.wgsl
 @group(0) @binding(0) var<storage, read_write> out: array<u32>;
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+// {body}
   let r = reflect(1.0, 2.0);
-  out[0u] = 1u;
-}

@@ -1,10 +1,8 @@
 // expect: refused "'a' is not a storage binding"
 // tint: refused
 // naga: refused
+// in: ../_kernel.wgsl
 @group(0) @binding(0) var<storage, read_write> out: array<u32>;
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+// {body}
   var a: array<u32, 4>;
   out[1u] = arrayLength(&a);
-  out[0u] = 1u;
-}

@@ -1,9 +1,9 @@
 // expect: refused "workgroupBarrier"
 // tint: refused
 // naga: taken
+// in: ../_kernel.wgsl
 @group(0) @binding(0) var<storage, read_write> out: array<u32>;
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+// {body}
   switch gid.x {
     case 0u {
       workgroupBarrier();
@@ -11,5 +11,3 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     default {
     }
   }
-  out[0u] = 1u;
-}

@@ -1,9 +1,9 @@
 // expect: refused "expected bool"
 // tint: refused
 // naga: refused
+// in: ../_kernel.wgsl
 @group(0) @binding(0) var<storage, read_write> out: array<u32>;
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+// {body}
   var n = 0u;
   loop {
     continuing {
@@ -11,5 +11,3 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
       break if n;
     }
   }
-  out[0u] = 1u;
-}

@@ -1,9 +1,9 @@
 // expect: taken
 // tint: taken
 // naga: taken
+// in: ../_kernel.wgsl
 @group(0) @binding(0) var<storage, read_write> out: array<u32>;
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+// {body}
   let w = gid.x * 2654435761u;
   let f = f32(gid.x) * 0.25;
   out[1u] = extractBits(w, 3u, 7u) + insertBits(w, 5u, 2u, 3u) + reverseBits(w)
@@ -18,5 +18,3 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     vec3f(0.0, 1.0, f)).z + atan2(f, 1.0) + tanh(f) + exp2(f) + log2(f + 1.0)
     + degrees(f) + radians(f) + quantizeToF16(f) + asinh(f) + acosh(f + 1.0))
     + select(0u, 1u, all(vec2<bool>(true, gid.x > 0u)) || any(vec2<bool>(false, f > 1.0)));
-  out[0u] = 1u;
-}

@@ -1,14 +1,12 @@
 // expect: refused "the loop never exits"
 // tint: refused
 // naga: taken
+// in: ../_kernel.wgsl
 @group(0) @binding(0) var<storage, read_write> out: array<u32>;
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+// {body}
   var n = 0u;
   loop {
     continuing {
       n++;
     }
   }
-  out[0u] = 1u;
-}

@@ -1,9 +1,9 @@
 // expect: taken
 // tint: taken
 // naga: taken
+// in: ../_kernel.wgsl
 @group(0) @binding(0) var<storage, read_write> out: array<u32>;
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+// {body}
   var n = 0u;
   loop {
     let inc = 3u;
@@ -13,5 +13,3 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
   }
   out[3u] = n;
-  out[0u] = 1u;
-}

@@ -1,10 +1,8 @@
 // expect: refused "the severity is one of"
 // tint: refused
 // naga: refused
+// in: ../_kernel.wgsl
 diagnostic(loud, derivative_uniformity);
 @group(0) @binding(0) var<storage, read_write> out: array<u32>;
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+// {body}
 
-  out[0u] = 1u;
-}

@@ -1,9 +1,7 @@
 // expect: refused "must be u32"
 // tint: refused
 // naga: refused
+// in: ../_kernel.wgsl
 @group(0) @binding(0) var<storage, read_write> out: array<u32>;
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+// {body}
   out[1u] = extractBits(gid.x, 1i, 2u);
-  out[0u] = 1u;
-}

@@ -1,11 +1,9 @@
 // expect: refused "the assertion is false"
 // tint: refused
 // naga: refused
+// in: ../_kernel.wgsl
 const C = 3u;
 const_assert C == 4u;
 @group(0) @binding(0) var<storage, read_write> out: array<u32>;
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+// {body}
 
-  out[0u] = 1u;
-}

@@ -1,9 +1,7 @@
 // expect: refused "a value, not memory"
 // tint: refused
+// in: ../_kernel.wgsl
 @group(0) @binding(0) var<storage, read_write> out: array<u32>;
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+// {body}
   let a = 1u;
   let p = &a;
-  out[0u] = 1u;
-}

@@ -1,14 +1,12 @@
 // expect: refused "point into the same variable 'a'"
 // tint: refused
+// in: ../_kernel.wgsl
 @group(0) @binding(0) var<storage, read_write> out: array<u32>;
 @group(0) @binding(1) var<storage, read> src: array<u32>;
 var<workgroup> w: array<u32, 64>;
 fn f(p: ptr<function, u32>, q: ptr<function, u32>) {
   *p = *q;
 }
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+// {body}
   var a = 1u;
   f(&a, &a);
-  out[0u] = 1u;
-}

@@ -1,13 +1,11 @@
 // expect: taken
 // tint: taken
+// in: ../_kernel.wgsl
 @group(0) @binding(0) var<storage, read_write> out: array<u32>;
 @group(0) @binding(1) var<storage, read> src: array<u32>;
 var<workgroup> w: array<u32, 64>;
 fn f(p: ptr<private, u32>) {
   *p = 2u;
 }
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+// {body}
 
-  out[0u] = 1u;
-}

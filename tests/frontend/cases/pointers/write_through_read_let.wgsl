@@ -1,11 +1,9 @@
 // expect: refused "only a read_write pointer is written through"
 // tint: refused
+// in: ../_kernel.wgsl
 @group(0) @binding(0) var<storage, read_write> out: array<u32>;
 @group(0) @binding(1) var<storage, read> src: array<u32>;
 var<workgroup> w: array<u32, 64>;
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+// {body}
   let p = &src[0];
   *p = 1u;
-  out[0u] = 1u;
-}

@@ -1,12 +1,4 @@
 // expect: refused "has no members"
 // tint: refused
-struct B {
-  d: f32,
-  qs: array<u32, 8>,
-}
-@group(0) @binding(0) var<storage, read_write> out: array<B>;
-var<workgroup> tile: array<B, 4>;
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+// in: _kernel.wgsl
   out[0].d.e = 1.0;
-}

@@ -2,11 +2,9 @@
 // tint: refused
 struct B {
   d: f32,
-  qs: array<u32, 8>,
 }
 @group(0) @binding(0) var<storage, read> out: array<B>;
-var<workgroup> tile: array<B, 4>;
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+@compute @workgroup_size(1)
+fn main() {
   out[0].d = 1.0;
 }

@@ -1,11 +1,5 @@
 // expect: refused "@must_use"
 // tint: refused
 // naga: refused
-enable subgroups;
-@group(0) @binding(0) var<storage, read_write> out: array<u32>;
-@group(0) @binding(1) var<storage, read_write> fo: array<f32>;
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+// in: _kernel.wgsl
   subgroupAdd(gid.x);
-  out[0u] = 1u;
-}

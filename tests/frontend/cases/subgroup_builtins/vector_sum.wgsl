@@ -1,12 +1,6 @@
 // expect: taken
 // tint: taken
 // naga: taken
-enable subgroups;
-@group(0) @binding(0) var<storage, read_write> out: array<u32>;
-@group(0) @binding(1) var<storage, read_write> fo: array<f32>;
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+// in: _kernel.wgsl
   let v = subgroupAdd(vec2<f32>(1.0, 2.0));
   fo[gid.x] = v.y;
-  out[0u] = 1u;
-}

@@ -1,10 +1,8 @@
 // expect: refused "params.n = 1u: 'params' is a params, not a var"
 // tint: refused
+// in: ../_kernel.wgsl
 struct P { n: u32, }
 @group(0) @binding(0) var<storage, read_write> out: array<u32>;
 @group(0) @binding(1) var<uniform> params: P;
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+// {body}
   params.n = 1u;
-  out[0u] = 1u;
-}

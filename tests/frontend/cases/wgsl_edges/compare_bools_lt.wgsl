@@ -1,8 +1,6 @@
 // expect: refused "(true < false): < expects numeric operands, got bool"
 // tint: refused
+// in: ../_kernel.wgsl
 @group(0) @binding(0) var<storage, read_write> out: array<u32>;
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+// {body}
   out[0u] = select(0u, 1u, true < false);
-  out[0u] = 1u;
-}

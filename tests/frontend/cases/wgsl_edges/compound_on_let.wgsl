@@ -1,10 +1,8 @@
 // expect: refused "x += 1u: 'x' is a let, not a var"
 // tint: refused
+// in: ../_kernel.wgsl
 @group(0) @binding(0) var<storage, read_write> out: array<u32>;
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+// {body}
   let x = 1u;
   x += 1u;
   out[0u] = x;
-  out[0u] = 1u;
-}

@@ -1,9 +1,7 @@
 // expect: refused "unexpected 'enable'; expected one of ';', '@', 'alias', 'const', 'const_assert', 'fn', 'override', 'struct', 'var' or end of input"
 // tint: refused
+// in: ../_kernel.wgsl
 @group(0) @binding(0) var<storage, read_write> out: array<u32>;
 enable f16;
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+// {body}
   out[0u] = 1u;
-  out[0u] = 1u;
-}

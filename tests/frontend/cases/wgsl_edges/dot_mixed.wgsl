@@ -1,9 +1,7 @@
 // expect: taken
 // tint: taken
 // naga: taken
+// in: ../_kernel.wgsl
 @group(0) @binding(0) var<storage, read_write> out: array<u32>;
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+// {body}
   out[0u] = u32(dot(vec2<f32>(1.0), vec2<f32>(1)));
-  out[0u] = 1u;
-}

@@ -1,12 +1,10 @@
 // expect: taken
 // tint: taken
 // naga: taken
+// in: ../_kernel.wgsl
 @group(0) @binding(0) var<storage, read_write> out: array<u32>;
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+// {body}
   let a = 1.;
   let b = .5;
   let c = 1e3;
   out[0u] = u32(a + b + c);
-  out[0u] = 1u;
-}

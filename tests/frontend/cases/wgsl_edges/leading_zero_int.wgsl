@@ -1,8 +1,6 @@
 // expect: refused "leading zeros are not allowed in a WGSL literal"
 // tint: refused
+// in: ../_kernel.wgsl
 @group(0) @binding(0) var<storage, read_write> out: array<u32>;
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+// {body}
   out[0u] = 012u;
-  out[0u] = 1u;
-}

@@ -1,9 +1,7 @@
 // expect: refused "v.z: invalid swizzle 'z' of vec2<u32>"
 // tint: refused
+// in: ../_kernel.wgsl
 @group(0) @binding(0) var<storage, read_write> out: array<u32>;
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+// {body}
   let v = vec2<u32>(1u);
   out[0u] = v.z;
-  out[0u] = 1u;
-}
