@@ -14,6 +14,7 @@ from kvdsl import interp, runtime
 from kvdsl.emit import emit
 from kvdsl.frontend import parse
 from kvdsl.interp.memory import _atomic_sequence
+from tests.helpers.wgsl import assert_buffers, printed_back
 
 N = 256  # four workgroups of 64
 
@@ -102,17 +103,12 @@ def numpy_atomics(bufs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 
 
 def test_atomic_kernel_prints_back_to_the_same_ir():
-    k = parse(KERNEL)
-    assert parse(emit(k)) == k
-    assert emit(parse(emit(k))) == emit(k)
+    printed_back(KERNEL)
 
 
 def test_atomics_in_the_interpreter_are_what_numpy_says_in_invocation_order():
     bufs = _inputs()
-    got = interp.run(parse(KERNEL), bufs, {}, (N // 64, 1, 1))
-    want = numpy_atomics(bufs)
-    for name in ("hist", "o", "s"):
-        np.testing.assert_array_equal(got[name], want[name], err_msg=name)
+    assert_buffers(interp.run(parse(KERNEL), bufs, {}, (N // 64, 1, 1)), numpy_atomics(bufs))
 
 
 def test_atomics_on_the_gpu_reach_the_interpreters_order_independent_outcome(gpu):

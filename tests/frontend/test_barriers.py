@@ -12,9 +12,8 @@ import numpy as np
 import pytest
 
 from kvdsl import interp, runtime
-from kvdsl.emit import emit
 from kvdsl.frontend import parse
-from tests.helpers.wgsl import assert_tint_takes
+from tests.helpers.wgsl import assert_buffers, assert_tint_takes, printed_back
 
 N = 256  # four workgroups of 64
 
@@ -58,25 +57,17 @@ def numpy_storage(bufs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 
 
 def test_storage_barrier_prints_back_to_the_same_ir():
-    k = parse(STORAGE)
-    assert "storageBarrier();" in emit(k)
-    assert parse(emit(k)) == k
+    assert "storageBarrier();" in printed_back(STORAGE)
 
 
 def test_storage_barrier_in_the_interpreter_is_what_numpy_says():
     bufs = _inputs()
-    got = interp.run(parse(STORAGE), bufs, {}, (N // 64, 1, 1))
-    want = numpy_storage(bufs)
-    for name in want:
-        np.testing.assert_array_equal(got[name], want[name], err_msg=name)
+    assert_buffers(interp.run(parse(STORAGE), bufs, {}, (N // 64, 1, 1)), numpy_storage(bufs))
 
 
 def test_storage_barrier_on_the_gpu_is_what_numpy_says(gpu):
     bufs = _inputs()
-    got = runtime.run(parse(STORAGE), bufs, {}, (N // 64, 1, 1))
-    want = numpy_storage(bufs)
-    for name in want:
-        np.testing.assert_array_equal(got[name], want[name], err_msg=name)
+    assert_buffers(runtime.run(parse(STORAGE), bufs, {}, (N // 64, 1, 1)), numpy_storage(bufs))
 
 
 def test_without_the_barrier_or_across_workgroups_the_accesses_race():
@@ -153,9 +144,7 @@ def _uniform_inputs() -> dict[str, np.ndarray]:
 
 
 def test_workgroup_uniform_load_prints_back_to_the_same_ir():
-    k = parse(UNIFORM_LOAD)
-    assert emit(k).count("workgroupUniformLoad(") == 3
-    assert parse(emit(k)) == k
+    assert printed_back(UNIFORM_LOAD).count("workgroupUniformLoad(") == 3
 
 
 def test_workgroup_uniform_load_in_the_interpreter_is_what_numpy_says():

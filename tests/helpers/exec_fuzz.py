@@ -381,15 +381,24 @@ def kernels(draw, signed_mod: bool = True, signed_abs: bool = True):
             Assign(Name("vi"), FnCall("h1", (Name("v2"), Name("vb"), Name("vu"))), Op.XOR),
         )
     body += EPILOGUE
+    return verified_kernel("gen_int", body, functions=functions)
+
+
+def verified_kernel(name: str, body: tuple, **fields) -> Kernel:
+    """The generated kernel ``name`` over ``inp`` and ``out`` (u32, ``params.n`` of them) with
+    ``body``, verified; one the verifier refuses for a constant WGSL refuses is no kernel
+    (hypothesis draws again). ``fields`` are further ``Kernel`` fields (functions, builtins,
+    workgroup variables)."""
     k = Kernel(
-        name="gen_int",
+        name=name,
         bindings=(Binding("inp", u32, "read"), Binding("out", u32, "read_write")),
         params=Struct("Params", (("n", u32),)),
         consts=(),
-        functions=functions,
+        functions=fields.pop("functions", ()),
         workgroup_size=(WG, 1, 1),
-        builtins=(("gid", "global_invocation_id"),),
+        builtins=fields.pop("builtins", (("gid", "global_invocation_id"),)),
         body=body,
+        **fields,
     )
     try:
         return verify(k)

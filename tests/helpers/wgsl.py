@@ -40,6 +40,25 @@ def refused_by_compilers(
     return refused | {n: f"tint: {e}" for n, e in checked.items() if e is not None}
 
 
+def printed_back(text: str) -> str:
+    """``text`` as kvdsl prints it, having asserted that the print reads back to the same IR."""
+    from kvdsl.emit import emit
+    from kvdsl.frontend import parse
+
+    k = parse(text)
+    printed = emit(k)
+    assert parse(printed) == k
+    return printed
+
+
+def assert_buffers(got: dict, want: dict) -> None:
+    """Each buffer ``want`` names holds in ``got`` what it holds in ``want``."""
+    import numpy as np
+
+    for name in want:
+        np.testing.assert_array_equal(got[name], want[name], err_msg=name)
+
+
 def assert_tint_takes(texts: dict[str, str]) -> None:
     """Tint takes each text (name → WGSL)."""
     from kvdsl.runtime import tint_check

@@ -64,15 +64,9 @@ def test_01_window_shift_append_needs_rotary(gpu):
 
 
 def _window_data(rng, cap, s, seqlens, positions):
-    data = {
-        "past_k": rnd(rng, B, H, cap, D),
-        "past_v": rnd(rng, B, H, cap, D),
-        "new_k": rnd(rng, B, s, H * D),
-        "new_v": rnd(rng, B, s, H * D),
-        "seqlens_k": np.array(seqlens, np.int32),
-    }
-    rot = rotary(rng, positions)
-    return data, rot
+    data = share_data(rng, cap, s, seqlens)
+    del data["present_key"], data["present_value"]  # each test poisons its own
+    return data, rotary(rng, positions)
 
 
 def test_02_window_shift_all_with_rotary_disagrees_with_two_passes(gpu):
