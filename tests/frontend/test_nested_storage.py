@@ -139,7 +139,7 @@ def _run(body: str, rows: int = 64) -> dict[str, np.ndarray]:
     return interp.run(k, bufs, {}, (1, 1, 1))
 
 
-def test_each_level_of_a_nested_access_is_bounds_checked():
+def test_each_level_of_a_nested_access_is_reached():
     got = _run("  v[gid.x][gid.x % 2u].w = f32(gid.x);\n  g[gid.x % 16u][gid.x / 16u] = gid.x;")
     want = np.zeros((64, 2, 4), np.float32)
     want[np.arange(64), np.arange(64) % 2, 3] = np.arange(64)
@@ -147,27 +147,28 @@ def test_each_level_of_a_nested_access_is_bounds_checked():
     np.testing.assert_array_equal(
         got["g"].reshape(16, 8)[:, :4], np.arange(64).reshape(4, 16).T.astype(np.uint32)
     )
-    with pytest.raises(OutOfBounds, match=r"v\[gid.x\]\[2\] is out of bounds \(length 2\)"):
-        _run("  v[gid.x][gid.x % 3u].x = 1.0;")
-    with pytest.raises(
-        OutOfBounds, match=r"g\[\(gid.x % 16u\)\]\[8\] is out of bounds \(length 8\)"
-    ):
-        _run("  g[gid.x % 16u][gid.x / 7u] = 1u;")
-    with pytest.raises(OutOfBounds, match=r"v\[63\] is out of bounds \(length 63\)"):
-        _run("  v[gid.x][0].x = 1.0;", rows=63)
-    with pytest.raises(OutOfBounds, match=r"g\[16\] is out of bounds \(length 16\)"):
-        _run("  g[gid.x / 2u][gid.x % 2u] = 1u;")
-
-
-def test_races_are_found_per_word():
     # Different words of one element: no race.
     _run(
         "  if (gid.x < 8u) {\n    g[3][gid.x] = gid.x;\n    v[1][gid.x / 4u][gid.x % 4u] = 1.0;\n  }"
     )
-    with pytest.raises(RaceError, match=r"g\[3\]\[3\]: invocation"):
-        _run("  g[3][3] = gid.x;")
-    with pytest.raises(RaceError, match=r"v\[1\]\[1\].y: invocation"):
-        _run("  v[1][1].y = f32(gid.x);")
+
+
+#: (body, rows of v, finding, its message): each level of a nested access is bounds checked,
+#: and races are found per word.
+FINDINGS = [
+    ("  v[gid.x][gid.x % 3u].x = 1.0;", 64, OutOfBounds, r"v\[gid.x\]\[2\] is out of bounds \(length 2\)"),
+    ("  g[gid.x % 16u][gid.x / 7u] = 1u;", 64, OutOfBounds, r"g\[\(gid.x % 16u\)\]\[8\] is out of bounds \(length 8\)"),
+    ("  v[gid.x][0].x = 1.0;", 63, OutOfBounds, r"v\[63\] is out of bounds \(length 63\)"),
+    ("  g[gid.x / 2u][gid.x % 2u] = 1u;", 64, OutOfBounds, r"g\[16\] is out of bounds \(length 16\)"),
+    ("  g[3][3] = gid.x;", 64, RaceError, r"g\[3\]\[3\]: invocation"),
+    ("  v[1][1].y = f32(gid.x);", 64, RaceError, r"v\[1\]\[1\].y: invocation"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("body, rows, finding, message", FINDINGS)
+def test_the_interpreter_finds_it(body, rows, finding, message):
+    with pytest.raises(finding, match=message):
+        _run(body, rows)
 
 
 def test_kvdsl_run_both_backends_agree_on_a_nested_kernel(gpu, tmp_path):

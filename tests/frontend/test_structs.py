@@ -126,32 +126,35 @@ def _run(body: str, blocks: int = 64) -> np.ndarray:
     return interp.run(k, {"out": np.zeros(blocks * 9, np.uint32)}, {}, (1, 1, 1))["out"]
 
 
-def test_each_level_of_a_struct_access_is_bounds_checked():
+def test_each_level_of_a_struct_access_is_reached():
     got = _run("  out[gid.x].qs[gid.x % 8u] = gid.x;\n  out[gid.x].d = f32(gid.x);")
     want = np.zeros((64, 9), np.uint32)
     want[:, 0] = np.arange(64, dtype=np.float32).view(np.uint32)
     want[np.arange(64), 1 + np.arange(64) % 8] = np.arange(64)
     np.testing.assert_array_equal(got, want.reshape(-1))
-    with pytest.raises(OutOfBounds, match=r"out\[gid.x\].qs\[8\] is out of bounds \(length 8\)"):
-        _run("  out[gid.x].qs[gid.x % 9u] = 1u;")
-    with pytest.raises(OutOfBounds, match=r"out\[63\] is out of bounds \(length 63\)"):
-        _run("  out[gid.x].d = 1.0;", blocks=63)
-    with pytest.raises(OutOfBounds, match=r"tile\[4\] is out of bounds \(length 4\)"):
-        _run("  tile[gid.x / 16u + 1u].d = 1.0;")
-
-
-def test_races_are_found_per_word():
     # Different members, or different elements of one member, of one struct: no race.
     _run(
         "  if (gid.x < 8u) {\n    tile[0].qs[gid.x] = gid.x;\n  }\n"
         "  if (gid.x == 9u) {\n    tile[0].d = 1.0;\n  }\n  out[gid.x].d = tile[1].d;"
     )
-    with pytest.raises(RaceError, match=r"tile\[2\] \(word 3 of the struct\)"):
-        _run("  tile[2].qs[2] = gid.x;")
-    with pytest.raises(RaceError, match=r"out\[1\] \(word 0 of the struct\)"):
-        _run("  out[1].d = f32(gid.x);")
-    with pytest.raises(RaceError, match="tile"):  # a read of a word another wrote, no barrier
-        _run("  if (gid.x == 0u) {\n    tile[1].d = 2.0;\n  }\n  out[gid.x].d = tile[1].d;")
+
+
+#: (body, blocks of out, finding, its message): each level of a struct access is bounds checked,
+#: and races are found per word (the last a read of a word another wrote, no barrier).
+FINDINGS = [
+    ("  out[gid.x].qs[gid.x % 9u] = 1u;", 64, OutOfBounds, r"out\[gid.x\].qs\[8\] is out of bounds \(length 8\)"),
+    ("  out[gid.x].d = 1.0;", 63, OutOfBounds, r"out\[63\] is out of bounds \(length 63\)"),
+    ("  tile[gid.x / 16u + 1u].d = 1.0;", 64, OutOfBounds, r"tile\[4\] is out of bounds \(length 4\)"),
+    ("  tile[2].qs[2] = gid.x;", 64, RaceError, r"tile\[2\] \(word 3 of the struct\)"),
+    ("  out[1].d = f32(gid.x);", 64, RaceError, r"out\[1\] \(word 0 of the struct\)"),
+    ("  if (gid.x == 0u) {\n    tile[1].d = 2.0;\n  }\n  out[gid.x].d = tile[1].d;", 64, RaceError, "tile"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("body, blocks, finding, message", FINDINGS)
+def test_the_interpreter_finds_it(body, blocks, finding, message):
+    with pytest.raises(finding, match=message):
+        _run(body, blocks)
 
 
 ROWS = """struct Rows {
