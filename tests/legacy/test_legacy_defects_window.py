@@ -2,11 +2,8 @@
 merge_share: the append region without rotary, all + rotary, more new tokens than the capacity,
 negative ``seqlens_k``.
 
-Each test shows the difference: the template's render fails under naga (the message names the
-problem), or its output (GPU, or the interpreter on the render parsed by ``kvdsl.frontend``)
-differs from ``kvdsl.reference`` while kvdsl's kernel equals it; the legacy bridge gives kvdsl's
-kernel with the meaning fixed (or refuses the variables with a ConfigError naming the variable). Inputs are random and never zero; outputs
-are poisoned before every run (helpers in ``legacy_checks.py``).
+Each test shows the difference as ``tests/helpers/legacy_checks.py`` says; the legacy bridge
+gives kvdsl's kernel with the meaning fixed.
 """
 
 from __future__ import annotations
