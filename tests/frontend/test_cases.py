@@ -17,7 +17,7 @@ from kvdsl.frontend import (
     WgslTypeError,
     parse,
 )
-from tests.helpers.wgsl import Case, read_cases
+from tests.helpers.wgsl import Case, read_case, read_cases
 
 CASES = read_cases()
 ERRORS = {
@@ -103,3 +103,32 @@ def test_what_kvdsl_takes_the_compilers_take():
     taken = [c for c in CASES if c.kind == "taken"]
     refused = {c.name for c in taken if c.tint[0] == "refused" or c.naga == "refused"}
     assert refused == {"wgsl_edges/subgroup_size_no_enable"}
+
+
+def test_a_header_is_read_and_a_frame_filled(tmp_path):
+    (tmp_path / "_frame.wgsl").write_text("// {head}\nfn main() {\n// {body}\n}\n")
+    case = tmp_path / "c.wgsl"
+    case.write_text(
+        '// expect: refused "a \\"quoted\\" part"\n// tint: refused "x"\n// in: _frame.wgsl\n'
+        "const A = 1u;\n// {body}\n  let b = A;\n"
+    )
+    got = read_case(case, tmp_path)
+    assert (got.name, got.kind, got.message, got.tint, got.naga) == (
+        "c",
+        "refused",
+        'a "quoted" part',
+        ("refused", "x"),
+        None,
+    )
+    assert got.text == "const A = 1u;\nfn main() {\n  let b = A;\n}\n"
+    for header in (
+        "// expect: taken",  # no Tint verdict
+        '// expect: maybe "x"\n// tint: taken',
+        '// expect: taken "x"\n// tint: taken',  # what kvdsl takes has no message
+        '// expect: refused at 3 "x"\n// tint: taken',  # a place for an error that has none
+        '// expect: taken\n// tint: taken "x"',
+        "// expect: taken\n// tint: taken\n// naga: maybe",
+    ):
+        case.write_text(header + "\nfn main() {\n}\n")
+        with pytest.raises(ValueError, match="c.wgsl"):
+            read_case(case, tmp_path)

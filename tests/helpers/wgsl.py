@@ -119,7 +119,8 @@ class Case:
     ``// in: FRAME`` (a path from the case's folder) puts the case into a frame, a module whose
     line ``// {head}`` the case's lines before its line ``// {body}`` replace, and whose line
     ``// {body}`` the lines after it (all the case's lines where it has no such line) replace:
-    the case then holds only what it tests. Frames are the files whose names start with ``_``."""
+    the case then holds only what it tests. Frames are the files whose names start with ``_``;
+    a framed case states no place (``at``), since its lines are not the module's."""
 
     name: str  # topic/file, without .wgsl
     text: str
@@ -139,9 +140,9 @@ def _unquote(text: str | None) -> str | None:
     return None if text is None else re.sub(r"\\(.)", r"\1", text)
 
 
-def read_case(path: Path) -> Case:
-    """The case in ``path``; a header line that says nothing this reader knows is an error
-    naming the file and the line."""
+def read_case(path: Path, root: Path = CASES) -> Case:
+    """The case in ``path`` (named by its place under ``root``); a header this reader cannot
+    read is an error naming the file."""
     # Bytes, not read_text: a case's line breaks (CR, U+2028, ...) are part of what it tests.
     text = path.read_bytes().decode()
     fields: dict[str, str] = {}
@@ -153,7 +154,7 @@ def read_case(path: Path) -> Case:
             break
         fields[head[1]] = head[2]
         header += 1
-    name = path.relative_to(CASES).with_suffix("").as_posix()
+    name = path.relative_to(root).with_suffix("").as_posix()
     if "in" in fields:
         text = _framed(path.parent / fields["in"], "\n".join(lines[header:]), name)
     expect = _EXPECT.fullmatch(fields.get("expect", ""))
@@ -168,7 +169,8 @@ def read_case(path: Path) -> Case:
     if naga not in (None, "taken", "refused"):
         raise ValueError(f"{name}.wgsl: '// naga:' is taken or refused, got {naga!r}")
     if (expect["kind"] == "taken") != (expect["text"] is None) or (
-        expect["line"] and expect["kind"] not in ("syntax error", "type error", "outside")
+        expect["line"]
+        and (expect["kind"] not in ("syntax error", "type error", "outside") or "in" in fields)
     ):
         raise ValueError(f"{name}.wgsl: '// expect: {fields['expect']}' is not a verdict")
     return Case(
