@@ -17,6 +17,8 @@ default 8 per stage. The template does not read its device's limits, so the host
 ``maxStorageBuffersPerShaderStage``. Where the template's bindings fit it, the bridge gives the
 drop-in; otherwise the packed kernel of at most 8 (:class:`~kvdsl.kernels.config.Bindings`),
 whose bindings differ from the template's, as :func:`binding_note` says.
+
+The template itself is rendered only in tests and benchmarks.
 """
 
 from __future__ import annotations

@@ -1,5 +1,19 @@
 """The host contract: what a host needs to run a variant, as data (``emitted/index.json``), its
-JSON Schema, and the ES module ``emitted/kvdsl.js`` (with ``kvdsl.d.ts``) generated from it."""
+JSON Schema, and the ES module ``emitted/kvdsl.js`` (with ``kvdsl.d.ts``) generated from it.
+
+:mod:`~kvdsl.contract.index` turns a kernel and its config into a variant's ``index.json``
+entry (docs/host.md): bindings with their element counts, the params struct's offsets (the
+runtime's ``params_layout``), the dispatch rule as data, features and limits, and a dense
+variant's ``bytes_per_token_head`` (``kvdsl.kernels.dense.contract_fields``); and states the
+rules a host applies to it (``buffer_sizes``, ``params_bytes``, ``workgroups``) over the entry
+alone. What the IR does not know is written once per mode in :mod:`~kvdsl.contract.modes`: the
+shape variables, each binding's size as rows × host values per row, and each params field's
+meaning. :mod:`~kvdsl.contract.expr` is the expression language the sizes and the dispatch's
+items are written in, which ``kvdsl.js`` evaluates too; :mod:`~kvdsl.contract.module` writes
+``kvdsl.js`` and ``kvdsl.d.ts``; :mod:`~kvdsl.contract.schema` ships ``index.schema.json`` and a
+validator of the subset of JSON Schema it uses. ``tests/contract/`` holds every variant's
+answers to the runtime's (Python) and to Python's (``kvdsl.js`` under Node.js) on random
+verification cases."""
 
 from kvdsl.contract.expr import ExprError, evaluate
 from kvdsl.contract.index import (

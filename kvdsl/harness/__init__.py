@@ -3,7 +3,12 @@
 For each case: the interpreter against the reference (the IR means what the mode means, with no
 out-of-bounds access and no race), then the GPU against the interpreter (the emitted WGSL does
 what the IR means). ``kvdsl verify`` drives it.
-"""
+
+Each case is random (adversarial ``seqlens_k``, partial workgroups, poisoned outputs, masks of
+the elements written). Comparison is bit for bit, except where approximate builtins or a
+possible ``fma`` allow a stated tolerance. A quantised code may move by one step against the
+GPU, since WGSL's f32 division is accurate only to 2.5 ULP; the interpreter divides exactly and
+gets no such allowance."""
 
 from kvdsl.harness import modes as _modes  # noqa: F401  (registers the remaining modes' cases)
 from kvdsl.harness import dense as _dense  # noqa: F401  (registers the dense modes' cases)

@@ -6,6 +6,17 @@ differs from the GPU in what it refuses to hide: an out-of-bounds access, two in
 one element, or (with ``strict_init``) a read of an element nothing wrote raise an error that
 names the buffer, the index, the invocations and the statement.
 
+The machine runs all invocations at once as numpy arrays over the invocation axis, in chunks of
+whole workgroups, with masks for control flow, keeping WGSL's exact integer semantics, workgroup
+memory and barriers. On request it also counts each binding's bytes loaded and stored by the
+active invocations (``run(..., accesses=)``): what a kernel moves, every access seen. Counted
+loops with no state crossing trips are batched over (trip × invocation). A pointer is its access
+chain with the indices evaluated when ``&`` ran and, for a ``var``, the declaring frame's own
+slot, so every load and store through one goes the checked way. A binding or workgroup array of
+structs is held as ``u32`` words in WGSL's layout; a member access is a word offset, loaded and
+stored word by word (:mod:`~kvdsl.interp.structs`), so bounds, races and uninitialised reads are
+found per word.
+
 The rest of this docstring is the semantics, in the order the machine meets them.
 
 Invocations
@@ -179,8 +190,7 @@ Modules
     :mod:`~kvdsl.interp.scope` (name lookup), :mod:`~kvdsl.interp.exprs` (expressions) and
     :mod:`~kvdsl.interp.memory` (loads, stores, bounds and race checks, barriers);
     :mod:`~kvdsl.interp.batch` runs batched loops; :mod:`~kvdsl.interp.values` holds the data
-    (grid, masks, buffers, conversions, index sets) and :mod:`~kvdsl.interp.errors` the errors.
-"""
+    (grid, masks, buffers, conversions, index sets) and :mod:`~kvdsl.interp.errors` the errors."""
 
 from __future__ import annotations
 

@@ -14,7 +14,10 @@ state the intended meaning: window starts are clamped rather than wrapped (``sha
 ``window_plan``), ``append_quant`` rotates each row at its absolute position (the row index) and
 clamps its window like ``merge_share``, and ``window_shift`` rotates appended keys in every
 region that writes them when rotary caches are given.
-"""
+
+:mod:`~kvdsl.reference.formats` states the dense formats and ggml's q8_0/q4_0 blocks byte for
+byte, checked against llama.cpp's ``gguf`` quantisers; :mod:`~kvdsl.reference.paged` the paged
+model (pools, the two addressings, gather, page copy, compaction, the window's table update)."""
 
 from kvdsl.reference.elementwise import (
     channel_scales,

@@ -1,8 +1,23 @@
 """Run kernels on the GPU through wgpu, and validate WGSL under naga (wgpu) and Tint (Dawn).
 
-The WebGPU implementation is an explicit choice: ``use_webgpu(WebGPU("dawn"))`` before the first
-GPU work (wgpu-native otherwise); see :mod:`kvdsl.runtime.webgpu`.
-"""
+Kernels run on a WebGPU implementation: wgpu-native through ``wgpu``, or Dawn through
+``wgpudawn``, chosen by an explicit value: ``use_webgpu(WebGPU("dawn", dawn_enable=(...)))``
+(:mod:`~kvdsl.runtime.webgpu`) before the first kernel runs (wgpu-native otherwise). The library
+never reads the environment; the ``kvdsl`` command reads ``KVDSL_WEBGPU``,
+``KVDSL_DAWN_ENABLE``, ``KVDSL_DAWN_DISABLE`` and ``KVDSL_LOOP_BOUNDING`` once, at its start
+(``WebGPU.from_environment``), and so do the test suite's ``conftest.py`` and the benchmark
+scripts. Both implementations share one code path; what differs (feature names, timestamp
+units, one device per adapter, Dawn's toggles) is kept in one module.
+
+Devices get WebGPU's default limits, raised to exactly what a kernel's ``limits`` state (a
+device per feature and limit set), and request a feature only when a module needs it. Buffers
+are bound by name from numpy arrays, the params struct is packed by WGSL's uniform layout, and
+the host contract is checked before dispatch (:mod:`~kvdsl.runtime.contract`). naga's compile
+errors come with the WGSL line; Tint validates in a subprocess. ``time_kernel`` times dispatches
+with timestamp queries. :mod:`~kvdsl.runtime.windows` runs a windowed variant over a cache past
+one binding: ``plan_windows`` (pure Python, the limits as arguments) cuts the cache into windows
+of whole ``(batch, kv head)`` slices and the windows into buffers, and ``run_windows``
+dispatches once per window over bound sub-ranges (docs/host.md)."""
 
 from kvdsl.runtime.device import adapter_info, compile_wgsl, current_webgpu, use_webgpu
 from kvdsl.runtime.errors import (

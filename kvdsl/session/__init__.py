@@ -2,7 +2,17 @@
 oracle of the same session (:mod:`kvdsl.session.session`), the hosts that run kernels through
 their contract alone (:mod:`kvdsl.session.host`) and the formats' operations
 (:mod:`kvdsl.session.formats`); the same over a paged cache, with its page allocator
-(:mod:`kvdsl.session.paged`)."""
+(:mod:`kvdsl.session.paged`).
+
+:mod:`~kvdsl.session.host` is a host that keeps buffers between dispatches and runs each kernel
+through its contract entry alone (bindings, sizes, params bytes, workgroups), on wgpu or on the
+interpreter by one code path, and checks every runtime input before a dispatch;
+:mod:`~kvdsl.session.formats` says, per cache format, which kernels each operation dispatches (a
+new layout or mode is one more class there); :mod:`~kvdsl.session.session` runs operations on
+every layer and keeps a numpy oracle built on :mod:`kvdsl.reference`, compared after every step,
+with poisoned canaries around each cache. :mod:`~kvdsl.session.paged` does the same over a paged
+cache, with the host's page allocator (a free list, counts per page, copy-on-write) and its
+checks of the paged inputs (``check_pages``). docs/host.md, "Sessions", is the host's view."""
 
 from kvdsl.session.formats import FORMATS, CacheFormat, SessionError, cache_format
 from kvdsl.session.host import Bound, Buffer, GpuHost, Host, InterpHost, Program, check_dispatch

@@ -2,7 +2,8 @@
 ``ptr<storage, atomic<u32>, read_write>`` and ``ptr<workgroup, atomic<u32>>``. The kernel parses,
 prints back to the same IR (the pointer value printed as given, ``atomicAdd(p, v)``) and runs in
 the interpreter as numpy says; on the GPU (naga takes no storage or workgroup pointer parameter)
-the same atomics through ``let`` pointers do; invalid texts are refused as Tint refuses them."""
+the same atomics through ``let`` pointers do. Its other texts, valid and invalid, are
+conformance cases (``cases/atomic_pointers/``, run by ``test_cases.py``)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,8 @@ import numpy as np
 import pytest
 
 from kvdsl import interp, runtime
-from kvdsl.emit import emit
 from kvdsl.frontend import parse
-from tests.helpers.wgsl import assert_refused
+from tests.helpers.wgsl import assert_buffers, assert_tint_takes, printed_back
 
 N = 128
 
@@ -93,74 +93,19 @@ def _inputs() -> dict[str, np.ndarray]:
 
 def test_atomics_through_pointers_print_back_to_the_same_ir():
     for text in (KERNEL, INLINE):
-        k = parse(text)
-        assert "atomicAdd(p, 1u)" in emit(k)
-        assert parse(emit(k)) == k
+        assert "atomicAdd(p, 1u)" in printed_back(text)
 
 
 @pytest.mark.parametrize("text", [KERNEL, INLINE], ids=["helpers", "inline"])
 def test_atomics_through_pointers_in_the_interpreter_are_what_numpy_says(text):
     bufs = _inputs()
-    got = interp.run(parse(text), bufs, {}, (N // 64, 1, 1))
-    want = numpy_kernel(bufs)
-    for name in want:
-        np.testing.assert_array_equal(got[name], want[name], err_msg=name)
+    assert_buffers(interp.run(parse(text), bufs, {}, (N // 64, 1, 1)), numpy_kernel(bufs))
 
 
 def test_atomics_through_pointers_on_the_gpu_are_what_numpy_says(gpu):
     bufs = _inputs()
-    got = runtime.run(parse(INLINE), bufs, {}, (N // 64, 1, 1))
-    want = numpy_kernel(bufs)
-    for name in want:
-        np.testing.assert_array_equal(got[name], want[name], err_msg=name)
+    assert_buffers(runtime.run(parse(INLINE), bufs, {}, (N // 64, 1, 1)), numpy_kernel(bufs))
 
 
-def _k(helper: str, body: str) -> str:
-    return (
-        HEAD
-        + helper
-        + (
-            "\n@compute @workgroup_size(64)\nfn main(@builtin(global_invocation_id) gid: vec3<u32>) {\n"
-            + body
-            + "\n  o[gid.x] = atomicLoad(&counts[0]) + atomicLoad(&local[0]) + atomicLoad(&total);\n}\n"
-        )
-    )
-
-
-#: Invalid WGSL: kvdsl's refusal (a part of its message); Tint refuses each too.
-REFUSED = {
-    "not_an_atomic": (
-        _k("", "  let p = &o[0];\n  atomicAdd(p, 1u);"),
-        "atomicAdd(p): the pointer is not to an atomic<u32> or atomic<i32>",
-    ),
-    "read_only_atomic_pointer": (
-        _k("fn f(p: ptr<storage, atomic<u32>, read>) -> u32 {\n  return atomicLoad(p);\n}\n", ""),
-        "an atomic lives in read_write storage or workgroup memory",
-    ),
-    "function_atomic_pointer": (
-        _k("fn f(p: ptr<function, atomic<u32>>) -> u32 {\n  return atomicLoad(p);\n}\n", ""),
-        "an atomic lives in read_write storage or workgroup memory",
-    ),
-    "atomic_read_plainly": (
-        _k("", "  let p = &counts[1];\n  let x = *p;"),
-        "cannot bind a value of type atomic<u32>",
-    ),
-    "wrong_value_type": (
-        _k("", "  let p = &counts[1];\n  atomicAdd(p, 1i);"),
-        "atomicAdd of an atomic<u32> takes u32 values, got i32",
-    ),
-}
-
-
-@pytest.mark.parametrize("name", sorted(REFUSED))
-def test_kvdsl_refuses_what_tint_refuses(name):
-    text, message = REFUSED[name]
-    assert_refused(text, f"{name}.wgsl", message)
-
-
-def test_tint_refuses_each_refused_text_and_takes_the_kernels():
-    from kvdsl.runtime import tint_check
-
-    checked = tint_check({n: t for n, (t, _) in REFUSED.items()} | {"k": KERNEL, "i": INLINE})
-    assert checked.pop("k") is None and checked.pop("i") is None
-    assert {n for n, e in checked.items() if e is None} == set()
+def test_tint_takes_the_kernels():
+    assert_tint_takes({"kernel": KERNEL, "inline": INLINE})

@@ -2,8 +2,8 @@
 workgroup arrays, and the atomic builtins. A kernel using them parses, prints back to the same
 IR, runs in the interpreter as a numpy statement of it says (the interpreter applies one step's
 atomics in invocation order, so even the values atomicAdd returns are exact) and on the GPU to
-the same order-independent outcome (sums, masks, max and min); each invalid text is refused by
-kvdsl as Tint refuses it."""
+the same order-independent outcome (sums, masks, max and min). The valid and invalid texts of
+the language are conformance cases (``cases/atomics/``, run by ``test_cases.py``)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import pytest
 
 from kvdsl import interp, runtime
 from kvdsl.emit import emit
-from kvdsl.frontend import FrontendError, parse
+from kvdsl.frontend import parse
 from kvdsl.interp.memory import _atomic_sequence
-from tests.helpers.wgsl import assert_taken, refused_by_compilers
+from tests.helpers.wgsl import assert_buffers, printed_back
 
 N = 256  # four workgroups of 64
 
@@ -103,17 +103,12 @@ def numpy_atomics(bufs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 
 
 def test_atomic_kernel_prints_back_to_the_same_ir():
-    k = parse(KERNEL)
-    assert parse(emit(k)) == k
-    assert emit(parse(emit(k))) == emit(k)
+    printed_back(KERNEL)
 
 
 def test_atomics_in_the_interpreter_are_what_numpy_says_in_invocation_order():
     bufs = _inputs()
-    got = interp.run(parse(KERNEL), bufs, {}, (N // 64, 1, 1))
-    want = numpy_atomics(bufs)
-    for name in ("hist", "o", "s"):
-        np.testing.assert_array_equal(got[name], want[name], err_msg=name)
+    assert_buffers(interp.run(parse(KERNEL), bufs, {}, (N // 64, 1, 1)), numpy_atomics(bufs))
 
 
 def test_atomics_on_the_gpu_reach_the_interpreters_order_independent_outcome(gpu):
@@ -208,123 +203,6 @@ def test_an_atomic_out_of_bounds_is_an_interpreter_finding():
     )
     with pytest.raises(interp.OutOfBounds, match=r"c\[60\] is out of bounds \(length 60\)"):
         interp.run(parse(text), {"c": np.zeros(60, np.uint32)}, {}, (1, 1, 1))
-
-
-_HEAD = (
-    "@group(0) @binding(0) var<storage, read_write> out: array<u32>;\n"
-    "@group(0) @binding(1) var<storage, read_write> c: array<atomic<u32>>;\n"
-)
-
-
-def _k(body: str, head: str = "") -> str:
-    return (
-        _HEAD
-        + head
-        + "@compute @workgroup_size(64)\nfn main(@builtin(global_invocation_id) gid: vec3<u32>) {\n"
-        + body
-        + "\n  out[0u] = 1u;\n}\n"
-    )
-
-
-#: Valid WGSL that kvdsl, naga and Tint take.
-TAKEN = {
-    "statements_of_each_builtin": _k(
-        "  atomicLoad(&c[0]);\n  atomicAdd(&c[1], 1u);\n  atomicSub(&c[1], 1u);\n"
-        "  atomicMax(&c[2], gid.x);\n  atomicMin(&c[2], gid.x);\n  atomicAnd(&c[3], gid.x);\n"
-        "  atomicOr(&c[3], gid.x);\n  atomicXor(&c[3], gid.x);\n  atomicExchange(&c[4], 2u);\n"
-        "  atomicCompareExchangeWeak(&c[5], 1u, 2u);\n  atomicStore(&c[6], 3u);"
-    ),
-    "compare_exchange_result": _k(
-        "  let r = atomicCompareExchangeWeak(&c[0], 1u, 2u);\n"
-        "  out[1u] = select(0u, r.old_value, r.exchanged);\n"
-        "  out[2u] = atomicCompareExchangeWeak(&c[1], 0u, 5u).old_value;"
-    ),
-    "workgroup_i32": _k(
-        "  atomicAdd(&w[gid.x % 4u], 1i);\n  workgroupBarrier();\n"
-        "  out[gid.x] = u32(atomicLoad(&w[gid.x % 4u]));",
-        "var<workgroup> w: array<atomic<i32>, 4>;\n",
-    ),
-    "workgroup_counter": _k(
-        "  let slot = atomicAdd(&count, 1u);\n  workgroupBarrier();\n"
-        "  out[slot] = atomicLoad(&count);",
-        "var<workgroup> count: atomic<u32>;\n",
-    ),
-    "loop_of_compare_exchange": _k(
-        "  loop {\n    let seen = atomicLoad(&c[0]);\n"
-        "    let r = atomicCompareExchangeWeak(&c[0], seen, seen * 2u + 1u);\n"
-        "    if r.exchanged {\n      break;\n    }\n  }"
-    ),
-}
-
-
-def test_what_kvdsl_takes_naga_and_tint_take():
-    assert_taken(TAKEN)
-
-
-#: Invalid WGSL: kvdsl's refusal (a part of its message); Tint refuses it too.
-REFUSED = {
-    "atomic_in_read_only_storage": (
-        _k("  let x = atomicLoad(&r[0]);", "@group(0) @binding(2) var<storage, read> r: "
-           "array<atomic<u32>>;\n"),
-        "atomics in storage are read_write",
-    ),  # fmt: skip
-    "atomic_f32": (
-        _k("", "@group(0) @binding(2) var<storage, read_write> f: array<atomic<f32>>;\n"),
-        "atomic<f32>: WGSL's atomics are atomic<u32> and atomic<i32>",
-    ),
-    "plain_load_of_an_atomic": (_k("  out[gid.x] = c[gid.x];"), "not as a plain value"),
-    "plain_store_to_an_atomic": (_k("  c[gid.x] = 1u;"), "not as a plain value"),
-    "atomic_in_a_function_var": (
-        _k("  var a: array<atomic<u32>, 4>;"),
-        "an atomic lives in storage (read_write) or workgroup memory",
-    ),
-    "atomic_in_private_memory": (
-        _k("", "var<private> p: array<atomic<u32>, 4>;\n"),
-        "var<private>",
-    ),
-    "atomic_in_the_uniform": (
-        _k("", "struct P { a: atomic<u32> }\n@group(0) @binding(2) var<uniform> params: P;\n"),
-        "struct field a: atomic<u32>",
-    ),
-    "value_of_atomic_store": (_k("  let x = atomicStore(&c[0], 1u);"), "returns no value"),
-    "i32_value_for_a_u32_atomic": (
-        _k("  atomicAdd(&c[0], 1i);"),
-        "atomicAdd of an atomic<u32> takes u32 values, got i32",
-    ),
-    "atomic_of_a_value_not_a_pointer": (
-        _k("  atomicAdd(c[0], 1u);"),
-        "the first argument of atomicAdd is a pointer to an atomic",
-    ),
-    "atomic_on_a_plain_element": (
-        _k("  atomicAdd(&out[0], 1u);"),
-        "the pointer is not to an atomic<u32> or atomic<i32>",
-    ),
-    "unknown_result_member": (
-        _k("  let r = atomicCompareExchangeWeak(&c[0], 1u, 2u);\n  out[1u] = r.old;"),
-        "has no field 'old' (old_value, exchanged)",
-    ),
-    "plain_load_of_a_workgroup_counter": (
-        _k("  out[gid.x] = count;", "var<workgroup> count: atomic<u32>;\n"),
-        "not as a plain value",
-    ),
-    "exchange_without_a_value": (
-        _k("  let r = atomicExchange(&c[0]);"),
-        "atomicExchange takes 2 arguments",
-    ),
-}
-
-
-@pytest.mark.parametrize("name", sorted(REFUSED))
-def test_kvdsl_refuses_what_wgsl_refuses(name):
-    text, message = REFUSED[name]
-    with pytest.raises(FrontendError) as info:
-        parse(text, f"{name}.wgsl")
-    assert message in str(info.value), str(info.value)
-
-
-def test_the_compilers_refuse_every_refused_text():
-    refused = refused_by_compilers({n: t for n, (t, _) in REFUSED.items()})
-    assert set(refused) == set(REFUSED), sorted(set(REFUSED) - set(refused))
 
 
 FRESH = """@group(0) @binding(0) var<storage, read_write> out: array<u32>;

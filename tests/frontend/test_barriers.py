@@ -3,7 +3,8 @@ wrote before it is visible after it to the others of its workgroup (not to other
 A kernel using it parses, prints back to the same IR, runs in the interpreter and on the GPU to
 what numpy says; the interpreter's race checks let a workgroup read and overwrite across it
 what its own invocations wrote, and still catch the same accesses without it or across
-workgroups; a barrier outside uniform control flow is refused as Tint refuses it."""
+workgroups. A barrier outside uniform control flow is a conformance case
+(``cases/barriers/``, run by ``test_cases.py``)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,8 @@ import numpy as np
 import pytest
 
 from kvdsl import interp, runtime
-from kvdsl.emit import emit
 from kvdsl.frontend import parse
-from tests.helpers.wgsl import assert_refused, kernel
+from tests.helpers.wgsl import assert_buffers, assert_tint_takes, printed_back
 
 N = 256  # four workgroups of 64
 
@@ -57,25 +57,17 @@ def numpy_storage(bufs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 
 
 def test_storage_barrier_prints_back_to_the_same_ir():
-    k = parse(STORAGE)
-    assert "storageBarrier();" in emit(k)
-    assert parse(emit(k)) == k
+    assert "storageBarrier();" in printed_back(STORAGE)
 
 
 def test_storage_barrier_in_the_interpreter_is_what_numpy_says():
     bufs = _inputs()
-    got = interp.run(parse(STORAGE), bufs, {}, (N // 64, 1, 1))
-    want = numpy_storage(bufs)
-    for name in want:
-        np.testing.assert_array_equal(got[name], want[name], err_msg=name)
+    assert_buffers(interp.run(parse(STORAGE), bufs, {}, (N // 64, 1, 1)), numpy_storage(bufs))
 
 
 def test_storage_barrier_on_the_gpu_is_what_numpy_says(gpu):
     bufs = _inputs()
-    got = runtime.run(parse(STORAGE), bufs, {}, (N // 64, 1, 1))
-    want = numpy_storage(bufs)
-    for name in want:
-        np.testing.assert_array_equal(got[name], want[name], err_msg=name)
+    assert_buffers(runtime.run(parse(STORAGE), bufs, {}, (N // 64, 1, 1)), numpy_storage(bufs))
 
 
 def test_without_the_barrier_or_across_workgroups_the_accesses_race():
@@ -95,9 +87,6 @@ def test_without_the_barrier_or_across_workgroups_the_accesses_race():
     wg = STORAGE.replace("storageBarrier()", "workgroupBarrier()")
     with pytest.raises(interp.RaceError):
         interp.run(parse(wg), bufs, {}, (N // 64, 1, 1))
-
-
-NONUNIFORM = kernel("  if (gid.x < 4u) { storageBarrier(); }")
 
 
 # ``workgroupUniformLoad``: a loop bound every invocation reads from workgroup memory, the same
@@ -155,9 +144,7 @@ def _uniform_inputs() -> dict[str, np.ndarray]:
 
 
 def test_workgroup_uniform_load_prints_back_to_the_same_ir():
-    k = parse(UNIFORM_LOAD)
-    assert emit(k).count("workgroupUniformLoad(") == 3
-    assert parse(emit(k)) == k
+    assert printed_back(UNIFORM_LOAD).count("workgroupUniformLoad(") == 3
 
 
 def test_workgroup_uniform_load_in_the_interpreter_is_what_numpy_says():
@@ -211,52 +198,5 @@ def test_the_loads_barriers_order_workgroup_memory():
         interp.run(parse(plain), bufs, {}, (N // 64, 1, 1))
 
 
-def _wul(body: str, head: str = "var<workgroup> w: array<u32, 64>;\n") -> str:
-    return kernel(
-        body,
-        "@group(0) @binding(0) var<storage, read_write> out: array<u32>;\n"
-        "@group(0) @binding(1) var<storage, read_write> s: array<u32>;\n" + head,
-    ).replace(
-        "fn main(@builtin(global_invocation_id) gid: vec3<u32>)",
-        "fn main(@builtin(local_invocation_id) lid: vec3<u32>)",
-    )
-
-
-REFUSED = {
-    "storage_barrier_non_uniform": (
-        NONUNIFORM,
-        "storageBarrier() must be reached in uniform control flow",
-        "storageBarrier",
-    ),
-    "load_non_uniform_flow": (
-        _wul("  if (lid.x < 4u) { out[1] = workgroupUniformLoad(&w[0]); }"),
-        "workgroupUniformLoad() must be called in uniform control flow",
-        "workgroupUniformLoad",
-    ),
-    "load_non_uniform_pointer": (
-        _wul("  out[1] = workgroupUniformLoad(&w[lid.x]);"),
-        "the pointer of workgroupUniformLoad() must be uniform",
-        "workgroupUniformLoad",
-    ),
-    "load_of_storage": (
-        _wul("  out[1] = workgroupUniformLoad(&s[0]);"),
-        "workgroupUniformLoad takes a pointer into workgroup memory",
-        "workgroupUniformLoad",
-    ),
-}
-
-
-@pytest.mark.parametrize("name", sorted(REFUSED))
-def test_kvdsl_refuses_what_tint_refuses(name):
-    text, message, _ = REFUSED[name]
-    assert_refused(text, f"{name}.wgsl", message)
-
-
-def test_tint_refuses_each_refused_text_and_takes_the_kernels():
-    from kvdsl.runtime import tint_check
-
-    texts = {n: t for n, (t, _, _) in REFUSED.items()}
-    checked = tint_check(texts | {"storage": STORAGE, "uniform_load": UNIFORM_LOAD})
-    assert checked["storage"] is None and checked["uniform_load"] is None
-    for name, (_, _, word) in REFUSED.items():
-        assert checked[name] is not None and word in checked[name], (name, checked[name])
+def test_tint_takes_the_kernels():
+    assert_tint_takes({"storage": STORAGE, "uniform_load": UNIFORM_LOAD})

@@ -1,7 +1,8 @@
 """``frexp`` and ``modf`` of f32 scalars and vectors: their result structs bound by ``let`` and
 read by field (``.fract`` ``.exp``, ``.fract`` ``.whole``), on the interpreter and the GPU against
-numpy's ``frexp`` and WGSL's definition of ``modf`` (``e - trunc(e)``, ``trunc(e)``), bit for bit; and what WGSL refuses of them.
-"""
+numpy's ``frexp`` and WGSL's definition of ``modf`` (``e - trunc(e)``, ``trunc(e)``), bit for
+bit. What WGSL refuses of them is conformance cases (``cases/frexp_modf/``, run by
+``test_cases.py``)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,8 @@ import numpy as np
 import pytest
 
 from kvdsl import interp, runtime
-from kvdsl.emit import emit
 from kvdsl.frontend import UnsupportedError, parse
-from tests.helpers.wgsl import assert_refused, kernel
+from tests.helpers.wgsl import assert_tint_takes, kernel, printed_back
 
 TEXT = """@group(0) @binding(0) var<storage, read> a: array<f32>;
 @group(0) @binding(1) var<storage, read> b: array<vec4<f32>>;
@@ -92,35 +92,12 @@ def test_frexp_and_modf_run_as_numpy_says(gpu):
 
 
 def test_frexp_and_modf_print_back_to_the_same_ir():
-    k = parse(TEXT)
-    assert parse(emit(k)) == k
-    printed = emit(k)
+    printed = printed_back(TEXT)
     assert "let r = frexp(a[i]);" in printed and "modf(1.5f).whole" in printed
 
 
-REFUSED = {
-    "frexp_of_an_integer": (kernel("  let r = frexp(gid.x);"), "float"),
-    "modf_has_no_exp": (kernel("  let r = modf(1.5);\n  let e = r.exp;"), "has no field 'exp'"),
-    "frexp_has_no_whole": (
-        kernel("  let r = frexp(1.5);\n  let w = r.whole;"),
-        "has no field 'whole'",
-    ),
-    "frexp_result_as_a_float": (kernel("  let x: f32 = frexp(1.5);"), "is initialised with"),
-}
-
-
-@pytest.mark.parametrize("name", sorted(REFUSED))
-def test_kvdsl_refuses_what_wgsl_refuses(name):
-    text, message = REFUSED[name]
-    assert_refused(text, f"{name}.wgsl", message)
-
-
-def test_tint_refuses_every_refused_text_and_takes_the_kernel():
-    from kvdsl.runtime import tint_check
-
-    checked = tint_check({"kernel": TEXT} | {n: t for n, (t, _) in REFUSED.items()})
-    assert checked.pop("kernel") is None
-    assert {n for n, e in checked.items() if e is None} == set()
+def test_tint_takes_the_kernel():
+    assert_tint_takes({"kernel": TEXT})
 
 
 def test_a_var_of_a_result_struct_is_outside_the_subset():

@@ -11,17 +11,17 @@ WGSL inherits their accuracy from those formulas in f32, and a GPU may contract 
 a sum into one fma (NVIDIA's and llvmpipe's compilers do): values are compared within 2e-5
 absolute plus 2e-5 relative (inputs of magnitude at most about 2: a few f32 ulps of the
 largest term). The inputs keep ``k`` and ``dot(e2, e3)`` at least 1e-2 from zero, where a
-rounding would flip the branch."""
+rounding would flip the branch. What WGSL refuses of them is conformance cases
+(``cases/geometric_builtins/``, run by ``test_cases.py``)."""
 
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from kvdsl import interp, runtime
 from kvdsl.emit import emit
 from kvdsl.frontend import parse
-from tests.helpers.wgsl import assert_refused, kernel
+from tests.helpers.wgsl import assert_tint_takes
 
 N = 128
 TOL = dict(rtol=2e-5, atol=2e-5)
@@ -136,36 +136,5 @@ def test_geometric_builtins_on_the_gpu_are_the_formulas(gpu):
     np.testing.assert_allclose(got, numpy_kernel(bufs["a"], bufs["n"], bufs["eta"]), **TOL)
 
 
-#: Invalid WGSL: kvdsl's refusal (a part of its message); Tint refuses each too.
-REFUSED = {
-    "reflect_of_scalars": (
-        kernel("  let r = reflect(1.0, 2.0);"),
-        "takes a float vector, got f32",
-    ),
-    "reflect_of_mixed_sizes": (
-        kernel("  let r = reflect(vec3f(1.0), vec2f(1.0));"),
-        "reflect",
-    ),
-    "refract_vector_ratio": (
-        kernel("  let r = refract(vec3f(1.0), vec3f(0.0, 1.0, 0.0), vec3f(1.0));"),
-        "the ratio of indices (the third argument) must be f32",
-    ),
-    "face_forward_of_ints": (
-        kernel("  let r = faceForward(vec2i(1), vec2i(1), vec2i(1));"),
-        "faceForward",
-    ),
-}
-
-
-@pytest.mark.parametrize("name", sorted(REFUSED))
-def test_kvdsl_refuses_what_tint_refuses(name):
-    text, message = REFUSED[name]
-    assert_refused(text, f"{name}.wgsl", message)
-
-
-def test_tint_refuses_each_refused_text_and_takes_the_kernel():
-    from kvdsl.runtime import tint_check
-
-    checked = tint_check({n: t for n, (t, _) in REFUSED.items()} | {"kernel": KERNEL})
-    assert checked.pop("kernel") is None
-    assert {n for n, e in checked.items() if e is None} == set()
+def test_tint_takes_the_kernel():
+    assert_tint_takes({"kernel": KERNEL})

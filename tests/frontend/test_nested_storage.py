@@ -4,8 +4,9 @@ fixed-size arrays of structs and struct members that are nested arrays, in WGSL'
 inner array's stride roundUp(AlignOf(elem), SizeOf(elem)): ``array<vec3<f32>, 2>`` takes 32
 bytes). Each element is held as words, as structs are (:mod:`kvdsl.interp.structs`): bounds
 checked per level, races found per word, ``arrayLength`` counting outer elements. Each valid
-text prints back to the same IR and runs on the interpreter and the GPU as numpy says; each
-invalid one is refused with the error Tint gives, and Tint refuses it too."""
+text prints back to the same IR and runs on the interpreter and the GPU as numpy says; the
+invalid texts and those outside the subset are conformance cases (``cases/nested_storage/``,
+run by ``test_cases.py``)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import pytest
 from kvdsl import interp, runtime
 from kvdsl.emit import emit
 from kvdsl.frontend import FrontendError, UnsupportedError, parse
-from tests.helpers.wgsl import assert_refused
+from tests.helpers.wgsl import assert_tint_takes
 from kvdsl.interp import OutOfBounds, RaceError
 from kvdsl.interp.memory import word_path
 from kvdsl.ir.types import Array, Struct, Vec, f32, size_of, stride, u32
@@ -138,7 +139,7 @@ def _run(body: str, rows: int = 64) -> dict[str, np.ndarray]:
     return interp.run(k, bufs, {}, (1, 1, 1))
 
 
-def test_each_level_of_a_nested_access_is_bounds_checked():
+def test_each_level_of_a_nested_access_is_reached():
     got = _run("  v[gid.x][gid.x % 2u].w = f32(gid.x);\n  g[gid.x % 16u][gid.x / 16u] = gid.x;")
     want = np.zeros((64, 2, 4), np.float32)
     want[np.arange(64), np.arange(64) % 2, 3] = np.arange(64)
@@ -146,27 +147,28 @@ def test_each_level_of_a_nested_access_is_bounds_checked():
     np.testing.assert_array_equal(
         got["g"].reshape(16, 8)[:, :4], np.arange(64).reshape(4, 16).T.astype(np.uint32)
     )
-    with pytest.raises(OutOfBounds, match=r"v\[gid.x\]\[2\] is out of bounds \(length 2\)"):
-        _run("  v[gid.x][gid.x % 3u].x = 1.0;")
-    with pytest.raises(
-        OutOfBounds, match=r"g\[\(gid.x % 16u\)\]\[8\] is out of bounds \(length 8\)"
-    ):
-        _run("  g[gid.x % 16u][gid.x / 7u] = 1u;")
-    with pytest.raises(OutOfBounds, match=r"v\[63\] is out of bounds \(length 63\)"):
-        _run("  v[gid.x][0].x = 1.0;", rows=63)
-    with pytest.raises(OutOfBounds, match=r"g\[16\] is out of bounds \(length 16\)"):
-        _run("  g[gid.x / 2u][gid.x % 2u] = 1u;")
-
-
-def test_races_are_found_per_word():
     # Different words of one element: no race.
     _run(
         "  if (gid.x < 8u) {\n    g[3][gid.x] = gid.x;\n    v[1][gid.x / 4u][gid.x % 4u] = 1.0;\n  }"
     )
-    with pytest.raises(RaceError, match=r"g\[3\]\[3\]: invocation"):
-        _run("  g[3][3] = gid.x;")
-    with pytest.raises(RaceError, match=r"v\[1\]\[1\].y: invocation"):
-        _run("  v[1][1].y = f32(gid.x);")
+
+
+#: (body, rows of v, finding, its message): each level of a nested access is bounds checked,
+#: and races are found per word.
+FINDINGS = [
+    ("  v[gid.x][gid.x % 3u].x = 1.0;", 64, OutOfBounds, r"v\[gid.x\]\[2\] is out of bounds \(length 2\)"),
+    ("  g[gid.x % 16u][gid.x / 7u] = 1u;", 64, OutOfBounds, r"g\[\(gid.x % 16u\)\]\[8\] is out of bounds \(length 8\)"),
+    ("  v[gid.x][0].x = 1.0;", 63, OutOfBounds, r"v\[63\] is out of bounds \(length 63\)"),
+    ("  g[gid.x / 2u][gid.x % 2u] = 1u;", 64, OutOfBounds, r"g\[16\] is out of bounds \(length 16\)"),
+    ("  g[3][3] = gid.x;", 64, RaceError, r"g\[3\]\[3\]: invocation"),
+    ("  v[1][1].y = f32(gid.x);", 64, RaceError, r"v\[1\]\[1\].y: invocation"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("body, rows, finding, message", FINDINGS)
+def test_the_interpreter_finds_it(body, rows, finding, message):
+    with pytest.raises(finding, match=message):
+        _run(body, rows)
 
 
 def test_kvdsl_run_both_backends_agree_on_a_nested_kernel(gpu, tmp_path):
@@ -240,40 +242,11 @@ def test_fixed_size_and_nested_arrays_of_structs_run_as_numpy_says(gpu):
     _same(runtime.run(k, bufs, {}, (1, 1, 1)), want)
 
 
-#: Valid WGSL kvdsl takes and Tint takes.
-TAKEN = {"nest": NEST, "structs": STRUCTS}
+def test_tint_takes_the_kernels():
+    assert_tint_takes({"nest": NEST, "structs": STRUCTS})
 
-RW = "@group(0) @binding(0) var<storage, read_write> a: {ty};\n"
+
 MAIN = "@compute @workgroup_size(1)\nfn main() {{\n  {body}\n}}\n"
-
-#: Invalid WGSL: kvdsl's refusal (a part of its message); Tint refuses each too.
-REFUSED = {
-    "runtime_sized_inner": (
-        RW.format(ty="array<array<f32>>") + MAIN.format(body="a[0][0] = 1.0;"),
-        "an array element type cannot contain a runtime-sized array",
-    ),
-    "runtime_sized_inner_of_fixed_outer": (
-        RW.format(ty="array<array<f32>, 4>") + MAIN.format(body="a[0][0] = 1.0;"),
-        "an array element type cannot contain a runtime-sized array",
-    ),
-    "array_length_of_a_fixed_size_binding": (
-        RW.format(ty="array<array<u32, 4>, 4>") + MAIN.format(body="a[0][0] = arrayLength(&a);"),
-        "arrayLength takes a runtime-sized array (a is array<array<u32, 4>, 4>, of a fixed size)",
-    ),
-    "constant_inner_index_past_the_end": (
-        RW.format(ty="array<array<u32, 4>>") + MAIN.format(body="a[0][4] = 1u;"),
-        "the constant index 4 is out of range (give 0 to 3)",
-    ),
-    "store_into_a_read_binding": (
-        RW.format(ty="array<array<u32, 4>>").replace("read_write", "read")
-        + MAIN.format(body="a[0][1] = 1u;"),
-        "binding 'a' is read-only",
-    ),
-    "bool_elements": (
-        RW.format(ty="array<array<bool, 4>>") + MAIN.format(body="a[0][1] = true;"),
-        "binding 'a': array<bool, 4> (arrays of u32, i32 or f32 scalars",
-    ),
-}
 
 
 @pytest.mark.parametrize(
@@ -293,47 +266,6 @@ def test_a_runtime_sized_inner_array_is_refused_where_it_stands(decl, column):
         f"k.wgsl:2:{column}: array of array<f32>: an array element type cannot contain a "
         "runtime-sized array"
     )
-
-
-@pytest.mark.parametrize("name", sorted(REFUSED))
-def test_kvdsl_refuses_what_wgsl_refuses(name):
-    text, message = REFUSED[name]
-    assert_refused(text, f"{name}.wgsl", message)
-
-
-def test_tint_takes_the_valid_texts_and_refuses_every_refused_one():
-    from kvdsl.runtime import tint_check
-
-    assert {n: e for n, e in tint_check(TAKEN).items() if e is not None} == {}
-    checked = tint_check({n: t for n, (t, _) in REFUSED.items()})
-    assert {n for n, e in checked.items() if e is None} == set()
-
-
-#: Valid WGSL outside kvdsl's subset: named as such.
-OUTSIDE = {
-    "atomics_in_a_fixed_size_array": (
-        RW.format(ty="array<array<atomic<u32>, 4>>") + MAIN.format(body="atomicAdd(&a[0][1], 1u);"),
-        "storage var 'a' of type array<array<atomic<u32>, 4>> (a fixed-size array in storage "
-        "holds u32, i32 or f32 values",
-    ),
-    "f16_in_a_fixed_size_array": (
-        "enable f16;\n"
-        + RW.format(ty="array<array<f16, 4>>")
-        + MAIN.format(body="a[0][1] = 1.0h;"),
-        "storage var 'a' of type array<array<f16, 4>> (a fixed-size array in storage holds u32",
-    ),
-}
-
-
-@pytest.mark.parametrize("name", sorted(OUTSIDE))
-def test_what_kvdsl_does_not_take_is_named(name):
-    text, message = OUTSIDE[name]
-    with pytest.raises(UnsupportedError) as info:
-        parse(text, f"{name}.wgsl")
-    assert message in str(info.value), str(info.value)
-    from kvdsl.runtime import tint_check
-
-    assert tint_check({name: text}) == {name: None}  # valid WGSL all the same
 
 
 FLAT = """@group(0) @binding(0) var<storage, read> a: array<vec3<f32>, 4>;

@@ -2,8 +2,8 @@
 T[, access]>`` parameters and ``let``s, ``&x``, ``*p``, ``(*p)[i]``, ``(*p).x`` and ``p[i]``
 through a pointer, assignments through one; ``array<T, N>()``, ``vecN<T>()``, ``T()``. Each
 text parses, prints back to the same IR and runs on the interpreter as a numpy statement of
-it says (and on the GPU where naga compiles it); each invalid text is refused by kvdsl with
-the error Tint gives.
+it says (and on the GPU where naga compiles it); smaller valid texts and the invalid ones are
+conformance cases (``cases/pointers/``, run by ``test_cases.py``).
 
 naga (this wgpu) has no ``unrestricted_pointer_parameters``: it refuses workgroup and storage
 pointer parameters, and aborts the process on a function pointer to an array's element passed
@@ -22,7 +22,7 @@ from kvdsl.frontend import UnsupportedError, parse
 from kvdsl.interp import OutOfBounds, RaceError
 from kvdsl.ir import Dispatch, u32
 from kvdsl.ir import tree as ir
-from tests.helpers.wgsl import assert_refused, kernel, refused_by_compilers
+from tests.helpers.wgsl import kernel, printed_back
 
 HEAD = """@group(0) @binding(0) var<storage, read> a: array<u32>;
 @group(0) @binding(1) var<storage, read_write> o: array<u32>;
@@ -187,11 +187,7 @@ def test_workgroup_and_storage_pointer_parameters_run_as_numpy_says():
 
 
 def test_pointer_kernels_print_back_to_the_same_ir():
-    for text in (LOCAL, UNRESTRICTED):
-        k = parse(text)
-        assert parse(emit(k)) == k
-        assert emit(parse(emit(k))) == emit(k)
-    printed = emit(parse(LOCAL))
+    printed, _ = printed_back(LOCAL), printed_back(UNRESTRICTED)
     assert "fn fill(row: ptr<function, array<u32, 4>>, seed: u32) {" in printed
     assert "(*row)[k] = seed * (k + 1u);" in printed  # row[k] through the pointer
     assert "let last = &(*row)[3i];" in printed and "*p += by;" in printed
@@ -234,121 +230,6 @@ TWO = (
 
 def _k(fns: str, body: str) -> str:
     return kernel(body, TWO + fns)
-
-
-#: Valid WGSL that Tint takes (naga refuses the workgroup and storage parameters, and is not
-#: asked: see the module's docstring).
-TAKEN = {
-    "let_into_storage": _k("", "  let p = &out[gid.x];\n  *p = 4u;"),
-    "let_into_workgroup": _k("", "  let p = &w[gid.x % 64u];\n  *p = 4u;"),
-    "composite_access": _k(
-        "fn f(p: ptr<function, array<u32, 4>>) {\n  p[2] = 3u;\n}\n",
-        "  var a: array<u32, 4>;\n  f(&a);\n  out[1] = a[2];",
-    ),
-    "aliases_only_read": _k(
-        "fn f(p: ptr<function, u32>, q: ptr<function, u32>) -> u32 {\n  return *p + *q;\n}\n",
-        "  var a = 1u;\n  out[1] = f(&a, &a);",
-    ),
-    "workgroup_parameter_reading_its_root": _k(
-        "fn f(p: ptr<workgroup, u32>) -> u32 {\n  return *p + w[1];\n}\n",
-        "  out[2] = f(&w[0]);",
-    ),
-    "private_parameter": _k("fn f(p: ptr<private, u32>) {\n  *p = 2u;\n}\n", ""),
-    "storage_read_parameter": _k(
-        "fn f(p: ptr<storage, u32, read>) -> u32 {\n  return *p;\n}\n",
-        "  out[1] = f(&src[gid.x]);",
-    ),
-    "element_of_nested_pointer": _k(
-        "fn f(p: ptr<function, array<u32, 4>>) {\n  (*p)[1] = 3u;\n}\n",
-        "  var a = array<u32, 4>();\n  f(&a);\n  let q = &a;\n  f(&(*q));",
-    ),
-    "zero_values": _k(
-        "",
-        "  let v = vec4<f32>();\n  let z = array<i32, 3>();\n  out[2] = u32(v.x) + u32(z[1]) + u32();",
-    ),
-}
-
-
-def test_what_kvdsl_takes_tint_takes():
-    from kvdsl.runtime import tint_check
-
-    for name, text in TAKEN.items():
-        k = parse(text, f"{name}.wgsl")
-        assert parse(emit(k), f"{name}.wgsl") == k, name
-    assert {n: e for n, e in tint_check(TAKEN).items() if e is not None} == {}
-
-
-#: Invalid WGSL: kvdsl's refusal (a part of its message); Tint refuses each too.
-REFUSED = {
-    "address_of_vector_component": (
-        kernel("  var v = vec2<u32>();\n  let p = &v.x;"),
-        "the address of a vector component",
-    ),
-    "address_of_vector_index": (
-        kernel("  var v = vec2<u32>();\n  let p = &v[1];"),
-        "the address of a vector component",
-    ),
-    "pointer_in_a_var": (kernel("  var a = 1u;\n  var p = &a;"), "a var cannot have type ptr"),
-    "address_of_a_let": (kernel("  let a = 1u;\n  let p = &a;"), "a value, not memory"),
-    "write_through_read_pointer": (
-        _k("fn f(p: ptr<storage, u32, read>) {\n  *p = 1u;\n}\n", "  f(&src[0]);"),
-        "only a read_write pointer is written through",
-    ),
-    "write_through_read_let": (
-        _k("", "  let p = &src[0];\n  *p = 1u;"),
-        "only a read_write pointer is written through",
-    ),
-    "function_returning_a_pointer": (
-        _k("fn f(p: ptr<function, u32>) -> ptr<function, u32> {\n  return p;\n}\n", ""),
-        "refuses a function returning a pointer",
-    ),
-    "aliased_arguments_written": (
-        _k(
-            "fn f(p: ptr<function, u32>, q: ptr<function, u32>) {\n  *p = *q;\n}\n",
-            "  var a = 1u;\n  f(&a, &a);",
-        ),
-        "point into the same variable 'a'",
-    ),
-    "aliased_through_a_let": (
-        _k(
-            "fn f(p: ptr<function, u32>, q: ptr<function, u32>) {\n  *p = *q;\n}\n",
-            "  var a = 1u;\n  let r = &a;\n  f(r, &a);",
-        ),
-        "point into the same variable 'a'",
-    ),
-    "aliased_with_the_module_var": (
-        _k("fn f(p: ptr<workgroup, u32>) {\n  *p = w[1];\n}\n", "  f(&w[0]);"),
-        "which f also names",
-    ),
-    "dereference_of_a_value": (kernel("  let x = *gid;"), "'*' takes a pointer"),
-    "access_mode_on_function_pointer": (
-        _k("fn f(p: ptr<function, u32, read_write>) {\n  *p = 3u;\n}\n", ""),
-        "an access mode is given for storage only",
-    ),
-    "function_pointer_to_private_parameter": (
-        _k("fn f(p: ptr<private, u32>) {\n  *p = 2u;\n}\n", "  var a = 1u;\n  f(&a);"),
-        "takes (ptr<private, u32>), got (ptr<function, u32>)",
-    ),
-}
-
-
-@pytest.mark.parametrize("name", sorted(REFUSED))
-def test_kvdsl_refuses_what_wgsl_refuses(name):
-    text, message = REFUSED[name]
-    assert_refused(text, f"{name}.wgsl", message)
-
-
-def test_tint_refuses_every_refused_text():
-    from kvdsl.runtime import tint_check
-
-    checked = tint_check({n: t for n, (t, _) in REFUSED.items()})
-    assert {n for n, e in checked.items() if e is None} == set()
-
-
-def test_naga_refuses_what_it_lacks_and_takes_the_rest():
-    texts = {n: TAKEN[n] for n in ("let_into_storage", "let_into_workgroup", "zero_values")}
-    texts["composite_access"] = TAKEN["composite_access"]
-    assert refused_by_compilers(texts) == {}
 
 
 def test_a_uniform_pointer_is_outside_the_subset():

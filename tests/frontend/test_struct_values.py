@@ -1,18 +1,17 @@
 """Struct values at function scope: ``S(a, b)`` and ``S()``, ``let`` and ``var`` of a struct
 type, member assignment (under a non-uniform condition too), structs passed to and returned
 from helpers, and whole struct values stored to a storage array of structs. The kernel parses,
-prints back to the same IR and runs in the interpreter and on the GPU as numpy says; invalid
-texts are refused as Tint refuses them."""
+prints back to the same IR and runs in the interpreter and on the GPU as numpy says; the
+invalid texts are conformance cases (``cases/struct_values/``, run by ``test_cases.py``)."""
 
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from kvdsl import interp, runtime
 from kvdsl.emit import emit
 from kvdsl.frontend import parse
-from tests.helpers.wgsl import assert_refused
+from tests.helpers.wgsl import assert_tint_takes
 
 N = 128
 
@@ -116,34 +115,5 @@ def test_struct_values_on_the_gpu_are_what_numpy_says(gpu):
     np.testing.assert_array_equal(got["outs"], numpy_kernel(bufs["x"]))
 
 
-def _k(body: str) -> str:
-    head, _ = KERNEL.split("@compute")
-    return head + (
-        "@compute @workgroup_size(64)\nfn main(@builtin(global_invocation_id) gid: vec3<u32>) {\n"
-        + body
-        + "\n  outs[gid.x] = Out();\n}\n"
-    )
-
-
-#: Invalid WGSL: kvdsl's refusal (a part of its message); Tint refuses each too.
-REFUSED = {
-    "too_few_members": (_k("  let a = Out(1.0);"), "Out(...) takes 2 arguments (total, count)"),
-    "wrong_member_type": (_k("  let a = Out(1.0, 2.0);"), "Out takes (f32, u32), got (f32, f32)"),
-    "unknown_member": (_k("  var a: Out;\n  a.size = 1u;"), "Out has no field 'size'"),
-    "assign_to_let": (_k("  let a = Out();\n  a.count = 1u;"), "'a' is a let, not a var"),
-    "member_of_wrong_type": (_k("  var a: Out;\n  a.count = 1.5;"), "a.count"),
-}
-
-
-@pytest.mark.parametrize("name", sorted(REFUSED))
-def test_kvdsl_refuses_what_tint_refuses(name):
-    text, message = REFUSED[name]
-    assert_refused(text, f"{name}.wgsl", message)
-
-
-def test_tint_refuses_each_refused_text_and_takes_the_kernel():
-    from kvdsl.runtime import tint_check
-
-    checked = tint_check({n: t for n, (t, _) in REFUSED.items()} | {"kernel": KERNEL})
-    assert checked.pop("kernel") is None
-    assert {n for n, e in checked.items() if e is None} == set()
+def test_tint_takes_the_kernel():
+    assert_tint_takes({"kernel": KERNEL})

@@ -3,7 +3,8 @@ structs, member reads and writes down to array elements and vector components, W
 layout (member offsets rounded up to each member's alignment, the stride the struct's size
 rounded up to its alignment), and ``arrayLength`` of an array of structs. Each valid text
 parses, prints back to the same IR and runs on the interpreter (and the GPU) as numpy says;
-each invalid one is refused with the error Tint gives, and Tint refuses it too."""
+the invalid texts and those outside the subset are conformance cases (``cases/structs/``, run
+by ``test_cases.py``)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ import pytest
 
 from kvdsl import interp, runtime
 from kvdsl.emit import emit
-from kvdsl.frontend import FrontendError, parse
-from tests.helpers.wgsl import assert_refused
+from kvdsl.frontend import parse
+from tests.helpers.wgsl import assert_tint_takes
 from kvdsl.interp import OutOfBounds, RaceError
 from kvdsl.ir.types import Array, Struct, Vec, f32, field_offsets, i32, size_of, stride, u32
 
@@ -125,32 +126,35 @@ def _run(body: str, blocks: int = 64) -> np.ndarray:
     return interp.run(k, {"out": np.zeros(blocks * 9, np.uint32)}, {}, (1, 1, 1))["out"]
 
 
-def test_each_level_of_a_struct_access_is_bounds_checked():
+def test_each_level_of_a_struct_access_is_reached():
     got = _run("  out[gid.x].qs[gid.x % 8u] = gid.x;\n  out[gid.x].d = f32(gid.x);")
     want = np.zeros((64, 9), np.uint32)
     want[:, 0] = np.arange(64, dtype=np.float32).view(np.uint32)
     want[np.arange(64), 1 + np.arange(64) % 8] = np.arange(64)
     np.testing.assert_array_equal(got, want.reshape(-1))
-    with pytest.raises(OutOfBounds, match=r"out\[gid.x\].qs\[8\] is out of bounds \(length 8\)"):
-        _run("  out[gid.x].qs[gid.x % 9u] = 1u;")
-    with pytest.raises(OutOfBounds, match=r"out\[63\] is out of bounds \(length 63\)"):
-        _run("  out[gid.x].d = 1.0;", blocks=63)
-    with pytest.raises(OutOfBounds, match=r"tile\[4\] is out of bounds \(length 4\)"):
-        _run("  tile[gid.x / 16u + 1u].d = 1.0;")
-
-
-def test_races_are_found_per_word():
     # Different members, or different elements of one member, of one struct: no race.
     _run(
         "  if (gid.x < 8u) {\n    tile[0].qs[gid.x] = gid.x;\n  }\n"
         "  if (gid.x == 9u) {\n    tile[0].d = 1.0;\n  }\n  out[gid.x].d = tile[1].d;"
     )
-    with pytest.raises(RaceError, match=r"tile\[2\] \(word 3 of the struct\)"):
-        _run("  tile[2].qs[2] = gid.x;")
-    with pytest.raises(RaceError, match=r"out\[1\] \(word 0 of the struct\)"):
-        _run("  out[1].d = f32(gid.x);")
-    with pytest.raises(RaceError, match="tile"):  # a read of a word another wrote, no barrier
-        _run("  if (gid.x == 0u) {\n    tile[1].d = 2.0;\n  }\n  out[gid.x].d = tile[1].d;")
+
+
+#: (body, blocks of out, finding, its message): each level of a struct access is bounds checked,
+#: and races are found per word (the last a read of a word another wrote, no barrier).
+FINDINGS = [
+    ("  out[gid.x].qs[gid.x % 9u] = 1u;", 64, OutOfBounds, r"out\[gid.x\].qs\[8\] is out of bounds \(length 8\)"),
+    ("  out[gid.x].d = 1.0;", 63, OutOfBounds, r"out\[63\] is out of bounds \(length 63\)"),
+    ("  tile[gid.x / 16u + 1u].d = 1.0;", 64, OutOfBounds, r"tile\[4\] is out of bounds \(length 4\)"),
+    ("  tile[2].qs[2] = gid.x;", 64, RaceError, r"tile\[2\] \(word 3 of the struct\)"),
+    ("  out[1].d = f32(gid.x);", 64, RaceError, r"out\[1\] \(word 0 of the struct\)"),
+    ("  if (gid.x == 0u) {\n    tile[1].d = 2.0;\n  }\n  out[gid.x].d = tile[1].d;", 64, RaceError, "tile"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("body, blocks, finding, message", FINDINGS)
+def test_the_interpreter_finds_it(body, blocks, finding, message):
+    with pytest.raises(finding, match=message):
+        _run(body, blocks)
 
 
 ROWS = """struct Rows {
@@ -231,67 +235,5 @@ def test_whole_structs_are_loaded_bound_and_stored_member_by_member(gpu):
     np.testing.assert_array_equal(runtime.run(k, bufs, {}, (2, 1, 1))["out"], want)
 
 
-#: Valid WGSL kvdsl takes and Tint takes.
-TAKEN = {"items": ITEMS, "rows": ROWS, "copy": COPY}
-
-#: Invalid WGSL: kvdsl's refusal (a part of its message); Tint refuses each too.
-REFUSED = {
-    "unknown_member": (HEAD + "  out[0].e = 1.0;\n}\n", "B has no field 'e' (d, qs)"),
-    "member_declared_twice": (
-        HEAD.replace("  qs: array<u32, 8>,", "  d: u32,") + "  out[0].d = 1.0;\n}\n",
-        "declares member 'd' twice",
-    ),
-    "member_of_a_scalar_member": (HEAD + "  out[0].d.e = 1.0;\n}\n", "has no members"),
-    "array_length_of_a_sized_member": (
-        ROWS.replace("arrayLength(&rows.data))", "arrayLength(&rows.n))"),
-        "arrayLength takes a runtime-sized array (rows.data)",
-    ),
-    "runtime_array_not_last": (
-        ROWS.replace(
-            "  scale: f32,\n  data: array<vec4<f32>>,", "  data: array<vec4<f32>>,\n  scale: f32,"
-        ),
-        "is runtime-sized but not the struct's last member",
-    ),
-    "store_into_a_read_binding": (
-        HEAD.replace("read_write", "read") + "  out[0].d = 1.0;\n}\n",
-        "binding 'out' is read-only",
-    ),
-}
-
-
-@pytest.mark.parametrize("name", sorted(REFUSED))
-def test_kvdsl_refuses_what_wgsl_refuses(name):
-    text, message = REFUSED[name]
-    assert_refused(text, f"{name}.wgsl", message)
-
-
-def test_tint_takes_the_valid_texts_and_refuses_every_refused_one():
-    from kvdsl.runtime import tint_check
-
-    assert {n: e for n, e in tint_check(TAKEN).items() if e is not None} == {}
-    checked = tint_check({n: t for n, (t, _) in REFUSED.items()})
-    assert {n for n, e in checked.items() if e is None} == set()
-
-
-#: Valid WGSL outside kvdsl's subset: named as such.
-OUTSIDE = {
-    "f16_member": (
-        "enable f16;\nstruct H {\n  d: f16,\n  x: f16,\n}\n"
-        "@group(0) @binding(0) var<storage, read_write> out: array<H>;\n"
-        "@compute @workgroup_size(1)\nfn main() {\n  out[0].d = 1.0h;\n}\n",
-        "struct H member d: f16 (members of a struct in storage or workgroup memory are u32, "
-        "i32 or f32",
-    ),
-    "workgroup_array_of_arrays_of_structs": (
-        HEAD.replace("array<B, 4>;", "array<array<B, 2>, 2>;") + "  tile[0][1].d = 1.0;\n}\n",
-        "workgroup var 'tile': an array of arrays of structs",
-    ),
-}
-
-
-@pytest.mark.parametrize("name", sorted(OUTSIDE))
-def test_what_kvdsl_does_not_take_is_named(name):
-    text, message = OUTSIDE[name]
-    with pytest.raises(FrontendError) as info:
-        parse(text, f"{name}.wgsl")
-    assert message in str(info.value), str(info.value)
+def test_tint_takes_the_kernels():
+    assert_tint_takes({"items": ITEMS, "rows": ROWS, "copy": COPY})

@@ -1,8 +1,9 @@
 """WGSL's subgroup builtins (the ``subgroups`` extension): reductions, scans, broadcasts, shuffles,
 ballot, all/any, elect and the ``subgroup_invocation_id`` / ``subgroup_size`` inputs. A kernel
 using them parses, prints back to the same IR, runs in the interpreter at the adapter's subgroup
-size as on the GPU, and at every size as a numpy statement of it says; each invalid text is
-refused by kvdsl as Tint or naga refuses it."""
+size as on the GPU, and at every size as a numpy statement of it says. Smaller valid texts and
+the invalid ones are conformance cases (``cases/subgroup_builtins/``, run by
+``test_cases.py``)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,8 @@ import numpy as np
 import pytest
 
 from kvdsl import interp, runtime
-from kvdsl.emit import emit
 from kvdsl.frontend import FrontendError, parse
-from tests.helpers.wgsl import assert_taken, refused_by_compilers
+from tests.helpers.wgsl import printed_back
 
 N = 256  # invocations: four workgroups of 64
 
@@ -108,9 +108,7 @@ def numpy_subgroups(bufs: dict[str, np.ndarray], size: int) -> dict[str, np.ndar
 
 
 def test_subgroup_kernel_prints_back_to_the_same_ir():
-    k = parse(KERNEL)
-    assert parse(emit(k)) == k
-    assert emit(parse(emit(k))) == emit(k)
+    printed_back(KERNEL)
 
 
 @pytest.mark.parametrize("size", [4, 8, 16, 32, 64])
@@ -195,83 +193,9 @@ def _k(body: str) -> str:
     )
 
 
-#: Valid WGSL that kvdsl, naga and Tint take (``subgroupElect`` is WGSL's but naga's frontend,
-#: in wgpu 0.32, does not know it: see docs/deviations.md).
-TAKEN = {
-    "shuffle_by_varying_lane": _k("  out[gid.x] = subgroupShuffle(gid.x, gid.x ^ 1u);"),
-    "scans_of_products": _k(
-        "  out[gid.x] = subgroupExclusiveMul(gid.x) + subgroupInclusiveMul(gid.x);"
-    ),
-    "vector_sum": _k("  let v = subgroupAdd(vec2<f32>(1.0, 2.0));\n  fo[gid.x] = v.y;"),
-    "invocation_id": _HEAD
-    + "@compute @workgroup_size(64)\nfn main(@builtin(subgroup_invocation_id) s: u32) {\n"
-    + "  out[s] = s;\n}\n",
-    "broadcast_of_a_const_lane": _k("  out[gid.x] = subgroupBroadcast(gid.x, L + 1u);").replace(
-        "enable subgroups;\n", "enable subgroups;\nconst L = 2u;\n"
-    ),
-}
-
-
-def test_what_kvdsl_takes_naga_and_tint_take():
-    assert_taken(TAKEN)
-
-
 def test_the_builtins_are_taken_without_enable_subgroups_and_printed_with_it():
     text = _k("  out[gid.x] = subgroupAdd(gid.x);").replace("enable subgroups;\n", "")
-    k = parse(text)
-    assert emit(k).startswith("enable subgroups;")
-    assert parse(emit(k)) == k
-
-
-#: Invalid WGSL: kvdsl's refusal (a part of its message); Tint or naga refuses it too.
-REFUSED = {
-    "broadcast_of_a_uniform_lane": (
-        _k("  out[gid.x] = subgroupBroadcast(gid.x, nwg.x);"),
-        "subgroupBroadcast must be a const-expression",
-    ),
-    "broadcast_of_a_varying_lane": (
-        _k("  out[gid.x] = subgroupBroadcast(gid.x, gid.x);"),
-        "subgroupBroadcast must be a const-expression",
-    ),
-    "broadcast_i32_lane": (
-        _k("  out[gid.x] = subgroupBroadcast(gid.x, 1i);"),
-        "expects a u32 lane, got i32",
-    ),
-    "shuffle_up_i32_delta": (
-        _k("  out[gid.x] = subgroupShuffleUp(gid.x, 1i);"),
-        "expects a u32 delta, got i32",
-    ),
-    "shuffle_down_varying_delta": (
-        _k("  out[gid.x] = subgroupShuffleDown(gid.x, gid.x);"),
-        "the delta of subgroupShuffleDown() must be uniform",
-    ),
-    "add_of_bool": (_k("  let b = subgroupAdd(true);"), "expects a numeric scalar or vector"),
-    "and_of_float": (_k("  fo[gid.x] = subgroupAnd(1.5);"), "expects an integer scalar or vector"),
-    "ballot_of_u32": (_k("  let b = subgroupBallot(1u);"), "expects a bool, got u32"),
-    "add_in_varying_control_flow": (
-        _k("  if gid.x > 3u {\n    out[gid.x] = subgroupAdd(gid.x);\n  }"),
-        "subgroupAdd() must be called in uniform control flow",
-    ),
-    "max_under_a_condition_on_a_reduction": (
-        _k("  if subgroupAdd(gid.x) > 3u {\n    out[gid.x] = subgroupMax(gid.x);\n  }"),
-        "subgroupMax() must be called in uniform control flow",
-    ),
-    "elect_with_an_argument": (_k("  let e = subgroupElect(1u);"), "takes 0 arguments"),
-    "add_as_a_statement": (_k("  subgroupAdd(gid.x);"), "@must_use"),
-}
-
-
-@pytest.mark.parametrize("name", sorted(REFUSED))
-def test_kvdsl_refuses_what_wgsl_refuses(name):
-    text, message = REFUSED[name]
-    with pytest.raises(FrontendError) as info:
-        parse(text, f"{name}.wgsl")
-    assert message in str(info.value), str(info.value)
-
-
-def test_the_compilers_refuse_every_refused_text():
-    refused = refused_by_compilers({n: t for n, (t, _) in REFUSED.items()})
-    assert set(refused) == set(REFUSED), sorted(set(REFUSED) - set(refused))
+    assert printed_back(text).startswith("enable subgroups;")
 
 
 def test_elect_is_the_first_active_lane_of_each_subgroup():

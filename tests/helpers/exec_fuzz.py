@@ -14,32 +14,7 @@ from hypothesis import strategies as st
 
 from kvdsl.interp import run as interp_run
 from kvdsl.ir import ops
-from kvdsl.ir.tree import (
-    Assign,
-    Binary,
-    Binding,
-    Block,
-    Break,
-    Call,
-    Construct,
-    Continue,
-    Convert,
-    FnCall,
-    For,
-    Function,
-    If,
-    Index,
-    Kernel,
-    Let,
-    Lit,
-    Loop,
-    Member,
-    Name,
-    Return,
-    Unary,
-    Var,
-    walk,
-)
+from kvdsl.ir import tree as ir
 from kvdsl.ir.ops import Op
 from kvdsl.ir.portability import SELECT_DIVISOR, hazards, select_of_its_condition
 from kvdsl.ir.types import Scalar, Struct, Vec, bool_, i32, u32
@@ -56,11 +31,17 @@ SLOTS = 8  # output words per invocation
 POISON = 0xDEADBEEF
 # The names every statement may read; the variables it may assign.
 READ = {
-    u32: [Name("x"), Name("vu"), Name("z"), Member(Name("params"), "n"), Member(Name("gid"), "x")],
-    i32: [Name("y"), Name("vi"), Name("zi"), Name("m")],
-    bool_: [Name("vb")],
-    V2U: [Name("v2"), Member(Name("gid"), "xy")],
-    V2I: [Name("w2")],
+    u32: [
+        ir.Name("x"),
+        ir.Name("vu"),
+        ir.Name("z"),
+        ir.Member(ir.Name("params"), "n"),
+        ir.Member(ir.Name("gid"), "x"),
+    ],
+    i32: [ir.Name("y"), ir.Name("vi"), ir.Name("zi"), ir.Name("m")],
+    bool_: [ir.Name("vb")],
+    V2U: [ir.Name("v2"), ir.Member(ir.Name("gid"), "xy")],
+    V2I: [ir.Name("w2")],
 }
 WRITE = {u32: "vu", i32: "vi", bool_: "vb", V2U: "v2", V2I: "w2"}
 ARITH = (Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.MOD)
@@ -71,7 +52,7 @@ EDGES = np.array([0, 1, 2, 31, 32, 33, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFF, 0xFFF
 
 def _lit(draw, ty):
     if isinstance(ty, Vec):
-        return Construct(ty, (draw(literals(ty.elem)), draw(literals(ty.elem))))
+        return ir.Construct(ty, (draw(literals(ty.elem)), draw(literals(ty.elem))))
     return draw(literals(ty))
 
 
@@ -109,70 +90,70 @@ def expr(draw, ty, depth: int, scope: dict):
     match kind:
         case "arith":
             op = draw(st.sampled_from(ARITH[:3]))
-            return Binary(op, draw(sub(ty)), draw(sub(ty)))
+            return ir.Binary(op, draw(sub(ty)), draw(sub(ty)))
         case "divide":
             # A divisor that may be 0 at run time (WGSL: x / 0 == x, x % 0 == 0), or any
             # expression: a constant 0 is refused when WGSL compiles, and skipped below.
             op = draw(st.sampled_from(_divisions(ty, scope)))
             by = draw(st.one_of(st.sampled_from(names), sub(ty)) if names else sub(ty))
-            return Binary(op, draw(sub(ty)), by)
+            return ir.Binary(op, draw(sub(ty)), by)
         case "divide_min":  # i32's least value over -1 is that value (and % gives 0)
             op = draw(st.sampled_from(_divisions(ty, scope)))
-            return Binary(op, draw(sub(ty)), Lit(-1, i32))
+            return ir.Binary(op, draw(sub(ty)), ir.Lit(-1, i32))
         case "vec_scalar":
             op = draw(st.sampled_from(ARITH))  # WGSL mixes a scalar and a vector in these only
             if op not in _divisions(ty, scope) + [Op.ADD, Op.SUB, Op.MUL]:
                 op = Op.DIV
             a, b = draw(sub(ty)), draw(sub(ty.elem))
-            return Binary(op, a, b) if draw(st.booleans()) else Binary(op, b, a)
+            return ir.Binary(op, a, b) if draw(st.booleans()) else ir.Binary(op, b, a)
         case "bits" | "boolbits":
             ops_ = BITS[:2] if ty == bool_ else BITS  # a bool has & and |, no ^
-            return Binary(draw(st.sampled_from(ops_)), draw(sub(ty)), draw(sub(ty)))
+            return ir.Binary(draw(st.sampled_from(ops_)), draw(sub(ty)), draw(sub(ty)))
         case "shift":
             # A run-time amount is taken modulo 32 (WGSL); a constant one must be under 32.
             amount = V2U if isinstance(ty, Vec) else u32
             runtime = _names(amount, scope)
             by = draw(st.one_of(st.sampled_from(runtime), sub(amount)) if runtime else sub(amount))
-            return Binary(draw(st.sampled_from([Op.SHL, Op.SHR])), draw(sub(ty)), by)
+            return ir.Binary(draw(st.sampled_from([Op.SHL, Op.SHR])), draw(sub(ty)), by)
         case "bitnot":
-            return Unary(Op.BITNOT, draw(sub(ty)))
+            return ir.Unary(Op.BITNOT, draw(sub(ty)))
         case "neg":
             x = draw(sub(ty))  # "-(3i)" would print as the literal -3i: not this IR
-            return Unary(Op.NEG, x if not isinstance(x, Lit) else Convert(ty, x))
+            return ir.Unary(Op.NEG, x if not isinstance(x, ir.Lit) else ir.Convert(ty, x))
         case "abs":
-            return Call(Op.ABS, (draw(sub(ty)),))
+            return ir.Call(Op.ABS, (draw(sub(ty)),))
         case "minmax":
             op = draw(st.sampled_from([Op.MIN, Op.MAX, Op.CLAMP]))
             args = tuple(draw(sub(ty)) for _ in range(ops.info(op).arity))
             if op is Op.CLAMP:  # bounds in order (SPIR-V's clamp leaves low > high undefined)
                 lo, hi = args[1:]
-                args = (args[0], Call(Op.MIN, (lo, hi)), Call(Op.MAX, (lo, hi)))
-            return Call(op, args)
+                args = (args[0], ir.Call(Op.MIN, (lo, hi)), ir.Call(Op.MAX, (lo, hi)))
+            return ir.Call(op, args)
         case "select":
-            return Call(Op.SELECT, (draw(sub(ty)), draw(sub(ty)), draw(sub(bool_))))
+            return ir.Call(Op.SELECT, (draw(sub(ty)), draw(sub(ty)), draw(sub(bool_))))
         case "compare":
             t = draw(st.sampled_from([u32, i32]))
-            return Binary(draw(st.sampled_from(COMPARE)), draw(sub(t)), draw(sub(t)))
+            return ir.Binary(draw(st.sampled_from(COMPARE)), draw(sub(t)), draw(sub(t)))
         case "logic":
-            return Binary(
+            return ir.Binary(
                 draw(st.sampled_from([Op.LAND, Op.LOR])), draw(sub(bool_)), draw(sub(bool_))
             )
         case "not":
-            return Unary(Op.NOT, draw(sub(bool_)))
+            return ir.Unary(Op.NOT, draw(sub(bool_)))
         case "convert":
             if isinstance(ty, Vec):  # between vec2<u32> and vec2<i32> WGSL keeps the bits
-                return Convert(ty, draw(sub(V2I if ty == V2U else V2U)))
+                return ir.Convert(ty, draw(sub(V2I if ty == V2U else V2U)))
             src = draw(st.sampled_from([t for t in (u32, i32, bool_) if t != ty]))
-            return Convert(ty, draw(sub(src)))
+            return ir.Convert(ty, draw(sub(src)))
         case "swizzle":
-            return Member(draw(sub(V2U if ty == u32 else V2I)), draw(st.sampled_from("xy")))
+            return ir.Member(draw(sub(V2U if ty == u32 else V2I)), draw(st.sampled_from("xy")))
         case "swizzle2":
-            return Member(draw(sub(ty)), draw(st.sampled_from(["yx", "xx", "yy"])))
+            return ir.Member(draw(sub(ty)), draw(st.sampled_from(["yx", "xx", "yy"])))
         case "call":  # a helper function, maybe under a mask (an if, a loop, a select's arm)
             f = draw(st.sampled_from(callable_))
-            return FnCall(f.name, tuple(draw(sub(t)) for _, t in f.params))
+            return ir.FnCall(f.name, tuple(draw(sub(t)) for _, t in f.params))
         case "construct":
-            return Construct(ty, (draw(sub(ty.elem)), draw(sub(ty.elem))))
+            return ir.Construct(ty, (draw(sub(ty.elem)), draw(sub(ty.elem))))
     raise AssertionError(kind)
 
 
@@ -196,40 +177,40 @@ SIGNATURES = (
 
 
 @st.composite
-def helper(draw, fresh: Fresh, name: str, params: tuple, ret, scope: dict) -> Function:
+def helper(draw, fresh: Fresh, name: str, params: tuple, ret, scope: dict) -> ir.Function:
     """A helper over its parameters: lets, a loop accumulating into a var (which may break),
     an early return under a condition, and a last return; it may call the helpers in
     ``scope``'s :data:`HELPERS` (those before it)."""
     scope = {k: v for k, v in scope.items() if not isinstance(k, (Scalar, Vec))}
     scope[IN_HELPER] = True
     for pname, pty in params:
-        scope[pty] = scope.get(pty, []) + [Name(pname)]
+        scope[pty] = scope.get(pty, []) + [ir.Name(pname)]
     body: list = []
     for _ in range(draw(st.integers(0, 2))):
         ty = draw(st.sampled_from([u32, i32, V2U]))
         t = fresh("l")
-        body.append(Let(t, draw(expr(ty, 2, scope))))
-        scope[ty] = scope.get(ty, []) + [Name(t)]
+        body.append(ir.Let(t, draw(expr(ty, 2, scope))))
+        scope[ty] = scope.get(ty, []) + [ir.Name(t)]
     acc, i = fresh("acc"), fresh("k")
-    body.append(Var(acc, ret, draw(expr(ret, 2, scope))))
-    scope[ret] = scope.get(ret, []) + [Name(acc)]
-    inner = scope | {u32: scope.get(u32, []) + [Name(i)]}
+    body.append(ir.Var(acc, ret, draw(expr(ret, 2, scope))))
+    scope[ret] = scope.get(ret, []) + [ir.Name(acc)]
+    inner = scope | {u32: scope.get(u32, []) + [ir.Name(i)]}
     op = draw(st.sampled_from([None, Op.ADD, Op.XOR]))
-    step: tuple = (Assign(Name(acc), draw(expr(ret, 2, inner)), op),)
+    step: tuple = (ir.Assign(ir.Name(acc), draw(expr(ret, 2, inner)), op),)
     if draw(st.booleans()):
-        step = (If(draw(expr(bool_, 2, inner)), (Break(),)),) + step
-    trips = Lit(draw(st.integers(0, 3)), u32)
+        step = (ir.If(draw(expr(bool_, 2, inner)), (ir.Break(),)),) + step
+    trips = ir.Lit(draw(st.integers(0, 3)), u32)
     body += [
-        For(
-            Var(i, u32, Lit(0, u32)),
-            Binary(Op.LT, Name(i), trips),
-            Assign(Name(i), Lit(1, u32), Op.ADD),
+        ir.For(
+            ir.Var(i, u32, ir.Lit(0, u32)),
+            ir.Binary(Op.LT, ir.Name(i), trips),
+            ir.Assign(ir.Name(i), ir.Lit(1, u32), Op.ADD),
             step,
         ),
-        If(draw(expr(bool_, 2, scope)), (Return(draw(expr(ret, 2, scope))),)),
-        Return(draw(expr(ret, 2, scope))),
+        ir.If(draw(expr(bool_, 2, scope)), (ir.Return(draw(expr(ret, 2, scope))),)),
+        ir.Return(draw(expr(ret, 2, scope))),
     ]
-    return Function(name, params, ret, tuple(body))
+    return ir.Function(name, params, ret, tuple(body))
 
 
 def _divisions(ty, scope: dict) -> list[Op]:
@@ -237,10 +218,14 @@ def _divisions(ty, scope: dict) -> list[Op]:
     return [Op.DIV] if ty in SIGNED and not scope.get(SIGNED_MOD, True) else [Op.DIV, Op.MOD]
 
 
-def slot(j: int) -> Index:
+def slot(j: int) -> ir.Index:
     """This invocation's output word ``j``."""
-    at = Binary(Op.ADD, Binary(Op.MUL, Member(Name("gid"), "x"), Lit(SLOTS, u32)), Lit(j, u32))
-    return Index(Name("out"), at)
+    at = ir.Binary(
+        Op.ADD,
+        ir.Binary(Op.MUL, ir.Member(ir.Name("gid"), "x"), ir.Lit(SLOTS, u32)),
+        ir.Lit(j, u32),
+    )
+    return ir.Index(ir.Name("out"), at)
 
 
 def as_word(e, ty):
@@ -248,14 +233,16 @@ def as_word(e, ty):
     if ty == u32:
         return e
     if ty == i32:
-        return Convert(u32, e)
+        return ir.Convert(u32, e)
     if ty == bool_:
-        return Call(Op.SELECT, (Lit(7, u32), Lit(9, u32), e))
+        return ir.Call(Op.SELECT, (ir.Lit(7, u32), ir.Lit(9, u32), e))
     if ty == V2I:
-        e = Convert(V2U, e)
-    y = Member(e, "y")
-    rot = Binary(Op.OR, Binary(Op.SHL, y, Lit(16, u32)), Binary(Op.SHR, y, Lit(16, u32)))
-    return Binary(Op.XOR, Member(e, "x"), rot)
+        e = ir.Convert(V2U, e)
+    y = ir.Member(e, "y")
+    rot = ir.Binary(
+        Op.OR, ir.Binary(Op.SHL, y, ir.Lit(16, u32)), ir.Binary(Op.SHR, y, ir.Lit(16, u32))
+    )
+    return ir.Binary(Op.XOR, ir.Member(e, "x"), rot)
 
 
 @st.composite
@@ -278,11 +265,11 @@ def stmts(draw, fresh: Fresh, depth: int, in_loop: str | None, scope: dict):
             case "let":
                 ty = draw(st.sampled_from(TYPES))
                 name = fresh("t")
-                out.append(Let(name, draw(e(ty))))
-                scope.setdefault(ty, []).append(Name(name))
+                out.append(ir.Let(name, draw(e(ty))))
+                scope.setdefault(ty, []).append(ir.Name(name))
             case "assign":
                 ty = draw(st.sampled_from(TYPES))
-                out.append(Assign(Name(WRITE[ty]), draw(e(ty))))
+                out.append(ir.Assign(ir.Name(WRITE[ty]), draw(e(ty))))
             case "compound":
                 ty = draw(st.sampled_from([u32, i32, V2U, V2I]))
                 ops_ = ARITH + BITS + (Op.SHL, Op.SHR)
@@ -292,74 +279,98 @@ def stmts(draw, fresh: Fresh, depth: int, in_loop: str | None, scope: dict):
                 by = ty
                 if op in (Op.SHL, Op.SHR):  # a shift's amount is unsigned
                     by = V2U if isinstance(ty, Vec) else u32
-                out.append(Assign(Name(WRITE[ty]), draw(e(by)), op))
+                out.append(ir.Assign(ir.Name(WRITE[ty]), draw(e(by)), op))
             case "store":
                 ty = draw(st.sampled_from(TYPES))
-                out.append(Assign(slot(draw(st.integers(5, SLOTS - 1))), as_word(draw(e(ty)), ty)))
+                out.append(
+                    ir.Assign(slot(draw(st.integers(5, SLOTS - 1))), as_word(draw(e(ty)), ty))
+                )
             case "if":
                 then = draw(stmts(fresh, depth - 1, in_loop, scope))
                 orelse = draw(st.one_of(st.just(()), stmts(fresh, depth - 1, in_loop, scope)))
-                out.append(If(draw(e(bool_)), then, orelse))
+                out.append(ir.If(draw(e(bool_)), then, orelse))
             case "for":
                 i = fresh("i")
                 trips = draw(st.integers(0, 4))
                 body = draw(
-                    stmts(fresh, depth - 1, "for", scope | {u32: scope.get(u32, []) + [Name(i)]})
+                    stmts(fresh, depth - 1, "for", scope | {u32: scope.get(u32, []) + [ir.Name(i)]})
                 )
-                cond = Binary(Op.LT, Name(i), Lit(trips, u32))
+                cond = ir.Binary(Op.LT, ir.Name(i), ir.Lit(trips, u32))
                 out.append(
-                    For(Var(i, u32, Lit(0, u32)), cond, Assign(Name(i), Lit(1, u32), Op.ADD), body)
+                    ir.For(
+                        ir.Var(i, u32, ir.Lit(0, u32)),
+                        cond,
+                        ir.Assign(ir.Name(i), ir.Lit(1, u32), Op.ADD),
+                        body,
+                    )
                 )
             case "loop":
                 body = draw(stmts(fresh, depth - 1, "loop", scope))
-                out.append(Loop((If(draw(e(bool_)), (Break(),)),) + body + (Break(),)))
+                out.append(ir.Loop((ir.If(draw(e(bool_)), (ir.Break(),)),) + body + (ir.Break(),)))
             case "block":
                 inner = draw(stmts(fresh, depth - 1, in_loop, scope))
                 if draw(st.integers(0, 2)) == 0:
                     # A var of an outer var's name, to the block's end: what the block assigns
                     # goes to it, and the outer one is itself again after the block.
                     ty = draw(st.sampled_from(TYPES))
-                    inner = (Var(WRITE[ty], ty, draw(e(ty))),) + inner
-                out.append(Block(inner))
+                    inner = (ir.Var(WRITE[ty], ty, draw(e(ty))),) + inner
+                out.append(ir.Block(inner))
             case "break":
-                out.append(Break())
+                out.append(ir.Break())
             case "continue":
-                out.append(Continue())
+                out.append(ir.Continue())
             case "return":
-                out.append(If(draw(e(bool_)), (Return(),)))
+                out.append(ir.If(draw(e(bool_)), (ir.Return(),)))
     return tuple(out)
 
 
 PRELUDE = (
-    Let("x", Index(Name("inp"), Member(Name("gid"), "x"))),
-    Let(
-        "y", Convert(i32, Index(Name("inp"), Binary(Op.ADD, Member(Name("gid"), "x"), Lit(N, u32))))
+    ir.Let("x", ir.Index(ir.Name("inp"), ir.Member(ir.Name("gid"), "x"))),
+    ir.Let(
+        "y",
+        ir.Convert(
+            i32,
+            ir.Index(
+                ir.Name("inp"), ir.Binary(Op.ADD, ir.Member(ir.Name("gid"), "x"), ir.Lit(N, u32))
+            ),
+        ),
     ),
     # 0 or 1, and 0 or -1, by invocation: divisors that are zero (or -1) at run time.
-    Let("z", Binary(Op.AND, Binary(Op.SHR, Name("x"), Lit(3, u32)), Lit(1, u32))),
-    Let(
+    ir.Let("z", ir.Binary(Op.AND, ir.Binary(Op.SHR, ir.Name("x"), ir.Lit(3, u32)), ir.Lit(1, u32))),
+    ir.Let(
         "zi",
-        Binary(
+        ir.Binary(
             Op.SUB,
-            Convert(i32, Binary(Op.AND, Binary(Op.SHR, Name("x"), Lit(4, u32)), Lit(1, u32))),
-            Lit(1, i32),
+            ir.Convert(
+                i32,
+                ir.Binary(Op.AND, ir.Binary(Op.SHR, ir.Name("x"), ir.Lit(4, u32)), ir.Lit(1, u32)),
+            ),
+            ir.Lit(1, i32),
         ),
     ),
     # i32's least value in half the invocations (negated, abs'd or divided by -1 it stays).
-    Let(
+    ir.Let(
         "m",
-        Call(
+        ir.Call(
             Op.SELECT,
-            (Name("y"), Convert(i32, Lit(2**31, u32)), Binary(Op.EQ, Name("z"), Lit(0, u32))),
+            (
+                ir.Name("y"),
+                ir.Convert(i32, ir.Lit(2**31, u32)),
+                ir.Binary(Op.EQ, ir.Name("z"), ir.Lit(0, u32)),
+            ),
         ),
     ),
-    Var("vu", u32, Binary(Op.XOR, Name("x"), Member(Name("params"), "n"))),
-    Var("vi", i32, Name("y")),
-    Var("vb", bool_, Binary(Op.EQ, Binary(Op.AND, Name("x"), Lit(1, u32)), Lit(0, u32))),
-    Var("v2", V2U, Construct(V2U, (Name("x"), Member(Name("params"), "n")))),
-    Var("w2", V2I, Construct(V2I, (Name("y"), Name("m")))),
+    ir.Var("vu", u32, ir.Binary(Op.XOR, ir.Name("x"), ir.Member(ir.Name("params"), "n"))),
+    ir.Var("vi", i32, ir.Name("y")),
+    ir.Var(
+        "vb",
+        bool_,
+        ir.Binary(Op.EQ, ir.Binary(Op.AND, ir.Name("x"), ir.Lit(1, u32)), ir.Lit(0, u32)),
+    ),
+    ir.Var("v2", V2U, ir.Construct(V2U, (ir.Name("x"), ir.Member(ir.Name("params"), "n")))),
+    ir.Var("w2", V2I, ir.Construct(V2I, (ir.Name("y"), ir.Name("m")))),
 )
-EPILOGUE = tuple(Assign(slot(j), as_word(Name(WRITE[ty]), ty)) for j, ty in enumerate(TYPES))
+EPILOGUE = tuple(ir.Assign(slot(j), as_word(ir.Name(WRITE[ty]), ty)) for j, ty in enumerate(TYPES))
 
 
 @st.composite
@@ -377,19 +388,32 @@ def kernels(draw, signed_mod: bool = True, signed_abs: bool = True):
     body = PRELUDE + draw(stmts(fresh, 2, None, scope))
     if functions:  # each helper's result reaches the outputs, whatever the body drew
         body += (
-            Assign(Name("vu"), FnCall("h0", (Name("x"), Name("y"))), Op.XOR),
-            Assign(Name("vi"), FnCall("h1", (Name("v2"), Name("vb"), Name("vu"))), Op.XOR),
+            ir.Assign(ir.Name("vu"), ir.FnCall("h0", (ir.Name("x"), ir.Name("y"))), Op.XOR),
+            ir.Assign(
+                ir.Name("vi"),
+                ir.FnCall("h1", (ir.Name("v2"), ir.Name("vb"), ir.Name("vu"))),
+                Op.XOR,
+            ),
         )
     body += EPILOGUE
-    k = Kernel(
-        name="gen_int",
-        bindings=(Binding("inp", u32, "read"), Binding("out", u32, "read_write")),
+    return verified_kernel("gen_int", body, functions=functions)
+
+
+def verified_kernel(name: str, body: tuple, **fields) -> ir.Kernel:
+    """The generated kernel ``name`` over ``inp`` and ``out`` (u32, ``params.n`` of them) with
+    ``body``, verified; one the verifier refuses for a constant WGSL refuses is no kernel
+    (hypothesis draws again). ``fields`` are further ``Kernel`` fields (functions, builtins,
+    workgroup variables)."""
+    k = ir.Kernel(
+        name=name,
+        bindings=(ir.Binding("inp", u32, "read"), ir.Binding("out", u32, "read_write")),
         params=Struct("Params", (("n", u32),)),
         consts=(),
-        functions=functions,
+        functions=fields.pop("functions", ()),
         workgroup_size=(WG, 1, 1),
-        builtins=(("gid", "global_invocation_id"),),
+        builtins=fields.pop("builtins", (("gid", "global_invocation_id"),)),
         body=body,
+        **fields,
     )
     try:
         return verify(k)
@@ -440,18 +464,18 @@ def avoiding(deviations: dict) -> dict:
     }
 
 
-def assume_portable(k: Kernel, deviations: dict) -> None:
+def assume_portable(k: ir.Kernel, deviations: dict) -> None:
     """Skip a kernel holding a shape the adapter is known to run wrong that the generator does
     not steer clear of (on NVIDIA a bool select over its own condition and a division by a
     select of constant vectors, shown by :func:`test_a_bool_select_over_its_own_condition`
     and :func:`test_a_division_by_a_select_of_constant_vectors`)."""
     if "select(a && c, b || c, c)" in deviations:
-        assume(not any(type(n) is Call and select_of_its_condition(n) for n in walk(k)))
+        assume(not any(type(n) is ir.Call and select_of_its_condition(n) for n in ir.walk(k)))
     if "division by a select of constant vectors" in deviations:
         assume(SELECT_DIVISOR not in {why for _, why in hazards(k)})
 
 
-def outputs(k: Kernel, buffers: dict, params: dict) -> tuple[np.ndarray, np.ndarray]:
+def outputs(k: ir.Kernel, buffers: dict, params: dict) -> tuple[np.ndarray, np.ndarray]:
     """``out`` from the interpreter and from the GPU; a kernel naga or Tint refuses for a
     constant it folds is skipped. naga and Tint fold every constant sub-expression, the
     generator's random ones included; the verifier folds scalars, vectors of constants and

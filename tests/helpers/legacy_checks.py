@@ -1,6 +1,12 @@
 """Helpers of the legacy defect tests (``tests/legacy/test_legacy_defects_*.py``): random never-zero
 inputs, poisoned outputs, the template's variables with its naga or bridge error, the parsed render
-run on the interpreter, and comparisons."""
+run on the interpreter, and comparisons.
+
+Each defect test shows the difference: the template's render fails under naga (the message names
+the problem), or its output (GPU, or the interpreter on the render parsed by ``kvdsl.frontend``)
+differs from ``kvdsl.reference`` while kvdsl's kernel equals it, or the legacy bridge refuses the
+variables with a ConfigError naming the variable. Inputs are random and never zero; outputs are
+poisoned before every run."""
 
 from __future__ import annotations
 

@@ -79,6 +79,21 @@ def _writers(message: str) -> tuple[int, list[int]]:
 # ---- out of bounds in storage --------------------------------------------------------------
 
 
+def _out_of_bounds(build, form: str) -> tuple[np.ndarray, str, np.ndarray]:
+    """``build``'s planted kernel on random ``src``: ``src``, its out-of-bounds message, and
+    what the twin leaves in ``dst``."""
+    src = nonzero(N)
+    bufs = {"src": src, "dst": poison(N)}
+    with pytest.raises(OutOfBounds) as e:
+        interp.run(build(True, form), bufs, None, DISPATCH)
+    return src, str(e.value), interp.run(build(False, form), bufs, None, DISPATCH)["dst"]
+
+
+def _first(form: str, reaching: np.ndarray) -> int:
+    """The first invocation active in ``form`` of those ``reaching`` says reach past the end."""
+    return int(np.flatnonzero(_active(form, np.arange(N)) & reaching)[0])
+
+
 def storage_read(planted: bool, form: str):
     """``dst[i] = src[j + 1] * 3 - src[j]``: past the end for the invocation whose ``j`` is
     ``N - 1`` when planted; the twin wraps (``(j + 1) % N``)."""
@@ -95,16 +110,11 @@ def storage_read(planted: bool, form: str):
 
 @pytest.mark.parametrize("form", READ_FORMS)
 def test_storage_read_out_of_bounds(form):
-    src = nonzero(N)
-    bufs = {"src": src, "dst": poison(N)}
-    with pytest.raises(OutOfBounds) as e:
-        interp.run(storage_read(True, form), bufs, None, DISPATCH)
-    msg = str(e.value)
-    first = int(np.flatnonzero(_active(form, np.arange(N)) & (_jn(form) == N - 1))[0])
+    src, msg, out = _out_of_bounds(storage_read, form)
+    first = _first(form, _jn(form) == N - 1)
     assert msg.startswith(f"src[{N}] is out of bounds (length {N}) for "), msg
     assert _gid(first) in msg, msg
 
-    out = interp.run(storage_read(False, form), bufs, None, DISPATCH)["dst"]
     j = _jn(form)
     want = poison(N)
     on = _active(form, np.arange(N))
@@ -127,15 +137,10 @@ def storage_write(planted: bool, form: str):
 
 @pytest.mark.parametrize("form", WRITE_FORMS)
 def test_storage_write_out_of_bounds(form):
-    src = nonzero(N)
-    bufs = {"src": src, "dst": poison(N)}
-    with pytest.raises(OutOfBounds) as e:
-        interp.run(storage_write(True, form), bufs, None, DISPATCH)
-    msg = str(e.value)
-    first = int(np.flatnonzero(_active(form, np.arange(N)) & (_jn(form) == N - 1))[0])
+    src, msg, out = _out_of_bounds(storage_write, form)
+    first = _first(form, _jn(form) == N - 1)
     assert msg.startswith(f"dst[{N}] is out of bounds (length {N}) for {_gid(first)}"), msg
 
-    out = interp.run(storage_write(False, form), bufs, None, DISPATCH)["dst"]
     want = poison(N)
     on = _active(form, np.arange(N))
     want[((_jn(form) + 1) % N)[on]] = (src * np.float32(-2))[on]
@@ -274,17 +279,12 @@ def shared_read(planted: bool, form: str):
 
 @pytest.mark.parametrize("form", ["strided", "masked", "uniform"])
 def test_workgroup_read_out_of_bounds(form):
-    src = nonzero(N)
-    bufs = {"src": src, "dst": poison(N)}
-    with pytest.raises(OutOfBounds) as e:
-        interp.run(shared_read(True, form), bufs, None, DISPATCH)
-    msg = str(e.value)
+    src, msg, out = _out_of_bounds(shared_read, form)
     i = np.arange(N)
     k = np.full(N, WG) if form == "uniform" else i % WG + 1
-    first = int(np.flatnonzero(_active(form, i) & (k == WG))[0])
+    first = _first(form, k == WG)
     assert msg.startswith(f"w[{WG}] is out of bounds (length {WG}) for {_gid(first)}"), msg
 
-    out = interp.run(shared_read(False, form), bufs, None, DISPATCH)["dst"]
     want = poison(N)
     on = _active(form, i)
     want[on] = (src[i // WG * WG + k % WG] - src)[on]
@@ -309,16 +309,11 @@ def shared_write(planted: bool, form: str):
 
 @pytest.mark.parametrize("form", ["strided", "masked"])
 def test_workgroup_write_out_of_bounds(form):
-    src = nonzero(N)
-    bufs = {"src": src, "dst": poison(N)}
-    with pytest.raises(OutOfBounds) as e:
-        interp.run(shared_write(True, form), bufs, None, DISPATCH)
-    msg = str(e.value)
+    src, msg, out = _out_of_bounds(shared_write, form)
     i = np.arange(N)
-    first = int(np.flatnonzero(_active(form, i) & (i % WG == WG - 1))[0])
+    first = _first(form, i % WG == WG - 1)
     assert msg.startswith(f"w[{WG}] is out of bounds (length {WG}) for {_gid(first)}"), msg
 
-    out = interp.run(shared_write(False, form), bufs, None, DISPATCH)["dst"]
     # Workgroup memory starts zeroed: a slot whose writer skipped the store reads 0.
     writer = i // WG * WG + (i - 1) % WG
     want = np.where(_active(form, writer), src[writer] * np.float32(4), np.float32(0))

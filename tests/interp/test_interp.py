@@ -102,16 +102,22 @@ def test_strict_init_and_read_after_foreign_write():
         interp.run(kb.build(), {"buf": data}, None, (2, 1, 1))
 
 
-def cooperative_walk():
-    """The template's compact walk: lanes stride a workgroup's span with per-lane bounds."""
-    kb = KernelBuilder("walk", 8)
+def _span(kb: KernelBuilder, total: str):
+    """A workgroup's span of the rows: ``WG``, the bindings, and the span's first element and
+    its end (``total`` names the element count)."""
     wg = kb.workgroup_const("WG")
     hd = kb.const("HEAD_DIM", u32, D)
     src = kb.binding("src", f32)
     dst = kb.binding("dst", f32, "read_write")
-    total = kb.let("total", kb.param("rows") * hd)
+    count = kb.let(total, kb.param("rows") * hd)
     base = kb.let("elemBase", kb.wid.x * (wg * hd))
-    end = kb.let("wgEnd", min_(base + wg * hd, total))
+    return wg, src, dst, base, kb.let("wgEnd", min_(base + wg * hd, count))
+
+
+def cooperative_walk():
+    """The template's compact walk: lanes stride a workgroup's span with per-lane bounds."""
+    kb = KernelBuilder("walk", 8)
+    wg, src, dst, base, end = _span(kb, "total")
     e = kb.var("e", u32, base + kb.lid.x)
     with kb.for_range("s", 0, 1_000_000):  # a counted loop left only by break
         with kb.if_(e >= end):
@@ -124,13 +130,7 @@ def cooperative_walk():
 def cooperative_for():
     """``for (var e = elemBase + lid.x; e < wgEnd; e = e + WG)``: bounds differ per lane."""
     kb = KernelBuilder("walk_for", 8)
-    wg = kb.workgroup_const("WG")
-    hd = kb.const("HEAD_DIM", u32, D)
-    src = kb.binding("src", f32)
-    dst = kb.binding("dst", f32, "read_write")
-    total = kb.let("totalElems", kb.param("rows") * hd)
-    base = kb.let("elemBase", kb.wid.x * (wg * hd))
-    end = kb.let("wgEnd", min_(base + wg * hd, total))
+    wg, src, dst, base, end = _span(kb, "totalElems")
     e = Local(kb, "e", u32)
     with kb._block() as blk:
         dst[e] = src[e] * 2.0 + select(0.0, 1.0, (e % 3).eq(0))

@@ -357,6 +357,17 @@ def _error(k, bufs, params, workgroups=None) -> str:
     return f"{type(e.value).__name__}: {e.value}"
 
 
+def _batched_error(monkeypatch, k, bufs) -> str:
+    """The error of ``k`` on two workgroups, run batched, having asserted that it is the error
+    of running trip by trip."""
+    ran = spy_batches(monkeypatch)
+    fast = _error(k, bufs, None, (2, 1, 1))
+    assert any(ran)
+    monkeypatch.setattr(batch, "LANES", 1)
+    assert _error(k, bufs, None, (2, 1, 1)) == fast
+    return fast
+
+
 def test_race_across_trips_is_caught_as_trip_by_trip(monkeypatch):
     """Invocation i writes dst[i + s]: trip 1 of invocation 0 writes what trip 0 of
     invocation 1 wrote, inside one batch."""
@@ -368,12 +379,7 @@ def test_race_across_trips_is_caught_as_trip_by_trip(monkeypatch):
         dst[i + s] = src[i]
     k = kb.build()
     bufs = {"src": nonzero(8), "dst": poison(16)}
-    ran = spy_batches(monkeypatch)
-    fast = _error(k, bufs, None, (2, 1, 1))
-    assert any(ran)
-    monkeypatch.setattr(batch, "LANES", 1)
-    slow = _error(k, bufs, None, (2, 1, 1))
-    assert fast == slow
+    fast = _batched_error(monkeypatch, k, bufs)
     assert fast.startswith("RaceError: dst[1]:"), fast
     assert "gid=(1, 0, 0)" in fast and "gid=(0, 0, 0)" in fast, fast
 
@@ -402,12 +408,7 @@ def test_out_of_bounds_in_a_late_trip_names_its_invocation(monkeypatch):
         dst[i * 10 + s] = src[i * 7 + s]
     k = kb.build()
     bufs = {"src": nonzero(57), "dst": poison(80)}  # invocation 7's trip 8 reads src[57]
-    ran = spy_batches(monkeypatch)
-    fast = _error(k, bufs, None, (2, 1, 1))
-    assert any(ran)
-    monkeypatch.setattr(batch, "LANES", 1)
-    slow = _error(k, bufs, None, (2, 1, 1))
-    assert fast == slow
+    fast = _batched_error(monkeypatch, k, bufs)
     assert "src[57]" in fast and "gid=(7, 0, 0)" in fast and fast.startswith("OutOfBounds"), fast
 
 

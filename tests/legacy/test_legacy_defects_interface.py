@@ -3,11 +3,7 @@
 with a present longer than past + new (12), transpose vec4's default presentElement (13), the
 cooperative rotary pair index (15), vec4 transpose of a head dim not divisible by four (17).
 
-Each test shows the difference: the template's render fails under naga (the message names the
-problem), or its output (GPU, or the interpreter on the render parsed by ``kvdsl.frontend``)
-differs from ``kvdsl.reference`` while kvdsl's kernel equals it, or the legacy bridge refuses
-the variables with a ConfigError naming the variable. Inputs are random and never zero; outputs
-are poisoned before every run (helpers in ``legacy_checks.py``).
+Each test shows the difference as ``tests/helpers/legacy_checks.py`` says.
 """
 
 from __future__ import annotations

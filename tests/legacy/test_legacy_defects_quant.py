@@ -3,11 +3,7 @@
 buffers (8), f16 build caches (10), bits other than 8 or 4 and int4 with an odd head dim (14), a
 wider int4 clamp range (16), rotary with an odd head dim (18).
 
-Each test shows the difference: the template's render fails under naga (the message names the
-problem), or its output (GPU, or the interpreter on the render parsed by ``kvdsl.frontend``)
-differs from ``kvdsl.reference`` while kvdsl's kernel equals it, or the legacy bridge refuses
-the variables with a ConfigError naming the variable. Inputs are random and never zero; outputs
-are poisoned before every run (helpers in ``legacy_checks.py``).
+Each test shows the difference as ``tests/helpers/legacy_checks.py`` says.
 """
 
 from __future__ import annotations

@@ -2,11 +2,8 @@
 merge_share: the append region without rotary, all + rotary, more new tokens than the capacity,
 negative ``seqlens_k``.
 
-Each test shows the difference: the template's render fails under naga (the message names the
-problem), or its output (GPU, or the interpreter on the render parsed by ``kvdsl.frontend``)
-differs from ``kvdsl.reference`` while kvdsl's kernel equals it; the legacy bridge gives kvdsl's
-kernel with the meaning fixed (or refuses the variables with a ConfigError naming the variable). Inputs are random and never zero; outputs
-are poisoned before every run (helpers in ``legacy_checks.py``).
+Each test shows the difference as ``tests/helpers/legacy_checks.py`` says; the legacy bridge
+gives kvdsl's kernel with the meaning fixed.
 """
 
 from __future__ import annotations
@@ -64,15 +61,9 @@ def test_01_window_shift_append_needs_rotary(gpu):
 
 
 def _window_data(rng, cap, s, seqlens, positions):
-    data = {
-        "past_k": rnd(rng, B, H, cap, D),
-        "past_v": rnd(rng, B, H, cap, D),
-        "new_k": rnd(rng, B, s, H * D),
-        "new_v": rnd(rng, B, s, H * D),
-        "seqlens_k": np.array(seqlens, np.int32),
-    }
-    rot = rotary(rng, positions)
-    return data, rot
+    data = share_data(rng, cap, s, seqlens)
+    del data["present_key"], data["present_value"]  # each test poisons its own
+    return data, rotary(rng, positions)
 
 
 def test_02_window_shift_all_with_rotary_disagrees_with_two_passes(gpu):

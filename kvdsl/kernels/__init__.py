@@ -1,0 +1,22 @@
+"""The modes: one module per mode, each with a frozen, typed config validated at construction, and
+a function from config to ``Kernel``.
+
+:mod:`~kvdsl.kernels.config` holds the enums (``Walk``, ``Element``, ``Reduction``, ``Bits``,
+the regions) and the bases (``KernelConfig`` for every mode's ``workgroup_size`` and ``fold``,
+``CacheConfig`` for the cache shape; ``RowConfig`` in :mod:`~kvdsl.kernels.build` for the modes
+that transform rows), each field's check written once. Text from a host (``--vars`` JSON,
+``from_dict``) becomes enum members at the edge. A ``ConfigError`` names the field, the value
+and what is allowed. :mod:`~kvdsl.kernels.plan` makes the walk decisions from a whole config
+(which walk, pairs or not, the workgroup size), so the nodes never see a config.
+
+The paged modes share :mod:`~kvdsl.kernels.paged` (their configs: page geometry, the rows'
+format, addressing; pool bindings and sizes; ``index.json``'s ``pages``) and have a module each:
+:mod:`~kvdsl.kernels.paged_append`, :mod:`~kvdsl.kernels.paged_read`, and
+:mod:`~kvdsl.kernels.paged_pages` for the whole-page kernels (copy, compaction, the window's
+page-table update).
+
+Drop-in configs keep the legacy template's binding names, host types, params fields and
+dispatch geometry, so a host that ran the template runs them unchanged. Flat configs change the
+dispatch to one invocation per vector. A flat walk carries float16 data in u32 words, unpacked
+and packed through the op table's ``unpack2x16float`` and ``pack2x16float``, so no flat variant
+needs ``shader-f16``. Kernels are IR only: no module here writes WGSL text."""

@@ -1,0 +1,8 @@
+// expect: refused "an atomic lives in storage (read_write) or workgroup memory"
+// tint: refused
+// naga: refused
+// in: ../_kernel.wgsl
+@group(0) @binding(0) var<storage, read_write> out: array<u32>;
+@group(0) @binding(1) var<storage, read_write> c: array<atomic<u32>>;
+// {body}
+  var a: array<atomic<u32>, 4>;

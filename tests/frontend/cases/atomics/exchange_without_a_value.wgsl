@@ -1,0 +1,8 @@
+// expect: refused "atomicExchange takes 2 arguments"
+// tint: refused
+// naga: refused
+// in: ../_kernel.wgsl
+@group(0) @binding(0) var<storage, read_write> out: array<u32>;
+@group(0) @binding(1) var<storage, read_write> c: array<atomic<u32>>;
+// {body}
+  let r = atomicExchange(&c[0]);

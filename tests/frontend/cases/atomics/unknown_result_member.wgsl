@@ -1,0 +1,9 @@
+// expect: refused "has no field 'old' (old_value, exchanged)"
+// tint: refused
+// naga: refused
+// in: ../_kernel.wgsl
+@group(0) @binding(0) var<storage, read_write> out: array<u32>;
+@group(0) @binding(1) var<storage, read_write> c: array<atomic<u32>>;
+// {body}
+  let r = atomicCompareExchangeWeak(&c[0], 1u, 2u);
+  out[1u] = r.old;

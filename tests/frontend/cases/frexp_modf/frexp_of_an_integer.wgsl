@@ -1,0 +1,6 @@
+// expect: refused "float"
+// tint: refused
+// in: ../_kernel.wgsl
+@group(0) @binding(0) var<storage, read_write> out: array<u32>;
+// {body}
+  let r = frexp(gid.x);

@@ -1,0 +1,7 @@
+// expect: refused "has no field 'exp'"
+// tint: refused
+// in: ../_kernel.wgsl
+@group(0) @binding(0) var<storage, read_write> out: array<u32>;
+// {body}
+  let r = modf(1.5);
+  let e = r.exp;

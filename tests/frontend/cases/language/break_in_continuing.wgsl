@@ -1,0 +1,11 @@
+// expect: refused "break in a continuing block"
+// tint: refused
+// naga: refused
+// in: ../_kernel.wgsl
+@group(0) @binding(0) var<storage, read_write> out: array<u32>;
+// {body}
+  loop {
+    continuing {
+      break;
+    }
+  }

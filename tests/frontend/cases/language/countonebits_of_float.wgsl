@@ -1,0 +1,7 @@
+// expect: refused "integer"
+// tint: refused
+// naga: refused
+// in: ../_kernel.wgsl
+@group(0) @binding(0) var<storage, read_write> out: array<u32>;
+// {body}
+  let c = countOneBits(1.5);

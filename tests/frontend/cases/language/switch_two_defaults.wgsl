@@ -1,0 +1,7 @@
+// expect: refused "2 default clauses"
+// tint: refused
+// naga: refused
+// in: ../_kernel.wgsl
+@group(0) @binding(0) var<storage, read_write> out: array<u32>;
+// {body}
+  switch gid.x { case 1u { } default { } case default { } }

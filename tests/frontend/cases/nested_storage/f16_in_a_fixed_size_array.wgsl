@@ -1,0 +1,8 @@
+// expect: outside "storage var 'a' of type array<array<f16, 4>> (a fixed-size array in storage holds u32"
+// tint: taken
+enable f16;
+@group(0) @binding(0) var<storage, read_write> a: array<array<f16, 4>>;
+@compute @workgroup_size(1)
+fn main() {
+  a[0][1] = 1.0h;
+}

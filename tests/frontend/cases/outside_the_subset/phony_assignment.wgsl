@@ -1,0 +1,8 @@
+// expect: outside at 6:3 "phony assignment '_ = ...'"
+// tint: taken
+@group(0) @binding(0) var<storage, read_write> out: array<u32>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  _ = out[0u];
+  out[0u] = 1u;
+}

@@ -1,0 +1,8 @@
+// expect: outside at 6:11 "WGSL builtin 'fwidth'"
+// tint: refused
+@group(0) @binding(0) var<storage, read_write> out: array<u32>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let x = fwidth(vec2f(1.0));
+  out[0u] = 1u;
+}

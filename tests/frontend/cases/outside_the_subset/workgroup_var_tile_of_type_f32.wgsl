@@ -1,0 +1,9 @@
+// expect: outside at 4:16 "workgroup var 'tile' of type f32 (only fixed-size arrays and atomics)"
+// tint: taken
+@group(0) @binding(0) var<storage, read_write> out: array<u32>;
+var<workgroup> tile: f32;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+
+  out[0u] = 1u;
+}

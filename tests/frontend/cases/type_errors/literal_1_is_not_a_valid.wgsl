@@ -1,0 +1,8 @@
+// expect: type error at 6 "literal -1 is not a valid u32 value"
+// tint: refused
+@group(0) @binding(0) var<storage, read_write> out: array<u32>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let x: u32 = -1;
+  out[0u] = 1u;
+}

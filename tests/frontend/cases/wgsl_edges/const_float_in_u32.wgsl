@@ -1,0 +1,7 @@
+// expect: refused "out[0u] = F: cannot store f32 into out[0u] of type u32"
+// tint: refused
+// in: ../_kernel.wgsl
+const F: f32 = 1.5;
+@group(0) @binding(0) var<storage, read_write> out: array<u32>;
+// {body}
+  out[0u] = F;

@@ -1,0 +1,7 @@
+// expect: outside "const V of type vec2<u32> (scalar consts only)"
+// tint: taken
+// in: ../_kernel.wgsl
+const V = vec2<u32>(1u, 2u);
+@group(0) @binding(0) var<storage, read_write> out: array<u32>;
+// {body}
+  out[0u] = V.y;

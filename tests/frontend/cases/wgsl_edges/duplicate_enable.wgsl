@@ -1,0 +1,9 @@
+// expect: taken
+// tint: taken
+// naga: taken
+// in: ../_kernel.wgsl
+enable f16;
+enable f16;
+@group(0) @binding(0) var<storage, read_write> out: array<u32>;
+// {body}
+  out[0u] = 1u;

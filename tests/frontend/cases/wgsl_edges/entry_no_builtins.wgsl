@@ -1,0 +1,6 @@
+// expect: taken
+// tint: taken
+// naga: taken
+@group(0) @binding(0) var<storage, read_write> out: array<u32>;
+@compute @workgroup_size(64)
+fn main() { out[0u] = 1u; }

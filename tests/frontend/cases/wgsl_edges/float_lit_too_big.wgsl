@@ -1,0 +1,6 @@
+// expect: refused "1e+39 is out of range for f32"
+// tint: refused
+// in: ../_kernel.wgsl
+@group(0) @binding(0) var<storage, read_write> out: array<u32>;
+// {body}
+  out[0u] = u32(1e39f);

@@ -1,0 +1,7 @@
+// expect: refused "condition is u32, expected bool"
+// tint: refused
+// in: ../_kernel.wgsl
+@group(0) @binding(0) var<storage, read_write> out: array<u32>;
+// {body}
+  for (var i = 0u; i; i++) { }
+  out[0u] = 1u;

@@ -1,0 +1,8 @@
+// expect: outside "max takes 2 arguments, got 1"
+// tint: taken
+@group(0) @binding(0) var<storage, read_write> out: array<u32>;
+fn max(x: u32) -> u32 { return x; }
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  out[0u] = max(1u);
+}

@@ -1,0 +1,10 @@
+// expect: refused "function f must end with a return"
+// tint: taken
+@group(0) @binding(0) var<storage, read_write> out: array<u32>;
+fn f(x: u32) -> u32 {
+  loop { return 1u; }
+}
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  out[0u] = f(gid.x);
+}

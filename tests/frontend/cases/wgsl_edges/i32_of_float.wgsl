@@ -1,0 +1,7 @@
+// expect: taken
+// tint: taken
+// naga: taken
+// in: ../_kernel.wgsl
+@group(0) @binding(0) var<storage, read_write> out: array<u32>;
+// {body}
+  out[0u] = u32(i32(3.9f));

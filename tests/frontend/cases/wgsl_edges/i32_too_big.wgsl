@@ -1,0 +1,6 @@
+// expect: refused "literal 2147483648i does not fit i32"
+// tint: refused
+// in: ../_kernel.wgsl
+@group(0) @binding(0) var<storage, read_write> out: array<u32>;
+// {body}
+  out[0u] = u32(2147483648i);

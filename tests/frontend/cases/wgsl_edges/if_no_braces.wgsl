@@ -1,0 +1,6 @@
+// expect: refused "unexpected 'out'; expected one of '{' or an operator"
+// tint: refused
+// in: ../_kernel.wgsl
+@group(0) @binding(0) var<storage, read_write> out: array<u32>;
+// {body}
+  if (gid.x > 0u) out[0u] = 1u;

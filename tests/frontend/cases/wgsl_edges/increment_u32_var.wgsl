@@ -1,0 +1,9 @@
+// expect: taken
+// tint: taken
+// naga: taken
+// in: ../_kernel.wgsl
+@group(0) @binding(0) var<storage, read_write> out: array<u32>;
+// {body}
+  var x = 1u;
+  x++;
+  out[0u] = x;

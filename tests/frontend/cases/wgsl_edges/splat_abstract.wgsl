@@ -1,0 +1,8 @@
+// expect: taken
+// tint: taken
+// naga: taken
+// in: ../_kernel.wgsl
+@group(0) @binding(0) var<storage, read_write> out: array<u32>;
+// {body}
+  let v = vec4<f32>(1);
+  out[0u] = u32(v.x);

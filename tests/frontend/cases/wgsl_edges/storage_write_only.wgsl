@@ -1,0 +1,5 @@
+// expect: outside "storage access 'write'"
+// tint: refused
+@group(0) @binding(0) var<storage, write> out: array<u32>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) { out[0u] = 1u; }

@@ -1,0 +1,7 @@
+// expect: refused "v.z: invalid swizzle 'z' of vec2<u32>"
+// tint: refused
+// in: ../_kernel.wgsl
+@group(0) @binding(0) var<storage, read_write> out: array<u32>;
+// {body}
+  let v = vec2<u32>(1u);
+  out[0u] = v.z;

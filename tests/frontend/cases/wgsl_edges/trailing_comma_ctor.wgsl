@@ -1,0 +1,8 @@
+// expect: taken
+// tint: taken
+// naga: taken
+// in: ../_kernel.wgsl
+@group(0) @binding(0) var<storage, read_write> out: array<u32>;
+// {body}
+  let v = vec2<u32>(1u, 2u,);
+  out[0u] = v.x;

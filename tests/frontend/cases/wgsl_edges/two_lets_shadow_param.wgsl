@@ -1,0 +1,11 @@
+// expect: refused "let x = 2u: 'x' is already declared in this scope"
+// tint: refused
+@group(0) @binding(0) var<storage, read_write> out: array<u32>;
+fn f(x: u32) -> u32 {
+  let x = 2u;
+  return x;
+}
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  out[0u] = f(gid.x);
+}

@@ -1,0 +1,7 @@
+// expect: refused "unexpected character 'é' (U+00E9)"
+// tint: taken
+// in: ../_kernel.wgsl
+@group(0) @binding(0) var<storage, read_write> out: array<u32>;
+// {body}
+  let é = 1u;
+  out[0u] = é;

@@ -1,0 +1,7 @@
+// expect: refused "f16 is used without 'enable f16;'"
+// tint: refused
+struct P { h: f16, }
+@group(0) @binding(0) var<storage, read_write> out: array<u32>;
+@group(0) @binding(1) var<uniform> params: P;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) { out[0u] = u32(params.h); }

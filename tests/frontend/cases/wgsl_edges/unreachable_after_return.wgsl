@@ -1,0 +1,8 @@
+// expect: taken
+// tint: taken
+// naga: taken
+// in: ../_kernel.wgsl
+@group(0) @binding(0) var<storage, read_write> out: array<u32>;
+// {body}
+  return;
+  out[0u] = 1u;

@@ -1,0 +1,7 @@
+// expect: outside "var x needs a type or an initialiser"
+// tint: refused
+// in: ../_kernel.wgsl
+@group(0) @binding(0) var<storage, read_write> out: array<u32>;
+// {body}
+  var x;
+  out[0u] = 1u;
