@@ -89,3 +89,34 @@ def pack_and_install(tmp: Path, folder: Path = EMITTED) -> Installed:
     )
     npm("install", "--offline", "--ignore-scripts", str(tarball), cwd=project)
     return Installed(tarball, project)
+
+
+#: The TypeScript host's compiler options: strict, resolving "kvdsl" through the package's
+#: "exports" and "types" as Node.js does, with no ambient types (no DOM, no @types/node).
+TSCONFIG = {
+    "compilerOptions": {
+        "strict": True,
+        "module": "nodenext",
+        "moduleResolution": "nodenext",
+        "target": "es2022",
+        "lib": ["es2022"],
+        "types": [],
+    },
+    "files": ["host.ts"],
+}
+
+
+def run(args: list[str], cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess:
+    """Run ``args`` (a Node.js command line: ``node`` is looked up) in ``cwd``, text captured."""
+    if args[0] == "node":
+        args = [tool("node"), *args[1:]]
+    return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+
+
+def tsc(project: Path, *args: str) -> subprocess.CompletedProcess:
+    """``tsc -p PROJECT ARGS`` (tests/node's TypeScript) on ``host.ts`` copied into ``project``
+    with :data:`TSCONFIG`."""
+    shutil.copy(NODE / "host.ts", project)
+    (project / "tsconfig.json").write_text(json.dumps(TSCONFIG, indent=2) + "\n")
+    compiler = node_module("typescript") / "bin" / "tsc"
+    return run(["node", str(compiler), "-p", ".", *args], cwd=project)
