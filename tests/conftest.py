@@ -77,7 +77,8 @@ def kvdsl_package(tmp_path_factory) -> package.Installed:
     try:
         return package.pack_and_install(tmp_path_factory.mktemp("npm"))
     except package.NodeMissing as err:
-        pytest.fail(str(err), pytrace=False)
+        missing = str(err)
+    pytest.fail(missing, pytrace=False)
 
 
 @pytest.fixture(scope="session")

@@ -31,6 +31,21 @@ for _name, _cfg in catalog.VARIANTS.items():
     BY_MODE.setdefault(_cfg.mode, _name)
 
 
+@pytest.fixture(autouse=True)
+def _node_tools():
+    """tsc and ajv in tests/node (scripts/setup.sh's npm ci): without them each test fails in one
+    line naming the fix."""
+    missing = None
+    try:
+        for name in ("typescript", "ajv"):
+            package.node_module(name)
+        package.tool("node")
+    except package.NodeMissing as err:
+        missing = str(err)
+    if missing is not None:
+        pytest.fail(missing, pytrace=False)
+
+
 def test_package_json_is_generated_at_kvdsls_version():
     meta = json.loads((EMITTED / "package.json").read_text())
     assert (EMITTED / "package.json").read_text() == package_json()
@@ -172,7 +187,6 @@ def test_ajv_validates_the_packages_index(kvdsl_package, tmp_path):
     given = tmp_path / "entries.json"
     given.write_text(json.dumps([{"merge_llama31_8b": good}] + damaged))
     script = package.NODE / "validate_index.mjs"
-    package.node_module("ajv")
     proc = package.run(["node", str(script), str(kvdsl_package.project), str(given)], cwd=tmp_path)
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr[-3000:]
     got = json.loads(proc.stdout)
