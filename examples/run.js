@@ -1,7 +1,8 @@
-// Run one kvdsl variant with WebGPU through ../emitted/kvdsl.js: size the buffers from a shape,
-// write the params, fill the inputs with random values, dispatch, read an output back.
-// index.html drives it; docs/host.md describes the contract it uses.
-import { variant } from "../emitted/kvdsl.js";
+// Run one kvdsl variant with WebGPU through the npm package kvdsl (emitted/): size the buffers
+// from a shape, write the params, fill the inputs with random values, dispatch, read an output
+// back. index.html drives it (its import map points "kvdsl" at ../emitted/kvdsl.js); docs/host.md
+// describes the contract it uses.
+import { variant } from "kvdsl";
 
 // The params of `v` for `shape` (the shape variables of docs/host.md), per mode: each field's
 // meaning is in v.params[i].meaning.

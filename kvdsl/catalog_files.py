@@ -1,5 +1,6 @@
-"""The ``emitted/`` folder: one WGSL file per catalog variant, ``index.json``, its schema, and
-the ES module ``kvdsl.js`` with its types ``kvdsl.d.ts``.
+"""The ``emitted/`` folder: one WGSL file per catalog variant, ``index.json``, its schema, the
+ES module ``kvdsl.js`` with its types ``kvdsl.d.ts``, and ``package.json``, which makes the folder
+the npm package ``kvdsl`` (:func:`package_json`).
 
 Each WGSL file starts with a generated-file header naming its variant and config; ``index.json``
 maps each variant to its host contract (:func:`kvdsl.contract.entry`: bindings and their sizes,
@@ -32,7 +33,30 @@ def header(name: str, cfg: Any) -> str:
 
 
 #: The files besides the WGSL ones that ``kvdsl emit`` writes.
-GENERATED = ("index.json", "index.schema.json", "kvdsl.js", "kvdsl.d.ts")
+GENERATED = ("index.json", "index.schema.json", "kvdsl.js", "kvdsl.d.ts", "package.json")
+
+
+def package_json() -> str:
+    """``emitted/package.json``: the npm package ``kvdsl`` at kvdsl's version, an ES module whose
+    exports are the module (with its types), ``index.json``, its schema and each variant's WGSL
+    file (``kvdsl/<variant>.wgsl``); ``files`` keeps the tarball to what a runtime loads."""
+    package = {
+        "name": "kvdsl",
+        "version": __version__,
+        "description": "WebGPU KV-cache kernels (WGSL) with their host contract, emitted by kvdsl",
+        "type": "module",
+        "types": "./kvdsl.d.ts",
+        "exports": {
+            ".": {"types": "./kvdsl.d.ts", "default": "./kvdsl.js"},
+            "./index.json": "./index.json",
+            "./index.schema.json": "./index.schema.json",
+            "./*.wgsl": "./*.wgsl",
+            "./package.json": "./package.json",
+        },
+        "files": ["kvdsl.js", "kvdsl.d.ts", "index.json", "index.schema.json", "*.wgsl"],
+        "sideEffects": False,
+    }
+    return json.dumps(package, indent=2) + "\n"
 
 
 def render() -> dict[str, str]:
@@ -47,6 +71,7 @@ def render() -> dict[str, str]:
     files["index.json"] = json.dumps(index, indent=2) + "\n"
     files["index.schema.json"] = SCHEMA.read_text()
     files["kvdsl.js"], files["kvdsl.d.ts"] = module.render(index, code)
+    files["package.json"] = package_json()
     return files
 
 

@@ -4,9 +4,11 @@
 # of benchmarks/vklayer that tests/benchmarks/test_shaderstats.py captures SPIR-V with; and a
 # Vulkan driver for wgpu (Mesa's software adapter, llvmpipe) when kvdsl finds no adapter it runs
 # on (none at all, or only OpenGL, where naga's GLSL breaks WGSL's integer division and
-# conversion rules); Node.js, which tests/contract/test_module.py runs emitted/kvdsl.js under; and
-# Debian's chromium, which the browser tests (tests/browser) drive through Playwright on its own
-# SwiftShader WebGPU. Safe to run again: each step is skipped when already done.
+# conversion rules); Node.js and npm, which pack emitted/ as the npm package kvdsl and run it
+# (tests/contract/test_module.py, test_package.py), with the tests' npm packages (TypeScript's tsc,
+# ajv) installed into tests/node from its lockfile; and Debian's chromium, which the browser tests
+# (tests/browser) drive through Playwright on its own SwiftShader WebGPU. Safe to run again: each
+# step is skipped when already done.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 sudo=""
@@ -28,9 +30,14 @@ if ! printf '%s\n' "$layer_headers" | gcc -x c -fsyntax-only - >/dev/null 2>&1; 
   echo "setup: no C compiler that builds the Vulkan layer: installing gcc and libc6-dev"
   apt_install gcc libc6-dev
 fi
-if ! command -v node >/dev/null 2>&1; then
-  echo "setup: no Node.js to test emitted/kvdsl.js with: installing nodejs"
-  apt_install nodejs
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  echo "setup: no Node.js and npm to test the npm package kvdsl with: installing nodejs and npm"
+  apt_install nodejs npm
+fi
+# tsc and ajv at the versions tests/node/package-lock.json pins, from the npm registry.
+if [ ! tests/node/node_modules/.package-lock.json -nt tests/node/package-lock.json ]; then
+  echo "setup: installing the tests' npm packages into tests/node (npm ci)"
+  (cd tests/node && npm ci --no-audit --no-fund --loglevel=error)
 fi
 # The browser tests run Debian's chromium (KVDSL_CHROMIUM names another); Playwright, from the dev
 # extra, drives it: its own browser download is not used.

@@ -23,7 +23,7 @@ from kvdsl.ir.portability import (
     SIGNED_REMAINDER,
 )
 from kvdsl.runtime import FeatureError, WebGPU, use_webgpu
-from tests.helpers import features, legacy
+from tests.helpers import features, legacy, package
 
 # Mesa's Vulkan drivers need a runtime dir; CI containers often have none.
 os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.gettempdir())
@@ -68,6 +68,17 @@ KNOWN_DEVIATIONS = {
         "pack norm ties": PACK_NORM_TIES,
     },
 }
+
+
+@pytest.fixture(scope="session")
+def kvdsl_package(tmp_path_factory) -> package.Installed:
+    """``emitted/`` packed with npm and installed from the tarball into a temporary project
+    (tests/helpers/package.py), once a session: the Node and browser tests load it."""
+    try:
+        return package.pack_and_install(tmp_path_factory.mktemp("npm"))
+    except package.NodeMissing as err:
+        missing = str(err)
+    pytest.fail(missing, pytrace=False)
 
 
 @pytest.fixture(scope="session")

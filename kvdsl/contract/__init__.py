@@ -10,8 +10,8 @@ alone. What the IR does not know is written once per mode in :mod:`~kvdsl.contra
 shape variables, each binding's size as rows × host values per row, and each params field's
 meaning. :mod:`~kvdsl.contract.expr` is the expression language the sizes and the dispatch's
 items are written in, which ``kvdsl.js`` evaluates too; :mod:`~kvdsl.contract.module` writes
-``kvdsl.js`` and ``kvdsl.d.ts``; :mod:`~kvdsl.contract.schema` ships ``index.schema.json`` and a
-validator of the subset of JSON Schema it uses. ``tests/contract/`` holds every variant's
+``kvdsl.js`` and ``kvdsl.d.ts``; :mod:`~kvdsl.contract.schema` ships ``index.schema.json`` and
+validates against it with ``jsonschema`` (the schema checked against its metaschema first). ``tests/contract/`` holds every variant's
 answers to the runtime's (Python) and to Python's (``kvdsl.js`` under Node.js) on random
 verification cases."""
 

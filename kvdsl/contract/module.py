@@ -213,9 +213,7 @@ export function variant(name: string): Variant;
 
 export interface Variant {{
   readonly name: string;
-  /** The mode: transpose, copy, merge, merge_share, window_shift, build, build_quant, append_quant,
-   * dense_append, dense_build, dense_read, dense_retain, dense_window_shift, dense_convert,
-   * qkv. */
+  /** The mode (index.json's "mode": copy, merge, paged_append, ...; docs/modes.md names each). */
   readonly mode: string;
   /** The WGSL text (the same as emitted/<name>.wgsl). */
   readonly code: string;

@@ -1,5 +1,6 @@
 """The browser group (marker ``browser``): one headless Chromium page for the group, with the
-runner (runner.html, runner.js) loaded from a localhost server over the repository. Without
+runner (runner.html, runner.js) loaded from a localhost server over the repository and the npm
+package kvdsl installed from its tarball (the session's ``kvdsl_package``). Without
 Chromium, Playwright or a WebGPU adapter in the page, every test of the group fails with one
 line saying what is missing (tests/helpers/browser.py); nothing is skipped for it."""
 
@@ -11,11 +12,11 @@ from tests.helpers import browser
 
 
 @pytest.fixture(scope="module")
-def chromium():
+def chromium(kvdsl_package):
     """The page's host (:class:`tests.helpers.browser.Chromium`), closed after the module that
     uses it (test_browser.py), not kept through the rest of the suite."""
     try:
-        host = browser.Chromium()
+        host = browser.Chromium(kvdsl_package.project / "node_modules")
     except browser.BrowserMissing as err:
         missing = str(err)
     except Exception as err:  # Playwright's launch errors are long: their first line says it

@@ -1,8 +1,9 @@
-// A WebGPU host for kvdsl's kernels that knows nothing of kvdsl but the emitted ES module: it
-// sizes buffers with bufferSizes(), writes params with paramsBytes(), builds the pipeline from
-// code and layoutEntries() and dispatches workgroups(). tests/browser drives it through
-// Playwright; runner.html puts the exports below on window.kvdslRunner.
-import * as kvdsl from "/emitted/kvdsl.js";
+// A WebGPU host for kvdsl's kernels that knows nothing of kvdsl but the npm package kvdsl (the
+// emitted ES module, installed from its tarball; runner.html's import map finds it): it sizes
+// buffers with bufferSizes(), writes params with paramsBytes(), builds the pipeline from code and
+// layoutEntries() and dispatches workgroups(). tests/browser drives it through Playwright;
+// runner.html puts the exports below on window.kvdslRunner.
+import * as kvdsl from "kvdsl";
 
 const READ_WRITE = "read_write";
 const UNIFORM = "uniform";

@@ -13,6 +13,7 @@ the contract's meanings and fills the inputs itself.
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 import zlib
 from pathlib import Path
@@ -30,6 +31,7 @@ from kvdsl.ir.features import features as kernel_features
 from kvdsl.ir.features import limits as kernel_limits
 from kvdsl.runtime.layout import from_storage, to_storage
 from tests.helpers import browser
+from tests.helpers.paths import ROOT
 
 pytestmark = pytest.mark.browser
 
@@ -105,14 +107,20 @@ def _short(chromium, name: str, kernel, short: dict[str, dict[str, int]]) -> Non
 
 
 def test_runner_imports_only_the_module():
-    """The runner is a foreign host: its one import is the emitted module (no kvdsl Python, no
-    other script); the page imports only the runner."""
+    """The runner is a foreign host: its one import is the npm package kvdsl (no kvdsl Python, no
+    other script), which the page's import map finds where the package's exports put its module;
+    the page imports only the runner."""
     js = (HERE / "runner.js").read_text()
     imports = re.findall(r"""\bimport\b\s*(?:[\w*{}\s,]+\bfrom\b\s*)?\(?\s*["']([^"']+)["']""", js)
-    assert imports == ["/emitted/kvdsl.js"], imports
+    assert imports == ["kvdsl"], imports
     html = (HERE / "runner.html").read_text()
     assert re.findall(r"""import\(\s*["']([^"']+)["']""", html) == ["./runner.js"]
     assert "<script src" not in html
+    mapped = re.findall(r'<script type="importmap">(.*?)</script>', html, re.S)
+    assert len(mapped) == 1 and list(json.loads(mapped[0])) == ["imports"], mapped
+    exports = json.loads((ROOT / "emitted" / "package.json").read_text())["exports"]
+    module = exports["."]["default"].removeprefix("./")
+    assert json.loads(mapped[0])["imports"] == {"kvdsl": f"{browser.MODULES}kvdsl/{module}"}
 
 
 def test_module_lists_the_catalog(chromium):

@@ -1,15 +1,22 @@
-// Answers of emitted/kvdsl.js for the cases tests/contract/test_module.py writes:
-//   node module_check.mjs <kvdsl.js path> <examples/run.js path> <cases.json path>
-// prints one JSON object: per variant its fields (bytesPerTokenHead and pages where it has them), layoutEntries() and, per case, bufferSizes,
-// paramsBytes (hex), workgroups (or the error each threw) and the example's paramsFor(shape);
-// and the messages of the errors each call in "refusals" threw.
+// Answers of the npm package kvdsl (emitted/, installed from its tarball) for the cases
+// tests/contract/test_module.py writes; this script and examples/run.js are copied into the
+// project the package is installed in, so "kvdsl" resolves as a runtime's import does:
+//   node module_check.mjs <cases.json path>
+// prints one JSON object: per variant its fields (bytesPerTokenHead and pages where it has them),
+// layoutEntries(), whether its exported WGSL file ("kvdsl/<name>.wgsl") is its code and, per
+// case, bufferSizes, paramsBytes (hex), workgroups (or the error each threw) and the example's
+// paramsFor(shape); the exported index.json; and the messages of the errors each call in
+// "refusals" threw.
 import { readFileSync } from "node:fs";
-import { pathToFileURL } from "node:url";
+import { createRequire } from "node:module";
+import * as kvdsl from "kvdsl";
+import * as example from "./run.js";
 
-const [modulePath, examplePath, casesPath] = process.argv.slice(2);
-const kvdsl = await import(pathToFileURL(modulePath).href);
-const example = await import(pathToFileURL(examplePath).href);
+const [casesPath] = process.argv.slice(2);
 const input = JSON.parse(readFileSync(casesPath, "utf8"));
+// The package's other exports are files: require.resolve finds them through its "exports".
+const require = createRequire(import.meta.url);
+const exported = (path) => readFileSync(require.resolve(path), "utf8");
 
 const attempt = (f) => {
   try {
@@ -20,7 +27,10 @@ const attempt = (f) => {
 };
 const hex = (buf) => Buffer.from(buf).toString("hex");
 
-const out = { names: Object.keys(kvdsl.variants), variants: {}, refusals: [] };
+const out = {
+  names: Object.keys(kvdsl.variants), variants: {}, refusals: [],
+  index: JSON.parse(exported("kvdsl/index.json")),
+};
 for (const [name, cases] of Object.entries(input.cases)) {
   const v = kvdsl.variant(name);
   out.variants[name] = {
@@ -30,6 +40,7 @@ for (const [name, cases] of Object.entries(input.cases)) {
     ...("bytesPerTokenHead" in v ? { bytesPerTokenHead: v.bytesPerTokenHead } : {}),
     ...("pages" in v ? { pages: v.pages } : {}),
     layoutEntries: v.layoutEntries(),
+    wgslIsCode: exported(`kvdsl/${name}.wgsl`) === v.code,
     cases: cases.map((c) => ({
       sizes: attempt(() => v.bufferSizes(c.shape)),
       paramsBytes: attempt(() => hex(v.paramsBytes(c.params))),

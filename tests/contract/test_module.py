@@ -1,8 +1,10 @@
-"""emitted/kvdsl.js under Node.js (no WebGPU there): one node process answers, for every catalog
-variant, random cases of it; each answer equals Python's (the contract's rules, which
-tests/contract/test_contract.py holds to the runtime), and the example page's params from a shape
-(examples/run.js) equal the case's. Node.js is required, never skipped:
-scripts/setup.sh installs it."""
+"""The npm package kvdsl (emitted/, packed and installed from its tarball: the session's
+``kvdsl_package``) under Node.js (no WebGPU there): one node process, importing "kvdsl" as a
+runtime does, answers for every catalog variant random cases of it; each answer equals Python's
+(the contract's rules, which tests/contract/test_contract.py holds to the runtime), the package's
+index.json and WGSL exports are emitted/'s, and the example page's params from a shape
+(examples/run.js) equal the case's. Node.js is required, never skipped: scripts/setup.sh
+installs it."""
 
 from __future__ import annotations
 
@@ -67,9 +69,10 @@ def node() -> str:
 
 
 @pytest.fixture(scope="module")
-def answered(tmp_path_factory) -> tuple[dict, dict]:
+def answered(tmp_path_factory, kvdsl_package) -> tuple[dict, dict]:
     """The cases given to node (every variant's random cases and :data:`REFUSALS`), and node's
-    answers."""
+    answers, from the installed package's project (module_check.mjs and examples/run.js copied
+    there, so both import "kvdsl" from its node_modules)."""
     index = json.loads((EMITTED / "index.json").read_text())
     cases = {}
     for name, cfg in catalog.VARIANTS.items():
@@ -86,9 +89,12 @@ def answered(tmp_path_factory) -> tuple[dict, dict]:
     given = {"cases": cases, "refusals": [r for r, _ in REFUSALS]}
     path = tmp_path_factory.mktemp("module") / "cases.json"
     path.write_text(json.dumps(given))
-    script = ROOT / "tests" / "contract" / "module_check.mjs"
+    project = kvdsl_package.project
+    shutil.copy(ROOT / "tests" / "contract" / "module_check.mjs", project)
+    shutil.copy(EXAMPLE, project)
     proc = subprocess.run(
-        [node(), str(script), str(EMITTED / "kvdsl.js"), str(EXAMPLE), str(path)],
+        [node(), "module_check.mjs", str(path)],
+        cwd=project,
         capture_output=True,
         text=True,
         timeout=300,
@@ -108,9 +114,11 @@ def test_the_module_answers_as_python_does(answered):
     given, got = answered
     index = json.loads((EMITTED / "index.json").read_text())
     assert got["names"] == list(catalog.VARIANTS)
+    assert got["index"] == index
     for name, e in index.items():
         v = got["variants"][name]
         assert v["code"] == (EMITTED / f"{name}.wgsl").read_text()
+        assert v["wgslIsCode"], f"the package's {name}.wgsl is not its code"
         assert (v["name"], v["mode"], v["entryPoint"]) == (name, e["mode"], e["entry_point"])
         assert v["workgroupSize"] == e["workgroup_size"] and v["shape"] == e["shape"]
         assert (v["features"], v["limits"]) == (e["features"], e["limits"])

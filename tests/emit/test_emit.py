@@ -150,7 +150,10 @@ def test_stale_folder_gives_a_diff(tmp_path):
     module = tmp_path / "kvdsl.js"
     module.write_text(module.read_text().replace("const COMPUTE = 4;", "const COMPUTE = 2;"))
     (tmp_path / "kvdsl.d.ts").unlink()
+    npm = tmp_path / "package.json"
+    npm.write_text(npm.read_text().replace('"version": "', '"version": "9', 1))
     diff = catalog_files.stale(tmp_path)
+    assert "package.json (kvdsl emit)" in diff and '-  "version": "9' in diff
     assert "-const HEAD_DIM: u32 = 127u;" in diff and "+const HEAD_DIM: u32 = 128u;" in diff
     assert "-const COMPUTE = 2;" in diff and "+const COMPUTE = 4;" in diff
     assert "kvdsl.d.ts (kvdsl emit)" in diff

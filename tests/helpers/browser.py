@@ -1,6 +1,8 @@
 """The browser group's host: headless Chromium (Debian's ``chromium``, driven by Playwright) on a
 page served from the repository over localhost, whose runner (``tests/browser/runner.js``)
-imports ``emitted/kvdsl.js`` and nothing else.
+imports the npm package ``kvdsl`` and nothing else: the package packed and installed from its
+tarball (``tests/helpers/package.py``), served at ``/node_modules/``, where ``runner.html``'s
+import map points ``"kvdsl"``.
 
 WebGPU comes from SwiftShader (``--use-webgpu-adapter=swiftshader``): a CPU Vulkan, so the group
 runs on any machine. The browser is found at ``KVDSL_CHROMIUM`` (default ``/usr/bin/chromium``,
@@ -55,14 +57,33 @@ def chromium_path(environ=os.environ) -> str:
     return found
 
 
+#: Where the page finds installed npm packages (``runner.html``'s import map points there).
+MODULES = "/node_modules/"
+
+
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def __init__(self, *args, modules: Path | None = None, **kwargs) -> None:
+        self.modules = modules  # set first: the base class answers the request in __init__
+        super().__init__(*args, **kwargs)
+
+    def translate_path(self, path: str) -> str:
+        """:data:`MODULES` from ``modules``, everything else from ``directory``."""
+        if self.modules is None or not path.startswith(MODULES):
+            return super().translate_path(path)
+        directory, self.directory = self.directory, str(self.modules)
+        try:
+            return super().translate_path(path.removeprefix(MODULES[:-1]))
+        finally:
+            self.directory = directory
+
     def log_message(self, format, *args) -> None:  # noqa: A002 (the base class's name)
         pass
 
 
-def serve(root: Path = ROOT) -> http.server.ThreadingHTTPServer:
-    """An HTTP server over ``root`` on a free localhost port, in a daemon thread."""
-    handler = functools.partial(_QuietHandler, directory=str(root))
+def serve(root: Path = ROOT, modules: Path | None = None) -> http.server.ThreadingHTTPServer:
+    """An HTTP server over ``root`` on a free localhost port, in a daemon thread; with
+    ``modules`` (a project's ``node_modules``), :data:`MODULES` serves that folder."""
+    handler = functools.partial(_QuietHandler, directory=str(root), modules=modules)
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
@@ -115,10 +136,11 @@ TALLY = Tally()
 
 
 class Chromium:
-    """One headless Chromium page with the runner loaded; ``call`` runs one of runner.js's
-    exports with JSON arguments."""
+    """One headless Chromium page with the runner loaded, the npm packages of ``modules`` (the
+    installed package's ``node_modules``) served to it; ``call`` runs one of runner.js's exports
+    with JSON arguments."""
 
-    def __init__(self) -> None:
+    def __init__(self, modules: Path) -> None:
         try:
             from playwright.sync_api import sync_playwright
         except ImportError as err:
@@ -126,7 +148,7 @@ class Chromium:
                 f"the browser tests need Playwright ({err}): pip install -e '.[dev]'"
             ) from None
         executable = chromium_path()
-        self.server = serve()
+        self.server = serve(modules=modules)
         self._playwright = sync_playwright().start()
         self.errors: list[str] = []
         try:
