@@ -10,11 +10,14 @@ from kvdsl.runtime.errors import (
     CompileError,
     DeviceError,
     FeatureError,
+    PagedInputError,
     ParamsError,
     WebGPULoaded,
 )
 from kvdsl.runtime.execute import run, run_source, subgroup_size, time_kernel
+from kvdsl.runtime.inputs import check_inputs
 from kvdsl.runtime.layout import pack_params, params_layout
+from kvdsl.runtime.paged import check_pages
 from kvdsl.runtime.tint import tint_check
 from kvdsl.runtime.webgpu import IMPLEMENTATIONS, WebGPU
 from kvdsl.runtime.windows import Limits, WindowError, plan_windows, run_windows
@@ -27,10 +30,13 @@ __all__ = [
     "CompileError",
     "DeviceError",
     "FeatureError",
+    "PagedInputError",
     "ParamsError",
     "WebGPU",
     "WebGPULoaded",
     "adapter_info",
+    "check_inputs",
+    "check_pages",
     "compile_wgsl",
     "current_webgpu",
     "pack_params",
