@@ -59,7 +59,8 @@ def shown(value: Any) -> str:
     if isinstance(value, str):
         return repr(value)
     if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(shown(v) for v in value) + "]"
+        more = f", ... {len(value)} values" if len(value) > 4 else ""
+        return "[" + ", ".join(shown(v) for v in value[:4]) + more + "]"
     if isinstance(value, dict):
         return "{" + ", ".join(f"{shown(k)}: {shown(v)}" for k, v in value.items()) + "}"
     if isinstance(value, (int, float)):
@@ -181,8 +182,9 @@ def check_buffers(
         want = b.host.dtype
         what = f"array<{b.elem}>" if b.data is None else f"array<{b.elem}> of {b.data} data"
         if not isinstance(a, np.ndarray):
+            got = f"a list of {len(a)} values" if isinstance(a, (list, tuple)) else shown(a)
             raise BufferError(
-                f"binding '{b.name}' ({what}) got {shown(a)}, expected a numpy array of "
+                f"binding '{b.name}' ({what}) got {got}, expected a numpy array of "
                 f"{array_words(want)}"
             )
         if a.dtype.kind != want.kind or a.dtype.itemsize != want.itemsize:
