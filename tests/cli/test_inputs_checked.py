@@ -144,6 +144,31 @@ def test_every_missing_and_unknown_buffer_is_named_at_once(capsys, tmp_path, sca
     )
 
 
+def test_an_array_of_python_objects_is_refused_alike(capsys, tmp_path, scale, gpu):
+    src, a = scale
+    inputs = _npz(tmp_path / "in.npz", src=np.array([1.5] * 64, object), dst=a)
+    argv = ["run", str(src), "--inputs", inputs, "--workgroups", "1,1,1", "--params"]
+    refused_alike(
+        capsys,
+        argv + ['{"n": 64, "shift": 1, "scale": 1.5}'],
+        f"--inputs: array 'src' of {inputs!r} holds Python objects: expected numbers",
+    )
+
+
+def test_params_for_a_kernel_without_them_are_refused(capsys, tmp_path, gpu):
+    src = tmp_path / "plain.wgsl"
+    src.write_text(
+        "@group(0) @binding(0) var<storage, read_write> out: array<u32>;\n"
+        "@compute @workgroup_size(64)\n"
+        "fn main(@builtin(global_invocation_id) gid: vec3<u32>) { out[gid.x] = gid.x; }\n"
+    )
+    inputs = _npz(tmp_path / "in.npz", out=np.zeros(64, np.uint32))
+    argv = ["run", str(src), "--inputs", inputs, "--workgroups", "1,1,1", "--params"]
+    refused_alike(
+        capsys, argv + ['{"n": 1}'], "params has no field 'n': kernel plain takes no params"
+    )
+
+
 def test_every_short_binding_is_named_at_once(capsys, tmp_path, gpu):
     rng = np.random.default_rng(3)
     rows, d = 4, 64  # copy_llama32_1b: rows of 64 floats
