@@ -111,12 +111,18 @@ def check_contract(
             continue
         need, have = evaluate(extent, kernel, params, buffers), elements(b, a)
         if have < need:
-            short.append(
-                f"binding '{name}' (array<{b.elem}>) holds {have} elements, but kernel "
-                f"{kernel.name} touches {need} for these params ({rule(extent)})"
-            )
+            short.append(short_binding(kernel.name, b, have, need, extent))
     if short:
         raise BufferError("; ".join(short))
+
+
+def short_binding(kernel: str, b: ir.Binding, have: int, need: int, extent: ir.Expr) -> str:
+    """A binding that holds ``have`` elements where ``kernel`` touches ``need``, as a refusal
+    words it (several are joined by "; " into one line)."""
+    return (
+        f"binding '{b.name}' (array<{b.elem}>) holds {have} elements, but kernel {kernel} "
+        f"touches {need} for these params ({rule(extent)})"
+    )
 
 
 def _fields(e: object) -> set[str]:
