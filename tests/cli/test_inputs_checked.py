@@ -301,3 +301,23 @@ def test_a_big_endian_slot_mapping_is_its_values(capsys, tmp_path, gpu):
     assert got["<"].keys() == got[">"].keys()
     for name in got["<"]:
         assert np.array_equal(got["<"][name], got[">"][name]), name
+
+
+def test_pages_written_are_the_references_pages():
+    """The pages the runtime's check sees written are those the reference's slots fall in, for
+    random tables (ids of -1 included), lengths (below -1, right-padded, up to the table's end)
+    and step sizes."""
+    from kvdsl.reference.paged import table_places
+    from kvdsl.runtime.paged import pages_written
+
+    rng = np.random.default_rng(31)
+    for _ in range(200):
+        batch, max_pages, size = int(rng.integers(1, 5)), int(rng.integers(1, 5)), 16
+        table = rng.integers(-1, 12, (batch, max_pages)).astype(np.int32)
+        key_seq = int(rng.integers(1, 40))
+        seqlens = rng.integers(-3, max_pages * size, batch).astype(np.int32)
+        slots, _ = table_places(table, seqlens, key_seq, size)
+        got = pages_written(table, seqlens, key_seq, size)
+        for b in range(batch):
+            want = np.unique(slots[b][slots[b] >= 0] // size)
+            assert np.array_equal(got[b], want), (table, seqlens, key_seq, b)
