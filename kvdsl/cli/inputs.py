@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from kvdsl.ir import Kernel
+from kvdsl.kernels.config import KernelConfig
 
 
 class UsageError(ValueError):
@@ -39,10 +40,66 @@ def load_inputs(path: str) -> dict[str, np.ndarray]:
     if not p.is_file():
         raise UsageError(f"--inputs: no such file {path!r}")
     try:
-        with np.load(p) as npz:
-            return {k: npz[k] for k in npz.files}
+        npz = np.load(p)
     except (ValueError, OSError) as err:
         raise UsageError(f"--inputs: {path!r} is not an .npz archive ({err})") from None
+    if not isinstance(npz, np.lib.npyio.NpzFile):
+        raise UsageError(f"--inputs: {path!r} holds one array, not an .npz archive of them")
+    out = {}
+    with npz:
+        for k in npz.files:
+            try:
+                out[k] = npz[k]
+            except ValueError:  # numpy refuses to unpickle: the only array np.load cannot read
+                raise UsageError(
+                    f"--inputs: array '{k}' of {path!r} holds Python objects: expected numbers"
+                ) from None
+            except OSError as err:
+                raise UsageError(f"--inputs: {path!r}: array '{k}' is unreadable ({err})") from None
+    return out
+
+
+def check_paged(
+    cfg: KernelConfig, kernel: Kernel, buffers: dict[str, np.ndarray], params: dict
+) -> None:
+    """The paged session host's checks (:func:`kvdsl.runtime.paged.check_pages`) on the inputs
+    of a paged variant, before any backend runs: a slot or page id past the pool or below -1,
+    one slot twice in an append, a page two sequences' tables name written, copy pairs onto one
+    page or from a page another pair writes, a page twice in a compaction. The entries checked
+    are those the dispatch reads (the kernel's extent for the binding); the pool's pages are
+    its array's whole pages. ``buffers`` and ``params`` are checked already
+    (:func:`kvdsl.runtime.inputs.check_inputs`). ``paged_window`` moves no rows: its page ids
+    are numbers it copies, checked by nothing here."""
+    from kvdsl.runtime.contract import evaluate
+    from kvdsl.runtime.paged import check_pages
+
+    mode = cfg.mode
+    if mode not in ("paged_append", "paged_qkv", "paged_read", "paged_copy", "paged_compact"):
+        return
+    pool_cfg = getattr(cfg, "pool_config", cfg)  # paged_qkv's pools are its append's
+    pool = "kv_pages" if "kv_pages" in buffers else "key_pages"
+    pages, size = buffers[pool].size // pool_cfg.page_values, pool_cfg.page_size
+    extents = dict(kernel.extents)
+
+    def used(name: str) -> np.ndarray | None:
+        if name not in buffers:
+            return None
+        return buffers[name].reshape(-1)[: evaluate(extents[name], kernel, params, buffers)]
+
+    if mode == "paged_copy":
+        pairs = used("page_pairs")
+        check_pages(pages, size, page_pairs=pairs[: pairs.size // 2 * 2])
+    elif mode == "paged_compact":
+        check_pages(pages, size, live_pages=used("live_pages"))
+    elif mode == "paged_read":
+        check_pages(pages, size, read_slots=used("slot_mapping"), page_table=used("page_table"))
+    else:
+        table, seqlens = used("page_table"), used("seqlens_k")
+        whole = table is not None and table.size == seqlens.size * params["maxPages"] > 0
+        check_pages(
+            pages, size, slot_mapping=used("slot_mapping"), page_table=table,
+            seqlens_k=seqlens if whole else None, key_seq=params["keySeq"],
+        )  # fmt: skip
 
 
 def parse_workgroups(text: str | None) -> tuple[int, int, int] | None:

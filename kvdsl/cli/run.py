@@ -10,6 +10,7 @@ from kvdsl import catalog
 from kvdsl.cli.check import portability_notes
 from kvdsl.cli.inputs import (
     UsageError,
+    check_paged,
     load_inputs,
     load_json,
     parse_constants,
@@ -21,7 +22,10 @@ from kvdsl.ir import Kernel
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Run a variant (or a WGSL file) on given inputs; write every read_write buffer."""
-    lines = None
+    from kvdsl.runtime.contract import check_contract
+    from kvdsl.runtime.inputs import check_inputs, shown
+
+    lines, cfg = None, None
     constants = parse_constants(args.constants)
     if args.variant.endswith(".wgsl"):
         kernel, lines = wgsl_file(args.variant, constants=constants)
@@ -30,23 +34,28 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         if constants:
             raise UsageError("--constants: a catalog variant has no overrides (a WGSL file may)")
+        cfg = catalog.config(args.variant)
         kernel = catalog.build(args.variant)
     buffers = load_inputs(args.inputs)
     params = load_json(args.params, "--params") if args.params else {}
     if not isinstance(params, dict):
-        raise UsageError(f"--params: expected a JSON object of params fields, got {params!r}")
+        raise UsageError(f"--params: expected a JSON object of params fields, got {shown(params)}")
     workgroups = parse_workgroups(args.workgroups)
     if args.tol is not None and (args.backend != "both" or not 0 <= args.tol < float("inf")):
         raise UsageError(
             f"--tol={args.tol!r}: a relative tolerance of 0 or more, with --backend both only"
         )
     size = _subgroup_size(args, kernel)
+    # One check of what the host passes, for every backend, before any runs: the params and
+    # buffers by type and byte order, a paged variant's ids, then the kernel's contract.
+    buffers = check_inputs(kernel.bindings, kernel.params, buffers, params, kernel.name)
+    if cfg is not None:
+        check_paged(cfg, kernel, buffers, params)
+    check_contract(kernel, buffers, params)
     outputs: dict[str, np.ndarray] = {}
     if args.backend in ("interp", "both"):
         from kvdsl.interp import run as interp_run
-        from kvdsl.runtime.contract import check_contract
 
-        check_contract(kernel, buffers, params)  # the same host checks as the GPU path
         copies = {k: v.copy() for k, v in buffers.items()}  # the GPU starts from the inputs too
         outputs = interp_run(
             kernel, copies, params, workgroups, source_lines=lines, subgroup_size=size

@@ -12,7 +12,12 @@ units, one device per adapter, Dawn's toggles) is kept in one module.
 Devices get WebGPU's default limits, raised to exactly what a kernel's ``limits`` state (a
 device per feature and limit set), and request a feature only when a module needs it. Buffers
 are bound by name from numpy arrays, the params struct is packed by WGSL's uniform layout, and
-the host contract is checked before dispatch (:mod:`~kvdsl.runtime.contract`). naga's compile
+the host contract is checked before dispatch (:mod:`~kvdsl.runtime.contract`). What a host
+passes is checked once, for every backend: :mod:`~kvdsl.runtime.inputs` (``check_inputs``: each
+params field against its type, each array against its binding's by kind, width and byte order)
+and :mod:`~kvdsl.runtime.paged` (``check_pages``: the slot and page ids of the paged modes, no two
+writers of one slot or page); ``kvdsl run`` applies both before the interpreter or the GPU runs,
+and the paged session's host applies ``check_pages`` to everything it passes. naga's compile
 errors come with the WGSL line; Tint validates in a subprocess. ``time_kernel`` times dispatches
 with timestamp queries. :mod:`~kvdsl.runtime.windows` runs a windowed variant over a cache past
 one binding: ``plan_windows`` (pure Python, the limits as arguments) cuts the cache into windows
@@ -25,11 +30,14 @@ from kvdsl.runtime.errors import (
     CompileError,
     DeviceError,
     FeatureError,
+    PagedInputError,
     ParamsError,
     WebGPULoaded,
 )
 from kvdsl.runtime.execute import run, run_source, subgroup_size, time_kernel
+from kvdsl.runtime.inputs import check_inputs
 from kvdsl.runtime.layout import pack_params, params_layout
+from kvdsl.runtime.paged import check_pages
 from kvdsl.runtime.tint import tint_check
 from kvdsl.runtime.webgpu import IMPLEMENTATIONS, WebGPU
 from kvdsl.runtime.windows import Limits, WindowError, plan_windows, run_windows
@@ -42,10 +50,13 @@ __all__ = [
     "CompileError",
     "DeviceError",
     "FeatureError",
+    "PagedInputError",
     "ParamsError",
     "WebGPU",
     "WebGPULoaded",
     "adapter_info",
+    "check_inputs",
+    "check_pages",
     "compile_wgsl",
     "current_webgpu",
     "pack_params",

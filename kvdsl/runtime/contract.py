@@ -92,9 +92,10 @@ def elements(b: ir.Binding, a: np.ndarray) -> int:
 def check_contract(
     kernel: ir.Kernel, buffers: Mapping[str, np.ndarray], params: Mapping[str, int] | None
 ) -> None:
-    """Raise :class:`ParamsError` for a broken requirement, :class:`BufferError` for a buffer
-    smaller than what the kernel touches for ``params``. Call after the buffers' dtypes are
-    checked."""
+    """Raise :class:`ParamsError` for a broken requirement, :class:`BufferError` for buffers
+    smaller than what the kernel touches for ``params`` (every short one named, in one line).
+    Call after the params and the buffers' dtypes are checked
+    (:func:`kvdsl.runtime.inputs.check_inputs`)."""
     params = dict(params or {})
     for text, cond in kernel.requires:
         if not evaluate(cond, kernel, params, buffers):
@@ -103,16 +104,25 @@ def check_contract(
             }  # the values that broke it
             shown = ", ".join(f"{k}={v}" for k, v in used.items())
             raise ParamsError(f"kernel {kernel.name} requires {text}; got {shown}")
+    short = []
     for name, extent in kernel.extents:
         b, a = kernel.binding(name), buffers.get(name)
         if b is None or a is None:
             continue
         need, have = evaluate(extent, kernel, params, buffers), elements(b, a)
         if have < need:
-            raise BufferError(
-                f"binding '{name}' (array<{b.elem}>) holds {have} elements, but kernel "
-                f"{kernel.name} touches {need} for these params ({rule(extent)})"
-            )
+            short.append(short_binding(kernel.name, b, have, need, extent))
+    if short:
+        raise BufferError("; ".join(short))
+
+
+def short_binding(kernel: str, b: ir.Binding, have: int, need: int, extent: ir.Expr) -> str:
+    """A binding that holds ``have`` elements where ``kernel`` touches ``need``, as a refusal
+    words it (several are joined by "; " into one line)."""
+    return (
+        f"binding '{b.name}' (array<{b.elem}>) holds {have} elements, but kernel {kernel} "
+        f"touches {need} for these params ({rule(extent)})"
+    )
 
 
 def _fields(e: object) -> set[str]:

@@ -37,6 +37,11 @@ class ParamsError(BufferError):
     """The params values do not fit the params struct: a field missing, unknown or out of range."""
 
 
+class PagedInputError(BufferError):
+    """A paged input's values a host must not pass: a slot or page id out of the pool, one
+    slot or page written twice in one pass (:func:`kvdsl.runtime.paged.check_pages`)."""
+
+
 class DeviceError(RuntimeError):
     """The device cannot run the request: no adapter, a missing feature, a limit exceeded."""
 

@@ -21,8 +21,9 @@ from kvdsl.ir.types import Struct, u32
 from kvdsl.ir.features import limits as kernel_limits, uses_f16
 from kvdsl.runtime import device as gpu
 from kvdsl.runtime.contract import check_bindings, check_contract, check_workgroups
-from kvdsl.runtime.errors import DeviceError, ParamsError
-from kvdsl.runtime.layout import check_buffers, from_storage, pack_params, to_storage
+from kvdsl.runtime.errors import DeviceError
+from kvdsl.runtime.inputs import check_inputs
+from kvdsl.runtime.layout import from_storage, pack_params, to_storage
 
 if TYPE_CHECKING:
     import wgpu
@@ -47,10 +48,8 @@ class _Dispatch:
         limits: dict[str, int] | None = None,
     ) -> None:
         wgpu = gpu.wgpu_module()
-        check_buffers(bindings, buffers)
+        buffers = check_inputs(bindings, params_struct, buffers, params, label)
         check_bindings(bindings, buffers, gpu.device(*gpu.extensions(wgsl), limits).limits)
-        if params_struct is None and params:
-            raise ParamsError(f"the kernel has no params struct, but got params {sorted(params)}")
         uniform = None if params_struct is None else pack_params(params_struct, params or {})
         self.pipe = gpu.pipeline(wgsl, bindings, params_struct is not None, label, limits=limits)
         dev = self.pipe.device
@@ -152,8 +151,8 @@ def run_source(
 def _workgroups(
     kernel: Kernel, buffers: dict[str, np.ndarray], params: dict | None
 ) -> tuple[int, int, int]:
-    """The kernel's workgroups for ``params``, after its host-side contract is checked."""
-    check_buffers(kernel.bindings, buffers)
+    """The kernel's workgroups for ``params``, after its host-side contract is checked (the
+    inputs already are: :func:`kvdsl.runtime.inputs.check_inputs`)."""
     check_contract(kernel, buffers, params)
     limits = gpu.device(uses_f16(kernel)).limits  # a missing shader-f16 is reported first
     check_workgroups(kernel, params, limits["max-compute-workgroups-per-dimension"])
@@ -204,11 +203,14 @@ def run(
     params: dict[str, int | float] | None = None,
     workgroups: tuple[int, int, int] | None = None,
 ) -> dict[str, np.ndarray]:
-    """Emit ``kernel`` and dispatch it once; workgroups default to the kernel's dispatch rule."""
+    """Emit ``kernel`` and dispatch it once; workgroups default to the kernel's dispatch rule.
+
+    The params and buffers are checked first (:func:`kvdsl.runtime.inputs.check_inputs`: a
+    big-endian array comes back little-endian), then the kernel's contract."""
+    buffers = check_inputs(kernel.bindings, kernel.params, buffers, params, kernel.name)
     if workgroups is None:
         workgroups = _workgroups(kernel, buffers, params)
     else:
-        check_buffers(kernel.bindings, buffers)
         check_contract(kernel, buffers, params)
     return run_source(
         emit(kernel),
@@ -254,10 +256,10 @@ def time_kernel(
         wgsl, bindings, params_struct = emit(kernel), kernel.bindings, kernel.params
         limits = kernel_limits(kernel)
         label = label or kernel.name
+        buffers = check_inputs(kernel.bindings, kernel.params, buffers, params, kernel.name)
         if workgroups is None:
             workgroups = _workgroups(kernel, buffers, params)
         else:
-            check_buffers(kernel.bindings, buffers)
             check_contract(kernel, buffers, params)
     elif bindings is None or workgroups is None:
         raise TypeError("time_kernel of WGSL text needs bindings= and workgroups=")

@@ -10,15 +10,14 @@ the GPU are zero-padded and the padding is cut off again on read-back.
 
 from __future__ import annotations
 
-import numbers
+from typing import Mapping
 
 import numpy as np
 
-from kvdsl.ir.tree import Binding
 from kvdsl.ir.types import Array, Scalar, Struct, Vec, size_of
-from kvdsl.runtime.errors import BufferError, ParamsError
+from kvdsl.runtime.inputs import check_buffers, check_params
 
-_INT_RANGE = {"u32": (0, 2**32 - 1), "i32": (-(2**31), 2**31 - 1)}
+__all__ = ["check_buffers", "from_storage", "pack_params", "params_layout", "to_storage"]
 
 
 def _round_up(n: int, to: int) -> int:
@@ -27,10 +26,6 @@ def _round_up(n: int, to: int) -> int:
 
 def _align(t: Scalar | Vec) -> int:
     return t.align if isinstance(t, Vec) else t.size
-
-
-def _describe(struct: Struct) -> str:
-    return f"struct {struct.name} {{ " + ", ".join(f"{n}: {t}" for n, t in struct.fields) + " }"
 
 
 def params_layout(struct: Struct) -> tuple[dict[str, int], int]:
@@ -43,78 +38,26 @@ def params_layout(struct: Struct) -> tuple[dict[str, int], int]:
     return offsets, max(_round_up(end, 16), 16)
 
 
-def _scalar_bytes(field: str, ty: Scalar, value: object) -> bytes:
-    if ty.is_int:
-        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-            raise ParamsError(f"params field '{field}' is {ty}: got {value!r}, expected an integer")
-        lo, hi = _INT_RANGE[ty.name]
-        if not lo <= int(value) <= hi:
-            raise ParamsError(f"params field '{field}' is {ty}: {value} is outside [{lo}, {hi}]")
-        return np.array(int(value), ty.dtype).tobytes()
-    if ty.is_float:
-        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-            raise ParamsError(f"params field '{field}' is {ty}: got {value!r}, expected a number")
-        return np.array(value, ty.dtype).tobytes()
-    raise ParamsError(f"params field '{field}' has type {ty}, which a uniform buffer cannot hold")
+def _scalar_bytes(ty: Scalar, value: object) -> bytes:
+    return np.array(value.item() if isinstance(value, np.generic) else value, ty.dtype).tobytes()
 
 
-def pack_params(struct: Struct, values: dict) -> bytes:
-    """The bytes of ``struct`` holding ``values`` (one value per field, vectors as sequences)."""
-    known = {n for n, _ in struct.fields}
-    for name in values:
-        if name not in known:
-            raise ParamsError(f"params has no field '{name}'; the params are {_describe(struct)}")
+def pack_params(struct: Struct, values: Mapping[str, object]) -> bytes:
+    """The bytes of ``struct`` holding ``values`` (one value per field, vectors as sequences),
+    after :func:`kvdsl.runtime.inputs.check_params` (a :class:`ParamsError` for a value that
+    does not fit)."""
+    check_params(struct, values, "kernel")
     offsets, size = params_layout(struct)
     out = bytearray(size)
     for name, ty in struct.fields:
-        if name not in values:
-            raise ParamsError(
-                f"params field '{name}' is missing; the params are {_describe(struct)}"
-            )
         value = values[name]
         if isinstance(ty, Vec):
             parts = list(np.ravel(value)) if not np.isscalar(value) else [value]
-            if len(parts) != ty.n:
-                raise ParamsError(
-                    f"params field '{name}' is {ty}: got {value!r}, expected {ty.n} values"
-                )
-            data = b"".join(_scalar_bytes(name, ty.elem, v) for v in parts)
+            data = b"".join(_scalar_bytes(ty.elem, v) for v in parts)
         else:
-            data = _scalar_bytes(name, ty, value)
+            data = _scalar_bytes(ty, value)
         out[offsets[name] : offsets[name] + len(data)] = data
     return bytes(out)
-
-
-def check_buffers(bindings: tuple[Binding, ...], buffers: dict[str, np.ndarray]) -> None:
-    """Raise :class:`BufferError` unless ``buffers`` holds exactly one fitting array per binding.
-
-    An array holds the binding's host type (:attr:`~kvdsl.ir.tree.Binding.host`: float16 for
-    f16 data moved as ``vec4<u32>`` words), a whole number of elements of it.
-    """
-    names = [b.name for b in bindings]
-    for name in buffers:
-        if name not in names:
-            raise BufferError(
-                f"buffer '{name}' has no binding; the kernel's bindings are {', '.join(names)}"
-            )
-    for b in bindings:
-        if b.name not in buffers:
-            raise BufferError(f"binding '{b.name}' (array<{b.elem}>, {b.access}) has no buffer")
-        a = buffers[b.name]
-        want = b.host.dtype
-        what = f"array<{b.elem}>" if b.data is None else f"array<{b.elem}> of {b.data} data"
-        if not isinstance(a, np.ndarray):
-            raise BufferError(
-                f"binding '{b.name}' ({what}) got {type(a).__name__}, "
-                f"expected a numpy array of {want}"
-            )
-        if a.dtype != want:
-            raise BufferError(f"binding '{b.name}' ({what}) got a {a.dtype} array, expected {want}")
-        if a.size % b.host_values:
-            raise BufferError(
-                f"binding '{b.name}' ({what}) got {a.size} {want} values, "
-                f"expected a multiple of {b.host_values}"
-            )
 
 
 def _vec3(elem: Scalar | Vec) -> bool:

@@ -228,7 +228,7 @@ def run_windows(
     from kvdsl.runtime.contract import check_contract, check_workgroups
     from kvdsl.runtime.layout import check_buffers, from_storage, pack_params, to_storage
 
-    check_buffers(kernel.bindings, buffers)
+    buffers = check_buffers(kernel.bindings, buffers)
     fields = {f for f, _ in kernel.params.fields} if kernel.params is not None else set()
     if sources and "headBase" not in fields:
         raise WindowError(

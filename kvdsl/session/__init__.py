@@ -11,8 +11,9 @@ interpreter by one code path, and checks every runtime input before a dispatch;
 new layout or mode is one more class there); :mod:`~kvdsl.session.session` runs operations on
 every layer and keeps a numpy oracle built on :mod:`kvdsl.reference`, compared after every step,
 with poisoned canaries around each cache. :mod:`~kvdsl.session.paged` does the same over a paged
-cache, with the host's page allocator (a free list, counts per page, copy-on-write) and its
-checks of the paged inputs (``check_pages``). docs/host.md, "Sessions", is the host's view."""
+cache, with the host's page allocator (a free list, counts per page, copy-on-write); it checks
+the paged inputs it passes with the runtime's ``check_pages``, as ``kvdsl run`` does. docs/host.md, "Sessions", is the host's view.
+"""
 
 from kvdsl.session.formats import FORMATS, CacheFormat, SessionError, cache_format
 from kvdsl.session.host import Bound, Buffer, GpuHost, Host, InterpHost, Program, check_dispatch

@@ -28,7 +28,7 @@ from kvdsl.emit import emit
 from kvdsl.ir import tree as ir
 from kvdsl.ir.tree import Binding, Kernel
 from kvdsl.kernels.config import KernelConfig
-from kvdsl.runtime.contract import evaluate, rule
+from kvdsl.runtime.contract import evaluate, short_binding
 from kvdsl.runtime.errors import BufferError, ParamsError
 
 #: Bytes a bound range's offset is a multiple of (WebGPU's minStorageBufferOffsetAlignment and
@@ -130,16 +130,15 @@ def check_dispatch(
     if broken is not None:
         shown = ", ".join(f"{k}={params[k]}" for k in sorted(params))
         raise ParamsError(f"kernel {program.name} requires {broken}; got {shown}")
+    short = []
     for name, extent, need in needs:
         if name not in bound:
             continue
         have = bound[name].size // _element_bytes(program, name)
         if have < need:
-            b = kernel.binding(name)
-            raise BufferError(
-                f"binding '{name}' (array<{b.elem}>) holds {have} elements, but kernel "
-                f"{program.name} touches {need} for these params ({rule(extent)})"
-            )
+            short.append(short_binding(program.name, kernel.binding(name), have, need, extent))
+    if short:  # every short binding named at once, as kvdsl run names them
+        raise BufferError("; ".join(short))
     return data, groups
 
 

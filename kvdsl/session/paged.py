@@ -53,6 +53,8 @@ from kvdsl.kernels.paged import (
 from kvdsl.kernels.paged_pages import PagedCompactConfig, PagedCopyConfig, PagedWindowConfig
 from kvdsl.reference import formats as fm
 from kvdsl.reference import paged as ref
+from kvdsl.runtime.errors import PagedInputError
+from kvdsl.runtime.paged import check_pages as runtime_check_pages
 from kvdsl.session.formats import SessionError, _program
 from kvdsl.session.host import ALIGN, Bound, Buffer, Host, InterpHost, Program
 from kvdsl.session.session import SessionMismatch, Step, _Run, _whole
@@ -204,104 +206,13 @@ def paged_rows(spec: PagedSpec) -> PagedRows:
     )
 
 
-def _places(name: str, ids: np.ndarray, most: int, what: str) -> None:
-    """Refuse an id of ``ids`` other than -1 and 0 .. most-1."""
-    ids = np.asarray(ids).reshape(-1)
-    bad = np.flatnonzero((ids < -1) | (ids >= most))
-    if bad.size:
-        i = int(bad[0])
-        raise SessionError(
-            f"{name}[{i}] = {int(ids[i])}: expected -1 (none) or a {what} from 0 to {most - 1}"
-        )
-
-
-def check_pages(
-    pages: int,
-    page_size: int,
-    *,
-    slot_mapping: np.ndarray | None = None,
-    page_table: np.ndarray | None = None,
-    seqlens_k: np.ndarray | None = None,
-    key_seq: int | None = None,
-    page_pairs: np.ndarray | None = None,
-    live_pages: np.ndarray | None = None,
-    shared: np.ndarray | None = None,
-) -> None:
-    """Refuse, before any dispatch, the paged inputs a host must not pass (``SessionError``
-    naming the input, its value and what is allowed) for pools of ``pages`` pages:
-
-    - a slot other than -1 and ``0 .. pages * page_size - 1``, or one slot twice in a step;
-    - a page id of the table other than -1 and ``0 .. pages - 1``;
-    - with ``key_seq`` (an append through the table), a step writing a page that two
-      sequences' tables name (or one table twice), or that ``shared`` names (pages other
-      sequences hold): copy it first;
-    - copy pairs with an id past the pool or below -1 (a pair with a -1 is skipped), a
-      destination that is a source, or two pairs onto one page;
-    - a compaction list with an id past the pool or below -1, or a page twice.
-
-    Lengths past the table and a pool smaller than the largest id named are the contract's
-    (:func:`kvdsl.session.host.check_dispatch`).
-    """
-    slots_total = pages * page_size
-    if page_table is not None:
-        _places("page_table", page_table, pages, "page")
-    if slot_mapping is not None:
-        _places("slot_mapping", slot_mapping, slots_total, "slot")
-        s = np.asarray(slot_mapping).reshape(-1)
-        live = s[s >= 0]
-        uniq, counts = np.unique(live, return_counts=True)
-        if (counts > 1).any():
-            dup = int(uniq[counts > 1][0])
-            at = [int(i) for i in np.flatnonzero(s == dup)]
-            raise SessionError(
-                f"slot_mapping: slot {dup} is given to tokens {at} in one step: expected "
-                "each slot at most once a step (which token lands would be the GPU's choice)"
-            )
-    if page_table is not None and seqlens_k is not None and key_seq is not None:
-        table = np.asarray(page_table).reshape(len(seqlens_k), -1)
-        slots, _ = ref.table_places(table, np.asarray(seqlens_k), key_seq, page_size)
-        held = np.asarray(shared if shared is not None else [], np.int64)
-        for b in range(len(table)):
-            written = np.unique(slots[b][slots[b] >= 0] // page_size)
-            for page in written:
-                owners = [int(x) for x in np.flatnonzero((table == page).any(axis=1))]
-                twice = int((table == page).sum())
-                if twice > 1 or page in held:
-                    who = f"sequences {owners}" if len(owners) > 1 else f"sequence {owners[0]}"
-                    raise SessionError(
-                        f"page_table: page {int(page)} is shared ({who}' tables name it "
-                        f"{twice} times{', other sequences hold it' if page in held else ''}) "
-                        f"and sequence {b} writes it: expected a page written by one sequence "
-                        "alone (copy it to a page of its own first: paged_copy)"
-                    )
-    if page_pairs is not None:
-        pairs = np.asarray(page_pairs).reshape(-1, 2)
-        _places("page_pairs", pairs, pages, "page")
-        used = pairs[(pairs >= 0).all(axis=1)]  # a pair with a -1 is skipped
-        src, dst = used[:, 0], used[:, 1]
-        uniq, counts = np.unique(dst, return_counts=True)
-        if (counts > 1).any():
-            raise SessionError(
-                f"page_pairs: page {int(uniq[counts > 1][0])} is the destination of "
-                f"{int(counts.max())} pairs: expected each destination once a pass"
-            )
-        both = np.intersect1d(src, dst)
-        if both.size:
-            raise SessionError(
-                f"page_pairs: page {int(both[0])} is both a source and a destination in one "
-                "pass: expected destinations no pair reads (split the chain into passes)"
-            )
-    if live_pages is not None:
-        live = np.asarray(live_pages).reshape(-1)
-        _places("live_pages", live, pages, "page")
-        kept = live[live >= 0]
-        uniq, counts = np.unique(kept, return_counts=True)
-        if (counts > 1).any():
-            raise SessionError(
-                f"live_pages: page {int(uniq[counts > 1][0])} is listed {int(counts.max())} "
-                "times: expected each live page once (a compaction maps old ids one to one "
-                "onto new ones)"
-            )
+def check_pages(pages: int, page_size: int, **inputs: np.ndarray | int | None) -> None:
+    """:func:`kvdsl.runtime.paged.check_pages`, the checks ``kvdsl run`` makes too, each refusal
+    a :class:`SessionError` (the same line)."""
+    try:
+        runtime_check_pages(pages, page_size, **inputs)
+    except PagedInputError as err:
+        raise SessionError(str(err)) from None
 
 
 @dataclass
@@ -590,8 +501,7 @@ class PagedSession(_Run):
             inputs = {"page_table": self.table}
         else:
             seqlens = None
-            # Reads may name one slot twice (forks): only writes must not.
-            _places("slot_mapping", slots, self.pages * s.page_size, "slot")
+            check_pages(self.pages, s.page_size, read_slots=slots)
             bound = {"slot_mapping": self._input("slot_mapping", slots)}
             inputs = {"slot_mapping": slots}
         out = []
@@ -691,14 +601,7 @@ class PagedSession(_Run):
             lens = seqlens
         else:
             mapping = slots.astype(np.int32)
-            written = np.unique(mapping[mapping >= 0] // p)
-            check_pages(self.pages, p, slot_mapping=mapping)
-            if np.intersect1d(written, held).size:
-                page = int(np.intersect1d(written, held)[0])
-                raise SessionError(
-                    f"slot_mapping: a slot of page {page} is written, a page sequences share: "
-                    "expected a page written by one sequence alone (copy it first)"
-                )
+            check_pages(self.pages, p, slot_mapping=mapping, shared=held)
             bound = {"slot_mapping": self._input("slot_mapping", mapping)}
             inputs = {"slot_mapping": mapping}
             lens = None

@@ -247,7 +247,10 @@ def test_buffer_kind_errors(gpu) -> None:
         gpu_run(kernel, {k: v for k, v in bufs.items() if k != "key"}, case.params)
     with pytest.raises(BufferError, match=r"buffer 'keys' has no binding"):
         gpu_run(kernel, bufs | {"keys": bufs["key"]}, case.params)
-    with pytest.raises(BufferError, match=r"got a float64 array, expected float32"):
+    with pytest.raises(
+        BufferError,
+        match=r"got an array of 64-bit floats \(float64\), expected 32-bit floats \(float32\)",
+    ):
         gpu_run(kernel, bufs | {"key": bufs["key"].astype(np.float64)}, case.params)
     with pytest.raises(BufferError, match=r"got 63 float32 values, expected a multiple of 4"):
         gpu_run(kernel, bufs | {"key": bufs["key"][:63]}, case.params)
@@ -436,7 +439,7 @@ def cli_errors(tmp: Path) -> list[tuple[str, list[str], str]]:
         ("inputs not npz", run[:3] + [str(tmp / "not.npz")] + run[4:], "is not an .npz archive"),
         ("workgroups", run + ["--workgroups", "1,2"], "expected three non-negative integers"),
         ("short buffer", run[:3] + [short] + run[4:], "binding 'key' (array<f32>) holds 1279"),
-        ("dtype", run[:3] + [wrong] + run[4:], "got a float64 array, expected float32"),
+        ("dtype", run[:3] + [wrong] + run[4:], "got an array of 64-bit floats (float64), expected 32-bit floats (float32)"),
         ("unknown param", run[:4] + ["--params", '{"batchSize": 2, "kvSeq": 5, "x": 1}'], "no field 'x'"),
         ("negative param", run[:4] + ["--params", '{"batchSize": -2, "kvSeq": 5}'], "outside [0"),
         ("missing param", run[:4] + ["--params", '{"batchSize": 2}'], "'kvSeq' is missing"),

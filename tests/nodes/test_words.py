@@ -226,12 +226,17 @@ def test_check_buffers_names_binding_and_host_dtype():
         with pytest.raises(BufferError) as err:
             check_buffers(k.bindings, _copy_buffers(32, wrong))
         msg = str(err.value)
-        assert "'src_k'" in msg and "f16 data" in msg and "expected float16" in msg, msg
+        assert (
+            "'src_k'" in msg and "f16 data" in msg and "expected 16-bit floats (float16)" in msg
+        ), msg
     bufs = _copy_buffers(32) | {"present_value": np.ones(36, np.float16)}
     with pytest.raises(BufferError, match=r"'present_value' .* 36 float16 values.*multiple of 8"):
         check_buffers(k.bindings, bufs)
     bufs = _copy_buffers(32) | {"src_v": list(range(32))}
-    with pytest.raises(BufferError, match=r"'src_v' .*got list, expected a numpy array of float16"):
+    with pytest.raises(
+        BufferError,
+        match=r"'src_v' .*got a list of 32 values, expected a numpy array of 16-bit floats \(float16\)",
+    ):
         check_buffers(k.bindings, bufs)
 
 
@@ -248,7 +253,7 @@ def test_extents_count_words_of_eight_halves():
 
 def test_gpu_rejects_u32_arrays_for_f16_data(gpu):
     k, _ = kernels(WORD_CONFIGS[0])
-    with pytest.raises(BufferError, match="expected float16"):
+    with pytest.raises(BufferError, match=r"expected 16-bit floats \(float16\)"):
         gpu_run(k, _copy_buffers(32, np.uint32), {"count": 2})
 
 
