@@ -38,7 +38,7 @@ import numpy as np
 from kvdsl import reference
 from kvdsl.harness.cases import values
 from kvdsl.harness.compare import poison
-from kvdsl.session.formats import FORMATS, CacheFormat, Pair, SessionError, cache_format
+from kvdsl.session.formats import FORMATS, CacheFormat, Format, Pair, SessionError, cache_format
 from kvdsl.session.host import ALIGN, Bound, Buffer, Host, InterpHost, aligned
 
 #: WebGPU's default maxStorageBufferBindingSize: a layer's K (or V) cache is bound whole.
@@ -56,14 +56,15 @@ def _whole(name: str, value: object, least: int, most: int | None = None) -> int
 @dataclass(frozen=True)
 class Spec:
     """The cache of a model: ``layers`` × ``batch`` sequences × ``kv_heads`` × ``capacity`` rows
-    × ``head_dim``, stored in ``format``."""
+    × ``head_dim``, stored in ``format`` (a name, or a dense :class:`kvdsl.nodes.formats.Format`
+    value)."""
 
     layers: int = 1
     batch: int = 2
     kv_heads: int = 2
     head_dim: int = 32
     capacity: int = 16
-    format: str = "f32"
+    format: str | Format = "f32"
 
     def __post_init__(self) -> None:
         _whole("layers", self.layers, 1)
@@ -71,9 +72,12 @@ class Spec:
         _whole("kv_heads", self.kv_heads, 1)
         _whole("capacity", self.capacity, 1, 2**30)
         _whole("head_dim", self.head_dim, 8)
-        if self.format not in FORMATS:
+        if isinstance(self.format, Format):
+            step = max(8, self.format.elements_multiple())
+        elif self.format not in FORMATS:
             raise SessionError(f"format={self.format!r}: expected one of {', '.join(FORMATS)}")
-        step = 32 if self.format in ("q8_0", "q4_0") else 8
+        else:
+            step = 32 if self.format in ("q8_0", "q4_0") else 8
         if self.head_dim % step:
             raise SessionError(
                 f"head_dim={self.head_dim}: expected a multiple of {step} for format "
@@ -378,7 +382,7 @@ class Session(_Run):
                     want = self.fmt.decode(stored, j).reshape(-1)
                     g = got[j].reshape(-1)
                     same = (g == want) | (np.isnan(g) & np.isnan(want))
-                    asym = self.fmt.name == "int4_asym"
+                    asym = self.fmt.asymmetric  # q * scale + zero: maybe one fma
                     near = np.abs(g - want) <= 1e-6 * (1 + np.abs(want)) if asym else same
                     if not (same | near).all():
                         at = int(np.flatnonzero(~(same | near))[0])
