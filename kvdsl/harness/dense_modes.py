@@ -61,7 +61,7 @@ def _case(
         params,
         {k: a.reshape(-1) for k, a in expected.items()},
         {k: w.mask(a).reshape(-1) for k, a in expected.items()},
-        layout={name: (cfg.format.value, cfg.head_dim, cfg.inline) for name in CACHE},
+        layout={name: (cfg.fmt, cfg.head_dim, cfg.inline) for name in CACHE},
     )
 
 
@@ -102,7 +102,7 @@ def dense_window_shift_case(cfg: DenseWindowShiftConfig, rng: np.random.Generato
         positions = int(seqlens.max()) + key_seq + 1
         theta = rng.uniform(0, 2 * np.pi, (positions, d // 2))
         rot = Rotary(np.cos(theta).astype(np.float32), np.sin(theta).astype(np.float32))
-    fmt = cfg.format.value
+    fmt = cfg.fmt
     w = dm.dense_window_shift(k, v, side, new_k, new_v, seqlens, fmt, cfg.inline, region, rot)
     inputs: dict[str, np.ndarray] = {"seqlens_k": seqlens}
     if region != "append":

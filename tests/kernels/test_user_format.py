@@ -1,6 +1,6 @@
 """A format defined here alone (a 2-bit asymmetric one, one class) runs in every writer and
-reader: dense_append, dense_build, dense_read, dense_convert, paged_append, paged_read and a
-session, on the interpreter and on the GPU, against the numpy reference keyed by its family and
+reader: dense_append, dense_build, dense_read, dense_convert, dense_retain, dense_window_shift,
+paged_append, paged_read, the fused qkv modes and a session, on the interpreter and on the GPU, against the numpy reference keyed by its family and
 bits; its bit width drives its code range; and every format's decoder, run alone on the
 interpreter, gives the reference's values."""
 
@@ -16,7 +16,10 @@ from kvdsl.harness.cases import cases_for
 from kvdsl.ir import KernelBuilder, Val, f32, u32
 from kvdsl.kernels.dense import DenseAppendConfig, DenseBuildConfig, DenseReadConfig
 from kvdsl.kernels.dense_convert import DenseConvertConfig
+from kvdsl.kernels.dense_modes import DenseRetainConfig, DenseWindowShiftConfig
 from kvdsl.kernels.paged import PagedAppendConfig, PagedReadConfig
+from kvdsl.kernels.qkv import QkvConfig
+from kvdsl.kernels.qkv_paged import PagedQkvConfig
 from kvdsl.nodes import walks
 from kvdsl.nodes.formats import FORMATS, Asymmetric, Format, Symmetric
 from kvdsl.reference import formats as fm
@@ -46,6 +49,10 @@ CONFIGS = [
     PagedAppendConfig(2, 64, format=INT2, rotary=True, page_size=16),
     PagedAppendConfig(2, 32, format=INT2, scales="side", k_norm=True, page_size=16),
     PagedReadConfig(2, 64, format=INT2, scales="side", page_size=16),
+    DenseRetainConfig(2, 64, format=INT2, scales="side"),
+    DenseWindowShiftConfig(2, 64, format=INT2, region="all", rotary=True),
+    QkvConfig(2, 32, q_heads=4, k_norm=True, rotary=True, format=INT2),
+    PagedQkvConfig(2, 32, q_heads=4, rotary=True, format=INT2, scales="side"),
 ]
 
 
