@@ -38,8 +38,12 @@ import numpy as np
 from kvdsl import reference
 from kvdsl.harness.cases import values
 from kvdsl.harness.compare import poison
+from kvdsl.kernels.dense import DenseFormat, format_of
 from kvdsl.session.formats import FORMATS, CacheFormat, Format, Pair, SessionError, cache_format
 from kvdsl.session.host import ALIGN, Bound, Buffer, Host, InterpHost, aligned
+
+#: The built-in dense formats' names.
+DENSE_FORMATS = tuple(f.value for f in DenseFormat)
 
 #: WebGPU's default maxStorageBufferBindingSize: a layer's K (or V) cache is bound whole.
 BINDING = 2**27
@@ -72,12 +76,11 @@ class Spec:
         _whole("kv_heads", self.kv_heads, 1)
         _whole("capacity", self.capacity, 1, 2**30)
         _whole("head_dim", self.head_dim, 8)
-        if isinstance(self.format, Format):
-            step = max(8, self.format.elements_multiple())
-        elif self.format not in FORMATS:
+        if not isinstance(self.format, Format) and self.format not in FORMATS:
             raise SessionError(f"format={self.format!r}: expected one of {', '.join(FORMATS)}")
-        else:
-            step = 32 if self.format in ("q8_0", "q4_0") else 8
+        step = 8  # a dense format's row: whole code words or ggml blocks
+        if isinstance(self.format, Format) or self.format in DENSE_FORMATS:
+            step = max(step, format_of(self.format).elements_multiple())
         if self.head_dim % step:
             raise SessionError(
                 f"head_dim={self.head_dim}: expected a multiple of {step} for format "
