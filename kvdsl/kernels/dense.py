@@ -49,6 +49,9 @@ from kvdsl.ir import (
 )
 from kvdsl.kernels.config import (
     FLOATS,
+    DenseFormat,
+    format_choice,
+    one_format,
     MAX_WORKGROUP,
     ROTARY_TABLES,
     Slot,
@@ -89,33 +92,6 @@ LANES = ("x", "y", "z", "w")
 QUANTISE_WORKGROUP = 64
 #: WebGPU's default maxComputeWorkgroupStorageSize.
 MAX_WORKGROUP_BYTES = 16384
-
-
-#: How a cache row is stored: the built-in formats by name (:data:`kvdsl.nodes.formats.FORMATS`);
-#: a config's ``format`` also takes any :class:`kvdsl.nodes.formats.Format` value.
-DenseFormat = StrEnum("DenseFormat", {name.upper(): name for name in FORMATS})
-
-
-class FormatSlot(Slot):
-    """A config's ``format`` field: a member of ``enum`` (given as the member or its name), or
-    a :class:`kvdsl.nodes.formats.Format` value; a value equal to the built-in format of its name
-    is stored as that member, so that a config is the same however its format was given."""
-
-    def __set__(self, cfg: Any, value: Any) -> None:
-        if isinstance(value, Format) and FORMATS.get(value.name) == value:
-            value = value.name
-        super().__set__(cfg, value)
-
-
-def format_choice(default: Any) -> Any:
-    """A :class:`FormatSlot` defaulting to ``default`` (a member of its enum)."""
-    return FormatSlot(default, type(default))
-
-
-def one_format(field: str, value: Any, allowed: Any) -> None:
-    """``value`` is a :class:`kvdsl.nodes.formats.Format` or one of the members ``allowed``."""
-    if not isinstance(value, Format):
-        one_of(field, value, allowed)
 
 
 class DenseWalk(StrEnum):

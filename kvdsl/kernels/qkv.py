@@ -56,6 +56,7 @@ from kvdsl.ir import (
     u32,
 )
 from kvdsl.kernels.config import (
+    FormatSlot,
     FLOATS,
     Slot,
     KNORM_WORKGROUP,
@@ -80,7 +81,6 @@ from kvdsl.kernels.dense import (
     QUANTISE_WORKGROUP,
     DenseFormat,
     DenseWalk,
-    FormatSlot,
     ScalePlace,
     one_format,
     require_format,
