@@ -84,7 +84,7 @@ class Spec:
         if self.head_dim % step:
             raise SessionError(
                 f"head_dim={self.head_dim}: expected a multiple of {step} for format "
-                f"{self.format!r}"
+                f"{str(self.format)!r}"
             )
 
 

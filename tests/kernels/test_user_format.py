@@ -14,6 +14,7 @@ import pytest
 from kvdsl import catalog, interp
 from kvdsl.harness.cases import cases_for
 from kvdsl.ir import KernelBuilder, Val, f32, u32
+from kvdsl.kernels.config import ConfigError
 from kvdsl.kernels.dense import DenseAppendConfig, DenseBuildConfig, DenseReadConfig
 from kvdsl.kernels.dense_convert import DenseConvertConfig
 from kvdsl.kernels.dense_modes import DenseRetainConfig, DenseWindowShiftConfig
@@ -24,7 +25,7 @@ from kvdsl.nodes import walks
 from kvdsl.nodes.formats import FORMATS, Asymmetric, Format, Symmetric
 from kvdsl.reference import formats as fm
 from kvdsl.runtime import run
-from kvdsl.session import GpuHost, InterpHost, Session, Spec
+from kvdsl.session import GpuHost, InterpHost, Session, SessionError, Spec
 
 
 @dataclass(frozen=True)
@@ -168,3 +169,14 @@ def test_every_decoder_gives_the_references_values(fmt, inline):
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-6)
     else:
         assert np.array_equal(got, want)
+
+
+def test_a_user_formats_row_length_is_checked_by_its_width():
+    with pytest.raises(
+        ConfigError, match="^head_dim=40: expected a multiple of 16 for format 'int2_asym'$"
+    ):
+        DenseAppendConfig(2, 40, format=INT2)
+    with pytest.raises(
+        SessionError, match="^head_dim=24: expected a multiple of 16 for format 'int2_asym'$"
+    ):
+        Spec(head_dim=24, format=INT2)
