@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Any, Iterator
 
 from kvdsl.harness.cases import Case, case_generator, dtype, values
 from kvdsl.harness.compare import compare, compare_quantized, poison
@@ -37,7 +37,7 @@ class DenseCase(Case):
     there the written rows are taken apart (:func:`kvdsl.reference.formats.row_fields`) and
     their codes may move by one step in a few elements, their scales by :data:`SCALE_TOL`."""
 
-    layout: dict[str, tuple[str, int, bool]] = field(default_factory=dict)
+    layout: dict[str, tuple[Any, int, bool]] = field(default_factory=dict)
 
     def judge(
         self,
@@ -61,7 +61,7 @@ class DenseCase(Case):
 
 
 def _decoded(
-    got: np.ndarray, want: np.ndarray, mask: np.ndarray | None, fmt: str, d: int, inline: bool
+    got: np.ndarray, want: np.ndarray, mask: np.ndarray | None, fmt: Any, d: int, inline: bool
 ) -> tuple[float, str]:
     """Written rows of ``got`` against ``want``: codes within one step in a few elements,
     scales within :data:`SCALE_TOL`."""
@@ -74,7 +74,7 @@ def _decoded(
     err, problem = compare_quantized(gc.reshape(-1), wc.reshape(-1), 8)
     with np.errstate(all="ignore"):
         rel = np.abs(gs.astype(np.float64) - ws) / np.maximum(np.abs(ws), 1e-30)
-    tol = SCALE_TOL["f16" if fmt in fm.GGML else "f32"]
+    tol = SCALE_TOL["f16" if fm.is_ggml(fmt) else "f32"]
     bad = ~(rel <= tol) & ~(gs == ws) & ~(np.isnan(gs) & np.isnan(ws))  # moved words: NaN too
     if bad.any():
         i = tuple(np.argwhere(bad)[0])
@@ -107,7 +107,7 @@ def dense_append_case(cfg: DenseAppendConfig, rng: np.random.Generator, i: int) 
     if cfg.k_norm:
         norm = KNorm(rng.uniform(0.5, 1.5, d).astype(np.float32), cfg.eps)
         bufs["k_norm_weight"] = norm.weight
-    w = fm.dense_append(new_k, new_v, seqlens, cap, h, cfg.format.value, cfg.inline, rot, norm)
+    w = fm.dense_append(new_k, new_v, seqlens, cap, h, cfg.fmt, cfg.inline, rot, norm)
     expected = {"present_key": w.key, "present_value": w.value}
     written = {"present_key": w.mask(w.key), "present_value": w.mask(w.value)}
     bufs |= {name: poison(w.key.size, np.uint32) for name in CACHE}
@@ -123,7 +123,7 @@ def dense_append_case(cfg: DenseAppendConfig, rng: np.random.Generator, i: int) 
         {k: a.reshape(-1) for k, a in expected.items()},
         {k: a.reshape(-1) for k, a in written.items()},
         codes={name: bits for name in CACHE},
-        layout={name: (cfg.format.value, d, cfg.inline) for name in CACHE},
+        layout={name: (cfg.fmt, d, cfg.inline) for name in CACHE},
     )
     return _allowances(cfg, case, bits)
 
@@ -160,7 +160,7 @@ def dense_build_case(cfg: DenseBuildConfig, rng: np.random.Generator, i: int) ->
     if cfg.k_norm:
         norm = KNorm(rng.uniform(0.5, 1.5, d).astype(np.float32), cfg.eps)
         bufs["k_norm_weight"] = norm.weight
-    wk, wv, side = fm.dense_build(new_k, new_v, h, cfg.format.value, cfg.inline, past, rot, norm)
+    wk, wv, side = fm.dense_build(new_k, new_v, h, cfg.fmt, cfg.inline, past, rot, norm)
     expected = {"present_key": wk, "present_value": wv}
     bufs |= {name: poison(wk.size, np.uint32) for name in CACHE}
     if not cfg.inline:
@@ -173,7 +173,7 @@ def dense_build_case(cfg: DenseBuildConfig, rng: np.random.Generator, i: int) ->
         {"count": batch * h * seq, "seq": seq, "pastSeq": past},
         {k: a.reshape(-1) for k, a in expected.items()},
         codes={name: bits for name in CACHE},
-        layout={name: (cfg.format.value, d, cfg.inline) for name in CACHE},
+        layout={name: (cfg.fmt, d, cfg.inline) for name in CACHE},
     )
     return _allowances(cfg, case, bits)
 
@@ -181,7 +181,7 @@ def dense_build_case(cfg: DenseBuildConfig, rng: np.random.Generator, i: int) ->
 @case_generator("dense_read")
 def dense_read_case(cfg: DenseReadConfig, rng: np.random.Generator, i: int) -> Case:
     rows = [1, int(rng.integers(2, 40)), int(rng.integers(100, 200))][i % 3]
-    d, fmt = cfg.head_dim, cfg.format.value
+    d, fmt = cfg.head_dim, cfg.fmt
     k, v = _rows(rng, (rows, d), np.float32), _rows(rng, (rows, d), np.float32)
     if rows > 1:
         k[0] = 0  # an all-zero row: a zero scale (q4_0: a negative zero)

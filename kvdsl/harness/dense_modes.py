@@ -61,7 +61,7 @@ def _case(
         params,
         {k: a.reshape(-1) for k, a in expected.items()},
         {k: w.mask(a).reshape(-1) for k, a in expected.items()},
-        layout={name: (cfg.format.value, cfg.head_dim, cfg.inline) for name in CACHE},
+        layout={name: (cfg.fmt, cfg.head_dim, cfg.inline) for name in CACHE},
     )
 
 
@@ -102,7 +102,7 @@ def dense_window_shift_case(cfg: DenseWindowShiftConfig, rng: np.random.Generato
         positions = int(seqlens.max()) + key_seq + 1
         theta = rng.uniform(0, 2 * np.pi, (positions, d // 2))
         rot = Rotary(np.cos(theta).astype(np.float32), np.sin(theta).astype(np.float32))
-    fmt = cfg.format.value
+    fmt = cfg.fmt
     w = dm.dense_window_shift(k, v, side, new_k, new_v, seqlens, fmt, cfg.inline, region, rot)
     inputs: dict[str, np.ndarray] = {"seqlens_k": seqlens}
     if region != "append":
@@ -129,12 +129,13 @@ def dense_window_shift_case(cfg: DenseWindowShiftConfig, rng: np.random.Generato
 @case_generator("dense_convert")
 def dense_convert_case(cfg: DenseConvertConfig, rng: np.random.Generator, i: int) -> Case:
     rows = [1, int(rng.integers(2, 40)), int(rng.integers(100, 200))][i % 3]
-    d, fmt, source = cfg.head_dim, cfg.format.value, cfg.source.value
+    d, fmt = cfg.head_dim, cfg.fmt
+    source = cfg.source.value if cfg.source_fmt is None else cfg.source_fmt
     x = [_new_rows(rng, (rows, d), np.float32) for _ in range(2)]
     if rows > 1:
         x[0][0] = 0  # an all-zero row: a zero scale (q4_0: a negative zero)
     src_side = None
-    if source in dm.FLOAT_SOURCES:
+    if cfg.source_fmt is None:
         src = [a.astype(dtype(source)) for a in x]
     else:  # a dense source: its stored rows
         stored = [quantize_rows(source, a, cfg.source_inline) for a in x]
@@ -158,7 +159,7 @@ def dense_convert_case(cfg: DenseConvertConfig, rng: np.random.Generator, i: int
     )
     if not cfg.inline:
         case.tolerance = {PRESENT_SCALES: 1e-6}
-    if source in dm.FORMATS and cfg.source_fmt.asymmetric:
+    if cfg.source_fmt is not None and cfg.source_fmt.asymmetric:
         # q * scale + zero: a GPU may contract it into one fma, so a code may move against the
         # reference too.
         case.quantized = {name: cfg.fmt.bits for name in CACHE}

@@ -56,7 +56,7 @@ def _dense_case(cfg: PagedConfig, case: Case) -> Case:
     out = DenseCase(
         case.shape, case.buffers, case.params, case.expected, case.written,
         codes={n: fmt.bits for n in pools},
-        layout={n: (fmt.name, cfg.head_dim, cfg.inline) for n in pools},
+        layout={n: (fmt, cfg.head_dim, cfg.inline) for n in pools},
     )  # fmt: skip
     knorm = isinstance(cfg, PagedAppendConfig) and cfg.k_norm
     if knorm:
@@ -109,7 +109,7 @@ def stored_rows(
     if fmt is None:
         ct = dtype(cfg.format.value)
         return k.astype(ct), v.astype(ct), None
-    (wk, sk), (wv, sv) = (fm.quantize_rows(fmt.name, x, cfg.inline) for x in (k, v))
+    (wk, sk), (wv, sv) = (fm.quantize_rows(fmt, x, cfg.inline) for x in (k, v))
     return wk, wv, None if cfg.inline else np.concatenate([sk, sv], axis=-1)
 
 
@@ -241,9 +241,7 @@ def _rows(cfg: PagedConfig, k: np.ndarray, v: np.ndarray, side: np.ndarray | Non
     sk = None if side is None else side[..., :n]
     sv = None if side is None else side[..., n:]
     d, inline = cfg.head_dim, cfg.inline
-    return fm.dequantize_rows(fmt.name, k, sk, d, inline), fm.dequantize_rows(
-        fmt.name, v, sv, d, inline
-    )
+    return fm.dequantize_rows(fmt, k, sk, d, inline), fm.dequantize_rows(fmt, v, sv, d, inline)
 
 
 @case_generator("paged_read")

@@ -63,7 +63,7 @@ def qkv_case(cfg: QkvConfig, rng: np.random.Generator, i: int) -> Case:
     cap, key_seq = [(20, 1), (9, 4), (12, 12)][i % 3]
     bufs, args = inputs(cfg, rng, batch, key_seq, cap, i)
     qt, ct = dtype(cfg.q_type.value), dtype(cfg.present_type.value)
-    fmt = None if cfg.format is None else cfg.format.value
+    fmt = None if cfg.format is None else cfg.fmt
     q, w = reference.qkv(
         bufs["qkv"], bufs["seqlens_k"], cap, cfg.q_heads, cfg.kv_heads, **args,
         q_layout=cfg.q_layout.value, q_dtype=qt, cache_dtype=ct, fmt=fmt, inline=cfg.inline,
@@ -114,7 +114,7 @@ def _dense_case(cfg: QkvConfig, bufs: dict, shape: dict, params: dict, q, w, q_t
         _flat(written),
         dict(q_tol),
         codes={name: bits for name in CACHE},
-        layout={name: (cfg.format.value, cfg.head_dim, cfg.inline) for name in CACHE},
+        layout={name: (cfg.fmt, cfg.head_dim, cfg.inline) for name in CACHE},
     )
     if cfg.k_norm:
         case.quantized = {"present_key": bits}

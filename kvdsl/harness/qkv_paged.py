@@ -82,7 +82,7 @@ def paged_qkv_case(cfg: PagedQkvConfig, rng: np.random.Generator, i: int) -> Cas
     case = DenseCase(
         shape, flat_bufs, run, expected, written, tol,
         codes={n: fmt.bits for n in pools},
-        layout={n: (fmt.name, d, cfg.inline) for n in pools},
+        layout={n: (fmt, d, cfg.inline) for n in pools},
     )  # fmt: skip
     if cfg.k_norm:
         case.quantized = {"key_pages": fmt.bits}

@@ -10,6 +10,10 @@ checks written once; each mode's class adds its own fields and checks
 Strings (``--vars`` JSON, :func:`from_dict`, the legacy bridge) become members as the constructor
 stores them (:class:`Slot`); a value that names no member stays as given and the mode's check
 rejects it with a :class:`ConfigError` naming the field, the value and what is allowed.
+
+A cache's format is the one open choice: :data:`DenseFormat` names the built-in formats of
+:mod:`kvdsl.nodes.formats`, and a ``format`` field (:class:`FormatSlot`) also takes any
+:class:`kvdsl.nodes.formats.Format` value, a built-in's equal stored as its member.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from kvdsl.ir.builder import Val
 from kvdsl.ir.tree import Binary, Call, Expr, Kernel, Lit, Member, Name
 from kvdsl.ir.ops import Op
 from kvdsl.ir.types import SCALARS, Scalar, i32, u32
+from kvdsl.nodes.formats import FORMATS, Format
 
 if TYPE_CHECKING:
     from kvdsl.kernels.plan import WalkPlan
@@ -239,6 +244,33 @@ class Slot:
 def choice(default: Enum) -> Any:
     """A field holding a member of ``default``'s enum, given as the member or its value."""
     return Slot(default, type(default))
+
+
+#: How a cache row is stored: the built-in formats by name (:data:`kvdsl.nodes.formats.FORMATS`);
+#: a config's ``format`` also takes any :class:`kvdsl.nodes.formats.Format` value.
+DenseFormat = StrEnum("DenseFormat", {name.upper(): name for name in FORMATS})
+
+
+class FormatSlot(Slot):
+    """A config's ``format`` field: a member of ``enum`` (given as the member or its name), or
+    a :class:`kvdsl.nodes.formats.Format` value; a value equal to the built-in format of its name
+    is stored as that member, so that a config is the same however its format was given."""
+
+    def __set__(self, cfg: Any, value: Any) -> None:
+        if isinstance(value, Format) and FORMATS.get(value.name) == value:
+            value = value.name
+        super().__set__(cfg, value)
+
+
+def format_choice(default: Any) -> Any:
+    """A :class:`FormatSlot` defaulting to ``default`` (a member of its enum)."""
+    return FormatSlot(default, type(default))
+
+
+def one_format(field: str, value: Any, allowed: Any) -> None:
+    """``value`` is a :class:`kvdsl.nodes.formats.Format` or one of the members ``allowed``."""
+    if not isinstance(value, Format):
+        one_of(field, value, allowed)
 
 
 @dataclass(frozen=True)

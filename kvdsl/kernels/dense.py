@@ -49,6 +49,9 @@ from kvdsl.ir import (
 )
 from kvdsl.kernels.config import (
     FLOATS,
+    DenseFormat,
+    format_choice,
+    one_format,
     MAX_WORKGROUP,
     ROTARY_TABLES,
     Slot,
@@ -66,8 +69,8 @@ from kvdsl.kernels.config import (
     plus,
     times,
 )
-from kvdsl.nodes import formats, walks, words
-from kvdsl.nodes.formats import Format
+from kvdsl.nodes import walks, words
+from kvdsl.nodes.formats import FORMATS, Format, format_of
 from kvdsl.nodes.index import bsh, split_rows
 from kvdsl.nodes.quantise import (
     Destination,
@@ -89,16 +92,6 @@ LANES = ("x", "y", "z", "w")
 QUANTISE_WORKGROUP = 64
 #: WebGPU's default maxComputeWorkgroupStorageSize.
 MAX_WORKGROUP_BYTES = 16384
-
-
-class DenseFormat(StrEnum):
-    """How a cache row is stored (:data:`kvdsl.nodes.formats.FORMATS`)."""
-
-    INT8 = "int8"
-    INT4 = "int4"
-    INT4_ASYM = "int4_asym"
-    Q8_0 = "q8_0"
-    Q4_0 = "q4_0"
 
 
 class DenseWalk(StrEnum):
@@ -125,11 +118,11 @@ class DenseConfig(CacheConfig):
     """The fields of the dense-format modes: the format and where its scales sit."""
 
     _: KW_ONLY
-    format: DenseFormat = choice(DenseFormat.INT8)
+    format: DenseFormat = format_choice(DenseFormat.INT8)
     scales: ScalePlace = choice(ScalePlace.INLINE)
 
     def check_fields(self) -> None:
-        one_of("format", self.format, DenseFormat)
+        one_format("format", self.format, DenseFormat)
         one_of("scales", self.scales, ScalePlace)
         require(
             not self.window,
@@ -142,8 +135,8 @@ class DenseConfig(CacheConfig):
 
     @property
     def fmt(self) -> Format:
-        """The format's node description."""
-        return formats.FORMATS[self.format.value]
+        """The format's value (:class:`kvdsl.nodes.formats.Format`)."""
+        return format_of(self.format)
 
     @property
     def inline(self) -> bool:
@@ -589,7 +582,7 @@ def dense_read(cfg: DenseReadConfig, name: str = "dense_read") -> Kernel:
             return side[it.row * (2 * n) + (side_at + i)]
 
         lanes_ = [
-            formats.decode(kb, fmt, f"{which}{c.upper()}", load, it.d * 4 + lane, stat, cfg.inline)
+            fmt.decode(kb, f"{which}{c.upper()}", load, it.d * 4 + lane, stat, cfg.inline)
             for lane, c in enumerate(LANES)
         ]
         out[it.e] = words.to(kb, out_elem, construct(F32X4, *lanes_))
@@ -613,7 +606,7 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, DenseConfig]:
     v: dict[str, DenseConfig] = {}
     llama, qwen = models["llama31_8b"].shape, models["qwen25_05b"].shape
     for f in DenseFormat:
-        ggml = formats.FORMATS[f.value].ggml
+        ggml = FORMATS[f.value].ggml
         for place in [ScalePlace.INLINE] if ggml else list(ScalePlace):
             tag = f.value + ("_side" if place is ScalePlace.SIDE else "")
             fs = {"format": f, "scales": place}

@@ -9,7 +9,7 @@ scale computed in the kernel (a runtime compressing an old prefix: f16 → int8,
   words, no ``shader-f16``);
 - ``source`` a dense format: rows of its ``ROW_WORDS`` u32 words, their scales inline or, with
   ``source_scales="side"``, in ``src_scales`` (``2 S`` f32 per row, K's then V's), each element
-  dequantised as ``dense_read`` reads it (:func:`kvdsl.nodes.formats.decode`).
+  dequantised as ``dense_read`` reads it (:meth:`kvdsl.nodes.formats.Format.decode`).
 
 The store side is the dense quantiser (:func:`kvdsl.nodes.quantise.quantise_rows`); with
 ``scales="side"`` the destination's scales go to ``present_scales``. One invocation per ``vec4``
@@ -32,26 +32,26 @@ from kvdsl.kernels.config import (
     require,
     times,
 )
-from kvdsl.kernels.dense import DenseConfig, DenseFormat, ScalePlace, require_format
+from kvdsl.kernels.dense import (
+    DenseConfig,
+    DenseFormat,
+    ScalePlace,
+    format_choice,
+    one_format,
+    require_format,
+)
 from kvdsl.kernels.dense_modes import load_run, quantise_workgroup, require_whole_rows
-from kvdsl.nodes import formats, walks, words
-from kvdsl.nodes.formats import Format
+from kvdsl.nodes import walks, words
+from kvdsl.nodes.formats import FORMATS, Format, format_of
 from kvdsl.nodes.quantise import Destination, Quantiser, RowPlace, cache_binding, quantise_rows
 
 F32X4 = vec(4, f32)
 LANES = ("x", "y", "z", "w")
 
 
-class Source(StrEnum):
-    """What a ``dense_convert`` source row holds: f32 or f16 values, or a dense format."""
-
-    F32 = "f32"
-    F16 = "f16"
-    INT8 = "int8"
-    INT4 = "int4"
-    INT4_ASYM = "int4_asym"
-    Q8_0 = "q8_0"
-    Q4_0 = "q4_0"
+#: What a ``dense_convert`` source row holds: f32 or f16 values, or a built-in dense format
+#: (any :class:`kvdsl.nodes.formats.Format` value is taken too).
+Source = StrEnum("Source", {"F32": "f32", "F16": "f16"} | {n.upper(): n for n in FORMATS})
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ class DenseConvertConfig(DenseConfig):
     """A ``dense_convert`` variant: the destination's format and scales' place (``format``,
     ``scales``), the source's (``source``, ``source_scales`` for a dense source)."""
 
-    source: Source = choice(Source.F16)
+    source: Source = format_choice(Source.F16)
     source_scales: ScalePlace = choice(ScalePlace.INLINE)
     mode = "dense_convert"
     KEYS = (  # fmt: skip
@@ -69,7 +69,7 @@ class DenseConvertConfig(DenseConfig):
 
     def check_fields(self) -> None:
         super().check_fields()
-        one_of("source", self.source, Source)
+        one_format("source", self.source, Source)
         one_of("source_scales", self.source_scales, ScalePlace)
         src = self.source_fmt
         if src is None:
@@ -85,7 +85,7 @@ class DenseConvertConfig(DenseConfig):
     @property
     def source_fmt(self) -> Format | None:
         """The source's dense format, None for f32 or f16 values."""
-        return formats.FORMATS.get(self.source.value)
+        return None if self.source in (Source.F32, Source.F16) else format_of(self.source)
 
     @property
     def source_inline(self) -> bool:
@@ -189,8 +189,8 @@ def _decoded(
     for j in range(q.vectors):
         first = kb.let(f"{which}At{j}", q.vector_at(lane, j) * 4)
         lanes = [
-            formats.decode(kb, src, f"{which}{j}{c.upper()}", load, first + i if i else first,
-                           stat, cfg.source_inline)
+            src.decode(kb, f"{which}{j}{c.upper()}", load, first + i if i else first, stat,
+                       cfg.source_inline)
             for i, c in enumerate(LANES)
         ]  # fmt: skip
         run.append(kb.let(f"{which}{j}", construct(F32X4, *lanes)))
@@ -205,7 +205,7 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, DenseConfig]:
     v: dict[str, DenseConfig] = {}
     llama = models["llama31_8b"].shape
     for f in DenseFormat:
-        ggml = formats.FORMATS[f.value].ggml
+        ggml = FORMATS[f.value].ggml
         for place in [ScalePlace.INLINE] if ggml else list(ScalePlace):
             tag = f.value + ("_side" if place is ScalePlace.SIDE else "")
             v[f"dense_convert_f16_to_{tag}_llama31_8b"] = DenseConvertConfig(

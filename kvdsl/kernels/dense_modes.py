@@ -58,7 +58,8 @@ from kvdsl.kernels.config import (
 )
 from kvdsl.kernels.dense import QUANTISE_WORKGROUP, DenseConfig, DenseFormat, ScalePlace
 from kvdsl.kernels.window_shift import ROTARY_REGIONS
-from kvdsl.nodes import formats, walks, words
+from kvdsl.nodes import walks, words
+from kvdsl.nodes.formats import FORMATS
 from kvdsl.nodes.index import bsh, split_rows
 from kvdsl.nodes.quantise import Destination, Quantiser, RowPlace, cache_binding, quantise_rows
 from kvdsl.nodes.rotary import Rotation, rotate_pair
@@ -496,7 +497,7 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, DenseConfig]:
         {"region": r} for r in (ShiftRegion.SHIFT, ShiftRegion.APPEND, ShiftRegion.ALL)
     )
     for f in DenseFormat:
-        ggml = formats.FORMATS[f.value].ggml
+        ggml = FORMATS[f.value].ggml
         for place in [ScalePlace.INLINE] if ggml else list(ScalePlace):
             tag = f.value + ("_side" if place is ScalePlace.SIDE else "")
             fs = {"format": f, "scales": place}

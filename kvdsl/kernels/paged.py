@@ -37,6 +37,8 @@ from kvdsl.kernels.dense import (
     MAX_WORKGROUP_BYTES,
     QUANTISE_WORKGROUP,
     ScalePlace,
+    format_choice,
+    one_format,
     require_format,
 )
 from kvdsl.nodes import formats, paged, words
@@ -48,17 +50,12 @@ POOLS, COMBINED_POOL, SCALE_POOL = ("key_pages", "value_pages"), "kv_pages", "sc
 LANES = ("x", "y", "z", "w")
 
 
-class PagedFormat(StrEnum):
-    """How a row is stored in a page: f32 or f16 values, or a dense format
-    (:data:`kvdsl.nodes.formats.FORMATS`) with its scales in the kernel."""
-
-    F32 = "f32"
-    F16 = "f16"
-    INT8 = "int8"
-    INT4 = "int4"
-    INT4_ASYM = "int4_asym"
-    Q8_0 = "q8_0"
-    Q4_0 = "q4_0"
+#: How a row is stored in a page: f32 or f16 values, or a built-in dense format
+#: (:data:`kvdsl.nodes.formats.FORMATS`) with its scales in the kernel; a config's ``format``
+#: also takes any :class:`kvdsl.nodes.formats.Format` value.
+PagedFormat = StrEnum(
+    "PagedFormat", {"F32": "f32", "F16": "f16"} | {n.upper(): n for n in formats.FORMATS}
+)
 
 
 FLOAT_FORMATS = (PagedFormat.F32, PagedFormat.F16)
@@ -76,14 +73,14 @@ class PagedConfig(CacheConfig):
     page_size: int = 16
     page_layout: PageLayout = choice(PageLayout.NHD)
     pool: Pool = choice(Pool.SEPARATE)
-    format: PagedFormat = choice(PagedFormat.F32)
+    format: PagedFormat = format_choice(PagedFormat.F32)
     scales: ScalePlace = choice(ScalePlace.INLINE)
 
     def check_fields(self) -> None:
         require_page_size(self.page_size)
         one_of("page_layout", self.page_layout, PageLayout)
         one_of("pool", self.pool, Pool)
-        one_of("format", self.format, PagedFormat)
+        one_format("format", self.format, PagedFormat)
         one_of("scales", self.scales, ScalePlace)
         fmt = self.dense
         if fmt is None:
@@ -122,8 +119,8 @@ class PagedConfig(CacheConfig):
 
     @property
     def dense(self) -> formats.Format | None:
-        """The dense format's node description, None for f32 and f16 rows."""
-        return None if self.format in FLOAT_FORMATS else formats.FORMATS[self.format.value]
+        """The dense format's value, None for f32 and f16 rows."""
+        return None if self.format in FLOAT_FORMATS else formats.format_of(self.format)
 
     @property
     def inline(self) -> bool:

@@ -5,7 +5,7 @@ With ``page_table``, rows ``(b, h, t)`` of a BNSH ``[batch, kvHeads, seq, headDi
 positions ``t < seqlens_k[b] + 1`` of sequence ``b`` (rows past it, and rows of a negative page
 id, untouched); with ``slot_mapping``, rows ``(token, h)`` of a BSH output from
 ``slot_mapping[token]`` (a negative slot: untouched). A dense format's rows are decoded as
-``dense_read`` decodes them (:func:`kvdsl.nodes.formats.decode`). One invocation per output
+``dense_read`` decodes them (:meth:`kvdsl.nodes.formats.Format.decode`). One invocation per output
 ``vec4``.
 """
 
@@ -26,7 +26,7 @@ from kvdsl.kernels.paged import (
     scale_binding,
     scale_pages,
 )
-from kvdsl.nodes import formats, paged, walks, words
+from kvdsl.nodes import paged, walks, words
 from kvdsl.nodes.index import split_rows
 from kvdsl.nodes.window import total_tokens
 
@@ -101,7 +101,7 @@ def _decoded_row(
     side: Buffer | None, s_base: Val | None, side_at: int,
 ) -> Val:  # fmt: skip
     """Vector ``d`` of the dense row at word ``base`` of ``pool``, decoded to f32
-    (:func:`kvdsl.nodes.formats.decode`; side scales from ``side[s_base + side_at ..]``)."""
+    (:meth:`kvdsl.nodes.formats.Format.decode`; side scales from ``side[s_base + side_at ..]``)."""
 
     def load(w: Val) -> Val:
         return pool[base + w]
@@ -110,7 +110,7 @@ def _decoded_row(
         return side[s_base + (side_at + i)]
 
     lanes = [
-        formats.decode(kb, cfg.dense, f"{which}{c.upper()}", load, d * 4 + n, stat, cfg.inline)
+        cfg.dense.decode(kb, f"{which}{c.upper()}", load, d * 4 + n, stat, cfg.inline)
         for n, c in enumerate(LANES)
     ]
     return construct(vec(4, f32), *lanes)

@@ -56,6 +56,7 @@ from kvdsl.ir import (
     u32,
 )
 from kvdsl.kernels.config import (
+    FormatSlot,
     FLOATS,
     Slot,
     KNORM_WORKGROUP,
@@ -81,11 +82,12 @@ from kvdsl.kernels.dense import (
     DenseFormat,
     DenseWalk,
     ScalePlace,
+    one_format,
     require_format,
     require_walk,
 )
-from kvdsl.nodes import formats, walks, words
-from kvdsl.nodes.formats import Format
+from kvdsl.nodes import walks, words
+from kvdsl.nodes.formats import Format, format_of
 from kvdsl.nodes.quantise import Quantiser, cache_binding, row_lanes
 from kvdsl.nodes.rmsnorm import row_sum_of_squares
 from kvdsl.nodes.rotary import rotated_pair
@@ -121,7 +123,7 @@ class QkvConfig(CacheConfig):
     q_type: Element = choice(Element.F32)
     q_layout: QLayout = choice(QLayout.BNSH)
     # A dense format of the cache (kvdsl.nodes.formats); None: present_type's f32 or f16 rows.
-    format: DenseFormat | None = Slot(None, DenseFormat)
+    format: DenseFormat | None = FormatSlot(None, DenseFormat)
     scales: ScalePlace = choice(ScalePlace.INLINE)
     # With a format: the quantiser's walk (dense_append's, and its default per format), the Q,
     # K and V rows each in invocations of their own (split) or a K row and its V row together,
@@ -213,7 +215,7 @@ class QkvConfig(CacheConfig):
                 "false (unset) without a format: the f32 and f16 walk holds each pair whole",
             )
             return
-        one_of("format", self.format, DenseFormat)
+        one_format("format", self.format, DenseFormat)
         fmt = self.fmt
         require(
             self.present_type is Element.F32,
@@ -273,7 +275,7 @@ class QkvConfig(CacheConfig):
     @property
     def fmt(self) -> Format | None:
         """The cache's dense format (None: f32 or f16 rows)."""
-        return None if self.format is None else formats.FORMATS[self.format.value]
+        return None if self.format is None else format_of(self.format)
 
     @property
     def inline(self) -> bool:

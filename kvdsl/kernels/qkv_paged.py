@@ -118,10 +118,10 @@ class PagedQkvConfig(QkvConfig):
     def pool_config(self) -> PagedAppendConfig:
         """The pools as ``paged_append`` sees them (geometry, format, scales, addressing):
         the unfused chain's append, and the source of the pool helpers' sizes."""
-        fmt = self.present_type.value if self.format is None else self.format.value
+        fmt = PagedFormat(self.present_type.value) if self.format is None else self.fmt
         return PagedAppendConfig(
             self.kv_heads, self.head_dim, page_size=self.page_size,
-            page_layout=self.page_layout, pool=self.pool, format=PagedFormat(fmt),
+            page_layout=self.page_layout, pool=self.pool, format=fmt,
             scales=self.scales, addressing=self.addressing,
         )  # fmt: skip
 

@@ -4,9 +4,11 @@ the interpreter, one module per axis value.
 :mod:`.index` (the dispatch-fold flat index and its guard, BSH/BNSH indexing), :mod:`.walks`
 (per row, cooperative blocks, flat vectors, pairs, and their dispatch), :mod:`.words` (float16
 carried in u32 words), :mod:`.rotary` (NeoX rotary, a ``Rotation`` value), :mod:`.rmsnorm`,
-:mod:`.quant` (int8/int4 scales, quantisation and packing), :mod:`.formats` (the dense formats
-and ggml's blocks: partial statistics reduced in workgroup memory, words assembled from a staged
-row, decoding; docs/formats.md), :mod:`.quantise` (the dense quantiser every mode that writes a
+:mod:`.quant` (the template's host-scaled int8/int4: scales, quantisation and packing),
+:mod:`.formats` (the quantised formats as values of one protocol, ``Format``: storage, in-kernel
+quantiser and decoder stated from each format's parameters; row-scaled ``Symmetric`` and
+``Asymmetric`` in ``scaled.py``, ggml's blocks in ``ggml.py``; docs/formats.md, "Formats as
+values"), :mod:`.quantise` (the dense quantiser every mode that writes a
 dense cache calls: ``quantise_rows`` with a ``Quantiser`` and a ``Destination`` hook giving the
 row's place), :mod:`.window` (the append-window arithmetic) and :mod:`.paged` (the paged layout:
 page geometry, slot-mapping and page-table addressing; docs/modes.md, "Paged caches").

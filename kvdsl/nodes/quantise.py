@@ -51,7 +51,6 @@ from kvdsl.ir import (
     KernelBuilder,
     Val,
     array,
-    bitcast,
     construct,
     f32,
     lit,
@@ -62,20 +61,16 @@ from kvdsl.ir import (
     vec,
 )
 from kvdsl.ir.types import Scalar, Vec
-from kvdsl.nodes import formats
 from kvdsl.nodes.formats import BLOCK, Format, Scale
 
 F32X4 = vec(4, f32)
 F32X2 = vec(2, f32)
 LANES = ("x", "y", "z", "w")
-#: ggml's pair of blocks: whole u32 words (68 and 36 bytes), the even block's words (its last
-#: one also holding the odd block's f16 scale), the odd block's.
-PAIR_WORDS = {"q8_0": (17, 9, 8), "q4_0": (9, 5, 4)}
 
 
 @dataclass(frozen=True)
 class Quantiser:
-    """A dense format's quantising row program: ``fmt`` (:data:`kvdsl.nodes.formats.FORMATS`)
+    """A dense format's quantising row program: ``fmt`` (:class:`kvdsl.nodes.formats.Format`)
     with its scales ``inline`` or in a side buffer, rows of ``head_dim`` values, reduced in
     workgroups of ``workgroup_size`` invocations (a multiple of :attr:`lanes`); ``staged``: the
     workgroup's rows are stored together from workgroup memory (:func:`quantise_rows`);
@@ -212,13 +207,13 @@ class Quantiser:
 
 def run_vectors(fmt: Format, head_dim: int, run: int = 0) -> int:
     """The ``vec4<f32>`` run a lane holds of a row of ``head_dim`` values of ``fmt``: a ggml
-    block's 8; four code words of a dense format where the row divides so (int8 4, 4-bit 8),
-    else the largest run that divides the row into whole code words; ``run`` > 0 caps a dense
-    format's (at least one code word)."""
+    block's 8; four code words of a dense format, at most 8 vectors, where the row divides so
+    (int8 4, 4-bit 8, 2-bit 8: two words), else the largest run that divides the row into whole
+    code words; ``run`` > 0 caps a dense format's (at least one code word)."""
     if fmt.ggml:
         return BLOCK // 4
     word = fmt.per_word // 4
-    longest = 4 if fmt.bits == 8 else 8
+    longest = min(fmt.per_word, 8)
     if run:
         longest = max(word, min(longest, run))
     return gcd(head_dim // 4, longest)
@@ -328,13 +323,11 @@ def _place(q: Quantiser) -> str:
 
 
 def run_stat(kb: KernelBuilder, fmt: Format, name: str, run: Sequence[Val]) -> Val:
-    """The statistic (:func:`kvdsl.nodes.formats.partial`) of a run of ``vec4<f32>``, its
-    vectors' partials combined in order (q4_0 keeps the first of equal magnitudes)."""
-    acc = formats.partial(kb, fmt, f"{name}0", run[0])
+    """The statistic (:meth:`kvdsl.nodes.formats.Format.partial`) of a run of ``vec4<f32>``,
+    its vectors' partials combined in order (q4_0 keeps the first of equal magnitudes)."""
+    acc = fmt.partial(kb, f"{name}0", run[0])
     for j, x in enumerate(run[1:], 1):
-        acc = kb.let(
-            f"{name}Run{j}", formats.combine(fmt, acc, formats.partial(kb, fmt, f"{name}{j}", x))
-        )
+        acc = kb.let(f"{name}Run{j}", fmt.combine(acc, fmt.partial(kb, f"{name}{j}", x)))
     return acc
 
 
@@ -375,10 +368,8 @@ def _dense_rows(
             if j == 0:
                 acc[which] = kb.var(f"stat{which.upper()}", F32X2, part)
             else:
-                acc[which].set(formats.combine(fmt, acc[which], part))
-    scales = {
-        which: formats.scale_of(kb, fmt, f"{which}Scale", stat) for which, stat in acc.items()
-    }
+                acc[which].set(fmt.combine(acc[which], part))
+    scales = {which: fmt.scale_of(kb, f"{which}Scale", stat) for which, stat in acc.items()}
     if q.staged:
         staging = _Staging(kb, q, lane)
         for which in runs:
@@ -431,7 +422,7 @@ def _side_scales(q: Quantiser, place: RowPlace, dest: Destination, scales: dict)
         base = place.side
         if which == "x":
             base = base + select(lit(0, u32), lit(n, u32), dest.tensor)
-        for x in [sc.scale] + ([sc.zero] if q.fmt.asymmetric else []):
+        for x in [sc.scale] + ([] if sc.zero is None else [sc.zero]):
             side[base + at if at else base] = x
             at += 1
 
@@ -533,7 +524,7 @@ def _dense_words(
     words = [
         kb.let(
             f"{which}W{w}",
-            formats.codes_word(kb, fmt, f"{which}Q{w}_", values[w * per : (w + 1) * per], sc),
+            fmt.codes_word(kb, f"{which}Q{w}_", values[w * per : (w + 1) * per], sc),
         )
         for w in range(q.lane_words)
     ]
@@ -544,14 +535,9 @@ def _dense_words(
             put(at + head if head else at, word)
         if head:
             with kb.if_(lane.eq(0)):
-                for i, word in enumerate(_header(fmt, sc)):
+                for i, word in enumerate(fmt.header(sc)):
                     put(i, word)
     return words
-
-
-def _header(fmt: Format, sc: Scale) -> list[Val]:
-    """An inline dense row's header words: the scale's f32 bits, then the zero point's."""
-    return [bitcast(u32, sc.scale)] + ([bitcast(u32, sc.zero)] if fmt.asymmetric else [])
 
 
 def _store_dense(
@@ -587,7 +573,7 @@ def _store_dense(
             out(at + i if i else at, _chunk(words, i, width))
     if head:
         with kb.if_(lane.eq(0)):
-            header = _header(fmt, sc)
+            header = fmt.header(sc)
             for i in range(head // width):
                 out(_in(base, width) + i if i else _in(base, width), _chunk(header, i, width))
 
@@ -620,7 +606,7 @@ def _ggml_rows(
     scales = {}
     for which, run in runs.items():
         stat = run_stat(kb, fmt, f"p{which.upper()}", run)
-        scales[which] = formats.scale_of(kb, fmt, f"{which}D", stat)
+        scales[which] = fmt.scale_of(kb, f"{which}D", stat)
     kb.comment("The block's f16 scales, K's in the low half and V's in the high half.")
     pair = [sc.scale for sc in scales.values()]
     both = kb.let("halves", pack2x16float(construct(F32X2, pair[0], pair[-1])))
@@ -676,23 +662,14 @@ def _store_block(
     store: Callable[[Val | int, Val], None],
 ) -> None:
     """Block ``blk``'s bytes in its pair of blocks (whole words), ``store(w, word)`` storing
-    row word ``w``: its f16 scale ``half`` and its code bytes (q8_0: element ``i``; q4_0: byte
-    ``i`` elements ``i`` and ``i + 16``); an even block's words open with its scale and its
-    last word closes with ``next_half`` (the odd block's scale, or zero padding), an odd
-    block's codes are whole words after it."""
+    row word ``w``: its f16 scale ``half`` and its code bytes
+    (:meth:`kvdsl.nodes.formats.Ggml.block_codes`); an even block's words open with its scale
+    and its last word closes with ``next_half`` (the odd block's scale, or zero padding), an odd
+    block's codes are whole words after it (:meth:`kvdsl.nodes.formats.Ggml.pair_words`)."""
     fmt = q.fmt
     values = [x.member(c) for x in run for c in LANES]
-    if fmt.name == "q8_0":
-        codes = [
-            kb.let(f"{which}C{i}", formats.code(kb, fmt, f"{which}Q{i}", x, sc))
-            for i, x in enumerate(values)
-        ]
-    else:
-        nib = [formats.code(kb, fmt, f"{which}Q{i}", x, sc) for i, x in enumerate(values)]
-        codes = [
-            kb.let(f"{which}C{i}", nib[i] | (nib[i + BLOCK // 2] << 4)) for i in range(BLOCK // 2)
-        ]
-    pair, even_words, odd_words = PAIR_WORDS[fmt.name]
+    codes = fmt.block_codes(kb, which, values, sc)
+    pair, even_words, odd_words = fmt.pair_words()
     at = kb.let(f"{which}Pair", blk / 2 * pair)
 
     def word(b: list[Val]) -> Val:

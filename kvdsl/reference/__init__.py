@@ -16,7 +16,9 @@ clamps its window like ``merge_share``, and ``window_shift`` rotates appended ke
 region that writes them when rotary caches are given.
 
 :mod:`~kvdsl.reference.formats` states the dense formats and ggml's q8_0/q4_0 blocks byte for
-byte, checked against llama.cpp's ``gguf`` quantisers; :mod:`~kvdsl.reference.paged` the paged
+byte, checked against llama.cpp's ``gguf`` quantisers, keyed by a format's parameters (``spec``: its
+family and bits), so a kernel's format value is checked without the reference importing the
+kernels; :mod:`~kvdsl.reference.paged` the paged
 model (pools, the two addressings, gather, page copy, compaction, the window's table update)."""
 
 from kvdsl.reference.elementwise import (

@@ -21,6 +21,8 @@ and quantises it into the destination format, its scales computed from the row.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from kvdsl.reference.elementwise import rotate_neox, split_heads
@@ -58,7 +60,7 @@ def dense_retain(
 def quantize_new(
     new: np.ndarray,
     kv_heads: int,
-    fmt: str,
+    fmt: Any,
     inline: bool,
     pos: np.ndarray | None,
     rotary: Rotary | None,
@@ -84,7 +86,7 @@ def dense_window_shift(
     new_k: np.ndarray,
     new_v: np.ndarray,
     seqlens_k: np.ndarray,
-    fmt: str,
+    fmt: Any,
     inline: bool = True,
     region: str = "all",
     rotary: Rotary | None = None,
@@ -109,12 +111,12 @@ def dense_window_shift(
     return DenseWritten(key.key, value.key, scales.key, key.mask[..., 0])
 
 
-def decode_source(source: str, rows: np.ndarray, side: np.ndarray | None, d: int, inline: bool):
+def decode_source(source: Any, rows: np.ndarray, side: np.ndarray | None, d: int, inline: bool):
     """Source rows as f32 ``[..., d]``: f32 as they are, f16 widened, a dense format's words
-    (and side scales) dequantised."""
-    if source in FLOAT_SOURCES:
+    (and side scales, a built-in's name or a format's parameters) dequantised."""
+    if isinstance(source, str) and source in FLOAT_SOURCES:
         return np.asarray(rows).astype(F32)
-    if source not in FORMATS:
+    if isinstance(source, str) and source not in FORMATS:
         raise ValueError(f"source {source!r}: expected one of {', '.join(FLOAT_SOURCES + FORMATS)}")
     return dequantize_rows(source, rows, side, d, inline)
 
@@ -123,9 +125,9 @@ def dense_convert(
     src_k: np.ndarray,
     src_v: np.ndarray,
     src_scales: np.ndarray | None,
-    source: str,
+    source: Any,
     source_inline: bool,
-    fmt: str,
+    fmt: Any,
     inline: bool,
     d: int,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -20,6 +20,11 @@ Dense formats (one scale per row, that is per (token, head)), packed into u32 wo
   ``q``, in ``int4``'s order. Dequantised: ``q * scale + lo``. ``D / 8`` words and two f32
   words (scale, zero point): ``D / 2 + 8`` bytes.
 
+Each is a point of a family over its bits per code (:class:`Spec`, :func:`quantize_dense`):
+``twos`` (int8: ``qmax = 2^(bits-1) - 1``, two's-complement fields), ``offset`` (int4: fields
+``q + 2^(bits-1)``) and ``asymmetric`` (int4_asym: codes ``0 .. 2^bits - 1``), so a kernel's
+format value of another width (a 2-bit asymmetric one) is referenced by its family and bits.
+
 ggml's block formats, byte for byte as ``quantize_row_q8_0_ref`` / ``quantize_row_q4_0_ref``
 (``ggml/src/ggml-quants.c``) write them; blocks of 32 elements, each block its f16 scale ``d``
 (little-endian, float32 → float16 rounding to nearest even) followed by its codes:
@@ -41,6 +46,7 @@ count is not a multiple of 4 (an odd number of q8_0 or q4_0 blocks) ends with ze
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -102,41 +108,32 @@ def _symmetric(x: np.ndarray, qmax: int) -> tuple[np.ndarray, np.ndarray]:
 
 def quantize_int8(x: np.ndarray) -> Dense:
     """Dense symmetric int8 of rows ``x`` (``D % 4 == 0``): four codes per word."""
-    q, scale = _symmetric(_rows(x, 4, "int8"), 127)
-    return Dense(_pack(q.astype(np.uint32) & np.uint32(0xFF), 8), scale)
+    return quantize_dense(x, "int8")
 
 
 def dequantize_int8(words_: np.ndarray, scale: np.ndarray) -> np.ndarray:
     """The f32 rows of :func:`quantize_int8`'s words and scales."""
-    q = _unpack(words_, 8).astype(np.uint8).view(np.int8).astype(F32)
-    return q * np.asarray(scale, dtype=F32)[..., None]
+    return dequantize_dense("int8", words_, scale)
 
 
 def quantize_int4(x: np.ndarray) -> Dense:
     """Dense symmetric int4 of rows ``x`` (``D % 8 == 0``): eight nibbles ``q + 8`` per word."""
-    q, scale = _symmetric(_rows(x, 8, "int4"), 7)
-    return Dense(_pack(q + 8, 4), scale)
+    return quantize_dense(x, "int4")
 
 
 def dequantize_int4(words_: np.ndarray, scale: np.ndarray) -> np.ndarray:
     """The f32 rows of :func:`quantize_int4`'s words and scales."""
-    q = _unpack(words_, 4).astype(np.int32) - 8
-    return q.astype(F32) * np.asarray(scale, dtype=F32)[..., None]
+    return dequantize_dense("int4", words_, scale)
 
 
 def quantize_int4_asym(x: np.ndarray) -> Dense:
     """Asymmetric int4 of rows ``x`` (``D % 8 == 0``): nibbles ``q`` over ``min .. max``."""
-    x = _rows(x, 8, "int4_asym")
-    lo, hi = np.min(x, axis=-1), np.max(x, axis=-1)
-    scale = ((hi - lo) / F32(15)).astype(F32)
-    q = np.rint((x - lo[..., None]) * _inverse(scale)[..., None])
-    return Dense(_pack(np.clip(q, 0, 15).astype(np.int32), 4), scale, lo.astype(F32))
+    return quantize_dense(x, "int4_asym")
 
 
 def dequantize_int4_asym(words_: np.ndarray, scale: np.ndarray, zero: np.ndarray) -> np.ndarray:
     """The f32 rows of :func:`quantize_int4_asym`'s words, scales and zero points."""
-    q = _unpack(words_, 4).astype(F32)
-    return q * np.asarray(scale, dtype=F32)[..., None] + np.asarray(zero, dtype=F32)[..., None]
+    return dequantize_dense("int4_asym", words_, scale, zero)
 
 
 def _blocks(x: np.ndarray, fmt: str) -> np.ndarray:
@@ -214,28 +211,115 @@ def word_bytes(words_: np.ndarray, n: int) -> np.ndarray:
 
 # ---- cache rows: the words a kernel stores per (token, head), and where the scales sit --------
 
+
+@dataclass(frozen=True)
+class Spec:
+    """A format's parameters, all the reference needs of it: ``family`` (``twos``: symmetric,
+    codes in two's complement as int8; ``offset``: symmetric, codes offset by ``2^(bits-1)``
+    as int4; ``asymmetric``: codes ``0 .. 2^bits - 1`` over ``min .. max`` as int4_asym;
+    ``q8_0``, ``q4_0``: ggml's blocks) and ``bits`` per code; ``name`` for messages."""
+
+    name: str
+    family: str
+    bits: int
+
+
+FAMILIES = ("twos", "offset", "asymmetric", "q8_0", "q4_0")
+SPECS = {
+    s.name: s
+    for s in (
+        Spec("int8", "twos", 8),
+        Spec("int4", "offset", 4),
+        Spec("int4_asym", "asymmetric", 4),
+        Spec("q8_0", "q8_0", 8),
+        Spec("q4_0", "q4_0", 4),
+    )
+}
 DENSE = ("int8", "int4", "int4_asym")
 GGML = ("q8_0", "q4_0")
 FORMATS = DENSE + GGML
 _BLOCK_BYTES = {"q8_0": Q8_0_BLOCK_BYTES, "q4_0": Q4_0_BLOCK_BYTES}
 
 
-def stat_words(fmt: str) -> int:
-    """The f32 words of a dense row's scale (``int4_asym``: the scale and the zero point); 0 for
-    ggml's blocks, whose f16 scales sit inside the blocks."""
-    return 2 if fmt == "int4_asym" else 1 if fmt in DENSE else 0
+def spec(fmt: Any) -> Spec:
+    """The :class:`Spec` of ``fmt``: a built-in's name, or any value with ``name``, ``family``
+    and ``bits`` (a kernel format passes its parameters, never its code: the meaning of each
+    family is stated here alone)."""
+    if isinstance(fmt, Spec):
+        return fmt
+    if isinstance(fmt, str):
+        if fmt not in SPECS:
+            raise ValueError(f"format {fmt!r}: expected one of {', '.join(FORMATS)}")
+        return SPECS[fmt]
+    s = Spec(str(fmt.name), fmt.family, fmt.bits)
+    if s.family not in FAMILIES:
+        raise ValueError(f"format {s.name!r}: family {s.family!r}: expected one of {FAMILIES}")
+    if s.bits not in (1, 2, 4, 8) or (s.family in ("twos", "offset") and s.bits < 2):
+        raise ValueError(f"format {s.name!r}: bits={s.bits!r}: expected 1, 2, 4 or 8")
+    return s
 
 
-def row_words(fmt: str, d: int, inline: bool) -> int:
+def is_ggml(fmt: Any) -> bool:
+    """Whether ``fmt``'s rows are ggml blocks (f16 scales inside them)."""
+    return spec(fmt).family in GGML
+
+
+def stat_words(fmt: Any) -> int:
+    """The f32 words of a dense row's scale (an asymmetric format's: the scale and the zero
+    point); 0 for ggml's blocks, whose f16 scales sit inside the blocks."""
+    family = spec(fmt).family
+    return 0 if family in GGML else 2 if family == "asymmetric" else 1
+
+
+def row_words(fmt: Any, d: int, inline: bool) -> int:
     """The u32 words one cache row of ``d`` elements takes: a dense row's codes (``d * bits /
     32``), after its scale words when ``inline``; ggml's blocks padded to a whole word."""
-    if fmt in GGML:
-        return -(-(d // QK * _BLOCK_BYTES[fmt]) // 4)
-    codes = d * (8 if fmt == "int8" else 4) // 32
-    return codes + (stat_words(fmt) if inline else 0)
+    s = spec(fmt)
+    if s.family in GGML:
+        return -(-(d // QK * _BLOCK_BYTES[s.family]) // 4)
+    return d * s.bits // 32 + (stat_words(s) if inline else 0)
 
 
-def quantize_rows(fmt: str, x: np.ndarray, inline: bool = True) -> tuple[np.ndarray, np.ndarray]:
+def quantize_dense(x: np.ndarray, fmt: Any) -> Dense:
+    """Rows ``x`` in the one-scale-per-row format ``fmt`` (its family and bits)."""
+    s = spec(fmt)
+    x = _rows(x, 32 // s.bits, s.name)
+    if s.family == "asymmetric":
+        qmax = (1 << s.bits) - 1
+        lo, hi = np.min(x, axis=-1), np.max(x, axis=-1)
+        scale = ((hi - lo) / F32(qmax)).astype(F32)
+        q = np.rint((x - lo[..., None]) * _inverse(scale)[..., None])
+        return Dense(_pack(np.clip(q, 0, qmax).astype(np.int32), s.bits), scale, lo.astype(F32))
+    q, scale = _symmetric(x, (1 << (s.bits - 1)) - 1)
+    if s.family == "twos":
+        fields = q.astype(np.uint32) & np.uint32((1 << s.bits) - 1)
+    else:
+        fields = q + (1 << (s.bits - 1))
+    return Dense(_pack(fields, s.bits), scale)
+
+
+def dequantize_dense(
+    fmt: Any, codes: np.ndarray, scale: np.ndarray, zero: np.ndarray | None = None
+) -> np.ndarray:
+    """The f32 rows of :func:`quantize_dense`'s words, scales and zero points."""
+    s = spec(fmt)
+    q = _signed_codes(s, _unpack(codes, s.bits)).astype(F32)
+    out = q * np.asarray(scale, dtype=F32)[..., None]
+    return out + np.asarray(zero, dtype=F32)[..., None] if s.family == "asymmetric" else out
+
+
+def _signed_codes(s: Spec, fields: np.ndarray) -> np.ndarray:
+    """A one-scale-per-row format's code values (int32) of its unsigned fields."""
+    f = fields.astype(np.int32)
+    if s.family == "twos":
+        half = 1 << (s.bits - 1)
+        return np.where(f >= half, f - (1 << s.bits), f)
+    if s.family == "offset":
+        return f - (1 << (s.bits - 1))
+    return f
+
+
+def quantize_rows(fmt: Any, x: np.ndarray, inline: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Rows ``x`` ``[..., D]`` in format ``fmt``: ``(words [..., row_words], side [..., S])``.
 
     Inline (ORT's layout), a dense row is its scale word (and zero-point word) as f32 bits, then
@@ -243,14 +327,13 @@ def quantize_rows(fmt: str, x: np.ndarray, inline: bool = True) -> tuple[np.ndar
     :func:`stat_words`). ggml's rows are their blocks' bytes as words (:func:`words`): inline by
     nature.
     """
+    s = spec(fmt)
     x = np.asarray(x, dtype=F32)
     lead = x.shape[:-1]
-    if fmt in GGML:
-        q = quantize_q8_0(x) if fmt == "q8_0" else quantize_q4_0(x)
+    if s.family in GGML:
+        q = quantize_q8_0(x) if s.family == "q8_0" else quantize_q4_0(x)
         return words(q), np.zeros((*lead, 0), F32)
-    if fmt not in DENSE:
-        raise ValueError(f"format {fmt!r}: expected one of {', '.join(FORMATS)}")
-    q = {"int8": quantize_int8, "int4": quantize_int4, "int4_asym": quantize_int4_asym}[fmt](x)
+    q = quantize_dense(x, s)
     stats = [q.scale] + ([q.zero] if q.zero is not None else [])
     side = np.stack(stats, axis=-1).astype(F32)
     if not inline:
@@ -260,23 +343,20 @@ def quantize_rows(fmt: str, x: np.ndarray, inline: bool = True) -> tuple[np.ndar
 
 
 def dequantize_rows(
-    fmt: str, words_: np.ndarray, side: np.ndarray | None, d: int, inline: bool = True
+    fmt: Any, words_: np.ndarray, side: np.ndarray | None, d: int, inline: bool = True
 ) -> np.ndarray:
     """The f32 rows ``[..., d]`` of :func:`quantize_rows`'s words (and side scales)."""
+    s = spec(fmt)
     w = np.asarray(words_, dtype=np.uint32)
-    if fmt in GGML:
-        data = word_bytes(w, d // QK * _BLOCK_BYTES[fmt])
-        return dequantize_q8_0(data) if fmt == "q8_0" else dequantize_q4_0(data)
-    n = stat_words(fmt)
+    if s.family in GGML:
+        data = word_bytes(w, d // QK * _BLOCK_BYTES[s.family])
+        return dequantize_q8_0(data) if s.family == "q8_0" else dequantize_q4_0(data)
+    n = stat_words(s)
     if inline:
         stats, codes = np.ascontiguousarray(w[..., :n]).view(F32), w[..., n:]
     else:
         stats, codes = np.asarray(side, dtype=F32), w
-    if fmt == "int8":
-        return dequantize_int8(codes, stats[..., 0])
-    if fmt == "int4":
-        return dequantize_int4(codes, stats[..., 0])
-    return dequantize_int4_asym(codes, stats[..., 0], stats[..., 1])
+    return dequantize_dense(s, codes, stats[..., 0], stats[..., 1] if n == 2 else None)
 
 
 # ---- the dense modes --------------------------------------------------------------------------
@@ -303,7 +383,7 @@ def dense_append(
     seqlens_k: np.ndarray,
     capacity: int,
     kv_heads: int,
-    fmt: str,
+    fmt: Any,
     inline: bool = True,
     rotary: Rotary | None = None,
     k_norm: KNorm | None = None,
@@ -323,7 +403,7 @@ def dense_append(
 
 
 def quantized_at(
-    k: np.ndarray, v: np.ndarray, start: np.ndarray, capacity: int, fmt: str, inline: bool
+    k: np.ndarray, v: np.ndarray, start: np.ndarray, capacity: int, fmt: Any, inline: bool
 ) -> DenseWritten:
     """BNSH f32 K and V (``S`` tokens per batch) quantised into rows ``[start[b], start[b] +
     S)`` of a dense cache of ``capacity`` rows per head; the other rows zero and unwritten."""
@@ -345,7 +425,7 @@ def dense_build(
     new_k: np.ndarray,
     new_v: np.ndarray,
     kv_heads: int,
-    fmt: str,
+    fmt: Any,
     inline: bool = True,
     past_seq: int = 0,
     rotary: Rotary | None = None,
@@ -365,30 +445,28 @@ def dense_build(
 
 
 def row_fields(
-    fmt: str, words_: np.ndarray, d: int, inline: bool = True
+    fmt: Any, words_: np.ndarray, d: int, inline: bool = True
 ) -> tuple[np.ndarray, np.ndarray]:
     """Stored rows ``[..., W]`` taken apart: ``(scales, codes)``, the scales as f32 ``[..., G]``
     (a dense inline row's scale and zero point, none for side scales; each ggml block's ``d``)
     and the codes as int32 ``[..., D]`` in element order (two's-complement bytes for int8 and
     q8_0, nibbles for the 4-bit formats), then a ggml row's padding bytes."""
+    s = spec(fmt)
     w = np.asarray(words_, dtype=np.uint32)
     lead = w.shape[:-1]
-    if fmt in GGML:
-        bb = _BLOCK_BYTES[fmt]
+    if s.family in GGML:
+        bb = _BLOCK_BYTES[s.family]
         data = word_bytes(w, w.shape[-1] * 4)
         blocks = data[..., : d // QK * bb].reshape(*lead, -1, bb)
         scales = np.ascontiguousarray(blocks[..., :2]).view("<f2")[..., 0].astype(F32)
         qs = blocks[..., 2:]
-        if fmt == "q8_0":
+        if s.family == "q8_0":
             codes = qs.view(np.int8).astype(np.int32)
         else:
             codes = np.concatenate([qs & 0xF, qs >> 4], axis=-1).astype(np.int32)
         pad = data[..., d // QK * bb :].astype(np.int32)
         return scales, np.concatenate([codes.reshape(*lead, -1), pad], axis=-1)
-    n = stat_words(fmt) if inline else 0
+    n = stat_words(s) if inline else 0
     scales = np.ascontiguousarray(w[..., :n]).view(F32)
-    bits = 8 if fmt == "int8" else 4
-    codes = _unpack(np.ascontiguousarray(w[..., n:]), bits).astype(np.int32)
-    if bits == 8:
-        codes = codes.astype(np.uint8).view(np.int8).astype(np.int32)
-    return scales, codes
+    fields = _unpack(np.ascontiguousarray(w[..., n:]), s.bits).astype(np.int32)
+    return scales, _signed_codes(s, fields) if s.family == "twos" else fields

@@ -28,7 +28,7 @@ from kvdsl import catalog
 from kvdsl import reference
 from kvdsl.kernels.config import Bits, Element, KernelConfig, Walk
 from kvdsl.kernels.copy import CopyConfig
-from kvdsl.kernels.dense import DenseAppendConfig, DenseFormat, DenseReadConfig
+from kvdsl.kernels.dense import DenseAppendConfig, DenseReadConfig, Format
 from kvdsl.kernels.merge_share import MergeShareConfig
 from kvdsl.kernels.quant import AppendQuantConfig
 from kvdsl.kernels.window_shift import WindowShiftConfig
@@ -58,6 +58,9 @@ Pair = tuple[Bound, Bound]  # K's range, V's range
 
 class CacheFormat:
     """The operations on one layer's K and V caches in one format."""
+
+    #: Whether a read's ``q * scale + zero`` may be fused into one fma (asymmetric formats).
+    asymmetric = False
 
     name: str
     dtype: np.dtype  # the host type of a stored row
@@ -223,35 +226,39 @@ class FloatFormat(CacheFormat):
 
 
 class DenseCache(CacheFormat):
-    """Dense rows with their scales inline (:mod:`kvdsl.reference.formats`): u32 words."""
+    """Dense rows with their scales inline: u32 words, in a built-in format (by name) or any
+    :class:`kvdsl.nodes.formats.Format` value, encoded and decoded by the reference from the
+    format's parameters (:func:`kvdsl.reference.formats.spec`)."""
 
     reads = True
 
-    def __init__(self, kv_heads: int, head_dim: int, fmt: str) -> None:
+    def __init__(self, kv_heads: int, head_dim: int, fmt: str | Format) -> None:
         super().__init__(kv_heads, head_dim)
-        self.name = fmt
+        self.format = fmt
+        self.name = str(fmt)
+        self.asymmetric = fm.stat_words(fmt) == 2
         self.dtype, self.input = np.dtype(np.uint32), np.dtype(np.float32)
-        tag = f"{fmt}_{kv_heads}x{head_dim}"
+        tag = f"{self.name}_{kv_heads}x{head_dim}"
         self._append = _program(
-            DenseAppendConfig(kv_heads, head_dim, format=DenseFormat(fmt)),
+            DenseAppendConfig(kv_heads, head_dim, format=fmt),
             f"session_append_{tag}",
         )
         self._copy = _program(
             CopyConfig(head_dim=self.unit, present_type=Element.U32), f"session_copy_{tag}"
         )
         self._read = _program(
-            DenseReadConfig(kv_heads, head_dim, format=DenseFormat(fmt)), f"session_read_{tag}"
+            DenseReadConfig(kv_heads, head_dim, format=fmt), f"session_read_{tag}"
         )
 
     @property
     def unit(self) -> int:
-        return fm.row_words(self.name, self.head_dim, True)
+        return fm.row_words(self.format, self.head_dim, True)
 
     def encode(self, rows: np.ndarray, side: int) -> np.ndarray:
-        return fm.quantize_rows(self.name, rows, True)[0]
+        return fm.quantize_rows(self.format, rows, True)[0]
 
     def decode(self, stored: np.ndarray, side: int) -> np.ndarray:
-        return fm.dequantize_rows(self.name, stored, None, self.head_dim, True)
+        return fm.dequantize_rows(self.format, stored, None, self.head_dim, True)
 
     def programs(self) -> list[Program]:
         return [self._append, self._copy, self._read]
@@ -281,7 +288,9 @@ class DenseCache(CacheFormat):
             return problem
         from kvdsl.harness.dense import _decoded
 
-        return _decoded(got.reshape(-1), want.reshape(-1), None, self.name, self.head_dim, True)[1]
+        return _decoded(got.reshape(-1), want.reshape(-1), None, self.format, self.head_dim, True)[
+            1
+        ]
 
 
 class TemplateQuant(CacheFormat):
@@ -360,13 +369,14 @@ def _only(program: Program, bound: Mapping[str, Bound]) -> dict[str, Bound]:
 
 
 @functools.lru_cache(maxsize=64)
-def cache_format(fmt: str, kv_heads: int, head_dim: int) -> CacheFormat:
-    """The operations of format ``fmt`` for caches of ``kv_heads`` × ``head_dim`` (built once:
-    a format holds no state but its programs)."""
+def cache_format(fmt: str | Format, kv_heads: int, head_dim: int) -> CacheFormat:
+    """The operations of format ``fmt`` (a name, or a :class:`kvdsl.nodes.formats.Format`
+    value) for caches of ``kv_heads`` × ``head_dim`` (built once: a format holds no state but
+    its programs)."""
+    if isinstance(fmt, Format) or fmt in fm.FORMATS:
+        return DenseCache(kv_heads, head_dim, fmt)
     if fmt in FLOATS:
         return FloatFormat(kv_heads, head_dim, fmt)
-    if fmt in fm.FORMATS:
-        return DenseCache(kv_heads, head_dim, fmt)
     if fmt in TEMPLATE:
         return TemplateQuant(kv_heads, head_dim, 8 if fmt == "template_int8" else 4)
     raise SessionError(f"format={fmt!r}: expected one of {', '.join(FORMATS)}")

@@ -132,6 +132,8 @@ class PagedRows:
         )
         h, d = s.kv_heads, s.head_dim
         self.float = s.format in ("f32", "f16")
+        # A read's q * scale + zero may be one fma (asymmetric formats).
+        self.asymmetric = not self.float and fm.stat_words(s.format) == 2
         self.input = np.dtype(np.float16 if s.format == "f16" else np.float32)
         tag = f"{s.format}_{s.layout}_p{s.page_size}_{h}x{d}"
         addressing = Addressing(s.addressing)
@@ -524,7 +526,7 @@ class PagedSession(_Run):
                 g = got[j]
                 same = g.view(np.uint32) == want.view(np.uint32)
                 near = same
-                if self.rows.name == "int4_asym":  # q * scale + zero: maybe one fma
+                if self.rows.asymmetric:
                     near = np.abs(g - want) <= 1e-6 * (1 + np.abs(want))
                 if not (same | near).all():
                     at = int(np.flatnonzero(~(same | near))[0])

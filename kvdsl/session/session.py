@@ -38,8 +38,12 @@ import numpy as np
 from kvdsl import reference
 from kvdsl.harness.cases import values
 from kvdsl.harness.compare import poison
-from kvdsl.session.formats import FORMATS, CacheFormat, Pair, SessionError, cache_format
+from kvdsl.kernels.dense import DenseFormat, format_of
+from kvdsl.session.formats import FORMATS, CacheFormat, Format, Pair, SessionError, cache_format
 from kvdsl.session.host import ALIGN, Bound, Buffer, Host, InterpHost, aligned
+
+#: The built-in dense formats' names.
+DENSE_FORMATS = tuple(f.value for f in DenseFormat)
 
 #: WebGPU's default maxStorageBufferBindingSize: a layer's K (or V) cache is bound whole.
 BINDING = 2**27
@@ -56,14 +60,15 @@ def _whole(name: str, value: object, least: int, most: int | None = None) -> int
 @dataclass(frozen=True)
 class Spec:
     """The cache of a model: ``layers`` × ``batch`` sequences × ``kv_heads`` × ``capacity`` rows
-    × ``head_dim``, stored in ``format``."""
+    × ``head_dim``, stored in ``format`` (a name, or a dense :class:`kvdsl.nodes.formats.Format`
+    value)."""
 
     layers: int = 1
     batch: int = 2
     kv_heads: int = 2
     head_dim: int = 32
     capacity: int = 16
-    format: str = "f32"
+    format: str | Format = "f32"
 
     def __post_init__(self) -> None:
         _whole("layers", self.layers, 1)
@@ -71,13 +76,15 @@ class Spec:
         _whole("kv_heads", self.kv_heads, 1)
         _whole("capacity", self.capacity, 1, 2**30)
         _whole("head_dim", self.head_dim, 8)
-        if self.format not in FORMATS:
+        if not isinstance(self.format, Format) and self.format not in FORMATS:
             raise SessionError(f"format={self.format!r}: expected one of {', '.join(FORMATS)}")
-        step = 32 if self.format in ("q8_0", "q4_0") else 8
+        step = 8  # a dense format's row: whole code words or ggml blocks
+        if isinstance(self.format, Format) or self.format in DENSE_FORMATS:
+            step = max(step, format_of(self.format).elements_multiple())
         if self.head_dim % step:
             raise SessionError(
                 f"head_dim={self.head_dim}: expected a multiple of {step} for format "
-                f"{self.format!r}"
+                f"{str(self.format)!r}"
             )
 
 
@@ -378,7 +385,7 @@ class Session(_Run):
                     want = self.fmt.decode(stored, j).reshape(-1)
                     g = got[j].reshape(-1)
                     same = (g == want) | (np.isnan(g) & np.isnan(want))
-                    asym = self.fmt.name == "int4_asym"
+                    asym = self.fmt.asymmetric  # q * scale + zero: maybe one fma
                     near = np.abs(g - want) <= 1e-6 * (1 + np.abs(want)) if asym else same
                     if not (same | near).all():
                         at = int(np.flatnonzero(~(same | near))[0])

@@ -1,0 +1,221 @@
+"""The protocol every quantised cache-row format follows, and the pieces its members share.
+
+A :class:`Format` is a frozen value: its ``name`` and ``bits`` per code, and from them everything
+a writer or a reader needs, with no test of a name anywhere outside the format's own class:
+
+- its storage: :attr:`Format.block` elements per scale (0: the whole row), :attr:`Format.stats`
+  f32 words of a dense row's scale (its zero point included), :attr:`Format.block_bytes` of a
+  ggml block, and from them :meth:`Format.row_words`, :meth:`Format.side_words` and
+  :meth:`Format.bytes_per_row` of a row of ``d`` elements with its scales inline or aside;
+- its in-kernel quantiser: a vector's partial statistic (:meth:`Format.partial`), two partials
+  combined in order (:meth:`Format.combine`; exact, as max and min are, so every invocation that
+  needs a group's scale computes the same one), the group's scale and its inverse
+  (:meth:`Format.scale_of`), one value's unsigned ``bits``-wide code (:meth:`Format.code`) and
+  the packing of codes into words (:meth:`Format.codes_word`, and the block bytes of ggml's
+  formats);
+- its decoder, :meth:`Format.decode`: element ``e`` of a stored row back as f32, in registers;
+- :attr:`Format.family`, the key of its numpy reference (:mod:`kvdsl.reference.formats` reads
+  ``family`` and ``bits``, so the reference states the same meaning from the parameters alone,
+  without the kernels' code).
+
+The members are :mod:`kvdsl.nodes.formats.scaled` (one scale per row: :class:`Symmetric`,
+:class:`Asymmetric`) and :mod:`kvdsl.nodes.formats.ggml` (ggml's 32-element blocks).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, ClassVar
+
+from kvdsl.ir import (
+    KernelBuilder,
+    Op,
+    Val,
+    bitcast,
+    call,
+    construct,
+    f32,
+    i32,
+    lit,
+    max_,
+    select,
+    u32,
+    vec,
+)
+
+F32X2 = vec(2, f32)
+#: Elements of a ggml block.
+BLOCK = 32
+
+Load = Callable[[Val], Val]
+Stats = Callable[[int], Val]
+
+
+@dataclass(frozen=True)
+class Scale:
+    """A group's scale, its inverse (0 for a zero scale) and zero point (asymmetric formats)."""
+
+    scale: Val
+    inv: Val
+    zero: Val | None = None
+
+
+@dataclass(frozen=True)
+class Format:
+    """A cache row format: ``name`` (as configs, ``index.json`` and messages spell it) and
+    ``bits`` per code. A subclass states the rest from these two (see the module docstring)."""
+
+    name: str
+    bits: int
+
+    #: Elements per scale: 0 for one scale per row.
+    block: ClassVar[int] = 0
+
+    def __post_init__(self) -> None:
+        if type(self.bits) is not int or self.bits not in (1, 2, 4, 8):
+            raise ValueError(
+                f"format {self.name!r}: bits={self.bits!r}: expected 1, 2, 4 or 8 (a vec4's"
+                " codes fill whole bytes of a u32 word)"
+            )
+
+    @property
+    def value(self) -> str:
+        """The format's name, as a config's format member spells it (``cfg.format.value``)."""
+        return self.name
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def family(self) -> str:
+        """The key of the format's numpy reference (:mod:`kvdsl.reference.formats`), which with
+        :attr:`bits` states its meaning there."""
+        raise NotImplementedError(f"format {self.name!r} states no family")
+
+    # ---- storage ---------------------------------------------------------------------------
+
+    @property
+    def stats(self) -> int:
+        """The f32 words of a dense row's scale (2 with a zero point; 0 for ggml, whose f16
+        scales sit in its blocks)."""
+        return 1
+
+    @property
+    def block_bytes(self) -> int:
+        """Bytes of a ggml block (0 for a format with one scale per row)."""
+        return 0
+
+    @property
+    def ggml(self) -> bool:
+        """Whether rows are ggml blocks (their scales always inside them)."""
+        return self.block_bytes > 0
+
+    @property
+    def asymmetric(self) -> bool:
+        """Whether the format stores a zero point."""
+        return self.stats == 2
+
+    @property
+    def per_word(self) -> int:
+        """Codes per u32 word of a dense row."""
+        return 32 // self.bits
+
+    @property
+    def levels(self) -> int:
+        """The codes a ``bits``-wide field holds: ``2 ** bits``."""
+        return 1 << self.bits
+
+    @property
+    def mask(self) -> int:
+        """The ``bits``-wide field's mask."""
+        return self.levels - 1
+
+    def elements_multiple(self) -> int:
+        """What a row's length must divide by: a whole code word, or whole ggml blocks."""
+        return BLOCK if self.ggml else self.per_word
+
+    def header_words(self, inline: bool) -> int:
+        """The scale words that open a dense row stored inline."""
+        return self.stats if inline else 0
+
+    def row_words(self, d: int, inline: bool) -> int:
+        """The u32 words of one stored row of ``d`` elements (ggml's padded to a whole word)."""
+        if self.ggml:
+            return -(-(d // BLOCK * self.block_bytes) // 4)
+        return d // self.per_word + self.header_words(inline)
+
+    def side_words(self, inline: bool) -> int:
+        """The f32 words of one row's scale in the side buffer (0 inline)."""
+        return 0 if inline else self.stats
+
+    def bytes_per_row(self, d: int, inline: bool) -> int:
+        """Bytes one (token, head) row takes, scales included."""
+        return 4 * (self.row_words(d, inline) + self.side_words(inline))
+
+    # ---- the quantiser ---------------------------------------------------------------------
+
+    def partial(self, kb: KernelBuilder, name: str, x: Val) -> Val:
+        """The statistic of a ``vec4<f32>`` ``x``'s lanes in order, as ``vec2<f32>``; here
+        ``(max-abs, 0)``."""
+        mag = max_(max_(_abs(x.x), _abs(x.y)), max_(_abs(x.z), _abs(x.w)))
+        return kb.let(f"{name}Stat", construct(F32X2, mag, 0.0))
+
+    def combine(self, a: Val, b: Val) -> Val:
+        """Two statistics (``vec2<f32>``) in order; here the larger magnitude."""
+        return construct(F32X2, max_(a.x, b.x), 0.0)
+
+    def scale(self, stat: Val) -> Val:
+        """The scale of a group's statistic (an expression)."""
+        raise NotImplementedError(f"format {self.name!r} states no scale")
+
+    def zero(self, stat: Val) -> Val | None:
+        """The zero point of a group's statistic (None: the format has none)."""
+        return None
+
+    def scale_of(self, kb: KernelBuilder, name: str, stat: Val) -> Scale:
+        """The group's :class:`Scale` of ``stat``: the scale named ``name``, its inverse (0 for a
+        zero scale) and the zero point."""
+        s = kb.let(name, self.scale(stat))
+        inv = kb.let(f"{name}Inv", select(lit(0.0, f32), 1.0 / s, s.ne(0.0)))
+        return Scale(s, inv, self.zero(stat))
+
+    def code(self, kb: KernelBuilder, name: str, x: Val, sc: Scale) -> Val:
+        """The unsigned ``bits``-wide field (u32, at most :attr:`mask`) of value ``x``."""
+        raise NotImplementedError(f"format {self.name!r} states no code")
+
+    def codes_word(self, kb: KernelBuilder, name: str, values: list[Val], sc: Scale) -> Val:
+        """The code word of ``values`` (f32, as many as a word holds): value ``l`` in field
+        ``l``."""
+        word = None
+        for lane, x in enumerate(values):
+            field = self.code(kb, f"{name}{lane}", x, sc)
+            word = field if lane == 0 else word | (field << (self.bits * lane))
+        return word
+
+    # ---- the decoder -----------------------------------------------------------------------
+
+    def decode(
+        self, kb: KernelBuilder, name: str, load: Load, e: Val, stats: Stats, inline: bool
+    ) -> Val:
+        """Element ``e`` (u32) of a stored row as f32, named ``name``: ``load(w)`` loads the
+        row's u32 word ``w``; ``stats(i)`` a side buffer's f32 scale word ``i`` of the row
+        (unused inline)."""
+        raise NotImplementedError(f"format {self.name!r} states no decoder")
+
+
+def _abs(x: Val) -> Val:
+    return call(Op.ABS, x)
+
+
+def _trunc(x: Val) -> Val:
+    return call(Op.TRUNC, x)
+
+
+def byte(load: Load, at: Val) -> Val:
+    """Byte ``at`` of a row of little-endian words (``load(w)`` loads word ``w``)."""
+    return (load(at / 4) >> ((at % 4) * 8)) & 0xFF
+
+
+def signed_byte(b: Val) -> Val:
+    """A two's-complement byte (u32 in 0..255) as i32."""
+    return bitcast(i32, b << 24) >> lit(24, u32)
