@@ -3,7 +3,7 @@
 prints back to the same IR (the pointer value printed as given, ``atomicAdd(p, v)``) and runs in
 the interpreter as numpy says; on the GPU (naga takes no storage or workgroup pointer parameter)
 the same atomics through ``let`` pointers do. Its other texts, valid and invalid, are
-conformance cases (``cases/atomic_pointers/``, run by ``test_cases.py``)."""
+conformance cases (``cases/atomic_pointers/``, run by ``test_wgsl_cases.py``)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@ workgroup arrays, and the atomic builtins. A kernel using them parses, prints ba
 IR, runs in the interpreter as a numpy statement of it says (the interpreter applies one step's
 atomics in invocation order, so even the values atomicAdd returns are exact) and on the GPU to
 the same order-independent outcome (sums, masks, max and min). The valid and invalid texts of
-the language are conformance cases (``cases/atomics/``, run by ``test_cases.py``)."""
+the language are conformance cases (``cases/atomics/``, run by ``test_wgsl_cases.py``)."""
 
 from __future__ import annotations
 

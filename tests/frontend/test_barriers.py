@@ -4,7 +4,7 @@ A kernel using it parses, prints back to the same IR, runs in the interpreter an
 what numpy says; the interpreter's race checks let a workgroup read and overwrite across it
 what its own invocations wrote, and still catch the same accesses without it or across
 workgroups. A barrier outside uniform control flow is a conformance case
-(``cases/barriers/``, run by ``test_cases.py``)."""
+(``cases/barriers/``, run by ``test_wgsl_cases.py``)."""
 
 from __future__ import annotations
 

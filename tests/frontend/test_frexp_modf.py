@@ -2,7 +2,7 @@
 read by field (``.fract`` ``.exp``, ``.fract`` ``.whole``), on the interpreter and the GPU against
 numpy's ``frexp`` and WGSL's definition of ``modf`` (``e - trunc(e)``, ``trunc(e)``), bit for
 bit. What WGSL refuses of them is conformance cases (``cases/frexp_modf/``, run by
-``test_cases.py``)."""
+``test_wgsl_cases.py``)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Hand-written WGSL and the legacy template parse; the literal typing, the grammar's shape and
 the comment and template-list scans. The syntax errors, type errors and constructs outside the
 subset, each at its place, are conformance cases (``cases/syntax_errors/``,
-``cases/type_errors/``, ``cases/outside_the_subset/``, run by ``test_cases.py``)."""
+``cases/type_errors/``, ``cases/outside_the_subset/``, run by ``test_wgsl_cases.py``)."""
 
 from __future__ import annotations
 

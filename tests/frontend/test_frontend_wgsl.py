@@ -1,7 +1,7 @@
 """The language's edges the case files cannot hold: non-ASCII text and WGSL's line breaks, names
 that would shadow a type or builtin, and colour swizzles. The hand-written edge cases, each
 parsed by kvdsl and compiled by naga and Tint (Dawn's Null backend), are conformance cases
-(``cases/wgsl_edges/``, run by ``test_cases.py``): where kvdsl takes a text, both compilers
+(``cases/wgsl_edges/``, run by ``test_wgsl_cases.py``): where kvdsl takes a text, both compilers
 must; kvdsl may be stricter (its subset, its declaration order, a barrier only under a uniform
 condition as Tint requires and naga does not check; docs/grammar.md names each)."""
 

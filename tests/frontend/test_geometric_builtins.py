@@ -12,7 +12,7 @@ a sum into one fma (NVIDIA's and llvmpipe's compilers do): values are compared w
 absolute plus 2e-5 relative (inputs of magnitude at most about 2: a few f32 ulps of the
 largest term). The inputs keep ``k`` and ``dot(e2, e3)`` at least 1e-2 from zero, where a
 rounding would flip the branch. What WGSL refuses of them is conformance cases
-(``cases/geometric_builtins/``, run by ``test_cases.py``)."""
+(``cases/geometric_builtins/``, run by ``test_wgsl_cases.py``)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 ``diagnostic`` directives, and the numeric, bit and packing builtins. Each text parses, prints
 back to the same IR, and runs on the interpreter as on the GPU and as a numpy statement of it
 says. Texts of each construct that kvdsl, naga and Tint take, and invalid ones kvdsl refuses as
-a WGSL compiler does, are conformance cases (``cases/language/``, run by ``test_cases.py``)."""
+a WGSL compiler does, are conformance cases (``cases/language/``, run by ``test_wgsl_cases.py``)."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ bytes). Each element is held as words, as structs are (:mod:`kvdsl.interp.struct
 checked per level, races found per word, ``arrayLength`` counting outer elements. Each valid
 text prints back to the same IR and runs on the interpreter and the GPU as numpy says; the
 invalid texts and those outside the subset are conformance cases (``cases/nested_storage/``,
-run by ``test_cases.py``)."""
+run by ``test_wgsl_cases.py``)."""
 
 from __future__ import annotations
 

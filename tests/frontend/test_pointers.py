@@ -3,7 +3,7 @@ T[, access]>`` parameters and ``let``s, ``&x``, ``*p``, ``(*p)[i]``, ``(*p).x`` 
 through a pointer, assignments through one; ``array<T, N>()``, ``vecN<T>()``, ``T()``. Each
 text parses, prints back to the same IR and runs on the interpreter as a numpy statement of
 it says (and on the GPU where naga compiles it); smaller valid texts and the invalid ones are
-conformance cases (``cases/pointers/``, run by ``test_cases.py``).
+conformance cases (``cases/pointers/``, run by ``test_wgsl_cases.py``).
 
 naga (this wgpu) has no ``unrestricted_pointer_parameters``: it refuses workgroup and storage
 pointer parameters, and aborts the process on a function pointer to an array's element passed

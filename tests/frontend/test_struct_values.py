@@ -2,7 +2,7 @@
 type, member assignment (under a non-uniform condition too), structs passed to and returned
 from helpers, and whole struct values stored to a storage array of structs. The kernel parses,
 prints back to the same IR and runs in the interpreter and on the GPU as numpy says; the
-invalid texts are conformance cases (``cases/struct_values/``, run by ``test_cases.py``)."""
+invalid texts are conformance cases (``cases/struct_values/``, run by ``test_wgsl_cases.py``)."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ layout (member offsets rounded up to each member's alignment, the stride the str
 rounded up to its alignment), and ``arrayLength`` of an array of structs. Each valid text
 parses, prints back to the same IR and runs on the interpreter (and the GPU) as numpy says;
 the invalid texts and those outside the subset are conformance cases (``cases/structs/``, run
-by ``test_cases.py``)."""
+by ``test_wgsl_cases.py``)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@ ballot, all/any, elect and the ``subgroup_invocation_id`` / ``subgroup_size`` in
 using them parses, prints back to the same IR, runs in the interpreter at the adapter's subgroup
 size as on the GPU, and at every size as a numpy statement of it says. Smaller valid texts and
 the invalid ones are conformance cases (``cases/subgroup_builtins/``, run by
-``test_cases.py``)."""
+``test_wgsl_cases.py``)."""
 
 from __future__ import annotations
 

@@ -91,7 +91,7 @@ def assert_taken(texts: dict[str, str]) -> None:
     assert refused_by_compilers(texts) == {}
 
 
-#: The folder of WGSL conformance cases (``tests/frontend/test_cases.py`` runs them).
+#: The folder of WGSL conformance cases (``tests/frontend/test_wgsl_cases.py`` runs them).
 CASES = Path(__file__).resolve().parents[1] / "frontend" / "cases"
 
 #: What kvdsl makes of a case: it takes it, or refuses it with one of these errors.
