@@ -6,18 +6,25 @@ For sequence ``b`` of ``seqlens_k[b] + 1`` cached rows (the new tokens' rows las
 states the meaning: causal inside the new tokens, an optional sliding ``window``, soft-capping,
 one sink logit per head).
 
-Split-K (flash-decoding): the keys are cut into ``chunks`` ranges of ``chunk`` rows; workgroup
-``(b, kv head, row block, chunk)`` reads its range once for the ``GROUP × queries`` query rows
-of its KV head (a row block of at most ``ROWS`` of them), and writes each row's partial: the
-running maximum ``m``, the sum ``l`` of ``exp(logit - m)`` and the unnormalised output
+Split-K (flash-decoding): the keys are cut into ``chunks`` ranges of ``chunk`` rows (at most
+``MAX_CHUNK``); workgroup ``(b, kv head, row block, chunk)`` reads its range once for a block
+of at most ``ROWS`` of its KV head's ``GROUP × queries`` query rows, and writes each row's
+partial: the maximum logit ``m``, the sum ``l`` of ``exp(logit - m)`` and the unnormalised output
 ``sum exp(logit - m) v``. With one chunk the kernel writes the output itself; otherwise
 :func:`attend_merge` combines the partials in a second dispatch.
 
-Inside a workgroup the range is read in tiles of ``WG`` keys: invocation ``t`` scores key
-``t`` of the tile against the row block's queries (held in workgroup memory), one invocation
-per row folds the tile into the row's running maximum and sum, and every invocation then adds
-its share of ``(row, vec4 of dims)`` outputs over the tile's values. Logits of keys a row does
-not see are :data:`HIDDEN`, and weigh zero.
+Inside a workgroup, in three steps between barriers:
+
+1. *scores*: invocation ``t`` takes keys ``start + t``, ``start + t + WG``, ... and scores each
+   against the block's queries (held in workgroup memory), into ``logits[row][key]``; its
+   largest score per row goes to ``part[row][t]``;
+2. *weights*: every row's maximum is read from ``part``, each invocation turns its keys' logits
+   into ``exp(logit - m)`` and its sum per row into ``part``, whose total is ``l``;
+3. *values*: invocation ``t`` holds vec4 ``t % HEAD_DIM_V4`` of the output of every row of the
+   block, over keys ``start + t / HEAD_DIM_V4`` in steps of ``WG / HEAD_DIM_V4``: each value
+   vector is loaded once; the key groups' sums are added in workgroup memory at the end.
+
+Logits of keys a row does not see are :data:`HIDDEN`, and weigh zero.
 """
 
 from __future__ import annotations
@@ -34,7 +41,6 @@ from kvdsl.ir import (
     array,
     call,
     construct,
-    convert,
     f32,
     i32,
     max_,
@@ -46,10 +52,8 @@ from kvdsl.ir import (
 )
 from kvdsl.ir.ops import Op
 from kvdsl.kernels.config import (
-    ConfigError,
     Element,
     KernelConfig,
-    ceil_div,
     choice,
     contract,
     one_of,
@@ -62,11 +66,13 @@ from kvdsl.nodes.window import total_tokens
 from kvdsl.nodes.words import splat
 
 #: The logit of a key a query does not see (below any real logit; ``exp`` of it less the
-#: running maximum is 0 in f32).
+#: row's maximum is 0 in f32).
 HIDDEN = -3.0e38
-#: Workgroup memory a row block's queries may take (of WebGPU's 16 KiB), in bytes.
-QUERY_BYTES = 8192
+#: Query rows one workgroup holds (their outputs live in each invocation's registers).
+MAX_ROWS = 8
 MAX_QUERIES = 8
+#: WebGPU's default workgroup memory, in bytes.
+WORKGROUP_BYTES = 16384
 
 
 @dataclass(frozen=True)
@@ -100,7 +106,7 @@ class AttendConfig(KernelConfig):
     def check_fields(self) -> None:
         positive_int("kv_heads", self.kv_heads)
         positive_int("q_heads", self.q_heads)
-        positive_int("head_dim", self.head_dim, 1024)
+        positive_int("head_dim", self.head_dim, 512)
         require(self.head_dim % 4 == 0, "head_dim", self.head_dim, "a multiple of 4")
         require(
             self.q_heads % self.kv_heads == 0,
@@ -112,8 +118,24 @@ class AttendConfig(KernelConfig):
         one_of("cache_type", self.cache_type, (Element.F32, Element.F16))
         require(not self.window, "window", self.window, "false for attend")
 
+    def check_schedule(self) -> None:
+        d4 = self.head_dim // 4
+        require(
+            self.workgroup_size % d4 == 0,
+            "workgroup_size",
+            self.workgroup_size,
+            f"a multiple of head_dim / 4 ({d4}): whole output rows per key group",
+        )
+        require(
+            self.max_chunk >= max(self.workgroup_size, self.head_dim),
+            "workgroup_size",
+            self.workgroup_size,
+            "small enough to leave workgroup memory for a chunk of as many keys as it has"
+            " invocations (and as head_dim)",
+        )
+
     def default_workgroup_size(self) -> int:
-        return 64
+        return max(128, self.head_dim // 4)
 
     @property
     def group(self) -> int:
@@ -122,12 +144,22 @@ class AttendConfig(KernelConfig):
 
     @property
     def rows(self) -> int:
-        """Query rows a workgroup holds: all of a KV head's, or as many as fit
-        :data:`QUERY_BYTES`."""
-        fit = QUERY_BYTES // (4 * self.head_dim)
-        if fit < 1:
-            raise ConfigError(f"head_dim {self.head_dim}: a query row past {QUERY_BYTES} bytes")
-        return min(self.group * self.max_queries, fit)
+        """Query rows a workgroup holds (a row block): at most :data:`MAX_ROWS`, and few
+        enough that a chunk of ``max(workgroup_size, head_dim)`` keys fits beside them."""
+        rows = min(self.group * self.max_queries, MAX_ROWS)
+        while rows > 1 and self._chunk_room(rows) < max(self.workgroup_size, self.head_dim):
+            rows -= 1
+        return rows
+
+    @property
+    def max_chunk(self) -> int:
+        """The most keys one workgroup reads: its logits fill the workgroup memory the block's
+        queries, the invocations' partial maxima and sums and the rows' statistics leave."""
+        return self._chunk_room(self.rows)
+
+    def _chunk_room(self, rows: int) -> int:
+        left = WORKGROUP_BYTES - 4 * rows * (self.head_dim + self.workgroup_size + 2)
+        return left // (4 * rows)
 
 
 def _cache_reader(
@@ -162,18 +194,20 @@ def attend(cfg: AttendConfig, name: str = "attend") -> Kernel:
     kv_heads = kb.const("KV_HEADS", u32, cfg.kv_heads)
     group = kb.const("GROUP", u32, cfg.group)
     rows_max = kb.const("ROWS", u32, cfg.rows)
+    max_chunk = kb.const("MAX_CHUNK", u32, cfg.max_chunk)
+    key_groups = kb.const("KEY_GROUPS", u32, cfg.workgroup_size // (cfg.head_dim // 4))
     batch, seq = kb.param("batch"), kb.param("seq")
     queries, chunk, chunks = kb.param("queries"), kb.param("chunk"), kb.param("chunks")
     blocks = kb.param("rowBlocks")
     scale = kb.param("scale", f32)
     window = kb.param("window") if cfg.window_size else None
     cap = kb.param("softcap", f32) if cfg.softcap else None
+    rows = range(cfg.rows)
 
     q_sh = kb.workgroup_var("qs", array(vec(4, f32), cfg.rows * (cfg.head_dim // 4)))
-    p_sh = kb.workgroup_var("ps", array(f32, cfg.rows * cfg.workgroup_size))
-    m_sh = kb.workgroup_var("ms", array(f32, cfg.rows))
-    l_sh = kb.workgroup_var("ls", array(f32, cfg.rows))
-    a_sh = kb.workgroup_var("alphas", array(f32, cfg.rows))
+    logits = kb.workgroup_var("logits", array(f32, cfg.rows * cfg.max_chunk))
+    part = kb.workgroup_var("part", array(f32, cfg.rows * cfg.workgroup_size))
+    stat = kb.workgroup_var("stat", array(f32, 2 * cfg.rows))
 
     kb.comment("Workgroup (b, kv head, row block, chunk), chunk fastest.")
     w = workgroup_flat(kb, cfg.fold)
@@ -184,114 +218,127 @@ def attend(cfg: AttendConfig, name: str = "attend") -> Kernel:
     b = kb.let("b", w / (chunks * blocks * kv_heads))
     t = kb.lid.x
     total = total_tokens(kb, seqlens, b)
-    rows_all = kb.let("rowsAll", group * queries)
-    row0 = kb.let("row0", blk * rows_max)
-    nrows = kb.let("nrows", min_(rows_max, rows_all - min_(row0, rows_all)))
-    start = kb.let("start", c * chunk)
-    end = kb.let("end", min_(start + chunk, total))
     kb.comment("A sequence shorter than its new tokens has no positions: left unwritten.")
     kb.leave_if(total < queries)
+    row0 = kb.let("row0", blk * rows_max)
+    nrows = kb.let("nrows", min_(rows_max, group * queries - min_(row0, group * queries)))
+    start = kb.let("start", c * chunk)
+    end = kb.let("end", max_(start, min_(start + chunk, total)))
+    slice_ = kb.let("slice", b * kv_heads + hk)
 
-    kb.comment(
-        "Row r of the block: query head hk * GROUP + g, new token i (r0 + r = g * queries + i)."
-    )
-    with kb.for_range("e", t, nrows * d4, wg) as e:
-        r = e / d4
+    def q_row(r: Val) -> Val:
+        """Row ``r`` of the block: query head ``hk * GROUP + g``, new token ``i``
+        (``row0 + r = g * queries + i``), as the index of its BNSH row."""
         g = (row0 + r) / queries
-        qi = (row0 + r) % queries
-        head = hk * group + g
-        q_sh[e] = query[((b * (kv_heads * group) + head) * queries + qi) * d4 + e % d4]
-    with kb.if_(t < nrows):
-        m_sh[t] = HIDDEN
-        l_sh[t] = 0.0
+        return (b * (kv_heads * group) + hk * group + g) * queries + (row0 + r) % queries
+
+    kb.comment("The block's query rows (rows past the block's end read as zero).")
+    with kb.for_range("e", t, rows_max * d4, wg) as e:
+        r = kb.let("r", e / d4)
+        with kb.if_(r < nrows):
+            q_sh[e] = query[q_row(r) * d4 + e % d4]
+        with kb.else_():
+            q_sh[e] = splat(vec(4, f32), 0.0)
     kb.barrier()
 
-    acc_n = -(-(cfg.rows * (cfg.head_dim // 4)) // cfg.workgroup_size)
-    acc = kb.var("acc", array(vec(4, f32), acc_n))
-    with kb.for_range("n", 0, acc_n) as n:
-        acc[n] = splat(vec(4, f32), 0.0)
+    kb.comment("1. Scores: keys start + t, start + t + WG, ...; each invocation's largest per row.")
+    top = [kb.var(f"top{r}", f32, HIDDEN) for r in rows]
+    with kb.for_range("j", start + t, end, wg) as j:
+        k_row = _cache_reader(kb, cfg, key, (slice_ * seq + j) * d4)
+        s = [kb.var(f"s{r}", f32, 0.0) for r in rows]
+        with kb.for_range("i", 0, d4) as i:
+            k4 = kb.let("k4", k_row(i))
+            for r in rows:
+                s[r].set(s[r] + call(Op.DOT, q_sh[r * d4 + i], k4))
+        for r in rows:
+            logit = kb.var(f"logit{r}", f32, s[r] * scale)
+            if cap is not None:
+                logit.set(cap * call(Op.TANH, logit / cap))
+            pos = kb.let(f"pos{r}", total - queries + (row0 + r) % queries)
+            seen = j <= pos
+            if window is not None:
+                seen = seen & (pos - j < window)
+            x = kb.let(f"x{r}", select(HIDDEN, logit, seen))
+            logits[r * max_chunk + (j - start)] = x
+            top[r].set(max_(top[r], x))
+    for r in rows:
+        part[r * wg + t] = top[r]
+    kb.barrier()
 
-    slice_ = kb.let("slice", b * kv_heads + hk)
-    with kb.for_range("tile", start, end, wg) as tile:
-        j = kb.let("j", tile + t)
-        kb.comment("Score key j of the tile against each row of the block.")
-        with kb.if_(j < end):
-            k_row = _cache_reader(kb, cfg, key, (slice_ * seq + j) * d4)
-            with kb.for_range("r", 0, nrows) as r:
-                s = kb.var("s", f32, 0.0)
-                with kb.for_range("i", 0, d4) as i:
-                    s.set(s + call(Op.DOT, q_sh[r * d4 + i], k_row(i)))
-                logit = kb.var("logit", f32, s * scale)
-                if cap is not None:
-                    logit.set(cap * call(Op.TANH, logit / cap))
-                qi = (row0 + r) % queries
-                pos = kb.let("pos", total - queries + qi)
-                seen = j <= pos
-                if window is not None:
-                    seen = seen & (pos - j < window)
-                p_sh[r * wg + t] = select(HIDDEN, logit, seen)
-        with kb.else_():
-            with kb.for_range("r", 0, nrows) as r:
-                p_sh[r * wg + t] = HIDDEN
+    kb.comment("2. Weights: each row's maximum m; logits become exp(logit - m); their sums.")
+    with kb.if_(t < rows_max):
+        m = kb.var("m", f32, HIDDEN)
+        with kb.for_range("k", 0, wg) as k:
+            m.set(max_(m, part[t * wg + k]))
+        stat[t] = m
+    kb.barrier()
+    for r in rows:
+        m_r = kb.let(f"m{r}", stat[r])
+        total_p = kb.var(f"sum{r}", f32, 0.0)
+        with kb.for_range("j", start + t, end, wg) as j:
+            at = kb.let("at", r * max_chunk + (j - start))
+            x = kb.let("x", logits[at])
+            p = kb.let("p", select(0.0, call(Op.EXP, x - m_r), x > HIDDEN))
+            logits[at] = p
+            total_p.set(total_p + p)
+        part[r * wg + t] = total_p
+    kb.barrier()
+    with kb.if_(t < rows_max):
+        l = kb.var("l", f32, 0.0)
+        with kb.for_range("k", 0, wg) as k:
+            l.set(l + part[t * wg + k])
+        stat[rows_max + t] = l
+
+    kb.comment("3. Values: vec4 i of every row's output over keys kg, kg + KEY_GROUPS, ...")
+    i = kb.let("i", t % d4)
+    kg = kb.let("kg", t / d4)
+    acc = [kb.var(f"acc{r}", vec(4, f32), splat(vec(4, f32), 0.0)) for r in rows]
+    with kb.for_range("j", start + kg, end, key_groups) as j:
+        v4 = kb.let("v4", _cache_reader(kb, cfg, value, (slice_ * seq + j) * d4)(i))
+        for r in rows:
+            acc[r].set(acc[r] + v4 * logits[r * max_chunk + (j - start)])
+    kb.barrier()
+    kb.comment("The key groups' sums, added in workgroup memory (it reuses the logits).")
+    with kb.for_range("g", 1, key_groups) as g:
+        with kb.if_(kg.eq(g)):
+            for r in rows:
+                for n, lane in enumerate("xyzw"):
+                    logits[(r * d4 + i) * 4 + n] = getattr(acc[r], lane)
         kb.barrier()
-        kb.comment("Fold the tile into each row's running maximum and sum; logits become weights.")
-        with kb.if_(t < nrows):
-            m_old = kb.let("mOld", m_sh[t])
-            m_new = kb.var("mNew", f32, m_old)
-            with kb.for_range("k", 0, wg) as k:
-                m_new.set(max_(m_new, p_sh[t * wg + k]))
-            total_p = kb.var("sum", f32, 0.0)
-            with kb.for_range("k", 0, wg) as k:
-                x = kb.let("x", p_sh[t * wg + k])
-                p = kb.let("p", select(0.0, call(Op.EXP, x - m_new), x > HIDDEN))
-                p_sh[t * wg + k] = p
-                total_p.set(total_p + p)
-            alpha = kb.let("alpha", select(1.0, call(Op.EXP, m_old - m_new), m_old > HIDDEN))
-            a_sh[t] = alpha
-            m_sh[t] = m_new
-            l_sh[t] = l_sh[t] * alpha + total_p
-        kb.barrier()
-        kb.comment(
-            "Outputs (row, vec4 of dims) e = t + n * WG: rescale, then add the tile's values."
-        )
-        with kb.for_range("n", 0, acc_n) as n:
-            e = kb.let("e", t + n * wg)
-            with kb.if_(e < nrows * d4):
-                r = kb.let("r", e / d4)
-                i = kb.let("i", e % d4)
-                sum_v = kb.var("sumV", vec(4, f32), acc[n] * a_sh[r])
-                last = kb.let("last", min_(wg, end - tile))
-                with kb.for_range("k", 0, last) as k:
-                    v_row = _cache_reader(kb, cfg, value, (slice_ * seq + tile + k) * d4)
-                    sum_v.set(sum_v + v_row(i) * p_sh[r * wg + k])
-                acc[n] = sum_v
+        with kb.if_(kg.eq(0)):
+            for r in rows:
+                at = (r * d4 + i) * 4
+                acc[r].set(
+                    acc[r]
+                    + construct(
+                        vec(4, f32), logits[at], logits[at + 1], logits[at + 2], logits[at + 3]
+                    )
+                )
         kb.barrier()
 
     kb.comment("One chunk: the output itself; else this chunk's partial (m, l, unnormalised o).")
-    with kb.for_range("n", 0, acc_n) as n:
-        e = kb.let("e", t + n * wg)
-        with kb.if_(e < nrows * d4):
-            r = kb.let("r", e / d4)
-            i = kb.let("i", e % d4)
-            g = (row0 + r) / queries
-            qi = (row0 + r) % queries
-            head = kb.let("head", hk * group + g)
-            orow = kb.let("orow", (b * (kv_heads * group) + head) * queries + qi)
-            with kb.if_(chunks.eq(1)):
-                m = kb.let("m", m_sh[r])
-                l = kb.var("l", f32, l_sh[r])
-                o = kb.var("o", vec(4, f32), acc[n])
-                if sinks is not None:
-                    sink = kb.let("sink", sinks[head])
-                    top = kb.let("top", max_(m, sink))
-                    keep = kb.let("keep", select(0.0, call(Op.EXP, m - top), m > HIDDEN))
-                    l.set(l * keep + call(Op.EXP, sink - top))
-                    o.set(o * keep)
-                out[orow * d4 + i] = select(splat(vec(4, f32), 0.0), o / l, l > 0.0)
-            with kb.else_():
-                part_o[(orow * chunks + c) * d4 + i] = acc[n]
-                with kb.if_(i.eq(0)):
-                    part_ml[orow * chunks + c] = construct(vec(2, f32), m_sh[r], l_sh[r])
+    with kb.if_(kg.eq(0)):
+        for r in rows:
+            with kb.if_(r < nrows):
+                orow = kb.let(f"orow{r}", q_row(r))
+                m_r = kb.let(f"mr{r}", stat[r])
+                l_r = kb.let(f"lr{r}", stat[r + cfg.rows])
+                with kb.if_(chunks.eq(1)):
+                    l = kb.var(f"l{r}", f32, l_r)
+                    o = kb.var(f"o{r}", vec(4, f32), acc[r])
+                    if sinks is not None:
+                        sink = kb.let(f"sink{r}", sinks[orow / queries % (kv_heads * group)])
+                        top_s = kb.let(f"top{r}s", max_(m_r, sink))
+                        keep = kb.let(
+                            f"keep{r}", select(0.0, call(Op.EXP, m_r - top_s), m_r > HIDDEN)
+                        )
+                        l.set(l * keep + call(Op.EXP, sink - top_s))
+                        o.set(o * keep)
+                    out[orow * d4 + i] = select(splat(vec(4, f32), 0.0), o / l, l > 0.0)
+                with kb.else_():
+                    part_o[(orow * chunks + c) * d4 + i] = acc[r]
+                    with kb.if_(i.eq(0)):
+                        part_ml[orow * chunks + c] = construct(vec(2, f32), m_r, l_r)
 
     items = times(batch, cfg.kv_heads, blocks, chunks)
     kernel = kb.build(Dispatch(items, 1, cfg.fold), "Split-K decode attention over a BNSH cache.")
@@ -310,17 +357,11 @@ def attend(cfg: AttendConfig, name: str = "attend") -> Kernel:
     requires = {
         "queries >= 1": queries >= 1,
         f"queries <= {cfg.max_queries}": queries <= cfg.max_queries,
-        "rowBlocks = ceil(GROUP * queries / ROWS)": blocks.eq(
-            ceil_div_val(group * queries, rows_max)
-        ),
+        "rowBlocks * ROWS >= GROUP * queries": blocks * cfg.rows >= queries * cfg.group,
+        f"chunk <= {cfg.max_chunk}": chunk <= cfg.max_chunk,
         "chunk * chunks >= seq": chunk * chunks >= seq,
     }
     return contract(kernel, extents, requires)
-
-
-def ceil_div_val(a: Val, b: Val) -> Val:
-    """``(a + b - 1) / b`` as a value."""
-    return (a + b - 1) / b
 
 
 def attend_merge(cfg: AttendConfig, name: str = "attend_merge") -> Kernel:
