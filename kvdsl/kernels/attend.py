@@ -6,12 +6,18 @@ For sequence ``b`` of ``seqlens_k[b] + 1`` cached rows (the new tokens' rows las
 states the meaning: causal inside the new tokens, an optional sliding ``window``, soft-capping,
 one sink logit per head).
 
+The cache is contiguous (BNSH ``[batch, kvHeads, seq, headDim]``, ``seq`` its capacity: the
+buffer-sharing cache) or paged (:mod:`kvdsl.nodes.paged`: a page table and ``seqlens_k``, NHD
+or HND pages, separate or combined pools); a row whose page entry is negative (a page a sliding
+window released) is not seen. Q and O are BNSH ``[batch, qHeads, queries, headDim]`` or BSH
+``[batch, queries, qHeads * headDim]``, f32 or f16 (carried in u32 words).
+
 Split-K (flash-decoding): the keys are cut into ``chunks`` ranges of ``chunk`` rows (at most
 ``MAX_CHUNK``); workgroup ``(b, kv head, row block, chunk)`` reads its range once for a block
 of at most ``ROWS`` of its KV head's ``GROUP × queries`` query rows, and writes each row's
-partial: the maximum logit ``m``, the sum ``l`` of ``exp(logit - m)`` and the unnormalised output
-``sum exp(logit - m) v``. With one chunk the kernel writes the output itself; otherwise
-:func:`attend_merge` combines the partials in a second dispatch.
+partial: the unnormalised output ``sum exp(logit - m) v`` and, in one more vector, the maximum
+logit ``m`` and the sum ``l`` of ``exp(logit - m)``. With one chunk the kernel writes the
+output itself; otherwise :func:`attend_merge` combines the partials in a second dispatch.
 
 Inside a workgroup, in three steps between barriers:
 
@@ -24,13 +30,16 @@ Inside a workgroup, in three steps between barriers:
    block, over keys ``start + t / HEAD_DIM_V4`` in steps of ``WG / HEAD_DIM_V4``: each value
    vector is loaded once; the key groups' sums are added in workgroup memory at the end.
 
-Logits of keys a row does not see are :data:`HIDDEN`, and weigh zero.
+Logits of keys a row does not see are :data:`HIDDEN`, and weigh zero; a value a row does not
+weigh is never multiplied in (a released page may hold anything).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
+from enum import StrEnum
+from typing import Any
 
 from kvdsl.ir import (
     Buffer,
@@ -47,11 +56,11 @@ from kvdsl.ir import (
     min_,
     select,
     u32,
-    unpack2x16float,
     vec,
 )
 from kvdsl.ir.ops import Op
 from kvdsl.kernels.config import (
+    FLOATS,
     Element,
     KernelConfig,
     choice,
@@ -61,7 +70,10 @@ from kvdsl.kernels.config import (
     require,
     times,
 )
+from kvdsl.kernels.paged import require_page_size
+from kvdsl.nodes import paged, walks, words
 from kvdsl.nodes.index import flat_index, workgroup_flat
+from kvdsl.nodes.paged import PageGeometry, PageLayout, Pool
 from kvdsl.nodes.window import total_tokens
 from kvdsl.nodes.words import splat
 
@@ -73,40 +85,58 @@ MAX_ROWS = 8
 MAX_QUERIES = 8
 #: WebGPU's default workgroup memory, in bytes.
 WORKGROUP_BYTES = 16384
+V4 = vec(4, f32)
+
+
+class CacheLayout(StrEnum):
+    """Where the cache's rows live: a contiguous BNSH cache, or pages of a pool."""
+
+    BNSH = "bnsh"
+    PAGED = "paged"
+
+
+class RowLayout(StrEnum):
+    """The order of Q's and O's rows: ``[batch, heads, queries, D]`` or
+    ``[batch, queries, heads * D]``."""
+
+    BNSH = "bnsh"
+    BSH = "bsh"
 
 
 @dataclass(frozen=True)
 class AttendConfig(KernelConfig):
-    """Decode attention over a contiguous BNSH cache of ``kv_heads`` × ``head_dim`` rows with
-    capacity ``seq`` (a param), for ``q_heads`` query heads and up to ``max_queries`` new tokens
-    a sequence; K/V stored as ``cache_type`` (f32, or f16 carried in u32 words)."""
+    """Decode attention over a cache of ``kv_heads`` × ``head_dim`` rows for ``q_heads`` query
+    heads and up to ``max_queries`` new tokens a sequence: the cache's layout and element type,
+    Q's and O's layouts and types, and the options (a sliding window, soft-capping, sinks)."""
 
     kv_heads: int
     head_dim: int
     q_heads: int
+    _: KW_ONLY
     max_queries: int = 1
+    cache: CacheLayout = choice(CacheLayout.BNSH)
     cache_type: Element = choice(Element.F32)
-    window_size: bool = False
+    page_size: int = 16
+    page_layout: PageLayout = choice(PageLayout.NHD)
+    pool: Pool = choice(Pool.SEPARATE)
+    q_layout: RowLayout = choice(RowLayout.BNSH)
+    q_type: Element = choice(Element.F32)
+    o_layout: RowLayout = choice(RowLayout.BNSH)
+    o_type: Element = choice(Element.F32)
+    sliding_window: bool = False
     softcap: bool = False
     sinks: bool = False
     mode = "attend"
-    KEYS = (
-        "kv_heads",
-        "head_dim",
-        "q_heads",
-        "max_queries",
-        "cache_type",
-        "window_size",
-        "softcap",
-        "sinks",
-        "workgroup_size",
-        "fold",
+    KEYS = (  # fmt: skip
+        "kv_heads", "head_dim", "q_heads", "max_queries", "cache", "cache_type", "page_size",
+        "page_layout", "pool", "q_layout", "q_type", "o_layout", "o_type", "sliding_window",
+        "softcap", "sinks", "workgroup_size", "fold",
     )
 
     def check_fields(self) -> None:
         positive_int("kv_heads", self.kv_heads)
         positive_int("q_heads", self.q_heads)
-        positive_int("head_dim", self.head_dim, 512)
+        positive_int("head_dim", self.head_dim, 256)
         require(self.head_dim % 4 == 0, "head_dim", self.head_dim, "a multiple of 4")
         require(
             self.q_heads % self.kv_heads == 0,
@@ -115,7 +145,15 @@ class AttendConfig(KernelConfig):
             f"a multiple of kv_heads ({self.kv_heads})",
         )
         positive_int("max_queries", self.max_queries, MAX_QUERIES)
-        one_of("cache_type", self.cache_type, (Element.F32, Element.F16))
+        one_of("cache", self.cache, CacheLayout)
+        one_of("cache_type", self.cache_type, FLOATS)
+        require_page_size(self.page_size)
+        one_of("page_layout", self.page_layout, PageLayout)
+        one_of("pool", self.pool, Pool)
+        for field in ("q_layout", "o_layout"):
+            one_of(field, getattr(self, field), RowLayout)
+        for field in ("q_type", "o_type"):
+            one_of(field, getattr(self, field), FLOATS)
         require(not self.window, "window", self.window, "false for attend")
 
     def check_schedule(self) -> None:
@@ -161,34 +199,93 @@ class AttendConfig(KernelConfig):
         left = WORKGROUP_BYTES - 4 * rows * (self.head_dim + self.workgroup_size + 2)
         return left // (4 * rows)
 
+    @property
+    def geometry(self) -> PageGeometry:
+        """A paged cache's pages, in ``vec4`` units."""
+        return PageGeometry(
+            self.page_size, self.kv_heads, self.head_dim // 4, self.page_layout, self.pool
+        )
 
-def _cache_reader(
-    kb: KernelBuilder, cfg: AttendConfig, pool: Buffer, row: Val
-) -> Callable[[Val], Val]:
-    """``load(i)``: vec4 ``i`` of the cache row starting at vec4 ``row``, as f32."""
-    if cfg.cache_type is Element.F32:
-        return lambda i: pool[row + i]
 
-    def load(i: Val) -> Val:
-        w = pool[row + i]
-        return construct(vec(4, f32), unpack2x16float(w.x), unpack2x16float(w.y))
+@dataclass(frozen=True)
+class Cache:
+    """The cache as a kernel reads it: ``row(b, hk, j, value)`` gives the first unit of row
+    ``j`` of sequence ``b``'s KV head ``hk`` and whether it is missing; ``load`` a ``vec4`` of
+    it as f32."""
 
-    return load
+    key: Buffer
+    value: Buffer
+    row: Callable[[Val, Val, Val, bool], tuple[Val, Val | None]]
+    load: Callable[[Buffer, Val], Val]
+    extents: dict[str, Any]
+
+
+def _cache(kb: KernelBuilder, cfg: AttendConfig, seqlens: Buffer, batch: Val) -> Cache:
+    """Declare the cache's bindings and consts; how rows are found and decoded."""
+    ty = cfg.cache_type.scalar
+    d4 = cfg.head_dim // 4
+    elem = words.elem(ty, 4)
+
+    def load(pool: Buffer, at: Val) -> Val:
+        return words.as_f32(kb, pool[at])
+
+    if cfg.cache is CacheLayout.BNSH:
+        key, value = words.bindings(kb, ("key", "value"), ty, 4)
+        seq = kb.param("seq")
+        heads = kb.const("KV_HEADS_CACHE", u32, cfg.kv_heads)
+
+        def row(b: Val, hk: Val, j: Val, _: bool) -> tuple[Val, Val | None]:
+            return ((b * heads + hk) * seq + j) * d4, None
+
+        rows = times(batch, cfg.kv_heads, seq, d4)
+        return Cache(key, value, row, load, {"key": rows, "value": rows})
+    page_table = kb.binding("page_table", i32, "read")
+    if cfg.pool is Pool.COMBINED:
+        key = value = words.binding(kb, "kv_pages", ty, 4)
+    else:
+        key, value = words.bindings(kb, ("key_pages", "value_pages"), ty, 4)
+    pages = paged.declare(kb, cfg.geometry)
+    max_pages = kb.param("maxPages")
+
+    def paged_row(b: Val, hk: Val, j: Val, is_value: bool) -> tuple[Val, Val | None]:
+        entry = kb.let("entry", page_table[b * max_pages + j / pages.size])
+        page = max_(entry, 0).to(u32)
+        return pages.row_base(page, j % pages.size, hk, is_value), entry < 0
+
+    per_page = cfg.geometry.stride
+    npages = _largest_page_plus_one()
+    extents: dict[str, Any] = {"page_table": times(batch, max_pages)}
+    if cfg.pool is Pool.COMBINED:
+        extents["kv_pages"] = times(npages, per_page * 4)
+    else:
+        extents |= {n: times(npages, per_page * 4) for n in ("key_pages", "value_pages")}
+    del elem
+    return Cache(key, value, paged_row, load, extents)
+
+
+def _largest_page_plus_one() -> Any:
+    from kvdsl.kernels.config import emax, largest, plus
+
+    return emax(plus(largest("page_table"), 1), 0)
+
+
+def _row_index(cfg: AttendConfig, layout: RowLayout, b: Val, head: Val, qi: Val, queries: Val):
+    """Query row ``(b, head, qi)``'s index in rows of ``head_dim`` in ``layout``."""
+    if layout is RowLayout.BNSH:
+        return (b * cfg.q_heads + head) * queries + qi
+    return (b * queries + qi) * cfg.q_heads + head
 
 
 def attend(cfg: AttendConfig, name: str = "attend") -> Kernel:
     """Build the split-K decode attention kernel for ``cfg``."""
     kb = KernelBuilder(name, cfg.workgroup_size)
     seqlens = kb.binding("seqlens_k", i32, "read")
-    query = kb.binding("query", vec(4, f32), "read")
-    cache_elem = vec(4, f32) if cfg.cache_type is Element.F32 else vec(2, u32)
-    data = None if cfg.cache_type is Element.F32 else cfg.cache_type.scalar
-    key = kb.binding("key", cache_elem, "read", data)
-    value = kb.binding("value", cache_elem, "read", data)
+    query = words.binding(kb, "query", cfg.q_type.scalar, 4)
+    batch = kb.param("batch")
+    cache = _cache(kb, cfg, seqlens, batch)
     sinks = kb.binding("sinks", f32, "read") if cfg.sinks else None
-    out = kb.binding("output", vec(4, f32), "read_write")
-    part_o = kb.binding("partial_output", vec(4, f32), "read_write")
-    part_ml = kb.binding("partial_stats", vec(2, f32), "read_write")
+    out = words.binding(kb, "output", cfg.o_type.scalar, 4, "read_write")
+    partials = kb.binding("partials", V4, "read_write")
     wg = kb.workgroup_const("WG")
     d4 = kb.const("HEAD_DIM_V4", u32, cfg.head_dim // 4)
     kv_heads = kb.const("KV_HEADS", u32, cfg.kv_heads)
@@ -196,15 +293,14 @@ def attend(cfg: AttendConfig, name: str = "attend") -> Kernel:
     rows_max = kb.const("ROWS", u32, cfg.rows)
     max_chunk = kb.const("MAX_CHUNK", u32, cfg.max_chunk)
     key_groups = kb.const("KEY_GROUPS", u32, cfg.workgroup_size // (cfg.head_dim // 4))
-    batch, seq = kb.param("batch"), kb.param("seq")
     queries, chunk, chunks = kb.param("queries"), kb.param("chunk"), kb.param("chunks")
     blocks = kb.param("rowBlocks")
     scale = kb.param("scale", f32)
-    window = kb.param("window") if cfg.window_size else None
+    window = kb.param("window") if cfg.sliding_window else None
     cap = kb.param("softcap", f32) if cfg.softcap else None
     rows = range(cfg.rows)
 
-    q_sh = kb.workgroup_var("qs", array(vec(4, f32), cfg.rows * (cfg.head_dim // 4)))
+    q_sh = kb.workgroup_var("qs", array(V4, cfg.rows * (cfg.head_dim // 4)))
     logits = kb.workgroup_var("logits", array(f32, cfg.rows * cfg.max_chunk))
     part = kb.workgroup_var("part", array(f32, cfg.rows * cfg.workgroup_size))
     stat = kb.workgroup_var("stat", array(f32, 2 * cfg.rows))
@@ -222,32 +318,38 @@ def attend(cfg: AttendConfig, name: str = "attend") -> Kernel:
     kb.leave_if(total < queries)
     row0 = kb.let("row0", blk * rows_max)
     nrows = kb.let("nrows", min_(rows_max, group * queries - min_(row0, group * queries)))
-    start = kb.let("start", c * chunk)
-    end = kb.let("end", max_(start, min_(start + chunk, total)))
-    slice_ = kb.let("slice", b * kv_heads + hk)
+    first = kb.let("first", c * chunk)
+    if window is None:
+        start = first
+    else:
+        kb.comment("Keys before the window of the block's first new token are seen by no row.")
+        oldest = kb.let("oldest", max_(total - queries + 1, window) - window)
+        start = kb.let("start", max_(first, oldest))
+    end = kb.let("end", max_(start, min_(first + chunk, total)))
 
-    def q_row(r: Val) -> Val:
-        """Row ``r`` of the block: query head ``hk * GROUP + g``, new token ``i``
-        (``row0 + r = g * queries + i``), as the index of its BNSH row."""
-        g = (row0 + r) / queries
-        return (b * (kv_heads * group) + hk * group + g) * queries + (row0 + r) % queries
+    def q_row(r: Val | int, layout: RowLayout) -> Val:
+        """Row ``r`` of the block (``row0 + r = g * queries + i``: query head
+        ``hk * GROUP + g``, new token ``i``) as a row index of Q or O in ``layout``."""
+        head = hk * group + (row0 + r) / queries
+        return _row_index(cfg, layout, b, head, (row0 + r) % queries, queries)
 
     kb.comment("The block's query rows (rows past the block's end read as zero).")
     with kb.for_range("e", t, rows_max * d4, wg) as e:
         r = kb.let("r", e / d4)
         with kb.if_(r < nrows):
-            q_sh[e] = query[q_row(r) * d4 + e % d4]
+            q_sh[e] = words.as_f32(kb, query[q_row(r, cfg.q_layout) * d4 + e % d4])
         with kb.else_():
-            q_sh[e] = splat(vec(4, f32), 0.0)
+            q_sh[e] = splat(V4, 0.0)
     kb.barrier()
 
     kb.comment("1. Scores: keys start + t, start + t + WG, ...; each invocation's largest per row.")
     top = [kb.var(f"top{r}", f32, HIDDEN) for r in rows]
     with kb.for_range("j", start + t, end, wg) as j:
-        k_row = _cache_reader(kb, cfg, key, (slice_ * seq + j) * d4)
+        base, missing = cache.row(b, hk, j, False)
+        k_base = kb.let("kBase", base)
         s = [kb.var(f"s{r}", f32, 0.0) for r in rows]
         with kb.for_range("i", 0, d4) as i:
-            k4 = kb.let("k4", k_row(i))
+            k4 = kb.let("k4", cache.load(cache.key, k_base + i))
             for r in rows:
                 s[r].set(s[r] + call(Op.DOT, q_sh[r * d4 + i], k4))
         for r in rows:
@@ -258,6 +360,8 @@ def attend(cfg: AttendConfig, name: str = "attend") -> Kernel:
             seen = j <= pos
             if window is not None:
                 seen = seen & (pos - j < window)
+            if missing is not None:
+                seen = seen & ~missing
             x = kb.let(f"x{r}", select(HIDDEN, logit, seen))
             logits[r * max_chunk + (j - start)] = x
             top[r].set(max_(top[r], x))
@@ -284,19 +388,21 @@ def attend(cfg: AttendConfig, name: str = "attend") -> Kernel:
         part[r * wg + t] = total_p
     kb.barrier()
     with kb.if_(t < rows_max):
-        l = kb.var("l", f32, 0.0)
+        l_all = kb.var("l", f32, 0.0)
         with kb.for_range("k", 0, wg) as k:
-            l.set(l + part[t * wg + k])
-        stat[rows_max + t] = l
+            l_all.set(l_all + part[t * wg + k])
+        stat[rows_max + t] = l_all
 
     kb.comment("3. Values: vec4 i of every row's output over keys kg, kg + KEY_GROUPS, ...")
     i = kb.let("i", t % d4)
     kg = kb.let("kg", t / d4)
-    acc = [kb.var(f"acc{r}", vec(4, f32), splat(vec(4, f32), 0.0)) for r in rows]
+    acc = [kb.var(f"acc{r}", V4, splat(V4, 0.0)) for r in rows]
     with kb.for_range("j", start + kg, end, key_groups) as j:
-        v4 = kb.let("v4", _cache_reader(kb, cfg, value, (slice_ * seq + j) * d4)(i))
+        base, _ = cache.row(b, hk, j, True)
+        v4 = kb.let("v4", cache.load(cache.value, base + i))
         for r in rows:
-            acc[r].set(acc[r] + v4 * logits[r * max_chunk + (j - start)])
+            p = kb.let(f"p{r}", logits[r * max_chunk + (j - start)])
+            acc[r].set(acc[r] + select(splat(V4, 0.0), v4 * p, p > 0.0))
     kb.barrier()
     kb.comment("The key groups' sums, added in workgroup memory (it reuses the logits).")
     with kb.for_range("g", 1, key_groups) as g:
@@ -308,60 +414,67 @@ def attend(cfg: AttendConfig, name: str = "attend") -> Kernel:
         with kb.if_(kg.eq(0)):
             for r in rows:
                 at = (r * d4 + i) * 4
-                acc[r].set(
-                    acc[r]
-                    + construct(
-                        vec(4, f32), logits[at], logits[at + 1], logits[at + 2], logits[at + 3]
-                    )
-                )
+                lanes = (logits[at], logits[at + 1], logits[at + 2], logits[at + 3])
+                acc[r].set(acc[r] + construct(V4, *lanes))
         kb.barrier()
 
-    kb.comment("One chunk: the output itself; else this chunk's partial (m, l, unnormalised o).")
+    kb.comment("One chunk: the output itself; else this chunk's partial: o, then (m, l).")
     with kb.if_(kg.eq(0)):
         for r in rows:
             with kb.if_(r < nrows):
-                orow = kb.let(f"orow{r}", q_row(r))
                 m_r = kb.let(f"mr{r}", stat[r])
                 l_r = kb.let(f"lr{r}", stat[r + cfg.rows])
                 with kb.if_(chunks.eq(1)):
                     l = kb.var(f"l{r}", f32, l_r)
-                    o = kb.var(f"o{r}", vec(4, f32), acc[r])
+                    o = kb.var(f"o{r}", V4, acc[r])
                     if sinks is not None:
-                        sink = kb.let(f"sink{r}", sinks[orow / queries % (kv_heads * group)])
-                        top_s = kb.let(f"top{r}s", max_(m_r, sink))
-                        keep = kb.let(
-                            f"keep{r}", select(0.0, call(Op.EXP, m_r - top_s), m_r > HIDDEN)
-                        )
+                        sink = kb.let(f"sink{r}", sinks[hk * group + (row0 + r) / queries])
+                        top_s = kb.let(f"sinkTop{r}", max_(m_r, sink))
+                        keep = select(0.0, call(Op.EXP, m_r - top_s), m_r > HIDDEN)
+                        keep = kb.let(f"keep{r}", keep)
                         l.set(l * keep + call(Op.EXP, sink - top_s))
                         o.set(o * keep)
-                    out[orow * d4 + i] = select(splat(vec(4, f32), 0.0), o / l, l > 0.0)
+                    normal = select(splat(V4, 0.0), o / l, l > 0.0)
+                    out[q_row(r, cfg.o_layout) * d4 + i] = words.to(kb, out.binding.elem, normal)
                 with kb.else_():
-                    part_o[(orow * chunks + c) * d4 + i] = acc[r]
+                    at = kb.let(f"at{r}", (q_row(r, RowLayout.BNSH) * chunks + c) * (d4 + 1))
+                    partials[at + i] = acc[r]
                     with kb.if_(i.eq(0)):
-                        part_ml[orow * chunks + c] = construct(vec(2, f32), m_r, l_r)
+                        partials[at + d4] = construct(V4, m_r, l_r, 0.0, 0.0)
 
     items = times(batch, cfg.kv_heads, blocks, chunks)
-    kernel = kb.build(Dispatch(items, 1, cfg.fold), "Split-K decode attention over a BNSH cache.")
+    doc = f"Split-K decode attention over a {_cache_words(cfg)}."
+    kernel = kb.build(Dispatch(items, 1, cfg.fold), doc)
     q_rows = times(batch, cfg.q_heads, queries)
     extents = {
         "seqlens_k": batch,
-        "query": times(q_rows, cfg.head_dim // 4),
-        "key": times(batch, cfg.kv_heads, seq, cfg.head_dim // 4),
-        "value": times(batch, cfg.kv_heads, seq, cfg.head_dim // 4),
-        "output": times(q_rows, cfg.head_dim // 4),
-        "partial_output": times(q_rows, chunks, cfg.head_dim // 4),
-        "partial_stats": times(q_rows, chunks),
-    }
+        "query": times(q_rows, cfg.head_dim),
+        "output": times(q_rows, cfg.head_dim),
+        "partials": times(q_rows, chunks, cfg.head_dim + 4),
+    } | cache.extents
     if sinks is not None:
         extents["sinks"] = cfg.q_heads
     requires = {
         "queries >= 1": queries >= 1,
         f"queries <= {cfg.max_queries}": queries <= cfg.max_queries,
-        "rowBlocks * ROWS >= GROUP * queries": blocks * cfg.rows >= queries * cfg.group,
+        f"rowBlocks * {cfg.rows} >= {cfg.group} * queries": blocks * cfg.rows
+        >= queries * cfg.group,
         f"chunk <= {cfg.max_chunk}": chunk <= cfg.max_chunk,
-        "chunk * chunks >= seq": chunk * chunks >= seq,
     }
-    return contract(kernel, extents, requires)
+    if cfg.cache is CacheLayout.BNSH:
+        requires["chunk * chunks >= seq"] = chunk * chunks >= kb.param("seq")
+    else:
+        max_pages = kb.param("maxPages")
+        requires["chunk * chunks >= maxPages * page_size"] = (
+            chunk * chunks >= max_pages * cfg.page_size
+        )
+    return walks.vector_extents(contract(kernel, extents, requires))
+
+
+def _cache_words(cfg: AttendConfig) -> str:
+    if cfg.cache is CacheLayout.BNSH:
+        return f"BNSH {cfg.cache_type.value} cache"
+    return f"paged {cfg.page_layout.value.upper()} {cfg.cache_type.value} cache ({cfg.pool.value} pools)"
 
 
 def attend_merge(cfg: AttendConfig, name: str = "attend_merge") -> Kernel:
@@ -372,43 +485,48 @@ def attend_merge(cfg: AttendConfig, name: str = "attend_merge") -> Kernel:
     e^(sink - M))``; a chunk that saw no key (``m_c`` :data:`HIDDEN`) weighs zero.
     """
     kb = KernelBuilder(name, cfg.workgroup_size)
-    part_o = kb.binding("partial_output", vec(4, f32), "read")
-    part_ml = kb.binding("partial_stats", vec(2, f32), "read")
+    partials = kb.binding("partials", V4, "read")
     sinks = kb.binding("sinks", f32, "read") if cfg.sinks else None
-    out = kb.binding("output", vec(4, f32), "read_write")
+    out = words.binding(kb, "output", cfg.o_type.scalar, 4, "read_write")
     kb.workgroup_const("WG")
     d4 = kb.const("HEAD_DIM_V4", u32, cfg.head_dim // 4)
     q_heads = kb.const("Q_HEADS", u32, cfg.q_heads)
     batch, queries, chunks = kb.param("batch"), kb.param("queries"), kb.param("chunks")
-    items = times(batch, cfg.q_heads, queries, cfg.head_dim // 4)
     e = flat_index(kb, cfg.fold, "e", bound=batch * q_heads * queries * d4)
-    orow = kb.let("orow", e / d4)
+    kb.comment("Output vec4 i of BNSH row (b, head, qi).")
+    row = kb.let("row", e / d4)
     i = kb.let("i", e % d4)
+    head = kb.let("head", (row / queries) % q_heads)
     top = kb.var("top", f32, HIDDEN)
+    sink = None
     if sinks is not None:
-        sink = kb.let("sink", sinks[(orow / queries) % q_heads])
+        sink = kb.let("sink", sinks[head])
         top.set(sink)
+    stride = kb.let("stride", d4 + 1)
     with kb.for_range("c", 0, chunks) as c:
-        top.set(max_(top, part_ml[orow * chunks + c].x))
+        top.set(max_(top, partials[(row * chunks + c) * stride + d4].x))
     l = kb.var("l", f32, 0.0)
-    o = kb.var("o", vec(4, f32), splat(vec(4, f32), 0.0))
+    o = kb.var("o", V4, splat(V4, 0.0))
     with kb.for_range("c", 0, chunks) as c:
-        ml = kb.let("ml", part_ml[orow * chunks + c])
-        wgt = kb.let("w", select(0.0, call(Op.EXP, ml.x - top), ml.x > HIDDEN))
-        l.set(l + ml.y * wgt)
-        o.set(o + part_o[(orow * chunks + c) * d4 + i] * wgt)
-    if sinks is not None:
+        at = kb.let("at", (row * chunks + c) * stride)
+        ml = kb.let("ml", partials[at + d4])
+        weight = kb.let("weight", select(0.0, call(Op.EXP, ml.x - top), ml.x > HIDDEN))
+        l.set(l + ml.y * weight)
+        o.set(o + partials[at + i] * weight)
+    if sink is not None:
         l.set(l + call(Op.EXP, sink - top))
-    out[e] = select(splat(vec(4, f32), 0.0), o / l, l > 0.0)
+    b, qi = row / (queries * q_heads), row % queries
+    at = _row_index(cfg, cfg.o_layout, b, head, qi, queries) * d4 + i
+    out[at] = words.to(kb, out.binding.elem, select(splat(V4, 0.0), o / l, l > 0.0))
+    items = times(batch, cfg.q_heads, queries, cfg.head_dim // 4)
     kernel = kb.build(
         Dispatch(items, cfg.workgroup_size, cfg.fold), "Merge split-K attention partials."
     )
     q_rows = times(batch, cfg.q_heads, queries)
     extents = {
-        "partial_output": times(q_rows, chunks, cfg.head_dim // 4),
-        "partial_stats": times(q_rows, chunks),
-        "output": times(q_rows, cfg.head_dim // 4),
+        "partials": times(q_rows, chunks, cfg.head_dim + 4),
+        "output": times(q_rows, cfg.head_dim),
     }
     if sinks is not None:
         extents["sinks"] = cfg.q_heads
-    return contract(kernel, extents)
+    return walks.vector_extents(contract(kernel, extents))
