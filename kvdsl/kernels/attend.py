@@ -59,8 +59,13 @@ from kvdsl.ir import (
     vec,
 )
 from kvdsl.ir.ops import Op
+from kvdsl.ir.tree import Binary
 from kvdsl.kernels.config import (
     FLOATS,
+    emax,
+    largest,
+    node,
+    plus,
     Element,
     KernelConfig,
     choice,
@@ -83,6 +88,9 @@ HIDDEN = -3.0e38
 #: Query rows one workgroup holds (their outputs live in each invocation's registers).
 MAX_ROWS = 8
 MAX_QUERIES = 8
+#: The workgroups :func:`plan` aims a dispatch at: WebGPU tells no count of compute units, and
+#: this many keeps a large discrete GPU busy while leaving the merge a few partials per row.
+TARGET_WORKGROUPS = 1024
 #: WebGPU's default workgroup memory, in bytes.
 WORKGROUP_BYTES = 16384
 V4 = vec(4, f32)
@@ -264,8 +272,6 @@ def _cache(kb: KernelBuilder, cfg: AttendConfig, seqlens: Buffer, batch: Val) ->
 
 
 def _largest_page_plus_one() -> Any:
-    from kvdsl.kernels.config import emax, largest, plus
-
     return emax(plus(largest("page_table"), 1), 0)
 
 
@@ -461,13 +467,9 @@ def attend(cfg: AttendConfig, name: str = "attend") -> Kernel:
         >= queries * cfg.group,
         f"chunk <= {cfg.max_chunk}": chunk <= cfg.max_chunk,
     }
-    if cfg.cache is CacheLayout.BNSH:
-        requires["chunk * chunks >= seq"] = chunk * chunks >= kb.param("seq")
-    else:
-        max_pages = kb.param("maxPages")
-        requires["chunk * chunks >= maxPages * page_size"] = (
-            chunk * chunks >= max_pages * cfg.page_size
-        )
+    requires["chunk * chunks >= seqlens_k.max + 1"] = Binary(
+        Op.GE, node(chunk * chunks), plus(largest("seqlens_k"), 1)
+    )
     return walks.vector_extents(contract(kernel, extents, requires))
 
 
@@ -530,3 +532,24 @@ def attend_merge(cfg: AttendConfig, name: str = "attend_merge") -> Kernel:
     if sinks is not None:
         extents["sinks"] = cfg.q_heads
     return walks.vector_extents(contract(kernel, extents))
+
+
+def plan(
+    cfg: AttendConfig, *, batch: int, queries: int, longest: int, target: int = TARGET_WORKGROUPS
+) -> dict[str, int]:
+    """The dispatch params of :func:`attend` for ``batch`` sequences of at most ``longest``
+    rows and ``queries`` new tokens each: ``rowBlocks``, and ``chunks`` ranges of ``chunk``
+    keys. The chunks are as many as bring the workgroups to ``target``, each of at least
+    ``workgroup_size`` keys (every invocation scores one) and at most ``max_chunk``."""
+    blocks = -(-(cfg.group * queries) // cfg.rows)
+    chunks = max(1, -(-target // (batch * cfg.kv_heads * blocks)))
+    chunk = -(-max(longest, 1) // chunks)
+    chunk = min(max(chunk, cfg.workgroup_size), cfg.max_chunk)
+    chunks = -(-max(longest, 1) // chunk)
+    return {
+        "batch": batch,
+        "queries": queries,
+        "rowBlocks": blocks,
+        "chunk": chunk,
+        "chunks": chunks,
+    }

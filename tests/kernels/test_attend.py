@@ -13,7 +13,7 @@ import pytest
 from kvdsl import interp
 from kvdsl.emit import emit
 from kvdsl.frontend import parse
-from kvdsl.kernels.attend import AttendConfig, CacheLayout, RowLayout, attend, attend_merge
+from kvdsl.kernels.attend import AttendConfig, CacheLayout, RowLayout, attend, attend_merge, plan
 from kvdsl.kernels.config import ConfigError, Element
 from kvdsl.nodes.paged import PageLayout, Pool
 from kvdsl.reference.attention import attention
@@ -282,3 +282,27 @@ def test_planted_bugs_fail(bug):
 def test_bad_configs_name_the_field(fields, message):
     with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
         AttendConfig(**({"kv_heads": 4, "head_dim": 64, "q_heads": 16} | fields))
+
+
+@pytest.mark.parametrize(
+    "batch,longest,queries", [(1, 8192, 1), (4, 32768, 1), (1, 300, 8), (64, 40, 2)]
+)
+def test_plan_covers_the_keys_and_fills_the_target(batch, longest, queries):
+    cfg = AttendConfig(kv_heads=8, head_dim=128, q_heads=32, max_queries=8)
+    p = plan(cfg, batch=batch, queries=queries, longest=longest, target=1024)
+    assert p["chunk"] * p["chunks"] >= longest
+    assert cfg.workgroup_size <= p["chunk"] <= cfg.max_chunk or p["chunks"] == 1
+    assert p["rowBlocks"] * cfg.rows >= cfg.group * queries
+    groups = batch * cfg.kv_heads * p["rowBlocks"] * p["chunks"]
+    short = p["chunk"] in (cfg.workgroup_size, cfg.max_chunk) or p["chunks"] == 1
+    assert groups >= 1024 or short  # past the target only where the chunk bounds stop it
+
+
+def test_the_plan_runs():
+    cfg = AttendConfig(**LLAMA, sinks=True)
+    case = Case(cfg, [300, 129, 1], 1, 64)
+    p = plan(cfg, batch=3, queries=1, longest=300, target=16)
+    case.params |= p
+    case.buffers["partials"] = np.full(3 * 8 * p["chunks"] * 36, np.nan, np.float32)
+    got = case.run(interp.run)
+    np.testing.assert_allclose(got, case.want, rtol=TOL, atol=TOL)
