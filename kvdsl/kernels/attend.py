@@ -94,6 +94,14 @@ TARGET_WORKGROUPS = 1024
 #: WebGPU's default workgroup memory, in bytes.
 WORKGROUP_BYTES = 16384
 V4 = vec(4, f32)
+#: The most cache units (16 bytes each, but for f16 rows of 4k + 4 halves) an invocation loads
+#: back to back before using them when it scores a key: a whole row up to head_dim 128 f32 or
+#: 256 f16; a longer row takes two such runs (a register budget).
+ROW_LOADS = 32
+#: Keys an invocation's value loop loads back to back each trip.
+VALUE_KEYS = 8
+#: Chunks the merge reads back to back each trip.
+MERGE_CHUNKS = 4
 
 
 class CacheLayout(StrEnum):
@@ -165,12 +173,12 @@ class AttendConfig(KernelConfig):
         require(not self.window, "window", self.window, "false for attend")
 
     def check_schedule(self) -> None:
-        d4 = self.head_dim // 4
+        lanes = self.head_dim // self.unit
         require(
-            self.workgroup_size % d4 == 0,
+            self.workgroup_size % lanes == 0,
             "workgroup_size",
             self.workgroup_size,
-            f"a multiple of head_dim / 4 ({d4}): whole output rows per key group",
+            f"a multiple of head_dim / {self.unit} ({lanes}): whole output rows per key group",
         )
         require(
             self.max_chunk >= max(self.workgroup_size, self.head_dim),
@@ -182,6 +190,12 @@ class AttendConfig(KernelConfig):
 
     def default_workgroup_size(self) -> int:
         return max(128, self.head_dim // 4)
+
+    @property
+    def unit(self) -> int:
+        """Cache values per load: eight halves as :data:`~kvdsl.nodes.words.WORDS` (16 bytes)
+        for an f16 cache whose rows divide by 8, else four (a vec4, or four halves)."""
+        return 8 if self.cache_type is Element.F16 and self.head_dim % 8 == 0 else 4
 
     @property
     def group(self) -> int:
@@ -200,75 +214,81 @@ class AttendConfig(KernelConfig):
     @property
     def max_chunk(self) -> int:
         """The most keys one workgroup reads: its logits fill the workgroup memory the block's
-        queries, the invocations' partial maxima and sums and the rows' statistics leave."""
+        queries, the invocations' partial maxima and sums and the rows' statistics leave
+        (beside each key's row base, in a paged cache)."""
         return self._chunk_room(self.rows)
 
     def _chunk_room(self, rows: int) -> int:
         left = WORKGROUP_BYTES - 4 * rows * (self.head_dim + self.workgroup_size + 2)
-        return left // (4 * rows)
+        return left // (4 * rows + 4 * (self.cache is CacheLayout.PAGED))
 
     @property
     def geometry(self) -> PageGeometry:
-        """A paged cache's pages, in ``vec4`` units."""
+        """A paged cache's pages, in units of :attr:`unit` values."""
         return PageGeometry(
-            self.page_size, self.kv_heads, self.head_dim // 4, self.page_layout, self.pool
+            self.page_size, self.kv_heads, self.head_dim // self.unit, self.page_layout, self.pool
         )
 
 
 @dataclass(frozen=True)
 class Cache:
-    """The cache as a kernel reads it: ``row(b, hk, j, value)`` gives the first unit of row
-    ``j`` of sequence ``b``'s KV head ``hk`` and whether it is missing; ``load`` a ``vec4`` of
-    it as f32."""
+    """The cache as a kernel reads it, in units of :attr:`AttendConfig.unit` values:
+    ``row(b, hk, j)`` gives the first unit of K's row ``j`` of sequence ``b``'s KV head ``hk``
+    and whether it is missing; V's row starts there in ``value`` (``value_shift`` units on)."""
 
     key: Buffer
     value: Buffer
-    row: Callable[[Val, Val, Val, bool], tuple[Val, Val | None]]
-    load: Callable[[Buffer, Val], Val]
+    row: Callable[[Val, Val, Val], tuple[Val, Val | None]]
+    value_shift: Val | None
     extents: dict[str, Any]
 
 
-def _cache(kb: KernelBuilder, cfg: AttendConfig, seqlens: Buffer, batch: Val) -> Cache:
-    """Declare the cache's bindings and consts; how rows are found and decoded."""
-    ty = cfg.cache_type.scalar
-    d4 = cfg.head_dim // 4
-    elem = words.elem(ty, 4)
-
-    def load(pool: Buffer, at: Val) -> Val:
-        return words.as_f32(kb, pool[at])
-
+def _cache(kb: KernelBuilder, cfg: AttendConfig, batch: Val) -> Cache:
+    """Declare the cache's bindings and consts; how rows are found."""
+    ty, unit = cfg.cache_type.scalar, cfg.unit
+    units = cfg.head_dim // unit
     if cfg.cache is CacheLayout.BNSH:
-        key, value = words.bindings(kb, ("key", "value"), ty, 4)
+        key, value = words.bindings(kb, ("key", "value"), ty, unit)
         seq = kb.param("seq")
         heads = kb.const("KV_HEADS_CACHE", u32, cfg.kv_heads)
 
-        def row(b: Val, hk: Val, j: Val, _: bool) -> tuple[Val, Val | None]:
-            return ((b * heads + hk) * seq + j) * d4, None
+        def row(b: Val, hk: Val, j: Val) -> tuple[Val, Val | None]:
+            return ((b * heads + hk) * seq + j) * units, None
 
-        rows = times(batch, cfg.kv_heads, seq, d4)
-        return Cache(key, value, row, load, {"key": rows, "value": rows})
+        rows = times(batch, cfg.kv_heads, seq, cfg.head_dim)
+        return Cache(key, value, row, None, {"key": rows, "value": rows})
     page_table = kb.binding("page_table", i32, "read")
     if cfg.pool is Pool.COMBINED:
-        key = value = words.binding(kb, "kv_pages", ty, 4)
+        key = value = words.binding(kb, "kv_pages", ty, unit)
     else:
-        key, value = words.bindings(kb, ("key_pages", "value_pages"), ty, 4)
+        key, value = words.bindings(kb, ("key_pages", "value_pages"), ty, unit)
     pages = paged.declare(kb, cfg.geometry)
     max_pages = kb.param("maxPages")
 
-    def paged_row(b: Val, hk: Val, j: Val, is_value: bool) -> tuple[Val, Val | None]:
+    def paged_row(b: Val, hk: Val, j: Val) -> tuple[Val, Val | None]:
         entry = kb.let("entry", page_table[b * max_pages + j / pages.size])
         page = max_(entry, 0).to(u32)
-        return pages.row_base(page, j % pages.size, hk, is_value), entry < 0
+        return pages.row_base(page, j % pages.size, hk), entry < 0
 
-    per_page = cfg.geometry.stride
-    npages = _largest_page_plus_one()
+    pool_values = times(_largest_page_plus_one(), cfg.geometry.stride * unit)
     extents: dict[str, Any] = {"page_table": times(batch, max_pages)}
     if cfg.pool is Pool.COMBINED:
-        extents["kv_pages"] = times(npages, per_page * 4)
+        extents["kv_pages"] = pool_values
     else:
-        extents |= {n: times(npages, per_page * 4) for n in ("key_pages", "value_pages")}
-    del elem
-    return Cache(key, value, paged_row, load, extents)
+        extents |= {n: pool_values for n in ("key_pages", "value_pages")}
+    shift = pages.units if cfg.pool is Pool.COMBINED else None
+    return Cache(key, value, paged_row, shift, extents)
+
+
+def _as_f32(kb: KernelBuilder, x: Val, name: str) -> list[Val]:
+    """Cache unit ``x`` as ``vec4<f32>`` lanes: itself (f32), or its halves unpacked into lets
+    ``name_0`` (and ``name_1`` for eight)."""
+    if x.ty == words.WORDS:
+        halves = (x.member("xy"), x.member("zw"))
+        return [kb.let(f"{name}_{h}", words.as_f32(kb, w)) for h, w in enumerate(halves)]
+    if x.ty == words.HALVES:
+        return [kb.let(f"{name}_0", words.as_f32(kb, x))]
+    return [x]
 
 
 def _largest_page_plus_one() -> Any:
@@ -288,17 +308,19 @@ def attend(cfg: AttendConfig, name: str = "attend") -> Kernel:
     seqlens = kb.binding("seqlens_k", i32, "read")
     query = words.binding(kb, "query", cfg.q_type.scalar, 4)
     batch = kb.param("batch")
-    cache = _cache(kb, cfg, seqlens, batch)
+    cache = _cache(kb, cfg, batch)
     sinks = kb.binding("sinks", f32, "read") if cfg.sinks else None
     out = words.binding(kb, "output", cfg.o_type.scalar, 4, "read_write")
     partials = kb.binding("partials", V4, "read_write")
     wg = kb.workgroup_const("WG")
     d4 = kb.const("HEAD_DIM_V4", u32, cfg.head_dim // 4)
+    n_units, per_unit = cfg.head_dim // cfg.unit, cfg.unit // 4
+    head_units = kb.const("HEAD_UNITS", u32, n_units)
     kv_heads = kb.const("KV_HEADS", u32, cfg.kv_heads)
     group = kb.const("GROUP", u32, cfg.group)
     rows_max = kb.const("ROWS", u32, cfg.rows)
     max_chunk = kb.const("MAX_CHUNK", u32, cfg.max_chunk)
-    key_groups = kb.const("KEY_GROUPS", u32, cfg.workgroup_size // (cfg.head_dim // 4))
+    key_groups = kb.const("KEY_GROUPS", u32, cfg.workgroup_size // n_units)
     queries, chunk, chunks = kb.param("queries"), kb.param("chunk"), kb.param("chunks")
     blocks = kb.param("rowBlocks")
     scale = kb.param("scale", f32)
@@ -310,6 +332,8 @@ def attend(cfg: AttendConfig, name: str = "attend") -> Kernel:
     logits = kb.workgroup_var("logits", array(f32, cfg.rows * cfg.max_chunk))
     part = kb.workgroup_var("part", array(f32, cfg.rows * cfg.workgroup_size))
     stat = kb.workgroup_var("stat", array(f32, 2 * cfg.rows))
+    paged_cache = cfg.cache is CacheLayout.PAGED
+    row_at = kb.workgroup_var("rowAt", array(u32, cfg.max_chunk)) if paged_cache else None
 
     kb.comment("Workgroup (b, kv head, row block, chunk), chunk fastest.")
     w = workgroup_flat(kb, cfg.fold)
@@ -351,13 +375,20 @@ def attend(cfg: AttendConfig, name: str = "attend") -> Kernel:
     kb.comment("1. Scores: keys start + t, start + t + WG, ...; each invocation's largest per row.")
     top = [kb.var(f"top{r}", f32, HIDDEN) for r in rows]
     with kb.for_range("j", start + t, end, wg) as j:
-        base, missing = cache.row(b, hk, j, False)
+        base, missing = cache.row(b, hk, j)
         k_base = kb.let("kBase", base)
+        if row_at is not None:
+            row_at[j - start] = k_base
         s = [kb.var(f"s{r}", f32, 0.0) for r in rows]
-        with kb.for_range("i", 0, d4) as i:
-            k4 = kb.let("k4", cache.load(cache.key, k_base + i))
-            for r in rows:
-                s[r].set(s[r] + call(Op.DOT, q_sh[r * d4 + i], k4))
+        for lo in range(0, n_units, ROW_LOADS):
+            kb.comment("The key row's loads, back to back; then its dot products.")
+            units = range(lo, min(lo + ROW_LOADS, n_units))
+            ks = [kb.let(f"k{u}", cache.key[k_base + u]) for u in units]
+            for u, k in zip(units, ks):
+                for h, k4 in enumerate(_as_f32(kb, k, f"k{u}")):
+                    for r in rows:
+                        q4 = q_sh[r * (cfg.head_dim // 4) + u * per_unit + h]
+                        s[r].set(s[r] + call(Op.DOT, q4, k4))
         for r in rows:
             logit = kb.var(f"logit{r}", f32, s[r] * scale)
             if cap is not None:
@@ -399,32 +430,49 @@ def attend(cfg: AttendConfig, name: str = "attend") -> Kernel:
             l_all.set(l_all + part[t * wg + k])
         stat[rows_max + t] = l_all
 
-    kb.comment("3. Values: vec4 i of every row's output over keys kg, kg + KEY_GROUPS, ...")
-    i = kb.let("i", t % d4)
-    kg = kb.let("kg", t / d4)
-    acc = [kb.var(f"acc{r}", V4, splat(V4, 0.0)) for r in rows]
-    with kb.for_range("j", start + kg, end, key_groups) as j:
-        base, _ = cache.row(b, hk, j, True)
-        v4 = kb.let("v4", cache.load(cache.value, base + i))
-        for r in rows:
-            p = kb.let(f"p{r}", logits[r * max_chunk + (j - start)])
-            acc[r].set(acc[r] + select(splat(V4, 0.0), v4 * p, p > 0.0))
+    kb.comment("3. Values: unit i of every row's output over keys kg, kg + KEY_GROUPS, ...")
+    i = kb.let("i", t % head_units)
+    kg = kb.let("kg", t / head_units)
+    zero = splat(V4, 0.0)
+    acc = [[kb.var(f"acc{r}_{h}", V4, zero) for h in range(per_unit)] for r in rows]
+    with kb.for_range("j", start + kg, end, key_groups * VALUE_KEYS) as j:
+        kb.comment("VALUE_KEYS keys (past the end: the last key, weighing zero); loads first.")
+        keys = [j] + [
+            kb.let(f"j{u}", min_(j + u * key_groups, end - 1)) for u in range(1, VALUE_KEYS)
+        ]
+        if row_at is None:
+            bases = [cache.row(b, hk, key)[0] for key in keys]
+        else:
+            bases = [row_at[key - start] for key in keys]
+            if cache.value_shift is not None:
+                bases = [base + cache.value_shift for base in bases]
+        vs = [kb.let(f"v{u}", cache.value[base + i]) for u, base in enumerate(bases)]
+        for u, (key, v) in enumerate(zip(keys, vs)):
+            v4s = _as_f32(kb, v, f"v{u}")
+            for r in rows:
+                p = logits[r * max_chunk + (key - start)]
+                p = kb.let(f"p{u}_{r}", p if u == 0 else select(0.0, p, j + u * key_groups < end))
+                for h, v4 in enumerate(v4s):
+                    acc[r][h].set(acc[r][h] + select(zero, v4 * p, p > 0.0))
     kb.barrier()
     kb.comment("The key groups' sums, added in workgroup memory (it reuses the logits).")
+    lanes = [(h, n, lane) for h in range(per_unit) for n, lane in enumerate("xyzw")]
     with kb.for_range("g", 1, key_groups) as g:
         with kb.if_(kg.eq(g)):
             for r in rows:
-                for n, lane in enumerate("xyzw"):
-                    logits[(r * d4 + i) * 4 + n] = getattr(acc[r], lane)
+                for h, n, lane in lanes:
+                    logits[(i + r * n_units) * cfg.unit + (4 * h + n)] = getattr(acc[r][h], lane)
         kb.barrier()
         with kb.if_(kg.eq(0)):
             for r in rows:
-                at = (r * d4 + i) * 4
-                lanes = (logits[at], logits[at + 1], logits[at + 2], logits[at + 3])
-                acc[r].set(acc[r] + construct(V4, *lanes))
+                at = (i + r * n_units) * cfg.unit
+                for h in range(per_unit):
+                    sums = (logits[at + (4 * h + n)] for n in range(4))
+                    acc[r][h].set(acc[r][h] + construct(V4, *sums))
         kb.barrier()
 
     kb.comment("One chunk: the output itself; else this chunk's partial: o, then (m, l).")
+    dims = [i] if per_unit == 1 else [kb.let(f"i{h}", i * per_unit + h) for h in range(per_unit)]
     with kb.if_(kg.eq(0)):
         for r in rows:
             with kb.if_(r < nrows):
@@ -432,19 +480,22 @@ def attend(cfg: AttendConfig, name: str = "attend") -> Kernel:
                 l_r = kb.let(f"lr{r}", stat[r + cfg.rows])
                 with kb.if_(chunks.eq(1)):
                     l = kb.var(f"l{r}", f32, l_r)
-                    o = kb.var(f"o{r}", V4, acc[r])
+                    keep = None
                     if sinks is not None:
                         sink = kb.let(f"sink{r}", sinks[hk * group + (row0 + r) / queries])
                         top_s = kb.let(f"sinkTop{r}", max_(m_r, sink))
                         keep = select(0.0, call(Op.EXP, m_r - top_s), m_r > HIDDEN)
                         keep = kb.let(f"keep{r}", keep)
                         l.set(l * keep + call(Op.EXP, sink - top_s))
-                        o.set(o * keep)
-                    normal = select(splat(V4, 0.0), o / l, l > 0.0)
-                    out[q_row(r, cfg.o_layout) * d4 + i] = words.to(kb, out.binding.elem, normal)
+                    o_at = kb.let(f"oAt{r}", q_row(r, cfg.o_layout) * d4)
+                    for h, dim in enumerate(dims):
+                        o = acc[r][h] if keep is None else acc[r][h] * keep
+                        normal = select(zero, o / l, l > 0.0)
+                        out[o_at + dim] = words.to(kb, out.binding.elem, normal)
                 with kb.else_():
                     at = kb.let(f"at{r}", (q_row(r, RowLayout.BNSH) * chunks + c) * (d4 + 1))
-                    partials[at + i] = acc[r]
+                    for h, dim in enumerate(dims):
+                        partials[at + dim] = acc[r][h]
                     with kb.if_(i.eq(0)):
                         partials[at + d4] = construct(V4, m_r, l_r, 0.0, 0.0)
 
@@ -484,7 +535,9 @@ def attend_merge(cfg: AttendConfig, name: str = "attend_merge") -> Kernel:
 
     For a row's chunks ``c`` with partials ``(m_c, l_c, o_c)`` and ``M`` the largest ``m_c``
     (and the head's sink): ``output = sum_c e^(m_c - M) o_c / (sum_c e^(m_c - M) l_c +
-    e^(sink - M))``; a chunk that saw no key (``m_c`` :data:`HIDDEN`) weighs zero.
+    e^(sink - M))``; a chunk that saw no key (``m_c`` :data:`HIDDEN`) weighs zero. One pass,
+    :data:`MERGE_CHUNKS` chunks a trip: the running maximum ``top`` starts at the sink (or
+    :data:`HIDDEN`), and the sums so far are scaled by ``e^(top - top')`` when it grows.
     """
     kb = KernelBuilder(name, cfg.workgroup_size)
     partials = kb.binding("partials", V4, "read")
@@ -505,16 +558,33 @@ def attend_merge(cfg: AttendConfig, name: str = "attend_merge") -> Kernel:
         sink = kb.let("sink", sinks[head])
         top.set(sink)
     stride = kb.let("stride", d4 + 1)
-    with kb.for_range("c", 0, chunks) as c:
-        top.set(max_(top, partials[(row * chunks + c) * stride + d4].x))
     l = kb.var("l", f32, 0.0)
     o = kb.var("o", V4, splat(V4, 0.0))
-    with kb.for_range("c", 0, chunks) as c:
-        at = kb.let("at", (row * chunks + c) * stride)
-        ml = kb.let("ml", partials[at + d4])
-        weight = kb.let("weight", select(0.0, call(Op.EXP, ml.x - top), ml.x > HIDDEN))
-        l.set(l + ml.y * weight)
-        o.set(o + partials[at + i] * weight)
+    with kb.for_range("c", 0, chunks, MERGE_CHUNKS) as c:
+        kb.comment("MERGE_CHUNKS chunks (past the last: the last, weighing zero); loads first.")
+        cs = [c] + [min_(c + u, chunks - 1) for u in range(1, MERGE_CHUNKS)]
+        ats = [kb.let(f"at{u}", (row * chunks + cu) * stride) for u, cu in enumerate(cs)]
+        mls = [kb.let(f"ml{u}", partials[at + d4]) for u, at in enumerate(ats)]
+        os = [kb.let(f"o{u}", partials[at + i]) for u, at in enumerate(ats)]
+        ms = [kb.let("m0", mls[0].x)]
+        for u in range(1, MERGE_CHUNKS):
+            ms.append(kb.let(f"m{u}", select(HIDDEN, mls[u].x, c + u < chunks)))
+        highest = ms[0]
+        for m in ms[1:]:
+            highest = max_(highest, m)
+        new_top = kb.let("newTop", max_(top, highest))
+        kb.comment("Rescale what is summed so far when a chunk's maximum is larger.")
+        keep = kb.let("keep", call(Op.EXP, top - new_top))
+        ws = [
+            kb.let(f"w{u}", select(0.0, call(Op.EXP, m - new_top), m > HIDDEN))
+            for u, m in enumerate(ms)
+        ]
+        l_sum, o_sum = l * keep, o * keep
+        for ml, o_u, w_u in zip(mls, os, ws):
+            l_sum, o_sum = l_sum + ml.y * w_u, o_sum + o_u * w_u
+        l.set(l_sum)
+        o.set(o_sum)
+        top.set(new_top)
     if sink is not None:
         l.set(l + call(Op.EXP, sink - top))
     b, qi = row / (queries * q_heads), row % queries

@@ -246,7 +246,13 @@ PLANTED = {
     "mask off by one": ("attend", "j <= pos0", "j < pos0", 32),
     "dropped sink": ("attend", "l0 = l0 * keep0 + exp(sink0 - sinkTop0);", "l0 = l0 * keep0;", 512),
     "merge drops the sink": ("attend_merge", "l = l + exp(sink - top);", "", 32),
-    "merge forgets the max rescale": ("attend_merge", "exp(ml.x - top)", "1.0f", 32),
+    "merge forgets the max rescale": ("attend_merge", "exp(m0 - newTop)", "1.0f", 32),
+    "merge keeps the sums of a smaller maximum": (
+        "attend_merge",
+        "let keep = exp(top - newTop);",
+        "let keep = 1.0f;",
+        16,
+    ),
     "wrong GQA head map": ("attend", "(hk * GROUP + (row0 + r)", "(hk + (row0 + r)", 32),
     "window off by one": ("attend", "pos1 - j < params.window", "pos1 - j <= params.window", 32),
 }
