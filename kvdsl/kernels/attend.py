@@ -22,13 +22,22 @@ output itself; otherwise :func:`attend_merge` combines the partials in a second 
 Inside a workgroup, in three steps between barriers:
 
 1. *scores*: invocation ``t`` takes keys ``start + t``, ``start + t + WG``, ... and scores each
-   against the block's queries (held in workgroup memory), into ``logits[row][key]``; its
-   largest score per row goes to ``part[row][t]``;
+   against the block's queries (held in workgroup memory), into ``logits[row][key]``; a key's
+   row is loaded as straight-line lets (:data:`ROW_LOADS` units back to back) before its dot
+   products, so its loads are in flight together; its largest score per row goes to
+   ``part[row][t]``;
 2. *weights*: every row's maximum is read from ``part``, each invocation turns its keys' logits
    into ``exp(logit - m)`` and its sum per row into ``part``, whose total is ``l``;
-3. *values*: invocation ``t`` holds vec4 ``t % HEAD_DIM_V4`` of the output of every row of the
-   block, over keys ``start + t / HEAD_DIM_V4`` in steps of ``WG / HEAD_DIM_V4``: each value
-   vector is loaded once; the key groups' sums are added in workgroup memory at the end.
+3. *values*: invocation ``t`` holds unit ``t % HEAD_UNITS`` of the output of every row of the
+   block, over keys ``start + t / HEAD_UNITS`` in steps of ``KEY_GROUPS``, :data:`VALUE_KEYS`
+   keys a trip whose value loads are issued first (keys past the end read the last key and
+   weigh zero): each value unit is loaded once; the key groups' sums are added in workgroup
+   memory at the end.
+
+A unit is 16 bytes: a vec4 of f32, or eight f16 halves as ``vec4<u32>`` words (four halves as
+``vec2<u32>`` where ``head_dim`` is not a multiple of 8). In a paged cache each key's row base
+is kept in workgroup memory by the scores, so the values read no page table. The latency of
+the cache's loads, not their count, bounds a decode: these are what keeps many in flight.
 
 Logits of keys a row does not see are :data:`HIDDEN`, and weigh zero; a value a row does not
 weigh is never multiplied in (a released page may hold anything).
