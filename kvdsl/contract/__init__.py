@@ -5,6 +5,7 @@ from kvdsl.contract.expr import ExprError, evaluate
 from kvdsl.contract.index import (
     ContractError,
     buffer_sizes,
+    check_requirements,
     entry,
     limits,
     params_bytes,
@@ -15,6 +16,7 @@ __all__ = [
     "ContractError",
     "ExprError",
     "buffer_sizes",
+    "check_requirements",
     "entry",
     "evaluate",
     "limits",
