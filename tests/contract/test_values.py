@@ -6,6 +6,7 @@ kernel's own condition, refusing exactly the params the runtime refuses."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import numpy as np
@@ -65,6 +66,25 @@ def test_param_values_are_the_kernels(mode):
             checked += 1
     assert not problems, f"{len(problems)} problems, e.g. " + "; ".join(problems[:3])
     assert checked >= 9
+
+
+def test_unsplit_dense_qkv_values_are_the_kernels():
+    """The catalog's dense qkv variants all split K and V; each as ``split=False`` (a K head
+    and its V head one row, ``count`` one row fewer per KV head) has values that are its
+    kernel's too."""
+    checked = 0
+    for name, cfg in catalog.VARIANTS.items():
+        if cfg.mode not in ("qkv", "paged_qkv") or cfg.format is None:
+            continue
+        cfg = dataclasses.replace(cfg, split=False)
+        kernel = catalog.build_config(cfg, f"{name}_unsplit")
+        e = entry(kernel, cfg)
+        assert "(q_heads + kv_heads)" in e["params"][0]["meaning"], name
+        for case in cases_for(cfg, 2, seed(name)):
+            shape = {k: int(v) for k, v in case.shape.items()}
+            assert value_problems(name, e, kernel, shape, case.params) == []
+            checked += 1
+    assert checked >= 8
 
 
 def test_a_wrong_value_is_caught(monkeypatch):
