@@ -15,7 +15,6 @@ from __future__ import annotations
 import re
 from typing import Callable
 
-from kvdsl.contract.expr import is_sum
 
 from kvdsl.kernels.build import BuildConfig, RowConfig
 from kvdsl.kernels.config import (
@@ -277,13 +276,14 @@ def meanings(cfg: KernelConfig) -> dict[str, str]:
     with its formula (:func:`formulas`, ``×`` for ``*``) where it is more than a shape
     variable's name."""
     own = MEANINGS[cfg.mode]
-    if cfg.window:
+    if cfg.window:  # a window's count is the window's rows
         own = own | {k: v for k, v in WINDOW_MEANINGS.items() if k not in own or k == "count"}
-    out = {}
+    table, out = formulas(cfg), {}
     for field, words in own.items():
-        formula = formulas(cfg).get(field)
-        shown = "" if formula is None or not is_sum(formula) and " " not in formula else formula
-        out[field] = f"{words}: {shown.replace(' * ', ' × ')}" if shown else words
+        formula = table.get(field)
+        if formula is not None and " " in formula:  # more than one name or number
+            words = f"{words}: {formula.replace(' * ', ' × ')}"
+        out[field] = words
     return out
 
 
