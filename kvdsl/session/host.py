@@ -10,10 +10,10 @@ buffer (:class:`Bound`), so a cache can sit between canary rows that no dispatch
 
 Before any dispatch the host checks the runtime inputs it passes (:func:`check_dispatch`): the
 params fit their types, the requirements the contract states hold
-(:func:`kvdsl.contract.check_requirements`, what ``kvdsl.js`` checks too), and no binding is smaller than what the
-kernel touches for these params and these ``seqlens_k`` values (the runtime's own contract,
-:mod:`kvdsl.runtime.contract`). A refusal names the field or binding, the value and what is
-allowed.
+(:func:`kvdsl.contract.check_requirements`, what ``kvdsl.js`` checks too), and no binding is
+smaller than what the kernel touches for these params and these ``seqlens_k`` values (the
+runtime's own contract, :mod:`kvdsl.runtime.contract`). A refusal names the field or binding,
+the value and what is allowed.
 """
 
 from __future__ import annotations
