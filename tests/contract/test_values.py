@@ -1,4 +1,4 @@
-"""The contract's params values and requirements against the kernels: every params field's
+"""The contract's params values and requirements against the kernels (and its schema): every params field's
 ``value`` formula, evaluated for a verification case's random shape, gives the case's params and
 makes each of the kernel's extents (the least elements a binding must hold for the params) the
 element count the contract sizes that binding with; every requirement in ``index.json`` is the
@@ -6,6 +6,7 @@ kernel's own condition, refusing exactly the params the runtime refuses."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import random
 
@@ -15,6 +16,7 @@ import pytest
 from kvdsl import catalog
 from kvdsl.contract import ContractError, check_requirements, entry, evaluate
 from kvdsl.contract.modes import formulas
+from kvdsl.contract.schema import errors
 from kvdsl.harness.cases import cases_for
 from kvdsl.ir import tree as ir
 from kvdsl.runtime.contract import evaluate as runtime_evaluate
@@ -182,3 +184,21 @@ def test_requirement_refusals_name_the_values():
     dense = "dense_append_int4_asym_llama31_8b"
     with pytest.raises(ContractError, match=r"requires keySeq <= seq; got count=1, keySeq=9"):
         check_requirements(catalog.build(dense), {"count": 1, "keySeq": 9, "seq": 6})
+
+
+def test_the_schema_holds_values_and_requirements():
+    """index.json's schema takes the values and requirements and refuses them damaged."""
+    name = "paged_append_int8_side_page_table_p16_nhd_llama31_8b"
+    good = entry(catalog.build(name), catalog.config(name))
+    assert errors({name: good}) == []
+    breaks = [
+        (lambda e: e["params"][0].update(value="batch / 2"), "does not match"),
+        (lambda e: e["requires"][1].update(op="=="), "is not one of"),
+        (lambda e: e["requires"][1].pop("says"), "required key 'says'"),
+        (lambda e: e["requires"][1].update(largest=[]), "fewer than 1"),
+        (lambda e: e["requires"][0].update(colour="red"), "key 'colour' is not allowed"),
+    ]
+    for damage, message in breaks:
+        e = copy.deepcopy(good)
+        damage(e)
+        assert any(message in f for f in errors({name: e})), message
