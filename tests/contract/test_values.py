@@ -1,8 +1,8 @@
-"""The contract's params values and requirements against the kernels (and its schema): every params field's
+"""The contract's params values and requirements against the kernels: every params field's
 ``value`` formula, evaluated for a verification case's random shape, gives the case's params and
 makes each of the kernel's extents (the least elements a binding must hold for the params) the
 element count the contract sizes that binding with; every requirement in ``index.json`` is the
-kernel's own condition, refusing exactly the params the runtime refuses."""
+kernel's own condition, refusing exactly the params the runtime refuses; the schema holds both."""
 
 from __future__ import annotations
 
