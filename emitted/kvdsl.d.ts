@@ -41,12 +41,25 @@ export interface Variant {
   /** The qkv mode only: the least bytes one dispatch moves, an expression of the shape
    * variables (index.json's "bytes_moved"). */
   readonly bytesMoved?: string;
+  /** What the kernel requires of the params (and of the largest value of an integer input,
+   * for the names in `largest`) before a dispatch; checkRequirements() checks them. */
+  readonly requires: readonly Requirement[];
   /** One entry per binding: visibility COMPUTE, buffer.type by access. */
   layoutEntries(): GPUBindGroupLayoutEntry[];
   /** The uniform buffer's bytes; throws naming a missing or unknown field or a bad value. */
   paramsBytes(params: Record<string, number>): ArrayBuffer;
   /** The dispatch's workgroup counts; throws when they do not fit 65535 per dimension. */
   workgroups(params: Record<string, number>): [number, number, number];
+  /** The params for `shape` (each field's `value` evaluated); throws naming a missing or
+   * unknown shape variable, or a field without a value formula. */
+  paramsFor(shape: Record<string, number>): Record<string, number>;
+  /** Throws Error("kernel <name> requires <rule>; got <values>: <what it keeps true>") at the
+   * first requirement `params` break; `inputs` gives each integer input a requirement reads
+   * (`seqlens_k`): its values or their largest. Call before dispatch. */
+  checkRequirements(
+    params: Record<string, number>,
+    inputs?: Record<string, number | ArrayLike<number>>,
+  ): void;
   /** Bytes per binding name: storage bindings padded to a multiple of 4 and at least one
    * element, the params binding paramsSize; throws naming a missing or unknown shape variable. */
   bufferSizes(shape: Record<string, number>): Record<string, number>;
@@ -74,6 +87,22 @@ export interface Param {
   readonly offset: number;
   /** What the field means, in one line. */
   readonly meaning: string;
+  /** Its value for a shape: an expression of the shape variables (absent where the host
+   * chooses it). */
+  readonly value?: string;
+}
+
+export interface Requirement {
+  /** The kernel's words for it, as errors show it. */
+  readonly rule: string;
+  /** `left op right`: expressions of the params fields and the names in `largest`. */
+  readonly left: string;
+  readonly op: "<=" | ">=" | "<" | ">";
+  readonly right: string;
+  /** Names that stand for the largest value of that integer input binding. */
+  readonly largest: readonly string[];
+  /** What it keeps true, in words. */
+  readonly says: string;
 }
 
 /** The parts of WebGPU's GPUBindGroupLayoutEntry kvdsl.js fills in (structurally compatible

@@ -4,86 +4,10 @@
 // describes the contract it uses.
 import { variant } from "kvdsl";
 
-// The params of `v` for `shape` (the shape variables of docs/host.md), per mode: each field's
-// meaning is in v.params[i].meaning.
+// The params of `v` for `shape` (the shape variables of docs/host.md): each field's value
+// formula, v.params[i].value, evaluated by the module.
 export function paramsFor(v, shape) {
-  const params = modeParams(v, shape);
-  if (!v.config.window) return params;
-  // A windowed variant's dispatch covers its window: `slices` slices of rows from `headBase`.
-  const perHead = params.count === undefined ? shape.kvSeq : params.count / (shape.batch * v.config.kv_heads);
-  return {
-    ...params, count: shape.slices * perHead, headBase: shape.headBase, batchBase: shape.batchBase,
-  };
-}
-
-function modeParams(v, shape) {
-  const heads = v.config.kv_heads;
-  const region = v.config.region;
-  switch (v.mode) {
-    case "transpose":
-      return { batchSize: shape.batch, kvSeq: shape.kvSeq };
-    case "copy":
-      return { count: shape.rows };
-    case "merge": {
-      const seq = shape.pastSeq + shape.keySeq;
-      return { count: shape.batch * heads * seq, seq, pastSeq: shape.pastSeq, keySeq: shape.keySeq };
-    }
-    case "merge_share":
-    case "window_shift":
-    case "dense_retain":
-    case "dense_window_shift": {
-      const rows = region === "append" ? shape.keySeq : shape.seq;
-      return { count: shape.batch * heads * rows, seq: shape.seq, keySeq: shape.keySeq };
-    }
-    case "build":
-      return { count: shape.batch * heads * shape.seq, seq: shape.seq, pastSeq: shape.pastSeq };
-    case "build_quant":
-      return {
-        count: shape.batch * heads * shape.seq, seq: shape.seq, pastSeq: shape.pastSeq,
-        perChannel: shape.perChannel,
-      };
-    case "append_quant":
-      return {
-        count: shape.batch * heads * shape.seq, seq: shape.seq, pastSeq: 0,
-        totalSeq: shape.totalSeq, perChannel: shape.perChannel,
-      };
-    case "dense_append":
-      return { count: shape.batch * heads * shape.keySeq, keySeq: shape.keySeq, seq: shape.seq };
-    case "dense_build":
-      return { count: shape.batch * heads * shape.seq, seq: shape.seq, pastSeq: shape.pastSeq };
-    case "dense_read":
-    case "dense_convert":
-      return { count: shape.rows };
-    case "paged_append":
-      return {
-        count: shape.batch * heads * shape.keySeq, keySeq: shape.keySeq,
-        ...(v.config.addressing === "page_table" ? { maxPages: shape.maxPages } : {}),
-      };
-    case "paged_read":
-      return {
-        count: shape.batch * heads * shape.seq, seq: shape.seq,
-        ...(v.config.addressing === "page_table" ? { maxPages: shape.maxPages } : {}),
-      };
-    case "paged_copy":
-      return { count: shape.copies };
-    case "paged_compact":
-      return { count: shape.live };
-    case "paged_window":
-      return { count: shape.batch * shape.maxPages, maxPages: shape.maxPages, window: shape.window };
-    case "qkv": {
-      const perToken = v.config.q_heads + (v.config.split ? 2 : 1) * heads;
-      const rows = shape.batch * shape.keySeq * perToken;
-      return { count: rows, keySeq: shape.keySeq, seq: shape.seq };
-    }
-    case "paged_qkv": {
-      const perToken = v.config.q_heads + (v.config.split ? 2 : 1) * heads;
-      return {
-        count: shape.batch * shape.keySeq * perToken, keySeq: shape.keySeq,
-        ...(v.config.addressing === "page_table" ? { maxPages: shape.maxPages } : {}),
-      };
-    }
-  }
-  throw new Error(`no params rule for mode ${v.mode}`);
+  return v.paramsFor(shape);
 }
 
 // A shape small enough to read, valid for every mode.

@@ -32,6 +32,7 @@ import numpy as np
 
 from kvdsl.kernels.build import BuildConfig
 from kvdsl.kernels.config import (
+    MAX_HIDDEN,
     MAX_STORAGE_BUFFERS,
     Bindings,
     ConfigError,
@@ -357,8 +358,17 @@ def qk_eps(value: Any) -> float:
 
 @_bridge("copy")
 def _copy(v: Vars) -> CopyConfig:
+    head_dim = v.need("headDim", int)
+    # Every other mode refuses a row past one binding through kv_heads * head_dim.
+    require(
+        head_dim <= MAX_HIDDEN,
+        "headDim",
+        head_dim,
+        f"at most {MAX_HIDDEN} (one row must fit WebGPU's default "
+        "max-storage-buffer-binding-size of 128 MiB)",
+    )
     return CopyConfig(
-        head_dim=v.need("headDim", int),
+        head_dim=head_dim,
         walk=walk_for_vendor(v),
         present_type=_present(v),
         workgroup_size=workgroup_size(v),

@@ -13,8 +13,10 @@ import struct as _struct
 from typing import Any, Mapping
 
 from kvdsl.contract.expr import ExprError, evaluate, is_sum, product
+from kvdsl.contract.modes import REQUIREMENTS
 from kvdsl.contract.modes import meanings as mode_meanings
 from kvdsl.contract.modes import shape
+from kvdsl.contract.modes import values as mode_values
 from kvdsl.contract.modes import sizes as mode_sizes
 from kvdsl.ir import Kernel
 from kvdsl.ir import tree as ir
@@ -70,6 +72,8 @@ def text(e: ir.Expr, kernel: Kernel) -> str:
             return text(kernel.const(name).value, kernel)
         case ir.Member(ir.Name("params"), field):
             return field
+        case ir.Member(ir.Name(name), "max") if kernel.binding(name) is not None:
+            return name  # a requirement's largest value of an integer input
         case ir.Binary(op, a, b) if op in ops:
             left, right = text(a, kernel), text(b, kernel)
             if op != Op.ADD:
@@ -149,6 +153,7 @@ def params(kernel: Kernel, cfg: KernelConfig | None) -> tuple[list[dict[str, Any
     offsets, size = params_layout(kernel.params)
     mode = None if cfg is None else cfg.mode
     meanings = mode_meanings(cfg) if cfg is not None else {}
+    values = mode_values(cfg) if cfg is not None else {}
     fields = []
     for name, ty in kernel.params.fields:
         if not isinstance(ty, Scalar) or ty.name not in ("u32", "i32", "f32"):
@@ -164,6 +169,7 @@ def params(kernel: Kernel, cfg: KernelConfig | None) -> tuple[list[dict[str, Any
         fields.append(
             {"name": name, "type": ty.name, "offset": offsets[name]}
             | ({"meaning": meanings[name]} if mode is not None else {})
+            | ({"value": values[name]} if values.get(name) is not None else {})
         )
     return fields, size
 
@@ -195,7 +201,111 @@ def entry(kernel: Kernel, cfg: KernelConfig | None) -> dict[str, Any]:
         "params_size": size,
         "params_align": 16,
         "dispatch": dispatch(kernel),
+        "requires": requirements(kernel),
     }
+
+
+_COMPARISONS = {Op.LE: "<=", Op.GE: ">=", Op.LT: "<", Op.GT: ">"}
+
+
+def requirements(kernel: Kernel) -> list[dict[str, Any]]:
+    """The kernel's requirements (:attr:`kvdsl.ir.tree.Kernel.requires`) as data: each a
+    comparison ``left op right`` of expressions over params fields and, for the names in
+    ``largest``, the largest value of that integer input binding (``seqlens_k``), with the
+    kernel's words for it (``rule``) and what it keeps true (``says``,
+    :data:`kvdsl.contract.modes.REQUIREMENTS`)."""
+    out = []
+    for words, cond in kernel.requires:
+        if not isinstance(cond, ir.Binary) or cond.op not in _COMPARISONS:
+            raise ContractError(
+                f"kernel {kernel.name}: requirement '{words}' is not one comparison (<=, >=, <, >)"
+            )
+        if words not in REQUIREMENTS:
+            raise ContractError(
+                f"kernel {kernel.name}: requirement '{words}' has no sentence in "
+                "kvdsl/contract/modes.py's REQUIREMENTS"
+            )
+        left, right = text(cond.a, kernel), text(cond.b, kernel)
+        largest = sorted(
+            n.base.name
+            for n in ir.walk(cond)
+            if isinstance(n, ir.Member) and n.name == "max" and isinstance(n.base, ir.Name)
+        )
+        out.append(
+            {"rule": words, "left": left, "op": _COMPARISONS[cond.op], "right": right}
+            | ({"largest": largest} if largest else {})
+            | {"says": REQUIREMENTS[words]}
+        )
+    return out
+
+
+def _largest(name: str, data: Any) -> int:
+    """The largest value of integer input ``name`` as the host gave it: the value itself, or
+    an array (-1 when empty, as the kernel's ``seqlens_k`` reads an empty batch)."""
+    if isinstance(data, numbers.Integral) and not isinstance(data, bool):
+        return int(data)
+    try:
+        size = len(data)
+        top = (data.max() if hasattr(data, "max") else max(data)) if size else -1
+        if isinstance(top, bool) or not isinstance(top, numbers.Integral):
+            raise TypeError
+    except (TypeError, ValueError):
+        raise ContractError(
+            f"input '{name}' is {data!r}: expected an array of integers or its largest value"
+        ) from None
+    return int(top)
+
+
+def check_requirements(
+    source: Mapping[str, Any] | Kernel,
+    params: Mapping[str, Any],
+    inputs: Mapping[str, Any] | None = None,
+    name: str | None = None,
+) -> None:
+    """Raise :class:`ContractError` at the first requirement ``params`` break, naming the
+    variant (``name``, or the kernel's), the requirement, the values and what it keeps true.
+
+    ``source`` is a variant's entry (:func:`entry`, ``index.json``'s) or a kernel; ``inputs``
+    gives, for a requirement that reads the largest value of an integer input (``seqlens_k``),
+    that input: an array of integers or its largest value. ``emitted/kvdsl.js``'s
+    ``checkRequirements`` is the same rule, word for word."""
+    if isinstance(source, Kernel):
+        name, reqs = name or source.name, requirements(source)
+    else:
+        name, reqs = name or source.get("mode", "variant"), source.get("requires", [])
+        for p in source.get("params", []):  # each value as its field's type holds it
+            if p["name"] in params:
+                _scalar(p["name"], p["type"], params[p["name"]])
+    inputs = inputs or {}
+    for r in reqs:
+        values: dict[str, Any] = {}
+        for b in r.get("largest", []):
+            if b not in inputs:
+                raise ContractError(
+                    f"kernel {name} requires {r['rule']}: give the values of input '{b}' "
+                    "(its largest is checked)"
+                )
+            values[b] = _largest(b, inputs[b])
+        values |= {k: v for k, v in params.items() if k not in values}
+        try:
+            left = evaluate(r["left"], values, "params field")
+            right = evaluate(r["right"], values, "params field")
+        except ExprError as err:
+            raise ContractError(f"kernel {name}: {err}") from None
+        if not _HOLDS[r["op"]](left, right):
+            shown = [f"{k}={params[k]}" for k in sorted(params)]
+            shown += [f"largest {b}={values[b]}" for b in r.get("largest", [])]
+            raise ContractError(
+                f"kernel {name} requires {r['rule']}; got {', '.join(shown)}: {r['says']}"
+            )
+
+
+_HOLDS = {
+    "<=": lambda a, b: a <= b,
+    ">=": lambda a, b: a >= b,
+    "<": lambda a, b: a < b,
+    ">": lambda a, b: a > b,
+}
 
 
 def _counts(what: str, given: Mapping[str, Any], names: list[str]) -> dict[str, int]:

@@ -12,7 +12,9 @@ two to each other.
 
 from __future__ import annotations
 
+import re
 from typing import Callable
+
 
 from kvdsl.kernels.build import BuildConfig, RowConfig
 from kvdsl.kernels.config import (
@@ -77,18 +79,19 @@ SHAPES: dict[str, tuple[str, ...]] = {
 WINDOW_SHAPE = ("headBase", "slices", "batchBase")
 #: The params a windowed variant adds (``count`` only where the mode has none: ``transpose``).
 WINDOW_MEANINGS = {
-    "count": "the window's rows: slices × rows per head (transpose: present rows of the window)",
+    "count": "the window's rows",
     "headBase": "the window's first (batch, kv head) slice: where the bound cache ranges start",
     "batchBase": "the first batch of the bound BSH source ranges (0 when bound whole)",
 }
 
-_COUNT = "rows of head_dim values the kernel writes per output"
 _PER_CHANNEL = (
     "1: k_scale and v_scale (packed: kv_scale's (k, v) pairs) hold one scale per channel "
     "(kv_heads × head_dim); 0: one scale each"
 )
+_TABLE = "entries of each sequence's row of page_table"
 
-#: mode → params field → its meaning in one line
+#: mode → params field → its meaning in words; where a field's value (:func:`values`) is a
+#: formula of the shape variables, :func:`meanings` adds it after a colon
 MEANINGS: dict[str, dict[str, str]] = {
     "transpose": {
         "batchSize": "batches in key/value (BSH) and present_key/present_value (BNSH)",
@@ -96,94 +99,168 @@ MEANINGS: dict[str, dict[str, str]] = {
     },
     "copy": {"count": "rows of head_dim values to copy from src to present"},
     "merge": {
-        "count": "present rows: batch × kv_heads × seq",
-        "seq": "present tokens per head: pastSeq + keySeq",
+        "count": "present rows",
+        "seq": "present tokens per head",
         "pastSeq": "past tokens per head (rows of past_k/past_v per head)",
         "keySeq": "new tokens per batch (rows of new_k/new_v per batch)",
     },
     "merge_share": {
-        "count": "rows the pass owns: batch × kv_heads × seq (retain) or × keySeq (append)",
+        "count": "rows the pass owns: the cache's (retain) or the new tokens' (append)",
         "seq": "the cache's capacity: rows per head of past and present",
         "keySeq": "new tokens per batch (rows of new_k/new_v per batch)",
     },
     "window_shift": {
-        "count": "rows the pass owns: batch × kv_heads × seq (all, shift) or × keySeq (append)",
+        "count": "rows the pass owns: the window's (all, shift) or the new tokens' (append)",
         "seq": "the window's capacity: rows per head of past and present",
         "keySeq": "new tokens per batch (rows of new_k/new_v per batch)",
     },
     "build": {
-        "count": "present rows: batch × kv_heads × seq",
+        "count": "present rows",
         "seq": "new tokens per batch, also the present's rows per head",
         "pastSeq": "absolute position of token 0 (the rotary row; unused without rotary)",
     },
     "build_quant": {
-        "count": "present rows: batch × kv_heads × seq",
+        "count": "present rows",
         "seq": "new tokens per batch, also the present's rows per head",
         "pastSeq": "absolute position of token 0 (the rotary row; unused without rotary)",
         "perChannel": _PER_CHANNEL,
     },
     "append_quant": {
-        "count": "new rows: batch × kv_heads × seq",
+        "count": "new rows",
         "seq": "new tokens per batch (rows of src_k/src_v per batch)",
-        "pastSeq": "rotary position of token 0 when rotary_position is past_seq; else unused",
+        "pastSeq": "rotary position of token 0 when rotary_position is past_seq; else unused (0)",
         "totalSeq": "the cache's capacity: rows per head of present_key/present_value",
         "perChannel": _PER_CHANNEL,
     },
     "dense_append": {
-        "count": "new rows: batch × kv_heads × keySeq",
+        "count": "new rows",
         "keySeq": "new tokens per batch (rows of src_k/src_v per batch)",
         "seq": "the cache's capacity: rows per head of present_key/present_value",
     },
     "dense_build": {
-        "count": "present rows: batch × kv_heads × seq",
+        "count": "present rows",
         "seq": "new tokens per batch, also the present's rows per head",
         "pastSeq": "absolute position of token 0 (the rotary row; unused without rotary)",
     },
     "dense_read": {"count": "rows of cache_key/cache_value to read back into key/value"},
     "qkv": {
-        "count": "rows: batch × keySeq × (q_heads + 2 × kv_heads), or with a format"
-        " × (q_heads + kv_heads) (one row per K and V pair of heads)",
+        "count": "rows: every head of every new token (with a dense format not split, a K head"
+        " and its V head are one row)",
         "keySeq": "new tokens per batch (rows of qkv per batch)",
         "seq": "the cache's capacity: rows per head of present_key/present_value",
     },
     "dense_retain": {
-        "count": "cache rows: batch × kv_heads × seq",
+        "count": "cache rows",
         "seq": "the cache's capacity: rows per head of past and present",
         "keySeq": "new tokens per batch (the append window dense_append fills)",
     },
     "dense_window_shift": {
-        "count": "rows the pass owns: batch × kv_heads × seq (all, shift) or × keySeq (append)",
+        "count": "rows the pass owns: the window's (all, shift) or the new tokens' (append)",
         "seq": "the window's capacity: rows per head of past and present",
         "keySeq": "new tokens per batch (rows of src_k/src_v per batch)",
     },
     "dense_convert": {"count": "rows of src_k/src_v to copy into present_key/present_value"},
     "paged_append": {
-        "count": "new rows: batch × kv_heads × keySeq",
+        "count": "new rows",
         "keySeq": "new tokens per batch (rows of src_k/src_v per batch; with slot_mapping the"
         " tokens are batch × keySeq, one slot each)",
-        "maxPages": "entries of each sequence's row of page_table",
+        "maxPages": _TABLE,
     },
     "paged_read": {
-        "count": "rows to gather: batch × kv_heads × seq",
+        "count": "rows to gather",
         "seq": "positions 0 .. seq-1 gathered per sequence (page_table: rows per head of the"
         " BNSH key/value); with slot_mapping, tokens per batch",
-        "maxPages": "entries of each sequence's row of page_table",
+        "maxPages": _TABLE,
     },
     "paged_copy": {"count": "page copies: (src, dst) pairs of page_pairs"},
     "paged_compact": {"count": "entries of live_pages: pages of the compacted pools"},
     "paged_qkv": {
-        "count": "rows: batch × keySeq × (q_heads + 2 × kv_heads), or with a format not split"
-        " × (q_heads + kv_heads) (one row per K and V pair of heads)",
+        "count": "rows: every head of every new token (with a dense format not split, a K head"
+        " and its V head are one row)",
         "keySeq": "new tokens per batch (rows of qkv per batch; with slot_mapping the tokens"
         " are batch × keySeq, one slot each)",
-        "maxPages": "entries of each sequence's row of page_table",
+        "maxPages": _TABLE,
     },
     "paged_window": {
-        "count": "page-table entries: batch × maxPages",
-        "maxPages": "entries of each sequence's row of page_table",
+        "count": "page-table entries",
+        "maxPages": _TABLE,
         "window": "tokens the window keeps per sequence (its last ones)",
     },
 }
+
+#: The config fields a value formula (:func:`formulas`) may name; :func:`values` puts in the
+#: variant's numbers.
+CONSTANTS = ("kv_heads", "q_heads")
+
+
+def _rows_per_head(cfg: KernelConfig) -> str:
+    """The rows per (batch, kv head) a pass of ``cfg``'s mode owns, as a formula."""
+    region = getattr(getattr(cfg, "region", None), "value", None)
+    match cfg.mode:
+        case "merge":
+            return "(pastSeq + keySeq)"
+        case "merge_share" | "window_shift" | "dense_window_shift":
+            return "keySeq" if region == "append" else "seq"
+        case "dense_append" | "paged_append":
+            return "keySeq"
+    return "seq"
+
+
+def formulas(cfg: KernelConfig) -> dict[str, str | None]:
+    """Each params field of ``cfg``'s variant as a formula of the shape variables and
+    :data:`CONSTANTS` (None: a value the host chooses, with no formula: ``append_quant``'s
+    ``pastSeq`` with ``rotary_position="past_seq"``). ``tests/contract`` holds every formula to
+    the kernel's extents and to the verification cases' params."""
+    mode, rows = cfg.mode, _rows_per_head(cfg)
+    heads = "(q_heads + 2 * kv_heads)"
+    if getattr(cfg, "format", None) is not None and not getattr(cfg, "split", True):
+        heads = "(q_heads + kv_heads)"  # a K head and its V head are one row
+    addressing = getattr(getattr(cfg, "addressing", None), "value", None)
+    table = {"maxPages": "maxPages"} if addressing == "page_table" else {}
+    own: dict[str, str | None] = {}
+    match mode:
+        case "transpose":
+            own = {"batchSize": "batch", "kvSeq": "kvSeq"}
+        case "copy" | "dense_read" | "dense_convert":
+            own = {"count": "rows"}
+        case "paged_copy":
+            own = {"count": "copies"}
+        case "paged_compact":
+            own = {"count": "live"}
+        case "paged_window":
+            own = {"count": "batch * maxPages", "maxPages": "maxPages", "window": "window"}
+        case "qkv" | "paged_qkv":
+            own = {"count": f"batch * keySeq * {heads}", "keySeq": "keySeq"}
+            own |= {"seq": "seq"} if mode == "qkv" else table
+        case "paged_append":
+            own = {"count": f"batch * kv_heads * {rows}", "keySeq": "keySeq"} | table
+        case "paged_read":
+            own = {"count": f"batch * kv_heads * {rows}", "seq": "seq"} | table
+        case "merge":
+            own = {"count": f"batch * kv_heads * {rows}", "seq": "pastSeq + keySeq"}
+            own |= {"pastSeq": "pastSeq", "keySeq": "keySeq"}
+        case "append_quant":
+            past = "0" if cfg.rotary_position.value == "row" else None
+            own = {"count": f"batch * kv_heads * {rows}", "seq": "seq", "pastSeq": past}
+            own |= {"totalSeq": "totalSeq", "perChannel": "perChannel"}
+        case _:
+            own = {"count": f"batch * kv_heads * {rows}"}
+            own |= {k: k for k in MEANINGS[mode] if k != "count"}
+    if not cfg.window:
+        return own
+    per = "kvSeq" if mode == "transpose" else rows
+    return own | {"count": f"slices * {per}", "headBase": "headBase", "batchBase": "batchBase"}
+
+
+def values(cfg: KernelConfig) -> dict[str, str | None]:
+    """Each params field's value for a shape: :func:`formulas` with the variant's
+    :data:`CONSTANTS` put in (the contract's expression language over shape variables)."""
+    numbers = {k: str(getattr(cfg, k)) for k in CONSTANTS if hasattr(cfg, k)}
+
+    def put(formula: str) -> str:
+        return re.sub(r"[A-Za-z_][A-Za-z0-9_]*", lambda m: numbers.get(m[0], m[0]), formula)
+
+    return {k: None if f is None else put(f) for k, f in formulas(cfg).items()}
 
 
 def shape(cfg: KernelConfig, bindings: list[str]) -> list[str]:
@@ -195,11 +272,19 @@ def shape(cfg: KernelConfig, bindings: list[str]) -> list[str]:
 
 
 def meanings(cfg: KernelConfig) -> dict[str, str]:
-    """What each params field of ``cfg``'s variant means (a windowed one's base params too)."""
+    """What each params field of ``cfg``'s variant means (a windowed one's base params too),
+    with its formula (:func:`formulas`, ``×`` for ``*``) where it is more than a shape
+    variable's name."""
     own = MEANINGS[cfg.mode]
-    if not cfg.window:
-        return own
-    return own | {k: v for k, v in WINDOW_MEANINGS.items() if k not in own}
+    if cfg.window:  # a window's count is the window's rows
+        own = own | {k: v for k, v in WINDOW_MEANINGS.items() if k not in own or k == "count"}
+    table, out = formulas(cfg), {}
+    for field, words in own.items():
+        formula = table.get(field)
+        if formula is not None and " " in formula:  # more than one name or number
+            words = f"{words}: {formula.replace(' * ', ' × ')}"
+        out[field] = words
+    return out
 
 
 def sizes(cfg: KernelConfig) -> Sizes:
@@ -482,4 +567,21 @@ SIZES: dict[str, Callable[..., Sizes]] = {
     "paged_compact": paged_compact_sizes,
     "paged_window": paged_window_sizes,
     "paged_qkv": paged_qkv_sizes,
+}
+
+
+#: A kernel's requirement (:attr:`kvdsl.ir.tree.Kernel.requires`, by its text) → what it
+#: keeps true, in words: index.json's ``requires`` gives each with its sentence.
+REQUIREMENTS: dict[str, str] = {
+    "keySeq >= 1": "a dispatch brings at least one new token per batch (the kernel finds a row's"
+    " batch by dividing by keySeq)",
+    "seq >= 1": "seq is at least 1 (the kernel finds a row's batch by dividing by seq)",
+    "keySeq <= seq": "the new tokens fit the cache: at most seq (its capacity) per batch",
+    "seq <= pastSeq + keySeq (the present holds the past rows, then the new tokens)": "the"
+    " present's rows per head are at most the past rows and the new tokens it is built from",
+    "seqlens_k.max + 1 <= maxPages * page_size": "every sequence's tokens up to its last"
+    " (seqlens_k + 1) fit its row of page_table: maxPages pages of page_size tokens",
+    "seq <= maxPages * page_size": "the positions gathered per sequence fit its row of"
+    " page_table: maxPages pages of page_size tokens",
+    "maxPages >= 1": "each sequence's row of page_table has at least one entry",
 }

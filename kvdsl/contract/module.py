@@ -2,7 +2,8 @@
 
 The module embeds ``index.json``'s entries and each variant's WGSL text, and implements, over that
 data alone, the rules :mod:`kvdsl.contract.index` states in Python: buffer sizes from the shape
-variables, the uniform block's bytes, the dispatch's workgroups, the bind group layout. A test runs
+variables, the params for a shape, the uniform block's bytes, the dispatch's workgroups, the
+kernel's requirements, the bind group layout. A test runs
 it under Node.js and compares every variant's answers with Python's.
 """
 
@@ -110,6 +111,18 @@ function checkParams(v, params) {
   }
 }
 
+// The largest value of integer input `input` as the host gave it: the value itself, or an
+// array (-1 when empty, as the kernel reads an empty batch).
+function largest(input, data) {
+  if (Number.isSafeInteger(data)) return BigInt(data);
+  const listed = data !== null && typeof data === "object" && typeof data.length === "number";
+  const items = listed ? Array.from(data, (x) => (Number.isSafeInteger(x) ? BigInt(x) : null)) : [null];
+  if (items.includes(null)) throw new Error(`input '${input}' is ${data}: expected an array of integers or its largest value`);
+  return items.length === 0 ? -1n : items.reduce((a, b) => (b > a ? b : a));
+}
+
+const HOLDS = { "<=": (a, b) => a <= b, ">=": (a, b) => a >= b, "<": (a, b) => a < b, ">": (a, b) => a > b };
+
 function makeVariant(name, d, code) {
   const v = {
     name,
@@ -127,6 +140,11 @@ function makeVariant(name, d, code) {
     }))),
     params: Object.freeze(d.params.map((p) => Object.freeze({
       name: p.name, type: p.type, offset: p.offset, meaning: p.meaning,
+      ...(p.value === undefined ? {} : { value: p.value }),
+    }))),
+    requires: Object.freeze((d.requires ?? []).map((r) => Object.freeze({
+      rule: r.rule, left: r.left, op: r.op, right: r.right,
+      largest: Object.freeze([...(r.largest ?? [])]), says: r.says,
     }))),
     paramsSize: d.params_size,
     shape: Object.freeze([...d.shape]),
@@ -171,6 +189,32 @@ function makeVariant(name, d, code) {
         throw new Error(`${name}: ${n} workgroups need (${x}, ${y}) with fold ${rule.fold}, past ${MAX_PER_DIMENSION} per dimension`);
       }
       return [Number(x), Number(y), 1];
+    },
+    paramsFor(shape) {
+      counts(name, "shape", shape, this.shape);
+      const out = {};
+      for (const p of this.params) {
+        if (p.value === undefined) throw new Error(`${name}: params field '${p.name}' has no value formula: the host chooses it (${p.meaning})`);
+        out[p.name] = safe(evaluate(p.value, shape, "shape variable"), `${name}: params field '${p.name}'`);
+      }
+      return out;
+    },
+    checkRequirements(params, inputs = {}) {
+      checkParams(this, params);
+      for (const r of this.requires) {
+        const values = { ...params };
+        for (const b of r.largest) {
+          if (inputs === null || typeof inputs !== "object" || !Object.hasOwn(inputs, b)) {
+            throw new Error(`kernel ${name} requires ${r.rule}: give the values of input '${b}' (its largest is checked)`);
+          }
+          values[b] = largest(b, inputs[b]);
+        }
+        if (!HOLDS[r.op](evaluate(r.left, values, "params field"), evaluate(r.right, values, "params field"))) {
+          const shown = Object.keys(params).sort().map((k) => `${k}=${params[k]}`);
+          for (const b of r.largest) shown.push(`largest ${b}=${values[b]}`);
+          throw new Error(`kernel ${name} requires ${r.rule}; got ${shown.join(", ")}: ${r.says}`);
+        }
+      }
     },
     bufferSizes(shape) {
       counts(name, "shape", shape, this.shape);
@@ -247,12 +291,25 @@ export interface Variant {{
   /** The qkv mode only: the least bytes one dispatch moves, an expression of the shape
    * variables (index.json's "bytes_moved"). */
   readonly bytesMoved?: string;
+  /** What the kernel requires of the params (and of the largest value of an integer input,
+   * for the names in `largest`) before a dispatch; checkRequirements() checks them. */
+  readonly requires: readonly Requirement[];
   /** One entry per binding: visibility COMPUTE, buffer.type by access. */
   layoutEntries(): GPUBindGroupLayoutEntry[];
   /** The uniform buffer's bytes; throws naming a missing or unknown field or a bad value. */
   paramsBytes(params: Record<string, number>): ArrayBuffer;
   /** The dispatch's workgroup counts; throws when they do not fit 65535 per dimension. */
   workgroups(params: Record<string, number>): [number, number, number];
+  /** The params for `shape` (each field's `value` evaluated); throws naming a missing or
+   * unknown shape variable, or a field without a value formula. */
+  paramsFor(shape: Record<string, number>): Record<string, number>;
+  /** Throws Error("kernel <name> requires <rule>; got <values>: <what it keeps true>") at the
+   * first requirement `params` break; `inputs` gives each integer input a requirement reads
+   * (`seqlens_k`): its values or their largest. Call before dispatch. */
+  checkRequirements(
+    params: Record<string, number>,
+    inputs?: Record<string, number | ArrayLike<number>>,
+  ): void;
   /** Bytes per binding name: storage bindings padded to a multiple of 4 and at least one
    * element, the params binding paramsSize; throws naming a missing or unknown shape variable. */
   bufferSizes(shape: Record<string, number>): Record<string, number>;
@@ -280,6 +337,22 @@ export interface Param {{
   readonly offset: number;
   /** What the field means, in one line. */
   readonly meaning: string;
+  /** Its value for a shape: an expression of the shape variables (absent where the host
+   * chooses it). */
+  readonly value?: string;
+}}
+
+export interface Requirement {{
+  /** The kernel's words for it, as errors show it. */
+  readonly rule: string;
+  /** `left op right`: expressions of the params fields and the names in `largest`. */
+  readonly left: string;
+  readonly op: "<=" | ">=" | "<" | ">";
+  readonly right: string;
+  /** Names that stand for the largest value of that integer input binding. */
+  readonly largest: readonly string[];
+  /** What it keeps true, in words. */
+  readonly says: string;
 }}
 
 /** The parts of WebGPU's GPUBindGroupLayoutEntry kvdsl.js fills in (structurally compatible

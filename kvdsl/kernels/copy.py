@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from kvdsl.ir import Kernel, KernelBuilder, u32
 from kvdsl.kernels.config import (
     Element,
+    MAX_HIDDEN,
     KernelConfig,
     Model,
     PRESENT,
@@ -43,6 +44,13 @@ class CopyConfig(VectorWalk, KernelConfig):
 
     def check_fields(self) -> None:
         positive_int("head_dim", self.head_dim)
+        require(
+            self.head_dim <= MAX_HIDDEN,
+            "head_dim",
+            self.head_dim,
+            f"at most {MAX_HIDDEN} (one row must fit WebGPU's default "
+            "max-storage-buffer-binding-size of 128 MiB)",
+        )
         one_of("walk", self.walk, WALKS)
         one_of("present_type", self.present_type, Element)
         require(

@@ -9,10 +9,11 @@ the bindings' order and access, their sizes (``buffer_sizes`` of the shape), the
 buffer (:class:`Bound`), so a cache can sit between canary rows that no dispatch may touch.
 
 Before any dispatch the host checks the runtime inputs it passes (:func:`check_dispatch`): the
-params fit their types, the kernel's requirements hold, and no binding is smaller than what the
-kernel touches for these params and these ``seqlens_k`` values (the runtime's own contract,
-:mod:`kvdsl.runtime.contract`). A refusal names the field or binding, the value and what is
-allowed.
+params fit their types, the requirements the contract states hold
+(:func:`kvdsl.contract.check_requirements`, what ``kvdsl.js`` checks too), and no binding is
+smaller than what the kernel touches for these params and these ``seqlens_k`` values (the
+runtime's own contract, :mod:`kvdsl.runtime.contract`). A refusal names the field or binding,
+the value and what is allowed.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from typing import Any, Mapping
 import numpy as np
 
 from kvdsl import catalog
-from kvdsl.contract import ContractError, buffer_sizes, entry, params_bytes, workgroups
+from kvdsl.contract import ContractError, buffer_sizes, check_requirements, entry
+from kvdsl.contract import params_bytes, workgroups
 from kvdsl.emit import emit
 from kvdsl.ir import tree as ir
 from kvdsl.ir.tree import Binding, Kernel
@@ -128,8 +130,7 @@ def check_dispatch(
             )
     broken, needs = _needs(program, params, seqlens, inputs)
     if broken is not None:
-        shown = ", ".join(f"{k}={params[k]}" for k in sorted(params))
-        raise ParamsError(f"kernel {program.name} requires {broken}; got {shown}")
+        raise ParamsError(broken)
     short = []
     for name, extent, need in needs:
         if name not in bound:
@@ -176,8 +177,9 @@ def _needs(
     seqlens: np.ndarray | None,
     inputs: Mapping[str, np.ndarray] | None = None,
 ) -> tuple[str | None, list[tuple[str, ir.Expr, int]]]:
-    """The first requirement of the kernel that ``params`` break (None: none), and each
-    binding's least element count, evaluated by :mod:`kvdsl.runtime.contract`."""
+    """The refusal of the first requirement of the entry that ``params`` break
+    (:func:`kvdsl.contract.check_requirements`; None: none), and each binding's least element
+    count, evaluated by :mod:`kvdsl.runtime.contract`."""
     kernel = program.kernel
     reads = _READS_MAX.get(program.wgsl)
     if reads is None:
@@ -195,9 +197,11 @@ def _needs(
         tops += ((name, int(np.max(a)) if a.size else None),)
     key = (program.name, program.wgsl, tuple(params.items()), top, seqlens is None, tops)
     if key not in _NEEDS:
-        broken = next(
-            (t for t, c in kernel.requires if not evaluate(c, kernel, params, values)), None
-        )
+        broken = None
+        try:  # the entry's requirements, as index.json and kvdsl.js state them
+            check_requirements(program.entry, params, values, program.name)
+        except ContractError as err:
+            broken = str(err)
         needs = []
         if broken is None:
             for name, extent in kernel.extents:

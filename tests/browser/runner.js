@@ -533,6 +533,16 @@ function host(v) {
   return h;
 }
 
+// What v.checkRequirements(params, inputs) of variant `name` throws (null: nothing).
+export function requirementRefusal(name, params, inputs) {
+  try {
+    kvdsl.variant(name).checkRequirements(params, inputs);
+    return null;
+  } catch (e) {
+    return `${e.constructor.name}: ${e.message}`;
+  }
+}
+
 // The params this host derives for `shape` of variant `name`.
 export function paramsFor(name, shape) {
   const v = kvdsl.variant(name);
@@ -607,6 +617,7 @@ export async function hostRun(name, seed) {
       : [];
   if (v.shape.includes("positions")) shape.positions = h.positions(shape, seqlens);
   const params = h.params(v, shape);
+  v.checkRequirements(params, { seqlens_k: seqlens }); // what the kernel requires, before dispatch
   // the variant's own shape variables (a paged host sizes its pool from maxPages either way)
   for (const k of Object.keys(shape)) if (!v.shape.includes(k)) delete shape[k];
   const sizes = v.bufferSizes(shape);

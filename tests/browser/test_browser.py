@@ -23,6 +23,7 @@ import pytest
 
 from kvdsl import interp
 from kvdsl.catalog import VARIANTS, build
+from kvdsl.contract import ContractError, check_requirements, entry
 from kvdsl.harness.cases import cases_for
 from kvdsl.harness.compare import compare, compare_quantized
 from kvdsl.harness.dense import DenseCase
@@ -36,6 +37,11 @@ from tests.helpers.paths import ROOT
 pytestmark = pytest.mark.browser
 
 HERE = Path(__file__).parent
+
+
+def _entry(name: str) -> dict:
+    """Variant ``name``'s contract entry (index.json's)."""
+    return entry(build(name), VARIANTS[name])
 
 
 def _seed(name: str) -> int:
@@ -181,6 +187,35 @@ def test_host_derives_the_cases_params(chromium):
             if got != _json(case.params):
                 wrong.append(f"{name} {case.label()}: {got} != {case.params}")
     assert not wrong, f"{len(wrong)} cases, e.g. " + "; ".join(wrong[:3])
+
+
+def test_requirements_refused_in_the_browser(chromium):
+    """kvdsl.js in the page refuses each requirement kvdsl's host refuses, in the same words:
+    one variant per requirement, its params just inside and just past it."""
+    calls = [
+        ("dense_append_int4_asym_llama31_8b", {"count": 16, "keySeq": 2, "seq": 2}, {}),
+        ("dense_append_int4_asym_llama31_8b", {"count": 24, "keySeq": 3, "seq": 2}, {}),
+        ("qkv_bsh_llama31_8b", {"count": 0, "keySeq": 0, "seq": 4}, {}),
+        ("merge_f16_llama31_8b", {"count": 8, "seq": 7, "pastSeq": 4, "keySeq": 2}, {}),
+        (
+            "paged_read_int4_asym_side_p64_hnd_f16_llama31_8b",
+            {"count": 8, "seq": 129, "maxPages": 2},
+            {},
+        ),
+        ("paged_window_p16", {"count": 0, "maxPages": 0, "window": 16}, {}),
+    ]
+    paged = "paged_append_int8_side_page_table_p16_nhd_llama31_8b"
+    for top in (47, 48):
+        calls.append((paged, {"count": 8, "keySeq": 2, "maxPages": 3}, {"seqlens_k": [3, top]}))
+    refused = 0
+    for name, params, inputs in calls:
+        try:
+            check_requirements(_entry(name), params, inputs, name)
+            want = None
+        except ContractError as err:
+            want, refused = f"Error: {err}", refused + 1
+        assert chromium.call("requirementRefusal", name, params, inputs) == want, name
+    assert refused == 6
 
 
 @pytest.mark.parametrize(

@@ -4,8 +4,9 @@
 //   node module_check.mjs <cases.json path>
 // prints one JSON object: per variant its fields (bytesPerTokenHead and pages where it has them),
 // layoutEntries(), whether its exported WGSL file ("kvdsl/<name>.wgsl") is its code and, per
-// case, bufferSizes, paramsBytes (hex), workgroups (or the error each threw) and the example's
-// paramsFor(shape); the exported index.json; and the messages of the errors each call in
+// case, bufferSizes, paramsBytes (hex), workgroups (or the error each threw), paramsFor(shape)
+// and the example's; per entry of "requirements", what checkRequirements threw (null: nothing);
+// the exported index.json; and the messages of the errors each call in
 // "refusals" threw.
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -37,6 +38,7 @@ for (const [name, cases] of Object.entries(input.cases)) {
     name: v.name, mode: v.mode, code: v.code, entryPoint: v.entryPoint,
     workgroupSize: v.workgroupSize, features: v.features, limits: v.limits, config: v.config,
     bindings: v.bindings, params: v.params, paramsSize: v.paramsSize, shape: v.shape,
+    requires: v.requires,
     ...("bytesPerTokenHead" in v ? { bytesPerTokenHead: v.bytesPerTokenHead } : {}),
     ...("pages" in v ? { pages: v.pages } : {}),
     layoutEntries: v.layoutEntries(),
@@ -46,15 +48,23 @@ for (const [name, cases] of Object.entries(input.cases)) {
       paramsBytes: attempt(() => hex(v.paramsBytes(c.params))),
       workgroups: c.dispatch.map((p) => attempt(() => v.workgroups(p))),
       exampleParams: attempt(() => example.paramsFor(v, c.shape)),
+      paramsFor: attempt(() => v.paramsFor(c.shape)),
     })),
   };
 }
+// checkRequirements: null where the params meet every requirement, else the error it threw.
+out.requirements = input.requirements.map((r) => {
+  const got = attempt(() => kvdsl.variant(r.name).checkRequirements(r.params, r.inputs));
+  return got.error ?? null;
+});
 for (const r of input.refusals) {
   const call = {
     variant: () => kvdsl.variant(r.name),
     bufferSizes: () => kvdsl.variant(r.name).bufferSizes(r.arg),
     paramsBytes: () => kvdsl.variant(r.name).paramsBytes(r.arg),
     workgroups: () => kvdsl.variant(r.name).workgroups(r.arg),
+    paramsFor: () => kvdsl.variant(r.name).paramsFor(r.arg),
+    checkRequirements: () => kvdsl.variant(r.name).checkRequirements(r.arg, r.inputs),
   }[r.call];
   out.refusals.push(attempt(call));
 }

@@ -9,13 +9,15 @@ installs it."""
 from __future__ import annotations
 
 import json
+import random
 import shutil
 import subprocess
 
 import pytest
 
 from kvdsl import catalog
-from kvdsl.contract import ContractError, buffer_sizes, params_bytes, workgroups
+from kvdsl.contract import ContractError, buffer_sizes, check_requirements, entry
+from kvdsl.contract import params_bytes, workgroups
 from kvdsl.harness.cases import cases_for
 from tests.helpers.contract import dispatch_cases, seed
 from tests.helpers.paths import ROOT
@@ -25,6 +27,8 @@ import kvdsl.harness.modes  # noqa: F401  (registers the cases of the cache mode
 EMITTED = ROOT / "emitted"
 EXAMPLE = ROOT / "examples" / "run.js"
 BUFFER_TYPES = {"read": "read-only-storage", "read_write": "storage", "uniform": "uniform"}
+
+PAGED = "paged_append_int8_side_page_table_p16_nhd_llama31_8b"
 
 #: Calls the module must refuse, and words its error must hold.
 REFUSALS = [
@@ -58,6 +62,32 @@ REFUSALS = [
         "params field 'count' is u32: 4294967296 is outside [0, 4294967295]",
     ),
     ({"call": "workgroups", "name": "copy_llama31_8b", "arg": {}}, "params field 'count'"),
+    (
+        {"call": "paramsFor", "name": "merge_llama31_8b", "arg": {"batch": 1, "keySeq": 2}},
+        "shape variable 'pastSeq' is missing",
+    ),
+    (
+        {
+            "call": "checkRequirements",
+            "name": PAGED,
+            "arg": {"count": 8, "keySeq": 2, "maxPages": 3},
+        },
+        f"kernel {PAGED} requires seqlens_k.max + 1 <= maxPages * page_size: give the values of "
+        "input 'seqlens_k'",
+    ),
+    (
+        {
+            "call": "checkRequirements",
+            "name": PAGED,
+            "arg": {"count": 8, "keySeq": 2, "maxPages": 3},
+            "inputs": {"seqlens_k": [1, 2.5]},
+        },
+        "input 'seqlens_k' is 1,2.5: expected an array of integers or its largest value",
+    ),
+    (
+        {"call": "checkRequirements", "name": "qkv_bsh_llama31_8b", "arg": {"count": 1}},
+        "params field 'keySeq' is missing",
+    ),
 ]
 
 
@@ -86,7 +116,11 @@ def answered(tmp_path_factory, kvdsl_package) -> tuple[dict, dict]:
                     "dispatch": dispatch_cases(index[name], params),
                 }
             )
-    given = {"cases": cases, "refusals": [r for r, _ in REFUSALS]}
+    given = {
+        "cases": cases,
+        "requirements": requirement_calls(),
+        "refusals": [r for r, _ in REFUSALS],
+    }
     path = tmp_path_factory.mktemp("module") / "cases.json"
     path.write_text(json.dumps(given))
     project = kvdsl_package.project
@@ -101,6 +135,23 @@ def answered(tmp_path_factory, kvdsl_package) -> tuple[dict, dict]:
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return given, json.loads(proc.stdout)
+
+
+def requirement_calls() -> list[dict]:
+    """Per variant with requirements, random params and ``seqlens_k`` values (an array, or its
+    largest value) that meet them or break one."""
+    rng = random.Random(7)
+    calls = []
+    for name, cfg in catalog.VARIANTS.items():
+        e = entry(catalog.build(name), cfg)
+        if not e["requires"]:
+            continue
+        for i in range(4):
+            params = {p["name"]: rng.choice([0, 1, 2, rng.randint(0, 300)]) for p in e["params"]}
+            seqlens = [rng.randint(-3, 400) for _ in range(rng.randint(0, 3))]
+            inputs = {"seqlens_k": seqlens if i % 2 else max(seqlens, default=-1)}
+            calls.append({"name": name, "params": params, "inputs": inputs})
+    return calls
 
 
 def python_answer(f, *args):
@@ -163,7 +214,9 @@ def test_the_module_answers_as_python_does(answered):
             assert answer["sizes"] == {"value": buffer_sizes(e, case["shape"])}, name
             want = params_bytes(e, case["params"]).hex()
             assert answer["paramsBytes"] == {"value": want}, name
-            # The example page's params from the shape are the verification case's.
+            # The params from the shape (the module's, the example page's) are the
+            # verification case's.
+            assert answer["paramsFor"] == {"value": case["params"]}, name
             assert answer["exampleParams"] == {"value": case["params"]}, name
             for params, wg in zip(case["dispatch"], answer["workgroups"], strict=True):
                 want = python_answer(workgroups, e, params)
@@ -171,6 +224,28 @@ def test_the_module_answers_as_python_does(answered):
                     assert "per dimension" in wg["error"], (name, params, wg)
                 else:
                     assert wg == {"value": list(want["value"])}, (name, params)
+
+
+def test_the_module_checks_requirements_as_python_does(answered):
+    """checkRequirements refuses exactly what :func:`kvdsl.contract.check_requirements` does,
+    in the same words; a variant's requirements are index.json's."""
+    given, got = answered
+    index = json.loads((EMITTED / "index.json").read_text())
+    for name, e in index.items():
+        assert got["variants"][name]["requires"] == [
+            {"largest": []} | r for r in e["requires"]
+        ], name
+    refused = 0
+    for call, answer in zip(given["requirements"], got["requirements"], strict=True):
+        name = call["name"]
+        try:
+            check_requirements(index[name], call["params"], call["inputs"], name)
+            want = None
+        except ContractError as err:
+            want = f"Error: {err}"
+            refused += 1
+        assert answer == want, call
+    assert 100 < refused < len(given["requirements"]) - 100
 
 
 def test_the_module_refuses_bad_calls_in_words(answered):

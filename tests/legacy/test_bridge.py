@@ -112,6 +112,24 @@ def test_copy():
     assert config_from_vars(v).walk == "cooperative"
 
 
+def test_a_row_past_one_binding_is_refused_in_every_mode():
+    """A copy row of 2^26 values (256 MiB of f32; ``row * HEAD_DIM`` wraps u32 from row 64 on)
+    is refused as every other mode refuses ``kv_heads * head_dim`` past one binding, naming the
+    variable, its value and the limit; 2^25 values (128 MiB) is taken."""
+    limit = (
+        "expected at most 33554432 (one row must fit WebGPU's default "
+        "max-storage-buffer-binding-size of 128 MiB)"
+    )
+    refused(lv("copy") | {"headDim": 2**26}, f"headDim=67108864: {limit}")
+    assert config_from_vars(lv("copy") | {"headDim": 2**25}).head_dim == 2**25
+    with pytest.raises(ConfigError, match=re.escape(f"head_dim=67108864: {limit}")):
+        CopyConfig(head_dim=2**26)
+    for mode in ("merge", "build"):
+        token_row = "kv_heads*head_dim=67108864: expected at most 33554432 (one token's row"
+        with pytest.raises(ConfigError, match=re.escape(token_row)):
+            config_from_vars(lv(mode) | {"kvHeads": 1, "headDim": 2**26})
+
+
 def test_merge():
     assert config_from_vars(lv("merge")) == MergeConfig(**FIELDS, walk="cooperative")
     assert config_from_vars(lv("merge", vendor="apple", present_type="f16")) == MergeConfig(
