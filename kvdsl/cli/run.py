@@ -8,6 +8,7 @@ import numpy as np
 
 from kvdsl import catalog
 from kvdsl.cli.check import portability_notes
+from kvdsl.cli.options import add_max_steps
 from kvdsl.cli.inputs import (
     UsageError,
     load_inputs,
@@ -43,14 +44,23 @@ def cmd_run(args: argparse.Namespace) -> int:
     size = _subgroup_size(args, kernel)
     outputs: dict[str, np.ndarray] = {}
     if args.backend in ("interp", "both"):
-        from kvdsl.interp import run as interp_run
+        from kvdsl.interp import TooManyInvocations, run as interp_run
         from kvdsl.runtime.contract import check_contract
 
         check_contract(kernel, buffers, params)  # the same host checks as the GPU path
         copies = {k: v.copy() for k, v in buffers.items()}  # the GPU starts from the inputs too
-        outputs = interp_run(
-            kernel, copies, params, workgroups, source_lines=lines, subgroup_size=size
-        )
+        try:
+            outputs = interp_run(
+                kernel,
+                copies,
+                params,
+                workgroups,
+                source_lines=lines,
+                subgroup_size=size,
+                max_steps=args.max_steps,
+            )
+        except TooManyInvocations as err:
+            raise UsageError(f"--workgroups: {err}") from None
     if args.backend in ("gpu", "both"):
         from kvdsl.ir.portability import naga_aborts
         from kvdsl.runtime import current_webgpu, run
@@ -174,4 +184,5 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         help="with --backend both: floats may differ by TOL * (1 + |interpreter's|) (default: "
         "bit for bit)",
     )
+    add_max_steps(s)
     s.set_defaults(handler=cmd_run)

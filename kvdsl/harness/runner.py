@@ -63,21 +63,25 @@ def verify_variant(
     backends: tuple[str, ...] = ("interp", "gpu"),
     seed: int = 0,
     on_step: Callable[[], None] | None = None,
+    max_steps: int | None = None,
 ) -> Result:
     """Interpreter vs reference and GPU vs interpreter over ``n_cases`` random cases.
 
     The interpreter also proves that no access is out of bounds and no two invocations write
-    one element; its errors become problems of the result.
+    one element; its errors become problems of the result. ``max_steps`` is its work budget
+    (:func:`kvdsl.interp.run`'s; None: the default).
     """
     result = Result(name)
     for case in cases_for(cfg, n_cases, seed):
         result.shapes.append(case.label())
         interp_out = None
         if "interp" in backends:
-            from kvdsl.interp import InterpError, run as interp_run
+            from kvdsl.interp import MAX_STEPS, InterpError, run as interp_run
 
             try:
-                interp_out = interp_run(kernel, dict(case.buffers), case.params)
+                interp_out = interp_run(
+                    kernel, dict(case.buffers), case.params, max_steps=max_steps or MAX_STEPS
+                )
             except InterpError as err:
                 result.problems.append(f"interp [{case.label()}]: {err}")
             else:
