@@ -8,6 +8,7 @@ import numpy as np
 
 from kvdsl import catalog
 from kvdsl.cli.check import portability_notes
+from kvdsl.cli.loops import check_loop_cap, fresh_copies
 from kvdsl.cli.options import add_max_steps
 from kvdsl.cli.inputs import (
     UsageError,
@@ -18,6 +19,7 @@ from kvdsl.cli.inputs import (
     wgsl_file,
 )
 from kvdsl.ir import Kernel
+from kvdsl.ir.portability import LLVMPIPE_LOOP_TRIPS
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -43,6 +45,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         )
     size = _subgroup_size(args, kernel)
     outputs: dict[str, np.ndarray] = {}
+    counted: dict | None = None  # the interpreter's loop trips (kvdsl.cli.loops)
     if args.backend in ("interp", "both"):
         from kvdsl.interp import TooManyInvocations, run as interp_run
         from kvdsl.runtime.contract import check_contract
@@ -58,6 +61,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 source_lines=lines,
                 subgroup_size=size,
                 max_steps=args.max_steps,
+                loop_trips=(counted := {"mark": LLVMPIPE_LOOP_TRIPS}),
             )
         except TooManyInvocations as err:
             raise UsageError(f"--workgroups: {err}") from None
@@ -72,6 +76,22 @@ def cmd_run(args: argparse.Namespace) -> int:
             )
 
         want, outputs = outputs, run(kernel, dict(buffers), params, workgroups)
+
+        def interpret(loop_trips: dict) -> None:
+            from kvdsl.interp import run as interp_run
+
+            interp_run(
+                kernel,
+                fresh_copies(buffers),
+                params,
+                workgroups,
+                source_lines=lines,
+                subgroup_size=size,
+                max_steps=args.max_steps,
+                loop_trips=loop_trips,
+            )
+
+        check_loop_cap(args.variant, kernel, counted, interpret, lines)
     differ = False
     if args.backend == "both":
         for name, got in outputs.items():
