@@ -22,6 +22,18 @@ def portability_notes(path: str, kernel: Kernel, lines: dict[int, int]) -> list[
     return notes
 
 
+def loop_notes(path: str, kernel: Kernel, lines: dict[int, int]) -> list[str]:
+    """A ``path:line: note: ... [portability]`` line for each loop of ``kernel`` that llvmpipe
+    may end early (:func:`kvdsl.ir.portability.llvmpipe_loops`)."""
+    from kvdsl.ir.portability import llvmpipe_loops
+
+    out = []
+    for stmt, why in llvmpipe_loops(kernel)[1]:
+        line = lines.get(id(stmt))
+        out.append(f"{path}{'' if line is None else f':{line}'}: note: {why} [portability]")
+    return out
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     """Parse, verify and validate WGSL files under naga and Tint; print every problem found."""
     from kvdsl.frontend import FrontendError
@@ -47,6 +59,7 @@ def cmd_check(args: argparse.Namespace) -> int:
                 where = "" if at is None else f":{at}"
                 notes.append(f"{path}{where}: note: {literal}: {ROUNDED_F16} [portability]")
             notes += portability_notes(path, kernel, lines)
+            notes += loop_notes(path, kernel, lines)
             notes += [
                 f"{path}: note: {why} (WGSL takes it; kvdsl refuses it in its own kernels) "
                 "[house]"

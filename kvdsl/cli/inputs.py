@@ -32,6 +32,14 @@ def load_json(text: str, what: str) -> Any:
         return json.loads(src)
     except json.JSONDecodeError as err:
         raise UsageError(f"{what}: not valid JSON ({err.msg} at column {err.colno})") from None
+    except RecursionError:  # Python's json recurses once a level
+        raise UsageError(
+            f"{what}: JSON nested deeper than kvdsl reads (about 900 levels)"
+        ) from None
+    except ValueError:  # Python's limit on decimal digits
+        raise UsageError(
+            f"{what}: a number of more than 4,300 digits (no params field or variable holds one)"
+        ) from None
 
 
 def load_inputs(path: str) -> dict[str, np.ndarray]:

@@ -55,3 +55,16 @@ def real(number: str, what: str, allowed: str, ok: Callable[[float], bool]):
 
 seconds = real("a number of seconds", "a time", "0 or more seconds", lambda x: 0 <= x < math.inf)
 percent = real("a number", "a percentage", "0 to 100", lambda x: 0 <= x <= 100)
+
+
+def add_max_steps(s: argparse.ArgumentParser) -> None:
+    """The interpreter's work budget as an option of ``s`` (``--max-steps``)."""
+    from kvdsl.interp import MAX_STEPS
+
+    s.add_argument(
+        "--max-steps",
+        type=positive,
+        default=MAX_STEPS,
+        help="the interpreter's work budget: statements one chunk of a dispatch may run before "
+        f"a loop in it is taken to be endless (default {MAX_STEPS})",
+    )

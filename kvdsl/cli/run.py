@@ -8,6 +8,8 @@ import numpy as np
 
 from kvdsl import catalog
 from kvdsl.cli.check import portability_notes
+from kvdsl.cli.loops import check_loop_cap, fresh_copies
+from kvdsl.cli.options import add_max_steps
 from kvdsl.cli.inputs import (
     UsageError,
     check_paged,
@@ -18,6 +20,7 @@ from kvdsl.cli.inputs import (
     wgsl_file,
 )
 from kvdsl.ir import Kernel
+from kvdsl.ir.portability import LLVMPIPE_LOOP_TRIPS
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -53,13 +56,24 @@ def cmd_run(args: argparse.Namespace) -> int:
         check_paged(cfg, kernel, buffers, params)
     check_contract(kernel, buffers, params)
     outputs: dict[str, np.ndarray] = {}
+    counted: dict | None = None  # the interpreter's loop trips (kvdsl.cli.loops)
     if args.backend in ("interp", "both"):
-        from kvdsl.interp import run as interp_run
+        from kvdsl.interp import TooManyInvocations, run as interp_run
 
         copies = {k: v.copy() for k, v in buffers.items()}  # the GPU starts from the inputs too
-        outputs = interp_run(
-            kernel, copies, params, workgroups, source_lines=lines, subgroup_size=size
-        )
+        try:
+            outputs = interp_run(
+                kernel,
+                copies,
+                params,
+                workgroups,
+                source_lines=lines,
+                subgroup_size=size,
+                max_steps=args.max_steps,
+                loop_trips=(counted := {"mark": LLVMPIPE_LOOP_TRIPS}),
+            )
+        except TooManyInvocations as err:
+            raise UsageError(f"--workgroups: {err}") from None
     if args.backend in ("gpu", "both"):
         from kvdsl.ir.portability import naga_aborts
         from kvdsl.runtime import current_webgpu, run
@@ -71,6 +85,22 @@ def cmd_run(args: argparse.Namespace) -> int:
             )
 
         want, outputs = outputs, run(kernel, dict(buffers), params, workgroups)
+
+        def interpret(loop_trips: dict) -> None:
+            from kvdsl.interp import run as interp_run
+
+            interp_run(
+                kernel,
+                fresh_copies(buffers),
+                params,
+                workgroups,
+                source_lines=lines,
+                subgroup_size=size,
+                max_steps=args.max_steps,
+                loop_trips=loop_trips,
+            )
+
+        check_loop_cap(args.variant, kernel, counted, interpret, lines)
     differ = False
     if args.backend == "both":
         for name, got in outputs.items():
@@ -183,4 +213,5 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         help="with --backend both: floats may differ by TOL * (1 + |interpreter's|) (default: "
         "bit for bit)",
     )
+    add_max_steps(s)
     s.set_defaults(handler=cmd_run)

@@ -8,7 +8,7 @@ import sys
 
 from kvdsl import catalog
 from kvdsl.cli.inputs import UsageError
-from kvdsl.cli.options import count, positive
+from kvdsl.cli.options import add_max_steps, count, positive
 
 
 def _progress(done: int, total: int, label: str) -> None:
@@ -46,7 +46,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
             _progress(steps, total, name)
 
         kernel = catalog.build(name)
-        results.append(verify_variant(name, cfg, kernel, args.cases, backends, args.seed, step))
+        results.append(
+            verify_variant(name, cfg, kernel, args.cases, backends, args.seed, step, args.max_steps)
+        )
     if sys.stderr.isatty():
         sys.stderr.write("\r" + " " * 80 + "\r")
     width = max(len(r.variant) for r in results)
@@ -91,4 +93,5 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--cases", type=positive, default=3, help="random cases per variant (default 3)")
     s.add_argument("--seed", type=count, default=0, help="random seed, 0 or more (default 0)")
     s.add_argument("--skip", action="append", choices=("interp", "gpu"), help="leave a backend out")
+    add_max_steps(s)
     s.set_defaults(handler=cmd_verify)

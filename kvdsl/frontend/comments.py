@@ -74,22 +74,25 @@ def scan(text: str) -> tuple[list[LineComment], str]:
     found: list[LineComment] = []
     parts: list[str] = []
     last = 0
+    line = 1  # the line of ``last``: counted from one comment to the next, never from the start
     for start, end in _comments(text):
         group = text[start:end]
         parts.append(text[last:start])
-        parts.append(re.sub(r"[^\n]", " ", group))
-        last = end
-        if group.startswith("//"):
-            line_start = text.rfind("\n", 0, start) + 1
+        line += text.count("\n", last, start)
+        if group.startswith("//"):  # it ends at a line break, so it holds none
+            parts.append(" " * len(group))
+            # The line's start, looked for no further back than the last comment's end: a
+            # comment before it on the same line means it is not on a line of its own.
+            br = text.rfind("\n", last, start)
+            before = text[br + 1 : start] if br >= 0 or last == 0 else "/"
             body = group[2:]
             body = body[1:] if body.startswith(" ") else body
-            found.append(
-                LineComment(
-                    text.count("\n", 0, start) + 1,
-                    body.rstrip(),
-                    not text[line_start:start].strip(),
-                )
-            )
+            found.append(LineComment(line, body.rstrip(), not before.strip()))
+        else:
+            rows = group.split("\n")
+            parts.append("\n".join(" " * len(r) for r in rows))
+            line += len(rows) - 1
+        last = end
     parts.append(text[last:])
     return found, "".join(parts)
 

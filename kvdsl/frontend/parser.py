@@ -22,6 +22,7 @@ from lark import Lark, Token
 from lark.exceptions import UnexpectedInput, VisitError
 
 from kvdsl.frontend import comments as comments_
+from kvdsl.frontend.depth import check_depth
 from kvdsl.frontend.errors import (
     FrontendError,
     UnsupportedError,
@@ -163,6 +164,7 @@ def parse_with_lines(
             "/*",
             (),
         ) from None
+    check_depth(code, filename)
     check_words(code, filename)
     check_template_lists(code, filename)
     parser = wgsl_parser()

@@ -95,6 +95,8 @@ def parse_number(tok: Token, filename: str) -> RawLit:
             ty, text = (i32 if text[-1] == "i" else u32), text[:-1]
         if len(text) > 1 and text[0] == "0":
             _bad(tok, filename, "leading zeros are not allowed in a WGSL literal")
+        if len(text) > 20:  # past any WGSL integer (abstract-int holds 64 bits)
+            _bad(tok, filename, f"an integer literal of {len(text):,} digits fits no WGSL type")
         value = int(text)
     if ty == i32 and value >= 2**31 or ty == u32 and value >= 2**32:
         _bad(tok, filename, f"literal {tok} does not fit {ty}")

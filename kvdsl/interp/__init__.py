@@ -194,19 +194,49 @@ Modules
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from kvdsl.ir.dispatch import workgroups as dispatch_workgroups
 from kvdsl.ir.tree import Kernel
 from kvdsl.interp.batch import Fallback
-from kvdsl.interp.errors import InterpError, OutOfBounds, RaceError, UninitializedRead
-from kvdsl.interp.machine import Machine
+from kvdsl.interp.errors import (
+    InterpError,
+    OutOfBounds,
+    RaceError,
+    UninitializedRead,
+    WorkBudget,
+)
+from kvdsl.interp.machine import MAX_STEPS, Machine
 from kvdsl.interp.values import Grid, params_values, storage
+
+#: The most invocations one dispatch may have in the interpreter: a kernel that reads a
+#: read_write binding runs as one chunk, several arrays over every invocation, so past this its
+#: memory would be the machine's (WebGPU allows 65,535^3 workgroups of up to 256 invocations).
+MAX_INVOCATIONS = 1 << 26
+
+
+class TooManyInvocations(ValueError):
+    """A dispatch with more invocations than :data:`MAX_INVOCATIONS`; refused before anything
+    is allocated."""
+
 
 #: The subgroup sizes WGSL allows (``subgroupMinSize`` .. ``subgroupMaxSize`` lie in 4..128).
 SUBGROUP_SIZES = (4, 8, 16, 32, 64, 128)
 
-__all__ = ["SUBGROUP_SIZES", "InterpError", "OutOfBounds", "RaceError", "UninitializedRead", "run"]
+__all__ = [
+    "MAX_INVOCATIONS",
+    "SUBGROUP_SIZES",
+    "TooManyInvocations",
+    "InterpError",
+    "MAX_STEPS",
+    "OutOfBounds",
+    "RaceError",
+    "UninitializedRead",
+    "WorkBudget",
+    "run",
+]
 
 
 def run(
@@ -219,6 +249,8 @@ def run(
     source_lines: dict[int, int] | None = None,
     subgroup_size: int = 32,
     accesses: dict[str, list[int]] | None = None,
+    max_steps: int = MAX_STEPS,
+    loop_trips: dict | None = None,
 ) -> dict[str, np.ndarray]:
     """Interpret one dispatch of ``kernel``; the final contents of each read_write binding.
 
@@ -229,6 +261,12 @@ def run(
     of the subgroups ``subgroupShuffleXor`` reads across. ``accesses``, when given, is
     filled with each binding's ``[bytes loaded, bytes stored]``: every access of every active
     invocation, one element each (an element of a vector binding is the whole vector).
+    ``max_steps`` is the work budget: a chunk of the dispatch that runs more statements than
+    that stops with :class:`WorkBudget` at the loop it was in, named by its source line (a
+    parsed kernel's) or its header and the kernel's name (a built one's). ``loop_trips``, when
+    given, is filled with the loop trips the run made (:meth:`Machine.count_trips
+    <kvdsl.interp.machine.Machine.count_trips>`): ``"most"``, and ``"past"``, the loop that
+    first took a chunk past ``loop_trips["mark"]`` where the caller gave one.
     """
     if subgroup_size not in SUBGROUP_SIZES:
         raise ValueError(
@@ -242,10 +280,31 @@ def run(
     values = params_values(fields, params)
     if workgroups is None:
         workgroups = dispatch_workgroups(kernel, {k: int(v) for k, v in (params or {}).items()})
+    size = kernel.workgroup_size
+    total = math.prod(int(w) for w in workgroups) * math.prod(size)
+    if total > MAX_INVOCATIONS:
+        x, y, z = workgroups
+        raise TooManyInvocations(
+            f"workgroups {x},{y},{z} of {size[0]}x{size[1]}x{size[2]} invocations: {total:,} "
+            f"invocations, more than the interpreter runs ({MAX_INVOCATIONS:,})"
+        )
     for batching in (True, False):
         stores = {b.name: storage(b, buffers[b.name]) for b in kernel.bindings}
         grid = Grid(workgroups, kernel.workgroup_size, subgroup_size=subgroup_size)
-        machine = Machine(kernel, grid, stores, values, strict_init, source_lines, batching)
+        if loop_trips is not None:
+            loop_trips.pop("most", None)  # a batched attempt that falls back counts again
+            loop_trips.pop("past", None)
+        machine = Machine(
+            kernel,
+            grid,
+            stores,
+            values,
+            strict_init,
+            source_lines,
+            batching,
+            max_steps,
+            loop_trips,
+        )
         if accesses is not None:
             accesses.clear()  # a batched attempt that falls back counts again from the start
             machine.accesses = accesses

@@ -322,6 +322,7 @@ def run_batched(mc, s: ir.For, p: Plan, m) -> bool:
         width -= width % g  # whole workgroups keep a walk's index sets affine
     grid0 = mc.grid
     mc.batched = True
+    mc.count_trips(s, count + 1)  # the last trip's false condition counts, as on a GPU
     for lo in range(0, n0, width):
         hi = min(n0, lo + width)
         for start in range(0, count, per_trips):

@@ -19,3 +19,8 @@ class RaceError(InterpError):
 class UninitializedRead(InterpError):
     """With ``strict_init``: a read of a read_write or workgroup element that nothing in the
     dispatch wrote."""
+
+
+class WorkBudget(InterpError):
+    """A dispatch ran more statements than its budget allows (``run``'s ``max_steps``): a loop
+    taken for one that never ends."""

@@ -17,7 +17,7 @@ import numpy as np
 from kvdsl.emit import emit_expr, inline
 from kvdsl.interp import batch
 from kvdsl.interp.batch import BatchGrid
-from kvdsl.interp.errors import InterpError
+from kvdsl.interp.errors import InterpError, WorkBudget
 from kvdsl.interp.exprs import Expressions
 from kvdsl.interp.memory import Flat, Memory, Row
 from kvdsl.interp.scope import Frame, Scopes, Slot
@@ -42,7 +42,9 @@ from kvdsl.ir import tree as ir
 from kvdsl.ir.types import Array, Struct, Vec, held_as_words
 from kvdsl.ir.show import show
 
-MAX_TRIPS = 1 << 22  # a loop still running after this many trips is taken to be infinite
+#: The statements one chunk of a dispatch may run (``run``'s ``max_steps``) before the
+#: interpreter takes it for a loop that never ends: a few seconds of unbatched trips.
+MAX_STEPS = 1 << 18
 # Invocations per chunk: big enough that numpy's per-call overhead is small against the work,
 # small enough that a chunk's arrays are reused from the allocator instead of page-faulted in.
 CHUNK = 1 << 18
@@ -142,6 +144,8 @@ def render(s: ir.Stmt | None) -> str:
     match s:
         case ir.If(cond):
             return f"if ({emit_expr(cond)})"
+        case ir.Loop():
+            return "loop"
         case ir.For(init, cond, update):
             return (
                 f"for ({inline(init)}; {'' if cond is None else emit_expr(cond)}; {inline(update)})"
@@ -175,8 +179,14 @@ class Machine(Scopes, Expressions, Memory, StructMemory):
         strict_init: bool,
         source_lines: dict[int, int] | None,
         batching: bool = True,
+        max_steps: int = MAX_STEPS,
+        loop_trips: dict | None = None,
     ) -> None:
         self.kernel = kernel
+        # The work budget: statements run in this chunk, against ``max_steps``.
+        self.steps, self.max_steps = 0, max_steps
+        # Loop trips of this chunk, all loops together (see :meth:`count_trips`).
+        self.trips, self.loop_trips = 0, loop_trips
         self.grid = grid
         self.n = grid.n
         self.buffers = buffers
@@ -240,7 +250,23 @@ class Machine(Scopes, Expressions, Memory, StructMemory):
             }
             self.scopes = [self.module, {}]
             self.frame = self.main = Frame(None)
+            self.steps = self.trips = 0
             self.block(self.kernel.body, None)
+
+    def count_trips(self, s: ir.For | ir.Loop, k: int) -> None:
+        """Count ``k`` more trips of loop ``s`` (a trip that ends the loop counts too). With
+        every invocation of the chunk in lockstep, the chunk's count is at least the trips any
+        one invocation (or a group of them run together) makes; ``loop_trips``, when the caller
+        asks, keeps the most of any chunk as ``"most"``, and the loop whose trip first took a
+        chunk's count past ``loop_trips["mark"]`` as ``"past"``."""
+        self.trips += k
+        lt = self.loop_trips
+        if lt is None:
+            return
+        if self.trips > lt.get("most", 0):
+            lt["most"] = self.trips
+        if self.trips > lt.get("mark", self.trips) and "past" not in lt:
+            lt["past"] = s
 
     # ---- errors --------------------------------------------------------------------------
     def where(self) -> str:
@@ -304,6 +330,7 @@ class Machine(Scopes, Expressions, Memory, StructMemory):
     def stmt(self, s: ir.Stmt, m: Mask) -> Mask:
         """Run one statement; return the lanes that continue after it."""
         self.current = s
+        self.steps += 1
         match s:
             case ir.Let(name, value):
                 self.declare(name, Slot(self.eval(value, m)))
@@ -405,7 +432,16 @@ class Machine(Scopes, Expressions, Memory, StructMemory):
             if init is not None:
                 self.stmt(init, m)
             lm = m
-            for _ in range(MAX_TRIPS):
+            while True:
+                self.count_trips(s, 1)
+                if self.steps > self.max_steps:
+                    self.current = s
+                    raise WorkBudget(
+                        f"kernel {self.kernel.name}: {self.trips:,} loop trips and "
+                        f"{self.steps:,} statements without ending{self.where()}, past the "
+                        f"interpreter's budget of {self.max_steps:,} statements (--max-steps, "
+                        "or run's max_steps, raises it)"
+                    )
                 if cond is not None:
                     self.current = s
                     lm = m_and(lm, self.eval(cond, lm), self.n)
@@ -437,9 +473,6 @@ class Machine(Scopes, Expressions, Memory, StructMemory):
                 if update is not None:
                     self.stmt(update, nxt)
                 lm = nxt
-            else:
-                self.current = s
-                raise InterpError(f"loop ran {MAX_TRIPS} trips without ending{self.where()}")
         finally:
             frame.loops.pop()
             self.scopes.pop()

@@ -253,3 +253,141 @@ def hazards(kernel: ir.Kernel) -> list[tuple[ir.Stmt | None, str]]:
     watch = _Watch(kernel)
     verify(kernel, watch, house=False)
     return watch.found
+
+
+#: The loop trips llvmpipe lets one invocation make (Mesa 22.3's ``LP_MAX_TGSI_LOOP_ITERATIONS``).
+LLVMPIPE_LOOP_TRIPS = 65535
+
+LLVMPIPE_LOOPS = (
+    "llvmpipe (Mesa 22.3, the software Vulkan driver CI runs) ends an invocation's loops after "
+    f"{LLVMPIPE_LOOP_TRIPS:,} trips, all the entry point's loops together (a trip that ends "
+    "a loop counts too; eight invocations run together count the most of any of them): a "
+    "70,000-trip loop stops at 65,535, silently"
+)
+
+
+class _Trips(Verifier):
+    """The verifier, working out each ``for`` loop's trip count where WGSL fixes it when the
+    shader compiles: ``for (var i = A; i < B; i = i + C)`` (``<=``, ``+=``, ``i++`` too) with
+    A, B and C const-expressions, C positive, and ``i`` assigned nowhere else."""
+
+    def __init__(self, kernel: ir.Kernel) -> None:
+        super().__init__(kernel)
+        self.trips: dict[int, int | None] = {}  # by the loop statement's identity
+
+    def stmt(self, s: ir.Stmt, scope: Scope, ret: Any, loop: bool) -> None:
+        if type(s) is ir.For:
+            self.trips[id(s)] = self._count(s, scope)
+        super().stmt(s, scope, ret, loop)
+
+    def _count(self, s: ir.For, scope: Scope) -> int | None:
+        init, cond, update = s.init, s.cond, s.update
+        if type(init) is not ir.Var or init.init is None or type(cond) is not ir.Binary:
+            return None
+        var = ir.Name(init.name)
+        if cond.a == var and cond.op in (Op.LT, Op.LE):
+            bound, inclusive = cond.b, cond.op is Op.LE
+        elif cond.b == var and cond.op in (Op.GT, Op.GE):
+            bound, inclusive = cond.a, cond.op is Op.GE
+        else:
+            return None
+        if type(update) is not ir.Assign or update.target != var:
+            return None
+        step = update.value if update.op is Op.ADD else None
+        if update.op is None and type(update.value) is ir.Binary and update.value.op is Op.ADD:
+            step = update.value.b if update.value.a == var else None
+        a, b = self.const_int(init.init, scope), self.const_int(bound, scope)
+        c = None if step is None else self.const_int(step, scope)
+        if a is None or b is None or c is None or c <= 0 or b + c >= 2**31:
+            return None  # a bound near the type's end could wrap the counter past it
+        if any(type(x) is ir.Assign and x.target == var for x in ir.walk(s.body)):
+            return None
+        return max(0, (b - a + (c if inclusive else c - 1)) // c)
+
+
+def _walk_trips(body: tuple, trips: dict, functions: dict, depth: int = 0) -> int | None:
+    """The most loop trips ``body`` can make, as llvmpipe counts them, or None where a loop's
+    count is not fixed: a loop of T trips counts T + 1 (its ending test), and T times its
+    body's; both branches of an ``if`` and every clause of a ``switch`` count (an upper bound);
+    a helper's loops count at each call."""
+    total = 0
+    for s in body:
+        calls = [x for x in ir.walk(_header(s)) if type(x) is ir.FnCall]
+        for call in calls:
+            f = functions.get(call.name)
+            if f is not None and depth < 32:
+                inner = _walk_trips(f.body, trips, functions, depth + 1)
+                if inner is None:
+                    return None
+                total += inner
+        if type(s) is ir.For or type(s) is ir.Loop:
+            t = trips.get(id(s)) if type(s) is ir.For else None
+            inner = _walk_trips(
+                s.body + (s.continuing if type(s) is ir.Loop else ()), trips, functions, depth
+            )
+            if t is None or inner is None:
+                return None
+            total += t + 1 + t * inner
+        else:
+            for sub in _bodies(s):
+                inner = _walk_trips(sub, trips, functions, depth)
+                if inner is None:
+                    return None
+                total += inner
+    return total
+
+
+def _header(s: ir.Stmt) -> tuple:
+    """``s`` without the statements it holds: what it evaluates itself."""
+    if type(s) is ir.If:
+        return (s.cond,)
+    if type(s) is ir.For:
+        return (s.init, s.cond, s.update)
+    if type(s) is ir.Loop:
+        return (s.break_if,)
+    if type(s) is ir.Switch:
+        return (s.selector,) + tuple(e for c in s.cases for e in c.selectors)
+    if type(s) is ir.Block:
+        return ()
+    return (s,)
+
+
+def _bodies(s: ir.Stmt) -> tuple[tuple, ...]:
+    if type(s) is ir.If:
+        return (s.then, s.orelse)
+    if type(s) is ir.Block:
+        return (s.body,)
+    if type(s) is ir.Switch:
+        return tuple(c.body for c in s.cases)
+    return ()
+
+
+def llvmpipe_loops(kernel: ir.Kernel) -> tuple[int | None, list[tuple[ir.Stmt, str]]]:
+    """The most loop trips one invocation of ``kernel`` can make, as llvmpipe counts them
+    (None where a loop's count depends on data, an invocation or an override), and a note
+    for each loop llvmpipe may stop early: every loop whose count is not fixed, and where
+    every count is fixed but they add up past :data:`LLVMPIPE_LOOP_TRIPS`, the outermost loop
+    that takes the sum past it."""
+    watch = _Trips(kernel)
+    verify(kernel, watch, house=False)
+    functions = {f.name: f for f in kernel.functions}
+    loops = [
+        x
+        for x in ir.walk((kernel.body, kernel.functions))
+        if type(x) is ir.For or type(x) is ir.Loop
+    ]
+    unfixed = [s for s in loops if watch.trips.get(id(s)) is None]
+    notes = [
+        (s, f"a loop whose trip count is not fixed when the shader compiles: {LLVMPIPE_LOOPS}")
+        for s in unfixed
+    ]
+    total = _walk_trips(kernel.body, watch.trips, functions)
+    if total is None or total <= LLVMPIPE_LOOP_TRIPS:
+        return total, notes
+    running = 0
+    for s in kernel.body:
+        running += _walk_trips((s,), watch.trips, functions) or 0
+        if running > LLVMPIPE_LOOP_TRIPS:
+            notes.append((s, f"loops of {total:,} trips in all: {LLVMPIPE_LOOPS}"))
+            break
+    return total, notes
