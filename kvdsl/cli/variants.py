@@ -70,7 +70,9 @@ def cmd_legacy(args: argparse.Namespace) -> int:
 
     data = load_json(args.vars, "--vars")
     if not isinstance(data, dict):
-        raise UsageError(f"--vars: expected a JSON object of template variables, got {data!r}")
+        raise UsageError(
+            f"--vars: expected a JSON object of template variables, got {json.dumps(data)[:80]}"
+        )
     most = None
     if args.max_storage_buffers is not None:
         text = args.max_storage_buffers
