@@ -1,5 +1,11 @@
 """``python -m kvdsl``."""
 
-from kvdsl.cli import main
+import sys
+
+try:
+    from kvdsl.cli import INTERRUPTED, main
+except KeyboardInterrupt:  # Ctrl-C while the command loads: the line main gives it later
+    print("kvdsl: interrupted", file=sys.stderr)
+    raise SystemExit(130) from None
 
 raise SystemExit(main())

@@ -1,9 +1,10 @@
 """The ``kvdsl`` command: argument parsing, the WebGPU choice, and the one error boundary.
 
-Every error a user can cause prints as one line on stderr with exit code 2; a failed check
-(``verify``, ``emit --check``) or run exits 1; nothing prints a traceback unless
-``--traceback`` is given. Output cut short by its reader (``kvdsl list | head``) ends quietly
-with exit code 141, as a Unix tool killed by SIGPIPE does. The commands live one group to a
+Every error a user can cause prints as one line on stderr with exit code 2 (an option
+argparse refuses: that line and a usage hint); a failed check (``verify``, ``emit --check``) or
+run exits 1; nothing prints a traceback unless ``--traceback`` is given. Output cut short by its
+reader (``kvdsl list | head``) ends quietly with exit code 141, as a Unix tool killed by SIGPIPE
+does; Ctrl-C ends a command with one line, ``kvdsl COMMAND: interrupted``, and exit code 130. The commands live one group to a
 module: :mod:`~kvdsl.cli.variants` (list, show, emit, legacy), :mod:`~kvdsl.cli.run`,
 :mod:`~kvdsl.cli.check`, :mod:`~kvdsl.cli.verify`, :mod:`~kvdsl.cli.session`.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 
 from kvdsl import catalog
@@ -19,13 +21,13 @@ from kvdsl.cli import check, run, session, variants, verify
 from kvdsl.cli.inputs import UsageError
 from kvdsl.runtime.webgpu import IMPLEMENTATIONS as WEBGPU
 
-__all__ = ["UsageError", "main", "parser", "user_errors"]
+__all__ = ["INTERRUPTED", "UsageError", "main", "parser", "user_errors"]
 
 DESCRIPTION = "Build, print, run and verify kvdsl's WebGPU KV-cache kernels, and check WGSL files."
 
 EPILOG = """\
 exit status: 0 done, 1 a check or a run failed, 2 bad input, 3 an internal error,
-141 output cut short by its reader.
+130 interrupted (Ctrl-C), 141 output cut short by its reader.
 
 environment (the command reads them once, at its start):
   KVDSL_WEBGPU         wgpu-native (default) or dawn; --webgpu overrides it
@@ -36,11 +38,31 @@ environment (the command reads them once, at its start):
 
 #: Exit code of a command whose output was cut short (128 + SIGPIPE, as a shell reports it).
 BROKEN_PIPE = 141
+#: Exit code of a command ended by Ctrl-C (128 + SIGINT, as a shell reports it).
+INTERRUPTED = 130
+
+#: argparse's words for a value its ``type=int`` / ``type=float`` refused, and ours.
+_ARGPARSE_TYPES = {"int": "is not a whole number", "float": "is not a number"}
+
+
+class Parser(argparse.ArgumentParser):
+    """An argument parser whose refusal is one line and a usage hint, not the whole usage
+    (a command's usage lists every option: a dozen lines before the one that matters)."""
+
+    def error(self, message: str):
+        """Print ``PROG: error: MESSAGE`` and a hint naming ``--help``; exit with code 2."""
+        message = re.sub(
+            r"invalid (int|float) value: ('.*')",
+            lambda m: f"{m.group(2)} {_ARGPARSE_TYPES[m.group(1)]}",
+            message,
+        )
+        hint = f"{self.prog}: see '{self.prog} --help' for the options"
+        self.exit(2, f"{self.prog}: error: {message}\n{hint}\n")
 
 
 def parser() -> argparse.ArgumentParser:
     """The ``kvdsl`` command's argument parser."""
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="kvdsl",
         description=DESCRIPTION,
         epilog=EPILOG,
@@ -98,9 +120,24 @@ def _stdout_closed() -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``kvdsl`` console script."""
+    try:
+        args = parser().parse_args(argv)
+    except KeyboardInterrupt:
+        print("kvdsl: interrupted", file=sys.stderr)
+        return INTERRUPTED
+    try:
+        return _run(args)
+    except KeyboardInterrupt:  # Ctrl-C: one line, as a shell reports a process it ended
+        if args.traceback:
+            raise
+        print(f"kvdsl {args.command}: interrupted", file=sys.stderr)
+        return INTERRUPTED
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Run the command ``args`` names inside the error boundary."""
     from kvdsl.runtime import WebGPU, WebGPULoaded, use_webgpu
 
-    args = parser().parse_args(argv)
     try:
         # The one place the command reads the environment: its KVDSL_* settings.
         webgpu = WebGPU.from_environment(os.environ, args.webgpu)

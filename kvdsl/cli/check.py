@@ -1,12 +1,71 @@
 """``kvdsl check``: WGSL files parsed and verified by kvdsl, validated by naga and Tint, with a
-note for each construct a WebGPU implementation was found to run otherwise than WGSL says."""
+note for each construct a WebGPU implementation was found to run otherwise than WGSL says.
+
+A file is validated on a device with WebGPU's default limits, raised to those the file states
+(the limits line of kvdsl's own files, :data:`kvdsl.catalog_files.LIMITS_LINE`) and to those
+the options give (``--max-storage-buffers``, for a file from elsewhere)."""
 
 from __future__ import annotations
 
 import argparse
+import json
 
-from kvdsl.cli.inputs import read_wgsl, wgsl_file
+from kvdsl.cli.inputs import UsageError, read_wgsl, wgsl_file
 from kvdsl.ir import Kernel
+
+#: The least ``--max-storage-buffers``: WebGPU's default, which every device allows.
+LEAST_STORAGE_BUFFERS = 8
+
+
+def stated_limits(path: str, text: str) -> tuple[dict[str, int], str | None]:
+    """The limits past WebGPU's defaults the limits line of ``text`` states (none without one),
+    and a ``path:line: ...`` problem where the line is not a JSON object of known limits, each a
+    whole number."""
+    from kvdsl.catalog_files import LIMITS_LINE
+    from kvdsl.ir.features import DEFAULT_LIMITS
+
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.startswith(LIMITS_LINE):
+            continue
+        stated = line[len(LIMITS_LINE) :]
+        try:
+            limits = json.loads(stated)
+        except ValueError:
+            limits = None
+        if not isinstance(limits, dict) or not all(
+            name in DEFAULT_LIMITS and type(n) is int and n >= DEFAULT_LIMITS[name]
+            for name, n in limits.items()
+        ):
+            return {}, (
+                f"{path}:{number}: the limits line states {stated.strip()!r}: expected a JSON "
+                f"object of limits ({', '.join(DEFAULT_LIMITS)}), each a whole number at least "
+                "WebGPU's default [kvdsl]"
+            )
+        return limits, None
+    return {}, None
+
+
+def _max_storage_buffers(text: str) -> int:
+    """``--max-storage-buffers N``: a whole number, WebGPU's default 8 or more."""
+    n = int(text) if text.strip().isdigit() else None
+    if n is None or n < LEAST_STORAGE_BUFFERS:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected a whole number, {LEAST_STORAGE_BUFFERS} or more: the device's "
+            "maxStorageBuffersPerShaderStage (WebGPU guarantees 8)"
+        )
+    return n
+
+
+def _tint_did_not_run(err: RuntimeError) -> str:
+    """One line saying that Tint did not run, and why (its worker's last words)."""
+    text = str(err)
+    if "No module named 'wgpudawn'" in text:
+        return (
+            "note: Tint did not run: the wgpudawn package is not installed (kvdsl depends on "
+            "it: pip install wgpudawn) [tint]"
+        )
+    last = [line.strip() for line in text.splitlines() if line.strip()]
+    return f"note: Tint did not run: {last[-1] if last else text} [tint]"
 
 
 def portability_notes(path: str, kernel: Kernel, lines: dict[int, int]) -> list[str]:
@@ -40,14 +99,25 @@ def cmd_check(args: argparse.Namespace) -> int:
     from kvdsl.ir.portability import ROUNDED_F16, naga_aborts
     from kvdsl.ir.verify import house_notes
     from kvdsl.runtime import CompileError, compile_wgsl, current_webgpu, tint_check
+    from kvdsl.runtime.contract import LimitError
 
     # the adapter's compiler
     compiler = "naga" if current_webgpu().implementation == "wgpu-native" else "dawn"
+    options = {}
+    if args.max_storage_buffers is not None:
+        options["maxStorageBuffersPerShaderStage"] = args.max_storage_buffers
     sources: dict[str, str] = {}
+    limits: dict[str, dict[str, int]] = {}
     problems: list[str] = []
     notes: list[str] = []
     for path in args.files:
+        if path in sources:
+            raise UsageError(f"{path!r} is given twice: give each file once")
         sources[path] = text = read_wgsl(path)
+        stated, bad = stated_limits(path, text)
+        if bad is not None:
+            problems.append(bad)
+        limits[path] = {k: max(options.get(k, 0), stated.get(k, 0)) for k in options | stated}
         rounded: list[tuple[int | None, str]] = []
         kernel = None
         try:
@@ -70,10 +140,15 @@ def cmd_check(args: argparse.Namespace) -> int:
             notes.append(f"{path}: note: not compiled by naga: {aborts} [naga]")
             continue
         try:
-            compile_wgsl(text)
-        except CompileError as err:
+            compile_wgsl(text, limits[path])
+        except (CompileError, LimitError) as err:
             problems.append(f"{path}: {err} [{compiler}]".replace("\n", " | "))
-    for path, err in tint_check(sources).items():
+    try:
+        tint = tint_check(sources, limits=limits)
+    except RuntimeError as err:  # its worker could not run: said in one line
+        tint = {}
+        notes.append(_tint_did_not_run(err))
+    for path, err in tint.items():
         if err is not None:
             problems.append(f"{path}: {err.strip()} [tint]".replace("\n", " | "))
     for line in problems + notes:
@@ -94,4 +169,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "to run otherwise than WGSL says.",
     )
     s.add_argument("files", nargs="+", metavar="FILE.wgsl")
+    s.add_argument(
+        "--max-storage-buffers",
+        type=_max_storage_buffers,
+        metavar="N",
+        help="validate on a device allowing N storage buffers per shader stage (8 or more; "
+        "default WebGPU's 8, or what a file's limits line states: kvdsl's own files and "
+        "kvdsl legacy's output state theirs)",
+    )
     s.set_defaults(handler=cmd_check)

@@ -4,6 +4,7 @@ count; each failure a :class:`UsageError` naming the option and the value."""
 from __future__ import annotations
 
 import json
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -48,23 +49,22 @@ def load_inputs(path: str) -> dict[str, np.ndarray]:
     if not p.is_file():
         raise UsageError(f"--inputs: no such file {path!r}")
     try:
-        npz = np.load(p)
-    except (ValueError, OSError) as err:
-        raise UsageError(f"--inputs: {path!r} is not an .npz archive ({err})") from None
+        npz = np.load(p)  # no pickles: an archive of objects is refused, not run
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile):
+        npz = None
     if not isinstance(npz, np.lib.npyio.NpzFile):
-        raise UsageError(f"--inputs: {path!r} holds one array, not an .npz archive of them")
-    out = {}
+        raise UsageError(f"--inputs: {path!r} is not an .npz archive of arrays")
     with npz:
+        arrays = {}
         for k in npz.files:
             try:
-                out[k] = npz[k]
-            except ValueError:  # numpy refuses to unpickle: the only array np.load cannot read
+                arrays[k] = npz[k]
+            except (ValueError, OSError, EOFError, zipfile.BadZipFile):
                 raise UsageError(
-                    f"--inputs: array '{k}' of {path!r} holds Python objects: expected numbers"
+                    f"--inputs: {path!r}: array {k!r} cannot be read: it holds objects rather "
+                    "than numbers, or is cut short"
                 ) from None
-            except OSError as err:
-                raise UsageError(f"--inputs: {path!r}: array '{k}' is unreadable ({err})") from None
-    return out
+        return arrays
 
 
 def check_paged(

@@ -4,6 +4,7 @@ numpy oracle, with each step's GPU time and host overhead."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 
@@ -60,6 +61,73 @@ def _plan(
     return out
 
 
+#: Copies of a layer's K and V a session keeps: contiguous, the live cache and the one a step
+#: writes, on the device (or in memory), and the oracle's; paged, the pools, those a compaction
+#: fills and the oracle's of each.
+COPIES = {False: 3, True: 4}
+
+
+def available_memory() -> int | None:
+    """Bytes of memory this machine can give a process now (Linux's MemAvailable, else its
+    physical memory); None where neither is known."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+def _gib(n: float) -> str:
+    return f"{n / 2**30:.1f} GiB" if n >= 2**30 else f"{n / 2**20:.1f} MiB"
+
+
+def _check_memory(args: argparse.Namespace, spec, paged: bool, have: int | None = None) -> None:
+    """Refuse, before anything is allocated, a session whose caches need more memory than the
+    machine has available (``have``: that memory, else :func:`available_memory`)."""
+    from kvdsl.session import cache_format
+    from kvdsl.session.paged import paged_rows
+    from kvdsl.session.session import BINDING
+
+    if paged:
+        rows = paged_rows(spec)
+        layer = spec.pool_pages * rows.page_values * rows.dtype.itemsize
+    else:
+        row = cache_format(spec.format, spec.kv_heads, spec.head_dim).row_bytes
+        layer = spec.batch * spec.kv_heads * spec.capacity * row
+        if layer > BINDING:
+            return  # the session refuses it first, naming the binding and the rows that fit
+    layer *= 2 * COPIES[paged]  # K and V
+    have = available_memory() if have is None else have
+    if have is None or spec.layers * layer <= have:
+        return
+    most = have // layer
+    fewer = f"give --layers at most {most}, or" if most else "give"
+    raise UsageError(
+        f"--layers={spec.layers}: the session needs {_gib(spec.layers * layer)} ({_gib(layer)} "
+        f"a layer: K and V, {COPIES[paged]} copies each), past the {_gib(have)} of memory "
+        f"available; {fewer} a smaller --batch, --capacity or --kv-heads"
+    )
+
+
+def _check_table(args: argparse.Namespace, spec, prompt: int, plan: list[tuple]) -> None:
+    """Refuse a paged scenario whose longest sequence would outgrow its page table: positions
+    are absolute, so a paged cache does not slide as a contiguous one does."""
+    grows = sum(n for kind, n in plan if kind in ("decode", "extend"))
+    if prompt + grows > spec.capacity:
+        raise UsageError(
+            f"--capacity={args.capacity}: a sequence of a {prompt}-token prompt would grow by up "
+            f"to {grows} tokens in this scenario, past its page table's {spec.max_pages} pages "
+            f"of {spec.page_size} ({spec.capacity} tokens; a paged cache does not slide): give "
+            f"--capacity {prompt + grows} or more"
+        )
+
+
 def _stats(xs: list[float]) -> str:
     if not xs:
         return f"{'-':>9} {'-':>9} {'-':>9}"
@@ -70,7 +138,7 @@ def _stats(xs: list[float]) -> str:
 def cmd_session(args: argparse.Namespace) -> int:
     """Run the scenario; print per-step GPU time and host overhead by operation."""
     from kvdsl.session import GpuHost, InterpHost, PagedSession, PagedSpec, Session
-    from kvdsl.session import SessionError, SessionMismatch, Spec
+    from kvdsl.session import SessionError, SessionMismatch, Spec, cache_format
 
     model = catalog.MODELS.get(args.model)
     if model is None:
@@ -95,8 +163,14 @@ def cmd_session(args: argparse.Namespace) -> int:
             spec = Spec(args.layers, args.batch, heads, head_dim, capacity, args.format)
     except SessionError as err:
         raise UsageError(str(err)) from None
-    host = GpuHost() if args.backend == "gpu" else InterpHost()
+    _check_memory(args, spec, paged)
     rng = np.random.default_rng(args.seed)
+    lowest = max(1, args.prompt // 2)
+    prompts = rng.integers(lowest, args.prompt + 1, spec.batch)
+    plan = _plan(args, rng, not paged and cache_format(spec.format, heads, head_dim).shifts, paged)
+    if paged:
+        _check_table(args, spec, int(prompts.max()), plan)
+    host = GpuHost() if args.backend == "gpu" else InterpHost()
     try:
         if paged:
             session = PagedSession(spec, host, seed=args.seed, check_every=False)
@@ -122,11 +196,9 @@ def cmd_session(args: argparse.Namespace) -> int:
             f"heads x {capacity} rows x head dim {head_dim}, {spec.format} "
             f"({cache / 2**20:.1f} MiB of K and V), on {where}"
         )
-    lowest = max(1, args.prompt // 2)
-    prompts = rng.integers(lowest, args.prompt + 1, spec.batch)
-    plan = _plan(args, rng, not paged and session.fmt.shifts, paged)
     bar = sys.stderr.isatty() and len(plan) >= 100
     started = time.perf_counter()
+    i, kind = -1, "prefill"
     try:
         session.prefill([int(n) for n in prompts])
         for i, (kind, n) in enumerate(plan):
@@ -136,8 +208,6 @@ def cmd_session(args: argparse.Namespace) -> int:
                 getattr(session, kind)()
             elif kind == "fork":
                 session.fork(*n)
-            elif kind == "extend" and int(session.lengths.max()) + n > capacity:
-                session.compact()  # the pages are full: a step that needs none
             else:
                 getattr(session, kind)(n)
             if args.check_every and (i + 1) % args.check_every == 0:
@@ -145,6 +215,8 @@ def cmd_session(args: argparse.Namespace) -> int:
             if bar and (i % max(1, len(plan) // 200) == 0 or i + 1 == len(plan)):
                 _progress(i + 1, len(plan), started)
         session.check()
+    except SessionError as err:  # a step the session refuses: the options made it
+        raise UsageError(f"step {i + 2} ({kind}): {err}") from None
     except SessionMismatch as err:
         if bar:
             sys.stderr.write("\n")

@@ -32,8 +32,9 @@ def cmd_show(args: argparse.Namespace) -> int:
     from kvdsl.catalog_files import header
     from kvdsl.emit import emit
 
-    sys.stdout.write(header(args.variant, catalog.config(args.variant)))
-    sys.stdout.write(emit(catalog.build(args.variant)))
+    kernel = catalog.build(args.variant)
+    sys.stdout.write(header(args.variant, catalog.config(args.variant), kernel))
+    sys.stdout.write(emit(kernel))
     return 0
 
 
@@ -60,6 +61,7 @@ def cmd_emit(args: argparse.Namespace) -> int:
 
 def cmd_legacy(args: argparse.Namespace) -> int:
     """Print the WGSL kvdsl emits for the legacy template's variables."""
+    from kvdsl.catalog_files import limits_line
     from kvdsl.emit import emit, emit_expr
     from kvdsl.kernels.build import RowConfig
     from kvdsl.ir.features import limits as kernel_limits
@@ -68,7 +70,9 @@ def cmd_legacy(args: argparse.Namespace) -> int:
 
     data = load_json(args.vars, "--vars")
     if not isinstance(data, dict):
-        raise UsageError(f"--vars: expected a JSON object of template variables, got {data!r}")
+        raise UsageError(
+            f"--vars: expected a JSON object of template variables, got {json.dumps(data)[:80]}"
+        )
     most = None
     if args.max_storage_buffers is not None:
         text = args.max_storage_buffers
@@ -95,11 +99,7 @@ def cmd_legacy(args: argparse.Namespace) -> int:
         f"{json.dumps(as_dict(cfg))}\n"
         f"// dispatch: ceil(({emit_expr(d.items)}) / {d.per_group}) workgroups, "
         f"folded into y past {d.fold}\n"
-        + (
-            f"// limits past WebGPU's defaults, to request of the device: {json.dumps(limits)}\n"
-            if limits
-            else ""
-        )
+        + limits_line(limits)
         + (f"// {note}\n" if note else "")
         + "\n"
         + wgsl

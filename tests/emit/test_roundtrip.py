@@ -51,6 +51,7 @@ from kvdsl.ir.ops import Op
 from kvdsl.ir.types import Array, Struct, Vec, bool_, f16, f32, i32, u32
 from kvdsl.ir.verify import VerifyError, verify
 from kvdsl.kernels.transpose import TransposeConfig, transpose
+from tests.helpers.fuzz import database
 from tests.helpers.roundtrip import Fresh, assert_round_trip, literals
 
 
@@ -403,7 +404,12 @@ def kernels(draw):
         raise
 
 
-@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=500,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    database=database(),
+)
 @given(kernels())
 def test_generated_round_trip(k: Kernel) -> None:
     assert_round_trip(k)
@@ -422,7 +428,12 @@ FLOAT_FOLDING = (
 )
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=200,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    database=database(),
+)
 @given(kernels())
 def test_generated_kernels_that_verify_compile_under_naga(k: Kernel) -> None:
     # What the verifier takes, a WGSL compiler takes: the names, constant shifts, divisions,
@@ -442,7 +453,9 @@ def test_generated_kernels_that_verify_compile_under_naga(k: Kernel) -> None:
         raise
 
 
-@settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(
+    max_examples=3, deadline=None, suppress_health_check=list(HealthCheck), database=database()
+)
 @given(st.lists(kernels(), min_size=40, max_size=40))
 def test_generated_kernels_that_verify_compile_under_tint(ks: list[Kernel]) -> None:
     # The same under Tint (Dawn's compiler, through wgpudawn's Null backend), forty kernels a

@@ -24,14 +24,23 @@ LONG = int(os.environ.get("KVDSL_FUZZ_EXAMPLES", "0"))
 DATABASE = os.environ.get("KVDSL_FUZZ_DB")
 
 
-def examples(ci: int) -> settings:
-    """Hypothesis settings: ``ci`` examples, or the long run's count."""
+def database():
+    """The example database of every fuzz test: :data:`DATABASE`'s folder, else none. Never
+    hypothesis' default ``.hypothesis/`` (which it uses where ``CI`` is not set): examples kept
+    there by one test are replayed by another whose key collides (a state machine is keyed by
+    its class's source, which the narrow and the broad session machines share), drawn by other
+    strategies than those that made them."""
     from hypothesis.database import DirectoryBasedExampleDatabase
 
+    return DirectoryBasedExampleDatabase(DATABASE) if DATABASE else None
+
+
+def examples(ci: int) -> settings:
+    """Hypothesis settings: ``ci`` examples, or the long run's count."""
     return settings(
         max_examples=LONG or ci,
         deadline=None,
-        database=DirectoryBasedExampleDatabase(DATABASE) if DATABASE else None,
+        database=database(),
         derandomize=not LONG,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     )

@@ -24,6 +24,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from kvdsl.session import GpuHost, InterpHost, PagedSession, PagedSpec, Session, SessionMismatch
 from kvdsl.session import Spec, cache_format
 from tests.helpers import session as tally
+from tests.helpers.fuzz import database
 
 #: Steps the interpreter fuzz runs at least (the GPU's: a tenth), over both machines.
 STEPS = int(os.environ.get("KVDSL_SESSION_STEPS", "10000"))
@@ -120,6 +121,9 @@ def _machine(host_kind: str, target: int, counted: bool = True, narrow: bool = F
         deadline=None,
         suppress_health_check=list(HealthCheck),
         derandomize=False,
+        # The narrow machines fail on purpose (the shrink tests) and share the broad ones'
+        # database key: theirs keep nothing.
+        database=None if narrow else database(),
     )
     return CacheSession
 
@@ -219,6 +223,9 @@ def _paged_machine(host_kind: str, target: int, counted: bool = True, narrow: bo
         deadline=None,
         suppress_health_check=list(HealthCheck),
         derandomize=False,
+        # The narrow machines fail on purpose (the shrink tests) and share the broad ones'
+        # database key: theirs keep nothing.
+        database=None if narrow else database(),
     )
     return PagedCacheSession
 
