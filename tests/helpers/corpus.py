@@ -342,6 +342,28 @@ def _q4_atomic_np(b, p):
     return {"q": formats.words(_quantized("q4_0", b["x"]))}
 
 
+def _splitk(rng):
+    rows, cols, splits = 100, 300, 4
+    tiles = (rows + 63) // 64
+    return (
+        {
+            "w": rng.standard_normal(rows * cols).astype(F32),
+            "x": rng.standard_normal(cols).astype(F32),
+            "partial": _poison(splits * rows),
+            "arrived": np.zeros(tiles, np.uint32),
+            "y": _poison(rows),
+        },
+        {"rows": rows, "cols": cols},
+        (tiles, splits, 1),
+    )
+
+
+def _splitk_np(b, p):
+    w = b["w"].reshape(p["rows"], p["cols"]).astype(np.float64)
+    splits = len(b["partial"]) // p["rows"]
+    return {"y": w @ b["x"], "arrived": np.full(len(b["arrived"]), splits, np.uint32)}
+
+
 CASES = [
     Case("rmsnorm", _rmsnorm, _rmsnorm_np, 1e-5),
     Case("softmax", _softmax, _softmax_np, 1e-5),
@@ -363,6 +385,7 @@ CASES = [
     Case("q4_0_quantize_atomic", lambda rng: _block_quant(rng, 18), _q4_atomic_np),
     Case("rmsnorm_subgroup", _rmsnorm, _rmsnorm_np, 1e-5),
     Case("softmax_subgroup", _softmax, _softmax_np, 1e-5),
+    Case("splitk_matvec_last_merges", _splitk, _splitk_np, 1e-4),
 ]
 BY_NAME = {c.name: c for c in CASES}
 
