@@ -364,6 +364,21 @@ def _splitk_np(b, p):
     return {"y": w @ b["x"], "arrived": np.full(len(b["arrived"]), splits, np.uint32)}
 
 
+def _scaled_softmax(rng):
+    rows, cols = 5, 333
+    return (
+        {"x": rng.standard_normal(rows * cols).astype(F32), "y": _poison(rows * cols)},
+        {"rows": rows, "cols": cols, "scale": 0.7},
+        (rows, 1, 1),
+    )
+
+
+def _scaled_softmax_np(b, p):
+    z = b["x"].reshape(p["rows"], p["cols"]).astype(np.float64) * np.float32(p["scale"])
+    e = np.exp(z - z.max(axis=1, keepdims=True))
+    return {"y": (e / e.sum(axis=1, keepdims=True)).ravel()}
+
+
 CASES = [
     Case("rmsnorm", _rmsnorm, _rmsnorm_np, 1e-5),
     Case("softmax", _softmax, _softmax_np, 1e-5),
@@ -386,6 +401,7 @@ CASES = [
     Case("rmsnorm_subgroup", _rmsnorm, _rmsnorm_np, 1e-5),
     Case("softmax_subgroup", _softmax, _softmax_np, 1e-5),
     Case("splitk_matvec_last_merges", _splitk, _splitk_np, 1e-4),
+    Case("scaled_softmax_shadowed", _scaled_softmax, _scaled_softmax_np, 1e-5),
 ]
 BY_NAME = {c.name: c for c in CASES}
 
