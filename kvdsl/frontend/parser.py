@@ -263,6 +263,7 @@ class _Assembler:
         shared = self.workgroup_vars(gvars)
         probe = ir.Kernel(name, bindings, params, (), (), (1, 1, 1), (), (), workgroup_vars=shared)
         checker = Verifier(probe)
+        checker.function_names = frozenset(fn.name for fn in fns if fn is not entry)
         typer = Typer(checker, self.filename, self.raw_lines, self.calls, self.rounded)
         typer.structs = self.structs
         consts = self.consts(typer)

@@ -545,13 +545,10 @@ class ToIR(Transformer):
         if name.startswith("atomic") and name[6:] in ir.ATOMIC_FUNCTIONS:
             return self.atomic_call(fn, name[6:], args)
         op = ops.builtin_named(name)
-        if op is not None:
-            arity = ops.info(op).arity
-            if len(args) != arity:
-                raise self._err(
-                    f"{name} takes {arity} arguments, got {len(args)}", fn.line, fn.column
-                )
-            return ir.Call(op, args)
+        if op is not None:  # the typer checks its arity, where no module function takes the name
+            node = ir.Call(op, args)
+            self.calls[id(node)] = (fn.line, fn.column)
+            return node
         node = ir.FnCall(name, args)
         self.calls[id(node)] = (fn.line, fn.column)
         return node

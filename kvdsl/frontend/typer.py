@@ -34,7 +34,7 @@ from kvdsl.ir.types import (
     u32,
 )
 from kvdsl.ir.consteval import literal_ok
-from kvdsl.ir.scope import Scope, VerifyError
+from kvdsl.ir.scope import Scope, VerifyError, shadowing
 from kvdsl.ir.verify import SWITCH_CLAUSE, Verifier
 
 # WGSL builtin functions the IR has no op for: calling one is "outside the subset", not an
@@ -175,6 +175,16 @@ class Typer:
             case ir.Binary(op, a, b):
                 a, b = self.unify((a, b), scope, None if op in ops.COMPARISONS else want)
                 return ir.Binary(op, a, b)
+            case ir.Call(op, args) if ops.info(op).spelling in self.checker.function_names:
+                # A module function takes the builtin's name: WGSL calls the function.
+                node = ir.FnCall(ops.info(op).spelling, args)
+                self.calls[id(node)] = self.calls.get(id(e), (self.line, None))
+                return self.expr(node, scope, want)
+            case ir.Call(op, args) if len(args) != ops.info(op).arity:
+                info = ops.info(op)
+                raise self.error(f"{info.spelling} takes {info.arity} arguments, got {len(args)}")
+            case ir.Call(op, args) if why := shadowing(ops.info(op).spelling, scope, ()):
+                raise self.error(why)
             case ir.Call(Op.SELECT, (f, t, c)):
                 f, t = self.unify((f, t), scope, want)
                 return ir.Call(Op.SELECT, (f, t, self.expr(c, scope, bool_)))

@@ -116,14 +116,25 @@ Storage buffers
     reinterpreted bit for bit, as the GPU sees bytes; vec bindings are ``[length, N]``).
     read_write bindings are copied, written in place and handed back with the caller's dtype and
     shape. A read or write checks that every active invocation's index is inside the binding,
-    else :class:`OutOfBounds`; only active invocations store. Every write records which
-    invocation wrote the element: a second invocation writing it, or reading an element another
-    invocation wrote, in the same dispatch is a :class:`RaceError`; the record of who wrote what
-    spans chunks, so two writers race wherever they fall. (An invocation reading an element
-    *before* another writes it is not tracked, which is why a kernel that reads a read_write
-    binding is not chunked: its reads meet every earlier statement's writes as before.) With
-    ``strict_init=True`` reading a read_write element that nothing in this dispatch wrote is
-    :class:`UninitializedRead`. An index set that is a strided pattern (``lo + a*r + b*c + ...``,
+    else :class:`OutOfBounds`; only active invocations store. Every access of a read_write
+    element records which invocation made it (:mod:`~kvdsl.interp.races`: the writer, and the
+    latest two invocations that read it): a second invocation writing it, reading an element
+    another invocation wrote, or writing an element another invocation read, in the same
+    dispatch, is a :class:`RaceError` naming both invocations and both statements, unless the
+    first access is ordered before the second. ``storageBarrier()`` orders the accesses of its
+    workgroup before it before those after it; across workgroups an access is ordered before
+    another only when its workgroup then passed a ``storageBarrier()`` and made an atomic
+    operation (not ``atomicLoad``) on a binding's element, which precedes (in that element's
+    order, see Atomics) an atomic operation on it by the second access's workgroup, which then
+    passed a ``storageBarrier()`` before the access: the last workgroup to arrive at a counter
+    may read what the others wrote. (This is the pattern CUDA's threadfence reduction uses;
+    WGSL's barriers are workgroup-scoped, so a GPU that kept storage writes invisible across
+    workgroups past them would still be conforming.) The records span chunks; a kernel that
+    reads a read_write binding still runs as one chunk, so that a race is reported at the
+    statement of the order described here. Of an element many invocations read, only the
+    latest two are kept, so a write is checked against the latest read by an invocation other
+    than the writer. With ``strict_init=True`` reading a read_write element that nothing in
+    this dispatch wrote is :class:`UninitializedRead`. An index set that is a strided pattern (``lo + a*r + b*c + ...``,
     distinct, in bounds) is read and written as a view of the buffer rather than gathered and
     scattered; the result is the same.
 
@@ -179,8 +190,9 @@ Workgroup memory and barriers
     whole ``w[i]`` reads all four. With ``strict_init`` a read of an element (lane) nothing wrote
     in the dispatch is :class:`UninitializedRead`.
     ``storageBarrier()`` checks the same arrival and orders storage memory within a workgroup:
-    an element written before it may be read or overwritten after it by another invocation of
-    its writer's workgroup (of another workgroup, it is still a :class:`RaceError`).
+    an element written (read) before it may be read or overwritten (overwritten) after it by
+    another invocation of its workgroup (of another workgroup, it is still a
+    :class:`RaceError`, unless atomics order them as Storage buffers says).
 
 Errors name the statement as :func:`kvdsl.ir.show.show` prints it and, given ``source_lines``
 (``id(stmt)`` → line, which the WGSL frontend supplies), its source line.
@@ -188,7 +200,8 @@ Errors name the statement as :func:`kvdsl.ir.show.show` prints it and, given ``s
 Modules
     :mod:`~kvdsl.interp.machine` runs statements and control flow (:class:`Machine`), built from
     :mod:`~kvdsl.interp.scope` (name lookup), :mod:`~kvdsl.interp.exprs` (expressions) and
-    :mod:`~kvdsl.interp.memory` (loads, stores, bounds and race checks, barriers);
+    :mod:`~kvdsl.interp.memory` (loads, stores, bounds and race checks, barriers), with
+    :mod:`~kvdsl.interp.races` (the storage race records and what orders accesses);
     :mod:`~kvdsl.interp.batch` runs batched loops; :mod:`~kvdsl.interp.values` holds the data
     (grid, masks, buffers, conversions, index sets) and :mod:`~kvdsl.interp.errors` the errors."""
 

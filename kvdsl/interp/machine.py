@@ -20,6 +20,7 @@ from kvdsl.interp.batch import BatchGrid
 from kvdsl.interp.errors import InterpError, WorkBudget
 from kvdsl.interp.exprs import Expressions
 from kvdsl.interp.memory import Flat, Memory, Row
+from kvdsl.interp.races import Sync
 from kvdsl.interp.scope import Frame, Scopes, Slot
 from kvdsl.interp.structs import StructMemory
 from kvdsl.interp.values import (
@@ -200,6 +201,7 @@ class Machine(Scopes, Expressions, Memory, StructMemory):
         self.frame = self.main = Frame(None)
         self.lits: dict[ir.Lit, np.ndarray] = {}
         self.shared: dict[str, SharedArray] = {}  # the chunk's workgroup memory
+        self.sync = Sync(grid.total // grid.per_group, grid.per_group, grid.total)
         self.current: ir.Stmt | None = None
         self._affine: list[tuple] = []  # the last few index arrays :meth:`affine` looked at
         # Bindings and workgroup arrays of structs, held as words (kvdsl.interp.structs); their loops run unbatched.
@@ -269,8 +271,9 @@ class Machine(Scopes, Expressions, Memory, StructMemory):
             lt["past"] = s
 
     # ---- errors --------------------------------------------------------------------------
-    def where(self) -> str:
-        s = self.current
+    def where(self, s: ir.Stmt | None = None) -> str:
+        """`` in `statement` (line N)`` of ``s``, by default the statement running now."""
+        s = self.current if s is None else s
         if s is None:
             return ""
         line = self.source_lines.get(id(s))

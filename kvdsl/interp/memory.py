@@ -11,8 +11,9 @@ import numpy as np
 
 from kvdsl.interp.batch import Fallback
 from kvdsl.interp.errors import InterpError, OutOfBounds, RaceError, UninitializedRead
+from kvdsl.interp.races import StorageRaces, word_path  # noqa: F401 (word_path re-exported)
 from kvdsl.ir.tree import AtomicCall, Deref, Expr, Index, Name
-from kvdsl.ir.types import Array, Struct, Vec, held_as_words, stride
+from kvdsl.ir.types import held_as_words
 from kvdsl.interp.values import (
     ArrayValue,
     Mask,
@@ -75,7 +76,7 @@ def _put(dst: np.ndarray, v: np.ndarray, lazy: Strided | None) -> None:
     dst[...] = v.reshape(dst.shape) if len(v) > 1 else v
 
 
-class Memory:
+class Memory(StorageRaces):
     """The machine's memory accesses, a mixin of :class:`kvdsl.interp.machine.Machine`, which
     holds the state they use: ``grid``, ``n``, ``shared``, ``strict_init``, ``batch``,
     ``_probe``, ``_affine`` and ``where()`` for messages."""
@@ -127,10 +128,10 @@ class Memory:
         lazy = v if isinstance(v, Strided) else None
         if self._probe is True and self.batch is not None:
             self._probe = self.batch.best_inner(idx)
-        if m is None and b.owner is None and idx.shape[0] > 1:
+        if m is None and b.owner is None and b.reads is None and idx.shape[0] > 1:
             shape = self.affine(idx, b.length)
             writers = self.grid.writers(m) if shape is not None else None
-            if writers is not None and b.defer(shape, writers):
+            if writers is not None and b.defer(shape, writers, self.sync.stmt(self.current)):
                 # Distinct elements no other store has touched: who wrote them is recorded as
                 # a pattern, entered in the owner array only if something needs it.
                 _put(strided(b.data, shape), v, lazy)
@@ -146,6 +147,7 @@ class Memory:
             self._race_pair(name, int(idx[0]), int(lanes[0]), int(lanes[1]), "write")
         i = idx if is_uniform(idx) or m is None else idx[active]
         val = v if is_uniform(v) or m is None else v[active]
+        self.check_after_read(b, i, lanes)
         shape = self.affine(i, b.length) if len(i) > 1 else None
         if shape is not None:
             # Distinct indices in a strided pattern: views instead of gathers and scatters.
@@ -154,8 +156,9 @@ class Memory:
             if prev.max() >= 0:
                 self._check_owner(b, prev.reshape(-1), i, lanes)
             prev[...] = lanes.reshape(dims)
-            if b.fenced is not None:
-                strided(b.fenced, shape)[...] = False
+            strided(b.wstmt, shape)[...] = self.sync.stmt(self.current)
+            if b.wfence is not None:
+                strided(b.wfence, shape)[...] = -1
             _put(strided(b.data, shape), val, None)
             return
         rising = len(i) == 1 or bool((i[1:] > i[:-1]).all())
@@ -165,8 +168,9 @@ class Memory:
         if prev.max() >= 0:
             self._check_owner(b, prev, i, lanes)
         owner[i] = lanes
-        if b.fenced is not None:
-            b.fenced[i] = False
+        b.wstmt[i] = self.sync.stmt(self.current)
+        if b.wfence is not None:
+            b.wfence[i] = -1
         if not rising:
             # Repeated indices within this store: the owner that stuck is not every writer's.
             back = owner[i]
@@ -191,53 +195,14 @@ class Memory:
         self._affine = [(idx, length, shape)] + self._affine[:3]
         return shape
 
-    def _fenced(self, b: Storage, clash: np.ndarray, i: np.ndarray, prev, lanes) -> np.ndarray:
-        """``clash`` less the elements a lane of the same workgroup wrote before a
-        ``storageBarrier()`` this workgroup has since passed."""
-        if b.fenced is None or not clash.any():
-            return clash
-        p = self.grid.per_group
-        i = broadcast(i, len(clash)).astype(np.intp)
-        return clash & ~(b.fenced[i] & (prev // p == lanes // p))
-
-    def _check_owner(self, b: Storage, prev: np.ndarray, i: np.ndarray, lanes: np.ndarray) -> None:
-        name = b.binding.name
-        clash = self._fenced(b, (prev >= 0) & (prev != lanes), i, prev, lanes)
-        if clash.any():
-            j = self._first_bad(clash)
-            self._race_pair(
-                name, int(broadcast(i, len(lanes))[j]), int(prev[j]), int(lanes[j]), "write"
-            )
-
-    def _race_pair(self, name: str, index: int, first: int, second: int, what: str) -> None:
-        b = self.buffers.get(name)
-        if b is not None and isinstance(b.binding.elem, Array):  # nested arrays, as words
-            if b.binding.whole:  # array<array<u32, 8>, 16>: the binding is the array
-                name, index = name + word_path(b.binding.elem, index), None
-            else:
-                per = b.binding.host_values
-                name, index = (
-                    f"{name}[{index // per}]" + word_path(b.binding.elem, index % per),
-                    None,
-                )
-        elif b is not None and b.binding.whole:  # one struct, held as words
-            name, index = f"{name} (word {index} of the struct)", None
-        elif b is not None and isinstance(b.binding.elem, Struct):  # held as words
-            per = b.binding.host_values
-            name, index = f"{name}[{index // per}] (word {index % per} of the struct)", None
-        raise RaceError(
-            f"{name if index is None else f'{name}[{index}]'}: {self.grid.describe(first)} wrote it and "
-            f"{self.grid.describe(second)} {what}s it in the same dispatch{self.where()}"
-        )
-
     def load(self, b: Storage, idx: np.ndarray, m: Mask, view: bool = False):
         """``binding[idx]`` on the lanes of ``m`` (other lanes get any element); with ``view``,
         a read-only binding's strided elements may come back as a :class:`Strided` instead."""
         self._count(b, m, 0)
         if not self._inside(idx, b.length, m):
             self._oob(b.binding.name, idx, b.length, m)
-        if b.binding.access == "read_write" and (b.written or self.strict_init):
-            self._check_read(b, idx, m)
+        if b.binding.access == "read_write":
+            self.read_access(b, idx, m)
         if is_uniform(idx):
             return b.data[int(idx[0]) : int(idx[0]) + 1].copy()
         shape = self.affine(idx, b.length)
@@ -247,22 +212,6 @@ class Memory:
             v = strided(b.data, shape).reshape(idx.shape + b.data.shape[1:])
             return v.copy() if b.binding.access == "read_write" else v
         return np.take(b.data, idx, axis=0, mode="clip")
-
-    def _check_read(self, b: Storage, idx: np.ndarray, m: Mask) -> None:
-        lanes = self.grid.active(m)
-        i = broadcast(idx, self.n)[lanes].astype(np.intp)
-        lanes = self.grid.original(lanes)
-        prev = b.owners()[i]
-        if self.strict_init and (prev < 0).any():
-            j = self._first_bad(prev < 0)
-            raise UninitializedRead(
-                f"{b.binding.name}[{int(i[j])}] is read by {self.grid.describe(int(lanes[j]))} "
-                f"before anything in the dispatch wrote it{self.where()}"
-            )
-        clash = self._fenced(b, (prev >= 0) & (prev != lanes), i, prev, lanes)
-        if clash.any():
-            j = self._first_bad(clash)
-            self._race_pair(b.binding.name, int(i[j]), int(prev[j]), int(lanes[j]), "read")
 
     # ---- workgroup memory ----------------------------------------------------------------
     def _shared_at(self, w: SharedArray, idx: np.ndarray, m: Mask, lane: np.ndarray | None):
@@ -449,10 +398,11 @@ class Memory:
                     f"do not reach is undefined in WGSL{self.where()}"
                 )
         if space == "storage":
-            for b in self.buffers.values():
-                if b.owner is None and not b.pending:
-                    continue
-                b.fenced = b.owners() >= 0
+            if m is None and self.grid.ids is None and not self.grid.n % p:
+                groups = np.arange(self.grid.offset // p, (self.grid.offset + self.grid.n) // p)
+            else:
+                groups = np.unique(self.grid.original(self.grid.active(m)) // p)
+            self.fence_storage(groups)
             return
         for w in self.shared.values():
             w.barrier()
@@ -486,6 +436,7 @@ class Memory:
             self._oob(name, idx, b.length, m)
             data = b.data
             pos = broadcast(idx, self.n)[active].astype(np.int64)
+            self.sync.atomic(name, pos, self.grid.original(active), e.fn != "Load")
         else:
             w = self.shared[name]
             active, pos, _, _ = self._shared_at(w, idx, m, None)
@@ -598,16 +549,3 @@ def _atomic_sequence(fn: str, data: np.ndarray, pos: np.ndarray, args: list[np.n
     out = np.empty(k, dtype)
     out[order] = old
     return out, None
-
-
-def word_path(ty: Array, word: int) -> str:
-    """The indices of word ``word`` of a nested array in WGSL's layout, as WGSL writes them:
-    ``[1].y`` of ``array<vec4<f32>, 2>``'s word 5; where the leaf is a struct, its word."""
-    out = ""
-    while isinstance(ty, Array):
-        step = stride(ty.elem) // 4
-        out += f"[{word // step}]"
-        word, ty = word % step, ty.elem
-    if isinstance(ty, Vec):
-        return out + "." + "xyzw"[word]
-    return out + (f" (word {word} of the struct)" if isinstance(ty, Struct) else "")

@@ -256,15 +256,21 @@ def broadcast(v: np.ndarray, n: int) -> np.ndarray:
 
 @dataclass
 class Storage:
-    """A binding's contents during a dispatch, and which invocation wrote each element."""
+    """A binding's contents during a dispatch, and which invocations wrote and read each
+    element."""
 
     binding: Binding
     data: np.ndarray  # [length] or [length, n]
     flat: np.ndarray  # the bytes the caller gets back, as the caller's dtype and shape
     owner: np.ndarray | None = field(default=None)  # lane that wrote each element, -1: none
-    # Elements written before a storageBarrier() their writer's workgroup has passed since (None:
-    # no storageBarrier() yet): invocations of that workgroup may read or overwrite them.
-    fenced: np.ndarray | None = field(default=None)
+    wstmt: np.ndarray | None = field(default=None)  # the statement (Sync's number) of each write
+    # Per element, the clock of the first storageBarrier() its writer's workgroup passed after
+    # the write (-1: none yet; None: no storageBarrier() yet), see kvdsl.interp.races.
+    wfence: np.ndarray | None = field(default=None)
+    # Per element: the latest reader, the clock of a barrier after its read and the statement
+    # of the read, and the same of the latest reader other than it (-1: none; None: nothing
+    # read yet), see kvdsl.interp.races.
+    reads: np.ndarray | None = field(default=None)
     # Strided stores not yet entered in ``owner``: (index set, writers' pattern), over disjoint
     # spans (sorted), while nothing has needed ``owner`` itself.
     pending: list = field(default_factory=list)
@@ -279,7 +285,7 @@ class Storage:
         """Whether anything in this dispatch wrote an element."""
         return self.owner is not None or bool(self.pending)
 
-    def defer(self, shape: Shape, writers: tuple) -> bool:
+    def defer(self, shape: Shape, writers: tuple, stmt: int) -> bool:
         """Record a strided store by the invocations ``writers`` (``(first, counts, steps)``:
         ``first + sum(k_i * steps_i)`` over ``counts``, in lane order) without touching
         ``owner``, if ``owner`` was never needed and no earlier store's span meets its span
@@ -294,17 +300,26 @@ class Storage:
         if at < len(self.spans) and self.spans[at][0] <= span[1]:
             return False
         self.spans.insert(at, span)
-        self.pending.append((shape, writers))
+        self.pending.append((shape, writers, stmt))
         return True
 
+    def wfence_at(self, i: np.ndarray) -> np.ndarray:
+        """:attr:`wfence` of elements ``i`` (-1 where no barrier followed the write)."""
+        if self.wfence is None:
+            return np.full(len(i), -1, np.int32)
+        return self.wfence[i]
+
     def owners(self) -> np.ndarray:
+        """Per element the invocation that wrote it (-1: none), with :attr:`wstmt` beside it."""
         if self.owner is None:
             self.owner = np.full(self.length, -1, np.int32)
-            for shape, (first, cnt, steps) in self.pending:
+            self.wstmt = np.full(self.length, -1, np.int32)
+            for shape, (first, cnt, steps), stmt in self.pending:
                 ids = np.full(1, first, np.int64)
                 for c, st in zip(cnt, steps):
                     ids = (ids[:, None] + np.arange(c, dtype=np.int64) * st).reshape(-1)
                 strided(self.owner, shape)[...] = ids.reshape(counts(shape))
+                strided(self.wstmt, shape)[...] = stmt
             self.pending.clear()
             self.spans.clear()
         return self.owner

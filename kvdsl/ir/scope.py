@@ -85,16 +85,23 @@ RESERVED = frozenset(
     "yield".split()
 )
 #: Names WGSL predeclares that kvdsl reads as the type or builtin everywhere: its types and type
-#: generators, and the builtin functions of the op table. WGSL lets a declaration shadow one
-#: (``fn min(a: u32, b: u32) -> u32``, and then ``min(1u, 2u)`` calls it), but the IR's
-#: ``Call(Op.MIN)`` would still mean the builtin: a silent other kernel, so no declaration may
-#: take one. A struct member may (it shadows nothing).
+#: generators, and the builtins the frontend reads as statements or nodes of their own. WGSL lets
+#: a declaration shadow one, but kvdsl would still read the type or builtin there, so no
+#: declaration may take one. A struct member may (it shadows nothing).
 PREDECLARED = frozenset(
     "bool i32 u32 f32 f16 vec2 vec3 vec4 mat2x2 mat2x3 mat2x4 mat3x2 mat3x3 mat3x4 mat4x2 mat4x3 "
-    "mat4x4 array atomic ptr sampler sampler_comparison workgroupBarrier storageBarrier workgroupUniformLoad bitcast".split()
+    "mat4x4 array atomic ptr sampler sampler_comparison workgroupBarrier storageBarrier "
+    "workgroupUniformLoad bitcast arrayLength".split()
     + [f"vec{n}{t}" for n in (2, 3, 4) for t in "iufh"]
     + [f"mat{c}x{r}{t}" for c in (2, 3, 4) for r in (2, 3, 4) for t in "fh"]
-    + [info.spelling for info in ops.TABLE.values() if info.kind == "builtin"]
+    + [f"atomic{fn}" for fn in ir.ATOMIC_FUNCTIONS]
+)
+#: The builtin functions of the op table. A declaration may take one's name, as in WGSL: within
+#: the declaration's scope the name is the declaration's (a module-scope function's in the whole
+#: module), and a ``Call`` of the builtin there is refused (:func:`shadowing`), as WGSL
+#: refuses calling a value, so the IR's ``Call`` always means the builtin its text names.
+BUILTIN_FUNCTIONS = frozenset(
+    info.spelling for info in ops.TABLE.values() if info.kind == "builtin"
 )
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 # Names already found valid: a catalog build declares the same few hundred names thousands of
@@ -106,7 +113,8 @@ def name_problem(name: object, member: bool = False) -> str | None:
     """Why ``name`` cannot name a WGSL declaration, as ``name 'x' ...``, or None when it can: an
     identifier of ASCII letters, digits and ``_`` (the subset the frontend reads), not ``_``
     alone, not starting ``__``, neither a keyword nor a reserved word, nor (but for a struct
-    ``member``) the name of a WGSL type or builtin function (:data:`PREDECLARED`)."""
+    ``member``) the name of a WGSL type or of a builtin kvdsl reads structurally
+    (:data:`PREDECLARED`)."""
     if name in _NAMES_OK:
         return None
     if not isinstance(name, str) or not _IDENTIFIER.match(name):
@@ -123,13 +131,24 @@ def name_problem(name: object, member: bool = False) -> str | None:
         if member:
             return None  # not remembered: the next declaration of it is no member
         why = (
-            "is a WGSL type's or builtin function's, which kvdsl reads it as wherever it "
+            "is a WGSL type's or a builtin's that kvdsl reads as such wherever it "
             "appears: give another"
         )
     else:
         _NAMES_OK.add(name)
         return None
     return f"name {name!r} {why}"
+
+
+def shadowing(spelling: str, scope: Scope, functions) -> str | None:
+    """Why builtin ``spelling`` cannot be called where ``scope`` is in force, or None: a
+    declaration in scope (or a module function, ``functions`` names them) takes its name."""
+    if spelling in functions:
+        return f"'{spelling}' names a function of this module, which a call of it calls"
+    sym = scope.lookup(spelling)
+    if sym is not None:
+        return f"'{spelling}' is a {sym.kind} here, not the builtin function: it cannot be called"
+    return None
 
 
 def check_name(name: object, node: object) -> None:

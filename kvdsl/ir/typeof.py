@@ -18,7 +18,7 @@ from kvdsl.ir.consteval import (
     spread,
 )
 from kvdsl.ir.ops import Op
-from kvdsl.ir.scope import Scope, VerifyError
+from kvdsl.ir.scope import Scope, VerifyError, shadowing
 from kvdsl.ir.show import show
 from kvdsl.ir.types import Atomic, compare_exchange_result
 from kvdsl.ir.types import (
@@ -61,6 +61,8 @@ class ExprTyper(ConstEval):
         super().__init__()
         self.kernel = kernel
         self.functions: dict[str, ir.Function] = {}
+        # Every module function's name, declared before or after (WGSL's module scope).
+        self.function_names = frozenset(f.name for f in kernel.functions)
         self.used: set[str] = set()  # bindings read or written
         self.barriers = False  # a barrier or a subgroup builtin call: check_barriers runs
         self.stored: set[str] = set()  # bindings written
@@ -230,6 +232,9 @@ class ExprTyper(ConstEval):
                     raise VerifyError(
                         f"{show(e)}: {info.spelling} takes {info.arity} arguments, got {len(args)}"
                     )
+                why = shadowing(info.spelling, scope, self.function_names)
+                if why is not None:
+                    raise VerifyError(f"{show(e)}: {why}")
                 got = self._apply(e, op, tuple(self.type_of(a, scope) for a in args))
                 if info.subgroup:
                     self.barriers = True  # the uniformity analysis runs (check_barriers)

@@ -151,7 +151,8 @@ def test_an_array_of_python_objects_is_refused_alike(capsys, tmp_path, scale, gp
     refused_alike(
         capsys,
         argv + ['{"n": 64, "shift": 1, "scale": 1.5}'],
-        f"--inputs: array 'src' of {inputs!r} holds Python objects: expected numbers",
+        f"--inputs: {inputs!r}: array 'src' cannot be read: it holds objects rather than numbers, "
+        "or is cut short",
     )
 
 

@@ -342,6 +342,43 @@ def _q4_atomic_np(b, p):
     return {"q": formats.words(_quantized("q4_0", b["x"]))}
 
 
+def _splitk(rng):
+    rows, cols, splits = 100, 300, 4
+    tiles = (rows + 63) // 64
+    return (
+        {
+            "w": rng.standard_normal(rows * cols).astype(F32),
+            "x": rng.standard_normal(cols).astype(F32),
+            "partial": _poison(splits * rows),
+            "arrived": np.zeros(tiles, np.uint32),
+            "y": _poison(rows),
+        },
+        {"rows": rows, "cols": cols},
+        (tiles, splits, 1),
+    )
+
+
+def _splitk_np(b, p):
+    w = b["w"].reshape(p["rows"], p["cols"]).astype(np.float64)
+    splits = len(b["partial"]) // p["rows"]
+    return {"y": w @ b["x"], "arrived": np.full(len(b["arrived"]), splits, np.uint32)}
+
+
+def _scaled_softmax(rng):
+    rows, cols = 5, 333
+    return (
+        {"x": rng.standard_normal(rows * cols).astype(F32), "y": _poison(rows * cols)},
+        {"rows": rows, "cols": cols, "scale": 0.7},
+        (rows, 1, 1),
+    )
+
+
+def _scaled_softmax_np(b, p):
+    z = b["x"].reshape(p["rows"], p["cols"]).astype(np.float64) * np.float32(p["scale"])
+    e = np.exp(z - z.max(axis=1, keepdims=True))
+    return {"y": (e / e.sum(axis=1, keepdims=True)).ravel()}
+
+
 CASES = [
     Case("rmsnorm", _rmsnorm, _rmsnorm_np, 1e-5),
     Case("softmax", _softmax, _softmax_np, 1e-5),
@@ -363,6 +400,8 @@ CASES = [
     Case("q4_0_quantize_atomic", lambda rng: _block_quant(rng, 18), _q4_atomic_np),
     Case("rmsnorm_subgroup", _rmsnorm, _rmsnorm_np, 1e-5),
     Case("softmax_subgroup", _softmax, _softmax_np, 1e-5),
+    Case("splitk_matvec_last_merges", _splitk, _splitk_np, 1e-4),
+    Case("scaled_softmax_shadowed", _scaled_softmax, _scaled_softmax_np, 1e-5),
 ]
 BY_NAME = {c.name: c for c in CASES}
 
