@@ -1,4 +1,4 @@
-// expect: outside "takes 0 arguments"
+// expect: type error "subgroupElect takes 0 arguments, got 1"
 // tint: refused
 // naga: refused
 // in: _kernel.wgsl

@@ -1,4 +1,4 @@
-// expect: refused "entry point u32: name 'u32' is a WGSL type's or builtin function's, which kvdsl reads it as wherever it appears: give another"
+// expect: refused "entry point u32: name 'u32' is a WGSL type's or a builtin's that kvdsl reads as such wherever it appears: give another"
 // tint: refused
 @group(0) @binding(0) var<storage, read_write> out: array<u32>;
 @compute @workgroup_size(1)

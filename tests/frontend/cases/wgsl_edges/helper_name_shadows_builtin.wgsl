@@ -1,4 +1,4 @@
-// expect: outside "max takes 2 arguments, got 1"
+// expect: taken
 // tint: taken
 @group(0) @binding(0) var<storage, read_write> out: array<u32>;
 fn max(x: u32) -> u32 { return x; }

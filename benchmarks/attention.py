@@ -1,0 +1,310 @@
+"""Decode attention (``attend``, then ``attend_merge`` where it splits) beside a copy of the
+cache bytes it reads, on the GPU host.
+
+    . scripts/on-gpu.sh && python benchmarks/attention.py --out OUT [--trials 3] [--quick]
+
+writes ``OUT/attention/attention.json`` (the device and one row per measurement), which
+``benchmarks/report.py`` turns into the decode-attention section of the performance page.
+
+What is timed, at the attention issue's shape (8 KV heads × 128, 32 query heads, one new token):
+
+- **bandwidth**: for each cache element (f32, f16 in words, and each quantised format the
+  kernel reads) at 8,192 and 32,768 tokens, batch 1 and 4, a contiguous BNSH cache: the
+  attend dispatch plus its merge, against a ``vec4<f32>`` copy of exactly the cache bytes the
+  kernel reads, timed alternately ``--trials`` times and compared by median; the chunk count
+  :func:`kvdsl.kernels.attend.plan` picks, beside every candidate chunk size from the workgroup
+  size to the most a workgroup holds;
+- **latency**: 512 tokens, batch 1 (f16), against the empty dispatch;
+- **paged**: the f16 and int4 caches in NHD pages at 8,192 tokens, batch 4, beside the
+  contiguous cache's time;
+- **chain**: for the 4-bit formats at 8,192 tokens, the chain a runtime would otherwise run
+  (``dense_read`` of the cache into f32 rows, then attend over f32) against attend reading the
+  4-bit cache itself.
+
+The GPU is shared: each ratio is of times measured side by side in one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from dataclasses import fields, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks import roofline  # noqa: E402
+from kvdsl import runtime  # noqa: E402
+from kvdsl.kernels.attend import AttendConfig, CacheLayout, attend, attend_merge, plan  # noqa: E402
+from kvdsl.kernels.config import Element  # noqa: E402
+from kvdsl.runtime.contract import evaluate  # noqa: E402
+
+KV_HEADS, HEAD_DIM, Q_HEADS = 8, 128, 32
+LENGTHS, BATCHES = (8192, 32768), (1, 4)
+QUANTISED = ("int8", "int4", "int4_asym", "q8_0", "q4_0")
+
+
+def median_us(times: list[float]) -> float:
+    return float(np.median(times)) * 1e6
+
+
+#: The cache elements timed (``--formats``); all by default.
+CHOSEN: list[str] = []
+
+
+def formats() -> list[str]:
+    """The cache elements attend reads: f32, f16 and, where its config takes a ``format``,
+    the quantised formats (those of ``--formats`` only, where given)."""
+    takes = any(f.name == "format" for f in fields(AttendConfig))
+    every = ["f16", "f32"] + (list(QUANTISED) if takes else [])
+    return [f for f in every if not CHOSEN or f in CHOSEN]
+
+
+def config(element: str, **kw: Any) -> AttendConfig:
+    """The issue's shape with a cache of ``element``."""
+    base = AttendConfig(kv_heads=KV_HEADS, head_dim=HEAD_DIM, q_heads=Q_HEADS, **kw)
+    if element in ("f16", "f32"):
+        return replace(base, cache_type=Element(element))
+    return replace(base, format=element)
+
+
+def fill(kernel, params: dict, known: dict[str, np.ndarray], rng) -> dict[str, np.ndarray]:
+    """Every binding of ``kernel``: ``known`` ones as given, the rest sized by the kernel's own
+    extents and filled with random bits (integer words) or values (floats)."""
+    out = dict(known)
+    extents = dict(kernel.extents)
+    for b in kernel.bindings:
+        if b.name in out:
+            continue
+        n = evaluate(extents[b.name], kernel, params, out) * b.host_values
+        dtype = b.host.dtype
+        if dtype.kind == "f":
+            out[b.name] = rng.standard_normal(n, dtype=np.float32).astype(dtype)
+        else:
+            out[b.name] = rng.integers(0, 1 << 8 * dtype.itemsize - 2, n).astype(dtype)
+    return out
+
+
+def cache_bytes(kernel, buffers: dict[str, np.ndarray]) -> int:
+    """The bytes of the cache bindings (the rows and scales it reads)."""
+    skip = {"seqlens_k", "query", "output", "partials", "sinks", "page_table"}
+    return sum(a.nbytes for n, a in buffers.items() if n not in skip)
+
+
+class Bench:
+    """Times kernels on buffers uploaded once."""
+
+    def __init__(self, repeats: int):
+        self.repeats = repeats
+        self.copies: dict[int, tuple] = {}
+
+    def time(self, kernel, buffers, params, reuse, workgroups=None) -> float:
+        return median_us(
+            runtime.time_kernel(
+                kernel, buffers, params, workgroups, repeats=self.repeats, warmup=10, reuse=reuse
+            )
+        )
+
+    def copy(self, nbytes: int) -> float:
+        if nbytes not in self.copies:
+            self.copies[nbytes] = (roofline.copy_kernel(), *roofline.copy_buffers(nbytes), {})
+        k, b, p, reuse = self.copies[nbytes]
+        return self.time(k, b, p, reuse)
+
+
+class Attention:
+    """One attend (+ merge) setup: its buffers, uploaded once, for several chunk sizes."""
+
+    def __init__(self, cfg: AttendConfig, batch: int, length: int, seed: int = 0):
+        self.cfg, self.batch, self.length = cfg, batch, length
+        rng = np.random.default_rng(seed)
+        self.kernel, self.merge = attend(cfg), attend_merge(cfg)
+        picked = plan(cfg, batch=batch, queries=1, longest=length)
+        self.picked = picked["chunk"]
+        base = dict(picked, scale=1 / math.sqrt(HEAD_DIM))
+        known = {"seqlens_k": np.full(batch, length - 1, np.int32)}
+        if cfg.cache is CacheLayout.BNSH:
+            base["seq"] = length
+        else:
+            pages = -(-length // cfg.page_size)
+            base["maxPages"] = pages
+            table = rng.permutation(batch * pages).astype(np.int32)
+            known["page_table"] = table
+        smallest = dict(base, chunk=cfg.workgroup_size)
+        smallest["chunks"] = -(-length // cfg.workgroup_size)
+        self.buffers = fill(self.kernel, smallest, known, rng)  # partials for the most chunks
+        self.base = base
+        self.bytes = cache_bytes(self.kernel, self.buffers)
+        self.reuse: dict = {}
+        self.merge_reuse: dict = {}
+
+    def candidates(self) -> list[int]:
+        """Chunk sizes from the workgroup size, doubling, to the most a workgroup holds, and
+        the planned one."""
+        out, c = {self.picked, self.cfg.max_chunk}, self.cfg.workgroup_size
+        while c < self.cfg.max_chunk:
+            out.add(c)
+            c *= 2
+        return sorted(out)
+
+    def params(self, chunk: int) -> dict:
+        return dict(self.base, chunk=chunk, chunks=-(-self.length // chunk))
+
+    def time(self, bench: Bench, chunk: int) -> tuple[float, float]:
+        """Attend's and the merge's times (0 with one chunk) at ``chunk`` keys a workgroup."""
+        p = self.params(chunk)
+        a = bench.time(self.kernel, self.buffers, p, self.reuse)
+        if p["chunks"] == 1:
+            return a, 0.0
+        merge = {n: self.buffers[n] for n in ("partials", "output")}
+        keep = {n: p[n] for n in ("batch", "queries", "chunks")}
+        return a, bench.time(self.merge, merge, keep, self.merge_reuse)
+
+
+def bandwidth_rows(bench: Bench, trials: int, quick: bool, log) -> list[dict]:
+    rows = []
+    for element in formats():
+        for batch in BATCHES:
+            for length in LENGTHS:
+                if quick and (batch, length) != (4, 8192):
+                    continue
+                t0 = time.time()
+                setup = Attention(config(element), batch, length)
+                times: dict[int, list[float]] = {c: [] for c in setup.candidates()}
+                merges: dict[int, list[float]] = {c: [] for c in times}
+                copies = []
+                for _ in range(trials):
+                    for c in times:
+                        a, m = setup.time(bench, c)
+                        times[c].append(a + m)
+                        merges[c].append(m)
+                        copies.append(bench.copy(setup.bytes))
+                copy = float(np.median(copies))
+                for c in times:
+                    t = float(np.median(times[c]))
+                    log(
+                        f"  chunk {c} ({setup.params(c)['chunks']} chunks): {t:.1f} us, of it "
+                        f"merge {float(np.median(merges[c])):.1f} us"
+                    )
+                    rows.append(
+                        dict(
+                            kind="bandwidth", format=element, batch=batch, tokens=length,
+                            chunk=c, chunks=setup.params(c)["chunks"], planned=c == setup.picked,
+                            us=t, merge_us=float(np.median(merges[c])), copy_us=copy,
+                            bytes=setup.bytes, of_copy=copy / t,
+                        )
+                    )  # fmt: skip
+                best = min(float(np.median(v)) for v in times.values())
+                mine = float(np.median(times[setup.picked]))
+                log(
+                    f"{element} B={batch} T={length}: planned chunk {setup.picked} "
+                    f"{mine:.1f} us = {100 * copy / mine:.0f}% of copy {copy:.1f} us; best "
+                    f"candidate {best:.1f} us (planned {100 * (mine / best - 1):.0f}% slower) "
+                    f"[{time.time() - t0:.0f} s]"
+                )
+    return rows
+
+
+def latency_rows(bench: Bench, trials: int, log) -> list[dict]:
+    empty_k, empty_b = roofline.empty_kernel(), roofline.empty_buffers()
+    setup = Attention(config("f16"), 1, 512)
+    att, empty = [], []
+    for _ in range(trials):
+        a, m = setup.time(bench, setup.picked)
+        att.append(a + m)
+        empty.append(bench.time(empty_k, empty_b, None, {}, (1, 1, 1)))
+    a, e = float(np.median(att)), float(np.median(empty))
+    log(f"f16 B=1 T=512: {a:.1f} us = {a / e:.2f}x the empty dispatch ({e:.2f} us)")
+    return [dict(kind="latency", format="f16", batch=1, tokens=512, us=a, empty_us=e)]
+
+
+def paged_rows(bench: Bench, trials: int, log) -> list[dict]:
+    rows = []
+    for element in [f for f in ("f16", "int4") if f in formats()]:
+        flat = Attention(config(element), 4, 8192)
+        paged = Attention(config(element, cache=CacheLayout.PAGED), 4, 8192)
+        a, b = [], []
+        for _ in range(trials):
+            a.append(sum(flat.time(bench, flat.picked)))
+            b.append(sum(paged.time(bench, paged.picked)))
+        ta, tb = float(np.median(a)), float(np.median(b))
+        log(f"{element} B=4 T=8192: paged NHD {tb:.1f} us, contiguous {ta:.1f} us")
+        rows.append(
+            dict(kind="paged", format=element, batch=4, tokens=8192, us=tb, contiguous_us=ta)
+        )
+    return rows
+
+
+def chain_rows(bench: Bench, trials: int, log) -> list[dict]:
+    """The 4-bit formats: attend over the 4-bit cache against dense_read into f32 rows then
+    attend over them."""
+    from kvdsl import catalog
+
+    rows = []
+    for element in [f for f in ("int4", "q4_0") if f in formats()]:
+        name = f"dense_read_{element}_llama31_8b"
+        if name not in catalog.VARIANTS:
+            log(f"{element}: no {name} in the catalog; chain not timed")
+            continue
+        read = catalog.build(name)
+        own = Attention(config(element), 4, 8192)
+        over = Attention(config("f32"), 4, 8192)
+        rng = np.random.default_rng(1)
+        shape = dict(batch=4, seq=8192, count=4 * 8192)
+        read_params = {f.name: shape.get(f.name, 8192) for f in read.params.fields}
+        read_buffers = fill(read, read_params, {}, rng)
+        chain, direct, reading = [], [], []
+        for _ in range(trials):
+            r = bench.time(read, read_buffers, read_params, {})
+            reading.append(r)
+            chain.append(2 * r + sum(over.time(bench, over.picked)))  # K and V read
+            direct.append(sum(own.time(bench, own.picked)))
+        c, d = float(np.median(chain)), float(np.median(direct))
+        log(f"{element} B=4 T=8192: attend {d:.1f} us, chain {c:.1f} us ({c / d:.2f}x)")
+        rows.append(
+            dict(kind="chain", format=element, batch=4, tokens=8192, us=d, chain_us=c,
+                 read_us=float(np.median(reading)))
+        )  # fmt: skip
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", required=True, help="results folder (writes attention/)")
+    ap.add_argument("--trials", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=20)
+    ap.add_argument("--quick", action="store_true", help="batch 4 at 8,192 tokens only")
+    ap.add_argument("--formats", nargs="*", default=[], help="cache elements to time (all)")
+    args = ap.parse_args(argv)
+    CHOSEN[:] = args.formats
+    from kvdsl.runtime import device as gpu
+
+    gpu.configure({"max-storage-buffer-binding-size": 1 << 30, "max-buffer-size": 1 << 30})
+    info = runtime.adapter_info()
+    folder = Path(args.out) / "attention"
+    folder.mkdir(parents=True, exist_ok=True)
+
+    def log(line: str) -> None:
+        print(line, flush=True)
+
+    log(f"device: {info.get('device')}")
+    bench = Bench(args.repeats)
+    rows = bandwidth_rows(bench, args.trials, args.quick, log)
+    rows += latency_rows(bench, args.trials, log)
+    if not args.quick:
+        rows += paged_rows(bench, args.trials, log)
+        rows += chain_rows(bench, args.trials, log)
+    result = {"device": info, "trials": args.trials, "repeats": args.repeats, "rows": rows}
+    (folder / "attention.json").write_text(json.dumps(result, indent=1, default=str) + "\n")
+    log(f"wrote {folder / 'attention.json'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
