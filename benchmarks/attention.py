@@ -3,8 +3,9 @@ cache bytes it reads, on the GPU host.
 
     . scripts/on-gpu.sh && python benchmarks/attention.py --out OUT [--trials 3] [--quick]
 
-writes ``OUT/attention/attention.json`` (the device and one row per measurement), which
-``benchmarks/report.py`` turns into the decode-attention section of the performance page.
+writes ``OUT/attention.json`` (the device and one row per measurement), which
+``benchmarks/report.py --attention OUT`` (default ``benchmarks/results/attention``) turns into the
+decode-attention section of ``docs/performance-caches.md`` (:mod:`report_attention`).
 
 What is timed, at the attention issue's shape (8 KV heads × 128, 32 query heads, one new token):
 
@@ -37,9 +38,12 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+REPO = Path(__file__).resolve().parent.parent
+for _p in (REPO, REPO / "benchmarks"):
+    if str(_p) not in sys.path:
+        sys.path.insert(0, str(_p))
 
-from benchmarks import roofline  # noqa: E402
+import roofline  # noqa: E402
 from kvdsl import runtime  # noqa: E402
 from kvdsl.kernels.attend import AttendConfig, CacheLayout, attend, attend_merge, plan  # noqa: E402
 from kvdsl.kernels.config import Element  # noqa: E402
@@ -276,7 +280,7 @@ def chain_rows(bench: Bench, trials: int, log) -> list[dict]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", required=True, help="results folder (writes attention/)")
+    ap.add_argument("--out", required=True, help="results folder (writes attention.json)")
     ap.add_argument("--trials", type=int, default=3)
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--quick", action="store_true", help="batch 4 at 8,192 tokens only")
@@ -287,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
 
     gpu.configure({"max-storage-buffer-binding-size": 1 << 30, "max-buffer-size": 1 << 30})
     info = runtime.adapter_info()
-    folder = Path(args.out) / "attention"
+    folder = Path(args.out)
     folder.mkdir(parents=True, exist_ok=True)
 
     def log(line: str) -> None:

@@ -341,7 +341,9 @@ class Stand:
     def __init__(self, plant=None, error: Exception | None = None) -> None:
         self.plant, self.error, self.calls = plant, error, []
 
-    def __call__(self, kernel, buffers, params):
+    def __call__(self, kernel, buffers, params, **options):
+        """``options``: what the runner passes the interpreter past these (its work budget,
+        the loop-trip record), which a stand-in does not use."""
         self.calls.append((kernel, buffers, params))
         if self.error is not None:
             raise self.error
