@@ -136,6 +136,21 @@ def config_from_vars(data: dict[str, Any], max_storage_buffers: int | None = Non
     return BRIDGES[mode_of(v)](v)
 
 
+def json_words(value: Any) -> str:
+    """``value`` as ``kvdsl legacy`` shows a template variable, which it read as JSON: JSON's
+    ``null``, ``true`` and ``false`` (inside lists and objects too), anything else as Python
+    writes it."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(json_words(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{json_words(k)}: {json_words(v)}" for k, v in value.items()) + "}"
+    return repr(value)
+
+
 def binding_note(cfg: KernelConfig) -> str | None:
     """Where ``cfg``'s bindings differ from the template's (the packed form of a kernel whose
     template bindings pass 8, or ``window_shift`` 'all' with rotary, which the template has no

@@ -83,7 +83,7 @@ def kvdsl_package(tmp_path_factory) -> package.Installed:
 
 @pytest.fixture(scope="session")
 def deviations(gpu) -> dict[str, str]:
-    """This adapter's :data:`KNOWN_DEVIATIONS` (none on llvmpipe)."""
+    """This adapter's :data:`KNOWN_DEVIATIONS` (none where none is known)."""
     return KNOWN_DEVIATIONS.get((gpu["implementation"], gpu["vendor"]), {})
 
 

@@ -40,6 +40,10 @@ environment (the command reads them once, at its start):
 BROKEN_PIPE = 141
 #: Exit code of a command ended by Ctrl-C (128 + SIGINT, as a shell reports it).
 INTERRUPTED = 130
+#: Python's recursion limit while a command runs: the parser, the emitter and the interpreter
+#: recurse about five frames an operator, and an expression may hold 512 of them (Tint's
+#: expression depth, kvdsl.frontend.depth), past Python's default of 1,000.
+RECURSION_LIMIT = 4000
 
 #: argparse's words for a value its ``type=int`` / ``type=float`` refused, and ours.
 _ARGPARSE_TYPES = {"int": "is not a whole number", "float": "is not a number"}
@@ -125,6 +129,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("kvdsl: interrupted", file=sys.stderr)
         return INTERRUPTED
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, RECURSION_LIMIT))
     try:
         return _run(args)
     except KeyboardInterrupt:  # Ctrl-C: one line, as a shell reports a process it ended
@@ -132,6 +138,8 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"kvdsl {args.command}: interrupted", file=sys.stderr)
         return INTERRUPTED
+    finally:
+        sys.setrecursionlimit(limit)
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -96,6 +96,7 @@ def loop_notes(path: str, kernel: Kernel, lines: dict[int, int]) -> list[str]:
 def cmd_check(args: argparse.Namespace) -> int:
     """Parse, verify and validate WGSL files under naga and Tint; print every problem found."""
     from kvdsl.frontend import FrontendError
+    from kvdsl.frontend.depth import TooDeep
     from kvdsl.ir.portability import ROUNDED_F16, naga_aborts
     from kvdsl.ir.verify import house_notes
     from kvdsl.runtime import CompileError, compile_wgsl, current_webgpu, tint_check
@@ -110,6 +111,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     limits: dict[str, dict[str, int]] = {}
     problems: list[str] = []
     notes: list[str] = []
+    unparsed: set[str] = set()  # files refused for their nesting: Tint is not handed them
     for path in args.files:
         if path in sources:
             raise UsageError(f"{path!r} is given twice: give each file once")
@@ -122,6 +124,13 @@ def cmd_check(args: argparse.Namespace) -> int:
         kernel = None
         try:
             kernel, lines = wgsl_file(path, rounded)
+        except TooDeep as err:  # no compiler is handed it: naga's parser would crash on it
+            problems.append(f"{err} [kvdsl]")
+            notes.append(
+                f"{path}: note: not given to naga or Tint: nested past what they take [kvdsl]"
+            )
+            unparsed.add(path)
+            continue
         except FrontendError as err:
             problems.append(f"{err} [kvdsl]")
         else:  # valid WGSL that some implementation was found to run otherwise: a note
@@ -144,7 +153,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         except (CompileError, LimitError) as err:
             problems.append(f"{path}: {err} [{compiler}]".replace("\n", " | "))
     try:
-        tint = tint_check(sources, limits=limits)
+        tint = tint_check({p: t for p, t in sources.items() if p not in unparsed}, limits=limits)
     except RuntimeError as err:  # its worker could not run: said in one line
         tint = {}
         notes.append(_tint_did_not_run(err))

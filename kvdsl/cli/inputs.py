@@ -4,12 +4,14 @@ count; each failure a :class:`UsageError` naming the option and the value."""
 from __future__ import annotations
 
 import json
+import re
 import zipfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from kvdsl.frontend.errors import position
 from kvdsl.ir import Kernel
 from kvdsl.kernels.config import KernelConfig
 
@@ -29,18 +31,57 @@ def load_json(text: str, what: str) -> Any:
             raise UsageError(f"{what}: cannot read {text!r} ({err.strerror})") from None
         except UnicodeDecodeError as err:
             raise UsageError(f"{what}: {text!r} is not UTF-8 text (byte {err.start})") from None
+    _check_nesting(src, what)
     try:
-        return json.loads(src)
+        return json.loads(src, parse_int=lambda digits: _integer(digits, src, what))
     except json.JSONDecodeError as err:
         raise UsageError(f"{what}: not valid JSON ({err.msg} at column {err.colno})") from None
-    except RecursionError:  # Python's json recurses once a level
+
+
+#: The deepest JSON kvdsl reads: a params object or template variables nest a few levels, and
+#: Python's reader recurses once a level (this keeps it far from Python's recursion limit).
+MAX_JSON_NESTING = 128
+#: The most digits a JSON integer may have: Python's limit on converting decimal text.
+MAX_JSON_DIGITS = 4300
+_BRACKETS = re.compile(r'[\[{\]}"]')
+_STRING_END = re.compile(r'"|\\.', re.S)
+
+
+def _where(src: str, offset: int) -> str:
+    """``line L column C`` of ``offset`` in ``src`` (``column C`` on a one-line text)."""
+    line, column = position(src, offset)
+    return f"column {column}" if "\n" not in src else f"line {line} column {column}"
+
+
+def _check_nesting(src: str, what: str) -> None:
+    """Refuse JSON whose arrays and objects nest past :data:`MAX_JSON_NESTING`, at the bracket
+    that passes it (brackets inside strings are text)."""
+    depth, i = 0, 0
+    while (m := _BRACKETS.search(src, i)) is not None:
+        i = m.end()
+        if m.group() == '"':
+            while (e := _STRING_END.search(src, i)) is not None and e.group() != '"':
+                i = e.end()
+            i = len(src) if e is None else e.end()
+        elif m.group() in "[{":
+            depth += 1
+            if depth > MAX_JSON_NESTING:
+                raise UsageError(
+                    f"{what}: JSON nested more than {MAX_JSON_NESTING} deep (at "
+                    f"{_where(src, m.start())}): params and template variables nest a few levels"
+                )
+        else:
+            depth -= 1
+
+
+def _integer(digits: str, src: str, what: str) -> int:
+    """A JSON integer's ``digits`` as an int, refused past :data:`MAX_JSON_DIGITS` digits."""
+    if len(digits.lstrip("-")) > MAX_JSON_DIGITS:
         raise UsageError(
-            f"{what}: JSON nested deeper than kvdsl reads (about 900 levels)"
-        ) from None
-    except ValueError:  # Python's limit on decimal digits
-        raise UsageError(
-            f"{what}: a number of more than 4,300 digits (no params field or variable holds one)"
-        ) from None
+            f"{what}: a number of {len(digits.lstrip('-')):,} digits (at "
+            f"{_where(src, src.find(digits))}): no params field or template variable holds a number past 20 digits"
+        )
+    return int(digits)
 
 
 def load_inputs(path: str) -> dict[str, np.ndarray]:

@@ -25,6 +25,7 @@ from kvdsl.ir.portability import LLVMPIPE_LOOP_TRIPS
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Run a variant (or a WGSL file) on given inputs; write every read_write buffer."""
+    from kvdsl.contract import ContractError, check_requirements
     from kvdsl.runtime.contract import check_contract
     from kvdsl.runtime.inputs import check_inputs, shown
 
@@ -50,10 +51,16 @@ def cmd_run(args: argparse.Namespace) -> int:
         )
     size = _subgroup_size(args, kernel)
     # One check of what the host passes, for every backend, before any runs: the params and
-    # buffers by type and byte order, a paged variant's ids, then the kernel's contract.
+    # buffers by type and byte order, a paged variant's ids, a variant's requirements as
+    # index.json states them (in the words of kvdsl.js and the session host), then the
+    # kernel's contract.
     buffers = check_inputs(kernel.bindings, kernel.params, buffers, params, kernel.name)
     if cfg is not None:
         check_paged(cfg, kernel, buffers, params)
+        try:
+            check_requirements(kernel, params, buffers, args.variant)
+        except ContractError as err:
+            raise UsageError(str(err)) from None
     check_contract(kernel, buffers, params)
     outputs: dict[str, np.ndarray] = {}
     counted: dict | None = None  # the interpreter's loop trips (kvdsl.cli.loops)

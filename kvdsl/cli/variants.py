@@ -65,8 +65,8 @@ def cmd_legacy(args: argparse.Namespace) -> int:
     from kvdsl.emit import emit, emit_expr
     from kvdsl.kernels.build import RowConfig
     from kvdsl.ir.features import limits as kernel_limits
-    from kvdsl.kernels.config import Reduction, as_dict
-    from kvdsl.legacy import MAX_STORAGE_BUFFERS_ALLOWED, binding_note, config_from_vars
+    from kvdsl.kernels.config import ConfigError, Reduction, as_dict
+    from kvdsl.legacy import MAX_STORAGE_BUFFERS_ALLOWED, binding_note, config_from_vars, json_words
 
     data = load_json(args.vars, "--vars")
     if not isinstance(data, dict):
@@ -81,7 +81,10 @@ def cmd_legacy(args: argparse.Namespace) -> int:
             raise UsageError(
                 f"--max-storage-buffers {text}: expected {MAX_STORAGE_BUFFERS_ALLOWED}"
             )
-    cfg = config_from_vars(data, most)
+    try:
+        cfg = config_from_vars(data, most)
+    except ConfigError as err:  # the variables are JSON: a value is shown in JSON's words
+        raise ConfigError(err.field, err.value, err.allowed, json_words) from None
     if args.subgroups:
         if not (isinstance(cfg, RowConfig) and cfg.k_norm):
             raise UsageError(

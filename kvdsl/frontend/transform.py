@@ -84,6 +84,13 @@ def parse_number(tok: Token, filename: str) -> RawLit:
         if text[-1] in "iu":
             ty, text = (i32 if text[-1] == "i" else u32), text[:-1]
         value: int | float = int(text, 16)
+        if value >= 2**64:  # past any WGSL integer; its decimal digits would be past Python's
+            _bad(
+                tok,
+                filename,
+                f"value cannot be represented as '{ty or 'abstract-int'}': a hexadecimal literal "
+                "past 64 bits fits no WGSL type",
+            )
     elif any(c in text for c in ".eE") or text[-1] in "fh":
         if text[-1] in "fh":
             ty, text = (f32 if text[-1] == "f" else f16), text[:-1]
@@ -95,8 +102,13 @@ def parse_number(tok: Token, filename: str) -> RawLit:
             ty, text = (i32 if text[-1] == "i" else u32), text[:-1]
         if len(text) > 1 and text[0] == "0":
             _bad(tok, filename, "leading zeros are not allowed in a WGSL literal")
-        if len(text) > 20:  # past any WGSL integer (abstract-int holds 64 bits)
-            _bad(tok, filename, f"an integer literal of {len(text):,} digits fits no WGSL type")
+        if len(text) > 20:  # past any WGSL integer (abstract-int holds 64 bits), as Tint words it
+            _bad(
+                tok,
+                filename,
+                f"value cannot be represented as '{ty or 'abstract-int'}': an integer literal of "
+                f"{len(text):,} digits fits no WGSL type",
+            )
         value = int(text)
     if ty == i32 and value >= 2**31 or ty == u32 and value >= 2**32:
         _bad(tok, filename, f"literal {tok} does not fit {ty}")

@@ -172,8 +172,10 @@ def partial_rotary(models: dict[str, Model]) -> dict[str, Model]:
 class ConfigError(ValueError):
     """A config field holds a value the kernel cannot be built for."""
 
-    def __init__(self, field: str, value: Any, allowed: str) -> None:
-        super().__init__(f"{field}={_plain(value)!r}: expected {allowed}")
+    def __init__(
+        self, field: str, value: Any, allowed: str, spelling: Callable[[Any], str] = repr
+    ) -> None:
+        super().__init__(f"{field}={spelling(_plain(value))}: expected {allowed}")
         self.field = field
         self.value = value
         self.allowed = allowed

@@ -5,6 +5,7 @@ Inputs that are right in another byte order run as their values say on both back
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -322,3 +323,37 @@ def test_pages_written_are_the_references_pages():
         for b in range(batch):
             want = np.unique(slots[b][slots[b] >= 0] // size)
             assert np.array_equal(got[b], want), (table, seqlens, key_seq, b)
+
+
+# ---- a variant's requirements ------------------------------------------------------------------
+
+APPEND = "dense_append_int4_asym_llama31_8b"  # 8 heads of 128, keySeq new tokens a batch
+
+
+def _append(tmp_path: Path, key_seq: int, seq: int) -> list[str]:
+    rng = np.random.default_rng(41)
+    batch = 2
+    src = {n: values(rng, (batch * key_seq * H * D,), np.float32) for n in ("src_k", "src_v")}
+    cache = {n: np.full(batch * H * 8 * D, 0xDEADBEEF, np.uint32) for n in ("present_key", "present_value")}  # fmt: skip
+    lens = np.array([seq - key_seq, 0], np.int32)
+    inputs = _npz(tmp_path / "in.npz", **src, seqlens_k=lens, **cache)
+    params = json.dumps({"count": batch * H * key_seq, "keySeq": key_seq, "seq": seq})
+    return ["run", APPEND, "--inputs", inputs, "--params", params]
+
+
+def test_a_variants_requirements_are_refused_alike_on_every_backend(capsys, tmp_path, gpu):
+    """``keySeq <= seq`` (index.json's ``requires``) in the words of kvdsl.js and the session
+    host (kvdsl.contract.check_requirements of the variant's entry), before any backend runs."""
+    from kvdsl import catalog
+    from kvdsl.contract import ContractError, check_requirements, entry
+
+    params = {"count": 2 * H * 3, "keySeq": 3, "seq": 2}
+    e = entry(catalog.build(APPEND), catalog.config(APPEND))
+    with pytest.raises(ContractError) as err:
+        check_requirements(e, params, name=APPEND)
+    assert "requires keySeq <= seq; got count=48, keySeq=3, seq=2: " in str(err.value)
+    refused_alike(capsys, _append(tmp_path, 3, 2), str(err.value))
+    # keySeq == seq is taken: the interpreter appends the rows.
+    code, out, err_ = _run(capsys, _append(tmp_path, 2, 2) + ["--backend", "interp"])
+    assert (code, err_) == (0, ""), err_
+    assert "present_key: uint32" in out
