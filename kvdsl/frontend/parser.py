@@ -454,21 +454,16 @@ class _Assembler:
                 inner = array_leaf(fty.elem if last and isinstance(fty, RuntimeArray) else fty)
                 if isinstance(inner, (Scalar, Vec)) and inner.scalar in (u32, i32, f32):
                     continue
+                if isinstance(inner, Atomic) and inner.elem in (u32, i32):
+                    continue
                 raise self.err(
                     f"struct {d.name} member {fname}: {_spell(fty)} (members of a struct in "
                     "storage or workgroup memory are u32, i32 or f32 scalars, vectors of them, "
-                    "or fixed-size arrays of those, nested or not)",
+                    "atomic<u32> or atomic<i32>, or fixed-size arrays of those, nested or not)",
                     d.line,
                 )
             out[d.name] = st = Struct(d.name, tuple(d.fields))
             if whole:
-                if not isinstance(st.fields[-1][1], RuntimeArray):
-                    raise self.err(
-                        f"storage var '{g.name}' of type {st.name} (a struct binding ends in a "
-                        "runtime-sized array; else an array of structs)",
-                        g.line,
-                        g.column,
-                    )
                 gvars[k] = replace(g, ty=st)
                 continue
             gvars[k] = replace(g, ty=_with_leaf(ty, st))
@@ -531,9 +526,36 @@ class _Assembler:
                         )
                     seen[slot] = g.name
                     continue
+                if isinstance(g.ty, (Scalar, Vec, Atomic)):  # n: u32, v: vec4<f32>, c: atomic<u32>
+                    access = g.access or "read"
+                    if access not in ("read", "read_write"):
+                        raise self.err(f"storage access '{access}'", g.line, g.column)
+                    if g.ty.scalar == bool_:
+                        raise WgslTypeError(
+                            f"storage var '{g.name}' of type {g.ty}: bool is not host-shareable "
+                            "(storage holds u32, i32, f32 and f16 values)",
+                            self.filename,
+                            g.line,
+                        )
+                    if isinstance(g.ty, Atomic) and access != "read_write":
+                        raise WgslTypeError(
+                            f"storage var '{g.name}' of {g.ty} is {access}: atomics in storage "
+                            "are read_write",
+                            self.filename,
+                            g.line,
+                        )
+                    numbered.append((slot, ir.Binding(g.name, g.ty, access, None, whole=True)))
+                    self.decl_lines[g.name] = g.line
+                    if slot in seen:
+                        raise self.err(
+                            f"'{g.name}' reuses @group({slot[0]}) @binding({slot[1]})", g.line
+                        )
+                    seen[slot] = g.name
+                    continue
                 if not isinstance(g.ty, RuntimeArray):
                     raise self.err(
-                        f"storage var '{g.name}' of type {g.ty} (only runtime arrays)",
+                        f"storage var '{g.name}' of type {_spell(g.ty)} (runtime-sized arrays, "
+                        "fixed-size arrays, structs, scalars, vectors and atomics)",
                         g.line,
                         g.column,
                     )

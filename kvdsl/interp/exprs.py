@@ -152,6 +152,8 @@ class Expressions:
                     cols = [self.grid.column(self.builtins[name], k) for k in range(3)]
                     lanes = max(c.shape[0] for c in cols)
                     return np.stack([broadcast(c, lanes) for c in cols], axis=1)
+                if self._structs and name in self.buffers and (b := self.struct_root(e)):
+                    return self.struct_load(b, e, m)  # a binding read whole: n, v, cfg
                 v = self.lookup(name).value
                 return ArrayValue(v) if isinstance(v, ArrayValue) else v
             case ir.Unary(op, x):

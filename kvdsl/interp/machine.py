@@ -22,7 +22,7 @@ from kvdsl.interp.exprs import Expressions
 from kvdsl.interp.memory import Flat, Memory, Row
 from kvdsl.interp.races import Sync
 from kvdsl.interp.scope import Frame, Scopes, Slot
-from kvdsl.interp.structs import StructMemory
+from kvdsl.interp.structs import StructMemory, by_words
 from kvdsl.interp.values import (
     COMPONENTS,
     ArrayValue,
@@ -205,7 +205,7 @@ class Machine(Scopes, Expressions, Memory, StructMemory):
         self.current: ir.Stmt | None = None
         self._affine: list[tuple] = []  # the last few index arrays :meth:`affine` looked at
         # Bindings and workgroup arrays of structs, held as words (kvdsl.interp.structs); their loops run unbatched.
-        self._structs = any(held_as_words(b.elem) for b in kernel.bindings) or any(
+        self._structs = any(by_words(b) for b in kernel.bindings) or any(
             isinstance(w.ty.elem, Struct) for w in kernel.workgroup_vars
         )
         self.batching = batching and not self._structs and not _struct_values(kernel)

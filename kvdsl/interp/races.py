@@ -222,6 +222,10 @@ class StorageRaces:
                     f"{name}[{index // per}]" + word_path(b.binding.elem, index % per),
                     None,
                 )
+        elif b is not None and b.binding.whole and isinstance(b.binding.elem, Vec):
+            name, index = f"{name}.{'xyzw'[index]}", None  # one vector, held as its scalars
+        elif b is not None and b.binding.whole and not isinstance(b.binding.elem, Struct):
+            index = None  # one scalar or atomic
         elif b is not None and b.binding.whole:  # one struct, held as words
             name, index = f"{name} (word {index} of the struct)", None
         elif b is not None and isinstance(b.binding.elem, Struct):  # held as words

@@ -390,7 +390,9 @@ def storage(binding: Binding, given: np.ndarray) -> Storage:
     per = binding.host_values  # whole elements only, like arrayLength
     flat = flat[: flat.size // per * per].view(dt)
     # Vectors given tightly packed, as the runtime takes them (it pads vec3 to 16 bytes itself).
-    data = flat.reshape(-1, binding.elem.n) if isinstance(binding.elem, Vec) else flat
+    # A binding that is one vector is held as its scalars (kvdsl.interp.structs.by_words).
+    vectors = isinstance(binding.elem, Vec) and not binding.whole
+    data = flat.reshape(-1, binding.elem.n) if vectors else flat
     return Storage(binding, data, out)
 
 
