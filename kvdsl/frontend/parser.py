@@ -394,17 +394,50 @@ class _Assembler:
         for d in structs:
             if d.name in named or d.name in self.structs:
                 continue
-            for fname, fty in d.fields:
-                inner = fty.elem if isinstance(fty, Array) else fty
-                if isinstance(inner, (Scalar, Vec)) and inner.scalar in (u32, i32, f32):
-                    continue
-                raise self.err(
-                    f"struct {d.name} member {fname}: {_spell(fty)} (members of a struct are "
-                    "u32, i32 or f32 scalars, vectors of them, or fixed-size arrays of those)",
-                    d.line,
-                )
-            out[d.name] = Struct(d.name, tuple(d.fields))
+            out[d.name] = self.nested_struct(d, {x.name: x for x in structs}, False, ())
         return out
+
+    def nested_struct(
+        self, d: StructDecl, decls: dict[str, StructDecl], memory: bool, outer: tuple[str, ...]
+    ) -> Struct:
+        """Struct ``d`` with the structs its members name resolved, each member checked: u32,
+        i32 or f32 scalars, vectors of them, other structs, fixed-size arrays of those; in
+        ``memory`` (storage or workgroup) also ``atomic<u32>`` / ``atomic<i32>``. ``outer``: the
+        structs that contain ``d`` (WGSL refuses a struct that contains itself)."""
+        fields = []
+        for fname, fty in d.fields:
+            inner = array_leaf(fty)
+            if isinstance(inner, StructRef):
+                if inner.name in outer or inner.name == d.name:
+                    raise WgslTypeError(
+                        f"struct {d.name} member {fname}: {inner.name} contains {d.name} "
+                        "(WGSL refuses a recursive struct)",
+                        self.filename,
+                        d.line,
+                    )
+                sub = decls.get(inner.name)
+                if sub is None:
+                    raise WgslTypeError(
+                        f"struct {d.name} member {fname}: unknown type '{inner.name}'",
+                        self.filename,
+                        d.line,
+                    )
+                st = self.nested_struct(sub, decls, memory, (*outer, d.name))
+                fields.append((fname, _with_leaf(fty, st)))
+                continue
+            ok = isinstance(inner, (Scalar, Vec)) and inner.scalar in (u32, i32, f32)
+            if ok or memory and isinstance(inner, Atomic) and inner.elem in (u32, i32):
+                fields.append((fname, fty))
+                continue
+            where = " in storage or workgroup memory" if memory else ""
+            atomics = "atomic<u32> or atomic<i32>, " if memory else ""
+            raise self.err(
+                f"struct {d.name} member {fname}: {_spell(fty)} (members of a struct{where} "
+                f"are u32, i32 or f32 scalars, vectors of them, {atomics}other structs, or "
+                "fixed-size arrays of those, nested or not)",
+                d.line,
+            )
+        return Struct(d.name, tuple(fields))
 
     def struct_types(self, structs: list[StructDecl], gvars: list[GlobalVar]) -> dict[str, Struct]:
         """The structs storage and workgroup arrays hold (``array<BlockQ8>``), by name, their
@@ -442,8 +475,8 @@ class _Assembler:
                 raise WgslTypeError(
                     f"var '{g.name}': unknown type '{ref.name}'", self.filename, ref.line
                 )
+            tail = None  # a runtime-sized last member of a binding that is one struct
             for fname, fty in d.fields:
-                last = whole and fname == d.fields[-1][0]  # may be runtime-sized
                 if isinstance(fty, RuntimeArray) and fname != d.fields[-1][0]:
                     raise WgslTypeError(
                         f"struct {d.name} member {fname}: {_spell(fty)} is runtime-sized but not "
@@ -451,18 +484,15 @@ class _Assembler:
                         self.filename,
                         d.line,
                     )
-                inner = array_leaf(fty.elem if last and isinstance(fty, RuntimeArray) else fty)
-                if isinstance(inner, (Scalar, Vec)) and inner.scalar in (u32, i32, f32):
-                    continue
-                if isinstance(inner, Atomic) and inner.elem in (u32, i32):
-                    continue
-                raise self.err(
-                    f"struct {d.name} member {fname}: {_spell(fty)} (members of a struct in "
-                    "storage or workgroup memory are u32, i32 or f32 scalars, vectors of them, "
-                    "atomic<u32> or atomic<i32>, or fixed-size arrays of those, nested or not)",
-                    d.line,
-                )
-            out[d.name] = st = Struct(d.name, tuple(d.fields))
+                if whole and isinstance(fty, RuntimeArray):
+                    tail = (fname, fty)
+            body = (
+                d if tail is None else replace(d, fields=d.fields[:-1] + ((tail[0], tail[1].elem),))
+            )
+            st = self.nested_struct(body, decls, True, ())
+            if tail is not None:
+                st = Struct(st.name, st.fields[:-1] + ((tail[0], RuntimeArray(st.fields[-1][1])),))
+            out[d.name] = st
             if whole:
                 gvars[k] = replace(g, ty=st)
                 continue

@@ -456,11 +456,14 @@ def check_memory_struct(what: str, st: Struct, whole: bool = False) -> None:
         inner = array_leaf(ty.elem if isinstance(ty, RuntimeArray) else ty)
         if isinstance(inner, Atomic) and inner.elem in (u32, i32):
             continue
+        if isinstance(inner, Struct):  # a struct inside a struct
+            check_memory_struct(what, inner)
+            continue
         if not isinstance(inner, (Scalar, Vec)) or inner.scalar not in (u32, i32, f32):
             raise VerifyError(
                 f"{what}: struct {st.name} member {name}: {ty} (u32, i32 or f32 scalars, "
-                "vectors of them, atomic<u32> or atomic<i32>, or fixed-size arrays of those, "
-                "nested or not)"
+                "vectors of them, atomic<u32> or atomic<i32>, other structs, or fixed-size "
+                "arrays of those, nested or not)"
             )
 
 
@@ -621,7 +624,7 @@ def value_struct(ty: Type) -> bool:
     return (
         isinstance(ty, Struct)
         and not ty.name.startswith("__")
-        and not any(isinstance(t, (RuntimeArray, Atomic)) for _, t in ty.fields)
+        and not any(isinstance(t, RuntimeArray) or _holds_atomic(t) for _, t in ty.fields)
     )
 
 
