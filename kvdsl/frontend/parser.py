@@ -493,6 +493,7 @@ class _Assembler:
             if tail is not None:
                 st = Struct(st.name, st.fields[:-1] + ((tail[0], RuntimeArray(st.fields[-1][1])),))
             out[d.name] = st
+            _add_nested(st, out)  # the structs it holds, for the typer and value_structs
             if whole:
                 gvars[k] = replace(g, ty=st)
                 continue
@@ -813,6 +814,15 @@ def _spell(ty: Any) -> str:
 
 def _int_arg(a: Attr, consts: dict, filename: str) -> int:
     return const_int(a.args[0], consts, (filename, a.line, a.column))
+
+
+def _add_nested(st: Struct, out: dict[str, Struct]) -> None:
+    """Enter the structs ``st``'s members hold, to any depth, in ``out`` by name."""
+    for _, t in st.fields:
+        t = array_leaf(t.elem if isinstance(t, RuntimeArray) else t)
+        if isinstance(t, Struct) and t.name not in out:
+            out[t.name] = t
+            _add_nested(t, out)
 
 
 def _with_leaf(ty, st: Struct):
