@@ -450,25 +450,11 @@ class _Assembler:
                 continue
             ty = g.ty
             whole = g.space == "storage" and isinstance(ty, StructRef)  # rows: Rows
-            if (
-                g.space == "workgroup"
-                and isinstance(ty, Array)
-                and isinstance(ty.elem, Array)
-                and isinstance(array_leaf(ty), StructRef)
-            ):
-                raise self.err(
-                    f"workgroup var '{g.name}': an array of arrays of structs (workgroup arrays "
-                    "hold structs one level deep)",
-                    g.line,
-                    g.column,
-                )
             if not whole and (
                 not isinstance(ty, (Array, RuntimeArray))
-                or not isinstance(
-                    ty.elem if g.space == "workgroup" else array_leaf(ty.elem), StructRef
-                )
+                or not isinstance(array_leaf(ty.elem), StructRef)
             ):
-                continue  # storage: array<B>, array<B, 4>, array<array<B, 2>>; workgroup: array<B, 4>
+                continue  # array<B>, array<B, 4>, array<array<B, 2>> (storage or workgroup)
             ref = ty if whole else array_leaf(ty.elem)
             d = decls.get(ref.name)
             if d is None:

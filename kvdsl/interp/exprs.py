@@ -284,6 +284,12 @@ class Expressions:
             i = int(idx[0])
             return container[i] if isinstance(container, ArrayValue) else container[:, i]
         safe = np.clip(idx, 0, length - 1).astype(np.intp)
+        if isinstance(container, ArrayValue) and type(container[0]) is dict:
+            # an array of structs: each member gathered across the elements
+            return {
+                k: self.element(ArrayValue(x[k] for x in container), idx, m, base)
+                for k in container[0]
+            }
         if isinstance(container, ArrayValue) and type(container[0]) is ArrayValue:
             # an array of arrays: each inner position gathered across the outer elements
             inner = len(container[0])

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from kvdsl.interp.errors import RaceError, UninitializedRead
-from kvdsl.interp.values import Mask, Storage, broadcast
+from kvdsl.interp.values import Mask, Storage, broadcast, word_path  # noqa: F401 (re-exported)
 from kvdsl.ir.types import Array, Struct, Vec, stride
 
 
@@ -265,16 +265,3 @@ def _record_read(b: Storage, i: np.ndarray, ids: np.ndarray, stmt: int) -> None:
     r[4, i] = np.where(several, -1, np.where(shift, old[1], r[4, i]))
     r[5, i] = np.where(several, stmt, np.where(shift, old[2], r[5, i]))
     r[0, i], r[1, i], r[2, i] = last, -1, stmt
-
-
-def word_path(ty: Array, word: int) -> str:
-    """The indices of word ``word`` of a nested array in WGSL's layout, as WGSL writes them:
-    ``[1].y`` of ``array<vec4<f32>, 2>``'s word 5; where the leaf is a struct, its word."""
-    out = ""
-    while isinstance(ty, Array):
-        step = stride(ty.elem) // 4
-        out += f"[{word // step}]"
-        word, ty = word % step, ty.elem
-    if isinstance(ty, Vec):
-        return out + "." + "xyzw"[word]
-    return out + (f" (word {word} of the struct)" if isinstance(ty, Struct) else "")

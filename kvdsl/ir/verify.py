@@ -279,7 +279,7 @@ class Verifier(ExprTyper):
             sym.kind in ("binding", "workgroup")
             and (
                 isinstance(sym.ty, Struct)
-                or isinstance(sym.ty.elem, Struct)
+                or isinstance(array_leaf(sym.ty.elem), Struct)
                 or (sym.kind == "binding" and held_as_words(sym.ty.elem))
             )
         ):
@@ -410,8 +410,8 @@ def module_scope(kernel: ir.Kernel, verifier: Verifier) -> Scope:
         if not isinstance(w, ir.WorkgroupVar) or not isinstance(w.ty, Array):
             raise VerifyError(f"workgroup var {w!r} is not a WorkgroupVar of an array type")
         leaf = w.ty.elem.elem if isinstance(w.ty.elem, Array) else w.ty.elem
-        if isinstance(w.ty.elem, Struct):
-            check_memory_struct(f"workgroup var '{w.name}'", w.ty.elem)
+        if isinstance(array_leaf(w.ty.elem), Struct):  # array<B, 4>, array<array<B, 2>, 4>
+            check_memory_struct(f"workgroup var '{w.name}'", array_leaf(w.ty.elem))
             leaf = u32  # held as words
         atomic = isinstance(leaf, Atomic) and leaf.elem in (u32, i32)
         if (

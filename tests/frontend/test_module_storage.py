@@ -255,3 +255,46 @@ def test_structs_inside_structs_run_as_numpy_says(gpu):
     assert parse(emit(k), "nested.wgsl") == k
     _check(interp.run(k, bufs, {}, (2, 1, 1)), want)
     _check(runtime.run(k, bufs, {}, (2, 1, 1)), want)
+
+
+TILES = """struct Pair {
+  a: f32,
+  b: u32,
+}
+@group(0) @binding(0) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+@group(0) @binding(2) var<storage, read_write> tags: array<u32>;
+var<workgroup> tile: array<array<Pair, 4>, 16>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>,
+        @builtin(local_invocation_id) lid: vec3<u32>) {
+  let r = lid.x / 4u;
+  let c = lid.x % 4u;
+  tile[r][c].a = x[gid.x];
+  tile[r][c].b = gid.x * 3u;
+  workgroupBarrier();
+  let row = tile[15u - r];
+  out[gid.x] = row[3u - c].a + tile[r][(c + 1u) % 4u].a;
+  tags[gid.x] = tile[15u - r][c].b;
+}
+"""
+
+
+def test_a_workgroup_array_of_arrays_of_structs_runs_as_numpy_says(gpu):
+    x = np.random.default_rng(12).standard_normal(128).astype(np.float32)
+    bufs = {"x": x, "out": np.full(128, np.nan, np.float32), "tags": np.zeros(128, np.uint32)}
+    g = np.arange(128)
+    lane, base = g % 64, g - g % 64
+    r, c = lane // 4, lane % 4
+    want = {
+        "out": x[base + (15 - r) * 4 + 3 - c] + x[base + r * 4 + (c + 1) % 4],
+        "tags": ((base + (15 - r) * 4 + c) * 3).astype(np.uint32),
+    }
+    k = parse(TILES, "tiles.wgsl")
+    assert parse(emit(k), "tiles.wgsl") == k
+    assert "var<workgroup> tile: array<array<Pair, 4>, 16>;" in emit(k)
+    _check(interp.run(k, bufs, {}, (2, 1, 1)), want)
+    _check(runtime.run(k, bufs, {}, (2, 1, 1)), want)
+    racy = TILES.replace("  workgroupBarrier();\n", "")
+    with pytest.raises(RaceError, match=r"^tile\[\d+\]\[\d\] \(word 0 of the struct\)"):
+        interp.run(parse(racy), bufs, {}, (2, 1, 1))
