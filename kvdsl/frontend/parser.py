@@ -425,15 +425,18 @@ class _Assembler:
                 st = self.nested_struct(sub, decls, memory, (*outer, d.name))
                 fields.append((fname, _with_leaf(fty, st)))
                 continue
-            ok = isinstance(inner, (Scalar, Vec)) and inner.scalar in (u32, i32, f32)
+            # f16 members only in values: memory is held in 32-bit words (kvdsl.interp.structs)
+            numeric = (u32, i32, f32) if memory else (u32, i32, f32, f16)
+            ok = isinstance(inner, (Scalar, Vec)) and inner.scalar in numeric
             if ok or memory and isinstance(inner, Atomic) and inner.elem in (u32, i32):
                 fields.append((fname, fty))
                 continue
             where = " in storage or workgroup memory" if memory else ""
+            scalars = "u32, i32 or f32" if memory else "u32, i32, f32 or f16"
             atomics = "atomic<u32> or atomic<i32>, " if memory else ""
             raise self.err(
                 f"struct {d.name} member {fname}: {_spell(fty)} (members of a struct{where} "
-                f"are u32, i32 or f32 scalars, vectors of them, {atomics}other structs, or "
+                f"are {scalars} scalars, vectors of them, {atomics}other structs, or "
                 "fixed-size arrays of those, nested or not)",
                 d.line,
             )

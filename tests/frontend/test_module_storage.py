@@ -298,3 +298,39 @@ def test_a_workgroup_array_of_arrays_of_structs_runs_as_numpy_says(gpu):
     racy = TILES.replace("  workgroupBarrier();\n", "")
     with pytest.raises(RaceError, match=r"^tile\[\d+\]\[\d\] \(word 0 of the struct\)"):
         interp.run(parse(racy), bufs, {}, (2, 1, 1))
+
+
+HALVES = """enable f16;
+struct Half {
+  lo: f16,
+  pair: vec2<f16>,
+  n: u32,
+}
+@group(0) @binding(0) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+fn scaled(h: Half, k: f16) -> Half {
+  var r = h;
+  r.lo *= k;
+  r.pair.y = r.pair.x + k;
+  return r;
+}
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let v = f16(x[gid.x]);
+  let h = scaled(Half(v, vec2<f16>(v, -v), gid.x), 1.5h);
+  out[gid.x] = f32(h.lo) + f32(h.pair.y) + f32(h.n);
+}
+"""
+
+
+def test_struct_values_with_f16_members_run_as_numpy_says(gpu):
+    x = np.random.default_rng(13).standard_normal(128).astype(np.float32)
+    v, k = x.astype(np.float16), np.float16(1.5)
+    want = (
+        (v * k).astype(np.float32) + (v + k).astype(np.float32) + np.arange(128, dtype=np.float32)
+    )
+    kern = parse(HALVES, "halves.wgsl")
+    assert parse(emit(kern), "halves.wgsl") == kern and "  lo: f16," in emit(kern)
+    bufs = {"x": x, "out": np.full(128, np.nan, np.float32)}
+    _check(interp.run(kern, bufs, {}, (2, 1, 1)), {"out": want})
+    _check(runtime.run(kern, bufs, {}, (2, 1, 1)), {"out": want})
