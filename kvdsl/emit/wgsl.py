@@ -27,7 +27,7 @@ from kvdsl.ir import tree as ir
 from kvdsl.ir import ops
 from kvdsl.ir.features import enables
 from kvdsl.ir.show import statement
-from kvdsl.ir.types import Scalar, Struct, array_leaf, bool_, f16, i32, u32
+from kvdsl.ir.types import RuntimeArray, Scalar, Struct, array_leaf, bool_, f16, i32, u32
 
 INDENT = "  "
 #: The trailing comment that names a binding's host data type (``// host: f16``).
@@ -269,10 +269,16 @@ def memory_structs(kernel: ir.Kernel) -> list[str]:
     """The declarations of the structs storage bindings and workgroup arrays hold, each once,
     in the order the bindings, then the workgroup vars, first name them."""
     seen: dict[str, Struct] = {}
-    for t in [b.elem for b in kernel.bindings] + [w.ty.elem for w in kernel.workgroup_vars]:
-        t = array_leaf(t)  # a fixed-size storage array of structs: array<B, 4>
+
+    def add(t) -> None:  # a struct, then the structs its members hold, depth first
+        t = array_leaf(t.elem if isinstance(t, RuntimeArray) else t)
         if isinstance(t, Struct) and t.name not in seen:
             seen[t.name] = t
+            for _, member in t.fields:
+                add(member)
+
+    for t in [b.elem for b in kernel.bindings] + [w.ty.elem for w in kernel.workgroup_vars]:
+        add(t)  # a fixed-size storage array of structs: array<B, 4>
     # Then the structs only values of function scope have, in the order the helpers, then the
     # entry point, first name them (the params block and builtins' results are not declared).
     params = kernel.params.name if kernel.params is not None else None

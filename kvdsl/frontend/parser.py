@@ -394,17 +394,53 @@ class _Assembler:
         for d in structs:
             if d.name in named or d.name in self.structs:
                 continue
-            for fname, fty in d.fields:
-                inner = fty.elem if isinstance(fty, Array) else fty
-                if isinstance(inner, (Scalar, Vec)) and inner.scalar in (u32, i32, f32):
-                    continue
-                raise self.err(
-                    f"struct {d.name} member {fname}: {_spell(fty)} (members of a struct are "
-                    "u32, i32 or f32 scalars, vectors of them, or fixed-size arrays of those)",
-                    d.line,
-                )
-            out[d.name] = Struct(d.name, tuple(d.fields))
+            out[d.name] = self.nested_struct(d, {x.name: x for x in structs}, False, ())
         return out
+
+    def nested_struct(
+        self, d: StructDecl, decls: dict[str, StructDecl], memory: bool, outer: tuple[str, ...]
+    ) -> Struct:
+        """Struct ``d`` with the structs its members name resolved, each member checked: u32,
+        i32 or f32 scalars, vectors of them, other structs, fixed-size arrays of those; in
+        ``memory`` (storage or workgroup) also ``atomic<u32>`` / ``atomic<i32>``. ``outer``: the
+        structs that contain ``d`` (WGSL refuses a struct that contains itself)."""
+        fields = []
+        for fname, fty in d.fields:
+            inner = array_leaf(fty)
+            if isinstance(inner, StructRef):
+                if inner.name in outer or inner.name == d.name:
+                    raise WgslTypeError(
+                        f"struct {d.name} member {fname}: {inner.name} contains {d.name} "
+                        "(WGSL refuses a recursive struct)",
+                        self.filename,
+                        d.line,
+                    )
+                sub = decls.get(inner.name)
+                if sub is None:
+                    raise WgslTypeError(
+                        f"struct {d.name} member {fname}: unknown type '{inner.name}'",
+                        self.filename,
+                        d.line,
+                    )
+                st = self.nested_struct(sub, decls, memory, (*outer, d.name))
+                fields.append((fname, _with_leaf(fty, st)))
+                continue
+            # f16 members only in values: memory is held in 32-bit words (kvdsl.interp.structs)
+            numeric = (u32, i32, f32) if memory else (u32, i32, f32, f16)
+            ok = isinstance(inner, (Scalar, Vec)) and inner.scalar in numeric
+            if ok or memory and isinstance(inner, Atomic) and inner.elem in (u32, i32):
+                fields.append((fname, fty))
+                continue
+            where = " in storage or workgroup memory" if memory else ""
+            scalars = "u32, i32 or f32" if memory else "u32, i32, f32 or f16"
+            atomics = "atomic<u32> or atomic<i32>, " if memory else ""
+            raise self.err(
+                f"struct {d.name} member {fname}: {_spell(fty)} (members of a struct{where} "
+                f"are {scalars} scalars, vectors of them, {atomics}other structs, or "
+                "fixed-size arrays of those, nested or not)",
+                d.line,
+            )
+        return Struct(d.name, tuple(fields))
 
     def struct_types(self, structs: list[StructDecl], gvars: list[GlobalVar]) -> dict[str, Struct]:
         """The structs storage and workgroup arrays hold (``array<BlockQ8>``), by name, their
@@ -417,33 +453,19 @@ class _Assembler:
                 continue
             ty = g.ty
             whole = g.space == "storage" and isinstance(ty, StructRef)  # rows: Rows
-            if (
-                g.space == "workgroup"
-                and isinstance(ty, Array)
-                and isinstance(ty.elem, Array)
-                and isinstance(array_leaf(ty), StructRef)
-            ):
-                raise self.err(
-                    f"workgroup var '{g.name}': an array of arrays of structs (workgroup arrays "
-                    "hold structs one level deep)",
-                    g.line,
-                    g.column,
-                )
             if not whole and (
                 not isinstance(ty, (Array, RuntimeArray))
-                or not isinstance(
-                    ty.elem if g.space == "workgroup" else array_leaf(ty.elem), StructRef
-                )
+                or not isinstance(array_leaf(ty.elem), StructRef)
             ):
-                continue  # storage: array<B>, array<B, 4>, array<array<B, 2>>; workgroup: array<B, 4>
+                continue  # array<B>, array<B, 4>, array<array<B, 2>> (storage or workgroup)
             ref = ty if whole else array_leaf(ty.elem)
             d = decls.get(ref.name)
             if d is None:
                 raise WgslTypeError(
                     f"var '{g.name}': unknown type '{ref.name}'", self.filename, ref.line
                 )
+            tail = None  # a runtime-sized last member of a binding that is one struct
             for fname, fty in d.fields:
-                last = whole and fname == d.fields[-1][0]  # may be runtime-sized
                 if isinstance(fty, RuntimeArray) and fname != d.fields[-1][0]:
                     raise WgslTypeError(
                         f"struct {d.name} member {fname}: {_spell(fty)} is runtime-sized but not "
@@ -451,24 +473,17 @@ class _Assembler:
                         self.filename,
                         d.line,
                     )
-                inner = array_leaf(fty.elem if last and isinstance(fty, RuntimeArray) else fty)
-                if isinstance(inner, (Scalar, Vec)) and inner.scalar in (u32, i32, f32):
-                    continue
-                raise self.err(
-                    f"struct {d.name} member {fname}: {_spell(fty)} (members of a struct in "
-                    "storage or workgroup memory are u32, i32 or f32 scalars, vectors of them, "
-                    "or fixed-size arrays of those, nested or not)",
-                    d.line,
-                )
-            out[d.name] = st = Struct(d.name, tuple(d.fields))
+                if whole and isinstance(fty, RuntimeArray):
+                    tail = (fname, fty)
+            body = (
+                d if tail is None else replace(d, fields=d.fields[:-1] + ((tail[0], tail[1].elem),))
+            )
+            st = self.nested_struct(body, decls, True, ())
+            if tail is not None:
+                st = Struct(st.name, st.fields[:-1] + ((tail[0], RuntimeArray(st.fields[-1][1])),))
+            out[d.name] = st
+            _add_nested(st, out)  # the structs it holds, for the typer and value_structs
             if whole:
-                if not isinstance(st.fields[-1][1], RuntimeArray):
-                    raise self.err(
-                        f"storage var '{g.name}' of type {st.name} (a struct binding ends in a "
-                        "runtime-sized array; else an array of structs)",
-                        g.line,
-                        g.column,
-                    )
                 gvars[k] = replace(g, ty=st)
                 continue
             gvars[k] = replace(g, ty=_with_leaf(ty, st))
@@ -531,9 +546,36 @@ class _Assembler:
                         )
                     seen[slot] = g.name
                     continue
+                if isinstance(g.ty, (Scalar, Vec, Atomic)):  # n: u32, v: vec4<f32>, c: atomic<u32>
+                    access = g.access or "read"
+                    if access not in ("read", "read_write"):
+                        raise self.err(f"storage access '{access}'", g.line, g.column)
+                    if g.ty.scalar == bool_:
+                        raise WgslTypeError(
+                            f"storage var '{g.name}' of type {g.ty}: bool is not host-shareable "
+                            "(storage holds u32, i32, f32 and f16 values)",
+                            self.filename,
+                            g.line,
+                        )
+                    if isinstance(g.ty, Atomic) and access != "read_write":
+                        raise WgslTypeError(
+                            f"storage var '{g.name}' of {g.ty} is {access}: atomics in storage "
+                            "are read_write",
+                            self.filename,
+                            g.line,
+                        )
+                    numbered.append((slot, ir.Binding(g.name, g.ty, access, None, whole=True)))
+                    self.decl_lines[g.name] = g.line
+                    if slot in seen:
+                        raise self.err(
+                            f"'{g.name}' reuses @group({slot[0]}) @binding({slot[1]})", g.line
+                        )
+                    seen[slot] = g.name
+                    continue
                 if not isinstance(g.ty, RuntimeArray):
                     raise self.err(
-                        f"storage var '{g.name}' of type {g.ty} (only runtime arrays)",
+                        f"storage var '{g.name}' of type {_spell(g.ty)} (runtime-sized arrays, "
+                        "fixed-size arrays, structs, scalars, vectors and atomics)",
                         g.line,
                         g.column,
                     )
@@ -761,6 +803,15 @@ def _spell(ty: Any) -> str:
 
 def _int_arg(a: Attr, consts: dict, filename: str) -> int:
     return const_int(a.args[0], consts, (filename, a.line, a.column))
+
+
+def _add_nested(st: Struct, out: dict[str, Struct]) -> None:
+    """Enter the structs ``st``'s members hold, to any depth, in ``out`` by name."""
+    for _, t in st.fields:
+        t = array_leaf(t.elem if isinstance(t, RuntimeArray) else t)
+        if isinstance(t, Struct) and t.name not in out:
+            out[t.name] = t
+            _add_nested(t, out)
 
 
 def _with_leaf(ty, st: Struct):

@@ -152,6 +152,8 @@ class Expressions:
                     cols = [self.grid.column(self.builtins[name], k) for k in range(3)]
                     lanes = max(c.shape[0] for c in cols)
                     return np.stack([broadcast(c, lanes) for c in cols], axis=1)
+                if self._structs and name in self.buffers and (b := self.struct_root(e)):
+                    return self.struct_load(b, e, m)  # a binding read whole: n, v, cfg
                 v = self.lookup(name).value
                 return ArrayValue(v) if isinstance(v, ArrayValue) else v
             case ir.Unary(op, x):
@@ -282,6 +284,12 @@ class Expressions:
             i = int(idx[0])
             return container[i] if isinstance(container, ArrayValue) else container[:, i]
         safe = np.clip(idx, 0, length - 1).astype(np.intp)
+        if isinstance(container, ArrayValue) and type(container[0]) is dict:
+            # an array of structs: each member gathered across the elements
+            return {
+                k: self.element(ArrayValue(x[k] for x in container), idx, m, base)
+                for k in container[0]
+            }
         if isinstance(container, ArrayValue) and type(container[0]) is ArrayValue:
             # an array of arrays: each inner position gathered across the outer elements
             inner = len(container[0])

@@ -22,7 +22,7 @@ from kvdsl.interp.exprs import Expressions
 from kvdsl.interp.memory import Flat, Memory, Row
 from kvdsl.interp.races import Sync
 from kvdsl.interp.scope import Frame, Scopes, Slot
-from kvdsl.interp.structs import StructMemory
+from kvdsl.interp.structs import StructMemory, by_words
 from kvdsl.interp.values import (
     COMPONENTS,
     ArrayValue,
@@ -40,7 +40,7 @@ from kvdsl.interp.values import (
     sel,
 )
 from kvdsl.ir import tree as ir
-from kvdsl.ir.types import Array, Struct, Vec, held_as_words
+from kvdsl.ir.types import Array, Struct, Vec, array_leaf, held_as_words
 from kvdsl.ir.show import show
 
 #: The statements one chunk of a dispatch may run (``run``'s ``max_steps``) before the
@@ -205,8 +205,8 @@ class Machine(Scopes, Expressions, Memory, StructMemory):
         self.current: ir.Stmt | None = None
         self._affine: list[tuple] = []  # the last few index arrays :meth:`affine` looked at
         # Bindings and workgroup arrays of structs, held as words (kvdsl.interp.structs); their loops run unbatched.
-        self._structs = any(held_as_words(b.elem) for b in kernel.bindings) or any(
-            isinstance(w.ty.elem, Struct) for w in kernel.workgroup_vars
+        self._structs = any(by_words(b) for b in kernel.bindings) or any(
+            isinstance(array_leaf(w.ty.elem), Struct) for w in kernel.workgroup_vars
         )
         self.batching = batching and not self._structs and not _struct_values(kernel)
         self.batched = False  # whether a loop ran batched (see :mod:`kvdsl.interp.batch`)

@@ -420,10 +420,15 @@ class Memory(StorageRaces):
         target = e.target
         if type(target) is Deref:  # through a pointer: the element it was taken of
             target, _ = self.locate(target, m)
-        if type(target) is Name:  # a var<workgroup> atomic: element 0 of an array of one
+        words = None  # a struct's atomic member: the word it is held in
+        if type(target) is Name:  # one atomic: element 0 of an array of one
             name, idx = target.name, np.zeros(1, np.uint32)
-        elif type(target) is Index and type(target.base) is Name:
+        elif type(target) is Index and type(target.base) is Name and not self.struct_root(target):
             name, idx = target.base.name, self.eval(target.index, m)
+        elif (root := self.struct_root(target)) is not None:
+            idx, ty, _ = self.struct_words(root, target, m)
+            name = root.var.name if type(root) is SharedArray else root.binding.name
+            words = ty.dtype
         else:
             raise InterpError(f"not an atomic element: {target!r}{self.where()}")
         vals = [self.eval(a, m) for a in e.args]
@@ -434,13 +439,13 @@ class Memory(StorageRaces):
             b = self.buffers[name]
             self._count(b, m, 0 if e.fn == "Load" else 1)
             self._oob(name, idx, b.length, m)
-            data = b.data
+            data = b.data if words is None else b.data.view(words)
             pos = broadcast(idx, self.n)[active].astype(np.int64)
             self.sync.atomic(name, pos, self.grid.original(active), e.fn != "Load")
         else:
             w = self.shared[name]
             active, pos, _, _ = self._shared_at(w, idx, m, None)
-            data = w.data
+            data = w.data if words is None else w.data.view(words)
             if e.fn != "Load":
                 w.written[pos] = True
         got = [broadcast(v, self.n)[active] for v in vals]

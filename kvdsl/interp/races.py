@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from kvdsl.interp.errors import RaceError, UninitializedRead
-from kvdsl.interp.values import Mask, Storage, broadcast
+from kvdsl.interp.values import Mask, Storage, broadcast, word_path  # noqa: F401 (re-exported)
 from kvdsl.ir.types import Array, Struct, Vec, stride
 
 
@@ -222,6 +222,10 @@ class StorageRaces:
                     f"{name}[{index // per}]" + word_path(b.binding.elem, index % per),
                     None,
                 )
+        elif b is not None and b.binding.whole and isinstance(b.binding.elem, Vec):
+            name, index = f"{name}.{'xyzw'[index]}", None  # one vector, held as its scalars
+        elif b is not None and b.binding.whole and not isinstance(b.binding.elem, Struct):
+            index = None  # one scalar or atomic
         elif b is not None and b.binding.whole:  # one struct, held as words
             name, index = f"{name} (word {index} of the struct)", None
         elif b is not None and isinstance(b.binding.elem, Struct):  # held as words
@@ -261,16 +265,3 @@ def _record_read(b: Storage, i: np.ndarray, ids: np.ndarray, stmt: int) -> None:
     r[4, i] = np.where(several, -1, np.where(shift, old[1], r[4, i]))
     r[5, i] = np.where(several, stmt, np.where(shift, old[2], r[5, i]))
     r[0, i], r[1, i], r[2, i] = last, -1, stmt
-
-
-def word_path(ty: Array, word: int) -> str:
-    """The indices of word ``word`` of a nested array in WGSL's layout, as WGSL writes them:
-    ``[1].y`` of ``array<vec4<f32>, 2>``'s word 5; where the leaf is a struct, its word."""
-    out = ""
-    while isinstance(ty, Array):
-        step = stride(ty.elem) // 4
-        out += f"[{word // step}]"
-        word, ty = word % step, ty.elem
-    if isinstance(ty, Vec):
-        return out + "." + "xyzw"[word]
-    return out + (f" (word {word} of the struct)" if isinstance(ty, Struct) else "")

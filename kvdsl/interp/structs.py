@@ -35,6 +35,13 @@ from kvdsl.ir.types import (
 )
 
 
+def by_words(b: ir.Binding) -> bool:
+    """Whether binding ``b`` is reached by word offsets: an array of structs or arrays (held as
+    ``u32`` words), or a binding that is one struct, array, scalar or vector (a scalar or vector
+    held as its scalars, each component one "word")."""
+    return held_as_words(b.elem) or (b.whole and isinstance(b.elem, (Scalar, Vec)))
+
+
 class StructMemory:
     """Word-offset loads and stores of struct members in storage and workgroup memory."""
 
@@ -44,11 +51,13 @@ class StructMemory:
         x = e
         while type(x) is ir.Index or type(x) is ir.Member:
             x = x.base
-        if type(x) is not ir.Name or x is e or self._shadowed(x.name):
+        if type(x) is not ir.Name or self._shadowed(x.name):
             return None
         b = self.buffers.get(x.name)
         if b is not None:
-            return b if held_as_words(b.binding.elem) else None
+            return b if by_words(b.binding) and (x is not e or b.binding.whole) else None
+        if x is e:
+            return None
         w = self.shared.get(x.name)
         return w if w is not None and w.words is not None else None
 
@@ -64,10 +73,10 @@ class StructMemory:
         path.reverse()
         shared = type(b) is SharedArray
         st = b.var.ty.elem if shared else b.binding.elem
-        first = path[0]
-        if not shared and b.binding.whole:  # one struct: its members from word 0
+        if not shared and b.binding.whole:  # one struct or array: its members from word 0
             word, ty, start = np.zeros(1, np.int64), st, 0
         else:
+            first = path[0]
             if type(first) is not ir.Index:
                 what = "structs" if isinstance(st, Struct) else "arrays"
                 raise InterpError(f"{show(e)}: an array of {what} is indexed first{self.where()}")
@@ -157,7 +166,7 @@ class StructMemory:
 
     def _words_put(self, b: Storage, word: np.ndarray, ty, v, m: Mask) -> None:
         if isinstance(ty, Scalar):
-            words = np.ascontiguousarray(v).view(np.uint32)
+            words = np.ascontiguousarray(v).view(b.data.dtype)  # u32 words, or the scalars
             if type(b) is SharedArray:
                 self.shared_store(b, word, words, m, None)
             else:

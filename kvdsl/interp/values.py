@@ -20,7 +20,17 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kvdsl.ir.tree import Binding, WorkgroupVar
-from kvdsl.ir.types import Array, Atomic, Scalar, Struct, Vec, held_as_words, stride, u32
+from kvdsl.ir.types import (
+    Array,
+    Atomic,
+    Scalar,
+    Struct,
+    Vec,
+    array_leaf,
+    held_as_words,
+    stride,
+    u32,
+)
 
 Mask = np.ndarray | None
 COMPONENTS = "xyzw"
@@ -336,13 +346,14 @@ class SharedArray:
         self.var = var
         scalar = isinstance(var.ty, Atomic)  # a var<workgroup> atomic: an array of one
         elem = var.ty if scalar else var.ty.elem
+        # An array of structs, or of arrays of structs, is held as u32 words in WGSL's layout
+        # (kvdsl.interp.structs): ``words`` per outer element.
+        self.words = stride(elem) // 4 if isinstance(array_leaf(elem), Struct) else None
         # An array of arrays is held flat, row by row: element [r][c] is r * inner + c.
-        self.inner = elem.n if isinstance(elem, Array) else None
+        self.inner = elem.n if isinstance(elem, Array) and self.words is None else None
         if self.inner is not None:
             elem = elem.elem
         self.length = 1 if scalar else var.ty.n * (self.inner or 1)
-        # An array of structs is held as u32 words in WGSL's layout (kvdsl.interp.structs).
-        self.words = stride(elem) // 4 if isinstance(elem, Struct) else None
         if self.words is not None:
             elem, self.length = u32, var.ty.n * self.words
         self.first = first  # dispatch-wide index of the chunk's first workgroup
@@ -363,6 +374,10 @@ class SharedArray:
         """The element (and lane, for a vector array) of ``slot``, as WGSL indexes it."""
         lane = f"[{slot % self.lanes}]" if self.lanes > 1 else ""
         e = slot // self.lanes % self.length
+        if self.words is not None and isinstance(self.var.ty.elem, Array):
+            return f"{self.var.name}[{e // self.words}]" + word_path(
+                self.var.ty.elem, e % self.words
+            )
         if self.words is not None:
             return f"{self.var.name}[{e // self.words}] (word {e % self.words} of the struct)"
         if self.inner is not None:
@@ -390,7 +405,9 @@ def storage(binding: Binding, given: np.ndarray) -> Storage:
     per = binding.host_values  # whole elements only, like arrayLength
     flat = flat[: flat.size // per * per].view(dt)
     # Vectors given tightly packed, as the runtime takes them (it pads vec3 to 16 bytes itself).
-    data = flat.reshape(-1, binding.elem.n) if isinstance(binding.elem, Vec) else flat
+    # A binding that is one vector is held as its scalars (kvdsl.interp.structs.by_words).
+    vectors = isinstance(binding.elem, Vec) and not binding.whole
+    data = flat.reshape(-1, binding.elem.n) if vectors else flat
     return Storage(binding, data, out)
 
 
@@ -565,3 +582,16 @@ def strided(data: np.ndarray, shape: Shape) -> np.ndarray:
         tuple(c for c, _ in dims) + data.shape[1:],
         tuple(st * s0 for _, st in dims) + data.strides[1:],
     )
+
+
+def word_path(ty: Array, word: int) -> str:
+    """The indices of word ``word`` of a nested array in WGSL's layout, as WGSL writes them:
+    ``[1].y`` of ``array<vec4<f32>, 2>``'s word 5; where the leaf is a struct, its word."""
+    out = ""
+    while isinstance(ty, Array):
+        step = stride(ty.elem) // 4
+        out += f"[{word // step}]"
+        word, ty = word % step, ty.elem
+    if isinstance(ty, Vec):
+        return out + "." + "xyzw"[word]
+    return out + (f" (word {word} of the struct)" if isinstance(ty, Struct) else "")

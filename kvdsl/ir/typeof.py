@@ -77,7 +77,7 @@ class ExprTyper(ConstEval):
                 raise VerifyError(f"undefined name '{name}'")
             kind = sym.kind
             if kind == "binding":
-                raise VerifyError(f"binding '{name}' used without an index")
+                return self._whole_binding(name, sym.ty)
             if kind == "workgroup":
                 if type(sym.ty) is Atomic:
                     raise VerifyError(
@@ -165,6 +165,8 @@ class ExprTyper(ConstEval):
                     if ft is None:
                         fields = ", ".join(n for n, _ in bt.fields)
                         raise VerifyError(f"{show(e)}: {bt} has no field '{name}' ({fields})")
+                    if type(ft) is Atomic:
+                        self._plain_atomic(e, ft)
                     return ft
                 if isinstance(bt, Vec):
                     if (
@@ -196,7 +198,11 @@ class ExprTyper(ConstEval):
                     self._index_out_of_range(e, at, None)
                 if isinstance(base, ir.Name):
                     sym = scope.lookup(base.name)
-                    if sym is not None and sym.kind == "binding":
+                    if (
+                        sym is not None
+                        and sym.kind == "binding"
+                        and isinstance(sym.ty, (RuntimeArray, Array, Struct))
+                    ):
                         self.used.add(base.name)
                         if isinstance(sym.ty, Struct):
                             raise VerifyError(f"{show(e)}: cannot index a value of type {sym.ty}")
@@ -356,6 +362,28 @@ class ExprTyper(ConstEval):
                 return ret
         raise VerifyError(f"not an expression: {e!r}")
 
+    def _whole_binding(self, name: str, ty: Type) -> Type:
+        """The type of binding ``name`` read whole, as a value: one scalar, vector, struct or
+        fixed-size array (``n``, ``cfg``); an array of runtime size, or a type holding an
+        atomic or a runtime-sized array, is no value (WGSL's load rule)."""
+        if isinstance(ty, Atomic):
+            raise VerifyError(
+                f"binding '{name}' of type {ty} is read and written only through the atomic "
+                f"builtins (atomicLoad(&{name}) ...), not as a plain value"
+            )
+        if isinstance(ty, RuntimeArray):
+            raise VerifyError(f"binding '{name}' used without an index")
+        if _has_atomic(ty) or (
+            isinstance(ty, Struct) and any(isinstance(t, RuntimeArray) for _, t in ty.fields)
+        ):
+            what = "an atomic" if _has_atomic(ty) else "a runtime-sized array"
+            raise VerifyError(
+                f"binding '{name}' of type {ty} holds {what}: it is not read whole, only "
+                "member by member"
+            )
+        self.used.add(name)
+        return ty
+
     def _plain_atomic(self, e: ir.Index, ty: Atomic) -> None:
         raise VerifyError(
             f"{show(e)}: an element of type {ty} is read and written only through the atomic "
@@ -388,9 +416,14 @@ class ExprTyper(ConstEval):
                 f"atomic{fn}({show(target.x)}): the pointer is not to an atomic<u32> or "
                 f"atomic<i32> (a {pt})"
             )
-        if type(target) is ir.Name:  # a var<workgroup> atomic of its own
+        if type(target) is ir.Name:  # a var<workgroup> atomic of its own, or a binding's
             sym = scope.lookup(target.name)
             if sym is not None and sym.kind == "workgroup" and type(sym.ty) is Atomic:
+                return sym.ty.elem
+            if sym is not None and sym.kind == "binding" and type(sym.ty) is Atomic:
+                self.used.add(target.name)
+                if fn != "Load":
+                    self.stored.add(target.name)
                 return sym.ty.elem
         if type(target) is ir.Index and type(target.base) is ir.Name:
             sym = scope.lookup(target.base.name)
@@ -414,10 +447,21 @@ class ExprTyper(ConstEval):
                         if fn != "Load":
                             self.stored.add(target.base.name)
                     return elem.elem
+        if type(target) is ir.Member:  # a struct's atomic member: &ctr.done, &tiles[i].count
+            pt = self.pointer_to(ir.AddressOf(target), target, scope)
+            if type(pt.store) is Atomic:
+                if pt.access != "read_write":
+                    raise VerifyError(
+                        f"atomic{fn}(&{show(target)}): {show(target)} is read-only (atomics in "
+                        "storage are read_write)"
+                    )
+                if fn != "Load" and pt.space == "storage":
+                    self.stored.add(_target_root(target))
+                return pt.store.elem
         raise VerifyError(
             f"atomic{fn}(&{show(target)}): the pointer is not to an atomic<u32> or atomic<i32> "
-            "(an element of an array<atomic<T>> in storage or workgroup memory, or a "
-            "var<workgroup> atomic)"
+            "(an element of an array<atomic<T>> in storage or workgroup memory, a struct's "
+            "atomic member, or a var<workgroup> or storage binding that is one atomic)"
         )
 
     def atomic_type(self, e: ir.AtomicCall, scope: Scope) -> Type | None:
@@ -477,6 +521,14 @@ class ExprTyper(ConstEval):
                         f"{show(e)}: the address of a vector component (WGSL refuses it: "
                         "point at the whole vector)"
                     )
+                if type(x) is ir.Member and isinstance(inner.store, Struct):
+                    ft = inner.store.field(x.name)  # &ctr.done, &blocks[i].d
+                    if ft is None:
+                        fields = ", ".join(n for n, _ in inner.store.fields)
+                        raise VerifyError(
+                            f"{show(e)}: {inner.store} has no field '{x.name}' ({fields})"
+                        )
+                    return Ptr(inner.space, ft, inner.access)
                 if type(x) is ir.Member:
                     raise VerifyError(f"{show(e)}: {inner.store} has no members")
                 if (

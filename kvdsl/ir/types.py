@@ -242,9 +242,9 @@ Type = Scalar | Vec | Atomic | Array | RuntimeArray | Struct | Ptr
 
 
 def align_of(ty: Scalar | Vec | Array | Struct) -> int:
-    """WGSL's AlignOf(T) in storage and workgroup memory: a scalar its size, ``vecN<T>`` N
+    """WGSL's AlignOf(T) in storage and workgroup memory: a scalar or atomic its size, ``vecN<T>`` N
     (3 counts as 4) times the scalar's, an array its element's, a struct its members' largest."""
-    if isinstance(ty, Scalar):
+    if isinstance(ty, (Scalar, Atomic)):
         return ty.size
     if isinstance(ty, Vec):
         return ty.align
@@ -256,7 +256,7 @@ def align_of(ty: Scalar | Vec | Array | Struct) -> int:
 def size_of(ty: Scalar | Vec | Array | Struct) -> int:
     """WGSL's SizeOf(T): an array ``n`` strides (:func:`stride`), a struct its last member's
     end rounded up to the struct's alignment (a runtime-sized last member counts as empty)."""
-    if isinstance(ty, (Scalar, Vec)):
+    if isinstance(ty, (Scalar, Vec, Atomic)):
         return ty.size
     if isinstance(ty, Array):
         return ty.n * stride(ty.elem)

@@ -235,13 +235,22 @@ class Verifier(ExprTyper):
         if ct is not bool_ and ct != bool_:
             raise VerifyError(f"{type(s).__name__} condition {show(cond)} is {ct}, expected bool")
 
+    def _memory_type(self, e: ir.Expr, scope: Scope) -> Type:
+        """The type of ``e`` where it is memory written through: a binding read whole by no
+        one (``state`` of ``state.result = x``, a struct holding an atomic) has its own type."""
+        if type(e) is ir.Name:
+            sym = scope.lookup(e.name)
+            if sym is not None and sym.kind == "binding":
+                return sym.ty
+        return self.type_of(e, scope)
+
     def _target(self, s: ir.Stmt, target: ir.Expr, scope: Scope) -> Type:
         root = target
         while isinstance(root, (ir.Index, ir.Member)):
             if (
                 type(root) is ir.Member
                 and len(root.name) > 1
-                and not isinstance(self.type_of(root.base, scope), Struct)
+                and not isinstance(self._memory_type(root.base, scope), Struct)
             ):
                 # WGSL takes a reference of one component only: v.x = ..., not v.xy = ...
                 raise VerifyError(
@@ -265,12 +274,13 @@ class Verifier(ExprTyper):
         sym = scope.lookup(root.name)
         if sym is None:
             raise VerifyError(f"{show(s)}: undefined name '{root.name}'")
-        if sym.kind in ("binding", "workgroup") and (
-            isinstance(sym.ty, Struct)
-            or isinstance(sym.ty.elem, Struct)
-            or (
-                sym.kind == "binding"
-                and held_as_words(sym.ty.elem if isinstance(sym.ty, RuntimeArray) else sym.ty)
+        whole = sym.kind == "binding" and not isinstance(sym.ty, RuntimeArray)  # n: u32, cfg: S
+        if whole or (
+            sym.kind in ("binding", "workgroup")
+            and (
+                isinstance(sym.ty, Struct)
+                or isinstance(array_leaf(sym.ty.elem), Struct)
+                or (sym.kind == "binding" and held_as_words(sym.ty.elem))
             )
         ):
             if sym.kind == "binding" and sym.access != "read_write":
@@ -362,6 +372,11 @@ def module_scope(kernel: ir.Kernel, verifier: Verifier) -> Scope:
             raise VerifyError(f"binding '{b.name}': access '{b.access}' is not read or read_write")
         if isinstance(b.elem, Struct):
             check_memory_struct(f"binding '{b.name}'", b.elem, b.whole)
+            if b.access != "read_write" and _holds_atomic(b.elem):
+                raise VerifyError(
+                    f"binding '{b.name}': struct {b.elem.name} holds an atomic, and the binding "
+                    f"is {b.access} (atomics in storage are read_write)"
+                )
         elif isinstance(b.elem, Array):
             check_memory_array(f"binding '{b.name}'", b.elem)
         elif isinstance(b.elem, Atomic):
@@ -395,8 +410,8 @@ def module_scope(kernel: ir.Kernel, verifier: Verifier) -> Scope:
         if not isinstance(w, ir.WorkgroupVar) or not isinstance(w.ty, Array):
             raise VerifyError(f"workgroup var {w!r} is not a WorkgroupVar of an array type")
         leaf = w.ty.elem.elem if isinstance(w.ty.elem, Array) else w.ty.elem
-        if isinstance(w.ty.elem, Struct):
-            check_memory_struct(f"workgroup var '{w.name}'", w.ty.elem)
+        if isinstance(array_leaf(w.ty.elem), Struct):  # array<B, 4>, array<array<B, 2>, 4>
+            check_memory_struct(f"workgroup var '{w.name}'", array_leaf(w.ty.elem))
             leaf = u32  # held as words
         atomic = isinstance(leaf, Atomic) and leaf.elem in (u32, i32)
         if (
@@ -439,11 +454,26 @@ def check_memory_struct(what: str, st: Struct, whole: bool = False) -> None:
                 "last member of a struct that is a whole storage binding)"
             )
         inner = array_leaf(ty.elem if isinstance(ty, RuntimeArray) else ty)
+        if isinstance(inner, Atomic) and inner.elem in (u32, i32):
+            continue
+        if isinstance(inner, Struct):  # a struct inside a struct
+            check_memory_struct(what, inner)
+            continue
         if not isinstance(inner, (Scalar, Vec)) or inner.scalar not in (u32, i32, f32):
             raise VerifyError(
                 f"{what}: struct {st.name} member {name}: {ty} (u32, i32 or f32 scalars, "
-                "vectors of them, or fixed-size arrays of those, nested or not)"
+                "vectors of them, atomic<u32> or atomic<i32>, other structs, or fixed-size "
+                "arrays of those, nested or not)"
             )
+
+
+def _holds_atomic(ty: object) -> bool:
+    """Whether ``ty`` is or holds an ``atomic<T>``."""
+    if isinstance(ty, Atomic):
+        return True
+    if isinstance(ty, (Array, RuntimeArray)):
+        return _holds_atomic(ty.elem)
+    return isinstance(ty, Struct) and any(_holds_atomic(t) for _, t in ty.fields)
 
 
 def check_memory_array(what: str, ty: Array) -> None:
@@ -594,7 +624,7 @@ def value_struct(ty: Type) -> bool:
     return (
         isinstance(ty, Struct)
         and not ty.name.startswith("__")
-        and not any(isinstance(t, (RuntimeArray, Atomic)) for _, t in ty.fields)
+        and not any(isinstance(t, RuntimeArray) or _holds_atomic(t) for _, t in ty.fields)
     )
 
 

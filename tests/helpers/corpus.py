@@ -379,6 +379,23 @@ def _scaled_softmax_np(b, p):
     return {"y": (e / e.sum(axis=1, keepdims=True)).ravel()}
 
 
+def _row_stats(rng):
+    start, rows, cols = 3, 6, 200
+    x = rng.standard_normal((start + rows) * cols).astype(F32)
+    job = np.array([start, rows, cols, np.float32(1.0).view(np.uint32)], np.uint32)
+    stats = np.array([5, 0, 0], np.uint32)  # the counters start where the host left them
+    return {"job": job, "x": x, "stats": stats, "row_max": _poison(rows)}, {}, (rows, 1, 1)
+
+
+def _row_stats_np(b, p):
+    start, rows, cols = (int(v) for v in b["job"][:3])
+    x = b["x"].reshape(-1, cols)[start : start + rows]
+    top = x.max(axis=1)
+    above = 5 + int((x > b["job"][3:].view(F32)[0]).sum())
+    stats = np.array([above, F32(max(0.0, top.max())).view(np.uint32), rows], np.uint32)
+    return {"row_max": top, "stats": stats}
+
+
 CASES = [
     Case("rmsnorm", _rmsnorm, _rmsnorm_np, 1e-5),
     Case("softmax", _softmax, _softmax_np, 1e-5),
@@ -402,6 +419,7 @@ CASES = [
     Case("softmax_subgroup", _softmax, _softmax_np, 1e-5),
     Case("splitk_matvec_last_merges", _splitk, _splitk_np, 1e-4),
     Case("scaled_softmax_shadowed", _scaled_softmax, _scaled_softmax_np, 1e-5),
+    Case("row_stats_counters", _row_stats, _row_stats_np),
 ]
 BY_NAME = {c.name: c for c in CASES}
 

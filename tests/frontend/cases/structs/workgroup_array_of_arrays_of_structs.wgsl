@@ -1,5 +1,6 @@
-// expect: outside "workgroup var 'tile': an array of arrays of structs"
+// expect: taken
 // tint: taken
+// naga: taken
 struct B {
   d: f32,
   qs: array<u32, 8>,
