@@ -51,7 +51,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     size = _subgroup_size(args, kernel)
     # One check of what the host passes, for every backend, before any runs: the params and
     # buffers by type and byte order, a paged variant's ids, then the kernel's contract.
-    buffers = check_inputs(kernel.bindings, kernel.params, buffers, params, kernel.name)
+    buffers = check_inputs(
+        kernel.bindings, kernel.params, buffers, params, kernel.name, contract=kernel
+    )
     if cfg is not None:
         check_paged(cfg, kernel, buffers, params)
     check_contract(kernel, buffers, params)
