@@ -92,13 +92,18 @@ def dispatch(kernel: Kernel) -> dict[str, Any] | None:
     d = kernel.dispatch
     if d is None:
         return None
+    return dispatch_rule(text(d.items, kernel), d.per_group, d.fold, d.balanced)
+
+
+def dispatch_rule(items: str, per_workgroup: int, fold: int, balanced: bool) -> dict[str, Any]:
+    """A dispatch rule as index.json states it: its four values and the rule in words."""
     return {
-        "items": text(d.items, kernel),
-        "per_workgroup": d.per_group,
-        "fold": d.fold,
-        "balanced": d.balanced,
+        "items": items,
+        "per_workgroup": per_workgroup,
+        "fold": fold,
+        "balanced": balanced,
         "rule": "n = ceil(items / per_workgroup); (n, 1, 1) if n <= fold else "
-        + (BALANCED_RULE if d.balanced else "(fold, ceil(n / fold), 1)"),
+        + (BALANCED_RULE if balanced else "(fold, ceil(n / fold), 1)"),
     }
 
 
