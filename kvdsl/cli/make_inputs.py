@@ -4,7 +4,8 @@ contract, for ``kvdsl run VARIANT --inputs X.npz --params P.json``.
 With ``--shape`` the contract (:func:`kvdsl.contract.entry`) sizes every binding for the shape
 variables' values and gives each params field's value by its formula; the arrays are random, of
 the binding's host type, the integer inputs that address memory valid
-(:mod:`kvdsl.harness.shaped`). With ``--case`` they are a verification case's
+(:mod:`kvdsl.harness.shaped`), and a binding the kernel only writes (``use`` ``write``)
+poisoned, so that what the kernel does not store shows. With ``--case`` they are a verification case's
 (:mod:`kvdsl.harness.cases`), its outputs poisoned. Either way the inputs pass every check
 ``kvdsl run`` makes before it runs, or the command refuses the shape in words.
 """
@@ -67,6 +68,7 @@ def from_shape(
     from kvdsl.contract import entry
     from kvdsl.contract.expr import evaluate
     from kvdsl.contract.index import ContractError, check_requirements
+    from kvdsl.harness.compare import poison
     from kvdsl.harness.shaped import ShapeError, shaped_inputs
 
     cfg, kernel = catalog.config(variant), catalog.build(variant)
@@ -104,6 +106,9 @@ def from_shape(
         buffers = shaped_inputs(cfg, shape, counts, rng)
     except ShapeError as err:
         raise UsageError(f"--shape: {err}") from None
+    for b in e["bindings"]:  # what the kernel only writes starts poisoned: unwritten shows
+        if b["use"] == "write":
+            buffers[b["name"]] = poison(*counts[b["name"]])
     _check(variant, cfg, kernel, e, shape, buffers, params)
     return shape, buffers, params
 

@@ -23,6 +23,7 @@ from kvdsl.ir import tree as ir
 from kvdsl.ir.features import features
 from kvdsl.ir.features import limits as kernel_limits
 from kvdsl.ir.ops import Op
+from kvdsl.ir.uses import binding_uses
 from kvdsl.ir.types import Scalar, Vec
 from kvdsl.kernels.config import KernelConfig, as_dict
 from kvdsl.kernels.dense import contract_fields
@@ -109,8 +110,10 @@ def dispatch_rule(items: str, per_workgroup: int, fold: int, balanced: bool) -> 
 
 def bindings(kernel: Kernel, cfg: KernelConfig | None) -> list[dict[str, Any]]:
     """Each binding in binding order (the params uniform last) with its element count as an
-    expression of the shape variables (without ``cfg``: no counts)."""
+    expression of the shape variables (without ``cfg``: no counts) and its ``use``, whether the
+    kernel reads it, writes it or both (:func:`kvdsl.ir.uses.binding_uses`)."""
     sizes = mode_sizes(cfg) if cfg is not None else {}
+    uses = binding_uses(kernel)
     out = []
     for i, b in enumerate(kernel.bindings):
         entry: dict[str, Any] = {
@@ -118,6 +121,7 @@ def bindings(kernel: Kernel, cfg: KernelConfig | None) -> list[dict[str, Any]]:
             "name": b.name,
             "type": f"array<{b.elem}>",
             "access": b.access,
+            "use": uses[b.name],
             "element_bytes": element_bytes(b.elem),
         }
         if b.data is not None:
@@ -144,6 +148,7 @@ def bindings(kernel: Kernel, cfg: KernelConfig | None) -> list[dict[str, Any]]:
                 "name": "params",
                 "type": kernel.params.name,
                 "access": "uniform",
+                "use": "read",
                 "element_bytes": size,
                 "elements": "1",
             }
