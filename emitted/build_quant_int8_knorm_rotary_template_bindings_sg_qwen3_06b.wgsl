@@ -2,6 +2,7 @@
 // regenerate with `kvdsl emit`.
 // config: {"mode": "build_quant", "kv_heads": 8, "head_dim": 128, "bits": 8, "qmin": -128, "qmax": 127, "k_norm": true, "rotary": true, "rotary_half": null, "eps": 1e-06, "input_type": "f32", "workgroup_size": 64, "fold": 65535, "bindings": "template", "walk": "per_row", "reduction": "subgroup", "pairs": null}
 // limits past WebGPU's defaults, to request of the device: {"maxStorageBuffersPerShaderStage": 9}
+// dispatch rule, workgroups from the params: {"items": "count", "per_workgroup": 64, "fold": 65535, "balanced": false}
 
 enable subgroups;
 

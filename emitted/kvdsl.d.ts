@@ -69,6 +69,8 @@ export interface Binding {
   readonly binding: number;
   readonly name: string;
   readonly access: "read" | "read_write" | "uniform";
+  /** What the kernel does with the binding: loads (read), stores (write) or both. */
+  readonly use: "read" | "write" | "read_write";
   /** The WGSL type, e.g. "array<vec4<f32>>". */
   readonly type: string;
   /** Bytes per element of the WGSL array (the params binding: its whole size). */

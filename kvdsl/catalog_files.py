@@ -2,9 +2,10 @@
 ES module ``kvdsl.js`` with its types ``kvdsl.d.ts``, and ``package.json``, which makes the folder
 the npm package ``kvdsl`` (:func:`package_json`).
 
-Each WGSL file starts with a generated-file header naming its variant and config, and the
+Each WGSL file starts with a generated-file header naming its variant and config, the
 limits past WebGPU's defaults its kernel needs (:data:`LIMITS_LINE`, which ``kvdsl check``
-reads); ``index.json``
+reads) and its dispatch rule (:data:`DISPATCH_LINE`, which ``kvdsl run FILE.wgsl`` reads);
+``index.json``
 maps each variant to its host contract (:func:`kvdsl.contract.entry`: bindings and their sizes,
 the uniform block's layout, params' meanings, features, limits, workgroup size, dispatch rule) so
 a host needs nothing else to run it. :func:`stale` compares a folder with what would be written
@@ -20,6 +21,7 @@ from typing import Any
 
 from kvdsl import __version__, catalog
 from kvdsl.contract import entry, module
+from kvdsl.contract.index import dispatch, dispatch_rule
 from kvdsl.contract.schema import SCHEMA
 from kvdsl.emit import emit
 from kvdsl.ir import Kernel
@@ -38,6 +40,67 @@ def limits_line(limits: dict[str, int]) -> str:
     return f"{LIMITS_LINE}{json.dumps(limits)}\n" if limits else ""
 
 
+#: The comment line that states a WGSL file's dispatch rule, followed by it as a JSON object:
+#: ``items`` (an expression of the params fields, :mod:`kvdsl.contract.expr`),
+#: ``per_workgroup``, ``fold`` and ``balanced``, index.json's ``dispatch`` without its words
+#: (:func:`kvdsl.contract.index.dispatch_rule` gives them back). In the catalog's files and
+#: ``kvdsl legacy``'s output; ``kvdsl run FILE.wgsl`` dispatches by it (:func:`stated_dispatch`).
+DISPATCH_LINE = "// dispatch rule, workgroups from the params: "
+
+#: The dispatch line's fields, in order.
+DISPATCH_FIELDS = ("items", "per_workgroup", "fold", "balanced")
+
+
+def dispatch_line(kernel: Kernel) -> str:
+    """:data:`DISPATCH_LINE` stating ``kernel``'s dispatch rule, with its newline; empty for a
+    kernel without one."""
+    rule = dispatch(kernel)
+    if rule is None:
+        return ""
+    return f"{DISPATCH_LINE}{json.dumps({k: rule[k] for k in DISPATCH_FIELDS})}\n"
+
+
+class DispatchLineError(ValueError):
+    """A dispatch line that does not state a rule; the message names the file and the line."""
+
+
+def stated_dispatch(path: str, text: str) -> dict[str, Any] | None:
+    """The dispatch rule the dispatch line of WGSL ``text`` states, as index.json's
+    ``dispatch`` (None: the text has no such line); :class:`DispatchLineError` naming
+    ``path:line`` where the line is not a JSON object of the four fields (``items`` in the
+    contract's expression language, ``per_workgroup`` and ``fold`` whole numbers from 1,
+    ``fold`` at most 65535, ``balanced`` true or false)."""
+    from kvdsl.contract.expr import ExprError, tokens
+
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.startswith(DISPATCH_LINE):
+            continue
+        stated = line[len(DISPATCH_LINE) :].strip()
+        try:
+            rule = json.loads(stated)
+        except ValueError:
+            rule = None
+        ok = isinstance(rule, dict) and list(rule) == list(DISPATCH_FIELDS)
+        if ok:
+            whole = [rule["per_workgroup"], rule["fold"]]
+            ok = all(type(n) is int and n >= 1 for n in whole) and rule["fold"] <= 65535
+            ok = ok and isinstance(rule["balanced"], bool) and isinstance(rule["items"], str)
+        if ok:
+            try:
+                ok = bool(tokens(rule["items"]))
+            except ExprError:
+                ok = False
+        if not ok:
+            raise DispatchLineError(
+                f"{path}:{number}: the dispatch line states {stated!r}: expected a JSON object "
+                '{"items": an expression of the params fields (+, -, *, integers, names), '
+                '"per_workgroup": a whole number from 1, "fold": 1 to 65535, "balanced": true '
+                "or false}"
+            )
+        return dispatch_rule(**rule)
+    return None
+
+
 def header(name: str, cfg: Any, kernel: Kernel) -> str:
     """The generated-file header of a variant's WGSL file (``kernel``: the variant's)."""
 
@@ -46,6 +109,7 @@ def header(name: str, cfg: Any, kernel: Kernel) -> str:
         "// regenerate with `kvdsl emit`.\n"
         f"// config: {json.dumps(as_dict(cfg), sort_keys=False)}\n"
         + limits_line(limits(kernel))
+        + dispatch_line(kernel)
         + "\n"
     )
 

@@ -5,7 +5,8 @@ argparse refuses: that line and a usage hint); a failed check (``verify``, ``emi
 run exits 1; nothing prints a traceback unless ``--traceback`` is given. Output cut short by its
 reader (``kvdsl list | head``) ends quietly with exit code 141, as a Unix tool killed by SIGPIPE
 does; Ctrl-C ends a command with one line, ``kvdsl COMMAND: interrupted``, and exit code 130. The commands live one group to a
-module: :mod:`~kvdsl.cli.variants` (list, show, emit, legacy), :mod:`~kvdsl.cli.run`,
+module: :mod:`~kvdsl.cli.variants` (list, show, emit, legacy), :mod:`~kvdsl.cli.make_inputs`
+(inputs), :mod:`~kvdsl.cli.run`,
 :mod:`~kvdsl.cli.check`, :mod:`~kvdsl.cli.verify`, :mod:`~kvdsl.cli.session`.
 """
 
@@ -17,7 +18,7 @@ import re
 import sys
 
 from kvdsl import catalog
-from kvdsl.cli import check, run, session, variants, verify
+from kvdsl.cli import check, make_inputs, run, session, variants, verify
 from kvdsl.cli.inputs import UsageError
 from kvdsl.runtime.webgpu import IMPLEMENTATIONS as WEBGPU
 
@@ -80,7 +81,7 @@ def parser() -> argparse.ArgumentParser:
         "through the wgpudawn package); overrides KVDSL_WEBGPU",
     )
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for group in (variants, run, check, verify, session):
+    for group in (variants, make_inputs, run, check, verify, session):
         group.add_commands(sub)
     return p
 

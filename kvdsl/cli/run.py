@@ -10,6 +10,7 @@ from kvdsl import catalog
 from kvdsl.cli.check import portability_notes
 from kvdsl.cli.loops import check_loop_cap, fresh_copies
 from kvdsl.cli.options import add_max_steps
+from kvdsl.cli.dispatch_line import file_dispatch, rule_workgroups
 from kvdsl.cli.inputs import (
     UsageError,
     check_paged,
@@ -29,12 +30,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     from kvdsl.runtime.contract import check_contract
     from kvdsl.runtime.inputs import check_inputs, shown
 
-    lines, cfg = None, None
+    lines, cfg, rule = None, None, None
     constants = parse_constants(args.constants)
     if args.variant.endswith(".wgsl"):
         kernel, lines = wgsl_file(args.variant, constants=constants)
         if args.workgroups is None:
-            raise UsageError(f"{args.variant}: a WGSL file has no dispatch rule: give --workgroups")
+            rule = file_dispatch(args.variant)
     else:
         if constants:
             raise UsageError("--constants: a catalog variant has no overrides (a WGSL file may)")
@@ -54,7 +55,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     # buffers by type and byte order, a paged variant's ids, a variant's requirements as
     # index.json states them (in the words of kvdsl.js and the session host), then the
     # kernel's contract.
-    buffers = check_inputs(kernel.bindings, kernel.params, buffers, params, kernel.name)
+    buffers = check_inputs(
+        kernel.bindings, kernel.params, buffers, params, kernel.name, contract=kernel
+    )
     if cfg is not None:
         check_paged(cfg, kernel, buffers, params)
         try:
@@ -62,6 +65,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         except ContractError as err:
             raise UsageError(str(err)) from None
     check_contract(kernel, buffers, params)
+    if rule is not None:  # the file's dispatch line, for these params
+        workgroups = rule_workgroups(args.variant, rule, params)
     outputs: dict[str, np.ndarray] = {}
     counted: dict | None = None  # the interpreter's loop trips (kvdsl.cli.loops)
     if args.backend in ("interp", "both"):
@@ -194,7 +199,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         help="write read_write buffers to this .npz (with --backend both the interpreter's "
         "too, as interp.NAME)",
     )
-    s.add_argument("--workgroups", help="X,Y,Z (default: the kernel's dispatch rule)")
+    s.add_argument(
+        "--workgroups",
+        help="X,Y,Z (default: the variant's dispatch rule, or the WGSL file's dispatch line)",
+    )
     s.add_argument(
         "--constants",
         action="append",

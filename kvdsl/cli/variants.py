@@ -61,8 +61,8 @@ def cmd_emit(args: argparse.Namespace) -> int:
 
 def cmd_legacy(args: argparse.Namespace) -> int:
     """Print the WGSL kvdsl emits for the legacy template's variables."""
-    from kvdsl.catalog_files import limits_line
-    from kvdsl.emit import emit, emit_expr
+    from kvdsl.catalog_files import dispatch_line, limits_line
+    from kvdsl.emit import emit
     from kvdsl.kernels.build import RowConfig
     from kvdsl.ir.features import limits as kernel_limits
     from kvdsl.kernels.config import ConfigError, Reduction, as_dict
@@ -94,15 +94,13 @@ def cmd_legacy(args: argparse.Namespace) -> int:
         cfg = dataclasses.replace(cfg, reduction=Reduction.SUBGROUP)
     kernel = catalog.build_config(cfg)
     wgsl = emit(kernel)
-    d = kernel.dispatch
     note = binding_note(cfg)
     limits = kernel_limits(kernel)
     sys.stdout.write(
         f"// kvdsl {cfg.mode} for the legacy template's variables; config: "
         f"{json.dumps(as_dict(cfg))}\n"
-        f"// dispatch: ceil(({emit_expr(d.items)}) / {d.per_group}) workgroups, "
-        f"folded into y past {d.fold}\n"
         + limits_line(limits)
+        + dispatch_line(kernel)
         + (f"// {note}\n" if note else "")
         + "\n"
         + wgsl

@@ -23,6 +23,7 @@ from kvdsl.ir import tree as ir
 from kvdsl.ir.features import features
 from kvdsl.ir.features import limits as kernel_limits
 from kvdsl.ir.ops import Op
+from kvdsl.ir.uses import binding_uses
 from kvdsl.ir.types import Scalar, Vec
 from kvdsl.kernels.config import KernelConfig, as_dict
 from kvdsl.kernels.dense import contract_fields
@@ -92,20 +93,27 @@ def dispatch(kernel: Kernel) -> dict[str, Any] | None:
     d = kernel.dispatch
     if d is None:
         return None
+    return dispatch_rule(text(d.items, kernel), d.per_group, d.fold, d.balanced)
+
+
+def dispatch_rule(items: str, per_workgroup: int, fold: int, balanced: bool) -> dict[str, Any]:
+    """A dispatch rule as index.json states it: its four values and the rule in words."""
     return {
-        "items": text(d.items, kernel),
-        "per_workgroup": d.per_group,
-        "fold": d.fold,
-        "balanced": d.balanced,
+        "items": items,
+        "per_workgroup": per_workgroup,
+        "fold": fold,
+        "balanced": balanced,
         "rule": "n = ceil(items / per_workgroup); (n, 1, 1) if n <= fold else "
-        + (BALANCED_RULE if d.balanced else "(fold, ceil(n / fold), 1)"),
+        + (BALANCED_RULE if balanced else "(fold, ceil(n / fold), 1)"),
     }
 
 
 def bindings(kernel: Kernel, cfg: KernelConfig | None) -> list[dict[str, Any]]:
     """Each binding in binding order (the params uniform last) with its element count as an
-    expression of the shape variables (without ``cfg``: no counts)."""
+    expression of the shape variables (without ``cfg``: no counts) and its ``use``, whether the
+    kernel reads it, writes it or both (:func:`kvdsl.ir.uses.binding_uses`)."""
     sizes = mode_sizes(cfg) if cfg is not None else {}
+    uses = binding_uses(kernel)
     out = []
     for i, b in enumerate(kernel.bindings):
         entry: dict[str, Any] = {
@@ -113,6 +121,7 @@ def bindings(kernel: Kernel, cfg: KernelConfig | None) -> list[dict[str, Any]]:
             "name": b.name,
             "type": f"array<{b.elem}>",
             "access": b.access,
+            "use": uses[b.name],
             "element_bytes": element_bytes(b.elem),
         }
         if b.data is not None:
@@ -139,6 +148,7 @@ def bindings(kernel: Kernel, cfg: KernelConfig | None) -> list[dict[str, Any]]:
                 "name": "params",
                 "type": kernel.params.name,
                 "access": "uniform",
+                "use": "read",
                 "element_bytes": size,
                 "elements": "1",
             }

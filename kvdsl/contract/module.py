@@ -134,7 +134,7 @@ function makeVariant(name, d, code) {
     limits: Object.freeze({ ...d.limits }),
     config: Object.freeze({ ...d.config }),
     bindings: Object.freeze(d.bindings.map((b) => Object.freeze({
-      binding: b.binding, name: b.name, access: b.access, type: b.type,
+      binding: b.binding, name: b.name, access: b.access, use: b.use, type: b.type,
       elementBytes: b.element_bytes, elements: b.elements,
       ...(b.data === undefined ? {} : { data: b.data }),
     }))),
@@ -319,6 +319,8 @@ export interface Binding {{
   readonly binding: number;
   readonly name: string;
   readonly access: "read" | "read_write" | "uniform";
+  /** What the kernel does with the binding: loads (read), stores (write) or both. */
+  readonly use: "read" | "write" | "read_write";
   /** The WGSL type, e.g. "array<vec4<f32>>". */
   readonly type: string;
   /** Bytes per element of the WGSL array (the params binding: its whole size). */

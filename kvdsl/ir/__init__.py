@@ -55,7 +55,7 @@ the interpreter evaluates across its invocation grid. ``ir.Barrier(space)`` is
 ``workgroupUniformLoad(p)``. A struct value at function scope is ``Construct(S, args)`` (the
 interpreter holds it as its members by name)."""
 
-from kvdsl.ir.builder import Buffer, KernelBuilder, Local, Shared
+from kvdsl.ir.builder import Buffer, KernelBuilder, Local, Shared, largest, with_contract
 from kvdsl.ir.dispatch import DispatchError, workgroups
 from kvdsl.ir.features import features
 from kvdsl.ir.tree import Barrier, Binding, Const, Dispatch, Function, Kernel, WorkgroupVar
@@ -121,6 +121,7 @@ __all__ = [
     "Verifier",
     "VerifyError",
     "WorkgroupVar",
+    "with_contract",
     "array",
     "as_val",
     "bool_",
@@ -136,6 +137,7 @@ __all__ = [
     "f32",
     "i32",
     "inverse_sqrt",
+    "largest",
     "lit",
     "max_",
     "min_",

@@ -26,10 +26,11 @@ from typing import Any, Callable, Iterator
 from kvdsl.ir import tree as ir
 from kvdsl.ir.dead import drop_dead_lets
 from kvdsl.ir.ops import Op
-from kvdsl.ir.types import Array, Scalar, Struct, Type, Vec, bool_, u32
+from kvdsl.ir.show import show
+from kvdsl.ir.types import Array, Scalar, Struct, Type, Vec, bool_, i32, u32
 
 # Re-exported: kvdsl.nodes, kvdsl.kernels and tests import these from here.
-from kvdsl.ir.values import BuildError, Num, Val, as_val, binary, call, lit
+from kvdsl.ir.values import BuildError, Num, Val, as_val, binary, call, describe, lit
 from kvdsl.ir.verify import verify
 
 __all__ = [
@@ -43,7 +44,9 @@ __all__ = [
     "as_val",
     "binary",
     "call",
+    "largest",
     "lit",
+    "with_contract",
 ]
 
 
@@ -356,10 +359,25 @@ class KernelBuilder:
         return Val(ir.FnCall(name, tuple(v.node for v in vals)), fn.ret)
 
     # -- result --
-    def build(self, dispatch: ir.Dispatch | None = None, doc: str = "") -> ir.Kernel:
+    def build(
+        self,
+        dispatch: ir.Dispatch | None = None,
+        doc: str = "",
+        *,
+        extents: dict[str, Val | ir.Expr | int] | None = None,
+        requires: dict[str, Val | ir.Expr] | None = None,
+    ) -> ir.Kernel:
         """The verified kernel, then without the arithmetic ``let``s nothing reads
         (:func:`kvdsl.ir.dead.drop_dead_lets`: after verifying, so an ill-formed ``let`` is an
-        error even where nothing reads it; dropping unread arithmetic keeps a kernel valid)."""
+        error even where nothing reads it; dropping unread arithmetic keeps a kernel valid).
+
+        ``extents`` gives its host-side contract (:attr:`kvdsl.ir.tree.Kernel.extents`): for
+        every binding, the least number of elements a host's buffer must hold, an expression of
+        params fields, consts and integers (``largest("seqlens_k")``: the largest value of an
+        integer input); ``requires`` maps a sentence to a condition the params must meet. Every
+        host of the kernel (:func:`kvdsl.runtime.run`, ``kvdsl run``, the interpreter's
+        callers) then refuses a buffer too short for the params, naming it, before a dispatch
+        the GPU would run on clamped or dropped accesses."""
         if self._open:
             self._close_open(1)
         if len(self._blocks) != 1:
@@ -382,7 +400,90 @@ class KernelBuilder:
         )
         kernel = verify(kernel)
         body = drop_dead_lets(kernel.body)
-        return kernel if body is kernel.body else dataclasses.replace(kernel, body=body)
+        kernel = kernel if body is kernel.body else dataclasses.replace(kernel, body=body)
+        if extents is None and requires is None:
+            return kernel
+        return with_contract(kernel, extents or {}, requires or {})
+
+
+def largest(binding: str) -> Val:
+    """The largest value of integer input ``binding`` (``-1`` when it is empty), an ``i32``,
+    for an extent or a requirement: a pool sized by the largest page id of its table, say (the
+    host evaluates either in exact integers)."""
+    return Val(ir.Member(ir.Name(binding), "max"), i32)
+
+
+#: What a host-side expression may hold: integer arithmetic the host evaluates exactly.
+_HOST_OPS = {Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.MOD, Op.LT, Op.LE, Op.GT, Op.GE, Op.EQ, Op.NE}
+_HOST_OPS |= {Op.LAND, Op.LOR}
+_HOST_CALLS = {Op.MIN, Op.MAX, Op.SELECT}
+
+
+def _host_expr(kernel: ir.Kernel, what: str, x: Val | ir.Expr | int) -> ir.Expr:
+    """``x`` as a host-side expression of ``kernel``; a :class:`BuildError` naming ``what``
+    where it reads anything but params fields, consts, integers and ``largest(binding)``."""
+    if isinstance(x, bool) or not isinstance(x, (Val, int, *ir.Expr.__args__)):
+        raise BuildError(f"{what}: {describe(x)} is neither a whole number nor an expression")
+    if isinstance(x, Val):
+        e = x.node
+    elif isinstance(x, int):
+        e = ir.Lit(x, i32 if x < 0 else u32)
+    else:
+        e = x
+
+    def ok(n: ir.Expr) -> bool:
+        match n:
+            case ir.Lit(value, _):
+                return isinstance(value, int)
+            case ir.Name(name):
+                return kernel.const(name) is not None
+            case ir.Member(ir.Name("params"), _):
+                return True
+            case ir.Member(ir.Name(name), "max"):
+                return kernel.binding(name) is not None
+            case ir.Binary(op, a, b):
+                return op in _HOST_OPS and ok(a) and ok(b)
+            case ir.Call(op, args):
+                return op in _HOST_CALLS and all(ok(a) for a in args)
+        return False
+
+    if not ok(e):
+        raise BuildError(
+            f"{what}: {show(e)} is not a host-side expression: integer arithmetic over params "
+            "fields, consts, integers and largest(binding), which the host evaluates before a "
+            "dispatch (no builtin, local or buffer element)"
+        )
+    return e
+
+
+def with_contract(
+    kernel: ir.Kernel,
+    extents: dict[str, Val | ir.Expr | int],
+    requires: dict[str, Val | ir.Expr] | None = None,
+) -> ir.Kernel:
+    """``kernel`` with its host-side contract (:meth:`KernelBuilder.build`'s ``extents`` and
+    ``requires``): an extent for every binding and none for a name that is no binding."""
+    names = [b.name for b in kernel.bindings]
+    missing = [n for n in names if n not in extents]
+    if missing:
+        raise BuildError(
+            f"kernel {kernel.name}: extents: no extent for binding {', '.join(map(repr, missing))} "
+            "(every binding needs its least element count)"
+        )
+    unknown = [n for n in extents if n not in names]
+    if unknown:
+        raise BuildError(
+            f"kernel {kernel.name}: extents: {', '.join(map(repr, unknown))} is no binding; the "
+            f"bindings are {', '.join(names)}"
+        )
+    return dataclasses.replace(
+        kernel,
+        extents=tuple((n, _host_expr(kernel, f"extent of '{n}'", e)) for n, e in extents.items()),
+        requires=tuple(
+            (text, _host_expr(kernel, f"requirement '{text}'", c))
+            for text, c in (requires or {}).items()
+        ),
+    )
 
 
 class _Block:

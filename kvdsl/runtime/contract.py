@@ -89,6 +89,25 @@ def elements(b: ir.Binding, a: np.ndarray) -> int:
     return a.size // b.host_values
 
 
+def needs(
+    kernel: ir.Kernel, params: Mapping[str, int], buffers: Mapping[str, np.ndarray]
+) -> dict[str, int]:
+    """The elements each binding with an extent must hold for ``params`` (checked already); an
+    extent reading the largest value of an input ``buffers`` lacks reads -1 for it."""
+    return {name: evaluate(e, kernel, dict(params), buffers) for name, e in kernel.extents}
+
+
+def reads_values(kernel: ir.Kernel, e: ir.Expr) -> bool:
+    """Whether ``e`` reads the largest value of an input binding (``binding.max``)."""
+    return any(
+        isinstance(n, ir.Member)
+        and n.name == "max"
+        and isinstance(n.base, ir.Name)
+        and kernel.binding(n.base.name) is not None
+        for n in ir.walk(e)
+    )
+
+
 def check_contract(
     kernel: ir.Kernel, buffers: Mapping[str, np.ndarray], params: Mapping[str, int] | None
 ) -> None:

@@ -30,7 +30,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from kvdsl.ir.tree import Binding
+from kvdsl.ir.tree import Binding, Kernel
 from kvdsl.ir.types import Scalar, Struct, Vec
 from kvdsl.runtime.errors import BufferError, ParamsError
 
@@ -157,50 +157,90 @@ def check_params(struct: Struct | None, params: Mapping[str, Any] | None, kernel
 
 
 def check_buffers(
-    bindings: tuple[Binding, ...], buffers: Mapping[str, Any]
+    bindings: tuple[Binding, ...],
+    buffers: Mapping[str, Any],
+    sized_by: tuple[Kernel, Mapping[str, Any]] | None = None,
 ) -> dict[str, np.ndarray]:
     """Raise :class:`BufferError` unless ``buffers`` holds exactly one fitting array per
-    binding; the arrays to run on (a big-endian one converted to little-endian)."""
+    binding; the arrays to run on (a big-endian one converted to little-endian).
+
+    Every problem is named in the one line: each missing binding, each array without a binding,
+    each array of the wrong type and, with ``sized_by`` (a kernel with extents and its checked
+    params: :func:`kvdsl.runtime.contract.needs`), the elements a missing binding needs and each
+    array too short for the params (one whose extent reads an input's values, such as a pool
+    sized by ``page_table``'s largest id, is checked after those values are:
+    :func:`kvdsl.runtime.contract.check_contract`)."""
     names = [b.name for b in bindings]
     wrong = []
+    extra = [n for n in buffers if n not in names]
+    out = {}
+    for b in bindings:
+        if b.name not in buffers:
+            continue
+        problem, a = _array(b, buffers[b.name])
+        if problem is None:
+            out[b.name] = a
+        else:
+            wrong.append(problem)
+    need = {}
+    if sized_by is not None:
+        from kvdsl.runtime.contract import needs
+
+        need = needs(sized_by[0], sized_by[1], out)
     missing = [b for b in bindings if b.name not in buffers]
     if missing:
-        each = ", ".join(f"'{b.name}' (array<{b.elem}>, {b.access})" for b in missing)
-        one = len(missing) == 1
-        wrong.append(
-            f"{'binding' if one else 'bindings'} {each} {'has' if one else 'have'} no buffer"
+        each = ", ".join(
+            f"'{b.name}' (array<{b.elem}>, {b.access}"
+            + (f", {need[b.name]} elements" if b.name in need else "")
+            + ")"
+            for b in missing
         )
-    extra = [n for n in buffers if n not in names]
+        one = len(missing) == 1
+        wrong.insert(
+            0, f"{'binding' if one else 'bindings'} {each} {'has' if one else 'have'} no buffer"
+        )
     if extra:
         what = f"buffer {_names(extra)} has" if len(extra) == 1 else f"buffers {_names(extra)} have"
         wrong.append(f"{what} no binding; the kernel's bindings are {', '.join(names)}")
-    if wrong:  # every missing and every unknown array named at once
+    if sized_by is not None:
+        from kvdsl.runtime.contract import elements, reads_values, short_binding
+
+        kernel = sized_by[0]
+        for name, extent in kernel.extents:
+            b, a = kernel.binding(name), out.get(name)
+            if b is None or a is None or reads_values(kernel, extent):
+                continue  # an extent of an input's values waits for their check
+            if elements(b, a) < need[name]:
+                wrong.append(short_binding(kernel.name, b, elements(b, a), need[name], extent))
+    if wrong:  # every problem named at once
         raise BufferError("; ".join(wrong))
-    out = {}
-    for b in bindings:
-        a = buffers[b.name]
-        want = b.host.dtype
-        what = f"array<{b.elem}>" if b.data is None else f"array<{b.elem}> of {b.data} data"
-        if not isinstance(a, np.ndarray):
-            got = f"a list of {len(a)} values" if isinstance(a, (list, tuple)) else shown(a)
-            raise BufferError(
-                f"binding '{b.name}' ({what}) got {got}, expected a numpy array of "
-                f"{array_words(want)}"
-            )
-        if a.dtype.kind != want.kind or a.dtype.itemsize != want.itemsize:
-            raise BufferError(
-                f"binding '{b.name}' ({what}) got an array of {array_words(a.dtype)}, "
-                f"expected {array_words(want)}"
-            )
-        if a.dtype != want:  # the same values in the other byte order
-            a = a.astype(want)
-        if a.size % b.host_values:
-            raise BufferError(
-                f"binding '{b.name}' ({what}) got {a.size} {want} values, "
-                f"expected a multiple of {b.host_values}"
-            )
-        out[b.name] = a
     return out
+
+
+def _array(b: Binding, a: Any) -> tuple[str | None, np.ndarray]:
+    """What is wrong with ``a`` as binding ``b``'s array (None: nothing), and the array to run
+    on (a big-endian one converted to little-endian)."""
+    want = b.host.dtype
+    what = f"array<{b.elem}>" if b.data is None else f"array<{b.elem}> of {b.data} data"
+    if not isinstance(a, np.ndarray):
+        got = f"a list of {len(a)} values" if isinstance(a, (list, tuple)) else shown(a)
+        return (
+            f"binding '{b.name}' ({what}) got {got}, expected a numpy array of "
+            f"{array_words(want)}"
+        ), a
+    if a.dtype.kind != want.kind or a.dtype.itemsize != want.itemsize:
+        return (
+            f"binding '{b.name}' ({what}) got an array of {array_words(a.dtype)}, "
+            f"expected {array_words(want)}"
+        ), a
+    if a.dtype != want:  # the same values in the other byte order
+        a = a.astype(want)
+    if a.size % b.host_values:
+        return (
+            f"binding '{b.name}' ({what}) got {a.size} {want} values, "
+            f"expected a multiple of {b.host_values}"
+        ), a
+    return None, a
 
 
 def check_inputs(
@@ -209,9 +249,11 @@ def check_inputs(
     buffers: Mapping[str, Any],
     params: Mapping[str, Any] | None,
     kernel: str = "kernel",
+    contract: Kernel | None = None,
 ) -> dict[str, np.ndarray]:
     """The one check of what a host passes (the params, then the buffers), before any backend
     runs: raise :class:`ParamsError` or :class:`BufferError`, else return the arrays to run on
-    (:func:`check_buffers`)."""
+    (:func:`check_buffers`; ``contract``: a kernel whose extents size the buffers, so that a
+    short array and a missing one's size are named too)."""
     check_params(struct, params, kernel)
-    return check_buffers(bindings, buffers)
+    return check_buffers(bindings, buffers, None if contract is None else (contract, params or {}))

@@ -238,6 +238,15 @@ CASES = [
     case("verify seed negative", ["verify", "copy_qwen25_05b", "--seed", "-1"]),
     case("verify skip both", ["verify", "copy_qwen25_05b", "--skip", "gpu", "--skip", "interp"]),
     case("verify skip not a choice", ["verify", "copy_qwen25_05b", "--skip", "cpu"]),
+    # ---- inputs ----
+    case("inputs unknown variant", ["inputs", "copy_nope", "--case"]),
+    case("inputs neither shape nor case", ["inputs", "copy_qwen25_05b"]),
+    case("inputs shape not a number", ["inputs", "copy_qwen25_05b", "--shape", "rows=x"]),
+    case("inputs shape unknown", ["inputs", "copy_qwen25_05b", "--shape", "batch=2"]),
+    case("inputs shape huge", ["inputs", "copy_qwen25_05b", "--shape", "rows=999999999999"]),
+    case("inputs case text", ["inputs", "copy_qwen25_05b", "--case", "one"]),
+    case("inputs out a file", ["inputs", "copy_qwen25_05b", "--case", "--out", "{d}/good.npz"]),
+    case("inputs-out not npz", ["inputs", "copy_qwen25_05b", "--case", "--inputs-out", "{d}/x.txt"]),
     # ---- list, show ----
     case("list an argument", ["list", "copy"]),
     case("list unknown option", ["list", "--yaml"]),

@@ -195,6 +195,7 @@ def test_the_module_answers_as_python_does(answered):
                 "binding": b["binding"],
                 "name": b["name"],
                 "access": b["access"],
+                "use": b["use"],
                 "type": b["type"],
                 "elementBytes": b["element_bytes"],
                 "elements": b["elements"],

@@ -1,6 +1,7 @@
 """Builder misuse is refused with a message that names the argument and says what was expected
 (``kvdsl/ir/values.py``)."""
 
+import numpy as np
 import pytest
 
 from kvdsl.ir import (
@@ -123,3 +124,53 @@ def test_messages_name_no_python_type(q):
         message = refused(build)
         for word in ("'str'", "Scalar(", "NoneType", "object", "attribute", "Val("):
             assert word not in message, message
+
+
+# ---- the host-side contract given to build ----------------------------------------------------
+
+
+def _copy_builder():
+    from kvdsl.ir import KernelBuilder, f32, u32
+
+    kb = KernelBuilder("copy_rows", workgroup_size=64)
+    src = kb.binding("src", f32, "read")
+    dst = kb.binding("dst", f32, "read_write")
+    width = kb.const("WIDTH", u32, 4)
+    rows = kb.param("count")
+    dst[kb.gid.x] = src[kb.gid.x]
+    return kb, rows, width
+
+
+def test_build_takes_extents_and_requirements():
+    from kvdsl.ir import largest
+    from kvdsl.runtime.contract import needs
+
+    kb, rows, width = _copy_builder()
+    kernel = kb.build(
+        extents={"src": rows * width, "dst": largest("src") + 1},
+        requires={"count >= 1": rows >= 1},
+    )
+    assert [n for n, _ in kernel.extents] == ["src", "dst"]
+    assert needs(kernel, {"count": 5}, {"src": np.array([3.0, 9.0], np.float32)}) == {
+        "src": 20,
+        "dst": 10,
+    }
+    assert [text for text, _ in kernel.requires] == ["count >= 1"]
+
+
+@pytest.mark.parametrize(
+    "extents, message",
+    [
+        ({"src": 4}, "kernel copy_rows: extents: no extent for binding 'dst' (every binding needs"),
+        ({"src": 4, "dst": 4, "out": 4}, "kernel copy_rows: extents: 'out' is no binding; the "
+         "bindings are src, dst"),
+        ({"src": "gid", "dst": 4}, "extent of 'src': gid.x is not a host-side expression"),
+        ({"src": 2.5, "dst": 4}, "extent of 'src': the number 2.5 is neither a whole number nor an expression"),
+    ],
+)  # fmt: skip
+def test_a_contract_outside_the_hosts_reach_is_a_build_error(extents, message):
+    kb, rows, width = _copy_builder()
+    extents = {k: kb.gid.x if v == "gid" else v for k, v in extents.items()}
+    with pytest.raises(BuildError) as err:
+        kb.build(extents=extents)
+    assert str(err.value).startswith(message), str(err.value)
