@@ -9,14 +9,19 @@ from enum import StrEnum
 from kvdsl.ir import f32, vec
 from kvdsl.kernels.config import (
     FLOATS,
+    MAX_STORAGE_BUFFERS,
     Element,
+    FormatSlot,
     KernelConfig,
     choice,
+    one_format,
     one_of,
     positive_int,
     require,
 )
+from kvdsl.kernels.dense import ScalePlace, require_format
 from kvdsl.kernels.paged import require_page_size
+from kvdsl.nodes.formats import FORMATS, Format, format_of
 from kvdsl.nodes.paged import PageGeometry, PageLayout, Pool
 
 #: The logit of a key a query does not see (below any real logit; ``exp`` of it less the
@@ -42,6 +47,16 @@ VALUE_KEYS = 8
 MERGE_CHUNKS = 4
 
 
+#: The template's quantised caches (``build_quant`` and ``append_quant``): their bits by name.
+TEMPLATE_BITS = {"template_int8": 8, "template_int4": 4}
+#: What a cache row may be besides the f32 or f16 of ``cache_type``: a built-in format of
+#: :mod:`kvdsl.nodes.formats` or the template's int8 and int4; ``format`` also takes any
+#: :class:`kvdsl.nodes.formats.Format` value.
+AttendFormat = StrEnum(
+    "AttendFormat", {n.upper(): n for n in FORMATS} | {n.upper(): n for n in TEMPLATE_BITS}
+)
+
+
 class CacheLayout(StrEnum):
     """Where the cache's rows live: a contiguous BNSH cache, or pages of a pool."""
 
@@ -60,8 +75,9 @@ class RowLayout(StrEnum):
 @dataclass(frozen=True)
 class AttendConfig(KernelConfig):
     """Decode attention over a cache of ``kv_heads`` × ``head_dim`` rows for ``q_heads`` query
-    heads and up to ``max_queries`` new tokens a sequence: the cache's layout and element type,
-    Q's and O's layouts and types, and the options (a sliding window, soft-capping, sinks)."""
+    heads and up to ``max_queries`` new tokens a sequence: the cache's layout and element type
+    (``cache_type``, or a quantised ``format`` with its ``scales`` inline or aside), Q's and O's
+    layouts and types, and the options (a sliding window, soft-capping, sinks)."""
 
     kv_heads: int
     head_dim: int
@@ -80,11 +96,15 @@ class AttendConfig(KernelConfig):
     sliding_window: bool = False
     softcap: bool = False
     sinks: bool = False
+    # A quantised cache (None: cache_type's f32 or f16 rows): a format of kvdsl.nodes.formats,
+    # its scales inline or in their own binding, or the template's int8 / int4.
+    format: AttendFormat | None = FormatSlot(None, AttendFormat)
+    scales: ScalePlace = choice(ScalePlace.INLINE)
     mode = "attend"
     KEYS = (  # fmt: skip
-        "kv_heads", "head_dim", "q_heads", "max_queries", "cache", "cache_type", "page_size",
-        "page_layout", "pool", "q_layout", "q_type", "o_layout", "o_type", "sliding_window",
-        "softcap", "sinks", "workgroup_size", "fold",
+        "kv_heads", "head_dim", "q_heads", "max_queries", "cache", "cache_type", "format",
+        "scales", "page_size", "page_layout", "pool", "q_layout", "q_type", "o_layout", "o_type",
+        "sliding_window", "softcap", "sinks", "workgroup_size", "fold",
     )
 
     def check_fields(self) -> None:
@@ -109,6 +129,49 @@ class AttendConfig(KernelConfig):
         for field in ("q_type", "o_type"):
             one_of(field, getattr(self, field), FLOATS)
         require(not self.window, "window", self.window, "false for attend")
+        self._check_format()
+        n = self.storage_buffers
+        require(
+            n <= MAX_STORAGE_BUFFERS,
+            "scales",
+            self.scales.value,
+            f"'inline' with sinks in a paged cache of separate pools (side scales make {n}"
+            f" storage buffers, past WebGPU's default {MAX_STORAGE_BUFFERS})",
+        )
+
+    def _check_format(self) -> None:
+        one_of("scales", self.scales, ScalePlace)
+        if self.format is None:
+            require(
+                self.inline,
+                "scales",
+                self.scales.value,
+                "'inline' (unset) without a format: an f32 or f16 cache has no scales",
+            )
+            return
+        one_format("format", self.format, AttendFormat)
+        require(
+            self.cache_type is Element.F32,
+            "cache_type",
+            self.cache_type.value,
+            f"'f32' (unset) with format {self.format_name!r}: the cache holds the format's words",
+        )
+        if self.template_bits is None:
+            require_format(self.fmt, self.scales, self.head_dim)
+            return
+        require(
+            self.cache is CacheLayout.BNSH,
+            "cache",
+            self.cache.value,
+            f"'bnsh' for format {self.format_name!r} (the template's cache is contiguous)",
+        )
+        require(
+            self.inline,
+            "scales",
+            self.scales.value,
+            f"'inline' (unset) for format {self.format_name!r} (its scales are per channel or"
+            " per tensor, in kv_scale)",
+        )
 
     def check_schedule(self) -> None:
         lanes = self.head_dim // self.unit
@@ -130,10 +193,67 @@ class AttendConfig(KernelConfig):
         return max(128, self.head_dim // 4)
 
     @property
+    def format_name(self) -> str | None:
+        """The format's name (None: an f32 or f16 cache)."""
+        return None if self.format is None else self.format.value
+
+    @property
+    def template_bits(self) -> int | None:
+        """8 or 4 for the template's int8 or int4 cache, else None."""
+        return TEMPLATE_BITS.get(self.format_name or "")
+
+    @property
+    def fmt(self) -> Format | None:
+        """The cache's format of :mod:`kvdsl.nodes.formats` (None: f32, f16 or the
+        template's)."""
+        if self.format is None or self.template_bits is not None:
+            return None
+        return format_of(self.format)
+
+    @property
+    def inline(self) -> bool:
+        """Whether a format's scales sit inside its rows (always, for f32 and f16 rows)."""
+        return self.scales is ScalePlace.INLINE
+
+    @property
+    def side_words(self) -> int:
+        """A row's f32 scale words in the side binding, K's then V's (0 inline)."""
+        fmt = self.fmt
+        return 0 if fmt is None else 2 * fmt.side_words(self.inline)
+
+    @property
     def unit(self) -> int:
-        """Cache values per load: eight halves as :data:`~kvdsl.nodes.words.WORDS` (16 bytes)
-        for an f16 cache whose rows divide by 8, else four (a vec4, or four halves)."""
-        return 8 if self.cache_type is Element.F16 and self.head_dim % 8 == 0 else 4
+        """Cache values an invocation of the value step takes of a row (and, but for a format's
+        rows, per load): eight halves as :data:`~kvdsl.nodes.words.WORDS` (16 bytes) for an
+        f16 cache whose rows divide by 8, eight values of a format of 4 bits or fewer or of the
+        template's int4 (four u32 words) where they do, else four (a vec4, four halves, four
+        i32 of the template's int8 or two words of its int4)."""
+        if self.head_dim % 8:
+            return 4
+        if self.format is None:
+            return 8 if self.cache_type is Element.F16 else 4
+        bits = self.template_bits or self.fmt.bits
+        return 8 if bits <= 4 else 4
+
+    @property
+    def row_units(self) -> int:
+        """The binding units of one cache row: units of :attr:`unit` values, or a format's
+        u32 words."""
+        fmt = self.fmt
+        return (
+            self.head_dim // self.unit if fmt is None else fmt.row_words(self.head_dim, self.inline)
+        )
+
+    @property
+    def storage_buffers(self) -> int:
+        """The storage bindings of the ``attend`` kernel: ``seqlens_k``, ``query``, the cache's
+        (and its scales'), ``sinks``, ``output`` and ``partials``."""
+        if self.cache is CacheLayout.BNSH:
+            cache = 2
+        else:
+            cache = 1 + (1 if self.pool is Pool.COMBINED else 2)
+        scales = self.side_words > 0 or self.template_bits is not None
+        return 4 + cache + scales + self.sinks
 
     @property
     def group(self) -> int:
@@ -162,7 +282,17 @@ class AttendConfig(KernelConfig):
 
     @property
     def geometry(self) -> PageGeometry:
-        """A paged cache's pages, in units of :attr:`unit` values."""
+        """A paged cache's pages, in binding units (:attr:`row_units` a row)."""
         return PageGeometry(
-            self.page_size, self.kv_heads, self.head_dim // self.unit, self.page_layout, self.pool
+            self.page_size, self.kv_heads, self.row_units, self.page_layout, self.pool
+        )
+
+    @property
+    def scale_geometry(self) -> PageGeometry | None:
+        """A paged cache's side scales (``scale_pages``: per row K's scale words then V's, f32,
+        in pages of the pool's layout, never combined), None without side scales."""
+        if self.side_words == 0:
+            return None
+        return PageGeometry(
+            self.page_size, self.kv_heads, self.side_words, self.page_layout, Pool.SEPARATE
         )

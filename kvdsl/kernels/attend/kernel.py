@@ -23,7 +23,6 @@ from kvdsl.ir.tree import Binary
 from kvdsl.kernels.attend import cache as caches
 from kvdsl.kernels.attend.config import (
     HIDDEN,
-    ROW_LOADS,
     V4,
     VALUE_KEYS,
     AttendConfig,
@@ -109,7 +108,9 @@ def attend(cfg: AttendConfig, name: str = "attend") -> Kernel:
     with kb.for_range("e", t, rows_max * d4, wg) as e:
         r = kb.let("r", e / d4)
         with kb.if_(r < nrows):
-            q_sh[e] = words.as_f32(kb, query[q_row(r, cfg.q_layout) * d4 + e % d4])
+            q4 = words.as_f32(kb, query[q_row(r, cfg.q_layout) * d4 + e % d4])
+            k_scale = cache.rows.query_scale(kb, hk, e % d4)
+            q_sh[e] = q4 if k_scale is None else q4 * k_scale
         with kb.else_():
             q_sh[e] = splat(V4, 0.0)
     kb.barrier()
@@ -117,20 +118,18 @@ def attend(cfg: AttendConfig, name: str = "attend") -> Kernel:
     kb.comment("1. Scores: keys start + t, start + t + WG, ...; each invocation's largest per row.")
     top = [kb.var(f"top{r}", f32, HIDDEN) for r in rows]
     with kb.for_range("j", start + t, end, wg) as j:
-        base, missing = cache.row(b, hk, j)
-        k_base = kb.let("kBase", base)
+        k_row = cache.key_row(b, hk, j)
+        missing = k_row.missing
+        side = None if k_row.side is None else kb.let("kSide", k_row.side)
+        k_row = caches.Row(kb.let("kBase", k_row.base), missing, side)
         if row_at is not None:
-            row_at[j - start] = k_base
+            row_at[j - start] = k_row.base
         s = [kb.var(f"s{r}", f32, 0.0) for r in rows]
-        for lo in range(0, n_units, ROW_LOADS):
-            kb.comment("The key row's loads, back to back; then its dot products.")
-            units = range(lo, min(lo + ROW_LOADS, n_units))
-            ks = [kb.let(f"k{u}", cache.key[k_base + u]) for u in units]
-            for u, k in zip(units, ks):
-                for h, k4 in enumerate(caches.as_f32(kb, k, f"k{u}")):
-                    for r in rows:
-                        q4 = q_sh[r * (cfg.head_dim // 4) + u * per_unit + h]
-                        s[r].set(s[r] + call(Op.DOT, q4, k4))
+        for run in cache.rows.key_runs(kb, cache.key, k_row):
+            for v, k4 in run:
+                for r in rows:
+                    q4 = q_sh[r * (cfg.head_dim // 4) + v]
+                    s[r].set(s[r] + call(Op.DOT, q4, k4))
         for r in rows:
             logit = kb.var(f"logit{r}", f32, s[r] * scale)
             if cap is not None:
@@ -183,14 +182,15 @@ def attend(cfg: AttendConfig, name: str = "attend") -> Kernel:
             kb.let(f"j{u}", min_(j + u * key_groups, end - 1)) for u in range(1, VALUE_KEYS)
         ]
         if row_at is None:
-            bases = [cache.row(b, hk, key)[0] for key in keys]
+            k_rows = [cache.key_row(b, hk, key) for key in keys]
         else:
-            bases = [row_at[key - start] for key in keys]
-            if cache.value_shift is not None:
-                bases = [base + cache.value_shift for base in bases]
-        vs = [kb.let(f"v{u}", cache.value[base + i]) for u, base in enumerate(bases)]
+            k_rows = [cache.stored(row_at[key - start]) for key in keys]
+        vs = [
+            cache.rows.value_load(kb, f"v{u}", cache.value, cache.value_row(k_row), i)
+            for u, k_row in enumerate(k_rows)
+        ]
         for u, (key, v) in enumerate(zip(keys, vs)):
-            v4s = caches.as_f32(kb, v, f"v{u}")
+            v4s = cache.rows.value_lanes(kb, f"v{u}", v)
             for r in rows:
                 p = logits[r * max_chunk + (key - start)]
                 p = kb.let(f"p{u}_{r}", p if u == 0 else select(0.0, p, j + u * key_groups < end))
@@ -216,6 +216,14 @@ def attend(cfg: AttendConfig, name: str = "attend") -> Kernel:
     kb.comment("One chunk: the output itself; else this chunk's partial: o, then (m, l).")
     dims = [i] if per_unit == 1 else [kb.let(f"i{h}", i * per_unit + h) for h in range(per_unit)]
     with kb.if_(kg.eq(0)):
+        v_scales = [
+            cache.rows.output_scale(kb, hk, dim, f"vScale{h}") for h, dim in enumerate(dims)
+        ]
+
+        def summed(r: int, h: int) -> Val:
+            """Row ``r``'s sums of vector ``h`` (times V's scales where the rows have one)."""
+            return acc[r][h] if v_scales[h] is None else acc[r][h] * v_scales[h]
+
         for r in rows:
             with kb.if_(r < nrows):
                 m_r = kb.let(f"mr{r}", stat[r])
@@ -231,13 +239,13 @@ def attend(cfg: AttendConfig, name: str = "attend") -> Kernel:
                         l.set(l * keep + call(Op.EXP, sink - top_s))
                     o_at = kb.let(f"oAt{r}", q_row(r, cfg.o_layout) * d4)
                     for h, dim in enumerate(dims):
-                        o = acc[r][h] if keep is None else acc[r][h] * keep
+                        o = summed(r, h) if keep is None else summed(r, h) * keep
                         normal = select(zero, o / l, l > 0.0)
                         out[o_at + dim] = words.to(kb, out.binding.elem, normal)
                 with kb.else_():
                     at = kb.let(f"at{r}", (q_row(r, RowLayout.BNSH) * chunks + c) * (d4 + 1))
                     for h, dim in enumerate(dims):
-                        partials[at + dim] = acc[r][h]
+                        partials[at + dim] = summed(r, h)
                     with kb.if_(i.eq(0)):
                         partials[at + d4] = construct(V4, m_r, l_r, 0.0, 0.0)
 
@@ -267,6 +275,10 @@ def attend(cfg: AttendConfig, name: str = "attend") -> Kernel:
 
 
 def _cache_words(cfg: AttendConfig) -> str:
+    """The cache in words, for the kernel's doc line."""
+    what = cfg.cache_type.value if cfg.format is None else cfg.format_name
+    if cfg.fmt is not None and not cfg.fmt.ggml:
+        what += ", scales inline" if cfg.inline else ", scales aside"
     if cfg.cache is CacheLayout.BNSH:
-        return f"BNSH {cfg.cache_type.value} cache"
-    return f"paged {cfg.page_layout.value.upper()} {cfg.cache_type.value} cache ({cfg.pool.value} pools)"
+        return f"BNSH {what} cache"
+    return f"paged {cfg.page_layout.value.upper()} {what} cache ({cfg.pool.value} pools)"

@@ -1,0 +1,338 @@
+"""``attend`` over quantised caches: every format (the built-ins, the template's int8 and int4, a
+2-bit format defined here alone) in every layout (contiguous, paged NHD and HND, a combined
+pool), its scales inline or aside, on the interpreter (a subset on the GPU) against the float64
+reference (:mod:`kvdsl.reference.attention`) over the cache decoded by the reference decoders
+(:mod:`kvdsl.reference.formats`, :mod:`kvdsl.reference.elementwise`).
+
+The caches are written by kvdsl's own writers (``dense_append``, ``paged_append``,
+``append_quant``, run on the interpreter) into NaN-poisoned buffers, so ``attend`` reads exactly
+their bytes; the combined pool, which no writer fills with a format, holds the reference
+encoders' rows. Planted bugs in the emitted WGSL (a scale word, a nibble order, a side scale's
+place) each fail."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pytest
+
+from kvdsl import interp
+from kvdsl.emit import emit
+from kvdsl.frontend import parse
+from kvdsl.ir import KernelBuilder, Val, f32, u32
+from kvdsl.kernels.attend import AttendConfig, attend, attend_merge
+from kvdsl.kernels.config import ConfigError
+from kvdsl.kernels.dense import DenseAppendConfig, dense_append
+from kvdsl.kernels.paged import PagedAppendConfig
+from kvdsl.kernels.paged_append import paged_append
+from kvdsl.kernels.quant import AppendQuantConfig, append_quant
+from kvdsl.nodes import walks
+from kvdsl.nodes.formats import FORMATS, Asymmetric, Format
+from kvdsl.reference import elementwise as ew
+from kvdsl.reference import formats as fm
+from kvdsl.reference.attention import attention
+from kvdsl.reference.paged import pool_arrays, pool_pages
+from kvdsl.runtime import run as gpu_run
+
+#: As for f32 and f16 caches (tests/kernels/test_attend.py): the kernel's approximate exp over
+#: values of magnitude ~1 in f32; the decoded values are the reference decoder's exactly.
+TOL = 2e-5
+POISON = 0x7FC00000  # a NaN as f32: a scale or value read from an unwritten word shows
+
+
+@dataclass(frozen=True)
+class Int2Asym(Asymmetric):
+    """Two bits a code over each row's ``min .. max``: sixteen codes a word (defined here
+    alone: attend reads it through the protocol, as every writer and reader does)."""
+
+    name: str = "int2_asym"
+    bits: int = 2
+
+
+INT2 = Int2Asym()
+KV, HQ, D = 2, 4, 32
+LENGTHS = np.array([70, 37])
+QUERIES = 2
+CHUNK = 32
+
+
+def _cfg(fmt, layout: str, scales: str = "inline", **kw) -> AttendConfig:
+    paged = {} if layout == "bnsh" else {"cache": "paged", "page_layout": layout}
+    return AttendConfig(KV, D, HQ, max_queries=QUERIES, format=fmt, scales=scales, **paged, **kw)
+
+
+def _bsh(x: np.ndarray) -> np.ndarray:
+    """BNSH ``[B, H, T, D]`` as BSH ``[B, T, H * D]``."""
+    b, h, t, d = x.shape
+    return np.ascontiguousarray(x.transpose(0, 2, 1, 3)).reshape(b, t, h * d)
+
+
+def _poisoned(n: int, dtype=np.uint32) -> np.ndarray:
+    return np.full(n, POISON, np.uint32).view(dtype)
+
+
+class Case:
+    """One attend dispatch pair over a cache written from random K and V, and the reference's
+    answer over that cache decoded."""
+
+    def __init__(self, cfg: AttendConfig, seed: int, per_channel: bool = True):
+        rng = np.random.default_rng(seed)
+        self.cfg, self.rng = cfg, rng
+        b, t = len(LENGTHS), int(LENGTHS.max())
+        k = (rng.standard_normal((b, KV, t, D)) * 1.5).astype(np.float32)
+        v = rng.standard_normal((b, KV, t, D)).astype(np.float32)
+        q = rng.standard_normal((b, HQ, QUERIES, D)).astype(np.float32)
+        scale = float(np.float32(0.8 / math.sqrt(D)))
+        self.buffers = {"seqlens_k": (LENGTHS - 1).astype(np.int32), "query": q.reshape(-1)}
+        rows = -(-(cfg.group * QUERIES) // cfg.rows)
+        self.params = dict(batch=b, queries=QUERIES, scale=scale, chunk=CHUNK, rowBlocks=rows)
+        if cfg.template_bits is not None:
+            k_dec, v_dec, span = self._template(k, v, per_channel)
+        elif cfg.cache.value == "bnsh":
+            k_dec, v_dec, span = self._contiguous(k, v)
+        elif cfg.pool.value == "combined":
+            k_dec, v_dec, span = self._combined(k, v)
+        else:
+            k_dec, v_dec, span = self._paged(k, v)
+        self.params["chunks"] = chunks = -(-span // CHUNK)
+        sinks = (rng.standard_normal(HQ) * 2).astype(np.float32)
+        if cfg.sinks:
+            self.buffers["sinks"] = sinks
+        self.buffers["output"] = np.full(b * HQ * QUERIES * D, np.nan, np.float32)
+        self.buffers["partials"] = np.full(b * HQ * QUERIES * chunks * (D + 4), np.nan, np.float32)
+        self.want = attention(
+            q, k_dec, v_dec, LENGTHS, scale=scale, sinks=sinks if cfg.sinks else None
+        )
+
+    # ---- caches ------------------------------------------------------------------------------
+
+    def _contiguous(self, k, v):
+        """``dense_append`` writes every sequence's rows at 0 .. into a cache of 5 rows more."""
+        cfg, fmt = self.cfg, self.cfg.fmt
+        b, _, t, _ = k.shape
+        cap = t + 5
+        writer = DenseAppendConfig(KV, D, format=fmt, scales=cfg.scales)
+        rw, s = fmt.row_words(D, cfg.inline), fmt.side_words(cfg.inline)
+        bufs = {
+            "src_k": _bsh(k),
+            "src_v": _bsh(v),
+            "seqlens_k": self.buffers["seqlens_k"],
+            "present_key": _poisoned(b * KV * cap * rw),
+            "present_value": _poisoned(b * KV * cap * rw),
+        }
+        if s:
+            bufs["present_scales"] = _poisoned(b * KV * cap * 2 * s, np.float32)
+        out = interp.run(dense_append(writer), bufs, {"count": b * KV * t, "keySeq": t, "seq": cap})
+        self.buffers |= {"key": out["present_key"], "value": out["present_value"]}
+        self.params["seq"] = cap
+        words = [out[n].reshape(b, KV, cap, rw) for n in ("present_key", "present_value")]
+        side = [None, None]
+        if s:
+            self.buffers["scales"] = out["present_scales"]
+            both = out["present_scales"].reshape(b, KV, cap, 2 * s)
+            side = [both[..., :s], both[..., s:]]
+        return (*(self._decode(w, sd) for w, sd in zip(words, side)), cap)
+
+    def _table(self, b: int, t: int):
+        """A page table over shuffled page ids (three spare pages)."""
+        p = self.cfg.page_size
+        max_pages = -(-t // p) + 1
+        owned = [-(-int(n) // p) for n in LENGTHS]
+        ids = self.rng.permutation(sum(owned) + 3)
+        table = np.full((b, max_pages), -1, np.int32)
+        at = 0
+        for s, n in enumerate(owned):
+            table[s, :n] = ids[at : at + n]
+            at += n
+        self.buffers["page_table"] = table.reshape(-1)
+        self.params["maxPages"] = max_pages
+        return table, len(ids), max_pages * p
+
+    def _paged(self, k, v):
+        """``paged_append`` writes every sequence's rows through the page table."""
+        cfg, fmt = self.cfg, self.cfg.fmt
+        b, _, t, _ = k.shape
+        table, pages, span = self._table(b, t)
+        writer = PagedAppendConfig(
+            KV, D, page_size=cfg.page_size, page_layout=cfg.page_layout, format=fmt,
+            scales=cfg.scales, addressing="page_table",
+        )  # fmt: skip
+        g, sides = cfg.geometry, cfg.scale_geometry
+        bufs = {
+            "src_k": _bsh(k),
+            "src_v": _bsh(v),
+            "seqlens_k": self.buffers["seqlens_k"],
+            "page_table": self.buffers["page_table"],
+            "key_pages": _poisoned(pages * g.stride),
+            "value_pages": _poisoned(pages * g.stride),
+        }
+        if sides is not None:
+            bufs["scale_pages"] = _poisoned(pages * sides.stride, np.float32)
+        params = {"count": b * t * KV, "keySeq": t, "maxPages": self.params["maxPages"]}
+        out = interp.run(paged_append(writer), bufs, params)
+        pools = (out["key_pages"], out["value_pages"])
+        self.buffers |= dict(zip(("key_pages", "value_pages"), pools))
+        lay = cfg.page_layout.value
+        kp, vp = pool_pages(pools, KV, cfg.page_size, g.row, lay, "separate")
+        side = [None, None]
+        if sides is not None:
+            self.buffers["scale_pages"] = out["scale_pages"]
+            sp, _ = pool_pages(
+                (out["scale_pages"],) * 2, KV, cfg.page_size, sides.row, lay, "separate"
+            )
+            side = [sp[..., : sides.row // 2], sp[..., sides.row // 2 :]]
+        rows = [self._gather(table, x, t) for x in (kp, vp)]
+        sides_ = [None if x is None else self._gather(table, x, t) for x in side]
+        return (*(self._decode(w, s) for w, s in zip(rows, sides_)), span)
+
+    def _combined(self, k, v):
+        """No writer fills a combined pool with a format: the reference encoders' rows, scattered
+        over the pages."""
+        cfg, fmt = self.cfg, self.cfg.fmt
+        b, _, t, _ = k.shape
+        table, pages, span = self._table(b, t)
+        p = cfg.page_size
+        (kw, ks), (vw, vs) = (fm.quantize_rows(fmt, x, cfg.inline) for x in (k, v))
+        rw, s = kw.shape[-1], ks.shape[-1]
+        kp = np.full((pages, p, KV, rw), POISON, np.uint32)
+        vp = kp.copy()
+        sp = np.full((pages, p, KV, 2 * s), np.nan, np.float32)
+        for seq, n in enumerate(LENGTHS):
+            for pos in range(int(n)):
+                page, slot = table[seq, pos // p], pos % p
+                kp[page, slot], vp[page, slot] = kw[seq, :, pos], vw[seq, :, pos]
+                sp[page, slot] = np.concatenate([ks[seq, :, pos], vs[seq, :, pos]], axis=-1)
+        lay = cfg.page_layout.value
+        (self.buffers["kv_pages"],) = pool_arrays(kp, vp, lay, "combined")
+        if s:
+            self.buffers["scale_pages"] = pool_arrays(sp, sp, lay, "separate")[0]
+        return self._decode(kw, ks if s else None), self._decode(vw, vs if s else None), span
+
+    def _gather(self, table, pool, t):
+        """Rows ``[B, H, T, W]`` of a pool ``[pages, P, H, W]`` through the page table (rows of a
+        sequence past its length: zero, never read)."""
+        p = self.cfg.page_size
+        out = np.zeros((len(table), KV, t, pool.shape[-1]), pool.dtype)
+        for seq, n in enumerate(LENGTHS):
+            for pos in range(int(n)):
+                out[seq, :, pos] = pool[table[seq, pos // p], pos % p]
+        return out
+
+    def _decode(self, words, side):
+        return fm.dequantize_rows(self.cfg.fmt, words, side, D, self.cfg.inline).astype(np.float64)
+
+    def _template(self, k, v, per_channel: bool):
+        """``append_quant`` writes every sequence's rows at 0 .. with the template's scales."""
+        cfg, bits = self.cfg, self.cfg.template_bits
+        b, _, t, _ = k.shape
+        cap = t + 5
+        writer = AppendQuantConfig(KV, D, bits)
+        qmax = 2 ** (bits - 1) - 1
+        n = KV * D if per_channel else 1
+        # Most values inside the range, a few clamped at each end.
+        k_scale = (self.rng.uniform(0.5, 0.8, n) * 3.5 / qmax).astype(np.float32)
+        v_scale = (self.rng.uniform(0.5, 0.8, n) * 2.5 / qmax).astype(np.float32)
+        words = D if bits == 8 else D // 2
+        dtype = np.int32 if bits == 8 else np.uint32
+        bufs = {
+            "src_k": _bsh(k),
+            "src_v": _bsh(v),
+            "seqlens_k": self.buffers["seqlens_k"],
+            "k_scale": k_scale,
+            "v_scale": v_scale,
+            "present_key": _poisoned(b * KV * cap * words, dtype),
+            "present_value": _poisoned(b * KV * cap * words, dtype),
+        }
+        params = {"count": b * KV * t, "seq": t, "pastSeq": 0, "totalSeq": cap}
+        out = interp.run(append_quant(writer), bufs, params | {"perChannel": int(per_channel)})
+        self.buffers |= {"key": out["present_key"], "value": out["present_value"]}
+        self.buffers["kv_scale"] = np.stack([k_scale, v_scale], axis=-1).reshape(-1)
+        self.params |= {"seq": cap, "perChannel": int(per_channel)}
+        decoded = []
+        for name, sc in (("present_key", k_scale), ("present_value", v_scale)):
+            w = out[name].reshape(b, KV, cap, words)
+            q = w if bits == 8 else ew.unpack_int4(w)
+            scales = ew.channel_scales(sc, KV, D, per_channel)
+            decoded.append(ew.dequantize(q, scales).astype(np.float64))
+        return (*decoded, cap)
+
+    # ---- runs --------------------------------------------------------------------------------
+
+    def run(self, backend, kernels=None) -> np.ndarray:
+        main, merge = kernels or (attend(self.cfg), attend_merge(self.cfg))
+        out = backend(main, self.buffers, self.params)
+        if self.params["chunks"] > 1:
+            inputs = {"partials": out["partials"], "output": self.buffers["output"]}
+            if self.cfg.sinks:
+                inputs["sinks"] = self.buffers["sinks"]
+            keep = ("batch", "queries", "chunks")
+            out = backend(merge, inputs, {n: self.params[n] for n in keep})
+        return out["output"].astype(np.float64).reshape(self.want.shape)
+
+    def check(self, backend, kernels=None) -> None:
+        got = self.run(backend, kernels)
+        assert not np.isnan(got).any(), "an output element was left unwritten or read poison"
+        np.testing.assert_allclose(got, self.want, rtol=TOL, atol=TOL)
+
+
+BACKENDS = {"interp": interp.run, "gpu": gpu_run}
+NAMED = {**FORMATS, INT2.name: INT2}
+
+
+def _matrix():
+    """Each format of kvdsl.nodes.formats (and the 2-bit one) in each layout; a format with
+    scales has them inline in some layouts and aside in the others."""
+    out = {}
+    for n, (name, fmt) in enumerate(NAMED.items()):
+        for m, layout in enumerate(("bnsh", "nhd", "hnd")):
+            side = not fmt.ggml and (n + m) % 2 == 1
+            out[f"{name}-{layout}-{'side' if side else 'inline'}"] = (name, layout, side)
+    return out
+
+
+MATRIX = _matrix()
+
+
+@pytest.mark.parametrize("case", MATRIX)
+def test_every_format_in_every_layout_on_the_interpreter(case):
+    name, layout, side = MATRIX[case]
+    sinks = layout == "bnsh" or not side  # 9 storage buffers: paged side scales and sinks
+    cfg = _cfg(NAMED[name], layout, "side" if side else "inline", sinks=sinks)
+    Case(cfg, seed=len(case)).check(interp.run)
+
+
+COMBINED = {
+    "int4_asym-side": ("int4_asym", "side"),
+    "q4_0-inline": ("q4_0", "inline"),
+}
+
+
+@pytest.mark.parametrize("case", COMBINED)
+def test_a_combined_pool(case):
+    name, scales = COMBINED[case]
+    cfg = _cfg(name, "hnd", scales, pool="combined", sinks=True)
+    Case(cfg, seed=3).check(interp.run)
+
+
+@pytest.mark.parametrize("bits", [8, 4])
+@pytest.mark.parametrize("per_channel", [True, False])
+def test_the_templates_cache(bits, per_channel):
+    cfg = _cfg(f"template_int{bits}", "bnsh", sinks=True)
+    Case(cfg, seed=bits, per_channel=per_channel).check(interp.run)
+
+
+GPU = [
+    ("int8", "nhd", "inline", {}),
+    ("q4_0", "bnsh", "inline", {"sinks": True}),
+    ("int4", "hnd", "side", {}),
+    (INT2.name, "bnsh", "side", {}),
+    ("template_int4", "bnsh", "inline", {"sinks": True}),
+]
+
+
+@pytest.mark.parametrize("name,layout,scales,kw", GPU, ids=[f"{g[0]}-{g[1]}" for g in GPU])
+def test_formats_on_the_gpu(gpu, name, layout, scales, kw):
+    cfg = _cfg(NAMED.get(name, name), layout, scales, **kw)
+    Case(cfg, seed=11).check(gpu_run)
