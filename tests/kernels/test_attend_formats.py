@@ -21,7 +21,7 @@ import pytest
 from kvdsl import interp
 from kvdsl.emit import emit
 from kvdsl.frontend import parse
-from kvdsl.ir import KernelBuilder, Val, f32, u32
+from kvdsl.ir import KernelBuilder, Val, f32, u32, vec
 from kvdsl.kernels.attend import AttendConfig, attend, attend_merge
 from kvdsl.kernels.config import ConfigError
 from kvdsl.kernels.dense import DenseAppendConfig, dense_append
@@ -29,7 +29,7 @@ from kvdsl.kernels.paged import PagedAppendConfig
 from kvdsl.kernels.paged_append import paged_append
 from kvdsl.kernels.quant import AppendQuantConfig, append_quant
 from kvdsl.nodes import walks
-from kvdsl.nodes.formats import FORMATS, Asymmetric, Format
+from kvdsl.nodes.formats import FORMATS, Asymmetric, Format, Symmetric
 from kvdsl.reference import elementwise as ew
 from kvdsl.reference import formats as fm
 from kvdsl.reference.attention import attention
@@ -336,3 +336,150 @@ GPU = [
 def test_formats_on_the_gpu(gpu, name, layout, scales, kw):
     cfg = _cfg(NAMED.get(name, name), layout, scales, **kw)
     Case(cfg, seed=11).check(gpu_run)
+
+
+@dataclass(frozen=True)
+class OffsetByElement(Symmetric):
+    """A format that states only the per-element decoder: attend decodes it through
+    :meth:`Format.decode4`'s own four :meth:`Format.decode` calls."""
+
+    name: str = "int4_by_element"
+    bits: int = 4
+    decode4 = Format.decode4
+
+
+@pytest.mark.parametrize("layout", ["bnsh", "nhd"])
+def test_a_format_with_only_a_per_element_decoder(layout):
+    cfg = _cfg(OffsetByElement(), layout, "side")
+    Case(cfg, seed=5).check(interp.run)
+
+
+PLANTED = {
+    # what the bug is: (format, scales, text, replacement)
+    "int4 nibbles of two elements swapped": (
+        "int4",
+        "inline",
+        "f32(i32(kw1 & 15u) - 8i) * bitcast<f32>(kw0), f32(i32((kw1 >> 4u) & 15u) - 8i)",
+        "f32(i32((kw1 >> 4u) & 15u) - 8i) * bitcast<f32>(kw0), f32(i32(kw1 & 15u) - 8i)",
+    ),
+    "int4_asym scale and zero point swapped": (
+        "int4_asym",
+        "inline",
+        "* bitcast<f32>(kw0) + bitcast<f32>(kw1)",
+        "* bitcast<f32>(kw1) + bitcast<f32>(kw0)",
+    ),
+    "V's side scale read at K's": ("int8", "side", "* 2u + 1u;", "* 2u;"),
+    "q4_0 low and high nibbles swapped": (
+        "q4_0",
+        "inline",
+        "select(0u, 4u, v0E % 32u >= 16u)",
+        "select(4u, 0u, v0E % 32u >= 16u)",
+    ),
+    "q8_0 scale from the wrong half word": (
+        "q8_0",
+        "inline",
+        "unpack2x16float(kw0 & 65535u)",
+        "unpack2x16float(kw0 >> 16u)",
+    ),
+    "template scales of the first KV head for every head": (
+        "template_int8",
+        "inline",
+        "hk * 32u + e % HEAD_DIM_V4",
+        "0u * 32u + e % HEAD_DIM_V4",
+    ),
+    "template V scale dropped": ("template_int4", "inline", "acc0_0 * vScale0", "acc0_0"),
+}
+
+
+@pytest.mark.parametrize("bug", PLANTED)
+def test_planted_bugs_fail(bug):
+    """Each bug, planted in the emitted WGSL and run through the parser and interpreter, moves
+    the output away from the reference, where the kernel as emitted passes the same case."""
+    name, scales, text, planted = PLANTED[bug]
+    cfg = _cfg(name, "bnsh", scales)
+    case = Case(cfg, seed=7)
+    kernels = [attend(cfg), attend_merge(cfg)]
+    case.check(interp.run, kernels)
+    source = emit(kernels[0])
+    assert text in source
+    bad = parse(source.replace(text, planted), "attend", dispatch=kernels[0].dispatch)
+    bad = replace(bad, extents=kernels[0].extents, requires=kernels[0].requires)
+    with pytest.raises(AssertionError):
+        case.check(interp.run, [bad, kernels[1]])
+
+
+def decode4_kernel(fmt: Format, d: int, inline: bool, known: bool):
+    """``out``: stored rows decoded by ``fmt.decode4`` alone, four elements a call; ``known``:
+    one invocation a row, each element's place an int when the kernel is built (and each word
+    loaded once, as attend's scores do), else one invocation a vec4, its place a u32 value."""
+    kb = KernelBuilder("decode4", 64)
+    rows = kb.binding("rows", u32, "read")
+    side = None if inline else kb.binding("side", f32, "read")
+    out = kb.binding("out", vec(4, f32), "read_write")
+    count = kb.param("count")
+    row_words = fmt.row_words(d, inline)
+    it = walks.vectors(kb, 65535, count, kb.const("D4", u32, 1 if known else d // 4), 1)
+    loaded: dict[int, Val] = {}
+
+    def load(w: Val | int) -> Val:
+        if isinstance(w, int) and known:
+            if w not in loaded:
+                loaded[w] = kb.let(f"w{w}", rows[it.row * row_words + w])
+            return loaded[w]
+        return rows[it.row * row_words + w]
+
+    def stat(i: int) -> Val:
+        return side[it.row * fmt.stats + i]
+
+    if known:
+        for v in range(d // 4):
+            out[it.row * (d // 4) + v] = fmt.decode4(kb, f"x{v}", load, 4 * v, stat, inline)
+    else:
+        out[it.e] = fmt.decode4(kb, "x", load, it.d * 4, stat, inline)
+    per = 1 if known else d // 4
+    return kb.build(walks.dispatch(count, per, 64, 65535, blocks=False), "decode4")
+
+
+DECODED = [
+    (f, inline)
+    for f in [*FORMATS.values(), INT2, OffsetByElement()]
+    for inline in ([True] if f.ggml else [True, False])
+]
+
+
+@pytest.mark.parametrize("known", [True, False], ids=["int", "u32"])
+@pytest.mark.parametrize("fmt,inline", DECODED, ids=lambda v: str(v))
+def test_decode4_gives_the_references_values(fmt, inline, known):
+    d, n = 64, 5
+    x = np.random.default_rng(11).uniform(-3, 3, (n, d)).astype(np.float32)
+    words, side = fm.quantize_rows(fmt, x, inline)
+    buffers = {"rows": words.reshape(-1), "out": np.full(n * d, np.nan, np.float32)}
+    if not inline:
+        buffers["side"] = side.reshape(-1)
+    got = interp.run(decode4_kernel(fmt, d, inline, known), buffers, {"count": n})["out"]
+    want = fm.dequantize_rows(fmt, words, side, d, inline).reshape(-1)
+    if fmt.asymmetric:  # q * scale + zero: the same ops, one rounding each
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-6)
+    else:
+        assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize(
+    "fields,message",
+    [
+        (dict(format="int3"), "format='int3': expected one of 'int8', 'int4', 'int4_asym',"),
+        (dict(format="int8", cache_type="f16"), "cache_type='f16': expected 'f32' (unset) with"),
+        (dict(format="q4_0", scales="side"), "scales='side': expected 'inline' for q4_0"),
+        (dict(scales="side"), "scales='side': expected 'inline' (unset) without a format"),
+        (dict(format=INT2, head_dim=24), "head_dim=24: expected a multiple of 16"),
+        (dict(format="template_int8", cache="paged"), "cache='paged': expected 'bnsh' for"),
+        (dict(format="template_int4", scales="side"), "scales='side': expected 'inline' (unset)"),
+        (
+            dict(format="int4", scales="side", cache="paged", sinks=True),
+            "scales='side': expected 'inline' with sinks in a paged cache of separate pools",
+        ),
+    ],
+)
+def test_bad_format_fields_name_the_field(fields, message):
+    with pytest.raises(ConfigError, match="^" + message.replace("(", r"\(").replace(")", r"\)")):
+        AttendConfig(**({"kv_heads": 2, "head_dim": 32, "q_heads": 4} | fields))

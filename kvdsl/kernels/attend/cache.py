@@ -175,8 +175,10 @@ class FormatRows(FloatRows):
             ]
 
     def value_load(self, kb: KernelBuilder, name: str, value: Buffer, row: Row, i: Val) -> Any:
-        """V's row and unit: decoded where they are used (:meth:`value_lanes`)."""
-        return value, row, i
+        """V's row (its base and side scales' named) and unit ``i``, decoded where they are
+        used (:meth:`value_lanes`)."""
+        side = None if row.side is None else kb.let(f"{name}Side", row.side)
+        return value, Row(kb.let(f"{name}Base", row.base), None, side), i
 
     def value_lanes(self, kb: KernelBuilder, name: str, loaded: Any) -> list[Val]:
         value, row, i = loaded

@@ -114,7 +114,9 @@ class Ggml(Format):
         byte ``at`` lowest: one word, or the high half of one and the low half of the next."""
         if isinstance(at, int):
             w, odd = divmod(at, 4)
-            return load(w) if odd == 0 else (load(w) >> 16) | (load(w + 1) << 16)
+            if odd == 0:
+                return load(w)
+            return kb.let(f"{name}Q", (load(w) >> 16) | (load(w + 1) << 16))
         w = kb.let(f"{name}W", at / 4)
         odd = kb.let(f"{name}Odd", (at % 4).ne(0))
         low = kb.let(f"{name}Lo", load(w))

@@ -75,7 +75,8 @@ class RowScaled(Format):
     ) -> Val:
         """Four fields of one code word (a word holds four or more), each scale word loaded
         once."""
-        word = load(div(e, self.per_word) + self.header_words(inline))
+        at, header = div(e, self.per_word), self.header_words(inline)
+        word = load(at + header if header else at)
         dynamic = not isinstance(e, int)
         if dynamic:
             word = kb.let(f"{name}W", word)
