@@ -27,6 +27,7 @@ from kvdsl.kernels.config import ConfigError
 from kvdsl.kernels.dense import DenseAppendConfig, dense_append
 from kvdsl.kernels.paged import PagedAppendConfig
 from kvdsl.kernels.paged_append import paged_append
+from kvdsl.kernels.qkv import QkvConfig, qkv
 from kvdsl.kernels.quant import AppendQuantConfig, append_quant
 from kvdsl.nodes import walks
 from kvdsl.nodes.formats import FORMATS, Asymmetric, Format, Symmetric
@@ -483,3 +484,63 @@ def test_decode4_gives_the_references_values(fmt, inline, known):
 def test_bad_format_fields_name_the_field(fields, message):
     with pytest.raises(ConfigError, match="^" + message.replace("(", r"\(").replace(")", r"\)")):
         AttendConfig(**({"kv_heads": 2, "head_dim": 32, "q_heads": 4} | fields))
+
+
+@pytest.mark.parametrize("name,scales", [("int4", "side"), ("q8_0", "inline")])
+def test_the_fused_qkv_then_attend(name, scales):
+    """A layer's decode step as a runtime runs it: the fused ``qkv`` kernel writes a prompt's K
+    and V (60 tokens) and then two new tokens' (Q to ``q_out``, K and V appended at each
+    sequence's own place), and ``attend`` reads ``q_out`` and the cache as ``qkv`` left them."""
+    rng = np.random.default_rng(13)
+    fused = QkvConfig(KV, D, q_heads=HQ, format=name, scales=scales)
+    fmt, inline = fused.fmt, fused.inline
+    b, cap, rw, s = 2, 72, fmt.row_words(D, inline), fmt.side_words(inline)
+    cache = {
+        "present_key": _poisoned(b * KV * cap * rw),
+        "present_value": _poisoned(b * KV * cap * rw),
+    }
+    if s:
+        cache["present_scales"] = _poisoned(b * KV * cap * 2 * s, np.float32)
+    kernel = qkv(fused)
+    lengths = np.array([62, 41])
+    for key_seq, seqlens in ((60, [59, 59]), (QUERIES, lengths - 1)):
+        x = rng.standard_normal((b, key_seq, (HQ + 2 * KV) * D)).astype(np.float32)
+        bufs = cache | {
+            "qkv": x.reshape(-1),
+            "seqlens_k": np.asarray(seqlens, np.int32),
+            "q_out": np.full(b * key_seq * HQ * D, np.nan, np.float32),
+        }
+        params = {"count": b * key_seq * fused.heads, "keySeq": key_seq, "seq": cap}
+        out = interp.run(kernel, bufs, params)
+        cache = {n: out[n] for n in cache}
+    cfg = _cfg(name, "bnsh", scales, sinks=True)
+    sinks = rng.standard_normal(HQ).astype(np.float32)
+    buffers = {
+        "seqlens_k": (lengths - 1).astype(np.int32),
+        "query": out["q_out"],
+        "key": cache["present_key"],
+        "value": cache["present_value"],
+        "sinks": sinks,
+        "output": np.full(b * HQ * QUERIES * D, np.nan, np.float32),
+        "partials": np.full(b * HQ * QUERIES * 3 * (D + 4), np.nan, np.float32),
+    }
+    side = [None, None]
+    if s:
+        buffers["scales"] = cache["present_scales"]
+        both = cache["present_scales"].reshape(b, KV, cap, 2 * s)
+        side = [both[..., :s], both[..., s:]]
+    scale = float(np.float32(1 / math.sqrt(D)))
+    params = dict(batch=b, queries=QUERIES, scale=scale, chunk=CHUNK, chunks=3, rowBlocks=1)
+    got = interp.run(attend(cfg), buffers, params | {"seq": cap})
+    merged = interp.run(
+        attend_merge(cfg),
+        {"partials": got["partials"], "sinks": sinks, "output": buffers["output"]},
+        {n: params[n] for n in ("batch", "queries", "chunks")},
+    )["output"]
+    k, v = (
+        fm.dequantize_rows(fmt, cache[n].reshape(b, KV, cap, rw), sd, D, inline)
+        for n, sd in zip(("present_key", "present_value"), side)
+    )
+    q = out["q_out"].reshape(b, HQ, QUERIES, D)
+    want = attention(q, k, v, lengths, scale=scale, sinks=sinks)
+    np.testing.assert_allclose(merged.reshape(want.shape), want, rtol=TOL, atol=TOL)
