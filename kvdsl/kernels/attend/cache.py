@@ -183,12 +183,20 @@ class FormatRows(FloatRows):
     def value_lanes(self, kb: KernelBuilder, name: str, loaded: Any) -> list[Val]:
         value, row, i = loaded
         unit = self.cfg.unit
+        words: dict[int, Val] = {}  # the words at known places: an inline row's scale words
+        stats: dict[int, Val] = {}
 
         def load(w: Val | int) -> Val:
-            return value[row.base + w]
+            if not isinstance(w, int):
+                return value[row.base + w]
+            if w not in words:
+                words[w] = kb.let(f"{name}Word{w}", value[row.base + w])
+            return words[w]
 
         def stat(n: int) -> Val:
-            return self.side[row.side + n]
+            if n not in stats:
+                stats[n] = kb.let(f"{name}Stat{n}", self.side[row.side + n])
+            return stats[n]
 
         first = kb.let(f"{name}E", i * unit)
         return [

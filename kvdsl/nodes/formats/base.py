@@ -30,6 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, ClassVar
 
+from kvdsl.ir.tree import Name
 from kvdsl.ir import (
     KernelBuilder,
     Op,
@@ -239,6 +240,11 @@ def div(e: Val | int, n: int) -> Val | int:
 def shr(word: Val, shift: Val | int) -> Val:
     """``word >> shift``, or ``word`` itself for a shift of int 0."""
     return word if isinstance(shift, int) and shift == 0 else word >> shift
+
+
+def named(kb: KernelBuilder, name: str, x: Val) -> Val:
+    """``x`` as a name: itself where it is one (a reader's let), else a let ``name``."""
+    return x if isinstance(x.node, Name) else kb.let(name, x)
 
 
 def _abs(x: Val) -> Val:

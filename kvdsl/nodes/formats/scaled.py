@@ -37,6 +37,7 @@ from kvdsl.nodes.formats.base import (
     Stats,
     _abs,
     div,
+    named,
     shr,
 )
 
@@ -76,15 +77,12 @@ class RowScaled(Format):
         """Four fields of one code word (a word holds four or more), each scale word loaded
         once."""
         at, header = div(e, self.per_word), self.header_words(inline)
-        word = load(at + header if header else at)
-        dynamic = not isinstance(e, int)
-        if dynamic:
-            word = kb.let(f"{name}W", word)
+        word = named(kb, f"{name}W", load(at + header if header else at))
         shift = (e % self.per_word) * self.bits
-        words = []
-        for i in range(self.stats):
-            w = bitcast(f32, load(i)) if inline else stats(i)
-            words.append(kb.let(f"{name}S{i}", w) if dynamic else w)
+        if inline:
+            words = [bitcast(f32, named(kb, f"{name}S{i}", load(i))) for i in range(self.stats)]
+        else:
+            words = [named(kb, f"{name}S{i}", stats(i)) for i in range(self.stats)]
         lanes = [
             self.dequantise(shr(word, shift + n * self.bits if n else shift) & self.mask, words)
             for n in range(LANES)
