@@ -59,8 +59,9 @@ A unit is 16 bytes: a vec4 of f32, or eight f16 halves as ``vec4<u32>`` words (f
 ``vec4<u32>``. A format's rows are read word by word: the scores load each word of a key's row
 (and each scale word) once, where the decoder first needs it; in the values an invocation
 decodes its unit of eight values (four for an 8-bit format) of each key. In a paged cache each
-key's row base is kept in workgroup memory by the scores, so the values read no page table. The latency of
-the cache's loads, not their count, bounds a decode: these are what keeps many in flight.
+key's row base is kept in workgroup memory by the scores, so the values read no page table. The
+latency of the cache's loads, not their count, bounds a decode: these are what keeps many in
+flight.
 
 Logits of keys a row does not see are :data:`HIDDEN`, and weigh zero; a value a row does not
 weigh is never multiplied in (a released page may hold anything).
