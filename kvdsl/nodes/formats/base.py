@@ -30,7 +30,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, ClassVar
 
-from kvdsl.ir.tree import Name
 from kvdsl.ir import (
     KernelBuilder,
     Op,
@@ -46,6 +45,7 @@ from kvdsl.ir import (
     u32,
     vec,
 )
+from kvdsl.ir.tree import Name
 
 F32X2 = vec(2, f32)
 #: Elements of a ggml block.

@@ -62,7 +62,9 @@ class RowScaled(Format):
         return bitcast(f32, load(lit(i, u32))) if inline else stats(i)
 
     def dequantise(self, field: Val, stat_words: list[Val]) -> Val:
-        """The f32 value of an unsigned code field (u32) with the row's scale words."""
+        """The f32 value of an unsigned code field (u32) with the row's scale words: both
+        :meth:`decode` and :meth:`decode4` apply it, so a row-scaled format states its values
+        here."""
         raise NotImplementedError(f"format {self.name!r} states no dequantisation")
 
     def decode(
