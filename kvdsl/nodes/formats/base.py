@@ -13,7 +13,10 @@ a writer or a reader needs, with no test of a name anywhere outside the format's
   (:meth:`Format.scale_of`), one value's unsigned ``bits``-wide code (:meth:`Format.code`) and
   the packing of codes into words (:meth:`Format.codes_word`, and the block bytes of ggml's
   formats);
-- its decoder, :meth:`Format.decode`: element ``e`` of a stored row back as f32, in registers;
+- its decoder, :meth:`Format.decode`: element ``e`` of a stored row back as f32, in registers,
+  and :meth:`Format.decode4`: four elements at once as ``vec4<f32>`` (each word and scale
+  loaded once where the format overrides it; :class:`Format`'s own calls :meth:`Format.decode`
+  four times, so every format has it);
 - :attr:`Format.family`, the key of its numpy reference (:mod:`kvdsl.reference.formats` reads
   ``family`` and ``bits``, so the reference states the same meaning from the parameters alone,
   without the kernels' code).
@@ -42,12 +45,19 @@ from kvdsl.ir import (
     u32,
     vec,
 )
+from kvdsl.ir.tree import Name
 
 F32X2 = vec(2, f32)
 #: Elements of a ggml block.
 BLOCK = 32
 
+F32X4 = vec(4, f32)
+#: Elements a :meth:`Format.decode4` call decodes.
+LANES = 4
+
 Load = Callable[[Val], Val]
+#: A row's word ``w`` where ``w`` may be known when the kernel is built (an int) or not (u32).
+Load4 = Callable[["Val | int"], Val]
 Stats = Callable[[int], Val]
 
 
@@ -201,6 +211,40 @@ class Format:
         row's u32 word ``w``; ``stats(i)`` a side buffer's f32 scale word ``i`` of the row
         (unused inline)."""
         raise NotImplementedError(f"format {self.name!r} states no decoder")
+
+    def decode4(
+        self, kb: KernelBuilder, name: str, load: Load4, e: Val | int, stats: Stats, inline: bool
+    ) -> Val:
+        """Elements ``e .. e + 3`` of a stored row as ``vec4<f32>``, named ``name``: the values
+        :meth:`decode` gives. ``e`` is a multiple of :data:`LANES`, a u32 value or an int (an
+        element the kernel knows when it is built: then a format that overrides this passes
+        ``load`` the int index of each word, which a reader may serve from words it loaded
+        once). Here four :meth:`decode` calls, whose ``load`` gets u32 values."""
+        lanes = [
+            self.decode(kb, f"{name}{c}", load, _plus(e, n), stats, inline)
+            for n, c in enumerate("xyzw")
+        ]
+        return kb.let(name, construct(F32X4, *lanes))
+
+
+def _plus(e: Val | int, n: int) -> Val:
+    """``e + n`` as a u32 value (a literal where ``e`` is an int)."""
+    return lit(e + n, u32) if isinstance(e, int) else (e + n if n else e)
+
+
+def div(e: Val | int, n: int) -> Val | int:
+    """``e / n``: an int where ``e`` is one (known when the kernel is built), else u32."""
+    return e // n if isinstance(e, int) else e / n
+
+
+def shr(word: Val, shift: Val | int) -> Val:
+    """``word >> shift``, or ``word`` itself for a shift of int 0."""
+    return word if isinstance(shift, int) and shift == 0 else word >> shift
+
+
+def named(kb: KernelBuilder, name: str, x: Val) -> Val:
+    """``x`` as a name: itself where it is one (a reader's let), else a let ``name``."""
+    return x if isinstance(x.node, Name) else kb.let(name, x)
 
 
 def _abs(x: Val) -> Val:

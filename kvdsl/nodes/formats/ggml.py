@@ -28,13 +28,18 @@ from kvdsl.ir import (
 from kvdsl.nodes.formats.base import (
     BLOCK,
     F32X2,
+    F32X4,
+    LANES,
     Format,
     Load,
+    Load4,
     Scale,
     Stats,
     _abs,
     _trunc,
     byte,
+    div,
+    shr,
     signed_byte,
 )
 
@@ -79,6 +84,45 @@ class Ggml(Format):
         d = kb.let(f"{name}D", unpack2x16float(bits).x)
         return kb.let(name, convert(f32, self.block_code(load, start, j)) * d)
 
+    def decode4(
+        self, kb: KernelBuilder, name: str, load: Load4, e: Val | int, stats: Stats, inline: bool
+    ) -> Val:
+        """Four codes of one block (:meth:`codes4`) times its f16 scale, loaded once."""
+        dynamic = not isinstance(e, int)
+        start = div(e, BLOCK) * self.block_bytes
+        if dynamic:
+            start = kb.let(f"{name}At", start)
+        j = e % BLOCK
+        bits = shr(load(div(start, 4)), (start % 4) * 8) & 0xFFFF
+        d = kb.let(f"{name}D", unpack2x16float(bits).x)
+        codes = self.codes4(kb, name, load, start, j)
+        return kb.let(name, construct(F32X4, *(convert(f32, q) * d for q in codes)))
+
+    def codes4(
+        self, kb: KernelBuilder, name: str, load: Load4, start: Val | int, j: Val | int
+    ) -> list[Val]:
+        """Codes ``j .. j + 3`` (i32; ``j`` a multiple of 4) of the block at byte ``start``
+        (ints where known when the kernel is built); here :meth:`block_code` of each."""
+        at = lit(start, u32) if isinstance(start, int) else start
+        return [
+            self.block_code(load, at, lit(j + n, u32) if isinstance(j, int) else j + n)
+            for n in range(LANES)
+        ]
+
+    def word_at(self, kb: KernelBuilder, name: str, load: Load4, at: Val | int) -> Val:
+        """The four bytes of the row from byte ``at`` (even: a block's bytes are) as one u32,
+        byte ``at`` lowest: one word, or the high half of one and the low half of the next."""
+        if isinstance(at, int):
+            w, odd = divmod(at, 4)
+            if odd == 0:
+                return load(w)
+            return kb.let(f"{name}Q", (load(w) >> 16) | (load(w + 1) << 16))
+        w = kb.let(f"{name}W", at / 4)
+        odd = kb.let(f"{name}Odd", (at % 4).ne(0))
+        low = kb.let(f"{name}Lo", load(w))
+        high = kb.let(f"{name}Hi", load(w + select(lit(0, u32), lit(1, u32), odd)))
+        return kb.let(f"{name}Q", select(low, (low >> 16) | (high << 16), odd))
+
 
 @dataclass(frozen=True)
 class GgmlQ8(Ggml):
@@ -112,6 +156,13 @@ class GgmlQ8(Ggml):
 
     def block_code(self, load: Load, start: Val, j: Val) -> Val:
         return signed_byte(byte(load, start + 2 + j))
+
+    def codes4(
+        self, kb: KernelBuilder, name: str, load: Load4, start: Val | int, j: Val | int
+    ) -> list[Val]:
+        """Bytes ``j .. j + 3`` of the codes, from one word's worth of the row."""
+        word = self.word_at(kb, name, load, start + 2 + j)
+        return [signed_byte(shr(word, 8 * n) & 0xFF) for n in range(LANES)]
 
 
 @dataclass(frozen=True)
@@ -157,3 +208,17 @@ class GgmlQ4(Ggml):
         packed = byte(load, start + 2 + j % (BLOCK // 2))
         nib = (packed >> select(lit(0, u32), lit(4, u32), j >= BLOCK // 2)) & 0xF
         return convert(i32, nib) - 8
+
+    def codes4(
+        self, kb: KernelBuilder, name: str, load: Load4, start: Val | int, j: Val | int
+    ) -> list[Val]:
+        """The low nibbles (``j < 16``) or the high nibbles of bytes ``j % 16 .. + 3``."""
+        half = BLOCK // 2
+        word = self.word_at(kb, name, load, start + 2 + j % half)
+        if isinstance(j, int):
+            high: Val | int = 4 * (j >= half)
+        else:
+            high = kb.let(f"{name}Nib", select(lit(0, u32), lit(4, u32), j >= half))
+        return [
+            convert(i32, shr(word, high + 8 * n if n else high) & 0xF) - 8 for n in range(LANES)
+        ]

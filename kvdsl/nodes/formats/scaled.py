@@ -26,7 +26,20 @@ from kvdsl.ir import (
     round_,
     u32,
 )
-from kvdsl.nodes.formats.base import F32X2, Format, Load, Scale, Stats, _abs
+from kvdsl.nodes.formats.base import (
+    F32X2,
+    F32X4,
+    LANES,
+    Format,
+    Load,
+    Load4,
+    Scale,
+    Stats,
+    _abs,
+    div,
+    named,
+    shr,
+)
 
 
 @dataclass(frozen=True)
@@ -47,6 +60,36 @@ class RowScaled(Format):
     def stat_word(self, load: Load, stats: Stats, i: int, inline: bool) -> Val:
         """The row's f32 scale word ``i`` (0: the scale, 1: the zero point)."""
         return bitcast(f32, load(lit(i, u32))) if inline else stats(i)
+
+    def dequantise(self, field: Val, stat_words: list[Val]) -> Val:
+        """The f32 value of an unsigned code field (u32) with the row's scale words: both
+        :meth:`decode` and :meth:`decode4` apply it, so a row-scaled format states its values
+        here."""
+        raise NotImplementedError(f"format {self.name!r} states no dequantisation")
+
+    def decode(
+        self, kb: KernelBuilder, name: str, load: Load, e: Val, stats: Stats, inline: bool
+    ) -> Val:
+        words = [self.stat_word(load, stats, i, inline) for i in range(self.stats)]
+        return kb.let(name, self.dequantise(self.field(load, e, inline), words))
+
+    def decode4(
+        self, kb: KernelBuilder, name: str, load: Load4, e: Val | int, stats: Stats, inline: bool
+    ) -> Val:
+        """Four fields of one code word (a word holds four or more), each scale word loaded
+        once."""
+        at, header = div(e, self.per_word), self.header_words(inline)
+        word = named(kb, f"{name}W", load(at + header if header else at))
+        shift = (e % self.per_word) * self.bits
+        if inline:
+            words = [bitcast(f32, named(kb, f"{name}S{i}", load(i))) for i in range(self.stats)]
+        else:
+            words = [named(kb, f"{name}S{i}", stats(i)) for i in range(self.stats)]
+        lanes = [
+            self.dequantise(shr(word, shift + n * self.bits if n else shift) & self.mask, words)
+            for n in range(LANES)
+        ]
+        return kb.let(name, construct(F32X4, *lanes))
 
 
 @dataclass(frozen=True)
@@ -82,17 +125,14 @@ class Symmetric(RowScaled):
             return convert(u32, q) & self.mask
         return convert(u32, q + (self.levels >> 1))
 
-    def decode(
-        self, kb: KernelBuilder, name: str, load: Load, e: Val, stats: Stats, inline: bool
-    ) -> Val:
-        scale = self.stat_word(load, stats, 0, inline)
-        field = self.field(load, e, inline)
+    def dequantise(self, field: Val, stat_words: list[Val]) -> Val:
+        """``q * scale``, ``q`` the field as two's complement or less its offset."""
         if self.twos:
             shift = 32 - self.bits
             q = bitcast(i32, field << shift) >> lit(shift, u32)
         else:
             q = convert(i32, field) - (self.levels >> 1)
-        return kb.let(name, convert(f32, q) * scale)
+        return convert(f32, q) * stat_words[0]
 
 
 @dataclass(frozen=True)
@@ -132,10 +172,6 @@ class Asymmetric(RowScaled):
     def code(self, kb: KernelBuilder, name: str, x: Val, sc: Scale) -> Val:
         return convert(u32, clamp(round_((x - sc.zero) * sc.inv), 0.0, self.qmax))
 
-    def decode(
-        self, kb: KernelBuilder, name: str, load: Load, e: Val, stats: Stats, inline: bool
-    ) -> Val:
-        scale = self.stat_word(load, stats, 0, inline)
-        field = self.field(load, e, inline)
-        zero = self.stat_word(load, stats, 1, inline)
-        return kb.let(name, convert(f32, field) * scale + zero)
+    def dequantise(self, field: Val, stat_words: list[Val]) -> Val:
+        """``q * scale + zero``."""
+        return convert(f32, field) * stat_words[0] + stat_words[1]

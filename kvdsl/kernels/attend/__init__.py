@@ -1,0 +1,75 @@
+"""``attend``: decode attention of the new tokens' queries over a KV cache, split over the keys.
+
+For sequence ``b`` of ``seqlens_k[b] + 1`` cached rows (the new tokens' rows last) and its
+``queries`` new tokens, each query head ``h`` reads KV head ``h / GROUP`` and gives
+``softmax(scale * q . k) v`` over the keys its token sees (:mod:`kvdsl.reference.attention`
+states the meaning: causal inside the new tokens, an optional sliding ``window``, soft-capping,
+one sink logit per head).
+
+The cache is contiguous (BNSH ``[batch, kvHeads, seq, headDim]``, ``seq`` its capacity: the
+buffer-sharing cache) or paged (:mod:`kvdsl.nodes.paged`: a page table and ``seqlens_k``, NHD
+or HND pages, separate or combined pools); a row whose page entry is negative (a page a sliding
+window released) is not seen. Q and O are BNSH ``[batch, qHeads, queries, headDim]`` or BSH
+``[batch, queries, qHeads * headDim]``, f32 or f16 (carried in u32 words).
+
+A cache row is (:mod:`kvdsl.kernels.attend.cache`, bytes as kvdsl's writers write them):
+
+- f32 or f16 (``cache_type``; ``format`` unset);
+- a ``format`` of :mod:`kvdsl.nodes.formats` (``int8``, ``int4``, ``int4_asym``, ``q8_0``,
+  ``q4_0`` or any :class:`~kvdsl.nodes.formats.Format` value, a user's included): ``ROW_WORDS``
+  u32 words as ``dense_append``, ``dense_build``, the fused ``qkv`` and ``paged_append`` write
+  them, the scales inline (``scales="inline"``) or, with ``scales="side"``, in ``scales`` (a
+  contiguous cache: ``present_scales``' layout) or ``scale_pages`` (a paged one), K's scale
+  words then V's per row; dequantised in registers, four values at a time, by the format's own
+  :meth:`~kvdsl.nodes.formats.Format.decode4` (never through an f32 copy of the cache);
+- the template's int8 or int4 (``format="template_int8"`` / ``"template_int4"``, contiguous
+  only): ``build_quant``'s and ``append_quant``'s layout, one i32 a value or two nibbles ``q +
+  8`` a u32 word (low first), a byte layout no format of :mod:`kvdsl.nodes.formats` has (its
+  scales are not the row's: per channel or per tensor, as ``params.perChannel`` says, in
+  ``kv_scale``'s ``(k, v)`` entries, the template's packed binding). They are the same for
+  every key, so K's multiply the block's queries once and V's the output.
+
+A quantised combined pool (which no writer of kvdsl fills) is read in the layout
+:class:`~kvdsl.nodes.paged.PageGeometry` states for it, its side scales in their own pages.
+
+Split-K (flash-decoding): the keys are cut into ``chunks`` ranges of ``chunk`` rows (at most
+``MAX_CHUNK``); workgroup ``(b, kv head, row block, chunk)`` reads its range once for a block
+of at most ``ROWS`` of its KV head's ``GROUP × queries`` query rows, and writes each row's
+partial: the unnormalised output ``sum exp(logit - m) v`` and, in one more vector, the maximum
+logit ``m`` and the sum ``l`` of ``exp(logit - m)``. With one chunk the kernel writes the
+output itself; otherwise :func:`attend_merge` combines the partials in a second dispatch.
+
+Inside a workgroup, in three steps between barriers:
+
+1. *scores*: invocation ``t`` takes keys ``start + t``, ``start + t + WG``, ... and scores each
+   against the block's queries (held in workgroup memory), into ``logits[row][key]``; a key's
+   row is loaded as straight-line lets (:data:`ROW_LOADS` units back to back) before its dot
+   products, so its loads are in flight together; its largest score per row goes to
+   ``part[row][t]``;
+2. *weights*: every row's maximum is read from ``part``, each invocation turns its keys' logits
+   into ``exp(logit - m)`` and its sum per row into ``part``, whose total is ``l``;
+3. *values*: invocation ``t`` holds unit ``t % HEAD_UNITS`` of the output of every row of the
+   block, over keys ``start + t / HEAD_UNITS`` in steps of ``KEY_GROUPS``, :data:`VALUE_KEYS`
+   keys a trip whose value loads are issued first (keys past the end read the last key and
+   weigh zero): each value unit is loaded once; the key groups' sums are added in workgroup
+   memory at the end.
+
+A unit is 16 bytes: a vec4 of f32, or eight f16 halves as ``vec4<u32>`` words (four halves as
+``vec2<u32>`` where ``head_dim`` is not a multiple of 8), or the template's ``vec4<i32>`` or
+``vec4<u32>``. A format's rows are read word by word: the scores load each word of a key's row
+(and each scale word) once, where the decoder first needs it; in the values an invocation
+decodes its unit of eight values (four for an 8-bit format) of each key. In a paged cache each
+key's row base is kept in workgroup memory by the scores, so the values read no page table. The
+latency of the cache's loads, not their count, bounds a decode: these are what keeps many in
+flight.
+
+Logits of keys a row does not see are :data:`HIDDEN`, and weigh zero; a value a row does not
+weigh is never multiplied in (a released page may hold anything).
+"""
+
+from kvdsl.kernels.attend.config import AttendConfig, CacheLayout, RowLayout
+from kvdsl.kernels.attend.kernel import attend
+from kvdsl.kernels.attend.merge import attend_merge
+from kvdsl.kernels.attend.plan import plan
+
+__all__ = ["AttendConfig", "CacheLayout", "RowLayout", "attend", "attend_merge", "plan"]

@@ -1,0 +1,298 @@
+"""``attend``'s config (:class:`AttendConfig`), the layouts it names and the constants its kernels
+and :func:`~kvdsl.kernels.attend.plan.plan` share."""
+
+from __future__ import annotations
+
+from dataclasses import KW_ONLY, dataclass
+from enum import StrEnum
+
+from kvdsl.ir import f32, vec
+from kvdsl.kernels.config import (
+    FLOATS,
+    MAX_STORAGE_BUFFERS,
+    Element,
+    FormatSlot,
+    KernelConfig,
+    choice,
+    one_format,
+    one_of,
+    positive_int,
+    require,
+)
+from kvdsl.kernels.dense import ScalePlace, require_format
+from kvdsl.kernels.paged import require_page_size
+from kvdsl.nodes.formats import FORMATS, Format, format_of
+from kvdsl.nodes.paged import PageGeometry, PageLayout, Pool
+
+#: The logit of a key a query does not see (below any real logit; ``exp`` of it less the
+#: row's maximum is 0 in f32).
+HIDDEN = -3.0e38
+#: Query rows one workgroup holds (their outputs live in each invocation's registers).
+MAX_ROWS = 8
+MAX_QUERIES = 8
+#: The workgroups :func:`~kvdsl.kernels.attend.plan.plan` aims a dispatch at: WebGPU tells no
+#: count of compute units, and this many keeps a large discrete GPU busy while leaving the merge
+#: a few partials per row.
+TARGET_WORKGROUPS = 1024
+#: WebGPU's default workgroup memory, in bytes.
+WORKGROUP_BYTES = 16384
+V4 = vec(4, f32)
+#: The most cache units (16 bytes each, but for f16 rows of 4k + 4 halves) an invocation loads
+#: back to back before using them when it scores a key: a whole row up to head_dim 128 f32 or
+#: 256 f16; a longer row takes two such runs (a register budget).
+ROW_LOADS = 32
+#: Keys an invocation's value loop loads back to back each trip.
+VALUE_KEYS = 8
+#: Chunks the merge reads back to back each trip.
+MERGE_CHUNKS = 4
+
+
+#: The template's quantised caches (``build_quant`` and ``append_quant``): their bits by name.
+TEMPLATE_BITS = {"template_int8": 8, "template_int4": 4}
+#: What a cache row may be besides the f32 or f16 of ``cache_type``: a built-in format of
+#: :mod:`kvdsl.nodes.formats` or the template's int8 and int4; ``format`` also takes any
+#: :class:`kvdsl.nodes.formats.Format` value.
+AttendFormat = StrEnum(
+    "AttendFormat", {n.upper(): n for n in FORMATS} | {n.upper(): n for n in TEMPLATE_BITS}
+)
+
+
+class CacheLayout(StrEnum):
+    """Where the cache's rows live: a contiguous BNSH cache, or pages of a pool."""
+
+    BNSH = "bnsh"
+    PAGED = "paged"
+
+
+class RowLayout(StrEnum):
+    """The order of Q's and O's rows: ``[batch, heads, queries, D]`` or
+    ``[batch, queries, heads * D]``."""
+
+    BNSH = "bnsh"
+    BSH = "bsh"
+
+
+@dataclass(frozen=True)
+class AttendConfig(KernelConfig):
+    """Decode attention over a cache of ``kv_heads`` × ``head_dim`` rows for ``q_heads`` query
+    heads and up to ``max_queries`` new tokens a sequence: the cache's layout and element type
+    (``cache_type``, or a quantised ``format`` with its ``scales`` inline or aside), Q's and O's
+    layouts and types, and the options (a sliding window, soft-capping, sinks)."""
+
+    kv_heads: int
+    head_dim: int
+    q_heads: int
+    _: KW_ONLY
+    max_queries: int = 1
+    cache: CacheLayout = choice(CacheLayout.BNSH)
+    cache_type: Element = choice(Element.F32)
+    page_size: int = 16
+    page_layout: PageLayout = choice(PageLayout.NHD)
+    pool: Pool = choice(Pool.SEPARATE)
+    q_layout: RowLayout = choice(RowLayout.BNSH)
+    q_type: Element = choice(Element.F32)
+    o_layout: RowLayout = choice(RowLayout.BNSH)
+    o_type: Element = choice(Element.F32)
+    sliding_window: bool = False
+    softcap: bool = False
+    sinks: bool = False
+    # A quantised cache (None: cache_type's f32 or f16 rows): a format of kvdsl.nodes.formats,
+    # its scales inline or in their own binding, or the template's int8 / int4.
+    format: AttendFormat | None = FormatSlot(None, AttendFormat)
+    scales: ScalePlace = choice(ScalePlace.INLINE)
+    mode = "attend"
+    KEYS = (  # fmt: skip
+        "kv_heads", "head_dim", "q_heads", "max_queries", "cache", "cache_type", "format",
+        "scales", "page_size", "page_layout", "pool", "q_layout", "q_type", "o_layout", "o_type",
+        "sliding_window", "softcap", "sinks", "workgroup_size", "fold",
+    )
+
+    def check_fields(self) -> None:
+        positive_int("kv_heads", self.kv_heads)
+        positive_int("q_heads", self.q_heads)
+        positive_int("head_dim", self.head_dim, 256)
+        require(self.head_dim % 4 == 0, "head_dim", self.head_dim, "a multiple of 4")
+        require(
+            self.q_heads % self.kv_heads == 0,
+            "q_heads",
+            self.q_heads,
+            f"a multiple of kv_heads ({self.kv_heads})",
+        )
+        positive_int("max_queries", self.max_queries, MAX_QUERIES)
+        one_of("cache", self.cache, CacheLayout)
+        one_of("cache_type", self.cache_type, FLOATS)
+        require_page_size(self.page_size)
+        one_of("page_layout", self.page_layout, PageLayout)
+        one_of("pool", self.pool, Pool)
+        for field in ("q_layout", "o_layout"):
+            one_of(field, getattr(self, field), RowLayout)
+        for field in ("q_type", "o_type"):
+            one_of(field, getattr(self, field), FLOATS)
+        require(not self.window, "window", self.window, "false for attend")
+        self._check_format()
+        n = self.storage_buffers
+        require(
+            n <= MAX_STORAGE_BUFFERS,
+            "scales",
+            self.scales.value,
+            f"'inline' with sinks in a paged cache of separate pools (side scales make {n}"
+            f" storage buffers, past WebGPU's default {MAX_STORAGE_BUFFERS})",
+        )
+
+    def _check_format(self) -> None:
+        one_of("scales", self.scales, ScalePlace)
+        if self.format is None:
+            require(
+                self.inline,
+                "scales",
+                self.scales.value,
+                "'inline' (unset) without a format: an f32 or f16 cache has no scales",
+            )
+            return
+        one_format("format", self.format, AttendFormat)
+        require(
+            self.cache_type is Element.F32,
+            "cache_type",
+            self.cache_type.value,
+            f"'f32' (unset) with format {self.format_name!r}: the cache holds the format's words",
+        )
+        if self.template_bits is None:
+            require_format(self.fmt, self.scales, self.head_dim)
+            return
+        require(
+            self.cache is CacheLayout.BNSH,
+            "cache",
+            self.cache.value,
+            f"'bnsh' for format {self.format_name!r} (the template's cache is contiguous)",
+        )
+        require(
+            self.inline,
+            "scales",
+            self.scales.value,
+            f"'inline' (unset) for format {self.format_name!r} (its scales are per channel or"
+            " per tensor, in kv_scale)",
+        )
+
+    def check_schedule(self) -> None:
+        lanes = self.head_dim // self.unit
+        require(
+            self.workgroup_size % lanes == 0,
+            "workgroup_size",
+            self.workgroup_size,
+            f"a multiple of head_dim / {self.unit} ({lanes}): whole output rows per key group",
+        )
+        require(
+            self.max_chunk >= max(self.workgroup_size, self.head_dim),
+            "workgroup_size",
+            self.workgroup_size,
+            "small enough to leave workgroup memory for a chunk of as many keys as it has"
+            " invocations (and as head_dim)",
+        )
+
+    def default_workgroup_size(self) -> int:
+        return max(128, self.head_dim // 4)
+
+    @property
+    def format_name(self) -> str | None:
+        """The format's name (None: an f32 or f16 cache)."""
+        return None if self.format is None else self.format.value
+
+    @property
+    def template_bits(self) -> int | None:
+        """8 or 4 for the template's int8 or int4 cache, else None."""
+        return TEMPLATE_BITS.get(self.format_name or "")
+
+    @property
+    def fmt(self) -> Format | None:
+        """The cache's format of :mod:`kvdsl.nodes.formats` (None: f32, f16 or the
+        template's)."""
+        if self.format is None or self.template_bits is not None:
+            return None
+        return format_of(self.format)
+
+    @property
+    def inline(self) -> bool:
+        """Whether a format's scales sit inside its rows (always, for f32 and f16 rows)."""
+        return self.scales is ScalePlace.INLINE
+
+    @property
+    def side_words(self) -> int:
+        """A row's f32 scale words in the side binding, K's then V's (0 inline)."""
+        fmt = self.fmt
+        return 0 if fmt is None else 2 * fmt.side_words(self.inline)
+
+    @property
+    def unit(self) -> int:
+        """Cache values an invocation of the value step takes of a row (and, but for a format's
+        rows, per load): eight halves as :data:`~kvdsl.nodes.words.WORDS` (16 bytes) for an
+        f16 cache whose rows divide by 8, eight values of a format of 4 bits or fewer or of the
+        template's int4 (four u32 words) where they do, else four (a vec4, four halves, four
+        i32 of the template's int8 or two words of its int4)."""
+        if self.head_dim % 8:
+            return 4
+        if self.format is None:
+            return 8 if self.cache_type is Element.F16 else 4
+        bits = self.template_bits or self.fmt.bits
+        return 8 if bits <= 4 else 4
+
+    @property
+    def row_units(self) -> int:
+        """The binding units of one cache row: units of :attr:`unit` values, or a format's
+        u32 words."""
+        fmt = self.fmt
+        return (
+            self.head_dim // self.unit if fmt is None else fmt.row_words(self.head_dim, self.inline)
+        )
+
+    @property
+    def storage_buffers(self) -> int:
+        """The storage bindings of the ``attend`` kernel: ``seqlens_k``, ``query``, the cache's
+        (and its scales'), ``sinks``, ``output`` and ``partials``."""
+        if self.cache is CacheLayout.BNSH:
+            cache = 2
+        else:
+            cache = 1 + (1 if self.pool is Pool.COMBINED else 2)
+        scales = self.side_words > 0 or self.template_bits is not None
+        return 4 + cache + scales + self.sinks
+
+    @property
+    def group(self) -> int:
+        """Query heads per KV head."""
+        return self.q_heads // self.kv_heads
+
+    @property
+    def rows(self) -> int:
+        """Query rows a workgroup holds (a row block): at most :data:`MAX_ROWS`, and few
+        enough that a chunk of ``max(workgroup_size, head_dim)`` keys fits beside them."""
+        rows = min(self.group * self.max_queries, MAX_ROWS)
+        while rows > 1 and self._chunk_room(rows) < max(self.workgroup_size, self.head_dim):
+            rows -= 1
+        return rows
+
+    @property
+    def max_chunk(self) -> int:
+        """The most keys one workgroup reads: its logits fill the workgroup memory the block's
+        queries, the invocations' partial maxima and sums and the rows' statistics leave
+        (beside each key's row base, in a paged cache)."""
+        return self._chunk_room(self.rows)
+
+    def _chunk_room(self, rows: int) -> int:
+        left = WORKGROUP_BYTES - 4 * rows * (self.head_dim + self.workgroup_size + 2)
+        return left // (4 * rows + 4 * (self.cache is CacheLayout.PAGED))
+
+    @property
+    def geometry(self) -> PageGeometry:
+        """A paged cache's pages, in binding units (:attr:`row_units` a row)."""
+        return PageGeometry(
+            self.page_size, self.kv_heads, self.row_units, self.page_layout, self.pool
+        )
+
+    @property
+    def scale_geometry(self) -> PageGeometry | None:
+        """A paged cache's side scales (``scale_pages``: per row K's scale words then V's, f32,
+        in pages of the pool's layout, never combined), None without side scales."""
+        if self.side_words == 0:
+            return None
+        return PageGeometry(
+            self.page_size, self.kv_heads, self.side_words, self.page_layout, Pool.SEPARATE
+        )

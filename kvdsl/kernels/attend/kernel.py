@@ -1,0 +1,284 @@
+"""``attend``'s kernel: split-K decode attention of a block of query rows over a chunk of keys
+(the package docstring, :mod:`kvdsl.kernels.attend`, states the algorithm)."""
+
+from __future__ import annotations
+
+from kvdsl.ir import (
+    Dispatch,
+    Kernel,
+    KernelBuilder,
+    Val,
+    array,
+    call,
+    construct,
+    f32,
+    i32,
+    max_,
+    min_,
+    select,
+    u32,
+)
+from kvdsl.ir.ops import Op
+from kvdsl.ir.tree import Binary
+from kvdsl.kernels.attend import cache as caches
+from kvdsl.kernels.attend.config import (
+    HIDDEN,
+    V4,
+    VALUE_KEYS,
+    AttendConfig,
+    CacheLayout,
+    RowLayout,
+)
+from kvdsl.kernels.config import contract, largest, node, plus, times
+from kvdsl.nodes import walks, words
+from kvdsl.nodes.index import workgroup_flat
+from kvdsl.nodes.window import total_tokens
+from kvdsl.nodes.words import splat
+
+
+def row_index(cfg: AttendConfig, layout: RowLayout, b: Val, head: Val, qi: Val, queries: Val):
+    """Query row ``(b, head, qi)``'s index in rows of ``head_dim`` in ``layout``."""
+    if layout is RowLayout.BNSH:
+        return (b * cfg.q_heads + head) * queries + qi
+    return (b * queries + qi) * cfg.q_heads + head
+
+
+def attend(cfg: AttendConfig, name: str = "attend") -> Kernel:
+    """Build the split-K decode attention kernel for ``cfg``."""
+    kb = KernelBuilder(name, cfg.workgroup_size)
+    seqlens = kb.binding("seqlens_k", i32, "read")
+    query = words.binding(kb, "query", cfg.q_type.scalar, 4)
+    batch = kb.param("batch")
+    cache = caches.declare(kb, cfg, batch)
+    sinks = kb.binding("sinks", f32, "read") if cfg.sinks else None
+    out = words.binding(kb, "output", cfg.o_type.scalar, 4, "read_write")
+    partials = kb.binding("partials", V4, "read_write")
+    wg = kb.workgroup_const("WG")
+    d4 = kb.const("HEAD_DIM_V4", u32, cfg.head_dim // 4)
+    n_units, per_unit = cfg.head_dim // cfg.unit, cfg.unit // 4
+    head_units = kb.const("HEAD_UNITS", u32, n_units)
+    kv_heads = kb.const("KV_HEADS", u32, cfg.kv_heads)
+    group = kb.const("GROUP", u32, cfg.group)
+    rows_max = kb.const("ROWS", u32, cfg.rows)
+    max_chunk = kb.const("MAX_CHUNK", u32, cfg.max_chunk)
+    key_groups = kb.const("KEY_GROUPS", u32, cfg.workgroup_size // n_units)
+    queries, chunk, chunks = kb.param("queries"), kb.param("chunk"), kb.param("chunks")
+    blocks = kb.param("rowBlocks")
+    scale = kb.param("scale", f32)
+    window = kb.param("window") if cfg.sliding_window else None
+    cap = kb.param("softcap", f32) if cfg.softcap else None
+    rows = range(cfg.rows)
+
+    q_sh = kb.workgroup_var("qs", array(V4, cfg.rows * (cfg.head_dim // 4)))
+    logits = kb.workgroup_var("logits", array(f32, cfg.rows * cfg.max_chunk))
+    part = kb.workgroup_var("part", array(f32, cfg.rows * cfg.workgroup_size))
+    stat = kb.workgroup_var("stat", array(f32, 2 * cfg.rows))
+    paged_cache = cfg.cache is CacheLayout.PAGED
+    row_at = kb.workgroup_var("rowAt", array(u32, cfg.max_chunk)) if paged_cache else None
+
+    kb.comment("Workgroup (b, kv head, row block, chunk), chunk fastest.")
+    w = workgroup_flat(kb, cfg.fold)
+    kb.leave_if(w >= batch * kv_heads * blocks * chunks)
+    c = kb.let("c", w % chunks)
+    blk = kb.let("blk", (w / chunks) % blocks)
+    hk = kb.let("hk", (w / (chunks * blocks)) % kv_heads)
+    b = kb.let("b", w / (chunks * blocks * kv_heads))
+    t = kb.lid.x
+    total = total_tokens(kb, seqlens, b)
+    kb.comment("A sequence shorter than its new tokens has no positions: left unwritten.")
+    kb.leave_if(total < queries)
+    row0 = kb.let("row0", blk * rows_max)
+    nrows = kb.let("nrows", min_(rows_max, group * queries - min_(row0, group * queries)))
+    first = kb.let("first", c * chunk)
+    if window is None:
+        start = first
+    else:
+        kb.comment("Keys before the window of the block's first new token are seen by no row.")
+        oldest = kb.let("oldest", max_(total - queries + 1, window) - window)
+        start = kb.let("start", max_(first, oldest))
+    end = kb.let("end", max_(start, min_(first + chunk, total)))
+
+    def q_row(r: Val | int, layout: RowLayout) -> Val:
+        """Row ``r`` of the block (``row0 + r = g * queries + i``: query head
+        ``hk * GROUP + g``, new token ``i``) as a row index of Q or O in ``layout``."""
+        head = hk * group + (row0 + r) / queries
+        return row_index(cfg, layout, b, head, (row0 + r) % queries, queries)
+
+    kb.comment("The block's query rows (rows past the block's end read as zero).")
+    with kb.for_range("e", t, rows_max * d4, wg) as e:
+        r = kb.let("r", e / d4)
+        with kb.if_(r < nrows):
+            q4 = words.as_f32(kb, query[q_row(r, cfg.q_layout) * d4 + e % d4])
+            k_scale = cache.rows.query_scale(kb, hk, e % d4)
+            q_sh[e] = q4 if k_scale is None else q4 * k_scale
+        with kb.else_():
+            q_sh[e] = splat(V4, 0.0)
+    kb.barrier()
+
+    kb.comment("1. Scores: keys start + t, start + t + WG, ...; each invocation's largest per row.")
+    top = [kb.var(f"top{r}", f32, HIDDEN) for r in rows]
+    with kb.for_range("j", start + t, end, wg) as j:
+        k_row = cache.key_row(b, hk, j)
+        missing = k_row.missing
+        side = None if k_row.side is None else kb.let("kSide", k_row.side)
+        k_row = caches.Row(kb.let("kBase", k_row.base), missing, side)
+        if row_at is not None:
+            row_at[j - start] = k_row.base
+        s = [kb.var(f"s{r}", f32, 0.0) for r in rows]
+        for run in cache.rows.key_runs(kb, cache.key, k_row):
+            for v, k4 in run:
+                for r in rows:
+                    q4 = q_sh[r * (cfg.head_dim // 4) + v]
+                    s[r].set(s[r] + call(Op.DOT, q4, k4))
+        for r in rows:
+            logit = kb.var(f"logit{r}", f32, s[r] * scale)
+            if cap is not None:
+                logit.set(cap * call(Op.TANH, logit / cap))
+            pos = kb.let(f"pos{r}", total - queries + (row0 + r) % queries)
+            seen = j <= pos
+            if window is not None:
+                seen = seen & (pos - j < window)
+            if missing is not None:
+                seen = seen & ~missing
+            x = kb.let(f"x{r}", select(HIDDEN, logit, seen))
+            logits[r * max_chunk + (j - start)] = x
+            top[r].set(max_(top[r], x))
+    for r in rows:
+        part[r * wg + t] = top[r]
+    kb.barrier()
+
+    kb.comment("2. Weights: each row's maximum m; logits become exp(logit - m); their sums.")
+    with kb.if_(t < rows_max):
+        m = kb.var("m", f32, HIDDEN)
+        with kb.for_range("k", 0, wg) as k:
+            m.set(max_(m, part[t * wg + k]))
+        stat[t] = m
+    kb.barrier()
+    for r in rows:
+        m_r = kb.let(f"m{r}", stat[r])
+        total_p = kb.var(f"sum{r}", f32, 0.0)
+        with kb.for_range("j", start + t, end, wg) as j:
+            at = kb.let("at", r * max_chunk + (j - start))
+            x = kb.let("x", logits[at])
+            p = kb.let("p", select(0.0, call(Op.EXP, x - m_r), x > HIDDEN))
+            logits[at] = p
+            total_p.set(total_p + p)
+        part[r * wg + t] = total_p
+    kb.barrier()
+    with kb.if_(t < rows_max):
+        l_all = kb.var("l", f32, 0.0)
+        with kb.for_range("k", 0, wg) as k:
+            l_all.set(l_all + part[t * wg + k])
+        stat[rows_max + t] = l_all
+
+    kb.comment("3. Values: unit i of every row's output over keys kg, kg + KEY_GROUPS, ...")
+    i = kb.let("i", t % head_units)
+    kg = kb.let("kg", t / head_units)
+    zero = splat(V4, 0.0)
+    acc = [[kb.var(f"acc{r}_{h}", V4, zero) for h in range(per_unit)] for r in rows]
+    with kb.for_range("j", start + kg, end, key_groups * VALUE_KEYS) as j:
+        kb.comment("VALUE_KEYS keys (past the end: the last key, weighing zero); loads first.")
+        keys = [j] + [
+            kb.let(f"j{u}", min_(j + u * key_groups, end - 1)) for u in range(1, VALUE_KEYS)
+        ]
+        if row_at is None:
+            k_rows = [cache.key_row(b, hk, key) for key in keys]
+        else:
+            k_rows = [cache.stored(row_at[key - start]) for key in keys]
+        vs = [
+            cache.rows.value_load(kb, f"v{u}", cache.value, cache.value_row(k_row), i)
+            for u, k_row in enumerate(k_rows)
+        ]
+        for u, (key, v) in enumerate(zip(keys, vs)):
+            v4s = cache.rows.value_lanes(kb, f"v{u}", v)
+            for r in rows:
+                p = logits[r * max_chunk + (key - start)]
+                p = kb.let(f"p{u}_{r}", p if u == 0 else select(0.0, p, j + u * key_groups < end))
+                for h, v4 in enumerate(v4s):
+                    acc[r][h].set(acc[r][h] + select(zero, v4 * p, p > 0.0))
+    kb.barrier()
+    kb.comment("The key groups' sums, added in workgroup memory (it reuses the logits).")
+    lanes = [(h, n, lane) for h in range(per_unit) for n, lane in enumerate("xyzw")]
+    with kb.for_range("g", 1, key_groups) as g:
+        with kb.if_(kg.eq(g)):
+            for r in rows:
+                for h, n, lane in lanes:
+                    logits[(i + r * n_units) * cfg.unit + (4 * h + n)] = getattr(acc[r][h], lane)
+        kb.barrier()
+        with kb.if_(kg.eq(0)):
+            for r in rows:
+                at = (i + r * n_units) * cfg.unit
+                for h in range(per_unit):
+                    sums = (logits[at + (4 * h + n)] for n in range(4))
+                    acc[r][h].set(acc[r][h] + construct(V4, *sums))
+        kb.barrier()
+
+    kb.comment("One chunk: the output itself; else this chunk's partial: o, then (m, l).")
+    dims = [i] if per_unit == 1 else [kb.let(f"i{h}", i * per_unit + h) for h in range(per_unit)]
+    with kb.if_(kg.eq(0)):
+        v_scales = [
+            cache.rows.output_scale(kb, hk, dim, f"vScale{h}") for h, dim in enumerate(dims)
+        ]
+
+        def summed(r: int, h: int) -> Val:
+            """Row ``r``'s sums of vector ``h`` (times V's scales where the rows have one)."""
+            return acc[r][h] if v_scales[h] is None else acc[r][h] * v_scales[h]
+
+        for r in rows:
+            with kb.if_(r < nrows):
+                m_r = kb.let(f"mr{r}", stat[r])
+                l_r = kb.let(f"lr{r}", stat[r + cfg.rows])
+                with kb.if_(chunks.eq(1)):
+                    l = kb.var(f"l{r}", f32, l_r)
+                    keep = None
+                    if sinks is not None:
+                        sink = kb.let(f"sink{r}", sinks[hk * group + (row0 + r) / queries])
+                        top_s = kb.let(f"sinkTop{r}", max_(m_r, sink))
+                        keep = select(0.0, call(Op.EXP, m_r - top_s), m_r > HIDDEN)
+                        keep = kb.let(f"keep{r}", keep)
+                        l.set(l * keep + call(Op.EXP, sink - top_s))
+                    o_at = kb.let(f"oAt{r}", q_row(r, cfg.o_layout) * d4)
+                    for h, dim in enumerate(dims):
+                        o = summed(r, h) if keep is None else summed(r, h) * keep
+                        normal = select(zero, o / l, l > 0.0)
+                        out[o_at + dim] = words.to(kb, out.binding.elem, normal)
+                with kb.else_():
+                    at = kb.let(f"at{r}", (q_row(r, RowLayout.BNSH) * chunks + c) * (d4 + 1))
+                    for h, dim in enumerate(dims):
+                        partials[at + dim] = summed(r, h)
+                    with kb.if_(i.eq(0)):
+                        partials[at + d4] = construct(V4, m_r, l_r, 0.0, 0.0)
+
+    items = times(batch, cfg.kv_heads, blocks, chunks)
+    doc = f"Split-K decode attention over a {_cache_words(cfg)}."
+    kernel = kb.build(Dispatch(items, 1, cfg.fold), doc)
+    q_rows = times(batch, cfg.q_heads, queries)
+    extents = {
+        "seqlens_k": batch,
+        "query": times(q_rows, cfg.head_dim),
+        "output": times(q_rows, cfg.head_dim),
+        "partials": times(q_rows, chunks, cfg.head_dim + 4),
+    } | cache.extents
+    if sinks is not None:
+        extents["sinks"] = cfg.q_heads
+    requires = {
+        "queries >= 1": queries >= 1,
+        f"queries <= {cfg.max_queries}": queries <= cfg.max_queries,
+        f"rowBlocks * {cfg.rows} >= {cfg.group} * queries": blocks * cfg.rows
+        >= queries * cfg.group,
+        f"chunk <= {cfg.max_chunk}": chunk <= cfg.max_chunk,
+    }
+    requires["chunk * chunks >= seqlens_k.max + 1"] = Binary(
+        Op.GE, node(chunk * chunks), plus(largest("seqlens_k"), 1)
+    )
+    return walks.vector_extents(contract(kernel, extents, requires))
+
+
+def _cache_words(cfg: AttendConfig) -> str:
+    """The cache in words, for the kernel's doc line."""
+    what = cfg.cache_type.value if cfg.format is None else cfg.format_name
+    if cfg.fmt is not None and not cfg.fmt.ggml:
+        what += ", scales inline" if cfg.inline else ", scales aside"
+    if cfg.cache is CacheLayout.BNSH:
+        return f"BNSH {what} cache"
+    return f"paged {cfg.page_layout.value.upper()} {what} cache ({cfg.pool.value} pools)"
