@@ -35,7 +35,7 @@ from kvdsl.harness.compare import poison
 from kvdsl.kernels.attend import HIDDEN, AttendConfig, CacheLayout, RowLayout, plan
 from kvdsl.kernels.attend_variants import row_blocks
 from kvdsl.kernels.config import Element
-from kvdsl.nodes.paged import Pool
+from kvdsl.kernels.paged import Pool
 from kvdsl.reference.attention import attention, visible
 from kvdsl.reference.paged import pool_arrays
 
