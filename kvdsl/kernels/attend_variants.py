@@ -107,7 +107,7 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, AttendConfig]:
             **heads["gemma3_1b"], max_queries=2, sliding_window=True
         ),
         "attend_paged_window_f16_p16_nhd_gemma3_1b": AttendConfig(
-            **heads["gemma3_1b"], **paged, **f16, max_queries=2, sliding_window=True
+            **heads["gemma3_1b"], **paged, **f16, sliding_window=True
         ),
         "attend_options_gemma2_2b": AttendConfig(**heads["gemma2_2b"], **options),
         "attend_paged_options_f16_p16_hnd_gemma2_2b": AttendConfig(
