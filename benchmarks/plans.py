@@ -109,8 +109,8 @@ def options(cfg: Any) -> str:
 
 def reshape(cfg: Any) -> Any:
     """``cfg`` at 8 KV heads × head dim 128 (``copy``: words per row, 64 for packed int4;
-    ``qkv``: as it is, its model's own query and KV heads)."""
-    if cfg.mode in ("qkv", "paged_qkv"):
+    ``qkv`` and the attention modes: as it is, its model's own query and KV heads)."""
+    if cfg.mode in ("qkv", "paged_qkv", "attend", "attend_merge"):
         return cfg
     if cfg.mode == "copy":
         return dataclasses.replace(

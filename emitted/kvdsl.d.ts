@@ -50,9 +50,10 @@ export interface Variant {
   paramsBytes(params: Record<string, number>): ArrayBuffer;
   /** The dispatch's workgroup counts; throws when they do not fit 65535 per dimension. */
   workgroups(params: Record<string, number>): [number, number, number];
-  /** The params for `shape` (each field's `value` evaluated); throws naming a missing or
-   * unknown shape variable, or a field without a value formula. */
-  paramsFor(shape: Record<string, number>): Record<string, number>;
+  /** The params for `shape` (each field's `value` evaluated; a field without one, the f32
+   * scale and softcap of attend, from `chosen`); throws naming a missing or unknown shape
+   * variable, or a field without a value formula that `chosen` lacks. */
+  paramsFor(shape: Record<string, number>, chosen?: Record<string, number>): Record<string, number>;
   /** Throws Error("kernel <name> requires <rule>; got <values>: <what it keeps true>") at the
    * first requirement `params` break; `inputs` gives each integer input a requirement reads
    * (`seqlens_k`): its values or their largest. Call before dispatch. */

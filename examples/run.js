@@ -5,16 +5,20 @@
 import { variant } from "kvdsl";
 
 // The params of `v` for `shape` (the shape variables of docs/host.md): each field's value
-// formula, v.params[i].value, evaluated by the module.
-export function paramsFor(v, shape) {
-  return v.paramsFor(shape);
+// formula, v.params[i].value, evaluated by the module; the fields without one (attend's f32
+// scale and softcap, the model's numbers) from `chosen`.
+export function paramsFor(v, shape, chosen = CHOSEN) {
+  return v.paramsFor(shape, chosen);
 }
+
+// The model's numbers the params take as they are: attend's logit scale and soft-cap.
+export const CHOSEN = { scale: 0.125, softcap: 30 };
 
 // A shape small enough to read, valid for every mode.
 export const SHAPE = {
   batch: 2, seq: 8, pastSeq: 4, keySeq: 3, totalSeq: 16, kvSeq: 5, rows: 3, perChannel: 0,
   positions: 32, headBase: 0, slices: 1, batchBase: 0, pages: 4, maxPages: 2, copies: 1, live: 2,
-  window: 16,
+  window: 16, queries: 1, chunk: 8, chunks: 1,
 };
 
 // The float16 bits of `x` (round to nearest even; the values here stay in the normal range).

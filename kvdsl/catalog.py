@@ -14,6 +14,8 @@ the rotated pairs per head of a partial rotary) come from the models' published 
 | gemma3_1b    | Gemma-3-1B                        | 1        | 256      | MQA, QK norm, sliding     |
 | phi2         | Phi-2                             | 32       | 80       | rotary on 32 dims: half 16 |
 | stablelm3b   | StableLM-3B-4E1T / Pythia-2.8B    | 32       | 80       | rotary on 20 dims: half 10 |
+
+The ``attend`` variants add the query heads (:mod:`kvdsl.kernels.attend_variants`).
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from kvdsl.ir import Kernel
+from kvdsl.kernels import attend as attend_mode
+from kvdsl.kernels import attend_variants as attend_variants_mode
 from kvdsl.kernels import build as build_mode
 from kvdsl.kernels import copy as copy_mode
 from kvdsl.kernels import dense as dense_mode
@@ -81,6 +85,8 @@ MODES: dict[str, tuple[type[KernelConfig], Callable[..., Kernel]]] = {
     "paged_compact": (paged_pages_mode.PagedCompactConfig, paged_pages_mode.paged_compact),
     "paged_window": (paged_pages_mode.PagedWindowConfig, paged_pages_mode.paged_window),
     "paged_qkv": (qkv_paged_mode.PagedQkvConfig, qkv_mode.qkv),
+    "attend": (attend_mode.AttendConfig, attend_mode.attend),
+    "attend_merge": (attend_variants_mode.AttendMergeConfig, attend_mode.attend_merge),
 }
 MODE_MODULES = (
     transpose_mode,
@@ -97,6 +103,7 @@ MODE_MODULES = (
     paged_mode,
     paged_pages_mode,
     qkv_paged_mode,
+    attend_variants_mode,
 )
 
 

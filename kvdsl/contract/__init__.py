@@ -10,7 +10,8 @@ rules a host applies to it (``buffer_sizes``, ``params_bytes``, ``workgroups``,
 ``requires``. What the IR does not know is written once per mode in
 :mod:`~kvdsl.contract.modes`: the shape variables, each binding's size as rows × host values per
 row, each params field's meaning and its value as a formula of the shape variables (held to the
-kernel's extents by ``tests/contract/test_values.py``), and a sentence per requirement. :mod:`~kvdsl.contract.expr` is the expression language the sizes and the dispatch's
+kernel's extents by ``tests/contract/test_values.py``), and a sentence per requirement;
+:mod:`~kvdsl.contract.attend` holds the same for ``attend`` and ``attend_merge``. :mod:`~kvdsl.contract.expr` is the expression language the sizes and the dispatch's
 items are written in, which ``kvdsl.js`` evaluates too; :mod:`~kvdsl.contract.module` writes
 ``kvdsl.js`` and ``kvdsl.d.ts``; :mod:`~kvdsl.contract.schema` ships ``index.schema.json`` and
 validates against it with ``jsonschema`` (the schema checked against its metaschema first).

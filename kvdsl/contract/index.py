@@ -13,7 +13,7 @@ import struct as _struct
 from typing import Any, Mapping
 
 from kvdsl.contract.expr import ExprError, evaluate, is_sum, product
-from kvdsl.contract.modes import REQUIREMENTS
+from kvdsl.contract.modes import says
 from kvdsl.contract.modes import meanings as mode_meanings
 from kvdsl.contract.modes import shape
 from kvdsl.contract.modes import values as mode_values
@@ -223,14 +223,15 @@ def requirements(kernel: Kernel) -> list[dict[str, Any]]:
     comparison ``left op right`` of expressions over params fields and, for the names in
     ``largest``, the largest value of that integer input binding (``seqlens_k``), with the
     kernel's words for it (``rule``) and what it keeps true (``says``,
-    :data:`kvdsl.contract.modes.REQUIREMENTS`)."""
+    :func:`kvdsl.contract.modes.says`)."""
     out = []
     for words, cond in kernel.requires:
         if not isinstance(cond, ir.Binary) or cond.op not in _COMPARISONS:
             raise ContractError(
                 f"kernel {kernel.name}: requirement '{words}' is not one comparison (<=, >=, <, >)"
             )
-        if words not in REQUIREMENTS:
+        sentence = says(words)
+        if sentence is None:
             raise ContractError(
                 f"kernel {kernel.name}: requirement '{words}' has no sentence in "
                 "kvdsl/contract/modes.py's REQUIREMENTS"
@@ -244,7 +245,7 @@ def requirements(kernel: Kernel) -> list[dict[str, Any]]:
         out.append(
             {"rule": words, "left": left, "op": _COMPARISONS[cond.op], "right": right}
             | ({"largest": largest} if largest else {})
-            | {"says": REQUIREMENTS[words]}
+            | {"says": sentence}
         )
     return out
 

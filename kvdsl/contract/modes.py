@@ -16,6 +16,7 @@ import re
 from typing import Callable
 
 
+from kvdsl.contract import attend
 from kvdsl.kernels.build import BuildConfig, RowConfig
 from kvdsl.kernels.config import (
     KV_SCALE,
@@ -70,7 +71,7 @@ SHAPES: dict[str, tuple[str, ...]] = {
     "paged_compact": ("pages", "live"),
     "paged_window": ("batch", "maxPages", "window"),
     "paged_qkv": ("batch", "keySeq", "pages"),
-}
+} | attend.SHAPES
 
 #: The shape variables a windowed variant (``window=True``) adds, after the mode's: the window's
 #: first slice, its slices, and the first batch of its bound BSH source range. Its ``batch`` is
@@ -186,7 +187,7 @@ MEANINGS: dict[str, dict[str, str]] = {
         "maxPages": _TABLE,
         "window": "tokens the window keeps per sequence (its last ones)",
     },
-}
+} | attend.MEANINGS
 
 #: The config fields a value formula (:func:`formulas`) may name; :func:`values` puts in the
 #: variant's numbers.
@@ -211,6 +212,8 @@ def formulas(cfg: KernelConfig) -> dict[str, str | None]:
     :data:`CONSTANTS` (None: a value the host chooses, with no formula: ``append_quant``'s
     ``pastSeq`` with ``rotary_position="past_seq"``). ``tests/contract`` holds every formula to
     the kernel's extents and to the verification cases' params."""
+    if cfg.mode in attend.MODES:
+        return attend.formulas(cfg)
     mode, rows = cfg.mode, _rows_per_head(cfg)
     heads = "(q_heads + 2 * kv_heads)"
     if getattr(cfg, "format", None) is not None and not getattr(cfg, "split", True):
@@ -266,7 +269,7 @@ def values(cfg: KernelConfig) -> dict[str, str | None]:
 def shape(cfg: KernelConfig, bindings: list[str]) -> list[str]:
     """The shape variables of ``cfg``'s variant, whose kernel has ``bindings``."""
     rotary = ["positions"] if {"cos_cache", ROTARY_TABLE} & set(bindings) else []
-    own = list(SHAPES[cfg.mode])
+    own = attend.shape(cfg) if cfg.mode in attend.MODES else list(SHAPES[cfg.mode])
     table = ["maxPages"] if "page_table" in bindings and "maxPages" not in own else []
     return own + table + rotary + (list(WINDOW_SHAPE) if cfg.window else [])
 
@@ -275,7 +278,7 @@ def meanings(cfg: KernelConfig) -> dict[str, str]:
     """What each params field of ``cfg``'s variant means (a windowed one's base params too),
     with its formula (:func:`formulas`, ``×`` for ``*``) where it is more than a shape
     variable's name."""
-    own = MEANINGS[cfg.mode]
+    own = attend.meanings(cfg) if cfg.mode in attend.MODES else MEANINGS[cfg.mode]
     if cfg.window:  # a window's count is the window's rows
         own = own | {k: v for k, v in WINDOW_MEANINGS.items() if k not in own or k == "count"}
     table, out = formulas(cfg), {}
@@ -567,6 +570,8 @@ SIZES: dict[str, Callable[..., Sizes]] = {
     "paged_compact": paged_compact_sizes,
     "paged_window": paged_window_sizes,
     "paged_qkv": paged_qkv_sizes,
+    "attend": attend.sizes,
+    "attend_merge": attend.sizes,
 }
 
 
@@ -585,3 +590,10 @@ REQUIREMENTS: dict[str, str] = {
     " page_table: maxPages pages of page_size tokens",
     "maxPages >= 1": "each sequence's row of page_table has at least one entry",
 }
+
+
+def says(words: str) -> str | None:
+    """What a kernel's requirement ``words`` keeps true: :data:`REQUIREMENTS`'s sentence, or an
+    ``attend`` kernel's (:func:`kvdsl.contract.attend.says`); None for a requirement neither
+    states."""
+    return REQUIREMENTS.get(words) or attend.says(words)

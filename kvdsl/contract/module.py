@@ -190,11 +190,17 @@ function makeVariant(name, d, code) {
       }
       return [Number(x), Number(y), 1];
     },
-    paramsFor(shape) {
+    paramsFor(shape, chosen = {}) {
       counts(name, "shape", shape, this.shape);
       const out = {};
       for (const p of this.params) {
-        if (p.value === undefined) throw new Error(`${name}: params field '${p.name}' has no value formula: the host chooses it (${p.meaning})`);
+        if (p.value === undefined) {
+          if (chosen === null || typeof chosen !== "object" || !Object.hasOwn(chosen, p.name)) {
+            throw new Error(`${name}: params field '${p.name}' has no value formula: the host chooses it (${p.meaning}); give it in chosen`);
+          }
+          out[p.name] = chosen[p.name];
+          continue;
+        }
         out[p.name] = safe(evaluate(p.value, shape, "shape variable"), `${name}: params field '${p.name}'`);
       }
       return out;
@@ -300,9 +306,10 @@ export interface Variant {{
   paramsBytes(params: Record<string, number>): ArrayBuffer;
   /** The dispatch's workgroup counts; throws when they do not fit 65535 per dimension. */
   workgroups(params: Record<string, number>): [number, number, number];
-  /** The params for `shape` (each field's `value` evaluated); throws naming a missing or
-   * unknown shape variable, or a field without a value formula. */
-  paramsFor(shape: Record<string, number>): Record<string, number>;
+  /** The params for `shape` (each field's `value` evaluated; a field without one, the f32
+   * scale and softcap of attend, from `chosen`); throws naming a missing or unknown shape
+   * variable, or a field without a value formula that `chosen` lacks. */
+  paramsFor(shape: Record<string, number>, chosen?: Record<string, number>): Record<string, number>;
   /** Throws Error("kernel <name> requires <rule>; got <values>: <what it keeps true>") at the
    * first requirement `params` break; `inputs` gives each integer input a requirement reads
    * (`seqlens_k`): its values or their largest. Call before dispatch. */

@@ -492,6 +492,44 @@ const HOSTS = {
   },
 };
 
+// Attention reads the cache: `queries` new tokens (up to the variant's max_queries) over keys cut
+// into `chunks` ranges of `chunk`; a contiguous cache of capacity `seq`, or `pages` in a pool.
+// The params are the contract's values, the model's scale and soft-cap given as `chosen`.
+const ATTEND_CHOSEN = { scale: 0.125, softcap: 20 };
+
+function attendShape(r, v) {
+  const chunk = r.int(8, 64);
+  return pagedShape(r, {
+    queries: r.int(1, v.config.max_queries), chunk, chunks: r.int(1, 3), seq: r.int(8, 60),
+    window: r.int(1, 40),
+  });
+}
+
+// The variant's own shape variables of `s`, and its params from their values.
+function attendParams(v, s) {
+  return v.paramsFor(Object.fromEntries(v.shape.map((k) => [k, s[k]])), ATTEND_CHOSEN);
+}
+
+Object.assign(HOSTS, {
+  attend: {
+    shape: attendShape,
+    params: attendParams,
+    // each sequence at least its new tokens, within the chunks and the cache
+    seqlens: (v, s, r) => {
+      const rows = v.config.cache === "paged" ? s.maxPages * v.config.page_size : s.seq;
+      const most = Math.min(rows, s.chunk * s.chunks);
+      return Array.from({ length: s.batch }, () => r.int(s.queries - 1, most - 1));
+    },
+    tables: (v, s, seqlens, r) => (
+      v.config.cache === "paged" ? { page_table: permutation(s.pages, r).slice(0, s.batch * s.maxPages) } : {}
+    ),
+  },
+  attend_merge: {
+    shape: (r) => ({ batch: r.int(1, 3), queries: r.int(1, 4), chunks: r.int(1, 5) }),
+    params: attendParams,
+  },
+});
+
 // A paged shape: `batch` sequences of up to `maxPages` pages in a pool of `pages` (every
 // table entry its own page, and a spare or two).
 function pagedShape(r, extra) {
@@ -588,6 +626,9 @@ function fill(v, b, size, seqlens, r) {
     for (let i = 0; i < floats.length; i++) floats[i] = r.uniform(-1, 1);
   } else if (b.name === "k_scale" || b.name === "v_scale") {
     for (let i = 0; i < floats.length; i++) floats[i] = r.uniform(0.01, 0.3);
+  } else if (b.name === "partials") {
+    // attention partials: outputs, maxima and sums a chunk could have (sums positive)
+    for (let i = 0; i < floats.length; i++) floats[i] = r.uniform(0.25, 2);
   } else if (b.name === "k_norm_weight") {
     for (let i = 0; i < floats.length; i++) floats[i] = r.uniform(0.5, 1.5);
   } else if (scalar === "f32") {
@@ -608,7 +649,7 @@ export async function hostRun(name, seed) {
   const v = kvdsl.variant(name);
   const h = host(v);
   const r = generator(seed);
-  const shape = h.shape(r);
+  const shape = h.shape(r, v);
   // seqlens_k (total tokens - 1 per batch): from an empty sequence to past twice the capacity
   const seqlens = h.seqlens
     ? h.seqlens(v, shape, r)

@@ -182,9 +182,12 @@ def test_host_derives_the_cases_params(chromium):
     case: for every variant, three cases each (its reading of the contract's meanings)."""
     wrong = []
     for name, cfg in VARIANTS.items():
+        # The fields without a value formula (attend's f32 scale, softcap) are the model's.
+        chosen = {p["name"] for p in _entry(name)["params"] if "value" not in p}
         for case in cases_for(cfg, 3, _seed(name)):
             got = chromium.call("paramsFor", name, _json(case.shape))
-            if got != _json(case.params):
+            want = {k: v for k, v in _json(case.params).items() if k not in chosen}
+            if {k: v for k, v in got.items() if k not in chosen} != want:
                 wrong.append(f"{name} {case.label()}: {got} != {case.params}")
     assert not wrong, f"{len(wrong)} cases, e.g. " + "; ".join(wrong[:3])
 
@@ -270,7 +273,9 @@ def test_foreign_host(chromium, name, seed):
     for out in want:
         # What the interpreter wrote is compared; the rest must keep the host's poison.
         written = _bits(want[out]) != _bits(buffers[out])
-        assert written.any(), f"{name} {result['shape']} {out}: nothing written"
+        # attend writes output with one chunk, else the partials only.
+        idle = "partials" if params.get("chunks") == 1 else "output"
+        assert written.any() or (cfg.mode == "attend" and out == idle), f"{name} {out}"
         stray = ~written & (_bits(got[out]) != _bits(buffers[out]))
         assert not stray.any(), f"{name} {out}: Chromium wrote {stray.sum()} elements more"
         g, w = got[out][written], want[out][written]

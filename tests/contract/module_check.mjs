@@ -4,8 +4,8 @@
 //   node module_check.mjs <cases.json path>
 // prints one JSON object: per variant its fields (bytesPerTokenHead and pages where it has them),
 // layoutEntries(), whether its exported WGSL file ("kvdsl/<name>.wgsl") is its code and, per
-// case, bufferSizes, paramsBytes (hex), workgroups (or the error each threw), paramsFor(shape)
-// and the example's; per entry of "requirements", what checkRequirements threw (null: nothing);
+// case, bufferSizes, paramsBytes (hex), workgroups (or the error each threw), paramsFor(shape,
+// chosen) and the example's (chosen: the case's fields without a value formula); per entry of "requirements", what checkRequirements threw (null: nothing);
 // the exported index.json; and the messages of the errors each call in
 // "refusals" threw.
 import { readFileSync } from "node:fs";
@@ -47,8 +47,8 @@ for (const [name, cases] of Object.entries(input.cases)) {
       sizes: attempt(() => v.bufferSizes(c.shape)),
       paramsBytes: attempt(() => hex(v.paramsBytes(c.params))),
       workgroups: c.dispatch.map((p) => attempt(() => v.workgroups(p))),
-      exampleParams: attempt(() => example.paramsFor(v, c.shape)),
-      paramsFor: attempt(() => v.paramsFor(c.shape)),
+      exampleParams: attempt(() => example.paramsFor(v, c.shape, c.chosen)),
+      paramsFor: attempt(() => v.paramsFor(c.shape, c.chosen)),
     })),
   };
 }

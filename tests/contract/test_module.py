@@ -85,6 +85,14 @@ REFUSALS = [
         "input 'seqlens_k' is 1,2.5: expected an array of integers or its largest value",
     ),
     (
+        {
+            "call": "paramsFor",
+            "name": "attend_llama31_8b",
+            "arg": {"batch": 1, "queries": 1, "chunk": 8, "chunks": 1, "seq": 8},
+        },
+        "params field 'scale' has no value formula: the host chooses it",
+    ),
+    (
         {"call": "checkRequirements", "name": "qkv_bsh_llama31_8b", "arg": {"count": 1}},
         "params field 'keySeq' is missing",
     ),
@@ -107,12 +115,15 @@ def answered(tmp_path_factory, kvdsl_package) -> tuple[dict, dict]:
     cases = {}
     for name, cfg in catalog.VARIANTS.items():
         cases[name] = []
+        # The fields without a value formula (attend's f32 scale and softcap) are the host's.
+        chosen = [p["name"] for p in index[name]["params"] if "value" not in p]
         for c in cases_for(cfg, 3, seed(name)):
-            params = {k: int(v) for k, v in c.params.items()}
+            params = {k: float(v) if k in chosen else int(v) for k, v in c.params.items()}
             cases[name].append(
                 {
                     "shape": {k: int(v) for k, v in c.shape.items()},
                     "params": params,
+                    "chosen": {k: params[k] for k in chosen},
                     "dispatch": dispatch_cases(index[name], params),
                 }
             )

@@ -75,8 +75,8 @@ DENSE = {
 #: The paged modes, whose cases tests/harness/test_paged_cases.py checks.
 PAGED = {"paged_append", "paged_read", "paged_copy", "paged_compact", "paged_window"}
 #: The modes whose cases their own test module checks (tests/kernels/test_qkv.py,
-#: tests/kernels/test_qkv_paged.py).
-OWN = DENSE | {"qkv", "paged_qkv"}
+#: tests/kernels/test_qkv_paged.py, tests/harness/test_attend_cases.py).
+OWN = DENSE | {"qkv", "paged_qkv", "attend", "attend_merge"}
 
 
 def test_every_mode_has_a_generator():
@@ -85,7 +85,7 @@ def test_every_mode_has_a_generator():
         | {"build_quant", "append_quant"}
         | DENSE
         | PAGED
-        | {"qkv", "paged_qkv"}
+        | {"qkv", "paged_qkv", "attend", "attend_merge"}
     )
     assert {cfg.mode for cfg in CONFIGS.values()} == set(CASES) - OWN - PAGED
 

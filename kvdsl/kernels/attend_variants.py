@@ -1,0 +1,139 @@
+"""The catalog's ``attend`` and ``attend_merge`` variants (:mod:`kvdsl.kernels.attend`).
+
+A host runs an ``attend_*`` variant, and, when its ``chunks`` is more than one, the
+``attend_merge_*`` variant of the same query heads, head dim, sinks and output (the merge of
+every ``attend`` variant is named by :func:`merge_of`). The shapes add the query heads to the
+catalog's KV-cache shapes, from the models' published configs:
+
+| key          | model family   | query heads | KV heads | head dim | options                   |
+|--------------|----------------|-------------|----------|----------|---------------------------|
+| llama31_8b   | Llama-3.1-8B   | 32          | 8        | 128      | GQA 4                     |
+| gemma3_1b    | Gemma-3-1B     | 4           | 1        | 256      | MQA, sliding window       |
+| gemma2_2b    | Gemma-2-2B     | 8           | 4        | 256      | window, logit soft-cap    |
+| gpt_oss_20b  | gpt-oss-20b    | 64          | 8        | 64       | GQA 8, window, sinks      |
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from kvdsl.kernels.attend import AttendConfig, CacheLayout, RowLayout
+from kvdsl.kernels.config import Element, Model
+from kvdsl.nodes.paged import PageLayout, Pool
+
+
+@dataclass(frozen=True)
+class AttendMergeConfig(AttendConfig):
+    """The merge (:func:`kvdsl.kernels.attend.attend_merge`) of the partials of the ``attend``
+    kernel of the same fields: it reads their query heads, head dim, sinks and output."""
+
+    mode = "attend_merge"
+
+
+#: The fields the merge kernel reads; its variant keeps them and defaults the others.
+MERGE_FIELDS = ("head_dim", "q_heads", "sinks", "o_layout", "o_type", "workgroup_size", "fold")
+
+#: Query heads of the catalog's models that have attend variants, and gpt-oss-20b's shape.
+Q_HEADS = {"llama31_8b": 32, "gemma3_1b": 4, "gemma2_2b": 8, "gpt_oss_20b": 64}
+GPT_OSS = Model("gpt-oss-20b", 8, 64)
+
+
+def merge_config(cfg: AttendConfig) -> AttendMergeConfig:
+    """The merge variant's config for ``attend`` config ``cfg``: its :data:`MERGE_FIELDS`, with
+    ``kv_heads`` 1 (any divisor of ``q_heads`` builds the same merge) and the rest default."""
+    keep = {f.name: getattr(cfg, f.name) for f in fields(cfg) if f.name in MERGE_FIELDS}
+    return AttendMergeConfig(kv_heads=1, **keep)
+
+
+def merge_of(name: str, variants: dict) -> str:
+    """The name of the ``attend_merge`` variant among ``variants`` that merges the partials of
+    ``attend`` variant ``name``."""
+    want = merge_config(variants[name])
+    for other, cfg in variants.items():
+        if cfg.mode == "attend_merge" and cfg == want:
+            return other
+    raise KeyError(f"no attend_merge variant merges {name}'s partials")
+
+
+def row_blocks(cfg: AttendConfig) -> str | None:
+    """The ``rowBlocks`` param, ``ceil(GROUP × queries / ROWS)`` over ``queries`` 1 ..
+    ``max_queries``, as a formula of ``queries`` (``a * queries + b``) for the host contract;
+    None where it is no such line (the contract then makes it a shape variable)."""
+    want = [-(-(cfg.group * q) // cfg.rows) for q in range(1, cfg.max_queries + 1)]
+    a = want[1] - want[0] if len(want) > 1 else 0
+    b = want[0] - a
+    if any(v != a * q + b for q, v in enumerate(want, 1)):
+        return None
+    text = "" if a == 0 else "queries" if a == 1 else f"{a} * queries"
+    if not text:
+        return str(b)
+    return text + (f" + {b}" if b > 0 else f" - {-b}" if b < 0 else "")
+
+
+def catalog_variants(models: dict[str, Model]) -> dict[str, AttendConfig]:
+    """Named attend variants and their merges: Llama-3.1-8B's shape over f32 and f16 caches,
+    contiguous (BNSH) and paged (NHD, HND, TVM's combined HND pool), Q and O as the fused QKV
+    kernel writes them (BSH) or BNSH; Gemma-3-1B's MQA with a sliding window; Gemma-2-2B's
+    window with soft-capping and sinks; gpt-oss-20b's GQA 8 with sinks, a window and up to 8
+    new tokens (speculative verification)."""
+    shapes = {k: models[k].shape for k in ("llama31_8b", "gemma3_1b", "gemma2_2b")}
+    shapes["gpt_oss_20b"] = GPT_OSS.shape
+    heads = {k: s | {"q_heads": Q_HEADS[k]} for k, s in shapes.items()}
+    llama = heads["llama31_8b"] | {"max_queries": 2}
+    paged = {"cache": CacheLayout.PAGED}
+    f16 = {"cache_type": Element.F16}
+    bsh16 = {
+        "q_layout": RowLayout.BSH,
+        "q_type": Element.F16,
+        "o_layout": RowLayout.BSH,
+        "o_type": Element.F16,
+    }
+    options = {"sliding_window": True, "softcap": True, "sinks": True}
+    v: dict[str, AttendConfig] = {
+        "attend_llama31_8b": AttendConfig(**llama),
+        "attend_bsh_llama31_8b": AttendConfig(
+            **llama, q_layout=RowLayout.BSH, o_layout=RowLayout.BSH
+        ),
+        "attend_f16_llama31_8b": AttendConfig(**llama, **f16, **bsh16),
+        "attend_paged_p16_nhd_llama31_8b": AttendConfig(**llama, **paged),
+        "attend_paged_p64_hnd_llama31_8b": AttendConfig(
+            **llama, **paged, page_size=64, page_layout=PageLayout.HND
+        ),
+        "attend_paged_f16_p16_nhd_llama31_8b": AttendConfig(**llama, **paged, **f16),
+        "attend_paged_tvm_f16_llama31_8b": AttendConfig(
+            **llama, **paged, **f16, **bsh16, page_layout=PageLayout.HND, pool=Pool.COMBINED
+        ),
+        "attend_window_gemma3_1b": AttendConfig(
+            **heads["gemma3_1b"], max_queries=2, sliding_window=True
+        ),
+        "attend_paged_window_f16_p16_nhd_gemma3_1b": AttendConfig(
+            **heads["gemma3_1b"], **paged, **f16, sliding_window=True
+        ),
+        "attend_options_gemma2_2b": AttendConfig(**heads["gemma2_2b"], **options),
+        "attend_paged_options_f16_p16_hnd_gemma2_2b": AttendConfig(
+            **heads["gemma2_2b"], **paged, **f16, **options, page_layout=PageLayout.HND
+        ),
+        "attend_spec_window_sinks_gpt_oss_20b": AttendConfig(
+            **heads["gpt_oss_20b"], max_queries=8, sliding_window=True, sinks=True
+        ),
+        "attend_paged_spec_sinks_combined_gpt_oss_20b": AttendConfig(
+            **heads["gpt_oss_20b"], **paged, max_queries=8, sinks=True, pool=Pool.COMBINED
+        ),
+    }
+    merges: dict[str, AttendConfig] = {}
+    for name, cfg in v.items():
+        m = merge_config(cfg)
+        if m in merges.values():
+            continue
+        model = next(k for k in heads if name.endswith(k))
+        tag = "_".join(
+            t
+            for t, on in (
+                ("sinks", m.sinks),
+                ("bsh", m.o_layout is RowLayout.BSH),
+                ("f16", m.o_type is Element.F16),
+            )
+            if on
+        )
+        merges[f"attend_merge_{tag + '_' if tag else ''}{model}"] = m
+    return v | merges

@@ -1,0 +1,129 @@
+"""The verification cases of ``attend`` and ``attend_merge`` (kvdsl/harness/attend.py): their
+float64 partials mean the reference, a host's two dispatches (attend, then the merge the
+catalog names for it) give the reference on the interpreter, the cases cover the shapes they
+claim, and planted bugs fail them."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from kvdsl import catalog, interp
+from kvdsl.emit import emit
+from kvdsl.frontend import parse
+from kvdsl.harness import cases_for
+from kvdsl.harness.attend import Problem, merged, partials
+from kvdsl.ir.features import limits
+from kvdsl.kernels.attend import HIDDEN
+from kvdsl.kernels.attend_variants import merge_of
+
+ATTEND = [n for n, cfg in catalog.VARIANTS.items() if cfg.mode == "attend"]
+
+
+def _first_per_merge() -> list[str]:
+    """The first attend variant of each merge variant."""
+    seen: dict[str, str] = {}
+    for name in ATTEND:
+        seen.setdefault(merge_of(name, catalog.VARIANTS), name)
+    return sorted(seen.values())
+
+
+def test_every_attend_variant_has_its_merge():
+    merges = {merge_of(name, catalog.VARIANTS) for name in ATTEND}
+    assert merges == {n for n, cfg in catalog.VARIANTS.items() if cfg.mode == "attend_merge"}
+    assert 12 <= len(ATTEND) + len(merges) <= 20
+
+
+def test_attend_variants_run_at_the_default_limits():
+    """No attend variant needs a limit past WebGPU's defaults (its workgroup memory included),
+    so any host's device runs them."""
+    for name, cfg in catalog.VARIANTS.items():
+        if cfg.mode.startswith("attend"):
+            assert limits(catalog.build(name)) == {}, name
+
+
+@pytest.mark.parametrize("window,softcap,sinks", [(None, None, False), (7, 3.0, True)])
+def test_partials_merge_to_the_reference(window, softcap, sinks):
+    """Split at any chunk (empty chunks past the keys included), the float64 partials merge to
+    the reference's output; each chunk's maximum is its visible keys' largest logit."""
+    rng = np.random.default_rng(3)
+    lengths = np.array([40, 9, 23])
+    q, k, v = (rng.standard_normal(s) for s in ((3, 8, 3, 16), (3, 2, 40, 16), (3, 2, 40, 16)))
+    sink = rng.standard_normal(8) if sinks else None
+    p = Problem(q, k, v, lengths, 0.3, window=window, softcap=softcap, sinks=sink)
+    want = p.reference()
+    for chunk, chunks in [(40, 1), (7, 6), (5, 10), (16, 4)]:
+        parts = partials(p, chunk, chunks)
+        np.testing.assert_allclose(merged(parts, sink), want, rtol=1e-12, atol=1e-12)
+    parts = partials(p, 5, 10)
+    assert np.all(parts[..., 8:, -4] == HIDDEN)  # chunks 8 and 9 start past every key
+    assert np.all(parts[..., 8:, :-4] == 0) and np.all(parts[..., 8:, -3:] == 0)
+
+
+@pytest.mark.parametrize("name", _first_per_merge())
+def test_attend_then_merge_give_the_reference(name):
+    """A case with several chunks run as a host runs it on the interpreter: the attend variant
+    writes partials, the merge variant the catalog names for it turns them into the output."""
+    case = cases_for(catalog.config(name), 2, 11)[1]
+    assert case.params["chunks"] > 1
+    got = interp.run(catalog.build(name), dict(case.buffers), case.params)
+    merge = merge_of(name, catalog.VARIANTS)
+    inputs = {"partials": got["partials"], "output": case.buffers["output"]}
+    if "sinks" in case.buffers:
+        inputs["sinks"] = case.buffers["sinks"]
+    keep = {k: case.params[k] for k in ("batch", "queries", "chunks")}
+    out = interp.run(catalog.build(merge), inputs, keep)["output"]
+    assert not np.isnan(out.astype(np.float64)).any()
+    cfg = catalog.config(name)
+    want = case.attention
+    if cfg.o_layout.value == "bsh":
+        want = want.transpose(0, 2, 1, 3)
+    tol = case.tolerance["output"]
+    np.testing.assert_allclose(out.astype(np.float64), want.reshape(-1), rtol=tol, atol=tol)
+
+
+def test_the_cases_cover_the_shapes():
+    """Over six cases of a variant: one and several chunks (an empty one among them), 1 and
+    max_queries new tokens, sequences of different lengths; paged pools hold NaN where no
+    table points."""
+    for name in ("attend_spec_window_sinks_gpt_oss_20b", "attend_paged_p16_nhd_llama31_8b"):
+        cfg = catalog.config(name)
+        cases = cases_for(cfg, 6, 2)
+        assert {c.params["queries"] for c in cases} >= {1, cfg.max_queries}
+        assert {c.params["chunks"] == 1 for c in cases} == {True, False}
+        assert any(
+            c.params["chunk"] * (c.params["chunks"] - 1) >= c.problem.lengths.max() for c in cases
+        )
+        assert any(len(set(c.problem.lengths)) > 1 for c in cases)
+        for c in cases:
+            assert np.all(c.problem.lengths >= c.params["queries"])
+            assert np.all(c.buffers["seqlens_k"] == c.problem.lengths - 1)
+            outputs = [c.buffers["output"].astype(np.float64), c.buffers["partials"]]
+            assert all(np.isnan(o).all() for o in outputs)  # poisoned
+            if "key_pages" in c.buffers:
+                assert np.isnan(c.buffers["key_pages"]).any()
+
+
+PLANTED = {
+    # variant: (text in its WGSL, the bug)
+    "attend_llama31_8b": ("j <= pos0", "j < pos0"),  # the causal mask off by one
+    "attend_merge_llama31_8b": ("exp(m0 - newTop)", "1.0f"),  # no rescale to the maximum
+    "attend_merge_sinks_gpt_oss_20b": ("l = l + exp(sink - top);", ""),  # the sink dropped
+}
+
+
+@pytest.mark.parametrize("name", PLANTED)
+def test_planted_bugs_fail_the_cases(name):
+    text, bug = PLANTED[name]
+    kernel = catalog.build(name)
+    source = emit(kernel)
+    assert text in source
+    bad = parse(source.replace(text, bug), name, dispatch=kernel.dispatch)
+    bad = replace(bad, extents=kernel.extents, requires=kernel.requires)
+    failed = 0
+    for case in cases_for(catalog.config(name), 3, 0):
+        assert case.against_reference(interp.run(kernel, dict(case.buffers), case.params)) == []
+        failed += bool(case.against_reference(interp.run(bad, dict(case.buffers), case.params)))
+    assert failed >= 1  # as kvdsl verify runs them: some case of three fails
