@@ -67,9 +67,9 @@ Logits of keys a row does not see are :data:`HIDDEN`, and weigh zero; a value a 
 weigh is never multiplied in (a released page may hold anything).
 """
 
-from kvdsl.kernels.attend.config import AttendConfig, CacheLayout, RowLayout
+from kvdsl.kernels.attend.config import HIDDEN, AttendConfig, CacheLayout, RowLayout
 from kvdsl.kernels.attend.kernel import attend
 from kvdsl.kernels.attend.merge import attend_merge
 from kvdsl.kernels.attend.plan import plan
 
-__all__ = ["AttendConfig", "CacheLayout", "RowLayout", "attend", "attend_merge", "plan"]
+__all__ = ["HIDDEN", "AttendConfig", "CacheLayout", "RowLayout", "attend", "attend_merge", "plan"]
