@@ -150,7 +150,7 @@ def section(att: dict) -> list[str]:
     chains = _kind(att, "chain")
     if chains:
         lines += [
-            "| 4-bit cache | attend µs | dense_read ×2 + attend over f32 µs | chain |",
+            "| 4-bit cache | attend µs | dense_read + attend over f32 µs | chain |",
             "|---|---|---|---|",
         ]
         lines += [

@@ -57,14 +57,29 @@ def parse_shape(text: str, variables: list[str], variant: str) -> dict[str, int]
     return given
 
 
+def _param(text: str) -> tuple[str, float]:
+    """``--param NAME=VALUE``: the name and its finite number."""
+    name, eq, value = text.partition("=")
+    try:
+        number = float(value)
+    except ValueError:
+        number = float("nan")
+    if not eq or not name or not np.isfinite(number):
+        raise UsageError(f"--param {text!r}: expected NAME=VALUE with a finite number")
+    return name, number
+
+
 def _shown(shape: dict[str, int]) -> str:
     return ",".join(f"{k}={v}" for k, v in shape.items())
 
 
 def from_shape(
-    variant: str, shape_text: str, seed: int
+    variant: str, shape_text: str, seed: int, chosen: dict[str, float] | None = None
 ) -> tuple[dict[str, int], dict[str, np.ndarray], dict[str, int | float]]:
-    """The shape, random inputs and params of ``variant`` for ``--shape shape_text``."""
+    """The shape, random inputs and params of ``variant`` for ``--shape shape_text``; a params
+    field without a formula (a model's number: attend's ``scale``) takes its value from
+    ``chosen`` (``--param``)."""
+    chosen = chosen or {}
     from kvdsl.contract import entry
     from kvdsl.contract.expr import evaluate
     from kvdsl.contract.index import ContractError, check_requirements
@@ -75,11 +90,21 @@ def from_shape(
     e = entry(kernel, cfg)
     shape = parse_shape(shape_text, e["shape"], variant)
     params: dict[str, int | float] = {}
+    unknown = sorted(set(chosen) - {p["name"] for p in e["params"] if "value" not in p})
+    if unknown:
+        raise UsageError(
+            f"--param {unknown[0]}: not a params field the host chooses for {variant}; "
+            f"those are: {', '.join(p['name'] for p in e['params'] if 'value' not in p) or 'none'}"
+        )
     for p in e["params"]:
+        if "value" not in p and p["name"] in chosen:
+            params[p["name"]] = chosen[p["name"]]
+            continue
         if "value" not in p:
             raise UsageError(
                 f"variant {variant}: params field '{p['name']}' has no formula in the contract "
-                f"(the host chooses it: {p['meaning']}); give --case, or write the params"
+                f"(the host chooses it: {p['meaning']}); give it with --param "
+                f"{p['name']}=VALUE, give --case, or write the params"
             )
         params[p["name"]] = evaluate(p["value"], shape, "shape variable")
     early = dict(e, requires=[r for r in e["requires"] if "largest" not in r])
@@ -167,7 +192,8 @@ def cmd_inputs(args: argparse.Namespace) -> int:
     if inputs.suffix != ".npz":
         raise UsageError(f"--inputs-out: {str(inputs)!r}: expected a file name ending in .npz")
     if args.shape is not None:
-        shape, buffers, params = from_shape(args.variant, args.shape, args.seed)
+        chosen = dict(_param(text) for text in args.param)
+        shape, buffers, params = from_shape(args.variant, args.shape, args.seed, chosen)
     else:
         shape, buffers, params = from_case(args.variant, args.case, args.seed)
     try:
@@ -210,6 +236,14 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         help="verification case N (0 to 99, default 0) of `kvdsl verify --seed SEED` instead",
     )
     s.add_argument("--seed", type=count, default=0, help="random seed (default 0)")
+    s.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a params field the host chooses (no formula in index.json: attend's scale, "
+        "softcap), with --shape; repeatable",
+    )
     s.add_argument(
         "--out", default=".", help="folder of VARIANT.npz and VARIANT.params.json (default: .)"
     )

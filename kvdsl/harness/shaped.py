@@ -42,7 +42,7 @@ ADDRESSES = (
 
 #: mode → (the shape variable of the new tokens per sequence, that of the cache's rows per head)
 #: that ``seqlens_k`` is made for; a mode not named here: ``("keySeq", "seq")``.
-SEQLENS = {"append_quant": ("seq", "totalSeq")}
+SEQLENS = {"append_quant": ("seq", "totalSeq"), "attend": ("queries", "seq")}
 
 #: The modes that address pools through ``page_table`` and append new tokens.
 PAGED_APPENDS = ("paged_append", "paged_qkv")
@@ -110,7 +110,7 @@ def _seqlens(
     paged = "page_table" in names
     if paged:
         p, tables = _page_size(cfg), shape["maxPages"]
-        new = shape["keySeq"] if cfg.mode in PAGED_APPENDS else 0
+        new = shape["keySeq"] if cfg.mode in PAGED_APPENDS else shape.get("queries", 0)
         cap = tables * p
         if new > cap:
             raise ShapeError(
@@ -118,6 +118,8 @@ def _seqlens(
                 f"{p} tokens holds the keySeq={new} new tokens)"
             )
         lo = max(new - 1, -1)
+        if cfg.mode == "attend":  # every cached row of a sequence is one the new tokens see
+            lo = max(lo, 0)
     else:
         new_var, cap_var = SEQLENS.get(cfg.mode, ("keySeq", "seq"))
         if new_var not in shape or cap_var not in shape:
@@ -127,6 +129,10 @@ def _seqlens(
             )
         new, cap = shape[new_var], shape[cap_var]
         lo = -1
+    if cfg.mode == "attend":  # the chunks cover every sequence's rows
+        _need(shape, "chunks", -(-max(new, 1) // shape["chunk"]), "chunks of chunk keys: "
+              "they cover the new tokens' rows")  # fmt: skip
+        cap = min(cap, shape["chunk"] * shape["chunks"])
     top = cap - 1
     if "positions" in shape and names & {"cos_cache", "rotary_table"}:
         # a rotary kernel reads rows up to the sequence's last token of the table
