@@ -71,6 +71,15 @@ REQUIREMENTS: list[tuple[str, str]] = [
         r"chunk \* chunks >= seqlens_k\.max \+ 1",
         "the chunks cover every sequence's rows up to its last (seqlens_k + 1)",
     ),
+    (
+        r"seq >= seqlens_k\.max \+ 1",
+        "every sequence's rows fit the cache's capacity (rows past it are another head's)",
+    ),
+    (
+        r"maxPages \* \d+ >= seqlens_k\.max \+ 1",
+        "every sequence's rows fit its row of the page table (entries past it are another "
+        "sequence's)",
+    ),
 ]
 
 

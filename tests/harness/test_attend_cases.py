@@ -127,3 +127,41 @@ def test_planted_bugs_fail_the_cases(name):
         assert case.against_reference(interp.run(kernel, dict(case.buffers), case.params)) == []
         failed += bool(case.against_reference(interp.run(bad, dict(case.buffers), case.params)))
     assert failed >= 1  # as kvdsl verify runs them: some case of three fails
+
+
+@pytest.mark.parametrize(
+    "name, capacity",
+    [("attend_llama31_8b", "seq"), ("attend_paged_f16_p16_nhd_llama31_8b", "maxPages")],
+)
+def test_a_sequence_past_the_caches_capacity_is_refused(tmp_path, capsys, name, capacity):
+    """A sequence longer than the contiguous cache's capacity (its rows would be the next
+    head's) or than its page-table row (the next sequence's entries) is refused by kvdsl run
+    before any backend, as index.json's requirement states; one row fewer runs."""
+    from kvdsl import cli
+
+    shape = {"seq": "batch=2,queries=1,chunk=64,chunks=2,seq=40", "maxPages": ""}[capacity]
+    if not shape:
+        shape = "batch=2,queries=1,chunk=64,chunks=2,pages=8,maxPages=4"
+    assert cli.main(["inputs", name, "--shape", shape, "--param", "scale=0.125", "--out",
+                     str(tmp_path)]) == 0  # fmt: skip
+    npz, params_path = tmp_path / f"{name}.npz", tmp_path / f"{name}.params.json"
+    import json
+
+    params = json.loads(params_path.read_text())
+    rows = params["seq"] if capacity == "seq" else params["maxPages"] * 16
+    arrays = dict(np.load(npz))
+    for last, refused in ((rows - 1, False), (rows, True)):
+        arrays["seqlens_k"] = np.array([last, 3], np.int32)
+        np.savez(npz, **arrays)
+        capsys.readouterr()
+        argv = ["run", name, "--inputs", str(npz), "--params", str(params_path)]
+        try:
+            code = cli.main(argv + ["--backend", "interp"])
+        except SystemExit as exit_:
+            code = exit_.code
+        err = capsys.readouterr().err
+        if refused:
+            assert code == 2 and f"{capacity}" in err and "seqlens_k" in err, err
+            assert "fit" in err and err.count("\n") == 1, err
+        else:
+            assert code == 0, err

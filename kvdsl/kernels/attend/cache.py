@@ -221,6 +221,9 @@ class Cache:
     value_shift: Val | None
     stats: int
     extents: dict[str, Any]
+    #: The rows a sequence may hold: ``seq`` (contiguous) or ``maxPages × page_size`` (paged),
+    #: with its words in the kernel's requirements.
+    capacity: tuple[str, Val] | None = None
 
     def key_row(self, b: Val, hk: Val, j: Val) -> Row:
         """K's row ``j`` of sequence ``b``'s KV head ``hk``."""
@@ -296,7 +299,8 @@ def _contiguous(kb: KernelBuilder, cfg: AttendConfig, batch: Val) -> Cache:
         on = Binary(Op.NE, node(kb.param("perChannel")), Lit(0, u32))
         entries = Call(Op.SELECT, (Lit(1, u32), Lit(cfg.kv_heads * cfg.head_dim, u32), on))
         extents[KV_SCALE] = times(entries, 2)
-    return Cache(key, value, rows, find, None, None, side // 2, extents)
+    capacity = ("seq >= seqlens_k.max + 1", seq)
+    return Cache(key, value, rows, find, None, None, side // 2, extents, capacity)
 
 
 def _paged(kb: KernelBuilder, cfg: AttendConfig, batch: Val) -> Cache:
@@ -342,7 +346,8 @@ def _paged(kb: KernelBuilder, cfg: AttendConfig, batch: Val) -> Cache:
     if sides is not None:
         extents["scale_pages"] = times(pages_used, sides.stride)
     shift = pages.units if cfg.pool is Pool.COMBINED else None
-    return Cache(key, value, rows, find, stored, shift, cfg.side_words // 2, extents)
+    capacity = (f"maxPages * {cfg.page_size} >= seqlens_k.max + 1", max_pages * pages.size)
+    return Cache(key, value, rows, find, stored, shift, cfg.side_words // 2, extents, capacity)
 
 
 def as_f32(kb: KernelBuilder, x: Val, name: str) -> list[Val]:

@@ -271,6 +271,9 @@ def attend(cfg: AttendConfig, name: str = "attend") -> Kernel:
     requires["chunk * chunks >= seqlens_k.max + 1"] = Binary(
         Op.GE, node(chunk * chunks), plus(largest("seqlens_k"), 1)
     )
+    if cache.capacity is not None:  # rows past it would be another head's or sequence's
+        said, rows = cache.capacity
+        requires[said] = Binary(Op.GE, node(rows), plus(largest("seqlens_k"), 1))
     return walks.vector_extents(contract(kernel, extents, requires))
 
 
