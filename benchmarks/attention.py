@@ -22,7 +22,10 @@ What is timed, at the attention issue's shape (8 KV heads × 128, 32 query heads
   (``dense_read`` of the cache into f32 rows, then attend over f32) against attend reading the
   4-bit cache itself.
 
-The GPU is shared: each ratio is of times measured side by side in one run.
+The GPU is shared: each ratio is of times measured side by side in one run. A GPU met idle
+(while the host fills a setup's arrays) runs in slow states, which slow a kernel bound by
+latency far more than a copy bound by bandwidth: each setup's measurements start after
+``--settle`` seconds of copies (:func:`roofline.settle`), as ``benchmarks/gpu.py --settle`` does.
 """
 
 from __future__ import annotations
@@ -104,9 +107,14 @@ def cache_bytes(kernel, buffers: dict[str, np.ndarray]) -> int:
 class Bench:
     """Times kernels on buffers uploaded once."""
 
-    def __init__(self, repeats: int):
-        self.repeats = repeats
+    def __init__(self, repeats: int, settle: float = 0.5):
+        self.repeats, self.seconds = repeats, settle
         self.copies: dict[int, tuple] = {}
+
+    def settle(self) -> None:
+        """Copies for the settle time: the GPU out of the slow states it idled into."""
+        if self.seconds > 0:
+            roofline.settle(self.seconds)
 
     def time(self, kernel, buffers, params, reuse, workgroups=None) -> float:
         return median_us(
@@ -180,6 +188,7 @@ def bandwidth_rows(bench: Bench, trials: int, quick: bool, log) -> list[dict]:
                     continue
                 t0 = time.time()
                 setup = Attention(config(element), batch, length)
+                bench.settle()
                 times: dict[int, list[float]] = {c: [] for c in setup.candidates()}
                 merges: dict[int, list[float]] = {c: [] for c in times}
                 copies = []
@@ -218,6 +227,7 @@ def bandwidth_rows(bench: Bench, trials: int, quick: bool, log) -> list[dict]:
 def latency_rows(bench: Bench, trials: int, log) -> list[dict]:
     empty_k, empty_b = roofline.empty_kernel(), roofline.empty_buffers()
     setup = Attention(config("f16"), 1, 512)
+    bench.settle()
     att, empty = [], []
     for _ in range(trials):
         a, m = setup.time(bench, setup.picked)
@@ -233,6 +243,7 @@ def paged_rows(bench: Bench, trials: int, log) -> list[dict]:
     for element in [f for f in ("f16", "int4") if f in formats()]:
         flat = Attention(config(element), 4, 8192)
         paged = Attention(config(element, cache=CacheLayout.PAGED), 4, 8192)
+        bench.settle()
         a, b = [], []
         for _ in range(trials):
             a.append(sum(flat.time(bench, flat.picked)))
@@ -262,6 +273,7 @@ def chain_rows(bench: Bench, trials: int, log) -> list[dict]:
         rng = np.random.default_rng(1)
         read_params = {"count": 4 * KV_HEADS * 8192}  # every K and V row, in one dispatch
         read_buffers = fill(read, read_params, {}, rng)
+        bench.settle()
         chain, direct, reading = [], [], []
         for _ in range(trials):
             r = bench.time(read, read_buffers, read_params, {})
@@ -284,6 +296,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--quick", action="store_true", help="batch 4 at 8,192 tokens only")
     ap.add_argument("--formats", nargs="*", default=[], help="cache elements to time (all)")
+    ap.add_argument(
+        "--settle", type=float, default=0.5, help="seconds of copies before each setup (0.5)"
+    )
     args = ap.parse_args(argv)
     CHOSEN[:] = args.formats
     from kvdsl.runtime import device as gpu
@@ -297,13 +312,14 @@ def main(argv: list[str] | None = None) -> int:
         print(line, flush=True)
 
     log(f"device: {info.get('device')}")
-    bench = Bench(args.repeats)
+    bench = Bench(args.repeats, args.settle)
     rows = bandwidth_rows(bench, args.trials, args.quick, log)
     rows += latency_rows(bench, args.trials, log)
     if not args.quick:
         rows += paged_rows(bench, args.trials, log)
         rows += chain_rows(bench, args.trials, log)
-    result = {"device": info, "trials": args.trials, "repeats": args.repeats, "rows": rows}
+    result = {"device": info, "trials": args.trials, "repeats": args.repeats,
+              "settle_s": args.settle, "rows": rows}  # fmt: skip
     (folder / "attention.json").write_text(json.dumps(result, indent=1, default=str) + "\n")
     log(f"wrote {folder / 'attention.json'}")
     return 0

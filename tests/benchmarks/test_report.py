@@ -172,10 +172,12 @@ def test_the_committed_page_is_made_from_the_committed_results():
     assert len(have.splitlines()) <= 200
     assert (ROOT / "docs" / "performance.png").is_file()
     caches = (ROOT / "docs" / "performance-caches.md").read_text()
+    attention = report.report_attention.read(report.ATTENTION)
     assert caches == report.caches_page(
-        res, "python benchmarks/report.py"
+        res, "python benchmarks/report.py", attention
     ), "docs/performance-caches.md is stale: run `python benchmarks/report.py`"
     assert "## Paged appends" in caches and "## Fused QKV" in caches
+    assert "## Decode attention" in caches
 
 
 def test_the_committed_results_are_the_catalogs_and_state_their_device():

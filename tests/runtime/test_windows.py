@@ -150,9 +150,9 @@ MODES = [
 
 
 def test_every_mode_has_a_windowed_run():
-    """Every mode but the dense and paged ones and qkv (which refuse ``window=True``; a paged
-    pool is bound whole) has a windowed run."""
-    dense = {mode for mode in catalog.MODES if mode.startswith(("dense_", "paged_"))} | {"qkv"}
+    """Every mode but the dense and paged ones, qkv and attend's (which refuse ``window=True``; a
+    paged pool is bound whole, attention reads a head's whole cache) has a windowed run."""
+    dense = {m for m in catalog.MODES if m.startswith(("dense_", "paged_", "attend"))} | {"qkv"}
     assert dense and {catalog.config(n).mode for n, _ in MODES} == set(catalog.MODES) - dense
 
 

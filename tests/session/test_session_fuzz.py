@@ -120,9 +120,10 @@ def _machine(host_kind: str, target: int, counted: bool = True, narrow: bool = F
         stateful_step_count=PER_SESSION,
         deadline=None,
         suppress_health_check=list(HealthCheck),
-        derandomize=False,
-        # The narrow machines fail on purpose (the shrink tests) and share the broad ones'
-        # database key: theirs keep nothing.
+        # The narrow machines fail on purpose (the shrink tests): derandomized, they shrink to
+        # the same session on every run; they share the broad ones' database key: theirs keep
+        # nothing.
+        derandomize=narrow,
         database=None if narrow else database(),
     )
     return CacheSession
@@ -222,9 +223,10 @@ def _paged_machine(host_kind: str, target: int, counted: bool = True, narrow: bo
         stateful_step_count=12 if narrow else PER_SESSION,
         deadline=None,
         suppress_health_check=list(HealthCheck),
-        derandomize=False,
-        # The narrow machines fail on purpose (the shrink tests) and share the broad ones'
-        # database key: theirs keep nothing.
+        # The narrow machines fail on purpose (the shrink tests): derandomized, they shrink to
+        # the same session on every run; they share the broad ones' database key: theirs keep
+        # nothing.
+        derandomize=narrow,
         database=None if narrow else database(),
     )
     return PagedCacheSession
