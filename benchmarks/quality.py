@@ -1,0 +1,253 @@
+"""Which cache format to pick: each format's bytes, its attention error and its decode time,
+plain and rotated, written to ``docs/formats-quality.md``.
+
+    python benchmarks/quality.py            # writes the page
+    python benchmarks/quality.py --check    # exits 1 where the page is not what it would write
+
+The error is of decode attention's output over a cache written in the format (each format's
+reference encoder and decoder, :mod:`kvdsl.reference.formats`) against float64 attention over
+the unquantised cache (:func:`kvdsl.reference.attention.attention`): ``||O - O_ref|| /
+||O_ref||`` over every query head of every seed. The data has the structure real models'
+caches have (KIVI and KVQuant report it): K with a few channels 10-50x larger than the rest,
+then NeoX rotary at the cache's positions; V Gaussian; one new token's queries Gaussian. A
+rotated format quantises ``R k`` and ``R v`` (:mod:`kvdsl.reference.rotation`: the whole head,
+signed Walsh-Hadamard), attention takes ``R q`` and rotates its output back. The decode time is
+``benchmarks/attention.py``'s, from ``benchmarks/results/attention``; a rotated format's reader
+is not built, and says so.
+
+Everything is seeded and in numpy: the page is the same on every machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from kvdsl.reference import formats as rf  # noqa: E402
+from kvdsl.reference.attention import attention  # noqa: E402
+from kvdsl.reference.rotation import rotation  # noqa: E402
+
+PAGE = ROOT / "docs" / "formats-quality.md"
+ATTENTION = ROOT / "benchmarks" / "results" / "attention" / "attention.json"
+COMMAND = "python benchmarks/quality.py"
+
+HEAD_DIMS = (64, 128, 256)
+DIM, KV_HEADS, Q_HEADS = 128, 2, 8
+TOKENS = (1024, 8192)
+SEEDS = (0, 1, 2)
+OUTLIERS, OUTLIER_SCALE = 4, (10.0, 50.0)
+ROPE_THETA = 500000.0
+#: The user-defined 2-bit format the table carries beside the catalog's: per-row asymmetric
+#: (the per-token scheme KIVI uses for V), to show what 2 bits per code cost a K cache.
+INT2_ASYM = rf.Spec("int2_asym", "asymmetric", 2)
+
+
+@dataclass(frozen=True)
+class Format:
+    """A table row: its name, what it is, the bytes of one ``d``-element row, and its round
+    trip (a row written and read back, f32)."""
+
+    name: str
+    what: str
+    row_bytes: Callable[[int], int]
+    round_trip: Callable[[np.ndarray], np.ndarray]
+
+
+def _quantised(fmt: Any) -> tuple[Callable[[int], int], Callable[[np.ndarray], np.ndarray]]:
+    def row_bytes(d: int) -> int:
+        return 4 * rf.row_words(fmt, d, inline=True)
+
+    def round_trip(x: np.ndarray) -> np.ndarray:
+        words, side = rf.quantize_rows(fmt, x, inline=True)
+        return rf.dequantize_rows(fmt, words, side, x.shape[-1], inline=True)
+
+    return row_bytes, round_trip
+
+
+FORMATS = [
+    Format("f16", "IEEE half per value", lambda d: 2 * d, lambda x: x.astype(np.float16)),
+    Format("int8", "one f32 scale per row", *_quantised("int8")),
+    Format("q8_0", "ggml: an f16 scale per 32 values", *_quantised("q8_0")),
+    Format("int4", "one f32 scale per row", *_quantised("int4")),
+    Format("int4_asym", "f32 scale and minimum per row", *_quantised("int4_asym")),
+    Format("q4_0", "ggml: an f16 scale per 32 values", *_quantised("q4_0")),
+    Format("int2_asym", "user-defined: f32 scale and minimum per row", *_quantised(INT2_ASYM)),
+]
+
+
+def rope(x: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """NeoX rotary over the whole head: the pair ``(x[i], x[i + D/2])`` turns by ``pos *
+    theta^(-2i/D)``."""
+    half = x.shape[-1] // 2
+    angle = positions[:, None] * ROPE_THETA ** (-np.arange(half) / half)
+    cos, sin = np.cos(angle), np.sin(angle)
+    a, b = x[..., :half], x[..., half:]
+    return np.concatenate([a * cos - b * sin, a * sin + b * cos], axis=-1)
+
+
+def data(seed: int, tokens: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``q [1, Hq, 1, D]``, ``k``, ``v [1, Hkv, T, D]`` (float32), as described above."""
+    rng = np.random.default_rng(seed)
+    k = rng.standard_normal((KV_HEADS, tokens, DIM))
+    for h in range(KV_HEADS):
+        channels = rng.choice(DIM, OUTLIERS, replace=False)
+        k[h][:, channels] *= rng.uniform(*OUTLIER_SCALE, OUTLIERS)
+    k = rope(k, np.arange(tokens, dtype=np.float64))
+    v = rng.standard_normal((KV_HEADS, tokens, DIM))
+    q = rng.standard_normal((Q_HEADS, 1, DIM))
+    return (a[None].astype(np.float32) for a in (q, k, v))
+
+
+def error(fmt: Format, tokens: int, rotated: bool) -> float:
+    """The relative L2 error of attention over the cache in ``fmt`` (rotated or not)."""
+    rot = rotation(DIM, seed=7)
+    num = den = 0.0
+    for seed in SEEDS:
+        q, k, v = data(seed, tokens)
+        lengths = np.array([tokens])
+        want = attention(q, k, v, lengths)
+        if rotated:
+            kr, vr = fmt.round_trip(rot.rotate(k)), fmt.round_trip(rot.rotate(v))
+            have = rot.unrotate(attention(rot.rotate(q), kr, vr, lengths))
+        else:
+            have = attention(q, fmt.round_trip(k), fmt.round_trip(v), lengths)
+        num += float(np.sum((have - want) ** 2))
+        den += float(np.sum(want**2))
+    return float(np.sqrt(num / den))
+
+
+def decode_times(path: Path = ATTENTION) -> tuple[dict[str, float], str]:
+    """Attend's time (with its merge) at batch 4, 8,192 tokens, the planned chunks, per format,
+    and the device that gave them."""
+    if not path.is_file():
+        return {}, ""
+    att = json.loads(path.read_text())
+    times = {
+        r["format"]: r["us"] + r.get("merge_us", 0.0)
+        for r in att["rows"]
+        if r["kind"] == "bandwidth" and r["batch"] == 4 and r["tokens"] == 8192 and r["planned"]
+    }
+    return times, att["device"]["device"]
+
+
+def table() -> list[dict[str, Any]]:
+    """One row per format and rotation: bytes per head size, errors per token count."""
+    rows = []
+    for fmt in FORMATS:
+        for rotated in (False, True) if fmt.name != "f16" else (False,):
+            rows.append(
+                {
+                    "format": fmt.name + (" rotated" if rotated else ""),
+                    "what": fmt.what,
+                    "base": fmt.name,
+                    "rotated": rotated,
+                    "bytes": {d: fmt.row_bytes(d) for d in HEAD_DIMS},
+                    "error": {t: error(fmt, t, rotated) for t in TOKENS},
+                }
+            )
+    return rows
+
+
+def page(rows: list[dict[str, Any]], times: dict[str, float], device: str) -> str:
+    """The Markdown page."""
+    int8 = next(r for r in rows if r["format"] == "int8")
+    lines = [
+        "# Which cache format: bytes, attention error, decode time",
+        "",
+        f"Generated by `{COMMAND}` (its docstring says how); do not edit.",
+        "",
+        f"Bytes are one cache row (one token of one KV head, K or V alike) with its scales, at "
+        f"head size {', '.join(map(str, HEAD_DIMS))}. The error is decode attention's output over "
+        f"a cache in the format against float64 attention over the unquantised cache (relative "
+        f"L2, {Q_HEADS} query heads over {KV_HEADS} KV heads of {DIM}, {len(SEEDS)} seeds), on K "
+        f"with {OUTLIERS} channels per head {OUTLIER_SCALE[0]:g}-{OUTLIER_SCALE[1]:g}x larger "
+        f"than the rest and NeoX rotary applied, V Gaussian. *rotated*: K, V and Q rotated by "
+        f"the signed Walsh-Hadamard matrix of the whole head before quantising "
+        f"(`kvdsl.reference.rotation`); its reader is not built yet. The time is `attend` with "
+        f"its merge at batch 4, 8,192 tokens, 8 KV heads x 128, 32 query heads"
+        + (f" ({device}, `benchmarks/attention.py`)." if device else "."),
+        "",
+        "| format | what | "
+        + " | ".join(f"bytes, D={d}" for d in HEAD_DIMS)
+        + " | "
+        + " | ".join(f"error, {t:,} tokens" for t in TOKENS)
+        + f" | x int8's error ({TOKENS[-1]:,}) | attend µs |",
+        "|" + "---|" * (4 + len(HEAD_DIMS) + len(TOKENS)),
+    ]
+    for r in rows:
+        t = times.get(r["base"]) if not r["rotated"] else None
+        ratio = r["error"][TOKENS[-1]] / int8["error"][TOKENS[-1]]
+        lines.append(
+            f"| {r['format']} | {r['what']} | "
+            + " | ".join(str(r["bytes"][d]) for d in HEAD_DIMS)
+            + " | "
+            + " | ".join(f"{r['error'][t]:.2e}" for t in TOKENS)
+            + f" | {ratio:.2f} | "
+            + (f"{t:.0f}" if t is not None else "not built" if r["rotated"] else "not timed")
+            + " |"
+        )
+    lines += ["", *reading(rows), ""]
+    return "\n".join(lines)
+
+
+def reading(rows: list[dict[str, Any]]) -> list[str]:
+    """What the table says, computed from it."""
+    by = {r["format"]: r["error"][TOKENS[-1]] for r in rows}
+    int8 = by["int8"]
+    four = [n for n in by if n.split()[0] in ("int4", "int4_asym", "q4_0")]
+    plain = [n for n in four if not n.endswith("rotated")]
+    rotated = [n for n in four if n.endswith("rotated")]
+    best = min(rotated, key=by.get)
+    rot_int8, rot_q4 = by["int8 rotated"] / int8, by["q4_0 rotated"] / by["q4_0"]
+    ratio = by[best] / int8
+    out = [
+        "Reading it, at " + f"{TOKENS[-1]:,} tokens:",
+        "",
+        f"- The 4-bit formats unrotated are {min(by[n] for n in plain) / int8:.1f}x to "
+        f"{max(by[n] for n in plain) / int8:.1f}x int8's error; rotated, "
+        f"{min(by[n] for n in rotated) / int8:.1f}x to {max(by[n] for n in rotated) / int8:.1f}x "
+        f"(best: {best}).",
+        f"- Rotated, int8's error is {rot_int8:.2f}x its unrotated error and q4_0's {rot_q4:.2f}x: "
+        "rotation pays where one scale is stretched by a few large channels (a row's, or a "
+        "32-value block's).",
+        f"- The best rotated 4-bit format is {ratio:.1f}x unrotated int8's error"
+        + (
+            ", within 2x."
+            if ratio <= 2
+            else ", not within 2x: rotation removes the outliers' stretch, but a 4-bit code's "
+            "step is still 16x an 8-bit code's over the same range."
+        ),
+        f"- 2 bits per value per row (int2_asym) is {by['int2_asym'] / int8:.0f}x int8's error, "
+        f"{by['int2_asym rotated'] / int8:.0f}x rotated: a 2-bit K cache needs KIVI's per-channel "
+        "scales, not a per-row one.",
+    ]
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--check", action="store_true", help="exit 1 where the page is stale")
+    args = ap.parse_args(argv)
+    times, device = decode_times()
+    text = page(table(), times, device)
+    if args.check:
+        if not PAGE.is_file() or PAGE.read_text() != text:
+            print(f"{PAGE.relative_to(ROOT)} is stale: run `{COMMAND}`", file=sys.stderr)
+            return 1
+        return 0
+    PAGE.write_text(text)
+    print(f"wrote {PAGE.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,85 @@
+"""The Walsh-Hadamard rotation of a cache row, in numpy: what a rotated cache means.
+
+A rotated format quantises ``R x`` instead of the row ``x``, where ``R = H diag(s)``: ``s`` a
+fixed vector of signs (+1 or -1, one per dimension, from a seed; all +1 when unsigned) and ``H``
+the orthonormal Walsh-Hadamard matrix in Sylvester's order (``H[i, j] = (-1)^popcount(i & j) /
+sqrt(n)``), over the whole row or over each block of ``block`` dimensions. ``R`` is orthonormal,
+so ``(R q) . (R k) = q . k``: attention over a rotated cache takes the query rotated by the same
+``R`` and rotates its output back by ``R^T`` (``unrotate``), and equals attention over the cache
+unrotated up to quantisation. The rotation spreads a few large channels over the whole row (or
+block), which is what lets a 4-bit code keep the rest.
+
+The transform is the fast one (``log2(n)`` butterfly stages, the order a kernel computes in),
+in float64 unless the input is float32, in which case it runs in float32 as a kernel would.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Rotation:
+    """``R = H diag(signs)`` over blocks of ``block`` dimensions of ``dim``-element rows."""
+
+    dim: int
+    block: int
+    signs: np.ndarray  # [dim] of +1.0 / -1.0
+
+    def rotate(self, x: np.ndarray) -> np.ndarray:
+        """``R x`` for each row of ``x`` ``[..., dim]``."""
+        x = _rows(x, self.dim)
+        return fwht(x * self.signs.astype(x.dtype), self.block)
+
+    def unrotate(self, y: np.ndarray) -> np.ndarray:
+        """``R^T y`` (``H`` is symmetric and its own inverse): ``unrotate(rotate(x)) == x``."""
+        y = _rows(y, self.dim)
+        return fwht(y, self.block) * self.signs.astype(y.dtype)
+
+
+def rotation(dim: int, block: int | None = None, seed: int | None = 0) -> Rotation:
+    """The rotation of ``dim``-element rows over blocks of ``block`` (the whole row when None),
+    with signs drawn from ``seed`` (unsigned, every sign +1, when ``seed`` is None)."""
+    block = dim if block is None else block
+    for name, n in (("dim", dim), ("block", block)):
+        if not isinstance(n, int) or n < 2 or n & (n - 1):
+            raise ValueError(f"rotation: {name}={n!r}: expected a power of two, at least 2")
+    if dim % block:
+        raise ValueError(f"rotation: block={block}: expected a divisor of dim={dim}")
+    if seed is None:
+        signs = np.ones(dim)
+    else:
+        signs = np.where(np.random.default_rng(seed).random(dim) < 0.5, -1.0, 1.0)
+    return Rotation(dim, block, signs)
+
+
+def fwht(x: np.ndarray, block: int) -> np.ndarray:
+    """The orthonormal Walsh-Hadamard transform of each ``block`` of the last axis of ``x``: its
+    butterfly stages (``a + b``, ``a - b`` at distance 1, 2, 4, ...), then ``1 / sqrt(block)``."""
+    lead, n = x.shape[:-1], x.shape[-1]
+    y = np.array(x, copy=True).reshape(-1, n // block, block)
+    h = 1
+    while h < block:
+        y = y.reshape(y.shape[0], y.shape[1], block // (2 * h), 2, h)
+        a, b = y[:, :, :, 0, :], y[:, :, :, 1, :]
+        y = np.stack([a + b, a - b], axis=3)
+        h *= 2
+    y = y.reshape(*lead, n)
+    return y * y.dtype.type(1 / np.sqrt(block))
+
+
+def hadamard(n: int) -> np.ndarray:
+    """The orthonormal ``n x n`` Walsh-Hadamard matrix in Sylvester's order (float64), from its
+    definition ``(-1)^popcount(i & j) / sqrt(n)``: the fast transform's check."""
+    i = np.arange(n)
+    parity = np.vectorize(lambda v: bin(v).count("1") & 1)(i[:, None] & i[None, :])
+    return np.where(parity, -1.0, 1.0) / np.sqrt(n)
+
+
+def _rows(x: np.ndarray, dim: int) -> np.ndarray:
+    x = np.asarray(x)
+    if x.shape[-1:] != (dim,):
+        raise ValueError(f"rotation: rows of {x.shape[-1] if x.ndim else 0} values: expected {dim}")
+    return x if x.dtype == np.float32 else x.astype(np.float64)

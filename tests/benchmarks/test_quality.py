@@ -1,0 +1,64 @@
+"""benchmarks/quality.py: the format table's page is what the script writes, and its figures
+are the formats' own."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import quality  # noqa: E402
+
+
+def test_the_committed_page_is_what_the_script_writes():
+    assert quality.main(["--check"]) == 0, "docs/formats-quality.md is stale: run " + (
+        quality.COMMAND
+    )
+
+
+def test_the_bytes_are_the_formats_rows():
+    rows = {f.name: f.row_bytes(128) for f in quality.FORMATS}
+    # int8: a scale word and 32 code words; q8_0: 4 blocks of 34 B; q4_0: 4 of 18 B;
+    # int4_asym: scale, minimum and 16 code words; 2-bit: 2 words and 8.
+    assert rows == {
+        "f16": 256,
+        "int8": 132,
+        "q8_0": 136,
+        "int4": 68,
+        "int4_asym": 72,
+        "q4_0": 72,
+        "int2_asym": 40,
+    }
+
+
+def test_the_round_trips_are_lossy_by_their_bits_and_exact_on_their_grid():
+    x = np.random.default_rng(0).standard_normal((64, 128)).astype(np.float32) + 0.1
+    errors = {}
+    for fmt in quality.FORMATS:
+        back = fmt.round_trip(x)
+        assert back.shape == x.shape
+        errors[fmt.name] = float(np.sqrt(np.mean((back - x) ** 2)))
+        # A row written twice reads back the same: the decoded values are on the format's grid.
+        np.testing.assert_array_equal(fmt.round_trip(back.astype(np.float32)), back)
+    assert errors["f16"] < errors["int8"] < errors["int4"] < errors["int2_asym"]
+    assert errors["q8_0"] < errors["q4_0"]
+
+
+def test_the_data_has_outlier_channels_and_rotation_spreads_them():
+    q, k, v = quality.data(0, 256)
+    assert q.shape == (1, quality.Q_HEADS, 1, quality.DIM)
+    assert k.shape == v.shape == (1, quality.KV_HEADS, 256, quality.DIM)
+    # Before rotary, a few channels hold most of K's energy; rotary pairs each with its partner.
+    energy = np.sort(np.mean(k[0, 0].astype(np.float64) ** 2, axis=0))[::-1]
+    assert energy[: 2 * quality.OUTLIERS].sum() > 0.9 * energy.sum()
+    assert abs(float(np.std(v)) - 1.0) < 0.05
+
+
+def test_rotation_lowers_the_error_of_a_per_row_scale_on_outlier_data():
+    int8 = next(f for f in quality.FORMATS if f.name == "int8")
+    plain, rotated = quality.error(int8, 1024, False), quality.error(int8, 1024, True)
+    assert 0 < rotated < 0.5 * plain
