@@ -60,5 +60,14 @@ def test_the_data_has_outlier_channels_and_rotation_spreads_them():
 
 def test_rotation_lowers_the_error_of_a_per_row_scale_on_outlier_data():
     int8 = next(f for f in quality.FORMATS if f.name == "int8")
-    plain, rotated = quality.error(int8, 1024, False), quality.error(int8, 1024, True)
+    plain, rotated = quality.error(int8, 1024, None), quality.error(int8, 1024, "k")
     assert 0 < rotated < 0.5 * plain
+
+
+def test_rotating_v_as_well_is_attention_over_the_same_cache_rotated_back():
+    f16 = next(f for f in quality.FORMATS if f.name == "f16")
+    # f16 rounds V alike rotated or not: rotating it as well (and the output back) moves the
+    # error by little; K rotated changes it (the large channels' values are spread).
+    k, kv = quality.error(f16, 1024, "k"), quality.error(f16, 1024, "kv")
+    assert 0 < k and abs(kv / k - 1) < 0.05
+    assert quality.error(f16, 1024, None) != k
