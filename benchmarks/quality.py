@@ -17,6 +17,9 @@ measured beside it, and the page says what it changes. The decode time is
 ``benchmarks/attention.py``'s, from ``benchmarks/results/attention``: a rotated cache is read by
 the same ``attend`` as the format unrotated.
 
+KIVI's 2-bit cache (:mod:`kvdsl.reference.kivi`) is measured from its reference; its writers
+and reader are not built.
+
 Everything is seeded and in numpy: the page is the same on every machine.
 """
 
@@ -35,6 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from kvdsl.reference import formats as rf  # noqa: E402
+from kvdsl.reference import kivi  # noqa: E402
 from kvdsl.reference.attention import attention  # noqa: E402
 from kvdsl.reference.rotation import rotation  # noqa: E402
 
@@ -56,12 +60,18 @@ INT2_ASYM = rf.Spec("int2_asym", "asymmetric", 2)
 @dataclass(frozen=True)
 class Format:
     """A table row: its name, what it is, the bytes of one ``d``-element row, and its round
-    trip (a row written and read back, f32)."""
+    trip (a row written and read back, f32); ``kv``, where K and V are written apart (KIVI),
+    the round trip of a cache's K and V ``[B, H, T, D]`` together."""
 
     name: str
     what: str
     row_bytes: Callable[[int], int]
     round_trip: Callable[[np.ndarray], np.ndarray]
+    kv: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]] | None = None
+
+    def cache(self, k: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """K and V written and read back."""
+        return self.kv(k, v) if self.kv else (self.round_trip(k), self.round_trip(v))
 
 
 def _quantised(fmt: Any) -> tuple[Callable[[int], int], Callable[[np.ndarray], np.ndarray]]:
@@ -75,6 +85,20 @@ def _quantised(fmt: Any) -> tuple[Callable[[int], int], Callable[[np.ndarray], n
     return row_bytes, round_trip
 
 
+def _kivi(group: int) -> Format:
+    def kv(k: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        out_k, out_v = np.empty_like(k), np.empty_like(v)
+        for i in np.ndindex(k.shape[:-2]):
+            out_k[i], out_v[i] = kivi.dequantize(kivi.quantize(k[i], v[i], 2, group))
+        return out_k, out_v
+
+    def one(x: np.ndarray) -> np.ndarray:
+        raise ValueError("KIVI writes K and V apart")
+
+    what = f"KIVI 2-bit: K per channel over {group} tokens, V per {group} channels; f16 stats"
+    return Format(f"kivi2 g{group}", what, lambda d: kivi.row_bytes(d, 2, group), one, kv)
+
+
 FORMATS = [
     Format("f16", "IEEE half per value", lambda d: 2 * d, lambda x: x.astype(np.float16)),
     Format("int8", "one f32 scale per row", *_quantised("int8")),
@@ -83,6 +107,8 @@ FORMATS = [
     Format("int4_asym", "f32 scale and minimum per row", *_quantised("int4_asym")),
     Format("q4_0", "ggml: an f16 scale per 32 values", *_quantised("q4_0")),
     Format("int2_asym", "user-defined: f32 scale and minimum per row", *_quantised(INT2_ASYM)),
+    _kivi(32),
+    _kivi(64),
 ]
 
 
@@ -126,7 +152,7 @@ def error(fmt: Format, tokens: int, rotated: str | None) -> float:
                 rot.rotate(q), fmt.round_trip(rot.rotate(k)), fmt.round_trip(v), lengths
             )
         else:
-            have = attention(q, fmt.round_trip(k), fmt.round_trip(v), lengths)
+            have = attention(q, *fmt.cache(k, v), lengths)
         num += float(np.sum((have - want) ** 2))
         den += float(np.sum(want**2))
     return float(np.sqrt(num / den))
@@ -150,13 +176,14 @@ def table() -> list[dict[str, Any]]:
     """One row per format and rotation: bytes per head size, errors per token count."""
     rows = []
     for fmt in FORMATS:
-        for rotated in (False, True) if fmt.name != "f16" else (False,):
+        for rotated in (False, True) if fmt.name != "f16" and not fmt.kv else (False,):
             rows.append(
                 {
                     "format": fmt.name + (" rotated" if rotated else ""),
                     "what": fmt.what,
                     "base": fmt.name,
                     "rotated": rotated,
+                    "kv": fmt.kv is not None,
                     "bytes": {d: fmt.row_bytes(d) for d in HEAD_DIMS},
                     "error": {t: error(fmt, t, "k" if rotated else None) for t in TOKENS},
                     "error_kv": error(fmt, TOKENS[-1], "kv") if rotated else None,
@@ -200,7 +227,7 @@ def page(rows: list[dict[str, Any]], times: dict[str, float], device: str) -> st
             + " | "
             + " | ".join(f"{r['error'][t]:.2e}" for t in TOKENS)
             + f" | {ratio:.2f} | "
-            + (f"{t:.0f}" if t is not None else "not timed")
+            + (f"{t:.0f}" if t is not None else "not built" if r["kv"] else "not timed")
             + " |"
         )
     lines += ["", *reading(rows), ""]
@@ -239,10 +266,16 @@ def reading(rows: list[dict[str, Any]]) -> list[str]:
         f"{v_change:.1%}: V has no large channels. So kvdsl rotates K and Q only: `attend` "
         "reads a rotated cache as it reads any, and its output needs no rotation back.",
         f"- 2 bits per value per row (int2_asym) is {by['int2_asym'] / int8:.0f}x int8's error, "
-        f"{by['int2_asym rotated'] / int8:.0f}x rotated: a 2-bit K cache needs KIVI's per-channel "
-        "scales, not a per-row one.",
+        f"{by['int2_asym rotated'] / int8:.0f}x rotated; KIVI's 2-bit, whose K scales are per "
+        f"channel, is {by['kivi2 g32'] / int8:.0f}x at {kivi_bytes(32)} B a row (groups of 32) and "
+        f"{by['kivi2 g64'] / int8:.0f}x at {kivi_bytes(64)} B (groups of 64), the residual excluded.",
     ]
     return out
+
+
+def kivi_bytes(group: int) -> int:
+    """KIVI 2-bit's bytes per row at the table's head size."""
+    return kivi.row_bytes(DIM, 2, group)
 
 
 def main(argv: list[str] | None = None) -> int:
