@@ -30,10 +30,12 @@ HIDDEN = -3.0e38
 #: Query rows one workgroup holds (their outputs live in each invocation's registers).
 MAX_ROWS = 8
 MAX_QUERIES = 8
-#: The workgroups :func:`~kvdsl.kernels.attend.plan.plan` aims a dispatch at: WebGPU tells no
-#: count of compute units, and this many keeps a large discrete GPU busy while leaving the merge
-#: a few partials per row.
-TARGET_WORKGROUPS = 1024
+#: The workgroups :func:`~kvdsl.kernels.attend.plan.plan` aims a dispatch at (WebGPU tells no
+#: count of compute units): measured on an H100 (benchmarks/results/attention), aiming at 1,024
+#: left batch 1 at chunks of 128-256 keys, up to 65% slower than the best candidate, where a
+#: workgroup's fixed cost (its barriers, the merge's extra partials) outweighs the parallelism it
+#: adds; aiming at 256 picks within 10% of the best at every size and cache timed but one.
+TARGET_WORKGROUPS = 256
 #: WebGPU's default workgroup memory, in bytes.
 WORKGROUP_BYTES = 16384
 V4 = vec(4, f32)
