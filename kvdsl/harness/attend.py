@@ -38,6 +38,7 @@ from kvdsl.kernels.config import Element
 from kvdsl.kernels.paged import Pool
 from kvdsl.reference.attention import attention, visible
 from kvdsl.reference.paged import pool_arrays
+from kvdsl.reference.rotation import rotation
 
 #: f32 outputs and partials against the reference (and the GPU against the interpreter).
 TOL = 5e-5
@@ -59,11 +60,21 @@ class Problem:
     window: int | None = None
     softcap: float | None = None
     sinks: np.ndarray | None = None
+    # Q is rotated over blocks of this many dimensions before it meets K (0: not rotated).
+    rotation: int = 0
+
+    @property
+    def q_seen(self) -> np.ndarray:
+        """Q as it meets the cache's K rows: rotated (:mod:`kvdsl.reference.rotation`) where
+        the kernel rotates it."""
+        if not self.rotation:
+            return self.q
+        return rotation(self.q.shape[-1], self.rotation).rotate(np.asarray(self.q, np.float64))
 
     def reference(self) -> np.ndarray:
         """The output ``[B, Hq, S, D]`` (float64)."""
         return attention(
-            self.q, self.k, self.v, self.lengths, scale=self.scale, window=self.window,
+            self.q_seen, self.k, self.v, self.lengths, scale=self.scale, window=self.window,
             softcap=self.softcap, sinks=self.sinks,
         )  # fmt: skip
 
@@ -73,7 +84,7 @@ def partials(p: Problem, chunk: int, chunks: int) -> np.ndarray:
     ranges of ``chunk`` keys: each row's ``sum_j e^(x_j - m) v_j`` over the range's visible
     keys, then ``m`` (their largest logit, :data:`HIDDEN` for none), ``l = sum_j e^(x_j - m)``
     and two zeros."""
-    q, k, v = (np.asarray(a, np.float64) for a in (p.q, p.k, p.v))
+    q, k, v = (np.asarray(a, np.float64) for a in (p.q_seen, p.k, p.v))
     b, hq, s, d = q.shape
     t, group = k.shape[2], hq // k.shape[1]
     kq, vq = np.repeat(k, group, axis=1), np.repeat(v, group, axis=1)
@@ -188,6 +199,7 @@ def attend_case(cfg: AttendConfig, rng: np.random.Generator, i: int) -> AttendCa
     longest = [int(rng.integers(queries, 60)), int(rng.integers(60, 200)), 300][i % 3]
     longest = max(longest, queries)
     p = _problem(cfg, rng, i, batch, queries, longest, cfg.sliding_window, cfg.softcap)
+    p.rotation = cfg.rotation
     blocks = -(-(cfg.group * queries) // cfg.rows)
     if i % 3 == 0:
         chunk = min(longest + int(rng.integers(0, 9)), cfg.max_chunk)

@@ -1,7 +1,7 @@
 """The Walsh-Hadamard rotation of a cache row, in numpy: what a rotated cache means.
 
 A rotated format quantises ``R x`` instead of the row ``x``, where ``R = H diag(s)``: ``s`` a
-fixed vector of signs (+1 or -1, one per dimension, from a seed; all +1 when unsigned) and ``H``
+fixed vector of signs (+1 or -1, one per dimension: :func:`signs`; all +1 unsigned) and ``H``
 the orthonormal Walsh-Hadamard matrix in Sylvester's order (``H[i, j] = (-1)^popcount(i & j) /
 sqrt(n)``), over the whole row or over each block of ``block`` dimensions. ``R`` is orthonormal,
 so ``(R q) . (R k) = q . k``: attention over a rotated cache takes the query rotated by the same
@@ -39,20 +39,28 @@ class Rotation:
         return fwht(y, self.block) * self.signs.astype(y.dtype)
 
 
-def rotation(dim: int, block: int | None = None, seed: int | None = 0) -> Rotation:
+def signs(n: int) -> np.ndarray:
+    """The signs of dimensions ``0 .. n - 1``: dimension ``i``'s is -1 where bit 31 of
+    ``h(i)`` is set, ``h`` an integer hash in u32 arithmetic (wrapping): ``x = (i + 1) *
+    0x9E3779B1; x ^= x >> 15; x *= 0x2C1B3C6D; x ^= x >> 12``. A kernel computes the same from
+    the index, with no table."""
+    x = ((np.arange(n, dtype=np.uint64) + 1) * 0x9E3779B1) & 0xFFFFFFFF
+    x ^= x >> 15
+    x = (x * 0x2C1B3C6D) & 0xFFFFFFFF
+    x ^= x >> 12
+    return np.where((x >> 31) & 1, -1.0, 1.0)
+
+
+def rotation(dim: int, block: int | None = None, signed: bool = True) -> Rotation:
     """The rotation of ``dim``-element rows over blocks of ``block`` (the whole row when None),
-    with signs drawn from ``seed`` (unsigned, every sign +1, when ``seed`` is None)."""
+    with :func:`signs` (every sign +1 when not ``signed``)."""
     block = dim if block is None else block
     for name, n in (("dim", dim), ("block", block)):
         if not isinstance(n, int) or n < 2 or n & (n - 1):
             raise ValueError(f"rotation: {name}={n!r}: expected a power of two, at least 2")
     if dim % block:
         raise ValueError(f"rotation: block={block}: expected a divisor of dim={dim}")
-    if seed is None:
-        signs = np.ones(dim)
-    else:
-        signs = np.where(np.random.default_rng(seed).random(dim) < 0.5, -1.0, 1.0)
-    return Rotation(dim, block, signs)
+    return Rotation(dim, block, signs(dim) if signed else np.ones(dim))
 
 
 def fwht(x: np.ndarray, block: int) -> np.ndarray:

@@ -22,6 +22,7 @@ from kvdsl.kernels.config import (
 from kvdsl.kernels.dense import ScalePlace, require_format
 from kvdsl.kernels.paged import require_page_size
 from kvdsl.nodes.formats import FORMATS, Format, format_of
+from kvdsl.nodes import rotation
 from kvdsl.nodes.paged import PageGeometry, PageLayout, Pool
 
 #: The logit of a key a query does not see (below any real logit; ``exp`` of it less the
@@ -102,11 +103,16 @@ class AttendConfig(KernelConfig):
     # its scales inline or in their own binding, or the template's int8 / int4.
     format: AttendFormat | None = FormatSlot(None, AttendFormat)
     scales: ScalePlace = choice(ScalePlace.INLINE)
+    # Q rotated by the signed Walsh-Hadamard matrix over blocks of this many dimensions (the
+    # head_dim: the whole head) as it is loaded, for a cache whose K rows were rotated so
+    # (kvdsl.reference.rotation); 0: Q as given. V is stored as it is: the output needs no
+    # rotation back.
+    rotation: int = 0
     mode = "attend"
     KEYS = (  # fmt: skip
         "kv_heads", "head_dim", "q_heads", "max_queries", "cache", "cache_type", "format",
         "scales", "page_size", "page_layout", "pool", "q_layout", "q_type", "o_layout", "o_type",
-        "sliding_window", "softcap", "sinks", "workgroup_size", "fold",
+        "sliding_window", "softcap", "sinks", "rotation", "workgroup_size", "fold",
     )
 
     def check_fields(self) -> None:
@@ -131,6 +137,8 @@ class AttendConfig(KernelConfig):
         for field in ("q_type", "o_type"):
             one_of(field, getattr(self, field), FLOATS)
         require(not self.window, "window", self.window, "false for attend")
+        wrong = rotation.check_block(self.rotation, self.head_dim)
+        require(wrong is None, "rotation", self.rotation, wrong or "")
         self._check_format()
         n = self.storage_buffers
         require(
@@ -173,6 +181,13 @@ class AttendConfig(KernelConfig):
             self.scales.value,
             f"'inline' (unset) for format {self.format_name!r} (its scales are per channel or"
             " per tensor, in kv_scale)",
+        )
+        require(
+            self.rotation == 0,
+            "rotation",
+            self.rotation,
+            f"0 (unset) for format {self.format_name!r} (its per-channel scales multiply Q's"
+            " channels before any rotation could mix them)",
         )
 
     def check_schedule(self) -> None:

@@ -30,7 +30,7 @@ from kvdsl.kernels.attend.config import (
     RowLayout,
 )
 from kvdsl.kernels.config import contract, largest, node, plus, times
-from kvdsl.nodes import walks, words
+from kvdsl.nodes import rotation, walks, words
 from kvdsl.nodes.index import workgroup_flat
 from kvdsl.nodes.window import total_tokens
 from kvdsl.nodes.words import splat
@@ -110,10 +110,15 @@ def attend(cfg: AttendConfig, name: str = "attend") -> Kernel:
         with kb.if_(r < nrows):
             q4 = words.as_f32(kb, query[q_row(r, cfg.q_layout) * d4 + e % d4])
             k_scale = cache.rows.query_scale(kb, hk, e % d4)
+            if cfg.rotation:
+                q4 = rotation.load4(kb, q4, e % d4, cfg.rotation)
             q_sh[e] = q4 if k_scale is None else q4 * k_scale
         with kb.else_():
             q_sh[e] = splat(V4, 0.0)
     kb.barrier()
+    if cfg.rotation:
+        kb.comment(f"Q rotated as the cache's K rows were (blocks of {cfg.rotation}).")
+        rotation.stages(kb, q_sh, cfg.rows, cfg.head_dim // 4, cfg.rotation, t, wg)
 
     kb.comment("1. Scores: keys start + t, start + t + WG, ...; each invocation's largest per row.")
     top = [kb.var(f"top{r}", f32, HIDDEN) for r in rows]
