@@ -14,8 +14,8 @@ rotated format quantises ``R k`` (:mod:`kvdsl.reference.rotation`: the whole hea
 Walsh-Hadamard) and attention takes ``R q``: the scores are unchanged, V is stored as it is and
 the output needs no rotation back. Rotating V as well (``R v``, the output rotated back) is
 measured beside it, and the page says what it changes. The decode time is
-``benchmarks/attention.py``'s, from ``benchmarks/results/attention``: a rotated cache is read by
-the same ``attend`` as the format unrotated.
+``benchmarks/attention.py``'s, from ``benchmarks/results/attention``; a rotated cache is read by
+``attend`` with ``rotation`` set, which rotates Q as it loads it: not timed yet.
 
 KIVI's 2-bit cache (:mod:`kvdsl.reference.kivi`) is measured from its reference; its writers
 and reader are not built.
@@ -207,7 +207,7 @@ def page(rows: list[dict[str, Any]], times: dict[str, float], device: str) -> st
         f"with {OUTLIERS} channels per head {OUTLIER_SCALE[0]:g}-{OUTLIER_SCALE[1]:g}x larger "
         f"than the rest and NeoX rotary applied, V Gaussian. *rotated*: K and Q rotated by the "
         f"signed Walsh-Hadamard matrix of the whole head, K before quantising "
-        f"(`kvdsl.reference.rotation`), V as it is; read by the same `attend`, its writers are not built yet. The time is `attend` with "
+        f"(`kvdsl.reference.rotation`), V as it is; `attend` reads it with `rotation` set (its time not measured yet), its writers are not built yet. The time is `attend` with "
         f"its merge at batch 4, 8,192 tokens, 8 KV heads x 128, 32 query heads"
         + (f" ({device}, `benchmarks/attention.py`)." if device else "."),
         "",
@@ -219,7 +219,7 @@ def page(rows: list[dict[str, Any]], times: dict[str, float], device: str) -> st
         "|" + "---|" * (4 + len(HEAD_DIMS) + len(TOKENS)),
     ]
     for r in rows:
-        t = times.get(r["base"])  # a rotated cache is read by the same attend
+        t = None if r["rotated"] else times.get(r["base"])
         ratio = r["error"][TOKENS[-1]] / int8["error"][TOKENS[-1]]
         lines.append(
             f"| {r['format']} | {r['what']} | "
