@@ -44,7 +44,6 @@ from kvdsl.ir import (
     convert,
     f32,
     i32,
-    inverse_sqrt,
     select,
     u32,
 )
@@ -77,7 +76,13 @@ from kvdsl.kernels.config import (
 from kvdsl.kernels.plan import RotaryWalk, WalkPlan
 from kvdsl.nodes import walks, words
 from kvdsl.nodes.index import CacheWindow, bnsh, bsh, cache_window, split_rows
-from kvdsl.nodes.rmsnorm import rms_norm_row, row_sum_of_squares, subgroup_row_sum_of_squares
+from kvdsl.nodes.rmsnorm import (
+    inverse_rms,
+    normed,
+    rms_norm_row,
+    row_sum_of_squares,
+    subgroup_row_sum_of_squares,
+)
 from kvdsl.nodes.rotary import (
     Rotation,
     move_rotated_pair,
@@ -395,7 +400,7 @@ def flat_norm(
     else:
         kb.comment("K RMSNorm: the row's sum of squares, reduced in workgroup memory.")
         ms = row_sum_of_squares(kb, row.own(), row.it.d, per_row, kb.workgroup_size[0], lanes)
-    inv_rms = kb.let("invRms", inverse_sqrt(ms / convert(f32, c.head_dim) + c.eps))
+    inv_rms = inverse_rms(kb, ms, c.head_dim, c.eps)
     done = row.it.e >= row.items
     kb.leave_if(done if skipped is None else done.lor(skipped))
     return inv_rms
@@ -477,8 +482,8 @@ def flat_k_pair(
     per element the products of :func:`flat_k`."""
     x0, x1 = loads.x0, loads.x1
     if inv_rms is not None:
-        x0 = kb.let("x0", x0 * inv_rms * loads.w0)
-        x1 = kb.let("x1", x1 * inv_rms * loads.w1)
+        x0 = kb.let("x0", normed(x0, inv_rms, loads.w0))
+        x1 = kb.let("x1", normed(x1, inv_rms, loads.w1))
     if row.half is None:
         return x0, x1
     return rotated_pair(x0, x1, loads.cs, loads.sn)
@@ -490,14 +495,14 @@ def flat_k(kb: KernelBuilder, row: FlatRow, loads: KLoads, inv_rms: Val | None) 
     if loads.k is not None:
         return loads.k
     if row.half is None:
-        return kb.let("k", loads.x0 * inv_rms * loads.w0)
-    x0 = kb.let("x0", loads.x0 * inv_rms * loads.w0)
-    x1 = kb.let("x1", loads.x1 * inv_rms * loads.w1)
+        return kb.let("k", normed(loads.x0, inv_rms, loads.w0))
+    x0 = kb.let("x0", normed(loads.x0, inv_rms, loads.w0))
+    x1 = kb.let("x1", normed(loads.x1, inv_rms, loads.w1))
     rotated = rotate_pair(x0, x1, loads.cs, loads.sn, row.it.d, row.half)
     if not row.partial:
         return kb.let("k", rotated)
     kb.comment("Past the rotated part K passes through, normed.")
-    own = kb.let("kNormed", row.k_own * inv_rms * loads.w)
+    own = kb.let("kNormed", normed(row.k_own, inv_rms, loads.w))
     return kb.let("k", select(own, rotated, row.it.d < row.half * 2))
 
 

@@ -47,10 +47,8 @@ from kvdsl.ir import (
     Kernel,
     KernelBuilder,
     Val,
-    convert,
     f32,
     i32,
-    inverse_sqrt,
     lit,
     select,
     u32,
@@ -74,7 +72,8 @@ from kvdsl.kernels.config import (
     positive_int,
     require,
     require_rotary,
-    rotary_pairs,
+    require_rotary_vectors,
+    RotaryHalf,
     times,
 )
 from kvdsl.kernels.dense import (
@@ -89,7 +88,7 @@ from kvdsl.kernels.dense import (
 from kvdsl.nodes import walks, words
 from kvdsl.nodes.formats import Format, format_of
 from kvdsl.nodes.quantise import Quantiser, cache_binding, row_lanes
-from kvdsl.nodes.rmsnorm import row_sum_of_squares
+from kvdsl.nodes.rmsnorm import Norm, reduced_inverse_rms
 from kvdsl.nodes.rotary import rotated_pair
 from kvdsl.nodes.window import append_window
 
@@ -106,7 +105,7 @@ class QLayout(StrEnum):
 
 
 @dataclass(frozen=True)
-class QkvConfig(CacheConfig):
+class QkvConfig(RotaryHalf, CacheConfig):
     """A ``qkv`` variant: the heads (``q_heads`` a multiple of ``kv_heads``), head dim, the
     transforms (bias, Q and K RMSNorm, rotary) and the element types and Q's layout."""
 
@@ -169,13 +168,7 @@ class QkvConfig(CacheConfig):
         flag("k_norm", self.k_norm)
         flag("bias", self.bias)
         require_rotary(self.rotary, self.head_dim, half=self.rotary_half)
-        if self.rotary_half is not None:
-            require(
-                self.rotary_half % 4 == 0,
-                "rotary_half",
-                self.rotary_half,
-                "a multiple of 4 for qkv (a rotated vec4 lies in one half of the rotated part)",
-            )
+        require_rotary_vectors(self.rotary, self.head_dim, self.rotary_half, "qkv")
         ok = isinstance(self.eps, (int, float)) and not isinstance(self.eps, bool)
         ok = ok and math.isfinite(self.eps) and 2.0**-126 <= self.eps <= 3.4e38
         require(ok, "eps", self.eps, "a number > 0 that is a normal f32 (1.2e-38 .. 3.4e38)")
@@ -225,13 +218,6 @@ class QkvConfig(CacheConfig):
         )
         require_format(fmt, self.scales, self.head_dim)
         require_walk(fmt, self.walk, self.run)
-        require(
-            self.rotary_half is None,
-            "rotary_half",
-            self.rotary_half,
-            "unset (None) with a format: the quantising kernel rotates the whole head, as the"
-            " dense modes do",
-        )
         buffers = 5 + int(self.norm) + int(self.rotary) + int(self.bias) + int(not self.inline)
         require(
             buffers <= MAX_STORAGE_BUFFERS,
@@ -249,7 +235,7 @@ class QkvConfig(CacheConfig):
         None without a format."""
         if self.fmt is None:
             return None
-        if self.rotary and Quantiser.pairs_fit(self.fmt, self.head_dim):
+        if self.whole_rotary and Quantiser.pairs_fit(self.fmt, self.head_dim):
             return DenseWalk.RUNS  # NeoX pairs in one lane: no staging, no partner loads
         if self.fmt.ggml or (self.inline and self.fmt.bits == 8):
             return DenseWalk.STAGED
@@ -261,7 +247,8 @@ class QkvConfig(CacheConfig):
     def strided_q(self) -> bool:
         """Whether a Q row's lanes hold strided vectors (``q_strided`` with a format whose lanes
         hold an even number of vectors: NeoX pairs ``j`` and ``j + n/2`` then share a lane)."""
-        return self.fmt is not None and self.q_strided and self.quantiser.vectors % 2 == 0
+        strided = self.q_strided and self.quantiser.vectors % 2 == 0
+        return self.fmt is not None and strided and not self.partial
 
     @property
     def reloaded_heads(self) -> int:
@@ -316,14 +303,10 @@ class QkvConfig(CacheConfig):
         return self.head_dim // 8
 
     @property
-    def half(self) -> int:
-        """The rotated pairs of a row (``head_dim / 2`` without a partial rotary)."""
-        return rotary_pairs(self.head_dim, self.rotary_half)
-
-    @property
-    def partial(self) -> bool:
-        """Whether rotary turns only part of a row."""
-        return self.rotary and self.half * 2 != self.head_dim
+    def whole_rotary(self) -> bool:
+        """Whether rotary turns the whole head (its pairs then lie half a row apart, where a
+        quantiser's paired runs, or a strided Q row's lane, hold both)."""
+        return self.rotary and not self.partial
 
     @property
     def norm_weights(self) -> int:
@@ -345,7 +328,9 @@ class QkvConfig(CacheConfig):
             return None
         strided = self.walk is DenseWalk.STRIDED
         run = self.run or 0
-        paired = self.rotary and not strided and Quantiser.pairs_fit(self.fmt, self.head_dim, run)
+        paired = (
+            self.whole_rotary and not strided and Quantiser.pairs_fit(self.fmt, self.head_dim, run)
+        )
         staged = self.walk is DenseWalk.STAGED
         return Quantiser(
             self.fmt, self.inline, self.head_dim, self.workgroup_size, staged, strided,
@@ -542,19 +527,20 @@ def qkv(cfg: QkvConfig, name: str = "qkv") -> Kernel:
             w_base = as_u32(0)
         w0 = kb.let("w0", weight[w_base + lo])
         w1 = kb.let("w1", weight[w_base + hi])
-        normed = _normed(kb, cfg, is_q, is_v)
+        normed = normed_rows(kb, cfg, is_q, is_v)
     cs = sn = None
     if table is not None:
         entry = i if turned is None else kb.let("pair", select(half - 1, i, turned))
         at = kb.let("tableAt", dst.position * (half * 2) + entry)
         cs, sn = kb.let("cs", table[at]), kb.let("sn", table[at + half])
     if weight is not None:
-        kb.comment("RMSNorm: the row's sum of squares, reduced in workgroup memory.")
-        ms = row_sum_of_squares(kb, (x0, x1), i, pairs, cfg.workgroup_size, cfg.pairs)
-        inv_rms = kb.let("invRms", inverse_sqrt(ms / convert(f32, head_dim) + eps))
+        inv_rms = reduced_inverse_rms(
+            kb, (x0, x1), i, pairs, cfg.workgroup_size, cfg.pairs, head_dim, eps, "RMSNorm"
+        )
         kb.leave_if(it.e >= count * pairs)
-        x0 = kb.let("x0", select(x0, x0 * inv_rms * w0, normed))
-        x1 = kb.let("x1", select(x1, x1 * inv_rms * w1, normed))
+        norm = Norm(inv_rms, lambda a: weight[w_base + a], normed)
+        x0 = kb.let("x0", norm.scale(x0, w0))
+        x1 = kb.let("x1", norm.scale(x1, w1))
     if table is not None:
         r0, r1 = rotated_pair(x0, x1, cs, sn)
         rotate = ~is_v if turned is None else kb.let("rotate", (~is_v).land(turned))
@@ -601,8 +587,13 @@ def as_u32(n: int) -> Val:
     return lit(n, u32)
 
 
-def _normed(kb: KernelBuilder, cfg: QkvConfig, is_q: Val, is_v: Val) -> Val:
-    """Whether this row is RMS-normed: a Q row with ``q_norm``, a K row with ``k_norm``."""
+def normed_rows(kb: KernelBuilder, cfg: QkvConfig, is_q: Val, is_v: Val | None) -> Val | None:
+    """Whether this row is RMS-normed (None: every row): a Q row with ``q_norm``, a K row
+    with ``k_norm``, a V row never (``is_v`` None: the row is a Q head or a K head)."""
+    if is_v is None:
+        if cfg.q_norm and cfg.k_norm:
+            return None
+        return is_q if cfg.q_norm else kb.let("normed", ~is_q)
     if cfg.q_norm and cfg.k_norm:
         return kb.let("normed", ~is_v)
     if cfg.q_norm:
@@ -747,9 +738,8 @@ def chain(cfg: QkvConfig) -> Chain:
     q = BuildConfig(1, d, k_norm=cfg.q_norm, eps=cfg.eps, present_type=cfg.q_type, walk=flat, **rot)
     if dense:
         append = DenseAppendConfig(
-            1, d, format=cfg.format, scales=cfg.scales, k_norm=cfg.k_norm, rotary=cfg.rotary,
-            eps=cfg.eps,
-        )  # fmt: skip
+            1, d, format=cfg.format, scales=cfg.scales, k_norm=cfg.k_norm, eps=cfg.eps, **rot
+        )
         return Chain(split, q, None, append)
     k = BuildConfig(1, d, k_norm=True, eps=cfg.eps, walk=flat) if cfg.k_norm else None
     append = MergeShareConfig(

@@ -14,7 +14,10 @@ Forms: :func:`rotate_row` rotates a row held in a function-scope ``var`` array (
 walk); :func:`rotate_loaded` computes one output element (or vector) from its loads, the pair
 ``(d mod half, d mod half + half)`` sharing one cos/sin entry (the flat and block walks, through
 :func:`rotate`); :func:`move_rotated_pair` rotates and stores both vectors of a pair (the pair
-walk). The vector forms compute exactly what the scalar ones do, lane by lane, in the same order.
+walk); :func:`rotate_with_partner` rotates a lane's vector with its partner loaded beside it,
+:func:`rotate_lane_pairs` a lane that holds both vectors of its pairs (the quantiser's lanes,
+dense, paged and fused alike). The vector forms compute exactly what the scalar ones do, lane by
+lane, in the same order.
 """
 
 from __future__ import annotations
@@ -41,15 +44,27 @@ class Rotation:
     partial: bool = False
     packed: bool = False
 
-    def entry(self, kb: KernelBuilder, dr: Val) -> tuple[Val, Val]:
-        """``(cs, sn)``: the cos/sin entry of pair ``dr`` (``dr < half``) at ``pos``."""
+    def entry(
+        self,
+        kb: KernelBuilder,
+        dr: Val,
+        tag: str = "",
+        j: int | None = None,
+        let_index: bool = False,
+    ) -> tuple[Val, Val]:
+        """``(cs, sn)``: the cos/sin entry of pair ``dr`` (``dr < half``) at ``pos``, named
+        ``{tag}cs{j}`` and ``{tag}sn{j}`` (``j``: a lane's ``j``-th vector); ``let_index``: a
+        packed table's index is a let of its own, ``{tag}tableAt{j}``."""
+        n = "" if j is None else str(j)
         if self.packed:
             at = self.pos * (self.half * 2) + dr
-            cs = kb.let("cs", self.cos[at])
-            sn = kb.let("sn", self.sin[at + self.half])
+            if let_index:
+                at = kb.let(f"{tag}tableAt{n}", at)
+            cs = kb.let(f"{tag}cs{n}", self.cos[at])
+            sn = kb.let(f"{tag}sn{n}", self.sin[at + self.half])
             return cs, sn
-        cs = kb.let("cs", self.cos[self.pos * self.half + dr])
-        sn = kb.let("sn", self.sin[self.pos * self.half + dr])
+        cs = kb.let(f"{tag}cs{n}", self.cos[self.pos * self.half + dr])
+        sn = kb.let(f"{tag}sn{n}", self.sin[self.pos * self.half + dr])
         return cs, sn
 
 
@@ -100,6 +115,50 @@ def rotated_pair(x0: Val, x1: Val, cs: Val, sn: Val) -> tuple[Val, Val]:
     """The NeoX rotation of the pair ``(x0, x1)``: ``(x0*cs - x1*sn, x1*cs + x0*sn)``, element
     for element the products of :func:`rotate` (which keeps one of them through a ``select``)."""
     return x0 * cs - x1 * sn, x1 * cs + x0 * sn
+
+
+def rotate_with_partner(
+    kb: KernelBuilder, own: Val, at: Val, partner_of: Callable[[Val], Val], rot: Rotation, j: int
+) -> Val:
+    """A lane's ``j``-th vector ``own`` (the row's vector ``at``), rotated: its partner's index
+    ``(at + half) % (2 * half)`` (``kAt{j}Pair``), whose value ``partner_of`` gives (loaded,
+    normed and named by the caller), the pair's entry (``kDr{j}``, ``cs{j}``, ``sn{j}``) and
+    the product of :func:`rotate_pair`, ``k{j}``. With ``rot.partial`` a vector past the rotated
+    part (``at >= 2 * half``) is ``own`` as it is; the loads its pair makes stay in range (its
+    partner and entry are a rotated vector's)."""
+    h = rot.half
+    partner = kb.let(f"kAt{j}Pair", (at + h) % (h * 2))
+    p = partner_of(partner)
+    lo = at < h
+    dr = kb.let(f"kDr{j}", at % h)
+    cs, sn = rot.entry(kb, dr, "", j, let_index=True)
+    rotated = rotate_pair(select(p, own, lo), select(own, p, lo), cs, sn, at, h)
+    if rot.partial:
+        rotated = select(own, rotated, at < h * 2)
+    return kb.let(f"k{j}", rotated)
+
+
+def rotate_lane_pairs(
+    kb: KernelBuilder,
+    own: list[Val],
+    first: Callable[[int], Val],
+    rot: Rotation,
+    out: str = "k",
+    tag: str = "",
+) -> list[Val]:
+    """A lane whose vectors ``j`` and ``j + m`` (``m`` half its vectors) are NeoX pairs (a
+    quantiser's paired runs, a strided Q row): each pair rotated with one entry, that of the
+    row's vector ``first(j)`` (in the first half of the row), named ``{out}{j}`` and
+    ``{out}{j + m}`` (the entry: ``{tag}cs{j}``, ``{tag}sn{j}``). The whole head rotates: the
+    pairs are half a row apart."""
+    m = len(own) // 2
+    res: list[Val | None] = [None] * len(own)
+    for j in range(m):
+        cs, sn = rot.entry(kb, first(j), tag, j, let_index=True)
+        lo, hi = rotated_pair(own[j], own[j + m], cs, sn)
+        res[j] = kb.let(f"{out}{j}", lo)
+        res[j + m] = kb.let(f"{out}{j + m}", hi)
+    return res
 
 
 def rotate(kb: KernelBuilder, src: Buffer, row_base: Val, d: Val, rot: Rotation) -> Val:
