@@ -415,9 +415,8 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
     def row_norm(k: list[Val]) -> Norm | None:
         if not cfg.k_norm:
             return None
-        inv_rms = reduced_inverse_rms(
-            kb, tuple(k), it.d, lanes, cfg.workgroup_size, cfg.row_lanes, head_dim, eps
-        )
+        sums = (tuple(k), it.d, lanes, cfg.workgroup_size, cfg.row_lanes)
+        inv_rms = reduced_inverse_rms(kb, head_dim, eps, *sums)
         return Norm(inv_rms, lambda a: words.as_f32(kb, weight[a]))
 
     if cfg.split:

@@ -34,7 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from kvdsl.ir import Buffer, Kernel, KernelBuilder, Val, f32, i32, max_, min_, select, u32, vec
+from kvdsl.ir import Buffer, Kernel, KernelBuilder, Val, f32, i32, max_, min_, u32, vec
 from kvdsl.kernels.config import (
     FLOATS,
     PAST,
@@ -63,7 +63,7 @@ from kvdsl.nodes import walks, words
 from kvdsl.nodes.formats import FORMATS
 from kvdsl.nodes.index import bsh, split_rows
 from kvdsl.nodes.quantise import Destination, Quantiser, RowPlace, cache_binding, quantise_rows
-from kvdsl.nodes.rotary import Rotation, rotate_pair
+from kvdsl.nodes.rotary import Rotation, rotate_loaded
 from kvdsl.nodes.window import append_window, sliding_window
 
 #: The scale bindings of a cache read and written with side scales.
@@ -465,15 +465,7 @@ def load_run(
         if rot is None:
             k.append(kb.let(f"k{j}", words.as_f32(kb, src_k[base + at])))
             continue
-        h = rot.half
-        dr = kb.let(f"dr{j}", at % h)
-        cs, sn = rot.entry(kb, dr, "", j)
-        x0 = kb.let(f"x{j}Lo", words.as_f32(kb, src_k[base + dr]))
-        x1 = kb.let(f"x{j}Hi", words.as_f32(kb, src_k[base + (dr + h)]))
-        rotated = rotate_pair(x0, x1, cs, sn, at, h)
-        if rot.partial:  # past the rotated part K passes through
-            own = kb.let(f"x{j}Own", words.as_f32(kb, src_k[base + at]))
-            rotated = select(own, rotated, at < h * 2)
+        rotated = rotate_loaded(kb, lambda i: words.as_f32(kb, src_k[base + i]), at, rot, j)
         k.append(kb.let(f"k{j}", rotated))
     return k, v
 

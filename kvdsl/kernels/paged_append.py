@@ -38,7 +38,7 @@ from kvdsl.ir import (
     u32,
 )
 from kvdsl.ir.tree import Member, Name
-from kvdsl.kernels.build import FlatRow, RowInputs, flat_k, flat_k_loads
+from kvdsl.kernels.rows import FlatRow, RowInputs, flat_k, flat_k_loads
 from kvdsl.kernels.config import ROTARY_TABLES, ceil_div, contract, times
 from kvdsl.kernels.paged import (
     POOLS,
@@ -178,19 +178,18 @@ def paged_append(cfg: PagedAppendConfig, name: str = "paged_append") -> Kernel:
         if cfg.k_norm or cfg.rotary:
             norm = None
             if cfg.k_norm:
-                inv_rms = reduced_inverse_rms(
-                    kb, tuple(k), it.d, lanes, cfg.workgroup_size, q.lanes, head_dim, eps
-                )
+                sums = (tuple(k), it.d, lanes, cfg.workgroup_size, q.lanes)
+                inv_rms = reduced_inverse_rms(kb, head_dim, eps, *sums)
                 norm = Norm(inv_rms, lambda a: words.as_f32(kb, weight[a]))
             rot = Rotation(cos, sin, tok.pos, half, cfg.partial) if cfg.rotary else None
 
             def load_k(i: Val) -> Val:
                 return words.as_f32(kb, src_k[tok.src_base + i])
 
-            def at(j: int) -> Val:
+            def vector_at(j: int) -> Val:
                 return q.vector_at(it.d, j)
 
-            k = transform_lane(kb, k, at, load_k, norm, rot)
+            k = transform_lane(kb, k, vector_at, load_k, norm, rot)
         addr = _address(kb, cfg, ins, pages, tok, tok.pos if table else None)
 
         def place() -> RowPlace:
@@ -213,9 +212,8 @@ def paged_append(cfg: PagedAppendConfig, name: str = "paged_append") -> Kernel:
             inputs = RowInputs(src_k, src_v, ins["seqlens_k"], weight, cos, sin)
             loads = flat_k_loads(kb, row, inputs, lambda: tok.pos)
             v = kb.let("v", src_v[tok.src_base + it.d])
-            inv_rms = reduced_inverse_rms(
-                kb, k_own, it.d, per_row, cfg.workgroup_size, cfg.per_row, head_dim, eps
-            )
+            sums = (k_own, it.d, per_row, cfg.workgroup_size, cfg.per_row)
+            inv_rms = reduced_inverse_rms(kb, head_dim, eps, *sums)
             k = flat_k(kb, row, loads, inv_rms)
             kb.leave_if(done if tok.late is None else done.lor(tok.late))
         else:

@@ -119,9 +119,8 @@ def qkv_dense(cfg: QkvConfig, name: str = "qkv") -> Kernel:
             staged[kb.lid.x * n + j] = x[j]
     norm = None
     if weight is not None:
-        inv_rms = reduced_inverse_rms(
-            kb, tuple(x), lane, lanes, cfg.workgroup_size, q.lanes, head_dim, eps, "RMSNorm"
-        )
+        sums = (tuple(x), lane, lanes, cfg.workgroup_size, q.lanes)
+        inv_rms = reduced_inverse_rms(kb, head_dim, eps, *sums, what="RMSNorm")
         normed = normed_rows(kb, cfg, is_q, is_v)
         if cfg.q_norm and cfg.k_norm:
             w_base = kb.let("wBase", select(per_row, as_u32(0), is_q))

@@ -16,7 +16,7 @@ ulps.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 from kvdsl.ir import (
     Buffer,
@@ -58,23 +58,13 @@ def inverse_rms(kb: KernelBuilder, ms: Val, n: Val, eps: Val) -> Val:
 
 
 def reduced_inverse_rms(
-    kb: KernelBuilder,
-    x: Val | tuple[Val, ...],
-    d: Val,
-    per_row: Val,
-    wg: int,
-    lanes_per_row: int,
-    n: Val,
-    eps: Val,
-    what: str = "K RMSNorm",
+    kb: KernelBuilder, n: Val, eps: Val, *row: Any, what: str = "K RMSNorm"
 ) -> Val:
-    """``invRms`` of the row of ``n`` elements whose vector ``d`` (or vectors) this invocation
-    holds as ``x``, its sum of squares reduced in workgroup memory (:func:`row_sum_of_squares`,
-    whose arguments these are; a barrier every invocation reaches); ``what`` names the norm in
-    the kernel's comment."""
+    """``invRms`` of a row of ``n`` elements whose sum of squares the invocations holding it
+    reduce in workgroup memory: ``row`` is :func:`row_sum_of_squares`' arguments after ``kb``
+    (a barrier every invocation reaches); ``what`` names the norm in the kernel's comment."""
     kb.comment(f"{what}: the row's sum of squares, reduced in workgroup memory.")
-    ms = row_sum_of_squares(kb, x, d, per_row, wg, lanes_per_row)
-    return inverse_rms(kb, ms, n, eps)
+    return inverse_rms(kb, row_sum_of_squares(kb, *row), n, eps)
 
 
 @dataclass(frozen=True)

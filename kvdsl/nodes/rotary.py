@@ -67,6 +67,14 @@ class Rotation:
         sn = kb.let(f"{tag}sn{n}", self.sin[self.pos * self.half + dr])
         return cs, sn
 
+    def keep_tail(self, own: Val | Callable[[], Val], rotated: Val, d: Val) -> Val:
+        """Element (or vector) ``d`` of the row: ``rotated``, or with a partial rotary ``own``
+        (the element as it is; a callable makes it only then) past the rotated part, ``d >= 2 *
+        half``: the one statement of what a partial rotary leaves."""
+        if not self.partial:
+            return rotated
+        return select(own() if callable(own) else own, rotated, d < self.half * 2)
+
 
 def rotate_row(kb: KernelBuilder, row: Local, rot: Rotation) -> None:
     """Rotate the f32 ``var`` array ``row`` in place."""
@@ -78,30 +86,34 @@ def rotate_row(kb: KernelBuilder, row: Local, rot: Rotation) -> None:
         row[d], row[d + half] = rotated_pair(x0, x1, cs, sn)
 
 
-def rotate_loaded(kb: KernelBuilder, load: Callable[[Val], Val], d: Val, rot: Rotation) -> Val:
+def rotate_loaded(
+    kb: KernelBuilder, load: Callable[[Val], Val], d: Val, rot: Rotation, j: int | None = None
+) -> Val:
     """Element (or vector) ``d`` of the rotated row whose entry ``i`` is ``load(i)`` (f32).
 
     ``d % half`` picks the pair without the u32 wrap of ``d - half`` for ``d < half``; the pair
     ``(d % half, d % half + half)`` shares one cos/sin entry. Scalar or vector alike: with
     vectors, ``half`` counts vectors and the vector lies in one half of the row. With
     ``rot.partial``, element ``d`` past ``2 * half`` is ``load(d)`` as it is (the pair's loads
-    stay in range: ``d % half`` is a pair of the rotated part).
+    stay in range: ``d % half`` is a pair of the rotated part). ``j``: the lets are a lane's
+    ``j``-th vector's (``dr{j}``, ``cs{j}``, ``sn{j}``, ``x{j}Lo``, ``x{j}Hi``, ``x{j}Own``).
     """
-    dr, cs, sn = pair_entry(kb, d, rot)
-    x0 = kb.let("x0", load(dr))
-    x1 = kb.let("x1", load(dr + rot.half))
+    dr, cs, sn = pair_entry(kb, d, rot, j)
+    lo, hi, own = ("x0", "x1", "xOwn") if j is None else (f"x{j}Lo", f"x{j}Hi", f"x{j}Own")
+    x0 = kb.let(lo, load(dr))
+    x1 = kb.let(hi, load(dr + rot.half))
     rotated = rotate_pair(x0, x1, cs, sn, d, rot.half)
-    if not rot.partial:
-        return rotated
-    own = kb.let("xOwn", load(d))
-    return select(own, rotated, d < rot.half * 2)
+    return rot.keep_tail(lambda: kb.let(own, load(d)), rotated, d)
 
 
-def pair_entry(kb: KernelBuilder, d: Val, rot: Rotation) -> tuple[Val, Val, Val]:
+def pair_entry(
+    kb: KernelBuilder, d: Val, rot: Rotation, j: int | None = None
+) -> tuple[Val, Val, Val]:
     """``(dr, cs, sn)`` for element (or vector) ``d``: its pair's first index ``d % half`` (no
-    u32 wrap of ``d - half``) and the pair's cos/sin entry."""
-    dr = kb.let("dr", d % rot.half)
-    return (dr, *rot.entry(kb, dr))
+    u32 wrap of ``d - half``) and the pair's cos/sin entry (named for a lane's ``j``-th
+    vector)."""
+    dr = kb.let("dr" if j is None else f"dr{j}", d % rot.half)
+    return (dr, *rot.entry(kb, dr, "", j))
 
 
 def rotate_pair(x0: Val, x1: Val, cs: Val, sn: Val, d: Val, half: Val) -> Val:
@@ -133,9 +145,7 @@ def rotate_with_partner(
     dr = kb.let(f"kDr{j}", at % h)
     cs, sn = rot.entry(kb, dr, "", j, let_index=True)
     rotated = rotate_pair(select(p, own, lo), select(own, p, lo), cs, sn, at, h)
-    if rot.partial:
-        rotated = select(own, rotated, at < h * 2)
-    return kb.let(f"k{j}", rotated)
+    return kb.let(f"k{j}", rot.keep_tail(own, rotated, at))
 
 
 def rotate_lane_pairs(
