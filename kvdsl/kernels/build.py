@@ -42,20 +42,8 @@ from kvdsl.kernels.config import (
     require_pairs,
     times,
 )
-from kvdsl.kernels.rows import (
-    RowConfig,
-    declare_consts,
-    declare_inputs,
-    declare_params,
-    flat_k,
-    flat_k_loads,
-    flat_k_pair,
-    flat_norm,
-    flat_row,
-    k_row,
-    row_extents,
-    row_walk,
-)
+from kvdsl.kernels import rows
+from kvdsl.kernels.rows import RowConfig
 from kvdsl.nodes import walks, words
 from kvdsl.nodes.index import bnsh, cache_window
 from kvdsl.nodes.rotary import Rotation, move_rotated_pair
@@ -85,14 +73,14 @@ def build(cfg: BuildConfig, name: str = "build") -> Kernel:
     kb = KernelBuilder(name, cfg.workgroup_size)
     plan = cfg.plan
     width = walks.lanes(cfg.head_dim, cfg.rotary, cfg.half) if plan.program else 1
-    inputs = declare_inputs(kb, cfg, width=width)
+    inputs = rows.declare_inputs(kb, cfg, width=width)
     ty = cfg.present_type.scalar
     present = words.elem(ty, width)
     present_key, present_value = words.bindings(kb, PRESENT, ty, width, "read_write")
-    c = declare_consts(kb, cfg)
-    count, seq, past = declare_params(kb, "count", "seq", "pastSeq")
+    c = rows.declare_consts(kb, cfg)
+    count, seq, past = rows.declare_params(kb, "count", "seq", "pastSeq")
     if plan.uses_pairs and not cfg.k_norm:
-        fr = flat_row(kb, cfg, c, inputs, width, pairs=True)
+        fr = rows.flat_row(kb, cfg, c, inputs, width, pairs=True)
         pos = kb.let("pos", past + fr.t)
         rot = Rotation(inputs.cos_cache, inputs.sin_cache, pos, fr.half)
 
@@ -104,11 +92,11 @@ def build(cfg: BuildConfig, name: str = "build") -> Kernel:
         move_rotated_pair(kb, *src, rot, present_key, present_value, dst)
         dispatch = plan.row_dispatch(kb, count, width)
     elif plan.uses_pairs:  # with K RMSNorm: every load before the norm's barrier
-        fr = flat_row(kb, cfg, c, inputs, width, pairs=True)
-        kl = flat_k_loads(kb, fr, inputs, lambda: kb.let("pos", past + fr.t))
+        fr = rows.flat_row(kb, cfg, c, inputs, width, pairs=True)
+        kl = rows.flat_k_loads(kb, fr, inputs, lambda: kb.let("pos", past + fr.t))
         v0 = kb.let("v0", inputs.src_v[fr.src_base + fr.it.d])
         v1 = kb.let("v1", inputs.src_v[fr.src_base + (fr.it.d + fr.pair)])
-        k0, k1 = flat_k_pair(kb, fr, kl, flat_norm(kb, cfg, c, fr))
+        k0, k1 = rows.flat_k_pair(kb, fr, kl, rows.flat_norm(kb, cfg, c, fr))
         kb.comment("The present row is the walk's row.")
         dst = kb.let("dst", fr.it.row * fr.per_row + fr.it.d)
         for at, k, v in ((dst, k0, v0), (dst + fr.pair, k1, v1)):
@@ -116,30 +104,30 @@ def build(cfg: BuildConfig, name: str = "build") -> Kernel:
             present_value[at] = words.to(kb, present, v)
         dispatch = plan.dispatch(count, fr.pair)
     elif plan.program:
-        fr = flat_row(kb, cfg, c, inputs, width)
-        kl = flat_k_loads(kb, fr, inputs, lambda: kb.let("pos", past + fr.t))
+        fr = rows.flat_row(kb, cfg, c, inputs, width)
+        kl = rows.flat_k_loads(kb, fr, inputs, lambda: kb.let("pos", past + fr.t))
         v = inputs.src_v[fr.src_base + fr.it.d]
         inv_rms = None
         if fr.k_own is not None:  # every load before the norm's barrier
             v = kb.let("v", v)
-            inv_rms = flat_norm(kb, cfg, c, fr)
-        k = flat_k(kb, fr, kl, inv_rms)
+            inv_rms = rows.flat_norm(kb, cfg, c, fr)
+        k = rows.flat_k(kb, fr, kl, inv_rms)
         kb.comment("The present row is the walk's row: the destination is the flat index.")
         present_key[fr.it.e] = words.to(kb, present, k)
         present_value[fr.it.e] = words.to(kb, present, v)
         dispatch = plan.dispatch(count, fr.per_row)
     else:
-        row = row_walk(kb, cfg.fold, c)
-        k = k_row(kb, c, inputs, row.src_base, lambda: kb.let("pos", past + row.t))
+        row = rows.row_walk(kb, cfg.fold, c)
+        k = rows.k_row(kb, c, inputs, row.src_base, lambda: kb.let("pos", past + row.t))
         dst_base = kb.let("dstBase", bnsh(row.b, row.hk, row.t, c.heads, seq, c.head_dim))
         with walks.row_elements(kb, c.head_dim) as d:
             present_key[dst_base + d] = convert(present, k[d])
             present_value[dst_base + d] = convert(present, inputs.src_v[row.src_base + d])
         dispatch = Dispatch(count.node, cfg.workgroup_size, cfg.fold)
     kernel = kb.build(dispatch, "Build a BNSH cache from new BSH K/V" + _transforms_doc(cfg) + ".")
-    rows = times(count, cfg.head_dim)
-    extents = row_extents(cfg, count, seq, plus(past, seq), cache_window(kb, cfg.window))
-    extents |= {"present_key": rows, "present_value": rows}
+    present_rows = times(count, cfg.head_dim)
+    extents = rows.row_extents(cfg, count, seq, plus(past, seq), cache_window(kb, cfg.window))
+    extents |= {"present_key": present_rows, "present_value": present_rows}
     # A flat kernel's vector bindings count vectors (a no-op for scalar bindings).
     return walks.vector_extents(contract(kernel, extents, {"seq >= 1": seq >= 1}))
 

@@ -167,14 +167,7 @@ def qkv(cfg: QkvConfig, name: str = "qkv") -> Kernel:
         return qkv_dense(cfg, name)
     kb = KernelBuilder(name, cfg.workgroup_size)
     cache = target(cfg)
-    src = words.binding(kb, "qkv", cfg.input_type.scalar, 4)
-    cache.inputs(kb)
-    weight = words.binding(kb, "qk_norm_weight", f32, 4) if cfg.norm else None
-    table = words.binding(kb, ROTARY_TABLE, f32, 4) if cfg.rotary else None
-    bias = words.binding(kb, "qkv_bias", f32, 4) if cfg.bias else None
-    q_out = words.binding(kb, "q_out", cfg.q_type.scalar, 4, "read_write")
-    present_key, present_value, _ = cache.caches(kb, None)
-    assert len(kb.bindings) <= MAX_STORAGE_BUFFERS
+    src, weight, table, bias, q_out, present_key, present_value, _ = bindings(kb, cfg, cache)
     head_dim = kb.const("HEAD_DIM", u32, cfg.head_dim)
     per_row = kb.const("HEAD_DIM_V4", u32, cfg.head_dim // 4)
     q_heads = kb.const("Q_HEADS", u32, cfg.q_heads)
@@ -262,17 +255,40 @@ def qkv(cfg: QkvConfig, name: str = "qkv") -> Kernel:
     dispatch = walks.dispatch(count, pairs, cfg.workgroup_size, cfg.fold, blocks=False)
     kernel = kb.build(dispatch, describe(cfg))
     batch = ceil_div(count, cfg.heads * key_seq)
-    extents: dict[str, Any] = {
+    io = {
         "qkv": times(count, cfg.head_dim),
         "q_out": times(batch, key_seq, cfg.q_heads * cfg.head_dim),
     }
-    if weight is not None:
+    return with_contract(kernel, cfg, cache, batch, key_seq, io)
+
+
+def bindings(kb: KernelBuilder, cfg: QkvConfig, cache: Target, q: Quantiser | None = None):
+    """The kernel's storage bindings in order: ``qkv``, the cache's inputs, the norm weights,
+    the rotary table and the bias (None where the config has none), ``q_out``, then K's and
+    V's caches and the side scales (``cache.caches``, with ``q`` a dense format's)."""
+    src = words.binding(kb, "qkv", cfg.input_type.scalar, 4)
+    cache.inputs(kb)
+    weight = words.binding(kb, "qk_norm_weight", f32, 4) if cfg.norm else None
+    table = words.binding(kb, ROTARY_TABLE, f32, 4) if cfg.rotary else None
+    bias = words.binding(kb, "qkv_bias", f32, 4) if cfg.bias else None
+    q_out = words.binding(kb, "q_out", cfg.q_type.scalar, 4, "read_write")
+    present_key, present_value, side = cache.caches(kb, q)
+    assert len(kb.bindings) <= MAX_STORAGE_BUFFERS
+    return src, weight, table, bias, q_out, present_key, present_value, side
+
+
+def with_contract(
+    kernel: Kernel, cfg: QkvConfig, cache: Target, batch: Any, key_seq: Val, io: dict[str, Any]
+) -> Kernel:
+    """``kernel`` with its contract: ``io`` (the least sizes of ``qkv`` and ``q_out``), the
+    norm weights', the bias' and the cache's (:meth:`Target.extents`)."""
+    extents: dict[str, Any] = dict(io)
+    if cfg.norm:
         extents["qk_norm_weight"] = cfg.norm_weights
-    if bias is not None:
+    if cfg.bias:
         extents["qkv_bias"] = cfg.heads * cfg.head_dim
     more, requires = cache.extents(batch, key_seq)
-    extents |= more
-    return walks.vector_extents(contract(kernel, extents, requires))
+    return walks.vector_extents(contract(kernel, extents | more, requires))
 
 
 def as_u32(n: int) -> Val:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Iterator
 
 from kvdsl.ir import (
     Kernel,
@@ -26,15 +26,23 @@ from kvdsl.ir import (
     Val,
     array,
     f32,
-    i32,
     select,
     u32,
     vec,
 )
-from kvdsl.kernels.config import MAX_STORAGE_BUFFERS, ROTARY_TABLE, ceil_div, contract, times
-from kvdsl.kernels.qkv import QkvConfig, QLayout, as_u32, describe, normed_rows, target
+from kvdsl.kernels.config import ceil_div, times
+from kvdsl.kernels.qkv import (
+    QkvConfig,
+    QLayout,
+    as_u32,
+    bindings,
+    describe,
+    normed_rows,
+    target,
+    with_contract,
+)
 from kvdsl.nodes import walks, words
-from kvdsl.nodes.quantise import Destination, RowPlace, cache_binding, quantise_rows
+from kvdsl.nodes.quantise import Destination, RowPlace, quantise_rows
 from kvdsl.nodes.rmsnorm import Norm, reduced_inverse_rms
 from kvdsl.nodes.rotary import Rotation, rotate_lane_pairs, rotate_with_partner
 
@@ -47,14 +55,7 @@ def qkv_dense(cfg: QkvConfig, name: str = "qkv") -> Kernel:
     n = q.vectors
     kb = KernelBuilder(name, cfg.workgroup_size)
     cache = target(cfg)
-    src = words.binding(kb, "qkv", cfg.input_type.scalar, 4)
-    cache.inputs(kb)
-    weight = words.binding(kb, "qk_norm_weight", f32, 4) if cfg.norm else None
-    table = words.binding(kb, ROTARY_TABLE, f32, 4) if cfg.rotary else None
-    bias = words.binding(kb, "qkv_bias", f32, 4) if cfg.bias else None
-    q_out = words.binding(kb, "q_out", cfg.q_type.scalar, 4, "read_write")
-    present_key, present_value, side = cache.caches(kb, q)
-    assert len(kb.bindings) <= MAX_STORAGE_BUFFERS
+    src, weight, table, bias, q_out, present_key, present_value, side = bindings(kb, cfg, cache, q)
     head_dim = kb.const("HEAD_DIM", u32, cfg.head_dim)
     per_row = kb.const("HEAD_DIM_V4", u32, cfg.head_dim // 4)
     row_words = kb.const("ROW_WORDS", u32, cfg.row_words)
@@ -199,17 +200,11 @@ def qkv_dense(cfg: QkvConfig, name: str = "qkv") -> Kernel:
     kernel = kb.build(dispatch, describe(cfg))
     batch = ceil_div(count, cfg.rows * key_seq)
     tokens = times(batch, key_seq)
-    extents: dict[str, Any] = {
+    io = {
         "qkv": times(tokens, cfg.heads * cfg.head_dim),
         "q_out": times(tokens, cfg.q_heads * cfg.head_dim),
     }
-    if weight is not None:
-        extents["qk_norm_weight"] = cfg.norm_weights
-    if bias is not None:
-        extents["qkv_bias"] = cfg.heads * cfg.head_dim
-    more, requires = cache.extents(batch, key_seq)
-    extents |= more
-    return walks.vector_extents(contract(kernel, extents, requires))
+    return with_contract(kernel, cfg, cache, batch, key_seq, io)
 
 
 @contextmanager
