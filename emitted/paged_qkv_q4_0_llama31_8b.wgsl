@@ -121,67 +121,67 @@ fn main(
     y6 = qr6;
     y7 = qr7;
   } else if (!isV) {
-    let kAt0Pair = (at0 + HALF_V4) % (HALF_V4 * 2u);
+    let at0Pair = (at0 + HALF_V4) % (HALF_V4 * 2u);
     // The partner loaded again from the input (its lane's, from the cache).
-    let pRaw0 = qkv[kRow + kAt0Pair];
-    let kDr0 = at0 % HALF_V4;
-    let tableAt0 = pos * (HALF_V4 * 2u) + kDr0;
+    let pRaw0 = qkv[kRow + at0Pair];
+    let dr0 = at0 % HALF_V4;
+    let tableAt0 = pos * (HALF_V4 * 2u) + dr0;
     let cs0 = rotary_table[tableAt0];
     let sn0 = rotary_table[tableAt0 + HALF_V4];
     let k0 = select(select(x0, pRaw0, at0 < HALF_V4) * cs0 + select(pRaw0, x0, at0 < HALF_V4) * sn0, select(pRaw0, x0, at0 < HALF_V4) * cs0 - select(x0, pRaw0, at0 < HALF_V4) * sn0, at0 < HALF_V4);
-    let kAt1Pair = (at1 + HALF_V4) % (HALF_V4 * 2u);
+    let at1Pair = (at1 + HALF_V4) % (HALF_V4 * 2u);
     // The partner loaded again from the input (its lane's, from the cache).
-    let pRaw1 = qkv[kRow + kAt1Pair];
-    let kDr1 = at1 % HALF_V4;
-    let tableAt1 = pos * (HALF_V4 * 2u) + kDr1;
+    let pRaw1 = qkv[kRow + at1Pair];
+    let dr1 = at1 % HALF_V4;
+    let tableAt1 = pos * (HALF_V4 * 2u) + dr1;
     let cs1 = rotary_table[tableAt1];
     let sn1 = rotary_table[tableAt1 + HALF_V4];
     let k1 = select(select(x1, pRaw1, at1 < HALF_V4) * cs1 + select(pRaw1, x1, at1 < HALF_V4) * sn1, select(pRaw1, x1, at1 < HALF_V4) * cs1 - select(x1, pRaw1, at1 < HALF_V4) * sn1, at1 < HALF_V4);
-    let kAt2Pair = (at2 + HALF_V4) % (HALF_V4 * 2u);
+    let at2Pair = (at2 + HALF_V4) % (HALF_V4 * 2u);
     // The partner loaded again from the input (its lane's, from the cache).
-    let pRaw2 = qkv[kRow + kAt2Pair];
-    let kDr2 = at2 % HALF_V4;
-    let tableAt2 = pos * (HALF_V4 * 2u) + kDr2;
+    let pRaw2 = qkv[kRow + at2Pair];
+    let dr2 = at2 % HALF_V4;
+    let tableAt2 = pos * (HALF_V4 * 2u) + dr2;
     let cs2 = rotary_table[tableAt2];
     let sn2 = rotary_table[tableAt2 + HALF_V4];
     let k2 = select(select(x2, pRaw2, at2 < HALF_V4) * cs2 + select(pRaw2, x2, at2 < HALF_V4) * sn2, select(pRaw2, x2, at2 < HALF_V4) * cs2 - select(x2, pRaw2, at2 < HALF_V4) * sn2, at2 < HALF_V4);
-    let kAt3Pair = (at3 + HALF_V4) % (HALF_V4 * 2u);
+    let at3Pair = (at3 + HALF_V4) % (HALF_V4 * 2u);
     // The partner loaded again from the input (its lane's, from the cache).
-    let pRaw3 = qkv[kRow + kAt3Pair];
-    let kDr3 = at3 % HALF_V4;
-    let tableAt3 = pos * (HALF_V4 * 2u) + kDr3;
+    let pRaw3 = qkv[kRow + at3Pair];
+    let dr3 = at3 % HALF_V4;
+    let tableAt3 = pos * (HALF_V4 * 2u) + dr3;
     let cs3 = rotary_table[tableAt3];
     let sn3 = rotary_table[tableAt3 + HALF_V4];
     let k3 = select(select(x3, pRaw3, at3 < HALF_V4) * cs3 + select(pRaw3, x3, at3 < HALF_V4) * sn3, select(pRaw3, x3, at3 < HALF_V4) * cs3 - select(x3, pRaw3, at3 < HALF_V4) * sn3, at3 < HALF_V4);
-    let kAt4Pair = (at4 + HALF_V4) % (HALF_V4 * 2u);
+    let at4Pair = (at4 + HALF_V4) % (HALF_V4 * 2u);
     // The partner loaded again from the input (its lane's, from the cache).
-    let pRaw4 = qkv[kRow + kAt4Pair];
-    let kDr4 = at4 % HALF_V4;
-    let tableAt4 = pos * (HALF_V4 * 2u) + kDr4;
+    let pRaw4 = qkv[kRow + at4Pair];
+    let dr4 = at4 % HALF_V4;
+    let tableAt4 = pos * (HALF_V4 * 2u) + dr4;
     let cs4 = rotary_table[tableAt4];
     let sn4 = rotary_table[tableAt4 + HALF_V4];
     let k4 = select(select(x4, pRaw4, at4 < HALF_V4) * cs4 + select(pRaw4, x4, at4 < HALF_V4) * sn4, select(pRaw4, x4, at4 < HALF_V4) * cs4 - select(x4, pRaw4, at4 < HALF_V4) * sn4, at4 < HALF_V4);
-    let kAt5Pair = (at5 + HALF_V4) % (HALF_V4 * 2u);
+    let at5Pair = (at5 + HALF_V4) % (HALF_V4 * 2u);
     // The partner loaded again from the input (its lane's, from the cache).
-    let pRaw5 = qkv[kRow + kAt5Pair];
-    let kDr5 = at5 % HALF_V4;
-    let tableAt5 = pos * (HALF_V4 * 2u) + kDr5;
+    let pRaw5 = qkv[kRow + at5Pair];
+    let dr5 = at5 % HALF_V4;
+    let tableAt5 = pos * (HALF_V4 * 2u) + dr5;
     let cs5 = rotary_table[tableAt5];
     let sn5 = rotary_table[tableAt5 + HALF_V4];
     let k5 = select(select(x5, pRaw5, at5 < HALF_V4) * cs5 + select(pRaw5, x5, at5 < HALF_V4) * sn5, select(pRaw5, x5, at5 < HALF_V4) * cs5 - select(x5, pRaw5, at5 < HALF_V4) * sn5, at5 < HALF_V4);
-    let kAt6Pair = (at6 + HALF_V4) % (HALF_V4 * 2u);
+    let at6Pair = (at6 + HALF_V4) % (HALF_V4 * 2u);
     // The partner loaded again from the input (its lane's, from the cache).
-    let pRaw6 = qkv[kRow + kAt6Pair];
-    let kDr6 = at6 % HALF_V4;
-    let tableAt6 = pos * (HALF_V4 * 2u) + kDr6;
+    let pRaw6 = qkv[kRow + at6Pair];
+    let dr6 = at6 % HALF_V4;
+    let tableAt6 = pos * (HALF_V4 * 2u) + dr6;
     let cs6 = rotary_table[tableAt6];
     let sn6 = rotary_table[tableAt6 + HALF_V4];
     let k6 = select(select(x6, pRaw6, at6 < HALF_V4) * cs6 + select(pRaw6, x6, at6 < HALF_V4) * sn6, select(pRaw6, x6, at6 < HALF_V4) * cs6 - select(x6, pRaw6, at6 < HALF_V4) * sn6, at6 < HALF_V4);
-    let kAt7Pair = (at7 + HALF_V4) % (HALF_V4 * 2u);
+    let at7Pair = (at7 + HALF_V4) % (HALF_V4 * 2u);
     // The partner loaded again from the input (its lane's, from the cache).
-    let pRaw7 = qkv[kRow + kAt7Pair];
-    let kDr7 = at7 % HALF_V4;
-    let tableAt7 = pos * (HALF_V4 * 2u) + kDr7;
+    let pRaw7 = qkv[kRow + at7Pair];
+    let dr7 = at7 % HALF_V4;
+    let tableAt7 = pos * (HALF_V4 * 2u) + dr7;
     let cs7 = rotary_table[tableAt7];
     let sn7 = rotary_table[tableAt7 + HALF_V4];
     let k7 = select(select(x7, pRaw7, at7 < HALF_V4) * cs7 + select(pRaw7, x7, at7 < HALF_V4) * sn7, select(pRaw7, x7, at7 < HALF_V4) * cs7 - select(x7, pRaw7, at7 < HALF_V4) * sn7, at7 < HALF_V4);

@@ -169,7 +169,9 @@ def qkv_dense(cfg: QkvConfig, name: str = "qkv") -> Kernel:
             block = kb.if_(rotated) if rotated is not None else _always()
         with block:
             ys = [
-                rotate_with_partner(kb, o, at[j], functools.partial(partner_of, j=j), rot, j)
+                rotate_with_partner(
+                    kb, o, at[j], functools.partial(partner_of, j=j), rot, j, ("at", "dr")
+                )
                 for j, o in enumerate(own)
             ]
             for kj, y in zip(k, ys):

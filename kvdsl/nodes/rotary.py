@@ -130,19 +130,25 @@ def rotated_pair(x0: Val, x1: Val, cs: Val, sn: Val) -> tuple[Val, Val]:
 
 
 def rotate_with_partner(
-    kb: KernelBuilder, own: Val, at: Val, partner_of: Callable[[Val], Val], rot: Rotation, j: int
+    kb: KernelBuilder,
+    own: Val,
+    at: Val,
+    partner_of: Callable[[Val], Val],
+    rot: Rotation,
+    j: int,
+    stems: tuple[str, str] = ("kAt", "kDr"),
 ) -> Val:
     """A lane's ``j``-th vector ``own`` (the row's vector ``at``), rotated: its partner's index
-    ``(at + half) % (2 * half)`` (``kAt{j}Pair``), whose value ``partner_of`` gives (loaded,
-    normed and named by the caller), the pair's entry (``kDr{j}``, ``cs{j}``, ``sn{j}``) and
-    the product of :func:`rotate_pair`, ``k{j}``. With ``rot.partial`` a vector past the rotated
-    part (``at >= 2 * half``) is ``own`` as it is; the loads its pair makes stay in range (its
-    partner and entry are a rotated vector's)."""
+    ``(at + half) % (2 * half)`` (``{stems[0]}{j}Pair``), whose value ``partner_of`` gives
+    (loaded, normed and named by the caller), the pair's entry (``{stems[1]}{j}``, ``cs{j}``,
+    ``sn{j}``) and the product of :func:`rotate_pair`, ``k{j}``. With ``rot.partial`` a vector
+    past the rotated part (``at >= 2 * half``) is ``own`` as it is; the loads its pair makes
+    stay in range (its partner and entry are a rotated vector's)."""
     h = rot.half
-    partner = kb.let(f"kAt{j}Pair", (at + h) % (h * 2))
+    partner = kb.let(f"{stems[0]}{j}Pair", (at + h) % (h * 2))
     p = partner_of(partner)
     lo = at < h
-    dr = kb.let(f"kDr{j}", at % h)
+    dr = kb.let(f"{stems[1]}{j}", at % h)
     cs, sn = rot.entry(kb, dr, "", j, let_index=True)
     rotated = rotate_pair(select(p, own, lo), select(own, p, lo), cs, sn, at, h)
     return kb.let(f"k{j}", rot.keep_tail(own, rotated, at))
