@@ -406,6 +406,12 @@ class RotaryHalf:
         through)."""
         return self.rotary and 2 * self.half < self.head_dim
 
+    @property
+    def whole_rotary(self) -> bool:
+        """Whether rotary turns the whole head: its pairs then lie half a row apart, where a
+        quantiser's paired runs (or a strided Q row's lane) hold both."""
+        return self.rotary and not self.partial
+
 
 def require_rotary(
     rotary: Any, head_dim: int, allowed: bool = True, why: str = "", half: Any = None

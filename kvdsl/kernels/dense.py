@@ -250,12 +250,6 @@ class DenseAppendConfig(RotaryHalf, DenseConfig):
             return DenseWalk.RUNS
         return DenseWalk.STRIDED
 
-    @property
-    def whole_rotary(self) -> bool:
-        """Whether rotary turns the whole head (its pairs then lie half a row apart, where a
-        quantiser's paired runs hold both)."""
-        return self.rotary and not self.partial
-
     def default_workgroup_size(self) -> int:
         lanes = self.row_lanes
         return QUANTISE_WORKGROUP - QUANTISE_WORKGROUP % lanes or lanes

@@ -251,12 +251,6 @@ class QkvConfig(RotaryHalf, CacheConfig):
         return self.head_dim // 8
 
     @property
-    def whole_rotary(self) -> bool:
-        """Whether rotary turns the whole head (its pairs then lie half a row apart, where a
-        quantiser's paired runs, or a strided Q row's lane, hold both)."""
-        return self.rotary and not self.partial
-
-    @property
     def norm_weights(self) -> int:
         """The weights ``qk_norm_weight`` holds: ``head_dim`` per normed kind of head."""
         return self.head_dim * (int(self.q_norm) + int(self.k_norm))
