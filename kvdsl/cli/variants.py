@@ -63,7 +63,7 @@ def cmd_legacy(args: argparse.Namespace) -> int:
     """Print the WGSL kvdsl emits for the legacy template's variables."""
     from kvdsl.catalog_files import dispatch_line, limits_line
     from kvdsl.emit import emit
-    from kvdsl.kernels.build import RowConfig
+    from kvdsl.kernels.rows import RowConfig
     from kvdsl.ir.features import limits as kernel_limits
     from kvdsl.kernels.config import ConfigError, Reduction, as_dict
     from kvdsl.legacy import MAX_STORAGE_BUFFERS_ALLOWED, binding_note, config_from_vars, json_words

@@ -17,7 +17,8 @@ from typing import Callable
 
 
 from kvdsl.contract import attend
-from kvdsl.kernels.build import BuildConfig, RowConfig
+from kvdsl.kernels.build import BuildConfig
+from kvdsl.kernels.rows import RowConfig
 from kvdsl.kernels.config import (
     KV_SCALE,
     PAST,

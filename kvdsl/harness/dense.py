@@ -100,8 +100,8 @@ def dense_append_case(cfg: DenseAppendConfig, rng: np.random.Generator, i: int) 
     bufs = {"src_k": new_k, "src_v": new_v, "seqlens_k": seqlens}
     rot = None
     if cfg.rotary:
-        theta = rng.uniform(0, 2 * np.pi, (cap, d // 2))
-        rot = Rotary(np.cos(theta).astype(np.float32), np.sin(theta).astype(np.float32))
+        theta = rng.uniform(0, 2 * np.pi, (cap, cfg.half))
+        rot = Rotary(np.cos(theta).astype(np.float32), np.sin(theta).astype(np.float32), cfg.half)
         bufs |= {"cos_cache": rot.cos, "sin_cache": rot.sin}
     norm = None
     if cfg.k_norm:
@@ -154,8 +154,8 @@ def dense_build_case(cfg: DenseBuildConfig, rng: np.random.Generator, i: int) ->
     bufs = {"src_k": new_k, "src_v": new_v}
     rot = norm = None
     if cfg.rotary:
-        theta = rng.uniform(0, 2 * np.pi, (past + seq, d // 2))
-        rot = Rotary(np.cos(theta).astype(np.float32), np.sin(theta).astype(np.float32))
+        theta = rng.uniform(0, 2 * np.pi, (past + seq, cfg.half))
+        rot = Rotary(np.cos(theta).astype(np.float32), np.sin(theta).astype(np.float32), cfg.half)
         bufs |= {"cos_cache": rot.cos, "sin_cache": rot.sin}
     if cfg.k_norm:
         norm = KNorm(rng.uniform(0.5, 1.5, d).astype(np.float32), cfg.eps)

@@ -100,8 +100,8 @@ def dense_window_shift_case(cfg: DenseWindowShiftConfig, rng: np.random.Generato
     rot = None
     if cfg.rotary:
         positions = int(seqlens.max()) + key_seq + 1
-        theta = rng.uniform(0, 2 * np.pi, (positions, d // 2))
-        rot = Rotary(np.cos(theta).astype(np.float32), np.sin(theta).astype(np.float32))
+        theta = rng.uniform(0, 2 * np.pi, (positions, cfg.half))
+        rot = Rotary(np.cos(theta).astype(np.float32), np.sin(theta).astype(np.float32), cfg.half)
     fmt = cfg.fmt
     w = dm.dense_window_shift(k, v, side, new_k, new_v, seqlens, fmt, cfg.inline, region, rot)
     inputs: dict[str, np.ndarray] = {"seqlens_k": seqlens}
@@ -110,7 +110,7 @@ def dense_window_shift_case(cfg: DenseWindowShiftConfig, rng: np.random.Generato
     if region != "shift":
         inputs |= {"src_k": new_k, "src_v": new_v}
     if rot is not None and region == "all":  # one packed table: cos, then sin per position
-        inputs[ROTARY_TABLE] = rot.table(d // 2)
+        inputs[ROTARY_TABLE] = rot.table(cfg.half)
     elif rot is not None:
         inputs |= {"cos_cache": rot.cos, "sin_cache": rot.sin}
     rows = key_seq if region == "append" else cap

@@ -16,7 +16,8 @@ import numpy as np
 from kvdsl import reference
 from kvdsl.harness.cases import Case, case_generator, dtype, values
 from kvdsl.harness.compare import poison
-from kvdsl.kernels.build import BuildConfig, RowConfig
+from kvdsl.kernels.build import BuildConfig
+from kvdsl.kernels.rows import RowConfig
 from kvdsl.kernels.config import Bindings
 from kvdsl.kernels.merge import MergeConfig
 from kvdsl.kernels.merge_share import MergeShareConfig

@@ -87,9 +87,10 @@ def allocate(
     return table, pages
 
 
-def _rotary(rng: np.random.Generator, positions: int, d: int) -> Rotary:
-    theta = rng.uniform(0, 2 * np.pi, (positions, d // 2))
-    return Rotary(np.cos(theta).astype(np.float32), np.sin(theta).astype(np.float32))
+def _rotary(rng: np.random.Generator, positions: int, half: int) -> Rotary:
+    """Random tables of ``half`` rotated pairs per position."""
+    theta = rng.uniform(0, 2 * np.pi, (positions, half))
+    return Rotary(np.cos(theta).astype(np.float32), np.sin(theta).astype(np.float32), half)
 
 
 def _tolerance(cfg: PagedAppendConfig) -> float:
@@ -199,7 +200,7 @@ def paged_append_case(cfg: PagedAppendConfig, rng: np.random.Generator, i: int) 
         norm = KNorm(rng.uniform(0.5, 1.5, d).astype(np.float32), cfg.eps)
         bufs["k_norm_weight"] = norm.weight
     if cfg.rotary:
-        rot = _rotary(rng, max(positions, 1), d)
+        rot = _rotary(rng, max(positions, 1), cfg.half)
         bufs |= {"cos_cache": rot.cos, "sin_cache": rot.sin}
         shape["positions"] = max(positions, 1)
     k = new_k.astype(np.float32).reshape(batch, key_seq, h, d)

@@ -365,16 +365,52 @@ def require_window(window: bool, walk: Walk) -> None:
         )
 
 
-def require_rotary_vectors(rotary: bool, head_dim: int) -> None:
-    """With ``rotary`` on a walk of ``vec4`` values, ``head_dim`` a multiple of 8, so that a
-    vector lies in one half of the row."""
-    if rotary:
+def require_rotary_vectors(rotary: bool, head_dim: int, half: Any = None, mode: str = "") -> None:
+    """With ``rotary`` on a walk of ``vec4`` values, a vector in one half of the rotated part:
+    ``head_dim`` a multiple of 8 over the whole head, ``half`` (``rotary_half``, checked by
+    :func:`require_rotary`) a multiple of 4 for a partial rotary (``mode`` names the mode)."""
+    if not rotary:
+        return
+    if half is None:
         require(
             head_dim % 8 == 0,
             "head_dim",
             head_dim,
             "a multiple of 8 with rotary (a vec4 lies in one half of the row)",
         )
+        return
+    require(
+        half % 4 == 0,
+        "rotary_half",
+        half,
+        f"a multiple of 4 for {mode} (a rotated vec4 lies in one half of the rotated part)",
+    )
+
+
+class RotaryHalf:
+    """The derived rotary values of a config with the fields ``head_dim``, ``rotary`` and
+    ``rotary_half`` (a mixin of the config classes, which declare the fields)."""
+
+    head_dim: int
+    rotary: bool
+    rotary_half: int | None
+
+    @property
+    def half(self) -> int:
+        """Rotary's pairs per row: ``rotary_half``, or half the head where it is unset."""
+        return rotary_pairs(self.head_dim, self.rotary_half)
+
+    @property
+    def partial(self) -> bool:
+        """Whether rotary turns only the first ``2 * half`` elements of a row (the rest pass
+        through)."""
+        return self.rotary and 2 * self.half < self.head_dim
+
+    @property
+    def whole_rotary(self) -> bool:
+        """Whether rotary turns the whole head: its pairs then lie half a row apart, where a
+        quantiser's paired runs (or a strided Q row's lane) hold both."""
+        return self.rotary and not self.partial
 
 
 def require_rotary(

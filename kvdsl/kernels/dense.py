@@ -5,7 +5,8 @@ in the kernel, and ``dense_read`` reads cache rows back as f32 or f16.
 ``dense_append``: new BSH K/V (``src_k``, ``src_v``: ``keySeq`` tokens per batch) go to rows
 ``[appendStart, activeEnd)`` of a buffer-sharing BNSH cache of ``seq`` rows per head, the window
 of :func:`kvdsl.nodes.window.append_window` from ``seqlens_k`` (tokens that do not fit are
-dropped); K is NeoX-rotated at its cache row with ``rotary``. A cache row is ``ROW_WORDS`` u32
+dropped); K is NeoX-rotated at its cache row with ``rotary`` (its first ``2 * rotary_half``
+elements, the rest passing through, or the whole head). A cache row is ``ROW_WORDS`` u32
 words (``present_key``, ``present_value``); with ``scales="side"`` a dense format's scale (and
 zero point) sits in ``present_scales`` instead, K's then V's per row (``2 * stats`` f32 per row),
 one binding for both so that a rotary append stays within WebGPU's 8 storage buffers.
@@ -38,10 +39,8 @@ from kvdsl.ir import (
     KernelBuilder,
     Val,
     construct,
-    convert,
     f32,
     i32,
-    inverse_sqrt,
     max_,
     select,
     u32,
@@ -66,6 +65,7 @@ from kvdsl.kernels.config import (
     require,
     require_rotary,
     require_rotary_vectors,
+    RotaryHalf,
     plus,
     times,
 )
@@ -80,8 +80,9 @@ from kvdsl.nodes.quantise import (
     quantise_rows,
     row_lanes,
 )
-from kvdsl.nodes.rmsnorm import row_sum_of_squares
-from kvdsl.nodes.rotary import Rotation, rotate_pair, rotated_pair
+from kvdsl.nodes.rmsnorm import Norm, reduced_inverse_rms
+from kvdsl.nodes.rotary import Rotation
+from kvdsl.nodes.transforms import transform_lane
 from kvdsl.nodes.window import append_window
 
 F32X4 = vec(4, f32)
@@ -202,15 +203,14 @@ def _require_eps(eps: Any) -> None:
 
 
 @dataclass(frozen=True)
-class DenseAppendConfig(DenseConfig):
-    """A ``dense_append`` variant: cache shape, format, scales' place, K RMSNorm, rotary, input
-    type."""
+class DenseAppendConfig(RotaryHalf, DenseConfig):
+    """A ``dense_append`` variant: cache shape, format, scales' place, K RMSNorm, rotary (the
+    first ``2 * rotary_half`` elements of a row, or the whole head), input type."""
 
     k_norm: bool = False
     rotary: bool = False
     eps: float = 1e-6
     input_type: Element = choice(Element.F32)
-    # Taken so that a partial rotary is refused by name; never published (always unset).
     rotary_half: int | None = None
     walk: DenseWalk = Slot(None, DenseWalk, derive=lambda cfg: cfg.default_walk())
     # K's and V's rows in separate invocations (each does half the work) or both in one.
@@ -227,14 +227,7 @@ class DenseAppendConfig(DenseConfig):
         super().check_fields()
         flag("k_norm", self.k_norm)
         _require_eps(self.eps)
-        require_rotary(self.rotary, self.head_dim)
-        require(
-            self.rotary_half is None,
-            "rotary_half",
-            self.rotary_half,
-            "unset (None): the dense modes rotate the whole head only (partial rotary is offered"
-            " in build, build_quant, append_quant, merge_share and window_shift)",
-        )
+        require_rotary(self.rotary, self.head_dim, half=self.rotary_half)
         require(
             not (self.k_norm and self.rotary and self.scales is ScalePlace.SIDE),
             "scales",
@@ -242,7 +235,7 @@ class DenseAppendConfig(DenseConfig):
             "'inline' with k_norm and rotary (side scales would make 9 storage buffers, past"
             " WebGPU's default 8)",
         )
-        require_rotary_vectors(self.rotary, self.head_dim)
+        require_rotary_vectors(self.rotary, self.head_dim, self.rotary_half, self.mode)
         one_of("input_type", self.input_type, FLOATS)
         require_walk(self.fmt, self.walk, self.run)
         flag("split", self.split)
@@ -253,7 +246,7 @@ class DenseAppendConfig(DenseConfig):
         stores), an inline 4-bit row strided, or in runs where rotary pairs them."""
         if self.fmt.ggml or (self.inline and self.fmt.bits == 8):
             return DenseWalk.STAGED
-        if not self.inline or (self.rotary and Quantiser.pairs_fit(self.fmt, self.head_dim)):
+        if not self.inline or (self.whole_rotary and Quantiser.pairs_fit(self.fmt, self.head_dim)):
             return DenseWalk.RUNS
         return DenseWalk.STRIDED
 
@@ -320,12 +313,12 @@ def contract_fields(cfg: Any) -> dict[str, Any]:
     return {"bytes_per_token_head": bytes_per_token_head(cfg)}
 
 
-def _consts(kb: KernelBuilder, cfg: DenseConfig) -> tuple[Val, Val]:
-    """``HEAD_DIM``, ``HEAD_DIM_V4`` and ``ROW_WORDS``; returns the last two."""
-    kb.const("HEAD_DIM", u32, cfg.head_dim)
+def _consts(kb: KernelBuilder, cfg: DenseConfig) -> tuple[Val, Val, Val]:
+    """``HEAD_DIM``, ``HEAD_DIM_V4`` and ``ROW_WORDS``."""
+    head_dim = kb.const("HEAD_DIM", u32, cfg.head_dim)
     per_row = kb.const("HEAD_DIM_V4", u32, cfg.per_row)
     row_words = kb.const("ROW_WORDS", u32, cfg.fmt.row_words(cfg.head_dim, cfg.inline))
-    return per_row, row_words
+    return head_dim, per_row, row_words
 
 
 def quantiser(cfg: DenseAppendConfig) -> Quantiser:
@@ -333,7 +326,7 @@ def quantiser(cfg: DenseAppendConfig) -> Quantiser:
     staged = cfg.walk is DenseWalk.STAGED
     strided = cfg.walk is DenseWalk.STRIDED
     run = cfg.run or 0
-    paired = cfg.rotary and not strided and Quantiser.pairs_fit(cfg.fmt, cfg.head_dim, run)
+    paired = cfg.whole_rotary and not strided and Quantiser.pairs_fit(cfg.fmt, cfg.head_dim, run)
     return Quantiser(
         cfg.fmt,
         cfg.inline,
@@ -371,11 +364,11 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
     present_key = cache_binding(kb, q, "present_key")
     present_value = cache_binding(kb, q, "present_value")
     side = None if cfg.inline else kb.binding("present_scales", f32, "read_write")
-    per_row, row_words = _consts(kb, cfg)
+    head_dim, per_row, row_words = _consts(kb, cfg)
     heads = kb.const("KV_HEADS", u32, cfg.kv_heads)
     hidden = kb.const("KV_HIDDEN_V4", u32, cfg.hidden // 4)
     lanes = kb.const("ROW_LANES", u32, q.lanes)
-    half = kb.const("HALF_V4", u32, cfg.head_dim // 8) if cfg.rotary else None
+    half = kb.const("HALF_V4", u32, cfg.half // 4) if cfg.rotary else None
     eps = kb.const("QK_EPS", f32, float(cfg.eps)) if cfg.k_norm else None
     if append:
         count, key_seq, seq = kb.param("count"), kb.param("keySeq"), kb.param("seq")
@@ -405,8 +398,21 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
     else:
         dst_t, position = t, kb.let("pos", past + t)
     at = [src_base + q.vector_at(it.d, j) for j in range(n)]
-    rot = Rotation(cos, sin, position, half) if cfg.rotary else None
-    inputs = (src_k, src_base, q)
+    rot = Rotation(cos, sin, position, half, cfg.partial) if cfg.rotary else None
+
+    def transform(k: list[Val], norm: Norm | None) -> list[Val]:
+        return transform_lane(kb, k, lambda j: q.vector_at(it.d, j), load_k, norm, rot, q.paired)
+
+    def load_k(i: Val) -> Val:
+        return words.as_f32(kb, src_k[src_base + i])
+
+    def row_norm(k: list[Val]) -> Norm | None:
+        if not cfg.k_norm:
+            return None
+        sums = (tuple(k), it.d, lanes, cfg.workgroup_size, cfg.row_lanes)
+        inv_rms = reduced_inverse_rms(kb, head_dim, eps, *sums)
+        return Norm(inv_rms, lambda a: words.as_f32(kb, weight[a]))
+
     if cfg.split:
         x = [kb.var(f"x{j}", F32X4) for j in range(n)]
         with kb.if_(is_v):
@@ -416,17 +422,17 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
             for j in range(n):
                 x[j].set(words.as_f32(kb, src_k[at[j]]))
         if cfg.k_norm or cfg.rotary:
-            inv_rms = _inv_rms(kb, cfg, x, it.d, lanes, eps) if cfg.k_norm else None
+            norm = row_norm(x)
             with kb.if_(~is_v):
-                for j, kj in enumerate(_transform_k(kb, x, inputs, weight, rot, inv_rms, it.d)):
+                for j, kj in enumerate(transform(x, norm)):
                     x[j].set(kj)
         k, v = x, None
     else:
         k = [kb.let(f"kIn{j}", words.as_f32(kb, src_k[at[j]])) for j in range(n)]
         v = [kb.let(f"v{j}", words.as_f32(kb, src_v[at[j]])) for j in range(n)]
         if cfg.k_norm or cfg.rotary:
-            inv_rms = _inv_rms(kb, cfg, k, it.d, lanes, eps) if cfg.k_norm else None
-            k = _transform_k(kb, k, inputs, weight, rot, inv_rms, it.d)
+            norm = row_norm(k)
+            k = transform(k, norm)
     done = it.e >= rows * lanes
 
     def place() -> RowPlace:
@@ -462,7 +468,7 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
         extents["k_norm_weight"] = cfg.head_dim
     if cfg.rotary:
         positions = seq if append else plus(past, seq)
-        extents |= {t_: times(positions, cfg.head_dim // 2) for t_ in ROTARY_TABLES}
+        extents |= {t_: times(positions, cfg.half) for t_ in ROTARY_TABLES}
     extents |= {
         "present_key": times(rows, row_words.node),
         "present_value": times(rows, row_words.node),
@@ -475,86 +481,6 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
     return walks.vector_extents(contract(kernel, extents, requires))
 
 
-def _inv_rms(
-    kb: KernelBuilder, cfg: DenseAppendConfig, k: list[Val], d: Val, lanes: Val, eps: Val
-) -> Val:
-    """``invRms`` of the row whose vectors ``k`` the lane holds: the row's sum of squares
-    reduced in workgroup memory (a barrier every invocation reaches)."""
-    kb.comment("K RMSNorm: the row's sum of squares, reduced in workgroup memory.")
-    ms = row_sum_of_squares(kb, tuple(k), d, lanes, cfg.workgroup_size, cfg.row_lanes)
-    head_dim = walks.named(kb, "HEAD_DIM", 1)
-    return kb.let("invRms", inverse_sqrt(ms / convert(f32, head_dim) + eps))
-
-
-def _transform_k(
-    kb: KernelBuilder,
-    k: list[Val],
-    src: tuple[Buffer, Val, Quantiser],
-    weight: Buffer | None,
-    rot: Rotation | None,
-    inv_rms: Val | None,
-    d: Val,
-) -> list[Val]:
-    """The lane's vectors of K (``k``, as loaded from ``src_k`` at ``src_base +
-    q.vector_at(d, j)``) RMS-normed (``x * invRms * weight``) and then NeoX-rotated vector by
-    vector, each with its partner ``HALF_V4`` away loaded (and normed) beside it."""
-    src_k, src_base, q = src
-    if q.paired:
-        return _rotate_pairs(kb, k, weight, rot, inv_rms, q, d)
-    out = []
-    for j, x in enumerate(k):
-        at = kb.let(f"kAt{j}", q.vector_at(d, j))
-        if inv_rms is not None:
-            x = x * inv_rms * words.as_f32(kb, weight[at])
-        if rot is None:
-            out.append(kb.let(f"k{j}", x))
-            continue
-        h = rot.half
-        x = kb.let(f"kOwn{j}", x)
-        partner = kb.let(f"kAt{j}Pair", (at + h) % (h * 2))
-        p = words.as_f32(kb, src_k[src_base + partner])
-        if inv_rms is not None:
-            p = p * inv_rms * words.as_f32(kb, weight[partner])
-        p = kb.let(f"kPair{j}", p)
-        lo = at < h
-        dr = kb.let(f"kDr{j}", at % h)
-        cs = kb.let(f"cs{j}", rot.cos[rot.pos * h + dr])
-        sn = kb.let(f"sn{j}", rot.sin[rot.pos * h + dr])
-        x0, x1 = select(p, x, lo), select(x, p, lo)
-        out.append(kb.let(f"k{j}", rotate_pair(x0, x1, cs, sn, at, h)))
-    return out
-
-
-def _rotate_pairs(
-    kb: KernelBuilder,
-    k: list[Val],
-    weight: Buffer | None,
-    rot: Rotation,
-    inv_rms: Val | None,
-    q: Quantiser,
-    d: Val,
-) -> list[Val]:
-    """Paired runs (:attr:`kvdsl.nodes.quantise.Quantiser.paired`): vector ``j`` of the first
-    half-run and ``j + m`` of the second are a NeoX pair, normed and rotated in the lane with
-    one cos/sin entry."""
-    m = len(k) // 2
-    xs = []
-    for j, x in enumerate(k):
-        if inv_rms is not None:
-            x = x * inv_rms * words.as_f32(kb, weight[q.vector_at(d, j)])
-        xs.append(kb.let(f"kOwn{j}", x) if inv_rms is not None else x)
-    out: list[Val | None] = [None] * len(k)
-    h = rot.half
-    for j in range(m):
-        dr = kb.let(f"kDr{j}", q.vector_at(d, j))
-        cs = kb.let(f"cs{j}", rot.cos[rot.pos * h + dr])
-        sn = kb.let(f"sn{j}", rot.sin[rot.pos * h + dr])
-        first, second = rotated_pair(xs[j], xs[j + m], cs, sn)
-        out[j] = kb.let(f"k{j}", first)
-        out[j + m] = kb.let(f"k{j + m}", second)
-    return out
-
-
 def dense_read(cfg: DenseReadConfig, name: str = "dense_read") -> Kernel:
     """Build the ``dense_read`` kernel for ``cfg``."""
     fmt = cfg.fmt
@@ -565,7 +491,7 @@ def dense_read(cfg: DenseReadConfig, name: str = "dense_read") -> Kernel:
     out_ty = cfg.output_type.scalar
     out_key, out_value = words.bindings(kb, ("key", "value"), out_ty, 4, "read_write")
     out_elem = words.elem(out_ty, 4)
-    per_row, row_words = _consts(kb, cfg)
+    _, per_row, row_words = _consts(kb, cfg)
     count = kb.param("count")
     it = walks.vectors(kb, cfg.fold, count, per_row, 4)
     base = kb.let("rowBase", it.row * row_words)

@@ -54,6 +54,7 @@ from kvdsl.kernels.config import (
     require,
     require_rotary,
     require_rotary_vectors,
+    RotaryHalf,
     times,
 )
 from kvdsl.kernels.dense import QUANTISE_WORKGROUP, DenseConfig, DenseFormat, ScalePlace
@@ -62,7 +63,7 @@ from kvdsl.nodes import walks, words
 from kvdsl.nodes.formats import FORMATS
 from kvdsl.nodes.index import bsh, split_rows
 from kvdsl.nodes.quantise import Destination, Quantiser, RowPlace, cache_binding, quantise_rows
-from kvdsl.nodes.rotary import Rotation, rotate_pair
+from kvdsl.nodes.rotary import Rotation, rotate_loaded
 from kvdsl.nodes.window import append_window, sliding_window
 
 #: The scale bindings of a cache read and written with side scales.
@@ -106,14 +107,14 @@ class DenseRetainConfig(DenseMoveConfig):
 
 
 @dataclass(frozen=True)
-class DenseWindowShiftConfig(DenseMoveConfig):
+class DenseWindowShiftConfig(RotaryHalf, DenseMoveConfig):
     """A ``dense_window_shift`` variant: ``window_shift``'s region over a dense cache; where the
-    region appends, the new tokens' element type and rotary (over the whole head)."""
+    region appends, the new tokens' element type and rotary (the first ``2 * rotary_half``
+    elements of a row, or the whole head)."""
 
     region: ShiftRegion = choice(ShiftRegion.ALL)
     rotary: bool = False
     input_type: Element = choice(Element.F32)
-    # Taken so that a partial rotary is refused by name; never published (always unset).
     rotary_half: int | None = None
     mode = "dense_window_shift"
     KEYS = (  # fmt: skip
@@ -125,15 +126,8 @@ class DenseWindowShiftConfig(DenseMoveConfig):
         super().check_fields()
         one_of("region", self.region, ShiftRegion)
         appends = self.region is not ShiftRegion.SHIFT
-        require_rotary(self.rotary, self.head_dim, appends, ROTARY_REGIONS)
-        require(
-            self.rotary_half is None,
-            "rotary_half",
-            self.rotary_half,
-            "unset (None): the dense modes rotate the whole head only (partial rotary is offered"
-            " in build, build_quant, append_quant, merge_share and window_shift)",
-        )
-        require_rotary_vectors(self.rotary, self.head_dim)
+        require_rotary(self.rotary, self.head_dim, appends, ROTARY_REGIONS, self.rotary_half)
+        require_rotary_vectors(self.rotary, self.head_dim, self.rotary_half, self.mode)
         one_of("input_type", self.input_type, FLOATS)
         require(
             self.region is not ShiftRegion.ALL or self.inline,
@@ -360,7 +354,7 @@ def _quantising_shift(cfg: DenseWindowShiftConfig, name: str) -> Kernel:
     heads = kb.const("KV_HEADS", u32, cfg.kv_heads)
     hidden = kb.const("KV_HIDDEN_V4", u32, cfg.hidden // 4)
     lanes = kb.const("ROW_LANES", u32, q.lanes)
-    half = kb.const("HALF_V4", u32, cfg.head_dim // 8) if cfg.rotary else None
+    half = kb.const("HALF_V4", u32, cfg.half // 4) if cfg.rotary else None
     count, seq, key_seq = kb.param("count"), kb.param("seq"), kb.param("keySeq")
 
     kb.comment(f"ROW_LANES invocations per row, each on a run of {q.vectors} vectors.")
@@ -408,7 +402,7 @@ def _quantising_shift(cfg: DenseWindowShiftConfig, name: str) -> Kernel:
     rot = None
     if cfg.rotary:
         kb.comment("New K is rotated at its absolute position; retained keys already are.")
-        rot = Rotation(cos, sin, pos, half, packed=every)
+        rot = Rotation(cos, sin, pos, half, cfg.partial, packed=every)
     k, v = load_run(kb, (src_k, src_v), src_base, q, it.d, rot)
 
     def place() -> RowPlace:
@@ -444,9 +438,9 @@ def _quantising_shift(cfg: DenseWindowShiftConfig, name: str) -> Kernel:
         # New token j sits at position max(keySeq, seqlens_k[b] + 1) - keySeq + j.
         positions = emax(key_seq, plus(largest("seqlens_k"), 1))
         if every:
-            extents[ROTARY_TABLE] = times(positions, cfg.head_dim)
+            extents[ROTARY_TABLE] = times(positions, 2 * cfg.half)
         else:
-            extents |= {t_: times(positions, cfg.head_dim // 2) for t_ in ROTARY_TABLES}
+            extents |= {t_: times(positions, cfg.half) for t_ in ROTARY_TABLES}
     requires = {f"{'seq' if every else 'keySeq'} >= 1": per_batch >= 1}
     return walks.vector_extents(contract(kernel, extents, requires))
 
@@ -471,17 +465,8 @@ def load_run(
         if rot is None:
             k.append(kb.let(f"k{j}", words.as_f32(kb, src_k[base + at])))
             continue
-        h = rot.half
-        dr = kb.let(f"dr{j}", at % h)
-        if rot.packed:
-            cs = kb.let(f"cs{j}", rot.cos[rot.pos * (h * 2) + dr])
-            sn = kb.let(f"sn{j}", rot.sin[rot.pos * (h * 2) + dr + h])
-        else:
-            cs = kb.let(f"cs{j}", rot.cos[rot.pos * h + dr])
-            sn = kb.let(f"sn{j}", rot.sin[rot.pos * h + dr])
-        x0 = kb.let(f"x{j}Lo", words.as_f32(kb, src_k[base + dr]))
-        x1 = kb.let(f"x{j}Hi", words.as_f32(kb, src_k[base + (dr + h)]))
-        k.append(kb.let(f"k{j}", rotate_pair(x0, x1, cs, sn, at, h)))
+        rotated = rotate_loaded(kb, lambda i: words.as_f32(kb, src_k[base + i]), at, rot, j)
+        k.append(kb.let(f"k{j}", rotated))
     return k, v
 
 

@@ -31,6 +31,7 @@ from kvdsl.kernels.config import (
     require,
     require_rotary,
     require_rotary_vectors,
+    RotaryHalf,
     times,
 )
 from kvdsl.kernels.dense import (
@@ -173,15 +174,15 @@ class PagedConfig(CacheConfig):
 
 
 @dataclass(frozen=True)
-class PagedAppendConfig(PagedConfig):
-    """A ``paged_append`` variant: pages, addressing, K RMSNorm, rotary, input type."""
+class PagedAppendConfig(RotaryHalf, PagedConfig):
+    """A ``paged_append`` variant: pages, addressing, K RMSNorm, rotary (the first ``2 *
+    rotary_half`` elements of a row, or the whole head), input type."""
 
     addressing: Addressing = choice(Addressing.SLOT_MAPPING)
     k_norm: bool = False
     rotary: bool = False
     eps: float = 1e-6
     input_type: Element = choice(Element.F32)
-    # Taken so that a partial rotary is refused by name; never published (always unset).
     rotary_half: int | None = None
     mode = "paged_append"
     KEYS = (  # fmt: skip
@@ -193,14 +194,8 @@ class PagedAppendConfig(PagedConfig):
         super().check_fields()
         one_of("addressing", self.addressing, Addressing)
         flag("k_norm", self.k_norm)
-        require_rotary(self.rotary, self.head_dim)
-        require(
-            self.rotary_half is None,
-            "rotary_half",
-            self.rotary_half,
-            "unset (None): paged_append rotates the whole head",
-        )
-        require_rotary_vectors(self.rotary, self.head_dim)
+        require_rotary(self.rotary, self.head_dim, half=self.rotary_half)
+        require_rotary_vectors(self.rotary, self.head_dim, self.rotary_half, self.mode)
         one_of("input_type", self.input_type, FLOATS)
         self._require_bindings()
         if self.k_norm:

@@ -2,7 +2,8 @@
 
 ``paged_append``: new BSH K/V (``src_k``, ``src_v``: ``keySeq`` tokens per batch; token ``(b,
 t)`` is token ``b * keySeq + t`` of a slot mapping) go to their pages, K RMS-normed
-(``k_norm``) and NeoX-rotated at the token's position (``rotary``), stored as ``format``:
+(``k_norm``) and NeoX-rotated at the token's position (``rotary``: the first ``2 *
+rotary_half`` elements of a row, or the whole head), stored as ``format``:
 f32 or f16 values (f16 pools travel as ``vec2<u32>`` words: no ``shader-f16``), or a dense
 format quantised by :func:`kvdsl.nodes.quantise.quantise_rows`, each row's scale reduced in
 the kernel, inline or in ``scale_pages`` (the same pages' rows of K's then V's stats: scales
@@ -30,18 +31,15 @@ from kvdsl.ir import (
     Kernel,
     KernelBuilder,
     Val,
-    convert,
     f32,
     i32,
-    inverse_sqrt,
     max_,
     min_,
     u32,
 )
 from kvdsl.ir.tree import Member, Name
-from kvdsl.kernels.build import FlatRow, RowInputs, flat_k, flat_k_loads
+from kvdsl.kernels.rows import FlatRow, RowInputs, flat_k, flat_k_loads
 from kvdsl.kernels.config import ROTARY_TABLES, ceil_div, contract, times
-from kvdsl.kernels.dense import _transform_k as transform_k
 from kvdsl.kernels.paged import (
     POOLS,
     Addressing,
@@ -56,8 +54,9 @@ from kvdsl.kernels.paged import (
 from kvdsl.nodes import paged, walks, words
 from kvdsl.nodes.index import bsh
 from kvdsl.nodes.quantise import Destination, RowPlace, cache_binding, quantise_rows
-from kvdsl.nodes.rmsnorm import row_sum_of_squares
+from kvdsl.nodes.rmsnorm import Norm, reduced_inverse_rms
 from kvdsl.nodes.rotary import Rotation, rotate
+from kvdsl.nodes.transforms import transform_lane
 from kvdsl.nodes.window import total_tokens
 
 
@@ -149,7 +148,7 @@ def paged_append(cfg: PagedAppendConfig, name: str = "paged_append") -> Kernel:
     kb.const("KV_HEADS", u32, cfg.kv_heads)
     kb.const("KV_HIDDEN_V4", u32, cfg.hidden // 4)
     lanes = kb.const("ROW_LANES", u32, q.lanes) if q is not None else per_row
-    half = kb.const("HALF_V4", u32, cfg.head_dim // 8) if cfg.rotary else None
+    half = kb.const("HALF_V4", u32, cfg.half // 4) if cfg.rotary else None
     eps = kb.const("QK_EPS", f32, float(cfg.eps)) if cfg.k_norm else None
     pages = paged.declare(kb, cfg.geometry)
     count, key_seq = kb.param("count"), kb.param("keySeq")
@@ -177,13 +176,20 @@ def paged_append(cfg: PagedAppendConfig, name: str = "paged_append") -> Kernel:
         k = [kb.let(f"kIn{j}", words.as_f32(kb, src_k[at[j]])) for j in range(n)]
         v = [kb.let(f"v{j}", words.as_f32(kb, src_v[at[j]])) for j in range(n)]
         if cfg.k_norm or cfg.rotary:
-            inv_rms = None
+            norm = None
             if cfg.k_norm:
-                kb.comment("K RMSNorm: the row's sum of squares, reduced in workgroup memory.")
-                ms = row_sum_of_squares(kb, tuple(k), it.d, lanes, cfg.workgroup_size, q.lanes)
-                inv_rms = kb.let("invRms", inverse_sqrt(ms / convert(f32, head_dim) + eps))
-            rot = Rotation(cos, sin, tok.pos, half) if cfg.rotary else None
-            k = transform_k(kb, k, (src_k, tok.src_base, q), weight, rot, inv_rms, it.d)
+                sums = (tuple(k), it.d, lanes, cfg.workgroup_size, q.lanes)
+                inv_rms = reduced_inverse_rms(kb, head_dim, eps, *sums)
+                norm = Norm(inv_rms, lambda a: words.as_f32(kb, weight[a]))
+            rot = Rotation(cos, sin, tok.pos, half, cfg.partial) if cfg.rotary else None
+
+            def load_k(i: Val) -> Val:
+                return words.as_f32(kb, src_k[tok.src_base + i])
+
+            def vector_at(j: int) -> Val:
+                return q.vector_at(it.d, j)
+
+            k = transform_lane(kb, k, vector_at, load_k, norm, rot)
         addr = _address(kb, cfg, ins, pages, tok, tok.pos if table else None)
 
         def place() -> RowPlace:
@@ -199,18 +205,20 @@ def paged_append(cfg: PagedAppendConfig, name: str = "paged_append") -> Kernel:
     else:
         if cfg.k_norm:
             k_own = kb.let("kOwn", words.as_f32(kb, src_k[tok.src_base + it.d]))
-            row = FlatRow(it, tok.b, tok.hk, tok.t, tok.src_base, per_row, half, None, k_own)
+            row = FlatRow(
+                it, tok.b, tok.hk, tok.t, tok.src_base, per_row, half, None, k_own,
+                partial=cfg.partial,
+            )  # fmt: skip
             inputs = RowInputs(src_k, src_v, ins["seqlens_k"], weight, cos, sin)
             loads = flat_k_loads(kb, row, inputs, lambda: tok.pos)
             v = kb.let("v", src_v[tok.src_base + it.d])
-            kb.comment("K RMSNorm: the row's sum of squares, reduced in workgroup memory.")
-            ms = row_sum_of_squares(kb, k_own, it.d, per_row, cfg.workgroup_size, cfg.per_row)
-            inv_rms = kb.let("invRms", inverse_sqrt(ms / convert(f32, head_dim) + eps))
+            sums = (k_own, it.d, per_row, cfg.workgroup_size, cfg.per_row)
+            inv_rms = reduced_inverse_rms(kb, head_dim, eps, *sums)
             k = flat_k(kb, row, loads, inv_rms)
             kb.leave_if(done if tok.late is None else done.lor(tok.late))
         else:
             if cfg.rotary:
-                rot = Rotation(cos, sin, tok.pos, half)
+                rot = Rotation(cos, sin, tok.pos, half, cfg.partial)
                 k = kb.let("k", rotate(kb, src_k, tok.src_base, it.d, rot))
             else:
                 k = kb.let("k", src_k[tok.src_base + it.d])
@@ -247,6 +255,6 @@ def _append_contract(cfg: PagedAppendConfig, count: Val, key_seq: Val) -> tuple[
     if cfg.k_norm:
         extents["k_norm_weight"] = cfg.head_dim
     if cfg.rotary:
-        extents |= {t_: times(positions, cfg.head_dim // 2) for t_ in ROTARY_TABLES}
+        extents |= {t_: times(positions, cfg.half) for t_ in ROTARY_TABLES}
     extents |= pool_extents(cfg, pages_named(cfg, cfg.addressing))
     return extents, requires

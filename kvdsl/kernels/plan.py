@@ -14,6 +14,7 @@ from kvdsl.kernels.config import (
     TEMPLATE_WALKS,
     Element,
     Reduction,
+    RotaryHalf,
     Walk,
     require_pairs,
     rotary_pairs,
@@ -155,25 +156,13 @@ class VectorWalk:
         return self.walk_plan()
 
 
-class RotaryWalk(VectorWalk):
+class RotaryWalk(RotaryHalf, VectorWalk):
     """The walk of the modes that may rotate K (``merge_share``, ``window_shift`` and, with
     K RMSNorm added, the row program's): the plan adds ``rotary``, f16 input and ``pairs``, which
     is checked after the workgroup size."""
 
-    rotary: bool
-    rotary_half: int | None
     input_type: Element
     pairs: bool | None
-
-    @property
-    def half(self) -> int:
-        """Rotary's pairs per row: ``rotary_half``, or half the head where it is unset."""
-        return rotary_pairs(self.head_dim, self.rotary_half)
-
-    @property
-    def partial(self) -> bool:
-        """Whether rotary turns only the first ``2 * half`` elements of a row."""
-        return self.rotary and 2 * self.half < self.head_dim
 
     def check_schedule(self) -> None:
         """``pairs`` where the pair walk can serve the config (after the workgroup's checks)."""

@@ -19,9 +19,10 @@ The input ``qkv`` is the projection's output, ``[tokens, (Hq + 2 Hkv) * D]``: pe
   batch ``b``'s token ``t`` lands at row ``appendStart + t``
   (:func:`kvdsl.nodes.window.append_window`), which is also its rotary position.
 
-Where a row lands and at which position it rotates is its :class:`Target`'s :class:`Place`: the
-one place a paged layout (a page table or a slot mapping: :mod:`kvdsl.kernels.qkv_paged`)
-changes.
+The config and Q's layout are :mod:`kvdsl.kernels.qkv_config`'s (:class:`QkvConfig`,
+:class:`QLayout`, imported here). Where a row lands and at which position it rotates is its
+:class:`Target`'s :class:`Place`: the one place a paged layout (a page table or a slot mapping:
+:mod:`kvdsl.kernels.qkv_paged`) changes.
 
 The walk is flat over pairs of vectors: ``count = batch * keySeq * (Hq + 2 Hkv)`` rows of
 ``PAIRS = D / 8`` items, item ``i`` of a row holding vectors ``lo`` and ``hi``: the rotary pair
@@ -36,359 +37,37 @@ their values through a ``select``.
 
 from __future__ import annotations
 
-import math
-from dataclasses import KW_ONLY, dataclass
-from enum import StrEnum
+from dataclasses import dataclass
 from typing import Any, Callable
 
-from kvdsl.ir.verify import MAX_WORKGROUP_BYTES
 from kvdsl.ir import (
     Buffer,
     Kernel,
     KernelBuilder,
     Val,
-    convert,
     f32,
     i32,
-    inverse_sqrt,
     lit,
     select,
     u32,
 )
 from kvdsl.kernels.config import (
-    FormatSlot,
-    FLOATS,
-    Slot,
-    KNORM_WORKGROUP,
     MAX_STORAGE_BUFFERS,
     PRESENT,
     ROTARY_TABLE,
-    CacheConfig,
     Element,
     Model,
     ceil_div,
-    choice,
     contract,
-    flag,
-    one_of,
-    positive_int,
-    require,
-    require_rotary,
-    rotary_pairs,
     times,
 )
-from kvdsl.kernels.dense import (
-    QUANTISE_WORKGROUP,
-    DenseFormat,
-    DenseWalk,
-    ScalePlace,
-    one_format,
-    require_format,
-    require_walk,
-)
+from kvdsl.kernels.dense import DenseFormat, ScalePlace
+from kvdsl.kernels.qkv_config import QkvConfig, QLayout
 from kvdsl.nodes import walks, words
-from kvdsl.nodes.formats import Format, format_of
-from kvdsl.nodes.quantise import Quantiser, cache_binding, row_lanes
-from kvdsl.nodes.rmsnorm import row_sum_of_squares
+from kvdsl.nodes.quantise import Quantiser, cache_binding
+from kvdsl.nodes.rmsnorm import Norm, reduced_inverse_rms
 from kvdsl.nodes.rotary import rotated_pair
 from kvdsl.nodes.window import append_window
-
-#: The flat walk's workgroup size without a norm (no barrier).
-WORKGROUP = 256
-
-
-class QLayout(StrEnum):
-    """The layout of the rotated Q: head-major BNSH ``[B, Hq, S, D]`` or token-major BSH
-    ``[B, S, Hq * D]``."""
-
-    BNSH = "bnsh"
-    BSH = "bsh"
-
-
-@dataclass(frozen=True)
-class QkvConfig(CacheConfig):
-    """A ``qkv`` variant: the heads (``q_heads`` a multiple of ``kv_heads``), head dim, the
-    transforms (bias, Q and K RMSNorm, rotary) and the element types and Q's layout."""
-
-    _: KW_ONLY
-    q_heads: int
-    q_norm: bool = False
-    k_norm: bool = False
-    rotary: bool = False
-    rotary_half: int | None = None
-    eps: float = 1e-6
-    bias: bool = False
-    input_type: Element = choice(Element.F32)
-    present_type: Element = choice(Element.F32)
-    q_type: Element = choice(Element.F32)
-    q_layout: QLayout = choice(QLayout.BNSH)
-    # A dense format of the cache (kvdsl.nodes.formats); None: present_type's f32 or f16 rows.
-    format: DenseFormat | None = FormatSlot(None, DenseFormat)
-    scales: ScalePlace = choice(ScalePlace.INLINE)
-    # With a format: the quantiser's walk (dense_append's, and its default per format), the Q,
-    # K and V rows each in invocations of their own (split) or a K row and its V row together,
-    # and at most ``run`` vectors a lane (None: the longest run).
-    walk: DenseWalk | None = Slot(None, DenseWalk, derive=lambda cfg: cfg.default_walk())
-    split: bool = True
-    run: int | None = None
-    # With a format and rotary whose pairs are not in one lane: each vector's partner loaded
-    # again from the input (true: the default with a format, the cache serves it) or staged in
-    # workgroup memory (false) after a barrier.
-    pair_loads: bool | None = Slot(None, derive=lambda cfg: cfg.format is not None)
-    # With a format: a Q row's lane holds the row's vectors lane + lanes * j (adjacent lanes on
-    # adjacent vectors: coalesced loads and stores) instead of the quantiser's run.
-    q_strided: bool = True
-    mode = "qkv"
-    KEYS = (  # fmt: skip
-        "q_heads", "kv_heads", "head_dim", "q_norm", "k_norm", "rotary", "rotary_half", "eps",
-        "bias", "input_type", "present_type", "q_type", "q_layout", "format", "scales",
-        "walk", "split", "run", "pair_loads", "q_strided", "workgroup_size", "fold",
-    )
-
-    def check_fields(self) -> None:
-        require(
-            not self.window,
-            "window",
-            self.window,
-            "false for qkv (it has no windowed form: its cache binding holds whole heads)",
-        )
-        positive_int("q_heads", self.q_heads)
-        require(
-            self.q_heads % self.kv_heads == 0,
-            "q_heads",
-            self.q_heads,
-            f"a multiple of kv_heads = {self.kv_heads} (grouped-query attention)",
-        )
-        require(
-            self.head_dim % 8 == 0,
-            "head_dim",
-            self.head_dim,
-            "a multiple of 8 for qkv (each invocation holds a pair of vec4)",
-        )
-        flag("q_norm", self.q_norm)
-        flag("k_norm", self.k_norm)
-        flag("bias", self.bias)
-        require_rotary(self.rotary, self.head_dim, half=self.rotary_half)
-        if self.rotary_half is not None:
-            require(
-                self.rotary_half % 4 == 0,
-                "rotary_half",
-                self.rotary_half,
-                "a multiple of 4 for qkv (a rotated vec4 lies in one half of the rotated part)",
-            )
-        ok = isinstance(self.eps, (int, float)) and not isinstance(self.eps, bool)
-        ok = ok and math.isfinite(self.eps) and 2.0**-126 <= self.eps <= 3.4e38
-        require(ok, "eps", self.eps, "a number > 0 that is a normal f32 (1.2e-38 .. 3.4e38)")
-        one_of("input_type", self.input_type, FLOATS)
-        one_of("present_type", self.present_type, FLOATS)
-        one_of("q_type", self.q_type, FLOATS)
-        one_of("q_layout", self.q_layout, QLayout)
-        one_of("scales", self.scales, ScalePlace)
-        flag("split", self.split)
-        flag("pair_loads", self.pair_loads)
-        flag("q_strided", self.q_strided)
-        if self.format is None:
-            require(
-                self.scales is ScalePlace.INLINE,
-                "scales",
-                self.scales.value,
-                "'inline' (unset) without a format: an f32 or f16 cache has no scales",
-            )
-            for key in ("walk", "run"):
-                value = getattr(self, key)
-                require(
-                    value is None,
-                    key,
-                    value,
-                    "unset (None) without a format: the f32 and f16 walk holds pairs of vectors",
-                )
-            require(
-                self.split,
-                "split",
-                self.split,
-                "true (unset) without a format: the f32 and f16 walk holds each head's row alone",
-            )
-            require(
-                not self.pair_loads,
-                "pair_loads",
-                self.pair_loads,
-                "false (unset) without a format: the f32 and f16 walk holds each pair whole",
-            )
-            return
-        one_format("format", self.format, DenseFormat)
-        fmt = self.fmt
-        require(
-            self.present_type is Element.F32,
-            "present_type",
-            self.present_type.value,
-            f"'f32' (unset) with format {fmt.name!r}: the cache holds the format's u32 words",
-        )
-        require_format(fmt, self.scales, self.head_dim)
-        require_walk(fmt, self.walk, self.run)
-        require(
-            self.rotary_half is None,
-            "rotary_half",
-            self.rotary_half,
-            "unset (None) with a format: the quantising kernel rotates the whole head, as the"
-            " dense modes do",
-        )
-        buffers = 5 + int(self.norm) + int(self.rotary) + int(self.bias) + int(not self.inline)
-        require(
-            buffers <= MAX_STORAGE_BUFFERS,
-            "scales",
-            self.scales.value,
-            "'inline' with a norm, rotary and the bias (side scales would make 9 storage"
-            " buffers, past WebGPU's default 8)",
-        )
-
-    def default_walk(self) -> DenseWalk | None:
-        """The walk of a config with a format that leaves it unset (the fastest timed on an
-        H200): runs where rotary's NeoX pairs fit in a lane's run, else
-        ``dense_append``'s rule (:meth:`kvdsl.kernels.dense.DenseAppendConfig.default_walk`):
-        ggml and inline int8 rows staged, side-scale rows in runs, inline 4-bit rows strided;
-        None without a format."""
-        if self.fmt is None:
-            return None
-        if self.rotary and Quantiser.pairs_fit(self.fmt, self.head_dim):
-            return DenseWalk.RUNS  # NeoX pairs in one lane: no staging, no partner loads
-        if self.fmt.ggml or (self.inline and self.fmt.bits == 8):
-            return DenseWalk.STAGED
-        if not self.inline:
-            return DenseWalk.RUNS
-        return DenseWalk.STRIDED
-
-    @property
-    def strided_q(self) -> bool:
-        """Whether a Q row's lanes hold strided vectors (``q_strided`` with a format whose lanes
-        hold an even number of vectors: NeoX pairs ``j`` and ``j + n/2`` then share a lane)."""
-        return self.fmt is not None and self.q_strided and self.quantiser.vectors % 2 == 0
-
-    @property
-    def reloaded_heads(self) -> int:
-        """Heads per token whose rotary partners the kernel loads again from the input
-        (``pair_loads`` where a lane's run does not hold its pairs: K's, and Q's unless its rows
-        are strided): those loads come from the cache, the lines just loaded for the row."""
-        if self.fmt is None or not self.rotary or not self.pair_loads or self.quantiser.paired:
-            return 0
-        return self.kv_heads + (0 if self.strided_q else self.q_heads)
-
-    @property
-    def fmt(self) -> Format | None:
-        """The cache's dense format (None: f32 or f16 rows)."""
-        return None if self.format is None else format_of(self.format)
-
-    @property
-    def inline(self) -> bool:
-        """Whether a dense row's scale is stored inline."""
-        return self.scales is ScalePlace.INLINE
-
-    @property
-    def row_words(self) -> int:
-        """u32 words of a stored dense row (``ROW_WORDS``)."""
-        return self.fmt.row_words(self.head_dim, self.inline)
-
-    @property
-    def cache_row_bytes(self) -> int:
-        """Bytes of one stored (token, head) row of K or V, its scales included."""
-        if self.fmt is None:
-            return self.head_dim * (4 if self.present_type is Element.F32 else 2)
-        return self.fmt.bytes_per_row(self.head_dim, self.inline)
-
-    @property
-    def norm(self) -> bool:
-        """Whether any head is RMS-normed (the kernel then reduces rows in workgroup memory)."""
-        return self.q_norm or self.k_norm
-
-    @property
-    def heads(self) -> int:
-        """Heads per token of the packed input: ``q_heads + 2 * kv_heads``."""
-        return self.q_heads + 2 * self.kv_heads
-
-    @property
-    def rows(self) -> int:
-        """Rows the dispatch walks per token: every head of the input, or with a dense
-        ``format`` not ``split`` the Q heads and the (K, V) pairs of heads."""
-        return self.heads if self.split else self.q_heads + self.kv_heads
-
-    @property
-    def pairs(self) -> int:
-        """Items (pairs of vectors) per row: ``head_dim / 8``."""
-        return self.head_dim // 8
-
-    @property
-    def half(self) -> int:
-        """The rotated pairs of a row (``head_dim / 2`` without a partial rotary)."""
-        return rotary_pairs(self.head_dim, self.rotary_half)
-
-    @property
-    def partial(self) -> bool:
-        """Whether rotary turns only part of a row."""
-        return self.rotary and self.half * 2 != self.head_dim
-
-    @property
-    def norm_weights(self) -> int:
-        """The weights ``qk_norm_weight`` holds: ``head_dim`` per normed kind of head."""
-        return self.head_dim * (int(self.q_norm) + int(self.k_norm))
-
-    def default_workgroup_size(self) -> int:
-        if self.format is not None:
-            lanes = row_lanes(self.fmt, self.head_dim, self.run or 0)
-            return QUANTISE_WORKGROUP - QUANTISE_WORKGROUP % lanes or lanes
-        if not self.norm:
-            return WORKGROUP
-        return KNORM_WORKGROUP - KNORM_WORKGROUP % self.pairs or self.pairs
-
-    @property
-    def quantiser(self) -> Quantiser | None:
-        """The dense quantiser of a ``format`` (None: f32 or f16 rows)."""
-        if self.fmt is None:
-            return None
-        strided = self.walk is DenseWalk.STRIDED
-        run = self.run or 0
-        paired = self.rotary and not strided and Quantiser.pairs_fit(self.fmt, self.head_dim, run)
-        staged = self.walk is DenseWalk.STAGED
-        return Quantiser(
-            self.fmt, self.inline, self.head_dim, self.workgroup_size, staged, strided,
-            self.split, paired, run,
-        )  # fmt: skip
-
-    def workgroup_bytes(self) -> int:
-        """The workgroup memory the kernel declares: the norm's partials (``wsum``); with a
-        format, the quantiser's and the staged row (rotary whose pairs are not in one lane:
-        every lane's vectors)."""
-        wg = self.workgroup_size
-        out = 4 * wg if self.norm else 0
-        q = self.quantiser
-        if q is None:
-            return out
-        staged = self.rotary and not q.paired and not self.pair_loads
-        return out + q.workgroup_bytes() + (16 * wg * q.vectors if staged else 0)
-
-    def check_schedule(self) -> None:
-        require(
-            self.workgroup_bytes() <= MAX_WORKGROUP_BYTES,
-            "workgroup_size",
-            self.workgroup_size,
-            f"fewer invocations: {self.workgroup_bytes()} bytes of workgroup memory, past"
-            f" WebGPU's default {MAX_WORKGROUP_BYTES}",
-        )
-        if self.format is not None:
-            lanes = row_lanes(self.fmt, self.head_dim, self.run or 0)
-            require(
-                self.workgroup_size % lanes == 0,
-                "workgroup_size",
-                self.workgroup_size,
-                f"a multiple of the {lanes} lanes of a row with a format (rows are quantised"
-                " whole inside a workgroup)",
-            )
-        elif self.norm:
-            require(
-                self.workgroup_size % self.pairs == 0,
-                "workgroup_size",
-                self.workgroup_size,
-                f"a multiple of the {self.pairs} pairs of a row with q_norm or k_norm (rows are"
-                " reduced whole inside a workgroup)",
-            )
 
 
 @dataclass(frozen=True)
@@ -488,14 +167,7 @@ def qkv(cfg: QkvConfig, name: str = "qkv") -> Kernel:
         return qkv_dense(cfg, name)
     kb = KernelBuilder(name, cfg.workgroup_size)
     cache = target(cfg)
-    src = words.binding(kb, "qkv", cfg.input_type.scalar, 4)
-    cache.inputs(kb)
-    weight = words.binding(kb, "qk_norm_weight", f32, 4) if cfg.norm else None
-    table = words.binding(kb, ROTARY_TABLE, f32, 4) if cfg.rotary else None
-    bias = words.binding(kb, "qkv_bias", f32, 4) if cfg.bias else None
-    q_out = words.binding(kb, "q_out", cfg.q_type.scalar, 4, "read_write")
-    present_key, present_value, _ = cache.caches(kb, None)
-    assert len(kb.bindings) <= MAX_STORAGE_BUFFERS
+    src, weight, table, bias, q_out, present_key, present_value, _ = bindings(kb, cfg, cache)
     head_dim = kb.const("HEAD_DIM", u32, cfg.head_dim)
     per_row = kb.const("HEAD_DIM_V4", u32, cfg.head_dim // 4)
     q_heads = kb.const("Q_HEADS", u32, cfg.q_heads)
@@ -542,19 +214,19 @@ def qkv(cfg: QkvConfig, name: str = "qkv") -> Kernel:
             w_base = as_u32(0)
         w0 = kb.let("w0", weight[w_base + lo])
         w1 = kb.let("w1", weight[w_base + hi])
-        normed = _normed(kb, cfg, is_q, is_v)
+        normed = normed_rows(kb, cfg, is_q, is_v)
     cs = sn = None
     if table is not None:
         entry = i if turned is None else kb.let("pair", select(half - 1, i, turned))
         at = kb.let("tableAt", dst.position * (half * 2) + entry)
         cs, sn = kb.let("cs", table[at]), kb.let("sn", table[at + half])
     if weight is not None:
-        kb.comment("RMSNorm: the row's sum of squares, reduced in workgroup memory.")
-        ms = row_sum_of_squares(kb, (x0, x1), i, pairs, cfg.workgroup_size, cfg.pairs)
-        inv_rms = kb.let("invRms", inverse_sqrt(ms / convert(f32, head_dim) + eps))
+        sums = ((x0, x1), i, pairs, cfg.workgroup_size, cfg.pairs)
+        inv_rms = reduced_inverse_rms(kb, head_dim, eps, *sums, what="RMSNorm")
         kb.leave_if(it.e >= count * pairs)
-        x0 = kb.let("x0", select(x0, x0 * inv_rms * w0, normed))
-        x1 = kb.let("x1", select(x1, x1 * inv_rms * w1, normed))
+        norm = Norm(inv_rms, lambda a: weight[w_base + a], normed)
+        x0 = kb.let("x0", norm.scale(x0, w0))
+        x1 = kb.let("x1", norm.scale(x1, w1))
     if table is not None:
         r0, r1 = rotated_pair(x0, x1, cs, sn)
         rotate = ~is_v if turned is None else kb.let("rotate", (~is_v).land(turned))
@@ -583,17 +255,40 @@ def qkv(cfg: QkvConfig, name: str = "qkv") -> Kernel:
     dispatch = walks.dispatch(count, pairs, cfg.workgroup_size, cfg.fold, blocks=False)
     kernel = kb.build(dispatch, describe(cfg))
     batch = ceil_div(count, cfg.heads * key_seq)
-    extents: dict[str, Any] = {
+    io = {
         "qkv": times(count, cfg.head_dim),
         "q_out": times(batch, key_seq, cfg.q_heads * cfg.head_dim),
     }
-    if weight is not None:
+    return with_contract(kernel, cfg, cache, batch, key_seq, io)
+
+
+def bindings(kb: KernelBuilder, cfg: QkvConfig, cache: Target, q: Quantiser | None = None):
+    """The kernel's storage bindings in order: ``qkv``, the cache's inputs, the norm weights,
+    the rotary table and the bias (None where the config has none), ``q_out``, then K's and
+    V's caches and the side scales (``cache.caches``, with ``q`` a dense format's)."""
+    src = words.binding(kb, "qkv", cfg.input_type.scalar, 4)
+    cache.inputs(kb)
+    weight = words.binding(kb, "qk_norm_weight", f32, 4) if cfg.norm else None
+    table = words.binding(kb, ROTARY_TABLE, f32, 4) if cfg.rotary else None
+    bias = words.binding(kb, "qkv_bias", f32, 4) if cfg.bias else None
+    q_out = words.binding(kb, "q_out", cfg.q_type.scalar, 4, "read_write")
+    present_key, present_value, side = cache.caches(kb, q)
+    assert len(kb.bindings) <= MAX_STORAGE_BUFFERS
+    return src, weight, table, bias, q_out, present_key, present_value, side
+
+
+def with_contract(
+    kernel: Kernel, cfg: QkvConfig, cache: Target, batch: Any, key_seq: Val, io: dict[str, Any]
+) -> Kernel:
+    """``kernel`` with its contract: ``io`` (the least sizes of ``qkv`` and ``q_out``), the
+    norm weights', the bias' and the cache's (:meth:`Target.extents`)."""
+    extents: dict[str, Any] = dict(io)
+    if cfg.norm:
         extents["qk_norm_weight"] = cfg.norm_weights
-    if bias is not None:
+    if cfg.bias:
         extents["qkv_bias"] = cfg.heads * cfg.head_dim
     more, requires = cache.extents(batch, key_seq)
-    extents |= more
-    return walks.vector_extents(contract(kernel, extents, requires))
+    return walks.vector_extents(contract(kernel, extents | more, requires))
 
 
 def as_u32(n: int) -> Val:
@@ -601,8 +296,13 @@ def as_u32(n: int) -> Val:
     return lit(n, u32)
 
 
-def _normed(kb: KernelBuilder, cfg: QkvConfig, is_q: Val, is_v: Val) -> Val:
-    """Whether this row is RMS-normed: a Q row with ``q_norm``, a K row with ``k_norm``."""
+def normed_rows(kb: KernelBuilder, cfg: QkvConfig, is_q: Val, is_v: Val | None) -> Val | None:
+    """Whether this row is RMS-normed (None: every row): a Q row with ``q_norm``, a K row
+    with ``k_norm``, a V row never (``is_v`` None: the row is a Q head or a K head)."""
+    if is_v is None:
+        if cfg.q_norm and cfg.k_norm:
+            return None
+        return is_q if cfg.q_norm else kb.let("normed", ~is_q)
     if cfg.q_norm and cfg.k_norm:
         return kb.let("normed", ~is_v)
     if cfg.q_norm:
@@ -747,9 +447,8 @@ def chain(cfg: QkvConfig) -> Chain:
     q = BuildConfig(1, d, k_norm=cfg.q_norm, eps=cfg.eps, present_type=cfg.q_type, walk=flat, **rot)
     if dense:
         append = DenseAppendConfig(
-            1, d, format=cfg.format, scales=cfg.scales, k_norm=cfg.k_norm, rotary=cfg.rotary,
-            eps=cfg.eps,
-        )  # fmt: skip
+            1, d, format=cfg.format, scales=cfg.scales, k_norm=cfg.k_norm, eps=cfg.eps, **rot
+        )
         return Chain(split, q, None, append)
     k = BuildConfig(1, d, k_norm=True, eps=cfg.eps, walk=flat) if cfg.k_norm else None
     append = MergeShareConfig(

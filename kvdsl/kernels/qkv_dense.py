@@ -16,28 +16,35 @@ before the quantiser, which skips Q's rows.
 
 from __future__ import annotations
 
+import functools
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Iterator
 
 from kvdsl.ir import (
     Kernel,
     KernelBuilder,
     Val,
     array,
-    convert,
     f32,
-    i32,
-    inverse_sqrt,
     select,
     u32,
     vec,
 )
-from kvdsl.kernels.config import MAX_STORAGE_BUFFERS, ROTARY_TABLE, ceil_div, contract, times
-from kvdsl.kernels.qkv import QkvConfig, QLayout, as_u32, describe, target
+from kvdsl.kernels.config import ceil_div, times
+from kvdsl.kernels.qkv import (
+    QkvConfig,
+    QLayout,
+    as_u32,
+    bindings,
+    describe,
+    normed_rows,
+    target,
+    with_contract,
+)
 from kvdsl.nodes import walks, words
-from kvdsl.nodes.quantise import Destination, RowPlace, cache_binding, quantise_rows
-from kvdsl.nodes.rmsnorm import row_sum_of_squares
-from kvdsl.nodes.rotary import rotate_pair, rotated_pair
+from kvdsl.nodes.quantise import Destination, RowPlace, quantise_rows
+from kvdsl.nodes.rmsnorm import Norm, reduced_inverse_rms
+from kvdsl.nodes.rotary import Rotation, rotate_lane_pairs, rotate_with_partner
 
 F32X4 = vec(4, f32)
 
@@ -48,14 +55,7 @@ def qkv_dense(cfg: QkvConfig, name: str = "qkv") -> Kernel:
     n = q.vectors
     kb = KernelBuilder(name, cfg.workgroup_size)
     cache = target(cfg)
-    src = words.binding(kb, "qkv", cfg.input_type.scalar, 4)
-    cache.inputs(kb)
-    weight = words.binding(kb, "qk_norm_weight", f32, 4) if cfg.norm else None
-    table = words.binding(kb, ROTARY_TABLE, f32, 4) if cfg.rotary else None
-    bias = words.binding(kb, "qkv_bias", f32, 4) if cfg.bias else None
-    q_out = words.binding(kb, "q_out", cfg.q_type.scalar, 4, "read_write")
-    present_key, present_value, side = cache.caches(kb, q)
-    assert len(kb.bindings) <= MAX_STORAGE_BUFFERS
+    src, weight, table, bias, q_out, present_key, present_value, side = bindings(kb, cfg, cache, q)
     head_dim = kb.const("HEAD_DIM", u32, cfg.head_dim)
     per_row = kb.const("HEAD_DIM_V4", u32, cfg.head_dim // 4)
     row_words = kb.const("ROW_WORDS", u32, cfg.row_words)
@@ -64,7 +64,7 @@ def qkv_dense(cfg: QkvConfig, name: str = "qkv") -> Kernel:
     heads = kb.const("HEADS", u32, cfg.heads)
     rows_per_token = heads if cfg.split else kb.const("ROWS", u32, cfg.rows)
     lanes = kb.const("ROW_LANES", u32, q.lanes)
-    half = kb.const("HALF_V4", u32, cfg.head_dim // 8) if cfg.rotary else None
+    half = kb.const("HALF_V4", u32, cfg.half // 4) if cfg.rotary else None
     eps = kb.const("QK_EPS", f32, float(cfg.eps)) if cfg.norm else None
     count, key_seq = kb.param("count"), kb.param("keySeq")
     cache.params(kb)
@@ -118,58 +118,62 @@ def qkv_dense(cfg: QkvConfig, name: str = "qkv") -> Kernel:
         staged = kb.workgroup_var("xRow", array(F32X4, cfg.workgroup_size * n))
         for j in range(n):
             staged[kb.lid.x * n + j] = x[j]
-    inv_rms = normed = w_base = None
+    norm = None
     if weight is not None:
-        kb.comment("RMSNorm: the row's sum of squares, reduced in workgroup memory.")
-        ms = row_sum_of_squares(kb, tuple(x), lane, lanes, cfg.workgroup_size, q.lanes)
-        inv_rms = kb.let("invRms", inverse_sqrt(ms / convert(f32, head_dim) + eps))
-        normed = _normed_rows(kb, cfg, is_q, is_v)
+        sums = (tuple(x), lane, lanes, cfg.workgroup_size, q.lanes)
+        inv_rms = reduced_inverse_rms(kb, head_dim, eps, *sums, what="RMSNorm")
+        normed = normed_rows(kb, cfg, is_q, is_v)
         if cfg.q_norm and cfg.k_norm:
             w_base = kb.let("wBase", select(per_row, as_u32(0), is_q))
         else:
             w_base = as_u32(0)
+        norm = Norm(inv_rms, lambda a: weight[w_base + a], normed)
     elif staged is not None:
         kb.barrier()
     own = x
-    if inv_rms is not None:
-        own = [
-            _normed(kb, xj, inv_rms, weight[w_base + at[j]], normed, f"n{j}")
-            for j, xj in enumerate(x)
-        ]
+    if norm is not None:
+        own = [kb.let(f"n{j}", norm.apply(xj, at[j])) for j, xj in enumerate(x)]
     rotated = ~is_v if is_v is not None else None  # the rows rotary turns (all but V's)
+    rot = None
+    if table is not None:
+        rot = Rotation(table, table, dst.position, half, cfg.partial, packed=True)
     if table is None:
         k = [kb.let(f"k{j}", o) for j, o in enumerate(own)]
     elif q.paired:
         k = [kb.var(f"y{j}", F32X4, o) for j, o in enumerate(own)]
         with kb.if_(rotated) if rotated is not None else _always():
-            for kj, y in zip(k, _rotate_paired(kb, own, at, table, dst.position, half, "")):
+            for kj, y in zip(k, rotate_lane_pairs(kb, own, lambda j: at[j], rot, "r")):
                 kj.set(y)
     else:
         k = [kb.var(f"y{j}", F32X4, o) for j, o in enumerate(own)]
         first = kb.let("rowVectors", (kb.lid.x - lane) * n) if staged is not None else None
         if strided_q:
             with kb.if_(is_q):
-                for kj, y in zip(k, _rotate_paired(kb, own, at, table, dst.position, half, "q")):
+                ys = rotate_lane_pairs(kb, own, lambda j: at[j], rot, "qr", "q")
+                for kj, y in zip(k, ys):
                     kj.set(y)
-        if staged is not None:
 
-            def partner_of(i: Val) -> Val:
-                return staged[first + i]
-
-        else:
-
-            def partner_of(i: Val) -> Val:
+        def partner_of(i: Val, j: int) -> Val:
+            if staged is not None:
+                p = staged[first + i]
+            else:
                 kb.comment("The partner loaded again from the input (its lane's, from the cache).")
                 p = words.as_f32(kb, src[k_row + i])
-                return p if bias is None else p + bias[r * per_row + i]
+                p = p if bias is None else p + bias[r * per_row + i]
+            p = kb.let(f"pRaw{j}", p)
+            return p if norm is None else kb.let(f"p{j}", norm.apply(p, i))
 
-        norm = (inv_rms, weight, w_base, normed)
         if strided_q:
             block = kb.elif_(rotated) if rotated is not None else kb.else_()
         else:
             block = kb.if_(rotated) if rotated is not None else _always()
         with block:
-            ys = _rotate_partners(kb, own, partner_of, norm, at, table, dst.position, half)
+            ys = [
+                rotate_with_partner(
+                    kb, o, at[j], functools.partial(partner_of, j=j), rot, j, ("at", "dr")
+                )
+                for j, o in enumerate(own)
+            ]
             for kj, y in zip(k, ys):
                 kj.set(y)
     done = kb.let("done", it.e >= count * lanes)
@@ -198,95 +202,14 @@ def qkv_dense(cfg: QkvConfig, name: str = "qkv") -> Kernel:
     kernel = kb.build(dispatch, describe(cfg))
     batch = ceil_div(count, cfg.rows * key_seq)
     tokens = times(batch, key_seq)
-    extents: dict[str, Any] = {
+    io = {
         "qkv": times(tokens, cfg.heads * cfg.head_dim),
         "q_out": times(tokens, cfg.q_heads * cfg.head_dim),
     }
-    if weight is not None:
-        extents["qk_norm_weight"] = cfg.norm_weights
-    if bias is not None:
-        extents["qkv_bias"] = cfg.heads * cfg.head_dim
-    more, requires = cache.extents(batch, key_seq)
-    extents |= more
-    return walks.vector_extents(contract(kernel, extents, requires))
-
-
-def _normed_rows(kb: KernelBuilder, cfg: QkvConfig, is_q: Val, is_v: Val | None) -> Val | None:
-    """Whether this row is RMS-normed (None: every row): a Q row with ``q_norm``, a K row
-    with ``k_norm`` (split rows: a V row never)."""
-    if is_v is None:
-        if cfg.q_norm and cfg.k_norm:
-            return None
-        return is_q if cfg.q_norm else kb.let("normed", ~is_q)
-    if cfg.q_norm and cfg.k_norm:
-        return kb.let("normed", ~is_v)
-    if cfg.q_norm:
-        return is_q
-    return kb.let("normed", (~is_q).land(~is_v))
-
-
-def _rotate_paired(
-    kb: KernelBuilder,
-    own: list[Val],
-    at: list[Val],
-    table: Any,
-    pos: Val,
-    half: Val,
-    tag: str,
-) -> list[Val]:
-    """Paired vectors (the quantiser's paired runs, :attr:`kvdsl.nodes.quantise.Quantiser.
-    paired`, or a strided Q row): vector ``j`` (the row's ``at[j]``, in its first half) and
-    ``j + m`` are a NeoX pair, rotated in the lane with one entry of the packed table
-    (``dense_append``'s products); ``tag`` prefixes the names."""
-    m = len(own) // 2
-    out: list[Val | None] = [None] * len(own)
-    for j in range(m):
-        entry = kb.let(f"{tag}tableAt{j}", pos * (half * 2) + at[j])
-        cs, sn = kb.let(f"{tag}cs{j}", table[entry]), kb.let(f"{tag}sn{j}", table[entry + half])
-        first, second = rotated_pair(own[j], own[j + m], cs, sn)
-        out[j] = kb.let(f"{tag}r{j}", first)
-        out[j + m] = kb.let(f"{tag}r{j + m}", second)
-    return out
+    return with_contract(kernel, cfg, cache, batch, key_seq, io)
 
 
 @contextmanager
 def _always() -> Iterator[None]:
     """A block that is no block: its statements run where they stand."""
     yield
-
-
-def _rotate_partners(
-    kb: KernelBuilder,
-    own: list[Val],
-    partner_of: Any,
-    norm: tuple[Val | None, Any, Val | None, Val | None],
-    at: list[Val],
-    table: Any,
-    pos: Val,
-    half: Val,
-) -> list[Val]:
-    """Each vector's partner ``HALF_V4`` away (``partner_of(vector)``: from the staged row or
-    loaded again), normed as the lane's own (``norm``: invRms, the weights, their base and
-    which rows), the pair rotated at position ``pos``."""
-    inv_rms, weight, w_base, normed = norm
-    out = []
-    for j, o in enumerate(own):
-        h = half
-        partner = kb.let(f"at{j}Pair", (at[j] + h) % (h * 2))
-        p = kb.let(f"pRaw{j}", partner_of(partner))
-        if inv_rms is not None:
-            p = _normed(kb, p, inv_rms, weight[w_base + partner], normed, f"p{j}")
-        lo = at[j] < h
-        dr = kb.let(f"dr{j}", at[j] % h)
-        entry = kb.let(f"tableAt{j}", pos * (h * 2) + dr)
-        cs, sn = kb.let(f"cs{j}", table[entry]), kb.let(f"sn{j}", table[entry + h])
-        x0, x1 = select(p, o, lo), select(o, p, lo)
-        out.append(kb.let(f"k{j}", rotate_pair(x0, x1, cs, sn, at[j], h)))
-    return out
-
-
-def _normed(kb: KernelBuilder, x: Any, inv_rms: Any, w: Any, normed: Any, name: str) -> Any:
-    """``x * invRms * w`` (``dense_append``'s product), kept as ``x`` where ``normed`` is false
-    (a row whose kind of head has no norm); ``normed`` None: every row is normed."""
-    y = x * inv_rms * w
-    return kb.let(name, y if normed is None else select(x, y, normed))

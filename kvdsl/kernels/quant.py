@@ -51,7 +51,7 @@ from dataclasses import dataclass
 from kvdsl.ir import Dispatch, Kernel, KernelBuilder, Val, convert, f32, i32, min_, u32, vec
 from kvdsl.ir.tree import Binary, Call, Lit
 from kvdsl.ir.ops import Op
-from kvdsl.kernels.build import (
+from kvdsl.kernels.rows import (
     RowConfig,
     RowInputs,
     declare_consts,

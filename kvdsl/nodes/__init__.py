@@ -3,7 +3,8 @@ the interpreter, one module per axis value.
 
 :mod:`.index` (the dispatch-fold flat index and its guard, BSH/BNSH indexing), :mod:`.walks`
 (per row, cooperative blocks, flat vectors, pairs, and their dispatch), :mod:`.words` (float16
-carried in u32 words), :mod:`.rotary` (NeoX rotary, a ``Rotation`` value), :mod:`.rmsnorm`,
+carried in u32 words), :mod:`.rotary` (NeoX rotary, a ``Rotation`` value, whole or partial), :mod:`.rmsnorm` (the one
+inverse RMS, ``Norm``), :mod:`.transforms` (K's RMSNorm and rotary on a quantiser's lane),
 :mod:`.quant` (the template's host-scaled int8/int4: scales, quantisation and packing),
 :mod:`.formats` (the quantised formats as values of one protocol, ``Format``: storage, in-kernel
 quantiser and decoder stated from each format's parameters; row-scaled ``Symmetric`` and

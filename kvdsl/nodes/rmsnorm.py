@@ -5,7 +5,8 @@ For a row ``k`` of ``n`` elements, a weight vector ``w`` and an epsilon::
 
     k'[d] = k[d] * inverseSqrt(mean(k^2) + eps) * w[d]
 
-The sum of squares accumulates in f32 from ``d = 0`` upward (the order the template uses, so the
+The inverse RMS is :func:`inverse_rms` alone; :class:`Norm` applies it, with the weight, to the
+vectors a lane holds. The sum of squares accumulates in f32 from ``d = 0`` upward (the order the template uses, so the
 interpreter and the GPU add the same terms in the same order); ``k[d] * invRms`` is multiplied
 before the weight. The flat walks sum per-vector ``dot`` partials (:func:`row_sum_of_squares`,
 :func:`subgroup_row_sum_of_squares`), so their sums may differ from the per-row sum in the last
@@ -13,6 +14,9 @@ ulps.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
 
 from kvdsl.ir import (
     Buffer,
@@ -27,6 +31,7 @@ from kvdsl.ir import (
     inverse_sqrt,
     lit,
     min_,
+    select,
     shuffle_xor,
     u32,
     vec,
@@ -40,10 +45,53 @@ def rms_norm_row(kb: KernelBuilder, row: Local, weight: Buffer, n: Val, eps: Val
     ms = kb.var("ms", f32, 0.0)
     with row_elements(kb, n) as d:
         ms.set(ms + row[d] * row[d])
-    inv_rms = kb.let("invRms", inverse_sqrt(ms / convert(f32, n) + eps))
+    inv_rms = inverse_rms(kb, ms, n, eps)
     with row_elements(kb, n) as d:
-        row[d] = row[d] * inv_rms * convert(f32, weight[d])
+        row[d] = normed(row[d], inv_rms, convert(f32, weight[d]))
     return inv_rms
+
+
+def inverse_rms(kb: KernelBuilder, ms: Val, n: Val, eps: Val) -> Val:
+    """``invRms = inverseSqrt(ms / f32(n) + eps)``: the inverse root mean square of a row of
+    ``n`` elements whose squares sum to ``ms`` (every RMSNorm of every writer takes it here)."""
+    return kb.let("invRms", inverse_sqrt(ms / convert(f32, n) + eps))
+
+
+def reduced_inverse_rms(
+    kb: KernelBuilder, n: Val, eps: Val, *row: Any, what: str = "K RMSNorm"
+) -> Val:
+    """``invRms`` of a row of ``n`` elements whose sum of squares the invocations holding it
+    reduce in workgroup memory: ``row`` is :func:`row_sum_of_squares`' arguments after ``kb``
+    (a barrier every invocation reaches); ``what`` names the norm in the kernel's comment."""
+    kb.comment(f"{what}: the row's sum of squares, reduced in workgroup memory.")
+    return inverse_rms(kb, row_sum_of_squares(kb, *row), n, eps)
+
+
+@dataclass(frozen=True)
+class Norm:
+    """RMSNorm of the vectors a lane holds of a row: the row's ``invRms`` (:func:`inverse_rms`),
+    ``weight(at)`` the weight's vector ``at`` (f32 lanes), and ``rows``: where the row is
+    normed (a fused kernel's heads without a norm keep their values; None: every row)."""
+
+    inv_rms: Val
+    weight: Callable[[Val], Val]
+    rows: Val | None = None
+
+    def apply(self, x: Val, at: Val) -> Val:
+        """The row's vector ``at``, ``x``, normed with its weight (:meth:`scale`)."""
+        return self.scale(x, self.weight(at))
+
+    def scale(self, x: Val, w: Val) -> Val:
+        """``x`` normed with the weight ``w`` (:func:`normed`), or ``x`` as it is where the row
+        is not normed."""
+        y = normed(x, self.inv_rms, w)
+        return y if self.rows is None else select(x, y, self.rows)
+
+
+def normed(x: Val, inv_rms: Val, w: Val) -> Val:
+    """``x * invRms * w``: the RMSNorm of an element (or vector) with its weight, multiplied in
+    the per-row program's order (so that every walk computes the same products)."""
+    return x * inv_rms * w
 
 
 def square(x: Val | tuple[Val, ...]) -> Val:

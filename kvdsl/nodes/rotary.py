@@ -14,7 +14,10 @@ Forms: :func:`rotate_row` rotates a row held in a function-scope ``var`` array (
 walk); :func:`rotate_loaded` computes one output element (or vector) from its loads, the pair
 ``(d mod half, d mod half + half)`` sharing one cos/sin entry (the flat and block walks, through
 :func:`rotate`); :func:`move_rotated_pair` rotates and stores both vectors of a pair (the pair
-walk). The vector forms compute exactly what the scalar ones do, lane by lane, in the same order.
+walk); :func:`rotate_with_partner` rotates a lane's vector with its partner loaded beside it,
+:func:`rotate_lane_pairs` a lane that holds both vectors of its pairs (the quantiser's lanes,
+dense, paged and fused alike). The vector forms compute exactly what the scalar ones do, lane by
+lane, in the same order.
 """
 
 from __future__ import annotations
@@ -41,16 +44,36 @@ class Rotation:
     partial: bool = False
     packed: bool = False
 
-    def entry(self, kb: KernelBuilder, dr: Val) -> tuple[Val, Val]:
-        """``(cs, sn)``: the cos/sin entry of pair ``dr`` (``dr < half``) at ``pos``."""
+    def entry(
+        self,
+        kb: KernelBuilder,
+        dr: Val,
+        tag: str = "",
+        j: int | None = None,
+        let_index: bool = False,
+    ) -> tuple[Val, Val]:
+        """``(cs, sn)``: the cos/sin entry of pair ``dr`` (``dr < half``) at ``pos``, named
+        ``{tag}cs{j}`` and ``{tag}sn{j}`` (``j``: a lane's ``j``-th vector); ``let_index``: a
+        packed table's index is a let of its own, ``{tag}tableAt{j}``."""
+        n = "" if j is None else str(j)
         if self.packed:
             at = self.pos * (self.half * 2) + dr
-            cs = kb.let("cs", self.cos[at])
-            sn = kb.let("sn", self.sin[at + self.half])
+            if let_index:
+                at = kb.let(f"{tag}tableAt{n}", at)
+            cs = kb.let(f"{tag}cs{n}", self.cos[at])
+            sn = kb.let(f"{tag}sn{n}", self.sin[at + self.half])
             return cs, sn
-        cs = kb.let("cs", self.cos[self.pos * self.half + dr])
-        sn = kb.let("sn", self.sin[self.pos * self.half + dr])
+        cs = kb.let(f"{tag}cs{n}", self.cos[self.pos * self.half + dr])
+        sn = kb.let(f"{tag}sn{n}", self.sin[self.pos * self.half + dr])
         return cs, sn
+
+    def keep_tail(self, own: Val | Callable[[], Val], rotated: Val, d: Val) -> Val:
+        """Element (or vector) ``d`` of the row: ``rotated``, or with a partial rotary ``own``
+        (the element as it is; a callable makes it only then) past the rotated part, ``d >= 2 *
+        half``: the one statement of what a partial rotary leaves."""
+        if not self.partial:
+            return rotated
+        return select(own() if callable(own) else own, rotated, d < self.half * 2)
 
 
 def rotate_row(kb: KernelBuilder, row: Local, rot: Rotation) -> None:
@@ -63,30 +86,34 @@ def rotate_row(kb: KernelBuilder, row: Local, rot: Rotation) -> None:
         row[d], row[d + half] = rotated_pair(x0, x1, cs, sn)
 
 
-def rotate_loaded(kb: KernelBuilder, load: Callable[[Val], Val], d: Val, rot: Rotation) -> Val:
+def rotate_loaded(
+    kb: KernelBuilder, load: Callable[[Val], Val], d: Val, rot: Rotation, j: int | None = None
+) -> Val:
     """Element (or vector) ``d`` of the rotated row whose entry ``i`` is ``load(i)`` (f32).
 
     ``d % half`` picks the pair without the u32 wrap of ``d - half`` for ``d < half``; the pair
     ``(d % half, d % half + half)`` shares one cos/sin entry. Scalar or vector alike: with
     vectors, ``half`` counts vectors and the vector lies in one half of the row. With
     ``rot.partial``, element ``d`` past ``2 * half`` is ``load(d)`` as it is (the pair's loads
-    stay in range: ``d % half`` is a pair of the rotated part).
+    stay in range: ``d % half`` is a pair of the rotated part). ``j``: the lets are a lane's
+    ``j``-th vector's (``dr{j}``, ``cs{j}``, ``sn{j}``, ``x{j}Lo``, ``x{j}Hi``, ``x{j}Own``).
     """
-    dr, cs, sn = pair_entry(kb, d, rot)
-    x0 = kb.let("x0", load(dr))
-    x1 = kb.let("x1", load(dr + rot.half))
+    dr, cs, sn = pair_entry(kb, d, rot, j)
+    lo, hi, own = ("x0", "x1", "xOwn") if j is None else (f"x{j}Lo", f"x{j}Hi", f"x{j}Own")
+    x0 = kb.let(lo, load(dr))
+    x1 = kb.let(hi, load(dr + rot.half))
     rotated = rotate_pair(x0, x1, cs, sn, d, rot.half)
-    if not rot.partial:
-        return rotated
-    own = kb.let("xOwn", load(d))
-    return select(own, rotated, d < rot.half * 2)
+    return rot.keep_tail(lambda: kb.let(own, load(d)), rotated, d)
 
 
-def pair_entry(kb: KernelBuilder, d: Val, rot: Rotation) -> tuple[Val, Val, Val]:
+def pair_entry(
+    kb: KernelBuilder, d: Val, rot: Rotation, j: int | None = None
+) -> tuple[Val, Val, Val]:
     """``(dr, cs, sn)`` for element (or vector) ``d``: its pair's first index ``d % half`` (no
-    u32 wrap of ``d - half``) and the pair's cos/sin entry."""
-    dr = kb.let("dr", d % rot.half)
-    return (dr, *rot.entry(kb, dr))
+    u32 wrap of ``d - half``) and the pair's cos/sin entry (named for a lane's ``j``-th
+    vector)."""
+    dr = kb.let("dr" if j is None else f"dr{j}", d % rot.half)
+    return (dr, *rot.entry(kb, dr, "", j))
 
 
 def rotate_pair(x0: Val, x1: Val, cs: Val, sn: Val, d: Val, half: Val) -> Val:
@@ -100,6 +127,54 @@ def rotated_pair(x0: Val, x1: Val, cs: Val, sn: Val) -> tuple[Val, Val]:
     """The NeoX rotation of the pair ``(x0, x1)``: ``(x0*cs - x1*sn, x1*cs + x0*sn)``, element
     for element the products of :func:`rotate` (which keeps one of them through a ``select``)."""
     return x0 * cs - x1 * sn, x1 * cs + x0 * sn
+
+
+def rotate_with_partner(
+    kb: KernelBuilder,
+    own: Val,
+    at: Val,
+    partner_of: Callable[[Val], Val],
+    rot: Rotation,
+    j: int,
+    stems: tuple[str, str] = ("kAt", "kDr"),
+) -> Val:
+    """A lane's ``j``-th vector ``own`` (the row's vector ``at``), rotated: its partner's index
+    ``(at + half) % (2 * half)`` (``{stems[0]}{j}Pair``), whose value ``partner_of`` gives
+    (loaded, normed and named by the caller), the pair's entry (``{stems[1]}{j}``, ``cs{j}``,
+    ``sn{j}``) and the product of :func:`rotate_pair`, ``k{j}``. With ``rot.partial`` a vector
+    past the rotated part (``at >= 2 * half``) is ``own`` as it is; the loads its pair makes
+    stay in range (its partner and entry are a rotated vector's)."""
+    h = rot.half
+    partner = kb.let(f"{stems[0]}{j}Pair", (at + h) % (h * 2))
+    p = partner_of(partner)
+    lo = at < h
+    dr = kb.let(f"{stems[1]}{j}", at % h)
+    cs, sn = rot.entry(kb, dr, "", j, let_index=True)
+    rotated = rotate_pair(select(p, own, lo), select(own, p, lo), cs, sn, at, h)
+    return kb.let(f"k{j}", rot.keep_tail(own, rotated, at))
+
+
+def rotate_lane_pairs(
+    kb: KernelBuilder,
+    own: list[Val],
+    first: Callable[[int], Val],
+    rot: Rotation,
+    out: str = "k",
+    tag: str = "",
+) -> list[Val]:
+    """A lane whose vectors ``j`` and ``j + m`` (``m`` half its vectors) are NeoX pairs (a
+    quantiser's paired runs, a strided Q row): each pair rotated with one entry, that of the
+    row's vector ``first(j)`` (in the first half of the row), named ``{out}{j}`` and
+    ``{out}{j + m}`` (the entry: ``{tag}cs{j}``, ``{tag}sn{j}``). The whole head rotates: the
+    pairs are half a row apart."""
+    m = len(own) // 2
+    res: list[Val | None] = [None] * len(own)
+    for j in range(m):
+        cs, sn = rot.entry(kb, first(j), tag, j, let_index=True)
+        lo, hi = rotated_pair(own[j], own[j + m], cs, sn)
+        res[j] = kb.let(f"{out}{j}", lo)
+        res[j + m] = kb.let(f"{out}{j + m}", hi)
+    return res
 
 
 def rotate(kb: KernelBuilder, src: Buffer, row_base: Val, d: Val, rot: Rotation) -> Val:

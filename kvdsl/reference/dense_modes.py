@@ -69,7 +69,7 @@ def quantize_new(
     rotated at positions ``pos`` ``[B, 1, S]`` first where ``rotary`` is given."""
     x = split_heads(new, kv_heads).astype(F32)
     if rotary is not None:
-        x = rotate_neox(x, pos, rotary.cos, rotary.sin)
+        x = rotate_neox(x, pos, rotary.cos, rotary.sin, rotary.half)
     return quantize_rows(fmt, x, inline)
 
 

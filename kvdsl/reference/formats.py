@@ -398,7 +398,7 @@ def dense_append(
     if k_norm is not None:
         k = rms_norm(k, k_norm.weight, k_norm.eps)
     if rotary is not None:
-        k = rotate_neox(k, pos, rotary.cos, rotary.sin)
+        k = rotate_neox(k, pos, rotary.cos, rotary.sin, rotary.half)
     return quantized_at(k, v, start, capacity, fmt, inline)
 
 
@@ -439,7 +439,7 @@ def dense_build(
         k = rms_norm(k, k_norm.weight, k_norm.eps)
     if rotary is not None:
         pos = past_seq + np.arange(k.shape[2])[None, None, :]
-        k = rotate_neox(k, pos, rotary.cos, rotary.sin)
+        k = rotate_neox(k, pos, rotary.cos, rotary.sin, rotary.half)
     (wk, sk), (wv, sv) = quantize_rows(fmt, k, inline), quantize_rows(fmt, v, inline)
     return wk, wv, np.concatenate([sk, sv], axis=-1)
 

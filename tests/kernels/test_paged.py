@@ -139,7 +139,7 @@ def test_two_copies_onto_one_page_are_a_race():
         ),
         ({"head_dim": 18}, "head_dim", "a multiple of 4"),
         ({"k_norm": True, "rotary": True}, "pool", "'combined' with k_norm and rotary (9 storage"),
-        ({"rotary": True, "rotary_half": 4}, "rotary_half", "rotates the whole head"),
+        ({"rotary": True, "rotary_half": 6}, "rotary_half", "a multiple of 4 for paged_append"),
         ({"window": True}, "window", "a paged pool is bound whole"),
     ],
 )

@@ -175,16 +175,16 @@ def test_flat_int4_needs_vectors():
 
 
 @pytest.mark.parametrize("config", [DenseAppendConfig, DenseBuildConfig])
-def test_dense_modes_refuse_partial_rotary(config):
-    """The dense modes rotate the whole head only: a set half is refused by name (also from a
-    JSON config), and an unset one is published unset, as every rotating mode's is."""
+def test_dense_modes_publish_the_half(config):
+    """A dense mode's half comes from a JSON config as any rotating mode's does, is published
+    as set (unset over the whole head), and sizes the rotary tables."""
     fields = {"kv_heads": 2, "head_dim": 16, "format": "int8", "rotary": True, "rotary_half": 4}
-    with pytest.raises(ConfigError) as err:
-        from_dict(config, fields)
-    assert str(err.value).startswith("rotary_half=4: ")
-    assert "the dense modes rotate the whole head only" in str(err.value)
+    part = from_dict(config, fields)
+    assert as_dict(part)["rotary_half"] == 4 and part.partial
+    sizes = contract_sizes(part)
+    assert sizes["cos_cache"] == sizes["sin_cache"] == ("positions", 4)
     whole = config(2, 16, format="int8", rotary=True)
-    assert as_dict(whole)["rotary_half"] is None
+    assert as_dict(whole)["rotary_half"] is None and not whole.partial
     sizes = contract_sizes(whole)
     assert sizes["cos_cache"] == sizes["sin_cache"] == ("positions", 8)
 

@@ -309,7 +309,7 @@ def test_workgroup_bytes_are_the_kernels(name):
         ({"scales": "side"}, "scales"),  # no format: no scales
         ({"format": "int8", "present_type": "f16"}, "present_type"),
         ({"format": "q4_0", "head_dim": 16}, "head_dim"),  # ggml blocks of 32
-        ({"format": "int8", "rotary": True, "rotary_half": 8}, "rotary_half"),
+        ({"format": "int8", "rotary": True, "rotary_half": 6}, "rotary_half"),
         ({"walk": "runs"}, "walk"),  # no format
         ({"split": False}, "split"),
         ({"pair_loads": True}, "pair_loads"),

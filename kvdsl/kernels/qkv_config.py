@@ -1,0 +1,318 @@
+"""The ``qkv`` mode's config (:class:`QkvConfig`, also ``paged_qkv``'s base) and Q's layout
+(:class:`QLayout`): the heads, the transforms (bias, Q and K RMSNorm, rotary, whole or partial),
+the element types and, with a dense ``format``, the quantiser's walk; the kernels are
+:mod:`kvdsl.kernels.qkv` (f32 and f16 rows) and :mod:`kvdsl.kernels.qkv_dense` (a dense format).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import KW_ONLY, dataclass
+from enum import StrEnum
+
+from kvdsl.ir.verify import MAX_WORKGROUP_BYTES
+from kvdsl.kernels.config import (
+    FormatSlot,
+    FLOATS,
+    Slot,
+    KNORM_WORKGROUP,
+    MAX_STORAGE_BUFFERS,
+    CacheConfig,
+    Element,
+    choice,
+    flag,
+    one_of,
+    positive_int,
+    require,
+    require_rotary,
+    require_rotary_vectors,
+    RotaryHalf,
+)
+from kvdsl.kernels.dense import (
+    QUANTISE_WORKGROUP,
+    DenseFormat,
+    DenseWalk,
+    ScalePlace,
+    one_format,
+    require_format,
+    require_walk,
+)
+from kvdsl.nodes.formats import Format, format_of
+from kvdsl.nodes.quantise import Quantiser, row_lanes
+
+#: The flat walk's workgroup size without a norm (no barrier).
+WORKGROUP = 256
+
+
+class QLayout(StrEnum):
+    """The layout of the rotated Q: head-major BNSH ``[B, Hq, S, D]`` or token-major BSH
+    ``[B, S, Hq * D]``."""
+
+    BNSH = "bnsh"
+    BSH = "bsh"
+
+
+@dataclass(frozen=True)
+class QkvConfig(RotaryHalf, CacheConfig):
+    """A ``qkv`` variant: the heads (``q_heads`` a multiple of ``kv_heads``), head dim, the
+    transforms (bias, Q and K RMSNorm, rotary) and the element types and Q's layout."""
+
+    _: KW_ONLY
+    q_heads: int
+    q_norm: bool = False
+    k_norm: bool = False
+    rotary: bool = False
+    rotary_half: int | None = None
+    eps: float = 1e-6
+    bias: bool = False
+    input_type: Element = choice(Element.F32)
+    present_type: Element = choice(Element.F32)
+    q_type: Element = choice(Element.F32)
+    q_layout: QLayout = choice(QLayout.BNSH)
+    # A dense format of the cache (kvdsl.nodes.formats); None: present_type's f32 or f16 rows.
+    format: DenseFormat | None = FormatSlot(None, DenseFormat)
+    scales: ScalePlace = choice(ScalePlace.INLINE)
+    # With a format: the quantiser's walk (dense_append's, and its default per format), the Q,
+    # K and V rows each in invocations of their own (split) or a K row and its V row together,
+    # and at most ``run`` vectors a lane (None: the longest run).
+    walk: DenseWalk | None = Slot(None, DenseWalk, derive=lambda cfg: cfg.default_walk())
+    split: bool = True
+    run: int | None = None
+    # With a format and rotary whose pairs are not in one lane: each vector's partner loaded
+    # again from the input (true: the default with a format, the cache serves it) or staged in
+    # workgroup memory (false) after a barrier.
+    pair_loads: bool | None = Slot(None, derive=lambda cfg: cfg.format is not None)
+    # With a format: a Q row's lane holds the row's vectors lane + lanes * j (adjacent lanes on
+    # adjacent vectors: coalesced loads and stores) instead of the quantiser's run.
+    q_strided: bool = True
+    mode = "qkv"
+    KEYS = (  # fmt: skip
+        "q_heads", "kv_heads", "head_dim", "q_norm", "k_norm", "rotary", "rotary_half", "eps",
+        "bias", "input_type", "present_type", "q_type", "q_layout", "format", "scales",
+        "walk", "split", "run", "pair_loads", "q_strided", "workgroup_size", "fold",
+    )
+
+    def check_fields(self) -> None:
+        require(
+            not self.window,
+            "window",
+            self.window,
+            "false for qkv (it has no windowed form: its cache binding holds whole heads)",
+        )
+        positive_int("q_heads", self.q_heads)
+        require(
+            self.q_heads % self.kv_heads == 0,
+            "q_heads",
+            self.q_heads,
+            f"a multiple of kv_heads = {self.kv_heads} (grouped-query attention)",
+        )
+        require(
+            self.head_dim % 8 == 0,
+            "head_dim",
+            self.head_dim,
+            "a multiple of 8 for qkv (each invocation holds a pair of vec4)",
+        )
+        flag("q_norm", self.q_norm)
+        flag("k_norm", self.k_norm)
+        flag("bias", self.bias)
+        require_rotary(self.rotary, self.head_dim, half=self.rotary_half)
+        require_rotary_vectors(self.rotary, self.head_dim, self.rotary_half, "qkv")
+        ok = isinstance(self.eps, (int, float)) and not isinstance(self.eps, bool)
+        ok = ok and math.isfinite(self.eps) and 2.0**-126 <= self.eps <= 3.4e38
+        require(ok, "eps", self.eps, "a number > 0 that is a normal f32 (1.2e-38 .. 3.4e38)")
+        one_of("input_type", self.input_type, FLOATS)
+        one_of("present_type", self.present_type, FLOATS)
+        one_of("q_type", self.q_type, FLOATS)
+        one_of("q_layout", self.q_layout, QLayout)
+        one_of("scales", self.scales, ScalePlace)
+        flag("split", self.split)
+        flag("pair_loads", self.pair_loads)
+        flag("q_strided", self.q_strided)
+        if self.format is None:
+            require(
+                self.scales is ScalePlace.INLINE,
+                "scales",
+                self.scales.value,
+                "'inline' (unset) without a format: an f32 or f16 cache has no scales",
+            )
+            for key in ("walk", "run"):
+                value = getattr(self, key)
+                require(
+                    value is None,
+                    key,
+                    value,
+                    "unset (None) without a format: the f32 and f16 walk holds pairs of vectors",
+                )
+            require(
+                self.split,
+                "split",
+                self.split,
+                "true (unset) without a format: the f32 and f16 walk holds each head's row alone",
+            )
+            require(
+                not self.pair_loads,
+                "pair_loads",
+                self.pair_loads,
+                "false (unset) without a format: the f32 and f16 walk holds each pair whole",
+            )
+            return
+        one_format("format", self.format, DenseFormat)
+        fmt = self.fmt
+        require(
+            self.present_type is Element.F32,
+            "present_type",
+            self.present_type.value,
+            f"'f32' (unset) with format {fmt.name!r}: the cache holds the format's u32 words",
+        )
+        require_format(fmt, self.scales, self.head_dim)
+        require_walk(fmt, self.walk, self.run)
+        buffers = 5 + int(self.norm) + int(self.rotary) + int(self.bias) + int(not self.inline)
+        require(
+            buffers <= MAX_STORAGE_BUFFERS,
+            "scales",
+            self.scales.value,
+            "'inline' with a norm, rotary and the bias (side scales would make 9 storage"
+            " buffers, past WebGPU's default 8)",
+        )
+
+    def default_walk(self) -> DenseWalk | None:
+        """The walk of a config with a format that leaves it unset (the fastest timed on an
+        H200): runs where rotary's NeoX pairs fit in a lane's run, else
+        ``dense_append``'s rule (:meth:`kvdsl.kernels.dense.DenseAppendConfig.default_walk`):
+        ggml and inline int8 rows staged, side-scale rows in runs, inline 4-bit rows strided;
+        None without a format."""
+        if self.fmt is None:
+            return None
+        if self.whole_rotary and Quantiser.pairs_fit(self.fmt, self.head_dim):
+            return DenseWalk.RUNS  # NeoX pairs in one lane: no staging, no partner loads
+        if self.fmt.ggml or (self.inline and self.fmt.bits == 8):
+            return DenseWalk.STAGED
+        if not self.inline:
+            return DenseWalk.RUNS
+        return DenseWalk.STRIDED
+
+    @property
+    def strided_q(self) -> bool:
+        """Whether a Q row's lanes hold strided vectors (``q_strided`` with a format whose lanes
+        hold an even number of vectors: NeoX pairs ``j`` and ``j + n/2`` then share a lane)."""
+        strided = self.q_strided and self.quantiser.vectors % 2 == 0
+        return self.fmt is not None and strided and not self.partial
+
+    @property
+    def reloaded_heads(self) -> int:
+        """Heads per token whose rotary partners the kernel loads again from the input
+        (``pair_loads`` where a lane's run does not hold its pairs: K's, and Q's unless its rows
+        are strided): those loads come from the cache, the lines just loaded for the row."""
+        if self.fmt is None or not self.rotary or not self.pair_loads or self.quantiser.paired:
+            return 0
+        return self.kv_heads + (0 if self.strided_q else self.q_heads)
+
+    @property
+    def fmt(self) -> Format | None:
+        """The cache's dense format (None: f32 or f16 rows)."""
+        return None if self.format is None else format_of(self.format)
+
+    @property
+    def inline(self) -> bool:
+        """Whether a dense row's scale is stored inline."""
+        return self.scales is ScalePlace.INLINE
+
+    @property
+    def row_words(self) -> int:
+        """u32 words of a stored dense row (``ROW_WORDS``)."""
+        return self.fmt.row_words(self.head_dim, self.inline)
+
+    @property
+    def cache_row_bytes(self) -> int:
+        """Bytes of one stored (token, head) row of K or V, its scales included."""
+        if self.fmt is None:
+            return self.head_dim * (4 if self.present_type is Element.F32 else 2)
+        return self.fmt.bytes_per_row(self.head_dim, self.inline)
+
+    @property
+    def norm(self) -> bool:
+        """Whether any head is RMS-normed (the kernel then reduces rows in workgroup memory)."""
+        return self.q_norm or self.k_norm
+
+    @property
+    def heads(self) -> int:
+        """Heads per token of the packed input: ``q_heads + 2 * kv_heads``."""
+        return self.q_heads + 2 * self.kv_heads
+
+    @property
+    def rows(self) -> int:
+        """Rows the dispatch walks per token: every head of the input, or with a dense
+        ``format`` not ``split`` the Q heads and the (K, V) pairs of heads."""
+        return self.heads if self.split else self.q_heads + self.kv_heads
+
+    @property
+    def pairs(self) -> int:
+        """Items (pairs of vectors) per row: ``head_dim / 8``."""
+        return self.head_dim // 8
+
+    @property
+    def norm_weights(self) -> int:
+        """The weights ``qk_norm_weight`` holds: ``head_dim`` per normed kind of head."""
+        return self.head_dim * (int(self.q_norm) + int(self.k_norm))
+
+    def default_workgroup_size(self) -> int:
+        if self.format is not None:
+            lanes = row_lanes(self.fmt, self.head_dim, self.run or 0)
+            return QUANTISE_WORKGROUP - QUANTISE_WORKGROUP % lanes or lanes
+        if not self.norm:
+            return WORKGROUP
+        return KNORM_WORKGROUP - KNORM_WORKGROUP % self.pairs or self.pairs
+
+    @property
+    def quantiser(self) -> Quantiser | None:
+        """The dense quantiser of a ``format`` (None: f32 or f16 rows)."""
+        if self.fmt is None:
+            return None
+        strided = self.walk is DenseWalk.STRIDED
+        run = self.run or 0
+        paired = (
+            self.whole_rotary and not strided and Quantiser.pairs_fit(self.fmt, self.head_dim, run)
+        )
+        staged = self.walk is DenseWalk.STAGED
+        return Quantiser(
+            self.fmt, self.inline, self.head_dim, self.workgroup_size, staged, strided,
+            self.split, paired, run,
+        )  # fmt: skip
+
+    def workgroup_bytes(self) -> int:
+        """The workgroup memory the kernel declares: the norm's partials (``wsum``); with a
+        format, the quantiser's and the staged row (rotary whose pairs are not in one lane:
+        every lane's vectors)."""
+        wg = self.workgroup_size
+        out = 4 * wg if self.norm else 0
+        q = self.quantiser
+        if q is None:
+            return out
+        staged = self.rotary and not q.paired and not self.pair_loads
+        return out + q.workgroup_bytes() + (16 * wg * q.vectors if staged else 0)
+
+    def check_schedule(self) -> None:
+        require(
+            self.workgroup_bytes() <= MAX_WORKGROUP_BYTES,
+            "workgroup_size",
+            self.workgroup_size,
+            f"fewer invocations: {self.workgroup_bytes()} bytes of workgroup memory, past"
+            f" WebGPU's default {MAX_WORKGROUP_BYTES}",
+        )
+        if self.format is not None:
+            lanes = row_lanes(self.fmt, self.head_dim, self.run or 0)
+            require(
+                self.workgroup_size % lanes == 0,
+                "workgroup_size",
+                self.workgroup_size,
+                f"a multiple of the {lanes} lanes of a row with a format (rows are quantised"
+                " whole inside a workgroup)",
+            )
+        elif self.norm:
+            require(
+                self.workgroup_size % self.pairs == 0,
+                "workgroup_size",
+                self.workgroup_size,
+                f"a multiple of the {self.pairs} pairs of a row with q_norm or k_norm (rows are"
+                " reduced whole inside a workgroup)",
+            )
