@@ -26,7 +26,11 @@ def load_json(text: str, what: str) -> Any:
     JSON is refused as no such file. A refusal of JSON says where: ``line L column C``."""
     src, name = text, None
     if not text.lstrip().startswith(("{", "[")):
-        if Path(text).is_file():
+        try:
+            is_file = Path(text).is_file()
+        except OSError as err:  # a name the OS refuses (past 255 bytes)
+            raise UsageError(f"{what}: cannot read {text!r} ({err.strerror})") from None
+        if is_file:
             name = text
             try:
                 src = Path(text).read_text(encoding="utf-8")

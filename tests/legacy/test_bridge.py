@@ -519,8 +519,8 @@ def test_config_errors_name_the_template_variable():
         config_from_vars(lv("transpose", workgroup_size=1024))
     with pytest.raises(ConfigError, match=r"^DISPATCH_FOLD_WIDTH=70000: .*<= 65535"):
         config_from_vars(lv("merge", fold=70000))
-    with pytest.raises(ConfigError, match=r"^kvNumHeads=-1: expected a positive integer"):
-        config_from_vars(lv("transpose") | {"kvNumHeads": -1})
+    with pytest.raises(ConfigError, match=r"^kvHeads=-1: expected a positive integer"):
+        config_from_vars(lv("merge") | {"kvHeads": -1})
 
 
 # ---- the template's interface -------------------------------------------------------------------
