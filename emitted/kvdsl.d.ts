@@ -5,10 +5,36 @@ export const variants: Readonly<Record<string, Variant>>;
 /** The variant called `name`; throws Error("unknown variant 'x' ...") for any other name. */
 export function variant(name: string): Variant;
 
+/** Every mode of the catalog (index.schema.json's "mode"). */
+export type Mode =
+  | "transpose"
+  | "copy"
+  | "merge"
+  | "merge_share"
+  | "window_shift"
+  | "build"
+  | "build_quant"
+  | "append_quant"
+  | "dense_append"
+  | "dense_build"
+  | "dense_read"
+  | "dense_retain"
+  | "dense_window_shift"
+  | "dense_convert"
+  | "paged_append"
+  | "paged_read"
+  | "paged_copy"
+  | "paged_compact"
+  | "paged_window"
+  | "qkv"
+  | "paged_qkv"
+  | "attend"
+  | "attend_merge";
+
 export interface Variant {
   readonly name: string;
-  /** The mode (index.json's "mode": copy, merge, paged_append, ...; docs/modes.md names each). */
-  readonly mode: string;
+  /** The mode (index.json's "mode"; docs/modes.md describes each). */
+  readonly mode: Mode;
   /** The WGSL text (the same as emitted/<name>.wgsl). */
   readonly code: string;
   readonly entryPoint: string;

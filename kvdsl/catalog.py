@@ -20,7 +20,8 @@ The ``attend`` variants add the query heads (:mod:`kvdsl.kernels.attend_variants
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import difflib
+from typing import Any, Callable, Iterable
 
 from kvdsl.ir import Kernel
 from kvdsl.kernels import attend as attend_mode
@@ -137,7 +138,24 @@ class UnknownVariant(KeyError):
     """A variant name that is not in the catalog."""
 
     def __str__(self) -> str:
-        return f"unknown variant {self.args[0]!r} (see `kvdsl list`)"
+        name = str(self.args[0])
+        return f"unknown variant {name!r}{did_you_mean(name)} (see `kvdsl list`)"
+
+
+def did_you_mean(name: str, names: Iterable[str] | None = None) -> str:
+    """``; did you mean ...?`` naming up to three of ``names`` (default: the catalog's
+    variants) spelled like ``name``, or, where none is, the beginning of a name that ``name``
+    misspells (``kvdsl list`` lists the variants that begin so); '' where nothing is near."""
+    names = list(VARIANTS if names is None else names)
+    near = difflib.get_close_matches(name, names, 3, 0.75)
+    if near:
+        return f"; did you mean {' or '.join(map(repr, near))}?"
+    n = len(name)
+    beginnings = {v[:k] for v in names for k in (n - 1, n, n + 1) if 0 < k < len(v)}
+    near = difflib.get_close_matches(name, beginnings, 1, 0.8)
+    if near:
+        return f"; did you mean a variant beginning {near[0]!r} (`kvdsl list {near[0]}`)?"
+    return ""
 
 
 def config(name: str) -> KernelConfig:

@@ -133,7 +133,46 @@ def config_from_vars(data: dict[str, Any], max_storage_buffers: int | None = Non
     """The kvdsl config equivalent to rendering the template with ``data``, for a device that
     allows ``max_storage_buffers`` storage buffers per stage (WebGPU's default 8 if None)."""
     v = Vars(data, max_storage_buffers)
-    return BRIDGES[mode_of(v)](v)
+    mode = mode_of(v)
+    try:
+        return BRIDGES[mode](v)
+    except ConfigError as err:  # a config's refusal, in the names of the variables it came from
+        name = variable_of(mode, err.field)
+        if name == err.field:
+            raise
+        raise ConfigError(name, err.value, err.allowed) from None
+
+
+#: A config field → the template variable it is read from (:data:`TRANSPOSE_VARIABLES`:
+#: transpose's own names); a field absent is a variable's own name.
+VARIABLES = {
+    "kv_heads": "kvHeads",
+    "head_dim": "headDim",
+    "kv_heads*head_dim": "kvHeads * headDim",
+    "workgroup_size": "tunables.COPY_WORKGROUP_SIZE",
+    "fold": "DISPATCH_FOLD_WIDTH",
+    "present_type": "presentScalar",
+    "input_type": "presentScalar",
+    "rotary": "hasRotary",
+    "rotary_half": "half",
+    "k_norm": "hasKNorm",
+    "eps": "qkEps",
+}
+TRANSPOSE_VARIABLES = VARIABLES | {
+    "kv_heads": "kvNumHeads",
+    "kv_heads*head_dim": "kvNumHeads * headDim",
+    "workgroup_size": "copyWorkgroupSize",
+    "input_type": "inputScalar",
+    "vec4": "presentVec4",
+}
+
+
+def variable_of(mode: str, field: str) -> str:
+    """The template variable (or product of variables) a config field of ``mode`` is read from
+    (``field`` itself where it is a variable's name, or no variable's)."""
+    if mode in ("merge_share", "window_shift") and field == "region":
+        return "shareRegion" if mode == "merge_share" else "shiftRegion"
+    return (TRANSPOSE_VARIABLES if mode == "transpose" else VARIABLES).get(field, field)
 
 
 def json_words(value: Any) -> str:

@@ -20,6 +20,7 @@ import sys
 from kvdsl import catalog
 from kvdsl.cli import check, make_inputs, run, session, variants, verify
 from kvdsl.cli.inputs import UsageError
+from kvdsl.cli.text import escaped
 from kvdsl.runtime.webgpu import IMPLEMENTATIONS as WEBGPU
 
 __all__ = ["INTERRUPTED", "UsageError", "main", "parser", "user_errors"]
@@ -164,11 +165,12 @@ def _run(args: argparse.Namespace) -> int:
     except Exception as err:  # the CLI's one boundary: every error becomes one line
         if args.traceback:
             raise
+        # a message may quote what the user gave: its control characters are shown escaped
         if isinstance(err, user_errors()):
-            print(f"kvdsl {args.command}: {err}", file=sys.stderr)
+            print(f"kvdsl {args.command}: {escaped(str(err))}", file=sys.stderr)
             return 2
         if isinstance(err, known_failures()):
-            print(f"kvdsl {args.command}: {err}", file=sys.stderr)
+            print(f"kvdsl {args.command}: {escaped(str(err))}", file=sys.stderr)
             return 1
         print(
             f"kvdsl {args.command}: internal error ({type(err).__name__}: {err}); "

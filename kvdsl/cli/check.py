@@ -11,6 +11,7 @@ import argparse
 import json
 
 from kvdsl.cli.inputs import UsageError, read_wgsl, wgsl_file
+from kvdsl.cli.text import escaped
 from kvdsl.ir import Kernel
 
 #: The least ``--max-storage-buffers``: WebGPU's default, which every device allows.
@@ -111,28 +112,36 @@ def cmd_check(args: argparse.Namespace) -> int:
     limits: dict[str, dict[str, int]] = {}
     problems: list[str] = []
     notes: list[str] = []
+    failed: set[str] = set()
+    ran: dict[str, list[str]] = {}  # file → what checked it: "kvdsl", compiler, "Tint"
     unparsed: set[str] = set()  # files refused for their nesting: Tint is not handed them
+
+    def problem(path: str, line: str) -> None:
+        problems.append(line)
+        failed.add(path)
+
     for path in args.files:
         if path in sources:
             raise UsageError(f"{path!r} is given twice: give each file once")
         sources[path] = text = read_wgsl(path)
+        ran[path] = ["kvdsl"]
         stated, bad = stated_limits(path, text)
         if bad is not None:
-            problems.append(bad)
+            problem(path, bad)
         limits[path] = {k: max(options.get(k, 0), stated.get(k, 0)) for k in options | stated}
         rounded: list[tuple[int | None, str]] = []
         kernel = None
         try:
             kernel, lines = wgsl_file(path, rounded)
         except TooDeep as err:  # no compiler is handed it: naga's parser would crash on it
-            problems.append(f"{err} [kvdsl]")
+            problem(path, f"{err} [kvdsl]")
             notes.append(
                 f"{path}: note: not given to naga or Tint: nested past what they take [kvdsl]"
             )
             unparsed.add(path)
             continue
         except FrontendError as err:
-            problems.append(f"{err} [kvdsl]")
+            problem(path, f"{err} [kvdsl]")
         else:  # valid WGSL that some implementation was found to run otherwise: a note
             for at, literal in rounded:
                 where = "" if at is None else f":{at}"
@@ -148,23 +157,53 @@ def cmd_check(args: argparse.Namespace) -> int:
         if aborts is not None:  # valid WGSL: noted, and naga not asked
             notes.append(f"{path}: note: not compiled by naga: {aborts} [naga]")
             continue
+        ran[path].append(compiler)
         try:
             compile_wgsl(text, limits[path])
         except (CompileError, LimitError) as err:
-            problems.append(f"{path}: {err} [{compiler}]".replace("\n", " | "))
+            problem(path, f"{path}: {err} [{compiler}]".replace("\n", " | "))
     try:
         tint = tint_check({p: t for p, t in sources.items() if p not in unparsed}, limits=limits)
     except RuntimeError as err:  # its worker could not run: said in one line
         tint = {}
         notes.append(_tint_did_not_run(err))
     for path, err in tint.items():
+        ran[path].append("tint")
         if err is not None:
-            problems.append(f"{path}: {err.strip()} [tint]".replace("\n", " | "))
+            problem(path, f"{path}: {err.strip()} [tint]".replace("\n", " | "))
     for line in problems + notes:
-        print(line)
-    ok = len(sources) - len({p.split(":")[0] for p in problems})
-    print(f"{ok} passed, {len(sources) - ok} failed")
+        print(escaped(line))
+    for path in sources:
+        verdict = "failed" if path in failed else "passed"
+        print(escaped(f"{path}: {verdict}: {checked_by(ran[path])}"))
+    print(NOT_RUN)
+    print(f"{len(sources) - len(failed)} passed, {len(failed)} failed")
     return 1 if problems else 0
+
+
+#: What ``kvdsl check`` does not do, said after every check.
+NOT_RUN = (
+    "note: check compiles and runs nothing: it does not look for races or out-of-bounds "
+    "accesses (the interpreter finds them: kvdsl run FILE.wgsl --backend interp)"
+)
+#: How the check's report names each checker.
+CHECKERS = {
+    "kvdsl": "kvdsl's parser and verifier",
+    "naga": "naga (wgpu-native)",
+    "dawn": "Dawn",
+    "tint": "Tint (Dawn)",
+}
+
+
+def checked_by(ran: list[str]) -> str:
+    """``checked by A, B and C``, naming the checkers ``ran`` (keys of :data:`CHECKERS`), and
+    those of kvdsl, naga and Tint that did not check the file."""
+    names = [CHECKERS[r] for r in ran]
+    said = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    missing = [c for c in ("naga", "tint") if c not in ran and not (c == "naga" and "dawn" in ran)]
+    return f"checked by {said}" + (
+        f"; not by {' or '.join(CHECKERS[c] for c in missing)}" if missing else ""
+    )
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:

@@ -22,20 +22,34 @@ class UsageError(ValueError):
 
 def load_json(text: str, what: str) -> Any:
     """``text`` as JSON, or the JSON in the file it names (a JSON object or array is never taken
-    for a path: past 255 bytes the OS refuses such a name)."""
-    src = text
+    for a path: past 255 bytes the OS refuses such a name); text that is neither a file nor
+    JSON is refused as no such file. A refusal of JSON says where: ``line L column C``."""
+    src, name = text, None
     if not text.lstrip().startswith(("{", "[")):
         try:
-            src = Path(text).read_text(encoding="utf-8") if Path(text).is_file() else text
-        except OSError as err:
+            is_file = Path(text).is_file()
+        except OSError as err:  # a name the OS refuses (past 255 bytes)
             raise UsageError(f"{what}: cannot read {text!r} ({err.strerror})") from None
-        except UnicodeDecodeError as err:
-            raise UsageError(f"{what}: {text!r} is not UTF-8 text (byte {err.start})") from None
+        if is_file:
+            name = text
+            try:
+                src = Path(text).read_text(encoding="utf-8")
+            except OSError as err:
+                raise UsageError(f"{what}: cannot read {text!r} ({err.strerror})") from None
+            except UnicodeDecodeError as err:
+                raise UsageError(f"{what}: {text!r} is not UTF-8 text (byte {err.start})") from None
     _check_nesting(src, what)
     try:
         return json.loads(src, parse_int=lambda digits: _integer(digits, src, what))
     except json.JSONDecodeError as err:
-        raise UsageError(f"{what}: not valid JSON ({err.msg} at column {err.colno})") from None
+        if name is None and src is text and not text.lstrip().startswith(("{", "[")):
+            raise UsageError(
+                f"{what}: no such file {text!r} (give a JSON file, or JSON text)"
+            ) from None
+        where = f"{name!r} is not" if name is not None else "not"
+        raise UsageError(
+            f"{what}: {where} valid JSON ({err.msg} at {_where(src, err.pos)})"
+        ) from None
 
 
 #: The deepest JSON kvdsl reads: a params object or template variables nest a few levels, and
@@ -188,7 +202,8 @@ def wgsl_file(
 
 
 def parse_constants(items: list[str] | None) -> dict[str, str]:
-    """``--constants NAME=VALUE[,NAME=VALUE]`` (repeatable) as a dict; NAME may be an @id."""
+    """``--constants NAME=VALUE[,NAME=VALUE]`` (repeatable) as a dict; NAME may be an @id. A
+    name given twice is refused (one given by name and by @id, by the frontend)."""
     out: dict[str, str] = {}
     for item in items or []:
         for part in item.split(","):
@@ -198,5 +213,11 @@ def parse_constants(items: list[str] | None) -> dict[str, str]:
                     f"--constants: {part!r} is not NAME=VALUE (an override's name or @id, and "
                     "its value)"
                 )
-            out[name.strip()] = value.strip()
+            name, value = name.strip(), value.strip()
+            if name in out:
+                raise UsageError(
+                    f"--constants: {name} is given twice ({name}={out[name]} and "
+                    f"{name}={value}): give each override one value"
+                )
+            out[name] = value
     return out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 
 import numpy as np
 
@@ -115,20 +116,28 @@ def cmd_run(args: argparse.Namespace) -> int:
         check_loop_cap(args.variant, kernel, counted, interpret, lines)
     differ = False
     if args.backend == "both":
+        needed: list[float] = []  # each differing buffer's least --tol (inf: not floats)
         for name, got in outputs.items():
             same, line = _agreement(name, got, want[name], args.tol or 0.0)
             differ |= not same
             print(line)
-        if differ and lines is not None:  # what an implementation was found to run wrong
-            for note in portability_notes(args.variant, kernel, lines):
-                print(note)
+            if not same:
+                needed.append(least_tol(got, want[name]))
+        notes = portability_notes(args.variant, kernel, lines) if differ and lines else []
+        for note in notes:  # what an implementation was found to run wrong
+            print(note)
+        hint = None if notes else tol_hint(needed)  # a noted fault is no rounding to allow
+        if hint:
+            print(hint)
         outputs = outputs | {f"interp.{k}": v for k, v in want.items()}
     if args.out:
+        # np.savez adds .npz to a name without it: the file written is named as it is
+        path = args.out if args.out.endswith(".npz") else args.out + ".npz"
         try:
-            np.savez(args.out, **outputs)
+            np.savez(path, **outputs)
         except OSError as err:
-            raise UsageError(f"--out: cannot write {args.out!r} ({err.strerror})") from None
-        print(f"wrote {', '.join(outputs)} to {args.out}")
+            raise UsageError(f"--out: cannot write {path!r} ({err.strerror})") from None
+        print(f"wrote {', '.join(outputs)} to {path}")
     elif args.backend != "both":
         for name, arr in outputs.items():
             print(f"{name}: {arr.dtype}{list(arr.shape)} {np.array2string(arr.ravel()[:8])}")
@@ -180,6 +189,43 @@ def _agreement(name: str, got: np.ndarray, want: np.ndarray, tol: float) -> tupl
     return False, (
         f"{name}: {size}, {int((~same).sum())} of {g.size} elements differ, first at {i}: "
         f"GPU {g[i].item()!r}, interpreter {w[i].item()!r}"
+    )
+
+
+def least_tol(got: np.ndarray, want: np.ndarray) -> float:
+    """The least ``--tol`` under which the floats ``got`` are within ``want`` (as
+    :func:`_agreement` judges); inf where no tolerance is: integers, or a NaN or an infinity
+    that the other does not hold."""
+    if got.dtype.kind != "f":
+        return float("inf")
+    g, w = got.reshape(-1).astype(np.float64), want.reshape(-1).astype(np.float64)
+    both_nan = np.isnan(g) & np.isnan(w)
+    same_inf = np.isinf(g) & (g == w)
+    apart = ~(both_nan | same_inf)
+    if not np.isfinite(g[apart]).all() or not np.isfinite(w[apart]).all():
+        return float("inf")
+    if not apart.any():
+        return 0.0
+    return float((np.abs(g[apart] - w[apart]) / (1 + np.abs(w[apart]))).max())
+
+
+def tol_hint(needed: list[float]) -> str | None:
+    """Where the buffers that differ (each its :func:`least_tol`) differ in floats only, a line
+    naming the ``--tol`` that accepts them; else None."""
+    if not needed or not all(np.isfinite(needed)):
+        return None
+    most = max(needed)
+    if most == 0:  # zeros of either sign, or NaNs of other bits: any tolerance takes them
+        return (
+            "only floats differ, in their bits alone (0 and -0, or NaNs): --tol 1e-09 accepts them"
+        )
+    step = 10.0 ** (math.floor(math.log10(most)) - 1)
+    tol = math.ceil(most / step) * step  # two digits, at least the difference
+    while tol < most:
+        tol += step
+    return (
+        f"only floats differ, by at most {most:.3g} relative to 1 + |interpreter's|: "
+        f"--tol {tol:.2g} accepts them"
     )
 
 

@@ -115,6 +115,72 @@ def _check_memory(args: argparse.Namespace, spec, paged: bool, have: int | None 
     )
 
 
+def _check_binding(args: argparse.Namespace, spec) -> None:
+    """Refuse, naming ``--batch`` and ``--capacity`` and the most of each that fits, a
+    contiguous session one layer's K cache of which (and the batch of rows a step writes past
+    it) passes one binding."""
+    from kvdsl.session import cache_format
+    from kvdsl.session.host import aligned
+    from kvdsl.session.session import BINDING
+
+    row = cache_format(spec.format, spec.kv_heads, spec.head_dim).row_bytes
+
+    def fits(batch: int, capacity: int) -> bool:
+        head = spec.kv_heads * capacity * row  # one sequence's rows
+        return batch * head + aligned(head) <= BINDING
+
+    batch, capacity = spec.batch, spec.capacity
+    if fits(batch, capacity):
+        return
+    most_batch = 0
+    if fits(1, capacity):
+        head = spec.kv_heads * capacity * row
+        most_batch = (BINDING - aligned(head)) // head
+    most_capacity = BINDING // ((batch + 1) * spec.kv_heads * row)
+    while most_capacity > 0 and not fits(batch, most_capacity):
+        most_capacity -= 1
+    given = (
+        f"--capacity={capacity}"
+        if args.capacity is not None
+        else f"capacity={capacity} (the prompt plus what the steps append)"
+    )
+    fixes = [f"--batch at most {most_batch}"] if most_batch else []
+    fixes += [f"--capacity at most {most_capacity}"] if most_capacity else []
+    fixes = fixes or [f"a smaller --kv-heads or --head-dim"]
+    raise UsageError(
+        f"--batch={batch} and {given}: a layer's K cache is "
+        f"{batch * spec.kv_heads * capacity * row} bytes ({batch} x {spec.kv_heads} kv heads x "
+        f"{capacity} rows x {row} bytes), past one binding's {BINDING} (WebGPU's default "
+        f"maxStorageBufferBindingSize, with a sequence's rows to spare); give " + " or ".join(fixes)
+    )
+
+
+def _check_csv(path: str) -> None:
+    """Refuse, before the session runs, a ``--csv`` file that cannot be written."""
+    import errno
+
+    p = os.path.abspath(path)
+    parent = os.path.dirname(p)
+    if os.path.isdir(p):
+        why = errno.EISDIR
+    elif not os.path.isdir(parent):
+        why = errno.ENOENT if not os.path.exists(parent) else errno.ENOTDIR
+    elif not os.access(p if os.path.exists(p) else parent, os.W_OK):
+        why = errno.EACCES
+    else:
+        return
+    raise UsageError(f"--csv: cannot write {path!r} ({os.strerror(why)})")
+
+
+#: What the table's columns mean, printed under it.
+COLUMNS = (
+    "tokens: the new tokens a step gives each sequence (not times the batch; a prefill counts "
+    "the longest prompt), summed over the op's steps; GPU us: a step's GPU time (timestamp "
+    "queries), host us: the host's time around it, in microseconds: the median, the 90th "
+    "percentile and the largest of the op's steps"
+)
+
+
 def _check_table(args: argparse.Namespace, spec, prompt: int, plan: list[tuple]) -> None:
     """Refuse a paged scenario whose longest sequence would outgrow its page table: positions
     are absolute, so a paged cache does not slide as a contiguous one does."""
@@ -163,6 +229,10 @@ def cmd_session(args: argparse.Namespace) -> int:
             spec = Spec(args.layers, args.batch, heads, head_dim, capacity, args.format)
     except SessionError as err:
         raise UsageError(str(err)) from None
+    if args.csv:
+        _check_csv(args.csv)
+    if not paged:
+        _check_binding(args, spec)
     _check_memory(args, spec, paged)
     rng = np.random.default_rng(args.seed)
     lowest = max(1, args.prompt // 2)
@@ -240,6 +310,7 @@ def cmd_session(args: argparse.Namespace) -> int:
             f"{op:<8} {len(mine):>6} {sum(s.tokens for s in mine):>7} | {'':>7} {gpu} | "
             f"{'':>8} {_stats([s.host for s in mine])}"
         )
+    print(COLUMNS)
     untimed = "the interpreter" if args.backend == "interp" else "no timestamp queries"
     gpu_total = f"{sum(s.gpu for s in steps):.3f} s" if timed else f"not timed ({untimed})"
     print(

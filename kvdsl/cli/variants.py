@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import difflib
+import fnmatch
 import json
 import sys
 from pathlib import Path
@@ -13,13 +15,38 @@ from kvdsl import catalog
 from kvdsl.cli.inputs import UsageError, load_json
 
 
+def listed(pattern: str | None, mode: str | None) -> list[str]:
+    """The catalog variants whose name matches ``pattern`` (a shell pattern, ``*int4*``, or
+    else text the name contains) and whose mode is ``mode`` (None: any)."""
+    if mode is not None and mode not in catalog.MODES:
+        near = difflib.get_close_matches(mode, list(catalog.MODES), 1, 0.6)
+        guess = f" (did you mean {near[0]!r}?)" if near else ""
+        raise UsageError(
+            f"--mode={mode!r}{guess}: expected one of {', '.join(sorted(catalog.MODES))}"
+        )
+    names = [n for n in catalog.VARIANTS if mode is None or catalog.config(n).mode == mode]
+    if pattern is None:
+        return names
+    if any(c in pattern for c in "*?["):
+        return [n for n in names if fnmatch.fnmatchcase(n, pattern)]
+    return [n for n in names if pattern in n]
+
+
 def cmd_list(args: argparse.Namespace) -> int:
-    """List catalog variants."""
-    if args.json:
-        print(json.dumps({n: catalog.describe(n) for n in catalog.VARIANTS}, indent=2))
+    """List catalog variants (those matching the pattern and mode given)."""
+    names = listed(args.pattern, args.mode)
+    if not names:
+        which = " ".join(
+            ([repr(args.pattern)] if args.pattern is not None else [])
+            + ([f"--mode {args.mode}"] if args.mode is not None else [])
+        )
+        print(f"kvdsl list: no variant matches {which}", file=sys.stderr)
         return 0
-    width = max(map(len, catalog.VARIANTS))
-    for name in catalog.VARIANTS:
+    if args.json:
+        print(json.dumps({n: catalog.describe(n) for n in names}, indent=2))
+        return 0
+    width = max(map(len, names))
+    for name in names:
         cfg = catalog.describe(name)
         mode = cfg.pop("mode")
         opts = " ".join(f"{k}={v}" for k, v in cfg.items())
@@ -112,7 +139,19 @@ def cmd_legacy(args: argparse.Namespace) -> int:
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
     """Add ``list``, ``show``, ``emit`` and ``legacy`` to the subcommands ``sub``."""
-    s = sub.add_parser("list", help="list catalog variants", description="List catalog variants.")
+    s = sub.add_parser(
+        "list",
+        help="list catalog variants",
+        description="List catalog variants: each one's name, mode and config.",
+    )
+    s.add_argument(
+        "pattern",
+        nargs="?",
+        metavar="PATTERN",
+        help="only names matching PATTERN: a shell pattern (*int4*paged*), else text the name "
+        "contains (int4)",
+    )
+    s.add_argument("--mode", metavar="M", help="only variants of mode M (docs/modes.md)")
     s.add_argument("--json", action="store_true", help="configs as JSON")
     s.set_defaults(handler=cmd_list)
     s = sub.add_parser(

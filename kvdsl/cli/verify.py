@@ -60,6 +60,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
         if r.unsupported and r.ok:
             verdict = "ok (interpreter only: not on this GPU)"
         print(f"{r.variant:<{width}}  {shapes:<40} {r.max_error:>10.3g}  {verdict}")
+    print(COLUMNS)
     failed = [r for r in results if not r.ok]
     for r in failed:
         for problem in r.problems[:5]:
@@ -79,6 +80,15 @@ def cmd_verify(args: argparse.Namespace) -> int:
         )
     )
     return 1 if failed else 0
+
+
+#: What the table's columns mean, printed under it.
+COLUMNS = (
+    "shapes: each case's shape variables; max error: the largest difference in any output of "
+    "any case (the interpreter against the reference, the GPU against the interpreter), "
+    "|got - expected| for floats, in units (code steps) for integers and quantised codes; 0: "
+    "bit-exact; inf: a shape that differs or an element written outside its output's region"
+)
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:

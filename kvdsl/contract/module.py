@@ -261,10 +261,14 @@ export const variants: Readonly<Record<string, Variant>>;
 /** The variant called `name`; throws Error("unknown variant 'x' ...") for any other name. */
 export function variant(name: string): Variant;
 
+/** Every mode of the catalog (index.schema.json's "mode"). */
+export type Mode =
+{modes};
+
 export interface Variant {{
   readonly name: string;
-  /** The mode (index.json's "mode": copy, merge, paged_append, ...; docs/modes.md names each). */
-  readonly mode: string;
+  /** The mode (index.json's "mode"; docs/modes.md describes each). */
+  readonly mode: Mode;
   /** The WGSL text (the same as emitted/<name>.wgsl). */
   readonly code: string;
   readonly entryPoint: string;
@@ -392,4 +396,12 @@ def render(index: dict[str, dict[str, Any]], code: dict[str, str]) -> tuple[str,
     lines += [f"  {json.dumps(name)}: {json.dumps(code[name])}," for name in index]
     lines += ["};"]
     js = "\n".join(lines) + "\n" + _RUNTIME
-    return js, DTS.format(version=__version__)
+    return js, DTS.format(version=__version__, modes=dts_modes())
+
+
+def dts_modes() -> str:
+    """The modes index.json's schema allows, as the lines of a TypeScript union of strings."""
+    from kvdsl.contract.schema import schema
+
+    modes = schema()["$defs"]["variant"]["properties"]["mode"]["enum"]
+    return "\n".join(f"  | {json.dumps(m)}" for m in modes)

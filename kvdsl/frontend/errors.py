@@ -75,13 +75,25 @@ UNSUPPORTED_WORDS = {
 }
 _MATRIX = r"mat[234]x[234][fh]?"
 _WORD = re.compile(r"\b(" + "|".join(UNSUPPORTED_WORDS) + "|" + _MATRIX + r")\b")
+#: The attributes of a render pipeline's entry points: kvdsl takes compute shaders only.
+_STAGE = re.compile(r"@[ \t\r\n]*(vertex|fragment)\b")
 
 
 def check_words(code: str, filename: str) -> None:
-    """Raise :class:`UnsupportedError` at the first reserved word of an unsupported construct.
+    """Raise :class:`UnsupportedError` at a vertex or fragment entry point, else at the first
+    reserved word of an unsupported construct.
 
     ``code`` is the source with its comments blanked out (positions unchanged).
     """
+    stage = _STAGE.search(code)
+    if stage is not None:
+        line, column = position(code, stage.start())
+        raise UnsupportedError(
+            f"a @{stage.group(1)} entry point (kvdsl takes compute entry points only: " "@compute)",
+            filename,
+            line,
+            column,
+        )
     m = _WORD.search(code)
     if m is not None:
         line, column = position(code, m.start())

@@ -261,6 +261,15 @@ class ToIR(Transformer):
                 raise self._err(f"attribute @{a.name} on override {name}", a.line, a.column)
             key = str(const_int(a.args[0], self.consts, (self.filename, a.line, a.column)))
         given = [k for k in (str(name), key) if k is not None and k in self.constants]
+        if len(given) == 2:  # a pipeline's constants name each override once
+            raise WgslTypeError(
+                f"constants: override {name} is given twice, by name ({name}="
+                f"{self.constants[given[0]]}) and by its @id ({key}={self.constants[key]}): "
+                "give it one value",
+                self.filename,
+                name.line,
+                name.column,
+            )
         if given:
             self.overridden.update(given)
             value = self._override_value(name, ty, value, self.constants[given[0]])

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from kvdsl.cli.check import NOT_RUN
 from tests.helpers.paths import ROOT
 
 EMITTED = ROOT / "emitted"
@@ -83,8 +84,12 @@ def test_tint_missing_is_one_line(tmp_path):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(ROOT)]))
     out = check(str(EMITTED / "copy_llama31_8b.wgsl"), env=env)
     assert out.returncode == 0 and out.stderr == "", out.stderr
+    path = EMITTED / "copy_llama31_8b.wgsl"
     assert out.stdout.splitlines() == [
         "note: Tint did not run: the wgpudawn package is not installed (kvdsl depends on it: "
         "pip install wgpudawn) [tint]",
+        f"{path}: passed: checked by kvdsl's parser and verifier and naga (wgpu-native); not by "
+        "Tint (Dawn)",
+        NOT_RUN,
         "1 passed, 0 failed",
     ]

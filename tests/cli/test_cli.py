@@ -9,6 +9,7 @@ import sys
 import numpy as np
 import pytest
 
+from kvdsl.cli.check import NOT_RUN
 from kvdsl.harness import poison
 from kvdsl.ir.portability import CONSTANT_UNPACK
 from tests.helpers.paths import ROOT
@@ -514,7 +515,12 @@ def test_check_takes_an_entry_point_of_any_name(tmp_path):
         "}\n"
     )
     out = kvdsl("check", str(src))
-    assert out.returncode == 0 and out.stdout.strip() == "1 passed, 0 failed", out.stdout
+    assert out.returncode == 0 and out.stdout.splitlines() == [
+        f"{src}: passed: checked by kvdsl's parser and verifier, naga (wgpu-native) and Tint "
+        "(Dawn)",
+        NOT_RUN,
+        "1 passed, 0 failed",
+    ], out.stdout
     bad = tmp_path / "joined.wgsl"  # "const" run into its name: WGSL and kvdsl refuse it
     bad.write_text("constN: u32 = 4u;\n" + src.read_text())
     out = kvdsl("check", str(bad))

@@ -152,7 +152,7 @@ LEGACY_ERRORS = [
     ("contradiction", {"kvHidden": 100}, r"kvHidden=100: expected 1024 \(kvNumHeads \* headDim\)"),
     ("missing", {"kvNumHeads": None}, r"kvNumHeads=None: expected a value"),
     ("wrong type", {"headDim": "128"}, r"headDim='128': expected an integer"),
-    ("bad value", {"copyWorkgroupSize": 1024}, r"workgroup_size=1024: .*<= 256"),
+    ("bad value", {"copyWorkgroupSize": 1024}, r"copyWorkgroupSize=1024: .*<= 256"),
 ]
 
 

@@ -147,7 +147,11 @@ REFUSED = [
      "of the two"),
     ([PAGED, "--shape", "batch=1", "--case"], "give --shape NAME=N,... (random inputs) or --case "
      "[N] (a verification case), one of the two"),
-    (["paged_apend", "--case"], "unknown variant 'paged_apend' (see `kvdsl list`)"),
+    (
+        ["paged_apend", "--case"],
+        "unknown variant 'paged_apend'; did you mean a variant beginning 'paged_append' "
+        "(`kvdsl list paged_append`)? (see `kvdsl list`)",
+    ),
     ([PAGED, "--shape", "batch=2,keySeq=3,pages=8,maxPages=3,seq=4"], f"--shape: variant {PAGED} "
      "has no shape variable 'seq'; its shape variables are batch, keySeq, pages, maxPages"),
     ([PAGED, "--shape", "batch=2,keySeq=3"], f"--shape: give pages, maxPages too (variant {PAGED}'s "

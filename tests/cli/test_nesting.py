@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from kvdsl import cli
+from kvdsl.cli.check import NOT_RUN
 
 HEAD = "@group(0) @binding(0) var<storage, read_write> o: array<i32>;\n"
 BODY = "@compute @workgroup_size(1) fn main() { o[0] = i32("
@@ -49,6 +50,9 @@ def test_check_of_ten_thousand_parentheses_is_kvdsls_refusal_alone(tmp_path):
     assert done.stdout.splitlines() == [
         f"{src}:2:{column}: maximum parser recursive depth reached [kvdsl]",
         f"{src}: note: not given to naga or Tint: nested past what they take [kvdsl]",
+        f"{src}: failed: checked by kvdsl's parser and verifier; not by naga (wgpu-native) or "
+        "Tint (Dawn)",
+        NOT_RUN,
         "0 passed, 1 failed",
     ]
 
@@ -58,8 +62,12 @@ def test_check_of_ten_thousand_terms_is_kvdsls_refusal_alone(tmp_path, capsys):
     src.write_text(kernel(" + ".join(["o[1]"] * 10_000)))
     code, out, err = _main(capsys, ["check", str(src)])
     lines = out.splitlines()
-    assert (code, err, len(lines)) == (1, "", 3), out
+    assert (code, err, len(lines)) == (1, "", 5), out
     assert lines[0].startswith(f"{src}:2:") and "more than 512 operators" in lines[0]
+    assert lines[2] == (
+        f"{src}: failed: checked by kvdsl's parser and verifier; not by naga (wgpu-native) or "
+        "Tint (Dawn)"
+    )
     assert lines[0].endswith("[kvdsl]") and "[naga]" not in out and "[tint]" not in out
 
 

@@ -248,7 +248,7 @@ CASES = [
     case("inputs out a file", ["inputs", "copy_qwen25_05b", "--case", "--out", "{d}/good.npz"]),
     case("inputs-out not npz", ["inputs", "copy_qwen25_05b", "--case", "--inputs-out", "{d}/x.txt"]),
     # ---- list, show ----
-    case("list an argument", ["list", "copy"]),
+    case("list two patterns", ["list", "copy", "merge"]),
     case("list unknown option", ["list", "--yaml"]),
     case("show no variant", ["show"]),
     case("show unknown variant", ["show", "transpose_nope"]),

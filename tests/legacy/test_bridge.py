@@ -125,7 +125,7 @@ def test_a_row_past_one_binding_is_refused_in_every_mode():
     with pytest.raises(ConfigError, match=re.escape(f"head_dim=67108864: {limit}")):
         CopyConfig(head_dim=2**26)
     for mode in ("merge", "build"):
-        token_row = "kv_heads*head_dim=67108864: expected at most 33554432 (one token's row"
+        token_row = "kvHeads * headDim=67108864: expected at most 33554432 (one token's row"
         with pytest.raises(ConfigError, match=re.escape(token_row)):
             config_from_vars(lv(mode) | {"kvHeads": 1, "headDim": 2**26})
 
@@ -511,9 +511,16 @@ def test_required_variables(mode, missing):
     refused(v, f"{name}=None: expected a value: the template reads it for this mode")
 
 
-def test_config_errors_name_the_config_field():
-    with pytest.raises(ConfigError, match=r"^workgroup_size=1024: "):
+def test_config_errors_name_the_template_variable():
+    """A refusal of the config a variable made names the variable, not the config's field."""
+    with pytest.raises(ConfigError, match=r"^tunables\.COPY_WORKGROUP_SIZE=1024: "):
         config_from_vars(lv("merge", workgroup_size=1024))
+    with pytest.raises(ConfigError, match=r"^copyWorkgroupSize=1024: "):
+        config_from_vars(lv("transpose", workgroup_size=1024))
+    with pytest.raises(ConfigError, match=r"^DISPATCH_FOLD_WIDTH=70000: .*<= 65535"):
+        config_from_vars(lv("merge", fold=70000))
+    with pytest.raises(ConfigError, match=r"^kvHeads=-1: expected a positive integer"):
+        config_from_vars(lv("merge") | {"kvHeads": -1})
 
 
 # ---- the template's interface -------------------------------------------------------------------
