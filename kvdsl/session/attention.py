@@ -24,7 +24,8 @@ too.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import functools
+from dataclasses import dataclass, replace
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -39,6 +40,7 @@ from kvdsl.kernels.config import ConfigError, Element
 from kvdsl.nodes.formats import Format
 from kvdsl.nodes.paged import PageLayout
 from kvdsl.reference.attention import attention as reference
+from kvdsl.runtime.errors import BufferError
 from kvdsl.session.formats import SessionError
 from kvdsl.session.host import Bound, Buffer, Host, Program, aligned
 
@@ -76,7 +78,7 @@ def attention(
     contiguous BNSH or, with ``page_size``, paged (separate pools, ``page_layout`` inside a
     page); refused (:class:`SessionError`, one line naming the format) where ``attend`` has no
     reader of it or its config is refused."""
-    fields: dict = {"max_queries": 1}
+    fields: dict = {}
     if fmt in ("f32", "f16"):
         fields["cache_type"] = Element(fmt)
     else:
@@ -89,25 +91,38 @@ def attention(
         raise SessionError(
             f"q_heads={q_heads!r}: expected a whole multiple of kv_heads ({kv_heads})"
         )
-    tag = f"{name}_{where}_{q_heads}q{kv_heads}x{head_dim}"
     try:
-        probe = AttendConfig(kv_heads, head_dim, q_heads, **fields)
-        lanes = head_dim // 4  # output rows of units of 4 values or 8: whole ones either way
-        # The least size of whole output rows, a power of two of them, from WORKGROUP up whose
-        # kernel runs at WebGPU's default limits (a session's buffers live on the default
-        # device); else the default.
-        sizes = [lanes << k for k in range(12) if WORKGROUP <= lanes << k < probe.workgroup_size]
-        for size in [*sizes, probe.workgroup_size]:
-            cfg = AttendConfig(kv_heads, head_dim, q_heads, workgroup_size=size, **fields)
-            attend = Program.of(cfg, f"session_attend_{tag}")
-            if not attend.entry["limits"]:
-                break
-        merge = Program.of(merge_config(cfg), f"session_attend_merge_{tag}")
+        cfg, attend, merge = _programs(
+            name, fmt, q_heads, kv_heads, head_dim, tuple(fields.items())
+        )
     except (ConfigError, ContractError) as err:
         raise SessionError(
             f"attention: format={name!r} ({where}) has no attend kernel a session can run: {err}"
         ) from None
     return Attention(host, cfg, attend, merge, batch, layers, seed)
+
+
+@functools.lru_cache(maxsize=64)
+def _programs(
+    name: str, fmt: str | Format, q_heads: int, kv_heads: int, head_dim: int, fields: tuple
+) -> tuple[AttendConfig, Program, Program]:
+    """The config and programs of :func:`attention`: the fewest query rows a workgroup holds
+    (``max_queries`` 1, else 2) and the least workgroup of whole output rows from
+    :data:`WORKGROUP` up whose kernel runs at WebGPU's default limits (a session's buffers live
+    on the default device), else the default workgroup."""
+    kw = dict(fields)
+    where = "paged" if kw.get("cache") is CacheLayout.PAGED else "contiguous"
+    tag = f"{name}_{where}_{q_heads}q{kv_heads}x{head_dim}"
+    lanes = head_dim // 4  # output rows of units of 4 values or 8: whole ones either way
+    first = lanes * -(-WORKGROUP // lanes)
+    for queries in (1, 2):
+        probe = AttendConfig(kv_heads, head_dim, q_heads, **kw, max_queries=queries)
+        for size in [*range(first, probe.workgroup_size, lanes), probe.workgroup_size]:
+            cfg = replace(probe, workgroup_size=size)
+            attend = Program.of(cfg, f"session_attend_{tag}")
+            if not attend.entry["limits"]:
+                return cfg, attend, Program.of(merge_config(cfg), f"session_attend_merge_{tag}")
+    return cfg, attend, Program.of(merge_config(cfg), f"session_attend_merge_{tag}")
 
 
 class Attention:
@@ -127,7 +142,10 @@ class Attention:
         self.host, self.cfg, self.attend, self.merge = host, cfg, attend, merge
         self.batch, self.layers = batch, layers
         for program in (attend, merge):
-            host.prepare(program)
+            try:
+                host.prepare(program)
+            except BufferError as err:  # a limit past the default device's
+                raise SessionError(f"attention: {err}") from None
         # Their own generator: the session's tokens are the same with attention on or off.
         self.rng = np.random.default_rng(2**32 + seed)
         self.q_rows = batch * cfg.q_heads  # query (and output) rows of a layer
@@ -136,7 +154,7 @@ class Attention:
         self.output = host.buffer("attend_output", layers * self.per)
         self.seqlens = host.buffer("attend_seqlens_k", 4 * batch)
         self.partials: Buffer | None = None
-        self.runs = 0
+        self.runs = self.merges = 0  # steps run, and those whose keys took several chunks
 
     def cache_bytes(self, shape: Mapping[str, int]) -> int:
         """The bytes the contract sizes each cache binding for the cache's ``shape`` (``batch``
@@ -200,6 +218,7 @@ class Attention:
                 )
         host.step()
         self.runs += 1
+        self.merges += chunks > 1
         raw = np.frombuffer(host.read(self.output), np.float32)
         for i, layer in enumerate(layers):
             got = raw[i * self.per // 4 :][: self.q_rows * d]
