@@ -108,7 +108,7 @@ def _programs(
 ) -> tuple[AttendConfig, Program, Program]:
     """The config and programs of :func:`attention`: the fewest query rows a workgroup holds
     (``max_queries`` 1, else 2) and the least workgroup of whole output rows from
-    :data:`WORKGROUP` up whose kernel runs at WebGPU's default limits (a session's buffers live
+    :data:`WORKGROUP` up (eight sizes, then the default) whose kernel runs at WebGPU's default limits (a session's buffers live
     on the default device), else the default workgroup."""
     kw = dict(fields)
     where = "paged" if kw.get("cache") is CacheLayout.PAGED else "contiguous"
@@ -117,7 +117,7 @@ def _programs(
     first = lanes * -(-WORKGROUP // lanes)
     for queries in (1, 2):
         probe = AttendConfig(kv_heads, head_dim, q_heads, **kw, max_queries=queries)
-        for size in [*range(first, probe.workgroup_size, lanes), probe.workgroup_size]:
+        for size in [*range(first, probe.workgroup_size, lanes)[:8], probe.workgroup_size]:
             cfg = replace(probe, workgroup_size=size)
             attend = Program.of(cfg, f"session_attend_{tag}")
             if not attend.entry["limits"]:
