@@ -37,8 +37,8 @@ from kvdsl.harness.compare import compare, poison
 from kvdsl.kernels.attend import AttendConfig, CacheLayout, plan
 from kvdsl.kernels.attend_variants import merge_config
 from kvdsl.kernels.config import ConfigError, Element
-from kvdsl.nodes.formats import Format
-from kvdsl.nodes.paged import PageLayout
+from kvdsl.kernels.dense import Format
+from kvdsl.kernels.paged import PageLayout
 from kvdsl.reference.attention import attention as reference
 from kvdsl.runtime.errors import BufferError
 from kvdsl.session.formats import SessionError
