@@ -44,6 +44,8 @@ from kvdsl.runtime.errors import BufferError
 from kvdsl.session.formats import SessionError
 from kvdsl.session.host import Bound, Buffer, Host, Program, aligned
 
+#: WebGPU's default maxStorageBufferBindingSize: a layer's K (or V) cache is bound whole.
+BINDING = 2**27
 #: The bindings of a cache's rows (contiguous, then paged).
 CACHE = ("key", "value", "key_pages", "value_pages")
 #: The least invocations of a session's ``attend`` workgroup (a chunk's least keys).
@@ -162,7 +164,15 @@ class Attention:
         contract counts ``head_dim`` values a row where a format's rows are fewer words."""
         full = {"queries": 1, "chunk": 1, "chunks": 1} | dict(shape)
         sizes = buffer_sizes(self.attend.entry, full)
-        return max(sizes[b["name"]] for b in self.attend.storage if b["name"] in CACHE)
+        need = max(sizes[b["name"]] for b in self.attend.storage if b["name"] in CACHE)
+        if need > BINDING:
+            rows = self.cfg.format_name or self.cfg.cache_type.value
+            raise SessionError(
+                f"attention: attend's contract sizes a layer's {rows} cache binding {need} "
+                f"bytes for {dict(shape)}, past one binding's {BINDING} "
+                "(WebGPU's default maxStorageBufferBindingSize): give a smaller cache"
+            )
+        return need
 
     def _partials(self, chunks: int) -> Bound:
         size = 4 * self.q_rows * chunks * (self.cfg.head_dim + 4)
@@ -202,13 +212,13 @@ class Attention:
         size = 4 * self.q_rows * d
         full = dict(shape) | {"batch": self.batch, "queries": 1}
         full |= {"chunk": split["chunk"], "chunks": chunks}
-        values_ = dict(params) | split | {"scale": scale}
+        given = dict(params) | split | {"scale": scale}
         for i, layer in enumerate(layers):
             out = Bound(self.output, i * self.per, size)
             bound = dict(layer.bound) | {"seqlens_k": Bound(self.seqlens, 0, 4 * self.batch)}
             bound |= {"query": Bound(self.query, i * self.per, size), "output": out}
             bound["partials"] = partials
-            host.dispatch(self.attend, bound, full, values_, seqlens, inputs)
+            host.dispatch(self.attend, bound, full, given, seqlens, inputs)
             if chunks > 1:
                 host.dispatch(
                     self.merge,

@@ -39,15 +39,12 @@ from kvdsl import reference
 from kvdsl.harness.cases import values
 from kvdsl.harness.compare import poison
 from kvdsl.kernels.dense import DenseFormat, format_of
-from kvdsl.session.attention import AttendLayer, attention
+from kvdsl.session.attention import BINDING, AttendLayer, attention
 from kvdsl.session.formats import FORMATS, CacheFormat, Format, Pair, SessionError, cache_format
 from kvdsl.session.host import ALIGN, Bound, Buffer, Host, InterpHost, aligned
 
 #: The built-in dense formats' names.
 DENSE_FORMATS = tuple(f.value for f in DenseFormat)
-
-#: WebGPU's default maxStorageBufferBindingSize: a layer's K (or V) cache is bound whole.
-BINDING = 2**27
 
 
 def _whole(name: str, value: object, least: int, most: int | None = None) -> int:
