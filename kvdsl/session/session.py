@@ -111,7 +111,9 @@ class _Run:
     """What a contiguous and a paged session share: their canary-fenced buffers, the new tokens'
     values and ranges, the steps' record and the oracle check after each. A subclass sets
     ``spec``, ``host``, ``rng``, ``steps``, ``canary``, ``_fences``, ``_new``, ``_new_tokens``,
-    ``check_every`` and ``input`` (the dtype of the new K and V) and defines ``check``."""
+    ``check_every``, ``input`` (the dtype of the new K and V) and ``attention`` (None, or the
+    attention step's :class:`~kvdsl.session.attention.Attention`) and defines ``check`` and
+    ``_attend_inputs``."""
 
     def _fenced_buffer(
         self, fences: np.random.Generator, label: str, body: int, room: int = 0
