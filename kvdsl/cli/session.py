@@ -20,7 +20,8 @@ SCENARIOS = {
     "paged cache: decode, extend, fork, compact, window and read)",
 }
 #: The operations a table of times lists, in order.
-OPS = ("prefill", "decode", "extend", "merge", "shift", "fork", "compact", "window", "read")
+OPS = ("prefill", "decode", "attend", "extend", "merge", "shift", "fork", "compact", "window")
+OPS += ("read",)
 
 
 def _progress(done: int, total: int, started: float) -> None:
@@ -240,12 +241,15 @@ def cmd_session(args: argparse.Namespace) -> int:
     plan = _plan(args, rng, not paged and cache_format(spec.format, heads, head_dim).shifts, paged)
     if paged:
         _check_table(args, spec, int(prompts.max()), plan)
+    q_heads = 0
+    if args.attention:
+        q_heads = args.q_heads if args.q_heads is not None else heads * _group(args.model, model)
     host = GpuHost() if args.backend == "gpu" else InterpHost()
     try:
         if paged:
-            session = PagedSession(spec, host, seed=args.seed, check_every=False)
+            session = PagedSession(spec, host, seed=args.seed, check_every=False, q_heads=q_heads)
         else:
-            session = Session(spec, host, seed=args.seed, check_every=False)
+            session = Session(spec, host, seed=args.seed, check_every=False, q_heads=q_heads)
     except SessionError as err:
         raise UsageError(str(err)) from None
     where = "the interpreter" if args.backend == "interp" else _adapter()
@@ -265,6 +269,13 @@ def cmd_session(args: argparse.Namespace) -> int:
             f"session {args.scenario}: {spec.layers} layers x batch {spec.batch} x {heads} kv "
             f"heads x {capacity} rows x head dim {head_dim}, {spec.format} "
             f"({cache / 2**20:.1f} MiB of K and V), on {where}"
+        )
+    if session.attention is not None:
+        cfg = session.attention.cfg
+        print(
+            f"attention: {q_heads} query heads ({cfg.group} a kv head) after every decode, "
+            f"attend in workgroups of {cfg.workgroup_size}, checked against float64 attention "
+            "over the oracle's rows"
         )
     bar = sys.stderr.isatty() and len(plan) >= 100
     started = time.perf_counter()
@@ -317,6 +328,8 @@ def cmd_session(args: argparse.Namespace) -> int:
         f"total: {len(steps)} steps, GPU {gpu_total}, host {sum(s.host for s in steps):.3f} s, "
         f"wall {wall:.1f} s; checked against the oracle {session.checks} times, 0 mismatches"
     )
+    if session.attention is not None:
+        print(f"attention checked after {session.attention.runs} decodes, 0 mismatches")
     if args.csv:
         try:
             with open(args.csv, "w") as f:
@@ -328,6 +341,14 @@ def cmd_session(args: argparse.Namespace) -> int:
             raise UsageError(f"--csv: cannot write {args.csv!r} ({err.strerror})") from None
         print(f"wrote {len(steps)} steps to {args.csv}")
     return 0
+
+
+def _group(name: str, model) -> int:
+    """Query heads per KV head of catalog model ``name`` where the catalog's attend variants
+    give its query heads, else 1."""
+    from kvdsl.kernels.attend_variants import Q_HEADS
+
+    return Q_HEADS[name] // model.kv_heads if name in Q_HEADS else 1
 
 
 def _adapter() -> str:
@@ -373,6 +394,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                    help="the order inside a page (paged)")  # fmt: skip
     s.add_argument("--addressing", choices=("page_table", "slot_mapping"), default="page_table",
                    help="how an append finds its pages (paged)")  # fmt: skip
+    s.add_argument("--attention", action="store_true",
+                   help="after every decode, attend (and attend_merge) over every layer's "
+                   "cache, checked against float64 attention over the oracle's rows")  # fmt: skip
+    s.add_argument("--q-heads", type=positive,
+                   help="query heads attending, a multiple of the kv heads (default: the "
+                   "model's query heads per kv head times --kv-heads)")  # fmt: skip
     s.add_argument("--backend", choices=("gpu", "interp"), default="gpu")
     s.add_argument("--check-every", type=count, default=0, metavar="N",
                    help="compare with the oracle every N steps (0: at the end only)")  # fmt: skip

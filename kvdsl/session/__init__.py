@@ -12,7 +12,10 @@ new layout or mode is one more class there); :mod:`~kvdsl.session.session` runs 
 every layer and keeps a numpy oracle built on :mod:`kvdsl.reference`, compared after every step,
 with poisoned canaries around each cache. :mod:`~kvdsl.session.paged` does the same over a paged
 cache, with the host's page allocator (a free list, counts per page, copy-on-write); it checks
-the paged inputs it passes with the runtime's ``check_pages``, as ``kvdsl run`` does. docs/host.md, "Sessions", is the host's view.
+the paged inputs it passes with the runtime's ``check_pages``, as ``kvdsl run`` does.
+:mod:`~kvdsl.session.attention` is the attention step both run after each decode where asked
+(``q_heads``): ``attend`` over every layer's cache against float64 attention over the oracle's
+rows. docs/host.md, "Sessions", is the host's view.
 """
 
 from kvdsl.session.formats import FORMATS, CacheFormat, SessionError, cache_format

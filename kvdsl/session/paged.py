@@ -55,6 +55,7 @@ from kvdsl.reference import formats as fm
 from kvdsl.reference import paged as ref
 from kvdsl.runtime.errors import PagedInputError
 from kvdsl.runtime.paged import check_pages as runtime_check_pages
+from kvdsl.session.attention import AttendLayer, attention
 from kvdsl.session.formats import SessionError, _program
 from kvdsl.session.host import ALIGN, Bound, Buffer, Host, InterpHost, Program
 from kvdsl.session.session import SessionMismatch, Step, _Run, _whole
@@ -233,12 +234,15 @@ class _PagedLayer:
 @dataclass
 class PagedSession(_Run):
     """A paged cache on ``host`` (the interpreter unless given) and its oracle, checked after
-    every operation where ``check_every``."""
+    every operation where ``check_every``; with ``q_heads`` (a multiple of ``kv_heads``), that
+    many query heads attend over each sequence's pages after every decode
+    (:mod:`kvdsl.session.attention`)."""
 
     spec: PagedSpec
     host: Host = field(default_factory=InterpHost)
     seed: int = 0
     check_every: bool = True
+    q_heads: int = 0
 
     def __post_init__(self) -> None:
         s = self.spec
@@ -257,6 +261,17 @@ class PagedSession(_Run):
         self.forks = self.copies = self.compactions = 0
         self.pool_bytes = self.pages * self.rows.page_values * self.rows.dtype.itemsize
         self.canary = 4 * ALIGN
+        self.attention = None
+        room = 0  # what attend's contract sizes its pool bindings past the pool
+        if self.q_heads:
+            self.attention = attention(
+                self.host, name=s.format, fmt=s.format, q_heads=self.q_heads,
+                kv_heads=s.kv_heads, head_dim=s.head_dim, batch=s.batch, layers=s.layers,
+                seed=self.seed, page_size=s.page_size, page_layout=s.layout,
+            )  # fmt: skip
+            shape = {"batch": s.batch, "pages": self.pages, "maxPages": s.max_pages}
+            room = max(0, self.attention.cache_bytes(shape) - self.pool_bytes)
+        self._room = self.pool_bytes + room
         shape = (self.pages, s.page_size, s.kv_heads, self.rows.unit)
         fences = np.random.default_rng(2**31 + self.seed)
         self._fences: dict[str, tuple[bytes, bytes]] = {}
@@ -266,7 +281,9 @@ class PagedSession(_Run):
             for side in "kv":
                 pair, model = [], []
                 for which in range(2):
-                    buf = self._fenced_buffer(fences, f"layer{i}_{side}{which}", self.pool_bytes)
+                    buf = self._fenced_buffer(
+                        fences, f"layer{i}_{side}{which}", self.pool_bytes, room
+                    )
                     # Every page starts as noise of its own pool (a page copied from another
                     # pool, or a row from another page, shows): finite values, or words.
                     if self.rows.dtype.kind == "f":
@@ -364,8 +381,10 @@ class PagedSession(_Run):
         self._write("prefill", new, max(lengths), t)
 
     def decode(self) -> None:
-        """One token per sequence."""
+        """One token per sequence (then attention, where ``q_heads``)."""
         self.extend(1)
+        if self.attention is not None:
+            self._attend()
 
     def extend(self, n: int) -> None:
         """``n`` tokens per sequence."""
@@ -645,6 +664,49 @@ class PagedSession(_Run):
                 pool = model[layer.live]
                 pool[pairs[:, 1]] = pool[pairs[:, 0]]
         self.copies += len(pairs)
+
+    def _attend_inputs(self) -> tuple:
+        # A sequence attends over the positions it holds, through its own page table (a fork
+        # reads the pages it shares until it writes them); a page a window released is not
+        # read, so the oracle's rows are the held ones, in order, the new token's last.
+        s = self.spec
+        exact = isinstance(self.host, InterpHost)
+        check_pages(self.pages, s.page_size, page_table=self.table)
+        table = self._input("page_table", self.table)
+        held = [np.flatnonzero(self.held[b, : self.lengths[b]]) for b in range(s.batch)]
+        rows = np.array([len(h) for h in held], np.int64)
+        b = np.repeat(np.arange(s.batch), rows)
+        t = np.concatenate(held)
+        at = np.concatenate([np.arange(n) for n in rows])
+        layers = []
+        for layer in self.layers:
+            pools = self._pool(layer, layer.live)
+            sides = []
+            for pool, by_seq in zip(pools, (layer.seq_k, layer.seq_v)):
+                stored = by_seq[b, t]
+                if not exact:  # the codes the check accepts (a dense one may move by a step)
+                    got = self._stored(pool)[self.table[b, t // s.page_size], t % s.page_size]
+                    ok = not self.rows.judge(got, stored, exact, s.head_dim)
+                    stored = got if ok else stored
+                out = np.zeros((s.batch, int(rows.max()), s.kv_heads, s.head_dim), np.float32)
+                decoded = self.rows.decode(stored.reshape(-1, self.rows.unit), s.head_dim)
+                out[b, at] = decoded.reshape(len(b), s.kv_heads, s.head_dim)
+                sides.append(out.transpose(0, 2, 1, 3))
+            # The contract's size for the binding (the room after the pool holds canaries).
+            size = max(pools[0].size, self._room)
+            bound = {"page_table": table}
+            bound |= {n: Bound(r.buffer, r.offset, size) for n, r in zip(("key_pages", "value_pages"), pools)}  # fmt: skip
+            layers.append(AttendLayer(bound, *sides))
+        m = s.max_pages
+        inputs = {"page_table": self.table}
+        return (
+            self.lengths,
+            rows,
+            layers,
+            {"pages": self.pages, "maxPages": m},
+            {"maxPages": m},
+            inputs,
+        )
 
     # ---- checks ----------------------------------------------------------------------------
 

@@ -39,14 +39,12 @@ from kvdsl import reference
 from kvdsl.harness.cases import values
 from kvdsl.harness.compare import poison
 from kvdsl.kernels.dense import DenseFormat, format_of
+from kvdsl.session.attention import BINDING, AttendLayer, attention
 from kvdsl.session.formats import FORMATS, CacheFormat, Format, Pair, SessionError, cache_format
 from kvdsl.session.host import ALIGN, Bound, Buffer, Host, InterpHost, aligned
 
 #: The built-in dense formats' names.
 DENSE_FORMATS = tuple(f.value for f in DenseFormat)
-
-#: WebGPU's default maxStorageBufferBindingSize: a layer's K (or V) cache is bound whole.
-BINDING = 2**27
 
 
 def _whole(name: str, value: object, least: int, most: int | None = None) -> int:
@@ -113,12 +111,17 @@ class _Run:
     """What a contiguous and a paged session share: their canary-fenced buffers, the new tokens'
     values and ranges, the steps' record and the oracle check after each. A subclass sets
     ``spec``, ``host``, ``rng``, ``steps``, ``canary``, ``_fences``, ``_new``, ``_new_tokens``,
-    ``check_every`` and ``input`` (the dtype of the new K and V) and defines ``check``."""
+    ``check_every``, ``input`` (the dtype of the new K and V) and ``attention`` (None, or the
+    attention step's :class:`~kvdsl.session.attention.Attention`) and defines ``check`` and
+    ``_attend_inputs``."""
 
-    def _fenced_buffer(self, fences: np.random.Generator, label: str, body: int) -> Buffer:
+    def _fenced_buffer(
+        self, fences: np.random.Generator, label: str, body: int, room: int = 0
+    ) -> Buffer:
         """A buffer of ``body`` bytes at ``canary`` between canary bytes of its own (drawn from
-        ``fences``, written, and kept for :meth:`_check_canaries`); the caller writes the body."""
-        buf = self.host.buffer(label, 2 * self.canary + aligned(body))
+        ``fences``, written, and kept for :meth:`_check_canaries`), the trailing ones ``room``
+        bytes more; the caller writes the body."""
+        buf = self.host.buffer(label, 2 * self.canary + aligned(body) + aligned(room))
         tail = buf.size - self.canary - body
         before, after = (
             fences.integers(0, 256, n, np.uint8).tobytes() for n in (self.canary, tail)
@@ -171,6 +174,23 @@ class _Run:
         if self.check_every:
             self.check()
 
+    def _attend(self) -> None:
+        """The attention step after a decode: ``attend`` over every layer's cache, its output
+        compared with the reference's over the oracle's rows (:mod:`kvdsl.session.attention`);
+        then the usual check."""
+        t = time.perf_counter()
+        problem = self.attention.run(f"step {len(self.steps)}, attend", *self._attend_inputs())
+        self.steps.append(Step("attend", 1, time.perf_counter() - t))
+        if problem:
+            raise SessionMismatch(problem)
+        self._after()
+
+    def _attend_inputs(self) -> tuple:
+        """``Attention.run``'s arguments but ``where``: each sequence's positions and the
+        oracle's rows it attends over, each layer's cache and oracle rows, the cache's shape,
+        params and integer inputs."""
+        raise NotImplementedError
+
     def _where(self) -> str:
         last = self.steps[-1] if self.steps else None
         what = "the start" if last is None else f"{last.op} ({last.tokens} tokens)"
@@ -188,12 +208,15 @@ class _Run:
 @dataclass
 class Session(_Run):
     """A cache on ``host`` (the interpreter unless given) and its oracle, checked after every
-    operation where ``check`` (else on :meth:`check` calls)."""
+    operation where ``check`` (else on :meth:`check` calls); with ``q_heads`` (a multiple of
+    ``kv_heads``), that many query heads attend over the cache after every decode
+    (:mod:`kvdsl.session.attention`)."""
 
     spec: Spec
     host: Host = field(default_factory=InterpHost)
     seed: int = 0
     check_every: bool = True
+    q_heads: int = 0
 
     def __post_init__(self) -> None:
         s = self.spec
@@ -214,6 +237,17 @@ class Session(_Run):
                 f"at most {most} rows"
             )
         self.canary = aligned(s.kv_heads * s.capacity * self.fmt.row_bytes)  # a batch, or more
+        self.attention = None
+        room = 0  # what attend's contract sizes its cache bindings past the cache
+        if self.q_heads:
+            self.attention = attention(
+                self.host, name=self.fmt.name, fmt=s.format, q_heads=self.q_heads,
+                kv_heads=s.kv_heads, head_dim=s.head_dim, batch=s.batch, layers=s.layers,
+                seed=self.seed,
+            )  # fmt: skip
+            need = self.attention.cache_bytes({"batch": s.batch, "seq": s.capacity})
+            room = max(0, need - self.cache_bytes)
+        self._room = self.cache_bytes + room
         self._span = self.canary + aligned(self.cache_bytes)  # the cache and the trailing canary
         shape = (s.batch, s.kv_heads, s.capacity, self.fmt.unit)
         # Each buffer's canaries are bytes of its own, so that a row copied from one buffer's
@@ -227,7 +261,9 @@ class Session(_Run):
             for side in "kv":
                 pair = []
                 for which in range(2):
-                    buf = self._fenced_buffer(fences, f"layer{i}_{side}{which}", self.cache_bytes)
+                    buf = self._fenced_buffer(
+                        fences, f"layer{i}_{side}{which}", self.cache_bytes, room
+                    )
                     self.host.write(buf, self.canary, start)
                     pair.append(buf)
                 bufs[side] = tuple(pair)
@@ -275,9 +311,11 @@ class Session(_Run):
         self.lengths = np.array(lengths, np.int64)
 
     def decode(self) -> None:
-        """One token per sequence."""
+        """One token per sequence (then attention, where ``q_heads``)."""
         self._append("decode", self.lengths.copy(), 1)
         self.lengths += 1
+        if self.attention is not None:
+            self._attend()
 
     def merge(self, n: int) -> None:
         """``n`` tokens per sequence through the buffer-sharing pair (retain, then append)."""
@@ -432,6 +470,29 @@ class Session(_Run):
                 for b in range(s.batch):
                     model[b, :, start[b] : start[b] + key_seq] = rows[b]
         self._after()
+
+    def _attend_inputs(self) -> tuple:
+        # A sequence attends over the rows it holds: past the capacity, the last row is
+        # rewritten (merge_share) or the window slid (window_shift), and the rows are capacity.
+        s = self.spec
+        exact = isinstance(self.host, InterpHost)
+        layers = []
+        for layer in self.layers:
+            cache = self._cache(layer, layer.live)
+            rows = []
+            for side, (r, model) in enumerate(zip(cache, (layer.model_k, layer.model_v))):
+                stored = model.reshape(-1)
+                if not exact:  # the codes the check accepts (a dense one may move by a step)
+                    got = self._live(r)
+                    stored = got if not self.fmt.judge(got, stored, exact) else stored
+                decoded = self.fmt.decode(stored.reshape(-1, self.fmt.unit), side)
+                rows.append(decoded.reshape(s.batch, s.kv_heads, s.capacity, s.head_dim))
+            # The contract's size for the binding (the room after the cache holds canaries).
+            size = max(cache[0].size, self._room)
+            bound = {n: Bound(r.buffer, r.offset, size) for n, r in zip(("key", "value"), cache)}
+            layers.append(AttendLayer(bound, *rows))
+        lengths = np.minimum(self.lengths, s.capacity)
+        return lengths, lengths, layers, {"seq": s.capacity}, {"seq": s.capacity}
 
     def _check_positions(self, lens: np.ndarray) -> None:
         top = int(np.max(lens))

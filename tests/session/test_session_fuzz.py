@@ -3,7 +3,9 @@ small contiguous cache in a random format, and of prefill, decode, extend, fork 
 compaction, sliding windows and read on a small paged cache (page table or slot mapping, NHD or
 HND, f32, f16 or a dense format), on the interpreter and on the GPU, each step checked against
 the oracle (every element, every page no sequence owns, and the canaries around each buffer);
-hypothesis shrinks a failure to the shortest sequence of operations that shows it.
+in one session in four, every decode is followed by attention over every layer's cache, checked
+against float64 attention over the oracle's rows (kvdsl.session.attention); hypothesis shrinks a
+failure to the shortest sequence of operations that shows it.
 
 ``KVDSL_SESSION_STEPS`` sets the interpreter's budget of steps (the GPU runs a tenth of it):
 seven tenths of it contiguous, three tenths paged; the summary line counts the steps that ran
@@ -36,7 +38,12 @@ PER_SESSION = 40
 #: Every format; the float ones drawn three times as often, since the dense formats' kernels
 #: take the interpreter several times as long per step.
 FORMATS = ("f32", "f16") * 3 + ("int8", "int4", "int4_asym", "q8_0", "q4_0")
-FORMATS += ("template_int8", "template_int4")
+TEMPLATE = ("template_int8", "template_int4")
+FORMATS += TEMPLATE
+#: Query heads per KV head attending after each decode (kvdsl.session.attention), 0 for none:
+#: one session in four attends (a decode's attention takes the interpreter some thirty times
+#: a decode's time).
+GROUPS = (0, 0, 0, 0, 0, 0, 1, 2)
 
 
 def _machine(host_kind: str, target: int, counted: bool = True, narrow: bool = False):
@@ -56,15 +63,17 @@ def _machine(host_kind: str, target: int, counted: bool = True, narrow: bool = F
             aligned=st.just(False) if narrow else st.booleans(),
             layers=st.just(1) if narrow else st.sampled_from((1, 1, 1, 2)),
             seed=st.just(0) if narrow else st.integers(0, 2**16),
+            group=st.just(0) if narrow else st.sampled_from(GROUPS),
         )
-        def start(self, fmt, batch, heads, capacity, aligned, layers, seed):
+        def start(self, fmt, batch, heads, capacity, aligned, layers, seed, group):
             head_dim = 32 if fmt in ("q8_0", "q4_0") else 8
             if aligned:
                 row = heads * cache_format(fmt, heads, head_dim).row_bytes
                 capacity = 256 // math.gcd(256, row)
             spec = Spec(layers, batch, heads, head_dim, capacity, fmt)
             host = InterpHost() if host_kind == "interp" else GpuHost()
-            self.session = Session(spec, host, seed=seed)
+            q_heads = group * heads if fmt not in TEMPLATE else 0  # attend has no contract
+            self.session = Session(spec, host, seed=seed, q_heads=q_heads)
             row = heads * capacity * self.session.fmt.row_bytes
             self.session.forkable = row % 256 == 0  # else fork is refused (SessionError)
             count(host_kind, 0)
@@ -81,7 +90,7 @@ def _machine(host_kind: str, target: int, counted: bool = True, narrow: bool = F
         @rule()
         def decode(self):
             self.session.decode()
-            count(host_kind, 1)
+            count(host_kind, 1 + (self.session.attention is not None))  # decode, attend
 
         @rule(data=st.data())
         def merge(self, data):
@@ -152,14 +161,15 @@ def _paged_machine(host_kind: str, target: int, counted: bool = True, narrow: bo
             addressing=st.sampled_from(("page_table", "slot_mapping")[: 1 if narrow else 2]),
             layers=st.just(1) if narrow else st.sampled_from((1, 1, 2)),
             seed=st.just(0) if narrow else st.integers(0, 2**16),
+            group=st.just(0) if narrow else st.sampled_from(GROUPS),
         )
-        def start(self, fmt, batch, heads, max_pages, layout, addressing, layers, seed):
+        def start(self, fmt, batch, heads, max_pages, layout, addressing, layers, seed, group):
             head_dim = 32 if fmt == "q8_0" else 8
             spec = PagedSpec(
                 layers, batch, heads, head_dim, 16, max_pages, 0, layout, addressing, fmt
             )
             host = InterpHost() if host_kind == "interp" else GpuHost()
-            self.session = PagedSession(spec, host, seed=seed)
+            self.session = PagedSession(spec, host, seed=seed, q_heads=group * heads)
             count(0)
 
         def room(self) -> int:
@@ -179,7 +189,7 @@ def _paged_machine(host_kind: str, target: int, counted: bool = True, narrow: bo
         @rule()
         def decode(self):
             self.session.decode()
-            count(1)
+            count(1 + (self.session.attention is not None))  # decode, attend
 
         @precondition(lambda self: not narrow and self.room() >= 2)
         @rule(data=st.data())
