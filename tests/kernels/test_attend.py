@@ -312,3 +312,26 @@ def test_the_plan_runs():
     case.buffers["partials"] = np.full(3 * 8 * p["chunks"] * 36, np.nan, np.float32)
     got = case.run(interp.run)
     np.testing.assert_allclose(got, case.want, rtol=TOL, atol=TOL)
+
+
+def test_every_attend_fits_the_default_workgroup_memory():
+    """The chunk a workgroup holds is sized by WebGPU's count of workgroup memory (each
+    ``var<workgroup>`` rounded up to 16 bytes): no config needs a limit past the default, at
+    one query row (8 bytes of statistics) as at many."""
+    from kvdsl.ir.features import limits
+
+    tried = 0
+    for head_dim in (32, 64, 128, 256):
+        for group, queries in ((1, 1), (1, 2), (4, 1), (8, 2), (4, 8)):
+            for cache in ("bnsh", "paged"):
+                for wg in (None, 8, 16, 32, 64, 96, 256):
+                    kw = {} if wg is None else {"workgroup_size": wg}
+                    try:
+                        cfg = AttendConfig(
+                            1, head_dim, group, max_queries=queries, cache=cache, **kw
+                        )
+                    except ConfigError:
+                        continue
+                    assert "maxComputeWorkgroupStorageSize" not in limits(attend(cfg)), cfg
+                    tried += 1
+    assert tried > 100

@@ -294,8 +294,20 @@ class AttendConfig(KernelConfig):
         return self._chunk_room(self.rows)
 
     def _chunk_room(self, rows: int) -> int:
-        left = WORKGROUP_BYTES - 4 * rows * (self.head_dim + self.workgroup_size + 2)
-        return left // (4 * rows + 4 * (self.cache is CacheLayout.PAGED))
+        """The most keys whose logits (and row bases, paged) fit beside the block's queries,
+        partial maxima and sums and statistics, each ``var<workgroup>`` rounded up to 16
+        bytes as WebGPU counts it (:func:`kvdsl.ir.features.limits`)."""
+
+        def r16(n: int) -> int:
+            return -(-n // 16) * 16
+
+        left = WORKGROUP_BYTES - r16(4 * rows * self.head_dim)
+        left -= r16(4 * rows * self.workgroup_size) + r16(8 * rows)
+        paged = self.cache is CacheLayout.PAGED
+        most = left // (4 * rows + 4 * paged)
+        while most > 0 and r16(4 * rows * most) + (r16(4 * most) if paged else 0) > left:
+            most -= 1
+        return most
 
     @property
     def geometry(self) -> PageGeometry:
