@@ -37,7 +37,9 @@ scaled by the row's norm: ``centroid[index] * norm`` is the row *in the rotated 
 The centroids are ORT's literal table, ``TQ_CENTROIDS`` (16 values, ``C[i] = -C[15 - i]``,
 ``+-0.0113 .. +-0.2377``): the MSE-optimal (Lloyd-Max) 4-bit quantiser for one coordinate of a
 uniformly random unit vector in 128 dimensions (about ``N(0, 1/128)``), used at every head size
-(not rescaled by ``d``). The boundaries are ORT's literal ``TQ_BOUNDARIES``: the centroids'
+(not rescaled by ``d``). The rotation has no random signs, so what it does not spread is a
+common offset: ``H`` sends a row's mean, times ``sqrt(d)``, to value 0 alone, where a large one
+is clipped to the outer centroid. The boundaries are ORT's literal ``TQ_BOUNDARIES``: the centroids'
 midpoints rounded to 4 decimals (so ``argmin |u - C|`` differs from ORT's index for ``u`` within
 5e-5 of a midpoint; ORT's table is what decides).
 
@@ -51,6 +53,8 @@ Where the stored source is not one thing (what a reader should check against ORT
 - ``kv_cache_quantization.h`` sizes a quantised head as ``1 + d * bits / 32`` words (``bits`` = 4:
   ``d / 8 + 1``), as here. ORT enforces a power of two of at least 4, but at ``d`` = 4 its pack
   loop writes ``d / 8 = 0`` code words: this module refuses ``d`` < 8.
+- ORT's attention casts the LUT's centroids to its ``q_element_t`` (f16 where the model is f16)
+  before scaling; :func:`dequantize_rotated` keeps them f32.
 - WGSL's ``sqrt`` and division are not required to be correctly rounded; this module rounds them
   correctly (numpy's f32), which is what a GPU gives in practice.
 """
