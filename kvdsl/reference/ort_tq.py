@@ -49,7 +49,9 @@ Where the stored source is not one thing (what a reader should check against ORT
   whose definition is not in the stored ``turbo_quant_common.wgsl.template`` (which defines
   ``searchsorted_tq`` over ``TQ_BOUNDARIES``, as used by ``turbo_quant_rotate_quantize``). This
   module implements ``searchsorted_tq``'s rule; if ``snap_to_centroid_index`` is a nearest-
-  centroid search instead, a value within 5e-5 of a midpoint can take the other index.
+  centroid search instead, a value within 5e-5 of a midpoint takes the other index (on 2,000
+  Gaussian rows of 128 with large channels: 364 of 256,000 codes, in 333 rows). Checking ORT's
+  bytes on a GPU settles it.
 - ``kv_cache_quantization.h`` sizes a quantised head as ``1 + d * bits / 32`` words (``bits`` = 4:
   ``d / 8 + 1``), as here. ORT enforces a power of two of at least 4, but at ``d`` = 4 its pack
   loop writes ``d / 8 = 0`` code words: this module refuses ``d`` < 8.

@@ -247,3 +247,18 @@ def test_bad_rows_and_words_are_one_clear_error():
         ort_tq.dequantize(words, 128)
     with pytest.raises(ValueError, match="dtype int64"):
         ort_tq.dequantize(words.astype(np.int64), 64)
+
+
+def test_the_index_is_orts_boundary_table_not_the_nearest_centroid():
+    # ORT's TQ_BOUNDARIES are the midpoints rounded to 4 decimals: a nearest-centroid search
+    # (argmin |u - C|) differs from them only within 5e-5 of a midpoint, and there it does.
+    x = seeded_rows(2000, 128, seed=47)
+    rotated = ort_tq.hadamard(x)
+    unit = rotated * (F32(1) / ort_tq.norms(rotated))[:, None]
+    table = ort_tq.codes(ort_tq.quantize(x), 128)[1]
+    nearest = np.argmin(np.abs(unit[..., None] - ort_tq.CENTROIDS), axis=-1)
+    np.testing.assert_array_equal(table, ort_tq.indices(unit))
+    differ = table != nearest
+    mids = (ort_tq.CENTROIDS[:-1].astype(np.float64) + ort_tq.CENTROIDS[1:]) / 2
+    gap = np.min(np.abs(unit[differ][:, None].astype(np.float64) - mids), axis=-1)
+    assert 0 < differ.sum() < 0.01 * differ.size and np.all(gap <= 5e-5 + 1e-7)
