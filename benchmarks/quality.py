@@ -17,8 +17,10 @@ measured beside it, and the page says what it changes. The decode time is
 ``benchmarks/attention.py``'s, from ``benchmarks/results/attention``; a rotated cache is read by
 ``attend`` with ``rotation`` set, which rotates Q as it loads it: not timed yet.
 
-KIVI's 2-bit cache (:mod:`kvdsl.reference.kivi`) is measured from its reference; its writers
-and reader are not built.
+KIVI's 2-bit cache (:mod:`kvdsl.reference.kivi`) and ONNX Runtime WebGPU's 4-bit TurboQuant
+cache (:mod:`kvdsl.reference.ort_tq`) are measured from their references; their writers and
+readers are not built. ORT's format rotates K and V itself (an unsigned Walsh-Hadamard transform,
+undone on reading), so it has no rotated row of its own.
 
 Everything is seeded and in numpy: the page is the same on every machine.
 """
@@ -38,7 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from kvdsl.reference import formats as rf  # noqa: E402
-from kvdsl.reference import kivi  # noqa: E402
+from kvdsl.reference import kivi, ort_tq  # noqa: E402
 from kvdsl.reference.attention import attention  # noqa: E402
 from kvdsl.reference.rotation import rotation  # noqa: E402
 
@@ -61,13 +63,17 @@ INT2_ASYM = rf.Spec("int2_asym", "asymmetric", 2)
 class Format:
     """A table row: its name, what it is, the bytes of one ``d``-element row, and its round
     trip (a row written and read back, f32); ``kv``, where K and V are written apart (KIVI),
-    the round trip of a cache's K and V ``[B, H, T, D]`` together."""
+    the round trip of a cache's K and V ``[B, H, T, D]`` together; ``rotates``, where the
+    format rotates its rows itself (ORT's TurboQuant), so the table does not rotate it again;
+    ``built``, whether kvdsl's kernels write and read it."""
 
     name: str
     what: str
     row_bytes: Callable[[int], int]
     round_trip: Callable[[np.ndarray], np.ndarray]
     kv: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]] | None = None
+    rotates: bool = False
+    built: bool = True
 
     def cache(self, k: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """K and V written and read back."""
@@ -96,7 +102,13 @@ def _kivi(group: int) -> Format:
         raise ValueError("KIVI writes K and V apart")
 
     what = f"KIVI 2-bit: K per channel over {group} tokens, V per {group} channels; f16 stats"
-    return Format(f"kivi2 g{group}", what, lambda d: kivi.row_bytes(d, 2, group), one, kv)
+    return Format(
+        f"kivi2 g{group}", what, lambda d: kivi.row_bytes(d, 2, group), one, kv, built=False
+    )
+
+
+def _ort_tq(x: np.ndarray) -> np.ndarray:
+    return ort_tq.dequantize(ort_tq.quantize(x), x.shape[-1])
 
 
 FORMATS = [
@@ -109,6 +121,14 @@ FORMATS = [
     Format("int2_asym", "user-defined: f32 scale and minimum per row", *_quantised(INT2_ASYM)),
     _kivi(32),
     _kivi(64),
+    Format(
+        "ort_tq4",
+        "ONNX Runtime WebGPU's TurboQuant: its own Hadamard rotation, f32 norm, 4-bit centroids",
+        ort_tq.row_bytes,
+        _ort_tq,
+        rotates=True,
+        built=False,
+    ),
 ]
 
 
@@ -176,7 +196,8 @@ def table() -> list[dict[str, Any]]:
     """One row per format and rotation: bytes per head size, errors per token count."""
     rows = []
     for fmt in FORMATS:
-        for rotated in (False, True) if fmt.name != "f16" and not fmt.kv else (False,):
+        plain_only = fmt.name == "f16" or fmt.kv or fmt.rotates
+        for rotated in (False,) if plain_only else (False, True):
             rows.append(
                 {
                     "format": fmt.name + (" rotated" if rotated else ""),
@@ -184,6 +205,7 @@ def table() -> list[dict[str, Any]]:
                     "base": fmt.name,
                     "rotated": rotated,
                     "kv": fmt.kv is not None,
+                    "built": fmt.built,
                     "bytes": {d: fmt.row_bytes(d) for d in HEAD_DIMS},
                     "error": {t: error(fmt, t, "k" if rotated else None) for t in TOKENS},
                     "error_kv": error(fmt, TOKENS[-1], "kv") if rotated else None,
@@ -227,7 +249,7 @@ def page(rows: list[dict[str, Any]], times: dict[str, float], device: str) -> st
             + " | "
             + " | ".join(f"{r['error'][t]:.2e}" for t in TOKENS)
             + f" | {ratio:.2f} | "
-            + (f"{t:.0f}" if t is not None else "not built" if r["kv"] else "not timed")
+            + (f"{t:.0f}" if t is not None else "not timed" if r["built"] else "not built")
             + " |"
         )
     lines += ["", *reading(rows), ""]
@@ -269,6 +291,9 @@ def reading(rows: list[dict[str, Any]]) -> list[str]:
         f"{by['int2_asym rotated'] / int8:.0f}x rotated; KIVI's 2-bit, whose K scales are per "
         f"channel, is {by['kivi2 g32'] / int8:.0f}x at {kivi_bytes(32)} B a row (groups of 32) and "
         f"{by['kivi2 g64'] / int8:.0f}x at {kivi_bytes(64)} B (groups of 64), the residual excluded.",
+        f"- ONNX Runtime's TurboQuant (ort_tq4, {ort_tq.row_bytes(DIM)} B a row, its own unsigned "
+        f"rotation of K and V) is {by['ort_tq4'] / int8:.1f}x int8's error, against "
+        f"{by['int4 rotated'] / int8:.1f}x for int4 rotated (signed, K only) at the same bytes.",
     ]
     return out
 
