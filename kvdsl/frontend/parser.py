@@ -57,6 +57,7 @@ from kvdsl.ir.types import (
     Ptr,
     RuntimeArray,
     Scalar,
+    Mat,
     Struct,
     Vec,
     array_leaf,
@@ -428,6 +429,13 @@ class _Assembler:
             # f16 members only in values: memory is held in 32-bit words (kvdsl.interp.structs)
             numeric = (u32, i32, f32) if memory else (u32, i32, f32, f16)
             ok = isinstance(inner, (Scalar, Vec)) and inner.scalar in numeric
+            if isinstance(inner, Mat) and memory:
+                raise self.err(
+                    f"struct {d.name} member {fname}: {_spell(fty)} (a matrix in storage, "
+                    "uniform or workgroup memory)",
+                    d.line,
+                )
+            ok = ok or isinstance(inner, Mat)
             if ok or memory and isinstance(inner, Atomic) and inner.elem in (u32, i32):
                 fields.append((fname, fty))
                 continue
@@ -755,10 +763,10 @@ class _Assembler:
         params = []
         for attrs, pname, pty in fn.params:
             pty = typer.resolve(pty) if isinstance(pty, StructRef) else pty
-            if attrs or not (isinstance(pty, (Scalar, Vec, Ptr)) or value_struct(pty)):
+            if attrs or not (isinstance(pty, (Scalar, Vec, Mat, Ptr)) or value_struct(pty)):
                 raise self.err(
-                    f"parameter {pname} of {fn.name}: scalars, vectors, structs and pointers "
-                    "only",
+                    f"parameter {pname} of {fn.name}: scalars, vectors, matrices, structs and "
+                    "pointers only",
                     fn.line,
                 )
             if isinstance(pty, Ptr):
@@ -775,8 +783,10 @@ class _Assembler:
                 fn.line,
             )
         ret = typer.resolve(fn.ret) if isinstance(fn.ret, StructRef) else fn.ret
-        if ret is not None and not (isinstance(ret, (Scalar, Vec)) or value_struct(ret)):
-            raise self.err(f"{fn.name} returns {ret} (scalars, vectors and structs only)", fn.line)
+        if ret is not None and not (isinstance(ret, (Scalar, Vec, Mat)) or value_struct(ret)):
+            raise self.err(
+                f"{fn.name} returns {ret} (scalars, vectors, matrices and structs only)", fn.line
+            )
         typer.line = fn.line
         body = typer.block(fn.body, inner, ret, False)
         out = ir.Function(fn.name, tuple(params), ret, body)

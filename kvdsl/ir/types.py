@@ -100,6 +100,60 @@ class Vec:
 
 
 @dataclass(frozen=True, slots=True)
+class Mat:
+    """``matCxR<T>`` (C columns, R rows, each in 2..4; T ``f32`` or ``f16``): column-major, each
+    column a ``vecR<T>`` with that vector's alignment, so ``mat3x3<f32>``'s columns lie 16 bytes
+    apart."""
+
+    c: int
+    r: int
+    elem: Scalar
+
+    def __str__(self) -> str:
+        return f"mat{self.c}x{self.r}<{self.elem}>"
+
+    @property
+    def scalar(self) -> Scalar:
+        return self.elem
+
+    @property
+    def column(self) -> Vec:
+        """The type of one column, ``vecR<T>``."""
+        return Vec(self.r, self.elem)
+
+    @property
+    def is_int(self) -> bool:
+        return False
+
+    @property
+    def is_float(self) -> bool:
+        return True
+
+    @property
+    def is_numeric(self) -> bool:
+        return True
+
+    @property
+    def size(self) -> int:
+        """WGSL's SizeOf: C columns, each ``AlignOf(vecR)`` apart."""
+        return self.c * self.column.align
+
+    @property
+    def align(self) -> int:
+        """WGSL's AlignOf: its column vector's."""
+        return self.column.align
+
+
+def mat(c: int, r: int, elem: Scalar) -> Mat:
+    """``matCxR<elem>``; rejects shapes and element types WGSL has no matrix for."""
+    if c not in (2, 3, 4) or r not in (2, 3, 4):
+        raise ValueError(f"matrix shape {c}x{r}: columns and rows are each 2, 3 or 4")
+    if elem not in (f32, f16):
+        raise ValueError(f"mat{c}x{r}<{elem}>: a matrix's elements are f32 or f16")
+    return Mat(c, r, elem)
+
+
+@dataclass(frozen=True, slots=True)
 class Atomic:
     """``atomic<u32>`` / ``atomic<i32>``: the element of a read_write storage array or of a
     workgroup array that only the atomic builtins read and write."""
@@ -238,7 +292,7 @@ class Ptr:
         return f"ptr<{self.space}, {self.store}>"
 
 
-Type = Scalar | Vec | Atomic | Array | RuntimeArray | Struct | Ptr
+Type = Scalar | Vec | Mat | Atomic | Array | RuntimeArray | Struct | Ptr
 
 
 def align_of(ty: Scalar | Vec | Array | Struct) -> int:
@@ -246,7 +300,7 @@ def align_of(ty: Scalar | Vec | Array | Struct) -> int:
     (3 counts as 4) times the scalar's, an array its element's, a struct its members' largest."""
     if isinstance(ty, (Scalar, Atomic)):
         return ty.size
-    if isinstance(ty, Vec):
+    if isinstance(ty, (Vec, Mat)):
         return ty.align
     if isinstance(ty, (Array, RuntimeArray)):
         return align_of(ty.elem)
@@ -256,7 +310,7 @@ def align_of(ty: Scalar | Vec | Array | Struct) -> int:
 def size_of(ty: Scalar | Vec | Array | Struct) -> int:
     """WGSL's SizeOf(T): an array ``n`` strides (:func:`stride`), a struct its last member's
     end rounded up to the struct's alignment (a runtime-sized last member counts as empty)."""
-    if isinstance(ty, (Scalar, Vec, Atomic)):
+    if isinstance(ty, (Scalar, Vec, Mat, Atomic)):
         return ty.size
     if isinstance(ty, Array):
         return ty.n * stride(ty.elem)

@@ -24,6 +24,7 @@ from kvdsl.ir.types import (
     Scalar,
     Struct,
     Type,
+    Mat,
     Vec,
     bool_,
     f16,
@@ -70,7 +71,7 @@ class Verifier(ExprTyper):
             # Cases by frequency: lets, comments and assignments are most statements.
             case ir.Let(name, value):
                 ty = self.type_of(value, scope)
-                if not isinstance(ty, (Scalar, Vec, Array, Ptr)) and not (
+                if not isinstance(ty, (Scalar, Vec, Mat, Array, Ptr)) and not (
                     is_result_struct(ty) or _exchange_result(ty) or value_struct(ty)
                 ):
                     raise VerifyError(f"{show(s)}: cannot bind a value of type {ty}")
@@ -85,7 +86,7 @@ class Verifier(ExprTyper):
                         f"{show(s)}: an atomic lives in storage (read_write) or workgroup memory, "
                         "not in a function var"
                     )
-                if not isinstance(ty, (Scalar, Vec, Array)) and not value_struct(ty):
+                if not isinstance(ty, (Scalar, Vec, Mat, Array)) and not value_struct(ty):
                     raise VerifyError(f"{show(s)}: a var cannot have type {ty}")
                 if init is not None and (got := self.type_of(init, scope)) is not ty and got != ty:
                     raise VerifyError(f"{show(s)}: initialiser is {got}, expected {ty}")
