@@ -737,8 +737,8 @@ class ToIR(Transformer):
     def runtime_array_type(self, meta: Meta, elem) -> RuntimeArray:
         if isinstance(elem, StructRef):
             return RuntimeArray(elem)  # an array of structs (resolved with the module's structs)
-        if isinstance(elem, Array):
-            return RuntimeArray(elem)  # of arrays: array<array<f32, 4>> (held as words)
+        if isinstance(elem, (Array, Mat)):
+            return RuntimeArray(elem)  # of arrays or matrices: array<array<f32, 4>> (as words)
         return RuntimeArray(self._elem(elem, meta))
 
     @v_args(meta=True, inline=True)
@@ -746,7 +746,7 @@ class ToIR(Transformer):
         n = const_int(count, self.consts, (self.filename, meta.line, meta.column))
         if n <= 0:
             raise self._err(f"array size {n} is not positive", meta.line, meta.column)
-        if isinstance(elem, (Array, StructRef)):
+        if isinstance(elem, (Array, StructRef, Mat)):
             return Array(elem, n)  # nested: array<array<f32, 4>, 16>; of structs: resolved later
         return Array(self._elem(elem, meta), n)
 

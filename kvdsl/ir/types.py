@@ -342,8 +342,9 @@ def _round_up(n: int, k: int) -> int:
 
 def held_as_words(ty: object) -> bool:
     """Whether a storage binding's element ``ty`` is held as ``u32`` words in WGSL's layout: a
-    struct, or a fixed-size array (``array<array<f32, 4>>``: each element a block of words)."""
-    return isinstance(ty, (Struct, Array))
+    struct, a fixed-size array (``array<array<f32, 4>>``: each element a block of words) or a
+    matrix (its columns, each padded to its vector's alignment)."""
+    return isinstance(ty, (Struct, Array, Mat))
 
 
 def array_leaf(ty: object) -> object:

@@ -386,6 +386,8 @@ def module_scope(kernel: ir.Kernel, verifier: Verifier) -> Scope:
                     f"binding '{b.name}': {b.elem} elements are atomic<u32> or atomic<i32> in a "
                     f"read_write binding (got {b.elem}, {b.access})"
                 )
+        elif isinstance(b.elem, Mat):
+            check_memory_matrix(f"binding '{b.name}'", b.elem)
         elif not isinstance(b.elem, (Scalar, Vec)) or b.elem == bool_:
             raise VerifyError(f"binding '{b.name}': element type {b.elem} cannot be stored")
         if b.data is not None and not _host_fits(b):
@@ -397,7 +399,7 @@ def module_scope(kernel: ir.Kernel, verifier: Verifier) -> Scope:
     if kernel.params is not None:
         for fname, fty in kernel.params.fields:
             check_name(fname, kernel.params)
-            if not isinstance(fty, (Scalar, Vec)) or fty.scalar == bool_:
+            if not isinstance(fty, (Scalar, Vec, Mat)) or fty.scalar == bool_:
                 raise VerifyError(f"params field '{fname}': type {fty} cannot be uniform")
         scope.declare("params", Symbol(kernel.params, "params"), kernel.params)
     total = 0
@@ -413,6 +415,9 @@ def module_scope(kernel: ir.Kernel, verifier: Verifier) -> Scope:
         leaf = w.ty.elem.elem if isinstance(w.ty.elem, Array) else w.ty.elem
         if isinstance(array_leaf(w.ty.elem), Struct):  # array<B, 4>, array<array<B, 2>, 4>
             check_memory_struct(f"workgroup var '{w.name}'", array_leaf(w.ty.elem))
+            leaf = u32  # held as words
+        elif isinstance(array_leaf(w.ty.elem), Mat):  # array<mat2x2<f32>, 64>
+            check_memory_matrix(f"workgroup var '{w.name}'", array_leaf(w.ty.elem))
             leaf = u32  # held as words
         atomic = isinstance(leaf, Atomic) and leaf.elem in (u32, i32)
         if (
@@ -460,12 +465,22 @@ def check_memory_struct(what: str, st: Struct, whole: bool = False) -> None:
         if isinstance(inner, Struct):  # a struct inside a struct
             check_memory_struct(what, inner)
             continue
+        if isinstance(inner, Mat):
+            check_memory_matrix(f"{what}: struct {st.name} member {name}", inner)
+            continue
         if not isinstance(inner, (Scalar, Vec)) or inner.scalar not in (u32, i32, f32):
             raise VerifyError(
                 f"{what}: struct {st.name} member {name}: {ty} (u32, i32 or f32 scalars, "
                 "vectors of them, atomic<u32> or atomic<i32>, other structs, or fixed-size "
                 "arrays of those, nested or not)"
             )
+
+
+def check_memory_matrix(what: str, ty: Mat) -> None:
+    """A matrix in storage or workgroup memory: ``f32`` elements (memory is held in 32-bit
+    words; an f16 matrix there is outside the subset)."""
+    if ty.elem != f32:
+        raise VerifyError(f"{what}: {ty} (matrices in memory are of f32)")
 
 
 def _holds_atomic(ty: object) -> bool:
@@ -484,6 +499,8 @@ def check_memory_array(what: str, ty: Array) -> None:
     inner = array_leaf(ty)
     if isinstance(inner, Struct):
         check_memory_struct(what, inner)
+    elif isinstance(inner, Mat):
+        check_memory_matrix(what, inner)
     elif not isinstance(inner, (Scalar, Vec)) or inner.scalar not in (u32, i32, f32):
         raise VerifyError(
             f"{what}: {ty} (arrays of u32, i32 or f32 scalars, vectors of them or structs, "

@@ -137,7 +137,9 @@ TOL = {"f32": 4e-6, "f16": 1.5e-2}
 
 def _close(got: np.ndarray, want: np.ndarray, tol: float) -> None:
     err = np.abs(got.astype(np.float64) - want) / (1 + np.abs(want))
-    assert np.all(err <= tol), f"worst {err.max():.3g} at {np.unravel_index(err.argmax(), err.shape)}"
+    assert np.all(
+        err <= tol
+    ), f"worst {err.max():.3g} at {np.unravel_index(err.argmax(), err.shape)}"
 
 
 @pytest.mark.parametrize("t", ["f32", "f16"])
