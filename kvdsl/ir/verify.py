@@ -280,7 +280,7 @@ class Verifier(ExprTyper):
             sym.kind in ("binding", "workgroup")
             and (
                 isinstance(sym.ty, Struct)
-                or isinstance(array_leaf(sym.ty.elem), Struct)
+                or isinstance(array_leaf(sym.ty.elem), (Struct, Mat))
                 or (sym.kind == "binding" and held_as_words(sym.ty.elem))
             )
         ):
