@@ -176,3 +176,37 @@ def test_a_race_on_a_matrix_column_names_it():
 
 def test_tint_takes_the_kernel():
     assert_tint_takes({"kernel": KERNEL})
+
+
+HALF_PARAMS = """enable f16;
+struct Params {
+  h: f16,
+  rot: mat3x3<f16>,
+  k: mat2x2<f16>,
+}
+@group(0) @binding(0) var<uniform> params: Params;
+@group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read_write> out: array<vec4<f32>>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let v = vec4<f16>(x[gid.x]);
+  let r = params.rot * v.xyz * params.h;
+  out[gid.x] = vec4<f32>(vec3<f32>(r), f32((params.k * v.zw).y));
+}
+"""
+
+
+def test_f16_matrices_in_the_uniform_run_as_numpy_says(gpu):
+    k = parse(HALF_PARAMS)
+    offsets, size = params_layout(k.params)
+    assert offsets == {"h": 0, "rot": 8, "k": 32} and size == 48  # columns 8 bytes apart
+    rng = np.random.default_rng(46)
+    x = (rng.uniform(0.5, 1.5, (N, 4)) * rng.choice([-1, 1], (N, 4))).astype(np.float32)
+    params = {"h": 0.5, "rot": rng.uniform(0.5, 1.5, (3, 3)).tolist(), "k": [[1, 2], [3, 4]]}
+    rot, km = np.asarray(params["rot"]).T, np.asarray(params["k"]).T
+    v = x.astype(np.float16).astype(np.float64)
+    want = np.concatenate([v[:, :3] @ rot.T * 0.5, (v[:, 2:] @ km.T)[:, 1:]], axis=1)
+    for run in (interp.run, runtime.run):
+        got = run(k, {"x": x, "out": np.full((N, 4), np.nan, np.float32)}, params, (2, 1, 1))
+        err = np.abs(got["out"] - want) / (1 + np.abs(want))
+        assert err.max() <= 1e-2, f"{run.__module__}: worst {err.max():.3g}"
