@@ -330,6 +330,8 @@ def _select(args: tuple[Type, ...]) -> Type:
     f, t, c = args
     if f != t:
         raise OpTypeError(f"select branches differ: {f} and {t}")
+    if not isinstance(f, (Scalar, Vec)):
+        raise OpTypeError(f"selects a scalar or a vector, got {f}")
     want = bool_ if isinstance(f, Scalar) else Vec(f.n, bool_)
     if c != want and c != bool_:
         raise OpTypeError(f"select condition must be {want}, got {c}")
