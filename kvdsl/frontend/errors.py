@@ -107,6 +107,7 @@ _OPERATORS = {
 }  # fmt: skip
 _NAMED = {
     "NAME": "a name",
+    "MAT": "a matrix type",
     "NUMBER": "a number",
     "COMPOUND_OP": "a compound assignment",
     "$END": "end of input",
@@ -124,7 +125,7 @@ def _spell(parser: Lark, terminal: str) -> str:
 
 
 _EXPR_START = {"'-'", "'!'", "'~'", "'&'", "'*'", "'('", "'true'", "'false'", "'vec2'", "'vec3'"}
-_EXPR_START |= {"'vec4'", "'array'", "'bitcast'", "a name", "a number"}
+_EXPR_START |= {"'vec4'", "'array'", "'bitcast'", "a name", "a number", "a matrix type"}
 
 
 def _expected(parser: Lark, names: set[str]) -> tuple[str, ...]:
