@@ -715,8 +715,8 @@ class ToIR(Transformer):
                 )
         else:
             access = "read" if space == "storage" else "read_write"
-        if not isinstance(store, (Scalar, Vec, Array, RuntimeArray, Atomic)):
-            raise self._err(f"ptr<{space}, {store}> (pointers to scalars, vectors, arrays, atomics)",
+        if not isinstance(store, (Scalar, Vec, Mat, Array, RuntimeArray, Atomic)):
+            raise self._err(f"ptr<{space}, {store}> (pointers to scalars, vectors, matrices, arrays, atomics)",
                             tok.line, tok.column)  # fmt: skip
         return Ptr(space, store, access)
 

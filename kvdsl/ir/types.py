@@ -283,7 +283,7 @@ class Ptr:
     spelled only for ``storage`` (the others are always ``read_write``)."""
 
     space: str
-    store: Scalar | Vec | Array | RuntimeArray
+    store: Scalar | Vec | Mat | Array | RuntimeArray
     access: str = "read_write"
 
     def __str__(self) -> str:

@@ -604,7 +604,7 @@ def check_pointer_type(what: str, t: Ptr) -> None:
         raise VerifyError(
             f"{what}: access '{t.access}' in {t.space} memory (read_write; storage also read)"
         )
-    if not isinstance(t.store, (Scalar, Vec, Array, RuntimeArray, Atomic)) or (
+    if not isinstance(t.store, (Scalar, Vec, Mat, Array, RuntimeArray, Atomic)) or (
         isinstance(t.store, RuntimeArray) and t.space != "storage"
     ):
         raise VerifyError(f"{what}: {t.space} memory does not hold a {t.store}")

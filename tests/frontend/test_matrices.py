@@ -177,3 +177,46 @@ def test_matrices_on_the_gpu_are_what_numpy_says(t, gpu):
 
 def test_tint_takes_the_kernels():
     assert_tint_takes({"f32": kernel("f32"), "f16": kernel("f16")})
+
+
+POINTERS = """@group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read_write> out: array<vec4<f32>>;
+
+fn scale(p: ptr<function, mat2x2<f32>>, k: f32) {
+  *p = *p * k;
+  (*p)[1][0] += 1.0;
+  p[0].y -= 0.5;
+}
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let i = gid.x;
+  let v = x[i];
+  var m = mat2x2<f32>(v.xy, v.zw);
+  scale(&m, v.x);
+  let q = &m;
+  (*q)[i % 2u][(i / 2u) % 2u] = 7.0;
+  m[(i / 4u) % 2u] *= 2.0;
+  out[i] = vec4<f32>(m[0], (*q)[1]);
+}
+"""
+
+
+def test_a_matrix_through_pointers_and_non_uniform_indices_is_what_numpy_says(gpu):
+    """``ptr<function, mat2x2<f32>>`` parameters and ``let`` pointers, and a column and an
+    element assigned at indices that differ per invocation: bit for bit (no sums)."""
+    x = _inputs("f32")["x"][:N]
+    want = np.empty((N, 4), np.float32)
+    for i in range(N):
+        m = np.array([x[i, :2], x[i, 2:]], np.float32) * x[i, 0]  # [column, row]
+        m[1, 0] += np.float32(1.0)
+        m[0, 1] -= np.float32(0.5)
+        m[i % 2, (i // 2) % 2] = 7.0
+        m[(i // 4) % 2] *= np.float32(2.0)
+        want[i] = m.ravel()
+    k = parse(POINTERS)
+    assert parse(emit(k)) == k
+    for run in (interp.run, runtime.run):
+        bufs = {"x": x, "out": np.full((N, 4), np.nan, np.float32)}
+        np.testing.assert_array_equal(run(k, bufs, {}, (N // 64, 1, 1))["out"], want)
+    assert_tint_takes({"pointers": POINTERS})
