@@ -1,8 +1,9 @@
 """The closed set of IR types.
 
 Every type is a frozen value whose ``str`` is its WGSL spelling. Scalars are singletons
-(``u32``, ``f32``, ...); composite types are built with :func:`vec`, :func:`array` and
-:func:`runtime_array`; the params block is a :class:`Struct`.
+(``u32``, ``f32``, ...); composite types are built with :func:`vec`, :func:`mat`, :func:`array`
+and :func:`runtime_array`; the params block is a :class:`Struct`. :func:`align_of`,
+:func:`size_of`, :func:`stride` and :func:`field_offsets` are WGSL's layout rules.
 """
 
 from __future__ import annotations
