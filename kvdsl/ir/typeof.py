@@ -107,6 +107,10 @@ class ExprTyper(ConstEval):
                     got = info.typing((ta, tb))
                 except ops.OpTypeError as err:
                     raise VerifyError(f"{show(e)}: {info.spelling} {err}") from None
+                if type(ta) is Mat or type(tb) is Mat:  # matrix arithmetic of constants
+                    if not self._folding and const_shaped(e, scope.visible):
+                        self._const_matrix(e, scope)  # raises where a value is not finite
+                    return got
                 # What WGSL refuses of scalar constants. The operators are tested by identity
                 # against module globals: cheaper than an enum member looked up on its class, or
                 # hashed, on the verifier's commonest node.
@@ -251,6 +255,10 @@ class ExprTyper(ConstEval):
                     self.barriers = True  # the uniformity analysis runs (check_barriers)
                 if op is _CLAMP:
                     self._clamp_bounds(e, scope)
+                if op is Op.TRANSPOSE or op is Op.DETERMINANT:
+                    if not self._folding and const_shaped(e, scope.visible):
+                        self._const_matrix(e, scope)  # raises where a value is not finite
+                    return got
                 visible = scope.visible
                 if got is f32 or got is f16:
                     if all(maybe_const(x, visible) for x in args):
