@@ -73,8 +73,7 @@ UNSUPPORTED_WORDS = {
     "fallthrough": "switch statements",
     "discard": "discard",
 }
-_MATRIX = r"mat[234]x[234][fh]?"
-_WORD = re.compile(r"\b(" + "|".join(UNSUPPORTED_WORDS) + "|" + _MATRIX + r")\b")
+_WORD = re.compile(r"\b(" + "|".join(UNSUPPORTED_WORDS) + r")\b")
 #: The attributes of a render pipeline's entry points: kvdsl takes compute shaders only.
 _STAGE = re.compile(r"@[ \t\r\n]*(vertex|fragment)\b")
 
@@ -99,7 +98,7 @@ def check_words(code: str, filename: str) -> None:
         line, column = position(code, m.start())
         word = m.group(1)
         raise UnsupportedError(
-            f"'{word}' ({UNSUPPORTED_WORDS.get(word, 'matrix types')})",
+            f"'{word}' ({UNSUPPORTED_WORDS[word]})",
             filename,
             line,
             column,
@@ -120,6 +119,7 @@ _OPERATORS = {
 }  # fmt: skip
 _NAMED = {
     "NAME": "a name",
+    "MAT": "a matrix type",
     "NUMBER": "a number",
     "COMPOUND_OP": "a compound assignment",
     "$END": "end of input",
@@ -137,7 +137,7 @@ def _spell(parser: Lark, terminal: str) -> str:
 
 
 _EXPR_START = {"'-'", "'!'", "'~'", "'&'", "'*'", "'('", "'true'", "'false'", "'vec2'", "'vec3'"}
-_EXPR_START |= {"'vec4'", "'array'", "'bitcast'", "a name", "a number"}
+_EXPR_START |= {"'vec4'", "'array'", "'bitcast'", "a name", "a number", "a matrix type"}
 
 
 def _expected(parser: Lark, names: set[str]) -> tuple[str, ...]:
@@ -207,7 +207,7 @@ def syntax_error(err: UnexpectedInput, parser: Lark, text: str, filename: str) -
 #: Names that may open a template list in WGSL (the predeclared type generators and ``var``);
 #: those outside kvdsl's subset are refused elsewhere, with their own message.
 TEMPLATED = frozenset({"var", "array", "vec2", "vec3", "vec4", "bitcast", "ptr", "atomic"})
-_TEMPLATED_FAMILY = re.compile(r"texture_\w+|" + _MATRIX)
+_TEMPLATED_FAMILY = re.compile(r"texture_\w+|mat[234]x[234]")
 #: WGSL's blankspace (Python's ``\s`` takes more, a no-break space among them).
 BLANK = " \t\u200e\u200f" + LINE_BREAKS
 _SKIP = re.compile(f"[{BLANK}]+")

@@ -57,6 +57,7 @@ from kvdsl.ir.types import (
     Ptr,
     RuntimeArray,
     Scalar,
+    Mat,
     Struct,
     Vec,
     array_leaf,
@@ -378,9 +379,10 @@ class _Assembler:
         if not isinstance(u.ty, StructRef) or not structs or structs[0].name != u.ty.name:
             raise self.err("a uniform whose type is not the module's struct", u.line, u.column)
         for fname, fty in structs[0].fields:
-            if not isinstance(fty, (Scalar, Vec)):
+            if not isinstance(fty, (Scalar, Vec, Mat)):
                 raise self.err(
-                    f"struct field {fname}: {fty} (scalars and vectors only)", structs[0].line
+                    f"struct field {fname}: {fty} (scalars, vectors and matrices only)",
+                    structs[0].line,
                 )
         self.decl_lines["params"] = u.line
         return Struct(structs[0].name, tuple(structs[0].fields))
@@ -428,6 +430,12 @@ class _Assembler:
             # f16 members only in values: memory is held in 32-bit words (kvdsl.interp.structs)
             numeric = (u32, i32, f32) if memory else (u32, i32, f32, f16)
             ok = isinstance(inner, (Scalar, Vec)) and inner.scalar in numeric
+            if isinstance(inner, Mat) and memory and inner.elem == f16:
+                raise self.err(
+                    f"struct {d.name} member {fname}: {_spell(fty)} (f16 matrices in memory)",
+                    d.line,
+                )
+            ok = ok or isinstance(inner, Mat)
             if ok or memory and isinstance(inner, Atomic) and inner.elem in (u32, i32):
                 fields.append((fname, fty))
                 continue
@@ -523,6 +531,7 @@ class _Assembler:
                     raise self.err(f"storage var '{g.name}' with an initialiser", g.line)
                 held = g.ty.elem if isinstance(g.ty, RuntimeArray) else g.ty
                 leaf = array_leaf(held)
+                self.f16_matrix(g, leaf)
                 if isinstance(held, Array) and (
                     isinstance(leaf, Atomic)
                     or (isinstance(leaf, (Scalar, Vec)) and leaf.scalar == f16)
@@ -533,7 +542,7 @@ class _Assembler:
                         g.line,
                         g.column,
                     )
-                if isinstance(g.ty, (Struct, Array)):  # one struct, or a fixed-size array
+                if isinstance(g.ty, (Struct, Array, Mat)):  # one struct, array or matrix
                     access = g.access or "read"
                     if access not in ("read", "read_write"):
                         raise self.err(f"storage access '{access}'", g.line, g.column)
@@ -597,6 +606,15 @@ class _Assembler:
             seen[slot] = g.name
         return tuple(b for _, b in sorted(numbered, key=lambda x: x[0]))
 
+    def f16_matrix(self, g: GlobalVar, leaf: object) -> None:
+        """Memory is held in 32-bit words: an f16 matrix there is outside the subset."""
+        if isinstance(leaf, Mat) and leaf.elem == f16:
+            raise self.err(
+                f"var<{g.space}> '{g.name}' of {_spell(g.ty)} (f16 matrices in memory)",
+                g.line,
+                g.column,
+            )
+
     def host_data(self, g: GlobalVar) -> Scalar | None:
         """The host data type a ``// host: T`` comment ending the binding's line names."""
         c = self.comments.get(g.line)
@@ -620,6 +638,7 @@ class _Assembler:
                 raise self.err(f"var<workgroup, {g.access}>", g.line, g.column)
             if g.has_init:
                 raise self.err(f"workgroup var '{g.name}' with an initialiser", g.line, g.column)
+            self.f16_matrix(g, array_leaf(g.ty))
             if (
                 isinstance(g.ty, Array)
                 and isinstance(g.ty.elem, Array)
@@ -755,10 +774,10 @@ class _Assembler:
         params = []
         for attrs, pname, pty in fn.params:
             pty = typer.resolve(pty) if isinstance(pty, StructRef) else pty
-            if attrs or not (isinstance(pty, (Scalar, Vec, Ptr)) or value_struct(pty)):
+            if attrs or not (isinstance(pty, (Scalar, Vec, Mat, Ptr)) or value_struct(pty)):
                 raise self.err(
-                    f"parameter {pname} of {fn.name}: scalars, vectors, structs and pointers "
-                    "only",
+                    f"parameter {pname} of {fn.name}: scalars, vectors, matrices, structs and "
+                    "pointers only",
                     fn.line,
                 )
             if isinstance(pty, Ptr):
@@ -775,8 +794,10 @@ class _Assembler:
                 fn.line,
             )
         ret = typer.resolve(fn.ret) if isinstance(fn.ret, StructRef) else fn.ret
-        if ret is not None and not (isinstance(ret, (Scalar, Vec)) or value_struct(ret)):
-            raise self.err(f"{fn.name} returns {ret} (scalars, vectors and structs only)", fn.line)
+        if ret is not None and not (isinstance(ret, (Scalar, Vec, Mat)) or value_struct(ret)):
+            raise self.err(
+                f"{fn.name} returns {ret} (scalars, vectors, matrices and structs only)", fn.line
+            )
         typer.line = fn.line
         body = typer.block(fn.body, inner, ret, False)
         out = ir.Function(fn.name, tuple(params), ret, body)

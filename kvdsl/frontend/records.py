@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kvdsl.ir import tree as ir
-from kvdsl.ir.types import Array, Scalar, Vec
+from kvdsl.ir.types import Array, Mat, Scalar, Vec
 
 # ---- raw nodes (replaced by concrete IR in the typing pass) ----------------------------------
 
@@ -27,8 +27,17 @@ class RawLit:
 class RawCtor:
     """``T(args)``: a conversion or a value constructor, decided by the arguments' types."""
 
-    ty: Scalar | Vec | Array
+    ty: Scalar | Vec | Mat | MatShape | Array
     args: tuple[ir.Expr, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class MatShape:
+    """``matCxR`` without an element type (``mat2x2(1.0, 0.0, 0.0, 1.0)``): WGSL infers it from
+    the constructor's arguments."""
+
+    c: int
+    r: int
 
 
 @dataclass(frozen=True, slots=True)

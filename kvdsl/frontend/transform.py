@@ -23,6 +23,7 @@ from kvdsl.ir.types import (
     POINTER_SPACES,
     SCALARS,
     Array,
+    Mat,
     Ptr,
     RuntimeArray,
     Scalar,
@@ -38,6 +39,7 @@ from kvdsl.ir.types import Atomic
 from kvdsl.frontend.records import (  # noqa: F401 (the parser and typer import them here)
     RawLit,
     RawCtor,
+    MatShape,
     RawAddress,
     RawLet,
     RawVar,
@@ -58,10 +60,14 @@ VEC_ALIASES = {
     for n in (2, 3, 4)
     for s, ty in (("f", f32), ("h", f16), ("i", i32), ("u", u32))
 }
-# Predeclared WGSL types with no place in the IR.
-UNSUPPORTED_TYPES = {"sampler", "sampler_comparison", "texture_external"} | {
-    f"mat{c}x{r}{s}" for c in (2, 3, 4) for r in (2, 3, 4) for s in ("", "f", "h")
+MAT_ALIASES = {
+    f"mat{c}x{r}{s}": Mat(c, r, ty)
+    for c in (2, 3, 4)
+    for r in (2, 3, 4)
+    for s, ty in (("f", f32), ("h", f16))
 }
+# Predeclared WGSL types with no place in the IR.
+UNSUPPORTED_TYPES = {"sampler", "sampler_comparison", "texture_external"}
 UNSUPPORTED_TYPE_PREFIXES = ("texture_",)
 
 _DEFAULT = object()  # the ``default`` selector of a switch clause, until it becomes None
@@ -534,12 +540,14 @@ class ToIR(Transformer):
 
     def call(self, fn: Token, args: tuple[ir.Expr, ...]) -> ir.Expr:
         name = str(fn)
-        if name in self.aliases and isinstance(self.aliases[name], (Scalar, Vec, Array)):
+        if name in self.aliases and isinstance(self.aliases[name], (Scalar, Vec, Mat, Array)):
             return RawCtor(self.aliases[name], args)
         if name in SCALARS:
             return RawCtor(SCALARS[name], args)
         if name in VEC_ALIASES:
             return RawCtor(VEC_ALIASES[name], args)
+        if name in MAT_ALIASES:
+            return RawCtor(MAT_ALIASES[name], args)
         if (
             name == "arrayLength"
             and len(args) == 1
@@ -593,6 +601,10 @@ class ToIR(Transformer):
 
     def construct(self, ty, args: tuple[ir.Expr, ...]) -> RawCtor:
         return RawCtor(ty, args)
+
+    def mat_inferred(self, kw: Token, args: tuple[ir.Expr, ...]) -> RawCtor:
+        """``matCxR(...)``: the element type comes from the arguments (the typer's)."""
+        return RawCtor(MatShape(int(str(kw)[3]), int(str(kw)[5])), args)
 
     @v_args(meta=True, inline=True)
     def bitcast(self, meta: Meta, ty, args) -> ir.Expr:
@@ -655,6 +667,8 @@ class ToIR(Transformer):
             return SCALARS[name]
         if name in VEC_ALIASES:
             return VEC_ALIASES[name]
+        if name in MAT_ALIASES:
+            return MAT_ALIASES[name]
         if name in UNSUPPORTED_TYPES or name.startswith(UNSUPPORTED_TYPE_PREFIXES):
             raise self._err(f"type '{name}'", tok.line, tok.column)
         return StructRef(name, tok.line, tok.column)
@@ -710,10 +724,18 @@ class ToIR(Transformer):
                 )
         else:
             access = "read" if space == "storage" else "read_write"
-        if not isinstance(store, (Scalar, Vec, Array, RuntimeArray, Atomic)):
-            raise self._err(f"ptr<{space}, {store}> (pointers to scalars, vectors, arrays, atomics)",
+        if not isinstance(store, (Scalar, Vec, Mat, Array, RuntimeArray, Atomic)):
+            raise self._err(f"ptr<{space}, {store}> (pointers to scalars, vectors, matrices, arrays, atomics)",
                             tok.line, tok.column)  # fmt: skip
         return Ptr(space, store, access)
+
+    def mat_type(self, kw: Token, elem) -> Mat:
+        if elem not in (f32, f16):
+            raise WgslTypeError(
+                f"{kw}<{elem}>: a matrix's elements are f32 or f16", self.filename, kw.line,
+                kw.column,
+            )  # fmt: skip
+        return Mat(int(str(kw)[3]), int(str(kw)[5]), elem)
 
     def vec_type(self, kw: Token, elem) -> Vec:
         if not isinstance(elem, Scalar):
@@ -724,8 +746,8 @@ class ToIR(Transformer):
     def runtime_array_type(self, meta: Meta, elem) -> RuntimeArray:
         if isinstance(elem, StructRef):
             return RuntimeArray(elem)  # an array of structs (resolved with the module's structs)
-        if isinstance(elem, Array):
-            return RuntimeArray(elem)  # of arrays: array<array<f32, 4>> (held as words)
+        if isinstance(elem, (Array, Mat)):
+            return RuntimeArray(elem)  # of arrays or matrices: array<array<f32, 4>> (as words)
         return RuntimeArray(self._elem(elem, meta))
 
     @v_args(meta=True, inline=True)
@@ -733,7 +755,7 @@ class ToIR(Transformer):
         n = const_int(count, self.consts, (self.filename, meta.line, meta.column))
         if n <= 0:
             raise self._err(f"array size {n} is not positive", meta.line, meta.column)
-        if isinstance(elem, (Array, StructRef)):
+        if isinstance(elem, (Array, StructRef, Mat)):
             return Array(elem, n)  # nested: array<array<f32, 4>, 16>; of structs: resolved later
         return Array(self._elem(elem, meta), n)
 

@@ -14,13 +14,14 @@ from __future__ import annotations
 import numpy as np
 
 from kvdsl.frontend.errors import UnsupportedError, WgslTypeError
-from kvdsl.frontend.records import StructRef
+from kvdsl.frontend.records import MatShape, StructRef
 from kvdsl.frontend.transform import CallStmt, RawAddress, RawCtor, RawLet, RawLit, RawVar
 from kvdsl.ir import tree as ir
 from kvdsl.ir import ops
 from kvdsl.ir.ops import Op
 from kvdsl.ir.types import (
     Array,
+    Mat,
     Ptr,
     Scalar,
     Struct,
@@ -40,11 +41,11 @@ from kvdsl.ir.verify import SWITCH_CLAUSE, Verifier
 # WGSL builtin functions the IR has no op for: calling one is "outside the subset", not an
 # undefined function. (The atomics, subgroup builtins, frexp and modf are read before this.)
 WGSL_BUILTINS = set(
-    "determinant dpdx dpdxCoarse dpdxFine dpdy dpdyCoarse dpdyFine fwidth fwidthCoarse "
+    "dpdx dpdxCoarse dpdxFine dpdy dpdyCoarse dpdyFine fwidth fwidthCoarse "
     "fwidthFine quadBroadcast quadSwapDiagonal quadSwapX quadSwapY "
     "textureDimensions textureGather textureLoad textureNumLayers textureNumLevels "
     "textureNumSamples textureSample textureSampleBias textureSampleCompare textureSampleGrad "
-    "textureSampleLevel textureStore transpose workgroupBarrier".split()
+    "textureSampleLevel textureStore workgroupBarrier".split()
 )
 
 
@@ -84,7 +85,7 @@ def is_abstract(e: ir.Expr) -> bool:
 
 
 def _pick(value: int | float, want: Type | None) -> Scalar:
-    s = want.scalar if isinstance(want, (Scalar, Vec)) else None
+    s = want.scalar if isinstance(want, (Scalar, Vec, Mat)) else None
     if isinstance(value, float):
         return s if s is not None and s.is_float else f32
     return s if s is not None and s.is_numeric else i32
@@ -301,6 +302,8 @@ class Typer:
         return tuple(out)
 
     def ctor(self, ty: Scalar | Vec | Array, args: tuple[ir.Expr, ...], scope: Scope) -> ir.Expr:
+        if isinstance(ty, (Mat, MatShape)):
+            return self.mat_ctor(ty, args, scope)
         if isinstance(ty, Array):
             return ir.Construct(ty, tuple(self.expr(a, scope, ty.elem) for a in args))
         if len(args) == 1:
@@ -317,6 +320,35 @@ class Typer:
         if isinstance(ty, Scalar):
             raise self.error(f"{ty}(...) takes one argument, got {len(args)}")
         return ir.Construct(ty, tuple(self.expr(a, scope, ty.elem) for a in args))
+
+    def mat_ctor(self, ty: Mat | MatShape, args: tuple[ir.Expr, ...], scope: Scope) -> ir.Expr:
+        """``matCxR<T>(...)``: no arguments (the zero value), C column vectors, or C*R scalars
+        in column-major order; ``matCxR(...)`` takes T from its arguments (abstract ones make
+        f32). One matrix argument of the same shape is that matrix (of another element type,
+        a conversion, which the subset leaves out)."""
+        if isinstance(ty, MatShape):
+            if not args:
+                raise self.error(f"mat{ty.c}x{ty.r}() needs arguments to infer its element type")
+            elem = f32
+            for a in args:
+                if not is_abstract(a):
+                    elem = self.type_of(self.expr(a, scope, None), scope).scalar
+                    break
+            if elem not in (f32, f16):
+                raise self.error(f"mat{ty.c}x{ty.r}(...) of {elem}: a matrix holds f32 or f16")
+            ty = Mat(ty.c, ty.r, elem)
+        if len(args) == 1:
+            a = self.expr(args[0], scope, ty)
+            at = self.type_of(a, scope)
+            if isinstance(at, Mat) and (at.c, at.r) == (ty.c, ty.r):
+                if at.elem != ty.elem:
+                    raise UnsupportedError(
+                        f"matrix conversion {at} to {ty}", self.filename, self.line
+                    )
+                return a
+            args = (a,)
+        want = ty.column if len(args) == ty.c else ty.elem
+        return ir.Construct(ty, tuple(self.expr(a, scope, want) for a in args))
 
     def const_initialiser(self, name: str, value: ir.Expr, scope: Scope) -> None:
         """A function-scope ``const`` must be a const-expression, as WGSL requires (the IR keeps

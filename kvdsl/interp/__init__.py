@@ -34,8 +34,8 @@ Invocations
     With several defects, the one met first in this order is reported.
 
 Values
-    A scalar is an array ``[L]``, a ``vecN`` an array ``[L, N]``, a fixed array a list of element
-    values, where ``L`` is N or 1. ``L == 1`` marks a *uniform* value, the same for every
+    A scalar is an array ``[L]``, a ``vecN`` an array ``[L, N]``, a ``matCxR`` an array
+    ``[L, C, R]`` (``m[:, c]`` is column ``c``), a fixed array a list of element values, where ``L`` is N or 1. ``L == 1`` marks a *uniform* value, the same for every
     invocation (literals, consts, params fields, ``nwg``, and anything computed only from them,
     such as a loop counter running from a constant to a constant); numpy broadcasting mixes the
     two. Values are never changed in place, so ``let a = k;`` copies nothing and aliases nothing.
@@ -47,7 +47,8 @@ Operators and builtins
     ``MIN % -1 == 0``); division truncates and ``%`` takes the dividend's sign; shift amounts are
     taken modulo 32 and ``>>`` on ``i32`` is arithmetic; ``round`` ties to even;
     ``clamp(e, lo, hi) == min(max(e, lo), hi)``; ``select(f, t, c)`` is ``t`` where ``c``. f32
-    arithmetic happens in float32 and f16 in float16, each op rounding to its type. A scalar
+    arithmetic happens in float32 and f16 in float16, each op rounding to its type; a matrix
+    product sums its terms in index order, each product and partial sum so rounded. A scalar
     operand meeting a vector is widened component-wise, as WGSL does. ``&&`` and ``||`` short-
     circuit: the right side runs only for invocations the left side did not decide, so
     ``i < n && buf[i] > 0`` never reads out of bounds. ``inverseSqrt``, ``sqrt``, ``exp``,

@@ -12,7 +12,7 @@ import numpy as np
 from kvdsl.ir import tree as ir
 from kvdsl.ir import ops
 from kvdsl.ir.ops import Op
-from kvdsl.ir.types import Array, Struct, held_as_words
+from kvdsl.ir.types import Array, Mat, Struct, held_as_words
 from kvdsl.ir.show import show
 from kvdsl.interp.errors import InterpError
 from kvdsl.interp.memory import Flat, Row
@@ -490,6 +490,8 @@ class Expressions:
                 # or dtype work needed.
                 return fast(a, b)
         nd = max(a.ndim for a in args)
+        if nd == 3 and op is Op.MUL:
+            return ops.TABLE[op].impl(*args)  # a matrix: its operands' shapes say which product
         if any(a.ndim != nd for a in args):
             args = tuple(a.reshape(a.shape + (1,) * (nd - a.ndim)) for a in args)
         return ops.TABLE[op].impl(*args)
@@ -502,6 +504,9 @@ class Expressions:
         if isinstance(ty, Struct):  # a struct value: its members by name
             return {n: p for (n, _), p in zip(ty.fields, parts)}
         lanes = max(p.shape[0] for p in parts)
+        if type(ty) is Mat:  # [lanes, columns, rows]: from C columns or C*R scalars
+            flat = np.stack([broadcast(p, lanes).reshape(lanes, -1) for p in parts], axis=1)
+            return flat.reshape(lanes, ty.c, ty.r).astype(ty.elem.dtype, copy=False)
         cols = [broadcast(p, lanes).reshape(lanes, -1) for p in parts]
         if len(cols) == 1 and cols[0].shape[1] == 1:
             cols = cols * ty.n  # the splat vecN<T>(x)

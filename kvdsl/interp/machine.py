@@ -40,7 +40,7 @@ from kvdsl.interp.values import (
     sel,
 )
 from kvdsl.ir import tree as ir
-from kvdsl.ir.types import Array, Struct, Vec, array_leaf, held_as_words
+from kvdsl.ir.types import Array, Mat, Struct, Vec, array_leaf, held_as_words
 from kvdsl.ir.show import show
 
 #: The statements one chunk of a dispatch may run (``run``'s ``max_steps``) before the
@@ -546,6 +546,8 @@ class Machine(Scopes, Expressions, Memory, StructMemory):
             return ArrayValue([self.zero(ty.elem)] * ty.n)
         if isinstance(ty, Struct):  # a struct value: its members by name
             return {n: self.zero(t) for n, t in ty.fields}
+        if isinstance(ty, Mat):  # [lanes, columns, rows]
+            return np.zeros((1, ty.c, ty.r), ty.elem.dtype)
         shape = (1, ty.n) if isinstance(ty, Vec) else (1,)
         return np.zeros(shape, ty.scalar.dtype)
 

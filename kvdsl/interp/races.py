@@ -13,7 +13,7 @@ import numpy as np
 
 from kvdsl.interp.errors import RaceError, UninitializedRead
 from kvdsl.interp.values import Mask, Storage, broadcast, word_path  # noqa: F401 (re-exported)
-from kvdsl.ir.types import Array, Struct, Vec, stride
+from kvdsl.ir.types import Array, Mat, Struct, Vec, stride
 
 
 class Sync:
@@ -213,7 +213,7 @@ class StorageRaces:
         :attr:`Sync.stmts`; -1: the one running now) and ``second``'s (``what``) to element
         ``index`` of binding ``name``."""
         b = self.buffers.get(name)
-        if b is not None and isinstance(b.binding.elem, Array):  # nested arrays, as words
+        if b is not None and isinstance(b.binding.elem, (Array, Mat)):  # nested arrays, as words
             if b.binding.whole:  # array<array<u32, 8>, 16>: the binding is the array
                 name, index = name + word_path(b.binding.elem, index), None
             else:

@@ -1,7 +1,7 @@
 """Arrays of structs in storage and workgroup memory: ``blocks[i].qs[j]``, ``blocks[i].d``,
 ``tile[i].v.y``.
 
-A binding or workgroup array whose element is a struct is held as ``u32`` words in WGSL's host layout (member
+A binding or workgroup array whose element is a struct (or a matrix, or an array of them) is held as ``u32`` words in WGSL's host layout (member
 offsets rounded up to each member's alignment, the array stride the struct's size rounded up
 to its alignment: :func:`kvdsl.ir.types.field_offsets`, :func:`~kvdsl.ir.types.stride`), the
 bytes the host gives and gets back. An access chain ending at a scalar or a vector becomes the
@@ -25,6 +25,7 @@ from kvdsl.ir import tree as ir
 from kvdsl.ir.show import show
 from kvdsl.ir.types import (
     Array,
+    Mat,
     RuntimeArray,
     Scalar,
     Struct,
@@ -107,6 +108,11 @@ class StructMemory:
                 self._oob(show(node.base), j, (b.length - int(word[0])) // step, m)
                 word = word + j.astype(np.int64) * step
                 ty = ty.elem
+            elif type(node) is ir.Index and type(ty) is Mat:  # a column, align(vecR) apart
+                j = self.eval(node.index, m)
+                self._oob(show(node.base), j, ty.c, m)
+                word = word + j.astype(np.int64) * (ty.column.align // 4)
+                ty = ty.column
             elif type(node) is ir.Index and isinstance(ty, (Array, Vec)):
                 j = self.eval(node.index, m)
                 self._oob(show(node.base), j, ty.n, m)
@@ -149,6 +155,11 @@ class StructMemory:
             return ArrayValue(
                 self._words_value(b, word + k * step, ty.elem, m) for k in range(ty.n)
             )
+        if isinstance(ty, Mat):  # [lanes, columns, rows]
+            step = ty.column.align // 4
+            cols = [self._words_value(b, word + k * step, ty.column, m) for k in range(ty.c)]
+            lanes = max(c.shape[0] for c in cols)
+            return np.stack([broadcast(c, lanes) for c in cols], axis=1)
         if isinstance(ty, Struct):  # a whole struct: its members by name
             at = field_offsets(ty)
             return {
@@ -178,6 +189,10 @@ class StructMemory:
             step = stride(ty.elem) // 4
             for k in range(ty.n):
                 self._words_put(b, word + k * step, ty.elem, v[k], m)
+        elif isinstance(ty, Mat):  # column by column, the padding after each left as it was
+            step = ty.column.align // 4
+            for k in range(ty.c):
+                self._words_put(b, word + k * step, ty.column, np.ascontiguousarray(v[:, k]), m)
         elif isinstance(ty, Struct) and type(v) is dict:  # a whole struct, member by member
             at = field_offsets(ty)
             for k, (n, t) in enumerate(ty.fields):

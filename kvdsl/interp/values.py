@@ -23,6 +23,7 @@ from kvdsl.ir.tree import Binding, WorkgroupVar
 from kvdsl.ir.types import (
     Array,
     Atomic,
+    Mat,
     Scalar,
     Struct,
     Vec,
@@ -348,7 +349,7 @@ class SharedArray:
         elem = var.ty if scalar else var.ty.elem
         # An array of structs, or of arrays of structs, is held as u32 words in WGSL's layout
         # (kvdsl.interp.structs): ``words`` per outer element.
-        self.words = stride(elem) // 4 if isinstance(array_leaf(elem), Struct) else None
+        self.words = stride(elem) // 4 if isinstance(array_leaf(elem), (Struct, Mat)) else None
         # An array of arrays is held flat, row by row: element [r][c] is r * inner + c.
         self.inner = elem.n if isinstance(elem, Array) and self.words is None else None
         if self.inner is not None:
@@ -374,7 +375,7 @@ class SharedArray:
         """The element (and lane, for a vector array) of ``slot``, as WGSL indexes it."""
         lane = f"[{slot % self.lanes}]" if self.lanes > 1 else ""
         e = slot // self.lanes % self.length
-        if self.words is not None and isinstance(self.var.ty.elem, Array):
+        if self.words is not None and isinstance(self.var.ty.elem, (Array, Mat)):
             return f"{self.var.name}[{e // self.words}]" + word_path(
                 self.var.ty.elem, e % self.words
             )
@@ -424,6 +425,9 @@ def params_values(fields, params: dict | None) -> dict[str, np.ndarray]:
             v = (v.astype(np.int64) & 0xFFFFFFFF).astype(np.uint32).view(dt)
         else:
             v = v.astype(dt)
+        if isinstance(ty, Mat):  # column-major: [1, columns, rows]
+            out[name] = v.reshape(1, ty.c, ty.r)
+            continue
         out[name] = v.reshape((1, ty.n) if isinstance(ty, Vec) else (1,))
     return out
 
@@ -584,14 +588,15 @@ def strided(data: np.ndarray, shape: Shape) -> np.ndarray:
     )
 
 
-def word_path(ty: Array, word: int) -> str:
-    """The indices of word ``word`` of a nested array in WGSL's layout, as WGSL writes them:
-    ``[1].y`` of ``array<vec4<f32>, 2>``'s word 5; where the leaf is a struct, its word."""
+def word_path(ty: Array | Mat, word: int) -> str:
+    """The indices of word ``word`` of a nested array or a matrix in WGSL's layout, as WGSL
+    writes them: ``[1].y`` of ``array<vec4<f32>, 2>``'s word 5, ``[2].x`` of a ``mat3x3<f32>``'s
+    word 8; where the leaf is a struct, its word."""
     out = ""
-    while isinstance(ty, Array):
-        step = stride(ty.elem) // 4
+    while isinstance(ty, (Array, Mat)):
+        step = stride(ty.elem) // 4 if isinstance(ty, Array) else ty.column.align // 4
         out += f"[{word // step}]"
-        word, ty = word % step, ty.elem
+        word, ty = word % step, ty.elem if isinstance(ty, Array) else ty.column
     if isinstance(ty, Vec):
         return out + "." + "xyzw"[word]
     return out + (f" (word {word} of the struct)" if isinstance(ty, Struct) else "")

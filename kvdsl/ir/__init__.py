@@ -62,6 +62,7 @@ from kvdsl.ir.tree import Barrier, Binding, Const, Dispatch, Function, Kernel, W
 from kvdsl.ir.ops import Op
 from kvdsl.ir.types import (
     Array,
+    Mat,
     RuntimeArray,
     Scalar,
     Struct,
@@ -71,6 +72,7 @@ from kvdsl.ir.types import (
     f16,
     f32,
     i32,
+    mat,
     u32,
     vec,
 )
@@ -111,6 +113,7 @@ __all__ = [
     "Kernel",
     "KernelBuilder",
     "Local",
+    "Mat",
     "Shared",
     "Op",
     "RuntimeArray",
@@ -139,6 +142,7 @@ __all__ = [
     "inverse_sqrt",
     "largest",
     "lit",
+    "mat",
     "max_",
     "min_",
     "pack2x16float",

@@ -21,7 +21,7 @@ from kvdsl.ir import ops
 from kvdsl.ir.ops import Op
 from kvdsl.ir.scope import Scope, Symbol, VerifyError
 from kvdsl.ir.show import show
-from kvdsl.ir.types import Scalar, Vec, bool_, f16, f32, i32, u32
+from kvdsl.ir.types import Mat, Scalar, Vec, bool_, f16, f32, i32, u32
 
 SWIZZLE = "xyzw"
 _COMPONENT = {c: i for i, c in enumerate(SWIZZLE)}
@@ -112,6 +112,8 @@ def const_shaped(e: ir.Expr, visible: dict[str, Symbol]) -> bool:
         return const_shaped(e.a, visible) and const_shaped(e.b, visible)
     if t is ir.Member:
         return const_shaped(e.base, visible)
+    if t is ir.Index:
+        return const_shaped(e.base, visible) and const_shaped(e.index, visible)
     return False
 
 
@@ -211,6 +213,8 @@ class ConstEval:
     :class:`~kvdsl.ir.verify.Verifier`, whose :meth:`type_of` it calls."""
 
     def __init__(self) -> None:
+        # Set while a matrix const-expression is folded: typing its parts folds nothing again.
+        self._folding = False
         # Module consts folded on demand, by name: integer (value, type) (:meth:`_const`) and
         # float values (:meth:`_const_float`); None where one is not a constant of that kind.
         self.const_values: dict[str, tuple[int, Scalar] | None] = {}
@@ -331,6 +335,64 @@ class ConstEval:
             v = self._const_float(e, scope)
         return None if v is None else (v,)
 
+    def _const_matrix(self, e: ir.Expr, scope: Scope) -> np.ndarray | None:
+        """The value of a float const-expression that holds matrices (``mat2x2<f32>(...) *
+        2.0``, ``transpose(m)``, ``determinant(m)``, ``m[i][j]``), shaped as the interpreter
+        holds values (``[1]``, ``[1, N]``, ``[1, C, R]``) and computed by the op table, else None.
+        Raises where a value is not finite, as WGSL refuses such a constant when it compiles."""
+        if self._folding:  # typing the operands below: type_of must not fold them again
+            ty = self.type_of(e, scope)
+        elif not const_shaped(e, scope.visible):
+            return None
+        else:
+            self._folding = True
+            try:
+                return self._const_matrix(e, scope)
+            finally:
+                self._folding = False
+        t = type(e)
+        if t is ir.Construct and type(ty) is Mat:
+            if not e.args:
+                return np.zeros((1, ty.c, ty.r), ty.elem.dtype)
+            parts = [self._const_matrix(a, scope) for a in e.args]
+            if any(p is None for p in parts):
+                return None
+            v = np.stack([p.reshape(-1) for p in parts]).reshape(1, ty.c, ty.r)
+            return v.astype(ty.elem.dtype)
+        if t is ir.Binary and e.op in (Op.ADD, Op.SUB, Op.MUL):
+            a, b = self._const_matrix(e.a, scope), self._const_matrix(e.b, scope)
+            if a is None or b is None:
+                return None
+            with np.errstate(all="ignore"):
+                v = ops.TABLE[e.op].impl(a, b)
+        elif t is ir.Call and e.op in (Op.TRANSPOSE, Op.DETERMINANT):
+            m = self._const_matrix(e.args[0], scope)
+            if m is None:
+                return None
+            with np.errstate(all="ignore"):
+                v = ops.TABLE[e.op].impl(m)
+        elif t is ir.Index:
+            base, i = self._const_matrix(e.base, scope), self.const_int(e.index, scope)
+            if base is None or i is None:
+                return None
+            return base[:, i]
+        elif t is ir.Member and len(e.name) == 1:  # one component of a constant vector
+            base = self._const_matrix(e.base, scope)
+            return None if base is None or base.ndim != 2 else base[:, "xyzw".index(e.name)]
+        elif isinstance(ty, (Scalar, Vec)) and ty.scalar.is_float:
+            parts = self._const_num(e, scope)
+            if parts is None:
+                return None
+            return np.array(parts, ty.scalar.dtype).reshape((1, -1) if type(ty) is Vec else 1)
+        else:
+            return None
+        if not np.all(np.isfinite(v)):
+            raise VerifyError(
+                f"{show(e)}: the constant is not finite in {ty.scalar}: WGSL refuses a constant "
+                "that is not finite when it compiles"
+            )
+        return v
+
     def _const_int_vector(self, e: ir.Expr, scope: Scope) -> tuple[int, ...] | None:
         """The components of an integer vector const-expression of operators (``~``, ``-``, the
         arithmetic and bitwise ones, a swizzle) on vectors of constants, as WGSL evaluates it
@@ -414,6 +476,12 @@ class ConstEval:
         elif t is ir.Call and e.op is _SELECT:
             arm = _picked(e)
             return None if arm is None else self._const_float(arm, scope)
+        elif (t is ir.Call and e.op is Op.DETERMINANT) or (
+            (t is ir.Index or t is ir.Member and len(e.name) == 1)
+            and isinstance(self.type_of(e, scope), Scalar)
+        ):  # determinant(m), m[i][j], v[i], v.y of constants
+            got = self._const_matrix(e, scope)
+            return None if got is None else got.reshape(-1)[0]
         elif t is ir.Call and e.op is Op.DOT:  # products, then their sum, step by step
             a, b = self._const_num(e.args[0], scope), self._const_num(e.args[1], scope)
             if a is None or b is None or not all(isinstance(x, np.floating) for x in a + b):

@@ -21,7 +21,7 @@ from typing import Callable
 import numpy as np
 
 from kvdsl.ir import library as lib
-from kvdsl.ir.types import Scalar, Type, Vec, bool_, f32, i32, result_struct, u32
+from kvdsl.ir.types import Mat, Scalar, Type, Vec, bool_, f32, i32, result_struct, u32
 
 # Precedence levels, tightest first.
 PRIMARY, UNARY, MUL, ADD, SHIFT, REL, BIT, LOGIC = range(8)
@@ -150,6 +150,9 @@ class Op(enum.Enum):
     SUBGROUP_ALL = "subgroupAll"
     SUBGROUP_ANY = "subgroupAny"
     SUBGROUP_ELECT = "subgroupElect"
+    # Matrix builtins.
+    TRANSPOSE = "transpose"
+    DETERMINANT = "determinant"
     # Builtins whose result is a struct (its fields read with ``.``).
     FREXP = "frexp"
     MODF = "modf"
@@ -231,6 +234,52 @@ def _arith(args: tuple[Type, ...]) -> Type:
     return _same((a, b), "numeric", _IS_NUMERIC)
 
 
+def _sum(args: tuple[Type, ...]) -> Type:
+    """``+`` and ``-``: :func:`_arith`, and two matrices of one type."""
+    a, b = args
+    if type(a) is Mat or type(b) is Mat:
+        if a != b:
+            raise OpTypeError(f"adds or subtracts matrices of one type, got {a} and {b}")
+        return a
+    return _arith(args)
+
+
+def _product(args: tuple[Type, ...]) -> Type:
+    """``*``: :func:`_arith`, and WGSL's matrix products: a matrix by its element type (either
+    side), ``matCxR * vecC -> vecR``, ``vecR * matCxR -> vecC``, ``matKxR * matCxK -> matCxR``."""
+    a, b = args
+    if type(a) is not Mat and type(b) is not Mat:
+        return _arith(args)
+    if type(a) is Mat and b == a.elem:
+        return a
+    if type(b) is Mat and a == b.elem:
+        return b
+    if type(a) is Mat and type(b) is Vec and b == Vec(a.c, a.elem):
+        return a.column
+    if type(a) is Vec and type(b) is Mat and a == b.column:
+        return Vec(b.c, b.elem)
+    if type(a) is Mat and type(b) is Mat and a.elem == b.elem and a.c == b.r:
+        return Mat(b.c, a.r, a.elem)
+    raise OpTypeError(
+        f"has no product of {a} and {b} (matCxR * vecC, vecR * matCxR, matKxR * matCxK, or a "
+        "matrix by its element type)"
+    )
+
+
+def _transpose(args: tuple[Type, ...]) -> Type:
+    (m,) = args
+    if type(m) is not Mat:
+        raise OpTypeError(f"takes a matrix, got {m}")
+    return Mat(m.r, m.c, m.elem)
+
+
+def _determinant(args: tuple[Type, ...]) -> Type:
+    (m,) = args
+    if type(m) is not Mat or m.c != m.r:
+        raise OpTypeError(f"takes a square matrix, got {m}")
+    return m.elem
+
+
 def _bitwise(args: tuple[Type, ...]) -> Type:
     return _same(args, "integer or bool", _IS_INT_OR_BOOL)
 
@@ -281,6 +330,8 @@ def _select(args: tuple[Type, ...]) -> Type:
     f, t, c = args
     if f != t:
         raise OpTypeError(f"select branches differ: {f} and {t}")
+    if not isinstance(f, (Scalar, Vec)):
+        raise OpTypeError(f"selects a scalar or a vector, got {f}")
     want = bool_ if isinstance(f, Scalar) else Vec(f.n, bool_)
     if c != want and c != bool_:
         raise OpTypeError(f"select condition must be {want}, got {c}")
@@ -571,6 +622,50 @@ def _dot_impl(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return np.sum(a * b, axis=-1, dtype=a.dtype)
 
 
+_multiply = _wrap(np.multiply)
+
+
+def _mat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``*`` with a matrix operand. A matrix value is ``[L, C, R]`` (column-major: ``m[:, c]`` is
+    column ``c``), a vector ``[L, N]``, a scalar ``[L]``. Each product and each partial sum rounds
+    to the element type (f16 matrices compute in float16), summed in index order."""
+    if a.ndim < 3 and b.ndim < 3:
+        return _multiply(a, b)
+    with np.errstate(all="ignore"):
+        if a.ndim == 1 or b.ndim == 1:  # a matrix by a scalar
+            s, m = (a, b) if a.ndim == 1 else (b, a)
+            return (m * s.reshape(-1, 1, 1)).astype(m.dtype)
+        if a.ndim == 3 and b.ndim == 2:  # matCxR * vecC: the columns weighted by v
+            terms = [a[:, k, :] * b[:, k : k + 1] for k in range(a.shape[1])]
+        elif a.ndim == 2:  # vecR * matCxR: v dotted with each column
+            terms = [a[:, k : k + 1] * b[:, :, k] for k in range(b.shape[2])]
+        else:  # matKxR * matCxK: column c is a * (column c of b)
+            terms = [a[:, k : k + 1, :] * b[:, :, k : k + 1] for k in range(a.shape[1])]
+        out = terms[0]
+        for t in terms[1:]:
+            out = out + t
+    return out.astype((a if a.ndim == 3 else b).dtype, copy=False)
+
+
+def _transpose_impl(m: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(np.swapaxes(m, 1, 2))
+
+
+def _determinant_impl(m: np.ndarray) -> np.ndarray:
+    """The cofactor expansion along the first column, each step in the element type."""
+    n = m.shape[1]
+    with np.errstate(all="ignore"):
+        if n == 2:
+            return (m[:, 0, 0] * m[:, 1, 1] - m[:, 1, 0] * m[:, 0, 1]).astype(m.dtype)
+        out = None
+        for r in range(n):
+            rows = [k for k in range(n) if k != r]
+            minor = _determinant_impl(np.ascontiguousarray(m[:, 1:, :][:, :, rows]))
+            term = m[:, 0, r] * minor
+            out = term if out is None else (out - term if r % 2 else out + term)
+    return out.astype(m.dtype, copy=False)
+
+
 def _fma(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     return (a * b + c).astype(a.dtype)
 
@@ -613,11 +708,11 @@ TABLE: dict[Op, OpInfo] = {
     Op.NEG: _unary("-", _neg, _neg_impl),
     Op.NOT: _unary("!", _logic, np.logical_not),
     Op.BITNOT: _unary("~", _int, np.invert),
-    Op.MUL: _binary("*", MUL, MUL, UNARY, _arith, _wrap(np.multiply)),
+    Op.MUL: _binary("*", MUL, MUL, UNARY, _product, _mat_mul),
     Op.DIV: _binary("/", MUL, MUL, UNARY, _arith, _div),
     Op.MOD: _binary("%", MUL, MUL, UNARY, _arith, _mod),
-    Op.ADD: _binary("+", ADD, ADD, MUL, _arith, _wrap(np.add)),
-    Op.SUB: _binary("-", ADD, ADD, MUL, _arith, _wrap(np.subtract)),
+    Op.ADD: _binary("+", ADD, ADD, MUL, _sum, _wrap(np.add)),
+    Op.SUB: _binary("-", ADD, ADD, MUL, _sum, _wrap(np.subtract)),
     Op.SHL: _binary("<<", SHIFT, UNARY, UNARY, _shift, _shift_impl(np.left_shift)),
     Op.SHR: _binary(">>", SHIFT, UNARY, UNARY, _shift, _shift_impl(np.right_shift)),
     Op.LT: _binary("<", REL, SHIFT, SHIFT, _order, np.less),
@@ -745,6 +840,10 @@ TABLE: dict[Op, OpInfo] = {
     ),
     Op.UNPACK2X16UNORM: _builtin(
         "unpack2x16unorm", 1, _fixed((u32,), _V2F), lib.unpack2x16unorm, True, operands=(u32,)
+    ),
+    Op.TRANSPOSE: _builtin("transpose", 1, _transpose, _transpose_impl, generic=False),
+    Op.DETERMINANT: _builtin(
+        "determinant", 1, _determinant, _determinant_impl, approximate=True, generic=False
     ),
     Op.FREXP: _builtin("frexp", 1, _result_of("frexp"), lib.frexp, generic=False),
     Op.MODF: _builtin("modf", 1, _result_of("modf"), lib.modf, generic=False),

@@ -23,6 +23,7 @@ from kvdsl.ir.show import show
 from kvdsl.ir.types import Atomic, compare_exchange_result
 from kvdsl.ir.types import (
     Array,
+    Mat,
     Ptr,
     RuntimeArray,
     Scalar,
@@ -106,6 +107,10 @@ class ExprTyper(ConstEval):
                     got = info.typing((ta, tb))
                 except ops.OpTypeError as err:
                     raise VerifyError(f"{show(e)}: {info.spelling} {err}") from None
+                if type(ta) is Mat or type(tb) is Mat:  # matrix arithmetic of constants
+                    if not self._folding and const_shaped(e, scope.visible):
+                        self._const_matrix(e, scope)  # raises where a value is not finite
+                    return got
                 # What WGSL refuses of scalar constants. The operators are tested by identity
                 # against module globals: cheaper than an enum member looked up on its class, or
                 # hashed, on the verifier's commonest node.
@@ -222,6 +227,10 @@ class ExprTyper(ConstEval):
                     if at is not None and at >= bt.n:
                         self._index_out_of_range(e, at, bt.n)
                     return bt.elem
+                if type(bt) is Mat:  # m[i]: column i
+                    if at is not None and at >= bt.c:
+                        self._index_out_of_range(e, at, bt.c)
+                    return bt.column
                 if isinstance(bt, RuntimeArray) and type(base) in (ir.Deref, ir.Member):
                     return (
                         bt.elem
@@ -246,6 +255,10 @@ class ExprTyper(ConstEval):
                     self.barriers = True  # the uniformity analysis runs (check_barriers)
                 if op is _CLAMP:
                     self._clamp_bounds(e, scope)
+                if op is Op.TRANSPOSE or op is Op.DETERMINANT:
+                    if not self._folding and const_shaped(e, scope.visible):
+                        self._const_matrix(e, scope)  # raises where a value is not finite
+                    return got
                 visible = scope.visible
                 if got is f32 or got is f16:
                     if all(maybe_const(x, visible) for x in args):
@@ -278,7 +291,7 @@ class ExprTyper(ConstEval):
                     )
                 return ty
             case ir.Construct(ty, args):
-                if not args and isinstance(ty, (Vec, Array, Struct)):
+                if not args and isinstance(ty, (Vec, Mat, Array, Struct)):
                     return ty  # the zero value: vec4<f32>(), array<u32, 8>()
                 got = [self.type_of(a, scope) for a in args]
                 if isinstance(ty, Vec):
@@ -292,6 +305,13 @@ class ExprTyper(ConstEval):
                 elif isinstance(ty, Array):
                     if len(got) != ty.n or any(t != ty.elem for t in got):
                         raise VerifyError(f"{show(e)}: components do not make a {ty}")
+                elif type(ty) is Mat:
+                    # C columns vecR<T>, or C*R scalars T in column-major order.
+                    if got != [ty.column] * ty.c and got != [ty.elem] * (ty.c * ty.r):
+                        raise VerifyError(
+                            f"{show(e)}: {ty} is built from {ty.c} columns {ty.column} or "
+                            f"{ty.c * ty.r} {ty.elem} values, got ({', '.join(map(str, got))})"
+                        )
                 elif isinstance(ty, Struct):
                     want = [t for _, t in ty.fields]
                     if got and got != want:

@@ -1,8 +1,9 @@
 """The closed set of IR types.
 
 Every type is a frozen value whose ``str`` is its WGSL spelling. Scalars are singletons
-(``u32``, ``f32``, ...); composite types are built with :func:`vec`, :func:`array` and
-:func:`runtime_array`; the params block is a :class:`Struct`.
+(``u32``, ``f32``, ...); composite types are built with :func:`vec`, :func:`mat`, :func:`array`
+and :func:`runtime_array`; the params block is a :class:`Struct`. :func:`align_of`,
+:func:`size_of`, :func:`stride` and :func:`field_offsets` are WGSL's layout rules.
 """
 
 from __future__ import annotations
@@ -97,6 +98,60 @@ class Vec:
     @property
     def align(self) -> int:
         return (4 if self.n == 3 else self.n) * self.elem.size
+
+
+@dataclass(frozen=True, slots=True)
+class Mat:
+    """``matCxR<T>`` (C columns, R rows, each in 2..4; T ``f32`` or ``f16``): column-major, each
+    column a ``vecR<T>`` with that vector's alignment, so ``mat3x3<f32>``'s columns lie 16 bytes
+    apart."""
+
+    c: int
+    r: int
+    elem: Scalar
+
+    def __str__(self) -> str:
+        return f"mat{self.c}x{self.r}<{self.elem}>"
+
+    @property
+    def scalar(self) -> Scalar:
+        return self.elem
+
+    @property
+    def column(self) -> Vec:
+        """The type of one column, ``vecR<T>``."""
+        return Vec(self.r, self.elem)
+
+    @property
+    def is_int(self) -> bool:
+        return False
+
+    @property
+    def is_float(self) -> bool:
+        return True
+
+    @property
+    def is_numeric(self) -> bool:
+        return True
+
+    @property
+    def size(self) -> int:
+        """WGSL's SizeOf: C columns, each ``AlignOf(vecR)`` apart."""
+        return self.c * self.column.align
+
+    @property
+    def align(self) -> int:
+        """WGSL's AlignOf: its column vector's."""
+        return self.column.align
+
+
+def mat(c: int, r: int, elem: Scalar) -> Mat:
+    """``matCxR<elem>``; rejects shapes and element types WGSL has no matrix for."""
+    if c not in (2, 3, 4) or r not in (2, 3, 4):
+        raise ValueError(f"matrix shape {c}x{r}: columns and rows are each 2, 3 or 4")
+    if elem not in (f32, f16):
+        raise ValueError(f"mat{c}x{r}<{elem}>: a matrix's elements are f32 or f16")
+    return Mat(c, r, elem)
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,7 +284,7 @@ class Ptr:
     spelled only for ``storage`` (the others are always ``read_write``)."""
 
     space: str
-    store: Scalar | Vec | Array | RuntimeArray
+    store: Scalar | Vec | Mat | Array | RuntimeArray
     access: str = "read_write"
 
     def __str__(self) -> str:
@@ -238,7 +293,7 @@ class Ptr:
         return f"ptr<{self.space}, {self.store}>"
 
 
-Type = Scalar | Vec | Atomic | Array | RuntimeArray | Struct | Ptr
+Type = Scalar | Vec | Mat | Atomic | Array | RuntimeArray | Struct | Ptr
 
 
 def align_of(ty: Scalar | Vec | Array | Struct) -> int:
@@ -246,7 +301,7 @@ def align_of(ty: Scalar | Vec | Array | Struct) -> int:
     (3 counts as 4) times the scalar's, an array its element's, a struct its members' largest."""
     if isinstance(ty, (Scalar, Atomic)):
         return ty.size
-    if isinstance(ty, Vec):
+    if isinstance(ty, (Vec, Mat)):
         return ty.align
     if isinstance(ty, (Array, RuntimeArray)):
         return align_of(ty.elem)
@@ -256,7 +311,7 @@ def align_of(ty: Scalar | Vec | Array | Struct) -> int:
 def size_of(ty: Scalar | Vec | Array | Struct) -> int:
     """WGSL's SizeOf(T): an array ``n`` strides (:func:`stride`), a struct its last member's
     end rounded up to the struct's alignment (a runtime-sized last member counts as empty)."""
-    if isinstance(ty, (Scalar, Vec, Atomic)):
+    if isinstance(ty, (Scalar, Vec, Mat, Atomic)):
         return ty.size
     if isinstance(ty, Array):
         return ty.n * stride(ty.elem)
@@ -288,8 +343,9 @@ def _round_up(n: int, k: int) -> int:
 
 def held_as_words(ty: object) -> bool:
     """Whether a storage binding's element ``ty`` is held as ``u32`` words in WGSL's layout: a
-    struct, or a fixed-size array (``array<array<f32, 4>>``: each element a block of words)."""
-    return isinstance(ty, (Struct, Array))
+    struct, a fixed-size array (``array<array<f32, 4>>``: each element a block of words) or a
+    matrix (its columns, each padded to its vector's alignment)."""
+    return isinstance(ty, (Struct, Array, Mat))
 
 
 def array_leaf(ty: object) -> object:

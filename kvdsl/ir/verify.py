@@ -24,6 +24,7 @@ from kvdsl.ir.types import (
     Scalar,
     Struct,
     Type,
+    Mat,
     Vec,
     bool_,
     f16,
@@ -70,7 +71,7 @@ class Verifier(ExprTyper):
             # Cases by frequency: lets, comments and assignments are most statements.
             case ir.Let(name, value):
                 ty = self.type_of(value, scope)
-                if not isinstance(ty, (Scalar, Vec, Array, Ptr)) and not (
+                if not isinstance(ty, (Scalar, Vec, Mat, Array, Ptr)) and not (
                     is_result_struct(ty) or _exchange_result(ty) or value_struct(ty)
                 ):
                     raise VerifyError(f"{show(s)}: cannot bind a value of type {ty}")
@@ -85,7 +86,7 @@ class Verifier(ExprTyper):
                         f"{show(s)}: an atomic lives in storage (read_write) or workgroup memory, "
                         "not in a function var"
                     )
-                if not isinstance(ty, (Scalar, Vec, Array)) and not value_struct(ty):
+                if not isinstance(ty, (Scalar, Vec, Mat, Array)) and not value_struct(ty):
                     raise VerifyError(f"{show(s)}: a var cannot have type {ty}")
                 if init is not None and (got := self.type_of(init, scope)) is not ty and got != ty:
                     raise VerifyError(f"{show(s)}: initialiser is {got}, expected {ty}")
@@ -279,7 +280,7 @@ class Verifier(ExprTyper):
             sym.kind in ("binding", "workgroup")
             and (
                 isinstance(sym.ty, Struct)
-                or isinstance(array_leaf(sym.ty.elem), Struct)
+                or isinstance(array_leaf(sym.ty.elem), (Struct, Mat))
                 or (sym.kind == "binding" and held_as_words(sym.ty.elem))
             )
         ):
@@ -385,6 +386,8 @@ def module_scope(kernel: ir.Kernel, verifier: Verifier) -> Scope:
                     f"binding '{b.name}': {b.elem} elements are atomic<u32> or atomic<i32> in a "
                     f"read_write binding (got {b.elem}, {b.access})"
                 )
+        elif isinstance(b.elem, Mat):
+            check_memory_matrix(f"binding '{b.name}'", b.elem)
         elif not isinstance(b.elem, (Scalar, Vec)) or b.elem == bool_:
             raise VerifyError(f"binding '{b.name}': element type {b.elem} cannot be stored")
         if b.data is not None and not _host_fits(b):
@@ -396,7 +399,7 @@ def module_scope(kernel: ir.Kernel, verifier: Verifier) -> Scope:
     if kernel.params is not None:
         for fname, fty in kernel.params.fields:
             check_name(fname, kernel.params)
-            if not isinstance(fty, (Scalar, Vec)) or fty.scalar == bool_:
+            if not isinstance(fty, (Scalar, Vec, Mat)) or fty.scalar == bool_:
                 raise VerifyError(f"params field '{fname}': type {fty} cannot be uniform")
         scope.declare("params", Symbol(kernel.params, "params"), kernel.params)
     total = 0
@@ -412,6 +415,9 @@ def module_scope(kernel: ir.Kernel, verifier: Verifier) -> Scope:
         leaf = w.ty.elem.elem if isinstance(w.ty.elem, Array) else w.ty.elem
         if isinstance(array_leaf(w.ty.elem), Struct):  # array<B, 4>, array<array<B, 2>, 4>
             check_memory_struct(f"workgroup var '{w.name}'", array_leaf(w.ty.elem))
+            leaf = u32  # held as words
+        elif isinstance(array_leaf(w.ty.elem), Mat):  # array<mat2x2<f32>, 64>
+            check_memory_matrix(f"workgroup var '{w.name}'", array_leaf(w.ty.elem))
             leaf = u32  # held as words
         atomic = isinstance(leaf, Atomic) and leaf.elem in (u32, i32)
         if (
@@ -459,12 +465,22 @@ def check_memory_struct(what: str, st: Struct, whole: bool = False) -> None:
         if isinstance(inner, Struct):  # a struct inside a struct
             check_memory_struct(what, inner)
             continue
+        if isinstance(inner, Mat):
+            check_memory_matrix(f"{what}: struct {st.name} member {name}", inner)
+            continue
         if not isinstance(inner, (Scalar, Vec)) or inner.scalar not in (u32, i32, f32):
             raise VerifyError(
                 f"{what}: struct {st.name} member {name}: {ty} (u32, i32 or f32 scalars, "
                 "vectors of them, atomic<u32> or atomic<i32>, other structs, or fixed-size "
                 "arrays of those, nested or not)"
             )
+
+
+def check_memory_matrix(what: str, ty: Mat) -> None:
+    """A matrix in storage or workgroup memory: ``f32`` elements (memory is held in 32-bit
+    words; an f16 matrix there is outside the subset)."""
+    if ty.elem != f32:
+        raise VerifyError(f"{what}: {ty} (matrices in memory are of f32)")
 
 
 def _holds_atomic(ty: object) -> bool:
@@ -483,6 +499,8 @@ def check_memory_array(what: str, ty: Array) -> None:
     inner = array_leaf(ty)
     if isinstance(inner, Struct):
         check_memory_struct(what, inner)
+    elif isinstance(inner, Mat):
+        check_memory_matrix(what, inner)
     elif not isinstance(inner, (Scalar, Vec)) or inner.scalar not in (u32, i32, f32):
         raise VerifyError(
             f"{what}: {ty} (arrays of u32, i32 or f32 scalars, vectors of them or structs, "
@@ -586,7 +604,7 @@ def check_pointer_type(what: str, t: Ptr) -> None:
         raise VerifyError(
             f"{what}: access '{t.access}' in {t.space} memory (read_write; storage also read)"
         )
-    if not isinstance(t.store, (Scalar, Vec, Array, RuntimeArray, Atomic)) or (
+    if not isinstance(t.store, (Scalar, Vec, Mat, Array, RuntimeArray, Atomic)) or (
         isinstance(t.store, RuntimeArray) and t.space != "storage"
     ):
         raise VerifyError(f"{what}: {t.space} memory does not hold a {t.store}")

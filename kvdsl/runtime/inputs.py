@@ -31,7 +31,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from kvdsl.ir.tree import Binding, Kernel
-from kvdsl.ir.types import Scalar, Struct, Vec
+from kvdsl.ir.types import Mat, Scalar, Struct, Vec
 from kvdsl.runtime.errors import BufferError, ParamsError
 
 _INT_RANGE = {"u32": (0, 2**32 - 1), "i32": (-(2**31), 2**31 - 1)}
@@ -139,16 +139,20 @@ def check_params(struct: Struct | None, params: Mapping[str, Any] | None, kernel
         raise ParamsError(f"params {what} missing; the params are {_describe(struct)}")
     for name, ty in struct.fields:
         value = params[name]
-        if isinstance(ty, Vec):
+        if isinstance(ty, (Vec, Mat)):
+            n = ty.n if isinstance(ty, Vec) else ty.c * ty.r
             if isinstance(value, np.ndarray):
                 parts = list(value.reshape(-1))
+            elif isinstance(value, (list, tuple)) and isinstance(ty, Mat):
+                parts = list(np.ravel(np.asarray(value, dtype=object)))
             elif isinstance(value, (list, tuple)):
                 parts = list(value)
             else:
                 parts = [value]
-            if len(parts) != ty.n:
+            if len(parts) != n:
+                what = "" if isinstance(ty, Vec) else f" (column-major: {ty.c} columns of {ty.r})"
                 raise ParamsError(
-                    f"params field '{name}' is {ty}: got {shown(value)}, expected {ty.n} values"
+                    f"params field '{name}' is {ty}: got {shown(value)}, expected {n} values" + what
                 )
             for part in parts:
                 _scalar(name, ty.elem, part)

@@ -2,7 +2,8 @@
 
 Uniform layout follows WGSL's rules for host-shareable structs: each field sits at the next
 multiple of its alignment (4 for 32-bit scalars, 2 for f16, ``vec2`` 2x the element size, ``vec3``
-and ``vec4`` 4x), and the whole struct is padded to a multiple of 16, the uniform address space's
+and ``vec4`` 4x, ``matCxR`` its column ``vecR``'s, each column that far from the last), and the
+whole struct is padded to a multiple of 16, the uniform address space's
 struct alignment. Storage arrays of ``vec3`` have a stride of four elements; every other element
 type is packed. A storage binding must be non-empty and a multiple of 4 bytes, so the bytes sent to
 the GPU are zero-padded and the padding is cut off again on read-back.
@@ -14,7 +15,7 @@ from typing import Mapping
 
 import numpy as np
 
-from kvdsl.ir.types import Array, Scalar, Struct, Vec, size_of
+from kvdsl.ir.types import Array, Mat, Scalar, Struct, Vec, size_of
 from kvdsl.runtime.inputs import check_buffers, check_params
 
 __all__ = ["check_buffers", "from_storage", "pack_params", "params_layout", "to_storage"]
@@ -24,8 +25,8 @@ def _round_up(n: int, to: int) -> int:
     return -(-n // to) * to
 
 
-def _align(t: Scalar | Vec) -> int:
-    return t.align if isinstance(t, Vec) else t.size
+def _align(t: Scalar | Vec | Mat) -> int:
+    return t.align if isinstance(t, (Vec, Mat)) else t.size
 
 
 def params_layout(struct: Struct) -> tuple[dict[str, int], int]:
@@ -51,6 +52,13 @@ def pack_params(struct: Struct, values: Mapping[str, object]) -> bytes:
     out = bytearray(size)
     for name, ty in struct.fields:
         value = values[name]
+        if isinstance(ty, Mat):  # column by column, each vecR's alignment apart
+            cols = np.asarray(value, dtype=np.float64).reshape(ty.c, ty.r)
+            for k, col in enumerate(cols):
+                data = b"".join(_scalar_bytes(ty.elem, v) for v in col)
+                at = offsets[name] + k * ty.column.align
+                out[at : at + len(data)] = data
+            continue
         if isinstance(ty, Vec):
             parts = list(np.ravel(value)) if not np.isscalar(value) else [value]
             data = b"".join(_scalar_bytes(ty.elem, v) for v in parts)
@@ -70,7 +78,11 @@ def to_storage(elem: Scalar | Vec, a: np.ndarray) -> bytes:
     if _vec3(elem):
         flat = np.pad(flat.reshape(-1, 3), ((0, 0), (0, 1))).reshape(-1)
     data = flat.tobytes()
-    least = elem.align if _vec3(elem) else size_of(elem) if isinstance(elem, Array) else elem.size
+    least = (
+        elem.align
+        if _vec3(elem)
+        else size_of(elem) if isinstance(elem, (Array, Mat)) else elem.size
+    )
     size = max(_round_up(len(data), 4), _round_up(least, 4))
     return data + bytes(size - len(data))
 

@@ -100,6 +100,48 @@ def _rope_np(b, p):
     return {"x": out.ravel()}
 
 
+def _head_transform(rng):
+    tokens, heads, dim = 5, 3, 32
+    blocks = tokens * heads * dim // 4
+    q = (rng.uniform(0.5, 1.5, (blocks, 4)) * rng.choice([-1, 1], (blocks, 4))).astype(F32)
+    mixing = rng.uniform(-1.0, 1.0, (heads, 16)).astype(F32)
+    mixing[mixing == 0] = 0.5
+    return (
+        {
+            "q": q,
+            "mixing": mixing,
+            "positions": np.array([0, 3, 7, 12, 31], np.uint32),
+            "out": _poison(blocks * 4).reshape(blocks, 4),
+        },
+        {
+            "tokens": tokens,
+            "heads": heads,
+            "dim": dim,
+            "theta": 10000.0,
+            "out_scale": [[1.5, -0.25], [0.5, 0.75]],
+        },
+        (-(-blocks // 64), 1, 1),
+    )
+
+
+def _head_transform_np(b, p):
+    t, h, d = p["tokens"], p["heads"], p["dim"]
+    q = b["q"].reshape(t, h, d // 4, 4).astype(np.float64)
+    mats = b["mixing"].reshape(h, 4, 4).transpose(0, 2, 1).astype(np.float64)  # columns given
+    x = np.einsum("hrc,thbc->thbr", mats, q)
+    pos = b["positions"].astype(np.float64)[:, None, None]
+    scale = np.asarray(p["out_scale"]).T
+    halves = []
+    for k, pair in enumerate((x[..., :2], x[..., 2:])):
+        ang = pos * p["theta"] ** (-(4.0 * np.arange(d // 4) + 2 * k) / d)
+        c, s = np.cos(ang), np.sin(ang)
+        rot = np.stack(
+            [c * pair[..., 0] - s * pair[..., 1], s * pair[..., 0] + c * pair[..., 1]], -1
+        )
+        halves.append(rot @ (scale if k == 0 else scale.T))
+    return {"out": np.concatenate(halves, -1).reshape(-1, 4)}
+
+
 def _blocks(rng, pairs: int) -> np.ndarray:
     x = (rng.standard_normal(pairs * 64) * rng.uniform(0.1, 3.0, pairs * 2).repeat(32)).astype(F32)
     x[:32] = 0.0  # a block of zeros: scale 0
@@ -420,6 +462,7 @@ CASES = [
     Case("splitk_matvec_last_merges", _splitk, _splitk_np, 1e-4),
     Case("scaled_softmax_shadowed", _scaled_softmax, _scaled_softmax_np, 1e-5),
     Case("row_stats_counters", _row_stats, _row_stats_np),
+    Case("head_transform", _head_transform, _head_transform_np, 1e-4),
 ]
 BY_NAME = {c.name: c for c in CASES}
 

@@ -47,11 +47,12 @@ from kvdsl.ir.tree import (
     Return,
     Var,
 )
-from kvdsl.ir.types import Scalar, Struct, Vec, bool_
+from kvdsl.ir.types import Mat, Scalar, Struct, Vec, bool_, mat
 from kvdsl.ir.show import show
 
-# vec2<f32>: pack2x16float; vec3<f32>: cross
-CANDIDATES = [f32, u32, i32, bool_, vec(4, f32), vec(2, f32), vec(3, f32)]
+# vec2<f32>: pack2x16float; vec3<f32>: cross; matrices: transpose, determinant, + - *
+CANDIDATES = [f32, u32, i32, bool_, vec(4, f32), vec(2, f32), vec(3, f32), mat(3, 3, f32)]
+CANDIDATES += [mat(2, 3, f32)]
 
 
 def _operands(op, ty):
@@ -87,7 +88,11 @@ def test_every_op_row_is_complete():
                 (
                     np.array([3, 5], dtype=t.dtype)
                     if isinstance(t, Scalar)
-                    else np.ones((2, t.n), t.scalar.dtype)
+                    else (
+                        np.ones((2, t.c, t.r), t.elem.dtype)
+                        if isinstance(t, Mat)
+                        else np.ones((2, t.n), t.scalar.dtype)
+                    )
                 )
                 for t in _operands(op, ty)
             ]

@@ -1,0 +1,4 @@
+// expect: refused "m"
+// tint: refused
+// in: _kernel.wgsl
+  m[0] = v.xy;

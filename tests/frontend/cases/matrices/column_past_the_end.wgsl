@@ -1,0 +1,4 @@
+// expect: refused "m[2i]"
+// tint: refused
+// in: _kernel.wgsl
+  let a = m[2];

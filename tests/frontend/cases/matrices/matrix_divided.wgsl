@@ -1,0 +1,4 @@
+// expect: refused "m / 2.0f"
+// tint: refused
+// in: _kernel.wgsl
+  let a = m / 2.0;
