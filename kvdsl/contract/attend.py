@@ -134,7 +134,7 @@ def _row_values(cfg: KernelConfig) -> int:
     i32 a value) or int4 (two values a u32) words, or a format's u32 words with its inline
     scales (:meth:`~kvdsl.nodes.formats.Format.row_words`)."""
     if cfg.template_bits is not None:
-        return cfg.head_dim * cfg.template_bits // 16
+        return cfg.head_dim if cfg.template_bits == 8 else cfg.head_dim // 2
     if cfg.fmt is not None:
         return cfg.fmt.row_words(cfg.head_dim, cfg.inline)
     return cfg.head_dim
