@@ -192,7 +192,7 @@ def _unwritten(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
 
 
 def _stored(cfg: AttendConfig, rng: np.random.Generator, p: Problem, k: np.ndarray,
-            v: np.ndarray, buffers: dict, params: dict, shape: dict) -> dict[str, np.ndarray]:  # fmt: skip
+            v: np.ndarray, buffers: dict, params: dict) -> dict[str, np.ndarray]:  # fmt: skip
     """The cache's rows ``[B, Hkv, T, W]`` of K and V ``[B, Hkv, T, D]`` (``T`` at least the
     problem's rows) as stored: the values of an f32 or f16 cache, or a format's rows
     (:func:`kvdsl.harness.attend_cache.encode`) and side ``scales``, the problem's K and V then
@@ -205,7 +205,6 @@ def _stored(cfg: AttendConfig, rng: np.random.Generator, p: Problem, k: np.ndarr
     p.k, p.v = enc.k[:, :, :t], enc.v[:, :, :t]
     buffers |= enc.buffers
     params |= enc.params
-    shape |= enc.params
     cache = {"key": enc.key, "value": enc.value}
     return cache | ({} if enc.side is None else {"scales": enc.side})
 
@@ -242,13 +241,15 @@ def attend_case(cfg: AttendConfig, rng: np.random.Generator, i: int) -> AttendCa
         spare = values(rng, p.k.shape[:2] + (seq - longest, cfg.head_dim), p.k.dtype)
         k = np.concatenate([p.k, spare], axis=2) if seq > longest else p.k
         v = np.concatenate([p.v, spare[..., ::-1]], axis=2) if seq > longest else p.v
-        cache = _stored(cfg, rng, p, k, v, buffers, params, shape)
+        cache = _stored(cfg, rng, p, k, v, buffers, params)
         buffers |= {"key": cache["key"].reshape(-1), "value": cache["value"].reshape(-1)}
         if "scales" in cache:
             buffers["scales"] = cache["scales"].reshape(-1)
         shape["seq"] = params["seq"] = seq
+        if "perChannel" in params:  # the template's cache: its scales per channel or one
+            shape["perChannel"] = params["perChannel"]
     else:
-        cache = _stored(cfg, rng, p, p.k, p.v, buffers, params, shape)
+        cache = _stored(cfg, rng, p, p.k, p.v, buffers, params)
         pools, pages, max_pages = _paged(cfg, rng, p, queries, cache)
         buffers |= pools
         shape["pages"] = pages
