@@ -7,7 +7,8 @@ both from the shape); with ``chunks`` more than one the variant writes ``partial
 ``attend_merge`` variant of the same query heads, head dim, sinks and output turns them into
 ``output``. The cache adds ``seq`` (a contiguous cache's capacity) or ``pages`` (a paged
 cache's pool; ``maxPages`` is added wherever a kernel binds ``page_table``); a sliding window
-adds ``window``. ``scale`` and ``softcap`` are the model's numbers, no formula of the shape:
+adds ``window``; the template's int8 or int4 cache adds ``perChannel`` (its ``kv_scale``
+holds a scale pair per channel, or one). ``scale`` and ``softcap`` are the model's numbers, no formula of the shape:
 their params fields have no value.
 """
 
@@ -47,6 +48,8 @@ MEANINGS: dict[str, dict[str, str]] = {
         "scale": "the logits' scale (1 / sqrt(head_dim) for most models): the host gives it",
         "window": "keys a new token sees: itself and the window - 1 before it",
         "softcap": "the logit soft-cap c (logits become c × tanh(logit / c)): the host gives it",
+        "perChannel": "1: kv_scale's (k, v) pairs hold one scale per channel (kv_heads ×"
+        " head_dim); 0: one pair for every channel",
     },
     "attend_merge": {
         "batch": _BATCH,
@@ -93,12 +96,14 @@ def says(words: str) -> str | None:
 
 def shape(cfg: KernelConfig) -> list[str]:
     """The shape variables of ``cfg``'s variant (before ``maxPages``, which a page table adds):
-    the mode's, then the cache's (``seq`` or ``pages``), ``window`` with a sliding window, and
-    ``rowBlocks`` where its value is no formula of ``queries``."""
+    the mode's, then the cache's (``seq`` or ``pages``, and ``perChannel`` for the template's
+    cache), ``window`` with a sliding window, and ``rowBlocks`` where its value is no formula of
+    ``queries``."""
     own = list(SHAPES[cfg.mode])
     if cfg.mode == "attend_merge":
         return own
     own.append("seq" if cfg.cache is CacheLayout.BNSH else "pages")
+    own += ["perChannel"] if cfg.template_bits is not None else []
     own += ["window"] if cfg.sliding_window else []
     return own + (["rowBlocks"] if row_blocks(cfg) is None else [])
 
@@ -109,6 +114,7 @@ def formulas(cfg: KernelConfig) -> dict[str, str | None]:
     if cfg.mode == "attend_merge":
         return own
     own |= {"seq": "seq"} if cfg.cache is CacheLayout.BNSH else {"maxPages": "maxPages"}
+    own |= {"perChannel": "perChannel"} if cfg.template_bits is not None else {}
     own |= {"rowBlocks": row_blocks(cfg) or "rowBlocks", "scale": None}
     own |= {"window": "window"} if cfg.sliding_window else {}
     return own | ({"softcap": None} if cfg.softcap else {})
@@ -123,12 +129,25 @@ def meanings(cfg: KernelConfig) -> dict[str, str]:
     return own
 
 
+def _row_values(cfg: KernelConfig) -> int:
+    """Host values of one cache row: ``head_dim`` f32 or f16 values, the template's int8 (one
+    i32 a value) or int4 (two values a u32) words, or a format's u32 words with its inline
+    scales (:meth:`~kvdsl.nodes.formats.Format.row_words`)."""
+    if cfg.template_bits is not None:
+        return cfg.head_dim if cfg.template_bits == 8 else cfg.head_dim // 2
+    if cfg.fmt is not None:
+        return cfg.fmt.row_words(cfg.head_dim, cfg.inline)
+    return cfg.head_dim
+
+
 def sizes(cfg: KernelConfig) -> dict[str, tuple[str, int]]:
     """The bindings' sizes: Q and O ``q_heads × head_dim`` values per (sequence, new token);
     the partials ``q_heads × (head_dim + 4)`` f32 per (sequence, new token, chunk) (a row's
     unnormalised output, then its maximum, sum and two zeros); the sinks one f32 per query
-    head; a contiguous cache ``kv_heads × head_dim`` values per (sequence, row); a paged one
-    ``page_values`` per page of each pool and ``maxPages`` entries per sequence's table."""
+    head; a contiguous cache ``kv_heads`` rows (:func:`_row_values`) per (sequence, row), its
+    side scales ``kv_heads × side_words`` f32 (K's then V's a row); a paged one ``page_size ×
+    kv_heads`` rows per page of each pool, its scale pages' f32, and ``maxPages`` entries per
+    sequence's table; the template's ``kv_scale`` one (k, v) pair per channel or one."""
     heads, d = cfg.q_heads, cfg.head_dim
     out = {
         "seqlens_k": ("batch", 1),
@@ -139,9 +158,17 @@ def sizes(cfg: KernelConfig) -> dict[str, tuple[str, int]]:
     }
     if cfg.mode == "attend_merge":
         return out
+    row = cfg.kv_heads * _row_values(cfg)
+    if cfg.template_bits is not None:
+        out["kv_scale"] = (f"perChannel * {cfg.kv_heads * d - 1} + 1", 2)
     if cfg.cache is CacheLayout.BNSH:
-        rows = ("batch * seq", cfg.kv_heads * d)
-        return out | {"key": rows, "value": rows}
-    page = cfg.page_size * cfg.kv_heads * d
+        rows = ("batch * seq", row)
+        out |= {"key": rows, "value": rows}
+        return out | (
+            {"scales": ("batch * seq", cfg.kv_heads * cfg.side_words)} if cfg.side_words else {}
+        )
+    page = cfg.page_size * row
     pools = {"key_pages": ("pages", page), "value_pages": ("pages", page)}
+    sides = cfg.scale_geometry
+    out |= {} if sides is None else {"scale_pages": ("pages", sides.stride)}
     return out | pools | {"kv_pages": ("pages", 2 * page), "page_table": ("batch * maxPages", 1)}

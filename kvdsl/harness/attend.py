@@ -3,8 +3,10 @@
 A case is a decode step of attention: ``batch`` sequences of random lengths (each at least its
 ``queries`` new tokens, 1 to ``max_queries``), random non-zero Q, K and V, a random scale,
 sinks, window and soft-cap where the variant has them; a contiguous cache with spare capacity,
-or pages shuffled over a pool whose rows no table names hold NaN, pages wholly before every new
-token's window released (-1 in the table). Outputs start poisoned.
+or pages shuffled over a pool whose rows no table names hold NaN (or NaN words), pages wholly
+before every new token's window released (-1 in the table). A quantised cache holds K and V
+encoded by the format's own reference encoder (:mod:`kvdsl.harness.attend_cache`), and the
+reference attends over the values they decode to. Outputs start poisoned.
 
 ``attend`` with one chunk writes ``output``: the float64 reference
 (:func:`kvdsl.reference.attention.attention`). With several chunks it writes ``partials``
@@ -30,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from kvdsl.harness.attend_cache import encode
 from kvdsl.harness.cases import Case, case_generator, values
 from kvdsl.harness.compare import poison
 from kvdsl.kernels.attend import HIDDEN, AttendConfig, CacheLayout, RowLayout, plan
@@ -159,17 +162,21 @@ def _problem(cfg: AttendConfig, rng: np.random.Generator, i: int, batch: int, qu
     )  # fmt: skip
 
 
-def _paged(cfg: AttendConfig, rng: np.random.Generator, p: Problem, queries: int):
-    """The problem's rows over pages shuffled in a pool (spare pages and unused rows NaN; pages
-    wholly before every new token's window released): pool bindings, the page table, the
-    pool's pages and ``maxPages``."""
-    size, (b, hk, _, d) = cfg.page_size, p.k.shape
+def _paged(cfg: AttendConfig, rng: np.random.Generator, p: Problem, queries: int,
+           cache: dict[str, np.ndarray]):  # fmt: skip
+    """The cache's rows (``cache``: ``key``'s and ``value``'s ``[B, Hkv, T, W]`` as stored, and
+    a format's side ``scales``) over pages shuffled in a pool (spare pages and unused rows NaN
+    or poison words; pages wholly before every new token's window released): pool bindings,
+    the page table, the pool's pages and ``maxPages``."""
+    size, b = cfg.page_size, p.k.shape[0]
     owned = [-(-int(n) // size) for n in p.lengths]
     max_pages = max(owned) + int(rng.integers(0, 2))
     ids = rng.permutation(sum(owned) + int(rng.integers(1, 3)))
     table = np.full((b, max_pages), -1, np.int32)
-    kp = np.full((len(ids), size, hk, d), np.nan, p.k.dtype)
-    vp = np.full_like(kp, np.nan)
+    pools = {
+        name: _unwritten((len(ids), size, x.shape[1], x.shape[-1]), x.dtype)
+        for name, x in cache.items()
+    }
     at = 0
     for s, n in enumerate(int(n) for n in p.lengths):
         for page in range(owned[s]):
@@ -179,11 +186,38 @@ def _paged(cfg: AttendConfig, rng: np.random.Generator, p: Problem, queries: int
             pid, at = int(ids[at]), at + 1
             table[s, page] = pid
             rows = min(size, n - first)
-            kp[pid, :rows] = p.k[s, :, first : first + rows].transpose(1, 0, 2)
-            vp[pid, :rows] = p.v[s, :, first : first + rows].transpose(1, 0, 2)
-    arrays = pool_arrays(kp, vp, cfg.page_layout.value, cfg.pool.value)
+            for name, x in cache.items():
+                pools[name][pid, :rows] = x[s, :, first : first + rows].transpose(1, 0, 2)
+    layout = cfg.page_layout.value
+    arrays = pool_arrays(pools["key"], pools["value"], layout, cfg.pool.value)
     names = ("kv_pages",) if cfg.pool is Pool.COMBINED else ("key_pages", "value_pages")
-    return dict(zip(names, arrays)) | {"page_table": table.reshape(-1)}, len(ids), max_pages
+    out = dict(zip(names, arrays)) | {"page_table": table.reshape(-1)}
+    if "scales" in pools:
+        out["scale_pages"] = pool_arrays(pools["scales"], pools["scales"], layout, "separate")[0]
+    return out, len(ids), max_pages
+
+
+def _unwritten(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """Rows no writer wrote: NaN values, or words whose bits are a NaN's."""
+    return np.full(shape, np.nan, dtype) if np.dtype(dtype).kind == "f" else poison(shape, dtype)
+
+
+def _stored(cfg: AttendConfig, rng: np.random.Generator, p: Problem, k: np.ndarray,
+            v: np.ndarray, buffers: dict, params: dict) -> dict[str, np.ndarray]:  # fmt: skip
+    """The cache's rows ``[B, Hkv, T, W]`` of K and V ``[B, Hkv, T, D]`` (``T`` at least the
+    problem's rows) as stored: the values of an f32 or f16 cache, or a format's rows
+    (:func:`kvdsl.harness.attend_cache.encode`) and side ``scales``, the problem's K and V then
+    the values they decode to, the template's ``kv_scale`` and ``perChannel`` added to the
+    case."""
+    if cfg.format is None:
+        return {"key": k, "value": v}
+    enc = encode(cfg, rng, k, v)
+    t = p.k.shape[2]
+    p.k, p.v = enc.k[:, :, :t], enc.v[:, :, :t]
+    buffers |= enc.buffers
+    params |= enc.params
+    cache = {"key": enc.key, "value": enc.value}
+    return cache | ({} if enc.side is None else {"scales": enc.side})
 
 
 def _tolerance(cfg: AttendConfig) -> float:
@@ -219,10 +253,16 @@ def attend_case(cfg: AttendConfig, rng: np.random.Generator, i: int) -> AttendCa
         spare = values(rng, p.k.shape[:2] + (seq - longest, cfg.head_dim), p.k.dtype)
         k = np.concatenate([p.k, spare], axis=2) if seq > longest else p.k
         v = np.concatenate([p.v, spare[..., ::-1]], axis=2) if seq > longest else p.v
-        buffers |= {"key": k.reshape(-1), "value": v.reshape(-1)}
+        cache = _stored(cfg, rng, p, k, v, buffers, params)
+        buffers |= {"key": cache["key"].reshape(-1), "value": cache["value"].reshape(-1)}
+        if "scales" in cache:
+            buffers["scales"] = cache["scales"].reshape(-1)
         shape["seq"] = params["seq"] = seq
+        if "perChannel" in params:  # the template's cache: its scales per channel or one
+            shape["perChannel"] = params["perChannel"]
     else:
-        pools, pages, max_pages = _paged(cfg, rng, p, queries)
+        cache = _stored(cfg, rng, p, p.k, p.v, buffers, params)
+        pools, pages, max_pages = _paged(cfg, rng, p, queries, cache)
         buffers |= pools
         shape["pages"] = pages
         params["maxPages"] = max_pages

@@ -15,6 +15,9 @@ inputs that address memory get values a host may pass, as the verification cases
 - ``page_pairs``: copies from pages onto other pages, each page in one pair at most.
 - ``live_pages``: distinct pages of the pool.
 
+An ``attend`` variant's quantised cache holds random values as its format's reference encoder
+stores them (:func:`kvdsl.harness.attend_cache.random_cache`): finite scales, codes of values.
+
 A shape these cannot be made valid for is a :class:`ShapeError` naming the variable, its value
 and what is allowed.
 """
@@ -25,6 +28,7 @@ from typing import Callable
 
 import numpy as np
 
+from kvdsl.harness.attend_cache import random_cache
 from kvdsl.harness.cases import values
 from kvdsl.harness.modes import adversarial_seqlens
 from kvdsl.harness.paged import allocate
@@ -89,6 +93,8 @@ def shaped_inputs(
         order = rng.permutation(pages)
         pairs = np.stack([order[:copies], order[copies : 2 * copies]], axis=1)
         made["page_pairs"] = pairs.astype(np.int32).reshape(-1)
+    if cfg.mode == "attend" and getattr(cfg, "format", None) is not None:
+        made |= random_cache(cfg, shape, rng)
     if "live_pages" in names:
         _need(shape, "pages", shape["live"], f"live={shape['live']} distinct pages of the pool")
         made["live_pages"] = rng.permutation(shape["pages"])[: shape["live"]].astype(np.int32)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, fields
 
 from kvdsl.kernels.attend import AttendConfig, CacheLayout, RowLayout
 from kvdsl.kernels.config import Element, Model
+from kvdsl.kernels.dense import ScalePlace
 from kvdsl.nodes.paged import PageLayout, Pool
 
 
@@ -75,7 +76,8 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, AttendConfig]:
     contiguous (BNSH) and paged (NHD, HND, TVM's combined HND pool), Q and O as the fused QKV
     kernel writes them (BSH) or BNSH; Gemma-3-1B's MQA with a sliding window; Gemma-2-2B's
     window with soft-capping and sinks; gpt-oss-20b's GQA 8 with sinks, a window and up to 8
-    new tokens (speculative verification)."""
+    new tokens (speculative verification); Llama-3.1-8B's quantised caches
+    (:func:`quantised_variants`)."""
     shapes = {k: models[k].shape for k in ("llama31_8b", "gemma3_1b", "gemma2_2b")}
     shapes["gpt_oss_20b"] = GPT_OSS.shape
     heads = {k: s | {"q_heads": Q_HEADS[k]} for k, s in shapes.items()}
@@ -120,6 +122,7 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, AttendConfig]:
             **heads["gpt_oss_20b"], **paged, max_queries=8, sinks=True, pool=Pool.COMBINED
         ),
     }
+    v |= quantised_variants(llama)
     merges: dict[str, AttendConfig] = {}
     for name, cfg in v.items():
         m = merge_config(cfg)
@@ -137,3 +140,52 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, AttendConfig]:
         )
         merges[f"attend_merge_{tag + '_' if tag else ''}{model}"] = m
     return v | merges
+
+
+#: The quantised contiguous caches attend reads, by name part: (format, scales) as the
+#: ``dense_append_{part}`` writer variants write them (and ``build_quant`` / ``append_quant``
+#: for the template's).
+CONTIGUOUS_FORMATS = {
+    "int8": ("int8", ScalePlace.INLINE),
+    "int8_side": ("int8", ScalePlace.SIDE),
+    "int4": ("int4", ScalePlace.INLINE),
+    "int4_side": ("int4", ScalePlace.SIDE),
+    "int4_asym": ("int4_asym", ScalePlace.INLINE),
+    "int4_asym_side": ("int4_asym", ScalePlace.SIDE),
+    "q8_0": ("q8_0", ScalePlace.INLINE),
+    "q4_0": ("q4_0", ScalePlace.INLINE),
+    "template_int8": ("template_int8", ScalePlace.INLINE),
+    "template_int4": ("template_int4", ScalePlace.INLINE),
+}
+#: The quantised paged caches attend reads (page-table pools), by name part: (format, scales,
+#: page size, page layout) as the paged writer and reader variants of the name part hold them
+#: (``paged_append_int8_side_page_table_p16_nhd``, ``paged_append_rotary_int4_page_table_p64_nhd``,
+#: ``paged_qkv_int4_side``, ``paged_read_int4_asym_side_p64_hnd_f16``,
+#: ``paged_append_rotary_q8_0_page_table_p16_nhd``, ``paged_qkv_q4_0``,
+#: ``paged_append_rotary_q4_0_p16_hnd``); int4 in HND pages of 64 as the f32 ``p64_hnd`` ones.
+PAGED_FORMATS = {
+    "int8_side_p16_nhd": ("int8", ScalePlace.SIDE, 16, PageLayout.NHD),
+    "int4_p64_nhd": ("int4", ScalePlace.INLINE, 64, PageLayout.NHD),
+    "int4_side_p16_nhd": ("int4", ScalePlace.SIDE, 16, PageLayout.NHD),
+    "int4_p64_hnd": ("int4", ScalePlace.INLINE, 64, PageLayout.HND),
+    "int4_asym_side_p64_hnd": ("int4_asym", ScalePlace.SIDE, 64, PageLayout.HND),
+    "q8_0_p16_nhd": ("q8_0", ScalePlace.INLINE, 16, PageLayout.NHD),
+    "q4_0_p16_nhd": ("q4_0", ScalePlace.INLINE, 16, PageLayout.NHD),
+    "q4_0_p16_hnd": ("q4_0", ScalePlace.INLINE, 16, PageLayout.HND),
+}
+
+
+def quantised_variants(llama: dict) -> dict[str, AttendConfig]:
+    """Attend over Llama-3.1-8B's quantised caches (``llama``: its attend fields), Q and O f32
+    BNSH: ``attend_{part}_llama31_8b`` of each :data:`CONTIGUOUS_FORMATS` part and
+    ``attend_paged_{part}_llama31_8b`` of each :data:`PAGED_FORMATS` part, so a host pairs
+    each writer variant with the reader of its cache."""
+    v: dict[str, AttendConfig] = {}
+    for part, (fmt, scales) in CONTIGUOUS_FORMATS.items():
+        v[f"attend_{part}_llama31_8b"] = AttendConfig(**llama, format=fmt, scales=scales)
+    for part, (fmt, scales, size, layout) in PAGED_FORMATS.items():
+        v[f"attend_paged_{part}_llama31_8b"] = AttendConfig(
+            **llama, cache=CacheLayout.PAGED, format=fmt, scales=scales, page_size=size,
+            page_layout=layout,
+        )  # fmt: skip
+    return v

@@ -97,6 +97,28 @@ def test_every_variant_gets_valid_inputs():
         run(kernel, buffers, params, None)
 
 
+def test_a_quantised_attend_cache_holds_encoded_values():
+    """A quantised attend cache holds random values as its format's reference encoder stores
+    them (finite scales, no random words): every sequence with rows attends to finite partials
+    on the interpreter."""
+    from kvdsl.interp import run
+
+    # One of each kind of cache (side scales, ggml blocks, the template's, pages): every
+    # variant's inputs run on the interpreter in test_every_variant_gets_valid_inputs.
+    names = [
+        "attend_int4_asym_side_llama31_8b",
+        "attend_q4_0_llama31_8b",
+        "attend_template_int8_llama31_8b",
+        "attend_paged_int8_side_p16_nhd_llama31_8b",
+    ]
+    for name in names:
+        assert catalog.config(name).format is not None
+        _, bufs, params = from_shape(name, small(name), 3, chosen(name))
+        parts = run(catalog.build(name), bufs, params)["partials"].reshape(2, -1)
+        live = bufs["seqlens_k"] >= 0
+        assert live.any() and np.isfinite(parts[live]).all(), name
+
+
 def test_addresses_are_valid_and_random_values_are_not_zero():
     name = "paged_append_page_table_p16_nhd_llama31_8b"
     for seed in range(20):

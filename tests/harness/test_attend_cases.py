@@ -33,7 +33,7 @@ def _first_per_merge() -> list[str]:
 def test_every_attend_variant_has_its_merge():
     merges = {merge_of(name, catalog.VARIANTS) for name in ATTEND}
     assert merges == {n for n, cfg in catalog.VARIANTS.items() if cfg.mode == "attend_merge"}
-    assert 12 <= len(ATTEND) + len(merges) <= 20
+    assert 30 <= len(ATTEND) + len(merges) <= 40
 
 
 def test_attend_variants_run_at_the_default_limits():
@@ -106,9 +106,111 @@ def test_the_cases_cover_the_shapes():
                 assert np.isnan(c.buffers["key_pages"]).any()
 
 
+QUANTISED = [n for n in ATTEND if catalog.config(n).format is not None]
+#: Each quantised attend variant (but int4 in HND pages of 64, which no writer variant names)
+#: and a writer (or, for int4_asym's HND pages, reader) variant of the same cache.
+WRITERS = {
+    "attend_int8_llama31_8b": "dense_append_int8_llama31_8b",
+    "attend_int8_side_llama31_8b": "dense_append_int8_side_llama31_8b",
+    "attend_int4_llama31_8b": "dense_append_int4_llama31_8b",
+    "attend_int4_side_llama31_8b": "dense_append_int4_side_llama31_8b",
+    "attend_int4_asym_llama31_8b": "dense_append_int4_asym_llama31_8b",
+    "attend_int4_asym_side_llama31_8b": "dense_append_int4_asym_side_llama31_8b",
+    "attend_q8_0_llama31_8b": "dense_append_q8_0_llama31_8b",
+    "attend_q4_0_llama31_8b": "dense_append_q4_0_llama31_8b",
+    "attend_template_int8_llama31_8b": "append_quant_int8_llama31_8b",
+    "attend_template_int4_llama31_8b": "append_quant_int4_llama31_8b",
+    "attend_paged_int8_side_p16_nhd_llama31_8b": "paged_append_int8_side_page_table_p16_nhd_llama31_8b",
+    "attend_paged_int4_p64_nhd_llama31_8b": "paged_append_rotary_int4_page_table_p64_nhd_llama31_8b",
+    "attend_paged_int4_side_p16_nhd_llama31_8b": "paged_qkv_int4_side_llama31_8b",
+    "attend_paged_int4_asym_side_p64_hnd_llama31_8b": "paged_read_int4_asym_side_p64_hnd_f16_llama31_8b",
+    "attend_paged_q8_0_p16_nhd_llama31_8b": "paged_append_rotary_q8_0_page_table_p16_nhd_llama31_8b",
+    "attend_paged_q4_0_p16_nhd_llama31_8b": "paged_qkv_q4_0_llama31_8b",
+    "attend_paged_q4_0_p16_hnd_llama31_8b": "paged_append_rotary_q4_0_p16_hnd_llama31_8b",
+}  # fmt: skip
+#: attend's cache bindings → the writer's (contiguous; a paged pool's are named alike).
+CACHE_BINDINGS = {"key": "present_key", "value": "present_value", "scales": "present_scales"}
+SPLIT = ("k_scale", "v_scale")
+CACHED = ("key", "value", "scales", "kv_scale", "key_pages", "value_pages", "scale_pages")
+
+
+def test_quantised_variants_read_their_writers_caches():
+    """A quantised attend variant's cache is its writer variant's: the same format, scales,
+    KV heads, head dim (and page size and layout), and the contract sizes its bindings (a
+    row's or a page's bytes) alike, so a host binds the writer's buffers to the reader."""
+    from kvdsl.contract import entry
+    from kvdsl.contract.expr import evaluate
+
+    assert sorted(QUANTISED) == sorted([*WRITERS, "attend_paged_int4_p64_hnd_llama31_8b"])
+    unit = {"batch": 1, "seq": 1, "totalSeq": 1, "pages": 1, "perChannel": 1, "maxPages": 1}
+    for name, writer in WRITERS.items():
+        cfg, wcfg = catalog.config(name), catalog.config(writer)
+        assert (cfg.kv_heads, cfg.head_dim) == (wcfg.kv_heads, wcfg.head_dim), name
+        if cfg.template_bits is None:
+            assert (cfg.format_name, cfg.scales) == (wcfg.format.value, wcfg.scales), name
+        else:
+            assert cfg.template_bits == wcfg.bits, name
+        if cfg.cache.value == "paged":
+            assert (cfg.page_size, cfg.page_layout) == (wcfg.page_size, wcfg.page_layout), name
+        sizes = [
+            {b["name"]: evaluate(b["elements"], unit) * b["element_bytes"]
+             for b in entry(catalog.build(n), catalog.config(n))["bindings"]
+             if b["name"] in CACHE_BINDINGS.values() or b["name"] in CACHED + SPLIT}
+            for n in (name, writer)
+        ]  # fmt: skip
+        if "k_scale" in sizes[1]:  # the template's k_scale and v_scale, which kv_scale pairs
+            sizes[1]["kv_scale"] = sum(sizes[1][b] for b in SPLIT)
+        cache = [b for b in CACHED if b in sizes[0]]
+        assert cache, name
+        for b in cache:
+            assert sizes[0][b] == sizes[1][CACHE_BINDINGS.get(b, b)], (name, b)
+
+
+@pytest.mark.parametrize("name", [n for n in QUANTISED if "paged" not in n])
+def test_a_quantised_cache_holds_the_encoders_rows(name):
+    """A contiguous quantised cache holds every row of K and V as the format's reference
+    encoder writes it, and the problem attends over what those rows decode to: random,
+    non-constant values within a quantisation step of the case's random values."""
+    from kvdsl.reference import elementwise as ew
+    from kvdsl.reference import formats as fm
+
+    cfg = catalog.config(name)
+    for case in cases_for(cfg, 2, 5):
+        b, t = len(case.problem.lengths), case.params["seq"]
+        got = []
+        for binding in ("key", "value"):
+            words = case.buffers[binding].reshape(b, cfg.kv_heads, t, -1)
+            if cfg.template_bits is not None:
+                q = words if cfg.template_bits == 8 else ew.unpack_int4(words)
+                pair = case.buffers["kv_scale"].reshape(-1, 2)[:, int(binding == "value")]
+                sc = ew.channel_scales(pair, cfg.kv_heads, cfg.head_dim, case.params["perChannel"])
+                got.append(ew.dequantize(q, sc))
+            else:
+                side = None
+                if not cfg.inline:
+                    both = case.buffers["scales"].reshape(b, cfg.kv_heads, t, -1)
+                    half = both.shape[-1] // 2
+                    side = both[..., :half] if binding == "key" else both[..., half:]
+                got.append(fm.dequantize_rows(cfg.fmt, words, side, cfg.head_dim, cfg.inline))
+        longest = case.problem.k.shape[2]
+        for dec, want in zip(got, (case.problem.k, case.problem.v)):
+            np.testing.assert_array_equal(dec[:, :, :longest], want)
+            assert np.isfinite(dec).all() and np.unique(dec).size > 8
+            assert 0.5 < np.abs(want).mean() < 1.5  # values() are ±[0.25, 2)
+
+
 PLANTED = {
     # variant: (text in its WGSL, the bug)
     "attend_llama31_8b": ("j <= pos0", "j < pos0"),  # the causal mask off by one
+    # K's scale read from V's word
+    "attend_int8_side_llama31_8b": ("scales[kSide + 0u]", "scales[kSide + 1u]"),
+    # K scaled by V's scale
+    "attend_template_int4_llama31_8b": ("kv_scale[kScaleAt].x", "kv_scale[kScaleAt].y"),
+    # q4_0's codes off by one
+    "attend_paged_q4_0_p16_hnd_llama31_8b": (
+        "f32(i32(k0Q & 15u) - 8i)",
+        "f32(i32(k0Q & 15u) - 7i)",
+    ),
     "attend_merge_llama31_8b": ("exp(m0 - newTop)", "1.0f"),  # no rescale to the maximum
     "attend_merge_sinks_gpt_oss_20b": ("l = l + exp(sink - top);", ""),  # the sink dropped
 }

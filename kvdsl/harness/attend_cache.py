@@ -1,0 +1,112 @@
+"""The quantised caches ``attend`` reads in its verification cases and ``kvdsl inputs``: K and V
+rows encoded by the format's own reference encoder (:func:`kvdsl.reference.formats.quantize_rows`,
+or the template's per-channel or per-tensor quantiser of :mod:`kvdsl.reference.modes`), so a
+cache holds the codes and scales a writer of the format stores for such values, and the values
+they decode to, which the reference attends over.
+
+The template's scales are random, each between 0.8 and 1 of the largest value over the code
+range: most values quantise inside it, the largest few clamp at its ends, as a calibrated
+scale clamps outliers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from kvdsl.harness.cases import values
+from kvdsl.kernels.attend import AttendConfig, CacheLayout
+from kvdsl.nodes.paged import Pool
+from kvdsl.reference import elementwise as ew
+from kvdsl.reference import formats as fm
+from kvdsl.reference.modes import Quant
+
+
+@dataclass
+class Encoded:
+    """K and V ``[B, H, T, D]`` in a cache's format: its rows ``[B, H, T, W]`` of host values
+    (u32 words, the template's int8 i32), the side scales ``[B, H, T, 2S]`` (K's stat words,
+    then V's; None inline), the decoded values (f32) and the template's ``kv_scale`` binding
+    and ``perChannel`` param."""
+
+    key: np.ndarray
+    value: np.ndarray
+    side: np.ndarray | None
+    k: np.ndarray
+    v: np.ndarray
+    buffers: dict[str, np.ndarray] = field(default_factory=dict)
+    params: dict[str, int] = field(default_factory=dict)
+
+
+def encode(
+    cfg: AttendConfig,
+    rng: np.random.Generator,
+    k: np.ndarray,
+    v: np.ndarray,
+    per_channel: bool | None = None,
+) -> Encoded:
+    """``k`` and ``v`` ``[B, H, T, D]`` in ``cfg``'s format (a format of
+    :mod:`kvdsl.nodes.formats` with its scales inline or aside, or the template's int8 or
+    int4, its scales per channel or per tensor as ``per_channel`` says, None: at random)."""
+    if cfg.template_bits is not None:
+        if per_channel is None:
+            per_channel = bool(rng.integers(0, 2))
+        return _template(cfg, rng, k, v, per_channel)
+    fmt, inline = cfg.fmt, cfg.inline
+    (kw, ks), (vw, vs) = (fm.quantize_rows(fmt, x, inline) for x in (k, v))
+    dk, dv = (
+        fm.dequantize_rows(fmt, w, None if inline else s, cfg.head_dim, inline)
+        for w, s in ((kw, ks), (vw, vs))
+    )
+    side = None if inline else np.concatenate([ks, vs], axis=-1)
+    return Encoded(kw, vw, side, dk, dv)
+
+
+def _template(cfg: AttendConfig, rng: np.random.Generator, k, v, per_channel: bool) -> Encoded:
+    bits, h, d = cfg.template_bits, cfg.kv_heads, cfg.head_dim
+    n = h * d if per_channel else 1
+    qmax = 2 ** (bits - 1) - 1
+    k_scale, v_scale = (
+        (rng.uniform(0.8, 1.0, n) * np.abs(x).max(initial=1.0) / qmax).astype(np.float32)
+        for x in (k, v)
+    )
+    quant = Quant(bits, k_scale, v_scale, per_channel)
+    words, decoded = [], []
+    for x, scale in ((k, k_scale), (v, v_scale)):
+        scales = ew.channel_scales(scale, h, d, per_channel)
+        q = ew.quantize(x, scales, *quant.range)
+        words.append(q if bits == 8 else ew.pack_int4(q))
+        decoded.append(ew.dequantize(q, scales))
+    return Encoded(
+        *words, None, *decoded, buffers={"kv_scale": quant.kv_scale()},
+        params={"perChannel": int(per_channel)},
+    )  # fmt: skip
+
+
+def random_cache(
+    cfg: AttendConfig, shape: dict[str, int], rng: np.random.Generator
+) -> dict[str, np.ndarray]:
+    """The bindings of a quantised cache of ``shape`` (``kvdsl inputs``): every row of the
+    contiguous cache or of the pool's pages random values (:func:`kvdsl.harness.cases.values`)
+    encoded (:func:`encode`), the side scales in the rows' order (a page's scale rows are in
+    its layout, as its value rows are), the template's ``kv_scale`` per channel or not as
+    ``perChannel`` says."""
+    if cfg.cache is CacheLayout.BNSH:
+        lead = (shape["batch"], cfg.kv_heads, shape["seq"])
+        names = ("key", "value", "scales")
+    else:
+        lead = (1, 1, shape["pages"] * cfg.page_size * cfg.kv_heads)
+        names = ("key_pages", "value_pages", "scale_pages")
+    k, v = (values(rng, lead + (cfg.head_dim,), np.float32) for _ in range(2))
+    enc = encode(cfg, rng, k, v, bool(shape.get("perChannel", 1)))
+    out = dict(enc.buffers)
+    if cfg.pool is Pool.COMBINED and cfg.cache is CacheLayout.PAGED:
+        pages = shape["pages"]
+        both = np.stack([enc.key.reshape(pages, -1), enc.value.reshape(pages, -1)], axis=1)
+        out["kv_pages"] = both.reshape(-1)
+    else:
+        out |= {names[0]: enc.key.reshape(-1), names[1]: enc.value.reshape(-1)}
+    if enc.side is not None:
+        out[names[2]] = enc.side.reshape(-1)
+    return out
