@@ -29,6 +29,11 @@ CONFIGS = {
     "f32 blocks of 4, sinks and a window": dict(
         kv_heads=1, head_dim=32, q_heads=2, sinks=True, sliding_window=True, rotation=4,
     ),
+    "int8 whole head": dict(kv_heads=1, head_dim=64, q_heads=4, format="int8", rotation=64),
+    "int4 paged HND, blocks of 32, side": dict(
+        kv_heads=1, head_dim=64, q_heads=2, cache="paged", page_layout="hnd", format="int4",
+        scales="side", rotation=32,
+    ),
     "f16 paged HND, whole head of 128": dict(
         kv_heads=1, head_dim=128, q_heads=4, cache="paged", page_layout="hnd",
         cache_type="f16", rotation=128,
