@@ -107,7 +107,7 @@ def dense_append_case(cfg: DenseAppendConfig, rng: np.random.Generator, i: int) 
     if cfg.k_norm:
         norm = KNorm(rng.uniform(0.5, 1.5, d).astype(np.float32), cfg.eps)
         bufs["k_norm_weight"] = norm.weight
-    w = fm.dense_append(new_k, new_v, seqlens, cap, h, cfg.fmt, cfg.inline, rot, norm)
+    w = fm.dense_append(new_k, new_v, seqlens, cap, h, cfg.fmt, cfg.inline, rot, norm, cfg.rotation)
     expected = {"present_key": w.key, "present_value": w.value}
     written = {"present_key": w.mask(w.key), "present_value": w.mask(w.value)}
     bufs |= {name: poison(w.key.size, np.uint32) for name in CACHE}
@@ -160,7 +160,9 @@ def dense_build_case(cfg: DenseBuildConfig, rng: np.random.Generator, i: int) ->
     if cfg.k_norm:
         norm = KNorm(rng.uniform(0.5, 1.5, d).astype(np.float32), cfg.eps)
         bufs["k_norm_weight"] = norm.weight
-    wk, wv, side = fm.dense_build(new_k, new_v, h, cfg.fmt, cfg.inline, past, rot, norm)
+    wk, wv, side = fm.dense_build(
+        new_k, new_v, h, cfg.fmt, cfg.inline, past, rot, norm, cfg.rotation
+    )
     expected = {"present_key": wk, "present_value": wv}
     bufs |= {name: poison(wk.size, np.uint32) for name in CACHE}
     if not cfg.inline:

@@ -38,6 +38,8 @@ from kvdsl.ir import (
     Kernel,
     KernelBuilder,
     Val,
+    array,
+    as_val,
     construct,
     f32,
     i32,
@@ -69,7 +71,7 @@ from kvdsl.kernels.config import (
     plus,
     times,
 )
-from kvdsl.nodes import walks, words
+from kvdsl.nodes import rotation, walks, words
 from kvdsl.nodes.formats import FORMATS, Format, format_of
 from kvdsl.nodes.index import bsh, split_rows
 from kvdsl.nodes.quantise import (
@@ -217,10 +219,15 @@ class DenseAppendConfig(RotaryHalf, DenseConfig):
     split: bool = True
     # Vectors a lane holds of a dense format's row, at most (None: the longest run).
     run: int | None = None
+    # K rotated by the signed Walsh-Hadamard matrix over blocks of this many dimensions (the
+    # head_dim: the whole head) after its RMSNorm and rotary, before it is quantised
+    # (kvdsl.reference.rotation); 0: not rotated. V is stored as it is. attend reads such a
+    # cache with the same rotation.
+    rotation: int = 0
     mode = "dense_append"
     KEYS = (  # fmt: skip
         "kv_heads", "head_dim", "format", "scales", "k_norm", "rotary", "rotary_half", "eps",
-        "input_type", "walk", "split", "run", "workgroup_size", "fold",
+        "input_type", "walk", "split", "run", "rotation", "workgroup_size", "fold",
     )
 
     def check_fields(self) -> None:
@@ -236,6 +243,8 @@ class DenseAppendConfig(RotaryHalf, DenseConfig):
             " WebGPU's default 8)",
         )
         require_rotary_vectors(self.rotary, self.head_dim, self.rotary_half, self.mode)
+        wrong = rotation.check_block(self.rotation, self.head_dim)
+        require(wrong is None, "rotation", self.rotation, wrong or "")
         one_of("input_type", self.input_type, FLOATS)
         require_walk(self.fmt, self.walk, self.run)
         flag("split", self.split)
@@ -401,7 +410,21 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
     rot = Rotation(cos, sin, position, half, cfg.partial) if cfg.rotary else None
 
     def transform(k: list[Val], norm: Norm | None) -> list[Val]:
+        if cfg.rotation:
+            return rotated(norm)
         return transform_lane(kb, k, lambda j: q.vector_at(it.d, j), load_k, norm, rot, q.paired)
+
+    def rotated(norm: Norm | None) -> list[Val]:
+        """The lane's vectors of K rotated: the whole row loaded, normed and NeoX-rotated,
+        then Walsh-Hadamard rotated in registers; the lane takes its own."""
+        kb.comment(f"K's whole row, transformed and rotated (blocks of {cfg.rotation}).")
+        n4 = cfg.head_dim // 4
+        index = [as_val(i, u32) for i in range(n4)]
+        full = transform_lane(kb, [load_k(i) for i in index], index.__getitem__, load_k, norm, rot)
+        row = kb.var("kRot", array(F32X4, n4))
+        for i, x in enumerate(rotation.registers(kb, full, cfg.rotation, "kR")):
+            row[i] = x
+        return [kb.let(f"kLane{j}", row[q.vector_at(it.d, j)]) for j in range(q.vectors)]
 
     def load_k(i: Val) -> Val:
         return words.as_f32(kb, src_k[src_base + i])
@@ -421,7 +444,7 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
         with kb.else_():
             for j in range(n):
                 x[j].set(words.as_f32(kb, src_k[at[j]]))
-        if cfg.k_norm or cfg.rotary:
+        if cfg.k_norm or cfg.rotary or cfg.rotation:
             norm = row_norm(x)
             with kb.if_(~is_v):
                 for j, kj in enumerate(transform(x, norm)):
@@ -430,7 +453,7 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
     else:
         k = [kb.let(f"kIn{j}", words.as_f32(kb, src_k[at[j]])) for j in range(n)]
         v = [kb.let(f"v{j}", words.as_f32(kb, src_v[at[j]])) for j in range(n)]
-        if cfg.k_norm or cfg.rotary:
+        if cfg.k_norm or cfg.rotary or cfg.rotation:
             norm = row_norm(k)
             k = transform(k, norm)
     done = it.e >= rows * lanes

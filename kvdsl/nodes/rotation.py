@@ -80,6 +80,55 @@ def stages(kb: KernelBuilder, rows: Shared, count: int, d4: int, block: int, t: 
         h *= 2
 
 
+def registers(kb: KernelBuilder, row: list[Val], block: int, name: str) -> list[Val]:
+    """The rotation of a whole row held as ``vec4``s (``row[i]`` its elements ``4 i .. 4 i +
+    3``), in registers: signs and ``1 / sqrt(block)`` (known when the kernel is built), the
+    butterflies at distances 1 and 2 in each ``vec4``, then between ``vec4``s at distances 4 ..
+    ``block / 2``; the results named ``{name}{i}``."""
+    scale = 1.0 / math.sqrt(block)
+    out = []
+    for i, x in enumerate(row):
+        s = [scale * _sign(4 * i + c) for c in range(4)]
+        y = kb.let(f"{name}S{i}", x * construct(V4, *s))
+        a = kb.let(
+            f"{name}H{i}",
+            construct(
+                V4,
+                y.member("x") + y.member("y"),
+                y.member("x") - y.member("y"),
+                y.member("z") + y.member("w"),
+                y.member("z") - y.member("w"),
+            ),
+        )
+        b = construct(
+            V4,
+            a.member("x") + a.member("z"),
+            a.member("y") + a.member("w"),
+            a.member("x") - a.member("z"),
+            a.member("y") - a.member("w"),
+        )
+        out.append(kb.let(f"{name}B{i}", b))
+    h, stage = 1, 0
+    while 4 * h < block:
+        nxt = list(out)
+        for i in range(len(out)):
+            if i & h == 0:
+                a, b = out[i], out[i + h]
+                nxt[i] = kb.let(f"{name}{stage}_{i}", a + b)
+                nxt[i + h] = kb.let(f"{name}{stage}_{i + h}", a - b)
+        out, h, stage = nxt, 2 * h, stage + 1
+    return out
+
+
+def _sign(i: int) -> float:
+    """:func:`sign` of a dimension known when the kernel is built."""
+    x = (i + 1) * 0x9E3779B1 % 2**32
+    x ^= x >> 15
+    x = x * 0x2C1B3C6D % 2**32
+    x ^= x >> 12
+    return -1.0 if x >> 31 else 1.0
+
+
 def check_block(block: int, head_dim: int) -> str | None:
     """What is wrong with rotating ``head_dim``-value rows over blocks of ``block`` (None:
     nothing; 0 is no rotation)."""
@@ -92,4 +141,4 @@ def check_block(block: int, head_dim: int) -> str | None:
     return None
 
 
-__all__ = ["check_block", "load4", "sign", "stages"]
+__all__ = ["check_block", "load4", "registers", "sign", "stages"]

@@ -50,6 +50,8 @@ from typing import Any
 
 import numpy as np
 
+from kvdsl.reference.rotation import rotation as rotation_of
+
 from kvdsl.reference.elementwise import rms_norm, rotate_neox, split_heads
 from kvdsl.reference.modes import KNorm, Rotary, share_window
 
@@ -387,10 +389,12 @@ def dense_append(
     inline: bool = True,
     rotary: Rotary | None = None,
     k_norm: KNorm | None = None,
+    rotation: int = 0,
 ) -> DenseWritten:
     """New BSH tokens quantised into rows ``[end - S, end)`` of a buffer-sharing BNSH cache
     (:func:`kvdsl.reference.modes.share_window`), K RMS-normed with ``k_norm``, then rotated at
-    its row with ``rotary``."""
+    its row with ``rotary``, then Walsh-Hadamard rotated over blocks of ``rotation``
+    (:mod:`kvdsl.reference.rotation`; 0: not)."""
     k, v = split_heads(new_k, kv_heads).astype(F32), split_heads(new_v, kv_heads).astype(F32)
     s = k.shape[2]
     start, _ = share_window(seqlens_k, s, capacity)
@@ -399,7 +403,15 @@ def dense_append(
         k = rms_norm(k, k_norm.weight, k_norm.eps)
     if rotary is not None:
         k = rotate_neox(k, pos, rotary.cos, rotary.sin, rotary.half)
+    k = _hadamard(k, rotation)
     return quantized_at(k, v, start, capacity, fmt, inline)
+
+
+def _hadamard(k: np.ndarray, block: int) -> np.ndarray:
+    """K rows rotated over blocks of ``block`` (f32, as a kernel computes them); 0: as given."""
+    if not block:
+        return k
+    return rotation_of(k.shape[-1], block).rotate(np.asarray(k, F32))
 
 
 def quantized_at(
@@ -430,6 +442,7 @@ def dense_build(
     past_seq: int = 0,
     rotary: Rotary | None = None,
     k_norm: KNorm | None = None,
+    rotation: int = 0,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """New BSH tokens quantised into a BNSH cache of their own: ``(key words, value words, side
     scales)``, ``[B, H, S, W]`` and ``[B, H, S, 2S]``; K normed, then rotated at ``past_seq +
@@ -440,6 +453,7 @@ def dense_build(
     if rotary is not None:
         pos = past_seq + np.arange(k.shape[2])[None, None, :]
         k = rotate_neox(k, pos, rotary.cos, rotary.sin, rotary.half)
+    k = _hadamard(k, rotation)
     (wk, sk), (wv, sv) = quantize_rows(fmt, k, inline), quantize_rows(fmt, v, inline)
     return wk, wv, np.concatenate([sk, sv], axis=-1)
 
