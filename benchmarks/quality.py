@@ -229,7 +229,7 @@ def page(rows: list[dict[str, Any]], times: dict[str, float], device: str) -> st
         f"with {OUTLIERS} channels per head {OUTLIER_SCALE[0]:g}-{OUTLIER_SCALE[1]:g}x larger "
         f"than the rest and NeoX rotary applied, V Gaussian. *rotated*: K and Q rotated by the "
         f"signed Walsh-Hadamard matrix of the whole head, K before quantising "
-        f"(`kvdsl.reference.rotation`), V as it is; `attend` reads it with `rotation` set (its time not measured yet), its writers are not built yet. The time is `attend` with "
+        f"(`kvdsl.reference.rotation`), V as it is: `dense_append` and `dense_build` write it and `attend` reads it with `rotation` set (not timed yet). The time is `attend` with "
         f"its merge at batch 4, 8,192 tokens, 8 KV heads x 128, 32 query heads"
         + (f" ({device}, `benchmarks/attention.py`)." if device else "."),
         "",
