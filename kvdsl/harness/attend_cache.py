@@ -17,7 +17,7 @@ import numpy as np
 
 from kvdsl.harness.cases import values
 from kvdsl.kernels.attend import AttendConfig, CacheLayout
-from kvdsl.nodes.paged import Pool
+from kvdsl.kernels.paged import Pool
 from kvdsl.reference import elementwise as ew
 from kvdsl.reference import formats as fm
 from kvdsl.reference.modes import Quant

@@ -89,6 +89,12 @@ def attention(
         fields |= {"cache": CacheLayout.PAGED, "page_size": page_size}
         fields["page_layout"] = PageLayout(page_layout)
     where = "paged" if page_size is not None else "contiguous"
+    if isinstance(fmt, str) and fmt.startswith("template_"):
+        raise SessionError(
+            f"attention: format={fmt!r} ({where}): a session does not attend over the "
+            "template's cache yet (attend reads it with the host's kv_scale pairs and "
+            "perChannel, which the session's attention step does not pass)"
+        )
     if not isinstance(q_heads, int) or q_heads < 1 or q_heads % kv_heads:
         raise SessionError(
             f"q_heads={q_heads!r}: expected a whole multiple of kv_heads ({kv_heads})"
@@ -160,8 +166,7 @@ class Attention:
 
     def cache_bytes(self, shape: Mapping[str, int]) -> int:
         """The bytes the contract sizes each cache binding for the cache's ``shape`` (``batch``
-        and ``seq``, or ``pages``): a session's cache buffers leave room for them, since the
-        contract counts ``head_dim`` values a row where a format's rows are fewer words."""
+        and ``seq``, or ``pages``): a session's cache buffers hold at least them."""
         full = {"queries": 1, "chunk": 1, "chunks": 1} | dict(shape)
         sizes = buffer_sizes(self.attend.entry, full)
         need = max(sizes[b["name"]] for b in self.attend.storage if b["name"] in CACHE)

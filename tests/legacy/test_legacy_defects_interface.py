@@ -215,4 +215,4 @@ def test_17_vec4_transpose_of_a_head_dim_not_divisible_by_four(gpu):
     data |= {n: poison((B, H, s, d)) for n in ("present_key", "present_value")}
     out = run_legacy(v, bindings, struct, data, {"batchSize": B, "kvSeq": s})
     assert np.isnan(out["present_key"]).sum() == B * H * s * 2
-    assert bridge_error(v).field == "head_dim"
+    assert bridge_error(v).field == "headDim"

@@ -285,7 +285,7 @@ def test_14_int4_odd_head_dim_drops_the_last_element(gpu):
     changed["src_k"][..., d - 1] *= -3.0  # the last element never reaches the cache
     second = run_legacy(v, bindings, struct, changed, params)
     np.testing.assert_array_equal(first["present_key"], second["present_key"])
-    assert bridge_error(v).field == "head_dim"
+    assert bridge_error(v).field == "headDim"
     with pytest.raises(ConfigError) as err:
         BuildQuantConfig(1, d, bits=4)
     assert err.value.field == "head_dim"
@@ -341,4 +341,4 @@ def test_18_rotary_with_an_odd_head_dim_leaves_the_last_element(gpu):
     np.testing.assert_allclose(mine["present_key"].reshape(want_k.shape), want_k, rtol=1e-6)
     # Rotary over the whole head (no half given) needs an even head_dim.
     del v["half"]
-    assert bridge_error(v).field == "head_dim"
+    assert bridge_error(v).field == "headDim"
