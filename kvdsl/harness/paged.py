@@ -204,7 +204,7 @@ def paged_append_case(cfg: PagedAppendConfig, rng: np.random.Generator, i: int) 
         bufs |= {"cos_cache": rot.cos, "sin_cache": rot.sin}
         shape["positions"] = max(positions, 1)
     k = new_k.astype(np.float32).reshape(batch, key_seq, h, d)
-    k = ref.prepare_k(k, pos[:, :, None], norm, rot)
+    k = ref.prepare_k(k, pos[:, :, None], norm, rot, cfg.rotation)
     v = new_v.astype(np.float32).reshape(batch, key_seq, h, d)
     expected, written = appended_pools(cfg, k, v, slots, pages)
     bufs |= {name: poison(a.size, a.dtype) for name, a in expected.items()}

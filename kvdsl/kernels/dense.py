@@ -38,8 +38,6 @@ from kvdsl.ir import (
     Kernel,
     KernelBuilder,
     Val,
-    array,
-    as_val,
     construct,
     f32,
     i32,
@@ -84,7 +82,7 @@ from kvdsl.nodes.quantise import (
 )
 from kvdsl.nodes.rmsnorm import Norm, reduced_inverse_rms
 from kvdsl.nodes.rotary import Rotation
-from kvdsl.nodes.transforms import transform_lane
+from kvdsl.nodes.transforms import rotated_lane, transform_lane
 from kvdsl.nodes.window import append_window
 
 F32X4 = vec(4, f32)
@@ -415,16 +413,10 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
         return transform_lane(kb, k, lambda j: q.vector_at(it.d, j), load_k, norm, rot, q.paired)
 
     def rotated(norm: Norm | None) -> list[Val]:
-        """The lane's vectors of K rotated: the whole row loaded, normed and NeoX-rotated,
-        then Walsh-Hadamard rotated in registers; the lane takes its own."""
-        kb.comment(f"K's whole row, transformed and rotated (blocks of {cfg.rotation}).")
-        n4 = cfg.head_dim // 4
-        index = [as_val(i, u32) for i in range(n4)]
-        full = transform_lane(kb, [load_k(i) for i in index], index.__getitem__, load_k, norm, rot)
-        row = kb.var("kRot", array(F32X4, n4))
-        for i, x in enumerate(rotation.registers(kb, full, cfg.rotation, "kR")):
-            row[i] = x
-        return [kb.let(f"kLane{j}", row[q.vector_at(it.d, j)]) for j in range(q.vectors)]
+        def lane_at(j: int) -> Val:
+            return q.vector_at(it.d, j)
+
+        return rotated_lane(kb, cfg.head_dim, cfg.rotation, load_k, norm, rot, lane_at, q.vectors)
 
     def load_k(i: Val) -> Val:
         return words.as_f32(kb, src_k[src_base + i])

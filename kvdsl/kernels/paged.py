@@ -42,7 +42,7 @@ from kvdsl.kernels.dense import (
     one_format,
     require_format,
 )
-from kvdsl.nodes import formats, paged, words
+from kvdsl.nodes import formats, paged, rotation, words
 from kvdsl.nodes.quantise import Quantiser, row_lanes
 from kvdsl.nodes.paged import PAGE_SIZES, Addressing, PageGeometry, PageLayout, Pool
 
@@ -184,10 +184,15 @@ class PagedAppendConfig(RotaryHalf, PagedConfig):
     eps: float = 1e-6
     input_type: Element = choice(Element.F32)
     rotary_half: int | None = None
+    # K rotated by the signed Walsh-Hadamard matrix over blocks of this many dimensions after
+    # its norm and rotary, before a dense format quantises it (as dense_append's rotation);
+    # 0: not rotated.
+    rotation: int = 0
     mode = "paged_append"
     KEYS = (  # fmt: skip
         "kv_heads", "head_dim", "page_size", "page_layout", "pool", "addressing", "format",
-        "scales", "k_norm", "rotary", "rotary_half", "eps", "input_type", "workgroup_size", "fold",
+        "scales", "k_norm", "rotary", "rotary_half", "eps", "input_type", "rotation",
+        "workgroup_size", "fold",
     )
 
     def check_fields(self) -> None:
@@ -197,6 +202,15 @@ class PagedAppendConfig(RotaryHalf, PagedConfig):
         require_rotary(self.rotary, self.head_dim, half=self.rotary_half)
         require_rotary_vectors(self.rotary, self.head_dim, self.rotary_half, self.mode)
         one_of("input_type", self.input_type, FLOATS)
+        wrong = rotation.check_block(self.rotation, self.head_dim)
+        require(wrong is None, "rotation", self.rotation, wrong or "")
+        require(
+            not self.rotation or self.dense is not None,
+            "rotation",
+            self.rotation,
+            "0 (unset) without a format (a rotation serves the quantiser: f32 and f16 pages are"
+            " stored as they are)",
+        )
         self._require_bindings()
         if self.k_norm:
             _require_eps(self.eps)

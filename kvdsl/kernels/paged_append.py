@@ -56,7 +56,7 @@ from kvdsl.nodes.index import bsh
 from kvdsl.nodes.quantise import Destination, RowPlace, cache_binding, quantise_rows
 from kvdsl.nodes.rmsnorm import Norm, reduced_inverse_rms
 from kvdsl.nodes.rotary import Rotation, rotate
-from kvdsl.nodes.transforms import transform_lane
+from kvdsl.nodes.transforms import rotated_lane, transform_lane
 from kvdsl.nodes.window import total_tokens
 
 
@@ -175,7 +175,7 @@ def paged_append(cfg: PagedAppendConfig, name: str = "paged_append") -> Kernel:
         at = [tok.src_base + q.vector_at(it.d, j) for j in range(n)]
         k = [kb.let(f"kIn{j}", words.as_f32(kb, src_k[at[j]])) for j in range(n)]
         v = [kb.let(f"v{j}", words.as_f32(kb, src_v[at[j]])) for j in range(n)]
-        if cfg.k_norm or cfg.rotary:
+        if cfg.k_norm or cfg.rotary or cfg.rotation:
             norm = None
             if cfg.k_norm:
                 sums = (tuple(k), it.d, lanes, cfg.workgroup_size, q.lanes)
@@ -189,7 +189,12 @@ def paged_append(cfg: PagedAppendConfig, name: str = "paged_append") -> Kernel:
             def vector_at(j: int) -> Val:
                 return q.vector_at(it.d, j)
 
-            k = transform_lane(kb, k, vector_at, load_k, norm, rot)
+            if cfg.rotation:
+                k = rotated_lane(
+                    kb, cfg.head_dim, cfg.rotation, load_k, norm, rot, vector_at, q.vectors
+                )
+            else:
+                k = transform_lane(kb, k, vector_at, load_k, norm, rot)
         addr = _address(kb, cfg, ins, pages, tok, tok.pos if table else None)
 
         def place() -> RowPlace:

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from kvdsl.ir import KernelBuilder, Val
+from kvdsl.ir import KernelBuilder, Val, array, as_val, f32, u32, vec
+from kvdsl.nodes import rotation
 from kvdsl.nodes.rmsnorm import Norm
 from kvdsl.nodes.rotary import Rotation, rotate_lane_pairs, rotate_with_partner
 
@@ -54,3 +55,28 @@ def transform_lane(
 
         out.append(rotate_with_partner(kb, x, a, partner_of, rot, j))
     return out
+
+
+def rotated_lane(
+    kb: KernelBuilder,
+    head_dim: int,
+    block: int,
+    load: Callable[[Val], Val],
+    norm: Norm | None,
+    rot: Rotation | None,
+    lane_at: Callable[[int], Val],
+    vectors: int,
+) -> list[Val]:
+    """The lane's ``vectors`` vectors of K (its ``j``-th the row's vector ``lane_at(j)``),
+    normed, NeoX-rotated and then Walsh-Hadamard rotated over blocks of ``block``
+    (:mod:`kvdsl.nodes.rotation`): every vector of the row depends on the whole row, so the lane
+    loads the whole row (``load(i)``), transforms and rotates it in registers and takes its
+    own."""
+    kb.comment(f"K's whole row, transformed and rotated (blocks of {block}).")
+    n4 = head_dim // 4
+    index = [as_val(i, u32) for i in range(n4)]
+    full = transform_lane(kb, [load(i) for i in index], index.__getitem__, load, norm, rot)
+    row = kb.var("kRot", array(vec(4, f32), n4))
+    for i, x in enumerate(rotation.registers(kb, full, block, "kR")):
+        row[i] = x
+    return [kb.let(f"kLane{j}", row[lane_at(j)]) for j in range(vectors)]

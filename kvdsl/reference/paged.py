@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kvdsl.reference.elementwise import F32, rms_norm, rotate_neox
+from kvdsl.reference.rotation import rotation as rotation_of
 from kvdsl.reference.modes import KNorm, Rotary
 
 
@@ -66,15 +67,22 @@ def table_places(
 
 
 def prepare_k(
-    k: np.ndarray, positions: np.ndarray, norm: KNorm | None, rot: Rotary | None
+    k: np.ndarray,
+    positions: np.ndarray,
+    norm: KNorm | None,
+    rot: Rotary | None,
+    rotation: int = 0,
 ) -> np.ndarray:
     """K ``[..., D]`` in float32: RMS-normed, then NeoX-rotated at ``positions`` (``[...]``,
-    broadcast over the last axis but one)."""
+    broadcast over the last axis but one), then Walsh-Hadamard rotated over blocks of
+    ``rotation`` (:mod:`kvdsl.reference.rotation`; 0: not)."""
     k = np.asarray(k, F32)
     if norm is not None:
         k = rms_norm(k, norm.weight, norm.eps)
     if rot is not None:
         k = rotate_neox(k, positions, rot.cos, rot.sin, rot.half)
+    if rotation:
+        k = rotation_of(k.shape[-1], rotation).rotate(k)
     return k
 
 

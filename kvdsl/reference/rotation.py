@@ -29,14 +29,18 @@ class Rotation:
     signs: np.ndarray  # [dim] of +1.0 / -1.0
 
     def rotate(self, x: np.ndarray) -> np.ndarray:
-        """``R x`` for each row of ``x`` ``[..., dim]``."""
+        """``R x`` for each row of ``x`` ``[..., dim]``: the signs and ``1 / sqrt(block)`` as
+        one factor first, then the butterflies (the order a kernel computes in, so float32
+        rows give a kernel's bits)."""
         x = _rows(x, self.dim)
-        return fwht(x * self.signs.astype(x.dtype), self.block)
+        scale = x.dtype.type(1 / np.sqrt(self.block))
+        return _butterflies(x * (self.signs.astype(x.dtype) * scale), self.block)
 
     def unrotate(self, y: np.ndarray) -> np.ndarray:
         """``R^T y`` (``H`` is symmetric and its own inverse): ``unrotate(rotate(x)) == x``."""
         y = _rows(y, self.dim)
-        return fwht(y, self.block) * self.signs.astype(y.dtype)
+        scale = y.dtype.type(1 / np.sqrt(self.block))
+        return _butterflies(y * scale, self.block) * self.signs.astype(y.dtype)
 
 
 def signs(n: int) -> np.ndarray:
@@ -66,6 +70,12 @@ def rotation(dim: int, block: int | None = None, signed: bool = True) -> Rotatio
 def fwht(x: np.ndarray, block: int) -> np.ndarray:
     """The orthonormal Walsh-Hadamard transform of each ``block`` of the last axis of ``x``: its
     butterfly stages (``a + b``, ``a - b`` at distance 1, 2, 4, ...), then ``1 / sqrt(block)``."""
+    y = _butterflies(x, block)
+    return y * y.dtype.type(1 / np.sqrt(block))
+
+
+def _butterflies(x: np.ndarray, block: int) -> np.ndarray:
+    """The unscaled stages of :func:`fwht`."""
     lead, n = x.shape[:-1], x.shape[-1]
     y = np.array(x, copy=True).reshape(-1, n // block, block)
     h = 1
@@ -74,8 +84,7 @@ def fwht(x: np.ndarray, block: int) -> np.ndarray:
         a, b = y[:, :, :, 0, :], y[:, :, :, 1, :]
         y = np.stack([a + b, a - b], axis=3)
         h *= 2
-    y = y.reshape(*lead, n)
-    return y * y.dtype.type(1 / np.sqrt(block))
+    return y.reshape(*lead, n)
 
 
 def hadamard(n: int) -> np.ndarray:

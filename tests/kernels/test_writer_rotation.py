@@ -1,5 +1,5 @@
-"""``dense_append`` and ``dense_build`` with K Walsh-Hadamard rotated before it is quantised
-(``rotation``): against the reference (:mod:`kvdsl.reference.rotation` after the norm and rotary)
+"""``dense_append``, ``dense_build`` and ``paged_append`` (a dense format) with K Walsh-Hadamard
+rotated before it is quantised (``rotation``): against the reference (:mod:`kvdsl.reference.rotation` after the norm and rotary)
 on the interpreter and the GPU; the cache it writes read back by ``attend`` with the same
 rotation gives attention over the cache unrotated, nearer than an unrotated int8 cache does on
 K with large channels; a bad rotation is refused by name."""
@@ -14,6 +14,8 @@ from kvdsl.harness.runner import verify_variant
 from kvdsl.kernels.attend import AttendConfig, attend
 from kvdsl.kernels.config import ConfigError
 from kvdsl.kernels.dense import DenseAppendConfig, DenseBuildConfig, dense_append, dense_build
+from kvdsl.kernels.paged import PagedAppendConfig
+from kvdsl.kernels.paged_append import paged_append
 from kvdsl.reference.attention import attention
 from kvdsl.runtime import run as gpu_run
 
@@ -38,6 +40,31 @@ def test_a_rotating_writer_matches_the_reference_on_both_backends(mode, name):
     result = verify_variant(name, cfg, build(cfg), n_cases=2)
     assert result.ok, "\n".join(result.problems)
     assert result.shapes
+
+
+PAGED = {
+    "int4 HND pages, rotary, blocks of 32": dict(
+        format="int4", rotary=True, page_layout="hnd", rotation=32
+    ),
+    "int8 K normed, blocks of 16": dict(format="int8", k_norm=True, rotation=16),
+    "q4_0 page table, rotary": dict(
+        format="q4_0", rotary=True, addressing="page_table", rotation=64
+    ),
+    "int4_asym side scales": dict(format="int4_asym", scales="side", rotation=64),
+}
+
+
+@pytest.mark.parametrize("name", PAGED)
+def test_a_rotating_paged_append_matches_the_reference_on_both_backends(name):
+    cfg = PagedAppendConfig(kv_heads=2, head_dim=64, page_size=16, **PAGED[name])
+    result = verify_variant(name, cfg, paged_append(cfg), n_cases=2)
+    assert result.ok, "\n".join(result.problems)
+
+
+def test_f32_pages_refuse_a_rotation():
+    with pytest.raises(ConfigError) as err:
+        PagedAppendConfig(kv_heads=2, head_dim=64, page_size=16, rotation=64)
+    assert "rotation=64: expected 0 (unset) without a format" in str(err.value)
 
 
 def _write(cfg: DenseAppendConfig, k: np.ndarray, v: np.ndarray, backend) -> dict:
