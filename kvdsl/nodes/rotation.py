@@ -42,8 +42,14 @@ def load4(kb: KernelBuilder, x: Val, e: Val, block: int) -> Val:
     d = e * 4
     s = kb.let("signs", construct(V4, *(sign(kb, d + c) for c in range(4))))
     y = kb.let("signed", x * s * (1.0 / math.sqrt(block)))
+    return butterflies4(kb, y, "half")
+
+
+def butterflies4(kb: KernelBuilder, y: Val, name: str) -> Val:
+    """The butterflies at distances 1 and 2 inside one ``vec4`` ``y`` (the first stage's
+    result named ``name``)."""
     a = kb.let(
-        "half",
+        name,
         construct(
             V4,
             y.member("x") + y.member("y"),
@@ -90,24 +96,7 @@ def registers(kb: KernelBuilder, row: list[Val], block: int, name: str) -> list[
     for i, x in enumerate(row):
         s = [scale * _sign(4 * i + c) for c in range(4)]
         y = kb.let(f"{name}S{i}", x * construct(V4, *s))
-        a = kb.let(
-            f"{name}H{i}",
-            construct(
-                V4,
-                y.member("x") + y.member("y"),
-                y.member("x") - y.member("y"),
-                y.member("z") + y.member("w"),
-                y.member("z") - y.member("w"),
-            ),
-        )
-        b = construct(
-            V4,
-            a.member("x") + a.member("z"),
-            a.member("y") + a.member("w"),
-            a.member("x") - a.member("z"),
-            a.member("y") - a.member("w"),
-        )
-        out.append(kb.let(f"{name}B{i}", b))
+        out.append(kb.let(f"{name}B{i}", butterflies4(kb, y, f"{name}H{i}")))
     h, stage = 1, 0
     while 4 * h < block:
         nxt = list(out)
