@@ -14,6 +14,8 @@ OF_COPY, OF_COPY_FORMATS = 0.80, ("f16", "int8", "int4")
 #: 512 tokens at batch 1 against the empty dispatch; the 4-bit chains against attend; the
 #: planned chunk count against the best candidate timed beside it.
 FLOOR, CHAIN, PLAN = 2.0, 2.0, 1.10
+#: Attention over a rotated cache against the same cache unrotated.
+ROTATED = 1.10
 
 TARGETS = {
     "attention": f"Decode attention reads its cache at ≥ {OF_COPY:.0%} of a copy of the same bytes "
@@ -23,6 +25,8 @@ TARGETS = {
     "attention_chain": f"Attention over a 4-bit cache ≥ {CHAIN:.0f}x faster than dense_read into "
     "f32 then attention (8,192 tokens, batch 4)",
     "attention_plan": f"The planned chunk count within {PLAN - 1:.0%} of the best candidate",
+    "attention_rotation": f"Attention over a rotated cache within {ROTATED - 1:.0%} of the same "
+    "cache unrotated",
 }
 
 
@@ -107,7 +111,16 @@ def targets(att: dict) -> list[tuple[str, str, bool]]:
     if planned:
         slow = max(total(p) / total(best) for p, best in planned.values())
         out.append(("attention_plan", f"at most {slow - 1:.0%} slower", slow <= PLAN))
+    turned = _kind(att, "rotation")
+    if turned:
+        worst = max(r["us"] / r["plain_us"] for r in turned)
+        out.append(("attention_rotation", f"at most {worst - 1:+.0%}", worst <= ROTATED))
     return out
+
+
+def _gbps(row: dict) -> str:
+    """`` (GB/s)`` of the copy beside a row, where the run recorded it."""
+    return f" ({row['copy_gbps']:,.0f})" if "copy_gbps" in row else ""
 
 
 def section(att: dict) -> list[str]:
@@ -140,15 +153,16 @@ def section(att: dict) -> list[str]:
         lines += [f"- {TARGETS[k]}: {att['reasons'].get(k, 'no reason recorded')}" for k in missed]
         lines.append("")
     lines += [
-        "| cache | batch | tokens | planned chunk (chunks) | µs (merge) | copy µs | of copy "
-        "| best chunk | best µs (merge) |",
+        "| cache | batch | tokens | planned chunk (chunks) | µs (merge) | copy µs (GB/s) "
+        "| of copy | best chunk | best µs (merge) |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for key in _sizes(att):
         p, best = _planned(att, key)
         lines.append(
             f"| {key[0]} | {key[1]} | {key[2]:,} | {p['chunk']} ({p['chunks']}) | "
-            f"{p['us']:.1f} ({p['merge_us']:.1f}) | {p['copy_us']:.1f} | {p['of_copy']:.0%} | "
+            f"{p['us']:.1f} ({p['merge_us']:.1f}) | {p['copy_us']:.1f}{_gbps(p)} | "
+            f"{p['of_copy']:.0%} | "
             f"{best['chunk']} | {best['us']:.1f} ({best['merge_us']:.1f}) |"
         )
     lines.append("")
@@ -180,6 +194,18 @@ def section(att: dict) -> list[str]:
             f"| {r['format']} | {r['us']:.1f} | {r['chain_us']:.1f} | "
             f"{r['chain_us'] / r['us']:.2f}x |"
             for r in chains
+        ]
+        lines.append("")
+    turned = _kind(att, "rotation")
+    if turned:
+        lines += [
+            "| rotated cache (blocks of the head) | batch | tokens | µs | unrotated µs | ratio |",
+            "|---|---|---|---|---|---|",
+        ]
+        lines += [
+            f"| {r['format']} | {r['batch']} | {r['tokens']:,} | {r['us']:.1f} | "
+            f"{r['plain_us']:.1f} | {r['us'] / r['plain_us']:.2f} |"
+            for r in turned
         ]
         lines.append("")
     return lines
