@@ -64,18 +64,19 @@ class FloatRows:
     def __init__(self, cfg: AttendConfig) -> None:
         self.cfg = cfg
 
-    def key_runs(self, kb: KernelBuilder, key: Buffer, row: Row) -> Iterator[list]:
+    def key_runs(
+        self, kb: KernelBuilder, key: Buffer, row: Row, name: str = "k", loads: int = ROW_LOADS
+    ) -> Iterator[list]:
         """K's row as runs of ``(vector index, vec4<f32>)``, each run's units loaded back to
-        back (at most :data:`ROW_LOADS`) before its first use."""
+        back (at most ``loads``) before its first use; its lets named from ``name``."""
         n_units, per_unit = self.cfg.head_dim // self.cfg.unit, self.cfg.unit // 4
-        for lo in range(0, n_units, ROW_LOADS):
-            kb.comment("The key row's loads, back to back; then its dot products.")
-            units = range(lo, min(lo + ROW_LOADS, n_units))
-            ks = [kb.let(f"k{u}", key[row.base + u]) for u in units]
+        for lo in range(0, n_units, loads):
+            units = range(lo, min(lo + loads, n_units))
+            ks = [kb.let(f"{name}{u}", key[row.base + u]) for u in units]
             yield [
                 (u * per_unit + h, k4)
                 for u, k in zip(units, ks)
-                for h, k4 in enumerate(self.lanes(kb, k, f"k{u}"))
+                for h, k4 in enumerate(self.lanes(kb, k, f"{name}{u}"))
             ]
 
     def value_load(self, kb: KernelBuilder, name: str, value: Buffer, row: Row, i: Val) -> Any:
@@ -148,9 +149,11 @@ class FormatRows(FloatRows):
         super().__init__(cfg)
         self.fmt, self.side = fmt, side
 
-    def key_runs(self, kb: KernelBuilder, key: Buffer, row: Row) -> Iterator[list]:
+    def key_runs(
+        self, kb: KernelBuilder, key: Buffer, row: Row, name: str = "k", loads: int = ROW_LOADS
+    ) -> Iterator[list]:
         """K's row decoded a vec4 at a time, each word and scale word loaded once, where the
-        format first needs it (:data:`ROW_LOADS` vectors a run)."""
+        format first needs it (``loads`` vectors a run); its lets named from ``name``."""
         loaded: dict[int, Val] = {}
         stats: dict[int, Val] = {}
 
@@ -158,20 +161,19 @@ class FormatRows(FloatRows):
             if not isinstance(w, int):
                 return key[row.base + w]
             if w not in loaded:
-                loaded[w] = kb.let(f"kw{w}", key[row.base + w])
+                loaded[w] = kb.let(f"{name}w{w}", key[row.base + w])
             return loaded[w]
 
         def stat(i: int) -> Val:
             if i not in stats:
-                stats[i] = kb.let(f"ks{i}", self.side[row.side + i])
+                stats[i] = kb.let(f"{name}s{i}", self.side[row.side + i])
             return stats[i]
 
         n = self.cfg.head_dim // 4
-        kb.comment(f"The key row's words, decoded in registers ({self.fmt.name}).")
-        for lo in range(0, n, ROW_LOADS):
+        for lo in range(0, n, loads):
             yield [
-                (v, self.fmt.decode4(kb, f"k{v}", load, 4 * v, stat, self.cfg.inline))
-                for v in range(lo, min(lo + ROW_LOADS, n))
+                (v, self.fmt.decode4(kb, f"{name}{v}", load, 4 * v, stat, self.cfg.inline))
+                for v in range(lo, min(lo + loads, n))
             ]
 
     def value_load(self, kb: KernelBuilder, name: str, value: Buffer, row: Row, i: Val) -> Any:

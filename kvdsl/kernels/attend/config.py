@@ -44,6 +44,9 @@ V4 = vec(4, f32)
 #: back to back before using them when it scores a key: a whole row up to head_dim 128 f32 or
 #: 256 f16; a longer row takes two such runs (a register budget).
 ROW_LOADS = 32
+#: Keys an invocation scores each trip of the scores' loop: each query vector read from
+#: workgroup memory serves them all (their rows' loads share the ROW_LOADS budget).
+SCORE_KEYS = 2
 #: Keys an invocation's value loop loads back to back each trip.
 VALUE_KEYS = 8
 #: Chunks the merge reads back to back each trip.

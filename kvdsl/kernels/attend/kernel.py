@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager, nullcontext
+
 from kvdsl.ir import (
     Dispatch,
     Kernel,
@@ -23,6 +25,8 @@ from kvdsl.ir.tree import Binary
 from kvdsl.kernels.attend import cache as caches
 from kvdsl.kernels.attend.config import (
     HIDDEN,
+    ROW_LOADS,
+    SCORE_KEYS,
     V4,
     VALUE_KEYS,
     AttendConfig,
@@ -120,45 +124,64 @@ def attend(cfg: AttendConfig, name: str = "attend") -> Kernel:
         kb.comment(f"Q rotated as the cache's K rows were (blocks of {cfg.rotation}).")
         rotation.stages(kb, q_sh, cfg.rows, cfg.head_dim // 4, cfg.rotation, t, wg)
 
-    kb.comment("1. Scores: keys start + t, start + t + WG, ...; each invocation's largest per row.")
+    kb.comment(
+        f"1. Scores: keys start + t, start + t + WG, ..., {SCORE_KEYS} a trip (each query vector "
+        "read once for them); each invocation's largest per row."
+    )
     top = [kb.var(f"top{r}", f32, HIDDEN) for r in rows]
-    with kb.for_range("j", start + t, end, wg) as j:
-        k_row = cache.key_row(b, hk, j)
-        missing = k_row.missing
-        side = None if k_row.side is None else kb.let("kSide", k_row.side)
-        k_row = caches.Row(kb.let("kBase", k_row.base), missing, side)
-        if row_at is not None:
-            row_at[j - start] = k_row.base
-        s = [kb.var(f"s{r}", f32, 0.0) for r in rows]
-        for run in cache.rows.key_runs(kb, cache.key, k_row):
-            for v, k4 in run:
+    with kb.for_range("j", start + t, end, wg * SCORE_KEYS) as j:
+        keys: list[tuple[Val, Val | None]] = [(j, None)]
+        for n in range(1, SCORE_KEYS):
+            has = kb.let(f"has{n}", j + n * wg < end)
+            keys.append((kb.let(f"j{n}", min_(j + n * wg, end - 1)), has))
+        labels = ["k"] + [f"k{chr(ord('a') + n)}" for n in range(1, SCORE_KEYS)]
+        k_rows = []
+        for (key, has), label in zip(keys, labels):
+            k_row = cache.key_row(b, hk, key)
+            side = None if k_row.side is None else kb.let(f"{label}Side", k_row.side)
+            k_row = caches.Row(kb.let(f"{label}Base", k_row.base), k_row.missing, side)
+            if row_at is not None:
+                with _when(kb, has):
+                    row_at[key - start] = k_row.base
+            k_rows.append(k_row)
+        s = [[kb.var(f"s{r}" + label[1:], f32, 0.0) for r in rows] for label in labels]
+        kb.comment("The key rows' loads, a run of each back to back; then their dot products.")
+        runs = [
+            cache.rows.key_runs(kb, cache.key, k_row, label, ROW_LOADS // SCORE_KEYS)
+            for k_row, label in zip(k_rows, labels)
+        ]
+        for trip_runs in zip(*runs):
+            for vectors in zip(*trip_runs):
+                v = vectors[0][0]
                 for r in rows:
                     q4 = q_sh[r * (cfg.head_dim // 4) + v]
-                    s[r].set(s[r] + call(Op.DOT, q4, k4))
-        for r in rows:
-            logit = kb.var(f"logit{r}", f32, s[r] * scale)
-            if cap is not None:
-                logit.set(cap * call(Op.TANH, logit / cap))
-            pos = kb.let(f"pos{r}", total - queries + (row0 + r) % queries)
-            seen = j <= pos
-            if window is not None:
-                seen = seen & (pos - j < window)
-            if missing is not None:
-                seen = seen & ~missing
-            x = kb.let(f"x{r}", select(HIDDEN, logit, seen))
-            logits[r * max_chunk + (j - start)] = x
-            top[r].set(max_(top[r], x))
+                    if SCORE_KEYS > 1:
+                        q4 = kb.let(f"qv{r}_{v}", q4)
+                    for n, (_, k4) in enumerate(vectors):
+                        s[n][r].set(s[n][r] + call(Op.DOT, q4, k4))
+        for (key, has), k_row, label, sums in zip(keys, k_rows, labels, s):
+            for r in rows:
+                logit = kb.var(f"logit{r}" + label[1:], f32, sums[r] * scale)
+                if cap is not None:
+                    logit.set(cap * call(Op.TANH, logit / cap))
+                pos = kb.let(f"pos{r}" + label[1:], total - queries + (row0 + r) % queries)
+                seen = key <= pos
+                if window is not None:
+                    seen = seen & (pos - key < window)
+                if k_row.missing is not None:
+                    seen = seen & ~k_row.missing
+                if has is not None:
+                    seen = seen & has
+                x = kb.let(f"x{r}" + label[1:], select(HIDDEN, logit, seen))
+                with _when(kb, has):
+                    logits[r * max_chunk + (key - start)] = x
+                top[r].set(max_(top[r], x))
     for r in rows:
         part[r * wg + t] = top[r]
     kb.barrier()
 
     kb.comment("2. Weights: each row's maximum m; logits become exp(logit - m); their sums.")
-    with kb.if_(t < rows_max):
-        m = kb.var("m", f32, HIDDEN)
-        with kb.for_range("k", 0, wg) as k:
-            m.set(max_(m, part[t * wg + k]))
-        stat[t] = m
-    kb.barrier()
+    _reduce_rows(kb, cfg, part, stat, 0, t, max_)
     for r in rows:
         m_r = kb.let(f"m{r}", stat[r])
         total_p = kb.var(f"sum{r}", f32, 0.0)
@@ -170,11 +193,7 @@ def attend(cfg: AttendConfig, name: str = "attend") -> Kernel:
             total_p.set(total_p + p)
         part[r * wg + t] = total_p
     kb.barrier()
-    with kb.if_(t < rows_max):
-        l_all = kb.var("l", f32, 0.0)
-        with kb.for_range("k", 0, wg) as k:
-            l_all.set(l_all + part[t * wg + k])
-        stat[rows_max + t] = l_all
+    _reduce_rows(kb, cfg, part, stat, cfg.rows, t, lambda a, b: a + b)
 
     kb.comment("3. Values: unit i of every row's output over keys kg, kg + KEY_GROUPS, ...")
     i = kb.let("i", t % head_units)
@@ -194,29 +213,28 @@ def attend(cfg: AttendConfig, name: str = "attend") -> Kernel:
             cache.rows.value_load(kb, f"v{u}", cache.value, cache.value_row(k_row), i)
             for u, k_row in enumerate(k_rows)
         ]
+        kb.comment(
+            "A key no row weighs is never read into the sums (a released page may hold NaN)."
+        )
         for u, (key, v) in enumerate(zip(keys, vs)):
-            v4s = cache.rows.value_lanes(kb, f"v{u}", v)
+            ps = []
             for r in rows:
                 p = logits[r * max_chunk + (key - start)]
-                p = kb.let(f"p{u}_{r}", p if u == 0 else select(0.0, p, j + u * key_groups < end))
+                p = p if u == 0 else select(0.0, p, j + u * key_groups < end)
+                ps.append(kb.let(f"p{u}_{r}", p))
+            weighed = ps[0]
+            for p in ps[1:]:
+                weighed = max_(weighed, p)
+            weighed = kb.let(f"weighed{u}", weighed > 0.0)
+            v4s = [
+                kb.let(f"w{u}_{h}", select(zero, v4, weighed))
+                for h, v4 in enumerate(cache.rows.value_lanes(kb, f"v{u}", v))
+            ]
+            for r, p in zip(rows, ps):
                 for h, v4 in enumerate(v4s):
-                    acc[r][h].set(acc[r][h] + select(zero, v4 * p, p > 0.0))
+                    acc[r][h].set(acc[r][h] + v4 * p)
     kb.barrier()
-    kb.comment("The key groups' sums, added in workgroup memory (it reuses the logits).")
-    lanes = [(h, n, lane) for h in range(per_unit) for n, lane in enumerate("xyzw")]
-    with kb.for_range("g", 1, key_groups) as g:
-        with kb.if_(kg.eq(g)):
-            for r in rows:
-                for h, n, lane in lanes:
-                    logits[(i + r * n_units) * cfg.unit + (4 * h + n)] = getattr(acc[r][h], lane)
-        kb.barrier()
-        with kb.if_(kg.eq(0)):
-            for r in rows:
-                at = (i + r * n_units) * cfg.unit
-                for h in range(per_unit):
-                    sums = (logits[at + (4 * h + n)] for n in range(4))
-                    acc[r][h].set(acc[r][h] + construct(V4, *sums))
-        kb.barrier()
+    _sum_key_groups(kb, cfg, logits, acc, i, kg)
 
     kb.comment("One chunk: the output itself; else this chunk's partial: o, then (m, l).")
     dims = [i] if per_unit == 1 else [kb.let(f"i{h}", i * per_unit + h) for h in range(per_unit)]
@@ -280,6 +298,65 @@ def attend(cfg: AttendConfig, name: str = "attend") -> Kernel:
         said, rows = cache.capacity
         requires[said] = Binary(Op.GE, node(rows), plus(largest("seqlens_k"), 1))
     return walks.vector_extents(contract(kernel, extents, requires))
+
+
+def _when(kb: KernelBuilder, cond: Val | None) -> AbstractContextManager[None]:
+    """``if (cond)`` around what follows, or nothing where ``cond`` is None (always)."""
+    return nullcontext() if cond is None else kb.if_(cond)
+
+
+def _reduce_rows(
+    kb: KernelBuilder, cfg: AttendConfig, part, stat, at: int, t: Val, combine
+) -> None:
+    """Each row's ``combine`` of its ``WG`` entries of ``part`` into ``stat[at + row]``, as a
+    tree: each round the lower invocations combine their entry with one past the half still
+    live (ceil(log2(WG)) rounds and barriers, where one invocation a row took WG trips)."""
+    wg = cfg.workgroup_size
+    count = wg
+    while count > 1:
+        keep = (count + 1) // 2
+        with kb.if_(t < count - keep):
+            for r in range(cfg.rows):
+                both = combine(part[r * wg + t], part[r * wg + t + keep])
+                if keep == 1:
+                    stat[at + r] = both
+                else:
+                    part[r * wg + t] = both
+        kb.barrier()
+        count = keep
+
+
+def _sum_key_groups(kb: KernelBuilder, cfg: AttendConfig, room, acc, i: Val, kg: Val) -> None:
+    """Add the key groups' sums into key group 0's registers as a tree: at each level the upper
+    half of the groups still summing write theirs into workgroup memory (``room``, the
+    logits, as many groups a round as it holds) and the lower half add them: about
+    log2(KEY_GROUPS) rounds of two barriers, where one group a round took KEY_GROUPS - 1."""
+    n_units, per_unit = cfg.head_dim // cfg.unit, cfg.unit // 4
+    key_groups = cfg.workgroup_size // n_units
+    holds = max(1, (cfg.rows * cfg.max_chunk) // (cfg.rows * cfg.head_dim))
+    kb.comment("The key groups' sums, added as a tree in workgroup memory (it reuses the logits).")
+    count = key_groups
+    while count > 1:
+        keep = (
+            count + 1
+        ) // 2  # groups keep .. count - 1 hand theirs to groups 0 .. count - keep - 1
+        for lo in range(keep, count, holds):
+            n = min(holds, count - lo)
+            for first, role in ((lo, "write"), (lo - keep, "add")):
+                inside = kg.eq(first) if n == 1 else (kg >= first) & (kg < first + n)
+                slot = 0 if n == 1 else kg - first
+                with kb.if_(inside):
+                    for r in range(cfg.rows):
+                        at = ((slot * cfg.rows + r) * n_units + i) * cfg.unit
+                        for h in range(per_unit):
+                            if role == "write":
+                                for m, lane in enumerate("xyzw"):
+                                    room[at + (4 * h + m)] = getattr(acc[r][h], lane)
+                            else:
+                                sums = (room[at + (4 * h + m)] for m in range(4))
+                                acc[r][h].set(acc[r][h] + construct(V4, *sums))
+                kb.barrier()
+        count = keep
 
 
 def _cache_words(cfg: AttendConfig) -> str:
