@@ -318,6 +318,8 @@ def describe(cfg: QkvConfig) -> str:
         steps.append(" and ".join(norms) + " RMSNorm")
     if cfg.rotary:
         steps.append("rotate Q and K at the token's row")
+    if cfg.rotation:
+        steps.append(f"Walsh-Hadamard rotate K over blocks of {cfg.rotation}")
     doc = (
         "Split a packed QKV projection into heads"
         + "".join(f", {s}" for s in steps)
@@ -421,8 +423,8 @@ class Chain:
     - ``k``: ``build`` of a batch's K heads with K RMSNorm (``None`` without ``k_norm``), V
       heads alongside as its second binding;
     - ``append``: the ``merge_share`` append of K (rotated at its row) and V into the cache;
-      with a dense ``format``, ``dense_append`` instead (K RMSNorm, rotary and the quantiser
-      in one, ``k`` then ``None``).
+      with a dense ``format``, ``dense_append`` instead (K RMSNorm, rotary, the ``rotation``
+      and the quantiser in one, ``k`` then ``None``).
     """
 
     split: Any
@@ -447,8 +449,9 @@ def chain(cfg: QkvConfig) -> Chain:
     q = BuildConfig(1, d, k_norm=cfg.q_norm, eps=cfg.eps, present_type=cfg.q_type, walk=flat, **rot)
     if dense:
         append = DenseAppendConfig(
-            1, d, format=cfg.format, scales=cfg.scales, k_norm=cfg.k_norm, eps=cfg.eps, **rot
-        )
+            1, d, format=cfg.format, scales=cfg.scales, k_norm=cfg.k_norm, eps=cfg.eps,
+            rotation=cfg.rotation, **rot,
+        )  # fmt: skip
         return Chain(split, q, None, append)
     k = BuildConfig(1, d, k_norm=True, eps=cfg.eps, walk=flat) if cfg.k_norm else None
     append = MergeShareConfig(

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Callable, Iterator
 
 from kvdsl.ir import (
     Kernel,
@@ -45,6 +45,7 @@ from kvdsl.nodes import walks, words
 from kvdsl.nodes.quantise import Destination, RowPlace, quantise_rows
 from kvdsl.nodes.rmsnorm import Norm, reduced_inverse_rms
 from kvdsl.nodes.rotary import Rotation, rotate_lane_pairs, rotate_with_partner
+from kvdsl.nodes.transforms import rotated_lane
 
 F32X4 = vec(4, f32)
 
@@ -96,6 +97,12 @@ def qkv_dense(cfg: QkvConfig, name: str = "qkv") -> Kernel:
         ]
     else:
         at = [kb.let(f"at{j}", q.vector_at(lane, j)) for j in range(n)]
+
+    def load_input(i: Val) -> Val:
+        """The row's vector ``i`` as the input holds it, the bias added."""
+        xi = words.as_f32(kb, src[k_row + i])
+        return xi if bias is None else xi + bias[r * per_row + i]
+
     x = []
     for j in range(n):
         xj = words.as_f32(kb, src[k_row + at[j]])
@@ -158,8 +165,7 @@ def qkv_dense(cfg: QkvConfig, name: str = "qkv") -> Kernel:
                 p = staged[first + i]
             else:
                 kb.comment("The partner loaded again from the input (its lane's, from the cache).")
-                p = words.as_f32(kb, src[k_row + i])
-                p = p if bias is None else p + bias[r * per_row + i]
+                p = load_input(i)
             p = kb.let(f"pRaw{j}", p)
             return p if norm is None else kb.let(f"p{j}", norm.apply(p, i))
 
@@ -176,6 +182,9 @@ def qkv_dense(cfg: QkvConfig, name: str = "qkv") -> Kernel:
             ]
             for kj, y in zip(k, ys):
                 kj.set(y)
+    q_rows = k
+    if cfg.rotation:
+        k = _rotated_k(kb, cfg, k, is_q, is_v, at, load_input, norm, rot)
     done = kb.let("done", it.e >= count * lanes)
     with kb.if_(is_q.land(~done)):
         if cfg.q_layout is QLayout.BNSH:
@@ -185,7 +194,7 @@ def qkv_dense(cfg: QkvConfig, name: str = "qkv") -> Kernel:
         q_base = kb.let("qBase", q_row)
         q_elem = words.elem(cfg.q_type.scalar, 4)
         for j in range(n):
-            q_out[q_base + at[j]] = words.to(kb, q_elem, k[j])
+            q_out[q_base + at[j]] = words.to(kb, q_elem, q_rows[j])
 
     def place() -> RowPlace:
         head = r - q_heads
@@ -207,6 +216,31 @@ def qkv_dense(cfg: QkvConfig, name: str = "qkv") -> Kernel:
         "q_out": times(tokens, cfg.q_heads * cfg.head_dim),
     }
     return with_contract(kernel, cfg, cache, batch, key_seq, io)
+
+
+def _rotated_k(
+    kb: KernelBuilder,
+    cfg: QkvConfig,
+    k: list[Val],
+    is_q: Val,
+    is_v: Val | None,
+    at: list[Val],
+    load: Callable[[Val], Val],
+    norm: Norm | None,
+    rot: Rotation | None,
+) -> list[Val]:
+    """The lane's vectors ``k`` (its ``j``-th the row's vector ``at[j]``) with a K row's
+    Walsh-Hadamard rotated over blocks of ``cfg.rotation`` after its norm and rotary: the lane
+    loads K's whole row again (``load``), transforms and rotates it in registers and takes its
+    own vectors (:func:`kvdsl.nodes.transforms.rotated_lane`, ``dense_append``'s products). Q's
+    and V's rows keep theirs (``is_v`` None: the row is a Q head or a K head)."""
+    is_k = kb.let("isK", ~is_q if is_v is None else (~is_q).land(~is_v))
+    out = [kb.var(f"kq{j}", F32X4, kj) for j, kj in enumerate(k)]
+    with kb.if_(is_k):
+        ys = rotated_lane(kb, cfg.head_dim, cfg.rotation, load, norm, rot, at.__getitem__, len(k))
+        for o, y in zip(out, ys):
+            o.set(y)
+    return out
 
 
 @contextmanager
