@@ -376,7 +376,7 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, QkvConfig]:
     f32 throughout and in f16 (input, Q and cache), Q in BNSH; Llama's also with Q in BSH, and
     K/V appended without rotary; Phi-2's partial rotary; and caches in dense formats (int8 and
     q4_0 at Llama's shape, int8 at Qwen3's, q8_0 at Gemma's, int4 with side scales at
-    Qwen2.5's)."""
+    Qwen2.5's), and int4 at Llama's with K rotated over the whole head (``rotation``)."""
     own = {
         "llama31_8b": {},
         "phi3_mini": {},
@@ -407,6 +407,9 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, QkvConfig]:
         shape = m.shape | {"q_heads": Q_HEADS[key], "rotary": True}
         tag = fmt.value + ("_side" if place is ScalePlace.SIDE else "")
         v[f"qkv_{tag}_{key}"] = QkvConfig(**shape, **own[key], format=fmt, scales=place)
+    # int4 with K rotated over the whole head (attend_int4_rotation128_llama31_8b reads it)
+    llama_rot = llama | {"rotary": True, "format": DenseFormat.INT4}
+    v["qkv_int4_rotation128_llama31_8b"] = QkvConfig(**llama_rot, rotation=llama["head_dim"])
     return v
 
 

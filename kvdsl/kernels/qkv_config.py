@@ -216,11 +216,22 @@ class QkvConfig(RotaryHalf, CacheConfig):
     @property
     def reloaded_heads(self) -> int:
         """Heads per token whose rotary partners the kernel loads again from the input
-        (``pair_loads`` where a lane's run does not hold its pairs: K's, and Q's unless its rows
-        are strided): those loads come from the cache, the lines just loaded for the row."""
+        (``pair_loads`` where a lane's run does not hold its pairs: K's unless a ``rotation``
+        turns them, and Q's unless its rows are strided): those loads come from the cache, the
+        lines just loaded for the row."""
         if self.fmt is None or not self.rotary or not self.pair_loads or self.quantiser.paired:
             return 0
-        return self.kv_heads + (0 if self.strided_q else self.q_heads)
+        return (0 if self.rotation else self.kv_heads) + (0 if self.strided_q else self.q_heads)
+
+    @property
+    def reloads(self) -> int:
+        """Input elements per token the kernel loads again, from the cache (the lines just
+        loaded for the row): the partners of :attr:`reloaded_heads`, and with a ``rotation``
+        each lane of a K row loads the whole row (and with rotary each vector's partner)."""
+        out = self.reloaded_heads * self.head_dim
+        if self.rotation:
+            out += self.kv_heads * self.quantiser.lanes * self.head_dim * (1 + int(self.rotary))
+        return out
 
     @property
     def fmt(self) -> Format | None:

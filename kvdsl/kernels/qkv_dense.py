@@ -141,6 +141,8 @@ def qkv_dense(cfg: QkvConfig, name: str = "qkv") -> Kernel:
     if norm is not None:
         own = [kb.let(f"n{j}", norm.apply(xj, at[j])) for j, xj in enumerate(x)]
     rotated = ~is_v if is_v is not None else None  # the rows rotary turns (all but V's)
+    if cfg.rotation:
+        rotated = is_q  # K's rows turn in _rotated_k, each lane with the whole row
     rot = None
     if table is not None:
         rot = Rotation(table, table, dst.position, half, cfg.partial, packed=True)
@@ -169,19 +171,20 @@ def qkv_dense(cfg: QkvConfig, name: str = "qkv") -> Kernel:
             p = kb.let(f"pRaw{j}", p)
             return p if norm is None else kb.let(f"p{j}", norm.apply(p, i))
 
-        if strided_q:
-            block = kb.elif_(rotated) if rotated is not None else kb.else_()
-        else:
-            block = kb.if_(rotated) if rotated is not None else _always()
-        with block:
-            ys = [
-                rotate_with_partner(
-                    kb, o, at[j], functools.partial(partner_of, j=j), rot, j, ("at", "dr")
-                )
-                for j, o in enumerate(own)
-            ]
-            for kj, y in zip(k, ys):
-                kj.set(y)
+        if not (strided_q and cfg.rotation):  # (else only Q's rows turn here, strided)
+            if strided_q:
+                block = kb.elif_(rotated) if rotated is not None else kb.else_()
+            else:
+                block = kb.if_(rotated) if rotated is not None else _always()
+            with block:
+                ys = [
+                    rotate_with_partner(
+                        kb, o, at[j], functools.partial(partner_of, j=j), rot, j, ("at", "dr")
+                    )
+                    for j, o in enumerate(own)
+                ]
+                for kj, y in zip(k, ys):
+                    kj.set(y)
     q_rows = k
     if cfg.rotation:
         k = _rotated_k(kb, cfg, k, is_q, is_v, at, load_input, norm, rot)
