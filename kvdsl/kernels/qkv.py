@@ -11,6 +11,9 @@ The input ``qkv`` is the projection's output, ``[tokens, (Hq + 2 Hkv) * D]``: pe
 - rotates Q and K NeoX-wise (``rotary``; the first ``2 * rotary_half`` elements, or the whole
   head) at the token's position, read from the packed ``rotary_table`` (per position ``half`` cos
   values, then ``half`` sin values);
+- with a dense ``format`` and ``rotation``, rotates K by the signed Walsh-Hadamard matrix over
+  blocks of ``rotation`` dimensions before it is quantised (:mod:`kvdsl.reference.rotation`;
+  Q and V as they are: :mod:`kvdsl.kernels.qkv_dense`);
 - writes Q to ``q_out`` (BNSH ``[B, Hq, keySeq, D]`` or BSH ``[B, keySeq, Hq * D]``, f32 or f16),
   and appends K and V into a buffer-sharing BNSH cache of ``seq`` rows per head
   (``present_key``, ``present_value``: f32 or f16 rows, or with ``format`` a dense format's

@@ -11,7 +11,10 @@ loaded once: with rotary a lane holds both vectors of each NeoX pair where the r
 (paired runs, no workgroup memory), else it stages its vectors in workgroup memory and reads
 its partners from there after the barrier (the norm's, where there is one). K's products are
 ``dense_append``'s, in the same order; Q is normed and rotated by the same program and stored
-before the quantiser, which skips Q's rows.
+before the quantiser, which skips Q's rows. With a ``rotation`` that program turns Q's rows
+alone: each lane of a K row loads the row again, norms, turns and Walsh-Hadamard rotates it in
+registers (:func:`kvdsl.nodes.transforms.rotated_lane`, ``dense_append``'s) and keeps its own
+vectors for the quantiser.
 """
 
 from __future__ import annotations

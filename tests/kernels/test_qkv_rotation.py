@@ -29,7 +29,7 @@ from kvdsl.runtime import run as gpu_run
 
 #: Contiguous caches: int8, int4 and q4_0 (its blocks of 32 fit either rotation), the
 #: head's whole block and blocks of 32, with the norms, rotary (whole and partial), the bias,
-#: side scales and K and V in one invocation.
+#: side scales, the quantiser's walks, partners staged and K and V in one invocation.
 CONTIGUOUS = {
     "int8, blocks of 32": QkvConfig(2, 64, q_heads=4, format="int8", rotation=32),
     "int8, whole head, norms and rotary": QkvConfig(
@@ -43,6 +43,17 @@ CONTIGUOUS = {
     ),
     "q4_0, blocks of 32, K and V in one invocation": QkvConfig(
         2, 64, q_heads=4, rotary=True, k_norm=True, format="q4_0", split=False, rotation=32
+    ),
+    "int4 strided, partners staged, K normed, blocks of 32": QkvConfig(
+        2,
+        64,
+        q_heads=4,
+        k_norm=True,
+        rotary=True,
+        format="int4",
+        walk="strided",
+        pair_loads=False,
+        rotation=32,
     ),
     "q4_0, whole head, pair loads": QkvConfig(
         1, 64, q_heads=2, rotary=True, format="q4_0", pair_loads=True, rotation=64
