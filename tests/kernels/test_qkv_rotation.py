@@ -2,9 +2,10 @@
 after its norm and rotary, before it is quantised (``rotation``): against the reference
 (:mod:`kvdsl.reference.rotation` after the norm and rotary) on the interpreter, the GPU against
 the interpreter, and against the unfused chain (``dense_append``/``paged_append`` with the same
-``rotation``); Q and V as they are; the cache read back by ``attend`` with the same rotation
-gives attention over K and V unrotated, nearer than the unrotated cache does on K with large
-channels; a rotation an f32 or f16 cache cannot take is refused by name."""
+``rotation``); Q and V as they are; the cache (contiguous, or pages through a page table) read
+back by ``attend`` with the same rotation gives attention over K and V unrotated, nearer than
+the unrotated cache does on K with large channels; a rotation an f32 or f16 cache cannot take
+is refused by name."""
 
 from __future__ import annotations
 
@@ -211,6 +212,65 @@ def test_the_rotated_cache_read_by_attend_is_attention_over_it_unrotated(fmt, ba
     assert 0 < errors[32] < errors[0], errors
     if fmt == "int8":
         assert max(errors[32], errors[64]) < 0.02, errors
+
+
+@pytest.mark.parametrize("backend", ["interp", "gpu"])
+def test_attend_over_the_pages_paged_qkv_rotated_is_attention_over_them_unrotated(backend):
+    """``paged_qkv`` into int4 pages through a shuffled page table, Q and the pages read by
+    ``attend`` over the same table with the same rotation: float64 attention over the pages'
+    rows dequantised and unrotated, nearer the projection's attention than unrotated pages."""
+    run = interp.run if backend == "interp" else gpu_run
+    rng = np.random.default_rng(9)
+    hkv, hq, s, d, p = 2, 4, 24, 64, 16
+    heads = hq + 2 * hkv
+    x = rng.standard_normal((1, s, heads, d)).astype(np.float32)
+    x[:, :, hq : hq + hkv, [3, 50]] *= 30.0  # large channels, as K has
+    x = x.reshape(1, s, heads * d)
+    q, k, v = project(x, np.zeros((1, s), np.int64), hq, hkv)
+    want = attention(q[:, :, -1:], k, v, np.array([s]), scale=0.125)
+    pages, table = 4, rng.permutation(4)[:2].astype(np.int32)  # two pages hold the 24 tokens
+    errors = {}
+    for block in (0, 64):
+        cfg = PagedQkvConfig(
+            hkv, d, q_heads=hq, format="int4", addressing="page_table", rotation=block
+        )
+        words = pages * p * hkv * cfg.row_words
+        bufs = {
+            "qkv": x.reshape(-1),
+            "seqlens_k": np.full(1, s - 1, np.int32),
+            "page_table": table,
+            "q_out": np.full(hq * s * d, np.nan, np.float32),
+            "key_pages": np.full(words, 0xFFFFFFFF, np.uint32),
+            "value_pages": np.full(words, 0xFFFFFFFF, np.uint32),
+        }
+        params = {"count": s * cfg.rows, "keySeq": s, "maxPages": len(table)}
+        out = run(qkv(cfg), bufs, params)
+        q_out = out["q_out"].reshape(1, hq, s, d)
+        reader = AttendConfig(hkv, d, hq, cache="paged", format="int4", rotation=block)
+        bufs = {
+            "seqlens_k": np.full(1, s - 1, np.int32),
+            "query": np.ascontiguousarray(q_out[:, :, -1:]).reshape(-1),
+            "page_table": table,
+            "key_pages": out["key_pages"],
+            "value_pages": out["value_pages"],
+            "output": np.full(hq * d, np.nan, np.float32),
+            "partials": np.full(hq * (d + 4), np.nan, np.float32),
+        }
+        params = dict(batch=1, maxPages=len(table), queries=1, chunk=s, chunks=1, rowBlocks=1)
+        got = run(attend(reader), bufs, params | {"scale": 0.125})["output"]
+        got = got.reshape(want.shape)
+        rows = []
+        for name in ("key_pages", "value_pages"):
+            pool = out[name].reshape(pages, p, hkv, -1)  # NHD
+            at = [pool[table[t // p], t % p] for t in range(s)]  # [S][H, W]
+            stored = np.stack(at, axis=1)[None]  # [1, H, S, W]
+            rows.append(fm.dequantize_rows("int4", stored, None, d).astype(np.float64))
+        if block:
+            rows[0] = rotation(d, block).unrotate(rows[0])
+        stored = attention(q[:, :, -1:], *rows, np.array([s]), scale=0.125)
+        np.testing.assert_allclose(got, stored, rtol=1e-4, atol=1e-4)
+        errors[block] = float(np.linalg.norm(got - want) / np.linalg.norm(want))
+    assert 0 < errors[64] < 0.6 * errors[0], errors
 
 
 @pytest.mark.parametrize(
