@@ -2,7 +2,8 @@
 
 /** Every catalog variant by name. */
 export const variants: Readonly<Record<string, Variant>>;
-/** The variant called `name`; throws Error("unknown variant 'x' ...") for any other name. */
+/** The variant called `name`; throws Error("unknown variant 'x'; did you mean 'y'? ...") for any
+ * other name (the suggestion where a catalog name is spelled like it). */
 export function variant(name: string): Variant;
 
 /** Every mode of the catalog (index.schema.json's "mode"). */

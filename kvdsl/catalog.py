@@ -142,19 +142,29 @@ class UnknownVariant(KeyError):
         return f"unknown variant {name!r}{did_you_mean(name)} (see `kvdsl list`)"
 
 
-def did_you_mean(name: str, names: Iterable[str] | None = None) -> str:
-    """``; did you mean ...?`` naming up to three of ``names`` (default: the catalog's
-    variants) spelled like ``name``, or, where none is, the beginning of a name that ``name``
-    misspells (``kvdsl list`` lists the variants that begin so); '' where nothing is near."""
+def suggest(name: str, names: Iterable[str] | None = None) -> tuple[list[str], str | None]:
+    """The names of ``names`` (default: the catalog's variants) spelled like ``name``, up to
+    three, best first (``difflib.get_close_matches`` at 0.75); where none is, the beginning of a
+    name that ``name`` misspells (at 0.8), else None. ``emitted/kvdsl.js`` finds the same."""
     names = list(VARIANTS if names is None else names)
     near = difflib.get_close_matches(name, names, 3, 0.75)
     if near:
-        return f"; did you mean {' or '.join(map(repr, near))}?"
+        return near, None
     n = len(name)
     beginnings = {v[:k] for v in names for k in (n - 1, n, n + 1) if 0 < k < len(v)}
-    near = difflib.get_close_matches(name, beginnings, 1, 0.8)
+    begins = difflib.get_close_matches(name, beginnings, 1, 0.8)
+    return [], begins[0] if begins else None
+
+
+def did_you_mean(name: str, names: Iterable[str] | None = None) -> str:
+    """``; did you mean ...?`` naming the names :func:`suggest` finds, or the beginning of a
+    name that ``name`` misspells (``kvdsl list`` lists the variants that begin so); '' where
+    nothing is near."""
+    near, begins = suggest(name, names)
     if near:
-        return f"; did you mean a variant beginning {near[0]!r} (`kvdsl list {near[0]}`)?"
+        return f"; did you mean {' or '.join(map(repr, near))}?"
+    if begins is not None:
+        return f"; did you mean a variant beginning {begins!r} (`kvdsl list {begins}`)?"
     return ""
 
 

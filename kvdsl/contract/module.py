@@ -244,10 +244,80 @@ export const variants = Object.freeze(Object.fromEntries(
   Object.entries(INDEX).map(([name, d]) => [name, makeVariant(name, d, CODE[name])]),
 ));
 
-/** The variant called `name`; an Error naming the known ones for any other name. */
+// Python's difflib.SequenceMatcher(null, a, b).ratio(): 2 * matches / (|a| + |b|), the matches
+// found as difflib finds them (the longest match, then each side of it), an element of b that
+// is in more than 1% of b's 200 or more elements junk ("autojunk").
+function similarity(a, b) {
+  a = Array.from(a);
+  b = Array.from(b);
+  const b2j = new Map();
+  b.forEach((c, j) => (b2j.has(c) ? b2j.get(c).push(j) : b2j.set(c, [j])));
+  if (b.length >= 200) {
+    const most = Math.floor(b.length / 100) + 1;
+    for (const [c, js] of [...b2j]) if (js.length > most) b2j.delete(c);
+  }
+  const longest = (alo, ahi, blo, bhi) => {
+    let besti = alo, bestj = blo, best = 0;
+    let j2len = new Map();
+    for (let i = alo; i < ahi; i++) {
+      const next = new Map();
+      for (const j of b2j.get(a[i]) ?? []) {
+        if (j < blo) continue;
+        if (j >= bhi) break;
+        const k = (j2len.get(j - 1) ?? 0) + 1;
+        next.set(j, k);
+        if (k > best) [besti, bestj, best] = [i - k + 1, j - k + 1, k];
+      }
+      j2len = next;
+    }
+    while (besti > alo && bestj > blo && a[besti - 1] === b[bestj - 1]) [besti, bestj, best] = [besti - 1, bestj - 1, best + 1];
+    while (besti + best < ahi && bestj + best < bhi && a[besti + best] === b[bestj + best]) best++;
+    return [besti, bestj, best];
+  };
+  let matches = 0;
+  const queue = [[0, a.length, 0, b.length]];
+  while (queue.length) {
+    const [alo, ahi, blo, bhi] = queue.pop();
+    const [i, j, k] = longest(alo, ahi, blo, bhi);
+    if (!k) continue;
+    matches += k;
+    if (alo < i && blo < j) queue.push([alo, i, blo, j]);
+    if (i + k < ahi && j + k < bhi) queue.push([i + k, ahi, j + k, bhi]);
+  }
+  return a.length + b.length ? (2 * matches) / (a.length + b.length) : 1;
+}
+
+// Python's difflib.get_close_matches(word, candidates, n, cutoff): the best n of those at least
+// cutoff similar to word, the higher score first, then the later name.
+function closeMatches(word, candidates, n, cutoff) {
+  return candidates
+    .map((x) => [similarity(x, word), x])
+    .filter(([score]) => score >= cutoff)
+    .sort(([s, x], [t, y]) => t - s || (x < y ? 1 : x > y ? -1 : 0))
+    .slice(0, n)
+    .map(([, x]) => x);
+}
+
+// "; did you mean 'a' or 'b'?" naming the variants spelled like `name`, or the beginning of a
+// name that `name` misspells; "" where nothing is near (Python's kvdsl.catalog.did_you_mean).
+function didYouMean(name) {
+  const names = Object.keys(variants);
+  const near = closeMatches(name, names, 3, 0.75);
+  if (near.length) return `; did you mean ${near.map((x) => `'${x}'`).join(" or ")}?`;
+  const n = Array.from(name).length;
+  const beginnings = new Set();
+  for (const v of names) {
+    const chars = Array.from(v);
+    for (const k of [n - 1, n, n + 1]) if (k > 0 && k < chars.length) beginnings.add(chars.slice(0, k).join(""));
+  }
+  const begins = closeMatches(name, [...beginnings], 1, 0.8);
+  return begins.length ? `; did you mean a variant beginning '${begins[0]}'?` : "";
+}
+
+/** The variant called `name`; for any other name an Error suggesting the names spelled like it. */
 export function variant(name) {
   if (!Object.hasOwn(variants, name)) {
-    throw new Error(`unknown variant '${name}': the catalog has ${Object.keys(variants).length} variants (${Object.keys(variants).join(", ")})`);
+    throw new Error(`unknown variant '${name}'${didYouMean(String(name))} (the catalog's ${Object.keys(variants).length} names are the keys of variants)`);
   }
   return variants[name];
 }
@@ -258,7 +328,8 @@ DTS = """\
 
 /** Every catalog variant by name. */
 export const variants: Readonly<Record<string, Variant>>;
-/** The variant called `name`; throws Error("unknown variant 'x' ...") for any other name. */
+/** The variant called `name`; throws Error("unknown variant 'x'; did you mean 'y'? ...") for any
+ * other name (the suggestion where a catalog name is spelled like it). */
 export function variant(name: string): Variant;
 
 /** Every mode of the catalog (index.schema.json's "mode"). */

@@ -67,6 +67,7 @@ def qkv_case(cfg: QkvConfig, rng: np.random.Generator, i: int) -> Case:
     q, w = reference.qkv(
         bufs["qkv"], bufs["seqlens_k"], cap, cfg.q_heads, cfg.kv_heads, **args,
         q_layout=cfg.q_layout.value, q_dtype=qt, cache_dtype=ct, fmt=fmt, inline=cfg.inline,
+        rotation=cfg.rotation,
     )  # fmt: skip
     shape = {"batch": batch, "seq": cap, "keySeq": key_seq}
     if cfg.rotary:

@@ -61,6 +61,8 @@ def paged_qkv_case(cfg: PagedQkvConfig, rng: np.random.Generator, i: int) -> Cas
     if cfg.q_layout.value == "bsh":
         q = q.transpose(0, 2, 1, 3)
     view = cfg.pool_config
+    if cfg.rotation:
+        k = ref.prepare_k(k, None, None, None, cfg.rotation)
     k, v = (x.transpose(0, 2, 1, 3) for x in (k, v))  # [B, S, H, D]
     expected, written = appended_pools(view, k, v, slots, pages)
     bufs |= {name: poison(a.size, a.dtype) for name, a in expected.items()}
@@ -98,10 +100,10 @@ def unfused(
     kernel's) computed by kvdsl's own kernels in sequence through ``run``: ``transpose`` of the
     packed projection into head-major rows (the host adds the bias in f32), per batch Q's
     ``build`` (Q RMSNorm, rotary at the batch's first position ``+ t``) and K's (K RMSNorm,
-    rotary), then one ``paged_append`` of K and V (f32 in, no transform: the placement and a
-    dense format's quantiser) through the case's own slot mapping or page table. A slot-mapped
-    batch's positions must run on (``token_positions[b, t] = token_positions[b, 0] + t``, as
-    the cases' do): ``build`` rotates at ``pastSeq + t``."""
+    rotary), then one ``paged_append`` of K and V (f32 in, no transform but the ``rotation``:
+    the placement and a dense format's quantiser) through the case's own slot mapping or page
+    table. A slot-mapped batch's positions must run on (``token_positions[b, t] =
+    token_positions[b, 0] + t``, as the cases' do): ``build`` rotates at ``pastSeq + t``."""
     s, d = params["keySeq"], cfg.head_dim
     hq, hkv = cfg.q_heads, cfg.kv_heads
     batch = params["count"] // (s * cfg.rows)

@@ -179,10 +179,15 @@ def quantised_variants(llama: dict) -> dict[str, AttendConfig]:
     """Attend over Llama-3.1-8B's quantised caches (``llama``: its attend fields), Q and O f32
     BNSH: ``attend_{part}_llama31_8b`` of each :data:`CONTIGUOUS_FORMATS` part and
     ``attend_paged_{part}_llama31_8b`` of each :data:`PAGED_FORMATS` part, so a host pairs
-    each writer variant with the reader of its cache."""
+    each writer variant with the reader of its cache; ``attend_int4_rotation128_llama31_8b``
+    reads the int4 cache ``qkv_int4_rotation128_llama31_8b`` writes, K rotated over the whole
+    head."""
     v: dict[str, AttendConfig] = {}
     for part, (fmt, scales) in CONTIGUOUS_FORMATS.items():
         v[f"attend_{part}_llama31_8b"] = AttendConfig(**llama, format=fmt, scales=scales)
+    v["attend_int4_rotation128_llama31_8b"] = AttendConfig(
+        **llama, format="int4", scales=ScalePlace.INLINE, rotation=llama["head_dim"]
+    )
     for part, (fmt, scales, size, layout) in PAGED_FORMATS.items():
         v[f"attend_paged_{part}_llama31_8b"] = AttendConfig(
             **llama, cache=CacheLayout.PAGED, format=fmt, scales=scales, page_size=size,

@@ -11,6 +11,9 @@ The input ``qkv`` is the projection's output, ``[tokens, (Hq + 2 Hkv) * D]``: pe
 - rotates Q and K NeoX-wise (``rotary``; the first ``2 * rotary_half`` elements, or the whole
   head) at the token's position, read from the packed ``rotary_table`` (per position ``half`` cos
   values, then ``half`` sin values);
+- with a dense ``format`` and ``rotation``, rotates K by the signed Walsh-Hadamard matrix over
+  blocks of ``rotation`` dimensions before it is quantised (:mod:`kvdsl.reference.rotation`;
+  Q and V as they are: :mod:`kvdsl.kernels.qkv_dense`);
 - writes Q to ``q_out`` (BNSH ``[B, Hq, keySeq, D]`` or BSH ``[B, keySeq, Hq * D]``, f32 or f16),
   and appends K and V into a buffer-sharing BNSH cache of ``seq`` rows per head
   (``present_key``, ``present_value``: f32 or f16 rows, or with ``format`` a dense format's
@@ -318,6 +321,8 @@ def describe(cfg: QkvConfig) -> str:
         steps.append(" and ".join(norms) + " RMSNorm")
     if cfg.rotary:
         steps.append("rotate Q and K at the token's row")
+    if cfg.rotation:
+        steps.append(f"Walsh-Hadamard rotate K over blocks of {cfg.rotation}")
     doc = (
         "Split a packed QKV projection into heads"
         + "".join(f", {s}" for s in steps)
@@ -374,7 +379,7 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, QkvConfig]:
     f32 throughout and in f16 (input, Q and cache), Q in BNSH; Llama's also with Q in BSH, and
     K/V appended without rotary; Phi-2's partial rotary; and caches in dense formats (int8 and
     q4_0 at Llama's shape, int8 at Qwen3's, q8_0 at Gemma's, int4 with side scales at
-    Qwen2.5's)."""
+    Qwen2.5's), and int4 at Llama's with K rotated over the whole head (``rotation``)."""
     own = {
         "llama31_8b": {},
         "phi3_mini": {},
@@ -405,6 +410,9 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, QkvConfig]:
         shape = m.shape | {"q_heads": Q_HEADS[key], "rotary": True}
         tag = fmt.value + ("_side" if place is ScalePlace.SIDE else "")
         v[f"qkv_{tag}_{key}"] = QkvConfig(**shape, **own[key], format=fmt, scales=place)
+    # int4 with K rotated over the whole head (attend_int4_rotation128_llama31_8b reads it)
+    llama_rot = llama | {"rotary": True, "format": DenseFormat.INT4}
+    v["qkv_int4_rotation128_llama31_8b"] = QkvConfig(**llama_rot, rotation=llama["head_dim"])
     return v
 
 
@@ -421,8 +429,8 @@ class Chain:
     - ``k``: ``build`` of a batch's K heads with K RMSNorm (``None`` without ``k_norm``), V
       heads alongside as its second binding;
     - ``append``: the ``merge_share`` append of K (rotated at its row) and V into the cache;
-      with a dense ``format``, ``dense_append`` instead (K RMSNorm, rotary and the quantiser
-      in one, ``k`` then ``None``).
+      with a dense ``format``, ``dense_append`` instead (K RMSNorm, rotary, the ``rotation``
+      and the quantiser in one, ``k`` then ``None``).
     """
 
     split: Any
@@ -447,8 +455,9 @@ def chain(cfg: QkvConfig) -> Chain:
     q = BuildConfig(1, d, k_norm=cfg.q_norm, eps=cfg.eps, present_type=cfg.q_type, walk=flat, **rot)
     if dense:
         append = DenseAppendConfig(
-            1, d, format=cfg.format, scales=cfg.scales, k_norm=cfg.k_norm, eps=cfg.eps, **rot
-        )
+            1, d, format=cfg.format, scales=cfg.scales, k_norm=cfg.k_norm, eps=cfg.eps,
+            rotation=cfg.rotation, **rot,
+        )  # fmt: skip
         return Chain(split, q, None, append)
     k = BuildConfig(1, d, k_norm=True, eps=cfg.eps, walk=flat) if cfg.k_norm else None
     append = MergeShareConfig(

@@ -37,6 +37,7 @@ from kvdsl.kernels.dense import (
     require_format,
     require_walk,
 )
+from kvdsl.nodes import rotation
 from kvdsl.nodes.formats import Format, format_of
 from kvdsl.nodes.quantise import Quantiser, row_lanes
 
@@ -85,11 +86,16 @@ class QkvConfig(RotaryHalf, CacheConfig):
     # With a format: a Q row's lane holds the row's vectors lane + lanes * j (adjacent lanes on
     # adjacent vectors: coalesced loads and stores) instead of the quantiser's run.
     q_strided: bool = True
+    # With a format: K rotated by the signed Walsh-Hadamard matrix over blocks of this many
+    # dimensions (the head_dim: the whole head) after its RMSNorm and rotary, before it is
+    # quantised (kvdsl.reference.rotation, as dense_append's rotation); 0: not rotated. Q is
+    # written as it is (attend rotates it as it loads it, with the same rotation) and so is V.
+    rotation: int = 0
     mode = "qkv"
     KEYS = (  # fmt: skip
         "q_heads", "kv_heads", "head_dim", "q_norm", "k_norm", "rotary", "rotary_half", "eps",
         "bias", "input_type", "present_type", "q_type", "q_layout", "format", "scales",
-        "walk", "split", "run", "pair_loads", "q_strided", "workgroup_size", "fold",
+        "walk", "split", "run", "pair_loads", "q_strided", "rotation", "workgroup_size", "fold",
     )
 
     def check_fields(self) -> None:
@@ -128,7 +134,16 @@ class QkvConfig(RotaryHalf, CacheConfig):
         flag("split", self.split)
         flag("pair_loads", self.pair_loads)
         flag("q_strided", self.q_strided)
+        wrong = rotation.check_block(self.rotation, self.head_dim)
+        require(wrong is None, "rotation", self.rotation, wrong or "")
         if self.format is None:
+            require(
+                not self.rotation,
+                "rotation",
+                self.rotation,
+                "0 (unset) without a format (a rotation serves the quantiser: an f32 or f16"
+                " cache is stored as it is)",
+            )
             require(
                 self.scales is ScalePlace.INLINE,
                 "scales",
@@ -201,11 +216,22 @@ class QkvConfig(RotaryHalf, CacheConfig):
     @property
     def reloaded_heads(self) -> int:
         """Heads per token whose rotary partners the kernel loads again from the input
-        (``pair_loads`` where a lane's run does not hold its pairs: K's, and Q's unless its rows
-        are strided): those loads come from the cache, the lines just loaded for the row."""
+        (``pair_loads`` where a lane's run does not hold its pairs: K's unless a ``rotation``
+        turns them, and Q's unless its rows are strided): those loads come from the cache, the
+        lines just loaded for the row."""
         if self.fmt is None or not self.rotary or not self.pair_loads or self.quantiser.paired:
             return 0
-        return self.kv_heads + (0 if self.strided_q else self.q_heads)
+        return (0 if self.rotation else self.kv_heads) + (0 if self.strided_q else self.q_heads)
+
+    @property
+    def reloads(self) -> int:
+        """Input elements per token the kernel loads again, from the cache (the lines just
+        loaded for the row): the partners of :attr:`reloaded_heads`, and with a ``rotation``
+        each lane of a K row loads the whole row (and with rotary each vector's partner)."""
+        out = self.reloaded_heads * self.head_dim
+        if self.rotation:
+            out += self.kv_heads * self.quantiser.lanes * self.head_dim * (1 + int(self.rotary))
+        return out
 
     @property
     def fmt(self) -> Format | None:

@@ -11,14 +11,17 @@ loaded once: with rotary a lane holds both vectors of each NeoX pair where the r
 (paired runs, no workgroup memory), else it stages its vectors in workgroup memory and reads
 its partners from there after the barrier (the norm's, where there is one). K's products are
 ``dense_append``'s, in the same order; Q is normed and rotated by the same program and stored
-before the quantiser, which skips Q's rows.
+before the quantiser, which skips Q's rows. With a ``rotation`` that program turns Q's rows
+alone: each lane of a K row loads the row again, norms, turns and Walsh-Hadamard rotates it in
+registers (:func:`kvdsl.nodes.transforms.rotated_lane`, ``dense_append``'s) and keeps its own
+vectors for the quantiser.
 """
 
 from __future__ import annotations
 
 import functools
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Callable, Iterator
 
 from kvdsl.ir import (
     Kernel,
@@ -45,6 +48,7 @@ from kvdsl.nodes import walks, words
 from kvdsl.nodes.quantise import Destination, RowPlace, quantise_rows
 from kvdsl.nodes.rmsnorm import Norm, reduced_inverse_rms
 from kvdsl.nodes.rotary import Rotation, rotate_lane_pairs, rotate_with_partner
+from kvdsl.nodes.transforms import rotated_lane
 
 F32X4 = vec(4, f32)
 
@@ -96,6 +100,12 @@ def qkv_dense(cfg: QkvConfig, name: str = "qkv") -> Kernel:
         ]
     else:
         at = [kb.let(f"at{j}", q.vector_at(lane, j)) for j in range(n)]
+
+    def load_input(i: Val) -> Val:
+        """The row's vector ``i`` as the input holds it, the bias added."""
+        xi = words.as_f32(kb, src[k_row + i])
+        return xi if bias is None else xi + bias[r * per_row + i]
+
     x = []
     for j in range(n):
         xj = words.as_f32(kb, src[k_row + at[j]])
@@ -134,6 +144,8 @@ def qkv_dense(cfg: QkvConfig, name: str = "qkv") -> Kernel:
     if norm is not None:
         own = [kb.let(f"n{j}", norm.apply(xj, at[j])) for j, xj in enumerate(x)]
     rotated = ~is_v if is_v is not None else None  # the rows rotary turns (all but V's)
+    if cfg.rotation:
+        rotated = is_q  # K's rows turn in _rotated_k, each lane with the whole row
     rot = None
     if table is not None:
         rot = Rotation(table, table, dst.position, half, cfg.partial, packed=True)
@@ -158,24 +170,27 @@ def qkv_dense(cfg: QkvConfig, name: str = "qkv") -> Kernel:
                 p = staged[first + i]
             else:
                 kb.comment("The partner loaded again from the input (its lane's, from the cache).")
-                p = words.as_f32(kb, src[k_row + i])
-                p = p if bias is None else p + bias[r * per_row + i]
+                p = load_input(i)
             p = kb.let(f"pRaw{j}", p)
             return p if norm is None else kb.let(f"p{j}", norm.apply(p, i))
 
-        if strided_q:
-            block = kb.elif_(rotated) if rotated is not None else kb.else_()
-        else:
-            block = kb.if_(rotated) if rotated is not None else _always()
-        with block:
-            ys = [
-                rotate_with_partner(
-                    kb, o, at[j], functools.partial(partner_of, j=j), rot, j, ("at", "dr")
-                )
-                for j, o in enumerate(own)
-            ]
-            for kj, y in zip(k, ys):
-                kj.set(y)
+        if not (strided_q and cfg.rotation):  # (else only Q's rows turn here, strided)
+            if strided_q:
+                block = kb.elif_(rotated) if rotated is not None else kb.else_()
+            else:
+                block = kb.if_(rotated) if rotated is not None else _always()
+            with block:
+                ys = [
+                    rotate_with_partner(
+                        kb, o, at[j], functools.partial(partner_of, j=j), rot, j, ("at", "dr")
+                    )
+                    for j, o in enumerate(own)
+                ]
+                for kj, y in zip(k, ys):
+                    kj.set(y)
+    q_rows = k
+    if cfg.rotation:
+        k = _rotated_k(kb, cfg, k, is_q, is_v, at, load_input, norm, rot)
     done = kb.let("done", it.e >= count * lanes)
     with kb.if_(is_q.land(~done)):
         if cfg.q_layout is QLayout.BNSH:
@@ -185,7 +200,7 @@ def qkv_dense(cfg: QkvConfig, name: str = "qkv") -> Kernel:
         q_base = kb.let("qBase", q_row)
         q_elem = words.elem(cfg.q_type.scalar, 4)
         for j in range(n):
-            q_out[q_base + at[j]] = words.to(kb, q_elem, k[j])
+            q_out[q_base + at[j]] = words.to(kb, q_elem, q_rows[j])
 
     def place() -> RowPlace:
         head = r - q_heads
@@ -207,6 +222,31 @@ def qkv_dense(cfg: QkvConfig, name: str = "qkv") -> Kernel:
         "q_out": times(tokens, cfg.q_heads * cfg.head_dim),
     }
     return with_contract(kernel, cfg, cache, batch, key_seq, io)
+
+
+def _rotated_k(
+    kb: KernelBuilder,
+    cfg: QkvConfig,
+    k: list[Val],
+    is_q: Val,
+    is_v: Val | None,
+    at: list[Val],
+    load: Callable[[Val], Val],
+    norm: Norm | None,
+    rot: Rotation | None,
+) -> list[Val]:
+    """The lane's vectors ``k`` (its ``j``-th the row's vector ``at[j]``) with a K row's
+    Walsh-Hadamard rotated over blocks of ``cfg.rotation`` after its norm and rotary: the lane
+    loads K's whole row again (``load``), transforms and rotates it in registers and takes its
+    own vectors (:func:`kvdsl.nodes.transforms.rotated_lane`, ``dense_append``'s products). Q's
+    and V's rows keep theirs (``is_v`` None: the row is a Q head or a K head)."""
+    is_k = kb.let("isK", ~is_q if is_v is None else (~is_q).land(~is_v))
+    out = [kb.var(f"kq{j}", F32X4, kj) for j, kj in enumerate(k)]
+    with kb.if_(is_k):
+        ys = rotated_lane(kb, cfg.head_dim, cfg.rotation, load, norm, rot, at.__getitem__, len(k))
+        for o, y in zip(out, ys):
+            o.set(y)
+    return out
 
 
 @contextmanager

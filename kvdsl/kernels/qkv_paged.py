@@ -122,7 +122,7 @@ class PagedQkvConfig(QkvConfig):
         return PagedAppendConfig(
             self.kv_heads, self.head_dim, page_size=self.page_size,
             page_layout=self.page_layout, pool=self.pool, format=fmt,
-            scales=self.scales, addressing=self.addressing,
+            scales=self.scales, addressing=self.addressing, rotation=self.rotation,
         )  # fmt: skip
 
 
@@ -264,8 +264,8 @@ def chain(cfg: PagedQkvConfig) -> Chain:
     """The configs of ``cfg``'s unfused chain (:class:`kvdsl.kernels.qkv.Chain`, one head per
     "batch"): the split (``transpose``), Q's ``build`` (Q RMSNorm, rotary at ``pastSeq + t``),
     K's ``build`` (K RMSNorm, rotary; None with neither), then ``paged_append`` of K and V, f32
-    in and no transform of its own (the placement through ``cfg``'s addressing and a dense
-    format's quantiser) into ``cfg``'s pools."""
+    in and no transform of its own but the ``rotation`` (the placement through ``cfg``'s
+    addressing and a dense format's quantiser) into ``cfg``'s pools."""
     from kvdsl.kernels.build import BuildConfig
     from kvdsl.kernels.config import Walk
     from kvdsl.kernels.transpose import TransposeConfig

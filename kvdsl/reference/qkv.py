@@ -16,6 +16,7 @@ import numpy as np
 from kvdsl.reference.elementwise import F32, rms_norm, rotate_neox, split_heads
 from kvdsl.reference.formats import DenseWritten, quantized_at
 from kvdsl.reference.modes import KNorm, Rotary, Written, _place, _row_mask, share_window
+from kvdsl.reference.rotation import rotation as rotation_of
 
 
 def project(
@@ -67,11 +68,14 @@ def qkv(
     cache_dtype=np.float32,
     fmt: str | None = None,
     inline: bool = True,
+    rotation: int = 0,
 ) -> tuple[np.ndarray, Written | DenseWritten]:
     """``(q, cache)``: Q as BNSH ``[B, Hq, S, D]`` (``q_layout="bsh"``: ``[B, S, Hq * D]``) of
     ``q_dtype``, and the caches ``[B, Hkv, capacity, D]`` of ``cache_dtype`` with the rows the
     step writes (:class:`Written`); with a dense format ``fmt``
-    (:mod:`kvdsl.reference.formats`), its words and side scales (:class:`DenseWritten`)."""
+    (:mod:`kvdsl.reference.formats`), its words and side scales (:class:`DenseWritten`), K
+    Walsh-Hadamard rotated over blocks of ``rotation`` before it is quantised
+    (:mod:`kvdsl.reference.rotation`; 0: not; Q and V are not)."""
     start, end = share_window(seqlens_k, x.shape[1], capacity)
     pos = start[:, None] + np.arange(x.shape[1])
     q, k, v = project(x, pos, q_heads, kv_heads, bias, q_norm, k_norm, rotary)
@@ -81,7 +85,11 @@ def qkv(
     if q_layout == "bsh":
         q = q.transpose(0, 2, 1, 3).reshape(b, s, hq)
     if fmt is not None:
+        if rotation:
+            k = rotation_of(k.shape[-1], rotation).rotate(np.asarray(k, F32))
         return q, quantized_at(k, v, start, capacity, fmt, inline)
+    if rotation:
+        raise ValueError(f"qkv: rotation={rotation}: expected 0 without a dense format")
     shape = (b, kv_heads, capacity, d)
     out_k, out_v = np.zeros(shape, cache_dtype), np.zeros(shape, cache_dtype)
     _place(out_k, start, k.astype(cache_dtype))

@@ -114,6 +114,7 @@ WRITERS = {
     "attend_int8_side_llama31_8b": "dense_append_int8_side_llama31_8b",
     "attend_int4_llama31_8b": "dense_append_int4_llama31_8b",
     "attend_int4_side_llama31_8b": "dense_append_int4_side_llama31_8b",
+    "attend_int4_rotation128_llama31_8b": "qkv_int4_rotation128_llama31_8b",
     "attend_int4_asym_llama31_8b": "dense_append_int4_asym_llama31_8b",
     "attend_int4_asym_side_llama31_8b": "dense_append_int4_asym_side_llama31_8b",
     "attend_q8_0_llama31_8b": "dense_append_q8_0_llama31_8b",
@@ -152,6 +153,8 @@ def test_quantised_variants_read_their_writers_caches():
             assert cfg.template_bits == wcfg.bits, name
         if cfg.cache.value == "paged":
             assert (cfg.page_size, cfg.page_layout) == (wcfg.page_size, wcfg.page_layout), name
+        if cfg.rotation:  # a rotating reader's writer rotates K over the same blocks
+            assert wcfg.rotation == cfg.rotation, name
         sizes = [
             {b["name"]: evaluate(b["elements"], unit) * b["element_bytes"]
              for b in entry(catalog.build(n), catalog.config(n))["bindings"]

@@ -181,7 +181,7 @@ def test_bytes_moved_within_a_tenth_of_the_minimum(name):
         minimum = evaluate(e["bytes_moved"], {"batch": batch, "keySeq": key_seq}, "shape")
         size = {"f32": 4, "f16": 2}
         # Rotary partners loaded again (pair_loads) come from the cache (qkv's test says so).
-        reloads = tokens * cfg.reloaded_heads * cfg.head_dim * size[cfg.input_type.value]
+        reloads = tokens * cfg.reloads * size[cfg.input_type.value]
         exact = tokens * cfg.heads * cfg.head_dim * size[cfg.input_type.value]
         assert counted["qkv"][0] - reloads >= exact
         streamed = sum(sum(counted.get(k, [0])) for k in STREAMS) - reloads
