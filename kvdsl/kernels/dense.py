@@ -543,7 +543,8 @@ def dense_read(cfg: DenseReadConfig, name: str = "dense_read") -> Kernel:
 def catalog_variants(models: dict[str, Model]) -> dict[str, DenseConfig]:
     """Named dense variants: at Llama-3.1-8B's shape every format with each place of its
     scales, appended plain and (scales inline) rotated, and read back; at Qwen2.5-0.5B's (head
-    dim 64: ggml rows of two blocks) every format's rotary append; one f16-input append."""
+    dim 64: ggml rows of two blocks) every format's rotary append; one f16-input append;
+    int8, int4 and q4_0 appends and an int4 build with K rotated over the whole head."""
     v: dict[str, DenseConfig] = {}
     llama, qwen = models["llama31_8b"].shape, models["qwen25_05b"].shape
     for f in DenseFormat:
@@ -571,6 +572,15 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, DenseConfig]:
         v[f"dense_build_rotary_{f.value}_llama31_8b"] = DenseBuildConfig(
             **llama, format=f, rotary=True
         )
+    # K rotated over the whole head before quantising, beside the unrotated twins above
+    whole = llama["head_dim"]
+    for f in (DenseFormat.INT8, DenseFormat.INT4, DenseFormat.Q4_0):
+        v[f"dense_append_rotary_{f.value}_rotation{whole}_llama31_8b"] = DenseAppendConfig(
+            **llama, format=f, rotary=True, rotation=whole
+        )
+    v[f"dense_build_rotary_int4_rotation{whole}_llama31_8b"] = DenseBuildConfig(
+        **llama, format=DenseFormat.INT4, rotary=True, rotation=whole
+    )
     v["dense_build_int8_side_llama31_8b"] = DenseBuildConfig(**llama, scales=ScalePlace.SIDE)
     v["dense_build_knorm_rotary_q8_0_qwen3_06b"] = DenseBuildConfig(
         **qwen3, format=DenseFormat.Q8_0, k_norm=True, rotary=True

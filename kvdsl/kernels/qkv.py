@@ -413,6 +413,7 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, QkvConfig]:
     # int4 with K rotated over the whole head (attend_int4_rotation128_llama31_8b reads it)
     llama_rot = llama | {"rotary": True, "format": DenseFormat.INT4}
     v["qkv_int4_rotation128_llama31_8b"] = QkvConfig(**llama_rot, rotation=llama["head_dim"])
+    v["qkv_int4_llama31_8b"] = QkvConfig(**llama_rot)  # its unrotated twin
     return v
 
 

@@ -218,7 +218,7 @@ class Cache:
     key: Buffer
     value: Buffer
     rows: FloatRows
-    find: Any  # (b, hk, j) -> Row of K
+    find: Any  # (b, hk, j, label) -> Row of K
     stored: Any  # K's base kept in workgroup memory -> Row of K (paged), or None
     value_shift: Val | None
     stats: int
@@ -227,9 +227,10 @@ class Cache:
     #: with its words in the kernel's requirements.
     capacity: tuple[str, Val] | None = None
 
-    def key_row(self, b: Val, hk: Val, j: Val) -> Row:
-        """K's row ``j`` of sequence ``b``'s KV head ``hk``."""
-        return self.find(b, hk, j)
+    def key_row(self, b: Val, hk: Val, j: Val, label: str = "") -> Row:
+        """K's row ``j`` of sequence ``b``'s KV head ``hk`` (any lets it needs named with
+        ``label``)."""
+        return self.find(b, hk, j, label)
 
     def value_row(self, k_row: Row) -> Row:
         """V's row beside K's row ``k_row``: the same index (the next page of a combined pool),
@@ -288,7 +289,7 @@ def _contiguous(kb: KernelBuilder, cfg: AttendConfig, batch: Val) -> Cache:
         row_units = kb.const("ROW_WORDS", u32, row_units)
     side = cfg.side_words
 
-    def find(b: Val, hk: Val, j: Val) -> Row:
+    def find(b: Val, hk: Val, j: Val, label: str = "") -> Row:
         r = (b * heads + hk) * seq + j
         return Row(r * row_units, None, r * side if side else None)
 
@@ -320,8 +321,8 @@ def _paged(kb: KernelBuilder, cfg: AttendConfig, batch: Val) -> Cache:
         None if sides is None else paged.Pages(sides, pages.size, sides.page_units, sides.stride)
     )
 
-    def find(b: Val, hk: Val, j: Val) -> Row:
-        entry = kb.let("entry", page_table[b * max_pages + j / pages.size])
+    def find(b: Val, hk: Val, j: Val, label: str = "") -> Row:
+        entry = kb.let(f"entry{label}", page_table[b * max_pages + j / pages.size])
         page = max_(entry, 0).to(u32)
         slot = j % pages.size
         side = None if side_pages is None else side_pages.row_base(page, slot, hk)

@@ -137,7 +137,7 @@ def attend(cfg: AttendConfig, name: str = "attend") -> Kernel:
         labels = ["k"] + [f"k{chr(ord('a') + n)}" for n in range(1, SCORE_KEYS)]
         k_rows = []
         for (key, has), label in zip(keys, labels):
-            k_row = cache.key_row(b, hk, key)
+            k_row = cache.key_row(b, hk, key, label[1:])
             side = None if k_row.side is None else kb.let(f"{label}Side", k_row.side)
             k_row = caches.Row(kb.let(f"{label}Base", k_row.base), k_row.missing, side)
             if row_at is not None:
