@@ -41,18 +41,21 @@ output itself; otherwise :func:`attend_merge` combines the partials in a second 
 
 Inside a workgroup, in three steps between barriers:
 
-1. *scores*: invocation ``t`` takes keys ``start + t``, ``start + t + WG``, ... and scores each
-   against the block's queries (held in workgroup memory), into ``logits[row][key]``; a key's
-   row is loaded as straight-line lets (:data:`ROW_LOADS` units back to back) before its dot
-   products, so its loads are in flight together; its largest score per row goes to
-   ``part[row][t]``;
-2. *weights*: every row's maximum is read from ``part``, each invocation turns its keys' logits
-   into ``exp(logit - m)`` and its sum per row into ``part``, whose total is ``l``;
+1. *scores*: invocation ``t`` takes keys ``start + t``, ``start + t + WG``, ...,
+   :data:`~kvdsl.kernels.attend.config.SCORE_KEYS` of them a trip, and scores each against
+   the block's queries (held in workgroup memory; each query vector read once for the trip's
+   keys), into ``logits[row][key]``; a trip's key rows are loaded as straight-line lets (runs
+   of :data:`ROW_LOADS` units over its keys, back to back) before their dot products, so
+   their loads are in flight together; its largest score per row goes to ``part[row][t]``;
+2. *weights*: every row's maximum ``m`` is reduced from ``part`` as a tree (log2(WG) rounds),
+   each invocation turns its keys' logits into ``exp(logit - m)`` and its sum per row into
+   ``part``, whose total ``l`` is reduced the same way;
 3. *values*: invocation ``t`` holds unit ``t % HEAD_UNITS`` of the output of every row of the
    block, over keys ``start + t / HEAD_UNITS`` in steps of ``KEY_GROUPS``, :data:`VALUE_KEYS`
    keys a trip whose value loads are issued first (keys past the end read the last key and
-   weigh zero): each value unit is loaded once; the key groups' sums are added in workgroup
-   memory at the end.
+   weigh zero): each value unit is loaded once, zeroed where no row of the block weighs its
+   key (a released page may hold NaN), then multiplied into every row's sum; the key groups'
+   sums are added as a tree in workgroup memory at the end.
 
 A unit is 16 bytes: a vec4 of f32, or eight f16 halves as ``vec4<u32>`` words (four halves as
 ``vec2<u32>`` where ``head_dim`` is not a multiple of 8), or the template's ``vec4<i32>`` or
