@@ -4,6 +4,7 @@ numpy oracle, with each step's GPU time and host overhead."""
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 import os
 import sys
 import time
@@ -95,24 +96,39 @@ def _check_memory(args: argparse.Namespace, spec, paged: bool, have: int | None 
     from kvdsl.session.paged import paged_rows
     from kvdsl.session.session import BINDING
 
-    if paged:
-        rows = paged_rows(spec)
-        layer = spec.pool_pages * rows.page_values * rows.dtype.itemsize
-    else:
+    def layer_bytes(spec) -> int:
+        """One layer's K and V caches, every copy the session keeps."""
+        if paged:
+            rows = paged_rows(spec)
+            one = spec.pool_pages * rows.page_values * rows.dtype.itemsize
+        else:
+            row = cache_format(spec.format, spec.kv_heads, spec.head_dim).row_bytes
+            one = spec.batch * spec.kv_heads * spec.capacity * row
+        return one * 2 * COPIES[paged]  # K and V
+
+    if not paged:
         row = cache_format(spec.format, spec.kv_heads, spec.head_dim).row_bytes
-        layer = spec.batch * spec.kv_heads * spec.capacity * row
-        if layer > BINDING:
+        if spec.batch * spec.kv_heads * spec.capacity * row > BINDING:
             return  # the session refuses it first, naming the binding and the rows that fit
-    layer *= 2 * COPIES[paged]  # K and V
+    layer = layer_bytes(spec)
     have = available_memory() if have is None else have
     if have is None or spec.layers * layer <= have:
         return
     most = have // layer
-    fewer = f"give --layers at most {most}, or" if most else "give"
+    lo, hi = 0, spec.batch  # the largest batch whose layers fit: a bisection (pages round up)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if spec.layers * layer_bytes(replace(spec, batch=mid)) <= have:
+            lo = mid
+        else:
+            hi = mid - 1
+    fewer = [f"--layers at most {most}"] if most else []
+    fewer += [f"--batch at most {lo}"] if lo else []
+    fewer.append(f"a smaller {'' if lo else '--batch, '}--capacity or --kv-heads")
     raise UsageError(
         f"--layers={spec.layers}: the session needs {_gib(spec.layers * layer)} ({_gib(layer)} "
         f"a layer: K and V, {COPIES[paged]} copies each), past the {_gib(have)} of memory "
-        f"available; {fewer} a smaller --batch, --capacity or --kv-heads"
+        f"available; give {', '.join(fewer[:-1]) + ', or ' if fewer[:-1] else ''}{fewer[-1]}"
     )
 
 

@@ -35,7 +35,8 @@ def test_a_million_layers_is_refused_before_allocating(layout):
     assert re.fullmatch(
         r"kvdsl session: --layers=1000000: the session needs [\d.]+ [GT]iB \([\d.]+ MiB a layer: "
         r"K and V, [34] copies each\), past the [\d.]+ GiB of memory available; give --layers at "
-        r"most \d+, or a smaller --batch, --capacity or --kv-heads\n",
+        r"most \d+, (--batch at most \d+, or a smaller |or a smaller --batch, )--capacity or "
+        r"--kv-heads\n",
         out.stderr,
     ), out.stderr
     assert time.monotonic() - started < 60  # nothing allocated, nothing compiled
@@ -49,11 +50,29 @@ def test_memory_refusal_names_what_fits():
         _check_memory(args, spec, False, have=59 * 2**20)
     assert str(err.value) == (
         "--layers=10: the session needs 60.0 MiB (6.0 MiB a layer: K and V, 3 copies each), past "
-        "the 59.0 MiB of memory available; give --layers at most 9, or a smaller --batch, "
-        "--capacity or --kv-heads"
+        "the 59.0 MiB of memory available; give --layers at most 9, --batch at most 1, or a "
+        "smaller --capacity or --kv-heads"
     )
     with pytest.raises(UsageError, match=r"available; give a smaller --batch"):
         _check_memory(args, spec, False, have=2**20)
+
+
+def test_a_million_paged_sequences_are_refused_naming_the_batch_that_fits():
+    out = session("--batch", "1000000", "--layout", "paged", "--backend", "interp")
+    assert out.returncode == 2 and out.stdout == ""
+    m = re.search(
+        r"of memory available; give --batch at most (\d+), or a smaller --capacity", out.stderr
+    )
+    assert m and 0 < int(m.group(1)) < 1000000, out.stderr
+
+
+def test_the_batch_named_is_the_largest_that_fits():
+    args = argparse.Namespace()
+    spec = Spec(10, 7, 4, 64, 1024, "f16")  # a layer: 7 x 6 MiB / 2 = 21 MiB
+    with pytest.raises(
+        UsageError, match=r"--layers at most 4, --batch at most 3, or a smaller --capacity"
+    ):
+        _check_memory(args, spec, False, have=10 * 3 * 3 * 2**20 + 1)  # 3 sequences fit, not 4
 
 
 def test_a_paged_table_that_would_fill_is_refused_where_a_contiguous_cache_slides():
