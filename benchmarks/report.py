@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 import report_attention
+import report_rotation
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -73,6 +74,7 @@ TARGETS = {
     "qkv": f"The fused QKV kernels at ≥ {QKV:.0f}% of the copy beside them (largest batch), "
     f"1-token decode within {FLOOR}x of the empty dispatch, ≥ {CHAIN:.0f}x faster than their "
     "unfused chain at decode",
+    "rotation": report_rotation.TARGET,
 }
 
 
@@ -92,6 +94,8 @@ class Results:
     qkv_device: dict[str, Any] | None = None
     paged: list[dict[str, Any]] = field(default_factory=list)
     paged_device: dict[str, Any] | None = None
+    rotation: list[dict[str, Any]] = field(default_factory=list)
+    rotation_device: dict[str, Any] | None = None
 
 
 def load(path: Path) -> list[dict[str, Any]]:
@@ -143,9 +147,12 @@ def read(folder: Path) -> Results:
     qkv_device = optional("qkv/device.json") if qkv else None
     paged = load(folder / "paged" / "gpu.csv") if (folder / "paged" / "gpu.csv").is_file() else []
     paged_device = optional("paged/device.json") if paged else None
+    turned = folder / "rotation" / "gpu.csv"
+    rotation = load(turned) if turned.is_file() else []
+    rotation_device = optional("rotation/device.json") if rotation else None
     return Results(
         rows, device, optional("compile.json"), dawn, dawn_device, reasons, dense, dense_device,
-        qkv, qkv_device, paged, paged_device,
+        qkv, qkv_device, paged, paged_device, rotation, rotation_device,
     )  # fmt: skip
 
 
@@ -561,6 +568,10 @@ def caches_page(res: Results, command: str, attention: dict | None = None) -> st
             ),
             "",
         ]
+    if res.rotation:
+        dev = res.rotation_device or {}
+        when = f"{_device_line(dev)}, measured {dev.get('date', 'on an unrecorded date')}"
+        lines += report_rotation.section(res.rotation, when, res.reasons.get("rotation"))
     if attention:
         lines += report_attention.section(attention)
     return "\n".join(lines).rstrip() + "\n"
