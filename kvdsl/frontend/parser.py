@@ -427,20 +427,13 @@ class _Assembler:
                 st = self.nested_struct(sub, decls, memory, (*outer, d.name))
                 fields.append((fname, _with_leaf(fty, st)))
                 continue
-            # f16 members only in values: memory is held in 32-bit words (kvdsl.interp.structs)
-            numeric = (u32, i32, f32) if memory else (u32, i32, f32, f16)
-            ok = isinstance(inner, (Scalar, Vec)) and inner.scalar in numeric
-            if isinstance(inner, Mat) and memory and inner.elem == f16:
-                raise self.err(
-                    f"struct {d.name} member {fname}: {_spell(fty)} (f16 matrices in memory)",
-                    d.line,
-                )
+            ok = isinstance(inner, (Scalar, Vec)) and inner.scalar in (u32, i32, f32, f16)
             ok = ok or isinstance(inner, Mat)
             if ok or memory and isinstance(inner, Atomic) and inner.elem in (u32, i32):
                 fields.append((fname, fty))
                 continue
             where = " in storage or workgroup memory" if memory else ""
-            scalars = "u32, i32 or f32" if memory else "u32, i32, f32 or f16"
+            scalars = "u32, i32, f32 or f16"
             atomics = "atomic<u32> or atomic<i32>, " if memory else ""
             raise self.err(
                 f"struct {d.name} member {fname}: {_spell(fty)} (members of a struct{where} "
@@ -453,7 +446,7 @@ class _Assembler:
     def struct_types(self, structs: list[StructDecl], gvars: list[GlobalVar]) -> dict[str, Struct]:
         """The structs storage and workgroup arrays hold (``array<BlockQ8>``), by name, their
         array types resolved in ``gvars``; members are 32-bit scalars, vectors of them and
-        fixed-size arrays of those (f16 members would not fill whole words)."""
+        fixed-size arrays of those."""
         decls = {d.name: d for d in structs}
         out: dict[str, Struct] = {}
         for k, g in enumerate(gvars):
@@ -531,14 +524,11 @@ class _Assembler:
                     raise self.err(f"storage var '{g.name}' with an initialiser", g.line)
                 held = g.ty.elem if isinstance(g.ty, RuntimeArray) else g.ty
                 leaf = array_leaf(held)
-                self.f16_matrix(g, leaf)
-                if isinstance(held, Array) and (
-                    isinstance(leaf, Atomic)
-                    or (isinstance(leaf, (Scalar, Vec)) and leaf.scalar == f16)
-                ):
+                if isinstance(held, Array) and isinstance(leaf, Atomic):
                     raise self.err(
                         f"storage var '{g.name}' of type {_spell(g.ty)} (a fixed-size array in "
-                        "storage holds u32, i32 or f32 values; atomics stand in array<atomic<T>>)",
+                        "storage holds u32, i32, f32 or f16 values; atomics stand in "
+                        "array<atomic<T>>)",
                         g.line,
                         g.column,
                     )
@@ -606,15 +596,6 @@ class _Assembler:
             seen[slot] = g.name
         return tuple(b for _, b in sorted(numbered, key=lambda x: x[0]))
 
-    def f16_matrix(self, g: GlobalVar, leaf: object) -> None:
-        """Memory is held in 32-bit words: an f16 matrix there is outside the subset."""
-        if isinstance(leaf, Mat) and leaf.elem == f16:
-            raise self.err(
-                f"var<{g.space}> '{g.name}' of {_spell(g.ty)} (f16 matrices in memory)",
-                g.line,
-                g.column,
-            )
-
     def host_data(self, g: GlobalVar) -> Scalar | None:
         """The host data type a ``// host: T`` comment ending the binding's line names."""
         c = self.comments.get(g.line)
@@ -638,7 +619,6 @@ class _Assembler:
                 raise self.err(f"var<workgroup, {g.access}>", g.line, g.column)
             if g.has_init:
                 raise self.err(f"workgroup var '{g.name}' with an initialiser", g.line, g.column)
-            self.f16_matrix(g, array_leaf(g.ty))
             if (
                 isinstance(g.ty, Array)
                 and isinstance(g.ty.elem, Array)

@@ -17,7 +17,9 @@ from kvdsl.ir.types import (
     Struct,
     Vec,
     array_leaf,
+    f16,
     held_as_words,
+    memory_unit,
     stride,
     u32,
     vec3u,
@@ -430,7 +432,9 @@ class Binding:
         in that layout)."""
         if held_as_words(self.elem) and self.data is None:
             leaf = array_leaf(self.elem)
-            return u32 if isinstance(leaf, Struct) else leaf.scalar
+            if isinstance(leaf, Struct):  # u32 words, or f16 halves where it holds an f16
+                return u32 if memory_unit(self.elem) == 4 else f16
+            return leaf.scalar
         return self.elem.scalar if self.data is None else self.data
 
     @property

@@ -468,19 +468,18 @@ def check_memory_struct(what: str, st: Struct, whole: bool = False) -> None:
         if isinstance(inner, Mat):
             check_memory_matrix(f"{what}: struct {st.name} member {name}", inner)
             continue
-        if not isinstance(inner, (Scalar, Vec)) or inner.scalar not in (u32, i32, f32):
+        if not isinstance(inner, (Scalar, Vec)) or inner.scalar not in (u32, i32, f32, f16):
             raise VerifyError(
-                f"{what}: struct {st.name} member {name}: {ty} (u32, i32 or f32 scalars, "
+                f"{what}: struct {st.name} member {name}: {ty} (u32, i32, f32 or f16 scalars, "
                 "vectors of them, atomic<u32> or atomic<i32>, other structs, or fixed-size "
                 "arrays of those, nested or not)"
             )
 
 
 def check_memory_matrix(what: str, ty: Mat) -> None:
-    """A matrix in storage or workgroup memory: ``f32`` elements (memory is held in 32-bit
-    words; an f16 matrix there is outside the subset)."""
-    if ty.elem != f32:
-        raise VerifyError(f"{what}: {ty} (matrices in memory are of f32)")
+    """A matrix in storage or workgroup memory: ``f32`` or ``f16`` elements."""
+    if ty.elem not in (f32, f16):
+        raise VerifyError(f"{what}: {ty} (matrices in memory are of f32 or f16)")
 
 
 def _holds_atomic(ty: object) -> bool:
@@ -501,9 +500,9 @@ def check_memory_array(what: str, ty: Array) -> None:
         check_memory_struct(what, inner)
     elif isinstance(inner, Mat):
         check_memory_matrix(what, inner)
-    elif not isinstance(inner, (Scalar, Vec)) or inner.scalar not in (u32, i32, f32):
+    elif not isinstance(inner, (Scalar, Vec)) or inner.scalar not in (u32, i32, f32, f16):
         raise VerifyError(
-            f"{what}: {ty} (arrays of u32, i32 or f32 scalars, vectors of them or structs, "
+            f"{what}: {ty} (arrays of u32, i32, f32 or f16 scalars, vectors of them or structs, "
             "nested or not)"
         )
 
