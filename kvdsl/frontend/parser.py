@@ -647,16 +647,23 @@ class _Assembler:
             if not isinstance(d, ConstDecl):
                 continue
             typer.line = d.line
-            if d.ty is not None and not isinstance(d.ty, Scalar):
-                raise self.err(f"const {d.name}: {d.ty} (scalar consts only)", d.line)
+            if d.ty is not None and not isinstance(d.ty, (Scalar, Vec, Mat)):
+                raise self.err(
+                    f"const {d.name}: {d.ty} (module consts are scalars, vectors and matrices)",
+                    d.line,
+                )
             value = typer.expr(d.value, scope, d.ty)
             ty = d.ty or typer.type_of(value, scope)
             if typer.type_of(value, scope) != ty:
                 raise typer.error(
                     f"const {d.name}: {ty} is initialised with a {typer.type_of(value, scope)}"
                 )
-            if not isinstance(ty, Scalar):
-                raise self.err(f"const {d.name} of type {ty} (scalar consts only)", d.line)
+            if not isinstance(ty, (Scalar, Vec, Mat)):
+                raise self.err(
+                    f"const {d.name} of type {ty} (module consts are scalars, vectors and "
+                    "matrices)",
+                    d.line,
+                )
             self._declare(scope, d.name, Symbol(ty, "const"), d, f"const {d.name}", d.line)
             self.decl_lines[d.name] = d.line
             comment = "\n".join(comments_.run_above(self.comments, d.line))

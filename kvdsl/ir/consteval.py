@@ -371,6 +371,17 @@ class ConstEval:
                 return None
             with np.errstate(all="ignore"):
                 v = ops.TABLE[e.op].impl(m)
+        elif t is ir.Convert and type(ty) is Mat:  # mat2x2<f16>(m): each element rounded
+            m = self._const_matrix(e.x, scope)
+            if m is None:
+                return None
+            with np.errstate(all="ignore"):
+                v = m.astype(ty.elem.dtype)
+        elif t is ir.Name and type(ty) is Mat:  # a module const matrix
+            sym = scope.visible.get(e.name)
+            if sym is None or sym.kind != "const" or sym.value is None:
+                return None
+            return self._const_matrix(sym.value, self.module or scope)
         elif t is ir.Index:
             base, i = self._const_matrix(e.base, scope), self.const_int(e.index, scope)
             if base is None or i is None:

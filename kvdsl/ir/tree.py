@@ -12,6 +12,7 @@ from dataclasses import MISSING, dataclass, field, fields
 from kvdsl.ir.ops import Op
 from kvdsl.ir.types import (
     Array,
+    Mat,
     Ptr,
     Scalar,
     Struct,
@@ -74,9 +75,10 @@ class FnCall:
 
 @dataclass(frozen=True, slots=True)
 class Convert:
-    """A value conversion ``T(x)`` to a scalar or vector type (saturating for float → int)."""
+    """A value conversion ``T(x)`` to a scalar or vector type (saturating for float → int), or
+    between ``f32`` and ``f16`` matrices of one shape (each element rounded)."""
 
-    ty: Scalar | Vec
+    ty: Scalar | Vec | Mat
     x: Expr
 
 
@@ -390,10 +392,10 @@ del _cls
 
 @dataclass(frozen=True, slots=True)
 class Const:
-    """A module-scope ``const NAME: T = value;``."""
+    """A module-scope ``const NAME: T = value;`` of a scalar, vector or matrix type."""
 
     name: str
-    ty: Scalar
+    ty: Scalar | Vec | Mat
     value: Expr
     comment: str = ""
 
