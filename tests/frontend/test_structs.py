@@ -16,7 +16,18 @@ from kvdsl.emit import emit
 from kvdsl.frontend import parse
 from tests.helpers.wgsl import assert_tint_takes
 from kvdsl.interp import OutOfBounds, RaceError
-from kvdsl.ir.types import Array, Struct, Vec, f32, field_offsets, i32, size_of, stride, u32
+from kvdsl.ir.types import (
+    Array,
+    Struct,
+    Vec,
+    f16,
+    f32,
+    field_offsets,
+    i32,
+    size_of,
+    stride,
+    u32,
+)
 
 ITEMS = """struct Pair {
   a: f32,
@@ -237,3 +248,148 @@ def test_whole_structs_are_loaded_bound_and_stored_member_by_member(gpu):
 
 def test_tint_takes_the_kernels():
     assert_tint_takes({"items": ITEMS, "rows": ROWS, "copy": COPY})
+
+
+# ---- f16 members ---------------------------------------------------------------------------
+
+HALVES = """enable f16;
+
+struct Inner {
+  h: f16,
+  k: u32,
+}
+
+struct S {
+  a: f16,
+  b: vec2<f16>,
+  c: f32,
+  d: vec3<f16>,
+  e: f16,
+  n: Inner,
+  t: array<f16, 3>,
+}
+
+struct H {
+  h: f16,
+}
+
+struct Params {
+  n: u32,
+  s: f16,
+  v: vec3<f16>,
+  w: vec2<f16>,
+}
+
+@group(0) @binding(0) var<uniform> params: Params;
+@group(0) @binding(1) var<storage, read> src: array<S>;
+@group(0) @binding(2) var<storage, read_write> out: array<S>;
+@group(0) @binding(3) var<storage, read_write> halves: array<H>;
+var<workgroup> tile: array<S, 64>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+  let i = gid.x;
+  tile[lid.x] = src[i];
+  tile[lid.x].d.y = src[i].a * params.s;
+  workgroupBarrier();
+  var s = tile[(lid.x + 1u) % 64u];
+  s.b = s.b.yx + params.w;
+  s.c = s.c + f32(s.e) + f32(params.n);
+  s.n.k = s.n.k ^ i;
+  s.t[2] = s.t[0] + params.v.z;
+  out[i] = s;
+  out[i].a = src[i].n.h;
+  halves[i].h = src[i].t[1] * 2.0h;
+}
+"""
+
+#: S's halves: a, b, c (two halves), d, e, n.h, n.k (two), t; the rest is padding.
+A, B, C, D, E, NH, NK, T = 0, [2, 3], [4, 5], [8, 9, 10], 11, 12, [14, 15], [16, 17, 18]
+PAD = [1, 6, 7, 13, 19]
+HALF_POISON = np.uint16(0xFFFF)  # an f16 NaN
+
+
+def test_f16_members_take_wgsl_host_layout():
+    k = parse(HALVES)
+    s = k.binding("src").elem
+    inner = s.field("n")
+    assert field_offsets(inner) == (0, 4) and size_of(inner) == 8
+    assert field_offsets(s) == (0, 4, 8, 16, 22, 24, 32) and size_of(s) == stride(s) == 40
+    h = k.binding("halves").elem
+    assert size_of(h) == stride(h) == 2  # f16 aligns to 2: two per word
+    assert (k.binding("src").host, k.binding("src").host_values) == (f16, 20)
+    assert parse(emit(k)) == k
+
+
+def _half_inputs() -> tuple[dict, dict]:
+    rng = np.random.default_rng(44)
+    src = (rng.uniform(0.5, 2.0, (N, 20)) * rng.choice([-1.0, 1.0], (N, 20))).astype(np.float16)
+    words = src.view(np.uint16)
+    words[:, C] = rng.uniform(1.0, 9.0, N).astype(np.float32).view(np.uint16).reshape(N, 2)
+    words[:, NK] = rng.integers(1, 2**32, N, dtype=np.uint32).view(np.uint16).reshape(N, 2)
+    words[:, PAD] = 0x7E01  # padding: never read
+    params = {"n": 7, "s": 0.75, "v": [1.5, -0.5, 0.25], "w": [-2.0, 3.0]}
+    bufs = {
+        "src": src,
+        "out": np.full((N, 20), HALF_POISON, np.uint16).view(np.float16),
+        "halves": np.full(N, HALF_POISON, np.uint16).view(np.float16),
+    }
+    return bufs, params
+
+
+def numpy_halves(bufs: dict, params: dict) -> dict:
+    """What HALVES leaves in ``out`` and ``halves``, as 16-bit halves (padding poisoned)."""
+    src = bufs["src"].view(np.uint16)
+    h = src.view(np.float16)
+    i = np.arange(N)
+    j = i // 64 * 64 + (i + 1) % 64
+    half = np.float16
+    out = np.full((N, 20), HALF_POISON, np.uint16)
+    f = out.view(np.float16)
+    f[:, A] = h[:, NH]
+    f[:, B] = h[j][:, [B[1], B[0]]] + np.asarray(params["w"], half)
+    c = src[j][:, C].copy().view(np.float32)[:, 0]
+    c = (c + h[j, E].astype(np.float32)) + np.float32(params["n"])
+    out[:, C] = c.view(np.uint16).reshape(N, 2)
+    f[:, D] = h[j][:, D]
+    f[:, D[1]] = h[j, A] * half(params["s"])
+    f[:, E], f[:, NH] = h[j, E], h[j, NH]
+    k = src[j][:, NK].copy().view(np.uint32)[:, 0] ^ i.astype(np.uint32)
+    out[:, NK] = k.view(np.uint16).reshape(N, 2)
+    f[:, T] = h[j][:, T]
+    f[:, T[2]] = h[j, T[0]] + half(params["v"][2])
+    return {"out": out, "halves": (h[:, T[1]] * half(2.0)).view(np.uint16)}
+
+
+@pytest.mark.parametrize("backend", ["interp", "gpu"])
+def test_f16_members_in_storage_workgroup_and_uniform_run_as_numpy_says(backend, request):
+    if backend == "gpu":
+        request.getfixturevalue("gpu")
+    bufs, params = _half_inputs()
+    run = interp.run if backend == "interp" else runtime.run
+    got = run(parse(HALVES), bufs, params, (N // 64, 1, 1))
+    want = numpy_halves(bufs, params)
+    for name, w in want.items():
+        g = np.asarray(got[name]).view(np.uint16).reshape(w.shape)
+        assert np.array_equal(g, w), f"{name}: {np.argwhere(g != w)[:4].tolist()}"
+
+
+def test_two_invocations_writing_the_halves_of_one_word_do_not_race():
+    # halves[i].h for i = 2k, 2k + 1 share a word; an f16 is its own memory location in WGSL
+    bufs, params = _half_inputs()
+    got = interp.run(parse(HALVES), bufs, params, (N // 64, 1, 1))
+    assert not np.isnan(got["halves"]).any()
+    racy = HALVES.replace("halves[i].h = ", "halves[i / 2u].h = ")
+    with pytest.raises(RaceError, match=r"halves\[\d+\] \(half 0 of the struct\)"):
+        interp.run(parse(racy), bufs, params, (N // 64, 1, 1))
+
+
+def test_a_race_on_an_f16_member_names_its_half():
+    racy = HALVES.replace("out[i].a = src[i].n.h;", "out[i / 2u].e = src[i].n.h;")
+    bufs, params = _half_inputs()
+    with pytest.raises(RaceError, match=r"out\[\d+\] \(half 11 of the struct\)"):
+        interp.run(parse(racy), bufs, params, (N // 64, 1, 1))
+
+
+def test_tint_takes_the_f16_kernel():
+    assert_tint_takes({"halves": HALVES})

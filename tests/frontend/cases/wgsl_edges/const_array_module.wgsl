@@ -1,4 +1,4 @@
-// expect: outside "const A of type array<u32, 2> (scalar consts only)"
+// expect: outside "const A of type array<u32, 2> (module consts are scalars, vectors and matrices)"
 // tint: taken
 // in: ../_kernel.wgsl
 const A = array<u32, 2>(1u, 2u);
