@@ -1,7 +1,10 @@
 """Arrays of structs in storage and workgroup memory: ``blocks[i].qs[j]``, ``blocks[i].d``,
 ``tile[i].v.y``.
 
-A binding or workgroup array whose element is a struct (or a matrix, or an array of them) is held as ``u32`` words in WGSL's host layout (member
+A binding or workgroup array whose element is a struct (or a matrix, or an array of them) is held
+as ``u32`` words (16-bit halves where it holds an ``f16``: :func:`kvdsl.ir.types.memory_unit`,
+so two invocations writing the two f16 halves of one word do not race, as in WGSL, and a 32-bit
+member is two halves) in WGSL's host layout (member
 offsets rounded up to each member's alignment, the array stride the struct's size rounded up
 to its alignment: :func:`kvdsl.ir.types.field_offsets`, :func:`~kvdsl.ir.types.stride`), the
 bytes the host gives and gets back. An access chain ending at a scalar or a vector becomes the
