@@ -118,8 +118,8 @@ Storage buffers
     A binding is the caller's array viewed as the element type (same-size dtypes are
     reinterpreted bit for bit, as the GPU sees bytes; vec bindings are ``[length, N]``). A
     binding that is one value (``n: atomic<u32>``, ``acc: vec4<f32>``, ``cfg: Config``) is held
-    as its scalars or, a struct, as ``u32`` words (halves), each component or word an element of its own
-    (:mod:`kvdsl.interp.structs`).
+    as its scalars or, a struct, as ``u32`` words (halves where it holds an f16), each component
+    or word an element of its own (:mod:`kvdsl.interp.structs`).
     read_write bindings are copied, written in place and handed back with the caller's dtype and
     shape. A read or write checks that every active invocation's index is inside the binding,
     else :class:`OutOfBounds`; only active invocations store. Every access of a read_write

@@ -350,8 +350,8 @@ class SharedArray:
         scalar = isinstance(var.ty, Atomic)  # a var<workgroup> atomic: an array of one
         elem = var.ty if scalar else var.ty.elem
         # An array of structs, or of arrays of structs, is held as u32 words in WGSL's layout
-        # (kvdsl.interp.structs): ``words`` per outer element.
-        # (16-bit halves where it holds an f16: memory_unit).
+        # (kvdsl.interp.structs), 16-bit halves where it holds an f16 (memory_unit): ``words``
+        # per outer element.
         self.unit = memory_unit(elem)
         by_words = isinstance(array_leaf(elem), (Struct, Mat))
         self.words = stride(elem) // self.unit if by_words else None
@@ -385,7 +385,8 @@ class SharedArray:
                 self.var.ty.elem, e % self.words, self.unit
             )
         if self.words is not None:
-            return f"{self.var.name}[{e // self.words}] ({unit_name(self.unit)} {e % self.words} of the struct)"
+            unit = unit_name(self.unit)
+            return f"{self.var.name}[{e // self.words}] ({unit} {e % self.words} of the struct)"
         if self.inner is not None:
             return f"{self.var.name}[{e // self.inner}][{e % self.inner}]{lane}"
         return f"{self.var.name}[{e}]{lane}"
@@ -399,14 +400,11 @@ def storage(binding: Binding, given: np.ndarray) -> Storage:
     ``arrayLength`` rounds a partial trailing element down.
     """
     given = np.asarray(given)
-    # An array of structs, or of arrays, is held as u32 words (kvdsl.interp.structs).
-    # (16-bit halves where it holds an f16: memory_unit).
-    words = held_as_words(binding.elem)
-    dt = (
-        (u32.dtype if memory_unit(binding.elem) == 4 else u16)
-        if words
-        else binding.elem.scalar.dtype
-    )
+    # An array of structs, or of arrays, is held as u32 words (kvdsl.interp.structs), 16-bit
+    # halves where it holds an f16 (memory_unit).
+    dt = binding.elem.scalar.dtype if not held_as_words(binding.elem) else u32.dtype
+    if held_as_words(binding.elem) and memory_unit(binding.elem) == 2:
+        dt = u16
     # The host's array holds binding.host values (f16 data of u32 words: a float16 array).
     if given.dtype.itemsize != binding.host.dtype.itemsize:
         raise TypeError(
