@@ -204,9 +204,10 @@ class Machine(Scopes, Expressions, Memory, StructMemory):
         self.sync = Sync(grid.total // grid.per_group, grid.per_group, grid.total)
         self.current: ir.Stmt | None = None
         self._affine: list[tuple] = []  # the last few index arrays :meth:`affine` looked at
-        # Bindings and workgroup arrays of structs, held as words (kvdsl.interp.structs); their loops run unbatched.
+        # Bindings and workgroup arrays of structs or matrices, held as words
+        # (kvdsl.interp.structs); their loops run unbatched.
         self._structs = any(by_words(b) for b in kernel.bindings) or any(
-            isinstance(array_leaf(w.ty.elem), Struct) for w in kernel.workgroup_vars
+            isinstance(array_leaf(w.ty.elem), (Struct, Mat)) for w in kernel.workgroup_vars
         )
         self.batching = batching and not self._structs and not _struct_values(kernel)
         self.batched = False  # whether a loop ran batched (see :mod:`kvdsl.interp.batch`)

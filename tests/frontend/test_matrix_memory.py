@@ -331,3 +331,32 @@ def test_a_constant_f16_matrix_too_small_for_its_value_is_refused():
 
 def test_tint_takes_the_f16_kernel():
     assert_tint_takes({"kernel": HALF_MEMORY})
+
+
+ONLY_TILE = """enable f16;
+@group(0) @binding(0) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+var<workgroup> tile: array<mat2x2<T>, 64>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+  let v = T(x[gid.x]);
+  tile[lid.x] = mat2x2<T>(v, 2.0, -v, 0.5);
+  workgroupBarrier();
+  let m = tile[(lid.x + 1u) % 64u];
+  out[gid.x] = f32(m[1][0] * m[0][1]);
+}
+"""
+
+
+@pytest.mark.parametrize("elem", ["f32", "f16"])
+def test_a_workgroup_array_of_matrices_alone_runs_as_numpy_says(elem, gpu):
+    # no binding held as words: the workgroup array alone makes the kernel reach memory by words
+    k = parse(ONLY_TILE.replace("<T>", f"<{elem}>").replace("T(", f"{elem}("))
+    x = np.random.default_rng(48).uniform(0.5, 2.0, N) * np.repeat([1, -1], N // 2)
+    x = x.astype(np.float32)
+    v = x.astype(np.float16 if elem == "f16" else np.float32)
+    j = np.arange(N) // 64 * 64 + (np.arange(N) + 1) % 64
+    want = (-v[j] * v.dtype.type(2.0)).astype(np.float32)
+    for run in (interp.run, runtime.run):
+        got = run(k, {"x": x, "out": np.full(N, np.nan, np.float32)}, None, (N // 64, 1, 1))
+        np.testing.assert_array_equal(got["out"], want, err_msg=run.__module__)
