@@ -623,10 +623,11 @@ class _Assembler:
                 isinstance(g.ty, Array)
                 and isinstance(g.ty.elem, Array)
                 and isinstance(g.ty.elem.elem, Array)
+                and array_leaf(g.ty) == bool_
             ):
                 raise self.err(
-                    f"workgroup var '{g.name}' of type {g.ty} (arrays of scalars, vectors, or "
-                    "arrays of those; not three levels deep)",
+                    f"workgroup var '{g.name}' of type {g.ty} (arrays three levels deep are "
+                    "held as 32-bit words: of numbers, vectors, structs or matrices, not bool)",
                     g.line,
                     g.column,
                 )

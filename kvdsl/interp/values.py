@@ -27,11 +27,11 @@ from kvdsl.ir.types import (
     Scalar,
     Struct,
     Vec,
-    array_leaf,
     held_as_words,
     memory_unit,
     stride,
     u32,
+    workgroup_words,
 )
 
 Mask = np.ndarray | None
@@ -353,8 +353,7 @@ class SharedArray:
         # (kvdsl.interp.structs), 16-bit halves where it holds an f16 (memory_unit): ``words``
         # per outer element.
         self.unit = memory_unit(elem)
-        by_words = isinstance(array_leaf(elem), (Struct, Mat))
-        self.words = stride(elem) // self.unit if by_words else None
+        self.words = stride(elem) // self.unit if workgroup_words(var.ty) else None
         # An array of arrays is held flat, row by row: element [r][c] is r * inner + c.
         self.inner = elem.n if isinstance(elem, Array) and self.words is None else None
         if self.inner is not None:

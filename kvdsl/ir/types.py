@@ -369,6 +369,16 @@ def memory_unit(ty: object) -> int:
     return 2 if holds_f16(ty) else 4
 
 
+def workgroup_words(ty: object) -> bool:
+    """Whether a ``var<workgroup>`` of type ``ty`` is held as words (:class:`SharedArray`): an
+    array whose leaf is a struct or a matrix, or arrays nested three levels deep or more (two
+    levels of scalars or vectors are held flat, element by element)."""
+    if not isinstance(ty, Array):
+        return False
+    deep = isinstance(ty.elem, Array) and isinstance(ty.elem.elem, Array)
+    return deep or isinstance(array_leaf(ty), (Struct, Mat))
+
+
 def array_leaf(ty: object) -> object:
     """The element under any nesting of fixed-size arrays: ``array<array<vec3<f32>, 2>, 4>``
     gives ``vec3<f32>``."""

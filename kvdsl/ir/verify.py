@@ -33,8 +33,7 @@ from kvdsl.ir.types import (
     is_result_struct,
     u32,
 )
-from kvdsl.ir.types import Atomic, array_leaf, held_as_words
-from kvdsl.ir.types import stride as struct_stride
+from kvdsl.ir.types import Atomic, array_leaf, held_as_words, size_of, workgroup_words
 from kvdsl.ir.uniformity import loop_behavior
 
 __all__ = [
@@ -282,6 +281,7 @@ class Verifier(ExprTyper):
                 isinstance(sym.ty, Struct)
                 or isinstance(array_leaf(sym.ty.elem), (Struct, Mat))
                 or (sym.kind == "binding" and held_as_words(sym.ty.elem))
+                or (sym.kind == "workgroup" and workgroup_words(sym.ty))
             )
         ):
             if sym.kind == "binding" and sym.access != "read_write":
@@ -412,7 +412,7 @@ def module_scope(kernel: ir.Kernel, verifier: Verifier) -> Scope:
             continue
         if not isinstance(w, ir.WorkgroupVar) or not isinstance(w.ty, Array):
             raise VerifyError(f"workgroup var {w!r} is not a WorkgroupVar of an array type")
-        leaf = w.ty.elem.elem if isinstance(w.ty.elem, Array) else w.ty.elem
+        leaf = array_leaf(w.ty.elem)  # arrays three levels deep or more: held as words
         if isinstance(array_leaf(w.ty.elem), Struct):  # array<B, 4>, array<array<B, 2>, 4>
             check_memory_struct(f"workgroup var '{w.name}'", array_leaf(w.ty.elem))
             leaf = u32  # held as words
@@ -509,15 +509,7 @@ def check_memory_array(what: str, ty: Array) -> None:
 
 def workgroup_bytes(ty: Array) -> int:
     """Bytes ``ty`` takes in workgroup memory (WGSL's array stride: vec3 elements take 16)."""
-    if isinstance(ty, Atomic):
-        return 4
-    elem = ty.elem
-    if isinstance(elem, Struct):
-        return struct_stride(elem) * ty.n
-    if isinstance(elem, Array):  # an array of arrays: each row its elements' stride times n
-        return workgroup_bytes(elem) * ty.n
-    stride = elem.size if isinstance(elem, Scalar) else max(elem.size, elem.align)
-    return stride * ty.n
+    return 4 if isinstance(ty, Atomic) else size_of(ty)
 
 
 def check_barriers(kernel: ir.Kernel) -> None:
