@@ -619,18 +619,6 @@ class _Assembler:
                 raise self.err(f"var<workgroup, {g.access}>", g.line, g.column)
             if g.has_init:
                 raise self.err(f"workgroup var '{g.name}' with an initialiser", g.line, g.column)
-            if (
-                isinstance(g.ty, Array)
-                and isinstance(g.ty.elem, Array)
-                and isinstance(g.ty.elem.elem, Array)
-                and array_leaf(g.ty) == bool_
-            ):
-                raise self.err(
-                    f"workgroup var '{g.name}' of type {g.ty} (arrays three levels deep are "
-                    "held as 32-bit words: of numbers, vectors, structs or matrices, not bool)",
-                    g.line,
-                    g.column,
-                )
             if not isinstance(g.ty, (Array, Atomic)):
                 raise self.err(
                     f"workgroup var '{g.name}' of type {g.ty} (only fixed-size arrays and atomics)",

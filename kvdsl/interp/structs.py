@@ -151,7 +151,10 @@ class StructMemory:
                 lanes = max(lo.shape[0], hi.shape[0])
                 pair = np.stack([broadcast(lo, lanes), broadcast(hi, lanes)], axis=1)
                 return np.ascontiguousarray(pair).view(np.uint32).reshape(-1).view(ty.dtype)
-            return np.ascontiguousarray(self._unit_load(b, word, m)).view(ty.dtype)
+            got = self._unit_load(b, word, m)
+            if ty.name == "bool":  # a word of workgroup memory holding a bool: 0 or 1
+                return got != 0
+            return np.ascontiguousarray(got).view(ty.dtype)
         if isinstance(ty, Vec):
             k = _units(ty.elem, unit)
             parts = [self._words_value(b, word + c * k, ty.elem, m) for c in range(ty.n)]
@@ -198,6 +201,8 @@ class StructMemory:
     def _words_put(self, b: Storage, word: np.ndarray, ty, v, m: Mask) -> None:
         unit = b.data.dtype.itemsize
         if isinstance(ty, Scalar):
+            if ty.name == "bool":
+                v = np.asarray(v).astype(b.data.dtype)
             words = np.ascontiguousarray(v).view(b.data.dtype)  # words, halves or the scalars
             if ty.size > unit:  # a 32-bit scalar in f16-holding memory: two halves
                 halves = words.reshape(-1, 2)
