@@ -381,7 +381,8 @@ class _Assembler:
         for fname, fty in structs[0].fields:
             if not isinstance(fty, (Scalar, Vec, Mat)):
                 raise self.err(
-                    f"struct field {fname}: {fty} (scalars, vectors and matrices only)",
+                    f"params struct {structs[0].name} field {fname}: {_spell(fty)} (the uniform's "
+                    "fields are scalars, vectors and matrices)",
                     structs[0].line,
                 )
         self.decl_lines["params"] = u.line
