@@ -266,6 +266,8 @@ class ConstEval:
             v = int_step(e.op, ty, a[0])
         elif t is ir.Member and len(e.name) == 1:
             # One component of a vector const-expression: vec2<u32>(0u, 8u).y is 8u to WGSL.
+            if not const_shaped(e.base, scope.visible):  # cfg.n of a binding: no constant
+                return None
             base = self.type_of(e.base, scope)
             if not isinstance(base, Vec) or not (base.elem is u32 or base.elem is i32):
                 return None

@@ -393,3 +393,59 @@ def test_a_race_on_an_f16_member_names_its_half():
 
 def test_tint_takes_the_f16_kernel():
     assert_tint_takes({"halves": HALVES})
+
+
+ROWS = """enable f16;
+struct Rows {
+  n: f16,
+  k: u32,
+  data: array<vec2<f16>>,
+}
+struct Ctr {
+  tag: f16,
+  hits: atomic<u32>,
+  lo: f16,
+}
+@group(0) @binding(0) var<storage, read> rows: Rows;
+@group(0) @binding(1) var<storage, read_write> ctr: Ctr;
+@group(0) @binding(2) var<storage, read_write> out: array<f32>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let i = gid.x;
+  let d = rows.data[i % arrayLength(&rows.data)];
+  atomicAdd(&ctr.hits, i);
+  if (i == 0u) {
+    ctr.tag = rows.n;
+  }
+  if (i == 1u) {
+    ctr.lo = d.y;
+  }
+  out[i] = f32(d.x * rows.n) + f32(rows.k);
+}
+"""
+
+
+def test_whole_struct_bindings_with_f16_members_run_as_numpy_says(gpu):
+    """A binding that is one struct of f16 members ending in a runtime-sized array, and an
+    atomic beside f16 members (its word is two halves); ``f32(rows.k)`` converts a member."""
+    rng = np.random.default_rng(49)
+    rows = (rng.uniform(0.5, 2.0, 4 + 2 * 40) * rng.choice([-1, 1], 84)).astype(np.float16)
+    halves = rows.view(np.uint16)
+    halves[1] = 0x7E01  # padding after n
+    halves[2:4] = np.array([12345], np.uint32).view(np.uint16)
+    ctr = np.full(6, 0x7E01, np.uint16)  # tag, padding, hits (two halves), lo, padding
+    ctr[2:4] = 0
+    bufs = {"rows": rows, "ctr": ctr.view(np.float16), "out": np.full(N, np.nan, np.float32)}
+    data = rows[4:].reshape(40, 2)
+    i = np.arange(N)
+    d = data[i % 40]
+    want_out = (d[:, 0] * rows[0]).astype(np.float32) + np.float32(12345)
+    want_ctr = ctr.copy()
+    want_ctr[0], want_ctr[4] = halves[0], data[1, 1].view(np.uint16)
+    want_ctr[2:4] = np.array([i.sum()], np.uint32).view(np.uint16)
+    k = parse(ROWS)
+    assert parse(emit(k)) == k
+    for run in (interp.run, runtime.run):
+        got = run(k, bufs, None, (N // 64, 1, 1))
+        np.testing.assert_array_equal(got["out"], want_out, err_msg=run.__module__)
+        np.testing.assert_array_equal(np.asarray(got["ctr"]).view(np.uint16), want_ctr)
