@@ -395,7 +395,7 @@ def test_tint_takes_the_f16_kernel():
     assert_tint_takes({"halves": HALVES})
 
 
-ROWS = """enable f16;
+HALF_ROWS = """enable f16;
 struct Rows {
   n: f16,
   k: u32,
@@ -443,7 +443,7 @@ def test_whole_struct_bindings_with_f16_members_run_as_numpy_says(gpu):
     want_ctr = ctr.copy()
     want_ctr[0], want_ctr[4] = halves[0], data[1, 1].view(np.uint16)
     want_ctr[2:4] = np.array([i.sum()], np.uint32).view(np.uint16)
-    k = parse(ROWS)
+    k = parse(HALF_ROWS)
     assert parse(emit(k)) == k
     for run in (interp.run, runtime.run):
         got = run(k, bufs, None, (N // 64, 1, 1))
