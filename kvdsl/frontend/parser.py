@@ -401,12 +401,18 @@ class _Assembler:
         return out
 
     def nested_struct(
-        self, d: StructDecl, decls: dict[str, StructDecl], memory: bool, outer: tuple[str, ...]
+        self,
+        d: StructDecl,
+        decls: dict[str, StructDecl],
+        memory: bool,
+        outer: tuple[str, ...],
+        workgroup: bool = False,
     ) -> Struct:
         """Struct ``d`` with the structs its members name resolved, each member checked: u32,
-        i32 or f32 scalars, vectors of them, other structs, fixed-size arrays of those; in
-        ``memory`` (storage or workgroup) also ``atomic<u32>`` / ``atomic<i32>``. ``outer``: the
-        structs that contain ``d`` (WGSL refuses a struct that contains itself)."""
+        i32, f32 or f16 scalars, vectors of them, matrices, other structs, fixed-size arrays of
+        those; in ``memory`` (storage or workgroup) also ``atomic<u32>`` / ``atomic<i32>``, and
+        in ``workgroup`` memory bool. ``outer``: the structs that contain ``d`` (WGSL refuses a
+        struct that contains itself)."""
         fields = []
         for fname, fty in d.fields:
             inner = array_leaf(fty)
@@ -425,14 +431,23 @@ class _Assembler:
                         self.filename,
                         d.line,
                     )
-                st = self.nested_struct(sub, decls, memory, (*outer, d.name))
+                st = self.nested_struct(sub, decls, memory, (*outer, d.name), workgroup)
                 fields.append((fname, _with_leaf(fty, st)))
                 continue
-            ok = isinstance(inner, (Scalar, Vec)) and inner.scalar in (u32, i32, f32, f16)
+            # bool is no host-shareable type: of memory, only a workgroup struct holds one
+            numbers = (u32, i32, f32, f16, bool_) if workgroup else (u32, i32, f32, f16)
+            ok = isinstance(inner, (Scalar, Vec)) and inner.scalar in numbers
             ok = ok or isinstance(inner, Mat)
             if ok or memory and isinstance(inner, Atomic) and inner.elem in (u32, i32):
                 fields.append((fname, fty))
                 continue
+            if memory and isinstance(inner, (Scalar, Vec)) and inner.scalar == bool_:
+                raise WgslTypeError(  # Tint: "type 'bool' cannot be used in address space"
+                    f"struct {d.name} member {fname}: {_spell(fty)} in storage memory (bool "
+                    "is not host-shareable; only workgroup memory holds it)",
+                    self.filename,
+                    d.line,
+                )
             where = " in storage or workgroup memory" if memory else ""
             scalars = "u32, i32, f32 or f16"
             atomics = "atomic<u32> or atomic<i32>, " if memory else ""
@@ -480,7 +495,7 @@ class _Assembler:
             body = (
                 d if tail is None else replace(d, fields=d.fields[:-1] + ((tail[0], tail[1].elem),))
             )
-            st = self.nested_struct(body, decls, True, ())
+            st = self.nested_struct(body, decls, True, (), g.space == "workgroup")
             if tail is not None:
                 st = Struct(st.name, st.fields[:-1] + ((tail[0], RuntimeArray(st.fields[-1][1])),))
             out[d.name] = st

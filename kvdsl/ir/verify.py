@@ -414,7 +414,7 @@ def module_scope(kernel: ir.Kernel, verifier: Verifier) -> Scope:
             raise VerifyError(f"workgroup var {w!r} is not a WorkgroupVar of an array type")
         leaf = array_leaf(w.ty.elem)  # arrays three levels deep or more: held as words
         if isinstance(array_leaf(w.ty.elem), Struct):  # array<B, 4>, array<array<B, 2>, 4>
-            check_memory_struct(f"workgroup var '{w.name}'", array_leaf(w.ty.elem))
+            check_memory_struct(f"workgroup var '{w.name}'", array_leaf(w.ty.elem), workgroup=True)
             leaf = u32  # held as words
         elif isinstance(array_leaf(w.ty.elem), Mat):  # array<mat2x2<f32>, 64>
             check_memory_matrix(f"workgroup var '{w.name}'", array_leaf(w.ty.elem))
@@ -441,10 +441,13 @@ def module_scope(kernel: ir.Kernel, verifier: Verifier) -> Scope:
     return scope
 
 
-def check_memory_struct(what: str, st: Struct, whole: bool = False) -> None:
-    """A struct a storage binding or workgroup array holds: members u32, i32 or f32 scalars,
-    vectors of them, or fixed-size arrays of those (each a whole number of words); a binding
-    that is one struct (``whole``) ends in a runtime-sized array of those."""
+def check_memory_struct(
+    what: str, st: Struct, whole: bool = False, workgroup: bool = False
+) -> None:
+    """A struct a storage binding or workgroup array holds: members u32, i32, f32 or f16
+    scalars, vectors of them, matrices, atomics, other structs, or fixed-size arrays of those;
+    in ``workgroup`` memory (not host-shareable) bool ones too; a binding that is one struct
+    (``whole``) ends in a runtime-sized array of those."""
     if not st.fields:
         raise VerifyError(f"{what}: struct {st.name} has no members (WGSL takes at least one)")
     seen = set()
@@ -463,12 +466,13 @@ def check_memory_struct(what: str, st: Struct, whole: bool = False) -> None:
         if isinstance(inner, Atomic) and inner.elem in (u32, i32):
             continue
         if isinstance(inner, Struct):  # a struct inside a struct
-            check_memory_struct(what, inner)
+            check_memory_struct(what, inner, workgroup=workgroup)
             continue
         if isinstance(inner, Mat):
             check_memory_matrix(f"{what}: struct {st.name} member {name}", inner)
             continue
-        if not isinstance(inner, (Scalar, Vec)) or inner.scalar not in (u32, i32, f32, f16):
+        numbers = (u32, i32, f32, f16, bool_) if workgroup else (u32, i32, f32, f16)
+        if not isinstance(inner, (Scalar, Vec)) or inner.scalar not in numbers:
             raise VerifyError(
                 f"{what}: struct {st.name} member {name}: {ty} (u32, i32, f32 or f16 scalars, "
                 "vectors of them, atomic<u32> or atomic<i32>, other structs, or fixed-size "

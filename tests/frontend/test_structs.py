@@ -13,7 +13,7 @@ import pytest
 
 from kvdsl import interp, runtime
 from kvdsl.emit import emit
-from kvdsl.frontend import parse
+from kvdsl.frontend import WgslTypeError, parse
 from tests.helpers.wgsl import assert_tint_takes
 from kvdsl.interp import OutOfBounds, RaceError
 from kvdsl.ir.types import (
@@ -449,3 +449,55 @@ def test_whole_struct_bindings_with_f16_members_run_as_numpy_says(gpu):
         got = run(k, bufs, None, (N // 64, 1, 1))
         np.testing.assert_array_equal(got["out"], want_out, err_msg=run.__module__)
         np.testing.assert_array_equal(np.asarray(got["ctr"]).view(np.uint16), want_ctr)
+
+
+FLAGS = """struct F {
+  on: bool,
+  v: f32,
+  m: vec2<bool>,
+}
+struct G {
+  f: F,
+  n: u32,
+}
+@group(0) @binding(0) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+var<workgroup> t: array<G, 64>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+  let v = x[gid.x];
+  t[lid.x].f = F(v > 1.0, v, vec2<bool>(v < 1.5, true));
+  t[lid.x].n = gid.x;
+  workgroupBarrier();
+  let g = t[(lid.x + 1u) % 64u];
+  out[gid.x] = select(0.0, g.f.v, g.f.on) + select(0.0, 10.0, g.f.m.x && g.f.m.y) + f32(g.n);
+}
+"""
+
+
+def test_bool_members_of_a_workgroup_struct_run_as_numpy_says(gpu):
+    """Workgroup memory is not host-shareable: its structs may hold bool (a word of 0 or 1)."""
+    x = np.random.default_rng(50).uniform(0.5, 2.0, N).astype(np.float32)
+    i = np.arange(N)
+    j = i // 64 * 64 + (i + 1) % 64
+    v = x[j]
+    want = np.where(v > 1, v, np.float32(0)) + np.where(v < 1.5, np.float32(10), 0)
+    want = want.astype(np.float32) + j.astype(np.float32)
+    k = parse(FLAGS)
+    assert parse(emit(k)) == k
+    for run in (interp.run, runtime.run):
+        got = run(k, {"x": x, "out": np.full(N, np.nan, np.float32)}, None, (N // 64, 1, 1))
+        np.testing.assert_array_equal(got["out"], want, err_msg=run.__module__)
+    assert_tint_takes({"flags": FLAGS})
+
+
+def test_a_bool_member_in_storage_is_refused_as_tint_refuses_it():
+    from kvdsl.runtime import tint_check
+
+    bad = FLAGS.replace(
+        "var<workgroup> t: array<G, 64>;",
+        "@group(0) @binding(2) var<storage, read_write> t: array<G>;",
+    )
+    with pytest.raises(WgslTypeError, match="member on: bool in storage memory"):
+        parse(bad)
+    assert tint_check({"bad": bad})["bad"] is not None
