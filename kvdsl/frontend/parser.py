@@ -652,9 +652,10 @@ class _Assembler:
             if not isinstance(d, ConstDecl):
                 continue
             typer.line = d.line
-            if d.ty is not None and not isinstance(d.ty, (Scalar, Vec, Mat)):
+            if d.ty is not None and not isinstance(d.ty, (Scalar, Vec, Mat, Array)):
                 raise self.err(
-                    f"const {d.name}: {d.ty} (module consts are scalars, vectors and matrices)",
+                    f"const {d.name}: {d.ty} (module consts are scalars, vectors, matrices and "
+                    "arrays)",
                     d.line,
                 )
             value = typer.expr(d.value, scope, d.ty)
@@ -663,10 +664,10 @@ class _Assembler:
                 raise typer.error(
                     f"const {d.name}: {ty} is initialised with a {typer.type_of(value, scope)}"
                 )
-            if not isinstance(ty, (Scalar, Vec, Mat)):
+            if not isinstance(ty, (Scalar, Vec, Mat, Array)):
                 raise self.err(
-                    f"const {d.name} of type {ty} (module consts are scalars, vectors and "
-                    "matrices)",
+                    f"const {d.name} of type {ty} (module consts are scalars, vectors, "
+                    "matrices and arrays)",
                     d.line,
                 )
             self._declare(scope, d.name, Symbol(ty, "const"), d, f"const {d.name}", d.line)

@@ -392,10 +392,11 @@ del _cls
 
 @dataclass(frozen=True, slots=True)
 class Const:
-    """A module-scope ``const NAME: T = value;`` of a scalar, vector or matrix type."""
+    """A module-scope ``const NAME: T = value;`` of a scalar, vector, matrix or fixed-size array
+    type."""
 
     name: str
-    ty: Scalar | Vec | Mat
+    ty: Scalar | Vec | Mat | Array
     value: Expr
     comment: str = ""
 

@@ -360,8 +360,10 @@ def module_scope(kernel: ir.Kernel, verifier: Verifier) -> Scope:
     scope = Scope()
     verifier.module = scope
     for c in kernel.consts:
-        if not isinstance(c.ty, (Scalar, Vec, Mat)):
-            raise VerifyError(f"const {c.name}: type {c.ty} is not a scalar, vector or matrix")
+        if not isinstance(c.ty, (Scalar, Vec, Mat, Array)):
+            raise VerifyError(
+                f"const {c.name}: type {c.ty} is not a scalar, vector, matrix or array"
+            )
         got = verifier.type_of(c.value, scope)
         if got is not c.ty and got != c.ty:
             raise VerifyError(f"const {c.name}: value {show(c.value)} is {got}, declared {c.ty}")
