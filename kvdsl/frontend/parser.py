@@ -381,7 +381,8 @@ class _Assembler:
         for fname, fty in structs[0].fields:
             if not isinstance(fty, (Scalar, Vec, Mat)):
                 raise self.err(
-                    f"struct field {fname}: {fty} (scalars, vectors and matrices only)",
+                    f"params struct {structs[0].name} field {fname}: {_spell(fty)} (the uniform's "
+                    "fields are scalars, vectors and matrices)",
                     structs[0].line,
                 )
         self.decl_lines["params"] = u.line
@@ -400,12 +401,18 @@ class _Assembler:
         return out
 
     def nested_struct(
-        self, d: StructDecl, decls: dict[str, StructDecl], memory: bool, outer: tuple[str, ...]
+        self,
+        d: StructDecl,
+        decls: dict[str, StructDecl],
+        memory: bool,
+        outer: tuple[str, ...],
+        workgroup: bool = False,
     ) -> Struct:
         """Struct ``d`` with the structs its members name resolved, each member checked: u32,
-        i32 or f32 scalars, vectors of them, other structs, fixed-size arrays of those; in
-        ``memory`` (storage or workgroup) also ``atomic<u32>`` / ``atomic<i32>``. ``outer``: the
-        structs that contain ``d`` (WGSL refuses a struct that contains itself)."""
+        i32, f32 or f16 scalars, vectors of them, matrices, other structs, fixed-size arrays of
+        those; in ``memory`` (storage or workgroup) also ``atomic<u32>`` / ``atomic<i32>``, and
+        in ``workgroup`` memory bool. ``outer``: the structs that contain ``d`` (WGSL refuses a
+        struct that contains itself)."""
         fields = []
         for fname, fty in d.fields:
             inner = array_leaf(fty)
@@ -424,23 +431,25 @@ class _Assembler:
                         self.filename,
                         d.line,
                     )
-                st = self.nested_struct(sub, decls, memory, (*outer, d.name))
+                st = self.nested_struct(sub, decls, memory, (*outer, d.name), workgroup)
                 fields.append((fname, _with_leaf(fty, st)))
                 continue
-            # f16 members only in values: memory is held in 32-bit words (kvdsl.interp.structs)
-            numeric = (u32, i32, f32) if memory else (u32, i32, f32, f16)
-            ok = isinstance(inner, (Scalar, Vec)) and inner.scalar in numeric
-            if isinstance(inner, Mat) and memory and inner.elem == f16:
-                raise self.err(
-                    f"struct {d.name} member {fname}: {_spell(fty)} (f16 matrices in memory)",
-                    d.line,
-                )
+            # bool is no host-shareable type: of memory, only a workgroup struct holds one
+            numbers = (u32, i32, f32, f16, bool_) if workgroup else (u32, i32, f32, f16)
+            ok = isinstance(inner, (Scalar, Vec)) and inner.scalar in numbers
             ok = ok or isinstance(inner, Mat)
             if ok or memory and isinstance(inner, Atomic) and inner.elem in (u32, i32):
                 fields.append((fname, fty))
                 continue
+            if memory and isinstance(inner, (Scalar, Vec)) and inner.scalar == bool_:
+                raise WgslTypeError(  # Tint: "type 'bool' cannot be used in address space"
+                    f"struct {d.name} member {fname}: {_spell(fty)} in storage memory (bool "
+                    "is not host-shareable; only workgroup memory holds it)",
+                    self.filename,
+                    d.line,
+                )
             where = " in storage or workgroup memory" if memory else ""
-            scalars = "u32, i32 or f32" if memory else "u32, i32, f32 or f16"
+            scalars = "u32, i32, f32 or f16"
             atomics = "atomic<u32> or atomic<i32>, " if memory else ""
             raise self.err(
                 f"struct {d.name} member {fname}: {_spell(fty)} (members of a struct{where} "
@@ -453,7 +462,7 @@ class _Assembler:
     def struct_types(self, structs: list[StructDecl], gvars: list[GlobalVar]) -> dict[str, Struct]:
         """The structs storage and workgroup arrays hold (``array<BlockQ8>``), by name, their
         array types resolved in ``gvars``; members are 32-bit scalars, vectors of them and
-        fixed-size arrays of those (f16 members would not fill whole words)."""
+        fixed-size arrays of those."""
         decls = {d.name: d for d in structs}
         out: dict[str, Struct] = {}
         for k, g in enumerate(gvars):
@@ -486,7 +495,7 @@ class _Assembler:
             body = (
                 d if tail is None else replace(d, fields=d.fields[:-1] + ((tail[0], tail[1].elem),))
             )
-            st = self.nested_struct(body, decls, True, ())
+            st = self.nested_struct(body, decls, True, (), g.space == "workgroup")
             if tail is not None:
                 st = Struct(st.name, st.fields[:-1] + ((tail[0], RuntimeArray(st.fields[-1][1])),))
             out[d.name] = st
@@ -531,14 +540,11 @@ class _Assembler:
                     raise self.err(f"storage var '{g.name}' with an initialiser", g.line)
                 held = g.ty.elem if isinstance(g.ty, RuntimeArray) else g.ty
                 leaf = array_leaf(held)
-                self.f16_matrix(g, leaf)
-                if isinstance(held, Array) and (
-                    isinstance(leaf, Atomic)
-                    or (isinstance(leaf, (Scalar, Vec)) and leaf.scalar == f16)
-                ):
+                if isinstance(held, Array) and isinstance(leaf, Atomic):
                     raise self.err(
                         f"storage var '{g.name}' of type {_spell(g.ty)} (a fixed-size array in "
-                        "storage holds u32, i32 or f32 values; atomics stand in array<atomic<T>>)",
+                        "storage holds u32, i32, f32 or f16 values; atomics stand in "
+                        "array<atomic<T>>)",
                         g.line,
                         g.column,
                     )
@@ -606,15 +612,6 @@ class _Assembler:
             seen[slot] = g.name
         return tuple(b for _, b in sorted(numbered, key=lambda x: x[0]))
 
-    def f16_matrix(self, g: GlobalVar, leaf: object) -> None:
-        """Memory is held in 32-bit words: an f16 matrix there is outside the subset."""
-        if isinstance(leaf, Mat) and leaf.elem == f16:
-            raise self.err(
-                f"var<{g.space}> '{g.name}' of {_spell(g.ty)} (f16 matrices in memory)",
-                g.line,
-                g.column,
-            )
-
     def host_data(self, g: GlobalVar) -> Scalar | None:
         """The host data type a ``// host: T`` comment ending the binding's line names."""
         c = self.comments.get(g.line)
@@ -638,18 +635,6 @@ class _Assembler:
                 raise self.err(f"var<workgroup, {g.access}>", g.line, g.column)
             if g.has_init:
                 raise self.err(f"workgroup var '{g.name}' with an initialiser", g.line, g.column)
-            self.f16_matrix(g, array_leaf(g.ty))
-            if (
-                isinstance(g.ty, Array)
-                and isinstance(g.ty.elem, Array)
-                and isinstance(g.ty.elem.elem, Array)
-            ):
-                raise self.err(
-                    f"workgroup var '{g.name}' of type {g.ty} (arrays of scalars, vectors, or "
-                    "arrays of those; not three levels deep)",
-                    g.line,
-                    g.column,
-                )
             if not isinstance(g.ty, (Array, Atomic)):
                 raise self.err(
                     f"workgroup var '{g.name}' of type {g.ty} (only fixed-size arrays and atomics)",
@@ -667,16 +652,24 @@ class _Assembler:
             if not isinstance(d, ConstDecl):
                 continue
             typer.line = d.line
-            if d.ty is not None and not isinstance(d.ty, Scalar):
-                raise self.err(f"const {d.name}: {d.ty} (scalar consts only)", d.line)
+            if d.ty is not None and not isinstance(d.ty, (Scalar, Vec, Mat, Array)):
+                raise self.err(
+                    f"const {d.name}: {d.ty} (module consts are scalars, vectors, matrices and "
+                    "arrays)",
+                    d.line,
+                )
             value = typer.expr(d.value, scope, d.ty)
             ty = d.ty or typer.type_of(value, scope)
             if typer.type_of(value, scope) != ty:
                 raise typer.error(
                     f"const {d.name}: {ty} is initialised with a {typer.type_of(value, scope)}"
                 )
-            if not isinstance(ty, Scalar):
-                raise self.err(f"const {d.name} of type {ty} (scalar consts only)", d.line)
+            if not isinstance(ty, (Scalar, Vec, Mat, Array)):
+                raise self.err(
+                    f"const {d.name} of type {ty} (module consts are scalars, vectors, "
+                    "matrices and arrays)",
+                    d.line,
+                )
             self._declare(scope, d.name, Symbol(ty, "const"), d, f"const {d.name}", d.line)
             self.decl_lines[d.name] = d.line
             comment = "\n".join(comments_.run_above(self.comments, d.line))

@@ -341,10 +341,8 @@ class Typer:
             a = self.expr(args[0], scope, ty)
             at = self.type_of(a, scope)
             if isinstance(at, Mat) and (at.c, at.r) == (ty.c, ty.r):
-                if at.elem != ty.elem:
-                    raise UnsupportedError(
-                        f"matrix conversion {at} to {ty}", self.filename, self.line
-                    )
+                if at.elem != ty.elem:  # mat2x2<f32>(m) of a mat2x2<f16>: each element
+                    return ir.Convert(ty, a)
                 return a
             args = (a,)
         want = ty.column if len(args) == ty.c else ty.elem

@@ -13,9 +13,11 @@ active invocations (``run(..., accesses=)``): what a kernel moves, every access 
 loops with no state crossing trips are batched over (trip × invocation). A pointer is its access
 chain with the indices evaluated when ``&`` ran and, for a ``var``, the declaring frame's own
 slot, so every load and store through one goes the checked way. A binding or workgroup array of
-structs is held as ``u32`` words in WGSL's layout; a member access is a word offset, loaded and
-stored word by word (:mod:`~kvdsl.interp.structs`), so bounds, races and uninitialised reads are
-found per word.
+structs is held as ``u32`` words in WGSL's layout (as 16-bit halves where it holds an ``f16``,
+so each f16 is a unit of its own and a 32-bit member two:
+:func:`kvdsl.ir.types.memory_unit`); a member access is a word offset, loaded and stored word by
+word (:mod:`~kvdsl.interp.structs`), so bounds, races and uninitialised reads are found per word
+(per half).
 
 The rest of this docstring is the semantics, in the order the machine meets them.
 
@@ -116,8 +118,8 @@ Storage buffers
     A binding is the caller's array viewed as the element type (same-size dtypes are
     reinterpreted bit for bit, as the GPU sees bytes; vec bindings are ``[length, N]``). A
     binding that is one value (``n: atomic<u32>``, ``acc: vec4<f32>``, ``cfg: Config``) is held
-    as its scalars or, a struct, as ``u32`` words, each component or word an element of its own
-    (:mod:`kvdsl.interp.structs`).
+    as its scalars or, a struct, as ``u32`` words (halves where it holds an f16), each component
+    or word an element of its own (:mod:`kvdsl.interp.structs`).
     read_write bindings are copied, written in place and handed back with the caller's dtype and
     shape. A read or write checks that every active invocation's index is inside the binding,
     else :class:`OutOfBounds`; only active invocations store. Every access of a read_write

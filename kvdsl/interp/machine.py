@@ -40,7 +40,7 @@ from kvdsl.interp.values import (
     sel,
 )
 from kvdsl.ir import tree as ir
-from kvdsl.ir.types import Array, Mat, Struct, Vec, array_leaf, held_as_words
+from kvdsl.ir.types import Array, Mat, Struct, Vec, workgroup_words
 from kvdsl.ir.show import show
 
 #: The statements one chunk of a dispatch may run (``run``'s ``max_steps``) before the
@@ -204,9 +204,10 @@ class Machine(Scopes, Expressions, Memory, StructMemory):
         self.sync = Sync(grid.total // grid.per_group, grid.per_group, grid.total)
         self.current: ir.Stmt | None = None
         self._affine: list[tuple] = []  # the last few index arrays :meth:`affine` looked at
-        # Bindings and workgroup arrays of structs, held as words (kvdsl.interp.structs); their loops run unbatched.
+        # Bindings and workgroup arrays of structs or matrices, held as words
+        # (kvdsl.interp.structs); their loops run unbatched.
         self._structs = any(by_words(b) for b in kernel.bindings) or any(
-            isinstance(array_leaf(w.ty.elem), Struct) for w in kernel.workgroup_vars
+            workgroup_words(w.ty) for w in kernel.workgroup_vars
         )
         self.batching = batching and not self._structs and not _struct_values(kernel)
         self.batched = False  # whether a loop ran batched (see :mod:`kvdsl.interp.batch`)

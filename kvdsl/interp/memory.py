@@ -117,7 +117,7 @@ class Memory(StorageRaces):
             lanes = self.n if m is None else int(np.count_nonzero(m))
             tally = self.accesses.setdefault(b.binding.name, [0, 0])
             elem = b.binding.elem  # a struct's members move word by word
-            tally[which] += lanes * (4 if held_as_words(elem) else elem.size)
+            tally[which] += lanes * (b.data.dtype.itemsize if held_as_words(elem) else elem.size)
 
     def store(self, b: Storage, idx: np.ndarray, v: np.ndarray, m: Mask) -> None:
         """``binding[idx] = v`` on the lanes of ``m``, checking bounds and races."""
@@ -439,16 +439,22 @@ class Memory(StorageRaces):
             b = self.buffers[name]
             self._count(b, m, 0 if e.fn == "Load" else 1)
             self._oob(name, idx, b.length, m)
+            unit = b.data.dtype.itemsize if words is not None else 4
             data = b.data if words is None else b.data.view(words)
             pos = broadcast(idx, self.n)[active].astype(np.int64)
             self.sync.atomic(name, pos, self.grid.original(active), e.fn != "Load")
         else:
             w = self.shared[name]
             active, pos, _, _ = self._shared_at(w, idx, m, None)
+            unit = w.data.dtype.itemsize if words is not None else 4
             data = w.data if words is None else w.data.view(words)
             if e.fn != "Load":
                 w.written[pos] = True
+                if unit == 2:  # f16-holding memory: the atomic's other half
+                    w.written[pos + 1] = True
         got = [broadcast(v, self.n)[active] for v in vals]
+        if unit == 2:  # a struct holding f16 held as halves: an atomic is the word of two
+            pos = pos // 2
         old, exchanged = _atomic_sequence(e.fn, data, pos, got)
         if old is None:  # atomicStore
             return np.zeros(1, np.uint32)

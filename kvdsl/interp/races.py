@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from kvdsl.interp.errors import RaceError, UninitializedRead
-from kvdsl.interp.values import Mask, Storage, broadcast, word_path  # noqa: F401 (re-exported)
+from kvdsl.interp.values import Mask, Storage, broadcast, unit_name, word_path  # noqa: F401
 from kvdsl.ir.types import Array, Mat, Struct, Vec, stride
 
 
@@ -214,23 +214,25 @@ class StorageRaces:
         ``index`` of binding ``name``."""
         b = self.buffers.get(name)
         if b is not None and isinstance(b.binding.elem, (Array, Mat)):  # nested arrays, as words
+            unit = b.data.dtype.itemsize
             if b.binding.whole:  # array<array<u32, 8>, 16>: the binding is the array
-                name, index = name + word_path(b.binding.elem, index), None
+                name, index = name + word_path(b.binding.elem, index, unit), None
             else:
                 per = b.binding.host_values
                 name, index = (
-                    f"{name}[{index // per}]" + word_path(b.binding.elem, index % per),
+                    f"{name}[{index // per}]" + word_path(b.binding.elem, index % per, unit),
                     None,
                 )
         elif b is not None and b.binding.whole and isinstance(b.binding.elem, Vec):
             name, index = f"{name}.{'xyzw'[index]}", None  # one vector, held as its scalars
         elif b is not None and b.binding.whole and not isinstance(b.binding.elem, Struct):
             index = None  # one scalar or atomic
-        elif b is not None and b.binding.whole:  # one struct, held as words
-            name, index = f"{name} (word {index} of the struct)", None
-        elif b is not None and isinstance(b.binding.elem, Struct):  # held as words
-            per = b.binding.host_values
-            name, index = f"{name}[{index // per}] (word {index % per} of the struct)", None
+        elif b is not None and b.binding.whole:  # one struct, held as words (halves)
+            unit = unit_name(b.data.dtype.itemsize)
+            name, index = f"{name} ({unit} {index} of the struct)", None
+        elif b is not None and isinstance(b.binding.elem, Struct):  # held as words (halves)
+            per, unit = b.binding.host_values, unit_name(b.data.dtype.itemsize)
+            name, index = f"{name}[{index // per}] ({unit} {index % per} of the struct)", None
         before = self.sync.stmts[stmt] if stmt >= 0 else self.current
         at = self.where(before) if before is not self.current else ""
         raise RaceError(

@@ -1,7 +1,10 @@
 """Arrays of structs in storage and workgroup memory: ``blocks[i].qs[j]``, ``blocks[i].d``,
 ``tile[i].v.y``.
 
-A binding or workgroup array whose element is a struct (or a matrix, or an array of them) is held as ``u32`` words in WGSL's host layout (member
+A binding or workgroup array whose element is a struct (or a matrix, or an array of them) is held
+as ``u32`` words (16-bit halves where it holds an ``f16``: :func:`kvdsl.ir.types.memory_unit`,
+so two invocations writing the two f16 halves of one word do not race, as in WGSL, and a 32-bit
+member is two halves) in WGSL's host layout (member
 offsets rounded up to each member's alignment, the array stride the struct's size rounded up
 to its alignment: :func:`kvdsl.ir.types.field_offsets`, :func:`~kvdsl.ir.types.stride`), the
 bytes the host gives and gets back. An access chain ending at a scalar or a vector becomes the
@@ -74,6 +77,7 @@ class StructMemory:
         path.reverse()
         shared = type(b) is SharedArray
         st = b.var.ty.elem if shared else b.binding.elem
+        unit = b.data.dtype.itemsize  # 4: u32 words; 2: f16 halves (memory_unit)
         if not shared and b.binding.whole:  # one struct or array: its members from word 0
             word, ty, start = np.zeros(1, np.int64), st, 0
         else:
@@ -82,7 +86,7 @@ class StructMemory:
                 what = "structs" if isinstance(st, Struct) else "arrays"
                 raise InterpError(f"{show(e)}: an array of {what} is indexed first{self.where()}")
             idx = self.eval(first.index, m)
-            per = stride(st) // 4
+            per = stride(st) // unit
             if shared:
                 self._oob(b.var.name, idx, b.var.ty.n, m)
             else:
@@ -92,32 +96,32 @@ class StructMemory:
             if type(node) is ir.Member and isinstance(ty, Struct):
                 names = [n for n, _ in ty.fields]
                 at = names.index(node.name)
-                word = word + field_offsets(ty)[at] // 4
+                word = word + field_offsets(ty)[at] // unit
                 ty = ty.fields[at][1]
             elif type(node) is ir.Member and isinstance(ty, Vec):
                 if len(node.name) > 1:
                     if k != len(path) - 1:
                         raise InterpError(f"{show(e)}: a swizzle ends the chain{self.where()}")
                     return word, ty, [COMPONENTS.index(c) for c in node.name]
-                word = word + COMPONENTS.index(node.name)
+                word = word + COMPONENTS.index(node.name) * _units(ty.elem, unit)
                 ty = ty.elem
             elif type(node) is ir.Index and isinstance(ty, RuntimeArray):
                 # the runtime-sized last member: as many elements as the buffer's words hold
                 j = self.eval(node.index, m)
-                step = stride(ty.elem) // 4
+                step = stride(ty.elem) // unit
                 self._oob(show(node.base), j, (b.length - int(word[0])) // step, m)
                 word = word + j.astype(np.int64) * step
                 ty = ty.elem
             elif type(node) is ir.Index and type(ty) is Mat:  # a column, align(vecR) apart
                 j = self.eval(node.index, m)
                 self._oob(show(node.base), j, ty.c, m)
-                word = word + j.astype(np.int64) * (ty.column.align // 4)
+                word = word + j.astype(np.int64) * (ty.column.align // unit)
                 ty = ty.column
             elif type(node) is ir.Index and isinstance(ty, (Array, Vec)):
                 j = self.eval(node.index, m)
                 self._oob(show(node.base), j, ty.n, m)
-                step = stride(ty.elem) // 4 if isinstance(ty, Array) else 1
-                word = word + j.astype(np.int64) * step
+                step = stride(ty.elem) if isinstance(ty, Array) else ty.elem.size
+                word = word + j.astype(np.int64) * (step // unit)
                 ty = ty.elem
             else:
                 raise InterpError(f"{show(e)}: {ty} has no such element{self.where()}")
@@ -126,9 +130,9 @@ class StructMemory:
     def runtime_length(self, b: Storage, member: str) -> int:
         """``arrayLength(&b.member)``: the elements of the runtime-sized last member the
         buffer holds past its offset."""
-        st = b.binding.elem
-        at = field_offsets(st)[-1] // 4
-        return max(b.length - at, 0) // (stride(st.fields[-1][1].elem) // 4)
+        st, unit = b.binding.elem, b.data.dtype.itemsize
+        at = field_offsets(st)[-1] // unit
+        return max(b.length - at, 0) // (stride(st.fields[-1][1].elem) // unit)
 
     def struct_load(self, b: Storage, e: ir.Expr, m: Mask):
         """The value of chain ``e`` (a scalar, a vector, or a member array) on the lanes of
@@ -140,33 +144,52 @@ class StructMemory:
         return v
 
     def _words_value(self, b: Storage, word: np.ndarray, ty, m: Mask):
+        unit = b.data.dtype.itemsize
         if isinstance(ty, Scalar):
-            if type(b) is SharedArray:
-                got = self.shared_load(b, word, m, None)
-            else:
-                got = self.load(b, word, m)
+            if ty.size > unit:  # a 32-bit scalar in f16-holding memory: two halves
+                lo, hi = self._unit_load(b, word, m), self._unit_load(b, word + 1, m)
+                lanes = max(lo.shape[0], hi.shape[0])
+                pair = np.stack([broadcast(lo, lanes), broadcast(hi, lanes)], axis=1)
+                return np.ascontiguousarray(pair).view(np.uint32).reshape(-1).view(ty.dtype)
+            got = self._unit_load(b, word, m)
+            if ty.name == "bool":  # a word of workgroup memory holding a bool: 0 or 1
+                return got != 0
             return np.ascontiguousarray(got).view(ty.dtype)
         if isinstance(ty, Vec):
-            parts = [self._words_value(b, word + c, ty.elem, m) for c in range(ty.n)]
+            k = _units(ty.elem, unit)
+            parts = [self._words_value(b, word + c * k, ty.elem, m) for c in range(ty.n)]
             lanes = max(p.shape[0] for p in parts)
             return np.stack([broadcast(p, lanes) for p in parts], axis=1)
         if isinstance(ty, Array):
-            step = stride(ty.elem) // 4
+            step = stride(ty.elem) // unit
             return ArrayValue(
                 self._words_value(b, word + k * step, ty.elem, m) for k in range(ty.n)
             )
         if isinstance(ty, Mat):  # [lanes, columns, rows]
-            step = ty.column.align // 4
+            step = ty.column.align // unit
             cols = [self._words_value(b, word + k * step, ty.column, m) for k in range(ty.c)]
             lanes = max(c.shape[0] for c in cols)
             return np.stack([broadcast(c, lanes) for c in cols], axis=1)
         if isinstance(ty, Struct):  # a whole struct: its members by name
             at = field_offsets(ty)
             return {
-                n: self._words_value(b, word + at[k] // 4, t, m)
+                n: self._words_value(b, word + at[k] // unit, t, m)
                 for k, (n, t) in enumerate(ty.fields)
             }
         raise InterpError(f"a whole {ty} value read from memory{self.where()}")
+
+    def _unit_load(self, b: Storage, word: np.ndarray, m: Mask) -> np.ndarray:
+        """The units (words or halves) at ``word`` on the lanes of ``m``, as held."""
+        if type(b) is SharedArray:
+            return self.shared_load(b, word, m, None)
+        return self.load(b, word, m)
+
+    def _unit_store(self, b: Storage, word: np.ndarray, units: np.ndarray, m: Mask) -> None:
+        """``units`` (words or halves, as held) stored at ``word`` on the lanes of ``m``."""
+        if type(b) is SharedArray:
+            self.shared_store(b, word, units, m, None)
+        else:
+            self.store(b, word, units, m)
 
     def struct_store(self, b: Storage, target: ir.Expr, v, m: Mask) -> None:
         """``target = v`` for chain ``target`` into ``b`` on the lanes of ``m``."""
@@ -176,26 +199,38 @@ class StructMemory:
         self._words_put(b, word, ty, v, m)
 
     def _words_put(self, b: Storage, word: np.ndarray, ty, v, m: Mask) -> None:
+        unit = b.data.dtype.itemsize
         if isinstance(ty, Scalar):
-            words = np.ascontiguousarray(v).view(b.data.dtype)  # u32 words, or the scalars
-            if type(b) is SharedArray:
-                self.shared_store(b, word, words, m, None)
+            if ty.name == "bool":
+                v = np.asarray(v).astype(b.data.dtype)
+            words = np.ascontiguousarray(v).view(b.data.dtype)  # words, halves or the scalars
+            if ty.size > unit:  # a 32-bit scalar in f16-holding memory: two halves
+                halves = words.reshape(-1, 2)
+                for k in range(2):
+                    self._unit_store(b, word + k, np.ascontiguousarray(halves[:, k]), m)
             else:
-                self.store(b, word, words, m)
+                self._unit_store(b, word, words, m)
         elif isinstance(ty, Vec):
+            k = _units(ty.elem, unit)
             for c in range(ty.n):
-                self._words_put(b, word + c, ty.elem, np.ascontiguousarray(v[:, c]), m)
+                self._words_put(b, word + c * k, ty.elem, np.ascontiguousarray(v[:, c]), m)
         elif isinstance(ty, Array):
-            step = stride(ty.elem) // 4
+            step = stride(ty.elem) // unit
             for k in range(ty.n):
                 self._words_put(b, word + k * step, ty.elem, v[k], m)
         elif isinstance(ty, Mat):  # column by column, the padding after each left as it was
-            step = ty.column.align // 4
+            step = ty.column.align // unit
             for k in range(ty.c):
                 self._words_put(b, word + k * step, ty.column, np.ascontiguousarray(v[:, k]), m)
         elif isinstance(ty, Struct) and type(v) is dict:  # a whole struct, member by member
             at = field_offsets(ty)
             for k, (n, t) in enumerate(ty.fields):
-                self._words_put(b, word + at[k] // 4, t, v[n], m)
+                self._words_put(b, word + at[k] // unit, t, v[n], m)
         else:
             raise InterpError(f"a whole {ty} value stored to memory{self.where()}")
+
+
+def _units(elem: Scalar, unit: int) -> int:
+    """How many units of memory (words, or halves: ``unit`` bytes) one scalar ``elem`` takes;
+    a whole binding of scalars or vectors is held as its scalars, one unit each."""
+    return max(elem.size // unit, 1)

@@ -27,14 +27,16 @@ from kvdsl.ir.types import (
     Scalar,
     Struct,
     Vec,
-    array_leaf,
     held_as_words,
+    memory_unit,
     stride,
     u32,
+    workgroup_words,
 )
 
 Mask = np.ndarray | None
 COMPONENTS = "xyzw"
+u16 = np.dtype(np.uint16)  # one half of memory held as 16-bit halves (memory_unit 2)
 
 
 class ArrayValue(list):
@@ -348,19 +350,21 @@ class SharedArray:
         scalar = isinstance(var.ty, Atomic)  # a var<workgroup> atomic: an array of one
         elem = var.ty if scalar else var.ty.elem
         # An array of structs, or of arrays of structs, is held as u32 words in WGSL's layout
-        # (kvdsl.interp.structs): ``words`` per outer element.
-        self.words = stride(elem) // 4 if isinstance(array_leaf(elem), (Struct, Mat)) else None
+        # (kvdsl.interp.structs), 16-bit halves where it holds an f16 (memory_unit): ``words``
+        # per outer element.
+        self.unit = memory_unit(elem)
+        self.words = stride(elem) // self.unit if workgroup_words(var.ty) else None
         # An array of arrays is held flat, row by row: element [r][c] is r * inner + c.
         self.inner = elem.n if isinstance(elem, Array) and self.words is None else None
         if self.inner is not None:
             elem = elem.elem
         self.length = 1 if scalar else var.ty.n * (self.inner or 1)
         if self.words is not None:
-            elem, self.length = u32, var.ty.n * self.words
+            elem, self.length = (u32 if self.unit == 4 else u16), var.ty.n * self.words
         self.first = first  # dispatch-wide index of the chunk's first workgroup
         self.lanes = elem.n if isinstance(elem, Vec) else 1
         shape = (groups * self.length,) + ((elem.n,) if isinstance(elem, Vec) else ())
-        self.data = np.zeros(shape, elem.scalar.dtype)
+        self.data = np.zeros(shape, elem if elem is u16 else elem.scalar.dtype)
         slots = groups * self.length * self.lanes
         self.owner = np.full(slots, -1, np.int64)
         self.reader = np.full(slots, -1, np.int64)
@@ -377,10 +381,11 @@ class SharedArray:
         e = slot // self.lanes % self.length
         if self.words is not None and isinstance(self.var.ty.elem, (Array, Mat)):
             return f"{self.var.name}[{e // self.words}]" + word_path(
-                self.var.ty.elem, e % self.words
+                self.var.ty.elem, e % self.words, self.unit
             )
         if self.words is not None:
-            return f"{self.var.name}[{e // self.words}] (word {e % self.words} of the struct)"
+            unit = unit_name(self.unit)
+            return f"{self.var.name}[{e // self.words}] ({unit} {e % self.words} of the struct)"
         if self.inner is not None:
             return f"{self.var.name}[{e // self.inner}][{e % self.inner}]{lane}"
         return f"{self.var.name}[{e}]{lane}"
@@ -394,8 +399,11 @@ def storage(binding: Binding, given: np.ndarray) -> Storage:
     ``arrayLength`` rounds a partial trailing element down.
     """
     given = np.asarray(given)
-    # An array of structs, or of arrays, is held as u32 words (kvdsl.interp.structs).
-    dt = u32.dtype if held_as_words(binding.elem) else binding.elem.scalar.dtype
+    # An array of structs, or of arrays, is held as u32 words (kvdsl.interp.structs), 16-bit
+    # halves where it holds an f16 (memory_unit).
+    dt = binding.elem.scalar.dtype if not held_as_words(binding.elem) else u32.dtype
+    if held_as_words(binding.elem) and memory_unit(binding.elem) == 2:
+        dt = u16
     # The host's array holds binding.host values (f16 data of u32 words: a float16 array).
     if given.dtype.itemsize != binding.host.dtype.itemsize:
         raise TypeError(
@@ -588,15 +596,24 @@ def strided(data: np.ndarray, shape: Shape) -> np.ndarray:
     )
 
 
-def word_path(ty: Array | Mat, word: int) -> str:
-    """The indices of word ``word`` of a nested array or a matrix in WGSL's layout, as WGSL
-    writes them: ``[1].y`` of ``array<vec4<f32>, 2>``'s word 5, ``[2].x`` of a ``mat3x3<f32>``'s
-    word 8; where the leaf is a struct, its word."""
+def word_path(ty: Array | Mat, word: int, unit: int = 4) -> str:
+    """The indices of word ``word`` (of ``unit`` bytes: 4, or 2 for an f16-holding type's
+    halves) of a nested array or a matrix in WGSL's layout, as WGSL writes them: ``[1].y`` of
+    ``array<vec4<f32>, 2>``'s word 5, ``[2].x`` of a ``mat3x3<f32>``'s word 8; where the leaf
+    is a struct, its word (half)."""
     out = ""
     while isinstance(ty, (Array, Mat)):
-        step = stride(ty.elem) // 4 if isinstance(ty, Array) else ty.column.align // 4
+        step = stride(ty.elem) // unit if isinstance(ty, Array) else ty.column.align // unit
         out += f"[{word // step}]"
         word, ty = word % step, ty.elem if isinstance(ty, Array) else ty.column
     if isinstance(ty, Vec):
-        return out + "." + "xyzw"[word]
-    return out + (f" (word {word} of the struct)" if isinstance(ty, Struct) else "")
+        return out + "." + "xyzw"[word * unit // ty.elem.size]
+    if isinstance(ty, Struct):
+        return out + f" ({unit_name(unit)} {word} of the struct)"
+    return out
+
+
+def unit_name(unit: int) -> str:
+    """What a race message calls one unit of memory held as words: ``word``, or ``half`` (16
+    bits, in memory holding an f16: :func:`kvdsl.ir.types.memory_unit`)."""
+    return "word" if unit == 4 else "half"

@@ -266,6 +266,8 @@ class ConstEval:
             v = int_step(e.op, ty, a[0])
         elif t is ir.Member and len(e.name) == 1:
             # One component of a vector const-expression: vec2<u32>(0u, 8u).y is 8u to WGSL.
+            if not const_shaped(e.base, scope.visible):  # cfg.n of a binding: no constant
+                return None
             base = self.type_of(e.base, scope)
             if not isinstance(base, Vec) or not (base.elem is u32 or base.elem is i32):
                 return None
@@ -371,6 +373,17 @@ class ConstEval:
                 return None
             with np.errstate(all="ignore"):
                 v = ops.TABLE[e.op].impl(m)
+        elif t is ir.Convert and type(ty) is Mat:  # mat2x2<f16>(m): each element rounded
+            m = self._const_matrix(e.x, scope)
+            if m is None:
+                return None
+            with np.errstate(all="ignore"):
+                v = m.astype(ty.elem.dtype)
+        elif t is ir.Name and type(ty) is Mat:  # a module const matrix
+            sym = scope.visible.get(e.name)
+            if sym is None or sym.kind != "const" or sym.value is None:
+                return None
+            return self._const_matrix(sym.value, self.module or scope)
         elif t is ir.Index:
             base, i = self._const_matrix(e.base, scope), self.const_int(e.index, scope)
             if base is None or i is None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from kvdsl.ir import tree as ir
 from kvdsl.ir import ops
-from kvdsl.ir.types import Array, Scalar, Vec
+from kvdsl.ir.types import Array, Scalar, size_of
 
 SHADER_F16 = "shader-f16"
 SUBGROUPS = "subgroups"
@@ -97,16 +97,8 @@ def limits(kernel: ir.Kernel) -> dict[str, int]:
 
 
 def _workgroup_bytes(ty: Array) -> int:
-    """Bytes a ``var<workgroup>`` array takes: WGSL's array stride (its element's size rounded
-    up to the element's alignment) times its length, rounded up to 16."""
+    """Bytes a ``var<workgroup>`` array takes: WGSL's SizeOf (:func:`kvdsl.ir.types.size_of`,
+    its length times its element's stride), rounded up to 16."""
     if not isinstance(ty, Array):
         return 16  # an atomic<u32> / atomic<i32> of its own
-    e = ty.elem
-    if isinstance(e, Array):  # an array of arrays: each row's bytes unrounded, times n
-        leaf = e.elem
-        align = leaf.align if isinstance(leaf, Vec) else leaf.size
-        stride = -(-leaf.size // align) * align * e.n
-    else:
-        align = e.align if isinstance(e, Vec) else e.size
-        stride = -(-e.size // align) * align
-    return -(-(stride * ty.n) // 16) * 16
+    return -(-size_of(ty) // 16) * 16

@@ -12,12 +12,15 @@ from dataclasses import MISSING, dataclass, field, fields
 from kvdsl.ir.ops import Op
 from kvdsl.ir.types import (
     Array,
+    Mat,
     Ptr,
     Scalar,
     Struct,
     Vec,
     array_leaf,
+    f16,
     held_as_words,
+    memory_unit,
     stride,
     u32,
     vec3u,
@@ -72,9 +75,10 @@ class FnCall:
 
 @dataclass(frozen=True, slots=True)
 class Convert:
-    """A value conversion ``T(x)`` to a scalar or vector type (saturating for float → int)."""
+    """A value conversion ``T(x)`` to a scalar or vector type (saturating for float → int), or
+    between ``f32`` and ``f16`` matrices of one shape (each element rounded)."""
 
-    ty: Scalar | Vec
+    ty: Scalar | Vec | Mat
     x: Expr
 
 
@@ -388,10 +392,11 @@ del _cls
 
 @dataclass(frozen=True, slots=True)
 class Const:
-    """A module-scope ``const NAME: T = value;``."""
+    """A module-scope ``const NAME: T = value;`` of a scalar, vector, matrix or fixed-size array
+    type."""
 
     name: str
-    ty: Scalar
+    ty: Scalar | Vec | Mat | Array
     value: Expr
     comment: str = ""
 
@@ -430,7 +435,9 @@ class Binding:
         in that layout)."""
         if held_as_words(self.elem) and self.data is None:
             leaf = array_leaf(self.elem)
-            return u32 if isinstance(leaf, Struct) else leaf.scalar
+            if isinstance(leaf, Struct):  # u32 words, or f16 halves where it holds an f16
+                return u32 if memory_unit(self.elem) == 4 else f16
+            return leaf.scalar
         return self.elem.scalar if self.data is None else self.data
 
     @property

@@ -274,6 +274,10 @@ class ExprTyper(ConstEval):
                 ok = (isinstance(ty, Scalar) and isinstance(src, Scalar)) or (
                     isinstance(ty, Vec) and isinstance(src, Vec) and src.n == ty.n
                 )
+                if type(ty) is Mat and type(src) is Mat and (src.c, src.r) == (ty.c, ty.r):
+                    if not self._folding and const_shaped(x, scope.visible):
+                        self._const_matrix(e, scope)  # an f16 too small for an element
+                    return ty
                 if not ok:
                     raise VerifyError(f"{show(e)}: cannot convert {src} to {ty}")
                 if (ty is f32 or ty is f16) and maybe_const(x, scope.visible):

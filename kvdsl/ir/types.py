@@ -342,10 +342,41 @@ def _round_up(n: int, k: int) -> int:
 
 
 def held_as_words(ty: object) -> bool:
-    """Whether a storage binding's element ``ty`` is held as ``u32`` words in WGSL's layout: a
-    struct, a fixed-size array (``array<array<f32, 4>>``: each element a block of words) or a
-    matrix (its columns, each padded to its vector's alignment)."""
+    """Whether a storage binding's element ``ty`` is held as ``u32`` words (16-bit halves where
+    it holds an f16: :func:`memory_unit`) in WGSL's layout: a struct, a fixed-size array
+    (``array<array<f32, 4>>``: each element a block of words) or a matrix (its columns, each
+    padded to its vector's alignment)."""
     return isinstance(ty, (Struct, Array, Mat))
+
+
+def holds_f16(ty: object) -> bool:
+    """Whether ``ty`` is or holds an ``f16`` (a scalar, a vector's or matrix's element, a
+    member of a struct or an element of an array, at any depth)."""
+    if isinstance(ty, (Scalar, Vec, Mat)):
+        return ty.scalar is f16
+    if isinstance(ty, (Array, RuntimeArray)):
+        return holds_f16(ty.elem)
+    if isinstance(ty, Struct):
+        return any(holds_f16(t) for _, t in ty.fields)
+    return False
+
+
+def memory_unit(ty: object) -> int:
+    """The bytes of the unit memory holding ``ty`` is addressed in (:func:`held_as_words`): 2,
+    a 16-bit half, where ``ty`` holds an ``f16`` (its members may lie 2 bytes apart); else 4,
+    a 32-bit word. Every offset :func:`field_offsets` and :func:`stride` give is a multiple of
+    it (an f16-holding type's alignment is at least 2, any other's at least 4)."""
+    return 2 if holds_f16(ty) else 4
+
+
+def workgroup_words(ty: object) -> bool:
+    """Whether a ``var<workgroup>`` of type ``ty`` is held as words (:class:`SharedArray`): an
+    array whose leaf is a struct or a matrix, or arrays nested three levels deep or more (two
+    levels of scalars or vectors are held flat, element by element)."""
+    if not isinstance(ty, Array):
+        return False
+    deep = isinstance(ty.elem, Array) and isinstance(ty.elem.elem, Array)
+    return deep or isinstance(array_leaf(ty), (Struct, Mat))
 
 
 def array_leaf(ty: object) -> object:

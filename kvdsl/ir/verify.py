@@ -33,8 +33,7 @@ from kvdsl.ir.types import (
     is_result_struct,
     u32,
 )
-from kvdsl.ir.types import Atomic, array_leaf, held_as_words
-from kvdsl.ir.types import stride as struct_stride
+from kvdsl.ir.types import Atomic, array_leaf, held_as_words, size_of, workgroup_words
 from kvdsl.ir.uniformity import loop_behavior
 
 __all__ = [
@@ -282,6 +281,7 @@ class Verifier(ExprTyper):
                 isinstance(sym.ty, Struct)
                 or isinstance(array_leaf(sym.ty.elem), (Struct, Mat))
                 or (sym.kind == "binding" and held_as_words(sym.ty.elem))
+                or (sym.kind == "workgroup" and workgroup_words(sym.ty))
             )
         ):
             if sym.kind == "binding" and sym.access != "read_write":
@@ -360,8 +360,10 @@ def module_scope(kernel: ir.Kernel, verifier: Verifier) -> Scope:
     scope = Scope()
     verifier.module = scope
     for c in kernel.consts:
-        if not isinstance(c.ty, Scalar):
-            raise VerifyError(f"const {c.name}: type {c.ty} is not a scalar")
+        if not isinstance(c.ty, (Scalar, Vec, Mat, Array)):
+            raise VerifyError(
+                f"const {c.name}: type {c.ty} is not a scalar, vector, matrix or array"
+            )
         got = verifier.type_of(c.value, scope)
         if got is not c.ty and got != c.ty:
             raise VerifyError(f"const {c.name}: value {show(c.value)} is {got}, declared {c.ty}")
@@ -412,9 +414,9 @@ def module_scope(kernel: ir.Kernel, verifier: Verifier) -> Scope:
             continue
         if not isinstance(w, ir.WorkgroupVar) or not isinstance(w.ty, Array):
             raise VerifyError(f"workgroup var {w!r} is not a WorkgroupVar of an array type")
-        leaf = w.ty.elem.elem if isinstance(w.ty.elem, Array) else w.ty.elem
+        leaf = array_leaf(w.ty.elem)  # arrays three levels deep or more: held as words
         if isinstance(array_leaf(w.ty.elem), Struct):  # array<B, 4>, array<array<B, 2>, 4>
-            check_memory_struct(f"workgroup var '{w.name}'", array_leaf(w.ty.elem))
+            check_memory_struct(f"workgroup var '{w.name}'", array_leaf(w.ty.elem), workgroup=True)
             leaf = u32  # held as words
         elif isinstance(array_leaf(w.ty.elem), Mat):  # array<mat2x2<f32>, 64>
             check_memory_matrix(f"workgroup var '{w.name}'", array_leaf(w.ty.elem))
@@ -441,10 +443,13 @@ def module_scope(kernel: ir.Kernel, verifier: Verifier) -> Scope:
     return scope
 
 
-def check_memory_struct(what: str, st: Struct, whole: bool = False) -> None:
-    """A struct a storage binding or workgroup array holds: members u32, i32 or f32 scalars,
-    vectors of them, or fixed-size arrays of those (each a whole number of words); a binding
-    that is one struct (``whole``) ends in a runtime-sized array of those."""
+def check_memory_struct(
+    what: str, st: Struct, whole: bool = False, workgroup: bool = False
+) -> None:
+    """A struct a storage binding or workgroup array holds: members u32, i32, f32 or f16
+    scalars, vectors of them, matrices, atomics, other structs, or fixed-size arrays of those;
+    in ``workgroup`` memory (not host-shareable) bool ones too; a binding that is one struct
+    (``whole``) ends in a runtime-sized array of those."""
     if not st.fields:
         raise VerifyError(f"{what}: struct {st.name} has no members (WGSL takes at least one)")
     seen = set()
@@ -463,24 +468,24 @@ def check_memory_struct(what: str, st: Struct, whole: bool = False) -> None:
         if isinstance(inner, Atomic) and inner.elem in (u32, i32):
             continue
         if isinstance(inner, Struct):  # a struct inside a struct
-            check_memory_struct(what, inner)
+            check_memory_struct(what, inner, workgroup=workgroup)
             continue
         if isinstance(inner, Mat):
             check_memory_matrix(f"{what}: struct {st.name} member {name}", inner)
             continue
-        if not isinstance(inner, (Scalar, Vec)) or inner.scalar not in (u32, i32, f32):
+        numbers = (u32, i32, f32, f16, bool_) if workgroup else (u32, i32, f32, f16)
+        if not isinstance(inner, (Scalar, Vec)) or inner.scalar not in numbers:
             raise VerifyError(
-                f"{what}: struct {st.name} member {name}: {ty} (u32, i32 or f32 scalars, "
+                f"{what}: struct {st.name} member {name}: {ty} (u32, i32, f32 or f16 scalars, "
                 "vectors of them, atomic<u32> or atomic<i32>, other structs, or fixed-size "
                 "arrays of those, nested or not)"
             )
 
 
 def check_memory_matrix(what: str, ty: Mat) -> None:
-    """A matrix in storage or workgroup memory: ``f32`` elements (memory is held in 32-bit
-    words; an f16 matrix there is outside the subset)."""
-    if ty.elem != f32:
-        raise VerifyError(f"{what}: {ty} (matrices in memory are of f32)")
+    """A matrix in storage or workgroup memory: ``f32`` or ``f16`` elements."""
+    if ty.elem not in (f32, f16):
+        raise VerifyError(f"{what}: {ty} (matrices in memory are of f32 or f16)")
 
 
 def _holds_atomic(ty: object) -> bool:
@@ -501,24 +506,16 @@ def check_memory_array(what: str, ty: Array) -> None:
         check_memory_struct(what, inner)
     elif isinstance(inner, Mat):
         check_memory_matrix(what, inner)
-    elif not isinstance(inner, (Scalar, Vec)) or inner.scalar not in (u32, i32, f32):
+    elif not isinstance(inner, (Scalar, Vec)) or inner.scalar not in (u32, i32, f32, f16):
         raise VerifyError(
-            f"{what}: {ty} (arrays of u32, i32 or f32 scalars, vectors of them or structs, "
+            f"{what}: {ty} (arrays of u32, i32, f32 or f16 scalars, vectors of them or structs, "
             "nested or not)"
         )
 
 
 def workgroup_bytes(ty: Array) -> int:
     """Bytes ``ty`` takes in workgroup memory (WGSL's array stride: vec3 elements take 16)."""
-    if isinstance(ty, Atomic):
-        return 4
-    elem = ty.elem
-    if isinstance(elem, Struct):
-        return struct_stride(elem) * ty.n
-    if isinstance(elem, Array):  # an array of arrays: each row its elements' stride times n
-        return workgroup_bytes(elem) * ty.n
-    stride = elem.size if isinstance(elem, Scalar) else max(elem.size, elem.align)
-    return stride * ty.n
+    return 4 if isinstance(ty, Atomic) else size_of(ty)
 
 
 def check_barriers(kernel: ir.Kernel) -> None:

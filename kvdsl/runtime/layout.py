@@ -15,7 +15,7 @@ from typing import Mapping
 
 import numpy as np
 
-from kvdsl.ir.types import Array, Mat, Scalar, Struct, Vec, size_of
+from kvdsl.ir.types import Array, Mat, Scalar, Struct, Vec, field_offsets, size_of
 from kvdsl.runtime.inputs import check_buffers, check_params
 
 __all__ = ["check_buffers", "from_storage", "pack_params", "params_layout", "to_storage"]
@@ -25,18 +25,11 @@ def _round_up(n: int, to: int) -> int:
     return -(-n // to) * to
 
 
-def _align(t: Scalar | Vec | Mat) -> int:
-    return t.align if isinstance(t, (Vec, Mat)) else t.size
-
-
 def params_layout(struct: Struct) -> tuple[dict[str, int], int]:
-    """Each field's byte offset, and the struct's size rounded up to 16."""
-    offsets, end = {}, 0
-    for name, ty in struct.fields:
-        offset = _round_up(end, _align(ty))
-        offsets[name] = offset
-        end = offset + ty.size
-    return offsets, max(_round_up(end, 16), 16)
+    """Each field's byte offset (:func:`kvdsl.ir.types.field_offsets`), and the struct's size
+    rounded up to 16."""
+    offsets = dict(zip((n for n, _ in struct.fields), field_offsets(struct)))
+    return offsets, max(_round_up(size_of(struct), 16), 16)
 
 
 def _scalar_bytes(ty: Scalar, value: object) -> bytes:

@@ -200,3 +200,28 @@ def test_new_constructs_print_back_to_the_same_ir():
     assert "const_assert K > 2u;" in printed and "break if k > 5u;" in printed
     assert "case 3u, default {" in printed and "continuing {" in printed
     assert "Word" not in printed  # an alias is resolved to its type
+
+
+MODULE_CONSTS = """const A = array<u32, 4>(3u, 1u, 4u, 1u);
+const W = array<vec2<f32>, 2>(vec2<f32>(0.5, 1.5), vec2<f32>(-2.0, 4.0));
+const V = vec3<i32>(-7, 2, 9);
+@group(0) @binding(0) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let i = gid.x;
+  out[i] = x[i] * W[i % 2u].y + f32(A[i % 4u] + u32(V[i % 3u] + 7)) + W[1].x;
+}
+"""
+
+
+def test_module_consts_of_array_and_vector_type_run_as_numpy_says(gpu):
+    k = parse(MODULE_CONSTS)
+    assert parse(emit(k)) == k
+    x = np.random.default_rng(51).uniform(0.5, 2.0, 128).astype(np.float32)
+    i = np.arange(128)
+    w_y, a, v = np.float32([1.5, 4.0]), np.array([3, 1, 4, 1]), np.array([-7, 2, 9])
+    want = x * w_y[i % 2] + (a[i % 4] + v[i % 3] + 7).astype(np.float32) + np.float32(-2.0)
+    for run in (interp.run, runtime.run):
+        got = run(k, {"x": x, "out": np.full(128, np.nan, np.float32)}, None, (2, 1, 1))
+        np.testing.assert_allclose(got["out"], want, rtol=1e-6, err_msg=run.__module__)

@@ -13,8 +13,8 @@ import pytest
 
 from kvdsl import interp, runtime
 from kvdsl.emit import emit
-from kvdsl.frontend import parse
-from kvdsl.ir import f32, mat
+from kvdsl.frontend import FrontendError, parse
+from kvdsl.ir import f16, f32, mat
 from kvdsl.ir.tree import Struct
 from kvdsl.ir.types import field_offsets, size_of, stride
 from kvdsl.runtime.layout import pack_params, params_layout
@@ -210,3 +210,153 @@ def test_f16_matrices_in_the_uniform_run_as_numpy_says(gpu):
         got = run(k, {"x": x, "out": np.full((N, 4), np.nan, np.float32)}, params, (2, 1, 1))
         err = np.abs(got["out"] - want) / (1 + np.abs(want))
         assert err.max() <= 1e-2, f"{run.__module__}: worst {err.max():.3g}"
+
+
+# ---- f16 matrices in memory, conversions and module consts -----------------------------------
+
+HALF_MEMORY = """enable f16;
+
+struct Frame {
+  m: mat3x3<f16>,
+  s: f16,
+  t: mat2x2<f16>,
+}
+
+const K = mat2x2<f32>(0.5, -1.0, 1.5, 2.0);
+const KH = mat2x2<f16>(K);
+const LIFT = vec2<f32>(0.25, -0.75);
+
+@group(0) @binding(0) var<storage, read> mats: array<mat2x3<f16>>;
+@group(0) @binding(1) var<storage, read> frames: array<Frame>;
+@group(0) @binding(2) var<storage, read_write> out: array<mat2x2<f32>>;
+@group(0) @binding(3) var<storage, read_write> outf: array<Frame>;
+var<workgroup> tile: array<mat3x2<f16>, 64>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+  let i = gid.x;
+  let a = mats[i];
+  tile[lid.x] = transpose(a);
+  tile[lid.x][2][0] = frames[i].s;
+  workgroupBarrier();
+  let w = tile[(lid.x + 1u) % 64u];
+  out[i] = mat2x2<f32>(frames[i].t * KH) + K * f32(w[2][0]);
+  out[i][1] += LIFT;
+  var f = frames[i];
+  f.m[1] = a[0];
+  f.t = mat2x2<f16>(w[0], w[1]);
+  f.s = determinant(frames[i].t);
+  outf[i] = f;
+}
+"""
+
+#: Frame's halves: m's columns at 0, 4, 8 (three each, then a padding half), s at 12, t's
+#: columns at 14 and 16, padding to 20 (the struct aligns to 8).
+FRAME_PAD = [3, 7, 11, 13, 18, 19]
+
+
+def test_f16_matrices_take_wgsl_layout():
+    k = parse(HALF_MEMORY)
+    frame = k.binding("frames").elem
+    assert field_offsets(frame) == (0, 24, 28) and size_of(frame) == stride(frame) == 40
+    assert (mat(2, 3, f16).size, mat(3, 2, f16).size, mat(2, 3, f16).align) == (16, 12, 8)
+    assert parse(emit(k)) == k
+
+
+def _half_matrix_inputs() -> dict:
+    rng = np.random.default_rng(47)
+    mats = (rng.uniform(0.5, 1.5, (N, 8)) * rng.choice([-1, 1], (N, 8))).astype(np.float16)
+    mats[:, [3, 7]] = np.nan  # the padding half after each vec3<f16> column
+    frames = (rng.uniform(0.5, 1.5, (N, 20)) * rng.choice([-1, 1], (N, 20))).astype(np.float16)
+    frames[:, FRAME_PAD] = np.nan
+    return {
+        "mats": mats,
+        "frames": frames,
+        "out": np.full((N, 4), np.nan, np.float32),
+        "outf": np.full((N, 20), np.nan, np.float16),
+    }
+
+
+def numpy_half_matrices(bufs: dict) -> dict:
+    """What HALF_MEMORY leaves in ``out`` and ``outf`` (as float64; padding NaN, as poisoned)."""
+    a = _columns(bufs["mats"], 0, 2, 3, 4)  # 3 x 2
+    fr = bufs["frames"]
+    t, s = _columns(fr, 14, 2, 2, 2), fr[:, 12].astype(np.float64)
+    k = np.array([[0.5, 1.5], [-1.0, 2.0]])
+    tile = np.swapaxes(a, 1, 2).copy()  # 2 x 3: transpose(a)
+    tile[:, 0, 2] = s
+    w = tile.reshape(N // 64, 64, 2, 3)[:, (np.arange(64) + 1) % 64].reshape(N, 2, 3)
+    m = t @ k + k * w[:, 0, 2][:, None, None]
+    m[:, :, 1] += [0.25, -0.75]
+    out = np.stack([m[:, :, 0], m[:, :, 1]], axis=1).reshape(N, 4)
+    outf = fr.astype(np.float64)
+    outf[:, 4:7] = a[:, :, 0]
+    outf[:, 12] = np.linalg.det(t)
+    outf[:, 14:16], outf[:, 16:18] = w[:, :, 0], w[:, :, 1]
+    return {"out": out, "outf": outf}
+
+
+@pytest.mark.parametrize("backend", ["interp", "gpu"])
+def test_f16_matrices_in_memory_run_as_numpy_says(backend, request):
+    if backend == "gpu":
+        request.getfixturevalue("gpu")
+    bufs = _half_matrix_inputs()
+    run = interp.run if backend == "interp" else runtime.run
+    got = run(parse(HALF_MEMORY), bufs, None, (N // 64, 1, 1))
+    for name, w in numpy_half_matrices(bufs).items():
+        g = np.asarray(got[name]).reshape(w.shape).astype(np.float64)
+        assert np.array_equal(np.isnan(g), np.isnan(w)), f"{name}: padding or coverage differs"
+        ok = ~np.isnan(w)
+        err = np.abs(g[ok] - w[ok]) / (1 + np.abs(w[ok]))
+        assert err.max() <= 1e-2, f"{name}: worst {err.max():.3g}"
+
+
+def test_a_race_on_an_f16_matrix_names_the_column_and_row():
+    racy = HALF_MEMORY.replace("outf[i] = f;", "outf[i] = f;\n  outf[i / 2u].t[1][1] = 1.0h;")
+    with pytest.raises(interp.InterpError, match=r"outf\[\d+\] \(half 17 of the struct\)"):
+        interp.run(parse(racy), _half_matrix_inputs(), None, (N // 64, 1, 1))
+    racy = HALF_MEMORY.replace("tile[lid.x][2][0] = frames[i].s;", "tile[0][2][1] = 1.0h;")
+    with pytest.raises(interp.InterpError, match=r"tile\[0\]\[2\]\.y"):
+        interp.run(parse(racy), _half_matrix_inputs(), None, (N // 64, 1, 1))
+
+
+def test_a_constant_f16_matrix_too_small_for_its_value_is_refused():
+    bad = HALF_MEMORY.replace("const KH = mat2x2<f16>(K);", "const KH = mat2x2<f16>(K * 1e5);")
+    with pytest.raises(FrontendError, match="not finite in f16"):
+        parse(bad)
+    from kvdsl.runtime import tint_check
+
+    assert tint_check({"overflow": bad})["overflow"] is not None
+
+
+def test_tint_takes_the_f16_kernel():
+    assert_tint_takes({"kernel": HALF_MEMORY})
+
+
+ONLY_TILE = """enable f16;
+@group(0) @binding(0) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+var<workgroup> tile: array<mat2x2<T>, 64>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+  let v = T(x[gid.x]);
+  tile[lid.x] = mat2x2<T>(v, 2.0, -v, 0.5);
+  workgroupBarrier();
+  let m = tile[(lid.x + 1u) % 64u];
+  out[gid.x] = f32(m[1][0] * m[0][1]);
+}
+"""
+
+
+@pytest.mark.parametrize("elem", ["f32", "f16"])
+def test_a_workgroup_array_of_matrices_alone_runs_as_numpy_says(elem, gpu):
+    # no binding held as words: the workgroup array alone makes the kernel reach memory by words
+    k = parse(ONLY_TILE.replace("<T>", f"<{elem}>").replace("T(", f"{elem}("))
+    x = np.random.default_rng(48).uniform(0.5, 2.0, N) * np.repeat([1, -1], N // 2)
+    x = x.astype(np.float32)
+    v = x.astype(np.float16 if elem == "f16" else np.float32)
+    j = np.arange(N) // 64 * 64 + (np.arange(N) + 1) % 64
+    want = (-v[j] * v.dtype.type(2.0)).astype(np.float32)
+    for run in (interp.run, runtime.run):
+        got = run(k, {"x": x, "out": np.full(N, np.nan, np.float32)}, None, (N // 64, 1, 1))
+        np.testing.assert_array_equal(got["out"], want, err_msg=run.__module__)

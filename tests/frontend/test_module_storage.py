@@ -16,6 +16,7 @@ from kvdsl.emit import emit
 from kvdsl.frontend import parse
 from kvdsl.interp import RaceError
 from kvdsl.ir.types import Array, Struct, Vec, f32, field_offsets, size_of, u32
+from tests.helpers.wgsl import assert_tint_takes
 
 COUNTERS = """struct Config {
   n: u32,
@@ -298,6 +299,67 @@ def test_a_workgroup_array_of_arrays_of_structs_runs_as_numpy_says(gpu):
     racy = TILES.replace("  workgroupBarrier();\n", "")
     with pytest.raises(RaceError, match=r"^tile\[\d+\]\[\d\] \(word 0 of the struct\)"):
         interp.run(parse(racy), bufs, {}, (2, 1, 1))
+
+
+NESTED_TILES = """enable f16;
+struct In {
+  lo: u32,
+  h: f16,
+  hi: f32,
+}
+struct Out {
+  r: In,
+  t: array<In, 2>,
+}
+@group(0) @binding(0) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read_write> out: array<Out>;
+var<workgroup> tile: array<array<Out, 2>, 64>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>,
+        @builtin(local_invocation_id) lid: vec3<u32>) {
+  let v = x[gid.x];
+  tile[lid.x][1].r = In(gid.x * 3u, f16(v), v * 2.0);
+  tile[lid.x][1].t[1].h = f16(-v);
+  tile[lid.x][1].t[1].lo = gid.x;
+  tile[lid.x][1].t[1].hi = v + 1.0;
+  tile[lid.x][0].t[0] = tile[lid.x][1].r;
+  workgroupBarrier();
+  let j = (lid.x + 1u) % 64u;
+  out[gid.x].r = tile[j][0].t[0];
+  out[gid.x].t[1] = tile[j][1].t[1];
+}
+"""
+
+
+def _in_halves(lo: np.ndarray, h: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """``In`` values as its six halves (``lo``, ``h``, a padding half, ``hi``), padding 0."""
+    out = np.zeros((len(lo), 6), np.uint16)
+    out[:, 0:2] = lo.astype(np.uint32).view(np.uint16).reshape(-1, 2)
+    out[:, 2] = h.astype(np.float16).view(np.uint16)
+    out[:, 4:6] = hi.astype(np.float32).view(np.uint16).reshape(-1, 2)
+    return out
+
+
+def test_structs_in_structs_in_a_workgroup_array_of_arrays_run_as_numpy_says(gpu):
+    rng = np.random.default_rng(14)
+    x = (rng.uniform(0.5, 2.0, 128) * rng.choice([-1, 1], 128)).astype(np.float32)
+    poison = np.uint16(0xFFFF)
+    bufs = {"x": x, "out": np.full((128, 18), poison, np.uint16).view(np.float16)}
+    g = np.arange(128)
+    j = g - g % 64 + (g % 64 + 1) % 64
+    want = np.full((128, 18), poison, np.uint16)
+    want[:, 0:6] = _in_halves(j * 3, x[j], x[j] * np.float32(2))
+    want[:, 12:18] = _in_halves(j, -x[j], x[j] + np.float32(1))
+    want[:, [3, 15]] = poison  # the padding half after In.h, left as it was
+    k = parse(NESTED_TILES, "nested_tiles.wgsl")
+    assert parse(emit(k), "nested_tiles.wgsl") == k
+    for run in (interp.run, runtime.run):
+        got = np.asarray(run(k, bufs, {}, (2, 1, 1))["out"]).view(np.uint16).reshape(128, 18)
+        assert np.array_equal(got, want), f"{run.__module__}: {np.argwhere(got != want)[:4]}"
+    racy = NESTED_TILES.replace("  workgroupBarrier();\n", "")
+    with pytest.raises(RaceError, match=r"^tile\[\d+\]\[0\] \(half 6 of the struct\)"):
+        interp.run(parse(racy), bufs, {}, (2, 1, 1))
+    assert_tint_takes({"nested_tiles": NESTED_TILES})
 
 
 HALVES = """enable f16;

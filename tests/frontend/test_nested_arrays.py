@@ -13,7 +13,7 @@ from kvdsl import interp, runtime
 from kvdsl.emit import emit
 from kvdsl.frontend import UnsupportedError, parse
 from kvdsl.interp import OutOfBounds, RaceError
-from tests.helpers.wgsl import kernel
+from tests.helpers.wgsl import assert_tint_takes, kernel
 
 TEXT = """@group(0) @binding(0) var<storage, read> a: array<u32>;
 @group(0) @binding(1) var<storage, read_write> o: array<u32>;
@@ -144,10 +144,57 @@ def test_races_and_bounds_in_a_nested_workgroup_array_are_found():
         interp.run(parse(past), bufs, {}, (2, 1, 1))
 
 
-def test_three_levels_of_workgroup_arrays_are_outside_the_subset():
-    head = (
-        "@group(0) @binding(0) var<storage, read_write> out: array<u32>;\n"
-        "var<workgroup> w: array<array<array<u32, 2>, 4>, 16>;\n"
-    )
-    with pytest.raises(UnsupportedError, match="not three levels deep"):
-        parse(kernel("  w[1][2][0] = 3u;", head))
+DEEP = """enable f16;
+struct P {
+  a: f32,
+  h: f16,
+}
+@group(0) @binding(0) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+var<workgroup> t: array<array<array<P, 2>, 3>, 64>;
+var<workgroup> s: array<array<array<vec2<u32>, 2>, 3>, 64>;
+var<workgroup> q: array<array<array<array<f16, 2>, 2>, 2>, 64>;
+var<workgroup> flags: array<array<array<bool, 2>, 2>, 64>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+  let v = x[gid.x];
+  t[lid.x][2][1].a = v;
+  t[lid.x][1][0] = P(v * 2.0, f16(v));
+  s[lid.x][2][1] = vec2<u32>(gid.x, 7u);
+  s[lid.x][0][1].y = gid.x * 3u;
+  q[lid.x][1][0][1] = f16(-v);
+  flags[lid.x][1][1] = v > 0.0;
+  flags[lid.x][0][1] = false;
+  workgroupBarrier();
+  let j = (lid.x + 1u) % 64u;
+  let row = t[j][1];
+  let sv = s[j][2];
+  out[gid.x] = t[j][2][1].a * row[0].a + f32(row[0].h) + f32(sv[1].x + s[j][0][1].y)
+    + f32(q[j][1][0][1]) + select(0.0, 0.5, flags[j][1][1] && !flags[j][0][1]);
+}
+"""
+
+
+def test_three_levels_of_workgroup_arrays_run_as_numpy_says(gpu):
+    """Arrays three and four levels deep in workgroup memory, of structs, vectors, f16 and bool,
+    held as words (halves where they hold an f16)."""
+    k = parse(DEEP)
+    assert parse(emit(k)) == k
+    assert_tint_takes({"deep": DEEP})
+    rng = np.random.default_rng(5)
+    x = (rng.uniform(0.5, 2.0, 128) * rng.choice([-1, 1], 128)).astype(np.float32)
+    g = np.arange(128)
+    j = g - g % 64 + (g % 64 + 1) % 64
+    h = x[j].astype(np.float16).astype(np.float32)
+    ints = (j + j * 3).astype(np.float32)
+    want = x[j] * (x[j] * np.float32(2)) + h + ints - h + np.where(x[j] > 0, 0.5, 0.0)
+    bufs = {"x": x, "out": np.full(128, np.nan, np.float32)}
+    for run in (interp.run, runtime.run):
+        got = run(k, bufs, {}, (2, 1, 1))["out"]
+        np.testing.assert_allclose(got, want, rtol=1e-6, err_msg=run.__module__)
+    racy = DEEP.replace("  workgroupBarrier();\n", "")
+    with pytest.raises(RaceError, match=r"^t\[\d+\]\[1\]\[0\] \(half 0 of the struct\)"):
+        interp.run(parse(racy), bufs, {}, (2, 1, 1))
+    racy = DEEP.replace("s[lid.x][2][1] = ", "s[0][2][1] = ")
+    with pytest.raises(RaceError, match=r"^s\[0\]\[2\]\[1\]\.x \(workgroup memory\)"):
+        interp.run(parse(racy), bufs, {}, (2, 1, 1))

@@ -13,10 +13,21 @@ import pytest
 
 from kvdsl import interp, runtime
 from kvdsl.emit import emit
-from kvdsl.frontend import parse
+from kvdsl.frontend import WgslTypeError, parse
 from tests.helpers.wgsl import assert_tint_takes
 from kvdsl.interp import OutOfBounds, RaceError
-from kvdsl.ir.types import Array, Struct, Vec, f32, field_offsets, i32, size_of, stride, u32
+from kvdsl.ir.types import (
+    Array,
+    Struct,
+    Vec,
+    f16,
+    f32,
+    field_offsets,
+    i32,
+    size_of,
+    stride,
+    u32,
+)
 
 ITEMS = """struct Pair {
   a: f32,
@@ -237,3 +248,256 @@ def test_whole_structs_are_loaded_bound_and_stored_member_by_member(gpu):
 
 def test_tint_takes_the_kernels():
     assert_tint_takes({"items": ITEMS, "rows": ROWS, "copy": COPY})
+
+
+# ---- f16 members ---------------------------------------------------------------------------
+
+HALVES = """enable f16;
+
+struct Inner {
+  h: f16,
+  k: u32,
+}
+
+struct S {
+  a: f16,
+  b: vec2<f16>,
+  c: f32,
+  d: vec3<f16>,
+  e: f16,
+  n: Inner,
+  t: array<f16, 3>,
+}
+
+struct H {
+  h: f16,
+}
+
+struct Params {
+  n: u32,
+  s: f16,
+  v: vec3<f16>,
+  w: vec2<f16>,
+}
+
+@group(0) @binding(0) var<uniform> params: Params;
+@group(0) @binding(1) var<storage, read> src: array<S>;
+@group(0) @binding(2) var<storage, read_write> out: array<S>;
+@group(0) @binding(3) var<storage, read_write> halves: array<H>;
+var<workgroup> tile: array<S, 64>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+  let i = gid.x;
+  tile[lid.x] = src[i];
+  tile[lid.x].d.y = src[i].a * params.s;
+  workgroupBarrier();
+  var s = tile[(lid.x + 1u) % 64u];
+  s.b = s.b.yx + params.w;
+  s.c = s.c + f32(s.e) + f32(params.n);
+  s.n.k = s.n.k ^ i;
+  s.t[2] = s.t[0] + params.v.z;
+  out[i] = s;
+  out[i].a = src[i].n.h;
+  halves[i].h = src[i].t[1] * 2.0h;
+}
+"""
+
+#: S's halves: a, b, c (two halves), d, e, n.h, n.k (two), t; the rest is padding.
+A, B, C, D, E, NH, NK, T = 0, [2, 3], [4, 5], [8, 9, 10], 11, 12, [14, 15], [16, 17, 18]
+PAD = [1, 6, 7, 13, 19]
+HALF_POISON = np.uint16(0xFFFF)  # an f16 NaN
+
+
+def test_f16_members_take_wgsl_host_layout():
+    k = parse(HALVES)
+    s = k.binding("src").elem
+    inner = s.field("n")
+    assert field_offsets(inner) == (0, 4) and size_of(inner) == 8
+    assert field_offsets(s) == (0, 4, 8, 16, 22, 24, 32) and size_of(s) == stride(s) == 40
+    h = k.binding("halves").elem
+    assert size_of(h) == stride(h) == 2  # f16 aligns to 2: two per word
+    assert (k.binding("src").host, k.binding("src").host_values) == (f16, 20)
+    assert parse(emit(k)) == k
+
+
+def _half_inputs() -> tuple[dict, dict]:
+    rng = np.random.default_rng(44)
+    src = (rng.uniform(0.5, 2.0, (N, 20)) * rng.choice([-1.0, 1.0], (N, 20))).astype(np.float16)
+    words = src.view(np.uint16)
+    words[:, C] = rng.uniform(1.0, 9.0, N).astype(np.float32).view(np.uint16).reshape(N, 2)
+    words[:, NK] = rng.integers(1, 2**32, N, dtype=np.uint32).view(np.uint16).reshape(N, 2)
+    words[:, PAD] = 0x7E01  # padding: never read
+    params = {"n": 7, "s": 0.75, "v": [1.5, -0.5, 0.25], "w": [-2.0, 3.0]}
+    bufs = {
+        "src": src,
+        "out": np.full((N, 20), HALF_POISON, np.uint16).view(np.float16),
+        "halves": np.full(N, HALF_POISON, np.uint16).view(np.float16),
+    }
+    return bufs, params
+
+
+def numpy_halves(bufs: dict, params: dict) -> dict:
+    """What HALVES leaves in ``out`` and ``halves``, as 16-bit halves (padding poisoned)."""
+    src = bufs["src"].view(np.uint16)
+    h = src.view(np.float16)
+    i = np.arange(N)
+    j = i // 64 * 64 + (i + 1) % 64
+    half = np.float16
+    out = np.full((N, 20), HALF_POISON, np.uint16)
+    f = out.view(np.float16)
+    f[:, A] = h[:, NH]
+    f[:, B] = h[j][:, [B[1], B[0]]] + np.asarray(params["w"], half)
+    c = src[j][:, C].copy().view(np.float32)[:, 0]
+    c = (c + h[j, E].astype(np.float32)) + np.float32(params["n"])
+    out[:, C] = c.view(np.uint16).reshape(N, 2)
+    f[:, D] = h[j][:, D]
+    f[:, D[1]] = h[j, A] * half(params["s"])
+    f[:, E], f[:, NH] = h[j, E], h[j, NH]
+    k = src[j][:, NK].copy().view(np.uint32)[:, 0] ^ i.astype(np.uint32)
+    out[:, NK] = k.view(np.uint16).reshape(N, 2)
+    f[:, T] = h[j][:, T]
+    f[:, T[2]] = h[j, T[0]] + half(params["v"][2])
+    return {"out": out, "halves": (h[:, T[1]] * half(2.0)).view(np.uint16)}
+
+
+@pytest.mark.parametrize("backend", ["interp", "gpu"])
+def test_f16_members_in_storage_workgroup_and_uniform_run_as_numpy_says(backend, request):
+    if backend == "gpu":
+        request.getfixturevalue("gpu")
+    bufs, params = _half_inputs()
+    run = interp.run if backend == "interp" else runtime.run
+    got = run(parse(HALVES), bufs, params, (N // 64, 1, 1))
+    want = numpy_halves(bufs, params)
+    for name, w in want.items():
+        g = np.asarray(got[name]).view(np.uint16).reshape(w.shape)
+        assert np.array_equal(g, w), f"{name}: {np.argwhere(g != w)[:4].tolist()}"
+
+
+def test_two_invocations_writing_the_halves_of_one_word_do_not_race():
+    # halves[i].h for i = 2k, 2k + 1 share a word; an f16 is its own memory location in WGSL
+    bufs, params = _half_inputs()
+    got = interp.run(parse(HALVES), bufs, params, (N // 64, 1, 1))
+    assert not np.isnan(got["halves"]).any()
+    racy = HALVES.replace("halves[i].h = ", "halves[i / 2u].h = ")
+    with pytest.raises(RaceError, match=r"halves\[\d+\] \(half 0 of the struct\)"):
+        interp.run(parse(racy), bufs, params, (N // 64, 1, 1))
+
+
+def test_a_race_on_an_f16_member_names_its_half():
+    racy = HALVES.replace("out[i].a = src[i].n.h;", "out[i / 2u].e = src[i].n.h;")
+    bufs, params = _half_inputs()
+    with pytest.raises(RaceError, match=r"out\[\d+\] \(half 11 of the struct\)"):
+        interp.run(parse(racy), bufs, params, (N // 64, 1, 1))
+
+
+def test_tint_takes_the_f16_kernel():
+    assert_tint_takes({"halves": HALVES})
+
+
+HALF_ROWS = """enable f16;
+struct Rows {
+  n: f16,
+  k: u32,
+  data: array<vec2<f16>>,
+}
+struct Ctr {
+  tag: f16,
+  hits: atomic<u32>,
+  lo: f16,
+}
+@group(0) @binding(0) var<storage, read> rows: Rows;
+@group(0) @binding(1) var<storage, read_write> ctr: Ctr;
+@group(0) @binding(2) var<storage, read_write> out: array<f32>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let i = gid.x;
+  let d = rows.data[i % arrayLength(&rows.data)];
+  atomicAdd(&ctr.hits, i);
+  if (i == 0u) {
+    ctr.tag = rows.n;
+  }
+  if (i == 1u) {
+    ctr.lo = d.y;
+  }
+  out[i] = f32(d.x * rows.n) + f32(rows.k);
+}
+"""
+
+
+def test_whole_struct_bindings_with_f16_members_run_as_numpy_says(gpu):
+    """A binding that is one struct of f16 members ending in a runtime-sized array, and an
+    atomic beside f16 members (its word is two halves); ``f32(rows.k)`` converts a member."""
+    rng = np.random.default_rng(49)
+    rows = (rng.uniform(0.5, 2.0, 4 + 2 * 40) * rng.choice([-1, 1], 84)).astype(np.float16)
+    halves = rows.view(np.uint16)
+    halves[1] = 0x7E01  # padding after n
+    halves[2:4] = np.array([12345], np.uint32).view(np.uint16)
+    ctr = np.full(6, 0x7E01, np.uint16)  # tag, padding, hits (two halves), lo, padding
+    ctr[2:4] = 0
+    bufs = {"rows": rows, "ctr": ctr.view(np.float16), "out": np.full(N, np.nan, np.float32)}
+    data = rows[4:].reshape(40, 2)
+    i = np.arange(N)
+    d = data[i % 40]
+    want_out = (d[:, 0] * rows[0]).astype(np.float32) + np.float32(12345)
+    want_ctr = ctr.copy()
+    want_ctr[0], want_ctr[4] = halves[0], data[1, 1].view(np.uint16)
+    want_ctr[2:4] = np.array([i.sum()], np.uint32).view(np.uint16)
+    k = parse(HALF_ROWS)
+    assert parse(emit(k)) == k
+    for run in (interp.run, runtime.run):
+        got = run(k, bufs, None, (N // 64, 1, 1))
+        np.testing.assert_array_equal(got["out"], want_out, err_msg=run.__module__)
+        np.testing.assert_array_equal(np.asarray(got["ctr"]).view(np.uint16), want_ctr)
+
+
+FLAGS = """struct F {
+  on: bool,
+  v: f32,
+  m: vec2<bool>,
+}
+struct G {
+  f: F,
+  n: u32,
+}
+@group(0) @binding(0) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+var<workgroup> t: array<G, 64>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+  let v = x[gid.x];
+  t[lid.x].f = F(v > 1.0, v, vec2<bool>(v < 1.5, true));
+  t[lid.x].n = gid.x;
+  workgroupBarrier();
+  let g = t[(lid.x + 1u) % 64u];
+  out[gid.x] = select(0.0, g.f.v, g.f.on) + select(0.0, 10.0, g.f.m.x && g.f.m.y) + f32(g.n);
+}
+"""
+
+
+def test_bool_members_of_a_workgroup_struct_run_as_numpy_says(gpu):
+    """Workgroup memory is not host-shareable: its structs may hold bool (a word of 0 or 1)."""
+    x = np.random.default_rng(50).uniform(0.5, 2.0, N).astype(np.float32)
+    i = np.arange(N)
+    j = i // 64 * 64 + (i + 1) % 64
+    v = x[j]
+    want = np.where(v > 1, v, np.float32(0)) + np.where(v < 1.5, np.float32(10), 0)
+    want = want.astype(np.float32) + j.astype(np.float32)
+    k = parse(FLAGS)
+    assert parse(emit(k)) == k
+    for run in (interp.run, runtime.run):
+        got = run(k, {"x": x, "out": np.full(N, np.nan, np.float32)}, None, (N // 64, 1, 1))
+        np.testing.assert_array_equal(got["out"], want, err_msg=run.__module__)
+    assert_tint_takes({"flags": FLAGS})
+
+
+def test_a_bool_member_in_storage_is_refused_as_tint_refuses_it():
+    from kvdsl.runtime import tint_check
+
+    bad = FLAGS.replace(
+        "var<workgroup> t: array<G, 64>;",
+        "@group(0) @binding(2) var<storage, read_write> t: array<G>;",
+    )
+    with pytest.raises(WgslTypeError, match="member on: bool in storage memory"):
+        parse(bad)
+    assert tint_check({"bad": bad})["bad"] is not None

@@ -1,4 +1,4 @@
-// expect: outside "struct field a: atomic<u32>"
+// expect: outside "field a: atomic<u32> (the uniform's fields are scalars, vectors and matrices)"
 // tint: refused
 // naga: refused
 // in: ../_kernel.wgsl

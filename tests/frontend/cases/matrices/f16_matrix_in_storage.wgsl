@@ -1,5 +1,6 @@
-// expect: outside "(f16 matrices in memory)"
+// expect: taken
 // tint: taken
+// naga: taken
 enable f16;
 @group(0) @binding(0) var<storage, read> h: array<mat2x2<f16>>;
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;

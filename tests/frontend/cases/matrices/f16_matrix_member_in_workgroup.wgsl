@@ -1,5 +1,6 @@
-// expect: outside "struct Pair member m: mat2x2<f16> (f16 matrices in memory)"
+// expect: taken
 // tint: taken
+// naga: taken
 enable f16;
 struct Pair {
   m: mat2x2<f16>,

@@ -1,4 +1,4 @@
-// expect: refused "binding 'a': array<bool, 4> (arrays of u32, i32 or f32 scalars"
+// expect: refused "binding 'a': array<bool, 4> (arrays of u32, i32, f32 or f16 scalars"
 // tint: refused
 @group(0) @binding(0) var<storage, read_write> a: array<array<bool, 4>>;
 @compute @workgroup_size(1)

@@ -1,5 +1,6 @@
-// expect: outside "storage var 'a' of type array<array<f16, 4>> (a fixed-size array in storage holds u32"
+// expect: taken
 // tint: taken
+// naga: taken
 enable f16;
 @group(0) @binding(0) var<storage, read_write> a: array<array<f16, 4>>;
 @compute @workgroup_size(1)

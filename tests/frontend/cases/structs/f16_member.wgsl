@@ -1,5 +1,6 @@
-// expect: outside "struct H member d: f16 (members of a struct in storage or workgroup memory are u32, i32 or f32"
+// expect: taken
 // tint: taken
+// naga: taken
 enable f16;
 struct H {
   d: f16,

@@ -1,5 +1,6 @@
-// expect: outside "const A of type array<u32, 2> (scalar consts only)"
+// expect: taken
 // tint: taken
+// naga: taken
 // in: ../_kernel.wgsl
 const A = array<u32, 2>(1u, 2u);
 @group(0) @binding(0) var<storage, read_write> out: array<u32>;

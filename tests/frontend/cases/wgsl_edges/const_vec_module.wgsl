@@ -1,5 +1,6 @@
-// expect: outside "const V of type vec2<u32> (scalar consts only)"
+// expect: taken
 // tint: taken
+// naga: taken
 // in: ../_kernel.wgsl
 const V = vec2<u32>(1u, 2u);
 @group(0) @binding(0) var<storage, read_write> out: array<u32>;
