@@ -53,7 +53,7 @@ def section(rows: list[dict[str, Any]], device_line: str, reason: str | None) ->
         lines += ["| target | measured | |", "|---|---|---|", f"| {TARGET} | {figure[0]} | {met} |"]
         lines.append("")
         if not figure[1]:
-            lines += [f"Not met, and why: {reason or 'no reason recorded'}", ""]
+            lines += ["Not met, and why:", "", f"- {TARGET}: {reason or 'no reason recorded'}", ""]
     lines += [
         "| writer | batch | tokens | unrotated µs | rotated µs | ratio |",
         "|---|---|---|---|---|---|",
