@@ -1085,80 +1085,20 @@ fn main(
   workgroupBarrier();
   // 2. Weights: each row's maximum m; logits become exp(logit - m); their sums.
   if (lid.x < 64u) {
-    part[0u + lid.x] = max(part[0u + lid.x], part[0u + lid.x + 64u]);
-    part[128u + lid.x] = max(part[128u + lid.x], part[128u + lid.x + 64u]);
-    part[256u + lid.x] = max(part[256u + lid.x], part[256u + lid.x + 64u]);
-    part[384u + lid.x] = max(part[384u + lid.x], part[384u + lid.x + 64u]);
-    part[512u + lid.x] = max(part[512u + lid.x], part[512u + lid.x + 64u]);
-    part[640u + lid.x] = max(part[640u + lid.x], part[640u + lid.x + 64u]);
-    part[768u + lid.x] = max(part[768u + lid.x], part[768u + lid.x + 64u]);
-    part[896u + lid.x] = max(part[896u + lid.x], part[896u + lid.x + 64u]);
-  }
-  workgroupBarrier();
-  if (lid.x < 32u) {
-    part[0u + lid.x] = max(part[0u + lid.x], part[0u + lid.x + 32u]);
-    part[128u + lid.x] = max(part[128u + lid.x], part[128u + lid.x + 32u]);
-    part[256u + lid.x] = max(part[256u + lid.x], part[256u + lid.x + 32u]);
-    part[384u + lid.x] = max(part[384u + lid.x], part[384u + lid.x + 32u]);
-    part[512u + lid.x] = max(part[512u + lid.x], part[512u + lid.x + 32u]);
-    part[640u + lid.x] = max(part[640u + lid.x], part[640u + lid.x + 32u]);
-    part[768u + lid.x] = max(part[768u + lid.x], part[768u + lid.x + 32u]);
-    part[896u + lid.x] = max(part[896u + lid.x], part[896u + lid.x + 32u]);
-  }
-  workgroupBarrier();
-  if (lid.x < 16u) {
-    part[0u + lid.x] = max(part[0u + lid.x], part[0u + lid.x + 16u]);
-    part[128u + lid.x] = max(part[128u + lid.x], part[128u + lid.x + 16u]);
-    part[256u + lid.x] = max(part[256u + lid.x], part[256u + lid.x + 16u]);
-    part[384u + lid.x] = max(part[384u + lid.x], part[384u + lid.x + 16u]);
-    part[512u + lid.x] = max(part[512u + lid.x], part[512u + lid.x + 16u]);
-    part[640u + lid.x] = max(part[640u + lid.x], part[640u + lid.x + 16u]);
-    part[768u + lid.x] = max(part[768u + lid.x], part[768u + lid.x + 16u]);
-    part[896u + lid.x] = max(part[896u + lid.x], part[896u + lid.x + 16u]);
+    let first0 = part[lid.x / 8u * 128u + lid.x % 8u];
+    var both0: f32 = first0;
+    for (var e0: u32 = lid.x % 8u + 8u; e0 < 128u; e0 = e0 + 8u) {
+      both0 = max(both0, part[lid.x / 8u * 128u + e0]);
+    }
+    part[lid.x / 8u * 128u + lid.x % 8u] = both0;
   }
   workgroupBarrier();
   if (lid.x < 8u) {
-    part[0u + lid.x] = max(part[0u + lid.x], part[0u + lid.x + 8u]);
-    part[128u + lid.x] = max(part[128u + lid.x], part[128u + lid.x + 8u]);
-    part[256u + lid.x] = max(part[256u + lid.x], part[256u + lid.x + 8u]);
-    part[384u + lid.x] = max(part[384u + lid.x], part[384u + lid.x + 8u]);
-    part[512u + lid.x] = max(part[512u + lid.x], part[512u + lid.x + 8u]);
-    part[640u + lid.x] = max(part[640u + lid.x], part[640u + lid.x + 8u]);
-    part[768u + lid.x] = max(part[768u + lid.x], part[768u + lid.x + 8u]);
-    part[896u + lid.x] = max(part[896u + lid.x], part[896u + lid.x + 8u]);
-  }
-  workgroupBarrier();
-  if (lid.x < 4u) {
-    part[0u + lid.x] = max(part[0u + lid.x], part[0u + lid.x + 4u]);
-    part[128u + lid.x] = max(part[128u + lid.x], part[128u + lid.x + 4u]);
-    part[256u + lid.x] = max(part[256u + lid.x], part[256u + lid.x + 4u]);
-    part[384u + lid.x] = max(part[384u + lid.x], part[384u + lid.x + 4u]);
-    part[512u + lid.x] = max(part[512u + lid.x], part[512u + lid.x + 4u]);
-    part[640u + lid.x] = max(part[640u + lid.x], part[640u + lid.x + 4u]);
-    part[768u + lid.x] = max(part[768u + lid.x], part[768u + lid.x + 4u]);
-    part[896u + lid.x] = max(part[896u + lid.x], part[896u + lid.x + 4u]);
-  }
-  workgroupBarrier();
-  if (lid.x < 2u) {
-    part[0u + lid.x] = max(part[0u + lid.x], part[0u + lid.x + 2u]);
-    part[128u + lid.x] = max(part[128u + lid.x], part[128u + lid.x + 2u]);
-    part[256u + lid.x] = max(part[256u + lid.x], part[256u + lid.x + 2u]);
-    part[384u + lid.x] = max(part[384u + lid.x], part[384u + lid.x + 2u]);
-    part[512u + lid.x] = max(part[512u + lid.x], part[512u + lid.x + 2u]);
-    part[640u + lid.x] = max(part[640u + lid.x], part[640u + lid.x + 2u]);
-    part[768u + lid.x] = max(part[768u + lid.x], part[768u + lid.x + 2u]);
-    part[896u + lid.x] = max(part[896u + lid.x], part[896u + lid.x + 2u]);
-  }
-  workgroupBarrier();
-  if (lid.x < 1u) {
-    stat[0u] = max(part[0u + lid.x], part[0u + lid.x + 1u]);
-    stat[1u] = max(part[128u + lid.x], part[128u + lid.x + 1u]);
-    stat[2u] = max(part[256u + lid.x], part[256u + lid.x + 1u]);
-    stat[3u] = max(part[384u + lid.x], part[384u + lid.x + 1u]);
-    stat[4u] = max(part[512u + lid.x], part[512u + lid.x + 1u]);
-    stat[5u] = max(part[640u + lid.x], part[640u + lid.x + 1u]);
-    stat[6u] = max(part[768u + lid.x], part[768u + lid.x + 1u]);
-    stat[7u] = max(part[896u + lid.x], part[896u + lid.x + 1u]);
+    var last0: f32 = part[lid.x * 128u];
+    for (var n0: u32 = 1u; n0 < 8u; n0 = n0 + 1u) {
+      last0 = max(last0, part[lid.x * 128u + n0]);
+    }
+    stat[0u + lid.x] = last0;
   }
   workgroupBarrier();
   let m0 = stat[0u];
@@ -1243,80 +1183,20 @@ fn main(
   part[7u * WG + lid.x] = sum7;
   workgroupBarrier();
   if (lid.x < 64u) {
-    part[0u + lid.x] = part[0u + lid.x] + part[0u + lid.x + 64u];
-    part[128u + lid.x] = part[128u + lid.x] + part[128u + lid.x + 64u];
-    part[256u + lid.x] = part[256u + lid.x] + part[256u + lid.x + 64u];
-    part[384u + lid.x] = part[384u + lid.x] + part[384u + lid.x + 64u];
-    part[512u + lid.x] = part[512u + lid.x] + part[512u + lid.x + 64u];
-    part[640u + lid.x] = part[640u + lid.x] + part[640u + lid.x + 64u];
-    part[768u + lid.x] = part[768u + lid.x] + part[768u + lid.x + 64u];
-    part[896u + lid.x] = part[896u + lid.x] + part[896u + lid.x + 64u];
-  }
-  workgroupBarrier();
-  if (lid.x < 32u) {
-    part[0u + lid.x] = part[0u + lid.x] + part[0u + lid.x + 32u];
-    part[128u + lid.x] = part[128u + lid.x] + part[128u + lid.x + 32u];
-    part[256u + lid.x] = part[256u + lid.x] + part[256u + lid.x + 32u];
-    part[384u + lid.x] = part[384u + lid.x] + part[384u + lid.x + 32u];
-    part[512u + lid.x] = part[512u + lid.x] + part[512u + lid.x + 32u];
-    part[640u + lid.x] = part[640u + lid.x] + part[640u + lid.x + 32u];
-    part[768u + lid.x] = part[768u + lid.x] + part[768u + lid.x + 32u];
-    part[896u + lid.x] = part[896u + lid.x] + part[896u + lid.x + 32u];
-  }
-  workgroupBarrier();
-  if (lid.x < 16u) {
-    part[0u + lid.x] = part[0u + lid.x] + part[0u + lid.x + 16u];
-    part[128u + lid.x] = part[128u + lid.x] + part[128u + lid.x + 16u];
-    part[256u + lid.x] = part[256u + lid.x] + part[256u + lid.x + 16u];
-    part[384u + lid.x] = part[384u + lid.x] + part[384u + lid.x + 16u];
-    part[512u + lid.x] = part[512u + lid.x] + part[512u + lid.x + 16u];
-    part[640u + lid.x] = part[640u + lid.x] + part[640u + lid.x + 16u];
-    part[768u + lid.x] = part[768u + lid.x] + part[768u + lid.x + 16u];
-    part[896u + lid.x] = part[896u + lid.x] + part[896u + lid.x + 16u];
+    let first8 = part[lid.x / 8u * 128u + lid.x % 8u];
+    var both8: f32 = first8;
+    for (var e8: u32 = lid.x % 8u + 8u; e8 < 128u; e8 = e8 + 8u) {
+      both8 = both8 + part[lid.x / 8u * 128u + e8];
+    }
+    part[lid.x / 8u * 128u + lid.x % 8u] = both8;
   }
   workgroupBarrier();
   if (lid.x < 8u) {
-    part[0u + lid.x] = part[0u + lid.x] + part[0u + lid.x + 8u];
-    part[128u + lid.x] = part[128u + lid.x] + part[128u + lid.x + 8u];
-    part[256u + lid.x] = part[256u + lid.x] + part[256u + lid.x + 8u];
-    part[384u + lid.x] = part[384u + lid.x] + part[384u + lid.x + 8u];
-    part[512u + lid.x] = part[512u + lid.x] + part[512u + lid.x + 8u];
-    part[640u + lid.x] = part[640u + lid.x] + part[640u + lid.x + 8u];
-    part[768u + lid.x] = part[768u + lid.x] + part[768u + lid.x + 8u];
-    part[896u + lid.x] = part[896u + lid.x] + part[896u + lid.x + 8u];
-  }
-  workgroupBarrier();
-  if (lid.x < 4u) {
-    part[0u + lid.x] = part[0u + lid.x] + part[0u + lid.x + 4u];
-    part[128u + lid.x] = part[128u + lid.x] + part[128u + lid.x + 4u];
-    part[256u + lid.x] = part[256u + lid.x] + part[256u + lid.x + 4u];
-    part[384u + lid.x] = part[384u + lid.x] + part[384u + lid.x + 4u];
-    part[512u + lid.x] = part[512u + lid.x] + part[512u + lid.x + 4u];
-    part[640u + lid.x] = part[640u + lid.x] + part[640u + lid.x + 4u];
-    part[768u + lid.x] = part[768u + lid.x] + part[768u + lid.x + 4u];
-    part[896u + lid.x] = part[896u + lid.x] + part[896u + lid.x + 4u];
-  }
-  workgroupBarrier();
-  if (lid.x < 2u) {
-    part[0u + lid.x] = part[0u + lid.x] + part[0u + lid.x + 2u];
-    part[128u + lid.x] = part[128u + lid.x] + part[128u + lid.x + 2u];
-    part[256u + lid.x] = part[256u + lid.x] + part[256u + lid.x + 2u];
-    part[384u + lid.x] = part[384u + lid.x] + part[384u + lid.x + 2u];
-    part[512u + lid.x] = part[512u + lid.x] + part[512u + lid.x + 2u];
-    part[640u + lid.x] = part[640u + lid.x] + part[640u + lid.x + 2u];
-    part[768u + lid.x] = part[768u + lid.x] + part[768u + lid.x + 2u];
-    part[896u + lid.x] = part[896u + lid.x] + part[896u + lid.x + 2u];
-  }
-  workgroupBarrier();
-  if (lid.x < 1u) {
-    stat[8u] = part[0u + lid.x] + part[0u + lid.x + 1u];
-    stat[9u] = part[128u + lid.x] + part[128u + lid.x + 1u];
-    stat[10u] = part[256u + lid.x] + part[256u + lid.x + 1u];
-    stat[11u] = part[384u + lid.x] + part[384u + lid.x + 1u];
-    stat[12u] = part[512u + lid.x] + part[512u + lid.x + 1u];
-    stat[13u] = part[640u + lid.x] + part[640u + lid.x + 1u];
-    stat[14u] = part[768u + lid.x] + part[768u + lid.x + 1u];
-    stat[15u] = part[896u + lid.x] + part[896u + lid.x + 1u];
+    var last8: f32 = part[lid.x * 128u];
+    for (var n8: u32 = 1u; n8 < 8u; n8 = n8 + 1u) {
+      last8 = last8 + part[lid.x * 128u + n8];
+    }
+    stat[8u + lid.x] = last8;
   }
   workgroupBarrier();
   // 3. Values: unit i of every row's output over keys kg, kg + KEY_GROUPS, ...

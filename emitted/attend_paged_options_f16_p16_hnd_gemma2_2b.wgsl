@@ -712,39 +712,21 @@ fn main(
   part[1u * WG + lid.x] = top1;
   workgroupBarrier();
   // 2. Weights: each row's maximum m; logits become exp(logit - m); their sums.
-  if (lid.x < 64u) {
-    part[0u + lid.x] = max(part[0u + lid.x], part[0u + lid.x + 64u]);
-    part[128u + lid.x] = max(part[128u + lid.x], part[128u + lid.x + 64u]);
-  }
-  workgroupBarrier();
-  if (lid.x < 32u) {
-    part[0u + lid.x] = max(part[0u + lid.x], part[0u + lid.x + 32u]);
-    part[128u + lid.x] = max(part[128u + lid.x], part[128u + lid.x + 32u]);
-  }
-  workgroupBarrier();
   if (lid.x < 16u) {
-    part[0u + lid.x] = max(part[0u + lid.x], part[0u + lid.x + 16u]);
-    part[128u + lid.x] = max(part[128u + lid.x], part[128u + lid.x + 16u]);
-  }
-  workgroupBarrier();
-  if (lid.x < 8u) {
-    part[0u + lid.x] = max(part[0u + lid.x], part[0u + lid.x + 8u]);
-    part[128u + lid.x] = max(part[128u + lid.x], part[128u + lid.x + 8u]);
-  }
-  workgroupBarrier();
-  if (lid.x < 4u) {
-    part[0u + lid.x] = max(part[0u + lid.x], part[0u + lid.x + 4u]);
-    part[128u + lid.x] = max(part[128u + lid.x], part[128u + lid.x + 4u]);
+    let first0 = part[lid.x / 8u * 128u + lid.x % 8u];
+    var both0: f32 = first0;
+    for (var e0: u32 = lid.x % 8u + 8u; e0 < 128u; e0 = e0 + 8u) {
+      both0 = max(both0, part[lid.x / 8u * 128u + e0]);
+    }
+    part[lid.x / 8u * 128u + lid.x % 8u] = both0;
   }
   workgroupBarrier();
   if (lid.x < 2u) {
-    part[0u + lid.x] = max(part[0u + lid.x], part[0u + lid.x + 2u]);
-    part[128u + lid.x] = max(part[128u + lid.x], part[128u + lid.x + 2u]);
-  }
-  workgroupBarrier();
-  if (lid.x < 1u) {
-    stat[0u] = max(part[0u + lid.x], part[0u + lid.x + 1u]);
-    stat[1u] = max(part[128u + lid.x], part[128u + lid.x + 1u]);
+    var last0: f32 = part[lid.x * 128u];
+    for (var n0: u32 = 1u; n0 < 8u; n0 = n0 + 1u) {
+      last0 = max(last0, part[lid.x * 128u + n0]);
+    }
+    stat[0u + lid.x] = last0;
   }
   workgroupBarrier();
   let m0 = stat[0u];
@@ -768,39 +750,21 @@ fn main(
   }
   part[1u * WG + lid.x] = sum1;
   workgroupBarrier();
-  if (lid.x < 64u) {
-    part[0u + lid.x] = part[0u + lid.x] + part[0u + lid.x + 64u];
-    part[128u + lid.x] = part[128u + lid.x] + part[128u + lid.x + 64u];
-  }
-  workgroupBarrier();
-  if (lid.x < 32u) {
-    part[0u + lid.x] = part[0u + lid.x] + part[0u + lid.x + 32u];
-    part[128u + lid.x] = part[128u + lid.x] + part[128u + lid.x + 32u];
-  }
-  workgroupBarrier();
   if (lid.x < 16u) {
-    part[0u + lid.x] = part[0u + lid.x] + part[0u + lid.x + 16u];
-    part[128u + lid.x] = part[128u + lid.x] + part[128u + lid.x + 16u];
-  }
-  workgroupBarrier();
-  if (lid.x < 8u) {
-    part[0u + lid.x] = part[0u + lid.x] + part[0u + lid.x + 8u];
-    part[128u + lid.x] = part[128u + lid.x] + part[128u + lid.x + 8u];
-  }
-  workgroupBarrier();
-  if (lid.x < 4u) {
-    part[0u + lid.x] = part[0u + lid.x] + part[0u + lid.x + 4u];
-    part[128u + lid.x] = part[128u + lid.x] + part[128u + lid.x + 4u];
+    let first2 = part[lid.x / 8u * 128u + lid.x % 8u];
+    var both2: f32 = first2;
+    for (var e2: u32 = lid.x % 8u + 8u; e2 < 128u; e2 = e2 + 8u) {
+      both2 = both2 + part[lid.x / 8u * 128u + e2];
+    }
+    part[lid.x / 8u * 128u + lid.x % 8u] = both2;
   }
   workgroupBarrier();
   if (lid.x < 2u) {
-    part[0u + lid.x] = part[0u + lid.x] + part[0u + lid.x + 2u];
-    part[128u + lid.x] = part[128u + lid.x] + part[128u + lid.x + 2u];
-  }
-  workgroupBarrier();
-  if (lid.x < 1u) {
-    stat[2u] = part[0u + lid.x] + part[0u + lid.x + 1u];
-    stat[3u] = part[128u + lid.x] + part[128u + lid.x + 1u];
+    var last2: f32 = part[lid.x * 128u];
+    for (var n2: u32 = 1u; n2 < 8u; n2 = n2 + 1u) {
+      last2 = last2 + part[lid.x * 128u + n2];
+    }
+    stat[2u + lid.x] = last2;
   }
   workgroupBarrier();
   // 3. Values: unit i of every row's output over keys kg, kg + KEY_GROUPS, ...

@@ -1122,53 +1122,21 @@ fn main(
   part[3u * WG + lid.x] = top3;
   workgroupBarrier();
   // 2. Weights: each row's maximum m; logits become exp(logit - m); their sums.
-  if (lid.x < 64u) {
-    part[0u + lid.x] = max(part[0u + lid.x], part[0u + lid.x + 64u]);
-    part[128u + lid.x] = max(part[128u + lid.x], part[128u + lid.x + 64u]);
-    part[256u + lid.x] = max(part[256u + lid.x], part[256u + lid.x + 64u]);
-    part[384u + lid.x] = max(part[384u + lid.x], part[384u + lid.x + 64u]);
-  }
-  workgroupBarrier();
   if (lid.x < 32u) {
-    part[0u + lid.x] = max(part[0u + lid.x], part[0u + lid.x + 32u]);
-    part[128u + lid.x] = max(part[128u + lid.x], part[128u + lid.x + 32u]);
-    part[256u + lid.x] = max(part[256u + lid.x], part[256u + lid.x + 32u]);
-    part[384u + lid.x] = max(part[384u + lid.x], part[384u + lid.x + 32u]);
-  }
-  workgroupBarrier();
-  if (lid.x < 16u) {
-    part[0u + lid.x] = max(part[0u + lid.x], part[0u + lid.x + 16u]);
-    part[128u + lid.x] = max(part[128u + lid.x], part[128u + lid.x + 16u]);
-    part[256u + lid.x] = max(part[256u + lid.x], part[256u + lid.x + 16u]);
-    part[384u + lid.x] = max(part[384u + lid.x], part[384u + lid.x + 16u]);
-  }
-  workgroupBarrier();
-  if (lid.x < 8u) {
-    part[0u + lid.x] = max(part[0u + lid.x], part[0u + lid.x + 8u]);
-    part[128u + lid.x] = max(part[128u + lid.x], part[128u + lid.x + 8u]);
-    part[256u + lid.x] = max(part[256u + lid.x], part[256u + lid.x + 8u]);
-    part[384u + lid.x] = max(part[384u + lid.x], part[384u + lid.x + 8u]);
+    let first0 = part[lid.x / 8u * 128u + lid.x % 8u];
+    var both0: f32 = first0;
+    for (var e0: u32 = lid.x % 8u + 8u; e0 < 128u; e0 = e0 + 8u) {
+      both0 = max(both0, part[lid.x / 8u * 128u + e0]);
+    }
+    part[lid.x / 8u * 128u + lid.x % 8u] = both0;
   }
   workgroupBarrier();
   if (lid.x < 4u) {
-    part[0u + lid.x] = max(part[0u + lid.x], part[0u + lid.x + 4u]);
-    part[128u + lid.x] = max(part[128u + lid.x], part[128u + lid.x + 4u]);
-    part[256u + lid.x] = max(part[256u + lid.x], part[256u + lid.x + 4u]);
-    part[384u + lid.x] = max(part[384u + lid.x], part[384u + lid.x + 4u]);
-  }
-  workgroupBarrier();
-  if (lid.x < 2u) {
-    part[0u + lid.x] = max(part[0u + lid.x], part[0u + lid.x + 2u]);
-    part[128u + lid.x] = max(part[128u + lid.x], part[128u + lid.x + 2u]);
-    part[256u + lid.x] = max(part[256u + lid.x], part[256u + lid.x + 2u]);
-    part[384u + lid.x] = max(part[384u + lid.x], part[384u + lid.x + 2u]);
-  }
-  workgroupBarrier();
-  if (lid.x < 1u) {
-    stat[0u] = max(part[0u + lid.x], part[0u + lid.x + 1u]);
-    stat[1u] = max(part[128u + lid.x], part[128u + lid.x + 1u]);
-    stat[2u] = max(part[256u + lid.x], part[256u + lid.x + 1u]);
-    stat[3u] = max(part[384u + lid.x], part[384u + lid.x + 1u]);
+    var last0: f32 = part[lid.x * 128u];
+    for (var n0: u32 = 1u; n0 < 8u; n0 = n0 + 1u) {
+      last0 = max(last0, part[lid.x * 128u + n0]);
+    }
+    stat[0u + lid.x] = last0;
   }
   workgroupBarrier();
   let m0 = stat[0u];
@@ -1212,53 +1180,21 @@ fn main(
   }
   part[3u * WG + lid.x] = sum3;
   workgroupBarrier();
-  if (lid.x < 64u) {
-    part[0u + lid.x] = part[0u + lid.x] + part[0u + lid.x + 64u];
-    part[128u + lid.x] = part[128u + lid.x] + part[128u + lid.x + 64u];
-    part[256u + lid.x] = part[256u + lid.x] + part[256u + lid.x + 64u];
-    part[384u + lid.x] = part[384u + lid.x] + part[384u + lid.x + 64u];
-  }
-  workgroupBarrier();
   if (lid.x < 32u) {
-    part[0u + lid.x] = part[0u + lid.x] + part[0u + lid.x + 32u];
-    part[128u + lid.x] = part[128u + lid.x] + part[128u + lid.x + 32u];
-    part[256u + lid.x] = part[256u + lid.x] + part[256u + lid.x + 32u];
-    part[384u + lid.x] = part[384u + lid.x] + part[384u + lid.x + 32u];
-  }
-  workgroupBarrier();
-  if (lid.x < 16u) {
-    part[0u + lid.x] = part[0u + lid.x] + part[0u + lid.x + 16u];
-    part[128u + lid.x] = part[128u + lid.x] + part[128u + lid.x + 16u];
-    part[256u + lid.x] = part[256u + lid.x] + part[256u + lid.x + 16u];
-    part[384u + lid.x] = part[384u + lid.x] + part[384u + lid.x + 16u];
-  }
-  workgroupBarrier();
-  if (lid.x < 8u) {
-    part[0u + lid.x] = part[0u + lid.x] + part[0u + lid.x + 8u];
-    part[128u + lid.x] = part[128u + lid.x] + part[128u + lid.x + 8u];
-    part[256u + lid.x] = part[256u + lid.x] + part[256u + lid.x + 8u];
-    part[384u + lid.x] = part[384u + lid.x] + part[384u + lid.x + 8u];
+    let first4 = part[lid.x / 8u * 128u + lid.x % 8u];
+    var both4: f32 = first4;
+    for (var e4: u32 = lid.x % 8u + 8u; e4 < 128u; e4 = e4 + 8u) {
+      both4 = both4 + part[lid.x / 8u * 128u + e4];
+    }
+    part[lid.x / 8u * 128u + lid.x % 8u] = both4;
   }
   workgroupBarrier();
   if (lid.x < 4u) {
-    part[0u + lid.x] = part[0u + lid.x] + part[0u + lid.x + 4u];
-    part[128u + lid.x] = part[128u + lid.x] + part[128u + lid.x + 4u];
-    part[256u + lid.x] = part[256u + lid.x] + part[256u + lid.x + 4u];
-    part[384u + lid.x] = part[384u + lid.x] + part[384u + lid.x + 4u];
-  }
-  workgroupBarrier();
-  if (lid.x < 2u) {
-    part[0u + lid.x] = part[0u + lid.x] + part[0u + lid.x + 2u];
-    part[128u + lid.x] = part[128u + lid.x] + part[128u + lid.x + 2u];
-    part[256u + lid.x] = part[256u + lid.x] + part[256u + lid.x + 2u];
-    part[384u + lid.x] = part[384u + lid.x] + part[384u + lid.x + 2u];
-  }
-  workgroupBarrier();
-  if (lid.x < 1u) {
-    stat[4u] = part[0u + lid.x] + part[0u + lid.x + 1u];
-    stat[5u] = part[128u + lid.x] + part[128u + lid.x + 1u];
-    stat[6u] = part[256u + lid.x] + part[256u + lid.x + 1u];
-    stat[7u] = part[384u + lid.x] + part[384u + lid.x + 1u];
+    var last4: f32 = part[lid.x * 128u];
+    for (var n4: u32 = 1u; n4 < 8u; n4 = n4 + 1u) {
+      last4 = last4 + part[lid.x * 128u + n4];
+    }
+    stat[4u + lid.x] = last4;
   }
   workgroupBarrier();
   // 3. Values: unit i of every row's output over keys kg, kg + KEY_GROUPS, ...

@@ -308,22 +308,37 @@ def _when(kb: KernelBuilder, cond: Val | None) -> AbstractContextManager[None]:
 def _reduce_rows(
     kb: KernelBuilder, cfg: AttendConfig, part, stat, at: int, t: Val, combine
 ) -> None:
-    """Each row's ``combine`` of its ``WG`` entries of ``part`` into ``stat[at + row]``, as a
-    tree: each round the lower invocations combine their entry with one past the half still
-    live (ceil(log2(WG)) rounds and barriers, where one invocation a row took WG trips)."""
+    """Each row's ``combine`` of its ``WG`` entries of ``part`` into ``stat[at + row]``, in two
+    levels: ``LANES`` invocations a row each combine every ``LANES``-th entry into the first of
+    them, then one invocation a row combines those (``WG / LANES + LANES`` steps and two
+    barriers, where one invocation a row took WG steps; a tree of log2(WG) barriers costs
+    llvmpipe, which compiles each barrier as a coroutine split, far more to build)."""
     wg = cfg.workgroup_size
-    count = wg
-    while count > 1:
-        keep = (count + 1) // 2
-        with kb.if_(t < count - keep):
-            for r in range(cfg.rows):
-                both = combine(part[r * wg + t], part[r * wg + t + keep])
-                if keep == 1:
-                    stat[at + r] = both
-                else:
-                    part[r * wg + t] = both
-        kb.barrier()
-        count = keep
+    lanes = _lanes(wg, cfg.rows)
+    with kb.if_(t < cfg.rows * lanes):
+        r, lane = t / lanes, t % lanes
+        first = kb.let(f"first{at}", part[r * wg + lane])
+        both = kb.var(f"both{at}", f32, first)
+        with kb.for_range(f"e{at}", lane + lanes, wg, lanes) as e:
+            both.set(combine(both, part[r * wg + e]))
+        part[r * wg + lane] = both
+    kb.barrier()
+    with kb.if_(t < cfg.rows):
+        last = kb.var(f"last{at}", f32, part[t * wg])
+        with kb.for_range(f"n{at}", 1, lanes) as n:
+            last.set(combine(last, part[t * wg + n]))
+        stat[at + t] = last
+    kb.barrier()
+
+
+def _lanes(wg: int, rows: int) -> int:
+    """Invocations a row for :func:`_reduce_rows`' first level: the divisor of ``wg`` nearest
+    its square root from below that leaves an invocation for each of ``rows`` rows."""
+    best = 1
+    for n in range(1, wg + 1):
+        if wg % n == 0 and n * n <= wg and n * rows <= wg:
+            best = n
+    return best
 
 
 def _sum_key_groups(kb: KernelBuilder, cfg: AttendConfig, room, acc, i: Val, kg: Val) -> None:
