@@ -47,8 +47,9 @@ Inside a workgroup, in three steps between barriers:
    keys), into ``logits[row][key]``; a trip's key rows are loaded as straight-line lets (runs
    of :data:`ROW_LOADS` units over its keys, back to back) before their dot products, so
    their loads are in flight together; its largest score per row goes to ``part[row][t]``;
-2. *weights*: every row's maximum ``m`` is reduced from ``part`` as a tree (log2(WG) rounds),
-   each invocation turns its keys' logits into ``exp(logit - m)`` and its sum per row into
+2. *weights*: every row's maximum ``m`` is reduced from ``part`` in two levels (a few
+   invocations a row each take every few entries, then one a row takes theirs), each
+   invocation turns its keys' logits into ``exp(logit - m)`` and its sum per row into
    ``part``, whose total ``l`` is reduced the same way;
 3. *values*: invocation ``t`` holds unit ``t % HEAD_UNITS`` of the output of every row of the
    block, over keys ``start + t / HEAD_UNITS`` in steps of ``KEY_GROUPS``, :data:`VALUE_KEYS`
