@@ -492,9 +492,6 @@ WGSL_ERRORS = [
     ("missing semicolon", KERNEL.replace("1.0f;", "1.0f"), WgslSyntaxError, r"<wgsl>:6:1:"),
     ("stray token", KERNEL.replace("out[gid.x]", "out[gid.x]]"), WgslSyntaxError, r"<wgsl>:5:15:"),
     ("unclosed brace", KERNEL[:-2], WgslSyntaxError, r"<wgsl>:\d+:\d+:"),
-    ("f16 matrix in storage", "enable f16;\n" + KERNEL.replace("array<f32>", "array<mat2x2<f16>>"),
-     UnsupportedError, r"<wgsl>:2:48: var<storage> 'out' of array<mat2x2<f16>> \(f16 matrices in "
-     r"memory\) is outside the supported WGSL subset"),
     ("undeclared name", KERNEL.replace("out[gid.x]", "outs[gid.x]"), WgslTypeError, r"<wgsl>:5:.*outs"),
     ("type mismatch", KERNEL.replace("1.0f", "1u"), WgslTypeError, r"<wgsl>:5:"),
     ("empty text", "", FrontendError, r"<wgsl>:"),
