@@ -348,7 +348,7 @@ def _sum_key_groups(kb: KernelBuilder, cfg: AttendConfig, room, acc, i: Val, kg:
     log2(KEY_GROUPS) rounds of two barriers, where one group a round took KEY_GROUPS - 1."""
     n_units, per_unit = cfg.head_dim // cfg.unit, cfg.unit // 4
     key_groups = cfg.workgroup_size // n_units
-    holds = max(1, (cfg.rows * cfg.max_chunk) // (cfg.rows * cfg.head_dim))
+    holds = max(1, cfg.max_chunk // cfg.head_dim)  # groups whose rows the logits hold at once
     kb.comment("The key groups' sums, added as a tree in workgroup memory (it reuses the logits).")
     count = key_groups
     while count > 1:
