@@ -106,11 +106,9 @@ def _check_memory(args: argparse.Namespace, spec, paged: bool, have: int | None 
             one = spec.batch * spec.kv_heads * spec.capacity * row
         return one * 2 * COPIES[paged]  # K and V
 
-    if not paged:
-        row = cache_format(spec.format, spec.kv_heads, spec.head_dim).row_bytes
-        if spec.batch * spec.kv_heads * spec.capacity * row > BINDING:
-            return  # the session refuses it first, naming the binding and the rows that fit
     layer = layer_bytes(spec)
+    if not paged and layer // (2 * COPIES[paged]) > BINDING:
+        return  # the session refuses it first, naming the binding and the rows that fit
     have = available_memory() if have is None else have
     if have is None or spec.layers * layer <= have:
         return
