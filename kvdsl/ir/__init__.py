@@ -34,8 +34,12 @@ swapped) says what was expected. The handles carry types while building, so type
 come at build time.
 
 The verifier is split by concern: :mod:`~kvdsl.ir.scope` (names: every declared name one WGSL
-takes), :mod:`~kvdsl.ir.typeof` (typing), :mod:`~kvdsl.ir.consteval` (the constants WGSL
-refuses when it compiles, evaluated as Tint does, through the op table's own implementations),
+takes), :mod:`~kvdsl.ir.typeof` (typing of expressions) with :mod:`~kvdsl.ir.pointers`
+(pointers, atomics, helper calls and their alias analysis), :mod:`~kvdsl.ir.consteval` (the
+constants WGSL refuses when it compiles, evaluated as Tint does, through the op table's own
+implementations) with :mod:`~kvdsl.ir.conststeps` (one step of that arithmetic),
+:mod:`~kvdsl.ir.memtypes` (the types storage and workgroup memory hold),
+:mod:`~kvdsl.ir.behavior` (how control leaves a statement, and the loops WGSL refuses by it),
 and :mod:`~kvdsl.ir.verify` (statements, the ``Verifier`` that ties them together;
 ``house_notes``, kvdsl's own rules for its catalog, which parsed WGSL gets as notes).
 :mod:`~kvdsl.ir.features` decides from the IR which WebGPU features a module needs
@@ -43,7 +47,8 @@ and :mod:`~kvdsl.ir.verify` (statements, the ``Verifier`` that ties them togethe
 all read it; and the WebGPU limits it needs past the defaults (``limits``: storage bindings,
 workgroup memory and size), which ``index.json`` states and the runtime requests.
 :mod:`~kvdsl.ir.uniformity` is WGSL's uniformity analysis, run where a kernel holds a barrier or
-a subgroup builtin; a refusal names the chain of values it depends on.
+a subgroup builtin, over the graph of :mod:`~kvdsl.ir.depgraph`; a refusal names the chain of
+values it depends on.
 :mod:`~kvdsl.ir.portability` finds the constructs a WebGPU implementation runs other than WGSL
 says (docs/deviations.md); ``kvdsl check`` prints them as notes.
 

@@ -6,18 +6,25 @@ refuses the module where a step of it is an error there: an integer division by 
 32 or more, a left shift that overflows, a float past its type's range or not finite, a
 builtin's argument outside its domain. Each step is evaluated by the op table's
 implementation (:data:`kvdsl.ir.ops.TABLE`, the interpreter's), on numpy values of the
-operand's type; what is checked here is only what WGSL refuses of a constant and a running
+operand's type (:mod:`kvdsl.ir.conststeps`); what is checked here is only what WGSL refuses of a constant and a running
 kernel does not (the range a step leaves before it wraps or rounds).
 """
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from kvdsl.ir import tree as ir
 from kvdsl.ir import ops
+from kvdsl.ir.conststeps import (
+    F16_MAX,
+    FLOAT_MAX,
+    float_of,
+    float_step,
+    fold_int,
+    int_step,
+    same_bits,
+)
 from kvdsl.ir.ops import Op
 from kvdsl.ir.scope import Scope, Symbol, VerifyError
 from kvdsl.ir.show import show
@@ -25,69 +32,18 @@ from kvdsl.ir.types import Mat, Scalar, Vec, bool_, f16, f32, i32, u32
 
 SWIZZLE = "xyzw"
 _COMPONENT = {c: i for i, c in enumerate(SWIZZLE)}
-_SHL, _SHR, _DIV, _MOD, _NEG, _CLAMP = Op.SHL, Op.SHR, Op.DIV, Op.MOD, Op.NEG, Op.CLAMP
-_SELECT, _BITNOT = Op.SELECT, Op.BITNOT
-#: The integer operators the folder evaluates (:func:`_fold`).
-_INT_STEPS = frozenset(
-    (Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.MOD, Op.SHL, Op.SHR, Op.AND, Op.OR, Op.XOR)
-)
+_NEG, _SELECT, _BITNOT = Op.NEG, Op.SELECT, Op.BITNOT
 #: The integer builtins the folder evaluates (and ``select`` on a literal condition).
 _INT_BUILTINS = frozenset((Op.MIN, Op.MAX, Op.ABS, Op.CLAMP))
-#: The float operators the folder evaluates (:func:`_float_step`).
+#: The float operators the folder evaluates (:func:`float_step`).
 _FLOAT_STEPS = frozenset((Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.MOD))
 #: The float builtins the folder evaluates (:meth:`ConstEval._float_call`).
 _FLOAT_BUILTINS = frozenset(
     (Op.ROUND, Op.FLOOR, Op.CEIL, Op.TRUNC, Op.SQRT, Op.INVERSE_SQRT, Op.EXP, Op.LOG, Op.COS,
      Op.SIN, Op.ABS, Op.MIN, Op.MAX, Op.CLAMP, Op.FMA)
 )  # fmt: skip
-_INT_DTYPE = {u32: np.uint32, i32: np.int32}
 # Builtins whose argument has a bound: True, above 0; False, 0 or more.
 _FLOAT_DOMAIN = {Op.LOG: True, Op.INVERSE_SQRT: True, Op.SQRT: False}
-
-F16_MAX = 65504.0  # f16's largest finite value
-_FLOAT_MAX = {np.float16: F16_MAX, np.float32: float(np.finfo(np.float32).max)}
-_FLOATS: dict[tuple[object, str], np.floating] = {}
-
-
-def _float_step(op: Op, a: np.floating, b: np.floating) -> np.floating:
-    """``a op b`` (+, -, *, /, %) for two constants of one float type, as Tint evaluates a
-    const-expression: in the next wider type (f16 in f32, f32 in f64), a result past the type's
-    largest value refused even where it would round down to it (``65504.0h + 8.0h``,
-    ``3.4028235e38f + 1.0e30f``), then rounded to the type; ``%`` is WGSL's ``x - y * trunc(x /
-    y)`` computed in f32, whose quotient must be finite (``3.0e38f % 0.5f`` is refused,
-    ``-65504.0h % 0.5h`` is not: tests/ir/test_constant_operands.py holds these to Tint). f16
-    values round to the nearest here; WGSL lets an implementation round them either way and
-    Tint rounds toward zero (``-2.0h + 65504.0h`` is 65472.0h there, 65504.0h here), so a
-    verdict that turns on how an inexact f16 result rounds (within a step of 65504, a
-    ``clamp``'s bounds a step apart) is the implementation's. Raises a ``ValueError``
-    naming the value past the range (or not finite); the caller names the expression."""
-    dtype = type(a)
-    top = _FLOAT_MAX[dtype]
-    with np.errstate(all="ignore"):
-        if op is Op.MOD:  # every step in f32, for f32 and f16 alike (Tint's storage type)
-            a, b = np.float32(a), np.float32(b)
-            q = Op.DIV._row.impl(a, b)
-            if not np.isfinite(q):
-                raise ValueError(q)
-            v = Op.SUB._row.impl(a, Op.MUL._row.impl(b, Op.TRUNC._row.impl(q)))
-        else:
-            wide = np.float64 if dtype is np.float32 else np.float32
-            v = op._row.impl(wide(a), wide(b))
-    if not np.isfinite(v) or abs(v) > top:
-        raise ValueError(v)
-    return dtype(v)
-
-
-def _float_of(value: object, ty: Scalar) -> np.floating:
-    """A literal's value in ``ty``'s precision (remembered: the catalog's few values recur;
-    -0.0 apart from 0.0, which equal it as a key: 1.0 / -0.0 is -inf)."""
-    key = (value, ty.name) if value else (value, ty.name, math.copysign(1.0, value))
-    got = _FLOATS.get(key)
-    if got is None:
-        got = ty.dtype.type(value)
-        if len(_FLOATS) < 4096:
-            _FLOATS[key] = got
-    return got
 
 
 def maybe_const(e: ir.Expr, visible: dict[str, Symbol]) -> bool:
@@ -129,51 +85,6 @@ def _picked(e: ir.Call) -> ir.Expr | None:
 def spread(parts: tuple, n: int) -> tuple:
     """A scalar's components beside an ``n``-vector: the one value ``n`` times."""
     return parts * n if len(parts) == 1 else parts
-
-
-def _same_bits(v: int, ty: Scalar) -> int:
-    """The ``ty`` (u32 or i32) value whose bits are those of the integer ``v``: WGSL's
-    conversion between u32 and i32."""
-    v %= 2**32
-    return v - 2**32 if ty is i32 and v >= 2**31 else v
-
-
-def int_step(op: Op, ty: Scalar, *values: int) -> int:
-    """``op`` on integer constants whose type is ``ty`` (a shift's amount is u32), by the op
-    table's implementation: WGSL's result, taken modulo 2**32 where a step leaves the type's
-    range, in const-expressions too (gpuweb/gpuweb#4767, #4795: ``-1 * i32(-2147483648)`` is
-    i32's least value; Tint does so, and so does wgpu-native 0.32's naga,
-    ``test_integer_constant_steps_that_wrap_compile_and_run_as_wgsl_says``)."""
-    dtype = _INT_DTYPE[ty]
-    if op is _SHL or op is _SHR:
-        args = (dtype(values[0]), np.uint32(values[1]))
-    else:
-        args = tuple(dtype(v) for v in values)
-    return int(op._row.impl(*args))
-
-
-def shl_fits(a: int, b: int, ty: Scalar) -> bool:
-    """Whether ``a << b`` (``b`` below 32) keeps every bit of ``a`` in ``ty``: WGSL refuses a
-    constant left shift that overflows (for i32, one that changes the sign too), where a running
-    shift drops the bits. Shifting the result back gives ``a`` exactly when none was lost."""
-    return int_step(_SHR, ty, int_step(_SHL, ty, a, b), b) == a
-
-
-def _fold(op: Op, a: int, b: int, ty: Scalar) -> int | None:
-    """``a op b`` for integer constants of type ``ty`` as WGSL evaluates it when it compiles
-    (:func:`int_step`); None for an op the folder does not evaluate, and for a step WGSL refuses
-    there, which is reported where it stands (:meth:`ExprTyper._const_operands`): a division or
-    remainder by 0, i32's least value over -1 (its quotient, 2**31, does not fit: a running
-    division gives the least value again), a shift by 32 or more, a left shift that overflows."""
-    if op not in _INT_STEPS:
-        return None
-    if op is _DIV or op is _MOD:
-        if b == 0 or (op is _DIV and b == -1 and a == -(2**31)):
-            return None
-    elif op is _SHL or op is _SHR:
-        if b >= 32 or (op is _SHL and not shl_fits(a, b, ty)):
-            return None
-    return int_step(op, ty, a, b)
 
 
 def literal_ok(value: object, ty: Scalar) -> bool:
@@ -236,7 +147,7 @@ class ConstEval:
     def const_int(self, e: ir.Expr, scope: Scope) -> int | None:
         """The value of ``e`` where it is a u32 or i32 const-expression WGSL evaluates when it
         compiles (literals, module consts and arithmetic of them), else None. ``+``, ``-``,
-        ``*`` and negation wrap modulo 2**32 as WGSL says (:data:`_WRAPS`); another step past
+        ``*`` and negation wrap modulo 2**32 as WGSL says (:func:`~kvdsl.ir.conststeps.int_step`); another step past
         the type's range (a left shift, i32's least value over -1) gives None, its own check
         refusing it where it stands."""
         got = self._const(e, scope)
@@ -257,7 +168,7 @@ class ConstEval:
             if b is None:
                 return None
             ty = a[1]
-            v = _fold(e.op, a[0], b[0], ty)
+            v = fold_int(e.op, a[0], b[0], ty)
         elif t is ir.Unary and (e.op is _NEG or e.op is _BITNOT):
             a = self._const(e.x, scope)
             if a is None:
@@ -288,7 +199,7 @@ class ConstEval:
             a = self._const(e.x, scope)
             if a is None:
                 return None
-            v, ty = _same_bits(a[0], e.ty), e.ty
+            v, ty = same_bits(a[0], e.ty), e.ty
         else:
             return None
         return None if v is None else (v, ty)
@@ -426,7 +337,7 @@ class ConstEval:
             if a is None or b is None:
                 return None
             pairs = zip(spread(a, ty.n), spread(b, ty.n))
-            got = tuple(_fold(e.op, int(x), int(y), elem) for x, y in pairs)  # type: ignore
+            got = tuple(fold_int(e.op, int(x), int(y), elem) for x, y in pairs)  # type: ignore
         elif t is ir.Member:
             base = self._const_num(e.base, scope)
             if base is None:
@@ -442,7 +353,7 @@ class ConstEval:
             x = self._const_num(e.x, scope)
             if x is None or not all(type(v) is int for v in x):
                 return None
-            got = tuple(_same_bits(int(v), elem) for v in spread(x, ty.n))
+            got = tuple(same_bits(int(v), elem) for v in spread(x, ty.n))
         else:
             return None
         return None if None in got else got  # type: ignore[return-value]
@@ -455,7 +366,7 @@ class ConstEval:
         t = type(e)
         if t is ir.Lit:
             ty = e.ty
-            return _float_of(e.value, ty) if ty is f32 or ty is f16 else None
+            return float_of(e.value, ty) if ty is f32 or ty is f16 else None
         if t is ir.Name:
             sym = scope.visible.get(e.name)
             return (
@@ -595,9 +506,9 @@ class ConstEval:
         return v
 
     def _step(self, e: ir.Expr, op: Op, a: np.floating, b: np.floating) -> np.floating:
-        """:func:`_float_step`, its refusal naming ``e``."""
+        """:func:`float_step`, its refusal naming ``e``."""
         try:
-            return _float_step(op, a, b)
+            return float_step(op, a, b)
         except ValueError as err:
             v, dtype = err.args[0], type(a)
         of = " (the quotient of its %)" if op is Op.MOD else ""
@@ -609,5 +520,5 @@ class ConstEval:
         name = "f16" if dtype is np.float16 else "f32"
         raise VerifyError(
             f"{show(e)}: the constant{of} {v:.9g} is past {name}'s largest value, "
-            f"{_FLOAT_MAX[dtype]:.9g} (before rounding): WGSL refuses it when it compiles"
+            f"{FLOAT_MAX[dtype]:.9g} (before rounding): WGSL refuses it when it compiles"
         )

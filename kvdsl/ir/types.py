@@ -361,6 +361,16 @@ def holds_f16(ty: object) -> bool:
     return False
 
 
+def holds_atomic(ty: object) -> bool:
+    """Whether ``ty`` is or holds an ``atomic<T>`` (an element of an array or a member of a
+    struct, at any depth)."""
+    if isinstance(ty, Atomic):
+        return True
+    if isinstance(ty, (Array, RuntimeArray)):
+        return holds_atomic(ty.elem)
+    return isinstance(ty, Struct) and any(holds_atomic(t) for _, t in ty.fields)
+
+
 def memory_unit(ty: object) -> int:
     """The bytes of the unit memory holding ``ty`` is addressed in (:func:`held_as_words`): 2,
     a 16-bit half, where ``ty`` holds an ``f16`` (its members may lie 2 bytes apart); else 4,

@@ -33,142 +33,35 @@ subgroup builtin's result (a reduction's too, the same in its subgroup) may be n
 Where the spec's text is looser than Tint, kvdsl follows Tint: a store to a lane of a
 function-scope vector makes the variable's value depend on the lane's index too.
 ``tests/ir/test_uniformity.py`` holds the verdicts to Tint's on generated kernels.
+
+The statements' behaviours come from :mod:`kvdsl.ir.behavior`, the graph from
+:mod:`kvdsl.ir.depgraph`.
 """
 
 from __future__ import annotations
 
-from collections import deque
-
 from kvdsl.ir import ops
 from kvdsl.ir import tree as ir
+from kvdsl.ir.behavior import (
+    BREAK,
+    CONTINUE,
+    NEXT,
+    NEXT_ONLY,
+    RETURN,
+    behavior,
+    body_behavior,
+    statement_behavior,
+    switch_behavior,
+)
+from kvdsl.ir.depgraph import MAY_BE_NON_UNIFORM, Graph
 from kvdsl.ir.show import loop_head, show
 
-NEXT, BREAK, CONTINUE, RETURN = "next", "break", "continue", "return"
-_NEXT_ONLY = frozenset((NEXT,))
 # What a subgroup builtin's second argument, which must be uniform, is (shuffles: the mask).
 _UNIFORM_ARG = {
     ops.Op.SUBGROUP_SHUFFLE_UP: "the delta",
     ops.Op.SUBGROUP_SHUFFLE_DOWN: "the delta",
     ops.Op.SUBGROUP_BROADCAST: "the lane",
 }
-
-
-def behavior(body: tuple[ir.Stmt, ...]) -> frozenset[str]:
-    """WGSL's behaviour analysis of a statement sequence: how control can leave it (next,
-    break, continue, return). A statement after one that cannot go on adds nothing."""
-    out = _NEXT_ONLY
-    for s in body:
-        if NEXT not in out:
-            break
-        b = statement_behavior(s)
-        if b is not _NEXT_ONLY:
-            out = (out - {NEXT}) | b
-    return out
-
-
-def statement_behavior(s: ir.Stmt) -> frozenset[str]:
-    """The behaviour of one statement (lets, vars, assignments, comments and barriers: next)."""
-    t = type(s)
-    if t is ir.Break:
-        return frozenset((BREAK,))
-    if t is ir.Continue:
-        return frozenset((CONTINUE,))
-    if t is ir.Return:
-        return frozenset((RETURN,))
-    if t is ir.If:
-        return behavior(s.then) | (behavior(s.orelse) if s.orelse else _NEXT_ONLY)
-    if t is ir.Block:
-        return behavior(s.body)
-    if t is ir.For:
-        return loop_behavior(s.body, s.cond is not None)
-    if t is ir.Loop:
-        return loop_behavior(s.body + s.continuing, s.break_if is not None)
-    if t is ir.Switch:
-        return switch_behavior(s)
-    return _NEXT_ONLY
-
-
-def switch_behavior(s: ir.Switch) -> frozenset[str]:
-    """A switch's behaviour: its clauses' together, a ``break`` (which leaves the switch) as
-    next."""
-    b = frozenset().union(*(behavior(c.body) for c in s.cases))
-    return (b - {BREAK}) | {NEXT} if BREAK in b else b
-
-
-def loop_behavior(body: tuple[ir.Stmt, ...], has_cond: bool) -> frozenset[str]:
-    """A loop's behaviour: a condition (a `for` with one) is a break; without any break it
-    only leaves by return, and with neither it never leaves (the empty set)."""
-    b = _body_behavior(body, has_cond)
-    if BREAK in b:
-        return (b - {BREAK, CONTINUE}) | {NEXT}
-    return b - {CONTINUE, NEXT}
-
-
-def _body_behavior(body: tuple[ir.Stmt, ...], has_cond: bool) -> frozenset[str]:
-    """The behaviour of a loop's body, its condition's ``if !(cond) { break; }`` first."""
-    b = behavior(body)
-    return b | {BREAK} if has_cond else b
-
-
-MAY_BE_NON_UNIFORM = 0
-
-
-class _Graph:
-    """Nodes (ints) with edges to what each depends on, and a label for those a message names."""
-
-    __slots__ = ("out", "label")
-
-    def __init__(self) -> None:
-        self.out: list[list[int]] = [[]]  # node 0: MayBeNonUniform
-        self.label: dict[int, str] = {}
-
-    def node(self, *to: int, label: str | None = None) -> int:
-        n = len(self.out)
-        self.out.append(list(to))
-        if label is not None:
-            self.label[n] = label
-        return n
-
-    def join(self, *nodes: int) -> int:
-        """A node as uniform as all of ``nodes`` together (one of them when they are one)."""
-        if len(nodes) == 2:
-            a, b = nodes
-            return a if a == b else self.node(a, b)
-        first = nodes[0]
-        for n in nodes:
-            if n != first:
-                return self.node(*dict.fromkeys(nodes))
-        return first
-
-    def path(self, start: int, goal: int) -> list[int] | None:
-        """The nodes of a shortest path from ``start`` to ``goal``, or None."""
-        parent = {start: start}
-        todo = deque((start,))
-        while todo:
-            n = todo.popleft()
-            if n == goal:
-                out = [n]
-                while parent[n] != n:
-                    n = parent[n]
-                    out.append(n)
-                return out[::-1]
-            for m in self.out[n]:
-                if m not in parent:
-                    parent[m] = n
-                    todo.append(m)
-        return None
-
-    def because(self, path: list[int]) -> str:
-        """What the labelled nodes of ``path`` say, each depending on the next."""
-        seen: list[str] = []
-        for n in path:
-            text = self.label.get(n)
-            if text is None or text in seen:
-                continue
-            if seen and text.startswith("the condition of ") and seen[-1].startswith(text[17:]):
-                continue  # `if (c)`, which some invocations leave...: its condition goes without saying
-            seen.append(text)
-        return ", which depends on ".join(seen)
 
 
 class _Tags:
@@ -205,7 +98,7 @@ class _Analysis:
     """One function's graph: its statements and expressions, in order (§15.2.6-8)."""
 
     def __init__(self, kernel: ir.Kernel, tags: dict[str, _Tags], where: str) -> None:
-        self.g = _Graph()
+        self.g = Graph()
         self.tags = tags
         self.where = where  # "" for the entry point, " in function NAME" for a helper
         # Names in scope (one dict; each scope's declarations undone when it closes) and the
@@ -491,7 +384,7 @@ class _Analysis:
             self.loops.pop()
         self.meet(ends + breaks)
         b = switch_behavior(s)
-        if b == _NEXT_ONLY:
+        if b == NEXT_ONLY:
             return cf
         leaves = "/".join(x for x in (CONTINUE, RETURN) if x in b)
         return g.node(*ends_cf, label=f"{head}, which some invocations may leave by {leaves}")
@@ -501,7 +394,7 @@ class _Analysis:
         head = f"`if {show(s.cond)}`"
         cond = g.node(self.value(s.cond, cf), label=f"the condition of {head}")
         before = self.state()
-        b_then, b_else = behavior(s.then), behavior(s.orelse) if s.orelse else _NEXT_ONLY
+        b_then, b_else = behavior(s.then), behavior(s.orelse) if s.orelse else NEXT_ONLY
         ends: list[dict[_VarSlot, int]] = []
         cf_then = self.block(s.then, cond)
         if NEXT in b_then:
@@ -513,7 +406,7 @@ class _Analysis:
             ends.append(self.state())
         self.meet(ends)
         b = b_then | b_else
-        if b == _NEXT_ONLY:
+        if b == NEXT_ONLY:
             return cf  # uniform again after it if it was before (§15.2.6)
         leaves = "/".join(x for x in (BREAK, CONTINUE, RETURN) if x in b)
         return g.node(
@@ -529,9 +422,9 @@ class _Analysis:
             if type(s) is ir.For and s.init is not None:
                 cf = self.statement(s.init, cf)
             b1 = (
-                _body_behavior(s.body, cond is not None)
+                body_behavior(s.body, cond is not None)
                 if type(s) is ir.For
-                else _body_behavior(s.body + s.continuing, s.break_if is not None)
+                else body_behavior(s.body + s.continuing, s.break_if is not None)
             )
             iterates = bool(b1 & {NEXT, CONTINUE})
             start = g.node(cf, label=f"the iterations of {head}") if iterates else cf

@@ -2,8 +2,10 @@
 
 The :class:`Verifier` walks the kernel with a scope of declared names (:mod:`kvdsl.ir.scope`),
 types every expression by the op table's typing rules (:mod:`kvdsl.ir.typeof`), evaluates
-constants as WGSL does when it compiles (:mod:`kvdsl.ir.consteval`) and runs WGSL's
-uniformity analysis where a barrier or a subgroup builtin stands (:mod:`kvdsl.ir.uniformity`).
+constants as WGSL does when it compiles (:mod:`kvdsl.ir.consteval`), checks the types memory
+holds (:mod:`kvdsl.ir.memtypes`) and how control leaves loops (:mod:`kvdsl.ir.behavior`), and
+runs WGSL's uniformity analysis where a barrier or a subgroup builtin stands
+(:mod:`kvdsl.ir.uniformity`).
 Each error names the offending node (printed compactly by :func:`show`) and says what was
 expected.
 """
@@ -12,6 +14,14 @@ from __future__ import annotations
 
 from kvdsl.ir import tree as ir
 from kvdsl.ir import ops, uniformity
+from kvdsl.ir.behavior import NEVER_EXITS, continuing_exits, loop_behavior
+from kvdsl.ir.memtypes import (
+    check_memory_array,
+    check_memory_matrix,
+    check_memory_struct,
+    host_fits,
+    workgroup_bytes,
+)
 from kvdsl.ir.ops import Op
 from kvdsl.ir.scope import Scope, Symbol, VerifyError, check_name
 from kvdsl.ir.show import loop_head, show
@@ -33,8 +43,7 @@ from kvdsl.ir.types import (
     is_result_struct,
     u32,
 )
-from kvdsl.ir.types import Atomic, array_leaf, held_as_words, size_of, workgroup_words
-from kvdsl.ir.uniformity import loop_behavior
+from kvdsl.ir.types import Atomic, array_leaf, held_as_words, holds_atomic, workgroup_words
 
 __all__ = [
     "MAX_INVOCATIONS",
@@ -44,16 +53,11 @@ __all__ = [
     "check_barriers",
     "module_scope",
     "verify",
-    "workgroup_bytes",
 ]
 
 MAX_INVOCATIONS = 256  # WebGPU's default maxComputeInvocationsPerWorkgroup
 MAX_WORKGROUP_BYTES = 16384  # WebGPU's default maxComputeWorkgroupStorageSize
 _SHL, _SHR, _DIV, _MOD = Op.SHL, Op.SHR, Op.DIV, Op.MOD
-_NEVER_EXITS = (
-    "the loop never exits: no break or return is reached in it (WGSL's behaviour analysis; "
-    "Tint refuses it)"
-)
 
 
 class Verifier(ExprTyper):
@@ -114,7 +118,7 @@ class Verifier(ExprTyper):
                     self.block(orelse, Scope(scope), ret, loop)
             case ir.For(init, cond, update, body):
                 if loop_behavior(body, cond is not None) == frozenset():
-                    raise VerifyError(f"{loop_head(s)}: {_NEVER_EXITS}")
+                    raise VerifyError(f"{loop_head(s)}: {NEVER_EXITS}")
                 inner = Scope(scope)
                 if init is not None:
                     self.stmt(init, inner, ret, loop)
@@ -125,11 +129,11 @@ class Verifier(ExprTyper):
                 self.block(body, Scope(inner), ret, True)
             case ir.Loop(body, continuing, break_if):
                 if loop_behavior(body + continuing, break_if is not None) == frozenset():
-                    raise VerifyError(f"loop {{ ... }}: {_NEVER_EXITS}")
+                    raise VerifyError(f"loop {{ ... }}: {NEVER_EXITS}")
                 inner = Scope(scope)
                 self.block(body, inner, ret, True)
                 if continuing or break_if is not None:
-                    _continuing_exits(continuing)
+                    continuing_exits(continuing)
                     last = Scope(inner)  # the continuing block sees the body's names
                     self.block(continuing, last, ret, True)
                     if break_if is not None:
@@ -326,35 +330,6 @@ SWITCH_CLAUSE = (
 )
 
 
-def _continuing_exits(body: tuple[ir.Stmt, ...]) -> None:
-    """WGSL refuses a ``return`` in a continuing block, and a ``break`` or ``continue`` that
-    would leave it (one in a loop, or a break in a switch, nested in it is fine)."""
-    for s in body:
-        t = type(s)
-        if t is ir.Return:
-            raise VerifyError("return in a continuing block (WGSL refuses it)")
-        if t is ir.Break or t is ir.Continue:
-            raise VerifyError(
-                f"{t.__name__.lower()} in a continuing block (WGSL refuses it; use break if)"
-            )
-        if t is ir.If:
-            _continuing_exits(s.then)
-            _continuing_exits(s.orelse)
-        elif t is ir.Block:
-            _continuing_exits(s.body)
-        elif t is ir.Switch:
-            for case in s.cases:
-                _no_return(case.body)
-        elif t is ir.For or t is ir.Loop:
-            _no_return(s.body)
-
-
-def _no_return(body: tuple[ir.Stmt, ...]) -> None:
-    for x in ir.walk(body):
-        if type(x) is ir.Return:
-            raise VerifyError("return in a continuing block (WGSL refuses it)")
-
-
 def module_scope(kernel: ir.Kernel, verifier: Verifier) -> Scope:
     """The scope holding module consts, bindings, params and the entry point's builtins."""
     scope = Scope()
@@ -375,7 +350,7 @@ def module_scope(kernel: ir.Kernel, verifier: Verifier) -> Scope:
             raise VerifyError(f"binding '{b.name}': access '{b.access}' is not read or read_write")
         if isinstance(b.elem, Struct):
             check_memory_struct(f"binding '{b.name}'", b.elem, b.whole)
-            if b.access != "read_write" and _holds_atomic(b.elem):
+            if b.access != "read_write" and holds_atomic(b.elem):
                 raise VerifyError(
                     f"binding '{b.name}': struct {b.elem.name} holds an atomic, and the binding "
                     f"is {b.access} (atomics in storage are read_write)"
@@ -392,7 +367,7 @@ def module_scope(kernel: ir.Kernel, verifier: Verifier) -> Scope:
             check_memory_matrix(f"binding '{b.name}'", b.elem)
         elif not isinstance(b.elem, (Scalar, Vec)) or b.elem == bool_:
             raise VerifyError(f"binding '{b.name}': element type {b.elem} cannot be stored")
-        if b.data is not None and not _host_fits(b):
+        if b.data is not None and not host_fits(b):
             raise VerifyError(
                 f"binding '{b.name}': host data {b.data} does not tile element type {b.elem}"
             )
@@ -441,81 +416,6 @@ def module_scope(kernel: ir.Kernel, verifier: Verifier) -> Scope:
     for a in kernel.asserts:
         verifier.const_assert(a, scope)
     return scope
-
-
-def check_memory_struct(
-    what: str, st: Struct, whole: bool = False, workgroup: bool = False
-) -> None:
-    """A struct a storage binding or workgroup array holds: members u32, i32, f32 or f16
-    scalars, vectors of them, matrices, atomics, other structs, or fixed-size arrays of those;
-    in ``workgroup`` memory (not host-shareable) bool ones too; a binding that is one struct
-    (``whole``) ends in a runtime-sized array of those."""
-    if not st.fields:
-        raise VerifyError(f"{what}: struct {st.name} has no members (WGSL takes at least one)")
-    seen = set()
-    for name, ty in st.fields:
-        check_name(name, st)
-        if name in seen:
-            raise VerifyError(f"{what}: struct {st.name} declares member '{name}' twice")
-        seen.add(name)
-        last = name == st.fields[-1][0]
-        if isinstance(ty, RuntimeArray) and not (whole and last):
-            raise VerifyError(
-                f"{what}: struct {st.name} member {name}: {ty} (a runtime-sized array is the "
-                "last member of a struct that is a whole storage binding)"
-            )
-        inner = array_leaf(ty.elem if isinstance(ty, RuntimeArray) else ty)
-        if isinstance(inner, Atomic) and inner.elem in (u32, i32):
-            continue
-        if isinstance(inner, Struct):  # a struct inside a struct
-            check_memory_struct(what, inner, workgroup=workgroup)
-            continue
-        if isinstance(inner, Mat):
-            check_memory_matrix(f"{what}: struct {st.name} member {name}", inner)
-            continue
-        numbers = (u32, i32, f32, f16, bool_) if workgroup else (u32, i32, f32, f16)
-        if not isinstance(inner, (Scalar, Vec)) or inner.scalar not in numbers:
-            raise VerifyError(
-                f"{what}: struct {st.name} member {name}: {ty} (u32, i32, f32 or f16 scalars, "
-                "vectors of them, atomic<u32> or atomic<i32>, other structs, or fixed-size "
-                "arrays of those, nested or not)"
-            )
-
-
-def check_memory_matrix(what: str, ty: Mat) -> None:
-    """A matrix in storage or workgroup memory: ``f32`` or ``f16`` elements."""
-    if ty.elem not in (f32, f16):
-        raise VerifyError(f"{what}: {ty} (matrices in memory are of f32 or f16)")
-
-
-def _holds_atomic(ty: object) -> bool:
-    """Whether ``ty`` is or holds an ``atomic<T>``."""
-    if isinstance(ty, Atomic):
-        return True
-    if isinstance(ty, (Array, RuntimeArray)):
-        return _holds_atomic(ty.elem)
-    return isinstance(ty, Struct) and any(_holds_atomic(t) for _, t in ty.fields)
-
-
-def check_memory_array(what: str, ty: Array) -> None:
-    """A fixed-size array a storage binding holds as its element (``array<array<f32, 4>>``) or
-    whole (``array<array<u32, 8>, 16>``, ``array<B, 4>``): u32, i32 or f32 scalars, vectors of
-    them or structs, under any nesting of fixed-size arrays."""
-    inner = array_leaf(ty)
-    if isinstance(inner, Struct):
-        check_memory_struct(what, inner)
-    elif isinstance(inner, Mat):
-        check_memory_matrix(what, inner)
-    elif not isinstance(inner, (Scalar, Vec)) or inner.scalar not in (u32, i32, f32, f16):
-        raise VerifyError(
-            f"{what}: {ty} (arrays of u32, i32, f32 or f16 scalars, vectors of them or structs, "
-            "nested or not)"
-        )
-
-
-def workgroup_bytes(ty: Array) -> int:
-    """Bytes ``ty`` takes in workgroup memory (WGSL's array stride: vec3 elements take 16)."""
-    return 4 if isinstance(ty, Atomic) else size_of(ty)
 
 
 def check_barriers(kernel: ir.Kernel) -> None:
@@ -639,18 +539,10 @@ def value_struct(ty: Type) -> bool:
     return (
         isinstance(ty, Struct)
         and not ty.name.startswith("__")
-        and not any(isinstance(t, RuntimeArray) or _holds_atomic(t) for _, t in ty.fields)
+        and not any(isinstance(t, RuntimeArray) or holds_atomic(t) for _, t in ty.fields)
     )
 
 
 def _exchange_result(ty: Type) -> bool:
     """Whether ``ty`` is the struct atomicCompareExchangeWeak returns (a ``let`` may hold it)."""
     return isinstance(ty, Struct) and ty.name.startswith("__atomic_compare_exchange_result_")
-
-
-def _host_fits(b: ir.Binding) -> bool:
-    """Whether ``b.data`` is a numeric scalar whose values tile ``b.elem`` (no vec3 padding)."""
-    d, e = b.data, b.elem
-    if not isinstance(d, Scalar) or d == bool_ or (isinstance(e, Vec) and e.n == 3):
-        return False
-    return e.scalar.size % d.size == 0

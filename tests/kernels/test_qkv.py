@@ -280,7 +280,7 @@ def test_catalog_names_the_models_own_transforms():
 def test_workgroup_bytes_are_the_kernels(name):
     """The config's count of workgroup memory (what it checks against WebGPU's default) is
     what the kernel declares."""
-    from kvdsl.ir.verify import workgroup_bytes
+    from kvdsl.ir.memtypes import workgroup_bytes
 
     cfg = CONFIGS.get(name) or CATALOG[name]
     kernel = qkv(cfg)
