@@ -205,11 +205,14 @@ Errors name the statement as :func:`kvdsl.ir.show.show` prints it and, given ``s
 
 Modules
     :mod:`~kvdsl.interp.machine` runs statements and control flow (:class:`Machine`), built from
-    :mod:`~kvdsl.interp.scope` (name lookup), :mod:`~kvdsl.interp.exprs` (expressions) and
-    :mod:`~kvdsl.interp.memory` (loads, stores, bounds and race checks, barriers), with
-    :mod:`~kvdsl.interp.races` (the storage race records and what orders accesses);
-    :mod:`~kvdsl.interp.batch` runs batched loops; :mod:`~kvdsl.interp.values` holds the data
-    (grid, masks, buffers, conversions, index sets) and :mod:`~kvdsl.interp.errors` the errors."""
+    :mod:`~kvdsl.interp.scope` (name lookup), :mod:`~kvdsl.interp.exprs` (expressions),
+    :mod:`~kvdsl.interp.memory` (loads, stores, bounds and race checks, barriers),
+    :mod:`~kvdsl.interp.structs` (memory held as words) and :mod:`~kvdsl.interp.assign`
+    (assignment), with :mod:`~kvdsl.interp.races` (the storage race records and what orders
+    accesses); :mod:`~kvdsl.interp.batch` runs batched loops; :mod:`~kvdsl.interp.values` holds
+    the values (grid, masks, conversions), :mod:`~kvdsl.interp.buffers` the memory (storage
+    buffers, workgroup arrays), :mod:`~kvdsl.interp.indexsets` the strided index sets and
+    :mod:`~kvdsl.interp.errors` the errors."""
 
 from __future__ import annotations
 
@@ -228,7 +231,8 @@ from kvdsl.interp.errors import (
     WorkBudget,
 )
 from kvdsl.interp.machine import MAX_STEPS, Machine
-from kvdsl.interp.values import Grid, params_values, storage
+from kvdsl.interp.buffers import params_values, storage
+from kvdsl.interp.values import Grid
 
 #: The most invocations one dispatch may have in the interpreter: a kernel that reads a
 #: read_write binding runs as one chunk, several arrays over every invocation, so past this its

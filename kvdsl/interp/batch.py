@@ -266,7 +266,7 @@ class BatchGrid:
 
     def writers(self, m) -> tuple | None:
         """The invocation ids of the lanes of ``m`` as ``(first, counts, steps)`` (see
-        :meth:`kvdsl.interp.values.Storage.defer`), where they are a pattern."""
+        :meth:`kvdsl.interp.buffers.Storage.defer`), where they are a pattern."""
         if m is not None or self.base.ids is not None:
             return None
         blocks = (self.k // self.inner, self.trips, self.inner)

@@ -1,11 +1,12 @@
 """The interpreter proper: statement execution and control flow over every invocation at once.
 
 :class:`Machine` runs one dispatch: the entry point chunk by chunk, statements under masks,
-loops (batched through :mod:`kvdsl.interp.batch` where they qualify), returns, and assignment
-to names, vars and their elements. It is assembled from mixins that each hold one job:
-:class:`~kvdsl.interp.scope.Scopes` (name lookup), :class:`~kvdsl.interp.exprs.Expressions`
-(expression evaluation) and :class:`~kvdsl.interp.memory.Memory` (loads, stores, bounds and race
-checks, workgroup memory and barriers).
+loops (batched through :mod:`kvdsl.interp.batch` where they qualify), switches and returns. It
+is assembled from mixins that each hold one job: :class:`~kvdsl.interp.scope.Scopes` (name
+lookup), :class:`~kvdsl.interp.exprs.Expressions` (expression evaluation),
+:class:`~kvdsl.interp.memory.Memory` (loads, stores, bounds and race checks, workgroup memory
+and barriers), :class:`~kvdsl.interp.structs.StructMemory` (memory held as words) and
+:class:`~kvdsl.interp.assign.Assignment` (assignment to names, vars and their elements).
 
 See :mod:`kvdsl.interp` for the semantics these modules implement.
 """
@@ -16,31 +17,31 @@ import numpy as np
 
 from kvdsl.emit import emit_expr, inline
 from kvdsl.interp import batch
+from kvdsl.interp.assign import Assignment
 from kvdsl.interp.batch import BatchGrid
+from kvdsl.interp.buffers import SharedArray, Storage
 from kvdsl.interp.errors import InterpError, WorkBudget
 from kvdsl.interp.exprs import Expressions
-from kvdsl.interp.memory import Flat, Memory, Row
+from kvdsl.interp.memory import Memory
 from kvdsl.interp.races import Sync
 from kvdsl.interp.scope import Frame, Scopes, Slot
 from kvdsl.interp.structs import StructMemory, by_words
 from kvdsl.interp.values import (
-    COMPONENTS,
     ArrayValue,
     Grid,
     Mask,
-    SharedArray,
-    Storage,
     broadcast,
     empty,
     is_uniform,
     m_and,
     m_andnot,
     m_or,
+    merge,
     normal,
     sel,
 )
 from kvdsl.ir import tree as ir
-from kvdsl.ir.types import Array, Mat, Struct, Vec, workgroup_words
+from kvdsl.ir.types import Struct, workgroup_words
 from kvdsl.ir.show import show
 
 #: The statements one chunk of a dispatch may run (``run``'s ``max_steps``) before the
@@ -121,16 +122,6 @@ def _reads_read_write(kernel: ir.Kernel) -> bool:
     return reads((kernel.body, kernel.functions))
 
 
-def _merge(eff: np.ndarray, v, old):
-    """``v`` on the lanes of ``eff``, ``old`` on the others: a scalar or vector value, an
-    array's elements or a struct's members each so."""
-    if type(v) is dict:
-        return {k: _merge(eff, v[k], old[k]) for k in v}
-    if isinstance(v, ArrayValue):
-        return ArrayValue(_merge(eff, a, b) for a, b in zip(v, old))
-    return sel(eff, v, old)
-
-
 def _struct_values(kernel: ir.Kernel) -> bool:
     """Whether ``kernel`` builds or declares a struct value at function scope."""
     return any(
@@ -168,7 +159,7 @@ def render(s: ir.Stmt | None) -> str:
             return show(s)
 
 
-class Machine(Scopes, Expressions, Memory, StructMemory):
+class Machine(Scopes, Expressions, Memory, StructMemory, Assignment):
     """Runs one dispatch of a kernel."""
 
     def __init__(
@@ -535,114 +526,7 @@ class Machine(Scopes, Expressions, Memory, StructMemory):
         if frame.result is None and m is frame.entry:
             frame.result = v
         elif type(v) is dict:  # a struct value: member by member
-            frame.result = v if frame.result is None else _merge(lanes, v, frame.result)
+            frame.result = v if frame.result is None else merge(lanes, v, frame.result)
         else:
             old = frame.result if frame.result is not None else np.zeros_like(v)
             frame.result = sel(lanes, v, old)
-
-    # ---- assignment ----------------------------------------------------------------------
-    def zero(self, ty) -> np.ndarray | ArrayValue:
-        """WGSL's zero value of ``ty``, uniform."""
-        if isinstance(ty, Array):
-            return ArrayValue([self.zero(ty.elem)] * ty.n)
-        if isinstance(ty, Struct):  # a struct value: its members by name
-            return {n: self.zero(t) for n, t in ty.fields}
-        if isinstance(ty, Mat):  # [lanes, columns, rows]
-            return np.zeros((1, ty.c, ty.r), ty.elem.dtype)
-        shape = (1, ty.n) if isinstance(ty, Vec) else (1,)
-        return np.zeros(shape, ty.scalar.dtype)
-
-    def root(self, target: ir.Expr) -> ir.Name:
-        while isinstance(target, (ir.Index, ir.Member)):
-            target = target.base
-        return target
-
-    def assign(self, target: ir.Expr, v, m: Mask) -> None:
-        """Store ``v`` into ``target`` on the lanes of ``m``."""
-        if self._through and id(target) in self._through:  # through a pointer: where it points
-            chain, hidden = self.locate(target, m)
-            if type(chain) is ir.Name and chain.name in self.shared:  # a whole workgroup array
-                self.shared_put(self.shared[chain.name], None, v, m)
-                return
-            self.at(hidden, lambda: self.assign(chain, v, m))
-            return
-        if self._structs and (sb := self.struct_root(target)) is not None:
-            self.struct_store(sb, target, v, m)
-            return
-        if isinstance(target, ir.Index) and isinstance(target.base, ir.Name):
-            b = self.buffers.get(target.base.name)
-            if b is not None and not self._shadowed(target.base.name):
-                # ``dst[x] = src[x]``: the index the value's load just computed, not a copy.
-                last = self._last_load
-                if last is not None and last[1] is m and last[2] is self.scopes:
-                    idx = last[3] if last[0] == target.index else self.eval(target.index, m)
-                else:
-                    idx = self.eval(target.index, m)
-                self.store(b, idx, v, m)
-                return
-        ref = self.shared_ref(target) if self.shared else None
-        if ref is not None:  # ``w[i] = v`` or ``w[i][lane] = v``
-            w, index, lane = ref
-            if type(index) is Row:  # a whole row of an array of arrays
-                self.shared_put(w, self.row_start(w, index.row, m), v, m)
-                return
-            if type(index) is Flat:
-                idx = self.flat_index(w, index, m)
-            else:
-                idx = self.eval(index, m)
-            self.shared_store(w, idx, v, m, None if lane is None else self.eval(lane, m))
-            return
-        slot = self.lookup(self.root(target).name)
-        # Lanes outside the var's declaring mask never see it, so when the statement runs on
-        # exactly those lanes the new value can replace the old one outright: a loop counter
-        # stays uniform (one value for all lanes) instead of being masked into N copies.
-        eff = None if m is slot.decl else m
-        slot.value = self.update(target, v, m, eff)
-
-    def update(self, target: ir.Expr, v, m: Mask, eff: Mask):
-        """The new value of the var under ``target`` once ``target`` holds ``v``."""
-        match target:
-            case ir.Name(name):
-                old = self.lookup(name).value
-                return v if eff is None else _merge(eff, v, old)
-            case ir.Index(base, index):
-                container = self.eval(base, m)
-                idx = self.eval(index, m)
-                return self.update(base, self.set_elem(container, idx, v, m, eff, base), m, None)
-            case ir.Member(base, name):
-                container = self.eval(base, m)
-                if type(container) is dict:  # a member of a struct value
-                    new = dict(container)
-                    new[name] = v if eff is None else _merge(eff, v, container[name])
-                    return self.update(base, new, m, None)
-                if len(name) != 1:
-                    raise InterpError(f"cannot assign to swizzle .{name}{self.where()}")
-                idx = np.array([COMPONENTS.index(name)], np.uint32)
-                return self.update(base, self.set_elem(container, idx, v, m, eff, base), m, None)
-        raise InterpError(f"cannot assign to {show(target)}{self.where()}")
-
-    def set_elem(self, container, idx: np.ndarray, v, m: Mask, eff: Mask, base: ir.Expr):
-        """``container`` with element ``idx`` set to ``v`` on the lanes of ``eff``."""
-        length = len(container) if isinstance(container, ArrayValue) else container.shape[1]
-        self._oob(show(base), idx, length, m)
-        if isinstance(container, ArrayValue):
-            out = ArrayValue(container)
-            if is_uniform(idx):
-                i = int(idx[0])
-                out[i] = sel(eff, v, out[i])
-            else:
-                live = eff if eff is not None else np.ones(self.n, bool)
-                for i in range(length):
-                    out[i] = sel(live & (idx == i), v, out[i])
-            return out
-        lanes = max(container.shape[0], v.shape[0], 1 if eff is None else self.n)
-        out = np.array(broadcast(container, lanes))
-        if is_uniform(idx):
-            i = int(idx[0])
-            out[:, i] = sel(eff, v, out[:, i]) if eff is not None else v
-        else:
-            live = eff if eff is not None else np.ones(self.n, bool)
-            rows = np.flatnonzero(live)
-            out = np.array(broadcast(out, self.n))
-            out[rows, idx[rows]] = broadcast(v, self.n)[rows]
-        return out

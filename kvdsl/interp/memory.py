@@ -11,20 +11,12 @@ import numpy as np
 
 from kvdsl.interp.batch import Fallback
 from kvdsl.interp.errors import InterpError, OutOfBounds, RaceError, UninitializedRead
-from kvdsl.interp.races import StorageRaces, word_path  # noqa: F401 (word_path re-exported)
+from kvdsl.interp.races import StorageRaces
 from kvdsl.ir.tree import AtomicCall, Deref, Expr, Index, Name
 from kvdsl.ir.types import held_as_words
-from kvdsl.interp.values import (
-    ArrayValue,
-    Mask,
-    SharedArray,
-    Storage,
-    affine,
-    broadcast,
-    counts,
-    is_uniform,
-    strided,
-)
+from kvdsl.interp.buffers import SharedArray, Storage
+from kvdsl.interp.indexsets import affine, counts, strided
+from kvdsl.interp.values import ArrayValue, Mask, broadcast, is_uniform
 
 
 class Flat:

@@ -12,7 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from kvdsl.interp.errors import RaceError, UninitializedRead
-from kvdsl.interp.values import Mask, Storage, broadcast, unit_name, word_path  # noqa: F401
+from kvdsl.interp.buffers import Storage, unit_name, word_path
+from kvdsl.interp.values import Mask, broadcast
 from kvdsl.ir.types import Array, Mat, Struct, Vec, stride
 
 

@@ -12,8 +12,8 @@ from kvdsl.interp.values import ArrayValue, Mask
 
 
 class Slot:
-    """A name's value; for a ``var``, the mask it was declared under (see :meth:`Machine.assign
-    <kvdsl.interp.machine.Machine.assign>`)."""
+    """A name's value; for a ``var``, the mask it was declared under (see :meth:`Assignment.assign
+    <kvdsl.interp.assign.Assignment.assign>`)."""
 
     __slots__ = ("value", "decl", "var")
 

@@ -12,7 +12,7 @@ word offset of its first component, each level's index checked against its own l
 struct's element count, a member array's size, a vector's width); loads and stores go through
 :class:`kvdsl.interp.memory.Memory` word by word, so bounds, races and uninitialised reads are
 found per word (in workgroup memory the word is a slot of the
-:class:`~kvdsl.interp.values.SharedArray`). A storage binding of nested arrays
+:class:`~kvdsl.interp.buffers.SharedArray`). A storage binding of nested arrays
 (``array<array<f32, 4>>``, ``array<array<u32, 8>, 16>``, ``array<array<B, 2>>``) is held and
 reached the same way: each outer element a block of words. A mixin of
 :class:`kvdsl.interp.machine.Machine`.
@@ -23,7 +23,8 @@ from __future__ import annotations
 import numpy as np
 
 from kvdsl.interp.errors import InterpError
-from kvdsl.interp.values import COMPONENTS, ArrayValue, Mask, SharedArray, Storage, broadcast
+from kvdsl.interp.buffers import SharedArray, Storage
+from kvdsl.interp.values import COMPONENTS, ArrayValue, Mask, broadcast
 from kvdsl.ir import tree as ir
 from kvdsl.ir.show import show
 from kvdsl.ir.types import (

@@ -21,7 +21,7 @@ from kvdsl.emit import emit
 from kvdsl.frontend import FrontendError, UnsupportedError, parse
 from tests.helpers.wgsl import assert_tint_takes
 from kvdsl.interp import OutOfBounds, RaceError
-from kvdsl.interp.memory import word_path
+from kvdsl.interp.buffers import word_path
 from kvdsl.ir.types import Array, Struct, Vec, f32, size_of, stride, u32
 
 NEST = """struct S {

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from kvdsl import interp
-from kvdsl.interp import RaceError, batch, machine, values
+from kvdsl.interp import RaceError, batch, indexsets, machine
 from kvdsl.ir import Dispatch, KernelBuilder, f32, u32
 from kvdsl.ir.tree import Break, For
 from kvdsl.kernels.transpose import TransposeConfig, transpose
@@ -93,10 +93,10 @@ def test_transpose_in_small_chunks_matches_numpy(monkeypatch):
     ],
 )
 def test_affine_index_sets(index, shape):
-    assert values.affine(index.astype(index.dtype), 999) == shape
+    assert indexsets.affine(index.astype(index.dtype), 999) == shape
     if shape is not None:
         data = np.arange(999, dtype=np.float32) + 0.5
-        np.testing.assert_array_equal(values.strided(data, shape).reshape(-1), data[index])
+        np.testing.assert_array_equal(indexsets.strided(data, shape).reshape(-1), data[index])
 
 
 def test_strided_stores_and_loads_agree_with_gathers():
