@@ -93,7 +93,7 @@ def _check_memory(args: argparse.Namespace, spec, paged: bool, have: int | None 
     """Refuse, before anything is allocated, a session whose caches need more memory than the
     machine has available (``have``: that memory, else :func:`available_memory`)."""
     from kvdsl.session import cache_format
-    from kvdsl.session.paged import paged_rows
+    from kvdsl.session.paged_rows import paged_rows
     from kvdsl.session.session import BINDING
 
     def layer_bytes(spec) -> int:

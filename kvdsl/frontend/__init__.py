@@ -1,9 +1,14 @@
 """WGSL → IR: the lark frontend (``wgsl.lark``, package data).
 
 A strict LALR lark grammar of the WGSL subset, and a Transformer that maps each rule to one IR
-constructor (:mod:`~kvdsl.frontend.transform`; the raw nodes and module declarations it makes
-besides IR in :mod:`~kvdsl.frontend.records`). Its ``__default__`` raises, because lark passes
-unknown rules through silently. Abstract literals are typed from context; errors carry the file,
+constructor (:mod:`~kvdsl.frontend.transform`, joining the rule groups of
+:mod:`~kvdsl.frontend.statements` and :mod:`~kvdsl.frontend.expressions` on the state of
+:mod:`~kvdsl.frontend.rules`; number literals and integer const-expressions in
+:mod:`~kvdsl.frontend.numbers`; the raw nodes and module declarations it makes besides IR in
+:mod:`~kvdsl.frontend.records`). Its ``__default__`` raises, because lark passes unknown rules
+through silently. :mod:`~kvdsl.frontend.parser` runs the passes and assembles the kernel, its
+interface (bindings, params, structs, workgroup vars) from :mod:`~kvdsl.frontend.interface`.
+Abstract literals are typed from context (:mod:`~kvdsl.frontend.typer`); errors carry the file,
 line and column. docs/grammar.md lists the subset."""
 
 from kvdsl.frontend.errors import FrontendError, UnsupportedError, WgslSyntaxError, WgslTypeError

@@ -4,10 +4,11 @@ Three passes: lark's LALR parser (errors become :class:`WgslSyntaxError` at the 
 :class:`~kvdsl.frontend.transform.ToIR` transformer (rule by rule to raw IR, rejecting constructs
 outside the subset where they stand), and the :class:`~kvdsl.frontend.typer.Typer` (abstract
 literals typed by context, every statement checked with its line). The module's declarations
-become the kernel's interface: storage bindings in binding-number order, the uniform's struct as
-params, consts with the ``//`` lines directly above them as comments, helper functions, the
-``@compute`` entry point's workgroup size, builtins and body, and the ``//`` lines directly above
-``@compute`` as ``doc``. Finally :func:`~kvdsl.ir.verify.verify` runs on the result.
+become the kernel's interface (:mod:`kvdsl.frontend.interface`: storage bindings in
+binding-number order, the uniform's struct as params, workgroup vars) and its parts: consts
+with the ``//`` lines directly above them as comments, helper functions, the ``@compute`` entry
+point's workgroup size, builtins and body, and the ``//`` lines directly above ``@compute`` as
+``doc``. Finally :func:`~kvdsl.ir.verify.verify` runs on the result.
 """
 
 from __future__ import annotations
@@ -34,44 +35,25 @@ from kvdsl.frontend.errors import (
     syntax_error,
     template_lists,
 )
-from kvdsl.frontend.transform import (
-    Attr,
-    ModuleAssert,
+from kvdsl.frontend.interface import Interface
+from kvdsl.frontend.numbers import const_int
+from kvdsl.frontend.records import (
     ConstDecl,
     FnDecl,
     GlobalVar,
     Module,
+    ModuleAssert,
     RawLit,
     StructDecl,
     StructRef,
-    ToIR,
-    const_int,
 )
+from kvdsl.frontend.transform import ToIR
 from kvdsl.frontend.typer import Typer
-from kvdsl.emit.wgsl import HOST_DATA
 from kvdsl.ir import tree as ir
-from kvdsl.ir.types import (
-    SCALARS,
-    Array,
-    Atomic,
-    Ptr,
-    RuntimeArray,
-    Scalar,
-    Mat,
-    Struct,
-    Vec,
-    array_leaf,
-    bool_,
-    f16,
-    f32,
-    i32,
-    u32,
-)
+from kvdsl.ir.types import Array, Mat, Ptr, Scalar, Vec, bool_
 from kvdsl.ir.features import uses_f16
 from kvdsl.ir.scope import Scope, Symbol, VerifyError, name_problem
 from kvdsl.ir.verify import Verifier, check_pointer_type, module_scope, value_struct, verify
-
-HOST = HOST_DATA[3:]  # the comment's text after '// '
 
 
 def grammar() -> str:
@@ -257,16 +239,13 @@ class _Assembler:
         problem = name_problem(entry.name)  # kvdsl emits "main", but WGSL reads this one
         if problem is not None:
             raise WgslTypeError(f"entry point {entry.name}: {problem}", self.filename, entry.line)
-        self.structs = self.struct_types(structs, gvars)
-        self.structs.update(self.value_structs(structs, gvars))
-        params = self.params(structs, gvars)
-        bindings = self.bindings(gvars)
-        shared = self.workgroup_vars(gvars)
+        interface = Interface(self.filename, self.comments, self.decl_lines)
+        params, bindings, shared = interface.declarations(structs, gvars)
         probe = ir.Kernel(name, bindings, params, (), (), (1, 1, 1), (), (), workgroup_vars=shared)
         checker = Verifier(probe)
         checker.function_names = frozenset(fn.name for fn in fns if fn is not entry)
         typer = Typer(checker, self.filename, self.raw_lines, self.calls, self.rounded)
-        typer.structs = self.structs
+        typer.structs = interface.structs
         consts = self.consts(typer)
         wg, wg_name = self.workgroup_size(entry, consts)
         probe = replace(probe, consts=consts)
@@ -352,299 +331,6 @@ class _Assembler:
             return self.decl_lines["params"]  # the uniform's declaration
         return entry.line if entry is not None else None
 
-    # -- interface --
-    def params(self, structs: list[StructDecl], gvars: list[GlobalVar]) -> Struct | None:
-        uniforms = [g for g in gvars if g.space == "uniform"]
-        if len(uniforms) > 1:
-            raise self.err("more than one uniform (the IR has one params struct)", uniforms[1].line)
-        named = {g.ty.name for g in uniforms if isinstance(g.ty, StructRef)}
-        structs = [d for d in structs if d.name in named] + [
-            d for d in structs if d.name not in named and d.name not in self.structs
-        ]
-        if len(structs) > 1 or (structs and not uniforms):
-            extra = structs[1] if len(structs) > 1 else structs[0]
-            raise self.err(
-                f"struct {extra.name} (the uniform params struct, or the element of a storage "
-                "or workgroup array)",
-                extra.line,
-            )
-        if not uniforms:
-            return None
-        u = uniforms[0]
-        self.resource_attrs(u)
-        if u.name != "params":
-            raise self.err(
-                f"uniform '{u.name}' (the IR names its uniform 'params')", u.line, u.column
-            )
-        if not isinstance(u.ty, StructRef) or not structs or structs[0].name != u.ty.name:
-            raise self.err("a uniform whose type is not the module's struct", u.line, u.column)
-        for fname, fty in structs[0].fields:
-            if not isinstance(fty, (Scalar, Vec, Mat)):
-                raise self.err(
-                    f"params struct {structs[0].name} field {fname}: {_spell(fty)} (the uniform's "
-                    "fields are scalars, vectors and matrices)",
-                    structs[0].line,
-                )
-        self.decl_lines["params"] = u.line
-        return Struct(structs[0].name, tuple(structs[0].fields))
-
-    def value_structs(self, structs: list[StructDecl], gvars: list[GlobalVar]) -> dict[str, Struct]:
-        """The structs no uniform and no storage or workgroup array names: values of function
-        scope (``let s = S(a, b);``, ``var s: S;``), by name; their members are u32, i32 or f32
-        scalars, vectors of them, or fixed-size arrays of those."""
-        named = {g.ty.name for g in gvars if g.space == "uniform" and isinstance(g.ty, StructRef)}
-        out: dict[str, Struct] = {}
-        for d in structs:
-            if d.name in named or d.name in self.structs:
-                continue
-            out[d.name] = self.nested_struct(d, {x.name: x for x in structs}, False, ())
-        return out
-
-    def nested_struct(
-        self,
-        d: StructDecl,
-        decls: dict[str, StructDecl],
-        memory: bool,
-        outer: tuple[str, ...],
-        workgroup: bool = False,
-    ) -> Struct:
-        """Struct ``d`` with the structs its members name resolved, each member checked: u32,
-        i32, f32 or f16 scalars, vectors of them, matrices, other structs, fixed-size arrays of
-        those; in ``memory`` (storage or workgroup) also ``atomic<u32>`` / ``atomic<i32>``, and
-        in ``workgroup`` memory bool. ``outer``: the structs that contain ``d`` (WGSL refuses a
-        struct that contains itself)."""
-        fields = []
-        for fname, fty in d.fields:
-            inner = array_leaf(fty)
-            if isinstance(inner, StructRef):
-                if inner.name in outer or inner.name == d.name:
-                    raise WgslTypeError(
-                        f"struct {d.name} member {fname}: {inner.name} contains {d.name} "
-                        "(WGSL refuses a recursive struct)",
-                        self.filename,
-                        d.line,
-                    )
-                sub = decls.get(inner.name)
-                if sub is None:
-                    raise WgslTypeError(
-                        f"struct {d.name} member {fname}: unknown type '{inner.name}'",
-                        self.filename,
-                        d.line,
-                    )
-                st = self.nested_struct(sub, decls, memory, (*outer, d.name), workgroup)
-                fields.append((fname, _with_leaf(fty, st)))
-                continue
-            # bool is no host-shareable type: of memory, only a workgroup struct holds one
-            numbers = (u32, i32, f32, f16, bool_) if workgroup else (u32, i32, f32, f16)
-            ok = isinstance(inner, (Scalar, Vec)) and inner.scalar in numbers
-            ok = ok or isinstance(inner, Mat)
-            if ok or memory and isinstance(inner, Atomic) and inner.elem in (u32, i32):
-                fields.append((fname, fty))
-                continue
-            if memory and isinstance(inner, (Scalar, Vec)) and inner.scalar == bool_:
-                raise WgslTypeError(  # Tint: "type 'bool' cannot be used in address space"
-                    f"struct {d.name} member {fname}: {_spell(fty)} in storage memory (bool "
-                    "is not host-shareable; only workgroup memory holds it)",
-                    self.filename,
-                    d.line,
-                )
-            where = " in storage or workgroup memory" if memory else ""
-            scalars = "u32, i32, f32 or f16"
-            atomics = "atomic<u32> or atomic<i32>, " if memory else ""
-            raise self.err(
-                f"struct {d.name} member {fname}: {_spell(fty)} (members of a struct{where} "
-                f"are {scalars} scalars, vectors of them, {atomics}other structs, or "
-                "fixed-size arrays of those, nested or not)",
-                d.line,
-            )
-        return Struct(d.name, tuple(fields))
-
-    def struct_types(self, structs: list[StructDecl], gvars: list[GlobalVar]) -> dict[str, Struct]:
-        """The structs storage and workgroup arrays hold (``array<BlockQ8>``), by name, their
-        array types resolved in ``gvars``; members are 32-bit scalars, vectors of them and
-        fixed-size arrays of those."""
-        decls = {d.name: d for d in structs}
-        out: dict[str, Struct] = {}
-        for k, g in enumerate(gvars):
-            if g.space not in ("storage", "workgroup"):
-                continue
-            ty = g.ty
-            whole = g.space == "storage" and isinstance(ty, StructRef)  # rows: Rows
-            if not whole and (
-                not isinstance(ty, (Array, RuntimeArray))
-                or not isinstance(array_leaf(ty.elem), StructRef)
-            ):
-                continue  # array<B>, array<B, 4>, array<array<B, 2>> (storage or workgroup)
-            ref = ty if whole else array_leaf(ty.elem)
-            d = decls.get(ref.name)
-            if d is None:
-                raise WgslTypeError(
-                    f"var '{g.name}': unknown type '{ref.name}'", self.filename, ref.line
-                )
-            tail = None  # a runtime-sized last member of a binding that is one struct
-            for fname, fty in d.fields:
-                if isinstance(fty, RuntimeArray) and fname != d.fields[-1][0]:
-                    raise WgslTypeError(
-                        f"struct {d.name} member {fname}: {_spell(fty)} is runtime-sized but not "
-                        "the struct's last member (WGSL takes one only last)",
-                        self.filename,
-                        d.line,
-                    )
-                if whole and isinstance(fty, RuntimeArray):
-                    tail = (fname, fty)
-            body = (
-                d if tail is None else replace(d, fields=d.fields[:-1] + ((tail[0], tail[1].elem),))
-            )
-            st = self.nested_struct(body, decls, True, (), g.space == "workgroup")
-            if tail is not None:
-                st = Struct(st.name, st.fields[:-1] + ((tail[0], RuntimeArray(st.fields[-1][1])),))
-            out[d.name] = st
-            _add_nested(st, out)  # the structs it holds, for the typer and value_structs
-            if whole:
-                gvars[k] = replace(g, ty=st)
-                continue
-            gvars[k] = replace(g, ty=_with_leaf(ty, st))
-        return out
-
-    def resource_attrs(self, g: GlobalVar) -> tuple[int, int]:
-        got = {}
-        for a in g.attrs:
-            if a.name not in ("group", "binding") or a.args is None or len(a.args) != 1:
-                raise self.err(f"attribute @{a.name} on a module var", a.line, a.column)
-            got[a.name] = value = _int_arg(a, {}, self.filename)
-            if not 0 <= value < 2**31:
-                raise WgslTypeError(
-                    f"@{a.name}({value}) on var '{g.name}': WGSL takes a non-negative i32 "
-                    f"(0 to {2**31 - 1})",
-                    self.filename,
-                    a.line,
-                )
-        if set(got) != {"group", "binding"}:
-            raise self.err(f"var '{g.name}' without @group and @binding", g.line, g.column)
-        return got["group"], got["binding"]
-
-    def bindings(self, gvars: list[GlobalVar]) -> tuple[ir.Binding, ...]:
-        numbered = []
-        seen = {}
-        for g in gvars:
-            if g.space == "workgroup":
-                continue
-            if g.space == "uniform":
-                slot = self.resource_attrs(g)
-            elif g.space != "storage":
-                what = f"var<{g.space}>" if g.space else "a module var without address space"
-                raise self.err(f"{what} (storage, uniform and workgroup only)", g.line, g.column)
-            else:
-                slot = self.resource_attrs(g)
-                if g.has_init:
-                    raise self.err(f"storage var '{g.name}' with an initialiser", g.line)
-                held = g.ty.elem if isinstance(g.ty, RuntimeArray) else g.ty
-                leaf = array_leaf(held)
-                if isinstance(held, Array) and isinstance(leaf, Atomic):
-                    raise self.err(
-                        f"storage var '{g.name}' of type {_spell(g.ty)} (a fixed-size array in "
-                        "storage holds u32, i32, f32 or f16 values; atomics stand in "
-                        "array<atomic<T>>)",
-                        g.line,
-                        g.column,
-                    )
-                if isinstance(g.ty, (Struct, Array, Mat)):  # one struct, array or matrix
-                    access = g.access or "read"
-                    if access not in ("read", "read_write"):
-                        raise self.err(f"storage access '{access}'", g.line, g.column)
-                    b = ir.Binding(g.name, g.ty, access, None, whole=True)
-                    numbered.append((slot, b))
-                    self.decl_lines[g.name] = g.line
-                    if slot in seen:
-                        raise self.err(
-                            f"'{g.name}' reuses @group({slot[0]}) @binding({slot[1]})", g.line
-                        )
-                    seen[slot] = g.name
-                    continue
-                if isinstance(g.ty, (Scalar, Vec, Atomic)):  # n: u32, v: vec4<f32>, c: atomic<u32>
-                    access = g.access or "read"
-                    if access not in ("read", "read_write"):
-                        raise self.err(f"storage access '{access}'", g.line, g.column)
-                    if g.ty.scalar == bool_:
-                        raise WgslTypeError(
-                            f"storage var '{g.name}' of type {g.ty}: bool is not host-shareable "
-                            "(storage holds u32, i32, f32 and f16 values)",
-                            self.filename,
-                            g.line,
-                        )
-                    if isinstance(g.ty, Atomic) and access != "read_write":
-                        raise WgslTypeError(
-                            f"storage var '{g.name}' of {g.ty} is {access}: atomics in storage "
-                            "are read_write",
-                            self.filename,
-                            g.line,
-                        )
-                    numbered.append((slot, ir.Binding(g.name, g.ty, access, None, whole=True)))
-                    self.decl_lines[g.name] = g.line
-                    if slot in seen:
-                        raise self.err(
-                            f"'{g.name}' reuses @group({slot[0]}) @binding({slot[1]})", g.line
-                        )
-                    seen[slot] = g.name
-                    continue
-                if not isinstance(g.ty, RuntimeArray):
-                    raise self.err(
-                        f"storage var '{g.name}' of type {_spell(g.ty)} (runtime-sized arrays, "
-                        "fixed-size arrays, structs, scalars, vectors and atomics)",
-                        g.line,
-                        g.column,
-                    )
-                access = g.access or "read"
-                if access not in ("read", "read_write"):
-                    raise self.err(f"storage access '{access}'", g.line, g.column)
-                if isinstance(g.ty.elem, Atomic) and access != "read_write":
-                    raise WgslTypeError(
-                        f"storage var '{g.name}' of {g.ty} is {access}: atomics in storage are "
-                        "read_write",
-                        self.filename,
-                        g.line,
-                    )
-                data = self.host_data(g)
-                numbered.append((slot, ir.Binding(g.name, g.ty.elem, access, data)))
-                self.decl_lines[g.name] = g.line
-            if slot in seen:
-                raise self.err(f"'{g.name}' reuses @group({slot[0]}) @binding({slot[1]})", g.line)
-            seen[slot] = g.name
-        return tuple(b for _, b in sorted(numbered, key=lambda x: x[0]))
-
-    def host_data(self, g: GlobalVar) -> Scalar | None:
-        """The host data type a ``// host: T`` comment ending the binding's line names."""
-        c = self.comments.get(g.line)
-        if c is None or c.own_line or not c.text.startswith(HOST):
-            return None
-        name = c.text[len(HOST) :].strip()
-        if name not in SCALARS:
-            raise self.err(f"'// {HOST}{name}' on binding '{g.name}' (a scalar type)", g.line)
-        return SCALARS[name]
-
-    def workgroup_vars(self, gvars: list[GlobalVar]) -> tuple[ir.WorkgroupVar, ...]:
-        """The ``var<workgroup>`` declarations, in source order."""
-        out = []
-        for g in gvars:
-            if g.space != "workgroup":
-                continue
-            if g.attrs:
-                a = g.attrs[0]
-                raise self.err(f"attribute @{a.name} on workgroup var '{g.name}'", a.line, a.column)
-            if g.access is not None:
-                raise self.err(f"var<workgroup, {g.access}>", g.line, g.column)
-            if g.has_init:
-                raise self.err(f"workgroup var '{g.name}' with an initialiser", g.line, g.column)
-            if not isinstance(g.ty, (Array, Atomic)):
-                raise self.err(
-                    f"workgroup var '{g.name}' of type {g.ty} (only fixed-size arrays and atomics)",
-                    g.line,
-                    g.column,
-                )
-            out.append(ir.WorkgroupVar(g.name, g.ty))
-            self.decl_lines[g.name] = g.line
-        return tuple(out)
-
     def consts(self, typer: Typer) -> tuple[ir.Const, ...]:
         scope = Scope()
         out = []
@@ -691,10 +377,7 @@ class _Assembler:
             elif a.name == "workgroup_size":
                 if not a.args or len(a.args) > 3:
                     raise self.err("@workgroup_size takes 1 to 3 arguments", a.line, a.column)
-                size = [
-                    _int_arg(Attr(a.name, (e,), a.line, a.column), values, self.filename)
-                    for e in a.args
-                ]
+                size = [const_int(e, values, (self.filename, a.line, a.column)) for e in a.args]
                 kinds = {t for e in a.args for t in _literal_types(e, consts)}
                 if len(kinds) > 1:
                     raise WgslTypeError(
@@ -809,29 +492,3 @@ def _literal_types(e: ir.Expr, consts: tuple[ir.Const, ...]) -> set[str]:
         elif type(node) is ir.Name and node.name in typed:
             out.add(typed[node.name])
     return out
-
-
-def _spell(ty: Any) -> str:
-    return ty.name if isinstance(ty, StructRef) else str(ty)
-
-
-def _int_arg(a: Attr, consts: dict, filename: str) -> int:
-    return const_int(a.args[0], consts, (filename, a.line, a.column))
-
-
-def _add_nested(st: Struct, out: dict[str, Struct]) -> None:
-    """Enter the structs ``st``'s members hold, to any depth, in ``out`` by name."""
-    for _, t in st.fields:
-        t = array_leaf(t.elem if isinstance(t, RuntimeArray) else t)
-        if isinstance(t, Struct) and t.name not in out:
-            out[t.name] = t
-            _add_nested(t, out)
-
-
-def _with_leaf(ty, st: Struct):
-    """``ty``, an array (nested or not) of a struct named, holding ``st`` instead."""
-    if isinstance(ty, Array):
-        return Array(_with_leaf(ty.elem, st), ty.n)
-    if isinstance(ty, RuntimeArray):
-        return RuntimeArray(_with_leaf(ty.elem, st))
-    return st

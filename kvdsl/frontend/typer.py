@@ -14,8 +14,16 @@ from __future__ import annotations
 import numpy as np
 
 from kvdsl.frontend.errors import UnsupportedError, WgslTypeError
-from kvdsl.frontend.records import MatShape, StructRef
-from kvdsl.frontend.transform import CallStmt, RawAddress, RawCtor, RawLet, RawLit, RawVar
+from kvdsl.frontend.records import (
+    CallStmt,
+    MatShape,
+    RawAddress,
+    RawCtor,
+    RawLet,
+    RawLit,
+    RawVar,
+    StructRef,
+)
 from kvdsl.ir import tree as ir
 from kvdsl.ir import ops
 from kvdsl.ir.ops import Op

@@ -1,8 +1,10 @@
 """Cache sessions: a model's KV cache kept on a host over many chained kernels, beside a numpy
 oracle of the same session (:mod:`kvdsl.session.session`), the hosts that run kernels through
 their contract alone (:mod:`kvdsl.session.host`) and the formats' operations
-(:mod:`kvdsl.session.formats`); the same over a paged cache, with its page allocator
-(:mod:`kvdsl.session.paged`).
+(:mod:`kvdsl.session.formats`); the same over a paged cache (:mod:`kvdsl.session.paged`), with
+its page allocator (:mod:`kvdsl.session.pages`) and its spec and rows
+(:mod:`kvdsl.session.paged_rows`). What the two kinds of session share is
+:mod:`kvdsl.session.run`.
 
 :mod:`~kvdsl.session.host` is a host that keeps buffers between dispatches and runs each kernel
 through its contract entry alone (bindings, sizes, params bytes, workgroups), on wgpu or on the
@@ -20,8 +22,10 @@ rows. docs/host.md, "Sessions", is the host's view.
 
 from kvdsl.session.formats import FORMATS, CacheFormat, SessionError, cache_format
 from kvdsl.session.host import Bound, Buffer, GpuHost, Host, InterpHost, Program, check_dispatch
-from kvdsl.session.session import Session, SessionMismatch, Spec, Step
-from kvdsl.session.paged import PagedSession, PagedSpec, check_pages
+from kvdsl.session.paged import PagedSession
+from kvdsl.session.paged_rows import PagedSpec, check_pages
+from kvdsl.session.run import SessionMismatch, Step
+from kvdsl.session.session import Session, Spec
 
 __all__ = [
     "FORMATS",

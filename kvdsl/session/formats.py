@@ -26,6 +26,8 @@ import numpy as np
 
 from kvdsl import catalog
 from kvdsl import reference
+from kvdsl.harness.compare import compare_quantized
+from kvdsl.harness.dense import _decoded
 from kvdsl.kernels.config import Bits, Element, KernelConfig, Walk
 from kvdsl.kernels.copy import CopyConfig
 from kvdsl.kernels.dense import DenseAppendConfig, DenseReadConfig, Format
@@ -54,6 +56,33 @@ def _program(cfg: KernelConfig, label: str) -> Program:
 
 
 Pair = tuple[Bound, Bound]  # K's range, V's range
+
+
+def stored_difference(
+    got: np.ndarray,
+    want: np.ndarray,
+    exact: bool,
+    itemsize: int,
+    dense: str | Format | None = None,
+    head_dim: int = 0,
+    page_values: int = 0,
+) -> str:
+    """'' when stored values ``got`` (of ``itemsize`` bytes) are ``want``'s bit for bit, or
+    where not ``exact``, rows of the dense format ``dense`` (of ``head_dim`` values) whose codes
+    moved by at most a step (a GPU's rounding); else the first difference, with its page where
+    a page holds ``page_values`` values."""
+    bits = f"u{itemsize}"
+    bad = np.flatnonzero(got.reshape(-1).view(bits) != want.reshape(-1).view(bits))
+    if bad.size == 0:
+        return ""
+    if not exact and dense is not None:
+        return _decoded(got.reshape(-1), want.reshape(-1), None, dense, head_dim, True)[1]
+    i = int(bad[0])
+    page = f" (page {i // page_values})" if page_values else ""
+    return (
+        f"{bad.size} values differ, first at {i}{page}: {got.reshape(-1)[i]!r} != "
+        f"{want.reshape(-1)[i]!r}"
+    )
 
 
 class CacheFormat:
@@ -151,13 +180,8 @@ class CacheFormat:
 
     def judge(self, got: np.ndarray, want: np.ndarray, exact: bool) -> str:
         """'' when stored rows ``got`` are ``want``'s (bit for bit where ``exact``), else the
-        first difference."""
-        g, w = got.view(f"u{self.dtype.itemsize}"), want.view(f"u{self.dtype.itemsize}")
-        bad = np.flatnonzero(g.reshape(-1) != w.reshape(-1))
-        if bad.size == 0:
-            return ""
-        i = int(bad[0])
-        return f"{bad.size} values differ, first at {i}: {got.reshape(-1)[i]!r} != {want.reshape(-1)[i]!r}"
+        first difference (:func:`stored_difference`)."""
+        return stored_difference(got, want, exact, self.dtype.itemsize)
 
 
 class FloatFormat(CacheFormat):
@@ -283,14 +307,7 @@ class DenseCache(CacheFormat):
         host.dispatch(self._read, bound, {"rows": rows}, {"count": rows})
 
     def judge(self, got: np.ndarray, want: np.ndarray, exact: bool) -> str:
-        problem = super().judge(got, want, exact)
-        if not problem or exact:
-            return problem
-        from kvdsl.harness.dense import _decoded
-
-        return _decoded(got.reshape(-1), want.reshape(-1), None, self.format, self.head_dim, True)[
-            1
-        ]
+        return stored_difference(got, want, exact, self.dtype.itemsize, self.format, self.head_dim)
 
 
 class TemplateQuant(CacheFormat):
@@ -357,8 +374,6 @@ class TemplateQuant(CacheFormat):
         problem = super().judge(got, want, exact)
         if not problem or exact:
             return problem
-        from kvdsl.harness.compare import compare_quantized
-
         return compare_quantized(got.reshape(-1), want.reshape(-1), self.bits)[1]
 
 

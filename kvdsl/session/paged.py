@@ -4,7 +4,9 @@ A :class:`PagedSession` keeps, for each of ``layers`` layers, K and V pools of `
 (:mod:`kvdsl.nodes.paged`: ``page_size`` tokens of every KV head, ``nhd`` or ``hnd`` inside a
 page, rows of f32, f16 or a dense format) and one page table per sequence, shared by every
 layer (``max_pages`` entries, ``-1`` where a sequence has no page). Its host owns what a
-serving engine's block manager owns: a free list of pages and a reference count per page. The
+serving engine's block manager owns: a free list of pages and a reference count per page
+(:class:`~kvdsl.session.pages.PageAllocator`, the session's ``alloc``). The spec, how the rows
+are stored and the programs that move them are :mod:`kvdsl.session.paged_rows`'s. The
 operations, each on every layer through the catalog's paged kernels and their host contract
 alone:
 
@@ -33,189 +35,19 @@ around each pool. :meth:`PagedSession.check` compares them after every operation
 
 from __future__ import annotations
 
-import functools
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from kvdsl.harness.compare import poison
-from kvdsl.kernels.config import Element
-from kvdsl.kernels.paged import (
-    PAGE_SIZES,
-    Addressing,
-    PagedAppendConfig,
-    PagedConfig,
-    PagedFormat,
-    PagedReadConfig,
-    PageLayout,
-)
-from kvdsl.kernels.paged_pages import PagedCompactConfig, PagedCopyConfig, PagedWindowConfig
-from kvdsl.reference import formats as fm
 from kvdsl.reference import paged as ref
-from kvdsl.runtime.errors import PagedInputError
-from kvdsl.runtime.paged import check_pages as runtime_check_pages
 from kvdsl.session.attention import AttendLayer, attention
-from kvdsl.session.formats import SessionError, _program
-from kvdsl.session.host import ALIGN, Bound, Buffer, Host, InterpHost, Program
-from kvdsl.session.session import SessionMismatch, Step, _Run, _whole
-
-#: The formats of a paged session's rows.
-PAGED_FORMATS = tuple(f.value for f in PagedFormat)
-LAYOUTS = tuple(x.value for x in PageLayout)
-ADDRESSING = tuple(a.value for a in Addressing)
-#: Pages of each pool that no sequence can own at any step (checked untouched).
-SPARE = 2
-
-
-@dataclass(frozen=True)
-class PagedSpec:
-    """A paged cache: ``layers`` × K and V pools of ``pages`` pages of ``page_size`` tokens ×
-    ``kv_heads`` × ``head_dim``, rows stored as ``format``; ``batch`` sequences of at most
-    ``max_pages`` pages each (``pages`` 0: enough for every sequence full, and
-    :data:`SPARE` more)."""
-
-    layers: int = 1
-    batch: int = 2
-    kv_heads: int = 2
-    head_dim: int = 32
-    page_size: int = 16
-    max_pages: int = 4
-    pages: int = 0
-    layout: str = "nhd"
-    addressing: str = "page_table"
-    format: str = "f32"
-
-    def __post_init__(self) -> None:
-        _whole("layers", self.layers, 1)
-        _whole("batch", self.batch, 1)
-        _whole("kv_heads", self.kv_heads, 1)
-        _whole("head_dim", self.head_dim, 4)
-        _whole("max_pages", self.max_pages, 1, 2**20)
-        if self.page_size not in PAGE_SIZES:
-            raise SessionError(
-                f"page_size={self.page_size!r}: expected a power of two from 16 to 256 "
-                "(tokens per page)"
-            )
-        least = self.batch * self.max_pages + SPARE
-        if self.pages:
-            _whole("pages", self.pages, least, 2**24)
-        for name, value, allowed in (
-            ("layout", self.layout, LAYOUTS),
-            ("addressing", self.addressing, ADDRESSING),
-            ("format", self.format, PAGED_FORMATS),
-        ):
-            if value not in allowed:
-                raise SessionError(f"{name}={value!r}: expected one of {', '.join(allowed)}")
-
-    @property
-    def pool_pages(self) -> int:
-        """Pages of each pool."""
-        return self.pages or self.batch * self.max_pages + SPARE
-
-    @property
-    def capacity(self) -> int:
-        """Tokens a sequence's page table reaches."""
-        return self.max_pages * self.page_size
-
-
-class PagedRows:
-    """How a paged session's rows are stored and which programs move them (built once per
-    geometry, format and addressing: :func:`paged_rows`)."""
-
-    def __init__(self, spec: PagedSpec) -> None:
-        s = spec
-        self.name = s.format
-        common = dict(
-            page_size=s.page_size,
-            page_layout=PageLayout(s.layout),
-            format=PagedFormat(s.format),
-        )
-        h, d = s.kv_heads, s.head_dim
-        self.float = s.format in ("f32", "f16")
-        # A read's q * scale + zero may be one fma (asymmetric formats).
-        self.asymmetric = not self.float and fm.stat_words(s.format) == 2
-        self.input = np.dtype(np.float16 if s.format == "f16" else np.float32)
-        tag = f"{s.format}_{s.layout}_p{s.page_size}_{h}x{d}"
-        addressing = Addressing(s.addressing)
-        self.cfg: PagedConfig = PagedAppendConfig(
-            h,
-            d,
-            addressing=addressing,
-            input_type=Element("f16" if s.format == "f16" else "f32"),
-            **common,
-        )
-        self.append = _program(self.cfg, f"session_paged_append_{tag}_{addressing.value}")
-        self.read = _program(
-            PagedReadConfig(h, d, addressing=addressing, **common),
-            f"session_paged_read_{tag}_{addressing.value}",
-        )
-        self.copy = _program(PagedCopyConfig(h, d, **common), f"session_paged_copy_{tag}")
-        self.compact = _program(PagedCompactConfig(h, d, **common), f"session_paged_compact_{tag}")
-        self.window = _program(
-            PagedWindowConfig(page_size=s.page_size), f"session_paged_window_p{s.page_size}"
-        )
-        self.dtype = np.dtype({"f32": np.float32, "f16": np.float16}.get(s.format, np.uint32))
-        self.unit = d if self.float else fm.row_words(s.format, d, True)
-        self.page_values = self.cfg.page_values
-
-    def programs(self) -> list[Program]:
-        return [self.append, self.read, self.copy, self.compact, self.window]
-
-    def encode(self, rows: np.ndarray) -> np.ndarray:
-        """Stored rows ``[..., unit]`` of new-token rows ``[..., head_dim]``."""
-        if self.float:
-            return np.asarray(rows).astype(self.dtype)
-        return fm.quantize_rows(self.name, np.asarray(rows, np.float32), True)[0]
-
-    def decode(self, stored: np.ndarray, head_dim: int) -> np.ndarray:
-        """f32 rows ``[..., head_dim]`` of stored rows."""
-        if self.float:
-            return np.asarray(stored, np.float32)
-        with np.errstate(all="ignore"):  # a free page's noise decodes to anything
-            return fm.dequantize_rows(self.name, stored, None, head_dim, True)
-
-    def judge(self, got: np.ndarray, want: np.ndarray, exact: bool, head_dim: int) -> str:
-        """'' when stored values ``got`` are ``want``'s (bit for bit where ``exact``; a dense
-        code may move by one step on a GPU), else the first difference."""
-        bits = f"u{self.dtype.itemsize}"
-        g, w = got.reshape(-1).view(bits), want.reshape(-1).view(bits)
-        bad = np.flatnonzero(g != w)
-        if bad.size == 0:
-            return ""
-        if not exact and not self.float:
-            from kvdsl.harness.dense import _decoded
-
-            return _decoded(got.reshape(-1), want.reshape(-1), None, self.name, head_dim, True)[1]
-        i = int(bad[0])
-        return (
-            f"{bad.size} values differ, first at {i} (page {i // self.page_values}): "
-            f"{got.reshape(-1)[i]!r} != {want.reshape(-1)[i]!r}"
-        )
-
-
-@functools.lru_cache(maxsize=64)
-def _rows(
-    fmt: str, layout: str, page_size: int, heads: int, dim: int, addressing: str
-) -> PagedRows:
-    spec = PagedSpec(1, 1, heads, dim, page_size, 1, 0, layout, addressing, fmt)
-    return PagedRows(spec)
-
-
-def paged_rows(spec: PagedSpec) -> PagedRows:
-    """The rows and programs of ``spec`` (shared by every session of its geometry)."""
-    return _rows(
-        spec.format, spec.layout, spec.page_size, spec.kv_heads, spec.head_dim, spec.addressing
-    )
-
-
-def check_pages(pages: int, page_size: int, **inputs: np.ndarray | int | None) -> None:
-    """:func:`kvdsl.runtime.paged.check_pages`, the checks ``kvdsl run`` makes too, each refusal
-    a :class:`SessionError` (the same line)."""
-    try:
-        runtime_check_pages(pages, page_size, **inputs)
-    except PagedInputError as err:
-        raise SessionError(str(err)) from None
+from kvdsl.session.formats import SessionError
+from kvdsl.session.host import ALIGN, Bound, Buffer, Host, InterpHost
+from kvdsl.session.paged_rows import PagedSpec, check_pages, paged_rows
+from kvdsl.session.pages import PageAllocator
+from kvdsl.session.run import Run, SessionMismatch, Step, whole
 
 
 @dataclass
@@ -232,7 +64,7 @@ class _PagedLayer:
 
 
 @dataclass
-class PagedSession(_Run):
+class PagedSession(Run):
     """A paged cache on ``host`` (the interpreter unless given) and its oracle, checked after
     every operation where ``check_every``; with ``q_heads`` (a multiple of ``kv_heads``), that
     many query heads attend over each sequence's pages after every decode
@@ -253,9 +85,7 @@ class PagedSession(_Run):
         self.rng = np.random.default_rng(self.seed)
         self.pages = s.pool_pages
         self.lengths = np.zeros(s.batch, np.int64)
-        self.table = np.full((s.batch, s.max_pages), -1, np.int32)
-        self.refs = np.zeros(self.pages, np.int64)
-        self.free = [int(p) for p in self.rng.permutation(self.pages)]
+        self.alloc = PageAllocator(self.pages, s.batch, s.max_pages, self.rng)
         self.steps: list[Step] = []
         self.checks = 0
         self.forks = self.copies = self.compactions = 0
@@ -335,49 +165,16 @@ class PagedSession(_Run):
         self.host.write(buf, 0, data)
         return Bound(buf, 0, data.nbytes)
 
-    # ---- the allocator ---------------------------------------------------------------------
-
-    def _take(self) -> int:
-        """A page from the free list, held once."""
-        if len(self.free) <= SPARE:
-            raise SessionError(
-                f"pages={self.pages}: no free page left (the last {SPARE} stay free); give "
-                "more pages, a window or fewer sequences"
-            )
-        page = self.free.pop()
-        self.refs[page] = 1
-        return page
-
-    def _drop(self, page: int) -> None:
-        """One hold of ``page`` released; the page is free once none is left."""
-        self.refs[page] -= 1
-        assert self.refs[page] >= 0, page
-        if self.refs[page] == 0:
-            self.free.append(page)
-
-    def _release(self, b: int) -> None:
-        for page in self.table[b]:
-            if page >= 0:
-                self._drop(int(page))
-        self.table[b] = -1
-        self.held[b] = False
-
     # ---- operations ------------------------------------------------------------------------
 
     def prefill(self, lengths) -> None:
         """Restart each sequence with a prompt of ``lengths[b]`` tokens (0 to the capacity)."""
-        s = self.spec
-        lengths = list(lengths)
-        if len(lengths) != s.batch:
-            raise SessionError(
-                f"lengths={lengths}: expected one prompt length per sequence ({s.batch})"
-            )
-        for b, n in enumerate(lengths):
-            _whole(f"lengths[{b}]", n, 0, s.capacity)
+        lengths = self._prompts(lengths)
         new = np.array(lengths, np.int64)
         t = time.perf_counter()
-        for b in range(s.batch):
-            self._release(b)
+        for b in range(self.spec.batch):
+            self.alloc.release(b)
+            self.held[b] = False
         self._write("prefill", new, max(lengths), t)
 
     def decode(self) -> None:
@@ -389,7 +186,7 @@ class PagedSession(_Run):
     def extend(self, n: int) -> None:
         """``n`` tokens per sequence."""
         s = self.spec
-        n = _whole("n", n, 1, s.capacity)
+        n = whole("n", n, 1, s.capacity)
         top = int(self.lengths.max()) + n
         if top > s.capacity:
             b = int(np.argmax(self.lengths))
@@ -403,35 +200,22 @@ class PagedSession(_Run):
     def fork(self, src: int, dst: int) -> None:
         """Sequence ``dst`` becomes a fork of ``src``: it releases its pages and holds
         ``src``'s (a later write to a shared page copies it first)."""
-        s = self.spec
-        src = _whole("src", src, 0, s.batch - 1)
-        dst = _whole("dst", dst, 0, s.batch - 1)
-        if src == dst:
-            raise SessionError(f"fork: src={src} and dst={dst}: expected two sequences")
+        src, dst = self._fork_pair(src, dst)
         t = time.perf_counter()
-        self._release(dst)
-        self.table[dst] = self.table[src]
-        for page in self.table[src]:
-            if page >= 0:
-                self.refs[page] += 1
+        self.alloc.share(src, dst)
         self.lengths[dst] = self.lengths[src]
         self.held[dst] = self.held[src]
         for layer in self.layers:
             layer.seq_k[dst], layer.seq_v[dst] = layer.seq_k[src], layer.seq_v[src]
         self.forks += 1
-        self.host.step()
-        self.steps.append(Step("fork", 0, time.perf_counter() - t))
+        self._step("fork", 0, t)
         self._after()
 
     def compact(self) -> None:
         """The owned pages gathered into pages ``0 .. n-1`` of the other pools, in the order
         the tables first name them; the tables rewritten, the free list the rest."""
         t = time.perf_counter()
-        seen: list[int] = []
-        for page in self.table.reshape(-1):
-            if page >= 0 and page not in seen:
-                seen.append(int(page))
-        live = np.array(seen, np.int32)
+        live = self.alloc.owned()
         n = len(live)
         if n:
             check_pages(self.pages, self.spec.page_size, live_pages=live)
@@ -446,28 +230,22 @@ class PagedSession(_Run):
                 for model in (layer.model_k, layer.model_v):
                     model[1 - layer.live][:n] = model[layer.live][live]
                 layer.live = 1 - layer.live
-            new_id = np.full(self.pages, -1, np.int32)
-            new_id[live] = np.arange(n, dtype=np.int32)
-            self.table = np.where(self.table >= 0, new_id[np.maximum(self.table, 0)], -1)
-            refs = np.zeros(self.pages, np.int64)
-            refs[:n] = self.refs[live]
-            self.refs = refs
-            self.free = [int(p) for p in self.rng.permutation(np.arange(n, self.pages))]
+            self.alloc.compacted(live)
         self.compactions += 1
-        self.host.step()
-        self.steps.append(Step("compact", 0, time.perf_counter() - t))
+        self._step("compact", 0, t)
         self._after()
 
     def window(self, w: int) -> None:
         """Every sequence keeps its last ``w`` tokens: ``paged_window`` releases the pages
         wholly before them (entries ``-1``); the host frees those no sequence holds."""
         s = self.spec
-        w = _whole("w", w, 1, 2**31 - 1)
+        w = whole("w", w, 1, 2**31 - 1)
         t = time.perf_counter()
         seqlens = (self.lengths - 1).astype(np.int32)
-        check_pages(self.pages, s.page_size, page_table=self.table)
-        table = self._input("page_table", self.table)
-        freed = self._input("freed_pages", poison(self.table.size, np.int32).view(np.int32))
+        entries = self.alloc.table
+        check_pages(self.pages, s.page_size, page_table=entries)
+        table = self._input("page_table", entries)
+        freed = self._input("freed_pages", poison(entries.size, np.int32).view(np.int32))
         lens = self._input("seqlens_k", seqlens)
         m = s.max_pages
         self.host.dispatch(
@@ -477,9 +255,9 @@ class PagedSession(_Run):
             {"count": s.batch * m, "maxPages": m, "window": w},
             seqlens,
         )
-        got_table = np.frombuffer(self.host.read(table.buffer), np.int32)[: self.table.size]
-        got_freed = np.frombuffer(self.host.read(freed.buffer), np.int32)[: self.table.size]
-        want_table, want_freed = ref.window(self.table, seqlens, w, s.page_size)
+        got_table = np.frombuffer(self.host.read(table.buffer), np.int32)[: entries.size]
+        got_freed = np.frombuffer(self.host.read(freed.buffer), np.int32)[: entries.size]
+        want_table, want_freed = ref.window(entries, seqlens, w, s.page_size)
         for what, got, want in (("page_table", got_table, want_table), ("freed_pages", got_freed, want_freed)):  # fmt: skip
             if not np.array_equal(got, want.reshape(-1)):
                 at = int(np.flatnonzero(got != want.reshape(-1))[0])
@@ -487,13 +265,10 @@ class PagedSession(_Run):
                     f"window({w}): {what}[{at}] is {int(got[at])}, the oracle's "
                     f"{int(want.reshape(-1)[at])}"
                 )
-        self.table = got_table.reshape(self.table.shape).copy()
-        self.held &= np.repeat(self.table >= 0, s.page_size, axis=1)
-        for page in got_freed:
-            if page >= 0:
-                self._drop(int(page))
-        self.host.step()
-        self.steps.append(Step("window", 0, time.perf_counter() - t))
+        self.alloc.table = got_table.reshape(entries.shape).copy()
+        self.held &= np.repeat(self.alloc.table >= 0, s.page_size, axis=1)
+        self.alloc.release_pages(got_freed)
+        self._step("window", 0, t)
         self._after()
 
     def read(self) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -505,7 +280,8 @@ class PagedSession(_Run):
         seq = s.capacity
         total = self.lengths
         pos = np.arange(seq)[None, :]
-        entry = self.table[np.arange(s.batch)[:, None], pos // s.page_size]
+        table = self.alloc.table
+        entry = table[np.arange(s.batch)[:, None], pos // s.page_size]
         live = (pos < total[:, None]) & (entry >= 0)
         slots = np.where(live, entry * s.page_size + pos % s.page_size, -1).astype(np.int32)
         n = s.batch * s.kv_heads * seq * s.head_dim
@@ -513,13 +289,13 @@ class PagedSession(_Run):
         shape = {"batch": s.batch, "seq": seq, "pages": self.pages}
         if s.addressing == "page_table":
             seqlens = (total - 1).astype(np.int32)
-            check_pages(self.pages, s.page_size, page_table=self.table)
+            check_pages(self.pages, s.page_size, page_table=table)
             bound = {
                 "seqlens_k": self._input("seqlens_k", seqlens),
-                "page_table": self._input("page_table", self.table),
+                "page_table": self._input("page_table", table),
             }
             params["maxPages"] = shape["maxPages"] = s.max_pages
-            inputs = {"page_table": self.table}
+            inputs = {"page_table": table}
         else:
             seqlens = None
             check_pages(self.pages, s.page_size, read_slots=slots)
@@ -563,8 +339,7 @@ class PagedSession(_Run):
                 shaped = np.where(live[:, None, :, None], shaped, np.float32(np.nan))
                 rows.append(shaped)
             out.append(tuple(rows))
-        self.host.step()
-        self.steps.append(Step("read", 0, time.perf_counter() - t))
+        self._step("read", 0, t)
         self._after()
         return out
 
@@ -575,50 +350,33 @@ class PagedSession(_Run):
         p = s.page_size
         seqlens = (total - 1).astype(np.int32)
         fresh = np.minimum(key_seq, total)
-        pairs = []
-        for b in range(s.batch):
-            first, end = int(total[b] - fresh[b]), int(total[b])
-            if end <= first:
-                continue
-            for i in range(first // p, (end - 1) // p + 1):
-                page = int(self.table[b, i])
-                if page < 0:
-                    self.table[b, i] = self._take()
-                elif self.refs[page] > 1:
-                    new = self._take()
-                    pairs.append((page, new))
-                    self._drop(page)
-                    self.table[b, i] = new
+        pairs = self.alloc.writable(total - fresh, total, p)
         if pairs:
             self._copy(np.array(pairs, np.int32))
         if key_seq == 0:
             self.lengths = total
-            self.host.step()
-            self.steps.append(Step(op, 0, time.perf_counter() - t))
+            self._step(op, 0, t)
             self._after()
             return
         drawn = time.perf_counter()
         tokens = self._tokens(key_seq)  # the model's output: not the host's overhead
         t += time.perf_counter() - drawn
-        held = np.flatnonzero(self.refs > 1)
-        slots, _ = ref.table_places(self.table, seqlens, key_seq, p)
-        new = self._new_ranges(key_seq)
-        for (k, v), (rk, rv) in zip(tokens, new):
-            self.host.write(rk.buffer, rk.offset, k)
-            self.host.write(rv.buffer, rv.offset, v)
+        table = self.alloc.table
+        held = np.flatnonzero(self.alloc.refs > 1)
+        slots, _ = ref.table_places(table, seqlens, key_seq, p)
+        new = self._write_tokens(tokens, key_seq)
         shape = {"batch": s.batch, "keySeq": key_seq, "pages": self.pages}
         params = {"count": s.batch * s.kv_heads * key_seq, "keySeq": key_seq}
         if s.addressing == "page_table":
             check_pages(
-                self.pages, p, page_table=self.table, seqlens_k=seqlens, key_seq=key_seq,
-                shared=held,
+                self.pages, p, page_table=table, seqlens_k=seqlens, key_seq=key_seq, shared=held,
             )  # fmt: skip
             bound = {
                 "seqlens_k": self._input("seqlens_k", seqlens),
-                "page_table": self._input("page_table", self.table),
+                "page_table": self._input("page_table", table),
             }
             params["maxPages"] = shape["maxPages"] = s.max_pages
-            inputs = {"page_table": self.table}
+            inputs = {"page_table": table}
             lens = seqlens
         else:
             mapping = slots.astype(np.int32)
@@ -631,11 +389,10 @@ class PagedSession(_Run):
             b = bound | {"src_k": pair[0], "src_v": pair[1]}
             b |= {"key_pages": pools[0], "value_pages": pools[1]}
             self.host.dispatch(self.rows.append, b, shape, params, lens, inputs)
-        self.host.step()
-        self.steps.append(Step(op, key_seq, time.perf_counter() - t))
+        self._step(op, key_seq, t)
         flat = slots.reshape(-1)
         live = flat >= 0
-        _, positions = ref.table_places(self.table, seqlens, key_seq, p)
+        _, positions = ref.table_places(table, seqlens, key_seq, p)
         seq = np.repeat(np.arange(s.batch), key_seq)[live]
         at = positions.reshape(-1)[live]
         self.held[seq, at] = True
@@ -671,8 +428,9 @@ class PagedSession(_Run):
         # read, so the oracle's rows are the held ones, in order, the new token's last.
         s = self.spec
         exact = isinstance(self.host, InterpHost)
-        check_pages(self.pages, s.page_size, page_table=self.table)
-        table = self._input("page_table", self.table)
+        entries = self.alloc.table
+        check_pages(self.pages, s.page_size, page_table=entries)
+        table = self._input("page_table", entries)
         held = [np.flatnonzero(self.held[b, : self.lengths[b]]) for b in range(s.batch)]
         rows = np.array([len(h) for h in held], np.int64)
         b = np.repeat(np.arange(s.batch), rows)
@@ -685,7 +443,7 @@ class PagedSession(_Run):
             for pool, by_seq in zip(pools, (layer.seq_k, layer.seq_v)):
                 stored = by_seq[b, t]
                 if not exact:  # the codes the check accepts (a dense one may move by a step)
-                    got = self._stored(pool)[self.table[b, t // s.page_size], t % s.page_size]
+                    got = self._stored(pool)[entries[b, t // s.page_size], t % s.page_size]
                     ok = not self.rows.judge(got, stored, exact, s.head_dim)
                     stored = got if ok else stored
                 out = np.zeros((s.batch, int(rows.max()), s.kv_heads, s.head_dim), np.float32)
@@ -698,7 +456,7 @@ class PagedSession(_Run):
             bound |= {n: Bound(r.buffer, r.offset, size) for n, r in zip(("key_pages", "value_pages"), pools)}  # fmt: skip
             layers.append(AttendLayer(bound, *sides))
         m = s.max_pages
-        inputs = {"page_table": self.table}
+        inputs = {"page_table": entries}
         return (
             self.lengths,
             rows,
@@ -737,10 +495,7 @@ class PagedSession(_Run):
                         )
                     if which == layer.live:
                         self._check_sequences(i, side, got, layer)
-        refs = np.zeros(self.pages, np.int64)
-        np.add.at(refs, self.table[self.table >= 0], 1)
-        assert np.array_equal(refs, self.refs), "the page counts drifted from the tables"
-        assert sorted(self.free) == [int(p) for p in np.flatnonzero(refs == 0)], "free list"
+        self.alloc.check()
         self.checks += 1
 
     def _check_sequences(self, i: int, side: str, pool: np.ndarray, layer: _PagedLayer) -> None:
@@ -749,7 +504,7 @@ class PagedSession(_Run):
         s = self.spec
         by_seq = layer.seq_k if side == "key" else layer.seq_v
         b, t = np.nonzero(self.held)
-        page = self.table[b, t // s.page_size]
+        page = self.alloc.table[b, t // s.page_size]
         if (page < 0).any():
             j = int(np.flatnonzero(page < 0)[0])
             raise SessionMismatch(

@@ -36,23 +36,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kvdsl import reference
-from kvdsl.harness.cases import values
 from kvdsl.harness.compare import poison
 from kvdsl.kernels.dense import DenseFormat, format_of
 from kvdsl.session.attention import BINDING, AttendLayer, attention
 from kvdsl.session.formats import FORMATS, CacheFormat, Format, Pair, SessionError, cache_format
 from kvdsl.session.host import ALIGN, Bound, Buffer, Host, InterpHost, aligned
+from kvdsl.session.run import Run, SessionMismatch, Step, whole
 
 #: The built-in dense formats' names.
 DENSE_FORMATS = tuple(f.value for f in DenseFormat)
-
-
-def _whole(name: str, value: object, least: int, most: int | None = None) -> int:
-    ok = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
-    if not ok or value < least or (most is not None and value > most):
-        allowed = f"{least} to {most}" if most is not None else f"{least} or more"
-        raise SessionError(f"{name}={value!r}: expected a whole number, {allowed}")
-    return int(value)
 
 
 @dataclass(frozen=True)
@@ -69,11 +61,11 @@ class Spec:
     format: str | Format = "f32"
 
     def __post_init__(self) -> None:
-        _whole("layers", self.layers, 1)
-        _whole("batch", self.batch, 1)
-        _whole("kv_heads", self.kv_heads, 1)
-        _whole("capacity", self.capacity, 1, 2**30)
-        _whole("head_dim", self.head_dim, 8)
+        whole("layers", self.layers, 1)
+        whole("batch", self.batch, 1)
+        whole("kv_heads", self.kv_heads, 1)
+        whole("capacity", self.capacity, 1, 2**30)
+        whole("head_dim", self.head_dim, 8)
         if not isinstance(self.format, Format) and self.format not in FORMATS:
             raise SessionError(f"format={self.format!r}: expected one of {', '.join(FORMATS)}")
         step = 8  # a dense format's row: whole code words or ggml blocks
@@ -87,16 +79,6 @@ class Spec:
 
 
 @dataclass
-class Step:
-    """One operation as it ran: its name, new tokens per sequence, host seconds."""
-
-    op: str
-    tokens: int
-    host: float
-    gpu: float | None = None
-
-
-@dataclass
 class _Layer:
     """One layer: two buffers each of K and V (the live one and the other), and the oracle."""
 
@@ -107,106 +89,8 @@ class _Layer:
     live: int = 0
 
 
-class _Run:
-    """What a contiguous and a paged session share: their canary-fenced buffers, the new tokens'
-    values and ranges, the steps' record and the oracle check after each. A subclass sets
-    ``spec``, ``host``, ``rng``, ``steps``, ``canary``, ``_fences``, ``_new``, ``_new_tokens``,
-    ``check_every``, ``input`` (the dtype of the new K and V) and ``attention`` (None, or the
-    attention step's :class:`~kvdsl.session.attention.Attention`) and defines ``check`` and
-    ``_attend_inputs``."""
-
-    def _fenced_buffer(
-        self, fences: np.random.Generator, label: str, body: int, room: int = 0
-    ) -> Buffer:
-        """A buffer of ``body`` bytes at ``canary`` between canary bytes of its own (drawn from
-        ``fences``, written, and kept for :meth:`_check_canaries`), the trailing ones ``room``
-        bytes more; the caller writes the body."""
-        buf = self.host.buffer(label, 2 * self.canary + aligned(body) + aligned(room))
-        tail = buf.size - self.canary - body
-        before, after = (
-            fences.integers(0, 256, n, np.uint8).tobytes() for n in (self.canary, tail)
-        )
-        self._fences[label] = (before, after)
-        self.host.write(buf, 0, before)
-        self.host.write(buf, self.canary + body, after)
-        return buf
-
-    def _check_canaries(self, buf: Buffer, raw: bytes, end: int, where: str, what: str) -> None:
-        """Raise :class:`SessionMismatch` naming the first canary byte of ``buf`` (read as
-        ``raw``; its body is bytes ``[canary, end)``, a ``what``) that a dispatch wrote."""
-        before, after = self._fences[buf.label]
-        for at, got, want in ((0, raw[: self.canary], before), (end, raw[end:], after)):
-            if got != want:
-                first = next(j for j in range(len(got)) if got[j] != want[j])
-                raise SessionMismatch(
-                    f"{where}: byte {at + first} of buffer {buf.label}, a canary, was written "
-                    f"(the {what} is bytes [{self.canary}, {end}))"
-                )
-
-    def _token_bytes(self, key_seq: int) -> int:
-        s = self.spec
-        return s.batch * key_seq * s.kv_heads * s.head_dim * self.input.itemsize
-
-    def _new_ranges(self, key_seq: int) -> list[Pair]:
-        """Each layer's range of the new K and V buffers for ``key_seq`` tokens per sequence
-        (the buffers grow to the most tokens asked for)."""
-        per = aligned(self._token_bytes(key_seq))
-        if self._new is None or key_seq > self._new_tokens:
-            size = self.spec.layers * per
-            self._new = (self.host.buffer("new_k", size), self.host.buffer("new_v", size))
-            self._new_tokens = key_seq
-        size = self._token_bytes(key_seq)
-        return [
-            (Bound(self._new[0], i * per, size), Bound(self._new[1], i * per, size))
-            for i in range(self.spec.layers)
-        ]
-
-    def _tokens(self, key_seq: int) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Each layer's new K and V values, ``[batch, key_seq, kv_heads * head_dim]``."""
-        s = self.spec
-        shape = (s.batch, key_seq, s.kv_heads * s.head_dim)
-        return [
-            (values(self.rng, shape, self.input), values(self.rng, shape, self.input))
-            for _ in range(s.layers)
-        ]
-
-    def _after(self) -> None:
-        if self.check_every:
-            self.check()
-
-    def _attend(self) -> None:
-        """The attention step after a decode: ``attend`` over every layer's cache, its output
-        compared with the reference's over the oracle's rows (:mod:`kvdsl.session.attention`);
-        then the usual check."""
-        t = time.perf_counter()
-        problem = self.attention.run(f"step {len(self.steps)}, attend", *self._attend_inputs())
-        self.steps.append(Step("attend", 1, time.perf_counter() - t))
-        if problem:
-            raise SessionMismatch(problem)
-        self._after()
-
-    def _attend_inputs(self) -> tuple:
-        """``Attention.run``'s arguments but ``where``: each sequence's positions and the
-        oracle's rows it attends over, each layer's cache and oracle rows, the cache's shape,
-        params and integer inputs."""
-        raise NotImplementedError
-
-    def _where(self) -> str:
-        last = self.steps[-1] if self.steps else None
-        what = "the start" if last is None else f"{last.op} ({last.tokens} tokens)"
-        return f"step {len(self.steps) - 1}, {what}" if last else what
-
-    def gpu_times(self) -> None:
-        """Fill each step's GPU seconds from the host's timestamps (where it has them)."""
-        times = self.host.gpu_seconds()
-        if times is None:
-            return
-        for st, seconds in zip(self.steps, times):
-            st.gpu = seconds
-
-
 @dataclass
-class Session(_Run):
+class Session(Run):
     """A cache on ``host`` (the interpreter unless given) and its oracle, checked after every
     operation where ``check`` (else on :meth:`check` calls); with ``q_heads`` (a multiple of
     ``kv_heads``), that many query heads attend over the cache after every decode
@@ -298,14 +182,7 @@ class Session(_Run):
 
     def prefill(self, lengths) -> None:
         """Restart each sequence with a prompt of ``lengths[b]`` tokens (0 to the capacity)."""
-        s = self.spec
-        lengths = list(lengths)
-        if len(lengths) != s.batch:
-            raise SessionError(
-                f"lengths={lengths}: expected one prompt length per sequence ({s.batch})"
-            )
-        for b, n in enumerate(lengths):
-            _whole(f"lengths[{b}]", n, 0, s.capacity)
+        lengths = self._prompts(lengths)
         key_seq = max(lengths)
         self._append("prefill", np.array(lengths, np.int64) - 1, key_seq)
         self.lengths = np.array(lengths, np.int64)
@@ -319,13 +196,13 @@ class Session(_Run):
 
     def merge(self, n: int) -> None:
         """``n`` tokens per sequence through the buffer-sharing pair (retain, then append)."""
-        n = _whole("n", n, 1, self.spec.capacity)
+        n = whole("n", n, 1, self.spec.capacity)
         self._append("merge", self.lengths + n - 1, n, swap=True)
         self.lengths += n
 
     def shift(self, n: int) -> None:
         """One sliding-window step of ``n`` tokens per sequence (float formats)."""
-        n = _whole("n", n, 1, self.spec.capacity)
+        n = whole("n", n, 1, self.spec.capacity)
         if not self.fmt.shifts:
             raise SessionError(
                 f"shift: format={self.fmt.name!r} has no sliding-window kernel "
@@ -335,17 +212,13 @@ class Session(_Run):
         self._check_positions(lens)
         tokens = self._tokens(n)  # the model's output: not the host's overhead
         t = time.perf_counter()
-        new = self._new_ranges(n)
-        for (k, v), (rk, rv) in zip(tokens, new):
-            self.host.write(rk.buffer, rk.offset, k)
-            self.host.write(rv.buffer, rv.offset, v)
+        new = self._write_tokens(tokens, n)
         seqlens = self._seqlens(lens)
         for layer, pair in zip(self.layers, new):
             past, present = self._cache(layer, layer.live), self._cache(layer, 1 - layer.live)
             self.fmt.shift(self.host, past, present, pair, seqlens, lens, n, self.spec.capacity)
             layer.live = 1 - layer.live
-        self.host.step()
-        self.steps.append(Step("shift", n, time.perf_counter() - t))
+        self._step("shift", n, t)
         s = self.spec
         for layer, (k, v) in zip(self.layers, tokens):
             shape = (s.batch, s.kv_heads, s.capacity, s.head_dim)
@@ -360,10 +233,7 @@ class Session(_Run):
         """Sequence ``dst`` becomes a copy of sequence ``src``: its rows in every layer, and
         its length."""
         s = self.spec
-        src = _whole("src", src, 0, s.batch - 1)
-        dst = _whole("dst", dst, 0, s.batch - 1)
-        if src == dst:
-            raise SessionError(f"fork: src={src} and dst={dst}: expected two sequences")
+        src, dst = self._fork_pair(src, dst)
         per = s.kv_heads * s.capacity * self.fmt.row_bytes
         if per % ALIGN:
             raise SessionError(
@@ -383,8 +253,7 @@ class Session(_Run):
                   for b in (src, dst)]  # fmt: skip
             self.fmt.copy(self.host, at[0], scratch, rows)
             self.fmt.copy(self.host, scratch, at[1], rows)
-        self.host.step()
-        self.steps.append(Step("fork", 0, time.perf_counter() - t))
+        self._step("fork", 0, t)
         for layer in self.layers:
             layer.model_k[dst] = layer.model_k[src]
             layer.model_v[dst] = layer.model_v[src]
@@ -432,8 +301,7 @@ class Session(_Run):
                             f"{g[at]!r}, the stored row decodes to {want[at]!r}"
                         )
             out.append(tuple(g.reshape(s.batch, s.kv_heads, s.capacity, s.head_dim) for g in got))
-        self.host.step()
-        self.steps.append(Step("read", 0, time.perf_counter() - t))
+        self._step("read", 0, t)
         self._after()
         return out
 
@@ -442,16 +310,12 @@ class Session(_Run):
         t = time.perf_counter()
         s = self.spec
         if key_seq == 0:  # every prompt empty: nothing to write
-            self.host.step()
-            self.steps.append(Step(op, 0, time.perf_counter() - t))
+            self._step(op, 0, t)
             self._after()
             return
         tokens = self._tokens(key_seq)  # the model's output: not the host's overhead
         t = time.perf_counter()
-        new = self._new_ranges(key_seq)
-        for (k, v), (rk, rv) in zip(tokens, new):
-            self.host.write(rk.buffer, rk.offset, k)
-            self.host.write(rv.buffer, rv.offset, v)
+        new = self._write_tokens(tokens, key_seq)
         seqlens = self._seqlens(lens)
         for layer, pair in zip(self.layers, new):
             target = 1 - layer.live if swap else layer.live
@@ -461,8 +325,7 @@ class Session(_Run):
                 self.fmt.retain(self.host, past, present, seqlens, lens, key_seq, s.capacity)
             self.fmt.append(self.host, present, pair, seqlens, lens, key_seq, s.capacity)
             layer.live = target
-        self.host.step()
-        self.steps.append(Step(op, key_seq, time.perf_counter() - t))
+        self._step(op, key_seq, t)
         start, _ = reference.share_window(lens, key_seq, s.capacity)
         for layer, (k, v) in zip(self.layers, tokens):
             for side, (model, new_rows) in enumerate(((layer.model_k, k), (layer.model_v, v))):
@@ -525,7 +388,3 @@ class Session(_Run):
                     if problem:
                         raise SessionMismatch(f"after {self._where()}: layer {i} {side}: {problem}")
         self.checks += 1
-
-
-class SessionMismatch(AssertionError):
-    """The host's cache and the oracle's differ, or a canary was written."""

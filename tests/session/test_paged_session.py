@@ -78,13 +78,13 @@ def test_fork_copies_a_shared_page_before_its_first_write():
     s = PagedSession(PagedSpec(batch=2, max_pages=2), seed=1)
     s.prefill([20, 0])
     s.fork(0, 1)
-    assert (s.table[0] == s.table[1]).all() and s.refs[s.table[0, 1]] == 2
-    shared = int(s.table[0, 1])
+    assert (s.alloc.table[0] == s.alloc.table[1]).all() and s.alloc.refs[s.alloc.table[0, 1]] == 2
+    shared = int(s.alloc.table[0, 1])
     s.decode()
     assert s.copies == 1
-    assert s.table[0, 0] == s.table[1, 0]  # the full first page stays shared
-    assert {int(s.table[0, 1]), int(s.table[1, 1])} >= {shared}
-    assert s.table[0, 1] != s.table[1, 1] and s.refs[shared] == 1
+    assert s.alloc.table[0, 0] == s.alloc.table[1, 0]  # the full first page stays shared
+    assert {int(s.alloc.table[0, 1]), int(s.alloc.table[1, 1])} >= {shared}
+    assert s.alloc.table[0, 1] != s.alloc.table[1, 1] and s.alloc.refs[shared] == 1
 
 
 def test_compaction_leaves_the_owned_pages_as_a_prefix():
@@ -92,9 +92,9 @@ def test_compaction_leaves_the_owned_pages_as_a_prefix():
     s.prefill([33, 0, 9])
     s.fork(0, 1)
     s.compact()
-    owned = sorted(set(s.table[s.table >= 0].tolist()))
+    owned = sorted(set(s.alloc.table[s.alloc.table >= 0].tolist()))
     assert owned == list(range(4))
-    assert sorted(s.free) == list(range(4, s.pages))
+    assert sorted(s.alloc.free) == list(range(4, s.pages))
 
 
 def test_a_window_frees_the_pages_no_sequence_holds():
@@ -102,10 +102,10 @@ def test_a_window_frees_the_pages_no_sequence_holds():
     s.prefill([40, 0])
     s.fork(0, 1)
     s.extend(8)  # 48 tokens each: three pages, the third written by both (a copy)
-    free = len(s.free)
+    free = len(s.alloc.free)
     s.window(16)  # every page wholly before position 32 released by both sequences
-    assert (s.table[:, :2] == -1).all() and (s.table[:, 2] >= 0).all()
-    assert len(s.free) == free + 2
+    assert (s.alloc.table[:, :2] == -1).all() and (s.alloc.table[:, 2] >= 0).all()
+    assert len(s.alloc.free) == free + 2
 
 
 def test_a_write_into_a_free_page_is_found():
@@ -113,7 +113,7 @@ def test_a_write_into_a_free_page_is_found():
     s = PagedSession(PagedSpec(batch=2), seed=4)
     s.prefill([3, 4])
     layer = s.layers[0]
-    page = s.free[0]
+    page = s.alloc.free[0]
     buf = layer.k[layer.live]
     at = s.canary + page * s.rows.page_values * 4
     s.host.write(buf, at, np.ones(4, np.float32))
@@ -134,9 +134,9 @@ def test_a_compaction_that_keeps_the_old_ids_is_found(monkeypatch):
     """A host that compacts the pools but forgets to rewrite its tables reads the wrong pages."""
     s = PagedSession(PagedSpec(batch=2, max_pages=2), seed=6)
     s.prefill([20, 9])
-    table = s.table.copy()
+    table = s.alloc.table.copy()
     s.compact()
-    s.table = table
+    s.alloc.table = table
     with pytest.raises(SessionMismatch, match=r"sequence \d position \d+ \(page \d+\) is not the row it was given"):  # fmt: skip
         s.check()
 
@@ -169,7 +169,7 @@ def test_paged_refusals():
 
 def test_a_full_pool_is_refused_before_any_dispatch():
     s = PagedSession(PagedSpec(batch=2, max_pages=2, pages=6), seed=0)
-    s.free = s.free[:3]  # a host whose pool other users hold
+    s.alloc.free = s.alloc.free[:3]  # a host whose pool other users hold
     with pytest.raises(SessionError, match=r"pages=6: no free page left \(the last 2 stay free\)"):
         s.prefill([32, 0])
 

@@ -145,12 +145,12 @@ def test_a_fork_attends_over_its_own_pages(monkeypatch):
     s.prefill([20, 3])
     s.fork(0, 1)
     s.decode()  # both write position 20: sequence 1 copies the shared page first
-    assert s.table[0, 1] != s.table[1, 1] and s.table[0, 0] == s.table[1, 0]
+    assert s.alloc.table[0, 1] != s.alloc.table[1, 1] and s.alloc.table[0, 0] == s.alloc.table[1, 0]
     real = PagedSession._attend_inputs
 
     def shared(self):
         out = real(self)
-        table = self.table.copy()
+        table = self.alloc.table.copy()
         table[1] = table[0]
         self._input("page_table", table)  # the kernel's table; the session keeps its own
         return out
