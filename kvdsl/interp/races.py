@@ -13,7 +13,7 @@ import numpy as np
 
 from kvdsl.interp.errors import RaceError, UninitializedRead
 from kvdsl.interp.values import Mask, Storage, broadcast, unit_name, word_path  # noqa: F401
-from kvdsl.ir.types import Array, Mat, Struct, Vec, stride
+from kvdsl.ir.types import Array, Mat, Struct, Vec
 
 
 class Sync:
