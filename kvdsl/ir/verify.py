@@ -360,9 +360,9 @@ def module_scope(kernel: ir.Kernel, verifier: Verifier) -> Scope:
     scope = Scope()
     verifier.module = scope
     for c in kernel.consts:
-        if not isinstance(c.ty, (Scalar, Vec, Mat, Array)):
+        if not isinstance(c.ty, (Scalar, Vec, Mat, Array)) and not value_struct(c.ty):
             raise VerifyError(
-                f"const {c.name}: type {c.ty} is not a scalar, vector, matrix or array"
+                f"const {c.name}: type {c.ty} is not a scalar, vector, matrix, array or struct"
             )
         got = verifier.type_of(c.value, scope)
         if got is not c.ty and got != c.ty:
@@ -382,6 +382,11 @@ def module_scope(kernel: ir.Kernel, verifier: Verifier) -> Scope:
                 )
         elif isinstance(b.elem, Array):
             check_memory_array(f"binding '{b.name}'", b.elem)
+            if b.access != "read_write" and _holds_atomic(b.elem):
+                raise VerifyError(
+                    f"binding '{b.name}': {b.elem} holds an atomic, and the binding is "
+                    f"{b.access} (atomics in storage are read_write)"
+                )
         elif isinstance(b.elem, Atomic):
             if b.elem.elem not in (u32, i32) or b.access != "read_write" or b.data is not None:
                 raise VerifyError(
@@ -401,7 +406,7 @@ def module_scope(kernel: ir.Kernel, verifier: Verifier) -> Scope:
     if kernel.params is not None:
         for fname, fty in kernel.params.fields:
             check_name(fname, kernel.params)
-            if not isinstance(fty, (Scalar, Vec, Mat)) or fty.scalar == bool_:
+            if not _uniform_type(fty):
                 raise VerifyError(f"params field '{fname}': type {fty} cannot be uniform")
         scope.declare("params", Symbol(kernel.params, "params"), kernel.params)
     total = 0
@@ -482,6 +487,16 @@ def check_memory_struct(
             )
 
 
+def _uniform_type(ty: object) -> bool:
+    """Whether the uniform holds ``ty``: u32, i32, f32 or f16 scalars, vectors and matrices,
+    structs of those and fixed-size arrays of them, nested to any depth."""
+    if isinstance(ty, Array):
+        return _uniform_type(ty.elem)
+    if isinstance(ty, Struct):
+        return bool(ty.fields) and all(_uniform_type(t) for _, t in ty.fields)
+    return isinstance(ty, (Scalar, Vec, Mat)) and ty.scalar != bool_
+
+
 def check_memory_matrix(what: str, ty: Mat) -> None:
     """A matrix in storage or workgroup memory: ``f32`` or ``f16`` elements."""
     if ty.elem not in (f32, f16):
@@ -499,11 +514,13 @@ def _holds_atomic(ty: object) -> bool:
 
 def check_memory_array(what: str, ty: Array) -> None:
     """A fixed-size array a storage binding holds as its element (``array<array<f32, 4>>``) or
-    whole (``array<array<u32, 8>, 16>``, ``array<B, 4>``): u32, i32 or f32 scalars, vectors of
-    them or structs, under any nesting of fixed-size arrays."""
+    whole (``array<array<u32, 8>, 16>``, ``array<B, 4>``, ``array<atomic<u32>, 4>``): u32, i32
+    or f32 scalars, vectors of them, structs or atomics, under any nesting of fixed-size arrays."""
     inner = array_leaf(ty)
     if isinstance(inner, Struct):
         check_memory_struct(what, inner)
+    elif isinstance(inner, Atomic) and inner.elem in (u32, i32):
+        pass  # array<atomic<u32>, 4>: reached only by the atomic builtins
     elif isinstance(inner, Mat):
         check_memory_matrix(what, inner)
     elif not isinstance(inner, (Scalar, Vec)) or inner.scalar not in (u32, i32, f32, f16):
