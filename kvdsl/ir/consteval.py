@@ -252,6 +252,9 @@ class ConstEval:
         if type(e) is not ir.Member and type(e) is not ir.Index:
             return None
         got = self._part(e.base, scope)
+        if got is not None and type(got[0]) is ir.Name:  # Eq(BANDS, 7u).bands: BANDS's value
+            named = self._part(got[0], got[1])
+            got = None if named is None else (named[0], named[1], got[2])
         if got is None or type(got[0]) is not ir.Construct:
             return None
         base, at, through = got

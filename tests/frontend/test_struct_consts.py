@@ -94,3 +94,50 @@ def test_a_struct_const_of_the_wrong_type_is_refused_as_tint_refuses_it():
     with pytest.raises(WgslTypeError, match="const Z: Range is initialised with a Tap"):
         parse(text)
     assert tint_check({"wrong": text})["wrong"] is not None
+
+
+TABLE = """struct Band {
+  lo: f32,
+  gain: f32,
+}
+
+struct Eq {
+  bands: array<Band, 3>,
+  offset: u32,
+}
+
+const BANDS = array<Band, 3>(Band(-1.0, 0.5), Band(0.0, 2.0), Band(1.0, 4.0));
+const EQ = Eq(BANDS, 7u);
+const_assert EQ.bands[2].gain == 4.0 && BANDS[0].lo == -1.0;
+
+@group(0) @binding(0) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let v = x[gid.x];
+  let local = array<Band, 2>(Band(0.5, 1.0), EQ.bands[gid.x % 3u]);
+  var gain = 1.0;
+  for (var k = 0u; k < 3u; k++) {
+    if v >= BANDS[k].lo {
+      gain = EQ.bands[k].gain;
+    }
+  }
+  out[gid.x] = v * gain + f32(EQ.offset) + local[1].gain * local[0].lo;
+}
+"""
+
+
+def test_arrays_of_structs_as_consts_and_values_run_as_numpy_says(gpu):
+    x = np.random.default_rng(10).uniform(-2, 2, N).astype(np.float32)
+    f = np.float32
+    gain = np.select([x >= 1, x >= 0, x >= -1], [f(4), f(2), f(0.5)], f(1))
+    side = np.array([0.5, 2.0, 4.0], f)[np.arange(N) % 3] * f(0.5)
+    want = ((x * gain).astype(f) + f(7)).astype(f) + side
+    k = parse(TABLE, "table.wgsl")
+    assert parse(emit(k), "table.wgsl") == k
+    bufs = {"x": x, "out": np.full(N, np.nan, np.float32)}
+    for run in (interp.run, runtime.run):
+        got = run(k, bufs, {}, (2, 1, 1))["out"]
+        np.testing.assert_array_equal(got, want.astype(f), err_msg=run.__module__)
+    assert_tint_takes({"table": TABLE})
