@@ -266,8 +266,9 @@ def inline(s: ir.Stmt | None) -> str:
 
 
 def memory_structs(kernel: ir.Kernel) -> list[str]:
-    """The declarations of the structs storage bindings and workgroup arrays hold, each once,
-    in the order the bindings, then the workgroup vars, first name them."""
+    """The declarations of the structs storage bindings, workgroup arrays and the uniform's
+    members hold, each once, in the order the bindings, then the workgroup vars, then the
+    uniform first name them; then those of values."""
     seen: dict[str, Struct] = {}
 
     def add(t) -> None:  # a struct, then the structs its members hold, depth first
@@ -279,10 +280,12 @@ def memory_structs(kernel: ir.Kernel) -> list[str]:
 
     for t in [b.elem for b in kernel.bindings] + [w.ty.elem for w in kernel.workgroup_vars]:
         add(t)  # a fixed-size storage array of structs: array<B, 4>
-    # Then the structs only values of function scope have, in the order the helpers, then the
-    # entry point, first name them (the params block and builtins' results are not declared).
+    for _, t in kernel.params.fields if kernel.params is not None else ():
+        add(t)  # the structs the uniform's members are, or hold
+    # Then the structs only values have, in the order the module consts, the helpers, then
+    # the entry point first name them (the params block and builtins' results are not declared).
     params = kernel.params.name if kernel.params is not None else None
-    for x in ir.walk((kernel.functions, kernel.body)):
+    for x in ir.walk((kernel.consts, kernel.functions, kernel.body)):
         if isinstance(x, Struct) and x.name not in seen and x.name != params:
             if not x.name.startswith("__"):
                 seen[x.name] = x

@@ -65,8 +65,10 @@ class Interface:
         if len(uniforms) > 1:
             raise self.err("more than one uniform (the IR has one params struct)", uniforms[1].line)
         named = {g.ty.name for g in uniforms if isinstance(g.ty, StructRef)}
+        held = _held(named, structs)
+        decls = {d.name: d for d in structs}
         structs = [d for d in structs if d.name in named] + [
-            d for d in structs if d.name not in named and d.name not in self.structs
+            d for d in structs if d.name not in held and d.name not in self.structs
         ]
         if len(structs) > 1 or (structs and not uniforms):
             extra = structs[1] if len(structs) > 1 else structs[0]
@@ -86,20 +88,40 @@ class Interface:
         if not isinstance(u.ty, StructRef) or not structs or structs[0].name != u.ty.name:
             raise self.err("a uniform whose type is not the module's struct", u.line, u.column)
         for fname, fty in structs[0].fields:
-            if not isinstance(fty, (Scalar, Vec, Mat)):
-                raise self.err(
-                    f"params struct {structs[0].name} field {fname}: {_spell(fty)} (the uniform's "
-                    "fields are scalars, vectors and matrices)",
+            problem = (
+                None if isinstance(fty, (Scalar, Vec, Mat)) else _uniform_problem(fty, decls, ())
+            )
+            if problem is not None:  # Tint's refusals (a bool field the verifier refuses)
+                raise WgslTypeError(
+                    f"params struct {structs[0].name} field {fname}: {_spell(fty)} {problem}",
+                    self.filename,
                     structs[0].line,
                 )
         self.decl_lines["params"] = u.line
-        return Struct(structs[0].name, tuple(structs[0].fields))
+        fields = []
+        for fname, fty in structs[0].fields:  # a struct member resolved: inner: Inner
+            leaf = array_leaf(fty)
+            if isinstance(leaf, StructRef):
+                if leaf.name not in decls or leaf.name == structs[0].name:
+                    what = "contains itself" if leaf.name in decls else "names no struct"
+                    raise WgslTypeError(
+                        f"params struct {structs[0].name} field {fname}: {leaf.name} {what}",
+                        self.filename,
+                        structs[0].line,
+                    )
+                st = self.nested_struct(decls[leaf.name], decls, False, (structs[0].name,))
+                fty = _with_leaf(fty, st)
+            fields.append((fname, fty))
+        params = Struct(structs[0].name, tuple(fields))
+        _add_nested(params, self.structs)  # for the typer: let r: Range = params.span;
+        return params
 
     def value_structs(self, structs: list[StructDecl], gvars: list[GlobalVar]) -> dict[str, Struct]:
         """The structs no uniform and no storage or workgroup array names: values of function
         scope (``let s = S(a, b);``, ``var s: S;``), by name; their members are u32, i32 or f32
         scalars, vectors of them, or fixed-size arrays of those."""
         named = {g.ty.name for g in gvars if g.space == "uniform" and isinstance(g.ty, StructRef)}
+        named = _held(named, structs)  # the uniform's structs are checked by params
         out: dict[str, Struct] = {}
         for d in structs:
             if d.name in named or d.name in self.structs:
@@ -245,16 +267,6 @@ class Interface:
                 slot = self.resource_attrs(g)
                 if g.has_init:
                     raise self.err(f"storage var '{g.name}' with an initialiser", g.line)
-                held = g.ty.elem if isinstance(g.ty, RuntimeArray) else g.ty
-                leaf = array_leaf(held)
-                if isinstance(held, Array) and isinstance(leaf, Atomic):
-                    raise self.err(
-                        f"storage var '{g.name}' of type {_spell(g.ty)} (a fixed-size array in "
-                        "storage holds u32, i32, f32 or f16 values; atomics stand in "
-                        "array<atomic<T>>)",
-                        g.line,
-                        g.column,
-                    )
                 if isinstance(g.ty, (Struct, Array, Mat)):  # one struct, array or matrix
                     access = g.access or "read"
                     if access not in ("read", "read_write"):
@@ -351,6 +363,40 @@ class Interface:
             out.append(ir.WorkgroupVar(g.name, g.ty))
             self.decl_lines[g.name] = g.line
         return tuple(out)
+
+
+def _held(names: set[str], structs: list[StructDecl]) -> set[str]:
+    """``names`` and the names of the structs theirs hold as members, at any depth."""
+    decls = {d.name: d for d in structs}
+    out, todo = set(names), list(names)
+    while todo:
+        d = decls.get(todo.pop())
+        for _, t in d.fields if d is not None else ():
+            leaf = array_leaf(t)
+            if isinstance(leaf, StructRef) and leaf.name not in out:
+                out.add(leaf.name)
+                todo.append(leaf.name)
+    return out
+
+
+def _uniform_problem(ty: Any, decls: dict[str, StructDecl], outer: tuple[str, ...]) -> str | None:
+    """Why WGSL refuses ``ty`` in the uniform address space (None: it takes it): a bool
+    (not host-shareable), an atomic, a runtime-sized array (no fixed footprint), at any depth
+    of structs and fixed-size arrays."""
+    while isinstance(ty, Array):
+        ty = ty.elem
+    if isinstance(ty, RuntimeArray):
+        return "is runtime-sized (a uniform has a fixed footprint)"
+    if isinstance(ty, Atomic):
+        return "holds an atomic (atomics live in storage or workgroup memory)"
+    if isinstance(ty, (Scalar, Vec, Mat)) and ty.scalar == bool_:
+        return "holds a bool (not host-shareable: the uniform holds u32, i32, f32 and f16)"
+    d = decls.get(ty.name) if isinstance(ty, StructRef) and ty.name not in outer else None
+    for _, t in d.fields if d is not None else ():
+        problem = _uniform_problem(t, decls, (*outer, d.name))
+        if problem is not None:
+            return problem
+    return None
 
 
 def _spell(ty: Any) -> str:

@@ -50,7 +50,7 @@ from kvdsl.frontend.records import (
 from kvdsl.frontend.transform import ToIR
 from kvdsl.frontend.typer import Typer
 from kvdsl.ir import tree as ir
-from kvdsl.ir.types import Array, Mat, Ptr, Scalar, Vec, bool_
+from kvdsl.ir.types import Array, Mat, Ptr, Scalar, Struct, Vec, bool_
 from kvdsl.ir.features import uses_f16
 from kvdsl.ir.scope import Scope, Symbol, VerifyError, name_problem
 from kvdsl.ir.verify import Verifier, check_pointer_type, module_scope, value_struct, verify
@@ -338,22 +338,23 @@ class _Assembler:
             if not isinstance(d, ConstDecl):
                 continue
             typer.line = d.line
-            if d.ty is not None and not isinstance(d.ty, (Scalar, Vec, Mat, Array)):
+            declared = None if d.ty is None else typer.resolve(d.ty)  # const C: S = S(...)
+            if declared is not None and not isinstance(declared, (Scalar, Vec, Mat, Array, Struct)):
                 raise self.err(
-                    f"const {d.name}: {d.ty} (module consts are scalars, vectors, matrices and "
-                    "arrays)",
+                    f"const {d.name}: {d.ty} (module consts are scalars, vectors, matrices, "
+                    "arrays and structs)",
                     d.line,
                 )
-            value = typer.expr(d.value, scope, d.ty)
-            ty = d.ty or typer.type_of(value, scope)
+            value = typer.expr(d.value, scope, declared)
+            ty = declared or typer.type_of(value, scope)
             if typer.type_of(value, scope) != ty:
                 raise typer.error(
                     f"const {d.name}: {ty} is initialised with a {typer.type_of(value, scope)}"
                 )
-            if not isinstance(ty, (Scalar, Vec, Mat, Array)):
+            if not isinstance(ty, (Scalar, Vec, Mat, Array, Struct)):
                 raise self.err(
                     f"const {d.name} of type {ty} (module consts are scalars, vectors, "
-                    "matrices and arrays)",
+                    "matrices, arrays and structs)",
                     d.line,
                 )
             self._declare(scope, d.name, Symbol(ty, "const"), d, f"const {d.name}", d.line)

@@ -35,6 +35,7 @@ from kvdsl.ir.types import (
     Struct,
     Type,
     Vec,
+    array_leaf,
     bool_,
     f16,
     f32,
@@ -132,8 +133,8 @@ class Typer:
             if st is None:
                 raise self.error(f"unknown type '{ty.name}'")
             return st
-        if isinstance(ty, Array) and isinstance(ty.elem, StructRef):
-            return Array(self.resolve(ty.elem), ty.n)
+        if isinstance(ty, Array) and isinstance(array_leaf(ty), StructRef):
+            return Array(self.resolve(ty.elem), ty.n)  # array<R, 2>, array<array<R, 2>, 3>
         return ty
 
     def struct_ctor(self, st: Struct, args: tuple[ir.Expr, ...], scope: Scope) -> ir.Construct:
@@ -313,6 +314,7 @@ class Typer:
         if isinstance(ty, (Mat, MatShape)):
             return self.mat_ctor(ty, args, scope)
         if isinstance(ty, Array):
+            ty = self.resolve(ty)  # array<R, 2>(R(1u), R(2u))
             return ir.Construct(ty, tuple(self.expr(a, scope, ty.elem) for a in args))
         if len(args) == 1:
             (a,) = args

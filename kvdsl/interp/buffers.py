@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kvdsl.interp.indexsets import Shape, counts, strided
+from kvdsl.interp.values import ArrayValue
 from kvdsl.ir.tree import Binding, WorkgroupVar
 from kvdsl.ir.types import (
     Array,
@@ -189,17 +190,26 @@ def params_values(fields, params: dict | None) -> dict[str, np.ndarray]:
     for name, ty in fields:
         if name not in params:
             raise KeyError(f"params field '{name}' has no value")
-        v = np.asarray(params[name])
-        dt = ty.scalar.dtype
-        if dt.kind in "iu" and v.dtype.kind in "iu":
-            v = (v.astype(np.int64) & 0xFFFFFFFF).astype(np.uint32).view(dt)
-        else:
-            v = v.astype(dt)
-        if isinstance(ty, Mat):  # column-major: [1, columns, rows]
-            out[name] = v.reshape(1, ty.c, ty.r)
-            continue
-        out[name] = v.reshape((1, ty.n) if isinstance(ty, Vec) else (1,))
+        out[name] = _uniform_value(ty, params[name])
     return out
+
+
+def _uniform_value(ty, value):
+    """``value`` as a uniform value of type ``ty``: a struct as its members by name, a
+    fixed-size array as an :class:`ArrayValue` of its elements, as function-scope values are."""
+    if isinstance(ty, Struct):
+        return {n: _uniform_value(t, value[n]) for n, t in ty.fields}
+    if isinstance(ty, Array):
+        return ArrayValue(_uniform_value(ty.elem, x) for x in value)
+    v = np.asarray(value)
+    dt = ty.scalar.dtype
+    if dt.kind in "iu" and v.dtype.kind in "iu":
+        v = (v.astype(np.int64) & 0xFFFFFFFF).astype(np.uint32).view(dt)
+    else:
+        v = v.astype(dt)
+    if isinstance(ty, Mat):  # column-major: [1, columns, rows]
+        return v.reshape(1, ty.c, ty.r)
+    return v.reshape((1, ty.n) if isinstance(ty, Vec) else (1,))
 
 
 def word_path(ty: Array | Mat, word: int, unit: int = 4) -> str:

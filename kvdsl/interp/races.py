@@ -14,7 +14,7 @@ import numpy as np
 from kvdsl.interp.errors import RaceError, UninitializedRead
 from kvdsl.interp.buffers import Storage, unit_name, word_path
 from kvdsl.interp.values import Mask, broadcast
-from kvdsl.ir.types import Array, Mat, Struct, Vec, stride
+from kvdsl.ir.types import Array, Mat, Struct, Vec
 
 
 class Sync:

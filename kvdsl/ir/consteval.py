@@ -28,7 +28,7 @@ from kvdsl.ir.conststeps import (
 from kvdsl.ir.ops import Op
 from kvdsl.ir.scope import Scope, Symbol, VerifyError
 from kvdsl.ir.show import show
-from kvdsl.ir.types import Mat, Scalar, Vec, bool_, f16, f32, i32, u32
+from kvdsl.ir.types import Array, Mat, Scalar, Struct, Vec, bool_, f16, f32, i32, u32
 
 SWIZZLE = "xyzw"
 _COMPONENT = {c: i for i, c in enumerate(SWIZZLE)}
@@ -144,6 +144,54 @@ class ConstEval:
             self.const_floats[name] = self._const_float(sym.value, self.module)
         return self.const_floats[name]
 
+    def _struct_part(self, e: ir.Expr, scope: Scope) -> tuple[ir.Expr, Scope] | None:
+        """The expression a part of a constant struct is (``R.lo`` of ``const R = Range(3u,
+        9u);`` is ``3u``, ``Range().lo`` the zero ``0u``, ``T.w[1]``, ``T.bias.x``) and the
+        scope it is folded in; None where ``e`` is not reached through a struct's member."""
+        got = self._part(e, scope)
+        return None if got is None or not got[2] else got[:2]
+
+    def _part(self, e: ir.Expr, scope: Scope) -> tuple[ir.Expr, Scope, bool] | None:
+        """:meth:`_struct_part`, and whether a struct's member was taken on the way."""
+        if type(e) is ir.Name:
+            sym = scope.visible.get(e.name)
+            if sym is None or sym.kind != "const" or type(sym.value) is not ir.Construct:
+                return None
+            return sym.value, self.module, False
+        if type(e) is ir.Construct:
+            return e, scope, False
+        if type(e) is not ir.Member and type(e) is not ir.Index:
+            return None
+        got = self._part(e.base, scope)
+        if got is not None and type(got[0]) is ir.Name:  # Eq(BANDS, 7u).bands: BANDS's value
+            named = self._part(got[0], got[1])
+            got = None if named is None else (named[0], named[1], got[2])
+        if got is None or type(got[0]) is not ir.Construct:
+            return None
+        base, at, through = got
+        ty, args = base.ty, base.args
+        if type(e) is ir.Member and isinstance(ty, Struct):
+            names = [n for n, _ in ty.fields]
+            if e.name not in names:
+                return None
+            k, through = names.index(e.name), True
+        elif type(e) is ir.Member and isinstance(ty, Vec) and len(e.name) == 1:
+            k = _COMPONENT[e.name]
+        elif type(e) is ir.Index and isinstance(ty, (Vec, Array)):
+            k = self.const_int(e.index, scope)
+            if k is None or not 0 <= k < ty.n:
+                return None
+        else:
+            return None
+        if args and len(args) != (len(ty.fields) if isinstance(ty, Struct) else ty.n):
+            return None  # a splat, or a vector of vectors: folded elsewhere
+        if args:
+            return args[k], at, through
+        part = ty.fields[k][1] if isinstance(ty, Struct) else ty.elem  # the zero value's
+        if isinstance(part, Scalar):
+            return ir.Lit(False if part is bool_ else 0 if part.is_int else 0.0, part), at, through
+        return ir.Construct(part, ()), at, through
+
     def const_int(self, e: ir.Expr, scope: Scope) -> int | None:
         """The value of ``e`` where it is a u32 or i32 const-expression WGSL evaluates when it
         compiles (literals, module consts and arithmetic of them), else None. ``+``, ``-``,
@@ -156,6 +204,8 @@ class ConstEval:
     def _const(self, e: ir.Expr, scope: Scope) -> tuple[int, Scalar] | None:
         """:meth:`const_int` with the value's type."""
         t = type(e)
+        if (t is ir.Member or t is ir.Index) and (part := self._struct_part(e, scope)):
+            return self._const(*part)  # a member of a constant struct: C.a
         if t is ir.Lit:
             ty = e.ty
             return (e.value, ty) if (ty is u32 or ty is i32) and type(e.value) is int else None
@@ -209,6 +259,8 @@ class ConstEval:
         const-expression (:meth:`const_int`), a float literal or const, its negation, or a vector
         built of such; else None."""
         t = type(e)
+        if (t is ir.Member or t is ir.Index) and (part := self._struct_part(e, scope)):
+            return self._const_num(*part)  # a member of a constant struct: C.a
         if t is ir.Construct:
             args = e.args
             if not args:  # the zero value
@@ -364,6 +416,8 @@ class ConstEval:
         precision, else None. Raises where WGSL would refuse it when it compiles: a constant
         that is not finite, or a builtin's argument outside its domain."""
         t = type(e)
+        if (t is ir.Member or t is ir.Index) and (part := self._struct_part(e, scope)):
+            return self._const_float(*part)  # a member of a constant struct: C.a
         if t is ir.Lit:
             ty = e.ty
             return float_of(e.value, ty) if ty is f32 or ty is f16 else None

@@ -72,11 +72,13 @@ def check_memory_matrix(what: str, ty: Mat) -> None:
 
 def check_memory_array(what: str, ty: Array) -> None:
     """A fixed-size array a storage binding holds as its element (``array<array<f32, 4>>``) or
-    whole (``array<array<u32, 8>, 16>``, ``array<B, 4>``): u32, i32 or f32 scalars, vectors of
-    them or structs, under any nesting of fixed-size arrays."""
+    whole (``array<array<u32, 8>, 16>``, ``array<B, 4>``, ``array<atomic<u32>, 4>``): u32, i32
+    or f32 scalars, vectors of them, structs or atomics, under any nesting of fixed-size arrays."""
     inner = array_leaf(ty)
     if isinstance(inner, Struct):
         check_memory_struct(what, inner)
+    elif isinstance(inner, Atomic) and inner.elem in (u32, i32):
+        pass  # array<atomic<u32>, 4>: reached only by the atomic builtins
     elif isinstance(inner, Mat):
         check_memory_matrix(what, inner)
     elif not isinstance(inner, (Scalar, Vec)) or inner.scalar not in (u32, i32, f32, f16):
@@ -84,6 +86,16 @@ def check_memory_array(what: str, ty: Array) -> None:
             f"{what}: {ty} (arrays of u32, i32, f32 or f16 scalars, vectors of them or structs, "
             "nested or not)"
         )
+
+
+def uniform_type(ty: object) -> bool:
+    """Whether the uniform holds ``ty``: u32, i32, f32 or f16 scalars, vectors and matrices,
+    structs of those and fixed-size arrays of them, nested to any depth."""
+    if isinstance(ty, Array):
+        return uniform_type(ty.elem)
+    if isinstance(ty, Struct):
+        return bool(ty.fields) and all(uniform_type(t) for _, t in ty.fields)
+    return isinstance(ty, (Scalar, Vec, Mat)) and ty.scalar != bool_
 
 
 def workgroup_bytes(ty: Array) -> int:

@@ -73,7 +73,7 @@ class PointerTyper(ConstEval):
                     if it is not u32 and it is not i32:
                         raise VerifyError(f"{show(target)}: index must be i32 or u32, got {it}")
                     at = self.const_int(target.index, scope)
-                    n = sym.ty.n if sym.kind == "workgroup" else None
+                    n = sym.ty.n if isinstance(sym.ty, Array) else None  # array<atomic<T>, N>
                     if at is not None and (at < 0 or n is not None and at >= n):
                         self._index_out_of_range(target, at, n)
                     if sym.kind == "binding":
@@ -86,7 +86,7 @@ class PointerTyper(ConstEval):
                         if fn != "Load":
                             self.stored.add(target.base.name)
                     return elem.elem
-        if type(target) is ir.Member:  # a struct's atomic member: &ctr.done, &tiles[i].count
+        if type(target) in (ir.Member, ir.Index):  # &ctr.done, &tiles[i].count, &ctr.hits[i]
             pt = self.pointer_to(ir.AddressOf(target), target, scope)
             if type(pt.store) is Atomic:
                 if pt.access != "read_write":

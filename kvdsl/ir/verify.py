@@ -20,6 +20,7 @@ from kvdsl.ir.memtypes import (
     check_memory_matrix,
     check_memory_struct,
     host_fits,
+    uniform_type,
     workgroup_bytes,
 )
 from kvdsl.ir.ops import Op
@@ -335,9 +336,9 @@ def module_scope(kernel: ir.Kernel, verifier: Verifier) -> Scope:
     scope = Scope()
     verifier.module = scope
     for c in kernel.consts:
-        if not isinstance(c.ty, (Scalar, Vec, Mat, Array)):
+        if not isinstance(c.ty, (Scalar, Vec, Mat, Array)) and not value_struct(c.ty):
             raise VerifyError(
-                f"const {c.name}: type {c.ty} is not a scalar, vector, matrix or array"
+                f"const {c.name}: type {c.ty} is not a scalar, vector, matrix, array or struct"
             )
         got = verifier.type_of(c.value, scope)
         if got is not c.ty and got != c.ty:
@@ -357,6 +358,11 @@ def module_scope(kernel: ir.Kernel, verifier: Verifier) -> Scope:
                 )
         elif isinstance(b.elem, Array):
             check_memory_array(f"binding '{b.name}'", b.elem)
+            if b.access != "read_write" and holds_atomic(b.elem):
+                raise VerifyError(
+                    f"binding '{b.name}': {b.elem} holds an atomic, and the binding is "
+                    f"{b.access} (atomics in storage are read_write)"
+                )
         elif isinstance(b.elem, Atomic):
             if b.elem.elem not in (u32, i32) or b.access != "read_write" or b.data is not None:
                 raise VerifyError(
@@ -376,7 +382,7 @@ def module_scope(kernel: ir.Kernel, verifier: Verifier) -> Scope:
     if kernel.params is not None:
         for fname, fty in kernel.params.fields:
             check_name(fname, kernel.params)
-            if not isinstance(fty, (Scalar, Vec, Mat)) or fty.scalar == bool_:
+            if not uniform_type(fty):
                 raise VerifyError(f"params field '{fname}': type {fty} cannot be uniform")
         scope.declare("params", Symbol(kernel.params, "params"), kernel.params)
     total = 0

@@ -10,7 +10,9 @@ words.
 Params: every field of the struct given, no other; an integer field (``u32``, ``i32``) takes
 an integer inside its type's range (not a float, even a whole one, nor a boolean); a float
 field takes a finite number inside its type's range (it is rounded to the type); a vector
-field takes as many values as it has components.
+field takes as many values as it has components; a struct field an object of its members, a
+fixed-size array field a list of its elements, each checked as a field of its own (``inner.a``,
+``packed[1]``).
 
 Buffers: every binding given an array, no array without a binding (all of them named at once);
 an array holds the binding's host type (:attr:`~kvdsl.ir.tree.Binding.host`: float16 for f16
@@ -31,7 +33,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from kvdsl.ir.tree import Binding, Kernel
-from kvdsl.ir.types import Mat, Scalar, Struct, Vec
+from kvdsl.ir.types import Array, Mat, Scalar, Struct, Vec
 from kvdsl.runtime.errors import BufferError, ParamsError
 
 _INT_RANGE = {"u32": (0, 2**32 - 1), "i32": (-(2**31), 2**31 - 1)}
@@ -138,26 +140,50 @@ def check_params(struct: Struct | None, params: Mapping[str, Any] | None, kernel
         )
         raise ParamsError(f"params {what} missing; the params are {_describe(struct)}")
     for name, ty in struct.fields:
-        value = params[name]
-        if isinstance(ty, (Vec, Mat)):
-            n = ty.n if isinstance(ty, Vec) else ty.c * ty.r
-            if isinstance(value, np.ndarray):
-                parts = list(value.reshape(-1))
-            elif isinstance(value, (list, tuple)) and isinstance(ty, Mat):
-                parts = list(np.ravel(np.asarray(value, dtype=object)))
-            elif isinstance(value, (list, tuple)):
-                parts = list(value)
-            else:
-                parts = [value]
-            if len(parts) != n:
-                what = "" if isinstance(ty, Vec) else f" (column-major: {ty.c} columns of {ty.r})"
-                raise ParamsError(
-                    f"params field '{name}' is {ty}: got {shown(value)}, expected {n} values" + what
-                )
-            for part in parts:
-                _scalar(name, ty.elem, part)
+        _field(name, ty, params[name])
+
+
+def _field(name: str, ty: Any, value: Any) -> None:
+    """Raise :class:`ParamsError` unless ``value`` is a value of params field ``name``'s type
+    ``ty``: a struct member's named ``inner.a``, an array element's ``packed[1]``."""
+    if isinstance(ty, Struct):  # an object of its members, every one and no other
+        if not isinstance(value, Mapping) or set(value) != {n for n, _ in ty.fields}:
+            raise ParamsError(
+                f"params field '{name}' is {_describe(ty)}: got {shown(value)}, expected an "
+                f"object of its members {_names([n for n, _ in ty.fields])}"
+            )
+        for n, t in ty.fields:
+            _field(f"{name}.{n}", t, value[n])
+        return
+    if isinstance(ty, Array):  # a list of its elements, as many as it has
+        parts = list(value) if isinstance(value, (list, tuple, np.ndarray)) else None
+        if parts is None or len(parts) != ty.n:
+            raise ParamsError(
+                f"params field '{name}' is {ty}: got {shown(value)}, expected a list of {ty.n} "
+                f"values of {ty.elem}"
+            )
+        for k, part in enumerate(parts):
+            _field(f"{name}[{k}]", ty.elem, part)
+        return
+    if isinstance(ty, (Vec, Mat)):
+        n = ty.n if isinstance(ty, Vec) else ty.c * ty.r
+        if isinstance(value, np.ndarray):
+            parts = list(value.reshape(-1))
+        elif isinstance(value, (list, tuple)) and isinstance(ty, Mat):
+            parts = list(np.ravel(np.asarray(value, dtype=object)))
+        elif isinstance(value, (list, tuple)):
+            parts = list(value)
         else:
-            _scalar(name, ty, value)
+            parts = [value]
+        if len(parts) != n:
+            what = "" if isinstance(ty, Vec) else f" (column-major: {ty.c} columns of {ty.r})"
+            raise ParamsError(
+                f"params field '{name}' is {ty}: got {shown(value)}, expected {n} values" + what
+            )
+        for part in parts:
+            _scalar(name, ty.elem, part)
+    else:
+        _scalar(name, ty, value)
 
 
 def check_buffers(

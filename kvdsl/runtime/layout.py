@@ -2,7 +2,8 @@
 
 Uniform layout follows WGSL's rules for host-shareable structs: each field sits at the next
 multiple of its alignment (4 for 32-bit scalars, 2 for f16, ``vec2`` 2x the element size, ``vec3``
-and ``vec4`` 4x, ``matCxR`` its column ``vecR``'s, each column that far from the last), and the
+and ``vec4`` 4x, ``matCxR`` its column ``vecR``'s, each column that far from the last, a struct
+its largest member's, an array its element's, its elements a stride apart), and the
 whole struct is padded to a multiple of 16, the uniform address space's
 struct alignment. Storage arrays of ``vec3`` have a stride of four elements; every other element
 type is packed. A storage binding must be non-empty and a multiple of 4 bytes, so the bytes sent to
@@ -15,7 +16,7 @@ from typing import Mapping
 
 import numpy as np
 
-from kvdsl.ir.types import Array, Mat, Scalar, Struct, Vec, field_offsets, size_of
+from kvdsl.ir.types import Array, Mat, Scalar, Struct, Vec, field_offsets, size_of, stride
 from kvdsl.runtime.inputs import check_buffers, check_params
 
 __all__ = ["check_buffers", "from_storage", "pack_params", "params_layout", "to_storage"]
@@ -41,24 +42,35 @@ def pack_params(struct: Struct, values: Mapping[str, object]) -> bytes:
     after :func:`kvdsl.runtime.inputs.check_params` (a :class:`ParamsError` for a value that
     does not fit)."""
     check_params(struct, values, "kernel")
-    offsets, size = params_layout(struct)
+    _, size = params_layout(struct)
     out = bytearray(size)
-    for name, ty in struct.fields:
-        value = values[name]
-        if isinstance(ty, Mat):  # column by column, each vecR's alignment apart
-            cols = np.asarray(value, dtype=np.float64).reshape(ty.c, ty.r)
-            for k, col in enumerate(cols):
-                data = b"".join(_scalar_bytes(ty.elem, v) for v in col)
-                at = offsets[name] + k * ty.column.align
-                out[at : at + len(data)] = data
-            continue
-        if isinstance(ty, Vec):
-            parts = list(np.ravel(value)) if not np.isscalar(value) else [value]
-            data = b"".join(_scalar_bytes(ty.elem, v) for v in parts)
-        else:
-            data = _scalar_bytes(ty, value)
-        out[offsets[name] : offsets[name] + len(data)] = data
+    _pack(out, 0, struct, values)
     return bytes(out)
+
+
+def _pack(out: bytearray, at: int, ty: object, value: object) -> None:
+    """Write ``value`` of type ``ty`` into ``out`` from byte ``at``: a struct member by member
+    at its offset, a fixed-size array element by element at its stride."""
+    if isinstance(ty, Struct):
+        for (name, t), offset in zip(ty.fields, field_offsets(ty)):
+            _pack(out, at + offset, t, value[name])
+        return
+    if isinstance(ty, Array):
+        for k, part in enumerate(value):
+            _pack(out, at + k * stride(ty.elem), ty.elem, part)
+        return
+    if isinstance(ty, Mat):  # column by column, each vecR's alignment apart
+        cols = np.asarray(value, dtype=np.float64).reshape(ty.c, ty.r)
+        for k, col in enumerate(cols):
+            data = b"".join(_scalar_bytes(ty.elem, v) for v in col)
+            out[at + k * ty.column.align : at + k * ty.column.align + len(data)] = data
+        return
+    if isinstance(ty, Vec):
+        parts = list(np.ravel(value)) if not np.isscalar(value) else [value]
+        data = b"".join(_scalar_bytes(ty.elem, v) for v in parts)
+    else:
+        data = _scalar_bytes(ty, value)
+    out[at : at + len(data)] = data
 
 
 def _vec3(elem: Scalar | Vec) -> bool:

@@ -438,6 +438,53 @@ def _row_stats_np(b, p):
     return {"row_max": top, "stats": stats}
 
 
+def _broadcast(rng):
+    a = rng.standard_normal(2 * 1 * 4 * 5).astype(F32) * F32(4)
+    b = rng.standard_normal(1 * 3 * 1 * 5).astype(F32) * F32(4)
+    size = 2 * 3 * 4 * 5
+    params = {
+        "out_shape": [[2, 3, 4, 5]],
+        "strides": [[60, 20, 5, 1], [20, 0, 5, 1], [0, 5, 0, 1]],
+        "affine": {"alpha": 1.25, "beta": -0.75, "clip": 1, "pad": 0},
+        "size": size,
+    }
+    return {"a": a, "b": b, "y": _poison(size)}, params, (2, 1, 1)  # 8 invocations past it
+
+
+def _broadcast_np(b, p):
+    a = b["a"].reshape(2, 1, 4, 5).astype(np.float64)
+    x = b["b"].reshape(1, 3, 1, 5).astype(np.float64)
+    f = p["affine"]
+    y = np.clip(F32(f["alpha"]) * a + F32(f["beta"]) * x, -6.0, 6.0).ravel()
+    return {"y": y}
+
+
+def _bins(rng):
+    start, count = 5, 300
+    x = rng.uniform(-3, 3, start + count + 7).astype(F32)
+    params = {
+        "rows": {"start": start, "count": count, "pad0": 0, "pad1": 0},
+        "edges": [-1.0, 0.0, 1.5, 0.0],
+        "scale": 64.0,
+    }
+    counters = rng.integers(0, 50, 4).astype(np.uint32)  # the host's counts so far
+    totals = np.array([3, -2, 0, 7, 1], np.int32).view(np.uint32)
+    return {"x": x, "counters": counters, "totals": totals}, params, (5, 1, 1)
+
+
+def _bins_np(b, p):
+    r = p["rows"]
+    v = b["x"][r["start"] : r["start"] + r["count"]]
+    e = np.array(p["edges"], F32)
+    k = (v >= e[0]).astype(int) + (v >= e[1]) + (v >= e[2])
+    fixed = np.rint(v * F32(p["scale"])).astype(np.int64)
+    counters = b["counters"].astype(np.int64) + np.bincount(k, minlength=4)
+    totals = b["totals"].view(np.int32).astype(np.int64)
+    totals[:4] += np.bincount(k, weights=fixed, minlength=4).astype(np.int64)
+    totals[4] += 5  # the workgroups done
+    return {"counters": counters.astype(np.uint32), "totals": totals.astype(np.uint32)}
+
+
 CASES = [
     Case("rmsnorm", _rmsnorm, _rmsnorm_np, 1e-5),
     Case("softmax", _softmax, _softmax_np, 1e-5),
@@ -463,6 +510,8 @@ CASES = [
     Case("scaled_softmax_shadowed", _scaled_softmax, _scaled_softmax_np, 1e-5),
     Case("row_stats_counters", _row_stats, _row_stats_np),
     Case("head_transform", _head_transform, _head_transform_np, 1e-4),
+    Case("broadcast_affine_packed", _broadcast, _broadcast_np, 1e-6),
+    Case("bin_counters", _bins, _bins_np),
 ]
 BY_NAME = {c.name: c for c in CASES}
 

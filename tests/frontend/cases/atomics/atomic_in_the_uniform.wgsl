@@ -1,4 +1,4 @@
-// expect: outside "field a: atomic<u32> (the uniform's fields are scalars, vectors and matrices)"
+// expect: type error "field a: atomic<u32> holds an atomic (atomics live in storage or workgroup memory)"
 // tint: refused
 // naga: refused
 // in: ../_kernel.wgsl

@@ -1,4 +1,4 @@
-// expect: outside "storage var 'a' of type array<array<atomic<u32>, 4>> (a fixed-size array in storage holds u32, i32, f32 or f16 values"
+// expect: taken
 // tint: taken
 @group(0) @binding(0) var<storage, read_write> a: array<array<atomic<u32>, 4>>;
 @compute @workgroup_size(1)

@@ -1,0 +1,82 @@
+"""kvdsl's own limits: the refusals docs/grammar.md lists under "Refusals Tint does not make",
+each a module kvdsl refuses and Tint takes. A limit lifted fails here, and its row and case go;
+every other refusal of the frontend is one Tint makes too (the conformance cases hold Tint's
+verdict beside kvdsl's)."""
+
+from __future__ import annotations
+
+import pytest
+
+from kvdsl.frontend import FrontendError, parse
+from kvdsl.runtime import tint_check
+
+O = "@group(0) @binding(0) var<storage, read_write> out: array<u32>;\n"
+
+
+def k(body: str, head: str = "") -> str:
+    return (
+        O
+        + head
+        + "@compute @workgroup_size(64)\nfn main(@builtin(global_invocation_id) gid: vec3<u32>) {\n"
+        + body
+        + "\n}\n"
+    )
+
+
+LIMITS = {
+    "member_align": k(
+        "  out[0] = params.n;",
+        "struct P { @align(16) n: u32 }\n@group(0) @binding(1) var<uniform> params: P;\n",
+    ),
+    "member_size": k(
+        "  out[0] = params.n;",
+        "struct P { @size(16) n: u32 }\n@group(0) @binding(1) var<uniform> params: P;\n",
+    ),
+    "uniform_named_u": k(
+        "  out[0] = u.n;", "struct P { n: u32 }\n@group(0) @binding(1) var<uniform> u: P;\n"
+    ),
+    "two_uniforms": k(
+        "  out[0] = a.n + b.n;",
+        "struct P { n: u32 }\n@group(0) @binding(1) var<uniform> a: P;\n@group(0) @binding(2) var<uniform> b: P;\n",
+    ),
+    "uniform_scalar": k("  out[0] = n;", "@group(0) @binding(1) var<uniform> n: u32;\n"),
+    "var_private": k("  g = gid.x; out[0] = g;", "var<private> g: u32;\n"),
+    "wg_scalar": k("  w = gid.x; out[0] = w;", "var<workgroup> w: u32;\n"),
+    "wg_struct": k("  s.a = gid.x; out[0] = s.a;", "struct S { a: u32 }\nvar<workgroup> s: S;\n"),
+    "ptr_uniform": k(
+        "  let p = &params; out[0] = (*p).n;",
+        "struct P { n: u32 }\n@group(0) @binding(1) var<uniform> params: P;\n",
+    ),
+    "let_named_u32": k("  let vec4f = 1u; out[0] = vec4f;"),
+    "hex_float": k("  out[0] = u32(0x1p4);"),
+    "vec4_untyped": k("  let v = vec4(1u, 2u, 3u, 4u); out[0] = v.x;"),
+    "wg_count_member": k(
+        "  t[0] = 1u; out[0] = t[0];",
+        "struct R { n: u32 }\nconst C = R(4u);\nvar<workgroup> t: array<u32, C.n>;\n",
+    ),
+    "bool_value_struct": k(
+        "  let s = S(true, 1u); out[0] = select(0u, s.b, s.on);", "struct S { on: bool, b: u32 }\n"
+    ),
+    "var_frexp": k("  var r = frexp(1.5); out[0] = u32(r.exp);"),
+    "phony": k("  _ = gid.x; out[0] = 1u;"),
+    "swizzle_assign": k("  var v = vec2<u32>(); v.xy = vec2<u32>(1u, 2u); out[0] = v.x;"),
+    "fn_attr_must_use": O
+    + "@must_use fn f(x: u32) -> u32 { return x; }\n@compute @workgroup_size(64)\nfn main(@builtin(global_invocation_id) gid: vec3<u32>) {\n  out[0] = f(gid.x);\n}\n",
+    "builtin_local_index": O
+    + "@compute @workgroup_size(64)\nfn main(@builtin(local_invocation_index) li: u32) {\n  out[li] = li;\n}\n",
+    "builtin_struct_param": O
+    + "struct In { @builtin(global_invocation_id) gid: vec3<u32> }\n@compute @workgroup_size(64)\nfn main(i: In) {\n  out[i.gid.x] = 1u;\n}\n",
+    "storage_texture": k(
+        "  out[0] = 1u;", "@group(0) @binding(1) var tex: texture_storage_2d<rgba8unorm, write>;\n"
+    ),
+    "diag_attr_fn": O
+    + "@diagnostic(off, derivative_uniformity) fn f(x: u32) -> u32 { return x; }\n@compute @workgroup_size(64)\nfn main(@builtin(global_invocation_id) gid: vec3<u32>) {\n  out[0] = f(gid.x);\n}\n",
+    "unicode_ident": k("  let été = 1u; out[0] = été;"),
+}
+
+
+def test_each_limit_kvdsl_keeps_is_one_tint_does_not_make():
+    for name, text in LIMITS.items():
+        with pytest.raises(FrontendError):
+            parse(text, f"{name}.wgsl")
+    assert {n: e for n, e in tint_check(LIMITS).items() if e is not None} == {}
