@@ -199,9 +199,8 @@ def test_bytes_moved_within_a_tenth_of_the_minimum(name):
         minimum = evaluate(e["bytes_moved"], {"batch": batch, "keySeq": key_seq}, "shape")
         size = {"f32": 4, "f16": 2}
         d, tokens = cfg.head_dim, batch * key_seq
-        # A rotated row's partners loaded again (pair_loads), and a K row loaded whole again by
-        # each of its lanes for a rotation, come from the cache: the lines the row's lanes have
-        # just loaded.
+        # A rotated row's partners loaded again (pair_loads) come from the cache: the lines the
+        # row's lanes have just loaded. A Walsh-Hadamard rotation loads nothing again.
         reloads = tokens * cfg.reloads * size[cfg.input_type.value]
         streamed = sum(sum(counted.get(k, [0])) for k in STREAMS) - reloads
         assert streamed <= 1.1 * minimum, (streamed, minimum)
