@@ -518,8 +518,10 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> list[di
                 late.append((len(rows), plan))
             rows.append(derive(row))
             log(progress(len(rows), total, row, time.perf_counter() - started))
+            # Each row as it is logged: a run killed inside a config (its last, the device
+            # session ending) still leaves every row its log shows.
+            write_csv(out / "gpu.csv", rows)
         release()
-        write_csv(out / "gpu.csv", rows)  # a run cut short still leaves its rows
     if late:
         log(f"late: {len(late)} rows whose copy stayed slow, timed again at the end of the run")
     for name in dict.fromkeys(rows[i]["variant"] for i, _ in late):

@@ -274,7 +274,11 @@ class DenseAppendConfig(RotaryHalf, DenseConfig):
             f"a multiple of the {self.row_lanes} invocations of a row (rows are reduced whole"
             " inside a workgroup)",
         )
-        need = quantiser(self).workgroup_bytes() + (4 * self.workgroup_size if self.k_norm else 0)
+        q = quantiser(self)
+        need = q.workgroup_bytes() + (4 * self.workgroup_size if self.k_norm else 0)
+        if self.rotation:
+            args = (q.lanes, q.vectors, self.rotation, self.workgroup_size)
+            need += rotation.exchange_bytes(q.vector_at, *args)
         require(
             need <= MAX_WORKGROUP_BYTES,
             "workgroup_size",
@@ -408,15 +412,11 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
     rot = Rotation(cos, sin, position, half, cfg.partial) if cfg.rotary else None
 
     def transform(k: list[Val], norm: Norm | None) -> list[Val]:
-        if cfg.rotation:
-            return rotated(norm)
         return transform_lane(kb, k, lambda j: q.vector_at(it.d, j), load_k, norm, rot, q.paired)
 
-    def rotated(norm: Norm | None) -> list[Val]:
-        def lane_at(j: int) -> Val:
-            return q.vector_at(it.d, j)
-
-        return rotated_lane(kb, cfg.head_dim, cfg.rotation, load_k, norm, rot, lane_at, q.vectors)
+    def rotated(k: list[Val]) -> list[Val]:
+        args = (q.vector_at, it.d, q.lanes, cfg.rotation, cfg.workgroup_size)
+        return rotated_lane(kb, k, *args)
 
     def load_k(i: Val) -> Val:
         return words.as_f32(kb, src_k[src_base + i])
@@ -436,18 +436,24 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
         with kb.else_():
             for j in range(n):
                 x[j].set(words.as_f32(kb, src_k[at[j]]))
-        if cfg.k_norm or cfg.rotary or cfg.rotation:
+        if cfg.k_norm or cfg.rotary:
             norm = row_norm(x)
             with kb.if_(~is_v):
                 for j, kj in enumerate(transform(x, norm)):
                     x[j].set(kj)
+        if cfg.rotation:
+            kb.comment("Every row's lanes rotate it (they meet at a barrier); V's keep theirs.")
+            for xj, kj in zip(x, rotated(list(x))):
+                xj.set(select(kj, xj, is_v))
         k, v = x, None
     else:
         k = [kb.let(f"kIn{j}", words.as_f32(kb, src_k[at[j]])) for j in range(n)]
         v = [kb.let(f"v{j}", words.as_f32(kb, src_v[at[j]])) for j in range(n)]
-        if cfg.k_norm or cfg.rotary or cfg.rotation:
+        if cfg.k_norm or cfg.rotary:
             norm = row_norm(k)
             k = transform(k, norm)
+        if cfg.rotation:
+            k = rotated(k)
     done = it.e >= rows * lanes
 
     def place() -> RowPlace:

@@ -267,7 +267,11 @@ class PagedAppendConfig(RotaryHalf, PagedConfig):
                 " (rows are reduced whole inside a workgroup)",
             )
         if self.dense is not None:
-            need = self.quantiser.workgroup_bytes() + 4 * self.workgroup_size * self.k_norm
+            q = self.quantiser
+            need = q.workgroup_bytes() + 4 * self.workgroup_size * self.k_norm
+            if self.rotation:
+                args = (q.lanes, q.vectors, self.rotation, self.workgroup_size)
+                need += rotation.exchange_bytes(q.vector_at, *args)
             require(
                 need <= MAX_WORKGROUP_BYTES,
                 "workgroup_size",

@@ -189,12 +189,11 @@ def paged_append(cfg: PagedAppendConfig, name: str = "paged_append") -> Kernel:
             def vector_at(j: int) -> Val:
                 return q.vector_at(it.d, j)
 
-            if cfg.rotation:
-                k = rotated_lane(
-                    kb, cfg.head_dim, cfg.rotation, load_k, norm, rot, vector_at, q.vectors
-                )
-            else:
+            if cfg.k_norm or cfg.rotary:
                 k = transform_lane(kb, k, vector_at, load_k, norm, rot)
+            if cfg.rotation:
+                args = (q.vector_at, it.d, q.lanes, cfg.rotation, cfg.workgroup_size)
+                k = rotated_lane(kb, k, *args)
         addr = _address(kb, cfg, ins, pages, tok, tok.pos if table else None)
 
         def place() -> RowPlace:

@@ -216,22 +216,17 @@ class QkvConfig(RotaryHalf, CacheConfig):
     @property
     def reloaded_heads(self) -> int:
         """Heads per token whose rotary partners the kernel loads again from the input
-        (``pair_loads`` where a lane's run does not hold its pairs: K's unless a ``rotation``
-        turns them, and Q's unless its rows are strided): those loads come from the cache, the
-        lines just loaded for the row."""
+        (``pair_loads`` where a lane's run does not hold its pairs: K's, and Q's unless its rows
+        are strided): those loads come from the cache, the lines just loaded for the row."""
         if self.fmt is None or not self.rotary or not self.pair_loads or self.quantiser.paired:
             return 0
-        return (0 if self.rotation else self.kv_heads) + (0 if self.strided_q else self.q_heads)
+        return self.kv_heads + (0 if self.strided_q else self.q_heads)
 
     @property
     def reloads(self) -> int:
         """Input elements per token the kernel loads again, from the cache (the lines just
-        loaded for the row): the partners of :attr:`reloaded_heads`, and with a ``rotation``
-        each lane of a K row loads the whole row (and with rotary each vector's partner)."""
-        out = self.reloaded_heads * self.head_dim
-        if self.rotation:
-            out += self.kv_heads * self.quantiser.lanes * self.head_dim * (1 + int(self.rotary))
-        return out
+        loaded for the row): the partners of :attr:`reloaded_heads`."""
+        return self.reloaded_heads * self.head_dim
 
     @property
     def fmt(self) -> Format | None:
@@ -308,14 +303,18 @@ class QkvConfig(RotaryHalf, CacheConfig):
     def workgroup_bytes(self) -> int:
         """The workgroup memory the kernel declares: the norm's partials (``wsum``); with a
         format, the quantiser's and the staged row (rotary whose pairs are not in one lane:
-        every lane's vectors)."""
+        every lane's vectors), and with a ``rotation`` whose stages pair lanes and no staged row,
+        every lane's vectors (:func:`kvdsl.nodes.rotation.exchange_bytes`)."""
         wg = self.workgroup_size
         out = 4 * wg if self.norm else 0
         q = self.quantiser
         if q is None:
             return out
         staged = self.rotary and not q.paired and not self.pair_loads
-        return out + q.workgroup_bytes() + (16 * wg * q.vectors if staged else 0)
+        out += q.workgroup_bytes() + (16 * wg * q.vectors if staged else 0)
+        if self.rotation and not staged:  # (else the staged row's memory serves)
+            out += rotation.exchange_bytes(q.vector_at, q.lanes, q.vectors, self.rotation, wg)
+        return out
 
     def check_schedule(self) -> None:
         require(

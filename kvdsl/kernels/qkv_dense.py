@@ -11,10 +11,9 @@ loaded once: with rotary a lane holds both vectors of each NeoX pair where the r
 (paired runs, no workgroup memory), else it stages its vectors in workgroup memory and reads
 its partners from there after the barrier (the norm's, where there is one). K's products are
 ``dense_append``'s, in the same order; Q is normed and rotated by the same program and stored
-before the quantiser, which skips Q's rows. With a ``rotation`` that program turns Q's rows
-alone: each lane of a K row loads the row again, norms, turns and Walsh-Hadamard rotates it in
-registers (:func:`kvdsl.nodes.transforms.rotated_lane`, ``dense_append``'s) and keeps its own
-vectors for the quantiser.
+before the quantiser, which skips Q's rows. With a ``rotation`` K's rows are then
+Walsh-Hadamard rotated by their lanes together, through workgroup memory
+(:func:`kvdsl.nodes.transforms.rotated_lane`, ``dense_append``'s), before the quantiser.
 """
 
 from __future__ import annotations
@@ -23,6 +22,7 @@ import functools
 from contextlib import contextmanager
 from typing import Callable, Iterator
 
+from kvdsl.ir.builder import Shared
 from kvdsl.ir import (
     Kernel,
     KernelBuilder,
@@ -126,8 +126,11 @@ def qkv_dense(cfg: QkvConfig, name: str = "qkv") -> Kernel:
     if table is not None and not q.paired and not cfg.pair_loads:
         kb.comment("Stage the lane's vectors: their rotary partners read them after the barrier.")
         staged = kb.workgroup_var("xRow", array(F32X4, cfg.workgroup_size * n))
+        if q.strided:
+            kb.comment("Strided lanes: each vector at its place in the row.")
+            first = kb.let("rowVectors", (kb.lid.x - lane) * n)
         for j in range(n):
-            staged[kb.lid.x * n + j] = x[j]
+            staged[first + at[j] if q.strided else kb.lid.x * n + j] = x[j]
     norm = None
     if weight is not None:
         sums = (tuple(x), lane, lanes, cfg.workgroup_size, q.lanes)
@@ -144,8 +147,6 @@ def qkv_dense(cfg: QkvConfig, name: str = "qkv") -> Kernel:
     if norm is not None:
         own = [kb.let(f"n{j}", norm.apply(xj, at[j])) for j, xj in enumerate(x)]
     rotated = ~is_v if is_v is not None else None  # the rows rotary turns (all but V's)
-    if cfg.rotation:
-        rotated = is_q  # K's rows turn in _rotated_k, each lane with the whole row
     rot = None
     if table is not None:
         rot = Rotation(table, table, dst.position, half, cfg.partial, packed=True)
@@ -158,7 +159,8 @@ def qkv_dense(cfg: QkvConfig, name: str = "qkv") -> Kernel:
                 kj.set(y)
     else:
         k = [kb.var(f"y{j}", F32X4, o) for j, o in enumerate(own)]
-        first = kb.let("rowVectors", (kb.lid.x - lane) * n) if staged is not None else None
+        if staged is not None and not q.strided:
+            first = kb.let("rowVectors", (kb.lid.x - lane) * n)
         if strided_q:
             with kb.if_(is_q):
                 ys = rotate_lane_pairs(kb, own, lambda j: at[j], rot, "qr", "q")
@@ -174,23 +176,22 @@ def qkv_dense(cfg: QkvConfig, name: str = "qkv") -> Kernel:
             p = kb.let(f"pRaw{j}", p)
             return p if norm is None else kb.let(f"p{j}", norm.apply(p, i))
 
-        if not (strided_q and cfg.rotation):  # (else only Q's rows turn here, strided)
-            if strided_q:
-                block = kb.elif_(rotated) if rotated is not None else kb.else_()
-            else:
-                block = kb.if_(rotated) if rotated is not None else _always()
-            with block:
-                ys = [
-                    rotate_with_partner(
-                        kb, o, at[j], functools.partial(partner_of, j=j), rot, j, ("at", "dr")
-                    )
-                    for j, o in enumerate(own)
-                ]
-                for kj, y in zip(k, ys):
-                    kj.set(y)
+        if strided_q:
+            block = kb.elif_(rotated) if rotated is not None else kb.else_()
+        else:
+            block = kb.if_(rotated) if rotated is not None else _always()
+        with block:
+            ys = [
+                rotate_with_partner(
+                    kb, o, at[j], functools.partial(partner_of, j=j), rot, j, ("at", "dr")
+                )
+                for j, o in enumerate(own)
+            ]
+            for kj, y in zip(k, ys):
+                kj.set(y)
     q_rows = k
     if cfg.rotation:
-        k = _rotated_k(kb, cfg, k, is_q, is_v, at, load_input, norm, rot)
+        k = _rotated_k(kb, cfg, k, is_q, is_v, lane, staged)
     done = kb.let("done", it.e >= count * lanes)
     with kb.if_(is_q.land(~done)):
         if cfg.q_layout is QLayout.BNSH:
@@ -230,23 +231,20 @@ def _rotated_k(
     k: list[Val],
     is_q: Val,
     is_v: Val | None,
-    at: list[Val],
-    load: Callable[[Val], Val],
-    norm: Norm | None,
-    rot: Rotation | None,
+    lane: Val,
+    staged: Shared | None,
 ) -> list[Val]:
-    """The lane's vectors ``k`` (its ``j``-th the row's vector ``at[j]``) with a K row's
-    Walsh-Hadamard rotated over blocks of ``cfg.rotation`` after its norm and rotary: the lane
-    loads K's whole row again (``load``), transforms and rotates it in registers and takes its
-    own vectors (:func:`kvdsl.nodes.transforms.rotated_lane`, ``dense_append``'s products). Q's
-    and V's rows keep theirs (``is_v`` None: the row is a Q head or a K head)."""
+    """The lane's vectors ``k`` (normed and NeoX-rotated) with a K row's Walsh-Hadamard rotated
+    over blocks of ``cfg.rotation``, the row's lanes together
+    (:func:`kvdsl.nodes.transforms.rotated_lane`, ``dense_append``'s products): every row's
+    lanes rotate it (they meet at a barrier), and Q's and V's rows keep theirs (``is_v`` None:
+    the row is a Q head or a K head). Their vectors are exchanged through the staged row, where
+    there is one (``staged``)."""
+    q = cfg.quantiser
     is_k = kb.let("isK", ~is_q if is_v is None else (~is_q).land(~is_v))
-    out = [kb.var(f"kq{j}", F32X4, kj) for j, kj in enumerate(k)]
-    with kb.if_(is_k):
-        ys = rotated_lane(kb, cfg.head_dim, cfg.rotation, load, norm, rot, at.__getitem__, len(k))
-        for o, y in zip(out, ys):
-            o.set(y)
-    return out
+    args = (q.vector_at, lane, q.lanes, cfg.rotation, cfg.workgroup_size)
+    ys = rotated_lane(kb, list(k), *args, staged)
+    return [kb.let(f"kq{j}", select(kj, y, is_k)) for j, (kj, y) in enumerate(zip(k, ys))]
 
 
 @contextmanager

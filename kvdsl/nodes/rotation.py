@@ -6,13 +6,31 @@ A row of ``D`` values held as ``D / 4`` ``vec4<f32>`` is rotated in two steps: a
 (:func:`load4`); then, over the rows in workgroup memory, one stage per distance 4, 8, ...
 ``block / 2`` (:func:`stages`: ``vec4`` pairs ``(a, b)`` become ``(a + b, a - b)``), a barrier
 after each. The signs are a hash of the dimension's index (:func:`sign`), no table.
+
+The writers' rows are held by several lanes, each a few ``vec4``s of it (the quantiser's runs
+or strided words), and are rotated once, cooperatively (:func:`across_lanes`): each lane signs
+and butterflies its own ``vec4``s, does in registers every stage whose pairs it holds both
+halves of, and gets the rest from the lanes of its row through workgroup memory, one barrier a
+round: each lane stores its ``vec4``s, and after the barrier reads, for each of them, the same
+``vec4`` of every lane its remaining stages pair it with (the ``2^k`` lanes that ``k``
+consecutive lane stages reach) and does those stages itself, in registers, keeping its own.
+Every stage adds the same pairs in the same order as the reference, so the rows are its bits.
+Workgroup memory rather than ``subgroupShuffleXor``: a shuffle needs WGSL's ``subgroups`` (the
+module would enable it, and a device without it could not run the writer, where the unrotated
+writers need no feature; kvdsl's subgroup kernels are variants of their own), and a row inside
+one subgroup, whose size varies by device (4 .. 128), so it would need this path beside it as
+its fallback. A rotation costs its row one barrier a round (one at every catalog writer's
+layout) and ``2^k - 1`` workgroup reads a vector; the quantiser's own reduction has a barrier
+already.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import Callable
 
-from kvdsl.ir import KernelBuilder, Val, construct, f32, select, u32, vec
+from kvdsl.ir import KernelBuilder, Val, array, construct, f32, select, u32, vec
 from kvdsl.ir.builder import Shared
 
 V4 = vec(4, f32)
@@ -109,6 +127,157 @@ def registers(kb: KernelBuilder, row: list[Val], block: int, name: str) -> list[
     return out
 
 
+@dataclass(frozen=True)
+class Stage:
+    """A stage between ``vec4``s of :func:`across_lanes`: pairs ``h`` ``vec4``s apart, either
+    held by one lane (``pairs``: its ``(lo, hi)`` vectors, the same in every lane) or by lanes
+    ``mask`` apart (lane ``l``'s is the high half where ``l & mask``), at the same place in
+    each."""
+
+    h: int
+    pairs: tuple[tuple[int, int], ...] = ()
+    mask: int = 0
+
+
+def plan(vector_at: Callable[[int, int], int], lanes: int, vectors: int, block: int) -> list[Stage]:
+    """The stages between ``vec4``s, distances 1 .. ``block / 8`` ``vec4``s in order, of rows
+    whose ``lanes`` lanes hold ``vectors`` ``vec4``s each, lane ``l``'s ``j``-th the row's
+    ``vector_at(l, j)`` (integers). Raises ValueError where a stage's pairs are neither inside
+    every lane alike nor between lanes a fixed mask apart (no writer lays its rows out so)."""
+    table = {(lane, j): vector_at(lane, j) for lane in range(lanes) for j in range(vectors)}
+    where = {i: lj for lj, i in table.items()}
+    if sorted(where) != list(range(lanes * vectors)):
+        raise ValueError(f"rotation: the lanes' vectors {table} are not the row's, once each")
+    out = []
+    h = 1
+    while 4 * h < block:
+        partner = {lj: where[i ^ h] for lj, i in table.items()}
+        if all(p[0] == lj[0] for lj, p in partner.items()):
+            pairs = {(j, partner[(lane, j)][1]) for (lane, j), i in table.items() if not i & h}
+            if len(pairs) * 2 == vectors:
+                out.append(Stage(h, tuple(sorted(pairs))))
+                h *= 2
+                continue
+        masks = {lj[0] ^ p[0] for lj, p in partner.items() if p[1] == lj[1]}
+        mask = masks.pop() if len(masks) == 1 else 0
+        same = all(p == (lj[0] ^ mask, lj[1]) for lj, p in partner.items())
+        if not (
+            mask and same and all(bool(i & h) == bool(lj[0] & mask) for lj, i in table.items())
+        ):
+            raise ValueError(f"rotation: the pairs {4 * h} values apart are not lane-aligned")
+        out.append(Stage(h, mask=mask))
+        h *= 2
+    return out
+
+
+def exchange_bytes(
+    vector_at: Callable[[int, int], int], lanes: int, vectors: int, block: int, workgroup_size: int
+) -> int:
+    """Bytes of workgroup memory :func:`across_lanes` declares for these rows: each lane's
+    ``vec4``s where a stage pairs lanes, else none."""
+    if any(s.mask for s in plan(vector_at, lanes, vectors, block)):
+        return 16 * workgroup_size * vectors
+    return 0
+
+
+def across_lanes(
+    kb: KernelBuilder,
+    row: list[Val],
+    vector_at: Callable[..., Val | int],
+    lane: Val,
+    lanes: int,
+    block: int,
+    workgroup_size: int,
+    name: str = "w",
+    swap: Shared | None = None,
+) -> list[Val]:
+    """The rotation of rows held by ``lanes`` adjacent invocations each (rows whole inside a
+    workgroup, lane ``lane`` of its row), this lane's ``vec4``s ``row`` (its ``j``-th the row's
+    ``vector_at(lane, j)``; ``vector_at`` takes integers too): signs and ``1 / sqrt(block)``,
+    the butterflies inside each ``vec4``, the stages between its own ``vec4``s in registers and
+    the rest through workgroup memory (see the module). Every invocation of the workgroup must
+    call it (a barrier where lanes pair); the results named ``{name}{j}``. ``swap``: workgroup
+    memory of ``workgroup_size * len(row)`` ``vec4<f32>`` to exchange through that the kernel
+    has used before (a barrier first), else ``{name}Swap`` is declared."""
+    n = len(row)
+    stages = plan(vector_at, lanes, n, block)
+    scale = 1.0 / math.sqrt(block)
+    cur = []
+    for j, x in enumerate(row):
+        if lanes == 1:
+            y = x * construct(V4, *(scale * _sign(4 * vector_at(0, j) + c) for c in range(4)))
+        else:
+            d = kb.let(f"{name}Dim{j}", vector_at(lane, j) * 4)
+            s = construct(V4, *(sign(kb, d + c if c else d) for c in range(4)))
+            # One factor, as the reference has it: with x * s * scale a GPU may fuse the
+            # second product into the first butterfly's sum (llvmpipe does), one rounding less.
+            y = x * kb.let(f"{name}Signs{j}", s * scale)
+        y = kb.let(f"{name}S{j}", y)
+        cur.append(kb.let(f"{name}B{j}", butterflies4(kb, y, f"{name}H{j}")))
+    reused = swap is not None
+    rounds = 0
+    at = 0
+    while at < len(stages):
+        stage = stages[at]
+        if not stage.mask:
+            nxt = list(cur)
+            for lo, hi in stage.pairs:
+                a, b = cur[lo], cur[hi]
+                nxt[lo] = kb.let(f"{name}{at}_{lo}", a + b)
+                nxt[hi] = kb.let(f"{name}{at}_{hi}", a - b)
+            cur, at = nxt, at + 1
+            continue
+        masks = []
+        while at < len(stages) and stages[at].mask:
+            masks.append(stages[at].mask)
+            at += 1
+        if swap is None:
+            swap = kb.workgroup_var(f"{name}Swap", array(V4, workgroup_size * n))
+        elif rounds or reused:
+            kb.barrier()  # every lane has read what the memory held
+        apart = ", ".join(str(4 * stages[at - len(masks) + t].h) for t in range(len(masks)))
+        kb.comment(f"Rotation stages {apart} values apart: between the row's lanes, through")
+        kb.comment("workgroup memory; each lane reads its partners' vectors and keeps its own.")
+        for j in range(n):
+            swap[kb.lid.x * n + j if j else kb.lid.x * n] = cur[j]
+        kb.barrier()
+        # Stage t: where this lane holds the high half it takes partner - own, else own +
+        # partner (the same sums as a + b, a - b); own * -1 is exact.
+        signs = [
+            kb.let(f"{name}Hi{rounds}_{t}", select(1.0, -1.0, (lane & m).ne(0)))
+            for t, m in enumerate(masks)
+        ]
+        group = 1 << len(masks)
+        for j in range(n):
+            vals = [cur[j]]
+            for c in range(1, group):
+                m = 0
+                for t, mt in enumerate(masks):
+                    if c >> t & 1:
+                        m ^= mt
+                slot = _lane_slot(kb, lane, lanes, m)
+                vals.append(
+                    kb.let(f"{name}G{rounds}_{j}_{c}", swap[slot * n + j if j else slot * n])
+                )
+            for t in range(len(masks)):
+                bit = 1 << t
+                for c in range(0, group, 2 * bit):
+                    vals[c] = kb.let(
+                        f"{name}R{rounds}_{t}_{j}_{c}", vals[c + bit] + vals[c] * signs[t]
+                    )
+            cur[j] = vals[0]
+        rounds += 1
+    return [kb.let(f"{name}{j}", x) for j, x in enumerate(cur)]
+
+
+def _lane_slot(kb: KernelBuilder, lane: Val, lanes: int, mask: int) -> Val:
+    """The local invocation index of the lane ``mask`` apart from ``lane`` in its row (rows
+    start at multiples of ``lanes``: xor the local index where ``lanes`` is a power of two)."""
+    if lanes & (lanes - 1) == 0:
+        return kb.lid.x ^ mask
+    return kb.lid.x - lane + (lane ^ mask)
+
+
 def _sign(i: int) -> float:
     """:func:`sign` of a dimension known when the kernel is built."""
     x = (i + 1) * 0x9E3779B1 % 2**32
@@ -130,4 +299,14 @@ def check_block(block: int, head_dim: int) -> str | None:
     return None
 
 
-__all__ = ["check_block", "load4", "registers", "sign", "stages"]
+__all__ = [
+    "Stage",
+    "across_lanes",
+    "check_block",
+    "exchange_bytes",
+    "load4",
+    "plan",
+    "registers",
+    "sign",
+    "stages",
+]

@@ -8,14 +8,16 @@ it with its partner ``half`` vectors away, loaded beside it and normed alike
 (:func:`kvdsl.nodes.rotary.rotate_with_partner`), or with the lane's own partner where the
 quantiser pairs the runs (:func:`kvdsl.nodes.rotary.rotate_lane_pairs`). With a partial rotary
 a vector past the rotated part passes through, normed. The fused ``qkv`` kernels norm Q and K
-(and rotate them) through the same two nodes.
+(and rotate them) through the same two nodes. With a Walsh-Hadamard ``rotation`` the row's
+lanes then rotate K together (:func:`rotated_lane`).
 """
 
 from __future__ import annotations
 
 from typing import Callable
 
-from kvdsl.ir import KernelBuilder, Val, array, as_val, f32, u32, vec
+from kvdsl.ir import KernelBuilder, Val
+from kvdsl.ir.builder import Shared
 from kvdsl.nodes import rotation
 from kvdsl.nodes.rmsnorm import Norm
 from kvdsl.nodes.rotary import Rotation, rotate_lane_pairs, rotate_with_partner
@@ -59,24 +61,19 @@ def transform_lane(
 
 def rotated_lane(
     kb: KernelBuilder,
-    head_dim: int,
+    k: list[Val],
+    vector_at: Callable[..., Val | int],
+    lane: Val,
+    lanes: int,
     block: int,
-    load: Callable[[Val], Val],
-    norm: Norm | None,
-    rot: Rotation | None,
-    lane_at: Callable[[int], Val],
-    vectors: int,
+    workgroup_size: int,
+    swap: Shared | None = None,
 ) -> list[Val]:
-    """The lane's ``vectors`` vectors of K (its ``j``-th the row's vector ``lane_at(j)``),
-    normed, NeoX-rotated and then Walsh-Hadamard rotated over blocks of ``block``
-    (:mod:`kvdsl.nodes.rotation`): every vector of the row depends on the whole row, so the lane
-    loads the whole row (``load(i)``), transforms and rotates it in registers and takes its
-    own."""
-    kb.comment(f"K's whole row, transformed and rotated (blocks of {block}).")
-    n4 = head_dim // 4
-    index = [as_val(i, u32) for i in range(n4)]
-    full = transform_lane(kb, [load(i) for i in index], index.__getitem__, load, norm, rot)
-    row = kb.var("kRot", array(vec(4, f32), n4))
-    for i, x in enumerate(rotation.registers(kb, full, block, "kR")):
-        row[i] = x
-    return [kb.let(f"kLane{j}", row[lane_at(j)]) for j in range(vectors)]
+    """The lane's vectors of K (``k``, normed and NeoX-rotated: its ``j``-th the row's vector
+    ``vector_at(lane, j)``) Walsh-Hadamard rotated over blocks of ``block``, the row's
+    ``lanes`` lanes together (:func:`kvdsl.nodes.rotation.across_lanes`), named ``kRot{j}``.
+    Every invocation of the workgroup calls it (a row's values are exchanged at a barrier);
+    ``swap``: workgroup memory the kernel has used before to exchange them through."""
+    kb.comment(f"K's row Walsh-Hadamard rotated (blocks of {block}), its lanes together.")
+    args = (lanes, block, workgroup_size, "kRot", swap)
+    return rotation.across_lanes(kb, k, vector_at, lane, *args)

@@ -197,6 +197,28 @@ def test_budget_stops_between_configs_and_names_the_rest(tmp_path, gpu):
     assert info["unmeasured"] == VARIANTS and info["floor_us"] > 0
 
 
+def test_a_run_killed_inside_a_config_keeps_the_rows_it_logged(tmp_path, monkeypatch, gpu):
+    """The device session ending inside a config (the rotated fused QKV kernel, the last of
+    the rotation run): the CSV holds every row the log showed, not only the configs done."""
+    logged = []
+    real = bench.progress
+
+    def progress(done, total, row, elapsed):
+        if done == 2:
+            raise KeyboardInterrupt  # the session ends while the config's second row is timed
+        logged.append(row["variant"])
+        return real(done, total, row, elapsed)
+
+    monkeypatch.setattr(bench, "progress", progress)
+    argv = ["--small", "--out", str(tmp_path), "--repeats", "2", "--warmup", "1", "--trials", "1"]
+    with pytest.raises(KeyboardInterrupt):
+        bench.main(argv + ["--variants", "qkv_int4_rotation128_llama31_8b"])
+    with open(tmp_path / "gpu.csv", newline="") as f:
+        data = list(csv.DictReader(f))
+    assert logged == [r["variant"] for r in data][:1] == ["qkv_int4_rotation128_llama31_8b"]
+    assert float(data[0]["kvdsl_us"]) > 0
+
+
 def test_settle_keeps_the_gpu_busy_first(tmp_path, gpu):
     argv = ["--small", "--out", str(tmp_path), "--repeats", "2", "--warmup", "1"]
     assert bench.main(argv + ["--budget", "0", "--settle", "0.3", "--variants", *VARIANTS]) == 0

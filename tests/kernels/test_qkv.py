@@ -76,6 +76,22 @@ CONFIGS = {
     "q8_0_q_runs_pair_loads": QkvConfig(
         1, 32, q_heads=2, rotary=True, format="q8_0", q_strided=False, pair_loads=True
     ),
+    # strided lanes whose partners are staged (each vector at its place in the row), K normed;
+    # Q's rows in the quantiser's strided words too
+    "int4_strided_staged": QkvConfig(
+        2, 64, q_heads=4, k_norm=True, rotary=True, format="int4", walk="strided", pair_loads=False
+    ),
+    "int4_strided_staged_q_words": QkvConfig(
+        2,
+        64,
+        q_heads=4,
+        k_norm=True,
+        rotary=True,
+        format="int4",
+        walk="strided",
+        pair_loads=False,
+        q_strided=False,
+    ),
 }
 
 
@@ -126,7 +142,8 @@ def _bits(a: np.ndarray) -> np.ndarray:
     sorted(CATALOG)
     + ["gqa4_knorm", "partial", "f16_q_bsh", "int4_asym_side_knorm", "q8_0_qnorm_bias"]
     + ["int8_strided_pair_loads", "q4_0_pair_loads_bias", "q8_0_unsplit_runs"]
-    + ["int4_unsplit_staged", "int8_q_runs", "q8_0_q_runs_pair_loads"],
+    + ["int4_unsplit_staged", "int8_q_runs", "q8_0_q_runs_pair_loads"]
+    + ["int4_strided_staged", "int4_strided_staged_q_words"],
 )
 def test_fused_equals_the_unfused_chain(name, backend, gpu):
     """The second oracle: the fused kernel's Q and cache equal, bit for bit, what kvdsl's own
@@ -199,9 +216,8 @@ def test_bytes_moved_within_a_tenth_of_the_minimum(name):
         minimum = evaluate(e["bytes_moved"], {"batch": batch, "keySeq": key_seq}, "shape")
         size = {"f32": 4, "f16": 2}
         d, tokens = cfg.head_dim, batch * key_seq
-        # A rotated row's partners loaded again (pair_loads), and a K row loaded whole again by
-        # each of its lanes for a rotation, come from the cache: the lines the row's lanes have
-        # just loaded.
+        # A rotated row's partners loaded again (pair_loads) come from the cache: the lines the
+        # row's lanes have just loaded. A Walsh-Hadamard rotation loads nothing again.
         reloads = tokens * cfg.reloads * size[cfg.input_type.value]
         streamed = sum(sum(counted.get(k, [0])) for k in STREAMS) - reloads
         assert streamed <= 1.1 * minimum, (streamed, minimum)

@@ -2,14 +2,19 @@
 rotated before it is quantised (``rotation``): against the reference (:mod:`kvdsl.reference.rotation` after the norm and rotary)
 on the interpreter and the GPU; the cache it writes read back by ``attend`` with the same
 rotation gives attention over the cache unrotated, nearer than an unrotated int8 cache does on
-K with large channels; a bad rotation is refused by name."""
+K with large channels; the row's lanes rotate it together (each loads what the unrotated
+writer loads: its own vectors, not the whole row), 32 lanes a row too; a bad rotation is
+refused by name."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 import pytest
 
-from kvdsl import interp
+from kvdsl import catalog, interp
+from kvdsl.harness import cases_for
 from kvdsl.harness.runner import verify_variant
 from kvdsl.kernels.attend import AttendConfig, attend
 from kvdsl.kernels.config import ConfigError
@@ -59,6 +64,35 @@ def test_a_rotating_paged_append_matches_the_reference_on_both_backends(name):
     cfg = PagedAppendConfig(kv_heads=2, head_dim=64, page_size=16, **PAGED[name])
     result = verify_variant(name, cfg, paged_append(cfg), n_cases=2)
     assert result.ok, "\n".join(result.problems)
+
+
+def test_lanes_wider_than_a_subgroup_rotate_their_row_together():
+    """32 lanes a row (one vector each), wider than llvmpipe's subgroups of 8: the rotation's
+    stages pair lanes up to 16 apart through workgroup memory."""
+    cfg = DenseAppendConfig(kv_heads=2, head_dim=128, format="int8", run=1, rotation=128)
+    assert cfg.row_lanes == 32
+    result = verify_variant("int8, a vector a lane", cfg, dense_append(cfg), n_cases=2)
+    assert result.ok, "\n".join(result.problems)
+
+
+ROTATED = sorted(n for n in catalog.VARIANTS if "rotation" in n and n.startswith("dense_"))
+
+
+@pytest.mark.parametrize("name", ROTATED)
+def test_a_rotated_writer_loads_what_the_unrotated_one_does(name):
+    """The catalog's rotated writers load each input vector as often as the same kernel
+    unrotated: a lane its own vectors (and rotary's partners), never the whole row again."""
+    cfg = catalog.config(name)
+    plain = dataclasses.replace(cfg, rotation=0, walk=cfg.walk)
+    loaded = {}
+    for c in (cfg, plain):
+        kernel = catalog.build_config(c)
+        case = cases_for(c, 1, seed=2)[0]
+        counted: dict[str, list[int]] = {}
+        interp.run(kernel, dict(case.buffers), case.params, accesses=counted)
+        loaded[c.rotation] = (counted["src_k"], counted["src_v"])
+    assert loaded[cfg.rotation] == loaded[0]
+    assert loaded[0][0][0] > 0
 
 
 def test_f32_pages_refuse_a_rotation():
