@@ -209,9 +209,13 @@ def run_vectors(fmt: Format, head_dim: int, run: int = 0) -> int:
     """The ``vec4<f32>`` run a lane holds of a row of ``head_dim`` values of ``fmt``: a ggml
     block's 8; four code words of a dense format, at most 8 vectors, where the row divides so
     (int8 4, 4-bit 8, 2-bit 8: two words), else the largest run that divides the row into whole
-    code words; ``run`` > 0 caps a dense format's (at least one code word)."""
+    code words; ``run`` > 0 caps a dense format's (at least one code word); the whole row for a
+    format that sums its statistic in one lane (:attr:`kvdsl.nodes.formats.Format.whole_row_lane`;
+    its configs refuse a ``run``)."""
     if fmt.ggml:
         return BLOCK // 4
+    if fmt.whole_row_lane:
+        return head_dim // 4
     word = fmt.per_word // 4
     longest = min(fmt.per_word, 8)
     if run:
@@ -323,12 +327,9 @@ def _place(q: Quantiser) -> str:
 
 
 def run_stat(kb: KernelBuilder, fmt: Format, name: str, run: Sequence[Val]) -> Val:
-    """The statistic (:meth:`kvdsl.nodes.formats.Format.partial`) of a run of ``vec4<f32>``,
-    its vectors' partials combined in order (q4_0 keeps the first of equal magnitudes)."""
-    acc = fmt.partial(kb, f"{name}0", run[0])
-    for j, x in enumerate(run[1:], 1):
-        acc = kb.let(f"{name}Run{j}", fmt.combine(acc, fmt.partial(kb, f"{name}{j}", x)))
-    return acc
+    """The statistic of a run of ``vec4<f32>`` (:meth:`kvdsl.nodes.formats.Format.run_stat`:
+    its vectors' partials combined in order, q4_0 keeping the first of equal magnitudes)."""
+    return fmt.run_stat(kb, name, list(run))
 
 
 def _tensors(k: Sequence[Val], v: Sequence[Val] | None) -> dict[str, Sequence[Val]]:

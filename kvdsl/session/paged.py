@@ -166,10 +166,16 @@ class PagedRows:
         """Stored rows ``[..., unit]`` of new-token rows ``[..., head_dim]``."""
         if self.float:
             return np.asarray(rows).astype(self.dtype)
-        return fm.quantize_rows(self.name, np.asarray(rows, np.float32), True)[0]
+        rows = fm.stored_basis(self.name, np.asarray(rows, np.float32))
+        return fm.quantize_rows(self.name, rows, True)[0]
+
+    def attended(self, decoded: np.ndarray) -> np.ndarray:
+        """:meth:`decode`'s rows in their own basis (a format stored rotated rotates them
+        back), as attention meets them."""
+        return decoded if self.float else fm.original_basis(self.name, decoded)
 
     def decode(self, stored: np.ndarray, head_dim: int) -> np.ndarray:
-        """f32 rows ``[..., head_dim]`` of stored rows."""
+        """f32 rows ``[..., head_dim]`` of stored rows (in the basis they are stored in)."""
         if self.float:
             return np.asarray(stored, np.float32)
         with np.errstate(all="ignore"):  # a free page's noise decodes to anything
@@ -690,6 +696,7 @@ class PagedSession(_Run):
                     stored = got if ok else stored
                 out = np.zeros((s.batch, int(rows.max()), s.kv_heads, s.head_dim), np.float32)
                 decoded = self.rows.decode(stored.reshape(-1, self.rows.unit), s.head_dim)
+                decoded = self.rows.attended(decoded)
                 out[b, at] = decoded.reshape(len(b), s.kv_heads, s.head_dim)
                 sides.append(out.transpose(0, 2, 1, 3))
             # The contract's size for the binding (the room after the pool holds canaries).
