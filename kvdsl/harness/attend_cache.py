@@ -1,5 +1,7 @@
 """The quantised caches ``attend`` reads in its verification cases and ``kvdsl inputs``: K and V
 rows encoded by the format's own reference encoder (:func:`kvdsl.reference.formats.quantize_rows`,
+in the basis the format stores them in, :func:`kvdsl.reference.formats.stored_basis`, and the
+decoded rows rotated back,
 or the template's per-channel or per-tensor quantiser of :mod:`kvdsl.reference.modes`), so a
 cache holds the codes and scales a writer of the format stores for such values, and the values
 they decode to, which the reference attends over.
@@ -54,9 +56,12 @@ def encode(
             per_channel = bool(rng.integers(0, 2))
         return _template(cfg, rng, k, v, per_channel)
     fmt, inline = cfg.fmt, cfg.inline
-    (kw, ks), (vw, vs) = (fm.quantize_rows(fmt, x, inline) for x in (k, v))
+    stored = (fm.stored_basis(fmt, np.asarray(x, np.float32)) for x in (k, v))
+    (kw, ks), (vw, vs) = (fm.quantize_rows(fmt, x, inline) for x in stored)
     dk, dv = (
-        fm.dequantize_rows(fmt, w, None if inline else s, cfg.head_dim, inline)
+        fm.original_basis(
+            fmt, fm.dequantize_rows(fmt, w, None if inline else s, cfg.head_dim, inline)
+        )
         for w, s in ((kw, ks), (vw, vs))
     )
     side = None if inline else np.concatenate([ks, vs], axis=-1)

@@ -206,6 +206,8 @@ def paged_append_case(cfg: PagedAppendConfig, rng: np.random.Generator, i: int) 
     k = new_k.astype(np.float32).reshape(batch, key_seq, h, d)
     k = ref.prepare_k(k, pos[:, :, None], norm, rot, cfg.rotation)
     v = new_v.astype(np.float32).reshape(batch, key_seq, h, d)
+    if cfg.dense is not None:  # K and V in the basis the format stores them in
+        k, v = fm.stored_basis(cfg.dense, k), fm.stored_basis(cfg.dense, v)
     expected, written = appended_pools(cfg, k, v, slots, pages)
     bufs |= {name: poison(a.size, a.dtype) for name, a in expected.items()}
     shape = {k_: shape[k_] for k_ in ("batch", "keySeq", "pages", "maxPages", "positions")

@@ -22,6 +22,7 @@ from kvdsl.kernels.build import BuildConfig, build
 from kvdsl.kernels.paged import SCALE_POOL, Addressing
 from kvdsl.kernels.paged_append import paged_append
 from kvdsl.kernels.qkv_paged import PagedQkvConfig, chain
+from kvdsl.reference import formats as fm
 from kvdsl.reference import paged as ref
 from kvdsl.reference.qkv import project
 
@@ -63,6 +64,8 @@ def paged_qkv_case(cfg: PagedQkvConfig, rng: np.random.Generator, i: int) -> Cas
     view = cfg.pool_config
     if cfg.rotation:
         k = ref.prepare_k(k, None, None, None, cfg.rotation)
+    if view.dense is not None:  # K and V in the basis the format stores them in
+        k, v = (fm.stored_basis(view.dense, np.asarray(x, np.float32)) for x in (k, v))
     k, v = (x.transpose(0, 2, 1, 3) for x in (k, v))  # [B, S, H, D]
     expected, written = appended_pools(view, k, v, slots, pages)
     bufs |= {name: poison(a.size, a.dtype) for name, a in expected.items()}

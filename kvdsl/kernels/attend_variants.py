@@ -154,6 +154,7 @@ CONTIGUOUS_FORMATS = {
     "int4_asym_side": ("int4_asym", ScalePlace.SIDE),
     "q8_0": ("q8_0", ScalePlace.INLINE),
     "q4_0": ("q4_0", ScalePlace.INLINE),
+    "ort_q4": ("ort_q4", ScalePlace.INLINE),
     "template_int8": ("template_int8", ScalePlace.INLINE),
     "template_int4": ("template_int4", ScalePlace.INLINE),
 }
@@ -162,7 +163,8 @@ CONTIGUOUS_FORMATS = {
 #: (``paged_append_int8_side_page_table_p16_nhd``, ``paged_append_rotary_int4_page_table_p64_nhd``,
 #: ``paged_qkv_int4_side``, ``paged_read_int4_asym_side_p64_hnd_f16``,
 #: ``paged_append_rotary_q8_0_page_table_p16_nhd``, ``paged_qkv_q4_0``,
-#: ``paged_append_rotary_q4_0_p16_hnd``); int4 in HND pages of 64 as the f32 ``p64_hnd`` ones.
+#: ``paged_append_rotary_q4_0_p16_hnd``, ``paged_append_rotary_ort_q4_page_table_p16_nhd``); int4
+#: in HND pages of 64 as the f32 ``p64_hnd`` ones.
 PAGED_FORMATS = {
     "int8_side_p16_nhd": ("int8", ScalePlace.SIDE, 16, PageLayout.NHD),
     "int4_p64_nhd": ("int4", ScalePlace.INLINE, 64, PageLayout.NHD),
@@ -172,6 +174,7 @@ PAGED_FORMATS = {
     "q8_0_p16_nhd": ("q8_0", ScalePlace.INLINE, 16, PageLayout.NHD),
     "q4_0_p16_nhd": ("q4_0", ScalePlace.INLINE, 16, PageLayout.NHD),
     "q4_0_p16_hnd": ("q4_0", ScalePlace.INLINE, 16, PageLayout.HND),
+    "ort_q4_p16_nhd": ("ort_q4", ScalePlace.INLINE, 16, PageLayout.NHD),
 }
 
 

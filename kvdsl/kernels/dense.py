@@ -167,12 +167,20 @@ def require_format(
         f"'inline' for {'' if role == 'format' else role + ' '}{fmt.name} (ggml's f16 scales"
         " sit inside its blocks)",
     )
-    multiple = fmt.elements_multiple()
+    require(fmt.takes(head_dim), "head_dim", head_dim, f"{fmt.head_dims()} for {role} {fmt.name!r}")
+
+
+def require_rotation(fmt: Format, block: Any, head_dim: int) -> None:
+    """A writer's or a reader's ``rotation`` (:func:`kvdsl.nodes.rotation.check_block`): 0 for a
+    format that carries a rotation of its own (:attr:`kvdsl.nodes.formats.Format.rotated`)."""
+    wrong = rotation.check_block(block, head_dim)
+    require(wrong is None, "rotation", block, wrong or "")
     require(
-        head_dim % multiple == 0,
-        "head_dim",
-        head_dim,
-        f"a multiple of {multiple} for {role} {fmt.name!r}",
+        not (block and fmt.rotated),
+        "rotation",
+        block,
+        f"0 for format {fmt.name} (it carries its own rotation: ORT's unsigned Walsh-Hadamard"
+        " transform of the whole head, K and V alike)",
     )
 
 
@@ -186,6 +194,12 @@ def require_walk(fmt: Any, walk: Any, run: Any) -> None:
         "run",
         run,
         "None (the longest run) or 1, 2, 4 or 8 vectors a lane",
+    )
+    require(
+        run is None or not fmt.whole_row_lane,
+        "run",
+        run,
+        f"None for {fmt.name} (one lane holds a whole row: its norm is summed in ORT's order)",
     )
     require(
         not (fmt.ggml and walk is DenseWalk.STRIDED),
@@ -241,8 +255,7 @@ class DenseAppendConfig(RotaryHalf, DenseConfig):
             " WebGPU's default 8)",
         )
         require_rotary_vectors(self.rotary, self.head_dim, self.rotary_half, self.mode)
-        wrong = rotation.check_block(self.rotation, self.head_dim)
-        require(wrong is None, "rotation", self.rotation, wrong or "")
+        require_rotation(self.fmt, self.rotation, self.head_dim)
         one_of("input_type", self.input_type, FLOATS)
         require_walk(self.fmt, self.walk, self.run)
         flag("split", self.split)
@@ -445,6 +458,10 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
             kb.comment("Every row's lanes rotate it (they meet at a barrier); V's keep theirs.")
             for xj, kj in zip(x, rotated(list(x))):
                 xj.set(select(kj, xj, is_v))
+        if fmt.rotated:
+            kb.comment(f"The row in {fmt.name}'s own basis (the lane holds it whole).")
+            for j, y in enumerate(fmt.rotate_row(kb, "xOrt", list(x))):
+                x[j].set(y)
         k, v = x, None
     else:
         k = [kb.let(f"kIn{j}", words.as_f32(kb, src_k[at[j]])) for j in range(n)]
@@ -454,6 +471,9 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
             k = transform(k, norm)
         if cfg.rotation:
             k = rotated(k)
+        if fmt.rotated:
+            kb.comment(f"The rows in {fmt.name}'s own basis (the lane holds them whole).")
+            k, v = fmt.rotate_row(kb, "kOrt", k), fmt.rotate_row(kb, "vOrt", v)
     done = it.e >= rows * lanes
 
     def place() -> RowPlace:
@@ -468,6 +488,8 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
     transforms = ["K RMS-normed"] if cfg.k_norm else []
     if cfg.rotary:
         transforms.append("K rotated at its row" if append else "K rotated at pastSeq + t")
+    if fmt.rotated:
+        transforms.append(f"K and V in {fmt.name}'s rotated basis")
     if append:
         doc = (
             f"Quantise new BSH K/V into a buffer-sharing BNSH {kind} cache, each row's scale\n"

@@ -71,7 +71,21 @@ class DenseConvertConfig(DenseConfig):
         super().check_fields()
         one_format("source", self.source, Source)
         one_of("source_scales", self.source_scales, ScalePlace)
+        require(
+            not self.fmt.rotated,
+            "format",
+            self.fmt.name,
+            f"a format without a rotation of its own ({self.fmt.name}'s rows are written by"
+            " dense_append, paged_append and qkv, which rotate K and V into its basis)",
+        )
         src = self.source_fmt
+        require(
+            src is None or not src.rotated,
+            "source",
+            getattr(self.source, "value", self.source),
+            "f32, f16 or a format without a rotation of its own (a rotated format's rows"
+            " decode to its rotated basis)",
+        )
         if src is None:
             require(
                 self.source_scales is ScalePlace.INLINE,
@@ -205,6 +219,8 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, DenseConfig]:
     v: dict[str, DenseConfig] = {}
     llama = models["llama31_8b"].shape
     for f in DenseFormat:
+        if FORMATS[f.value].rotated:
+            continue  # refused: dense_append writes its rows
         ggml = FORMATS[f.value].ggml
         for place in [ScalePlace.INLINE] if ggml else list(ScalePlace):
             tag = f.value + ("_side" if place is ScalePlace.SIDE else "")

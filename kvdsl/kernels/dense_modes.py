@@ -130,6 +130,13 @@ class DenseWindowShiftConfig(RotaryHalf, DenseMoveConfig):
         require_rotary_vectors(self.rotary, self.head_dim, self.rotary_half, self.mode)
         one_of("input_type", self.input_type, FLOATS)
         require(
+            not (appends and self.fmt.rotated),
+            "region",
+            self.region.value,
+            f"'shift' for format {self.fmt.name} (its rows are written in its own rotated basis"
+            " by dense_append, paged_append and qkv; the shift pass moves them as they are)",
+        )
+        require(
             self.region is not ShiftRegion.ALL or self.inline,
             "scales",
             self.scales.value,
@@ -482,6 +489,8 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, DenseConfig]:
         {"region": r} for r in (ShiftRegion.SHIFT, ShiftRegion.APPEND, ShiftRegion.ALL)
     )
     for f in DenseFormat:
+        if FORMATS[f.value].rotated:
+            continue  # its appends are dense_append's; its rows move as any format's
         ggml = FORMATS[f.value].ggml
         for place in [ScalePlace.INLINE] if ggml else list(ScalePlace):
             tag = f.value + ("_side" if place is ScalePlace.SIDE else "")

@@ -41,6 +41,7 @@ from kvdsl.kernels.dense import (
     format_choice,
     one_format,
     require_format,
+    require_rotation,
 )
 from kvdsl.nodes import formats, paged, rotation, words
 from kvdsl.nodes.quantise import Quantiser, row_lanes
@@ -186,7 +187,7 @@ class PagedAppendConfig(RotaryHalf, PagedConfig):
     rotary_half: int | None = None
     # K rotated by the signed Walsh-Hadamard matrix over blocks of this many dimensions after
     # its norm and rotary, before a dense format quantises it (as dense_append's rotation);
-    # 0: not rotated.
+    # 0: not rotated (and 0 for a format with its own rotation, ort_q4, which rotates K and V).
     rotation: int = 0
     mode = "paged_append"
     KEYS = (  # fmt: skip
@@ -202,6 +203,8 @@ class PagedAppendConfig(RotaryHalf, PagedConfig):
         require_rotary(self.rotary, self.head_dim, half=self.rotary_half)
         require_rotary_vectors(self.rotary, self.head_dim, self.rotary_half, self.mode)
         one_of("input_type", self.input_type, FLOATS)
+        if self.dense is not None:
+            require_rotation(self.dense, self.rotation, self.head_dim)
         wrong = rotation.check_block(self.rotation, self.head_dim)
         require(wrong is None, "rotation", self.rotation, wrong or "")
         require(
@@ -417,7 +420,8 @@ def page_fields(cfg: Any) -> dict[str, Any]:
 def catalog_variants(models: dict[str, Model]) -> dict[str, PagedConfig]:
     """Named paged appends and reads at Llama-3.1-8B's shape (8 × 128): page sizes 16 and 64,
     NHD and HND, separate and combined pools, both addressings, f32 and f16 pools, the dense
-    formats (scales inline and in scale_pages), rotary and (Qwen3's shape) K RMSNorm."""
+    formats (scales inline and in scale_pages; ORT's ``ort_q4``), rotary and (Qwen3's shape) K
+    RMSNorm."""
     llama, qwen3 = models["llama31_8b"].shape, models["qwen3_06b"].shape
     f16 = {"format": PagedFormat.F16}
     v: dict[str, PagedConfig] = {}
@@ -477,5 +481,9 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, PagedConfig]:
     )
     v["paged_read_int4_asym_side_p64_hnd_f16_llama31_8b"] = PagedReadConfig(
         **llama, format=PagedFormat.INT4_ASYM, **side, **hnd, **p64, output_type=Element.F16
+    )
+    # ONNX Runtime's 4-bit rows, K and V in its rotated basis (attend_paged_ort_q4_p16_nhd)
+    v["paged_append_rotary_ort_q4_page_table_p16_nhd_llama31_8b"] = PagedAppendConfig(
+        **llama, format=PagedFormat.ORT_Q4, rotary=True, **table
     )
     return v

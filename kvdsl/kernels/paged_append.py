@@ -194,6 +194,9 @@ def paged_append(cfg: PagedAppendConfig, name: str = "paged_append") -> Kernel:
             if cfg.rotation:
                 args = (q.vector_at, it.d, q.lanes, cfg.rotation, cfg.workgroup_size)
                 k = rotated_lane(kb, k, *args)
+        if q.fmt.rotated:
+            kb.comment(f"The rows in {q.fmt.name}'s own basis (the lane holds them whole).")
+            k, v = q.fmt.rotate_row(kb, "kOrt", k), q.fmt.rotate_row(kb, "vOrt", v)
         addr = _address(kb, cfg, ins, pages, tok, tok.pos if table else None)
 
         def place() -> RowPlace:

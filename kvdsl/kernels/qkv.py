@@ -379,7 +379,8 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, QkvConfig]:
     f32 throughout and in f16 (input, Q and cache), Q in BNSH; Llama's also with Q in BSH, and
     K/V appended without rotary; Phi-2's partial rotary; and caches in dense formats (int8 and
     q4_0 at Llama's shape, int8 at Qwen3's, q8_0 at Gemma's, int4 with side scales at
-    Qwen2.5's), and int4 at Llama's with K rotated over the whole head (``rotation``)."""
+    Qwen2.5's), and int4 at Llama's with K rotated over the whole head (``rotation``); ORT's
+    ``ort_q4`` at Llama's (K and V in its own rotated basis)."""
     own = {
         "llama31_8b": {},
         "phi3_mini": {},
@@ -414,6 +415,8 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, QkvConfig]:
     llama_rot = llama | {"rotary": True, "format": DenseFormat.INT4}
     v["qkv_int4_rotation128_llama31_8b"] = QkvConfig(**llama_rot, rotation=llama["head_dim"])
     v["qkv_int4_llama31_8b"] = QkvConfig(**llama_rot)  # its unrotated twin
+    # ONNX Runtime's 4-bit cache, K and V in its own rotated basis (attend_ort_q4_llama31_8b)
+    v["qkv_ort_q4_llama31_8b"] = QkvConfig(**llama, rotary=True, format=DenseFormat.ORT_Q4)
     return v
 
 

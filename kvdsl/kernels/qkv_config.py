@@ -35,6 +35,7 @@ from kvdsl.kernels.dense import (
     ScalePlace,
     one_format,
     require_format,
+    require_rotation,
     require_walk,
 )
 from kvdsl.nodes import rotation
@@ -136,6 +137,8 @@ class QkvConfig(RotaryHalf, CacheConfig):
         flag("q_strided", self.q_strided)
         wrong = rotation.check_block(self.rotation, self.head_dim)
         require(wrong is None, "rotation", self.rotation, wrong or "")
+        if self.format is not None:
+            require_rotation(self.fmt, self.rotation, self.head_dim)
         if self.format is None:
             require(
                 not self.rotation,

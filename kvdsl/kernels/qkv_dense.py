@@ -13,7 +13,9 @@ its partners from there after the barrier (the norm's, where there is one). K's 
 ``dense_append``'s, in the same order; Q is normed and rotated by the same program and stored
 before the quantiser, which skips Q's rows. With a ``rotation`` K's rows are then
 Walsh-Hadamard rotated by their lanes together, through workgroup memory
-(:func:`kvdsl.nodes.transforms.rotated_lane`, ``dense_append``'s), before the quantiser.
+(:func:`kvdsl.nodes.transforms.rotated_lane`, ``dense_append``'s), before the quantiser. A
+format with its own rotation (``ort_q4``) has the lane hold a whole row, and K's and V's rows
+turn into its basis in registers before the quantiser.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from kvdsl.ir import (
     vec,
 )
 from kvdsl.kernels.config import ceil_div, times
+from kvdsl.nodes.formats import Format
 from kvdsl.kernels.qkv import (
     QkvConfig,
     QLayout,
@@ -192,6 +195,8 @@ def qkv_dense(cfg: QkvConfig, name: str = "qkv") -> Kernel:
     q_rows = k
     if cfg.rotation:
         k = _rotated_k(kb, cfg, k, is_q, is_v, lane, staged)
+    if q.fmt.rotated:
+        k, v = _own_basis(kb, q.fmt, k, v, is_q)
     done = kb.let("done", it.e >= count * lanes)
     with kb.if_(is_q.land(~done)):
         if cfg.q_layout is QLayout.BNSH:
@@ -245,6 +250,42 @@ def _rotated_k(
     args = (q.vector_at, lane, q.lanes, cfg.rotation, cfg.workgroup_size)
     ys = rotated_lane(kb, list(k), *args, staged)
     return [kb.let(f"kq{j}", select(kj, y, is_k)) for j, (kj, y) in enumerate(zip(k, ys))]
+
+
+def _own_basis(
+    kb: KernelBuilder, fmt: Format, k: list[Val], v: list[Val] | None, is_q: Val
+) -> tuple[list[Val], list[Val] | None]:
+    """A K or V row's vectors (``k``, and ``v`` where a row is a pair of heads) in the basis of
+    ``fmt``'s own rotation (:meth:`kvdsl.nodes.formats.Format.rotate_row`: the lane holds the
+    whole row); Q's rows keep theirs (the quantiser skips them)."""
+    kb.comment(f"K's and V's rows in {fmt.name}'s own basis (the lane holds them whole).")
+    out = {"k": [kb.var(f"kOrtRow{j}", F32X4, x) for j, x in enumerate(k)]}
+    if v is not None:
+        out["v"] = [kb.var(f"vOrtRow{j}", F32X4, x) for j, x in enumerate(v)]
+    with kb.if_(~is_q):
+        for which, xs in (("k", k), ("v", v)):
+            if which in out:
+                for o, y in zip(out[which], fmt.rotate_row(kb, f"{which}Ort", list(xs))):
+                    o.set(y)
+    return out["k"], out.get("v")
+
+
+def _own_basis(
+    kb: KernelBuilder, fmt: Format, k: list[Val], v: list[Val] | None, is_q: Val
+) -> tuple[list[Val], list[Val] | None]:
+    """A K or V row's vectors (``k``, and ``v`` where a row is a pair of heads) in the basis of
+    ``fmt``'s own rotation (:meth:`kvdsl.nodes.formats.Format.rotate_row`: the lane holds the
+    whole row); Q's rows keep theirs (the quantiser skips them)."""
+    kb.comment(f"K's and V's rows in {fmt.name}'s own basis (the lane holds them whole).")
+    out = {"k": [kb.var(f"kOrtRow{j}", F32X4, x) for j, x in enumerate(k)]}
+    if v is not None:
+        out["v"] = [kb.var(f"vOrtRow{j}", F32X4, x) for j, x in enumerate(v)]
+    with kb.if_(~is_q):
+        for which, xs in (("k", k), ("v", v)):
+            if which in out:
+                for o, y in zip(out[which], fmt.rotate_row(kb, f"{which}Ort", list(xs))):
+                    o.set(y)
+    return out["k"], out.get("v")
 
 
 @contextmanager

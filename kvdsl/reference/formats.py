@@ -39,6 +39,13 @@ ggml's block formats, byte for byte as ``quantize_row_q8_0_ref`` / ``quantize_ro
   nibble and element ``j + 16`` in its high nibble. Dequantised: ``(nibble - 8) * f16(d)``.
   An all-zero block has ``d = 0 / -8 = -0.0``: its scale bytes are ``00 80``, its codes ``0x88``.
 
+ONNX Runtime WebGPU's ``ort_q4`` (family ``ort_tq``, :mod:`kvdsl.reference.ort_tq`): a row's
+L2 norm (summed in ORT's workgroup order) as its one scale, and 4-bit indices ``0 .. 15`` of ORT's
+centroids (``int4``'s order), the number of ORT's boundaries at most ``x / norm``. Dequantised:
+``centroid[q] * norm``. Its rows are stored rotated: :func:`own_rotation` is ORT's whole-head
+unsigned Walsh-Hadamard transform, which the writers apply to K and V before quantising (the
+functions here take and give rows in the rotated basis). ``D / 8`` words and one f32 norm.
+
 A row of ggml blocks is the blocks back to back; in u32 words (:func:`words`) a row whose byte
 count is not a multiple of 4 (an odd number of q8_0 or q4_0 blocks) ends with zero padding.
 """
@@ -46,10 +53,11 @@ count is not a multiple of 4 (an odd number of q8_0 or q4_0 blocks) ends with ze
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
+from kvdsl.reference import ort_tq
 from kvdsl.reference.rotation import rotation as rotation_of
 
 from kvdsl.reference.elementwise import rms_norm, rotate_neox, split_heads
@@ -219,14 +227,15 @@ class Spec:
     """A format's parameters, all the reference needs of it: ``family`` (``twos``: symmetric,
     codes in two's complement as int8; ``offset``: symmetric, codes offset by ``2^(bits-1)``
     as int4; ``asymmetric``: codes ``0 .. 2^bits - 1`` over ``min .. max`` as int4_asym;
-    ``q8_0``, ``q4_0``: ggml's blocks) and ``bits`` per code; ``name`` for messages."""
+    ``q8_0``, ``q4_0``: ggml's blocks; ``ort_tq``: ONNX Runtime's norm and centroid indices)
+    and ``bits`` per code; ``name`` for messages."""
 
     name: str
     family: str
     bits: int
 
 
-FAMILIES = ("twos", "offset", "asymmetric", "q8_0", "q4_0")
+FAMILIES = ("twos", "offset", "asymmetric", "q8_0", "q4_0", "ort_tq")
 SPECS = {
     s.name: s
     for s in (
@@ -235,11 +244,14 @@ SPECS = {
         Spec("int4_asym", "asymmetric", 4),
         Spec("q8_0", "q8_0", 8),
         Spec("q4_0", "q4_0", 4),
+        Spec("ort_q4", "ort_tq", 4),
     )
 }
 DENSE = ("int8", "int4", "int4_asym")
 GGML = ("q8_0", "q4_0")
 FORMATS = DENSE + GGML
+#: The formats stored in a basis of their own (:func:`own_rotation`), beside :data:`FORMATS`.
+ROTATED = ("ort_q4",)
 _BLOCK_BYTES = {"q8_0": Q8_0_BLOCK_BYTES, "q4_0": Q4_0_BLOCK_BYTES}
 
 
@@ -251,14 +263,36 @@ def spec(fmt: Any) -> Spec:
         return fmt
     if isinstance(fmt, str):
         if fmt not in SPECS:
-            raise ValueError(f"format {fmt!r}: expected one of {', '.join(FORMATS)}")
+            raise ValueError(f"format {fmt!r}: expected one of {', '.join(FORMATS + ROTATED)}")
         return SPECS[fmt]
     s = Spec(str(fmt.name), fmt.family, fmt.bits)
     if s.family not in FAMILIES:
         raise ValueError(f"format {s.name!r}: family {s.family!r}: expected one of {FAMILIES}")
-    if s.bits not in (1, 2, 4, 8) or (s.family in ("twos", "offset") and s.bits < 2):
+    bad = (s.family in ("twos", "offset") and s.bits < 2) or (s.family == "ort_tq" and s.bits != 4)
+    if s.bits not in (1, 2, 4, 8) or bad:
         raise ValueError(f"format {s.name!r}: bits={s.bits!r}: expected 1, 2, 4 or 8")
     return s
+
+
+def own_rotation(fmt: Any) -> Callable[[np.ndarray], np.ndarray] | None:
+    """The rotation ``fmt``'s rows are stored under, K's and V's alike (``ort_q4``: ORT's
+    unsigned whole-head Walsh-Hadamard transform, in f32; its own inverse), None for the rest."""
+    return ort_tq.hadamard if spec(fmt).family == "ort_tq" else None
+
+
+def stored_basis(fmt: Any, x: np.ndarray) -> np.ndarray:
+    """Rows of K or V (f32) in the basis ``fmt`` stores them in: through :func:`own_rotation`
+    where it has one, else as given."""
+    rotate = own_rotation(fmt)
+    return x if rotate is None else rotate(np.asarray(x, F32))
+
+
+def original_basis(fmt: Any, x: np.ndarray) -> np.ndarray:
+    """Rows decoded in ``fmt``'s stored basis back in the rows' own (float64: the rotation of
+    :func:`own_rotation` is its own inverse), or as given where ``fmt`` has none."""
+    if own_rotation(fmt) is None:
+        return x
+    return rotation_of(x.shape[-1], signed=False).unrotate(np.asarray(x, np.float64))
 
 
 def is_ggml(fmt: Any) -> bool:
@@ -286,6 +320,9 @@ def quantize_dense(x: np.ndarray, fmt: Any) -> Dense:
     """Rows ``x`` in the one-scale-per-row format ``fmt`` (its family and bits)."""
     s = spec(fmt)
     x = _rows(x, 32 // s.bits, s.name)
+    if s.family == "ort_tq":
+        norm = ort_tq.norms(x)
+        return Dense(_pack(ort_tq.indices(x * _inverse(norm)[..., None]), s.bits), norm)
     if s.family == "asymmetric":
         qmax = (1 << s.bits) - 1
         lo, hi = np.min(x, axis=-1), np.max(x, axis=-1)
@@ -305,7 +342,10 @@ def dequantize_dense(
 ) -> np.ndarray:
     """The f32 rows of :func:`quantize_dense`'s words, scales and zero points."""
     s = spec(fmt)
-    q = _signed_codes(s, _unpack(codes, s.bits)).astype(F32)
+    if s.family == "ort_tq":
+        q = ort_tq.CENTROIDS[_unpack(codes, s.bits)]
+    else:
+        q = _signed_codes(s, _unpack(codes, s.bits)).astype(F32)
     out = q * np.asarray(scale, dtype=F32)[..., None]
     return out + np.asarray(zero, dtype=F32)[..., None] if s.family == "asymmetric" else out
 
@@ -403,7 +443,7 @@ def dense_append(
         k = rms_norm(k, k_norm.weight, k_norm.eps)
     if rotary is not None:
         k = rotate_neox(k, pos, rotary.cos, rotary.sin, rotary.half)
-    k = _hadamard(k, rotation)
+    k, v = stored_basis(fmt, _hadamard(k, rotation)), stored_basis(fmt, v)
     return quantized_at(k, v, start, capacity, fmt, inline)
 
 
@@ -453,7 +493,7 @@ def dense_build(
     if rotary is not None:
         pos = past_seq + np.arange(k.shape[2])[None, None, :]
         k = rotate_neox(k, pos, rotary.cos, rotary.sin, rotary.half)
-    k = _hadamard(k, rotation)
+    k, v = stored_basis(fmt, _hadamard(k, rotation)), stored_basis(fmt, v)
     (wk, sk), (wv, sv) = quantize_rows(fmt, k, inline), quantize_rows(fmt, v, inline)
     return wk, wv, np.concatenate([sk, sv], axis=-1)
 

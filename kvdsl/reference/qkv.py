@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from kvdsl.reference.elementwise import F32, rms_norm, rotate_neox, split_heads
-from kvdsl.reference.formats import DenseWritten, quantized_at
+from kvdsl.reference.formats import DenseWritten, quantized_at, stored_basis
 from kvdsl.reference.modes import KNorm, Rotary, Written, _place, _row_mask, share_window
 from kvdsl.reference.rotation import rotation as rotation_of
 
@@ -75,7 +75,8 @@ def qkv(
     step writes (:class:`Written`); with a dense format ``fmt``
     (:mod:`kvdsl.reference.formats`), its words and side scales (:class:`DenseWritten`), K
     Walsh-Hadamard rotated over blocks of ``rotation`` before it is quantised
-    (:mod:`kvdsl.reference.rotation`; 0: not; Q and V are not)."""
+    (:mod:`kvdsl.reference.rotation`; 0: not; Q and V are not), then K and V in the format's
+    stored basis (:func:`kvdsl.reference.formats.stored_basis`)."""
     start, end = share_window(seqlens_k, x.shape[1], capacity)
     pos = start[:, None] + np.arange(x.shape[1])
     q, k, v = project(x, pos, q_heads, kv_heads, bias, q_norm, k_norm, rotary)
@@ -87,6 +88,7 @@ def qkv(
     if fmt is not None:
         if rotation:
             k = rotation_of(k.shape[-1], rotation).rotate(np.asarray(k, F32))
+        k, v = stored_basis(fmt, np.asarray(k, F32)), stored_basis(fmt, np.asarray(v, F32))
         return q, quantized_at(k, v, start, capacity, fmt, inline)
     if rotation:
         raise ValueError(f"qkv: rotation={rotation}: expected 0 without a dense format")

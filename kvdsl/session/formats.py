@@ -5,7 +5,8 @@ row), how the oracle encodes new tokens into rows, and which programs a session 
 each operation over contiguous BNSH caches of ``capacity`` rows per head:
 
 ========  ========================================  ==========================================
-op        float formats (f32, f16)                  dense formats (int8, int4, int4_asym, ggml)
+op        float formats (f32, f16)                  dense formats (int8, int4, int4_asym, ggml,
+                                                    ort_q4)
 ========  ========================================  ==========================================
 append    ``merge_share`` append, in place          ``dense_append``, in place
 retain    ``merge_share`` retain, past → present    ``copy`` of the rows' words, past → present
@@ -39,7 +40,7 @@ from kvdsl.session.host import Bound, Host, Program
 
 FLOATS = ("f32", "f16")
 TEMPLATE = ("template_int8", "template_int4")
-FORMATS = FLOATS + fm.FORMATS + TEMPLATE
+FORMATS = FLOATS + fm.FORMATS + fm.ROTATED + TEMPLATE
 
 
 class SessionError(ValueError):
@@ -116,8 +117,14 @@ class CacheFormat:
         raise NotImplementedError
 
     def decode(self, stored: np.ndarray, side: int) -> np.ndarray:
-        """f32 rows ``[..., head_dim]`` of stored rows of K (``side`` 0) or V (1)."""
+        """f32 rows ``[..., head_dim]`` of stored rows of K (``side`` 0) or V (1), in the basis
+        they are stored in (as a read kernel gives them)."""
         raise NotImplementedError
+
+    def attended(self, decoded: np.ndarray) -> np.ndarray:
+        """:meth:`decode`'s rows as attention meets them: in the rows' own basis (a format
+        stored in a rotated basis rotates them back)."""
+        return decoded
 
     def constants(self) -> dict[str, np.ndarray]:
         """Inputs the format's kernels bind unchanged for a whole session, by binding name."""
@@ -279,10 +286,13 @@ class DenseCache(CacheFormat):
         return fm.row_words(self.format, self.head_dim, True)
 
     def encode(self, rows: np.ndarray, side: int) -> np.ndarray:
-        return fm.quantize_rows(self.format, rows, True)[0]
+        return fm.quantize_rows(self.format, fm.stored_basis(self.format, rows), True)[0]
 
     def decode(self, stored: np.ndarray, side: int) -> np.ndarray:
         return fm.dequantize_rows(self.format, stored, None, self.head_dim, True)
+
+    def attended(self, decoded: np.ndarray) -> np.ndarray:
+        return fm.original_basis(self.format, decoded)
 
     def programs(self) -> list[Program]:
         return [self._append, self._copy, self._read]
@@ -388,7 +398,7 @@ def cache_format(fmt: str | Format, kv_heads: int, head_dim: int) -> CacheFormat
     """The operations of format ``fmt`` (a name, or a :class:`kvdsl.nodes.formats.Format`
     value) for caches of ``kv_heads`` × ``head_dim`` (built once: a format holds no state but
     its programs)."""
-    if isinstance(fmt, Format) or fmt in fm.FORMATS:
+    if isinstance(fmt, Format) or fmt in fm.FORMATS + fm.ROTATED:
         return DenseCache(kv_heads, head_dim, fmt)
     if fmt in FLOATS:
         return FloatFormat(kv_heads, head_dim, fmt)

@@ -448,6 +448,7 @@ class PagedSession(Run):
                     stored = got if ok else stored
                 out = np.zeros((s.batch, int(rows.max()), s.kv_heads, s.head_dim), np.float32)
                 decoded = self.rows.decode(stored.reshape(-1, self.rows.unit), s.head_dim)
+                decoded = self.rows.attended(decoded)
                 out[b, at] = decoded.reshape(len(b), s.kv_heads, s.head_dim)
                 sides.append(out.transpose(0, 2, 1, 3))
             # The contract's size for the binding (the room after the pool holds canaries).

@@ -133,10 +133,16 @@ class PagedRows:
         """Stored rows ``[..., unit]`` of new-token rows ``[..., head_dim]``."""
         if self.float:
             return np.asarray(rows).astype(self.dtype)
-        return fm.quantize_rows(self.name, np.asarray(rows, np.float32), True)[0]
+        rows = fm.stored_basis(self.name, np.asarray(rows, np.float32))
+        return fm.quantize_rows(self.name, rows, True)[0]
+
+    def attended(self, decoded: np.ndarray) -> np.ndarray:
+        """:meth:`decode`'s rows in their own basis (a format stored rotated rotates them
+        back), as attention meets them."""
+        return decoded if self.float else fm.original_basis(self.name, decoded)
 
     def decode(self, stored: np.ndarray, head_dim: int) -> np.ndarray:
-        """f32 rows ``[..., head_dim]`` of stored rows."""
+        """f32 rows ``[..., head_dim]`` of stored rows (in the basis they are stored in)."""
         if self.float:
             return np.asarray(stored, np.float32)
         with np.errstate(all="ignore"):  # a free page's noise decodes to anything

@@ -76,6 +76,12 @@ class Spec:
                 f"head_dim={self.head_dim}: expected a multiple of {step} for format "
                 f"{str(self.format)!r}"
             )
+        if isinstance(self.format, Format) or self.format in DENSE_FORMATS:
+            fmt = format_of(self.format)
+            if not fmt.takes(self.head_dim):
+                raise SessionError(
+                    f"head_dim={self.head_dim}: expected {fmt.head_dims()} for format {fmt.name!r}"
+                )
 
 
 @dataclass
@@ -348,7 +354,9 @@ class Session(Run):
                 if not exact:  # the codes the check accepts (a dense one may move by a step)
                     got = self._live(r)
                     stored = got if not self.fmt.judge(got, stored, exact) else stored
-                decoded = self.fmt.decode(stored.reshape(-1, self.fmt.unit), side)
+                decoded = self.fmt.attended(
+                    self.fmt.decode(stored.reshape(-1, self.fmt.unit), side)
+                )
                 rows.append(decoded.reshape(s.batch, s.kv_heads, s.capacity, s.head_dim))
             # The contract's size for the binding (the room after the cache holds canaries).
             size = max(cache[0].size, self._room)

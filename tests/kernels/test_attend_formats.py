@@ -195,7 +195,8 @@ class Case:
         b, _, t, _ = k.shape
         table, pages, span = self._table(b, t)
         p = cfg.page_size
-        (kw, ks), (vw, vs) = (fm.quantize_rows(fmt, x, cfg.inline) for x in (k, v))
+        stored = (fm.stored_basis(fmt, x) for x in (k, v))
+        (kw, ks), (vw, vs) = (fm.quantize_rows(fmt, x, cfg.inline) for x in stored)
         rw, s = kw.shape[-1], ks.shape[-1]
         kp = np.full((pages, p, KV, rw), POISON, np.uint32)
         vp = kp.copy()
@@ -222,7 +223,9 @@ class Case:
         return out
 
     def _decode(self, words, side):
-        return fm.dequantize_rows(self.cfg.fmt, words, side, D, self.cfg.inline).astype(np.float64)
+        fmt = self.cfg.fmt
+        rows = fm.dequantize_rows(fmt, words, side, D, self.cfg.inline)
+        return fm.original_basis(fmt, rows).astype(np.float64)  # ort_q4's rows: rotated back
 
     def _template(self, k, v, per_channel: bool):
         """``append_quant`` writes every sequence's rows at 0 .. with the template's scales."""
@@ -307,6 +310,7 @@ def test_every_format_in_every_layout_on_the_interpreter(case):
 COMBINED = {
     "int4_asym-side": ("int4_asym", "side"),
     "q4_0-inline": ("q4_0", "inline"),
+    "ort_q4-inline": ("ort_q4", "inline"),
 }
 
 
@@ -330,6 +334,7 @@ GPU = [
     ("int4", "hnd", "side", {}),
     (INT2.name, "bnsh", "side", {}),
     ("template_int4", "bnsh", "inline", {"sinks": True}),
+    ("ort_q4", "hnd", "inline", {"sinks": True}),
 ]
 
 

@@ -19,7 +19,7 @@ from kvdsl.session import (
     Spec,
 )
 
-FORMATS = ("f32", "f16", "int8", "int4", "int4_asym", "q8_0", "q4_0")
+FORMATS = ("f32", "f16", "int8", "int4", "int4_asym", "q8_0", "q4_0", "ort_q4")
 
 
 @pytest.fixture(params=["interp", "gpu"])

@@ -55,7 +55,10 @@ def test_every_format_keeps_its_cache_over_a_session(host, fmt):
     # The read-back rows are the oracle's, decoded (written rows: no poison left in them).
     live = s.layers[0]
     want_k = s.fmt.decode(live.model_k.reshape(-1, s.fmt.unit), 0).reshape(got[0][0].shape)
-    assert np.array_equal(got[0][0], want_k, equal_nan=True)
+    if host is GpuHost and fmt == "ort_q4":  # a GPU's fma may round its norm 1 ulp apart
+        np.testing.assert_allclose(got[0][0], want_k, rtol=2e-7, atol=0)
+    else:
+        assert np.array_equal(got[0][0], want_k, equal_nan=True)
     assert not np.isnan(got[0][0][:, :, :7]).any()
 
 

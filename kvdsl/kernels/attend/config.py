@@ -19,7 +19,7 @@ from kvdsl.kernels.config import (
     positive_int,
     require,
 )
-from kvdsl.kernels.dense import ScalePlace, require_format
+from kvdsl.kernels.dense import ScalePlace, require_format, require_rotation
 from kvdsl.kernels.paged import require_page_size
 from kvdsl.nodes.formats import FORMATS, Format, format_of
 from kvdsl.nodes import rotation
@@ -109,7 +109,8 @@ class AttendConfig(KernelConfig):
     # Q rotated by the signed Walsh-Hadamard matrix over blocks of this many dimensions (the
     # head_dim: the whole head) as it is loaded, for a cache whose K rows were rotated so
     # (kvdsl.reference.rotation); 0: Q as given. V is stored as it is: the output needs no
-    # rotation back.
+    # rotation back. A format with a rotation of its own (ort_q4) takes 0: Q is rotated by the
+    # format's, and the output rotated back by it (its V rows are rotated too).
     rotation: int = 0
     mode = "attend"
     KEYS = (  # fmt: skip
@@ -171,6 +172,7 @@ class AttendConfig(KernelConfig):
         )
         if self.template_bits is None:
             require_format(self.fmt, self.scales, self.head_dim)
+            require_rotation(self.fmt, self.rotation, self.head_dim)
             return
         require(
             self.cache is CacheLayout.BNSH,

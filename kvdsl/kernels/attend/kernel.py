@@ -123,6 +123,10 @@ def attend(cfg: AttendConfig, name: str = "attend") -> Kernel:
     if cfg.rotation:
         kb.comment(f"Q rotated as the cache's K rows were (blocks of {cfg.rotation}).")
         rotation.stages(kb, q_sh, cfg.rows, cfg.head_dim // 4, cfg.rotation, t, wg)
+    own = cfg.fmt if cfg.fmt is not None and cfg.fmt.rotated else None
+    if own is not None:
+        kb.comment(f"Q in the basis of {own.name}'s K and V rows.")
+        own.rotate_shared(kb, q_sh, cfg.rows, cfg.head_dim // 4, t, wg)
 
     kb.comment(
         f"1. Scores: keys start + t, start + t + WG, ..., {SCORE_KEYS} a trip (each query vector "
@@ -235,6 +239,8 @@ def attend(cfg: AttendConfig, name: str = "attend") -> Kernel:
                     acc[r][h].set(acc[r][h] + v4 * p)
     kb.barrier()
     _sum_key_groups(kb, cfg, logits, acc, i, kg)
+    if own is not None:
+        _rotate_back(kb, cfg, own, q_sh, acc, i, kg, t, wg)
 
     kb.comment("One chunk: the output itself; else this chunk's partial: o, then (m, l).")
     dims = [i] if per_unit == 1 else [kb.let(f"i{h}", i * per_unit + h) for h in range(per_unit)]
@@ -372,6 +378,24 @@ def _sum_key_groups(kb: KernelBuilder, cfg: AttendConfig, room, acc, i: Val, kg:
                                 acc[r][h].set(acc[r][h] + construct(V4, *sums))
                 kb.barrier()
         count = keep
+
+
+def _rotate_back(kb, cfg: AttendConfig, own, room, acc, i: Val, kg: Val, t: Val, wg: Val):
+    """Key group 0's sums (every row's output, in the basis of ``own``'s rows) rotated back
+    through workgroup memory (``room``, Q's rows: read no more): the rotation is its own
+    inverse and linear, so a chunk's partial rotated back merges as it is."""
+    per_unit, d4 = cfg.unit // 4, cfg.head_dim // 4
+    kb.comment(f"The sums rotated back from {own.name}'s basis (Q's rows hold them).")
+    with kb.if_(kg.eq(0)):
+        for r in range(cfg.rows):
+            for h in range(per_unit):
+                room[r * d4 + (i * per_unit + h if per_unit > 1 else i)] = acc[r][h]
+    kb.barrier()
+    own.rotate_shared(kb, room, cfg.rows, d4, t, wg)
+    with kb.if_(kg.eq(0)):
+        for r in range(cfg.rows):
+            for h in range(per_unit):
+                acc[r][h].set(room[r * d4 + (i * per_unit + h if per_unit > 1 else i)])
 
 
 def _cache_words(cfg: AttendConfig) -> str:

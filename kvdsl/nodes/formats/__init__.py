@@ -8,7 +8,8 @@ call the protocol and never test a format's name, so a new format is one class (
 
 The built-in set (:data:`FORMATS`): ``int8`` and ``int4`` (symmetric, one scale per row),
 ``int4_asym`` (scale and zero point per row), ggml's ``q8_0`` and ``q4_0`` (f16 scales in
-32-element blocks).
+32-element blocks), ONNX Runtime WebGPU's ``ort_q4`` (an f32 norm and 4-bit centroid indices,
+the row rotated by its own whole-head Walsh-Hadamard transform).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 from kvdsl.nodes.formats.base import BLOCK, F32X2, Format, Scale
 from kvdsl.nodes.formats.ggml import Ggml, GgmlQ4, GgmlQ8
+from kvdsl.nodes.formats.ort import OrtQ4
 from kvdsl.nodes.formats.scaled import Asymmetric, RowScaled, Symmetric
 
 INT8 = Symmetric("int8", 8, twos=True)
@@ -24,9 +26,10 @@ INT4 = Symmetric("int4", 4)
 INT4_ASYM = Asymmetric("int4_asym", 4)
 Q8_0 = GgmlQ8("q8_0", 8)
 Q4_0 = GgmlQ4("q4_0", 4)
+ORT_Q4 = OrtQ4("ort_q4", 4)
 
 #: The built-in formats by name, in the catalog's order.
-FORMATS: dict[str, Format] = {f.name: f for f in (INT8, INT4, INT4_ASYM, Q8_0, Q4_0)}
+FORMATS: dict[str, Format] = {f.name: f for f in (INT8, INT4, INT4_ASYM, Q8_0, Q4_0, ORT_Q4)}
 
 
 def format_of(value: Any) -> Format:
@@ -47,11 +50,13 @@ __all__ = [
     "INT4",
     "INT4_ASYM",
     "INT8",
+    "ORT_Q4",
     "Asymmetric",
     "Format",
     "Ggml",
     "GgmlQ4",
     "GgmlQ8",
+    "OrtQ4",
     "Q4_0",
     "Q8_0",
     "RowScaled",

@@ -17,12 +17,18 @@ a writer or a reader needs, with no test of a name anywhere outside the format's
   and :meth:`Format.decode4`: four elements at once as ``vec4<f32>`` (each word and scale
   loaded once where the format overrides it; :class:`Format`'s own calls :meth:`Format.decode`
   four times, so every format has it);
+- its own rotation, where it has one (:attr:`Format.rotated`: ORT's 4-bit rows are stored in the
+  basis of a whole-head Walsh-Hadamard transform): :meth:`Format.rotate_row` of a whole row in
+  registers (a writer rotates K and V before quantising; the quantiser then gives one lane a
+  whole row, :attr:`Format.whole_row_lane`) and :meth:`Format.rotate_shared` of rows in
+  workgroup memory (attention rotates Q alike and its output back);
 - :attr:`Format.family`, the key of its numpy reference (:mod:`kvdsl.reference.formats` reads
   ``family`` and ``bits``, so the reference states the same meaning from the parameters alone,
   without the kernels' code).
 
 The members are :mod:`kvdsl.nodes.formats.scaled` (one scale per row: :class:`Symmetric`,
-:class:`Asymmetric`) and :mod:`kvdsl.nodes.formats.ggml` (ggml's 32-element blocks).
+:class:`Asymmetric`), :mod:`kvdsl.nodes.formats.ggml` (ggml's 32-element blocks) and
+:mod:`kvdsl.nodes.formats.ort` (ONNX Runtime WebGPU's rotated 4-bit rows).
 """
 
 from __future__ import annotations
@@ -45,6 +51,7 @@ from kvdsl.ir import (
     u32,
     vec,
 )
+from kvdsl.ir.builder import Shared
 from kvdsl.ir.tree import Name
 
 F32X2 = vec(2, f32)
@@ -144,6 +151,14 @@ class Format:
         """What a row's length must divide by: a whole code word, or whole ggml blocks."""
         return BLOCK if self.ggml else self.per_word
 
+    def takes(self, d: int) -> bool:
+        """Whether rows of ``d`` elements can be stored (:meth:`head_dims` says which can)."""
+        return d % self.elements_multiple() == 0
+
+    def head_dims(self) -> str:
+        """The row lengths :meth:`takes`, in words (for messages)."""
+        return f"a multiple of {self.elements_multiple()}"
+
     def header_words(self, inline: bool) -> int:
         """The scale words that open a dense row stored inline."""
         return self.stats if inline else 0
@@ -162,6 +177,33 @@ class Format:
         """Bytes one (token, head) row takes, scales included."""
         return 4 * (self.row_words(d, inline) + self.side_words(inline))
 
+    # ---- its own rotation ------------------------------------------------------------------
+
+    @property
+    def rotated(self) -> bool:
+        """Whether the format's rows are stored rotated by its own transform (K's and V's alike;
+        a reader's Q is rotated the same way and its output rotated back)."""
+        return False
+
+    @property
+    def whole_row_lane(self) -> bool:
+        """Whether the quantiser gives one lane a whole row (its statistic summed by one lane,
+        in the format's own order: :meth:`run_stat`)."""
+        return False
+
+    def rotate_row(self, kb: KernelBuilder, name: str, row: list[Val]) -> list[Val]:
+        """A whole row held as ``vec4<f32>`` (``row[i]``: elements ``4 i .. 4 i + 3``) in the
+        format's rotated basis, in registers, the results named ``{name}...``."""
+        raise NotImplementedError(f"format {self.name!r} has no rotation of its own")
+
+    def rotate_shared(
+        self, kb: KernelBuilder, rows: Shared, count: int, d4: int, t: Val, wg: Val
+    ) -> None:
+        """Rotate ``count`` rows of ``d4`` ``vec4<f32>`` in workgroup memory ``rows`` (after a
+        barrier, by invocations ``t`` of ``wg``; a barrier after each pass). The format's
+        rotation is its own inverse where a reader rotates its output back with it."""
+        raise NotImplementedError(f"format {self.name!r} has no rotation of its own")
+
     # ---- the quantiser ---------------------------------------------------------------------
 
     def partial(self, kb: KernelBuilder, name: str, x: Val) -> Val:
@@ -173,6 +215,14 @@ class Format:
     def combine(self, a: Val, b: Val) -> Val:
         """Two statistics (``vec2<f32>``) in order; here the larger magnitude."""
         return construct(F32X2, max_(a.x, b.x), 0.0)
+
+    def run_stat(self, kb: KernelBuilder, name: str, run: list[Val]) -> Val:
+        """The statistic of a lane's run of ``vec4<f32>``: here its vectors' partials combined
+        in order."""
+        acc = self.partial(kb, f"{name}0", run[0])
+        for j, x in enumerate(run[1:], 1):
+            acc = kb.let(f"{name}Run{j}", self.combine(acc, self.partial(kb, f"{name}{j}", x)))
+        return acc
 
     def scale(self, stat: Val) -> Val:
         """The scale of a group's statistic (an expression)."""

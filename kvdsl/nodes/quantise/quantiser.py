@@ -156,9 +156,13 @@ def run_vectors(fmt: Format, head_dim: int, run: int = 0) -> int:
     """The ``vec4<f32>`` run a lane holds of a row of ``head_dim`` values of ``fmt``: a ggml
     block's 8; four code words of a dense format, at most 8 vectors, where the row divides so
     (int8 4, 4-bit 8, 2-bit 8: two words), else the largest run that divides the row into whole
-    code words; ``run`` > 0 caps a dense format's (at least one code word)."""
+    code words; ``run`` > 0 caps a dense format's (at least one code word); the whole row for a
+    format that sums its statistic in one lane (:attr:`kvdsl.nodes.formats.Format.whole_row_lane`;
+    its configs refuse a ``run``)."""
     if fmt.ggml:
         return BLOCK // 4
+    if fmt.whole_row_lane:
+        return head_dim // 4
     word = fmt.per_word // 4
     longest = min(fmt.per_word, 8)
     if run:

@@ -23,12 +23,9 @@ def let_place(kb: KernelBuilder, place: RowPlace) -> RowPlace:
 
 
 def run_stat(kb: KernelBuilder, fmt: Format, name: str, run: Sequence[Val]) -> Val:
-    """The statistic (:meth:`kvdsl.nodes.formats.Format.partial`) of a run of ``vec4<f32>``,
-    its vectors' partials combined in order (q4_0 keeps the first of equal magnitudes)."""
-    acc = fmt.partial(kb, f"{name}0", run[0])
-    for j, x in enumerate(run[1:], 1):
-        acc = kb.let(f"{name}Run{j}", fmt.combine(acc, fmt.partial(kb, f"{name}{j}", x)))
-    return acc
+    """The statistic of a run of ``vec4<f32>`` (:meth:`kvdsl.nodes.formats.Format.run_stat`:
+    its vectors' partials combined in order, q4_0 keeping the first of equal magnitudes)."""
+    return fmt.run_stat(kb, name, list(run))
 
 
 def tensors(k: Sequence[Val], v: Sequence[Val] | None) -> dict[str, Sequence[Val]]:
