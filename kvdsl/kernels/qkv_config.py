@@ -137,8 +137,6 @@ class QkvConfig(RotaryHalf, CacheConfig):
         flag("q_strided", self.q_strided)
         wrong = rotation.check_block(self.rotation, self.head_dim)
         require(wrong is None, "rotation", self.rotation, wrong or "")
-        if self.format is not None:
-            require_rotation(self.fmt, self.rotation, self.head_dim)
         if self.format is None:
             require(
                 not self.rotation,
@@ -175,6 +173,7 @@ class QkvConfig(RotaryHalf, CacheConfig):
             )
             return
         one_format("format", self.format, DenseFormat)
+        require_rotation(self.fmt, self.rotation, self.head_dim)
         fmt = self.fmt
         require(
             self.present_type is Element.F32,

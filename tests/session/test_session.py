@@ -102,7 +102,7 @@ def test_a_row_written_one_step_late_is_found(monkeypatch):
 
 
 SPEC_ERRORS = [
-    ({"format": "bf16"}, r"format='bf16': expected one of f32, f16, int8, int4, int4_asym, q8_0, q4_0, template_int8, template_int4"),
+    ({"format": "bf16"}, r"format='bf16': expected one of f32, f16, int8, int4, int4_asym, q8_0, q4_0, ort_q4, template_int8, template_int4"),
     ({"format": "q8_0", "head_dim": 40}, r"head_dim=40: expected a multiple of 32 for format 'q8_0'"),
     ({"head_dim": 12}, r"head_dim=12: expected a multiple of 8"),
     ({"layers": 0}, r"layers=0: expected a whole number, 1 or more"),
