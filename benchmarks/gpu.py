@@ -540,7 +540,8 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> list[di
              "retry_slow": args.retry_slow, "retry_below": args.retry_below,
              "floor_us": floor, "seconds": time.perf_counter() - started,
              "sizes": {k: list(v) if isinstance(v, tuple) else v for k, v in size.items()},
-             "heads": HEADS, "head_dim": HEAD_DIM}  # fmt: skip
+             "heads": HEADS, "head_dim": HEAD_DIM,
+             "date": time.strftime("%Y-%m-%d", time.gmtime())}  # fmt: skip
     (out / "device.json").write_text(json.dumps(info, indent=2) + "\n")
     return rows
 
