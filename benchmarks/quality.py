@@ -18,9 +18,10 @@ measured beside it, and the page says what it changes. The decode time is
 ``attend`` with ``rotation`` set, which rotates Q as it loads it: not timed yet.
 
 KIVI's 2-bit cache (:mod:`kvdsl.reference.kivi`) and ONNX Runtime WebGPU's 4-bit TurboQuant
-cache (:mod:`kvdsl.reference.ort_tq`) are measured from their references; their writers and
-readers are not built. ORT's format rotates K and V itself (an unsigned Walsh-Hadamard transform,
-undone on reading), so it has no rotated row of its own.
+cache (:mod:`kvdsl.reference.ort_tq`) are measured from their references; ORT's is kvdsl's
+format ``ort_q4`` (written by the appends, builds and the fused QKV kernel, read by ``attend``;
+not timed yet), KIVI's writers and readers are not built. ORT's format rotates K and V itself
+(an unsigned Walsh-Hadamard transform, undone on reading), so it has no rotated row of its own.
 
 Everything is seeded and in numpy: the page is the same on every machine.
 """
@@ -122,12 +123,11 @@ FORMATS = [
     _kivi(32),
     _kivi(64),
     Format(
-        "ort_tq4",
+        "ort_q4",
         "ONNX Runtime WebGPU's TurboQuant: its own Hadamard rotation, f32 norm, 4-bit centroids",
         ort_tq.row_bytes,
         _ort_tq,
         rotates=True,
-        built=False,
     ),
 ]
 
@@ -291,8 +291,8 @@ def reading(rows: list[dict[str, Any]]) -> list[str]:
         f"{by['int2_asym rotated'] / int8:.0f}x rotated; KIVI's 2-bit, whose K scales are per "
         f"channel, is {by['kivi2 g32'] / int8:.0f}x at {kivi_bytes(32)} B a row (groups of 32) and "
         f"{by['kivi2 g64'] / int8:.0f}x at {kivi_bytes(64)} B (groups of 64), the residual excluded.",
-        f"- ONNX Runtime's TurboQuant (ort_tq4, {ort_tq.row_bytes(DIM)} B a row, its own unsigned "
-        f"rotation of K and V) is {by['ort_tq4'] / int8:.1f}x int8's error, against "
+        f"- ONNX Runtime's TurboQuant (ort_q4, {ort_tq.row_bytes(DIM)} B a row, its own unsigned "
+        f"rotation of K and V) is {by['ort_q4'] / int8:.1f}x int8's error, against "
         f"{by['int4 rotated'] / int8:.1f}x for int4 rotated (signed, K only) at the same bytes.",
     ]
     return out
