@@ -36,6 +36,7 @@ from kvdsl.reference import formats as fm
 from kvdsl.reference.attention import attention
 from kvdsl.reference.paged import pool_arrays, pool_pages
 from kvdsl.runtime import run as gpu_run
+from tests.helpers.attend import attend_output
 
 #: As for f32 and f16 caches (tests/kernels/test_attend.py): the kernel's approximate exp over
 #: values of magnitude ~1 in f32; the decoded values are the reference decoder's exactly.
@@ -265,15 +266,8 @@ class Case:
     # ---- runs --------------------------------------------------------------------------------
 
     def run(self, backend, kernels=None) -> np.ndarray:
-        main, merge = kernels or (attend(self.cfg), attend_merge(self.cfg))
-        out = backend(main, self.buffers, self.params)
-        if self.params["chunks"] > 1:
-            inputs = {"partials": out["partials"], "output": self.buffers["output"]}
-            if self.cfg.sinks:
-                inputs["sinks"] = self.buffers["sinks"]
-            keep = ("batch", "queries", "chunks")
-            out = backend(merge, inputs, {n: self.params[n] for n in keep})
-        return out["output"].astype(np.float64).reshape(self.want.shape)
+        got = attend_output(backend, self.cfg, self.buffers, self.params, kernels)
+        return got.reshape(self.want.shape)
 
     def check(self, backend, kernels=None) -> None:
         got = self.run(backend, kernels)

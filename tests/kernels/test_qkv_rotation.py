@@ -27,6 +27,7 @@ from kvdsl.reference.attention import attention
 from kvdsl.reference.qkv import project
 from kvdsl.reference.rotation import rotation
 from kvdsl.runtime import run as gpu_run
+from tests.helpers.attend import attend_decode
 
 #: Contiguous caches: int8, int4 and q4_0 (its blocks of 32 fit either rotation), the
 #: head's whole block and blocks of 32, with the norms, rotary (whole and partial), the bias,
@@ -165,6 +166,17 @@ def _qkv_write(cfg: QkvConfig, x: np.ndarray, run) -> tuple[np.ndarray, dict]:
     return got["q_out"].reshape(b, hq, s, d), got
 
 
+def _error_over_the_stored_rows(got, want, q, rows: list, block: int) -> float:
+    """Asserts ``got`` is float64 attention of ``q`` over the cache's dequantised ``rows`` (K, V
+    ``[B, H, S, D]``; K unrotated by blocks of ``block``, 0: none); its error against ``want``."""
+    if block:
+        rows[0] = rotation(rows[0].shape[-1], block).unrotate(rows[0])
+    s = rows[0].shape[2]
+    stored = attention(q, *rows, np.array([s]), scale=0.125)
+    np.testing.assert_allclose(got, stored, rtol=1e-4, atol=1e-4)
+    return float(np.linalg.norm(got - want) / np.linalg.norm(want))
+
+
 @pytest.mark.parametrize("backend", ["interp", "gpu"])
 @pytest.mark.parametrize("fmt", ["int8", "int4"])
 def test_the_rotated_cache_read_by_attend_is_attention_over_it_unrotated(fmt, backend):
@@ -187,25 +199,12 @@ def test_the_rotated_cache_read_by_attend_is_attention_over_it_unrotated(fmt, ba
         q_out, cache = _qkv_write(cfg, x, run)
         np.testing.assert_array_equal(q_out, q)  # Q as it is, whatever the rotation
         reader = AttendConfig(hkv, d, hq, format=fmt, rotation=block)
-        bufs = {
-            "seqlens_k": np.full(b, s - 1, np.int32),
-            "query": np.ascontiguousarray(q_out[:, :, -1:]).reshape(-1),
-            "key": cache["present_key"],
-            "value": cache["present_value"],
-            "output": np.full(b * hq * d, np.nan, np.float32),
-            "partials": np.full(b * hq * (d + 4), np.nan, np.float32),
-        }
-        params = dict(batch=b, seq=s, queries=1, chunk=s, chunks=1, rowBlocks=1, scale=0.125)
-        got = run(attend(reader), bufs, params)["output"].reshape(want.shape)
+        got = attend_decode(run, reader, q_out[:, :, -1:], cache, b, s).reshape(want.shape)
         rows = [
             fm.dequantize_rows(fmt, cache[n].reshape(b, hkv, s, -1), None, d).astype(np.float64)
             for n in ("present_key", "present_value")
         ]
-        if block:
-            rows[0] = rotation(d, block).unrotate(rows[0])
-        stored = attention(q[:, :, -1:], *rows, np.array([s]), scale=0.125)
-        np.testing.assert_allclose(got, stored, rtol=1e-4, atol=1e-4)
-        errors[block] = float(np.linalg.norm(got - want) / np.linalg.norm(want))
+        errors[block] = _error_over_the_stored_rows(got, want, q[:, :, -1:], rows, block)
     # The large channels stretch the unrotated rows' scale; the rotation spreads them over a
     # block (blocks of 32: each holds one of them, the whole head both).
     assert 0 < errors[64] < 0.6 * errors[0], errors
@@ -265,11 +264,7 @@ def test_attend_over_the_pages_paged_qkv_rotated_is_attention_over_them_unrotate
             at = [pool[table[t // p], t % p] for t in range(s)]  # [S][H, W]
             stored = np.stack(at, axis=1)[None]  # [1, H, S, W]
             rows.append(fm.dequantize_rows("int4", stored, None, d).astype(np.float64))
-        if block:
-            rows[0] = rotation(d, block).unrotate(rows[0])
-        stored = attention(q[:, :, -1:], *rows, np.array([s]), scale=0.125)
-        np.testing.assert_allclose(got, stored, rtol=1e-4, atol=1e-4)
-        errors[block] = float(np.linalg.norm(got - want) / np.linalg.norm(want))
+        errors[block] = _error_over_the_stored_rows(got, want, q[:, :, -1:], rows, block)
     assert 0 < errors[64] < 0.6 * errors[0], errors
 
 
