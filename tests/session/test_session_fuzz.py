@@ -46,6 +46,13 @@ FORMATS += TEMPLATE
 GROUPS = (0, 0, 0, 0, 0, 0, 1, 2)
 
 
+def _lengths(data, spec) -> list[int]:
+    """A prefill's drawn lengths: one a sequence, each up to the capacity."""
+    return data.draw(
+        st.lists(st.integers(0, spec.capacity), min_size=spec.batch, max_size=spec.batch)
+    )
+
+
 def _machine(host_kind: str, target: int, counted: bool = True, narrow: bool = False):
     """The contiguous machine; ``narrow``: one small f32 geometry (a shrink has less to try)."""
     count = tally.count if counted else (lambda host, steps: None)
@@ -80,11 +87,7 @@ def _machine(host_kind: str, target: int, counted: bool = True, narrow: bool = F
 
         @rule(data=st.data())
         def prefill(self, data):
-            s = self.session.spec
-            lengths = data.draw(
-                st.lists(st.integers(0, s.capacity), min_size=s.batch, max_size=s.batch)
-            )
-            self.session.prefill(lengths)
+            self.session.prefill(_lengths(data, self.session.spec))
             count(host_kind, 1)
 
         @rule()
@@ -178,11 +181,7 @@ def _paged_machine(host_kind: str, target: int, counted: bool = True, narrow: bo
 
         @rule(data=st.data())
         def prefill(self, data):
-            s = self.session.spec
-            lengths = data.draw(
-                st.lists(st.integers(0, s.capacity), min_size=s.batch, max_size=s.batch)
-            )
-            self.session.prefill(lengths)
+            self.session.prefill(_lengths(data, self.session.spec))
             count(1)
 
         @precondition(lambda self: self.room() >= 1)
