@@ -19,6 +19,7 @@ from kvdsl.ir.tree import Struct
 from kvdsl.ir.types import field_offsets, size_of, stride
 from kvdsl.runtime.layout import pack_params, params_layout
 from tests.helpers.wgsl import assert_tint_takes
+from tests.helpers.backends import backend_run
 
 N = 128
 POISON = np.float32(np.nan).view(np.uint32)
@@ -298,10 +299,8 @@ def numpy_half_matrices(bufs: dict) -> dict:
 
 @pytest.mark.parametrize("backend", ["interp", "gpu"])
 def test_f16_matrices_in_memory_run_as_numpy_says(backend, request):
-    if backend == "gpu":
-        request.getfixturevalue("gpu")
+    run = backend_run(backend, request)
     bufs = _half_matrix_inputs()
-    run = interp.run if backend == "interp" else runtime.run
     got = run(parse(HALF_MEMORY), bufs, None, (N // 64, 1, 1))
     for name, w in numpy_half_matrices(bufs).items():
         g = np.asarray(got[name]).reshape(w.shape).astype(np.float64)

@@ -28,6 +28,7 @@ from kvdsl.ir.types import (
     stride,
     u32,
 )
+from tests.helpers.backends import backend_run
 
 ITEMS = """struct Pair {
   a: f32,
@@ -363,10 +364,8 @@ def numpy_halves(bufs: dict, params: dict) -> dict:
 
 @pytest.mark.parametrize("backend", ["interp", "gpu"])
 def test_f16_members_in_storage_workgroup_and_uniform_run_as_numpy_says(backend, request):
-    if backend == "gpu":
-        request.getfixturevalue("gpu")
+    run = backend_run(backend, request)
     bufs, params = _half_inputs()
-    run = interp.run if backend == "interp" else runtime.run
     got = run(parse(HALVES), bufs, params, (N // 64, 1, 1))
     want = numpy_halves(bufs, params)
     for name, w in want.items():
