@@ -53,6 +53,13 @@ def _lengths(data, spec) -> list[int]:
     )
 
 
+def _fork_pair(data, batch: int) -> tuple[int, int]:
+    """A fork's drawn source and destination: two different sequences."""
+    src = data.draw(st.integers(0, batch - 1))
+    dst = data.draw(st.integers(0, batch - 2))
+    return src, dst + (dst >= src)
+
+
 def _machine(host_kind: str, target: int, counted: bool = True, narrow: bool = False):
     """The contiguous machine; ``narrow``: one small f32 geometry (a shrink has less to try)."""
     count = tally.count if counted else (lambda host, steps: None)
@@ -114,10 +121,7 @@ def _machine(host_kind: str, target: int, counted: bool = True, narrow: bool = F
         @precondition(lambda self: self.session.spec.batch > 1 and self.session.forkable)
         @rule(data=st.data())
         def fork(self, data):
-            b = self.session.spec.batch
-            src = data.draw(st.integers(0, b - 1))
-            dst = data.draw(st.integers(0, b - 2))
-            self.session.fork(src, dst + (dst >= src))
+            self.session.fork(*_fork_pair(data, self.session.spec.batch))
             count(host_kind, 1)
 
         @invariant()
@@ -199,10 +203,7 @@ def _paged_machine(host_kind: str, target: int, counted: bool = True, narrow: bo
         @precondition(lambda self: self.session.spec.batch > 1)
         @rule(data=st.data())
         def fork(self, data):
-            b = self.session.spec.batch
-            src = data.draw(st.integers(0, b - 1))
-            dst = data.draw(st.integers(0, b - 2))
-            self.session.fork(src, dst + (dst >= src))
+            self.session.fork(*_fork_pair(data, self.session.spec.batch))
             count(1)
 
         @precondition(lambda self: not narrow)
