@@ -1,5 +1,5 @@
 """Backends, inputs and comparisons of the KV-cache kernel tests (``tests/kernels/test_merge.py``,
-``tests/kernels/test_window_shift.py``): outputs are poisoned with NaN before each run; copies
+``tests/kernels/test_window_shift.py``) and the fused QKV kernels' bit views: outputs are poisoned with NaN before each run; copies
 and conversions of equal types are compared bit for bit, rotated K within a few ulps."""
 
 from __future__ import annotations
@@ -10,6 +10,11 @@ import pytest
 from kvdsl import reference as ref
 
 DT = {"f32": np.float32, "f16": np.float16}
+
+
+def bits(a: np.ndarray) -> np.ndarray:
+    """``a``'s elements as unsigned integers of their own width (bit-for-bit comparisons)."""
+    return a.view(f"u{a.itemsize}")
 
 
 def _backends() -> list:

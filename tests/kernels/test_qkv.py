@@ -15,6 +15,7 @@ from kvdsl.harness.qkv import TOLERANCE, inputs, unfused
 from kvdsl.ir.features import limits
 from kvdsl.kernels.config import ConfigError
 from kvdsl.kernels.qkv import QkvConfig, bytes_moved, contract_fields, qkv
+from tests.helpers.cache_kernels import bits
 
 CATALOG = {n: c for n, c in catalog.VARIANTS.items() if c.mode == "qkv"}
 
@@ -132,10 +133,6 @@ def test_a_wrong_output_is_caught(name):
             assert case.against_reference(bad)
 
 
-def _bits(a: np.ndarray) -> np.ndarray:
-    return a.view(f"u{a.itemsize}")
-
-
 @pytest.mark.parametrize("backend", ["interp", "gpu"])
 @pytest.mark.parametrize(
     "name",
@@ -177,7 +174,7 @@ def test_fused_equals_the_unfused_chain(name, backend, gpu):
                 for name, _, problem in case.judge({out: fused[out]}, want):
                     assert not problem, f"{case.label()} {name}: {problem}"
                 continue
-            same = _bits(fused[out]) == _bits(chained[out])
+            same = bits(fused[out]) == bits(chained[out])
             assert same.all(), f"{case.label()} {out}: {int((~same).sum())} elements differ"
 
 

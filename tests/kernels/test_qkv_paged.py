@@ -16,6 +16,7 @@ from kvdsl.ir.features import limits
 from kvdsl.kernels.config import ConfigError
 from kvdsl.kernels.qkv import qkv
 from kvdsl.kernels.qkv_paged import PagedQkvConfig, bytes_moved, contract_fields
+from tests.helpers.cache_kernels import bits
 
 CATALOG = {n: c for n, c in catalog.VARIANTS.items() if c.mode == "paged_qkv"}
 
@@ -79,10 +80,6 @@ def test_kernel_matches_the_reference(name, gpu):
     assert result.unsupported is None
 
 
-def _bits(a: np.ndarray) -> np.ndarray:
-    return a.view(f"u{a.itemsize}")
-
-
 @pytest.mark.parametrize("backend", ["interp", "gpu"])
 @pytest.mark.parametrize("name", sorted(CATALOG) + sorted(CONFIGS))
 def test_fused_equals_the_unfused_chain(name, backend, gpu):
@@ -108,7 +105,7 @@ def test_fused_equals_the_unfused_chain(name, backend, gpu):
                 for n, _, problem in case.judge({out: fused[out]}, want):
                     assert not problem, f"{case.label()} {n}: {problem}"
                 continue
-            same = _bits(fused[out]) == _bits(chained[out])
+            same = bits(fused[out]) == bits(chained[out])
             assert same.all(), f"{case.label()} {out}: {int((~same).sum())} elements differ"
 
 
@@ -125,7 +122,7 @@ def test_skipped_tokens_and_unwritten_pages_keep_the_poison(name):
         for out, mask in case.written.items():
             untouched = ~mask.reshape(-1)
             assert untouched.any() and mask.any(), out
-            assert (_bits(got[out])[untouched] == _bits(case.buffers[out])[untouched]).all()
+            assert (bits(got[out])[untouched] == bits(case.buffers[out])[untouched]).all()
             bad = {k: v.copy() for k, v in got.items()}
             bad[out][np.flatnonzero(untouched)[0]] = 1
             assert case.against_reference(bad), out

@@ -28,6 +28,7 @@ from kvdsl.reference.qkv import project
 from kvdsl.reference.rotation import rotation
 from kvdsl.runtime import run as gpu_run
 from tests.helpers.attend import attend_decode
+from tests.helpers.cache_kernels import bits
 
 #: Contiguous caches: int8, int4 and q4_0 (its blocks of 32 fit either rotation), the
 #: head's whole block and blocks of 32, with the norms, rotary (whole and partial), the bias,
@@ -88,24 +89,13 @@ PAGED = {
 }
 
 
-@pytest.mark.parametrize("name", CONTIGUOUS)
+@pytest.mark.parametrize("name", [*CONTIGUOUS, *PAGED])
 def test_a_rotating_qkv_matches_the_reference_on_both_backends(name):
-    cfg = CONTIGUOUS[name]
+    """Contiguous (``qkv``) and paged (``paged_qkv``) caches alike."""
+    cfg = (CONTIGUOUS | PAGED)[name]
     result = verify_variant(name, cfg, qkv(cfg), n_cases=3, seed=7)
     assert result.ok, "\n".join(result.problems)
     assert result.unsupported is None
-
-
-@pytest.mark.parametrize("name", PAGED)
-def test_a_rotating_paged_qkv_matches_the_reference_on_both_backends(name):
-    cfg = PAGED[name]
-    result = verify_variant(name, cfg, qkv(cfg), n_cases=3, seed=7)
-    assert result.ok, "\n".join(result.problems)
-    assert result.unsupported is None
-
-
-def _bits(a: np.ndarray) -> np.ndarray:
-    return a.view(f"u{a.itemsize}")
 
 
 @pytest.mark.parametrize("backend", ["interp", "gpu"])
@@ -127,7 +117,7 @@ def test_fused_equals_the_unfused_chain(name, backend):
         chained = chain(cfg, case.buffers, case.params, run)
         assert set(fused) == set(chained)
         for out in fused:
-            same = _bits(fused[out]) == _bits(chained[out])
+            same = bits(fused[out]) == bits(chained[out])
             assert same.all(), f"{case.label()} {out}: {int((~same).sum())} elements differ"
 
 
@@ -143,7 +133,7 @@ def test_the_kernel_rotates_k_and_leaves_q_and_v(name):
         plain = interp.run(qkv(plain_cfg), dict(case.buffers), case.params)
         k_name = "present_key" if "present_key" in rotated else "key_pages"
         v_name = "present_value" if "present_value" in rotated else "value_pages"
-        np.testing.assert_array_equal(_bits(plain["q_out"]), _bits(rotated["q_out"]))
+        np.testing.assert_array_equal(bits(plain["q_out"]), bits(rotated["q_out"]))
         np.testing.assert_array_equal(plain[v_name], rotated[v_name])
         assert not np.array_equal(plain[k_name], rotated[k_name])
 
