@@ -378,17 +378,19 @@ def test_gpu_row_sum(gpu) -> None:
         assert got.view(np.uint32).tolist() == want.view(np.uint32).tolist()
 
 
+def _two_vars(kb, w, out):
+    """Two rounds each storing, reading the mirrored element and waiting."""
+    with kb.for_range("j", 0, 2):
+        w[kb.lid.x] = kb.gid.x + kb.lid.x
+        kb.barrier()
+        out[kb.gid.x] = w[WG - 1 - kb.lid.x]
+        kb.barrier()
+
+
 def test_naga_and_tint_accept() -> None:
     from kvdsl.runtime import compile_wgsl, tint_check
 
-    def two_vars(kb, w, out):
-        with kb.for_range("j", 0, 2):
-            w[kb.lid.x] = kb.gid.x + kb.lid.x
-            kb.barrier()
-            out[kb.gid.x] = w[WG - 1 - kb.lid.x]
-            kb.barrier()
-
-    texts = {"row_sum": emit(row_sum()), "loop": emit(_kernel(two_vars))}
+    texts = {"row_sum": emit(row_sum()), "loop": emit(_kernel(_two_vars))}
     for text in texts.values():
         compile_wgsl(text)
     assert tint_check(texts) == {name: None for name in texts}
@@ -675,15 +677,8 @@ def test_round_trip() -> None:
 
     from kvdsl.frontend import parse
 
-    def two_vars(kb, w, out):
-        with kb.for_range("j", 0, 2):
-            w[kb.lid.x] = kb.gid.x + kb.lid.x
-            kb.barrier()
-            out[kb.gid.x] = w[WG - 1 - kb.lid.x]
-            kb.barrier()
-
     wvars = (("w", array(u32, WG)), ("v4", array(vec(4, f32), 8)))
-    for k in (row_sum("main"), _kernel(two_vars, wvars=wvars)):
+    for k in (row_sum("main"), _kernel(_two_vars, wvars=wvars)):
         k = replace(k, name="main")
         text = emit(k)
         back = parse(text, dispatch=k.dispatch)
