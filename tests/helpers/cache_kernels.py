@@ -17,6 +17,25 @@ def bits(a: np.ndarray) -> np.ndarray:
     return a.view(f"u{a.itemsize}")
 
 
+def fused_and_chained(cfg, kernel, chain, run, seed: int = 5):
+    """For each of 3 harness cases of ``cfg``: the case, the fused ``kernel``'s outputs and the
+    unfused ``chain``'s (``chain(cfg, buffers, params, run)``), both run by ``run``, having
+    asserted they write the same bindings."""
+    from kvdsl.harness import cases_for
+
+    for case in cases_for(cfg, 3, seed=seed):
+        fused = run(kernel, dict(case.buffers), case.params)
+        chained = chain(cfg, case.buffers, case.params, run)
+        assert set(fused) == set(chained)
+        yield case, fused, chained
+
+
+def assert_same_bits(case, out: str, got: np.ndarray, want: np.ndarray) -> None:
+    """``got`` equals ``want`` bit for bit; else the case, the binding and how many differ."""
+    same = bits(got) == bits(want)
+    assert same.all(), f"{case.label()} {out}: {int((~same).sum())} elements differ"
+
+
 def _backends() -> list:
     """The GPU and the interpreter: both always run (an interpreter that fails to import is an
     error, not a reason to drop its cases)."""

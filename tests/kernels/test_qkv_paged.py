@@ -16,7 +16,7 @@ from kvdsl.ir.features import limits
 from kvdsl.kernels.config import ConfigError
 from kvdsl.kernels.qkv import qkv
 from kvdsl.kernels.qkv_paged import PagedQkvConfig, bytes_moved, contract_fields
-from tests.helpers.cache_kernels import bits
+from tests.helpers.cache_kernels import assert_same_bits, bits, fused_and_chained
 
 CATALOG = {n: c for n, c in catalog.VARIANTS.items() if c.mode == "paged_qkv"}
 
@@ -92,11 +92,7 @@ def test_fused_equals_the_unfused_chain(name, backend, gpu):
 
     cfg = CATALOG.get(name) or CONFIGS[name]
     run = interp.run if backend == "interp" else gpu_run
-    kernel = qkv(cfg)
-    for case in cases_for(cfg, 3, seed=5):
-        fused = run(kernel, dict(case.buffers), case.params)
-        chained = unfused(cfg, case.buffers, case.params, run)
-        assert set(fused) == set(chained)
+    for case, fused, chained in fused_and_chained(cfg, qkv(cfg), unfused, run):
         for out in fused:
             if cfg.format is not None and (
                 (out == "q_out" and cfg.q_norm) or (out != "q_out" and cfg.k_norm)
@@ -105,8 +101,7 @@ def test_fused_equals_the_unfused_chain(name, backend, gpu):
                 for n, _, problem in case.judge({out: fused[out]}, want):
                     assert not problem, f"{case.label()} {n}: {problem}"
                 continue
-            same = bits(fused[out]) == bits(chained[out])
-            assert same.all(), f"{case.label()} {out}: {int((~same).sum())} elements differ"
+            assert_same_bits(case, out, fused[out], chained[out])
 
 
 @pytest.mark.parametrize("name", ["slots_f32_rotary", "table_f16_combined", "slots_int8_norms"])

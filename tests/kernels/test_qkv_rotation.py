@@ -28,7 +28,7 @@ from kvdsl.reference.qkv import project
 from kvdsl.reference.rotation import rotation
 from kvdsl.runtime import run as gpu_run
 from tests.helpers.attend import attend_decode
-from tests.helpers.cache_kernels import bits
+from tests.helpers.cache_kernels import assert_same_bits, bits, fused_and_chained
 
 #: Contiguous caches: int8, int4 and q4_0 (its blocks of 32 fit either rotation), the
 #: head's whole block and blocks of 32, with the norms, rotary (whole and partial), the bias,
@@ -111,14 +111,9 @@ def test_fused_equals_the_unfused_chain(name, backend):
     cfg = CONTIGUOUS.get(name) or PAGED[name]
     chain = unfused if cfg.mode == "qkv" else paged_unfused
     run = interp.run if backend == "interp" else gpu_run
-    kernel = qkv(cfg)
-    for case in cases_for(cfg, 3, seed=5):
-        fused = run(kernel, dict(case.buffers), case.params)
-        chained = chain(cfg, case.buffers, case.params, run)
-        assert set(fused) == set(chained)
+    for case, fused, chained in fused_and_chained(cfg, qkv(cfg), chain, run):
         for out in fused:
-            same = bits(fused[out]) == bits(chained[out])
-            assert same.all(), f"{case.label()} {out}: {int((~same).sum())} elements differ"
+            assert_same_bits(case, out, fused[out], chained[out])
 
 
 @pytest.mark.parametrize(
