@@ -153,11 +153,7 @@ def _q8_quant(rng):
     return (
         {"x": _blocks(rng, pairs), "q": _poison(pairs * 17, np.uint32)},
         {"pairs": pairs},
-        (
-            2,
-            1,
-            1,
-        ),
+        (2, 1, 1),
     )
 
 
@@ -170,11 +166,7 @@ def _q4_quant(rng):
     return (
         {"x": _blocks(rng, pairs), "q": _poison(pairs * 9, np.uint32)},
         {"pairs": pairs},
-        (
-            2,
-            1,
-            1,
-        ),
+        (2, 1, 1),
     )
 
 
