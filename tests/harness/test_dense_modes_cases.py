@@ -4,7 +4,6 @@ rows and a moved scale."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from kvdsl import catalog, interp
