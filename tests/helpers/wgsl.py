@@ -95,6 +95,18 @@ def assert_refused(text: str, filename: str, message: str) -> None:
     assert message in str(info.value), str(info.value)
 
 
+def assert_refused_as_tint_refuses(text: str, error: type, match: str) -> None:
+    """kvdsl refuses ``text`` with ``error`` (a message ``match`` finds), and Tint refuses it."""
+    import pytest
+
+    from kvdsl.frontend import parse
+    from kvdsl.runtime import tint_check
+
+    with pytest.raises(error, match=match):
+        parse(text)
+    assert tint_check({"refused": text})["refused"] is not None
+
+
 def assert_taken(texts: dict[str, str]) -> None:
     """kvdsl reads each text (name → WGSL) and prints it back to the same IR, and neither naga
     nor Tint refuses any."""
