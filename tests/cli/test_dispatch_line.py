@@ -13,6 +13,7 @@ from kvdsl import cli
 from kvdsl.catalog_files import DISPATCH_LINE, DispatchLineError, stated_dispatch
 from kvdsl.contract import workgroups
 from tests.helpers.paths import ROOT
+from tests.helpers.wgsl import scale_kernel
 
 EMITTED = ROOT / "emitted"
 
@@ -95,16 +96,7 @@ def test_a_dispatch_line_that_states_no_rule_is_refused_with_its_line(stated, wh
     assert str(err.value).startswith(f"k.wgsl:2: the dispatch line states {stated!r}: expected a")
 
 
-SCALE = """struct Params { n: u32 }
-@group(0) @binding(0) var<storage, read> src: array<f32>;
-@group(0) @binding(1) var<storage, read_write> dst: array<f32>;
-@group(0) @binding(2) var<uniform> params: Params;
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-  let i = gid.x;
-  if (i < params.n) { dst[i] = src[i] * 2.0; }
-}
-"""
+SCALE = scale_kernel("n: u32", "src[i] * 2.0")
 
 
 def test_a_foreign_file_states_its_own_rule_or_gives_workgroups(capsys, tmp_path):

@@ -17,18 +17,10 @@ from kvdsl.harness.compare import poison
 from kvdsl.runtime import BufferError, check_inputs
 from kvdsl.runtime import run as gpu_run
 from kvdsl.interp import run as interp_run
+from tests.helpers.wgsl import scale_kernel
 
 #: A kernel with an integer field of each sign and a float one.
-SCALE = """struct Params { n: u32, shift: i32, scale: f32 }
-@group(0) @binding(0) var<storage, read> src: array<f32>;
-@group(0) @binding(1) var<storage, read_write> dst: array<f32>;
-@group(0) @binding(2) var<uniform> params: Params;
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-  let i = gid.x;
-  if (i < params.n) { dst[i] = src[i] * params.scale + f32(params.shift); }
-}
-"""
+SCALE = scale_kernel("n: u32, shift: i32, scale: f32", "src[i] * params.scale + f32(params.shift)")
 STRUCT = "struct Params { n: u32, shift: i32, scale: f32 }"
 GOOD = {"n": 64, "shift": -3, "scale": 1.5}
 

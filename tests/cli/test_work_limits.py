@@ -13,13 +13,17 @@ from kvdsl import cli
 from kvdsl.frontend import comments, parse_with_lines
 from kvdsl.interp import MAX_INVOCATIONS, WorkBudget, run as interp_run
 
-ENDLESS_FOR = """\
+#: The endless kernels' bindings and entry point, before their bodies.
+HEAD = """\
 struct Params { n: u32 }
 @group(0) @binding(0) var<storage, read_write> out: array<u32>;
 @group(0) @binding(1) var<uniform> params: Params;
 
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+"""
+
+ENDLESS_FOR = HEAD + """\
     var c = gid.x;
     for (var i = 0u; i < params.n; i = i + params.n - 1u) {
         c = c + 1u;
@@ -30,13 +34,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 }
 """
 
-ENDLESS_LOOP = """\
-struct Params { n: u32 }
-@group(0) @binding(0) var<storage, read_write> out: array<u32>;
-@group(0) @binding(1) var<uniform> params: Params;
-
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+ENDLESS_LOOP = HEAD + """\
     var c = 0u;
     loop {
         if (c == params.n) { break; }

@@ -404,13 +404,22 @@ def kernels(draw):
         raise
 
 
-@settings(
-    max_examples=500,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-    database=database(),
-)
-@given(kernels())
+def _on_generated_kernels(examples: int):
+    """``@given`` generated kernels, ``examples`` of them, with no deadline, in the shared
+    database."""
+
+    def wrap(test):
+        return settings(
+            max_examples=examples,
+            deadline=None,
+            suppress_health_check=[HealthCheck.too_slow],
+            database=database(),
+        )(given(kernels())(test))
+
+    return wrap
+
+
+@_on_generated_kernels(500)
 def test_generated_round_trip(k: Kernel) -> None:
     assert_round_trip(k)
 
@@ -428,13 +437,7 @@ FLOAT_FOLDING = (
 )
 
 
-@settings(
-    max_examples=200,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-    database=database(),
-)
-@given(kernels())
+@_on_generated_kernels(200)
 def test_generated_kernels_that_verify_compile_under_naga(k: Kernel) -> None:
     # What the verifier takes, a WGSL compiler takes: the names, constant shifts, divisions,
     # indices, clamp bounds and float constants it refuses are the ones naga refuses. One

@@ -12,8 +12,7 @@ import pytest
 from kvdsl import interp, runtime
 from kvdsl.emit import emit
 from kvdsl.frontend import WgslTypeError, parse
-from kvdsl.runtime import tint_check
-from tests.helpers.wgsl import assert_tint_takes
+from tests.helpers.wgsl import assert_refused_as_tint_refuses, assert_tint_takes
 
 N = 256
 
@@ -113,9 +112,7 @@ def test_misused_atomic_arrays_are_refused_as_tint_refuses_them(what):
         f"  out[gid.x] = {use};\n"
         "}\n"
     )
-    with pytest.raises(WgslTypeError, match=message):
-        parse(text)
-    assert tint_check({"bad": text})["bad"] is not None
+    assert_refused_as_tint_refuses(text, WgslTypeError, message)
 
 
 SLOTS = """struct Slot {

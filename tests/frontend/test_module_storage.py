@@ -16,7 +16,7 @@ from kvdsl.emit import emit
 from kvdsl.frontend import parse
 from kvdsl.interp import RaceError
 from kvdsl.ir.types import Array, Struct, Vec, f32, field_offsets, size_of, u32
-from tests.helpers.wgsl import assert_tint_takes
+from tests.helpers.wgsl import CASES, assert_tint_takes, read_case
 
 COUNTERS = """struct Config {
   n: u32,
@@ -362,27 +362,8 @@ def test_structs_in_structs_in_a_workgroup_array_of_arrays_run_as_numpy_says(gpu
     assert_tint_takes({"nested_tiles": NESTED_TILES})
 
 
-HALVES = """enable f16;
-struct Half {
-  lo: f16,
-  pair: vec2<f16>,
-  n: u32,
-}
-@group(0) @binding(0) var<storage, read> x: array<f32>;
-@group(0) @binding(1) var<storage, read_write> out: array<f32>;
-fn scaled(h: Half, k: f16) -> Half {
-  var r = h;
-  r.lo *= k;
-  r.pair.y = r.pair.x + k;
-  return r;
-}
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-  let v = f16(x[gid.x]);
-  let h = scaled(Half(v, vec2<f16>(v, -v), gid.x), 1.5h);
-  out[gid.x] = f32(h.lo) + f32(h.pair.y) + f32(h.n);
-}
-"""
+#: The conformance case with f16 struct members, run here on both backends.
+HALVES = read_case(CASES / "struct_values" / "f16_members.wgsl").text
 
 
 def test_struct_values_with_f16_members_run_as_numpy_says(gpu):

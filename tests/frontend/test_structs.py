@@ -14,7 +14,7 @@ import pytest
 from kvdsl import interp, runtime
 from kvdsl.emit import emit
 from kvdsl.frontend import WgslTypeError, parse
-from tests.helpers.wgsl import assert_tint_takes
+from tests.helpers.wgsl import assert_refused_as_tint_refuses, assert_tint_takes
 from kvdsl.interp import OutOfBounds, RaceError
 from kvdsl.ir.types import (
     Array,
@@ -28,6 +28,7 @@ from kvdsl.ir.types import (
     stride,
     u32,
 )
+from tests.helpers.backends import backend_run
 
 ITEMS = """struct Pair {
   a: f32,
@@ -363,10 +364,8 @@ def numpy_halves(bufs: dict, params: dict) -> dict:
 
 @pytest.mark.parametrize("backend", ["interp", "gpu"])
 def test_f16_members_in_storage_workgroup_and_uniform_run_as_numpy_says(backend, request):
-    if backend == "gpu":
-        request.getfixturevalue("gpu")
+    run = backend_run(backend, request)
     bufs, params = _half_inputs()
-    run = interp.run if backend == "interp" else runtime.run
     got = run(parse(HALVES), bufs, params, (N // 64, 1, 1))
     want = numpy_halves(bufs, params)
     for name, w in want.items():
@@ -492,12 +491,8 @@ def test_bool_members_of_a_workgroup_struct_run_as_numpy_says(gpu):
 
 
 def test_a_bool_member_in_storage_is_refused_as_tint_refuses_it():
-    from kvdsl.runtime import tint_check
-
     bad = FLAGS.replace(
         "var<workgroup> t: array<G, 64>;",
         "@group(0) @binding(2) var<storage, read_write> t: array<G>;",
     )
-    with pytest.raises(WgslTypeError, match="member on: bool in storage memory"):
-        parse(bad)
-    assert tint_check({"bad": bad})["bad"] is not None
+    assert_refused_as_tint_refuses(bad, WgslTypeError, "member on: bool in storage memory")

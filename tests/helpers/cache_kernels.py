@@ -1,5 +1,5 @@
 """Backends, inputs and comparisons of the KV-cache kernel tests (``tests/kernels/test_merge.py``,
-``tests/kernels/test_window_shift.py``): outputs are poisoned with NaN before each run; copies
+``tests/kernels/test_window_shift.py``) and the fused QKV kernels' bit views: outputs are poisoned with NaN before each run; copies
 and conversions of equal types are compared bit for bit, rotated K within a few ulps."""
 
 from __future__ import annotations
@@ -10,6 +10,30 @@ import pytest
 from kvdsl import reference as ref
 
 DT = {"f32": np.float32, "f16": np.float16}
+
+
+def bits(a: np.ndarray) -> np.ndarray:
+    """``a``'s elements as unsigned integers of their own width (bit-for-bit comparisons)."""
+    return a.view(f"u{a.itemsize}")
+
+
+def fused_and_chained(cfg, kernel, chain, run, seed: int = 5):
+    """For each of 3 harness cases of ``cfg``: the case, the fused ``kernel``'s outputs and the
+    unfused ``chain``'s (``chain(cfg, buffers, params, run)``), both run by ``run``, having
+    asserted they write the same bindings."""
+    from kvdsl.harness import cases_for
+
+    for case in cases_for(cfg, 3, seed=seed):
+        fused = run(kernel, dict(case.buffers), case.params)
+        chained = chain(cfg, case.buffers, case.params, run)
+        assert set(fused) == set(chained)
+        yield case, fused, chained
+
+
+def assert_same_bits(case, out: str, got: np.ndarray, want: np.ndarray) -> None:
+    """``got`` equals ``want`` bit for bit; else the case, the binding and how many differ."""
+    same = bits(got) == bits(want)
+    assert same.all(), f"{case.label()} {out}: {int((~same).sum())} elements differ"
 
 
 def _backends() -> list:

@@ -148,34 +148,18 @@ def _blocks(rng, pairs: int) -> np.ndarray:
     return x
 
 
-def _q8_quant(rng):
+def _pair_quant(rng, words: int):
+    """70 pairs of blocks to quantise, each pair ``words`` words of output (q8_0: 17, q4_0: 9)."""
     pairs = 70
     return (
-        {"x": _blocks(rng, pairs), "q": _poison(pairs * 17, np.uint32)},
+        {"x": _blocks(rng, pairs), "q": _poison(pairs * words, np.uint32)},
         {"pairs": pairs},
-        (
-            2,
-            1,
-            1,
-        ),
+        (2, 1, 1),
     )
 
 
 def _q8_quant_np(b, p):
     return {"q": formats.words(formats.quantize_q8_0(b["x"]))}
-
-
-def _q4_quant(rng):
-    pairs = 70
-    return (
-        {"x": _blocks(rng, pairs), "q": _poison(pairs * 9, np.uint32)},
-        {"pairs": pairs},
-        (
-            2,
-            1,
-            1,
-        ),
-    )
 
 
 def _q4_quant_np(b, p):
@@ -489,10 +473,10 @@ CASES = [
     Case("rmsnorm", _rmsnorm, _rmsnorm_np, 1e-5),
     Case("softmax", _softmax, _softmax_np, 1e-5),
     Case("rope", _rope, _rope_np, 1e-4),
-    Case("q8_0_quantize", _q8_quant, _q8_quant_np),
+    Case("q8_0_quantize", lambda rng: _pair_quant(rng, 17), _q8_quant_np),
     Case("q8_0_dequantize", _q8_dequant, _q8_dequant_np),
     Case("q8_0_blocks", _q8_blocks, _q8_blocks_np),
-    Case("q4_0_quantize", _q4_quant, _q4_quant_np),
+    Case("q4_0_quantize", lambda rng: _pair_quant(rng, 9), _q4_quant_np),
     Case("q4_0_dequantize", _q4_dequant, _q4_dequant_np),
     Case("row_scatter", _scatter, _scatter_np),
     Case("matvec", _matvec, _matvec_np, 1e-4),

@@ -1,6 +1,9 @@
-"""The session group's count of fuzzed steps per host, for its summary line."""
+"""The session group's count of fuzzed steps per host, for its summary line, and the host class
+a test parametrised over "interp" and "gpu" runs on."""
 
 from __future__ import annotations
+
+from kvdsl.session import GpuHost, InterpHost
 
 #: Steps run per host ("interp", "gpu"; "paged-interp", "paged-gpu": the paged machine's) and
 #: sessions drawn.
@@ -32,3 +35,12 @@ def summary() -> str | None:
     total = {h: STEPS[h] + STEPS[f"paged-{h}"] for h in ("interp", "gpu")}
     parts.append(f"{total['interp']:,} interpreter and {total['gpu']:,} GPU steps in all")
     return "session fuzz: " + "; ".join(parts) + ", each checked against the oracle"
+
+
+def host_class(request) -> type:
+    """The host class ``request.param`` names ("interp" or "gpu"); the GPU's asks for the ``gpu``
+    fixture, so that it skips where there is none."""
+    if request.param == "gpu":
+        request.getfixturevalue("gpu")
+        return GpuHost
+    return InterpHost

@@ -21,6 +21,22 @@ def kernel(body: str, head: str = HEAD) -> str:
     )
 
 
+def scale_kernel(fields: str, value: str) -> str:
+    """A module of ``src`` (read) and ``dst`` (read_write) f32 arrays and uniform ``params``
+    (``struct Params { fields }``): ``dst[i] = value`` for each ``i < params.n``."""
+    return (
+        f"struct Params {{ {fields} }}\n"
+        "@group(0) @binding(0) var<storage, read> src: array<f32>;\n"
+        "@group(0) @binding(1) var<storage, read_write> dst: array<f32>;\n"
+        "@group(0) @binding(2) var<uniform> params: Params;\n"
+        "@compute @workgroup_size(64)\n"
+        "fn main(@builtin(global_invocation_id) gid: vec3<u32>) {\n"
+        "  let i = gid.x;\n"
+        f"  if (i < params.n) {{ dst[i] = {value}; }}\n"
+        "}\n"
+    )
+
+
 def refused_by_compilers(
     texts: dict[str, str], limits: dict[str, dict[str, int]] | None = None
 ) -> dict[str, str]:
@@ -77,6 +93,18 @@ def assert_refused(text: str, filename: str, message: str) -> None:
         parse(text, filename)
     assert not isinstance(info.value, UnsupportedError), str(info.value)
     assert message in str(info.value), str(info.value)
+
+
+def assert_refused_as_tint_refuses(text: str, error: type, match: str) -> None:
+    """kvdsl refuses ``text`` with ``error`` (a message ``match`` finds), and Tint refuses it."""
+    import pytest
+
+    from kvdsl.frontend import parse
+    from kvdsl.runtime import tint_check
+
+    with pytest.raises(error, match=match):
+        parse(text)
+    assert tint_check({"refused": text})["refused"] is not None
 
 
 def assert_taken(texts: dict[str, str]) -> None:

@@ -60,6 +60,13 @@ class _always:
         return False
 
 
+def _src_dst(name: str):
+    """A builder of ``WG`` invocations a workgroup with its f32 ``src`` (read) and ``dst``
+    (read_write) bindings."""
+    kb = KernelBuilder(name, WG)
+    return kb, kb.binding("src", f32), kb.binding("dst", f32, "read_write")
+
+
 def _guard(kb, cond, form: str):
     return kb.if_(cond) if form == "masked" else _always()
 
@@ -97,9 +104,7 @@ def _first(form: str, reaching: np.ndarray) -> int:
 def storage_read(planted: bool, form: str):
     """``dst[i] = src[j + 1] * 3 - src[j]``: past the end for the invocation whose ``j`` is
     ``N - 1`` when planted; the twin wraps (``(j + 1) % N``)."""
-    kb = KernelBuilder("storage_read", WG)
-    src = kb.binding("src", f32)
-    dst = kb.binding("dst", f32, "read_write")
+    kb, src, dst = _src_dst("storage_read")
     i = kb.let("i", kb.gid.x)
     j = _j(kb, i, form)
     nxt = j + 1 if planted else (j + 1) % N
@@ -125,9 +130,7 @@ def test_storage_read_out_of_bounds(form):
 def storage_write(planted: bool, form: str):
     """``dst[j + 1] = src[i] * -2``: past the end for the invocation whose ``j`` is ``N - 1``
     when planted; the twin wraps."""
-    kb = KernelBuilder("storage_write", WG)
-    src = kb.binding("src", f32)
-    dst = kb.binding("dst", f32, "read_write")
+    kb, src, dst = _src_dst("storage_write")
     i = kb.let("i", kb.gid.x)
     j = _j(kb, i, form)
     with _guard(kb, (i % 3).ne(0), form):
@@ -153,9 +156,7 @@ def test_storage_write_out_of_bounds(form):
 def storage_race(planted: bool, form: str):
     """``dst[j / 2] = src[i] + 1``: invocations with ``j`` 2k and 2k + 1 both write element k
     when planted; the twin sends odd ``j`` to the upper half (``j / 2 + (j % 2) * N / 2``)."""
-    kb = KernelBuilder("storage_race", WG)
-    src = kb.binding("src", f32)
-    dst = kb.binding("dst", f32, "read_write")
+    kb, src, dst = _src_dst("storage_race")
     i = kb.let("i", kb.gid.x)
     j = _j(kb, i, form)
     with _guard(kb, (i % 3).ne(0), form):
@@ -186,9 +187,7 @@ def storage_two_stores(planted: bool, form: str):
     """``dst[j] = src[i]``, then a second statement stores ``src[i] * 2`` at ``(j + 1) % N``:
     into ``dst`` when planted (the element another invocation's first store wrote), into
     ``aux`` in the twin."""
-    kb = KernelBuilder("storage_two_stores", WG)
-    src = kb.binding("src", f32)
-    dst = kb.binding("dst", f32, "read_write")
+    kb, src, dst = _src_dst("storage_two_stores")
     second = dst if planted else kb.binding("aux", f32, "read_write")
     i = kb.let("i", kb.gid.x)
     j = _j(kb, i, form)
@@ -222,9 +221,7 @@ def test_storage_race_two_writers_in_two_statements(form):
 def storage_read_written(planted: bool, form: str):
     """``dst[j] = src[i]`` and then ``aux[i] = dst[(j + 1) % N]``: another invocation wrote that
     element in this dispatch when planted; the twin reads ``src`` for it."""
-    kb = KernelBuilder("storage_read_written", WG)
-    src = kb.binding("src", f32)
-    dst = kb.binding("dst", f32, "read_write")
+    kb, src, dst = _src_dst("storage_read_written")
     aux = kb.binding("aux", f32, "read_write")
     i = kb.let("i", kb.gid.x)
     j = _j(kb, i, form)
@@ -263,9 +260,7 @@ def test_storage_race_read_of_another_invocations_write(form):
 def shared_read(planted: bool, form: str):
     """Each invocation stores ``src[i]`` at ``w[lid]``; after a barrier it reads ``w[lid + 1]``,
     past the end for the last invocation of a workgroup when planted (the twin wraps)."""
-    kb = KernelBuilder("shared_read", WG)
-    src = kb.binding("src", f32)
-    dst = kb.binding("dst", f32, "read_write")
+    kb, src, dst = _src_dst("shared_read")
     w = kb.workgroup_var("w", array(f32, WG))
     i = kb.let("i", kb.gid.x)
     lid = kb.let("l", kb.lid.x)
@@ -294,9 +289,7 @@ def test_workgroup_read_out_of_bounds(form):
 def shared_write(planted: bool, form: str):
     """Each invocation stores ``src[i]`` at ``w[lid + 1]``, past the end for the last of a
     workgroup when planted (the twin wraps); after a barrier ``dst[i] = w[lid] * 4``."""
-    kb = KernelBuilder("shared_write", WG)
-    src = kb.binding("src", f32)
-    dst = kb.binding("dst", f32, "read_write")
+    kb, src, dst = _src_dst("shared_write")
     w = kb.workgroup_var("w", array(f32, WG))
     i = kb.let("i", kb.gid.x)
     lid = kb.let("l", kb.lid.x)
@@ -326,9 +319,7 @@ def shared_race(planted: bool, form: str):
     form stores one slot, ``w[0]``: by every invocation of a workgroup when planted, by the
     first of each workgroup in the twin (invocations of different workgroups never race on
     workgroup memory)."""
-    kb = KernelBuilder("shared_race", WG)
-    src = kb.binding("src", f32)
-    dst = kb.binding("dst", f32, "read_write")
+    kb, src, dst = _src_dst("shared_race")
     w = kb.workgroup_var("w", array(f32, WG))
     i = kb.let("i", kb.gid.x)
     lid = kb.let("l", kb.lid.x)
@@ -369,9 +360,7 @@ def test_workgroup_race_two_writers(form):
 def shared_no_barrier(planted: bool):
     """``w[lid] = src[i]``, then ``dst[i] = w[(lid + 1) % WG]``: a neighbour's slot read with no
     barrier between when planted; the twin has the barrier."""
-    kb = KernelBuilder("shared_no_barrier", WG)
-    src = kb.binding("src", f32)
-    dst = kb.binding("dst", f32, "read_write")
+    kb, src, dst = _src_dst("shared_no_barrier")
     w = kb.workgroup_var("w", array(f32, WG))
     i = kb.let("i", kb.gid.x)
     lid = kb.let("l", kb.lid.x)

@@ -88,6 +88,12 @@ def test_builder_rejects_whole_assignment() -> None:
         kb.workgroup_var("x", f32)
 
 
+def _refused(body, match: str, **kw) -> None:
+    """``body``'s kernel is refused by the verifier with a message ``match`` finds."""
+    with pytest.raises(VerifyError, match=match):
+        _kernel(body, **kw)
+
+
 def _kernel(body, wvars=(("w", array(u32, WG)),), fn=False):
     """A kernel with one output whose body is written by ``body(kb, w, out)``."""
     kb = KernelBuilder("k", workgroup_size=WG)
@@ -112,11 +118,10 @@ def test_verify_barrier_rules() -> None:
             kb.barrier()
         _store_load(kb, w, out)
 
-    with pytest.raises(
-        VerifyError,
-        match=r"must be reached in uniform control flow, but it depends on the condition of `if \(gid.x < 5u\)`, which depends on 'gid' \(global_invocation_id",
-    ):
-        _kernel(in_if)
+    _refused(
+        in_if,
+        r"must be reached in uniform control flow, but it depends on the condition of `if \(gid.x < 5u\)`, which depends on 'gid' \(global_invocation_id",
+    )
 
     def after_return(kb, w, out):
         with kb.if_(kb.gid.x >= 100):
@@ -125,11 +130,10 @@ def test_verify_barrier_rules() -> None:
         kb.barrier()
         out[kb.gid.x] = w[(kb.lid.x + 1) % WG]
 
-    with pytest.raises(
-        VerifyError,
-        match=r"on `if \(gid.x >= 100u\)`, which some invocations may leave by return, which depends on 'gid'",
-    ):
-        _kernel(after_return)
+    _refused(
+        after_return,
+        r"on `if \(gid.x >= 100u\)`, which some invocations may leave by return, which depends on 'gid'",
+    )
 
     # A helper may hold a barrier: the analysis asks its calls to
     # be uniform (tests/ir/test_uniformity.py); one never called is taken as WGSL takes it.
@@ -140,11 +144,7 @@ def test_verify_barrier_rules() -> None:
             kb.barrier()
         _store_load(kb, w, out)
 
-    with pytest.raises(
-        VerifyError,
-        match=r"depends on the condition of `for \(.*lid.x.*`, which depends on 'lid'",
-    ):
-        _kernel(bad_loop)
+    _refused(bad_loop, r"depends on the condition of `for \(.*lid.x.*`, which depends on 'lid'")
 
     def loop_with_break(kb, w, out):
         with kb.for_range("j", 0, 4):
@@ -153,11 +153,10 @@ def test_verify_barrier_rules() -> None:
                 kb.emit(Return())
         _store_load(kb, w, out)
 
-    with pytest.raises(
-        VerifyError,
-        match=r"on the iterations of `for .*`, which depends on `if \(gid.x == 3u\)`, which some invocations may leave by return",
-    ):
-        _kernel(loop_with_break)
+    _refused(
+        loop_with_break,
+        r"on the iterations of `for .*`, which depends on `if \(gid.x == 3u\)`, which some invocations may leave by return",
+    )
 
     def good_loop(kb, w, out):
         with kb.for_range("j", 0, 4):
@@ -201,11 +200,7 @@ def test_a_break_of_a_nested_loop_leaves_control_flow_uniform(gpu) -> None:
             kb.barrier()
         _store_load(kb, w, out)
 
-    with pytest.raises(
-        VerifyError,
-        match=r"may leave by break, which depends on a load of 'out' \(read_write storage\)",
-    ):
-        _kernel(direct)
+    _refused(direct, r"may leave by break, which depends on a load of 'out' \(read_write storage\)")
 
 
 def test_verify_barrier_in_uniform_blocks_nested() -> None:
@@ -230,15 +225,14 @@ def test_verify_barrier_in_uniform_blocks_nested() -> None:
         return kb.let("steps", min_(kb.wid.x * 3, kb.param("n")))
 
     assert "j < steps;" in emit(_kernel(nested(lambda kb: kb.param("n") > 2, uniform_let)))
-    with pytest.raises(
-        VerifyError,
-        match=r"the condition of `for .*steps.*`, which depends on 'steps', which depends on 'lid'",
-    ):
-        _kernel(nested(lambda kb: kb.param("n") > 2, lambda kb: kb.let("steps", kb.lid.x)))
-    with pytest.raises(
-        VerifyError, match=r"the condition of `if \(lid.x > 0u\)`, which depends on 'lid'"
-    ):
-        _kernel(nested(lambda kb: kb.lid.x > 0))
+    _refused(
+        nested(lambda kb: kb.param("n") > 2, lambda kb: kb.let("steps", kb.lid.x)),
+        r"the condition of `for .*steps.*`, which depends on 'steps', which depends on 'lid'",
+    )
+    _refused(
+        nested(lambda kb: kb.lid.x > 0),
+        r"the condition of `if \(lid.x > 0u\)`, which depends on 'lid'",
+    )
 
     def shadowed(kb, w, out):
         # `a` is decided only when the if asks, after the loop's `x` shadows the one `a` read:
@@ -251,11 +245,10 @@ def test_verify_barrier_in_uniform_blocks_nested() -> None:
                 kb.barrier()
         _store_load(kb, w, out)
 
-    with pytest.raises(
-        VerifyError,
-        match=r"`if \(a > 2u\)`, which depends on 'a', which depends on 'x', which depends on 'lid'",
-    ):
-        _kernel(shadowed)
+    _refused(
+        shadowed,
+        r"`if \(a > 2u\)`, which depends on 'a', which depends on 'x', which depends on 'lid'",
+    )
 
     def under_if(cond):
         def body(kb, w, out):
@@ -270,11 +263,10 @@ def test_verify_barrier_in_uniform_blocks_nested() -> None:
             kb.return_(a * 2)
         return kb.fn_call("twice", kb.param("n")) > 2
 
-    with pytest.raises(
-        VerifyError,
-        match=r"`if \(n > 2u\)`, which depends on 'n', which depends on a load of 'out'",
-    ):
-        _kernel(under_if(lambda kb, out: kb.let("n", out[0]) > 2))
+    _refused(
+        under_if(lambda kb, out: kb.let("n", out[0]) > 2),
+        r"`if \(n > 2u\)`, which depends on 'n', which depends on a load of 'out'",
+    )
     # A helper's result is as uniform as the arguments it depends on (WGSL's function tags):
     # twice(params.n) is, as Tint agrees; twice(lid.x) is not, nor a helper that loads.
     from kvdsl.runtime import tint_check
@@ -287,19 +279,17 @@ def test_verify_barrier_in_uniform_blocks_nested() -> None:
             kb.return_(a * 2)
         return kb.fn_call("twice", kb.lid.x) > 2
 
-    with pytest.raises(VerifyError, match=r"`if \(twice\(lid.x\) > 2u\)`, which depends on 'lid'"):
-        _kernel(under_if(twice_lid))
+    _refused(under_if(twice_lid), r"`if \(twice\(lid.x\) > 2u\)`, which depends on 'lid'")
 
     def loads(kb, out):
         with kb.function("first", [("a", u32)], u32) as (a,):
             kb.return_(out[a % 4])
         return kb.fn_call("first", kb.param("n")) > 2
 
-    with pytest.raises(
-        VerifyError,
-        match=r"on first\(\)'s result \(it depends on a load of 'out' \(read_write storage\)\)",
-    ):
-        _kernel(under_if(loads))
+    _refused(
+        under_if(loads),
+        r"on first\(\)'s result \(it depends on a load of 'out' \(read_write storage\)\)",
+    )
 
 
 def _store_load_barrier(kb, w, out):
@@ -330,20 +320,18 @@ def test_verify_barrier_after_a_uniform_return() -> None:
                 kb.ret()
         _store_load_barrier(kb, w, out)
 
-    with pytest.raises(
-        VerifyError,
-        match=r"`if \(params.n == 0u\)`, which some invocations may leave by return, which "
+    _refused(
+        nested,
+        r"`if \(params.n == 0u\)`, which some invocations may leave by return, which "
         r"depends on `if \(gid.x < 3u\)`, which some invocations may leave by return",
-    ):
-        _kernel(nested)
+    )
 
     def mixed(kb, w, out):
         with kb.if_(kb.param("n").eq(0).lor(kb.lid.x < 3)):
             kb.ret()
         _store_load_barrier(kb, w, out)
 
-    with pytest.raises(VerifyError, match="may leave by return, which depends on 'lid'"):
-        _kernel(mixed)
+    _refused(mixed, "may leave by return, which depends on 'lid'")
 
 
 @pytest.mark.parametrize("n", [0, 3])
@@ -375,8 +363,7 @@ def test_verify_workgroup_memory_limits() -> None:
         kb.emit(Let("copy", w.node))
         _store_load(kb, w, out)
 
-    with pytest.raises(VerifyError, match="workgroup var 'w' used without an index"):
-        _kernel(whole)
+    _refused(whole, "workgroup var 'w' used without an index")
 
 
 def test_gpu_row_sum(gpu) -> None:
@@ -391,17 +378,19 @@ def test_gpu_row_sum(gpu) -> None:
         assert got.view(np.uint32).tolist() == want.view(np.uint32).tolist()
 
 
+def _two_vars(kb, w, out):
+    """Two rounds each storing, reading the mirrored element and waiting."""
+    with kb.for_range("j", 0, 2):
+        w[kb.lid.x] = kb.gid.x + kb.lid.x
+        kb.barrier()
+        out[kb.gid.x] = w[WG - 1 - kb.lid.x]
+        kb.barrier()
+
+
 def test_naga_and_tint_accept() -> None:
     from kvdsl.runtime import compile_wgsl, tint_check
 
-    def two_vars(kb, w, out):
-        with kb.for_range("j", 0, 2):
-            w[kb.lid.x] = kb.gid.x + kb.lid.x
-            kb.barrier()
-            out[kb.gid.x] = w[WG - 1 - kb.lid.x]
-            kb.barrier()
-
-    texts = {"row_sum": emit(row_sum()), "loop": emit(_kernel(two_vars))}
+    texts = {"row_sum": emit(row_sum()), "loop": emit(_kernel(_two_vars))}
     for text in texts.values():
         compile_wgsl(text)
     assert tint_check(texts) == {name: None for name in texts}
@@ -424,6 +413,13 @@ def test_interp_row_sum(count: int, monkeypatch) -> None:
     assert got.view(np.uint32).tolist() == want
 
 
+def _interp_raises(error: type, body, match: str, **kw) -> None:
+    """``body``'s kernel, run by the interpreter, raises ``error`` with a message ``match``
+    finds."""
+    with pytest.raises(error, match=match):
+        _interp(body, **kw)
+
+
 def _interp(body, groups: int = 2, strict: bool = False, wvars=(("w", array(u32, WG)),)):
     from kvdsl.interp import run
 
@@ -438,16 +434,16 @@ def test_interp_races() -> None:
     def read_before_barrier(kb, w, out):
         _store_load(kb, w, out)
 
-    with pytest.raises(RaceError, match=r"w\[1\] \(workgroup memory\): invocation gid=\(1, 0, 0\)"):
-        _interp(read_before_barrier)
+    _interp_raises(
+        RaceError, read_before_barrier, r"w\[1\] \(workgroup memory\): invocation gid=\(1, 0, 0\)"
+    )
 
     def same_element(kb, w, out):
         w[kb.lid.x / 2] = kb.gid.x
         kb.barrier()
         out[kb.gid.x] = w[kb.lid.x]
 
-    with pytest.raises(RaceError, match=r"w\[0\] .* wrote it and .* writes it"):
-        _interp(same_element)
+    _interp_raises(RaceError, same_element, r"w\[0\] .* wrote it and .* writes it")
 
     def write_after_read(kb, w, out):
         w[kb.lid.x] = kb.gid.x
@@ -457,8 +453,9 @@ def test_interp_races() -> None:
         kb.barrier()
         out[kb.gid.x] = w[kb.lid.x]
 
-    with pytest.raises(RaceError, match=r"w\[0\] .* read it and .* local \(0, 0, 0\)\) writes it"):
-        _interp(write_after_read)
+    _interp_raises(
+        RaceError, write_after_read, r"w\[0\] .* read it and .* local \(0, 0, 0\)\) writes it"
+    )
 
     def separated(kb, w, out):
         w[kb.lid.x] = kb.gid.x
@@ -483,8 +480,7 @@ def test_interp_out_of_bounds_and_uninitialised() -> None:
         kb.barrier()
         out[kb.gid.x] = w[kb.lid.x]
 
-    with pytest.raises(OutOfBounds, match=r"w\[64\] is out of bounds \(length 64\)"):
-        _interp(oob)
+    _interp_raises(OutOfBounds, oob, r"w\[64\] is out of bounds \(length 64\)")
 
     def half(kb, w, out):
         with kb.if_(kb.lid.x < WG // 2):
@@ -492,8 +488,7 @@ def test_interp_out_of_bounds_and_uninitialised() -> None:
         kb.barrier()
         out[kb.gid.x] = w[kb.lid.x]
 
-    with pytest.raises(UninitializedRead, match=r"w\[1\] \(workgroup memory\) is read by"):
-        _interp(half, strict=True)
+    _interp_raises(UninitializedRead, half, r"w\[1\] \(workgroup memory\) is read by", strict=True)
     got = _interp(half)  # zero-initialised, as WGSL's workgroup memory is
     gid = np.arange(2 * WG, dtype=np.uint32)
     lid = gid % WG
@@ -607,19 +602,21 @@ def test_lane_races_and_errors() -> None:
         kb.barrier()
         out[kb.gid.x] = w[kb.lid.x / 4].x
 
-    with pytest.raises(RaceError, match=r"w\[0\]\[0\] \(workgroup memory\): .* wrote it and"):
-        _interp(same_lane, wvars=quads)
+    _interp_raises(
+        RaceError, same_lane, r"w\[0\]\[0\] \(workgroup memory\): .* wrote it and", wvars=quads
+    )
 
     def whole_read(kb, w, out):  # reads the lanes the other three invocations wrote
         w[kb.lid.x / 4, kb.lid.x % 4] = kb.gid.x
         q = kb.let("q", w[kb.lid.x / 4])
         out[kb.gid.x] = q.x
 
-    with pytest.raises(
+    _interp_raises(
         RaceError,
-        match=r"w\[0\]\[1\] .* gid=\(1, 0, 0\) .* wrote it and .* gid=\(0, 0, 0\) .* reads",
-    ):
-        _interp(whole_read, wvars=quads)
+        whole_read,
+        r"w\[0\]\[1\] .* gid=\(1, 0, 0\) .* wrote it and .* gid=\(0, 0, 0\) .* reads",
+        wvars=quads,
+    )
 
     def own_lane(kb, w, out):  # reading back only its own lane is no race
         w[kb.lid.x / 4, kb.lid.x % 4] = kb.gid.x + 1
@@ -633,16 +630,20 @@ def test_lane_races_and_errors() -> None:
         kb.barrier()
         out[kb.gid.x] = w[kb.lid.x / 4].x
 
-    with pytest.raises(UninitializedRead, match=r"w\[0\]\[3\] \(workgroup memory\) is read by"):
-        _interp(unwritten, wvars=quads, strict=True)
+    _interp_raises(
+        UninitializedRead,
+        unwritten,
+        r"w\[0\]\[3\] \(workgroup memory\) is read by",
+        wvars=quads,
+        strict=True,
+    )
 
     def past_lane(kb, w, out):
         w[kb.lid.x / 4, kb.lid.x % 8] = kb.gid.x
         kb.barrier()
         out[kb.gid.x] = w[kb.lid.x / 4].x
 
-    with pytest.raises(OutOfBounds, match=r"w\[\]\[4\] is out of bounds \(length 4\)"):
-        _interp(past_lane, wvars=quads)
+    _interp_raises(OutOfBounds, past_lane, r"w\[\]\[4\] is out of bounds \(length 4\)", wvars=quads)
 
 
 def test_lane_store_needs_vector_elements() -> None:
@@ -651,22 +652,21 @@ def test_lane_store_needs_vector_elements() -> None:
     def scalar_lanes(kb, w, out):
         w[kb.lid.x, 0] = kb.gid.x
 
-    with pytest.raises(VerifyError, match="a lane index needs vector elements, not u32"):
-        _kernel(scalar_lanes)
+    _refused(scalar_lanes, "a lane index needs vector elements, not u32")
 
     def raw(kb, w, out):  # the same through raw IR: the verifier rejects it
         kb.emit(Assign(Index(Index(Name("w"), Lit(0, u32)), Lit(0, u32)), Lit(1, u32)))
         _store_load(kb, w, out)
 
-    with pytest.raises(VerifyError, match="cannot index|one element at a time"):
-        _kernel(raw)
+    _refused(raw, "cannot index|one element at a time")
 
     def swizzle(kb, w, out):
         kb.emit(Assign(Member(Index(Name("w"), Lit(0, u32)), "x"), Lit(1, u32)))
         out[kb.gid.x] = w[kb.lid.x].x
 
-    with pytest.raises(VerifyError, match=r"one element at a time \(or one lane"):
-        _kernel(swizzle, wvars=(("w", array(vec(4, u32), WG // 4)),))
+    _refused(
+        swizzle, r"one element at a time \(or one lane", wvars=(("w", array(vec(4, u32), WG // 4)),)
+    )
 
 
 # ---- frontend -------------------------------------------------------------------------------
@@ -677,15 +677,8 @@ def test_round_trip() -> None:
 
     from kvdsl.frontend import parse
 
-    def two_vars(kb, w, out):
-        with kb.for_range("j", 0, 2):
-            w[kb.lid.x] = kb.gid.x + kb.lid.x
-            kb.barrier()
-            out[kb.gid.x] = w[WG - 1 - kb.lid.x]
-            kb.barrier()
-
     wvars = (("w", array(u32, WG)), ("v4", array(vec(4, f32), 8)))
-    for k in (row_sum("main"), _kernel(two_vars, wvars=wvars)):
+    for k in (row_sum("main"), _kernel(_two_vars, wvars=wvars)):
         k = replace(k, name="main")
         text = emit(k)
         back = parse(text, dispatch=k.dispatch)

@@ -19,6 +19,7 @@ from kvdsl.nodes.paged import PageLayout, Pool
 from kvdsl.reference.attention import attention
 from kvdsl.reference.paged import pool_arrays
 from kvdsl.runtime import run as gpu_run
+from tests.helpers.attend import attend_output
 
 #: exp and tanh are approximate on GPUs (WGSL: exp within 3 + 2|x| ULP); the outputs are
 #: weighted means of values of magnitude ~1, computed in f32.
@@ -123,15 +124,7 @@ class Case:
 
     def run(self, backend, kernels=None) -> np.ndarray:
         """The output of the attend dispatch (and the merge, with several chunks)."""
-        main, merge = kernels or (attend(self.cfg), attend_merge(self.cfg))
-        out = backend(main, self.buffers, self.params)
-        if self.params["chunks"] > 1:
-            inputs = {"partials": out["partials"], "output": self.buffers["output"]}
-            if self.cfg.sinks:
-                inputs["sinks"] = self.buffers["sinks"]
-            keep = ("batch", "queries", "chunks")
-            out = backend(merge, inputs, {n: self.params[n] for n in keep})
-        got = out["output"].astype(np.float64)
+        got = attend_output(backend, self.cfg, self.buffers, self.params, kernels)
         return _from_rows(got, self.cfg.o_layout, self.q_shape)
 
     def check(self, backend) -> None:

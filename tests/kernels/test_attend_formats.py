@@ -36,6 +36,8 @@ from kvdsl.reference import formats as fm
 from kvdsl.reference.attention import attention
 from kvdsl.reference.paged import pool_arrays, pool_pages
 from kvdsl.runtime import run as gpu_run
+from tests.helpers.attend import attend_output
+from tests.helpers.decoders import assert_decodes_as_the_reference
 
 #: As for f32 and f16 caches (tests/kernels/test_attend.py): the kernel's approximate exp over
 #: values of magnitude ~1 in f32; the decoded values are the reference decoder's exactly.
@@ -265,15 +267,8 @@ class Case:
     # ---- runs --------------------------------------------------------------------------------
 
     def run(self, backend, kernels=None) -> np.ndarray:
-        main, merge = kernels or (attend(self.cfg), attend_merge(self.cfg))
-        out = backend(main, self.buffers, self.params)
-        if self.params["chunks"] > 1:
-            inputs = {"partials": out["partials"], "output": self.buffers["output"]}
-            if self.cfg.sinks:
-                inputs["sinks"] = self.buffers["sinks"]
-            keep = ("batch", "queries", "chunks")
-            out = backend(merge, inputs, {n: self.params[n] for n in keep})
-        return out["output"].astype(np.float64).reshape(self.want.shape)
+        got = attend_output(backend, self.cfg, self.buffers, self.params, kernels)
+        return got.reshape(self.want.shape)
 
     def check(self, backend, kernels=None) -> None:
         got = self.run(backend, kernels)
@@ -456,18 +451,7 @@ DECODED = [
 @pytest.mark.parametrize("known", [True, False], ids=["int", "u32"])
 @pytest.mark.parametrize("fmt,inline", DECODED, ids=lambda v: str(v))
 def test_decode4_gives_the_references_values(fmt, inline, known):
-    d, n = 64, 5
-    x = np.random.default_rng(11).uniform(-3, 3, (n, d)).astype(np.float32)
-    words, side = fm.quantize_rows(fmt, x, inline)
-    buffers = {"rows": words.reshape(-1), "out": np.full(n * d, np.nan, np.float32)}
-    if not inline:
-        buffers["side"] = side.reshape(-1)
-    got = interp.run(decode4_kernel(fmt, d, inline, known), buffers, {"count": n})["out"]
-    want = fm.dequantize_rows(fmt, words, side, d, inline).reshape(-1)
-    if fmt.asymmetric:  # q * scale + zero: the same ops, one rounding each
-        np.testing.assert_allclose(got, want, rtol=0, atol=1e-6)
-    else:
-        assert np.array_equal(got, want)
+    assert_decodes_as_the_reference(decode4_kernel(fmt, 64, inline, known), fmt, inline, 64)
 
 
 @pytest.mark.parametrize(

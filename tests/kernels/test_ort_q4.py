@@ -35,24 +35,12 @@ from kvdsl.reference import ort_tq
 from kvdsl.reference.modes import KNorm, Rotary
 from kvdsl.runtime import run as gpu_run
 from kvdsl.session import GpuHost, InterpHost, Session, Spec
+from tests.helpers.ort import seeded_rows
 
 F32 = np.float32
 POISON = POISON_BITS[4]
 #: Rows of the byte-for-byte check: 2 heads x 1,000 tokens of head size 128.
 HEADS, TOKENS, D = 2, 1000, 128
-
-
-def seeded_rows(n: int, d: int, seed: int) -> np.ndarray:
-    """Gaussian rows with two outlier channels each (10-50x), some rows scaled by 1e3 or
-    1e-3, an offset on some (as tests/reference/test_ort_tq.py draws them)."""
-    rng = np.random.default_rng(seed)
-    x = rng.standard_normal((n, d))
-    for r in range(n):
-        x[r, rng.choice(d, 2, replace=False)] *= rng.uniform(10, 50, 2)
-    x[0::7] *= 1e3
-    x[1::7] *= 1e-3
-    x[2::5] += 0.7
-    return x.astype(F32)
 
 
 def test_the_tables_are_ort_s():

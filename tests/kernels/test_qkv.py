@@ -15,6 +15,7 @@ from kvdsl.harness.qkv import TOLERANCE, inputs, unfused
 from kvdsl.ir.features import limits
 from kvdsl.kernels.config import ConfigError
 from kvdsl.kernels.qkv import QkvConfig, bytes_moved, contract_fields, qkv
+from tests.helpers.cache_kernels import assert_same_bits, fused_and_chained
 
 CATALOG = {n: c for n, c in catalog.VARIANTS.items() if c.mode == "qkv"}
 
@@ -132,10 +133,6 @@ def test_a_wrong_output_is_caught(name):
             assert case.against_reference(bad)
 
 
-def _bits(a: np.ndarray) -> np.ndarray:
-    return a.view(f"u{a.itemsize}")
-
-
 @pytest.mark.parametrize("backend", ["interp", "gpu"])
 @pytest.mark.parametrize(
     "name",
@@ -156,11 +153,7 @@ def test_fused_equals_the_unfused_chain(name, backend, gpu):
 
     cfg = CATALOG.get(name) or CONFIGS[name]
     run = interp.run if backend == "interp" else gpu_run
-    kernel = qkv(cfg)
-    for case in cases_for(cfg, 3, seed=5):
-        fused = run(kernel, dict(case.buffers), case.params)
-        chained = unfused(cfg, case.buffers, case.params, run)
-        assert set(fused) == set(chained)
+    for case, fused, chained in fused_and_chained(cfg, qkv(cfg), unfused, run):
         for out in fused:
             if out == "q_out" and cfg.format is not None and cfg.q_norm:
                 # The quantising walk sums a Q row's squares by the quantiser's runs of
@@ -177,8 +170,7 @@ def test_fused_equals_the_unfused_chain(name, backend, gpu):
                 for name, _, problem in case.judge({out: fused[out]}, want):
                     assert not problem, f"{case.label()} {name}: {problem}"
                 continue
-            same = _bits(fused[out]) == _bits(chained[out])
-            assert same.all(), f"{case.label()} {out}: {int((~same).sum())} elements differ"
+            assert_same_bits(case, out, fused[out], chained[out])
 
 
 #: The bindings a dispatch streams through once (the rest are tables every head reads again,

@@ -16,6 +16,7 @@ from kvdsl.ir.features import limits
 from kvdsl.kernels.config import ConfigError
 from kvdsl.kernels.qkv import qkv
 from kvdsl.kernels.qkv_paged import PagedQkvConfig, bytes_moved, contract_fields
+from tests.helpers.cache_kernels import assert_same_bits, bits, fused_and_chained
 
 CATALOG = {n: c for n, c in catalog.VARIANTS.items() if c.mode == "paged_qkv"}
 
@@ -79,10 +80,6 @@ def test_kernel_matches_the_reference(name, gpu):
     assert result.unsupported is None
 
 
-def _bits(a: np.ndarray) -> np.ndarray:
-    return a.view(f"u{a.itemsize}")
-
-
 @pytest.mark.parametrize("backend", ["interp", "gpu"])
 @pytest.mark.parametrize("name", sorted(CATALOG) + sorted(CONFIGS))
 def test_fused_equals_the_unfused_chain(name, backend, gpu):
@@ -95,11 +92,7 @@ def test_fused_equals_the_unfused_chain(name, backend, gpu):
 
     cfg = CATALOG.get(name) or CONFIGS[name]
     run = interp.run if backend == "interp" else gpu_run
-    kernel = qkv(cfg)
-    for case in cases_for(cfg, 3, seed=5):
-        fused = run(kernel, dict(case.buffers), case.params)
-        chained = unfused(cfg, case.buffers, case.params, run)
-        assert set(fused) == set(chained)
+    for case, fused, chained in fused_and_chained(cfg, qkv(cfg), unfused, run):
         for out in fused:
             if cfg.format is not None and (
                 (out == "q_out" and cfg.q_norm) or (out != "q_out" and cfg.k_norm)
@@ -108,8 +101,7 @@ def test_fused_equals_the_unfused_chain(name, backend, gpu):
                 for n, _, problem in case.judge({out: fused[out]}, want):
                     assert not problem, f"{case.label()} {n}: {problem}"
                 continue
-            same = _bits(fused[out]) == _bits(chained[out])
-            assert same.all(), f"{case.label()} {out}: {int((~same).sum())} elements differ"
+            assert_same_bits(case, out, fused[out], chained[out])
 
 
 @pytest.mark.parametrize("name", ["slots_f32_rotary", "table_f16_combined", "slots_int8_norms"])
@@ -125,7 +117,7 @@ def test_skipped_tokens_and_unwritten_pages_keep_the_poison(name):
         for out, mask in case.written.items():
             untouched = ~mask.reshape(-1)
             assert untouched.any() and mask.any(), out
-            assert (_bits(got[out])[untouched] == _bits(case.buffers[out])[untouched]).all()
+            assert (bits(got[out])[untouched] == bits(case.buffers[out])[untouched]).all()
             bad = {k: v.copy() for k, v in got.items()}
             bad[out][np.flatnonzero(untouched)[0]] = 1
             assert case.against_reference(bad), out

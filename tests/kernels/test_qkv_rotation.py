@@ -27,6 +27,8 @@ from kvdsl.reference.attention import attention
 from kvdsl.reference.qkv import project
 from kvdsl.reference.rotation import rotation
 from kvdsl.runtime import run as gpu_run
+from tests.helpers.attend import attend_decode
+from tests.helpers.cache_kernels import assert_same_bits, bits, fused_and_chained
 
 #: Contiguous caches: int8, int4 and q4_0 (its blocks of 32 fit either rotation), the
 #: head's whole block and blocks of 32, with the norms, rotary (whole and partial), the bias,
@@ -87,24 +89,13 @@ PAGED = {
 }
 
 
-@pytest.mark.parametrize("name", CONTIGUOUS)
+@pytest.mark.parametrize("name", [*CONTIGUOUS, *PAGED])
 def test_a_rotating_qkv_matches_the_reference_on_both_backends(name):
-    cfg = CONTIGUOUS[name]
+    """Contiguous (``qkv``) and paged (``paged_qkv``) caches alike."""
+    cfg = (CONTIGUOUS | PAGED)[name]
     result = verify_variant(name, cfg, qkv(cfg), n_cases=3, seed=7)
     assert result.ok, "\n".join(result.problems)
     assert result.unsupported is None
-
-
-@pytest.mark.parametrize("name", PAGED)
-def test_a_rotating_paged_qkv_matches_the_reference_on_both_backends(name):
-    cfg = PAGED[name]
-    result = verify_variant(name, cfg, qkv(cfg), n_cases=3, seed=7)
-    assert result.ok, "\n".join(result.problems)
-    assert result.unsupported is None
-
-
-def _bits(a: np.ndarray) -> np.ndarray:
-    return a.view(f"u{a.itemsize}")
 
 
 @pytest.mark.parametrize("backend", ["interp", "gpu"])
@@ -120,14 +111,9 @@ def test_fused_equals_the_unfused_chain(name, backend):
     cfg = CONTIGUOUS.get(name) or PAGED[name]
     chain = unfused if cfg.mode == "qkv" else paged_unfused
     run = interp.run if backend == "interp" else gpu_run
-    kernel = qkv(cfg)
-    for case in cases_for(cfg, 3, seed=5):
-        fused = run(kernel, dict(case.buffers), case.params)
-        chained = chain(cfg, case.buffers, case.params, run)
-        assert set(fused) == set(chained)
+    for case, fused, chained in fused_and_chained(cfg, qkv(cfg), chain, run):
         for out in fused:
-            same = _bits(fused[out]) == _bits(chained[out])
-            assert same.all(), f"{case.label()} {out}: {int((~same).sum())} elements differ"
+            assert_same_bits(case, out, fused[out], chained[out])
 
 
 @pytest.mark.parametrize(
@@ -142,7 +128,7 @@ def test_the_kernel_rotates_k_and_leaves_q_and_v(name):
         plain = interp.run(qkv(plain_cfg), dict(case.buffers), case.params)
         k_name = "present_key" if "present_key" in rotated else "key_pages"
         v_name = "present_value" if "present_value" in rotated else "value_pages"
-        np.testing.assert_array_equal(_bits(plain["q_out"]), _bits(rotated["q_out"]))
+        np.testing.assert_array_equal(bits(plain["q_out"]), bits(rotated["q_out"]))
         np.testing.assert_array_equal(plain[v_name], rotated[v_name])
         assert not np.array_equal(plain[k_name], rotated[k_name])
 
@@ -163,6 +149,17 @@ def _qkv_write(cfg: QkvConfig, x: np.ndarray, run) -> tuple[np.ndarray, dict]:
     params = {"count": b * s * cfg.rows, "keySeq": s, "seq": s}
     got = run(qkv(cfg), bufs, params)
     return got["q_out"].reshape(b, hq, s, d), got
+
+
+def _error_over_the_stored_rows(got, want, q, rows: list, block: int) -> float:
+    """Asserts ``got`` is float64 attention of ``q`` over the cache's dequantised ``rows`` (K, V
+    ``[B, H, S, D]``; K unrotated by blocks of ``block``, 0: none); its error against ``want``."""
+    if block:
+        rows[0] = rotation(rows[0].shape[-1], block).unrotate(rows[0])
+    s = rows[0].shape[2]
+    stored = attention(q, *rows, np.array([s]), scale=0.125)
+    np.testing.assert_allclose(got, stored, rtol=1e-4, atol=1e-4)
+    return float(np.linalg.norm(got - want) / np.linalg.norm(want))
 
 
 @pytest.mark.parametrize("backend", ["interp", "gpu"])
@@ -187,25 +184,12 @@ def test_the_rotated_cache_read_by_attend_is_attention_over_it_unrotated(fmt, ba
         q_out, cache = _qkv_write(cfg, x, run)
         np.testing.assert_array_equal(q_out, q)  # Q as it is, whatever the rotation
         reader = AttendConfig(hkv, d, hq, format=fmt, rotation=block)
-        bufs = {
-            "seqlens_k": np.full(b, s - 1, np.int32),
-            "query": np.ascontiguousarray(q_out[:, :, -1:]).reshape(-1),
-            "key": cache["present_key"],
-            "value": cache["present_value"],
-            "output": np.full(b * hq * d, np.nan, np.float32),
-            "partials": np.full(b * hq * (d + 4), np.nan, np.float32),
-        }
-        params = dict(batch=b, seq=s, queries=1, chunk=s, chunks=1, rowBlocks=1, scale=0.125)
-        got = run(attend(reader), bufs, params)["output"].reshape(want.shape)
+        got = attend_decode(run, reader, q_out[:, :, -1:], cache, b, s).reshape(want.shape)
         rows = [
             fm.dequantize_rows(fmt, cache[n].reshape(b, hkv, s, -1), None, d).astype(np.float64)
             for n in ("present_key", "present_value")
         ]
-        if block:
-            rows[0] = rotation(d, block).unrotate(rows[0])
-        stored = attention(q[:, :, -1:], *rows, np.array([s]), scale=0.125)
-        np.testing.assert_allclose(got, stored, rtol=1e-4, atol=1e-4)
-        errors[block] = float(np.linalg.norm(got - want) / np.linalg.norm(want))
+        errors[block] = _error_over_the_stored_rows(got, want, q[:, :, -1:], rows, block)
     # The large channels stretch the unrotated rows' scale; the rotation spreads them over a
     # block (blocks of 32: each holds one of them, the whole head both).
     assert 0 < errors[64] < 0.6 * errors[0], errors
@@ -265,11 +249,7 @@ def test_attend_over_the_pages_paged_qkv_rotated_is_attention_over_them_unrotate
             at = [pool[table[t // p], t % p] for t in range(s)]  # [S][H, W]
             stored = np.stack(at, axis=1)[None]  # [1, H, S, W]
             rows.append(fm.dequantize_rows("int4", stored, None, d).astype(np.float64))
-        if block:
-            rows[0] = rotation(d, block).unrotate(rows[0])
-        stored = attention(q[:, :, -1:], *rows, np.array([s]), scale=0.125)
-        np.testing.assert_allclose(got, stored, rtol=1e-4, atol=1e-4)
-        errors[block] = float(np.linalg.norm(got - want) / np.linalg.norm(want))
+        errors[block] = _error_over_the_stored_rows(got, want, q[:, :, -1:], rows, block)
     assert 0 < errors[64] < 0.6 * errors[0], errors
 
 

@@ -26,6 +26,7 @@ from kvdsl.nodes.formats import FORMATS, Asymmetric, Format, Symmetric
 from kvdsl.reference import formats as fm
 from kvdsl.runtime import run
 from kvdsl.session import GpuHost, InterpHost, Session, SessionError, Spec
+from tests.helpers.decoders import assert_decodes_as_the_reference
 
 
 @dataclass(frozen=True)
@@ -157,18 +158,7 @@ DECODED = [(f, True) for f in [*FORMATS.values(), INT2]] + [
 
 @pytest.mark.parametrize("fmt,inline", DECODED, ids=lambda v: str(v))
 def test_every_decoder_gives_the_references_values(fmt, inline):
-    d, n = 64, 5
-    x = np.random.default_rng(11).uniform(-3, 3, (n, d)).astype(np.float32)
-    words, side = fm.quantize_rows(fmt, x, inline)
-    buffers = {"rows": words.reshape(-1), "out": np.full(n * d, np.nan, np.float32)}
-    if not inline:
-        buffers["side"] = side.reshape(-1)
-    got = interp.run(decoder_kernel(fmt, d, inline), buffers, {"count": n})["out"]
-    want = fm.dequantize_rows(fmt, words, side, d, inline).reshape(-1)
-    if fmt.asymmetric:  # q * scale + zero: the same ops, one rounding each
-        np.testing.assert_allclose(got, want, rtol=0, atol=1e-6)
-    else:
-        assert np.array_equal(got, want)
+    assert_decodes_as_the_reference(decoder_kernel(fmt, 64, inline), fmt, inline, 64)
 
 
 def test_a_user_formats_row_length_is_checked_by_its_width():

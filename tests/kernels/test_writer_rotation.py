@@ -16,13 +16,14 @@ import pytest
 from kvdsl import catalog, interp
 from kvdsl.harness import cases_for
 from kvdsl.harness.runner import verify_variant
-from kvdsl.kernels.attend import AttendConfig, attend
+from kvdsl.kernels.attend import AttendConfig
 from kvdsl.kernels.config import ConfigError
 from kvdsl.kernels.dense import DenseAppendConfig, DenseBuildConfig, dense_append, dense_build
 from kvdsl.kernels.paged import PagedAppendConfig
 from kvdsl.kernels.paged_append import paged_append
 from kvdsl.reference.attention import attention
 from kvdsl.runtime import run as gpu_run
+from tests.helpers.attend import attend_decode
 
 CONFIGS = {
     "int8": dict(format="int8", rotation=64),
@@ -129,16 +130,7 @@ def test_the_rotated_cache_read_by_attend_is_attention_over_it_unrotated(backend
     for block in (0, 64):
         cache = _write(DenseAppendConfig(h, d, format="int8", rotation=block), k, v, run)
         reader = AttendConfig(h, d, hq, format="int8", rotation=block)
-        bufs = {
-            "seqlens_k": np.full(b, t - 1, np.int32),
-            "query": q.reshape(-1),
-            "key": cache["present_key"],
-            "value": cache["present_value"],
-            "output": np.full(b * hq * d, np.nan, np.float32),
-            "partials": np.full(b * hq * (d + 4), np.nan, np.float32),
-        }
-        params = dict(batch=b, seq=t, queries=1, chunk=t, chunks=1, rowBlocks=1, scale=0.125)
-        got = run(attend(reader), bufs, params)["output"].reshape(want.shape)
+        got = attend_decode(run, reader, q, cache, b, t).reshape(want.shape)
         errors[block] = float(np.linalg.norm(got - want) / np.linalg.norm(want))
     # int8 of the rotated rows is close; the large channels stretch the unrotated rows' scale.
     assert 0 < errors[64] < 0.02

@@ -38,6 +38,7 @@ from kvdsl.runtime import run as gpu_run
 from tests.helpers.fuzz import window_case
 
 from tests.helpers.flat import judge, kernels
+from tests.helpers.backends import backend_run
 
 pytestmark = pytest.mark.filterwarnings("ignore:All-NaN slice")
 F16 = dict(present_type="f16", input_type="f16")
@@ -89,9 +90,7 @@ CONFIGS = [
     "cfg,kind", CONFIGS, ids=[f"{c.mode}-{i}" for i, (c, _) in enumerate(CONFIGS)]
 )
 def test_flat_matches_drop_in(cfg, kind, backend, request):
-    if backend == "gpu":
-        request.getfixturevalue("gpu")
-    run = interp_run if backend == "interp" else gpu_run
+    run = backend_run(backend, request)
     flat_k, drop_k = kernels(cfg)
     for case in cases_for(cfg, 3, seed=7):
         got = run(flat_k, dict(case.buffers), case.params)
@@ -184,9 +183,7 @@ def test_balanced_fold_writes_every_row_once(count, backend, request):
     (4, 3) and (4, 4), where the template's rule launches 10, 15 and 20) write every element
     of the drop-in's output, bit for bit, and nothing past it (poisoned tail), with and without
     K RMSNorm's clamped walk."""
-    if backend == "gpu":
-        request.getfixturevalue("gpu")
-    run = interp_run if backend == "interp" else gpu_run
+    run = backend_run(backend, request)
     rng = np.random.default_rng(count)
     for cfg in (
         BuildConfig(2, 32, walk="flat", fold=5, workgroup_size=64),
@@ -391,9 +388,7 @@ def test_knorm_drop_ins_walk_whole_rows_per_step(cfg, backend, request):
     """K RMSNorm drop-ins whose rows do not divide the template's 64 lanes still walk in blocks:
     the lanes are a multiple of a row's items (each step holds whole rows) that divides the
     block, and the outputs match the reference."""
-    if backend == "gpu":
-        request.getfixturevalue("gpu")
-    run = interp_run if backend == "interp" else gpu_run
+    run = backend_run(backend, request)
     items = cfg.head_dim // 8  # pairs of vec4 a row
     lanes = walks.block_lanes(cfg.workgroup_size, items, whole_rows=True)
     assert cfg.plan.block_walk and lanes % items == 0 and lanes > cfg.workgroup_size

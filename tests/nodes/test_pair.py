@@ -35,8 +35,8 @@ from kvdsl.kernels.config import ConfigError
 from kvdsl.kernels.merge_share import MergeShareConfig
 from kvdsl.kernels.quant import AppendQuantConfig, BuildQuantConfig
 from kvdsl.kernels.window_shift import WindowShiftConfig
-from kvdsl.runtime import run as gpu_run
 from tests.helpers.flat import drop_in, judge
+from tests.helpers.backends import backend_run
 
 pytestmark = pytest.mark.filterwarnings("ignore:All-NaN slice")
 F16 = dict(present_type="f16", input_type="f16")
@@ -178,9 +178,7 @@ def test_pairs_true_is_checked():
 @pytest.mark.parametrize("backend", ["interp", "gpu"])
 @pytest.mark.parametrize("cfg", PAIR_CONFIGS, ids=_ids(PAIR_CONFIGS))
 def test_pairs_match_vector_form_drop_in_and_reference(cfg, backend, request):
-    if backend == "gpu":
-        request.getfixturevalue("gpu")
-    run = interp_run if backend == "interp" else gpu_run
+    run = backend_run(backend, request)
     pair, vector, drop = kernels(cfg)
     for case in cases_for(cfg, 3, seed=17):
         got = run(pair, dict(case.buffers), case.params)
@@ -284,9 +282,7 @@ def test_knorm_pairs_match_vector_form_and_reference(cfg, backend, request):
     """The pair's sum of squares adds its two dots first, so K may differ from the per-vector
     form's in the last ulps (quantised: one step in a few codes); V is bit for bit, and so is
     rotary K without the norm on the interpreter. Unwritten elements keep the poison."""
-    if backend == "gpu":
-        request.getfixturevalue("gpu")
-    run = interp_run if backend == "interp" else gpu_run
+    run = backend_run(backend, request)
     pair, vector = forms(cfg)
     kind = "norm" if cfg.k_norm else "rotary"
     for case in cases_for(cfg, 3, seed=23):

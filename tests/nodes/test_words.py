@@ -41,6 +41,7 @@ from kvdsl.runtime.contract import check_contract
 from kvdsl.runtime.layout import check_buffers
 from tests.helpers.flat import kernels
 from tests.helpers.fuzz import contract_sized
+from tests.helpers.backends import backend_run
 
 pytestmark = pytest.mark.filterwarnings("ignore:All-NaN slice")
 F16 = dict(present_type="f16", input_type="f16")
@@ -110,9 +111,7 @@ def test_word_interface(cfg):
 @pytest.mark.parametrize("backend", ["interp", "gpu"])
 @pytest.mark.parametrize("cfg", WORD_CONFIGS, ids=_ids(WORD_CONFIGS))
 def test_words_match_drop_in_and_reference(cfg, backend, request):
-    if backend == "gpu":
-        request.getfixturevalue("gpu")
-    run = interp_run if backend == "interp" else gpu_run
+    run = backend_run(backend, request)
     k, drop = kernels(cfg)
     for case in cases_for(cfg, 3, seed=11):
         assert all(a.dtype == np.float16 for n, a in case.buffers.items() if n != "seqlens_k")

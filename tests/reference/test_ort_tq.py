@@ -10,21 +10,9 @@ import numpy as np
 import pytest
 
 from kvdsl.reference import ort_tq
+from tests.helpers.ort import seeded_rows
 
 F32 = np.float32
-
-
-def seeded_rows(n: int, d: int, seed: int) -> np.ndarray:
-    """Gaussian rows, never zero: a few large channels (10-50x), some rows scaled by 1e3 or
-    1e-3, an offset on some."""
-    rng = np.random.default_rng(seed)
-    x = rng.standard_normal((n, d))
-    for r in range(n):
-        x[r, rng.choice(d, 2, replace=False)] *= rng.uniform(10, 50, 2)
-    x[0::7] *= 1e3
-    x[1::7] *= 1e-3
-    x[2::5] += 0.7
-    return x.astype(F32)
 
 
 def sylvester(d: int) -> np.ndarray:

@@ -19,6 +19,7 @@ from kvdsl.reference import formats as fm
 from kvdsl.runtime.errors import BufferError, ParamsError
 from kvdsl.session import Bound, GpuHost, InterpHost, cache_format
 from kvdsl.session.host import ALIGN, aligned
+from tests.helpers.session import host_class
 
 HEADS, DIM = 2, 8
 FLOAT = cache_format("f32", HEADS, DIM)
@@ -167,10 +168,7 @@ def _judge(mode, got, want):
 
 @pytest.fixture(params=["interp", "gpu"])
 def host(request):
-    if request.param == "gpu":
-        request.getfixturevalue("gpu")
-        return GpuHost()
-    return InterpHost()
+    return host_class(request)()
 
 
 @pytest.mark.parametrize("case", SEQLENS, ids=[c[0] for c in SEQLENS])

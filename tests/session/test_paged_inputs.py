@@ -22,6 +22,7 @@ from kvdsl.kernels.paged_pages import PagedCompactConfig, PagedCopyConfig
 from kvdsl.reference import paged as ref
 from kvdsl.runtime.errors import BufferError, ParamsError
 from kvdsl.session import GpuHost, InterpHost, Program, SessionError, check_pages
+from tests.helpers.session import host_class
 from tests.session.test_inputs import dispatch
 
 H, D, P, PAGES = 2, 8, 16, 6
@@ -213,10 +214,7 @@ TAKEN = [
 
 @pytest.fixture(params=["interp", "gpu"])
 def host(request):
-    if request.param == "gpu":
-        request.getfixturevalue("gpu")
-        return GpuHost()
-    return InterpHost()
+    return host_class(request)()
 
 
 def _session_checks(mode, arrays, seqlens):

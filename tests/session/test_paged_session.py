@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from kvdsl.session import (
-    GpuHost,
     InterpHost,
     PagedSession,
     PagedSpec,
@@ -18,16 +17,14 @@ from kvdsl.session import (
     SessionMismatch,
     Spec,
 )
+from tests.helpers.session import host_class
 
 FORMATS = ("f32", "f16", "int8", "int4", "int4_asym", "q8_0", "q4_0", "ort_q4")
 
 
 @pytest.fixture(params=["interp", "gpu"])
 def host(request):
-    if request.param == "gpu":
-        request.getfixturevalue("gpu")
-        return GpuHost
-    return InterpHost
+    return host_class(request)
 
 
 def _spec(fmt: str, **kw) -> PagedSpec:

@@ -16,6 +16,7 @@ from kvdsl.session import (
     SessionMismatch,
     Spec,
 )
+from tests.helpers.session import host_class
 
 
 def _spec(fmt: str, **kw) -> Spec:
@@ -39,10 +40,7 @@ def _scenario(s: Session) -> None:
 
 @pytest.fixture(params=["interp", "gpu"])
 def host(request):
-    if request.param == "gpu":
-        request.getfixturevalue("gpu")
-        return GpuHost
-    return InterpHost
+    return host_class(request)
 
 
 @pytest.mark.parametrize("fmt", FORMATS)

@@ -46,6 +46,20 @@ FORMATS += TEMPLATE
 GROUPS = (0, 0, 0, 0, 0, 0, 1, 2)
 
 
+def _lengths(data, spec) -> list[int]:
+    """A prefill's drawn lengths: one a sequence, each up to the capacity."""
+    return data.draw(
+        st.lists(st.integers(0, spec.capacity), min_size=spec.batch, max_size=spec.batch)
+    )
+
+
+def _fork_pair(data, batch: int) -> tuple[int, int]:
+    """A fork's drawn source and destination: two different sequences."""
+    src = data.draw(st.integers(0, batch - 1))
+    dst = data.draw(st.integers(0, batch - 2))
+    return src, dst + (dst >= src)
+
+
 def _machine(host_kind: str, target: int, counted: bool = True, narrow: bool = False):
     """The contiguous machine; ``narrow``: one small f32 geometry (a shrink has less to try)."""
     count = tally.count if counted else (lambda host, steps: None)
@@ -80,11 +94,7 @@ def _machine(host_kind: str, target: int, counted: bool = True, narrow: bool = F
 
         @rule(data=st.data())
         def prefill(self, data):
-            s = self.session.spec
-            lengths = data.draw(
-                st.lists(st.integers(0, s.capacity), min_size=s.batch, max_size=s.batch)
-            )
-            self.session.prefill(lengths)
+            self.session.prefill(_lengths(data, self.session.spec))
             count(host_kind, 1)
 
         @rule()
@@ -111,10 +121,7 @@ def _machine(host_kind: str, target: int, counted: bool = True, narrow: bool = F
         @precondition(lambda self: self.session.spec.batch > 1 and self.session.forkable)
         @rule(data=st.data())
         def fork(self, data):
-            b = self.session.spec.batch
-            src = data.draw(st.integers(0, b - 1))
-            dst = data.draw(st.integers(0, b - 2))
-            self.session.fork(src, dst + (dst >= src))
+            self.session.fork(*_fork_pair(data, self.session.spec.batch))
             count(host_kind, 1)
 
         @invariant()
@@ -178,11 +185,7 @@ def _paged_machine(host_kind: str, target: int, counted: bool = True, narrow: bo
 
         @rule(data=st.data())
         def prefill(self, data):
-            s = self.session.spec
-            lengths = data.draw(
-                st.lists(st.integers(0, s.capacity), min_size=s.batch, max_size=s.batch)
-            )
-            self.session.prefill(lengths)
+            self.session.prefill(_lengths(data, self.session.spec))
             count(1)
 
         @precondition(lambda self: self.room() >= 1)
@@ -200,10 +203,7 @@ def _paged_machine(host_kind: str, target: int, counted: bool = True, narrow: bo
         @precondition(lambda self: self.session.spec.batch > 1)
         @rule(data=st.data())
         def fork(self, data):
-            b = self.session.spec.batch
-            src = data.draw(st.integers(0, b - 1))
-            dst = data.draw(st.integers(0, b - 2))
-            self.session.fork(src, dst + (dst >= src))
+            self.session.fork(*_fork_pair(data, self.session.spec.batch))
             count(1)
 
         @precondition(lambda self: not narrow)

@@ -1,0 +1,32 @@
+"""What a kernel that writes exactly the reference gives for a harness case."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def reference_outputs(case) -> dict[str, np.ndarray]:
+    """Each output as the reference wants it; where the mode writes only part of a buffer (the
+    case's ``written`` mask), the rest is the buffer as the case passed it in."""
+    got = {}
+    for out, want in case.expected.items():
+        mask = case.written.get(out)
+        got[out] = want.copy() if mask is None else np.where(mask, want, case.buffers[out])
+    return got
+
+
+def assert_changes_are_caught(case, got: dict, out: str, step: float) -> None:
+    """``got`` (the case's reference outputs) with the last element of ``out`` the case writes
+    changed (a word's bit 15 flipped: a code 8 or 128 steps off; a float's ``step`` added) fails
+    as ``out``'s; where the case writes only part of ``out``, an element outside it set to 0
+    fails as written where it should not be."""
+    mask = case.written.get(out, np.ones(case.expected[out].size, bool))
+    bad = {k: v.copy() for k, v in got.items()}
+    i = int(np.flatnonzero(mask)[-1])
+    kind = bad[out].dtype
+    bad[out][i] = bad[out][i] ^ kind.type(0x8000) if kind.kind == "u" else bad[out][i] + step
+    assert case.against_reference(bad)[0].startswith(f"{case.label()} {out}:")
+    if not mask.all():
+        stale = {k: v.copy() for k, v in got.items()}
+        stale[out][int(np.flatnonzero(~mask)[0])] = kind.type(0)
+        assert "should not be" in case.against_reference(stale)[0]
