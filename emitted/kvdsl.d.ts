@@ -30,7 +30,9 @@ export type Mode =
   | "qkv"
   | "paged_qkv"
   | "attend"
-  | "attend_merge";
+  | "attend_merge"
+  | "kivi_append"
+  | "kivi_flush";
 
 export interface Variant {
   readonly name: string;
