@@ -32,7 +32,8 @@ export type Mode =
   | "attend"
   | "attend_merge"
   | "kivi_append"
-  | "kivi_flush";
+  | "kivi_flush"
+  | "kivi_attend";
 
 export interface Variant {
   readonly name: string;

@@ -579,6 +579,7 @@ SIZES: dict[str, Callable[..., Sizes]] = {
     "attend_merge": attend.sizes,
     "kivi_append": kivi.sizes,
     "kivi_flush": kivi.sizes,
+    "kivi_attend": kivi.sizes,
 }
 
 

@@ -9,6 +9,7 @@ import numpy as np
 from kvdsl.harness.cases import Case, case_generator
 from kvdsl.harness.compare import POISON_BITS
 from kvdsl.kernels.kivi import KiviAppendConfig, KiviFlushConfig
+from kvdsl.kernels.kivi_attend import KiviAttendConfig
 from kvdsl.reference import kivi
 
 F16, F32 = np.float16, np.float32
@@ -108,4 +109,70 @@ def kivi_flush_case(cfg: KiviFlushConfig, rng: np.random.Generator, i: int) -> C
         {name: a.reshape(-1) for name, a in expected.items()},
         written,
         codes=codes,
+    )
+
+
+def attend_inputs(cfg: KiviAttendConfig, batch: int, total: int, seq: int, seed: int):
+    """A KIVI cache of ``total`` tokens per slice laid out by the reference, a query per
+    (sequence, query head), and attention in float64 over the cache the reference decodes."""
+    h, d, g, per = cfg.kv_heads, cfg.head_dim, cfg.group, cfg.per
+    rng = np.random.default_rng(seed)
+    k = kivi_rows(rng, (batch * h, total, d)).reshape(batch * h, total, d)
+    v = kivi_rows(rng, (batch * h, total, d)).reshape(batch * h, total, d)
+    q = (
+        rng.uniform(0.25, 2.0, (batch, cfg.q_heads, d))
+        * rng.choice([-1, 1], (batch, cfg.q_heads, d))
+    ).astype(F32)
+    n = total - total % g
+    bufs = {
+        "query": q.reshape(-1),
+        "residual_k": np.full((batch * h, g, d // 2), POISON, np.uint32),
+        "residual_v": np.full((batch * h, g, d // 2), POISON, np.uint32),
+        "k_codes": np.full((batch * h, d, seq // per), POISON, np.uint32),
+        "k_stats": np.full((batch * h, d, seq // g), POISON, np.uint32),
+        "v_codes": np.full((batch * h, seq, d // per), POISON, np.uint32),
+        "v_stats": np.full((batch * h, seq, d // g), POISON, np.uint32),
+        "output": np.full(q.size, POISON, np.uint32).view(F32),
+    }
+    scale = 1.0 / np.sqrt(d)
+    want = np.zeros((batch, cfg.q_heads, d))
+    for s in range(batch * h):
+        c = kivi.quantize(k[s], v[s], cfg.bits, g)
+        bufs["k_codes"][s, :, : n // per] = c.k_codes
+        bufs["k_stats"][s, :, : n // g] = _stats(c.k_scale, c.k_min)
+        bufs["v_codes"][s, :n] = c.v_codes
+        bufs["v_stats"][s, :n] = _stats(c.v_scale, c.v_min)
+        left = total - n
+        bufs["residual_k"][s, :left] = c.k_residual.view(np.uint32)
+        bufs["residual_v"][s, :left] = c.v_residual.view(np.uint32)
+        back_k, back_v = (x.astype(np.float64) for x in kivi.dequantize(c))
+        b, kv = divmod(s, h)
+        for qh in range(kv * cfg.q_heads // h, (kv + 1) * cfg.q_heads // h):
+            logit = back_k @ q[b, qh].astype(np.float64) * scale
+            p = np.exp(logit - logit.max())
+            want[b, qh] = p @ back_v / p.sum()
+    bufs = {name: a.reshape(-1) for name, a in bufs.items()}
+    return bufs, {"batch": batch, "total": total, "seq": seq, "scale": scale}, want.reshape(-1)
+
+
+def _stats(scale: np.ndarray, lo: np.ndarray) -> np.ndarray:
+    return scale.view(np.uint16).astype(np.uint32) | (lo.view(np.uint16).astype(np.uint32) << 16)
+
+
+@case_generator("kivi_attend")
+def kivi_attend_case(cfg: KiviAttendConfig, rng: np.random.Generator, i: int) -> Case:
+    g = cfg.group
+    batch = [1, 2, 1][i % 3]
+    total = [int(rng.integers(1, g)), int(rng.integers(g, 3 * g)), 3 * g][i % 3]
+    seq = -(-total // g) * g
+    bufs, params, want = attend_inputs(cfg, batch, total, seq, int(rng.integers(1 << 30)))
+    # The logits reach tens (K's large channel): a few ulps of an f32 logit move a weight, and
+    # the output, by ~1e-5 relative; 1e-4 of 1 + |x| bounds it (attend's TOL is 5e-5 for
+    # logits of a few units).
+    return Case(
+        {"batch": batch, "total": total, "groups": seq // g},
+        bufs,
+        params,
+        {"output": want.astype(F32)},
+        tolerance={"output": 1e-4},
     )

@@ -75,7 +75,7 @@ def _asymmetric(x: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray, np.nd
 def _pack(codes: np.ndarray, bits: int) -> np.ndarray:
     """Codes ``[..., n]`` packed ``32 / bits`` to a u32 along the last axis, first lowest."""
     per = 32 // bits
-    c = codes.reshape(*codes.shape[:-1], -1, per).astype(np.uint32)
+    c = codes.reshape(*codes.shape[:-1], codes.shape[-1] // per, per).astype(np.uint32)
     shifts = (np.arange(per, dtype=np.uint32) * np.uint32(bits))[None]
     return np.bitwise_or.reduce(c << shifts, axis=-1)
 
@@ -84,7 +84,7 @@ def _unpack(words: np.ndarray, bits: int) -> np.ndarray:
     per = 32 // bits
     shifts = np.arange(per, dtype=np.uint32) * np.uint32(bits)
     c = (words[..., None] >> shifts) & np.uint32((1 << bits) - 1)
-    return c.reshape(*words.shape[:-1], -1)
+    return c.reshape(*words.shape[:-1], words.shape[-1] * per)
 
 
 def quantize(k: np.ndarray, v: np.ndarray, bits: int = 2, group: int = 32) -> Kivi:

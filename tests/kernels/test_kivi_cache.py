@@ -10,8 +10,10 @@ import pytest
 
 from kvdsl import interp
 from kvdsl.harness.compare import POISON_BITS
+from kvdsl.harness.kivi import attend_inputs
 from kvdsl.kernels.config import ConfigError
 from kvdsl.kernels.kivi import KiviAppendConfig, KiviFlushConfig, kivi_append, kivi_flush
+from kvdsl.kernels.kivi_attend import KiviAttendConfig, kivi_attend
 from kvdsl.reference import kivi
 from kvdsl.runtime import run as gpu_run
 
@@ -152,3 +154,30 @@ def test_a_kivi_layout_it_cannot_write_is_refused(fields, message):
     args = {"kv_heads": 2, "head_dim": 64, "group": 32} | fields
     with pytest.raises(ConfigError, match=message):
         KiviFlushConfig(**args)
+
+
+ATTENDS = {
+    "2bit-g32-mixed": (KiviAttendConfig(2, 64, q_heads=4, group=32), 2, 101, 128),
+    "2bit-g64-residual-only": (KiviAttendConfig(2, 64, q_heads=2, group=64), 1, 40, 64),
+    "2bit-g32-no-residual": (KiviAttendConfig(1, 64, q_heads=3, group=32), 2, 96, 128),
+    "4bit-g32-long": (KiviAttendConfig(2, 64, q_heads=4, bits=4, group=32), 1, 300, 320),
+}
+
+
+@pytest.mark.parametrize("case", ATTENDS)
+def test_attention_over_the_mixed_cache_is_the_references(case):
+    cfg, batch, total, seq = ATTENDS[case]
+    bufs, params, want = attend_inputs(cfg, batch, total, seq, 11)
+    got = interp.run(kivi_attend(cfg), bufs, params)["output"]
+    np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5 * np.abs(want).max())
+
+
+def test_the_gpu_attends_as_the_interpreter_does(gpu):
+    cfg, batch, total, seq = ATTENDS["2bit-g32-mixed"]
+    bufs, params, want = attend_inputs(cfg, batch, total, seq, 12)
+    kernel = kivi_attend(cfg)
+    got = gpu_run(kernel, bufs, params)["output"]
+    np.testing.assert_allclose(
+        got, interp.run(kernel, bufs, params)["output"], rtol=1e-5, atol=1e-6
+    )
+    np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5 * np.abs(want).max())
