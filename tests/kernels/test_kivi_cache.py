@@ -10,7 +10,7 @@ import pytest
 
 from kvdsl import interp
 from kvdsl.harness.compare import POISON_BITS
-from kvdsl.harness.kivi import attend_inputs
+from kvdsl.harness.kivi import attend_inputs, kivi_rows
 from kvdsl.kernels.config import ConfigError
 from kvdsl.kernels.kivi import KiviAppendConfig, KiviFlushConfig, kivi_append, kivi_flush
 from kvdsl.kernels.kivi_attend import KiviAttendConfig, kivi_attend
@@ -181,3 +181,73 @@ def test_the_gpu_attends_as_the_interpreter_does(gpu):
         got, interp.run(kernel, bufs, params)["output"], rtol=1e-5, atol=1e-6
     )
     np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5 * np.abs(want).max())
+
+
+def test_a_session_of_1000_decode_steps_on_the_gpu(gpu):
+    """A prompt of 37 tokens, then 1,000 decode steps of one token each, every kernel on the
+    GPU: append, a flush whenever the residual fills, attention of the step's query. After every
+    step the cache's bytes are the reference's of every token so far, and the attention output
+    is float64 attention over the cache the reference decodes."""
+    h, qh, d, g, batch = 2, 4, 64, 32, 2
+    steps, prompt = 1000, 37
+    total = prompt + steps
+    seq = -(-total // g) * g
+    per = 16
+    append = kivi_append(KiviAppendConfig(h, d, group=g))
+    flush = kivi_flush(KiviFlushConfig(h, d, group=g))
+    attend = kivi_attend(KiviAttendConfig(h, d, q_heads=qh, group=g))
+    rng = np.random.default_rng(21)
+    k, v = (kivi_rows(rng, (batch, total, h, d)) for _ in range(2))
+    q = rng.uniform(0.25, 2.0, (total, batch, qh, d)) * rng.choice([-1, 1], (total, batch, qh, d))
+    q = q.astype(F32)
+    count = batch * h
+    cache = {
+        "residual_k": np.full(count * g * d // 2, POISON, np.uint32),
+        "residual_v": np.full(count * g * d // 2, POISON, np.uint32),
+        "k_codes": np.full(count * d * seq // per, POISON, np.uint32),
+        "k_stats": np.full(count * d * seq // g, POISON, np.uint32),
+        "v_codes": np.full(count * seq * d // per, POISON, np.uint32),
+        "v_stats": np.full(count * seq * d // g, POISON, np.uint32),
+    }
+    scale = 1.0 / np.sqrt(d)
+    rows_k, rows_v = k.transpose(0, 2, 1, 3), v.transpose(0, 2, 1, 3)
+    mismatches, past, worst = 0, 0, 0.0
+    for n in [prompt] + [1] * steps:
+        done = 0
+        while done < n:  # the prompt in pieces that fill the residual, each then flushed
+            m = min(n - done, g - (past + done) % g)
+            piece = {
+                name: np.ascontiguousarray(x[:, past + done : past + done + m]).reshape(-1)
+                for name, x in (("src_k", k), ("src_v", v))
+            }
+            params = {"batchSize": batch, "keySeq": m, "pastSeq": past + done}
+            cache |= gpu_run(
+                append, piece | {n_: cache[n_] for n_ in ("residual_k", "residual_v")}, params
+            )
+            done += m
+            if (past + done) % g == 0:
+                fl = {"count": count, "seq": seq, "flushGroup": (past + done) // g - 1}
+                cache |= gpu_run(flush, cache, fl)
+        past += n
+        step_q = q[past - 1]
+        bufs = cache | {
+            "query": step_q.reshape(-1),
+            "output": np.full(step_q.size, POISON, np.uint32).view(F32),
+        }
+        out = gpu_run(attend, bufs, {"batch": batch, "total": past, "seq": seq, "scale": scale})
+        got = out["output"].reshape(batch, qh, d)
+        for b in range(batch):
+            for kv in range(h):
+                c = kivi.quantize(rows_k[b, kv, :past], rows_v[b, kv, :past], 2, g)
+                back_k, back_v = (x.astype(np.float64) for x in kivi.dequantize(c))
+                for head in range(kv * qh // h, (kv + 1) * qh // h):
+                    logit = back_k @ step_q[b, head].astype(np.float64) * scale
+                    p = np.exp(logit - logit.max())
+                    want = p @ back_v / p.sum()
+                    ok = np.abs(got[b, head] - want) <= 1e-4 * (1 + np.abs(want))
+                    mismatches += int((~ok).sum())
+                    worst = max(
+                        worst, float(np.max(np.abs(got[b, head] - want) / (1 + np.abs(want))))
+                    )
+    check_against_reference(KiviFlushConfig(h, d, group=g), batch, seq, rows_k, rows_v, cache)
+    assert mismatches == 0, worst
