@@ -1,12 +1,11 @@
 """The host contract of ``kivi_append``, ``kivi_flush`` (:mod:`kvdsl.kernels.kivi`) and
-``kivi_attend`` (:mod:`kvdsl.kernels.kivi_attend`): shape
-variables, binding sizes, params meanings and values, requirement sentences.
+``kivi_attend`` (:mod:`kvdsl.kernels.kivi_attend`): shape variables, binding sizes, params
+meanings and values, requirement sentences.
 
 A host appends ``keySeq`` tokens of ``batch`` sequences into the f16 residual (their first at
-``pastSeq``), and flushes a full residual into group ``flushGroup`` of a cache of ``seq`` tokens
-per (sequence, KV head) (``groups`` groups of the variant's ``group`` tokens); attends one new
-token of each sequence over its ``total`` tokens in a cache of ``groups`` groups (``scale`` the model's
-number, no formula of the shape).
+``pastSeq``), flushes a full residual into group ``flushGroup`` of a cache of ``groups`` groups
+of the variant's ``group`` tokens per (sequence, KV head), and attends one new token of each
+sequence over its ``total`` tokens (``scale`` the model's number, no formula of the shape).
 """
 
 from __future__ import annotations

@@ -19,8 +19,9 @@ codes to a u32, the first in the lowest bits:
 ``pastSeq .. pastSeq + keySeq`` of every slice) into the residual as f16 (one invocation per
 pair of channels); the host runs ``kivi_flush`` whenever a slice's residual fills, before the
 next append, so ``keySeq`` is at most ``GROUP - pastSeq % GROUP`` (the kernel requires
-``keySeq <= GROUP``; more than the free rows would overwrite the residual's oldest). KIVI quantises V with K, at the
-flush (its V residual waits as K's does), and so does kvdsl.
+``keySeq <= GROUP``; more than the free rows would overwrite the residual's oldest). kvdsl
+quantises V with K, at the flush; KIVI keeps V's newest ``residual_length`` tokens in f16 and
+quantises the oldest one a step, and a V row's codes (per token) are the same either way.
 
 ``kivi_flush`` quantises the full residual into group ``flushGroup`` (tokens ``flushGroup *
 GROUP ..``): one invocation per slice and channel, which quantises that K channel over the

@@ -12,7 +12,10 @@ channels and V's do not:
   channel in the lowest bits, scales and minimums ``[..., T, D / group]``.
 - **The residual**: the newest tokens that do not fill a group of K are kept unquantised (f16)
   until the group fills; then a flush quantises the group. V's rows of those tokens wait with them,
-  so a token is quantised in K and V at once.
+  so a token is quantised in K and V at once. (KIVI's ``models/llama_kivi.py`` keeps V's newest
+  ``residual_length`` tokens in f16 and quantises the oldest one a step; a V token's codes are
+  its own row's, whenever it is quantised, so a quantised V row has the same bytes here; only
+  which tokens a reader finds in f16 differs.)
 
 A scale is ``(max - min) / (2^bits - 1)``; a code ``clamp(round((x - min) / scale), 0, 2^bits -
 1)``, rounding half to even, with the quotient computed as ``(x - min) * (1 / scale)`` in float32
