@@ -30,7 +30,10 @@ export type Mode =
   | "qkv"
   | "paged_qkv"
   | "attend"
-  | "attend_merge";
+  | "attend_merge"
+  | "kivi_append"
+  | "kivi_flush"
+  | "kivi_attend";
 
 export interface Variant {
   readonly name: string;

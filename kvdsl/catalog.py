@@ -31,6 +31,8 @@ from kvdsl.kernels import copy as copy_mode
 from kvdsl.kernels import dense as dense_mode
 from kvdsl.kernels import dense_convert as dense_convert_mode
 from kvdsl.kernels import dense_modes as dense_modes_mode
+from kvdsl.kernels import kivi as kivi_mode
+from kvdsl.kernels import kivi_attend as kivi_attend_mode
 from kvdsl.kernels import merge as merge_mode
 from kvdsl.kernels import merge_share as merge_share_mode
 from kvdsl.kernels import paged as paged_mode
@@ -88,6 +90,9 @@ MODES: dict[str, tuple[type[KernelConfig], Callable[..., Kernel]]] = {
     "paged_qkv": (qkv_paged_mode.PagedQkvConfig, qkv_mode.qkv),
     "attend": (attend_mode.AttendConfig, attend_mode.attend),
     "attend_merge": (attend_variants_mode.AttendMergeConfig, attend_mode.attend_merge),
+    "kivi_append": (kivi_mode.KiviAppendConfig, kivi_mode.kivi_append),
+    "kivi_flush": (kivi_mode.KiviFlushConfig, kivi_mode.kivi_flush),
+    "kivi_attend": (kivi_attend_mode.KiviAttendConfig, kivi_attend_mode.kivi_attend),
 }
 MODE_MODULES = (
     transpose_mode,
@@ -105,6 +110,8 @@ MODE_MODULES = (
     paged_pages_mode,
     qkv_paged_mode,
     attend_variants_mode,
+    kivi_mode,
+    kivi_attend_mode,
 )
 
 

@@ -16,7 +16,7 @@ import re
 from typing import Callable
 
 
-from kvdsl.contract import attend
+from kvdsl.contract import attend, kivi
 from kvdsl.kernels.build import BuildConfig
 from kvdsl.kernels.rows import RowConfig
 from kvdsl.kernels.config import (
@@ -73,6 +73,7 @@ SHAPES: dict[str, tuple[str, ...]] = {
     "paged_window": ("batch", "maxPages", "window"),
     "paged_qkv": ("batch", "keySeq", "pages"),
 } | attend.SHAPES
+SHAPES |= kivi.SHAPES
 
 #: The shape variables a windowed variant (``window=True``) adds, after the mode's: the window's
 #: first slice, its slices, and the first batch of its bound BSH source range. Its ``batch`` is
@@ -189,6 +190,7 @@ MEANINGS: dict[str, dict[str, str]] = {
         "window": "tokens the window keeps per sequence (its last ones)",
     },
 } | attend.MEANINGS
+MEANINGS |= kivi.MEANINGS
 
 #: The config fields a value formula (:func:`formulas`) may name; :func:`values` puts in the
 #: variant's numbers.
@@ -215,6 +217,8 @@ def formulas(cfg: KernelConfig) -> dict[str, str | None]:
     the kernel's extents and to the verification cases' params."""
     if cfg.mode in attend.MODES:
         return attend.formulas(cfg)
+    if cfg.mode in kivi.MODES:
+        return kivi.formulas(cfg)
     mode, rows = cfg.mode, _rows_per_head(cfg)
     heads = "(q_heads + 2 * kv_heads)"
     if getattr(cfg, "format", None) is not None and not getattr(cfg, "split", True):
@@ -573,6 +577,9 @@ SIZES: dict[str, Callable[..., Sizes]] = {
     "paged_qkv": paged_qkv_sizes,
     "attend": attend.sizes,
     "attend_merge": attend.sizes,
+    "kivi_append": kivi.sizes,
+    "kivi_flush": kivi.sizes,
+    "kivi_attend": kivi.sizes,
 }
 
 
@@ -597,4 +604,4 @@ def says(words: str) -> str | None:
     """What a kernel's requirement ``words`` keeps true: :data:`REQUIREMENTS`'s sentence, or an
     ``attend`` kernel's (:func:`kvdsl.contract.attend.says`); None for a requirement neither
     states."""
-    return REQUIREMENTS.get(words) or attend.says(words)
+    return REQUIREMENTS.get(words) or attend.says(words) or kivi.says(words)

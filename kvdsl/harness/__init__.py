@@ -17,6 +17,7 @@ from kvdsl.harness import dense_modes as _dense_modes  # noqa: F401  (and the de
 from kvdsl.harness import paged as _paged  # noqa: F401  (registers the paged modes' cases)
 from kvdsl.harness import qkv_paged as _qkv_paged  # noqa: F401  (and paged_qkv's)
 from kvdsl.harness import attend as _attend  # noqa: F401  (and attend's and attend_merge's)
+from kvdsl.harness import kivi as _kivi  # noqa: F401  (and kivi_append's and kivi_flush's)
 from kvdsl.harness.cases import CASES, Case, cases_for
 from kvdsl.harness.compare import compare, poison
 from kvdsl.harness.runner import Result, verify_variant

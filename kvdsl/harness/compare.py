@@ -79,7 +79,11 @@ def compare_quantized(
     g, w = np.asarray(got).reshape(-1), np.asarray(want, dtype=np.asarray(got).dtype).reshape(-1)
     m = np.ones(g.shape, bool) if mask is None else np.asarray(mask).reshape(-1)
     g, w = g[m], w[m]
-    if bits == 4:
+    if bits == 2:  # 16 codes to a u32, as KIVI packs them
+        shifts = np.arange(0, 32, 2, dtype=np.uint32)
+        g = ((g.astype(np.uint32)[:, None] >> shifts) & 0x3).astype(np.int64).reshape(-1)
+        w = ((w.astype(np.uint32)[:, None] >> shifts) & 0x3).astype(np.int64).reshape(-1)
+    elif bits == 4:
         shifts = np.array([0, 4], np.uint32)
         g = ((g.astype(np.uint32)[:, None] >> shifts) & 0xF).astype(np.int64).reshape(-1)
         w = ((w.astype(np.uint32)[:, None] >> shifts) & 0xF).astype(np.int64).reshape(-1)

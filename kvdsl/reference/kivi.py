@@ -12,7 +12,10 @@ channels and V's do not:
   channel in the lowest bits, scales and minimums ``[..., T, D / group]``.
 - **The residual**: the newest tokens that do not fill a group of K are kept unquantised (f16)
   until the group fills; then a flush quantises the group. V's rows of those tokens wait with them,
-  so a token is quantised in K and V at once.
+  so a token is quantised in K and V at once. (KIVI's ``models/llama_kivi.py`` keeps V's newest
+  ``residual_length`` tokens in f16 and quantises the oldest one a step; a V token's codes are
+  its own row's, whenever it is quantised, so a quantised V row has the same bytes here; only
+  which tokens a reader finds in f16 differs.)
 
 A scale is ``(max - min) / (2^bits - 1)``; a code ``clamp(round((x - min) / scale), 0, 2^bits -
 1)``, rounding half to even, with the quotient computed as ``(x - min) * (1 / scale)`` in float32
@@ -75,7 +78,7 @@ def _asymmetric(x: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray, np.nd
 def _pack(codes: np.ndarray, bits: int) -> np.ndarray:
     """Codes ``[..., n]`` packed ``32 / bits`` to a u32 along the last axis, first lowest."""
     per = 32 // bits
-    c = codes.reshape(*codes.shape[:-1], -1, per).astype(np.uint32)
+    c = codes.reshape(*codes.shape[:-1], codes.shape[-1] // per, per).astype(np.uint32)
     shifts = (np.arange(per, dtype=np.uint32) * np.uint32(bits))[None]
     return np.bitwise_or.reduce(c << shifts, axis=-1)
 
@@ -84,7 +87,7 @@ def _unpack(words: np.ndarray, bits: int) -> np.ndarray:
     per = 32 // bits
     shifts = np.arange(per, dtype=np.uint32) * np.uint32(bits)
     c = (words[..., None] >> shifts) & np.uint32((1 << bits) - 1)
-    return c.reshape(*words.shape[:-1], -1)
+    return c.reshape(*words.shape[:-1], words.shape[-1] * per)
 
 
 def quantize(k: np.ndarray, v: np.ndarray, bits: int = 2, group: int = 32) -> Kivi:

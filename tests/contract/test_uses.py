@@ -47,6 +47,7 @@ SMALL = {
     "batch": 2, "keySeq": 3, "seq": 5, "kvSeq": 3, "pastSeq": 2, "totalSeq": 6, "perChannel": 1,
     "rows": 3, "pages": 8, "maxPages": 3, "copies": 2, "live": 3, "window": 20, "positions": 8,
     "headBase": 1, "slices": 2, "batchBase": 0, "queries": 1, "chunk": 48, "chunks": 2,
+    "groups": 2, "flushGroup": 1, "total": 200,
 }  # fmt: skip
 
 

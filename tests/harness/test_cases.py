@@ -73,11 +73,14 @@ DENSE = {
     "dense_window_shift",
     "dense_convert",
 }
+#: KIVI's modes.
+KIVI = {"kivi_append", "kivi_flush", "kivi_attend"}
 #: The paged modes, whose cases tests/harness/test_paged_cases.py checks.
 PAGED = {"paged_append", "paged_read", "paged_copy", "paged_compact", "paged_window"}
 #: The modes whose cases their own test module checks (tests/kernels/test_qkv.py,
-#: tests/kernels/test_qkv_paged.py, tests/harness/test_attend_cases.py).
-OWN = DENSE | {"qkv", "paged_qkv", "attend", "attend_merge"}
+#: tests/kernels/test_qkv_paged.py, tests/harness/test_attend_cases.py,
+#: tests/kernels/test_kivi_cache.py).
+OWN = DENSE | {"qkv", "paged_qkv", "attend", "attend_merge"} | KIVI
 
 
 def test_every_mode_has_a_generator():
@@ -87,6 +90,7 @@ def test_every_mode_has_a_generator():
         | DENSE
         | PAGED
         | {"qkv", "paged_qkv", "attend", "attend_merge"}
+        | KIVI
     )
     assert {cfg.mode for cfg in CONFIGS.values()} == set(CASES) - OWN - PAGED
 

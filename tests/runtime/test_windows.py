@@ -150,9 +150,11 @@ MODES = [
 
 
 def test_every_mode_has_a_windowed_run():
-    """Every mode but the dense and paged ones, qkv and attend's (which refuse ``window=True``; a
-    paged pool is bound whole, attention reads a head's whole cache) has a windowed run."""
-    dense = {m for m in catalog.MODES if m.startswith(("dense_", "paged_", "attend"))} | {"qkv"}
+    """Every mode but the dense and paged ones, qkv, attend's and KIVI's (which refuse
+    ``window=True``; a paged pool is bound whole, attention reads a head's whole cache) has a
+    windowed run."""
+    own = ("dense_", "paged_", "attend", "kivi_")
+    dense = {m for m in catalog.MODES if m.startswith(own)} | {"qkv"}
     assert dense and {catalog.config(n).mode for n, _ in MODES} == set(catalog.MODES) - dense
 
 

@@ -1,0 +1,244 @@
+"""``kivi_append`` and ``kivi_flush``: KIVI's 2-bit (or 4-bit) cache, contiguous.
+
+The layout is :mod:`kvdsl.reference.kivi`'s (docs/formats.md, "KIVI"), per slice (one sequence's
+kv head; ``count`` slices of ``seq`` tokens, ``seq`` a multiple of ``group``), ``PER = 32 / bits``
+codes to a u32, the first in the lowest bits:
+
+- ``residual_k``, ``residual_v``: the newest ``< group`` tokens, f16, two to a u32 word (the
+  lower channel in the low half): ``[count, GROUP, HEAD_DIM / 2]``; token ``t`` of a slice sits
+  at ``t % GROUP``;
+- ``k_codes`` ``[count, HEAD_DIM, seq / PER]``: K per channel, packed along the tokens;
+  ``k_stats`` ``[count, HEAD_DIM, seq / GROUP]``: each channel's scale and minimum over a group of
+  ``GROUP`` tokens, one u32 ``pack2x16float(scale, min)`` (KIVI keeps scale and minimum in two
+  f16 tensors of this shape; here a pair shares a word, so one invocation writes it whole);
+- ``v_codes`` ``[count, seq, HEAD_DIM / PER]``: V per token, packed along the channels;
+  ``v_stats`` ``[count, seq, HEAD_DIM / GROUP]``: each token's ``pack2x16float(scale, min)`` per
+  ``GROUP`` channels.
+
+``kivi_append`` writes ``keySeq`` new BSH tokens (f32 ``src_k``, ``src_v``, the tokens
+``pastSeq .. pastSeq + keySeq`` of every slice) into the residual as f16 (one invocation per
+pair of channels); the host runs ``kivi_flush`` whenever a slice's residual fills, before the
+next append, so ``keySeq`` is at most ``GROUP - pastSeq % GROUP`` (the kernel requires
+``keySeq <= GROUP``; more than the free rows would overwrite the residual's oldest). kvdsl
+quantises V with K, at the flush; KIVI keeps V's newest ``residual_length`` tokens in f16 and
+quantises the oldest one a step, and a V row's codes (per token) are the same either way.
+
+``kivi_flush`` quantises the full residual into group ``flushGroup`` (tokens ``flushGroup *
+GROUP ..``): one invocation per slice and channel, which quantises that K channel over the
+group's ``GROUP`` tokens, and (the same count of items) one token's group of ``GROUP`` V
+channels. A group's minimum and maximum are rounded to f16 first; its scale is ``f16((max - min)
+/ (2^bits - 1))``; a code is ``clamp(round((x - min) * (1 / scale)), 0, 2^bits - 1)`` (0 where
+the scale is 0), as the reference computes it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kvdsl.ir import (
+    Dispatch,
+    Kernel,
+    KernelBuilder,
+    Op,
+    Val,
+    clamp,
+    construct,
+    convert,
+    f32,
+    pack2x16float,
+    round_,
+    select,
+    u32,
+    unpack2x16float,
+    vec,
+)
+from kvdsl.kernels.config import CacheConfig, Model, contract, require, times
+from kvdsl.nodes.index import flat_index
+
+F32X2 = vec(2, f32)
+
+
+@dataclass(frozen=True)
+class KiviConfig(CacheConfig):
+    """A KIVI kernel over ``kv_heads`` heads of ``head_dim``: ``bits`` per code (2 or 4) and
+    ``group`` (K's tokens per scale, V's channels per scale)."""
+
+    bits: int = 2
+    group: int = 128
+    KEYS = ("kv_heads", "head_dim", "bits", "group", "workgroup_size", "fold")
+
+    def check_fields(self) -> None:
+        require(self.bits in (2, 4), "bits", self.bits, "2 or 4")
+        per = 32 // self.bits if self.bits in (2, 4) else 16
+        require(
+            isinstance(self.group, int) and self.group >= per and self.group % per == 0,
+            "group",
+            self.group,
+            f"a multiple of {per} (a word of {self.bits}-bit codes)",
+        )
+        require(
+            self.head_dim % self.group == 0,
+            "head_dim",
+            self.head_dim,
+            f"a multiple of group={self.group} (V's groups of channels)",
+        )
+        require(not self.window, "window", self.window, "false for the KIVI kernels")
+
+    @property
+    def per(self) -> int:
+        """Codes per u32 word."""
+        return 32 // self.bits
+
+
+@dataclass(frozen=True)
+class KiviAppendConfig(KiviConfig):
+    mode = "kivi_append"
+
+
+@dataclass(frozen=True)
+class KiviFlushConfig(KiviConfig):
+    mode = "kivi_flush"
+
+
+def _consts(kb: KernelBuilder, cfg: KiviConfig) -> tuple[Val, Val, Val]:
+    d = kb.const("HEAD_DIM", u32, cfg.head_dim)
+    g = kb.const("GROUP", u32, cfg.group)
+    kb.workgroup_const("WG")
+    return d, g, kb.const("KV_HEADS", u32, cfg.kv_heads)
+
+
+def kivi_append(cfg: KiviAppendConfig, name: str = "kivi_append") -> Kernel:
+    """Build the append of new BSH tokens into the f16 residual."""
+    kb = KernelBuilder(name, cfg.workgroup_size)
+    src_k = kb.binding("src_k", f32, "read")
+    src_v = kb.binding("src_v", f32, "read")
+    res_k = kb.binding("residual_k", u32, "read_write")
+    res_v = kb.binding("residual_v", u32, "read_write")
+    d, g, heads = _consts(kb, cfg)
+    half = kb.const("HALF_DIM", u32, cfg.head_dim // 2)
+    batch_size, key_seq, past = kb.param("batchSize"), kb.param("keySeq"), kb.param("pastSeq")
+    i = flat_index(kb, cfg.fold, "i", bound=batch_size * heads * key_seq * half)
+    pair = kb.let("pair", i % half)
+    t = kb.let("t", i / half % key_seq)
+    slice_ = kb.let("slice", i / (half * key_seq))
+    head = kb.let("head", slice_ % heads)
+    batch = kb.let("batch", slice_ / heads)
+    src = kb.let("src", ((batch * key_seq + t) * heads + head) * d + pair * 2)
+    dst = kb.let("dst", (slice_ * g + (past + t) % g) * half + pair)
+    res_k[dst] = pack2x16float(construct(F32X2, src_k[src], src_k[src + 1]))
+    res_v[dst] = pack2x16float(construct(F32X2, src_v[src], src_v[src + 1]))
+    items = batch_size * heads * key_seq * half
+    doc = (
+        "KIVI: new BSH K/V tokens into the f16 residual (two channels to a word), token\n"
+        "pastSeq + t at residual row (pastSeq + t) % GROUP; one invocation per pair."
+    )
+    kernel = kb.build(Dispatch(items.node, cfg.workgroup_size, cfg.fold), doc)
+    new = times(batch_size, key_seq, heads, d)
+    res = times(batch_size, heads, g, half)
+    return contract(
+        kernel,
+        {"src_k": new, "src_v": new, "residual_k": res, "residual_v": res},
+        {"keySeq <= GROUP": key_seq <= g},
+    )
+
+
+def _quantise(kb: KernelBuilder, cfg: KiviConfig, tag: str, load, store_code, store_stats) -> None:
+    """Quantise the ``GROUP`` values ``load(e)`` asymmetrically: the f16 minimum and scale,
+    then the codes ``PER`` to a word, ``store_code(word_index, word)``, and
+    ``store_stats(pack2x16float(scale, min))``."""
+    qmax = (1 << cfg.bits) - 1
+    lo = kb.var(f"{tag}Lo", f32, load(0))
+    hi = kb.var(f"{tag}Hi", f32, lo)
+    with kb.for_range(f"{tag}E", 1, cfg.group) as e:
+        x = kb.let(f"{tag}X", load(e))
+        lo.set(select(lo, x, x < lo))
+        hi.set(select(hi, x, x > hi))
+    bounds = kb.let(f"{tag}Bounds", unpack2x16float(pack2x16float(construct(F32X2, lo, hi))))
+    mn, mx = kb.let(f"{tag}Min", bounds.x), kb.let(f"{tag}Max", bounds.y)
+    step = (mx - mn) / float(qmax)
+    scale = kb.let(f"{tag}Scale", unpack2x16float(pack2x16float(construct(F32X2, step, 0.0))).x)
+    inv = kb.let(f"{tag}Inv", select(0.0, 1.0 / scale, scale > 0.0))
+    with kb.for_range(f"{tag}W", 0, cfg.group // cfg.per) as w:
+        word = kb.var(f"{tag}Word", u32, 0)
+        with kb.for_range(f"{tag}L", 0, cfg.per) as lane:
+            x = load(w * cfg.per + lane)
+            q = clamp(round_((x - mn) * inv), 0.0, float(qmax))
+            word.set(convert(u32, q) << (lane * cfg.bits), Op.OR)
+        store_code(w, word)
+    store_stats(pack2x16float(construct(F32X2, scale, mn)))
+
+
+def kivi_flush(cfg: KiviFlushConfig, name: str = "kivi_flush") -> Kernel:
+    """Build the flush of a full residual into group ``flushGroup`` of the quantised cache."""
+    kb = KernelBuilder(name, cfg.workgroup_size)
+    res_k = kb.binding("residual_k", u32, "read")
+    res_v = kb.binding("residual_v", u32, "read")
+    k_codes = kb.binding("k_codes", u32, "read_write")
+    k_stats = kb.binding("k_stats", u32, "read_write")
+    v_codes = kb.binding("v_codes", u32, "read_write")
+    v_stats = kb.binding("v_stats", u32, "read_write")
+    d, g, _ = _consts(kb, cfg)
+    per = kb.const("PER", u32, cfg.per)
+    half = kb.const("HALF_DIM", u32, cfg.head_dim // 2)
+    vgroups = kb.const("V_GROUPS", u32, cfg.head_dim // cfg.group)
+    count, seq, flush = kb.param("count"), kb.param("seq"), kb.param("flushGroup")
+    i = flat_index(kb, cfg.fold, "i", bound=count * d)
+    slice_ = kb.let("slice", i / d)
+    r = kb.let("r", i % d)
+    first = kb.let("first", flush * g)
+
+    def half_of(buf, row: Val, c: Val) -> Val:
+        return unpack2x16float(buf[(slice_ * g + row) * half + c / 2])[c % 2]
+
+    kb.comment("K channel r of the slice over the group's GROUP tokens.")
+    k_row = kb.let("kRow", slice_ * d + r)
+
+    def k_code(w: Val, word: Val) -> None:
+        k_codes[k_row * (seq / per) + first / per + w] = word
+
+    def k_stat(word: Val) -> None:
+        k_stats[k_row * (seq / g) + flush] = word
+
+    _quantise(kb, cfg, "k", lambda e: half_of(res_k, e, r), k_code, k_stat)
+    kb.comment("V: token r / V_GROUPS of the group, its channels (r % V_GROUPS) * GROUP ...")
+    t = kb.let("vToken", r / vgroups)
+    c0 = kb.let("vFirst", r % vgroups * g)
+    v_row = kb.let("vRow", slice_ * seq + first + t)
+
+    def v_code(w: Val, word: Val) -> None:
+        v_codes[v_row * (d / per) + c0 / per + w] = word
+
+    def v_stat(word: Val) -> None:
+        v_stats[v_row * vgroups + r % vgroups] = word
+
+    _quantise(kb, cfg, "v", lambda e: half_of(res_v, t, c0 + e), v_code, v_stat)
+    items = count * d
+    doc = (
+        "KIVI: the full f16 residual into quantised group flushGroup: per invocation one K\n"
+        "channel over GROUP tokens and one token's GROUP V channels (min/max, f16 scale, codes)."
+    )
+    kernel = kb.build(Dispatch(items.node, cfg.workgroup_size, cfg.fold), doc)
+    res = times(count, g, half)
+    return contract(
+        kernel,
+        {
+            "residual_k": res,
+            "residual_v": res,
+            "k_codes": times(count, seq, cfg.head_dim // cfg.per),
+            "k_stats": times(count, seq, vgroups),
+            "v_codes": times(count, seq, cfg.head_dim // cfg.per),
+            "v_stats": times(count, seq, vgroups),
+        },
+        {"flushGroup * GROUP + GROUP <= seq": flush * g + g <= seq},
+    )
+
+
+def catalog_variants(models: dict[str, Model]) -> dict[str, KiviConfig]:
+    """KIVI 2-bit at Llama-3.1-8B's shape: groups of 128 (36 B per token-head), 64 (40 B) and
+    32 (48 B)."""
+    shape = models["llama31_8b"].shape
+    v: dict[str, KiviConfig] = {}
+    for group in (128, 64, 32):
+        v[f"kivi_append_2bit_g{group}_llama31_8b"] = KiviAppendConfig(**shape, group=group)
+        v[f"kivi_flush_2bit_g{group}_llama31_8b"] = KiviFlushConfig(**shape, group=group)
+    return v
