@@ -20,7 +20,8 @@ measured beside it, and the page says what it changes. The decode time is
 KIVI's 2-bit cache (:mod:`kvdsl.reference.kivi`) and ONNX Runtime WebGPU's 4-bit TurboQuant
 cache (:mod:`kvdsl.reference.ort_tq`) are measured from their references; ORT's is kvdsl's
 format ``ort_q4`` (written by the appends, builds and the fused QKV kernel, read by ``attend``;
-not timed yet), KIVI's writers and readers are not built. ORT's format rotates K and V itself
+not timed yet), KIVI's is the ``kivi_append``, ``kivi_flush`` and ``kivi_attend`` kernels
+(contiguous; not timed yet). ORT's format rotates K and V itself
 (an unsigned Walsh-Hadamard transform, undone on reading), so it has no rotated row of its own.
 
 Everything is seeded and in numpy: the page is the same on every machine.
@@ -103,9 +104,7 @@ def _kivi(group: int) -> Format:
         raise ValueError("KIVI writes K and V apart")
 
     what = f"KIVI 2-bit: K per channel over {group} tokens, V per {group} channels; f16 stats"
-    return Format(
-        f"kivi2 g{group}", what, lambda d: kivi.row_bytes(d, 2, group), one, kv, built=False
-    )
+    return Format(f"kivi2 g{group}", what, lambda d: kivi.row_bytes(d, 2, group), one, kv)
 
 
 def _ort_tq(x: np.ndarray) -> np.ndarray:
