@@ -535,15 +535,6 @@ def _select_impl(f: np.ndarray, t: np.ndarray, c: np.ndarray) -> np.ndarray:
     return np.where(c, t, f)
 
 
-def _shuffle_xor(args: tuple[Type, ...]) -> Type:
-    x, mask = args
-    if mask != u32:
-        raise OpTypeError(f"expects a u32 mask, got {mask}")
-    if not isinstance(x, (Scalar, Vec)) or x.scalar.name == "bool":
-        raise OpTypeError(f"expects a numeric scalar or vector, got {x}")
-    return x
-
-
 def _subgroup_value(what: str, pred: Callable[[str], bool]) -> Callable:
     """A subgroup reduction or scan: one scalar or vector operand of ``what``, the same type out."""
 
@@ -557,8 +548,8 @@ def _subgroup_value(what: str, pred: Callable[[str], bool]) -> Callable:
 
 
 def _subgroup_lane(what: str) -> Callable:
-    """``subgroupShuffle``/``Up``/``Down``/``Broadcast``: a numeric value and a u32 ``what``
-    (WGSL takes an i32 lane too, naga only u32)."""
+    """``subgroupShuffle``/``Up``/``Down``/``Xor``/``Broadcast``: a numeric value and a u32
+    ``what`` (WGSL takes an i32 lane too, naga only u32)."""
 
     def rule(args: tuple[Type, ...]) -> Type:
         x, lane = args
@@ -753,7 +744,7 @@ TABLE: dict[Op, OpInfo] = {
     Op.DOT: _builtin("dot", 2, _dot, _dot_impl, approximate=True),
     Op.FMA: _builtin("fma", 3, _float, _fma, approximate=True),
     Op.SUBGROUP_SHUFFLE_XOR: _builtin(
-        "subgroupShuffleXor", 2, _shuffle_xor, _needs_grid, subgroup=True
+        "subgroupShuffleXor", 2, _subgroup_lane("mask"), _needs_grid, subgroup=True
     ),
     # f16 values carried in u32 words (no ``enable f16;``): two halves per word, lane 0 low.
     Op.PACK2X16FLOAT: _builtin("pack2x16float", 1, _pack2x16, _pack2x16float),
