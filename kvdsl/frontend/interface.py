@@ -272,15 +272,9 @@ class Interface:
                     if access not in ("read", "read_write"):
                         raise self.err(f"storage access '{access}'", g.line, g.column)
                     b = ir.Binding(g.name, g.ty, access, None, whole=True)
-                    numbered.append((slot, b))
-                    self.decl_lines[g.name] = g.line
-                    if slot in seen:
-                        raise self.err(
-                            f"'{g.name}' reuses @group({slot[0]}) @binding({slot[1]})", g.line
-                        )
-                    seen[slot] = g.name
-                    continue
-                if isinstance(g.ty, (Scalar, Vec, Atomic)):  # n: u32, v: vec4<f32>, c: atomic<u32>
+                elif isinstance(
+                    g.ty, (Scalar, Vec, Atomic)
+                ):  # n: u32, v: vec4<f32>, c: atomic<u32>
                     access = g.access or "read"
                     if access not in ("read", "read_write"):
                         raise self.err(f"storage access '{access}'", g.line, g.column)
@@ -298,33 +292,27 @@ class Interface:
                             self.filename,
                             g.line,
                         )
-                    numbered.append((slot, ir.Binding(g.name, g.ty, access, None, whole=True)))
-                    self.decl_lines[g.name] = g.line
-                    if slot in seen:
+                    b = ir.Binding(g.name, g.ty, access, None, whole=True)
+                else:
+                    if not isinstance(g.ty, RuntimeArray):
                         raise self.err(
-                            f"'{g.name}' reuses @group({slot[0]}) @binding({slot[1]})", g.line
+                            f"storage var '{g.name}' of type {_spell(g.ty)} (runtime-sized arrays, "
+                            "fixed-size arrays, structs, scalars, vectors and atomics)",
+                            g.line,
+                            g.column,
                         )
-                    seen[slot] = g.name
-                    continue
-                if not isinstance(g.ty, RuntimeArray):
-                    raise self.err(
-                        f"storage var '{g.name}' of type {_spell(g.ty)} (runtime-sized arrays, "
-                        "fixed-size arrays, structs, scalars, vectors and atomics)",
-                        g.line,
-                        g.column,
-                    )
-                access = g.access or "read"
-                if access not in ("read", "read_write"):
-                    raise self.err(f"storage access '{access}'", g.line, g.column)
-                if isinstance(g.ty.elem, Atomic) and access != "read_write":
-                    raise WgslTypeError(
-                        f"storage var '{g.name}' of {g.ty} is {access}: atomics in storage are "
-                        "read_write",
-                        self.filename,
-                        g.line,
-                    )
-                data = self.host_data(g)
-                numbered.append((slot, ir.Binding(g.name, g.ty.elem, access, data)))
+                    access = g.access or "read"
+                    if access not in ("read", "read_write"):
+                        raise self.err(f"storage access '{access}'", g.line, g.column)
+                    if isinstance(g.ty.elem, Atomic) and access != "read_write":
+                        raise WgslTypeError(
+                            f"storage var '{g.name}' of {g.ty} is {access}: atomics in storage are "
+                            "read_write",
+                            self.filename,
+                            g.line,
+                        )
+                    b = ir.Binding(g.name, g.ty.elem, access, self.host_data(g))
+                numbered.append((slot, b))
                 self.decl_lines[g.name] = g.line
             if slot in seen:
                 raise self.err(f"'{g.name}' reuses @group({slot[0]}) @binding({slot[1]})", g.line)

@@ -98,34 +98,42 @@ def dense_append_case(cfg: DenseAppendConfig, rng: np.random.Generator, i: int) 
     new_v = _rows(rng, (batch, seq, h, d), dt).reshape(batch, seq, h * d)
     seqlens = adversarial_seqlens(rng, batch, seq, cap, i)
     bufs = {"src_k": new_k, "src_v": new_v, "seqlens_k": seqlens}
-    rot = None
+    rot, norm = _k_inputs(cfg, rng, cap, bufs)
+    w = fm.dense_append(new_k, new_v, seqlens, cap, h, cfg.fmt, cfg.inline, rot, norm, cfg.rotation)
+    expected, written = written_cache(w, cfg.inline, bufs)
+    shape = {"batch": batch, "seq": cap, "keySeq": seq} | _positions(rot)
+    params = {"count": batch * h * seq, "keySeq": seq, "seq": cap}
+    return _writer_case(cfg, shape, bufs, params, expected, written)
+
+
+def _k_inputs(
+    cfg: DenseAppendConfig, rng: np.random.Generator, positions: int, bufs: dict[str, np.ndarray]
+) -> tuple[Rotary | None, KNorm | None]:
+    """K's rotary tables (``positions`` rows of random angles) and RMSNorm weight where ``cfg``
+    takes them, also put into ``bufs``."""
+    rot = norm = None
     if cfg.rotary:
-        theta = rng.uniform(0, 2 * np.pi, (cap, cfg.half))
+        theta = rng.uniform(0, 2 * np.pi, (positions, cfg.half))
         rot = Rotary(np.cos(theta).astype(np.float32), np.sin(theta).astype(np.float32), cfg.half)
         bufs |= {"cos_cache": rot.cos, "sin_cache": rot.sin}
-    norm = None
     if cfg.k_norm:
-        norm = KNorm(rng.uniform(0.5, 1.5, d).astype(np.float32), cfg.eps)
+        norm = KNorm(rng.uniform(0.5, 1.5, cfg.head_dim).astype(np.float32), cfg.eps)
         bufs["k_norm_weight"] = norm.weight
-    w = fm.dense_append(new_k, new_v, seqlens, cap, h, cfg.fmt, cfg.inline, rot, norm, cfg.rotation)
+    return rot, norm
+
+
+def written_cache(w: Any, inline: bool, bufs: dict[str, np.ndarray]) -> tuple[dict, dict]:
+    """The cache a dense writer leaves (``w``: :func:`kvdsl.reference.formats.dense_append`'s
+    rows; ``inline``: its scales inline, else in ``present_scales``) and the part of it the
+    writer stores, by binding; its bindings go into ``bufs`` poisoned."""
     expected = {"present_key": w.key, "present_value": w.value}
     written = {"present_key": w.mask(w.key), "present_value": w.mask(w.value)}
     bufs |= {name: poison(w.key.size, np.uint32) for name in CACHE}
-    if not cfg.inline:
+    if not inline:
         expected["present_scales"] = w.scales
         written["present_scales"] = w.mask(w.scales)
         bufs["present_scales"] = poison(w.scales.size, np.float32)
-    bits = cfg.fmt.bits
-    case = DenseCase(
-        {"batch": batch, "seq": cap, "keySeq": seq} | _positions(rot),
-        {k: np.ascontiguousarray(a).reshape(-1) for k, a in bufs.items()},
-        {"count": batch * h * seq, "keySeq": seq, "seq": cap},
-        {k: a.reshape(-1) for k, a in expected.items()},
-        {k: a.reshape(-1) for k, a in written.items()},
-        codes={name: bits for name in CACHE},
-        layout={name: (cfg.fmt, d, cfg.inline) for name in CACHE},
-    )
-    return _allowances(cfg, case, bits)
+    return expected, written
 
 
 def _positions(rot: Rotary | None) -> dict[str, int]:
@@ -133,10 +141,28 @@ def _positions(rot: Rotary | None) -> dict[str, int]:
     return {} if rot is None else {"positions": rot.cos.shape[0]}
 
 
-def _allowances(cfg: DenseAppendConfig, case: DenseCase, bits: int) -> DenseCase:
-    """What may move: with K RMSNorm the kernel sums the row's squares in another order than
-    numpy, so K's codes and scale may move against the reference too; a side scale is an f32
-    quotient, an ulp apart where the GPU divides approximately."""
+def _writer_case(
+    cfg: DenseAppendConfig,
+    shape: dict[str, int],
+    bufs: dict[str, np.ndarray],
+    params: dict[str, int],
+    expected: dict[str, np.ndarray],
+    written: dict[str, np.ndarray] | None = None,
+) -> DenseCase:
+    """A ``dense_append`` or ``dense_build`` case: the cache compared as packed rows of
+    ``cfg``'s format, with what may move (with K RMSNorm the kernel sums the row's squares in
+    another order than numpy, so K's codes and scale may move against the reference too; a side
+    scale is an f32 quotient, an ulp apart where the GPU divides approximately)."""
+    bits = cfg.fmt.bits
+    case = DenseCase(
+        shape,
+        {k: np.ascontiguousarray(a).reshape(-1) for k, a in bufs.items()},
+        params,
+        {k: a.reshape(-1) for k, a in expected.items()},
+        {k: a.reshape(-1) for k, a in (written or {}).items()},
+        codes={name: bits for name in CACHE},
+        layout={name: (cfg.fmt, cfg.head_dim, cfg.inline) for name in CACHE},
+    )
     if cfg.k_norm:
         case.quantized = {"present_key": bits}
     if not cfg.inline:
@@ -152,14 +178,7 @@ def dense_build_case(cfg: DenseBuildConfig, rng: np.random.Generator, i: int) ->
     new_k = _rows(rng, (batch, seq, h, d), dt).reshape(batch, seq, h * d)
     new_v = _rows(rng, (batch, seq, h, d), dt).reshape(batch, seq, h * d)
     bufs = {"src_k": new_k, "src_v": new_v}
-    rot = norm = None
-    if cfg.rotary:
-        theta = rng.uniform(0, 2 * np.pi, (past + seq, cfg.half))
-        rot = Rotary(np.cos(theta).astype(np.float32), np.sin(theta).astype(np.float32), cfg.half)
-        bufs |= {"cos_cache": rot.cos, "sin_cache": rot.sin}
-    if cfg.k_norm:
-        norm = KNorm(rng.uniform(0.5, 1.5, d).astype(np.float32), cfg.eps)
-        bufs["k_norm_weight"] = norm.weight
+    rot, norm = _k_inputs(cfg, rng, past + seq, bufs)
     wk, wv, side = fm.dense_build(
         new_k, new_v, h, cfg.fmt, cfg.inline, past, rot, norm, cfg.rotation
     )
@@ -168,16 +187,9 @@ def dense_build_case(cfg: DenseBuildConfig, rng: np.random.Generator, i: int) ->
     if not cfg.inline:
         expected["present_scales"] = side
         bufs["present_scales"] = poison(side.size, np.float32)
-    bits = cfg.fmt.bits
-    case = DenseCase(
-        {"batch": batch, "seq": seq, "pastSeq": past} | _positions(rot),
-        {k: np.ascontiguousarray(a).reshape(-1) for k, a in bufs.items()},
-        {"count": batch * h * seq, "seq": seq, "pastSeq": past},
-        {k: a.reshape(-1) for k, a in expected.items()},
-        codes={name: bits for name in CACHE},
-        layout={name: (cfg.fmt, d, cfg.inline) for name in CACHE},
-    )
-    return _allowances(cfg, case, bits)
+    shape = {"batch": batch, "seq": seq, "pastSeq": past} | _positions(rot)
+    params = {"count": batch * h * seq, "seq": seq, "pastSeq": past}
+    return _writer_case(cfg, shape, bufs, params, expected)
 
 
 @case_generator("dense_read")

@@ -18,7 +18,7 @@ import numpy as np
 from kvdsl import reference
 from kvdsl.harness.cases import Case, case_generator, dtype, values
 from kvdsl.harness.compare import poison
-from kvdsl.harness.dense import CACHE, DenseCase
+from kvdsl.harness.dense import CACHE, DenseCase, written_cache
 from kvdsl.harness.modes import adversarial_seqlens
 from kvdsl.ir import Kernel
 from kvdsl.kernels.build import build
@@ -99,13 +99,8 @@ def _dense_case(cfg: QkvConfig, bufs: dict, shape: dict, params: dict, q, w, q_t
     """A case of a dense cache: its words compared as :class:`kvdsl.harness.dense.DenseCase`
     does (bit for bit, but K's codes with K RMSNorm, whose sum runs in another order than
     numpy's, and every code against a GPU: one step in a few elements)."""
-    expected = {"q_out": q, "present_key": w.key, "present_value": w.value}
-    written = {"present_key": w.mask(w.key), "present_value": w.mask(w.value)}
-    bufs |= {name: poison(w.key.size, np.uint32) for name in CACHE}
-    if not cfg.inline:
-        expected["present_scales"] = w.scales
-        written["present_scales"] = w.mask(w.scales)
-        bufs["present_scales"] = poison(w.scales.size, np.float32)
+    cache, written = written_cache(w, cfg.inline, bufs)
+    expected = {"q_out": q} | cache
     bits = cfg.fmt.bits
     case = DenseCase(
         shape,

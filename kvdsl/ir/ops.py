@@ -535,15 +535,6 @@ def _select_impl(f: np.ndarray, t: np.ndarray, c: np.ndarray) -> np.ndarray:
     return np.where(c, t, f)
 
 
-def _shuffle_xor(args: tuple[Type, ...]) -> Type:
-    x, mask = args
-    if mask != u32:
-        raise OpTypeError(f"expects a u32 mask, got {mask}")
-    if not isinstance(x, (Scalar, Vec)) or x.scalar.name == "bool":
-        raise OpTypeError(f"expects a numeric scalar or vector, got {x}")
-    return x
-
-
 def _subgroup_value(what: str, pred: Callable[[str], bool]) -> Callable:
     """A subgroup reduction or scan: one scalar or vector operand of ``what``, the same type out."""
 
@@ -557,8 +548,8 @@ def _subgroup_value(what: str, pred: Callable[[str], bool]) -> Callable:
 
 
 def _subgroup_lane(what: str) -> Callable:
-    """``subgroupShuffle``/``Up``/``Down``/``Broadcast``: a numeric value and a u32 ``what``
-    (WGSL takes an i32 lane too, naga only u32)."""
+    """``subgroupShuffle``/``Up``/``Down``/``Xor``/``Broadcast``: a numeric value and a u32
+    ``what`` (WGSL takes an i32 lane too, naga only u32)."""
 
     def rule(args: tuple[Type, ...]) -> Type:
         x, lane = args
@@ -701,6 +692,13 @@ def _approx(spelling: str, arity: int, impl: Callable, typing: Callable = _float
     return _builtin(spelling, arity, typing, _float_fn(impl) if arity == 1 else impl, True)
 
 
+def _fixed_builtin(
+    spelling: str, want: tuple[Type, ...], result: Type, impl: Callable, approximate=False
+) -> OpInfo:
+    """A builtin of fixed argument types (:func:`_fixed`), its operands those types."""
+    return _builtin(spelling, len(want), _fixed(want, result), impl, approximate, operands=want)
+
+
 _V4I, _V4U, _V4F, _V2F = Vec(4, i32), Vec(4, u32), Vec(4, f32), Vec(2, f32)
 
 
@@ -746,7 +744,7 @@ TABLE: dict[Op, OpInfo] = {
     Op.DOT: _builtin("dot", 2, _dot, _dot_impl, approximate=True),
     Op.FMA: _builtin("fma", 3, _float, _fma, approximate=True),
     Op.SUBGROUP_SHUFFLE_XOR: _builtin(
-        "subgroupShuffleXor", 2, _shuffle_xor, _needs_grid, subgroup=True
+        "subgroupShuffleXor", 2, _subgroup_lane("mask"), _needs_grid, subgroup=True
     ),
     # f16 values carried in u32 words (no ``enable f16;``): two halves per word, lane 0 low.
     Op.PACK2X16FLOAT: _builtin("pack2x16float", 1, _pack2x16, _pack2x16float),
@@ -797,50 +795,38 @@ TABLE: dict[Op, OpInfo] = {
         "insertBits", 4, _insert, lib.insert_bits, operands=("T", "T", u32, u32)
     ),
     # WGSL's packed_4x8_integer_dot_product language feature; byte 0 is the lowest.
-    Op.DOT4I8PACKED: _builtin(
-        "dot4I8Packed", 2, _fixed((u32, u32), i32), lib.dot4_i8_packed, operands=(u32, u32)
+    Op.DOT4I8PACKED: _fixed_builtin(
+        "dot4I8Packed",
+        (
+            u32,
+            u32,
+        ),
+        i32,
+        lib.dot4_i8_packed,
     ),
-    Op.DOT4U8PACKED: _builtin(
-        "dot4U8Packed", 2, _fixed((u32, u32), u32), lib.dot4_u8_packed, operands=(u32, u32)
+    Op.DOT4U8PACKED: _fixed_builtin(
+        "dot4U8Packed",
+        (
+            u32,
+            u32,
+        ),
+        u32,
+        lib.dot4_u8_packed,
     ),
-    Op.PACK4XI8: _builtin("pack4xI8", 1, _fixed((_V4I,), u32), lib.pack4x_i8, operands=(_V4I,)),
-    Op.PACK4XU8: _builtin("pack4xU8", 1, _fixed((_V4U,), u32), lib.pack4x_u8, operands=(_V4U,)),
-    Op.PACK4XI8CLAMP: _builtin(
-        "pack4xI8Clamp", 1, _fixed((_V4I,), u32), lib.pack4x_i8_clamp, operands=(_V4I,)
-    ),
-    Op.PACK4XU8CLAMP: _builtin(
-        "pack4xU8Clamp", 1, _fixed((_V4U,), u32), lib.pack4x_u8_clamp, operands=(_V4U,)
-    ),
-    Op.UNPACK4XI8: _builtin(
-        "unpack4xI8", 1, _fixed((u32,), _V4I), lib.unpack4x_i8, operands=(u32,)
-    ),
-    Op.UNPACK4XU8: _builtin(
-        "unpack4xU8", 1, _fixed((u32,), _V4U), lib.unpack4x_u8, operands=(u32,)
-    ),
-    Op.PACK4X8SNORM: _builtin(
-        "pack4x8snorm", 1, _fixed((_V4F,), u32), lib.pack4x8snorm, operands=(_V4F,)
-    ),
-    Op.PACK4X8UNORM: _builtin(
-        "pack4x8unorm", 1, _fixed((_V4F,), u32), lib.pack4x8unorm, operands=(_V4F,)
-    ),
-    Op.PACK2X16SNORM: _builtin(
-        "pack2x16snorm", 1, _fixed((_V2F,), u32), lib.pack2x16snorm, operands=(_V2F,)
-    ),
-    Op.PACK2X16UNORM: _builtin(
-        "pack2x16unorm", 1, _fixed((_V2F,), u32), lib.pack2x16unorm, operands=(_V2F,)
-    ),
-    Op.UNPACK4X8SNORM: _builtin(
-        "unpack4x8snorm", 1, _fixed((u32,), _V4F), lib.unpack4x8snorm, True, operands=(u32,)
-    ),
-    Op.UNPACK4X8UNORM: _builtin(
-        "unpack4x8unorm", 1, _fixed((u32,), _V4F), lib.unpack4x8unorm, True, operands=(u32,)
-    ),
-    Op.UNPACK2X16SNORM: _builtin(
-        "unpack2x16snorm", 1, _fixed((u32,), _V2F), lib.unpack2x16snorm, True, operands=(u32,)
-    ),
-    Op.UNPACK2X16UNORM: _builtin(
-        "unpack2x16unorm", 1, _fixed((u32,), _V2F), lib.unpack2x16unorm, True, operands=(u32,)
-    ),
+    Op.PACK4XI8: _fixed_builtin("pack4xI8", (_V4I,), u32, lib.pack4x_i8),
+    Op.PACK4XU8: _fixed_builtin("pack4xU8", (_V4U,), u32, lib.pack4x_u8),
+    Op.PACK4XI8CLAMP: _fixed_builtin("pack4xI8Clamp", (_V4I,), u32, lib.pack4x_i8_clamp),
+    Op.PACK4XU8CLAMP: _fixed_builtin("pack4xU8Clamp", (_V4U,), u32, lib.pack4x_u8_clamp),
+    Op.UNPACK4XI8: _fixed_builtin("unpack4xI8", (u32,), _V4I, lib.unpack4x_i8),
+    Op.UNPACK4XU8: _fixed_builtin("unpack4xU8", (u32,), _V4U, lib.unpack4x_u8),
+    Op.PACK4X8SNORM: _fixed_builtin("pack4x8snorm", (_V4F,), u32, lib.pack4x8snorm),
+    Op.PACK4X8UNORM: _fixed_builtin("pack4x8unorm", (_V4F,), u32, lib.pack4x8unorm),
+    Op.PACK2X16SNORM: _fixed_builtin("pack2x16snorm", (_V2F,), u32, lib.pack2x16snorm),
+    Op.PACK2X16UNORM: _fixed_builtin("pack2x16unorm", (_V2F,), u32, lib.pack2x16unorm),
+    Op.UNPACK4X8SNORM: _fixed_builtin("unpack4x8snorm", (u32,), _V4F, lib.unpack4x8snorm, True),
+    Op.UNPACK4X8UNORM: _fixed_builtin("unpack4x8unorm", (u32,), _V4F, lib.unpack4x8unorm, True),
+    Op.UNPACK2X16SNORM: _fixed_builtin("unpack2x16snorm", (u32,), _V2F, lib.unpack2x16snorm, True),
+    Op.UNPACK2X16UNORM: _fixed_builtin("unpack2x16unorm", (u32,), _V2F, lib.unpack2x16unorm, True),
     Op.TRANSPOSE: _builtin("transpose", 1, _transpose, _transpose_impl, generic=False),
     Op.DETERMINANT: _builtin(
         "determinant", 1, _determinant, _determinant_impl, approximate=True, generic=False

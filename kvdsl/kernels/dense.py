@@ -28,9 +28,7 @@ scales included (``index.json``'s ``bytes_per_token_head``).
 
 from __future__ import annotations
 
-import math
 from dataclasses import KW_ONLY, dataclass
-from enum import StrEnum
 from typing import Any
 
 from kvdsl.ir import (
@@ -69,6 +67,14 @@ from kvdsl.kernels.config import (
     plus,
     times,
 )
+from kvdsl.kernels.dense_fields import (
+    DenseWalk,
+    ScalePlace,
+    require_eps,
+    require_format,
+    require_rotation,
+    require_walk,
+)
 from kvdsl.nodes import rotation, walks, words
 from kvdsl.nodes.formats import FORMATS, Format, format_of
 from kvdsl.nodes.index import bsh, split_rows
@@ -93,25 +99,6 @@ LANES = ("x", "y", "z", "w")
 QUANTISE_WORKGROUP = 64
 #: WebGPU's default maxComputeWorkgroupStorageSize.
 MAX_WORKGROUP_BYTES = 16384
-
-
-class DenseWalk(StrEnum):
-    """How ``dense_append`` and ``dense_build`` store a workgroup's rows
-    (:class:`kvdsl.nodes.quantise.Quantiser`): each lane its own run's words (``vec4<u32>``
-    where aligned), or staged in workgroup memory and stored together, adjacent lanes on
-    adjacent words."""
-
-    RUNS = "runs"
-    STAGED = "staged"
-    STRIDED = "strided"
-
-
-class ScalePlace(StrEnum):
-    """Where a dense row's scale sits: inline before its codes (ORT's layout) or in a side
-    buffer."""
-
-    INLINE = "inline"
-    SIDE = "side"
 
 
 @dataclass(frozen=True)
@@ -153,69 +140,6 @@ class DenseConfig(CacheConfig):
         return MAX_WORKGROUP - MAX_WORKGROUP % self.per_row or self.per_row
 
 
-def require_format(
-    fmt: Format, scales: ScalePlace, head_dim: int, field: str = "scales", role: str = "format"
-) -> None:
-    """Rows of ``head_dim`` values in dense format ``fmt`` with its scales at ``scales`` (the
-    config's field ``field``; ``role`` names the format in the messages, e.g. ``"source"``):
-    ggml's scales inline (its f16 scales sit inside its blocks), ``head_dim`` a multiple of the
-    format's values a word or block."""
-    require(
-        not (fmt.ggml and scales is ScalePlace.SIDE),
-        field,
-        scales.value,
-        f"'inline' for {'' if role == 'format' else role + ' '}{fmt.name} (ggml's f16 scales"
-        " sit inside its blocks)",
-    )
-    require(fmt.takes(head_dim), "head_dim", head_dim, f"{fmt.head_dims()} for {role} {fmt.name!r}")
-
-
-def require_rotation(fmt: Format, block: Any, head_dim: int) -> None:
-    """A writer's or a reader's ``rotation`` (:func:`kvdsl.nodes.rotation.check_block`): 0 for a
-    format that carries a rotation of its own (:attr:`kvdsl.nodes.formats.Format.rotated`)."""
-    wrong = rotation.check_block(block, head_dim)
-    require(wrong is None, "rotation", block, wrong or "")
-    require(
-        not (block and fmt.rotated),
-        "rotation",
-        block,
-        f"0 for format {fmt.name} (it carries its own rotation: ORT's unsigned Walsh-Hadamard"
-        " transform of the whole head, K and V alike)",
-    )
-
-
-def require_walk(fmt: Any, walk: Any, run: Any) -> None:
-    """Refuse a quantiser walk and run the format cannot take: ``walk`` one of
-    :class:`DenseWalk`, ``run`` unset or 1, 2, 4 or 8 vectors, and no strided walk for ggml's
-    blocks."""
-    one_of("walk", walk, DenseWalk)
-    require(
-        run is None or (type(run) is int and run in (1, 2, 4, 8)),
-        "run",
-        run,
-        "None (the longest run) or 1, 2, 4 or 8 vectors a lane",
-    )
-    require(
-        run is None or not fmt.whole_row_lane,
-        "run",
-        run,
-        f"None for {fmt.name} (one lane holds a whole row: its norm is summed in ORT's order)",
-    )
-    require(
-        not (fmt.ggml and walk is DenseWalk.STRIDED),
-        "walk",
-        walk.value,
-        f"'runs' or 'staged' for {fmt.name} (a ggml lane holds one whole block)",
-    )
-
-
-def _require_eps(eps: Any) -> None:
-    """K RMSNorm's epsilon: a number > 0 that stays a normal f32 (``QK_EPS`` is an f32 const)."""
-    ok = isinstance(eps, (int, float)) and not isinstance(eps, bool)
-    ok = ok and math.isfinite(eps) and 2.0**-126 <= eps <= 3.4e38
-    require(ok, "eps", eps, "a number > 0 that is a normal f32 (1.2e-38 .. 3.4e38)")
-
-
 @dataclass(frozen=True)
 class DenseAppendConfig(RotaryHalf, DenseConfig):
     """A ``dense_append`` variant: cache shape, format, scales' place, K RMSNorm, rotary (the
@@ -245,7 +169,7 @@ class DenseAppendConfig(RotaryHalf, DenseConfig):
     def check_fields(self) -> None:
         super().check_fields()
         flag("k_norm", self.k_norm)
-        _require_eps(self.eps)
+        require_eps(self.eps)
         require_rotary(self.rotary, self.head_dim, half=self.rotary_half)
         require(
             not (self.k_norm and self.rotary and self.scales is ScalePlace.SIDE),
@@ -287,18 +211,7 @@ class DenseAppendConfig(RotaryHalf, DenseConfig):
             f"a multiple of the {self.row_lanes} invocations of a row (rows are reduced whole"
             " inside a workgroup)",
         )
-        q = quantiser(self)
-        need = q.workgroup_bytes() + (4 * self.workgroup_size if self.k_norm else 0)
-        if self.rotation:
-            args = (q.lanes, q.vectors, self.rotation, self.workgroup_size)
-            need += rotation.exchange_bytes(q.vector_at, *args)
-        require(
-            need <= MAX_WORKGROUP_BYTES,
-            "workgroup_size",
-            self.workgroup_size,
-            f"one whose rows fit WebGPU's {MAX_WORKGROUP_BYTES} bytes of workgroup memory"
-            f" (walk {self.walk.value!r} needs {need} bytes at this size)",
-        )
+        require_rows_fit(quantiser(self), self.k_norm, self.rotation)
 
 
 @dataclass(frozen=True)
@@ -321,6 +234,24 @@ class DenseReadConfig(DenseConfig):
     def check_fields(self) -> None:
         super().check_fields()
         one_of("output_type", self.output_type, FLOATS)
+
+
+def require_rows_fit(q: Quantiser, k_norm: bool, block: int) -> None:
+    """Refuse a workgroup whose rows do not fit WebGPU's workgroup memory: the quantiser's
+    (``q``), K RMSNorm's sums (``k_norm``) and the exchange of a Walsh-Hadamard rotation over
+    blocks of ``block`` dimensions (0: none)."""
+    size = q.workgroup_size
+    need = q.workgroup_bytes() + (4 * size if k_norm else 0)
+    if block:
+        need += rotation.exchange_bytes(q.vector_at, q.lanes, q.vectors, block, size)
+    walk = DenseWalk.STAGED if q.staged else DenseWalk.STRIDED if q.strided else DenseWalk.RUNS
+    require(
+        need <= MAX_WORKGROUP_BYTES,
+        "workgroup_size",
+        size,
+        f"one whose rows fit WebGPU's {MAX_WORKGROUP_BYTES} bytes of workgroup memory"
+        f" (walk {walk.value!r} needs {need} bytes at this size)",
+    )
 
 
 def bytes_per_token_head(cfg: DenseConfig) -> int:

@@ -35,11 +35,10 @@ from kvdsl.kernels.config import (
 from kvdsl.kernels.dense import (
     DenseConfig,
     DenseFormat,
-    ScalePlace,
     format_choice,
     one_format,
-    require_format,
 )
+from kvdsl.kernels.dense_fields import ScalePlace, require_format
 from kvdsl.kernels.dense_modes import load_run, quantise_workgroup, require_whole_rows
 from kvdsl.nodes import walks, words
 from kvdsl.nodes.formats import FORMATS, Format, format_of

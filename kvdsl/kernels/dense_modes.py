@@ -272,13 +272,20 @@ def dense_retain(cfg: DenseRetainConfig, name: str = "dense_retain") -> Kernel:
     kb.comment("Outside the append window; the shared stride makes this dst == src.")
     with kb.if_((t < win.append_start).lor(t >= win.active_end)):
         _move_row(kb, cfg, w, w.it.row, w.it.row)
-    dispatch = walks.dispatch(count, w.row_vecs, cfg.workgroup_size, cfg.fold, blocks=False)
-    kind = cfg.fmt.name + ("" if cfg.fmt.ggml else f", scales {cfg.scales.value}")
     doc = (
-        f"Buffer-sharing append over a dense {kind} cache, retain pass: rows outside\n"
+        f"Buffer-sharing append over a dense {_kind(cfg)} cache, retain pass: rows outside\n"
         "each batch's append window copied past -> present at the same index, words and\n"
         "side scales (the append pass is dense_append)."
     )
+    return _word_pass(kb, cfg, w, count, seq, doc)
+
+
+def _word_pass(
+    kb: KernelBuilder, cfg: DenseMoveConfig, w: _Rows, count: Val, seq: Val, doc: str
+) -> Kernel:
+    """The kernel of a word walk ``w`` over ``count`` cache rows of ``seq`` per head
+    (``dense_retain``, ``dense_window_shift``'s shift pass), documented by ``doc``."""
+    dispatch = walks.dispatch(count, w.row_vecs, cfg.workgroup_size, cfg.fold, blocks=False)
     kernel = kb.build(dispatch, doc)
     extents = _cache_extents(cfg, count)
     extents["seqlens_k"] = ceil_div(count, cfg.kv_heads * seq)
@@ -317,16 +324,12 @@ def _shift(cfg: DenseWindowShiftConfig, name: str) -> Kernel:
         kb.comment("Outside the resident window: zero words and scales (every element decodes")
         kb.comment("to zero), not left stale.")
         _zero_row(kb, cfg, w, w.it.row)
-    dispatch = walks.dispatch(count, w.row_vecs, cfg.workgroup_size, cfg.fold, blocks=False)
     doc = (
         f"Windowed dense {_kind(cfg)} cache, shift pass: the surviving past rows slide down by\n"
         "the eviction count (words and side scales), rows past the resident ones are\n"
         "zeroed; the appended rows are left to the append pass."
     )
-    kernel = kb.build(dispatch, doc)
-    extents = _cache_extents(cfg, count)
-    extents["seqlens_k"] = ceil_div(count, cfg.kv_heads * seq)
-    return walks.vector_extents(contract(kernel, extents, {"seq >= 1": seq >= 1}))
+    return _word_pass(kb, cfg, w, count, seq, doc)
 
 
 def _kind(cfg: DenseConfig) -> str:

@@ -35,14 +35,12 @@ from kvdsl.kernels.config import (
     times,
 )
 from kvdsl.kernels.dense import (
-    MAX_WORKGROUP_BYTES,
     QUANTISE_WORKGROUP,
-    ScalePlace,
     format_choice,
     one_format,
-    require_format,
-    require_rotation,
+    require_rows_fit,
 )
+from kvdsl.kernels.dense_fields import ScalePlace, require_eps, require_format, require_rotation
 from kvdsl.nodes import formats, paged, rotation, words
 from kvdsl.nodes.quantise import Quantiser, row_lanes
 from kvdsl.nodes.paged import PAGE_SIZES, Addressing, PageGeometry, PageLayout, Pool
@@ -216,7 +214,7 @@ class PagedAppendConfig(RotaryHalf, PagedConfig):
         )
         self._require_bindings()
         if self.k_norm:
-            _require_eps(self.eps)
+            require_eps(self.eps)
 
     def _require_bindings(self) -> None:
         """At most WebGPU's default 8 storage buffers; the error names the field to change."""
@@ -270,17 +268,7 @@ class PagedAppendConfig(RotaryHalf, PagedConfig):
                 " (rows are reduced whole inside a workgroup)",
             )
         if self.dense is not None:
-            q = self.quantiser
-            need = q.workgroup_bytes() + 4 * self.workgroup_size * self.k_norm
-            if self.rotation:
-                args = (q.lanes, q.vectors, self.rotation, self.workgroup_size)
-                need += rotation.exchange_bytes(q.vector_at, *args)
-            require(
-                need <= MAX_WORKGROUP_BYTES,
-                "workgroup_size",
-                self.workgroup_size,
-                f"one whose rows fit WebGPU's {MAX_WORKGROUP_BYTES} bytes of workgroup memory",
-            )
+            require_rows_fit(self.quantiser, self.k_norm, self.rotation)
 
 
 def require_page_size(page_size: Any) -> None:
@@ -292,12 +280,6 @@ def require_page_size(page_size: Any) -> None:
         page_size,
         "a power of two from 16 to 256 (tokens per page)",
     )
-
-
-def _require_eps(eps: Any) -> None:
-    ok = isinstance(eps, (int, float)) and not isinstance(eps, bool)
-    ok = ok and 2.0**-126 <= eps <= 3.4e38
-    require(ok, "eps", eps, "a number > 0 that is a normal f32 (1.2e-38 .. 3.4e38)")
 
 
 def _append_bindings(cfg: PagedAppendConfig) -> int:

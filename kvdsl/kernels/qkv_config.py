@@ -31,9 +31,11 @@ from kvdsl.kernels.config import (
 from kvdsl.kernels.dense import (
     QUANTISE_WORKGROUP,
     DenseFormat,
+    one_format,
+)
+from kvdsl.kernels.dense_fields import (
     DenseWalk,
     ScalePlace,
-    one_format,
     require_format,
     require_rotation,
     require_walk,

@@ -270,24 +270,6 @@ def _own_basis(
     return out["k"], out.get("v")
 
 
-def _own_basis(
-    kb: KernelBuilder, fmt: Format, k: list[Val], v: list[Val] | None, is_q: Val
-) -> tuple[list[Val], list[Val] | None]:
-    """A K or V row's vectors (``k``, and ``v`` where a row is a pair of heads) in the basis of
-    ``fmt``'s own rotation (:meth:`kvdsl.nodes.formats.Format.rotate_row`: the lane holds the
-    whole row); Q's rows keep theirs (the quantiser skips them)."""
-    kb.comment(f"K's and V's rows in {fmt.name}'s own basis (the lane holds them whole).")
-    out = {"k": [kb.var(f"kOrtRow{j}", F32X4, x) for j, x in enumerate(k)]}
-    if v is not None:
-        out["v"] = [kb.var(f"vOrtRow{j}", F32X4, x) for j, x in enumerate(v)]
-    with kb.if_(~is_q):
-        for which, xs in (("k", k), ("v", v)):
-            if which in out:
-                for o, y in zip(out[which], fmt.rotate_row(kb, f"{which}Ort", list(xs))):
-                    o.set(y)
-    return out["k"], out.get("v")
-
-
 @contextmanager
 def _always() -> Iterator[None]:
     """A block that is no block: its statements run where they stand."""

@@ -307,10 +307,7 @@ class DenseCache(CacheFormat):
 
     def retain(self, host, past, present, inputs, lens, key_seq, cap) -> None:
         # Every row is copied: the append that follows overwrites its window.
-        rows = len(lens) * self.kv_heads * cap
-        bound = {"src_k": past[0], "src_v": past[1]}
-        bound |= {"present_key": present[0], "present_value": present[1]}
-        host.dispatch(self._copy, bound, {"rows": rows}, {"count": rows})
+        self.copy(host, past, present, len(lens) * self.kv_heads * cap)
 
     def read(self, host, cache, out, rows) -> None:
         bound = {"cache_key": cache[0], "cache_value": cache[1], "key": out[0], "value": out[1]}
@@ -375,10 +372,7 @@ class TemplateQuant(CacheFormat):
 
     def retain(self, host, past, present, inputs, lens, key_seq, cap) -> None:
         # Every row is copied: the append that follows overwrites its window.
-        rows = len(lens) * self.kv_heads * cap
-        bound = {"src_k": past[0], "src_v": past[1]}
-        bound |= {"present_key": present[0], "present_value": present[1]}
-        host.dispatch(self._copy, bound, {"rows": rows}, {"count": rows})
+        self.copy(host, past, present, len(lens) * self.kv_heads * cap)
 
     def judge(self, got: np.ndarray, want: np.ndarray, exact: bool) -> str:
         problem = super().judge(got, want, exact)

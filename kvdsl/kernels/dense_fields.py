@@ -1,0 +1,97 @@
+"""The fields the dense formats' modes share, and their checks: where a row's scales sit
+(:class:`ScalePlace`), how a quantiser stores a workgroup's rows (:class:`DenseWalk`), and the
+refusals of a format, a rotation, a walk and K RMSNorm's epsilon that ``dense_append``,
+``paged_append``, ``qkv``, ``dense_convert`` and ``attend`` apply to their own fields.
+"""
+
+from __future__ import annotations
+
+import math
+from enum import StrEnum
+from typing import Any
+
+from kvdsl.kernels.config import one_of, require
+from kvdsl.nodes import rotation
+from kvdsl.nodes.formats import Format
+
+
+class DenseWalk(StrEnum):
+    """How ``dense_append`` and ``dense_build`` store a workgroup's rows
+    (:class:`kvdsl.nodes.quantise.Quantiser`): each lane its own run's words (``vec4<u32>``
+    where aligned), or staged in workgroup memory and stored together, adjacent lanes on
+    adjacent words."""
+
+    RUNS = "runs"
+    STAGED = "staged"
+    STRIDED = "strided"
+
+
+class ScalePlace(StrEnum):
+    """Where a dense row's scale sits: inline before its codes (ORT's layout) or in a side
+    buffer."""
+
+    INLINE = "inline"
+    SIDE = "side"
+
+
+def require_format(
+    fmt: Format, scales: ScalePlace, head_dim: int, field: str = "scales", role: str = "format"
+) -> None:
+    """Rows of ``head_dim`` values in dense format ``fmt`` with its scales at ``scales`` (the
+    config's field ``field``; ``role`` names the format in the messages, e.g. ``"source"``):
+    ggml's scales inline (its f16 scales sit inside its blocks), ``head_dim`` a multiple of the
+    format's values a word or block."""
+    require(
+        not (fmt.ggml and scales is ScalePlace.SIDE),
+        field,
+        scales.value,
+        f"'inline' for {'' if role == 'format' else role + ' '}{fmt.name} (ggml's f16 scales"
+        " sit inside its blocks)",
+    )
+    require(fmt.takes(head_dim), "head_dim", head_dim, f"{fmt.head_dims()} for {role} {fmt.name!r}")
+
+
+def require_rotation(fmt: Format, block: Any, head_dim: int) -> None:
+    """A writer's or a reader's ``rotation`` (:func:`kvdsl.nodes.rotation.check_block`): 0 for a
+    format that carries a rotation of its own (:attr:`kvdsl.nodes.formats.Format.rotated`)."""
+    wrong = rotation.check_block(block, head_dim)
+    require(wrong is None, "rotation", block, wrong or "")
+    require(
+        not (block and fmt.rotated),
+        "rotation",
+        block,
+        f"0 for format {fmt.name} (it carries its own rotation: ORT's unsigned Walsh-Hadamard"
+        " transform of the whole head, K and V alike)",
+    )
+
+
+def require_walk(fmt: Any, walk: Any, run: Any) -> None:
+    """Refuse a quantiser walk and run the format cannot take: ``walk`` one of
+    :class:`DenseWalk`, ``run`` unset or 1, 2, 4 or 8 vectors, and no strided walk for ggml's
+    blocks."""
+    one_of("walk", walk, DenseWalk)
+    require(
+        run is None or (type(run) is int and run in (1, 2, 4, 8)),
+        "run",
+        run,
+        "None (the longest run) or 1, 2, 4 or 8 vectors a lane",
+    )
+    require(
+        run is None or not fmt.whole_row_lane,
+        "run",
+        run,
+        f"None for {fmt.name} (one lane holds a whole row: its norm is summed in ORT's order)",
+    )
+    require(
+        not (fmt.ggml and walk is DenseWalk.STRIDED),
+        "walk",
+        walk.value,
+        f"'runs' or 'staged' for {fmt.name} (a ggml lane holds one whole block)",
+    )
+
+
+def require_eps(eps: Any) -> None:
+    """K RMSNorm's epsilon: a number > 0 that stays a normal f32 (``QK_EPS`` is an f32 const)."""
+    ok = isinstance(eps, (int, float)) and not isinstance(eps, bool)
+    ok = ok and math.isfinite(eps) and 2.0**-126 <= eps <= 3.4e38
+    require(ok, "eps", eps, "a number > 0 that is a normal f32 (1.2e-38 .. 3.4e38)")
