@@ -95,6 +95,10 @@ def shaped_inputs(
         made["page_pairs"] = pairs.astype(np.int32).reshape(-1)
     if cfg.mode == "attend" and getattr(cfg, "format", None) is not None:
         made |= random_cache(cfg, shape, rng)
+    if cfg.mode.startswith("kivi_"):  # f16 pairs in words: finite halves, as a writer stores
+        for name in sorted(names & {"residual_k", "residual_v", "k_stats", "v_stats"}):
+            halves = rng.standard_normal(2 * counts[name][0]).astype(np.float16)
+            made[name] = halves.view(np.uint32)
     if "live_pages" in names:
         _need(shape, "pages", shape["live"], f"live={shape['live']} distinct pages of the pool")
         made["live_pages"] = rng.permutation(shape["pages"])[: shape["live"]].astype(np.int32)
