@@ -678,3 +678,32 @@ export async function hostRun(name, seed) {
   const encode = (o) => Object.fromEntries(Object.entries(o).map(([k, u8]) => [k, toBase64(u8)]));
   return { shape, params, inputs: encode(inputs), outputs: encode(outputs), workgroups };
 }
+
+// KIVI's contiguous cache: each slice (sequence, KV head) holds an f16 residual of `group`
+// rows and `groups` quantised groups. An append writes its new tokens into the residual's free
+// rows after `pastSeq` tokens; a flush quantises the full residual into group `flushGroup`;
+// attention reads `total` tokens, the full groups quantised and the rest in the residual.
+Object.assign(HOSTS, {
+  kivi_append: {
+    shape: (r, v) => {
+      const g = v.config.group;
+      const pastSeq = r.int(0, 3 * g);
+      return { batch: r.int(1, 3), keySeq: r.int(1, Math.min(6, g - (pastSeq % g))), pastSeq };
+    },
+    params: attendParams,
+  },
+  kivi_flush: {
+    shape: (r) => {
+      const groups = r.int(1, 3);
+      return { batch: r.int(1, 3), groups, flushGroup: r.int(0, groups - 1) };
+    },
+    params: attendParams,
+  },
+  kivi_attend: {
+    shape: (r, v) => {
+      const groups = r.int(1, 3);
+      return { batch: r.int(1, 3), groups, total: r.int(1, groups * v.config.group) };
+    },
+    params: attendParams,
+  },
+});

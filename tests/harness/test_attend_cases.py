@@ -128,6 +128,8 @@ WRITERS = {
     "attend_paged_q8_0_p16_nhd_llama31_8b": "paged_append_rotary_q8_0_page_table_p16_nhd_llama31_8b",
     "attend_paged_q4_0_p16_nhd_llama31_8b": "paged_qkv_q4_0_llama31_8b",
     "attend_paged_q4_0_p16_hnd_llama31_8b": "paged_append_rotary_q4_0_p16_hnd_llama31_8b",
+    "attend_ort_q4_llama31_8b": "dense_append_ort_q4_llama31_8b",
+    "attend_paged_ort_q4_p16_nhd_llama31_8b": "paged_append_rotary_ort_q4_page_table_p16_nhd_llama31_8b",
 }  # fmt: skip
 #: attend's cache bindings → the writer's (contiguous; a paged pool's are named alike).
 CACHE_BINDINGS = {"key": "present_key", "value": "present_value", "scales": "present_scales"}
@@ -194,7 +196,8 @@ def test_a_quantised_cache_holds_the_encoders_rows(name):
                     both = case.buffers["scales"].reshape(b, cfg.kv_heads, t, -1)
                     half = both.shape[-1] // 2
                     side = both[..., :half] if binding == "key" else both[..., half:]
-                got.append(fm.dequantize_rows(cfg.fmt, words, side, cfg.head_dim, cfg.inline))
+                rows = fm.dequantize_rows(cfg.fmt, words, side, cfg.head_dim, cfg.inline)
+                got.append(fm.original_basis(cfg.fmt, rows))  # ort_q4 stores rows rotated
         longest = case.problem.k.shape[2]
         for dec, want in zip(got, (case.problem.k, case.problem.v)):
             np.testing.assert_array_equal(dec[:, :, :longest], want)
