@@ -13,7 +13,7 @@ import struct as _struct
 from typing import Any, Mapping
 
 from kvdsl.contract.expr import ExprError, evaluate, is_sum, product
-from kvdsl.contract.modes import says
+from kvdsl.contract.requirements import says
 from kvdsl.contract.modes import meanings as mode_meanings
 from kvdsl.contract.modes import shape
 from kvdsl.contract.modes import values as mode_values
@@ -223,7 +223,7 @@ def requirements(kernel: Kernel) -> list[dict[str, Any]]:
     comparison ``left op right`` of expressions over params fields and, for the names in
     ``largest``, the largest value of that integer input binding (``seqlens_k``), with the
     kernel's words for it (``rule``) and what it keeps true (``says``,
-    :func:`kvdsl.contract.modes.says`)."""
+    :func:`kvdsl.contract.requirements.says`)."""
     out = []
     for words, cond in kernel.requires:
         if not isinstance(cond, ir.Binary) or cond.op not in _COMPARISONS:
@@ -234,7 +234,7 @@ def requirements(kernel: Kernel) -> list[dict[str, Any]]:
         if sentence is None:
             raise ContractError(
                 f"kernel {kernel.name}: requirement '{words}' has no sentence in "
-                "kvdsl/contract/modes.py's REQUIREMENTS"
+                "kvdsl/contract/requirements.py's REQUIREMENTS"
             )
         left, right = text(cond.a, kernel), text(cond.b, kernel)
         largest = sorted(

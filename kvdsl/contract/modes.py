@@ -72,8 +72,7 @@ SHAPES: dict[str, tuple[str, ...]] = {
     "paged_compact": ("pages", "live"),
     "paged_window": ("batch", "maxPages", "window"),
     "paged_qkv": ("batch", "keySeq", "pages"),
-} | attend.SHAPES
-SHAPES |= kivi.SHAPES
+}
 
 #: The shape variables a windowed variant (``window=True``) adds, after the mode's: the window's
 #: first slice, its slices, and the first batch of its bound BSH source range. Its ``batch`` is
@@ -189,8 +188,15 @@ MEANINGS: dict[str, dict[str, str]] = {
         "maxPages": _TABLE,
         "window": "tokens the window keeps per sequence (its last ones)",
     },
-} | attend.MEANINGS
-MEANINGS |= kivi.MEANINGS
+}
+
+#: The modes whose contract is a module of its own (its MODES, SHAPES, MEANINGS, formulas, sizes
+#: and says), by mode.
+FAMILIES = (attend, kivi)
+FAMILY = {mode: f for f in FAMILIES for mode in f.MODES}
+for _f in FAMILIES:
+    SHAPES |= _f.SHAPES
+    MEANINGS |= _f.MEANINGS
 
 #: The config fields a value formula (:func:`formulas`) may name; :func:`values` puts in the
 #: variant's numbers.
@@ -215,10 +221,8 @@ def formulas(cfg: KernelConfig) -> dict[str, str | None]:
     :data:`CONSTANTS` (None: a value the host chooses, with no formula: ``append_quant``'s
     ``pastSeq`` with ``rotary_position="past_seq"``). ``tests/contract`` holds every formula to
     the kernel's extents and to the verification cases' params."""
-    if cfg.mode in attend.MODES:
-        return attend.formulas(cfg)
-    if cfg.mode in kivi.MODES:
-        return kivi.formulas(cfg)
+    if cfg.mode in FAMILY:
+        return FAMILY[cfg.mode].formulas(cfg)
     mode, rows = cfg.mode, _rows_per_head(cfg)
     heads = "(q_heads + 2 * kv_heads)"
     if getattr(cfg, "format", None) is not None and not getattr(cfg, "split", True):
@@ -575,33 +579,5 @@ SIZES: dict[str, Callable[..., Sizes]] = {
     "paged_compact": paged_compact_sizes,
     "paged_window": paged_window_sizes,
     "paged_qkv": paged_qkv_sizes,
-    "attend": attend.sizes,
-    "attend_merge": attend.sizes,
-    "kivi_append": kivi.sizes,
-    "kivi_flush": kivi.sizes,
-    "kivi_attend": kivi.sizes,
 }
-
-
-#: A kernel's requirement (:attr:`kvdsl.ir.tree.Kernel.requires`, by its text) → what it
-#: keeps true, in words: index.json's ``requires`` gives each with its sentence.
-REQUIREMENTS: dict[str, str] = {
-    "keySeq >= 1": "a dispatch brings at least one new token per batch (the kernel finds a row's"
-    " batch by dividing by keySeq)",
-    "seq >= 1": "seq is at least 1 (the kernel finds a row's batch by dividing by seq)",
-    "keySeq <= seq": "the new tokens fit the cache: at most seq (its capacity) per batch",
-    "seq <= pastSeq + keySeq (the present holds the past rows, then the new tokens)": "the"
-    " present's rows per head are at most the past rows and the new tokens it is built from",
-    "seqlens_k.max + 1 <= maxPages * page_size": "every sequence's tokens up to its last"
-    " (seqlens_k + 1) fit its row of page_table: maxPages pages of page_size tokens",
-    "seq <= maxPages * page_size": "the positions gathered per sequence fit its row of"
-    " page_table: maxPages pages of page_size tokens",
-    "maxPages >= 1": "each sequence's row of page_table has at least one entry",
-}
-
-
-def says(words: str) -> str | None:
-    """What a kernel's requirement ``words`` keeps true: :data:`REQUIREMENTS`'s sentence, or an
-    ``attend`` kernel's (:func:`kvdsl.contract.attend.says`); None for a requirement neither
-    states."""
-    return REQUIREMENTS.get(words) or attend.says(words) or kivi.says(words)
+SIZES |= {mode: f.sizes for mode, f in FAMILY.items()}
