@@ -505,15 +505,16 @@ function attendShape(r, v) {
   });
 }
 
-// The variant's own shape variables of `s`, and its params from their values.
-function attendParams(v, s) {
+// The variant's own shape variables of `s`, and its params from the contract's formulas of them
+// (attention's and KIVI's hosts; the chosen scale and soft-cap as ATTEND_CHOSEN).
+function contractParams(v, s) {
   return v.paramsFor(Object.fromEntries(v.shape.map((k) => [k, s[k]])), ATTEND_CHOSEN);
 }
 
 Object.assign(HOSTS, {
   attend: {
     shape: attendShape,
-    params: attendParams,
+    params: contractParams,
     // each sequence at least its new tokens, within the chunks and the cache
     seqlens: (v, s, r) => {
       const rows = v.config.cache === "paged" ? s.maxPages * v.config.page_size : s.seq;
@@ -526,7 +527,7 @@ Object.assign(HOSTS, {
   },
   attend_merge: {
     shape: (r) => ({ batch: r.int(1, 3), queries: r.int(1, 4), chunks: r.int(1, 5) }),
-    params: attendParams,
+    params: contractParams,
   },
 });
 
@@ -690,20 +691,20 @@ Object.assign(HOSTS, {
       const pastSeq = r.int(0, 3 * g);
       return { batch: r.int(1, 3), keySeq: r.int(1, Math.min(6, g - (pastSeq % g))), pastSeq };
     },
-    params: attendParams,
+    params: contractParams,
   },
   kivi_flush: {
     shape: (r) => {
       const groups = r.int(1, 3);
       return { batch: r.int(1, 3), groups, flushGroup: r.int(0, groups - 1) };
     },
-    params: attendParams,
+    params: contractParams,
   },
   kivi_attend: {
     shape: (r, v) => {
       const groups = r.int(1, 3);
       return { batch: r.int(1, 3), groups, total: r.int(1, groups * v.config.group) };
     },
-    params: attendParams,
+    params: contractParams,
   },
 });
