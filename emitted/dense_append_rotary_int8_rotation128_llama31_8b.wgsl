@@ -32,14 +32,6 @@ const KV_HIDDEN_V4: u32 = 256u;
 const ROW_LANES: u32 = 8u;
 const HALF_V4: u32 = 16u;
 
-fn hadamardSign(i: u32) -> f32 {
-  var x: u32 = (i + 1u) * 2654435761u;
-  x = x ^ (x >> 15u);
-  x = x * 739982445u;
-  x = x ^ (x >> 12u);
-  return select(1.0f, -1.0f, x >> 31u == 1u);
-}
-
 // Quantise new BSH K/V into a buffer-sharing BNSH int8, scales inline cache, each row's scale
 // reduced in the kernel; the append window comes from seqlens_k; K rotated at its row.
 @compute @workgroup_size(64)
@@ -107,23 +99,23 @@ fn main(
   }
   // Every row's lanes rotate it (they meet at a barrier); V's keep theirs.
   // K's row Walsh-Hadamard rotated (blocks of 128), its lanes together.
-  let kRotDim0 = d * 2u * 4u;
-  let kRotSigns0 = vec4<f32>(hadamardSign(kRotDim0), hadamardSign(kRotDim0 + 1u), hadamardSign(kRotDim0 + 2u), hadamardSign(kRotDim0 + 3u)) * 0.088388346f;
+  let kRotNib0 = (845227357u >> (d * 4u)) & 15u;
+  let kRotSigns0 = vec4<f32>(select(0.088388346f, -0.088388346f, (kRotNib0 & 1u) != 0u), select(0.088388346f, -0.088388346f, (kRotNib0 & 2u) != 0u), select(0.088388346f, -0.088388346f, (kRotNib0 & 4u) != 0u), select(0.088388346f, -0.088388346f, (kRotNib0 & 8u) != 0u));
   let kRotS0 = x0 * kRotSigns0;
   let kRotH0 = vec4<f32>(kRotS0.x + kRotS0.y, kRotS0.x - kRotS0.y, kRotS0.z + kRotS0.w, kRotS0.z - kRotS0.w);
   let kRotB0 = vec4<f32>(kRotH0.x + kRotH0.z, kRotH0.y + kRotH0.w, kRotH0.x - kRotH0.z, kRotH0.y - kRotH0.w);
-  let kRotDim1 = (d * 2u + 1u) * 4u;
-  let kRotSigns1 = vec4<f32>(hadamardSign(kRotDim1), hadamardSign(kRotDim1 + 1u), hadamardSign(kRotDim1 + 2u), hadamardSign(kRotDim1 + 3u)) * 0.088388346f;
+  let kRotNib1 = (3170896934u >> (d * 4u)) & 15u;
+  let kRotSigns1 = vec4<f32>(select(0.088388346f, -0.088388346f, (kRotNib1 & 1u) != 0u), select(0.088388346f, -0.088388346f, (kRotNib1 & 2u) != 0u), select(0.088388346f, -0.088388346f, (kRotNib1 & 4u) != 0u), select(0.088388346f, -0.088388346f, (kRotNib1 & 8u) != 0u));
   let kRotS1 = x1 * kRotSigns1;
   let kRotH1 = vec4<f32>(kRotS1.x + kRotS1.y, kRotS1.x - kRotS1.y, kRotS1.z + kRotS1.w, kRotS1.z - kRotS1.w);
   let kRotB1 = vec4<f32>(kRotH1.x + kRotH1.z, kRotH1.y + kRotH1.w, kRotH1.x - kRotH1.z, kRotH1.y - kRotH1.w);
-  let kRotDim2 = (d * 2u + 16u) * 4u;
-  let kRotSigns2 = vec4<f32>(hadamardSign(kRotDim2), hadamardSign(kRotDim2 + 1u), hadamardSign(kRotDim2 + 2u), hadamardSign(kRotDim2 + 3u)) * 0.088388346f;
+  let kRotNib2 = (3045532148u >> (d * 4u)) & 15u;
+  let kRotSigns2 = vec4<f32>(select(0.088388346f, -0.088388346f, (kRotNib2 & 1u) != 0u), select(0.088388346f, -0.088388346f, (kRotNib2 & 2u) != 0u), select(0.088388346f, -0.088388346f, (kRotNib2 & 4u) != 0u), select(0.088388346f, -0.088388346f, (kRotNib2 & 8u) != 0u));
   let kRotS2 = x2 * kRotSigns2;
   let kRotH2 = vec4<f32>(kRotS2.x + kRotS2.y, kRotS2.x - kRotS2.y, kRotS2.z + kRotS2.w, kRotS2.z - kRotS2.w);
   let kRotB2 = vec4<f32>(kRotH2.x + kRotH2.z, kRotH2.y + kRotH2.w, kRotH2.x - kRotH2.z, kRotH2.y - kRotH2.w);
-  let kRotDim3 = (d * 2u + 1u + 16u) * 4u;
-  let kRotSigns3 = vec4<f32>(hadamardSign(kRotDim3), hadamardSign(kRotDim3 + 1u), hadamardSign(kRotDim3 + 2u), hadamardSign(kRotDim3 + 3u)) * 0.088388346f;
+  let kRotNib3 = (326412108u >> (d * 4u)) & 15u;
+  let kRotSigns3 = vec4<f32>(select(0.088388346f, -0.088388346f, (kRotNib3 & 1u) != 0u), select(0.088388346f, -0.088388346f, (kRotNib3 & 2u) != 0u), select(0.088388346f, -0.088388346f, (kRotNib3 & 4u) != 0u), select(0.088388346f, -0.088388346f, (kRotNib3 & 8u) != 0u));
   let kRotS3 = x3 * kRotSigns3;
   let kRotH3 = vec4<f32>(kRotS3.x + kRotS3.y, kRotS3.x - kRotS3.y, kRotS3.z + kRotS3.w, kRotS3.z - kRotS3.w);
   let kRotB3 = vec4<f32>(kRotH3.x + kRotH3.z, kRotH3.y + kRotH3.w, kRotH3.x - kRotH3.z, kRotH3.y - kRotH3.w);

@@ -30,7 +30,7 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
-from kvdsl.ir import KernelBuilder, Val, array, construct, f32, select, u32, vec
+from kvdsl.ir import KernelBuilder, Val, array, construct, f32, lit, select, u32, vec
 from kvdsl.ir.builder import Shared
 
 V4 = vec(4, f32)
@@ -207,11 +207,11 @@ def across_lanes(
         if lanes == 1:
             y = x * construct(V4, *(scale * _sign(4 * vector_at(0, j) + c) for c in range(4)))
         else:
-            d = kb.let(f"{name}Dim{j}", vector_at(lane, j) * 4)
-            s = construct(V4, *(sign(kb, d + c if c else d) for c in range(4)))
+            nib = kb.let(f"{name}Nib{j}", _lane_signs(vector_at, lane, lanes, j))
+            s = [select(scale, -scale, (nib & (1 << c)).ne(0)) for c in range(4)]
             # One factor, as the reference has it: with x * s * scale a GPU may fuse the
             # second product into the first butterfly's sum (llvmpipe does), one rounding less.
-            y = x * kb.let(f"{name}Signs{j}", s * scale)
+            y = x * kb.let(f"{name}Signs{j}", construct(V4, *s))
         y = kb.let(f"{name}S{j}", y)
         cur.append(kb.let(f"{name}B{j}", butterflies4(kb, y, f"{name}H{j}")))
     reused = swap is not None
@@ -268,6 +268,22 @@ def across_lanes(
             cur[j] = vals[0]
         rounds += 1
     return [kb.let(f"{name}{j}", x) for j, x in enumerate(cur)]
+
+
+def _lane_signs(vector_at: Callable[..., Val | int], lane: Val, lanes: int, j: int) -> Val:
+    """The signs of this lane's ``j``-th ``vec4`` as four bits (bit ``c`` set where element
+    ``c``'s is -1): every lane's nibble is known when the kernel is built, packed eight to a
+    ``u32`` word, and the lane shifts its own out (a select between words past eight lanes),
+    which costs a few operations where hashing each element's index costs ten each."""
+    words = [0] * -(-lanes // 8)
+    for ln in range(lanes):
+        first = 4 * vector_at(ln, j)
+        nibble = sum(1 << c for c in range(4) if _sign(first + c) < 0)
+        words[ln // 8] |= nibble << 4 * (ln % 8)
+    word = lit(words[0], u32)
+    for k in range(1, len(words)):
+        word = select(word, lit(words[k], u32), (lane / 8).eq(k))
+    return word >> ((lane if lanes <= 8 else lane % 8) * 4) & 15
 
 
 def _lane_slot(kb: KernelBuilder, lane: Val, lanes: int, mask: int) -> Val:
