@@ -22,7 +22,9 @@ What is timed, at the attention issue's shape (8 KV heads × 128, 32 query heads
   (``dense_read`` of the cache into f32 rows, then attend over f32) against attend reading the
   4-bit cache itself;
 - **rotation**: int8 and int4 caches rotated in blocks of the whole head (Q rotated at load)
-  beside the same caches unrotated, at 8,192 tokens batch 4 and 32,768 tokens batch 1.
+  beside the same caches unrotated, at 8,192 tokens batch 4 and 32,768 tokens batch 1;
+- **kivi**: ``kivi_attend`` over KIVI's 2-bit cache (groups of :data:`KIVI_GROUPS` tokens, half
+  a group in the f16 residual) at 8,192 tokens, batch 4, beside a copy of the cache bytes.
 
 The GPU is shared: each ratio is of times measured side by side in one run. A GPU met idle
 (while the host fills a setup's arrays) or shared with other work runs in slow states, which
@@ -59,7 +61,11 @@ from kvdsl.runtime.contract import evaluate  # noqa: E402
 
 KV_HEADS, HEAD_DIM, Q_HEADS = 8, 128, 32
 LENGTHS, BATCHES = (8192, 32768), (1, 4)
-QUANTISED = ("int8", "int4", "int4_asym", "q8_0", "q4_0")
+QUANTISED = ("int8", "int4", "int4_asym", "q8_0", "q4_0", "ort_q4")
+#: KIVI's groups (tokens per K scale) whose ``kivi_attend`` is timed, at batch 4 × 8,192 tokens.
+KIVI_GROUPS = (128, 64, 32)
+#: The (batch, rows a sequence) KIVI is timed at.
+KIVI_SIZE = (4, 8192)
 #: The formats whose rotated form is timed beside them.
 ROTATED = ("int8", "int4")
 #: The (batch, tokens) the rotated caches are timed at.
@@ -289,6 +295,45 @@ def rotation_rows(bench: Bench, trials: int, log) -> list[dict]:
     return rows
 
 
+def kivi_rows(bench: Bench, trials: int, log) -> list[dict]:
+    """``kivi_attend`` over a KIVI 2-bit cache of 8,192 rows a sequence (the last half group in
+    the residual) beside a copy of its cache bytes, timed alternately."""
+    from kvdsl.kernels.kivi_attend import KiviAttendConfig, kivi_attend
+
+    rows = []
+    batch, seq = KIVI_SIZE
+    for group in KIVI_GROUPS:
+        cfg = KiviAttendConfig(kv_heads=KV_HEADS, head_dim=HEAD_DIM, q_heads=Q_HEADS, group=group)
+        kernel = kivi_attend(cfg)
+        params = {
+            "batch": batch,
+            "seq": seq,
+            "total": seq - group // 2,
+            "scale": 1 / math.sqrt(HEAD_DIM),
+        }
+        rng = np.random.default_rng(group)
+        known = {}
+        for b in kernel.bindings:  # the f16 pairs (residual rows, scale and min) finite
+            if b.name.startswith("residual") or b.name.endswith("stats"):
+                n = evaluate(dict(kernel.extents)[b.name], kernel, params, {})
+                halves = rng.standard_normal(2 * n).astype(np.float16)
+                known[b.name] = halves.view(np.uint32)
+        buffers = fill(kernel, params, known, rng)
+        nbytes = cache_bytes(kernel, buffers)
+        bench.settle()
+        att, copies, reuse = [], [], {}
+        for _ in range(trials):
+            att.append(bench.time(kernel, buffers, params, reuse))
+            copies.append(bench.copy(nbytes))
+        a, c = float(np.median(att)), float(np.median(copies))
+        log(f"kivi2 g{group} B={batch} T={seq}: {a:.1f} us = {100 * c / a:.0f}% of copy {c:.1f} us")
+        rows.append(
+            dict(kind="kivi", format=f"kivi2 g{group}", group=group, batch=batch, tokens=seq,
+                 us=a, copy_us=c, bytes=nbytes, of_copy=c / a)
+        )  # fmt: skip
+    return rows
+
+
 def latency_rows(bench: Bench, trials: int, log) -> list[dict]:
     empty_k, empty_b = roofline.empty_kernel(), roofline.empty_buffers()
     setup = Attention(config("f16"), 1, 512)
@@ -381,15 +426,25 @@ def main(argv: list[str] | None = None) -> int:
     bench.settle()
     reference = bench.copy(1 << 28)
     log(f"reference copy: {(1 << 28) / reference / 1e3:.0f} GB/s")
-    rows = bandwidth_rows(bench, args.trials, args.quick, log)
-    rows += latency_rows(bench, args.trials, log)
+    rows: list[dict] = []
+
+    def save(more: list[dict]) -> None:
+        """Each section's rows written as it ends: a call cut short keeps what it timed."""
+        rows.extend(more)
+        result = {"device": info, "trials": args.trials, "repeats": args.repeats,
+                  "settle_s": args.settle, "best_copy_gbps": bench.best_gbps, "rows": rows}  # fmt: skip
+        (folder / "attention.json").write_text(json.dumps(result, indent=1, default=str) + "\n")
+
+    sections = [lambda: bandwidth_rows(bench, args.trials, args.quick, log)]
+    sections.append(lambda: latency_rows(bench, args.trials, log))
     if not args.quick:
-        rows += paged_rows(bench, args.trials, log)
-        rows += chain_rows(bench, args.trials, log)
-        rows += rotation_rows(bench, args.trials, log)
-    result = {"device": info, "trials": args.trials, "repeats": args.repeats,
-              "settle_s": args.settle, "best_copy_gbps": bench.best_gbps, "rows": rows}  # fmt: skip
-    (folder / "attention.json").write_text(json.dumps(result, indent=1, default=str) + "\n")
+        if not CHOSEN or "kivi" in CHOSEN:
+            sections.append(lambda: kivi_rows(bench, args.trials, log))
+        sections.append(lambda: rotation_rows(bench, args.trials, log))
+        sections.append(lambda: chain_rows(bench, args.trials, log))
+        sections.append(lambda: paged_rows(bench, args.trials, log))
+    for section in sections:
+        save(section())
     log(f"wrote {folder / 'attention.json'}")
     return 0
 

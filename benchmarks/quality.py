@@ -178,16 +178,16 @@ def error(fmt: Format, tokens: int, rotated: str | None) -> float:
 
 
 def decode_times(path: Path = ATTENTION) -> tuple[dict[str, float], str]:
-    """Attend's time (with its merge) at batch 4, 8,192 tokens, the planned chunks, per format,
+    """Attend's time (with its merge) at batch 4, 8,192 tokens, the planned chunks, per format
+    (a rotated cache's, and kivi_attend's for KIVI's groups),
     and the device that gave them."""
     if not path.is_file():
         return {}, ""
     att = json.loads(path.read_text())
-    times = {
-        r["format"]: r["us"] + r.get("merge_us", 0.0)
-        for r in att["rows"]
-        if r["kind"] == "bandwidth" and r["batch"] == 4 and r["tokens"] == 8192 and r["planned"]
-    }
+    at = [r for r in att["rows"] if r["batch"] == 4 and r["tokens"] == 8192]
+    times = {r["format"]: r["us"] + r["merge_us"] for r in at if r["kind"] == "bandwidth" and r["planned"]}  # fmt: skip
+    times |= {f"{r['format']} rotated": r["us"] for r in at if r["kind"] == "rotation"}
+    times |= {r["format"]: r["us"] for r in at if r["kind"] == "kivi"}
     return times, att["device"]["device"]
 
 
@@ -240,7 +240,7 @@ def page(rows: list[dict[str, Any]], times: dict[str, float], device: str) -> st
         "|" + "---|" * (4 + len(HEAD_DIMS) + len(TOKENS)),
     ]
     for r in rows:
-        t = None if r["rotated"] else times.get(r["base"])
+        t = times.get(r["format"])
         ratio = r["error"][TOKENS[-1]] / int8["error"][TOKENS[-1]]
         lines.append(
             f"| {r['format']} | {r['what']} | "
