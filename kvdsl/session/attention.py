@@ -19,7 +19,9 @@ The kernels are built from :class:`~kvdsl.kernels.attend.AttendConfig` for the s
 format and layout, with the smallest workgroups from :data:`WORKGROUP` invocations up (whole
 output rows) whose kernel needs no limit past WebGPU's defaults: a chunk holds at least a
 workgroup's keys, so a session's short sequences split into several chunks and the merge runs
-too.
+too. The template's int8 and int4 caches (contiguous only) are read with ``kv_scale``, one
+``(k, v)`` pair of the scales the session's ``append_quant`` writes with (``perChannel`` 0),
+the pair the oracle's rows are decoded with.
 """
 
 from __future__ import annotations
@@ -75,11 +77,16 @@ def attention(
     seed: int,
     page_size: int | None = None,
     page_layout: str = "nhd",
+    constants: Mapping[str, np.ndarray] | None = None,
+    params: Mapping[str, int] | None = None,
 ) -> Attention:
     """The attention step of a session whose cache is format ``fmt`` (``name`` in messages),
     contiguous BNSH or, with ``page_size``, paged (separate pools, ``page_layout`` inside a
-    page); refused (:class:`SessionError`, one line naming the format) where ``attend`` has no
-    reader of it or its config is refused."""
+    page), ``attend`` binding ``constants`` (arrays by binding name: the template's
+    ``kv_scale``) and told ``params`` (each a shape key too: the template's ``perChannel``) at
+    every step, as the format says (:meth:`~kvdsl.session.formats.CacheFormat.attend_inputs`);
+    refused (:class:`SessionError`, one line naming the format) where ``attend`` has no reader
+    of it or its config is refused."""
     fields: dict = {}
     if fmt in ("f32", "f16"):
         fields["cache_type"] = Element(fmt)
@@ -89,12 +96,6 @@ def attention(
         fields |= {"cache": CacheLayout.PAGED, "page_size": page_size}
         fields["page_layout"] = PageLayout(page_layout)
     where = "paged" if page_size is not None else "contiguous"
-    if isinstance(fmt, str) and fmt.startswith("template_"):
-        raise SessionError(
-            f"attention: format={fmt!r} ({where}): a session does not attend over the "
-            "template's cache yet (attend reads it with the host's kv_scale pairs and "
-            "perChannel, which the session's attention step does not pass)"
-        )
     if not isinstance(q_heads, int) or q_heads < 1 or q_heads % kv_heads:
         raise SessionError(
             f"q_heads={q_heads!r}: expected a whole multiple of kv_heads ({kv_heads})"
@@ -107,7 +108,7 @@ def attention(
         raise SessionError(
             f"attention: format={name!r} ({where}) has no attend kernel a session can run: {err}"
         ) from None
-    return Attention(host, cfg, attend, merge, batch, layers, seed)
+    return Attention(host, cfg, attend, merge, batch, layers, seed, constants, params)
 
 
 @functools.lru_cache(maxsize=64)
@@ -135,7 +136,7 @@ def _programs(
 
 class Attention:
     """``attend`` and ``attend_merge`` for one session's cache, their query, output and
-    partials buffers, and the step (:meth:`run`)."""
+    partials buffers, the format's constant inputs and params, and the step (:meth:`run`)."""
 
     def __init__(
         self,
@@ -146,6 +147,8 @@ class Attention:
         batch: int,
         layers: int,
         seed: int,
+        constants: Mapping[str, np.ndarray] | None = None,
+        params: Mapping[str, int] | None = None,
     ) -> None:
         self.host, self.cfg, self.attend, self.merge = host, cfg, attend, merge
         self.batch, self.layers = batch, layers
@@ -162,12 +165,19 @@ class Attention:
         self.output = host.buffer("attend_output", layers * self.per)
         self.seqlens = host.buffer("attend_seqlens_k", 4 * batch)
         self.partials: Buffer | None = None
+        self.params = dict(params or {})  # the format's: the contract's shape keys too
+        self.constants: dict[str, Bound] = {}
+        for name, a in (constants or {}).items():
+            a = np.ascontiguousarray(a)
+            buf = host.buffer(f"attend_{name}", a.nbytes)
+            host.write(buf, 0, a)
+            self.constants[name] = Bound(buf, 0, a.nbytes)
         self.runs = self.merges = 0  # steps run, and those whose keys took several chunks
 
     def cache_bytes(self, shape: Mapping[str, int]) -> int:
         """The bytes the contract sizes each cache binding for the cache's ``shape`` (``batch``
         and ``seq``, or ``pages``): a session's cache buffers hold at least them."""
-        full = {"queries": 1, "chunk": 1, "chunks": 1} | dict(shape)
+        full = {"queries": 1, "chunk": 1, "chunks": 1} | self.params | dict(shape)
         sizes = buffer_sizes(self.attend.entry, full)
         need = max(sizes[b["name"]] for b in self.attend.storage if b["name"] in CACHE)
         if need > BINDING:
@@ -215,12 +225,13 @@ class Attention:
         host.write(self.output, 0, poison(self.layers * self.per // 4, np.float32))
         partials = self._partials(chunks)
         size = 4 * self.q_rows * d
-        full = dict(shape) | {"batch": self.batch, "queries": 1}
+        full = self.params | dict(shape) | {"batch": self.batch, "queries": 1}
         full |= {"chunk": split["chunk"], "chunks": chunks}
-        given = dict(params) | split | {"scale": scale}
+        given = self.params | dict(params) | split | {"scale": scale}
         for i, layer in enumerate(layers):
             out = Bound(self.output, i * self.per, size)
-            bound = dict(layer.bound) | {"seqlens_k": Bound(self.seqlens, 0, 4 * self.batch)}
+            bound = dict(layer.bound) | self.constants
+            bound["seqlens_k"] = Bound(self.seqlens, 0, 4 * self.batch)
             bound |= {"query": Bound(self.query, i * self.per, size), "output": out}
             bound["partials"] = partials
             host.dispatch(self.attend, bound, full, given, seqlens, inputs)

@@ -130,6 +130,12 @@ class CacheFormat:
         """Inputs the format's kernels bind unchanged for a whole session, by binding name."""
         return {}
 
+    def attend_inputs(self) -> tuple[dict[str, np.ndarray], dict[str, int]]:
+        """What ``attend`` reads of the rows besides the cache, unchanged for a whole session:
+        inputs by binding name, and params by name (each one a key of the contract's shape
+        too)."""
+        return {}, {}
+
     def programs(self) -> list[Program]:
         """Every program the format dispatches."""
         raise NotImplementedError
@@ -320,7 +326,8 @@ class DenseCache(CacheFormat):
 class TemplateQuant(CacheFormat):
     """The legacy template's int8 (one i32 code per element) or int4 (two nibbles per u32)
     cache with one scale each for K and V, written by ``append_quant``; read back by the
-    reference's dequantisation (there is no read kernel)."""
+    reference's dequantisation (there is no read kernel); ``attend`` reads it with the same
+    scales as ``kv_scale``'s one pair (:meth:`attend_inputs`)."""
 
     #: K's and V's scales per bits: new tokens are in ±[0.25, 2), so int8 codes reach ±128
     #: (clamped at 127) and int4 codes ±7.
@@ -348,6 +355,12 @@ class TemplateQuant(CacheFormat):
     def constants(self) -> dict[str, np.ndarray]:
         k, v = self.SCALES[self.bits]
         return {"k_scale": np.array([k], np.float32), "v_scale": np.array([v], np.float32)}
+
+    def attend_inputs(self) -> tuple[dict[str, np.ndarray], dict[str, int]]:
+        # kv_scale's one (k, v) pair (perChannel 0: per tensor): the scales append_quant
+        # writes with and decode reads with.
+        k, v = self.SCALES[self.bits]
+        return {"kv_scale": np.array([k, v], np.float32)}, {"perChannel": 0}
 
     def encode(self, rows: np.ndarray, side: int) -> np.ndarray:
         scale = np.float32(self.SCALES[self.bits][side])

@@ -130,10 +130,11 @@ class Session(Run):
         self.attention = None
         room = 0  # what attend's contract sizes its cache bindings past the cache
         if self.q_heads:
+            constants, params = self.fmt.attend_inputs()
             self.attention = attention(
                 self.host, name=self.fmt.name, fmt=s.format, q_heads=self.q_heads,
                 kv_heads=s.kv_heads, head_dim=s.head_dim, batch=s.batch, layers=s.layers,
-                seed=self.seed,
+                seed=self.seed, constants=constants, params=params,
             )  # fmt: skip
             need = self.attention.cache_bytes({"batch": s.batch, "seq": s.capacity})
             room = max(0, need - self.cache_bytes)

@@ -1,7 +1,8 @@
 """kvdsl.session.attention: attention after every decode of a session, contiguous and paged, in
-every format ``attend`` reads, on both hosts: long sessions (a thousand decodes on the
-interpreter; the GPU's count scales with ``KVDSL_SESSION_STEPS`` as the fuzz's does), planted
-faults found and named as the attend step's, the refusals, and ``kvdsl session --attention``.
+every format ``attend`` reads (the template's int8 and int4 with the session's ``kv_scale``), on
+both hosts: long sessions (a thousand decodes on the interpreter; the GPU's count scales with
+``KVDSL_SESSION_STEPS`` as the fuzz's does), planted faults found and named as the attend
+step's, the refusals, and ``kvdsl session --attention``.
 """
 
 from __future__ import annotations
@@ -29,8 +30,10 @@ from kvdsl.session import attention as attention_module
 #: more), the interpreter's at least 1,000.
 STEPS = int(os.environ.get("KVDSL_SESSION_STEPS", "10000"))
 LONG = {"interp": max(1000, STEPS // 10), "gpu": STEPS // 50}
-CONTIGUOUS = ("f32", "f16", "int8", "int4", "int4_asym", "q8_0", "q4_0")
-PAGED = CONTIGUOUS
+PAGED = ("f32", "f16", "int8", "int4", "int4_asym", "q8_0", "q4_0")
+#: The template's caches: contiguous only (a paged session refuses them).
+TEMPLATE = ("template_int8", "template_int4")
+CONTIGUOUS = PAGED + TEMPLATE
 
 
 @pytest.fixture(params=["interp", "gpu"])
@@ -109,6 +112,21 @@ def test_long_sessions_attend_after_every_decode(host, paged):
     assert _attends(s) == decodes == s.attention.runs
     assert s.checks == len(s.steps)  # the cache checked after each attend step too
     assert s.attention.merges > 0  # some steps split the keys
+
+
+@pytest.mark.parametrize("fmt", TEMPLATE)
+def test_long_template_sessions_attend_after_every_decode(gpu, fmt):
+    """The template's int8 and int4 over a small cache on the GPU, ``attend`` reading it with
+    the session's own ``kv_scale`` pair: every decode's attention matches float64 attention over
+    the oracle's rows decoded with the same scales (1,000 decodes and more from
+    KVDSL_SESSION_STEPS=50000; the interpreter's sessions are the format test's and the
+    fuzz's)."""
+    rng = np.random.default_rng(7)
+    s = Session(Spec(1, 2, 1, 8, 16, fmt), GpuHost(), seed=7, q_heads=2)
+    _long_contiguous(s, LONG["gpu"], rng)
+    assert _attends(s) == LONG["gpu"] == s.attention.runs
+    assert s.checks == len(s.steps)  # the cache checked after each attend step too
+    assert s.attention.merges > 0
 
 
 @pytest.mark.parametrize("fmt", CONTIGUOUS)
@@ -193,6 +211,26 @@ def test_an_oracle_mask_off_by_one_is_found(monkeypatch):
         s.decode()
 
 
+@pytest.mark.parametrize("fmt", TEMPLATE)
+def test_a_template_scale_not_the_sessions_is_found(monkeypatch, fmt):
+    """``attend`` given K's and V's scales the other way round (the cache written with the
+    session's pair) fails the first attend step: the output is checked against rows decoded
+    with the scales the session wrote them with."""
+    from kvdsl.session.formats import TemplateQuant
+
+    real = TemplateQuant.attend_inputs
+
+    def swapped(self):
+        constants, params = real(self)
+        return {"kv_scale": constants["kv_scale"][::-1].copy()}, params
+
+    monkeypatch.setattr(TemplateQuant, "attend_inputs", swapped)
+    s = Session(Spec(1, 2, 2, 8, 16, fmt), InterpHost(), seed=3, q_heads=4)
+    s.prefill([5, 9])
+    with pytest.raises(SessionMismatch, match=r"^after step 2, attend: layer 0 output \(over \[6, 10\] rows"):  # fmt: skip
+        s.decode()
+
+
 def test_attention_is_off_unless_asked_and_draws_apart():
     """Without ``q_heads`` a decode is one step; with it, the tokens drawn are the same (the
     queries have their own generator), so the caches are too."""
@@ -209,12 +247,11 @@ def test_attention_is_off_unless_asked_and_draws_apart():
 REFUSALS = [
     (lambda: Session(Spec(1, 2, 2, 8, 16, "f32"), q_heads=3), r"^q_heads=3: expected a whole multiple of kv_heads \(2\)$"),
     (lambda: Session(Spec(1, 2, 1, 512, 16, "f32"), q_heads=1), r"^attention: format='f32' \(contiguous\) has no attend kernel a session can run: head_dim=512"),
-    (lambda: Session(Spec(1, 2, 1, 8, 16, "template_int8"), q_heads=1), r"^attention: format='template_int8' \(contiguous\): a session does not attend over the template's cache yet "),
     (lambda: PagedSession(PagedSpec(1, 2, 2, 8, 16, 2), q_heads=-2), r"^q_heads=-2: expected a whole multiple of kv_heads \(2\)$"),
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize("make,message", REFUSALS, ids=["heads", "dim", "template", "paged"])
+@pytest.mark.parametrize("make,message", REFUSALS, ids=["heads", "dim", "paged"])
 def test_refusals(make, message):
     with pytest.raises(SessionError, match=message) as err:
         make()
@@ -241,12 +278,11 @@ def test_cli_attention_paged_on_the_interpreter(capsys):
     assert "0 mismatches" in out and "attend " in out
 
 
-def test_cli_attention_refused_for_the_template(capsys):
-    argv = ["session", "--attention", "--format", "template_int4", "--layers", "1",
-            "--steps", "1", "--kv-heads", "1", "--head-dim", "8", "--prompt", "2"]  # fmt: skip
-    assert cli.main(argv) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith(
-        "kvdsl session: attention: format='template_int4' (contiguous): a session does not "
-        "attend over the template's cache yet"
-    )
+def test_cli_attention_over_the_template_on_the_interpreter(capsys):
+    argv = ["session", "--attention", "--backend", "interp", "--format", "template_int4",
+            "--layers", "2", "--steps", "12", "--batch", "2", "--kv-heads", "1",
+            "--head-dim", "8", "--prompt", "10"]  # fmt: skip
+    assert cli.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "attend       12      12 |" in out
+    assert "attention checked after 12 decodes, 0 mismatches" in out

@@ -38,8 +38,7 @@ PER_SESSION = 40
 #: Every format; the float ones drawn three times as often, since the dense formats' kernels
 #: take the interpreter several times as long per step.
 FORMATS = ("f32", "f16") * 3 + ("int8", "int4", "int4_asym", "q8_0", "q4_0")
-TEMPLATE = ("template_int8", "template_int4")
-FORMATS += TEMPLATE
+FORMATS += ("template_int8", "template_int4")
 #: Query heads per KV head attending after each decode (kvdsl.session.attention), 0 for none:
 #: one session in four attends (a decode's attention takes the interpreter some thirty times
 #: a decode's time).
@@ -86,8 +85,7 @@ def _machine(host_kind: str, target: int, counted: bool = True, narrow: bool = F
                 capacity = 256 // math.gcd(256, row)
             spec = Spec(layers, batch, heads, head_dim, capacity, fmt)
             host = InterpHost() if host_kind == "interp" else GpuHost()
-            q_heads = group * heads if fmt not in TEMPLATE else 0  # attend has no contract
-            self.session = Session(spec, host, seed=seed, q_heads=q_heads)
+            self.session = Session(spec, host, seed=seed, q_heads=group * heads)
             row = heads * capacity * self.session.fmt.row_bytes
             self.session.forkable = row % 256 == 0  # else fork is refused (SessionError)
             count(host_kind, 0)
