@@ -5,7 +5,8 @@ A row of ``D`` values held as ``D / 4`` ``vec4<f32>`` is rotated in two steps: a
 ``vec4`` is loaded, its signs, the ``1 / sqrt(block)`` and the butterflies at distances 1 and 2
 (:func:`load4`); then, over the rows in workgroup memory, one stage per distance 4, 8, ...
 ``block / 2`` (:func:`stages`: ``vec4`` pairs ``(a, b)`` become ``(a + b, a - b)``), a barrier
-after each. The signs are a hash of the dimension's index (:func:`sign`), no table.
+after each. The signs are a hash of the dimension's index (:func:`sign`), no table; a writer's
+lanes take theirs as nibbles of a word built with the kernel (:func:`_lane_signs`).
 
 The writers' rows are held by several lanes, each a few ``vec4``s of it (the quantiser's runs
 or strided words), and are rotated once, cooperatively (:func:`across_lanes`): each lane signs
