@@ -30,7 +30,7 @@ from kvdsl.session import attention as attention_module
 #: more), the interpreter's at least 1,000.
 STEPS = int(os.environ.get("KVDSL_SESSION_STEPS", "10000"))
 LONG = {"interp": max(1000, STEPS // 10), "gpu": STEPS // 50}
-PAGED = ("f32", "f16", "int8", "int4", "int4_asym", "q8_0", "q4_0")
+PAGED = ("f32", "f16", "int8", "int4", "int4_asym", "q8_0", "q4_0", "ort_q4")
 #: The template's caches: contiguous only (a paged session refuses them).
 TEMPLATE = ("template_int8", "template_int4")
 CONTIGUOUS = PAGED + TEMPLATE

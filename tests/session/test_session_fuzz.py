@@ -37,7 +37,7 @@ PER_SESSION = 40
 
 #: Every format; the float ones drawn three times as often, since the dense formats' kernels
 #: take the interpreter several times as long per step.
-FORMATS = ("f32", "f16") * 3 + ("int8", "int4", "int4_asym", "q8_0", "q4_0")
+FORMATS = ("f32", "f16") * 3 + ("int8", "int4", "int4_asym", "q8_0", "q4_0", "ort_q4")
 FORMATS += ("template_int8", "template_int4")
 #: Query heads per KV head attending after each decode (kvdsl.session.attention), 0 for none:
 #: one session in four attends (a decode's attention takes the interpreter some thirty times
@@ -144,7 +144,7 @@ def _machine(host_kind: str, target: int, counted: bool = True, narrow: bool = F
 
 
 #: The paged formats: the float ones drawn twice as often as the dense ones.
-PAGED_FORMATS = ("f32", "f16") * 2 + ("int8", "int4", "q8_0")
+PAGED_FORMATS = ("f32", "f16") * 2 + ("int8", "int4", "q8_0", "ort_q4")
 
 
 def _paged_machine(host_kind: str, target: int, counted: bool = True, narrow: bool = False):
