@@ -237,9 +237,9 @@ def side_by_side(bench: Bench, setup: Attention, trials: int, log) -> tuple[dict
     return kept
 
 
-def bandwidth_rows(bench: Bench, trials: int, quick: bool, log) -> list[dict]:
+def bandwidth_rows(bench: Bench, trials: int, quick: bool, log, elements=None) -> list[dict]:
     rows = []
-    for element in formats():
+    for element in formats() if elements is None else elements:
         for batch in BATCHES:
             for length in LENGTHS:
                 if quick and (batch, length) != (4, 8192):
@@ -435,14 +435,16 @@ def main(argv: list[str] | None = None) -> int:
                   "settle_s": args.settle, "best_copy_gbps": bench.best_gbps, "rows": rows}  # fmt: skip
         (folder / "attention.json").write_text(json.dumps(result, indent=1, default=str) + "\n")
 
-    sections = [lambda: bandwidth_rows(bench, args.trials, args.quick, log)]
-    sections.append(lambda: latency_rows(bench, args.trials, log))
+    # The short sections first, then the bandwidth rows a format at a time.
+    sections = [lambda: latency_rows(bench, args.trials, log)]
     if not args.quick:
         if not CHOSEN or "kivi" in CHOSEN:
             sections.append(lambda: kivi_rows(bench, args.trials, log))
         sections.append(lambda: rotation_rows(bench, args.trials, log))
         sections.append(lambda: chain_rows(bench, args.trials, log))
         sections.append(lambda: paged_rows(bench, args.trials, log))
+    for element in formats():
+        sections.append(lambda e=element: bandwidth_rows(bench, args.trials, args.quick, log, [e]))
     for section in sections:
         save(section())
     log(f"wrote {folder / 'attention.json'}")
