@@ -51,6 +51,9 @@ class Walk(StrEnum):
 #: The template's walks: their kernels keep the template's dispatch and run the flat walk's
 #: program in blocks wherever :class:`kvdsl.kernels.plan.WalkPlan` says it serves them.
 TEMPLATE_WALKS = (Walk.PER_ROW, Walk.COOPERATIVE, Walk.HYBRID)
+#: The walks of a pass that moves rows as they are (``copy``, ``merge``, ``merge_share``'s
+#: retain pass): all but ``hybrid``, the template's walk of a rotary append.
+COPY_WALKS = (Walk.COOPERATIVE, Walk.PER_ROW, Walk.FLAT)
 
 
 class Element(StrEnum):

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from kvdsl.ir import Kernel, KernelBuilder, u32
 from kvdsl.kernels.config import (
+    COPY_WALKS,
     CacheConfig,
     Element,
     FLOATS,
@@ -43,8 +44,6 @@ from kvdsl.kernels.plan import VectorWalk
 from kvdsl.nodes import walks, words
 from kvdsl.nodes.index import cache_window
 
-WALKS = (Walk.COOPERATIVE, Walk.PER_ROW, Walk.FLAT)
-
 
 @dataclass(frozen=True)
 class MergeConfig(VectorWalk, CacheConfig):
@@ -57,7 +56,7 @@ class MergeConfig(VectorWalk, CacheConfig):
     KEYS = ("kv_heads", "head_dim", "walk", "present_type", "input_type", "workgroup_size", "fold")
 
     def check_fields(self) -> None:
-        one_of("walk", self.walk, WALKS)
+        one_of("walk", self.walk, COPY_WALKS)
         one_of("present_type", self.present_type, FLOATS)
         one_of("input_type", self.input_type, FLOATS)
         require_window(self.window, self.walk)

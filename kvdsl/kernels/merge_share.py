@@ -37,6 +37,7 @@ from dataclasses import dataclass
 
 from kvdsl.ir import Kernel, KernelBuilder, f32, i32, u32
 from kvdsl.kernels.config import (
+    COPY_WALKS,
     CacheConfig,
     Element,
     FLOATS,
@@ -64,7 +65,6 @@ from kvdsl.nodes.index import cache_window, split_rows
 from kvdsl.nodes.rotary import Rotation, move_new
 from kvdsl.nodes.window import append_window
 
-RETAIN_WALKS = (Walk.COOPERATIVE, Walk.PER_ROW, Walk.FLAT)
 WALKS = (Walk.COOPERATIVE, Walk.PER_ROW, Walk.HYBRID, Walk.FLAT)
 
 
@@ -89,7 +89,7 @@ class MergeShareConfig(RotaryWalk, CacheConfig):
     def check_fields(self) -> None:
         one_of("region", self.region, ShareRegion)
         append = self.region is ShareRegion.APPEND
-        one_of("walk", self.walk, WALKS if append else RETAIN_WALKS)
+        one_of("walk", self.walk, WALKS if append else COPY_WALKS)
         require_rotary(
             self.rotary, self.head_dim, append, "false for region 'retain'", self.rotary_half
         )
