@@ -87,6 +87,11 @@ def values(rng: np.random.Generator, shape: tuple[int, ...] | int, dtype: Any) -
     return np.where(x == 0, dtype.type(1), x)
 
 
+def flat(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Each of ``arrays`` as a contiguous 1-D array, as a case's buffers and outputs are held."""
+    return {k: np.ascontiguousarray(a).reshape(-1) for k, a in arrays.items()}
+
+
 def dtype(name: str) -> np.dtype:
     """The numpy dtype of the WGSL scalar type ``name`` (numpy reads "f16" as float128)."""
     return SCALARS[name].dtype

@@ -17,7 +17,7 @@ import numpy as np
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-from kvdsl.harness.cases import Case, case_generator, dtype, values
+from kvdsl.harness.cases import Case, case_generator, dtype, flat, values
 from kvdsl.harness.compare import compare, compare_quantized, poison
 from kvdsl.harness.modes import adversarial_seqlens
 from kvdsl.kernels.dense import DenseAppendConfig, DenseBuildConfig, DenseReadConfig
@@ -156,7 +156,7 @@ def _writer_case(
     bits = cfg.fmt.bits
     case = DenseCase(
         shape,
-        {k: np.ascontiguousarray(a).reshape(-1) for k, a in bufs.items()},
+        flat(bufs),
         params,
         {k: a.reshape(-1) for k, a in expected.items()},
         {k: a.reshape(-1) for k, a in (written or {}).items()},

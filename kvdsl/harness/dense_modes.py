@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kvdsl.harness.cases import Case, case_generator, dtype, values
+from kvdsl.harness.cases import Case, case_generator, dtype, flat, values
 from kvdsl.harness.compare import poison
 from kvdsl.harness.dense import CACHE, DenseCase
 from kvdsl.harness.modes import adversarial_seqlens
@@ -57,7 +57,7 @@ def _case(
     bufs |= {name: poison(a.size, a.dtype) for name, a in expected.items()}
     return DenseCase(
         shape,
-        {k: np.ascontiguousarray(a).reshape(-1) for k, a in bufs.items()},
+        flat(bufs),
         params,
         {k: a.reshape(-1) for k, a in expected.items()},
         {k: w.mask(a).reshape(-1) for k, a in expected.items()},
@@ -160,7 +160,7 @@ def dense_convert_case(cfg: DenseConvertConfig, rng: np.random.Generator, i: int
     bufs |= {name: poison(a.size, a.dtype) for name, a in expected.items()}
     case = DenseCase(
         {"rows": rows},
-        {k: np.ascontiguousarray(a).reshape(-1) for k, a in bufs.items()},
+        flat(bufs),
         {"count": rows},
         {k: a.reshape(-1) for k, a in expected.items()},
         codes={name: cfg.fmt.bits for name in CACHE},
