@@ -312,6 +312,11 @@ class KernelConfig:
     def check_schedule(self) -> None:
         """The mode's checks that read the workgroup size (after the workgroup and fold checks)."""
 
+    def refuse_window(self, why: str | None = None) -> None:
+        """``window`` false: the mode has no windowed form (``why``, the message's reason)."""
+        reason = "" if why is None else f" ({why})"
+        require(not self.window, "window", self.window, f"false for {self.mode}{reason}")
+
     def default_workgroup_size(self) -> int:
         """The workgroup size of a config that leaves it unset."""
         return DEFAULT_WORKGROUP

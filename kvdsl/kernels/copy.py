@@ -52,12 +52,9 @@ class CopyConfig(VectorWalk, KernelConfig):
         )
         one_of("walk", self.walk, COPY_WALKS)
         one_of("present_type", self.present_type, Element)
-        require(
-            not self.window,
-            "window",
-            self.window,
-            "false for copy (position-independent: its kernel runs on any window of whole rows"
-            " as it is, with count the window's rows)",
+        self.refuse_window(
+            "position-independent: its kernel runs on any window of whole rows as it is, with"
+            " count the window's rows"
         )
 
 

@@ -112,12 +112,9 @@ class DenseConfig(CacheConfig):
     def check_fields(self) -> None:
         one_format("format", self.format, DenseFormat)
         one_of("scales", self.scales, ScalePlace)
-        require(
-            not self.window,
-            "window",
-            self.window,
-            f"false for {self.mode} (the dense modes have no windowed form; dense_read runs on"
-            " any window of whole rows as it is, with count the window's rows)",
+        self.refuse_window(
+            "the dense modes have no windowed form; dense_read runs on any window of whole rows"
+            " as it is, with count the window's rows"
         )
         require_format(self.fmt, self.scales, self.head_dim)
 

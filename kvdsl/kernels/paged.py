@@ -105,12 +105,7 @@ class PagedConfig(CacheConfig):
             self.head_dim,
             "a multiple of 4 for the paged modes (a row moves as vec4)",
         )
-        require(
-            not self.window,
-            "window",
-            self.window,
-            f"false for {self.mode} (a paged pool is bound whole; its pages are the window)",
-        )
+        self.refuse_window("a paged pool is bound whole; its pages are the window")
 
     @property
     def per_row(self) -> int:
