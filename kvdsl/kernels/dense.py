@@ -70,6 +70,7 @@ from kvdsl.kernels.config import (
 from kvdsl.kernels.dense_fields import (
     DenseWalk,
     ScalePlace,
+    Scales,
     require_eps,
     require_format,
     require_rotation,
@@ -102,7 +103,7 @@ MAX_WORKGROUP_BYTES = 16384
 
 
 @dataclass(frozen=True)
-class DenseConfig(CacheConfig):
+class DenseConfig(Scales, CacheConfig):
     """The fields of the dense-format modes: the format and where its scales sit."""
 
     _: KW_ONLY
@@ -122,11 +123,6 @@ class DenseConfig(CacheConfig):
     def fmt(self) -> Format:
         """The format's value (:class:`kvdsl.nodes.formats.Format`)."""
         return format_of(self.format)
-
-    @property
-    def inline(self) -> bool:
-        """Whether a dense row's scale is stored inline."""
-        return self.scales is ScalePlace.INLINE
 
     @property
     def per_row(self) -> int:
