@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from kvdsl.ir import KernelBuilder, Op, Val, call, construct, f32, lit, select, u32
 from kvdsl.ir.builder import Shared
 from kvdsl.ir.tree import FnCall
-from kvdsl.nodes.formats.base import F32X2, Load, Load4, Scale, Stats
 from kvdsl.nodes import rotation
+from kvdsl.nodes.formats.base import F32X2, Load, Load4, Scale, Stats
 from kvdsl.nodes.formats.scaled import RowScaled
 from kvdsl.nodes.rotation import butterflies4
 
