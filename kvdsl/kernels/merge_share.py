@@ -40,7 +40,6 @@ from kvdsl.kernels.config import (
     COPY_WALKS,
     CacheConfig,
     Element,
-    FLOATS,
     Model,
     NEW,
     PAST,
@@ -55,10 +54,10 @@ from kvdsl.kernels.config import (
     partial_rotary,
     plus,
     require_rotary,
-    require_window,
     times,
     window_batches,
 )
+from kvdsl.kernels.merge import MovedTypes
 from kvdsl.kernels.plan import RotaryWalk
 from kvdsl.nodes import walks, words
 from kvdsl.nodes.index import cache_window, split_rows
@@ -69,7 +68,7 @@ WALKS = (Walk.COOPERATIVE, Walk.PER_ROW, Walk.HYBRID, Walk.FLAT)
 
 
 @dataclass(frozen=True)
-class MergeShareConfig(RotaryWalk, CacheConfig):
+class MergeShareConfig(MovedTypes, RotaryWalk, CacheConfig):
     """A merge_share pass: which rows it owns, the walk, rotary and element types; ``pairs``:
     one invocation per rotary pair (:attr:`kvdsl.kernels.plan.WalkPlan.uses_pairs`)."""
 
@@ -93,9 +92,7 @@ class MergeShareConfig(RotaryWalk, CacheConfig):
         require_rotary(
             self.rotary, self.head_dim, append, "false for region 'retain'", self.rotary_half
         )
-        one_of("present_type", self.present_type, FLOATS)
-        one_of("input_type", self.input_type, FLOATS)
-        require_window(self.window, self.walk)
+        self.check_moved()
 
     @property
     def width(self) -> int:
