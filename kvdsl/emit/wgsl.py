@@ -26,7 +26,7 @@ import numpy as np
 from kvdsl.ir import tree as ir
 from kvdsl.ir import ops
 from kvdsl.ir.features import enables
-from kvdsl.ir.show import statement
+from kvdsl.ir.show import call_text, statement
 from kvdsl.ir.types import RuntimeArray, Scalar, Struct, array_leaf, bool_, f16, i32, u32
 
 INDENT = "  "
@@ -98,35 +98,24 @@ def emit_expr(e: ir.Expr) -> str:
             return f"{_operand(base, ops.PRIMARY, None)}[{emit_expr(index)}]"
         case ir.Member(base, name):
             return f"{_operand(base, ops.PRIMARY, None)}.{name}"
-        case ir.ArrayLength(name, member):
-            return f"arrayLength(&{name}{'' if member is None else '.' + member})"
         case ir.AtomicCall(fn, target, args):
             # Through a pointer value, ``atomicAdd(p, 1u)``; else the element's address.
             ptr = target.x if type(target) is ir.Deref else ir.Name("&" + emit_expr(target))
             return f"atomic{fn}({_arguments((ptr,) + args)})"
-        case ir.Call(op, args):
-            return f"{ops.info(op).spelling}({_arguments(args)})"
-        case ir.UniformLoad(x):
-            return f"workgroupUniformLoad({emit_expr(x)})"
-        case ir.Convert(ty, x):
-            return f"{ty}({emit_expr(x)})"
-        case ir.Bitcast(ty, x):
-            return f"bitcast<{ty}>({emit_expr(x)})"
         case ir.Unary(op, x):
             inner = _operand(x, ops.UNARY, None)
             # "- -x" must not print as the decrement token "--x".
             sep = " " if inner.startswith(ops.info(op).spelling) else ""
             return f"{ops.info(op).spelling}{sep}{inner}"
-        case ir.Construct(ty, args):
-            return f"{ty}({_arguments(args)})"
         case ir.AddressOf(x):
             return f"&{_operand(x, ops.UNARY, None)}"
         case ir.Deref(x):
             return f"*{_operand(x, ops.UNARY, None)}"
-        case ir.FnCall(name, args):
-            return f"{name}({_arguments(args)})"
         case ir.Name(name):
             return name
+    text = call_text(e, emit_expr, _arguments)
+    if text is not None:
+        return text
     raise TypeError(f"emit: not an expression: {e!r}")
 
 

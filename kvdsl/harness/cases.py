@@ -21,6 +21,9 @@ from kvdsl.kernels.config import KernelConfig, window_bindings
 from kvdsl.kernels.copy import CopyConfig
 from kvdsl.kernels.transpose import TransposeConfig
 
+#: Arrays by name: a case's buffers, its expected outputs, a run's outputs.
+Arrays = dict[str, np.ndarray]
+
 
 @dataclass
 class Case:
@@ -55,8 +58,8 @@ class Case:
 
     def judge(
         self,
-        got: dict[str, np.ndarray],
-        want: dict[str, np.ndarray] | None = None,
+        got: Arrays,
+        want: Arrays | None = None,
         tolerance: dict[str, float] | None = None,
         codes: dict[str, int] | None = None,
     ) -> Iterator[tuple[str, float, str | None]]:
@@ -67,6 +70,12 @@ class Case:
         want = self.expected if want is None else want
         tolerance = self.tolerance if tolerance is None else tolerance
         codes = self.quantized if codes is None else codes
+        return self.judge_outputs(got, want, tolerance, codes)
+
+    def judge_outputs(
+        self, got: Arrays, want: Arrays, tolerance: dict[str, float], codes: dict[str, int]
+    ) -> Iterator[tuple[str, float, str | None]]:
+        """:meth:`judge` with every argument given (a subclass refines the comparison here)."""
         for name, expected in want.items():
             mask = self.written.get(name)
             if name in codes:
@@ -85,6 +94,11 @@ def values(rng: np.random.Generator, shape: tuple[int, ...] | int, dtype: Any) -
     info = np.iinfo(dtype)
     x = rng.integers(info.min, info.max, shape, dtype=np.int64, endpoint=True).astype(dtype)
     return np.where(x == 0, dtype.type(1), x)
+
+
+def flat(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Each of ``arrays`` as a contiguous 1-D array, as a case's buffers and outputs are held."""
+    return {k: np.ascontiguousarray(a).reshape(-1) for k, a in arrays.items()}
 
 
 def dtype(name: str) -> np.dtype:

@@ -17,7 +17,7 @@ import numpy as np
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-from kvdsl.harness.cases import Case, case_generator, dtype, values
+from kvdsl.harness.cases import Arrays, Case, case_generator, dtype, flat, values
 from kvdsl.harness.compare import compare, compare_quantized, poison
 from kvdsl.harness.modes import adversarial_seqlens
 from kvdsl.kernels.dense import DenseAppendConfig, DenseBuildConfig, DenseReadConfig
@@ -39,17 +39,11 @@ class DenseCase(Case):
 
     layout: dict[str, tuple[Any, int, bool]] = field(default_factory=dict)
 
-    def judge(
-        self,
-        got: dict[str, np.ndarray],
-        want: dict[str, np.ndarray] | None = None,
-        tolerance: dict[str, float] | None = None,
-        codes: dict[str, int] | None = None,
+    def judge_outputs(
+        self, got: Arrays, want: Arrays, tolerance: dict[str, float], codes: dict[str, int]
     ) -> Iterator[tuple[str, float, str | None]]:
-        want = self.expected if want is None else want
-        codes = self.quantized if codes is None else codes
         plain = {k: v for k, v in want.items() if k not in self.layout}
-        yield from super().judge(got, plain, tolerance, codes)
+        yield from super().judge_outputs(got, plain, tolerance, codes)
         for name, expected in want.items():
             if name not in self.layout:
                 continue
@@ -156,7 +150,7 @@ def _writer_case(
     bits = cfg.fmt.bits
     case = DenseCase(
         shape,
-        {k: np.ascontiguousarray(a).reshape(-1) for k, a in bufs.items()},
+        flat(bufs),
         params,
         {k: a.reshape(-1) for k, a in expected.items()},
         {k: a.reshape(-1) for k, a in (written or {}).items()},

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kvdsl.harness.cases import Case, case_generator, dtype, values
+from kvdsl.harness.cases import Case, case_generator, dtype, flat, values
 from kvdsl.harness.compare import poison
 from kvdsl.harness.dense import CACHE, DenseCase
 from kvdsl.harness.modes import adversarial_seqlens
@@ -57,7 +57,7 @@ def _case(
     bufs |= {name: poison(a.size, a.dtype) for name, a in expected.items()}
     return DenseCase(
         shape,
-        {k: np.ascontiguousarray(a).reshape(-1) for k, a in bufs.items()},
+        flat(bufs),
         params,
         {k: a.reshape(-1) for k, a in expected.items()},
         {k: w.mask(a).reshape(-1) for k, a in expected.items()},
@@ -71,16 +71,26 @@ def _new_rows(rng: np.random.Generator, shape: tuple[int, ...], dt: np.dtype) ->
     return (values(rng, shape, np.float32) * scale).astype(dt)
 
 
+def _past_window(
+    cfg: DenseMoveConfig, rng: np.random.Generator, i: int, shapes: list[tuple[int, int]]
+) -> tuple[int, int, int, np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Case ``i``'s ``(batch, capacity, keySeq, seqlens_k, (past K, past V, side scales))``:
+    2 or 3 batches, the capacity and keySeq of ``shapes[i % 3]``, adversarial lengths."""
+    batch = 2 + i % 2
+    cap, key_seq = shapes[i % 3]
+    seqlens = adversarial_seqlens(rng, batch, key_seq, cap, i)
+    return batch, cap, key_seq, seqlens, _past(cfg, rng, batch, cap)
+
+
 def _side_inputs(cfg: DenseMoveConfig, side: np.ndarray) -> dict[str, np.ndarray]:
     return {} if cfg.inline else {PAST_SCALES: side}
 
 
 @case_generator("dense_retain")
 def dense_retain_case(cfg: DenseRetainConfig, rng: np.random.Generator, i: int) -> Case:
-    batch = 2 + i % 2
-    cap, key_seq = [(24, 5), (9, 1), (12, 12)][i % 3]
-    seqlens = adversarial_seqlens(rng, batch, key_seq, cap, i)
-    k, v, side = _past(cfg, rng, batch, cap)
+    batch, cap, key_seq, seqlens, (k, v, side) = _past_window(
+        cfg, rng, i, [(24, 5), (9, 1), (12, 12)]
+    )
     w = dm.dense_retain(k, v, side, seqlens, key_seq)
     inputs = {"past_k": k, "past_v": v, "seqlens_k": seqlens} | _side_inputs(cfg, side)
     params = {"count": batch * cfg.kv_heads * cap, "seq": cap, "keySeq": key_seq}
@@ -89,10 +99,9 @@ def dense_retain_case(cfg: DenseRetainConfig, rng: np.random.Generator, i: int) 
 
 @case_generator("dense_window_shift")
 def dense_window_shift_case(cfg: DenseWindowShiftConfig, rng: np.random.Generator, i: int) -> Case:
-    batch = 2 + i % 2
-    cap, key_seq = [(16, 5), (8, 1), (12, 12)][i % 3]
-    seqlens = adversarial_seqlens(rng, batch, key_seq, cap, i)
-    k, v, side = _past(cfg, rng, batch, cap)
+    batch, cap, key_seq, seqlens, (k, v, side) = _past_window(
+        cfg, rng, i, [(16, 5), (8, 1), (12, 12)]
+    )
     h, d, region = cfg.kv_heads, cfg.head_dim, cfg.region.value
     dt = dtype(cfg.input_type.value)
     new_k = _new_rows(rng, (batch, key_seq, h, d), dt).reshape(batch, key_seq, h * d)
@@ -151,7 +160,7 @@ def dense_convert_case(cfg: DenseConvertConfig, rng: np.random.Generator, i: int
     bufs |= {name: poison(a.size, a.dtype) for name, a in expected.items()}
     case = DenseCase(
         {"rows": rows},
-        {k: np.ascontiguousarray(a).reshape(-1) for k, a in bufs.items()},
+        flat(bufs),
         {"count": rows},
         {k: a.reshape(-1) for k, a in expected.items()},
         codes={name: cfg.fmt.bits for name in CACHE},

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kvdsl.harness.cases import Case, case_generator, dtype, values
+from kvdsl.harness.cases import Case, case_generator, dtype, flat, values
 from kvdsl.harness.compare import poison
 from kvdsl.harness.dense import DenseCase
 from kvdsl.harness.modes import adversarial_seqlens
@@ -215,7 +215,7 @@ def paged_append_case(cfg: PagedAppendConfig, rng: np.random.Generator, i: int) 
     tol = _tolerance(cfg)
     case = Case(
         shape,
-        {k_: np.ascontiguousarray(a).reshape(-1) for k_, a in bufs.items()},
+        flat(bufs),
         {"count": batch * h * key_seq, "keySeq": key_seq} | params,
         expected,
         written,
@@ -294,7 +294,7 @@ def paged_read_case(cfg: PagedReadConfig, rng: np.random.Generator, i: int) -> C
     written = {"key": mask.reshape(-1), "value": mask.reshape(-1)}
     case = Case(
         shape,
-        {k_: np.ascontiguousarray(a).reshape(-1) for k_, a in bufs.items()},
+        flat(bufs),
         {"count": batch * h * seq, "seq": seq} | params,
         expected,
         written,

@@ -16,7 +16,7 @@ from typing import Callable
 import numpy as np
 
 from kvdsl import reference
-from kvdsl.harness.cases import Case, case_generator, dtype, values
+from kvdsl.harness.cases import Case, case_generator, dtype, flat, values
 from kvdsl.harness.compare import poison
 from kvdsl.harness.dense import CACHE, DenseCase, written_cache
 from kvdsl.harness.modes import adversarial_seqlens
@@ -83,16 +83,12 @@ def qkv_case(cfg: QkvConfig, rng: np.random.Generator, i: int) -> Case:
         tol = tol | {"present_key": TOLERANCE[cfg.present_type.value]}
     return Case(
         shape,
-        _flat(bufs),
+        flat(bufs),
         params,
-        _flat({"q_out": q, "present_key": w.key, "present_value": w.value}),
-        _flat({"present_key": w.mask, "present_value": w.mask}),
+        flat({"q_out": q, "present_key": w.key, "present_value": w.value}),
+        flat({"present_key": w.mask, "present_value": w.mask}),
         tol,
     )
-
-
-def _flat(d: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    return {k: np.ascontiguousarray(a).reshape(-1) for k, a in d.items()}
 
 
 def _dense_case(cfg: QkvConfig, bufs: dict, shape: dict, params: dict, q, w, q_tol) -> Case:
@@ -104,10 +100,10 @@ def _dense_case(cfg: QkvConfig, bufs: dict, shape: dict, params: dict, q, w, q_t
     bits = cfg.fmt.bits
     case = DenseCase(
         shape,
-        _flat(bufs),
+        flat(bufs),
         params,
-        _flat(expected),
-        _flat(written),
+        flat(expected),
+        flat(written),
         dict(q_tol),
         codes={name: bits for name in CACHE},
         layout={name: (cfg.fmt, cfg.head_dim, cfg.inline) for name in CACHE},

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kvdsl.harness.cases import Case, case_generator, dtype
+from kvdsl.harness.cases import Case, case_generator, dtype, flat
 from kvdsl.harness.compare import poison
 from kvdsl.harness.dense import DenseCase
 from kvdsl.harness.paged import append_table, appended_pools, scattered_slots
@@ -80,7 +80,7 @@ def paged_qkv_case(cfg: PagedQkvConfig, rng: np.random.Generator, i: int) -> Cas
     pools = [n for n in expected if n not in ("q_out", SCALE_POOL)]
     if fmt is None and (cfg.k_norm or cfg.rotary):
         tol |= {n: TOLERANCE[cfg.present_type.value] for n in pools}
-    flat_bufs = {k_: np.ascontiguousarray(a).reshape(-1) for k_, a in bufs.items()}
+    flat_bufs = flat(bufs)
     run = {"count": batch * key_seq * cfg.rows, "keySeq": key_seq} | params
     if fmt is None:
         return Case(shape, flat_bufs, run, expected, written, tol)

@@ -25,33 +25,44 @@ def show(node: object) -> str:
             return f"{ops.info(op).spelling}{show(x)}"
         case ir.Binary(op, a, b):
             return f"({show(a)} {ops.info(op).spelling} {show(b)})"
-        case ir.Call(op, args):
-            return f"{ops.info(op).spelling}({', '.join(map(show, args))})"
-        case ir.FnCall(name, args):
-            return f"{name}({', '.join(map(show, args))})"
-        case ir.Convert(ty, x):
-            return f"{ty}({show(x)})"
-        case ir.Bitcast(ty, x):
-            return f"bitcast<{ty}>({show(x)})"
-        case ir.Construct(ty, args):
-            return f"{ty}({', '.join(map(show, args))})"
         case ir.Index(base, index):
             return f"{_primary(base)}[{show(index)}]"
         case ir.Member(base, name):
             return f"{_primary(base)}.{name}"
-        case ir.ArrayLength(name, member):
-            return f"arrayLength(&{name}{'' if member is None else '.' + member})"
         case ir.AtomicCall(fn, target, args):
             ptr = show(target.x) if type(target) is ir.Deref else "&" + show(target)
             return f"atomic{fn}({', '.join([ptr, *map(show, args)])})"
-        case ir.UniformLoad(x):
-            return f"workgroupUniformLoad({show(x)})"
         case ir.Let() | ir.Var() | ir.Assign() | ir.Barrier() | ir.CallStmt() | ir.ConstAssert():
             return statement(node, show)
         case ir.AtomicStmt():
             return statement(node, show)
-        case _:
-            return type(node).__name__
+    text = call_text(node, show, lambda args: ", ".join(map(show, args)))
+    return type(node).__name__ if text is None else text
+
+
+def call_text(
+    e: object, expr: Callable[[ir.Expr], str], arguments: Callable[[tuple[ir.Expr, ...]], str]
+) -> str | None:
+    """A call-shaped expression's WGSL text (a builtin or helper call, a constructor, a
+    conversion, a bitcast, ``arrayLength``, ``workgroupUniformLoad``), its operand printed by
+    ``expr`` and its argument lists by ``arguments`` (:func:`show`'s or the emitter's); None
+    for any other node."""
+    match e:
+        case ir.Call(op, args):
+            return f"{ops.info(op).spelling}({arguments(args)})"
+        case ir.FnCall(name, args):
+            return f"{name}({arguments(args)})"
+        case ir.Construct(ty, args):
+            return f"{ty}({arguments(args)})"
+        case ir.Convert(ty, x):
+            return f"{ty}({expr(x)})"
+        case ir.Bitcast(ty, x):
+            return f"bitcast<{ty}>({expr(x)})"
+        case ir.UniformLoad(x):
+            return f"workgroupUniformLoad({expr(x)})"
+        case ir.ArrayLength(name, member):
+            return f"arrayLength(&{name}{'' if member is None else '.' + member})"
+    return None
 
 
 def statement(s: ir.Stmt, expr: Callable[[ir.Expr], str]) -> str | None:

@@ -51,6 +51,9 @@ class Walk(StrEnum):
 #: The template's walks: their kernels keep the template's dispatch and run the flat walk's
 #: program in blocks wherever :class:`kvdsl.kernels.plan.WalkPlan` says it serves them.
 TEMPLATE_WALKS = (Walk.PER_ROW, Walk.COOPERATIVE, Walk.HYBRID)
+#: The walks of a pass that moves rows as they are (``copy``, ``merge``, ``merge_share``'s
+#: retain pass): all but ``hybrid``, the template's walk of a rotary append.
+COPY_WALKS = (Walk.COOPERATIVE, Walk.PER_ROW, Walk.FLAT)
 
 
 class Element(StrEnum):
@@ -308,6 +311,11 @@ class KernelConfig:
 
     def check_schedule(self) -> None:
         """The mode's checks that read the workgroup size (after the workgroup and fold checks)."""
+
+    def refuse_window(self, why: str | None = None) -> None:
+        """``window`` false: the mode has no windowed form (``why``, the message's reason)."""
+        reason = "" if why is None else f" ({why})"
+        require(not self.window, "window", self.window, f"false for {self.mode}{reason}")
 
     def default_workgroup_size(self) -> int:
         """The workgroup size of a config that leaves it unset."""

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from kvdsl.ir import Kernel, KernelBuilder, u32
 from kvdsl.kernels.config import (
+    COPY_WALKS,
     Element,
     MAX_HIDDEN,
     KernelConfig,
@@ -28,8 +29,6 @@ from kvdsl.kernels.config import (
 )
 from kvdsl.kernels.plan import VectorWalk
 from kvdsl.nodes import walks, words
-
-WALKS = (Walk.COOPERATIVE, Walk.PER_ROW, Walk.FLAT)
 
 
 @dataclass(frozen=True)
@@ -51,14 +50,11 @@ class CopyConfig(VectorWalk, KernelConfig):
             f"at most {MAX_HIDDEN} (one row must fit WebGPU's default "
             "max-storage-buffer-binding-size of 128 MiB)",
         )
-        one_of("walk", self.walk, WALKS)
+        one_of("walk", self.walk, COPY_WALKS)
         one_of("present_type", self.present_type, Element)
-        require(
-            not self.window,
-            "window",
-            self.window,
-            "false for copy (position-independent: its kernel runs on any window of whole rows"
-            " as it is, with count the window's rows)",
+        self.refuse_window(
+            "position-independent: its kernel runs on any window of whole rows as it is, with"
+            " count the window's rows"
         )
 
 

@@ -70,6 +70,7 @@ from kvdsl.kernels.config import (
 from kvdsl.kernels.dense_fields import (
     DenseWalk,
     ScalePlace,
+    Scales,
     require_eps,
     require_format,
     require_rotation,
@@ -102,7 +103,7 @@ MAX_WORKGROUP_BYTES = 16384
 
 
 @dataclass(frozen=True)
-class DenseConfig(CacheConfig):
+class DenseConfig(Scales, CacheConfig):
     """The fields of the dense-format modes: the format and where its scales sit."""
 
     _: KW_ONLY
@@ -112,12 +113,9 @@ class DenseConfig(CacheConfig):
     def check_fields(self) -> None:
         one_format("format", self.format, DenseFormat)
         one_of("scales", self.scales, ScalePlace)
-        require(
-            not self.window,
-            "window",
-            self.window,
-            f"false for {self.mode} (the dense modes have no windowed form; dense_read runs on"
-            " any window of whole rows as it is, with count the window's rows)",
+        self.refuse_window(
+            "the dense modes have no windowed form; dense_read runs on any window of whole rows"
+            " as it is, with count the window's rows"
         )
         require_format(self.fmt, self.scales, self.head_dim)
 
@@ -125,11 +123,6 @@ class DenseConfig(CacheConfig):
     def fmt(self) -> Format:
         """The format's value (:class:`kvdsl.nodes.formats.Format`)."""
         return format_of(self.format)
-
-    @property
-    def inline(self) -> bool:
-        """Whether a dense row's scale is stored inline."""
-        return self.scales is ScalePlace.INLINE
 
     @property
     def per_row(self) -> int:

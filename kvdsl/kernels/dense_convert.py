@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from kvdsl.ir import Buffer, Kernel, KernelBuilder, Val, construct, f16, f32, u32, vec
+from kvdsl.ir import Buffer, Kernel, KernelBuilder, Val, construct, f16, f32, u32
 from kvdsl.kernels.config import (
     PRESENT,
     Model,
@@ -32,21 +32,12 @@ from kvdsl.kernels.config import (
     require,
     times,
 )
-from kvdsl.kernels.dense import (
-    DenseConfig,
-    DenseFormat,
-    format_choice,
-    one_format,
-)
+from kvdsl.kernels.dense import F32X4, LANES, DenseConfig, DenseFormat, format_choice, one_format
 from kvdsl.kernels.dense_fields import ScalePlace, require_format
 from kvdsl.kernels.dense_modes import load_run, quantise_workgroup, require_whole_rows
 from kvdsl.nodes import walks, words
 from kvdsl.nodes.formats import FORMATS, Format, format_of
 from kvdsl.nodes.quantise import Destination, Quantiser, RowPlace, cache_binding, quantise_rows
-
-F32X4 = vec(4, f32)
-LANES = ("x", "y", "z", "w")
-
 
 #: What a ``dense_convert`` source row holds: f32 or f16 values, or a built-in dense format
 #: (any :class:`kvdsl.nodes.formats.Format` value is taken too).

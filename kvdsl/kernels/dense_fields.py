@@ -34,6 +34,17 @@ class ScalePlace(StrEnum):
     SIDE = "side"
 
 
+class Scales:
+    """A mixin of the configs with a ``scales`` field (:class:`ScalePlace`), which declare it."""
+
+    scales: ScalePlace
+
+    @property
+    def inline(self) -> bool:
+        """Whether a dense row's scales sit inside it (always, for f32 and f16 rows)."""
+        return self.scales is ScalePlace.INLINE
+
+
 def require_format(
     fmt: Format, scales: ScalePlace, head_dim: int, field: str = "scales", role: str = "format"
 ) -> None:

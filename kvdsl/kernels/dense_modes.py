@@ -63,6 +63,7 @@ from kvdsl.nodes import walks, words
 from kvdsl.nodes.formats import FORMATS
 from kvdsl.nodes.index import bsh, split_rows
 from kvdsl.nodes.quantise import Destination, Quantiser, RowPlace, cache_binding, quantise_rows
+from kvdsl.nodes.quantise.quantiser import StoredRow
 from kvdsl.nodes.rotary import Rotation, rotate_loaded
 from kvdsl.nodes.window import append_window, sliding_window
 
@@ -81,21 +82,11 @@ def word_width(row_words: int) -> int:
 
 
 @dataclass(frozen=True)
-class DenseMoveConfig(DenseConfig):
+class DenseMoveConfig(StoredRow, DenseConfig):
     """A mode that moves stored dense rows: its walk is over a row's words, no barrier."""
 
     def default_workgroup_size(self) -> int:
         return WORD_WORKGROUP
-
-    @property
-    def row_words(self) -> int:
-        """The u32 words of one stored row (``ROW_WORDS``)."""
-        return self.fmt.row_words(self.head_dim, self.inline)
-
-    @property
-    def side_words(self) -> int:
-        """The f32 words of one row's K and V scales in the side bindings (0 inline)."""
-        return 2 * self.fmt.side_words(self.inline)
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from kvdsl.ir import Kernel, KernelBuilder, u32
 from kvdsl.kernels.config import (
+    COPY_WALKS,
     CacheConfig,
     Element,
     FLOATS,
@@ -43,11 +44,26 @@ from kvdsl.kernels.plan import VectorWalk
 from kvdsl.nodes import walks, words
 from kvdsl.nodes.index import cache_window
 
-WALKS = (Walk.COOPERATIVE, Walk.PER_ROW, Walk.FLAT)
+
+class MovedTypes:
+    """A mixin of the configs of a pass that moves past and new rows into the present cache
+    (``merge``, ``merge_share``, ``window_shift``), which declare the fields: ``present_type``
+    of past and present, ``input_type`` of the new K/V, the walk and ``window``."""
+
+    present_type: Element
+    input_type: Element
+    walk: Walk
+    window: bool
+
+    def check_moved(self) -> None:
+        """The element types, then a window's walk (the flat one)."""
+        one_of("present_type", self.present_type, FLOATS)
+        one_of("input_type", self.input_type, FLOATS)
+        require_window(self.window, self.walk)
 
 
 @dataclass(frozen=True)
-class MergeConfig(VectorWalk, CacheConfig):
+class MergeConfig(MovedTypes, VectorWalk, CacheConfig):
     """A merge variant: cache shape, walk and element types."""
 
     walk: Walk = choice(Walk.COOPERATIVE)
@@ -57,10 +73,8 @@ class MergeConfig(VectorWalk, CacheConfig):
     KEYS = ("kv_heads", "head_dim", "walk", "present_type", "input_type", "workgroup_size", "fold")
 
     def check_fields(self) -> None:
-        one_of("walk", self.walk, WALKS)
-        one_of("present_type", self.present_type, FLOATS)
-        one_of("input_type", self.input_type, FLOATS)
-        require_window(self.window, self.walk)
+        one_of("walk", self.walk, COPY_WALKS)
+        self.check_moved()
 
 
 def merge(cfg: MergeConfig, name: str = "merge") -> Kernel:

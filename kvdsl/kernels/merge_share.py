@@ -37,9 +37,9 @@ from dataclasses import dataclass
 
 from kvdsl.ir import Kernel, KernelBuilder, f32, i32, u32
 from kvdsl.kernels.config import (
+    COPY_WALKS,
     CacheConfig,
     Element,
-    FLOATS,
     Model,
     NEW,
     PAST,
@@ -54,22 +54,21 @@ from kvdsl.kernels.config import (
     partial_rotary,
     plus,
     require_rotary,
-    require_window,
     times,
     window_batches,
 )
+from kvdsl.kernels.merge import MovedTypes
 from kvdsl.kernels.plan import RotaryWalk
 from kvdsl.nodes import walks, words
 from kvdsl.nodes.index import cache_window, split_rows
 from kvdsl.nodes.rotary import Rotation, move_new
 from kvdsl.nodes.window import append_window
 
-RETAIN_WALKS = (Walk.COOPERATIVE, Walk.PER_ROW, Walk.FLAT)
 WALKS = (Walk.COOPERATIVE, Walk.PER_ROW, Walk.HYBRID, Walk.FLAT)
 
 
 @dataclass(frozen=True)
-class MergeShareConfig(RotaryWalk, CacheConfig):
+class MergeShareConfig(MovedTypes, RotaryWalk, CacheConfig):
     """A merge_share pass: which rows it owns, the walk, rotary and element types; ``pairs``:
     one invocation per rotary pair (:attr:`kvdsl.kernels.plan.WalkPlan.uses_pairs`)."""
 
@@ -89,13 +88,11 @@ class MergeShareConfig(RotaryWalk, CacheConfig):
     def check_fields(self) -> None:
         one_of("region", self.region, ShareRegion)
         append = self.region is ShareRegion.APPEND
-        one_of("walk", self.walk, WALKS if append else RETAIN_WALKS)
+        one_of("walk", self.walk, WALKS if append else COPY_WALKS)
         require_rotary(
             self.rotary, self.head_dim, append, "false for region 'retain'", self.rotary_half
         )
-        one_of("present_type", self.present_type, FLOATS)
-        one_of("input_type", self.input_type, FLOATS)
-        require_window(self.window, self.walk)
+        self.check_moved()
 
     @property
     def width(self) -> int:

@@ -40,7 +40,13 @@ from kvdsl.kernels.dense import (
     one_format,
     require_rows_fit,
 )
-from kvdsl.kernels.dense_fields import ScalePlace, require_eps, require_format, require_rotation
+from kvdsl.kernels.dense_fields import (
+    ScalePlace,
+    Scales,
+    require_eps,
+    require_format,
+    require_rotation,
+)
 from kvdsl.nodes import formats, paged, rotation, words
 from kvdsl.nodes.quantise import Quantiser, row_lanes
 from kvdsl.nodes.paged import PAGE_SIZES, Addressing, PageGeometry, PageLayout, Pool
@@ -65,7 +71,7 @@ KNORM_WORKGROUP = 128
 
 
 @dataclass(frozen=True)
-class PagedConfig(CacheConfig):
+class PagedConfig(Scales, CacheConfig):
     """The fields of the paged modes: the pages' geometry and the rows' format (a dense
     format's scales inline or in a side pool of the same pages)."""
 
@@ -105,12 +111,7 @@ class PagedConfig(CacheConfig):
             self.head_dim,
             "a multiple of 4 for the paged modes (a row moves as vec4)",
         )
-        require(
-            not self.window,
-            "window",
-            self.window,
-            f"false for {self.mode} (a paged pool is bound whole; its pages are the window)",
-        )
+        self.refuse_window("a paged pool is bound whole; its pages are the window")
 
     @property
     def per_row(self) -> int:
@@ -121,11 +122,6 @@ class PagedConfig(CacheConfig):
     def dense(self) -> formats.Format | None:
         """The dense format's value, None for f32 and f16 rows."""
         return None if self.format in FLOAT_FORMATS else formats.format_of(self.format)
-
-    @property
-    def inline(self) -> bool:
-        """Whether a dense row's scale is stored inline (always, for f32 and f16 rows)."""
-        return self.scales is ScalePlace.INLINE
 
     @property
     def unit(self) -> int:

@@ -57,7 +57,6 @@ from kvdsl.nodes.quantise import Destination, RowPlace, cache_binding, quantise_
 from kvdsl.nodes.rmsnorm import Norm, reduced_inverse_rms
 from kvdsl.nodes.rotary import Rotation, rotate
 from kvdsl.nodes.transforms import rotated_lane, transform_lane
-from kvdsl.nodes.window import total_tokens
 
 
 def _inputs(kb: KernelBuilder, cfg: PagedAppendConfig) -> dict[str, Buffer | None]:

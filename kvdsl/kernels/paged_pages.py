@@ -36,7 +36,6 @@ from kvdsl.kernels.config import (
     emax,
     largest,
     plus,
-    require,
     times,
 )
 from kvdsl.kernels.paged import (
@@ -85,7 +84,7 @@ class PagedWindowConfig(KernelConfig):
 
     def check_fields(self) -> None:
         require_page_size(self.page_size)
-        require(not self.window, "window", self.window, "false for paged_window")
+        self.refuse_window()
 
 
 def _walk(kb: KernelBuilder, cfg: PagedConfig, count: Any) -> tuple[Any, Any, Any, int]:

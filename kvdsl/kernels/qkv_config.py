@@ -36,6 +36,7 @@ from kvdsl.kernels.dense import (
 from kvdsl.kernels.dense_fields import (
     DenseWalk,
     ScalePlace,
+    Scales,
     require_format,
     require_rotation,
     require_walk,
@@ -57,7 +58,7 @@ class QLayout(StrEnum):
 
 
 @dataclass(frozen=True)
-class QkvConfig(RotaryHalf, CacheConfig):
+class QkvConfig(Scales, RotaryHalf, CacheConfig):
     """A ``qkv`` variant: the heads (``q_heads`` a multiple of ``kv_heads``), head dim, the
     transforms (bias, Q and K RMSNorm, rotary) and the element types and Q's layout."""
 
@@ -236,11 +237,6 @@ class QkvConfig(RotaryHalf, CacheConfig):
     def fmt(self) -> Format | None:
         """The cache's dense format (None: f32 or f16 rows)."""
         return None if self.format is None else format_of(self.format)
-
-    @property
-    def inline(self) -> bool:
-        """Whether a dense row's scale is stored inline."""
-        return self.scales is ScalePlace.INLINE
 
     @property
     def row_words(self) -> int:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import functools
 from contextlib import contextmanager
-from typing import Callable, Iterator
+from typing import Iterator
 
 from kvdsl.ir.builder import Shared
 from kvdsl.ir import (

@@ -47,7 +47,6 @@ from kvdsl.ir import Kernel, KernelBuilder, Val, f32, i32, u32
 from kvdsl.kernels.config import (
     CacheConfig,
     Element,
-    FLOATS,
     Model,
     NEW,
     PAST,
@@ -66,10 +65,10 @@ from kvdsl.kernels.config import (
     plus,
     require,
     require_rotary,
-    require_window,
     times,
     window_batches,
 )
+from kvdsl.kernels.merge import MovedTypes
 from kvdsl.kernels.plan import RotaryWalk, WalkPlan
 from kvdsl.nodes import walks, words
 from kvdsl.nodes.index import cache_window, split_rows
@@ -81,7 +80,7 @@ ROTARY_REGIONS = "false for region 'shift' (it writes no new K)"
 
 
 @dataclass(frozen=True)
-class WindowShiftConfig(RotaryWalk, CacheConfig):
+class WindowShiftConfig(MovedTypes, RotaryWalk, CacheConfig):
     """A window_shift pass: which rows it owns, rotary of appended K and element types;
     ``pairs``: one invocation per rotary pair (:attr:`kvdsl.kernels.plan.WalkPlan.uses_pairs`)."""
 
@@ -103,9 +102,7 @@ class WindowShiftConfig(RotaryWalk, CacheConfig):
         one_of("walk", self.walk, WALKS)
         appends = self.region is not ShiftRegion.SHIFT
         require_rotary(self.rotary, self.head_dim, appends, ROTARY_REGIONS, self.rotary_half)
-        one_of("present_type", self.present_type, FLOATS)
-        one_of("input_type", self.input_type, FLOATS)
-        require_window(self.window, self.walk)
+        self.check_moved()
 
     def check_schedule(self) -> None:
         super().check_schedule()

@@ -86,19 +86,34 @@ def butterflies4(kb: KernelBuilder, y: Val, name: str) -> Val:
     )
 
 
-def stages(kb: KernelBuilder, rows: Shared, count: int, d4: int, block: int, t: Val, wg: Val):
+def stages(
+    kb: KernelBuilder,
+    rows: Shared,
+    count: int,
+    d4: int,
+    block: int,
+    t: Val,
+    wg: Val,
+    label: str = "Rotation stage",
+    prefix: str = "",
+):
     """The rotation's stages at distances 4 .. ``block / 2`` over ``count`` rows of ``d4``
     ``vec4``s in workgroup memory ``rows`` (each loaded through :func:`load4` and a barrier
-    passed), by invocations ``t`` of ``wg``; a barrier after each stage."""
+    passed), by invocations ``t`` of ``wg``; a barrier after each stage. Each stage's comment
+    starts with ``label``; its values are named with ``prefix`` (``ortLo`` for ``lo``)."""
+
+    def named(base: str) -> str:
+        return prefix + base.capitalize() if prefix else base
+
     half = d4 // 2
     h = 1
     while 4 * h < block:
-        kb.comment(f"Rotation stage: pairs {4 * h} values apart.")
-        with kb.for_range("p", t, count * half, wg) as p:
-            k = kb.let("k", p % half)
-            lo = kb.let("lo", (p / half) * d4 + (k / h) * (2 * h) + k % h)
-            a = kb.let("a", rows[lo])
-            b = kb.let("b", rows[lo + h])
+        kb.comment(f"{label}: pairs {4 * h} values apart.")
+        with kb.for_range(named("p"), t, count * half, wg) as p:
+            k = kb.let(named("k"), p % half)
+            lo = kb.let(named("lo"), (p / half) * d4 + (k / h) * (2 * h) + k % h)
+            a = kb.let(named("a"), rows[lo])
+            b = kb.let(named("b"), rows[lo + h])
             rows[lo] = a + b
             rows[lo + h] = a - b
         kb.barrier()
@@ -116,7 +131,14 @@ def registers(kb: KernelBuilder, row: list[Val], block: int, name: str) -> list[
         s = [scale * _sign(4 * i + c) for c in range(4)]
         y = kb.let(f"{name}S{i}", x * construct(V4, *s))
         out.append(kb.let(f"{name}B{i}", butterflies4(kb, y, f"{name}H{i}")))
-    h, stage = 1, 0
+    return register_stages(kb, out, block, name)
+
+
+def register_stages(kb: KernelBuilder, row: list[Val], block: int, name: str) -> list[Val]:
+    """The stages between ``vec4``s at distances 4 .. ``block / 2`` of a row held as
+    ``vec4``s in registers (each already through :func:`butterflies4`), stage ``s``'s
+    ``vec4`` ``i`` named ``{name}{s}_{i}``."""
+    out, h, stage = list(row), 1, 0
     while 4 * h < block:
         nxt = list(out)
         for i in range(len(out)):

@@ -156,6 +156,21 @@ def _half_bytes(d: np.ndarray) -> np.ndarray:
     return d.astype("<f2")[..., None].view(np.uint8)
 
 
+def _packed(d: np.ndarray, qs: np.ndarray) -> np.ndarray:
+    """ggml blocks ``[..., n, 2 + m]``: each block's f16 scale ``d`` before its code bytes
+    ``qs`` ``[..., n, m]``, the blocks of a row joined."""
+    out = np.concatenate([_half_bytes(d), qs], axis=-1)
+    return out.reshape(*out.shape[:-2], -1)
+
+
+def _unpacked(data: np.ndarray, block_bytes: int) -> tuple[np.ndarray, np.ndarray]:
+    """The f32 scales ``[..., n, 1]`` and the code bytes ``[..., n, block_bytes - 2]`` of ggml
+    rows ``data`` ``[..., n * block_bytes]``."""
+    b = np.asarray(data, dtype=np.uint8)
+    b = b.reshape(*b.shape[:-1], -1, block_bytes)
+    return np.ascontiguousarray(b[..., :2]).view("<f2").astype(F32), b[..., 2:]
+
+
 def _roundf(x: np.ndarray) -> np.ndarray:
     """C's ``roundf``: to nearest, halves away from zero (exact for every float32)."""
     a = np.abs(x)
@@ -167,18 +182,14 @@ def quantize_q8_0(x: np.ndarray) -> np.ndarray:
     """ggml's q8_0 of rows ``x`` (``D % 32 == 0``): ``[..., D / 32 * 34]`` bytes."""
     blocks = _blocks(x, "q8_0")
     d = (np.max(np.abs(blocks), axis=-1) / F32(127)).astype(F32)
-    qs = _roundf(blocks * _inverse(d)[..., None]).astype(np.int8).view(np.uint8)
-    out = np.concatenate([_half_bytes(d), qs], axis=-1)
-    return out.reshape(*out.shape[:-2], -1)
+    return _packed(d, _roundf(blocks * _inverse(d)[..., None]).astype(np.int8).view(np.uint8))
 
 
 def dequantize_q8_0(data: np.ndarray) -> np.ndarray:
     """The f32 rows of q8_0 bytes ``[..., n * 34]``."""
-    b = np.asarray(data, dtype=np.uint8)
-    b = b.reshape(*b.shape[:-1], -1, Q8_0_BLOCK_BYTES)
-    d = np.ascontiguousarray(b[..., :2]).view("<f2").astype(F32)
-    qs = np.ascontiguousarray(b[..., 2:]).view(np.int8).astype(F32)
-    return (qs * d).reshape(*b.shape[:-2], -1)
+    d, qs = _unpacked(data, Q8_0_BLOCK_BYTES)
+    qs = np.ascontiguousarray(qs).view(np.int8).astype(F32)
+    return (qs * d).reshape(*d.shape[:-2], -1)
 
 
 def quantize_q4_0(x: np.ndarray) -> np.ndarray:
@@ -188,19 +199,14 @@ def quantize_q4_0(x: np.ndarray) -> np.ndarray:
     d = (np.take_along_axis(blocks, first, axis=-1)[..., 0] / F32(-8)).astype(F32)
     v = blocks * _inverse(d)[..., None] + F32(8.5)
     nib = np.minimum(15, np.trunc(v).astype(np.int32)).astype(np.uint8)
-    qs = nib[..., : QK // 2] | (nib[..., QK // 2 :] << np.uint8(4))
-    out = np.concatenate([_half_bytes(d), qs], axis=-1)
-    return out.reshape(*out.shape[:-2], -1)
+    return _packed(d, nib[..., : QK // 2] | (nib[..., QK // 2 :] << np.uint8(4)))
 
 
 def dequantize_q4_0(data: np.ndarray) -> np.ndarray:
     """The f32 rows of q4_0 bytes ``[..., n * 18]``."""
-    b = np.asarray(data, dtype=np.uint8)
-    b = b.reshape(*b.shape[:-1], -1, Q4_0_BLOCK_BYTES)
-    d = np.ascontiguousarray(b[..., :2]).view("<f2").astype(F32)
-    qs = b[..., 2:]
+    d, qs = _unpacked(data, Q4_0_BLOCK_BYTES)
     nib = np.concatenate([qs & np.uint8(0xF), qs >> np.uint8(4)], axis=-1)
-    return ((nib.astype(np.int32) - 8).astype(F32) * d).reshape(*b.shape[:-2], -1)
+    return ((nib.astype(np.int32) - 8).astype(F32) * d).reshape(*d.shape[:-2], -1)
 
 
 def words(data: np.ndarray) -> np.ndarray:

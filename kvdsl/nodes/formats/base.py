@@ -87,6 +87,9 @@ class Format:
 
     #: Elements per scale: 0 for one scale per row.
     block: ClassVar[int] = 0
+    #: The one code width a family takes and what its codes are, as its messages say
+    #: (``(8, "q8_0's codes")``); None where any width of :meth:`__post_init__`'s does.
+    only_bits: ClassVar[tuple[int, str] | None] = None
 
     def __post_init__(self) -> None:
         if type(self.bits) is not int or self.bits not in (1, 2, 4, 8):
@@ -94,6 +97,9 @@ class Format:
                 f"format {self.name!r}: bits={self.bits!r}: expected 1, 2, 4 or 8 (a vec4's"
                 " codes fill whole bytes of a u32 word)"
             )
+        if self.only_bits is not None and self.bits != self.only_bits[0]:
+            bits, codes = self.only_bits
+            raise ValueError(f"format {self.name!r}: bits={self.bits}: {codes} are {bits} bits")
 
     @property
     def value(self) -> str:

@@ -129,10 +129,7 @@ class GgmlQ8(Ggml):
     """``d = max|x| / 127``, code ``roundf(x / d)`` (halves away from zero) as a two's-complement
     byte."""
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.bits != 8:
-            raise ValueError(f"format {self.name!r}: bits={self.bits}: q8_0's codes are 8 bits")
+    only_bits = (8, "q8_0's codes")
 
     @property
     def family(self) -> str:
@@ -171,10 +168,7 @@ class GgmlQ4(Ggml):
     equal magnitudes), nibble ``min(15, trunc(x / d + 8.5))``; byte ``i`` holds element ``i`` in
     its low nibble and element ``i + 16`` in its high nibble."""
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.bits != 4:
-            raise ValueError(f"format {self.name!r}: bits={self.bits}: q4_0's codes are 4 bits")
+    only_bits = (4, "q4_0's codes")
 
     @property
     def family(self) -> str:

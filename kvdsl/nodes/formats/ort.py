@@ -28,11 +28,13 @@ import math
 import struct
 from dataclasses import dataclass
 
-from kvdsl.ir import KernelBuilder, Op, Val, call, construct, f32, lit, select, u32, vec
+from kvdsl.ir import KernelBuilder, Op, Val, call, construct, f32, lit, select, u32
 from kvdsl.ir.builder import Shared
 from kvdsl.ir.tree import FnCall
+from kvdsl.nodes import rotation
 from kvdsl.nodes.formats.base import F32X2, Load, Load4, Scale, Stats
 from kvdsl.nodes.formats.scaled import RowScaled
+from kvdsl.nodes.rotation import butterflies4
 
 
 def _f32(x: float) -> float:
@@ -56,7 +58,6 @@ BOUNDARIES = tuple(
 MAX_THREADS = 64
 INDEX_FN = "ortIndex"
 CENTROID_FN = "ortCentroid"
-V4 = vec(4, f32)
 
 
 def inverse_sqrt(d: int) -> float:
@@ -70,10 +71,7 @@ class OrtQ4(RowScaled):
     """ORT's rotated 4-bit rows (the module docstring): one f32 norm a row, 4-bit indices of
     :data:`CENTROIDS`, the row rotated by the unsigned whole-head Walsh-Hadamard transform."""
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.bits != 4:
-            raise ValueError(f"format {self.name!r}: bits={self.bits}: ORT's indices are 4 bits")
+    only_bits = (4, "ORT's indices")
 
     @property
     def family(self) -> str:
@@ -98,18 +96,8 @@ class OrtQ4(RowScaled):
     def rotate_row(self, kb: KernelBuilder, name: str, row: list[Val]) -> list[Val]:
         """ORT's order to the bit: the butterflies at distances 1 and 2 inside each ``vec4``,
         then between ``vec4``s at distances 4 .. ``d / 2``, then ``1 / sqrt(d)``."""
-        out = [
-            kb.let(f"{name}B{i}", _butterflies4(kb, x, f"{name}H{i}")) for i, x in enumerate(row)
-        ]
-        h, stage = 1, 0
-        while h < len(row):
-            nxt = list(out)
-            for i in range(len(out)):
-                if i & h == 0:
-                    a, b = out[i], out[i + h]
-                    nxt[i] = kb.let(f"{name}{stage}_{i}", a + b)
-                    nxt[i + h] = kb.let(f"{name}{stage}_{i + h}", a - b)
-            out, h, stage = nxt, 2 * h, stage + 1
+        out = [kb.let(f"{name}B{i}", butterflies4(kb, x, f"{name}H{i}")) for i, x in enumerate(row)]
+        out = rotation.register_stages(kb, out, 4 * len(row), name)
         scale = inverse_sqrt(4 * len(row))
         return [kb.let(f"{name}R{i}", x * scale) for i, x in enumerate(out)]
 
@@ -122,20 +110,9 @@ class OrtQ4(RowScaled):
         kb.comment(f"ORT's rotation of {count} rows: 1 / sqrt(d), butterflies inside each vec4.")
         with kb.for_range("ortE", t, count * d4, wg) as e:
             y = kb.let("ortIn", rows[e] * inverse_sqrt(4 * d4))
-            rows[e] = _butterflies4(kb, y, "ortHalf")
+            rows[e] = butterflies4(kb, y, "ortHalf")
         kb.barrier()
-        half, h = d4 // 2, 1
-        while h < d4:
-            kb.comment(f"ORT's rotation: pairs {4 * h} values apart.")
-            with kb.for_range("ortP", t, count * half, wg) as p:
-                k = kb.let("ortK", p % half)
-                lo = kb.let("ortLo", (p / half) * d4 + (k / h) * (2 * h) + k % h)
-                a = kb.let("ortA", rows[lo])
-                b = kb.let("ortB", rows[lo + h])
-                rows[lo] = a + b
-                rows[lo + h] = a - b
-            kb.barrier()
-            h *= 2
+        rotation.stages(kb, rows, count, d4, 4 * d4, t, wg, "ORT's rotation", "ort")
 
     # ---- the quantiser -----------------------------------------------------------------------
 
@@ -216,10 +193,3 @@ def _declare(kb: KernelBuilder) -> None:
             level = [select(level[2 * k], level[2 * k + 1], on) for k in range(len(level) // 2)]
             bit += 1
         kb.return_(level[0])
-
-
-def _butterflies4(kb: KernelBuilder, y: Val, name: str) -> Val:
-    """The butterflies at distances 1 and 2 inside one ``vec4`` ``y`` (the first stage's result
-    named ``name``)."""
-    a = kb.let(name, construct(V4, y.x + y.y, y.x - y.y, y.z + y.w, y.z - y.w))
-    return construct(V4, a.x + a.z, a.y + a.w, a.x - a.z, a.y - a.w)

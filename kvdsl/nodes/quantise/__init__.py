@@ -59,6 +59,7 @@ from kvdsl.nodes.quantise.quantiser import (
     row_lanes,
     run_vectors,
 )
+from kvdsl.nodes.quantise.rows import tensors
 
 __all__ = [
     "Destination",
@@ -117,10 +118,7 @@ def quantise_rows(
             f"workgroup_size {q.workgroup_size} is not a multiple of the {q.lanes} lanes of a"
             " row (rows are reduced whole inside a workgroup)"
         )
-    if fmt.ggml:
-        ggml_rows(kb, q, lane, k, v, dest)
-    else:
-        dense_rows(kb, q, lane, k, v, dest)
+    (ggml_rows if fmt.ggml else dense_rows)(kb, q, lane, tensors(k, v), dest)
 
 
 def _place(q: Quantiser) -> str:

@@ -15,27 +15,19 @@ from kvdsl.nodes.quantise.rows import (
     F32X2,
     F32X4,
     LANES,
+    Runs,
     Staging,
     let_place,
     run_stat,
     store_to,
-    tensors,
 )
 
 
-def dense_rows(
-    kb: KernelBuilder,
-    q: Quantiser,
-    lane: Val,
-    k: Sequence[Val],
-    v: Sequence[Val] | None,
-    dest: Destination,
-) -> None:
+def dense_rows(kb: KernelBuilder, q: Quantiser, lane: Val, runs: Runs, dest: Destination) -> None:
     """A dense format's rows: partials of K and V in one workgroup slot, one barrier, the row's
     partials combined in order by every lane, its code words stored."""
     fmt = q.fmt
     lid = kb.lid.x
-    runs = tensors(k, v)
     partials = [run_stat(kb, fmt, f"p{which.upper()}", run) for which, run in runs.items()]
     kb.comment("Each lane's statistic of its run, K's and V's in one workgroup slot; after")
     kb.comment(f"the barrier every lane combines its row's {q.lanes} in order.")

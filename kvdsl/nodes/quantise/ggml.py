@@ -11,23 +11,15 @@ from typing import Callable, Sequence
 from kvdsl.ir import KernelBuilder, Val, array, construct, lit, min_, pack2x16float, select, u32
 from kvdsl.nodes.formats import Scale
 from kvdsl.nodes.quantise.quantiser import Destination, Quantiser
-from kvdsl.nodes.quantise.rows import F32X2, LANES, Staging, let_place, run_stat, store_to, tensors
+from kvdsl.nodes.quantise.rows import F32X2, LANES, Runs, Staging, let_place, run_stat, store_to
 
 
-def ggml_rows(
-    kb: KernelBuilder,
-    q: Quantiser,
-    lane: Val,
-    k: Sequence[Val],
-    v: Sequence[Val] | None,
-    dest: Destination,
-) -> None:
+def ggml_rows(kb: KernelBuilder, q: Quantiser, lane: Val, runs: Runs, dest: Destination) -> None:
     """ggml's rows, a lane per block: its scale from its own 32 values; the odd neighbour's f16
     scale (K's and V's in one u32) through workgroup memory where a row has more than one
     block."""
     fmt = q.fmt
     blocks = q.lanes
-    runs = tensors(k, v)
     scales = {}
     for which, run in runs.items():
         stat = run_stat(kb, fmt, f"p{which.upper()}", run)

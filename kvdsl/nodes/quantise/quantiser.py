@@ -15,8 +15,29 @@ from kvdsl.ir.types import Scalar, Vec
 from kvdsl.nodes.formats import BLOCK, Format
 
 
+class StoredRow:
+    """The words of a stored row of ``head_dim`` values in format ``fmt`` (a
+    :class:`kvdsl.nodes.formats.Format`), its scales ``inline`` or in side bindings: a mixin of
+    the :class:`Quantiser` and of the configs that move stored rows, which declare the three."""
+
+    fmt: Format
+    head_dim: int
+    inline: bool
+
+    @property
+    def row_words(self) -> int:
+        """u32 words of one stored row in the cache binding (``ROW_WORDS``)."""
+        return self.fmt.row_words(self.head_dim, self.inline)
+
+    @property
+    def side_words(self) -> int:
+        """f32 words of one row's K and V scales in the side bindings, K's then V's (0
+        inline)."""
+        return 2 * self.fmt.side_words(self.inline)
+
+
 @dataclass(frozen=True)
-class Quantiser:
+class Quantiser(StoredRow):
     """A dense format's quantising row program: ``fmt`` (:class:`kvdsl.nodes.formats.Format`)
     with its scales ``inline`` or in a side buffer, rows of ``head_dim`` values, reduced in
     workgroups of ``workgroup_size`` invocations (a multiple of :attr:`lanes`); ``staged``: the
@@ -96,16 +117,6 @@ class Quantiser:
     def lanes(self) -> int:
         """Lanes (adjacent invocations) per row: :func:`row_lanes`."""
         return row_lanes(self.fmt, self.head_dim, self.run)
-
-    @property
-    def row_words(self) -> int:
-        """u32 words of one stored row in the cache binding (``ROW_WORDS``)."""
-        return self.fmt.row_words(self.head_dim, self.inline)
-
-    @property
-    def side_words(self) -> int:
-        """f32 words of one row's scales in the side buffer, K's then V's (0 inline)."""
-        return 2 * self.fmt.side_words(self.inline)
 
     @property
     def lane_words(self) -> int:

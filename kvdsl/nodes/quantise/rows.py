@@ -28,7 +28,11 @@ def run_stat(kb: KernelBuilder, fmt: Format, name: str, run: Sequence[Val]) -> V
     return fmt.run_stat(kb, name, list(run))
 
 
-def tensors(k: Sequence[Val], v: Sequence[Val] | None) -> dict[str, Sequence[Val]]:
+#: The rows a lane holds by name (:func:`tensors`).
+Runs = dict[str, Sequence[Val]]
+
+
+def tensors(k: Sequence[Val], v: Sequence[Val] | None) -> Runs:
     """The rows a lane holds by name: K's and V's, or one split row ``x``."""
     return {"x": k} if v is None else {"k": k, "v": v}
 
