@@ -1,6 +1,7 @@
-"""Verification cases of ``kivi_append`` and ``kivi_flush`` (:mod:`kvdsl.kernels.kivi`),
-against :mod:`kvdsl.reference.kivi`: random non-zero rows (f16-exact, an offset and two large
-channels), the outputs poisoned."""
+"""Verification cases of ``kivi_append``, ``kivi_flush`` (:mod:`kvdsl.kernels.kivi`) and
+``kivi_attend``, contiguous and paged, against :mod:`kvdsl.reference.kivi`: random non-zero rows
+(f16-exact, an offset and two large channels), the outputs poisoned; and :func:`session`, a
+decode session over the KIVI cache checked step by step (``kvdsl kivi``)."""
 
 from __future__ import annotations
 
@@ -39,11 +40,6 @@ def _poison(n: int) -> np.ndarray:
 def _halves(x: np.ndarray) -> np.ndarray:
     """f32 rows ``[..., D]`` as u32 words of f16 pairs ``[..., D / 2]``, the lower channel low."""
     return np.ascontiguousarray(x.astype(F16)).view(np.uint32)
-
-
-def _stats(scale: np.ndarray, lo: np.ndarray) -> np.ndarray:
-    """``pack2x16float(scale, min)`` words of f16 arrays."""
-    return scale.view(np.uint16).astype(np.uint32) | (lo.view(np.uint16).astype(np.uint32) << 16)
 
 
 @case_generator("kivi_append")
@@ -136,9 +132,9 @@ def kivi_flush_case(cfg: KiviFlushConfig, rng: np.random.Generator, i: int) -> C
     for s in range(count):
         c = kivi.quantize(k[s], v[s], cfg.bits, g)
         expected["k_codes"][s, :, words] = c.k_codes
-        expected["k_stats"][s, :, flush] = _stats(c.k_scale, c.k_min)[:, 0]
+        expected["k_stats"][s, :, flush] = kivi.stat_words(c.k_scale, c.k_min)[:, 0]
         expected["v_codes"][s, rows] = c.v_codes
-        expected["v_stats"][s, rows] = _stats(c.v_scale, c.v_min)
+        expected["v_stats"][s, rows] = kivi.stat_words(c.v_scale, c.v_min)
     written = {name: (a != POISON).reshape(-1) for name, a in expected.items()}
     written["k_codes"] = np.zeros(out["k_codes"].shape, bool)
     written["k_codes"][:, :, words] = True
@@ -212,9 +208,9 @@ def attend_inputs(
                 kivi.write_pages(pool, table[b], caches[s : s + h], cfg.page_size)
         else:
             bufs["k_codes"][s, :, : n // per] = c.k_codes
-            bufs["k_stats"][s, :, : n // g] = _stats(c.k_scale, c.k_min)
+            bufs["k_stats"][s, :, : n // g] = kivi.stat_words(c.k_scale, c.k_min)
             bufs["v_codes"][s, :n] = c.v_codes
-            bufs["v_stats"][s, :n] = _stats(c.v_scale, c.v_min)
+            bufs["v_stats"][s, :n] = kivi.stat_words(c.v_scale, c.v_min)
         left = total - n
         bufs["residual_k"][s, :left] = c.k_residual.view(np.uint32)
         bufs["residual_v"][s, :left] = c.v_residual.view(np.uint32)
@@ -229,10 +225,6 @@ def attend_inputs(
     params = {"batch": batch, "total": total}
     params |= {"maxPages": max_pages} if cfg.paged else {"seq": seq}
     return bufs, params | {"scale": scale}, want.reshape(-1)
-
-
-def _stats(scale: np.ndarray, lo: np.ndarray) -> np.ndarray:
-    return scale.view(np.uint16).astype(np.uint32) | (lo.view(np.uint16).astype(np.uint32) << 16)
 
 
 @case_generator("kivi_attend")
@@ -273,8 +265,9 @@ def kivi_attend_case(cfg: KiviAttendConfig, rng: np.random.Generator, i: int) ->
 class SessionResult:
     """What a KIVI decode session found: its steps, tokens and flushes; the attention outputs
     off float64 attention over the oracle's cache (``mismatches`` elements past
-    :func:`attention_bound`, ``worst`` the largest error as a fraction of its bound) and the cache words off the reference's layout
-    after each flush and at the end (``cache_mismatches``)."""
+    :func:`attention_bound`, ``worst`` the largest error as a fraction of its bound) and the
+    cache words off the reference's layout after each flush and at the end
+    (``cache_mismatches``)."""
 
     steps: int
     tokens: int
@@ -394,9 +387,9 @@ def session(
         for s in range(count):
             c = caches[s // h][s % h]
             out["k_codes"][s, :, : n // per] = c.k_codes
-            out["k_stats"][s, :, : n // g] = _stats(c.k_scale, c.k_min)
+            out["k_stats"][s, :, : n // g] = kivi.stat_words(c.k_scale, c.k_min)
             out["v_codes"][s, :n] = c.v_codes
-            out["v_stats"][s, :n] = _stats(c.v_scale, c.v_min)
+            out["v_stats"][s, :n] = kivi.stat_words(c.v_scale, c.v_min)
         return {name: a.reshape(-1) for name, a in out.items()}
 
     def cache_off(tokens: int) -> int:

@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from kvdsl.ir import (
+    Buffer,
     Dispatch,
     Kernel,
     KernelBuilder,
@@ -75,6 +76,7 @@ from kvdsl.kernels.config import (
     require,
     times,
 )
+from kvdsl.ir.tree import Expr
 from kvdsl.kernels.paged import require_page_size
 from kvdsl.nodes.index import flat_index
 
@@ -149,15 +151,14 @@ class KiviCacheConfig(KiviConfig):
     def head_words(self) -> int:
         """The u32 words of one KV head's part of a page: K's codes and stats, V's codes and
         stats (:func:`kvdsl.reference.kivi.page_words` over the heads)."""
-        return (
-            2 * self.head_dim * self.page_size * (self.group + self.per) // (self.per * self.group)
-        )
+        area = self.head_dim * self.page_size
+        return 2 * (area // self.per + area // self.group)
 
 
 @dataclass(frozen=True)
 class PageParts:
-    """A page's consts in a kernel: ``PAGE_SIZE``, ``HEAD_WORDS`` (one KV head's words) and where K's stats,
-    V's codes and V's stats begin inside a head's part (K's codes at 0)."""
+    """A page's consts in a kernel: ``PAGE_SIZE``, ``HEAD_WORDS`` (one KV head's words) and
+    where K's stats, V's codes and V's stats begin inside a head's part (K's codes at 0)."""
 
     size: Val
     head_words: Val
@@ -183,13 +184,15 @@ def page_parts(kb: KernelBuilder, cfg: KiviCacheConfig) -> PageParts:
     )
 
 
-def table_entry(kb: KernelBuilder, page_table, seq: Val, max_pages: Val, index: Val, name: str):
+def table_entry(
+    kb: KernelBuilder, page_table: Buffer, seq: Val, max_pages: Val, index: Val, name: str
+) -> Val:
     """Entry ``index`` of sequence ``seq``'s row of ``page_table`` (``maxPages`` entries a row),
     as the let ``name``."""
     return kb.let(name, page_table[seq * max_pages + index])
 
 
-def pool_extent(cfg: KiviCacheConfig) -> object:
+def pool_extent(cfg: KiviCacheConfig) -> Expr:
     """The least words of ``kivi_pages``: every page the table names."""
     return times(emax(plus(largest("page_table"), 1), 0), cfg.kv_heads * cfg.head_words)
 
