@@ -152,6 +152,12 @@ def test_the_gpu_writes_the_interpreters_bytes(gpu):
         ({"group": 24}, "group"),
         ({"head_dim": 96, "group": 64}, "head_dim"),
         ({"window": True}, "window"),
+        ({"cache": "ring"}, "cache='ring': expected one of 'contiguous', 'paged'"),
+        ({"cache": "paged", "page_size": 48}, "page_size=48: expected a power of two"),
+        (
+            {"cache": "paged", "group": 64, "page_size": 32},
+            r"page_size=32: expected a multiple of group=64 \(a page holds whole groups\)",
+        ),
     ],
 )
 def test_a_kivi_layout_it_cannot_write_is_refused(fields, message):
