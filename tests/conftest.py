@@ -113,6 +113,16 @@ def _refusals_are_recorded(request, monkeypatch):
     monkeypatch.setattr(device, "device", watched)
 
 
+def pytest_collection_modifyitems(config, items) -> None:
+    """Skip the tests marked ``long`` unless the run's ``-m`` names that marker."""
+    if "long" in (config.getoption("markexpr") or ""):
+        return
+    skip = pytest.mark.skip(reason="a long run: select it with -m long")
+    for item in items:
+        if "long" in item.keywords:
+            item.add_marker(skip)
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     """A passing test that met a kernel refused for a feature the test did not take away and

@@ -7,7 +7,8 @@ reader (``kvdsl list | head``) ends quietly with exit code 141, as a Unix tool k
 does; Ctrl-C ends a command with one line, ``kvdsl COMMAND: interrupted``, and exit code 130. The commands live one group to a
 module: :mod:`~kvdsl.cli.variants` (list, show, emit, legacy), :mod:`~kvdsl.cli.make_inputs`
 (inputs), :mod:`~kvdsl.cli.run`,
-:mod:`~kvdsl.cli.check`, :mod:`~kvdsl.cli.verify`, :mod:`~kvdsl.cli.session`.
+:mod:`~kvdsl.cli.check`, :mod:`~kvdsl.cli.verify`, :mod:`~kvdsl.cli.session`,
+:mod:`~kvdsl.cli.kivi`.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import re
 import sys
 
 from kvdsl import catalog
-from kvdsl.cli import check, make_inputs, run, session, variants, verify
+from kvdsl.cli import check, kivi, make_inputs, run, session, variants, verify
 from kvdsl.cli.inputs import UsageError
 from kvdsl.cli.text import escaped
 from kvdsl.runtime.webgpu import IMPLEMENTATIONS as WEBGPU
@@ -82,7 +83,7 @@ def parser() -> argparse.ArgumentParser:
         "through the wgpudawn package); overrides KVDSL_WEBGPU",
     )
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for group in (variants, make_inputs, run, check, verify, session):
+    for group in (variants, make_inputs, run, check, verify, session, kivi):
         group.add_commands(sub)
     return p
 

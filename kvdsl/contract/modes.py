@@ -190,7 +190,7 @@ MEANINGS: dict[str, dict[str, str]] = {
     },
 }
 
-#: The modes whose contract is a module of its own (its MODES, SHAPES, MEANINGS, formulas, sizes
+#: The modes whose contract is a module of its own (its MODES, SHAPES, MEANINGS, shape, formulas, sizes
 #: and says), by mode.
 FAMILIES = (attend, kivi)
 FAMILY = {mode: f for f in FAMILIES for mode in f.MODES}
@@ -278,7 +278,7 @@ def values(cfg: KernelConfig) -> dict[str, str | None]:
 def shape(cfg: KernelConfig, bindings: list[str]) -> list[str]:
     """The shape variables of ``cfg``'s variant, whose kernel has ``bindings``."""
     rotary = ["positions"] if {"cos_cache", ROTARY_TABLE} & set(bindings) else []
-    own = attend.shape(cfg) if cfg.mode in attend.MODES else list(SHAPES[cfg.mode])
+    own = FAMILY[cfg.mode].shape(cfg) if cfg.mode in FAMILY else list(SHAPES[cfg.mode])
     table = ["maxPages"] if "page_table" in bindings and "maxPages" not in own else []
     return own + table + rotary + (list(WINDOW_SHAPE) if cfg.window else [])
 

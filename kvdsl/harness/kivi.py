@@ -1,15 +1,24 @@
-"""Verification cases of ``kivi_append`` and ``kivi_flush`` (:mod:`kvdsl.kernels.kivi`),
-against :mod:`kvdsl.reference.kivi`: random non-zero rows (f16-exact, an offset and two large
-channels), the outputs poisoned."""
+"""Verification cases of ``kivi_append``, ``kivi_flush`` (:mod:`kvdsl.kernels.kivi`) and
+``kivi_attend``, contiguous and paged, against :mod:`kvdsl.reference.kivi`: random non-zero rows
+(f16-exact, an offset and two large channels), the outputs poisoned; and :func:`session`, a
+decode session over the KIVI cache checked step by step (``kvdsl kivi``)."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
 from kvdsl.harness.cases import Case, case_generator
 from kvdsl.harness.compare import POISON_BITS
-from kvdsl.kernels.kivi import KiviAppendConfig, KiviFlushConfig
-from kvdsl.kernels.kivi_attend import KiviAttendConfig
+from kvdsl.kernels.kivi import (
+    KiviAppendConfig,
+    KiviCache,
+    KiviFlushConfig,
+    kivi_append,
+    kivi_flush,
+)
+from kvdsl.kernels.kivi_attend import KiviAttendConfig, kivi_attend
 from kvdsl.reference import kivi
 
 F16, F32 = np.float16, np.float32
@@ -31,11 +40,6 @@ def _poison(n: int) -> np.ndarray:
 def _halves(x: np.ndarray) -> np.ndarray:
     """f32 rows ``[..., D]`` as u32 words of f16 pairs ``[..., D / 2]``, the lower channel low."""
     return np.ascontiguousarray(x.astype(F16)).view(np.uint32)
-
-
-def _stats(scale: np.ndarray, lo: np.ndarray) -> np.ndarray:
-    """``pack2x16float(scale, min)`` words of f16 arrays."""
-    return scale.view(np.uint16).astype(np.uint32) | (lo.view(np.uint16).astype(np.uint32) << 16)
 
 
 @case_generator("kivi_append")
@@ -68,8 +72,47 @@ def kivi_append_case(cfg: KiviAppendConfig, rng: np.random.Generator, i: int) ->
     )
 
 
+def page_table(rng: np.random.Generator, batch: int, max_pages: int, pages: int) -> np.ndarray:
+    """Distinct pages of a pool of ``pages`` for ``batch`` rows of ``max_pages`` entries,
+    shuffled (i32 ``[batch, max_pages]``)."""
+    return rng.permutation(pages)[: batch * max_pages].reshape(batch, max_pages).astype(np.int32)
+
+
+def _paged_flush_case(cfg: KiviFlushConfig, rng: np.random.Generator, i: int) -> Case:
+    """Each sequence's full residual into group ``flushGroup`` of the page its table names; in
+    one case in three one sequence's entry for it is negative (nothing written there)."""
+    h, d, g, size = cfg.kv_heads, cfg.head_dim, cfg.group, cfg.page_size
+    batch, max_pages = [1, 2, 2][i % 3], [1, 2, 3][i % 3]
+    pages = batch * max_pages + [0, 1, 2][i % 3]
+    flush = int(rng.integers(0, max_pages * size // g))
+    table = page_table(rng, batch, max_pages, pages)
+    if i % 3 == 1:
+        table[-1, flush * g // size] = -1
+    count = batch * h
+    k, v = (kivi_rows(rng, (count, g, d)) for _ in range(2))
+    pool = np.full((pages, h, cfg.head_words), POISON, np.uint32)
+    expected = pool.copy()
+    for b in range(batch):
+        heads = [kivi.quantize(k[b * h + x], v[b * h + x], cfg.bits, g) for x in range(h)]
+        kivi.write_pages(expected, table[b], heads, size, start=flush * g)
+    return Case(
+        {"batch": batch, "pages": pages, "flushGroup": flush, "maxPages": max_pages},
+        {
+            "residual_k": _halves(k).reshape(-1),
+            "residual_v": _halves(v).reshape(-1),
+            "page_table": table.reshape(-1),
+            "kivi_pages": pool.reshape(-1),
+        },
+        {"count": count, "maxPages": max_pages, "flushGroup": flush},
+        {"kivi_pages": expected.reshape(-1)},
+        {"kivi_pages": (expected != POISON).reshape(-1)},
+    )
+
+
 @case_generator("kivi_flush")
 def kivi_flush_case(cfg: KiviFlushConfig, rng: np.random.Generator, i: int) -> Case:
+    if cfg.paged:
+        return _paged_flush_case(cfg, rng, i)
     h, d, g, per = cfg.kv_heads, cfg.head_dim, cfg.group, cfg.per
     batch = [1, 2, 1][i % 3]
     groups = [1, 3, 2][i % 3]
@@ -89,9 +132,9 @@ def kivi_flush_case(cfg: KiviFlushConfig, rng: np.random.Generator, i: int) -> C
     for s in range(count):
         c = kivi.quantize(k[s], v[s], cfg.bits, g)
         expected["k_codes"][s, :, words] = c.k_codes
-        expected["k_stats"][s, :, flush] = _stats(c.k_scale, c.k_min)[:, 0]
+        expected["k_stats"][s, :, flush] = kivi.stat_words(c.k_scale, c.k_min)[:, 0]
         expected["v_codes"][s, rows] = c.v_codes
-        expected["v_stats"][s, rows] = _stats(c.v_scale, c.v_min)
+        expected["v_stats"][s, rows] = kivi.stat_words(c.v_scale, c.v_min)
     written = {name: (a != POISON).reshape(-1) for name, a in expected.items()}
     written["k_codes"] = np.zeros(out["k_codes"].shape, bool)
     written["k_codes"][:, :, words] = True
@@ -112,9 +155,21 @@ def kivi_flush_case(cfg: KiviFlushConfig, rng: np.random.Generator, i: int) -> C
     )
 
 
-def attend_inputs(cfg: KiviAttendConfig, batch: int, total: int, seq: int, seed: int):
+def attend_inputs(
+    cfg: KiviAttendConfig,
+    batch: int,
+    total: int,
+    seq: int,
+    seed: int,
+    max_pages: int = 0,
+    holes: int = 0,
+):
     """A KIVI cache of ``total`` tokens per slice laid out by the reference, a query per
-    (sequence, query head), and attention in float64 over the cache the reference decodes."""
+    (sequence, query head), and attention in float64 over the cache the reference decodes.
+    Contiguous: ``seq`` tokens a slice. Paged: ``max_pages`` entries a sequence (at least
+    the pages of its groups) of a shuffled table over a pool with a spare page, the first
+    ``holes`` entries of the last sequence's row negative (pages released: their keys hidden;
+    ``holes`` pages of whole groups, before the residual)."""
     h, d, g, per = cfg.kv_heads, cfg.head_dim, cfg.group, cfg.per
     rng = np.random.default_rng(seed)
     k = kivi_rows(rng, (batch * h, total, d)).reshape(batch * h, total, d)
@@ -128,35 +183,48 @@ def attend_inputs(cfg: KiviAttendConfig, batch: int, total: int, seq: int, seed:
         "query": q.reshape(-1),
         "residual_k": np.full((batch * h, g, d // 2), POISON, np.uint32),
         "residual_v": np.full((batch * h, g, d // 2), POISON, np.uint32),
-        "k_codes": np.full((batch * h, d, seq // per), POISON, np.uint32),
-        "k_stats": np.full((batch * h, d, seq // g), POISON, np.uint32),
-        "v_codes": np.full((batch * h, seq, d // per), POISON, np.uint32),
-        "v_stats": np.full((batch * h, seq, d // g), POISON, np.uint32),
-        "output": np.full(q.size, POISON, np.uint32).view(F32),
     }
+    if cfg.paged:
+        pages = batch * max_pages + 1
+        table = page_table(rng, batch, max_pages, pages)
+        table[-1, :holes] = -1
+        pool = np.full((pages, h, cfg.head_words), POISON, np.uint32)
+        bufs |= {"page_table": table, "kivi_pages": pool}
+    else:
+        bufs |= {
+            "k_codes": np.full((batch * h, d, seq // per), POISON, np.uint32),
+            "k_stats": np.full((batch * h, d, seq // g), POISON, np.uint32),
+            "v_codes": np.full((batch * h, seq, d // per), POISON, np.uint32),
+            "v_stats": np.full((batch * h, seq, d // g), POISON, np.uint32),
+        }
+    bufs["output"] = np.full(q.size, POISON, np.uint32).view(F32)
     scale = 1.0 / np.sqrt(d)
     want = np.zeros((batch, cfg.q_heads, d))
-    for s in range(batch * h):
-        c = kivi.quantize(k[s], v[s], cfg.bits, g)
-        bufs["k_codes"][s, :, : n // per] = c.k_codes
-        bufs["k_stats"][s, :, : n // g] = _stats(c.k_scale, c.k_min)
-        bufs["v_codes"][s, :n] = c.v_codes
-        bufs["v_stats"][s, :n] = _stats(c.v_scale, c.v_min)
+    caches = [kivi.quantize(k[s], v[s], cfg.bits, g) for s in range(batch * h)]
+    for s, c in enumerate(caches):
+        b, kv = divmod(s, h)
+        if cfg.paged:
+            if kv == 0:
+                kivi.write_pages(pool, table[b], caches[s : s + h], cfg.page_size)
+        else:
+            bufs["k_codes"][s, :, : n // per] = c.k_codes
+            bufs["k_stats"][s, :, : n // g] = kivi.stat_words(c.k_scale, c.k_min)
+            bufs["v_codes"][s, :n] = c.v_codes
+            bufs["v_stats"][s, :n] = kivi.stat_words(c.v_scale, c.v_min)
         left = total - n
         bufs["residual_k"][s, :left] = c.k_residual.view(np.uint32)
         bufs["residual_v"][s, :left] = c.v_residual.view(np.uint32)
         back_k, back_v = (x.astype(np.float64) for x in kivi.dequantize(c))
-        b, kv = divmod(s, h)
+        if cfg.paged and b == batch - 1:  # the released pages' keys are no longer there
+            back_k, back_v = back_k[holes * cfg.page_size :], back_v[holes * cfg.page_size :]
         for qh in range(kv * cfg.q_heads // h, (kv + 1) * cfg.q_heads // h):
             logit = back_k @ q[b, qh].astype(np.float64) * scale
             p = np.exp(logit - logit.max())
             want[b, qh] = p @ back_v / p.sum()
     bufs = {name: a.reshape(-1) for name, a in bufs.items()}
-    return bufs, {"batch": batch, "total": total, "seq": seq, "scale": scale}, want.reshape(-1)
-
-
-def _stats(scale: np.ndarray, lo: np.ndarray) -> np.ndarray:
-    return scale.view(np.uint16).astype(np.uint32) | (lo.view(np.uint16).astype(np.uint32) << 16)
+    params = {"batch": batch, "total": total}
+    params |= {"maxPages": max_pages} if cfg.paged else {"seq": seq}
+    return bufs, params | {"scale": scale}, want.reshape(-1)
 
 
 @case_generator("kivi_attend")
@@ -165,6 +233,21 @@ def kivi_attend_case(cfg: KiviAttendConfig, rng: np.random.Generator, i: int) ->
     batch = [1, 2, 1][i % 3]
     total = [int(rng.integers(1, g)), int(rng.integers(g, 3 * g)), 3 * g][i % 3]
     seq = -(-total // g) * g
+    if cfg.paged:  # a page or two past the tokens' in each row; a hole in one case
+        total = [total, int(rng.integers(cfg.page_size, 2 * cfg.page_size)), total][i % 3]
+        max_pages = -(-total // cfg.page_size) + i % 2
+        holes = 1 if i % 3 == 1 else 0
+        bufs, params, want = attend_inputs(
+            cfg, batch, total, 0, int(rng.integers(1 << 30)), max_pages, holes
+        )
+        shape = {"batch": batch, "total": total, "pages": batch * max_pages + 1}
+        return Case(
+            shape | {"maxPages": max_pages},
+            bufs,
+            params,
+            {"output": want.astype(F32)},
+            tolerance={"output": 1e-4},
+        )
     bufs, params, want = attend_inputs(cfg, batch, total, seq, int(rng.integers(1 << 30)))
     # The logits reach tens (K's large channel): a few ulps of an f32 logit move a weight, and
     # the output, by ~1e-5 relative; 1e-4 of 1 + |x| bounds it (attend's TOL is 5e-5 for
@@ -176,3 +259,187 @@ def kivi_attend_case(cfg: KiviAttendConfig, rng: np.random.Generator, i: int) ->
         {"output": want.astype(F32)},
         tolerance={"output": 1e-4},
     )
+
+
+@dataclass
+class SessionResult:
+    """What a KIVI decode session found: its steps, tokens and flushes; the attention outputs
+    off float64 attention over the oracle's cache (``mismatches`` elements past
+    :func:`attention_bound`, ``worst`` the largest error as a fraction of its bound) and the
+    cache words off the reference's layout after each flush and at the end
+    (``cache_mismatches``)."""
+
+    steps: int
+    tokens: int
+    flushes: int
+    mismatches: int
+    worst: float
+    cache_mismatches: int
+
+    def line(self) -> str:
+        ok = "ok" if self.mismatches == 0 and self.cache_mismatches == 0 else "MISMATCH"
+        return (
+            f"{self.steps} steps, {self.tokens} tokens a sequence, {self.flushes} flushes: "
+            f"{self.mismatches} attention mismatches (worst {self.worst:.3f} of the f32 bound), "
+            f"{self.cache_mismatches} cache words off the reference: {ok}"
+        )
+
+
+def attention_bound(
+    back_k: np.ndarray, back_v: np.ndarray, q: np.ndarray, scale: float, want: np.ndarray
+) -> np.ndarray:
+    """How far an f32 attention output may lie from float64 ``want`` over the decoded rows
+    ``back_k``, ``back_v`` ``[T, D]``: a logit summed over ``D`` products in f32 is off by at
+    most ``D u`` of its products' magnitudes (``u = 2^-24``), and a logit off by ``e`` moves
+    the output's channel ``c`` by at most ``e`` times the largest ``|v_jc - want_c|``; plus
+    a few ulps of the output itself (the exponentials and the weighted sum)."""
+    u = 2.0**-24
+    spread = np.abs(back_k) @ np.abs(q.astype(np.float64)) * scale
+    logit_error = back_k.shape[1] * u * spread.max()
+    return logit_error * np.abs(back_v - want).max(axis=0) + 16 * u * (1 + np.abs(want))
+
+
+def session(
+    run,
+    *,
+    kv_heads: int = 2,
+    q_heads: int = 4,
+    head_dim: int = 64,
+    group: int = 32,
+    bits: int = 2,
+    batch: int = 2,
+    prompt: int = 37,
+    steps: int = 1000,
+    paged: bool = False,
+    page_size: int = 64,
+    seed: int = 21,
+    kernels=None,
+) -> SessionResult:
+    """A decode session over a KIVI cache through ``run`` (``kvdsl.interp.run`` or the GPU's
+    ``kvdsl.runtime.run``): a prompt of ``prompt`` tokens, then ``steps`` decode steps of one
+    token, every sequence alike. Each append fills at most the residual's free rows; a full
+    residual is flushed (into the sequence's page through a shuffled page table with
+    ``paged``); after the prompt and each step every sequence's new token attends over its
+    cache, checked against float64 attention over the oracle's (:mod:`kvdsl.reference.kivi`)
+    dequantised groups and f16 residual; after each flush and at the end the cache's words
+    are checked against the reference's layout of every token so far. ``kernels``: (append,
+    flush, attend) in place of the configs' own (a planted bug's)."""
+    h, d, g = kv_heads, head_dim, group
+    per, total = 32 // bits, prompt + steps
+    layout = {"cache": KiviCache.PAGED, "page_size": page_size} if paged else {}
+    append_cfg = KiviAppendConfig(h, d, bits=bits, group=g)
+    flush_cfg = KiviFlushConfig(h, d, bits=bits, group=g, **layout)
+    attend_cfg = KiviAttendConfig(h, d, q_heads=q_heads, bits=bits, group=g, **layout)
+    append, flush, attend = kernels or (
+        kivi_append(append_cfg),
+        kivi_flush(flush_cfg),
+        kivi_attend(attend_cfg),
+    )
+    rng = np.random.default_rng(seed)
+    k, v = (kivi_rows(rng, (batch, total, h, d)) for _ in range(2))
+    shape = (total, batch, q_heads, d)
+    q = rng.uniform(0.25, 2.0, shape) * rng.choice([-1, 1], shape)
+    q = q.astype(F32)
+    rows_k, rows_v = k.transpose(0, 2, 1, 3), v.transpose(0, 2, 1, 3)  # [B, H, T, D]
+    count = batch * h
+    cache = {
+        "residual_k": _poison(count * g * d // 2),
+        "residual_v": _poison(count * g * d // 2),
+    }
+    if paged:
+        max_pages = -(-total // page_size)
+        pages = batch * max_pages + 1
+        table = page_table(rng, batch, max_pages, pages)
+        cache |= {
+            "page_table": table.reshape(-1),
+            "kivi_pages": _poison(pages * h * flush_cfg.head_words),
+        }
+        seq = max_pages * page_size
+        where = {"maxPages": max_pages}
+    else:
+        seq = -(-total // g) * g
+        cache |= {
+            "k_codes": _poison(count * d * seq // per),
+            "k_stats": _poison(count * d * seq // g),
+            "v_codes": _poison(count * seq * d // per),
+            "v_stats": _poison(count * seq * d // g),
+        }
+        where = {"seq": seq}
+
+    def reference(tokens: int) -> dict[str, np.ndarray]:
+        """The quantised cache's words the reference lays out for ``tokens`` tokens."""
+        caches = [
+            [kivi.quantize(rows_k[b, x, :tokens], rows_v[b, x, :tokens], bits, g) for x in range(h)]
+            for b in range(batch)
+        ]
+        if paged:
+            pool = _poison(pages * h * flush_cfg.head_words).reshape(pages, h, -1)
+            for b in range(batch):
+                kivi.write_pages(pool, table[b], caches[b], page_size)
+            return {"kivi_pages": pool.reshape(-1)}
+        n = caches[0][0].quantised
+        out = {
+            "k_codes": _poison(count * d * seq // per).reshape(count, d, seq // per),
+            "k_stats": _poison(count * d * seq // g).reshape(count, d, seq // g),
+            "v_codes": _poison(count * seq * d // per).reshape(count, seq, d // per),
+            "v_stats": _poison(count * seq * d // g).reshape(count, seq, d // g),
+        }
+        for s in range(count):
+            c = caches[s // h][s % h]
+            out["k_codes"][s, :, : n // per] = c.k_codes
+            out["k_stats"][s, :, : n // g] = kivi.stat_words(c.k_scale, c.k_min)
+            out["v_codes"][s, :n] = c.v_codes
+            out["v_stats"][s, :n] = kivi.stat_words(c.v_scale, c.v_min)
+        return {name: a.reshape(-1) for name, a in out.items()}
+
+    def cache_off(tokens: int) -> int:
+        want = reference(tokens)
+        return sum(int(np.count_nonzero(cache[name] != w)) for name, w in want.items())
+
+    scale = 1.0 / np.sqrt(d)
+    mismatches, flushes, off, past, worst = 0, 0, 0, 0, 0.0
+    for n in [prompt] + [1] * steps:
+        done = 0
+        while done < n:  # pieces that fill the residual, each full one then flushed
+            m = min(n - done, g - (past + done) % g)
+            piece = {
+                name: np.ascontiguousarray(x[:, past + done : past + done + m]).reshape(-1)
+                for name, x in (("src_k", k), ("src_v", v))
+            }
+            params = {"batchSize": batch, "keySeq": m, "pastSeq": past + done}
+            res = {name: cache[name] for name in ("residual_k", "residual_v")}
+            cache |= {
+                name: w for name, w in run(append, piece | res, params).items() if name in res
+            }
+            done += m
+            if (past + done) % g == 0:
+                group_params = {"count": count, "flushGroup": (past + done) // g - 1}
+                group_params |= where
+                out = run(flush, cache, group_params)
+                cache |= {name: w for name, w in out.items() if not name.startswith("residual")}
+                flushes += 1
+                off += cache_off(past + done)
+        past += n
+        step_q = q[past - 1]
+        bufs = cache | {
+            "query": step_q.reshape(-1),
+            "output": np.full(step_q.size, POISON, np.uint32).view(F32),
+        }
+        params = {"batch": batch, "total": past} | where | {"scale": scale}
+        got = run(attend, bufs, params)["output"].reshape(batch, q_heads, d)
+        for b in range(batch):
+            for x in range(h):
+                c = kivi.quantize(rows_k[b, x, :past], rows_v[b, x, :past], bits, g)
+                back_k, back_v = (y.astype(np.float64) for y in kivi.dequantize(c))
+                for head in range(x * q_heads // h, (x + 1) * q_heads // h):
+                    logit = back_k @ step_q[b, head].astype(np.float64) * scale
+                    p = np.exp(logit - logit.max())
+                    want = p @ back_v / p.sum()
+                    err = np.abs(got[b, head] - want) / attention_bound(
+                        back_k, back_v, step_q[b, head], scale, want
+                    )
+                    bad = ~(err <= 1.0)  # NaN counts
+                    mismatches += int(bad.sum())
+                    worst = max(worst, float(np.nanmax(err)) if not bad.all() else np.inf)
+    off += cache_off(past)
+    return SessionResult(steps, past, flushes, mismatches, worst, off)

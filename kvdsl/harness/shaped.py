@@ -79,7 +79,11 @@ def shaped_inputs(
     names = set(counts)
     if "seqlens_k" in names:
         made["seqlens_k"] = _seqlens(cfg, shape, names, counts["seqlens_k"][0], rng)
-    if "page_table" in names:
+    if "page_table" in names and cfg.mode.startswith("kivi_"):
+        rows = shape["batch"] * shape["maxPages"]
+        _need(shape, "pages", rows, f"batch x maxPages = {rows} distinct pages (KIVI's tables)")
+        made["page_table"] = rng.permutation(shape["pages"])[:rows].astype(np.int32)
+    elif "page_table" in names:
         made["page_table"] = _page_table(cfg, shape, made["seqlens_k"], rng)
     if "slot_mapping" in names:
         made["slot_mapping"] = _slots(cfg, shape, counts["slot_mapping"][0], rng)
@@ -96,7 +100,8 @@ def shaped_inputs(
     if cfg.mode == "attend" and getattr(cfg, "format", None) is not None:
         made |= random_cache(cfg, shape, rng)
     if cfg.mode.startswith("kivi_"):  # f16 pairs in words: finite halves, as a writer stores
-        for name in sorted(names & {"residual_k", "residual_v", "k_stats", "v_stats"}):
+        stored = {"residual_k", "residual_v", "k_stats", "v_stats", "kivi_pages"}
+        for name in sorted(names & stored):
             halves = rng.standard_normal(2 * counts[name][0]).astype(np.float16)
             made[name] = halves.view(np.uint32)
     if "live_pages" in names:

@@ -29,13 +29,23 @@ group's ``GROUP`` tokens, and (the same count of items) one token's group of ``G
 channels. A group's minimum and maximum are rounded to f16 first; its scale is ``f16((max - min)
 / (2^bits - 1))``; a code is ``clamp(round((x - min) * (1 / scale)), 0, 2^bits - 1)`` (0 where
 the scale is 0), as the reference computes it.
+
+With ``cache="paged"`` the quantised groups live in pages of one u32 pool, ``kivi_pages``
+(:func:`kvdsl.reference.kivi.page_words`), reached through a page table per sequence (``[batch,
+maxPages]`` i32, as the paged modes' ``page_table``): a page holds ``PAGE_SIZE`` tokens (a
+multiple of ``GROUP``: whole groups, so a flush writes one page and a group's stats live with its
+codes) of every KV head; head ``h`` of page ``p`` is the contiguous slice's four arrays with
+``seq = PAGE_SIZE``, at ``(p * KV_HEADS + h) * HEAD_WORDS``. The residual stays per sequence.
+A flush into a page the table marks absent (a negative entry) writes nothing.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 
 from kvdsl.ir import (
+    Buffer,
     Dispatch,
     Kernel,
     KernelBuilder,
@@ -45,6 +55,8 @@ from kvdsl.ir import (
     construct,
     convert,
     f32,
+    i32,
+    max_,
     pack2x16float,
     round_,
     select,
@@ -52,7 +64,20 @@ from kvdsl.ir import (
     unpack2x16float,
     vec,
 )
-from kvdsl.kernels.config import CacheConfig, Model, contract, require, times
+from kvdsl.kernels.config import (
+    CacheConfig,
+    Model,
+    choice,
+    contract,
+    emax,
+    largest,
+    one_of,
+    plus,
+    require,
+    times,
+)
+from kvdsl.ir.tree import Expr
+from kvdsl.kernels.paged import require_page_size
 from kvdsl.nodes.index import flat_index
 
 F32X2 = vec(2, f32)
@@ -90,14 +115,99 @@ class KiviConfig(CacheConfig):
         return 32 // self.bits
 
 
+class KiviCache(StrEnum):
+    """Where the quantised groups live: per slice (``contiguous``), or in pages of a pool
+    reached through a page table per sequence (``paged``)."""
+
+    CONTIGUOUS = "contiguous"
+    PAGED = "paged"
+
+
+@dataclass(frozen=True)
+class KiviCacheConfig(KiviConfig):
+    """A KIVI kernel that reads or writes the quantised groups: ``cache`` contiguous or paged,
+    ``page_size`` tokens a page (a multiple of ``group``; unused by a contiguous cache)."""
+
+    cache: KiviCache = choice(KiviCache.CONTIGUOUS)
+    page_size: int = 256
+
+    def check_fields(self) -> None:
+        super().check_fields()
+        one_of("cache", self.cache, KiviCache)
+        if self.cache is KiviCache.PAGED:
+            require_page_size(self.page_size)
+            require(
+                self.page_size % self.group == 0,
+                "page_size",
+                self.page_size,
+                f"a multiple of group={self.group} (a page holds whole groups)",
+            )
+
+    @property
+    def paged(self) -> bool:
+        return self.cache is KiviCache.PAGED
+
+    @property
+    def head_words(self) -> int:
+        """The u32 words of one KV head's part of a page: K's codes and stats, V's codes and
+        stats (:func:`kvdsl.reference.kivi.page_words` over the heads)."""
+        area = self.head_dim * self.page_size
+        return 2 * (area // self.per + area // self.group)
+
+
+@dataclass(frozen=True)
+class PageParts:
+    """A page's consts in a kernel: ``PAGE_SIZE``, ``HEAD_WORDS`` (one KV head's words) and
+    where K's stats, V's codes and V's stats begin inside a head's part (K's codes at 0)."""
+
+    size: Val
+    head_words: Val
+    k_stats: Val
+    v_codes: Val
+    v_stats: Val
+
+    def base(self, page: Val, head: Val, heads: Val) -> Val:
+        """The first word of KV head ``head``'s part of page ``page``."""
+        return (page * heads + head) * self.head_words
+
+
+def page_parts(kb: KernelBuilder, cfg: KiviCacheConfig) -> PageParts:
+    """Declare ``PAGE_SIZE`` and the page's parts (:class:`PageParts`) in ``kb``."""
+    codes = cfg.head_dim * cfg.page_size // cfg.per
+    stats = cfg.head_dim * cfg.page_size // cfg.group
+    return PageParts(
+        kb.const("PAGE_SIZE", u32, cfg.page_size),
+        kb.const("HEAD_WORDS", u32, cfg.head_words),
+        kb.const("K_STATS_AT", u32, codes),
+        kb.const("V_CODES_AT", u32, codes + stats),
+        kb.const("V_STATS_AT", u32, 2 * codes + stats),
+    )
+
+
+def table_entry(
+    kb: KernelBuilder, page_table: Buffer, seq: Val, max_pages: Val, index: Val, name: str
+) -> Val:
+    """Entry ``index`` of sequence ``seq``'s row of ``page_table`` (``maxPages`` entries a row),
+    as the let ``name``."""
+    return kb.let(name, page_table[seq * max_pages + index])
+
+
+def pool_extent(cfg: KiviCacheConfig) -> Expr:
+    """The least words of ``kivi_pages``: every page the table names."""
+    return times(emax(plus(largest("page_table"), 1), 0), cfg.kv_heads * cfg.head_words)
+
+
 @dataclass(frozen=True)
 class KiviAppendConfig(KiviConfig):
     mode = "kivi_append"
 
 
 @dataclass(frozen=True)
-class KiviFlushConfig(KiviConfig):
+class KiviFlushConfig(KiviCacheConfig):
     mode = "kivi_flush"
+    KEYS = (  # fmt: skip
+        "kv_heads", "head_dim", "bits", "group", "cache", "page_size", "workgroup_size", "fold",
+    )
 
 
 def _consts(kb: KernelBuilder, cfg: KiviConfig) -> tuple[Val, Val, Val]:
@@ -170,6 +280,8 @@ def _quantise(kb: KernelBuilder, cfg: KiviConfig, tag: str, load, store_code, st
 
 def kivi_flush(cfg: KiviFlushConfig, name: str = "kivi_flush") -> Kernel:
     """Build the flush of a full residual into group ``flushGroup`` of the quantised cache."""
+    if cfg.paged:
+        return _kivi_flush_paged(cfg, name)
     kb = KernelBuilder(name, cfg.workgroup_size)
     res_k = kb.binding("residual_k", u32, "read")
     res_v = kb.binding("residual_v", u32, "read")
@@ -233,12 +345,89 @@ def kivi_flush(cfg: KiviFlushConfig, name: str = "kivi_flush") -> Kernel:
     )
 
 
+def _kivi_flush_paged(cfg: KiviFlushConfig, name: str) -> Kernel:
+    """The flush into the page the sequence's table names for group ``flushGroup``."""
+    kb = KernelBuilder(name, cfg.workgroup_size)
+    res_k = kb.binding("residual_k", u32, "read")
+    res_v = kb.binding("residual_v", u32, "read")
+    page_table = kb.binding("page_table", i32, "read")
+    pool = kb.binding("kivi_pages", u32, "read_write")
+    d, g, heads = _consts(kb, cfg)
+    per = kb.const("PER", u32, cfg.per)
+    half = kb.const("HALF_DIM", u32, cfg.head_dim // 2)
+    vgroups = kb.const("V_GROUPS", u32, cfg.head_dim // cfg.group)
+    parts = page_parts(kb, cfg)
+    groups_per_page = kb.const("PAGE_GROUPS", u32, cfg.page_size // cfg.group)
+    count, max_pages, flush = kb.param("count"), kb.param("maxPages"), kb.param("flushGroup")
+    i = flat_index(kb, cfg.fold, "i", bound=count * d)
+    slice_ = kb.let("slice", i / d)
+    r = kb.let("r", i % d)
+    kb.comment("The group's page: entry flushGroup / PAGE_GROUPS of the sequence's table.")
+    entry = table_entry(kb, page_table, slice_ / heads, max_pages, flush / groups_per_page, "entry")
+    page = kb.let("page", max_(entry, 0).to(u32))
+    base = kb.let("base", parts.base(page, slice_ % heads, heads))
+    in_page = kb.let("inPage", flush % groups_per_page)
+    first = kb.let("first", in_page * g)
+
+    def half_of(buf, row: Val, c: Val) -> Val:
+        return unpack2x16float(buf[(slice_ * g + row) * half + c / 2])[c % 2]
+
+    with kb.if_(entry >= 0):
+        kb.comment("K channel r over the group's GROUP tokens.")
+
+        def k_code(w: Val, word: Val) -> None:
+            pool[base + r * (parts.size / per) + first / per + w] = word
+
+        def k_stat(word: Val) -> None:
+            pool[base + parts.k_stats + r * groups_per_page + in_page] = word
+
+        _quantise(kb, cfg, "k", lambda e: half_of(res_k, e, r), k_code, k_stat)
+        kb.comment("V: token r / V_GROUPS of the group, its channels (r % V_GROUPS) * GROUP ...")
+        t = kb.let("vToken", r / vgroups)
+        c0 = kb.let("vFirst", r % vgroups * g)
+        v_row = kb.let("vRow", first + t)
+
+        def v_code(w: Val, word: Val) -> None:
+            pool[base + parts.v_codes + v_row * (d / per) + c0 / per + w] = word
+
+        def v_stat(word: Val) -> None:
+            pool[base + parts.v_stats + v_row * vgroups + r % vgroups] = word
+
+        _quantise(kb, cfg, "v", lambda e: half_of(res_v, t, c0 + e), v_code, v_stat)
+    items = count * d
+    doc = (
+        "KIVI, paged: the full f16 residual into quantised group flushGroup, in the page the\n"
+        "sequence's table names (a negative entry: nothing written); per invocation one K\n"
+        "channel over GROUP tokens and one token's GROUP V channels."
+    )
+    kernel = kb.build(Dispatch(items.node, cfg.workgroup_size, cfg.fold), doc)
+    res = times(count, g, half)
+    batch = count / heads
+    return contract(
+        kernel,
+        {
+            "residual_k": res,
+            "residual_v": res,
+            "page_table": times(batch, max_pages),
+            "kivi_pages": pool_extent(cfg),
+        },
+        {
+            "flushGroup * GROUP + GROUP <= maxPages * PAGE_SIZE": flush * g + g
+            <= max_pages * cfg.page_size
+        },
+    )
+
+
 def catalog_variants(models: dict[str, Model]) -> dict[str, KiviConfig]:
     """KIVI 2-bit at Llama-3.1-8B's shape: groups of 128 (36 B per token-head), 64 (40 B) and
-    32 (48 B)."""
+    32 (48 B); the flush into pages of 256 tokens (two groups of 128, eight of 32)."""
     shape = models["llama31_8b"].shape
     v: dict[str, KiviConfig] = {}
     for group in (128, 64, 32):
         v[f"kivi_append_2bit_g{group}_llama31_8b"] = KiviAppendConfig(**shape, group=group)
         v[f"kivi_flush_2bit_g{group}_llama31_8b"] = KiviFlushConfig(**shape, group=group)
+    for group in (128, 32):
+        v[f"kivi_flush_2bit_g{group}_paged256_llama31_8b"] = KiviFlushConfig(
+            **shape, group=group, cache=KiviCache.PAGED, page_size=256
+        )
     return v

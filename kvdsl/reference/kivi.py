@@ -132,3 +132,118 @@ def row_bytes(d: int, bits: int = 2, group: int = 32) -> int:
     (K's per channel over ``group`` tokens, V's per ``group`` channels of the token: the same)."""
     _check(bits, group, d)
     return d * bits // 8 + 4 * d // group
+
+
+# The paged layout. A page holds ``page_size`` tokens (a multiple of ``group``: whole groups) of
+# every KV head of a sequence, in one u32 pool ``[pages, kv_heads, page_words]``; a sequence's
+# token ``t`` lies in page ``table[t // page_size]`` (a negative entry: no page). Head ``h``'s
+# part of a page holds, for the page's tokens ``t0 .. t0 + page_size``, K's codes ``[D,
+# page_size / (32 / bits)]``, K's stats ``[D, page_size / group]``, V's codes ``[page_size, D /
+# (32 / bits)]`` and V's stats ``[page_size, D / group]``, in that order; a stat is one u32, the
+# f16 scale in the low half and the f16 minimum in the high half.
+
+
+def page_words(d: int, bits: int, group: int, page_size: int) -> int:
+    """The u32 words of one KV head's part of a page."""
+    _check(bits, group, d)
+    if page_size % group:
+        raise ValueError(f"kivi: page_size={page_size!r}: expected a multiple of group={group}")
+    per = 32 // bits
+    return 2 * (d * page_size // per) + 2 * (d * page_size // group)
+
+
+def stat_words(scale: np.ndarray, lo: np.ndarray) -> np.ndarray:
+    """The u32 stats of f16 scales and minimums: the scale's bits low, the minimum's high."""
+    s = np.asarray(scale, F16).view(np.uint16).astype(np.uint32)
+    return s | (np.asarray(lo, F16).view(np.uint16).astype(np.uint32) << 16)
+
+
+def _parts(d: int, bits: int, group: int, page_size: int) -> list[tuple[int, int]]:
+    """(start, length) of K's codes, K's stats, V's codes, V's stats in a head's part."""
+    codes, stats = d * page_size // (32 // bits), d * page_size // group
+    return [(0, codes), (codes, stats), (codes + stats, codes), (2 * codes + stats, stats)]
+
+
+def write_pages(
+    pool: np.ndarray, table: np.ndarray, heads: list[Kivi], page_size: int, start: int = 0
+) -> None:
+    """Lay one sequence's quantised groups (``heads``: its KV heads' caches, each of the same
+    tokens, the first at token ``start``, a multiple of the group) into ``pool [pages,
+    kv_heads, page_words]`` through its table row; a group whose entry is negative, and every
+    word the groups do not reach, is left as it is."""
+    first = heads[0]
+    bits, g = first.bits, first.group
+    d = first.k_codes.shape[0]
+    per = 32 // bits
+    parts = _parts(d, bits, g, page_size)
+    for n in range(first.quantised // g):
+        t = start + n * g
+        page, at = int(table[t // page_size]), t % page_size
+        if page < 0:
+            continue
+        for h, c in enumerate(heads):
+            part = pool[page, h]
+            kc, ks, vc, vs = (part[s : s + length] for s, length in parts)
+            kc = kc.reshape(d, page_size // per)
+            kc[:, at // per : (at + g) // per] = c.k_codes[:, n * g // per : (n + 1) * g // per]
+            ks.reshape(d, page_size // g)[:, at // g] = stat_words(c.k_scale, c.k_min)[:, n]
+            vc.reshape(page_size, d // per)[at : at + g] = c.v_codes[n * g : (n + 1) * g]
+            vs = vs.reshape(page_size, d // g)
+            vs[at : at + g] = stat_words(c.v_scale, c.v_min)[n * g : (n + 1) * g]
+
+
+def read_pages(
+    pool: np.ndarray,
+    table: np.ndarray,
+    head: int,
+    quantised: int,
+    bits: int,
+    group: int,
+    page_size: int,
+    residual_k: np.ndarray,
+    residual_v: np.ndarray,
+) -> Kivi:
+    """KV head ``head``'s cache of one sequence from ``pool [pages, kv_heads, page_words]``
+    through its table row: its first ``quantised`` tokens' groups, then the residual's f16
+    rows ``[T - quantised, D]``."""
+    d = residual_k.shape[-1]
+    per = 32 // bits
+    parts = _parts(d, bits, group, page_size)
+    kc, ks, vc, vs = [], [], [], []
+    for j in range(-(-quantised // page_size)):
+        page = int(table[j])
+        if page < 0:
+            raise ValueError(f"kivi: page table entry {j} is {page}: its tokens have no page")
+        n = min(quantised - j * page_size, page_size)
+        part = pool[page, head]
+        views = [part[s : s + length] for s, length in parts]
+        kc.append(views[0].reshape(d, page_size // per)[:, : n // per])
+        ks.append(views[1].reshape(d, page_size // group)[:, : n // group])
+        vc.append(views[2].reshape(page_size, d // per)[:n])
+        vs.append(views[3].reshape(page_size, d // group)[:n])
+
+    def join(xs: list[np.ndarray], axis: int, shape: tuple[int, int]) -> np.ndarray:
+        return np.concatenate(xs, axis) if xs else np.zeros(shape, np.uint32)
+
+    k_codes = join(kc, 1, (d, 0))
+    k_stats = join(ks, 1, (d, 0))
+    v_stats = join(vs, 0, (0, d // group))
+
+    def halves(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        w = words.astype(np.uint32)
+        return (w & 0xFFFF).astype(np.uint16).view(F16), (w >> 16).astype(np.uint16).view(F16)
+
+    k_scale, k_min = halves(k_stats)
+    v_scale, v_min = halves(v_stats)
+    return Kivi(
+        bits,
+        group,
+        k_codes,
+        k_scale,
+        k_min,
+        join(vc, 0, (0, d // per)),
+        v_scale,
+        v_min,
+        np.asarray(residual_k, F16),
+        np.asarray(residual_v, F16),
+    )

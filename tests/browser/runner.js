@@ -680,10 +680,24 @@ export async function hostRun(name, seed) {
   return { shape, params, inputs: encode(inputs), outputs: encode(outputs), workgroups };
 }
 
-// KIVI's contiguous cache: each slice (sequence, KV head) holds an f16 residual of `group`
-// rows and `groups` quantised groups. An append writes its new tokens into the residual's free
-// rows after `pastSeq` tokens; a flush quantises the full residual into group `flushGroup`;
-// attention reads `total` tokens, the full groups quantised and the rest in the residual.
+// KIVI's cache: each slice (sequence, KV head) holds an f16 residual of `group` rows and
+// `groups` quantised groups, or (paged) each sequence's groups lie in pages of a pool of
+// `pages`, through its row of `maxPages` distinct entries of page_table. An append writes its
+// new tokens into the residual's free rows after `pastSeq` tokens; a flush quantises the full
+// residual into group `flushGroup`; attention reads `total` tokens, the full groups quantised
+// and the rest in the residual.
+function kiviPages(r) {
+  const batch = r.int(1, 3);
+  const maxPages = r.int(1, 3);
+  return { batch, maxPages, pages: batch * maxPages + r.int(0, 2) };
+}
+
+function kiviTables(v, s, seqlens, r) {
+  return v.config.cache === "paged"
+    ? { page_table: permutation(s.pages, r).slice(0, s.batch * s.maxPages) }
+    : {};
+}
+
 Object.assign(HOSTS, {
   kivi_append: {
     shape: (r, v) => {
@@ -694,17 +708,27 @@ Object.assign(HOSTS, {
     params: contractParams,
   },
   kivi_flush: {
-    shape: (r) => {
+    shape: (r, v) => {
+      if (v.config.cache === "paged") {
+        const s = kiviPages(r);
+        return { ...s, flushGroup: r.int(0, (s.maxPages * v.config.page_size) / v.config.group - 1) };
+      }
       const groups = r.int(1, 3);
       return { batch: r.int(1, 3), groups, flushGroup: r.int(0, groups - 1) };
     },
     params: contractParams,
+    tables: kiviTables,
   },
   kivi_attend: {
     shape: (r, v) => {
+      if (v.config.cache === "paged") {
+        const s = kiviPages(r);
+        return { ...s, total: r.int(1, s.maxPages * v.config.page_size) };
+      }
       const groups = r.int(1, 3);
       return { batch: r.int(1, 3), groups, total: r.int(1, groups * v.config.group) };
     },
     params: contractParams,
+    tables: kiviTables,
   },
 });

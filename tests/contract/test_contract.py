@@ -18,7 +18,7 @@ from kvdsl.contract import ContractError, ExprError, buffer_sizes, entry, evalua
 from kvdsl.contract import params_bytes, workgroups
 from kvdsl.contract.expr import product
 from kvdsl.contract import attend
-from kvdsl.contract.modes import MEANINGS, SHAPES, SIZES, WINDOW_SHAPE
+from kvdsl.contract.modes import FAMILY, MEANINGS, SHAPES, SIZES, WINDOW_SHAPE
 from kvdsl.contract.schema import errors, schema, validator
 from kvdsl.harness.cases import cases_for
 from kvdsl.kernels.dense import bytes_per_token_head
@@ -79,8 +79,9 @@ def test_the_contract_covers_every_binding_and_field(monkeypatch):
         window = set(WINDOW_SHAPE) if cfg.window else set()
         # positions: the rotary tables' rows; maxPages: a paged variant's page_table row.
         table = {"maxPages"} if any(b["name"] == "page_table" for b in e["bindings"]) else set()
-        # The attend modes add the cache's variable (seq or pages) and their options'.
-        own = attend.shape(cfg) if cfg.mode in attend.MODES else SHAPES[cfg.mode]
+        # The attend modes add the cache's variable (seq or pages) and their options'; a paged
+        # KIVI variant has pages in place of groups.
+        own = FAMILY[cfg.mode].shape(cfg) if cfg.mode in FAMILY else SHAPES[cfg.mode]
         assert set(e["shape"]) - {"positions"} == set(own) | window | table
     cfg, kernel = catalog.config("merge_llama31_8b"), catalog.build("merge_llama31_8b")
     meanings = {k: v for k, v in MEANINGS["merge"].items() if k != "keySeq"}

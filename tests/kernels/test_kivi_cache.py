@@ -5,12 +5,16 @@ V-per-token codes, against kvdsl.reference.kivi bit for bit on the interpreter; 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
 from kvdsl import interp
 from kvdsl.harness.compare import POISON_BITS
-from kvdsl.harness.kivi import attend_inputs, kivi_rows
+from kvdsl.emit import emit
+from kvdsl.frontend import parse
+from kvdsl.harness.kivi import attend_inputs, session
 from kvdsl.kernels.config import ConfigError
 from kvdsl.kernels.kivi import KiviAppendConfig, KiviFlushConfig, kivi_append, kivi_flush
 from kvdsl.kernels.kivi_attend import KiviAttendConfig, kivi_attend
@@ -148,6 +152,12 @@ def test_the_gpu_writes_the_interpreters_bytes(gpu):
         ({"group": 24}, "group"),
         ({"head_dim": 96, "group": 64}, "head_dim"),
         ({"window": True}, "window"),
+        ({"cache": "ring"}, "cache='ring': expected one of 'contiguous', 'paged'"),
+        ({"cache": "paged", "page_size": 48}, "page_size=48: expected a power of two"),
+        (
+            {"cache": "paged", "group": 64, "page_size": 32},
+            r"page_size=32: expected a multiple of group=64 \(a page holds whole groups\)",
+        ),
     ],
 )
 def test_a_kivi_layout_it_cannot_write_is_refused(fields, message):
@@ -183,71 +193,206 @@ def test_the_gpu_attends_as_the_interpreter_does(gpu):
     np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5 * np.abs(want).max())
 
 
-def test_a_session_of_1000_decode_steps_on_the_gpu(gpu):
-    """A prompt of 37 tokens, then 1,000 decode steps of one token each, every kernel on the
-    GPU: append, a flush whenever the residual fills, attention of the step's query. After every
-    step the cache's bytes are the reference's of every token so far, and the attention output
-    is float64 attention over the cache the reference decodes."""
-    h, qh, d, g, batch = 2, 4, 64, 32, 2
-    steps, prompt = 1000, 37
-    total = prompt + steps
-    seq = -(-total // g) * g
-    per = 16
-    append = kivi_append(KiviAppendConfig(h, d, group=g))
-    flush = kivi_flush(KiviFlushConfig(h, d, group=g))
-    attend = kivi_attend(KiviAttendConfig(h, d, q_heads=qh, group=g))
-    rng = np.random.default_rng(21)
-    k, v = (kivi_rows(rng, (batch, total, h, d)) for _ in range(2))
-    q = rng.uniform(0.25, 2.0, (total, batch, qh, d)) * rng.choice([-1, 1], (total, batch, qh, d))
-    q = q.astype(F32)
-    count = batch * h
-    cache = {
-        "residual_k": np.full(count * g * d // 2, POISON, np.uint32),
-        "residual_v": np.full(count * g * d // 2, POISON, np.uint32),
-        "k_codes": np.full(count * d * seq // per, POISON, np.uint32),
-        "k_stats": np.full(count * d * seq // g, POISON, np.uint32),
-        "v_codes": np.full(count * seq * d // per, POISON, np.uint32),
-        "v_stats": np.full(count * seq * d // g, POISON, np.uint32),
+PAGED = {
+    "2bit-g32-p64": KiviAttendConfig(2, 64, q_heads=4, group=32, cache="paged", page_size=64),
+    "2bit-g64-p64": KiviAttendConfig(2, 128, q_heads=2, group=64, cache="paged", page_size=64),
+    "4bit-g16-p128": KiviAttendConfig(
+        1, 64, q_heads=3, bits=4, group=16, cache="paged", page_size=128
+    ),
+}
+
+
+def paged_cache_of(cfg, batch: int, chunks: list[int], run, seed: int = 5):
+    """Append ``sum(chunks)`` tokens of ``batch`` sequences chunk by chunk through ``run``,
+    flushing each full residual into the page a shuffled table names; returns the rows ``[B,
+    H, T, D]``, the table and the final buffers."""
+    h, d, g, size = cfg.kv_heads, cfg.head_dim, cfg.group, cfg.page_size
+    total = sum(chunks)
+    k = seeded_rows(batch * total * h, d, seed).reshape(batch, total, h, d)
+    v = seeded_rows(batch * total * h, d, seed + 1).reshape(batch, total, h, d)
+    max_pages = -(-total // size) + 1
+    pages = batch * max_pages + 2
+    table = np.random.default_rng(seed).permutation(pages)[: batch * max_pages]
+    table = table.astype(np.int32).reshape(batch, max_pages)
+    append = kivi_append(KiviAppendConfig(h, d, bits=cfg.bits, group=g))
+    flush = kivi_flush(KiviFlushConfig(h, d, bits=cfg.bits, group=g, cache="paged", page_size=size))
+    words = kivi.page_words(d, cfg.bits, g, size)
+    bufs = {
+        "residual_k": np.full(batch * h * g * d // 2, POISON, np.uint32),
+        "residual_v": np.full(batch * h * g * d // 2, POISON, np.uint32),
+        "page_table": table.reshape(-1),
+        "kivi_pages": np.full(pages * h * words, POISON, np.uint32),
     }
-    scale = 1.0 / np.sqrt(d)
-    rows_k, rows_v = k.transpose(0, 2, 1, 3), v.transpose(0, 2, 1, 3)
-    mismatches, past, worst = 0, 0, 0.0
-    for n in [prompt] + [1] * steps:
-        done = 0
-        while done < n:  # the prompt in pieces that fill the residual, each then flushed
-            m = min(n - done, g - (past + done) % g)
-            piece = {
-                name: np.ascontiguousarray(x[:, past + done : past + done + m]).reshape(-1)
-                for name, x in (("src_k", k), ("src_v", v))
-            }
-            params = {"batchSize": batch, "keySeq": m, "pastSeq": past + done}
-            cache |= gpu_run(
-                append, piece | {n_: cache[n_] for n_ in ("residual_k", "residual_v")}, params
-            )
-            done += m
-            if (past + done) % g == 0:
-                fl = {"count": count, "seq": seq, "flushGroup": (past + done) // g - 1}
-                cache |= gpu_run(flush, cache, fl)
-        past += n
-        step_q = q[past - 1]
-        bufs = cache | {
-            "query": step_q.reshape(-1),
-            "output": np.full(step_q.size, POISON, np.uint32).view(F32),
+    past = 0
+    for n in chunks:
+        assert n <= g - past % g, "a chunk past the residual's free rows"
+        src = {
+            "src_k": np.ascontiguousarray(k[:, past : past + n]).reshape(-1),
+            "src_v": np.ascontiguousarray(v[:, past : past + n]).reshape(-1),
+            "residual_k": bufs["residual_k"],
+            "residual_v": bufs["residual_v"],
         }
-        out = gpu_run(attend, bufs, {"batch": batch, "total": past, "seq": seq, "scale": scale})
-        got = out["output"].reshape(batch, qh, d)
-        for b in range(batch):
-            for kv in range(h):
-                c = kivi.quantize(rows_k[b, kv, :past], rows_v[b, kv, :past], 2, g)
-                back_k, back_v = (x.astype(np.float64) for x in kivi.dequantize(c))
-                for head in range(kv * qh // h, (kv + 1) * qh // h):
-                    logit = back_k @ step_q[b, head].astype(np.float64) * scale
-                    p = np.exp(logit - logit.max())
-                    want = p @ back_v / p.sum()
-                    ok = np.abs(got[b, head] - want) <= 1e-4 * (1 + np.abs(want))
-                    mismatches += int((~ok).sum())
-                    worst = max(
-                        worst, float(np.max(np.abs(got[b, head] - want) / (1 + np.abs(want))))
-                    )
-    check_against_reference(KiviFlushConfig(h, d, group=g), batch, seq, rows_k, rows_v, cache)
-    assert mismatches == 0, worst
+        params = {"batchSize": batch, "keySeq": n, "pastSeq": past}
+        bufs |= {k_: w for k_, w in run(append, src, params).items() if k_.startswith("residual")}
+        past += n
+        if past % g == 0:
+            params = {"count": batch * h, "maxPages": max_pages, "flushGroup": past // g - 1}
+            bufs |= {"kivi_pages": run(flush, bufs, params)["kivi_pages"]}
+    return k.transpose(0, 2, 1, 3), v.transpose(0, 2, 1, 3), table, bufs
+
+
+def check_pages_against_reference(cfg, rows_k, rows_v, table, bufs) -> None:
+    """The pool holds exactly the reference's layout of every sequence's groups (bit for bit,
+    the pages and words no group reaches still poisoned), and the residuals its f16 rows."""
+    batch, h, total, d = rows_k.shape
+    g, size = cfg.group, cfg.page_size
+    words = kivi.page_words(d, cfg.bits, g, size)
+    pool = bufs["kivi_pages"].reshape(-1, h, words)
+    want = np.full(pool.shape, POISON, np.uint32)
+    res_k = bufs["residual_k"].view(F16).reshape(batch, h, g, d)
+    res_v = bufs["residual_v"].view(F16).reshape(batch, h, g, d)
+    for b in range(batch):
+        heads = [kivi.quantize(rows_k[b, x], rows_v[b, x], cfg.bits, g) for x in range(h)]
+        kivi.write_pages(want, table[b], heads, size)
+        left = total - heads[0].quantised
+        for x, c in enumerate(heads):
+            assert np.array_equal(res_k[b, x, :left], c.k_residual), (b, x)
+            assert np.array_equal(res_v[b, x, :left], c.v_residual), (b, x)
+            back = kivi.read_pages(
+                pool, table[b], x, c.quantised, cfg.bits, g, size, c.k_residual, c.v_residual
+            )
+            np.testing.assert_array_equal(kivi.dequantize(back)[0], kivi.dequantize(c)[0])
+    off = np.flatnonzero(pool != want)
+    assert off.size == 0, f"{off.size} words off the reference's layout, the first at {off[:4]}"
+
+
+PAGED_CHUNKS = {
+    "2bit-g32-p64": [5, 27, 32, 1, 13, 18, 3, 29, 9],
+    "2bit-g64-p64": [64, 40, 24, 7],
+    "4bit-g16-p128": [16, 9, 7, 16, 16, 14, 2] + [16] * 8 + [5],
+}
+
+
+@pytest.mark.parametrize("case", PAGED)
+def test_the_interpreter_writes_the_references_pages(case):
+    cfg = PAGED[case]
+    rows_k, rows_v, table, bufs = paged_cache_of(cfg, 2, PAGED_CHUNKS[case], interp.run)
+    check_pages_against_reference(cfg, rows_k, rows_v, table, bufs)
+
+
+def test_the_gpu_writes_the_interpreters_pages(gpu):
+    cfg = PAGED["2bit-g32-p64"]
+    *_, want = paged_cache_of(cfg, 2, PAGED_CHUNKS["2bit-g32-p64"], interp.run)
+    *_, got = paged_cache_of(cfg, 2, PAGED_CHUNKS["2bit-g32-p64"], gpu_run)
+    for name in ("residual_k", "residual_v", "kivi_pages"):
+        assert np.array_equal(got[name], want[name]), name
+
+
+@pytest.mark.parametrize("case", PAGED)
+@pytest.mark.parametrize("holes", [0, 1])
+def test_attention_over_the_paged_cache_is_the_references(case, holes):
+    """The quantised groups in pages of a shuffled table, the residual after them; with a hole
+    (the last sequence's first page released, its entry -1) those keys are hidden."""
+    cfg = PAGED[case]
+    total = 2 * cfg.page_size + cfg.group + 5
+    max_pages = -(-total // cfg.page_size) + 1
+    bufs, params, want = attend_inputs(cfg, 2, total, 0, 11 + holes, max_pages, holes)
+    assert np.all(bufs["output"].view(np.uint32) == POISON)
+    got = interp.run(kivi_attend(cfg), bufs, params)["output"]
+    np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5 * np.abs(want).max())
+
+
+def test_the_gpu_attends_over_pages_as_the_interpreter_does(gpu):
+    cfg = PAGED["2bit-g32-p64"]
+    bufs, params, want = attend_inputs(cfg, 2, 170, 0, 12, 4, 1)
+    kernel = kivi_attend(cfg)
+    got = gpu_run(kernel, bufs, params)["output"]
+    np.testing.assert_allclose(
+        got, interp.run(kernel, bufs, params)["output"], rtol=1e-5, atol=1e-6
+    )
+    np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5 * np.abs(want).max())
+
+
+def _planted(kernel, text: str, planted: str):
+    """``kernel`` with ``text`` of its WGSL replaced by ``planted``, parsed back."""
+    source = emit(kernel)
+    assert text in source
+    bad = parse(source.replace(text, planted), kernel.name, dispatch=kernel.dispatch)
+    return replace(bad, extents=kernel.extents, requires=kernel.requires)
+
+
+PLANTED = {
+    # what the bug is: (kernel it is in, text, replacement)
+    "flush: the group's entry off by one": (
+        "flush",
+        "params.flushGroup / PAGE_GROUPS]",
+        "(params.flushGroup + 1) / PAGE_GROUPS]",
+    ),
+    "flush: the table's row without its stride": (
+        "flush",
+        "page_table[slice / KV_HEADS * params.maxPages",
+        "page_table[slice / KV_HEADS",
+    ),
+    "attend: K's page of the next entry": (
+        "attend",
+        "page_table[b * params.maxPages + t / PAGE_SIZE]",
+        "page_table[b * params.maxPages + (t + GROUP) / PAGE_SIZE]",
+    ),
+    "attend: V's page of the next sequence": (
+        "attend",
+        "page_table[b * params.maxPages + tv / PAGE_SIZE]",
+        "page_table[(b + 1) % 2u * params.maxPages + tv / PAGE_SIZE]",
+    ),
+}
+
+
+#: A paged session on the interpreter long enough to fill a page and flush into the next.
+SHORT = dict(kv_heads=2, q_heads=4, head_dim=64, group=32, prompt=37, steps=30, page_size=64)
+
+
+def test_a_short_paged_session_on_the_interpreter():
+    result = session(interp.run, paged=True, **SHORT)
+    assert (result.tokens, result.flushes) == (67, 2)
+    assert result.mismatches == 0 and result.cache_mismatches == 0, result.line()
+
+
+@pytest.mark.parametrize("bug", PLANTED)
+def test_a_wrong_page_table_index_is_caught(bug):
+    """The short paged session fails with each wrong page-table index planted in the WGSL
+    (the cache off the reference's pages, or attention off float64 attention over the
+    oracle's), where the kernels as built pass it (above)."""
+    layout = {"cache": "paged", "page_size": 64}
+    kernels = {
+        "append": kivi_append(KiviAppendConfig(2, 64, group=32)),
+        "flush": kivi_flush(KiviFlushConfig(2, 64, group=32, **layout)),
+        "attend": kivi_attend(KiviAttendConfig(2, 64, q_heads=4, group=32, **layout)),
+    }
+    where, text, planted = PLANTED[bug]
+    kernels[where] = _planted(kernels[where], text, planted)
+    bad = session(interp.run, paged=True, kernels=tuple(kernels.values()), **SHORT)
+    assert bad.mismatches > 0, bad.line()
+    # A flush into the wrong page leaves the reference's pages unwritten.
+    assert (bad.cache_mismatches > 0) == (where == "flush"), bad.line()
+
+
+@pytest.mark.parametrize("paged", [False, True], ids=["contiguous", "paged"])
+def test_a_decode_session_on_the_gpu(gpu, paged):
+    """A prompt of 37 tokens, then 200 decode steps of one token, every kernel on the GPU:
+    append, a flush whenever the residual fills, attention of the step's query; after each
+    flush and at the end the cache's words are the reference's of every token so far, and
+    every attention output lies within the f32 bound of float64 attention over the cache the
+    reference decodes."""
+    result = session(gpu_run, steps=200, paged=paged)
+    assert (result.tokens, result.flushes) == (237, 7)
+    assert result.mismatches == 0 and result.cache_mismatches == 0, result.line()
+
+
+@pytest.mark.parametrize(
+    "paged", [pytest.param(False, marks=pytest.mark.long), True], ids=["contiguous", "paged"]
+)
+def test_a_session_of_1000_decode_steps_on_the_gpu(gpu, paged):
+    """The same session for 1,000 decode steps (1,037 tokens a sequence, 32 flushes); the
+    contiguous one (half a minute on llvmpipe) only with ``-m long``."""
+    result = session(gpu_run, steps=1000, paged=paged)
+    assert (result.tokens, result.flushes) == (1037, 32)
+    assert result.mismatches == 0 and result.cache_mismatches == 0, result.line()

@@ -96,3 +96,42 @@ def test_a_kivi_cache_it_cannot_lay_out_is_refused(bits, group, d, message):
     with pytest.raises(ValueError) as err:
         kivi.quantize(np.ones((64, d)), np.ones((64, d)), bits, group)
     assert str(err.value) == message
+
+
+@pytest.mark.parametrize("bits,group,page_size", [(2, 32, 64), (2, 64, 64), (4, 32, 128)])
+def test_pages_hold_the_groups_through_the_table(bits, group, page_size):
+    """A sequence's groups laid into pages of a shuffled table read back as the cache, and a
+    word sits where the layout says: K's code of channel c and token t at ``c * page_size /
+    per + t % page_size / per`` of its page, V's stats after K's codes and stats and V's codes."""
+    k, v = rows(5 * group + 7, 64, 3)
+    caches = [kivi.quantize(k, v, bits, group), kivi.quantize(v, k, bits, group)]
+    words = kivi.page_words(64, bits, group, page_size)
+    pages = -(-caches[0].quantised // page_size)
+    table = np.array([3, 0, 5, 1, 4][:pages] + [-1], np.int64)
+    pool = np.full((6, 2, words), 0xDEADBEEF, np.uint32)
+    kivi.write_pages(pool, table, caches, page_size)
+    for h, c in enumerate(caches):
+        back = kivi.read_pages(
+            pool, table, h, c.quantised, bits, group, page_size, c.k_residual, c.v_residual
+        )
+        for field in ("k_codes", "k_scale", "k_min", "v_codes", "v_scale", "v_min"):
+            got, want = (np.ascontiguousarray(getattr(x, field)) for x in (back, c))
+            assert got.dtype == want.dtype and np.array_equal(
+                got.view(np.uint8), want.view(np.uint8)
+            )
+        np.testing.assert_array_equal(kivi.dequantize(back)[0], kivi.dequantize(c)[0])
+    per, d = 32 // bits, 64
+    t, ch = page_size + 2 * per + 1, 9  # in the table's second page
+    word = pool[table[1], 1, ch * page_size // per + (t % page_size) // per]
+    assert (word >> (t % per * bits)) & ((1 << bits) - 1) == (
+        caches[1].k_codes[ch, t // per] >> (t % per * bits)
+    ) & ((1 << bits) - 1)
+    at = 2 * d * page_size // per + d * page_size // group + (t % page_size) * d // group
+    assert pool[table[1], 0, at] == kivi.stat_words(caches[0].v_scale, caches[0].v_min)[t, 0]
+    # A page past the groups (the table's spare) is not written.
+    assert np.all(pool[2] == 0xDEADBEEF)
+
+
+def test_a_page_size_that_splits_a_group_is_refused():
+    with pytest.raises(ValueError, match="kivi: page_size=48: expected a multiple of group=32"):
+        kivi.page_words(64, 2, 32, 48)

@@ -1,0 +1,70 @@
+"""``kvdsl kivi``: a decode session over KIVI's 2-bit (or 4-bit) cache, contiguous or paged,
+checked step by step against the reference (:func:`kvdsl.harness.kivi.session`)."""
+
+from __future__ import annotations
+
+import argparse
+
+from kvdsl.cli.options import count, positive
+
+
+def cmd_kivi(args: argparse.Namespace) -> int:
+    """Run the session; exit 1 on any mismatch."""
+    from kvdsl import interp
+    from kvdsl.harness.kivi import session
+
+    if args.backend == "gpu":
+        from kvdsl.runtime import run
+    else:
+        run = interp.run
+    result = session(
+        run,
+        kv_heads=args.kv_heads,
+        q_heads=args.q_heads,
+        head_dim=args.head_dim,
+        group=args.group,
+        bits=args.bits,
+        batch=args.batch,
+        prompt=args.prompt,
+        steps=args.steps,
+        paged=args.layout == "paged",
+        page_size=args.page_size,
+        seed=args.seed,
+    )
+    where = f"pages of {args.page_size}" if args.layout == "paged" else "contiguous"
+    print(
+        f"kivi {args.bits}-bit, group {args.group}, {where}, {args.batch} sequences x "
+        f"{args.kv_heads} kv heads x head dim {args.head_dim}, {args.q_heads} query heads "
+        f"({args.backend}): {result.line()}"
+    )
+    return 0 if result.mismatches == 0 and result.cache_mismatches == 0 else 1
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    """Add ``kivi`` to the subcommands ``sub``."""
+    s = sub.add_parser(
+        "kivi",
+        help="run a decode session over KIVI's cache and check every step",
+        description="Keep KIVI's 2-bit (or 4-bit) cache of a few sequences on the GPU (or in "
+        "the interpreter): a prompt, then one token a step, appended into the f16 residual and "
+        "flushed into the quantised groups (contiguous, or pages through a shuffled page table) "
+        "whenever a group fills; every step attends the new token's query over the cache. Each "
+        "flush's cache words are checked against the reference's layout, each attention output "
+        "against the f32 bound of float64 attention over the reference's dequantised cache.",
+    )
+    s.add_argument("--steps", type=count, default=1000, help="decode steps after the prompt")
+    s.add_argument("--prompt", type=positive, default=37)
+    s.add_argument("--batch", type=positive, default=2)
+    s.add_argument("--kv-heads", type=positive, default=2)
+    s.add_argument("--q-heads", type=positive, default=4)
+    s.add_argument("--head-dim", type=positive, default=64)
+    s.add_argument("--bits", type=int, choices=(2, 4), default=2)
+    s.add_argument("--group", type=positive, default=32,
+                   help="K's tokens (and V's channels) a scale")  # fmt: skip
+    s.add_argument("--layout", choices=("contiguous", "paged"), default="contiguous")
+    s.add_argument("--page-size", type=positive, default=64,
+                   help="tokens per page (paged): a multiple of the group, a power of two from "
+                   "16 to 256")  # fmt: skip
+    s.add_argument("--backend", choices=("gpu", "interp"), default="gpu")
+    s.add_argument("--seed", type=count, default=21)
+    s.set_defaults(handler=cmd_kivi)
