@@ -105,6 +105,28 @@ def check_words(code: str, filename: str) -> None:
         )
 
 
+_NON_ASCII_WORD = re.compile(r"\w*[^\x00-\x7f]\w*")
+
+
+def check_identifiers(code: str, filename: str) -> None:
+    """Raise :class:`WgslSyntaxError` at the first character past ASCII that leaves a word no
+    WGSL identifier (Unicode's XID_Start or ``_``, then XID_Continue) or follows a number's
+    digits: the grammar's names take any word characters."""
+    for m in _NON_ASCII_WORD.finditer(code):
+        word = m.group()
+        if word[0].isdigit():
+            bad = next(k for k, c in enumerate(word) if not c.isascii())
+        else:
+            bad = next((k for k in range(len(word)) if not word[: k + 1].isidentifier()), None)
+            if bad is None:
+                continue
+        char = word[bad]
+        line, column = position(code, m.start() + bad)
+        raise WgslSyntaxError(
+            f"unexpected character '{char}' (U+{ord(char):04X})", filename, line, column, char, ()
+        )
+
+
 def position(text: str, offset: int) -> tuple[int, int]:
     """1-based line and column of ``offset`` in ``text``."""
     line = text.count("\n", 0, offset) + 1

@@ -75,6 +75,13 @@ class CallStmt:
     expr: ir.Expr
 
 
+@dataclass(frozen=True, slots=True)
+class Phony:
+    """``_ = e;``: ``e`` evaluated for its calls, its value dropped (the IR has no such node)."""
+
+    expr: ir.Expr
+
+
 # ---- module records ---------------------------------------------------------------------------
 
 

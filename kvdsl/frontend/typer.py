@@ -17,6 +17,7 @@ from kvdsl.frontend.errors import UnsupportedError, WgslTypeError
 from kvdsl.frontend.records import (
     CallStmt,
     MatShape,
+    Phony,
     RawAddress,
     RawCtor,
     RawLet,
@@ -45,6 +46,7 @@ from kvdsl.ir.types import (
 )
 from kvdsl.ir.consteval import literal_ok
 from kvdsl.ir.scope import Scope, VerifyError, shadowing
+from kvdsl.ir.show import show as value_text
 from kvdsl.ir.verify import SWITCH_CLAUSE, Verifier
 
 # WGSL builtin functions the IR has no op for: calling one is "outside the subset", not an
@@ -124,6 +126,7 @@ class Typer:
         self.line: int | None = None
         self.const_symbols: set[int] = set()  # the scope symbols of function-scope consts
         self.structs: dict[str, Struct] = {}  # the module's structs, by name
+        self.must_use: frozenset[str] = frozenset()  # the helpers marked @must_use
 
     def resolve(self, ty):
         """``ty`` with a struct named by the source (a ``StructRef``) resolved to its
@@ -396,14 +399,16 @@ class Typer:
 
     # -- statements --
     def block(self, body: tuple[ir.Stmt, ...], scope: Scope, ret: Type | None, loop: bool) -> tuple:
-        return tuple(self.stmt(s, scope, ret, loop) for s in body)
+        out = (self.stmt(s, scope, ret, loop) for s in body)
+        return tuple(s for s in out if s is not None)  # a phony of no call is no statement
 
     def stmt(self, s: ir.Stmt, scope: Scope, ret: Type | None, loop: bool) -> ir.Stmt:
         """The concrete, checked form of raw statement ``s`` (names it declares go in ``scope``)."""
         outer = self.line
         self.line = self.raw_lines.get(id(s), outer)
         out = self._stmt(s, scope, ret, loop)
-        self.lines[id(out)] = self.line
+        if out is not None:
+            self.lines[id(out)] = self.line
         self.line = outer
         return out
 
@@ -427,12 +432,6 @@ class Typer:
                     init = self.expr(init, scope, ty)
                 if ty is None:
                     ty = self.type_of(init, scope)
-                if is_result_struct(ty):
-                    raise UnsupportedError(
-                        f"var {name} of {ty} (bind frexp's and modf's result with let)",
-                        self.filename,
-                        self.line,
-                    )
                 return self.check(ir.Var(name, ty, init), scope, ret, loop)
             case ir.Assign(target, value, op):
                 target = self.expr(target, scope, None)
@@ -479,12 +478,38 @@ class Typer:
                 return self.check(ir.ConstAssert(self.expr(cond, scope, bool_)), scope, ret, loop)
             case ir.Block(body):
                 return ir.Block(self.block(body, Scope(scope), ret, loop))
+            case Phony(value):
+                return self.phony(value, scope, ret, loop)
             case CallStmt(call):
+                if isinstance(call, ir.FnCall) and call.name in self.must_use:
+                    raise self.error(
+                        f"the value of {call.name}(...) is discarded: {call.name} is @must_use "
+                        "(use it, or assign it to _)"
+                    )
                 typed = self.expr(call, scope, None)
                 return self.check(ir.CallStmt(typed), scope, ret, loop)
             case ir.AtomicStmt(call):
                 return self.check(ir.AtomicStmt(self.expr(call, scope, None)), scope, ret, loop)
         return self.check(s, scope, ret, loop)
+
+    def phony(self, value: ir.Expr, scope: Scope, ret: Type | None, loop: bool) -> ir.Stmt | None:
+        """``_ = e;``: a call statement where ``e`` is a helper's call, a ``let`` of a fresh name
+        where ``e`` holds one (its calls run, in order), else nothing (``e`` has no effect)."""
+        e = self.expr(value, scope, None)
+        ty = self.type_of(e, scope)
+        if not isinstance(ty, (Scalar, Vec, Mat, Array, Struct, Ptr)):
+            raise self.error(
+                f"_ = {value_text(e)}: the value is a {ty}; WGSL's phony assignment takes a "
+                "constructible value or a pointer (use &)"
+            )
+        if type(e) is ir.FnCall:
+            return self.check(ir.CallStmt(e), scope, ret, loop)
+        if not any(type(node) is ir.FnCall for node in ir.walk(e)):
+            return None
+        k = 0
+        while scope.lookup(f"_phony{k}") is not None:
+            k += 1
+        return self.check(ir.Let(f"_phony{k}", e), scope, ret, loop)
 
     def condition(self, cond: ir.Expr, scope: Scope) -> ir.Expr:
         cond = self.expr(cond, scope, bool_)

@@ -104,6 +104,15 @@ BUILTIN_FUNCTIONS = frozenset(
     info.spelling for info in ops.TABLE.values() if info.kind == "builtin"
 )
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def _unicode_identifier(name: str) -> bool:
+    """Whether ``name`` is a WGSL identifier past ASCII: XID_Start or ``_``, then
+    XID_Continue (Python's identifiers, which are those; WGSL compares them code point by
+    code point, unnormalised)."""
+    return not name.isascii() and name.isidentifier()
+
+
 # Names already found valid: a catalog build declares the same few hundred names thousands of
 # times, and the check is on every declaration.
 _NAMES_OK: set[str] = set()
@@ -111,14 +120,17 @@ _NAMES_OK: set[str] = set()
 
 def name_problem(name: object, member: bool = False) -> str | None:
     """Why ``name`` cannot name a WGSL declaration, as ``name 'x' ...``, or None when it can: an
-    identifier of ASCII letters, digits and ``_`` (the subset the frontend reads), not ``_``
+    identifier (ASCII letters, digits and ``_``, or Unicode's XID_Start then XID_Continue), not ``_``
     alone, not starting ``__``, neither a keyword nor a reserved word, nor (but for a struct
     ``member``) the name of a WGSL type or of a builtin kvdsl reads structurally
     (:data:`PREDECLARED`)."""
     if name in _NAMES_OK:
         return None
-    if not isinstance(name, str) or not _IDENTIFIER.match(name):
-        why = "is not a WGSL identifier: give a letter or _, then letters, digits or _ (ASCII)"
+    if not isinstance(name, str) or not (_IDENTIFIER.match(name) or _unicode_identifier(name)):
+        why = (
+            "is not a WGSL identifier: give a letter or _, then letters, digits or _ (Unicode's "
+            "XID_Start, then XID_Continue)"
+        )
     elif name == "_":
         why = "is not a WGSL identifier: _ alone is the phony assignment's"
     elif name.startswith("__"):
