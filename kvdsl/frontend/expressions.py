@@ -12,7 +12,15 @@ from lark.tree import Meta
 
 from kvdsl.frontend.errors import WgslTypeError
 from kvdsl.frontend.numbers import const_int, parse_number
-from kvdsl.frontend.records import MatShape, RawAddress, RawCtor, RawLit, StructRef
+from kvdsl.frontend.records import (
+    ArrayShape,
+    MatShape,
+    RawAddress,
+    RawCtor,
+    RawLit,
+    StructRef,
+    VecShape,
+)
 from kvdsl.frontend.rules import Rules
 from kvdsl.ir import ops
 from kvdsl.ir import tree as ir
@@ -145,6 +153,14 @@ class Expressions(Rules):
     def mat_inferred(self, kw: Token, args: tuple[ir.Expr, ...]) -> RawCtor:
         """``matCxR(...)``: the element type comes from the arguments (the typer's)."""
         return RawCtor(MatShape(int(str(kw)[3]), int(str(kw)[5])), args)
+
+    def vec_inferred(self, kw: Token, args: tuple[ir.Expr, ...]) -> RawCtor:
+        """``vecN(...)``: the element type comes from the arguments (the typer's)."""
+        return RawCtor(VecShape(int(str(kw)[3])), args)
+
+    def array_inferred(self, args: tuple[ir.Expr, ...]) -> RawCtor:
+        """``array(...)``: the element type and count come from the arguments (the typer's)."""
+        return RawCtor(ArrayShape(), args)
 
     @v_args(meta=True, inline=True)
     def bitcast(self, meta: Meta, ty, args) -> ir.Expr:

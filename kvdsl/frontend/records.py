@@ -27,7 +27,7 @@ class RawLit:
 class RawCtor:
     """``T(args)``: a conversion or a value constructor, decided by the arguments' types."""
 
-    ty: Scalar | Vec | Mat | MatShape | Array
+    ty: Scalar | Vec | Mat | MatShape | VecShape | ArrayShape | Array
     args: tuple[ir.Expr, ...]
 
 
@@ -38,6 +38,20 @@ class MatShape:
 
     c: int
     r: int
+
+
+@dataclass(frozen=True, slots=True)
+class VecShape:
+    """``vecN`` without an element type (``vec4(1u, 2u, 3u, 4u)``, ``vec3(x)``): WGSL infers it
+    from the constructor's arguments."""
+
+    n: int
+
+
+@dataclass(frozen=True, slots=True)
+class ArrayShape:
+    """``array`` without an element type or count (``array(1u, 2u)``): WGSL infers both from
+    the constructor's arguments."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,7 @@ import numpy as np
 
 from kvdsl.frontend.errors import UnsupportedError, WgslTypeError
 from kvdsl.frontend.records import (
+    ArrayShape,
     CallStmt,
     MatShape,
     Phony,
@@ -24,6 +25,7 @@ from kvdsl.frontend.records import (
     RawLit,
     RawVar,
     StructRef,
+    VecShape,
 )
 from kvdsl.ir import tree as ir
 from kvdsl.ir import ops
@@ -93,6 +95,29 @@ def is_abstract(e: ir.Expr) -> bool:
         case ir.Call(_, args):
             return all(is_abstract(a) for a in args)
     return False
+
+
+def abstract_kind(e: ir.Expr) -> str | None:
+    """``"int"`` or ``"float"`` where ``e`` is abstract (its literals, and the inferred
+    constructors ``vec2(1, 2)`` and ``array(1.5, 2)`` of them), the latter where a float is among
+    them; None where ``e`` has a concrete type."""
+    match e:
+        case RawLit(value, None):
+            return "float" if isinstance(value, float) else "int"
+        case ir.Unary(_, x):
+            return abstract_kind(x)
+        case ir.Binary(_, a, b) | ir.Call(_, (a, b)):
+            return _widest((abstract_kind(a), abstract_kind(b)))
+        case RawCtor(VecShape() | ArrayShape(), args) if args:
+            return _widest([abstract_kind(a) for a in args])
+    return None
+
+
+def _widest(kinds) -> str | None:
+    """The abstract type abstract operands of ``kinds`` make: float where one is."""
+    if None in kinds:
+        return None
+    return "float" if "float" in kinds else "int"
 
 
 def _pick(value: int | float, want: Type | None) -> Scalar:
@@ -232,7 +257,7 @@ class Typer:
                     name, tuple(self.expr(a, scope, t) for a, (_, t) in zip(args, fn.params))
                 )
             case RawCtor(ty, args):
-                return self.ctor(ty, args, scope)
+                return self.ctor(ty, args, scope, want)
             case RawAddress(x):
                 return ir.AddressOf(self.expr(x, scope, None))
             case ir.Deref(x):
@@ -313,7 +338,52 @@ class Typer:
             out[i] = self.expr(args[i], scope, ctx)
         return tuple(out)
 
-    def ctor(self, ty: Scalar | Vec | Array, args: tuple[ir.Expr, ...], scope: Scope) -> ir.Expr:
+    def inferred(
+        self, shape: VecShape | ArrayShape, args: tuple[ir.Expr, ...], scope: Scope, want
+    ) -> Vec | Array:
+        """The type ``vecN(...)`` or ``array(...)`` builds, as WGSL infers it: of the first
+        concrete argument's element (its scalar, for a vector), the abstract ones converted to
+        it; of abstract arguments alone (``vecN()`` too), the type the context wants where they
+        convert to it, else i32 (f32 where a float is among them)."""
+        what = f"vec{shape.n}" if isinstance(shape, VecShape) else "array"
+        if not args and isinstance(shape, VecShape):  # the zero value: abstract-int's
+            s = want.scalar if isinstance(want, (Scalar, Vec)) else None
+            return Vec(shape.n, s if s is not None and s.is_numeric else i32)
+        if not args:
+            raise self.error("array(): cannot infer the element type without arguments")
+        elem = None
+        for a in args:
+            if abstract_kind(a) is None:
+                elem = self.type_of(self.expr(a, scope, None), scope)
+                break
+        if isinstance(shape, VecShape):
+            inner = want.scalar if isinstance(want, (Scalar, Vec)) else None
+            if elem is not None:
+                elem = elem.scalar if isinstance(elem, (Scalar, Vec)) else elem
+        else:
+            inner = want.elem if isinstance(want, Array) else None
+        if elem is None:
+            kind = _widest([abstract_kind(a) for a in args])
+            scalar = inner.scalar if isinstance(inner, (Scalar, Vec)) else None
+            ok = scalar is not None and (scalar.is_float or kind == "int" and scalar.is_numeric)
+            elem = inner if ok else (f32 if kind == "float" else i32)
+            if isinstance(shape, VecShape):
+                elem = elem.scalar if isinstance(elem, (Scalar, Vec)) else elem
+            elif isinstance(elem, Scalar) and args and isinstance(args[0], RawCtor):
+                # array(vec2(1, 2), ...): of the vectors the arguments build
+                first = self.type_of(self.expr(args[0], scope, None), scope)
+                elem = type(first)(first.n, elem) if isinstance(first, Vec) else first
+        if isinstance(shape, VecShape):
+            if not isinstance(elem, Scalar):
+                raise self.error(f"{what}(...) of {elem}: a vector's components are scalars")
+            return Vec(shape.n, elem)
+        return Array(elem, len(args))
+
+    def ctor(
+        self, ty: Scalar | Vec | Array, args: tuple[ir.Expr, ...], scope: Scope, want=None
+    ) -> ir.Expr:
+        if isinstance(ty, (VecShape, ArrayShape)):
+            ty = self.inferred(ty, args, scope, want)
         if isinstance(ty, (Mat, MatShape)):
             return self.mat_ctor(ty, args, scope)
         if isinstance(ty, Array):

@@ -48,7 +48,6 @@ LIMITS = {
         "struct P { n: u32 }\n@group(0) @binding(1) var<uniform> params: P;\n",
     ),
     "let_named_u32": k("  let vec4f = 1u; out[0] = vec4f;"),
-    "vec4_untyped": k("  let v = vec4(1u, 2u, 3u, 4u); out[0] = v.x;"),
     "wg_count_member": k(
         "  t[0] = 1u; out[0] = t[0];",
         "struct R { n: u32 }\nconst C = R(4u);\nvar<workgroup> t: array<u32, C.n>;\n",

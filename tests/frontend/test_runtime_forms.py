@@ -139,6 +139,24 @@ CASES["builtin_struct_parameter"] = (
 )
 
 
+# vecN(...), array(...) and matCxR(...) without an element type: of a concrete argument's, the
+# abstract ones converted to it; of abstract ones alone, of the context's type, else i32 (f32
+# where a float is among them).
+CASES["inferred_constructors"] = (
+    kernel(
+        "  let v = vec4(a[i], 2u, 3, 4);\n  let w = vec3(a[i] & 0xffu);\n  let f = vec2(1, 2.5);\n"
+        "  let t = array(a[i], a[i] + 1u, 7);\n  let p: vec2<u32> = vec2(5, 6);\n"
+        "  let q = array(vec2(1, 2), vec2(3, 4));\n  let m = mat2x2(1.0, 2.0, 3.0, 4.0);\n"
+        "  var z: vec2<u32> = vec2();\n  let h = vec2(-1, 2) + vec2<i32>(z);\n"
+        "  out[i] = v.x + v.y * v.z * v.w + w.z + u32(f.y * 2.0) + t[2] + t[1] + p.y + u32(q[1].x)"
+        " + u32(m[1].y) + u32(h.x + 1) + bitcast<u32>(h.x);"
+    ),
+    lambda a: a * np.uint32(2)
+    + (a & np.uint32(0xFF))
+    + np.uint32(50 - 1),  # bitcast<u32>(-1i) wraps the sum
+)
+
+
 def _frexp_modf(a: np.ndarray) -> np.ndarray:
     fract, exp = np.frexp(a.astype(np.float32) + np.float32(0.5))
     r = (fract * np.float32(4)).astype(np.float32).view(np.uint32) ^ (exp + 3).astype(np.uint32)
@@ -216,6 +234,8 @@ REFUSED = {
     ),
     "hex_float_range": (kernel("  out[i] = bitcast<u32>(0x1p200f);"), "cannot be represented"),
     "identifier_not_xid": (kernel("  let x² = 1u;\n  out[i] = x²;"), "unexpected character '²'"),
+    "vec_mixed_concrete": (kernel("  let v = vec4(1u, 2i, 3, 4);"), "components do not make"),
+    "array_of_nothing": (kernel("  let t = array();"), "cannot infer the element type"),
     "var_frexp_no_initialiser_type": (
         kernel("  var r: __frexp_result_f32;\n  out[i] = 1u;"),
         "__frexp_result_f32",
