@@ -224,6 +224,7 @@ class _Assembler:
         self.decl_lines: dict[str, int] = {}
         self.must_use: set[str] = set()  # the helpers marked @must_use
         self.member_builtins = to_ir.member_builtins  # struct -> member -> @builtin
+        self.steps = to_ir.steps  # id(Assign) of each `lhs++` and `lhs--`
         self.words: frozenset[str] = frozenset()  # every word of the module's text
 
     def err(self, message: str, line: int | None, column: int | None = None) -> UnsupportedError:
@@ -261,6 +262,7 @@ class _Assembler:
             if fn is not entry:
                 self.helper_attrs(fn)
         typer.must_use = frozenset(self.must_use)
+        typer.steps = self.steps
         consts = self.consts(typer)
         wg, wg_name = self.workgroup_size(entry, consts)
         probe = replace(probe, consts=consts)

@@ -41,6 +41,7 @@ class Rules(Transformer):
         # the struct being read wait in pending_builtins).
         self.member_builtins: dict[str, dict[str, Any]] = {}
         self.pending_builtins: dict[str, Any] = {}
+        self.steps: set[int] = set()  # id(Assign) of each `lhs++` and `lhs--`
 
     def __default__(self, data, children, meta):
         raise NotImplementedError(f"grammar rule '{data}' has no IR constructor")

@@ -154,11 +154,15 @@ class Statements(Rules):
 
     @v_args(meta=True, inline=True)
     def increment(self, meta: Meta, target: ir.Expr) -> ir.Assign:
-        return self._at(ir.Assign(self._lhs(target, meta), RawLit(1, None), Op.ADD), meta)
+        node = ir.Assign(self._lhs(target, meta), RawLit(1, None), Op.ADD)
+        self.steps.add(id(node))
+        return self._at(node, meta)
 
     @v_args(meta=True, inline=True)
     def decrement(self, meta: Meta, target: ir.Expr) -> ir.Assign:
-        return self._at(ir.Assign(self._lhs(target, meta), RawLit(1, None), Op.SUB), meta)
+        node = ir.Assign(self._lhs(target, meta), RawLit(1, None), Op.SUB)
+        self.steps.add(id(node))
+        return self._at(node, meta)
 
     def _lhs(self, target: ir.Expr, meta: Meta) -> ir.Expr:
         root = target

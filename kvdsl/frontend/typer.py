@@ -128,6 +128,7 @@ def _pick(value: int | float, want: Type | None) -> Scalar:
 
 
 _RGBA = frozenset("rgba")
+_XYZW = frozenset("xyzw")
 _RGBA_AS_XYZW = str.maketrans("rgba", "xyzw")
 
 
@@ -152,6 +153,7 @@ class Typer:
         self.const_symbols: set[int] = set()  # the scope symbols of function-scope consts
         self.structs: dict[str, Struct] = {}  # the module's structs, by name
         self.must_use: frozenset[str] = frozenset()  # the helpers marked @must_use
+        self.steps: set[int] = set()  # id(Assign) of each raw `lhs++` and `lhs--`
 
     def resolve(self, ty):
         """``ty`` with a struct named by the source (a ``StructRef``) resolved to its
@@ -503,6 +505,8 @@ class Typer:
                 if ty is None:
                     ty = self.type_of(init, scope)
                 return self.check(ir.Var(name, ty, init), scope, ret, loop)
+            case ir.Assign(ir.Member(base, name), _, _) if self.swizzle_target(base, name, scope):
+                return self.swizzle_assign(s, self.lhs_base(base, scope), name, scope, ret, loop)
             case ir.Assign(target, value, op):
                 target = self.expr(target, scope, None)
                 want = self.type_of(target, scope)
@@ -561,6 +565,68 @@ class Typer:
             case ir.AtomicStmt(call):
                 return self.check(ir.AtomicStmt(self.expr(call, scope, None)), scope, ret, loop)
         return self.check(s, scope, ret, loop)
+
+    def lhs_base(self, base: ir.Expr, scope: Scope) -> ir.Expr:
+        """``base`` of an assignment's member target, typed (through a pointer: ``p.xy``)."""
+        return self.through(self.expr(base, scope, None), scope)
+
+    def swizzle_target(self, base: ir.Expr, name: str, scope: Scope) -> bool:
+        """Whether ``base.name``, an assignment's target, is a swizzle of a vector."""
+        if len(name) < 2 or not (set(name) <= _XYZW or set(name) <= _RGBA):
+            return False
+        try:
+            return isinstance(self.type_of(self.lhs_base(base, scope), scope), Vec)
+        except WgslTypeError:
+            return False  # the assignment's own check says why
+
+    def swizzle_assign(
+        self, s: ir.Assign, base: ir.Expr, name: str, scope: Scope, ret: Type | None, loop: bool
+    ) -> ir.Block:
+        """``v.zx = e`` (or ``op=``), as Tint takes it: ``e`` once into a ``let`` of a fresh
+        name, then one assignment per component, ``v.z = t.x; v.x = t.y;`` (``v.z op= t``
+        each, of a scalar ``e``), in a block of their own."""
+        bt = self.type_of(base, scope)
+        comps = name.translate(_RGBA_AS_XYZW) if set(name) <= _RGBA else name
+        text = f"{value_text(base)}.{name}"
+        if not set(comps) <= set("xyzw"[: bt.n]) or len(comps) > 4:
+            raise self.error(f"{text}: no such swizzle of a {bt}")
+        if len(set(comps)) != len(comps):
+            raise self.error(
+                f"{text} = ...: cannot assign to a vector swizzle with duplicate target components"
+            )
+        if id(s) in self.steps:
+            raise self.error(f"{text}{'++' if s.op is Op.ADD else '--'}: a swizzle cannot be "
+                             "incremented or decremented (WGSL's ++ and -- take a scalar)")  # fmt: skip
+        if any(type(node) is ir.FnCall for node in ir.walk(base)):
+            raise UnsupportedError(
+                f"assignment to the swizzle {text} of a reference that calls a function",
+                self.filename,
+                self.line,
+            )
+        shift = s.op in (Op.SHL, Op.SHR)
+        elem = u32 if shift else bt.scalar
+        want = Vec(len(comps), elem)
+        value = self.expr(s.value, scope, want)
+        vt = self.type_of(value, scope)
+        scalar = s.op is not None and vt == elem
+        if vt != want and not scalar:
+            raise self.error(
+                f"{text} = {value_text(value)}: cannot assign a {vt} to the swizzle {text}, a "
+                f"{Vec(len(comps), bt.scalar)}"
+            )
+        inner = Scope(scope)
+        k = 0
+        while scope.lookup(f"_swizzle{k}") is not None:
+            k += 1
+        tmp = f"_swizzle{k}"
+        out: list[ir.Stmt] = [ir.Let(tmp, value)]
+        for j, c in enumerate(comps):
+            part = ir.Name(tmp) if scalar else ir.Member(ir.Name(tmp), "xyzw"[j])
+            out.append(ir.Assign(ir.Member(base, c), part, s.op))
+        for stmt in out:
+            self.check(stmt, inner, ret, loop)
+            self.lines[id(stmt)] = self.line
+        return ir.Block(tuple(out))
 
     def phony(self, value: ir.Expr, scope: Scope, ret: Type | None, loop: bool) -> ir.Stmt | None:
         """``_ = e;``: a call statement where ``e`` is a helper's call, a ``let`` of a fresh name

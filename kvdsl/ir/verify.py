@@ -263,9 +263,10 @@ class Verifier(ExprTyper):
                 and len(root.name) > 1
                 and not isinstance(self._memory_type(root.base, scope), Struct)
             ):
-                # WGSL takes a reference of one component only: v.x = ..., not v.xy = ...
+                # The IR writes one component at a time (the frontend reads WGSL's v.xy = e
+                # as that, as Tint takes it; naga refuses it)
                 raise VerifyError(
-                    f"{show(s)}: cannot assign to the swizzle {show(root)} (WGSL writes one "
+                    f"{show(s)}: cannot assign to the swizzle {show(root)} (the IR writes one "
                     "component at a time)"
                 )
             root = root.base

@@ -52,7 +52,6 @@ LIMITS = {
         "  t[0] = 1u; out[0] = t[0];",
         "struct R { n: u32 }\nconst C = R(4u);\nvar<workgroup> t: array<u32, C.n>;\n",
     ),
-    "swizzle_assign": k("  var v = vec2<u32>(); v.xy = vec2<u32>(1u, 2u); out[0] = v.x;"),
     "storage_texture": k(
         "  out[0] = 1u;", "@group(0) @binding(1) var tex: texture_storage_2d<rgba8unorm, write>;\n"
     ),
