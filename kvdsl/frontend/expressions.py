@@ -92,10 +92,10 @@ class Expressions(Rules):
             return RawCtor(self.aliases[name], args)
         if name in SCALARS:
             return RawCtor(SCALARS[name], args)
-        if name in VEC_ALIASES:
-            return RawCtor(VEC_ALIASES[name], args)
-        if name in MAT_ALIASES:
-            return RawCtor(MAT_ALIASES[name], args)
+        if name in VEC_ALIASES or name in MAT_ALIASES:
+            ctor = RawCtor(VEC_ALIASES.get(name) or MAT_ALIASES[name], args)
+            self.alias_ctors[id(ctor)] = name  # a call of a value where one takes the name
+            return ctor
         if (
             name == "arrayLength"
             and len(args) == 1
@@ -221,10 +221,9 @@ class Expressions(Rules):
             return self.aliases[name]
         if name in SCALARS:
             return SCALARS[name]
-        if name in VEC_ALIASES:
-            return VEC_ALIASES[name]
-        if name in MAT_ALIASES:
-            return MAT_ALIASES[name]
+        if name in VEC_ALIASES or name in MAT_ALIASES:
+            self.alias_types.append((name, tok.line, tok.column))
+            return VEC_ALIASES.get(name) or MAT_ALIASES[name]
         if name in UNSUPPORTED_TYPES or name.startswith(UNSUPPORTED_TYPE_PREFIXES):
             raise self._err(f"type '{name}'", tok.line, tok.column)
         return StructRef(name, tok.line, tok.column)

@@ -225,6 +225,8 @@ class _Assembler:
         self.must_use: set[str] = set()  # the helpers marked @must_use
         self.member_builtins = to_ir.member_builtins  # struct -> member -> @builtin
         self.steps = to_ir.steps  # id(Assign) of each `lhs++` and `lhs--`
+        self.alias_types = to_ir.alias_types
+        self.alias_ctors = to_ir.alias_ctors
         self.words: frozenset[str] = frozenset()  # every word of the module's text
 
     def err(self, message: str, line: int | None, column: int | None = None) -> UnsupportedError:
@@ -263,6 +265,8 @@ class _Assembler:
                 self.helper_attrs(fn)
         typer.must_use = frozenset(self.must_use)
         typer.steps = self.steps
+        typer.alias_types = self.alias_types
+        typer.alias_ctors = self.alias_ctors
         consts = self.consts(typer)
         wg, wg_name = self.workgroup_size(entry, consts)
         probe = replace(probe, consts=consts)
@@ -283,6 +287,7 @@ class _Assembler:
                 asserts.append(cond)
         directives = self.directives()
         main = Scope(scope)
+        typer.fn_end = entry.end_line
         builtins, prelude = self.builtins(entry, main)
         typer.line = entry.line
         body = typer.block(prelude + entry.body, main, None, False)
@@ -490,15 +495,22 @@ class _Assembler:
         out.append((pname, arg[0].name))
 
     def _declare(
-        self, scope: Scope, name: str, sym: Symbol, node: Any, what: str, line: int | None
+        self,
+        scope: Scope,
+        name: str,
+        sym: Symbol,
+        node: Any,
+        what: str,
+        line: int | None,
+        local: bool = False,
     ) -> None:
         """``scope.declare``, a name no declaration may take, or one declared twice, a located
-        error."""
-        problem = name_problem(name)
+        error (``local``: a function-scope declaration, kvdsl.ir.scope.name_problem's)."""
+        problem = name_problem(name, local=local)
         if problem is not None:
             raise WgslTypeError(f"{what}: {problem}", self.filename, line)
         try:
-            scope.declare(name, sym, node)
+            scope.declare(name, sym, node, local)
         except VerifyError:
             raise WgslTypeError(f"{what} is already declared", self.filename, line) from None
 
@@ -555,6 +567,7 @@ class _Assembler:
     def function(self, fn: FnDecl, scope: Scope, typer: Typer) -> ir.Function:
         inner = Scope(scope)
         params = []
+        typer.fn_end = fn.end_line
         for attrs, pname, pty in fn.params:
             pty = typer.resolve(pty) if isinstance(pty, StructRef) else pty
             if attrs or not (isinstance(pty, (Scalar, Vec, Mat, Ptr)) or value_struct(pty)):
@@ -568,7 +581,9 @@ class _Assembler:
                     check_pointer_type(f"parameter {pname} of {fn.name}", pty)
                 except VerifyError as err:
                     raise WgslTypeError(str(err), self.filename, fn.line) from None
-            self._declare(inner, pname, Symbol(pty, "param"), fn, f"parameter {pname}", fn.line)
+            typer.shadowing_alias(pname, fn.line)
+            what = f"parameter {pname}"
+            self._declare(inner, pname, Symbol(pty, "param"), fn, what, fn.line, local=True)
             params.append((pname, pty))
         if isinstance(fn.ret, Ptr):
             raise WgslTypeError(

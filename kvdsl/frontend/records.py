@@ -151,6 +151,7 @@ class FnDecl:
     ret: Any
     body: tuple[ir.Stmt, ...]
     line: int  # the line of its first attribute, or of "fn"
+    end_line: int = 0  # the line of its closing brace
 
 
 @dataclass(frozen=True, slots=True)

@@ -176,7 +176,7 @@ class ToIR(Statements, Expressions):
 
     @v_args(meta=True, inline=True)
     def fn_decl(self, meta: Meta, attrs, name: Token, params, ret, body) -> FnDecl:
-        return FnDecl(attrs, str(name), params, ret, body, meta.line)
+        return FnDecl(attrs, str(name), params, ret, body, meta.line, meta.end_line)
 
     def params(self, *params) -> tuple:
         return params

@@ -154,6 +154,9 @@ class Typer:
         self.structs: dict[str, Struct] = {}  # the module's structs, by name
         self.must_use: frozenset[str] = frozenset()  # the helpers marked @must_use
         self.steps: set[int] = set()  # id(Assign) of each raw `lhs++` and `lhs--`
+        self.alias_types: list[tuple[str, int, int]] = []  # (alias, line, column) as a type
+        self.alias_ctors: dict[int, str] = {}  # id(RawCtor) -> the alias it is called by
+        self.fn_end = 0  # the last line of the function being typed
 
     def resolve(self, ty):
         """``ty`` with a struct named by the source (a ``StructRef``) resolved to its
@@ -259,6 +262,11 @@ class Typer:
                     name, tuple(self.expr(a, scope, t) for a, (_, t) in zip(args, fn.params))
                 )
             case RawCtor(ty, args):
+                alias = self.alias_ctors.get(id(e))
+                if alias is not None and (sym := scope.lookup(alias)) is not None:
+                    raise self.error(
+                        f"'{alias}' is a {sym.kind} here, not the type: it cannot be called"
+                    )
                 return self.ctor(ty, args, scope, want)
             case RawAddress(x):
                 return ir.AddressOf(self.expr(x, scope, None))
@@ -487,6 +495,7 @@ class Typer:
     def _stmt(self, s: ir.Stmt, scope: Scope, ret: Type | None, loop: bool) -> ir.Stmt:
         match s:
             case RawLet(name, ty, value, const):
+                self.shadowing_alias(name, self.line)
                 ty = self.resolve(ty)
                 value = self.expr(value, scope, ty)
                 if ty is not None and self.type_of(value, scope) != ty:
@@ -499,6 +508,7 @@ class Typer:
                     self.const_symbols.add(id(scope.lookup(name)))
                 return out
             case RawVar(name, ty, init):
+                self.shadowing_alias(name, self.line)
                 ty = self.resolve(ty)
                 if init is not None:
                     init = self.expr(init, scope, ty)
@@ -565,6 +575,22 @@ class Typer:
             case ir.AtomicStmt(call):
                 return self.check(ir.AtomicStmt(self.expr(call, scope, None)), scope, ret, loop)
         return self.check(s, scope, ret, loop)
+
+    def shadowing_alias(self, name: str, line: int | None) -> None:
+        """Refuse the type ``name`` (an alias a function-scope declaration takes, from
+        ``line``) named in the rest of the function: within the declaration's scope WGSL reads
+        it as the declaration ("cannot use 'let vec4f' as type"), which kvdsl, the types read
+        before the scopes, does not tell from a use past that scope."""
+        for alias, at, column in self.alias_types:
+            if alias == name and line is not None and line <= at <= self.fn_end:
+                raise UnsupportedError(
+                    f"the type {name} named after a declaration of that name in the same "
+                    "function (give the declaration another name, or write the type with its "
+                    "template)",
+                    self.filename,
+                    at,
+                    column,
+                )
 
     def lhs_base(self, base: ir.Expr, scope: Scope) -> ir.Expr:
         """``base`` of an assignment's member target, typed (through a pointer: ``p.xy``)."""

@@ -13,7 +13,7 @@ import pytest
 
 from kvdsl import interp, runtime
 from kvdsl.emit import emit
-from kvdsl.frontend import parse
+from kvdsl.frontend import UnsupportedError, parse
 from tests.helpers.wgsl import assert_refused, refused_by_compilers
 
 N = 128
@@ -173,6 +173,19 @@ CASES["swizzle_assignment"] = (
 )
 NAGA_REFUSES = {"swizzle_assignment"}
 
+# Function-scope declarations named like the predeclared aliases: a block's let and var, a
+# helper's parameters, a let whose initialiser calls the alias it then shadows.
+CASES["alias_names"] = (
+    HEAD
+    + "fn scale(vec2u: u32, mat3x3f: u32) -> u32 { return vec2u * mat3x3f; }\n"
+    + ENTRY
+    + "  let i = gid.x;\n  var s = 0u;\n  {\n    let vec4f = a[i] + 1u;\n"
+    + "    var vec3u = vec4f * 2u;\n    vec3u += 5u;\n    s = vec3u;\n  }\n"
+    + "  let vec4f = vec4f(f32(a[i] & 0xffu));\n"
+    + "  out[i] = s + scale(a[i], 3u) + u32(vec4f.w);\n}\n",
+    lambda a: a * np.uint32(5) + np.uint32(7) + (a & np.uint32(0xFF)),
+)
+
 
 def _swizzled(a: np.ndarray) -> np.ndarray:
     x = (a << 1) ^ 0x0F
@@ -277,6 +290,10 @@ REFUSED = {
         "no such swizzle",
     ),
     "swizzle_of_a_let": (kernel("  let v = vec2<u32>();\n  v.yx = vec2(1u, 2u);"), "is a let"),
+    "alias_called_where_a_let_takes_it": (
+        kernel("  let vec4f = 1u;\n  let q = vec4f(1.0);"),
+        "'vec4f' is a let here, not the type: it cannot be called",
+    ),
     "var_frexp_no_initialiser_type": (
         kernel("  var r: __frexp_result_f32;\n  out[i] = 1u;"),
         "__frexp_result_f32",
@@ -289,3 +306,10 @@ def test_kvdsl_refuses_what_tint_refuses_of_the_runtime_forms(name):
     text, words = REFUSED[name]
     assert_refused(text, f"{name}.wgsl", words)
     assert refused_by_compilers({name: text})[name].startswith(("tint: ", "naga: "))
+
+
+def test_an_alias_named_as_a_type_after_a_declaration_takes_it_is_refused_as_tint_refuses_it():
+    text = kernel("  let vec4f = 1u;\n  let q: vec4f = vec4<f32>(1.0);")
+    with pytest.raises(UnsupportedError, match="the type vec4f named after a declaration"):
+        parse(text)
+    assert "cannot use 'let vec4f' as type" in refused_by_compilers({"t": text})["t"]
