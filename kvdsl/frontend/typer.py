@@ -536,6 +536,13 @@ class Typer:
                 init = None if init is None else self.stmt(init, inner, ret, loop)
                 cond = None if cond is None else self.condition(cond, inner)
                 update = None if update is None else self.stmt(update, inner, ret, loop)
+                if isinstance(init, ir.Block) or isinstance(update, ir.Block):
+                    raise UnsupportedError(
+                        "a swizzle assignment as a for loop's initialiser or update (the IR "
+                        "writes it a component at a time, a block of statements)",
+                        self.filename,
+                        self.line,
+                    )
                 return ir.For(init, cond, update, self.block(body, Scope(inner), ret, True))
             case ir.Loop(body, continuing, break_if):
                 inner = Scope(scope)
