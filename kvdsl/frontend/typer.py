@@ -94,6 +94,10 @@ def is_abstract(e: ir.Expr) -> bool:
             return is_abstract(a) and is_abstract(b)
         case ir.Call(_, args):
             return all(is_abstract(a) for a in args)
+        case RawCtor(VecShape() | ArrayShape(), args):
+            return bool(args) and all(is_abstract(a) for a in args)  # vec2(1, 2)
+        case ir.Member(base, _) | ir.Index(base, _):
+            return is_abstract(base)  # vec3(1, 2, 3).y, array(4, 5)[i]
     return False
 
 
@@ -286,10 +290,10 @@ class Typer:
             case ir.Bitcast(ty, x):
                 return ir.Bitcast(ty, self.expr(x, scope, None))
             case ir.Index(base, i):
-                base = self.through(self.expr(base, scope, None), scope)
+                base = self.through(self.expr(base, scope, self.whole(base, want)), scope)
                 return ir.Index(base, self.expr(i, scope, None))
             case ir.Member(base, name):
-                base = self.through(self.expr(base, scope, None), scope)
+                base = self.through(self.expr(base, scope, self.whole(base, want)), scope)
                 if (
                     type(base) is ir.Name
                     and (sym := scope.lookup(base.name))
@@ -300,6 +304,20 @@ class Typer:
                     name = name.translate(_RGBA_AS_XYZW)  # WGSL's colour swizzle: the IR's xyzw
                 return ir.Member(base, name)
         raise self.error(f"not an expression: {e!r}")
+
+    def whole(self, base: ir.Expr, want: Type | None) -> Type | None:
+        """The type an abstract ``vecN(...)`` or ``array(...)`` takes where a component or an
+        element of it is wanted as ``want`` (``vec3(1, 2, 3).y + x`` of a u32 ``x``); None
+        for any other base."""
+        if not isinstance(want, (Scalar, Vec)) or not is_abstract(base):
+            return None
+        if isinstance(base, RawCtor) and isinstance(base.ty, VecShape):
+            return Vec(base.ty.n, want.scalar)
+        if isinstance(base, RawCtor) and isinstance(base.ty, ArrayShape):
+            return Array(want, len(base.args))
+        if isinstance(base, ir.Member):  # vec3(1, 2, 3).zy.x: the swizzle's vector
+            return Vec(len(base.name), want.scalar) if len(base.name) > 1 else want.scalar
+        return None
 
     def through(self, base: ir.Expr, scope: Scope) -> ir.Expr:
         """``*base`` where ``base`` names a pointer: WGSL's ``p[i]`` and ``p.x`` reach through
