@@ -400,7 +400,7 @@ class Typer:
             elif isinstance(elem, Scalar) and args and isinstance(args[0], RawCtor):
                 # array(vec2(1, 2), ...): of the vectors the arguments build
                 first = self.type_of(self.expr(args[0], scope, None), scope)
-                elem = type(first)(first.n, elem) if isinstance(first, Vec) else first
+                elem = Vec(first.n, elem) if isinstance(first, Vec) else first
         if isinstance(shape, VecShape):
             if not isinstance(elem, Scalar):
                 raise self.error(f"{what}(...) of {elem}: a vector's components are scalars")
@@ -646,8 +646,11 @@ class Typer:
                 f"{text} = ...: cannot assign to a vector swizzle with duplicate target components"
             )
         if id(s) in self.steps:
-            raise self.error(f"{text}{'++' if s.op is Op.ADD else '--'}: a swizzle cannot be "
-                             "incremented or decremented (WGSL's ++ and -- take a scalar)")  # fmt: skip
+            step = "++" if s.op is Op.ADD else "--"
+            raise self.error(
+                f"{text}{step}: a swizzle cannot be incremented or decremented (WGSL's ++ and "
+                "-- take a scalar)"
+            )
         if any(type(node) is ir.FnCall for node in ir.walk(base)):
             raise UnsupportedError(
                 f"assignment to the swizzle {text} of a reference that calls a function",
