@@ -394,6 +394,11 @@ class _Assembler:
     def workgroup_size(self, entry: FnDecl, consts: tuple[ir.Const, ...]):
         values = {c.name: c.value.value for c in consts if hasattr(c.value, "value")}
         for a in entry.attrs:
+            if a.name == "diagnostic":
+                self.diagnostic_attr(a, entry)
+        for a in entry.attrs:
+            if a.name == "diagnostic":
+                continue
             if a.name == "compute":
                 if a.args is not None:
                     raise self.err("@compute takes no arguments", a.line, a.column)
@@ -531,26 +536,7 @@ class _Assembler:
                         a.line,
                     )
             elif a.name == "diagnostic":
-                severity = a.args[0] if a.args else None
-                if (
-                    a.args is None
-                    or len(a.args) != 2
-                    or not isinstance(severity, ir.Name)
-                    or not isinstance(a.args[1], (ir.Name, ir.Member))
-                ):
-                    raise WgslTypeError(
-                        f"@diagnostic on {fn.name} takes a severity and a rule name "
-                        "(@diagnostic(off, derivative_uniformity))",
-                        self.filename,
-                        a.line,
-                    )
-                if severity.name not in SEVERITIES:
-                    raise WgslTypeError(
-                        f"@diagnostic({severity.name}, ...) on {fn.name}: the severity is one "
-                        f"of {', '.join(SEVERITIES)}",
-                        self.filename,
-                        a.line,
-                    )
+                self.diagnostic_attr(a, fn)
             else:
                 what = f"attribute @{a.name} on helper function {fn.name}"
                 raise self.err(what, a.line, a.column)
@@ -563,6 +549,30 @@ class _Assembler:
             )
         if "must_use" in names:
             self.must_use.add(fn.name)
+
+    def diagnostic_attr(self, a: Attr, fn: FnDecl) -> None:
+        """``@diagnostic(severity, rule)`` on function ``fn``, checked as Tint checks it (it
+        changes no value: kvdsl keeps no diagnostics)."""
+        severity = a.args[0] if a.args else None
+        if (
+            a.args is None
+            or len(a.args) != 2
+            or not isinstance(severity, ir.Name)
+            or not isinstance(a.args[1], (ir.Name, ir.Member))
+        ):
+            raise WgslTypeError(
+                f"@diagnostic on {fn.name} takes a severity and a rule name "
+                "(@diagnostic(off, derivative_uniformity))",
+                self.filename,
+                a.line,
+            )
+        if severity.name not in SEVERITIES:
+            raise WgslTypeError(
+                f"@diagnostic({severity.name}, ...) on {fn.name}: the severity is one of "
+                f"{', '.join(SEVERITIES)}",
+                self.filename,
+                a.line,
+            )
 
     def function(self, fn: FnDecl, scope: Scope, typer: Typer) -> ir.Function:
         inner = Scope(scope)

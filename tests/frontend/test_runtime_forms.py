@@ -40,13 +40,15 @@ def want_of(fn):
 #: name -> (WGSL text, numpy of the input array a -> out)
 CASES: dict[str, tuple[str, object]] = {}
 
-# @must_use and @diagnostic on helpers; the module's diagnostic directive.
+# @must_use and @diagnostic on helpers, @diagnostic on the entry point; the module's diagnostic
+# directive.
 CASES["helper_attributes"] = (
     "diagnostic(off, derivative_uniformity);\n"
     + HEAD
     + "@must_use\nfn twice(x: u32) -> u32 { return x * 2u; }\n"
     + "@diagnostic(off, derivative_uniformity) @must_use\n"
     + "fn plus(x: u32, y: u32) -> u32 { return x + y; }\n"
+    + "@diagnostic(warning, derivative_uniformity)\n"
     + ENTRY
     + "  let i = gid.x;\n  out[i] = plus(twice(a[i]), 7u);\n}\n",
     lambda a: a * np.uint32(2) + np.uint32(7),
@@ -267,6 +269,10 @@ REFUSED = {
         + "@diagnostic(loud, derivative_uniformity) fn f(x: u32) -> u32 { return x; }\n"
         + ENTRY
         + "  out[0] = f(gid.x);\n}\n",
+        "the severity is one of",
+    ),
+    "diagnostic_severity_on_the_entry_point": (
+        HEAD + "@diagnostic(loud, derivative_uniformity)\n" + ENTRY + "  out[0] = 1u;\n}\n",
         "the severity is one of",
     ),
     "local_index_type": (
