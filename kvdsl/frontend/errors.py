@@ -236,7 +236,7 @@ _SKIP = re.compile(f"[{BLANK}]+")
 _BLANK = frozenset(BLANK)
 _DIGITS = frozenset(string.digits)
 _IDENT_START = frozenset(string.ascii_letters + "_")
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_IDENT = re.compile(r"[^\W\d]\w*")  # ASCII, or any script's letters (check_identifiers)
 _NUMBER = re.compile(
     r"0[xX][0-9a-fA-F.]+(?:[pP][+-]?[0-9]+)?[fhiu]?"
     r"|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?[fhiu]?"
@@ -259,7 +259,7 @@ def template_lists(code: str) -> list[tuple[int, int, int]]:
             i = _SKIP.match(code, i).end()
         elif c in _DIGITS or (c == "." and code[i + 1 : i + 2] in _DIGITS):
             i = _NUMBER.match(code, i).end()
-        elif c in _IDENT_START:  # ASCII only, as kvdsl's names are (the parser refuses others)
+        elif c in _IDENT_START or not c.isascii() and c.isidentifier():  # a name: été<
             start, i = i, _IDENT.match(code, i).end()
             j = _SKIP.match(code, i).end() if code[i : i + 1] in _BLANK else i
             if code[j : j + 1] == "<":
