@@ -128,12 +128,19 @@ CASES["bool_member"] = (
 # Unicode identifiers: a let, a var, a helper and its parameter.
 CASES["unicode_identifiers"] = (
     HEAD
+    + "alias Vé = vec2<u32>;\n"
     + "fn größe(maß: u32) -> u32 { return maß * 3u; }\n"
     + ENTRY
     + "  let i = gid.x;\n  let été = größe(a[i]);\n  var 数 = été + 1u;\n  数 ^= 0x55u;\n"
-    + "  out[i] = 数;\n}\n",
-    lambda a: (a * np.uint32(3) + np.uint32(1)) ^ np.uint32(0x55),
+    + "  let w = Vé(数, été);\n  out[i] = w.x + select(0u, 1u << 31u, été > 6u && 1u < 数);\n}\n",
+    lambda a: _unicode(a),
 )
+
+
+def _unicode(a: np.ndarray) -> np.ndarray:
+    ete = a * np.uint32(3)
+    shu = (ete + np.uint32(1)) ^ np.uint32(0x55)
+    return shu + np.where((ete > 6) & (shu > 1), np.uint32(1 << 31), np.uint32(0))
 
 
 # Builtins as the members of the entry point's parameter struct, beside a builtin parameter.
