@@ -105,7 +105,7 @@ def check_words(code: str, filename: str) -> None:
         )
 
 
-_NON_ASCII_WORD = re.compile(r"\w*[^\x00-\x7f]\w*")
+_NON_ASCII_WORD = re.compile(r"\w*(?:(?![\x00-\x7f])\w)\w*")  # a word with a letter past ASCII
 
 
 def check_identifiers(code: str, filename: str) -> None:
