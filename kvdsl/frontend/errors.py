@@ -105,6 +105,28 @@ def check_words(code: str, filename: str) -> None:
         )
 
 
+_NON_ASCII_WORD = re.compile(r"\w*(?:(?![\x00-\x7f])\w)\w*")  # a word with a letter past ASCII
+
+
+def check_identifiers(code: str, filename: str) -> None:
+    """Raise :class:`WgslSyntaxError` at the first character past ASCII that leaves a word no
+    WGSL identifier (Unicode's XID_Start or ``_``, then XID_Continue) or follows a number's
+    digits: the grammar's names take any word characters."""
+    for m in _NON_ASCII_WORD.finditer(code):
+        word = m.group()
+        if word[0].isdigit():
+            bad = next(k for k, c in enumerate(word) if not c.isascii())
+        else:
+            bad = next((k for k in range(len(word)) if not word[: k + 1].isidentifier()), None)
+            if bad is None:
+                continue
+        char = word[bad]
+        line, column = position(code, m.start() + bad)
+        raise WgslSyntaxError(
+            f"unexpected character '{char}' (U+{ord(char):04X})", filename, line, column, char, ()
+        )
+
+
 def position(text: str, offset: int) -> tuple[int, int]:
     """1-based line and column of ``offset`` in ``text``."""
     line = text.count("\n", 0, offset) + 1
@@ -214,7 +236,7 @@ _SKIP = re.compile(f"[{BLANK}]+")
 _BLANK = frozenset(BLANK)
 _DIGITS = frozenset(string.digits)
 _IDENT_START = frozenset(string.ascii_letters + "_")
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_IDENT = re.compile(r"[^\W\d]\w*")  # ASCII, or any script's letters (check_identifiers)
 _NUMBER = re.compile(
     r"0[xX][0-9a-fA-F.]+(?:[pP][+-]?[0-9]+)?[fhiu]?"
     r"|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?[fhiu]?"
@@ -237,7 +259,7 @@ def template_lists(code: str) -> list[tuple[int, int, int]]:
             i = _SKIP.match(code, i).end()
         elif c in _DIGITS or (c == "." and code[i + 1 : i + 2] in _DIGITS):
             i = _NUMBER.match(code, i).end()
-        elif c in _IDENT_START:  # ASCII only, as kvdsl's names are (the parser refuses others)
+        elif c in _IDENT_START or not c.isascii() and c.isidentifier():  # a name: été<
             start, i = i, _IDENT.match(code, i).end()
             j = _SKIP.match(code, i).end() if code[i : i + 1] in _BLANK else i
             if code[j : j + 1] == "<":

@@ -12,7 +12,15 @@ from lark.tree import Meta
 
 from kvdsl.frontend.errors import WgslTypeError
 from kvdsl.frontend.numbers import const_int, parse_number
-from kvdsl.frontend.records import MatShape, RawAddress, RawCtor, RawLit, StructRef
+from kvdsl.frontend.records import (
+    ArrayShape,
+    MatShape,
+    RawAddress,
+    RawCtor,
+    RawLit,
+    StructRef,
+    VecShape,
+)
 from kvdsl.frontend.rules import Rules
 from kvdsl.ir import ops
 from kvdsl.ir import tree as ir
@@ -84,10 +92,10 @@ class Expressions(Rules):
             return RawCtor(self.aliases[name], args)
         if name in SCALARS:
             return RawCtor(SCALARS[name], args)
-        if name in VEC_ALIASES:
-            return RawCtor(VEC_ALIASES[name], args)
-        if name in MAT_ALIASES:
-            return RawCtor(MAT_ALIASES[name], args)
+        if name in VEC_ALIASES or name in MAT_ALIASES:
+            ctor = RawCtor(VEC_ALIASES.get(name) or MAT_ALIASES[name], args)
+            self.alias_ctors[id(ctor)] = name  # a call of a value where one takes the name
+            return ctor
         if (
             name == "arrayLength"
             and len(args) == 1
@@ -145,6 +153,14 @@ class Expressions(Rules):
     def mat_inferred(self, kw: Token, args: tuple[ir.Expr, ...]) -> RawCtor:
         """``matCxR(...)``: the element type comes from the arguments (the typer's)."""
         return RawCtor(MatShape(int(str(kw)[3]), int(str(kw)[5])), args)
+
+    def vec_inferred(self, kw: Token, args: tuple[ir.Expr, ...]) -> RawCtor:
+        """``vecN(...)``: the element type comes from the arguments (the typer's)."""
+        return RawCtor(VecShape(int(str(kw)[3])), args)
+
+    def array_inferred(self, args: tuple[ir.Expr, ...]) -> RawCtor:
+        """``array(...)``: the element type and count come from the arguments (the typer's)."""
+        return RawCtor(ArrayShape(), args)
 
     @v_args(meta=True, inline=True)
     def bitcast(self, meta: Meta, ty, args) -> ir.Expr:
@@ -205,10 +221,9 @@ class Expressions(Rules):
             return self.aliases[name]
         if name in SCALARS:
             return SCALARS[name]
-        if name in VEC_ALIASES:
-            return VEC_ALIASES[name]
-        if name in MAT_ALIASES:
-            return MAT_ALIASES[name]
+        if name in VEC_ALIASES or name in MAT_ALIASES:
+            self.alias_types.append((name, tok.line, tok.column))
+            return VEC_ALIASES.get(name) or MAT_ALIASES[name]
         if name in UNSUPPORTED_TYPES or name.startswith(UNSUPPORTED_TYPE_PREFIXES):
             raise self._err(f"type '{name}'", tok.line, tok.column)
         return StructRef(name, tok.line, tok.column)

@@ -164,7 +164,9 @@ class Interface:
                 fields.append((fname, _with_leaf(fty, st)))
                 continue
             # bool is no host-shareable type: of memory, only a workgroup struct holds one
-            numbers = (u32, i32, f32, f16, bool_) if workgroup else (u32, i32, f32, f16)
+            numbers = (
+                (u32, i32, f32, f16, bool_) if workgroup or not memory else (u32, i32, f32, f16)
+            )
             ok = isinstance(inner, (Scalar, Vec)) and inner.scalar in numbers
             ok = ok or isinstance(inner, Mat)
             if ok or memory and isinstance(inner, Atomic) and inner.elem in (u32, i32):

@@ -5,6 +5,7 @@ consts and integer arithmetic)."""
 
 from __future__ import annotations
 
+import numpy as np
 from lark import Token
 
 from kvdsl.frontend.errors import UnsupportedError, WgslSyntaxError
@@ -18,6 +19,8 @@ def parse_number(tok: Token, filename: str) -> RawLit:
     """A NUMBER token as a literal, rejecting what WGSL rejects (leading zeros, overflow)."""
     text = str(tok)
     ty: Scalar | None = None
+    if text[:2] in ("0x", "0X") and ("." in text or "p" in text.lower()):
+        return _hex_float(tok, text, filename)
     if text[:2] in ("0x", "0X"):
         if text[-1] in "iu":
             ty, text = (i32 if text[-1] == "i" else u32), text[:-1]
@@ -50,6 +53,28 @@ def parse_number(tok: Token, filename: str) -> RawLit:
         value = int(text)
     if ty == i32 and value >= 2**31 or ty == u32 and value >= 2**32:
         _bad(tok, filename, f"literal {tok} does not fit {ty}")
+    return RawLit(value, ty)
+
+
+def _hex_float(tok: Token, text: str, filename: str) -> RawLit:
+    """A hexadecimal float (``0x1.8p3``, ``0x.8``, ``0x1p-2f``): its exact value, refused as
+    Tint refuses one past 64 mantissa bits, out of its type's range, or (suffixed) not exactly
+    a value of its type."""
+    ty: Scalar | None = None
+    if "p" in text.lower() and text[-1] in "fh":
+        ty, text = (f32 if text[-1] == "f" else f16), text[:-1]
+    digits = text[2:].lower().split("p")[0].replace(".", "").lstrip("0")
+    if len(digits) > 16:
+        _bad(tok, filename, "mantissa is too large for hex float (more than 64 bits)")
+    try:
+        value = float.fromhex(text)
+    except OverflowError:
+        value = float("inf")
+    limit = {None: 1.7976931348623157e308, f32: 3.4028234663852886e38, f16: 65504.0}[ty]
+    if not abs(value) <= limit:
+        _bad(tok, filename, f"value {tok} cannot be represented as '{ty or 'abstract-float'}'")
+    if ty is not None and float((np.float16 if ty == f16 else np.float32)(value)) != value:
+        _bad(tok, filename, f"value {tok} cannot be exactly represented as '{ty}'")
     return RawLit(value, ty)
 
 

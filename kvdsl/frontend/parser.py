@@ -14,6 +14,7 @@ point's workgroup size, builtins and body, and the ``//`` lines directly above `
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import replace
 from importlib import resources
 from pathlib import Path
@@ -29,6 +30,7 @@ from kvdsl.frontend.errors import (
     UnsupportedError,
     WgslSyntaxError,
     WgslTypeError,
+    check_identifiers,
     check_template_lists,
     check_words,
     position,
@@ -38,11 +40,13 @@ from kvdsl.frontend.errors import (
 from kvdsl.frontend.interface import Interface
 from kvdsl.frontend.numbers import const_int
 from kvdsl.frontend.records import (
+    Attr,
     ConstDecl,
     FnDecl,
     GlobalVar,
     Module,
     ModuleAssert,
+    RawLet,
     RawLit,
     StructDecl,
     StructRef,
@@ -149,6 +153,7 @@ def parse_with_lines(
         ) from None
     check_depth(code, filename)
     check_words(code, filename)
+    check_identifiers(code, filename)
     check_template_lists(code, filename)
     parser = wgsl_parser()
     _WholeWords.closers = frozenset(gt for _, _, gt in template_lists(code))
@@ -172,7 +177,9 @@ def parse_with_lines(
             filename,
             None,
         )
-    return _Assembler(module, filename, found, to_ir, rounded).kernel(_name(filename), dispatch)
+    assembler = _Assembler(module, filename, found, to_ir, rounded)
+    assembler.words = frozenset(re.findall(r"\w+", code))
+    return assembler.kernel(_name(filename), dispatch)
 
 
 #: WGSL's language features a ``requires`` directive may name (the specification's list).
@@ -215,6 +222,12 @@ class _Assembler:
         self.raw_lines = to_ir.lines
         self.calls = to_ir.calls
         self.decl_lines: dict[str, int] = {}
+        self.must_use: set[str] = set()  # the helpers marked @must_use
+        self.member_builtins = to_ir.member_builtins  # struct -> member -> @builtin
+        self.steps = to_ir.steps  # id(Assign) of each `lhs++` and `lhs--`
+        self.alias_types = to_ir.alias_types
+        self.alias_ctors = to_ir.alias_ctors
+        self.words: frozenset[str] = frozenset()  # every word of the module's text
 
     def err(self, message: str, line: int | None, column: int | None = None) -> UnsupportedError:
         return UnsupportedError(message, self.filename, line, column)
@@ -246,6 +259,14 @@ class _Assembler:
         checker.function_names = frozenset(fn.name for fn in fns if fn is not entry)
         typer = Typer(checker, self.filename, self.raw_lines, self.calls, self.rounded)
         typer.structs = interface.structs
+        self.interface_structs = interface.structs
+        for fn in fns:
+            if fn is not entry:
+                self.helper_attrs(fn)
+        typer.must_use = frozenset(self.must_use)
+        typer.steps = self.steps
+        typer.alias_types = self.alias_types
+        typer.alias_ctors = self.alias_ctors
         consts = self.consts(typer)
         wg, wg_name = self.workgroup_size(entry, consts)
         probe = replace(probe, consts=consts)
@@ -266,9 +287,10 @@ class _Assembler:
                 asserts.append(cond)
         directives = self.directives()
         main = Scope(scope)
-        builtins = self.builtins(entry, main)
+        typer.fn_end = entry.end_line
+        builtins, prelude = self.builtins(entry, main)
         typer.line = entry.line
-        body = typer.block(entry.body, main, None, False)
+        body = typer.block(prelude + entry.body, main, None, False)
         kernel = ir.Kernel(
             name=name,
             bindings=bindings,
@@ -372,6 +394,11 @@ class _Assembler:
     def workgroup_size(self, entry: FnDecl, consts: tuple[ir.Const, ...]):
         values = {c.name: c.value.value for c in consts if hasattr(c.value, "value")}
         for a in entry.attrs:
+            if a.name == "diagnostic":
+                self.diagnostic_attr(a, entry)
+        for a in entry.attrs:
+            if a.name == "diagnostic":
+                continue
             if a.name == "compute":
                 if a.args is not None:
                     raise self.err("@compute takes no arguments", a.line, a.column)
@@ -395,60 +422,162 @@ class _Assembler:
                 raise self.err(f"attribute @{a.name} on the entry point", a.line, a.column)
         raise self.err("@compute without @workgroup_size", entry.line)
 
-    def builtins(self, entry: FnDecl, main: Scope) -> tuple[tuple[str, str], ...]:
+    def builtins(
+        self, entry: FnDecl, main: Scope
+    ) -> tuple[tuple[tuple[str, str], ...], tuple[RawLet, ...]]:
+        """The entry point's builtins, ``(parameter, builtin)``, and the statements that open
+        its body: a parameter of a struct whose members are builtins is a builtin per member
+        (named after the parameter and the member) and a ``let`` of the struct built from them,
+        which the body reads as WGSL reads the parameter."""
         if entry.ret is not None:
             raise self.err("an entry point with a return type", entry.line)
-        out = []
+        out: list[tuple[str, str]] = []
+        prelude = []
         for attrs, pname, pty in entry.params:
+            members = self.member_builtins.get(pty.name) if isinstance(pty, StructRef) else None
+            if not attrs and members is not None:
+                st = self.interface_structs.get(pty.name)
+                missing = [m for m, _ in st.fields if m not in members] if st else []
+                if missing:
+                    raise WgslTypeError(
+                        f"entry point parameter '{pname}': member {missing[0]} of {pty.name} "
+                        "has no @builtin (a compute entry point's inputs are builtins)",
+                        self.filename,
+                        entry.line,
+                    )
+                args = []
+                for m, mty in st.fields:
+                    name = f"{pname}_{m}"
+                    while name in self.words or any(name == p for p, _ in out):
+                        name += "_"
+                    self._builtin(entry, name, members[m], mty, out, f"{pty.name} member {m}")
+                    what = f"parameter {pname}"
+                    self._declare(main, name, Symbol(mty, "builtin"), entry, what, entry.line)
+                    args.append(ir.Name(name))
+                prelude.append(RawLet(pname, None, ir.FnCall(pty.name, tuple(args))))
+                continue
             if len(attrs) != 1 or attrs[0].name != "builtin" or attrs[0].args is None:
                 raise self.err(f"entry point parameter '{pname}' without @builtin", entry.line)
-            arg = attrs[0].args
-            if (
-                len(arg) != 1
-                or not isinstance(arg[0], ir.Name)
-                or arg[0].name not in ir.BUILTIN_INPUTS
-            ):
-                raise self.err(
-                    f"@builtin of '{pname}' (one of {', '.join(ir.BUILTIN_INPUTS)})",
-                    attrs[0].line,
-                    attrs[0].column,
-                )
-            want = ir.builtin_type(arg[0].name)
-            if pty != want:
-                raise self.err(f"builtin '{pname}' of type {pty} ({want})", attrs[0].line)
-            twice = [p for p, b in out if b == arg[0].name]
-            if twice:
-                raise WgslTypeError(
-                    f"@builtin({arg[0].name}) on '{twice[0]}' and '{pname}': WGSL takes each "
-                    "builtin once",
-                    self.filename,
-                    attrs[0].line,
-                )
-            out.append((pname, arg[0].name))
+            self._builtin(entry, pname, attrs[0], pty, out, f"builtin '{pname}'")
+            want = ir.builtin_type(out[-1][1])
             self._declare(
                 main, pname, Symbol(want, "builtin"), entry, f"parameter {pname}", entry.line
             )
-        return tuple(out)
+        return tuple(out), tuple(prelude)
+
+    def _builtin(
+        self, entry: FnDecl, pname: str, attr: Attr, pty: Any, out: list, what: str
+    ) -> None:
+        """``(pname, builtin)`` appended to ``out``, ``attr`` (``@builtin(name)``) and the type
+        ``pty`` checked as WGSL checks them."""
+        arg = attr.args
+        if (
+            arg is None
+            or len(arg) != 1
+            or not isinstance(arg[0], ir.Name)
+            or arg[0].name not in ir.BUILTIN_INPUTS
+        ):
+            raise self.err(
+                f"@builtin of '{pname}' (one of {', '.join(ir.BUILTIN_INPUTS)})",
+                attr.line,
+                attr.column,
+            )
+        want = ir.builtin_type(arg[0].name)
+        if pty != want:
+            raise WgslTypeError(
+                f"{what} of type {pty}: @builtin({arg[0].name}) is {want}",
+                self.filename,
+                attr.line,
+            )
+        twice = [p for p, b in out if b == arg[0].name]
+        if twice:
+            raise WgslTypeError(
+                f"@builtin({arg[0].name}) on '{twice[0]}' and '{pname}': WGSL takes each "
+                "builtin once",
+                self.filename,
+                attr.line,
+            )
+        out.append((pname, arg[0].name))
 
     def _declare(
-        self, scope: Scope, name: str, sym: Symbol, node: Any, what: str, line: int | None
+        self,
+        scope: Scope,
+        name: str,
+        sym: Symbol,
+        node: Any,
+        what: str,
+        line: int | None,
+        local: bool = False,
     ) -> None:
         """``scope.declare``, a name no declaration may take, or one declared twice, a located
-        error."""
-        problem = name_problem(name)
+        error (``local``: a function-scope declaration, kvdsl.ir.scope.name_problem's)."""
+        problem = name_problem(name, local=local)
         if problem is not None:
             raise WgslTypeError(f"{what}: {problem}", self.filename, line)
         try:
-            scope.declare(name, sym, node)
+            scope.declare(name, sym, node, local)
         except VerifyError:
             raise WgslTypeError(f"{what} is already declared", self.filename, line) from None
 
+    def helper_attrs(self, fn: FnDecl) -> None:
+        """A helper's attributes, as Tint checks them: ``@must_use`` (a function returning a
+        value) and ``@diagnostic(severity, rule)``; neither changes what the function does."""
+        for a in fn.attrs:
+            if a.name == "must_use":
+                if a.args is not None:
+                    raise WgslTypeError(
+                        f"@must_use on {fn.name} takes no arguments", self.filename, a.line
+                    )
+                if fn.ret is None:
+                    raise WgslTypeError(
+                        f"@must_use on {fn.name}: the function returns no value (@must_use is "
+                        "for a function with a return type)",
+                        self.filename,
+                        a.line,
+                    )
+            elif a.name == "diagnostic":
+                self.diagnostic_attr(a, fn)
+            else:
+                what = f"attribute @{a.name} on helper function {fn.name}"
+                raise self.err(what, a.line, a.column)
+        names = [a.name for a in fn.attrs]
+        if names.count("must_use") > 1:
+            raise WgslTypeError(
+                f"@must_use twice on {fn.name}: WGSL takes an attribute once",
+                self.filename,
+                fn.line,
+            )
+        if "must_use" in names:
+            self.must_use.add(fn.name)
+
+    def diagnostic_attr(self, a: Attr, fn: FnDecl) -> None:
+        """``@diagnostic(severity, rule)`` on function ``fn``, checked as Tint checks it (it
+        changes no value: kvdsl keeps no diagnostics)."""
+        severity = a.args[0] if a.args else None
+        if (
+            a.args is None
+            or len(a.args) != 2
+            or not isinstance(severity, ir.Name)
+            or not isinstance(a.args[1], (ir.Name, ir.Member))
+        ):
+            raise WgslTypeError(
+                f"@diagnostic on {fn.name} takes a severity and a rule name "
+                "(@diagnostic(off, derivative_uniformity))",
+                self.filename,
+                a.line,
+            )
+        if severity.name not in SEVERITIES:
+            raise WgslTypeError(
+                f"@diagnostic({severity.name}, ...) on {fn.name}: the severity is one of "
+                f"{', '.join(SEVERITIES)}",
+                self.filename,
+                a.line,
+            )
+
     def function(self, fn: FnDecl, scope: Scope, typer: Typer) -> ir.Function:
-        if fn.attrs:
-            a = fn.attrs[0]
-            raise self.err(f"attribute @{a.name} on helper function {fn.name}", a.line, a.column)
         inner = Scope(scope)
         params = []
+        typer.fn_end = fn.end_line
         for attrs, pname, pty in fn.params:
             pty = typer.resolve(pty) if isinstance(pty, StructRef) else pty
             if attrs or not (isinstance(pty, (Scalar, Vec, Mat, Ptr)) or value_struct(pty)):
@@ -462,7 +591,9 @@ class _Assembler:
                     check_pointer_type(f"parameter {pname} of {fn.name}", pty)
                 except VerifyError as err:
                     raise WgslTypeError(str(err), self.filename, fn.line) from None
-            self._declare(inner, pname, Symbol(pty, "param"), fn, f"parameter {pname}", fn.line)
+            typer.shadowing_alias(pname, fn.line)
+            what = f"parameter {pname}"
+            self._declare(inner, pname, Symbol(pty, "param"), fn, what, fn.line, local=True)
             params.append((pname, pty))
         if isinstance(fn.ret, Ptr):
             raise WgslTypeError(

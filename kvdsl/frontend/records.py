@@ -27,7 +27,7 @@ class RawLit:
 class RawCtor:
     """``T(args)``: a conversion or a value constructor, decided by the arguments' types."""
 
-    ty: Scalar | Vec | Mat | MatShape | Array
+    ty: Scalar | Vec | Mat | MatShape | VecShape | ArrayShape | Array
     args: tuple[ir.Expr, ...]
 
 
@@ -38,6 +38,20 @@ class MatShape:
 
     c: int
     r: int
+
+
+@dataclass(frozen=True, slots=True)
+class VecShape:
+    """``vecN`` without an element type (``vec4(1u, 2u, 3u, 4u)``, ``vec3(x)``): WGSL infers it
+    from the constructor's arguments."""
+
+    n: int
+
+
+@dataclass(frozen=True, slots=True)
+class ArrayShape:
+    """``array`` without an element type or count (``array(1u, 2u)``): WGSL infers both from
+    the constructor's arguments."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +85,13 @@ class RawVar:
 @dataclass(frozen=True, slots=True)
 class CallStmt:
     """A statement that is only an expression (WGSL allows calls there; the IR has no such node)."""
+
+    expr: ir.Expr
+
+
+@dataclass(frozen=True, slots=True)
+class Phony:
+    """``_ = e;``: ``e`` evaluated for its calls, its value dropped (the IR has no such node)."""
 
     expr: ir.Expr
 
@@ -130,6 +151,7 @@ class FnDecl:
     ret: Any
     body: tuple[ir.Stmt, ...]
     line: int  # the line of its first attribute, or of "fn"
+    end_line: int = 0  # the line of its closing brace
 
 
 @dataclass(frozen=True, slots=True)

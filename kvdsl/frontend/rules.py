@@ -37,6 +37,15 @@ class Rules(Transformer):
         self.calls: dict[int, tuple[int, int]] = {}  # id(FnCall) -> position of its name
         # Type aliases, resolved where they are named (declared above their use, as consts).
         self.aliases: dict[str, Any] = {}
+        # The @builtin attributes of struct members: struct -> member -> attribute (those of
+        # the struct being read wait in pending_builtins).
+        self.member_builtins: dict[str, dict[str, Any]] = {}
+        self.pending_builtins: dict[str, Any] = {}
+        self.steps: set[int] = set()  # id(Assign) of each `lhs++` and `lhs--`
+        # Where a shadowable alias (kvdsl.ir.scope.SHADOWABLE) is named: as a type, (name,
+        # line, column) each; as a constructor, id(RawCtor) -> name.
+        self.alias_types: list[tuple[str, int, int]] = []
+        self.alias_ctors: dict[int, str] = {}
 
     def __default__(self, data, children, meta):
         raise NotImplementedError(f"grammar rule '{data}' has no IR constructor")

@@ -10,7 +10,7 @@ from lark.tree import Meta
 
 from kvdsl.frontend.comments import LineComment
 from kvdsl.frontend.errors import WgslSyntaxError
-from kvdsl.frontend.records import CallStmt, RawCtor, RawLet, RawLit, RawVar
+from kvdsl.frontend.records import CallStmt, Phony, RawCtor, RawLet, RawLit, RawVar
 from kvdsl.frontend.rules import Rules
 from kvdsl.ir import ops
 from kvdsl.ir import tree as ir
@@ -142,7 +142,9 @@ class Statements(Rules):
         return self._at(RawVar(str(name), ty, init), meta)
 
     @v_args(meta=True, inline=True)
-    def assign(self, meta: Meta, target: ir.Expr, value: ir.Expr) -> ir.Assign:
+    def assign(self, meta: Meta, target: ir.Expr, value: ir.Expr) -> ir.Assign | Phony:
+        if target == ir.Name("_"):
+            return self._at(Phony(value), meta)
         return self._at(ir.Assign(self._lhs(target, meta), value), meta)
 
     @v_args(meta=True, inline=True)
@@ -152,18 +154,30 @@ class Statements(Rules):
 
     @v_args(meta=True, inline=True)
     def increment(self, meta: Meta, target: ir.Expr) -> ir.Assign:
-        return self._at(ir.Assign(self._lhs(target, meta), RawLit(1, None), Op.ADD), meta)
+        node = ir.Assign(self._lhs(target, meta), RawLit(1, None), Op.ADD)
+        self.steps.add(id(node))
+        return self._at(node, meta)
 
     @v_args(meta=True, inline=True)
     def decrement(self, meta: Meta, target: ir.Expr) -> ir.Assign:
-        return self._at(ir.Assign(self._lhs(target, meta), RawLit(1, None), Op.SUB), meta)
+        node = ir.Assign(self._lhs(target, meta), RawLit(1, None), Op.SUB)
+        self.steps.add(id(node))
+        return self._at(node, meta)
 
     def _lhs(self, target: ir.Expr, meta: Meta) -> ir.Expr:
         root = target
         while isinstance(root, (ir.Index, ir.Member)):
             root = root.base
         if root == ir.Name("_"):
-            raise self._err("phony assignment '_ = ...'", meta.line, meta.column)
+            raise WgslSyntaxError(
+                "'_' is assigned only whole, as '_ = e;' (no compound assignment, index or "
+                "member of it)",
+                self.filename,
+                meta.line,
+                meta.column,
+                "_",
+                (),
+            )
         if not isinstance(root, (ir.Name, ir.Deref)):
             raise self._err("assignment to something other than a variable", meta.line)
         return target

@@ -78,11 +78,18 @@ class ToIR(Statements, Expressions):
 
     @v_args(meta=True, inline=True)
     def struct_decl(self, meta: Meta, name: Token, *fields) -> StructDecl:
+        self.member_builtins[str(name)] = self.pending_builtins
+        self.pending_builtins = {}
         return StructDecl(str(name), fields, meta.line)
 
     def field(self, attrs: tuple[Attr, ...], name: Token, ty) -> tuple[str, Any]:
-        if attrs:
-            raise self._err(f"attribute @{attrs[0].name} on a struct member", attrs[0].line)
+        for a in attrs:
+            if a.name == "builtin" and len(attrs) == 1:
+                # An entry point's input, where the struct is its parameter's type (the
+                # kernel's builtins); of any other struct, no meaning.
+                self.pending_builtins[str(name)] = a
+                continue
+            raise self._err(f"attribute @{a.name} on a struct member", a.line)
         return str(name), ty
 
     def global_var(self, attrs, address, name: Token, ty, init) -> GlobalVar:
@@ -169,7 +176,7 @@ class ToIR(Statements, Expressions):
 
     @v_args(meta=True, inline=True)
     def fn_decl(self, meta: Meta, attrs, name: Token, params, ret, body) -> FnDecl:
-        return FnDecl(attrs, str(name), params, ret, body, meta.line)
+        return FnDecl(attrs, str(name), params, ret, body, meta.line, meta.end_line)
 
     def params(self, *params) -> tuple:
         return params

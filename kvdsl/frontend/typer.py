@@ -15,14 +15,17 @@ import numpy as np
 
 from kvdsl.frontend.errors import UnsupportedError, WgslTypeError
 from kvdsl.frontend.records import (
+    ArrayShape,
     CallStmt,
     MatShape,
+    Phony,
     RawAddress,
     RawCtor,
     RawLet,
     RawLit,
     RawVar,
     StructRef,
+    VecShape,
 )
 from kvdsl.ir import tree as ir
 from kvdsl.ir import ops
@@ -45,6 +48,7 @@ from kvdsl.ir.types import (
 )
 from kvdsl.ir.consteval import literal_ok
 from kvdsl.ir.scope import Scope, VerifyError, shadowing
+from kvdsl.ir.show import show as value_text
 from kvdsl.ir.verify import SWITCH_CLAUSE, Verifier
 
 # WGSL builtin functions the IR has no op for: calling one is "outside the subset", not an
@@ -90,7 +94,34 @@ def is_abstract(e: ir.Expr) -> bool:
             return is_abstract(a) and is_abstract(b)
         case ir.Call(_, args):
             return all(is_abstract(a) for a in args)
+        case RawCtor(VecShape() | ArrayShape(), args):
+            return bool(args) and all(is_abstract(a) for a in args)  # vec2(1, 2)
+        case ir.Member(base, _) | ir.Index(base, _):
+            return is_abstract(base)  # vec3(1, 2, 3).y, array(4, 5)[i]
     return False
+
+
+def abstract_kind(e: ir.Expr) -> str | None:
+    """``"int"`` or ``"float"`` where ``e`` is abstract (its literals, and the inferred
+    constructors ``vec2(1, 2)`` and ``array(1.5, 2)`` of them), the latter where a float is among
+    them; None where ``e`` has a concrete type."""
+    match e:
+        case RawLit(value, None):
+            return "float" if isinstance(value, float) else "int"
+        case ir.Unary(_, x):
+            return abstract_kind(x)
+        case ir.Binary(_, a, b) | ir.Call(_, (a, b)):
+            return _widest((abstract_kind(a), abstract_kind(b)))
+        case RawCtor(VecShape() | ArrayShape(), args) if args:
+            return _widest([abstract_kind(a) for a in args])
+    return None
+
+
+def _widest(kinds) -> str | None:
+    """The abstract type abstract operands of ``kinds`` make: float where one is."""
+    if None in kinds:
+        return None
+    return "float" if "float" in kinds else "int"
 
 
 def _pick(value: int | float, want: Type | None) -> Scalar:
@@ -101,6 +132,7 @@ def _pick(value: int | float, want: Type | None) -> Scalar:
 
 
 _RGBA = frozenset("rgba")
+_XYZW = frozenset("xyzw")
 _RGBA_AS_XYZW = str.maketrans("rgba", "xyzw")
 
 
@@ -124,6 +156,11 @@ class Typer:
         self.line: int | None = None
         self.const_symbols: set[int] = set()  # the scope symbols of function-scope consts
         self.structs: dict[str, Struct] = {}  # the module's structs, by name
+        self.must_use: frozenset[str] = frozenset()  # the helpers marked @must_use
+        self.steps: set[int] = set()  # id(Assign) of each raw `lhs++` and `lhs--`
+        self.alias_types: list[tuple[str, int, int]] = []  # (alias, line, column) as a type
+        self.alias_ctors: dict[int, str] = {}  # id(RawCtor) -> the alias it is called by
+        self.fn_end = 0  # the last line of the function being typed
 
     def resolve(self, ty):
         """``ty`` with a struct named by the source (a ``StructRef``) resolved to its
@@ -229,7 +266,12 @@ class Typer:
                     name, tuple(self.expr(a, scope, t) for a, (_, t) in zip(args, fn.params))
                 )
             case RawCtor(ty, args):
-                return self.ctor(ty, args, scope)
+                alias = self.alias_ctors.get(id(e))
+                if alias is not None and (sym := scope.lookup(alias)) is not None:
+                    raise self.error(
+                        f"'{alias}' is a {sym.kind} here, not the type: it cannot be called"
+                    )
+                return self.ctor(ty, args, scope, want)
             case RawAddress(x):
                 return ir.AddressOf(self.expr(x, scope, None))
             case ir.Deref(x):
@@ -248,10 +290,10 @@ class Typer:
             case ir.Bitcast(ty, x):
                 return ir.Bitcast(ty, self.expr(x, scope, None))
             case ir.Index(base, i):
-                base = self.through(self.expr(base, scope, None), scope)
+                base = self.through(self.expr(base, scope, self.whole(base, want)), scope)
                 return ir.Index(base, self.expr(i, scope, None))
             case ir.Member(base, name):
-                base = self.through(self.expr(base, scope, None), scope)
+                base = self.through(self.expr(base, scope, self.whole(base, want)), scope)
                 if (
                     type(base) is ir.Name
                     and (sym := scope.lookup(base.name))
@@ -262,6 +304,20 @@ class Typer:
                     name = name.translate(_RGBA_AS_XYZW)  # WGSL's colour swizzle: the IR's xyzw
                 return ir.Member(base, name)
         raise self.error(f"not an expression: {e!r}")
+
+    def whole(self, base: ir.Expr, want: Type | None) -> Type | None:
+        """The type an abstract ``vecN(...)`` or ``array(...)`` takes where a component or an
+        element of it is wanted as ``want`` (``vec3(1, 2, 3).y + x`` of a u32 ``x``); None
+        for any other base."""
+        if not isinstance(want, (Scalar, Vec)) or not is_abstract(base):
+            return None
+        if isinstance(base, RawCtor) and isinstance(base.ty, VecShape):
+            return Vec(base.ty.n, want.scalar)
+        if isinstance(base, RawCtor) and isinstance(base.ty, ArrayShape):
+            return Array(want, len(base.args))
+        if isinstance(base, ir.Member):  # vec3(1, 2, 3).zy.x: the swizzle's vector
+            return Vec(len(base.name), want.scalar) if len(base.name) > 1 else want.scalar
+        return None
 
     def through(self, base: ir.Expr, scope: Scope) -> ir.Expr:
         """``*base`` where ``base`` names a pointer: WGSL's ``p[i]`` and ``p.x`` reach through
@@ -310,7 +366,52 @@ class Typer:
             out[i] = self.expr(args[i], scope, ctx)
         return tuple(out)
 
-    def ctor(self, ty: Scalar | Vec | Array, args: tuple[ir.Expr, ...], scope: Scope) -> ir.Expr:
+    def inferred(
+        self, shape: VecShape | ArrayShape, args: tuple[ir.Expr, ...], scope: Scope, want
+    ) -> Vec | Array:
+        """The type ``vecN(...)`` or ``array(...)`` builds, as WGSL infers it: of the first
+        concrete argument's element (its scalar, for a vector), the abstract ones converted to
+        it; of abstract arguments alone (``vecN()`` too), the type the context wants where they
+        convert to it, else i32 (f32 where a float is among them)."""
+        what = f"vec{shape.n}" if isinstance(shape, VecShape) else "array"
+        if not args and isinstance(shape, VecShape):  # the zero value: abstract-int's
+            s = want.scalar if isinstance(want, (Scalar, Vec)) else None
+            return Vec(shape.n, s if s is not None and s.is_numeric else i32)
+        if not args:
+            raise self.error("array(): cannot infer the element type without arguments")
+        elem = None
+        for a in args:
+            if abstract_kind(a) is None:
+                elem = self.type_of(self.expr(a, scope, None), scope)
+                break
+        if isinstance(shape, VecShape):
+            inner = want.scalar if isinstance(want, (Scalar, Vec)) else None
+            if elem is not None:
+                elem = elem.scalar if isinstance(elem, (Scalar, Vec)) else elem
+        else:
+            inner = want.elem if isinstance(want, Array) else None
+        if elem is None:
+            kind = _widest([abstract_kind(a) for a in args])
+            scalar = inner.scalar if isinstance(inner, (Scalar, Vec)) else None
+            ok = scalar is not None and (scalar.is_float or kind == "int" and scalar.is_numeric)
+            elem = inner if ok else (f32 if kind == "float" else i32)
+            if isinstance(shape, VecShape):
+                elem = elem.scalar if isinstance(elem, (Scalar, Vec)) else elem
+            elif isinstance(elem, Scalar) and args and isinstance(args[0], RawCtor):
+                # array(vec2(1, 2), ...): of the vectors the arguments build
+                first = self.type_of(self.expr(args[0], scope, None), scope)
+                elem = Vec(first.n, elem) if isinstance(first, Vec) else first
+        if isinstance(shape, VecShape):
+            if not isinstance(elem, Scalar):
+                raise self.error(f"{what}(...) of {elem}: a vector's components are scalars")
+            return Vec(shape.n, elem)
+        return Array(elem, len(args))
+
+    def ctor(
+        self, ty: Scalar | Vec | Array, args: tuple[ir.Expr, ...], scope: Scope, want=None
+    ) -> ir.Expr:
+        if isinstance(ty, (VecShape, ArrayShape)):
+            ty = self.inferred(ty, args, scope, want)
         if isinstance(ty, (Mat, MatShape)):
             return self.mat_ctor(ty, args, scope)
         if isinstance(ty, Array):
@@ -396,20 +497,23 @@ class Typer:
 
     # -- statements --
     def block(self, body: tuple[ir.Stmt, ...], scope: Scope, ret: Type | None, loop: bool) -> tuple:
-        return tuple(self.stmt(s, scope, ret, loop) for s in body)
+        out = (self.stmt(s, scope, ret, loop) for s in body)
+        return tuple(s for s in out if s is not None)  # a phony of no call is no statement
 
     def stmt(self, s: ir.Stmt, scope: Scope, ret: Type | None, loop: bool) -> ir.Stmt:
         """The concrete, checked form of raw statement ``s`` (names it declares go in ``scope``)."""
         outer = self.line
         self.line = self.raw_lines.get(id(s), outer)
         out = self._stmt(s, scope, ret, loop)
-        self.lines[id(out)] = self.line
+        if out is not None:
+            self.lines[id(out)] = self.line
         self.line = outer
         return out
 
     def _stmt(self, s: ir.Stmt, scope: Scope, ret: Type | None, loop: bool) -> ir.Stmt:
         match s:
             case RawLet(name, ty, value, const):
+                self.shadowing_alias(name, self.line)
                 ty = self.resolve(ty)
                 value = self.expr(value, scope, ty)
                 if ty is not None and self.type_of(value, scope) != ty:
@@ -422,18 +526,15 @@ class Typer:
                     self.const_symbols.add(id(scope.lookup(name)))
                 return out
             case RawVar(name, ty, init):
+                self.shadowing_alias(name, self.line)
                 ty = self.resolve(ty)
                 if init is not None:
                     init = self.expr(init, scope, ty)
                 if ty is None:
                     ty = self.type_of(init, scope)
-                if is_result_struct(ty):
-                    raise UnsupportedError(
-                        f"var {name} of {ty} (bind frexp's and modf's result with let)",
-                        self.filename,
-                        self.line,
-                    )
                 return self.check(ir.Var(name, ty, init), scope, ret, loop)
+            case ir.Assign(ir.Member(base, name), _, _) if self.swizzle_target(base, name, scope):
+                return self.swizzle_assign(s, self.lhs_base(base, scope), name, scope, ret, loop)
             case ir.Assign(target, value, op):
                 target = self.expr(target, scope, None)
                 want = self.type_of(target, scope)
@@ -453,6 +554,13 @@ class Typer:
                 init = None if init is None else self.stmt(init, inner, ret, loop)
                 cond = None if cond is None else self.condition(cond, inner)
                 update = None if update is None else self.stmt(update, inner, ret, loop)
+                if isinstance(init, ir.Block) or isinstance(update, ir.Block):
+                    raise UnsupportedError(
+                        "a swizzle assignment as a for loop's initialiser or update (the IR "
+                        "writes it a component at a time, a block of statements)",
+                        self.filename,
+                        self.line,
+                    )
                 return ir.For(init, cond, update, self.block(body, Scope(inner), ret, True))
             case ir.Loop(body, continuing, break_if):
                 inner = Scope(scope)
@@ -479,12 +587,119 @@ class Typer:
                 return self.check(ir.ConstAssert(self.expr(cond, scope, bool_)), scope, ret, loop)
             case ir.Block(body):
                 return ir.Block(self.block(body, Scope(scope), ret, loop))
+            case Phony(value):
+                return self.phony(value, scope, ret, loop)
             case CallStmt(call):
+                if isinstance(call, ir.FnCall) and call.name in self.must_use:
+                    raise self.error(
+                        f"the value of {call.name}(...) is discarded: {call.name} is @must_use "
+                        "(use it, or assign it to _)"
+                    )
                 typed = self.expr(call, scope, None)
                 return self.check(ir.CallStmt(typed), scope, ret, loop)
             case ir.AtomicStmt(call):
                 return self.check(ir.AtomicStmt(self.expr(call, scope, None)), scope, ret, loop)
         return self.check(s, scope, ret, loop)
+
+    def shadowing_alias(self, name: str, line: int | None) -> None:
+        """Refuse the type ``name`` (an alias a function-scope declaration takes, from
+        ``line``) named in the rest of the function: within the declaration's scope WGSL reads
+        it as the declaration ("cannot use 'let vec4f' as type"), which kvdsl, the types read
+        before the scopes, does not tell from a use past that scope."""
+        for alias, at, column in self.alias_types:
+            if alias == name and line is not None and line <= at <= self.fn_end:
+                raise UnsupportedError(
+                    f"the type {name} named after a declaration of that name in the same "
+                    "function (give the declaration another name, or write the type with its "
+                    "template)",
+                    self.filename,
+                    at,
+                    column,
+                )
+
+    def lhs_base(self, base: ir.Expr, scope: Scope) -> ir.Expr:
+        """``base`` of an assignment's member target, typed (through a pointer: ``p.xy``)."""
+        return self.through(self.expr(base, scope, None), scope)
+
+    def swizzle_target(self, base: ir.Expr, name: str, scope: Scope) -> bool:
+        """Whether ``base.name``, an assignment's target, is a swizzle of a vector."""
+        if len(name) < 2 or not (set(name) <= _XYZW or set(name) <= _RGBA):
+            return False
+        try:
+            return isinstance(self.type_of(self.lhs_base(base, scope), scope), Vec)
+        except WgslTypeError:
+            return False  # the assignment's own check says why
+
+    def swizzle_assign(
+        self, s: ir.Assign, base: ir.Expr, name: str, scope: Scope, ret: Type | None, loop: bool
+    ) -> ir.Block:
+        """``v.zx = e`` (or ``op=``), as Tint takes it: ``e`` once into a ``let`` of a fresh
+        name, then one assignment per component, ``v.z = t.x; v.x = t.y;`` (``v.z op= t``
+        each, of a scalar ``e``), in a block of their own."""
+        bt = self.type_of(base, scope)
+        comps = name.translate(_RGBA_AS_XYZW) if set(name) <= _RGBA else name
+        text = f"{value_text(base)}.{name}"
+        if not set(comps) <= set("xyzw"[: bt.n]) or len(comps) > 4:
+            raise self.error(f"{text}: no such swizzle of a {bt}")
+        if len(set(comps)) != len(comps):
+            raise self.error(
+                f"{text} = ...: cannot assign to a vector swizzle with duplicate target components"
+            )
+        if id(s) in self.steps:
+            step = "++" if s.op is Op.ADD else "--"
+            raise self.error(
+                f"{text}{step}: a swizzle cannot be incremented or decremented (WGSL's ++ and "
+                "-- take a scalar)"
+            )
+        if any(type(node) is ir.FnCall for node in ir.walk(base)):
+            raise UnsupportedError(
+                f"assignment to the swizzle {text} of a reference that calls a function",
+                self.filename,
+                self.line,
+            )
+        shift = s.op in (Op.SHL, Op.SHR)
+        elem = u32 if shift else bt.scalar
+        want = Vec(len(comps), elem)
+        value = self.expr(s.value, scope, want)
+        vt = self.type_of(value, scope)
+        scalar = s.op is not None and vt == elem
+        if vt != want and not scalar:
+            raise self.error(
+                f"{text} = {value_text(value)}: cannot assign a {vt} to the swizzle {text}, a "
+                f"{Vec(len(comps), bt.scalar)}"
+            )
+        inner = Scope(scope)
+        k = 0
+        while scope.lookup(f"_swizzle{k}") is not None:
+            k += 1
+        tmp = f"_swizzle{k}"
+        out: list[ir.Stmt] = [ir.Let(tmp, value)]
+        for j, c in enumerate(comps):
+            part = ir.Name(tmp) if scalar else ir.Member(ir.Name(tmp), "xyzw"[j])
+            out.append(ir.Assign(ir.Member(base, c), part, s.op))
+        for stmt in out:
+            self.check(stmt, inner, ret, loop)
+            self.lines[id(stmt)] = self.line
+        return ir.Block(tuple(out))
+
+    def phony(self, value: ir.Expr, scope: Scope, ret: Type | None, loop: bool) -> ir.Stmt | None:
+        """``_ = e;``: a call statement where ``e`` is a helper's call, a ``let`` of a fresh name
+        where ``e`` holds one (its calls run, in order), else nothing (``e`` has no effect)."""
+        e = self.expr(value, scope, None)
+        ty = self.type_of(e, scope)
+        if not isinstance(ty, (Scalar, Vec, Mat, Array, Struct, Ptr)):
+            raise self.error(
+                f"_ = {value_text(e)}: the value is a {ty}; WGSL's phony assignment takes a "
+                "constructible value or a pointer (use &)"
+            )
+        if type(e) is ir.FnCall:
+            return self.check(ir.CallStmt(e), scope, ret, loop)
+        if not any(type(node) is ir.FnCall for node in ir.walk(e)):
+            return None
+        k = 0
+        while scope.lookup(f"_phony{k}") is not None:
+            k += 1
+        return self.check(ir.Let(f"_phony{k}", e), scope, ret, loop)
 
     def condition(self, cond: ir.Expr, scope: Scope) -> ir.Expr:
         cond = self.expr(cond, scope, bool_)

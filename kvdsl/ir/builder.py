@@ -200,6 +200,7 @@ class KernelBuilder:
     lid = _builtin_value("lid")
     wid = _builtin_value("wid")
     nwg = _builtin_value("nwg")
+    lidx = _builtin_value("lidx", "u32, the invocation's index in its workgroup, x fastest")
     subgroup_size = _builtin_value(
         "sg", "u32, the same for every invocation; the module then enables subgroups"
     )

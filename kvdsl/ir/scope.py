@@ -53,9 +53,11 @@ class Scope:
     def lookup(self, name: str) -> Symbol | None:
         return self.visible.get(name)
 
-    def declare(self, name: str, sym: Symbol, node: object) -> None:
+    def declare(self, name: str, sym: Symbol, node: object, local: bool | None = None) -> None:
+        """Declare ``name`` for ``node`` (``local``: whether at function scope; by default, of
+        a let, var, function parameter or builtin parameter)."""
         if name not in _NAMES_OK:
-            check_name(name, node)
+            check_name(name, node, type(node) in _LOCAL if local is None else local)
         if name in self.names:
             raise VerifyError(f"{show(node)}: '{name}' is already declared in this scope")
         self.names[name] = sym
@@ -87,7 +89,8 @@ RESERVED = frozenset(
 #: Names WGSL predeclares that kvdsl reads as the type or builtin everywhere: its types and type
 #: generators, and the builtins the frontend reads as statements or nodes of their own. WGSL lets
 #: a declaration shadow one, but kvdsl would still read the type or builtin there, so no
-#: declaration may take one. A struct member may (it shadows nothing).
+#: declaration may take one. A struct member may (it shadows nothing), and a function-scope
+#: declaration may take an alias (:data:`SHADOWABLE`).
 PREDECLARED = frozenset(
     "bool i32 u32 f32 f16 vec2 vec3 vec4 mat2x2 mat2x3 mat2x4 mat3x2 mat3x3 mat3x4 mat4x2 mat4x3 "
     "mat4x4 array atomic ptr sampler sampler_comparison workgroupBarrier storageBarrier "
@@ -96,6 +99,13 @@ PREDECLARED = frozenset(
     + [f"mat{c}x{r}{t}" for c in (2, 3, 4) for r in (2, 3, 4) for t in "fh"]
     + [f"atomic{fn}" for fn in ir.ATOMIC_FUNCTIONS]
 )
+#: The predeclared aliases a function-scope declaration (a ``let``, ``var``, ``const`` or
+#: parameter) may take, as WGSL allows: within its scope the name is the declaration's, and the
+#: printer spells every type with its template (``vec4<f32>``), so no type it prints names one.
+SHADOWABLE = frozenset(
+    [f"vec{n}{t}" for n in (2, 3, 4) for t in "iufh"]
+    + [f"mat{c}x{r}{t}" for c in (2, 3, 4) for r in (2, 3, 4) for t in "fh"]
+)
 #: The builtin functions of the op table. A declaration may take one's name, as in WGSL: within
 #: the declaration's scope the name is the declaration's (a module-scope function's in the whole
 #: module), and a ``Call`` of the builtin there is refused (:func:`shadowing`), as WGSL
@@ -103,22 +113,38 @@ PREDECLARED = frozenset(
 BUILTIN_FUNCTIONS = frozenset(
     info.spelling for info in ops.TABLE.values() if info.kind == "builtin"
 )
+# The nodes Scope.declare takes for function-scope declarations: a let, a var, a function's
+# parameter (the function), the entry point's builtin parameter (the kernel).
+_LOCAL = (ir.Let, ir.Var, ir.Function, ir.Kernel)
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def _unicode_identifier(name: str) -> bool:
+    """Whether ``name`` is a WGSL identifier past ASCII: XID_Start or ``_``, then
+    XID_Continue (Python's identifiers, which are those; WGSL compares them code point by
+    code point, unnormalised)."""
+    return not name.isascii() and name.isidentifier()
+
+
 # Names already found valid: a catalog build declares the same few hundred names thousands of
 # times, and the check is on every declaration.
 _NAMES_OK: set[str] = set()
 
 
-def name_problem(name: object, member: bool = False) -> str | None:
-    """Why ``name`` cannot name a WGSL declaration, as ``name 'x' ...``, or None when it can: an
-    identifier of ASCII letters, digits and ``_`` (the subset the frontend reads), not ``_``
+def name_problem(name: object, member: bool = False, local: bool = False) -> str | None:
+    """Why ``name`` cannot name a WGSL declaration, as ``name 'x' ...``, or None when it can
+    (``local``: a function-scope one, which may take a name of :data:`SHADOWABLE`): an
+    identifier (ASCII letters, digits and ``_``, or Unicode's XID_Start then XID_Continue), not ``_``
     alone, not starting ``__``, neither a keyword nor a reserved word, nor (but for a struct
     ``member``) the name of a WGSL type or of a builtin kvdsl reads structurally
     (:data:`PREDECLARED`)."""
     if name in _NAMES_OK:
         return None
-    if not isinstance(name, str) or not _IDENTIFIER.match(name):
-        why = "is not a WGSL identifier: give a letter or _, then letters, digits or _ (ASCII)"
+    if not isinstance(name, str) or not (_IDENTIFIER.match(name) or _unicode_identifier(name)):
+        why = (
+            "is not a WGSL identifier: give a letter or _, then letters, digits or _ (Unicode's "
+            "XID_Start, then XID_Continue)"
+        )
     elif name == "_":
         why = "is not a WGSL identifier: _ alone is the phony assignment's"
     elif name.startswith("__"):
@@ -128,8 +154,8 @@ def name_problem(name: object, member: bool = False) -> str | None:
     elif name in RESERVED:
         why = "is a word WGSL reserves"
     elif name in PREDECLARED:
-        if member:
-            return None  # not remembered: the next declaration of it is no member
+        if member or local and name in SHADOWABLE:
+            return None  # not remembered: the next declaration of it may be neither
         why = (
             "is a WGSL type's or a builtin's that kvdsl reads as such wherever it "
             "appears: give another"
@@ -151,10 +177,11 @@ def shadowing(spelling: str, scope: Scope, functions) -> str | None:
     return None
 
 
-def check_name(name: object, node: object) -> None:
+def check_name(name: object, node: object, local: bool = False) -> None:
     """Raise :class:`VerifyError` where ``name`` cannot name the declaration ``node``
-    (:func:`name_problem`; a params field is a struct member)."""
-    problem = name_problem(name, member=type(node) is Struct)
+    (:func:`name_problem`; a params field is a struct member; ``local``: a function-scope
+    declaration)."""
+    problem = name_problem(name, member=type(node) is Struct, local=local)
     if problem is not None:
         raise VerifyError(f"{_declaring(node, name)}: {problem}")
 

@@ -10,7 +10,7 @@ from typing import Callable
 
 from kvdsl.ir import tree as ir
 from kvdsl.ir import ops
-from kvdsl.ir.types import bool_
+from kvdsl.ir.types import bool_, is_result_struct
 
 
 def show(node: object) -> str:
@@ -72,6 +72,8 @@ def statement(s: ir.Stmt, expr: Callable[[ir.Expr], str]) -> str | None:
     match s:
         case ir.Let(name, value):
             return f"let {name} = {expr(value)}"
+        case ir.Var(name, ty, init) if init is not None and is_result_struct(ty):
+            return f"var {name} = {expr(init)}"  # frexp's and modf's: WGSL cannot spell it
         case ir.Var(name, ty, init):
             return f"var {name}: {ty}" + ("" if init is None else f" = {expr(init)}")
         case ir.Assign(target, value, op):

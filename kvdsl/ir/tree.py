@@ -463,13 +463,14 @@ class WorkgroupVar:
 BUILTIN_INPUTS = {
     "global_invocation_id": "gid",
     "local_invocation_id": "lid",
+    "local_invocation_index": "lidx",
     "workgroup_id": "wid",
     "num_workgroups": "nwg",
     "subgroup_size": "sg",
     "subgroup_invocation_id": "sgid",
 }
 #: Builtins whose value is one ``u32`` (the others are ``vec3<u32>``).
-SCALAR_BUILTINS = frozenset({"subgroup_size", "subgroup_invocation_id"})
+SCALAR_BUILTINS = frozenset({"local_invocation_index", "subgroup_size", "subgroup_invocation_id"})
 #: Builtins of WGSL's ``subgroups`` extension (a module using one says ``enable subgroups;``).
 SUBGROUP_BUILTINS = frozenset({"subgroup_size", "subgroup_invocation_id"})
 #: Builtins every invocation of a workgroup sees the same value of (WGSL's uniformity analysis

@@ -90,7 +90,13 @@ class Verifier(ExprTyper):
                         f"{show(s)}: an atomic lives in storage (read_write) or workgroup memory, "
                         "not in a function var"
                     )
-                if not isinstance(ty, (Scalar, Vec, Mat, Array)) and not value_struct(ty):
+                if is_result_struct(ty) and init is None:
+                    raise VerifyError(
+                        f"{show(s)}: a var of {ty} needs an initialiser (WGSL cannot spell the type)"
+                    )
+                if not isinstance(ty, (Scalar, Vec, Mat, Array)) and not (
+                    value_struct(ty) or is_result_struct(ty)
+                ):
                     raise VerifyError(f"{show(s)}: a var cannot have type {ty}")
                 if init is not None and (got := self.type_of(init, scope)) is not ty and got != ty:
                     raise VerifyError(f"{show(s)}: initialiser is {got}, expected {ty}")
@@ -257,9 +263,10 @@ class Verifier(ExprTyper):
                 and len(root.name) > 1
                 and not isinstance(self._memory_type(root.base, scope), Struct)
             ):
-                # WGSL takes a reference of one component only: v.x = ..., not v.xy = ...
+                # The IR writes one component at a time (the frontend reads WGSL's v.xy = e
+                # as that, as Tint takes it; naga refuses it)
                 raise VerifyError(
-                    f"{show(s)}: cannot assign to the swizzle {show(root)} (WGSL writes one "
+                    f"{show(s)}: cannot assign to the swizzle {show(root)} (the IR writes one "
                     "component at a time)"
                 )
             root = root.base

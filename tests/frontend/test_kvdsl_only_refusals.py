@@ -47,31 +47,25 @@ LIMITS = {
         "  let p = &params; out[0] = (*p).n;",
         "struct P { n: u32 }\n@group(0) @binding(1) var<uniform> params: P;\n",
     ),
-    "let_named_u32": k("  let vec4f = 1u; out[0] = vec4f;"),
-    "hex_float": k("  out[0] = u32(0x1p4);"),
-    "vec4_untyped": k("  let v = vec4(1u, 2u, 3u, 4u); out[0] = v.x;"),
+    "let_named_u32": k("  let u32 = 1u; out[0] = u32;"),
+    "const_named_vec4f": k("  out[0] = vec4f;", "const vec4f = 1u;\n"),
+    "alias_type_past_its_shadow": k(
+        "  { let vec4f = 1u; }\n  let q: vec4f = vec4<f32>(1.0); out[0] = u32(q.x);"
+    ),
+    "swizzle_assign_for_update": k(
+        "  var v = vec4(1u);\n  for (; v.x < 4u; v.xy += vec2(1u, 1u)) { }\n  out[0] = v.x;"
+    ),
+    "swizzle_assign_through_a_call": k(
+        "  var v = array<vec4<u32>, 2>();\n  v[f()].xy = vec2(1u, 2u);\n  out[0] = v[1].x;",
+        "fn f() -> u32 { return 1u; }\n",
+    ),
     "wg_count_member": k(
         "  t[0] = 1u; out[0] = t[0];",
         "struct R { n: u32 }\nconst C = R(4u);\nvar<workgroup> t: array<u32, C.n>;\n",
     ),
-    "bool_value_struct": k(
-        "  let s = S(true, 1u); out[0] = select(0u, s.b, s.on);", "struct S { on: bool, b: u32 }\n"
-    ),
-    "var_frexp": k("  var r = frexp(1.5); out[0] = u32(r.exp);"),
-    "phony": k("  _ = gid.x; out[0] = 1u;"),
-    "swizzle_assign": k("  var v = vec2<u32>(); v.xy = vec2<u32>(1u, 2u); out[0] = v.x;"),
-    "fn_attr_must_use": O
-    + "@must_use fn f(x: u32) -> u32 { return x; }\n@compute @workgroup_size(64)\nfn main(@builtin(global_invocation_id) gid: vec3<u32>) {\n  out[0] = f(gid.x);\n}\n",
-    "builtin_local_index": O
-    + "@compute @workgroup_size(64)\nfn main(@builtin(local_invocation_index) li: u32) {\n  out[li] = li;\n}\n",
-    "builtin_struct_param": O
-    + "struct In { @builtin(global_invocation_id) gid: vec3<u32> }\n@compute @workgroup_size(64)\nfn main(i: In) {\n  out[i.gid.x] = 1u;\n}\n",
     "storage_texture": k(
         "  out[0] = 1u;", "@group(0) @binding(1) var tex: texture_storage_2d<rgba8unorm, write>;\n"
     ),
-    "diag_attr_fn": O
-    + "@diagnostic(off, derivative_uniformity) fn f(x: u32) -> u32 { return x; }\n@compute @workgroup_size(64)\nfn main(@builtin(global_invocation_id) gid: vec3<u32>) {\n  out[0] = f(gid.x);\n}\n",
-    "unicode_ident": k("  let été = 1u; out[0] = été;"),
 }
 
 

@@ -443,6 +443,22 @@ def _broadcast_np(b, p):
     return {"y": y}
 
 
+def _layer_norm(rng):
+    rows, cols4 = 5, 150
+    x = (rng.standard_normal((rows * cols4, 4)) * 2 + 0.5).astype(F32)
+    gamma = rng.uniform(0.5, 1.5, (cols4, 4)).astype(F32)
+    beta = rng.uniform(-1.0, 1.0, (cols4, 4)).astype(F32)
+    bufs = {"x": x, "gamma": gamma, "beta": beta, "y": _poison(rows * cols4 * 4).reshape(-1, 4)}
+    return bufs, {"rows": rows, "cols4": cols4, "eps": 1e-5}, (rows, 1, 1)
+
+
+def _layer_norm_np(b, p):
+    x = b["x"].reshape(p["rows"], -1).astype(np.float64)
+    mean = x.mean(axis=1, keepdims=True)
+    r = (x - mean) / np.sqrt(x.var(axis=1, keepdims=True) + p["eps"])
+    return {"y": (r * b["gamma"].ravel() + b["beta"].ravel()).reshape(-1, 4)}
+
+
 def _bins(rng):
     start, count = 5, 300
     x = rng.uniform(-3, 3, start + count + 7).astype(F32)
@@ -496,6 +512,7 @@ CASES = [
     Case("head_transform", _head_transform, _head_transform_np, 1e-4),
     Case("broadcast_affine_packed", _broadcast, _broadcast_np, 1e-6),
     Case("bin_counters", _bins, _bins_np),
+    Case("layer_norm_vec4", _layer_norm, _layer_norm_np, 1e-4),
 ]
 BY_NAME = {c.name: c for c in CASES}
 

@@ -1,4 +1,4 @@
-// expect: outside "phony assignment '_ = ...'"
+// expect: taken
 // tint: taken
 // in: ../_kernel.wgsl
 @group(0) @binding(0) var<storage, read_write> out: array<u32>;

@@ -1,4 +1,4 @@
-// expect: refused "unexpected character 'é' (U+00E9)"
+// expect: taken
 // tint: taken
 // in: ../_kernel.wgsl
 @group(0) @binding(0) var<storage, read_write> out: array<u32>;

@@ -1,4 +1,4 @@
-// expect: refused "v.xy = vec2<u32>(2u): cannot assign to the swizzle v.xy (WGSL writes one component at a time)"
+// expect: taken
 // tint: taken
 // in: ../_kernel.wgsl
 @group(0) @binding(0) var<storage, read_write> out: array<u32>;

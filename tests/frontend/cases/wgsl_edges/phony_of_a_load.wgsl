@@ -1,4 +1,4 @@
-// expect: outside at 6:3 "phony assignment '_ = ...'"
+// expect: taken
 // tint: taken
 @group(0) @binding(0) var<storage, read_write> out: array<u32>;
 @compute @workgroup_size(64)

@@ -1,4 +1,4 @@
-// expect: type error at 7 "v.xy = vec2<u32>(2u): cannot assign to the swizzle v.xy (WGSL writes one component at a time)"
+// expect: taken
 // tint: taken
 @group(0) @binding(0) var<storage, read_write> out: array<u32>;
 @compute @workgroup_size(64)
