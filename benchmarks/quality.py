@@ -15,13 +15,13 @@ Walsh-Hadamard) and attention takes ``R q``: the scores are unchanged, V is stor
 the output needs no rotation back. Rotating V as well (``R v``, the output rotated back) is
 measured beside it, and the page says what it changes. The decode time is
 ``benchmarks/attention.py``'s, from ``benchmarks/results/attention``; a rotated cache is read by
-``attend`` with ``rotation`` set, which rotates Q as it loads it: not timed yet.
+``attend`` with ``rotation`` set, which rotates Q as it loads it (int8 and int4 timed).
 
 KIVI's 2-bit cache (:mod:`kvdsl.reference.kivi`) and ONNX Runtime WebGPU's 4-bit TurboQuant
 cache (:mod:`kvdsl.reference.ort_tq`) are measured from their references; ORT's is kvdsl's
-format ``ort_q4`` (written by the appends, builds and the fused QKV kernel, read by ``attend``;
-not timed yet), KIVI's is the ``kivi_append``, ``kivi_flush`` and ``kivi_attend`` kernels
-(contiguous; not timed yet). ORT's format rotates K and V itself
+format ``ort_q4`` (written by the appends, builds and the fused QKV kernel, read and timed by
+``attend``), KIVI's is the ``kivi_append``, ``kivi_flush`` and ``kivi_attend`` kernels
+(contiguous and paged; ``kivi_attend`` timed over a contiguous cache). ORT's format rotates K and V itself
 (an unsigned Walsh-Hadamard transform, undone on reading), so it has no rotated row of its own.
 
 Everything is seeded and in numpy: the page is the same on every machine.
@@ -178,14 +178,14 @@ def error(fmt: Format, tokens: int, rotated: str | None) -> float:
 
 
 def decode_times(path: Path = ATTENTION) -> tuple[dict[str, float], str]:
-    """Attend's time (with its merge) at batch 4, 8,192 tokens, the planned chunks, per format
-    (a rotated cache's, and kivi_attend's for KIVI's groups),
-    and the device that gave them."""
+    """Attend's time (its merge included) at batch 4, 8,192 tokens, the planned chunks, per
+    format (a rotated cache's, and kivi_attend's for KIVI's groups), and the device that gave
+    them."""
     if not path.is_file():
         return {}, ""
     att = json.loads(path.read_text())
     at = [r for r in att["rows"] if r["batch"] == 4 and r["tokens"] == 8192]
-    times = {r["format"]: r["us"] + r["merge_us"] for r in at if r["kind"] == "bandwidth" and r["planned"]}  # fmt: skip
+    times = {r["format"]: r["us"] for r in at if r["kind"] == "bandwidth" and r["planned"]}
     times |= {f"{r['format']} rotated": r["us"] for r in at if r["kind"] == "rotation"}
     times |= {r["format"]: r["us"] for r in at if r["kind"] == "kivi"}
     return times, att["device"]["device"]
@@ -228,8 +228,8 @@ def page(rows: list[dict[str, Any]], times: dict[str, float], device: str) -> st
         f"with {OUTLIERS} channels per head {OUTLIER_SCALE[0]:g}-{OUTLIER_SCALE[1]:g}x larger "
         f"than the rest and NeoX rotary applied, V Gaussian. *rotated*: K and Q rotated by the "
         f"signed Walsh-Hadamard matrix of the whole head, K before quantising "
-        f"(`kvdsl.reference.rotation`), V as it is: `dense_append` and `dense_build` write it and `attend` reads it with `rotation` set (not timed yet). The time is `attend` with "
-        f"its merge at batch 4, 8,192 tokens, 8 KV heads x 128, 32 query heads"
+        f"(`kvdsl.reference.rotation`), V as it is: `dense_append` and `dense_build` write it and `attend` reads it with `rotation` set. The time is `attend` with "
+        f"its merge (KIVI's: `kivi_attend`, one workgroup per sequence and query head, not split) at batch 4, 8,192 tokens, 8 KV heads x 128, 32 query heads"
         + (f" ({device}, `benchmarks/attention.py`)." if device else "."),
         "",
         "| format | what | "
@@ -251,7 +251,7 @@ def page(rows: list[dict[str, Any]], times: dict[str, float], device: str) -> st
             + (f"{t:.0f}" if t is not None else "not timed" if r["built"] else "not built")
             + " |"
         )
-    lines += ["", *reading(rows), ""]
+    lines += ["", *reading(rows), *timing(times), ""]
     return "\n".join(lines)
 
 
@@ -295,6 +295,21 @@ def reading(rows: list[dict[str, Any]]) -> list[str]:
         f"{by['int4 rotated'] / int8:.1f}x for int4 rotated (signed, K only) at the same bytes.",
     ]
     return out
+
+
+def timing(times: dict[str, float]) -> list[str]:
+    """What the decode times say, where the benchmark timed the formats named."""
+    need = ("int4", "int8", "ort_q4", "kivi2 g32")
+    if not all(n in times for n in need):
+        return []
+    return [
+        f"- Decode time: ort_q4 takes {times['ort_q4']:.0f} µs where int4 takes "
+        f"{times['int4']:.0f} and int8 {times['int8']:.0f} (its centroid lookup and the "
+        "rotation back of each row cost more than the bytes it saves). KIVI's `kivi_attend` "
+        f"takes {times['kivi2 g32']:.0f} µs: one workgroup per sequence and query head walks "
+        "every key, with no split and no sharing of a KV head's rows between its query heads; "
+        "reading KIVI through `attend`'s split-K is what would make its bytes pay.",
+    ]
 
 
 def kivi_bytes(group: int) -> int:

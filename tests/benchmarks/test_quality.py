@@ -3,6 +3,8 @@ are the formats' own."""
 
 from __future__ import annotations
 
+import json
+
 import sys
 from pathlib import Path
 
@@ -63,7 +65,20 @@ def test_a_format_that_rotates_itself_has_no_rotated_row():
     assert fmt.rotates and fmt.built and fmt.kv is None
     rows = [line for line in quality.PAGE.read_text().splitlines() if "| ort_q4" in line]
     assert len(rows) == 1 and rows[0].startswith("| ort_q4 |")
-    assert rows[0].rstrip().endswith("| not timed |")  # built: attend reads it
+    times, _ = quality.decode_times()
+    assert rows[0].rstrip().endswith(f"| {times['ort_q4']:.0f} |")  # attend reads and times it
+
+
+def test_the_page_takes_each_time_from_its_own_row():
+    """A planned bandwidth row's time already holds its merge; a rotated format's comes from
+    the rotation rows, KIVI's from kivi_attend's."""
+    att = json.loads(quality.ATTENTION.read_text())
+    at = {(r["kind"], r["format"]): r for r in att["rows"] if (r["batch"], r["tokens"]) == (4, 8192)
+          and r.get("planned", True)}  # fmt: skip
+    times, _ = quality.decode_times()
+    assert times["int4"] == at["bandwidth", "int4"]["us"]
+    assert times["int8 rotated"] == at["rotation", "int8"]["us"]
+    assert times["kivi2 g32"] == at["kivi", "kivi2 g32"]["us"]
 
 
 def test_the_data_has_outlier_channels_and_rotation_spreads_them():
