@@ -49,8 +49,11 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "the interpreter): a prompt, then one token a step, appended into the f16 residual and "
         "flushed into the quantised groups (contiguous, or pages through a shuffled page table) "
         "whenever a group fills; every step attends the new token's query over the cache. Each "
-        "flush's cache words are checked against the reference's layout, each attention output "
-        "against the f32 bound of float64 attention over the reference's dequantised cache.",
+        "flush's cache words are checked against the reference's layout (a code a step off, as "
+        "a GPU's division may round it, is accepted in a few codes; stats bit for bit), each "
+        "attention output against float64 attention over the cache the device keeps (decoded by "
+        "the reference), within the f32 bound of its logits plus attend's tolerance (5e-5 of 1 + "
+        "|x|).",
     )
     s.add_argument("--steps", type=count, default=1000, help="decode steps after the prompt")
     s.add_argument("--prompt", type=positive, default=37)

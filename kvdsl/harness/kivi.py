@@ -5,12 +5,14 @@ decode session over the KIVI cache checked step by step (``kvdsl kivi``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Iterator
 
 import numpy as np
 
-from kvdsl.harness.cases import Case, case_generator
-from kvdsl.harness.compare import POISON_BITS
+from kvdsl.harness.attend import TOL
+from kvdsl.harness.cases import Arrays, Case, case_generator
+from kvdsl.harness.compare import POISON_BITS, compare, compare_quantized
 from kvdsl.kernels.kivi import (
     KiviAppendConfig,
     KiviCache,
@@ -78,6 +80,63 @@ def page_table(rng: np.random.Generator, batch: int, max_pages: int, pages: int)
     return rng.permutation(pages)[: batch * max_pages].reshape(batch, max_pages).astype(np.int32)
 
 
+def code_words(d: int, bits: int, group: int, page_size: int, pages: int, heads: int) -> np.ndarray:
+    """Which words of a pool ``[pages, heads, page_words]`` (flat) hold codes: K's codes and
+    V's codes of each head's part; the rest are stats (:func:`kvdsl.reference.kivi.page_words`)."""
+    codes = d * page_size // (32 // bits)
+    stats = d * page_size // group
+    part = np.zeros(2 * (codes + stats), bool)
+    part[:codes] = part[codes + stats : 2 * codes + stats] = True
+    return np.tile(part, pages * heads)
+
+
+def pool_difference(
+    got: np.ndarray,
+    want: np.ndarray,
+    codes: np.ndarray,
+    bits: int,
+    mask: np.ndarray | None = None,
+) -> tuple[float, str]:
+    """``(largest error, problem)`` of a pool of code and stat words (``codes`` marks the code
+    words) judged as the contiguous cache's arrays are: the code words by
+    :func:`~kvdsl.harness.compare.compare_quantized` (each code within one step, at most a few
+    moved: a GPU's ``(x - min) * (1 / scale)`` may round the other way), the stat words bit for
+    bit; with ``mask``, the words outside it must still hold the poison."""
+    err, problem = compare(got, want, 0.0, mask)
+    if not problem or err == float("inf"):
+        return err, problem
+    got, want = np.asarray(got).reshape(-1), np.asarray(want, np.uint32).reshape(-1)
+    m = np.ones(got.shape, bool) if mask is None else np.asarray(mask).reshape(-1)
+    stats = ~codes
+    stat_err, stat_problem = compare(got[stats], want[stats], 0.0, m[stats])
+    code_err, code_problem = compare_quantized(got[codes], want[codes], bits, m[codes])
+    problems = [f"stat words: {stat_problem}"] if stat_problem else []
+    problems += [f"code words: {code_problem}"] if code_problem else []
+    return max(stat_err, code_err), "; ".join(problems)
+
+
+@dataclass
+class KiviPoolCase(Case):
+    """A paged flush's case: its pool mixes code words and f16 stat words (``code_words``, a
+    mask over the flat pool). Where :attr:`codes` names the pool (against the GPU) it is judged
+    by :func:`pool_difference`, as the contiguous flush's ``k_codes``, ``v_codes`` (one step in
+    a few codes) and ``k_stats``, ``v_stats`` (bit for bit) are; elsewhere bit for bit."""
+
+    code_words: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+
+    def judge_outputs(
+        self, got: Arrays, want: Arrays, tolerance: dict[str, float], codes: dict[str, int]
+    ) -> Iterator[tuple[str, float, str | None]]:
+        plain = {k: v for k, v in want.items() if k not in codes}
+        yield from super().judge_outputs(got, plain, tolerance, codes)
+        for name, expected in want.items():
+            if name in codes:
+                mask = self.written.get(name)
+                yield name, *pool_difference(
+                    got[name], expected, self.code_words, codes[name], mask
+                )
+
+
 def _paged_flush_case(cfg: KiviFlushConfig, rng: np.random.Generator, i: int) -> Case:
     """Each sequence's full residual into group ``flushGroup`` of the page its table names; in
     one case in three one sequence's entry for it is negative (nothing written there)."""
@@ -95,7 +154,8 @@ def _paged_flush_case(cfg: KiviFlushConfig, rng: np.random.Generator, i: int) ->
     for b in range(batch):
         heads = [kivi.quantize(k[b * h + x], v[b * h + x], cfg.bits, g) for x in range(h)]
         kivi.write_pages(expected, table[b], heads, size, start=flush * g)
-    return Case(
+    # As the contiguous flush's codes, the pool's code words may move a step on a GPU.
+    return KiviPoolCase(
         {"batch": batch, "pages": pages, "flushGroup": flush, "maxPages": max_pages},
         {
             "residual_k": _halves(k).reshape(-1),
@@ -106,6 +166,8 @@ def _paged_flush_case(cfg: KiviFlushConfig, rng: np.random.Generator, i: int) ->
         {"count": count, "maxPages": max_pages, "flushGroup": flush},
         {"kivi_pages": expected.reshape(-1)},
         {"kivi_pages": (expected != POISON).reshape(-1)},
+        codes={"kivi_pages": cfg.bits},
+        code_words=code_words(d, cfg.bits, g, size, pages, h),
     )
 
 
@@ -265,9 +327,9 @@ def kivi_attend_case(cfg: KiviAttendConfig, rng: np.random.Generator, i: int) ->
 class SessionResult:
     """What a KIVI decode session found: its steps, tokens and flushes; the attention outputs
     off float64 attention over the oracle's cache (``mismatches`` elements past
-    :func:`attention_bound`, ``worst`` the largest error as a fraction of its bound) and the
-    cache words off the reference's layout after each flush and at the end
-    (``cache_mismatches``)."""
+    :func:`attention_bound`, ``worst`` the largest error as a fraction of its bound, ``inf``
+    where an output is not finite) and the cache words off the reference's layout after each
+    flush and at the end (``cache_mismatches``, by :func:`words_off`)."""
 
     steps: int
     tokens: int
@@ -280,7 +342,7 @@ class SessionResult:
         ok = "ok" if self.mismatches == 0 and self.cache_mismatches == 0 else "MISMATCH"
         return (
             f"{self.steps} steps, {self.tokens} tokens a sequence, {self.flushes} flushes: "
-            f"{self.mismatches} attention mismatches (worst {self.worst:.3f} of the f32 bound), "
+            f"{self.mismatches} attention mismatches (worst {self.worst:.3f} of the bound), "
             f"{self.cache_mismatches} cache words off the reference: {ok}"
         )
 
@@ -288,15 +350,48 @@ class SessionResult:
 def attention_bound(
     back_k: np.ndarray, back_v: np.ndarray, q: np.ndarray, scale: float, want: np.ndarray
 ) -> np.ndarray:
-    """How far an f32 attention output may lie from float64 ``want`` over the decoded rows
-    ``back_k``, ``back_v`` ``[T, D]``: a logit summed over ``D`` products in f32 is off by at
-    most ``D u`` of its products' magnitudes (``u = 2^-24``), and a logit off by ``e`` moves
+    """How far a GPU's f32 attention output may lie from float64 ``want`` over the decoded
+    rows ``back_k``, ``back_v`` ``[T, D]``: a logit summed over ``D`` products in f32 is off by
+    at most ``D u`` of its products' magnitudes (``u = 2^-24``), and a logit off by ``e`` moves
     the output's channel ``c`` by at most ``e`` times the largest ``|v_jc - want_c|``; plus
-    a few ulps of the output itself (the exponentials and the weighted sum)."""
+    :data:`kvdsl.harness.attend.TOL` of ``1 + |want|``, the attend cases' allowance for a GPU's
+    approximate ``exp`` and its f32 sums. Positive everywhere; a wrong page or a dropped group
+    moves an output by a fair part of its values' spread (order 1), far past it."""
     u = 2.0**-24
     spread = np.abs(back_k) @ np.abs(q.astype(np.float64)) * scale
     logit_error = back_k.shape[1] * u * spread.max()
-    return logit_error * np.abs(back_v - want).max(axis=0) + 16 * u * (1 + np.abs(want))
+    return logit_error * np.abs(back_v - want).max(axis=0) + TOL * (1 + np.abs(want))
+
+
+def words_off(got: np.ndarray, want: np.ndarray, codes: np.ndarray, bits: int) -> np.ndarray:
+    """Which cache words ``got`` are off the reference's ``want`` (flat u32, ``codes`` marking
+    the code words): the words the reference wrote codes to may hold codes a step away (a
+    GPU's rounding), a few of them (:func:`~kvdsl.harness.compare.compare_quantized`'s rule
+    over them all; past it, every one that differs is off); every other word (stats, the
+    poison of words no group reaches) bit for bit."""
+    differ = got != want
+    written = codes & (want != POISON)
+    if differ[written].any() and not compare_quantized(got[written], want[written], bits)[1]:
+        return differ & ~written
+    return differ
+
+
+def _stats(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The f16 scales (low halves) and minimums (high halves) of stat words."""
+    w = words.astype(np.uint32)
+    return (w & 0xFFFF).astype(np.uint16).view(F16), (w >> 16).astype(np.uint16).view(F16)
+
+
+def _contiguous_head(
+    arrays: dict[str, np.ndarray], s: int, n: int, bits: int, g: int, res_k, res_v
+) -> kivi.Kivi:
+    """Slice ``s``'s cache from the contiguous arrays ``[count, ...]``: its first ``n``
+    tokens' groups, then the f16 residual rows ``res_k``, ``res_v``."""
+    per = 32 // bits
+    k_scale, k_min = _stats(arrays["k_stats"][s, :, : n // g])
+    v_scale, v_min = _stats(arrays["v_stats"][s, :n])
+    k_codes, v_codes = arrays["k_codes"][s, :, : n // per], arrays["v_codes"][s, :n]
+    return kivi.Kivi(bits, g, k_codes, k_scale, k_min, v_codes, v_scale, v_min, res_k, res_v)
 
 
 def session(
@@ -319,11 +414,15 @@ def session(
     ``kvdsl.runtime.run``): a prompt of ``prompt`` tokens, then ``steps`` decode steps of one
     token, every sequence alike. Each append fills at most the residual's free rows; a full
     residual is flushed (into the sequence's page through a shuffled page table with
-    ``paged``); after the prompt and each step every sequence's new token attends over its
-    cache, checked against float64 attention over the oracle's (:mod:`kvdsl.reference.kivi`)
-    dequantised groups and f16 residual; after each flush and at the end the cache's words
-    are checked against the reference's layout of every token so far. ``kernels``: (append,
-    flush, attend) in place of the configs' own (a planted bug's)."""
+    ``paged``). After each flush and at the end the cache's words are checked against the
+    reference's (:mod:`kvdsl.reference.kivi`) layout of every token so far (:func:`words_off`:
+    codes a step away accepted, as a GPU's rounding moves them); the oracle then holds the
+    device's words where they are accepted and the reference's where they are off, so it goes
+    on from the cache the device actually keeps. After the prompt and each step every
+    sequence's new token attends over its cache, checked against float64 attention over the
+    oracle's groups (decoded by the reference) and the reference's f16 residual, within
+    :func:`attention_bound`. ``kernels``: (append, flush, attend) in place of the configs' own
+    (a planted bug's)."""
     h, d, g = kv_heads, head_dim, group
     per, total = 32 // bits, prompt + steps
     layout = {"cache": KiviCache.PAGED, "page_size": page_size} if paged else {}
@@ -356,15 +455,18 @@ def session(
         }
         seq = max_pages * page_size
         where = {"maxPages": max_pages}
+        codes = {"kivi_pages": code_words(d, bits, g, page_size, pages, h)}
     else:
         seq = -(-total // g) * g
-        cache |= {
-            "k_codes": _poison(count * d * seq // per),
-            "k_stats": _poison(count * d * seq // g),
-            "v_codes": _poison(count * seq * d // per),
-            "v_stats": _poison(count * seq * d // g),
+        shapes = {
+            "k_codes": (count, d, seq // per),
+            "k_stats": (count, d, seq // g),
+            "v_codes": (count, seq, d // per),
+            "v_stats": (count, seq, d // g),
         }
+        cache |= {name: _poison(int(np.prod(s))) for name, s in shapes.items()}
         where = {"seq": seq}
+        codes = {name: np.full(int(np.prod(s)), "codes" in name) for name, s in shapes.items()}
 
     def reference(tokens: int) -> dict[str, np.ndarray]:
         """The quantised cache's words the reference lays out for ``tokens`` tokens."""
@@ -378,12 +480,7 @@ def session(
                 kivi.write_pages(pool, table[b], caches[b], page_size)
             return {"kivi_pages": pool.reshape(-1)}
         n = caches[0][0].quantised
-        out = {
-            "k_codes": _poison(count * d * seq // per).reshape(count, d, seq // per),
-            "k_stats": _poison(count * d * seq // g).reshape(count, d, seq // g),
-            "v_codes": _poison(count * seq * d // per).reshape(count, seq, d // per),
-            "v_stats": _poison(count * seq * d // g).reshape(count, seq, d // g),
-        }
+        out = {name: _poison(int(np.prod(s))).reshape(s) for name, s in shapes.items()}
         for s in range(count):
             c = caches[s // h][s % h]
             out["k_codes"][s, :, : n // per] = c.k_codes
@@ -392,9 +489,27 @@ def session(
             out["v_stats"][s, :n] = kivi.stat_words(c.v_scale, c.v_min)
         return {name: a.reshape(-1) for name, a in out.items()}
 
-    def cache_off(tokens: int) -> int:
-        want = reference(tokens)
-        return sum(int(np.count_nonzero(cache[name] != w)) for name, w in want.items())
+    oracle = reference(0)
+
+    def check(tokens: int) -> int:
+        """The cache's words off the reference's for ``tokens`` tokens; the oracle takes the
+        device's words but those."""
+        off = 0
+        for name, want in reference(tokens).items():
+            bad = words_off(cache[name], want, codes[name], bits)
+            off += int(np.count_nonzero(bad))
+            oracle[name] = np.where(bad, want, cache[name])
+        return off
+
+    def oracle_head(b: int, x: int, tokens: int) -> kivi.Kivi:
+        """Sequence ``b``'s KV head ``x`` as the oracle keeps it for ``tokens`` tokens."""
+        n = tokens - tokens % g
+        res_k, res_v = (r[b, x, n:tokens].astype(F16) for r in (rows_k, rows_v))
+        if paged:
+            pool = oracle["kivi_pages"].reshape(pages, h, -1)
+            return kivi.read_pages(pool, table[b], x, n, bits, g, page_size, res_k, res_v)
+        arrays = {name: oracle[name].reshape(s) for name, s in shapes.items()}
+        return _contiguous_head(arrays, b * h + x, n, bits, g, res_k, res_v)
 
     scale = 1.0 / np.sqrt(d)
     mismatches, flushes, off, past, worst = 0, 0, 0, 0, 0.0
@@ -418,7 +533,7 @@ def session(
                 out = run(flush, cache, group_params)
                 cache |= {name: w for name, w in out.items() if not name.startswith("residual")}
                 flushes += 1
-                off += cache_off(past + done)
+                off += check(past + done)
         past += n
         step_q = q[past - 1]
         bufs = cache | {
@@ -429,17 +544,17 @@ def session(
         got = run(attend, bufs, params)["output"].reshape(batch, q_heads, d)
         for b in range(batch):
             for x in range(h):
-                c = kivi.quantize(rows_k[b, x, :past], rows_v[b, x, :past], bits, g)
-                back_k, back_v = (y.astype(np.float64) for y in kivi.dequantize(c))
+                back_k, back_v = (
+                    y.astype(np.float64) for y in kivi.dequantize(oracle_head(b, x, past))
+                )
                 for head in range(x * q_heads // h, (x + 1) * q_heads // h):
                     logit = back_k @ step_q[b, head].astype(np.float64) * scale
                     p = np.exp(logit - logit.max())
                     want = p @ back_v / p.sum()
-                    err = np.abs(got[b, head] - want) / attention_bound(
-                        back_k, back_v, step_q[b, head], scale, want
-                    )
-                    bad = ~(err <= 1.0)  # NaN counts
-                    mismatches += int(bad.sum())
-                    worst = max(worst, float(np.nanmax(err)) if not bad.all() else np.inf)
-    off += cache_off(past)
+                    bound = attention_bound(back_k, back_v, step_q[b, head], scale, want)
+                    with np.errstate(invalid="ignore"):
+                        err = np.abs(got[b, head] - want) / bound
+                    mismatches += int(np.count_nonzero(~(err <= 1.0)))  # NaN counts
+                    worst = max(worst, float(err.max()) if np.isfinite(err).all() else np.inf)
+    off += check(past)
     return SessionResult(steps, past, flushes, mismatches, worst, off)
