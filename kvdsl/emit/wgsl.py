@@ -292,8 +292,19 @@ def memory_structs(kernel: ir.Kernel) -> list[str]:
     out = []
     for st in seen.values():
         out.append(f"struct {st.name} {{")
-        out += [f"{INDENT}{n}: {t}," for n, t in st.fields]
+        out += struct_members(st)
         out += ["}", ""]
+    return out
+
+
+def struct_members(st: Struct) -> list[str]:
+    """Struct ``st``'s member lines, each with its ``@align(n)`` and ``@size(n)``."""
+    out = []
+    for k, (n, t) in enumerate(st.fields):
+        align, size = st.layout[k] if st.layout else (None, None)
+        attrs = "" if align is None else f"@align({align}) "
+        attrs += "" if size is None else f"@size({size}) "
+        out.append(f"{INDENT}{attrs}{n}: {t},")
     return out
 
 
@@ -302,7 +313,7 @@ def emit(kernel: ir.Kernel) -> str:
     out: list[str] = []
     if kernel.params is not None:
         out.append(f"struct {kernel.params.name} {{")
-        out += [f"{INDENT}{n}: {t}," for n, t in kernel.params.fields]
+        out += struct_members(kernel.params)
         out += ["}", ""]
     out += memory_structs(kernel)
     for i, b in enumerate(kernel.bindings):

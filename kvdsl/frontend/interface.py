@@ -24,11 +24,13 @@ from kvdsl.ir.types import (
     Scalar,
     Struct,
     Vec,
+    align_of,
     array_leaf,
     bool_,
     f16,
     f32,
     i32,
+    size_of,
     u32,
 )
 
@@ -112,7 +114,7 @@ class Interface:
                 st = self.nested_struct(decls[leaf.name], decls, False, (structs[0].name,))
                 fty = _with_leaf(fty, st)
             fields.append((fname, fty))
-        params = Struct(structs[0].name, tuple(fields))
+        params = Struct(structs[0].name, tuple(fields), self.layout(structs[0], fields))
         _add_nested(params, self.structs)  # for the typer: let r: Range = params.span;
         return params
 
@@ -186,7 +188,49 @@ class Interface:
                 "fixed-size arrays of those, nested or not)",
                 d.line,
             )
-        return Struct(d.name, tuple(fields))
+        return Struct(d.name, tuple(fields), self.layout(d, fields))
+
+    def layout(self, d: StructDecl, fields: list) -> tuple[tuple[int | None, int | None], ...]:
+        """The ``@align(n)`` and ``@size(n)`` of each member of ``d`` (whose members resolved
+        are ``fields``), as :attr:`Struct.layout` holds them; each checked as WGSL checks it: an
+        alignment a power of two and a multiple of the member type's, a size at least the
+        type's."""
+        out = []
+        for (fname, fty), attrs in zip(fields, d.attrs):
+            got: dict[str, int] = {}
+            for a in attrs:
+                if a.args is None or len(a.args) != 1 or a.name in got:
+                    raise WgslTypeError(
+                        f"struct {d.name} member {fname}: @{a.name} takes one argument, once",
+                        self.filename,
+                        a.line,
+                    )
+                got[a.name] = n = _int_arg(a, {}, self.filename)
+                if a.name == "size" and isinstance(fty, RuntimeArray):
+                    raise WgslTypeError(
+                        f"struct {d.name} member {fname}: @size on a runtime-sized array "
+                        "(WGSL takes @size only on members of a fixed size)",
+                        self.filename,
+                        a.line,
+                    )
+                if a.name == "align":
+                    least = align_of(fty)
+                    if n <= 0 or n & (n - 1) or n % least:
+                        raise WgslTypeError(
+                            f"struct {d.name} member {fname}: @align({n}) (WGSL takes a power "
+                            f"of two that is a multiple of {fty}'s alignment, {least})",
+                            self.filename,
+                            a.line,
+                        )
+                elif n < size_of(fty):
+                    raise WgslTypeError(
+                        f"struct {d.name} member {fname}: @size({n}) (WGSL takes at least "
+                        f"{fty}'s size, {size_of(fty)})",
+                        self.filename,
+                        a.line,
+                    )
+            out.append((got.get("align"), got.get("size")))
+        return tuple(out) if any(a != (None, None) for a in out) else ()
 
     def struct_types(self, structs: list[StructDecl], gvars: list[GlobalVar]) -> dict[str, Struct]:
         """The structs storage and workgroup arrays hold (``array<BlockQ8>``), by name, their
@@ -221,12 +265,22 @@ class Interface:
                     )
                 if whole and isinstance(fty, RuntimeArray):
                     tail = (fname, fty)
+            sized = [a for a in d.attrs[-1] if a.name == "size"] if d.attrs else []
+            if tail is not None and sized:
+                raise WgslTypeError(
+                    f"struct {d.name} member {tail[0]}: @size on a runtime-sized array (WGSL "
+                    "takes @size only on members of a fixed size)",
+                    self.filename,
+                    sized[0].line,
+                )
             body = (
                 d if tail is None else replace(d, fields=d.fields[:-1] + ((tail[0], tail[1].elem),))
             )
             st = self.nested_struct(body, decls, True, (), g.space == "workgroup")
             if tail is not None:
-                st = Struct(st.name, st.fields[:-1] + ((tail[0], RuntimeArray(st.fields[-1][1])),))
+                st = replace(
+                    st, fields=st.fields[:-1] + ((tail[0], RuntimeArray(st.fields[-1][1])),)
+                )
             out[d.name] = st
             _add_nested(st, out)  # the structs it holds, for the typer and value_structs
             if whole:

@@ -100,6 +100,8 @@ class StructDecl:
     name: str
     fields: tuple[tuple[str, Any], ...]
     line: int
+    #: Each member's attributes (``@align(n)``, ``@size(n)``), or empty where none has any.
+    attrs: tuple[tuple[Attr, ...], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -78,12 +78,15 @@ class ToIR(Statements, Expressions):
 
     @v_args(meta=True, inline=True)
     def struct_decl(self, meta: Meta, name: Token, *fields) -> StructDecl:
-        return StructDecl(str(name), fields, meta.line)
+        attrs = tuple(a for _, _, a in fields)
+        layout = attrs if any(attrs) else ()
+        return StructDecl(str(name), tuple((n, t) for n, t, _ in fields), meta.line, layout)
 
-    def field(self, attrs: tuple[Attr, ...], name: Token, ty) -> tuple[str, Any]:
-        if attrs:
-            raise self._err(f"attribute @{attrs[0].name} on a struct member", attrs[0].line)
-        return str(name), ty
+    def field(self, attrs: tuple[Attr, ...], name: Token, ty) -> tuple[str, Any, tuple[Attr, ...]]:
+        for a in attrs:
+            if a.name not in ("align", "size"):
+                raise self._err(f"attribute @{a.name} on a struct member", a.line)
+        return str(name), ty, tuple(attrs)
 
     def global_var(self, attrs, address, name: Token, ty, init) -> GlobalVar:
         space, access = address if address is not None else (None, None)

@@ -223,6 +223,10 @@ class Struct:
 
     name: str
     fields: tuple[tuple[str, Scalar | Vec], ...]
+    #: Each member's ``@align(n)`` and ``@size(n)`` (None where it has none), or empty where no
+    #: member has either: they set the member's alignment and the bytes it takes
+    #: (:func:`field_offsets`, :func:`size_of`).
+    layout: tuple[tuple[int | None, int | None], ...] = ()
 
     def __str__(self) -> str:
         return self.name
@@ -305,7 +309,7 @@ def align_of(ty: Scalar | Vec | Array | Struct) -> int:
         return ty.align
     if isinstance(ty, (Array, RuntimeArray)):
         return align_of(ty.elem)
-    return max(align_of(t) for _, t in ty.fields)
+    return max(member_align(ty, k) for k in range(len(ty.fields)))
 
 
 def size_of(ty: Scalar | Vec | Array | Struct) -> int:
@@ -318,8 +322,7 @@ def size_of(ty: Scalar | Vec | Array | Struct) -> int:
     if isinstance(ty, RuntimeArray):
         return 0
     offsets = field_offsets(ty)
-    last = ty.fields[-1][1]
-    return _round_up(offsets[-1] + size_of(last), align_of(ty))
+    return _round_up(offsets[-1] + member_size(ty, len(ty.fields) - 1), align_of(ty))
 
 
 def stride(elem: Scalar | Vec | Array | Struct) -> int:
@@ -328,13 +331,26 @@ def stride(elem: Scalar | Vec | Array | Struct) -> int:
 
 
 def field_offsets(s: Struct) -> tuple[int, ...]:
-    """Each member's byte offset: the previous member's end rounded up to its alignment."""
+    """Each member's byte offset: the previous member's end rounded up to its alignment
+    (:func:`member_align`), a member ending :func:`member_size` bytes past its offset."""
     out, at = [], 0
-    for _, t in s.fields:
-        at = _round_up(at, align_of(t))
+    for k in range(len(s.fields)):
+        at = _round_up(at, member_align(s, k))
         out.append(at)
-        at += size_of(t)
+        at += member_size(s, k)
     return tuple(out)
+
+
+def member_align(s: Struct, k: int) -> int:
+    """WGSL's AlignOfMember: member ``k``'s ``@align(n)``, else its type's alignment."""
+    given = s.layout[k][0] if s.layout else None
+    return align_of(s.fields[k][1]) if given is None else given
+
+
+def member_size(s: Struct, k: int) -> int:
+    """WGSL's SizeOfMember: member ``k``'s ``@size(n)``, else its type's size."""
+    given = s.layout[k][1] if s.layout else None
+    return size_of(s.fields[k][1]) if given is None else given
 
 
 def _round_up(n: int, k: int) -> int:

@@ -24,14 +24,6 @@ def k(body: str, head: str = "") -> str:
 
 
 LIMITS = {
-    "member_align": k(
-        "  out[0] = params.n;",
-        "struct P { @align(16) n: u32 }\n@group(0) @binding(1) var<uniform> params: P;\n",
-    ),
-    "member_size": k(
-        "  out[0] = params.n;",
-        "struct P { @size(16) n: u32 }\n@group(0) @binding(1) var<uniform> params: P;\n",
-    ),
     "uniform_named_u": k(
         "  out[0] = u.n;", "struct P { n: u32 }\n@group(0) @binding(1) var<uniform> u: P;\n"
     ),
