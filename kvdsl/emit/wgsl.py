@@ -3,7 +3,8 @@
 Layout of a module, always in this order: ``enable f16;`` (only when the kernel mentions f16),
 ``enable subgroups;`` (only when it uses a subgroup builtin value or function; both decided
 from the IR by :func:`kvdsl.ir.features.features`), the params struct, the storage bindings in
-declaration order followed by the params uniform (all ``@group(0)``, numbered from 0), module
+declaration order followed by the params uniform and any other uniforms (all ``@group(0)``,
+numbered from 0), module
 consts, helper functions, then the documented entry point ``main``. Indentation is two spaces.
 Parentheses are printed only where WGSL's grammar needs them, as the op table's levels say (see
 :mod:`kvdsl.ir.ops`).
@@ -278,10 +279,12 @@ def memory_structs(kernel: ir.Kernel) -> list[str]:
             for _, member in t.fields:
                 add(member)
 
-    for t in [b.elem for b in kernel.bindings] + [w.ty.elem for w in kernel.workgroup_vars]:
+    for t in [b.elem for b in kernel.bindings] + [w.ty for w in kernel.workgroup_vars]:
         add(t)  # a fixed-size storage array of structs: array<B, 4>
     for _, t in kernel.params.fields if kernel.params is not None else ():
         add(t)  # the structs the uniform's members are, or hold
+    for u in kernel.uniforms:
+        add(u.ty)  # the other uniforms' structs
     # Then the structs only values have, in the order the module consts, the helpers, then
     # the entry point first name them (the params block and builtins' results are not declared).
     params = kernel.params.name if kernel.params is not None else None
@@ -324,11 +327,16 @@ def emit(kernel: ir.Kernel) -> str:
     if kernel.params is not None:
         n = len(kernel.bindings)
         out.append(f"@group(0) @binding({n}) var<uniform> params: {kernel.params.name};")
-    if kernel.bindings or kernel.params is not None:
+    for n, u in enumerate(kernel.uniforms, len(kernel.bindings) + (kernel.params is not None)):
+        out.append(f"@group(0) @binding({n}) var<uniform> {u.name}: {u.ty};")
+    if kernel.bindings or kernel.params is not None or kernel.uniforms:
         out.append("")
     for w in kernel.workgroup_vars:
         out.append(f"var<workgroup> {w.name}: {w.ty};")
-    if kernel.workgroup_vars:
+    for v in kernel.private_vars:
+        init = "" if v.init is None else f" = {emit_expr(v.init)}"
+        out.append(f"var<private> {v.name}: {v.ty}{init};")
+    if kernel.workgroup_vars or kernel.private_vars:
         out.append("")
     for c in kernel.consts:
         if c.comment:

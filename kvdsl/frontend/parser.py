@@ -53,7 +53,14 @@ from kvdsl.ir import tree as ir
 from kvdsl.ir.types import Array, Mat, Ptr, Scalar, Struct, Vec, bool_
 from kvdsl.ir.features import uses_f16
 from kvdsl.ir.scope import Scope, Symbol, VerifyError, name_problem
-from kvdsl.ir.verify import Verifier, check_pointer_type, module_scope, value_struct, verify
+from kvdsl.ir.verify import (
+    Verifier,
+    check_pointer_type,
+    check_private_var,
+    module_scope,
+    value_struct,
+    verify,
+)
 
 
 def grammar() -> str:
@@ -241,7 +248,18 @@ class _Assembler:
             raise WgslTypeError(f"entry point {entry.name}: {problem}", self.filename, entry.line)
         interface = Interface(self.filename, self.comments, self.decl_lines)
         params, bindings, shared = interface.declarations(structs, gvars)
-        probe = ir.Kernel(name, bindings, params, (), (), (1, 1, 1), (), (), workgroup_vars=shared)
+        probe = ir.Kernel(
+            name,
+            bindings,
+            params,
+            (),
+            (),
+            (1, 1, 1),
+            (),
+            (),
+            workgroup_vars=shared,
+            uniforms=interface.uniforms,
+        )
         checker = Verifier(probe)
         checker.function_names = frozenset(fn.name for fn in fns if fn is not entry)
         typer = Typer(checker, self.filename, self.raw_lines, self.calls, self.rounded)
@@ -250,6 +268,7 @@ class _Assembler:
         wg, wg_name = self.workgroup_size(entry, consts)
         probe = replace(probe, consts=consts)
         scope = self.scope(probe, checker, typer)
+        private = self.private_vars(gvars, scope, checker, typer)
         functions = []
         for fn in fns:
             if fn is not entry:
@@ -282,6 +301,8 @@ class _Assembler:
             doc=tuple(comments_.run_above(self.comments, entry.line)),
             workgroup_size_name=wg_name,
             workgroup_vars=shared,
+            uniforms=interface.uniforms,
+            private_vars=private,
             directives=directives,
             asserts=tuple(asserts),
         )
@@ -361,6 +382,43 @@ class _Assembler:
             self.decl_lines[d.name] = d.line
             comment = "\n".join(comments_.run_above(self.comments, d.line))
             out.append(ir.Const(d.name, ty, value, comment))
+        return tuple(out)
+
+    def private_vars(
+        self, gvars: list[GlobalVar], scope: Scope, checker: Verifier, typer: Typer
+    ) -> tuple[ir.PrivateVar, ...]:
+        """The ``var<private>`` declarations, each typed and declared in ``scope`` (the module's,
+        which the helpers and the entry point see)."""
+        out = []
+        for g in gvars:
+            if g.space != "private":
+                continue
+            if g.attrs or g.access is not None:
+                what = f"@{g.attrs[0].name}" if g.attrs else f"access mode {g.access}"
+                raise WgslTypeError(
+                    f"var<private> {g.name}: {what} (a private var takes no attribute and no "
+                    "access mode)",
+                    self.filename,
+                    g.line,
+                )
+            typer.line = g.line
+            declared = None if g.ty is None else typer.resolve(g.ty)
+            if declared is None and g.init is None:
+                raise WgslTypeError(
+                    f"var<private> {g.name}: neither a type nor an initialiser",
+                    self.filename,
+                    g.line,
+                )
+            init = None if g.init is None else typer.expr(g.init, scope, declared)
+            v = ir.PrivateVar(g.name, declared or typer.type_of(init, scope), init)
+            try:
+                check_private_var(v, checker, scope)
+            except VerifyError as err:
+                raise WgslTypeError(str(err), self.filename, g.line) from None
+            what = f"var<private> {g.name}"
+            self._declare(scope, g.name, Symbol(v.ty, "private"), v, what, g.line)
+            self.decl_lines[g.name] = g.line
+            out.append(v)
         return tuple(out)
 
     def scope(self, probe: ir.Kernel, checker: Verifier, typer: Typer) -> Scope:

@@ -114,6 +114,7 @@ class GlobalVar:
     has_init: bool
     line: int
     column: int
+    init: Any = None  # the initialiser's expression (a var<private>'s is kept)
 
 
 @dataclass(frozen=True, slots=True)

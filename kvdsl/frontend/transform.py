@@ -91,7 +91,7 @@ class ToIR(Statements, Expressions):
     def global_var(self, attrs, address, name: Token, ty, init) -> GlobalVar:
         space, access = address if address is not None else (None, None)
         return GlobalVar(
-            attrs, space, access, str(name), ty, init is not None, name.line, name.column
+            attrs, space, access, str(name), ty, init is not None, name.line, name.column, init
         )
 
     def address(self, space: Token, access: Token | None) -> tuple[str, str | None]:

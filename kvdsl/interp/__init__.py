@@ -231,7 +231,7 @@ from kvdsl.interp.errors import (
     WorkBudget,
 )
 from kvdsl.interp.machine import MAX_STEPS, Machine
-from kvdsl.interp.buffers import params_values, storage
+from kvdsl.interp.buffers import params_values, storage, uniform_values
 from kvdsl.interp.values import Grid
 
 #: The most invocations one dispatch may have in the interpreter: a kernel that reads a
@@ -279,7 +279,7 @@ def run(
 
     ``buffers`` maps every binding name to an array (read_write ones are not modified; their new
     contents come back with the same dtype and shape); ``params`` gives the params struct's
-    fields; ``workgroups`` defaults to the kernel's dispatch rule for ``params``;
+    fields, and each other uniform's value by its name (:class:`~kvdsl.ir.tree.Uniform`); ``workgroups`` defaults to the kernel's dispatch rule for ``params``;
     ``subgroup_size`` (a power of two in 4..128) is the ``subgroup_size`` builtin and the width
     of the subgroups ``subgroupShuffleXor`` reads across. ``accesses``, when given, is
     filled with each binding's ``[bytes loaded, bytes stored]``: every access of every active
@@ -301,8 +301,11 @@ def run(
         raise KeyError(f"kernel {kernel.name} needs buffers {', '.join(missing)}")
     fields = kernel.params.fields if kernel.params is not None else ()
     values = params_values(fields, params)
+    values.update(uniform_values(kernel.uniforms, params))
     if workgroups is None:
-        workgroups = dispatch_workgroups(kernel, {k: int(v) for k, v in (params or {}).items()})
+        others = {u.name for u in kernel.uniforms}
+        fixed = {k: int(v) for k, v in (params or {}).items() if k not in others}
+        workgroups = dispatch_workgroups(kernel, fixed)
     size = kernel.workgroup_size
     total = math.prod(int(w) for w in workgroups) * math.prod(size)
     if total > MAX_INVOCATIONS:

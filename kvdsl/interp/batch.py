@@ -90,6 +90,7 @@ def plan(s: ir.For, kernel: ir.Kernel, functions: dict[str, ir.Function]) -> Pla
         return None
     bindings = {b.name for b in kernel.bindings}
     shared = {w.name for w in kernel.workgroup_vars}
+    private = {v.name for v in kernel.private_vars}
     declared = _declared(s.body)
     if declared & (bindings | shared | {var, "params"}) or declared & {
         p for p, _ in kernel.builtins
@@ -129,7 +130,7 @@ def plan(s: ir.For, kernel: ir.Kernel, functions: dict[str, ir.Function]) -> Pla
                 return None
             if isinstance(x, (ir.AddressOf, ir.Deref, ir.AtomicCall)):
                 return None
-            if isinstance(x, ir.Assign) and _root(x.target) in bindings | shared:
+            if isinstance(x, ir.Assign) and _root(x.target) in bindings | shared | private:
                 return None
             if isinstance(x, ir.Index) and isinstance(x.base, ir.Name) and x.base.name in stored:
                 return None

@@ -111,7 +111,10 @@ class SharedArray:
     def __init__(self, var: WorkgroupVar, groups: int, first: int) -> None:
         self.var = var
         scalar = isinstance(var.ty, Atomic)  # a var<workgroup> atomic: an array of one
-        elem = var.ty if scalar else var.ty.elem
+        # One scalar, vector, matrix or struct (``var<workgroup> total: f32;``): one element of
+        # words, reached from word 0 as a storage binding that is one value is.
+        self.whole = not scalar and not isinstance(var.ty, Array)
+        elem = var.ty if scalar or self.whole else var.ty.elem
         # An array of structs, or of arrays of structs, is held as u32 words in WGSL's layout
         # (kvdsl.interp.structs), 16-bit halves where it holds an f16 (memory_unit): ``words``
         # per outer element.
@@ -121,9 +124,9 @@ class SharedArray:
         self.inner = elem.n if isinstance(elem, Array) and self.words is None else None
         if self.inner is not None:
             elem = elem.elem
-        self.length = 1 if scalar else var.ty.n * (self.inner or 1)
+        self.length = 1 if scalar or self.whole else var.ty.n * (self.inner or 1)
         if self.words is not None:
-            elem, self.length = (u32 if self.unit == 4 else u16), var.ty.n * self.words
+            elem, self.length = (u32 if self.unit == 4 else u16), self.length * self.words
         self.first = first  # dispatch-wide index of the chunk's first workgroup
         self.lanes = elem.n if isinstance(elem, Vec) else 1
         shape = (groups * self.length,) + ((elem.n,) if isinstance(elem, Vec) else ())
@@ -142,6 +145,8 @@ class SharedArray:
         """The element (and lane, for a vector array) of ``slot``, as WGSL indexes it."""
         lane = f"[{slot % self.lanes}]" if self.lanes > 1 else ""
         e = slot // self.lanes % self.length
+        if self.whole:  # total, acc.y, m[1].x, s (word 2 of the struct)
+            return self.var.name + word_path(self.var.ty, e, self.unit)
         if self.words is not None and isinstance(self.var.ty.elem, (Array, Mat)):
             return f"{self.var.name}[{e // self.words}]" + word_path(
                 self.var.ty.elem, e % self.words, self.unit
@@ -191,6 +196,18 @@ def params_values(fields, params: dict | None) -> dict[str, np.ndarray]:
         if name not in params:
             raise KeyError(f"params field '{name}' has no value")
         out[name] = _uniform_value(ty, params[name])
+    return out
+
+
+def uniform_values(uniforms, params: dict | None) -> dict[str, object]:
+    """Each uniform other than params (:class:`~kvdsl.ir.tree.Uniform`) as a value of its
+    type, given in ``params`` by the uniform's name."""
+    params = params or {}
+    out = {}
+    for u in uniforms:
+        if u.name not in params:
+            raise KeyError(f"uniform '{u.name}' has no value")
+        out[u.name] = _uniform_value(u.ty, params[u.name])
     return out
 
 

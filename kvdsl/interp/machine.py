@@ -69,6 +69,7 @@ def _facts(kernel: ir.Kernel) -> tuple[bool, frozenset[str]]:
         }
         names |= {p for f in kernel.functions for p, _ in f.params}
         names |= {p for p, _ in kernel.builtins}
+        names |= {v.name for v in kernel.private_vars}  # module-scope, but per invocation
         if len(_FACTS) > 256:
             _FACTS.clear()
         known = _FACTS[id(kernel)] = (kernel, _reads_read_write(kernel), frozenset(names))
@@ -220,6 +221,8 @@ class Machine(Scopes, Expressions, Memory, StructMemory, Assignment):
         self._pointers = uses_pointers(kernel)
         for c in kernel.consts:
             self.module[c.name] = Slot(self.eval(c.value, None))
+        for u in kernel.uniforms:  # read only, the same in every invocation, like a const
+            self.module[u.name] = Slot(params[u.name])
 
     # ---- entry ---------------------------------------------------------------------------
     def run(self) -> None:
@@ -242,6 +245,9 @@ class Machine(Scopes, Expressions, Memory, StructMemory, Assignment):
                 w.name: SharedArray(w, (stop - start) // p, start // p)
                 for w in self.kernel.workgroup_vars
             }
+            for v in self.kernel.private_vars:  # each invocation's own, from its initialiser
+                init = self.zero(v.ty) if v.init is None else self.eval(v.init, None)
+                self.module[v.name] = Slot(init, None, var=True)
             self.scopes = [self.module, {}]
             self.frame = self.main = Frame(None)
             self.steps = self.trips = 0

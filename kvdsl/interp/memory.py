@@ -240,7 +240,7 @@ class Memory(StorageRaces):
             case _:
                 return None
         w = self.shared.get(name)
-        if w is None or self._shadowed(name):
+        if w is None or w.whole or self._shadowed(name):
             return None
         if w.inner is None:
             return None if row is not None else (w, index, lane)

@@ -460,6 +460,27 @@ class WorkgroupVar:
     ty: Array
 
 
+@dataclass(frozen=True, slots=True)
+class PrivateVar:
+    """A module-scope ``var<private> name: T[ = init];``: a var of each invocation's own, seen
+    by the entry point and every helper, starting as ``init`` (a const-expression) or zero."""
+
+    name: str
+    ty: Scalar | Vec | Mat | Array | Struct
+    init: Expr | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Uniform:
+    """A ``var<uniform> name: T;`` other than the params struct: of any name, any number of
+    them, ``T`` a scalar, vector, matrix, fixed-size array or struct (a value in the uniform
+    address space, read by name: ``n``, ``u.scale``, ``u.taps[i]``). The host gives its value
+    by its name beside the params fields; the emitter numbers it after the params uniform."""
+
+    name: str
+    ty: Scalar | Vec | Mat | Array | Struct
+
+
 BUILTIN_INPUTS = {
     "global_invocation_id": "gid",
     "local_invocation_id": "lid",
@@ -527,6 +548,8 @@ class Kernel:
     # (``requires packed_4x8_integer_dot_product``); module-scope ``const_assert`` conditions.
     directives: tuple[str, ...] = ()
     asserts: tuple[Expr, ...] = ()
+    uniforms: tuple[Uniform, ...] = ()
+    private_vars: tuple[PrivateVar, ...] = ()
 
     def binding(self, name: str) -> Binding | None:
         return next((b for b in self.bindings if b.name == name), None)

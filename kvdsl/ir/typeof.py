@@ -75,7 +75,8 @@ class ExprTyper(PointerTyper):
                         f"workgroup var '{name}' of type {sym.ty} is read and written only "
                         f"through the atomic builtins (atomicLoad(&{name}) ...), not as a plain value"
                     )
-                raise VerifyError(f"workgroup var '{name}' used without an index")
+                if type(sym.ty) is Array:
+                    raise VerifyError(f"workgroup var '{name}' used without an index")
             return sym.ty
         match e:
             case ir.Binary(op, a, b):
@@ -204,7 +205,11 @@ class ExprTyper(PointerTyper):
                         if type(sym.ty.elem) is Atomic:
                             self._plain_atomic(e, sym.ty.elem)
                         return sym.ty.elem
-                    if sym is not None and sym.kind == "workgroup":
+                    if (
+                        sym is not None
+                        and sym.kind == "workgroup"
+                        and type(sym.ty) in (Array, Atomic)
+                    ):
                         if type(sym.ty) is Atomic:
                             raise VerifyError(f"{show(e)}: cannot index {sym.ty} '{base.name}'")
                         if at is not None and at >= sym.ty.n:

@@ -397,10 +397,11 @@ def memory_unit(ty: object) -> int:
 
 def workgroup_words(ty: object) -> bool:
     """Whether a ``var<workgroup>`` of type ``ty`` is held as words (:class:`SharedArray`): an
-    array whose leaf is a struct or a matrix, or arrays nested three levels deep or more (two
-    levels of scalars or vectors are held flat, element by element)."""
+    array whose leaf is a struct or a matrix, arrays nested three levels deep or more (two
+    levels of scalars or vectors are held flat, element by element), or a var that is one
+    scalar, vector, matrix or struct (not an atomic)."""
     if not isinstance(ty, Array):
-        return False
+        return not isinstance(ty, Atomic)
     deep = isinstance(ty.elem, Array) and isinstance(ty.elem.elem, Array)
     return deep or isinstance(array_leaf(ty), (Struct, Mat))
 

@@ -113,7 +113,7 @@ class _Analysis:
         self.returns: list[int] = []
         self.stmt: ir.Stmt | None = None  # the innermost statement being analysed
         self.sources: dict[str, str] = {}  # names whose values may differ: why
-        read_only = {"params"} | {c.name for c in kernel.consts}
+        read_only = {"params"} | {c.name for c in kernel.consts} | {u.name for u in kernel.uniforms}
         for b in kernel.bindings:
             if b.access == "read":
                 read_only.add(b.name)
@@ -121,6 +121,8 @@ class _Analysis:
                 self.sources[b.name] = f"a load of '{b.name}' (read_write storage)"
         for w in kernel.workgroup_vars:
             self.sources[w.name] = f"a load of workgroup var '{w.name}'"
+        for p in kernel.private_vars:
+            self.sources[p.name] = f"a load of var<private> '{p.name}'"
         self.read_only = read_only
         self.source_nodes: dict[str, int] = {}
 

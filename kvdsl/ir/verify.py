@@ -280,6 +280,7 @@ class Verifier(ExprTyper):
         if sym is None:
             raise VerifyError(f"{show(s)}: undefined name '{root.name}'")
         whole = sym.kind == "binding" and not isinstance(sym.ty, RuntimeArray)  # n: u32, cfg: S
+        whole = whole or sym.kind == "workgroup" and not isinstance(sym.ty, (Array, Atomic))
         if whole or (
             sym.kind in ("binding", "workgroup")
             and (
@@ -321,7 +322,7 @@ class Verifier(ExprTyper):
                     f"{show(s)}: workgroup var '{root.name}' is written one element at a time "
                     "(or one lane of a vector element, `w[i][lane]`)"
                 )
-        elif sym.kind != "var":
+        elif sym.kind != "var" and sym.kind != "private":
             raise VerifyError(f"{show(s)}: '{root.name}' is a {sym.kind}, not a var")
         return self.type_of(target, scope)
 
@@ -385,6 +386,11 @@ def module_scope(kernel: ir.Kernel, verifier: Verifier) -> Scope:
             if not uniform_type(fty):
                 raise VerifyError(f"params field '{fname}': type {fty} cannot be uniform")
         scope.declare("params", Symbol(kernel.params, "params"), kernel.params)
+    for u in kernel.uniforms:
+        if not isinstance(u, ir.Uniform) or not uniform_type(u.ty):
+            raise VerifyError(f"uniform {u!r}: the uniform holds no such type")
+        check_name(u.name, u)
+        scope.declare(u.name, Symbol(u.ty, "uniform"), u)
     total = 0
     for w in kernel.workgroup_vars:
         if isinstance(w, ir.WorkgroupVar) and isinstance(w.ty, Atomic):  # one atomic counter
@@ -393,8 +399,26 @@ def module_scope(kernel: ir.Kernel, verifier: Verifier) -> Scope:
             total += 4
             scope.declare(w.name, Symbol(w.ty, "workgroup"), w)
             continue
-        if not isinstance(w, ir.WorkgroupVar) or not isinstance(w.ty, Array):
-            raise VerifyError(f"workgroup var {w!r} is not a WorkgroupVar of an array type")
+        if not isinstance(w, ir.WorkgroupVar):
+            raise VerifyError(f"workgroup var {w!r} is not a WorkgroupVar")
+        if not isinstance(w.ty, Array):  # one scalar, vector, matrix or struct, held as words
+            if isinstance(w.ty, Struct):
+                check_memory_struct(f"workgroup var '{w.name}'", w.ty, workgroup=True)
+            elif isinstance(w.ty, Mat):
+                check_memory_matrix(f"workgroup var '{w.name}'", w.ty)
+            elif not isinstance(w.ty, (Scalar, Vec)):
+                raise VerifyError(
+                    f"workgroup var '{w.name}': type {w.ty} is not a scalar, vector, matrix, "
+                    "struct, atomic or array"
+                )
+            total += workgroup_bytes(w.ty)
+            if total > MAX_WORKGROUP_BYTES:
+                raise VerifyError(
+                    f"workgroup var '{w.name}': {w.ty} brings workgroup memory to {total} "
+                    f"bytes, more than {MAX_WORKGROUP_BYTES}"
+                )
+            scope.declare(w.name, Symbol(w.ty, "workgroup"), w)
+            continue
         leaf = array_leaf(w.ty.elem)  # arrays three levels deep or more: held as words
         if isinstance(array_leaf(w.ty.elem), Struct):  # array<B, 4>, array<array<B, 2>, 4>
             check_memory_struct(f"workgroup var '{w.name}'", array_leaf(w.ty.elem), workgroup=True)
@@ -419,9 +443,34 @@ def module_scope(kernel: ir.Kernel, verifier: Verifier) -> Scope:
                 f"more than {MAX_WORKGROUP_BYTES}"
             )
         scope.declare(w.name, Symbol(w.ty, "workgroup"), w)
+    for v in kernel.private_vars:
+        check_private_var(v, verifier, scope)
+        scope.declare(v.name, Symbol(v.ty, "private"), v)
     for a in kernel.asserts:
         verifier.const_assert(a, scope)
     return scope
+
+
+def check_private_var(v: ir.PrivateVar, verifier: Verifier, scope: Scope) -> None:
+    """A ``var<private>``: of a type a var holds (a scalar, vector, matrix, fixed-size array or
+    struct, no atomic), its initialiser, if any, a const-expression of that type."""
+    if not isinstance(v, ir.PrivateVar):
+        raise VerifyError(f"private var {v!r} is not a PrivateVar")
+    check_name(v.name, v)
+    if not isinstance(v.ty, (Scalar, Vec, Mat, Array, Struct)) or holds_atomic(v.ty):
+        raise VerifyError(f"var<private> {v.name}: type {v.ty} (a private var holds no atomic)")
+    if v.init is None:
+        return
+    got = verifier.type_of(v.init, scope)
+    if got != v.ty:
+        raise VerifyError(f"var<private> {v.name}: initialiser is {got}, expected {v.ty}")
+    for x in ir.walk(v.init):
+        sym = scope.visible.get(x.name) if type(x) is ir.Name else None
+        if type(x) is ir.FnCall or (type(x) is ir.Name and (sym is None or sym.kind != "const")):
+            raise VerifyError(
+                f"var<private> {v.name}: initialiser {show(v.init)} is not a const-expression "
+                f"(it reads {show(x)})"
+            )
 
 
 def check_barriers(kernel: ir.Kernel) -> None:

@@ -338,7 +338,7 @@ def compile_error(wgsl: str, message: str) -> CompileError:
     return CompileError(message, line, column, source)
 
 
-def _layout_entries(bindings: tuple[Binding, ...], has_params: bool) -> list[dict]:
+def _layout_entries(bindings: tuple[Binding, ...], has_params: bool | int) -> list[dict]:
     wgpu = wgpu_module()
     kinds = {"read": "read-only-storage", "read_write": "storage"}
     entries = [
@@ -349,10 +349,10 @@ def _layout_entries(bindings: tuple[Binding, ...], has_params: bool) -> list[dic
         }
         for i, b in enumerate(bindings)
     ]
-    if has_params:
+    for k in range(int(has_params)):  # the params uniform, then any others
         entries.append(
             {
-                "binding": len(bindings),
+                "binding": len(bindings) + k,
                 "visibility": wgpu.ShaderStage.COMPUTE,
                 "buffer": {"type": "uniform"},
             }
@@ -363,7 +363,7 @@ def _layout_entries(bindings: tuple[Binding, ...], has_params: bool) -> list[dic
 def pipeline(
     wgsl: str,
     bindings: tuple[Binding, ...] | None,
-    has_params: bool,
+    has_params: bool | int,
     label: str = "kernel",
     entry_point: str | None = "main",
     limits: Mapping[str, int] | None = None,
@@ -373,7 +373,7 @@ def pipeline(
     ``limits`` the module needs beyond the defaults (:func:`device`).
 
     With ``bindings`` the layout is explicit (storage bindings numbered in order, then the params
-    uniform), so a module whose declarations disagree with the interface fails to compile; with
+    uniform; ``has_params`` may count the uniforms, params and others), so a module whose declarations disagree with the interface fails to compile; with
     None the layout is naga's automatic one.
     """
     accesses = None if bindings is None else tuple(b.access for b in bindings)

@@ -16,14 +16,14 @@ import numpy as np
 
 from kvdsl.emit import emit
 from kvdsl.ir.dispatch import workgroups as dispatch_workgroups
-from kvdsl.ir.tree import Binding, Kernel
+from kvdsl.ir.tree import Binding, Kernel, Uniform
 from kvdsl.ir.types import Struct, u32
 from kvdsl.ir.features import limits as kernel_limits, uses_f16
 from kvdsl.runtime import device as gpu
 from kvdsl.runtime.contract import check_bindings, check_contract, check_workgroups
 from kvdsl.runtime.errors import DeviceError
 from kvdsl.runtime.inputs import check_inputs
-from kvdsl.runtime.layout import from_storage, pack_params, to_storage
+from kvdsl.runtime.layout import from_storage, pack_params, pack_uniform, split_uniforms, to_storage
 
 if TYPE_CHECKING:
     import wgpu
@@ -46,12 +46,15 @@ class _Dispatch:
         label: str,
         reuse: dict | None = None,
         limits: dict[str, int] | None = None,
+        uniforms: tuple[Uniform, ...] = (),
     ) -> None:
         wgpu = gpu.wgpu_module()
+        params, values = split_uniforms(uniforms, params)
         buffers = check_inputs(bindings, params_struct, buffers, params, label)
         check_bindings(bindings, buffers, gpu.device(*gpu.extensions(wgsl), limits).limits)
-        uniform = None if params_struct is None else pack_params(params_struct, params or {})
-        self.pipe = gpu.pipeline(wgsl, bindings, params_struct is not None, label, limits=limits)
+        packed = [] if params_struct is None else [pack_params(params_struct, params or {})]
+        packed += [pack_uniform(u, values, label) for u in uniforms]  # numbered after params
+        self.pipe = gpu.pipeline(wgsl, bindings, len(packed), label, limits=limits)
         dev = self.pipe.device
         limit = dev.limits["max-compute-workgroups-per-dimension"]
         if len(workgroups) != 3 or any(int(n) < 0 or int(n) > limit for n in workgroups):
@@ -82,11 +85,11 @@ class _Dispatch:
             entries.append(
                 {"binding": i, "resource": {"buffer": buf, "offset": 0, "size": buf.size}}
             )
-        if uniform is not None:
-            buf = dev.create_buffer_with_data(data=uniform, usage=wgpu.BufferUsage.UNIFORM)
+        for k, data in enumerate(packed):
+            buf = dev.create_buffer_with_data(data=data, usage=wgpu.BufferUsage.UNIFORM)
             entries.append(
                 {
-                    "binding": len(bindings),
+                    "binding": len(bindings) + k,
                     "resource": {"buffer": buf, "offset": 0, "size": buf.size},
                 }
             )
@@ -135,14 +138,26 @@ def run_source(
     *,
     label: str = "kernel",
     limits: dict[str, int] | None = None,
+    uniforms: tuple[Uniform, ...] = (),
 ) -> dict[str, np.ndarray]:
     """Dispatch WGSL text once; the final contents of every read_write binding, by name.
 
     Storage bindings are ``@group(0) @binding(i)`` in the order of ``bindings``; the params
-    uniform (when ``params_struct`` is given) is ``@binding(len(bindings))``. The device is
-    requested with ``limits`` (JavaScript names), what the module needs beyond WebGPU's defaults.
+    uniform (when ``params_struct`` is given) is ``@binding(len(bindings))``, and ``uniforms``
+    follow it, each given in ``params`` by its name. The device is requested with ``limits``
+    (JavaScript names), what the module needs beyond WebGPU's defaults.
     """
-    d = _Dispatch(wgsl, bindings, params_struct, buffers, params, workgroups, label, limits=limits)
+    d = _Dispatch(
+        wgsl,
+        bindings,
+        params_struct,
+        buffers,
+        params,
+        workgroups,
+        label,
+        limits=limits,
+        uniforms=uniforms,
+    )
     encoder = d.device.create_command_encoder()
     d.encode(encoder)
     return d.read_back(encoder)
@@ -206,12 +221,14 @@ def run(
     """Emit ``kernel`` and dispatch it once; workgroups default to the kernel's dispatch rule.
 
     The params and buffers are checked first (:func:`kvdsl.runtime.inputs.check_inputs`: a
-    big-endian array comes back little-endian), then the kernel's contract."""
-    buffers = check_inputs(kernel.bindings, kernel.params, buffers, params, kernel.name)
+    big-endian array comes back little-endian), then the kernel's contract. ``params`` gives
+    the params fields, and each other uniform's value by its name."""
+    fields = split_uniforms(kernel.uniforms, params)[0] if params is not None else None
+    buffers = check_inputs(kernel.bindings, kernel.params, buffers, fields, kernel.name)
     if workgroups is None:
-        workgroups = _workgroups(kernel, buffers, params)
+        workgroups = _workgroups(kernel, buffers, fields)
     else:
-        check_contract(kernel, buffers, params)
+        check_contract(kernel, buffers, fields)
     return run_source(
         emit(kernel),
         kernel.bindings,
@@ -221,6 +238,7 @@ def run(
         workgroups,
         label=kernel.name,
         limits=kernel_limits(kernel),
+        uniforms=kernel.uniforms,
     )
 
 
@@ -252,15 +270,18 @@ def time_kernel(
     arrays uploads them once. Two bindings never share a device buffer, even when given one array.
     The contents a kernel leaves in a shared read_write buffer are what the next one reads.
     """
+    uniforms = ()
     if isinstance(kernel, Kernel):
         wgsl, bindings, params_struct = emit(kernel), kernel.bindings, kernel.params
         limits = kernel_limits(kernel)
         label = label or kernel.name
-        buffers = check_inputs(kernel.bindings, kernel.params, buffers, params, kernel.name)
+        uniforms = kernel.uniforms
+        fields = split_uniforms(uniforms, params)[0] if params is not None else None
+        buffers = check_inputs(kernel.bindings, kernel.params, buffers, fields, kernel.name)
         if workgroups is None:
-            workgroups = _workgroups(kernel, buffers, params)
+            workgroups = _workgroups(kernel, buffers, fields)
         else:
-            check_contract(kernel, buffers, params)
+            check_contract(kernel, buffers, fields)
     elif bindings is None or workgroups is None:
         raise TypeError("time_kernel of WGSL text needs bindings= and workgroups=")
     else:
@@ -268,7 +289,16 @@ def time_kernel(
     if not 1 <= repeats <= MAX_REPEATS:
         raise ValueError(f"repeats={repeats}: expected 1..{MAX_REPEATS}")
     d = _Dispatch(
-        wgsl, bindings, params_struct, buffers, params, workgroups, label or "kernel", reuse, limits
+        wgsl,
+        bindings,
+        params_struct,
+        buffers,
+        params,
+        workgroups,
+        label or "kernel",
+        reuse,
+        limits,
+        uniforms,
     )
     dev = d.device
     if "timestamp-query" not in dev.features:

@@ -17,9 +17,18 @@ from typing import Mapping
 import numpy as np
 
 from kvdsl.ir.types import Array, Mat, Scalar, Struct, Vec, field_offsets, size_of, stride
-from kvdsl.runtime.inputs import check_buffers, check_params
+from kvdsl.runtime.errors import ParamsError
+from kvdsl.runtime.inputs import check_buffers, check_params, check_value
 
-__all__ = ["check_buffers", "from_storage", "pack_params", "params_layout", "to_storage"]
+__all__ = [
+    "check_buffers",
+    "from_storage",
+    "pack_params",
+    "pack_uniform",
+    "params_layout",
+    "split_uniforms",
+    "to_storage",
+]
 
 
 def _round_up(n: int, to: int) -> int:
@@ -45,6 +54,31 @@ def pack_params(struct: Struct, values: Mapping[str, object]) -> bytes:
     _, size = params_layout(struct)
     out = bytearray(size)
     _pack(out, 0, struct, values)
+    return bytes(out)
+
+
+def split_uniforms(uniforms: tuple, values: Mapping[str, object] | None) -> tuple[dict, dict]:
+    """``values`` parted into the params fields' and the other uniforms' (by each uniform's
+    name, :class:`~kvdsl.ir.tree.Uniform`)."""
+    names = {u.name for u in uniforms}
+    values = values or {}
+    return (
+        {k: v for k, v in values.items() if k not in names},
+        {k: v for k, v in values.items() if k in names},
+    )
+
+
+def pack_uniform(uniform, values: Mapping[str, object], kernel: str = "kernel") -> bytes:
+    """The bytes of uniform ``uniform`` (a :class:`~kvdsl.ir.tree.Uniform`) holding its value,
+    ``values[uniform.name]``, checked as a params field of its type is, padded to 16 bytes."""
+    if uniform.name not in values:
+        raise ParamsError(
+            f"uniform '{uniform.name}' ({uniform.ty}) has no value: kernel {kernel} takes it "
+            "by its name beside the params fields"
+        )
+    check_value(uniform.name, uniform.ty, values[uniform.name])
+    out = bytearray(max(_round_up(size_of(uniform.ty), 16), 16))
+    _pack(out, 0, uniform.ty, values[uniform.name])
     return bytes(out)
 
 

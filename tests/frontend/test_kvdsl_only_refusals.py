@@ -24,17 +24,6 @@ def k(body: str, head: str = "") -> str:
 
 
 LIMITS = {
-    "uniform_named_u": k(
-        "  out[0] = u.n;", "struct P { n: u32 }\n@group(0) @binding(1) var<uniform> u: P;\n"
-    ),
-    "two_uniforms": k(
-        "  out[0] = a.n + b.n;",
-        "struct P { n: u32 }\n@group(0) @binding(1) var<uniform> a: P;\n@group(0) @binding(2) var<uniform> b: P;\n",
-    ),
-    "uniform_scalar": k("  out[0] = n;", "@group(0) @binding(1) var<uniform> n: u32;\n"),
-    "var_private": k("  g = gid.x; out[0] = g;", "var<private> g: u32;\n"),
-    "wg_scalar": k("  w = gid.x; out[0] = w;", "var<workgroup> w: u32;\n"),
-    "wg_struct": k("  s.a = gid.x; out[0] = s.a;", "struct S { a: u32 }\nvar<workgroup> s: S;\n"),
     "ptr_uniform": k(
         "  let p = &params; out[0] = (*p).n;",
         "struct P { n: u32 }\n@group(0) @binding(1) var<uniform> params: P;\n",
