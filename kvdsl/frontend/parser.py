@@ -429,6 +429,13 @@ class _Assembler:
 
     def workgroup_size(self, entry: FnDecl, consts: tuple[ir.Const, ...]):
         values = {c.name: c.value.value for c in consts if hasattr(c.value, "value")}
+        for c in consts:  # a struct const's integer members: @workgroup_size(T.rows)
+            if isinstance(c.ty, Struct) and isinstance(c.value, ir.Construct):
+                values[c.name] = {
+                    n: a.value
+                    for (n, _), a in zip(c.ty.fields, c.value.args)
+                    if isinstance(a, ir.Lit) and type(a.value) is int
+                }
         for a in entry.attrs:
             if a.name == "compute":
                 if a.args is not None:
@@ -543,11 +550,19 @@ class _Assembler:
 def _literal_types(e: ir.Expr, consts: tuple[ir.Const, ...]) -> set[str]:
     """The concrete integer types ``e``'s suffixed literals and const names carry (an abstract
     literal carries none)."""
-    typed = {c.name: str(c.ty) for c in consts}
+    typed = {c.name: c.ty for c in consts}
     out = set()
     for node in ir.walk(e):
         if type(node) is RawLit and node.ty is not None:
             out.add(str(node.ty))
-        elif type(node) is ir.Name and node.name in typed:
-            out.add(typed[node.name])
+        elif (
+            type(node) is ir.Name
+            and node.name in typed
+            and not isinstance(typed[node.name], Struct)
+        ):
+            out.add(str(typed[node.name]))
+        elif type(node) is ir.Member and type(node.base) is ir.Name:
+            st = typed.get(node.base.name)  # a struct const's member: its member's type
+            if isinstance(st, Struct) and st.field(node.name) is not None:
+                out.add(str(st.field(node.name)))
     return out

@@ -78,6 +78,7 @@ class ToIR(Statements, Expressions):
 
     @v_args(meta=True, inline=True)
     def struct_decl(self, meta: Meta, name: Token, *fields) -> StructDecl:
+        self.struct_fields[str(name)] = tuple(n for n, _, _ in fields)
         attrs = tuple(a for _, _, a in fields)
         layout = attrs if any(attrs) else ()
         return StructDecl(str(name), tuple((n, t) for n, t, _ in fields), meta.line, layout)
@@ -107,6 +108,15 @@ class ToIR(Statements, Expressions):
                 self.consts[str(name)] = const_int(value, self.consts, ("", 0, 0))
             except UnsupportedError:
                 pass
+        fields = self.struct_fields.get(value.name) if isinstance(value, ir.FnCall) else None
+        if fields is not None and len(fields) == len(value.args):  # const C = R(4u, 2.5)
+            members = {}
+            for f, a in zip(fields, value.args):  # its integer members, for C.n
+                try:
+                    members[f] = const_int(a, self.consts, ("", 0, 0))
+                except UnsupportedError:
+                    pass
+            self.consts[str(name)] = members
         return ConstDecl(str(name), ty, value, line)
 
     @v_args(meta=True, inline=True)

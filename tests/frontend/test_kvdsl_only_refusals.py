@@ -33,7 +33,7 @@ LIMITS = {
     "vec4_untyped": k("  let v = vec4(1u, 2u, 3u, 4u); out[0] = v.x;"),
     "wg_count_member": k(
         "  t[0] = 1u; out[0] = t[0];",
-        "struct R { n: u32 }\nconst C = R(4u);\nvar<workgroup> t: array<u32, C.n>;\n",
+        "const C = R(4u);\nstruct R { n: u32 }\nvar<workgroup> t: array<u32, C.n>;\n",
     ),
     "bool_value_struct": k(
         "  let s = S(true, 1u); out[0] = select(0u, s.b, s.on);", "struct S { on: bool, b: u32 }\n"
