@@ -196,3 +196,35 @@ def test_a_private_var_wgsl_refuses_is_refused_as_tint_refuses_it(decl, message)
         "}\n"
     )
     assert_refused_as_tint_refuses(text, WgslTypeError, message)
+
+
+HALVES = """enable f16;
+
+@group(0) @binding(0) var<storage, read_write> out: array<f32>;
+@group(0) @binding(1) var<uniform> h: vec2<f16>;
+
+var<workgroup> w: f16;
+var<private> p: f16 = 1.5h;
+
+@compute @workgroup_size(64)
+fn main(@builtin(local_invocation_id) lid: vec3<u32>) {
+  if lid.x == 0u {
+    w = h.y;
+  }
+  workgroupBarrier();
+  p += h.x * f16(lid.x);
+  out[lid.x] = f32(p + w);
+}
+"""
+
+
+def test_f16_uniforms_workgroup_and_private_vars_enable_f16_and_run_as_numpy_says(gpu):
+    k = parse(HALVES, "halves.wgsl")
+    assert emit(k).startswith("enable f16;\n")
+    assert parse(emit(k), "halves.wgsl") == k
+    h = np.array([0.25, 2.0], np.float16)
+    lanes = np.arange(64).astype(np.float16)
+    want = ((np.float16(1.5) + h[0] * lanes) + h[1]).astype(np.float32)
+    for run in (interp.run, runtime.run):
+        got = run(k, {"out": np.full(64, np.nan, np.float32)}, {"h": h.tolist()}, (1, 1, 1))
+        np.testing.assert_array_equal(got["out"], want, err_msg=run.__module__)
