@@ -223,6 +223,8 @@ class Machine(Scopes, Expressions, Memory, StructMemory, Assignment):
             self.module[c.name] = Slot(self.eval(c.value, None))
         for u in kernel.uniforms:  # read only, the same in every invocation, like a const
             self.module[u.name] = Slot(params[u.name])
+        if kernel.params is not None:  # the params as one struct value, for &params
+            self.module["params"] = Slot({n: params[n] for n, _ in kernel.params.fields})
 
     # ---- entry ---------------------------------------------------------------------------
     def run(self) -> None:

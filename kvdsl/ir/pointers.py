@@ -139,6 +139,8 @@ class PointerTyper(ConstEval):
                     return Ptr("function", sym.ty)
                 if sym.kind == "private":
                     return Ptr("private", sym.ty)
+                if sym.kind == "params" or sym.kind == "uniform":  # &params, &taps
+                    return Ptr("uniform", sym.ty, "read")
                 if sym.kind == "binding":
                     self.used.add(name)
                     if sym.access == "read_write":

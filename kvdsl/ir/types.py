@@ -277,15 +277,16 @@ def is_result_struct(ty: object) -> bool:
 
 
 #: WGSL's address spaces a pointer may name, and the access mode each has: ``function``,
-#: ``private`` and ``workgroup`` memory is read_write; ``storage`` is ``read`` or ``read_write``.
-POINTER_SPACES = ("function", "private", "workgroup", "storage")
+#: ``private`` and ``workgroup`` memory is read_write; ``storage`` is ``read`` or ``read_write``;
+#: ``uniform`` is ``read``.
+POINTER_SPACES = ("function", "private", "workgroup", "storage", "uniform")
 
 
 @dataclass(frozen=True, slots=True)
 class Ptr:
     """``ptr<space, T[, access]>``: the type of a pointer, the value of ``&x``. Only a ``let``
     and a helper's parameter hold one; ``*p`` is the memory it points at. The access mode is
-    spelled only for ``storage`` (the others are always ``read_write``)."""
+    spelled only for ``storage`` (``uniform`` is always ``read``, the others ``read_write``)."""
 
     space: str
     store: Scalar | Vec | Mat | Array | RuntimeArray

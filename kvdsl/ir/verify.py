@@ -266,8 +266,9 @@ class Verifier(ExprTyper):
         if type(root) is ir.Deref:
             pt = self.type_of(root.x, scope)
             if isinstance(pt, Ptr) and pt.access != "read_write":
+                where = "storage" if pt.space == "storage" else f"{pt.space} memory"
                 raise VerifyError(
-                    f"{show(s)}: {show(root.x)} points at read-only storage ({pt}): only a "
+                    f"{show(s)}: {show(root.x)} points at read-only {where} ({pt}): only a "
                     "read_write pointer is written through"
                 )
             tt = self.type_of(target, scope)
@@ -552,14 +553,20 @@ def check_pointer_type(what: str, t: Ptr) -> None:
             f"{what}: address space '{t.space}' (a pointer names one of "
             f"{', '.join(POINTER_SPACES)})"
         )
-    if t.access not in ("read", "read_write") or t.access == "read" and t.space != "storage":
+    allowed = {"storage": ("read", "read_write"), "uniform": ("read",)}
+    if t.access not in allowed.get(t.space, ("read_write",)):
         raise VerifyError(
-            f"{what}: access '{t.access}' in {t.space} memory (read_write; storage also read)"
+            f"{what}: access '{t.access}' in {t.space} memory (read_write; storage also read; "
+            "uniform read only)"
         )
-    if not isinstance(t.store, (Scalar, Vec, Mat, Array, RuntimeArray, Atomic)) or (
+    kinds = (Scalar, Vec, Mat, Array, RuntimeArray, Atomic)
+    kinds += (Struct,) if t.space == "uniform" else ()  # &params, the uniform's struct
+    if not isinstance(t.store, kinds) or (
         isinstance(t.store, RuntimeArray) and t.space != "storage"
     ):
         raise VerifyError(f"{what}: {t.space} memory does not hold a {t.store}")
+    if t.space == "uniform" and not uniform_type(t.store):
+        raise VerifyError(f"{what}: uniform memory does not hold a {t.store}")
     if isinstance(t.store, Atomic) and (
         t.space not in ("storage", "workgroup") or t.access != "read_write"
     ):

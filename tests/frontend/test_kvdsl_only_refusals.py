@@ -24,10 +24,6 @@ def k(body: str, head: str = "") -> str:
 
 
 LIMITS = {
-    "ptr_uniform": k(
-        "  let p = &params; out[0] = (*p).n;",
-        "struct P { n: u32 }\n@group(0) @binding(1) var<uniform> params: P;\n",
-    ),
     "let_named_u32": k("  let vec4f = 1u; out[0] = vec4f;"),
     "hex_float": k("  out[0] = u32(0x1p4);"),
     "vec4_untyped": k("  let v = vec4(1u, 2u, 3u, 4u); out[0] = v.x;"),

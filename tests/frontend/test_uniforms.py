@@ -160,3 +160,54 @@ def test_a_uniform_named_like_a_params_field_is_outside_the_subset():
     text = text.replace("+ scale2[", "+ n[")
     with pytest.raises(UnsupportedError, match=r"uniform 'n' named like a field of the params"):
         parse(text, "clash.wgsl")
+
+
+POINTED = """struct P {
+  n: u32,
+  k: u32,
+}
+
+@group(0) @binding(0) var<storage, read_write> out: array<u32>;
+@group(0) @binding(1) var<uniform> params: P;
+@group(0) @binding(2) var<uniform> taps: array<vec4<u32>, 2>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let p = &params;
+  let q = &taps;
+  let t = &taps[gid.x / 4u % 2u];
+  out[gid.x] = (*p).n + p.k * gid.x + (*q)[1].y + (*t)[gid.x % 4u];
+}
+"""
+
+# A helper taking a uniform pointer: WGSL's unrestricted_pointer_parameters (Tint takes it;
+# naga refuses the helper, so it runs in the interpreter, and `kvdsl check` notes it).
+PASSED = POINTED.replace(
+    "@compute",
+    "fn pick(t: ptr<uniform, array<vec4<u32>, 2>>, i: u32) -> u32 {\n"
+    "  return (*t)[i / 4u % 2u][i % 4u];\n}\n\n@compute",
+).replace("(*t)[gid.x % 4u]", "pick(q, gid.x)")
+
+
+def test_pointers_into_uniform_memory_run_as_numpy_says(gpu):
+    k = parse(POINTED, "pointed.wgsl")
+    assert parse(emit(k), "pointed.wgsl") == k
+    taps = np.random.default_rng(49).integers(1, 1000, (2, 4))
+    p = {"n": 7, "k": 3, "taps": taps.tolist()}
+    i = np.arange(128)
+    want = (7 + 3 * i + taps[1, 1] + taps.reshape(-1)[(i // 4 % 2) * 4 + i % 4]).astype(np.uint32)
+    for run in (interp.run, runtime.run):
+        got = run(k, {"out": np.full(128, 0xDEADBEEF, np.uint32)}, p, (2, 1, 1))["out"]
+        np.testing.assert_array_equal(got, want, err_msg=run.__module__)
+    k = parse(PASSED, "passed.wgsl")
+    assert str(k.functions[0].params[0][1]) == "ptr<uniform, array<vec4<u32>, 2>>"
+    got = interp.run(k, {"out": np.full(128, 0xDEADBEEF, np.uint32)}, p, (2, 1, 1))["out"]
+    np.testing.assert_array_equal(got, want)
+    assert_tint_takes({"pointed": POINTED, "passed": PASSED})
+
+
+def test_a_uniform_is_not_written_through_a_pointer():
+    text = POINTED.replace("  out[gid.x] =", "  (*q)[0].x = 1u;\n  out[gid.x] =")
+    assert_refused_as_tint_refuses(
+        text, WgslTypeError, r"q points at read-only uniform memory \(ptr<uniform, array"
+    )
