@@ -548,6 +548,7 @@ class Kernel:
     # (``requires packed_4x8_integer_dot_product``); module-scope ``const_assert`` conditions.
     directives: tuple[str, ...] = ()
     asserts: tuple[Expr, ...] = ()
+    # The uniforms other than params (numbered after it), and the module's var<private>s.
     uniforms: tuple[Uniform, ...] = ()
     private_vars: tuple[PrivateVar, ...] = ()
 

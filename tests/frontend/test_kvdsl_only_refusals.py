@@ -24,6 +24,15 @@ def k(body: str, head: str = "") -> str:
 
 
 LIMITS = {
+    "uniform_named_like_field": k(
+        "  out[0] = params.n + n;",
+        "struct P { n: u32 }\n@group(0) @binding(1) var<uniform> params: P;\n"
+        "@group(0) @binding(2) var<uniform> n: u32;\n",
+    ),
+    "ptr_struct_param": O
+    + "struct P { n: u32 }\n@group(0) @binding(1) var<uniform> params: P;\n"
+    + "fn f(p: ptr<uniform, P>) -> u32 { return (*p).n; }\n@compute @workgroup_size(64)\n"
+    + "fn main(@builtin(global_invocation_id) gid: vec3<u32>) {\n  out[0] = f(&params);\n}\n",
     "let_named_u32": k("  let vec4f = 1u; out[0] = vec4f;"),
     "hex_float": k("  out[0] = u32(0x1p4);"),
     "vec4_untyped": k("  let v = vec4(1u, 2u, 3u, 4u); out[0] = v.x;"),
