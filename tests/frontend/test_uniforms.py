@@ -211,3 +211,35 @@ def test_a_uniform_is_not_written_through_a_pointer():
     assert_refused_as_tint_refuses(
         text, WgslTypeError, r"q points at read-only uniform memory \(ptr<uniform, array"
     )
+
+
+def test_what_a_uniform_pointer_reads_is_as_uniform_as_the_pointer():
+    """A barrier under a condition on a value read through a pointer into uniform memory stands
+    where the pointer is uniform (Tint takes it), and is refused where its index is not."""
+    head = (
+        "struct P { n: u32 }\n"
+        "@group(0) @binding(0) var<storage, read_write> out: array<u32>;\n"
+        "@group(0) @binding(1) var<uniform> params: P;\n"
+        "@group(0) @binding(2) var<uniform> taps: array<vec4<u32>, 2>;\n"
+        "fn f(t: ptr<uniform, array<vec4<u32>, 2>>) -> u32 {\n"
+        "  if (*t)[0].x > 0u {\n    workgroupBarrier();\n  }\n  return 1u;\n}\n"
+        "@compute @workgroup_size(64)\n"
+        "fn main(@builtin(local_invocation_id) lid: vec3<u32>) {\n"
+    )
+    tail = "  out[lid.x] = 1u;\n}\n"
+    taken = {
+        "let": head
+        + "  let p = &params;\n  if (*p).n > 0u {\n    workgroupBarrier();\n  }\n"
+        + tail,
+        "param": head + "  let r = f(&taps);\n" + tail,
+    }
+    for name, text in taken.items():
+        parse(text, f"{name}.wgsl")
+    assert_tint_takes(taken)
+    assert_refused_as_tint_refuses(
+        head
+        + "  let p = &taps[lid.x % 2u];\n  if (*p).x > 0u {\n    workgroupBarrier();\n  }\n"
+        + tail,
+        WgslTypeError,
+        r"workgroupBarrier\(\) must be reached in uniform control flow",
+    )
