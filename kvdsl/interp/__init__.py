@@ -193,8 +193,12 @@ Workgroup memory and barriers
     reading an element another wrote, or one writing an element another read, is a
     :class:`RaceError`. Of an array of vectors each lane counts as an element of its own, as in
     WGSL: ``w[i][lane] = x`` by four invocations on four lanes is no race, and a load of the
-    whole ``w[i]`` reads all four. With ``strict_init`` a read of an element (lane) nothing wrote
-    in the dispatch is :class:`UninitializedRead`.
+    whole ``w[i]`` reads all four. A ``var<workgroup>`` of one scalar, vector, matrix or struct
+    is one element of words per workgroup, its races found per word (``total``, ``acc.y``).
+    With ``strict_init`` a read of an element (lane) nothing wrote in the dispatch is
+    :class:`UninitializedRead`. A ``var<private>`` is a var of the module scope with a value per
+    invocation, set to its initialiser (or zero) at the start of each chunk; it cannot race.
+    The uniforms other than params are module-scope values, like consts.
     ``storageBarrier()`` checks the same arrival and orders storage memory within a workgroup:
     an element written (read) before it may be read or overwritten (overwritten) after it by
     another invocation of its workgroup (of another workgroup, it is still a
