@@ -30,7 +30,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from kvdsl.contract import ContractError, check_requirements
     from kvdsl.runtime.contract import check_contract
     from kvdsl.runtime.inputs import check_inputs, shown
-    from kvdsl.runtime.layout import pack_uniform, split_uniforms
+    from kvdsl.runtime.layout import pack_uniform, split_textures, split_uniforms
 
     lines, cfg, rule = None, None, None
     constants = parse_constants(args.constants)
@@ -61,6 +61,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     fields = split_uniforms(kernel.uniforms, params)[0]
     for u in kernel.uniforms:
         pack_uniform(u, params, kernel.name)  # its value checked as the params are
+    buffers, texels = split_textures(kernel.textures, buffers)  # [height, width, channels]
     buffers = check_inputs(
         kernel.bindings, kernel.params, buffers, fields, kernel.name, contract=kernel
     )
@@ -71,6 +72,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         except ContractError as err:
             raise UsageError(str(err)) from None
     check_contract(kernel, buffers, fields)
+    buffers = buffers | texels
     if rule is not None:  # the file's dispatch line, for these params
         workgroups = rule_workgroups(args.variant, rule, fields)
     outputs: dict[str, np.ndarray] = {}

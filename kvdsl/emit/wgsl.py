@@ -101,6 +101,8 @@ def emit_expr(e: ir.Expr) -> str:
             return f"{_operand(base, ops.PRIMARY, None)}.{name}"
         case ir.ArrayLength(name, member):
             return f"arrayLength(&{name}{'' if member is None else '.' + member})"
+        case ir.TextureDimensions(name):
+            return f"textureDimensions({name})"
         case ir.AtomicCall(fn, target, args):
             # Through a pointer value, ``atomicAdd(p, 1u)``; else the element's address.
             ptr = target.x if type(target) is ir.Deref else ir.Name("&" + emit_expr(target))
@@ -327,9 +329,13 @@ def emit(kernel: ir.Kernel) -> str:
     if kernel.params is not None:
         n = len(kernel.bindings)
         out.append(f"@group(0) @binding({n}) var<uniform> params: {kernel.params.name};")
-    for n, u in enumerate(kernel.uniforms, len(kernel.bindings) + (kernel.params is not None)):
+    n = len(kernel.bindings) + (kernel.params is not None)
+    for n, u in enumerate(kernel.uniforms, n):
         out.append(f"@group(0) @binding({n}) var<uniform> {u.name}: {u.ty};")
-    if kernel.bindings or kernel.params is not None or kernel.uniforms:
+    first = len(kernel.bindings) + (kernel.params is not None) + len(kernel.uniforms)
+    for n, t in enumerate(kernel.textures, first):
+        out.append(f"@group(0) @binding({n}) var {t.name}: {t.ty};")
+    if kernel.bindings or kernel.params is not None or kernel.uniforms or kernel.textures:
         out.append("")
     for w in kernel.workgroup_vars:
         out.append(f"var<workgroup> {w.name}: {w.ty};")

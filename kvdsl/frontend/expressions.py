@@ -20,12 +20,14 @@ from kvdsl.ir.ops import Op
 from kvdsl.ir.types import (
     POINTER_SPACES,
     SCALARS,
+    TEXEL_FORMATS,
     Array,
     Atomic,
     Mat,
     Ptr,
     RuntimeArray,
     Scalar,
+    StorageTexture,
     Vec,
     bool_,
     f16,
@@ -224,6 +226,16 @@ class Expressions(Rules):
             return Atomic(args[0])
         if str(tok) == "ptr":
             return self._pointer_type(tok, args)
+        if str(tok) == "texture_storage_2d":
+            words = [a.name if isinstance(a, StructRef) else None for a in args]
+            if len(words) == 2 and words[0] in TEXEL_FORMATS and words[1] == "write":
+                return StorageTexture(words[0], "write")
+            raise self._err(
+                f"texture_storage_2d<{', '.join(map(str, words))}> (the formats "
+                f"{', '.join(TEXEL_FORMATS)}, write access)",
+                tok.line,
+                tok.column,
+            )
         raise self._err(f"type '{tok}<...>'", tok.line, tok.column)
 
     def _pointer_type(self, tok: Token, args) -> Ptr:

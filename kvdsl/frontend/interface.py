@@ -22,6 +22,7 @@ from kvdsl.ir.types import (
     Mat,
     RuntimeArray,
     Scalar,
+    StorageTexture,
     Struct,
     Vec,
     align_of,
@@ -50,6 +51,7 @@ class Interface:
         self.decl_lines = decl_lines
         self.structs: dict[str, Struct] = {}
         self.uniforms: tuple[ir.Uniform, ...] = ()  # the uniforms other than params
+        self.textures: list = []  # the storage textures, by binding number
 
     def err(self, message: str, line: int | None, column: int | None = None) -> UnsupportedError:
         return UnsupportedError(message, self.filename, line, column)
@@ -336,6 +338,14 @@ class Interface:
                 continue
             if g.space == "uniform":
                 slot = self.resource_attrs(g)
+            elif g.space is None and isinstance(g.ty, StorageTexture):  # a handle var
+                slot = self.resource_attrs(g)
+                if g.has_init:
+                    raise WgslTypeError(
+                        f"texture '{g.name}' with an initialiser", self.filename, g.line
+                    )
+                self.textures.append((slot, ir.Texture(g.name, g.ty)))
+                self.decl_lines[g.name] = g.line
             elif g.space != "storage":
                 what = f"var<{g.space}>" if g.space else "a module var without address space"
                 raise self.err(
@@ -395,6 +405,7 @@ class Interface:
             if slot in seen:
                 raise self.err(f"'{g.name}' reuses @group({slot[0]}) @binding({slot[1]})", g.line)
             seen[slot] = g.name
+        self.textures = [t for _, t in sorted(self.textures, key=lambda x: x[0])]
         return tuple(b for _, b in sorted(numbered, key=lambda x: x[0]))
 
     def host_data(self, g: GlobalVar) -> Scalar | None:

@@ -259,6 +259,7 @@ class _Assembler:
             (),
             workgroup_vars=shared,
             uniforms=interface.uniforms,
+            textures=tuple(interface.textures),
         )
         checker = Verifier(probe)
         checker.function_names = frozenset(fn.name for fn in fns if fn is not entry)
@@ -303,6 +304,7 @@ class _Assembler:
             workgroup_vars=shared,
             uniforms=interface.uniforms,
             private_vars=private,
+            textures=tuple(interface.textures),
             directives=directives,
             asserts=tuple(asserts),
         )

@@ -235,7 +235,7 @@ from kvdsl.interp.errors import (
     WorkBudget,
 )
 from kvdsl.interp.machine import MAX_STEPS, Machine
-from kvdsl.interp.buffers import params_values, storage, uniform_values
+from kvdsl.interp.buffers import params_values, storage, texture_memory, uniform_values
 from kvdsl.interp.values import Grid
 
 #: The most invocations one dispatch may have in the interpreter: a kernel that reads a
@@ -300,7 +300,7 @@ def run(
             f"subgroup_size {subgroup_size!r}: expected a power of two in 4..128 "
             f"({', '.join(map(str, SUBGROUP_SIZES))})"
         )
-    missing = [b.name for b in kernel.bindings if b.name not in buffers]
+    missing = [b.name for b in (*kernel.bindings, *kernel.textures) if b.name not in buffers]
     if missing:
         raise KeyError(f"kernel {kernel.name} needs buffers {', '.join(missing)}")
     fields = kernel.params.fields if kernel.params is not None else ()
@@ -335,6 +335,7 @@ def run(
             max_steps,
             loop_trips,
         )
+        machine.textures = {t.name: texture_memory(t, buffers[t.name]) for t in kernel.textures}
         if accesses is not None:
             accesses.clear()  # a batched attempt that falls back counts again from the start
             machine.accesses = accesses
@@ -348,4 +349,5 @@ def run(
                 continue
             raise e
         break
-    return {b.name: stores[b.name].flat for b in kernel.bindings if b.access == "read_write"}
+    out = {b.name: stores[b.name].flat for b in kernel.bindings if b.access == "read_write"}
+    return out | {t.name: machine.textures[t.name].data for t in kernel.textures}

@@ -105,7 +105,7 @@ def plan(s: ir.For, kernel: ir.Kernel, functions: dict[str, ir.Function]) -> Pla
             return None
         if isinstance(x, ir.Call) and x.op in SUBGROUP_OPS:  # reads other invocations' lanes
             return None
-        if isinstance(x, ir.AtomicCall):  # ordered by invocation, trip by trip
+        if isinstance(x, (ir.AtomicCall, ir.TextureStore)):  # trip by trip
             return None
     # Which declaration each name means, scope by scope: a name declared in a nested block of
     # the body means the outer one before and after that block (taking the body's declarations
@@ -128,7 +128,7 @@ def plan(s: ir.For, kernel: ir.Kernel, functions: dict[str, ir.Function]) -> Pla
                 return None
             if isinstance(x, ir.Call) and x.op in SUBGROUP_OPS:
                 return None
-            if isinstance(x, (ir.AddressOf, ir.Deref, ir.AtomicCall)):
+            if isinstance(x, (ir.AddressOf, ir.Deref, ir.AtomicCall, ir.TextureStore)):
                 return None
             if isinstance(x, ir.Assign) and _root(x.target) in bindings | shared | private:
                 return None

@@ -1,5 +1,5 @@
-"""The interpreter's memory: storage buffers (:class:`Storage`) and workgroup arrays
-(:class:`SharedArray`) with the records of who wrote and read each element, a host array taken
+"""The interpreter's memory: storage buffers (:class:`Storage`), workgroup arrays
+(:class:`SharedArray`) and storage textures (:class:`TextureMemory`) with the records of who wrote and read each element, a host array taken
 as a binding's contents, params as uniform values, and the names of the words of memory held in
 WGSL's layout, for messages.
 """
@@ -13,7 +13,7 @@ import numpy as np
 
 from kvdsl.interp.indexsets import Shape, counts, strided
 from kvdsl.interp.values import ArrayValue
-from kvdsl.ir.tree import Binding, WorkgroupVar
+from kvdsl.ir.tree import Binding, Texture, WorkgroupVar
 from kvdsl.ir.types import (
     Array,
     Atomic,
@@ -250,3 +250,38 @@ def unit_name(unit: int) -> str:
     """What a race message calls one unit of memory held as words: ``word``, or ``half`` (16
     bits, in memory holding an f16: :func:`kvdsl.ir.types.memory_unit`)."""
     return "word" if unit == 4 else "half"
+
+
+@dataclass
+class TextureMemory:
+    """A storage texture during a dispatch: its texels as the host holds them (``[height,
+    width, channels]`` of the format's dtype), and the invocation that wrote each texel (-1:
+    none), for the race check (two invocations writing one texel in a dispatch race)."""
+
+    texture: Texture
+    data: np.ndarray
+    owner: np.ndarray
+
+
+def texture_memory(texture: Texture, given: np.ndarray) -> TextureMemory:
+    """``given`` (``[height, width, channels]`` of the format's dtype) as ``texture``'s texels,
+    a private copy."""
+    ty = texture.ty
+    given = np.asarray(given)
+    if given.ndim != 3 or given.shape[2] != ty.channels or given.dtype != ty.dtype:
+        raise TypeError(
+            f"texture '{texture.name}' ({ty}) is given as {given.dtype}{list(given.shape)}: "
+            f"expected {ty.dtype}[height, width, {ty.channels}]"
+        )
+    data = np.array(given, copy=True)
+    return TextureMemory(texture, data, np.full(data.shape[:2], -1, np.int64))
+
+
+def to_texels(ty, v: np.ndarray) -> np.ndarray:
+    """``textureStore``'s ``vec4`` values ``v`` (``[lanes, 4]``) as texels of format ``ty``:
+    its channels, converted (``rgba8unorm``: ``round(clamp(x, 0, 1) * 255)``, NaN as 0)."""
+    v = v[:, : ty.channels]
+    if ty.format == "rgba8unorm":
+        x = np.nan_to_num(v.astype(np.float64), nan=0.0)
+        return np.rint(np.clip(x, 0.0, 1.0) * 255.0).astype(np.uint8)
+    return np.ascontiguousarray(v).astype(ty.dtype)

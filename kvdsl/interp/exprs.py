@@ -185,6 +185,9 @@ class Expressions:
                 return self.call(self.functions[name], [self.eval(a, m) for a in args], m)
             case ir.ArrayLength(name, member) if member is not None:
                 return np.array([self.runtime_length(self.buffers[name], member)], np.uint32)
+            case ir.TextureDimensions(name):
+                h, w = self.textures[name].data.shape[:2]
+                return np.array([[w, h]], np.uint32)
             case ir.ArrayLength(name):
                 b = self.buffers[name]
                 per = b.binding.host_values if held_as_words(b.binding.elem) else 1

@@ -19,7 +19,7 @@ from kvdsl.emit import emit_expr, inline
 from kvdsl.interp import batch
 from kvdsl.interp.assign import Assignment
 from kvdsl.interp.batch import BatchGrid
-from kvdsl.interp.buffers import SharedArray, Storage
+from kvdsl.interp.buffers import SharedArray, Storage, TextureMemory
 from kvdsl.interp.errors import InterpError, WorkBudget
 from kvdsl.interp.exprs import Expressions
 from kvdsl.interp.memory import Memory
@@ -154,6 +154,7 @@ def render(s: ir.Stmt | None) -> str:
             | ir.Barrier()
             | ir.CallStmt()
             | ir.AtomicStmt()
+            | ir.TextureStore()
         ):
             return inline(s)
         case _:
@@ -193,6 +194,7 @@ class Machine(Scopes, Expressions, Memory, StructMemory, Assignment):
         self.frame = self.main = Frame(None)
         self.lits: dict[ir.Lit, np.ndarray] = {}
         self.shared: dict[str, SharedArray] = {}  # the chunk's workgroup memory
+        self.textures: dict[str, TextureMemory] = {}  # the dispatch's storage textures
         self.sync = Sync(grid.total // grid.per_group, grid.per_group, grid.total)
         self.current: ir.Stmt | None = None
         self._affine: list[tuple] = []  # the last few index arrays :meth:`affine` looked at
@@ -396,6 +398,11 @@ class Machine(Scopes, Expressions, Memory, StructMemory, Assignment):
                 return m
             case ir.AtomicStmt(call):
                 self.atomic(call, m)
+                return m
+            case ir.TextureStore(name, coords, value):
+                self.texture_store(
+                    self.textures[name], self.eval(coords, m), self.eval(value, m), m
+                )
                 return m
             case ir.Switch():
                 return self.switch(s, m)

@@ -71,6 +71,7 @@ from kvdsl.ir.tree import (
     Function,
     Kernel,
     PrivateVar,
+    Texture,
     Uniform,
     WorkgroupVar,
 )
@@ -135,6 +136,7 @@ __all__ = [
     "RuntimeArray",
     "Scalar",
     "Struct",
+    "Texture",
     "Uniform",
     "Val",
     "Vec",

@@ -164,6 +164,7 @@ def _declaring(node: object, name: object) -> str:
     """What declares ``name``, for an error: the statement, or the module-scope declaration."""
     kinds = {ir.Binding: "binding", ir.Const: "const", Struct: "params field", ir.Function: "function",
              ir.WorkgroupVar: "workgroup var", ir.Kernel: "builtin parameter",
-             ir.Uniform: "uniform", ir.PrivateVar: "private var"}  # fmt: skip
+             ir.Uniform: "uniform", ir.PrivateVar: "private var",
+             ir.Texture: "texture"}  # fmt: skip
     kind = kinds.get(type(node))
     return show(node) if kind is None else f"{kind} {name!r}"

@@ -41,6 +41,8 @@ def show(node: object) -> str:
             return f"{_primary(base)}.{name}"
         case ir.ArrayLength(name, member):
             return f"arrayLength(&{name}{'' if member is None else '.' + member})"
+        case ir.TextureDimensions(name):
+            return f"textureDimensions({name})"
         case ir.AtomicCall(fn, target, args):
             ptr = show(target.x) if type(target) is ir.Deref else "&" + show(target)
             return f"atomic{fn}({', '.join([ptr, *map(show, args)])})"
@@ -78,6 +80,8 @@ def statement(s: ir.Stmt, expr: Callable[[ir.Expr], str]) -> str | None:
             return expr(call)
         case ir.AtomicStmt(call):
             return expr(call)
+        case ir.TextureStore(name, coords, value):
+            return f"textureStore({name}, {expr(coords)}, {expr(value)})"
         case ir.ConstAssert(cond):
             return f"const_assert {expr(cond)}"
     return None

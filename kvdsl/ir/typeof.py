@@ -22,7 +22,7 @@ from kvdsl.ir.ops import Op
 from kvdsl.ir.pointers import PointerTyper
 from kvdsl.ir.scope import Scope, VerifyError, shadowing
 from kvdsl.ir.show import show
-from kvdsl.ir.types import Atomic, holds_atomic
+from kvdsl.ir.types import Atomic, StorageTexture, holds_atomic
 from kvdsl.ir.types import (
     Array,
     Mat,
@@ -323,6 +323,9 @@ class ExprTyper(PointerTyper):
                 return ty
             case ir.Unary(op, x):
                 return self._apply(e, op, (self.type_of(x, scope),))
+            case ir.TextureDimensions(name):
+                self.texture_type(e, name, scope)
+                return Vec(2, u32)
             case ir.ArrayLength(name, member):
                 sym = scope.lookup(name)
                 if sym is None or sym.kind != "binding":
@@ -380,6 +383,13 @@ class ExprTyper(PointerTyper):
                     )
                 return ret
         raise VerifyError(f"not an expression: {e!r}")
+
+    def texture_type(self, node: object, name: str, scope: Scope) -> StorageTexture:
+        """The type of storage texture ``name`` a texture builtin ``node`` names."""
+        sym = scope.lookup(name)
+        if sym is None or sym.kind != "texture":
+            raise VerifyError(f"{show(node)}: '{name}' is not a storage texture")
+        return sym.ty
 
     def _whole_binding(self, name: str, ty: Type) -> Type:
         """The type of binding ``name`` read whole, as a value: one scalar, vector, struct or

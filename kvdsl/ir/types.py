@@ -246,6 +246,46 @@ class Struct:
         return align_of(self)
 
 
+#: The texel formats of a storage texture: its channels' WGSL type (what ``textureStore``
+#: takes a ``vec4`` of), how many channels it keeps, and the numpy dtype the host holds each
+#: channel as (``rgba8unorm``: a byte per channel, ``round(clamp(v, 0, 1) * 255)``).
+TEXEL_FORMATS = {
+    "rgba8unorm": ("f32", 4, np.uint8),
+    "rgba32float": ("f32", 4, np.float32),
+    "rgba32uint": ("u32", 4, np.uint32),
+    "rgba32sint": ("i32", 4, np.int32),
+    "r32float": ("f32", 1, np.float32),
+    "r32uint": ("u32", 1, np.uint32),
+    "r32sint": ("i32", 1, np.int32),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class StorageTexture:
+    """``texture_storage_2d<format, write>``: a 2-D storage texture a kernel writes texels of
+    (``textureStore``) and reads the size of (``textureDimensions``)."""
+
+    format: str
+    access: str = "write"
+
+    def __str__(self) -> str:
+        return f"texture_storage_2d<{self.format}, {self.access}>"
+
+    @property
+    def texel(self) -> Vec:
+        """The type ``textureStore`` takes: a ``vec4`` of the format's channel type."""
+        return Vec(4, SCALARS[TEXEL_FORMATS[self.format][0]])
+
+    @property
+    def channels(self) -> int:
+        return TEXEL_FORMATS[self.format][1]
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The numpy dtype the host holds each channel as."""
+        return np.dtype(TEXEL_FORMATS[self.format][2])
+
+
 def atomic(elem: Scalar) -> Atomic:
     """``atomic<elem>`` for ``u32`` or ``i32`` (WGSL has no other atomic type)."""
     if elem not in (u32, i32):

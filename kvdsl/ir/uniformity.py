@@ -365,6 +365,10 @@ class _Analysis:
         if t is ir.AtomicStmt:
             self.value(s.call, cf)
             return cf
+        if t is ir.TextureStore:
+            self.value(s.coords, cf)
+            self.value(s.value, cf)
+            return cf
         if t is ir.Switch:
             return self.switch(s, cf)
         if t is ir.Comment:

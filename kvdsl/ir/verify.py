@@ -29,7 +29,9 @@ from kvdsl.ir.show import loop_head, show
 from kvdsl.ir.typeof import ExprTyper
 from kvdsl.ir.types import (
     POINTER_SPACES,
+    TEXEL_FORMATS,
     Array,
+    StorageTexture,
     Ptr,
     RuntimeArray,
     Scalar,
@@ -163,6 +165,18 @@ class Verifier(ExprTyper):
                 if type(call) is not ir.FnCall:
                     raise VerifyError(f"{show(s)}: only a helper's call is a statement")
                 self.call_type(call, scope)
+            case ir.TextureStore(name, coords, value):
+                tex = self.texture_type(s, name, scope)
+                ct = self.type_of(coords, scope)
+                if ct != Vec(2, i32) and ct != Vec(2, u32):
+                    raise VerifyError(
+                        f"{show(s)}: the coordinates are {ct}, expected vec2<i32> or vec2<u32>"
+                    )
+                vt = self.type_of(value, scope)
+                if vt != tex.texel:
+                    raise VerifyError(
+                        f"{show(s)}: the value is {vt}, expected {tex.texel} ({tex.format})"
+                    )
             case _:
                 raise VerifyError(f"not a statement: {s!r}")
 
@@ -444,6 +458,13 @@ def module_scope(kernel: ir.Kernel, verifier: Verifier) -> Scope:
                 f"more than {MAX_WORKGROUP_BYTES}"
             )
         scope.declare(w.name, Symbol(w.ty, "workgroup"), w)
+    for t in kernel.textures:
+        if not isinstance(t, ir.Texture) or not isinstance(t.ty, StorageTexture):
+            raise VerifyError(f"texture {t!r} is not a Texture of a storage texture type")
+        if t.ty.format not in TEXEL_FORMATS or t.ty.access != "write":
+            raise VerifyError(f"texture '{t.name}': {t.ty} (formats {', '.join(TEXEL_FORMATS)})")
+        check_name(t.name, t)
+        scope.declare(t.name, Symbol(t.ty, "texture"), t)
     for v in kernel.private_vars:
         check_private_var(v, verifier, scope)
         scope.declare(v.name, Symbol(v.ty, "private"), v)

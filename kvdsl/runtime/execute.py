@@ -16,14 +16,21 @@ import numpy as np
 
 from kvdsl.emit import emit
 from kvdsl.ir.dispatch import workgroups as dispatch_workgroups
-from kvdsl.ir.tree import Binding, Kernel, Uniform
+from kvdsl.ir.tree import Binding, Kernel, Texture, Uniform
 from kvdsl.ir.types import Struct, u32
 from kvdsl.ir.features import limits as kernel_limits, uses_f16
 from kvdsl.runtime import device as gpu
 from kvdsl.runtime.contract import check_bindings, check_contract, check_workgroups
 from kvdsl.runtime.errors import DeviceError
 from kvdsl.runtime.inputs import check_inputs
-from kvdsl.runtime.layout import from_storage, pack_params, pack_uniform, split_uniforms, to_storage
+from kvdsl.runtime.layout import (
+    from_storage,
+    pack_params,
+    pack_uniform,
+    split_textures,
+    split_uniforms,
+    to_storage,
+)
 
 if TYPE_CHECKING:
     import wgpu
@@ -47,14 +54,18 @@ class _Dispatch:
         reuse: dict | None = None,
         limits: dict[str, int] | None = None,
         uniforms: tuple[Uniform, ...] = (),
+        textures: tuple[Texture, ...] = (),
     ) -> None:
         wgpu = gpu.wgpu_module()
         params, values = split_uniforms(uniforms, params)
+        buffers, texels = split_textures(textures, buffers)
         buffers = check_inputs(bindings, params_struct, buffers, params, label)
         check_bindings(bindings, buffers, gpu.device(*gpu.extensions(wgsl), limits).limits)
         packed = [] if params_struct is None else [pack_params(params_struct, params or {})]
         packed += [pack_uniform(u, values, label) for u in uniforms]  # numbered after params
-        self.pipe = gpu.pipeline(wgsl, bindings, len(packed), label, limits=limits)
+        self.pipe = gpu.pipeline(
+            wgsl, bindings, len(packed), label, limits=limits, textures=textures
+        )
         dev = self.pipe.device
         limit = dev.limits["max-compute-workgroups-per-dimension"]
         if len(workgroups) != 3 or any(int(n) < 0 or int(n) > limit for n in workgroups):
@@ -93,6 +104,11 @@ class _Dispatch:
                     "resource": {"buffer": buf, "offset": 0, "size": buf.size},
                 }
             )
+        self.textures = {}  # name -> (Texture, GPU texture, the host's array)
+        for k, t in enumerate(textures, len(bindings) + len(packed)):
+            tex = _upload_texture(dev, t, texels[t.name])
+            self.textures[t.name] = (t, tex, texels[t.name])
+            entries.append({"binding": k, "resource": tex.create_view()})
         self.bind_group = dev.create_bind_group(layout=self.pipe.layout, entries=entries)
 
     @property
@@ -119,13 +135,52 @@ class _Dispatch:
                 )
                 encoder.copy_buffer_to_buffer(src, 0, dst, 0, src.size)
                 staging[b] = dst
+        rows = {}
+        for name, (t, tex, like) in self.textures.items():
+            h, w = like.shape[:2]
+            row = -(-w * like.shape[2] * like.itemsize // 256) * 256  # rows 256 bytes apart
+            dst = self.device.create_buffer(
+                size=row * h, usage=wgpu.BufferUsage.COPY_DST | wgpu.BufferUsage.MAP_READ
+            )
+            encoder.copy_texture_to_buffer(
+                {"texture": tex, "mip_level": 0, "origin": (0, 0, 0)},
+                {"buffer": dst, "offset": 0, "bytes_per_row": row, "rows_per_image": h},
+                (w, h, 1),
+            )
+            rows[name] = (dst, row, like)
         self.device.queue.submit([encoder.finish()])
         out = {}
         for b, dst in staging.items():
             dst.map_sync(wgpu.MapMode.READ)
             out[b.name] = from_storage(b.elem, dst.read_mapped(copy=False), self.buffers[b.name])
             dst.unmap()
+        for name, (dst, row, like) in rows.items():
+            dst.map_sync(wgpu.MapMode.READ)
+            data = np.frombuffer(dst.read_mapped(copy=True), np.uint8).reshape(like.shape[0], row)
+            dst.unmap()
+            texel_row = data[:, : like.shape[1] * like.shape[2] * like.itemsize]
+            out[name] = np.ascontiguousarray(texel_row).view(like.dtype).reshape(like.shape)
         return out
+
+
+def _upload_texture(dev, t: Texture, data: np.ndarray):
+    """A GPU texture for storage texture ``t`` holding the host's ``data``."""
+    wgpu = gpu.wgpu_module()
+    h, w = data.shape[:2]
+    usage = wgpu.TextureUsage.STORAGE_BINDING | wgpu.TextureUsage.COPY_SRC
+    tex = dev.create_texture(
+        size=(w, h, 1),
+        format=t.ty.format,
+        usage=usage | wgpu.TextureUsage.COPY_DST,
+        dimension="2d",
+    )
+    dev.queue.write_texture(
+        {"texture": tex, "mip_level": 0, "origin": (0, 0, 0)},
+        np.ascontiguousarray(data).tobytes(),
+        {"offset": 0, "bytes_per_row": w * data.shape[2] * data.itemsize, "rows_per_image": h},
+        (w, h, 1),
+    )
+    return tex
 
 
 def run_source(
@@ -139,6 +194,7 @@ def run_source(
     label: str = "kernel",
     limits: dict[str, int] | None = None,
     uniforms: tuple[Uniform, ...] = (),
+    textures: tuple[Texture, ...] = (),
 ) -> dict[str, np.ndarray]:
     """Dispatch WGSL text once; the final contents of every read_write binding, by name.
 
@@ -157,6 +213,7 @@ def run_source(
         label,
         limits=limits,
         uniforms=uniforms,
+        textures=textures,
     )
     encoder = d.device.create_command_encoder()
     d.encode(encoder)
@@ -224,6 +281,7 @@ def run(
     big-endian array comes back little-endian), then the kernel's contract. ``params`` gives
     the params fields, and each other uniform's value by its name."""
     fields = split_uniforms(kernel.uniforms, params)[0] if params is not None else None
+    buffers, texels = split_textures(kernel.textures, buffers)
     buffers = check_inputs(kernel.bindings, kernel.params, buffers, fields, kernel.name)
     if workgroups is None:
         workgroups = _workgroups(kernel, buffers, fields)
@@ -233,12 +291,13 @@ def run(
         emit(kernel),
         kernel.bindings,
         kernel.params,
-        buffers,
+        buffers | texels,
         params,
         workgroups,
         label=kernel.name,
         limits=kernel_limits(kernel),
         uniforms=kernel.uniforms,
+        textures=kernel.textures,
     )
 
 
@@ -270,14 +329,16 @@ def time_kernel(
     arrays uploads them once. Two bindings never share a device buffer, even when given one array.
     The contents a kernel leaves in a shared read_write buffer are what the next one reads.
     """
-    uniforms = ()
+    uniforms, textures = (), ()
     if isinstance(kernel, Kernel):
         wgsl, bindings, params_struct = emit(kernel), kernel.bindings, kernel.params
         limits = kernel_limits(kernel)
         label = label or kernel.name
-        uniforms = kernel.uniforms
+        uniforms, textures = kernel.uniforms, kernel.textures
         fields = split_uniforms(uniforms, params)[0] if params is not None else None
+        buffers, texels = split_textures(textures, buffers)
         buffers = check_inputs(kernel.bindings, kernel.params, buffers, fields, kernel.name)
+        buffers = buffers | texels
         if workgroups is None:
             workgroups = _workgroups(kernel, buffers, fields)
         else:
@@ -299,6 +360,7 @@ def time_kernel(
         reuse,
         limits,
         uniforms,
+        textures,
     )
     dev = d.device
     if "timestamp-query" not in dev.features:

@@ -17,7 +17,7 @@ from typing import Mapping
 import numpy as np
 
 from kvdsl.ir.types import Array, Mat, Scalar, Struct, Vec, field_offsets, size_of, stride
-from kvdsl.runtime.errors import ParamsError
+from kvdsl.runtime.errors import BufferError, ParamsError
 from kvdsl.runtime.inputs import check_buffers, check_params, check_value
 
 __all__ = [
@@ -26,6 +26,7 @@ __all__ = [
     "pack_params",
     "pack_uniform",
     "params_layout",
+    "split_textures",
     "split_uniforms",
     "to_storage",
 ]
@@ -66,6 +67,29 @@ def split_uniforms(uniforms: tuple, values: Mapping[str, object] | None) -> tupl
         {k: v for k, v in values.items() if k not in names},
         {k: v for k, v in values.items() if k in names},
     )
+
+
+def split_textures(textures: tuple, buffers: Mapping[str, object]) -> tuple[dict, dict]:
+    """``buffers`` parted into the storage bindings' arrays and the storage textures' (by each
+    :class:`~kvdsl.ir.tree.Texture`'s name), each texture's checked: ``[height, width,
+    channels]`` of its format's dtype."""
+    names = {t.name: t for t in textures}
+    texels = {}
+    for name, t in names.items():
+        a = buffers.get(name)
+        if a is None:
+            raise BufferError(f"texture '{name}' ({t.ty}) has no array")
+        a = np.asarray(a)
+        ty = t.ty
+        if a.ndim != 3 or a.shape[2] != ty.channels or a.dtype.newbyteorder("=") != ty.dtype:
+            raise BufferError(
+                f"texture '{name}' ({ty}) is given as {a.dtype}{list(a.shape)}: expected "
+                f"{ty.dtype}[height, width, {ty.channels}]"
+            )
+        if a.shape[0] < 1 or a.shape[1] < 1:
+            raise BufferError(f"texture '{name}' ({ty}) is empty: {list(a.shape)}")
+        texels[name] = np.ascontiguousarray(a, ty.dtype.newbyteorder("<"))
+    return {k: v for k, v in buffers.items() if k not in names}, texels
 
 
 def pack_uniform(uniform, values: Mapping[str, object], kernel: str = "kernel") -> bytes:

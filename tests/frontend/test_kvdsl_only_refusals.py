@@ -52,9 +52,12 @@ LIMITS = {
     + "@compute @workgroup_size(64)\nfn main(@builtin(local_invocation_index) li: u32) {\n  out[li] = li;\n}\n",
     "builtin_struct_param": O
     + "struct In { @builtin(global_invocation_id) gid: vec3<u32> }\n@compute @workgroup_size(64)\nfn main(i: In) {\n  out[i.gid.x] = 1u;\n}\n",
-    "storage_texture": k(
-        "  out[0] = 1u;", "@group(0) @binding(1) var tex: texture_storage_2d<rgba8unorm, write>;\n"
-    ),
+    "texture_param": O
+    + "@group(0) @binding(1) var img: texture_storage_2d<r32uint, write>;\n"
+    + "fn put(t: texture_storage_2d<r32uint, write>, i: u32) { textureStore(t, vec2<u32>(i, 0u), "
+    + "vec4<u32>(i)); }\n@compute @workgroup_size(64)\n"
+    + "fn main(@builtin(global_invocation_id) gid: vec3<u32>) {\n  put(img, gid.x);\n}\n",
+    "sampled_texture": k("  out[0] = 1u;", "@group(0) @binding(1) var tex: texture_2d<f32>;\n"),
     "diag_attr_fn": O
     + "@diagnostic(off, derivative_uniformity) fn f(x: u32) -> u32 { return x; }\n@compute @workgroup_size(64)\nfn main(@builtin(global_invocation_id) gid: vec3<u32>) {\n  out[0] = f(gid.x);\n}\n",
     "unicode_ident": k("  let été = 1u; out[0] = été;"),
