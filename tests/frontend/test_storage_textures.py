@@ -7,6 +7,9 @@ numpy says, the texels a kernel skips keeping the poison they were given."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -16,6 +19,7 @@ from kvdsl.frontend import UnsupportedError, WgslTypeError, parse
 from kvdsl.interp import OutOfBounds, RaceError
 from kvdsl.ir.tree import Texture
 from kvdsl.ir.types import StorageTexture
+from tests.helpers.paths import ROOT
 from tests.helpers.wgsl import assert_refused_as_tint_refuses, assert_tint_takes
 
 H, W = 10, 12
@@ -103,3 +107,21 @@ def test_what_wgsl_refuses_of_a_storage_texture_is_refused_as_tint_refuses_it():
     assert_refused_as_tint_refuses(text, WgslTypeError, r"the value is f32, expected vec4<f32>")
     with pytest.raises(UnsupportedError, match=r"texture_storage_2d<rgba8unorm, read_write>"):
         parse(_text("rgba8unorm", "f32").replace("write>", "read_write>"), "rw.wgsl")
+
+
+def test_kvdsl_run_takes_a_texture_from_the_inputs_and_writes_both_backends(tmp_path, gpu):
+    x = np.random.default_rng(51).uniform(-0.3, 1.3, (H * W, 4)).astype(np.float32)
+    poison = np.full((H, W, 4), 0xAB, np.uint8)
+    (tmp_path / "img.wgsl").write_text(_text("rgba8unorm", "f32"))
+    np.savez(tmp_path / "in.npz", x=x.reshape(-1), img=poison)
+    args = [str(tmp_path / "img.wgsl"), "--inputs", str(tmp_path / "in.npz")]
+    args += ["--workgroups", "2,2,1", "--backend", "both", "--out", str(tmp_path / "out.npz")]
+    run = subprocess.run(
+        [sys.executable, "-m", "kvdsl", "run", *args], cwd=ROOT, capture_output=True, text=True
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "img: uint8[10, 12, 4], GPU == interpreter" in run.stdout
+    got = np.load(tmp_path / "out.npz")
+    want = _want(StorageTexture("rgba8unorm"), x, 0xAB)
+    for who in ("img", "interp.img"):
+        np.testing.assert_array_equal(got[who], want, err_msg=who)
