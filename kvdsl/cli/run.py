@@ -30,6 +30,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from kvdsl.contract import ContractError, check_requirements
     from kvdsl.runtime.contract import check_contract
     from kvdsl.runtime.inputs import check_inputs, shown
+    from kvdsl.runtime.layout import pack_uniform, split_textures, split_uniforms
 
     lines, cfg, rule = None, None, None
     constants = parse_constants(args.constants)
@@ -56,8 +57,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     # buffers by type and byte order, a paged variant's ids, a variant's requirements as
     # index.json states them (in the words of kvdsl.js and the session host), then the
     # kernel's contract.
+    # A WGSL file's uniforms other than params are given by name beside the params fields.
+    fields = split_uniforms(kernel.uniforms, params)[0]
+    for u in kernel.uniforms:
+        pack_uniform(u, params, kernel.name)  # its value checked as the params are
+    buffers, texels = split_textures(kernel.textures, buffers)  # [height, width, channels]
     buffers = check_inputs(
-        kernel.bindings, kernel.params, buffers, params, kernel.name, contract=kernel
+        kernel.bindings, kernel.params, buffers, fields, kernel.name, contract=kernel
     )
     if cfg is not None:
         check_paged(cfg, kernel, buffers, params)
@@ -65,9 +71,10 @@ def cmd_run(args: argparse.Namespace) -> int:
             check_requirements(kernel, params, buffers, args.variant)
         except ContractError as err:
             raise UsageError(str(err)) from None
-    check_contract(kernel, buffers, params)
+    check_contract(kernel, buffers, fields)
+    buffers = buffers | texels
     if rule is not None:  # the file's dispatch line, for these params
-        workgroups = rule_workgroups(args.variant, rule, params)
+        workgroups = rule_workgroups(args.variant, rule, fields)
     outputs: dict[str, np.ndarray] = {}
     counted: dict | None = None  # the interpreter's loop trips (kvdsl.cli.loops)
     if args.backend in ("interp", "both"):
@@ -239,7 +246,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     )
     s.add_argument("variant", metavar="VARIANT|FILE.wgsl")
     s.add_argument("--inputs", required=True, help=".npz with one array per binding name")
-    s.add_argument("--params", help="JSON object of params fields (or a file holding one)")
+    s.add_argument(
+        "--params",
+        help="JSON object of params fields, and of a WGSL file's other uniforms by name (or a file holding one)",
+    )
     s.add_argument(
         "--out",
         help="write read_write buffers to this .npz (with --backend both the interpreter's "

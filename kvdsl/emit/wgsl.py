@@ -3,7 +3,8 @@
 Layout of a module, always in this order: ``enable f16;`` (only when the kernel mentions f16),
 ``enable subgroups;`` (only when it uses a subgroup builtin value or function; both decided
 from the IR by :func:`kvdsl.ir.features.features`), the params struct, the storage bindings in
-declaration order followed by the params uniform (all ``@group(0)``, numbered from 0), module
+declaration order followed by the params uniform and any other uniforms (all ``@group(0)``,
+numbered from 0), module
 consts, helper functions, then the documented entry point ``main``. Indentation is two spaces.
 Parentheses are printed only where WGSL's grammar needs them, as the op table's levels say (see
 :mod:`kvdsl.ir.ops`).
@@ -267,10 +268,12 @@ def memory_structs(kernel: ir.Kernel) -> list[str]:
             for _, member in t.fields:
                 add(member)
 
-    for t in [b.elem for b in kernel.bindings] + [w.ty.elem for w in kernel.workgroup_vars]:
+    for t in [b.elem for b in kernel.bindings] + [w.ty for w in kernel.workgroup_vars]:
         add(t)  # a fixed-size storage array of structs: array<B, 4>
     for _, t in kernel.params.fields if kernel.params is not None else ():
         add(t)  # the structs the uniform's members are, or hold
+    for u in kernel.uniforms:
+        add(u.ty)  # the other uniforms' structs
     # Then the structs only values have, in the order the module consts, the helpers, then
     # the entry point first name them (the params block and builtins' results are not declared).
     params = kernel.params.name if kernel.params is not None else None
@@ -281,8 +284,19 @@ def memory_structs(kernel: ir.Kernel) -> list[str]:
     out = []
     for st in seen.values():
         out.append(f"struct {st.name} {{")
-        out += [f"{INDENT}{n}: {t}," for n, t in st.fields]
+        out += struct_members(st)
         out += ["}", ""]
+    return out
+
+
+def struct_members(st: Struct) -> list[str]:
+    """Struct ``st``'s member lines, each with its ``@align(n)`` and ``@size(n)``."""
+    out = []
+    for k, (n, t) in enumerate(st.fields):
+        align, size = st.layout[k] if st.layout else (None, None)
+        attrs = "" if align is None else f"@align({align}) "
+        attrs += "" if size is None else f"@size({size}) "
+        out.append(f"{INDENT}{attrs}{n}: {t},")
     return out
 
 
@@ -291,7 +305,7 @@ def emit(kernel: ir.Kernel) -> str:
     out: list[str] = []
     if kernel.params is not None:
         out.append(f"struct {kernel.params.name} {{")
-        out += [f"{INDENT}{n}: {t}," for n, t in kernel.params.fields]
+        out += struct_members(kernel.params)
         out += ["}", ""]
     out += memory_structs(kernel)
     for i, b in enumerate(kernel.bindings):
@@ -302,11 +316,20 @@ def emit(kernel: ir.Kernel) -> str:
     if kernel.params is not None:
         n = len(kernel.bindings)
         out.append(f"@group(0) @binding({n}) var<uniform> params: {kernel.params.name};")
-    if kernel.bindings or kernel.params is not None:
+    n = len(kernel.bindings) + (kernel.params is not None)
+    for n, u in enumerate(kernel.uniforms, n):
+        out.append(f"@group(0) @binding({n}) var<uniform> {u.name}: {u.ty};")
+    first = len(kernel.bindings) + (kernel.params is not None) + len(kernel.uniforms)
+    for n, t in enumerate(kernel.textures, first):
+        out.append(f"@group(0) @binding({n}) var {t.name}: {t.ty};")
+    if kernel.bindings or kernel.params is not None or kernel.uniforms or kernel.textures:
         out.append("")
     for w in kernel.workgroup_vars:
         out.append(f"var<workgroup> {w.name}: {w.ty};")
-    if kernel.workgroup_vars:
+    for v in kernel.private_vars:
+        init = "" if v.init is None else f" = {emit_expr(v.init)}"
+        out.append(f"var<private> {v.name}: {v.ty}{init};")
+    if kernel.workgroup_vars or kernel.private_vars:
         out.append("")
     for c in kernel.consts:
         if c.comment:

@@ -28,12 +28,14 @@ from kvdsl.ir.ops import Op
 from kvdsl.ir.types import (
     POINTER_SPACES,
     SCALARS,
+    TEXEL_FORMATS,
     Array,
     Atomic,
     Mat,
     Ptr,
     RuntimeArray,
     Scalar,
+    StorageTexture,
     Vec,
     bool_,
     f16,
@@ -239,15 +241,21 @@ class Expressions(Rules):
             return Atomic(args[0])
         if str(tok) == "ptr":
             return self._pointer_type(tok, args)
+        if str(tok) == "texture_storage_2d":
+            words = [a.name if isinstance(a, StructRef) else None for a in args]
+            if len(words) == 2 and words[0] in TEXEL_FORMATS and words[1] == "write":
+                return StorageTexture(words[0], "write")
+            raise self._err(
+                f"texture_storage_2d<{', '.join(map(str, words))}> (the formats "
+                f"{', '.join(TEXEL_FORMATS)}, write access)",
+                tok.line,
+                tok.column,
+            )
         raise self._err(f"type '{tok}<...>'", tok.line, tok.column)
 
     def _pointer_type(self, tok: Token, args) -> Ptr:
         """``ptr<space, T[, access]>``: the space and access are words (read as type names)."""
         words = [a.name if isinstance(a, StructRef) else None for a in args]
-        if len(args) in (2, 3) and words[0] == "uniform":
-            raise self._err(
-                "ptr<uniform, ...> (pointers into uniform memory)", tok.line, tok.column
-            )
         if len(args) in (2, 3) and words[0] in POINTER_SPACES and words[1] is not None:
             raise self._err(f"ptr<{words[0]}, {words[1]}> (pointers to structs)", tok.line,
                             tok.column)  # fmt: skip
@@ -269,16 +277,16 @@ class Expressions(Rules):
             )
         if len(args) == 3:
             access = words[2]
-            if access not in ("read", "read_write") or space != "storage":
+            if access not in ("read", "read_write") or space not in ("storage", "uniform"):
                 raise WgslTypeError(
                     f"ptr<{space}, {store}, {access or args[2]}>: an access mode is given for "
-                    "storage only, read or read_write",
+                    "storage only, read or read_write (uniform: read)",
                     self.filename,
                     tok.line,
                     tok.column,
                 )
         else:
-            access = "read" if space == "storage" else "read_write"
+            access = "read" if space in ("storage", "uniform") else "read_write"
         if not isinstance(store, (Scalar, Vec, Mat, Array, RuntimeArray, Atomic)):
             raise self._err(f"ptr<{space}, {store}> (pointers to scalars, vectors, matrices, arrays, atomics)",
                             tok.line, tok.column)  # fmt: skip

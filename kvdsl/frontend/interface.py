@@ -22,13 +22,16 @@ from kvdsl.ir.types import (
     Mat,
     RuntimeArray,
     Scalar,
+    StorageTexture,
     Struct,
     Vec,
+    align_of,
     array_leaf,
     bool_,
     f16,
     f32,
     i32,
+    size_of,
     u32,
 )
 
@@ -47,6 +50,8 @@ class Interface:
         self.comments = comments
         self.decl_lines = decl_lines
         self.structs: dict[str, Struct] = {}
+        self.uniforms: tuple[ir.Uniform, ...] = ()  # the uniforms other than params
+        self.textures: list = []  # the storage textures, by binding number
 
     def err(self, message: str, line: int | None, column: int | None = None) -> UnsupportedError:
         return UnsupportedError(message, self.filename, line, column)
@@ -61,60 +66,81 @@ class Interface:
         return self.params(structs, gvars), self.bindings(gvars), self.workgroup_vars(gvars)
 
     def params(self, structs: list[StructDecl], gvars: list[GlobalVar]) -> Struct | None:
+        """The struct of the uniform named ``params``, the kernel's params; every other uniform
+        (any name, any type a uniform holds) entered in :attr:`uniforms`, by binding number."""
         uniforms = [g for g in gvars if g.space == "uniform"]
-        if len(uniforms) > 1:
-            raise self.err("more than one uniform (the IR has one params struct)", uniforms[1].line)
         named = {g.ty.name for g in uniforms if isinstance(g.ty, StructRef)}
         held = _held(named, structs)
         decls = {d.name: d for d in structs}
-        structs = [d for d in structs if d.name in named] + [
-            d for d in structs if d.name not in held and d.name not in self.structs
-        ]
-        if len(structs) > 1 or (structs and not uniforms):
-            extra = structs[1] if len(structs) > 1 else structs[0]
+        stray = [d for d in structs if d.name not in held and d.name not in self.structs]
+        if stray:
             raise self.err(
-                f"struct {extra.name} (the uniform params struct, or the element of a storage "
+                f"struct {stray[0].name} (the uniform params struct, or the element of a storage "
                 "or workgroup array)",
-                extra.line,
+                stray[0].line,
             )
-        if not uniforms:
-            return None
-        u = uniforms[0]
-        self.resource_attrs(u)
-        if u.name != "params":
-            raise self.err(
-                f"uniform '{u.name}' (the IR names its uniform 'params')", u.line, u.column
-            )
-        if not isinstance(u.ty, StructRef) or not structs or structs[0].name != u.ty.name:
-            raise self.err("a uniform whose type is not the module's struct", u.line, u.column)
-        for fname, fty in structs[0].fields:
+        params, others = None, []
+        for u in uniforms:
+            slot = self.resource_attrs(u)
+            if isinstance(u.ty, StructRef) and u.ty.name not in decls:
+                raise self.err("a uniform whose type is not the module's struct", u.line, u.column)
+            leaf, ty = array_leaf(u.ty), u.ty
+            problem = None if isinstance(leaf, StructRef) else _uniform_problem(ty, decls, ())
+            if problem is not None:  # Tint's refusals: a bool, an atomic, a runtime-sized array
+                raise WgslTypeError(
+                    f"uniform '{u.name}': {_spell(ty)} {problem}", self.filename, u.line
+                )
+            if isinstance(leaf, StructRef):
+                st = self.uniform_struct(decls[leaf.name], decls)
+                _add_nested(st, self.structs)  # for the typer: let r: Range = params.span;
+                ty = _with_leaf(u.ty, st)
+                if ty is not st:
+                    self.structs[st.name] = st
+            self.decl_lines[u.name] = u.line
+            if u.name == "params" and isinstance(ty, Struct):
+                params = ty
+            else:
+                others.append((slot, ir.Uniform(u.name, ty)))
+                if isinstance(ty, Struct):
+                    self.structs[ty.name] = ty
+        self.uniforms = tuple(x for _, x in sorted(others, key=lambda x: x[0]))
+        fields = {n for n, _ in params.fields} if params is not None else set()
+        for u in self.uniforms:
+            if u.name in fields:  # the host gives both by name, in one object
+                raise self.err(
+                    f"uniform '{u.name}' named like a field of the params struct "
+                    f"{params.name} (the host gives each by its name)",
+                    self.decl_lines[u.name],
+                )
+        return params
+
+    def uniform_struct(self, d: StructDecl, decls: dict[str, StructDecl]) -> Struct:
+        """Struct ``d`` of a uniform, the structs its members name resolved."""
+        for fname, fty in d.fields:
             problem = (
                 None if isinstance(fty, (Scalar, Vec, Mat)) else _uniform_problem(fty, decls, ())
             )
             if problem is not None:  # Tint's refusals (a bool field the verifier refuses)
                 raise WgslTypeError(
-                    f"params struct {structs[0].name} field {fname}: {_spell(fty)} {problem}",
+                    f"params struct {d.name} field {fname}: {_spell(fty)} {problem}",
                     self.filename,
-                    structs[0].line,
+                    d.line,
                 )
-        self.decl_lines["params"] = u.line
         fields = []
-        for fname, fty in structs[0].fields:  # a struct member resolved: inner: Inner
+        for fname, fty in d.fields:  # a struct member resolved: inner: Inner
             leaf = array_leaf(fty)
             if isinstance(leaf, StructRef):
-                if leaf.name not in decls or leaf.name == structs[0].name:
+                if leaf.name not in decls or leaf.name == d.name:
                     what = "contains itself" if leaf.name in decls else "names no struct"
                     raise WgslTypeError(
-                        f"params struct {structs[0].name} field {fname}: {leaf.name} {what}",
+                        f"params struct {d.name} field {fname}: {leaf.name} {what}",
                         self.filename,
-                        structs[0].line,
+                        d.line,
                     )
-                st = self.nested_struct(decls[leaf.name], decls, False, (structs[0].name,))
+                st = self.nested_struct(decls[leaf.name], decls, False, (d.name,))
                 fty = _with_leaf(fty, st)
             fields.append((fname, fty))
-        params = Struct(structs[0].name, tuple(fields))
-        _add_nested(params, self.structs)  # for the typer: let r: Range = params.span;
-        return params
+        return Struct(d.name, tuple(fields), self.layout(d, fields))
 
     def value_structs(self, structs: list[StructDecl], gvars: list[GlobalVar]) -> dict[str, Struct]:
         """The structs no uniform and no storage or workgroup array names: values of function
@@ -188,7 +214,49 @@ class Interface:
                 "fixed-size arrays of those, nested or not)",
                 d.line,
             )
-        return Struct(d.name, tuple(fields))
+        return Struct(d.name, tuple(fields), self.layout(d, fields))
+
+    def layout(self, d: StructDecl, fields: list) -> tuple[tuple[int | None, int | None], ...]:
+        """The ``@align(n)`` and ``@size(n)`` of each member of ``d`` (whose members resolved
+        are ``fields``), as :attr:`Struct.layout` holds them; each checked as WGSL checks it: an
+        alignment a power of two and a multiple of the member type's, a size at least the
+        type's."""
+        out = []
+        for (fname, fty), attrs in zip(fields, d.attrs):
+            got: dict[str, int] = {}
+            for a in attrs:
+                if a.args is None or len(a.args) != 1 or a.name in got:
+                    raise WgslTypeError(
+                        f"struct {d.name} member {fname}: @{a.name} takes one argument, once",
+                        self.filename,
+                        a.line,
+                    )
+                got[a.name] = n = _int_arg(a, {}, self.filename)
+                if a.name == "size" and isinstance(fty, RuntimeArray):
+                    raise WgslTypeError(
+                        f"struct {d.name} member {fname}: @size on a runtime-sized array "
+                        "(WGSL takes @size only on members of a fixed size)",
+                        self.filename,
+                        a.line,
+                    )
+                if a.name == "align":
+                    least = align_of(fty)
+                    if n <= 0 or n & (n - 1) or n % least:
+                        raise WgslTypeError(
+                            f"struct {d.name} member {fname}: @align({n}) (WGSL takes a power "
+                            f"of two that is a multiple of {fty}'s alignment, {least})",
+                            self.filename,
+                            a.line,
+                        )
+                elif n < size_of(fty):
+                    raise WgslTypeError(
+                        f"struct {d.name} member {fname}: @size({n}) (WGSL takes at least "
+                        f"{fty}'s size, {size_of(fty)})",
+                        self.filename,
+                        a.line,
+                    )
+            out.append((got.get("align"), got.get("size")))
+        return tuple(out) if any(a != (None, None) for a in out) else ()
 
     def struct_types(self, structs: list[StructDecl], gvars: list[GlobalVar]) -> dict[str, Struct]:
         """The structs storage and workgroup arrays hold (``array<BlockQ8>``), by name, their
@@ -200,7 +268,7 @@ class Interface:
             if g.space not in ("storage", "workgroup"):
                 continue
             ty = g.ty
-            whole = g.space == "storage" and isinstance(ty, StructRef)  # rows: Rows
+            whole = isinstance(ty, StructRef)  # rows: Rows (storage), or state: S (workgroup)
             if not whole and (
                 not isinstance(ty, (Array, RuntimeArray))
                 or not isinstance(array_leaf(ty.elem), StructRef)
@@ -221,14 +289,24 @@ class Interface:
                         self.filename,
                         d.line,
                     )
-                if whole and isinstance(fty, RuntimeArray):
+                if whole and g.space == "storage" and isinstance(fty, RuntimeArray):
                     tail = (fname, fty)
+            sized = [a for a in d.attrs[-1] if a.name == "size"] if d.attrs else []
+            if tail is not None and sized:
+                raise WgslTypeError(
+                    f"struct {d.name} member {tail[0]}: @size on a runtime-sized array (WGSL "
+                    "takes @size only on members of a fixed size)",
+                    self.filename,
+                    sized[0].line,
+                )
             body = (
                 d if tail is None else replace(d, fields=d.fields[:-1] + ((tail[0], tail[1].elem),))
             )
             st = self.nested_struct(body, decls, True, (), g.space == "workgroup")
             if tail is not None:
-                st = Struct(st.name, st.fields[:-1] + ((tail[0], RuntimeArray(st.fields[-1][1])),))
+                st = replace(
+                    st, fields=st.fields[:-1] + ((tail[0], RuntimeArray(st.fields[-1][1])),)
+                )
             out[d.name] = st
             _add_nested(st, out)  # the structs it holds, for the typer and value_structs
             if whole:
@@ -258,13 +336,23 @@ class Interface:
         numbered = []
         seen = {}
         for g in gvars:
-            if g.space == "workgroup":
+            if g.space == "workgroup" or g.space == "private":
                 continue
             if g.space == "uniform":
                 slot = self.resource_attrs(g)
+            elif g.space is None and isinstance(g.ty, StorageTexture):  # a handle var
+                slot = self.resource_attrs(g)
+                if g.has_init:
+                    raise WgslTypeError(
+                        f"texture '{g.name}' with an initialiser", self.filename, g.line
+                    )
+                self.textures.append((slot, ir.Texture(g.name, g.ty)))
+                self.decl_lines[g.name] = g.line
             elif g.space != "storage":
                 what = f"var<{g.space}>" if g.space else "a module var without address space"
-                raise self.err(f"{what} (storage, uniform and workgroup only)", g.line, g.column)
+                raise self.err(
+                    f"{what} (storage, uniform, workgroup and private only)", g.line, g.column
+                )
             else:
                 slot = self.resource_attrs(g)
                 if g.has_init:
@@ -319,6 +407,7 @@ class Interface:
             if slot in seen:
                 raise self.err(f"'{g.name}' reuses @group({slot[0]}) @binding({slot[1]})", g.line)
             seen[slot] = g.name
+        self.textures = [t for _, t in sorted(self.textures, key=lambda x: x[0])]
         return tuple(b for _, b in sorted(numbered, key=lambda x: x[0]))
 
     def host_data(self, g: GlobalVar) -> Scalar | None:
@@ -344,9 +433,10 @@ class Interface:
                 raise self.err(f"var<workgroup, {g.access}>", g.line, g.column)
             if g.has_init:
                 raise self.err(f"workgroup var '{g.name}' with an initialiser", g.line, g.column)
-            if not isinstance(g.ty, (Array, Atomic)):
+            if not isinstance(g.ty, (Array, Atomic, Scalar, Vec, Mat, Struct)):
                 raise self.err(
-                    f"workgroup var '{g.name}' of type {g.ty} (only fixed-size arrays and atomics)",
+                    f"workgroup var '{g.name}' of type {_spell(g.ty)} (fixed-size arrays, "
+                    "atomics, scalars, vectors, matrices and structs)",
                     g.line,
                     g.column,
                 )

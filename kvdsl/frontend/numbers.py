@@ -83,12 +83,17 @@ def _bad(tok: Token, filename: str, message: str) -> None:
 
 
 def const_int(e: ir.Expr, consts: dict[str, int | float], where: tuple[str, int, int]) -> int:
-    """Evaluate an integer const-expression (literals, module consts, integer arithmetic)."""
+    """Evaluate an integer const-expression (literals, module consts, a struct const's integer
+    member, integer arithmetic)."""
     match e:
         case RawLit(value, _) | ir.Lit(value, _) if isinstance(value, int):
             return value
         case ir.Name(name) if isinstance(consts.get(name), int):
             return consts[name]
+        case ir.Member(ir.Name(name), field) if field in (
+            consts.get(name) if isinstance(consts.get(name), dict) else ()
+        ):
+            return consts[name][field]  # a struct const's integer member: C.n
         case ir.Unary(Op.NEG, x):
             return -const_int(x, consts, where)
         case ir.Binary(op, a, b) if op in _CONST_OPS:

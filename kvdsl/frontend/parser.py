@@ -57,7 +57,14 @@ from kvdsl.ir import tree as ir
 from kvdsl.ir.types import Array, Mat, Ptr, Scalar, Struct, Vec, bool_
 from kvdsl.ir.features import uses_f16
 from kvdsl.ir.scope import Scope, Symbol, VerifyError, name_problem
-from kvdsl.ir.verify import Verifier, check_pointer_type, module_scope, value_struct, verify
+from kvdsl.ir.verify import (
+    Verifier,
+    check_pointer_type,
+    check_private_var,
+    module_scope,
+    value_struct,
+    verify,
+)
 
 
 def grammar() -> str:
@@ -254,7 +261,19 @@ class _Assembler:
             raise WgslTypeError(f"entry point {entry.name}: {problem}", self.filename, entry.line)
         interface = Interface(self.filename, self.comments, self.decl_lines)
         params, bindings, shared = interface.declarations(structs, gvars)
-        probe = ir.Kernel(name, bindings, params, (), (), (1, 1, 1), (), (), workgroup_vars=shared)
+        probe = ir.Kernel(
+            name,
+            bindings,
+            params,
+            (),
+            (),
+            (1, 1, 1),
+            (),
+            (),
+            workgroup_vars=shared,
+            uniforms=interface.uniforms,
+            textures=tuple(interface.textures),
+        )
         checker = Verifier(probe)
         checker.function_names = frozenset(fn.name for fn in fns if fn is not entry)
         typer = Typer(checker, self.filename, self.raw_lines, self.calls, self.rounded)
@@ -271,6 +290,7 @@ class _Assembler:
         wg, wg_name = self.workgroup_size(entry, consts)
         probe = replace(probe, consts=consts)
         scope = self.scope(probe, checker, typer)
+        private = self.private_vars(gvars, scope, checker, typer)
         functions = []
         for fn in fns:
             if fn is not entry:
@@ -304,6 +324,9 @@ class _Assembler:
             doc=tuple(comments_.run_above(self.comments, entry.line)),
             workgroup_size_name=wg_name,
             workgroup_vars=shared,
+            uniforms=interface.uniforms,
+            private_vars=private,
+            textures=tuple(interface.textures),
             directives=directives,
             asserts=tuple(asserts),
         )
@@ -385,6 +408,43 @@ class _Assembler:
             out.append(ir.Const(d.name, ty, value, comment))
         return tuple(out)
 
+    def private_vars(
+        self, gvars: list[GlobalVar], scope: Scope, checker: Verifier, typer: Typer
+    ) -> tuple[ir.PrivateVar, ...]:
+        """The ``var<private>`` declarations, each typed and declared in ``scope`` (the module's,
+        which the helpers and the entry point see)."""
+        out = []
+        for g in gvars:
+            if g.space != "private":
+                continue
+            if g.attrs or g.access is not None:
+                what = f"@{g.attrs[0].name}" if g.attrs else f"access mode {g.access}"
+                raise WgslTypeError(
+                    f"var<private> {g.name}: {what} (a private var takes no attribute and no "
+                    "access mode)",
+                    self.filename,
+                    g.line,
+                )
+            typer.line = g.line
+            declared = None if g.ty is None else typer.resolve(g.ty)
+            if declared is None and g.init is None:
+                raise WgslTypeError(
+                    f"var<private> {g.name}: neither a type nor an initialiser",
+                    self.filename,
+                    g.line,
+                )
+            init = None if g.init is None else typer.expr(g.init, scope, declared)
+            v = ir.PrivateVar(g.name, declared or typer.type_of(init, scope), init)
+            try:
+                check_private_var(v, checker, scope)
+            except VerifyError as err:
+                raise WgslTypeError(str(err), self.filename, g.line) from None
+            what = f"var<private> {g.name}"
+            self._declare(scope, g.name, Symbol(v.ty, "private"), v, what, g.line)
+            self.decl_lines[g.name] = g.line
+            out.append(v)
+        return tuple(out)
+
     def scope(self, probe: ir.Kernel, checker: Verifier, typer: Typer) -> Scope:
         try:
             return module_scope(probe, checker)
@@ -393,6 +453,13 @@ class _Assembler:
 
     def workgroup_size(self, entry: FnDecl, consts: tuple[ir.Const, ...]):
         values = {c.name: c.value.value for c in consts if hasattr(c.value, "value")}
+        for c in consts:  # a struct const's integer members: @workgroup_size(T.rows)
+            if isinstance(c.ty, Struct) and isinstance(c.value, ir.Construct):
+                values[c.name] = {
+                    n: a.value
+                    for (n, _), a in zip(c.ty.fields, c.value.args)
+                    if isinstance(a, ir.Lit) and type(a.value) is int
+                }
         for a in entry.attrs:
             if a.name == "diagnostic":
                 self.diagnostic_attr(a, entry)
@@ -616,11 +683,19 @@ class _Assembler:
 def _literal_types(e: ir.Expr, consts: tuple[ir.Const, ...]) -> set[str]:
     """The concrete integer types ``e``'s suffixed literals and const names carry (an abstract
     literal carries none)."""
-    typed = {c.name: str(c.ty) for c in consts}
+    typed = {c.name: c.ty for c in consts}
     out = set()
     for node in ir.walk(e):
         if type(node) is RawLit and node.ty is not None:
             out.add(str(node.ty))
-        elif type(node) is ir.Name and node.name in typed:
-            out.add(typed[node.name])
+        elif (
+            type(node) is ir.Name
+            and node.name in typed
+            and not isinstance(typed[node.name], Struct)
+        ):
+            out.add(str(typed[node.name]))
+        elif type(node) is ir.Member and type(node.base) is ir.Name:
+            st = typed.get(node.base.name)  # a struct const's member: its member's type
+            if isinstance(st, Struct) and st.field(node.name) is not None:
+                out.add(str(st.field(node.name)))
     return out

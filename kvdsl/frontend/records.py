@@ -121,6 +121,8 @@ class StructDecl:
     name: str
     fields: tuple[tuple[str, Any], ...]
     line: int
+    #: Each member's attributes (``@align(n)``, ``@size(n)``), or empty where none has any.
+    attrs: tuple[tuple[Attr, ...], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +135,7 @@ class GlobalVar:
     has_init: bool
     line: int
     column: int
+    init: Any = None  # the initialiser's expression (a var<private>'s is kept)
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,7 +33,9 @@ class Rules(Transformer):
         self.lines: dict[int, int] = {}
         self.comments = [c for c in comments if c.own_line]
         self.claimed: set[int] = set()  # lines of comments placed into a block
-        self.consts: dict[str, int | float] = {}  # integer values, for array sizes
+        # Integer values, for array sizes; a struct const's integer members by name.
+        self.consts: dict[str, int | float | dict[str, int]] = {}
+        self.struct_fields: dict[str, tuple[str, ...]] = {}  # structs declared above, by name
         self.calls: dict[int, tuple[int, int]] = {}  # id(FnCall) -> position of its name
         # Type aliases, resolved where they are named (declared above their use, as consts).
         self.aliases: dict[str, Any] = {}

@@ -80,22 +80,26 @@ class ToIR(Statements, Expressions):
     def struct_decl(self, meta: Meta, name: Token, *fields) -> StructDecl:
         self.member_builtins[str(name)] = self.pending_builtins
         self.pending_builtins = {}
-        return StructDecl(str(name), fields, meta.line)
+        self.struct_fields[str(name)] = tuple(n for n, _, _ in fields)
+        attrs = tuple(a for _, _, a in fields)
+        layout = attrs if any(attrs) else ()
+        return StructDecl(str(name), tuple((n, t) for n, t, _ in fields), meta.line, layout)
 
-    def field(self, attrs: tuple[Attr, ...], name: Token, ty) -> tuple[str, Any]:
+    def field(self, attrs: tuple[Attr, ...], name: Token, ty) -> tuple[str, Any, tuple[Attr, ...]]:
         for a in attrs:
             if a.name == "builtin" and len(attrs) == 1:
                 # An entry point's input, where the struct is its parameter's type (the
                 # kernel's builtins); of any other struct, no meaning.
                 self.pending_builtins[str(name)] = a
-                continue
-            raise self._err(f"attribute @{a.name} on a struct member", a.line)
-        return str(name), ty
+                return str(name), ty, ()
+            if a.name not in ("align", "size"):
+                raise self._err(f"attribute @{a.name} on a struct member", a.line)
+        return str(name), ty, tuple(attrs)
 
     def global_var(self, attrs, address, name: Token, ty, init) -> GlobalVar:
         space, access = address if address is not None else (None, None)
         return GlobalVar(
-            attrs, space, access, str(name), ty, init is not None, name.line, name.column
+            attrs, space, access, str(name), ty, init is not None, name.line, name.column, init
         )
 
     def address(self, space: Token, access: Token | None) -> tuple[str, str | None]:
@@ -111,6 +115,15 @@ class ToIR(Statements, Expressions):
                 self.consts[str(name)] = const_int(value, self.consts, ("", 0, 0))
             except UnsupportedError:
                 pass
+        fields = self.struct_fields.get(value.name) if isinstance(value, ir.FnCall) else None
+        if fields is not None and len(fields) == len(value.args):  # const C = R(4u, 2.5)
+            members = {}
+            for f, a in zip(fields, value.args):  # its integer members, for C.n
+                try:
+                    members[f] = const_int(a, self.consts, ("", 0, 0))
+                except UnsupportedError:
+                    pass
+            self.consts[str(name)] = members
         return ConstDecl(str(name), ty, value, line)
 
     @v_args(meta=True, inline=True)

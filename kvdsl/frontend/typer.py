@@ -249,6 +249,8 @@ class Typer:
             case ir.Call(op, args):
                 generic = op != Op.DOT and ops.info(op).generic
                 return ir.Call(op, self.unify(args, scope, want if generic else None))
+            case ir.FnCall("textureDimensions", args) if self.texture(args, 1, scope):
+                return ir.TextureDimensions(args[0].name)
             case ir.FnCall(name, args):
                 fn = self.checker.functions.get(name)
                 if fn is None and name in self.structs:
@@ -589,6 +591,11 @@ class Typer:
                 return ir.Block(self.block(body, Scope(scope), ret, loop))
             case Phony(value):
                 return self.phony(value, scope, ret, loop)
+            case CallStmt(ir.FnCall("textureStore", args)) if self.texture(args, 3, scope):
+                tex = scope.lookup(args[0].name).ty
+                coords = self.expr(args[1], scope, None)
+                value = self.expr(args[2], scope, tex.texel)
+                return self.check(ir.TextureStore(args[0].name, coords, value), scope, ret, loop)
             case CallStmt(call):
                 if isinstance(call, ir.FnCall) and call.name in self.must_use:
                     raise self.error(
@@ -707,6 +714,14 @@ class Typer:
         if ct != bool_:
             raise self.error(f"condition is {ct}, expected bool")
         return cond
+
+    def texture(self, args: tuple, n: int, scope: Scope) -> bool:
+        """Whether ``args`` are ``n`` arguments of a texture builtin, the first a storage
+        texture's name (the call is refused as a WGSL builtin outside the subset otherwise)."""
+        if len(args) != n or type(args[0]) is not ir.Name:
+            return False
+        sym = scope.lookup(args[0].name)
+        return sym is not None and sym.kind == "texture"
 
     def check(self, s: ir.Stmt, scope: Scope, ret: Type | None, loop: bool) -> ir.Stmt:
         try:

@@ -193,8 +193,12 @@ Workgroup memory and barriers
     reading an element another wrote, or one writing an element another read, is a
     :class:`RaceError`. Of an array of vectors each lane counts as an element of its own, as in
     WGSL: ``w[i][lane] = x`` by four invocations on four lanes is no race, and a load of the
-    whole ``w[i]`` reads all four. With ``strict_init`` a read of an element (lane) nothing wrote
-    in the dispatch is :class:`UninitializedRead`.
+    whole ``w[i]`` reads all four. A ``var<workgroup>`` of one scalar, vector, matrix or struct
+    is one element of words per workgroup, its races found per word (``total``, ``acc.y``).
+    With ``strict_init`` a read of an element (lane) nothing wrote in the dispatch is
+    :class:`UninitializedRead`. A ``var<private>`` is a var of the module scope with a value per
+    invocation, set to its initialiser (or zero) at the start of each chunk; it cannot race.
+    The uniforms other than params are module-scope values, like consts.
     ``storageBarrier()`` checks the same arrival and orders storage memory within a workgroup:
     an element written (read) before it may be read or overwritten (overwritten) after it by
     another invocation of its workgroup (of another workgroup, it is still a
@@ -231,7 +235,7 @@ from kvdsl.interp.errors import (
     WorkBudget,
 )
 from kvdsl.interp.machine import MAX_STEPS, Machine
-from kvdsl.interp.buffers import params_values, storage
+from kvdsl.interp.buffers import params_values, storage, texture_memory, uniform_values
 from kvdsl.interp.values import Grid
 
 #: The most invocations one dispatch may have in the interpreter: a kernel that reads a
@@ -279,7 +283,7 @@ def run(
 
     ``buffers`` maps every binding name to an array (read_write ones are not modified; their new
     contents come back with the same dtype and shape); ``params`` gives the params struct's
-    fields; ``workgroups`` defaults to the kernel's dispatch rule for ``params``;
+    fields, and each other uniform's value by its name (:class:`~kvdsl.ir.tree.Uniform`); ``workgroups`` defaults to the kernel's dispatch rule for ``params``;
     ``subgroup_size`` (a power of two in 4..128) is the ``subgroup_size`` builtin and the width
     of the subgroups ``subgroupShuffleXor`` reads across. ``accesses``, when given, is
     filled with each binding's ``[bytes loaded, bytes stored]``: every access of every active
@@ -296,13 +300,16 @@ def run(
             f"subgroup_size {subgroup_size!r}: expected a power of two in 4..128 "
             f"({', '.join(map(str, SUBGROUP_SIZES))})"
         )
-    missing = [b.name for b in kernel.bindings if b.name not in buffers]
+    missing = [b.name for b in (*kernel.bindings, *kernel.textures) if b.name not in buffers]
     if missing:
         raise KeyError(f"kernel {kernel.name} needs buffers {', '.join(missing)}")
     fields = kernel.params.fields if kernel.params is not None else ()
     values = params_values(fields, params)
+    values.update(uniform_values(kernel.uniforms, params))
     if workgroups is None:
-        workgroups = dispatch_workgroups(kernel, {k: int(v) for k, v in (params or {}).items()})
+        others = {u.name for u in kernel.uniforms}
+        fixed = {k: int(v) for k, v in (params or {}).items() if k not in others}
+        workgroups = dispatch_workgroups(kernel, fixed)
     size = kernel.workgroup_size
     total = math.prod(int(w) for w in workgroups) * math.prod(size)
     if total > MAX_INVOCATIONS:
@@ -328,6 +335,7 @@ def run(
             max_steps,
             loop_trips,
         )
+        machine.textures = {t.name: texture_memory(t, buffers[t.name]) for t in kernel.textures}
         if accesses is not None:
             accesses.clear()  # a batched attempt that falls back counts again from the start
             machine.accesses = accesses
@@ -341,4 +349,5 @@ def run(
                 continue
             raise e
         break
-    return {b.name: stores[b.name].flat for b in kernel.bindings if b.access == "read_write"}
+    out = {b.name: stores[b.name].flat for b in kernel.bindings if b.access == "read_write"}
+    return out | {t.name: machine.textures[t.name].data for t in kernel.textures}

@@ -44,7 +44,11 @@ class Assignment:
         if self._through and id(target) in self._through:  # through a pointer: where it points
             chain, hidden = self.locate(target, m)
             if type(chain) is ir.Name and chain.name in self.shared:  # a whole workgroup array
-                self.shared_put(self.shared[chain.name], None, v, m)
+                w = self.shared[chain.name]
+                if w.whole:  # one value: total, acc
+                    self.struct_store(w, chain, v, m)
+                else:
+                    self.shared_put(w, None, v, m)
                 return
             self.at(hidden, lambda: self.assign(chain, v, m))
             return

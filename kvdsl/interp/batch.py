@@ -90,6 +90,7 @@ def plan(s: ir.For, kernel: ir.Kernel, functions: dict[str, ir.Function]) -> Pla
         return None
     bindings = {b.name for b in kernel.bindings}
     shared = {w.name for w in kernel.workgroup_vars}
+    private = {v.name for v in kernel.private_vars}
     declared = _declared(s.body)
     if declared & (bindings | shared | {var, "params"}) or declared & {
         p for p, _ in kernel.builtins
@@ -104,7 +105,7 @@ def plan(s: ir.For, kernel: ir.Kernel, functions: dict[str, ir.Function]) -> Pla
             return None
         if isinstance(x, ir.Call) and x.op in SUBGROUP_OPS:  # reads other invocations' lanes
             return None
-        if isinstance(x, ir.AtomicCall):  # ordered by invocation, trip by trip
+        if isinstance(x, (ir.AtomicCall, ir.TextureStore)):  # trip by trip
             return None
     # Which declaration each name means, scope by scope: a name declared in a nested block of
     # the body means the outer one before and after that block (taking the body's declarations
@@ -127,9 +128,9 @@ def plan(s: ir.For, kernel: ir.Kernel, functions: dict[str, ir.Function]) -> Pla
                 return None
             if isinstance(x, ir.Call) and x.op in SUBGROUP_OPS:
                 return None
-            if isinstance(x, (ir.AddressOf, ir.Deref, ir.AtomicCall)):
+            if isinstance(x, (ir.AddressOf, ir.Deref, ir.AtomicCall, ir.TextureStore)):
                 return None
-            if isinstance(x, ir.Assign) and _root(x.target) in bindings | shared:
+            if isinstance(x, ir.Assign) and _root(x.target) in bindings | shared | private:
                 return None
             if isinstance(x, ir.Index) and isinstance(x.base, ir.Name) and x.base.name in stored:
                 return None

@@ -1,5 +1,5 @@
-"""The interpreter's memory: storage buffers (:class:`Storage`) and workgroup arrays
-(:class:`SharedArray`) with the records of who wrote and read each element, a host array taken
+"""The interpreter's memory: storage buffers (:class:`Storage`), workgroup arrays
+(:class:`SharedArray`) and storage textures (:class:`TextureMemory`) with the records of who wrote and read each element, a host array taken
 as a binding's contents, params as uniform values, and the names of the words of memory held in
 WGSL's layout, for messages.
 """
@@ -13,7 +13,7 @@ import numpy as np
 
 from kvdsl.interp.indexsets import Shape, counts, strided
 from kvdsl.interp.values import ArrayValue
-from kvdsl.ir.tree import Binding, WorkgroupVar
+from kvdsl.ir.tree import Binding, Texture, WorkgroupVar
 from kvdsl.ir.types import (
     Array,
     Atomic,
@@ -111,7 +111,10 @@ class SharedArray:
     def __init__(self, var: WorkgroupVar, groups: int, first: int) -> None:
         self.var = var
         scalar = isinstance(var.ty, Atomic)  # a var<workgroup> atomic: an array of one
-        elem = var.ty if scalar else var.ty.elem
+        # One scalar, vector, matrix or struct (``var<workgroup> total: f32;``): one element of
+        # words, reached from word 0 as a storage binding that is one value is.
+        self.whole = not scalar and not isinstance(var.ty, Array)
+        elem = var.ty if scalar or self.whole else var.ty.elem
         # An array of structs, or of arrays of structs, is held as u32 words in WGSL's layout
         # (kvdsl.interp.structs), 16-bit halves where it holds an f16 (memory_unit): ``words``
         # per outer element.
@@ -121,9 +124,9 @@ class SharedArray:
         self.inner = elem.n if isinstance(elem, Array) and self.words is None else None
         if self.inner is not None:
             elem = elem.elem
-        self.length = 1 if scalar else var.ty.n * (self.inner or 1)
+        self.length = 1 if scalar or self.whole else var.ty.n * (self.inner or 1)
         if self.words is not None:
-            elem, self.length = (u32 if self.unit == 4 else u16), var.ty.n * self.words
+            elem, self.length = (u32 if self.unit == 4 else u16), self.length * self.words
         self.first = first  # dispatch-wide index of the chunk's first workgroup
         self.lanes = elem.n if isinstance(elem, Vec) else 1
         shape = (groups * self.length,) + ((elem.n,) if isinstance(elem, Vec) else ())
@@ -142,6 +145,8 @@ class SharedArray:
         """The element (and lane, for a vector array) of ``slot``, as WGSL indexes it."""
         lane = f"[{slot % self.lanes}]" if self.lanes > 1 else ""
         e = slot // self.lanes % self.length
+        if self.whole:  # total, acc.y, m[1].x, s (word 2 of the struct)
+            return self.var.name + word_path(self.var.ty, e, self.unit)
         if self.words is not None and isinstance(self.var.ty.elem, (Array, Mat)):
             return f"{self.var.name}[{e // self.words}]" + word_path(
                 self.var.ty.elem, e % self.words, self.unit
@@ -194,6 +199,18 @@ def params_values(fields, params: dict | None) -> dict[str, np.ndarray]:
     return out
 
 
+def uniform_values(uniforms, params: dict | None) -> dict[str, object]:
+    """Each uniform other than params (:class:`~kvdsl.ir.tree.Uniform`) as a value of its
+    type, given in ``params`` by the uniform's name."""
+    params = params or {}
+    out = {}
+    for u in uniforms:
+        if u.name not in params:
+            raise KeyError(f"uniform '{u.name}' has no value")
+        out[u.name] = _uniform_value(u.ty, params[u.name])
+    return out
+
+
 def _uniform_value(ty, value):
     """``value`` as a uniform value of type ``ty``: a struct as its members by name, a
     fixed-size array as an :class:`ArrayValue` of its elements, as function-scope values are."""
@@ -233,3 +250,38 @@ def unit_name(unit: int) -> str:
     """What a race message calls one unit of memory held as words: ``word``, or ``half`` (16
     bits, in memory holding an f16: :func:`kvdsl.ir.types.memory_unit`)."""
     return "word" if unit == 4 else "half"
+
+
+@dataclass
+class TextureMemory:
+    """A storage texture during a dispatch: its texels as the host holds them (``[height,
+    width, channels]`` of the format's dtype), and the invocation that wrote each texel (-1:
+    none), for the race check (two invocations writing one texel in a dispatch race)."""
+
+    texture: Texture
+    data: np.ndarray
+    owner: np.ndarray
+
+
+def texture_memory(texture: Texture, given: np.ndarray) -> TextureMemory:
+    """``given`` (``[height, width, channels]`` of the format's dtype) as ``texture``'s texels,
+    a private copy."""
+    ty = texture.ty
+    given = np.asarray(given)
+    if given.ndim != 3 or given.shape[2] != ty.channels or given.dtype != ty.dtype:
+        raise TypeError(
+            f"texture '{texture.name}' ({ty}) is given as {given.dtype}{list(given.shape)}: "
+            f"expected {ty.dtype}[height, width, {ty.channels}]"
+        )
+    data = np.array(given, copy=True)
+    return TextureMemory(texture, data, np.full(data.shape[:2], -1, np.int64))
+
+
+def to_texels(ty, v: np.ndarray) -> np.ndarray:
+    """``textureStore``'s ``vec4`` values ``v`` (``[lanes, 4]``) as texels of format ``ty``:
+    its channels, converted (``rgba8unorm``: ``round(clamp(x, 0, 1) * 255)``, NaN as 0)."""
+    v = v[:, : ty.channels]
+    if ty.format == "rgba8unorm":
+        x = np.nan_to_num(v.astype(np.float64), nan=0.0)
+        return np.rint(np.clip(x, 0.0, 1.0) * 255.0).astype(np.uint8)
+    return np.ascontiguousarray(v).astype(ty.dtype)

@@ -152,8 +152,9 @@ class Expressions:
                     cols = [self.grid.column(self.builtins[name], k) for k in range(3)]
                     lanes = max(c.shape[0] for c in cols)
                     return np.stack([broadcast(c, lanes) for c in cols], axis=1)
-                if self._structs and name in self.buffers and (b := self.struct_root(e)):
-                    return self.struct_load(b, e, m)  # a binding read whole: n, v, cfg
+                if self._structs and (name in self.buffers or name in self.shared):
+                    if b := self.struct_root(e):  # a binding read whole: n, v, cfg; or a
+                        return self.struct_load(b, e, m)  # workgroup var: total, acc
                 v = self.lookup(name).value
                 return ArrayValue(v) if isinstance(v, ArrayValue) else v
             case ir.Unary(op, x):
@@ -184,6 +185,9 @@ class Expressions:
                 return self.call(self.functions[name], [self.eval(a, m) for a in args], m)
             case ir.ArrayLength(name, member) if member is not None:
                 return np.array([self.runtime_length(self.buffers[name], member)], np.uint32)
+            case ir.TextureDimensions(name):
+                h, w = self.textures[name].data.shape[:2]
+                return np.array([[w, h]], np.uint32)
             case ir.ArrayLength(name):
                 b = self.buffers[name]
                 per = b.binding.host_values if held_as_words(b.binding.elem) else 1
@@ -273,7 +277,8 @@ class Expressions:
         """The value of ``*p``, ``(*p)[i]`` or ``(*p).x``: the chain read where it points."""
         chain, hidden = self.locate(e, m)
         if type(chain) is ir.Name and chain.name in self.shared:  # a whole workgroup array
-            return self.shared_value(self.shared[chain.name], None, m)
+            w = self.shared[chain.name]
+            return self.struct_load(w, chain, m) if w.whole else self.shared_value(w, None, m)
         return self.at(hidden, lambda: self.eval(chain, m))
 
     def element(self, container, idx: np.ndarray, m: Mask, base: ir.Expr):

@@ -19,7 +19,7 @@ from kvdsl.emit import emit_expr, inline
 from kvdsl.interp import batch
 from kvdsl.interp.assign import Assignment
 from kvdsl.interp.batch import BatchGrid
-from kvdsl.interp.buffers import SharedArray, Storage
+from kvdsl.interp.buffers import SharedArray, Storage, TextureMemory
 from kvdsl.interp.errors import InterpError, WorkBudget
 from kvdsl.interp.exprs import Expressions
 from kvdsl.interp.memory import Memory
@@ -69,6 +69,7 @@ def _facts(kernel: ir.Kernel) -> tuple[bool, frozenset[str]]:
         }
         names |= {p for f in kernel.functions for p, _ in f.params}
         names |= {p for p, _ in kernel.builtins}
+        names |= {v.name for v in kernel.private_vars}  # module-scope, but per invocation
         if len(_FACTS) > 256:
             _FACTS.clear()
         known = _FACTS[id(kernel)] = (kernel, _reads_read_write(kernel), frozenset(names))
@@ -153,6 +154,7 @@ def render(s: ir.Stmt | None) -> str:
             | ir.Barrier()
             | ir.CallStmt()
             | ir.AtomicStmt()
+            | ir.TextureStore()
         ):
             return inline(s)
         case _:
@@ -192,6 +194,7 @@ class Machine(Scopes, Expressions, Memory, StructMemory, Assignment):
         self.frame = self.main = Frame(None)
         self.lits: dict[ir.Lit, np.ndarray] = {}
         self.shared: dict[str, SharedArray] = {}  # the chunk's workgroup memory
+        self.textures: dict[str, TextureMemory] = {}  # the dispatch's storage textures
         self.sync = Sync(grid.total // grid.per_group, grid.per_group, grid.total)
         self.current: ir.Stmt | None = None
         self._affine: list[tuple] = []  # the last few index arrays :meth:`affine` looked at
@@ -220,6 +223,10 @@ class Machine(Scopes, Expressions, Memory, StructMemory, Assignment):
         self._pointers = uses_pointers(kernel)
         for c in kernel.consts:
             self.module[c.name] = Slot(self.eval(c.value, None))
+        for u in kernel.uniforms:  # read only, the same in every invocation, like a const
+            self.module[u.name] = Slot(params[u.name])
+        if kernel.params is not None:  # the params as one struct value, for &params
+            self.module["params"] = Slot({n: params[n] for n, _ in kernel.params.fields})
 
     # ---- entry ---------------------------------------------------------------------------
     def run(self) -> None:
@@ -242,6 +249,9 @@ class Machine(Scopes, Expressions, Memory, StructMemory, Assignment):
                 w.name: SharedArray(w, (stop - start) // p, start // p)
                 for w in self.kernel.workgroup_vars
             }
+            for v in self.kernel.private_vars:  # each invocation's own, from its initialiser
+                init = self.zero(v.ty) if v.init is None else self.eval(v.init, None)
+                self.module[v.name] = Slot(init, None, var=True)
             self.scopes = [self.module, {}]
             self.frame = self.main = Frame(None)
             self.steps = self.trips = 0
@@ -388,6 +398,11 @@ class Machine(Scopes, Expressions, Memory, StructMemory, Assignment):
                 return m
             case ir.AtomicStmt(call):
                 self.atomic(call, m)
+                return m
+            case ir.TextureStore(name, coords, value):
+                self.texture_store(
+                    self.textures[name], self.eval(coords, m), self.eval(value, m), m
+                )
                 return m
             case ir.Switch():
                 return self.switch(s, m)

@@ -14,7 +14,7 @@ from kvdsl.interp.errors import InterpError, OutOfBounds, RaceError, Uninitializ
 from kvdsl.interp.races import StorageRaces
 from kvdsl.ir.tree import AtomicCall, Deref, Expr, Index, Name
 from kvdsl.ir.types import held_as_words
-from kvdsl.interp.buffers import SharedArray, Storage
+from kvdsl.interp.buffers import SharedArray, Storage, TextureMemory, to_texels
 from kvdsl.interp.indexsets import affine, counts, strided
 from kvdsl.interp.values import ArrayValue, Mask, broadcast, is_uniform
 
@@ -100,6 +100,45 @@ class Memory(StorageRaces):
             f"{what}[{i}] is out of bounds (length {length}) for "
             f"{self.grid.describe(self.grid.original(lane))}{self.where()}"
         )
+
+    # ---- storage textures ----------------------------------------------------------------
+    def texture_store(self, t: TextureMemory, coords: np.ndarray, v: np.ndarray, m: Mask) -> None:
+        """``textureStore``: each active lane's texel ``coords`` (x, y) set to ``v`` in the
+        texture's format; a texel outside the texture is :class:`OutOfBounds` (WGSL leaves
+        such a store to the implementation), one two invocations write a :class:`RaceError`."""
+        name = t.texture.name
+        lanes = self.grid.active(m)
+        h, w = t.data.shape[:2]
+        xy = broadcast(coords, self.n)[lanes].astype(np.int64)
+        ids = self.grid.original(lanes).astype(np.int64)
+        bad = (xy[:, 0] < 0) | (xy[:, 0] >= w) | (xy[:, 1] < 0) | (xy[:, 1] >= h)
+        if bad.any():
+            j = int(np.flatnonzero(bad)[0])
+            raise OutOfBounds(
+                f"{name} texel ({xy[j, 0]}, {xy[j, 1]}) is out of bounds (width {w}, height "
+                f"{h}) for {self.grid.describe(int(ids[j]))}{self.where()}"
+            )
+        texels = to_texels(t.texture.ty, broadcast(v, self.n)[lanes])
+        x, y = xy[:, 0], xy[:, 1]
+        flat = y * w + x
+        order = np.argsort(flat, kind="stable")
+        same = flat[order][1:] == flat[order][:-1]
+        earlier = t.owner[y, x]
+        clash = (earlier >= 0) & (earlier != ids)
+        if same.any() or clash.any():
+            if same.any():
+                j = int(np.flatnonzero(same)[0])
+                a, b = ids[order][j], ids[order][j + 1]
+                at = (int(x[order][j]), int(y[order][j]))
+            else:
+                j = int(np.flatnonzero(clash)[0])
+                a, b, at = earlier[j], ids[j], (int(x[j]), int(y[j]))
+            raise RaceError(
+                f"{name} texel {at}: {self.grid.describe(int(a))} and "
+                f"{self.grid.describe(int(b))} both write it in one dispatch{self.where()}"
+            )
+        t.owner[y, x] = ids
+        t.data[y, x] = texels
 
     # ---- storage bindings ----------------------------------------------------------------
     def _count(self, b: Storage, m: Mask, which: int) -> None:
@@ -240,7 +279,7 @@ class Memory(StorageRaces):
             case _:
                 return None
         w = self.shared.get(name)
-        if w is None or self._shadowed(name):
+        if w is None or w.whole or self._shadowed(name):
             return None
         if w.inner is None:
             return None if row is not None else (w, index, lane)

@@ -61,10 +61,10 @@ class StructMemory:
         b = self.buffers.get(x.name)
         if b is not None:
             return b if by_words(b.binding) and (x is not e or b.binding.whole) else None
-        if x is e:
-            return None
         w = self.shared.get(x.name)
-        return w if w is not None and w.words is not None else None
+        if w is None or (x is e and not w.whole):
+            return None
+        return w if w.words is not None else None
 
     def struct_words(self, b: Storage, e: ir.Expr, m: Mask):
         """``(first word per lane, type, swizzle)`` of chain ``e`` into ``b``: the word index of
@@ -77,9 +77,9 @@ class StructMemory:
             x = x.base
         path.reverse()
         shared = type(b) is SharedArray
-        st = b.var.ty.elem if shared else b.binding.elem
+        st = (b.var.ty if b.whole else b.var.ty.elem) if shared else b.binding.elem
         unit = b.data.dtype.itemsize  # 4: u32 words; 2: f16 halves (memory_unit)
-        if not shared and b.binding.whole:  # one struct or array: its members from word 0
+        if b.whole if shared else b.binding.whole:  # one value: its members from word 0
             word, ty, start = np.zeros(1, np.int64), st, 0
         else:
             first = path[0]

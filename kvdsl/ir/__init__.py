@@ -63,7 +63,18 @@ interpreter holds it as its members by name)."""
 from kvdsl.ir.builder import Buffer, KernelBuilder, Local, Shared, largest, with_contract
 from kvdsl.ir.dispatch import DispatchError, workgroups
 from kvdsl.ir.features import features
-from kvdsl.ir.tree import Barrier, Binding, Const, Dispatch, Function, Kernel, WorkgroupVar
+from kvdsl.ir.tree import (
+    Barrier,
+    Binding,
+    Const,
+    Dispatch,
+    Function,
+    Kernel,
+    PrivateVar,
+    Texture,
+    Uniform,
+    WorkgroupVar,
+)
 from kvdsl.ir.ops import Op
 from kvdsl.ir.types import (
     Array,
@@ -121,9 +132,12 @@ __all__ = [
     "Mat",
     "Shared",
     "Op",
+    "PrivateVar",
     "RuntimeArray",
     "Scalar",
     "Struct",
+    "Texture",
+    "Uniform",
     "Val",
     "Vec",
     "Verifier",

@@ -60,6 +60,8 @@ def _module(kernel: ir.Kernel) -> tuple:
         kernel.consts,
         kernel.functions,
         kernel.workgroup_vars,
+        kernel.uniforms,
+        kernel.private_vars,
         kernel.body,
     )
 

@@ -67,7 +67,7 @@ class PointerTyper(ConstEval):
         if type(target) is ir.Index and type(target.base) is ir.Name:
             sym = scope.lookup(target.base.name)
             if sym is not None and sym.kind in ("binding", "workgroup"):
-                elem = sym.ty.elem
+                elem = getattr(sym.ty, "elem", None)  # a struct var has none
                 if type(elem) is Atomic:
                     it = self.type_of(target.index, scope)
                     if it is not u32 and it is not i32:
@@ -137,6 +137,10 @@ class PointerTyper(ConstEval):
                     raise VerifyError(f"{show(e)}: undefined name '{name}'")
                 if sym.kind == "var":
                     return Ptr("function", sym.ty)
+                if sym.kind == "private":
+                    return Ptr("private", sym.ty)
+                if sym.kind == "params" or sym.kind == "uniform":  # &params, &taps
+                    return Ptr("uniform", sym.ty, "read")
                 if sym.kind == "binding":
                     self.used.add(name)
                     if sym.access == "read_write":

@@ -84,7 +84,8 @@ _PACK_NORM = frozenset((Op.PACK4X8UNORM, Op.PACK4X8SNORM, Op.PACK2X16UNORM, Op.P
 
 
 POINTER_PARAMETER = (
-    "a call passing a workgroup or storage pointer: WGSL's unrestricted_pointer_parameters "
+    "a call passing a workgroup, storage or uniform pointer: WGSL's "
+    "unrestricted_pointer_parameters "
     "(Tint takes it); naga in wgpu-native 29 refuses the helper ('a pointer of space ... can't "
     "be passed into functions')"
 )
@@ -98,7 +99,7 @@ def _pointer_hazards(e: ir.FnCall, fn: ir.Function | None) -> list[str]:
     """What wgpu-native's naga does with the pointer arguments of helper call ``e``."""
     out = []
     if fn is not None and any(
-        isinstance(t, Ptr) and t.space in ("workgroup", "storage") for _, t in fn.params
+        isinstance(t, Ptr) and t.space in ("workgroup", "storage", "uniform") for _, t in fn.params
     ):
         out.append(POINTER_PARAMETER)
     for a, (_, t) in zip(e.args, fn.params if fn is not None else ()):

@@ -27,7 +27,8 @@ class Symbol:
     """What a name in scope refers to."""
 
     ty: Type
-    kind: str  # "let", "var", "const", "binding", "builtin", "param", "params", "workgroup"
+    kind: str  # "let", "var", "const", "binding", "builtin", "param", "params", "workgroup",
+    # "uniform", "private"
     access: str = ""
     value: ir.Expr | None = None  # a const's value, folded on demand (Verifier.const_int)
 
@@ -189,6 +190,8 @@ def check_name(name: object, node: object, local: bool = False) -> None:
 def _declaring(node: object, name: object) -> str:
     """What declares ``name``, for an error: the statement, or the module-scope declaration."""
     kinds = {ir.Binding: "binding", ir.Const: "const", Struct: "params field", ir.Function: "function",
-             ir.WorkgroupVar: "workgroup var", ir.Kernel: "builtin parameter"}  # fmt: skip
+             ir.WorkgroupVar: "workgroup var", ir.Kernel: "builtin parameter",
+             ir.Uniform: "uniform", ir.PrivateVar: "private var",
+             ir.Texture: "texture"}  # fmt: skip
     kind = kinds.get(type(node))
     return show(node) if kind is None else f"{kind} {name!r}"

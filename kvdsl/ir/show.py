@@ -44,7 +44,7 @@ def call_text(
     e: object, expr: Callable[[ir.Expr], str], arguments: Callable[[tuple[ir.Expr, ...]], str]
 ) -> str | None:
     """A call-shaped expression's WGSL text (a builtin or helper call, a constructor, a
-    conversion, a bitcast, ``arrayLength``, ``workgroupUniformLoad``), its operand printed by
+    conversion, a bitcast, ``arrayLength``, ``textureDimensions``, ``workgroupUniformLoad``), its operand printed by
     ``expr`` and its argument lists by ``arguments`` (:func:`show`'s or the emitter's); None
     for any other node."""
     match e:
@@ -62,6 +62,8 @@ def call_text(
             return f"workgroupUniformLoad({expr(x)})"
         case ir.ArrayLength(name, member):
             return f"arrayLength(&{name}{'' if member is None else '.' + member})"
+        case ir.TextureDimensions(name):
+            return f"textureDimensions({name})"
     return None
 
 
@@ -91,6 +93,8 @@ def statement(s: ir.Stmt, expr: Callable[[ir.Expr], str]) -> str | None:
             return expr(call)
         case ir.AtomicStmt(call):
             return expr(call)
+        case ir.TextureStore(name, coords, value):
+            return f"textureStore({name}, {expr(coords)}, {expr(value)})"
         case ir.ConstAssert(cond):
             return f"const_assert {expr(cond)}"
     return None

@@ -15,6 +15,7 @@ from kvdsl.ir.types import (
     Mat,
     Ptr,
     Scalar,
+    StorageTexture,
     Struct,
     Vec,
     array_leaf,
@@ -125,6 +126,14 @@ class ArrayLength:
     member: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class TextureDimensions:
+    """``textureDimensions(name)``: the ``vec2<u32>`` width and height of storage texture
+    ``name`` (the same for every invocation)."""
+
+    name: str
+
+
 #: WGSL's atomic builtins: the name after ``atomic`` and how many value arguments follow
 #: the pointer.
 ATOMIC_FUNCTIONS = {
@@ -194,6 +203,7 @@ Expr = (
     | Index
     | Member
     | ArrayLength
+    | TextureDimensions
     | AtomicCall
     | AddressOf
     | Deref
@@ -338,6 +348,18 @@ class AtomicStmt:
     call: AtomicCall
 
 
+@dataclass(frozen=True, slots=True)
+class TextureStore:
+    """``textureStore(name, coords, value);``: texel ``coords`` (a ``vec2<i32>`` or
+    ``vec2<u32>``, x then y) of storage texture ``name`` set to ``value`` (a ``vec4`` of the
+    format's channel type, converted to the format); coordinates outside the texture store
+    nothing, as WGSL says."""
+
+    name: str
+    coords: Expr
+    value: Expr
+
+
 Stmt = (
     Let
     | Var
@@ -355,6 +377,7 @@ Stmt = (
     | Switch
     | ConstAssert
     | AtomicStmt
+    | TextureStore
 )
 
 
@@ -460,6 +483,36 @@ class WorkgroupVar:
     ty: Array
 
 
+@dataclass(frozen=True, slots=True)
+class Texture:
+    """A storage texture binding ``var name: texture_storage_2d<format, write>;``: the host
+    gives it as a ``[height, width, channels]`` array of the format's dtype and takes it back."""
+
+    name: str
+    ty: StorageTexture
+
+
+@dataclass(frozen=True, slots=True)
+class PrivateVar:
+    """A module-scope ``var<private> name: T[ = init];``: a var of each invocation's own, seen
+    by the entry point and every helper, starting as ``init`` (a const-expression) or zero."""
+
+    name: str
+    ty: Scalar | Vec | Mat | Array | Struct
+    init: Expr | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Uniform:
+    """A ``var<uniform> name: T;`` other than the params struct: of any name, any number of
+    them, ``T`` a scalar, vector, matrix, fixed-size array or struct (a value in the uniform
+    address space, read by name: ``n``, ``u.scale``, ``u.taps[i]``). The host gives its value
+    by its name beside the params fields; the emitter numbers it after the params uniform."""
+
+    name: str
+    ty: Scalar | Vec | Mat | Array | Struct
+
+
 BUILTIN_INPUTS = {
     "global_invocation_id": "gid",
     "local_invocation_id": "lid",
@@ -528,6 +581,10 @@ class Kernel:
     # (``requires packed_4x8_integer_dot_product``); module-scope ``const_assert`` conditions.
     directives: tuple[str, ...] = ()
     asserts: tuple[Expr, ...] = ()
+    # The uniforms other than params (numbered after it), and the module's var<private>s.
+    uniforms: tuple[Uniform, ...] = ()
+    private_vars: tuple[PrivateVar, ...] = ()
+    textures: tuple[Texture, ...] = ()  # numbered after the uniforms
 
     def binding(self, name: str) -> Binding | None:
         return next((b for b in self.bindings if b.name == name), None)

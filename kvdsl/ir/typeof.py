@@ -22,7 +22,7 @@ from kvdsl.ir.ops import Op
 from kvdsl.ir.pointers import PointerTyper
 from kvdsl.ir.scope import Scope, VerifyError, shadowing
 from kvdsl.ir.show import show
-from kvdsl.ir.types import Atomic, holds_atomic
+from kvdsl.ir.types import Atomic, StorageTexture, holds_atomic
 from kvdsl.ir.types import (
     Array,
     Mat,
@@ -75,7 +75,8 @@ class ExprTyper(PointerTyper):
                         f"workgroup var '{name}' of type {sym.ty} is read and written only "
                         f"through the atomic builtins (atomicLoad(&{name}) ...), not as a plain value"
                     )
-                raise VerifyError(f"workgroup var '{name}' used without an index")
+                if type(sym.ty) is Array:
+                    raise VerifyError(f"workgroup var '{name}' used without an index")
             return sym.ty
         match e:
             case ir.Binary(op, a, b):
@@ -204,7 +205,11 @@ class ExprTyper(PointerTyper):
                         if type(sym.ty.elem) is Atomic:
                             self._plain_atomic(e, sym.ty.elem)
                         return sym.ty.elem
-                    if sym is not None and sym.kind == "workgroup":
+                    if (
+                        sym is not None
+                        and sym.kind == "workgroup"
+                        and type(sym.ty) in (Array, Atomic)
+                    ):
                         if type(sym.ty) is Atomic:
                             raise VerifyError(f"{show(e)}: cannot index {sym.ty} '{base.name}'")
                         if at is not None and at >= sym.ty.n:
@@ -318,6 +323,9 @@ class ExprTyper(PointerTyper):
                 return ty
             case ir.Unary(op, x):
                 return self._apply(e, op, (self.type_of(x, scope),))
+            case ir.TextureDimensions(name):
+                self.texture_type(e, name, scope)
+                return Vec(2, u32)
             case ir.ArrayLength(name, member):
                 sym = scope.lookup(name)
                 if sym is None or sym.kind != "binding":
@@ -375,6 +383,13 @@ class ExprTyper(PointerTyper):
                     )
                 return ret
         raise VerifyError(f"not an expression: {e!r}")
+
+    def texture_type(self, node: object, name: str, scope: Scope) -> StorageTexture:
+        """The type of storage texture ``name`` a texture builtin ``node`` names."""
+        sym = scope.lookup(name)
+        if sym is None or sym.kind != "texture":
+            raise VerifyError(f"{show(node)}: '{name}' is not a storage texture")
+        return sym.ty
 
     def _whole_binding(self, name: str, ty: Type) -> Type:
         """The type of binding ``name`` read whole, as a value: one scalar, vector, struct or

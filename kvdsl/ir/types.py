@@ -223,6 +223,10 @@ class Struct:
 
     name: str
     fields: tuple[tuple[str, Scalar | Vec], ...]
+    #: Each member's ``@align(n)`` and ``@size(n)`` (None where it has none), or empty where no
+    #: member has either: they set the member's alignment and the bytes it takes
+    #: (:func:`field_offsets`, :func:`size_of`).
+    layout: tuple[tuple[int | None, int | None], ...] = ()
 
     def __str__(self) -> str:
         return self.name
@@ -240,6 +244,46 @@ class Struct:
     def align(self) -> int:
         """WGSL's AlignOf: the largest of the members' alignments."""
         return align_of(self)
+
+
+#: The texel formats of a storage texture: its channels' WGSL type (what ``textureStore``
+#: takes a ``vec4`` of), how many channels it keeps, and the numpy dtype the host holds each
+#: channel as (``rgba8unorm``: a byte per channel, ``round(clamp(v, 0, 1) * 255)``).
+TEXEL_FORMATS = {
+    "rgba8unorm": ("f32", 4, np.uint8),
+    "rgba32float": ("f32", 4, np.float32),
+    "rgba32uint": ("u32", 4, np.uint32),
+    "rgba32sint": ("i32", 4, np.int32),
+    "r32float": ("f32", 1, np.float32),
+    "r32uint": ("u32", 1, np.uint32),
+    "r32sint": ("i32", 1, np.int32),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class StorageTexture:
+    """``texture_storage_2d<format, write>``: a 2-D storage texture a kernel writes texels of
+    (``textureStore``) and reads the size of (``textureDimensions``)."""
+
+    format: str
+    access: str = "write"
+
+    def __str__(self) -> str:
+        return f"texture_storage_2d<{self.format}, {self.access}>"
+
+    @property
+    def texel(self) -> Vec:
+        """The type ``textureStore`` takes: a ``vec4`` of the format's channel type."""
+        return Vec(4, SCALARS[TEXEL_FORMATS[self.format][0]])
+
+    @property
+    def channels(self) -> int:
+        return TEXEL_FORMATS[self.format][1]
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The numpy dtype the host holds each channel as."""
+        return np.dtype(TEXEL_FORMATS[self.format][2])
 
 
 def atomic(elem: Scalar) -> Atomic:
@@ -273,15 +317,16 @@ def is_result_struct(ty: object) -> bool:
 
 
 #: WGSL's address spaces a pointer may name, and the access mode each has: ``function``,
-#: ``private`` and ``workgroup`` memory is read_write; ``storage`` is ``read`` or ``read_write``.
-POINTER_SPACES = ("function", "private", "workgroup", "storage")
+#: ``private`` and ``workgroup`` memory is read_write; ``storage`` is ``read`` or ``read_write``;
+#: ``uniform`` is ``read``.
+POINTER_SPACES = ("function", "private", "workgroup", "storage", "uniform")
 
 
 @dataclass(frozen=True, slots=True)
 class Ptr:
     """``ptr<space, T[, access]>``: the type of a pointer, the value of ``&x``. Only a ``let``
     and a helper's parameter hold one; ``*p`` is the memory it points at. The access mode is
-    spelled only for ``storage`` (the others are always ``read_write``)."""
+    spelled only for ``storage`` (``uniform`` is always ``read``, the others ``read_write``)."""
 
     space: str
     store: Scalar | Vec | Mat | Array | RuntimeArray
@@ -305,7 +350,7 @@ def align_of(ty: Scalar | Vec | Array | Struct) -> int:
         return ty.align
     if isinstance(ty, (Array, RuntimeArray)):
         return align_of(ty.elem)
-    return max(align_of(t) for _, t in ty.fields)
+    return max(member_align(ty, k) for k in range(len(ty.fields)))
 
 
 def size_of(ty: Scalar | Vec | Array | Struct) -> int:
@@ -318,8 +363,7 @@ def size_of(ty: Scalar | Vec | Array | Struct) -> int:
     if isinstance(ty, RuntimeArray):
         return 0
     offsets = field_offsets(ty)
-    last = ty.fields[-1][1]
-    return _round_up(offsets[-1] + size_of(last), align_of(ty))
+    return _round_up(offsets[-1] + member_size(ty, len(ty.fields) - 1), align_of(ty))
 
 
 def stride(elem: Scalar | Vec | Array | Struct) -> int:
@@ -328,13 +372,26 @@ def stride(elem: Scalar | Vec | Array | Struct) -> int:
 
 
 def field_offsets(s: Struct) -> tuple[int, ...]:
-    """Each member's byte offset: the previous member's end rounded up to its alignment."""
+    """Each member's byte offset: the previous member's end rounded up to its alignment
+    (:func:`member_align`), a member ending :func:`member_size` bytes past its offset."""
     out, at = [], 0
-    for _, t in s.fields:
-        at = _round_up(at, align_of(t))
+    for k in range(len(s.fields)):
+        at = _round_up(at, member_align(s, k))
         out.append(at)
-        at += size_of(t)
+        at += member_size(s, k)
     return tuple(out)
+
+
+def member_align(s: Struct, k: int) -> int:
+    """WGSL's AlignOfMember: member ``k``'s ``@align(n)``, else its type's alignment."""
+    given = s.layout[k][0] if s.layout else None
+    return align_of(s.fields[k][1]) if given is None else given
+
+
+def member_size(s: Struct, k: int) -> int:
+    """WGSL's SizeOfMember: member ``k``'s ``@size(n)``, else its type's size."""
+    given = s.layout[k][1] if s.layout else None
+    return size_of(s.fields[k][1]) if given is None else given
 
 
 def _round_up(n: int, k: int) -> int:
@@ -381,10 +438,11 @@ def memory_unit(ty: object) -> int:
 
 def workgroup_words(ty: object) -> bool:
     """Whether a ``var<workgroup>`` of type ``ty`` is held as words (:class:`SharedArray`): an
-    array whose leaf is a struct or a matrix, or arrays nested three levels deep or more (two
-    levels of scalars or vectors are held flat, element by element)."""
+    array whose leaf is a struct or a matrix, arrays nested three levels deep or more (two
+    levels of scalars or vectors are held flat, element by element), or a var that is one
+    scalar, vector, matrix or struct (not an atomic)."""
     if not isinstance(ty, Array):
-        return False
+        return not isinstance(ty, Atomic)
     deep = isinstance(ty.elem, Array) and isinstance(ty.elem.elem, Array)
     return deep or isinstance(array_leaf(ty), (Struct, Mat))
 

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 from kvdsl.ir import ops
 from kvdsl.ir import tree as ir
+from kvdsl.ir.types import Ptr
 from kvdsl.ir.behavior import (
     BREAK,
     CONTINUE,
@@ -113,7 +114,7 @@ class _Analysis:
         self.returns: list[int] = []
         self.stmt: ir.Stmt | None = None  # the innermost statement being analysed
         self.sources: dict[str, str] = {}  # names whose values may differ: why
-        read_only = {"params"} | {c.name for c in kernel.consts}
+        read_only = {"params"} | {c.name for c in kernel.consts} | {u.name for u in kernel.uniforms}
         for b in kernel.bindings:
             if b.access == "read":
                 read_only.add(b.name)
@@ -121,7 +122,13 @@ class _Analysis:
                 self.sources[b.name] = f"a load of '{b.name}' (read_write storage)"
         for w in kernel.workgroup_vars:
             self.sources[w.name] = f"a load of workgroup var '{w.name}'"
+        for p in kernel.private_vars:
+            self.sources[p.name] = f"a load of var<private> '{p.name}'"
         self.read_only = read_only
+        # Uniform memory (the params, the other uniforms), and the nodes of the lets and
+        # parameters that hold a pointer into it: what such a pointer reads is uniform.
+        self.uniform_memory = {"params"} | {u.name for u in kernel.uniforms}
+        self.uniform_pointers: set[int] = set()
         self.source_nodes: dict[str, int] = {}
 
     # -- names --
@@ -220,8 +227,11 @@ class _Analysis:
             return self.g.node(MAY_BE_NON_UNIFORM, label=f"atomic{e.fn}()'s result")
         if t is ir.Deref:
             # What a pointer points at is not tracked: taken as non-uniform (a barrier under a
-            # condition on it is refused, which may refuse what Tint's finer analysis takes).
-            self.value(e.x, cf)
+            # condition on it is refused, which may refuse what Tint's finer analysis takes),
+            # unless it points into uniform memory (as uniform as the pointer).
+            pointer = self.value(e.x, cf)
+            if self.into_uniform(e.x):
+                return pointer
             return self.g.node(MAY_BE_NON_UNIFORM, label="a value read through a pointer")
         if t is ir.AddressOf:
             return self.address(e.x, cf)
@@ -264,6 +274,23 @@ class _Analysis:
             return self.g.join(cf, *deps)
         return cf
 
+    def into_uniform(self, p: ir.Expr) -> bool:
+        """Whether pointer ``p`` points into uniform memory: ``&params...``, ``&u...`` (a
+        uniform not shadowed), or a let or parameter holding such a pointer."""
+        if type(p) is ir.Name:
+            got = self.env.get(p.name)
+            return type(got) is int and got in self.uniform_pointers
+        if type(p) is not ir.AddressOf:
+            return False
+        root = p.x
+        while type(root) is ir.Index or type(root) is ir.Member:
+            root = root.base
+        if type(root) is ir.Deref:
+            return self.into_uniform(root.x)
+        return (
+            type(root) is ir.Name and root.name in self.uniform_memory and root.name not in self.env
+        )
+
     def address(self, x: ir.Expr, cf: int) -> int:
         """The uniformity of the pointer ``&x``: of the indices that pick its element."""
         t = type(x)
@@ -301,7 +328,10 @@ class _Analysis:
         g = self.g
         t = type(s)
         if t is ir.Let:
-            self.declare(s.name, g.node(self.value(s.value, cf), label=f"'{s.name}'"))
+            node = g.node(self.value(s.value, cf), label=f"'{s.name}'")
+            if self.into_uniform(s.value):
+                self.uniform_pointers.add(node)
+            self.declare(s.name, node)
             return cf
         if t is ir.Var:
             init = cf if s.init is None else self.value(s.init, cf)
@@ -334,6 +364,10 @@ class _Analysis:
             return cf
         if t is ir.AtomicStmt:
             self.value(s.call, cf)
+            return cf
+        if t is ir.TextureStore:
+            self.value(s.coords, cf)
+            self.value(s.value, cf)
             return cf
         if t is ir.Switch:
             return self.switch(s, cf)
@@ -490,7 +524,9 @@ def helper_tags(kernel: ir.Kernel, fn: ir.Function, tags: dict[str, _Tags]) -> _
     g = a.g
     cf_start = g.node()
     params = [g.node(label=f"parameter '{p}' of {fn.name}") for p, _ in fn.params]
-    for (p, _), n in zip(fn.params, params):
+    for (p, ty), n in zip(fn.params, params):
+        if isinstance(ty, Ptr) and ty.space == "uniform":
+            a.uniform_pointers.add(n)
         a.declare(p, n)
     a.seq(fn.body, cf_start)
     call_uniform, params_uniform = None, [None] * len(params)

@@ -29,7 +29,9 @@ from kvdsl.ir.show import loop_head, show
 from kvdsl.ir.typeof import ExprTyper
 from kvdsl.ir.types import (
     POINTER_SPACES,
+    TEXEL_FORMATS,
     Array,
+    StorageTexture,
     Ptr,
     RuntimeArray,
     Scalar,
@@ -169,6 +171,18 @@ class Verifier(ExprTyper):
                 if type(call) is not ir.FnCall:
                     raise VerifyError(f"{show(s)}: only a helper's call is a statement")
                 self.call_type(call, scope)
+            case ir.TextureStore(name, coords, value):
+                tex = self.texture_type(s, name, scope)
+                ct = self.type_of(coords, scope)
+                if ct != Vec(2, i32) and ct != Vec(2, u32):
+                    raise VerifyError(
+                        f"{show(s)}: the coordinates are {ct}, expected vec2<i32> or vec2<u32>"
+                    )
+                vt = self.type_of(value, scope)
+                if vt != tex.texel:
+                    raise VerifyError(
+                        f"{show(s)}: the value is {vt}, expected {tex.texel} ({tex.format})"
+                    )
             case _:
                 raise VerifyError(f"not a statement: {s!r}")
 
@@ -273,8 +287,9 @@ class Verifier(ExprTyper):
         if type(root) is ir.Deref:
             pt = self.type_of(root.x, scope)
             if isinstance(pt, Ptr) and pt.access != "read_write":
+                where = "storage" if pt.space == "storage" else f"{pt.space} memory"
                 raise VerifyError(
-                    f"{show(s)}: {show(root.x)} points at read-only storage ({pt}): only a "
+                    f"{show(s)}: {show(root.x)} points at read-only {where} ({pt}): only a "
                     "read_write pointer is written through"
                 )
             tt = self.type_of(target, scope)
@@ -287,6 +302,7 @@ class Verifier(ExprTyper):
         if sym is None:
             raise VerifyError(f"{show(s)}: undefined name '{root.name}'")
         whole = sym.kind == "binding" and not isinstance(sym.ty, RuntimeArray)  # n: u32, cfg: S
+        whole = whole or sym.kind == "workgroup" and not isinstance(sym.ty, (Array, Atomic))
         if whole or (
             sym.kind in ("binding", "workgroup")
             and (
@@ -328,7 +344,7 @@ class Verifier(ExprTyper):
                     f"{show(s)}: workgroup var '{root.name}' is written one element at a time "
                     "(or one lane of a vector element, `w[i][lane]`)"
                 )
-        elif sym.kind != "var":
+        elif sym.kind != "var" and sym.kind != "private":
             raise VerifyError(f"{show(s)}: '{root.name}' is a {sym.kind}, not a var")
         return self.type_of(target, scope)
 
@@ -392,6 +408,11 @@ def module_scope(kernel: ir.Kernel, verifier: Verifier) -> Scope:
             if not uniform_type(fty):
                 raise VerifyError(f"params field '{fname}': type {fty} cannot be uniform")
         scope.declare("params", Symbol(kernel.params, "params"), kernel.params)
+    for u in kernel.uniforms:
+        if not isinstance(u, ir.Uniform) or not uniform_type(u.ty):
+            raise VerifyError(f"uniform {u!r}: the uniform holds no such type")
+        check_name(u.name, u)
+        scope.declare(u.name, Symbol(u.ty, "uniform"), u)
     total = 0
     for w in kernel.workgroup_vars:
         if isinstance(w, ir.WorkgroupVar) and isinstance(w.ty, Atomic):  # one atomic counter
@@ -400,8 +421,26 @@ def module_scope(kernel: ir.Kernel, verifier: Verifier) -> Scope:
             total += 4
             scope.declare(w.name, Symbol(w.ty, "workgroup"), w)
             continue
-        if not isinstance(w, ir.WorkgroupVar) or not isinstance(w.ty, Array):
-            raise VerifyError(f"workgroup var {w!r} is not a WorkgroupVar of an array type")
+        if not isinstance(w, ir.WorkgroupVar):
+            raise VerifyError(f"workgroup var {w!r} is not a WorkgroupVar")
+        if not isinstance(w.ty, Array):  # one scalar, vector, matrix or struct, held as words
+            if isinstance(w.ty, Struct):
+                check_memory_struct(f"workgroup var '{w.name}'", w.ty, workgroup=True)
+            elif isinstance(w.ty, Mat):
+                check_memory_matrix(f"workgroup var '{w.name}'", w.ty)
+            elif not isinstance(w.ty, (Scalar, Vec)):
+                raise VerifyError(
+                    f"workgroup var '{w.name}': type {w.ty} is not a scalar, vector, matrix, "
+                    "struct, atomic or array"
+                )
+            total += workgroup_bytes(w.ty)
+            if total > MAX_WORKGROUP_BYTES:
+                raise VerifyError(
+                    f"workgroup var '{w.name}': {w.ty} brings workgroup memory to {total} "
+                    f"bytes, more than {MAX_WORKGROUP_BYTES}"
+                )
+            scope.declare(w.name, Symbol(w.ty, "workgroup"), w)
+            continue
         leaf = array_leaf(w.ty.elem)  # arrays three levels deep or more: held as words
         if isinstance(array_leaf(w.ty.elem), Struct):  # array<B, 4>, array<array<B, 2>, 4>
             check_memory_struct(f"workgroup var '{w.name}'", array_leaf(w.ty.elem), workgroup=True)
@@ -426,9 +465,41 @@ def module_scope(kernel: ir.Kernel, verifier: Verifier) -> Scope:
                 f"more than {MAX_WORKGROUP_BYTES}"
             )
         scope.declare(w.name, Symbol(w.ty, "workgroup"), w)
+    for t in kernel.textures:
+        if not isinstance(t, ir.Texture) or not isinstance(t.ty, StorageTexture):
+            raise VerifyError(f"texture {t!r} is not a Texture of a storage texture type")
+        if t.ty.format not in TEXEL_FORMATS or t.ty.access != "write":
+            raise VerifyError(f"texture '{t.name}': {t.ty} (formats {', '.join(TEXEL_FORMATS)})")
+        check_name(t.name, t)
+        scope.declare(t.name, Symbol(t.ty, "texture"), t)
+    for v in kernel.private_vars:
+        check_private_var(v, verifier, scope)
+        scope.declare(v.name, Symbol(v.ty, "private"), v)
     for a in kernel.asserts:
         verifier.const_assert(a, scope)
     return scope
+
+
+def check_private_var(v: ir.PrivateVar, verifier: Verifier, scope: Scope) -> None:
+    """A ``var<private>``: of a type a var holds (a scalar, vector, matrix, fixed-size array or
+    struct, no atomic), its initialiser, if any, a const-expression of that type."""
+    if not isinstance(v, ir.PrivateVar):
+        raise VerifyError(f"private var {v!r} is not a PrivateVar")
+    check_name(v.name, v)
+    if not isinstance(v.ty, (Scalar, Vec, Mat, Array, Struct)) or holds_atomic(v.ty):
+        raise VerifyError(f"var<private> {v.name}: type {v.ty} (a private var holds no atomic)")
+    if v.init is None:
+        return
+    got = verifier.type_of(v.init, scope)
+    if got != v.ty:
+        raise VerifyError(f"var<private> {v.name}: initialiser is {got}, expected {v.ty}")
+    for x in ir.walk(v.init):
+        sym = scope.visible.get(x.name) if type(x) is ir.Name else None
+        if type(x) is ir.FnCall or (type(x) is ir.Name and (sym is None or sym.kind != "const")):
+            raise VerifyError(
+                f"var<private> {v.name}: initialiser {show(v.init)} is not a const-expression "
+                f"(it reads {show(x)})"
+            )
 
 
 def check_barriers(kernel: ir.Kernel) -> None:
@@ -510,14 +581,20 @@ def check_pointer_type(what: str, t: Ptr) -> None:
             f"{what}: address space '{t.space}' (a pointer names one of "
             f"{', '.join(POINTER_SPACES)})"
         )
-    if t.access not in ("read", "read_write") or t.access == "read" and t.space != "storage":
+    allowed = {"storage": ("read", "read_write"), "uniform": ("read",)}
+    if t.access not in allowed.get(t.space, ("read_write",)):
         raise VerifyError(
-            f"{what}: access '{t.access}' in {t.space} memory (read_write; storage also read)"
+            f"{what}: access '{t.access}' in {t.space} memory (read_write; storage also read; "
+            "uniform read only)"
         )
-    if not isinstance(t.store, (Scalar, Vec, Mat, Array, RuntimeArray, Atomic)) or (
+    kinds = (Scalar, Vec, Mat, Array, RuntimeArray, Atomic)
+    kinds += (Struct,) if t.space == "uniform" else ()  # &params, the uniform's struct
+    if not isinstance(t.store, kinds) or (
         isinstance(t.store, RuntimeArray) and t.space != "storage"
     ):
         raise VerifyError(f"{what}: {t.space} memory does not hold a {t.store}")
+    if t.space == "uniform" and not uniform_type(t.store):
+        raise VerifyError(f"{what}: uniform memory does not hold a {t.store}")
     if isinstance(t.store, Atomic) and (
         t.space not in ("storage", "workgroup") or t.access != "read_write"
     ):

@@ -338,7 +338,9 @@ def compile_error(wgsl: str, message: str) -> CompileError:
     return CompileError(message, line, column, source)
 
 
-def _layout_entries(bindings: tuple[Binding, ...], has_params: bool) -> list[dict]:
+def _layout_entries(
+    bindings: tuple[Binding, ...], has_params: bool | int, textures: tuple = ()
+) -> list[dict]:
     wgpu = wgpu_module()
     kinds = {"read": "read-only-storage", "read_write": "storage"}
     entries = [
@@ -349,12 +351,24 @@ def _layout_entries(bindings: tuple[Binding, ...], has_params: bool) -> list[dic
         }
         for i, b in enumerate(bindings)
     ]
-    if has_params:
+    for k in range(int(has_params)):  # the params uniform, then any others
         entries.append(
             {
-                "binding": len(bindings),
+                "binding": len(bindings) + k,
                 "visibility": wgpu.ShaderStage.COMPUTE,
                 "buffer": {"type": "uniform"},
+            }
+        )
+    for k, t in enumerate(textures, len(bindings) + int(has_params)):  # then the textures
+        entries.append(
+            {
+                "binding": k,
+                "visibility": wgpu.ShaderStage.COMPUTE,
+                "storage_texture": {
+                    "access": "write-only",
+                    "format": t.ty.format,
+                    "view_dimension": "2d",
+                },
             }
         )
     return entries
@@ -363,23 +377,24 @@ def _layout_entries(bindings: tuple[Binding, ...], has_params: bool) -> list[dic
 def pipeline(
     wgsl: str,
     bindings: tuple[Binding, ...] | None,
-    has_params: bool,
+    has_params: bool | int,
     label: str = "kernel",
     entry_point: str | None = "main",
     limits: Mapping[str, int] | None = None,
+    textures: tuple = (),
 ) -> Pipeline:
     """The compute pipeline for ``wgsl`` (entry point ``main``, or with None the module's one
     compute entry point, whatever its name), compiled once per text, on the device with the
     ``limits`` the module needs beyond the defaults (:func:`device`).
 
     With ``bindings`` the layout is explicit (storage bindings numbered in order, then the params
-    uniform), so a module whose declarations disagree with the interface fails to compile; with
+    uniform; ``has_params`` may count the uniforms, params and others), so a module whose declarations disagree with the interface fails to compile; with
     None the layout is naga's automatic one.
     """
     accesses = None if bindings is None else tuple(b.access for b in bindings)
     wgpu = wgpu_module()
     need = tuple(sorted((limits or {}).items()))
-    key = (wgsl, accesses, has_params, entry_point, need, current_webgpu().loop_bounding)
+    key = (wgsl, accesses, has_params, entry_point, need, textures, current_webgpu().loop_bounding)
     if key not in _pipelines:
         dev = device(*extensions(wgsl), dict(need))
         try:
@@ -387,7 +402,8 @@ def pipeline(
             if bindings is None:
                 layout = "auto"
             else:
-                bgl = dev.create_bind_group_layout(entries=_layout_entries(bindings, has_params))
+                entries = _layout_entries(bindings, has_params, textures)
+                bgl = dev.create_bind_group_layout(entries=entries)
                 layout = dev.create_pipeline_layout(bind_group_layouts=[bgl])
             stage = {"module": module} | ({"entry_point": entry_point} if entry_point else {})
             pipe = dev.create_compute_pipeline(label=label, layout=layout, compute=stage)

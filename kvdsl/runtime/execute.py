@@ -16,14 +16,21 @@ import numpy as np
 
 from kvdsl.emit import emit
 from kvdsl.ir.dispatch import workgroups as dispatch_workgroups
-from kvdsl.ir.tree import Binding, Kernel
+from kvdsl.ir.tree import Binding, Kernel, Texture, Uniform
 from kvdsl.ir.types import Struct, u32
 from kvdsl.ir.features import limits as kernel_limits, uses_f16
 from kvdsl.runtime import device as gpu
 from kvdsl.runtime.contract import check_bindings, check_contract, check_workgroups
 from kvdsl.runtime.errors import DeviceError
 from kvdsl.runtime.inputs import check_inputs
-from kvdsl.runtime.layout import from_storage, pack_params, to_storage
+from kvdsl.runtime.layout import (
+    from_storage,
+    pack_params,
+    pack_uniform,
+    split_textures,
+    split_uniforms,
+    to_storage,
+)
 
 if TYPE_CHECKING:
     import wgpu
@@ -46,12 +53,19 @@ class _Dispatch:
         label: str,
         reuse: dict | None = None,
         limits: dict[str, int] | None = None,
+        uniforms: tuple[Uniform, ...] = (),
+        textures: tuple[Texture, ...] = (),
     ) -> None:
         wgpu = gpu.wgpu_module()
+        params, values = split_uniforms(uniforms, params)
+        buffers, texels = split_textures(textures, buffers)
         buffers = check_inputs(bindings, params_struct, buffers, params, label)
         check_bindings(bindings, buffers, gpu.device(*gpu.extensions(wgsl), limits).limits)
-        uniform = None if params_struct is None else pack_params(params_struct, params or {})
-        self.pipe = gpu.pipeline(wgsl, bindings, params_struct is not None, label, limits=limits)
+        packed = [] if params_struct is None else [pack_params(params_struct, params or {})]
+        packed += [pack_uniform(u, values, label) for u in uniforms]  # numbered after params
+        self.pipe = gpu.pipeline(
+            wgsl, bindings, len(packed), label, limits=limits, textures=textures
+        )
         dev = self.pipe.device
         limit = dev.limits["max-compute-workgroups-per-dimension"]
         if len(workgroups) != 3 or any(int(n) < 0 or int(n) > limit for n in workgroups):
@@ -82,14 +96,19 @@ class _Dispatch:
             entries.append(
                 {"binding": i, "resource": {"buffer": buf, "offset": 0, "size": buf.size}}
             )
-        if uniform is not None:
-            buf = dev.create_buffer_with_data(data=uniform, usage=wgpu.BufferUsage.UNIFORM)
+        for k, data in enumerate(packed):
+            buf = dev.create_buffer_with_data(data=data, usage=wgpu.BufferUsage.UNIFORM)
             entries.append(
                 {
-                    "binding": len(bindings),
+                    "binding": len(bindings) + k,
                     "resource": {"buffer": buf, "offset": 0, "size": buf.size},
                 }
             )
+        self.textures = {}  # name -> (Texture, GPU texture, the host's array)
+        for k, t in enumerate(textures, len(bindings) + len(packed)):
+            tex = _upload_texture(dev, t, texels[t.name])
+            self.textures[t.name] = (t, tex, texels[t.name])
+            entries.append({"binding": k, "resource": tex.create_view()})
         self.bind_group = dev.create_bind_group(layout=self.pipe.layout, entries=entries)
 
     @property
@@ -116,13 +135,52 @@ class _Dispatch:
                 )
                 encoder.copy_buffer_to_buffer(src, 0, dst, 0, src.size)
                 staging[b] = dst
+        rows = {}
+        for name, (t, tex, like) in self.textures.items():
+            h, w = like.shape[:2]
+            row = -(-w * like.shape[2] * like.itemsize // 256) * 256  # rows 256 bytes apart
+            dst = self.device.create_buffer(
+                size=row * h, usage=wgpu.BufferUsage.COPY_DST | wgpu.BufferUsage.MAP_READ
+            )
+            encoder.copy_texture_to_buffer(
+                {"texture": tex, "mip_level": 0, "origin": (0, 0, 0)},
+                {"buffer": dst, "offset": 0, "bytes_per_row": row, "rows_per_image": h},
+                (w, h, 1),
+            )
+            rows[name] = (dst, row, like)
         self.device.queue.submit([encoder.finish()])
         out = {}
         for b, dst in staging.items():
             dst.map_sync(wgpu.MapMode.READ)
             out[b.name] = from_storage(b.elem, dst.read_mapped(copy=False), self.buffers[b.name])
             dst.unmap()
+        for name, (dst, row, like) in rows.items():
+            dst.map_sync(wgpu.MapMode.READ)
+            data = np.frombuffer(dst.read_mapped(copy=True), np.uint8).reshape(like.shape[0], row)
+            dst.unmap()
+            texel_row = data[:, : like.shape[1] * like.shape[2] * like.itemsize]
+            out[name] = np.ascontiguousarray(texel_row).view(like.dtype).reshape(like.shape)
         return out
+
+
+def _upload_texture(dev, t: Texture, data: np.ndarray):
+    """A GPU texture for storage texture ``t`` holding the host's ``data``."""
+    wgpu = gpu.wgpu_module()
+    h, w = data.shape[:2]
+    usage = wgpu.TextureUsage.STORAGE_BINDING | wgpu.TextureUsage.COPY_SRC
+    tex = dev.create_texture(
+        size=(w, h, 1),
+        format=t.ty.format,
+        usage=usage | wgpu.TextureUsage.COPY_DST,
+        dimension="2d",
+    )
+    dev.queue.write_texture(
+        {"texture": tex, "mip_level": 0, "origin": (0, 0, 0)},
+        np.ascontiguousarray(data).tobytes(),
+        {"offset": 0, "bytes_per_row": w * data.shape[2] * data.itemsize, "rows_per_image": h},
+        (w, h, 1),
+    )
+    return tex
 
 
 def run_source(
@@ -135,14 +193,28 @@ def run_source(
     *,
     label: str = "kernel",
     limits: dict[str, int] | None = None,
+    uniforms: tuple[Uniform, ...] = (),
+    textures: tuple[Texture, ...] = (),
 ) -> dict[str, np.ndarray]:
     """Dispatch WGSL text once; the final contents of every read_write binding, by name.
 
     Storage bindings are ``@group(0) @binding(i)`` in the order of ``bindings``; the params
-    uniform (when ``params_struct`` is given) is ``@binding(len(bindings))``. The device is
-    requested with ``limits`` (JavaScript names), what the module needs beyond WebGPU's defaults.
+    uniform (when ``params_struct`` is given) is ``@binding(len(bindings))``, and ``uniforms``
+    follow it, each given in ``params`` by its name. The device is requested with ``limits``
+    (JavaScript names), what the module needs beyond WebGPU's defaults.
     """
-    d = _Dispatch(wgsl, bindings, params_struct, buffers, params, workgroups, label, limits=limits)
+    d = _Dispatch(
+        wgsl,
+        bindings,
+        params_struct,
+        buffers,
+        params,
+        workgroups,
+        label,
+        limits=limits,
+        uniforms=uniforms,
+        textures=textures,
+    )
     encoder = d.device.create_command_encoder()
     d.encode(encoder)
     return d.read_back(encoder)
@@ -206,21 +278,26 @@ def run(
     """Emit ``kernel`` and dispatch it once; workgroups default to the kernel's dispatch rule.
 
     The params and buffers are checked first (:func:`kvdsl.runtime.inputs.check_inputs`: a
-    big-endian array comes back little-endian), then the kernel's contract."""
-    buffers = check_inputs(kernel.bindings, kernel.params, buffers, params, kernel.name)
+    big-endian array comes back little-endian), then the kernel's contract. ``params`` gives
+    the params fields, and each other uniform's value by its name."""
+    fields = split_uniforms(kernel.uniforms, params)[0] if params is not None else None
+    buffers, texels = split_textures(kernel.textures, buffers)
+    buffers = check_inputs(kernel.bindings, kernel.params, buffers, fields, kernel.name)
     if workgroups is None:
-        workgroups = _workgroups(kernel, buffers, params)
+        workgroups = _workgroups(kernel, buffers, fields)
     else:
-        check_contract(kernel, buffers, params)
+        check_contract(kernel, buffers, fields)
     return run_source(
         emit(kernel),
         kernel.bindings,
         kernel.params,
-        buffers,
+        buffers | texels,
         params,
         workgroups,
         label=kernel.name,
         limits=kernel_limits(kernel),
+        uniforms=kernel.uniforms,
+        textures=kernel.textures,
     )
 
 
@@ -252,15 +329,20 @@ def time_kernel(
     arrays uploads them once. Two bindings never share a device buffer, even when given one array.
     The contents a kernel leaves in a shared read_write buffer are what the next one reads.
     """
+    uniforms, textures = (), ()
     if isinstance(kernel, Kernel):
         wgsl, bindings, params_struct = emit(kernel), kernel.bindings, kernel.params
         limits = kernel_limits(kernel)
         label = label or kernel.name
-        buffers = check_inputs(kernel.bindings, kernel.params, buffers, params, kernel.name)
+        uniforms, textures = kernel.uniforms, kernel.textures
+        fields = split_uniforms(uniforms, params)[0] if params is not None else None
+        buffers, texels = split_textures(textures, buffers)
+        buffers = check_inputs(kernel.bindings, kernel.params, buffers, fields, kernel.name)
+        buffers = buffers | texels
         if workgroups is None:
-            workgroups = _workgroups(kernel, buffers, params)
+            workgroups = _workgroups(kernel, buffers, fields)
         else:
-            check_contract(kernel, buffers, params)
+            check_contract(kernel, buffers, fields)
     elif bindings is None or workgroups is None:
         raise TypeError("time_kernel of WGSL text needs bindings= and workgroups=")
     else:
@@ -268,7 +350,17 @@ def time_kernel(
     if not 1 <= repeats <= MAX_REPEATS:
         raise ValueError(f"repeats={repeats}: expected 1..{MAX_REPEATS}")
     d = _Dispatch(
-        wgsl, bindings, params_struct, buffers, params, workgroups, label or "kernel", reuse, limits
+        wgsl,
+        bindings,
+        params_struct,
+        buffers,
+        params,
+        workgroups,
+        label or "kernel",
+        reuse,
+        limits,
+        uniforms,
+        textures,
     )
     dev = d.device
     if "timestamp-query" not in dev.features:

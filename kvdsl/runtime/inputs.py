@@ -143,6 +143,12 @@ def check_params(struct: Struct | None, params: Mapping[str, Any] | None, kernel
         _field(name, ty, params[name])
 
 
+def check_value(name: str, ty: Any, value: Any) -> None:
+    """Raise :class:`ParamsError` unless ``value`` is a value of type ``ty`` for the uniform
+    value ``name`` (a uniform other than params, given by its name)."""
+    _field(name, ty, value)
+
+
 def _field(name: str, ty: Any, value: Any) -> None:
     """Raise :class:`ParamsError` unless ``value`` is a value of params field ``name``'s type
     ``ty``: a struct member's named ``inner.a``, an array element's ``packed[1]``."""

@@ -17,9 +17,19 @@ from typing import Mapping
 import numpy as np
 
 from kvdsl.ir.types import Array, Mat, Scalar, Struct, Vec, field_offsets, size_of, stride
-from kvdsl.runtime.inputs import check_buffers, check_params
+from kvdsl.runtime.errors import BufferError, ParamsError
+from kvdsl.runtime.inputs import check_buffers, check_params, check_value
 
-__all__ = ["check_buffers", "from_storage", "pack_params", "params_layout", "to_storage"]
+__all__ = [
+    "check_buffers",
+    "from_storage",
+    "pack_params",
+    "pack_uniform",
+    "params_layout",
+    "split_textures",
+    "split_uniforms",
+    "to_storage",
+]
 
 
 def _round_up(n: int, to: int) -> int:
@@ -45,6 +55,54 @@ def pack_params(struct: Struct, values: Mapping[str, object]) -> bytes:
     _, size = params_layout(struct)
     out = bytearray(size)
     _pack(out, 0, struct, values)
+    return bytes(out)
+
+
+def split_uniforms(uniforms: tuple, values: Mapping[str, object] | None) -> tuple[dict, dict]:
+    """``values`` parted into the params fields' and the other uniforms' (by each uniform's
+    name, :class:`~kvdsl.ir.tree.Uniform`)."""
+    names = {u.name for u in uniforms}
+    values = values or {}
+    return (
+        {k: v for k, v in values.items() if k not in names},
+        {k: v for k, v in values.items() if k in names},
+    )
+
+
+def split_textures(textures: tuple, buffers: Mapping[str, object]) -> tuple[dict, dict]:
+    """``buffers`` parted into the storage bindings' arrays and the storage textures' (by each
+    :class:`~kvdsl.ir.tree.Texture`'s name), each texture's checked: ``[height, width,
+    channels]`` of its format's dtype."""
+    names = {t.name: t for t in textures}
+    texels = {}
+    for name, t in names.items():
+        a = buffers.get(name)
+        if a is None:
+            raise BufferError(f"texture '{name}' ({t.ty}) has no array")
+        a = np.asarray(a)
+        ty = t.ty
+        if a.ndim != 3 or a.shape[2] != ty.channels or a.dtype.newbyteorder("=") != ty.dtype:
+            raise BufferError(
+                f"texture '{name}' ({ty}) is given as {a.dtype}{list(a.shape)}: expected "
+                f"{ty.dtype}[height, width, {ty.channels}]"
+            )
+        if a.shape[0] < 1 or a.shape[1] < 1:
+            raise BufferError(f"texture '{name}' ({ty}) is empty: {list(a.shape)}")
+        texels[name] = np.ascontiguousarray(a, ty.dtype.newbyteorder("<"))
+    return {k: v for k, v in buffers.items() if k not in names}, texels
+
+
+def pack_uniform(uniform, values: Mapping[str, object], kernel: str = "kernel") -> bytes:
+    """The bytes of uniform ``uniform`` (a :class:`~kvdsl.ir.tree.Uniform`) holding its value,
+    ``values[uniform.name]``, checked as a params field of its type is, padded to 16 bytes."""
+    if uniform.name not in values:
+        raise ParamsError(
+            f"uniform '{uniform.name}' ({uniform.ty}) has no value: kernel {kernel} takes it "
+            "by its name beside the params fields"
+        )
+    check_value(uniform.name, uniform.ty, values[uniform.name])
+    out = bytearray(max(_round_up(size_of(uniform.ty), 16), 16))
+    _pack(out, 0, uniform.ty, values[uniform.name])
     return bytes(out)
 
 

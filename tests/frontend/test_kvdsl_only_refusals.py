@@ -24,28 +24,10 @@ def k(body: str, head: str = "") -> str:
 
 
 LIMITS = {
-    "member_align": k(
-        "  out[0] = params.n;",
-        "struct P { @align(16) n: u32 }\n@group(0) @binding(1) var<uniform> params: P;\n",
-    ),
-    "member_size": k(
-        "  out[0] = params.n;",
-        "struct P { @size(16) n: u32 }\n@group(0) @binding(1) var<uniform> params: P;\n",
-    ),
-    "uniform_named_u": k(
-        "  out[0] = u.n;", "struct P { n: u32 }\n@group(0) @binding(1) var<uniform> u: P;\n"
-    ),
-    "two_uniforms": k(
-        "  out[0] = a.n + b.n;",
-        "struct P { n: u32 }\n@group(0) @binding(1) var<uniform> a: P;\n@group(0) @binding(2) var<uniform> b: P;\n",
-    ),
-    "uniform_scalar": k("  out[0] = n;", "@group(0) @binding(1) var<uniform> n: u32;\n"),
-    "var_private": k("  g = gid.x; out[0] = g;", "var<private> g: u32;\n"),
-    "wg_scalar": k("  w = gid.x; out[0] = w;", "var<workgroup> w: u32;\n"),
-    "wg_struct": k("  s.a = gid.x; out[0] = s.a;", "struct S { a: u32 }\nvar<workgroup> s: S;\n"),
-    "ptr_uniform": k(
-        "  let p = &params; out[0] = (*p).n;",
-        "struct P { n: u32 }\n@group(0) @binding(1) var<uniform> params: P;\n",
+    "uniform_named_like_field": k(
+        "  out[0] = params.n + n;",
+        "struct P { n: u32 }\n@group(0) @binding(1) var<uniform> params: P;\n"
+        "@group(0) @binding(2) var<uniform> n: u32;\n",
     ),
     "let_named_u32": k("  let u32 = 1u; out[0] = u32;"),
     "const_named_vec4f": k("  out[0] = vec4f;", "const vec4f = 1u;\n"),
@@ -59,13 +41,20 @@ LIMITS = {
         "  var v = array<vec4<u32>, 2>();\n  v[f()].xy = vec2(1u, 2u);\n  out[0] = v[1].x;",
         "fn f() -> u32 { return 1u; }\n",
     ),
+    "ptr_struct_param": O
+    + "struct P { n: u32 }\n@group(0) @binding(1) var<uniform> params: P;\n"
+    + "fn f(p: ptr<uniform, P>) -> u32 { return (*p).n; }\n@compute @workgroup_size(64)\n"
+    + "fn main(@builtin(global_invocation_id) gid: vec3<u32>) {\n  out[0] = f(&params);\n}\n",
     "wg_count_member": k(
         "  t[0] = 1u; out[0] = t[0];",
-        "struct R { n: u32 }\nconst C = R(4u);\nvar<workgroup> t: array<u32, C.n>;\n",
+        "const C = R(4u);\nstruct R { n: u32 }\nvar<workgroup> t: array<u32, C.n>;\n",
     ),
-    "storage_texture": k(
-        "  out[0] = 1u;", "@group(0) @binding(1) var tex: texture_storage_2d<rgba8unorm, write>;\n"
-    ),
+    "texture_param": O
+    + "@group(0) @binding(1) var img: texture_storage_2d<r32uint, write>;\n"
+    + "fn put(t: texture_storage_2d<r32uint, write>, i: u32) { textureStore(t, vec2<u32>(i, 0u), "
+    + "vec4<u32>(i)); }\n@compute @workgroup_size(64)\n"
+    + "fn main(@builtin(global_invocation_id) gid: vec3<u32>) {\n  put(img, gid.x);\n}\n",
+    "sampled_texture": k("  out[0] = 1u;", "@group(0) @binding(1) var tex: texture_2d<f32>;\n"),
 }
 
 

@@ -485,6 +485,27 @@ def _bins_np(b, p):
     return {"counters": counters.astype(np.uint32), "totals": totals.astype(np.uint32)}
 
 
+def _layernorm(rng):
+    rows, cols = 5, 300
+    x = (rng.standard_normal(rows * cols) * 2 + 0.5).astype(F32)
+    gamma = rng.uniform(0.5, 1.5, cols).astype(F32)
+    beta = rng.uniform(-0.5, 0.5, cols).astype(F32)
+    shape = {"rows": rows, "cols": cols, "gamma_scale": float(rng.uniform(0.5, 2.0))}
+    return (
+        {"x": x, "gamma": gamma, "beta": beta, "y": _poison(rows * cols)},
+        {"uniforms": shape, "epsilon": 1e-5},
+        (rows + 1, 1, 1),  # one workgroup past the rows: it returns before its barriers
+    )
+
+
+def _layernorm_np(b, p):
+    u = p["uniforms"]
+    x = b["x"].reshape(u["rows"], u["cols"]).astype(np.float64)
+    d = x - x.mean(axis=1, keepdims=True)
+    inv = 1 / np.sqrt((d * d).mean(axis=1, keepdims=True) + p["epsilon"])
+    return {"y": (d * inv * b["gamma"] * u["gamma_scale"] + b["beta"]).ravel()}
+
+
 CASES = [
     Case("rmsnorm", _rmsnorm, _rmsnorm_np, 1e-5),
     Case("softmax", _softmax, _softmax_np, 1e-5),
@@ -513,6 +534,7 @@ CASES = [
     Case("broadcast_affine_packed", _broadcast, _broadcast_np, 1e-6),
     Case("bin_counters", _bins, _bins_np),
     Case("layer_norm_vec4", _layer_norm, _layer_norm_np, 1e-4),
+    Case("layernorm_uniforms", _layernorm, _layernorm_np, 1e-5),
 ]
 BY_NAME = {c.name: c for c in CASES}
 

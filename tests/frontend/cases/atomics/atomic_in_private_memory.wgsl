@@ -1,4 +1,4 @@
-// expect: outside "var<private>"
+// expect: type error "var<private> p: type array<atomic<u32>, 4> (a private var holds no atomic)"
 // tint: refused
 // naga: refused
 // in: ../_kernel.wgsl

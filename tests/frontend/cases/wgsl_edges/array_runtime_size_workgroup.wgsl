@@ -1,4 +1,4 @@
-// expect: outside "workgroup var 'w' of type array<u32> (only fixed-size arrays and atomics)"
+// expect: outside "workgroup var 'w' of type array<u32> (fixed-size arrays, atomics, scalars, vectors, matrices and structs)"
 // tint: refused
 @group(0) @binding(0) var<storage, read_write> out: array<u32>;
 var<workgroup> w: array<u32>;

@@ -1,4 +1,4 @@
-// expect: outside "var<private> (storage, uniform and workgroup only)"
+// expect: taken
 // tint: taken
 @group(0) @binding(0) var<storage, read_write> out: array<u32>;
 var<private> p: u32;

@@ -1,4 +1,4 @@
-// expect: outside at 4:16 "workgroup var 'tile' of type f32 (only fixed-size arrays and atomics)"
+// expect: taken
 // tint: taken
 @group(0) @binding(0) var<storage, read_write> out: array<u32>;
 var<workgroup> tile: f32;

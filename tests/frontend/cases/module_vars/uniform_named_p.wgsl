@@ -1,4 +1,4 @@
-// expect: outside "uniform 'p' (the IR names its uniform 'params')"
+// expect: taken
 // tint: taken
 struct P { n: u32, }
 @group(0) @binding(0) var<storage, read_write> out: array<u32>;
