@@ -65,6 +65,21 @@ def grammar() -> str:
     return resources.files("kvdsl.frontend").joinpath("wgsl.lark").read_text(encoding="utf-8")
 
 
+#: WGSL's builtin values that are no compute shader input (Tint: "'@builtin(position)' cannot be
+#: used for compute shader input").
+_NOT_COMPUTE_INPUTS = (
+    "barycentric_coord", "clip_distances", "frag_depth", "front_facing", "instance_index",
+    "position", "primitive_index", "sample_index", "sample_mask", "vertex_index", "view_index",
+)  # fmt: skip
+#: Compute inputs Tint takes that the IR does not have.
+_LATER_COMPUTE_INPUTS = (
+    "global_invocation_index",
+    "workgroup_index",
+    "num_subgroups",
+    "subgroup_id",
+)
+
+
 class _WholeWords:
     """Lark's contextual lexer offers in each parser state only the terminals that state
     accepts; where a name cannot stand (between module declarations, say) it matched a keyword
@@ -471,14 +486,26 @@ class _Assembler:
         """``(pname, builtin)`` appended to ``out``, ``attr`` (``@builtin(name)``) and the type
         ``pty`` checked as WGSL checks them."""
         arg = attr.args
-        if (
-            arg is None
-            or len(arg) != 1
-            or not isinstance(arg[0], ir.Name)
-            or arg[0].name not in ir.BUILTIN_INPUTS
-        ):
+        value = arg[0].name if arg and len(arg) == 1 and isinstance(arg[0], ir.Name) else None
+        if value in _NOT_COMPUTE_INPUTS:
+            raise WgslTypeError(
+                f"'@builtin({value})' of '{pname}' cannot be used for compute shader input (a "
+                f"compute entry point's builtins are {', '.join(ir.BUILTIN_INPUTS)})",
+                self.filename,
+                attr.line,
+                attr.column,
+            )
+        if value not in ir.BUILTIN_INPUTS and value not in _LATER_COMPUTE_INPUTS:
+            raise WgslTypeError(
+                f"@builtin of '{pname}': expected builtin value name (a compute entry point's "
+                f"builtins are {', '.join(ir.BUILTIN_INPUTS)})",
+                self.filename,
+                attr.line,
+                attr.column,
+            )
+        if value not in ir.BUILTIN_INPUTS:
             raise self.err(
-                f"@builtin of '{pname}' (one of {', '.join(ir.BUILTIN_INPUTS)})",
+                f"@builtin({value}) of '{pname}' (the IR has {', '.join(ir.BUILTIN_INPUTS)})",
                 attr.line,
                 attr.column,
             )
