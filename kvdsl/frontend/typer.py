@@ -114,6 +114,8 @@ def abstract_kind(e: ir.Expr) -> str | None:
             return _widest((abstract_kind(a), abstract_kind(b)))
         case RawCtor(VecShape() | ArrayShape(), args) if args:
             return _widest([abstract_kind(a) for a in args])
+        case ir.Member(base, _) | ir.Index(base, _):
+            return abstract_kind(base)  # array(1, 2.5)[0]
     return None
 
 
@@ -334,6 +336,10 @@ class Typer:
         """Type operands that must agree: abstract ones take the first concrete one's type."""
         out: list[ir.Expr | None] = [None] * len(args)
         like: Type | None = None
+        if _widest([abstract_kind(a) for a in args]) == "float" and not (
+            isinstance(want, (Scalar, Vec, Mat)) and want.scalar.is_float
+        ):  # abstract ints and floats alone make an abstract float: 2 * 1.5, u32(2 * 1.5)
+            want = Vec(want.n, f32) if isinstance(want, Vec) else f32
         for i, a in enumerate(args):
             if not is_abstract(a):
                 out[i] = self.expr(a, scope, like or want)
@@ -540,9 +546,19 @@ class Typer:
                 want = self.type_of(target, scope)
                 if op in (Op.SHL, Op.SHR):
                     want = Vec(want.n, u32) if isinstance(want, Vec) else u32
-                return self.check(
-                    ir.Assign(target, self.expr(value, scope, want), op), scope, ret, loop
-                )
+                value = self.expr(value, scope, want)
+                if any(type(node) is ir.FnCall for node in ir.walk(target)):
+                    # The reference once, before the value: its indices into lets of their own.
+                    out: list[ir.Stmt] = []
+                    target = self.hoist_indices(target, self.fresh_names(scope), out)
+                    inner = Scope(scope)
+                    for stmt in out:
+                        self.check(stmt, inner, ret, loop)
+                        self.lines[id(stmt)] = self.line
+                    last = self.check(ir.Assign(target, value, op), inner, ret, loop)
+                    self.lines[id(last)] = self.line
+                    return ir.Block((*out, last))
+                return self.check(ir.Assign(target, value, op), scope, ret, loop)
             case ir.Return(value) if value is not None:
                 return self.check(ir.Return(self.expr(value, scope, ret)), scope, ret, loop)
             case ir.If(cond, then, orelse):
@@ -553,15 +569,11 @@ class Typer:
                 inner = Scope(scope)
                 init = None if init is None else self.stmt(init, inner, ret, loop)
                 cond = None if cond is None else self.condition(cond, inner)
-                update = None if update is None else self.stmt(update, inner, ret, loop)
-                if isinstance(init, ir.Block) or isinstance(update, ir.Block):
-                    raise UnsupportedError(
-                        "a swizzle assignment as a for loop's initialiser or update (the IR "
-                        "writes it a component at a time, a block of statements)",
-                        self.filename,
-                        self.line,
-                    )
-                return ir.For(init, cond, update, self.block(body, Scope(inner), ret, True))
+                typed_update = None if update is None else self.stmt(update, inner, ret, loop)
+                if isinstance(init, ir.Block) or isinstance(typed_update, ir.Block):
+                    return self.stmt(self.for_as_blocks(s), scope, ret, loop)
+                body = self.block(body, Scope(inner), ret, True)
+                return ir.For(init, cond, typed_update, body)
             case ir.Loop(body, continuing, break_if):
                 inner = Scope(scope)
                 body = self.block(body, inner, ret, True)
@@ -600,6 +612,18 @@ class Typer:
             case ir.AtomicStmt(call):
                 return self.check(ir.AtomicStmt(self.expr(call, scope, None)), scope, ret, loop)
         return self.check(s, scope, ret, loop)
+
+    @staticmethod
+    def for_as_blocks(s: ir.For) -> ir.Block:
+        """``for (init; cond; update) { body }`` whose initialiser or update is a swizzle
+        assignment (a block of statements in the IR), as WGSL defines the loop: ``{ init;
+        loop { if !(cond) { break; } { body } continuing { update } } }`` (the body a block of
+        its own, so its declarations stay out of the update's scope)."""
+        init = () if s.init is None else (s.init,)
+        if s.update is None:
+            return ir.Block(init + (ir.For(None, s.cond, None, s.body),))
+        leave = () if s.cond is None else (ir.If(ir.Unary(Op.NOT, s.cond), (ir.Break(),)),)
+        return ir.Block(init + (ir.Loop(leave + (ir.Block(s.body),), (s.update,)),))
 
     def shadowing_alias(self, name: str, line: int | None) -> None:
         """Refuse the type ``name`` (an alias a function-scope declaration takes, from
@@ -651,12 +675,6 @@ class Typer:
                 f"{text}{step}: a swizzle cannot be incremented or decremented (WGSL's ++ and "
                 "-- take a scalar)"
             )
-        if any(type(node) is ir.FnCall for node in ir.walk(base)):
-            raise UnsupportedError(
-                f"assignment to the swizzle {text} of a reference that calls a function",
-                self.filename,
-                self.line,
-            )
         shift = s.op in (Op.SHL, Op.SHR)
         elem = u32 if shift else bt.scalar
         want = Vec(len(comps), elem)
@@ -669,11 +687,12 @@ class Typer:
                 f"{Vec(len(comps), bt.scalar)}"
             )
         inner = Scope(scope)
-        k = 0
-        while scope.lookup(f"_swizzle{k}") is not None:
-            k += 1
-        tmp = f"_swizzle{k}"
-        out: list[ir.Stmt] = [ir.Let(tmp, value)]
+        fresh = self.fresh_names(scope)
+        out: list[ir.Stmt] = []
+        if any(type(node) is ir.FnCall for node in ir.walk(base)):
+            base = self.hoist_indices(base, fresh, out)
+        tmp = fresh()
+        out.append(ir.Let(tmp, value))
         for j, c in enumerate(comps):
             part = ir.Name(tmp) if scalar else ir.Member(ir.Name(tmp), "xyzw"[j])
             out.append(ir.Assign(ir.Member(base, c), part, s.op))
@@ -681,6 +700,37 @@ class Typer:
             self.check(stmt, inner, ret, loop)
             self.lines[id(stmt)] = self.line
         return ir.Block(tuple(out))
+
+    @staticmethod
+    def fresh_names(scope: Scope):
+        """A function giving names no declaration in ``scope`` takes, ``_swizzle0`` on, each
+        once."""
+        taken: set[str] = set()
+
+        def fresh() -> str:
+            k = 0
+            while scope.lookup(f"_swizzle{k}") is not None or f"_swizzle{k}" in taken:
+                k += 1
+            taken.add(f"_swizzle{k}")
+            return f"_swizzle{k}"
+
+        return fresh
+
+    def hoist_indices(self, ref: ir.Expr, fresh, out: list[ir.Stmt]) -> ir.Expr:
+        """``ref`` (a reference whose indices call a function) with each index a ``let`` of a
+        ``fresh`` name appended to ``out``, left to right, so a swizzle assignment written a
+        component at a time evaluates the reference once."""
+        match ref:
+            case ir.Index(base, index):
+                base = self.hoist_indices(base, fresh, out)
+                name = fresh()
+                out.append(ir.Let(name, index))
+                return ir.Index(base, ir.Name(name))
+            case ir.Member(base, name):
+                return ir.Member(self.hoist_indices(base, fresh, out), name)
+            case ir.Deref(x):
+                return ir.Deref(self.hoist_indices(x, fresh, out))
+        return ref
 
     def phony(self, value: ir.Expr, scope: Scope, ret: Type | None, loop: bool) -> ir.Stmt | None:
         """``_ = e;``: a call statement where ``e`` is a helper's call, a ``let`` of a fresh name

@@ -52,13 +52,6 @@ LIMITS = {
     "alias_type_past_its_shadow": k(
         "  { let vec4f = 1u; }\n  let q: vec4f = vec4<f32>(1.0); out[0] = u32(q.x);"
     ),
-    "swizzle_assign_for_update": k(
-        "  var v = vec4(1u);\n  for (; v.x < 4u; v.xy += vec2(1u, 1u)) { }\n  out[0] = v.x;"
-    ),
-    "swizzle_assign_through_a_call": k(
-        "  var v = array<vec4<u32>, 2>();\n  v[f()].xy = vec2(1u, 2u);\n  out[0] = v[1].x;",
-        "fn f() -> u32 { return 1u; }\n",
-    ),
     "wg_count_member": k(
         "  t[0] = 1u; out[0] = t[0];",
         "struct R { n: u32 }\nconst C = R(4u);\nvar<workgroup> t: array<u32, C.n>;\n",

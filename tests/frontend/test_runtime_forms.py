@@ -339,13 +339,6 @@ def test_kvdsl_refuses_what_tint_refuses_of_the_runtime_forms(name):
     assert refused_by_compilers({name: text})[name].startswith(("tint: ", "naga: "))
 
 
-def test_a_swizzle_assignment_as_a_for_update_is_outside_the_subset():
-    text = kernel("  var v = vec4(1u);\n  for (; v.x < 4u; v.xy += vec2(1u, 1u)) { }")
-    with pytest.raises(UnsupportedError, match="a swizzle assignment as a for loop's"):
-        parse(text)
-    assert refused_by_compilers({"t": text})["t"].startswith("naga: ")  # Tint takes it
-
-
 def test_an_alias_named_as_a_type_after_a_declaration_takes_it_is_refused_as_tint_refuses_it():
     text = kernel("  let vec4f = 1u;\n  let q: vec4f = vec4<f32>(1.0);")
     with pytest.raises(UnsupportedError, match="the type vec4f named after a declaration"):
