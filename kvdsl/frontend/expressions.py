@@ -222,7 +222,6 @@ class Expressions(Rules):
         if name in SCALARS:
             return SCALARS[name]
         if name in VEC_ALIASES or name in MAT_ALIASES:
-            self.alias_types.append((name, tok.line, tok.column))
             return VEC_ALIASES.get(name) or MAT_ALIASES[name]
         if name in UNSUPPORTED_TYPES or name.startswith(UNSUPPORTED_TYPE_PREFIXES):
             raise self._err(f"type '{name}'", tok.line, tok.column)

@@ -52,6 +52,7 @@ from kvdsl.frontend.records import (
     StructRef,
 )
 from kvdsl.frontend.transform import ToIR
+from kvdsl.frontend.shadows import resolve_shadows
 from kvdsl.frontend.typer import Typer
 from kvdsl.ir import tree as ir
 from kvdsl.ir.types import Array, Mat, Ptr, Scalar, Struct, Vec, bool_
@@ -177,6 +178,7 @@ def parse_with_lines(
         tree = parser.parse(code)
     except UnexpectedInput as err:
         raise syntax_error(err, parser, text, filename) from None
+    resolve_shadows(tree, frozenset(re.findall(r"\w+", code)), filename)
     to_ir = ToIR(filename, found, dict(constants or {}))
     try:
         module = to_ir.transform(tree)
@@ -240,7 +242,6 @@ class _Assembler:
         self.must_use: set[str] = set()  # the helpers marked @must_use
         self.member_builtins = to_ir.member_builtins  # struct -> member -> @builtin
         self.steps = to_ir.steps  # id(Assign) of each `lhs++` and `lhs--`
-        self.alias_types = to_ir.alias_types
         self.alias_ctors = to_ir.alias_ctors
         self.words: frozenset[str] = frozenset()  # every word of the module's text
 
@@ -280,7 +281,6 @@ class _Assembler:
                 self.helper_attrs(fn)
         typer.must_use = frozenset(self.must_use)
         typer.steps = self.steps
-        typer.alias_types = self.alias_types
         typer.alias_ctors = self.alias_ctors
         consts = self.consts(typer)
         wg, wg_name = self.workgroup_size(entry, consts)
@@ -302,7 +302,6 @@ class _Assembler:
                 asserts.append(cond)
         directives = self.directives()
         main = Scope(scope)
-        typer.fn_end = entry.end_line
         builtins, prelude = self.builtins(entry, main)
         typer.line = entry.line
         body = typer.block(prelude + entry.body, main, None, False)
@@ -604,7 +603,6 @@ class _Assembler:
     def function(self, fn: FnDecl, scope: Scope, typer: Typer) -> ir.Function:
         inner = Scope(scope)
         params = []
-        typer.fn_end = fn.end_line
         for attrs, pname, pty in fn.params:
             pty = typer.resolve(pty) if isinstance(pty, StructRef) else pty
             if attrs or not (isinstance(pty, (Scalar, Vec, Mat, Ptr)) or value_struct(pty)):
@@ -618,7 +616,6 @@ class _Assembler:
                     check_pointer_type(f"parameter {pname} of {fn.name}", pty)
                 except VerifyError as err:
                     raise WgslTypeError(str(err), self.filename, fn.line) from None
-            typer.shadowing_alias(pname, fn.line)
             what = f"parameter {pname}"
             self._declare(inner, pname, Symbol(pty, "param"), fn, what, fn.line, local=True)
             params.append((pname, pty))

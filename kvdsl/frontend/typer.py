@@ -160,9 +160,7 @@ class Typer:
         self.structs: dict[str, Struct] = {}  # the module's structs, by name
         self.must_use: frozenset[str] = frozenset()  # the helpers marked @must_use
         self.steps: set[int] = set()  # id(Assign) of each raw `lhs++` and `lhs--`
-        self.alias_types: list[tuple[str, int, int]] = []  # (alias, line, column) as a type
         self.alias_ctors: dict[int, str] = {}  # id(RawCtor) -> the alias it is called by
-        self.fn_end = 0  # the last line of the function being typed
 
     def resolve(self, ty):
         """``ty`` with a struct named by the source (a ``StructRef``) resolved to its
@@ -519,7 +517,6 @@ class Typer:
     def _stmt(self, s: ir.Stmt, scope: Scope, ret: Type | None, loop: bool) -> ir.Stmt:
         match s:
             case RawLet(name, ty, value, const):
-                self.shadowing_alias(name, self.line)
                 ty = self.resolve(ty)
                 value = self.expr(value, scope, ty)
                 if ty is not None and self.type_of(value, scope) != ty:
@@ -532,7 +529,6 @@ class Typer:
                     self.const_symbols.add(id(scope.lookup(name)))
                 return out
             case RawVar(name, ty, init):
-                self.shadowing_alias(name, self.line)
                 ty = self.resolve(ty)
                 if init is not None:
                     init = self.expr(init, scope, ty)
@@ -624,22 +620,6 @@ class Typer:
             return ir.Block(init + (ir.For(None, s.cond, None, s.body),))
         leave = () if s.cond is None else (ir.If(ir.Unary(Op.NOT, s.cond), (ir.Break(),)),)
         return ir.Block(init + (ir.Loop(leave + (ir.Block(s.body),), (s.update,)),))
-
-    def shadowing_alias(self, name: str, line: int | None) -> None:
-        """Refuse the type ``name`` (an alias a function-scope declaration takes, from
-        ``line``) named in the rest of the function: within the declaration's scope WGSL reads
-        it as the declaration ("cannot use 'let vec4f' as type"), which kvdsl, the types read
-        before the scopes, does not tell from a use past that scope."""
-        for alias, at, column in self.alias_types:
-            if alias == name and line is not None and line <= at <= self.fn_end:
-                raise UnsupportedError(
-                    f"the type {name} named after a declaration of that name in the same "
-                    "function (give the declaration another name, or write the type with its "
-                    "template)",
-                    self.filename,
-                    at,
-                    column,
-                )
 
     def lhs_base(self, base: ir.Expr, scope: Scope) -> ir.Expr:
         """``base`` of an assignment's member target, typed (through a pointer: ``p.xy``)."""

@@ -47,11 +47,6 @@ LIMITS = {
         "  let p = &params; out[0] = (*p).n;",
         "struct P { n: u32 }\n@group(0) @binding(1) var<uniform> params: P;\n",
     ),
-    "let_named_u32": k("  let u32 = 1u; out[0] = u32;"),
-    "const_named_vec4f": k("  out[0] = vec4f;", "const vec4f = 1u;\n"),
-    "alias_type_past_its_shadow": k(
-        "  { let vec4f = 1u; }\n  let q: vec4f = vec4<f32>(1.0); out[0] = u32(q.x);"
-    ),
     "wg_count_member": k(
         "  t[0] = 1u; out[0] = t[0];",
         "struct R { n: u32 }\nconst C = R(4u);\nvar<workgroup> t: array<u32, C.n>;\n",

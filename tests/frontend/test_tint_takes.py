@@ -1,6 +1,7 @@
 """Modules kvdsl once refused that Tint takes: a swizzle assignment as a for loop's initialiser
 or update, an assignment whose reference calls a function (the call once, before the value, as
-Tint evaluates it), abstract ints beside abstract floats (``2 * 1.5`` an abstract float), one
+Tint evaluates it), declarations named like predeclared types and builtins (scoped as WGSL
+scopes them), abstract ints beside abstract floats (``2 * 1.5`` an abstract float), one
 component or a swizzle of a storage buffer's vector element written. Each kernel runs on the
 interpreter and on the GPU (llvmpipe will do) over random non-zero inputs into a poisoned output,
 to what numpy says; each prints back to the same IR, Tint takes the text, and Tint and naga its
@@ -15,7 +16,7 @@ from kvdsl import interp, runtime
 from kvdsl.emit import emit
 from kvdsl.frontend import parse
 from kvdsl.runtime import tint_check
-from tests.helpers.wgsl import refused_by_compilers
+from tests.helpers.wgsl import assert_refused, refused_by_compilers
 
 N = 128
 POISON = 0xDEADBEEF
@@ -139,6 +140,35 @@ CASES["storage_vector_components"] = (
 )
 
 
+def _names(a: np.ndarray) -> np.ndarray:
+    k = a & U(3)
+    return (
+        U(7) * a + U(9) + U(30) + U(100) * (k * (k + U(1)) // U(2)) + U(3000)
+        + (a & U(1)) * U(10000) + (U(3) * a + U(3)) * U(7)
+    )  # fmt: skip
+
+
+# Declarations named like predeclared types, aliases and builtins, as WGSL scopes them: a
+# module-scope const and function, a helper's parameters, a block's let and the type past the
+# block, a for loop's var, lets past which the type is named again.
+CASES["predeclared_names"] = (
+    head()
+    + "const vec4f = 3u;\n"
+    + "fn f32(x: u32) -> u32 { return x * 5u; }\n"
+    + "fn g(u32: u32, i32: u32) -> u32 { return u32 * i32 + vec4f; }\n"
+    + ENTRY
+    + "  let i = gid.x;\n  var s = 0u;\n  { let u32 = a[i] + 1u; s = u32 * 2u; }\n"
+    + "  var t: u32 = s + f32(a[i]);\n  { let vec2u = 7u; t += vec2u; }\n"
+    + "  let q: vec2u = vec2u(t, vec4f);\n  var n = 0u;\n"
+    + "  for (var i32 = 0u; i32 < (a[i] & 3u); i32++) { n += i32 + 1u; }\n"
+    + "  let z: i32 = -2;\n  let bool = a[i] & 1u;\n  let ptr = g(a[i], 3u);\n"
+    + "  out[i] = q.x + q.y * 10u + n * 100u + u32(z + 5) * 1000u + bool * 10000u + ptr * 7u;"
+    + "\n}\n",
+    _names,
+    1,
+)
+
+
 def _run(name: str, backend) -> np.ndarray:
     text, _, lanes = CASES[name]
     k = parse(text, f"{name}.wgsl")
@@ -169,3 +199,41 @@ def test_tint_takes_the_forms_and_tint_and_naga_their_prints():
     assert {n: e for n, e in tint_check(texts).items() if e is not None} == {}
     prints = {f"{n}_printed": emit(parse(t, f"{n}.wgsl")) for n, t in texts.items()}
     assert refused_by_compilers(prints) == {}
+
+
+def _k(body: str, helpers: str = "") -> str:
+    return kernel(body + "\n  out[i] = 1u;", helpers)
+
+
+#: A predeclared name used where a declaration takes it: name -> (text, the words kvdsl and
+#: Tint both give).
+REFUSED = {
+    "let_u32_as_type": (_k("  let u32 = 1u;\n  var x: u32 = u32;"), "cannot use 'let u32' as type"),
+    "alias_as_type_in_a_block": (
+        _k("  {\n    let vec4f = 1u;\n    let q: vec4f = vec4<f32>(1.0);\n  }"),
+        "cannot use 'let vec4f' as type",
+    ),
+    "let_u32_called": (
+        _k("  let u32 = 1u;\n  let x = u32(2);"),
+        "cannot use 'let u32' as call target",
+    ),
+    "parameter_as_type": (
+        _k("", "fn h(u32: u32) -> u32 { let z: u32 = u32; return z; }\n"),
+        "cannot use parameter 'u32' as type",
+    ),
+    "let_barrier_called": (
+        _k("  let workgroupBarrier = 1u;\n  workgroupBarrier();"),
+        "cannot use 'let workgroupBarrier' as call target",
+    ),
+    "module_const_as_type": (
+        _k("  let q: vec4f = vec4<f32>(1.0);", "const vec4f = 1u;\n"),
+        "cannot use 'const vec4f' as type",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", REFUSED)
+def test_a_predeclared_name_a_declaration_takes_is_refused_as_tint_refuses_it(name):
+    text, words = REFUSED[name]
+    assert_refused(text, f"{name}.wgsl", words)
+    assert words in tint_check({name: text})[name]
