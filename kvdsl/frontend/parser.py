@@ -410,15 +410,24 @@ class _Assembler:
         for a in entry.attrs:
             if a.name == "diagnostic":
                 self.diagnostic_attr(a, entry)
+        found = None
         for a in entry.attrs:
             if a.name == "diagnostic":
                 continue
             if a.name == "compute":
                 if a.args is not None:
-                    raise self.err("@compute takes no arguments", a.line, a.column)
-            elif a.name == "workgroup_size":
+                    raise WgslTypeError(
+                        "@compute takes no arguments", self.filename, a.line, a.column
+                    )
+            elif a.name == "workgroup_size" and found is None:
                 if not a.args or len(a.args) > 3:
-                    raise self.err("@workgroup_size takes 1 to 3 arguments", a.line, a.column)
+                    n = len(a.args or ())
+                    raise WgslTypeError(
+                        f"@workgroup_size takes 1 to 3 arguments, got {n}",
+                        self.filename,
+                        a.line,
+                        a.column,
+                    )
                 size = [const_int(e, values, (self.filename, a.line, a.column)) for e in a.args]
                 kinds = {t for e in a.args for t in _literal_types(e, consts)}
                 if len(kinds) > 1:
@@ -430,11 +439,23 @@ class _Assembler:
                     )
                 size += [1] * (3 - len(size))
                 first = a.args[0]
-                name = first.name if isinstance(first, ir.Name) else None
-                return tuple(size), name
+                found = tuple(size), first.name if isinstance(first, ir.Name) else None
             else:
-                raise self.err(f"attribute @{a.name} on the entry point", a.line, a.column)
-        raise self.err("@compute without @workgroup_size", entry.line)
+                raise WgslTypeError(
+                    f"attribute @{a.name} on the entry point (a compute entry point takes "
+                    "@compute, @workgroup_size and @diagnostic, each once)",
+                    self.filename,
+                    a.line,
+                    a.column,
+                )
+        if found is None:
+            raise WgslTypeError(
+                "@compute without @workgroup_size: a compute shader must include "
+                "'@workgroup_size' in its attributes",
+                self.filename,
+                entry.line,
+            )
+        return found
 
     def builtins(
         self, entry: FnDecl, main: Scope
@@ -444,7 +465,11 @@ class _Assembler:
         (named after the parameter and the member) and a ``let`` of the struct built from them,
         which the body reads as WGSL reads the parameter."""
         if entry.ret is not None:
-            raise self.err("an entry point with a return type", entry.line)
+            raise WgslTypeError(
+                "an entry point with a return type (a compute entry point returns nothing)",
+                self.filename,
+                entry.line,
+            )
         out: list[tuple[str, str]] = []
         prelude = []
         for attrs, pname, pty in entry.params:
@@ -471,7 +496,12 @@ class _Assembler:
                 prelude.append(RawLet(pname, None, ir.FnCall(pty.name, tuple(args))))
                 continue
             if len(attrs) != 1 or attrs[0].name != "builtin" or attrs[0].args is None:
-                raise self.err(f"entry point parameter '{pname}' without @builtin", entry.line)
+                raise WgslTypeError(
+                    f"entry point parameter '{pname}' without @builtin (a compute entry "
+                    "point's inputs are builtins)",
+                    self.filename,
+                    entry.line,
+                )
             self._builtin(entry, pname, attrs[0], pty, out, f"builtin '{pname}'")
             want = ir.builtin_type(out[-1][1])
             self._declare(
@@ -564,8 +594,13 @@ class _Assembler:
             elif a.name == "diagnostic":
                 self.diagnostic_attr(a, fn)
             else:
-                what = f"attribute @{a.name} on helper function {fn.name}"
-                raise self.err(what, a.line, a.column)
+                raise WgslTypeError(
+                    f"attribute @{a.name} on helper function {fn.name} (a helper takes "
+                    "@must_use and @diagnostic)",
+                    self.filename,
+                    a.line,
+                    a.column,
+                )
         names = [a.name for a in fn.attrs]
         if names.count("must_use") > 1:
             raise WgslTypeError(

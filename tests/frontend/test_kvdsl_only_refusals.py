@@ -51,6 +51,30 @@ LIMITS = {
         "  t[0] = 1u; out[0] = t[0];",
         "struct R { n: u32 }\nconst C = R(4u);\nvar<workgroup> t: array<u32, C.n>;\n",
     ),
+    "for_init_call": k(
+        "  var c = 0u;\n  for (f(&c); c < 3u; c++) { }\n  out[0] = c;",
+        "fn f(p: ptr<function, u32>) { *p = 1u; }\n",
+    ),
+    "for_update_call": k(
+        "  var c = 0u;\n  for (; c < 3u; f(&c)) { }\n  out[0] = c;",
+        "fn f(p: ptr<function, u32>) { *p += 1u; }\n",
+    ),
+    "ptr_struct_parameter": k(
+        "  var s = S(1u); out[0] = g(&s);",
+        "struct S { a: u32 }\nfn g(p: ptr<function, S>) -> u32 { return (*p).a; }\n",
+    ),
+    "array_length_through_a_pointer": k(
+        "  out[0] = g(&out);",
+        "fn g(p: ptr<storage, array<u32>, read_write>) -> u32 { return arrayLength(p); }\n",
+    ),
+    "binding_slot_reused_by_an_unused_var": k(
+        "  out[0] = 1u;", "@group(0) @binding(0) var<storage, read_write> x: array<u32>;\n"
+    ),
+    "member_location": k("  out[0] = 1u;", "struct S { @location(0) a: u32 }\n"),
+    "workgroup_index": (
+        O + "@compute @workgroup_size(64)\nfn main(@builtin(workgroup_index) w: u32) {\n"
+        "  out[w] = w;\n}\n"
+    ),
     "storage_texture": k(
         "  out[0] = 1u;", "@group(0) @binding(1) var tex: texture_storage_2d<rgba8unorm, write>;\n"
     ),
