@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from kvdsl.frontend.errors import UnsupportedError, WgslTypeError
+from kvdsl.frontend.numbers import const_int
 from kvdsl.frontend.records import (
     ArrayShape,
     CallStmt,
@@ -334,10 +335,12 @@ class Typer:
         """Type operands that must agree: abstract ones take the first concrete one's type."""
         out: list[ir.Expr | None] = [None] * len(args)
         like: Type | None = None
-        if _widest([abstract_kind(a) for a in args]) == "float" and not (
-            isinstance(want, (Scalar, Vec, Mat)) and want.scalar.is_float
-        ):  # abstract ints and floats alone make an abstract float: 2 * 1.5, u32(2 * 1.5)
-            want = Vec(want.n, f32) if isinstance(want, Vec) else f32
+        if _widest([abstract_kind(a) for a in args]) == "float":
+            # Abstract ints and floats alone make an abstract float (2 * 1.5, u32(2 * 1.5)); an
+            # abstract int operand is exact before it converts: (16777217 - 16777216) * 1.5.
+            if not (isinstance(want, (Scalar, Vec, Mat)) and want.scalar.is_float):
+                want = Vec(want.n, f32) if isinstance(want, Vec) else f32
+            args = tuple(self.abstract_int(a) for a in args)
         for i, a in enumerate(args):
             if not is_abstract(a):
                 out[i] = self.expr(a, scope, like or want)
@@ -346,6 +349,16 @@ class Typer:
             if out[i] is None:
                 out[i] = self.expr(a, scope, like or want)
         return tuple(out)
+
+    def abstract_int(self, e: ir.Expr) -> ir.Expr:
+        """``e``, an abstract int expression of integer arithmetic folded to its literal (WGSL
+        evaluates it exactly before converting it to an abstract float); else ``e``."""
+        if type(e) is RawLit or abstract_kind(e) != "int":
+            return e
+        try:
+            return RawLit(const_int(e, {}, (self.filename, self.line, None)), None)
+        except UnsupportedError:
+            return e  # not integer arithmetic of literals (a builtin's call): typed as it is
 
     def operands(
         self, op: Op, args: tuple[ir.Expr, ...], scope: Scope, want: Type | None

@@ -105,15 +105,16 @@ CASES["assign_through_a_call"] = (
 
 
 # Abstract ints beside abstract floats make abstract floats: operators, a conversion of one, a
-# comparison, builtins, an inferred constructor and an element of one.
+# comparison, builtins, an inferred constructor and an element of one; an abstract int operand
+# exact before it converts (16777217 - 16777216 is 1, though neither is an f32).
 CASES["abstract_int_and_float"] = (
     kernel(
         "  let x = 2 * 1.5;\n  let v = vec2(1, 2) * 2.5;\n  let m = max(1, 2.5) + array(3, 0.5)[1];\n"
         "  let k = select(0u, 1u, 2 < 2.5);\n"
         "  out[i] = a[i] * u32(x) + u32(v.y) * 10u + u32(m * 4) * 100u + k * 1000u"
-        " + u32((2 + 1) * 1.5 * 2);"
+        " + u32((2 + 1) * 1.5 * 2) + u32((16777217 - 16777216) * 1.5 * 2) * 10000u;"
     ),
-    lambda a: a * U(3) + U(50 + 1200 + 1000 + 9),
+    lambda a: a * U(3) + U(50 + 1200 + 1000 + 9 + 30000),
     1,
 )
 
