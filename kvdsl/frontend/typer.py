@@ -120,6 +120,37 @@ def abstract_kind(e: ir.Expr) -> str | None:
     return None
 
 
+def _calls(e: ir.Expr) -> bool:
+    """Whether ``e`` calls a helper function."""
+    return any(type(node) is ir.FnCall for node in ir.walk(e))
+
+
+def _hoisted(target: ir.Expr, value: ir.Expr, scope: Scope) -> bool:
+    """Whether an assignment's ``target`` takes its indices into lets before ``value`` is
+    evaluated, as WGSL evaluates the reference first: where it calls a helper (once), or where
+    the value does and an index reads memory the call may change."""
+    return (
+        _calls(target)
+        or _calls(value)
+        and any(
+            type(node) is ir.Index and not _fixed(node.index, scope) for node in ir.walk(target)
+        )
+    )
+
+
+def _fixed(index: ir.Expr, scope: Scope) -> bool:
+    """Whether ``index`` reads no memory (no var, binding or workgroup var, nothing through
+    a pointer, no call): what a call cannot change."""
+    for node in ir.walk(index):
+        if type(node) in (ir.FnCall, ir.Deref):
+            return False
+        if type(node) is ir.Name:
+            sym = scope.lookup(node.name)
+            if sym is None or sym.kind in ("var", "binding", "workgroup"):
+                return False
+    return True
+
+
 def _widest(kinds) -> str | None:
     """The abstract type abstract operands of ``kinds`` make: float where one is."""
     if None in kinds:
@@ -556,10 +587,10 @@ class Typer:
                 if op in (Op.SHL, Op.SHR):
                     want = Vec(want.n, u32) if isinstance(want, Vec) else u32
                 value = self.expr(value, scope, want)
-                if any(type(node) is ir.FnCall for node in ir.walk(target)):
+                if _hoisted(target, value, scope):
                     # The reference once, before the value: its indices into lets of their own.
                     out: list[ir.Stmt] = []
-                    target = self.hoist_indices(target, self.fresh_names(scope), out)
+                    target = self.hoist_indices(target, self.fresh_names(scope), out, scope)
                     inner = Scope(scope)
                     for stmt in out:
                         self.check(stmt, inner, ret, loop)
@@ -682,8 +713,8 @@ class Typer:
         inner = Scope(scope)
         fresh = self.fresh_names(scope)
         out: list[ir.Stmt] = []
-        if any(type(node) is ir.FnCall for node in ir.walk(base)):
-            base = self.hoist_indices(base, fresh, out)
+        if _hoisted(base, value, scope):
+            base = self.hoist_indices(base, fresh, out, scope)
         tmp = fresh()
         out.append(ir.Let(tmp, value))
         for j, c in enumerate(comps):
@@ -709,20 +740,23 @@ class Typer:
 
         return fresh
 
-    def hoist_indices(self, ref: ir.Expr, fresh, out: list[ir.Stmt]) -> ir.Expr:
-        """``ref`` (a reference whose indices call a function) with each index a ``let`` of a
-        ``fresh`` name appended to ``out``, left to right, so a swizzle assignment written a
-        component at a time evaluates the reference once."""
+    def hoist_indices(self, ref: ir.Expr, fresh, out: list[ir.Stmt], scope: Scope) -> ir.Expr:
+        """``ref`` (an assignment's reference) with each index that reads memory or calls a
+        function (not :func:`_fixed`) a ``let`` of a ``fresh`` name appended to ``out``, left
+        to right: the reference evaluated once, before the value (a swizzle assignment writes
+        it a component at a time)."""
         match ref:
+            case ir.Index(base, index) if _fixed(index, scope):
+                return ir.Index(self.hoist_indices(base, fresh, out, scope), index)
             case ir.Index(base, index):
-                base = self.hoist_indices(base, fresh, out)
+                base = self.hoist_indices(base, fresh, out, scope)
                 name = fresh()
                 out.append(ir.Let(name, index))
                 return ir.Index(base, ir.Name(name))
             case ir.Member(base, name):
-                return ir.Member(self.hoist_indices(base, fresh, out), name)
+                return ir.Member(self.hoist_indices(base, fresh, out, scope), name)
             case ir.Deref(x):
-                return ir.Deref(self.hoist_indices(x, fresh, out))
+                return ir.Deref(self.hoist_indices(x, fresh, out, scope))
         return ref
 
     def phony(self, value: ir.Expr, scope: Scope, ret: Type | None, loop: bool) -> ir.Stmt | None:

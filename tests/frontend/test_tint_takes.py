@@ -104,6 +104,28 @@ CASES["assign_through_a_call"] = (
 )
 
 
+def _reference_first(a: np.ndarray) -> np.ndarray:
+    c0 = a & U(1)
+    t = np.zeros((N, 3), np.uint64)
+    rows = np.arange(N)
+    t[rows, c0] = (c0 + U(1)) * U(10)
+    t[rows, c0 + U(1)] += (c0 + U(2)) * U(10)
+    return t[:, 0] + t[:, 1] * U(100) + t[:, 2] * U(10000) + (c0 + U(2)) * U(1000000)
+
+
+# The value calls a helper that changes what the reference's index reads: the reference first.
+CASES["reference_before_the_value"] = (
+    kernel(
+        "  var c = a[i] & 1u;\n  var t = array<u32, 3>();\n"
+        "  t[c] = bump(&c);\n  t[c] += bump(&c);\n"
+        "  out[i] = t[0] + t[1] * 100u + t[2] * 10000u + c * 1000000u;",
+        "fn bump(p: ptr<function, u32>) -> u32 { *p += 1u; return *p * 10u; }\n",
+    ),
+    _reference_first,
+    1,
+)
+
+
 # Abstract ints beside abstract floats make abstract floats: operators, a conversion of one, a
 # comparison, builtins, an inferred constructor and an element of one; an abstract int operand
 # exact before it converts (16777217 - 16777216 is 1, though neither is an f32).
