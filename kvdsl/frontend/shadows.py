@@ -17,7 +17,7 @@ from __future__ import annotations
 from lark import Token, Tree
 
 from kvdsl.frontend.errors import WgslTypeError
-from kvdsl.ir.scope import PREDECLARED, SHADOWABLE
+from kvdsl.ir.scope import BUILTIN_FUNCTIONS, PREDECLARED, SHADOWABLE
 
 #: The module-scope declarations whose names this may change, by rule, with the word a message
 #: gives them.
@@ -121,10 +121,13 @@ class _Walk:
         found = self.lookup(str(tok))
         if found is not None:
             kind, new = found
-            if call and kind != "function" and str(tok) in PREDECLARED - SHADOWABLE:
+            # A call of a value; of an alias's or an op-table builtin's name, the typer's.
+            if call and kind != "function" and str(tok) not in SHADOWABLE | BUILTIN_FUNCTIONS:
+                why = ""
+                if str(tok) in PREDECLARED:
+                    why = f" (the {kind} takes the name of the type or builtin here)"
                 raise WgslTypeError(
-                    f"cannot use {_what(kind, tok)} as call target (the {kind} takes the "
-                    "name of the type or builtin here)",
+                    f"cannot use {_what(kind, tok)} as call target{why}",
                     self.filename,
                     tok.line,
                     tok.column,

@@ -228,8 +228,8 @@ def _k(body: str, helpers: str = "") -> str:
     return kernel(body + "\n  out[i] = 1u;", helpers)
 
 
-#: A predeclared name used where a declaration takes it: name -> (text, the words kvdsl and
-#: Tint both give).
+#: A predeclared name used where a declaration takes it, a value called: name -> (text, the
+#: words kvdsl and Tint both give).
 REFUSED = {
     "let_u32_as_type": (_k("  let u32 = 1u;\n  var x: u32 = u32;"), "cannot use 'let u32' as type"),
     "alias_as_type_in_a_block": (
@@ -247,6 +247,18 @@ REFUSED = {
     "let_barrier_called": (
         _k("  let workgroupBarrier = 1u;\n  workgroupBarrier();"),
         "cannot use 'let workgroupBarrier' as call target",
+    ),
+    "let_named_like_a_struct_called": (
+        _k("  let S = 1u;\n  let s = S(2u);", "struct S { a: u32 }\n"),
+        "cannot use 'let S' as call target",
+    ),
+    "var_named_like_a_helper_called": (
+        _k("  var g = 1u;\n  let x = g(2u);", "fn g(x: u32) -> u32 { return x; }\n"),
+        "cannot use 'var g' as call target",
+    ),
+    "parameter_named_like_a_helper_called": (
+        _k("", "fn g(x: u32) -> u32 { return x; }\nfn h(g: u32) -> u32 { return g(g); }\n"),
+        "cannot use parameter 'g' as call target",
     ),
     "module_const_as_type": (
         _k("  let q: vec4f = vec4<f32>(1.0);", "const vec4f = 1u;\n"),
