@@ -167,7 +167,10 @@ class Expressions(Rules):
     @v_args(meta=True, inline=True)
     def bitcast(self, meta: Meta, ty, args) -> ir.Expr:
         if len(args) != 1:
-            raise self._err(f"bitcast takes one argument, got {len(args)}", meta.line, meta.column)
+            raise WgslTypeError(
+                f"bitcast takes one argument, got {len(args)}", self.filename, meta.line,
+                meta.column,
+            )  # fmt: skip
         return ir.Bitcast(ty, args[0])
 
     def index(self, base: ir.Expr, i: ir.Expr) -> ir.Index:
@@ -224,7 +227,6 @@ class Expressions(Rules):
         if name in SCALARS:
             return SCALARS[name]
         if name in VEC_ALIASES or name in MAT_ALIASES:
-            self.alias_types.append((name, tok.line, tok.column))
             return VEC_ALIASES.get(name) or MAT_ALIASES[name]
         if name in UNSUPPORTED_TYPES or name.startswith(UNSUPPORTED_TYPE_PREFIXES):
             raise self._err(f"type '{name}'", tok.line, tok.column)
@@ -302,7 +304,11 @@ class Expressions(Rules):
 
     def vec_type(self, kw: Token, elem) -> Vec:
         if not isinstance(elem, Scalar):
-            raise self._err(f"{kw}<{elem}>: a vector of a non-scalar", kw.line, kw.column)
+            what = elem.name if isinstance(elem, StructRef) else elem
+            raise WgslTypeError(
+                f"{kw}<{what}>: a vector's element type is bool, f32, f16, i32 or u32",
+                self.filename, kw.line, kw.column,
+            )  # fmt: skip
         return Vec(int(str(kw)[3]), elem)
 
     @v_args(meta=True, inline=True)
@@ -317,7 +323,9 @@ class Expressions(Rules):
     def fixed_array_type(self, meta: Meta, elem, count: ir.Expr) -> Array:
         n = const_int(count, self.consts, (self.filename, meta.line, meta.column))
         if n <= 0:
-            raise self._err(f"array size {n} is not positive", meta.line, meta.column)
+            raise WgslTypeError(
+                f"array count ({n}) must be greater than 0", self.filename, meta.line, meta.column
+            )
         if isinstance(elem, (Array, StructRef, Mat)):
             return Array(elem, n)  # nested: array<array<f32, 4>, 16>; of structs: resolved later
         return Array(self._elem(elem, meta), n)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 from lark import Token
 
-from kvdsl.frontend.errors import UnsupportedError, WgslSyntaxError
+from kvdsl.frontend.errors import UnsupportedError, WgslSyntaxError, WgslTypeError
 from kvdsl.frontend.records import RawLit
 from kvdsl.ir import tree as ir
 from kvdsl.ir.ops import Op
@@ -99,7 +99,11 @@ def const_int(e: ir.Expr, consts: dict[str, int | float], where: tuple[str, int,
         case ir.Binary(op, a, b) if op in _CONST_OPS:
             x, y = const_int(a, consts, where), const_int(b, consts, where)
             if op in (Op.DIV, Op.MOD) and y == 0:
-                raise UnsupportedError("division by zero in a const expression", *where)
+                raise WgslTypeError(
+                    "division by zero in a const expression (integer division by zero is "
+                    "invalid)",
+                    *where,
+                )
             return _CONST_OPS[op](x, y)
     raise UnsupportedError(
         "expected an integer made of literals and module consts declared above", *where

@@ -52,6 +52,7 @@ from kvdsl.frontend.records import (
     StructRef,
 )
 from kvdsl.frontend.transform import ToIR
+from kvdsl.frontend.shadows import resolve_shadows
 from kvdsl.frontend.typer import Typer
 from kvdsl.ir import tree as ir
 from kvdsl.ir.types import Array, Mat, Ptr, Scalar, Struct, Vec, bool_
@@ -70,6 +71,21 @@ from kvdsl.ir.verify import (
 def grammar() -> str:
     """The text of ``wgsl.lark``, the grammar of the accepted subset (package data)."""
     return resources.files("kvdsl.frontend").joinpath("wgsl.lark").read_text(encoding="utf-8")
+
+
+#: WGSL's builtin values that are no compute shader input (Tint: "'@builtin(position)' cannot be
+#: used for compute shader input").
+_NOT_COMPUTE_INPUTS = (
+    "barycentric_coord", "clip_distances", "frag_depth", "front_facing", "instance_index",
+    "position", "primitive_index", "sample_index", "sample_mask", "vertex_index", "view_index",
+)  # fmt: skip
+#: Compute inputs Tint takes that the IR does not have.
+_LATER_COMPUTE_INPUTS = (
+    "global_invocation_index",
+    "workgroup_index",
+    "num_subgroups",
+    "subgroup_id",
+)
 
 
 class _WholeWords:
@@ -169,6 +185,7 @@ def parse_with_lines(
         tree = parser.parse(code)
     except UnexpectedInput as err:
         raise syntax_error(err, parser, text, filename) from None
+    resolve_shadows(tree, frozenset(re.findall(r"\w+", code)), filename)
     to_ir = ToIR(filename, found, dict(constants or {}))
     try:
         module = to_ir.transform(tree)
@@ -232,7 +249,6 @@ class _Assembler:
         self.must_use: set[str] = set()  # the helpers marked @must_use
         self.member_builtins = to_ir.member_builtins  # struct -> member -> @builtin
         self.steps = to_ir.steps  # id(Assign) of each `lhs++` and `lhs--`
-        self.alias_types = to_ir.alias_types
         self.alias_ctors = to_ir.alias_ctors
         self.words: frozenset[str] = frozenset()  # every word of the module's text
 
@@ -284,7 +300,6 @@ class _Assembler:
                 self.helper_attrs(fn)
         typer.must_use = frozenset(self.must_use)
         typer.steps = self.steps
-        typer.alias_types = self.alias_types
         typer.alias_ctors = self.alias_ctors
         consts = self.consts(typer)
         wg, wg_name = self.workgroup_size(entry, consts)
@@ -307,7 +322,6 @@ class _Assembler:
                 asserts.append(cond)
         directives = self.directives()
         main = Scope(scope)
-        typer.fn_end = entry.end_line
         builtins, prelude = self.builtins(entry, main)
         typer.line = entry.line
         body = typer.block(prelude + entry.body, main, None, False)
@@ -463,15 +477,24 @@ class _Assembler:
         for a in entry.attrs:
             if a.name == "diagnostic":
                 self.diagnostic_attr(a, entry)
+        found = None
         for a in entry.attrs:
             if a.name == "diagnostic":
                 continue
             if a.name == "compute":
                 if a.args is not None:
-                    raise self.err("@compute takes no arguments", a.line, a.column)
-            elif a.name == "workgroup_size":
+                    raise WgslTypeError(
+                        "@compute takes no arguments", self.filename, a.line, a.column
+                    )
+            elif a.name == "workgroup_size" and found is None:
                 if not a.args or len(a.args) > 3:
-                    raise self.err("@workgroup_size takes 1 to 3 arguments", a.line, a.column)
+                    n = len(a.args or ())
+                    raise WgslTypeError(
+                        f"@workgroup_size takes 1 to 3 arguments, got {n}",
+                        self.filename,
+                        a.line,
+                        a.column,
+                    )
                 size = [const_int(e, values, (self.filename, a.line, a.column)) for e in a.args]
                 kinds = {t for e in a.args for t in _literal_types(e, consts)}
                 if len(kinds) > 1:
@@ -483,11 +506,23 @@ class _Assembler:
                     )
                 size += [1] * (3 - len(size))
                 first = a.args[0]
-                name = first.name if isinstance(first, ir.Name) else None
-                return tuple(size), name
+                found = tuple(size), first.name if isinstance(first, ir.Name) else None
             else:
-                raise self.err(f"attribute @{a.name} on the entry point", a.line, a.column)
-        raise self.err("@compute without @workgroup_size", entry.line)
+                raise WgslTypeError(
+                    f"attribute @{a.name} on the entry point (a compute entry point takes "
+                    "@compute, @workgroup_size and @diagnostic, each once)",
+                    self.filename,
+                    a.line,
+                    a.column,
+                )
+        if found is None:
+            raise WgslTypeError(
+                "@compute without @workgroup_size: a compute shader must include "
+                "'@workgroup_size' in its attributes",
+                self.filename,
+                entry.line,
+            )
+        return found
 
     def builtins(
         self, entry: FnDecl, main: Scope
@@ -497,7 +532,11 @@ class _Assembler:
         (named after the parameter and the member) and a ``let`` of the struct built from them,
         which the body reads as WGSL reads the parameter."""
         if entry.ret is not None:
-            raise self.err("an entry point with a return type", entry.line)
+            raise WgslTypeError(
+                "an entry point with a return type (a compute entry point returns nothing)",
+                self.filename,
+                entry.line,
+            )
         out: list[tuple[str, str]] = []
         prelude = []
         for attrs, pname, pty in entry.params:
@@ -524,7 +563,12 @@ class _Assembler:
                 prelude.append(RawLet(pname, None, ir.FnCall(pty.name, tuple(args))))
                 continue
             if len(attrs) != 1 or attrs[0].name != "builtin" or attrs[0].args is None:
-                raise self.err(f"entry point parameter '{pname}' without @builtin", entry.line)
+                raise WgslTypeError(
+                    f"entry point parameter '{pname}' without @builtin (a compute entry "
+                    "point's inputs are builtins)",
+                    self.filename,
+                    entry.line,
+                )
             self._builtin(entry, pname, attrs[0], pty, out, f"builtin '{pname}'")
             want = ir.builtin_type(out[-1][1])
             self._declare(
@@ -538,14 +582,26 @@ class _Assembler:
         """``(pname, builtin)`` appended to ``out``, ``attr`` (``@builtin(name)``) and the type
         ``pty`` checked as WGSL checks them."""
         arg = attr.args
-        if (
-            arg is None
-            or len(arg) != 1
-            or not isinstance(arg[0], ir.Name)
-            or arg[0].name not in ir.BUILTIN_INPUTS
-        ):
+        value = arg[0].name if arg and len(arg) == 1 and isinstance(arg[0], ir.Name) else None
+        if value in _NOT_COMPUTE_INPUTS:
+            raise WgslTypeError(
+                f"'@builtin({value})' of '{pname}' cannot be used for compute shader input (a "
+                f"compute entry point's builtins are {', '.join(ir.BUILTIN_INPUTS)})",
+                self.filename,
+                attr.line,
+                attr.column,
+            )
+        if value not in ir.BUILTIN_INPUTS and value not in _LATER_COMPUTE_INPUTS:
+            raise WgslTypeError(
+                f"@builtin of '{pname}': expected builtin value name (a compute entry point's "
+                f"builtins are {', '.join(ir.BUILTIN_INPUTS)})",
+                self.filename,
+                attr.line,
+                attr.column,
+            )
+        if value not in ir.BUILTIN_INPUTS:
             raise self.err(
-                f"@builtin of '{pname}' (one of {', '.join(ir.BUILTIN_INPUTS)})",
+                f"@builtin({value}) of '{pname}' (the IR has {', '.join(ir.BUILTIN_INPUTS)})",
                 attr.line,
                 attr.column,
             )
@@ -605,8 +661,13 @@ class _Assembler:
             elif a.name == "diagnostic":
                 self.diagnostic_attr(a, fn)
             else:
-                what = f"attribute @{a.name} on helper function {fn.name}"
-                raise self.err(what, a.line, a.column)
+                raise WgslTypeError(
+                    f"attribute @{a.name} on helper function {fn.name} (a helper takes "
+                    "@must_use and @diagnostic)",
+                    self.filename,
+                    a.line,
+                    a.column,
+                )
         names = [a.name for a in fn.attrs]
         if names.count("must_use") > 1:
             raise WgslTypeError(
@@ -644,7 +705,6 @@ class _Assembler:
     def function(self, fn: FnDecl, scope: Scope, typer: Typer) -> ir.Function:
         inner = Scope(scope)
         params = []
-        typer.fn_end = fn.end_line
         for attrs, pname, pty in fn.params:
             pty = typer.resolve(pty) if isinstance(pty, StructRef) else pty
             if attrs or not (isinstance(pty, (Scalar, Vec, Mat, Ptr)) or value_struct(pty)):
@@ -658,7 +718,6 @@ class _Assembler:
                     check_pointer_type(f"parameter {pname} of {fn.name}", pty)
                 except VerifyError as err:
                     raise WgslTypeError(str(err), self.filename, fn.line) from None
-            typer.shadowing_alias(pname, fn.line)
             what = f"parameter {pname}"
             self._declare(inner, pname, Symbol(pty, "param"), fn, what, fn.line, local=True)
             params.append((pname, pty))

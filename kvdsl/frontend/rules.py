@@ -44,9 +44,8 @@ class Rules(Transformer):
         self.member_builtins: dict[str, dict[str, Any]] = {}
         self.pending_builtins: dict[str, Any] = {}
         self.steps: set[int] = set()  # id(Assign) of each `lhs++` and `lhs--`
-        # Where a shadowable alias (kvdsl.ir.scope.SHADOWABLE) is named: as a type, (name,
-        # line, column) each; as a constructor, id(RawCtor) -> name.
-        self.alias_types: list[tuple[str, int, int]] = []
+        # Where a shadowable alias (kvdsl.ir.scope.SHADOWABLE) is named as a constructor,
+        # id(RawCtor) -> name.
         self.alias_ctors: dict[int, str] = {}
 
     def __default__(self, data, children, meta):

@@ -138,7 +138,10 @@ class Statements(Rules):
                 name.column,
             )
         if ty is None and init is None:
-            raise self._err(f"var {name} needs a type or an initialiser", name.line, name.column)
+            raise WgslSyntaxError(
+                f"var {name} needs a type or an initialiser", self.filename, name.line,
+                name.column, str(name), (":", "="),
+            )  # fmt: skip
         return self._at(RawVar(str(name), ty, init), meta)
 
     @v_args(meta=True, inline=True)

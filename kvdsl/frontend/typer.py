@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from kvdsl.frontend.errors import UnsupportedError, WgslTypeError
+from kvdsl.frontend.numbers import const_int
 from kvdsl.frontend.records import (
     ArrayShape,
     CallStmt,
@@ -114,7 +115,40 @@ def abstract_kind(e: ir.Expr) -> str | None:
             return _widest((abstract_kind(a), abstract_kind(b)))
         case RawCtor(VecShape() | ArrayShape(), args) if args:
             return _widest([abstract_kind(a) for a in args])
+        case ir.Member(base, _) | ir.Index(base, _):
+            return abstract_kind(base)  # array(1, 2.5)[0]
     return None
+
+
+def _calls(e: ir.Expr) -> bool:
+    """Whether ``e`` calls a helper function."""
+    return any(type(node) is ir.FnCall for node in ir.walk(e))
+
+
+def _hoisted(target: ir.Expr, value: ir.Expr, scope: Scope) -> bool:
+    """Whether an assignment's ``target`` takes its indices into lets before ``value`` is
+    evaluated, as WGSL evaluates the reference first: where it calls a helper (once), or where
+    the value does and an index reads memory the call may change."""
+    return (
+        _calls(target)
+        or _calls(value)
+        and any(
+            type(node) is ir.Index and not _fixed(node.index, scope) for node in ir.walk(target)
+        )
+    )
+
+
+def _fixed(index: ir.Expr, scope: Scope) -> bool:
+    """Whether ``index`` reads no memory (no var, binding or workgroup var, nothing through
+    a pointer, no call): what a call cannot change."""
+    for node in ir.walk(index):
+        if type(node) in (ir.FnCall, ir.Deref):
+            return False
+        if type(node) is ir.Name:
+            sym = scope.lookup(node.name)
+            if sym is None or sym.kind in ("var", "binding", "workgroup"):
+                return False
+    return True
 
 
 def _widest(kinds) -> str | None:
@@ -158,9 +192,7 @@ class Typer:
         self.structs: dict[str, Struct] = {}  # the module's structs, by name
         self.must_use: frozenset[str] = frozenset()  # the helpers marked @must_use
         self.steps: set[int] = set()  # id(Assign) of each raw `lhs++` and `lhs--`
-        self.alias_types: list[tuple[str, int, int]] = []  # (alias, line, column) as a type
         self.alias_ctors: dict[int, str] = {}  # id(RawCtor) -> the alias it is called by
-        self.fn_end = 0  # the last line of the function being typed
 
     def resolve(self, ty):
         """``ty`` with a struct named by the source (a ``StructRef``) resolved to its
@@ -336,6 +368,12 @@ class Typer:
         """Type operands that must agree: abstract ones take the first concrete one's type."""
         out: list[ir.Expr | None] = [None] * len(args)
         like: Type | None = None
+        if _widest([abstract_kind(a) for a in args]) == "float":
+            # Abstract ints and floats alone make an abstract float (2 * 1.5, u32(2 * 1.5)); an
+            # abstract int operand is exact before it converts: (16777217 - 16777216) * 1.5.
+            if not (isinstance(want, (Scalar, Vec, Mat)) and want.scalar.is_float):
+                want = Vec(want.n, f32) if isinstance(want, Vec) else f32
+            args = tuple(self.abstract_int(a) for a in args)
         for i, a in enumerate(args):
             if not is_abstract(a):
                 out[i] = self.expr(a, scope, like or want)
@@ -344,6 +382,16 @@ class Typer:
             if out[i] is None:
                 out[i] = self.expr(a, scope, like or want)
         return tuple(out)
+
+    def abstract_int(self, e: ir.Expr) -> ir.Expr:
+        """``e``, an abstract int expression of integer arithmetic folded to its literal (WGSL
+        evaluates it exactly before converting it to an abstract float); else ``e``."""
+        if type(e) is RawLit or abstract_kind(e) != "int":
+            return e
+        try:
+            return RawLit(const_int(e, {}, (self.filename, self.line, None)), None)
+        except UnsupportedError:
+            return e  # not integer arithmetic of literals (a builtin's call): typed as it is
 
     def operands(
         self, op: Op, args: tuple[ir.Expr, ...], scope: Scope, want: Type | None
@@ -515,7 +563,6 @@ class Typer:
     def _stmt(self, s: ir.Stmt, scope: Scope, ret: Type | None, loop: bool) -> ir.Stmt:
         match s:
             case RawLet(name, ty, value, const):
-                self.shadowing_alias(name, self.line)
                 ty = self.resolve(ty)
                 value = self.expr(value, scope, ty)
                 if ty is not None and self.type_of(value, scope) != ty:
@@ -528,7 +575,6 @@ class Typer:
                     self.const_symbols.add(id(scope.lookup(name)))
                 return out
             case RawVar(name, ty, init):
-                self.shadowing_alias(name, self.line)
                 ty = self.resolve(ty)
                 if init is not None:
                     init = self.expr(init, scope, ty)
@@ -542,9 +588,19 @@ class Typer:
                 want = self.type_of(target, scope)
                 if op in (Op.SHL, Op.SHR):
                     want = Vec(want.n, u32) if isinstance(want, Vec) else u32
-                return self.check(
-                    ir.Assign(target, self.expr(value, scope, want), op), scope, ret, loop
-                )
+                value = self.expr(value, scope, want)
+                if _hoisted(target, value, scope):
+                    # The reference once, before the value: its indices into lets of their own.
+                    out: list[ir.Stmt] = []
+                    target = self.hoist_indices(target, self.fresh_names(scope), out, scope)
+                    inner = Scope(scope)
+                    for stmt in out:
+                        self.check(stmt, inner, ret, loop)
+                        self.lines[id(stmt)] = self.line
+                    last = self.check(ir.Assign(target, value, op), inner, ret, loop)
+                    self.lines[id(last)] = self.line
+                    return ir.Block((*out, last))
+                return self.check(ir.Assign(target, value, op), scope, ret, loop)
             case ir.Return(value) if value is not None:
                 return self.check(ir.Return(self.expr(value, scope, ret)), scope, ret, loop)
             case ir.If(cond, then, orelse):
@@ -555,15 +611,11 @@ class Typer:
                 inner = Scope(scope)
                 init = None if init is None else self.stmt(init, inner, ret, loop)
                 cond = None if cond is None else self.condition(cond, inner)
-                update = None if update is None else self.stmt(update, inner, ret, loop)
-                if isinstance(init, ir.Block) or isinstance(update, ir.Block):
-                    raise UnsupportedError(
-                        "a swizzle assignment as a for loop's initialiser or update (the IR "
-                        "writes it a component at a time, a block of statements)",
-                        self.filename,
-                        self.line,
-                    )
-                return ir.For(init, cond, update, self.block(body, Scope(inner), ret, True))
+                typed_update = None if update is None else self.stmt(update, inner, ret, loop)
+                if isinstance(init, ir.Block) or isinstance(typed_update, ir.Block):
+                    return self.stmt(self.for_as_blocks(s), scope, ret, loop)
+                body = self.block(body, Scope(inner), ret, True)
+                return ir.For(init, cond, typed_update, body)
             case ir.Loop(body, continuing, break_if):
                 inner = Scope(scope)
                 body = self.block(body, inner, ret, True)
@@ -608,21 +660,17 @@ class Typer:
                 return self.check(ir.AtomicStmt(self.expr(call, scope, None)), scope, ret, loop)
         return self.check(s, scope, ret, loop)
 
-    def shadowing_alias(self, name: str, line: int | None) -> None:
-        """Refuse the type ``name`` (an alias a function-scope declaration takes, from
-        ``line``) named in the rest of the function: within the declaration's scope WGSL reads
-        it as the declaration ("cannot use 'let vec4f' as type"), which kvdsl, the types read
-        before the scopes, does not tell from a use past that scope."""
-        for alias, at, column in self.alias_types:
-            if alias == name and line is not None and line <= at <= self.fn_end:
-                raise UnsupportedError(
-                    f"the type {name} named after a declaration of that name in the same "
-                    "function (give the declaration another name, or write the type with its "
-                    "template)",
-                    self.filename,
-                    at,
-                    column,
-                )
+    @staticmethod
+    def for_as_blocks(s: ir.For) -> ir.Block:
+        """``for (init; cond; update) { body }`` whose initialiser or update is a swizzle
+        assignment (a block of statements in the IR), as WGSL defines the loop: ``{ init;
+        loop { if !(cond) { break; } { body } continuing { update } } }`` (the body a block of
+        its own, so its declarations stay out of the update's scope)."""
+        init = () if s.init is None else (s.init,)
+        if s.update is None:
+            return ir.Block(init + (ir.For(None, s.cond, None, s.body),))
+        leave = () if s.cond is None else (ir.If(ir.Unary(Op.NOT, s.cond), (ir.Break(),)),)
+        return ir.Block(init + (ir.Loop(leave + (ir.Block(s.body),), (s.update,)),))
 
     def lhs_base(self, base: ir.Expr, scope: Scope) -> ir.Expr:
         """``base`` of an assignment's member target, typed (through a pointer: ``p.xy``)."""
@@ -658,12 +706,6 @@ class Typer:
                 f"{text}{step}: a swizzle cannot be incremented or decremented (WGSL's ++ and "
                 "-- take a scalar)"
             )
-        if any(type(node) is ir.FnCall for node in ir.walk(base)):
-            raise UnsupportedError(
-                f"assignment to the swizzle {text} of a reference that calls a function",
-                self.filename,
-                self.line,
-            )
         shift = s.op in (Op.SHL, Op.SHR)
         elem = u32 if shift else bt.scalar
         want = Vec(len(comps), elem)
@@ -676,11 +718,12 @@ class Typer:
                 f"{Vec(len(comps), bt.scalar)}"
             )
         inner = Scope(scope)
-        k = 0
-        while scope.lookup(f"_swizzle{k}") is not None:
-            k += 1
-        tmp = f"_swizzle{k}"
-        out: list[ir.Stmt] = [ir.Let(tmp, value)]
+        fresh = self.fresh_names(scope)
+        out: list[ir.Stmt] = []
+        if _hoisted(base, value, scope):
+            base = self.hoist_indices(base, fresh, out, scope)
+        tmp = fresh()
+        out.append(ir.Let(tmp, value))
         for j, c in enumerate(comps):
             part = ir.Name(tmp) if scalar else ir.Member(ir.Name(tmp), "xyzw"[j])
             out.append(ir.Assign(ir.Member(base, c), part, s.op))
@@ -688,6 +731,40 @@ class Typer:
             self.check(stmt, inner, ret, loop)
             self.lines[id(stmt)] = self.line
         return ir.Block(tuple(out))
+
+    @staticmethod
+    def fresh_names(scope: Scope):
+        """A function giving names no declaration in ``scope`` takes, ``_swizzle0`` on, each
+        once."""
+        taken: set[str] = set()
+
+        def fresh() -> str:
+            k = 0
+            while scope.lookup(f"_swizzle{k}") is not None or f"_swizzle{k}" in taken:
+                k += 1
+            taken.add(f"_swizzle{k}")
+            return f"_swizzle{k}"
+
+        return fresh
+
+    def hoist_indices(self, ref: ir.Expr, fresh, out: list[ir.Stmt], scope: Scope) -> ir.Expr:
+        """``ref`` (an assignment's reference) with each index that reads memory or calls a
+        function (not :func:`_fixed`) a ``let`` of a ``fresh`` name appended to ``out``, left
+        to right: the reference evaluated once, before the value (a swizzle assignment writes
+        it a component at a time)."""
+        match ref:
+            case ir.Index(base, index) if _fixed(index, scope):
+                return ir.Index(self.hoist_indices(base, fresh, out, scope), index)
+            case ir.Index(base, index):
+                base = self.hoist_indices(base, fresh, out, scope)
+                name = fresh()
+                out.append(ir.Let(name, index))
+                return ir.Index(base, ir.Name(name))
+            case ir.Member(base, name):
+                return ir.Member(self.hoist_indices(base, fresh, out, scope), name)
+            case ir.Deref(x):
+                return ir.Deref(self.hoist_indices(x, fresh, out, scope))
+        return ref
 
     def phony(self, value: ir.Expr, scope: Scope, ret: Type | None, loop: bool) -> ir.Stmt | None:
         """``_ = e;``: a call statement where ``e`` is a helper's call, a ``let`` of a fresh name

@@ -55,6 +55,23 @@ class Assignment:
         if self._structs and (sb := self.struct_root(target)) is not None:
             self.struct_store(sb, target, v, m)
             return
+        if (
+            isinstance(target, (ir.Index, ir.Member))
+            and isinstance(target.base, ir.Index)
+            and isinstance(target.base.base, ir.Name)
+        ):
+            b = self.buffers.get(target.base.base.name)
+            if b is not None and not self._shadowed(target.base.base.name):
+                # ``out[i].x = v`` or ``out[i][j] = v``: the element with the component set
+                # (the stores' races are the element's).
+                idx = self.eval(target.base.index, m)
+                old = self.load(b, idx, m)
+                if type(target) is ir.Member:
+                    lane = np.array([COMPONENTS.index(target.name)], np.uint32)
+                else:
+                    lane = self.eval(target.index, m)
+                self.store(b, idx, self.set_elem(old, lane, v, m, None, target.base), m)
+                return
         if isinstance(target, ir.Index) and isinstance(target.base, ir.Name):
             b = self.buffers.get(target.base.name)
             if b is not None and not self._shadowed(target.base.name):

@@ -326,10 +326,20 @@ class Verifier(ExprTyper):
         elif sym.kind == "binding":
             if sym.access != "read_write":
                 raise VerifyError(f"{show(s)}: binding '{root.name}' is read-only")
-            if not isinstance(target, ir.Index) or (
-                target.base is not root and target.base != root
+            element = target
+            if isinstance(sym.ty.elem, Vec) and (
+                isinstance(target, ir.Index)
+                or isinstance(target, ir.Member)
+                and len(target.name) == 1
             ):
-                raise VerifyError(f"{show(s)}: a binding is written one element at a time")
+                element = target.base if isinstance(target.base, ir.Index) else target
+            if not isinstance(element, ir.Index) or (
+                element.base is not root and element.base != root
+            ):
+                raise VerifyError(
+                    f"{show(s)}: a binding is written one element (or one component of a "
+                    "vector element) at a time"
+                )
             self.stored.add(root.name)
         elif sym.kind == "workgroup":
             depth, t = 0, target  # how many indices deep the target is

@@ -29,18 +29,6 @@ LIMITS = {
         "struct P { n: u32 }\n@group(0) @binding(1) var<uniform> params: P;\n"
         "@group(0) @binding(2) var<uniform> n: u32;\n",
     ),
-    "let_named_u32": k("  let u32 = 1u; out[0] = u32;"),
-    "const_named_vec4f": k("  out[0] = vec4f;", "const vec4f = 1u;\n"),
-    "alias_type_past_its_shadow": k(
-        "  { let vec4f = 1u; }\n  let q: vec4f = vec4<f32>(1.0); out[0] = u32(q.x);"
-    ),
-    "swizzle_assign_for_update": k(
-        "  var v = vec4(1u);\n  for (; v.x < 4u; v.xy += vec2(1u, 1u)) { }\n  out[0] = v.x;"
-    ),
-    "swizzle_assign_through_a_call": k(
-        "  var v = array<vec4<u32>, 2>();\n  v[f()].xy = vec2(1u, 2u);\n  out[0] = v[1].x;",
-        "fn f() -> u32 { return 1u; }\n",
-    ),
     "ptr_struct_param": O
     + "struct P { n: u32 }\n@group(0) @binding(1) var<uniform> params: P;\n"
     + "fn f(p: ptr<uniform, P>) -> u32 { return (*p).n; }\n@compute @workgroup_size(64)\n"
@@ -48,6 +36,30 @@ LIMITS = {
     "wg_count_member": k(
         "  t[0] = 1u; out[0] = t[0];",
         "const C = R(4u);\nstruct R { n: u32 }\nvar<workgroup> t: array<u32, C.n>;\n",
+    ),
+    "for_init_call": k(
+        "  var c = 0u;\n  for (f(&c); c < 3u; c++) { }\n  out[0] = c;",
+        "fn f(p: ptr<function, u32>) { *p = 1u; }\n",
+    ),
+    "for_update_call": k(
+        "  var c = 0u;\n  for (; c < 3u; f(&c)) { }\n  out[0] = c;",
+        "fn f(p: ptr<function, u32>) { *p += 1u; }\n",
+    ),
+    "ptr_struct_parameter": k(
+        "  var s = S(1u); out[0] = g(&s);",
+        "struct S { a: u32 }\nfn g(p: ptr<function, S>) -> u32 { return (*p).a; }\n",
+    ),
+    "array_length_through_a_pointer": k(
+        "  out[0] = g(&out);",
+        "fn g(p: ptr<storage, array<u32>, read_write>) -> u32 { return arrayLength(p); }\n",
+    ),
+    "binding_slot_reused_by_an_unused_var": k(
+        "  out[0] = 1u;", "@group(0) @binding(0) var<storage, read_write> x: array<u32>;\n"
+    ),
+    "member_location": k("  out[0] = 1u;", "struct S { @location(0) a: u32 }\n"),
+    "workgroup_index": (
+        O + "@compute @workgroup_size(64)\nfn main(@builtin(workgroup_index) w: u32) {\n"
+        "  out[w] = w;\n}\n"
     ),
     "texture_param": O
     + "@group(0) @binding(1) var img: texture_storage_2d<r32uint, write>;\n"

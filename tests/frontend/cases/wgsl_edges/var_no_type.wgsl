@@ -1,5 +1,5 @@
-// expect: outside "var x needs a type or an initialiser"
-// tint: refused
+// expect: syntax error "var x needs a type or an initialiser"
+// tint: refused "var declaration requires a type or initializer"
 // in: ../_kernel.wgsl
 @group(0) @binding(0) var<storage, read_write> out: array<u32>;
 // {body}

@@ -1,4 +1,4 @@
-// expect: outside "attribute @workgroup_size on helper function f"
+// expect: type error "attribute @workgroup_size on helper function f (a helper takes @must_use and @diagnostic)"
 // tint: refused
 @group(0) @binding(0) var<storage, read_write> out: array<u32>;
 @workgroup_size(64) fn f(x: u32) -> u32 { return x; }
