@@ -11,7 +11,6 @@ through ``Verifier.stmt``, so a type error is raised with the line of the statem
 
 from __future__ import annotations
 
-import numpy as np
 
 from kvdsl.frontend.errors import UnsupportedError, WgslTypeError
 from kvdsl.frontend.numbers import const_int
@@ -44,12 +43,11 @@ from kvdsl.ir.types import (
     f16,
     f32,
     i32,
-    is_result_struct,
     u32,
 )
-from kvdsl.ir.consteval import literal_ok
+from kvdsl.frontend.abstract import abstract_kind, canonical, is_abstract, pick, widest
+from kvdsl.frontend.assign import RGBA, RGBA_AS_XYZW, Assignments, hoisted
 from kvdsl.ir.scope import Scope, VerifyError, shadowing
-from kvdsl.ir.show import show as value_text
 from kvdsl.ir.verify import SWITCH_CLAUSE, Verifier
 
 # WGSL builtin functions the IR has no op for: calling one is "outside the subset", not an
@@ -63,114 +61,7 @@ WGSL_BUILTINS = set(
 )
 
 
-def canonical(value: int | float, ty: Scalar) -> int | float | bool:
-    """The literal value as the IR holds it.
-
-    An f32 is the shortest decimal that reads back as the same value (so ``1e-6`` stays
-    ``1e-6``, as the builder writes it), except where that decimal lies past the type's largest
-    finite value (``3.4028235e38``): then the exact value, which the verifier accepts. An f16 is
-    its exact value, as the builder holds it (``31.62h`` is ``31.625``: Tint would read those
-    digits as 31.609375).
-    """
-    if not ty.is_float:
-        return value
-    with np.errstate(over="ignore"):
-        v = (np.float16 if ty == f16 else np.float32)(value)
-    if not np.isfinite(v):
-        raise ValueError(f"{value!r} is out of range for {ty}")
-    if ty == f16:
-        return float(v)
-    short = float(np.format_float_positional(v, unique=True))
-    return short if literal_ok(short, ty) else float(v)
-
-
-def is_abstract(e: ir.Expr) -> bool:
-    """Whether every leaf of ``e`` is an abstract literal (so its type comes from context)."""
-    match e:
-        case RawLit(_, ty):
-            return ty is None
-        case ir.Unary(_, x):
-            return is_abstract(x)
-        case ir.Binary(_, a, b):
-            return is_abstract(a) and is_abstract(b)
-        case ir.Call(_, args):
-            return all(is_abstract(a) for a in args)
-        case RawCtor(VecShape() | ArrayShape(), args):
-            return bool(args) and all(is_abstract(a) for a in args)  # vec2(1, 2)
-        case ir.Member(base, _) | ir.Index(base, _):
-            return is_abstract(base)  # vec3(1, 2, 3).y, array(4, 5)[i]
-    return False
-
-
-def abstract_kind(e: ir.Expr) -> str | None:
-    """``"int"`` or ``"float"`` where ``e`` is abstract (its literals, and the inferred
-    constructors ``vec2(1, 2)`` and ``array(1.5, 2)`` of them), the latter where a float is among
-    them; None where ``e`` has a concrete type."""
-    match e:
-        case RawLit(value, None):
-            return "float" if isinstance(value, float) else "int"
-        case ir.Unary(_, x):
-            return abstract_kind(x)
-        case ir.Binary(_, a, b) | ir.Call(_, (a, b)):
-            return _widest((abstract_kind(a), abstract_kind(b)))
-        case RawCtor(VecShape() | ArrayShape(), args) if args:
-            return _widest([abstract_kind(a) for a in args])
-        case ir.Member(base, _) | ir.Index(base, _):
-            return abstract_kind(base)  # array(1, 2.5)[0]
-    return None
-
-
-def _calls(e: ir.Expr) -> bool:
-    """Whether ``e`` calls a helper function."""
-    return any(type(node) is ir.FnCall for node in ir.walk(e))
-
-
-def _hoisted(target: ir.Expr, value: ir.Expr, scope: Scope) -> bool:
-    """Whether an assignment's ``target`` takes its indices into lets before ``value`` is
-    evaluated, as WGSL evaluates the reference first: where it calls a helper (once), or where
-    the value does and an index reads memory the call may change."""
-    return (
-        _calls(target)
-        or _calls(value)
-        and any(
-            type(node) is ir.Index and not _fixed(node.index, scope) for node in ir.walk(target)
-        )
-    )
-
-
-def _fixed(index: ir.Expr, scope: Scope) -> bool:
-    """Whether ``index`` reads no memory (no var, binding or workgroup var, nothing through
-    a pointer, no call): what a call cannot change."""
-    for node in ir.walk(index):
-        if type(node) in (ir.FnCall, ir.Deref):
-            return False
-        if type(node) is ir.Name:
-            sym = scope.lookup(node.name)
-            if sym is None or sym.kind in ("var", "binding", "workgroup"):
-                return False
-    return True
-
-
-def _widest(kinds) -> str | None:
-    """The abstract type abstract operands of ``kinds`` make: float where one is."""
-    if None in kinds:
-        return None
-    return "float" if "float" in kinds else "int"
-
-
-def _pick(value: int | float, want: Type | None) -> Scalar:
-    s = want.scalar if isinstance(want, (Scalar, Vec, Mat)) else None
-    if isinstance(value, float):
-        return s if s is not None and s.is_float else f32
-    return s if s is not None and s.is_numeric else i32
-
-
-_RGBA = frozenset("rgba")
-_XYZW = frozenset("xyzw")
-_RGBA_AS_XYZW = str.maketrans("rgba", "xyzw")
-
-
-class Typer:
+class Typer(Assignments):
     """Turns raw statements into verified IR statements, keeping their source lines."""
 
     def __init__(
@@ -231,7 +122,7 @@ class Typer:
         """``e`` with every abstract literal typed; ``want`` is the type the context expects."""
         match e:
             case RawLit(value, ty):
-                ty = ty or _pick(value, want)
+                ty = ty or pick(value, want)
                 try:
                     held = canonical(value, ty)
                 except ValueError as err:
@@ -334,8 +225,8 @@ class Typer:
                     and sym.kind == "binding"
                 ):
                     return ir.Member(base, name)  # a binding that is one struct: rows.n
-                if isinstance(self.type_of(base, scope), Vec) and set(name) <= _RGBA:
-                    name = name.translate(_RGBA_AS_XYZW)  # WGSL's colour swizzle: the IR's xyzw
+                if isinstance(self.type_of(base, scope), Vec) and set(name) <= RGBA:
+                    name = name.translate(RGBA_AS_XYZW)  # WGSL's colour swizzle: the IR's xyzw
                 return ir.Member(base, name)
         raise self.error(f"not an expression: {e!r}")
 
@@ -368,7 +259,7 @@ class Typer:
         """Type operands that must agree: abstract ones take the first concrete one's type."""
         out: list[ir.Expr | None] = [None] * len(args)
         like: Type | None = None
-        if _widest([abstract_kind(a) for a in args]) == "float":
+        if widest([abstract_kind(a) for a in args]) == "float":
             # Abstract ints and floats alone make an abstract float (2 * 1.5, u32(2 * 1.5)); an
             # abstract int operand is exact before it converts: (16777217 - 16777216) * 1.5.
             if not (isinstance(want, (Scalar, Vec, Mat)) and want.scalar.is_float):
@@ -441,7 +332,7 @@ class Typer:
         else:
             inner = want.elem if isinstance(want, Array) else None
         if elem is None:
-            kind = _widest([abstract_kind(a) for a in args])
+            kind = widest([abstract_kind(a) for a in args])
             scalar = inner.scalar if isinstance(inner, (Scalar, Vec)) else None
             ok = scalar is not None and (scalar.is_float or kind == "int" and scalar.is_numeric)
             elem = inner if ok else (f32 if kind == "float" else i32)
@@ -589,7 +480,7 @@ class Typer:
                 if op in (Op.SHL, Op.SHR):
                     want = Vec(want.n, u32) if isinstance(want, Vec) else u32
                 value = self.expr(value, scope, want)
-                if _hoisted(target, value, scope):
+                if hoisted(target, value, scope):
                     # The reference once, before the value: its indices into lets of their own.
                     out: list[ir.Stmt] = []
                     target = self.hoist_indices(target, self.fresh_names(scope), out, scope)
@@ -659,131 +550,6 @@ class Typer:
             case ir.AtomicStmt(call):
                 return self.check(ir.AtomicStmt(self.expr(call, scope, None)), scope, ret, loop)
         return self.check(s, scope, ret, loop)
-
-    @staticmethod
-    def for_as_blocks(s: ir.For) -> ir.Block:
-        """``for (init; cond; update) { body }`` whose initialiser or update is a swizzle
-        assignment (a block of statements in the IR), as WGSL defines the loop: ``{ init;
-        loop { if !(cond) { break; } { body } continuing { update } } }`` (the body a block of
-        its own, so its declarations stay out of the update's scope)."""
-        init = () if s.init is None else (s.init,)
-        if s.update is None:
-            return ir.Block(init + (ir.For(None, s.cond, None, s.body),))
-        leave = () if s.cond is None else (ir.If(ir.Unary(Op.NOT, s.cond), (ir.Break(),)),)
-        return ir.Block(init + (ir.Loop(leave + (ir.Block(s.body),), (s.update,)),))
-
-    def lhs_base(self, base: ir.Expr, scope: Scope) -> ir.Expr:
-        """``base`` of an assignment's member target, typed (through a pointer: ``p.xy``)."""
-        return self.through(self.expr(base, scope, None), scope)
-
-    def swizzle_target(self, base: ir.Expr, name: str, scope: Scope) -> bool:
-        """Whether ``base.name``, an assignment's target, is a swizzle of a vector."""
-        if len(name) < 2 or not (set(name) <= _XYZW or set(name) <= _RGBA):
-            return False
-        try:
-            return isinstance(self.type_of(self.lhs_base(base, scope), scope), Vec)
-        except WgslTypeError:
-            return False  # the assignment's own check says why
-
-    def swizzle_assign(
-        self, s: ir.Assign, base: ir.Expr, name: str, scope: Scope, ret: Type | None, loop: bool
-    ) -> ir.Block:
-        """``v.zx = e`` (or ``op=``), as Tint takes it: ``e`` once into a ``let`` of a fresh
-        name, then one assignment per component, ``v.z = t.x; v.x = t.y;`` (``v.z op= t``
-        each, of a scalar ``e``), in a block of their own."""
-        bt = self.type_of(base, scope)
-        comps = name.translate(_RGBA_AS_XYZW) if set(name) <= _RGBA else name
-        text = f"{value_text(base)}.{name}"
-        if not set(comps) <= set("xyzw"[: bt.n]) or len(comps) > 4:
-            raise self.error(f"{text}: no such swizzle of a {bt}")
-        if len(set(comps)) != len(comps):
-            raise self.error(
-                f"{text} = ...: cannot assign to a vector swizzle with duplicate target components"
-            )
-        if id(s) in self.steps:
-            step = "++" if s.op is Op.ADD else "--"
-            raise self.error(
-                f"{text}{step}: a swizzle cannot be incremented or decremented (WGSL's ++ and "
-                "-- take a scalar)"
-            )
-        shift = s.op in (Op.SHL, Op.SHR)
-        elem = u32 if shift else bt.scalar
-        want = Vec(len(comps), elem)
-        value = self.expr(s.value, scope, want)
-        vt = self.type_of(value, scope)
-        scalar = s.op is not None and vt == elem
-        if vt != want and not scalar:
-            raise self.error(
-                f"{text} = {value_text(value)}: cannot assign a {vt} to the swizzle {text}, a "
-                f"{Vec(len(comps), bt.scalar)}"
-            )
-        inner = Scope(scope)
-        fresh = self.fresh_names(scope)
-        out: list[ir.Stmt] = []
-        if _hoisted(base, value, scope):
-            base = self.hoist_indices(base, fresh, out, scope)
-        tmp = fresh()
-        out.append(ir.Let(tmp, value))
-        for j, c in enumerate(comps):
-            part = ir.Name(tmp) if scalar else ir.Member(ir.Name(tmp), "xyzw"[j])
-            out.append(ir.Assign(ir.Member(base, c), part, s.op))
-        for stmt in out:
-            self.check(stmt, inner, ret, loop)
-            self.lines[id(stmt)] = self.line
-        return ir.Block(tuple(out))
-
-    @staticmethod
-    def fresh_names(scope: Scope):
-        """A function giving names no declaration in ``scope`` takes, ``_swizzle0`` on, each
-        once."""
-        taken: set[str] = set()
-
-        def fresh() -> str:
-            k = 0
-            while scope.lookup(f"_swizzle{k}") is not None or f"_swizzle{k}" in taken:
-                k += 1
-            taken.add(f"_swizzle{k}")
-            return f"_swizzle{k}"
-
-        return fresh
-
-    def hoist_indices(self, ref: ir.Expr, fresh, out: list[ir.Stmt], scope: Scope) -> ir.Expr:
-        """``ref`` (an assignment's reference) with each index that reads memory or calls a
-        function (not :func:`_fixed`) a ``let`` of a ``fresh`` name appended to ``out``, left
-        to right: the reference evaluated once, before the value (a swizzle assignment writes
-        it a component at a time)."""
-        match ref:
-            case ir.Index(base, index) if _fixed(index, scope):
-                return ir.Index(self.hoist_indices(base, fresh, out, scope), index)
-            case ir.Index(base, index):
-                base = self.hoist_indices(base, fresh, out, scope)
-                name = fresh()
-                out.append(ir.Let(name, index))
-                return ir.Index(base, ir.Name(name))
-            case ir.Member(base, name):
-                return ir.Member(self.hoist_indices(base, fresh, out, scope), name)
-            case ir.Deref(x):
-                return ir.Deref(self.hoist_indices(x, fresh, out, scope))
-        return ref
-
-    def phony(self, value: ir.Expr, scope: Scope, ret: Type | None, loop: bool) -> ir.Stmt | None:
-        """``_ = e;``: a call statement where ``e`` is a helper's call, a ``let`` of a fresh name
-        where ``e`` holds one (its calls run, in order), else nothing (``e`` has no effect)."""
-        e = self.expr(value, scope, None)
-        ty = self.type_of(e, scope)
-        if not isinstance(ty, (Scalar, Vec, Mat, Array, Struct, Ptr)):
-            raise self.error(
-                f"_ = {value_text(e)}: the value is a {ty}; WGSL's phony assignment takes a "
-                "constructible value or a pointer (use &)"
-            )
-        if type(e) is ir.FnCall:
-            return self.check(ir.CallStmt(e), scope, ret, loop)
-        if not any(type(node) is ir.FnCall for node in ir.walk(e)):
-            return None
-        k = 0
-        while scope.lookup(f"_phony{k}") is not None:
-            k += 1
-        return self.check(ir.Let(f"_phony{k}", e), scope, ret, loop)
 
     def condition(self, cond: ir.Expr, scope: Scope) -> ir.Expr:
         cond = self.expr(cond, scope, bool_)

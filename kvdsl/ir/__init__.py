@@ -17,7 +17,7 @@ precedence number, because WGSL's grammar is not a ladder: shifts take only unar
 relations do not chain.
 
 :mod:`~kvdsl.ir.tree` holds expressions, statements, module items and the ``Kernel`` with its
-host contract, all frozen dataclasses with tuple children, so equality and hashing come for
+host contract (the builtin tables from :mod:`~kvdsl.ir.builtins`), all frozen dataclasses with tuple children, so equality and hashing come for
 free. (The name keeps it apart from :mod:`kvdsl.nodes`, the composable building blocks.) Code
 that matches on them imports the module once, ``from kvdsl.ir import tree as ir``, and writes
 ``case ir.Binary(op, a, b):``. Expressions carry no types: only literals and conversions do,
@@ -33,7 +33,8 @@ v:``, ``==``, iteration) raise, and misuse (an op given as text, ``convert``'s a
 swapped) says what was expected. The handles carry types while building, so type errors still
 come at build time.
 
-The verifier is split by concern: :mod:`~kvdsl.ir.scope` (names: every declared name one WGSL
+The verifier is split by concern: :mod:`~kvdsl.ir.declarations` (the module's declarations,
+checked into the module scope), :mod:`~kvdsl.ir.scope` (names: every declared name one WGSL
 takes), :mod:`~kvdsl.ir.typeof` (typing of expressions) with :mod:`~kvdsl.ir.pointers`
 (pointers, atomics, helper calls and their alias analysis), :mod:`~kvdsl.ir.consteval` (the
 constants WGSL refuses when it compiles, evaluated as Tint does, through the op table's own

@@ -9,6 +9,14 @@ from __future__ import annotations
 
 from dataclasses import MISSING, dataclass, field, fields
 
+from kvdsl.ir.builtins import (  # noqa: F401 (re-exported: ir.BUILTIN_INPUTS, ir.builtin_type)
+    ATOMIC_FUNCTIONS,
+    BUILTIN_INPUTS,
+    SCALAR_BUILTINS,
+    SUBGROUP_BUILTINS,
+    UNIFORM_BUILTINS,
+    builtin_type,
+)
 from kvdsl.ir.ops import Op
 from kvdsl.ir.types import (
     Array,
@@ -24,7 +32,6 @@ from kvdsl.ir.types import (
     memory_unit,
     stride,
     u32,
-    vec3u,
 )
 
 # ---- expressions ------------------------------------------------------------------------------
@@ -132,23 +139,6 @@ class TextureDimensions:
     ``name`` (the same for every invocation)."""
 
     name: str
-
-
-#: WGSL's atomic builtins: the name after ``atomic`` and how many value arguments follow
-#: the pointer.
-ATOMIC_FUNCTIONS = {
-    "Load": 0,
-    "Store": 1,
-    "Add": 1,
-    "Sub": 1,
-    "Max": 1,
-    "Min": 1,
-    "And": 1,
-    "Or": 1,
-    "Xor": 1,
-    "Exchange": 1,
-    "CompareExchangeWeak": 2,
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -511,29 +501,6 @@ class Uniform:
 
     name: str
     ty: Scalar | Vec | Mat | Array | Struct
-
-
-BUILTIN_INPUTS = {
-    "global_invocation_id": "gid",
-    "local_invocation_id": "lid",
-    "local_invocation_index": "lidx",
-    "workgroup_id": "wid",
-    "num_workgroups": "nwg",
-    "subgroup_size": "sg",
-    "subgroup_invocation_id": "sgid",
-}
-#: Builtins whose value is one ``u32`` (the others are ``vec3<u32>``).
-SCALAR_BUILTINS = frozenset({"local_invocation_index", "subgroup_size", "subgroup_invocation_id"})
-#: Builtins of WGSL's ``subgroups`` extension (a module using one says ``enable subgroups;``).
-SUBGROUP_BUILTINS = frozenset({"subgroup_size", "subgroup_invocation_id"})
-#: Builtins every invocation of a workgroup sees the same value of (WGSL's uniformity analysis
-#: agrees: a barrier may stand under a condition on them).
-UNIFORM_BUILTINS = frozenset({"subgroup_size", "workgroup_id", "num_workgroups"})
-
-
-def builtin_type(builtin: str) -> Scalar | Vec:
-    """The WGSL type of compute builtin ``builtin`` (WGSL's name, e.g. ``subgroup_size``)."""
-    return u32 if builtin in SCALAR_BUILTINS else vec3u
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from kvdsl.emit import emit
 from kvdsl.frontend import parse
-from kvdsl.frontend.typer import canonical
+from kvdsl.frontend.abstract import canonical
 from kvdsl.ir.tree import Kernel, Lit
 from kvdsl.ir.types import bool_, f16, i32, u32
 

@@ -54,7 +54,7 @@ from kvdsl.ir.tree import (
 )
 from kvdsl.ir.ops import Op
 from kvdsl.ir.types import Vec, bool_, f16, f32, i32, u32
-from kvdsl.frontend.typer import canonical
+from kvdsl.frontend.abstract import canonical
 from kvdsl.ir.verify import verify
 from tests.helpers.exec_fuzz import fuzz_settings
 from tests.helpers.features import suite_feature

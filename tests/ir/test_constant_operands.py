@@ -458,7 +458,7 @@ def test_f16_literals_read_back_exactly_under_tint():
     import numpy as np
 
     from kvdsl.emit.wgsl import format_literal
-    from kvdsl.frontend.typer import canonical
+    from kvdsl.frontend.abstract import canonical
     from kvdsl.ir.types import f16
 
     rng = np.random.default_rng(95)
