@@ -39,6 +39,7 @@ from kvdsl.frontend.errors import (
 )
 from kvdsl.frontend.interface import Interface
 from kvdsl.frontend.numbers import const_int
+from kvdsl.frontend.order import in_dependency_order
 from kvdsl.frontend.records import (
     Attr,
     ConstDecl,
@@ -171,7 +172,7 @@ def parse_with_lines(
         raise syntax_error(err, parser, text, filename) from None
     to_ir = ToIR(filename, found, dict(constants or {}))
     try:
-        module = to_ir.transform(tree)
+        module = to_ir.transform(in_dependency_order(tree))
     except VisitError as err:
         if isinstance(err.orig_exc, FrontendError):
             raise err.orig_exc from None

@@ -45,10 +45,6 @@ LIMITS = {
     + "struct P { n: u32 }\n@group(0) @binding(1) var<uniform> params: P;\n"
     + "fn f(p: ptr<uniform, P>) -> u32 { return (*p).n; }\n@compute @workgroup_size(64)\n"
     + "fn main(@builtin(global_invocation_id) gid: vec3<u32>) {\n  out[0] = f(&params);\n}\n",
-    "wg_count_member": k(
-        "  t[0] = 1u; out[0] = t[0];",
-        "const C = R(4u);\nstruct R { n: u32 }\nvar<workgroup> t: array<u32, C.n>;\n",
-    ),
     "texture_param": O
     + "@group(0) @binding(1) var img: texture_storage_2d<r32uint, write>;\n"
     + "fn put(t: texture_storage_2d<r32uint, write>, i: u32) { textureStore(t, vec2<u32>(i, 0u), "
