@@ -104,14 +104,6 @@ class Interface:
                 if isinstance(ty, Struct):
                     self.structs[ty.name] = ty
         self.uniforms = tuple(x for _, x in sorted(others, key=lambda x: x[0]))
-        fields = {n for n, _ in params.fields} if params is not None else set()
-        for u in self.uniforms:
-            if u.name in fields:  # the host gives both by name, in one object
-                raise self.err(
-                    f"uniform '{u.name}' named like a field of the params struct "
-                    f"{params.name} (the host gives each by its name)",
-                    self.decl_lines[u.name],
-                )
         return params
 
     def uniform_struct(self, d: StructDecl, decls: dict[str, StructDecl]) -> Struct:

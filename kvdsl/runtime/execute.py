@@ -57,7 +57,7 @@ class _Dispatch:
         textures: tuple[Texture, ...] = (),
     ) -> None:
         wgpu = gpu.wgpu_module()
-        params, values = split_uniforms(uniforms, params)
+        params, values = split_uniforms(uniforms, params, params_struct)
         buffers, texels = split_textures(textures, buffers)
         buffers = check_inputs(bindings, params_struct, buffers, params, label)
         check_bindings(bindings, buffers, gpu.device(*gpu.extensions(wgsl), limits).limits)
@@ -280,7 +280,9 @@ def run(
     The params and buffers are checked first (:func:`kvdsl.runtime.inputs.check_inputs`: a
     big-endian array comes back little-endian), then the kernel's contract. ``params`` gives
     the params fields, and each other uniform's value by its name."""
-    fields = split_uniforms(kernel.uniforms, params)[0] if params is not None else None
+    fields = (
+        split_uniforms(kernel.uniforms, params, kernel.params)[0] if params is not None else None
+    )
     buffers, texels = split_textures(kernel.textures, buffers)
     buffers = check_inputs(kernel.bindings, kernel.params, buffers, fields, kernel.name)
     if workgroups is None:
@@ -335,7 +337,7 @@ def time_kernel(
         limits = kernel_limits(kernel)
         label = label or kernel.name
         uniforms, textures = kernel.uniforms, kernel.textures
-        fields = split_uniforms(uniforms, params)[0] if params is not None else None
+        fields = split_uniforms(uniforms, params, kernel.params)[0] if params is not None else None
         buffers, texels = split_textures(textures, buffers)
         buffers = check_inputs(kernel.bindings, kernel.params, buffers, fields, kernel.name)
         buffers = buffers | texels

@@ -24,11 +24,6 @@ def k(body: str, head: str = "") -> str:
 
 
 LIMITS = {
-    "uniform_named_like_field": k(
-        "  out[0] = params.n + n;",
-        "struct P { n: u32 }\n@group(0) @binding(1) var<uniform> params: P;\n"
-        "@group(0) @binding(2) var<uniform> n: u32;\n",
-    ),
     "let_named_u32": k("  let u32 = 1u; out[0] = u32;"),
     "const_named_vec4f": k("  out[0] = vec4f;", "const vec4f = 1u;\n"),
     "alias_type_past_its_shadow": k(
