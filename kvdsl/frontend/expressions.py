@@ -256,10 +256,7 @@ class Expressions(Rules):
     def _pointer_type(self, tok: Token, args) -> Ptr:
         """``ptr<space, T[, access]>``: the space and access are words (read as type names)."""
         words = [a.name if isinstance(a, StructRef) else None for a in args]
-        if len(args) in (2, 3) and words[0] in POINTER_SPACES and words[1] is not None:
-            raise self._err(f"ptr<{words[0]}, {words[1]}> (pointers to structs)", tok.line,
-                            tok.column)  # fmt: skip
-        if len(args) not in (2, 3) or words[0] is None or words[1] is not None:
+        if len(args) not in (2, 3) or words[0] is None:
             raise WgslTypeError(
                 "ptr takes an address space, a type and, for storage, an access mode "
                 "(ptr<function, f32>, ptr<storage, array<u32>, read_write>)",
@@ -287,8 +284,8 @@ class Expressions(Rules):
                 )
         else:
             access = "read" if space in ("storage", "uniform") else "read_write"
-        if not isinstance(store, (Scalar, Vec, Mat, Array, RuntimeArray, Atomic)):
-            raise self._err(f"ptr<{space}, {store}> (pointers to scalars, vectors, matrices, arrays, atomics)",
+        if not isinstance(store, (Scalar, Vec, Mat, Array, RuntimeArray, Atomic, StructRef)):
+            raise self._err(f"ptr<{space}, {store}> (pointers to scalars, vectors, matrices, arrays, structs, atomics)",
                             tok.line, tok.column)  # fmt: skip
         return Ptr(space, store, access)
 

@@ -279,6 +279,9 @@ class _Assembler:
         checker.function_names = frozenset(fn.name for fn in fns if fn is not entry)
         typer = Typer(checker, self.filename, self.raw_lines, self.calls, self.rounded)
         typer.structs = interface.structs
+        if params is not None and params.name not in typer.structs:
+            # The params struct names a type too: ptr<uniform, P>, let q: P = params;
+            typer.structs = {**interface.structs, params.name: params}
         self.interface_structs = interface.structs
         for fn in fns:
             if fn is not entry:
@@ -647,7 +650,7 @@ class _Assembler:
         params = []
         typer.fn_end = fn.end_line
         for attrs, pname, pty in fn.params:
-            pty = typer.resolve(pty) if isinstance(pty, StructRef) else pty
+            pty = typer.resolve(pty) if isinstance(pty, (StructRef, Ptr)) else pty
             if attrs or not (isinstance(pty, (Scalar, Vec, Mat, Ptr)) or value_struct(pty)):
                 raise self.err(
                     f"parameter {pname} of {fn.name}: scalars, vectors, matrices, structs and "

@@ -172,6 +172,8 @@ class Typer:
             return st
         if isinstance(ty, Array) and isinstance(array_leaf(ty), StructRef):
             return Array(self.resolve(ty.elem), ty.n)  # array<R, 2>, array<array<R, 2>, 3>
+        if isinstance(ty, Ptr) and isinstance(array_leaf(ty.store), StructRef):
+            return Ptr(ty.space, self.resolve(ty.store), ty.access)  # ptr<function, S>
         return ty
 
     def struct_ctor(self, st: Struct, args: tuple[ir.Expr, ...], scope: Scope) -> ir.Construct:

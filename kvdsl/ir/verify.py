@@ -587,8 +587,7 @@ def check_pointer_type(what: str, t: Ptr) -> None:
             f"{what}: access '{t.access}' in {t.space} memory (read_write; storage also read; "
             "uniform read only)"
         )
-    kinds = (Scalar, Vec, Mat, Array, RuntimeArray, Atomic)
-    kinds += (Struct,) if t.space == "uniform" else ()  # &params, the uniform's struct
+    kinds = (Scalar, Vec, Mat, Array, RuntimeArray, Atomic, Struct)
     if not isinstance(t.store, kinds) or (
         isinstance(t.store, RuntimeArray) and t.space != "storage"
     ):

@@ -36,10 +36,6 @@ LIMITS = {
         "  var v = array<vec4<u32>, 2>();\n  v[f()].xy = vec2(1u, 2u);\n  out[0] = v[1].x;",
         "fn f() -> u32 { return 1u; }\n",
     ),
-    "ptr_struct_param": O
-    + "struct P { n: u32 }\n@group(0) @binding(1) var<uniform> params: P;\n"
-    + "fn f(p: ptr<uniform, P>) -> u32 { return (*p).n; }\n@compute @workgroup_size(64)\n"
-    + "fn main(@builtin(global_invocation_id) gid: vec3<u32>) {\n  out[0] = f(&params);\n}\n",
     "texture_param": O
     + "@group(0) @binding(1) var img: texture_storage_2d<r32uint, write>;\n"
     + "fn put(t: texture_storage_2d<r32uint, write>, i: u32) { textureStore(t, vec2<u32>(i, 0u), "
