@@ -55,7 +55,7 @@ from kvdsl.frontend.records import (
 from kvdsl.frontend.transform import ToIR
 from kvdsl.frontend.typer import Typer
 from kvdsl.ir import tree as ir
-from kvdsl.ir.types import Array, Mat, Ptr, Scalar, Struct, Vec, bool_
+from kvdsl.ir.types import Array, Mat, Ptr, Scalar, StorageTexture, Struct, Vec, bool_
 from kvdsl.ir.features import uses_f16
 from kvdsl.ir.scope import Scope, Symbol, VerifyError, name_problem
 from kvdsl.ir.verify import (
@@ -651,10 +651,12 @@ class _Assembler:
         typer.fn_end = fn.end_line
         for attrs, pname, pty in fn.params:
             pty = typer.resolve(pty) if isinstance(pty, (StructRef, Ptr)) else pty
-            if attrs or not (isinstance(pty, (Scalar, Vec, Mat, Ptr)) or value_struct(pty)):
+            if attrs or not (
+                isinstance(pty, (Scalar, Vec, Mat, Ptr, StorageTexture)) or value_struct(pty)
+            ):
                 raise self.err(
-                    f"parameter {pname} of {fn.name}: scalars, vectors, matrices, structs and "
-                    "pointers only",
+                    f"parameter {pname} of {fn.name}: scalars, vectors, matrices, structs, "
+                    "pointers and storage textures only",
                     fn.line,
                 )
             if isinstance(pty, Ptr):
@@ -664,7 +666,8 @@ class _Assembler:
                     raise WgslTypeError(str(err), self.filename, fn.line) from None
             typer.shadowing_alias(pname, fn.line)
             what = f"parameter {pname}"
-            self._declare(inner, pname, Symbol(pty, "param"), fn, what, fn.line, local=True)
+            kind = "texture" if isinstance(pty, StorageTexture) else "param"
+            self._declare(inner, pname, Symbol(pty, kind), fn, what, fn.line, local=True)
             params.append((pname, pty))
         if isinstance(fn.ret, Ptr):
             raise WgslTypeError(

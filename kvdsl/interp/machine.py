@@ -402,7 +402,7 @@ class Machine(Scopes, Expressions, Memory, StructMemory, Assignment):
                 return m
             case ir.TextureStore(name, coords, value):
                 self.texture_store(
-                    self.textures[name], self.eval(coords, m), self.eval(value, m), m
+                    self.texture_of(name), self.eval(coords, m), self.eval(value, m), m
                 )
                 return m
             case ir.Switch():

@@ -543,7 +543,8 @@ def verify(kernel: ir.Kernel, verifier: Verifier | None = None, *, house: bool =
         for pname, pty in fn.params:
             if isinstance(pty, Ptr):
                 check_pointer_type(f"function {fn.name}: parameter {pname}", pty)
-            inner.declare(pname, Symbol(pty, "param"), fn)
+            kind = "texture" if isinstance(pty, StorageTexture) else "param"
+            inner.declare(pname, Symbol(pty, kind), fn)
         if isinstance(fn.ret, Ptr):
             raise VerifyError(f"function {fn.name} returns a pointer (WGSL refuses it)")
         verifier.block(fn.body, inner, fn.ret, False)

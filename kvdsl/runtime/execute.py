@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from kvdsl.emit import emit
+from kvdsl.ir.handles import specialise_textures
 from kvdsl.ir.dispatch import workgroups as dispatch_workgroups
 from kvdsl.ir.tree import Binding, Kernel, Texture, Uniform
 from kvdsl.ir.types import Struct, u32
@@ -290,7 +291,7 @@ def run(
     else:
         check_contract(kernel, buffers, fields)
     return run_source(
-        emit(kernel),
+        emit(specialise_textures(kernel)),
         kernel.bindings,
         kernel.params,
         buffers | texels,
@@ -333,7 +334,8 @@ def time_kernel(
     """
     uniforms, textures = (), ()
     if isinstance(kernel, Kernel):
-        wgsl, bindings, params_struct = emit(kernel), kernel.bindings, kernel.params
+        wgsl, bindings = emit(specialise_textures(kernel)), kernel.bindings
+        params_struct = kernel.params
         limits = kernel_limits(kernel)
         label = label or kernel.name
         uniforms, textures = kernel.uniforms, kernel.textures

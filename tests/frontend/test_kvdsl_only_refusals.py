@@ -36,11 +36,6 @@ LIMITS = {
         "  var v = array<vec4<u32>, 2>();\n  v[f()].xy = vec2(1u, 2u);\n  out[0] = v[1].x;",
         "fn f() -> u32 { return 1u; }\n",
     ),
-    "texture_param": O
-    + "@group(0) @binding(1) var img: texture_storage_2d<r32uint, write>;\n"
-    + "fn put(t: texture_storage_2d<r32uint, write>, i: u32) { textureStore(t, vec2<u32>(i, 0u), "
-    + "vec4<u32>(i)); }\n@compute @workgroup_size(64)\n"
-    + "fn main(@builtin(global_invocation_id) gid: vec3<u32>) {\n  put(img, gid.x);\n}\n",
     "sampled_texture": k("  out[0] = 1u;", "@group(0) @binding(1) var tex: texture_2d<f32>;\n"),
 }
 
