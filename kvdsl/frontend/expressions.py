@@ -35,6 +35,7 @@ from kvdsl.ir.types import (
     Ptr,
     RuntimeArray,
     Scalar,
+    SampledTexture,
     StorageTexture,
     Vec,
     bool_,
@@ -241,6 +242,14 @@ class Expressions(Rules):
             return Atomic(args[0])
         if str(tok) == "ptr":
             return self._pointer_type(tok, args)
+        if str(tok) == "texture_2d":
+            if len(args) == 1 and args[0] in (f32, u32, i32):
+                return SampledTexture(args[0])
+            raise self._err(
+                f"texture_2d<{', '.join(map(str, args))}> (sample types f32, u32, i32)",
+                tok.line,
+                tok.column,
+            )
         if str(tok) == "texture_storage_2d":
             words = [a.name if isinstance(a, StructRef) else None for a in args]
             if len(words) == 2 and words[0] in TEXEL_FORMATS and words[1] == "write":

@@ -22,6 +22,7 @@ from kvdsl.ir.types import (
     Mat,
     RuntimeArray,
     Scalar,
+    SampledTexture,
     StorageTexture,
     Struct,
     Vec,
@@ -332,7 +333,7 @@ class Interface:
                 continue
             if g.space == "uniform":
                 slot = self.resource_attrs(g)
-            elif g.space is None and isinstance(g.ty, StorageTexture):  # a handle var
+            elif g.space is None and isinstance(g.ty, (StorageTexture, SampledTexture)):
                 slot = self.resource_attrs(g)
                 if g.has_init:
                     raise WgslTypeError(

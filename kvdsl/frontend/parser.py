@@ -55,7 +55,17 @@ from kvdsl.frontend.records import (
 from kvdsl.frontend.transform import ToIR
 from kvdsl.frontend.typer import Typer
 from kvdsl.ir import tree as ir
-from kvdsl.ir.types import Array, Mat, Ptr, Scalar, StorageTexture, Struct, Vec, bool_
+from kvdsl.ir.types import (
+    Array,
+    Mat,
+    Ptr,
+    SampledTexture,
+    Scalar,
+    StorageTexture,
+    Struct,
+    Vec,
+    bool_,
+)
 from kvdsl.ir.features import uses_f16
 from kvdsl.ir.scope import Scope, Symbol, VerifyError, name_problem
 from kvdsl.ir.verify import (
@@ -652,7 +662,8 @@ class _Assembler:
         for attrs, pname, pty in fn.params:
             pty = typer.resolve(pty) if isinstance(pty, (StructRef, Ptr)) else pty
             if attrs or not (
-                isinstance(pty, (Scalar, Vec, Mat, Ptr, StorageTexture)) or value_struct(pty)
+                isinstance(pty, (Scalar, Vec, Mat, Ptr, StorageTexture, SampledTexture))
+                or value_struct(pty)
             ):
                 raise self.err(
                     f"parameter {pname} of {fn.name}: scalars, vectors, matrices, structs, "
@@ -666,7 +677,7 @@ class _Assembler:
                     raise WgslTypeError(str(err), self.filename, fn.line) from None
             typer.shadowing_alias(pname, fn.line)
             what = f"parameter {pname}"
-            kind = "texture" if isinstance(pty, StorageTexture) else "param"
+            kind = "texture" if isinstance(pty, (StorageTexture, SampledTexture)) else "param"
             self._declare(inner, pname, Symbol(pty, kind), fn, what, fn.line, local=True)
             params.append((pname, pty))
         if isinstance(fn.ret, Ptr):

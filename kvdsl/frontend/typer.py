@@ -253,6 +253,9 @@ class Typer:
                 return ir.Call(op, self.unify(args, scope, want if generic else None))
             case ir.FnCall("textureDimensions", args) if self.texture(args, 1, scope):
                 return ir.TextureDimensions(args[0].name)
+            case ir.FnCall("textureLoad", args) if self.texture(args, 3, scope):
+                coords, level = self.expr(args[1], scope, None), self.expr(args[2], scope, None)
+                return ir.TextureLoad(args[0].name, coords, level)
             case ir.FnCall(name, args):
                 fn = self.checker.functions.get(name)
                 if fn is None and name in self.structs:

@@ -227,6 +227,7 @@ import numpy as np
 from kvdsl.ir.dispatch import workgroups as dispatch_workgroups
 from kvdsl.ir.host import split_values
 from kvdsl.ir.tree import Kernel
+from kvdsl.ir.types import StorageTexture
 from kvdsl.interp.batch import Fallback
 from kvdsl.interp.errors import (
     InterpError,
@@ -351,4 +352,5 @@ def run(
             raise e
         break
     out = {b.name: stores[b.name].flat for b in kernel.bindings if b.access == "read_write"}
-    return out | {t.name: machine.textures[t.name].data for t in kernel.textures}
+    written = [t for t in kernel.textures if isinstance(t.ty, StorageTexture)]
+    return out | {t.name: machine.textures[t.name].data for t in written}

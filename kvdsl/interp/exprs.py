@@ -12,7 +12,7 @@ import numpy as np
 from kvdsl.ir import tree as ir
 from kvdsl.ir import ops
 from kvdsl.ir.ops import Op
-from kvdsl.ir.types import Array, Mat, StorageTexture, Struct, held_as_words
+from kvdsl.ir.types import Array, Mat, SampledTexture, StorageTexture, Struct, held_as_words
 from kvdsl.ir.show import show
 from kvdsl.interp.errors import InterpError
 from kvdsl.interp.memory import Flat, Row
@@ -191,6 +191,10 @@ class Expressions:
             case ir.TextureDimensions(name):
                 h, w = self.texture_of(name).data.shape[:2]
                 return np.array([[w, h]], np.uint32)
+            case ir.TextureLoad(name, coords, level):
+                return self.texture_load(
+                    self.texture_of(name), self.eval(coords, m), self.eval(level, m), m
+                )
             case ir.ArrayLength(name):
                 b = self.buffers[name]
                 per = b.binding.host_values if held_as_words(b.binding.elem) else 1
@@ -523,7 +527,7 @@ class Expressions:
     def argument(self, a: ir.Expr, ty: object, m: Mask):
         """The value of helper argument ``a`` for a parameter of type ``ty``: a storage
         texture's memory for a texture parameter (``put(img, i)``), else ``a``'s value."""
-        if isinstance(ty, StorageTexture):
+        if isinstance(ty, (StorageTexture, SampledTexture)):
             return self.texture_of(a.name)
         return self.eval(a, m)
 

@@ -10,11 +10,13 @@ from __future__ import annotations
 from dataclasses import fields, is_dataclass, replace
 
 from kvdsl.ir import tree as ir
-from kvdsl.ir.types import StorageTexture
+from kvdsl.ir.types import SampledTexture, StorageTexture
 
 
 def _texture_params(fn: ir.Function) -> list[int]:
-    return [i for i, (_, t) in enumerate(fn.params) if isinstance(t, StorageTexture)]
+    return [
+        i for i, (_, t) in enumerate(fn.params) if isinstance(t, (StorageTexture, SampledTexture))
+    ]
 
 
 def specialise_textures(kernel: ir.Kernel) -> ir.Kernel:
@@ -55,6 +57,10 @@ def specialise_textures(kernel: ir.Kernel) -> ir.Kernel:
                 )
             case ir.TextureDimensions(name):
                 return ir.TextureDimensions(env.get(name, name))
+            case ir.TextureLoad(name, coords, level):
+                return ir.TextureLoad(
+                    env.get(name, name), rewrite(coords, env), rewrite(level, env)
+                )
             case ir.FnCall(name, args) if name in functions and _texture_params(functions[name]):
                 at = _texture_params(functions[name])
                 textures = tuple(env.get(args[i].name, args[i].name) for i in at)

@@ -31,6 +31,8 @@ from kvdsl.ir.types import (
     POINTER_SPACES,
     TEXEL_FORMATS,
     Array,
+    SAMPLE_TYPES,
+    SampledTexture,
     StorageTexture,
     Ptr,
     RuntimeArray,
@@ -173,6 +175,11 @@ class Verifier(ExprTyper):
                 self.call_type(call, scope)
             case ir.TextureStore(name, coords, value):
                 tex = self.texture_type(s, name, scope)
+                if not isinstance(tex, StorageTexture):
+                    raise VerifyError(
+                        f"{show(s)}: '{name}' is a {tex}, which textureStore does not take (a "
+                        "storage texture)"
+                    )
                 ct = self.type_of(coords, scope)
                 if ct != Vec(2, i32) and ct != Vec(2, u32):
                     raise VerifyError(
@@ -466,9 +473,12 @@ def module_scope(kernel: ir.Kernel, verifier: Verifier) -> Scope:
             )
         scope.declare(w.name, Symbol(w.ty, "workgroup"), w)
     for t in kernel.textures:
-        if not isinstance(t, ir.Texture) or not isinstance(t.ty, StorageTexture):
-            raise VerifyError(f"texture {t!r} is not a Texture of a storage texture type")
-        if t.ty.format not in TEXEL_FORMATS or t.ty.access != "write":
+        if not isinstance(t, ir.Texture) or not isinstance(t.ty, (StorageTexture, SampledTexture)):
+            raise VerifyError(f"texture {t!r} is not a Texture of a texture type")
+        if isinstance(t.ty, SampledTexture):
+            if t.ty.sample.name not in SAMPLE_TYPES:
+                raise VerifyError(f"texture '{t.name}': {t.ty} (sample types f32, u32, i32)")
+        elif t.ty.format not in TEXEL_FORMATS or t.ty.access != "write":
             raise VerifyError(f"texture '{t.name}': {t.ty} (formats {', '.join(TEXEL_FORMATS)})")
         check_name(t.name, t)
         scope.declare(t.name, Symbol(t.ty, "texture"), t)
@@ -543,7 +553,7 @@ def verify(kernel: ir.Kernel, verifier: Verifier | None = None, *, house: bool =
         for pname, pty in fn.params:
             if isinstance(pty, Ptr):
                 check_pointer_type(f"function {fn.name}: parameter {pname}", pty)
-            kind = "texture" if isinstance(pty, StorageTexture) else "param"
+            kind = "texture" if isinstance(pty, (StorageTexture, SampledTexture)) else "param"
             inner.declare(pname, Symbol(pty, kind), fn)
         if isinstance(fn.ret, Ptr):
             raise VerifyError(f"function {fn.name} returns a pointer (WGSL refuses it)")

@@ -18,7 +18,7 @@ from kvdsl.emit import emit
 from kvdsl.ir.handles import specialise_textures
 from kvdsl.ir.dispatch import workgroups as dispatch_workgroups
 from kvdsl.ir.tree import Binding, Kernel, Texture, Uniform
-from kvdsl.ir.types import Struct, u32
+from kvdsl.ir.types import SampledTexture, Struct, u32
 from kvdsl.ir.features import limits as kernel_limits, uses_f16
 from kvdsl.runtime import device as gpu
 from kvdsl.runtime.contract import check_bindings, check_contract, check_workgroups
@@ -138,6 +138,8 @@ class _Dispatch:
                 staging[b] = dst
         rows = {}
         for name, (t, tex, like) in self.textures.items():
+            if isinstance(t.ty, SampledTexture):
+                continue  # read only: nothing comes back
             h, w = like.shape[:2]
             row = -(-w * like.shape[2] * like.itemsize // 256) * 256  # rows 256 bytes apart
             dst = self.device.create_buffer(
@@ -165,10 +167,13 @@ class _Dispatch:
 
 
 def _upload_texture(dev, t: Texture, data: np.ndarray):
-    """A GPU texture for storage texture ``t`` holding the host's ``data``."""
+    """A GPU texture for texture ``t`` holding the host's ``data``: a storage texture's read
+    back, a sampled texture's read by the kernel."""
     wgpu = gpu.wgpu_module()
     h, w = data.shape[:2]
     usage = wgpu.TextureUsage.STORAGE_BINDING | wgpu.TextureUsage.COPY_SRC
+    if isinstance(t.ty, SampledTexture):
+        usage = wgpu.TextureUsage.TEXTURE_BINDING
     tex = dev.create_texture(
         size=(w, h, 1),
         format=t.ty.format,

@@ -36,7 +36,8 @@ LIMITS = {
         "  var v = array<vec4<u32>, 2>();\n  v[f()].xy = vec2(1u, 2u);\n  out[0] = v[1].x;",
         "fn f() -> u32 { return 1u; }\n",
     ),
-    "sampled_texture": k("  out[0] = 1u;", "@group(0) @binding(1) var tex: texture_2d<f32>;\n"),
+    "sampler": k("  out[0] = 1u;", "@group(0) @binding(1) var s: sampler;\n"),
+    "texture_3d": k("  out[0] = 1u;", "@group(0) @binding(1) var tex: texture_3d<f32>;\n"),
 }
 
 
