@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from kvdsl.emit import emit
-from kvdsl.ir.handles import specialise_textures
+from kvdsl.ir.handles import specialise_handles
 from kvdsl.ir.dispatch import workgroups as dispatch_workgroups
 from kvdsl.ir.tree import Binding, Kernel, Texture, Uniform
 from kvdsl.ir.types import SampledTexture, Struct, u32
@@ -296,7 +296,7 @@ def run(
     else:
         check_contract(kernel, buffers, fields)
     return run_source(
-        emit(specialise_textures(kernel)),
+        emit(specialise_handles(kernel)),
         kernel.bindings,
         kernel.params,
         buffers | texels,
@@ -339,7 +339,7 @@ def time_kernel(
     """
     uniforms, textures = (), ()
     if isinstance(kernel, Kernel):
-        wgsl, bindings = emit(specialise_textures(kernel)), kernel.bindings
+        wgsl, bindings = emit(specialise_handles(kernel)), kernel.bindings
         params_struct = kernel.params
         limits = kernel_limits(kernel)
         label = label or kernel.name

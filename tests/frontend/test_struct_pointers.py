@@ -3,8 +3,9 @@
 ``(*p).n`` and ``p.n`` and, in function and private memory, written through. Each kernel runs
 as numpy says on the interpreter and, where naga compiles it, on llvmpipe; Tint takes each.
 naga (this wgpu) refuses a uniform pointer parameter as it refuses workgroup and storage ones
-(``docs/grammar.md``, *Pointers*), so that kernel runs on the interpreter and under Tint only,
-as those do."""
+(``docs/grammar.md``, *Pointers*): the GPU path specialises a helper passed a whole uniform to
+it, and a pointer into part of one keeps its parameter, run on the interpreter and under Tint
+only, as workgroup and storage ones are."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 from kvdsl import interp, runtime
 from kvdsl.emit import emit
 from kvdsl.frontend import parse
+from kvdsl.ir.handles import specialise_handles
 from kvdsl.ir.portability import POINTER_PARAMETER, hazards
 from kvdsl.ir.types import Ptr, Struct, Vec, u32
 from kvdsl.runtime import CompileError
@@ -116,19 +118,41 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 """
 
 
-def test_a_uniform_struct_pointer_parameter_runs_as_numpy_says_where_naga_refuses_it(gpu):
+def test_a_uniform_struct_pointer_parameter_runs_as_numpy_says(gpu):
+    # naga takes no uniform pointer parameter: the GPU path specialises each helper passed a
+    # whole uniform to it (kvdsl.ir.handles), so the kernel runs there too.
     k = parse(UNIFORM, "uniform.wgsl")
     assert [t for _, t in k.functions[0].params] == [Ptr("uniform", k.params, "read"), u32]
     assert parse(emit(k), "uniform.wgsl") == k
-    assert {why for _, why in hazards(k)} == {POINTER_PARAMETER}
+    assert hazards(k) == []
+    gpu_text = emit(specialise_handles(k))
+    assert "fn scaled_params(i: u32) -> u32 {\n  return params.n * i + params.k;" in gpu_text
+    assert "fn tap_taps(i: u32) -> u32 {\n  return taps.w[i % 4u] << taps.shift;" in gpu_text
     rng = np.random.default_rng(45)
     n, kk, shift = int(rng.integers(1, 1000)), int(rng.integers(1, 1000)), int(rng.integers(1, 9))
     w = rng.integers(1, 1 << 20, 4)
     values = {"n": n, "k": kk, "taps": {"w": w.tolist(), "shift": shift}}
     i = np.arange(128, dtype=np.uint64)
     want = ((n * i + kk + (w[i % 4].astype(np.uint64) << shift) + kk) % 2**32).astype(np.uint32)
-    got = interp.run(k, {"out": np.full(128, 0xDEADBEEF, np.uint32)}, values, (2, 1, 1))["out"]
-    np.testing.assert_array_equal(got, want)
-    with pytest.raises(CompileError):
-        runtime.run(k, {"out": np.zeros(128, np.uint32)}, values, (2, 1, 1))
+    for run in (interp.run, runtime.run):
+        bufs = {"out": np.full(128, 0xDEADBEEF, np.uint32)}
+        got = run(k, bufs, values, (2, 1, 1))["out"]
+        np.testing.assert_array_equal(got, want, err_msg=run.__module__)
     assert_tint_takes({"uniform": UNIFORM})
+
+
+def test_a_pointer_into_part_of_a_uniform_keeps_its_parameter_which_naga_refuses(gpu):
+    text = UNIFORM.replace(
+        "fn tap(t: ptr<uniform, Taps>, i: u32) -> u32 {\n  return t.w[i % 4u] << (*t).shift;",
+        "fn tap(t: ptr<uniform, vec4<u32>>, i: u32) -> u32 {\n  return (*t)[i % 4u] << taps.shift;",
+    ).replace("tap(&taps, gid.x)", "tap(&taps.w, gid.x)")
+    k = parse(text, "part.wgsl")
+    assert {why for _, why in hazards(k)} == {POINTER_PARAMETER}
+    assert "fn tap(t: ptr<uniform, vec4<u32>>, i: u32) -> u32 {" in emit(specialise_handles(k))
+    values = {"n": 3, "k": 5, "taps": {"w": [1, 2, 3, 4], "shift": 2}}
+    got = interp.run(k, {"out": np.zeros(64, np.uint32)}, values, (1, 1, 1))["out"]
+    i = np.arange(64)
+    np.testing.assert_array_equal(got, 3 * i + 5 + (np.array([1, 2, 3, 4])[i % 4] << 2) + 5)
+    with pytest.raises(CompileError):
+        runtime.run(k, {"out": np.zeros(64, np.uint32)}, values, (1, 1, 1))
+    assert_tint_takes({"part": text})
