@@ -253,6 +253,8 @@ class Typer:
                 return ir.Call(op, self.unify(args, scope, want if generic else None))
             case ir.FnCall("textureDimensions", args) if self.texture(args, 1, scope):
                 return ir.TextureDimensions(args[0].name)
+            case ir.FnCall("textureDimensions", args) if self.texture(args, 2, scope):
+                return ir.TextureDimensions(args[0].name, self.expr(args[1], scope, None))
             case ir.FnCall("textureLoad", args) if self.texture(args, 3, scope):
                 coords, level = self.expr(args[1], scope, None), self.expr(args[2], scope, None)
                 return ir.TextureLoad(args[0].name, coords, level)

@@ -188,8 +188,11 @@ class Expressions:
                 )
             case ir.ArrayLength(name, member) if member is not None:
                 return np.array([self.runtime_length(self.buffers[name], member)], np.uint32)
-            case ir.TextureDimensions(name):
-                h, w = self.texture_of(name).data.shape[:2]
+            case ir.TextureDimensions(name, level):
+                t = self.texture_of(name)
+                if level is not None:
+                    self.texture_level(t, self.eval(level, m), m)
+                h, w = t.data.shape[:2]
                 return np.array([[w, h]], np.uint32)
             case ir.TextureLoad(name, coords, level):
                 return self.texture_load(

@@ -127,6 +127,20 @@ class Memory(StorageRaces):
         y = np.where(bad, 0, xy[:, 1])
         return t.data[y, x]
 
+    def texture_level(self, t: TextureMemory, level: np.ndarray, m: Mask) -> None:
+        """``textureDimensions(t, level)``: a level other than 0 of an active lane is
+        :class:`OutOfBounds` (the texture has one; WGSL leaves the result to the
+        implementation)."""
+        lanes = self.grid.active(m)
+        lv = broadcast(level, self.n).astype(np.int64).reshape(-1)[lanes]
+        if (lv != 0).any():
+            j = int(lanes[np.flatnonzero(lv != 0)[0]])
+            who = self.grid.describe(int(self.grid.original(np.array([j]))[0]))
+            raise OutOfBounds(
+                f"{t.texture.name} level {int(lv[lv != 0][0])} is out of bounds (one level) for "
+                f"{who}{self.where()}"
+            )
+
     # ---- storage textures ----------------------------------------------------------------
     def texture_store(self, t: TextureMemory, coords: np.ndarray, v: np.ndarray, m: Mask) -> None:
         """``textureStore``: each active lane's texel ``coords`` (x, y) set to ``v`` in the

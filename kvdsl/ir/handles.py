@@ -89,8 +89,8 @@ def specialise_handles(kernel: ir.Kernel) -> ir.Kernel:
             case ir.TextureStore(name, coords, value):
                 name = env.get(name, name)
                 return ir.TextureStore(name, rewrite(coords, env), rewrite(value, env))
-            case ir.TextureDimensions(name):
-                return ir.TextureDimensions(env.get(name, name))
+            case ir.TextureDimensions(name, level):
+                return ir.TextureDimensions(env.get(name, name), rewrite(level, env))
             case ir.TextureLoad(name, coords, level):
                 name = env.get(name, name)
                 return ir.TextureLoad(name, rewrite(coords, env), rewrite(level, env))

@@ -62,8 +62,10 @@ def call_text(
             return f"workgroupUniformLoad({expr(x)})"
         case ir.ArrayLength(name, member):
             return f"arrayLength(&{name}{'' if member is None else '.' + member})"
-        case ir.TextureDimensions(name):
+        case ir.TextureDimensions(name, None):
             return f"textureDimensions({name})"
+        case ir.TextureDimensions(name, level):
+            return f"textureDimensions({name}, {expr(level)})"
         case ir.TextureLoad(name, coords, level):
             return f"textureLoad({name}, {arguments((coords, level))})"
     return None

@@ -140,10 +140,12 @@ class TextureLoad:
 
 @dataclass(frozen=True, slots=True)
 class TextureDimensions:
-    """``textureDimensions(name)``: the ``vec2<u32>`` width and height of storage texture
-    ``name`` (the same for every invocation)."""
+    """``textureDimensions(name)``: the ``vec2<u32>`` width and height of texture ``name`` (the
+    same for every invocation); ``textureDimensions(name, level)`` those of mip level ``level``
+    (an ``i32`` or ``u32``) of a sampled texture."""
 
     name: str
+    level: Expr | None = None
 
 
 #: WGSL's atomic builtins: the name after ``atomic`` and how many value arguments follow

@@ -323,8 +323,17 @@ class ExprTyper(PointerTyper):
                 return ty
             case ir.Unary(op, x):
                 return self._apply(e, op, (self.type_of(x, scope),))
-            case ir.TextureDimensions(name):
-                self.texture_type(e, name, scope)
+            case ir.TextureDimensions(name, level):
+                tex = self.texture_type(e, name, scope)
+                if level is not None:
+                    if not isinstance(tex, SampledTexture):
+                        raise VerifyError(
+                            f"{show(e)}: '{name}' is a {tex}, which has no mip levels (a "
+                            "level is given for a texture_2d)"
+                        )
+                    lt = self.type_of(level, scope)
+                    if lt is not i32 and lt is not u32:
+                        raise VerifyError(f"{show(e)}: the level is {lt}, expected i32 or u32")
                 return Vec(2, u32)
             case ir.TextureLoad(name, coords, level):
                 tex = self.texture_type(e, name, scope)

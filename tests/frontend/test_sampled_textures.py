@@ -37,7 +37,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {{
   }}
   let v = textureLoad(tex, vec2<i32>(i32(size.x - 1u - gid.x), i32(gid.y)), 0);
   let k = at(ids, gid.xy);
-  out[gid.y * size.x + gid.x] = v.wzyx * {t}(k.y + 1u) + {t}(textureDimensions(ids).x);
+  out[gid.y * size.x + gid.x] = v.wzyx * {t}(k.y + 1u) + {t}(textureDimensions(ids, 0u).x);
 }}
 """
 
@@ -90,6 +90,9 @@ def test_a_texel_outside_or_a_level_past_the_first_is_out_of_bounds():
     level = parse(text.replace("i32(gid.y)), 0)", "i32(gid.y)), 1)"), "level.wgsl")
     with pytest.raises(OutOfBounds, match=r"^tex level 1 is out of bounds .* one level"):
         interp.run(level, bufs, {}, (2, 2, 1))
+    sized = parse(text.replace("textureDimensions(ids, 0u)", "textureDimensions(ids, 2u)"), "s")
+    with pytest.raises(OutOfBounds, match=r"^ids level 2 is out of bounds \(one level\)"):
+        interp.run(sized, bufs, {}, (2, 2, 1))
     k = parse(text, "t.wgsl")
     with pytest.raises(TypeError, match=r"texture 'tex' .* expected float32\[height, width, 4\]"):
         interp.run(k, bufs | {"tex": np.ones((H, W, 4), np.uint32)}, {}, (2, 2, 1))
@@ -103,5 +106,16 @@ def test_what_wgsl_refuses_of_a_sampled_texture_is_refused_as_tint_refuses_it():
     assert_refused_as_tint_refuses(store, WgslTypeError, r"'tex' is a texture_2d<f32>, which")
     load = text.replace("textureLoad(t, p, 0u)", "textureLoad(t, p)")
     assert_refused_as_tint_refuses(load, UnsupportedError, r"WGSL builtin 'textureLoad'")
+    store_text = "var img: texture_storage_2d<r32uint, write>;\n"
+    sized = text.replace(
+        "var ids: texture_2d<u32>;\n",
+        "var ids: texture_2d<u32>;\n" + "@group(0) @binding(3) " + store_text,
+    )
+    sized = sized.replace("textureDimensions(ids, 0u)", "textureDimensions(img, 0u)")
+    assert_refused_as_tint_refuses(
+        sized,
+        WgslTypeError,
+        r"'img' is a texture_storage_2d<r32uint, write>, which has no mip levels",
+    )
     wrong = text.replace("let v = textureLoad(tex,", "let v: vec4<u32> = textureLoad(tex,")
     assert_refused_as_tint_refuses(wrong, WgslTypeError, r"vec4<f32>")
