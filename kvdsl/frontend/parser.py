@@ -245,6 +245,7 @@ class _Assembler:
         self.steps = to_ir.steps  # id(Assign) of each `lhs++` and `lhs--`
         self.alias_types = to_ir.alias_types
         self.alias_ctors = to_ir.alias_ctors
+        self.folded = to_ir.consts  # the integer consts and struct consts' members, folded
         self.words: frozenset[str] = frozenset()  # every word of the module's text
 
     def err(self, message: str, line: int | None, column: int | None = None) -> UnsupportedError:
@@ -466,10 +467,11 @@ class _Assembler:
             raise WgslTypeError(str(err), self.filename, self._line_of(str(err), None)) from None
 
     def workgroup_size(self, entry: FnDecl, consts: tuple[ir.Const, ...]):
-        values = {c.name: c.value.value for c in consts if hasattr(c.value, "value")}
+        values = dict(self.folded)  # those of const-expressions: T = Tile(N, N * 2u)
+        values.update({c.name: c.value.value for c in consts if hasattr(c.value, "value")})
         for c in consts:  # a struct const's integer members: @workgroup_size(T.rows)
             if isinstance(c.ty, Struct) and isinstance(c.value, ir.Construct):
-                values[c.name] = {
+                values[c.name] = values.get(c.name, {}) | {
                     n: a.value
                     for (n, _), a in zip(c.ty.fields, c.value.args)
                     if isinstance(a, ir.Lit) and type(a.value) is int

@@ -52,15 +52,15 @@ def test_a_struct_const_member_sizes_a_workgroup_array_and_runs_as_numpy_says(gp
     assert_tint_takes({"tiled": TILED})
 
 
-# WGSL's module-scope declarations are order-independent: the tile sized from T above T, T
-# above its struct, the tile's element and the workgroup size from an alias and a const
-# declared below.
+# WGSL's module-scope declarations are order-independent: the tile and the workgroup sized from
+# T above T, T above its struct and of members folded from consts declared below, the tile's
+# element an alias declared below.
 BELOW = """var<workgroup> tile: array<Word, T.rows * T.cols>;
 
 @group(0) @binding(0) var<storage, read> x: array<f32>;
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;
 
-@compute @workgroup_size(WIDTH)
+@compute @workgroup_size(T.rows * T.cols)
 fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
   let i = wid.x * WIDTH + lid.x;
   tile[lid.x] = x[i] * T.scale;
