@@ -584,6 +584,15 @@ def verify(kernel: ir.Kernel, verifier: Verifier | None = None, *, house: bool =
     return kernel
 
 
+def _holds_bool(ty: object) -> bool:
+    """Whether ``ty`` is or holds a bool (a struct's member, an array's element, nested)."""
+    if isinstance(ty, (Array, RuntimeArray)):
+        return _holds_bool(ty.elem)
+    if isinstance(ty, Struct):
+        return any(_holds_bool(t) for _, t in ty.fields)
+    return isinstance(ty, (Scalar, Vec)) and (ty if isinstance(ty, Scalar) else ty.elem) == bool_
+
+
 def check_pointer_type(what: str, t: Ptr) -> None:
     """A pointer type WGSL has: one of its address spaces, ``read`` or ``read_write`` access
     (only ``storage`` may be ``read``), to a type that memory of that space holds."""
@@ -605,6 +614,8 @@ def check_pointer_type(what: str, t: Ptr) -> None:
         raise VerifyError(f"{what}: {t.space} memory does not hold a {t.store}")
     if t.space == "uniform" and not uniform_type(t.store):
         raise VerifyError(f"{what}: uniform memory does not hold a {t.store}")
+    if t.space == "storage" and _holds_bool(t.store):
+        raise VerifyError(f"{what}: storage memory does not hold a {t.store} (it holds a bool)")
     if isinstance(t.store, Atomic) and (
         t.space not in ("storage", "workgroup") or t.access != "read_write"
     ):

@@ -14,12 +14,12 @@ import pytest
 
 from kvdsl import interp, runtime
 from kvdsl.emit import emit
-from kvdsl.frontend import parse
+from kvdsl.frontend import WgslTypeError, parse
 from kvdsl.ir.handles import specialise_handles
 from kvdsl.ir.portability import POINTER_PARAMETER, hazards
 from kvdsl.ir.types import Ptr, Struct, Vec, u32
 from kvdsl.runtime import CompileError
-from tests.helpers.wgsl import assert_tint_takes
+from tests.helpers.wgsl import assert_refused_as_tint_refuses, assert_tint_takes
 
 S = Struct("S", (("a", u32), ("v", Vec(2, u32))))
 
@@ -156,3 +156,23 @@ def test_a_pointer_into_part_of_a_uniform_keeps_its_parameter_which_naga_refuses
     with pytest.raises(CompileError):
         runtime.run(k, {"out": np.zeros(64, np.uint32)}, values, (1, 1, 1))
     assert_tint_takes({"part": text})
+
+
+def test_a_storage_pointer_to_a_struct_holding_a_bool_is_refused_as_tint_refuses_it():
+    head = (
+        "@group(0) @binding(0) var<storage, read_write> out: array<u32>;\n"
+        "struct S { n: u32, b: bool }\n"
+    )
+    main = (
+        "@compute @workgroup_size(64)\n"
+        "fn main(@builtin(global_invocation_id) gid: vec3<u32>) { out[gid.x] = 1u; }\n"
+    )
+    text = head + "fn f(p: ptr<storage, S, read>) -> u32 { return p.n; }\n" + main
+    assert_refused_as_tint_refuses(
+        text,
+        WgslTypeError,
+        r"parameter p of f: storage memory does not hold a S \(it holds a bool\)",
+    )
+    taken = head + "fn f(p: ptr<workgroup, S>) -> u32 { return p.n; }\n" + main
+    parse(taken)
+    assert_tint_takes({"taken": taken})
