@@ -57,10 +57,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     # buffers by type and byte order, a paged variant's ids, a variant's requirements as
     # index.json states them (in the words of kvdsl.js and the session host), then the
     # kernel's contract.
-    # A WGSL file's uniforms other than params are given by name beside the params fields.
-    fields = split_uniforms(kernel.uniforms, params)[0]
+    # A WGSL file's uniforms other than params are given by name beside the params fields
+    # (a field as params.NAME where a uniform shares its name).
+    fields, others = split_uniforms(kernel.uniforms, params, kernel.params)
     for u in kernel.uniforms:
-        pack_uniform(u, params, kernel.name)  # its value checked as the params are
+        pack_uniform(u, others, kernel.name)  # its value checked as the params are
     buffers, texels = split_textures(kernel.textures, buffers)  # [height, width, channels]
     buffers = check_inputs(
         kernel.bindings, kernel.params, buffers, fields, kernel.name, contract=kernel

@@ -49,10 +49,11 @@ class EntryPoint:
     (:class:`kvdsl.frontend.parser._Assembler`)."""
 
     def workgroup_size(self, entry: FnDecl, consts: tuple[ir.Const, ...]):
-        values = {c.name: c.value.value for c in consts if hasattr(c.value, "value")}
+        values = dict(self.folded)  # those of const-expressions: T = Tile(N, N * 2u)
+        values.update({c.name: c.value.value for c in consts if hasattr(c.value, "value")})
         for c in consts:  # a struct const's integer members: @workgroup_size(T.rows)
             if isinstance(c.ty, Struct) and isinstance(c.value, ir.Construct):
-                values[c.name] = {
+                values[c.name] = values.get(c.name, {}) | {
                     n: a.value
                     for (n, _), a in zip(c.ty.fields, c.value.args)
                     if isinstance(a, ir.Lit) and type(a.value) is int

@@ -35,6 +35,7 @@ from kvdsl.ir.types import (
     Ptr,
     RuntimeArray,
     Scalar,
+    SampledTexture,
     StorageTexture,
     Vec,
     bool_,
@@ -243,6 +244,14 @@ class Expressions(Rules):
             return Atomic(args[0])
         if str(tok) == "ptr":
             return self._pointer_type(tok, args)
+        if str(tok) == "texture_2d":
+            if len(args) == 1 and args[0] in (f32, u32, i32):
+                return SampledTexture(args[0])
+            raise self._err(
+                f"texture_2d<{', '.join(map(str, args))}> (sample types f32, u32, i32)",
+                tok.line,
+                tok.column,
+            )
         if str(tok) == "texture_storage_2d":
             words = [a.name if isinstance(a, StructRef) else None for a in args]
             if len(words) == 2 and words[0] in TEXEL_FORMATS and words[1] == "write":
@@ -258,10 +267,7 @@ class Expressions(Rules):
     def _pointer_type(self, tok: Token, args) -> Ptr:
         """``ptr<space, T[, access]>``: the space and access are words (read as type names)."""
         words = [a.name if isinstance(a, StructRef) else None for a in args]
-        if len(args) in (2, 3) and words[0] in POINTER_SPACES and words[1] is not None:
-            raise self._err(f"ptr<{words[0]}, {words[1]}> (pointers to structs)", tok.line,
-                            tok.column)  # fmt: skip
-        if len(args) not in (2, 3) or words[0] is None or words[1] is not None:
+        if len(args) not in (2, 3) or words[0] is None:
             raise WgslTypeError(
                 "ptr takes an address space, a type and, for storage, an access mode "
                 "(ptr<function, f32>, ptr<storage, array<u32>, read_write>)",
@@ -289,8 +295,8 @@ class Expressions(Rules):
                 )
         else:
             access = "read" if space in ("storage", "uniform") else "read_write"
-        if not isinstance(store, (Scalar, Vec, Mat, Array, RuntimeArray, Atomic)):
-            raise self._err(f"ptr<{space}, {store}> (pointers to scalars, vectors, matrices, arrays, atomics)",
+        if not isinstance(store, (Scalar, Vec, Mat, Array, RuntimeArray, Atomic, StructRef)):
+            raise self._err(f"ptr<{space}, {store}> (pointers to scalars, vectors, matrices, arrays, structs, atomics)",
                             tok.line, tok.column)  # fmt: skip
         return Ptr(space, store, access)
 

@@ -22,6 +22,7 @@ from kvdsl.ir.types import (
     Mat,
     RuntimeArray,
     Scalar,
+    SampledTexture,
     StorageTexture,
     Struct,
     Vec,
@@ -104,14 +105,6 @@ class Interface:
                 if isinstance(ty, Struct):
                     self.structs[ty.name] = ty
         self.uniforms = tuple(x for _, x in sorted(others, key=lambda x: x[0]))
-        fields = {n for n, _ in params.fields} if params is not None else set()
-        for u in self.uniforms:
-            if u.name in fields:  # the host gives both by name, in one object
-                raise self.err(
-                    f"uniform '{u.name}' named like a field of the params struct "
-                    f"{params.name} (the host gives each by its name)",
-                    self.decl_lines[u.name],
-                )
         return params
 
     def uniform_struct(self, d: StructDecl, decls: dict[str, StructDecl]) -> Struct:
@@ -340,7 +333,7 @@ class Interface:
                 continue
             if g.space == "uniform":
                 slot = self.resource_attrs(g)
-            elif g.space is None and isinstance(g.ty, StorageTexture):  # a handle var
+            elif g.space is None and isinstance(g.ty, (StorageTexture, SampledTexture)):
                 slot = self.resource_attrs(g)
                 if g.has_init:
                     raise WgslTypeError(

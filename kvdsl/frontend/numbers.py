@@ -105,9 +105,7 @@ def const_int(e: ir.Expr, consts: dict[str, int | float], where: tuple[str, int,
                     *where,
                 )
             return _CONST_OPS[op](x, y)
-    raise UnsupportedError(
-        "expected an integer made of literals and module consts declared above", *where
-    )
+    raise UnsupportedError("expected an integer made of literals and module consts", *where)
 
 
 _CONST_OPS = {

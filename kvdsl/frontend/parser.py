@@ -38,6 +38,7 @@ from kvdsl.frontend.errors import (
 )
 from kvdsl.frontend.interface import Interface
 from kvdsl.frontend.entry import LANGUAGE_FEATURES, SEVERITIES, EntryPoint
+from kvdsl.frontend.order import in_dependency_order
 from kvdsl.frontend.records import (
     ConstDecl,
     FnDecl,
@@ -51,7 +52,17 @@ from kvdsl.frontend.transform import ToIR
 from kvdsl.frontend.shadows import resolve_shadows
 from kvdsl.frontend.typer import Typer
 from kvdsl.ir import tree as ir
-from kvdsl.ir.types import Array, Mat, Ptr, Scalar, Struct, Vec, bool_
+from kvdsl.ir.types import (
+    Array,
+    Mat,
+    Ptr,
+    SampledTexture,
+    Scalar,
+    StorageTexture,
+    Struct,
+    Vec,
+    bool_,
+)
 from kvdsl.ir.features import uses_f16
 from kvdsl.ir.scope import Scope, Symbol, VerifyError, name_problem
 from kvdsl.ir.verify import (
@@ -169,7 +180,7 @@ def parse_with_lines(
     resolve_shadows(tree, frozenset(re.findall(r"\w+", code)), filename)
     to_ir = ToIR(filename, found, dict(constants or {}))
     try:
-        module = to_ir.transform(tree)
+        module = to_ir.transform(in_dependency_order(tree))
     except VisitError as err:
         if isinstance(err.orig_exc, FrontendError):
             raise err.orig_exc from None
@@ -215,6 +226,7 @@ class _Assembler(EntryPoint):
         self.member_builtins = to_ir.member_builtins  # struct -> member -> @builtin
         self.steps = to_ir.steps  # id(Assign) of each `lhs++` and `lhs--`
         self.alias_ctors = to_ir.alias_ctors
+        self.folded = to_ir.consts  # the integer consts and struct consts' members, folded
         self.words: frozenset[str] = frozenset()  # every word of the module's text
 
     def err(self, message: str, line: int | None, column: int | None = None) -> UnsupportedError:
@@ -259,6 +271,9 @@ class _Assembler(EntryPoint):
         checker.function_names = frozenset(fn.name for fn in fns if fn is not entry)
         typer = Typer(checker, self.filename, self.raw_lines, self.calls, self.rounded)
         typer.structs = interface.structs
+        if params is not None and params.name not in typer.structs:
+            # The params struct names a type too: ptr<uniform, P>, let q: P = params;
+            typer.structs = {**interface.structs, params.name: params}
         self.interface_structs = interface.structs
         for fn in fns:
             if fn is not entry:
@@ -434,11 +449,14 @@ class _Assembler(EntryPoint):
         inner = Scope(scope)
         params = []
         for attrs, pname, pty in fn.params:
-            pty = typer.resolve(pty) if isinstance(pty, StructRef) else pty
-            if attrs or not (isinstance(pty, (Scalar, Vec, Mat, Ptr)) or value_struct(pty)):
+            pty = typer.resolve(pty) if isinstance(pty, (StructRef, Ptr)) else pty
+            if attrs or not (
+                isinstance(pty, (Scalar, Vec, Mat, Ptr, StorageTexture, SampledTexture))
+                or value_struct(pty)
+            ):
                 raise self.err(
-                    f"parameter {pname} of {fn.name}: scalars, vectors, matrices, structs and "
-                    "pointers only",
+                    f"parameter {pname} of {fn.name}: scalars, vectors, matrices, structs, "
+                    "pointers and storage textures only",
                     fn.line,
                 )
             if isinstance(pty, Ptr):
@@ -447,7 +465,8 @@ class _Assembler(EntryPoint):
                 except VerifyError as err:
                     raise WgslTypeError(str(err), self.filename, fn.line) from None
             what = f"parameter {pname}"
-            self._declare(inner, pname, Symbol(pty, "param"), fn, what, fn.line, local=True)
+            kind = "texture" if isinstance(pty, (StorageTexture, SampledTexture)) else "param"
+            self._declare(inner, pname, Symbol(pty, kind), fn, what, fn.line, local=True)
             params.append((pname, pty))
         if isinstance(fn.ret, Ptr):
             raise WgslTypeError(

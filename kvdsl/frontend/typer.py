@@ -95,6 +95,8 @@ class Typer(Assignments):
             return st
         if isinstance(ty, Array) and isinstance(array_leaf(ty), StructRef):
             return Array(self.resolve(ty.elem), ty.n)  # array<R, 2>, array<array<R, 2>, 3>
+        if isinstance(ty, Ptr) and isinstance(array_leaf(ty.store), StructRef):
+            return Ptr(ty.space, self.resolve(ty.store), ty.access)  # ptr<function, S>
         return ty
 
     def struct_ctor(self, st: Struct, args: tuple[ir.Expr, ...], scope: Scope) -> ir.Construct:
@@ -174,6 +176,11 @@ class Typer(Assignments):
                 return ir.Call(op, self.unify(args, scope, want if generic else None))
             case ir.FnCall("textureDimensions", args) if self.texture(args, 1, scope):
                 return ir.TextureDimensions(args[0].name)
+            case ir.FnCall("textureDimensions", args) if self.texture(args, 2, scope):
+                return ir.TextureDimensions(args[0].name, self.expr(args[1], scope, None))
+            case ir.FnCall("textureLoad", args) if self.texture(args, 3, scope):
+                coords, level = self.expr(args[1], scope, None), self.expr(args[2], scope, None)
+                return ir.TextureLoad(args[0].name, coords, level)
             case ir.FnCall(name, args):
                 fn = self.checker.functions.get(name)
                 if fn is None and name in self.structs:

@@ -225,7 +225,9 @@ import math
 import numpy as np
 
 from kvdsl.ir.dispatch import workgroups as dispatch_workgroups
+from kvdsl.ir.host import split_values
 from kvdsl.ir.tree import Kernel
+from kvdsl.ir.types import StorageTexture
 from kvdsl.interp.batch import Fallback
 from kvdsl.interp.errors import (
     InterpError,
@@ -304,12 +306,11 @@ def run(
     if missing:
         raise KeyError(f"kernel {kernel.name} needs buffers {', '.join(missing)}")
     fields = kernel.params.fields if kernel.params is not None else ()
-    values = params_values(fields, params)
-    values.update(uniform_values(kernel.uniforms, params))
+    given, others = split_values(tuple(n for n, _ in fields), kernel.uniforms, params)
+    values = params_values(fields, given)
+    uniforms = uniform_values(kernel.uniforms, others)
     if workgroups is None:
-        others = {u.name for u in kernel.uniforms}
-        fixed = {k: int(v) for k, v in (params or {}).items() if k not in others}
-        workgroups = dispatch_workgroups(kernel, fixed)
+        workgroups = dispatch_workgroups(kernel, {k: int(v) for k, v in given.items()})
     size = kernel.workgroup_size
     total = math.prod(int(w) for w in workgroups) * math.prod(size)
     if total > MAX_INVOCATIONS:
@@ -334,6 +335,7 @@ def run(
             batching,
             max_steps,
             loop_trips,
+            uniforms,
         )
         machine.textures = {t.name: texture_memory(t, buffers[t.name]) for t in kernel.textures}
         if accesses is not None:
@@ -350,4 +352,5 @@ def run(
             raise e
         break
     out = {b.name: stores[b.name].flat for b in kernel.bindings if b.access == "read_write"}
-    return out | {t.name: machine.textures[t.name].data for t in kernel.textures}
+    written = [t for t in kernel.textures if isinstance(t.ty, StorageTexture)]
+    return out | {t.name: machine.textures[t.name].data for t in written}

@@ -12,7 +12,7 @@ import numpy as np
 from kvdsl.ir import tree as ir
 from kvdsl.ir import ops
 from kvdsl.ir.ops import Op
-from kvdsl.ir.types import Array, Mat, Struct, held_as_words
+from kvdsl.ir.types import Array, Mat, SampledTexture, StorageTexture, Struct, held_as_words
 from kvdsl.ir.show import show
 from kvdsl.interp.errors import InterpError
 from kvdsl.interp.memory import Flat, Row
@@ -182,12 +182,22 @@ class Expressions:
             case ir.Call(op, args):
                 return self.apply(op, tuple(self.eval(a, m) for a in args))
             case ir.FnCall(name, args):
-                return self.call(self.functions[name], [self.eval(a, m) for a in args], m)
+                fn = self.functions[name]
+                return self.call(
+                    fn, [self.argument(a, t, m) for a, (_, t) in zip(args, fn.params)], m
+                )
             case ir.ArrayLength(name, member) if member is not None:
                 return np.array([self.runtime_length(self.buffers[name], member)], np.uint32)
-            case ir.TextureDimensions(name):
-                h, w = self.textures[name].data.shape[:2]
+            case ir.TextureDimensions(name, level):
+                t = self.texture_of(name)
+                if level is not None:
+                    self.texture_level(t, self.eval(level, m), m)
+                h, w = t.data.shape[:2]
                 return np.array([[w, h]], np.uint32)
+            case ir.TextureLoad(name, coords, level):
+                return self.texture_load(
+                    self.texture_of(name), self.eval(coords, m), self.eval(level, m), m
+                )
             case ir.ArrayLength(name):
                 b = self.buffers[name]
                 per = b.binding.host_values if held_as_words(b.binding.elem) else 1
@@ -516,6 +526,22 @@ class Expressions:
         if len(cols) == 1 and cols[0].shape[1] == 1:
             cols = cols * ty.n  # the splat vecN<T>(x)
         return np.concatenate(cols, axis=1).astype(ty.elem.dtype, copy=False)
+
+    def argument(self, a: ir.Expr, ty: object, m: Mask):
+        """The value of helper argument ``a`` for a parameter of type ``ty``: a storage
+        texture's memory for a texture parameter (``put(img, i)``), else ``a``'s value."""
+        if isinstance(ty, (StorageTexture, SampledTexture)):
+            return self.texture_of(a.name)
+        return self.eval(a, m)
+
+    def texture_of(self, name: str):
+        """The memory of the storage texture ``name`` names: a helper's texture parameter, or
+        the module's texture."""
+        for scope in reversed(self.scopes[1:]):
+            slot = scope.get(name)
+            if slot is not None:
+                return slot.value
+        return self.textures[name]
 
     def call(self, fn: ir.Function, args: list, m: Mask):
         """Inline a helper: its body runs on the caller's lanes with a fresh scope and frame."""

@@ -175,6 +175,7 @@ class Machine(Scopes, Expressions, Memory, StructMemory, Assignment):
         batching: bool = True,
         max_steps: int = MAX_STEPS,
         loop_trips: dict | None = None,
+        uniforms: dict[str, object] | None = None,
     ) -> None:
         self.kernel = kernel
         # The work budget: statements run in this chunk, against ``max_steps``.
@@ -224,7 +225,7 @@ class Machine(Scopes, Expressions, Memory, StructMemory, Assignment):
         for c in kernel.consts:
             self.module[c.name] = Slot(self.eval(c.value, None))
         for u in kernel.uniforms:  # read only, the same in every invocation, like a const
-            self.module[u.name] = Slot(params[u.name])
+            self.module[u.name] = Slot((params if uniforms is None else uniforms)[u.name])
         if kernel.params is not None:  # the params as one struct value, for &params
             self.module["params"] = Slot({n: params[n] for n, _ in kernel.params.fields})
 
@@ -401,7 +402,7 @@ class Machine(Scopes, Expressions, Memory, StructMemory, Assignment):
                 return m
             case ir.TextureStore(name, coords, value):
                 self.texture_store(
-                    self.textures[name], self.eval(coords, m), self.eval(value, m), m
+                    self.texture_of(name), self.eval(coords, m), self.eval(value, m), m
                 )
                 return m
             case ir.Switch():

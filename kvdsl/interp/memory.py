@@ -101,6 +101,46 @@ class Memory(StorageRaces):
             f"{self.grid.describe(self.grid.original(lane))}{self.where()}"
         )
 
+    # ---- textures ------------------------------------------------------------------------
+    def texture_load(
+        self, t: TextureMemory, coords: np.ndarray, level: np.ndarray, m: Mask
+    ) -> np.ndarray:
+        """``textureLoad``: each lane's texel ``coords`` (x, y) of mip level ``level``, a
+        ``vec4`` (``[lanes, 4]``; lanes off the mask read texel (0, 0)); an active lane's texel
+        outside the texture, or a level other than 0 (the texture has one), is
+        :class:`OutOfBounds` (WGSL leaves what such a load returns to the implementation)."""
+        name = t.texture.name
+        lanes = self.grid.active(m)
+        h, w = t.data.shape[:2]
+        xy = broadcast(coords, self.n).astype(np.int64)
+        lv = broadcast(level, self.n).astype(np.int64).reshape(-1)
+        bad = (xy[:, 0] < 0) | (xy[:, 0] >= w) | (xy[:, 1] < 0) | (xy[:, 1] >= h) | (lv != 0)
+        if bad[lanes].any():
+            j = int(lanes[np.flatnonzero(bad[lanes])[0]])
+            what = f"level {lv[j]}" if lv[j] != 0 else f"texel ({xy[j, 0]}, {xy[j, 1]})"
+            who = self.grid.describe(int(self.grid.original(np.array([j]))[0]))
+            raise OutOfBounds(
+                f"{name} {what} is out of bounds (width {w}, height {h}, one level) for "
+                f"{who}{self.where()}"
+            )
+        x = np.where(bad, 0, xy[:, 0])
+        y = np.where(bad, 0, xy[:, 1])
+        return t.data[y, x]
+
+    def texture_level(self, t: TextureMemory, level: np.ndarray, m: Mask) -> None:
+        """``textureDimensions(t, level)``: a level other than 0 of an active lane is
+        :class:`OutOfBounds` (the texture has one; WGSL leaves the result to the
+        implementation)."""
+        lanes = self.grid.active(m)
+        lv = broadcast(level, self.n).astype(np.int64).reshape(-1)[lanes]
+        if (lv != 0).any():
+            j = int(lanes[np.flatnonzero(lv != 0)[0]])
+            who = self.grid.describe(int(self.grid.original(np.array([j]))[0]))
+            raise OutOfBounds(
+                f"{t.texture.name} level {int(lv[lv != 0][0])} is out of bounds (one level) for "
+                f"{who}{self.where()}"
+            )
+
     # ---- storage textures ----------------------------------------------------------------
     def texture_store(self, t: TextureMemory, coords: np.ndarray, v: np.ndarray, m: Mask) -> None:
         """``textureStore``: each active lane's texel ``coords`` (x, y) set to ``v`` in the

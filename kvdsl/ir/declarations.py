@@ -19,11 +19,13 @@ from kvdsl.ir.memtypes import (
 from kvdsl.ir.scope import Scope, Symbol, VerifyError, check_name
 from kvdsl.ir.show import show
 from kvdsl.ir.types import (
+    SAMPLE_TYPES,
     TEXEL_FORMATS,
     Array,
     Atomic,
     Mat,
     RuntimeArray,
+    SampledTexture,
     Scalar,
     StorageTexture,
     Struct,
@@ -156,9 +158,12 @@ def module_scope(kernel: ir.Kernel, verifier: Verifier) -> Scope:
             )
         scope.declare(w.name, Symbol(w.ty, "workgroup"), w)
     for t in kernel.textures:
-        if not isinstance(t, ir.Texture) or not isinstance(t.ty, StorageTexture):
-            raise VerifyError(f"texture {t!r} is not a Texture of a storage texture type")
-        if t.ty.format not in TEXEL_FORMATS or t.ty.access != "write":
+        if not isinstance(t, ir.Texture) or not isinstance(t.ty, (StorageTexture, SampledTexture)):
+            raise VerifyError(f"texture {t!r} is not a Texture of a texture type")
+        if isinstance(t.ty, SampledTexture):
+            if t.ty.sample.name not in SAMPLE_TYPES:
+                raise VerifyError(f"texture '{t.name}': {t.ty} (sample types f32, u32, i32)")
+        elif t.ty.format not in TEXEL_FORMATS or t.ty.access != "write":
             raise VerifyError(f"texture '{t.name}': {t.ty} (formats {', '.join(TEXEL_FORMATS)})")
         check_name(t.name, t)
         scope.declare(t.name, Symbol(t.ty, "texture"), t)

@@ -15,6 +15,8 @@ from kvdsl.ir.types import (
     Ptr,
     RuntimeArray,
     Scalar,
+    SampledTexture,
+    StorageTexture,
     Struct,
     Type,
     Vec,
@@ -190,8 +192,15 @@ class PointerTyper(ConstEval):
         fn = self.functions.get(e.name)
         if fn is None:
             raise VerifyError(f"{show(e)}: undefined function '{e.name}'")
-        got = tuple(self.type_of(a, scope) for a in e.args)
         want = tuple(t for _, t in fn.params)
+        got = tuple(
+            (
+                self.texture_type(e, a.name, scope)
+                if isinstance(t, (StorageTexture, SampledTexture)) and type(a) is ir.Name
+                else self.type_of(a, scope)
+            )
+            for a, t in zip(e.args, want + (None,) * len(e.args))
+        )
         if got != want:
             raise VerifyError(
                 f"{show(e)}: {e.name} takes ({', '.join(map(str, want))}), "

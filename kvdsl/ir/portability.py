@@ -99,7 +99,14 @@ def _pointer_hazards(e: ir.FnCall, fn: ir.Function | None) -> list[str]:
     """What wgpu-native's naga does with the pointer arguments of helper call ``e``."""
     out = []
     if fn is not None and any(
-        isinstance(t, Ptr) and t.space in ("workgroup", "storage", "uniform") for _, t in fn.params
+        isinstance(t, Ptr)
+        and (
+            t.space in ("workgroup", "storage")
+            # a whole uniform (&params) is specialised away (kvdsl.ir.handles)
+            or t.space == "uniform"
+            and not (type(a) is ir.AddressOf and type(a.x) is ir.Name)
+        )
+        for a, (_, t) in zip(e.args, fn.params)
     ):
         out.append(POINTER_PARAMETER)
     for a, (_, t) in zip(e.args, fn.params if fn is not None else ()):

@@ -44,7 +44,7 @@ def call_text(
     e: object, expr: Callable[[ir.Expr], str], arguments: Callable[[tuple[ir.Expr, ...]], str]
 ) -> str | None:
     """A call-shaped expression's WGSL text (a builtin or helper call, a constructor, a
-    conversion, a bitcast, ``arrayLength``, ``textureDimensions``, ``workgroupUniformLoad``), its operand printed by
+    conversion, a bitcast, ``arrayLength``, ``textureDimensions``, ``textureLoad``, ``workgroupUniformLoad``), its operand printed by
     ``expr`` and its argument lists by ``arguments`` (:func:`show`'s or the emitter's); None
     for any other node."""
     match e:
@@ -62,8 +62,12 @@ def call_text(
             return f"workgroupUniformLoad({expr(x)})"
         case ir.ArrayLength(name, member):
             return f"arrayLength(&{name}{'' if member is None else '.' + member})"
-        case ir.TextureDimensions(name):
+        case ir.TextureDimensions(name, None):
             return f"textureDimensions({name})"
+        case ir.TextureDimensions(name, level):
+            return f"textureDimensions({name}, {expr(level)})"
+        case ir.TextureLoad(name, coords, level):
+            return f"textureLoad({name}, {arguments((coords, level))})"
     return None
 
 

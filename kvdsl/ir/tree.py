@@ -23,6 +23,7 @@ from kvdsl.ir.types import (
     Mat,
     Ptr,
     Scalar,
+    SampledTexture,
     StorageTexture,
     Struct,
     Vec,
@@ -134,11 +135,24 @@ class ArrayLength:
 
 
 @dataclass(frozen=True, slots=True)
-class TextureDimensions:
-    """``textureDimensions(name)``: the ``vec2<u32>`` width and height of storage texture
-    ``name`` (the same for every invocation)."""
+class TextureLoad:
+    """``textureLoad(name, coords, level)``: texel ``coords`` (a ``vec2<i32>`` or ``vec2<u32>``,
+    x then y) of mip level ``level`` (an ``i32`` or ``u32``) of sampled texture ``name``, a
+    ``vec4`` of its sample type."""
 
     name: str
+    coords: Expr
+    level: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class TextureDimensions:
+    """``textureDimensions(name)``: the ``vec2<u32>`` width and height of texture ``name`` (the
+    same for every invocation); ``textureDimensions(name, level)`` those of mip level ``level``
+    (an ``i32`` or ``u32``) of a sampled texture."""
+
+    name: str
+    level: Expr | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,6 +208,7 @@ Expr = (
     | Member
     | ArrayLength
     | TextureDimensions
+    | TextureLoad
     | AtomicCall
     | AddressOf
     | Deref
@@ -475,11 +490,12 @@ class WorkgroupVar:
 
 @dataclass(frozen=True, slots=True)
 class Texture:
-    """A storage texture binding ``var name: texture_storage_2d<format, write>;``: the host
-    gives it as a ``[height, width, channels]`` array of the format's dtype and takes it back."""
+    """A texture binding: ``var name: texture_storage_2d<format, write>;``, which the host gives
+    as a ``[height, width, channels]`` array of the format's dtype and takes back, or ``var
+    name: texture_2d<T>;``, which the host gives as ``[height, width, 4]`` of T's dtype."""
 
     name: str
-    ty: StorageTexture
+    ty: StorageTexture | SampledTexture
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,7 @@ from kvdsl.ir.ops import Op
 from kvdsl.ir.pointers import PointerTyper
 from kvdsl.ir.scope import Scope, VerifyError, shadowing
 from kvdsl.ir.show import show
-from kvdsl.ir.types import Atomic, StorageTexture, holds_atomic
+from kvdsl.ir.types import Atomic, SampledTexture, StorageTexture, holds_atomic
 from kvdsl.ir.types import (
     Array,
     Mat,
@@ -323,9 +323,34 @@ class ExprTyper(PointerTyper):
                 return ty
             case ir.Unary(op, x):
                 return self._apply(e, op, (self.type_of(x, scope),))
-            case ir.TextureDimensions(name):
-                self.texture_type(e, name, scope)
+            case ir.TextureDimensions(name, level):
+                tex = self.texture_type(e, name, scope)
+                if level is not None:
+                    if not isinstance(tex, SampledTexture):
+                        raise VerifyError(
+                            f"{show(e)}: '{name}' is a {tex}, which has no mip levels (a "
+                            "level is given for a texture_2d)"
+                        )
+                    lt = self.type_of(level, scope)
+                    if lt is not i32 and lt is not u32:
+                        raise VerifyError(f"{show(e)}: the level is {lt}, expected i32 or u32")
                 return Vec(2, u32)
+            case ir.TextureLoad(name, coords, level):
+                tex = self.texture_type(e, name, scope)
+                if not isinstance(tex, SampledTexture):
+                    raise VerifyError(
+                        f"{show(e)}: '{name}' is a {tex}, which textureLoad does not read (a "
+                        "texture_2d)"
+                    )
+                ct = self.type_of(coords, scope)
+                if ct != Vec(2, i32) and ct != Vec(2, u32):
+                    raise VerifyError(
+                        f"{show(e)}: the coordinates are {ct}, expected vec2<i32> or vec2<u32>"
+                    )
+                lt = self.type_of(level, scope)
+                if lt is not i32 and lt is not u32:
+                    raise VerifyError(f"{show(e)}: the level is {lt}, expected i32 or u32")
+                return tex.texel
             case ir.ArrayLength(name, member):
                 sym = scope.lookup(name)
                 if sym is None or sym.kind != "binding":
@@ -384,11 +409,13 @@ class ExprTyper(PointerTyper):
                 return ret
         raise VerifyError(f"not an expression: {e!r}")
 
-    def texture_type(self, node: object, name: str, scope: Scope) -> StorageTexture:
-        """The type of storage texture ``name`` a texture builtin ``node`` names."""
+    def texture_type(
+        self, node: object, name: str, scope: Scope
+    ) -> StorageTexture | SampledTexture:
+        """The type of texture ``name`` a texture builtin ``node`` names."""
         sym = scope.lookup(name)
         if sym is None or sym.kind != "texture":
-            raise VerifyError(f"{show(node)}: '{name}' is not a storage texture")
+            raise VerifyError(f"{show(node)}: '{name}' is not a texture")
         return sym.ty
 
     def _whole_binding(self, name: str, ty: Type) -> Type:

@@ -260,6 +260,45 @@ TEXEL_FORMATS = {
 }
 
 
+#: The sample types of a sampled texture: the texel format the host's array and the GPU texture
+#: hold it in (four channels of the type), and the bind group's sample type for it.
+SAMPLE_TYPES = {
+    "f32": ("rgba32float", np.float32, "unfilterable-float"),
+    "u32": ("rgba32uint", np.uint32, "uint"),
+    "i32": ("rgba32sint", np.int32, "sint"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class SampledTexture:
+    """``texture_2d<T>`` (T ``f32``, ``u32`` or ``i32``): a 2-D texture a kernel reads texels of
+    (``textureLoad``) and the size of (``textureDimensions``), held as four channels of T
+    (``rgba32float``, ``rgba32uint``, ``rgba32sint``), one mip level."""
+
+    sample: Scalar
+
+    def __str__(self) -> str:
+        return f"texture_2d<{self.sample}>"
+
+    @property
+    def texel(self) -> Vec:
+        """The type ``textureLoad`` returns: a ``vec4`` of the sample type."""
+        return Vec(4, self.sample)
+
+    @property
+    def format(self) -> str:
+        return SAMPLE_TYPES[self.sample.name][0]
+
+    @property
+    def channels(self) -> int:
+        return 4
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The numpy dtype the host holds each channel as."""
+        return np.dtype(SAMPLE_TYPES[self.sample.name][1])
+
+
 @dataclass(frozen=True, slots=True)
 class StorageTexture:
     """``texture_storage_2d<format, write>``: a 2-D storage texture a kernel writes texels of

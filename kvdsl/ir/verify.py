@@ -31,6 +31,8 @@ from kvdsl.ir.types import (
     Array,
     Ptr,
     RuntimeArray,
+    SampledTexture,
+    StorageTexture,
     Scalar,
     Struct,
     Type,
@@ -169,6 +171,11 @@ class Verifier(ExprTyper):
                 self.call_type(call, scope)
             case ir.TextureStore(name, coords, value):
                 tex = self.texture_type(s, name, scope)
+                if not isinstance(tex, StorageTexture):
+                    raise VerifyError(
+                        f"{show(s)}: '{name}' is a {tex}, which textureStore does not take (a "
+                        "storage texture)"
+                    )
                 ct = self.type_of(coords, scope)
                 if ct != Vec(2, i32) and ct != Vec(2, u32):
                     raise VerifyError(
@@ -401,7 +408,8 @@ def verify(kernel: ir.Kernel, verifier: Verifier | None = None, *, house: bool =
         for pname, pty in fn.params:
             if isinstance(pty, Ptr):
                 check_pointer_type(f"function {fn.name}: parameter {pname}", pty)
-            inner.declare(pname, Symbol(pty, "param"), fn)
+            kind = "texture" if isinstance(pty, (StorageTexture, SampledTexture)) else "param"
+            inner.declare(pname, Symbol(pty, kind), fn)
         if isinstance(fn.ret, Ptr):
             raise VerifyError(f"function {fn.name} returns a pointer (WGSL refuses it)")
         verifier.block(fn.body, inner, fn.ret, False)
@@ -431,6 +439,15 @@ def verify(kernel: ir.Kernel, verifier: Verifier | None = None, *, house: bool =
     return kernel
 
 
+def _holds_bool(ty: object) -> bool:
+    """Whether ``ty`` is or holds a bool (a struct's member, an array's element, nested)."""
+    if isinstance(ty, (Array, RuntimeArray)):
+        return _holds_bool(ty.elem)
+    if isinstance(ty, Struct):
+        return any(_holds_bool(t) for _, t in ty.fields)
+    return isinstance(ty, (Scalar, Vec)) and (ty if isinstance(ty, Scalar) else ty.elem) == bool_
+
+
 def check_pointer_type(what: str, t: Ptr) -> None:
     """A pointer type WGSL has: one of its address spaces, ``read`` or ``read_write`` access
     (only ``storage`` may be ``read``), to a type that memory of that space holds."""
@@ -445,14 +462,15 @@ def check_pointer_type(what: str, t: Ptr) -> None:
             f"{what}: access '{t.access}' in {t.space} memory (read_write; storage also read; "
             "uniform read only)"
         )
-    kinds = (Scalar, Vec, Mat, Array, RuntimeArray, Atomic)
-    kinds += (Struct,) if t.space == "uniform" else ()  # &params, the uniform's struct
+    kinds = (Scalar, Vec, Mat, Array, RuntimeArray, Atomic, Struct)
     if not isinstance(t.store, kinds) or (
         isinstance(t.store, RuntimeArray) and t.space != "storage"
     ):
         raise VerifyError(f"{what}: {t.space} memory does not hold a {t.store}")
     if t.space == "uniform" and not uniform_type(t.store):
         raise VerifyError(f"{what}: uniform memory does not hold a {t.store}")
+    if t.space == "storage" and _holds_bool(t.store):
+        raise VerifyError(f"{what}: storage memory does not hold a {t.store} (it holds a bool)")
     if isinstance(t.store, Atomic) and (
         t.space not in ("storage", "workgroup") or t.access != "read_write"
     ):

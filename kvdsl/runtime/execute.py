@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from kvdsl.emit import emit
+from kvdsl.ir.handles import specialise_handles
 from kvdsl.ir.dispatch import workgroups as dispatch_workgroups
 from kvdsl.ir.tree import Binding, Kernel, Texture, Uniform
-from kvdsl.ir.types import Struct, u32
+from kvdsl.ir.types import SampledTexture, Struct, u32
 from kvdsl.ir.features import limits as kernel_limits, uses_f16
 from kvdsl.runtime import device as gpu
 from kvdsl.runtime.contract import check_bindings, check_contract, check_workgroups
@@ -57,7 +58,7 @@ class _Dispatch:
         textures: tuple[Texture, ...] = (),
     ) -> None:
         wgpu = gpu.wgpu_module()
-        params, values = split_uniforms(uniforms, params)
+        params, values = split_uniforms(uniforms, params, params_struct)
         buffers, texels = split_textures(textures, buffers)
         buffers = check_inputs(bindings, params_struct, buffers, params, label)
         check_bindings(bindings, buffers, gpu.device(*gpu.extensions(wgsl), limits).limits)
@@ -137,6 +138,8 @@ class _Dispatch:
                 staging[b] = dst
         rows = {}
         for name, (t, tex, like) in self.textures.items():
+            if isinstance(t.ty, SampledTexture):
+                continue  # read only: nothing comes back
             h, w = like.shape[:2]
             row = -(-w * like.shape[2] * like.itemsize // 256) * 256  # rows 256 bytes apart
             dst = self.device.create_buffer(
@@ -164,10 +167,13 @@ class _Dispatch:
 
 
 def _upload_texture(dev, t: Texture, data: np.ndarray):
-    """A GPU texture for storage texture ``t`` holding the host's ``data``."""
+    """A GPU texture for texture ``t`` holding the host's ``data``: a storage texture's read
+    back, a sampled texture's read by the kernel."""
     wgpu = gpu.wgpu_module()
     h, w = data.shape[:2]
     usage = wgpu.TextureUsage.STORAGE_BINDING | wgpu.TextureUsage.COPY_SRC
+    if isinstance(t.ty, SampledTexture):
+        usage = wgpu.TextureUsage.TEXTURE_BINDING
     tex = dev.create_texture(
         size=(w, h, 1),
         format=t.ty.format,
@@ -280,7 +286,9 @@ def run(
     The params and buffers are checked first (:func:`kvdsl.runtime.inputs.check_inputs`: a
     big-endian array comes back little-endian), then the kernel's contract. ``params`` gives
     the params fields, and each other uniform's value by its name."""
-    fields = split_uniforms(kernel.uniforms, params)[0] if params is not None else None
+    fields = (
+        split_uniforms(kernel.uniforms, params, kernel.params)[0] if params is not None else None
+    )
     buffers, texels = split_textures(kernel.textures, buffers)
     buffers = check_inputs(kernel.bindings, kernel.params, buffers, fields, kernel.name)
     if workgroups is None:
@@ -288,7 +296,7 @@ def run(
     else:
         check_contract(kernel, buffers, fields)
     return run_source(
-        emit(kernel),
+        emit(specialise_handles(kernel)),
         kernel.bindings,
         kernel.params,
         buffers | texels,
@@ -331,11 +339,12 @@ def time_kernel(
     """
     uniforms, textures = (), ()
     if isinstance(kernel, Kernel):
-        wgsl, bindings, params_struct = emit(kernel), kernel.bindings, kernel.params
+        wgsl, bindings = emit(specialise_handles(kernel)), kernel.bindings
+        params_struct = kernel.params
         limits = kernel_limits(kernel)
         label = label or kernel.name
         uniforms, textures = kernel.uniforms, kernel.textures
-        fields = split_uniforms(uniforms, params)[0] if params is not None else None
+        fields = split_uniforms(uniforms, params, kernel.params)[0] if params is not None else None
         buffers, texels = split_textures(textures, buffers)
         buffers = check_inputs(kernel.bindings, kernel.params, buffers, fields, kernel.name)
         buffers = buffers | texels

@@ -16,6 +16,7 @@ from typing import Mapping
 
 import numpy as np
 
+from kvdsl.ir.host import split_values
 from kvdsl.ir.types import Array, Mat, Scalar, Struct, Vec, field_offsets, size_of, stride
 from kvdsl.runtime.errors import BufferError, ParamsError
 from kvdsl.runtime.inputs import check_buffers, check_params, check_value
@@ -58,15 +59,17 @@ def pack_params(struct: Struct, values: Mapping[str, object]) -> bytes:
     return bytes(out)
 
 
-def split_uniforms(uniforms: tuple, values: Mapping[str, object] | None) -> tuple[dict, dict]:
+def split_uniforms(
+    uniforms: tuple, values: Mapping[str, object] | None, params_struct: Struct | None = None
+) -> tuple[dict, dict]:
     """``values`` parted into the params fields' and the other uniforms' (by each uniform's
-    name, :class:`~kvdsl.ir.tree.Uniform`)."""
-    names = {u.name for u in uniforms}
-    values = values or {}
-    return (
-        {k: v for k, v in values.items() if k not in names},
-        {k: v for k, v in values.items() if k in names},
-    )
+    name, :class:`~kvdsl.ir.tree.Uniform`; a field given as ``params.NAME`` too, and only so
+    where a uniform shares its name: :func:`kvdsl.ir.host.split_values`)."""
+    fields = tuple(n for n, _ in params_struct.fields) if params_struct is not None else ()
+    try:
+        return split_values(fields, uniforms, values)
+    except KeyError as err:
+        raise ParamsError(err.args[0]) from None
 
 
 def split_textures(textures: tuple, buffers: Mapping[str, object]) -> tuple[dict, dict]:

@@ -24,19 +24,6 @@ def k(body: str, head: str = "") -> str:
 
 
 LIMITS = {
-    "uniform_named_like_field": k(
-        "  out[0] = params.n + n;",
-        "struct P { n: u32 }\n@group(0) @binding(1) var<uniform> params: P;\n"
-        "@group(0) @binding(2) var<uniform> n: u32;\n",
-    ),
-    "ptr_struct_param": O
-    + "struct P { n: u32 }\n@group(0) @binding(1) var<uniform> params: P;\n"
-    + "fn f(p: ptr<uniform, P>) -> u32 { return (*p).n; }\n@compute @workgroup_size(64)\n"
-    + "fn main(@builtin(global_invocation_id) gid: vec3<u32>) {\n  out[0] = f(&params);\n}\n",
-    "wg_count_member": k(
-        "  t[0] = 1u; out[0] = t[0];",
-        "const C = R(4u);\nstruct R { n: u32 }\nvar<workgroup> t: array<u32, C.n>;\n",
-    ),
     "for_init_call": k(
         "  var c = 0u;\n  for (f(&c); c < 3u; c++) { }\n  out[0] = c;",
         "fn f(p: ptr<function, u32>) { *p = 1u; }\n",
@@ -44,10 +31,6 @@ LIMITS = {
     "for_update_call": k(
         "  var c = 0u;\n  for (; c < 3u; f(&c)) { }\n  out[0] = c;",
         "fn f(p: ptr<function, u32>) { *p += 1u; }\n",
-    ),
-    "ptr_struct_parameter": k(
-        "  var s = S(1u); out[0] = g(&s);",
-        "struct S { a: u32 }\nfn g(p: ptr<function, S>) -> u32 { return (*p).a; }\n",
     ),
     "array_length_through_a_pointer": k(
         "  out[0] = g(&out);",
@@ -61,12 +44,8 @@ LIMITS = {
         O + "@compute @workgroup_size(64)\nfn main(@builtin(workgroup_index) w: u32) {\n"
         "  out[w] = w;\n}\n"
     ),
-    "texture_param": O
-    + "@group(0) @binding(1) var img: texture_storage_2d<r32uint, write>;\n"
-    + "fn put(t: texture_storage_2d<r32uint, write>, i: u32) { textureStore(t, vec2<u32>(i, 0u), "
-    + "vec4<u32>(i)); }\n@compute @workgroup_size(64)\n"
-    + "fn main(@builtin(global_invocation_id) gid: vec3<u32>) {\n  put(img, gid.x);\n}\n",
-    "sampled_texture": k("  out[0] = 1u;", "@group(0) @binding(1) var tex: texture_2d<f32>;\n"),
+    "sampler": k("  out[0] = 1u;", "@group(0) @binding(1) var s: sampler;\n"),
+    "texture_3d": k("  out[0] = 1u;", "@group(0) @binding(1) var tex: texture_3d<f32>;\n"),
 }
 
 

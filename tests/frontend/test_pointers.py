@@ -18,7 +18,7 @@ import pytest
 
 from kvdsl import interp, runtime
 from kvdsl.emit import emit
-from kvdsl.frontend import UnsupportedError, parse
+from kvdsl.frontend import parse
 from kvdsl.interp import OutOfBounds, RaceError
 from kvdsl.ir import Dispatch, u32
 from kvdsl.ir import tree as ir
@@ -219,25 +219,6 @@ def test_a_pointer_keeps_the_element_it_was_taken_of():
     got = interp.run(parse(text), {"out": np.zeros(64, np.uint32)}, {}, (1, 1, 1))["out"]
     want = np.where(np.arange(64) % 2 == 0, 934, 294).astype(np.uint32)
     np.testing.assert_array_equal(got, want)
-
-
-TWO = (
-    "@group(0) @binding(0) var<storage, read_write> out: array<u32>;\n"
-    "@group(0) @binding(1) var<storage, read> src: array<u32>;\n"
-    "var<workgroup> w: array<u32, 64>;\n"
-)
-
-
-def _k(fns: str, body: str) -> str:
-    return kernel(body, TWO + fns)
-
-
-def test_a_pointer_parameter_to_the_uniform_struct_is_outside_the_subset():
-    text = "struct P { n: u32 }\n@group(0) @binding(1) var<uniform> params: P;\n" + _k(
-        "fn f(p: ptr<uniform, P>) -> u32 {\n  return (*p).n;\n}\n", "  out[1] = f(&params);"
-    )
-    with pytest.raises(UnsupportedError, match=r"ptr<uniform, P> \(pointers to structs\)"):
-        parse(text)
 
 
 def test_check_notes_what_naga_does_with_pointer_arguments():

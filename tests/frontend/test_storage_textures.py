@@ -125,3 +125,60 @@ def test_kvdsl_run_takes_a_texture_from_the_inputs_and_writes_both_backends(tmp_
     want = _want(StorageTexture("rgba8unorm"), x, 0xAB)
     for who in ("img", "interp.img"):
         np.testing.assert_array_equal(got[who], want, err_msg=who)
+
+
+# Two textures through one helper's texture parameter, the helper handing it on to another,
+# each sized through the parameter: a texel stored into the other texture, or the size of the
+# other read, fails.
+PARAM = """@group(0) @binding(0) var<storage, read> x: array<vec4<u32>>;
+@group(0) @binding(1) var a: texture_storage_2d<r32uint, write>;
+@group(0) @binding(2) var b: texture_storage_2d<rgba32uint, write>;
+
+fn store(t: texture_storage_2d<rgba32uint, write>, at: vec2<u32>, v: vec4<u32>) {
+  textureStore(t, at, v);
+}
+
+fn put(t: texture_storage_2d<r32uint, write>, u: texture_storage_2d<rgba32uint, write>,
+       gid: vec2<u32>, v: vec4<u32>) {
+  let size = textureDimensions(t);
+  if gid.x < size.x && gid.y < size.y {
+    textureStore(t, vec2<i32>(i32(size.x - 1u - gid.x), i32(gid.y)), v);
+  }
+  if gid.x < textureDimensions(u).x && gid.y < textureDimensions(u).y {
+    store(u, gid, v ^ vec4<u32>(size.x, size.y, 0u, 1u));
+  }
+}
+
+@compute @workgroup_size(8, 8)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  put(a, b, gid.xy, x[gid.y * 16u + gid.x]);
+}
+"""
+
+
+def test_a_storage_texture_as_a_helpers_parameter_runs_on_both_backends_as_numpy_says(gpu):
+    k = parse(PARAM, "param.wgsl")
+    assert k.functions[0].params[0] == ("t", StorageTexture("rgba32uint"))
+    assert k.functions[1].params[:2] == (
+        ("t", StorageTexture("r32uint")),
+        ("u", StorageTexture("rgba32uint")),
+    )
+    printed = emit(k)
+    assert "fn store(t: texture_storage_2d<rgba32uint, write>, at: vec2<u32>" in printed
+    assert parse(printed, "param.wgsl") == k
+    x = np.random.default_rng(51).integers(1, 2**32, (16 * 16, 4)).astype(np.uint32)
+    xs = x.reshape(16, 16, 4)
+    wa, ha, wb, hb = 12, 10, 9, 14
+    want_a = np.full((ha, wa, 1), 0xDEADBEEF, np.uint32)
+    want_a[:, ::-1, 0] = xs[:ha, :wa, 0]
+    want_b = xs[:hb, :wb] ^ np.array([wa, ha, 0, 1], np.uint32)
+    for run in (interp.run, runtime.run):
+        bufs = {
+            "x": x.reshape(-1),
+            "a": np.full((ha, wa, 1), 0xDEADBEEF, np.uint32),
+            "b": np.full((hb, wb, 4), 0xDEADBEEF, np.uint32),
+        }
+        got = run(k, bufs, {}, (2, 2, 1))
+        np.testing.assert_array_equal(got["a"], want_a, err_msg=run.__module__)
+        np.testing.assert_array_equal(got["b"], want_b, err_msg=run.__module__)
+    assert_tint_takes({"param": PARAM})

@@ -50,3 +50,50 @@ def test_a_struct_const_member_sizes_a_workgroup_array_and_runs_as_numpy_says(gp
         got = run(k, {"x": x, "out": np.full(3 * 64, np.nan, np.float32)}, {}, (3, 1, 1))["out"]
         np.testing.assert_array_equal(got, want, err_msg=run.__module__)
     assert_tint_takes({"tiled": TILED})
+
+
+# WGSL's module-scope declarations are order-independent: the tile and the workgroup sized from
+# T above T, T above its struct and of members folded from consts declared below, the tile's
+# element an alias declared below.
+BELOW = """var<workgroup> tile: array<Word, T.rows * T.cols>;
+
+@group(0) @binding(0) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+
+@compute @workgroup_size(T.rows * T.cols)
+fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
+  let i = wid.x * WIDTH + lid.x;
+  tile[lid.x] = x[i] * T.scale;
+  workgroupBarrier();
+  let r = lid.x / T.cols;
+  let c = lid.x % T.cols;
+  out[i] = tile[(T.rows - 1u - r) * T.cols + c];
+}
+
+const T = Tile(ROWS, WIDTH / ROWS, 0.5);
+
+const WIDTH: u32 = 64u;
+
+struct Tile {
+  rows: u32,
+  cols: u32,
+  scale: f32,
+}
+
+alias Word = f32;
+
+const ROWS = 4u;
+"""
+
+
+def test_declarations_below_their_use_are_taken_in_dependency_order(gpu):
+    k = parse(BELOW, "tiled.wgsl")
+    assert k.workgroup_vars == (WorkgroupVar("tile", Array(f32, 64)),)
+    assert k.workgroup_size == (64, 1, 1)
+    assert parse(emit(k), "tiled.wgsl") == k
+    x = np.random.default_rng(49).standard_normal(3 * 64).astype(np.float32)
+    want = (x.reshape(3, 4, 16)[:, ::-1, :] * np.float32(0.5)).reshape(-1)
+    for run in (interp.run, runtime.run):
+        got = run(k, {"x": x, "out": np.full(3 * 64, np.nan, np.float32)}, {}, (3, 1, 1))["out"]
+        np.testing.assert_array_equal(got, want, err_msg=run.__module__)
+    assert_tint_takes({"below": BELOW})

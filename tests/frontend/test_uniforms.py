@@ -13,7 +13,7 @@ import pytest
 
 from kvdsl import interp, runtime
 from kvdsl.emit import emit
-from kvdsl.frontend import UnsupportedError, WgslTypeError, parse
+from kvdsl.frontend import WgslTypeError, parse
 from kvdsl.ir.tree import Uniform
 from kvdsl.ir.types import Array, Vec, f32
 from kvdsl.runtime import ParamsError
@@ -155,11 +155,47 @@ def test_a_uniform_is_not_assigned_and_holds_what_the_uniform_address_space_hold
     )
 
 
-def test_a_uniform_named_like_a_params_field_is_outside_the_subset():
-    text = BESIDE.replace("shift", "scale2").replace("scale2: vec2", "n: vec2")
-    text = text.replace("+ scale2[", "+ n[")
-    with pytest.raises(UnsupportedError, match=r"uniform 'n' named like a field of the params"):
-        parse(text, "clash.wgsl")
+CLASH = """struct P {
+  n: u32,
+  scale: f32,
+}
+
+@group(0) @binding(0) var<storage, read_write> out: array<f32>;
+@group(0) @binding(1) var<uniform> params: P;
+@group(0) @binding(2) var<uniform> scale: vec2<f32>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  if gid.x < params.n {
+    out[gid.x] = f32(gid.x) * params.scale + scale[gid.x % 2u];
+  }
+}
+"""
+
+
+def test_a_uniform_named_like_a_params_field_runs_with_the_field_given_as_params_dot_name(gpu):
+    # The host's one dict names each as the WGSL text reads it: the field as params.scale, the
+    # uniform as scale; the bare name alone would give one of the two, and is refused.
+    k = parse(CLASH, "clash.wgsl")
+    assert [n for n, _ in k.params.fields] == ["n", "scale"]
+    assert k.uniforms == (Uniform("scale", Vec(2, f32)),)
+    assert parse(emit(k), "clash.wgsl") == k
+    rng = np.random.default_rng(158)
+    field, pair = float(rng.uniform(0.5, 2.0)), rng.uniform(-4, 4, 2).astype(np.float32)
+    p = {"n": 70, "params.scale": field, "scale": pair.tolist()}
+    i = np.arange(N)
+    want = i.astype(np.float32) * np.float32(field) + pair[i % 2]
+    want = np.where(i < 70, want, np.nan).astype(np.float32)
+    for run in (interp.run, runtime.run):
+        got = run(k, {"out": np.full(N, np.nan, np.float32)}, p, (2, 1, 1))["out"]
+        np.testing.assert_array_equal(got, want, err_msg=run.__module__)
+    both = r"params field 'scale' and uniform 'scale' share the name 'scale': give the field as "
+    bare = {"n": 70, "scale": pair.tolist()}
+    with pytest.raises(ParamsError, match=both + r"'params.scale' and the uniform as 'scale'"):
+        runtime.run(k, {"out": np.zeros(N, np.float32)}, bare, (2, 1, 1))
+    with pytest.raises(KeyError, match=both):
+        interp.run(k, {"out": np.zeros(N, np.float32)}, bare, (2, 1, 1))
+    assert_tint_takes({"clash": CLASH})
 
 
 POINTED = """struct P {

@@ -1,4 +1,4 @@
-// expect: refused "undefined name 'D'"
+// expect: taken
 // tint: taken
 // in: ../_kernel.wgsl
 @group(0) @binding(0) var<storage, read_write> out: array<u32>;
