@@ -210,7 +210,8 @@ Errors name the statement as :func:`kvdsl.ir.show.show` prints it and, given ``s
 Modules
     :mod:`~kvdsl.interp.machine` runs statements and control flow (:class:`Machine`), built from
     :mod:`~kvdsl.interp.scope` (name lookup), :mod:`~kvdsl.interp.exprs` (expressions),
-    :mod:`~kvdsl.interp.memory` (loads, stores, bounds and race checks, barriers),
+    :mod:`~kvdsl.interp.memory` (loads, stores, bounds and race checks, barriers; textures
+    through :mod:`~kvdsl.interp.textures`),
     :mod:`~kvdsl.interp.structs` (memory held as words) and :mod:`~kvdsl.interp.assign`
     (assignment), with :mod:`~kvdsl.interp.races` (the storage race records and what orders
     accesses); :mod:`~kvdsl.interp.batch` runs batched loops; :mod:`~kvdsl.interp.values` holds

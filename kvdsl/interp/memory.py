@@ -12,9 +12,10 @@ import numpy as np
 from kvdsl.interp.batch import Fallback
 from kvdsl.interp.errors import InterpError, OutOfBounds, RaceError, UninitializedRead
 from kvdsl.interp.races import StorageRaces
+from kvdsl.interp.textures import TextureAccess
 from kvdsl.ir.tree import AtomicCall, Deref, Expr, Index, Name
 from kvdsl.ir.types import held_as_words
-from kvdsl.interp.buffers import SharedArray, Storage, TextureMemory, to_texels
+from kvdsl.interp.buffers import SharedArray, Storage
 from kvdsl.interp.indexsets import affine, counts, strided
 from kvdsl.interp.values import ArrayValue, Mask, broadcast, is_uniform
 
@@ -68,7 +69,7 @@ def _put(dst: np.ndarray, v: np.ndarray, lazy: Strided | None) -> None:
     dst[...] = v.reshape(dst.shape) if len(v) > 1 else v
 
 
-class Memory(StorageRaces):
+class Memory(StorageRaces, TextureAccess):
     """The machine's memory accesses, a mixin of :class:`kvdsl.interp.machine.Machine`, which
     holds the state they use: ``grid``, ``n``, ``shared``, ``strict_init``, ``batch``,
     ``_probe``, ``_affine`` and ``where()`` for messages."""
@@ -102,85 +103,6 @@ class Memory(StorageRaces):
         )
 
     # ---- textures ------------------------------------------------------------------------
-    def texture_load(
-        self, t: TextureMemory, coords: np.ndarray, level: np.ndarray, m: Mask
-    ) -> np.ndarray:
-        """``textureLoad``: each lane's texel ``coords`` (x, y) of mip level ``level``, a
-        ``vec4`` (``[lanes, 4]``; lanes off the mask read texel (0, 0)); an active lane's texel
-        outside the texture, or a level other than 0 (the texture has one), is
-        :class:`OutOfBounds` (WGSL leaves what such a load returns to the implementation)."""
-        name = t.texture.name
-        lanes = self.grid.active(m)
-        h, w = t.data.shape[:2]
-        xy = broadcast(coords, self.n).astype(np.int64)
-        lv = broadcast(level, self.n).astype(np.int64).reshape(-1)
-        bad = (xy[:, 0] < 0) | (xy[:, 0] >= w) | (xy[:, 1] < 0) | (xy[:, 1] >= h) | (lv != 0)
-        if bad[lanes].any():
-            j = int(lanes[np.flatnonzero(bad[lanes])[0]])
-            what = f"level {lv[j]}" if lv[j] != 0 else f"texel ({xy[j, 0]}, {xy[j, 1]})"
-            who = self.grid.describe(int(self.grid.original(np.array([j]))[0]))
-            raise OutOfBounds(
-                f"{name} {what} is out of bounds (width {w}, height {h}, one level) for "
-                f"{who}{self.where()}"
-            )
-        x = np.where(bad, 0, xy[:, 0])
-        y = np.where(bad, 0, xy[:, 1])
-        return t.data[y, x]
-
-    def texture_level(self, t: TextureMemory, level: np.ndarray, m: Mask) -> None:
-        """``textureDimensions(t, level)``: a level other than 0 of an active lane is
-        :class:`OutOfBounds` (the texture has one; WGSL leaves the result to the
-        implementation)."""
-        lanes = self.grid.active(m)
-        lv = broadcast(level, self.n).astype(np.int64).reshape(-1)[lanes]
-        if (lv != 0).any():
-            j = int(lanes[np.flatnonzero(lv != 0)[0]])
-            who = self.grid.describe(int(self.grid.original(np.array([j]))[0]))
-            raise OutOfBounds(
-                f"{t.texture.name} level {int(lv[lv != 0][0])} is out of bounds (one level) for "
-                f"{who}{self.where()}"
-            )
-
-    # ---- storage textures ----------------------------------------------------------------
-    def texture_store(self, t: TextureMemory, coords: np.ndarray, v: np.ndarray, m: Mask) -> None:
-        """``textureStore``: each active lane's texel ``coords`` (x, y) set to ``v`` in the
-        texture's format; a texel outside the texture is :class:`OutOfBounds` (WGSL leaves
-        such a store to the implementation), one two invocations write a :class:`RaceError`."""
-        name = t.texture.name
-        lanes = self.grid.active(m)
-        h, w = t.data.shape[:2]
-        xy = broadcast(coords, self.n)[lanes].astype(np.int64)
-        ids = self.grid.original(lanes).astype(np.int64)
-        bad = (xy[:, 0] < 0) | (xy[:, 0] >= w) | (xy[:, 1] < 0) | (xy[:, 1] >= h)
-        if bad.any():
-            j = int(np.flatnonzero(bad)[0])
-            raise OutOfBounds(
-                f"{name} texel ({xy[j, 0]}, {xy[j, 1]}) is out of bounds (width {w}, height "
-                f"{h}) for {self.grid.describe(int(ids[j]))}{self.where()}"
-            )
-        texels = to_texels(t.texture.ty, broadcast(v, self.n)[lanes])
-        x, y = xy[:, 0], xy[:, 1]
-        flat = y * w + x
-        order = np.argsort(flat, kind="stable")
-        same = flat[order][1:] == flat[order][:-1]
-        earlier = t.owner[y, x]
-        clash = (earlier >= 0) & (earlier != ids)
-        if same.any() or clash.any():
-            if same.any():
-                j = int(np.flatnonzero(same)[0])
-                a, b = ids[order][j], ids[order][j + 1]
-                at = (int(x[order][j]), int(y[order][j]))
-            else:
-                j = int(np.flatnonzero(clash)[0])
-                a, b, at = earlier[j], ids[j], (int(x[j]), int(y[j]))
-            raise RaceError(
-                f"{name} texel {at}: {self.grid.describe(int(a))} and "
-                f"{self.grid.describe(int(b))} both write it in one dispatch{self.where()}"
-            )
-        t.owner[y, x] = ids
-        t.data[y, x] = texels
-
-    # ---- storage bindings ----------------------------------------------------------------
     def _count(self, b: Storage, m: Mask, which: int) -> None:
         """Add the bytes the lanes of ``m`` load (``which`` 0) or store (1) to
         :attr:`accesses`, when it is kept: each active lane moves one element."""

@@ -17,7 +17,8 @@ precedence number, because WGSL's grammar is not a ladder: shifts take only unar
 relations do not chain.
 
 :mod:`~kvdsl.ir.tree` holds expressions, statements, module items and the ``Kernel`` with its
-host contract (the builtin tables from :mod:`~kvdsl.ir.builtins`), all frozen dataclasses with tuple children, so equality and hashing come for
+host contract (the builtin tables from :mod:`~kvdsl.ir.builtins`, the nodes' fast ``__init__``
+from :mod:`~kvdsl.ir.slots`), all frozen dataclasses with tuple children, so equality and hashing come for
 free. (The name keeps it apart from :mod:`kvdsl.nodes`, the composable building blocks.) Code
 that matches on them imports the module once, ``from kvdsl.ir import tree as ir``, and writes
 ``case ir.Binary(op, a, b):``. Expressions carry no types: only literals and conversions do,

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from kvdsl.ir import tree as ir
 from kvdsl.ir import ops
 from kvdsl.ir.show import show
+from kvdsl.ir.slots import slot_init
 from kvdsl.ir.types import Struct, Type
 
 
@@ -33,7 +34,7 @@ class Symbol:
     value: ir.Expr | None = None  # a const's value, folded on demand (Verifier.const_int)
 
 
-ir._slot_init(Symbol)  # a Symbol per declaration: the cheaper __init__ of the IR nodes
+slot_init(Symbol)  # a Symbol per declaration: the cheaper __init__ of the IR nodes
 
 
 class Scope:

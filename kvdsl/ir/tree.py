@@ -7,7 +7,7 @@ from the declarations in scope, so a kernel parsed back from WGSL compares equal
 
 from __future__ import annotations
 
-from dataclasses import MISSING, dataclass, field, fields
+from dataclasses import dataclass, field
 
 from kvdsl.ir.builtins import (  # noqa: F401 (re-exported: ir.BUILTIN_INPUTS, ir.builtin_type)
     ATOMIC_FUNCTIONS,
@@ -18,6 +18,7 @@ from kvdsl.ir.builtins import (  # noqa: F401 (re-exported: ir.BUILTIN_INPUTS, i
     builtin_type,
 )
 from kvdsl.ir.ops import Op
+from kvdsl.ir.slots import slot_init
 from kvdsl.ir.types import (
     Array,
     Mat,
@@ -386,33 +387,8 @@ Stmt = (
 )
 
 
-def _slot_init(cls: type) -> type:
-    """Give a frozen slots dataclass an ``__init__`` that stores each field through its slot
-    descriptor: the same signature and result as the generated one, which goes through
-    ``object.__setattr__`` per field and made node construction most of the builder's time."""
-    ns: dict[str, object] = {}
-    params, body = [], []
-    for f in fields(cls):
-        if f.default_factory is not MISSING:
-            return cls  # keep the generated __init__: it builds the default
-        if f.default is MISSING:
-            params.append(f.name)
-        else:
-            ns[f"_d_{f.name}"] = f.default
-            params.append(f"{f.name}=_d_{f.name}")
-        ns[f"_s_{f.name}"] = cls.__dict__[f.name].__set__
-        body.append(f"    _s_{f.name}(self, {f.name})\n")
-    if not body:
-        return cls
-    exec(f"def __init__(self, {', '.join(params)}):\n{''.join(body)}", ns)
-    init = ns["__init__"]
-    init.__qualname__ = f"{cls.__qualname__}.__init__"  # type: ignore[attr-defined]
-    cls.__init__ = init  # type: ignore[misc]
-    return cls
-
-
 for _cls in (*Expr.__args__, *Stmt.__args__):  # classes without fields keep theirs
-    _slot_init(_cls)
+    slot_init(_cls)
 del _cls
 
 # ---- module items -----------------------------------------------------------------------------
