@@ -37,14 +37,6 @@ LIMITS = {
         "  t[0] = 1u; out[0] = t[0];",
         "const C = R(4u);\nstruct R { n: u32 }\nvar<workgroup> t: array<u32, C.n>;\n",
     ),
-    "for_init_call": k(
-        "  var c = 0u;\n  for (f(&c); c < 3u; c++) { }\n  out[0] = c;",
-        "fn f(p: ptr<function, u32>) { *p = 1u; }\n",
-    ),
-    "for_update_call": k(
-        "  var c = 0u;\n  for (; c < 3u; f(&c)) { }\n  out[0] = c;",
-        "fn f(p: ptr<function, u32>) { *p += 1u; }\n",
-    ),
     "ptr_struct_parameter": k(
         "  var s = S(1u); out[0] = g(&s);",
         "struct S { a: u32 }\nfn g(p: ptr<function, S>) -> u32 { return (*p).a; }\n",

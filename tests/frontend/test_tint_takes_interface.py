@@ -1,0 +1,105 @@
+"""Modules Tint takes that kvdsl takes too: a call (a helper's call statement or a phony
+assignment of one) as a ``for`` loop's initialiser or update (the loop as WGSL defines it). Each
+kernel runs on the interpreter and on the GPU (llvmpipe will do) over random non-zero inputs
+into a poisoned output, to what numpy says; each prints back to the same IR, Tint takes the
+text, and Tint and naga its print."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kvdsl import interp, runtime
+from kvdsl.emit import emit
+from kvdsl.frontend import parse
+from kvdsl.runtime import tint_check
+from tests.helpers.wgsl import refused_by_compilers
+
+N = 128
+POISON = 0xDEADBEEF
+HEAD = (
+    "@group(0) @binding(0) var<storage, read> a: array<u32>;\n"
+    "@group(0) @binding(1) var<storage, read_write> out: array<u32>;\n"
+)
+ENTRY = "@compute @workgroup_size(64)\nfn main(@builtin(global_invocation_id) gid: vec3<u32>) {\n"
+
+
+def kernel(body: str, helpers: str = "") -> str:
+    return HEAD + helpers + ENTRY + "  let i = gid.x;\n" + body + "\n}\n"
+
+
+def inputs() -> np.ndarray:
+    return np.random.default_rng(4405).integers(1, 1 << 20, N, dtype=np.uint32)
+
+
+#: name -> (WGSL text, numpy of the input array a (as int64) -> out, workgroups)
+CASES: dict[str, tuple[str, object, tuple[int, int, int]]] = {}
+
+
+def _for_calls(a: np.ndarray) -> np.ndarray:
+    out = np.zeros(N, np.int64)
+    for j, x in enumerate(a):
+        b = x & 7
+        c, n = b, 0  # the initialiser's call
+        while c < b + 5:
+            n += c
+            if c != b + 2:  # the trip that continues still runs the update
+                n += 100
+            c += 1  # the update's call
+        d, m = (x & 15) + 2, 0
+        while d < 40:
+            m += d
+            d += 2
+        e = 0
+        for k in range(x & 3):
+            e += k + 1
+        out[j] = c + n * 3 + d * 5 + m * 7 + e * 11
+    return out
+
+
+CASES["for_header_calls"] = (
+    kernel(
+        "  var c = 0u;\n  var n = 0u;\n"
+        "  for (bump(&c, a[i] & 7u); c < (a[i] & 7u) + 5u; bump(&c, 1u)) {\n"
+        "    n += c;\n    if (c == (a[i] & 7u) + 2u) { continue; }\n    n += 100u;\n  }\n"
+        "  var d = a[i] & 15u;\n  var m = 0u;\n"
+        "  for (_ = adv(&d); d < 40u; _ = adv(&d)) { m += d; }\n"
+        "  var e = 0u;\n"
+        "  for (var k = 0u; k < (a[i] & 3u); bump(&k, 1u)) { let c = k + 1u; e += c; }\n"
+        "  out[i] = c + n * 3u + d * 5u + m * 7u + e * 11u;",
+        "fn bump(p: ptr<function, u32>, by: u32) { *p += by; }\n"
+        "fn adv(p: ptr<function, u32>) -> u32 { *p += 2u; return *p; }\n",
+    ),
+    _for_calls,
+    (N // 64, 1, 1),
+)
+
+
+def _run(name: str, backend) -> np.ndarray:
+    text, _, groups = CASES[name]
+    k = parse(text, f"{name}.wgsl")
+    bufs = {"a": inputs(), "out": np.full(N, POISON, np.uint32)}
+    return backend.run(k, bufs, {}, groups)["out"]
+
+
+def _want(name: str) -> np.ndarray:
+    return (CASES[name][1](inputs().astype(np.int64)) & 0xFFFFFFFF).astype(np.uint32)
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_form_prints_back_and_runs_on_the_interpreter_as_numpy_says(name):
+    k = parse(CASES[name][0], f"{name}.wgsl")
+    assert parse(emit(k), f"{name}.wgsl") == k
+    np.testing.assert_array_equal(_run(name, interp), _want(name))
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_form_on_the_gpu_is_what_numpy_says(name, gpu):
+    np.testing.assert_array_equal(_run(name, runtime), _want(name))
+
+
+def test_tint_takes_the_forms_and_tint_and_naga_their_prints():
+    texts = {n: t for n, (t, _, _) in CASES.items()}
+    assert {n: e for n, e in tint_check(texts).items() if e is not None} == {}
+    prints = {f"{n}_printed": emit(parse(t, f"{n}.wgsl")) for n, t in texts.items()}
+    assert refused_by_compilers(prints) == {}
