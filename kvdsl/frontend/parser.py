@@ -51,6 +51,7 @@ from kvdsl.frontend.transform import ToIR
 from kvdsl.frontend.shadows import resolve_shadows
 from kvdsl.frontend.typer import Typer
 from kvdsl.ir import tree as ir
+from kvdsl.ir import uniformity
 from kvdsl.ir.types import Array, Mat, Ptr, Scalar, Struct, Vec, bool_
 from kvdsl.ir.features import uses_f16
 from kvdsl.ir.scope import Scope, Symbol, VerifyError, name_problem
@@ -216,6 +217,7 @@ class _Assembler(EntryPoint):
         self.steps = to_ir.steps  # id(Assign) of each `lhs++` and `lhs--`
         self.alias_ctors = to_ir.alias_ctors
         self.words: frozenset[str] = frozenset()  # every word of the module's text
+        self.derived_inputs: dict[str, str] = {}  # parameter -> builtin, a let of the body
 
     def err(self, message: str, line: int | None, column: int | None = None) -> UnsupportedError:
         return UnsupportedError(message, self.filename, line, column)
@@ -287,7 +289,7 @@ class _Assembler(EntryPoint):
                 asserts.append(cond)
         directives = self.directives()
         main = Scope(scope)
-        builtins, prelude = self.builtins(entry, main)
+        builtins, prelude = self.builtins(entry, main, wg)
         typer.line = entry.line
         body = typer.block(prelude + entry.body, main, None, False)
         kernel = ir.Kernel(
@@ -320,7 +322,22 @@ class _Assembler(EntryPoint):
             if line is None:
                 line = self._line_of(str(err), entry)
             raise WgslTypeError(str(err), self.filename, line) from None
+        if self.derived_inputs:
+            self.derived_uniformity(kernel, typer.lines)
         return kernel, typer.lines
+
+    def derived_uniformity(self, kernel: ir.Kernel, lines: dict[int, int]) -> None:
+        """WGSL's uniformity analysis of an entry point taking a builtin of
+        :data:`kvdsl.frontend.entry.DERIVED_INPUTS`: the builtin may be non-uniform (as Tint
+        holds the ``workgroup_index`` too), though its ``let`` reads uniform builtins."""
+        derived = self.derived_inputs
+        body = tuple(s for s in kernel.body if not (type(s) is ir.Let and s.name in derived))
+        why = {p: f"'{p}' ({b}, which differs between invocations)" for p, b in derived.items()}
+        try:
+            uniformity.check(replace(kernel, body=body), why)
+        except uniformity.UniformityError as err:
+            line = lines.get(id(err.node)) if err.node is not None else None
+            raise WgslTypeError(str(err), self.filename, line or 1) from None
 
     def directives(self) -> tuple[str, ...]:
         """The ``requires`` and ``diagnostic`` directives, each checked as Tint checks it."""

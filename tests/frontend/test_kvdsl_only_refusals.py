@@ -49,9 +49,9 @@ LIMITS = {
         "  out[0] = 1u;", "@group(0) @binding(0) var<storage, read_write> x: array<u32>;\n"
     ),
     "member_location": k("  out[0] = 1u;", "struct S { @location(0) a: u32 }\n"),
-    "workgroup_index": (
-        O + "@compute @workgroup_size(64)\nfn main(@builtin(workgroup_index) w: u32) {\n"
-        "  out[w] = w;\n}\n"
+    "subgroup_id": (
+        "enable subgroups;\n" + O + "@compute @workgroup_size(64)\n"
+        "fn main(@builtin(subgroup_id) w: u32) {\n  out[w] = w;\n}\n"
     ),
     "texture_param": O
     + "@group(0) @binding(1) var img: texture_storage_2d<r32uint, write>;\n"

@@ -1,5 +1,8 @@
 """Modules Tint takes that kvdsl takes too: a call (a helper's call statement or a phony
-assignment of one) as a ``for`` loop's initialiser or update (the loop as WGSL defines it). Each
+assignment of one) as a ``for`` loop's initialiser or update (the loop as WGSL defines it);
+``@builtin(workgroup_index)`` and ``@builtin(global_invocation_index)``, which naga does not
+know (each a ``let`` at the top of the entry point, of WGSL's definition over the builtins naga
+knows, non-uniform to the uniformity analysis as to Tint's). Each
 kernel runs on the interpreter and on the GPU (llvmpipe will do) over random non-zero inputs
 into a poisoned output, to what numpy says; each prints back to the same IR, Tint takes the
 text, and Tint and naga its print."""
@@ -13,7 +16,7 @@ from kvdsl import interp, runtime
 from kvdsl.emit import emit
 from kvdsl.frontend import parse
 from kvdsl.runtime import tint_check
-from tests.helpers.wgsl import refused_by_compilers
+from tests.helpers.wgsl import assert_refused, refused_by_compilers
 
 N = 128
 POISON = 0xDEADBEEF
@@ -75,6 +78,33 @@ CASES["for_header_calls"] = (
 )
 
 
+def _indices(a: np.ndarray) -> np.ndarray:
+    out = np.zeros(N, np.int64)
+    for z in range(2):
+        for y in range(2):
+            for x in range(2):
+                w = x + y * 2 + z * 4  # WGSL's workgroup_index over 2 x 2 x 2 workgroups
+                for local in range(16):
+                    g = w * 16 + local  # the global_invocation_index, 16 a workgroup
+                    out[g] = a[g] * 3 + w * 1000 + z * 7 + (local // 8) * 50 + 2 * 100000
+    return out
+
+
+# workgroup_index and global_invocation_index (as a member of the parameter struct), beside the
+# workgroup_id and num_workgroups their lets read.
+CASES["workgroup_and_global_invocation_index"] = (
+    HEAD
+    + "struct In { @builtin(global_invocation_index) g: u32, "
+    + "@builtin(local_invocation_id) l: vec3<u32> }\n"
+    + "@compute @workgroup_size(8, 2)\n"
+    + "fn main(@builtin(workgroup_index) w: u32, inp: In, @builtin(workgroup_id) wid: vec3<u32>,"
+    + " @builtin(num_workgroups) n: vec3<u32>) {\n"
+    + "  out[inp.g] = a[inp.g] * 3u + w * 1000u + wid.z * 7u + inp.l.y * 50u + n.z * 100000u;\n}\n",
+    _indices,
+    (2, 2, 2),
+)
+
+
 def _run(name: str, backend) -> np.ndarray:
     text, _, groups = CASES[name]
     k = parse(text, f"{name}.wgsl")
@@ -103,3 +133,14 @@ def test_tint_takes_the_forms_and_tint_and_naga_their_prints():
     assert {n: e for n, e in tint_check(texts).items() if e is not None} == {}
     prints = {f"{n}_printed": emit(parse(t, f"{n}.wgsl")) for n, t in texts.items()}
     assert refused_by_compilers(prints) == {}
+
+
+def test_a_barrier_under_the_workgroup_index_is_refused_as_tint_refuses_it():
+    # Tint holds the workgroup_index non-uniform, though its value is the workgroup's.
+    text = (
+        HEAD
+        + "@compute @workgroup_size(64)\nfn main(@builtin(workgroup_index) w: u32) {\n"
+        + "  if (w == 0u) { workgroupBarrier(); }\n  out[w] = a[w];\n}\n"
+    )
+    assert_refused(text, "barrier.wgsl", "depends on 'w' (workgroup_index")
+    assert "must only be called from uniform control flow" in tint_check({"b": text})["b"]
