@@ -48,7 +48,9 @@ LIMITS = {
     "binding_slot_reused_by_an_unused_var": k(
         "  out[0] = 1u;", "@group(0) @binding(0) var<storage, read_write> x: array<u32>;\n"
     ),
-    "member_location": k("  out[0] = 1u;", "struct S { @location(0) a: u32 }\n"),
+    "member_invariant": k(
+        "  out[0] = 1u;", "struct S { @builtin(position) @invariant a: vec4<f32> }\n"
+    ),
     "subgroup_id": (
         "enable subgroups;\n" + O + "@compute @workgroup_size(64)\n"
         "fn main(@builtin(subgroup_id) w: u32) {\n  out[w] = w;\n}\n"

@@ -2,7 +2,9 @@
 assignment of one) as a ``for`` loop's initialiser or update (the loop as WGSL defines it);
 ``@builtin(workgroup_index)`` and ``@builtin(global_invocation_index)``, which naga does not
 know (each a ``let`` at the top of the entry point, of WGSL's definition over the builtins naga
-knows, non-uniform to the uniformity analysis as to Tint's). Each
+knows, non-uniform to the uniformity analysis as to Tint's); ``@location`` and
+``@interpolate`` on a member of a struct that is no stage's input or output (checked as Tint
+checks them, and dropped). Each
 kernel runs on the interpreter and on the GPU (llvmpipe will do) over random non-zero inputs
 into a poisoned output, to what numpy says; each prints back to the same IR, Tint takes the
 text, and Tint and naga its print."""
@@ -105,6 +107,19 @@ CASES["workgroup_and_global_invocation_index"] = (
 )
 
 
+# IO attributes on members of a struct of values (no stage's input or output here): dropped.
+CASES["member_io_attributes"] = (
+    kernel(
+        "  let s = mk(a[i]);\n  out[i] = s.a + s.b.x * 3u + s.b.y + u32(s.c) * 7u;",
+        "struct S {\n  @location(0) a: u32,\n  @location(1) @interpolate(flat) b: vec2<u32>,\n"
+        "  @location(2) @interpolate(perspective, centroid) c: f32,\n}\n"
+        "fn mk(x: u32) -> S { return S(x, vec2(x * 2u, 5u), f32(x & 255u)); }\n",
+    ),
+    lambda a: a * 7 + 5 + (a & 255) * 7,
+    (N // 64, 1, 1),
+)
+
+
 def _run(name: str, backend) -> np.ndarray:
     text, _, groups = CASES[name]
     k = parse(text, f"{name}.wgsl")
@@ -144,3 +159,44 @@ def test_a_barrier_under_the_workgroup_index_is_refused_as_tint_refuses_it():
     )
     assert_refused(text, "barrier.wgsl", "depends on 'w' (workgroup_index")
     assert "must only be called from uniform control flow" in tint_check({"b": text})["b"]
+
+
+def _member(decl: str) -> str:
+    return kernel("  out[i] = a[i];", f"struct S {{ {decl} }}\n")
+
+
+#: IO attributes on a member Tint refuses: name -> (text, the words kvdsl and Tint both give).
+IO_REFUSED = {
+    "location_twice_in_a_struct": (
+        _member("@location(0) a: vec4<f32>, @location(0) b: u32"),
+        "'@location(0)' appears multiple times",
+    ),
+    "location_of_a_bool": (
+        _member("@location(0) a: bool"),
+        "cannot apply '@location' to declaration of type 'bool'",
+    ),
+    "location_of_an_array": (
+        _member("@location(0) a: array<u32, 2>"),
+        "cannot apply '@location' to declaration of type 'array<u32, 2>'",
+    ),
+    "negative_location": (
+        _member("@location(-1) a: u32"),
+        "'@location' value must be non-negative",
+    ),
+    "two_locations": (_member("@location(0) @location(1) a: u32"), "duplicate location attribute"),
+    "interpolate_without_location": (
+        _member("@interpolate(flat) a: u32"),
+        "'@interpolate' can only be used with '@location'",
+    ),
+    "perspective_integer": (
+        _member("@location(0) @interpolate(perspective) a: u32"),
+        "interpolation type must be 'flat' for integral user-defined IO types",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", IO_REFUSED)
+def test_a_member_io_attribute_tint_refuses_is_refused_as_tint_refuses_it(name):
+    text, words = IO_REFUSED[name]
+    assert_refused(text, f"{name}.wgsl", words)
+    assert words in tint_check({name: text})[name]
