@@ -49,6 +49,7 @@ from kvdsl.frontend.records import (
 )
 from kvdsl.frontend.transform import ToIR
 from kvdsl.frontend.shadows import resolve_shadows
+from kvdsl.frontend.slots import one_per_slot
 from kvdsl.frontend.typer import Typer
 from kvdsl.ir import tree as ir
 from kvdsl.ir import uniformity
@@ -324,6 +325,8 @@ class _Assembler(EntryPoint):
             raise WgslTypeError(str(err), self.filename, line) from None
         if self.derived_inputs:
             self.derived_uniformity(kernel, typer.lines)
+        if interface.shared_slots:
+            kernel = one_per_slot(kernel, interface.shared_slots, self.filename, self.decl_lines)
         return kernel, typer.lines
 
     def derived_uniformity(self, kernel: ir.Kernel, lines: dict[int, int]) -> None:

@@ -45,8 +45,12 @@ LIMITS = {
         "  out[0] = g(&out);",
         "fn g(p: ptr<storage, array<u32>, read_write>) -> u32 { return arrayLength(p); }\n",
     ),
-    "binding_slot_reused_by_an_unused_var": k(
-        "  out[0] = 1u;", "@group(0) @binding(0) var<storage, read_write> x: array<u32>;\n"
+    "binding_slot_shared_with_an_unused_uniform": k(
+        "  out[0] = 1u;", "@group(0) @binding(0) var<uniform> u: u32;\n"
+    ),
+    "binding_slot_shared_by_a_buffer_an_uncalled_helper_uses": k(
+        "  out[0] = 1u;",
+        "@group(0) @binding(0) var<storage, read_write> x: array<u32>;\nfn h() { x[0] = 1u; }\n",
     ),
     "member_invariant": k(
         "  out[0] = 1u;", "struct S { @builtin(position) @invariant a: vec4<f32> }\n"

@@ -4,7 +4,8 @@ assignment of one) as a ``for`` loop's initialiser or update (the loop as WGSL d
 know (each a ``let`` at the top of the entry point, of WGSL's definition over the builtins naga
 knows, non-uniform to the uniformity analysis as to Tint's); ``@location`` and
 ``@interpolate`` on a member of a struct that is no stage's input or output (checked as Tint
-checks them, and dropped). Each
+checks them, and dropped); a storage buffer at a slot another takes that the entry point does
+not use (out of the kernel's interface, as out of WGSL's pipeline layout). Each
 kernel runs on the interpreter and on the GPU (llvmpipe will do) over random non-zero inputs
 into a poisoned output, to what numpy says; each prints back to the same IR, Tint takes the
 text, and Tint and naga its print."""
@@ -120,6 +121,19 @@ CASES["member_io_attributes"] = (
 )
 
 
+# Storage buffers at a slot another takes that the entry point does not use: one declared
+# before the buffer it shares a slot with, one after (both out of the kernel's interface).
+CASES["binding_slot_shared_by_an_unused_buffer"] = (
+    "@group(0) @binding(0) var<storage, read> before: array<f32>;\n"
+    + HEAD
+    + "@group(0) @binding(1) var<storage, read_write> after: array<vec4<u32>>;\n"
+    + ENTRY
+    + "  let i = gid.x;\n  out[i] = a[i] ^ 0x5a5au;\n}\n",
+    lambda a: a ^ 0x5A5A,
+    (N // 64, 1, 1),
+)
+
+
 def _run(name: str, backend) -> np.ndarray:
     text, _, groups = CASES[name]
     k = parse(text, f"{name}.wgsl")
@@ -200,3 +214,14 @@ def test_a_member_io_attribute_tint_refuses_is_refused_as_tint_refuses_it(name):
     text, words = IO_REFUSED[name]
     assert_refused(text, f"{name}.wgsl", words)
     assert words in tint_check({name: text})[name]
+
+
+def test_two_buffers_the_entry_point_uses_at_one_slot_are_refused_as_tint_refuses_them():
+    text = kernel(
+        "  out[i] = a[i];\n  helper();",
+        "@group(0) @binding(1) var<storage, read_write> x: array<u32>;\n"
+        "fn helper() { x[0] = 1u; }\n",
+    )
+    words = "references multiple variables that use the same resource binding '@group(0)', '@binding(1)'"
+    assert_refused(text, "slots.wgsl", words)
+    assert words in tint_check({"slots": text})["slots"]
