@@ -183,6 +183,13 @@ class Expressions:
                 return self.apply(op, tuple(self.eval(a, m) for a in args))
             case ir.FnCall(name, args):
                 return self.call(self.functions[name], [self.eval(a, m) for a in args], m)
+            case ir.ArrayLength(name, None, True):  # the binding, or its member, p points at
+                match self.lookup(name).value.chain:
+                    case ir.Name(root):
+                        return self.eval(ir.ArrayLength(root), m)
+                    case ir.Member(ir.Name(root), member):
+                        return self.eval(ir.ArrayLength(root, member), m)
+                raise InterpError(f"{show(e)}: not a pointer to a runtime-sized array")
             case ir.ArrayLength(name, member) if member is not None:
                 return np.array([self.runtime_length(self.buffers[name], member)], np.uint32)
             case ir.TextureDimensions(name):

@@ -41,10 +41,6 @@ LIMITS = {
         "  var s = S(1u); out[0] = g(&s);",
         "struct S { a: u32 }\nfn g(p: ptr<function, S>) -> u32 { return (*p).a; }\n",
     ),
-    "array_length_through_a_pointer": k(
-        "  out[0] = g(&out);",
-        "fn g(p: ptr<storage, array<u32>, read_write>) -> u32 { return arrayLength(p); }\n",
-    ),
     "binding_slot_shared_with_an_unused_uniform": k(
         "  out[0] = 1u;", "@group(0) @binding(0) var<uniform> u: u32;\n"
     ),

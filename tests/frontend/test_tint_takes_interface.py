@@ -5,7 +5,8 @@ know (each a ``let`` at the top of the entry point, of WGSL's definition over th
 knows, non-uniform to the uniformity analysis as to Tint's); ``@location`` and
 ``@interpolate`` on a member of a struct that is no stage's input or output (checked as Tint
 checks them, and dropped); a storage buffer at a slot another takes that the entry point does
-not use (out of the kernel's interface, as out of WGSL's pipeline layout). Each
+not use (out of the kernel's interface, as out of WGSL's pipeline layout); ``arrayLength(p)``
+of a pointer to a runtime-sized array in storage. Each
 kernel runs on the interpreter and on the GPU (llvmpipe will do) over random non-zero inputs
 into a poisoned output, to what numpy says; each prints back to the same IR, Tint takes the
 text, and Tint and naga its print."""
@@ -134,6 +135,39 @@ CASES["binding_slot_shared_by_an_unused_buffer"] = (
 )
 
 
+# arrayLength of a let of a pointer (as &*r too).
+CASES["array_length_through_a_pointer"] = (
+    kernel(
+        "  let q = &out;\n  let r = &a;\n  out[i] = a[i] + arrayLength(q) * 3u + arrayLength(&*r) * 5u;"
+    ),
+    lambda a: a + N * 3 + N * 5,
+    (N // 64, 1, 1),
+)
+
+#: arrayLength of a helper's pointer parameter (read and read_write; passed on to another
+#: helper; as &*p): naga (this wgpu) refuses a storage pointer parameter, so the interpreter's.
+POINTER_PARAMETERS = kernel(
+    "  out[i] = a[i] + outer(&a) * 3u + rw(&out) * 5u;",
+    "fn count(p: ptr<storage, array<u32>, read>) -> u32 { return arrayLength(p); }\n"
+    "fn outer(p: ptr<storage, array<u32>, read>) -> u32 { return count(p) + 1u; }\n"
+    "fn rw(p: ptr<storage, array<u32>, read_write>) -> u32 { return arrayLength(&*p); }\n",
+)
+
+
+def test_array_length_of_a_pointer_parameter_on_the_interpreter_is_what_numpy_says():
+    k = parse(POINTER_PARAMETERS, "pointer_parameters.wgsl")
+    assert parse(emit(k), "pointer_parameters.wgsl") == k
+    bufs = {"a": inputs(), "out": np.full(N, POISON, np.uint32)}
+    got = interp.run(k, bufs, {}, (N // 64, 1, 1))["out"]
+    want = inputs().astype(np.int64) + (N + 1) * 3 + N * 5
+    np.testing.assert_array_equal(got, want.astype(np.uint32))
+    printed = emit(k)
+    assert tint_check({"text": POINTER_PARAMETERS, "printed": printed}) == {
+        "text": None,
+        "printed": None,
+    }
+
+
 def _run(name: str, backend) -> np.ndarray:
     text, _, groups = CASES[name]
     k = parse(text, f"{name}.wgsl")
@@ -225,3 +259,19 @@ def test_two_buffers_the_entry_point_uses_at_one_slot_are_refused_as_tint_refuse
     words = "references multiple variables that use the same resource binding '@group(0)', '@binding(1)'"
     assert_refused(text, "slots.wgsl", words)
     assert words in tint_check({"slots": text})["slots"]
+
+
+def test_array_length_of_no_pointer_to_a_runtime_sized_array_is_refused_as_tint_refuses_it():
+    texts = {
+        "of_a_value": kernel(
+            "  out[i] = g(a[i]);", "fn g(p: u32) -> u32 { return arrayLength(p); }\n"
+        ),
+        "of_a_fixed_size_array": kernel(
+            "  var v = array<u32, 4>();\n  out[i] = g(&v);",
+            "fn g(p: ptr<function, array<u32, 4>>) -> u32 { return arrayLength(p); }\n",
+        ),
+    }
+    for name, text in texts.items():
+        assert_refused(text, f"{name}.wgsl", "arrayLength takes a pointer to a runtime-sized")
+    refusals = tint_check(texts)
+    assert all("no matching call to 'arrayLength(" in refusals[n] for n in texts), refusals
