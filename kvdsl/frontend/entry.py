@@ -23,8 +23,6 @@ _NOT_COMPUTE_INPUTS = (
 #: Compute inputs naga does not know, each a ``let`` at the top of the entry point's body, of
 #: WGSL's definition over the builtins the IR has (:meth:`EntryPoint.derived_lets`).
 DERIVED_INPUTS = ("workgroup_index", "global_invocation_index")
-#: Compute inputs Tint takes that the IR does not have.
-_LATER_COMPUTE_INPUTS = ("num_subgroups", "subgroup_id")
 
 #: WGSL's language features a ``requires`` directive may name (the specification's list).
 LANGUAGE_FEATURES = frozenset(
@@ -217,26 +215,20 @@ class EntryPoint:
         ``pty`` checked as WGSL checks them."""
         arg = attr.args
         value = arg[0].name if arg and len(arg) == 1 and isinstance(arg[0], ir.Name) else None
+        known = (*ir.BUILTIN_INPUTS, *DERIVED_INPUTS)
         if value in _NOT_COMPUTE_INPUTS:
             raise WgslTypeError(
                 f"'@builtin({value})' of '{pname}' cannot be used for compute shader input (a "
-                f"compute entry point's builtins are {', '.join(ir.BUILTIN_INPUTS)})",
-                self.filename,
-                attr.line,
-                attr.column,
-            )
-        known = (*ir.BUILTIN_INPUTS, *DERIVED_INPUTS)
-        if value not in known and value not in _LATER_COMPUTE_INPUTS:
-            raise WgslTypeError(
-                f"@builtin of '{pname}': expected builtin value name (a compute entry point's "
-                f"builtins are {', '.join(known)})",
+                f"compute entry point's builtins are {', '.join(known)})",
                 self.filename,
                 attr.line,
                 attr.column,
             )
         if value not in known:
-            raise self.err(
-                f"@builtin({value}) of '{pname}' (the IR has {', '.join(ir.BUILTIN_INPUTS)})",
+            raise WgslTypeError(
+                f"@builtin of '{pname}': expected builtin value name (a compute entry point's "
+                f"builtins are {', '.join(known)})",
+                self.filename,
                 attr.line,
                 attr.column,
             )

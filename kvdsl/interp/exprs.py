@@ -147,7 +147,7 @@ class Expressions:
                 return v
             case ir.Name(name):
                 if self._is_builtin(name):
-                    if self.builtins[name] in ("sg", "sgid", "lidx"):
+                    if self.builtins[name] in ("sg", "sgid", "lidx", "nsg", "sgix"):
                         return self.grid.column(self.builtins[name], 0)
                     cols = [self.grid.column(self.builtins[name], k) for k in range(3)]
                     lanes = max(c.shape[0] for c in cols)

@@ -51,10 +51,6 @@ LIMITS = {
     "member_invariant": k(
         "  out[0] = 1u;", "struct S { @builtin(position) @invariant a: vec4<f32> }\n"
     ),
-    "subgroup_id": (
-        "enable subgroups;\n" + O + "@compute @workgroup_size(64)\n"
-        "fn main(@builtin(subgroup_id) w: u32) {\n  out[w] = w;\n}\n"
-    ),
     "texture_param": O
     + "@group(0) @binding(1) var img: texture_storage_2d<r32uint, write>;\n"
     + "fn put(t: texture_storage_2d<r32uint, write>, i: u32) { textureStore(t, vec2<u32>(i, 0u), "

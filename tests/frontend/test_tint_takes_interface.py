@@ -6,7 +6,9 @@ knows, non-uniform to the uniformity analysis as to Tint's); ``@location`` and
 ``@interpolate`` on a member of a struct that is no stage's input or output (checked as Tint
 checks them, and dropped); a storage buffer at a slot another takes that the entry point does
 not use (out of the kernel's interface, as out of WGSL's pipeline layout); ``arrayLength(p)``
-of a pointer to a runtime-sized array in storage. Each
+of a pointer to a runtime-sized array in storage; ``@builtin(subgroup_id)`` and
+``num_subgroups`` (subgroups as runs of local invocation indices, as the interpreter lays them
+out and llvmpipe does). Each
 kernel runs on the interpreter and on the GPU (llvmpipe will do) over random non-zero inputs
 into a poisoned output, to what numpy says; each prints back to the same IR, Tint takes the
 text, and Tint and naga its print."""
@@ -275,3 +277,44 @@ def test_array_length_of_no_pointer_to_a_runtime_sized_array_is_refused_as_tint_
         assert_refused(text, f"{name}.wgsl", "arrayLength takes a pointer to a runtime-sized")
     refusals = tint_check(texts)
     assert all("no matching call to 'arrayLength(" in refusals[n] for n in texts), refusals
+
+
+SUBGROUP_IDS = (
+    "enable subgroups;\n"
+    + HEAD
+    + "@compute @workgroup_size(64)\nfn main(@builtin(global_invocation_id) gid: vec3<u32>, "
+    + "@builtin(subgroup_id) s: u32, @builtin(num_subgroups) n: u32) {\n"
+    + "  if (n > 0u) { workgroupBarrier(); }\n"
+    + "  out[gid.x] = a[gid.x] + s * 1000u + n * 100000u;\n}\n"
+)
+
+
+def _subgroup_ids(size: int) -> np.ndarray:
+    a, i = inputs().astype(np.int64), np.arange(N)
+    return (a + (i % 64) // size * 1000 + -(-64 // size) * 100000).astype(np.uint32)
+
+
+@pytest.mark.parametrize("size", [4, 16, 32])
+def test_subgroup_id_and_num_subgroups_on_the_interpreter_are_what_numpy_says(size):
+    k = parse(SUBGROUP_IDS, "subgroup_ids.wgsl")
+    assert parse(emit(k), "subgroup_ids.wgsl") == k
+    bufs = {"a": inputs(), "out": np.full(N, POISON, np.uint32)}
+    got = interp.run(k, bufs, {}, (N // 64, 1, 1), subgroup_size=size)["out"]
+    np.testing.assert_array_equal(got, _subgroup_ids(size))
+
+
+def test_subgroup_id_and_num_subgroups_on_the_gpu_are_what_numpy_says(gpu):
+    size = runtime.subgroup_size()
+    assert size is not None, "the suite's adapters have subgroups (tests/helpers/features.py)"
+    k = parse(SUBGROUP_IDS, "subgroup_ids.wgsl")
+    bufs = {"a": inputs(), "out": np.full(N, POISON, np.uint32)}
+    np.testing.assert_array_equal(
+        runtime.run(k, bufs, {}, (N // 64, 1, 1))["out"], _subgroup_ids(size)
+    )
+
+
+def test_a_barrier_under_the_subgroup_id_is_refused_as_tint_refuses_it():
+    text = SUBGROUP_IDS.replace("if (n > 0u)", "if (s > 0u)")
+    assert tint_check({"takes": SUBGROUP_IDS})["takes"] is None
+    assert_refused(text, "barrier.wgsl", "depends on 's' (subgroup_id")
+    assert "must only be called from uniform control flow" in tint_check({"b": text})["b"]
