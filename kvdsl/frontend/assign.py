@@ -53,7 +53,8 @@ class Assignments:
     @staticmethod
     def for_as_blocks(s: ir.For) -> ir.Block:
         """``for (init; cond; update) { body }`` whose initialiser or update is a swizzle
-        assignment (a block of statements in the IR), as WGSL defines the loop: ``{ init;
+        assignment (a block of statements in the IR) or a call (a statement the IR's ``for``
+        does not hold), as WGSL defines the loop: ``{ init;
         loop { if !(cond) { break; } { body } continuing { update } } }`` (the body a block of
         its own, so its declarations stay out of the update's scope)."""
         init = () if s.init is None else (s.init,)

@@ -11,7 +11,8 @@ from kvdsl.frontend.numbers import const_int
 from kvdsl.frontend.records import Attr, FnDecl, RawLet, RawLit, StructRef
 from kvdsl.ir import tree as ir
 from kvdsl.ir.scope import Scope, Symbol, VerifyError, name_problem
-from kvdsl.ir.types import Struct
+from kvdsl.ir.ops import Op
+from kvdsl.ir.types import Struct, u32
 
 #: WGSL's builtin values that are no compute shader input (Tint: "'@builtin(position)' cannot be
 #: used for compute shader input").
@@ -19,13 +20,9 @@ _NOT_COMPUTE_INPUTS = (
     "barycentric_coord", "clip_distances", "frag_depth", "front_facing", "instance_index",
     "position", "primitive_index", "sample_index", "sample_mask", "vertex_index", "view_index",
 )  # fmt: skip
-#: Compute inputs Tint takes that the IR does not have.
-_LATER_COMPUTE_INPUTS = (
-    "global_invocation_index",
-    "workgroup_index",
-    "num_subgroups",
-    "subgroup_id",
-)
+#: Compute inputs naga does not know, each a ``let`` at the top of the entry point's body, of
+#: WGSL's definition over the builtins the IR has (:meth:`EntryPoint.derived_lets`).
+DERIVED_INPUTS = ("workgroup_index", "global_invocation_index")
 
 #: WGSL's language features a ``requires`` directive may name (the specification's list).
 LANGUAGE_FEATURES = frozenset(
@@ -109,12 +106,13 @@ class EntryPoint:
         return found
 
     def builtins(
-        self, entry: FnDecl, main: Scope
+        self, entry: FnDecl, main: Scope, size: tuple[int, int, int]
     ) -> tuple[tuple[tuple[str, str], ...], tuple[RawLet, ...]]:
         """The entry point's builtins, ``(parameter, builtin)``, and the statements that open
         its body: a parameter of a struct whose members are builtins is a builtin per member
         (named after the parameter and the member) and a ``let`` of the struct built from them,
-        which the body reads as WGSL reads the parameter."""
+        which the body reads as WGSL reads the parameter; a builtin of :data:`DERIVED_INPUTS`
+        is a ``let`` (:meth:`derived_lets`; ``size`` the workgroup size)."""
         if entry.ret is not None:
             raise WgslTypeError(
                 "an entry point with a return type (a compute entry point returns nothing)",
@@ -142,7 +140,9 @@ class EntryPoint:
                         name += "_"
                     self._builtin(entry, name, members[m], mty, out, f"{pty.name} member {m}")
                     what = f"parameter {pname}"
-                    self._declare(main, name, Symbol(mty, "builtin"), entry, what, entry.line)
+                    if out[-1][1] not in DERIVED_INPUTS:
+                        sym = Symbol(mty, "builtin")
+                        self._declare(main, name, sym, entry, what, entry.line)
                     args.append(ir.Name(name))
                 prelude.append(RawLet(pname, None, ir.FnCall(pty.name, tuple(args))))
                 continue
@@ -154,11 +154,60 @@ class EntryPoint:
                     entry.line,
                 )
             self._builtin(entry, pname, attrs[0], pty, out, f"builtin '{pname}'")
+            if out[-1][1] in DERIVED_INPUTS:
+                continue
             want = ir.builtin_type(out[-1][1])
             self._declare(
                 main, pname, Symbol(want, "builtin"), entry, f"parameter {pname}", entry.line
             )
+        self.derived_inputs = {p: b for p, b in out if b in DERIVED_INPUTS}
+        if self.derived_inputs:
+            out = [(p, b) for p, b in out if b not in DERIVED_INPUTS]
+            prelude = self.derived_lets(entry, main, size, out) + prelude
         return tuple(out), tuple(prelude)
+
+    def derived_lets(
+        self, entry: FnDecl, main: Scope, size: tuple[int, int, int], out: list
+    ) -> list[RawLet]:
+        """A ``let`` of each builtin of :data:`DERIVED_INPUTS`, as WGSL defines it: the
+        ``workgroup_index`` is ``wid.x + wid.y * nwg.x + wid.z * nwg.x * nwg.y`` and the
+        ``global_invocation_index`` that times the workgroup's size, plus the
+        ``local_invocation_index``; ``workgroup_id``, ``num_workgroups`` and
+        ``local_invocation_index`` appended to ``out`` (named as the IR's builder names them,
+        past every word of the module) where the entry point does not take them."""
+        names = {b: p for p, b in out}
+
+        def read(builtin: str) -> ir.Name:
+            if builtin not in names:
+                name = ir.BUILTIN_INPUTS[builtin]
+                while name in self.words or any(name == p for p, _ in out):
+                    name += "_"
+                out.append((name, builtin))
+                sym = Symbol(ir.builtin_type(builtin), "builtin")
+                self._declare(main, name, sym, entry, f"parameter {name}", entry.line)
+                names[builtin] = name
+            return ir.Name(names[builtin])
+
+        def at(builtin: str, comp: str) -> ir.Member:
+            return ir.Member(read(builtin), comp)
+
+        lets = []
+        for pname, builtin in self.derived_inputs.items():
+            wid, nwg = "workgroup_id", "num_workgroups"
+            index = ir.Binary(
+                Op.ADD,
+                ir.Binary(Op.ADD, at(wid, "x"), ir.Binary(Op.MUL, at(wid, "y"), at(nwg, "x"))),
+                ir.Binary(Op.MUL, ir.Binary(Op.MUL, at(wid, "z"), at(nwg, "x")), at(nwg, "y")),
+            )
+            if builtin == "global_invocation_index":
+                total = RawLit(size[0] * size[1] * size[2], u32)
+                index = ir.Binary(
+                    Op.ADD,
+                    ir.Binary(Op.MUL, index, total),
+                    read("local_invocation_index"),
+                )
+            lets.append(RawLet(pname, None, index))
+        return lets
 
     def _builtin(
         self, entry: FnDecl, pname: str, attr: Attr, pty: Any, out: list, what: str
@@ -167,29 +216,24 @@ class EntryPoint:
         ``pty`` checked as WGSL checks them."""
         arg = attr.args
         value = arg[0].name if arg and len(arg) == 1 and isinstance(arg[0], ir.Name) else None
+        known = (*ir.BUILTIN_INPUTS, *DERIVED_INPUTS)
         if value in _NOT_COMPUTE_INPUTS:
             raise WgslTypeError(
                 f"'@builtin({value})' of '{pname}' cannot be used for compute shader input (a "
-                f"compute entry point's builtins are {', '.join(ir.BUILTIN_INPUTS)})",
+                f"compute entry point's builtins are {', '.join(known)})",
                 self.filename,
                 attr.line,
                 attr.column,
             )
-        if value not in ir.BUILTIN_INPUTS and value not in _LATER_COMPUTE_INPUTS:
+        if value not in known:
             raise WgslTypeError(
                 f"@builtin of '{pname}': expected builtin value name (a compute entry point's "
-                f"builtins are {', '.join(ir.BUILTIN_INPUTS)})",
+                f"builtins are {', '.join(known)})",
                 self.filename,
                 attr.line,
                 attr.column,
             )
-        if value not in ir.BUILTIN_INPUTS:
-            raise self.err(
-                f"@builtin({value}) of '{pname}' (the IR has {', '.join(ir.BUILTIN_INPUTS)})",
-                attr.line,
-                attr.column,
-            )
-        want = ir.builtin_type(arg[0].name)
+        want = u32 if value in DERIVED_INPUTS else ir.builtin_type(value)
         if pty != want:
             raise WgslTypeError(
                 f"{what} of type {pty}: @builtin({arg[0].name}) is {want}",

@@ -107,6 +107,16 @@ class Expressions(Rules):
             and isinstance(args[0].x.base, ir.Name)
         ):
             return ir.ArrayLength(args[0].x.base.name, args[0].x.name)  # &rows.data
+        if name == "arrayLength" and len(args) == 1 and isinstance(args[0], ir.Name):
+            return ir.ArrayLength(args[0].name, pointer=True)  # a pointer parameter's
+        if (
+            name == "arrayLength"
+            and len(args) == 1
+            and isinstance(args[0], RawAddress)
+            and isinstance(args[0].x, ir.Deref)
+            and isinstance(args[0].x.x, ir.Name)
+        ):
+            return ir.ArrayLength(args[0].x.x.name, pointer=True)  # &*p, which is p
         if name == "arrayLength":
             if len(args) != 1 or not (
                 isinstance(args[0], RawAddress) and isinstance(args[0].x, ir.Name)

@@ -50,8 +50,10 @@ from kvdsl.frontend.records import (
 )
 from kvdsl.frontend.transform import ToIR
 from kvdsl.frontend.shadows import resolve_shadows
+from kvdsl.frontend.slots import one_per_slot
 from kvdsl.frontend.typer import Typer
 from kvdsl.ir import tree as ir
+from kvdsl.ir import uniformity
 from kvdsl.ir.types import (
     Array,
     Mat,
@@ -228,6 +230,7 @@ class _Assembler(EntryPoint):
         self.alias_ctors = to_ir.alias_ctors
         self.folded = to_ir.consts  # the integer consts and struct consts' members, folded
         self.words: frozenset[str] = frozenset()  # every word of the module's text
+        self.derived_inputs: dict[str, str] = {}  # parameter -> builtin, a let of the body
 
     def err(self, message: str, line: int | None, column: int | None = None) -> UnsupportedError:
         return UnsupportedError(message, self.filename, line, column)
@@ -302,7 +305,7 @@ class _Assembler(EntryPoint):
                 asserts.append(cond)
         directives = self.directives()
         main = Scope(scope)
-        builtins, prelude = self.builtins(entry, main)
+        builtins, prelude = self.builtins(entry, main, wg)
         typer.line = entry.line
         body = typer.block(prelude + entry.body, main, None, False)
         kernel = ir.Kernel(
@@ -335,7 +338,24 @@ class _Assembler(EntryPoint):
             if line is None:
                 line = self._line_of(str(err), entry)
             raise WgslTypeError(str(err), self.filename, line) from None
+        if self.derived_inputs:
+            self.derived_uniformity(kernel, typer.lines)
+        if interface.shared_slots:
+            kernel = one_per_slot(kernel, interface.shared_slots, self.filename, self.decl_lines)
         return kernel, typer.lines
+
+    def derived_uniformity(self, kernel: ir.Kernel, lines: dict[int, int]) -> None:
+        """WGSL's uniformity analysis of an entry point taking a builtin of
+        :data:`kvdsl.frontend.entry.DERIVED_INPUTS`: the builtin may be non-uniform (as Tint
+        holds the ``workgroup_index`` too), though its ``let`` reads uniform builtins."""
+        derived = self.derived_inputs
+        body = tuple(s for s in kernel.body if not (type(s) is ir.Let and s.name in derived))
+        why = {p: f"'{p}' ({b}, which differs between invocations)" for p, b in derived.items()}
+        try:
+            uniformity.check(replace(kernel, body=body), why)
+        except uniformity.UniformityError as err:
+            line = lines.get(id(err.node)) if err.node is not None else None
+            raise WgslTypeError(str(err), self.filename, line or 1) from None
 
     def directives(self) -> tuple[str, ...]:
         """The ``requires`` and ``diagnostic`` directives, each checked as Tint checks it."""

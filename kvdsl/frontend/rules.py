@@ -43,6 +43,7 @@ class Rules(Transformer):
         # the struct being read wait in pending_builtins).
         self.member_builtins: dict[str, dict[str, Any]] = {}
         self.pending_builtins: dict[str, Any] = {}
+        self.pending_locations: set[int] = set()  # the @location values of that struct
         self.steps: set[int] = set()  # id(Assign) of each `lhs++` and `lhs--`
         # Where a shadowable alias (kvdsl.ir.scope.SHADOWABLE) is named as a constructor,
         # id(RawCtor) -> name.

@@ -98,10 +98,13 @@ class Statements(Rules):
 
     @v_args(meta=True, inline=True)
     def for_(self, meta: Meta, init, cond, update, body) -> ir.For:
-        if init is not None and not isinstance(init, (RawLet, RawVar, ir.Assign)):
-            raise self._err("a for initialiser other than let, var or an assignment", meta.line)
-        if update is not None and not isinstance(update, ir.Assign):
-            raise self._err("a for update other than an assignment", meta.line)
+        header = (ir.Assign, CallStmt, ir.AtomicStmt, Phony)
+        if init is not None and not isinstance(init, (RawLet, RawVar) + header):
+            raise self._err(
+                "a for initialiser other than let, var, an assignment or a call", meta.line
+            )
+        if update is not None and not isinstance(update, header):
+            raise self._err("a for update other than an assignment or a call", meta.line)
         return self._at(ir.For(init, cond, update, body), meta)
 
     @v_args(meta=True, inline=True)

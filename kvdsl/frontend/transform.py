@@ -20,6 +20,7 @@ from lark.tree import Meta
 
 from kvdsl.frontend.errors import UnsupportedError, WgslTypeError
 from kvdsl.frontend.expressions import VEC_ALIASES, Expressions
+from kvdsl.frontend.io_attrs import IO_ATTRS, member_location
 from kvdsl.frontend.numbers import const_int
 from kvdsl.frontend.records import (
     Attr,
@@ -80,12 +81,23 @@ class ToIR(Statements, Expressions):
     def struct_decl(self, meta: Meta, name: Token, *fields) -> StructDecl:
         self.member_builtins[str(name)] = self.pending_builtins
         self.pending_builtins = {}
+        self.pending_locations = set()
         self.struct_fields[str(name)] = tuple(n for n, _, _ in fields)
         attrs = tuple(a for _, _, a in fields)
         layout = attrs if any(attrs) else ()
         return StructDecl(str(name), tuple((n, t) for n, t, _ in fields), meta.line, layout)
 
     def field(self, attrs: tuple[Attr, ...], name: Token, ty) -> tuple[str, Any, tuple[Attr, ...]]:
+        io = tuple(a for a in attrs if a.name in IO_ATTRS)
+        if io:
+            # Stage IO, of no meaning here: checked as Tint checks it, then dropped.
+            n = member_location(io, ty, self.consts, self.filename)
+            if n is not None and n in self.pending_locations:
+                raise WgslTypeError(
+                    f"'@location({n})' appears multiple times", self.filename, io[0].line
+                )
+            self.pending_locations.add(n)  # (n is not None: @interpolate needs @location)
+            attrs = tuple(a for a in attrs if a.name not in IO_ATTRS)
         for a in attrs:
             if a.name == "builtin" and len(attrs) == 1:
                 # An entry point's input, where the struct is its parameter's type (the

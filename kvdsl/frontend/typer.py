@@ -510,7 +510,9 @@ class Typer(Assignments):
                 init = None if init is None else self.stmt(init, inner, ret, loop)
                 cond = None if cond is None else self.condition(cond, inner)
                 typed_update = None if update is None else self.stmt(update, inner, ret, loop)
-                if isinstance(init, ir.Block) or isinstance(typed_update, ir.Block):
+                if not isinstance(init, (ir.Var, ir.Let, ir.Assign, type(None))) or not (
+                    isinstance(typed_update, (ir.Assign, type(None)))
+                ):
                     return self.stmt(self.for_as_blocks(s), scope, ret, loop)
                 body = self.block(body, Scope(inner), ret, True)
                 return ir.For(init, cond, typed_update, body)

@@ -156,7 +156,9 @@ Subgroups
     subgroups ends in a short one). The mask must be uniform and below the subgroup size, and
     the invocation read must exist and be active at that statement (WGSL leaves each of those
     cases indeterminate): otherwise :class:`InterpError`. A loop whose body shuffles never runs batched.
-    ``subgroup_invocation_id`` is the local invocation index modulo the subgroup size. The
+    ``subgroup_invocation_id`` is the local invocation index modulo the subgroup size,
+    ``subgroup_id`` the local invocation index over it, ``num_subgroups`` the workgroup's size
+    over it, rounded up. The
     reductions (``subgroupAdd``, ``Mul``, ``Min``, ``Max``, ``And``, ``Or``, ``Xor``) and scans
     (``subgroupInclusiveAdd``, ``ExclusiveAdd``, ``InclusiveMul``, ``ExclusiveMul``) fold the
     subgroup's active invocations one at a time in lane order (a float sum's rounding is that

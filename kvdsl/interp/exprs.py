@@ -147,7 +147,7 @@ class Expressions:
                 return v
             case ir.Name(name):
                 if self._is_builtin(name):
-                    if self.builtins[name] in ("sg", "sgid", "lidx"):
+                    if self.builtins[name] in ("sg", "sgid", "lidx", "nsg", "sgix"):
                         return self.grid.column(self.builtins[name], 0)
                     cols = [self.grid.column(self.builtins[name], k) for k in range(3)]
                     lanes = max(c.shape[0] for c in cols)
@@ -186,6 +186,13 @@ class Expressions:
                 return self.call(
                     fn, [self.argument(a, t, m) for a, (_, t) in zip(args, fn.params)], m
                 )
+            case ir.ArrayLength(name, None, True):  # the binding, or its member, p points at
+                match self.lookup(name).value.chain:
+                    case ir.Name(root):
+                        return self.eval(ir.ArrayLength(root), m)
+                    case ir.Member(ir.Name(root), member):
+                        return self.eval(ir.ArrayLength(root, member), m)
+                raise InterpError(f"{show(e)}: not a pointer to a runtime-sized array")
             case ir.ArrayLength(name, member) if member is not None:
                 return np.array([self.runtime_length(self.buffers[name], member)], np.uint32)
             case ir.TextureDimensions(name, level):

@@ -86,7 +86,8 @@ class Grid:
 
     def column(self, builtin: str, comp: int) -> np.ndarray:
         """Component ``comp`` of a compute builtin (``gid``, ``lid``, ``wid``, ``nwg``; ``sg``,
-        the subgroup size, ``sgid`` and ``lidx``, the local index, have only component 0) as a u32 value; uniform (length 1) where every
+        the subgroup size, ``sgid``, ``nsg``, ``sgix`` and ``lidx``, the local index, have only
+        component 0) as a u32 value; uniform (length 1) where every
         live invocation has the same component."""
         key = (builtin, comp)
         col = self._cols.get(key)
@@ -96,6 +97,11 @@ class Grid:
             elif builtin == "sgid":  # subgroups are aligned runs of local indices
                 local = self.original(self.lanes) % self.per_group
                 col = (local % self.subgroup_size).astype(np.uint32)
+            elif builtin == "sgix":  # the subgroup's index in its workgroup
+                local = self.original(self.lanes) % self.per_group
+                col = (local // self.subgroup_size).astype(np.uint32)
+            elif builtin == "nsg":  # the last subgroup may be partial
+                col = np.array([-(-self.per_group // self.subgroup_size)], np.uint32)
             elif builtin == "lidx":  # the local index: x fastest, as lid's components
                 col = (self.original(self.lanes) % self.per_group).astype(np.uint32)
             elif builtin == "nwg":

@@ -30,14 +30,18 @@ BUILTIN_INPUTS = {
     "num_workgroups": "nwg",
     "subgroup_size": "sg",
     "subgroup_invocation_id": "sgid",
+    "num_subgroups": "nsg",
+    "subgroup_id": "sgix",
 }
-#: Builtins whose value is one ``u32`` (the others are ``vec3<u32>``).
-SCALAR_BUILTINS = frozenset({"local_invocation_index", "subgroup_size", "subgroup_invocation_id"})
 #: Builtins of WGSL's ``subgroups`` extension (a module using one says ``enable subgroups;``).
-SUBGROUP_BUILTINS = frozenset({"subgroup_size", "subgroup_invocation_id"})
+SUBGROUP_BUILTINS = frozenset(
+    {"subgroup_size", "subgroup_invocation_id", "num_subgroups", "subgroup_id"}
+)
+#: Builtins whose value is one ``u32`` (the others are ``vec3<u32>``).
+SCALAR_BUILTINS = SUBGROUP_BUILTINS | {"local_invocation_index"}
 #: Builtins every invocation of a workgroup sees the same value of (WGSL's uniformity analysis
 #: agrees: a barrier may stand under a condition on them).
-UNIFORM_BUILTINS = frozenset({"subgroup_size", "workgroup_id", "num_workgroups"})
+UNIFORM_BUILTINS = frozenset({"subgroup_size", "num_subgroups", "workgroup_id", "num_workgroups"})
 
 
 def builtin_type(builtin: str) -> Scalar | Vec:

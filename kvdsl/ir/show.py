@@ -60,6 +60,8 @@ def call_text(
             return f"bitcast<{ty}>({expr(x)})"
         case ir.UniformLoad(x):
             return f"workgroupUniformLoad({expr(x)})"
+        case ir.ArrayLength(name, None, True):
+            return f"arrayLength({name})"
         case ir.ArrayLength(name, member):
             return f"arrayLength(&{name}{'' if member is None else '.' + member})"
         case ir.TextureDimensions(name, None):

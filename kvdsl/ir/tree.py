@@ -129,10 +129,13 @@ class Member:
 class ArrayLength:
     """``arrayLength(&name)``: the element count of storage binding ``name`` (a ``u32``, the
     same for every invocation); with ``member``, ``arrayLength(&name.member)``, the runtime-sized
-    last member of a binding that is one struct."""
+    last member of a binding that is one struct; with ``pointer``, ``arrayLength(name)`` of a
+    helper's parameter ``name``, a ``ptr<storage, array<T>, access>``: the count of the array
+    it points at."""
 
     name: str
     member: str | None = None
+    pointer: bool = False
 
 
 @dataclass(frozen=True, slots=True)

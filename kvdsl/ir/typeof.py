@@ -351,6 +351,19 @@ class ExprTyper(PointerTyper):
                 if lt is not i32 and lt is not u32:
                     raise VerifyError(f"{show(e)}: the level is {lt}, expected i32 or u32")
                 return tex.texel
+            case ir.ArrayLength(name, None, True):
+                sym = scope.lookup(name)
+                ty = None if sym is None else sym.ty
+                if not (
+                    isinstance(ty, Ptr)
+                    and ty.space == "storage"
+                    and isinstance(ty.store, RuntimeArray)
+                ):
+                    raise VerifyError(
+                        f"{show(e)}: arrayLength takes a pointer to a runtime-sized array in "
+                        f"storage ('{name}' is {'not declared' if ty is None else ty})"
+                    )
+                return u32
             case ir.ArrayLength(name, member):
                 sym = scope.lookup(name)
                 if sym is None or sym.kind != "binding":

@@ -551,13 +551,16 @@ def helper_tags(kernel: ir.Kernel, fn: ir.Function, tags: dict[str, _Tags]) -> _
     )
 
 
-def check(kernel: ir.Kernel) -> None:
+def check(kernel: ir.Kernel, sources: dict[str, str] | None = None) -> None:
     """Refuse, with :class:`UniformityError`, a barrier or a shuffle the analysis cannot show
-    uniform, or a shuffle mask it cannot show uniform: the first in program order."""
+    uniform, or a shuffle mask it cannot show uniform: the first in program order.
+    ``sources``: names of the entry point's body, undeclared in ``kernel``, that may be
+    non-uniform, each with why."""
     tags: dict[str, _Tags] = {}
     for fn in kernel.functions:
         tags[fn.name] = helper_tags(kernel, fn, tags)
     a = _Analysis(kernel, tags, "")
+    a.sources.update(sources or {})
     for p, builtin in kernel.builtins:
         if builtin in ir.UNIFORM_BUILTINS:
             a.read_only.add(p)  # the same in every invocation: the control flow's uniformity

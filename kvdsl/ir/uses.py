@@ -155,3 +155,10 @@ def binding_uses(kernel: ir.Kernel) -> dict[str, str]:
         r, w = b.name in u.reads, b.name in u.writes
         out[b.name] = READ_WRITE if r and w else WRITE if w else READ
     return out
+
+
+def bindings_touched(kernel: ir.Kernel) -> set[str]:
+    """The bindings ``kernel``'s entry point (and the helpers it calls) reads or writes."""
+    u = _Uses(kernel)
+    u.block(kernel.body, [{name for name, _ in kernel.builtins}])
+    return u.reads | u.writes

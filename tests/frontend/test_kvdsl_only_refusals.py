@@ -24,25 +24,15 @@ def k(body: str, head: str = "") -> str:
 
 
 LIMITS = {
-    "for_init_call": k(
-        "  var c = 0u;\n  for (f(&c); c < 3u; c++) { }\n  out[0] = c;",
-        "fn f(p: ptr<function, u32>) { *p = 1u; }\n",
+    "binding_slot_shared_with_an_unused_uniform": k(
+        "  out[0] = 1u;", "@group(0) @binding(0) var<uniform> u: u32;\n"
     ),
-    "for_update_call": k(
-        "  var c = 0u;\n  for (; c < 3u; f(&c)) { }\n  out[0] = c;",
-        "fn f(p: ptr<function, u32>) { *p += 1u; }\n",
+    "binding_slot_shared_by_a_buffer_an_uncalled_helper_uses": k(
+        "  out[0] = 1u;",
+        "@group(0) @binding(0) var<storage, read_write> x: array<u32>;\nfn h() { x[0] = 1u; }\n",
     ),
-    "array_length_through_a_pointer": k(
-        "  out[0] = g(&out);",
-        "fn g(p: ptr<storage, array<u32>, read_write>) -> u32 { return arrayLength(p); }\n",
-    ),
-    "binding_slot_reused_by_an_unused_var": k(
-        "  out[0] = 1u;", "@group(0) @binding(0) var<storage, read_write> x: array<u32>;\n"
-    ),
-    "member_location": k("  out[0] = 1u;", "struct S { @location(0) a: u32 }\n"),
-    "workgroup_index": (
-        O + "@compute @workgroup_size(64)\nfn main(@builtin(workgroup_index) w: u32) {\n"
-        "  out[w] = w;\n}\n"
+    "member_invariant": k(
+        "  out[0] = 1u;", "struct S { @builtin(position) @invariant a: vec4<f32> }\n"
     ),
     "sampler": k("  out[0] = 1u;", "@group(0) @binding(1) var s: sampler;\n"),
     "texture_3d": k("  out[0] = 1u;", "@group(0) @binding(1) var tex: texture_3d<f32>;\n"),
