@@ -5,6 +5,7 @@ holds one (the loop as WGSL defines it), and the phony assignment ``_ = e``."""
 from __future__ import annotations
 
 from kvdsl.frontend.errors import WgslTypeError
+from kvdsl.frontend.records import RawAddress
 from kvdsl.ir import tree as ir
 from kvdsl.ir.ops import Op
 from kvdsl.ir.scope import Scope
@@ -29,20 +30,31 @@ def hoisted(target: ir.Expr, value: ir.Expr, scope: Scope) -> bool:
         _calls(target)
         or _calls(value)
         and any(
-            type(node) is ir.Index and not _fixed(node.index, scope) for node in ir.walk(target)
+            type(node) is ir.Index and not _fixed(node.index, scope, value)
+            for node in ir.walk(target)
         )
     )
 
 
-def _fixed(index: ir.Expr, scope: Scope) -> bool:
-    """Whether ``index`` reads no memory (no var, binding or workgroup var, nothing through
-    a pointer, no call): what a call cannot change."""
+def _fixed(index: ir.Expr, scope: Scope, value: ir.Expr | None = None) -> bool:
+    """Whether ``index`` reads nothing a call in ``value`` may change: no binding, workgroup
+    or private var (a helper may write those), no function-scope var where ``value`` passes a
+    pointer (the only way a helper reaches one; any var where no ``value`` is given), nothing
+    through a pointer, no call."""
+    pointers = value is None or any(
+        type(n) in (ir.AddressOf, RawAddress)
+        or type(n) is ir.Name
+        and isinstance(getattr(scope.lookup(n.name), "ty", None), Ptr)
+        for n in ir.walk(value)
+    )
     for node in ir.walk(index):
         if type(node) in (ir.FnCall, ir.Deref):
             return False
         if type(node) is ir.Name:
             sym = scope.lookup(node.name)
-            if sym is None or sym.kind in ("var", "binding", "workgroup"):
+            if sym is None or sym.kind in ("binding", "workgroup", "private"):
+                return False
+            if sym.kind == "var" and pointers:
                 return False
     return True
 
