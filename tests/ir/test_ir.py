@@ -232,8 +232,8 @@ STORE = Assign(Index(Name("out"), X), Convert(f32, X))
         ),
         (_base(workgroup_size=(512, 1, 1)), "has 512 invocations, at most 256"),
         (
-            _base(builtins=(("gid", "global_invocation_id"), ("q", "subgroup_id"))),
-            "unknown compute builtin 'subgroup_id'",
+            _base(builtins=(("gid", "global_invocation_id"), ("q", "sample_index"))),
+            "unknown compute builtin 'sample_index'",
         ),
         (
             _base(body=(Let("a", Index(Name("out"), Lit(1.0, f32))), STORE)),
