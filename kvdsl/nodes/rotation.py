@@ -261,8 +261,10 @@ def across_lanes(
         apart = ", ".join(str(4 * stages[at - len(masks) + t].h) for t in range(len(masks)))
         kb.comment(f"Rotation stages {apart} values apart: between the row's lanes, through")
         kb.comment("workgroup memory; each lane reads its partners' vectors and keeps its own.")
+        # Vector j of every lane side by side (j * workgroup_size + lane): adjacent lanes touch
+        # adjacent vec4s, where lane-major places a warp's 32 on the same 4 of 32 banks.
         for j in range(n):
-            swap[kb.lid.x * n + j if j else kb.lid.x * n] = cur[j]
+            swap[kb.lid.x + j * workgroup_size if j else kb.lid.x] = cur[j]
         kb.barrier()
         # Stage t: where this lane holds the high half it takes partner - own, else own +
         # partner (the same sums as a + b, a - b); own * -1 is exact.
@@ -280,7 +282,9 @@ def across_lanes(
                         m ^= mt
                 slot = _lane_slot(kb, lane, lanes, m)
                 vals.append(
-                    kb.let(f"{name}G{rounds}_{j}_{c}", swap[slot * n + j if j else slot * n])
+                    kb.let(
+                        f"{name}G{rounds}_{j}_{c}", swap[slot + j * workgroup_size if j else slot]
+                    )
                 )
             for t in range(len(masks)):
                 bit = 1 << t
