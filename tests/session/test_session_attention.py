@@ -114,16 +114,27 @@ def test_long_sessions_attend_after_every_decode(host, paged):
     assert s.attention.merges > 0  # some steps split the keys
 
 
-@pytest.mark.parametrize("fmt", TEMPLATE)
-def test_long_template_sessions_attend_after_every_decode(gpu, fmt):
-    """The template's int8 and int4 over a small cache on the GPU, ``attend`` reading it with
-    the session's own ``kv_scale`` pair: every decode's attention matches float64 attention over
-    the oracle's rows decoded with the same scales (1,000 decodes and more from
-    KVDSL_SESSION_STEPS=50000; the interpreter's sessions are the format test's and the
-    fuzz's)."""
+@pytest.mark.parametrize(
+    "fmt, paged",
+    [(f, False) for f in TEMPLATE] + [("ort_q4", False), ("ort_q4", True)],
+    ids=[*TEMPLATE, "ort_q4-contiguous", "ort_q4-paged"],
+)
+def test_long_gpu_sessions_of_the_foreign_formats(gpu, fmt, paged):
+    """The template's int8 and int4 (``attend`` reading them with the session's own
+    ``kv_scale`` pair) and ONNX Runtime's 4-bit format, contiguous and paged, over a small cache
+    on the GPU: every decode's attention matches float64 attention over the oracle's rows
+    (1,000 decodes and more from KVDSL_SESSION_STEPS=50000; the interpreter's sessions are the
+    format test's and the fuzz's)."""
     rng = np.random.default_rng(7)
-    s = Session(Spec(1, 2, 1, 8, 16, fmt), GpuHost(), seed=7, q_heads=2)
-    _long_contiguous(s, LONG["gpu"], rng)
+    if paged:
+        spec = PagedSpec(1, 2, 1, 8, 16, 3, 0, "nhd", "page_table", fmt)
+        s = PagedSession(spec, GpuHost(), seed=7, q_heads=2)
+        _long_paged(s, LONG["gpu"], rng)
+    else:
+        # ORT's rows are 8 bytes here: 32 of them make a sequence 256, where a fork's copy starts.
+        cap = 32 if fmt == "ort_q4" else 16
+        s = Session(Spec(1, 2, 1, 8, cap, fmt), GpuHost(), seed=7, q_heads=2)
+        _long_contiguous(s, LONG["gpu"], rng)
     assert _attends(s) == LONG["gpu"] == s.attention.runs
     assert s.checks == len(s.steps)  # the cache checked after each attend step too
     assert s.attention.merges > 0
