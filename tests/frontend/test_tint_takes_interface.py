@@ -11,7 +11,8 @@ of a pointer to a runtime-sized array in storage; ``@builtin(subgroup_id)`` and
 out and llvmpipe does). Each
 kernel runs on the interpreter and on the GPU (llvmpipe will do) over random non-zero inputs
 into a poisoned output, to what numpy says; each prints back to the same IR, Tint takes the
-text, and Tint and naga its print."""
+text, and Tint and naga its print. The member IO attributes Tint refuses kvdsl refuses with
+Tint's words: the cases under ``tests/frontend/cases/member_io_attributes/``."""
 
 from __future__ import annotations
 
@@ -22,7 +23,11 @@ from kvdsl import interp, runtime
 from kvdsl.emit import emit
 from kvdsl.frontend import parse
 from kvdsl.runtime import tint_check
-from tests.helpers.wgsl import assert_refused, refused_by_compilers
+from tests.helpers.wgsl import (
+    assert_refused,
+    assert_tint_takes_them_and_their_prints,
+    printed_back,
+)
 
 N = 128
 POISON = 0xDEADBEEF
@@ -183,8 +188,7 @@ def _want(name: str) -> np.ndarray:
 
 @pytest.mark.parametrize("name", CASES)
 def test_form_prints_back_and_runs_on_the_interpreter_as_numpy_says(name):
-    k = parse(CASES[name][0], f"{name}.wgsl")
-    assert parse(emit(k), f"{name}.wgsl") == k
+    printed_back(CASES[name][0])
     np.testing.assert_array_equal(_run(name, interp), _want(name))
 
 
@@ -194,10 +198,7 @@ def test_form_on_the_gpu_is_what_numpy_says(name, gpu):
 
 
 def test_tint_takes_the_forms_and_tint_and_naga_their_prints():
-    texts = {n: t for n, (t, _, _) in CASES.items()}
-    assert {n: e for n, e in tint_check(texts).items() if e is not None} == {}
-    prints = {f"{n}_printed": emit(parse(t, f"{n}.wgsl")) for n, t in texts.items()}
-    assert refused_by_compilers(prints) == {}
+    assert_tint_takes_them_and_their_prints({n: t for n, (t, _, _) in CASES.items()})
 
 
 def test_a_barrier_under_the_workgroup_index_is_refused_as_tint_refuses_it():
@@ -209,47 +210,6 @@ def test_a_barrier_under_the_workgroup_index_is_refused_as_tint_refuses_it():
     )
     assert_refused(text, "barrier.wgsl", "depends on 'w' (workgroup_index")
     assert "must only be called from uniform control flow" in tint_check({"b": text})["b"]
-
-
-def _member(decl: str) -> str:
-    return kernel("  out[i] = a[i];", f"struct S {{ {decl} }}\n")
-
-
-#: IO attributes on a member Tint refuses: name -> (text, the words kvdsl and Tint both give).
-IO_REFUSED = {
-    "location_twice_in_a_struct": (
-        _member("@location(0) a: vec4<f32>, @location(0) b: u32"),
-        "'@location(0)' appears multiple times",
-    ),
-    "location_of_a_bool": (
-        _member("@location(0) a: bool"),
-        "cannot apply '@location' to declaration of type 'bool'",
-    ),
-    "location_of_an_array": (
-        _member("@location(0) a: array<u32, 2>"),
-        "cannot apply '@location' to declaration of type 'array<u32, 2>'",
-    ),
-    "negative_location": (
-        _member("@location(-1) a: u32"),
-        "'@location' value must be non-negative",
-    ),
-    "two_locations": (_member("@location(0) @location(1) a: u32"), "duplicate location attribute"),
-    "interpolate_without_location": (
-        _member("@interpolate(flat) a: u32"),
-        "'@interpolate' can only be used with '@location'",
-    ),
-    "perspective_integer": (
-        _member("@location(0) @interpolate(perspective) a: u32"),
-        "interpolation type must be 'flat' for integral user-defined IO types",
-    ),
-}
-
-
-@pytest.mark.parametrize("name", IO_REFUSED)
-def test_a_member_io_attribute_tint_refuses_is_refused_as_tint_refuses_it(name):
-    text, words = IO_REFUSED[name]
-    assert_refused(text, f"{name}.wgsl", words)
-    assert words in tint_check({name: text})[name]
 
 
 def test_two_buffers_the_entry_point_uses_at_one_slot_are_refused_as_tint_refuses_them():
