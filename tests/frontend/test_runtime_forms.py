@@ -13,26 +13,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kvdsl import interp, runtime
 from kvdsl.emit import emit
 from kvdsl.frontend import parse
-from tests.helpers.wgsl import assert_refused, refused_by_compilers
+from tests.helpers.backends import backend_run
+from tests.helpers.forms import ENTRY, GROUPS, HEAD, N, inputs, kernel, run_form
+from tests.helpers.wgsl import assert_refused, printed_back, refused_by_compilers
 
-N = 128
-POISON = 0xDEADBEEF
-HEAD = (
-    "@group(0) @binding(0) var<storage, read> a: array<u32>;\n"
-    "@group(0) @binding(1) var<storage, read_write> out: array<u32>;\n"
-)
-ENTRY = "@compute @workgroup_size(64)\nfn main(@builtin(global_invocation_id) gid: vec3<u32>) {\n"
-
-
-def inputs() -> np.ndarray:
-    return np.random.default_rng(44).integers(1, 1 << 20, N, dtype=np.uint32)
-
-
-def kernel(body: str, head: str = "") -> str:
-    return HEAD + head + ENTRY + "  let i = gid.x;\n" + body + "\n}\n"
+SEED = 44
 
 
 def want_of(fn):
@@ -235,24 +222,15 @@ def _frexp_modf(a: np.ndarray) -> np.ndarray:
 WORKGROUPS = {"local_invocation_index": (4, 1, 1), "builtin_struct_parameter": (2, 1, 1)}
 
 
-def _run(name: str, backend) -> np.ndarray:
-    text, _ = CASES[name]
-    k = parse(text, f"{name}.wgsl")
-    bufs = {"a": inputs(), "out": np.full(N, POISON, np.uint32)}
-    return backend.run(k, bufs, {}, WORKGROUPS.get(name, (N // 64, 1, 1)))["out"]
-
-
+@pytest.mark.parametrize("backend", ["interp", "gpu"])
 @pytest.mark.parametrize("name", CASES)
-def test_runtime_form_prints_back_and_runs_on_the_interpreter_as_numpy_says(name):
+def test_runtime_form_prints_back_and_runs_as_numpy_says(name, backend, request):
     text, want = CASES[name]
-    k = parse(text, f"{name}.wgsl")
-    assert parse(emit(k), f"{name}.wgsl") == k
-    np.testing.assert_array_equal(_run(name, interp), want(inputs()))
-
-
-@pytest.mark.parametrize("name", CASES)
-def test_runtime_form_on_the_gpu_is_what_numpy_says(name, gpu):
-    np.testing.assert_array_equal(_run(name, runtime), CASES[name][1](inputs()))
+    printed_back(text)
+    a, groups = inputs(SEED), WORKGROUPS.get(name, GROUPS)
+    np.testing.assert_array_equal(
+        run_form(text, name, backend_run(backend, request), a, groups), want(a)
+    )
 
 
 def test_naga_and_tint_take_the_runtime_forms_and_their_prints():

@@ -13,30 +13,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kvdsl import interp, runtime
-from kvdsl.frontend import parse
+from tests.helpers.backends import backend_run
+from tests.helpers.forms import ENTRY, N, POISON, head, inputs, kernel, run_form
 from tests.helpers.wgsl import assert_tint_takes_them_and_their_prints, printed_back
 
-N = 128
-POISON = 0xDEADBEEF
-ENTRY = "@compute @workgroup_size(64)\nfn main(@builtin(global_invocation_id) gid: vec3<u32>) {\n"
-
-
-def head(out: str = "u32") -> str:
-    return (
-        "@group(0) @binding(0) var<storage, read> a: array<u32>;\n"
-        f"@group(0) @binding(1) var<storage, read_write> out: array<{out}>;\n"
-    )
-
-
-def kernel(body: str, helpers: str = "", out: str = "u32") -> str:
-    return head(out) + helpers + ENTRY + "  let i = gid.x;\n" + body + "\n}\n"
-
-
-def inputs() -> np.ndarray:
-    return np.random.default_rng(4403).integers(1, 1 << 20, N, dtype=np.uint32)
-
-
+SEED = 4403
 U = np.uint64
 
 #: name -> (WGSL text, numpy of the input array a (as uint64) -> out, out's lanes per element)
@@ -191,27 +172,14 @@ CASES["predeclared_names"] = (
 )
 
 
-def _run(name: str, backend) -> np.ndarray:
-    text, _, lanes = CASES[name]
-    k = parse(text, f"{name}.wgsl")
-    shape = N if lanes == 1 else (N, lanes)
-    bufs = {"a": inputs(), "out": np.full(shape, POISON, np.uint32)}
-    return backend.run(k, bufs, {}, (N // 64, 1, 1))["out"]
-
-
-def _want(name: str) -> np.ndarray:
-    return (CASES[name][1](inputs().astype(np.uint64)) & U(0xFFFFFFFF)).astype(np.uint32)
-
-
+@pytest.mark.parametrize("backend", ["interp", "gpu"])
 @pytest.mark.parametrize("name", CASES)
-def test_tint_form_prints_back_and_runs_on_the_interpreter_as_numpy_says(name):
-    printed_back(CASES[name][0])
-    np.testing.assert_array_equal(_run(name, interp), _want(name))
-
-
-@pytest.mark.parametrize("name", CASES)
-def test_tint_form_on_the_gpu_is_what_numpy_says(name, gpu):
-    np.testing.assert_array_equal(_run(name, runtime), _want(name))
+def test_tint_form_prints_back_and_runs_as_numpy_says(name, backend, request):
+    text, want, lanes = CASES[name]
+    printed_back(text)
+    a = inputs(SEED)
+    got = run_form(text, name, backend_run(backend, request), a, lanes=lanes)
+    np.testing.assert_array_equal(got, (want(a.astype(U)) & U(0xFFFFFFFF)).astype(np.uint32))
 
 
 def test_tint_takes_the_forms_and_tint_and_naga_their_prints():

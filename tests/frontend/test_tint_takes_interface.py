@@ -23,27 +23,15 @@ from kvdsl import interp, runtime
 from kvdsl.emit import emit
 from kvdsl.frontend import parse
 from kvdsl.runtime import tint_check
+from tests.helpers.backends import backend_run
+from tests.helpers.forms import ENTRY, HEAD, N, POISON, inputs, kernel, run_form
 from tests.helpers.wgsl import (
     assert_refused,
     assert_tint_takes_them_and_their_prints,
     printed_back,
 )
 
-N = 128
-POISON = 0xDEADBEEF
-HEAD = (
-    "@group(0) @binding(0) var<storage, read> a: array<u32>;\n"
-    "@group(0) @binding(1) var<storage, read_write> out: array<u32>;\n"
-)
-ENTRY = "@compute @workgroup_size(64)\nfn main(@builtin(global_invocation_id) gid: vec3<u32>) {\n"
-
-
-def kernel(body: str, helpers: str = "") -> str:
-    return HEAD + helpers + ENTRY + "  let i = gid.x;\n" + body + "\n}\n"
-
-
-def inputs() -> np.ndarray:
-    return np.random.default_rng(4405).integers(1, 1 << 20, N, dtype=np.uint32)
+SEED = 4405
 
 
 #: name -> (WGSL text, numpy of the input array a (as int64) -> out, workgroups)
@@ -164,9 +152,9 @@ POINTER_PARAMETERS = kernel(
 def test_array_length_of_a_pointer_parameter_on_the_interpreter_is_what_numpy_says():
     k = parse(POINTER_PARAMETERS, "pointer_parameters.wgsl")
     assert parse(emit(k), "pointer_parameters.wgsl") == k
-    bufs = {"a": inputs(), "out": np.full(N, POISON, np.uint32)}
+    bufs = {"a": inputs(SEED), "out": np.full(N, POISON, np.uint32)}
     got = interp.run(k, bufs, {}, (N // 64, 1, 1))["out"]
-    want = inputs().astype(np.int64) + (N + 1) * 3 + N * 5
+    want = inputs(SEED).astype(np.int64) + (N + 1) * 3 + N * 5
     np.testing.assert_array_equal(got, want.astype(np.uint32))
     printed = emit(k)
     assert tint_check({"text": POINTER_PARAMETERS, "printed": printed}) == {
@@ -175,26 +163,14 @@ def test_array_length_of_a_pointer_parameter_on_the_interpreter_is_what_numpy_sa
     }
 
 
-def _run(name: str, backend) -> np.ndarray:
-    text, _, groups = CASES[name]
-    k = parse(text, f"{name}.wgsl")
-    bufs = {"a": inputs(), "out": np.full(N, POISON, np.uint32)}
-    return backend.run(k, bufs, {}, groups)["out"]
-
-
-def _want(name: str) -> np.ndarray:
-    return (CASES[name][1](inputs().astype(np.int64)) & 0xFFFFFFFF).astype(np.uint32)
-
-
+@pytest.mark.parametrize("backend", ["interp", "gpu"])
 @pytest.mark.parametrize("name", CASES)
-def test_form_prints_back_and_runs_on_the_interpreter_as_numpy_says(name):
-    printed_back(CASES[name][0])
-    np.testing.assert_array_equal(_run(name, interp), _want(name))
-
-
-@pytest.mark.parametrize("name", CASES)
-def test_form_on_the_gpu_is_what_numpy_says(name, gpu):
-    np.testing.assert_array_equal(_run(name, runtime), _want(name))
+def test_form_prints_back_and_runs_as_numpy_says(name, backend, request):
+    text, want, groups = CASES[name]
+    printed_back(text)
+    a = inputs(SEED)
+    got = run_form(text, name, backend_run(backend, request), a, groups)
+    np.testing.assert_array_equal(got, (want(a.astype(np.int64)) & 0xFFFFFFFF).astype(np.uint32))
 
 
 def test_tint_takes_the_forms_and_tint_and_naga_their_prints():
@@ -250,7 +226,7 @@ SUBGROUP_IDS = (
 
 
 def _subgroup_ids(size: int) -> np.ndarray:
-    a, i = inputs().astype(np.int64), np.arange(N)
+    a, i = inputs(SEED).astype(np.int64), np.arange(N)
     return (a + (i % 64) // size * 1000 + -(-64 // size) * 100000).astype(np.uint32)
 
 
@@ -258,7 +234,7 @@ def _subgroup_ids(size: int) -> np.ndarray:
 def test_subgroup_id_and_num_subgroups_on_the_interpreter_are_what_numpy_says(size):
     k = parse(SUBGROUP_IDS, "subgroup_ids.wgsl")
     assert parse(emit(k), "subgroup_ids.wgsl") == k
-    bufs = {"a": inputs(), "out": np.full(N, POISON, np.uint32)}
+    bufs = {"a": inputs(SEED), "out": np.full(N, POISON, np.uint32)}
     got = interp.run(k, bufs, {}, (N // 64, 1, 1), subgroup_size=size)["out"]
     np.testing.assert_array_equal(got, _subgroup_ids(size))
 
@@ -267,7 +243,7 @@ def test_subgroup_id_and_num_subgroups_on_the_gpu_are_what_numpy_says(gpu):
     size = runtime.subgroup_size()
     assert size is not None, "the suite's adapters have subgroups (tests/helpers/features.py)"
     k = parse(SUBGROUP_IDS, "subgroup_ids.wgsl")
-    bufs = {"a": inputs(), "out": np.full(N, POISON, np.uint32)}
+    bufs = {"a": inputs(SEED), "out": np.full(N, POISON, np.uint32)}
     np.testing.assert_array_equal(
         runtime.run(k, bufs, {}, (N // 64, 1, 1))["out"], _subgroup_ids(size)
     )
