@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> None:
         if args.only and case.name not in args.only:
             continue
         bufs, params, wg = case.make(np.random.default_rng(11))
-        kernel = parse(Path(source(case)).read_text(), source(case))
+        kernel = parse(Path(source(case)).read_text(), source(case), constants=case.constants)
         inputs = {k: v for k, v in bufs.items() if not k.startswith("_")}
 
         def run_interp():

@@ -3,6 +3,7 @@ what it makes from the committed results."""
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import json
 import re
@@ -36,6 +37,17 @@ def results(rows, comp=None, reasons=None, dawn=()):
               "sizes": {"cache": 8192, "prefill": 2048}, "date": "2026-01-02"}  # fmt: skip
     dawn_device = device | {"implementation": "dawn"} if dawn else None
     return report.Results(list(rows), device, comp, list(dawn), dawn_device, reasons or {})
+
+
+def target_and_page(table: str, rows: list[dict]) -> tuple[tuple[str, bool], str]:
+    """The target of results whose ``table`` (dense, qkv, paged) holds ``rows``, measured on the
+    device of the rest, as (figure, met), and their caches page; results without the table
+    state no such target."""
+    res = results([row("build_flat", "flat", 35.0, 33.5)])
+    assert table not in {k for k, _, _ in report.targets(res)}
+    res = dataclasses.replace(res, **{table: rows, f"{table}_device": res.device})
+    got = {k: (figure, ok) for k, figure, ok in report.targets(res)}
+    return got[table], report.caches_page(res, "report")
 
 
 def test_targets_are_counted_at_the_largest_batch():
@@ -199,66 +211,65 @@ def test_the_page_keeps_no_diary():
     assert not re.search(r"\b(runs?|probes?) [0-9]+\b|\b[a-z]+th stop\b|\bthis stop\b", text, re.I)
 
 
-def test_the_dense_target_counts_prefill_rows_at_the_largest_batch_and_every_decode_row():
-    dense = [
-        row("dense_append_int8", "element", 37.0, 33.5),  # 90.5%
-        row("dense_append_q4_0", "element", 42.0, 33.5),  # 79.8%: below 85
-        row("dense_append_q8_0", "element", 80.0, 33.5, batch=1),  # batch 1: not counted
-        row("dense_append_int8", "element", 5.6, 5.0, decode=1, tokens=1),  # 1.4x
-        row("dense_append_q4_0", "element", 6.4, 5.0, decode=1, tokens=1, batch=1),  # 1.6x
+def counted_rows(a: str, b: str, batch_1: str) -> list[dict]:
+    """Rows of variants ``a`` (90.5% of the roofline, 1.4x the floor at decode) and ``b`` (79.8%:
+    below 85; 1.6x at decode, batch 1) at the largest batch and at decode, and of ``batch_1`` at
+    batch 1 (not counted)."""
+    return [
+        row(a, "element", 37.0, 33.5),
+        row(b, "element", 42.0, 33.5),
+        row(batch_1, "element", 80.0, 33.5, batch=1),
+        row(a, "element", 5.6, 5.0, decode=1, tokens=1),
+        row(b, "element", 6.4, 5.0, decode=1, tokens=1, batch=1),
     ]
-    res = results([row("build_flat", "flat", 35.0, 33.5)])
-    res = report.Results(*[getattr(res, f) for f in ("rows", "device", "compile", "dawn")],
-                         res.dawn_device, {}, dense, res.device)  # fmt: skip
-    got = {k: (figure, ok) for k, figure, ok in report.targets(res)}
-    assert got["dense"] == (
-        "batch 4: 1 of 2 (80-91%); decode 1 of 2 (1.40-1.60x)",
-        False,
-    )
-    assert "## Dense formats (batch 4; `docs/formats.md`)" in report.caches_page(res, "report")
-    assert "dense" not in {k for k, _, _ in report.targets(results(res.rows))}
 
 
-def test_the_qkv_target_counts_prefill_decode_and_the_chain():
-    qkv = [
-        row("qkv_llama", "element", 37.0, 33.5),  # 90.5%
-        row("qkv_qwen3", "element", 42.0, 33.5),  # 79.8%: below 85
-        row("qkv_gemma", "element", 80.0, 33.5, batch=1),  # batch 1: not counted
-        row("qkv_llama", "element", 5.6, 5.0, decode=1, tokens=1)
-        | {"chain_us": 17.4, "chain_x": 3.1},
-        row("qkv_qwen3", "element", 6.4, 5.0, decode=1, tokens=1, batch=1)
-        | {"chain_us": 9.6, "chain_x": 1.5},
-    ]
-    res = results([row("build_flat", "flat", 35.0, 33.5)])
-    res = report.Results(*[getattr(res, f) for f in ("rows", "device", "compile", "dawn")],
-                         res.dawn_device, {}, [], None, qkv, res.device)  # fmt: skip
-    got = {k: (figure, ok) for k, figure, ok in report.targets(res)}
-    assert got["qkv"] == (
-        "batch 4: 1 of 2 (80-91%); decode 1 of 2 (1.40-1.60x); against the chain at decode 1 of"
-        " 2 (1.50-3.10x)",
-        False,
-    )
-    page = report.caches_page(res, "report")
-    assert "## Fused QKV (batch 4; `docs/modes.md`)" in page
-    assert "| qkv_llama | 4 | 1 | 5.60 | " in page
-    assert "qkv" not in {k for k, _, _ in report.targets(results(res.rows))}
+QKV = counted_rows("qkv_llama", "qkv_qwen3", "qkv_gemma")
+QKV[3] |= {"chain_us": 17.4, "chain_x": 3.1}
+QKV[4] |= {"chain_us": 9.6, "chain_x": 1.5}
+CONTIGUOUS = {"contiguous": "merge_share append (contiguous)"}
+
+#: table -> (its rows, the target's (figure, met), lines of the caches page): the dense and qkv
+#: targets count prefill rows at the largest batch and every decode row (qkv's also against the
+#: chain), the paged target states the time over the contiguous append.
+TARGETS = {
+    "dense": (
+        counted_rows("dense_append_int8", "dense_append_q4_0", "dense_append_q8_0"),
+        ("batch 4: 1 of 2 (80-91%); decode 1 of 2 (1.40-1.60x)", False),
+        ["## Dense formats (batch 4; `docs/formats.md`)"],
+    ),
+    "qkv": (
+        QKV,
+        (
+            "batch 4: 1 of 2 (80-91%); decode 1 of 2 (1.40-1.60x); against the chain at decode 1"
+            " of 2 (1.50-3.10x)",
+            False,
+        ),
+        ["## Fused QKV (batch 4; `docs/modes.md`)", "| qkv_llama | 4 | 1 | 5.60 | "],
+    ),
+    "paged": (
+        [
+            row("paged_append_a", "element", 37.0, 33.5)
+            | CONTIGUOUS
+            | {"kvdsl_over_contiguous": 1.04},
+            row("paged_append_b", "element", 5.6, 5.0, decode=1, tokens=1)
+            | CONTIGUOUS
+            | {"kvdsl_over_contiguous": 0.98},
+        ],
+        (
+            "batch 4: 1 of 1 (91-91%); decode 1 of 1 (1.40-1.40x); time over the contiguous"
+            " append 0.98-1.04x",
+            True,
+        ),
+        ["| paged_append_a | 2,048 | merge_share append (contiguous) | 1.04x |"],
+    ),
+}
 
 
-def test_the_paged_target_states_the_time_over_the_contiguous_append():
-    paged = [
-        row("paged_append_a", "element", 37.0, 33.5),  # 90.5%
-        row("paged_append_b", "element", 5.6, 5.0, decode=1, tokens=1),  # 1.4x
-    ]
-    paged[0] |= {"contiguous": "merge_share append (contiguous)", "kvdsl_over_contiguous": 1.04}
-    paged[1] |= {"contiguous": "merge_share append (contiguous)", "kvdsl_over_contiguous": 0.98}
-    res = results([row("build_flat", "flat", 35.0, 33.5)])
-    res = report.Results(*[getattr(res, f) for f in ("rows", "device", "compile", "dawn")],
-                         res.dawn_device, {}, paged=paged, paged_device=res.device)  # fmt: skip
-    got = {k: (figure, ok) for k, figure, ok in report.targets(res)}
-    assert got["paged"] == (
-        "batch 4: 1 of 1 (91-91%); decode 1 of 1 (1.40-1.40x); time over the contiguous append"
-        " 0.98-1.04x",
-        True,
-    )
-    page = report.caches_page(res, "report")
-    assert "| paged_append_a | 2,048 | merge_share append (contiguous) | 1.04x |" in page
+@pytest.mark.parametrize("table", TARGETS)
+def test_a_tables_target_and_page(table):
+    rows, want, lines = TARGETS[table]
+    target, page = target_and_page(table, rows)
+    assert target == want
+    for line in lines:
+        assert line in page

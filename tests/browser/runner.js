@@ -424,35 +424,15 @@ const HOSTS = {
   // Paged caches: a pool of `pages` pages of `page_size` tokens. Tables hold distinct page ids
   // (one page in two tables' rows would put two tokens in one slot: a race), a few entries -1
   // (no page: skipped); slots are distinct, positions inside the rotary tables.
-  paged_append: {
-    shape: (r) => pagedShape(r, { keySeq: r.int(1, 6) }),
-    params: (v, s) => ({
-      count: s.batch * v.config.kv_heads * s.keySeq,
-      keySeq: s.keySeq,
-      ...(v.config.addressing === "page_table" ? { maxPages: s.maxPages } : {}),
-    }),
-    seqlens: pagedSeqlens,
-    positions: (s) => s.maxPages * 256, // page_table: a position below maxPages pages of tokens
-    tables: (v, s, seqlens, r) => pagedTables(v, s, s.batch * s.keySeq, r),
-  },
+  paged_append: pagedWriter((v) => v.config.kv_heads),
   // The fused QKV kernel into pages: rows as qkv's, tokens placed as paged_append's.
-  paged_qkv: {
-    shape: (r) => pagedShape(r, { keySeq: r.int(1, 6) }),
-    params: (v, s) => ({
-      count: s.batch * s.keySeq * (v.config.q_heads + (v.config.split ? 2 : 1) * v.config.kv_heads),
-      keySeq: s.keySeq,
-      ...(v.config.addressing === "page_table" ? { maxPages: s.maxPages } : {}),
-    }),
-    seqlens: pagedSeqlens,
-    positions: (s) => s.maxPages * 256, // page_table: a position below maxPages pages of tokens
-    tables: (v, s, seqlens, r) => pagedTables(v, s, s.batch * s.keySeq, r),
-  },
+  paged_qkv: pagedWriter((v) => v.config.q_heads + (v.config.split ? 2 : 1) * v.config.kv_heads),
   paged_read: {
     shape: (r) => pagedShape(r, { seq: r.int(1, 40) }),
     params: (v, s) => ({
       count: s.batch * v.config.kv_heads * s.seq,
       seq: s.seq,
-      ...(v.config.addressing === "page_table" ? { maxPages: s.maxPages } : {}),
+      ...tableBound(v, s),
     }),
     seqlens: pagedSeqlens,
     tables: (v, s, seqlens, r) => pagedTables(v, s, s.batch * s.seq, r),
@@ -537,6 +517,22 @@ function pagedShape(r, extra) {
   const batch = r.int(1, 3);
   const maxPages = r.int(1, 4);
   return { batch, ...extra, maxPages, pages: batch * maxPages + r.int(0, 2) };
+}
+
+// A host of a kernel writing `keySeq` new tokens a sequence into pages, `rows(v)` rows a token.
+function pagedWriter(rows) {
+  return {
+    shape: (r) => pagedShape(r, { keySeq: r.int(1, 6) }),
+    params: (v, s) => ({ count: s.batch * s.keySeq * rows(v), keySeq: s.keySeq, ...tableBound(v, s) }),
+    seqlens: pagedSeqlens,
+    positions: (s) => s.maxPages * 256, // page_table: a position below maxPages pages of tokens
+    tables: (v, s, seqlens, r) => pagedTables(v, s, s.batch * s.keySeq, r),
+  };
+}
+
+// The params field bounding a page table's rows (page_table addressing only).
+function tableBound(v, s) {
+  return v.config.addressing === "page_table" ? { maxPages: s.maxPages } : {};
 }
 
 // seqlens_k of a page table's sequences: from an empty one to its table full.

@@ -15,14 +15,8 @@ import pytest
 from kvdsl import catalog, cli
 from kvdsl.cli.make_inputs import from_shape
 from kvdsl.contract import entry
+from tests.helpers.contract import SMALL
 
-#: A small value of every shape variable of the catalog, for which every variant has inputs.
-SMALL = {
-    "batch": 2, "keySeq": 3, "seq": 5, "kvSeq": 3, "pastSeq": 2, "totalSeq": 6, "perChannel": 1,
-    "rows": 3, "pages": 8, "maxPages": 3, "copies": 2, "live": 3, "window": 20, "positions": 8,
-    "headBase": 1, "slices": 2, "batchBase": 0, "queries": 1, "chunk": 48, "chunks": 2,
-    "groups": 2, "flushGroup": 1, "total": 60,
-}  # fmt: skip
 #: The params fields a host chooses (no formula in index.json), as ``--param`` gives them.
 CHOSEN = {"scale": 0.125, "softcap": 30.0}
 

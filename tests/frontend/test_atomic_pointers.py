@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kvdsl import interp, runtime
 from kvdsl.frontend import parse
+from tests.helpers.backends import backend_run
 from tests.helpers.wgsl import assert_buffers, assert_tint_takes, printed_back
 
 N = 128
@@ -96,15 +96,15 @@ def test_atomics_through_pointers_print_back_to_the_same_ir():
         assert "atomicAdd(p, 1u)" in printed_back(text)
 
 
-@pytest.mark.parametrize("text", [KERNEL, INLINE], ids=["helpers", "inline"])
-def test_atomics_through_pointers_in_the_interpreter_are_what_numpy_says(text):
+@pytest.mark.parametrize(
+    "backend, text",
+    [("interp", KERNEL), ("interp", INLINE), ("gpu", INLINE)],
+    ids=["interp-helpers", "interp-inline", "gpu-inline"],
+)
+def test_atomics_through_pointers_are_what_numpy_says(backend, text, request):
     bufs = _inputs()
-    assert_buffers(interp.run(parse(text), bufs, {}, (N // 64, 1, 1)), numpy_kernel(bufs))
-
-
-def test_atomics_through_pointers_on_the_gpu_are_what_numpy_says(gpu):
-    bufs = _inputs()
-    assert_buffers(runtime.run(parse(INLINE), bufs, {}, (N // 64, 1, 1)), numpy_kernel(bufs))
+    run = backend_run(backend, request)
+    assert_buffers(run(parse(text), bufs, {}, (N // 64, 1, 1)), numpy_kernel(bufs))
 
 
 def test_tint_takes_the_kernels():

@@ -13,6 +13,7 @@ import pytest
 
 from kvdsl import interp, runtime
 from kvdsl.frontend import parse
+from tests.helpers.backends import backend_run
 from tests.helpers.wgsl import assert_buffers, assert_tint_takes, printed_back
 
 N = 256  # four workgroups of 64
@@ -60,14 +61,11 @@ def test_storage_barrier_prints_back_to_the_same_ir():
     assert "storageBarrier();" in printed_back(STORAGE)
 
 
-def test_storage_barrier_in_the_interpreter_is_what_numpy_says():
+@pytest.mark.parametrize("backend", ["interp", "gpu"])
+def test_storage_barrier_is_what_numpy_says(backend, request):
     bufs = _inputs()
-    assert_buffers(interp.run(parse(STORAGE), bufs, {}, (N // 64, 1, 1)), numpy_storage(bufs))
-
-
-def test_storage_barrier_on_the_gpu_is_what_numpy_says(gpu):
-    bufs = _inputs()
-    assert_buffers(runtime.run(parse(STORAGE), bufs, {}, (N // 64, 1, 1)), numpy_storage(bufs))
+    run = backend_run(backend, request)
+    assert_buffers(run(parse(STORAGE), bufs, {}, (N // 64, 1, 1)), numpy_storage(bufs))
 
 
 def test_without_the_barrier_or_across_workgroups_the_accesses_race():

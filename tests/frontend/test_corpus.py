@@ -32,6 +32,7 @@ def test_corpus_kernel_runs_on_both_backends_as_numpy_says(case, tmp_path, gpu):
     args = ["run", source(case), "--inputs", str(tmp_path / "in.npz"), "--backend", "both"]
     args += ["--params", json.dumps(params), "--workgroups", ",".join(map(str, wg))]
     args += ["--out", str(out)] + (["--tol", str(case.tol)] if case.tol else [])
+    args += [f"--constants={k}={v}" for k, v in case.constants.items()]
     run = subprocess.run(
         [sys.executable, "-m", "kvdsl", *args], cwd=ROOT, capture_output=True, text=True
     )
@@ -47,7 +48,16 @@ def test_corpus_kernel_runs_on_both_backends_as_numpy_says(case, tmp_path, gpu):
                 np.testing.assert_array_equal(a, np.asarray(want).astype(a.dtype), err_msg=who)
 
 
-@pytest.mark.parametrize("path", sorted({source(c) for c in CASES}))
-def test_corpus_kernel_prints_back_to_itself(path):
-    k = parse(open(path).read(), path)
+#: Each file once for each set of constants its cases give it.
+TEXTS = {(source(c), tuple(sorted(c.constants.items()))): c for c in CASES}
+
+
+@pytest.mark.parametrize(
+    "case",
+    TEXTS.values(),
+    ids=[c.name if c.constants else c.file or c.name for c in TEXTS.values()],
+)
+def test_corpus_kernel_prints_back_to_itself(case):
+    path = source(case)
+    k = parse(open(path).read(), path, constants=case.constants)
     assert parse(emit(k), path) == k

@@ -4,33 +4,22 @@
 struct, a `var` of `frexp`'s result, a `bool` member of a struct value, declarations named like
 predeclared types, Unicode identifiers. Each kernel runs on the interpreter and on the GPU
 (llvmpipe will do) over random non-zero inputs into a poisoned output, to what numpy says; each
-prints back to the same IR, and Tint and naga take both the text and its print."""
+prints back to the same IR, and Tint and naga take both the text and its print. What Tint
+refuses of these forms kvdsl refuses too: the cases under ``tests/frontend/cases/runtime_forms/``
+(``test_wgsl_cases.py`` runs them)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from kvdsl import interp, runtime
 from kvdsl.emit import emit
 from kvdsl.frontend import parse
-from tests.helpers.wgsl import assert_refused, refused_by_compilers
+from tests.helpers.backends import backend_run
+from tests.helpers.forms import ENTRY, GROUPS, HEAD, N, inputs, kernel, run_form
+from tests.helpers.wgsl import assert_refused, printed_back, refused_by_compilers
 
-N = 128
-POISON = 0xDEADBEEF
-HEAD = (
-    "@group(0) @binding(0) var<storage, read> a: array<u32>;\n"
-    "@group(0) @binding(1) var<storage, read_write> out: array<u32>;\n"
-)
-ENTRY = "@compute @workgroup_size(64)\nfn main(@builtin(global_invocation_id) gid: vec3<u32>) {\n"
-
-
-def inputs() -> np.ndarray:
-    return np.random.default_rng(44).integers(1, 1 << 20, N, dtype=np.uint32)
-
-
-def kernel(body: str, head: str = "") -> str:
-    return HEAD + head + ENTRY + "  let i = gid.x;\n" + body + "\n}\n"
+SEED = 44
 
 
 def want_of(fn):
@@ -233,24 +222,15 @@ def _frexp_modf(a: np.ndarray) -> np.ndarray:
 WORKGROUPS = {"local_invocation_index": (4, 1, 1), "builtin_struct_parameter": (2, 1, 1)}
 
 
-def _run(name: str, backend) -> np.ndarray:
-    text, _ = CASES[name]
-    k = parse(text, f"{name}.wgsl")
-    bufs = {"a": inputs(), "out": np.full(N, POISON, np.uint32)}
-    return backend.run(k, bufs, {}, WORKGROUPS.get(name, (N // 64, 1, 1)))["out"]
-
-
+@pytest.mark.parametrize("backend", ["interp", "gpu"])
 @pytest.mark.parametrize("name", CASES)
-def test_runtime_form_prints_back_and_runs_on_the_interpreter_as_numpy_says(name):
+def test_runtime_form_prints_back_and_runs_as_numpy_says(name, backend, request):
     text, want = CASES[name]
-    k = parse(text, f"{name}.wgsl")
-    assert parse(emit(k), f"{name}.wgsl") == k
-    np.testing.assert_array_equal(_run(name, interp), want(inputs()))
-
-
-@pytest.mark.parametrize("name", CASES)
-def test_runtime_form_on_the_gpu_is_what_numpy_says(name, gpu):
-    np.testing.assert_array_equal(_run(name, runtime), CASES[name][1](inputs()))
+    printed_back(text)
+    a, groups = inputs(SEED), WORKGROUPS.get(name, GROUPS)
+    np.testing.assert_array_equal(
+        run_form(text, name, backend_run(backend, request), a, groups), want(a)
+    )
 
 
 def test_naga_and_tint_take_the_runtime_forms_and_their_prints():
@@ -259,84 +239,6 @@ def test_naga_and_tint_take_the_runtime_forms_and_their_prints():
     refused = refused_by_compilers(texts)
     assert {n: e for n, e in refused.items() if n not in NAGA_REFUSES} == {}
     assert all(refused[n].startswith("naga: ") for n in NAGA_REFUSES)
-
-
-#: What Tint refuses of these forms, kvdsl refuses too: name -> (text, kvdsl's words).
-REFUSED = {
-    "must_use_discarded": (
-        HEAD + "@must_use fn f(x: u32) -> u32 { return x; }\n" + ENTRY + "  f(gid.x);\n}\n",
-        "f is @must_use",
-    ),
-    "must_use_no_value": (
-        HEAD + "@must_use fn f(x: u32) { }\n" + ENTRY + "  f(gid.x);\n}\n",
-        "the function returns no value",
-    ),
-    "diagnostic_severity": (
-        HEAD
-        + "@diagnostic(loud, derivative_uniformity) fn f(x: u32) -> u32 { return x; }\n"
-        + ENTRY
-        + "  out[0] = f(gid.x);\n}\n",
-        "the severity is one of",
-    ),
-    "diagnostic_severity_on_the_entry_point": (
-        HEAD + "@diagnostic(loud, derivative_uniformity)\n" + ENTRY + "  out[0] = 1u;\n}\n",
-        "the severity is one of",
-    ),
-    "local_index_type": (
-        HEAD + "@compute @workgroup_size(64)\nfn main(@builtin(local_invocation_index) li: i32) "
-        "{\n  out[0] = u32(li);\n}\n",
-        "builtin 'li' of type i32: @builtin(local_invocation_index) is u32",
-    ),
-    "struct_member_not_builtin": (
-        HEAD + "struct In { @builtin(global_invocation_id) gid: vec3<u32>, k: u32 }\n"
-        "@compute @workgroup_size(64)\nfn main(i: In) {\n  out[0] = i.k;\n}\n",
-        "member k of In has no @builtin",
-    ),
-    "phony_of_a_runtime_array": (kernel("  _ = out;"), "used without an index"),
-    "phony_compound": (kernel("  _ += 1u;"), "'_' is assigned only whole"),
-    "hex_float_inexact_f32": (kernel("  out[i] = u32(0x1.000001p0f);"), "cannot be exactly"),
-    "hex_float_mantissa": (
-        kernel("  out[i] = u32(0x1.fffffffffffffffffp0);"),
-        "mantissa is too large",
-    ),
-    "hex_float_inexact_f16": (
-        "enable f16;\n" + kernel("  out[i] = u32(0x1.001p0h);"),
-        "cannot be exactly",
-    ),
-    "hex_float_range": (kernel("  out[i] = bitcast<u32>(0x1p200f);"), "cannot be represented"),
-    "identifier_not_xid": (kernel("  let x² = 1u;\n  out[i] = x²;"), "unexpected character '²'"),
-    "vec_mixed_concrete": (kernel("  let v = vec4(1u, 2i, 3, 4);"), "components do not make"),
-    "array_of_nothing": (kernel("  let t = array();"), "cannot infer the element type"),
-    "swizzle_duplicate": (
-        kernel("  var v = vec4<u32>();\n  v.xx = vec2(1u, 2u);"),
-        "duplicate target components",
-    ),
-    "swizzle_increment": (kernel("  var v = vec4<u32>();\n  v.xy++;"), "incremented"),
-    "swizzle_of_a_scalar": (
-        kernel("  var v = vec4<u32>();\n  v.xy = 3u;"),
-        "cannot assign a u32 to the swizzle",
-    ),
-    "swizzle_past_the_vector": (
-        kernel("  var v = vec2<u32>();\n  v.xz = vec2(1u, 2u);"),
-        "no such swizzle",
-    ),
-    "swizzle_of_a_let": (kernel("  let v = vec2<u32>();\n  v.yx = vec2(1u, 2u);"), "is a let"),
-    "alias_called_where_a_let_takes_it": (
-        kernel("  let vec4f = 1u;\n  let q = vec4f(1.0);"),
-        "'vec4f' is a let here, not the type: it cannot be called",
-    ),
-    "var_frexp_no_initialiser_type": (
-        kernel("  var r: __frexp_result_f32;\n  out[i] = 1u;"),
-        "__frexp_result_f32",
-    ),
-}
-
-
-@pytest.mark.parametrize("name", REFUSED)
-def test_kvdsl_refuses_what_tint_refuses_of_the_runtime_forms(name):
-    text, words = REFUSED[name]
-    assert_refused(text, f"{name}.wgsl", words)
-    assert refused_by_compilers({name: text})[name].startswith(("tint: ", "naga: "))
 
 
 def test_an_alias_named_as_a_type_in_a_declarations_scope_is_refused_as_tint_refuses_it():

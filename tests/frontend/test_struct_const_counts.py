@@ -6,6 +6,7 @@ folded wrong leaves part of the tile out of bounds or unread."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from kvdsl import interp, runtime
 from kvdsl.emit import emit
@@ -37,19 +38,6 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
   out[i] = tile[(T.rows - 1u - r) * T.cols + c];
 }
 """
-
-
-def test_a_struct_const_member_sizes_a_workgroup_array_and_runs_as_numpy_says(gpu):
-    k = parse(TILED, "tiled.wgsl")
-    assert k.workgroup_vars == (WorkgroupVar("tile", Array(f32, 64)),)
-    assert k.workgroup_size == (64, 1, 1)
-    assert parse(emit(k), "tiled.wgsl") == k
-    x = np.random.default_rng(48).standard_normal(3 * 64).astype(np.float32)
-    want = (x.reshape(3, 4, 16)[:, ::-1, :] * np.float32(0.5)).reshape(-1)
-    for run in (interp.run, runtime.run):
-        got = run(k, {"x": x, "out": np.full(3 * 64, np.nan, np.float32)}, {}, (3, 1, 1))["out"]
-        np.testing.assert_array_equal(got, want, err_msg=run.__module__)
-    assert_tint_takes({"tiled": TILED})
 
 
 # WGSL's module-scope declarations are order-independent: the tile and the workgroup sized from
@@ -86,14 +74,17 @@ const ROWS = 4u;
 """
 
 
-def test_declarations_below_their_use_are_taken_in_dependency_order(gpu):
-    k = parse(BELOW, "tiled.wgsl")
+@pytest.mark.parametrize("name, text, seed", [("tiled", TILED, 48), ("below", BELOW, 49)])
+def test_a_struct_const_member_sizes_a_workgroup_array_and_runs_as_numpy_says(
+    name, text, seed, gpu
+):
+    k = parse(text, f"{name}.wgsl")
     assert k.workgroup_vars == (WorkgroupVar("tile", Array(f32, 64)),)
     assert k.workgroup_size == (64, 1, 1)
-    assert parse(emit(k), "tiled.wgsl") == k
-    x = np.random.default_rng(49).standard_normal(3 * 64).astype(np.float32)
+    assert parse(emit(k), f"{name}.wgsl") == k
+    x = np.random.default_rng(seed).standard_normal(3 * 64).astype(np.float32)
     want = (x.reshape(3, 4, 16)[:, ::-1, :] * np.float32(0.5)).reshape(-1)
     for run in (interp.run, runtime.run):
         got = run(k, {"x": x, "out": np.full(3 * 64, np.nan, np.float32)}, {}, (3, 1, 1))["out"]
         np.testing.assert_array_equal(got, want, err_msg=run.__module__)
-    assert_tint_takes({"below": BELOW})
+    assert_tint_takes({name: text})

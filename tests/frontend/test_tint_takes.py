@@ -5,39 +5,19 @@ scopes them), abstract ints beside abstract floats (``2 * 1.5`` an abstract floa
 component or a swizzle of a storage buffer's vector element written. Each kernel runs on the
 interpreter and on the GPU (llvmpipe will do) over random non-zero inputs into a poisoned output,
 to what numpy says; each prints back to the same IR, Tint takes the text, and Tint and naga its
-print."""
+print. A predeclared name used where a declaration takes it (a value called) is refused with
+Tint's words: the cases under ``tests/frontend/cases/predeclared_names/``."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from kvdsl import interp, runtime
-from kvdsl.emit import emit
-from kvdsl.frontend import parse
-from kvdsl.runtime import tint_check
-from tests.helpers.wgsl import assert_refused, refused_by_compilers
+from tests.helpers.backends import backend_run
+from tests.helpers.forms import ENTRY, N, POISON, head, inputs, kernel, run_form
+from tests.helpers.wgsl import assert_tint_takes_them_and_their_prints, printed_back
 
-N = 128
-POISON = 0xDEADBEEF
-ENTRY = "@compute @workgroup_size(64)\nfn main(@builtin(global_invocation_id) gid: vec3<u32>) {\n"
-
-
-def head(out: str = "u32") -> str:
-    return (
-        "@group(0) @binding(0) var<storage, read> a: array<u32>;\n"
-        f"@group(0) @binding(1) var<storage, read_write> out: array<{out}>;\n"
-    )
-
-
-def kernel(body: str, helpers: str = "", out: str = "u32") -> str:
-    return head(out) + helpers + ENTRY + "  let i = gid.x;\n" + body + "\n}\n"
-
-
-def inputs() -> np.ndarray:
-    return np.random.default_rng(4403).integers(1, 1 << 20, N, dtype=np.uint32)
-
-
+SEED = 4403
 U = np.uint64
 
 #: name -> (WGSL text, numpy of the input array a (as uint64) -> out, out's lanes per element)
@@ -192,83 +172,15 @@ CASES["predeclared_names"] = (
 )
 
 
-def _run(name: str, backend) -> np.ndarray:
-    text, _, lanes = CASES[name]
-    k = parse(text, f"{name}.wgsl")
-    shape = N if lanes == 1 else (N, lanes)
-    bufs = {"a": inputs(), "out": np.full(shape, POISON, np.uint32)}
-    return backend.run(k, bufs, {}, (N // 64, 1, 1))["out"]
-
-
-def _want(name: str) -> np.ndarray:
-    return (CASES[name][1](inputs().astype(np.uint64)) & U(0xFFFFFFFF)).astype(np.uint32)
-
-
+@pytest.mark.parametrize("backend", ["interp", "gpu"])
 @pytest.mark.parametrize("name", CASES)
-def test_tint_form_prints_back_and_runs_on_the_interpreter_as_numpy_says(name):
-    text = CASES[name][0]
-    k = parse(text, f"{name}.wgsl")
-    assert parse(emit(k), f"{name}.wgsl") == k
-    np.testing.assert_array_equal(_run(name, interp), _want(name))
-
-
-@pytest.mark.parametrize("name", CASES)
-def test_tint_form_on_the_gpu_is_what_numpy_says(name, gpu):
-    np.testing.assert_array_equal(_run(name, runtime), _want(name))
+def test_tint_form_prints_back_and_runs_as_numpy_says(name, backend, request):
+    text, want, lanes = CASES[name]
+    printed_back(text)
+    a = inputs(SEED)
+    got = run_form(text, name, backend_run(backend, request), a, lanes=lanes)
+    np.testing.assert_array_equal(got, (want(a.astype(U)) & U(0xFFFFFFFF)).astype(np.uint32))
 
 
 def test_tint_takes_the_forms_and_tint_and_naga_their_prints():
-    texts = {n: t for n, (t, _, _) in CASES.items()}
-    assert {n: e for n, e in tint_check(texts).items() if e is not None} == {}
-    prints = {f"{n}_printed": emit(parse(t, f"{n}.wgsl")) for n, t in texts.items()}
-    assert refused_by_compilers(prints) == {}
-
-
-def _k(body: str, helpers: str = "") -> str:
-    return kernel(body + "\n  out[i] = 1u;", helpers)
-
-
-#: A predeclared name used where a declaration takes it, a value called: name -> (text, the
-#: words kvdsl and Tint both give).
-REFUSED = {
-    "let_u32_as_type": (_k("  let u32 = 1u;\n  var x: u32 = u32;"), "cannot use 'let u32' as type"),
-    "alias_as_type_in_a_block": (
-        _k("  {\n    let vec4f = 1u;\n    let q: vec4f = vec4<f32>(1.0);\n  }"),
-        "cannot use 'let vec4f' as type",
-    ),
-    "let_u32_called": (
-        _k("  let u32 = 1u;\n  let x = u32(2);"),
-        "cannot use 'let u32' as call target",
-    ),
-    "parameter_as_type": (
-        _k("", "fn h(u32: u32) -> u32 { let z: u32 = u32; return z; }\n"),
-        "cannot use parameter 'u32' as type",
-    ),
-    "let_barrier_called": (
-        _k("  let workgroupBarrier = 1u;\n  workgroupBarrier();"),
-        "cannot use 'let workgroupBarrier' as call target",
-    ),
-    "let_named_like_a_struct_called": (
-        _k("  let S = 1u;\n  let s = S(2u);", "struct S { a: u32 }\n"),
-        "cannot use 'let S' as call target",
-    ),
-    "var_named_like_a_helper_called": (
-        _k("  var g = 1u;\n  let x = g(2u);", "fn g(x: u32) -> u32 { return x; }\n"),
-        "cannot use 'var g' as call target",
-    ),
-    "parameter_named_like_a_helper_called": (
-        _k("", "fn g(x: u32) -> u32 { return x; }\nfn h(g: u32) -> u32 { return g(g); }\n"),
-        "cannot use parameter 'g' as call target",
-    ),
-    "module_const_as_type": (
-        _k("  let q: vec4f = vec4<f32>(1.0);", "const vec4f = 1u;\n"),
-        "cannot use 'const vec4f' as type",
-    ),
-}
-
-
-@pytest.mark.parametrize("name", REFUSED)
-def test_a_predeclared_name_a_declaration_takes_is_refused_as_tint_refuses_it(name):
-    text, words = REFUSED[name]
-    assert_refused(text, f"{name}.wgsl", words)
-    assert words in tint_check({name: text})[name]
+    assert_tint_takes_them_and_their_prints({n: t for n, (t, _, _) in CASES.items()})

@@ -11,7 +11,8 @@ of a pointer to a runtime-sized array in storage; ``@builtin(subgroup_id)`` and
 out and llvmpipe does). Each
 kernel runs on the interpreter and on the GPU (llvmpipe will do) over random non-zero inputs
 into a poisoned output, to what numpy says; each prints back to the same IR, Tint takes the
-text, and Tint and naga its print."""
+text, and Tint and naga its print. The member IO attributes Tint refuses kvdsl refuses with
+Tint's words: the cases under ``tests/frontend/cases/member_io_attributes/``."""
 
 from __future__ import annotations
 
@@ -22,23 +23,15 @@ from kvdsl import interp, runtime
 from kvdsl.emit import emit
 from kvdsl.frontend import parse
 from kvdsl.runtime import tint_check
-from tests.helpers.wgsl import assert_refused, refused_by_compilers
-
-N = 128
-POISON = 0xDEADBEEF
-HEAD = (
-    "@group(0) @binding(0) var<storage, read> a: array<u32>;\n"
-    "@group(0) @binding(1) var<storage, read_write> out: array<u32>;\n"
+from tests.helpers.backends import backend_run
+from tests.helpers.forms import ENTRY, HEAD, N, POISON, inputs, kernel, run_form
+from tests.helpers.wgsl import (
+    assert_refused,
+    assert_tint_takes_them_and_their_prints,
+    printed_back,
 )
-ENTRY = "@compute @workgroup_size(64)\nfn main(@builtin(global_invocation_id) gid: vec3<u32>) {\n"
 
-
-def kernel(body: str, helpers: str = "") -> str:
-    return HEAD + helpers + ENTRY + "  let i = gid.x;\n" + body + "\n}\n"
-
-
-def inputs() -> np.ndarray:
-    return np.random.default_rng(4405).integers(1, 1 << 20, N, dtype=np.uint32)
+SEED = 4405
 
 
 #: name -> (WGSL text, numpy of the input array a (as int64) -> out, workgroups)
@@ -159,9 +152,9 @@ POINTER_PARAMETERS = kernel(
 def test_array_length_of_a_pointer_parameter_on_the_interpreter_is_what_numpy_says():
     k = parse(POINTER_PARAMETERS, "pointer_parameters.wgsl")
     assert parse(emit(k), "pointer_parameters.wgsl") == k
-    bufs = {"a": inputs(), "out": np.full(N, POISON, np.uint32)}
+    bufs = {"a": inputs(SEED), "out": np.full(N, POISON, np.uint32)}
     got = interp.run(k, bufs, {}, (N // 64, 1, 1))["out"]
-    want = inputs().astype(np.int64) + (N + 1) * 3 + N * 5
+    want = inputs(SEED).astype(np.int64) + (N + 1) * 3 + N * 5
     np.testing.assert_array_equal(got, want.astype(np.uint32))
     printed = emit(k)
     assert tint_check({"text": POINTER_PARAMETERS, "printed": printed}) == {
@@ -170,34 +163,18 @@ def test_array_length_of_a_pointer_parameter_on_the_interpreter_is_what_numpy_sa
     }
 
 
-def _run(name: str, backend) -> np.ndarray:
-    text, _, groups = CASES[name]
-    k = parse(text, f"{name}.wgsl")
-    bufs = {"a": inputs(), "out": np.full(N, POISON, np.uint32)}
-    return backend.run(k, bufs, {}, groups)["out"]
-
-
-def _want(name: str) -> np.ndarray:
-    return (CASES[name][1](inputs().astype(np.int64)) & 0xFFFFFFFF).astype(np.uint32)
-
-
+@pytest.mark.parametrize("backend", ["interp", "gpu"])
 @pytest.mark.parametrize("name", CASES)
-def test_form_prints_back_and_runs_on_the_interpreter_as_numpy_says(name):
-    k = parse(CASES[name][0], f"{name}.wgsl")
-    assert parse(emit(k), f"{name}.wgsl") == k
-    np.testing.assert_array_equal(_run(name, interp), _want(name))
-
-
-@pytest.mark.parametrize("name", CASES)
-def test_form_on_the_gpu_is_what_numpy_says(name, gpu):
-    np.testing.assert_array_equal(_run(name, runtime), _want(name))
+def test_form_prints_back_and_runs_as_numpy_says(name, backend, request):
+    text, want, groups = CASES[name]
+    printed_back(text)
+    a = inputs(SEED)
+    got = run_form(text, name, backend_run(backend, request), a, groups)
+    np.testing.assert_array_equal(got, (want(a.astype(np.int64)) & 0xFFFFFFFF).astype(np.uint32))
 
 
 def test_tint_takes_the_forms_and_tint_and_naga_their_prints():
-    texts = {n: t for n, (t, _, _) in CASES.items()}
-    assert {n: e for n, e in tint_check(texts).items() if e is not None} == {}
-    prints = {f"{n}_printed": emit(parse(t, f"{n}.wgsl")) for n, t in texts.items()}
-    assert refused_by_compilers(prints) == {}
+    assert_tint_takes_them_and_their_prints({n: t for n, (t, _, _) in CASES.items()})
 
 
 def test_a_barrier_under_the_workgroup_index_is_refused_as_tint_refuses_it():
@@ -209,47 +186,6 @@ def test_a_barrier_under_the_workgroup_index_is_refused_as_tint_refuses_it():
     )
     assert_refused(text, "barrier.wgsl", "depends on 'w' (workgroup_index")
     assert "must only be called from uniform control flow" in tint_check({"b": text})["b"]
-
-
-def _member(decl: str) -> str:
-    return kernel("  out[i] = a[i];", f"struct S {{ {decl} }}\n")
-
-
-#: IO attributes on a member Tint refuses: name -> (text, the words kvdsl and Tint both give).
-IO_REFUSED = {
-    "location_twice_in_a_struct": (
-        _member("@location(0) a: vec4<f32>, @location(0) b: u32"),
-        "'@location(0)' appears multiple times",
-    ),
-    "location_of_a_bool": (
-        _member("@location(0) a: bool"),
-        "cannot apply '@location' to declaration of type 'bool'",
-    ),
-    "location_of_an_array": (
-        _member("@location(0) a: array<u32, 2>"),
-        "cannot apply '@location' to declaration of type 'array<u32, 2>'",
-    ),
-    "negative_location": (
-        _member("@location(-1) a: u32"),
-        "'@location' value must be non-negative",
-    ),
-    "two_locations": (_member("@location(0) @location(1) a: u32"), "duplicate location attribute"),
-    "interpolate_without_location": (
-        _member("@interpolate(flat) a: u32"),
-        "'@interpolate' can only be used with '@location'",
-    ),
-    "perspective_integer": (
-        _member("@location(0) @interpolate(perspective) a: u32"),
-        "interpolation type must be 'flat' for integral user-defined IO types",
-    ),
-}
-
-
-@pytest.mark.parametrize("name", IO_REFUSED)
-def test_a_member_io_attribute_tint_refuses_is_refused_as_tint_refuses_it(name):
-    text, words = IO_REFUSED[name]
-    assert_refused(text, f"{name}.wgsl", words)
-    assert words in tint_check({name: text})[name]
 
 
 def test_two_buffers_the_entry_point_uses_at_one_slot_are_refused_as_tint_refuses_them():
@@ -290,7 +226,7 @@ SUBGROUP_IDS = (
 
 
 def _subgroup_ids(size: int) -> np.ndarray:
-    a, i = inputs().astype(np.int64), np.arange(N)
+    a, i = inputs(SEED).astype(np.int64), np.arange(N)
     return (a + (i % 64) // size * 1000 + -(-64 // size) * 100000).astype(np.uint32)
 
 
@@ -298,7 +234,7 @@ def _subgroup_ids(size: int) -> np.ndarray:
 def test_subgroup_id_and_num_subgroups_on_the_interpreter_are_what_numpy_says(size):
     k = parse(SUBGROUP_IDS, "subgroup_ids.wgsl")
     assert parse(emit(k), "subgroup_ids.wgsl") == k
-    bufs = {"a": inputs(), "out": np.full(N, POISON, np.uint32)}
+    bufs = {"a": inputs(SEED), "out": np.full(N, POISON, np.uint32)}
     got = interp.run(k, bufs, {}, (N // 64, 1, 1), subgroup_size=size)["out"]
     np.testing.assert_array_equal(got, _subgroup_ids(size))
 
@@ -307,7 +243,7 @@ def test_subgroup_id_and_num_subgroups_on_the_gpu_are_what_numpy_says(gpu):
     size = runtime.subgroup_size()
     assert size is not None, "the suite's adapters have subgroups (tests/helpers/features.py)"
     k = parse(SUBGROUP_IDS, "subgroup_ids.wgsl")
-    bufs = {"a": inputs(), "out": np.full(N, POISON, np.uint32)}
+    bufs = {"a": inputs(SEED), "out": np.full(N, POISON, np.uint32)}
     np.testing.assert_array_equal(
         runtime.run(k, bufs, {}, (N // 64, 1, 1))["out"], _subgroup_ids(size)
     )

@@ -155,22 +155,8 @@ def test_a_uniform_is_not_assigned_and_holds_what_the_uniform_address_space_hold
     )
 
 
-CLASH = """struct P {
-  n: u32,
-  scale: f32,
-}
-
-@group(0) @binding(0) var<storage, read_write> out: array<f32>;
-@group(0) @binding(1) var<uniform> params: P;
-@group(0) @binding(2) var<uniform> scale: vec2<f32>;
-
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-  if gid.x < params.n {
-    out[gid.x] = f32(gid.x) * params.scale + scale[gid.x % 2u];
-  }
-}
-"""
+# BESIDE with the uniform named like a params field (its struct named P).
+CLASH = BESIDE.replace("Params", "P").replace("shift", "scale")
 
 
 def test_a_uniform_named_like_a_params_field_runs_with_the_field_given_as_params_dot_name(gpu):

@@ -9,6 +9,9 @@ import math
 from tests.helpers.conformance_cases import Group, INF, NAN, binop, fn_, rows
 from kvdsl.ir import Op, call, clamp, construct, f16, f32, max_, min_, round_, select, vec
 
+#: round() of halves, in either width: to the even neighbour, the sign kept.
+TIES = (((0.5,), 0.0), ((1.5,), 2.0), ((2.5,), 2.0), ((-0.5,), -0.0), ((-2.5,), -2.0))
+
 GROUPS = [
     Group(
         "f32_lt",
@@ -106,12 +109,8 @@ GROUPS = [
         round_,
         (f32,),
         rows(
-            ((0.5,), 0.0),
-            ((1.5,), 2.0),
-            ((2.5,), 2.0),
-            ((-0.5,), -0.0),
+            *TIES,
             ((-1.5,), -2.0),
-            ((-2.5,), -2.0),
             ((0.49999997,), 0.0),
             ((3.7,), 4.0),
             ((-3.7,), -4.0),
@@ -201,14 +200,7 @@ GROUPS = [
         "f16_round",
         round_,
         (f16,),
-        rows(
-            ((0.5,), 0.0),
-            ((1.5,), 2.0),
-            ((2.5,), 2.0),
-            ((-0.5,), -0.0),
-            ((-2.5,), -2.0),
-            ((1023.5,), 1024.0),
-        ),
+        rows(*TIES, ((1023.5,), 1024.0)),
     ),
     Group(
         "f16_floor_clamp",

@@ -1,11 +1,19 @@
-"""What the host-contract tests share: a seed per variant, and params that drive a dispatch
-through each branch of its rule."""
+"""What the host-contract tests share: a seed per variant, a small value of every shape variable,
+and params that drive a dispatch through each branch of its rule."""
 
 from __future__ import annotations
 
 import zlib
 
 from kvdsl.contract import evaluate
+
+#: A small value of every shape variable of the catalog, for which every variant has inputs.
+SMALL = {
+    "batch": 2, "keySeq": 3, "seq": 5, "kvSeq": 3, "pastSeq": 2, "totalSeq": 6, "perChannel": 1,
+    "rows": 3, "pages": 8, "maxPages": 3, "copies": 2, "live": 3, "window": 20, "positions": 8,
+    "headBase": 1, "slices": 2, "batchBase": 0, "queries": 1, "chunk": 48, "chunks": 2,
+    "groups": 2, "flushGroup": 1, "total": 60,
+}  # fmt: skip
 
 
 def seed(name: str) -> int:

@@ -5,7 +5,7 @@ both`` against it; ``benchmarks/interp_corpus.py`` times the interpreter against
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
@@ -21,16 +21,19 @@ F32 = np.float32
 class Case:
     """A corpus kernel: ``make(rng)`` gives (buffers, params, workgroups); ``expect(buffers,
     params)`` the read_write buffers numpy says it leaves; outputs are compared within ``tol``
-    relative to (1 + |numpy's|) (0: bit for bit)."""
+    relative to (1 + |numpy's|) (0: bit for bit). It runs ``file`` (the name where none), its
+    overrides given ``constants`` (as ``kvdsl run --constants`` gives them)."""
 
     name: str
     make: Callable[[np.random.Generator], tuple[dict, dict, tuple[int, int, int]]]
     expect: Callable[[dict, dict], dict]
     tol: float = 0.0
+    file: str | None = None
+    constants: dict[str, int] = field(default_factory=dict)
 
     @property
     def path(self):
-        return CORPUS / f"{self.name}.wgsl"
+        return CORPUS / f"{self.file or self.name}.wgsl"
 
 
 def _poison(n: int, dtype=np.float32) -> np.ndarray:
@@ -516,12 +519,12 @@ CASES = [
     Case("q4_0_quantize", lambda rng: _pair_quant(rng, 9), _q4_quant_np),
     Case("q4_0_dequantize", _q4_dequant, _q4_dequant_np),
     Case("row_scatter", _scatter, _scatter_np),
-    Case("matvec", _matvec, _matvec_np, 1e-4),
+    Case("matvec", _matvec, _matvec_np, 1e-4, "matvec_rows", {"ROWS": 1, "TILE": 256}),
     Case("matvec_rows", _matvec_rows, _matvec_np, 1e-4),
     Case("flash_decode", _flash_decode, _flash_decode_np, 1e-4),
     Case("flash_combine", _flash_combine, _flash_combine_np, 1e-4),
     Case("activation", _activation, _activation_np, 1e-5),
-    Case("activation_gelu", lambda rng: _activation(rng, 1), _activation_np, 1e-4),
+    Case("activation_gelu", lambda rng: _activation(rng, 1), _activation_np, 1e-4, "activation"),
     Case("bits_histogram", _bits, _bits_np),
     Case("q8_0_quantize_atomic", lambda rng: _block_quant(rng, 34), _q8_atomic_np),
     Case("q4_0_quantize_atomic", lambda rng: _block_quant(rng, 18), _q4_atomic_np),
@@ -541,4 +544,4 @@ BY_NAME = {c.name: c for c in CASES}
 
 def source(case: Case) -> str:
     """The WGSL file the case runs (``activation_gelu`` runs ``activation.wgsl``)."""
-    return str(CORPUS / f"{case.name.split('_gelu')[0]}.wgsl")
+    return str(case.path)

@@ -82,6 +82,17 @@ def assert_tint_takes(texts: dict[str, str]) -> None:
     assert {n: e for n, e in tint_check(texts).items() if e is not None} == {}
 
 
+def assert_tint_takes_them_and_their_prints(texts: dict[str, str]) -> None:
+    """Tint takes each text (name → WGSL), and neither Tint nor naga refuses kvdsl's print of
+    it."""
+    from kvdsl.emit import emit
+    from kvdsl.frontend import parse
+
+    assert_tint_takes(texts)
+    prints = {f"{n}_printed": emit(parse(t, f"{n}.wgsl")) for n, t in texts.items()}
+    assert refused_by_compilers(prints) == {}
+
+
 def assert_refused(text: str, filename: str, message: str) -> None:
     """kvdsl refuses ``text`` as invalid WGSL (not as valid WGSL outside its subset), with
     ``message`` in its error."""

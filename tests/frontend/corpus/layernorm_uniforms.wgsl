@@ -1,7 +1,8 @@
 // LayerNorm of each row, as ONNX Runtime Web writes it: the shape in a uniform named `uniforms`
 // (its members padded by @size and @align), epsilon in a uniform of its own, the row's mean and
-// inverse standard deviation computed once per workgroup into workgroup scalars, and the row's
-// first element in a private var that a helper reads.
+// inverse standard deviation computed once per workgroup into workgroup scalars (each sum a
+// tree that one helper reduces), and the row's first element in a private var that a helper
+// reads.
 struct Uniforms {
   rows: u32,
   @size(12) cols: u32,
@@ -25,6 +26,18 @@ fn load(c: u32) -> f32 {
   return x[base + c];
 }
 
+// partial[0] = the sum of partial (one value an invocation), as a tree; every invocation of the
+// workgroup calls it.
+fn reduce(lid: u32) {
+  workgroupBarrier();
+  for (var s = WG / 2u; s > 0u; s >>= 1u) {
+    if (lid < s) {
+      partial[lid] += partial[lid + s];
+    }
+    workgroupBarrier();
+  }
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
   let row = wid.x;
@@ -37,13 +50,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     acc += load(c);
   }
   partial[lid.x] = acc;
-  workgroupBarrier();
-  for (var s = WG / 2u; s > 0u; s >>= 1u) {
-    if (lid.x < s) {
-      partial[lid.x] += partial[lid.x + s];
-    }
-    workgroupBarrier();
-  }
+  reduce(lid.x);
   if (lid.x == 0u) {
     mean = partial[0] / f32(uniforms.cols);
   }
@@ -55,13 +62,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     sq += d * d;
   }
   partial[lid.x] = sq;
-  workgroupBarrier();
-  for (var s = WG / 2u; s > 0u; s >>= 1u) {
-    if (lid.x < s) {
-      partial[lid.x] += partial[lid.x + s];
-    }
-    workgroupBarrier();
-  }
+  reduce(lid.x);
   if (lid.x == 0u) {
     inv_std = inverseSqrt(partial[0] / f32(uniforms.cols) + epsilon);
   }

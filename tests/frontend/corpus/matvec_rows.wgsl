@@ -1,7 +1,8 @@
-// A matrix-vector product y = W x, four rows per workgroup: x staged in workgroup memory a tile
-// at a time through a pointer to each element, each invocation's four partial sums kept in one
-// array that a helper adds into through a pointer, then each row's 64 sums reduced as a tree in
-// a workgroup array of rows, through a pointer to the row.
+// A matrix-vector product y = W x, ROWS rows per workgroup (a pipeline constant, 1 to 4): x
+// staged in workgroup memory TILE columns at a time (a pipeline constant too) through a pointer to
+// each element, each invocation's partial sums kept in one array that a helper adds into through
+// a pointer, then each row's 64 sums reduced as a tree in a workgroup array of rows, through a
+// pointer to the row. ROWS = 1 is the plain one-row-per-workgroup matvec.
 struct Params {
   rows: u32,
   cols: u32,
@@ -12,12 +13,13 @@ struct Params {
 @group(0) @binding(2) var<storage, read_write> y: array<f32>;
 @group(0) @binding(3) var<uniform> params: Params;
 
-const TILE: u32 = 128u;
-const ROWS: u32 = 4u;
-var<workgroup> xs: array<f32, 128>;
-var<workgroup> part: array<array<f32, 64>, 4>;
+override TILE: u32 = 128u;
+override ROWS: u32 = 4u;
+var<workgroup> xs: array<f32, TILE>;
+var<workgroup> part: array<array<f32, 64>, ROWS>;
 
-// acc[r] += W[row0 + r, c] * xv, a missing row (past the last) read as the last.
+// acc[r] += W[row0 + r, c] * xv for r < ROWS (acc holds the most, 4), a missing row (past the
+// last) read as the last.
 fn accumulate(acc: ptr<function, array<f32, 4>>, row0: u32, c: u32, xv: f32) {
   for (var r = 0u; r < ROWS; r++) {
     let row = min(row0 + r, params.rows - 1u);
