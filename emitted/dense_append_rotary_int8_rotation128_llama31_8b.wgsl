@@ -38,6 +38,7 @@ const HALF_V4: u32 = 16u;
 fn main(
   @builtin(global_invocation_id) gid: vec3<u32>,
   @builtin(local_invocation_id) lid: vec3<u32>,
+  @builtin(workgroup_id) wid: vec3<u32>,
   @builtin(num_workgroups) nwg: vec3<u32>,
 ) {
   // ROW_LANES invocations per row, each holding 4 vectors of it.
@@ -97,110 +98,98 @@ fn main(
     x2 = k2;
     x3 = k3;
   }
-  // Every row's lanes rotate it (they meet at a barrier); V's keep theirs.
-  // K's row Walsh-Hadamard rotated (blocks of 128), its lanes together.
-  let kRotNib0 = (845227357u >> (d * 4u)) & 15u;
-  let kRotSigns0 = vec4<f32>(select(0.088388346f, -0.088388346f, (kRotNib0 & 1u) != 0u), select(0.088388346f, -0.088388346f, (kRotNib0 & 2u) != 0u), select(0.088388346f, -0.088388346f, (kRotNib0 & 4u) != 0u), select(0.088388346f, -0.088388346f, (kRotNib0 & 8u) != 0u));
-  let kRotS0 = x0 * kRotSigns0;
-  let kRotH0 = vec4<f32>(kRotS0.x + kRotS0.y, kRotS0.x - kRotS0.y, kRotS0.z + kRotS0.w, kRotS0.z - kRotS0.w);
-  let kRotB0 = vec4<f32>(kRotH0.x + kRotH0.z, kRotH0.y + kRotH0.w, kRotH0.x - kRotH0.z, kRotH0.y - kRotH0.w);
-  let kRotNib1 = (3170896934u >> (d * 4u)) & 15u;
-  let kRotSigns1 = vec4<f32>(select(0.088388346f, -0.088388346f, (kRotNib1 & 1u) != 0u), select(0.088388346f, -0.088388346f, (kRotNib1 & 2u) != 0u), select(0.088388346f, -0.088388346f, (kRotNib1 & 4u) != 0u), select(0.088388346f, -0.088388346f, (kRotNib1 & 8u) != 0u));
-  let kRotS1 = x1 * kRotSigns1;
-  let kRotH1 = vec4<f32>(kRotS1.x + kRotS1.y, kRotS1.x - kRotS1.y, kRotS1.z + kRotS1.w, kRotS1.z - kRotS1.w);
-  let kRotB1 = vec4<f32>(kRotH1.x + kRotH1.z, kRotH1.y + kRotH1.w, kRotH1.x - kRotH1.z, kRotH1.y - kRotH1.w);
-  let kRotNib2 = (3045532148u >> (d * 4u)) & 15u;
-  let kRotSigns2 = vec4<f32>(select(0.088388346f, -0.088388346f, (kRotNib2 & 1u) != 0u), select(0.088388346f, -0.088388346f, (kRotNib2 & 2u) != 0u), select(0.088388346f, -0.088388346f, (kRotNib2 & 4u) != 0u), select(0.088388346f, -0.088388346f, (kRotNib2 & 8u) != 0u));
-  let kRotS2 = x2 * kRotSigns2;
-  let kRotH2 = vec4<f32>(kRotS2.x + kRotS2.y, kRotS2.x - kRotS2.y, kRotS2.z + kRotS2.w, kRotS2.z - kRotS2.w);
-  let kRotB2 = vec4<f32>(kRotH2.x + kRotH2.z, kRotH2.y + kRotH2.w, kRotH2.x - kRotH2.z, kRotH2.y - kRotH2.w);
-  let kRotNib3 = (326412108u >> (d * 4u)) & 15u;
-  let kRotSigns3 = vec4<f32>(select(0.088388346f, -0.088388346f, (kRotNib3 & 1u) != 0u), select(0.088388346f, -0.088388346f, (kRotNib3 & 2u) != 0u), select(0.088388346f, -0.088388346f, (kRotNib3 & 4u) != 0u), select(0.088388346f, -0.088388346f, (kRotNib3 & 8u) != 0u));
-  let kRotS3 = x3 * kRotSigns3;
-  let kRotH3 = vec4<f32>(kRotS3.x + kRotS3.y, kRotS3.x - kRotS3.y, kRotS3.z + kRotS3.w, kRotS3.z - kRotS3.w);
-  let kRotB3 = vec4<f32>(kRotH3.x + kRotH3.z, kRotH3.y + kRotH3.w, kRotH3.x - kRotH3.z, kRotH3.y - kRotH3.w);
-  let kRot0_0 = kRotB0 + kRotB1;
-  let kRot0_1 = kRotB0 - kRotB1;
-  let kRot0_2 = kRotB2 + kRotB3;
-  let kRot0_3 = kRotB2 - kRotB3;
-  // Rotation stages 8, 16, 32 values apart: between the row's lanes, through
-  // workgroup memory; each lane reads its partners' vectors and keeps its own.
-  kRotSwap[lid.x] = kRot0_0;
-  kRotSwap[lid.x + 64u] = kRot0_1;
-  kRotSwap[lid.x + 128u] = kRot0_2;
-  kRotSwap[lid.x + 192u] = kRot0_3;
-  workgroupBarrier();
-  let kRotHi0_0 = select(1.0f, -1.0f, (d & 1u) != 0u);
-  let kRotHi0_1 = select(1.0f, -1.0f, (d & 2u) != 0u);
-  let kRotHi0_2 = select(1.0f, -1.0f, (d & 4u) != 0u);
-  let kRotG0_0_1 = kRotSwap[lid.x ^ 1u];
-  let kRotG0_0_2 = kRotSwap[lid.x ^ 2u];
-  let kRotG0_0_3 = kRotSwap[lid.x ^ 3u];
-  let kRotG0_0_4 = kRotSwap[lid.x ^ 4u];
-  let kRotG0_0_5 = kRotSwap[lid.x ^ 5u];
-  let kRotG0_0_6 = kRotSwap[lid.x ^ 6u];
-  let kRotG0_0_7 = kRotSwap[lid.x ^ 7u];
-  let kRotR0_0_0_0 = kRotG0_0_1 + kRot0_0 * kRotHi0_0;
-  let kRotR0_0_0_2 = kRotG0_0_3 + kRotG0_0_2 * kRotHi0_0;
-  let kRotR0_0_0_4 = kRotG0_0_5 + kRotG0_0_4 * kRotHi0_0;
-  let kRotR0_0_0_6 = kRotG0_0_7 + kRotG0_0_6 * kRotHi0_0;
-  let kRotR0_1_0_0 = kRotR0_0_0_2 + kRotR0_0_0_0 * kRotHi0_1;
-  let kRotR0_1_0_4 = kRotR0_0_0_6 + kRotR0_0_0_4 * kRotHi0_1;
-  let kRotR0_2_0_0 = kRotR0_1_0_4 + kRotR0_1_0_0 * kRotHi0_2;
-  let kRotG0_1_1 = kRotSwap[(lid.x ^ 1u) + 64u];
-  let kRotG0_1_2 = kRotSwap[(lid.x ^ 2u) + 64u];
-  let kRotG0_1_3 = kRotSwap[(lid.x ^ 3u) + 64u];
-  let kRotG0_1_4 = kRotSwap[(lid.x ^ 4u) + 64u];
-  let kRotG0_1_5 = kRotSwap[(lid.x ^ 5u) + 64u];
-  let kRotG0_1_6 = kRotSwap[(lid.x ^ 6u) + 64u];
-  let kRotG0_1_7 = kRotSwap[(lid.x ^ 7u) + 64u];
-  let kRotR0_0_1_0 = kRotG0_1_1 + kRot0_1 * kRotHi0_0;
-  let kRotR0_0_1_2 = kRotG0_1_3 + kRotG0_1_2 * kRotHi0_0;
-  let kRotR0_0_1_4 = kRotG0_1_5 + kRotG0_1_4 * kRotHi0_0;
-  let kRotR0_0_1_6 = kRotG0_1_7 + kRotG0_1_6 * kRotHi0_0;
-  let kRotR0_1_1_0 = kRotR0_0_1_2 + kRotR0_0_1_0 * kRotHi0_1;
-  let kRotR0_1_1_4 = kRotR0_0_1_6 + kRotR0_0_1_4 * kRotHi0_1;
-  let kRotR0_2_1_0 = kRotR0_1_1_4 + kRotR0_1_1_0 * kRotHi0_2;
-  let kRotG0_2_1 = kRotSwap[(lid.x ^ 1u) + 128u];
-  let kRotG0_2_2 = kRotSwap[(lid.x ^ 2u) + 128u];
-  let kRotG0_2_3 = kRotSwap[(lid.x ^ 3u) + 128u];
-  let kRotG0_2_4 = kRotSwap[(lid.x ^ 4u) + 128u];
-  let kRotG0_2_5 = kRotSwap[(lid.x ^ 5u) + 128u];
-  let kRotG0_2_6 = kRotSwap[(lid.x ^ 6u) + 128u];
-  let kRotG0_2_7 = kRotSwap[(lid.x ^ 7u) + 128u];
-  let kRotR0_0_2_0 = kRotG0_2_1 + kRot0_2 * kRotHi0_0;
-  let kRotR0_0_2_2 = kRotG0_2_3 + kRotG0_2_2 * kRotHi0_0;
-  let kRotR0_0_2_4 = kRotG0_2_5 + kRotG0_2_4 * kRotHi0_0;
-  let kRotR0_0_2_6 = kRotG0_2_7 + kRotG0_2_6 * kRotHi0_0;
-  let kRotR0_1_2_0 = kRotR0_0_2_2 + kRotR0_0_2_0 * kRotHi0_1;
-  let kRotR0_1_2_4 = kRotR0_0_2_6 + kRotR0_0_2_4 * kRotHi0_1;
-  let kRotR0_2_2_0 = kRotR0_1_2_4 + kRotR0_1_2_0 * kRotHi0_2;
-  let kRotG0_3_1 = kRotSwap[(lid.x ^ 1u) + 192u];
-  let kRotG0_3_2 = kRotSwap[(lid.x ^ 2u) + 192u];
-  let kRotG0_3_3 = kRotSwap[(lid.x ^ 3u) + 192u];
-  let kRotG0_3_4 = kRotSwap[(lid.x ^ 4u) + 192u];
-  let kRotG0_3_5 = kRotSwap[(lid.x ^ 5u) + 192u];
-  let kRotG0_3_6 = kRotSwap[(lid.x ^ 6u) + 192u];
-  let kRotG0_3_7 = kRotSwap[(lid.x ^ 7u) + 192u];
-  let kRotR0_0_3_0 = kRotG0_3_1 + kRot0_3 * kRotHi0_0;
-  let kRotR0_0_3_2 = kRotG0_3_3 + kRotG0_3_2 * kRotHi0_0;
-  let kRotR0_0_3_4 = kRotG0_3_5 + kRotG0_3_4 * kRotHi0_0;
-  let kRotR0_0_3_6 = kRotG0_3_7 + kRotG0_3_6 * kRotHi0_0;
-  let kRotR0_1_3_0 = kRotR0_0_3_2 + kRotR0_0_3_0 * kRotHi0_1;
-  let kRotR0_1_3_4 = kRotR0_0_3_6 + kRotR0_0_3_4 * kRotHi0_1;
-  let kRotR0_2_3_0 = kRotR0_1_3_4 + kRotR0_1_3_0 * kRotHi0_2;
-  let kRot4_0 = kRotR0_2_0_0 + kRotR0_2_2_0;
-  let kRot4_2 = kRotR0_2_0_0 - kRotR0_2_2_0;
-  let kRot4_1 = kRotR0_2_1_0 + kRotR0_2_3_0;
-  let kRot4_3 = kRotR0_2_1_0 - kRotR0_2_3_0;
-  let kRot0 = kRot4_0;
-  let kRot1 = kRot4_1;
-  let kRot2 = kRot4_2;
-  let kRot3 = kRot4_3;
-  x0 = select(kRot0, x0, isV);
-  x1 = select(kRot1, x1, isV);
-  x2 = select(kRot2, x2, isV);
-  x3 = select(kRot3, x3, isV);
+  // K's rows are rotated by their lanes together (a barrier), in workgroups
+  // whose first row is K's (a workgroup-uniform test); V's keep theirs.
+  let wgFirstRow = (wid.x + wid.y * nwg.x) * 8u;
+  if (wgFirstRow < params.count) {
+    // K's row Walsh-Hadamard rotated (blocks of 128), its lanes together.
+    let kRotNib0 = (845227357u >> (d * 4u)) & 15u;
+    let kRotSigns0 = vec4<f32>(select(0.088388346f, -0.088388346f, (kRotNib0 & 1u) != 0u), select(0.088388346f, -0.088388346f, (kRotNib0 & 2u) != 0u), select(0.088388346f, -0.088388346f, (kRotNib0 & 4u) != 0u), select(0.088388346f, -0.088388346f, (kRotNib0 & 8u) != 0u));
+    let kRotS0 = x0 * kRotSigns0;
+    let kRotH0 = vec4<f32>(kRotS0.x + kRotS0.y, kRotS0.x - kRotS0.y, kRotS0.z + kRotS0.w, kRotS0.z - kRotS0.w);
+    let kRotB0 = vec4<f32>(kRotH0.x + kRotH0.z, kRotH0.y + kRotH0.w, kRotH0.x - kRotH0.z, kRotH0.y - kRotH0.w);
+    let kRotNib1 = (3170896934u >> (d * 4u)) & 15u;
+    let kRotSigns1 = vec4<f32>(select(0.088388346f, -0.088388346f, (kRotNib1 & 1u) != 0u), select(0.088388346f, -0.088388346f, (kRotNib1 & 2u) != 0u), select(0.088388346f, -0.088388346f, (kRotNib1 & 4u) != 0u), select(0.088388346f, -0.088388346f, (kRotNib1 & 8u) != 0u));
+    let kRotS1 = x1 * kRotSigns1;
+    let kRotH1 = vec4<f32>(kRotS1.x + kRotS1.y, kRotS1.x - kRotS1.y, kRotS1.z + kRotS1.w, kRotS1.z - kRotS1.w);
+    let kRotB1 = vec4<f32>(kRotH1.x + kRotH1.z, kRotH1.y + kRotH1.w, kRotH1.x - kRotH1.z, kRotH1.y - kRotH1.w);
+    let kRotNib2 = (3045532148u >> (d * 4u)) & 15u;
+    let kRotSigns2 = vec4<f32>(select(0.088388346f, -0.088388346f, (kRotNib2 & 1u) != 0u), select(0.088388346f, -0.088388346f, (kRotNib2 & 2u) != 0u), select(0.088388346f, -0.088388346f, (kRotNib2 & 4u) != 0u), select(0.088388346f, -0.088388346f, (kRotNib2 & 8u) != 0u));
+    let kRotS2 = x2 * kRotSigns2;
+    let kRotH2 = vec4<f32>(kRotS2.x + kRotS2.y, kRotS2.x - kRotS2.y, kRotS2.z + kRotS2.w, kRotS2.z - kRotS2.w);
+    let kRotB2 = vec4<f32>(kRotH2.x + kRotH2.z, kRotH2.y + kRotH2.w, kRotH2.x - kRotH2.z, kRotH2.y - kRotH2.w);
+    let kRotNib3 = (326412108u >> (d * 4u)) & 15u;
+    let kRotSigns3 = vec4<f32>(select(0.088388346f, -0.088388346f, (kRotNib3 & 1u) != 0u), select(0.088388346f, -0.088388346f, (kRotNib3 & 2u) != 0u), select(0.088388346f, -0.088388346f, (kRotNib3 & 4u) != 0u), select(0.088388346f, -0.088388346f, (kRotNib3 & 8u) != 0u));
+    let kRotS3 = x3 * kRotSigns3;
+    let kRotH3 = vec4<f32>(kRotS3.x + kRotS3.y, kRotS3.x - kRotS3.y, kRotS3.z + kRotS3.w, kRotS3.z - kRotS3.w);
+    let kRotB3 = vec4<f32>(kRotH3.x + kRotH3.z, kRotH3.y + kRotH3.w, kRotH3.x - kRotH3.z, kRotH3.y - kRotH3.w);
+    let kRot0_0 = kRotB0 + kRotB1;
+    let kRot0_1 = kRotB0 - kRotB1;
+    let kRot0_2 = kRotB2 + kRotB3;
+    let kRot0_3 = kRotB2 - kRotB3;
+    // Rotation stages 8, 16 values apart: between the row's lanes, through
+    // workgroup memory; each lane reads its partners' vectors and keeps its own.
+    kRotSwap[lid.x] = kRot0_0;
+    kRotSwap[lid.x + 64u] = kRot0_1;
+    kRotSwap[lid.x + 128u] = kRot0_2;
+    kRotSwap[lid.x + 192u] = kRot0_3;
+    workgroupBarrier();
+    let kRotHi0_0 = select(1.0f, -1.0f, (d & 1u) != 0u);
+    let kRotHi0_1 = select(1.0f, -1.0f, (d & 2u) != 0u);
+    let kRotG0_0_1 = kRotSwap[lid.x ^ 1u];
+    let kRotG0_0_2 = kRotSwap[lid.x ^ 2u];
+    let kRotG0_0_3 = kRotSwap[lid.x ^ 3u];
+    let kRotR0_0_0_0 = kRotG0_0_1 + kRot0_0 * kRotHi0_0;
+    let kRotR0_0_0_2 = kRotG0_0_3 + kRotG0_0_2 * kRotHi0_0;
+    let kRotR0_1_0_0 = kRotR0_0_0_2 + kRotR0_0_0_0 * kRotHi0_1;
+    let kRotG0_1_1 = kRotSwap[(lid.x ^ 1u) + 64u];
+    let kRotG0_1_2 = kRotSwap[(lid.x ^ 2u) + 64u];
+    let kRotG0_1_3 = kRotSwap[(lid.x ^ 3u) + 64u];
+    let kRotR0_0_1_0 = kRotG0_1_1 + kRot0_1 * kRotHi0_0;
+    let kRotR0_0_1_2 = kRotG0_1_3 + kRotG0_1_2 * kRotHi0_0;
+    let kRotR0_1_1_0 = kRotR0_0_1_2 + kRotR0_0_1_0 * kRotHi0_1;
+    let kRotG0_2_1 = kRotSwap[(lid.x ^ 1u) + 128u];
+    let kRotG0_2_2 = kRotSwap[(lid.x ^ 2u) + 128u];
+    let kRotG0_2_3 = kRotSwap[(lid.x ^ 3u) + 128u];
+    let kRotR0_0_2_0 = kRotG0_2_1 + kRot0_2 * kRotHi0_0;
+    let kRotR0_0_2_2 = kRotG0_2_3 + kRotG0_2_2 * kRotHi0_0;
+    let kRotR0_1_2_0 = kRotR0_0_2_2 + kRotR0_0_2_0 * kRotHi0_1;
+    let kRotG0_3_1 = kRotSwap[(lid.x ^ 1u) + 192u];
+    let kRotG0_3_2 = kRotSwap[(lid.x ^ 2u) + 192u];
+    let kRotG0_3_3 = kRotSwap[(lid.x ^ 3u) + 192u];
+    let kRotR0_0_3_0 = kRotG0_3_1 + kRot0_3 * kRotHi0_0;
+    let kRotR0_0_3_2 = kRotG0_3_3 + kRotG0_3_2 * kRotHi0_0;
+    let kRotR0_1_3_0 = kRotR0_0_3_2 + kRotR0_0_3_0 * kRotHi0_1;
+    workgroupBarrier();
+    // Rotation stages 32 values apart: between the row's lanes, through
+    // workgroup memory; each lane reads its partners' vectors and keeps its own.
+    kRotSwap[lid.x] = kRotR0_1_0_0;
+    kRotSwap[lid.x + 64u] = kRotR0_1_1_0;
+    kRotSwap[lid.x + 128u] = kRotR0_1_2_0;
+    kRotSwap[lid.x + 192u] = kRotR0_1_3_0;
+    workgroupBarrier();
+    let kRotHi1_0 = select(1.0f, -1.0f, (d & 4u) != 0u);
+    let kRotG1_0_1 = kRotSwap[lid.x ^ 4u];
+    let kRotR1_0_0_0 = kRotG1_0_1 + kRotR0_1_0_0 * kRotHi1_0;
+    let kRotG1_1_1 = kRotSwap[(lid.x ^ 4u) + 64u];
+    let kRotR1_0_1_0 = kRotG1_1_1 + kRotR0_1_1_0 * kRotHi1_0;
+    let kRotG1_2_1 = kRotSwap[(lid.x ^ 4u) + 128u];
+    let kRotR1_0_2_0 = kRotG1_2_1 + kRotR0_1_2_0 * kRotHi1_0;
+    let kRotG1_3_1 = kRotSwap[(lid.x ^ 4u) + 192u];
+    let kRotR1_0_3_0 = kRotG1_3_1 + kRotR0_1_3_0 * kRotHi1_0;
+    let kRot4_0 = kRotR1_0_0_0 + kRotR1_0_2_0;
+    let kRot4_2 = kRotR1_0_0_0 - kRotR1_0_2_0;
+    let kRot4_1 = kRotR1_0_1_0 + kRotR1_0_3_0;
+    let kRot4_3 = kRotR1_0_1_0 - kRotR1_0_3_0;
+    let kRot0 = kRot4_0;
+    let kRot1 = kRot4_1;
+    let kRot2 = kRot4_2;
+    let kRot3 = kRot4_3;
+    x0 = select(kRot0, x0, isV);
+    x1 = select(kRot1, x1, isV);
+    x2 = select(kRot2, x2, isV);
+    x3 = select(kRot3, x3, isV);
+  }
   let pX0Stat = vec2<f32>(max(max(abs(x0.x), abs(x0.y)), max(abs(x0.z), abs(x0.w))), 0.0f);
   let pX1Stat = vec2<f32>(max(max(abs(x1.x), abs(x1.y)), max(abs(x1.z), abs(x1.w))), 0.0f);
   let pXRun1 = vec2<f32>(max(pX0Stat.x, pX1Stat.x), 0.0f);

@@ -379,9 +379,13 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
                 for j, kj in enumerate(transform(x, norm)):
                     x[j].set(kj)
         if cfg.rotation:
-            kb.comment("Every row's lanes rotate it (they meet at a barrier); V's keep theirs.")
-            for xj, kj in zip(x, rotated(list(x))):
-                xj.set(select(kj, xj, is_v))
+            kb.comment("K's rows are rotated by their lanes together (a barrier), in workgroups")
+            kb.comment("whose first row is K's (a workgroup-uniform test); V's keep theirs.")
+            per_wg = cfg.workgroup_size // q.lanes
+            first = kb.let("wgFirstRow", (kb.wid.x + kb.wid.y * kb.nwg.x) * per_wg)
+            with kb.if_(first < count):
+                for xj, kj in zip(x, rotated(list(x))):
+                    xj.set(select(kj, xj, is_v))
         if fmt.rotated:
             kb.comment(f"The row in {fmt.name}'s own basis (the lane holds it whole).")
             for j, y in enumerate(fmt.rotate_row(kb, "xOrt", list(x))):

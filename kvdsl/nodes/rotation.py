@@ -251,7 +251,9 @@ def across_lanes(
             cur, at = nxt, at + 1
             continue
         masks = []
-        while at < len(stages) and stages[at].mask:
+        # At most two stages a round: a round of m costs each vector 2^m accesses (a store and
+        # 2^m - 1 reads), so three stages go as two rounds (6, not 8).
+        while at < len(stages) and stages[at].mask and len(masks) < 2:
             masks.append(stages[at].mask)
             at += 1
         if swap is None:
