@@ -12,17 +12,21 @@ The writers' rows are held by several lanes, each a few ``vec4``s of it (the qua
 or strided words), and are rotated once, cooperatively (:func:`across_lanes`): each lane signs
 and butterflies its own ``vec4``s, does in registers every stage whose pairs it holds both
 halves of, and gets the rest from the lanes of its row through workgroup memory, one barrier a
-round: each lane stores its ``vec4``s, and after the barrier reads, for each of them, the same
-``vec4`` of every lane its remaining stages pair it with (the ``2^k`` lanes that ``k``
-consecutive lane stages reach) and does those stages itself, in registers, keeping its own.
+round: each lane stores its ``vec4``s (vector ``j`` of every lane side by side, so adjacent
+lanes touch adjacent ``vec4``s and no two of a warp's share a bank), and after the barrier
+reads, for each of them, the same ``vec4`` of every lane the round's stages pair it with (the
+``2^k`` lanes that ``k`` consecutive lane stages reach) and does those stages itself, in
+registers, keeping its own. A round takes at most two stages: one of ``k`` costs each vector
+``2^k`` accesses of workgroup memory, which bound these writers' time, so three go as two
+rounds (6, not 8).
 Every stage adds the same pairs in the same order as the reference, so the rows are its bits.
 Workgroup memory rather than ``subgroupShuffleXor``: a shuffle needs WGSL's ``subgroups`` (the
 module would enable it, and a device without it could not run the writer, where the unrotated
 writers need no feature; kvdsl's subgroup kernels are variants of their own), and a row inside
 one subgroup, whose size varies by device (4 .. 128), so it would need this path beside it as
-its fallback. A rotation costs its row one barrier a round (one at every catalog writer's
-layout) and ``2^k - 1`` workgroup reads a vector; the quantiser's own reduction has a barrier
-already.
+its fallback. A rotation costs its row one barrier a round (one or two at the catalog
+writers' layouts) and ``2^k - 1`` workgroup reads a vector a round; the quantiser's own
+reduction has a barrier already.
 """
 
 from __future__ import annotations
