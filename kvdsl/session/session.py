@@ -39,7 +39,8 @@ from kvdsl import reference
 from kvdsl.harness.compare import poison
 from kvdsl.kernels.dense import DenseFormat, format_of
 from kvdsl.session.attention import BINDING, AttendLayer, attention
-from kvdsl.session.formats import FORMATS, CacheFormat, Format, Pair, SessionError, cache_format
+from kvdsl.session.formats import FORMATS, CacheFormat, Format, Pair, SessionError, Write
+from kvdsl.session.formats import cache_format
 from kvdsl.session.host import ALIGN, Bound, Buffer, Host, InterpHost, aligned
 from kvdsl.session.run import Run, SessionMismatch, Step, whole
 
@@ -220,10 +221,10 @@ class Session(Run):
         tokens = self._tokens(n)  # the model's output: not the host's overhead
         t = time.perf_counter()
         new = self._write_tokens(tokens, n)
-        seqlens = self._seqlens(lens)
+        write = Write(self.host, self._seqlens(lens), lens, n, self.spec.capacity)
         for layer, pair in zip(self.layers, new):
             past, present = self._cache(layer, layer.live), self._cache(layer, 1 - layer.live)
-            self.fmt.shift(self.host, past, present, pair, seqlens, lens, n, self.spec.capacity)
+            self.fmt.shift(write, past, present, pair)
             layer.live = 1 - layer.live
         self._step("shift", n, t)
         s = self.spec
@@ -323,14 +324,13 @@ class Session(Run):
         tokens = self._tokens(key_seq)  # the model's output: not the host's overhead
         t = time.perf_counter()
         new = self._write_tokens(tokens, key_seq)
-        seqlens = self._seqlens(lens)
+        write = Write(self.host, self._seqlens(lens), lens, key_seq, s.capacity)
         for layer, pair in zip(self.layers, new):
             target = 1 - layer.live if swap else layer.live
             present = self._cache(layer, target)
             if swap:
-                past = self._cache(layer, layer.live)
-                self.fmt.retain(self.host, past, present, seqlens, lens, key_seq, s.capacity)
-            self.fmt.append(self.host, present, pair, seqlens, lens, key_seq, s.capacity)
+                self.fmt.retain(write, self._cache(layer, layer.live), present)
+            self.fmt.append(write, present, pair)
             layer.live = target
         self._step(op, key_seq, t)
         start, _ = reference.share_window(lens, key_seq, s.capacity)
