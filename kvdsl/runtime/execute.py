@@ -226,6 +226,27 @@ def run_source(
     return d.read_back(encoder)
 
 
+def _checked(
+    kernel: Kernel,
+    buffers: dict[str, np.ndarray],
+    params: dict[str, int | float] | None,
+    workgroups: tuple[int, int, int] | None,
+) -> tuple[dict[str, np.ndarray], tuple[int, int, int]]:
+    """``kernel``'s buffers and textures' arrays, checked
+    (:func:`kvdsl.runtime.inputs.check_inputs`), and its workgroups: ``workgroups`` once the
+    kernel's contract is checked, else its dispatch rule's (:func:`_workgroups`)."""
+    fields = (
+        split_uniforms(kernel.uniforms, params, kernel.params)[0] if params is not None else None
+    )
+    buffers, texels = split_textures(kernel.textures, buffers)
+    buffers = check_inputs(kernel.bindings, kernel.params, buffers, fields, kernel.name)
+    if workgroups is None:
+        workgroups = _workgroups(kernel, buffers, fields)
+    else:
+        check_contract(kernel, buffers, fields)
+    return buffers | texels, workgroups
+
+
 def _workgroups(
     kernel: Kernel, buffers: dict[str, np.ndarray], params: dict | None
 ) -> tuple[int, int, int]:
@@ -286,20 +307,12 @@ def run(
     The params and buffers are checked first (:func:`kvdsl.runtime.inputs.check_inputs`: a
     big-endian array comes back little-endian), then the kernel's contract. ``params`` gives
     the params fields, and each other uniform's value by its name."""
-    fields = (
-        split_uniforms(kernel.uniforms, params, kernel.params)[0] if params is not None else None
-    )
-    buffers, texels = split_textures(kernel.textures, buffers)
-    buffers = check_inputs(kernel.bindings, kernel.params, buffers, fields, kernel.name)
-    if workgroups is None:
-        workgroups = _workgroups(kernel, buffers, fields)
-    else:
-        check_contract(kernel, buffers, fields)
+    buffers, workgroups = _checked(kernel, buffers, params, workgroups)
     return run_source(
         emit(specialise_handles(kernel)),
         kernel.bindings,
         kernel.params,
-        buffers | texels,
+        buffers,
         params,
         workgroups,
         label=kernel.name,
@@ -344,14 +357,7 @@ def time_kernel(
         limits = kernel_limits(kernel)
         label = label or kernel.name
         uniforms, textures = kernel.uniforms, kernel.textures
-        fields = split_uniforms(uniforms, params, kernel.params)[0] if params is not None else None
-        buffers, texels = split_textures(textures, buffers)
-        buffers = check_inputs(kernel.bindings, kernel.params, buffers, fields, kernel.name)
-        buffers = buffers | texels
-        if workgroups is None:
-            workgroups = _workgroups(kernel, buffers, fields)
-        else:
-            check_contract(kernel, buffers, fields)
+        buffers, workgroups = _checked(kernel, buffers, params, workgroups)
     elif bindings is None or workgroups is None:
         raise TypeError("time_kernel of WGSL text needs bindings= and workgroups=")
     else:
