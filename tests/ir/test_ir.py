@@ -50,8 +50,20 @@ from kvdsl.ir.tree import (
     TextureLoad,
     TextureStore,
     Var,
+    WorkgroupVar,
 )
-from kvdsl.ir.types import Mat, SampledTexture, Scalar, StorageTexture, Struct, Vec, bool_, mat
+from kvdsl.ir.types import (
+    Array,
+    Mat,
+    RuntimeArray,
+    SampledTexture,
+    Scalar,
+    StorageTexture,
+    Struct,
+    Vec,
+    bool_,
+    mat,
+)
 from kvdsl.ir.show import show
 from kvdsl.ir.scope import SHADOWABLE
 
@@ -278,6 +290,25 @@ TEX = Texture("tex", SampledTexture(f32))
         (
             _base(textures=(TEX,), body=(Let("a", TextureLoad("tex", XY, Lit(0.5, f32))), STORE)),
             "textureLoad(tex, gid.xy, 0.5f): the level is f32, expected i32 or u32",
+        ),
+        (
+            _base(workgroup_vars=(WorkgroupVar("w", RuntimeArray(f32)),)),
+            "workgroup var 'w': type array<f32> is not a scalar, vector, matrix, struct, atomic "
+            "or array",
+        ),
+        (
+            _base(workgroup_vars=(WorkgroupVar("w", Array(f32, 0)),)),
+            "workgroup var 'w': type array<f32, 0> is not an array of scalars, vectors or "
+            "atomics, or of arrays of them",
+        ),
+        (
+            _base(
+                workgroup_vars=(
+                    WorkgroupVar("a", array(vec(4, f32), 1024)),
+                    WorkgroupVar("b", vec(4, f32)),
+                )
+            ),
+            "workgroup var 'b': vec4<f32> brings workgroup memory to 16400 bytes, more than 16384",
         ),
     ],
 )
