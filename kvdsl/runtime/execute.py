@@ -85,8 +85,8 @@ class _Dispatch:
         params, values = split_uniforms(source.uniforms, params, struct)
         buffers, texels = split_textures(source.textures, buffers)
         buffers = check_inputs(bindings, struct, buffers, params, label)
-        device = gpu.device(*gpu.extensions(source.wgsl), source.limits)
-        check_bindings(bindings, buffers, device.limits)
+        limits = gpu.device(*gpu.extensions(source.wgsl), source.limits).limits
+        check_bindings(bindings, buffers, limits)
         packed = [] if struct is None else [pack_params(struct, params or {})]
         # The other uniforms are numbered after the params.
         packed += [pack_uniform(u, values, label) for u in source.uniforms]

@@ -46,8 +46,9 @@ class Run:
     """What a contiguous and a paged session share: their fields, canary-fenced buffers, the
     new tokens' values, ranges and writes, the checks of a prompt's lengths and of a fork's
     sequences, the steps' record and the oracle check after each. A subclass narrows ``spec``,
-    calls :meth:`_begin`, sets ``canary``, ``_new``, ``_new_tokens``, ``input`` (the dtype of
-    the new K and V) and ``attention`` (None, or the attention step's
+    calls :meth:`_begin`, sets ``canary``, ``layers`` (each holding its ``k`` and ``v`` pairs
+    of :meth:`_cache_buffers`), ``_new``, ``_new_tokens``, ``input`` (the dtype of the new K
+    and V) and ``attention`` (None, or the attention step's
     :class:`~kvdsl.session.attention.Attention`) and defines ``check`` and
     ``_attend_inputs``."""
 
