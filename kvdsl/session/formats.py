@@ -189,6 +189,15 @@ class CacheFormat:
         """One sliding-window step from ``past`` into ``present`` (where :attr:`shifts`)."""
         raise NotImplementedError
 
+    def _window(
+        self, w: Write, program: Program, sources: Mapping[str, Bound], present: Pair, rows: int
+    ) -> None:
+        """Dispatch ``program`` (``merge_share``, ``window_shift``, ``dense_append``: each sizes
+        its caches by ``seq`` and its new tokens by ``keySeq``) over ``rows`` rows per head."""
+        shape = {"batch": w.batch, "seq": w.cap, "keySeq": w.key_seq}
+        params = {"count": w.batch * self.kv_heads * rows, "seq": w.cap, "keySeq": w.key_seq}
+        w.dispatch(program, sources, present, shape, params)
+
     def read(self, host: Host, cache: Pair, out: Pair, rows: int) -> None:
         """``rows`` stored rows of ``cache`` as f32 rows into ``out`` (dense formats)."""
         raise NotImplementedError
@@ -243,14 +252,6 @@ class FloatFormat(CacheFormat):
     def programs(self) -> list[Program]:
         return [self._append, self._retain, self._shift, self._copy]
 
-    def _window(
-        self, w: Write, program: Program, sources: Mapping[str, Bound], present: Pair, rows: int
-    ) -> None:
-        """Dispatch ``program`` (append, retain or shift) over ``rows`` rows per head."""
-        shape = {"batch": w.batch, "seq": w.cap, "keySeq": w.key_seq}
-        params = {"count": w.batch * self.kv_heads * rows, "seq": w.cap, "keySeq": w.key_seq}
-        w.dispatch(program, sources, present, shape, params)
-
     def append(self, w: Write, cache: Pair, new: Pair) -> None:
         self._window(w, self._append, {"new_k": new[0], "new_v": new[1]}, cache, w.key_seq)
 
@@ -304,9 +305,7 @@ class DenseCache(CacheFormat):
         return [self._append, self._copy, self._read]
 
     def append(self, w: Write, cache: Pair, new: Pair) -> None:
-        shape = {"batch": w.batch, "seq": w.cap, "keySeq": w.key_seq}
-        params = {"count": w.batch * self.kv_heads * w.key_seq, "keySeq": w.key_seq, "seq": w.cap}
-        w.dispatch(self._append, {"src_k": new[0], "src_v": new[1]}, cache, shape, params)
+        self._window(w, self._append, {"src_k": new[0], "src_v": new[1]}, cache, w.key_seq)
 
     def read(self, host, cache, out, rows) -> None:
         bound = {"cache_key": cache[0], "cache_value": cache[1], "key": out[0], "value": out[1]}
