@@ -26,13 +26,15 @@ from kvdsl.kernels.dense import dense_append
 from kvdsl.kernels.merge_share import merge_share
 from kvdsl.kernels.qkv import Chain, QkvConfig, chain
 from kvdsl.kernels.transpose import transpose
+from kvdsl.reference.qkv import Transforms
 
 #: Relative tolerance of Q and K where they are normed or rotated, by output type.
 TOLERANCE = {"f32": 2e-5, "f16": 2e-3}
 
 
 def inputs(cfg: QkvConfig, rng: np.random.Generator, batch: int, key_seq: int, cap: int, i: int):
-    """The random inputs of a case: the bindings (unflattened) and the reference's arguments."""
+    """The random inputs of a case: the bindings (unflattened) and the transforms the
+    reference's projection applies."""
     d = cfg.head_dim
     x = values(rng, (batch, key_seq, cfg.heads * d), dtype(cfg.input_type.value))
     seqlens = adversarial_seqlens(rng, batch, key_seq, cap, i)
@@ -54,18 +56,18 @@ def inputs(cfg: QkvConfig, rng: np.random.Generator, batch: int, key_seq: int, c
     if cfg.bias:
         args["bias"] = values(rng, cfg.heads * d, np.float32)
         bufs["qkv_bias"] = args["bias"]
-    return bufs, args
+    return bufs, Transforms(**args)
 
 
 @case_generator("qkv")
 def qkv_case(cfg: QkvConfig, rng: np.random.Generator, i: int) -> Case:
     batch = 2 + i % 2
     cap, key_seq = [(20, 1), (9, 4), (12, 12)][i % 3]
-    bufs, args = inputs(cfg, rng, batch, key_seq, cap, i)
+    bufs, transforms = inputs(cfg, rng, batch, key_seq, cap, i)
     qt, ct = dtype(cfg.q_type.value), dtype(cfg.present_type.value)
     fmt = None if cfg.format is None else cfg.fmt
     q, w = reference.qkv(
-        bufs["qkv"], bufs["seqlens_k"], cap, cfg.q_heads, cfg.kv_heads, **args,
+        bufs["qkv"], bufs["seqlens_k"], cap, cfg.q_heads, cfg.kv_heads, transforms,
         q_layout=cfg.q_layout.value, q_dtype=qt, cache_dtype=ct, fmt=fmt, inline=cfg.inline,
         rotation=cfg.rotation,
     )  # fmt: skip

@@ -54,9 +54,9 @@ def paged_qkv_case(cfg: PagedQkvConfig, rng: np.random.Generator, i: int) -> Cas
     batch, key_seq = 2 + i % 2, [1, 5, 13][i % 3]
     d, p = cfg.head_dim, cfg.page_size
     cap = 3 * p + 3  # rotary rows: every position a case uses
-    bufs, args = inputs(cfg, rng, batch, key_seq, cap, i)
+    bufs, transforms = inputs(cfg, rng, batch, key_seq, cap, i)
     slots, pos, pages, params = _pages(cfg, rng, bufs, key_seq, i)
-    q, k, v = project(bufs["qkv"], pos, cfg.q_heads, cfg.kv_heads, **args)
+    q, k, v = project(bufs["qkv"], pos, cfg.q_heads, cfg.kv_heads, transforms)
     qt = dtype(cfg.q_type.value)
     q = q.astype(qt)
     if cfg.q_layout.value == "bsh":

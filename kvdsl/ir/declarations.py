@@ -115,41 +115,7 @@ def module_scope(kernel: ir.Kernel, verifier: Verifier) -> Scope:
             continue
         if not isinstance(w, ir.WorkgroupVar):
             raise VerifyError(f"workgroup var {w!r} is not a WorkgroupVar")
-        if not isinstance(w.ty, Array):  # one scalar, vector, matrix or struct, held as words
-            if isinstance(w.ty, Struct):
-                check_memory_struct(f"workgroup var '{w.name}'", w.ty, workgroup=True)
-            elif isinstance(w.ty, Mat):
-                check_memory_matrix(f"workgroup var '{w.name}'", w.ty)
-            elif not isinstance(w.ty, (Scalar, Vec)):
-                raise VerifyError(
-                    f"workgroup var '{w.name}': type {w.ty} is not a scalar, vector, matrix, "
-                    "struct, atomic or array"
-                )
-            total += workgroup_bytes(w.ty)
-            if total > MAX_WORKGROUP_BYTES:
-                raise VerifyError(
-                    f"workgroup var '{w.name}': {w.ty} brings workgroup memory to {total} "
-                    f"bytes, more than {MAX_WORKGROUP_BYTES}"
-                )
-            scope.declare(w.name, Symbol(w.ty, "workgroup"), w)
-            continue
-        leaf = array_leaf(w.ty.elem)  # arrays three levels deep or more: held as words
-        if isinstance(array_leaf(w.ty.elem), Struct):  # array<B, 4>, array<array<B, 2>, 4>
-            check_memory_struct(f"workgroup var '{w.name}'", array_leaf(w.ty.elem), workgroup=True)
-            leaf = u32  # held as words
-        elif isinstance(array_leaf(w.ty.elem), Mat):  # array<mat2x2<f32>, 64>
-            check_memory_matrix(f"workgroup var '{w.name}'", array_leaf(w.ty.elem))
-            leaf = u32  # held as words
-        atomic = isinstance(leaf, Atomic) and leaf.elem in (u32, i32)
-        if (
-            not (atomic or isinstance(leaf, (Scalar, Vec)))
-            or not isinstance(w.ty.n, int)
-            or w.ty.n < 1
-        ):
-            raise VerifyError(
-                f"workgroup var '{w.name}': type {w.ty} is not an array of scalars, vectors or "
-                "atomics, or of arrays of them"
-            )
+        _check_workgroup_type(w)
         total += workgroup_bytes(w.ty)
         if total > MAX_WORKGROUP_BYTES:
             raise VerifyError(
@@ -173,6 +139,33 @@ def module_scope(kernel: ir.Kernel, verifier: Verifier) -> Scope:
     for a in kernel.asserts:
         verifier.const_assert(a, scope)
     return scope
+
+
+def _check_workgroup_type(w: ir.WorkgroupVar) -> None:
+    """Refuse a workgroup var (not one atomic counter) of a type workgroup memory does not
+    hold: one scalar, vector, matrix or struct, or an array of scalars, vectors or atomics, or
+    of arrays of them; structs and matrices (alone or as an array's leaf) are held as words."""
+    what = f"workgroup var '{w.name}'"
+    whole = not isinstance(w.ty, Array)
+    leaf = w.ty if whole else array_leaf(w.ty.elem)  # arrays three levels deep or more
+    if isinstance(leaf, Struct):  # B, array<B, 4>, array<array<B, 2>, 4>
+        check_memory_struct(what, leaf, workgroup=True)
+        leaf = u32  # held as words
+    elif isinstance(leaf, Mat):  # mat2x2<f32>, array<mat2x2<f32>, 64>
+        check_memory_matrix(what, leaf)
+        leaf = u32  # held as words
+    if whole:
+        if not isinstance(leaf, (Scalar, Vec)):
+            raise VerifyError(
+                f"{what}: type {w.ty} is not a scalar, vector, matrix, struct, atomic or array"
+            )
+        return
+    atomic = isinstance(leaf, Atomic) and leaf.elem in (u32, i32)
+    if not (atomic or isinstance(leaf, (Scalar, Vec))) or not isinstance(w.ty.n, int) or w.ty.n < 1:
+        raise VerifyError(
+            f"{what}: type {w.ty} is not an array of scalars, vectors or atomics, or of arrays "
+            "of them"
+        )
 
 
 def check_private_var(v: ir.PrivateVar, verifier: Verifier, scope: Scope) -> None:

@@ -331,25 +331,12 @@ class ExprTyper(PointerTyper):
                             f"{show(e)}: '{name}' is a {tex}, which has no mip levels (a "
                             "level is given for a texture_2d)"
                         )
-                    lt = self.type_of(level, scope)
-                    if lt is not i32 and lt is not u32:
-                        raise VerifyError(f"{show(e)}: the level is {lt}, expected i32 or u32")
+                    self._mip_level(e, level, scope)
                 return Vec(2, u32)
             case ir.TextureLoad(name, coords, level):
-                tex = self.texture_type(e, name, scope)
-                if not isinstance(tex, SampledTexture):
-                    raise VerifyError(
-                        f"{show(e)}: '{name}' is a {tex}, which textureLoad does not read (a "
-                        "texture_2d)"
-                    )
-                ct = self.type_of(coords, scope)
-                if ct != Vec(2, i32) and ct != Vec(2, u32):
-                    raise VerifyError(
-                        f"{show(e)}: the coordinates are {ct}, expected vec2<i32> or vec2<u32>"
-                    )
-                lt = self.type_of(level, scope)
-                if lt is not i32 and lt is not u32:
-                    raise VerifyError(f"{show(e)}: the level is {lt}, expected i32 or u32")
+                which = "textureLoad does not read (a texture_2d)"
+                tex = self.texel_access(e, name, coords, scope, SampledTexture, which)
+                self._mip_level(e, level, scope)
                 return tex.texel
             case ir.ArrayLength(name, None, True):
                 sym = scope.lookup(name)
@@ -430,6 +417,34 @@ class ExprTyper(PointerTyper):
         if sym is None or sym.kind != "texture":
             raise VerifyError(f"{show(node)}: '{name}' is not a texture")
         return sym.ty
+
+    def texel_access(
+        self,
+        node: object,
+        name: str,
+        coords: ir.Expr,
+        scope: Scope,
+        kind: type[StorageTexture] | type[SampledTexture],
+        which: str,
+    ) -> StorageTexture | SampledTexture:
+        """The type of texture ``name`` that a texel builtin ``node`` (``textureLoad``,
+        ``textureStore``) reaches at ``coords``: a ``kind`` texture (``which``: the refusal of
+        another, in words) at a ``vec2<i32>`` or ``vec2<u32>``."""
+        tex = self.texture_type(node, name, scope)
+        if not isinstance(tex, kind):
+            raise VerifyError(f"{show(node)}: '{name}' is a {tex}, which {which}")
+        ct = self.type_of(coords, scope)
+        if ct != Vec(2, i32) and ct != Vec(2, u32):
+            raise VerifyError(
+                f"{show(node)}: the coordinates are {ct}, expected vec2<i32> or vec2<u32>"
+            )
+        return tex
+
+    def _mip_level(self, e: ir.Expr, level: ir.Expr, scope: Scope) -> None:
+        """Refuse a mip ``level`` of texture builtin ``e`` that is not an i32 or u32."""
+        lt = self.type_of(level, scope)
+        if lt is not i32 and lt is not u32:
+            raise VerifyError(f"{show(e)}: the level is {lt}, expected i32 or u32")
 
     def _whole_binding(self, name: str, ty: Type) -> Type:
         """The type of binding ``name`` read whole, as a value: one scalar, vector, struct or

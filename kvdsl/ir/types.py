@@ -65,15 +65,12 @@ f16 = Scalar("f16")
 SCALARS = {s.name: s for s in (bool_, i32, u32, f32, f16)}
 
 
-@dataclass(frozen=True, slots=True)
-class Vec:
-    """``vecN<T>`` for N in 2..4."""
+class _OfScalar:
+    """A type of one scalar element type ``elem`` (a vector, a matrix, an atomic): its scalar
+    and its kind (integer, float, numeric) are the element's."""
 
-    n: int
+    __slots__ = ()
     elem: Scalar
-
-    def __str__(self) -> str:
-        return f"vec{self.n}<{self.elem}>"
 
     @property
     def scalar(self) -> Scalar:
@@ -91,6 +88,17 @@ class Vec:
     def is_numeric(self) -> bool:
         return self.elem.is_numeric
 
+
+@dataclass(frozen=True, slots=True)
+class Vec(_OfScalar):
+    """``vecN<T>`` for N in 2..4."""
+
+    n: int
+    elem: Scalar
+
+    def __str__(self) -> str:
+        return f"vec{self.n}<{self.elem}>"
+
     @property
     def size(self) -> int:
         return self.n * self.elem.size
@@ -101,7 +109,7 @@ class Vec:
 
 
 @dataclass(frozen=True, slots=True)
-class Mat:
+class Mat(_OfScalar):
     """``matCxR<T>`` (C columns, R rows, each in 2..4; T ``f32`` or ``f16``): column-major, each
     column a ``vecR<T>`` with that vector's alignment, so ``mat3x3<f32>``'s columns lie 16 bytes
     apart."""
@@ -114,25 +122,9 @@ class Mat:
         return f"mat{self.c}x{self.r}<{self.elem}>"
 
     @property
-    def scalar(self) -> Scalar:
-        return self.elem
-
-    @property
     def column(self) -> Vec:
         """The type of one column, ``vecR<T>``."""
         return Vec(self.r, self.elem)
-
-    @property
-    def is_int(self) -> bool:
-        return False
-
-    @property
-    def is_float(self) -> bool:
-        return True
-
-    @property
-    def is_numeric(self) -> bool:
-        return True
 
     @property
     def size(self) -> int:
@@ -155,7 +147,7 @@ def mat(c: int, r: int, elem: Scalar) -> Mat:
 
 
 @dataclass(frozen=True, slots=True)
-class Atomic:
+class Atomic(_OfScalar):
     """``atomic<u32>`` / ``atomic<i32>``: the element of a read_write storage array or of a
     workgroup array that only the atomic builtins read and write."""
 
@@ -163,22 +155,6 @@ class Atomic:
 
     def __str__(self) -> str:
         return f"atomic<{self.elem}>"
-
-    @property
-    def scalar(self) -> Scalar:
-        return self.elem
-
-    @property
-    def is_int(self) -> bool:
-        return True
-
-    @property
-    def is_float(self) -> bool:
-        return False
-
-    @property
-    def is_numeric(self) -> bool:
-        return True
 
     @property
     def dtype(self) -> np.dtype:

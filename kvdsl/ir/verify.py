@@ -170,17 +170,8 @@ class Verifier(ExprTyper):
                     raise VerifyError(f"{show(s)}: only a helper's call is a statement")
                 self.call_type(call, scope)
             case ir.TextureStore(name, coords, value):
-                tex = self.texture_type(s, name, scope)
-                if not isinstance(tex, StorageTexture):
-                    raise VerifyError(
-                        f"{show(s)}: '{name}' is a {tex}, which textureStore does not take (a "
-                        "storage texture)"
-                    )
-                ct = self.type_of(coords, scope)
-                if ct != Vec(2, i32) and ct != Vec(2, u32):
-                    raise VerifyError(
-                        f"{show(s)}: the coordinates are {ct}, expected vec2<i32> or vec2<u32>"
-                    )
+                which = "textureStore does not take (a storage texture)"
+                tex = self.texel_access(s, name, coords, scope, StorageTexture, which)
                 vt = self.type_of(value, scope)
                 if vt != tex.texel:
                     raise VerifyError(

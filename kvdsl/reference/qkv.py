@@ -11,6 +11,8 @@ float32, converted to the outputs' types at the end.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from kvdsl.reference.elementwise import F32, rms_norm, rotate_neox, split_heads
@@ -19,37 +21,46 @@ from kvdsl.reference.modes import KNorm, Rotary, Written, _place, _row_mask, sha
 from kvdsl.reference.rotation import rotation as rotation_of
 
 
+@dataclass(frozen=True)
+class Transforms:
+    """What a projection applies to its heads (None: not): ``bias`` added to the packed row,
+    Q's and K's RMSNorm, NeoX rotary."""
+
+    bias: np.ndarray | None = None
+    q_norm: KNorm | None = None
+    k_norm: KNorm | None = None
+    rotary: Rotary | None = None
+
+
 def project(
     x: np.ndarray,
     positions: np.ndarray,
     q_heads: int,
     kv_heads: int,
-    bias: np.ndarray | None = None,
-    q_norm: KNorm | None = None,
-    k_norm: KNorm | None = None,
-    rotary: Rotary | None = None,
+    transforms: Transforms = Transforms(),
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(q, k, v)`` in float32, ``[B, H, S, D]`` each: the packed projection ``x`` ``[B, S,
     (Hq + 2 Hkv) * D]`` split into heads, the bias added, Q and K RMS-normed and NeoX-rotated
-    at ``positions`` ``[B, S]``."""
+    at ``positions`` ``[B, S]`` (as ``transforms`` has them)."""
+    t = transforms
     x = np.asarray(x, dtype=F32)
     width = x.shape[-1]
     heads = q_heads + 2 * kv_heads
     d = width // heads
-    if bias is not None:
-        x = x + np.asarray(bias, dtype=F32).reshape(1, 1, width)
+    if t.bias is not None:
+        x = x + np.asarray(t.bias, dtype=F32).reshape(1, 1, width)
     hq, hk = q_heads * d, kv_heads * d
     q = split_heads(x[..., :hq], q_heads)
     k = split_heads(x[..., hq : hq + hk], kv_heads)
     v = split_heads(x[..., hq + hk :], kv_heads)
     pos = np.asarray(positions)[:, None, :]
-    if q_norm is not None:
-        q = rms_norm(q, q_norm.weight, q_norm.eps)
-    if k_norm is not None:
-        k = rms_norm(k, k_norm.weight, k_norm.eps)
-    if rotary is not None:
-        q = rotate_neox(q, pos, rotary.cos, rotary.sin, rotary.half)
-        k = rotate_neox(k, pos, rotary.cos, rotary.sin, rotary.half)
+    if t.q_norm is not None:
+        q = rms_norm(q, t.q_norm.weight, t.q_norm.eps)
+    if t.k_norm is not None:
+        k = rms_norm(k, t.k_norm.weight, t.k_norm.eps)
+    if t.rotary is not None:
+        q = rotate_neox(q, pos, t.rotary.cos, t.rotary.sin, t.rotary.half)
+        k = rotate_neox(k, pos, t.rotary.cos, t.rotary.sin, t.rotary.half)
     return q, k, v
 
 
@@ -59,10 +70,7 @@ def qkv(
     capacity: int,
     q_heads: int,
     kv_heads: int,
-    bias: np.ndarray | None = None,
-    q_norm: KNorm | None = None,
-    k_norm: KNorm | None = None,
-    rotary: Rotary | None = None,
+    transforms: Transforms = Transforms(),
     q_layout: str = "bnsh",
     q_dtype=np.float32,
     cache_dtype=np.float32,
@@ -71,7 +79,8 @@ def qkv(
     rotation: int = 0,
 ) -> tuple[np.ndarray, Written | DenseWritten]:
     """``(q, cache)``: Q as BNSH ``[B, Hq, S, D]`` (``q_layout="bsh"``: ``[B, S, Hq * D]``) of
-    ``q_dtype``, and the caches ``[B, Hkv, capacity, D]`` of ``cache_dtype`` with the rows the
+    ``q_dtype`` (``transforms`` applied as :func:`project` applies them), and the caches
+    ``[B, Hkv, capacity, D]`` of ``cache_dtype`` with the rows the
     step writes (:class:`Written`); with a dense format ``fmt``
     (:mod:`kvdsl.reference.formats`), its words and side scales (:class:`DenseWritten`), K
     Walsh-Hadamard rotated over blocks of ``rotation`` before it is quantised
@@ -79,7 +88,7 @@ def qkv(
     stored basis (:func:`kvdsl.reference.formats.stored_basis`)."""
     start, end = share_window(seqlens_k, x.shape[1], capacity)
     pos = start[:, None] + np.arange(x.shape[1])
-    q, k, v = project(x, pos, q_heads, kv_heads, bias, q_norm, k_norm, rotary)
+    q, k, v = project(x, pos, q_heads, kv_heads, transforms)
     b, s, d = q.shape[0], q.shape[2], q.shape[3]
     hq = q_heads * d
     q = q.astype(q_dtype)

@@ -10,6 +10,7 @@ no storage binding past the device's limits.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -40,32 +41,62 @@ _MAX_QUERIES = 4096  # WebGPU's limit on a query set's size
 MAX_REPEATS = _MAX_QUERIES // 2  # two timestamps per timed dispatch
 
 
+@dataclass(frozen=True)
+class _Source:
+    """What a dispatch runs: WGSL text and its interface (storage ``bindings``, the params
+    struct, other uniforms, textures), the ``limits`` it needs past WebGPU's defaults, and the
+    label its errors name."""
+
+    wgsl: str
+    bindings: tuple[Binding, ...]
+    params_struct: Struct | None
+    label: str
+    limits: dict[str, int] | None = None
+    uniforms: tuple[Uniform, ...] = ()
+    textures: tuple[Texture, ...] = ()
+
+    @classmethod
+    def of(cls, kernel: Kernel, label: str | None = None) -> _Source:
+        """A kernel's emitted text and the interface it states."""
+        return cls(
+            emit(specialise_handles(kernel)),
+            kernel.bindings,
+            kernel.params,
+            label or kernel.name,
+            kernel_limits(kernel),
+            kernel.uniforms,
+            kernel.textures,
+        )
+
+
 class _Dispatch:
     """A pipeline with its buffers bound, ready to be encoded any number of times."""
 
     def __init__(
         self,
-        wgsl: str,
-        bindings: tuple[Binding, ...],
-        params_struct: Struct | None,
+        source: _Source,
         buffers: dict[str, np.ndarray],
         params: dict | None,
         workgroups: tuple[int, int, int],
-        label: str,
         reuse: dict | None = None,
-        limits: dict[str, int] | None = None,
-        uniforms: tuple[Uniform, ...] = (),
-        textures: tuple[Texture, ...] = (),
     ) -> None:
         wgpu = gpu.wgpu_module()
-        params, values = split_uniforms(uniforms, params, params_struct)
-        buffers, texels = split_textures(textures, buffers)
-        buffers = check_inputs(bindings, params_struct, buffers, params, label)
-        check_bindings(bindings, buffers, gpu.device(*gpu.extensions(wgsl), limits).limits)
-        packed = [] if params_struct is None else [pack_params(params_struct, params or {})]
-        packed += [pack_uniform(u, values, label) for u in uniforms]  # numbered after params
+        bindings, struct, label = source.bindings, source.params_struct, source.label
+        params, values = split_uniforms(source.uniforms, params, struct)
+        buffers, texels = split_textures(source.textures, buffers)
+        buffers = check_inputs(bindings, struct, buffers, params, label)
+        limits = gpu.device(*gpu.extensions(source.wgsl), source.limits).limits
+        check_bindings(bindings, buffers, limits)
+        packed = [] if struct is None else [pack_params(struct, params or {})]
+        # The other uniforms are numbered after the params.
+        packed += [pack_uniform(u, values, label) for u in source.uniforms]
         self.pipe = gpu.pipeline(
-            wgsl, bindings, len(packed), label, limits=limits, textures=textures
+            source.wgsl,
+            bindings,
+            len(packed),
+            label,
+            limits=source.limits,
+            textures=source.textures,
         )
         dev = self.pipe.device
         limit = dev.limits["max-compute-workgroups-per-dimension"]
@@ -106,7 +137,7 @@ class _Dispatch:
                 }
             )
         self.textures = {}  # name -> (Texture, GPU texture, the host's array)
-        for k, t in enumerate(textures, len(bindings) + len(packed)):
+        for k, t in enumerate(source.textures, len(bindings) + len(packed)):
             tex = _upload_texture(dev, t, texels[t.name])
             self.textures[t.name] = (t, tex, texels[t.name])
             entries.append({"binding": k, "resource": tex.create_view()})
@@ -209,21 +240,42 @@ def run_source(
     follow it, each given in ``params`` by its name. The device is requested with ``limits``
     (JavaScript names), what the module needs beyond WebGPU's defaults.
     """
-    d = _Dispatch(
-        wgsl,
-        bindings,
-        params_struct,
-        buffers,
-        params,
-        workgroups,
-        label,
-        limits=limits,
-        uniforms=uniforms,
-        textures=textures,
-    )
+    source = _Source(wgsl, bindings, params_struct, label, limits, uniforms, textures)
+    return _run(source, buffers, params, workgroups)
+
+
+def _run(
+    source: _Source,
+    buffers: dict[str, np.ndarray],
+    params: dict[str, int | float] | None,
+    workgroups: tuple[int, int, int],
+) -> dict[str, np.ndarray]:
+    """Dispatch ``source`` once; the final contents of every read_write binding, by name."""
+    d = _Dispatch(source, buffers, params, workgroups)
     encoder = d.device.create_command_encoder()
     d.encode(encoder)
     return d.read_back(encoder)
+
+
+def _checked(
+    kernel: Kernel,
+    buffers: dict[str, np.ndarray],
+    params: dict[str, int | float] | None,
+    workgroups: tuple[int, int, int] | None,
+) -> tuple[dict[str, np.ndarray], tuple[int, int, int]]:
+    """``kernel``'s buffers and textures' arrays, checked
+    (:func:`kvdsl.runtime.inputs.check_inputs`), and its workgroups: ``workgroups`` once the
+    kernel's contract is checked, else its dispatch rule's (:func:`_workgroups`)."""
+    fields = (
+        split_uniforms(kernel.uniforms, params, kernel.params)[0] if params is not None else None
+    )
+    buffers, texels = split_textures(kernel.textures, buffers)
+    buffers = check_inputs(kernel.bindings, kernel.params, buffers, fields, kernel.name)
+    if workgroups is None:
+        workgroups = _workgroups(kernel, buffers, fields)
+    else:
+        check_contract(kernel, buffers, fields)
+    return buffers | texels, workgroups
 
 
 def _workgroups(
@@ -286,27 +338,8 @@ def run(
     The params and buffers are checked first (:func:`kvdsl.runtime.inputs.check_inputs`: a
     big-endian array comes back little-endian), then the kernel's contract. ``params`` gives
     the params fields, and each other uniform's value by its name."""
-    fields = (
-        split_uniforms(kernel.uniforms, params, kernel.params)[0] if params is not None else None
-    )
-    buffers, texels = split_textures(kernel.textures, buffers)
-    buffers = check_inputs(kernel.bindings, kernel.params, buffers, fields, kernel.name)
-    if workgroups is None:
-        workgroups = _workgroups(kernel, buffers, fields)
-    else:
-        check_contract(kernel, buffers, fields)
-    return run_source(
-        emit(specialise_handles(kernel)),
-        kernel.bindings,
-        kernel.params,
-        buffers | texels,
-        params,
-        workgroups,
-        label=kernel.name,
-        limits=kernel_limits(kernel),
-        uniforms=kernel.uniforms,
-        textures=kernel.textures,
-    )
+    buffers, workgroups = _checked(kernel, buffers, params, workgroups)
+    return _run(_Source.of(kernel), buffers, params, workgroups)
 
 
 def time_kernel(
@@ -337,40 +370,16 @@ def time_kernel(
     arrays uploads them once. Two bindings never share a device buffer, even when given one array.
     The contents a kernel leaves in a shared read_write buffer are what the next one reads.
     """
-    uniforms, textures = (), ()
     if isinstance(kernel, Kernel):
-        wgsl, bindings = emit(specialise_handles(kernel)), kernel.bindings
-        params_struct = kernel.params
-        limits = kernel_limits(kernel)
-        label = label or kernel.name
-        uniforms, textures = kernel.uniforms, kernel.textures
-        fields = split_uniforms(uniforms, params, kernel.params)[0] if params is not None else None
-        buffers, texels = split_textures(textures, buffers)
-        buffers = check_inputs(kernel.bindings, kernel.params, buffers, fields, kernel.name)
-        buffers = buffers | texels
-        if workgroups is None:
-            workgroups = _workgroups(kernel, buffers, fields)
-        else:
-            check_contract(kernel, buffers, fields)
+        source = _Source.of(kernel, label)
+        buffers, workgroups = _checked(kernel, buffers, params, workgroups)
     elif bindings is None or workgroups is None:
         raise TypeError("time_kernel of WGSL text needs bindings= and workgroups=")
     else:
-        wgsl = kernel
+        source = _Source(kernel, bindings, params_struct, label or "kernel", limits)
     if not 1 <= repeats <= MAX_REPEATS:
         raise ValueError(f"repeats={repeats}: expected 1..{MAX_REPEATS}")
-    d = _Dispatch(
-        wgsl,
-        bindings,
-        params_struct,
-        buffers,
-        params,
-        workgroups,
-        label or "kernel",
-        reuse,
-        limits,
-        uniforms,
-        textures,
-    )
+    d = _Dispatch(source, buffers, params, workgroups, reuse)
     dev = d.device
     if "timestamp-query" not in dev.features:
         info = gpu.adapter().info
@@ -407,7 +416,7 @@ def time_kernel(
     ticks = np.frombuffer(staging.read_mapped(), dtype=np.uint64).reshape(repeats, 2)
     staging.unmap()
     if np.any(ticks[:, 1] < ticks[:, 0]) or not np.any(ticks):
-        raise DeviceError(f"timestamps of {label} are out of order: {ticks[:4].tolist()}")
+        raise DeviceError(f"timestamps of {source.label} are out of order: {ticks[:4].tolist()}")
     period = _timestamp_period(dev)
     return [float(end - begin) * period * 1e-9 for begin, end in ticks.astype(np.int64)]
 

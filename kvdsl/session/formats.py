@@ -21,6 +21,7 @@ A new layout or mode is one more class here with the same methods.
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from typing import Mapping
 
 import numpy as np
@@ -57,6 +58,40 @@ def _program(cfg: KernelConfig, label: str) -> Program:
 
 
 Pair = tuple[Bound, Bound]  # K's range, V's range
+
+
+@dataclass(frozen=True)
+class Write:
+    """What one operation's dispatches share in every layer: the ``host``, the ranges the
+    kernels bind besides the caches (``inputs``: ``seqlens_k``, the format's constants), each
+    sequence's last position ``lens``, ``key_seq`` new tokens per sequence, and caches of
+    ``cap`` rows per head."""
+
+    host: Host
+    inputs: Mapping[str, Bound]
+    lens: np.ndarray
+    key_seq: int
+    cap: int
+
+    @property
+    def batch(self) -> int:
+        return len(self.lens)
+
+    def dispatch(
+        self,
+        program: Program,
+        sources: Mapping[str, Bound],
+        present: Pair,
+        shape: Mapping[str, int],
+        params: Mapping[str, int],
+    ) -> None:
+        """Dispatch ``program`` reading ``sources`` and :attr:`inputs` (those of them it
+        binds) and writing the cache pair ``present``."""
+        bound = dict(sources) | dict(self.inputs)
+        bound |= {"present_key": present[0], "present_value": present[1]}
+        names = {b["name"] for b in program.storage}
+        bound = {k: v for k, v in bound.items() if k in names}
+        self.host.dispatch(program, bound, shape, params, self.lens)
 
 
 def stored_difference(
@@ -140,46 +175,28 @@ class CacheFormat:
         """Every program the format dispatches."""
         raise NotImplementedError
 
-    def append(
-        self,
-        host: Host,
-        cache: Pair,
-        new: Pair,
-        inputs: Mapping[str, Bound],
-        lens: np.ndarray,
-        key_seq: int,
-        cap: int,
-    ) -> None:
-        """New tokens into rows ``[end - keySeq, end)`` of each batch of a cache of ``cap``
-        rows per head, in place."""
+    def append(self, w: Write, cache: Pair, new: Pair) -> None:
+        """New tokens ``new`` into rows ``[end - keySeq, end)`` of each batch of ``cache``, in
+        place."""
         raise NotImplementedError
 
-    def retain(
-        self,
-        host: Host,
-        past: Pair,
-        present: Pair,
-        inputs: Mapping[str, Bound],
-        lens: np.ndarray,
-        key_seq: int,
-        cap: int,
-    ) -> None:
-        """Every row ``append`` will not write, from ``past`` into ``present``."""
-        raise NotImplementedError
+    def retain(self, w: Write, past: Pair, present: Pair) -> None:
+        """Every row ``append`` will not write, from ``past`` into ``present`` (here every row is
+        copied: the append that follows overwrites its window)."""
+        self.copy(w.host, past, present, w.batch * self.kv_heads * w.cap)
 
-    def shift(
-        self,
-        host: Host,
-        past: Pair,
-        present: Pair,
-        new: Pair,
-        inputs: Mapping[str, Bound],
-        lens: np.ndarray,
-        key_seq: int,
-        cap: int,
-    ) -> None:
+    def shift(self, w: Write, past: Pair, present: Pair, new: Pair) -> None:
         """One sliding-window step from ``past`` into ``present`` (where :attr:`shifts`)."""
         raise NotImplementedError
+
+    def _window(
+        self, w: Write, program: Program, sources: Mapping[str, Bound], present: Pair, rows: int
+    ) -> None:
+        """Dispatch ``program`` (``merge_share``, ``window_shift``, ``dense_append``: each sizes
+        its caches by ``seq`` and its new tokens by ``keySeq``) over ``rows`` rows per head."""
+        shape = {"batch": w.batch, "seq": w.cap, "keySeq": w.key_seq}
+        params = {"count": w.batch * self.kv_heads * rows, "seq": w.cap, "keySeq": w.key_seq}
+        w.dispatch(program, sources, present, shape, params)
 
     def read(self, host: Host, cache: Pair, out: Pair, rows: int) -> None:
         """``rows`` stored rows of ``cache`` as f32 rows into ``out`` (dense formats)."""
@@ -235,31 +252,15 @@ class FloatFormat(CacheFormat):
     def programs(self) -> list[Program]:
         return [self._append, self._retain, self._shift, self._copy]
 
-    def _window(self, batch: int, cap: int, key_seq: int, rows: int):
-        shape = {"batch": batch, "seq": cap, "keySeq": key_seq}
-        params = {"count": batch * self.kv_heads * rows, "seq": cap, "keySeq": key_seq}
-        return shape, params
+    def append(self, w: Write, cache: Pair, new: Pair) -> None:
+        self._window(w, self._append, {"new_k": new[0], "new_v": new[1]}, cache, w.key_seq)
 
-    def append(self, host, cache, new, inputs, lens, key_seq, cap) -> None:
-        batch = len(lens)
-        shape, params = self._window(batch, cap, key_seq, key_seq)
-        bound = {"new_k": new[0], "new_v": new[1], **inputs}
-        bound |= {"present_key": cache[0], "present_value": cache[1]}
-        host.dispatch(self._append, _only(self._append, bound), shape, params, lens)
+    def retain(self, w: Write, past: Pair, present: Pair) -> None:
+        self._window(w, self._retain, {"past_k": past[0], "past_v": past[1]}, present, w.cap)
 
-    def retain(self, host, past, present, inputs, lens, key_seq, cap) -> None:
-        batch = len(lens)
-        shape, params = self._window(batch, cap, key_seq, cap)
-        bound = {"past_k": past[0], "past_v": past[1], **inputs}
-        bound |= {"present_key": present[0], "present_value": present[1]}
-        host.dispatch(self._retain, _only(self._retain, bound), shape, params, lens)
-
-    def shift(self, host, past, present, new, inputs, lens, key_seq, cap) -> None:
-        batch = len(lens)
-        shape, params = self._window(batch, cap, key_seq, cap)
-        bound = {"past_k": past[0], "past_v": past[1], "new_k": new[0], "new_v": new[1]}
-        bound |= dict(inputs) | {"present_key": present[0], "present_value": present[1]}
-        host.dispatch(self._shift, _only(self._shift, bound), shape, params, lens)
+    def shift(self, w: Write, past: Pair, present: Pair, new: Pair) -> None:
+        sources = {"past_k": past[0], "past_v": past[1], "new_k": new[0], "new_v": new[1]}
+        self._window(w, self._shift, sources, present, w.cap)
 
 
 class DenseCache(CacheFormat):
@@ -303,17 +304,8 @@ class DenseCache(CacheFormat):
     def programs(self) -> list[Program]:
         return [self._append, self._copy, self._read]
 
-    def append(self, host, cache, new, inputs, lens, key_seq, cap) -> None:
-        batch = len(lens)
-        shape = {"batch": batch, "seq": cap, "keySeq": key_seq}
-        params = {"count": batch * self.kv_heads * key_seq, "keySeq": key_seq, "seq": cap}
-        bound = {"src_k": new[0], "src_v": new[1], **inputs}
-        bound |= {"present_key": cache[0], "present_value": cache[1]}
-        host.dispatch(self._append, _only(self._append, bound), shape, params, lens)
-
-    def retain(self, host, past, present, inputs, lens, key_seq, cap) -> None:
-        # Every row is copied: the append that follows overwrites its window.
-        self.copy(host, past, present, len(lens) * self.kv_heads * cap)
+    def append(self, w: Write, cache: Pair, new: Pair) -> None:
+        self._window(w, self._append, {"src_k": new[0], "src_v": new[1]}, cache, w.key_seq)
 
     def read(self, host, cache, out, rows) -> None:
         bound = {"cache_key": cache[0], "cache_value": cache[1], "key": out[0], "value": out[1]}
@@ -374,30 +366,17 @@ class TemplateQuant(CacheFormat):
     def programs(self) -> list[Program]:
         return [self._append, self._copy]
 
-    def append(self, host, cache, new, inputs, lens, key_seq, cap) -> None:
-        batch = len(lens)
-        shape = {"batch": batch, "seq": key_seq, "totalSeq": cap, "perChannel": 0}
-        params = {"count": batch * self.kv_heads * key_seq, "seq": key_seq, "pastSeq": 0}
-        params |= {"totalSeq": cap, "perChannel": 0}
-        bound = {"src_k": new[0], "src_v": new[1], **inputs}
-        bound |= {"present_key": cache[0], "present_value": cache[1]}
-        host.dispatch(self._append, _only(self._append, bound), shape, params, lens)
-
-    def retain(self, host, past, present, inputs, lens, key_seq, cap) -> None:
-        # Every row is copied: the append that follows overwrites its window.
-        self.copy(host, past, present, len(lens) * self.kv_heads * cap)
+    def append(self, w: Write, cache: Pair, new: Pair) -> None:
+        shape = {"batch": w.batch, "seq": w.key_seq, "totalSeq": w.cap, "perChannel": 0}
+        params = {"count": w.batch * self.kv_heads * w.key_seq, "seq": w.key_seq, "pastSeq": 0}
+        params |= {"totalSeq": w.cap, "perChannel": 0}
+        w.dispatch(self._append, {"src_k": new[0], "src_v": new[1]}, cache, shape, params)
 
     def judge(self, got: np.ndarray, want: np.ndarray, exact: bool) -> str:
         problem = super().judge(got, want, exact)
         if not problem or exact:
             return problem
         return compare_quantized(got.reshape(-1), want.reshape(-1), self.bits)[1]
-
-
-def _only(program: Program, bound: Mapping[str, Bound]) -> dict[str, Bound]:
-    """The ranges of ``bound`` that ``program`` binds."""
-    names = {b["name"] for b in program.storage}
-    return {k: v for k, v in bound.items() if k in names}
 
 
 @functools.lru_cache(maxsize=64)

@@ -36,7 +36,7 @@ around each pool. :meth:`PagedSession.check` compares them after every operation
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -44,10 +44,10 @@ from kvdsl.harness.compare import poison
 from kvdsl.reference import paged as ref
 from kvdsl.session.attention import AttendLayer, attention
 from kvdsl.session.formats import SessionError
-from kvdsl.session.host import ALIGN, Bound, Buffer, Host, InterpHost
+from kvdsl.session.host import ALIGN, Bound, Buffer, InterpHost
 from kvdsl.session.paged_rows import PagedSpec, check_pages, paged_rows
 from kvdsl.session.pages import PageAllocator
-from kvdsl.session.run import Run, SessionMismatch, Step, whole
+from kvdsl.session.run import Run, SessionMismatch, whole
 
 
 @dataclass
@@ -71,23 +71,14 @@ class PagedSession(Run):
     (:mod:`kvdsl.session.attention`)."""
 
     spec: PagedSpec
-    host: Host = field(default_factory=InterpHost)
-    seed: int = 0
-    check_every: bool = True
-    q_heads: int = 0
 
     def __post_init__(self) -> None:
         s = self.spec
         self.rows = paged_rows(s)
         self.input = self.rows.input
-        for program in self.rows.programs():
-            self.host.prepare(program)
-        self.rng = np.random.default_rng(self.seed)
+        self._begin(self.rows.programs())
         self.pages = s.pool_pages
-        self.lengths = np.zeros(s.batch, np.int64)
         self.alloc = PageAllocator(self.pages, s.batch, s.max_pages, self.rng)
-        self.steps: list[Step] = []
-        self.checks = 0
         self.forks = self.copies = self.compactions = 0
         self.pool_bytes = self.pages * self.rows.page_values * self.rows.dtype.itemsize
         self.canary = 4 * ALIGN
@@ -103,31 +94,23 @@ class PagedSession(Run):
             room = max(0, self.attention.cache_bytes(shape) - self.pool_bytes)
         self._room = self.pool_bytes + room
         shape = (self.pages, s.page_size, s.kv_heads, self.rows.unit)
-        fences = np.random.default_rng(2**31 + self.seed)
-        self._fences: dict[str, tuple[bytes, bytes]] = {}
+        starts: list[np.ndarray] = []  # each buffer's: layer by layer, K's two, then V's
+
+        def fill(buf: Buffer, fences: np.random.Generator) -> None:
+            # Every page starts as noise of its own pool (a page copied from another pool, or a
+            # row from another page, shows): finite values, or words.
+            if self.rows.dtype.kind == "f":
+                start = fences.uniform(-8, 8, shape).astype(self.rows.dtype)
+            else:
+                start = fences.integers(0, 2**32, shape, np.uint32)
+            self.host.write(buf, self.canary, self._pool_array(start))
+            starts.append(start)
+
         self.layers: list[_PagedLayer] = []
-        for i in range(s.layers):
-            bufs, models = {}, {}
-            for side in "kv":
-                pair, model = [], []
-                for which in range(2):
-                    buf = self._fenced_buffer(
-                        fences, f"layer{i}_{side}{which}", self.pool_bytes, room
-                    )
-                    # Every page starts as noise of its own pool (a page copied from another
-                    # pool, or a row from another page, shows): finite values, or words.
-                    if self.rows.dtype.kind == "f":
-                        start = fences.uniform(-8, 8, shape).astype(self.rows.dtype)
-                    else:
-                        start = fences.integers(0, 2**32, shape, np.uint32)
-                    self.host.write(buf, self.canary, self._pool_array(start))
-                    pair.append(buf)
-                    model.append(start.copy())
-                bufs[side], models[side] = tuple(pair), model
+        for i, (k, v) in enumerate(self._cache_buffers(self.pool_bytes, room, fill)):
             rows = np.zeros((s.batch, s.capacity, s.kv_heads, self.rows.unit), self.rows.dtype)
-            self.layers.append(
-                _PagedLayer(bufs["k"], bufs["v"], models["k"], models["v"], rows, rows.copy())
-            )
+            model_k, model_v = starts[4 * i : 4 * i + 2], starts[4 * i + 2 : 4 * i + 4]
+            self.layers.append(_PagedLayer(k, v, model_k, model_v, rows, rows.copy()))
         # Which positions each sequence holds rows of (the page-independent half of the
         # oracle: what a sequence reads, whatever pages the host gave it).
         self.held = np.zeros((s.batch, s.capacity), bool)
@@ -481,27 +464,22 @@ class PagedSession(Run):
         s = self.spec
         exact = isinstance(self.host, InterpHost)
         end = self.canary + self.pool_bytes
-        for i, layer in enumerate(self.layers):
-            for side, bufs, models in (("key", layer.k, layer.model_k), ("value", layer.v, layer.model_v)):  # fmt: skip
-                for which, buf in enumerate(bufs):
-                    raw = self.host.read(buf)
-                    where = f"after {self._where()}: layer {i} {side}"
-                    self._check_canaries(buf, raw, end, where, "pool")
-                    got = self._pool_of(np.frombuffer(raw[self.canary : end], self.rows.dtype))
-                    problem = self.rows.judge(got, models[which], exact, s.head_dim)
-                    if problem:
-                        owned = "live" if which == layer.live else "other"
-                        raise SessionMismatch(
-                            f"after {self._where()}: layer {i} {side} ({owned} pool): {problem}"
-                        )
-                    if which == layer.live:
-                        self._check_sequences(i, side, got, layer)
+        for where, layer, side, which, body in self._read_back(end, "pool"):
+            got = self._pool_of(np.frombuffer(body, self.rows.dtype))
+            models = layer.model_k if side == "key" else layer.model_v
+            problem = self.rows.judge(got, models[which], exact, s.head_dim)
+            if problem:
+                owned = "live" if which == layer.live else "other"
+                raise SessionMismatch(f"{where} ({owned} pool): {problem}")
+            if which == layer.live:
+                self._check_sequences(where, side, got, layer)
         self.alloc.check()
         self.checks += 1
 
-    def _check_sequences(self, i: int, side: str, pool: np.ndarray, layer: _PagedLayer) -> None:
+    def _check_sequences(self, where: str, side: str, pool: np.ndarray, layer: _PagedLayer) -> None:
         """Each position a sequence holds, reached through the host's table, is the row the
-        sequence was given there (a table rewritten wrong reaches another page)."""
+        sequence was given there (a table rewritten wrong reaches another page); a mismatch
+        names ``where`` (the layer and side)."""
         s = self.spec
         by_seq = layer.seq_k if side == "key" else layer.seq_v
         b, t = np.nonzero(self.held)
@@ -521,6 +499,6 @@ class PagedSession(Run):
             )  # fmt: skip
             j = int(bad[0]) if bad.size else 0
             raise SessionMismatch(
-                f"after {self._where()}: layer {i} {side}: sequence {int(b[j])} position "
+                f"{where}: sequence {int(b[j])} position "
                 f"{int(t[j])} (page {int(page[j])}) is not the row it was given: {problem}"
             )

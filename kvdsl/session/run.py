@@ -7,13 +7,18 @@ spec's whole-number fields."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import numpy as np
 
 from kvdsl.harness.cases import values
 from kvdsl.session.formats import Pair, SessionError
-from kvdsl.session.host import Bound, Buffer, aligned
+from kvdsl.session.host import Bound, Buffer, Host, InterpHost, Program, aligned
+
+if TYPE_CHECKING:
+    from kvdsl.session.paged_rows import PagedSpec
+    from kvdsl.session.session import Spec
 
 
 def whole(name: str, value: object, least: int, most: int | None = None) -> int:
@@ -36,14 +41,54 @@ class Step:
     gpu: float | None = None
 
 
+@dataclass
 class Run:
-    """What a contiguous and a paged session share: their canary-fenced buffers, the new tokens'
-    values, ranges and writes, the checks of a prompt's lengths and of a fork's sequences, the
-    steps' record and the oracle check after each. A subclass sets
-    ``spec``, ``host``, ``rng``, ``steps``, ``canary``, ``_fences``, ``_new``, ``_new_tokens``,
-    ``check_every``, ``input`` (the dtype of the new K and V) and ``attention`` (None, or the
-    attention step's :class:`~kvdsl.session.attention.Attention`) and defines ``check`` and
+    """What a contiguous and a paged session share: their fields, canary-fenced buffers, the
+    new tokens' values, ranges and writes, the checks of a prompt's lengths and of a fork's
+    sequences, the steps' record and the oracle check after each. A subclass narrows ``spec``,
+    calls :meth:`_begin`, sets ``canary``, ``layers`` (each holding its ``k`` and ``v`` pairs
+    of :meth:`_cache_buffers`), ``_new``, ``_new_tokens``, ``input`` (the dtype of the new K
+    and V) and ``attention`` (None, or the attention step's
+    :class:`~kvdsl.session.attention.Attention`) and defines ``check`` and
     ``_attend_inputs``."""
+
+    spec: Spec | PagedSpec
+    host: Host = field(default_factory=InterpHost)
+    seed: int = 0
+    check_every: bool = True
+    q_heads: int = 0
+
+    def _begin(self, programs: list[Program]) -> None:
+        """Compile ``programs`` on the host; start the token generator, every sequence empty
+        and no step taken."""
+        for program in programs:
+            self.host.prepare(program)
+        self.rng = np.random.default_rng(self.seed)
+        self.lengths = np.zeros(self.spec.batch, np.int64)
+        self.steps: list[Step] = []
+        self.checks = 0
+
+    def _cache_buffers(
+        self, body: int, room: int, fill: Callable[[Buffer, np.random.Generator], None]
+    ) -> list[tuple[tuple[Buffer, Buffer], tuple[Buffer, Buffer]]]:
+        """Each layer's two K and two V buffers (the live one and the other) of ``body`` bytes
+        fenced by :meth:`_fenced_buffer` (``room`` bytes more), ``fill(buf, fences)`` writing
+        each one's body as it is made. Each buffer's canaries are bytes of its own, so that a
+        row copied from one buffer's canary into another's is seen."""
+        fences = np.random.default_rng(2**31 + self.seed)
+        self._fences: dict[str, tuple[bytes, bytes]] = {}
+        layers = []
+        for i in range(self.spec.layers):
+            sides = []
+            for side in "kv":
+                pair = []
+                for which in range(2):
+                    buf = self._fenced_buffer(fences, f"layer{i}_{side}{which}", body, room)
+                    fill(buf, fences)
+                    pair.append(buf)
+                sides.append(tuple(pair))
+            layers.append(tuple(sides))
+        return layers
 
     def _fenced_buffer(
         self, fences: np.random.Generator, label: str, body: int, room: int = 0
@@ -72,6 +117,18 @@ class Run:
                     f"{where}: byte {at + first} of buffer {buf.label}, a canary, was written "
                     f"(the {what} is bytes [{self.canary}, {end}))"
                 )
+
+    def _read_back(self, end: int, what: str) -> Iterator[tuple[str, Any, str, int, bytes]]:
+        """Each buffer of every layer read back, its canaries checked (:meth:`_check_canaries`;
+        its body, a ``what``, ends at ``end``): the place to name in a mismatch, the layer,
+        its side (``key``, ``value``), which of its two buffers, and the body's bytes."""
+        for i, layer in enumerate(self.layers):
+            for side, bufs in (("key", layer.k), ("value", layer.v)):
+                where = f"after {self._where()}: layer {i} {side}"
+                for which, buf in enumerate(bufs):
+                    raw = self.host.read(buf)
+                    self._check_canaries(buf, raw, end, where, what)
+                    yield where, layer, side, which, raw[self.canary : end]
 
     def _token_bytes(self, key_seq: int) -> int:
         s = self.spec

@@ -31,7 +31,7 @@ code may move by one step on a GPU) and every canary with its poison.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -39,9 +39,10 @@ from kvdsl import reference
 from kvdsl.harness.compare import poison
 from kvdsl.kernels.dense import DenseFormat, format_of
 from kvdsl.session.attention import BINDING, AttendLayer, attention
-from kvdsl.session.formats import FORMATS, CacheFormat, Format, Pair, SessionError, cache_format
-from kvdsl.session.host import ALIGN, Bound, Buffer, Host, InterpHost, aligned
-from kvdsl.session.run import Run, SessionMismatch, Step, whole
+from kvdsl.session.formats import FORMATS, CacheFormat, Format, Pair, SessionError, Write
+from kvdsl.session.formats import cache_format
+from kvdsl.session.host import ALIGN, Bound, Buffer, InterpHost, aligned
+from kvdsl.session.run import Run, SessionMismatch, whole
 
 #: The built-in dense formats' names.
 DENSE_FORMATS = tuple(f.value for f in DenseFormat)
@@ -103,21 +104,12 @@ class Session(Run):
     (:mod:`kvdsl.session.attention`)."""
 
     spec: Spec
-    host: Host = field(default_factory=InterpHost)
-    seed: int = 0
-    check_every: bool = True
-    q_heads: int = 0
 
     def __post_init__(self) -> None:
         s = self.spec
         self.fmt: CacheFormat = cache_format(s.format, s.kv_heads, s.head_dim)
         self.input = self.fmt.input
-        for program in self.fmt.programs():
-            self.host.prepare(program)
-        self.rng = np.random.default_rng(self.seed)
-        self.lengths = np.zeros(s.batch, np.int64)
-        self.steps: list[Step] = []
-        self.checks = 0
+        self._begin(self.fmt.programs())
         self.cache_bytes = s.batch * s.kv_heads * s.capacity * self.fmt.row_bytes
         if self.cache_bytes + aligned(s.kv_heads * s.capacity * self.fmt.row_bytes) > BINDING:
             most = BINDING // ((s.batch + 1) * s.kv_heads * self.fmt.row_bytes) - 1
@@ -140,25 +132,13 @@ class Session(Run):
             room = max(0, need - self.cache_bytes)
         self._room = self.cache_bytes + room
         self._span = self.canary + aligned(self.cache_bytes)  # the cache and the trailing canary
-        shape = (s.batch, s.kv_heads, s.capacity, self.fmt.unit)
-        # Each buffer's canaries are bytes of its own, so that a row copied from one buffer's
-        # canary into another's is seen.
-        fences = np.random.default_rng(2**31 + self.seed)
-        self._fences: dict[str, tuple[bytes, bytes]] = {}
-        start = poison(shape, self.fmt.dtype)
-        self.layers = []
-        for i in range(s.layers):
-            bufs = {}
-            for side in "kv":
-                pair = []
-                for which in range(2):
-                    buf = self._fenced_buffer(
-                        fences, f"layer{i}_{side}{which}", self.cache_bytes, room
-                    )
-                    self.host.write(buf, self.canary, start)
-                    pair.append(buf)
-                bufs[side] = tuple(pair)
-            self.layers.append(_Layer(bufs["k"], bufs["v"], start.copy(), start.copy()))
+        start = poison((s.batch, s.kv_heads, s.capacity, self.fmt.unit), self.fmt.dtype)
+        self.layers = [
+            _Layer(k, v, start.copy(), start.copy())
+            for k, v in self._cache_buffers(
+                self.cache_bytes, room, lambda buf, _: self.host.write(buf, self.canary, start)
+            )
+        ]
         self.seqlens = self.host.buffer("seqlens_k", 4 * s.batch)
         self._constants = {}  # the format's inputs that hold for the whole session
         for name, a in self.fmt.constants().items():
@@ -220,10 +200,10 @@ class Session(Run):
         tokens = self._tokens(n)  # the model's output: not the host's overhead
         t = time.perf_counter()
         new = self._write_tokens(tokens, n)
-        seqlens = self._seqlens(lens)
+        write = Write(self.host, self._seqlens(lens), lens, n, self.spec.capacity)
         for layer, pair in zip(self.layers, new):
             past, present = self._cache(layer, layer.live), self._cache(layer, 1 - layer.live)
-            self.fmt.shift(self.host, past, present, pair, seqlens, lens, n, self.spec.capacity)
+            self.fmt.shift(write, past, present, pair)
             layer.live = 1 - layer.live
         self._step("shift", n, t)
         s = self.spec
@@ -323,14 +303,13 @@ class Session(Run):
         tokens = self._tokens(key_seq)  # the model's output: not the host's overhead
         t = time.perf_counter()
         new = self._write_tokens(tokens, key_seq)
-        seqlens = self._seqlens(lens)
+        write = Write(self.host, self._seqlens(lens), lens, key_seq, s.capacity)
         for layer, pair in zip(self.layers, new):
             target = 1 - layer.live if swap else layer.live
             present = self._cache(layer, target)
             if swap:
-                past = self._cache(layer, layer.live)
-                self.fmt.retain(self.host, past, present, seqlens, lens, key_seq, s.capacity)
-            self.fmt.append(self.host, present, pair, seqlens, lens, key_seq, s.capacity)
+                self.fmt.retain(write, self._cache(layer, layer.live), present)
+            self.fmt.append(write, present, pair)
             layer.live = target
         self._step(op, key_seq, t)
         start, _ = reference.share_window(lens, key_seq, s.capacity)
@@ -384,16 +363,11 @@ class Session(Run):
         and every canary of both buffers of each holds its bytes."""
         exact = isinstance(self.host, InterpHost)
         end = self.canary + self.cache_bytes
-        for i, layer in enumerate(self.layers):
-            for side, bufs, model in (("key", layer.k, layer.model_k), ("value", layer.v, layer.model_v)):  # fmt: skip
-                for which, buf in enumerate(bufs):
-                    raw = self.host.read(buf)
-                    where = f"after {self._where()}: layer {i} {side}"
-                    self._check_canaries(buf, raw, end, where, "cache")
-                    if which != layer.live:
-                        continue
-                    got = np.frombuffer(raw[self.canary : end], self.fmt.dtype)
-                    problem = self.fmt.judge(got, model.reshape(-1), exact)
-                    if problem:
-                        raise SessionMismatch(f"after {self._where()}: layer {i} {side}: {problem}")
+        for where, layer, side, which, body in self._read_back(end, "cache"):
+            if which != layer.live:
+                continue
+            model = layer.model_k if side == "key" else layer.model_v
+            problem = self.fmt.judge(np.frombuffer(body, self.fmt.dtype), model.reshape(-1), exact)
+            if problem:
+                raise SessionMismatch(f"{where}: {problem}")
         self.checks += 1

@@ -46,9 +46,24 @@ from kvdsl.ir.tree import (
     Member,
     Name,
     Return,
+    Texture,
+    TextureLoad,
+    TextureStore,
     Var,
+    WorkgroupVar,
 )
-from kvdsl.ir.types import Mat, Scalar, Struct, Vec, bool_, mat
+from kvdsl.ir.types import (
+    Array,
+    Mat,
+    RuntimeArray,
+    SampledTexture,
+    Scalar,
+    StorageTexture,
+    Struct,
+    Vec,
+    bool_,
+    mat,
+)
 from kvdsl.ir.show import show
 from kvdsl.ir.scope import SHADOWABLE
 
@@ -191,7 +206,10 @@ def _base(**kw):
 
 
 X = Member(Name("gid"), "x")
+XY = Member(Name("gid"), "xy")
 STORE = Assign(Index(Name("out"), X), Convert(f32, X))
+IMG = Texture("img", StorageTexture("rgba8unorm"))
+TEX = Texture("tex", SampledTexture(f32))
 
 
 @pytest.mark.parametrize(
@@ -248,6 +266,49 @@ STORE = Assign(Index(Name("out"), X), Convert(f32, X))
         (
             _base(dispatch=Dispatch(Lit(1.0, f32), 4, 100)),
             "dispatch items 1.0f must be u32",
+        ),
+        (
+            _base(textures=(IMG,), body=(Let("a", TextureLoad("img", XY, Lit(0, u32))), STORE)),
+            "'img' is a texture_storage_2d<rgba8unorm, write>, which textureLoad does not read "
+            "(a texture_2d)",
+        ),
+        (
+            _base(textures=(TEX,), body=(TextureStore("tex", XY, Lit(1.5, f32)), STORE)),
+            "'tex' is a texture_2d<f32>, which textureStore does not take (a storage texture)",
+        ),
+        (
+            _base(
+                textures=(TEX,),
+                body=(Let("a", TextureLoad("tex", Convert(vec(2, f32), XY), Lit(0, i32))), STORE),
+            ),
+            "the coordinates are vec2<f32>, expected vec2<i32> or vec2<u32>",
+        ),
+        (
+            _base(textures=(IMG,), body=(TextureStore("img", Lit(2, u32), Lit(1.5, f32)), STORE)),
+            "the coordinates are u32, expected vec2<i32> or vec2<u32>",
+        ),
+        (
+            _base(textures=(TEX,), body=(Let("a", TextureLoad("tex", XY, Lit(0.5, f32))), STORE)),
+            "textureLoad(tex, gid.xy, 0.5f): the level is f32, expected i32 or u32",
+        ),
+        (
+            _base(workgroup_vars=(WorkgroupVar("w", RuntimeArray(f32)),)),
+            "workgroup var 'w': type array<f32> is not a scalar, vector, matrix, struct, atomic "
+            "or array",
+        ),
+        (
+            _base(workgroup_vars=(WorkgroupVar("w", Array(f32, 0)),)),
+            "workgroup var 'w': type array<f32, 0> is not an array of scalars, vectors or "
+            "atomics, or of arrays of them",
+        ),
+        (
+            _base(
+                workgroup_vars=(
+                    WorkgroupVar("a", array(vec(4, f32), 1024)),
+                    WorkgroupVar("b", vec(4, f32)),
+                )
+            ),
+            "workgroup var 'b': vec4<f32> brings workgroup memory to 16400 bytes, more than 16384",
         ),
     ],
 )

@@ -3,6 +3,8 @@ faults, the refusals, the GPU's per-step times, and the ``kvdsl session`` comman
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -90,9 +92,9 @@ def test_a_row_written_one_step_late_is_found(monkeypatch):
     s.prefill([2, 4, 1])
     real = type(s.fmt).append
 
-    def late(self, host, cache, new, inputs, lens, key_seq, cap):
-        host.write(inputs["seqlens_k"].buffer, 0, np.asarray(lens + 1, np.int32))
-        real(self, host, cache, new, inputs, lens + 1, key_seq, cap)
+    def late(self, w, cache, new):
+        w.host.write(w.inputs["seqlens_k"].buffer, 0, np.asarray(w.lens + 1, np.int32))
+        real(self, dataclasses.replace(w, lens=w.lens + 1), cache, new)
 
     monkeypatch.setattr(type(s.fmt), "append", late)
     with pytest.raises(SessionMismatch, match=r"after step 1, decode \(1 tokens\): layer 0 key"):

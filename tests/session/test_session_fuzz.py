@@ -14,6 +14,7 @@ seven tenths of it contiguous, three tenths paged; the summary line counts the s
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 
@@ -271,9 +272,9 @@ def test_the_fuzz_finds_a_row_appended_late_and_shrinks_it(monkeypatch):
 
     real = FloatFormat.append
 
-    def late(self, host, cache, new, inputs, lens, key_seq, cap):
-        host.write(inputs["seqlens_k"].buffer, 0, np.asarray(lens + 1, np.int32))
-        real(self, host, cache, new, inputs, lens + 1, key_seq, cap)
+    def late(self, w, cache, new):
+        w.host.write(w.inputs["seqlens_k"].buffer, 0, np.asarray(w.lens + 1, np.int32))
+        real(self, dataclasses.replace(w, lens=w.lens + 1), cache, new)
 
     monkeypatch.setattr(FloatFormat, "append", late)
     machine = _machine("interp", 5000, counted=False, narrow=True)  # 29 sessions at most

@@ -63,9 +63,8 @@ def dense_rows(kb: KernelBuilder, q: Quantiser, lane: Val, runs: Runs, dest: Des
         kb.leave_if(dest.skip)
     place = let_place(kb, dest.place())
     for which in runs:
-        _store_dense(
-            kb, q, which, lane, runs[which], scales[which], store_to(kb, dest, which), place
-        )
+        words = _dense_words(kb, q, which, lane, runs[which], scales[which])
+        _store_dense(kb, q, which, lane, words, scales[which], store_to(kb, dest, which), place)
     if dest.scales is not None:
         with kb.if_(lane.eq(0)):
             _side_scales(q, place, dest, scales)
@@ -128,16 +127,15 @@ def _store_dense(
     q: Quantiser,
     which: str,
     lane: Val,
-    run: Sequence[Val],
+    words: list[Val],
     sc: Scale,
     out: Callable[[Val, Val], None],
     place: RowPlace,
 ) -> None:
-    """Lane ``lane``'s code words (:func:`_dense_words`), ``out(i, x)`` storing element ``i``
-    of the cache binding, in stores of
-    :attr:`Quantiser.store_width` words; lane 0 also the inline header."""
+    """Lane ``lane``'s code ``words`` (:func:`_dense_words`) at ``place``, ``out(i, x)``
+    storing element ``i`` of the cache binding, in stores of :attr:`Quantiser.store_width`
+    words; lane 0 also the inline header of scale ``sc``."""
     fmt = q.fmt
-    words = _dense_words(kb, q, which, lane, run, sc)
     head = fmt.header_words(q.inline)
     width = q.store_width
     base = place.words
