@@ -1,4 +1,4 @@
-"""``kivi_append`` and ``kivi_flush``: KIVI's 2-bit (or 4-bit) cache, contiguous.
+"""``kivi_append`` and ``kivi_flush``: KIVI's 2-bit (or 4-bit) cache, contiguous or paged.
 
 The layout is :mod:`kvdsl.reference.kivi`'s (docs/formats.md, "KIVI"), per slice (one sequence's
 kv head; ``count`` slices of ``seq`` tokens, ``seq`` a multiple of ``group``), ``PER = 32 / bits``
@@ -7,13 +7,21 @@ codes to a u32, the first in the lowest bits:
 - ``residual_k``, ``residual_v``: the newest ``< group`` tokens, f16, two to a u32 word (the
   lower channel in the low half): ``[count, GROUP, HEAD_DIM / 2]``; token ``t`` of a slice sits
   at ``t % GROUP``;
-- ``k_codes`` ``[count, HEAD_DIM, seq / PER]``: K per channel, packed along the tokens;
-  ``k_stats`` ``[count, HEAD_DIM, seq / GROUP]``: each channel's scale and minimum over a group of
-  ``GROUP`` tokens, one u32 ``pack2x16float(scale, min)`` (KIVI keeps scale and minimum in two
-  f16 tensors of this shape; here a pair shares a word, so one invocation writes it whole);
-- ``v_codes`` ``[count, seq, HEAD_DIM / PER]``: V per token, packed along the channels;
-  ``v_stats`` ``[count, seq, HEAD_DIM / GROUP]``: each token's ``pack2x16float(scale, min)`` per
-  ``GROUP`` channels.
+- ``kivi_cache`` ``[count, HEAD_WORDS]``: the slice's part, ``HEAD_WORDS = 2 * seq * (HEAD_DIM /
+  PER + HEAD_DIM / GROUP)`` words, four arrays in order (:class:`PageParts`):
+
+  - K's codes ``[HEAD_DIM, seq / PER]``: K per channel, packed along the tokens;
+  - K's stats ``[HEAD_DIM, seq / GROUP]``: each channel's scale and minimum over a group of
+    ``GROUP`` tokens, one u32 ``pack2x16float(scale, min)`` (KIVI keeps scale and minimum in
+    two f16 tensors of this shape; here a pair shares a word, so one invocation writes it
+    whole);
+  - V's codes ``[seq, HEAD_DIM / PER]``: V per token, packed along the channels;
+  - V's stats ``[seq, HEAD_DIM / GROUP]``: each token's ``pack2x16float(scale, min)`` per
+    ``GROUP`` channels.
+
+  One binding for the four keeps a reader's bindings few: ``attend`` over the cache
+  (:mod:`kvdsl.kernels.attend.kivi`) binds seven storage buffers, where four arrays made ten,
+  past WebGPU's default eight.
 
 ``kivi_append`` writes ``keySeq`` new BSH tokens (f32 ``src_k``, ``src_v``, the tokens
 ``pastSeq .. pastSeq + keySeq`` of every slice) into the residual as f16 (one invocation per
@@ -34,8 +42,10 @@ With ``cache="paged"`` the quantised groups live in pages of one u32 pool, ``kiv
 (:func:`kvdsl.reference.kivi.page_words`), reached through a page table per sequence (``[batch,
 maxPages]`` i32, as the paged modes' ``page_table``): a page holds ``PAGE_SIZE`` tokens (a
 multiple of ``GROUP``: whole groups, so a flush writes one page and a group's stats live with its
-codes) of every KV head; head ``h`` of page ``p`` is the contiguous slice's four arrays with
-``seq = PAGE_SIZE``, at ``(p * KV_HEADS + h) * HEAD_WORDS``. The residual stays per sequence.
+codes) of every KV head; head ``h`` of page ``p`` is a contiguous slice's part with ``seq =
+PAGE_SIZE``, at ``(p * KV_HEADS + h) * HEAD_WORDS``: a contiguous cache is a paged one of one
+page of ``seq`` tokens per sequence, page ``b`` sequence ``b``'s. The residual stays per
+sequence.
 A flush into a page the table marks absent (a negative entry) writes nothing.
 """
 

@@ -156,6 +156,33 @@ def test_a_kivi_layout_it_cannot_write_is_refused(fields, message):
         KiviFlushConfig(**args)
 
 
+@pytest.mark.parametrize(
+    "fields,message",
+    [
+        ({"kivi_group": 24}, r"kivi_group=24: expected a multiple of 16 \(a word of 2-bit codes\)"),
+        ({"kivi_group": 0}, "kivi_group=0: expected a multiple of 16"),
+        ({"format": "kivi4", "kivi_group": 12}, "kivi_group=12: expected a multiple of 8"),
+        ({"format": None}, r"kivi_group=32: expected 0 \(unset\) without a KIVI format"),
+        ({"head_dim": 96, "kivi_group": 64}, "head_dim=96: expected a multiple of kivi_group=64"),
+        (
+            {"cache": "paged", "page_size": 32, "kivi_group": 64},
+            r"page_size=32: expected a multiple of kivi_group=64 \(a page holds whole groups\)",
+        ),
+        (
+            {"cache": "paged", "page_size": 64, "sinks": True},
+            "sinks=True: expected false for a paged KIVI cache",
+        ),
+        ({"rotation": 64}, "rotation=64: expected 0 \\(unset\\) for format 'kivi2'"),
+        ({"scales": "side"}, "scales='side': expected 'inline' \\(unset\\) for format 'kivi2'"),
+        ({"cache_type": "f16"}, "cache_type='f16': expected 'f32'"),
+    ],
+)
+def test_an_attend_over_a_kivi_cache_it_cannot_read_is_refused(fields, message):
+    args = {"kv_heads": 2, "head_dim": 64, "q_heads": 4, "format": "kivi2", "kivi_group": 32}
+    with pytest.raises(ConfigError, match=message):
+        AttendConfig(**(args | fields))
+
+
 def pieces(total: int, group: int, most: int = 23) -> list[int]:
     """``total`` tokens appended in uneven pieces, none past the residual's free rows."""
     out, past = [], 0

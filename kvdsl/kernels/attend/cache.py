@@ -10,6 +10,9 @@ row starts (:class:`Row`), and its values as ``vec4<f32>`` lanes, from one of th
   nibbles a u32 word, low first, ``q + 8``), whose scales (per channel or per tensor, in
   ``kv_scale``) are the same for every key: K's multiply the queries once, V's the output.
 
+KIVI's cache, whose K is stored per channel across the keys, is the fourth kind
+(:class:`kvdsl.kernels.attend.kivi.KiviRows`, declared by :func:`kvdsl.kernels.attend.kivi.declare`).
+
 The bindings are the writers' layouts: ``key`` and ``value`` rows ``((b * kvHeads + hk) * seq +
 t)`` of a contiguous cache, as ``dense_append``, ``qkv`` and ``append_quant`` write them, with
 ``scales`` holding ``dense_append``'s ``present_scales`` (per row K's scale words then V's); or
