@@ -279,6 +279,22 @@ def test_the_gpu_attends_as_the_interpreter_does(gpu):
     np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5 * np.abs(want).max())
 
 
+@pytest.mark.parametrize("left", [0, 1, 17])
+def test_the_residual_rows_past_the_keys_are_never_read(left):
+    """One sequence of ``3 * GROUP + left`` keys, its residual binding cut after row ``left``
+    (the interpreter finds any read past a binding's end): attention over every split of the
+    keys reads none of the rows past the sequence's keys, and is the reference's."""
+    writer = KiviFlushConfig(1, 64, group=32)
+    total, seq = 3 * 32 + left, 4 * 32
+    rows_k, rows_v, bufs = cache_of(writer, 1, seq, pieces(total, 32), interp.run)
+    cut = {n: bufs[n][: max(left, 1) * 32] for n in ("residual_k", "residual_v")}
+    for chunk in (total, 33, 8):
+        got, want = attend_over(
+            writer, 2, rows_k, rows_v, bufs | cut, interp.run, chunk, 3, {"seq": seq}
+        )
+        np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5 * np.abs(want).max())
+
+
 PAGED = {
     "2bit-g32-p64": KiviFlushConfig(2, 64, group=32, cache="paged", page_size=64),
     "2bit-g64-p64": KiviFlushConfig(2, 128, group=64, cache="paged", page_size=64),
