@@ -183,6 +183,21 @@ def test_an_attend_over_a_kivi_cache_it_cannot_read_is_refused(fields, message):
         AttendConfig(**(args | fields))
 
 
+def test_kivi_group_is_published_where_it_is_set():
+    """A KIVI attend variant's config (index.json, the WGSL header) holds kivi_group and reads
+    back as itself; the other variants' configs keep their fields alone."""
+    from kvdsl import catalog
+    from kvdsl.kernels.config import as_dict, from_dict
+
+    for name in ("attend_kivi2_g64_llama31_8b", "attend_paged_kivi2_g32_p256_llama31_8b"):
+        fields = as_dict(catalog.config(name))
+        assert fields["kivi_group"] == catalog.config(name).kivi_group > 0
+        del fields["mode"]
+        assert from_dict(AttendConfig, fields) == catalog.config(name)
+    assert "kivi_group" not in as_dict(catalog.config("attend_int4_llama31_8b"))
+    assert "kivi_group" in AttendConfig.KEYS
+
+
 def pieces(total: int, group: int, most: int = 23) -> list[int]:
     """``total`` tokens appended in uneven pieces, none past the residual's free rows."""
     out, past = [], 0
