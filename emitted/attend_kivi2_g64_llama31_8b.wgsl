@@ -78,7 +78,7 @@ fn main(
     }
   }
   workgroupBarrier();
-  // 1. Scores: keys start + t, start + t + WG, ..., 2 a trip (each query vector read once for them); each invocation's largest per row.
+  // 1. Scores: keys 4 t, ..., 4 t + 3 from the multiple of 4 below start, then WG * 4 on (sharing each channel's code word and stats); each invocation's largest per row.
   var top0: f32 = -3e+38f;
   var top1: f32 = -3e+38f;
   var top2: f32 = -3e+38f;
@@ -87,7 +87,6 @@ fn main(
   var top5: f32 = -3e+38f;
   var top6: f32 = -3e+38f;
   var top7: f32 = -3e+38f;
-  // 4 consecutive keys a trip, from the multiple of 4 below start.
   let block0 = first - first % 4u;
   for (var j: u32 = block0 + lid.x * 4u; j < end; j = j + WG * 4u) {
     let has0 = (j >= first) & (j < end);

@@ -133,10 +133,17 @@ def attend(cfg: AttendConfig, name: str = "attend") -> Kernel:
         kb.comment(f"Q in the basis of {own.name}'s K and V rows.")
         own.rotate_shared(kb, q_sh, cfg.rows, cfg.head_dim // 4, t, wg)
 
-    kb.comment(
-        f"1. Scores: keys start + t, start + t + WG, ..., {SCORE_KEYS} a trip (each query vector "
-        "read once for them); each invocation's largest per row."
-    )
+    if own_rows is None:
+        kb.comment(
+            f"1. Scores: keys start + t, start + t + WG, ..., {SCORE_KEYS} a trip (each query "
+            "vector read once for them); each invocation's largest per row."
+        )
+    else:
+        kb.comment(
+            f"1. Scores: keys {KIVI_KEYS} t, ..., {KIVI_KEYS} t + {KIVI_KEYS - 1} from the "
+            f"multiple of {KIVI_KEYS} below start, then WG * {KIVI_KEYS} on (sharing each "
+            "channel's code word and stats); each invocation's largest per row."
+        )
     top = [kb.var(f"top{r}", f32, HIDDEN) for r in rows]
 
     def logits_of(key: Val, has: Val | None, missing: Val | None, sums, suffix: str) -> None:
@@ -160,9 +167,6 @@ def attend(cfg: AttendConfig, name: str = "attend") -> Kernel:
             top[r].set(max_(top[r], x))
 
     if own_rows is not None:
-        kb.comment(
-            f"{KIVI_KEYS} consecutive keys a trip, from the multiple of {KIVI_KEYS} below start."
-        )
         block0 = kb.let("block0", start - start % KIVI_KEYS)
         with kb.for_range("j", block0 + t * KIVI_KEYS, end, wg * KIVI_KEYS) as j:
 
