@@ -23,8 +23,10 @@ What is timed, at the attention issue's shape (8 KV heads × 128, 32 query heads
   4-bit cache itself;
 - **rotation**: int8 and int4 caches rotated in blocks of the whole head (Q rotated at load)
   beside the same caches unrotated, at 8,192 tokens batch 4 and 32,768 tokens batch 1;
-- **kivi**: ``kivi_attend`` over KIVI's 2-bit cache (groups of :data:`KIVI_GROUPS` tokens, half
-  a group in the f16 residual) at 8,192 tokens, batch 4, beside a copy of the cache bytes.
+- **kivi**: attend over KIVI's 2-bit cache (``format="kivi2"``, groups of :data:`KIVI_GROUPS`
+  tokens, half a group in the f16 residual) at 8,192 tokens, batch 4, plus its merge, beside a
+  copy of the cache bytes, at every candidate chunk size as the bandwidth rows (the row of the
+  planned chunk kept, with the best candidate's time).
 
 The GPU is shared: each ratio is of times measured side by side in one run. A GPU met idle
 (while the host fills a setup's arrays) or shared with other work runs in slow states, which
@@ -62,7 +64,7 @@ from kvdsl.runtime.contract import evaluate  # noqa: E402
 KV_HEADS, HEAD_DIM, Q_HEADS = 8, 128, 32
 LENGTHS, BATCHES = (8192, 32768), (1, 4)
 QUANTISED = ("int8", "int4", "int4_asym", "q8_0", "q4_0", "ort_q4")
-#: KIVI's groups (tokens per K scale) whose ``kivi_attend`` is timed, at batch 4 × 8,192 tokens.
+#: KIVI's groups (tokens per K scale) whose attend is timed, at batch 4 × 8,192 tokens.
 KIVI_GROUPS = (128, 64, 32)
 #: The (batch, rows a sequence) KIVI is timed at.
 KIVI_SIZE = (4, 8192)
@@ -163,7 +165,11 @@ class Bench:
 class Attention:
     """One attend (+ merge) setup: its buffers, uploaded once, for several chunk sizes."""
 
-    def __init__(self, cfg: AttendConfig, batch: int, length: int, seed: int = 0):
+    def __init__(
+        self, cfg: AttendConfig, batch: int, length: int, seed: int = 0, capacity: int = 0
+    ):
+        """``batch`` sequences of ``length`` keys in a cache of ``capacity`` rows a sequence
+        (contiguous; 0: ``length``)."""
         self.cfg, self.batch, self.length = cfg, batch, length
         rng = np.random.default_rng(seed)
         self.kernel, self.merge = attend(cfg), attend_merge(cfg)
@@ -172,7 +178,7 @@ class Attention:
         base = dict(picked, scale=1 / math.sqrt(HEAD_DIM))
         known = {"seqlens_k": np.full(batch, length - 1, np.int32)}
         if cfg.cache is CacheLayout.BNSH:
-            base["seq"] = length
+            base["seq"] = capacity or length
         else:
             pages = -(-length // cfg.page_size)
             base["maxPages"] = pages
@@ -180,6 +186,12 @@ class Attention:
             known["page_table"] = table
         smallest = dict(base, chunk=cfg.workgroup_size)
         smallest["chunks"] = -(-length // cfg.workgroup_size)
+        if cfg.kivi_group:  # KIVI's f16 pairs (residual rows, scales and minimums) finite
+            extents = dict(self.kernel.extents)
+            for name in ("residual_k", "residual_v", "kivi_cache", "kivi_pages"):
+                if name in extents:
+                    n = evaluate(extents[name], self.kernel, smallest, known)
+                    known[name] = rng.standard_normal(2 * n).astype(np.float16).view(np.uint32)
         self.buffers = fill(self.kernel, smallest, known, rng)  # partials for the most chunks
         self.base = base
         self.bytes = cache_bytes(self.kernel, self.buffers)
@@ -296,40 +308,26 @@ def rotation_rows(bench: Bench, trials: int, log) -> list[dict]:
 
 
 def kivi_rows(bench: Bench, trials: int, log) -> list[dict]:
-    """``kivi_attend`` over a KIVI 2-bit cache of 8,192 rows a sequence (the last half group in
-    the residual) beside a copy of its cache bytes, timed alternately."""
-    from kvdsl.kernels.kivi_attend import KiviAttendConfig, kivi_attend
-
+    """Attend (and its merge) over a KIVI 2-bit cache of 8,192 rows a sequence, the last half
+    group in the residual, beside a copy of its cache bytes, at each candidate chunk size: a
+    row per group, of the planned chunk, with the best candidate's time."""
     rows = []
     batch, seq = KIVI_SIZE
     for group in KIVI_GROUPS:
-        cfg = KiviAttendConfig(kv_heads=KV_HEADS, head_dim=HEAD_DIM, q_heads=Q_HEADS, group=group)
-        kernel = kivi_attend(cfg)
-        params = {
-            "batch": batch,
-            "seq": seq,
-            "total": seq - group // 2,
-            "scale": 1 / math.sqrt(HEAD_DIM),
-        }
-        rng = np.random.default_rng(group)
-        known = {}
-        for b in kernel.bindings:  # the f16 pairs (residual rows, scale and min) finite
-            if b.name.startswith("residual") or b.name.endswith("stats"):
-                n = evaluate(dict(kernel.extents)[b.name], kernel, params, {})
-                halves = rng.standard_normal(2 * n).astype(np.float16)
-                known[b.name] = halves.view(np.uint32)
-        buffers = fill(kernel, params, known, rng)
-        nbytes = cache_bytes(kernel, buffers)
-        bench.settle()
-        att, copies, reuse = [], [], {}
-        for _ in range(trials):
-            att.append(bench.time(kernel, buffers, params, reuse))
-            copies.append(bench.copy(nbytes))
-        a, c = float(np.median(att)), float(np.median(copies))
-        log(f"kivi2 g{group} B={batch} T={seq}: {a:.1f} us = {100 * c / a:.0f}% of copy {c:.1f} us")
+        cfg = AttendConfig(KV_HEADS, HEAD_DIM, Q_HEADS, format="kivi2", kivi_group=group)
+        setup = Attention(cfg, batch, seq - group // 2, capacity=seq)
+        times, merges, copy = side_by_side(bench, setup, trials, log)
+        t = float(np.median(times[setup.picked]))
+        best = min(float(np.median(v)) for v in times.values())
+        log(
+            f"kivi2 g{group} B={batch} T={seq}: planned chunk {setup.picked} {t:.1f} us = "
+            f"{100 * copy / t:.0f}% of copy {copy:.1f} us; best candidate {best:.1f} us"
+        )
         rows.append(
             dict(kind="kivi", format=f"kivi2 g{group}", group=group, batch=batch, tokens=seq,
-                 us=a, copy_us=c, bytes=nbytes, of_copy=c / a)
+                 chunk=setup.picked, chunks=setup.params(setup.picked)["chunks"], us=t,
+                 best_us=best, merge_us=float(np.median(merges[setup.picked])), copy_us=copy,
+                 bytes=setup.bytes, of_copy=copy / t)
         )  # fmt: skip
     return rows
 

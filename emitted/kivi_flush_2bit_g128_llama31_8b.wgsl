@@ -11,11 +11,8 @@ struct Params {
 
 @group(0) @binding(0) var<storage, read> residual_k: array<u32>;
 @group(0) @binding(1) var<storage, read> residual_v: array<u32>;
-@group(0) @binding(2) var<storage, read_write> k_codes: array<u32>;
-@group(0) @binding(3) var<storage, read_write> k_stats: array<u32>;
-@group(0) @binding(4) var<storage, read_write> v_codes: array<u32>;
-@group(0) @binding(5) var<storage, read_write> v_stats: array<u32>;
-@group(0) @binding(6) var<uniform> params: Params;
+@group(0) @binding(2) var<storage, read_write> kivi_cache: array<u32>;
+@group(0) @binding(3) var<uniform> params: Params;
 
 const HEAD_DIM: u32 = 128u;
 const GROUP: u32 = 128u;
@@ -25,8 +22,9 @@ const PER: u32 = 16u;
 const HALF_DIM: u32 = 64u;
 const V_GROUPS: u32 = 1u;
 
-// KIVI: the full f16 residual into quantised group flushGroup: per invocation one K
-// channel over GROUP tokens and one token's GROUP V channels (min/max, f16 scale, codes).
+// KIVI: the full f16 residual into quantised group flushGroup of the slice's part: per
+// invocation one K channel over GROUP tokens and one token's GROUP V channels (min/max,
+// f16 scale, codes).
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   // 2D-folded flat index: gid.y carries the high bits past the dispatch's
@@ -37,9 +35,16 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   }
   let slice = i / HEAD_DIM;
   let r = i % HEAD_DIM;
+  // The slice's part of the cache: seq tokens' codes and stats.
+  let codeWords = params.seq * 8u;
+  let statWords = params.seq * 1u;
+  let headWords = (codeWords + statWords) * 2u;
+  let vCodesAt = codeWords + statWords;
+  let vStatsAt = codeWords * 2u + statWords;
+  let groups = params.seq / GROUP;
+  let base = slice * headWords;
   let first = params.flushGroup * GROUP;
-  // K channel r of the slice over the group's GROUP tokens.
-  let kRow = slice * HEAD_DIM + r;
+  // K channel r over the group's GROUP tokens.
   var kLo: f32 = unpack2x16float(residual_k[(slice * GROUP + 0u) * HALF_DIM + r / 2u])[r % 2u];
   var kHi: f32 = kLo;
   for (var kE: u32 = 1u; kE < 128u; kE = kE + 1u) {
@@ -57,13 +62,13 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     for (var kL: u32 = 0u; kL < 16u; kL = kL + 1u) {
       kWord |= u32(clamp(round((unpack2x16float(residual_k[(slice * GROUP + (kW * 16u + kL)) * HALF_DIM + r / 2u])[r % 2u] - kMin) * kInv), 0.0f, 3.0f)) << (kL * 2u);
     }
-    k_codes[kRow * (params.seq / PER) + first / PER + kW] = kWord;
+    kivi_cache[base + r * (params.seq / PER) + first / PER + kW] = kWord;
   }
-  k_stats[kRow * (params.seq / GROUP) + params.flushGroup] = pack2x16float(vec2<f32>(kScale, kMin));
+  kivi_cache[base + codeWords + r * groups + params.flushGroup] = pack2x16float(vec2<f32>(kScale, kMin));
   // V: token r / V_GROUPS of the group, its channels (r % V_GROUPS) * GROUP ...
   let vToken = r / V_GROUPS;
   let vFirst = r % V_GROUPS * GROUP;
-  let vRow = slice * params.seq + first + vToken;
+  let vRow = first + vToken;
   var vLo: f32 = unpack2x16float(residual_v[(slice * GROUP + vToken) * HALF_DIM + (vFirst + 0u) / 2u])[(vFirst + 0u) % 2u];
   var vHi: f32 = vLo;
   for (var vE: u32 = 1u; vE < 128u; vE = vE + 1u) {
@@ -81,7 +86,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     for (var vL: u32 = 0u; vL < 16u; vL = vL + 1u) {
       vWord |= u32(clamp(round((unpack2x16float(residual_v[(slice * GROUP + vToken) * HALF_DIM + (vFirst + (vW * 16u + vL)) / 2u])[(vFirst + (vW * 16u + vL)) % 2u] - vMin) * vInv), 0.0f, 3.0f)) << (vL * 2u);
     }
-    v_codes[vRow * (HEAD_DIM / PER) + vFirst / PER + vW] = vWord;
+    kivi_cache[base + vCodesAt + vRow * (HEAD_DIM / PER) + vFirst / PER + vW] = vWord;
   }
-  v_stats[vRow * V_GROUPS + r % V_GROUPS] = pack2x16float(vec2<f32>(vScale, vMin));
+  kivi_cache[base + vStatsAt + vRow * V_GROUPS + r % V_GROUPS] = pack2x16float(vec2<f32>(vScale, vMin));
 }

@@ -32,8 +32,7 @@ export type Mode =
   | "attend"
   | "attend_merge"
   | "kivi_append"
-  | "kivi_flush"
-  | "kivi_attend";
+  | "kivi_flush";
 
 export interface Variant {
   readonly name: string;

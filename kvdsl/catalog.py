@@ -32,7 +32,6 @@ from kvdsl.kernels import dense as dense_mode
 from kvdsl.kernels import dense_convert as dense_convert_mode
 from kvdsl.kernels import dense_modes as dense_modes_mode
 from kvdsl.kernels import kivi as kivi_mode
-from kvdsl.kernels import kivi_attend as kivi_attend_mode
 from kvdsl.kernels import merge as merge_mode
 from kvdsl.kernels import merge_share as merge_share_mode
 from kvdsl.kernels import paged as paged_mode
@@ -92,7 +91,6 @@ MODES: dict[str, tuple[type[KernelConfig], Callable[..., Kernel]]] = {
     "attend_merge": (attend_variants_mode.AttendMergeConfig, attend_mode.attend_merge),
     "kivi_append": (kivi_mode.KiviAppendConfig, kivi_mode.kivi_append),
     "kivi_flush": (kivi_mode.KiviFlushConfig, kivi_mode.kivi_flush),
-    "kivi_attend": (kivi_attend_mode.KiviAttendConfig, kivi_attend_mode.kivi_attend),
 }
 MODE_MODULES = (
     transpose_mode,
@@ -111,7 +109,6 @@ MODE_MODULES = (
     qkv_paged_mode,
     attend_variants_mode,
     kivi_mode,
-    kivi_attend_mode,
 )
 
 

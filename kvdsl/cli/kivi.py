@@ -1,5 +1,5 @@
-"""``kvdsl kivi``: a decode session over KIVI's 2-bit (or 4-bit) cache, contiguous or paged,
-checked step by step against the reference (:func:`kvdsl.harness.kivi.session`)."""
+"""``kvdsl kivi``: a decode session over KIVI's 2-bit (or 4-bit) cache, contiguous or paged, read
+by ``attend``, checked step by step against the reference (:func:`kvdsl.harness.kivi.session`)."""
 
 from __future__ import annotations
 
@@ -48,7 +48,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         description="Keep KIVI's 2-bit (or 4-bit) cache of a few sequences on the GPU (or in "
         "the interpreter): a prompt, then one token a step, appended into the f16 residual and "
         "flushed into the quantised groups (contiguous, or pages through a shuffled page table) "
-        "whenever a group fills; every step attends the new token's query over the cache. Each "
+        "whenever a group fills; every step attends the new token's query over the cache through "
+        "attend (its keys split into the chunks plan picks, merged by attend_merge). Each "
         "flush's cache words are checked against the reference's layout (a code a step off, as "
         "a GPU's division may round it, is accepted in a few codes; stats bit for bit), each "
         "attention output against float64 attention over the cache the device keeps (decoded by "

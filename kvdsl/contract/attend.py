@@ -8,8 +8,10 @@ both from the shape); with ``chunks`` more than one the variant writes ``partial
 ``output``. The cache adds ``seq`` (a contiguous cache's capacity) or ``pages`` (a paged
 cache's pool; ``maxPages`` is added wherever a kernel binds ``page_table``); a sliding window
 adds ``window``; the template's int8 or int4 cache adds ``perChannel`` (its ``kv_scale``
-holds a scale pair per channel, or one). ``scale`` and ``softcap`` are the model's numbers, no formula of the shape:
-their params fields have no value.
+holds a scale pair per channel, or one); a contiguous KIVI cache has ``groups`` (groups of
+``kivi_group`` keys per sequence: ``seq`` is ``groups × kivi_group``) in place of ``seq``.
+``scale`` and ``softcap`` are the model's numbers, no formula of the shape: their params fields
+have no value.
 """
 
 from __future__ import annotations
@@ -102,7 +104,10 @@ def shape(cfg: KernelConfig) -> list[str]:
     own = list(SHAPES[cfg.mode])
     if cfg.mode == "attend_merge":
         return own
-    own.append("seq" if cfg.cache is CacheLayout.BNSH else "pages")
+    if cfg.kivi_bits is not None and cfg.cache is CacheLayout.BNSH:
+        own.append("groups")
+    else:
+        own.append("seq" if cfg.cache is CacheLayout.BNSH else "pages")
     own += ["perChannel"] if cfg.template_bits is not None else []
     own += ["window"] if cfg.sliding_window else []
     return own + (["rowBlocks"] if row_blocks(cfg) is None else [])
@@ -113,7 +118,10 @@ def formulas(cfg: KernelConfig) -> dict[str, str | None]:
     own: dict[str, str | None] = {k: k for k in SHAPES[cfg.mode]}
     if cfg.mode == "attend_merge":
         return own
-    own |= {"seq": "seq"} if cfg.cache is CacheLayout.BNSH else {"maxPages": "maxPages"}
+    if cfg.cache is CacheLayout.PAGED:
+        own["maxPages"] = "maxPages"
+    else:
+        own["seq"] = "seq" if cfg.kivi_bits is None else f"groups * {cfg.kivi_group}"
     own |= {"perChannel": "perChannel"} if cfg.template_bits is not None else {}
     own |= {"rowBlocks": row_blocks(cfg) or "rowBlocks", "scale": None}
     own |= {"window": "window"} if cfg.sliding_window else {}
@@ -158,6 +166,8 @@ def sizes(cfg: KernelConfig) -> dict[str, tuple[str, int]]:
     }
     if cfg.mode == "attend_merge":
         return out
+    if cfg.kivi_bits is not None:
+        return out | _kivi_sizes(cfg)
     row = cfg.kv_heads * _row_values(cfg)
     if cfg.template_bits is not None:
         out["kv_scale"] = (f"perChannel * {cfg.kv_heads * d - 1} + 1", 2)
@@ -172,3 +182,19 @@ def sizes(cfg: KernelConfig) -> dict[str, tuple[str, int]]:
     sides = cfg.scale_geometry
     out |= {} if sides is None else {"scale_pages": ("pages", sides.stride)}
     return out | pools | {"kv_pages": ("pages", 2 * page), "page_table": ("batch * maxPages", 1)}
+
+
+def _kivi_sizes(cfg: KernelConfig) -> dict[str, tuple[str, int]]:
+    """A KIVI cache's bindings: the residuals ``kv_heads × GROUP × head_dim / 2`` u32 (f16
+    pairs) a sequence; the groups ``kv_heads`` parts a (sequence, group) of contiguous
+    ``kivi_cache`` (K's and V's codes, ``head_dim × GROUP / PER`` words each, and their stats,
+    ``head_dim`` words each), or ``kv_heads`` parts of ``page_size`` keys a page of
+    ``kivi_pages`` and ``maxPages`` entries a sequence's table."""
+    h, d, g = cfg.kv_heads, cfg.head_dim, cfg.kivi_group
+    per = 32 // cfg.kivi_bits
+    residual = ("batch", h * g * d // 2)
+    out = {"residual_k": residual, "residual_v": residual}
+    if cfg.cache is CacheLayout.BNSH:
+        return out | {"kivi_cache": ("batch * groups", h * 2 * (d * g // per + d))}
+    words = 2 * cfg.page_size * (d // per + d // g)
+    return out | {"kivi_pages": ("pages", h * words), "page_table": ("batch * maxPages", 1)}

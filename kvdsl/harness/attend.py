@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from kvdsl.harness.attend_cache import encode
+from kvdsl.harness.attend_cache import KiviCache, encode, kivi_cache
 from kvdsl.harness.cases import Case, case_generator, values
 from kvdsl.harness.compare import poison
 from kvdsl.kernels.attend import HIDDEN, AttendConfig, CacheLayout, RowLayout, plan
@@ -220,6 +220,20 @@ def _stored(cfg: AttendConfig, rng: np.random.Generator, p: Problem, k: np.ndarr
     return cache | ({} if enc.side is None else {"scales": enc.side})
 
 
+def _kivi(cfg: AttendConfig, rng: np.random.Generator, p: Problem, queries: int) -> KiviCache:
+    """The problem's K and V in KIVI's cache (:func:`kvdsl.harness.attend_cache.kivi_cache`),
+    the problem's K and V then the values they decode to; in pages, those wholly before every
+    new token's window released."""
+
+    def released(s: int, first: int) -> bool:
+        n = int(p.lengths[s])
+        return p.window is not None and first + cfg.page_size <= n - queries - p.window + 1
+
+    kv = kivi_cache(cfg, rng, p.k, p.v, p.lengths, released)
+    p.k, p.v = kv.k, kv.v
+    return kv
+
+
 def _tolerance(cfg: AttendConfig) -> float:
     return F16_TOL if cfg.o_type is Element.F16 else TOL
 
@@ -247,7 +261,12 @@ def attend_case(cfg: AttendConfig, rng: np.random.Generator, i: int) -> AttendCa
     params: dict[str, int | float] = {"batch": batch}
     buffers: dict[str, np.ndarray] = {"seqlens_k": (p.lengths - 1).astype(np.int32)}
     buffers["query"] = _rows(p.q, cfg.q_layout)
-    if cfg.cache is CacheLayout.BNSH:
+    if cfg.kivi_bits is not None:
+        kv = _kivi(cfg, rng, p, queries)
+        buffers |= kv.buffers
+        shape |= kv.shape
+        params |= kv.params
+    elif cfg.cache is CacheLayout.BNSH:
         seq = longest + int(rng.integers(0, 6))
         # Rows past a sequence's length are another step's: random, never read.
         spare = values(rng, p.k.shape[:2] + (seq - longest, cfg.head_dim), p.k.dtype)
@@ -276,7 +295,7 @@ def attend_case(cfg: AttendConfig, rng: np.random.Generator, i: int) -> AttendCa
         buffers["sinks"] = p.sinks
     if row_blocks(cfg) is None:  # the contract's rowBlocks is then a shape variable
         shape["rowBlocks"] = blocks
-    if cfg.cache is CacheLayout.PAGED:
+    if cfg.cache is CacheLayout.PAGED and cfg.kivi_bits is None:
         shape["maxPages"] = max_pages
     want = p.reference()
     rows = batch * cfg.q_heads * queries

@@ -1,7 +1,9 @@
-"""Verification cases of ``kivi_append``, ``kivi_flush`` (:mod:`kvdsl.kernels.kivi`) and
-``kivi_attend``, contiguous and paged, against :mod:`kvdsl.reference.kivi`: random non-zero rows
-(f16-exact, an offset and two large channels), the outputs poisoned; and :func:`session`, a
-decode session over the KIVI cache checked step by step (``kvdsl kivi``)."""
+"""Verification cases of ``kivi_append`` and ``kivi_flush`` (:mod:`kvdsl.kernels.kivi`),
+contiguous and paged, against :mod:`kvdsl.reference.kivi`: random non-zero rows (f16-exact, an
+offset and two large channels), the outputs poisoned; and :func:`session`, a decode session
+over the KIVI cache, read by ``attend`` (:mod:`kvdsl.kernels.attend`), checked step by step
+(``kvdsl kivi``). ``attend``'s own cases over KIVI's cache are
+:mod:`kvdsl.harness.attend`'s."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import numpy as np
 from kvdsl.harness.attend import TOL
 from kvdsl.harness.cases import Arrays, Case, case_generator
 from kvdsl.harness.compare import POISON_BITS, compare, compare_quantized
+from kvdsl.kernels.attend import AttendConfig, CacheLayout, attend, attend_merge, plan
 from kvdsl.kernels.kivi import (
     KiviAppendConfig,
     KiviCache,
@@ -20,7 +23,6 @@ from kvdsl.kernels.kivi import (
     kivi_append,
     kivi_flush,
 )
-from kvdsl.kernels.kivi_attend import KiviAttendConfig, kivi_attend
 from kvdsl.reference import kivi
 
 F16, F32 = np.float16, np.float32
@@ -117,10 +119,10 @@ def pool_difference(
 
 @dataclass
 class KiviPoolCase(Case):
-    """A paged flush's case: its pool mixes code words and f16 stat words (``code_words``, a
-    mask over the flat pool). Where :attr:`codes` names the pool (against the GPU) it is judged
-    by :func:`pool_difference`, as the contiguous flush's ``k_codes``, ``v_codes`` (one step in
-    a few codes) and ``k_stats``, ``v_stats`` (bit for bit) are; elsewhere bit for bit."""
+    """A flush's case: its cache (the contiguous ``kivi_cache`` or the paged pool) mixes code
+    words and f16 stat words (``code_words``, a mask over the flat cache). Where :attr:`codes`
+    names the cache (against the GPU) it is judged by :func:`pool_difference`: the code words
+    one step off in a few codes, the stat words bit for bit; elsewhere bit for bit."""
 
     code_words: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
 
@@ -173,153 +175,37 @@ def _paged_flush_case(cfg: KiviFlushConfig, rng: np.random.Generator, i: int) ->
 
 @case_generator("kivi_flush")
 def kivi_flush_case(cfg: KiviFlushConfig, rng: np.random.Generator, i: int) -> Case:
+    """Each slice's full residual into group ``flushGroup`` of its part of the contiguous
+    cache (a page of ``seq`` tokens per sequence, :func:`kvdsl.reference.kivi.write_pages`),
+    or of the page its table names (:func:`_paged_flush_case`)."""
     if cfg.paged:
         return _paged_flush_case(cfg, rng, i)
-    h, d, g, per = cfg.kv_heads, cfg.head_dim, cfg.group, cfg.per
+    h, d, g = cfg.kv_heads, cfg.head_dim, cfg.group
     batch = [1, 2, 1][i % 3]
     groups = [1, 3, 2][i % 3]
     seq = groups * g
     flush = int(rng.integers(0, groups))
     count = batch * h
     k, v = (kivi_rows(rng, (count, g, d)) for _ in range(2))
-    out = {
-        "k_codes": np.full((count, d, seq // per), POISON, np.uint32),
-        "k_stats": np.full((count, d, seq // g), POISON, np.uint32),
-        "v_codes": np.full((count, seq, d // per), POISON, np.uint32),
-        "v_stats": np.full((count, seq, d // g), POISON, np.uint32),
-    }
-    expected = {name: a.copy() for name, a in out.items()}
-    words = slice(flush * g // per, (flush + 1) * g // per)
-    rows = slice(flush * g, (flush + 1) * g)
-    for s in range(count):
-        c = kivi.quantize(k[s], v[s], cfg.bits, g)
-        expected["k_codes"][s, :, words] = c.k_codes
-        expected["k_stats"][s, :, flush] = kivi.stat_words(c.k_scale, c.k_min)[:, 0]
-        expected["v_codes"][s, rows] = c.v_codes
-        expected["v_stats"][s, rows] = kivi.stat_words(c.v_scale, c.v_min)
-    written = {name: (a != POISON).reshape(-1) for name, a in expected.items()}
-    written["k_codes"] = np.zeros(out["k_codes"].shape, bool)
-    written["k_codes"][:, :, words] = True
-    written["v_codes"] = np.zeros(out["v_codes"].shape, bool)
-    written["v_codes"][:, rows] = True
-    written = {name: m.reshape(-1) for name, m in written.items()}
-    bufs = {"residual_k": _halves(k).reshape(-1), "residual_v": _halves(v).reshape(-1)}
-    bufs |= {name: a.reshape(-1) for name, a in out.items()}
-    # The codes come from (x - min) * (1 / scale): a GPU's division may move one a step.
-    codes = {"k_codes": cfg.bits, "v_codes": cfg.bits}
-    return Case(
+    words = kivi.page_words(d, cfg.bits, g, seq)
+    cache = np.full((batch, h, words), POISON, np.uint32)
+    expected = cache.copy()
+    for b in range(batch):
+        heads = [kivi.quantize(k[b * h + x], v[b * h + x], cfg.bits, g) for x in range(h)]
+        kivi.write_pages(expected, np.array([b]), heads, seq, start=flush * g)
+    # The code words come from (x - min) * (1 / scale): a GPU's division may move one a step.
+    return KiviPoolCase(
         {"batch": batch, "groups": groups, "flushGroup": flush},
-        bufs,
+        {
+            "residual_k": _halves(k).reshape(-1),
+            "residual_v": _halves(v).reshape(-1),
+            "kivi_cache": cache.reshape(-1),
+        },
         {"count": count, "seq": seq, "flushGroup": flush},
-        {name: a.reshape(-1) for name, a in expected.items()},
-        written,
-        codes=codes,
-    )
-
-
-def attend_inputs(
-    cfg: KiviAttendConfig,
-    batch: int,
-    total: int,
-    seq: int,
-    seed: int,
-    max_pages: int = 0,
-    holes: int = 0,
-):
-    """A KIVI cache of ``total`` tokens per slice laid out by the reference, a query per
-    (sequence, query head), and attention in float64 over the cache the reference decodes.
-    Contiguous: ``seq`` tokens a slice. Paged: ``max_pages`` entries a sequence (at least
-    the pages of its groups) of a shuffled table over a pool with a spare page, the first
-    ``holes`` entries of the last sequence's row negative (pages released: their keys hidden;
-    ``holes`` pages of whole groups, before the residual)."""
-    h, d, g, per = cfg.kv_heads, cfg.head_dim, cfg.group, cfg.per
-    rng = np.random.default_rng(seed)
-    k = kivi_rows(rng, (batch * h, total, d)).reshape(batch * h, total, d)
-    v = kivi_rows(rng, (batch * h, total, d)).reshape(batch * h, total, d)
-    q = (
-        rng.uniform(0.25, 2.0, (batch, cfg.q_heads, d))
-        * rng.choice([-1, 1], (batch, cfg.q_heads, d))
-    ).astype(F32)
-    n = total - total % g
-    bufs = {
-        "query": q.reshape(-1),
-        "residual_k": np.full((batch * h, g, d // 2), POISON, np.uint32),
-        "residual_v": np.full((batch * h, g, d // 2), POISON, np.uint32),
-    }
-    if cfg.paged:
-        pages = batch * max_pages + 1
-        table = page_table(rng, batch, max_pages, pages)
-        table[-1, :holes] = -1
-        pool = np.full((pages, h, cfg.head_words), POISON, np.uint32)
-        bufs |= {"page_table": table, "kivi_pages": pool}
-    else:
-        bufs |= {
-            "k_codes": np.full((batch * h, d, seq // per), POISON, np.uint32),
-            "k_stats": np.full((batch * h, d, seq // g), POISON, np.uint32),
-            "v_codes": np.full((batch * h, seq, d // per), POISON, np.uint32),
-            "v_stats": np.full((batch * h, seq, d // g), POISON, np.uint32),
-        }
-    bufs["output"] = np.full(q.size, POISON, np.uint32).view(F32)
-    scale = 1.0 / np.sqrt(d)
-    want = np.zeros((batch, cfg.q_heads, d))
-    caches = [kivi.quantize(k[s], v[s], cfg.bits, g) for s in range(batch * h)]
-    for s, c in enumerate(caches):
-        b, kv = divmod(s, h)
-        if cfg.paged:
-            if kv == 0:
-                kivi.write_pages(pool, table[b], caches[s : s + h], cfg.page_size)
-        else:
-            bufs["k_codes"][s, :, : n // per] = c.k_codes
-            bufs["k_stats"][s, :, : n // g] = kivi.stat_words(c.k_scale, c.k_min)
-            bufs["v_codes"][s, :n] = c.v_codes
-            bufs["v_stats"][s, :n] = kivi.stat_words(c.v_scale, c.v_min)
-        left = total - n
-        bufs["residual_k"][s, :left] = c.k_residual.view(np.uint32)
-        bufs["residual_v"][s, :left] = c.v_residual.view(np.uint32)
-        back_k, back_v = (x.astype(np.float64) for x in kivi.dequantize(c))
-        if cfg.paged and b == batch - 1:  # the released pages' keys are no longer there
-            back_k, back_v = back_k[holes * cfg.page_size :], back_v[holes * cfg.page_size :]
-        for qh in range(kv * cfg.q_heads // h, (kv + 1) * cfg.q_heads // h):
-            logit = back_k @ q[b, qh].astype(np.float64) * scale
-            p = np.exp(logit - logit.max())
-            want[b, qh] = p @ back_v / p.sum()
-    bufs = {name: a.reshape(-1) for name, a in bufs.items()}
-    params = {"batch": batch, "total": total}
-    params |= {"maxPages": max_pages} if cfg.paged else {"seq": seq}
-    return bufs, params | {"scale": scale}, want.reshape(-1)
-
-
-@case_generator("kivi_attend")
-def kivi_attend_case(cfg: KiviAttendConfig, rng: np.random.Generator, i: int) -> Case:
-    g = cfg.group
-    batch = [1, 2, 1][i % 3]
-    total = [int(rng.integers(1, g)), int(rng.integers(g, 3 * g)), 3 * g][i % 3]
-    seq = -(-total // g) * g
-    if cfg.paged:  # a page or two past the tokens' in each row; a hole in one case
-        total = [total, int(rng.integers(cfg.page_size, 2 * cfg.page_size)), total][i % 3]
-        max_pages = -(-total // cfg.page_size) + i % 2
-        holes = 1 if i % 3 == 1 else 0
-        bufs, params, want = attend_inputs(
-            cfg, batch, total, 0, int(rng.integers(1 << 30)), max_pages, holes
-        )
-        shape = {"batch": batch, "total": total, "pages": batch * max_pages + 1}
-        return Case(
-            shape | {"maxPages": max_pages},
-            bufs,
-            params,
-            {"output": want.astype(F32)},
-            tolerance={"output": 1e-4},
-        )
-    bufs, params, want = attend_inputs(cfg, batch, total, seq, int(rng.integers(1 << 30)))
-    # The logits reach tens (K's large channel): a few ulps of an f32 logit move a weight, and
-    # the output, by ~1e-5 relative; 1e-4 of 1 + |x| bounds it (attend's TOL is 5e-5 for
-    # logits of a few units).
-    return Case(
-        {"batch": batch, "total": total, "groups": seq // g},
-        bufs,
-        params,
-        {"output": want.astype(F32)},
-        tolerance={"output": 1e-4},
+        {"kivi_cache": expected.reshape(-1)},
+        {"kivi_cache": (expected != POISON).reshape(-1)},
+        codes={"kivi_cache": cfg.bits},
+        code_words=code_words(d, cfg.bits, g, seq, batch, h),
     )
 
 
@@ -376,24 +262,6 @@ def words_off(got: np.ndarray, want: np.ndarray, codes: np.ndarray, bits: int) -
     return differ
 
 
-def _stats(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The f16 scales (low halves) and minimums (high halves) of stat words."""
-    w = words.astype(np.uint32)
-    return (w & 0xFFFF).astype(np.uint16).view(F16), (w >> 16).astype(np.uint16).view(F16)
-
-
-def _contiguous_head(
-    arrays: dict[str, np.ndarray], s: int, n: int, bits: int, g: int, res_k, res_v
-) -> kivi.Kivi:
-    """Slice ``s``'s cache from the contiguous arrays ``[count, ...]``: its first ``n``
-    tokens' groups, then the f16 residual rows ``res_k``, ``res_v``."""
-    per = 32 // bits
-    k_scale, k_min = _stats(arrays["k_stats"][s, :, : n // g])
-    v_scale, v_min = _stats(arrays["v_stats"][s, :n])
-    k_codes, v_codes = arrays["k_codes"][s, :, : n // per], arrays["v_codes"][s, :n]
-    return kivi.Kivi(bits, g, k_codes, k_scale, k_min, v_codes, v_scale, v_min, res_k, res_v)
-
-
 def session(
     run,
     *,
@@ -413,26 +281,30 @@ def session(
     """A decode session over a KIVI cache through ``run`` (``kvdsl.interp.run`` or the GPU's
     ``kvdsl.runtime.run``): a prompt of ``prompt`` tokens, then ``steps`` decode steps of one
     token, every sequence alike. Each append fills at most the residual's free rows; a full
-    residual is flushed (into the sequence's page through a shuffled page table with
-    ``paged``). After each flush and at the end the cache's words are checked against the
-    reference's (:mod:`kvdsl.reference.kivi`) layout of every token so far (:func:`words_off`:
-    codes a step away accepted, as a GPU's rounding moves them); the oracle then holds the
-    device's words where they are accepted and the reference's where they are off, so it goes
-    on from the cache the device actually keeps. After the prompt and each step every
-    sequence's new token attends over its cache, checked against float64 attention over the
-    oracle's groups (decoded by the reference) and the reference's f16 residual, within
-    :func:`attention_bound`. ``kernels``: (append, flush, attend) in place of the configs' own
-    (a planted bug's)."""
+    residual is flushed (into the sequence's part of the contiguous cache, or its page through
+    a shuffled page table with ``paged``). After each flush and at the end the cache's words
+    are checked against the reference's (:mod:`kvdsl.reference.kivi`) layout of every token so
+    far (:func:`words_off`: codes a step away accepted, as a GPU's rounding moves them); the
+    oracle then holds the device's words where they are accepted and the reference's where
+    they are off, so it goes on from the cache the device actually keeps. After the prompt and
+    each step every sequence's new token attends over its cache through ``attend`` (its keys
+    split into the chunks :func:`~kvdsl.kernels.attend.plan` picks, and ``attend_merge`` where
+    they are more than one), checked against float64 attention over the oracle's groups
+    (decoded by the reference) and the reference's f16 residual, within
+    :func:`attention_bound`. ``kernels``: (append, flush, attend, merge) in place of the
+    configs' own (a planted bug's)."""
     h, d, g = kv_heads, head_dim, group
-    per, total = 32 // bits, prompt + steps
+    total = prompt + steps
     layout = {"cache": KiviCache.PAGED, "page_size": page_size} if paged else {}
     append_cfg = KiviAppendConfig(h, d, bits=bits, group=g)
     flush_cfg = KiviFlushConfig(h, d, bits=bits, group=g, **layout)
-    attend_cfg = KiviAttendConfig(h, d, q_heads=q_heads, bits=bits, group=g, **layout)
-    append, flush, attend = kernels or (
+    where = {"cache": CacheLayout.PAGED, "page_size": page_size} if paged else {}
+    attend_cfg = AttendConfig(h, d, q_heads, format=f"kivi{bits}", kivi_group=g, **where)
+    append, flush, reader, merge = kernels or (
         kivi_append(append_cfg),
         kivi_flush(flush_cfg),
-        kivi_attend(attend_cfg),
+        attend(attend_cfg),
+        attend_merge(attend_cfg),
     )
     rng = np.random.default_rng(seed)
     k, v = (kivi_rows(rng, (batch, total, h, d)) for _ in range(2))
@@ -445,71 +317,69 @@ def session(
         "residual_k": _poison(count * g * d // 2),
         "residual_v": _poison(count * g * d // 2),
     }
+    # A contiguous cache is a page of ``seq`` tokens per sequence (kvdsl.kernels.kivi).
     if paged:
+        size, pool_name = page_size, "kivi_pages"
         max_pages = -(-total // page_size)
         pages = batch * max_pages + 1
         table = page_table(rng, batch, max_pages, pages)
-        cache |= {
-            "page_table": table.reshape(-1),
-            "kivi_pages": _poison(pages * h * flush_cfg.head_words),
-        }
-        seq = max_pages * page_size
+        cache["page_table"] = table.reshape(-1)
         where = {"maxPages": max_pages}
-        codes = {"kivi_pages": code_words(d, bits, g, page_size, pages, h)}
     else:
-        seq = -(-total // g) * g
-        shapes = {
-            "k_codes": (count, d, seq // per),
-            "k_stats": (count, d, seq // g),
-            "v_codes": (count, seq, d // per),
-            "v_stats": (count, seq, d // g),
-        }
-        cache |= {name: _poison(int(np.prod(s))) for name, s in shapes.items()}
-        where = {"seq": seq}
-        codes = {name: np.full(int(np.prod(s)), "codes" in name) for name, s in shapes.items()}
+        size, pool_name = -(-total // g) * g, "kivi_cache"
+        pages, table = batch, np.arange(batch, dtype=np.int32).reshape(batch, 1)
+        where = {"seq": size}
+    words = kivi.page_words(d, bits, g, size)
+    cache[pool_name] = _poison(pages * h * words)
+    codes = code_words(d, bits, g, size, pages, h)
 
-    def reference(tokens: int) -> dict[str, np.ndarray]:
+    def reference(tokens: int) -> np.ndarray:
         """The quantised cache's words the reference lays out for ``tokens`` tokens."""
-        caches = [
-            [kivi.quantize(rows_k[b, x, :tokens], rows_v[b, x, :tokens], bits, g) for x in range(h)]
-            for b in range(batch)
-        ]
-        if paged:
-            pool = _poison(pages * h * flush_cfg.head_words).reshape(pages, h, -1)
-            for b in range(batch):
-                kivi.write_pages(pool, table[b], caches[b], page_size)
-            return {"kivi_pages": pool.reshape(-1)}
-        n = caches[0][0].quantised
-        out = {name: _poison(int(np.prod(s))).reshape(s) for name, s in shapes.items()}
-        for s in range(count):
-            c = caches[s // h][s % h]
-            out["k_codes"][s, :, : n // per] = c.k_codes
-            out["k_stats"][s, :, : n // g] = kivi.stat_words(c.k_scale, c.k_min)
-            out["v_codes"][s, :n] = c.v_codes
-            out["v_stats"][s, :n] = kivi.stat_words(c.v_scale, c.v_min)
-        return {name: a.reshape(-1) for name, a in out.items()}
+        pool = _poison(pages * h * words).reshape(pages, h, words)
+        for b in range(batch):
+            heads = [
+                kivi.quantize(rows_k[b, x, :tokens], rows_v[b, x, :tokens], bits, g)
+                for x in range(h)
+            ]
+            kivi.write_pages(pool, table[b], heads, size)
+        return pool.reshape(-1)
 
     oracle = reference(0)
 
     def check(tokens: int) -> int:
         """The cache's words off the reference's for ``tokens`` tokens; the oracle takes the
         device's words but those."""
-        off = 0
-        for name, want in reference(tokens).items():
-            bad = words_off(cache[name], want, codes[name], bits)
-            off += int(np.count_nonzero(bad))
-            oracle[name] = np.where(bad, want, cache[name])
-        return off
+        nonlocal oracle
+        want = reference(tokens)
+        bad = words_off(cache[pool_name], want, codes, bits)
+        oracle = np.where(bad, want, cache[pool_name])
+        return int(np.count_nonzero(bad))
 
     def oracle_head(b: int, x: int, tokens: int) -> kivi.Kivi:
         """Sequence ``b``'s KV head ``x`` as the oracle keeps it for ``tokens`` tokens."""
         n = tokens - tokens % g
         res_k, res_v = (r[b, x, n:tokens].astype(F16) for r in (rows_k, rows_v))
-        if paged:
-            pool = oracle["kivi_pages"].reshape(pages, h, -1)
-            return kivi.read_pages(pool, table[b], x, n, bits, g, page_size, res_k, res_v)
-        arrays = {name: oracle[name].reshape(s) for name, s in shapes.items()}
-        return _contiguous_head(arrays, b * h + x, n, bits, g, res_k, res_v)
+        pool = oracle.reshape(pages, h, words)
+        return kivi.read_pages(pool, table[b], x, n, bits, g, size, res_k, res_v)
+
+    def attend_step(step_q: np.ndarray, tokens: int) -> np.ndarray:
+        """Every sequence's new token attending over its ``tokens`` keys: ``attend`` over the
+        chunks :func:`plan` picks, then ``attend_merge`` where they are more than one."""
+        split = plan(attend_cfg, batch=batch, queries=1, longest=tokens)
+        rows = batch * q_heads
+        bufs = cache | {
+            "seqlens_k": np.full(batch, tokens - 1, np.int32),
+            "query": step_q.reshape(-1),
+            "output": _poison(rows * d).view(F32),
+            "partials": _poison(rows * split["chunks"] * (d + 4)).view(F32),
+        }
+        params = where | split | {"scale": scale}
+        out = run(reader, bufs, params)
+        if split["chunks"] > 1:
+            inputs = {"partials": out["partials"], "output": bufs["output"]}
+            keep = {n: split[n] for n in ("batch", "queries", "chunks")}
+            out = run(merge, inputs, keep)
+        return out["output"].reshape(batch, q_heads, d)
 
     scale = 1.0 / np.sqrt(d)
     mismatches, flushes, off, past, worst = 0, 0, 0, 0, 0.0
@@ -536,12 +406,7 @@ def session(
                 off += check(past + done)
         past += n
         step_q = q[past - 1]
-        bufs = cache | {
-            "query": step_q.reshape(-1),
-            "output": np.full(step_q.size, POISON, np.uint32).view(F32),
-        }
-        params = {"batch": batch, "total": past} | where | {"scale": scale}
-        got = run(attend, bufs, params)["output"].reshape(batch, q_heads, d)
+        got = attend_step(step_q, past)
         for b in range(batch):
             for x in range(h):
                 back_k, back_v = (

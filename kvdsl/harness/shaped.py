@@ -136,6 +136,8 @@ def _seqlens(
         if cfg.mode == "attend":  # every cached row of a sequence is one the new tokens see
             lo = max(lo, 0)
     else:
+        if cfg.mode == "attend" and "groups" in shape:  # KIVI's contiguous cache: seq in groups
+            shape = shape | {"seq": shape["groups"] * cfg.kivi_group}
         new_var, cap_var = SEQLENS.get(cfg.mode, ("keySeq", "seq"))
         if new_var not in shape or cap_var not in shape:
             raise ShapeError(

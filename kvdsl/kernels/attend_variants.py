@@ -178,13 +178,21 @@ PAGED_FORMATS = {
 }
 
 
+#: KIVI's 2-bit groups attend reads, as the ``kivi_flush_2bit_g{group}_llama31_8b`` writer
+#: variants write them (contiguous), and in pages of 256 tokens as the
+#: ``kivi_flush_2bit_g{group}_paged256_llama31_8b`` ones do.
+KIVI_GROUPS = (128, 64, 32)
+KIVI_PAGED_GROUPS = (128, 32)
+
+
 def quantised_variants(llama: dict) -> dict[str, AttendConfig]:
     """Attend over Llama-3.1-8B's quantised caches (``llama``: its attend fields), Q and O f32
     BNSH: ``attend_{part}_llama31_8b`` of each :data:`CONTIGUOUS_FORMATS` part and
     ``attend_paged_{part}_llama31_8b`` of each :data:`PAGED_FORMATS` part, so a host pairs
     each writer variant with the reader of its cache; ``attend_int4_rotation128_llama31_8b``
     reads the int4 cache ``qkv_int4_rotation128_llama31_8b`` writes, K rotated over the whole
-    head."""
+    head; ``attend_kivi2_g{group}_llama31_8b`` and ``attend_paged_kivi2_g{group}_p256_llama31_8b``
+    read KIVI's 2-bit caches (:data:`KIVI_GROUPS`, :data:`KIVI_PAGED_GROUPS`)."""
     v: dict[str, AttendConfig] = {}
     for part, (fmt, scales) in CONTIGUOUS_FORMATS.items():
         v[f"attend_{part}_llama31_8b"] = AttendConfig(**llama, format=fmt, scales=scales)
@@ -196,4 +204,12 @@ def quantised_variants(llama: dict) -> dict[str, AttendConfig]:
             **llama, cache=CacheLayout.PAGED, format=fmt, scales=scales, page_size=size,
             page_layout=layout,
         )  # fmt: skip
+    for group in KIVI_GROUPS:
+        v[f"attend_kivi2_g{group}_llama31_8b"] = AttendConfig(
+            **llama, format="kivi2", kivi_group=group
+        )
+    for group in KIVI_PAGED_GROUPS:
+        v[f"attend_paged_kivi2_g{group}_p256_llama31_8b"] = AttendConfig(
+            **llama, cache=CacheLayout.PAGED, format="kivi2", kivi_group=group, page_size=256
+        )
     return v

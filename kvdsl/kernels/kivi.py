@@ -1,4 +1,4 @@
-"""``kivi_append`` and ``kivi_flush``: KIVI's 2-bit (or 4-bit) cache, contiguous.
+"""``kivi_append`` and ``kivi_flush``: KIVI's 2-bit (or 4-bit) cache, contiguous or paged.
 
 The layout is :mod:`kvdsl.reference.kivi`'s (docs/formats.md, "KIVI"), per slice (one sequence's
 kv head; ``count`` slices of ``seq`` tokens, ``seq`` a multiple of ``group``), ``PER = 32 / bits``
@@ -7,13 +7,21 @@ codes to a u32, the first in the lowest bits:
 - ``residual_k``, ``residual_v``: the newest ``< group`` tokens, f16, two to a u32 word (the
   lower channel in the low half): ``[count, GROUP, HEAD_DIM / 2]``; token ``t`` of a slice sits
   at ``t % GROUP``;
-- ``k_codes`` ``[count, HEAD_DIM, seq / PER]``: K per channel, packed along the tokens;
-  ``k_stats`` ``[count, HEAD_DIM, seq / GROUP]``: each channel's scale and minimum over a group of
-  ``GROUP`` tokens, one u32 ``pack2x16float(scale, min)`` (KIVI keeps scale and minimum in two
-  f16 tensors of this shape; here a pair shares a word, so one invocation writes it whole);
-- ``v_codes`` ``[count, seq, HEAD_DIM / PER]``: V per token, packed along the channels;
-  ``v_stats`` ``[count, seq, HEAD_DIM / GROUP]``: each token's ``pack2x16float(scale, min)`` per
-  ``GROUP`` channels.
+- ``kivi_cache`` ``[count, HEAD_WORDS]``: the slice's part, ``HEAD_WORDS = 2 * seq * (HEAD_DIM /
+  PER + HEAD_DIM / GROUP)`` words, four arrays in order (:class:`PageParts`):
+
+  - K's codes ``[HEAD_DIM, seq / PER]``: K per channel, packed along the tokens;
+  - K's stats ``[HEAD_DIM, seq / GROUP]``: each channel's scale and minimum over a group of
+    ``GROUP`` tokens, one u32 ``pack2x16float(scale, min)`` (KIVI keeps scale and minimum in
+    two f16 tensors of this shape; here a pair shares a word, so one invocation writes it
+    whole);
+  - V's codes ``[seq, HEAD_DIM / PER]``: V per token, packed along the channels;
+  - V's stats ``[seq, HEAD_DIM / GROUP]``: each token's ``pack2x16float(scale, min)`` per
+    ``GROUP`` channels.
+
+  One binding for the four keeps a reader's bindings few: ``attend`` over the cache
+  (:mod:`kvdsl.kernels.attend.kivi`) binds seven storage buffers, where four arrays made ten,
+  past WebGPU's default eight.
 
 ``kivi_append`` writes ``keySeq`` new BSH tokens (f32 ``src_k``, ``src_v``, the tokens
 ``pastSeq .. pastSeq + keySeq`` of every slice) into the residual as f16 (one invocation per
@@ -34,13 +42,16 @@ With ``cache="paged"`` the quantised groups live in pages of one u32 pool, ``kiv
 (:func:`kvdsl.reference.kivi.page_words`), reached through a page table per sequence (``[batch,
 maxPages]`` i32, as the paged modes' ``page_table``): a page holds ``PAGE_SIZE`` tokens (a
 multiple of ``GROUP``: whole groups, so a flush writes one page and a group's stats live with its
-codes) of every KV head; head ``h`` of page ``p`` is the contiguous slice's four arrays with
-``seq = PAGE_SIZE``, at ``(p * KV_HEADS + h) * HEAD_WORDS``. The residual stays per sequence.
+codes) of every KV head; head ``h`` of page ``p`` is a contiguous slice's part with ``seq =
+PAGE_SIZE``, at ``(p * KV_HEADS + h) * HEAD_WORDS``: a contiguous cache is a paged one of one
+page of ``seq`` tokens per sequence, page ``b`` sequence ``b``'s. The residual stays per
+sequence.
 A flush into a page the table marks absent (a negative entry) writes nothing.
 """
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -171,16 +182,31 @@ class PageParts:
         return (page * heads + head) * self.head_words
 
 
-def page_parts(kb: KernelBuilder, cfg: KiviCacheConfig) -> PageParts:
-    """Declare ``PAGE_SIZE`` and the page's parts (:class:`PageParts`) in ``kb``."""
-    codes = cfg.head_dim * cfg.page_size // cfg.per
-    stats = cfg.head_dim * cfg.page_size // cfg.group
+def page_parts(
+    kb: KernelBuilder, head_dim: int, bits: int, group: int, size: int | Val
+) -> PageParts:
+    """The parts (:class:`PageParts`) of a page of ``size`` tokens in ``kb``: consts
+    ``PAGE_SIZE``, ``HEAD_WORDS`` and where each part begins for a paged cache's page (``size``
+    an int), or lets of a contiguous cache's slice of ``seq`` tokens (``size`` the param)."""
+    per = 32 // bits
+    if isinstance(size, int):
+        codes = head_dim * size // per
+        stats = head_dim * size // group
+        return PageParts(
+            kb.const("PAGE_SIZE", u32, size),
+            kb.const("HEAD_WORDS", u32, 2 * (codes + stats)),
+            kb.const("K_STATS_AT", u32, codes),
+            kb.const("V_CODES_AT", u32, codes + stats),
+            kb.const("V_STATS_AT", u32, 2 * codes + stats),
+        )
+    codes = kb.let("codeWords", size * (head_dim // per))
+    stats = kb.let("statWords", size * (head_dim // group))
     return PageParts(
-        kb.const("PAGE_SIZE", u32, cfg.page_size),
-        kb.const("HEAD_WORDS", u32, cfg.head_words),
-        kb.const("K_STATS_AT", u32, codes),
-        kb.const("V_CODES_AT", u32, codes + stats),
-        kb.const("V_STATS_AT", u32, 2 * codes + stats),
+        size,
+        kb.let("headWords", (codes + stats) * 2),
+        codes,
+        kb.let("vCodesAt", codes + stats),
+        kb.let("vStatsAt", codes * 2 + stats),
     )
 
 
@@ -279,107 +305,54 @@ def _quantise(kb: KernelBuilder, cfg: KiviConfig, tag: str, load, store_code, st
 
 
 def kivi_flush(cfg: KiviFlushConfig, name: str = "kivi_flush") -> Kernel:
-    """Build the flush of a full residual into group ``flushGroup`` of the quantised cache."""
+    """Build the flush of a full residual into group ``flushGroup`` of the quantised cache: a
+    contiguous cache's part of the slice, or the page the sequence's table names."""
+    kb = KernelBuilder(name, cfg.workgroup_size)
+    res_k = kb.binding("residual_k", u32, "read")
+    res_v = kb.binding("residual_v", u32, "read")
     if cfg.paged:
-        return _kivi_flush_paged(cfg, name)
-    kb = KernelBuilder(name, cfg.workgroup_size)
-    res_k = kb.binding("residual_k", u32, "read")
-    res_v = kb.binding("residual_v", u32, "read")
-    k_codes = kb.binding("k_codes", u32, "read_write")
-    k_stats = kb.binding("k_stats", u32, "read_write")
-    v_codes = kb.binding("v_codes", u32, "read_write")
-    v_stats = kb.binding("v_stats", u32, "read_write")
-    d, g, _ = _consts(kb, cfg)
-    per = kb.const("PER", u32, cfg.per)
-    half = kb.const("HALF_DIM", u32, cfg.head_dim // 2)
-    vgroups = kb.const("V_GROUPS", u32, cfg.head_dim // cfg.group)
-    count, seq, flush = kb.param("count"), kb.param("seq"), kb.param("flushGroup")
-    i = flat_index(kb, cfg.fold, "i", bound=count * d)
-    slice_ = kb.let("slice", i / d)
-    r = kb.let("r", i % d)
-    first = kb.let("first", flush * g)
-
-    def half_of(buf, row: Val, c: Val) -> Val:
-        return unpack2x16float(buf[(slice_ * g + row) * half + c / 2])[c % 2]
-
-    kb.comment("K channel r of the slice over the group's GROUP tokens.")
-    k_row = kb.let("kRow", slice_ * d + r)
-
-    def k_code(w: Val, word: Val) -> None:
-        k_codes[k_row * (seq / per) + first / per + w] = word
-
-    def k_stat(word: Val) -> None:
-        k_stats[k_row * (seq / g) + flush] = word
-
-    _quantise(kb, cfg, "k", lambda e: half_of(res_k, e, r), k_code, k_stat)
-    kb.comment("V: token r / V_GROUPS of the group, its channels (r % V_GROUPS) * GROUP ...")
-    t = kb.let("vToken", r / vgroups)
-    c0 = kb.let("vFirst", r % vgroups * g)
-    v_row = kb.let("vRow", slice_ * seq + first + t)
-
-    def v_code(w: Val, word: Val) -> None:
-        v_codes[v_row * (d / per) + c0 / per + w] = word
-
-    def v_stat(word: Val) -> None:
-        v_stats[v_row * vgroups + r % vgroups] = word
-
-    _quantise(kb, cfg, "v", lambda e: half_of(res_v, t, c0 + e), v_code, v_stat)
-    items = count * d
-    doc = (
-        "KIVI: the full f16 residual into quantised group flushGroup: per invocation one K\n"
-        "channel over GROUP tokens and one token's GROUP V channels (min/max, f16 scale, codes)."
-    )
-    kernel = kb.build(Dispatch(items.node, cfg.workgroup_size, cfg.fold), doc)
-    res = times(count, g, half)
-    return contract(
-        kernel,
-        {
-            "residual_k": res,
-            "residual_v": res,
-            "k_codes": times(count, seq, cfg.head_dim // cfg.per),
-            "k_stats": times(count, seq, vgroups),
-            "v_codes": times(count, seq, cfg.head_dim // cfg.per),
-            "v_stats": times(count, seq, vgroups),
-        },
-        {"flushGroup * GROUP + GROUP <= seq": flush * g + g <= seq},
-    )
-
-
-def _kivi_flush_paged(cfg: KiviFlushConfig, name: str) -> Kernel:
-    """The flush into the page the sequence's table names for group ``flushGroup``."""
-    kb = KernelBuilder(name, cfg.workgroup_size)
-    res_k = kb.binding("residual_k", u32, "read")
-    res_v = kb.binding("residual_v", u32, "read")
-    page_table = kb.binding("page_table", i32, "read")
-    pool = kb.binding("kivi_pages", u32, "read_write")
+        page_table = kb.binding("page_table", i32, "read")
+        pool = kb.binding("kivi_pages", u32, "read_write")
+    else:
+        pool = kb.binding("kivi_cache", u32, "read_write")
     d, g, heads = _consts(kb, cfg)
     per = kb.const("PER", u32, cfg.per)
     half = kb.const("HALF_DIM", u32, cfg.head_dim // 2)
     vgroups = kb.const("V_GROUPS", u32, cfg.head_dim // cfg.group)
-    parts = page_parts(kb, cfg)
-    groups_per_page = kb.const("PAGE_GROUPS", u32, cfg.page_size // cfg.group)
-    count, max_pages, flush = kb.param("count"), kb.param("maxPages"), kb.param("flushGroup")
+    if cfg.paged:
+        parts = page_parts(kb, cfg.head_dim, cfg.bits, cfg.group, cfg.page_size)
+        groups = kb.const("PAGE_GROUPS", u32, cfg.page_size // cfg.group)
+        count, max_pages, flush = kb.param("count"), kb.param("maxPages"), kb.param("flushGroup")
+    else:
+        count, seq, flush = kb.param("count"), kb.param("seq"), kb.param("flushGroup")
     i = flat_index(kb, cfg.fold, "i", bound=count * d)
     slice_ = kb.let("slice", i / d)
     r = kb.let("r", i % d)
-    kb.comment("The group's page: entry flushGroup / PAGE_GROUPS of the sequence's table.")
-    entry = table_entry(kb, page_table, slice_ / heads, max_pages, flush / groups_per_page, "entry")
-    page = kb.let("page", max_(entry, 0).to(u32))
-    base = kb.let("base", parts.base(page, slice_ % heads, heads))
-    in_page = kb.let("inPage", flush % groups_per_page)
+    if cfg.paged:
+        kb.comment("The group's page: entry flushGroup / PAGE_GROUPS of the sequence's table.")
+        entry = table_entry(kb, page_table, slice_ / heads, max_pages, flush / groups, "entry")
+        page = kb.let("page", max_(entry, 0).to(u32))
+        base = kb.let("base", parts.base(page, slice_ % heads, heads))
+        in_page = kb.let("inPage", flush % groups)
+    else:
+        kb.comment("The slice's part of the cache: seq tokens' codes and stats.")
+        parts = page_parts(kb, cfg.head_dim, cfg.bits, cfg.group, seq)
+        groups = kb.let("groups", seq / g)
+        base = kb.let("base", slice_ * parts.head_words)
+        in_page = flush
     first = kb.let("first", in_page * g)
 
     def half_of(buf, row: Val, c: Val) -> Val:
         return unpack2x16float(buf[(slice_ * g + row) * half + c / 2])[c % 2]
 
-    with kb.if_(entry >= 0):
+    with kb.if_(entry >= 0) if cfg.paged else nullcontext():
         kb.comment("K channel r over the group's GROUP tokens.")
 
         def k_code(w: Val, word: Val) -> None:
             pool[base + r * (parts.size / per) + first / per + w] = word
 
         def k_stat(word: Val) -> None:
-            pool[base + parts.k_stats + r * groups_per_page + in_page] = word
+            pool[base + parts.k_stats + r * groups + in_page] = word
 
         _quantise(kb, cfg, "k", lambda e: half_of(res_k, e, r), k_code, k_stat)
         kb.comment("V: token r / V_GROUPS of the group, its channels (r % V_GROUPS) * GROUP ...")
@@ -395,26 +368,38 @@ def _kivi_flush_paged(cfg: KiviFlushConfig, name: str) -> Kernel:
 
         _quantise(kb, cfg, "v", lambda e: half_of(res_v, t, c0 + e), v_code, v_stat)
     items = count * d
+    res = times(count, g, half)
+    if cfg.paged:
+        doc = (
+            "KIVI, paged: the full f16 residual into quantised group flushGroup, in the page the\n"
+            "sequence's table names (a negative entry: nothing written); per invocation one K\n"
+            "channel over GROUP tokens and one token's GROUP V channels."
+        )
+        kernel = kb.build(Dispatch(items.node, cfg.workgroup_size, cfg.fold), doc)
+        return contract(
+            kernel,
+            {
+                "residual_k": res,
+                "residual_v": res,
+                "page_table": times(count / heads, max_pages),
+                "kivi_pages": pool_extent(cfg),
+            },
+            {
+                "flushGroup * GROUP + GROUP <= maxPages * PAGE_SIZE": flush * g + g
+                <= max_pages * cfg.page_size
+            },
+        )
     doc = (
-        "KIVI, paged: the full f16 residual into quantised group flushGroup, in the page the\n"
-        "sequence's table names (a negative entry: nothing written); per invocation one K\n"
-        "channel over GROUP tokens and one token's GROUP V channels."
+        "KIVI: the full f16 residual into quantised group flushGroup of the slice's part: per\n"
+        "invocation one K channel over GROUP tokens and one token's GROUP V channels (min/max,\n"
+        "f16 scale, codes)."
     )
     kernel = kb.build(Dispatch(items.node, cfg.workgroup_size, cfg.fold), doc)
-    res = times(count, g, half)
-    batch = count / heads
+    part = 2 * (cfg.head_dim // cfg.per + cfg.head_dim // cfg.group)
     return contract(
         kernel,
-        {
-            "residual_k": res,
-            "residual_v": res,
-            "page_table": times(batch, max_pages),
-            "kivi_pages": pool_extent(cfg),
-        },
-        {
-            "flushGroup * GROUP + GROUP <= maxPages * PAGE_SIZE": flush * g + g
-            <= max_pages * cfg.page_size
-        },
+        {"residual_k": res, "residual_v": res, "kivi_cache": times(count, seq, part)},
+        {"flushGroup * GROUP + GROUP <= seq": flush * g + g <= seq},
     )
 
 

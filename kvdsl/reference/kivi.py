@@ -140,7 +140,9 @@ def row_bytes(d: int, bits: int = 2, group: int = 32) -> int:
 # part of a page holds, for the page's tokens ``t0 .. t0 + page_size``, K's codes ``[D,
 # page_size / (32 / bits)]``, K's stats ``[D, page_size / group]``, V's codes ``[page_size, D /
 # (32 / bits)]`` and V's stats ``[page_size, D / group]``, in that order; a stat is one u32, the
-# f16 scale in the low half and the f16 minimum in the high half.
+# f16 scale in the low half and the f16 minimum in the high half. A contiguous cache of ``seq``
+# tokens a sequence is the same with one page of ``seq`` tokens per sequence (the table of
+# sequence ``b``: ``[b]``).
 
 
 def page_words(d: int, bits: int, group: int, page_size: int) -> int:

@@ -71,7 +71,7 @@ def test_a_format_that_rotates_itself_has_no_rotated_row():
 
 def test_the_page_takes_each_time_from_its_own_row():
     """A planned bandwidth row's time already holds its merge; a rotated format's comes from
-    the rotation rows, KIVI's from kivi_attend's."""
+    the rotation rows, KIVI's from the kivi rows (attend over its cache)."""
     att = json.loads(quality.ATTENTION.read_text())
     at = {(r["kind"], r["format"]): r for r in att["rows"] if (r["batch"], r["tokens"]) == (4, 8192)
           and r.get("planned", True)}  # fmt: skip

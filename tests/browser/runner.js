@@ -481,7 +481,7 @@ function attendShape(r, v) {
   const chunk = r.int(8, 64);
   return pagedShape(r, {
     queries: r.int(1, v.config.max_queries), chunk, chunks: r.int(1, 3), seq: r.int(8, 60),
-    window: r.int(1, 40),
+    groups: r.int(1, 3), window: r.int(1, 40),
   });
 }
 
@@ -497,7 +497,8 @@ Object.assign(HOSTS, {
     params: contractParams,
     // each sequence at least its new tokens, within the chunks and the cache
     seqlens: (v, s, r) => {
-      const rows = v.config.cache === "paged" ? s.maxPages * v.config.page_size : s.seq;
+      const seq = v.config.kivi_group ? s.groups * v.config.kivi_group : s.seq; // KIVI: groups
+      const rows = v.config.cache === "paged" ? s.maxPages * v.config.page_size : seq;
       const most = Math.min(rows, s.chunk * s.chunks);
       return Array.from({ length: s.batch }, () => r.int(s.queries - 1, most - 1));
     },
@@ -711,18 +712,6 @@ Object.assign(HOSTS, {
       }
       const groups = r.int(1, 3);
       return { batch: r.int(1, 3), groups, flushGroup: r.int(0, groups - 1) };
-    },
-    params: contractParams,
-    tables: kiviTables,
-  },
-  kivi_attend: {
-    shape: (r, v) => {
-      if (v.config.cache === "paged") {
-        const s = kiviPages(r);
-        return { ...s, total: r.int(1, s.maxPages * v.config.page_size) };
-      }
-      const groups = r.int(1, 3);
-      return { batch: r.int(1, 3), groups, total: r.int(1, groups * v.config.group) };
     },
     params: contractParams,
     tables: kiviTables,

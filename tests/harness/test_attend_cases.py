@@ -33,7 +33,7 @@ def _first_per_merge() -> list[str]:
 def test_every_attend_variant_has_its_merge():
     merges = {merge_of(name, catalog.VARIANTS) for name in ATTEND}
     assert merges == {n for n, cfg in catalog.VARIANTS.items() if cfg.mode == "attend_merge"}
-    assert 30 <= len(ATTEND) + len(merges) <= 40
+    assert 40 <= len(ATTEND) + len(merges) <= 50
 
 
 def test_attend_variants_run_at_the_default_limits():
@@ -130,11 +130,17 @@ WRITERS = {
     "attend_paged_q4_0_p16_hnd_llama31_8b": "paged_append_rotary_q4_0_p16_hnd_llama31_8b",
     "attend_ort_q4_llama31_8b": "dense_append_ort_q4_llama31_8b",
     "attend_paged_ort_q4_p16_nhd_llama31_8b": "paged_append_rotary_ort_q4_page_table_p16_nhd_llama31_8b",
+    "attend_kivi2_g128_llama31_8b": "kivi_flush_2bit_g128_llama31_8b",
+    "attend_kivi2_g64_llama31_8b": "kivi_flush_2bit_g64_llama31_8b",
+    "attend_kivi2_g32_llama31_8b": "kivi_flush_2bit_g32_llama31_8b",
+    "attend_paged_kivi2_g128_p256_llama31_8b": "kivi_flush_2bit_g128_paged256_llama31_8b",
+    "attend_paged_kivi2_g32_p256_llama31_8b": "kivi_flush_2bit_g32_paged256_llama31_8b",
 }  # fmt: skip
 #: attend's cache bindings → the writer's (contiguous; a paged pool's are named alike).
 CACHE_BINDINGS = {"key": "present_key", "value": "present_value", "scales": "present_scales"}
 SPLIT = ("k_scale", "v_scale")
-CACHED = ("key", "value", "scales", "kv_scale", "key_pages", "value_pages", "scale_pages")
+CACHED = ("key", "value", "scales", "kv_scale", "key_pages", "value_pages", "scale_pages",
+          "residual_k", "residual_v", "kivi_cache", "kivi_pages")  # fmt: skip
 
 
 def test_quantised_variants_read_their_writers_caches():
@@ -145,15 +151,20 @@ def test_quantised_variants_read_their_writers_caches():
     from kvdsl.contract.expr import evaluate
 
     assert sorted(QUANTISED) == sorted([*WRITERS, "attend_paged_int4_p64_hnd_llama31_8b"])
-    unit = {"batch": 1, "seq": 1, "totalSeq": 1, "pages": 1, "perChannel": 1, "maxPages": 1}
+    unit = {"batch": 1, "seq": 1, "totalSeq": 1, "pages": 1, "perChannel": 1, "maxPages": 1,
+            "groups": 1}  # fmt: skip
     for name, writer in WRITERS.items():
         cfg, wcfg = catalog.config(name), catalog.config(writer)
         assert (cfg.kv_heads, cfg.head_dim) == (wcfg.kv_heads, wcfg.head_dim), name
-        if cfg.template_bits is None:
+        if cfg.kivi_bits is not None:  # KIVI's writer: its bits, group and pages
+            assert (cfg.kivi_bits, cfg.kivi_group) == (wcfg.bits, wcfg.group), name
+            assert (cfg.cache.value == "paged") == wcfg.paged, name
+            assert not wcfg.paged or cfg.page_size == wcfg.page_size, name
+        elif cfg.template_bits is None:
             assert (cfg.format_name, cfg.scales) == (wcfg.format.value, wcfg.scales), name
         else:
             assert cfg.template_bits == wcfg.bits, name
-        if cfg.cache.value == "paged":
+        if cfg.cache.value == "paged" and cfg.kivi_bits is None:
             assert (cfg.page_size, cfg.page_layout) == (wcfg.page_size, wcfg.page_layout), name
         if cfg.rotation:  # a rotating reader's writer rotates K over the same blocks
             assert wcfg.rotation == cfg.rotation, name
@@ -171,7 +182,7 @@ def test_quantised_variants_read_their_writers_caches():
             assert sizes[0][b] == sizes[1][CACHE_BINDINGS.get(b, b)], (name, b)
 
 
-@pytest.mark.parametrize("name", [n for n in QUANTISED if "paged" not in n])
+@pytest.mark.parametrize("name", [n for n in QUANTISED if "paged" not in n and "kivi" not in n])
 def test_a_quantised_cache_holds_the_encoders_rows(name):
     """A contiguous quantised cache holds every row of K and V as the format's reference
     encoder writes it, and the problem attends over what those rows decode to: random,
@@ -205,6 +216,44 @@ def test_a_quantised_cache_holds_the_encoders_rows(name):
             assert 0.5 < np.abs(want).mean() < 1.5  # values() are ±[0.25, 2)
 
 
+@pytest.mark.parametrize(
+    "name", ["attend_kivi2_g32_llama31_8b", "attend_paged_kivi2_g32_p256_llama31_8b"]
+)
+def test_a_kivi_cache_holds_the_references_groups_and_residual(name):
+    """A KIVI cache holds each sequence's groups as the reference lays them out and its last
+    keys in the f16 residual (the rows past them poisoned), and the problem attends over what
+    the reference decodes them to."""
+    from kvdsl.harness.compare import POISON_BITS
+    from kvdsl.reference import kivi
+
+    cfg = catalog.config(name)
+    g, d, h = cfg.kivi_group, cfg.head_dim, cfg.kv_heads
+    lefts: set[int] = set()
+    for case in cases_for(cfg, 3, 5):
+        lengths = case.problem.lengths
+        if cfg.cache.value == "paged":
+            size, table = cfg.page_size, case.buffers["page_table"].reshape(len(lengths), -1)
+            pool = case.buffers["kivi_pages"].reshape(-1, h, kivi.page_words(d, 2, g, size))
+        else:
+            size, table = case.params["seq"], np.arange(len(lengths)).reshape(-1, 1)
+            pool = case.buffers["kivi_cache"].reshape(-1, h, kivi.page_words(d, 2, g, size))
+        res = [
+            case.buffers[n].view(np.float16).reshape(-1, g, d) for n in ("residual_k", "residual_v")
+        ]
+        for b, n in enumerate(int(n) for n in lengths):
+            q = n - n % g
+            for x in range(h):
+                rk, rv = (r[b * h + x, : n - q] for r in res)
+                back = kivi.read_pages(pool, table[b], x, q, 2, g, size, rk, rv)
+                dk, dv = kivi.dequantize(back)
+                np.testing.assert_array_equal(dk, case.problem.k[b, x, :n])
+                np.testing.assert_array_equal(dv, case.problem.v[b, x, :n])
+                unwritten = case.buffers["residual_k"].reshape(-1, g, d // 2)[b * h + x, n - q :]
+                assert np.all(unwritten == POISON_BITS[4])
+        lefts |= {int(n) % g for n in lengths}
+    assert len(lefts) > 2  # residuals of several lengths
+
+
 PLANTED = {
     # variant: (text in its WGSL, the bug)
     "attend_llama31_8b": ("j <= pos0", "j < pos0"),  # the causal mask off by one
@@ -216,6 +265,15 @@ PLANTED = {
     "attend_paged_q4_0_p16_hnd_llama31_8b": (
         "f32(i32(k0Q & 15u) - 8i)",
         "f32(i32(k0Q & 15u) - 7i)",
+    ),
+    # KIVI: K's stat of the next channel, V's code of the next key
+    "attend_kivi2_g32_llama31_8b": (
+        "(kc + 1u) * (params.seq / 32u)",
+        "(kc + 2u) * (params.seq / 32u)",
+    ),
+    "attend_paged_kivi2_g32_p256_llama31_8b": (
+        "let v0At = j % PAGE_SIZE;",
+        "let v0At = (j + 1u) % PAGE_SIZE;",
     ),
     "attend_merge_llama31_8b": ("exp(m0 - newTop)", "1.0f"),  # no rescale to the maximum
     "attend_merge_sinks_gpt_oss_20b": ("l = l + exp(sink - top);", ""),  # the sink dropped

@@ -74,7 +74,7 @@ DENSE = {
     "dense_convert",
 }
 #: KIVI's modes.
-KIVI = {"kivi_append", "kivi_flush", "kivi_attend"}
+KIVI = {"kivi_append", "kivi_flush"}
 #: The paged modes, whose cases tests/harness/test_paged_cases.py checks.
 PAGED = {"paged_append", "paged_read", "paged_copy", "paged_compact", "paged_window"}
 #: The modes whose cases their own test module checks (tests/kernels/test_qkv.py,

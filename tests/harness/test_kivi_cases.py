@@ -1,5 +1,5 @@
 """KIVI's flush cases judged as ``kvdsl verify`` judges a GPU's outputs against the
-interpreter's: in the paged pool, as in the contiguous arrays, a code that moved one step (a
+interpreter's: in the paged pool, as in the contiguous cache, a code that moved one step (a
 GPU's f32 division may round ``(x - min) * (1 / scale)`` the other way) is accepted; a code two
 steps off, a stat word changed or a word written outside the group is refused, and the
 interpreter against the reference stays bit for bit."""
@@ -75,9 +75,13 @@ def test_a_code_one_step_off_in_the_pool_is_accepted(lanes):
 
 def test_the_contiguous_case_accepts_the_same_move():
     case, want = outputs(CONTIGUOUS)
-    written = np.flatnonzero(case.written["k_codes"])
-    got = dict(want) | {"k_codes": moved(want["k_codes"], int(written[3]), 5, 1)}
+    assert isinstance(case, KiviPoolCase) and case.codes == {"kivi_cache": 2}
+    written = np.flatnonzero(case.written["kivi_cache"] & case.code_words)
+    got = {"kivi_cache": moved(want["kivi_cache"], int(written[3]), 5, 1)}
     assert as_gpu(case, got, want) == []
+    stat = np.flatnonzero(case.written["kivi_cache"] & ~case.code_words)[2]
+    got["kivi_cache"][stat] ^= np.uint32(1)
+    assert as_gpu(case, got, want)[0].startswith("kivi_cache: stat words: 1 elements differ")
 
 
 def test_a_code_two_steps_off_in_the_pool_is_refused():

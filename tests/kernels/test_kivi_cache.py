@@ -1,7 +1,9 @@
 """KIVI's cache written by kvdsl's kernels (kvdsl.kernels.kivi): tokens appended into the f16
 residual in chunks, each full residual flushed into 2-bit (or 4-bit) K-per-channel and
 V-per-token codes, against kvdsl.reference.kivi bit for bit on the interpreter; the GPU
-(llvmpipe) against the interpreter; the refusals."""
+(llvmpipe) against the interpreter; ``attend`` (kvdsl.kernels.attend) over the cache the writers
+leave against float64 attention over the cache the reference decodes; decode sessions; the
+refusals."""
 
 from __future__ import annotations
 
@@ -14,12 +16,14 @@ from kvdsl import interp
 from kvdsl.harness.compare import POISON_BITS
 from kvdsl.emit import emit
 from kvdsl.frontend import parse
-from kvdsl.harness.kivi import attend_inputs, session
+from kvdsl.harness.kivi import code_words, session
+from kvdsl.kernels.attend import AttendConfig, attend, attend_merge
 from kvdsl.kernels.config import ConfigError
 from kvdsl.kernels.kivi import KiviAppendConfig, KiviFlushConfig, kivi_append, kivi_flush
-from kvdsl.kernels.kivi_attend import KiviAttendConfig, kivi_attend
 from kvdsl.reference import kivi
+from kvdsl.reference.attention import attention
 from kvdsl.runtime import run as gpu_run
+from tests.helpers.attend import attend_output
 
 F32, F16 = np.float32, np.float16
 POISON = POISON_BITS[4]
@@ -38,8 +42,9 @@ def seeded_rows(n: int, d: int, seed: int) -> np.ndarray:
 
 def cache_of(cfg, batch: int, seq: int, chunks: list[int], run, seed: int = 5):
     """Append ``sum(chunks)`` tokens of ``batch`` sequences chunk by chunk through ``run``,
-    flushing each full residual; returns the rows ``[B, H, T, D]`` and the final buffers."""
-    h, d, g, per = cfg.kv_heads, cfg.head_dim, cfg.group, 32 // cfg.bits
+    flushing each full residual into the contiguous cache of ``seq`` tokens a slice; returns
+    the rows ``[B, H, T, D]`` and the final buffers."""
+    h, d, g = cfg.kv_heads, cfg.head_dim, cfg.group
     total = sum(chunks)
     k = seeded_rows(batch * total * h, d, seed).reshape(batch, total, h, d)
     v = seeded_rows(batch * total * h, d, seed + 1).reshape(batch, total, h, d)
@@ -53,10 +58,7 @@ def cache_of(cfg, batch: int, seq: int, chunks: list[int], run, seed: int = 5):
     bufs = {
         "residual_k": poison(count * g * d // 2),
         "residual_v": poison(count * g * d // 2),
-        "k_codes": poison(count * d * seq // per),
-        "k_stats": poison(count * d * seq // g),
-        "v_codes": poison(count * seq * d // per),
-        "v_stats": poison(count * seq * d // g),
+        "kivi_cache": poison(count * kivi.page_words(d, cfg.bits, g, seq)),
     }
     past = 0
     for n in chunks:
@@ -77,41 +79,26 @@ def cache_of(cfg, batch: int, seq: int, chunks: list[int], run, seed: int = 5):
     return rows_k, rows_v, bufs
 
 
-def unpack_stats(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    halves = np.stack([words & 0xFFFF, words >> 16]).astype(np.uint16).view(F16)
-    return halves[0], halves[1]
-
-
 def check_against_reference(cfg, batch, seq, rows_k, rows_v, bufs) -> None:
-    """Every slice's quantised groups and residual equal kvdsl.reference.kivi's, bit for bit."""
-    h, d, g, per = cfg.kv_heads, cfg.head_dim, cfg.group, 32 // cfg.bits
+    """Every slice's quantised groups (its part of the contiguous cache: a page of ``seq``
+    tokens) and residual equal kvdsl.reference.kivi's, bit for bit; the words no group reaches
+    keep their poison."""
+    h, d, g = cfg.kv_heads, cfg.head_dim, cfg.group
     total = rows_k.shape[2]
-    n = total - total % g
-    kc = bufs["k_codes"].reshape(batch, h, d, seq // per)
-    ks, km = unpack_stats(bufs["k_stats"].reshape(batch, h, d, seq // g))
-    vc = bufs["v_codes"].reshape(batch, h, seq, d // per)
-    vs, vm = unpack_stats(bufs["v_stats"].reshape(batch, h, seq, d // g))
+    cache = bufs["kivi_cache"].reshape(batch, h, -1)
+    want = np.full(cache.shape, POISON, np.uint32)
     res_k = bufs["residual_k"].view(F16).reshape(batch, h, g, d)
     res_v = bufs["residual_v"].view(F16).reshape(batch, h, g, d)
     for b in range(batch):
-        for head in range(h):
-            want = kivi.quantize(rows_k[b, head], rows_v[b, head], cfg.bits, g)
-            at = f"batch {b} head {head}"
-            assert np.array_equal(kc[b, head, :, : n // per], want.k_codes), at
-            assert np.array_equal(
-                ks[b, head, :, : n // g].view(np.uint16), want.k_scale.view(np.uint16)
-            ), at
-            assert np.array_equal(
-                km[b, head, :, : n // g].view(np.uint16), want.k_min.view(np.uint16)
-            ), at
-            assert np.array_equal(vc[b, head, :n], want.v_codes), at
-            assert np.array_equal(vs[b, head, :n].view(np.uint16), want.v_scale.view(np.uint16)), at
-            assert np.array_equal(vm[b, head, :n].view(np.uint16), want.v_min.view(np.uint16)), at
-            left = total - n
-            assert np.array_equal(res_k[b, head, :left], want.k_residual), at
-            assert np.array_equal(res_v[b, head, :left], want.v_residual), at
-    # The groups not yet written keep their poison.
-    assert np.all(kc[..., n // per :] == POISON) and np.all(vc[:, :, n:] == POISON)
+        heads = [kivi.quantize(rows_k[b, x], rows_v[b, x], cfg.bits, g) for x in range(h)]
+        kivi.write_pages(want, np.array([b]), heads, seq)
+        left = total - heads[0].quantised
+        for x, c in enumerate(heads):
+            at = f"batch {b} head {x}"
+            assert np.array_equal(res_k[b, x, :left], c.k_residual), at
+            assert np.array_equal(res_v[b, x, :left], c.v_residual), at
+    off = np.flatnonzero(cache != want)
+    assert off.size == 0, f"{off.size} words off the reference's layout, the first at {off[:4]}"
 
 
 CASES = {
@@ -134,15 +121,18 @@ def test_the_gpu_writes_the_interpreters_bytes(gpu):
     seq = 4 * cfg.group
     _, _, want = cache_of(cfg, 2, seq, chunks, interp.run)
     _, _, got = cache_of(cfg, 2, seq, chunks, gpu_run)
-    for name in ("residual_k", "residual_v", "k_stats", "v_stats"):
+    for name in ("residual_k", "residual_v"):
         assert np.array_equal(got[name], want[name]), name
     # A code may move one step where (x - min) / scale lies on a half to an ulp (a GPU's
-    # division or fma); none does on llvmpipe, at most 1 in 1,000 codes elsewhere.
-    for name in ("k_codes", "v_codes"):
-        g_codes = (got[name][:, None] >> (np.arange(16, dtype=np.uint32) * 2)) & 3
-        w_codes = (want[name][:, None] >> (np.arange(16, dtype=np.uint32) * 2)) & 3
-        step = np.abs(g_codes.astype(np.int64) - w_codes.astype(np.int64))
-        assert step.max() <= 1 and (step > 0).sum() <= g_codes.size // 1000, name
+    # division or fma); none does on llvmpipe, at most 1 in 1,000 codes elsewhere. The stats
+    # bit for bit.
+    codes = code_words(cfg.head_dim, cfg.bits, cfg.group, seq, 2, cfg.kv_heads)
+    g_words, w_words = got["kivi_cache"], want["kivi_cache"]
+    assert np.array_equal(g_words[~codes], w_words[~codes])
+    g_codes = (g_words[codes][:, None] >> (np.arange(16, dtype=np.uint32) * 2)) & 3
+    w_codes = (w_words[codes][:, None] >> (np.arange(16, dtype=np.uint32) * 2)) & 3
+    step = np.abs(g_codes.astype(np.int64) - w_codes.astype(np.int64))
+    assert step.max() <= 1 and (step > 0).sum() <= g_codes.size // 1000
 
 
 @pytest.mark.parametrize(
@@ -166,40 +156,167 @@ def test_a_kivi_layout_it_cannot_write_is_refused(fields, message):
         KiviFlushConfig(**args)
 
 
+@pytest.mark.parametrize(
+    "fields,message",
+    [
+        ({"kivi_group": 24}, r"kivi_group=24: expected a multiple of 16 \(a word of 2-bit codes\)"),
+        ({"kivi_group": 0}, "kivi_group=0: expected a multiple of 16"),
+        ({"format": "kivi4", "kivi_group": 12}, "kivi_group=12: expected a multiple of 8"),
+        ({"format": None}, r"kivi_group=32: expected 0 \(unset\) without a KIVI format"),
+        ({"head_dim": 96, "kivi_group": 64}, "head_dim=96: expected a multiple of kivi_group=64"),
+        (
+            {"cache": "paged", "page_size": 32, "kivi_group": 64},
+            r"page_size=32: expected a multiple of kivi_group=64 \(a page holds whole groups\)",
+        ),
+        (
+            {"cache": "paged", "page_size": 64, "sinks": True},
+            "sinks=True: expected false for a paged KIVI cache",
+        ),
+        ({"rotation": 64}, "rotation=64: expected 0 \\(unset\\) for format 'kivi2'"),
+        ({"scales": "side"}, "scales='side': expected 'inline' \\(unset\\) for format 'kivi2'"),
+        ({"cache_type": "f16"}, "cache_type='f16': expected 'f32'"),
+    ],
+)
+def test_an_attend_over_a_kivi_cache_it_cannot_read_is_refused(fields, message):
+    args = {"kv_heads": 2, "head_dim": 64, "q_heads": 4, "format": "kivi2", "kivi_group": 32}
+    with pytest.raises(ConfigError, match=message):
+        AttendConfig(**(args | fields))
+
+
+def test_kivi_group_is_published_where_it_is_set():
+    """A KIVI attend variant's config (index.json, the WGSL header) holds kivi_group and reads
+    back as itself; the other variants' configs keep their fields alone."""
+    from kvdsl import catalog
+    from kvdsl.kernels.config import as_dict, from_dict
+
+    for name in ("attend_kivi2_g64_llama31_8b", "attend_paged_kivi2_g32_p256_llama31_8b"):
+        fields = as_dict(catalog.config(name))
+        assert fields["kivi_group"] == catalog.config(name).kivi_group > 0
+        del fields["mode"]
+        assert from_dict(AttendConfig, fields) == catalog.config(name)
+    assert "kivi_group" not in as_dict(catalog.config("attend_int4_llama31_8b"))
+    assert "kivi_group" in AttendConfig.KEYS
+
+
+def pieces(total: int, group: int, most: int = 23) -> list[int]:
+    """``total`` tokens appended in uneven pieces, none past the residual's free rows."""
+    out, past = [], 0
+    while past < total:
+        n = min(total - past, group - past % group, most - len(out) % 5)
+        out.append(n)
+        past += n
+    return out
+
+
+def reader(writer, q_heads: int) -> AttendConfig:
+    """The ``attend`` config that reads the cache of KIVI writer config ``writer``."""
+    paged = {"cache": "paged", "page_size": writer.page_size} if writer.paged else {}
+    return AttendConfig(
+        writer.kv_heads,
+        writer.head_dim,
+        q_heads,
+        format=f"kivi{writer.bits}",
+        kivi_group=writer.group,
+        **paged,
+    )
+
+
+def attend_over(writer, q_heads, rows_k, rows_v, bufs, run, chunk, seed, where, hidden=None):
+    """One new token a sequence attending over the cache the writers left (``bufs``; ``where``:
+    its ``seq`` or ``maxPages``) through ``attend`` (``chunk`` keys a workgroup, and the merge
+    where they are more than one chunk) on ``run``; and float64 attention over the cache the
+    reference decodes, the first ``hidden[b]`` keys of sequence ``b`` not seen (a released
+    page)."""
+    cfg = reader(writer, q_heads)
+    batch, h, total, d = rows_k.shape
+    rng = np.random.default_rng(seed)
+    q = rng.uniform(0.25, 2.0, (batch, q_heads, 1, d)) * rng.choice([-1, 1], (batch, q_heads, 1, d))
+    q = q.astype(F32)
+    chunks = -(-total // chunk)
+    rows = batch * q_heads
+    buffers = dict(bufs) | {
+        "seqlens_k": np.full(batch, total - 1, np.int32),
+        "query": q.reshape(-1),
+        "output": np.full(rows * d, POISON, np.uint32).view(F32),
+        "partials": np.full(rows * chunks * (d + 4), POISON, np.uint32).view(F32),
+    }
+    scale = 1.0 / np.sqrt(d)
+    blocks = -(-cfg.group // cfg.rows)
+    params = where | dict(
+        batch=batch, queries=1, chunk=chunk, chunks=chunks, rowBlocks=blocks, scale=scale
+    )
+    got = attend_output(run, cfg, buffers, params)
+    want = np.zeros((batch, q_heads, 1, d))
+    for b in range(batch):
+        for x in range(h):
+            c = kivi.quantize(rows_k[b, x], rows_v[b, x], writer.bits, writer.group)
+            back_k, back_v = kivi.dequantize(c)
+            skip = 0 if hidden is None else hidden[b]
+            heads = slice(x * q_heads // h, (x + 1) * q_heads // h)
+            length = np.array([total - skip])
+            want[b, heads] = attention(
+                q[b : b + 1, heads], back_k[None, None, skip:], back_v[None, None, skip:],
+                length, scale=scale,
+            )[0]  # fmt: skip
+    return got, want.reshape(-1)
+
+
 ATTENDS = {
-    "2bit-g32-mixed": (KiviAttendConfig(2, 64, q_heads=4, group=32), 2, 101, 128),
-    "2bit-g64-residual-only": (KiviAttendConfig(2, 64, q_heads=2, group=64), 1, 40, 64),
-    "2bit-g32-no-residual": (KiviAttendConfig(1, 64, q_heads=3, group=32), 2, 96, 128),
-    "4bit-g32-long": (KiviAttendConfig(2, 64, q_heads=4, bits=4, group=32), 1, 300, 320),
+    # writer, query heads, sequences, tokens, keys a chunk
+    "2bit-g32-mixed": (KiviFlushConfig(2, 64, group=32), 4, 2, 101, 32),
+    "2bit-g64-residual-only": (KiviFlushConfig(2, 64, group=64), 2, 1, 40, 64),
+    "2bit-g32-no-residual": (KiviFlushConfig(1, 64, group=32), 3, 2, 96, 40),
+    "4bit-g32-long": (KiviFlushConfig(2, 64, bits=4, group=32), 4, 1, 300, 128),
 }
 
 
 @pytest.mark.parametrize("case", ATTENDS)
 def test_attention_over_the_mixed_cache_is_the_references(case):
-    cfg, batch, total, seq = ATTENDS[case]
-    bufs, params, want = attend_inputs(cfg, batch, total, seq, 11)
-    got = interp.run(kivi_attend(cfg), bufs, params)["output"]
-    np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5 * np.abs(want).max())
-
-
-def test_the_gpu_attends_as_the_interpreter_does(gpu):
-    cfg, batch, total, seq = ATTENDS["2bit-g32-mixed"]
-    bufs, params, want = attend_inputs(cfg, batch, total, seq, 12)
-    kernel = kivi_attend(cfg)
-    got = gpu_run(kernel, bufs, params)["output"]
-    np.testing.assert_allclose(
-        got, interp.run(kernel, bufs, params)["output"], rtol=1e-5, atol=1e-6
+    """``attend`` (split over chunks, merged) over the contiguous cache ``kivi_append`` and
+    ``kivi_flush`` wrote: the groups' codes, then the residual's f16 rows."""
+    writer, q_heads, batch, total, chunk = ATTENDS[case]
+    seq = -(-total // writer.group) * writer.group + writer.group
+    rows_k, rows_v, bufs = cache_of(writer, batch, seq, pieces(total, writer.group), interp.run)
+    got, want = attend_over(
+        writer, q_heads, rows_k, rows_v, bufs, interp.run, chunk, 11, {"seq": seq}
     )
     np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5 * np.abs(want).max())
 
 
+def test_the_gpu_attends_as_the_interpreter_does(gpu):
+    writer, q_heads, batch, total, chunk = ATTENDS["2bit-g32-mixed"]
+    seq = 4 * writer.group
+    rows_k, rows_v, bufs = cache_of(writer, batch, seq, pieces(total, writer.group), interp.run)
+    args = (writer, q_heads, rows_k, rows_v, bufs)
+    got, want = attend_over(*args, gpu_run, chunk, 12, {"seq": seq})
+    on_interp, _ = attend_over(*args, interp.run, chunk, 12, {"seq": seq})
+    np.testing.assert_allclose(got, on_interp, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("left", [0, 1, 17])
+def test_the_residual_rows_past_the_keys_are_never_read(left):
+    """One sequence of ``3 * GROUP + left`` keys, its residual binding cut after row ``left``
+    (the interpreter finds any read past a binding's end): attention over every split of the
+    keys reads none of the rows past the sequence's keys, and is the reference's."""
+    writer = KiviFlushConfig(1, 64, group=32)
+    total, seq = 3 * 32 + left, 4 * 32
+    rows_k, rows_v, bufs = cache_of(writer, 1, seq, pieces(total, 32), interp.run)
+    cut = {n: bufs[n][: max(left, 1) * 32] for n in ("residual_k", "residual_v")}
+    for chunk in (total, 33, 8):
+        got, want = attend_over(
+            writer, 2, rows_k, rows_v, bufs | cut, interp.run, chunk, 3, {"seq": seq}
+        )
+        np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5 * np.abs(want).max())
+
+
 PAGED = {
-    "2bit-g32-p64": KiviAttendConfig(2, 64, q_heads=4, group=32, cache="paged", page_size=64),
-    "2bit-g64-p64": KiviAttendConfig(2, 128, q_heads=2, group=64, cache="paged", page_size=64),
-    "4bit-g16-p128": KiviAttendConfig(
-        1, 64, q_heads=3, bits=4, group=16, cache="paged", page_size=128
-    ),
+    "2bit-g32-p64": KiviFlushConfig(2, 64, group=32, cache="paged", page_size=64),
+    "2bit-g64-p64": KiviFlushConfig(2, 128, group=64, cache="paged", page_size=64),
+    "4bit-g16-p128": KiviFlushConfig(1, 64, bits=4, group=16, cache="paged", page_size=128),
 }
+#: Query heads of the paged cases' attention.
+PAGED_Q_HEADS = {"2bit-g32-p64": 4, "2bit-g64-p64": 2, "4bit-g16-p128": 3}
 
 
 def paged_cache_of(cfg, batch: int, chunks: list[int], run, seed: int = 5):
@@ -291,25 +408,35 @@ def test_the_gpu_writes_the_interpreters_pages(gpu):
 @pytest.mark.parametrize("case", PAGED)
 @pytest.mark.parametrize("holes", [0, 1])
 def test_attention_over_the_paged_cache_is_the_references(case, holes):
-    """The quantised groups in pages of a shuffled table, the residual after them; with a hole
-    (the last sequence's first page released, its entry -1) those keys are hidden."""
-    cfg = PAGED[case]
-    total = 2 * cfg.page_size + cfg.group + 5
-    max_pages = -(-total // cfg.page_size) + 1
-    bufs, params, want = attend_inputs(cfg, 2, total, 0, 11 + holes, max_pages, holes)
-    assert np.all(bufs["output"].view(np.uint32) == POISON)
-    got = interp.run(kivi_attend(cfg), bufs, params)["output"]
+    """The quantised groups the writers left in pages of a shuffled table, the residual after
+    them; with a hole (the last sequence's first page released after the writes, its entry -1)
+    those keys are hidden."""
+    writer = PAGED[case]
+    total = 2 * writer.page_size + writer.group + 5
+    rows_k, rows_v, table, bufs = paged_cache_of(writer, 2, pieces(total, writer.group), interp.run)
+    if holes:
+        table = table.copy()
+        table[-1, 0] = -1
+        bufs = bufs | {"page_table": table.reshape(-1)}
+    hidden = [0, holes * writer.page_size]
+    got, want = attend_over(
+        writer, PAGED_Q_HEADS[case], rows_k, rows_v, bufs, interp.run, 48, 11 + holes,
+        {"maxPages": table.shape[1]}, hidden,
+    )  # fmt: skip
     np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5 * np.abs(want).max())
 
 
 def test_the_gpu_attends_over_pages_as_the_interpreter_does(gpu):
-    cfg = PAGED["2bit-g32-p64"]
-    bufs, params, want = attend_inputs(cfg, 2, 170, 0, 12, 4, 1)
-    kernel = kivi_attend(cfg)
-    got = gpu_run(kernel, bufs, params)["output"]
-    np.testing.assert_allclose(
-        got, interp.run(kernel, bufs, params)["output"], rtol=1e-5, atol=1e-6
-    )
+    writer = PAGED["2bit-g32-p64"]
+    rows_k, rows_v, table, bufs = paged_cache_of(writer, 2, pieces(170, 32), interp.run)
+    table = table.copy()
+    table[-1, 0] = -1
+    bufs = bufs | {"page_table": table.reshape(-1)}
+    args = (writer, 4, rows_k, rows_v, bufs)
+    where = {"maxPages": table.shape[1]}
+    got, want = attend_over(*args, gpu_run, 64, 12, where, [0, 64])
+    on_interp, _ = attend_over(*args, interp.run, 64, 12, where, [0, 64])
+    np.testing.assert_allclose(got, on_interp, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5 * np.abs(want).max())
 
 
@@ -335,13 +462,13 @@ PLANTED = {
     ),
     "attend: K's page of the next entry": (
         "attend",
-        "page_table[b * params.maxPages + t / PAGE_SIZE]",
-        "page_table[b * params.maxPages + (t + GROUP) / PAGE_SIZE]",
+        "page_table[b * params.maxPages + key0 / PAGE_SIZE]",
+        "page_table[b * params.maxPages + (key0 + 32u) / PAGE_SIZE]",
     ),
-    "attend: V's page of the next sequence": (
+    "attend: V's row of the next key": (
         "attend",
-        "page_table[b * params.maxPages + tv / PAGE_SIZE]",
-        "page_table[(b + 1) % 2u * params.maxPages + tv / PAGE_SIZE]",
+        "let v0At = j % PAGE_SIZE;",
+        "let v0At = (j + 1u) % PAGE_SIZE;",
     ),
 }
 
@@ -361,12 +488,7 @@ def test_a_wrong_page_table_index_is_caught(bug):
     """The short paged session fails with each wrong page-table index planted in the WGSL
     (the cache off the reference's pages, or attention off float64 attention over the
     oracle's), where the kernels as built pass it (above)."""
-    layout = {"cache": "paged", "page_size": 64}
-    kernels = {
-        "append": kivi_append(KiviAppendConfig(2, 64, group=32)),
-        "flush": kivi_flush(KiviFlushConfig(2, 64, group=32, **layout)),
-        "attend": kivi_attend(KiviAttendConfig(2, 64, q_heads=4, group=32, **layout)),
-    }
+    kernels = session_kernels(True)
     where, text, planted = PLANTED[bug]
     kernels[where] = _planted(kernels[where], text, planted)
     bad = session(interp.run, paged=True, kernels=tuple(kernels.values()), **SHORT)
@@ -399,18 +521,16 @@ def rounding_gpu(flush, paged: bool, steps: int = 1, drop: int = -1):
             flushes.append(params["flushGroup"])
             if len(flushes) - 1 == drop:
                 return {name: before[name] for name in out}
-            for name in ("kivi_pages",) if paged else ("k_codes",):
-                if paged:  # a page's head part: K's codes [64, 64 / 16] first
-                    words = out[name].reshape(-1, kivi.page_words(64, 2, 32, 64))
-                    channel = np.zeros(words.shape, bool)
-                    channel[:, 3 * 4 : 4 * 4] = True
-                else:  # [count, 64, seq / 16]
-                    channel = np.zeros(out[name].reshape(4, 64, -1).shape, bool)
-                    channel[:, 3] = True
-                written = np.flatnonzero(channel.reshape(-1) & (out[name] != before[name]))
-                for n, i in enumerate(written[::7]):
-                    out[name][i] = moved(out[name][i], n % 16, steps)
-        if kernel.name.startswith("kivi_attend"):
+            # A part (a page, or a slice's seq tokens): K's codes [64, size / 16] first.
+            name, size = ("kivi_pages", 64) if paged else ("kivi_cache", params["seq"])
+            words = out[name].reshape(-1, kivi.page_words(64, 2, 32, size))
+            channel = np.zeros(words.shape, bool)
+            channel[:, 3 * size // 16 : 4 * size // 16] = True
+            written = np.flatnonzero(channel.reshape(-1) & (out[name] != before[name]))
+            for n, i in enumerate(written[::7]):
+                out[name][i] = moved(out[name][i], n % 16, steps)
+        # A step's output: attend's with one chunk, else the merge's.
+        if kernel.name == "attend_merge" or (kernel.name == "attend" and params["chunks"] == 1):
             outputs.append(out["output"].copy())
         return out
 
@@ -422,7 +542,8 @@ def session_kernels(paged: bool) -> dict:
     return {
         "append": kivi_append(KiviAppendConfig(2, 64, group=32)),
         "flush": kivi_flush(KiviFlushConfig(2, 64, group=32, **layout)),
-        "attend": kivi_attend(KiviAttendConfig(2, 64, q_heads=4, group=32, **layout)),
+        "attend": attend(reader(KiviFlushConfig(2, 64, group=32, **layout), 4)),
+        "merge": attend_merge(reader(KiviFlushConfig(2, 64, group=32, **layout), 4)),
     }
 
 

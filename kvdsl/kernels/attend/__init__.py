@@ -27,7 +27,15 @@ A cache row is (:mod:`kvdsl.kernels.attend.cache`, bytes as kvdsl's writers writ
   8`` a u32 word (low first), a byte layout no format of :mod:`kvdsl.nodes.formats` has (its
   scales are not the row's: per channel or per tensor, as ``params.perChannel`` says, in
   ``kv_scale``'s ``(k, v)`` entries, the template's packed binding). They are the same for
-  every key, so K's multiply the block's queries once and V's the output.
+  every key, so K's multiply the block's queries once and V's the output;
+- KIVI's mixed cache (``format="kivi2"`` / ``"kivi4"``, ``kivi_group`` G;
+  :mod:`kvdsl.kernels.attend.kivi`), as ``kivi_append`` and ``kivi_flush`` write it: a
+  sequence's keys below ``total - total % G`` in groups (K per channel over G keys, V per key
+  over G channels: ``code * scale + min``), in ``kivi_cache`` (contiguous) or ``kivi_pages``
+  (paged, through ``page_table``), the rest in the f16 residual (``residual_k``,
+  ``residual_v``). Its scores take four consecutive keys a trip, so that each channel's code
+  word and scale are loaded once for them (the keys of a code word and of a group are
+  consecutive).
 
 A quantised combined pool (which no writer of kvdsl fills) is read in the layout
 :class:`~kvdsl.nodes.paged.PageGeometry` states for it, its side scales in their own pages.
@@ -46,7 +54,10 @@ Inside a workgroup, in three steps between barriers:
    the block's queries (held in workgroup memory; each query vector read once for the trip's
    keys), into ``logits[row][key]``; a trip's key rows are loaded as straight-line lets (runs
    of :data:`ROW_LOADS` units over its keys, back to back) before their dot products, so
-   their loads are in flight together; its largest score per row goes to ``part[row][t]``;
+   their loads are in flight together (over a KIVI cache, invocation ``t`` takes the
+   :data:`~kvdsl.kernels.attend.config.KIVI_KEYS` consecutive keys from ``KIVI_KEYS * t``
+   past the multiple of KIVI_KEYS below ``start``, a trip); its largest score per row goes to
+   ``part[row][t]``;
 2. *weights*: every row's maximum ``m`` is reduced from ``part`` in two levels (a few
    invocations a row each take every few entries, then one a row takes theirs), each
    invocation turns its keys' logits into ``exp(logit - m)`` and its sum per row into
@@ -60,7 +71,7 @@ Inside a workgroup, in three steps between barriers:
 
 A unit is 16 bytes: a vec4 of f32, or eight f16 halves as ``vec4<u32>`` words (four halves as
 ``vec2<u32>`` where ``head_dim`` is not a multiple of 8), or the template's ``vec4<i32>`` or
-``vec4<u32>``. A format's rows are read word by word: the scores load each word of a key's row
+``vec4<u32>`` (KIVI's: eight values of a key, from one code word, or four residual words). A format's rows are read word by word: the scores load each word of a key's row
 (and each scale word) once, where the decoder first needs it; in the values an invocation
 decodes its unit of eight values (four for an 8-bit format) of each key. In a paged cache each
 key's row base is kept in workgroup memory by the scores, so the values read no page table. The

@@ -10,6 +10,9 @@ row starts (:class:`Row`), and its values as ``vec4<f32>`` lanes, from one of th
   nibbles a u32 word, low first, ``q + 8``), whose scales (per channel or per tensor, in
   ``kv_scale``) are the same for every key: K's multiply the queries once, V's the output.
 
+KIVI's cache, whose K is stored per channel across the keys, is the fourth kind
+(:class:`kvdsl.kernels.attend.kivi.KiviRows`, declared by :func:`kvdsl.kernels.attend.kivi.declare`).
+
 The bindings are the writers' layouts: ``key`` and ``value`` rows ``((b * kvHeads + hk) * seq +
 t)`` of a contiguous cache, as ``dense_append``, ``qkv`` and ``append_quant`` write them, with
 ``scales`` holding ``dense_append``'s ``present_scales`` (per row K's scale words then V's); or
@@ -51,11 +54,13 @@ from kvdsl.nodes.words import splat
 class Row:
     """A cache row: ``base``, its first unit in its binding; ``missing``, true where it is not
     there (a page a sliding window released; None: always there); ``side``, the first f32 of
-    its scale words in the side binding (None without side scales)."""
+    its scale words in the side binding (None without side scales); ``key``, its key where the
+    reader needs it (KIVI's: :mod:`kvdsl.kernels.attend.kivi`)."""
 
     base: Val
     missing: Val | None = None
     side: Val | None = None
+    key: Val | None = None
 
 
 class FloatRows:
@@ -219,7 +224,7 @@ class Cache:
     value: Buffer
     rows: FloatRows
     find: Any  # (b, hk, j, label) -> Row of K
-    stored: Any  # K's base kept in workgroup memory -> Row of K (paged), or None
+    stored: Any  # (K's base kept in workgroup memory, key) -> Row of K (paged), or None
     value_shift: Val | None
     stats: int
     extents: dict[str, Any]
@@ -237,7 +242,7 @@ class Cache:
         its scale words after K's."""
         base = k_row.base if self.value_shift is None else k_row.base + self.value_shift
         side = None if k_row.side is None else k_row.side + self.stats
-        return Row(base, k_row.missing, side)
+        return Row(base, k_row.missing, side, k_row.key)
 
 
 def declare(kb: KernelBuilder, cfg: AttendConfig, batch: Val) -> Cache:
@@ -328,7 +333,7 @@ def _paged(kb: KernelBuilder, cfg: AttendConfig, batch: Val) -> Cache:
         side = None if side_pages is None else side_pages.row_base(page, slot, hk)
         return Row(pages.row_base(page, slot, hk), entry < 0, side)
 
-    def stored(base: Val) -> Row:
+    def stored(base: Val, key: Val | None = None) -> Row:
         """K's row from its base: its side scales at the same row of the scale pages."""
         if side_pages is None:
             return Row(base)

@@ -55,11 +55,20 @@ MERGE_CHUNKS = 4
 
 #: The template's quantised caches (``build_quant`` and ``append_quant``): their bits by name.
 TEMPLATE_BITS = {"template_int8": 8, "template_int4": 4}
+#: KIVI's caches (``kivi_append`` and ``kivi_flush``): their bits per code by name.
+KIVI_BITS = {"kivi2": 2, "kivi4": 4}
+#: Consecutive keys an invocation scores each trip over a KIVI cache: a K code word holds
+#: ``32 / bits`` keys of one channel and a stat word ``kivi_group`` keys, so each word loaded
+#: (and each channel's scale and minimum) serves them all; a divisor of every word and group.
+KIVI_KEYS = 4
 #: What a cache row may be besides the f32 or f16 of ``cache_type``: a built-in format of
-#: :mod:`kvdsl.nodes.formats` or the template's int8 and int4; ``format`` also takes any
-#: :class:`kvdsl.nodes.formats.Format` value.
+#: :mod:`kvdsl.nodes.formats`, the template's int8 and int4 or KIVI's 2-bit and 4-bit;
+#: ``format`` also takes any :class:`kvdsl.nodes.formats.Format` value.
 AttendFormat = StrEnum(
-    "AttendFormat", {n.upper(): n for n in FORMATS} | {n.upper(): n for n in TEMPLATE_BITS}
+    "AttendFormat",
+    {n.upper(): n for n in FORMATS}
+    | {n.upper(): n for n in TEMPLATE_BITS}
+    | {n.upper(): n for n in KIVI_BITS},
 )
 
 
@@ -76,6 +85,20 @@ class RowLayout(StrEnum):
 
     BNSH = "bnsh"
     BSH = "bsh"
+
+
+class _Keys:
+    """``AttendConfig.KEYS``: every field on the class; on a config, ``kivi_group`` only where
+    it is set (a KIVI cache's), as :func:`~kvdsl.kernels.config.as_dict` prints ``window``,
+    so the published fields of the other caches' variants are theirs alone."""
+
+    def __init__(self, *keys: str) -> None:
+        self.keys = keys
+
+    def __get__(self, cfg: object, owner: type) -> tuple[str, ...]:
+        if cfg is None or cfg.kivi_group:
+            return self.keys
+        return tuple(k for k in self.keys if k != "kivi_group")
 
 
 @dataclass(frozen=True)
@@ -112,11 +135,13 @@ class AttendConfig(KernelConfig):
     # rotation back. A format with a rotation of its own (ort_q4) takes 0: Q is rotated by the
     # format's, and the output rotated back by it (its V rows are rotated too).
     rotation: int = 0
+    # KIVI's cache (format kivi2 or kivi4): K's tokens (and V's channels) a scale; 0 otherwise.
+    kivi_group: int = 0
     mode = "attend"
-    KEYS = (  # fmt: skip
+    KEYS = _Keys(  # fmt: skip
         "kv_heads", "head_dim", "q_heads", "max_queries", "cache", "cache_type", "format",
         "scales", "page_size", "page_layout", "pool", "q_layout", "q_type", "o_layout", "o_type",
-        "sliding_window", "softcap", "sinks", "rotation", "workgroup_size", "fold",
+        "sliding_window", "softcap", "sinks", "rotation", "kivi_group", "workgroup_size", "fold",
     )
 
     def check_fields(self) -> None:
@@ -146,6 +171,13 @@ class AttendConfig(KernelConfig):
         self._check_format()
         n = self.storage_buffers
         require(
+            n <= MAX_STORAGE_BUFFERS or self.kivi_bits is None,
+            "sinks",
+            self.sinks,
+            f"false for a paged KIVI cache (sinks make {n} storage buffers, past WebGPU's"
+            f" default {MAX_STORAGE_BUFFERS})",
+        )
+        require(
             n <= MAX_STORAGE_BUFFERS,
             "scales",
             self.scales.value,
@@ -155,6 +187,13 @@ class AttendConfig(KernelConfig):
 
     def _check_format(self) -> None:
         one_of("scales", self.scales, ScalePlace)
+        if self.kivi_bits is None:
+            require(
+                self.kivi_group == 0,
+                "kivi_group",
+                self.kivi_group,
+                "0 (unset) without a KIVI format (kivi2 or kivi4)",
+            )
         if self.format is None:
             require(
                 self.inline,
@@ -170,6 +209,9 @@ class AttendConfig(KernelConfig):
             self.cache_type.value,
             f"'f32' (unset) with format {self.format_name!r}: the cache holds the format's words",
         )
+        if self.kivi_bits is not None:
+            self._check_kivi()
+            return
         if self.template_bits is None:
             require_format(self.fmt, self.scales, self.head_dim)
             require_rotation(self.fmt, self.rotation, self.head_dim)
@@ -193,6 +235,51 @@ class AttendConfig(KernelConfig):
             self.rotation,
             f"0 (unset) for format {self.format_name!r} (its per-channel scales multiply Q's"
             " channels before any rotation could mix them)",
+        )
+
+    def _check_kivi(self) -> None:
+        """KIVI's layout as ``kivi_flush`` writes it (:class:`kvdsl.kernels.kivi.KiviConfig`'s
+        rules), its scales its own."""
+        per = 32 // self.kivi_bits
+        group = self.kivi_group
+        require(
+            isinstance(group, int)
+            and not isinstance(group, bool)
+            and group >= per
+            and group % per == 0,
+            "kivi_group",
+            group,
+            f"a multiple of {per} (a word of {self.kivi_bits}-bit codes) for format"
+            f" {self.format_name!r}",
+        )
+        require(
+            self.head_dim % group == 0,
+            "head_dim",
+            self.head_dim,
+            f"a multiple of kivi_group={group} (V's groups of channels)",
+        )
+        require(
+            self.cache is CacheLayout.BNSH or self.page_size % group == 0,
+            "page_size",
+            self.page_size,
+            f"a multiple of kivi_group={group} (a page holds whole groups)",
+        )
+        for field, value, unset in (
+            ("scales", self.scales, ScalePlace.INLINE),
+            ("page_layout", self.page_layout, PageLayout.NHD),
+            ("pool", self.pool, Pool.SEPARATE),
+        ):
+            require(
+                value is unset,
+                field,
+                value.value,
+                f"{unset.value!r} (unset) for format {self.format_name!r} (KIVI's own layout)",
+            )
+        require(
+            self.rotation == 0,
+            "rotation",
+            self.rotation,
+            f"0 (unset) for format {self.format_name!r} (its K scales are per channel)",
         )
 
     def check_schedule(self) -> None:
@@ -225,10 +312,15 @@ class AttendConfig(KernelConfig):
         return TEMPLATE_BITS.get(self.format_name or "")
 
     @property
+    def kivi_bits(self) -> int | None:
+        """2 or 4 for KIVI's cache, else None."""
+        return KIVI_BITS.get(self.format_name or "")
+
+    @property
     def fmt(self) -> Format | None:
-        """The cache's format of :mod:`kvdsl.nodes.formats` (None: f32, f16 or the
-        template's)."""
-        if self.format is None or self.template_bits is not None:
+        """The cache's format of :mod:`kvdsl.nodes.formats` (None: f32, f16, the template's or
+        KIVI's)."""
+        if self.format is None or self.template_bits is not None or self.kivi_bits is not None:
             return None
         return format_of(self.format)
 
@@ -254,7 +346,7 @@ class AttendConfig(KernelConfig):
             return 4
         if self.format is None:
             return 8 if self.cache_type is Element.F16 else 4
-        bits = self.template_bits or self.fmt.bits
+        bits = self.template_bits or self.kivi_bits or self.fmt.bits
         return 8 if bits <= 4 else 4
 
     @property
@@ -270,6 +362,8 @@ class AttendConfig(KernelConfig):
     def storage_buffers(self) -> int:
         """The storage bindings of the ``attend`` kernel: ``seqlens_k``, ``query``, the cache's
         (and its scales'), ``sinks``, ``output`` and ``partials``."""
+        if self.kivi_bits is not None:  # the residuals, and the groups (or page_table, pool)
+            return 4 + (3 if self.cache is CacheLayout.BNSH else 4) + self.sinks
         if self.cache is CacheLayout.BNSH:
             cache = 2
         else:

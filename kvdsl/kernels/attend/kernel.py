@@ -23,8 +23,10 @@ from kvdsl.ir import (
 from kvdsl.ir.ops import Op
 from kvdsl.ir.tree import Binary
 from kvdsl.kernels.attend import cache as caches
+from kvdsl.kernels.attend import kivi
 from kvdsl.kernels.attend.config import (
     HIDDEN,
+    KIVI_KEYS,
     ROW_LOADS,
     SCORE_KEYS,
     V4,
@@ -53,7 +55,8 @@ def attend(cfg: AttendConfig, name: str = "attend") -> Kernel:
     seqlens = kb.binding("seqlens_k", i32, "read")
     query = words.binding(kb, "query", cfg.q_type.scalar, 4)
     batch = kb.param("batch")
-    cache = caches.declare(kb, cfg, batch)
+    cache = (kivi if cfg.kivi_bits is not None else caches).declare(kb, cfg, batch)
+    own_rows = cache.rows if isinstance(cache.rows, kivi.KiviRows) else None
     sinks = kb.binding("sinks", f32, "read") if cfg.sinks else None
     out = words.binding(kb, "output", cfg.o_type.scalar, 4, "read_write")
     partials = kb.binding("partials", V4, "read_write")
@@ -91,6 +94,8 @@ def attend(cfg: AttendConfig, name: str = "attend") -> Kernel:
     total = total_tokens(kb, seqlens, b)
     kb.comment("A sequence shorter than its new tokens has no positions: left unwritten.")
     kb.leave_if(total < queries)
+    if own_rows is not None:
+        own_rows.sequence(kb, b, hk, total)
     row0 = kb.let("row0", blk * rows_max)
     nrows = kb.let("nrows", min_(rows_max, group * queries - min_(row0, group * queries)))
     first = kb.let("first", c * chunk)
@@ -128,58 +133,54 @@ def attend(cfg: AttendConfig, name: str = "attend") -> Kernel:
         kb.comment(f"Q in the basis of {own.name}'s K and V rows.")
         own.rotate_shared(kb, q_sh, cfg.rows, cfg.head_dim // 4, t, wg)
 
-    kb.comment(
-        f"1. Scores: keys start + t, start + t + WG, ..., {SCORE_KEYS} a trip (each query vector "
-        "read once for them); each invocation's largest per row."
-    )
+    if own_rows is None:
+        kb.comment(
+            f"1. Scores: keys start + t, start + t + WG, ..., {SCORE_KEYS} a trip (each query "
+            "vector read once for them); each invocation's largest per row."
+        )
+    else:
+        kb.comment(
+            f"1. Scores: keys {KIVI_KEYS} t, ..., {KIVI_KEYS} t + {KIVI_KEYS - 1} from the "
+            f"multiple of {KIVI_KEYS} below start, then WG * {KIVI_KEYS} on (sharing each "
+            "channel's code word and stats); each invocation's largest per row."
+        )
     top = [kb.var(f"top{r}", f32, HIDDEN) for r in rows]
-    with kb.for_range("j", start + t, end, wg * SCORE_KEYS) as j:
-        keys: list[tuple[Val, Val | None]] = [(j, None)]
-        for n in range(1, SCORE_KEYS):
-            has = kb.let(f"has{n}", j + n * wg < end)
-            keys.append((kb.let(f"j{n}", min_(j + n * wg, end - 1)), has))
-        labels = ["k"] + [f"k{chr(ord('a') + n)}" for n in range(1, SCORE_KEYS)]
-        k_rows = []
-        for (key, has), label in zip(keys, labels):
-            k_row = cache.key_row(b, hk, key, label[1:])
-            side = None if k_row.side is None else kb.let(f"{label}Side", k_row.side)
-            k_row = caches.Row(kb.let(f"{label}Base", k_row.base), k_row.missing, side)
-            if row_at is not None:
-                with _when(kb, has):
-                    row_at[key - start] = k_row.base
-            k_rows.append(k_row)
-        s = [[kb.var(f"s{r}" + label[1:], f32, 0.0) for r in rows] for label in labels]
-        kb.comment("The key rows' loads, a run of each back to back; then their dot products.")
-        runs = [
-            cache.rows.key_runs(kb, cache.key, k_row, label, ROW_LOADS // SCORE_KEYS)
-            for k_row, label in zip(k_rows, labels)
-        ]
-        for trip_runs in zip(*runs):
-            for vectors in zip(*trip_runs):
-                v = vectors[0][0]
-                for r in rows:
-                    q4 = q_sh[r * (cfg.head_dim // 4) + v]
-                    if SCORE_KEYS > 1:
-                        q4 = kb.let(f"qv{r}_{v}", q4)
-                    for n, (_, k4) in enumerate(vectors):
-                        s[n][r].set(s[n][r] + call(Op.DOT, q4, k4))
-        for (key, has), k_row, label, sums in zip(keys, k_rows, labels, s):
-            for r in rows:
-                logit = kb.var(f"logit{r}" + label[1:], f32, sums[r] * scale)
-                if cap is not None:
-                    logit.set(cap * call(Op.TANH, logit / cap))
-                pos = kb.let(f"pos{r}" + label[1:], total - queries + (row0 + r) % queries)
-                seen = key <= pos
-                if window is not None:
-                    seen = seen & (pos - key < window)
-                if k_row.missing is not None:
-                    seen = seen & ~k_row.missing
-                if has is not None:
-                    seen = seen & has
-                x = kb.let(f"x{r}" + label[1:], select(HIDDEN, logit, seen))
-                with _when(kb, has):
-                    logits[r * max_chunk + (key - start)] = x
-                top[r].set(max_(top[r], x))
+
+    def logits_of(key: Val, has: Val | None, missing: Val | None, sums, suffix: str) -> None:
+        """Key ``key``'s logit for each row (``sums``: its dot products), HIDDEN where the row
+        does not see it, into ``logits`` (where ``has``) and the rows' maxima."""
+        for r in rows:
+            logit = kb.var(f"logit{r}" + suffix, f32, sums[r] * scale)
+            if cap is not None:
+                logit.set(cap * call(Op.TANH, logit / cap))
+            pos = kb.let(f"pos{r}" + suffix, total - queries + (row0 + r) % queries)
+            seen = key <= pos
+            if window is not None:
+                seen = seen & (pos - key < window)
+            if missing is not None:
+                seen = seen & ~missing
+            if has is not None:
+                seen = seen & has
+            x = kb.let(f"x{r}" + suffix, select(HIDDEN, logit, seen))
+            with _when(kb, has):
+                logits[r * max_chunk + (key - start)] = x
+            top[r].set(max_(top[r], x))
+
+    if own_rows is not None:
+        block0 = kb.let("block0", start - start % KIVI_KEYS)
+        with kb.for_range("j", block0 + t * KIVI_KEYS, end, wg * KIVI_KEYS) as j:
+
+            def q_at(r: int, v: Val) -> Val:
+                return q_sh[r * (cfg.head_dim // 4) + v]
+
+            trip = own_rows.score_trip(kb, j, start, end, q_at)
+            for n, (key, has, k_row, sums) in enumerate(trip):
+                if row_at is not None:
+                    with _when(kb, has):
+                        row_at[key - start] = k_row.base
+                logits_of(key, has, k_row.missing, sums, f"_{n}")
+    else:
+        _scores(kb, cfg, cache, b, hk, start, end, t, wg, q_sh, row_at, logits_of)
     for r in rows:
         part[r * wg + t] = top[r]
     kb.barrier()
@@ -212,7 +213,7 @@ def attend(cfg: AttendConfig, name: str = "attend") -> Kernel:
         if row_at is None:
             k_rows = [cache.key_row(b, hk, key) for key in keys]
         else:
-            k_rows = [cache.stored(row_at[key - start]) for key in keys]
+            k_rows = [cache.stored(row_at[key - start], key) for key in keys]
         vs = [
             cache.rows.value_load(kb, f"v{u}", cache.value, cache.value_row(k_row), i)
             for u, k_row in enumerate(k_rows)
@@ -304,6 +305,45 @@ def attend(cfg: AttendConfig, name: str = "attend") -> Kernel:
         said, rows = cache.capacity
         requires[said] = Binary(Op.GE, node(rows), plus(largest("seqlens_k"), 1))
     return walks.vector_extents(contract(kernel, extents, requires))
+
+
+def _scores(kb, cfg: AttendConfig, cache, b, hk, start, end, t, wg, q_sh, row_at, logits_of):
+    """The scores' loop over a cache of rows: keys ``start + t``, ``start + t + WG``, ...,
+    :data:`SCORE_KEYS` a trip, each key's row loaded in runs (:meth:`FloatRows.key_runs`)
+    before the dot products; ``logits_of`` takes each key's sums."""
+    rows = range(cfg.rows)
+    with kb.for_range("j", start + t, end, wg * SCORE_KEYS) as j:
+        keys: list[tuple[Val, Val | None]] = [(j, None)]
+        for n in range(1, SCORE_KEYS):
+            has = kb.let(f"has{n}", j + n * wg < end)
+            keys.append((kb.let(f"j{n}", min_(j + n * wg, end - 1)), has))
+        labels = ["k"] + [f"k{chr(ord('a') + n)}" for n in range(1, SCORE_KEYS)]
+        k_rows = []
+        for (key, has), label in zip(keys, labels):
+            k_row = cache.key_row(b, hk, key, label[1:])
+            side = None if k_row.side is None else kb.let(f"{label}Side", k_row.side)
+            k_row = caches.Row(kb.let(f"{label}Base", k_row.base), k_row.missing, side)
+            if row_at is not None:
+                with _when(kb, has):
+                    row_at[key - start] = k_row.base
+            k_rows.append(k_row)
+        s = [[kb.var(f"s{r}" + label[1:], f32, 0.0) for r in rows] for label in labels]
+        kb.comment("The key rows' loads, a run of each back to back; then their dot products.")
+        runs = [
+            cache.rows.key_runs(kb, cache.key, k_row, label, ROW_LOADS // SCORE_KEYS)
+            for k_row, label in zip(k_rows, labels)
+        ]
+        for trip_runs in zip(*runs):
+            for vectors in zip(*trip_runs):
+                v = vectors[0][0]
+                for r in rows:
+                    q4 = q_sh[r * (cfg.head_dim // 4) + v]
+                    if SCORE_KEYS > 1:
+                        q4 = kb.let(f"qv{r}_{v}", q4)
+                    for n, (_, k4) in enumerate(vectors):
+                        s[n][r].set(s[n][r] + call(Op.DOT, q4, k4))
+        for (key, has), k_row, label, sums in zip(keys, k_rows, labels, s):
+            logits_of(key, has, k_row.missing, sums, label[1:])
 
 
 def _when(kb: KernelBuilder, cond: Val | None) -> AbstractContextManager[None]:
