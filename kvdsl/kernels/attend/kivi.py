@@ -1,17 +1,8 @@
 """KIVI's mixed cache as :func:`~kvdsl.kernels.attend.kernel.attend` reads it (``format`` kivi2
-or kivi4): :mod:`kvdsl.kernels.kivi`'s layout, as ``kivi_append`` and ``kivi_flush`` write it.
-
-A sequence of ``total`` keys holds its first ``quantised = total - total % GROUP`` in
-quantised groups and the rest in the f16 residual (``residual_k``, ``residual_v``: a (sequence,
-KV head) slice's ``GROUP`` rows of ``HEAD_DIM / 2`` words, key ``t`` at row ``t % GROUP``).
-The groups of a (sequence, KV head) lie in a part of ``HEAD_WORDS`` words: K's codes
-``[HEAD_DIM, S / PER]`` (a channel's keys packed along the tokens, ``PER = 32 / bits`` a word,
-the first lowest), K's stats ``[HEAD_DIM, S / GROUP]``, V's codes ``[S, HEAD_DIM / PER]`` and
-V's stats ``[S, HEAD_DIM / GROUP]`` (a stat: ``pack2x16float(scale, min)``), for the part's
-``S`` keys: a contiguous cache's ``kivi_cache`` holds one part of ``seq`` keys per (sequence,
-KV head); a paged one's ``kivi_pages`` a part of ``PAGE_SIZE`` keys per (page, KV head), the
-page of key ``t`` entry ``t / PAGE_SIZE`` of the sequence's row of ``page_table`` (a negative
-entry: the page released, its keys not seen). A value reads back as ``code * scale + min``.
+or kivi4), in :mod:`kvdsl.kernels.kivi`'s layout, as ``kivi_append`` and ``kivi_flush`` write
+it: a sequence's first ``quantised = total - total % GROUP`` keys in groups (a (sequence, KV
+head) part of ``kivi_cache``, or of a page of ``kivi_pages`` through ``page_table``, whose
+negative entries hide their keys), the rest in the f16 residual.
 
 The scores take :data:`~kvdsl.kernels.attend.config.KIVI_KEYS` consecutive keys a trip
 (:meth:`KiviRows.score_trip`), aligned so that they share each channel's code word and stat
