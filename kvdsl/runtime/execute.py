@@ -59,14 +59,34 @@ class _Source:
     def of(cls, kernel: Kernel, label: str | None = None) -> _Source:
         """A kernel's emitted text and the interface it states."""
         return cls(
-            emit(specialise_handles(kernel)),
+            _known(kernel, "wgsl", lambda: emit(specialise_handles(kernel))),
             kernel.bindings,
             kernel.params,
             label or kernel.name,
-            kernel_limits(kernel),
+            _known(kernel, "limits", lambda: kernel_limits(kernel)),
             kernel.uniforms,
             kernel.textures,
         )
+
+
+#: What :func:`_known` has worked out, by kernel object (held, so its id stays its own).
+_KNOWN: dict[int, tuple[Kernel, dict[str, object]]] = {}
+_KNOWN_KERNELS = 256
+
+
+def _known(kernel: Kernel, fact: str, work):
+    """``work()``, a fact of ``kernel`` (its WGSL, its limits, whether it uses f16), worked out
+    once a kernel object: a session dispatches the same kernels every step, and emitting a
+    large one (attend's) takes tens of milliseconds. A kernel is immutable."""
+    held = _KNOWN.get(id(kernel))
+    if held is None or held[0] is not kernel:
+        if len(_KNOWN) >= _KNOWN_KERNELS:
+            del _KNOWN[next(iter(_KNOWN))]
+        held = _KNOWN[id(kernel)] = (kernel, {})
+    facts = held[1]
+    if fact not in facts:
+        facts[fact] = work()
+    return facts[fact]
 
 
 class _Dispatch:
@@ -284,7 +304,8 @@ def _workgroups(
     """The kernel's workgroups for ``params``, after its host-side contract is checked (the
     inputs already are: :func:`kvdsl.runtime.inputs.check_inputs`)."""
     check_contract(kernel, buffers, params)
-    limits = gpu.device(uses_f16(kernel)).limits  # a missing shader-f16 is reported first
+    f16 = _known(kernel, "f16", lambda: uses_f16(kernel))
+    limits = gpu.device(f16).limits  # a missing shader-f16 is reported first
     check_workgroups(kernel, params, limits["max-compute-workgroups-per-dimension"])
     # Evaluated without a limit so that a dispatch too large for the device is a DeviceError
     # from _Dispatch, which names the device's limit.
