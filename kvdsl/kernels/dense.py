@@ -153,13 +153,10 @@ class DenseAppendConfig(RotaryHalf, DenseConfig):
     # (kvdsl.reference.rotation); 0: not rotated. V is stored as it is. attend reads such a
     # cache with the same rotation.
     rotation: int = 0
-    # The rotation's stages between a row's lanes by subgroup shuffles where a subgroup holds
-    # the row (workgroup memory elsewhere): the module needs WGSL's subgroups.
-    subgroups: bool = False
     mode = "dense_append"
     KEYS = (  # fmt: skip
         "kv_heads", "head_dim", "format", "scales", "k_norm", "rotary", "rotary_half", "eps",
-        "input_type", "walk", "split", "run", "rotation", "subgroups", "workgroup_size", "fold",
+        "input_type", "walk", "split", "run", "rotation", "workgroup_size", "fold",
     )
 
     def check_fields(self) -> None:
@@ -176,13 +173,6 @@ class DenseAppendConfig(RotaryHalf, DenseConfig):
         )
         require_rotary_vectors(self.rotary, self.head_dim, self.rotary_half, self.mode)
         require_rotation(self.fmt, self.rotation, self.head_dim)
-        flag("subgroups", self.subgroups)
-        require(
-            not self.subgroups or self.rotation,
-            "subgroups",
-            self.subgroups,
-            "false without a rotation (its exchange between a row's lanes is what they serve)",
-        )
         one_of("input_type", self.input_type, FLOATS)
         require_walk(self.fmt, self.walk, self.run)
         flag("split", self.split)
@@ -363,7 +353,7 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
 
     def rotated(k: list[Val]) -> list[Val]:
         args = (q.vector_at, it.d, q.lanes, cfg.rotation, cfg.workgroup_size)
-        return rotated_lane(kb, k, *args, subgroup=cfg.subgroups)
+        return rotated_lane(kb, k, *args)
 
     def load_k(i: Val) -> Val:
         return words.as_f32(kb, src_k[src_base + i])
@@ -540,16 +530,13 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, DenseConfig]:
         )
     # K rotated over the whole head before quantising, beside the unrotated twins above
     whole = llama["head_dim"]
-    # (and with the exchange between a row's lanes by subgroup shuffles: "_sg")
-    for sg in (False, True):
-        tag = "_sg" if sg else ""
-        for f in (DenseFormat.INT8, DenseFormat.INT4, DenseFormat.Q4_0):
-            v[f"dense_append_rotary_{f.value}_rotation{whole}{tag}_llama31_8b"] = DenseAppendConfig(
-                **llama, format=f, rotary=True, rotation=whole, subgroups=sg
-            )
-        v[f"dense_build_rotary_int4_rotation{whole}{tag}_llama31_8b"] = DenseBuildConfig(
-            **llama, format=DenseFormat.INT4, rotary=True, rotation=whole, subgroups=sg
+    for f in (DenseFormat.INT8, DenseFormat.INT4, DenseFormat.Q4_0):
+        v[f"dense_append_rotary_{f.value}_rotation{whole}_llama31_8b"] = DenseAppendConfig(
+            **llama, format=f, rotary=True, rotation=whole
         )
+    v[f"dense_build_rotary_int4_rotation{whole}_llama31_8b"] = DenseBuildConfig(
+        **llama, format=DenseFormat.INT4, rotary=True, rotation=whole
+    )
     v["dense_build_int8_side_llama31_8b"] = DenseBuildConfig(**llama, scales=ScalePlace.SIDE)
     v["dense_build_knorm_rotary_q8_0_qwen3_06b"] = DenseBuildConfig(
         **qwen3, format=DenseFormat.Q8_0, k_norm=True, rotary=True

@@ -35,7 +35,7 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
-from kvdsl.ir import KernelBuilder, Val, array, construct, f32, lit, select, shuffle_xor, u32, vec
+from kvdsl.ir import KernelBuilder, Val, array, construct, f32, lit, select, u32, vec
 from kvdsl.ir.builder import Shared
 
 V4 = vec(4, f32)
@@ -217,7 +217,6 @@ def across_lanes(
     workgroup_size: int,
     name: str = "w",
     swap: Shared | None = None,
-    subgroup: bool = False,
 ) -> list[Val]:
     """The rotation of rows held by ``lanes`` adjacent invocations each (rows whole inside a
     workgroup, lane ``lane`` of its row), this lane's ``vec4``s ``row`` (its ``j``-th the row's
@@ -226,13 +225,7 @@ def across_lanes(
     the rest through workgroup memory (see the module). Every invocation of the workgroup must
     call it (a barrier where lanes pair); the results named ``{name}{j}``. ``swap``: workgroup
     memory of ``workgroup_size * len(row)`` ``vec4<f32>`` to exchange through that the kernel
-    has used before (a barrier first), else ``{name}Swap`` is declared. ``subgroup``: the
-    stages between lanes by ``subgroupShuffleXor`` (one a step, no barrier) where the subgroup
-    is at least ``lanes`` wide (a power of two), through workgroup memory elsewhere: a branch
-    on the uniform ``subgroup_size``; the module enables ``subgroups``. The sums are the same
-    either way, so are the bits."""
-    if subgroup and lanes & (lanes - 1):
-        raise ValueError(f"rotation: a subgroup exchange needs lanes a power of two, not {lanes}")
+    has used before (a barrier first), else ``{name}Swap`` is declared."""
     n = len(row)
     stages = plan(vector_at, lanes, n, block)
     scale = 1.0 / math.sqrt(block)
@@ -248,7 +241,8 @@ def across_lanes(
             y = x * kb.let(f"{name}Signs{j}", construct(V4, *s))
         y = kb.let(f"{name}S{j}", y)
         cur.append(kb.let(f"{name}B{j}", butterflies4(kb, y, f"{name}H{j}")))
-    ex = _Exchange(kb, lane, lanes, workgroup_size, name, swap)
+    reused = swap is not None
+    rounds = 0
     at = 0
     while at < len(stages):
         stage = stages[at]
@@ -260,81 +254,31 @@ def across_lanes(
                 nxt[hi] = kb.let(f"{name}{at}_{hi}", a - b)
             cur, at = nxt, at + 1
             continue
-        first = at
-        while at < len(stages) and stages[at].mask:
+        masks = []
+        # At most two stages a round: a round of m costs each vector 2^m accesses (a store and
+        # 2^m - 1 reads), so three stages go as two rounds (6, not 8).
+        while at < len(stages) and stages[at].mask and len(masks) < 2:
+            masks.append(stages[at].mask)
             at += 1
-        run = stages[first:at]
-        if not subgroup:
-            cur = ex.through_memory(cur, run)
-            continue
-        kb.comment(f"Rotation stages {_apart(run)} values apart, between the row's lanes: by")
-        kb.comment("subgroup shuffles where a subgroup holds the row, else workgroup memory.")
-        out = [kb.var(f"{name}X{first}_{j}", V4) for j in range(n)]
-        with kb.if_(kb.subgroup_size >= lanes):
-            for x, y in zip(out, ex.shuffled(cur, run)):
-                x.set(y)
-        with kb.else_():
-            for x, y in zip(out, ex.through_memory(cur, run)):
-                x.set(y)
-        cur = list(out)
-    return [kb.let(f"{name}{j}", x) for j, x in enumerate(cur)]
-
-
-def _apart(run: list[Stage]) -> str:
-    return ", ".join(str(4 * s.h) for s in run)
-
-
-class _Exchange:
-    """The stages between a row's lanes (:func:`across_lanes`), through workgroup memory or
-    subgroup shuffles. Stage ``t`` where this lane holds the high half takes partner - own, else
-    own + partner (the same sums as ``a + b``, ``a - b``; ``own * -1`` is exact)."""
-
-    def __init__(self, kb, lane, lanes, workgroup_size, name, swap):
-        self.kb, self.lane, self.lanes, self.size, self.name = kb, lane, lanes, workgroup_size, name
-        self.swap, self.used, self.rounds = swap, swap is not None, 0
-
-    def _hi(self, mask: int, tag: str) -> Val:
-        return self.kb.let(f"{self.name}Hi{tag}", select(1.0, -1.0, (self.lane & mask).ne(0)))
-
-    def shuffled(self, cur: list[Val], run: list[Stage]) -> list[Val]:
-        """The stages of ``run`` by ``subgroupShuffleXor``, one a step: no memory, no barrier
-        (the row's lanes are adjacent invocations of one subgroup)."""
-        kb, name = self.kb, self.name
-        cur = list(cur)
-        for s in run:
-            hi = self._hi(s.mask, f"Sg{s.h}")
-            for j, x in enumerate(cur):
-                p = kb.let(f"{name}P{s.h}_{j}", shuffle_xor(x, s.mask))
-                cur[j] = kb.let(f"{name}Q{s.h}_{j}", p + x * hi)
-        return cur
-
-    def through_memory(self, cur: list[Val], run: list[Stage]) -> list[Val]:
-        """The stages of ``run`` through workgroup memory, at most two a round: a round of
-        ``m`` costs each vector ``2^m`` accesses (a store and ``2^m - 1`` reads), so three
-        stages go as two rounds (6, not 8)."""
-        for k in range(0, len(run), 2):
-            cur = self._round(cur, run[k : k + 2])
-        return cur
-
-    def _round(self, cur: list[Val], run: list[Stage]) -> list[Val]:
-        kb, name, size, n = self.kb, self.name, self.size, len(cur)
-        masks = [s.mask for s in run]
-        r = self.rounds
-        if self.swap is None:
-            self.swap = kb.workgroup_var(f"{name}Swap", array(V4, size * n))
-        elif self.rounds or self.used:
+        if swap is None:
+            swap = kb.workgroup_var(f"{name}Swap", array(V4, workgroup_size * n))
+        elif rounds or reused:
             kb.barrier()  # every lane has read what the memory held
-        swap = self.swap
-        kb.comment(f"Rotation stages {_apart(run)} values apart: between the row's lanes, through")
+        apart = ", ".join(str(4 * stages[at - len(masks) + t].h) for t in range(len(masks)))
+        kb.comment(f"Rotation stages {apart} values apart: between the row's lanes, through")
         kb.comment("workgroup memory; each lane reads its partners' vectors and keeps its own.")
         # Vector j of every lane side by side (j * workgroup_size + lane): adjacent lanes touch
         # adjacent vec4s, where lane-major places a warp's 32 on the same 4 of 32 banks.
         for j in range(n):
-            swap[kb.lid.x + j * size if j else kb.lid.x] = cur[j]
+            swap[kb.lid.x + j * workgroup_size if j else kb.lid.x] = cur[j]
         kb.barrier()
-        signs = [self._hi(m, f"{r}_{t}") for t, m in enumerate(masks)]
+        # Stage t: where this lane holds the high half it takes partner - own, else own +
+        # partner (the same sums as a + b, a - b); own * -1 is exact.
+        signs = [
+            kb.let(f"{name}Hi{rounds}_{t}", select(1.0, -1.0, (lane & m).ne(0)))
+            for t, m in enumerate(masks)
+        ]
         group = 1 << len(masks)
-        out = []
         for j in range(n):
             vals = [cur[j]]
             for c in range(1, group):
@@ -342,16 +286,21 @@ class _Exchange:
                 for t, mt in enumerate(masks):
                     if c >> t & 1:
                         m ^= mt
-                slot = _lane_slot(kb, self.lane, self.lanes, m)
-                at = slot + j * size if j else slot
-                vals.append(kb.let(f"{name}G{r}_{j}_{c}", swap[at]))
+                slot = _lane_slot(kb, lane, lanes, m)
+                vals.append(
+                    kb.let(
+                        f"{name}G{rounds}_{j}_{c}", swap[slot + j * workgroup_size if j else slot]
+                    )
+                )
             for t in range(len(masks)):
                 bit = 1 << t
                 for c in range(0, group, 2 * bit):
-                    vals[c] = kb.let(f"{name}R{r}_{t}_{j}_{c}", vals[c + bit] + vals[c] * signs[t])
-            out.append(vals[0])
-        self.rounds += 1
-        return out
+                    vals[c] = kb.let(
+                        f"{name}R{rounds}_{t}_{j}_{c}", vals[c + bit] + vals[c] * signs[t]
+                    )
+            cur[j] = vals[0]
+        rounds += 1
+    return [kb.let(f"{name}{j}", x) for j, x in enumerate(cur)]
 
 
 def _lane_signs(vector_at: Callable[..., Val | int], lane: Val, lanes: int, j: int) -> Val:

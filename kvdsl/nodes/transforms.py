@@ -68,14 +68,12 @@ def rotated_lane(
     block: int,
     workgroup_size: int,
     swap: Shared | None = None,
-    subgroup: bool = False,
 ) -> list[Val]:
     """The lane's vectors of K (``k``, normed and NeoX-rotated: its ``j``-th the row's vector
     ``vector_at(lane, j)``) Walsh-Hadamard rotated over blocks of ``block``, the row's
     ``lanes`` lanes together (:func:`kvdsl.nodes.rotation.across_lanes`), named ``kRot{j}``.
     Every invocation of the workgroup calls it (a row's values are exchanged at a barrier);
-    ``swap``: workgroup memory the kernel has used before to exchange them through;
-    ``subgroup``: by subgroup shuffles where a subgroup holds the row's lanes."""
+    ``swap``: workgroup memory the kernel has used before to exchange them through."""
     kb.comment(f"K's row Walsh-Hadamard rotated (blocks of {block}), its lanes together.")
-    args = (lanes, block, workgroup_size, "kRot", swap, subgroup)
+    args = (lanes, block, workgroup_size, "kRot", swap)
     return rotation.across_lanes(kb, k, vector_at, lane, *args)

@@ -233,13 +233,8 @@ def test_reduction_config_errors() -> None:
 
 
 SG_VARIANTS = [n for n in catalog.VARIANTS if "_flat_sg_" in n]
-#: The drop-ins' subgroup forms (the block walk; the rotated dense writers' "_sg_" forms,
-#: whose subgroups exchange a rotation's values, are tests/kernels/test_writer_rotation.py's).
-SG_DROP_INS = [
-    n
-    for n, c in catalog.VARIANTS.items()
-    if "_sg_" in n and "_flat_" not in n and hasattr(c, "reduction")
-]
+#: The drop-ins' subgroup forms (the block walk).
+SG_DROP_INS = [n for n in catalog.VARIANTS if "_sg_" in n and "_flat_" not in n]
 
 
 @pytest.fixture

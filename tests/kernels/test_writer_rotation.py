@@ -84,7 +84,7 @@ def test_a_rotated_writer_loads_what_the_unrotated_one_does(name):
     """The catalog's rotated writers load each input vector as often as the same kernel
     unrotated: a lane its own vectors (and rotary's partners), never the whole row again."""
     cfg = catalog.config(name)
-    plain = dataclasses.replace(cfg, rotation=0, subgroups=False, walk=cfg.walk)
+    plain = dataclasses.replace(cfg, rotation=0, walk=cfg.walk)
     loaded = {}
     for c in (cfg, plain):
         kernel = catalog.build_config(c)
@@ -158,32 +158,3 @@ def test_a_rotation_it_cannot_do_is_refused_by_name(rotation, message):
     with pytest.raises(ConfigError) as err:
         DenseAppendConfig(2, 64, format="int8", rotation=rotation)
     assert message in str(err.value)
-
-
-@pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("fmt, lanes", [("int8", 8), ("int4", 4)])
-def test_the_subgroup_exchange_writes_the_workgroup_exchanges_bits(mode, fmt, lanes):
-    """``subgroups``: the stages between a row's lanes by subgroup shuffles where a subgroup
-    holds the row (every size from 4 to 64 in the interpreter: 4 is narrower than int8's 8
-    lanes, so its rows go through workgroup memory), the same words as the workgroup exchange;
-    on the GPU too, and against the reference."""
-    cls, build = MODES[mode]
-    shared = dict(kv_heads=2, head_dim=128, format=fmt, rotary=True, rotation=128)
-    cfg = cls(**shared, subgroups=True)
-    assert cfg.row_lanes == lanes
-    plain = build(cls(**shared))
-    kernel = build(cfg)
-    for size in (4, 8, 32, 64):
-        for case in cases_for(cfg, 2, seed=size):
-            want = interp.run(plain, dict(case.buffers), case.params)
-            got = interp.run(kernel, dict(case.buffers), case.params, subgroup_size=size)
-            for out in ("present_key", "present_value"):
-                np.testing.assert_array_equal(got[out], want[out])
-    result = verify_variant(f"{mode} {fmt} subgroups", cfg, kernel, n_cases=2)
-    assert result.ok, "\n".join(result.problems)
-
-
-def test_subgroups_without_a_rotation_are_refused_by_name():
-    with pytest.raises(ConfigError) as err:
-        DenseAppendConfig(2, 64, format="int8", subgroups=True)
-    assert "subgroups=True: expected false without a rotation" in str(err.value)
