@@ -20,8 +20,8 @@ measured beside it, and the page says what it changes. The decode time is
 KIVI's 2-bit cache (:mod:`kvdsl.reference.kivi`) and ONNX Runtime WebGPU's 4-bit TurboQuant
 cache (:mod:`kvdsl.reference.ort_tq`) are measured from their references; ORT's is kvdsl's
 format ``ort_q4`` (written by the appends, builds and the fused QKV kernel, read and timed by
-``attend``), KIVI's is the ``kivi_append``, ``kivi_flush`` and ``kivi_attend`` kernels
-(contiguous and paged; ``kivi_attend`` timed over a contiguous cache). ORT's format rotates K and V itself
+``attend``), KIVI's is the ``kivi_append`` and ``kivi_flush`` kernels (contiguous and paged),
+read and timed by ``attend`` (``format="kivi2"``) over a contiguous cache. ORT's format rotates K and V itself
 (an unsigned Walsh-Hadamard transform, undone on reading), so it has no rotated row of its own.
 
 Everything is seeded and in numpy: the page is the same on every machine.
@@ -179,8 +179,8 @@ def error(fmt: Format, tokens: int, rotated: str | None) -> float:
 
 def decode_times(path: Path = ATTENTION) -> tuple[dict[str, float], str]:
     """Attend's time (its merge included) at batch 4, 8,192 tokens, the planned chunks, per
-    format (a rotated cache's, and kivi_attend's for KIVI's groups), and the device that gave
-    them."""
+    format (a rotated cache's, and KIVI's groups'), and the device that gave them (KIVI's rows
+    name theirs where another device timed them)."""
     if not path.is_file():
         return {}, ""
     att = json.loads(path.read_text())
@@ -188,7 +188,9 @@ def decode_times(path: Path = ATTENTION) -> tuple[dict[str, float], str]:
     times = {r["format"]: r["us"] for r in at if r["kind"] == "bandwidth" and r["planned"]}
     times |= {f"{r['format']} rotated": r["us"] for r in at if r["kind"] == "rotation"}
     times |= {r["format"]: r["us"] for r in at if r["kind"] == "kivi"}
-    return times, att["device"]["device"]
+    device = att["device"]["device"]
+    other = sorted({r["device"] for r in at if r["kind"] == "kivi" and r.get("device")} - {device})
+    return times, device + (f"; KIVI's on {', '.join(other)}" if other else "")
 
 
 def table() -> list[dict[str, Any]]:
@@ -229,7 +231,7 @@ def page(rows: list[dict[str, Any]], times: dict[str, float], device: str) -> st
         f"than the rest and NeoX rotary applied, V Gaussian. *rotated*: K and Q rotated by the "
         f"signed Walsh-Hadamard matrix of the whole head, K before quantising "
         f"(`kvdsl.reference.rotation`), V as it is: `dense_append` and `dense_build` write it and `attend` reads it with `rotation` set. The time is `attend` with "
-        f"its merge (KIVI's: `kivi_attend`, one workgroup per sequence and query head, not split) at batch 4, 8,192 tokens, 8 KV heads x 128, 32 query heads"
+        f"its merge (KIVI's too, `format='kivi2'`) at batch 4, 8,192 tokens, 8 KV heads x 128, 32 query heads"
         + (f" ({device}, `benchmarks/attention.py`)." if device else "."),
         "",
         "| format | what | "
@@ -305,10 +307,10 @@ def timing(times: dict[str, float]) -> list[str]:
     return [
         f"- Decode time: ort_q4 takes {times['ort_q4']:.0f} µs where int4 takes "
         f"{times['int4']:.0f} and int8 {times['int8']:.0f} (its centroid lookup and the "
-        "rotation back of each row cost more than the bytes it saves). KIVI's `kivi_attend` "
-        f"takes {times['kivi2 g32']:.0f} µs: one workgroup per sequence and query head walks "
-        "every key, with no split and no sharing of a KV head's rows between its query heads; "
-        "reading KIVI through `attend`'s split-K is what would make its bytes pay.",
+        "rotation back of each row cost more than the bytes it saves). KIVI's 2-bit groups of "
+        f"32 take {times['kivi2 g32']:.0f} µs through `attend`, split over the keys like the "
+        "others; its K is decoded channel by channel from each group's stats, and the newest "
+        "tokens come from the f16 residual.",
     ]
 
 
