@@ -187,6 +187,7 @@ def parse_with_lines(
         if isinstance(err.orig_exc, FrontendError):
             raise err.orig_exc from None
         raise
+    _aliases_declared_once(module, to_ir.alias_lines, filename)
     unused = sorted(str(k) for k in to_ir.constants if k not in to_ir.overridden)
     if unused:
         names = ", ".join(sorted(to_ir.overridden_names)) or "none"
@@ -198,6 +199,15 @@ def parse_with_lines(
     assembler = _Assembler(module, filename, found, to_ir, rounded)
     assembler.words = frozenset(re.findall(r"\w+", code))
     return assembler.kernel(_name(filename), dispatch)
+
+
+def _aliases_declared_once(module: Module, aliases: dict[str, int], filename: str) -> None:
+    """Refuse, as Tint does, an alias named like another module-scope declaration (a binding,
+    var, const, override, struct or function), at the later of the two."""
+    for d in module.decls:
+        line = aliases.get(getattr(d, "name", None))
+        if line is not None:
+            raise WgslTypeError(f"redeclaration of '{d.name}'", filename, max(line, d.line))
 
 
 def _name(filename: str) -> str:
@@ -284,6 +294,9 @@ class _Assembler(EntryPoint):
         typer.must_use = frozenset(self.must_use)
         typer.steps = self.steps
         typer.alias_ctors = self.alias_ctors
+        typer.overrides = frozenset(
+            d.name for d in self.module.decls if isinstance(d, ConstDecl) and d.override
+        )
         consts = self.consts(typer)
         wg, wg_name = self.workgroup_size(entry, consts)
         probe = replace(probe, consts=consts)
@@ -298,6 +311,7 @@ class _Assembler(EntryPoint):
             if isinstance(a, ModuleAssert):
                 typer.line = a.line
                 cond = typer.expr(a.cond, scope, bool_)
+                typer.no_override("const_assert", "const assertion", cond, scope)
                 try:
                     checker.const_assert(cond, scope)
                 except VerifyError as err:
@@ -405,6 +419,8 @@ class _Assembler(EntryPoint):
                     d.line,
                 )
             value = typer.expr(d.value, scope, declared)
+            if not d.override:
+                typer.no_override(f"const {d.name}", "const initializer", value, scope)
             ty = declared or typer.type_of(value, scope)
             if typer.type_of(value, scope) != ty:
                 raise typer.error(

@@ -13,6 +13,7 @@ on the state of :class:`kvdsl.frontend.rules.Rules`.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from lark import Token, v_args
@@ -66,9 +67,12 @@ class ToIR(Statements, Expressions):
         return ModuleAssert(cond, meta.line)
 
     def alias(self, name: Token, ty) -> None:
-        if str(name) in self.aliases or str(name) in SCALARS or str(name) in VEC_ALIASES:
+        if str(name) in self.aliases:
+            raise WgslTypeError(f"redeclaration of '{name}'", self.filename, name.line, name.column)
+        if str(name) in SCALARS or str(name) in VEC_ALIASES:
             raise self._err(f"alias {name}: the name is taken", name.line, name.column)
         self.aliases[str(name)] = ty
+        self.alias_lines[str(name)] = name.line
         return None
 
     def enable(self, *names: Token) -> tuple[tuple[str, int, int], ...]:
@@ -169,7 +173,7 @@ class ToIR(Statements, Expressions):
                 name.line,
                 name.column,
             )
-        return self._const(name, ty, value, meta.line)
+        return replace(self._const(name, ty, value, meta.line), override=True)
 
     def _override_value(self, name: Token, ty, default, given) -> ir.Expr:
         """The literal of ``given`` (a number, a bool or its text) in the override's type: its
