@@ -119,7 +119,11 @@ Storage buffers
     reinterpreted bit for bit, as the GPU sees bytes; vec bindings are ``[length, N]``). A
     binding that is one value (``n: atomic<u32>``, ``acc: vec4<f32>``, ``cfg: Config``) is held
     as its scalars or, a struct, as ``u32`` words (halves where it holds an f16), each component
-    or word an element of its own (:mod:`kvdsl.interp.structs`).
+    or word an element of its own (:mod:`kvdsl.interp.structs`). An array of vectors, once an
+    access names one component of an element (``out[i].y = v``, ``out[i][j]``), keeps its
+    records per component from then on (``Storage.split``), each component an element of its
+    own as WGSL's scalar memory locations are; a whole element's access is one of each of its
+    components.
     read_write bindings are copied, written in place and handed back with the caller's dtype and
     shape. A read or write checks that every active invocation's index is inside the binding,
     else :class:`OutOfBounds`; only active invocations store. Every access of a read_write

@@ -7,7 +7,7 @@ WGSL's layout, for messages.
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -51,6 +51,12 @@ class Storage:
     # spans (sorted), while nothing has needed ``owner`` itself.
     pending: list = field(default_factory=list)
     spans: list = field(default_factory=list)
+    # A binding of vector elements once an access named one component (``out[i].y = v``): the
+    # records per scalar, which every access of the binding keeps from then on (WGSL's memory
+    # locations are scalars: invocations writing different components of one element do not
+    # race). Its data is a view of :attr:`data`, component ``k`` of element ``i`` at
+    # ``i * n + k``.
+    split: Storage | None = field(default=None)
 
     @property
     def length(self) -> int:
@@ -78,6 +84,26 @@ class Storage:
         self.spans.insert(at, span)
         self.pending.append((shape, writers, stmt))
         return True
+
+    def components(self) -> Storage:
+        """:attr:`split`, made on first use from the records per element, each element's
+        writer, its barrier and its readers entered for each of its components."""
+        if self.split is None:
+            n = self.binding.elem.n
+            part = Storage(
+                replace(self.binding, elem=self.binding.elem.scalar),
+                self.data.reshape(-1),
+                self.flat,
+            )
+            if self.written:
+                owner = self.owners()
+                part.owner, part.wstmt = np.repeat(owner, n), np.repeat(self.wstmt, n)
+            if self.wfence is not None:
+                part.wfence = np.repeat(self.wfence, n)
+            if self.reads is not None:
+                part.reads = np.repeat(self.reads, n, axis=1)
+            self.split = part
+        return self.split
 
     def wfence_at(self, i: np.ndarray) -> np.ndarray:
         """:attr:`wfence` of elements ``i`` (-1 where no barrier followed the write)."""

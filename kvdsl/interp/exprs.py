@@ -219,6 +219,19 @@ class Expressions:
                 return self.construct(ty, [self.eval(a, m) for a in args])
             case ir.Index() | ir.Member() if self._structs and (b := self.struct_root(e)):
                 return self.struct_load(b, e, m)
+            case ir.Member(ir.Index(ir.Name(name), index), c) | ir.Index(
+                ir.Index(ir.Name(name), index), c
+            ) if (b := self._vector_buffer(name)) is not None and (
+                type(e) is ir.Index or len(c) == 1
+            ):
+                # One component of a read_write binding's vector element, read as its scalar.
+                idx = self.eval(index, m)
+                lane = (
+                    np.array([COMPONENTS.index(c)], np.uint32)
+                    if type(e) is ir.Member
+                    else self.eval(c, m)
+                )
+                return self.load_component(b, idx, lane, m)
             case ir.Index(ir.Name(name), index) if name in self.buffers and not self._shadowed(
                 name
             ):
