@@ -21,7 +21,7 @@ from lark.tree import Meta
 
 from kvdsl.frontend.errors import UnsupportedError, WgslTypeError
 from kvdsl.frontend.expressions import VEC_ALIASES, Expressions
-from kvdsl.frontend.io_attrs import IO_ATTRS, member_location
+from kvdsl.frontend.io_attrs import IO_ATTRS, member_invariant, member_location, member_position
 from kvdsl.frontend.numbers import const_int
 from kvdsl.frontend.records import (
     Attr,
@@ -102,6 +102,10 @@ class ToIR(Statements, Expressions):
                 )
             self.pending_locations.add(n)  # (n is not None: @interpolate needs @location)
             attrs = tuple(a for a in attrs if a.name not in IO_ATTRS)
+        member_position(attrs, ty, self.filename)
+        if any(a.name == "invariant" for a in attrs):
+            member_invariant(attrs, self.filename)  # of no meaning here: checked, dropped
+            attrs = tuple(a for a in attrs if a.name != "invariant")
         for a in attrs:
             if a.name == "builtin" and len(attrs) == 1:
                 # An entry point's input, where the struct is its parameter's type (the

@@ -31,9 +31,6 @@ LIMITS = {
         "  out[0] = 1u;",
         "@group(0) @binding(0) var<storage, read_write> x: array<u32>;\nfn h() { x[0] = 1u; }\n",
     ),
-    "member_invariant": k(
-        "  out[0] = 1u;", "struct S { @builtin(position) @invariant a: vec4<f32> }\n"
-    ),
     "sampler": k("  out[0] = 1u;", "@group(0) @binding(1) var s: sampler;\n"),
     "texture_3d": k("  out[0] = 1u;", "@group(0) @binding(1) var tex: texture_3d<f32>;\n"),
 }

@@ -1,7 +1,8 @@
 """kvdsl's verdict is Tint's on modules where the two once differed: a const or const_assert
-naming an override, an alias named like another module declaration and a texture builtin of no
-overload, refused in Tint's words; a helper named like a builtin called as a statement, and
-abstract float arithmetic evaluated in f64 before it takes a type, taken, run on the
+naming an override, an alias named like another module declaration, a texture builtin of no
+overload and an @invariant Tint refuses, refused in Tint's words; a helper named like a builtin
+called as a statement, abstract float arithmetic evaluated in f64 before it takes a type and
+@invariant on a struct member's @builtin(position), taken, run on the
 interpreter and on the GPU (llvmpipe will do) over random non-zero inputs into a poisoned
 output, to what numpy says."""
 
@@ -81,6 +82,24 @@ REFUSED = {
         ),
         "no matching call to 'textureStore(texture_storage_2d<r32uint, write>, vec2<u32>)'",
     ),
+    "invariant_without_a_position": (
+        kernel("  out[i] = 1u;", "struct S { @invariant a: vec4<f32> }\n"),
+        "'@invariant' must be applied to a position builtin",
+    ),
+    "invariant_twice": (
+        kernel(
+            "  out[i] = 1u;", "struct S { @builtin(position) @invariant @invariant a: vec4<f32> }\n"
+        ),
+        "duplicate invariant attribute",
+    ),
+    "invariant_with_parentheses": (
+        kernel("  out[i] = 1u;", "struct S { @builtin(position) @invariant() a: vec4<f32> }\n"),
+        "invariant attribute doesn't take parenthesis",
+    ),
+    "position_of_a_vec3": (
+        kernel("  out[i] = 1u;", "struct S { @builtin(position) @invariant a: vec3<f32> }\n"),
+        "store type of '@builtin(position)' must be 'vec4<f32>'",
+    ),
 }
 
 
@@ -140,6 +159,17 @@ CASES["abstract_floats_in_f64"] = (
 def _tiny(a: np.ndarray) -> np.ndarray:
     f = np.float32
     return (a.astype(f) * f(0.1 + 0.2 - 0.3) * f(1e16)).astype(np.int64)
+
+
+# A struct of values whose member carries a vertex output's @builtin(position) @invariant (of
+# no meaning in a compute shader: checked and dropped).
+CASES["member_invariant_on_a_position"] = (
+    kernel(
+        "  let s = S(vec4<f32>(f32(a[i] & 255u)), a[i] * 3u);\n  out[i] = s.b + u32(s.p.w);",
+        "struct S { @builtin(position) @invariant p: vec4<f32>, b: u32 }\n",
+    ),
+    lambda a: a * 3 + (a & 255),
+)
 
 
 def _run(name: str, backend) -> np.ndarray:
