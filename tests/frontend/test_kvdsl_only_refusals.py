@@ -24,13 +24,6 @@ def k(body: str, head: str = "") -> str:
 
 
 LIMITS = {
-    "binding_slot_shared_with_an_unused_uniform": k(
-        "  out[0] = 1u;", "@group(0) @binding(0) var<uniform> u: u32;\n"
-    ),
-    "binding_slot_shared_by_a_buffer_an_uncalled_helper_uses": k(
-        "  out[0] = 1u;",
-        "@group(0) @binding(0) var<storage, read_write> x: array<u32>;\nfn h() { x[0] = 1u; }\n",
-    ),
     "sampler": k("  out[0] = 1u;", "@group(0) @binding(1) var s: sampler;\n"),
     "texture_3d": k("  out[0] = 1u;", "@group(0) @binding(1) var tex: texture_3d<f32>;\n"),
 }

@@ -82,6 +82,17 @@ REFUSED = {
         ),
         "no matching call to 'textureStore(texture_storage_2d<r32uint, write>, vec2<u32>)'",
     ),
+    "array_length_of_a_buffer_at_a_slot_another_takes": (
+        kernel(
+            "  out[i] = a[i] + arrayLength(&x);",
+            "@group(0) @binding(1) var<storage, read> x: array<u32>;\n",
+        ),
+        "references multiple variables that use the same resource binding",
+    ),
+    "a_uniform_and_a_buffer_at_one_slot_both_named": (
+        kernel("  out[i] = a[i] + u;", "@group(0) @binding(0) var<uniform> u: u32;\n"),
+        "references multiple variables that use the same resource binding",
+    ),
     "invariant_without_a_position": (
         kernel("  out[i] = 1u;", "struct S { @invariant a: vec4<f32> }\n"),
         "'@invariant' must be applied to a position builtin",
@@ -172,6 +183,23 @@ CASES["member_invariant_on_a_position"] = (
 )
 
 
+# Resources at a slot another takes, none of them named by the entry point (a uniform, a
+# texture, a buffer only helpers it does not call name, a buffer a local's name hides): left
+# out of the kernel, with those helpers, as WGSL leaves them out of the pipeline's layout.
+CASES["resources_at_one_slot_the_entry_point_does_not_name"] = (
+    "@group(0) @binding(0) var<uniform> u: vec4<u32>;\n"
+    + HEAD
+    + "@group(0) @binding(1) var t: texture_2d<f32>;\n"
+    + "@group(0) @binding(0) var<storage, read_write> x: array<u32>;\n"
+    + "@group(0) @binding(1) var<storage, read_write> y: array<u32>;\n"
+    + "fn h(j: u32) { x[j] = u.x; }\nfn g() { h(0u); y[0] = 1u; }\n"
+    + "fn keep(v: u32) -> u32 { return v * 7u; }\n"
+    + ENTRY
+    + "  let i = gid.x;\n  let y = keep(a[i]);\n  out[i] = y + a[i];\n}\n",
+    lambda a: a * 8,
+)
+
+
 def _run(name: str, backend) -> np.ndarray:
     k = parse(CASES[name][0], f"{name}.wgsl")
     bufs = {"a": inputs(), "out": np.full(N, POISON, np.uint32)}
@@ -199,6 +227,13 @@ def test_tint_takes_them_and_tint_and_naga_their_prints():
     assert {n: e for n, e in tint_check(texts).items() if e is not None} == {}
     prints = {f"{n}_printed": emit(parse(t, f"{n}.wgsl")) for n, t in texts.items()}
     assert refused_by_compilers(prints) == {}
+
+
+def test_resources_the_entry_point_does_not_name_leave_the_interface():
+    k = parse(CASES["resources_at_one_slot_the_entry_point_does_not_name"][0])
+    assert [b.name for b in k.bindings] == ["a", "out"]
+    assert (k.uniforms, k.textures) == ((), ())
+    assert [f.name for f in k.functions] == ["keep"]
 
 
 def test_abstract_floats_fold_in_f64_where_a_const_assert_checks_them():
