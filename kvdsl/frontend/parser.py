@@ -96,10 +96,36 @@ class _WholeWords:
     #: template-list discovery): a ``>>`` token starting at one is two closers
     #: (``ptr<function, array<f32, 4>>``), where an expression's state offered the shift.
     closers: frozenset[int] = frozenset()
+    #: Offsets of the ``<`` that open template lists.
+    openers: frozenset[int] = frozenset()
+    #: The text being parsed (comments blanked), and the type generators (``vec2``, ``array``,
+    #: ``bitcast`` ...) a module function, struct or alias takes the name of.
+    code: str = ""
+    generator_fns: frozenset[str] = frozenset()
+    generator_names: frozenset[str] = frozenset()  # those any declaration takes
+
+    def generator_as_name(self, tok: Token) -> bool:
+        """Whether ``tok``, a type generator's keyword where an expression or a type may stand,
+        is a declaration's name (WGSL lets one take it: ``let vec2 = 1u;``): followed by
+        neither a template list nor ``(`` (a constructor), or by ``(`` where a module function,
+        struct or alias takes the name (a call of it, or its constructor)."""
+        if tok.value not in self.generator_names:
+            return False
+        j = _BLANKS.match(self.code, tok.end_pos).end()
+        after = self.code[j : j + 1]
+        if after == "<":
+            return j not in self.openers
+        return after != "(" or tok.value in self.generator_fns
 
     def process(self, stream):
         for tok in stream:
-            if tok.value == ">>" and tok.start_pos in self.closers:
+            if (
+                tok.type != "NAME"
+                and _GENERATOR.fullmatch(tok.value)
+                and self.generator_as_name(tok)
+            ):
+                yield tok.update(type="NAME")
+            elif tok.value == ">>" and tok.start_pos in self.closers:
                 for k in (0, 1):
                     yield Token(
                         "MORETHAN",
@@ -113,6 +139,12 @@ class _WholeWords:
                     )
             else:
                 yield tok
+
+
+#: The keywords of WGSL's type generators the grammar reads (a declaration may take one's name).
+_GEN = r"vec[234]|mat[234]x[234]|array|bitcast"
+_GENERATOR = re.compile(_GEN)
+_BLANKS = re.compile(r"\s*")
 
 
 @functools.cache
@@ -173,14 +205,24 @@ def parse_with_lines(
     check_identifiers(code, filename)
     check_template_lists(code, filename)
     parser = wgsl_parser()
-    _WholeWords.closers = frozenset(gt for _, _, gt in template_lists(code))
+    found_lists = template_lists(code)
+    _WholeWords.closers = frozenset(gt for _, _, gt in found_lists)
+    _WholeWords.openers = frozenset(lt for _, lt, _ in found_lists)
+    _WholeWords.code = code
+    _WholeWords.generator_fns = frozenset(re.findall(rf"\b(?:fn|struct|alias)\s+({_GEN})\b", code))
+    _WholeWords.generator_names = frozenset(
+        re.findall(rf"\b(?:let|const|fn|struct|alias|override)\s+({_GEN})\b", code)
+        + re.findall(rf"\bvar\b(?:\s*<[^>]*>)?\s+({_GEN})\b", code)
+        + re.findall(rf"\b({_GEN})\s*:", code)  # a parameter
+    )
     try:
         # The comments blanked: the grammar's comment terminals cannot nest block comments.
         tree = parser.parse(code)
     except UnexpectedInput as err:
         raise syntax_error(err, parser, text, filename) from None
-    resolve_shadows(tree, frozenset(re.findall(r"\w+", code)), filename)
-    to_ir = ToIR(filename, found, dict(constants or {}))
+    renamed = resolve_shadows(tree, frozenset(re.findall(r"\w+", code)), filename)
+    own = {old: new for new, old in renamed.items()}  # an override named like a type: f32_
+    to_ir = ToIR(filename, found, {own.get(str(k), k): v for k, v in (constants or {}).items()})
     try:
         module = to_ir.transform(in_dependency_order(tree))
     except VisitError as err:

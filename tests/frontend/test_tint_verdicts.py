@@ -200,6 +200,21 @@ CASES["resources_at_one_slot_the_entry_point_does_not_name"] = (
 )
 
 
+# Declarations named like WGSL's type generators, scoped as WGSL scopes them: a struct and a
+# function at module scope, a block's let and var, a helper's parameters; past the blocks the
+# generator is the type again.
+CASES["declarations_named_like_type_generators"] = (
+    kernel(
+        "  var v = vec4(a[i], 3u);\n  { let vec2 = a[i] + 1u; v.a = vec2 * 2u; }\n"
+        "  { var array = v.a + 1u; array += mat2x2(1u); v.b += array; }\n"
+        "  let w = vec2<u32>(v.a, v.b);\n  out[i] = w.x + w.y * 7u + h(a[i], 2u);",
+        "struct vec4 { a: u32, b: u32 }\nfn mat2x2(x: u32) -> u32 { return x * 5u; }\n"
+        "fn h(bitcast: u32, array: u32) -> u32 { return bitcast * array; }\n",
+    ),
+    lambda a: 18 * a + 79,
+)
+
+
 def _run(name: str, backend) -> np.ndarray:
     k = parse(CASES[name][0], f"{name}.wgsl")
     bufs = {"a": inputs(), "out": np.full(N, POISON, np.uint32)}
@@ -234,6 +249,78 @@ def test_resources_the_entry_point_does_not_name_leave_the_interface():
     assert [b.name for b in k.bindings] == ["a", "out"]
     assert (k.uniforms, k.textures) == ((), ())
     assert [f.name for f in k.functions] == ["keep"]
+
+
+#: Module declarations of every kind named like predeclared types: a binding (given by the host
+#: by its fresh name, f32_), a workgroup var, an override, a struct and an alias.
+PREDECLARED_NAMES = (
+    HEAD
+    + "@group(0) @binding(2) var<storage, read> f32: array<u32>;\n"
+    + "var<workgroup> bool: array<u32, 64>;\noverride ptr: u32 = 9u;\n"
+    + "struct atomic { x: u32 }\nalias i32 = u32;\n"
+    + ENTRY
+    + "  let i = gid.x;\n  bool[i % 64u] = a[i];\n  workgroupBarrier();\n"
+    + "  let s = atomic(bool[(i + 1u) % 64u]);\n  let k: i32 = s.x + ptr;\n"
+    + "  out[i] = k + f32[i] * 3u;\n}\n"
+)
+
+
+def _predeclared_names(backend, constants=None) -> np.ndarray:
+    k = parse(PREDECLARED_NAMES, "names.wgsl", constants=constants)
+    assert parse(emit(k), "names.wgsl") == k
+    assert [b.name for b in k.bindings] == ["a", "out", "f32_"]
+    bufs = {"a": inputs(), "out": np.full(N, POISON, np.uint32), "f32_": inputs() ^ 0x55}
+    return backend.run(k, bufs, {}, (N // 64, 1, 1))["out"]
+
+
+def _predeclared_want(p: int) -> np.ndarray:
+    a = inputs().astype(np.int64)
+    nxt = a.reshape(-1, 64)[:, (np.arange(64) + 1) % 64].reshape(-1)
+    return ((nxt + p + (a ^ 0x55) * 3) & 0xFFFFFFFF).astype(np.uint32)
+
+
+def test_module_declarations_named_like_predeclared_types_on_the_interpreter():
+    np.testing.assert_array_equal(_predeclared_names(interp), _predeclared_want(9))
+    got = _predeclared_names(interp, {"ptr": 4})  # the override by the name the text gives it
+    np.testing.assert_array_equal(got, _predeclared_want(4))
+    assert tint_check({"names": PREDECLARED_NAMES}) == {"names": None}
+    printed = emit(parse(PREDECLARED_NAMES))
+    assert refused_by_compilers({"printed": printed}) == {}
+
+
+def test_module_declarations_named_like_predeclared_types_on_the_gpu(gpu):
+    np.testing.assert_array_equal(_predeclared_names(runtime), _predeclared_want(9))
+
+
+#: A type generator's name where a declaration takes it: name -> (text, the words kvdsl and
+#: Tint both give).
+GENERATOR_REFUSED = {
+    "let_vec2_called": (
+        kernel("  let vec2 = 1u;\n  let w = vec2(4u, 5u);\n  out[i] = w.x;"),
+        "cannot use 'let vec2' as call target",
+    ),
+    "let_vec2_as_a_template": (
+        kernel("  let vec2 = 1u;\n  let w = vec2<u32>(4u, 5u);\n  out[i] = w.x;"),
+        "variable 'vec2' does not take template arguments",
+    ),
+    "function_vec3_as_a_template": (
+        kernel("  out[i] = vec3(2u);", "fn vec3(x: u32) -> u32 { return x * 3u; }\n"),
+        "function 'vec3' does not take template arguments",
+    ),
+    "alias_array_as_a_template": (
+        kernel("  out[i] = 1u;", "alias array = u32;\n"),
+        "type 'array' does not take template arguments",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", GENERATOR_REFUSED)
+def test_a_type_generators_name_a_declaration_takes_is_refused_as_tint_refuses_it(name):
+    text, words = GENERATOR_REFUSED[name]
+    with pytest.raises(WgslTypeError) as err:
+        parse(text, f"{name}.wgsl")
+    assert words in str(err.value)
+    assert words in tint_check({name: text})[name]
 
 
 def test_abstract_floats_fold_in_f64_where_a_const_assert_checks_them():
