@@ -36,6 +36,7 @@ from kvdsl.ir.types import (
     RuntimeArray,
     Scalar,
     SampledTexture,
+    Sampler,
     StorageTexture,
     Vec,
     bool_,
@@ -57,7 +58,7 @@ MAT_ALIASES = {
     for s, ty in (("f", f32), ("h", f16))
 }
 # Predeclared WGSL types with no place in the IR.
-UNSUPPORTED_TYPES = {"sampler", "sampler_comparison", "texture_external"}
+UNSUPPORTED_TYPES = {"sampler_comparison", "texture_external"}
 UNSUPPORTED_TYPE_PREFIXES = ("texture_",)
 
 
@@ -239,6 +240,8 @@ class Expressions(Rules):
             return SCALARS[name]
         if name in VEC_ALIASES or name in MAT_ALIASES:
             return VEC_ALIASES.get(name) or MAT_ALIASES[name]
+        if name == "sampler":
+            return Sampler()
         if name in UNSUPPORTED_TYPES or name.startswith(UNSUPPORTED_TYPE_PREFIXES):
             raise self._err(f"type '{name}'", tok.line, tok.column)
         return StructRef(name, tok.line, tok.column)
@@ -254,11 +257,11 @@ class Expressions(Rules):
             return Atomic(args[0])
         if str(tok) == "ptr":
             return self._pointer_type(tok, args)
-        if str(tok) == "texture_2d":
+        if str(tok) in ("texture_2d", "texture_3d"):
             if len(args) == 1 and args[0] in (f32, u32, i32):
-                return SampledTexture(args[0])
+                return SampledTexture(args[0], int(str(tok)[8]))
             raise self._err(
-                f"texture_2d<{', '.join(map(str, args))}> (sample types f32, u32, i32)",
+                f"{tok}<{', '.join(map(str, args))}> (sample types f32, u32, i32)",
                 tok.line,
                 tok.column,
             )

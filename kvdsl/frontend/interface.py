@@ -22,8 +22,7 @@ from kvdsl.ir.types import (
     Mat,
     RuntimeArray,
     Scalar,
-    SampledTexture,
-    StorageTexture,
+    HANDLES,
     Struct,
     Vec,
     align_of,
@@ -334,11 +333,11 @@ class Interface:
                 continue
             if g.space == "uniform":
                 slot = self.resource_attrs(g)
-            elif g.space is None and isinstance(g.ty, (StorageTexture, SampledTexture)):
+            elif g.space is None and isinstance(g.ty, HANDLES):
                 slot = self.resource_attrs(g)
                 if g.has_init:
                     raise WgslTypeError(
-                        f"texture '{g.name}' with an initialiser", self.filename, g.line
+                        f"{g.ty} '{g.name}' with an initialiser", self.filename, g.line
                     )
                 self.textures.append((slot, ir.Texture(g.name, g.ty)))
                 self.decl_lines[g.name] = g.line

@@ -58,9 +58,8 @@ from kvdsl.ir.types import (
     Array,
     Mat,
     Ptr,
-    SampledTexture,
+    HANDLES,
     Scalar,
-    StorageTexture,
     Struct,
     Vec,
     bool_,
@@ -529,8 +528,7 @@ class _Assembler(EntryPoint):
         for attrs, pname, pty in fn.params:
             pty = typer.resolve(pty) if isinstance(pty, (StructRef, Ptr)) else pty
             if attrs or not (
-                isinstance(pty, (Scalar, Vec, Mat, Ptr, StorageTexture, SampledTexture))
-                or value_struct(pty)
+                isinstance(pty, (Scalar, Vec, Mat, Ptr, *HANDLES)) or value_struct(pty)
             ):
                 raise self.err(
                     f"parameter {pname} of {fn.name}: scalars, vectors, matrices, structs, "
@@ -543,7 +541,7 @@ class _Assembler(EntryPoint):
                 except VerifyError as err:
                     raise WgslTypeError(str(err), self.filename, fn.line) from None
             what = f"parameter {pname}"
-            kind = "texture" if isinstance(pty, (StorageTexture, SampledTexture)) else "param"
+            kind = "texture" if isinstance(pty, HANDLES) else "param"
             self._declare(inner, pname, Symbol(pty, kind), fn, what, fn.line, local=True)
             params.append((pname, pty))
         if isinstance(fn.ret, Ptr):

@@ -34,6 +34,8 @@ from kvdsl.ir.types import (
     Array,
     Mat,
     Ptr,
+    SampledTexture,
+    Sampler,
     Scalar,
     Struct,
     Type,
@@ -68,7 +70,9 @@ WGSL_BUILTINS = set(
 )
 #: The texture builtins the IR holds: one of them given a texture of the subset with arguments
 #: of no overload is WGSL's error (Tint: "no matching call"), not a construct outside the subset.
-TEXTURE_CALLS = frozenset(("textureDimensions", "textureLoad", "textureStore"))
+TEXTURE_CALLS = frozenset(
+    ("textureDimensions", "textureLoad", "textureStore", "textureSampleLevel")
+)
 
 
 class Typer(Assignments):
@@ -194,6 +198,17 @@ class Typer(Assignments):
             case ir.FnCall("textureLoad", args) if self.texture(args, 3, scope):
                 coords, level = self.expr(args[1], scope, None), self.expr(args[2], scope, None)
                 return ir.TextureLoad(args[0].name, coords, level)
+            case ir.FnCall("textureSampleLevel", args) if self.texture(args, 4, scope) and (
+                type(args[1]) is ir.Name
+                and (s := scope.lookup(args[1].name)) is not None
+                and s.kind == "texture"
+                and isinstance(s.ty, Sampler)
+            ):
+                tex = scope.lookup(args[0].name).ty
+                dim = tex.dim if isinstance(tex, SampledTexture) else 2
+                coords = self.expr(args[2], scope, Vec(dim, f32))
+                level = self.expr(args[3], scope, f32)
+                return ir.TextureSampleLevel(args[0].name, args[1].name, coords, level)
             case ir.FnCall(name, args) if (
                 name in TEXTURE_CALLS and args and self.texture(args, len(args), scope)
             ):

@@ -234,7 +234,7 @@ import numpy as np
 from kvdsl.ir.dispatch import workgroups as dispatch_workgroups
 from kvdsl.ir.host import split_values
 from kvdsl.ir.tree import Kernel
-from kvdsl.ir.types import StorageTexture
+from kvdsl.ir.types import Sampler, StorageTexture
 from kvdsl.interp.batch import Fallback
 from kvdsl.interp.errors import (
     InterpError,
@@ -309,7 +309,8 @@ def run(
             f"subgroup_size {subgroup_size!r}: expected a power of two in 4..128 "
             f"({', '.join(map(str, SUBGROUP_SIZES))})"
         )
-    missing = [b.name for b in (*kernel.bindings, *kernel.textures) if b.name not in buffers]
+    given = (*kernel.bindings, *(t for t in kernel.textures if not isinstance(t.ty, Sampler)))
+    missing = [b.name for b in given if b.name not in buffers]
     if missing:
         raise KeyError(f"kernel {kernel.name} needs buffers {', '.join(missing)}")
     fields = kernel.params.fields if kernel.params is not None else ()
@@ -344,7 +345,7 @@ def run(
             loop_trips,
             uniforms,
         )
-        machine.textures = {t.name: texture_memory(t, buffers[t.name]) for t in kernel.textures}
+        machine.textures = {t.name: texture_memory(t, buffers.get(t.name)) for t in kernel.textures}
         if accesses is not None:
             accesses.clear()  # a batched attempt that falls back counts again from the start
             machine.accesses = accesses

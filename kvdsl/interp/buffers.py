@@ -18,6 +18,7 @@ from kvdsl.ir.types import (
     Array,
     Atomic,
     Mat,
+    Sampler,
     Struct,
     Vec,
     held_as_words,
@@ -280,9 +281,10 @@ def unit_name(unit: int) -> str:
 
 @dataclass
 class TextureMemory:
-    """A storage texture during a dispatch: its texels as the host holds them (``[height,
-    width, channels]`` of the format's dtype), and the invocation that wrote each texel (-1:
-    none), for the race check (two invocations writing one texel in a dispatch race)."""
+    """A texture during a dispatch: its texels as the host holds them (``[height, width,
+    channels]`` of the format's dtype, ``[depth, height, width, 4]`` for a ``texture_3d``), and
+    the invocation that wrote each texel (-1: none), for the race check (two invocations writing
+    one texel of a storage texture in a dispatch race)."""
 
     texture: Texture
     data: np.ndarray
@@ -290,17 +292,21 @@ class TextureMemory:
 
 
 def texture_memory(texture: Texture, given: np.ndarray) -> TextureMemory:
-    """``given`` (``[height, width, channels]`` of the format's dtype) as ``texture``'s texels,
-    a private copy."""
+    """``given`` (``[height, width, channels]`` of the format's dtype, ``[depth, height, width,
+    4]`` for a ``texture_3d``) as ``texture``'s texels, a private copy."""
     ty = texture.ty
+    if isinstance(ty, Sampler):  # WebGPU's default sampler: nothing held
+        return TextureMemory(texture, np.zeros((0, 0, 0)), np.zeros((0, 0), np.int64))
     given = np.asarray(given)
-    if given.ndim != 3 or given.shape[2] != ty.channels or given.dtype != ty.dtype:
+    dim = getattr(ty, "dim", 2)
+    if given.ndim != dim + 1 or given.shape[-1] != ty.channels or given.dtype != ty.dtype:
+        axes = "depth, height, width" if dim == 3 else "height, width"
         raise TypeError(
             f"texture '{texture.name}' ({ty}) is given as {given.dtype}{list(given.shape)}: "
-            f"expected {ty.dtype}[height, width, {ty.channels}]"
+            f"expected {ty.dtype}[{axes}, {ty.channels}]"
         )
     data = np.array(given, copy=True)
-    return TextureMemory(texture, data, np.full(data.shape[:2], -1, np.int64))
+    return TextureMemory(texture, data, np.full(data.shape[:-1], -1, np.int64))
 
 
 def to_texels(ty, v: np.ndarray) -> np.ndarray:

@@ -12,7 +12,7 @@ import numpy as np
 from kvdsl.ir import tree as ir
 from kvdsl.ir import ops
 from kvdsl.ir.ops import Op
-from kvdsl.ir.types import Array, Mat, SampledTexture, StorageTexture, Struct, held_as_words
+from kvdsl.ir.types import HANDLES, Array, Mat, Struct, held_as_words
 from kvdsl.ir.show import show
 from kvdsl.interp.errors import InterpError
 from kvdsl.interp.memory import Flat, Row
@@ -199,12 +199,14 @@ class Expressions:
                 t = self.texture_of(name)
                 if level is not None:
                     self.texture_level(t, self.eval(level, m), m)
-                h, w = t.data.shape[:2]
-                return np.array([[w, h]], np.uint32)
+                return np.array([t.data.shape[-2::-1]], np.uint32)  # width, height[, depth]
             case ir.TextureLoad(name, coords, level):
                 return self.texture_load(
                     self.texture_of(name), self.eval(coords, m), self.eval(level, m), m
                 )
+            case ir.TextureSampleLevel(name, _, coords, level):
+                self.eval(level, m)  # one level: every level samples it
+                return self.texture_sample(self.texture_of(name), self.eval(coords, m))
             case ir.ArrayLength(name):
                 b = self.buffers[name]
                 per = b.binding.host_values if held_as_words(b.binding.elem) else 1
@@ -549,8 +551,9 @@ class Expressions:
 
     def argument(self, a: ir.Expr, ty: object, m: Mask):
         """The value of helper argument ``a`` for a parameter of type ``ty``: a storage
-        texture's memory for a texture parameter (``put(img, i)``), else ``a``'s value."""
-        if isinstance(ty, (StorageTexture, SampledTexture)):
+        texture's memory for a texture or sampler parameter (``put(img, i)``), else ``a``'s
+        value."""
+        if isinstance(ty, HANDLES):
             return self.texture_of(a.name)
         return self.eval(a, m)
 

@@ -18,27 +18,41 @@ class TextureAccess:
     def texture_load(
         self, t: TextureMemory, coords: np.ndarray, level: np.ndarray, m: Mask
     ) -> np.ndarray:
-        """``textureLoad``: each lane's texel ``coords`` (x, y) of mip level ``level``, a
-        ``vec4`` (``[lanes, 4]``; lanes off the mask read texel (0, 0)); an active lane's texel
-        outside the texture, or a level other than 0 (the texture has one), is
-        :class:`OutOfBounds` (WGSL leaves what such a load returns to the implementation)."""
+        """``textureLoad``: each lane's texel ``coords`` (x, y, and z of a ``texture_3d``) of
+        mip level ``level``, a ``vec4`` (``[lanes, 4]``; lanes off the mask read texel 0); an
+        active lane's texel outside the texture, or a level other than 0 (the texture has one),
+        is :class:`OutOfBounds` (WGSL leaves what such a load returns to the implementation)."""
         name = t.texture.name
         lanes = self.grid.active(m)
-        h, w = t.data.shape[:2]
-        xy = broadcast(coords, self.n).astype(np.int64)
+        size = t.data.shape[-2::-1]  # width, height[, depth]
+        xyz = broadcast(coords, self.n).astype(np.int64)
         lv = broadcast(level, self.n).astype(np.int64).reshape(-1)
-        bad = (xy[:, 0] < 0) | (xy[:, 0] >= w) | (xy[:, 1] < 0) | (xy[:, 1] >= h) | (lv != 0)
+        bad = lv != 0
+        for k, n in enumerate(size):
+            bad |= (xyz[:, k] < 0) | (xyz[:, k] >= n)
         if bad[lanes].any():
             j = int(lanes[np.flatnonzero(bad[lanes])[0]])
-            what = f"level {lv[j]}" if lv[j] != 0 else f"texel ({xy[j, 0]}, {xy[j, 1]})"
+            texel = ", ".join(str(c) for c in xyz[j])
+            what = f"level {lv[j]}" if lv[j] != 0 else f"texel ({texel})"
             who = self.grid.describe(int(self.grid.original(np.array([j]))[0]))
+            extent = ", ".join(f"{a} {n}" for a, n in zip(("width", "height", "depth"), size))
             raise OutOfBounds(
-                f"{name} {what} is out of bounds (width {w}, height {h}, one level) for "
-                f"{who}{self.where()}"
+                f"{name} {what} is out of bounds ({extent}, one level) for {who}{self.where()}"
             )
-        x = np.where(bad, 0, xy[:, 0])
-        y = np.where(bad, 0, xy[:, 1])
-        return t.data[y, x]
+        at = tuple(np.where(bad, 0, xyz[:, k]) for k in reversed(range(len(size))))
+        return t.data[at]
+
+    def texture_sample(self, t: TextureMemory, coords: np.ndarray) -> np.ndarray:
+        """``textureSampleLevel`` through WebGPU's default sampler: each lane's texel nearest
+        its normalised ``coords`` (x, y[, z]; texel ``floor(u * size)``), each coordinate
+        clamped to the edge (NaN as 0), of the one mip level, a ``vec4<f32>`` (``[lanes,
+        4]``)."""
+        size = t.data.shape[-2::-1]  # width, height[, depth]
+        uvw = np.nan_to_num(broadcast(coords, self.n).astype(np.float64), nan=0.0)
+        at = [
+            np.clip(np.floor(uvw[:, k] * n), 0, n - 1).astype(np.int64) for k, n in enumerate(size)
+        ]
+        return t.data[tuple(reversed(at))]
 
     def texture_level(self, t: TextureMemory, level: np.ndarray, m: Mask) -> None:
         """``textureDimensions(t, level)``: a level other than 0 of an active lane is

@@ -25,6 +25,7 @@ from kvdsl.ir.types import (
     Ptr,
     Scalar,
     SampledTexture,
+    Sampler,
     StorageTexture,
     Struct,
     Vec,
@@ -150,6 +151,19 @@ class TextureLoad:
 
 
 @dataclass(frozen=True, slots=True)
+class TextureSampleLevel:
+    """``textureSampleLevel(name, sampler, coords, level)``: texture ``name`` (a
+    ``texture_2d<f32>`` or ``texture_3d<f32>``) sampled through ``sampler`` at ``coords`` (a
+    ``vec2<f32>`` or ``vec3<f32>`` of normalised coordinates, x first) and mip level ``level``
+    (an ``f32``), a ``vec4<f32>``."""
+
+    name: str
+    sampler: str
+    coords: Expr
+    level: Expr
+
+
+@dataclass(frozen=True, slots=True)
 class TextureDimensions:
     """``textureDimensions(name)``: the ``vec2<u32>`` width and height of texture ``name`` (the
     same for every invocation); ``textureDimensions(name, level)`` those of mip level ``level``
@@ -213,6 +227,7 @@ Expr = (
     | ArrayLength
     | TextureDimensions
     | TextureLoad
+    | TextureSampleLevel
     | AtomicCall
     | AddressOf
     | Deref
@@ -471,10 +486,12 @@ class WorkgroupVar:
 class Texture:
     """A texture binding: ``var name: texture_storage_2d<format, write>;``, which the host gives
     as a ``[height, width, channels]`` array of the format's dtype and takes back, or ``var
-    name: texture_2d<T>;``, which the host gives as ``[height, width, 4]`` of T's dtype."""
+    name: texture_2d<T>;`` (``texture_3d<T>``), which the host gives as ``[height, width, 4]``
+    (``[depth, height, width, 4]``) of T's dtype; or a sampler binding, ``var name:
+    sampler;``, which the host gives nothing for (WebGPU's default sampler is bound)."""
 
     name: str
-    ty: StorageTexture | SampledTexture
+    ty: StorageTexture | SampledTexture | Sampler
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,7 @@ from kvdsl.ir.ops import Op
 from kvdsl.ir.pointers import PointerTyper
 from kvdsl.ir.scope import Scope, VerifyError, shadowing
 from kvdsl.ir.show import show
-from kvdsl.ir.types import Atomic, SampledTexture, StorageTexture, holds_atomic
+from kvdsl.ir.types import Atomic, SampledTexture, Sampler, StorageTexture, holds_atomic
 from kvdsl.ir.types import (
     Array,
     Mat,
@@ -329,28 +329,47 @@ class ExprTyper(PointerTyper):
                     if not isinstance(tex, SampledTexture):
                         raise VerifyError(
                             f"{show(e)}: '{name}' is a {tex}, which has no mip levels (a "
-                            "level is given for a texture_2d)"
+                            "level is given for a texture_2d or texture_3d)"
                         )
                     lt = self.type_of(level, scope)
                     if lt is not i32 and lt is not u32:
                         raise VerifyError(f"{show(e)}: the level is {lt}, expected i32 or u32")
-                return Vec(2, u32)
+                return Vec(tex.dim if isinstance(tex, SampledTexture) else 2, u32)
             case ir.TextureLoad(name, coords, level):
                 tex = self.texture_type(e, name, scope)
                 if not isinstance(tex, SampledTexture):
                     raise VerifyError(
                         f"{show(e)}: '{name}' is a {tex}, which textureLoad does not read (a "
-                        "texture_2d)"
+                        "texture_2d or texture_3d)"
                     )
                 ct = self.type_of(coords, scope)
-                if ct != Vec(2, i32) and ct != Vec(2, u32):
+                if ct != Vec(tex.dim, i32) and ct != Vec(tex.dim, u32):
                     raise VerifyError(
-                        f"{show(e)}: the coordinates are {ct}, expected vec2<i32> or vec2<u32>"
+                        f"{show(e)}: the coordinates are {ct}, expected vec{tex.dim}<i32> or "
+                        f"vec{tex.dim}<u32>"
                     )
                 lt = self.type_of(level, scope)
                 if lt is not i32 and lt is not u32:
                     raise VerifyError(f"{show(e)}: the level is {lt}, expected i32 or u32")
                 return tex.texel
+            case ir.TextureSampleLevel(name, sampler, coords, level):
+                tex = self.texture_type(e, name, scope)
+                if not isinstance(tex, SampledTexture) or tex.sample != f32:
+                    raise VerifyError(
+                        f"{show(e)}: '{name}' is a {tex}, which textureSampleLevel does not "
+                        "sample (a texture_2d<f32> or texture_3d<f32>)"
+                    )
+                if not isinstance(self.texture_type(e, sampler, scope), Sampler):
+                    raise VerifyError(f"{show(e)}: '{sampler}' is not a sampler")
+                ct = self.type_of(coords, scope)
+                if ct != Vec(tex.dim, f32):
+                    raise VerifyError(
+                        f"{show(e)}: the coordinates are {ct}, expected vec{tex.dim}<f32>"
+                    )
+                lt = self.type_of(level, scope)
+                if lt is not f32:
+                    raise VerifyError(f"{show(e)}: the level is {lt}, expected f32")
+                return Vec(4, f32)
             case ir.ArrayLength(name, None, True):
                 sym = scope.lookup(name)
                 ty = None if sym is None else sym.ty
@@ -424,11 +443,12 @@ class ExprTyper(PointerTyper):
 
     def texture_type(
         self, node: object, name: str, scope: Scope
-    ) -> StorageTexture | SampledTexture:
-        """The type of texture ``name`` a texture builtin ``node`` names."""
+    ) -> StorageTexture | SampledTexture | Sampler:
+        """The type of texture (or sampler) ``name`` a texture builtin ``node`` names."""
         sym = scope.lookup(name)
         if sym is None or sym.kind != "texture":
-            raise VerifyError(f"{show(node)}: '{name}' is not a texture")
+            what = "sampler" if isinstance(node, ir.TextureSampleLevel) else "texture"
+            raise VerifyError(f"{show(node)}: '{name}' is not a {what}")
         return sym.ty
 
     def _whole_binding(self, name: str, ty: Type) -> Type:

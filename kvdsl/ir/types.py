@@ -271,14 +271,16 @@ SAMPLE_TYPES = {
 
 @dataclass(frozen=True, slots=True)
 class SampledTexture:
-    """``texture_2d<T>`` (T ``f32``, ``u32`` or ``i32``): a 2-D texture a kernel reads texels of
-    (``textureLoad``) and the size of (``textureDimensions``), held as four channels of T
-    (``rgba32float``, ``rgba32uint``, ``rgba32sint``), one mip level."""
+    """``texture_2d<T>`` or ``texture_3d<T>`` (``dim`` 2 or 3; T ``f32``, ``u32`` or ``i32``):
+    a 2-D or 3-D texture a kernel reads texels of (``textureLoad``) and the size of
+    (``textureDimensions``), held as four channels of T (``rgba32float``, ``rgba32uint``,
+    ``rgba32sint``), one mip level."""
 
     sample: Scalar
+    dim: int = 2
 
     def __str__(self) -> str:
-        return f"texture_2d<{self.sample}>"
+        return f"texture_{self.dim}d<{self.sample}>"
 
     @property
     def texel(self) -> Vec:
@@ -297,6 +299,16 @@ class SampledTexture:
     def dtype(self) -> np.dtype:
         """The numpy dtype the host holds each channel as."""
         return np.dtype(SAMPLE_TYPES[self.sample.name][1])
+
+
+@dataclass(frozen=True, slots=True)
+class Sampler:
+    """``sampler``: how ``textureSampleLevel`` reads a ``texture_2d<f32>`` or ``texture_3d<f32>``
+    at normalised coordinates. The host binds WebGPU's default sampler (the descriptor ``{}``:
+    nearest filtering, each coordinate clamped to the edge), which the interpreter samples as."""
+
+    def __str__(self) -> str:
+        return "sampler"
 
 
 @dataclass(frozen=True, slots=True)
@@ -323,6 +335,10 @@ class StorageTexture:
     def dtype(self) -> np.dtype:
         """The numpy dtype the host holds each channel as."""
         return np.dtype(TEXEL_FORMATS[self.format][2])
+
+
+#: The handle types a module var, a ``Kernel.textures`` entry and a helper's parameter may hold.
+HANDLES = (StorageTexture, SampledTexture, Sampler)
 
 
 def atomic(elem: Scalar) -> Atomic:

@@ -31,7 +31,7 @@ from kvdsl.ir.types import (
     Array,
     Ptr,
     RuntimeArray,
-    SampledTexture,
+    HANDLES,
     StorageTexture,
     Scalar,
     Struct,
@@ -408,7 +408,7 @@ def verify(kernel: ir.Kernel, verifier: Verifier | None = None, *, house: bool =
         for pname, pty in fn.params:
             if isinstance(pty, Ptr):
                 check_pointer_type(f"function {fn.name}: parameter {pname}", pty)
-            kind = "texture" if isinstance(pty, (StorageTexture, SampledTexture)) else "param"
+            kind = "texture" if isinstance(pty, HANDLES) else "param"
             inner.declare(pname, Symbol(pty, kind), fn)
         if isinstance(fn.ret, Ptr):
             raise VerifyError(f"function {fn.name} returns a pointer (WGSL refuses it)")

@@ -34,7 +34,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Mapping
 
 from kvdsl.ir.tree import Binding
-from kvdsl.ir.types import SAMPLE_TYPES, SampledTexture
+from kvdsl.ir.types import SAMPLE_TYPES, SampledTexture, Sampler
 from kvdsl.runtime.errors import CompileError, DeviceError, FeatureError, WebGPULoaded
 from kvdsl.runtime.webgpu import ALWAYS_DISABLED, WebGPU, check_toggles
 
@@ -361,9 +361,16 @@ def _layout_entries(
             }
         )
     for k, t in enumerate(textures, len(bindings) + int(has_params)):  # then the textures
+        if isinstance(t.ty, Sampler):  # WebGPU's default: nearest, as the textures' sample
+            sampler = {"type": "non-filtering"}  # types (unfilterable-float) need
+            entries.append(
+                {"binding": k, "visibility": wgpu.ShaderStage.COMPUTE, "sampler": sampler}
+            )
+            continue
         if isinstance(t.ty, SampledTexture):
             sample = SAMPLE_TYPES[t.ty.sample.name][2]
-            texture = {"sample_type": sample, "view_dimension": "2d", "multisampled": False}
+            view = f"{t.ty.dim}d"
+            texture = {"sample_type": sample, "view_dimension": view, "multisampled": False}
             entries.append(
                 {"binding": k, "visibility": wgpu.ShaderStage.COMPUTE, "texture": texture}
             )

@@ -24,8 +24,18 @@ def k(body: str, head: str = "") -> str:
 
 
 LIMITS = {
-    "sampler": k("  out[0] = 1u;", "@group(0) @binding(1) var s: sampler;\n"),
-    "texture_3d": k("  out[0] = 1u;", "@group(0) @binding(1) var tex: texture_3d<f32>;\n"),
+    "texture_depth_2d": k("  out[0] = 1u;", "@group(0) @binding(1) var t: texture_depth_2d;\n"),
+    "texture_2d_array": k(
+        "  out[0] = 1u;", "@group(0) @binding(1) var t: texture_2d_array<f32>;\n"
+    ),
+    "texture_storage_3d": k(
+        "  out[0] = 1u;", "@group(0) @binding(1) var t: texture_storage_3d<r32float, write>;\n"
+    ),
+    "read_write_storage_texture": k(
+        "  out[0] = 1u;",
+        "@group(0) @binding(1) var t: texture_storage_2d<r32float, read_write>;\n",
+    ),
+    "sampler_comparison": k("  out[0] = 1u;", "@group(0) @binding(1) var s: sampler_comparison;\n"),
 }
 
 
