@@ -58,6 +58,8 @@ MAT_ALIASES = {
     for s, ty in (("f", f32), ("h", f16))
 }
 # Predeclared WGSL types with no place in the IR.
+#: A storage texture's access modes.
+ACCESSES = ("write", "read", "read_write")
 UNSUPPORTED_TYPES = {"sampler_comparison", "texture_external"}
 UNSUPPORTED_TYPE_PREFIXES = ("texture_",)
 
@@ -267,11 +269,11 @@ class Expressions(Rules):
             )
         if str(tok) == "texture_storage_2d":
             words = [a.name if isinstance(a, StructRef) else None for a in args]
-            if len(words) == 2 and words[0] in TEXEL_FORMATS and words[1] == "write":
-                return StorageTexture(words[0], "write")
+            if len(words) == 2 and words[0] in TEXEL_FORMATS and words[1] in ACCESSES:
+                return StorageTexture(words[0], words[1])
             raise self._err(
                 f"texture_storage_2d<{', '.join(map(str, words))}> (the formats "
-                f"{', '.join(TEXEL_FORMATS)}, write access)",
+                f"{', '.join(TEXEL_FORMATS)}; write, read or read_write access)",
                 tok.line,
                 tok.column,
             )

@@ -59,13 +59,16 @@ from kvdsl.ir.types import (
     Mat,
     Ptr,
     HANDLES,
+    READ_WRITE_FORMATS,
     Scalar,
+    StorageTexture,
     Struct,
     Vec,
     bool_,
 )
 from kvdsl.ir.features import uses_f16
 from kvdsl.ir.scope import Scope, Symbol, VerifyError, name_problem
+from kvdsl.ir.uses import resources_named
 from kvdsl.ir.verify import (
     Verifier,
     check_pointer_type,
@@ -397,7 +400,28 @@ class _Assembler(EntryPoint):
             self.derived_uniformity(kernel, typer.lines)
         if interface.shared_slots:
             kernel = one_per_slot(kernel, interface.shared_slots, self.filename, self.decl_lines)
+        self.bound_as_webgpu_binds(kernel)
         return kernel, typer.lines
+
+    def bound_as_webgpu_binds(self, kernel: ir.Kernel) -> None:
+        """Refuse, as Tint (Dawn, making the pipeline) does, a ``read_write`` storage texture
+        the entry point names in a format WebGPU binds no such texture in (one it does not
+        name is left out of the pipeline, and taken)."""
+        named = resources_named(kernel)[0]
+        for t in kernel.textures:
+            ty = t.ty
+            if (
+                isinstance(ty, StorageTexture)
+                and ty.access == "read_write"
+                and ty.format not in READ_WRITE_FORMATS
+                and t.name in named
+            ):
+                raise WgslTypeError(
+                    f"texture '{t.name}': format {ty.format} does not support storage texture "
+                    f"access read_write (WebGPU binds it only in {', '.join(READ_WRITE_FORMATS)})",
+                    self.filename,
+                    self.decl_lines.get(t.name),
+                )
 
     def derived_uniformity(self, kernel: ir.Kernel, lines: dict[int, int]) -> None:
         """WGSL's uniformity analysis of an entry point taking a builtin of

@@ -37,6 +37,7 @@ from kvdsl.ir.types import (
     SampledTexture,
     Sampler,
     Scalar,
+    StorageTexture,
     Struct,
     Type,
     Vec,
@@ -66,7 +67,7 @@ WGSL_BUILTINS = set(
     "fwidthFine quadBroadcast quadSwapDiagonal quadSwapX quadSwapY "
     "textureDimensions textureGather textureLoad textureNumLayers textureNumLevels "
     "textureNumSamples textureSample textureSampleBias textureSampleCompare textureSampleGrad "
-    "textureSampleLevel textureStore workgroupBarrier".split()
+    "textureSampleLevel textureStore textureBarrier workgroupBarrier".split()
 )
 #: The texture builtins the IR holds: one of them given a texture of the subset with arguments
 #: of no overload is WGSL's error (Tint: "no matching call"), not a construct outside the subset.
@@ -195,6 +196,10 @@ class Typer(Assignments):
                 return ir.TextureDimensions(args[0].name)
             case ir.FnCall("textureDimensions", args) if self.texture(args, 2, scope):
                 return ir.TextureDimensions(args[0].name, self.expr(args[1], scope, None))
+            case ir.FnCall("textureLoad", args) if self.texture(args, 2, scope) and isinstance(
+                scope.lookup(args[0].name).ty, StorageTexture
+            ):
+                return ir.TextureLoad(args[0].name, self.expr(args[1], scope, None))
             case ir.FnCall("textureLoad", args) if self.texture(args, 3, scope):
                 coords, level = self.expr(args[1], scope, None), self.expr(args[2], scope, None)
                 return ir.TextureLoad(args[0].name, coords, level)

@@ -360,5 +360,7 @@ def run(
             raise e
         break
     out = {b.name: stores[b.name].flat for b in kernel.bindings if b.access == "read_write"}
-    written = [t for t in kernel.textures if isinstance(t.ty, StorageTexture)]
+    written = [
+        t for t in kernel.textures if isinstance(t.ty, StorageTexture) and t.ty.access != "read"
+    ]
     return out | {t.name: machine.textures[t.name].data for t in written}

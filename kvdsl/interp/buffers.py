@@ -17,6 +17,8 @@ from kvdsl.ir.tree import Binding, Texture, WorkgroupVar
 from kvdsl.ir.types import (
     Array,
     Atomic,
+    SCALARS,
+    TEXEL_FORMATS,
     Mat,
     Sampler,
     Struct,
@@ -289,6 +291,9 @@ class TextureMemory:
     texture: Texture
     data: np.ndarray
     owner: np.ndarray
+    # Per texel of a read_write storage texture, the invocation that read it (-1: none, -2:
+    # several), for the race of a read and another invocation's write.
+    reader: np.ndarray | None = None
 
 
 def texture_memory(texture: Texture, given: np.ndarray) -> TextureMemory:
@@ -306,7 +311,22 @@ def texture_memory(texture: Texture, given: np.ndarray) -> TextureMemory:
             f"expected {ty.dtype}[{axes}, {ty.channels}]"
         )
     data = np.array(given, copy=True)
-    return TextureMemory(texture, data, np.full(data.shape[:-1], -1, np.int64))
+    owner = np.full(data.shape[:-1], -1, np.int64)
+    reader = owner.copy() if getattr(ty, "access", None) == "read_write" else None
+    return TextureMemory(texture, data, owner, reader)
+
+
+def from_texels(ty, texels: np.ndarray) -> np.ndarray:
+    """Texels of storage texture format ``ty`` (``[lanes, channels]``) as ``textureLoad``
+    gives them: a ``vec4`` of the format's channel type (``rgba8unorm``: ``x / 255``; an
+    ``r32`` format: ``(x, 0, 0, 1)``)."""
+    dtype = SCALARS[TEXEL_FORMATS[ty.format][0]].dtype
+    if ty.format == "rgba8unorm":
+        return (texels.astype(np.float32) / np.float32(255)).astype(dtype)
+    out = np.zeros((len(texels), 4), dtype)
+    out[:, 3] = 1
+    out[:, : ty.channels] = texels
+    return out
 
 
 def to_texels(ty, v: np.ndarray) -> np.ndarray:

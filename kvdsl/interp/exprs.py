@@ -200,6 +200,8 @@ class Expressions:
                 if level is not None:
                     self.texture_level(t, self.eval(level, m), m)
                 return np.array([t.data.shape[-2::-1]], np.uint32)  # width, height[, depth]
+            case ir.TextureLoad(name, coords, None):  # a storage texture's
+                return self.storage_texture_load(self.texture_of(name), self.eval(coords, m), m)
             case ir.TextureLoad(name, coords, level):
                 return self.texture_load(
                     self.texture_of(name), self.eval(coords, m), self.eval(level, m), m

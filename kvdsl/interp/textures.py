@@ -1,13 +1,15 @@
-"""Texture access in the interpreter: ``textureLoad`` of a sampled texture and ``textureStore``
-of a write-only storage texture, with WGSL's bounds (a texel outside the texture, a level other
-than 0: :class:`~kvdsl.interp.errors.OutOfBounds`) and the race of two invocations storing one
-texel; a mixin of :class:`kvdsl.interp.memory.Memory`, whose bounds reports it uses."""
+"""Texture access in the interpreter: ``textureLoad`` of a sampled texture (2-D or 3-D) and of a
+``read`` or ``read_write`` storage texture, ``textureSampleLevel`` through the default sampler,
+and ``textureStore`` of a ``write`` or ``read_write`` storage texture, with WGSL's bounds (a
+texel outside the texture, a level other than 0: :class:`~kvdsl.interp.errors.OutOfBounds`)
+and the races of two invocations storing one texel, or one reading a texel another stores; a
+mixin of :class:`kvdsl.interp.memory.Memory`, whose bounds reports it uses."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from kvdsl.interp.buffers import TextureMemory, to_texels
+from kvdsl.interp.buffers import TextureMemory, from_texels, to_texels
 from kvdsl.interp.errors import OutOfBounds, RaceError
 from kvdsl.interp.values import Mask, broadcast
 
@@ -69,6 +71,48 @@ class TextureAccess:
             )
 
     # ---- storage textures ----------------------------------------------------------------
+    def storage_texture_load(self, t: TextureMemory, coords: np.ndarray, m: Mask) -> np.ndarray:
+        """``textureLoad`` of a ``read`` or ``read_write`` storage texture: each lane's texel
+        ``coords`` (x, y) as a ``vec4`` of the format's channel type (lanes off the mask read
+        texel (0, 0)); an active lane's texel outside the texture is :class:`OutOfBounds`, and,
+        of a ``read_write`` texture, a texel another invocation stored in this dispatch a
+        :class:`RaceError` (each read is recorded, for the writes after it)."""
+        name = t.texture.name
+        lanes = self.grid.active(m)
+        h, w = t.data.shape[:2]
+        xy = broadcast(coords, self.n).astype(np.int64)
+        bad = (xy[:, 0] < 0) | (xy[:, 0] >= w) | (xy[:, 1] < 0) | (xy[:, 1] >= h)
+        if bad[lanes].any():
+            j = int(lanes[np.flatnonzero(bad[lanes])[0]])
+            who = self.grid.describe(int(self.grid.original(np.array([j]))[0]))
+            raise OutOfBounds(
+                f"{name} texel ({xy[j, 0]}, {xy[j, 1]}) is out of bounds (width {w}, height "
+                f"{h}) for {who}{self.where()}"
+            )
+        x, y = np.where(bad, 0, xy[:, 0]), np.where(bad, 0, xy[:, 1])
+        if t.reader is not None:
+            ids = self.grid.original(lanes).astype(np.int64)
+            ax, ay = x[lanes], y[lanes]
+            writer = t.owner[ay, ax]
+            clash = (writer >= 0) & (writer != ids)
+            if clash.any():
+                j = int(np.flatnonzero(clash)[0])
+                raise RaceError(
+                    f"{name} texel ({ax[j]}, {ay[j]}): {self.grid.describe(int(writer[j]))} "
+                    f"writes it and {self.grid.describe(int(ids[j]))} reads it in one dispatch"
+                    f"{self.where()}"
+                )
+            flat = ay * w + ax
+            order = np.argsort(flat, kind="stable")
+            several = np.zeros(len(flat), bool)
+            if len(flat) > 1:
+                same = flat[order][1:] == flat[order][:-1]
+                several[order[1:][same]] = several[order[:-1][same]] = True
+            old = t.reader[ay, ax]
+            mixed = several | ((old >= 0) & (old != ids)) | (old == -2)
+            t.reader[ay, ax] = np.where(mixed, -2, ids)
+        return from_texels(t.texture.ty, t.data[y, x])
+
     def texture_store(self, t: TextureMemory, coords: np.ndarray, v: np.ndarray, m: Mask) -> None:
         """``textureStore``: each active lane's texel ``coords`` (x, y) set to ``v`` in the
         texture's format; a texel outside the texture is :class:`OutOfBounds` (WGSL leaves
@@ -104,6 +148,18 @@ class TextureAccess:
                 f"{name} texel {at}: {self.grid.describe(int(a))} and "
                 f"{self.grid.describe(int(b))} both write it in one dispatch{self.where()}"
             )
+        if t.reader is not None:  # a read_write texture: a texel another invocation read
+            readers = t.reader[y, x]
+            clash = (readers == -2) | ((readers >= 0) & (readers != ids))
+            if clash.any():
+                j = int(np.flatnonzero(clash)[0])
+                who = (
+                    "other invocations" if readers[j] == -2 else self.grid.describe(int(readers[j]))
+                )
+                raise RaceError(
+                    f"{name} texel ({x[j]}, {y[j]}): {who} read it and "
+                    f"{self.grid.describe(int(ids[j]))} writes it in one dispatch{self.where()}"
+                )
         t.owner[y, x] = ids
         t.data[y, x] = texels
 

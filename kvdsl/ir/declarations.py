@@ -165,7 +165,7 @@ def module_scope(kernel: ir.Kernel, verifier: Verifier) -> Scope:
             if t.ty.sample.name not in SAMPLE_TYPES:
                 raise VerifyError(f"texture '{t.name}': {t.ty} (sample types f32, u32, i32)")
         elif isinstance(t.ty, StorageTexture) and (
-            t.ty.format not in TEXEL_FORMATS or t.ty.access != "write"
+            t.ty.format not in TEXEL_FORMATS or t.ty.access not in ("write", "read", "read_write")
         ):
             raise VerifyError(f"texture '{t.name}': {t.ty} (formats {', '.join(TEXEL_FORMATS)})")
         check_name(t.name, t)

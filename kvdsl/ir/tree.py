@@ -142,12 +142,14 @@ class ArrayLength:
 @dataclass(frozen=True, slots=True)
 class TextureLoad:
     """``textureLoad(name, coords, level)``: texel ``coords`` (a ``vec2<i32>`` or ``vec2<u32>``,
-    x then y) of mip level ``level`` (an ``i32`` or ``u32``) of sampled texture ``name``, a
-    ``vec4`` of its sample type."""
+    x then y; ``vec3`` of a ``texture_3d``) of mip level ``level`` (an ``i32`` or ``u32``) of
+    sampled texture ``name``, a ``vec4`` of its sample type; ``textureLoad(name, coords)`` (no
+    ``level``) of a storage texture of ``read`` or ``read_write`` access, a ``vec4`` of its
+    format's channel type (an ``r32`` format's ``(x, 0, 0, 1)``)."""
 
     name: str
     coords: Expr
-    level: Expr
+    level: Expr | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -260,6 +260,9 @@ TEXEL_FORMATS = {
 }
 
 
+#: The storage texture formats WebGPU binds ``read_write`` (the others: ``read`` or ``write``).
+READ_WRITE_FORMATS = ("r32float", "r32uint", "r32sint")
+
 #: The sample types of a sampled texture: the texel format the host's array and the GPU texture
 #: hold it in (four channels of the type), and the bind group's sample type for it.
 SAMPLE_TYPES = {
@@ -313,8 +316,9 @@ class Sampler:
 
 @dataclass(frozen=True, slots=True)
 class StorageTexture:
-    """``texture_storage_2d<format, write>``: a 2-D storage texture a kernel writes texels of
-    (``textureStore``) and reads the size of (``textureDimensions``)."""
+    """``texture_storage_2d<format, access>``: a 2-D storage texture a kernel writes texels of
+    (``textureStore``; ``access`` ``write`` or ``read_write``), reads texels of (``textureLoad``;
+    ``read`` or ``read_write``) and reads the size of (``textureDimensions``)."""
 
     format: str
     access: str = "write"

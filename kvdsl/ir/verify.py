@@ -171,10 +171,10 @@ class Verifier(ExprTyper):
                 self.call_type(call, scope)
             case ir.TextureStore(name, coords, value):
                 tex = self.texture_type(s, name, scope)
-                if not isinstance(tex, StorageTexture):
+                if not isinstance(tex, StorageTexture) or tex.access == "read":
                     raise VerifyError(
                         f"{show(s)}: '{name}' is a {tex}, which textureStore does not take (a "
-                        "storage texture)"
+                        "storage texture of write or read_write access)"
                     )
                 ct = self.type_of(coords, scope)
                 if ct != Vec(2, i32) and ct != Vec(2, u32):

@@ -141,7 +141,7 @@ class _Dispatch:
                 staging[b] = dst
         rows = {}
         for name, (t, tex, like) in self.textures.items():
-            if not isinstance(t.ty, StorageTexture):
+            if not isinstance(t.ty, StorageTexture) or t.ty.access == "read":
                 continue  # read only: nothing comes back
             h, w = like.shape[:2]
             row = -(-w * like.shape[2] * like.itemsize // 256) * 256  # rows 256 bytes apart

@@ -31,8 +31,8 @@ LIMITS = {
     "texture_storage_3d": k(
         "  out[0] = 1u;", "@group(0) @binding(1) var t: texture_storage_3d<r32float, write>;\n"
     ),
-    "read_write_storage_texture": k(
-        "  out[0] = 1u;",
+    "texture_barrier": k(
+        "  textureBarrier();\n  out[0] = 1u;",
         "@group(0) @binding(1) var t: texture_storage_2d<r32float, read_write>;\n",
     ),
     "sampler_comparison": k("  out[0] = 1u;", "@group(0) @binding(1) var s: sampler_comparison;\n"),
