@@ -102,12 +102,13 @@ class TextureAccess:
                     f"writes it and {self.grid.describe(int(ids[j]))} reads it in one dispatch"
                     f"{self.where()}"
                 )
-            flat = ay * w + ax
-            order = np.argsort(flat, kind="stable")
-            several = np.zeros(len(flat), bool)
-            if len(flat) > 1:
-                same = flat[order][1:] == flat[order][:-1]
-                several[order[1:][same]] = several[order[:-1][same]] = True
+            # Per texel, whether two invocations read it in this statement.
+            texel, back = np.unique(ay * w + ax, return_inverse=True)
+            lo = np.full(len(texel), np.iinfo(np.int64).max)
+            hi = np.full(len(texel), -1)
+            np.minimum.at(lo, back, ids)
+            np.maximum.at(hi, back, ids)
+            several = (lo != hi)[back]
             old = t.reader[ay, ax]
             mixed = several | ((old >= 0) & (old != ids)) | (old == -2)
             t.reader[ay, ax] = np.where(mixed, -2, ids)
