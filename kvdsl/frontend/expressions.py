@@ -267,12 +267,12 @@ class Expressions(Rules):
                 tok.line,
                 tok.column,
             )
-        if str(tok) == "texture_storage_2d":
+        if str(tok) in ("texture_storage_2d", "texture_storage_3d"):
             words = [a.name if isinstance(a, StructRef) else None for a in args]
             if len(words) == 2 and words[0] in TEXEL_FORMATS and words[1] in ACCESSES:
-                return StorageTexture(words[0], words[1])
+                return StorageTexture(words[0], words[1], int(str(tok)[16]))
             raise self._err(
-                f"texture_storage_2d<{', '.join(map(str, words))}> (the formats "
+                f"{tok}<{', '.join(map(str, words))}> (the formats "
                 f"{', '.join(TEXEL_FORMATS)}; write, read or read_write access)",
                 tok.line,
                 tok.column,

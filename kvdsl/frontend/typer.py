@@ -210,7 +210,7 @@ class Typer(Assignments):
                 and isinstance(s.ty, Sampler)
             ):
                 tex = scope.lookup(args[0].name).ty
-                dim = tex.dim if isinstance(tex, SampledTexture) else 2
+                dim = tex.dim
                 coords = self.expr(args[2], scope, Vec(dim, f32))
                 level = self.expr(args[3], scope, f32)
                 return ir.TextureSampleLevel(args[0].name, args[1].name, coords, level)

@@ -71,86 +71,86 @@ class TextureAccess:
             )
 
     # ---- storage textures ----------------------------------------------------------------
+    def _texels(self, t: TextureMemory, coords: np.ndarray, lanes: np.ndarray):
+        """The index (a tuple of arrays, outermost axis first) of each of ``lanes``' texel
+        ``coords`` (x, y[, z]) in ``t.data``; :class:`OutOfBounds` where one lies outside."""
+        size = t.data.shape[-2::-1]  # width, height[, depth]
+        at = broadcast(coords, self.n)[lanes].astype(np.int64)
+        bad = np.zeros(len(lanes), bool)
+        for k, n in enumerate(size):
+            bad |= (at[:, k] < 0) | (at[:, k] >= n)
+        if bad.any():
+            j = int(np.flatnonzero(bad)[0])
+            texel = ", ".join(str(c) for c in at[j])
+            extent = ", ".join(f"{a} {n}" for a, n in zip(("width", "height", "depth"), size))
+            who = self.grid.describe(int(self.grid.original(lanes[j : j + 1])[0]))
+            raise OutOfBounds(
+                f"{t.texture.name} texel ({texel}) is out of bounds ({extent}) for {who}"
+                f"{self.where()}"
+            )
+        return tuple(at[:, k] for k in reversed(range(len(size))))
+
     def storage_texture_load(self, t: TextureMemory, coords: np.ndarray, m: Mask) -> np.ndarray:
         """``textureLoad`` of a ``read`` or ``read_write`` storage texture: each lane's texel
-        ``coords`` (x, y) as a ``vec4`` of the format's channel type (lanes off the mask read
-        texel (0, 0)); an active lane's texel outside the texture is :class:`OutOfBounds`, and,
+        ``coords`` (x, y[, z]) as a ``vec4`` of the format's channel type (lanes off the mask
+        read texel 0); an active lane's texel outside the texture is :class:`OutOfBounds`, and,
         of a ``read_write`` texture, a texel another invocation stored in this dispatch a
         :class:`RaceError` (each read is recorded, for the writes after it)."""
-        name = t.texture.name
         lanes = self.grid.active(m)
-        h, w = t.data.shape[:2]
-        xy = broadcast(coords, self.n).astype(np.int64)
-        bad = (xy[:, 0] < 0) | (xy[:, 0] >= w) | (xy[:, 1] < 0) | (xy[:, 1] >= h)
-        if bad[lanes].any():
-            j = int(lanes[np.flatnonzero(bad[lanes])[0]])
-            who = self.grid.describe(int(self.grid.original(np.array([j]))[0]))
-            raise OutOfBounds(
-                f"{name} texel ({xy[j, 0]}, {xy[j, 1]}) is out of bounds (width {w}, height "
-                f"{h}) for {who}{self.where()}"
-            )
-        x, y = np.where(bad, 0, xy[:, 0]), np.where(bad, 0, xy[:, 1])
+        at = self._texels(t, coords, lanes)
         if t.reader is not None:
             ids = self.grid.original(lanes).astype(np.int64)
-            ax, ay = x[lanes], y[lanes]
-            writer = t.owner[ay, ax]
+            writer = t.owner[at]
             clash = (writer >= 0) & (writer != ids)
             if clash.any():
                 j = int(np.flatnonzero(clash)[0])
                 raise RaceError(
-                    f"{name} texel ({ax[j]}, {ay[j]}): {self.grid.describe(int(writer[j]))} "
-                    f"writes it and {self.grid.describe(int(ids[j]))} reads it in one dispatch"
-                    f"{self.where()}"
+                    f"{t.texture.name} texel {_texel(at, j)}: "
+                    f"{self.grid.describe(int(writer[j]))} writes it and "
+                    f"{self.grid.describe(int(ids[j]))} reads it in one dispatch{self.where()}"
                 )
             # Per texel, whether two invocations read it in this statement.
-            texel, back = np.unique(ay * w + ax, return_inverse=True)
+            texel, back = np.unique(np.ravel_multi_index(at, t.owner.shape), return_inverse=True)
             lo = np.full(len(texel), np.iinfo(np.int64).max)
             hi = np.full(len(texel), -1)
             np.minimum.at(lo, back, ids)
             np.maximum.at(hi, back, ids)
             several = (lo != hi)[back]
-            old = t.reader[ay, ax]
+            old = t.reader[at]
             mixed = several | ((old >= 0) & (old != ids)) | (old == -2)
-            t.reader[ay, ax] = np.where(mixed, -2, ids)
-        return from_texels(t.texture.ty, t.data[y, x])
+            t.reader[at] = np.where(mixed, -2, ids)
+        out = np.zeros((self.n, 4), t.texture.ty.texel.scalar.dtype)
+        out[lanes] = from_texels(t.texture.ty, t.data[at])
+        return out
 
     def texture_store(self, t: TextureMemory, coords: np.ndarray, v: np.ndarray, m: Mask) -> None:
-        """``textureStore``: each active lane's texel ``coords`` (x, y) set to ``v`` in the
-        texture's format; a texel outside the texture is :class:`OutOfBounds` (WGSL leaves
-        such a store to the implementation), one two invocations write a :class:`RaceError`."""
+        """``textureStore``: each active lane's texel ``coords`` (x, y[, z]) set to ``v`` in
+        the texture's format; a texel outside the texture is :class:`OutOfBounds` (WGSL leaves
+        such a store to the implementation), one two invocations write a :class:`RaceError`,
+        and, of a ``read_write`` texture, one another invocation read."""
         name = t.texture.name
         lanes = self.grid.active(m)
-        h, w = t.data.shape[:2]
-        xy = broadcast(coords, self.n)[lanes].astype(np.int64)
+        at = self._texels(t, coords, lanes)
         ids = self.grid.original(lanes).astype(np.int64)
-        bad = (xy[:, 0] < 0) | (xy[:, 0] >= w) | (xy[:, 1] < 0) | (xy[:, 1] >= h)
-        if bad.any():
-            j = int(np.flatnonzero(bad)[0])
-            raise OutOfBounds(
-                f"{name} texel ({xy[j, 0]}, {xy[j, 1]}) is out of bounds (width {w}, height "
-                f"{h}) for {self.grid.describe(int(ids[j]))}{self.where()}"
-            )
         texels = to_texels(t.texture.ty, broadcast(v, self.n)[lanes])
-        x, y = xy[:, 0], xy[:, 1]
-        flat = y * w + x
+        flat = np.ravel_multi_index(at, t.owner.shape)
         order = np.argsort(flat, kind="stable")
         same = flat[order][1:] == flat[order][:-1]
-        earlier = t.owner[y, x]
+        earlier = t.owner[at]
         clash = (earlier >= 0) & (earlier != ids)
         if same.any() or clash.any():
             if same.any():
                 j = int(np.flatnonzero(same)[0])
-                a, b = ids[order][j], ids[order][j + 1]
-                at = (int(x[order][j]), int(y[order][j]))
+                a, b, k = ids[order][j], ids[order][j + 1], int(order[j])
             else:
-                j = int(np.flatnonzero(clash)[0])
-                a, b, at = earlier[j], ids[j], (int(x[j]), int(y[j]))
+                k = int(np.flatnonzero(clash)[0])
+                a, b = earlier[k], ids[k]
             raise RaceError(
-                f"{name} texel {at}: {self.grid.describe(int(a))} and "
+                f"{name} texel {_texel(at, k)}: {self.grid.describe(int(a))} and "
                 f"{self.grid.describe(int(b))} both write it in one dispatch{self.where()}"
             )
         if t.reader is not None:  # a read_write texture: a texel another invocation read
-            readers = t.reader[y, x]
+            readers = t.reader[at]
             clash = (readers == -2) | ((readers >= 0) & (readers != ids))
             if clash.any():
                 j = int(np.flatnonzero(clash)[0])
@@ -158,10 +158,15 @@ class TextureAccess:
                     "other invocations" if readers[j] == -2 else self.grid.describe(int(readers[j]))
                 )
                 raise RaceError(
-                    f"{name} texel ({x[j]}, {y[j]}): {who} read it and "
+                    f"{name} texel {_texel(at, j)}: {who} read it and "
                     f"{self.grid.describe(int(ids[j]))} writes it in one dispatch{self.where()}"
                 )
-        t.owner[y, x] = ids
-        t.data[y, x] = texels
+        t.owner[at] = ids
+        t.data[at] = texels
 
     # ---- storage bindings ----------------------------------------------------------------
+
+
+def _texel(at: tuple[np.ndarray, ...], j: int) -> str:
+    """Texel ``j`` of index ``at`` (outermost axis first) as WGSL's coordinates, ``(x, y)``."""
+    return "(" + ", ".join(str(int(a[j])) for a in reversed(at)) + ")"

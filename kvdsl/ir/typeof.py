@@ -334,7 +334,7 @@ class ExprTyper(PointerTyper):
                     lt = self.type_of(level, scope)
                     if lt is not i32 and lt is not u32:
                         raise VerifyError(f"{show(e)}: the level is {lt}, expected i32 or u32")
-                return Vec(tex.dim if isinstance(tex, SampledTexture) else 2, u32)
+                return Vec(tex.dim, u32)
             case ir.TextureLoad(name, coords, None):
                 tex = self.texture_type(e, name, scope)
                 if not isinstance(tex, StorageTexture) or tex.access == "write":
@@ -343,9 +343,10 @@ class ExprTyper(PointerTyper):
                         "not read (a storage texture of read or read_write access)"
                     )
                 ct = self.type_of(coords, scope)
-                if ct != Vec(2, i32) and ct != Vec(2, u32):
+                if ct != Vec(tex.dim, i32) and ct != Vec(tex.dim, u32):
                     raise VerifyError(
-                        f"{show(e)}: the coordinates are {ct}, expected vec2<i32> or vec2<u32>"
+                        f"{show(e)}: the coordinates are {ct}, expected vec{tex.dim}<i32> or "
+                        f"vec{tex.dim}<u32>"
                     )
                 return tex.texel
             case ir.TextureLoad(name, coords, level):

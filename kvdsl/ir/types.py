@@ -316,15 +316,17 @@ class Sampler:
 
 @dataclass(frozen=True, slots=True)
 class StorageTexture:
-    """``texture_storage_2d<format, access>``: a 2-D storage texture a kernel writes texels of
-    (``textureStore``; ``access`` ``write`` or ``read_write``), reads texels of (``textureLoad``;
-    ``read`` or ``read_write``) and reads the size of (``textureDimensions``)."""
+    """``texture_storage_2d<format, access>`` (``texture_storage_3d`` of ``dim`` 3): a storage
+    texture a kernel writes texels of (``textureStore``; ``access`` ``write`` or
+    ``read_write``), reads texels of (``textureLoad``; ``read`` or ``read_write``) and reads the
+    size of (``textureDimensions``)."""
 
     format: str
     access: str = "write"
+    dim: int = 2
 
     def __str__(self) -> str:
-        return f"texture_storage_2d<{self.format}, {self.access}>"
+        return f"texture_storage_{self.dim}d<{self.format}, {self.access}>"
 
     @property
     def texel(self) -> Vec:

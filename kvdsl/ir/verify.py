@@ -177,9 +177,10 @@ class Verifier(ExprTyper):
                         "storage texture of write or read_write access)"
                     )
                 ct = self.type_of(coords, scope)
-                if ct != Vec(2, i32) and ct != Vec(2, u32):
+                if ct != Vec(tex.dim, i32) and ct != Vec(tex.dim, u32):
                     raise VerifyError(
-                        f"{show(s)}: the coordinates are {ct}, expected vec2<i32> or vec2<u32>"
+                        f"{show(s)}: the coordinates are {ct}, expected vec{tex.dim}<i32> or "
+                        f"vec{tex.dim}<u32>"
                     )
                 vt = self.type_of(value, scope)
                 if vt != tex.texel:

@@ -389,7 +389,7 @@ def _layout_entries(
                 "storage_texture": {
                     "access": access[t.ty.access],
                     "format": t.ty.format,
-                    "view_dimension": "2d",
+                    "view_dimension": f"{t.ty.dim}d",
                 },
             }
         )

@@ -143,15 +143,15 @@ class _Dispatch:
         for name, (t, tex, like) in self.textures.items():
             if not isinstance(t.ty, StorageTexture) or t.ty.access == "read":
                 continue  # read only: nothing comes back
-            h, w = like.shape[:2]
-            row = -(-w * like.shape[2] * like.itemsize // 256) * 256  # rows 256 bytes apart
+            d, h, w = like.shape[:3] if like.ndim == 4 else (1, *like.shape[:2])
+            row = -(-w * like.shape[-1] * like.itemsize // 256) * 256  # rows 256 bytes apart
             dst = self.device.create_buffer(
-                size=row * h, usage=wgpu.BufferUsage.COPY_DST | wgpu.BufferUsage.MAP_READ
+                size=row * h * d, usage=wgpu.BufferUsage.COPY_DST | wgpu.BufferUsage.MAP_READ
             )
             encoder.copy_texture_to_buffer(
                 {"texture": tex, "mip_level": 0, "origin": (0, 0, 0)},
                 {"buffer": dst, "offset": 0, "bytes_per_row": row, "rows_per_image": h},
-                (w, h, 1),
+                (w, h, d),
             )
             rows[name] = (dst, row, like)
         self.device.queue.submit([encoder.finish()])
@@ -162,9 +162,10 @@ class _Dispatch:
             dst.unmap()
         for name, (dst, row, like) in rows.items():
             dst.map_sync(wgpu.MapMode.READ)
-            data = np.frombuffer(dst.read_mapped(copy=True), np.uint8).reshape(like.shape[0], row)
+            rows = int(np.prod(like.shape[:-2]))  # height, or depth times height
+            data = np.frombuffer(dst.read_mapped(copy=True), np.uint8).reshape(rows, row)
             dst.unmap()
-            texel_row = data[:, : like.shape[1] * like.shape[2] * like.itemsize]
+            texel_row = data[:, : like.shape[-2] * like.shape[-1] * like.itemsize]
             out[name] = np.ascontiguousarray(texel_row).view(like.dtype).reshape(like.shape)
         return out
 

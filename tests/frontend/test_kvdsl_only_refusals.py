@@ -28,9 +28,6 @@ LIMITS = {
     "texture_2d_array": k(
         "  out[0] = 1u;", "@group(0) @binding(1) var t: texture_2d_array<f32>;\n"
     ),
-    "texture_storage_3d": k(
-        "  out[0] = 1u;", "@group(0) @binding(1) var t: texture_storage_3d<r32float, write>;\n"
-    ),
     "texture_barrier": k(
         "  textureBarrier();\n  out[0] = 1u;",
         "@group(0) @binding(1) var t: texture_storage_2d<r32float, read_write>;\n",

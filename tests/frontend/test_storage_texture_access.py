@@ -150,3 +150,34 @@ def test_a_read_write_format_webgpu_does_not_bind_is_refused_as_tint_refuses_it(
     )
     parse(unused)  # one the entry point does not name: left out of Tint's pipeline
     assert tint_check({"t": unused}) == {"t": None}
+
+
+#: texture_storage_3d, written and read_write, at vec3 coordinates (u32 and i32), sized by
+#: textureDimensions (a vec3<u32>); the workgroups cover the 8 x 4 x 6 texels.
+VOLUME = (
+    "@group(0) @binding(0) var<storage, read> a: array<u32>;\n"
+    "@group(0) @binding(1) var vol: texture_storage_3d<r32uint, write>;\n"
+    "@group(0) @binding(2) var acc: texture_storage_3d<r32float, read_write>;\n"
+    "@compute @workgroup_size(4, 4, 2)\n"
+    "fn main(@builtin(global_invocation_id) gid: vec3<u32>) {\n"
+    "  let d = textureDimensions(vol);\n  let i = gid.x + gid.y * d.x + gid.z * d.x * d.y;\n"
+    "  textureStore(vol, gid, vec4<u32>(a[i] * 3u + d.z, 0u, 0u, 0u));\n"
+    "  let v = textureLoad(acc, vec3<i32>(gid));\n"
+    "  textureStore(acc, gid, v + vec4<f32>(f32(a[i])));\n}\n"
+)
+
+
+@pytest.mark.parametrize("backend", ["interp", "gpu"])
+def test_a_texture_storage_3d_stores_and_loads_as_numpy_says(backend, request):
+    if backend == "gpu":
+        request.getfixturevalue("gpu")
+    rng = np.random.default_rng(4409)
+    a = rng.integers(1, 1000, 8 * 4 * 6, dtype=np.uint32)
+    acc = rng.uniform(1, 4, (6, 4, 8, 1)).astype(np.float32)  # depth, height, width
+    bufs = {"a": a, "vol": np.full((6, 4, 8, 1), 0xDEADBEEF, np.uint32), "acc": acc}
+    k = parse(VOLUME)
+    assert parse(emit(k)) == k
+    got = (interp if backend == "interp" else runtime).run(k, bufs, {}, (2, 1, 3))
+    np.testing.assert_array_equal(got["vol"].reshape(-1), a * 3 + 6)
+    np.testing.assert_array_equal(got["acc"].reshape(-1), acc.reshape(-1) + a.astype(np.float32))
+    assert tint_check({"t": VOLUME}) == {"t": None}
