@@ -259,7 +259,7 @@ class Expressions(Rules):
             return Atomic(args[0])
         if str(tok) == "ptr":
             return self._pointer_type(tok, args)
-        if str(tok) in ("texture_2d", "texture_3d"):
+        if str(tok) in ("texture_1d", "texture_2d", "texture_3d"):
             if len(args) == 1 and args[0] in (f32, u32, i32):
                 return SampledTexture(args[0], int(str(tok)[8]))
             raise self._err(
@@ -267,7 +267,7 @@ class Expressions(Rules):
                 tok.line,
                 tok.column,
             )
-        if str(tok) in ("texture_storage_2d", "texture_storage_3d"):
+        if str(tok) in ("texture_storage_1d", "texture_storage_2d", "texture_storage_3d"):
             words = [a.name if isinstance(a, StructRef) else None for a in args]
             if len(words) == 2 and words[0] in TEXEL_FORMATS and words[1] in ACCESSES:
                 return StorageTexture(words[0], words[1], int(str(tok)[16]))

@@ -46,6 +46,7 @@ from kvdsl.ir.types import (
     f16,
     f32,
     i32,
+    texel_coords,
     u32,
 )
 from kvdsl.frontend.abstract import (
@@ -210,8 +211,7 @@ class Typer(Assignments):
                 and isinstance(s.ty, Sampler)
             ):
                 tex = scope.lookup(args[0].name).ty
-                dim = tex.dim
-                coords = self.expr(args[2], scope, Vec(dim, f32))
+                coords = self.expr(args[2], scope, texel_coords(getattr(tex, "dim", 2), f32))
                 level = self.expr(args[3], scope, f32)
                 return ir.TextureSampleLevel(args[0].name, args[1].name, coords, level)
             case ir.FnCall(name, args) if (

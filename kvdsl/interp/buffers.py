@@ -305,7 +305,7 @@ def texture_memory(texture: Texture, given: np.ndarray) -> TextureMemory:
     given = np.asarray(given)
     dim = getattr(ty, "dim", 2)
     if given.ndim != dim + 1 or given.shape[-1] != ty.channels or given.dtype != ty.dtype:
-        axes = "depth, height, width" if dim == 3 else "height, width"
+        axes = ("width", "height, width", "depth, height, width")[dim - 1]
         raise TypeError(
             f"texture '{texture.name}' ({ty}) is given as {given.dtype}{list(given.shape)}: "
             f"expected {ty.dtype}[{axes}, {ty.channels}]"

@@ -199,7 +199,8 @@ class Expressions:
                 t = self.texture_of(name)
                 if level is not None:
                     self.texture_level(t, self.eval(level, m), m)
-                return np.array([t.data.shape[-2::-1]], np.uint32)  # width, height[, depth]
+                size = t.data.shape[-2::-1]  # width[, height[, depth]]
+                return np.array(size if len(size) == 1 else [size], np.uint32)
             case ir.TextureLoad(name, coords, None):  # a storage texture's
                 return self.storage_texture_load(self.texture_of(name), self.eval(coords, m), m)
             case ir.TextureLoad(name, coords, level):

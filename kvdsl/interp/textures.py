@@ -27,7 +27,7 @@ class TextureAccess:
         name = t.texture.name
         lanes = self.grid.active(m)
         size = t.data.shape[-2::-1]  # width, height[, depth]
-        xyz = broadcast(coords, self.n).astype(np.int64)
+        xyz = broadcast(coords, self.n).astype(np.int64).reshape(self.n, -1)  # 1-D: [n, 1]
         lv = broadcast(level, self.n).astype(np.int64).reshape(-1)
         bad = lv != 0
         for k, n in enumerate(size):
@@ -50,7 +50,8 @@ class TextureAccess:
         clamped to the edge (NaN as 0), of the one mip level, a ``vec4<f32>`` (``[lanes,
         4]``)."""
         size = t.data.shape[-2::-1]  # width, height[, depth]
-        uvw = np.nan_to_num(broadcast(coords, self.n).astype(np.float64), nan=0.0)
+        uvw = broadcast(coords, self.n).astype(np.float64).reshape(self.n, -1)  # 1-D: [n, 1]
+        uvw = np.nan_to_num(uvw, nan=0.0)
         at = [
             np.clip(np.floor(uvw[:, k] * n), 0, n - 1).astype(np.int64) for k, n in enumerate(size)
         ]
@@ -75,7 +76,7 @@ class TextureAccess:
         """The index (a tuple of arrays, outermost axis first) of each of ``lanes``' texel
         ``coords`` (x, y[, z]) in ``t.data``; :class:`OutOfBounds` where one lies outside."""
         size = t.data.shape[-2::-1]  # width, height[, depth]
-        at = broadcast(coords, self.n)[lanes].astype(np.int64)
+        at = broadcast(coords, self.n).astype(np.int64).reshape(self.n, -1)[lanes]  # 1-D: [n, 1]
         bad = np.zeros(len(lanes), bool)
         for k, n in enumerate(size):
             bad |= (at[:, k] < 0) | (at[:, k] >= n)

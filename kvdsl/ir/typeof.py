@@ -22,7 +22,14 @@ from kvdsl.ir.ops import Op
 from kvdsl.ir.pointers import PointerTyper
 from kvdsl.ir.scope import Scope, VerifyError, shadowing
 from kvdsl.ir.show import show
-from kvdsl.ir.types import Atomic, SampledTexture, Sampler, StorageTexture, holds_atomic
+from kvdsl.ir.types import (
+    Atomic,
+    SampledTexture,
+    Sampler,
+    StorageTexture,
+    holds_atomic,
+    texel_coords,
+)
 from kvdsl.ir.types import (
     Array,
     Mat,
@@ -334,7 +341,7 @@ class ExprTyper(PointerTyper):
                     lt = self.type_of(level, scope)
                     if lt is not i32 and lt is not u32:
                         raise VerifyError(f"{show(e)}: the level is {lt}, expected i32 or u32")
-                return Vec(tex.dim, u32)
+                return texel_coords(tex.dim, u32)
             case ir.TextureLoad(name, coords, None):
                 tex = self.texture_type(e, name, scope)
                 if not isinstance(tex, StorageTexture) or tex.access == "write":
@@ -343,10 +350,10 @@ class ExprTyper(PointerTyper):
                         "not read (a storage texture of read or read_write access)"
                     )
                 ct = self.type_of(coords, scope)
-                if ct != Vec(tex.dim, i32) and ct != Vec(tex.dim, u32):
+                want = (texel_coords(tex.dim, i32), texel_coords(tex.dim, u32))
+                if ct not in want:
                     raise VerifyError(
-                        f"{show(e)}: the coordinates are {ct}, expected vec{tex.dim}<i32> or "
-                        f"vec{tex.dim}<u32>"
+                        f"{show(e)}: the coordinates are {ct}, expected {want[0]} or {want[1]}"
                     )
                 return tex.texel
             case ir.TextureLoad(name, coords, level):
@@ -357,10 +364,10 @@ class ExprTyper(PointerTyper):
                         "texture_2d or texture_3d)"
                     )
                 ct = self.type_of(coords, scope)
-                if ct != Vec(tex.dim, i32) and ct != Vec(tex.dim, u32):
+                want = (texel_coords(tex.dim, i32), texel_coords(tex.dim, u32))
+                if ct not in want:
                     raise VerifyError(
-                        f"{show(e)}: the coordinates are {ct}, expected vec{tex.dim}<i32> or "
-                        f"vec{tex.dim}<u32>"
+                        f"{show(e)}: the coordinates are {ct}, expected {want[0]} or {want[1]}"
                     )
                 lt = self.type_of(level, scope)
                 if lt is not i32 and lt is not u32:
@@ -371,14 +378,15 @@ class ExprTyper(PointerTyper):
                 if not isinstance(tex, SampledTexture) or tex.sample != f32:
                     raise VerifyError(
                         f"{show(e)}: '{name}' is a {tex}, which textureSampleLevel does not "
-                        "sample (a texture_2d<f32> or texture_3d<f32>)"
+                        "sample (a texture_1d<f32>, texture_2d<f32> or texture_3d<f32>)"
                     )
                 if not isinstance(self.texture_type(e, sampler, scope), Sampler):
                     raise VerifyError(f"{show(e)}: '{sampler}' is not a sampler")
                 ct = self.type_of(coords, scope)
-                if ct != Vec(tex.dim, f32):
+                if ct != texel_coords(tex.dim, f32):
                     raise VerifyError(
-                        f"{show(e)}: the coordinates are {ct}, expected vec{tex.dim}<f32>"
+                        f"{show(e)}: the coordinates are {ct}, expected "
+                        f"{texel_coords(tex.dim, f32)}"
                     )
                 lt = self.type_of(level, scope)
                 if lt is not f32:

@@ -343,6 +343,12 @@ class StorageTexture:
         return np.dtype(TEXEL_FORMATS[self.format][2])
 
 
+def texel_coords(dim: int, scalar: Scalar) -> Scalar | Vec:
+    """The type of a texture's texel coordinates of ``scalar``: a ``vecN`` of a texture of
+    ``dim`` N, the scalar itself of a 1-D one."""
+    return scalar if dim == 1 else Vec(dim, scalar)
+
+
 #: The handle types a module var, a ``Kernel.textures`` entry and a helper's parameter may hold.
 HANDLES = (StorageTexture, SampledTexture, Sampler)
 

@@ -43,7 +43,7 @@ from kvdsl.ir.types import (
     is_result_struct,
     u32,
 )
-from kvdsl.ir.types import Atomic, array_leaf, held_as_words, workgroup_words
+from kvdsl.ir.types import Atomic, array_leaf, held_as_words, texel_coords, workgroup_words
 
 __all__ = [
     "MAX_INVOCATIONS",
@@ -177,10 +177,10 @@ class Verifier(ExprTyper):
                         "storage texture of write or read_write access)"
                     )
                 ct = self.type_of(coords, scope)
-                if ct != Vec(tex.dim, i32) and ct != Vec(tex.dim, u32):
+                want = (texel_coords(tex.dim, i32), texel_coords(tex.dim, u32))
+                if ct not in want:
                     raise VerifyError(
-                        f"{show(s)}: the coordinates are {ct}, expected vec{tex.dim}<i32> or "
-                        f"vec{tex.dim}<u32>"
+                        f"{show(s)}: the coordinates are {ct}, expected {want[0]} or {want[1]}"
                     )
                 vt = self.type_of(value, scope)
                 if vt != tex.texel:

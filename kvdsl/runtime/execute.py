@@ -143,7 +143,7 @@ class _Dispatch:
         for name, (t, tex, like) in self.textures.items():
             if not isinstance(t.ty, StorageTexture) or t.ty.access == "read":
                 continue  # read only: nothing comes back
-            d, h, w = like.shape[:3] if like.ndim == 4 else (1, *like.shape[:2])
+            d, h, w = (1, 1, *like.shape[:-1])[-3:]  # depth, height, width
             row = -(-w * like.shape[-1] * like.itemsize // 256) * 256  # rows 256 bytes apart
             dst = self.device.create_buffer(
                 size=row * h * d, usage=wgpu.BufferUsage.COPY_DST | wgpu.BufferUsage.MAP_READ
@@ -175,7 +175,7 @@ def _upload_texture(dev, t: Texture, data: np.ndarray):
     back, a sampled texture's read by the kernel (``[depth, height, width, 4]`` of a
     ``texture_3d``)."""
     wgpu = gpu.wgpu_module()
-    d, h, w = data.shape[:3] if data.ndim == 4 else (1, *data.shape[:2])
+    d, h, w = (1, 1, *data.shape[:-1])[-3:]  # depth, height, width
     usage = wgpu.TextureUsage.STORAGE_BINDING | wgpu.TextureUsage.COPY_SRC
     if isinstance(t.ty, SampledTexture):
         usage = wgpu.TextureUsage.TEXTURE_BINDING
@@ -183,7 +183,7 @@ def _upload_texture(dev, t: Texture, data: np.ndarray):
         size=(w, h, d),
         format=t.ty.format,
         usage=usage | wgpu.TextureUsage.COPY_DST,
-        dimension="3d" if data.ndim == 4 else "2d",
+        dimension=f"{data.ndim - 1}d",
     )
     row = w * data.shape[-1] * data.itemsize
     dev.queue.write_texture(

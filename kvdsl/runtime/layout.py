@@ -88,7 +88,7 @@ def split_textures(textures: tuple, buffers: Mapping[str, object]) -> tuple[dict
         ty = t.ty
         dim = getattr(ty, "dim", 2)
         if a.ndim != dim + 1 or a.shape[-1] != ty.channels or a.dtype.newbyteorder("=") != ty.dtype:
-            axes = "depth, height, width" if dim == 3 else "height, width"
+            axes = ("width", "height, width", "depth, height, width")[dim - 1]
             raise BufferError(
                 f"texture '{name}' ({ty}) is given as {a.dtype}{list(a.shape)}: expected "
                 f"{ty.dtype}[{axes}, {ty.channels}]"

@@ -1,5 +1,5 @@
 """``texture_3d<T>`` (``textureLoad`` at ``vec3`` coordinates, ``textureDimensions`` a
-``vec3<u32>``) and ``sampler`` (``textureSampleLevel`` of a ``texture_2d<f32>`` or
+``vec3<u32>``), 1-D textures (sampled and storage, at a scalar coordinate) and ``sampler`` (``textureSampleLevel`` of a ``texture_2d<f32>`` or
 ``texture_3d<f32>`` through WebGPU's default sampler: nearest texel, coordinates clamped to the
 edge), in the entry point and through a helper's parameters: on the interpreter and on the GPU
 (llvmpipe will do) over random non-zero texels into a poisoned output, to what numpy says; Tint
@@ -143,3 +143,40 @@ def test_what_wgsl_refuses_of_them_is_refused_as_tint_refuses_it(name):
         parse(text, f"{name}.wgsl")
     assert ours in str(err.value)
     assert tints in tint_check({name: text})[name]
+
+
+#: 1-D textures: a sampled one loaded at a scalar coordinate and sampled, sized by a u32; a
+#: storage one stored at an i32 coordinate.
+LINE = (
+    "@group(0) @binding(0) var<storage, read> a: array<u32>;\n"
+    "@group(0) @binding(1) var<storage, read_write> out: array<f32>;\n"
+    "@group(0) @binding(2) var lut: texture_1d<f32>;\n"
+    "@group(0) @binding(3) var hist: texture_storage_1d<r32uint, write>;\n"
+    "@group(0) @binding(4) var s: sampler;\n"
+    + ENTRY
+    + "  let n = textureDimensions(lut);\n"
+    + "  let u = (f32(a[gid.x] % 41u) - 2.5) / f32(n);\n"
+    + "  out[gid.x] = textureLoad(lut, a[gid.x] % n, 0).z + textureSampleLevel(lut, s, u, 0.0).x\n"
+    + "    * 10.0;\n"
+    + "  if (gid.x < textureDimensions(hist)) {\n"
+    + "    textureStore(hist, i32(gid.x), vec4<u32>(gid.x * 7u + a[gid.x]));\n  }\n}\n"
+)
+
+
+@pytest.mark.parametrize("backend", ["interp", "gpu"])
+def test_1d_textures_load_sample_and_store_as_numpy_says(backend, request):
+    if backend == "gpu":
+        request.getfixturevalue("gpu")
+    k = parse(LINE)
+    assert parse(emit(k)) == k
+    rng = np.random.default_rng(4410)
+    a = rng.integers(1, 1000, N, dtype=np.uint32)
+    lut = rng.uniform(0.5, 4.0, (37, 4)).astype(np.float32)
+    bufs = {"a": a, "out": np.full(N, np.nan, np.float32), "lut": lut}
+    bufs["hist"] = np.full((20, 1), 0xDEADBEEF, np.uint32)
+    got = (interp if backend == "interp" else runtime).run(k, bufs, {}, (N // 64, 1, 1))
+    near = np.clip(a.astype(np.int64) % 41 - 3, 0, 36)  # the texel u is in, clamped
+    want = lut[a % 37, 2] + lut[near, 0] * np.float32(10)
+    np.testing.assert_array_equal(got["out"], want)
+    np.testing.assert_array_equal(got["hist"].reshape(-1), np.arange(20) * 7 + a[:20])
+    assert tint_check({"line": LINE}) == {"line": None}
