@@ -318,11 +318,13 @@ def texture_memory(texture: Texture, given: np.ndarray) -> TextureMemory:
 
 def from_texels(ty, texels: np.ndarray) -> np.ndarray:
     """Texels of storage texture format ``ty`` (``[lanes, channels]``) as ``textureLoad``
-    gives them: a ``vec4`` of the format's channel type (``rgba8unorm``: ``x / 255``; an
-    ``r32`` format: ``(x, 0, 0, 1)``)."""
+    gives them: a ``vec4`` of the format's channel type (``rgba8unorm``: ``x / 255``;
+    ``rgba8snorm``: ``max(x / 127, -1)``; a format of fewer channels: ``(x, [y,] 0, [0,] 1)``)."""
     dtype = SCALARS[TEXEL_FORMATS[ty.format][0]].dtype
     if ty.format == "rgba8unorm":
         return (texels.astype(np.float32) / np.float32(255)).astype(dtype)
+    if ty.format == "rgba8snorm":
+        return np.maximum(texels.astype(np.float32) / np.float32(127), np.float32(-1))
     out = np.zeros((len(texels), 4), dtype)
     out[:, 3] = 1
     out[:, : ty.channels] = texels
@@ -331,9 +333,26 @@ def from_texels(ty, texels: np.ndarray) -> np.ndarray:
 
 def to_texels(ty, v: np.ndarray) -> np.ndarray:
     """``textureStore``'s ``vec4`` values ``v`` (``[lanes, 4]``) as texels of format ``ty``:
-    its channels, converted (``rgba8unorm``: ``round(clamp(x, 0, 1) * 255)``, NaN as 0)."""
+    its channels, converted (``rgba8unorm``: ``round(clamp(x, 0, 1) * 255)``; ``rgba8snorm``:
+    ``round(clamp(x, -1, 1) * 127)``; NaN as 0; ``rgba16float`` rounded to f16). An integer
+    that a narrower integer format cannot hold is left to the implementation by WebGPU: the
+    caller checks :func:`unrepresentable` first."""
     v = v[:, : ty.channels]
-    if ty.format == "rgba8unorm":
+    if ty.format in ("rgba8unorm", "rgba8snorm"):
+        lo = 0.0 if ty.format == "rgba8unorm" else -1.0
+        scale = 255.0 if ty.format == "rgba8unorm" else 127.0
         x = np.nan_to_num(v.astype(np.float64), nan=0.0)
-        return np.rint(np.clip(x, 0.0, 1.0) * 255.0).astype(np.uint8)
-    return np.ascontiguousarray(v).astype(ty.dtype)
+        return np.rint(np.clip(x, lo, 1.0) * scale).astype(ty.dtype)
+    with np.errstate(over="ignore"):
+        return np.ascontiguousarray(v).astype(ty.dtype)
+
+
+def unrepresentable(ty, v: np.ndarray) -> np.ndarray:
+    """Per lane of ``textureStore``'s values ``v`` (``[lanes, 4]``), whether an integer format
+    narrower than 32 bits cannot hold one of its channels (``300`` into ``rgba8uint``)."""
+    dtype = ty.dtype
+    if dtype.kind not in "iu" or dtype.itemsize == 4:
+        return np.zeros(len(v), bool)
+    info = np.iinfo(dtype)
+    x = v[:, : ty.channels].astype(np.int64)
+    return ((x < info.min) | (x > info.max)).any(axis=1)

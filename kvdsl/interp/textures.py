@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kvdsl.interp.buffers import TextureMemory, from_texels, to_texels
+from kvdsl.interp.buffers import TextureMemory, from_texels, to_texels, unrepresentable
 from kvdsl.interp.errors import OutOfBounds, RaceError
 from kvdsl.interp.values import Mask, broadcast
 
@@ -133,7 +133,16 @@ class TextureAccess:
         lanes = self.grid.active(m)
         at = self._texels(t, coords, lanes)
         ids = self.grid.original(lanes).astype(np.int64)
-        texels = to_texels(t.texture.ty, broadcast(v, self.n)[lanes])
+        values = broadcast(v, self.n)[lanes]
+        wide = unrepresentable(t.texture.ty, values)
+        if wide.any():
+            j = int(np.flatnonzero(wide)[0])
+            raise OutOfBounds(
+                f"{name} texel {_texel(at, j)}: {self.grid.describe(int(ids[j]))} stores "
+                f"{values[j].tolist()}, which {t.texture.ty.format} cannot hold (WebGPU leaves "
+                f"the texel to the implementation){self.where()}"
+            )
+        texels = to_texels(t.texture.ty, values)
         flat = np.ravel_multi_index(at, t.owner.shape)
         order = np.argsort(flat, kind="stable")
         same = flat[order][1:] == flat[order][:-1]

@@ -248,12 +248,22 @@ class Struct:
 
 #: The texel formats of a storage texture: its channels' WGSL type (what ``textureStore``
 #: takes a ``vec4`` of), how many channels it keeps, and the numpy dtype the host holds each
-#: channel as (``rgba8unorm``: a byte per channel, ``round(clamp(v, 0, 1) * 255)``).
+#: channel as (``rgba8unorm``: a byte per channel, ``round(clamp(v, 0, 1) * 255)``;
+#: ``rgba8snorm``: ``round(clamp(v, -1, 1) * 127)``): WebGPU's storage texture formats.
 TEXEL_FORMATS = {
     "rgba8unorm": ("f32", 4, np.uint8),
+    "rgba8snorm": ("f32", 4, np.int8),
+    "rgba8uint": ("u32", 4, np.uint8),
+    "rgba8sint": ("i32", 4, np.int8),
+    "rgba16uint": ("u32", 4, np.uint16),
+    "rgba16sint": ("i32", 4, np.int16),
+    "rgba16float": ("f32", 4, np.float16),
     "rgba32float": ("f32", 4, np.float32),
     "rgba32uint": ("u32", 4, np.uint32),
     "rgba32sint": ("i32", 4, np.int32),
+    "rg32float": ("f32", 2, np.float32),
+    "rg32uint": ("u32", 2, np.uint32),
+    "rg32sint": ("i32", 2, np.int32),
     "r32float": ("f32", 1, np.float32),
     "r32uint": ("u32", 1, np.uint32),
     "r32sint": ("i32", 1, np.int32),

@@ -14,7 +14,7 @@ import pytest
 from kvdsl import interp, runtime
 from kvdsl.emit import emit
 from kvdsl.frontend import WgslTypeError, parse
-from kvdsl.interp import RaceError
+from kvdsl.interp import OutOfBounds, RaceError
 from kvdsl.runtime import tint_check
 
 N = 128
@@ -181,3 +181,85 @@ def test_a_texture_storage_3d_stores_and_loads_as_numpy_says(backend, request):
     np.testing.assert_array_equal(got["vol"].reshape(-1), a * 3 + 6)
     np.testing.assert_array_equal(got["acc"].reshape(-1), acc.reshape(-1) + a.astype(np.float32))
     assert tint_check({"t": VOLUME}) == {"t": None}
+
+
+#: The storage formats past the 32-bit ones: format -> (the vec4's element type, its values in
+#: the format's range). A texel is stored from a buffer's vec4 into a write texture, and a
+#: read texture's texel loaded into a buffer's vec4.
+MORE_FORMATS = {
+    "rgba8snorm": ("f32", lambda r, n: r.uniform(-1.3, 1.3, (n, 4))),
+    "rgba8uint": ("u32", lambda r, n: r.integers(0, 256, (n, 4))),
+    "rgba8sint": ("i32", lambda r, n: r.integers(-128, 128, (n, 4))),
+    "rgba16uint": ("u32", lambda r, n: r.integers(0, 1 << 16, (n, 4))),
+    "rgba16sint": ("i32", lambda r, n: r.integers(-(1 << 15), 1 << 15, (n, 4))),
+    "rgba16float": ("f32", lambda r, n: r.standard_normal((n, 4)) * 100),
+    "rg32float": ("f32", lambda r, n: r.standard_normal((n, 4))),
+    "rg32uint": ("u32", lambda r, n: r.integers(1, 1 << 32, (n, 4))),
+    "rg32sint": ("i32", lambda r, n: r.integers(-(1 << 31), 1 << 31, (n, 4))),
+}
+
+
+def _formats_text(fmt: str, elem: str) -> str:
+    return (
+        f"@group(0) @binding(0) var<storage, read> x: array<vec4<{elem}>>;\n"
+        f"@group(0) @binding(1) var<storage, read_write> y: array<vec4<{elem}>>;\n"
+        f"@group(0) @binding(2) var dst: texture_storage_2d<{fmt}, write>;\n"
+        f"@group(0) @binding(3) var src: texture_storage_2d<{fmt}, read>;\n"
+        "@compute @workgroup_size(64)\nfn main(@builtin(global_invocation_id) gid: vec3<u32>) {\n"
+        "  let c = vec2<u32>(gid.x % 8u, gid.x / 8u);\n"
+        "  textureStore(dst, c, x[gid.x]);\n  y[gid.x] = textureLoad(src, c);\n}\n"
+    )
+
+
+@pytest.mark.parametrize("backend", ["interp", "gpu"])
+@pytest.mark.parametrize("fmt", MORE_FORMATS)
+def test_the_other_storage_formats_store_and_load_as_numpy_says(fmt, backend, request):
+    from kvdsl.ir.types import StorageTexture
+
+    if backend == "gpu":
+        request.getfixturevalue("gpu")
+    elem, values = MORE_FORMATS[fmt]
+    ty = StorageTexture(fmt)
+    rng = np.random.default_rng(4411)
+    dtype = {"f32": np.float32, "u32": np.uint32, "i32": np.int32}[elem]
+    x = values(rng, N).astype(dtype)
+    src = values(rng, N)[:, : ty.channels]
+    if fmt == "rgba8snorm":
+        src = np.rint(np.clip(src, -1, 1) * 127)
+    src = src.astype(ty.dtype).reshape(H, W, ty.channels)
+    bufs = {"x": x, "y": np.full((N, 4), 7, dtype), "src": src}
+    bufs["dst"] = np.zeros((H, W, ty.channels), ty.dtype)
+    k = parse(_formats_text(fmt, elem))
+    got = (interp if backend == "interp" else runtime).run(k, bufs, {}, (N // 64, 1, 1))
+    stored = x[:, : ty.channels]
+    if fmt == "rgba8snorm":
+        stored = np.rint(np.clip(stored.astype(np.float64), -1, 1) * 127)
+    want = stored.astype(ty.dtype).reshape(H, W, -1)
+    if fmt == "rgba16float" and backend == "gpu":
+        # An f32 to f16 conversion gives either nearest value (llvmpipe rounds toward zero).
+        toward_zero = np.where(
+            np.abs(want.astype(np.float32)) > np.abs(stored.reshape(H, W, -1)),
+            np.nextafter(want, np.float16(0)),
+            want,
+        )
+        assert np.all((got["dst"] == want) | (got["dst"] == toward_zero))
+    else:
+        np.testing.assert_array_equal(got["dst"], want)
+    loaded = np.zeros((N, 4), dtype)
+    loaded[:, 3] = 1
+    loaded[:, : ty.channels] = src.reshape(N, -1)
+    if fmt == "rgba8snorm":  # a GPU may round x / 127 in the last place
+        want = np.maximum(src.reshape(N, 4).astype(np.float32) / np.float32(127), -1)
+        np.testing.assert_allclose(got["y"], want, rtol=2**-23, atol=0)
+    else:
+        np.testing.assert_array_equal(got["y"], loaded)
+
+
+def test_an_integer_a_narrow_format_cannot_hold_is_out_of_bounds():
+    k = parse(_formats_text("rgba8uint", "u32"))
+    x = np.full((N, 4), 300, np.uint32)
+    bufs = {"x": x, "y": np.zeros((N, 4), np.uint32), "src": np.zeros((H, W, 4), np.uint8)}
+    bufs["dst"] = np.zeros((H, W, 4), np.uint8)
+    with pytest.raises(OutOfBounds, match=r"dst texel \(0, 0\): .* stores \[300, 300, 300, 300\]"):
+        interp.run(k, bufs, {}, (N // 64, 1, 1))
+    assert tint_check({"t": _formats_text("rgba8uint", "u32")}) == {"t": None}
