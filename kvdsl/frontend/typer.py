@@ -611,9 +611,10 @@ class Typer(Assignments):
             ):
                 raise discarded(ops.info(op).spelling, self.filename, line, column)
             case CallStmt(call):
-                if isinstance(call, ir.FnCall) and call.name in self.must_use:
+                name = ops.info(call.op).spelling if isinstance(call, ir.Call) else call.name
+                if name in self.must_use:  # (a helper that takes a builtin's name too)
                     raise self.error(
-                        f"the value of {call.name}(...) is discarded: {call.name} is @must_use "
+                        f"the value of {name}(...) is discarded: {name} is @must_use "
                         "(use it, or assign it to _)"
                     )
                 typed = self.expr(call, scope, None)

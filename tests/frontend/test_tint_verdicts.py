@@ -123,6 +123,15 @@ def test_refused_in_tints_words(name):
     assert words in tint_check({name: text})[name]
 
 
+def test_a_must_use_helper_named_like_a_builtin_called_as_a_statement_is_refused():
+    text = kernel(
+        "  min(i, 7u);\n  out[i] = 1u;", "@must_use fn min(j: u32, y: u32) -> u32 { return j; }\n"
+    )
+    with pytest.raises(WgslTypeError, match=r"min is @must_use"):
+        parse(text)
+    assert "annotated with '@must_use'" in tint_check({"t": text})["t"]
+
+
 def test_an_override_named_by_another_override_or_shadowed_by_a_const_is_taken():
     texts = {
         "override_of_override": kernel(
