@@ -1,14 +1,20 @@
 """WGSL's abstract numbers as the typer reads them: a literal's value as the IR holds it
 (:func:`canonical`), whether an expression is abstract and of which kind (an abstract int
-beside an abstract float makes an abstract float), and the concrete type its context picks."""
+beside an abstract float makes an abstract float; an abstract float expression's value, computed
+in f64 as WGSL computes it), and the concrete type its context picks."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
+from kvdsl.frontend.errors import FrontendError
+from kvdsl.frontend.numbers import const_int
 from kvdsl.frontend.records import ArrayShape, RawCtor, RawLit, VecShape
 from kvdsl.ir import tree as ir
 from kvdsl.ir.consteval import literal_ok
+from kvdsl.ir.ops import Op
 from kvdsl.ir.types import Mat, Scalar, Type, Vec, f16, f32, i32
 
 
@@ -81,3 +87,44 @@ def pick(value: int | float, want: Type | None) -> Scalar:
     if isinstance(value, float):
         return s if s is not None and s.is_float else f32
     return s if s is not None and s.is_numeric else i32
+
+
+def abstract_float(e: ir.Expr) -> float | None:
+    """The value of ``e``, an abstract float expression of literals and ``+ - * / %`` (and unary
+    ``-``), computed as WGSL computes abstract floats, in f64, each abstract int operand exact
+    before it converts: ``16777217.0 - 16777216.0`` is ``1.0``, though neither literal is an
+    f32. None where ``e`` is no such expression, or its value is not finite or divides by zero
+    (left to the typer, which types each literal and refuses what WGSL refuses)."""
+    if abstract_kind(e) != "float":
+        return None
+    return _f64(e)
+
+
+def _f64(e: ir.Expr) -> float | None:
+    if abstract_kind(e) == "int":
+        try:
+            return float(const_int(e, {}, ("", 0, 0)))
+        except (FrontendError, OverflowError):  # no integer arithmetic of literals; past f64
+            return None
+    match e:
+        case RawLit(value, None):
+            return float(value)
+        case ir.Unary(Op.NEG, x):
+            v = _f64(x)
+            return None if v is None else -v
+        case ir.Binary(op, a, b) if op in _F64_OPS:
+            x, y = _f64(a), _f64(b)
+            if x is None or y is None or op in (Op.DIV, Op.MOD) and y == 0:
+                return None
+            v = _F64_OPS[op](x, y)
+            return v if math.isfinite(v) else None
+    return None
+
+
+_F64_OPS = {
+    Op.ADD: lambda x, y: x + y,
+    Op.SUB: lambda x, y: x - y,
+    Op.MUL: lambda x, y: x * y,
+    Op.DIV: lambda x, y: x / y,
+    Op.MOD: math.fmod,  # x - y * trunc(x / y), WGSL's float remainder
+}

@@ -321,3 +321,17 @@ def check_template_lists(code: str, filename: str) -> None:
                 "<",
                 (),
             )
+
+
+def discarded(what: str, filename: str, line: int, column: int | None) -> WgslSyntaxError:
+    """The refusal of a call statement of ``what``, a builtin that returns a value: WGSL's
+    builtins that return one are @must_use, so a statement may not discard it."""
+    return WgslSyntaxError(
+        f"the value of {what}(...) is discarded: WGSL refuses a call statement of a "
+        "builtin that returns a value (@must_use)",
+        filename,
+        line,
+        column,
+        "",
+        (),
+    )

@@ -36,6 +36,7 @@ from kvdsl.ir.types import (
     RuntimeArray,
     Scalar,
     SampledTexture,
+    Sampler,
     StorageTexture,
     Vec,
     bool_,
@@ -57,7 +58,9 @@ MAT_ALIASES = {
     for s, ty in (("f", f32), ("h", f16))
 }
 # Predeclared WGSL types with no place in the IR.
-UNSUPPORTED_TYPES = {"sampler", "sampler_comparison", "texture_external"}
+#: A storage texture's access modes.
+ACCESSES = ("write", "read", "read_write")
+UNSUPPORTED_TYPES = {"sampler_comparison", "texture_external"}
 UNSUPPORTED_TYPE_PREFIXES = ("texture_",)
 
 
@@ -239,6 +242,8 @@ class Expressions(Rules):
             return SCALARS[name]
         if name in VEC_ALIASES or name in MAT_ALIASES:
             return VEC_ALIASES.get(name) or MAT_ALIASES[name]
+        if name == "sampler":
+            return Sampler()
         if name in UNSUPPORTED_TYPES or name.startswith(UNSUPPORTED_TYPE_PREFIXES):
             raise self._err(f"type '{name}'", tok.line, tok.column)
         return StructRef(name, tok.line, tok.column)
@@ -254,21 +259,21 @@ class Expressions(Rules):
             return Atomic(args[0])
         if str(tok) == "ptr":
             return self._pointer_type(tok, args)
-        if str(tok) == "texture_2d":
+        if str(tok) in ("texture_1d", "texture_2d", "texture_3d"):
             if len(args) == 1 and args[0] in (f32, u32, i32):
-                return SampledTexture(args[0])
+                return SampledTexture(args[0], int(str(tok)[8]))
             raise self._err(
-                f"texture_2d<{', '.join(map(str, args))}> (sample types f32, u32, i32)",
+                f"{tok}<{', '.join(map(str, args))}> (sample types f32, u32, i32)",
                 tok.line,
                 tok.column,
             )
-        if str(tok) == "texture_storage_2d":
+        if str(tok) in ("texture_storage_1d", "texture_storage_2d", "texture_storage_3d"):
             words = [a.name if isinstance(a, StructRef) else None for a in args]
-            if len(words) == 2 and words[0] in TEXEL_FORMATS and words[1] == "write":
-                return StorageTexture(words[0], "write")
+            if len(words) == 2 and words[0] in TEXEL_FORMATS and words[1] in ACCESSES:
+                return StorageTexture(words[0], words[1], int(str(tok)[16]))
             raise self._err(
-                f"texture_storage_2d<{', '.join(map(str, words))}> (the formats "
-                f"{', '.join(TEXEL_FORMATS)}, write access)",
+                f"{tok}<{', '.join(map(str, words))}> (the formats "
+                f"{', '.join(TEXEL_FORMATS)}; write, read or read_write access)",
                 tok.line,
                 tok.column,
             )

@@ -22,8 +22,7 @@ from kvdsl.ir.types import (
     Mat,
     RuntimeArray,
     Scalar,
-    SampledTexture,
-    StorageTexture,
+    HANDLES,
     Struct,
     Vec,
     align_of,
@@ -53,7 +52,7 @@ class Interface:
         self.structs: dict[str, Struct] = {}
         self.uniforms: tuple[ir.Uniform, ...] = ()  # the uniforms other than params
         self.textures: list = []  # the storage textures, by binding number
-        self.shared_slots: dict[tuple[int, int], list[str]] = {}  # storage slot -> names
+        self.shared_slots: dict[tuple[int, int], list[str]] = {}  # a slot -> names at it
 
     def err(self, message: str, line: int | None, column: int | None = None) -> UnsupportedError:
         return UnsupportedError(message, self.filename, line, column)
@@ -334,11 +333,11 @@ class Interface:
                 continue
             if g.space == "uniform":
                 slot = self.resource_attrs(g)
-            elif g.space is None and isinstance(g.ty, (StorageTexture, SampledTexture)):
+            elif g.space is None and isinstance(g.ty, HANDLES):
                 slot = self.resource_attrs(g)
                 if g.has_init:
                     raise WgslTypeError(
-                        f"texture '{g.name}' with an initialiser", self.filename, g.line
+                        f"{g.ty} '{g.name}' with an initialiser", self.filename, g.line
                     )
                 self.textures.append((slot, ir.Texture(g.name, g.ty)))
                 self.decl_lines[g.name] = g.line
@@ -398,11 +397,9 @@ class Interface:
                     b = ir.Binding(g.name, g.ty.elem, access, self.host_data(g))
                 numbered.append((slot, b))
                 self.decl_lines[g.name] = g.line
-            if slot in seen and (g.space != "storage" or seen[slot][1] != "storage"):
-                raise self.err(f"'{g.name}' reuses @group({slot[0]}) @binding({slot[1]})", g.line)
-            if slot in seen:  # storage buffers: one the entry point uses (kvdsl.frontend.slots)
-                self.shared_slots.setdefault(slot, [seen[slot][0]]).append(g.name)
-            seen.setdefault(slot, (g.name, g.space))
+            if slot in seen:  # one the entry point names is kept (kvdsl.frontend.slots)
+                self.shared_slots.setdefault(slot, [seen[slot]]).append(g.name)
+            seen.setdefault(slot, g.name)
         self.textures = [t for _, t in sorted(self.textures, key=lambda x: x[0])]
         return tuple(b for _, b in sorted(numbered, key=lambda x: x[0]))
 

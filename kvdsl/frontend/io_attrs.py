@@ -11,7 +11,7 @@ from kvdsl.frontend.errors import WgslTypeError
 from kvdsl.frontend.numbers import const_int
 from kvdsl.frontend.records import Attr
 from kvdsl.ir import tree as ir
-from kvdsl.ir.types import Scalar, Vec, bool_
+from kvdsl.ir.types import Scalar, Vec, bool_, f32
 
 IO_ATTRS = frozenset({"location", "interpolate"})
 #: ``@interpolate``'s types, each with the samplings it takes.
@@ -75,3 +75,41 @@ def _interpolation(a: Attr, scalar: Scalar, filename: str) -> None:
         raise WgslTypeError(
             "interpolation type must be 'flat' for integral user-defined IO types", *at
         )
+
+
+def member_invariant(attrs: tuple[Attr, ...], filename: str) -> None:
+    """Check a member's ``@invariant`` (among its attributes ``attrs``) as Tint checks it: once,
+    without arguments, beside ``@builtin(position)``. A vertex shader's output, it has no
+    meaning in a compute shader, so the member is taken without it."""
+    marks = [a for a in attrs if a.name == "invariant"]
+    a = marks[0]
+    if a.args is not None:
+        raise WgslTypeError(
+            "invariant attribute doesn't take parenthesis", filename, a.line, a.column
+        )
+    if len(marks) > 1:
+        raise WgslTypeError(
+            "duplicate invariant attribute", filename, marks[1].line, marks[1].column
+        )
+    position = any(
+        b.name == "builtin" and b.args and len(b.args) == 1 and b.args[0] == ir.Name("position")
+        for b in attrs
+    )
+    if not position:
+        raise WgslTypeError(
+            "'@invariant' must be applied to a position builtin", filename, a.line, a.column
+        )
+
+
+def member_position(attrs: tuple[Attr, ...], ty: Any, filename: str) -> None:
+    """A member's ``@builtin(position)`` (a vertex output, a fragment input; of no meaning in a
+    compute shader's struct) is of ``vec4<f32>``, as Tint checks it."""
+    for a in attrs:
+        if a.name == "builtin" and a.args == (ir.Name("position"),):
+            if isinstance(ty, (Scalar, Vec)) and ty != Vec(4, f32):
+                raise WgslTypeError(
+                    "store type of '@builtin(position)' must be 'vec4<f32>'",
+                    filename,
+                    a.line,
+                    a.column,
+                )

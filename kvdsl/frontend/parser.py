@@ -58,7 +58,8 @@ from kvdsl.ir.types import (
     Array,
     Mat,
     Ptr,
-    SampledTexture,
+    HANDLES,
+    READ_WRITE_FORMATS,
     Scalar,
     StorageTexture,
     Struct,
@@ -67,6 +68,7 @@ from kvdsl.ir.types import (
 )
 from kvdsl.ir.features import uses_f16
 from kvdsl.ir.scope import Scope, Symbol, VerifyError, name_problem
+from kvdsl.ir.uses import resources_named
 from kvdsl.ir.verify import (
     Verifier,
     check_pointer_type,
@@ -96,10 +98,36 @@ class _WholeWords:
     #: template-list discovery): a ``>>`` token starting at one is two closers
     #: (``ptr<function, array<f32, 4>>``), where an expression's state offered the shift.
     closers: frozenset[int] = frozenset()
+    #: Offsets of the ``<`` that open template lists.
+    openers: frozenset[int] = frozenset()
+    #: The text being parsed (comments blanked), and the type generators (``vec2``, ``array``,
+    #: ``bitcast`` ...) a module function, struct or alias takes the name of.
+    code: str = ""
+    generator_fns: frozenset[str] = frozenset()
+    generator_names: frozenset[str] = frozenset()  # those any declaration takes
+
+    def generator_as_name(self, tok: Token) -> bool:
+        """Whether ``tok``, a type generator's keyword where an expression or a type may stand,
+        is a declaration's name (WGSL lets one take it: ``let vec2 = 1u;``): followed by
+        neither a template list nor ``(`` (a constructor), or by ``(`` where a module function,
+        struct or alias takes the name (a call of it, or its constructor)."""
+        if tok.value not in self.generator_names:
+            return False
+        j = _BLANKS.match(self.code, tok.end_pos).end()
+        after = self.code[j : j + 1]
+        if after == "<":
+            return j not in self.openers
+        return after != "(" or tok.value in self.generator_fns
 
     def process(self, stream):
         for tok in stream:
-            if tok.value == ">>" and tok.start_pos in self.closers:
+            if (
+                tok.type != "NAME"
+                and _GENERATOR.fullmatch(tok.value)
+                and self.generator_as_name(tok)
+            ):
+                yield tok.update(type="NAME")
+            elif tok.value == ">>" and tok.start_pos in self.closers:
                 for k in (0, 1):
                     yield Token(
                         "MORETHAN",
@@ -113,6 +141,12 @@ class _WholeWords:
                     )
             else:
                 yield tok
+
+
+#: The keywords of WGSL's type generators the grammar reads (a declaration may take one's name).
+_GEN = r"vec[234]|mat[234]x[234]|array|bitcast"
+_GENERATOR = re.compile(_GEN)
+_BLANKS = re.compile(r"\s*")
 
 
 @functools.cache
@@ -173,20 +207,31 @@ def parse_with_lines(
     check_identifiers(code, filename)
     check_template_lists(code, filename)
     parser = wgsl_parser()
-    _WholeWords.closers = frozenset(gt for _, _, gt in template_lists(code))
+    found_lists = template_lists(code)
+    _WholeWords.closers = frozenset(gt for _, _, gt in found_lists)
+    _WholeWords.openers = frozenset(lt for _, lt, _ in found_lists)
+    _WholeWords.code = code
+    _WholeWords.generator_fns = frozenset(re.findall(rf"\b(?:fn|struct|alias)\s+({_GEN})\b", code))
+    _WholeWords.generator_names = frozenset(
+        re.findall(rf"\b(?:let|const|fn|struct|alias|override)\s+({_GEN})\b", code)
+        + re.findall(rf"\bvar\b(?:\s*<[^>]*>)?\s+({_GEN})\b", code)
+        + re.findall(rf"\b({_GEN})\s*:", code)  # a parameter
+    )
     try:
         # The comments blanked: the grammar's comment terminals cannot nest block comments.
         tree = parser.parse(code)
     except UnexpectedInput as err:
         raise syntax_error(err, parser, text, filename) from None
-    resolve_shadows(tree, frozenset(re.findall(r"\w+", code)), filename)
-    to_ir = ToIR(filename, found, dict(constants or {}))
+    renamed = resolve_shadows(tree, frozenset(re.findall(r"\w+", code)), filename)
+    own = {old: new for new, old in renamed.items()}  # an override named like a type: f32_
+    to_ir = ToIR(filename, found, {own.get(str(k), k): v for k, v in (constants or {}).items()})
     try:
         module = to_ir.transform(in_dependency_order(tree))
     except VisitError as err:
         if isinstance(err.orig_exc, FrontendError):
             raise err.orig_exc from None
         raise
+    _aliases_declared_once(module, to_ir.alias_lines, filename)
     unused = sorted(str(k) for k in to_ir.constants if k not in to_ir.overridden)
     if unused:
         names = ", ".join(sorted(to_ir.overridden_names)) or "none"
@@ -198,6 +243,15 @@ def parse_with_lines(
     assembler = _Assembler(module, filename, found, to_ir, rounded)
     assembler.words = frozenset(re.findall(r"\w+", code))
     return assembler.kernel(_name(filename), dispatch)
+
+
+def _aliases_declared_once(module: Module, aliases: dict[str, int], filename: str) -> None:
+    """Refuse, as Tint does, an alias named like another module-scope declaration (a binding,
+    var, const, override, struct or function), at the later of the two."""
+    for d in module.decls:
+        line = aliases.get(getattr(d, "name", None))
+        if line is not None:
+            raise WgslTypeError(f"redeclaration of '{d.name}'", filename, max(line, d.line))
 
 
 def _name(filename: str) -> str:
@@ -284,6 +338,9 @@ class _Assembler(EntryPoint):
         typer.must_use = frozenset(self.must_use)
         typer.steps = self.steps
         typer.alias_ctors = self.alias_ctors
+        typer.overrides = frozenset(
+            d.name for d in self.module.decls if isinstance(d, ConstDecl) and d.override
+        )
         consts = self.consts(typer)
         wg, wg_name = self.workgroup_size(entry, consts)
         probe = replace(probe, consts=consts)
@@ -298,6 +355,7 @@ class _Assembler(EntryPoint):
             if isinstance(a, ModuleAssert):
                 typer.line = a.line
                 cond = typer.expr(a.cond, scope, bool_)
+                typer.no_override("const_assert", "const assertion", cond, scope)
                 try:
                     checker.const_assert(cond, scope)
                 except VerifyError as err:
@@ -342,7 +400,28 @@ class _Assembler(EntryPoint):
             self.derived_uniformity(kernel, typer.lines)
         if interface.shared_slots:
             kernel = one_per_slot(kernel, interface.shared_slots, self.filename, self.decl_lines)
+        self.bound_as_webgpu_binds(kernel)
         return kernel, typer.lines
+
+    def bound_as_webgpu_binds(self, kernel: ir.Kernel) -> None:
+        """Refuse, as Tint (Dawn, making the pipeline) does, a ``read_write`` storage texture
+        the entry point names in a format WebGPU binds no such texture in (one it does not
+        name is left out of the pipeline, and taken)."""
+        named = resources_named(kernel)[0]
+        for t in kernel.textures:
+            ty = t.ty
+            if (
+                isinstance(ty, StorageTexture)
+                and ty.access == "read_write"
+                and ty.format not in READ_WRITE_FORMATS
+                and t.name in named
+            ):
+                raise WgslTypeError(
+                    f"texture '{t.name}': format {ty.format} does not support storage texture "
+                    f"access read_write (WebGPU binds it only in {', '.join(READ_WRITE_FORMATS)})",
+                    self.filename,
+                    self.decl_lines.get(t.name),
+                )
 
     def derived_uniformity(self, kernel: ir.Kernel, lines: dict[int, int]) -> None:
         """WGSL's uniformity analysis of an entry point taking a builtin of
@@ -405,6 +484,8 @@ class _Assembler(EntryPoint):
                     d.line,
                 )
             value = typer.expr(d.value, scope, declared)
+            if not d.override:
+                typer.no_override(f"const {d.name}", "const initializer", value, scope)
             ty = declared or typer.type_of(value, scope)
             if typer.type_of(value, scope) != ty:
                 raise typer.error(
@@ -471,8 +552,7 @@ class _Assembler(EntryPoint):
         for attrs, pname, pty in fn.params:
             pty = typer.resolve(pty) if isinstance(pty, (StructRef, Ptr)) else pty
             if attrs or not (
-                isinstance(pty, (Scalar, Vec, Mat, Ptr, StorageTexture, SampledTexture))
-                or value_struct(pty)
+                isinstance(pty, (Scalar, Vec, Mat, Ptr, *HANDLES)) or value_struct(pty)
             ):
                 raise self.err(
                     f"parameter {pname} of {fn.name}: scalars, vectors, matrices, structs, "
@@ -485,7 +565,7 @@ class _Assembler(EntryPoint):
                 except VerifyError as err:
                     raise WgslTypeError(str(err), self.filename, fn.line) from None
             what = f"parameter {pname}"
-            kind = "texture" if isinstance(pty, (StorageTexture, SampledTexture)) else "param"
+            kind = "texture" if isinstance(pty, HANDLES) else "param"
             self._declare(inner, pname, Symbol(pty, kind), fn, what, fn.line, local=True)
             params.append((pname, pty))
         if isinstance(fn.ret, Ptr):

@@ -87,6 +87,7 @@ class CallStmt:
     """A statement that is only an expression (WGSL allows calls there; the IR has no such node)."""
 
     expr: ir.Expr
+    at: tuple[int, int] | None = None  # a builtin's call: where it stands, for the refusal
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +145,7 @@ class ConstDecl:
     ty: Scalar | None
     value: ir.Expr
     line: int
+    override: bool = False  # an ``override``, specialised to its value
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,6 +39,7 @@ class Rules(Transformer):
         self.calls: dict[int, tuple[int, int]] = {}  # id(FnCall) -> position of its name
         # Type aliases, resolved where they are named (declared above their use, as consts).
         self.aliases: dict[str, Any] = {}
+        self.alias_lines: dict[str, int] = {}  # each alias's line
         # The @builtin attributes of struct members: struct -> member -> attribute (those of
         # the struct being read wait in pending_builtins).
         self.member_builtins: dict[str, dict[str, Any]] = {}

@@ -8,8 +8,9 @@ naming it as a type there is an error ("cannot use 'let u32' as type", as Tint w
 reads those names as the types wherever they appear, and prints types with them, so each such
 declaration and its uses take a fresh name here (``u32_``), one the module's text does not hold;
 a function-scope declaration named like an alias (``let vec4f``) keeps its name (no printed type
-names one). Names kvdsl keeps for declarations of its own (bindings, workgroup vars, overrides,
-structs and aliases) are left to the checks downstream.
+names one). A module-scope declaration of any kind (a binding, a var, an override, a struct, an
+alias, a const, a function) is renamed so too, the whole module its scope; a struct's or an
+alias's name stays a type there, named and called (a constructor) by its new name.
 """
 
 from __future__ import annotations
@@ -21,7 +22,30 @@ from kvdsl.ir.scope import BUILTIN_FUNCTIONS, PREDECLARED, SHADOWABLE
 
 #: The module-scope declarations whose names this may change, by rule, with the word a message
 #: gives them.
-_MODULE = {"const_decl": "const", "fn_decl": "function"}
+_MODULE = {
+    "const_decl": "const",
+    "fn_decl": "function",
+    "global_var": "var",
+    "override_decl": "override",
+    "struct_decl": "struct",
+    "alias": "alias",
+}
+#: The rules of the type generators' keywords, each with the keyword where the tree does not
+#: keep its token (None: the rule's first child is the keyword's token).
+_GENERATORS = {
+    "vec_type": None,
+    "mat_type": None,
+    "vec_inferred": None,
+    "mat_inferred": None,
+    "runtime_array_type": "array",
+    "fixed_array_type": "array",
+    "array_inferred": "array",
+    "bitcast": "bitcast",
+}
+_INFERRED = {"vec_inferred", "mat_inferred", "array_inferred"}
+#: The kinds of declaration whose name is a type: naming it as a type, or calling it (a
+#: constructor), is using it.
+_TYPES = {"struct", "alias"}
 #: The function-scope ones.
 _LOCAL = {"let": "let", "local_var": "var", "local_const": "const", "param": "parameter"}
 #: Where a block of its own opens a scope.
@@ -35,6 +59,7 @@ class _Walk:
         self.words = set(words)
         self.filename = filename
         self.scopes: list[dict[str, tuple[str, str]]] = []  # name -> (kind, name it takes)
+        self.renamed: dict[str, str] = {}  # a module-scope declaration's new name -> its own
 
     def fresh(self, name: str) -> str:
         new = name + "_"
@@ -58,6 +83,8 @@ class _Walk:
         if name in PREDECLARED and (module or name not in SHADOWABLE):
             new = self.fresh(name)
             tree.children[i] = tok.update(value=new)
+            if module:
+                self.renamed[new] = name
         self.scopes[-1][name] = (kind, new)
 
     def module(self, tree: Tree) -> None:
@@ -65,10 +92,6 @@ class _Walk:
         for decl in tree.children:
             if isinstance(decl, Tree) and decl.data in _MODULE:
                 self.declare(decl, _MODULE[decl.data], True)
-            elif isinstance(decl, Tree) and decl.data in ("global_var", "override_decl"):
-                tok = next(c for c in decl.children if _is_name(c))
-                kind = "var" if decl.data == "global_var" else "override"
-                self.scopes[-1][str(tok)] = (kind, str(tok))
         for decl in tree.children:
             if isinstance(decl, Tree) and decl.data == "fn_decl":
                 self.function(decl)
@@ -109,6 +132,8 @@ class _Walk:
             )
         elif data in ("named_type", "template_type"):
             self.type_use(tree)
+        elif data in _GENERATORS:
+            self.generator_use(tree)
         else:
             for child in tree.children:
                 if isinstance(child, Tree):
@@ -122,7 +147,11 @@ class _Walk:
         if found is not None:
             kind, new = found
             # A call of a value; of an alias's or an op-table builtin's name, the typer's.
-            if call and kind != "function" and str(tok) not in SHADOWABLE | BUILTIN_FUNCTIONS:
+            if (
+                call
+                and kind not in ("function", *_TYPES)
+                and str(tok) not in (SHADOWABLE | BUILTIN_FUNCTIONS)
+            ):
                 why = ""
                 if str(tok) in PREDECLARED:
                     why = f" (the {kind} takes the name of the type or builtin here)"
@@ -138,10 +167,34 @@ class _Walk:
             if isinstance(child, Tree):
                 self.visit(child)
 
+    def generator_use(self, tree: Tree) -> None:
+        """A type generator (``vec2<u32>``, ``vec2(...)``, ``array<f32, 4>``, ``bitcast<T>``):
+        refused, as Tint refuses it, where a declaration takes the generator's name."""
+        tok = tree.children[0] if tree.children and isinstance(tree.children[0], Token) else None
+        name = str(tok) if tok is not None else _GENERATORS[tree.data]
+        found = self.lookup(name)
+        if found is not None:
+            kind = found[0]
+            line = tok.line if tok is not None else tree.meta.line
+            column = tok.column if tok is not None else tree.meta.column
+            if tree.data in _INFERRED:  # vec2(...), array(...): a call of the declaration
+                why = f"cannot use {_what(kind, name)} as call target"
+            else:
+                noun = (
+                    "function" if kind == "function" else "type" if kind in _TYPES else "variable"
+                )
+                why = f"{noun} '{name}' does not take template arguments"
+            raise WgslTypeError(why, self.filename, line, column)
+        for child in tree.children:
+            if isinstance(child, Tree):
+                self.visit(child)
+
     def type_use(self, tree: Tree) -> None:
         tok = tree.children[0]
         found = self.lookup(str(tok))
-        if found is not None:
+        if found is not None and found[0] in _TYPES:
+            tree.children[0] = tok.update(value=found[1])  # a struct or alias: its own name
+        elif found is not None:
             what = _what(found[0], tok)
             raise WgslTypeError(f"cannot use {what} as type", self.filename, tok.line, tok.column)
         for child in tree.children[1:]:
@@ -158,8 +211,11 @@ def _is_name(x: object) -> bool:
     return isinstance(x, Token) and x.type == "NAME"
 
 
-def resolve_shadows(tree: Tree, words: frozenset[str], filename: str) -> None:
+def resolve_shadows(tree: Tree, words: frozenset[str], filename: str) -> dict[str, str]:
     """Rename, in ``tree``, the declarations that take a predeclared name kvdsl reads as the
     type or builtin, and their uses in their scopes; refuse such a name used as a type where a
-    declaration takes it, as WGSL does."""
-    _Walk(words, filename).module(tree)
+    declaration takes it (but a struct's or an alias's), as WGSL does. The module-scope
+    declarations renamed: new name -> the name the text gives it."""
+    walk = _Walk(words, filename)
+    walk.module(tree)
+    return walk.renamed

@@ -9,7 +9,7 @@ from lark import Token, v_args
 from lark.tree import Meta
 
 from kvdsl.frontend.comments import LineComment
-from kvdsl.frontend.errors import WgslSyntaxError
+from kvdsl.frontend.errors import WgslSyntaxError, discarded
 from kvdsl.frontend.records import CallStmt, Phony, RawCtor, RawLet, RawLit, RawVar
 from kvdsl.frontend.rules import Rules
 from kvdsl.ir import ops
@@ -223,14 +223,6 @@ class Statements(Rules):
             )
         if isinstance(e, ir.FnCall):
             return self._at(CallStmt(e), meta)
-        what = ops.info(e.op).spelling if isinstance(e, ir.Call) else "a conversion"
-        # WGSL's builtins that return a value are @must_use: a statement may not discard it.
-        raise WgslSyntaxError(
-            f"the value of {what}(...) is discarded: WGSL refuses a call statement of a "
-            "builtin that returns a value (@must_use)",
-            self.filename,
-            meta.line,
-            meta.column,
-            "",
-            (),
-        )
+        if isinstance(e, ir.Call):  # a helper may take the builtin's name (the typer's)
+            return self._at(CallStmt(e, (meta.line, meta.column)), meta)
+        raise discarded("a conversion", self.filename, meta.line, meta.column)

@@ -13,6 +13,7 @@ on the state of :class:`kvdsl.frontend.rules.Rules`.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from lark import Token, v_args
@@ -20,7 +21,7 @@ from lark.tree import Meta
 
 from kvdsl.frontend.errors import UnsupportedError, WgslTypeError
 from kvdsl.frontend.expressions import VEC_ALIASES, Expressions
-from kvdsl.frontend.io_attrs import IO_ATTRS, member_location
+from kvdsl.frontend.io_attrs import IO_ATTRS, member_invariant, member_location, member_position
 from kvdsl.frontend.numbers import const_int
 from kvdsl.frontend.records import (
     Attr,
@@ -66,9 +67,12 @@ class ToIR(Statements, Expressions):
         return ModuleAssert(cond, meta.line)
 
     def alias(self, name: Token, ty) -> None:
-        if str(name) in self.aliases or str(name) in SCALARS or str(name) in VEC_ALIASES:
+        if str(name) in self.aliases:
+            raise WgslTypeError(f"redeclaration of '{name}'", self.filename, name.line, name.column)
+        if str(name) in SCALARS or str(name) in VEC_ALIASES:
             raise self._err(f"alias {name}: the name is taken", name.line, name.column)
         self.aliases[str(name)] = ty
+        self.alias_lines[str(name)] = name.line
         return None
 
     def enable(self, *names: Token) -> tuple[tuple[str, int, int], ...]:
@@ -98,6 +102,10 @@ class ToIR(Statements, Expressions):
                 )
             self.pending_locations.add(n)  # (n is not None: @interpolate needs @location)
             attrs = tuple(a for a in attrs if a.name not in IO_ATTRS)
+        member_position(attrs, ty, self.filename)
+        if any(a.name == "invariant" for a in attrs):
+            member_invariant(attrs, self.filename)  # of no meaning here: checked, dropped
+            attrs = tuple(a for a in attrs if a.name != "invariant")
         for a in attrs:
             if a.name == "builtin" and len(attrs) == 1:
                 # An entry point's input, where the struct is its parameter's type (the
@@ -169,7 +177,7 @@ class ToIR(Statements, Expressions):
                 name.line,
                 name.column,
             )
-        return self._const(name, ty, value, meta.line)
+        return replace(self._const(name, ty, value, meta.line), override=True)
 
     def _override_value(self, name: Token, ty, default, given) -> ir.Expr:
         """The literal of ``given`` (a number, a bool or its text) in the override's type: its

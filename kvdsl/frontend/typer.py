@@ -12,7 +12,7 @@ through ``Verifier.stmt``, so a type error is raised with the line of the statem
 from __future__ import annotations
 
 
-from kvdsl.frontend.errors import UnsupportedError, WgslTypeError
+from kvdsl.frontend.errors import UnsupportedError, WgslTypeError, discarded
 from kvdsl.frontend.numbers import const_int
 from kvdsl.frontend.records import (
     ArrayShape,
@@ -34,7 +34,10 @@ from kvdsl.ir.types import (
     Array,
     Mat,
     Ptr,
+    SampledTexture,
+    Sampler,
     Scalar,
+    StorageTexture,
     Struct,
     Type,
     Vec,
@@ -43,9 +46,17 @@ from kvdsl.ir.types import (
     f16,
     f32,
     i32,
+    texel_coords,
     u32,
 )
-from kvdsl.frontend.abstract import abstract_kind, canonical, is_abstract, pick, widest
+from kvdsl.frontend.abstract import (
+    abstract_float,
+    abstract_kind,
+    canonical,
+    is_abstract,
+    pick,
+    widest,
+)
 from kvdsl.frontend.assign import RGBA, RGBA_AS_XYZW, Assignments, hoisted
 from kvdsl.ir.scope import Scope, VerifyError, shadowing
 from kvdsl.ir.verify import SWITCH_CLAUSE, Verifier
@@ -57,7 +68,12 @@ WGSL_BUILTINS = set(
     "fwidthFine quadBroadcast quadSwapDiagonal quadSwapX quadSwapY "
     "textureDimensions textureGather textureLoad textureNumLayers textureNumLevels "
     "textureNumSamples textureSample textureSampleBias textureSampleCompare textureSampleGrad "
-    "textureSampleLevel textureStore workgroupBarrier".split()
+    "textureSampleLevel textureStore textureBarrier workgroupBarrier".split()
+)
+#: The texture builtins the IR holds: one of them given a texture of the subset with arguments
+#: of no overload is WGSL's error (Tint: "no matching call"), not a construct outside the subset.
+TEXTURE_CALLS = frozenset(
+    ("textureDimensions", "textureLoad", "textureStore", "textureSampleLevel")
 )
 
 
@@ -80,6 +96,7 @@ class Typer(Assignments):
         self.lines: dict[int, int] = {}
         self.line: int | None = None
         self.const_symbols: set[int] = set()  # the scope symbols of function-scope consts
+        self.overrides: frozenset[str] = frozenset()  # the module's overrides (module consts)
         self.structs: dict[str, Struct] = {}  # the module's structs, by name
         self.must_use: frozenset[str] = frozenset()  # the helpers marked @must_use
         self.steps: set[int] = set()  # id(Assign) of each raw `lhs++` and `lhs--`
@@ -134,6 +151,8 @@ class Typer(Assignments):
                 return ir.Lit(held, ty)
             case ir.Lit() | ir.Name():
                 return e
+            case ir.Unary() | ir.Binary() if (v := abstract_float(e)) is not None:
+                return self.expr(RawLit(v, None, v < 0), scope, want)  # in f64, as WGSL
             case ir.Unary(op, x):
                 return ir.Unary(op, self.expr(x, scope, bool_ if op == Op.NOT else want))
             case ir.Binary(op, a, b) if op in (Op.SHL, Op.SHR):
@@ -178,9 +197,30 @@ class Typer(Assignments):
                 return ir.TextureDimensions(args[0].name)
             case ir.FnCall("textureDimensions", args) if self.texture(args, 2, scope):
                 return ir.TextureDimensions(args[0].name, self.expr(args[1], scope, None))
+            case ir.FnCall("textureLoad", args) if self.texture(args, 2, scope) and isinstance(
+                scope.lookup(args[0].name).ty, StorageTexture
+            ):
+                return ir.TextureLoad(args[0].name, self.expr(args[1], scope, None))
             case ir.FnCall("textureLoad", args) if self.texture(args, 3, scope):
                 coords, level = self.expr(args[1], scope, None), self.expr(args[2], scope, None)
                 return ir.TextureLoad(args[0].name, coords, level)
+            case ir.FnCall("textureSampleLevel", args) if self.texture(args, 4, scope) and (
+                type(args[1]) is ir.Name
+                and (s := scope.lookup(args[1].name)) is not None
+                and s.kind == "texture"
+                and isinstance(s.ty, Sampler)
+            ):
+                tex = scope.lookup(args[0].name).ty
+                coords = self.expr(args[2], scope, texel_coords(getattr(tex, "dim", 2), f32))
+                level = self.expr(args[3], scope, f32)
+                return ir.TextureSampleLevel(args[0].name, args[1].name, coords, level)
+            case ir.FnCall(name, args) if (
+                name in TEXTURE_CALLS and args and self.texture(args, len(args), scope)
+            ):
+                # A texture of the subset passed to a texture builtin of no overload that fits.
+                tex = str(scope.lookup(args[0].name).ty)
+                rest = (str(self.type_of(self.expr(a, scope, None), scope)) for a in args[1:])
+                raise self.error(f"no matching call to '{name}({', '.join((tex, *rest))})'")
             case ir.FnCall(name, args):
                 fn = self.checker.functions.get(name)
                 if fn is None and name in self.structs:
@@ -411,7 +451,9 @@ class Typer(Assignments):
         """A function-scope ``const`` must be a const-expression, as WGSL requires (the IR keeps
         it as a ``let``): literals, module consts, earlier function-scope consts, operators,
         conversions, constructors and builtins of those; no ``let``, ``var``, binding,
-        builtin input or helper call (WGSL evaluates a const when it compiles)."""
+        builtin input or helper call (WGSL evaluates a const when it compiles), and no
+        ``override`` (its value is the pipeline's)."""
+        self.no_override(f"const {name}", "const initializer", value, scope)
         for node in ir.walk(value):
             if type(node) is ir.Name:
                 sym = scope.lookup(node.name)
@@ -426,6 +468,20 @@ class Typer(Assignments):
                 called = node.name if type(node) is ir.FnCall else "subgroupShuffleXor"
                 raise self.error(
                     f"const {name}: a call of {called} is not a const-expression (use let)"
+                )
+
+    def no_override(self, what: str, where: str, value: ir.Expr, scope: Scope) -> None:
+        """Refuse, as Tint does, an ``override`` named in ``value``, which ``where`` (a const's
+        initialiser, a ``const_assert``) needs to be a const-expression: an override's value is
+        the pipeline's, given when it is created, not the shader's when it compiles."""
+        for node in ir.walk(value):
+            if type(node) is not ir.Name or node.name not in self.overrides:
+                continue
+            sym = scope.lookup(node.name)
+            if sym is not None and sym.kind == "const" and id(sym) not in self.const_symbols:
+                raise self.error(
+                    f"{what}: {where} requires a const-expression, but expression is an "
+                    f"override-expression (it names override '{node.name}')"
                 )
 
     def broadcast_lane(self, lane: ir.Expr, scope: Scope) -> None:
@@ -538,7 +594,9 @@ class Typer(Assignments):
                 )
                 return self.check(ir.Switch(selector, typed), scope, ret, loop)
             case ir.ConstAssert(cond):
-                return self.check(ir.ConstAssert(self.expr(cond, scope, bool_)), scope, ret, loop)
+                cond = self.expr(cond, scope, bool_)
+                self.no_override("const_assert", "const assertion", cond, scope)
+                return self.check(ir.ConstAssert(cond), scope, ret, loop)
             case ir.Block(body):
                 return ir.Block(self.block(body, Scope(scope), ret, loop))
             case Phony(value):
@@ -548,10 +606,15 @@ class Typer(Assignments):
                 coords = self.expr(args[1], scope, None)
                 value = self.expr(args[2], scope, tex.texel)
                 return self.check(ir.TextureStore(args[0].name, coords, value), scope, ret, loop)
+            case CallStmt(ir.Call(op) as call, (line, column)) if (
+                ops.info(op).spelling not in self.checker.function_names
+            ):
+                raise discarded(ops.info(op).spelling, self.filename, line, column)
             case CallStmt(call):
-                if isinstance(call, ir.FnCall) and call.name in self.must_use:
+                name = ops.info(call.op).spelling if isinstance(call, ir.Call) else call.name
+                if name in self.must_use:  # (a helper that takes a builtin's name too)
                     raise self.error(
-                        f"the value of {call.name}(...) is discarded: {call.name} is @must_use "
+                        f"the value of {name}(...) is discarded: {name} is @must_use "
                         "(use it, or assign it to _)"
                     )
                 typed = self.expr(call, scope, None)

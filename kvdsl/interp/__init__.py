@@ -119,7 +119,11 @@ Storage buffers
     reinterpreted bit for bit, as the GPU sees bytes; vec bindings are ``[length, N]``). A
     binding that is one value (``n: atomic<u32>``, ``acc: vec4<f32>``, ``cfg: Config``) is held
     as its scalars or, a struct, as ``u32`` words (halves where it holds an f16), each component
-    or word an element of its own (:mod:`kvdsl.interp.structs`).
+    or word an element of its own (:mod:`kvdsl.interp.structs`). An array of vectors, once an
+    access names one component of an element (``out[i].y = v``, ``out[i][j]``), keeps its
+    records per component from then on (``Storage.split``), each component an element of its
+    own as WGSL's scalar memory locations are; a whole element's access is one of each of its
+    components.
     read_write bindings are copied, written in place and handed back with the caller's dtype and
     shape. A read or write checks that every active invocation's index is inside the binding,
     else :class:`OutOfBounds`; only active invocations store. Every access of a read_write
@@ -230,7 +234,7 @@ import numpy as np
 from kvdsl.ir.dispatch import workgroups as dispatch_workgroups
 from kvdsl.ir.host import split_values
 from kvdsl.ir.tree import Kernel
-from kvdsl.ir.types import StorageTexture
+from kvdsl.ir.types import Sampler, StorageTexture
 from kvdsl.interp.batch import Fallback
 from kvdsl.interp.errors import (
     InterpError,
@@ -305,7 +309,8 @@ def run(
             f"subgroup_size {subgroup_size!r}: expected a power of two in 4..128 "
             f"({', '.join(map(str, SUBGROUP_SIZES))})"
         )
-    missing = [b.name for b in (*kernel.bindings, *kernel.textures) if b.name not in buffers]
+    given = (*kernel.bindings, *(t for t in kernel.textures if not isinstance(t.ty, Sampler)))
+    missing = [b.name for b in given if b.name not in buffers]
     if missing:
         raise KeyError(f"kernel {kernel.name} needs buffers {', '.join(missing)}")
     fields = kernel.params.fields if kernel.params is not None else ()
@@ -340,7 +345,7 @@ def run(
             loop_trips,
             uniforms,
         )
-        machine.textures = {t.name: texture_memory(t, buffers[t.name]) for t in kernel.textures}
+        machine.textures = {t.name: texture_memory(t, buffers.get(t.name)) for t in kernel.textures}
         if accesses is not None:
             accesses.clear()  # a batched attempt that falls back counts again from the start
             machine.accesses = accesses
@@ -355,5 +360,7 @@ def run(
             raise e
         break
     out = {b.name: stores[b.name].flat for b in kernel.bindings if b.access == "read_write"}
-    written = [t for t in kernel.textures if isinstance(t.ty, StorageTexture)]
+    written = [
+        t for t in kernel.textures if isinstance(t.ty, StorageTexture) and t.ty.access != "read"
+    ]
     return out | {t.name: machine.textures[t.name].data for t in written}

@@ -62,15 +62,14 @@ class Assignment:
         ):
             b = self.buffers.get(target.base.base.name)
             if b is not None and not self._shadowed(target.base.base.name):
-                # ``out[i].x = v`` or ``out[i][j] = v``: the element with the component set
-                # (the stores' races are the element's).
+                # ``out[i].x = v`` or ``out[i][j] = v``: one scalar of the element, whose
+                # races are its own (WGSL's memory locations are scalars).
                 idx = self.eval(target.base.index, m)
-                old = self.load(b, idx, m)
                 if type(target) is ir.Member:
                     lane = np.array([COMPONENTS.index(target.name)], np.uint32)
                 else:
                     lane = self.eval(target.index, m)
-                self.store(b, idx, self.set_elem(old, lane, v, m, None, target.base), m)
+                self.store_component(b, idx, lane, v, m)
                 return
         if isinstance(target, ir.Index) and isinstance(target.base, ir.Name):
             b = self.buffers.get(target.base.name)

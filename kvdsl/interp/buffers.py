@@ -7,7 +7,7 @@ WGSL's layout, for messages.
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -17,7 +17,10 @@ from kvdsl.ir.tree import Binding, Texture, WorkgroupVar
 from kvdsl.ir.types import (
     Array,
     Atomic,
+    SCALARS,
+    TEXEL_FORMATS,
     Mat,
+    Sampler,
     Struct,
     Vec,
     held_as_words,
@@ -51,6 +54,12 @@ class Storage:
     # spans (sorted), while nothing has needed ``owner`` itself.
     pending: list = field(default_factory=list)
     spans: list = field(default_factory=list)
+    # A binding of vector elements once an access named one component (``out[i].y = v``): the
+    # records per scalar, which every access of the binding keeps from then on (WGSL's memory
+    # locations are scalars: invocations writing different components of one element do not
+    # race). Its data is a view of :attr:`data`, component ``k`` of element ``i`` at
+    # ``i * n + k``.
+    split: Storage | None = field(default=None)
 
     @property
     def length(self) -> int:
@@ -78,6 +87,26 @@ class Storage:
         self.spans.insert(at, span)
         self.pending.append((shape, writers, stmt))
         return True
+
+    def components(self) -> Storage:
+        """:attr:`split`, made on first use from the records per element, each element's
+        writer, its barrier and its readers entered for each of its components."""
+        if self.split is None:
+            n = self.binding.elem.n
+            part = Storage(
+                replace(self.binding, elem=self.binding.elem.scalar),
+                self.data.reshape(-1),
+                self.flat,
+            )
+            if self.written:
+                owner = self.owners()
+                part.owner, part.wstmt = np.repeat(owner, n), np.repeat(self.wstmt, n)
+            if self.wfence is not None:
+                part.wfence = np.repeat(self.wfence, n)
+            if self.reads is not None:
+                part.reads = np.repeat(self.reads, n, axis=1)
+            self.split = part
+        return self.split
 
     def wfence_at(self, i: np.ndarray) -> np.ndarray:
         """:attr:`wfence` of elements ``i`` (-1 where no barrier followed the write)."""
@@ -254,34 +283,76 @@ def unit_name(unit: int) -> str:
 
 @dataclass
 class TextureMemory:
-    """A storage texture during a dispatch: its texels as the host holds them (``[height,
-    width, channels]`` of the format's dtype), and the invocation that wrote each texel (-1:
-    none), for the race check (two invocations writing one texel in a dispatch race)."""
+    """A texture during a dispatch: its texels as the host holds them (``[height, width,
+    channels]`` of the format's dtype, ``[depth, height, width, 4]`` for a ``texture_3d``), and
+    the invocation that wrote each texel (-1: none), for the race check (two invocations writing
+    one texel of a storage texture in a dispatch race)."""
 
     texture: Texture
     data: np.ndarray
     owner: np.ndarray
+    # Per texel of a read_write storage texture, the invocation that read it (-1: none, -2:
+    # several), for the race of a read and another invocation's write.
+    reader: np.ndarray | None = None
 
 
 def texture_memory(texture: Texture, given: np.ndarray) -> TextureMemory:
-    """``given`` (``[height, width, channels]`` of the format's dtype) as ``texture``'s texels,
-    a private copy."""
+    """``given`` (``[height, width, channels]`` of the format's dtype, ``[depth, height, width,
+    4]`` for a ``texture_3d``) as ``texture``'s texels, a private copy."""
     ty = texture.ty
+    if isinstance(ty, Sampler):  # WebGPU's default sampler: nothing held
+        return TextureMemory(texture, np.zeros((0, 0, 0)), np.zeros((0, 0), np.int64))
     given = np.asarray(given)
-    if given.ndim != 3 or given.shape[2] != ty.channels or given.dtype != ty.dtype:
+    dim = getattr(ty, "dim", 2)
+    if given.ndim != dim + 1 or given.shape[-1] != ty.channels or given.dtype != ty.dtype:
+        axes = ("width", "height, width", "depth, height, width")[dim - 1]
         raise TypeError(
             f"texture '{texture.name}' ({ty}) is given as {given.dtype}{list(given.shape)}: "
-            f"expected {ty.dtype}[height, width, {ty.channels}]"
+            f"expected {ty.dtype}[{axes}, {ty.channels}]"
         )
     data = np.array(given, copy=True)
-    return TextureMemory(texture, data, np.full(data.shape[:2], -1, np.int64))
+    owner = np.full(data.shape[:-1], -1, np.int64)
+    reader = owner.copy() if getattr(ty, "access", None) == "read_write" else None
+    return TextureMemory(texture, data, owner, reader)
+
+
+def from_texels(ty, texels: np.ndarray) -> np.ndarray:
+    """Texels of storage texture format ``ty`` (``[lanes, channels]``) as ``textureLoad``
+    gives them: a ``vec4`` of the format's channel type (``rgba8unorm``: ``x / 255``;
+    ``rgba8snorm``: ``max(x / 127, -1)``; a format of fewer channels: ``(x, [y,] 0, [0,] 1)``)."""
+    dtype = SCALARS[TEXEL_FORMATS[ty.format][0]].dtype
+    if ty.format == "rgba8unorm":
+        return (texels.astype(np.float32) / np.float32(255)).astype(dtype)
+    if ty.format == "rgba8snorm":
+        return np.maximum(texels.astype(np.float32) / np.float32(127), np.float32(-1))
+    out = np.zeros((len(texels), 4), dtype)
+    out[:, 3] = 1
+    out[:, : ty.channels] = texels
+    return out
 
 
 def to_texels(ty, v: np.ndarray) -> np.ndarray:
     """``textureStore``'s ``vec4`` values ``v`` (``[lanes, 4]``) as texels of format ``ty``:
-    its channels, converted (``rgba8unorm``: ``round(clamp(x, 0, 1) * 255)``, NaN as 0)."""
+    its channels, converted (``rgba8unorm``: ``round(clamp(x, 0, 1) * 255)``; ``rgba8snorm``:
+    ``round(clamp(x, -1, 1) * 127)``; NaN as 0; ``rgba16float`` rounded to f16). An integer
+    that a narrower integer format cannot hold is left to the implementation by WebGPU: the
+    caller checks :func:`unrepresentable` first."""
     v = v[:, : ty.channels]
-    if ty.format == "rgba8unorm":
+    if ty.format in ("rgba8unorm", "rgba8snorm"):
+        lo = 0.0 if ty.format == "rgba8unorm" else -1.0
+        scale = 255.0 if ty.format == "rgba8unorm" else 127.0
         x = np.nan_to_num(v.astype(np.float64), nan=0.0)
-        return np.rint(np.clip(x, 0.0, 1.0) * 255.0).astype(np.uint8)
-    return np.ascontiguousarray(v).astype(ty.dtype)
+        return np.rint(np.clip(x, lo, 1.0) * scale).astype(ty.dtype)
+    with np.errstate(over="ignore"):
+        return np.ascontiguousarray(v).astype(ty.dtype)
+
+
+def unrepresentable(ty, v: np.ndarray) -> np.ndarray:
+    """Per lane of ``textureStore``'s values ``v`` (``[lanes, 4]``), whether an integer format
+    narrower than 32 bits cannot hold one of its channels (``300`` into ``rgba8uint``)."""
+    dtype = ty.dtype
+    if dtype.kind not in "iu" or dtype.itemsize == 4:
+        return np.zeros(len(v), bool)
+    info = np.iinfo(dtype)
+    x = v[:, : ty.channels].astype(np.int64)
+    return ((x < info.min) | (x > info.max)).any(axis=1)

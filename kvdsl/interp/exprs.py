@@ -12,7 +12,7 @@ import numpy as np
 from kvdsl.ir import tree as ir
 from kvdsl.ir import ops
 from kvdsl.ir.ops import Op
-from kvdsl.ir.types import Array, Mat, SampledTexture, StorageTexture, Struct, held_as_words
+from kvdsl.ir.types import HANDLES, Array, Mat, Struct, held_as_words
 from kvdsl.ir.show import show
 from kvdsl.interp.errors import InterpError
 from kvdsl.interp.memory import Flat, Row
@@ -199,12 +199,17 @@ class Expressions:
                 t = self.texture_of(name)
                 if level is not None:
                     self.texture_level(t, self.eval(level, m), m)
-                h, w = t.data.shape[:2]
-                return np.array([[w, h]], np.uint32)
+                size = t.data.shape[-2::-1]  # width[, height[, depth]]
+                return np.array(size if len(size) == 1 else [size], np.uint32)
+            case ir.TextureLoad(name, coords, None):  # a storage texture's
+                return self.storage_texture_load(self.texture_of(name), self.eval(coords, m), m)
             case ir.TextureLoad(name, coords, level):
                 return self.texture_load(
                     self.texture_of(name), self.eval(coords, m), self.eval(level, m), m
                 )
+            case ir.TextureSampleLevel(name, _, coords, level):
+                self.eval(level, m)  # one level: every level samples it
+                return self.texture_sample(self.texture_of(name), self.eval(coords, m))
             case ir.ArrayLength(name):
                 b = self.buffers[name]
                 per = b.binding.host_values if held_as_words(b.binding.elem) else 1
@@ -219,6 +224,19 @@ class Expressions:
                 return self.construct(ty, [self.eval(a, m) for a in args])
             case ir.Index() | ir.Member() if self._structs and (b := self.struct_root(e)):
                 return self.struct_load(b, e, m)
+            case ir.Member(ir.Index(ir.Name(name), index), c) | ir.Index(
+                ir.Index(ir.Name(name), index), c
+            ) if (b := self._vector_buffer(name)) is not None and (
+                type(e) is ir.Index or len(c) == 1
+            ):
+                # One component of a read_write binding's vector element, read as its scalar.
+                idx = self.eval(index, m)
+                lane = (
+                    np.array([COMPONENTS.index(c)], np.uint32)
+                    if type(e) is ir.Member
+                    else self.eval(c, m)
+                )
+                return self.load_component(b, idx, lane, m)
             case ir.Index(ir.Name(name), index) if name in self.buffers and not self._shadowed(
                 name
             ):
@@ -536,8 +554,9 @@ class Expressions:
 
     def argument(self, a: ir.Expr, ty: object, m: Mask):
         """The value of helper argument ``a`` for a parameter of type ``ty``: a storage
-        texture's memory for a texture parameter (``put(img, i)``), else ``a``'s value."""
-        if isinstance(ty, (StorageTexture, SampledTexture)):
+        texture's memory for a texture or sampler parameter (``put(img, i)``), else ``a``'s
+        value."""
+        if isinstance(ty, HANDLES):
             return self.texture_of(a.name)
         return self.eval(a, m)
 

@@ -14,7 +14,7 @@ from kvdsl.interp.errors import InterpError, OutOfBounds, RaceError, Uninitializ
 from kvdsl.interp.races import StorageRaces
 from kvdsl.interp.textures import TextureAccess
 from kvdsl.ir.tree import AtomicCall, Deref, Expr, Index, Name
-from kvdsl.ir.types import held_as_words
+from kvdsl.ir.types import Vec, held_as_words
 from kvdsl.interp.buffers import SharedArray, Storage
 from kvdsl.interp.indexsets import affine, counts, strided
 from kvdsl.interp.values import ArrayValue, Mask, broadcast, is_uniform
@@ -115,6 +115,13 @@ class Memory(StorageRaces, TextureAccess):
     def store(self, b: Storage, idx: np.ndarray, v: np.ndarray, m: Mask) -> None:
         """``binding[idx] = v`` on the lanes of ``m``, checking bounds and races."""
         name = b.binding.name
+        if b.split is not None:  # each component a scalar of its own
+            if not self._inside(idx, b.length, m):
+                self._oob(name, idx, b.length, m)
+            v = v.array() if isinstance(v, Strided) else v
+            for k, at in enumerate(self._component_indices(b, idx)):
+                self.store(b.split, at, v[..., k], m)
+            return
         self._count(b, m, 1)
         if not self._inside(idx, b.length, m):
             self._oob(name, idx, b.length, m)
@@ -173,6 +180,40 @@ class Memory(StorageRaces, TextureAccess):
                 self._race_pair(name, int(i[j]), int(back[j]), int(lanes[j]), "write")
         b.data[i] = val
 
+    def store_component(self, b: Storage, idx: np.ndarray, lane: np.ndarray, v, m: Mask) -> None:
+        """``binding[idx][lane] = v`` (``out[i].y = v``) on the lanes of ``m``: one scalar of a
+        vector element, bounds and races checked on that scalar alone."""
+        self._lane_at(b, idx, lane, m)
+        self.store(b.components(), self._component_index(b, idx, lane), v, m)
+
+    def _vector_buffer(self, name: str) -> Storage | None:
+        """The read_write binding ``name`` where its elements are vectors (an array of them)
+        and no local takes its name, else None: the bindings whose components race apart."""
+        b = self.buffers.get(name)
+        if b is None or b.binding.whole or b.binding.access != "read_write":
+            return None
+        return b if isinstance(b.binding.elem, Vec) and not self._shadowed(name) else None
+
+    def load_component(self, b: Storage, idx: np.ndarray, lane: np.ndarray, m: Mask):
+        """``binding[idx][lane]`` (``out[i].y``) on the lanes of ``m``, read as one scalar."""
+        self._lane_at(b, idx, lane, m)
+        return self.load(b.components(), self._component_index(b, idx, lane), m)
+
+    def _lane_at(self, b: Storage, idx: np.ndarray, lane: np.ndarray, m: Mask) -> None:
+        if not self._inside(idx, b.length, m):
+            self._oob(b.binding.name, idx, b.length, m)
+        self._oob(f"{b.binding.name}[]", lane, b.binding.elem.n, m)
+
+    @staticmethod
+    def _component_index(b: Storage, idx: np.ndarray, lane: np.ndarray) -> np.ndarray:
+        return idx.astype(np.int64) * np.int64(b.binding.elem.n) + lane.astype(np.int64)
+
+    @staticmethod
+    def _component_indices(b: Storage, idx: np.ndarray) -> list[np.ndarray]:
+        n = np.int64(b.binding.elem.n)
+        base = idx.astype(np.int64) * n
+        return [base + np.int64(k) for k in range(b.binding.elem.n)]
+
     def _inside(self, idx: np.ndarray, length: int, m: Mask) -> bool:
         """Whether every lane's index is known inside ``[0, length)`` without a bounds pass: an
         affine index set is (the access asks :meth:`affine` next, which remembers it)."""
@@ -191,6 +232,12 @@ class Memory(StorageRaces, TextureAccess):
     def load(self, b: Storage, idx: np.ndarray, m: Mask, view: bool = False):
         """``binding[idx]`` on the lanes of ``m`` (other lanes get any element); with ``view``,
         a read-only binding's strided elements may come back as a :class:`Strided` instead."""
+        if b.split is not None:  # each component a scalar of its own
+            if not self._inside(idx, b.length, m):
+                self._oob(b.binding.name, idx, b.length, m)
+            for at in self._component_indices(b, idx):
+                self.load(b.split, at, m)
+            return np.take(b.data, idx, axis=0, mode="clip")
         self._count(b, m, 0)
         if not self._inside(idx, b.length, m):
             self._oob(b.binding.name, idx, b.length, m)

@@ -189,7 +189,8 @@ class StorageRaces:
         passing = np.zeros(len(self.sync.last_fence), bool)
         passing[groups] = True
         p = self.sync.per_group
-        for b in self.buffers.values():
+        held = [b.split if b.split is not None else b for b in self.buffers.values()]
+        for b in held:
             if b.owner is not None or b.pending:
                 owner = b.owners()
                 if b.wfence is None:
@@ -224,6 +225,9 @@ class StorageRaces:
                     f"{name}[{index // per}]" + word_path(b.binding.elem, index % per, unit),
                     None,
                 )
+        elif b is not None and b.split is not None:  # held per component from now on
+            n = b.binding.elem.n
+            name, index = f"{name}[{index // n}].{'xyzw'[index % n]}", None
         elif b is not None and b.binding.whole and isinstance(b.binding.elem, Vec):
             name, index = f"{name}.{'xyzw'[index]}", None  # one vector, held as its scalars
         elif b is not None and b.binding.whole and not isinstance(b.binding.elem, Struct):

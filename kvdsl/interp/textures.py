@@ -1,13 +1,15 @@
-"""Texture access in the interpreter: ``textureLoad`` of a sampled texture and ``textureStore``
-of a write-only storage texture, with WGSL's bounds (a texel outside the texture, a level other
-than 0: :class:`~kvdsl.interp.errors.OutOfBounds`) and the race of two invocations storing one
-texel; a mixin of :class:`kvdsl.interp.memory.Memory`, whose bounds reports it uses."""
+"""Texture access in the interpreter: ``textureLoad`` of a sampled texture (2-D or 3-D) and of a
+``read`` or ``read_write`` storage texture, ``textureSampleLevel`` through the default sampler,
+and ``textureStore`` of a ``write`` or ``read_write`` storage texture, with WGSL's bounds (a
+texel outside the texture, a level other than 0: :class:`~kvdsl.interp.errors.OutOfBounds`)
+and the races of two invocations storing one texel, or one reading a texel another stores; a
+mixin of :class:`kvdsl.interp.memory.Memory`, whose bounds reports it uses."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from kvdsl.interp.buffers import TextureMemory, to_texels
+from kvdsl.interp.buffers import TextureMemory, from_texels, to_texels, unrepresentable
 from kvdsl.interp.errors import OutOfBounds, RaceError
 from kvdsl.interp.values import Mask, broadcast
 
@@ -18,27 +20,42 @@ class TextureAccess:
     def texture_load(
         self, t: TextureMemory, coords: np.ndarray, level: np.ndarray, m: Mask
     ) -> np.ndarray:
-        """``textureLoad``: each lane's texel ``coords`` (x, y) of mip level ``level``, a
-        ``vec4`` (``[lanes, 4]``; lanes off the mask read texel (0, 0)); an active lane's texel
-        outside the texture, or a level other than 0 (the texture has one), is
-        :class:`OutOfBounds` (WGSL leaves what such a load returns to the implementation)."""
+        """``textureLoad``: each lane's texel ``coords`` (x, y, and z of a ``texture_3d``) of
+        mip level ``level``, a ``vec4`` (``[lanes, 4]``; lanes off the mask read texel 0); an
+        active lane's texel outside the texture, or a level other than 0 (the texture has one),
+        is :class:`OutOfBounds` (WGSL leaves what such a load returns to the implementation)."""
         name = t.texture.name
         lanes = self.grid.active(m)
-        h, w = t.data.shape[:2]
-        xy = broadcast(coords, self.n).astype(np.int64)
+        size = t.data.shape[-2::-1]  # width, height[, depth]
+        xyz = broadcast(coords, self.n).astype(np.int64).reshape(self.n, -1)  # 1-D: [n, 1]
         lv = broadcast(level, self.n).astype(np.int64).reshape(-1)
-        bad = (xy[:, 0] < 0) | (xy[:, 0] >= w) | (xy[:, 1] < 0) | (xy[:, 1] >= h) | (lv != 0)
+        bad = lv != 0
+        for k, n in enumerate(size):
+            bad |= (xyz[:, k] < 0) | (xyz[:, k] >= n)
         if bad[lanes].any():
             j = int(lanes[np.flatnonzero(bad[lanes])[0]])
-            what = f"level {lv[j]}" if lv[j] != 0 else f"texel ({xy[j, 0]}, {xy[j, 1]})"
+            texel = ", ".join(str(c) for c in xyz[j])
+            what = f"level {lv[j]}" if lv[j] != 0 else f"texel ({texel})"
             who = self.grid.describe(int(self.grid.original(np.array([j]))[0]))
+            extent = ", ".join(f"{a} {n}" for a, n in zip(("width", "height", "depth"), size))
             raise OutOfBounds(
-                f"{name} {what} is out of bounds (width {w}, height {h}, one level) for "
-                f"{who}{self.where()}"
+                f"{name} {what} is out of bounds ({extent}, one level) for {who}{self.where()}"
             )
-        x = np.where(bad, 0, xy[:, 0])
-        y = np.where(bad, 0, xy[:, 1])
-        return t.data[y, x]
+        at = tuple(np.where(bad, 0, xyz[:, k]) for k in reversed(range(len(size))))
+        return t.data[at]
+
+    def texture_sample(self, t: TextureMemory, coords: np.ndarray) -> np.ndarray:
+        """``textureSampleLevel`` through WebGPU's default sampler: each lane's texel nearest
+        its normalised ``coords`` (x, y[, z]; texel ``floor(u * size)``), each coordinate
+        clamped to the edge (NaN as 0), of the one mip level, a ``vec4<f32>`` (``[lanes,
+        4]``)."""
+        size = t.data.shape[-2::-1]  # width, height[, depth]
+        uvw = broadcast(coords, self.n).astype(np.float64).reshape(self.n, -1)  # 1-D: [n, 1]
+        uvw = np.nan_to_num(uvw, nan=0.0)
+        at = [
+            np.clip(np.floor(uvw[:, k] * n), 0, n - 1).astype(np.int64) for k, n in enumerate(size)
+        ]
+        return t.data[tuple(reversed(at))]
 
     def texture_level(self, t: TextureMemory, level: np.ndarray, m: Mask) -> None:
         """``textureDimensions(t, level)``: a level other than 0 of an active lane is
@@ -55,42 +72,111 @@ class TextureAccess:
             )
 
     # ---- storage textures ----------------------------------------------------------------
-    def texture_store(self, t: TextureMemory, coords: np.ndarray, v: np.ndarray, m: Mask) -> None:
-        """``textureStore``: each active lane's texel ``coords`` (x, y) set to ``v`` in the
-        texture's format; a texel outside the texture is :class:`OutOfBounds` (WGSL leaves
-        such a store to the implementation), one two invocations write a :class:`RaceError`."""
-        name = t.texture.name
-        lanes = self.grid.active(m)
-        h, w = t.data.shape[:2]
-        xy = broadcast(coords, self.n)[lanes].astype(np.int64)
-        ids = self.grid.original(lanes).astype(np.int64)
-        bad = (xy[:, 0] < 0) | (xy[:, 0] >= w) | (xy[:, 1] < 0) | (xy[:, 1] >= h)
+    def _texels(self, t: TextureMemory, coords: np.ndarray, lanes: np.ndarray):
+        """The index (a tuple of arrays, outermost axis first) of each of ``lanes``' texel
+        ``coords`` (x, y[, z]) in ``t.data``; :class:`OutOfBounds` where one lies outside."""
+        size = t.data.shape[-2::-1]  # width, height[, depth]
+        at = broadcast(coords, self.n).astype(np.int64).reshape(self.n, -1)[lanes]  # 1-D: [n, 1]
+        bad = np.zeros(len(lanes), bool)
+        for k, n in enumerate(size):
+            bad |= (at[:, k] < 0) | (at[:, k] >= n)
         if bad.any():
             j = int(np.flatnonzero(bad)[0])
+            texel = ", ".join(str(c) for c in at[j])
+            extent = ", ".join(f"{a} {n}" for a, n in zip(("width", "height", "depth"), size))
+            who = self.grid.describe(int(self.grid.original(lanes[j : j + 1])[0]))
             raise OutOfBounds(
-                f"{name} texel ({xy[j, 0]}, {xy[j, 1]}) is out of bounds (width {w}, height "
-                f"{h}) for {self.grid.describe(int(ids[j]))}{self.where()}"
+                f"{t.texture.name} texel ({texel}) is out of bounds ({extent}) for {who}"
+                f"{self.where()}"
             )
-        texels = to_texels(t.texture.ty, broadcast(v, self.n)[lanes])
-        x, y = xy[:, 0], xy[:, 1]
-        flat = y * w + x
+        return tuple(at[:, k] for k in reversed(range(len(size))))
+
+    def storage_texture_load(self, t: TextureMemory, coords: np.ndarray, m: Mask) -> np.ndarray:
+        """``textureLoad`` of a ``read`` or ``read_write`` storage texture: each lane's texel
+        ``coords`` (x, y[, z]) as a ``vec4`` of the format's channel type (lanes off the mask
+        read texel 0); an active lane's texel outside the texture is :class:`OutOfBounds`, and,
+        of a ``read_write`` texture, a texel another invocation stored in this dispatch a
+        :class:`RaceError` (each read is recorded, for the writes after it)."""
+        lanes = self.grid.active(m)
+        at = self._texels(t, coords, lanes)
+        if t.reader is not None:
+            ids = self.grid.original(lanes).astype(np.int64)
+            writer = t.owner[at]
+            clash = (writer >= 0) & (writer != ids)
+            if clash.any():
+                j = int(np.flatnonzero(clash)[0])
+                raise RaceError(
+                    f"{t.texture.name} texel {_texel(at, j)}: "
+                    f"{self.grid.describe(int(writer[j]))} writes it and "
+                    f"{self.grid.describe(int(ids[j]))} reads it in one dispatch{self.where()}"
+                )
+            # Per texel, whether two invocations read it in this statement.
+            texel, back = np.unique(np.ravel_multi_index(at, t.owner.shape), return_inverse=True)
+            lo = np.full(len(texel), np.iinfo(np.int64).max)
+            hi = np.full(len(texel), -1)
+            np.minimum.at(lo, back, ids)
+            np.maximum.at(hi, back, ids)
+            several = (lo != hi)[back]
+            old = t.reader[at]
+            mixed = several | ((old >= 0) & (old != ids)) | (old == -2)
+            t.reader[at] = np.where(mixed, -2, ids)
+        out = np.zeros((self.n, 4), t.texture.ty.texel.scalar.dtype)
+        out[lanes] = from_texels(t.texture.ty, t.data[at])
+        return out
+
+    def texture_store(self, t: TextureMemory, coords: np.ndarray, v: np.ndarray, m: Mask) -> None:
+        """``textureStore``: each active lane's texel ``coords`` (x, y[, z]) set to ``v`` in
+        the texture's format; a texel outside the texture is :class:`OutOfBounds` (WGSL leaves
+        such a store to the implementation), one two invocations write a :class:`RaceError`,
+        and, of a ``read_write`` texture, one another invocation read."""
+        name = t.texture.name
+        lanes = self.grid.active(m)
+        at = self._texels(t, coords, lanes)
+        ids = self.grid.original(lanes).astype(np.int64)
+        values = broadcast(v, self.n)[lanes]
+        wide = unrepresentable(t.texture.ty, values)
+        if wide.any():
+            j = int(np.flatnonzero(wide)[0])
+            raise OutOfBounds(
+                f"{name} texel {_texel(at, j)}: {self.grid.describe(int(ids[j]))} stores "
+                f"{values[j].tolist()}, which {t.texture.ty.format} cannot hold (WebGPU leaves "
+                f"the texel to the implementation){self.where()}"
+            )
+        texels = to_texels(t.texture.ty, values)
+        flat = np.ravel_multi_index(at, t.owner.shape)
         order = np.argsort(flat, kind="stable")
         same = flat[order][1:] == flat[order][:-1]
-        earlier = t.owner[y, x]
+        earlier = t.owner[at]
         clash = (earlier >= 0) & (earlier != ids)
         if same.any() or clash.any():
             if same.any():
                 j = int(np.flatnonzero(same)[0])
-                a, b = ids[order][j], ids[order][j + 1]
-                at = (int(x[order][j]), int(y[order][j]))
+                a, b, k = ids[order][j], ids[order][j + 1], int(order[j])
             else:
-                j = int(np.flatnonzero(clash)[0])
-                a, b, at = earlier[j], ids[j], (int(x[j]), int(y[j]))
+                k = int(np.flatnonzero(clash)[0])
+                a, b = earlier[k], ids[k]
             raise RaceError(
-                f"{name} texel {at}: {self.grid.describe(int(a))} and "
+                f"{name} texel {_texel(at, k)}: {self.grid.describe(int(a))} and "
                 f"{self.grid.describe(int(b))} both write it in one dispatch{self.where()}"
             )
-        t.owner[y, x] = ids
-        t.data[y, x] = texels
+        if t.reader is not None:  # a read_write texture: a texel another invocation read
+            readers = t.reader[at]
+            clash = (readers == -2) | ((readers >= 0) & (readers != ids))
+            if clash.any():
+                j = int(np.flatnonzero(clash)[0])
+                who = (
+                    "other invocations" if readers[j] == -2 else self.grid.describe(int(readers[j]))
+                )
+                raise RaceError(
+                    f"{name} texel {_texel(at, j)}: {who} read it and "
+                    f"{self.grid.describe(int(ids[j]))} writes it in one dispatch{self.where()}"
+                )
+        t.owner[at] = ids
+        t.data[at] = texels
 
     # ---- storage bindings ----------------------------------------------------------------
+
+
+def _texel(at: tuple[np.ndarray, ...], j: int) -> str:
+    """Texel ``j`` of index ``at`` (outermost axis first) as WGSL's coordinates, ``(x, y)``."""
+    return "(" + ", ".join(str(int(a[j])) for a in reversed(at)) + ")"

@@ -25,6 +25,7 @@ from kvdsl.ir.types import (
     Atomic,
     Mat,
     RuntimeArray,
+    HANDLES,
     SampledTexture,
     Scalar,
     StorageTexture,
@@ -124,12 +125,14 @@ def module_scope(kernel: ir.Kernel, verifier: Verifier) -> Scope:
             )
         scope.declare(w.name, Symbol(w.ty, "workgroup"), w)
     for t in kernel.textures:
-        if not isinstance(t, ir.Texture) or not isinstance(t.ty, (StorageTexture, SampledTexture)):
+        if not isinstance(t, ir.Texture) or not isinstance(t.ty, HANDLES):
             raise VerifyError(f"texture {t!r} is not a Texture of a texture type")
         if isinstance(t.ty, SampledTexture):
             if t.ty.sample.name not in SAMPLE_TYPES:
                 raise VerifyError(f"texture '{t.name}': {t.ty} (sample types f32, u32, i32)")
-        elif t.ty.format not in TEXEL_FORMATS or t.ty.access != "write":
+        elif isinstance(t.ty, StorageTexture) and (
+            t.ty.format not in TEXEL_FORMATS or t.ty.access not in ("write", "read", "read_write")
+        ):
             raise VerifyError(f"texture '{t.name}': {t.ty} (formats {', '.join(TEXEL_FORMATS)})")
         check_name(t.name, t)
         scope.declare(t.name, Symbol(t.ty, "texture"), t)

@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import fields, is_dataclass, replace
 
 from kvdsl.ir import tree as ir
-from kvdsl.ir.types import Ptr, SampledTexture, StorageTexture
+from kvdsl.ir.types import Ptr, SampledTexture, Sampler, StorageTexture
 
-TEXTURES = (StorageTexture, SampledTexture)
+TEXTURES = (StorageTexture, SampledTexture, Sampler)
 
 
 def _handle_params(fn: ir.Function) -> list[int]:
@@ -94,6 +94,10 @@ def specialise_handles(kernel: ir.Kernel) -> ir.Kernel:
             case ir.TextureLoad(name, coords, level):
                 name = env.get(name, name)
                 return ir.TextureLoad(name, rewrite(coords, env), rewrite(level, env))
+            case ir.TextureSampleLevel(name, sampler, coords, level):
+                name, sampler = env.get(name, name), env.get(sampler, sampler)
+                coords, level = rewrite(coords, env), rewrite(level, env)
+                return ir.TextureSampleLevel(name, sampler, coords, level)
             case ir.FnCall(name, args) if name in functions and _handle_params(functions[name]):
                 fn = functions[name]
                 given = given_of(fn, args, env)

@@ -15,8 +15,7 @@ from kvdsl.ir.types import (
     Ptr,
     RuntimeArray,
     Scalar,
-    SampledTexture,
-    StorageTexture,
+    HANDLES,
     Struct,
     Type,
     Vec,
@@ -196,7 +195,7 @@ class PointerTyper(ConstEval):
         got = tuple(
             (
                 self.texture_type(e, a.name, scope)
-                if isinstance(t, (StorageTexture, SampledTexture)) and type(a) is ir.Name
+                if isinstance(t, HANDLES) and type(a) is ir.Name
                 else self.type_of(a, scope)
             )
             for a, t in zip(e.args, want + (None,) * len(e.args))

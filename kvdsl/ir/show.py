@@ -68,8 +68,12 @@ def call_text(
             return f"textureDimensions({name})"
         case ir.TextureDimensions(name, level):
             return f"textureDimensions({name}, {expr(level)})"
+        case ir.TextureLoad(name, coords, None):
+            return f"textureLoad({name}, {expr(coords)})"
         case ir.TextureLoad(name, coords, level):
             return f"textureLoad({name}, {arguments((coords, level))})"
+        case ir.TextureSampleLevel(name, sampler, coords, level):
+            return f"textureSampleLevel({name}, {sampler}, {arguments((coords, level))})"
     return None
 
 

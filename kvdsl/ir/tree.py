@@ -25,6 +25,7 @@ from kvdsl.ir.types import (
     Ptr,
     Scalar,
     SampledTexture,
+    Sampler,
     StorageTexture,
     Struct,
     Vec,
@@ -141,10 +142,25 @@ class ArrayLength:
 @dataclass(frozen=True, slots=True)
 class TextureLoad:
     """``textureLoad(name, coords, level)``: texel ``coords`` (a ``vec2<i32>`` or ``vec2<u32>``,
-    x then y) of mip level ``level`` (an ``i32`` or ``u32``) of sampled texture ``name``, a
-    ``vec4`` of its sample type."""
+    x then y; ``vec3`` of a ``texture_3d``) of mip level ``level`` (an ``i32`` or ``u32``) of
+    sampled texture ``name``, a ``vec4`` of its sample type; ``textureLoad(name, coords)`` (no
+    ``level``) of a storage texture of ``read`` or ``read_write`` access, a ``vec4`` of its
+    format's channel type (an ``r32`` format's ``(x, 0, 0, 1)``)."""
 
     name: str
+    coords: Expr
+    level: Expr | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TextureSampleLevel:
+    """``textureSampleLevel(name, sampler, coords, level)``: texture ``name`` (a
+    ``texture_2d<f32>`` or ``texture_3d<f32>``) sampled through ``sampler`` at ``coords`` (a
+    ``vec2<f32>`` or ``vec3<f32>`` of normalised coordinates, x first) and mip level ``level``
+    (an ``f32``), a ``vec4<f32>``."""
+
+    name: str
+    sampler: str
     coords: Expr
     level: Expr
 
@@ -213,6 +229,7 @@ Expr = (
     | ArrayLength
     | TextureDimensions
     | TextureLoad
+    | TextureSampleLevel
     | AtomicCall
     | AddressOf
     | Deref
@@ -471,10 +488,12 @@ class WorkgroupVar:
 class Texture:
     """A texture binding: ``var name: texture_storage_2d<format, write>;``, which the host gives
     as a ``[height, width, channels]`` array of the format's dtype and takes back, or ``var
-    name: texture_2d<T>;``, which the host gives as ``[height, width, 4]`` of T's dtype."""
+    name: texture_2d<T>;`` (``texture_3d<T>``), which the host gives as ``[height, width, 4]``
+    (``[depth, height, width, 4]``) of T's dtype; or a sampler binding, ``var name:
+    sampler;``, which the host gives nothing for (WebGPU's default sampler is bound)."""
 
     name: str
-    ty: StorageTexture | SampledTexture
+    ty: StorageTexture | SampledTexture | Sampler
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,14 @@ from kvdsl.ir.ops import Op
 from kvdsl.ir.pointers import PointerTyper
 from kvdsl.ir.scope import Scope, VerifyError, shadowing
 from kvdsl.ir.show import show
-from kvdsl.ir.types import Atomic, SampledTexture, StorageTexture, holds_atomic
+from kvdsl.ir.types import (
+    Atomic,
+    SampledTexture,
+    Sampler,
+    StorageTexture,
+    holds_atomic,
+    texel_coords,
+)
 from kvdsl.ir.types import (
     Array,
     Mat,
@@ -329,15 +336,43 @@ class ExprTyper(PointerTyper):
                     if not isinstance(tex, SampledTexture):
                         raise VerifyError(
                             f"{show(e)}: '{name}' is a {tex}, which has no mip levels (a "
-                            "level is given for a texture_2d)"
+                            "level is given for a texture_2d or texture_3d)"
                         )
                     self._mip_level(e, level, scope)
-                return Vec(2, u32)
+                return texel_coords(tex.dim, u32)
+            case ir.TextureLoad(name, coords, None):
+                which = (
+                    "textureLoad without a level does not read (a storage texture of read or "
+                    "read_write access)"
+                )
+                tex = self.texel_access(e, name, coords, scope, StorageTexture, which)
+                if tex.access == "write":
+                    raise VerifyError(f"{show(e)}: '{name}' is a {tex}, which {which}")
+                return tex.texel
             case ir.TextureLoad(name, coords, level):
-                which = "textureLoad does not read (a texture_2d)"
+                which = "textureLoad does not read (a texture_2d or texture_3d)"
                 tex = self.texel_access(e, name, coords, scope, SampledTexture, which)
                 self._mip_level(e, level, scope)
                 return tex.texel
+            case ir.TextureSampleLevel(name, sampler, coords, level):
+                tex = self.texture_type(e, name, scope)
+                if not isinstance(tex, SampledTexture) or tex.sample != f32:
+                    raise VerifyError(
+                        f"{show(e)}: '{name}' is a {tex}, which textureSampleLevel does not "
+                        "sample (a texture_1d<f32>, texture_2d<f32> or texture_3d<f32>)"
+                    )
+                if not isinstance(self.texture_type(e, sampler, scope), Sampler):
+                    raise VerifyError(f"{show(e)}: '{sampler}' is not a sampler")
+                ct = self.type_of(coords, scope)
+                if ct != texel_coords(tex.dim, f32):
+                    raise VerifyError(
+                        f"{show(e)}: the coordinates are {ct}, expected "
+                        f"{texel_coords(tex.dim, f32)}"
+                    )
+                lt = self.type_of(level, scope)
+                if lt is not f32:
+                    raise VerifyError(f"{show(e)}: the level is {lt}, expected f32")
+                return Vec(4, f32)
             case ir.ArrayLength(name, None, True):
                 sym = scope.lookup(name)
                 ty = None if sym is None else sym.ty
@@ -411,11 +446,12 @@ class ExprTyper(PointerTyper):
 
     def texture_type(
         self, node: object, name: str, scope: Scope
-    ) -> StorageTexture | SampledTexture:
-        """The type of texture ``name`` a texture builtin ``node`` names."""
+    ) -> StorageTexture | SampledTexture | Sampler:
+        """The type of texture (or sampler) ``name`` a texture builtin ``node`` names."""
         sym = scope.lookup(name)
         if sym is None or sym.kind != "texture":
-            raise VerifyError(f"{show(node)}: '{name}' is not a texture")
+            what = "sampler" if isinstance(node, ir.TextureSampleLevel) else "texture"
+            raise VerifyError(f"{show(node)}: '{name}' is not a {what}")
         return sym.ty
 
     def texel_access(
@@ -429,14 +465,16 @@ class ExprTyper(PointerTyper):
     ) -> StorageTexture | SampledTexture:
         """The type of texture ``name`` that a texel builtin ``node`` (``textureLoad``,
         ``textureStore``) reaches at ``coords``: a ``kind`` texture (``which``: the refusal of
-        another, in words) at a ``vec2<i32>`` or ``vec2<u32>``."""
+        another, in words) at integer coordinates of its dimensions (``vec2<i32>`` or
+        ``vec2<u32>`` for a 2D one)."""
         tex = self.texture_type(node, name, scope)
         if not isinstance(tex, kind):
             raise VerifyError(f"{show(node)}: '{name}' is a {tex}, which {which}")
         ct = self.type_of(coords, scope)
-        if ct != Vec(2, i32) and ct != Vec(2, u32):
+        want = (texel_coords(tex.dim, i32), texel_coords(tex.dim, u32))
+        if ct not in want:
             raise VerifyError(
-                f"{show(node)}: the coordinates are {ct}, expected vec2<i32> or vec2<u32>"
+                f"{show(node)}: the coordinates are {ct}, expected {want[0]} or {want[1]}"
             )
         return tex
 

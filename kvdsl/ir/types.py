@@ -224,17 +224,30 @@ class Struct:
 
 #: The texel formats of a storage texture: its channels' WGSL type (what ``textureStore``
 #: takes a ``vec4`` of), how many channels it keeps, and the numpy dtype the host holds each
-#: channel as (``rgba8unorm``: a byte per channel, ``round(clamp(v, 0, 1) * 255)``).
+#: channel as (``rgba8unorm``: a byte per channel, ``round(clamp(v, 0, 1) * 255)``;
+#: ``rgba8snorm``: ``round(clamp(v, -1, 1) * 127)``): WebGPU's storage texture formats.
 TEXEL_FORMATS = {
     "rgba8unorm": ("f32", 4, np.uint8),
+    "rgba8snorm": ("f32", 4, np.int8),
+    "rgba8uint": ("u32", 4, np.uint8),
+    "rgba8sint": ("i32", 4, np.int8),
+    "rgba16uint": ("u32", 4, np.uint16),
+    "rgba16sint": ("i32", 4, np.int16),
+    "rgba16float": ("f32", 4, np.float16),
     "rgba32float": ("f32", 4, np.float32),
     "rgba32uint": ("u32", 4, np.uint32),
     "rgba32sint": ("i32", 4, np.int32),
+    "rg32float": ("f32", 2, np.float32),
+    "rg32uint": ("u32", 2, np.uint32),
+    "rg32sint": ("i32", 2, np.int32),
     "r32float": ("f32", 1, np.float32),
     "r32uint": ("u32", 1, np.uint32),
     "r32sint": ("i32", 1, np.int32),
 }
 
+
+#: The storage texture formats WebGPU binds ``read_write`` (the others: ``read`` or ``write``).
+READ_WRITE_FORMATS = ("r32float", "r32uint", "r32sint")
 
 #: The sample types of a sampled texture: the texel format the host's array and the GPU texture
 #: hold it in (four channels of the type), and the bind group's sample type for it.
@@ -247,14 +260,16 @@ SAMPLE_TYPES = {
 
 @dataclass(frozen=True, slots=True)
 class SampledTexture:
-    """``texture_2d<T>`` (T ``f32``, ``u32`` or ``i32``): a 2-D texture a kernel reads texels of
-    (``textureLoad``) and the size of (``textureDimensions``), held as four channels of T
-    (``rgba32float``, ``rgba32uint``, ``rgba32sint``), one mip level."""
+    """``texture_2d<T>`` or ``texture_3d<T>`` (``dim`` 2 or 3; T ``f32``, ``u32`` or ``i32``):
+    a 2-D or 3-D texture a kernel reads texels of (``textureLoad``) and the size of
+    (``textureDimensions``), held as four channels of T (``rgba32float``, ``rgba32uint``,
+    ``rgba32sint``), one mip level."""
 
     sample: Scalar
+    dim: int = 2
 
     def __str__(self) -> str:
-        return f"texture_2d<{self.sample}>"
+        return f"texture_{self.dim}d<{self.sample}>"
 
     @property
     def texel(self) -> Vec:
@@ -276,15 +291,28 @@ class SampledTexture:
 
 
 @dataclass(frozen=True, slots=True)
+class Sampler:
+    """``sampler``: how ``textureSampleLevel`` reads a ``texture_2d<f32>`` or ``texture_3d<f32>``
+    at normalised coordinates. The host binds WebGPU's default sampler (the descriptor ``{}``:
+    nearest filtering, each coordinate clamped to the edge), which the interpreter samples as."""
+
+    def __str__(self) -> str:
+        return "sampler"
+
+
+@dataclass(frozen=True, slots=True)
 class StorageTexture:
-    """``texture_storage_2d<format, write>``: a 2-D storage texture a kernel writes texels of
-    (``textureStore``) and reads the size of (``textureDimensions``)."""
+    """``texture_storage_2d<format, access>`` (``texture_storage_3d`` of ``dim`` 3): a storage
+    texture a kernel writes texels of (``textureStore``; ``access`` ``write`` or
+    ``read_write``), reads texels of (``textureLoad``; ``read`` or ``read_write``) and reads the
+    size of (``textureDimensions``)."""
 
     format: str
     access: str = "write"
+    dim: int = 2
 
     def __str__(self) -> str:
-        return f"texture_storage_2d<{self.format}, {self.access}>"
+        return f"texture_storage_{self.dim}d<{self.format}, {self.access}>"
 
     @property
     def texel(self) -> Vec:
@@ -299,6 +327,16 @@ class StorageTexture:
     def dtype(self) -> np.dtype:
         """The numpy dtype the host holds each channel as."""
         return np.dtype(TEXEL_FORMATS[self.format][2])
+
+
+def texel_coords(dim: int, scalar: Scalar) -> Scalar | Vec:
+    """The type of a texture's texel coordinates of ``scalar``: a ``vecN`` of a texture of
+    ``dim`` N, the scalar itself of a 1-D one."""
+    return scalar if dim == 1 else Vec(dim, scalar)
+
+
+#: The handle types a module var, a ``Kernel.textures`` entry and a helper's parameter may hold.
+HANDLES = (StorageTexture, SampledTexture, Sampler)
 
 
 def atomic(elem: Scalar) -> Atomic:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import fields, is_dataclass
 
 from kvdsl.ir import tree as ir
+from kvdsl.ir.types import u32
 
 #: The words a binding's use is stated in (index.json's ``use``).
 READ, WRITE, READ_WRITE = "read", "write", "read_write"
@@ -162,3 +163,36 @@ def bindings_touched(kernel: ir.Kernel) -> set[str]:
     u = _Uses(kernel)
     u.block(kernel.body, [{name for name, _ in kernel.builtins}])
     return u.reads | u.writes
+
+
+class _Named(_Uses):
+    """Every module resource named, not only the storage bindings read or written: a uniform,
+    the params, a texture, ``arrayLength``'s binding."""
+
+    def __init__(self, kernel: ir.Kernel):
+        super().__init__(kernel)
+        others = [u.name for u in kernel.uniforms] + [t.name for t in kernel.textures]
+        others += ["params"] if kernel.params is not None else []
+        for name in others:  # read only: a pointer to one writes nothing
+            self.bindings[name] = ir.Binding(name, u32, "read")
+
+    def expr(self, e: object, scope: list[set[str]]) -> None:
+        held = (ir.ArrayLength, ir.TextureLoad, ir.TextureDimensions, ir.TextureStore)
+        if isinstance(e, held + (ir.TextureSampleLevel,)) and self.binding(e.name, scope):
+            self.reads.add(e.name)
+        if isinstance(e, ir.TextureSampleLevel) and self.binding(e.sampler, scope):
+            self.reads.add(e.sampler)
+        super().expr(e, scope)
+
+
+def resources_named(kernel: ir.Kernel, function: str | None = None) -> tuple[set[str], set[str]]:
+    """The module resources (storage bindings, uniforms, the params, textures) that ``kernel``'s
+    entry point (or helper ``function``) and the helpers it calls name, ``arrayLength``'s
+    binding too, as WGSL's static use counts them (a local of a resource's name hides it); and
+    the helpers it calls."""
+    u = _Named(kernel)
+    if function is None:
+        u.block(kernel.body, [{name for name, _ in kernel.builtins}])
+    else:
+        u.function(function)
+    return u.reads | u.writes, u.visited

@@ -31,7 +31,7 @@ from kvdsl.ir.types import (
     Array,
     Ptr,
     RuntimeArray,
-    SampledTexture,
+    HANDLES,
     StorageTexture,
     Scalar,
     Struct,
@@ -170,8 +170,12 @@ class Verifier(ExprTyper):
                     raise VerifyError(f"{show(s)}: only a helper's call is a statement")
                 self.call_type(call, scope)
             case ir.TextureStore(name, coords, value):
-                which = "textureStore does not take (a storage texture)"
+                which = (
+                    "textureStore does not take (a storage texture of write or read_write access)"
+                )
                 tex = self.texel_access(s, name, coords, scope, StorageTexture, which)
+                if tex.access == "read":
+                    raise VerifyError(f"{show(s)}: '{name}' is a {tex}, which {which}")
                 vt = self.type_of(value, scope)
                 if vt != tex.texel:
                     raise VerifyError(
@@ -399,7 +403,7 @@ def verify(kernel: ir.Kernel, verifier: Verifier | None = None, *, house: bool =
         for pname, pty in fn.params:
             if isinstance(pty, Ptr):
                 check_pointer_type(f"function {fn.name}: parameter {pname}", pty)
-            kind = "texture" if isinstance(pty, (StorageTexture, SampledTexture)) else "param"
+            kind = "texture" if isinstance(pty, HANDLES) else "param"
             inner.declare(pname, Symbol(pty, kind), fn)
         if isinstance(fn.ret, Ptr):
             raise VerifyError(f"function {fn.name} returns a pointer (WGSL refuses it)")

@@ -34,7 +34,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Mapping
 
 from kvdsl.ir.tree import Binding
-from kvdsl.ir.types import SAMPLE_TYPES, SampledTexture
+from kvdsl.ir.types import READ_WRITE_FORMATS, SAMPLE_TYPES, SampledTexture, Sampler
 from kvdsl.runtime.errors import CompileError, DeviceError, FeatureError, WebGPULoaded
 from kvdsl.runtime.webgpu import ALWAYS_DISABLED, WebGPU, check_toggles
 
@@ -361,21 +361,35 @@ def _layout_entries(
             }
         )
     for k, t in enumerate(textures, len(bindings) + int(has_params)):  # then the textures
+        if isinstance(t.ty, Sampler):  # WebGPU's default: nearest, as the textures' sample
+            sampler = {"type": "non-filtering"}  # types (unfilterable-float) need
+            entries.append(
+                {"binding": k, "visibility": wgpu.ShaderStage.COMPUTE, "sampler": sampler}
+            )
+            continue
         if isinstance(t.ty, SampledTexture):
             sample = SAMPLE_TYPES[t.ty.sample.name][2]
-            texture = {"sample_type": sample, "view_dimension": "2d", "multisampled": False}
+            view = f"{t.ty.dim}d"
+            texture = {"sample_type": sample, "view_dimension": view, "multisampled": False}
             entries.append(
                 {"binding": k, "visibility": wgpu.ShaderStage.COMPUTE, "texture": texture}
             )
             continue
+        if t.ty.access == "read_write" and t.ty.format not in READ_WRITE_FORMATS:
+            raise DeviceError(
+                f"texture '{t.name}' is {t.ty}: WebGPU binds a storage texture read_write only "
+                f"in the formats {', '.join(READ_WRITE_FORMATS)} (the interpreter runs the "
+                "kernel: kvdsl run --backend interp)"
+            )
+        access = {"write": "write-only", "read": "read-only", "read_write": "read-write"}
         entries.append(
             {
                 "binding": k,
                 "visibility": wgpu.ShaderStage.COMPUTE,
                 "storage_texture": {
-                    "access": "write-only",
+                    "access": access[t.ty.access],
                     "format": t.ty.format,
-                    "view_dimension": "2d",
+                    "view_dimension": f"{t.ty.dim}d",
                 },
             }
         )

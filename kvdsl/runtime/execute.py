@@ -19,7 +19,7 @@ from kvdsl.emit import emit
 from kvdsl.ir.handles import specialise_handles
 from kvdsl.ir.dispatch import workgroups as dispatch_workgroups
 from kvdsl.ir.tree import Binding, Kernel, Texture, Uniform
-from kvdsl.ir.types import SampledTexture, Struct, u32
+from kvdsl.ir.types import SampledTexture, Sampler, StorageTexture, Struct, u32
 from kvdsl.ir.features import limits as kernel_limits, uses_f16
 from kvdsl.runtime import device as gpu
 from kvdsl.runtime.contract import check_bindings, check_contract, check_workgroups
@@ -158,6 +158,9 @@ class _Dispatch:
             )
         self.textures = {}  # name -> (Texture, GPU texture, the host's array)
         for k, t in enumerate(source.textures, len(bindings) + len(packed)):
+            if isinstance(t.ty, Sampler):  # WebGPU's default sampler (nearest, clamp to edge)
+                entries.append({"binding": k, "resource": dev.create_sampler()})
+                continue
             tex = _upload_texture(dev, t, texels[t.name])
             self.textures[t.name] = (t, tex, texels[t.name])
             entries.append({"binding": k, "resource": tex.create_view()})
@@ -189,17 +192,17 @@ class _Dispatch:
                 staging[b] = dst
         rows = {}
         for name, (t, tex, like) in self.textures.items():
-            if isinstance(t.ty, SampledTexture):
+            if not isinstance(t.ty, StorageTexture) or t.ty.access == "read":
                 continue  # read only: nothing comes back
-            h, w = like.shape[:2]
-            row = -(-w * like.shape[2] * like.itemsize // 256) * 256  # rows 256 bytes apart
+            d, h, w = (1, 1, *like.shape[:-1])[-3:]  # depth, height, width
+            row = -(-w * like.shape[-1] * like.itemsize // 256) * 256  # rows 256 bytes apart
             dst = self.device.create_buffer(
-                size=row * h, usage=wgpu.BufferUsage.COPY_DST | wgpu.BufferUsage.MAP_READ
+                size=row * h * d, usage=wgpu.BufferUsage.COPY_DST | wgpu.BufferUsage.MAP_READ
             )
             encoder.copy_texture_to_buffer(
                 {"texture": tex, "mip_level": 0, "origin": (0, 0, 0)},
                 {"buffer": dst, "offset": 0, "bytes_per_row": row, "rows_per_image": h},
-                (w, h, 1),
+                (w, h, d),
             )
             rows[name] = (dst, row, like)
         self.device.queue.submit([encoder.finish()])
@@ -210,32 +213,35 @@ class _Dispatch:
             dst.unmap()
         for name, (dst, row, like) in rows.items():
             dst.map_sync(wgpu.MapMode.READ)
-            data = np.frombuffer(dst.read_mapped(copy=True), np.uint8).reshape(like.shape[0], row)
+            rows = int(np.prod(like.shape[:-2]))  # height, or depth times height
+            data = np.frombuffer(dst.read_mapped(copy=True), np.uint8).reshape(rows, row)
             dst.unmap()
-            texel_row = data[:, : like.shape[1] * like.shape[2] * like.itemsize]
+            texel_row = data[:, : like.shape[-2] * like.shape[-1] * like.itemsize]
             out[name] = np.ascontiguousarray(texel_row).view(like.dtype).reshape(like.shape)
         return out
 
 
 def _upload_texture(dev, t: Texture, data: np.ndarray):
     """A GPU texture for texture ``t`` holding the host's ``data``: a storage texture's read
-    back, a sampled texture's read by the kernel."""
+    back, a sampled texture's read by the kernel (``[depth, height, width, 4]`` of a
+    ``texture_3d``)."""
     wgpu = gpu.wgpu_module()
-    h, w = data.shape[:2]
+    d, h, w = (1, 1, *data.shape[:-1])[-3:]  # depth, height, width
     usage = wgpu.TextureUsage.STORAGE_BINDING | wgpu.TextureUsage.COPY_SRC
     if isinstance(t.ty, SampledTexture):
         usage = wgpu.TextureUsage.TEXTURE_BINDING
     tex = dev.create_texture(
-        size=(w, h, 1),
+        size=(w, h, d),
         format=t.ty.format,
         usage=usage | wgpu.TextureUsage.COPY_DST,
-        dimension="2d",
+        dimension=f"{data.ndim - 1}d",
     )
+    row = w * data.shape[-1] * data.itemsize
     dev.queue.write_texture(
         {"texture": tex, "mip_level": 0, "origin": (0, 0, 0)},
         np.ascontiguousarray(data).tobytes(),
-        {"offset": 0, "bytes_per_row": w * data.shape[2] * data.itemsize, "rows_per_image": h},
-        (w, h, 1),
+        {"offset": 0, "bytes_per_row": row, "rows_per_image": h},
+        (w, h, d),
     )
     return tex
 

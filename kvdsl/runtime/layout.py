@@ -17,7 +17,7 @@ from typing import Mapping
 import numpy as np
 
 from kvdsl.ir.host import split_values
-from kvdsl.ir.types import Array, Mat, Scalar, Struct, Vec, field_offsets, size_of, stride
+from kvdsl.ir.types import Array, Mat, Sampler, Scalar, Struct, Vec, field_offsets, size_of, stride
 from kvdsl.runtime.errors import BufferError, ParamsError
 from kvdsl.runtime.inputs import check_buffers, check_params, check_value
 
@@ -75,21 +75,25 @@ def split_uniforms(
 def split_textures(textures: tuple, buffers: Mapping[str, object]) -> tuple[dict, dict]:
     """``buffers`` parted into the storage bindings' arrays and the storage textures' (by each
     :class:`~kvdsl.ir.tree.Texture`'s name), each texture's checked: ``[height, width,
-    channels]`` of its format's dtype."""
+    channels]`` of its format's dtype (``[depth, height, width, 4]`` of a ``texture_3d``)."""
     names = {t.name: t for t in textures}
     texels = {}
     for name, t in names.items():
+        if isinstance(t.ty, Sampler):  # the default sampler: the host gives nothing
+            continue
         a = buffers.get(name)
         if a is None:
             raise BufferError(f"texture '{name}' ({t.ty}) has no array")
         a = np.asarray(a)
         ty = t.ty
-        if a.ndim != 3 or a.shape[2] != ty.channels or a.dtype.newbyteorder("=") != ty.dtype:
+        dim = getattr(ty, "dim", 2)
+        if a.ndim != dim + 1 or a.shape[-1] != ty.channels or a.dtype.newbyteorder("=") != ty.dtype:
+            axes = ("width", "height, width", "depth, height, width")[dim - 1]
             raise BufferError(
                 f"texture '{name}' ({ty}) is given as {a.dtype}{list(a.shape)}: expected "
-                f"{ty.dtype}[height, width, {ty.channels}]"
+                f"{ty.dtype}[{axes}, {ty.channels}]"
             )
-        if a.shape[0] < 1 or a.shape[1] < 1:
+        if min(a.shape[:-1]) < 1:
             raise BufferError(f"texture '{name}' ({ty}) is empty: {list(a.shape)}")
         texels[name] = np.ascontiguousarray(a, ty.dtype.newbyteorder("<"))
     return {k: v for k, v in buffers.items() if k not in names}, texels

@@ -24,18 +24,15 @@ def k(body: str, head: str = "") -> str:
 
 
 LIMITS = {
-    "binding_slot_shared_with_an_unused_uniform": k(
-        "  out[0] = 1u;", "@group(0) @binding(0) var<uniform> u: u32;\n"
+    "texture_depth_2d": k("  out[0] = 1u;", "@group(0) @binding(1) var t: texture_depth_2d;\n"),
+    "texture_2d_array": k(
+        "  out[0] = 1u;", "@group(0) @binding(1) var t: texture_2d_array<f32>;\n"
     ),
-    "binding_slot_shared_by_a_buffer_an_uncalled_helper_uses": k(
-        "  out[0] = 1u;",
-        "@group(0) @binding(0) var<storage, read_write> x: array<u32>;\nfn h() { x[0] = 1u; }\n",
+    "texture_barrier": k(
+        "  textureBarrier();\n  out[0] = 1u;",
+        "@group(0) @binding(1) var t: texture_storage_2d<r32float, read_write>;\n",
     ),
-    "member_invariant": k(
-        "  out[0] = 1u;", "struct S { @builtin(position) @invariant a: vec4<f32> }\n"
-    ),
-    "sampler": k("  out[0] = 1u;", "@group(0) @binding(1) var s: sampler;\n"),
-    "texture_3d": k("  out[0] = 1u;", "@group(0) @binding(1) var tex: texture_3d<f32>;\n"),
+    "sampler_comparison": k("  out[0] = 1u;", "@group(0) @binding(1) var s: sampler_comparison;\n"),
 }
 
 

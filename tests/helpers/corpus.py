@@ -509,6 +509,26 @@ def _layernorm_np(b, p):
     return {"y": (d * inv * b["gamma"] * u["gamma_scale"] + b["beta"]).ravel()}
 
 
+def _grid_sample(rng):
+    depth, height, width, points = 3, 5, 6, 200
+    volume = rng.uniform(0.5, 4.0, (depth, height, width, 4)).astype(F32)
+    size = np.array([width, height, depth])
+    # Points near texel centres (a quarter texel at most off), some past the edges.
+    texel = rng.integers(-2, size + 2, (points, 3))
+    at = (texel + 0.5 + rng.uniform(-0.25, 0.25, (points, 3))) / size
+    grid = (at * 2 - 1).astype(F32).ravel()
+    shape = {"output_size": points, "channels": 4}
+    bufs = {"grid": grid, "input_texture": volume, "result": _poison(4 * points)}
+    return bufs, {"uniforms": shape}, (-(-points // 64), 1, 1)
+
+
+def _grid_sample_np(b, p):
+    volume, size = b["input_texture"], np.array(b["input_texture"].shape[2::-1])
+    g = b["grid"].reshape(-1, 3).astype(np.float64)
+    x, y, z = np.clip(np.floor((g + 1) / 2 * size), 0, size - 1).astype(np.int64).T
+    return {"result": volume[z, y, x].T.ravel()}
+
+
 CASES = [
     Case("rmsnorm", _rmsnorm, _rmsnorm_np, 1e-5),
     Case("softmax", _softmax, _softmax_np, 1e-5),
@@ -538,6 +558,7 @@ CASES = [
     Case("bin_counters", _bins, _bins_np),
     Case("layer_norm_vec4", _layer_norm, _layer_norm_np, 1e-4),
     Case("layernorm_uniforms", _layernorm, _layernorm_np, 1e-5),
+    Case("grid_sample_3d", _grid_sample, _grid_sample_np),
 ]
 BY_NAME = {c.name: c for c in CASES}
 
