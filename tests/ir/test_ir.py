@@ -270,11 +270,12 @@ TEX = Texture("tex", SampledTexture(f32))
         (
             _base(textures=(IMG,), body=(Let("a", TextureLoad("img", XY, Lit(0, u32))), STORE)),
             "'img' is a texture_storage_2d<rgba8unorm, write>, which textureLoad does not read "
-            "(a texture_2d)",
+            "(a texture_2d or texture_3d)",
         ),
         (
             _base(textures=(TEX,), body=(TextureStore("tex", XY, Lit(1.5, f32)), STORE)),
-            "'tex' is a texture_2d<f32>, which textureStore does not take (a storage texture)",
+            "'tex' is a texture_2d<f32>, which textureStore does not take (a storage texture of "
+            "write or read_write access)",
         ),
         (
             _base(
