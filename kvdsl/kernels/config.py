@@ -19,6 +19,7 @@ A cache's format is the one open choice: :data:`DenseFormat` names the built-in 
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import KW_ONLY, dataclass
 from enum import Enum, IntEnum, StrEnum
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable
@@ -419,6 +420,39 @@ class RotaryHalf:
         """Whether rotary turns the whole head: its pairs then lie half a row apart, where a
         quantiser's paired runs (or a strided Q row's lane) hold both."""
         return self.rotary and not self.partial
+
+
+@dataclass(frozen=True)
+class Transforms(RotaryHalf):
+    """The fields of a writer that transforms new K rows (a mixin of its config): K RMSNorm
+    (``k_norm``, its ``eps``), NeoX rotary (``rotary``: the first ``2 * rotary_half`` elements
+    of a row, or the whole head) and the new rows' ``input_type``."""
+
+    _: KW_ONLY
+    k_norm: bool = False
+    rotary: bool = False
+    rotary_half: int | None = None
+    eps: float = 1e-6
+    input_type: Element = choice(Element.F32)
+
+    def check_transforms(self, vectors: bool = True, norm: bool = True) -> None:
+        """The transforms' checks: ``vectors``, a walk of ``vec4`` values
+        (:func:`require_rotary_vectors`); ``norm``, the kernel has a norm whose ``eps`` must be
+        a normal f32 (false: ``eps`` is checked only with ``k_norm``)."""
+        flag("k_norm", self.k_norm)
+        require_rotary(self.rotary, self.head_dim, half=self.rotary_half)
+        if vectors:
+            require_rotary_vectors(self.rotary, self.head_dim, self.rotary_half, self.mode)
+        if norm or self.k_norm:
+            require_eps(self.eps)
+        one_of("input_type", self.input_type, FLOATS)
+
+
+def require_eps(eps: Any) -> None:
+    """K RMSNorm's epsilon: a number > 0 that stays a normal f32 (``QK_EPS`` is an f32 const)."""
+    ok = isinstance(eps, (int, float)) and not isinstance(eps, bool)
+    ok = ok and math.isfinite(eps) and 2.0**-126 <= eps <= 3.4e38
+    require(ok, "eps", eps, "a number > 0 that is a normal f32 (1.2e-38 .. 3.4e38)")
 
 
 def require_rotary(

@@ -28,6 +28,7 @@ scales included (``index.json``'s ``bytes_per_token_head``).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
@@ -61,9 +62,7 @@ from kvdsl.kernels.config import (
     one_of,
     flag,
     require,
-    require_rotary,
-    require_rotary_vectors,
-    RotaryHalf,
+    Transforms,
     plus,
     times,
 )
@@ -71,7 +70,6 @@ from kvdsl.kernels.dense_fields import (
     DenseWalk,
     ScalePlace,
     Scales,
-    require_eps,
     require_format,
     require_rotation,
     require_walk,
@@ -87,9 +85,9 @@ from kvdsl.nodes.quantise import (
     quantise_rows,
     row_lanes,
 )
-from kvdsl.nodes.rmsnorm import Norm, reduced_inverse_rms
+from kvdsl.nodes.rmsnorm import Norm
 from kvdsl.nodes.rotary import Rotation
-from kvdsl.nodes.transforms import rotated_lane, transform_lane
+from kvdsl.nodes.transforms import lane_norm, rotated_lane, transform_lane, transform_run
 from kvdsl.nodes.window import append_window
 
 F32X4 = vec(4, f32)
@@ -134,15 +132,10 @@ class DenseConfig(Scales, CacheConfig):
 
 
 @dataclass(frozen=True)
-class DenseAppendConfig(RotaryHalf, DenseConfig):
+class DenseAppendConfig(Transforms, DenseConfig):
     """A ``dense_append`` variant: cache shape, format, scales' place, K RMSNorm, rotary (the
     first ``2 * rotary_half`` elements of a row, or the whole head), input type."""
 
-    k_norm: bool = False
-    rotary: bool = False
-    eps: float = 1e-6
-    input_type: Element = choice(Element.F32)
-    rotary_half: int | None = None
     walk: DenseWalk = Slot(None, DenseWalk, derive=lambda cfg: cfg.default_walk())
     # K's and V's rows in separate invocations (each does half the work) or both in one.
     split: bool = True
@@ -161,9 +154,7 @@ class DenseAppendConfig(RotaryHalf, DenseConfig):
 
     def check_fields(self) -> None:
         super().check_fields()
-        flag("k_norm", self.k_norm)
-        require_eps(self.eps)
-        require_rotary(self.rotary, self.head_dim, half=self.rotary_half)
+        self.check_transforms()
         require(
             not (self.k_norm and self.rotary and self.scales is ScalePlace.SIDE),
             "scales",
@@ -171,9 +162,7 @@ class DenseAppendConfig(RotaryHalf, DenseConfig):
             "'inline' with k_norm and rotary (side scales would make 9 storage buffers, past"
             " WebGPU's default 8)",
         )
-        require_rotary_vectors(self.rotary, self.head_dim, self.rotary_half, self.mode)
         require_rotation(self.fmt, self.rotation, self.head_dim)
-        one_of("input_type", self.input_type, FLOATS)
         require_walk(self.fmt, self.walk, self.run)
         flag("split", self.split)
 
@@ -348,22 +337,13 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
     at = [src_base + q.vector_at(it.d, j) for j in range(n)]
     rot = Rotation(cos, sin, position, half, cfg.partial) if cfg.rotary else None
 
-    def transform(k: list[Val], norm: Norm | None) -> list[Val]:
-        return transform_lane(kb, k, lambda j: q.vector_at(it.d, j), load_k, norm, rot, q.paired)
-
-    def rotated(k: list[Val]) -> list[Val]:
-        args = (q.vector_at, it.d, q.lanes, cfg.rotation, cfg.workgroup_size)
-        return rotated_lane(kb, k, *args)
-
     def load_k(i: Val) -> Val:
         return words.as_f32(kb, src_k[src_base + i])
 
     def row_norm(k: list[Val]) -> Norm | None:
         if not cfg.k_norm:
             return None
-        sums = (tuple(k), it.d, lanes, cfg.workgroup_size, cfg.row_lanes)
-        inv_rms = reduced_inverse_rms(kb, head_dim, eps, *sums)
-        return Norm(inv_rms, lambda a: words.as_f32(kb, weight[a]))
+        return lane_norm(kb, k, it.d, lanes, q.lanes, cfg.workgroup_size, head_dim, eps, weight)
 
     if cfg.split:
         x = [kb.var(f"x{j}", F32X4) for j in range(n)]
@@ -376,11 +356,15 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
         if cfg.k_norm or cfg.rotary:
             norm = row_norm(x)
             with kb.if_(~is_v):
-                for j, kj in enumerate(transform(x, norm)):
+                vector_at = functools.partial(q.vector_at, it.d)
+                for j, kj in enumerate(
+                    transform_lane(kb, x, vector_at, load_k, norm, rot, q.paired)
+                ):
                     x[j].set(kj)
         if cfg.rotation:
             kb.comment("Every row's lanes rotate it (they meet at a barrier); V's keep theirs.")
-            for xj, kj in zip(x, rotated(list(x))):
+            args = (q.vector_at, it.d, q.lanes, cfg.rotation, cfg.workgroup_size)
+            for xj, kj in zip(x, rotated_lane(kb, list(x), *args)):
                 xj.set(select(kj, xj, is_v))
         if fmt.rotated:
             kb.comment(f"The row in {fmt.name}'s own basis (the lane holds it whole).")
@@ -390,14 +374,8 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
     else:
         k = [kb.let(f"kIn{j}", words.as_f32(kb, src_k[at[j]])) for j in range(n)]
         v = [kb.let(f"v{j}", words.as_f32(kb, src_v[at[j]])) for j in range(n)]
-        if cfg.k_norm or cfg.rotary:
-            norm = row_norm(k)
-            k = transform(k, norm)
-        if cfg.rotation:
-            k = rotated(k)
-        if fmt.rotated:
-            kb.comment(f"The rows in {fmt.name}'s own basis (the lane holds them whole).")
-            k, v = fmt.rotate_row(kb, "kOrt", k), fmt.rotate_row(kb, "vOrt", v)
+        args = (row_norm(k), rot, cfg.rotation, cfg.workgroup_size)
+        k, v = transform_run(kb, q, it.d, k, v, load_k, *args)
     done = it.e >= rows * lanes
 
     def place() -> RowPlace:

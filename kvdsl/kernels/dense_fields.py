@@ -1,12 +1,11 @@
 """The fields the dense formats' modes share, and their checks: where a row's scales sit
 (:class:`ScalePlace`), how a quantiser stores a workgroup's rows (:class:`DenseWalk`), and the
-refusals of a format, a rotation, a walk and K RMSNorm's epsilon that ``dense_append``,
+refusals of a format, a rotation and a walk that ``dense_append``,
 ``paged_append``, ``qkv``, ``dense_convert`` and ``attend`` apply to their own fields.
 """
 
 from __future__ import annotations
 
-import math
 from enum import StrEnum
 from typing import Any
 
@@ -99,10 +98,3 @@ def require_walk(fmt: Any, walk: Any, run: Any) -> None:
         walk.value,
         f"'runs' or 'staged' for {fmt.name} (a ggml lane holds one whole block)",
     )
-
-
-def require_eps(eps: Any) -> None:
-    """K RMSNorm's epsilon: a number > 0 that stays a normal f32 (``QK_EPS`` is an f32 const)."""
-    ok = isinstance(eps, (int, float)) and not isinstance(eps, bool)
-    ok = ok and math.isfinite(eps) and 2.0**-126 <= eps <= 3.4e38
-    require(ok, "eps", eps, "a number > 0 that is a normal f32 (1.2e-38 .. 3.4e38)")

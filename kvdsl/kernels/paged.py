@@ -24,14 +24,11 @@ from kvdsl.kernels.config import (
     ceil_div,
     choice,
     emax,
-    flag,
     largest,
     one_of,
     plus,
     require,
-    require_rotary,
-    require_rotary_vectors,
-    RotaryHalf,
+    Transforms,
     times,
 )
 from kvdsl.kernels.dense import (
@@ -43,7 +40,6 @@ from kvdsl.kernels.dense import (
 from kvdsl.kernels.dense_fields import (
     ScalePlace,
     Scales,
-    require_eps,
     require_format,
     require_rotation,
 )
@@ -169,16 +165,11 @@ class PagedConfig(Scales, CacheConfig):
 
 
 @dataclass(frozen=True)
-class PagedAppendConfig(RotaryHalf, PagedConfig):
+class PagedAppendConfig(Transforms, PagedConfig):
     """A ``paged_append`` variant: pages, addressing, K RMSNorm, rotary (the first ``2 *
     rotary_half`` elements of a row, or the whole head), input type."""
 
     addressing: Addressing = choice(Addressing.SLOT_MAPPING)
-    k_norm: bool = False
-    rotary: bool = False
-    eps: float = 1e-6
-    input_type: Element = choice(Element.F32)
-    rotary_half: int | None = None
     # K rotated by the signed Walsh-Hadamard matrix over blocks of this many dimensions after
     # its norm and rotary, before a dense format quantises it (as dense_append's rotation);
     # 0: not rotated (and 0 for a format with its own rotation, ort_q4, which rotates K and V).
@@ -193,10 +184,7 @@ class PagedAppendConfig(RotaryHalf, PagedConfig):
     def check_fields(self) -> None:
         super().check_fields()
         one_of("addressing", self.addressing, Addressing)
-        flag("k_norm", self.k_norm)
-        require_rotary(self.rotary, self.head_dim, half=self.rotary_half)
-        require_rotary_vectors(self.rotary, self.head_dim, self.rotary_half, self.mode)
-        one_of("input_type", self.input_type, FLOATS)
+        self.check_transforms(norm=False)
         if self.dense is not None:
             require_rotation(self.dense, self.rotation, self.head_dim)
         wrong = rotation.check_block(self.rotation, self.head_dim)
@@ -209,8 +197,6 @@ class PagedAppendConfig(RotaryHalf, PagedConfig):
             " stored as they are)",
         )
         self._require_bindings()
-        if self.k_norm:
-            require_eps(self.eps)
 
     def _require_bindings(self) -> None:
         """At most WebGPU's default 8 storage buffers; the error names the field to change."""

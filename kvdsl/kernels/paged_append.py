@@ -54,9 +54,9 @@ from kvdsl.kernels.paged import (
 from kvdsl.nodes import paged, walks, words
 from kvdsl.nodes.index import bsh
 from kvdsl.nodes.quantise import Destination, RowPlace, cache_binding, quantise_rows
-from kvdsl.nodes.rmsnorm import Norm, reduced_inverse_rms
+from kvdsl.nodes.rmsnorm import reduced_inverse_rms
 from kvdsl.nodes.rotary import Rotation, rotate
-from kvdsl.nodes.transforms import rotated_lane, transform_lane
+from kvdsl.nodes.transforms import lane_norm, transform_run
 
 
 def _inputs(kb: KernelBuilder, cfg: PagedAppendConfig) -> dict[str, Buffer | None]:
@@ -174,28 +174,16 @@ def paged_append(cfg: PagedAppendConfig, name: str = "paged_append") -> Kernel:
         at = [tok.src_base + q.vector_at(it.d, j) for j in range(n)]
         k = [kb.let(f"kIn{j}", words.as_f32(kb, src_k[at[j]])) for j in range(n)]
         v = [kb.let(f"v{j}", words.as_f32(kb, src_v[at[j]])) for j in range(n)]
-        if cfg.k_norm or cfg.rotary or cfg.rotation:
-            norm = None
-            if cfg.k_norm:
-                sums = (tuple(k), it.d, lanes, cfg.workgroup_size, q.lanes)
-                inv_rms = reduced_inverse_rms(kb, head_dim, eps, *sums)
-                norm = Norm(inv_rms, lambda a: words.as_f32(kb, weight[a]))
-            rot = Rotation(cos, sin, tok.pos, half, cfg.partial) if cfg.rotary else None
+        norm = None
+        if cfg.k_norm:
+            norm = lane_norm(kb, k, it.d, lanes, q.lanes, cfg.workgroup_size, head_dim, eps, weight)
+        rot = Rotation(cos, sin, tok.pos, half, cfg.partial) if cfg.rotary else None
 
-            def load_k(i: Val) -> Val:
-                return words.as_f32(kb, src_k[tok.src_base + i])
+        def load_k(i: Val) -> Val:
+            return words.as_f32(kb, src_k[tok.src_base + i])
 
-            def vector_at(j: int) -> Val:
-                return q.vector_at(it.d, j)
-
-            if cfg.k_norm or cfg.rotary:
-                k = transform_lane(kb, k, vector_at, load_k, norm, rot)
-            if cfg.rotation:
-                args = (q.vector_at, it.d, q.lanes, cfg.rotation, cfg.workgroup_size)
-                k = rotated_lane(kb, k, *args)
-        if q.fmt.rotated:
-            kb.comment(f"The rows in {q.fmt.name}'s own basis (the lane holds them whole).")
-            k, v = q.fmt.rotate_row(kb, "kOrt", k), q.fmt.rotate_row(kb, "vOrt", v)
+        args = (load_k, norm, rot, cfg.rotation, cfg.workgroup_size)
+        k, v = transform_run(kb, q, it.d, k, v, *args)
         addr = _address(kb, cfg, ins, pages, tok, tok.pos if table else None)
 
         def place() -> RowPlace:

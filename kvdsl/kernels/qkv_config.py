@@ -6,7 +6,6 @@ the element types and, with a dense ``format``, the quantiser's walk; the kernel
 
 from __future__ import annotations
 
-import math
 from dataclasses import KW_ONLY, dataclass
 from enum import StrEnum
 
@@ -24,9 +23,7 @@ from kvdsl.kernels.config import (
     one_of,
     positive_int,
     require,
-    require_rotary,
-    require_rotary_vectors,
-    RotaryHalf,
+    Transforms,
 )
 from kvdsl.kernels.dense import (
     QUANTISE_WORKGROUP,
@@ -58,19 +55,14 @@ class QLayout(StrEnum):
 
 
 @dataclass(frozen=True)
-class QkvConfig(Scales, RotaryHalf, CacheConfig):
+class QkvConfig(Scales, Transforms, CacheConfig):
     """A ``qkv`` variant: the heads (``q_heads`` a multiple of ``kv_heads``), head dim, the
     transforms (bias, Q and K RMSNorm, rotary) and the element types and Q's layout."""
 
     _: KW_ONLY
     q_heads: int
     q_norm: bool = False
-    k_norm: bool = False
-    rotary: bool = False
-    rotary_half: int | None = None
-    eps: float = 1e-6
     bias: bool = False
-    input_type: Element = choice(Element.F32)
     present_type: Element = choice(Element.F32)
     q_type: Element = choice(Element.F32)
     q_layout: QLayout = choice(QLayout.BNSH)
@@ -123,14 +115,8 @@ class QkvConfig(Scales, RotaryHalf, CacheConfig):
             "a multiple of 8 for qkv (each invocation holds a pair of vec4)",
         )
         flag("q_norm", self.q_norm)
-        flag("k_norm", self.k_norm)
         flag("bias", self.bias)
-        require_rotary(self.rotary, self.head_dim, half=self.rotary_half)
-        require_rotary_vectors(self.rotary, self.head_dim, self.rotary_half, "qkv")
-        ok = isinstance(self.eps, (int, float)) and not isinstance(self.eps, bool)
-        ok = ok and math.isfinite(self.eps) and 2.0**-126 <= self.eps <= 3.4e38
-        require(ok, "eps", self.eps, "a number > 0 that is a normal f32 (1.2e-38 .. 3.4e38)")
-        one_of("input_type", self.input_type, FLOATS)
+        self.check_transforms()
         one_of("present_type", self.present_type, FLOATS)
         one_of("q_type", self.q_type, FLOATS)
         one_of("q_layout", self.q_layout, QLayout)

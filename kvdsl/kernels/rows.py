@@ -15,7 +15,6 @@ elements past ``2 * rotary_half`` pass through, normed.
 
 from __future__ import annotations
 
-import math
 from dataclasses import KW_ONLY, dataclass
 from typing import Any, Callable
 
@@ -33,19 +32,16 @@ from kvdsl.ir import (
 )
 from kvdsl.kernels.config import (
     CacheConfig,
-    Element,
-    FLOATS,
     KNORM_WORKGROUP,
     ROTARY_TABLE,
     ROTARY_TABLES,
     Reduction,
+    Transforms,
     Walk,
     ceil_div,
     choice,
-    flag,
     one_of,
     require,
-    require_rotary,
     require_window,
     times,
     walk_workgroup,
@@ -67,36 +63,20 @@ WALKS = (Walk.PER_ROW, Walk.FLAT)
 
 
 @dataclass(frozen=True)
-class RowConfig(RotaryWalk, CacheConfig):
+class RowConfig(Transforms, RotaryWalk, CacheConfig):
     """The fields of the modes that run the row program (``build``, the quantising modes): K
-    RMSNorm and rotary switches, the input type, the walk, the row reduction and ``pairs`` (one
-    invocation per pair of vectors, :attr:`kvdsl.kernels.plan.WalkPlan.uses_pairs`)."""
+    RMSNorm and rotary switches, the input type (:class:`~kvdsl.kernels.config.Transforms`),
+    the walk, the row reduction and ``pairs`` (one invocation per pair of vectors,
+    :attr:`kvdsl.kernels.plan.WalkPlan.uses_pairs`)."""
 
     _: KW_ONLY
-    k_norm: bool = False
-    rotary: bool = False
-    rotary_half: int | None = None
-    eps: float = 1e-6
-    input_type: Element = choice(Element.F32)
     walk: Walk = choice(Walk.PER_ROW)
     reduction: Reduction = choice(Reduction.WORKGROUP)
     pairs: bool | None = None
 
     def check_fields(self) -> None:
         one_of("walk", self.walk, WALKS)
-        flag("k_norm", self.k_norm)
-        require_rotary(self.rotary, self.head_dim, half=self.rotary_half)
-        eps_ok = isinstance(self.eps, (int, float)) and not isinstance(self.eps, bool)
-        eps_ok = eps_ok and math.isfinite(self.eps) and self.eps > 0
-        # QK_EPS is an f32 const: a value that rounds to 0 or infinity in f32 would change the norm.
-        eps_ok = eps_ok and 2.0**-126 <= self.eps <= 3.4e38
-        require(
-            eps_ok,
-            "eps",
-            self.eps,
-            "a number > 0 that is a normal f32 (1.2e-38 .. 3.4e38)",
-        )
-        one_of("input_type", self.input_type, FLOATS)
+        self.check_transforms(vectors=False)
         require_window(self.window, self.walk)
 
     def check_schedule(self) -> None:
