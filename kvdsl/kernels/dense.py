@@ -32,19 +32,7 @@ import functools
 from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
-from kvdsl.ir import (
-    Buffer,
-    Kernel,
-    KernelBuilder,
-    Val,
-    construct,
-    f32,
-    i32,
-    max_,
-    select,
-    u32,
-    vec,
-)
+from kvdsl.ir import Buffer, Kernel, KernelBuilder, Val, construct, f32, i32, max_, select, u32, vec
 from kvdsl.kernels.config import (
     FLOATS,
     DenseFormat,

@@ -31,18 +31,8 @@ from kvdsl.kernels.config import (
     Transforms,
     times,
 )
-from kvdsl.kernels.dense import (
-    QUANTISE_WORKGROUP,
-    format_choice,
-    one_format,
-    require_rows_fit,
-)
-from kvdsl.kernels.dense_fields import (
-    ScalePlace,
-    Scales,
-    require_format,
-    require_rotation,
-)
+from kvdsl.kernels.dense import QUANTISE_WORKGROUP, format_choice, one_format, require_rows_fit
+from kvdsl.kernels.dense_fields import ScalePlace, Scales, require_format, require_rotation
 from kvdsl.nodes import formats, paged, rotation, words
 from kvdsl.nodes.quantise import Quantiser, row_lanes
 from kvdsl.nodes.paged import PAGE_SIZES, Addressing, PageGeometry, PageLayout, Pool

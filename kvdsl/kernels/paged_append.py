@@ -26,17 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kvdsl.ir import (
-    Buffer,
-    Kernel,
-    KernelBuilder,
-    Val,
-    f32,
-    i32,
-    max_,
-    min_,
-    u32,
-)
+from kvdsl.ir import Buffer, Kernel, KernelBuilder, Val, f32, i32, max_, min_, u32
 from kvdsl.ir.tree import Member, Name
 from kvdsl.kernels.rows import FlatRow, RowInputs, flat_k, flat_k_loads
 from kvdsl.kernels.config import ROTARY_TABLES, ceil_div, contract, times

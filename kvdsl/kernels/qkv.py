@@ -43,17 +43,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from kvdsl.ir import (
-    Buffer,
-    Kernel,
-    KernelBuilder,
-    Val,
-    f32,
-    i32,
-    lit,
-    select,
-    u32,
-)
+from kvdsl.ir import Buffer, Kernel, KernelBuilder, Val, f32, i32, lit, select, u32
 from kvdsl.kernels.config import (
     MAX_STORAGE_BUFFERS,
     PRESENT,

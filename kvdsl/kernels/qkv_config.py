@@ -25,11 +25,7 @@ from kvdsl.kernels.config import (
     require,
     Transforms,
 )
-from kvdsl.kernels.dense import (
-    QUANTISE_WORKGROUP,
-    DenseFormat,
-    one_format,
-)
+from kvdsl.kernels.dense import QUANTISE_WORKGROUP, DenseFormat, one_format
 from kvdsl.kernels.dense_fields import (
     DenseWalk,
     ScalePlace,

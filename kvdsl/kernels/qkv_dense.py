@@ -25,16 +25,7 @@ from contextlib import contextmanager
 from typing import Iterator
 
 from kvdsl.ir.builder import Shared
-from kvdsl.ir import (
-    Kernel,
-    KernelBuilder,
-    Val,
-    array,
-    f32,
-    select,
-    u32,
-    vec,
-)
+from kvdsl.ir import Kernel, KernelBuilder, Val, array, f32, select, u32, vec
 from kvdsl.kernels.config import ceil_div, times
 from kvdsl.nodes.formats import Format
 from kvdsl.kernels.qkv import (

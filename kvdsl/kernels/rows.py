@@ -18,18 +18,7 @@ from __future__ import annotations
 from dataclasses import KW_ONLY, dataclass
 from typing import Any, Callable
 
-from kvdsl.ir import (
-    Buffer,
-    KernelBuilder,
-    Local,
-    Val,
-    array,
-    convert,
-    f32,
-    i32,
-    select,
-    u32,
-)
+from kvdsl.ir import Buffer, KernelBuilder, Local, Val, array, convert, f32, i32, select, u32
 from kvdsl.kernels.config import (
     CacheConfig,
     KNORM_WORKGROUP,
