@@ -35,7 +35,7 @@ from kvdsl.kernels.dense import QUANTISE_WORKGROUP, format_choice, one_format, r
 from kvdsl.kernels.dense_fields import ScalePlace, Scales, require_format, require_rotation
 from kvdsl.nodes import formats, paged, rotation, words
 from kvdsl.nodes.quantise import Quantiser, row_lanes
-from kvdsl.nodes.paged import PAGE_SIZES, Addressing, PageGeometry, PageLayout, Pool
+from kvdsl.nodes.paged import PAGE_SIZES, Addressing, PagedRows, PageLayout, Pool
 
 #: The pool bindings: K's and V's, or the combined one; a dense format's side scales.
 POOLS, COMBINED_POOL, SCALE_POOL = ("key_pages", "value_pages"), "kv_pages", "scale_pages"
@@ -57,7 +57,7 @@ KNORM_WORKGROUP = 128
 
 
 @dataclass(frozen=True)
-class PagedConfig(Scales, CacheConfig):
+class PagedConfig(PagedRows, Scales, CacheConfig):
     """The fields of the paged modes: the pages' geometry and the rows' format (a dense
     format's scales inline or in a side pool of the same pages)."""
 
@@ -122,22 +122,10 @@ class PagedConfig(Scales, CacheConfig):
         return self.per_row if fmt is None else fmt.row_words(self.head_dim, self.inline)
 
     @property
-    def geometry(self) -> PageGeometry:
-        """The pages in the pool binding's units."""
-        return PageGeometry(
-            self.page_size, self.kv_heads, self.row_units, self.page_layout, self.pool
-        )
-
-    @property
-    def scale_geometry(self) -> PageGeometry | None:
-        """The side scales' pages (``scale_pages``: per row K's stats then V's, f32), None
-        where the scales are inline."""
+    def side_words(self) -> int:
+        """f32 words of one row's K and V side scales (0 inline, and for f32 and f16 rows)."""
         fmt = self.dense
-        if fmt is None or self.inline:
-            return None
-        return PageGeometry(
-            self.page_size, self.kv_heads, 2 * fmt.stats, self.page_layout, Pool.SEPARATE
-        )
+        return 0 if fmt is None else 2 * fmt.side_words(self.inline)
 
     @property
     def page_values(self) -> int:
