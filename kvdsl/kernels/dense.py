@@ -463,51 +463,35 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, DenseConfig]:
     scales, appended plain and (scales inline) rotated, and read back; at Qwen2.5-0.5B's (head
     dim 64: ggml rows of two blocks) every format's rotary append; one f16-input append;
     int8, int4 and q4_0 appends and an int4 build with K rotated over the whole head."""
+    modes = {"append": DenseAppendConfig, "build": DenseBuildConfig, "read": DenseReadConfig}
+    rope, qwen3 = {"rotary": True}, "qwen3_06b"  # a family with QK RMSNorm
     v: dict[str, DenseConfig] = {}
-    llama, qwen = models["llama31_8b"].shape, models["qwen25_05b"].shape
+
+    def add(mode: str, tag: str, key: str = "llama31_8b", **fields: Any) -> None:
+        v[f"dense_{mode}_{tag}_{key}"] = modes[mode](**models[key].shape, **fields)
+
     for f in DenseFormat:
         ggml = FORMATS[f.value].ggml
         for place in [ScalePlace.INLINE] if ggml else list(ScalePlace):
             tag = f.value + ("_side" if place is ScalePlace.SIDE else "")
-            fs = {"format": f, "scales": place}
-            v[f"dense_append_{tag}_llama31_8b"] = DenseAppendConfig(**llama, **fs)
-            v[f"dense_read_{tag}_llama31_8b"] = DenseReadConfig(**llama, **fs)
-        v[f"dense_append_rotary_{f.value}_llama31_8b"] = DenseAppendConfig(
-            **llama, format=f, rotary=True
-        )
-        v[f"dense_append_rotary_{f.value}_qwen25_05b"] = DenseAppendConfig(
-            **qwen, format=f, rotary=True
-        )
-    qwen3 = models["qwen3_06b"].shape  # a family with QK RMSNorm
+            add("append", tag, format=f, scales=place)
+            add("read", tag, format=f, scales=place)
+        add("append", f"rotary_{f.value}", format=f, **rope)
+        add("append", f"rotary_{f.value}", "qwen25_05b", format=f, **rope)
+        add("build", f"rotary_{f.value}", format=f, **rope)
     for f in (DenseFormat.INT8, DenseFormat.Q4_0):
-        v[f"dense_append_knorm_rotary_{f.value}_qwen3_06b"] = DenseAppendConfig(
-            **qwen3, format=f, k_norm=True, rotary=True
-        )
-    v["dense_append_knorm_int4_asym_side_qwen3_06b"] = DenseAppendConfig(
-        **qwen3, format=DenseFormat.INT4_ASYM, scales=ScalePlace.SIDE, k_norm=True
-    )
-    for f in DenseFormat:
-        v[f"dense_build_rotary_{f.value}_llama31_8b"] = DenseBuildConfig(
-            **llama, format=f, rotary=True
-        )
+        add("append", f"knorm_rotary_{f.value}", qwen3, format=f, k_norm=True, **rope)
+    side = {"scales": ScalePlace.SIDE}
+    add("append", "knorm_int4_asym_side", qwen3, format=DenseFormat.INT4_ASYM, **side, k_norm=True)
     # K rotated over the whole head before quantising, beside the unrotated twins above
-    whole = llama["head_dim"]
+    whole = models["llama31_8b"].head_dim
     for f in (DenseFormat.INT8, DenseFormat.INT4, DenseFormat.Q4_0):
-        v[f"dense_append_rotary_{f.value}_rotation{whole}_llama31_8b"] = DenseAppendConfig(
-            **llama, format=f, rotary=True, rotation=whole
-        )
-    v[f"dense_build_rotary_int4_rotation{whole}_llama31_8b"] = DenseBuildConfig(
-        **llama, format=DenseFormat.INT4, rotary=True, rotation=whole
-    )
-    v["dense_build_int8_side_llama31_8b"] = DenseBuildConfig(**llama, scales=ScalePlace.SIDE)
-    v["dense_build_knorm_rotary_q8_0_qwen3_06b"] = DenseBuildConfig(
-        **qwen3, format=DenseFormat.Q8_0, k_norm=True, rotary=True
-    )
-    v["dense_read_q4_0_f16_llama31_8b"] = DenseReadConfig(
-        **llama, format=DenseFormat.Q4_0, output_type=Element.F16
-    )
-    v["dense_read_int8_f16_llama31_8b"] = DenseReadConfig(**llama, output_type=Element.F16)
-    v["dense_append_rotary_q8_0_f16_in_llama31_8b"] = DenseAppendConfig(
-        **llama, format=DenseFormat.Q8_0, rotary=True, input_type=Element.F16
-    )
+        add("append", f"rotary_{f.value}_rotation{whole}", format=f, **rope, rotation=whole)
+    add("build", f"rotary_int4_rotation{whole}", format=DenseFormat.INT4, **rope, rotation=whole)
+    add("build", "int8_side", **side)
+    add("build", "knorm_rotary_q8_0", qwen3, format=DenseFormat.Q8_0, k_norm=True, **rope)
+    f16_out = {"output_type": Element.F16}
+    add("read", "q4_0_f16", format=DenseFormat.Q4_0, **f16_out)
+    add("read", "int8_f16", **f16_out)
+    add("append", "rotary_q8_0_f16_in", format=DenseFormat.Q8_0, **rope, input_type=Element.F16)
     return v

@@ -478,10 +478,13 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, DenseConfig]:
     and ``dense_window_shift`` at Gemma-2-2B's (sliding-window layers, head dim 256), every
     format inline; one f16-input append."""
     v: dict[str, DenseConfig] = {}
-    llama, gemma = models["llama31_8b"].shape, models["gemma2_2b"].shape
-    shift, append, every = (
-        {"region": r} for r in (ShiftRegion.SHIFT, ShiftRegion.APPEND, ShiftRegion.ALL)
-    )
+
+    def add(name: str, key: str = "llama31_8b", **fields: Any) -> None:
+        cls = DenseRetainConfig if name.startswith("retain") else DenseWindowShiftConfig
+        v[f"dense_{name}_{key}"] = cls(**models[key].shape, **fields)
+
+    regions = (ShiftRegion.SHIFT, ShiftRegion.APPEND, ShiftRegion.ALL)
+    shift, append, every = ({"region": r} for r in regions)
     for f in DenseFormat:
         if FORMATS[f.value].rotated:
             continue  # its appends are dense_append's; its rows move as any format's
@@ -489,26 +492,13 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, DenseConfig]:
         for place in [ScalePlace.INLINE] if ggml else list(ScalePlace):
             tag = f.value + ("_side" if place is ScalePlace.SIDE else "")
             fs = {"format": f, "scales": place}
-            v[f"dense_retain_{tag}_llama31_8b"] = DenseRetainConfig(**llama, **fs)
-            v[f"dense_window_shift_shift_{tag}_llama31_8b"] = DenseWindowShiftConfig(
-                **llama, **fs, **shift
-            )
-            v[f"dense_window_shift_append_rotary_{tag}_llama31_8b"] = DenseWindowShiftConfig(
-                **llama, **fs, **append, rotary=True
-            )
-        v[f"dense_window_shift_all_rotary_{f.value}_llama31_8b"] = DenseWindowShiftConfig(
-            **llama, format=f, **every, rotary=True
-        )
-        v[f"dense_retain_{f.value}_qwen25_05b"] = DenseRetainConfig(
-            **models["qwen25_05b"].shape, format=f
-        )
-        v[f"dense_window_shift_shift_{f.value}_gemma2_2b"] = DenseWindowShiftConfig(
-            **gemma, format=f, **shift
-        )
-        v[f"dense_window_shift_all_{f.value}_gemma2_2b"] = DenseWindowShiftConfig(
-            **gemma, format=f, **every
-        )
-    v["dense_window_shift_append_q4_0_f16_in_gemma2_2b"] = DenseWindowShiftConfig(
-        **gemma, format=DenseFormat.Q4_0, **append, input_type=Element.F16
-    )
+            add(f"retain_{tag}", **fs)
+            add(f"window_shift_shift_{tag}", **fs, **shift)
+            add(f"window_shift_append_rotary_{tag}", **fs, **append, rotary=True)
+        add(f"window_shift_all_rotary_{f.value}", format=f, **every, rotary=True)
+        add(f"retain_{f.value}", "qwen25_05b", format=f)
+        add(f"window_shift_shift_{f.value}", "gemma2_2b", format=f, **shift)
+        add(f"window_shift_all_{f.value}", "gemma2_2b", format=f, **every)
+    f16_in = {"input_type": Element.F16}
+    add("window_shift_append_q4_0_f16_in", "gemma2_2b", format=DenseFormat.Q4_0, **append, **f16_in)
     return v

@@ -364,68 +364,41 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, PagedConfig]:
     NHD and HND, separate and combined pools, both addressings, f32 and f16 pools, the dense
     formats (scales inline and in scale_pages; ORT's ``ort_q4``), rotary and (Qwen3's shape) K
     RMSNorm."""
-    llama, qwen3 = models["llama31_8b"].shape, models["qwen3_06b"].shape
-    f16 = {"format": PagedFormat.F16}
-    v: dict[str, PagedConfig] = {}
-    for size in (16, 64):
-        for lay in PageLayout:
-            tag = f"p{size}_{lay.value}"
-            geo = {"page_size": size, "page_layout": lay}
-            for a in Addressing:
-                at = {"addressing": a}
-                v[f"paged_append_{a.value}_{tag}_llama31_8b"] = PagedAppendConfig(
-                    **llama, **geo, **at
-                )
-                v[f"paged_read_{a.value}_{tag}_llama31_8b"] = PagedReadConfig(**llama, **geo, **at)
-            v[f"paged_append_rotary_f16_{tag}_llama31_8b"] = PagedAppendConfig(
-                **llama, **geo, rotary=True, **f16
-            )
-    tvm = {"page_size": 16, "page_layout": PageLayout.HND, "pool": Pool.COMBINED}
-    v["paged_append_rotary_tvm_f16_llama31_8b"] = PagedAppendConfig(
-        **llama, **tvm, rotary=True, **f16
-    )
-    v["paged_read_tvm_f16_llama31_8b"] = PagedReadConfig(
-        **llama, **tvm, **f16, output_type=Element.F16
-    )
-    v["paged_append_page_table_rotary_p64_hnd_llama31_8b"] = PagedAppendConfig(
-        **llama, page_size=64, page_layout=PageLayout.HND, addressing=Addressing.PAGE_TABLE,
-        rotary=True,
-    )  # fmt: skip
-    v["paged_append_knorm_rotary_combined_qwen3_06b"] = PagedAppendConfig(
-        **qwen3, pool=Pool.COMBINED, addressing=Addressing.PAGE_TABLE, k_norm=True, rotary=True
-    )
-    v["paged_append_f16_in_p16_nhd_llama31_8b"] = PagedAppendConfig(
-        **llama, input_type=Element.F16, **f16
-    )
-    # Dense formats in pages, their scales inline or in scale_pages.
+    f16, rope = {"format": PagedFormat.F16}, {"rotary": True}
     table, side = {"addressing": Addressing.PAGE_TABLE}, {"scales": ScalePlace.SIDE}
     hnd, p64 = {"page_layout": PageLayout.HND}, {"page_size": 64}
-    v["paged_append_int8_side_page_table_p16_nhd_llama31_8b"] = PagedAppendConfig(
-        **llama, format=PagedFormat.INT8, **side, **table
-    )
-    v["paged_append_rotary_q4_0_p16_hnd_llama31_8b"] = PagedAppendConfig(
-        **llama, format=PagedFormat.Q4_0, rotary=True, **hnd
-    )
-    v["paged_append_rotary_int4_page_table_p64_nhd_llama31_8b"] = PagedAppendConfig(
-        **llama, format=PagedFormat.INT4, rotary=True, **table, **p64
-    )
-    v["paged_append_rotary_q8_0_page_table_p16_nhd_llama31_8b"] = PagedAppendConfig(
-        **llama, format=PagedFormat.Q8_0, rotary=True, **table
-    )
-    v["paged_append_knorm_int4_asym_side_page_table_qwen3_06b"] = PagedAppendConfig(
-        **qwen3, format=PagedFormat.INT4_ASYM, k_norm=True, **side, **table
-    )
-    v["paged_read_int8_side_page_table_p16_nhd_llama31_8b"] = PagedReadConfig(
-        **llama, format=PagedFormat.INT8, **side
-    )
-    v["paged_read_q8_0_slot_mapping_p16_hnd_llama31_8b"] = PagedReadConfig(
-        **llama, format=PagedFormat.Q8_0, addressing=Addressing.SLOT_MAPPING, **hnd
-    )
-    v["paged_read_int4_asym_side_p64_hnd_f16_llama31_8b"] = PagedReadConfig(
-        **llama, format=PagedFormat.INT4_ASYM, **side, **hnd, **p64, output_type=Element.F16
-    )
+    f16_out = {"output_type": Element.F16}
+    v: dict[str, PagedConfig] = {}
+
+    def add(name: str, key: str = "llama31_8b", **fields: Any) -> None:
+        cls = PagedReadConfig if name.startswith("read") else PagedAppendConfig
+        v[f"paged_{name}_{key}"] = cls(**models[key].shape, **fields)
+
+    for size in (16, 64):
+        for lay in PageLayout:
+            tag, geo = f"p{size}_{lay.value}", {"page_size": size, "page_layout": lay}
+            for a in Addressing:
+                add(f"append_{a.value}_{tag}", **geo, addressing=a)
+                add(f"read_{a.value}_{tag}", **geo, addressing=a)
+            add(f"append_rotary_f16_{tag}", **geo, **rope, **f16)
+    tvm = {"page_size": 16, "page_layout": PageLayout.HND, "pool": Pool.COMBINED}
+    add("append_rotary_tvm_f16", **tvm, **rope, **f16)
+    add("read_tvm_f16", **tvm, **f16, **f16_out)
+    add("append_page_table_rotary_p64_hnd", **p64, **hnd, **table, **rope)
+    combined = {"pool": Pool.COMBINED, "k_norm": True}
+    add("append_knorm_rotary_combined", "qwen3_06b", **combined, **table, **rope)
+    add("append_f16_in_p16_nhd", input_type=Element.F16, **f16)
+    # Dense formats in pages, their scales inline or in scale_pages.
+    add("append_int8_side_page_table_p16_nhd", format=PagedFormat.INT8, **side, **table)
+    add("append_rotary_q4_0_p16_hnd", format=PagedFormat.Q4_0, **rope, **hnd)
+    add("append_rotary_int4_page_table_p64_nhd", format=PagedFormat.INT4, **rope, **table, **p64)
+    add("append_rotary_q8_0_page_table_p16_nhd", format=PagedFormat.Q8_0, **rope, **table)
+    asym = {"format": PagedFormat.INT4_ASYM, **side}
+    add("append_knorm_int4_asym_side_page_table", "qwen3_06b", **asym, k_norm=True, **table)
+    add("read_int8_side_page_table_p16_nhd", format=PagedFormat.INT8, **side)
+    slots = {"addressing": Addressing.SLOT_MAPPING}
+    add("read_q8_0_slot_mapping_p16_hnd", format=PagedFormat.Q8_0, **slots, **hnd)
+    add("read_int4_asym_side_p64_hnd_f16", **asym, **hnd, **p64, **f16_out)
     # ONNX Runtime's 4-bit rows, K and V in its rotated basis (attend_paged_ort_q4_p16_nhd)
-    v["paged_append_rotary_ort_q4_page_table_p16_nhd_llama31_8b"] = PagedAppendConfig(
-        **llama, format=PagedFormat.ORT_Q4, rotary=True, **table
-    )
+    add("append_rotary_ort_q4_page_table_p16_nhd", format=PagedFormat.ORT_Q4, **rope, **table)
     return v

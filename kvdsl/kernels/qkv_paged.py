@@ -222,42 +222,23 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, PagedQkvConfig]:
     ``scale_pages``, slot-mapped; Qwen2.5 0.5B (the bias) int4 through a page table; Gemma 3 1B
     (its norms) q8_0 HND through a page table; Phi-3 f32 in pages of 32."""
     f16 = {"input_type": Element.F16, "present_type": Element.F16, "q_type": Element.F16}
-    table, slots = Addressing.PAGE_TABLE, Addressing.SLOT_MAPPING
-    norms = {"q_norm": True, "k_norm": True}
+    table, slots = {"addressing": Addressing.PAGE_TABLE}, {"addressing": Addressing.SLOT_MAPPING}
+    norms, hnd = {"q_norm": True, "k_norm": True}, {"page_layout": PageLayout.HND}
+    v: dict[str, PagedQkvConfig] = {}
 
-    def shape(key: str) -> dict[str, Any]:
-        return models[key].shape | {"q_heads": Q_HEADS[key], "rotary": True}
+    def add(tag: str, key: str, **fields: Any) -> None:
+        shape = models[key].shape | {"q_heads": Q_HEADS[key], "rotary": True}
+        v[f"paged_qkv_{tag}_{key}"] = PagedQkvConfig(**shape, **fields)
 
-    return {
-        "paged_qkv_f16_p16_llama31_8b": PagedQkvConfig(**shape("llama31_8b"), **f16),
-        "paged_qkv_f16_combined_hnd_llama31_8b": PagedQkvConfig(
-            **shape("llama31_8b"),
-            **f16,
-            addressing=table,
-            pool=Pool.COMBINED,
-            page_layout=PageLayout.HND,
-        ),
-        "paged_qkv_int8_page_table_qwen3_06b": PagedQkvConfig(
-            **shape("qwen3_06b"), **norms, format=DenseFormat.INT8, addressing=table
-        ),
-        "paged_qkv_q4_0_llama31_8b": PagedQkvConfig(
-            **shape("llama31_8b"), format=DenseFormat.Q4_0, addressing=slots
-        ),
-        "paged_qkv_int4_side_llama31_8b": PagedQkvConfig(
-            **shape("llama31_8b"), format=DenseFormat.INT4, scales=ScalePlace.SIDE
-        ),
-        "paged_qkv_int4_page_table_qwen25_05b": PagedQkvConfig(
-            **shape("qwen25_05b"), bias=True, format=DenseFormat.INT4, addressing=table
-        ),
-        "paged_qkv_q8_0_hnd_page_table_gemma3_1b": PagedQkvConfig(
-            **shape("gemma3_1b"),
-            **norms,
-            format=DenseFormat.Q8_0,
-            addressing=table,
-            page_layout=PageLayout.HND,
-        ),
-        "paged_qkv_p32_phi3_mini": PagedQkvConfig(**shape("phi3_mini"), page_size=32),
-    }
+    add("f16_p16", "llama31_8b", **f16)
+    add("f16_combined_hnd", "llama31_8b", **f16, **table, pool=Pool.COMBINED, **hnd)
+    add("int8_page_table", "qwen3_06b", **norms, format=DenseFormat.INT8, **table)
+    add("q4_0", "llama31_8b", format=DenseFormat.Q4_0, **slots)
+    add("int4_side", "llama31_8b", format=DenseFormat.INT4, scales=ScalePlace.SIDE)
+    add("int4_page_table", "qwen25_05b", bias=True, format=DenseFormat.INT4, **table)
+    add("q8_0_hnd_page_table", "gemma3_1b", **norms, format=DenseFormat.Q8_0, **table, **hnd)
+    add("p32", "phi3_mini", page_size=32)
+    return v
 
 
 def chain(cfg: PagedQkvConfig) -> Chain:
