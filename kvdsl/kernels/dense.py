@@ -34,6 +34,8 @@ from typing import Any
 
 from kvdsl.ir import Buffer, Kernel, KernelBuilder, Val, construct, f32, i32, max_, select, u32, vec
 from kvdsl.kernels.config import (
+    rows_workgroup,
+    require_whole_rows,
     FLOATS,
     DenseFormat,
     format_choice,
@@ -116,7 +118,7 @@ class DenseConfig(Scales, CacheConfig):
         return self.head_dim // 4
 
     def default_workgroup_size(self) -> int:
-        return MAX_WORKGROUP - MAX_WORKGROUP % self.per_row or self.per_row
+        return rows_workgroup(MAX_WORKGROUP, self.per_row)
 
 
 @dataclass(frozen=True)
@@ -165,8 +167,7 @@ class DenseAppendConfig(Transforms, DenseConfig):
         return DenseWalk.STRIDED
 
     def default_workgroup_size(self) -> int:
-        lanes = self.row_lanes
-        return QUANTISE_WORKGROUP - QUANTISE_WORKGROUP % lanes or lanes
+        return rows_workgroup(QUANTISE_WORKGROUP, self.row_lanes)
 
     @property
     def row_lanes(self) -> int:
@@ -174,13 +175,7 @@ class DenseAppendConfig(Transforms, DenseConfig):
         return row_lanes(self.fmt, self.head_dim, self.run or 0)
 
     def check_schedule(self) -> None:
-        require(
-            self.workgroup_size % self.row_lanes == 0,
-            "workgroup_size",
-            self.workgroup_size,
-            f"a multiple of the {self.row_lanes} invocations of a row (rows are reduced whole"
-            " inside a workgroup)",
-        )
+        require_whole_rows(self.workgroup_size, self.row_lanes, "invocations of a row")
         require_rows_fit(quantiser(self), self.k_norm, self.rotation)
 
 

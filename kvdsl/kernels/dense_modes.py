@@ -36,6 +36,8 @@ from typing import Any, Callable
 
 from kvdsl.ir import Buffer, Kernel, KernelBuilder, Val, f32, i32, max_, min_, u32, vec
 from kvdsl.kernels.config import (
+    rows_workgroup,
+    require_whole_rows,
     FLOATS,
     PAST,
     PRESENT,
@@ -142,7 +144,7 @@ class DenseWindowShiftConfig(RotaryHalf, DenseMoveConfig):
 
     def check_schedule(self) -> None:
         if self.region is not ShiftRegion.SHIFT:
-            require_whole_rows(self, f" for region {self.region.value!r}")
+            require_quantised_rows(self, f" for region {self.region.value!r}")
 
     @property
     def quantiser(self) -> Quantiser:
@@ -158,20 +160,12 @@ def row_lanes(cfg: DenseConfig) -> int:
 def quantise_workgroup(cfg: DenseConfig) -> int:
     """A quantising walk's workgroup size when a config leaves it unset: ``dense_append``'s, a
     multiple of the row's lanes."""
-    lanes = row_lanes(cfg)
-    return QUANTISE_WORKGROUP - QUANTISE_WORKGROUP % lanes or lanes
+    return rows_workgroup(QUANTISE_WORKGROUP, row_lanes(cfg))
 
 
-def require_whole_rows(cfg: DenseConfig, where: str = "") -> None:
+def require_quantised_rows(cfg: DenseConfig, where: str = "") -> None:
     """A quantising walk's workgroup holds whole rows (the row's statistic is reduced in it)."""
-    lanes = row_lanes(cfg)
-    require(
-        cfg.workgroup_size % lanes == 0,
-        "workgroup_size",
-        cfg.workgroup_size,
-        f"a multiple of the {lanes} lanes of a row{where} (rows are quantised whole inside a"
-        " workgroup)",
-    )
+    require_whole_rows(cfg.workgroup_size, row_lanes(cfg), f"lanes of a row{where}", "quantised")
 
 
 @dataclass(frozen=True)

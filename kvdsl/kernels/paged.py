@@ -15,6 +15,8 @@ from kvdsl.ir import Buffer, KernelBuilder, f32, u32
 from kvdsl.ir.ops import Op
 from kvdsl.ir.tree import Binary
 from kvdsl.kernels.config import (
+    rows_workgroup,
+    require_whole_rows,
     FLOATS,
     MAX_STORAGE_BUFFERS,
     MAX_WORKGROUP,
@@ -139,7 +141,7 @@ class PagedConfig(PagedRows, Scales, CacheConfig):
         return Element.U32 if self.dense is not None else Element(self.format.value)
 
     def default_workgroup_size(self) -> int:
-        return MAX_WORKGROUP - MAX_WORKGROUP % self.per_row or self.per_row
+        return rows_workgroup(MAX_WORKGROUP, self.per_row)
 
 
 @dataclass(frozen=True)
@@ -212,21 +214,14 @@ class PagedAppendConfig(Transforms, PagedConfig):
 
     def default_workgroup_size(self) -> int:
         size = QUANTISE_WORKGROUP if self.dense is not None else KNORM_WORKGROUP
-        lanes = self.row_lanes
         if self.k_norm or self.dense is not None:
-            return size - size % lanes or lanes
+            return rows_workgroup(size, self.row_lanes)
         return super().default_workgroup_size()
 
     def check_schedule(self) -> None:
-        lanes = self.row_lanes
         if self.k_norm or self.dense is not None:
-            require(
-                self.workgroup_size % lanes == 0,
-                "workgroup_size",
-                self.workgroup_size,
-                f"a multiple of the {lanes} invocations of a row with k_norm or a dense format"
-                " (rows are reduced whole inside a workgroup)",
-            )
+            what = "invocations of a row with k_norm or a dense format"
+            require_whole_rows(self.workgroup_size, self.row_lanes, what)
         if self.dense is not None:
             require_rows_fit(self.quantiser, self.k_norm, self.rotation)
 

@@ -11,6 +11,8 @@ from enum import StrEnum
 
 from kvdsl.ir.verify import MAX_WORKGROUP_BYTES
 from kvdsl.kernels.config import (
+    rows_workgroup,
+    require_whole_rows,
     FormatSlot,
     FLOATS,
     Slot,
@@ -260,11 +262,12 @@ class QkvConfig(Scales, Transforms, CacheConfig):
 
     def default_workgroup_size(self) -> int:
         if self.format is not None:
-            lanes = row_lanes(self.fmt, self.head_dim, self.run or 0)
-            return QUANTISE_WORKGROUP - QUANTISE_WORKGROUP % lanes or lanes
+            return rows_workgroup(
+                QUANTISE_WORKGROUP, row_lanes(self.fmt, self.head_dim, self.run or 0)
+            )
         if not self.norm:
             return WORKGROUP
-        return KNORM_WORKGROUP - KNORM_WORKGROUP % self.pairs or self.pairs
+        return rows_workgroup(KNORM_WORKGROUP, self.pairs)
 
     @property
     def quantiser(self) -> Quantiser | None:
@@ -308,18 +311,10 @@ class QkvConfig(Scales, Transforms, CacheConfig):
         )
         if self.format is not None:
             lanes = row_lanes(self.fmt, self.head_dim, self.run or 0)
-            require(
-                self.workgroup_size % lanes == 0,
-                "workgroup_size",
-                self.workgroup_size,
-                f"a multiple of the {lanes} lanes of a row with a format (rows are quantised"
-                " whole inside a workgroup)",
+            require_whole_rows(
+                self.workgroup_size, lanes, "lanes of a row with a format", "quantised"
             )
         elif self.norm:
-            require(
-                self.workgroup_size % self.pairs == 0,
-                "workgroup_size",
-                self.workgroup_size,
-                f"a multiple of the {self.pairs} pairs of a row with q_norm or k_norm (rows are"
-                " reduced whole inside a workgroup)",
+            require_whole_rows(
+                self.workgroup_size, self.pairs, "pairs of a row with q_norm or k_norm"
             )

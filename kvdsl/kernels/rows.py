@@ -20,6 +20,7 @@ from typing import Any, Callable
 
 from kvdsl.ir import Buffer, KernelBuilder, Local, Val, array, convert, f32, i32, select, u32
 from kvdsl.kernels.config import (
+    require_whole_rows,
     CacheConfig,
     KNORM_WORKGROUP,
     ROTARY_TABLE,
@@ -72,13 +73,8 @@ class RowConfig(Transforms, RotaryWalk, CacheConfig):
         # The vectors of a row.
         per_row = self.head_dim // walks.lanes(self.head_dim, self.rotary, self.half)
         if self.walk is Walk.FLAT and self.k_norm:
-            # The row's partial sums are reduced in workgroup memory: no row may straddle two.
-            require(
-                self.workgroup_size % per_row == 0,
-                "workgroup_size",
-                self.workgroup_size,
-                f"a multiple of the {per_row} vectors of a row for the flat walk with k_norm",
-            )
+            what = "vectors of a row for the flat walk with k_norm"
+            require_whole_rows(self.workgroup_size, per_row, what)
         one_of("reduction", self.reduction, Reduction)
         if self.reduction is Reduction.SUBGROUP:
             require(
