@@ -21,8 +21,7 @@ turn into its basis in registers before the quantiser.
 from __future__ import annotations
 
 import functools
-from contextlib import contextmanager
-from typing import Iterator
+from contextlib import nullcontext
 
 from kvdsl.ir.builder import Shared
 from kvdsl.ir import Kernel, KernelBuilder, Val, array, f32, select, vec
@@ -122,7 +121,7 @@ def qkv_dense(cfg: QkvConfig, name: str = "qkv") -> Kernel:
         k = [kb.let(f"k{j}", o) for j, o in enumerate(own)]
     elif q.paired:
         k = [kb.var(f"y{j}", F32X4, o) for j, o in enumerate(own)]
-        with kb.if_(rotated) if rotated is not None else _always():
+        with kb.if_(rotated) if rotated is not None else nullcontext():
             for kj, y in zip(k, rotate_lane_pairs(kb, own, lambda j: at[j], rot, "r")):
                 kj.set(y)
     else:
@@ -147,7 +146,7 @@ def qkv_dense(cfg: QkvConfig, name: str = "qkv") -> Kernel:
         if strided_q:
             block = kb.elif_(rotated) if rotated is not None else kb.else_()
         else:
-            block = kb.if_(rotated) if rotated is not None else _always()
+            block = kb.if_(rotated) if rotated is not None else nullcontext()
         with block:
             ys = [
                 rotate_with_partner(
@@ -229,9 +228,3 @@ def _own_basis(
                 for o, y in zip(out[which], fmt.rotate_row(kb, f"{which}Ort", list(xs))):
                     o.set(y)
     return out["k"], out.get("v")
-
-
-@contextmanager
-def _always() -> Iterator[None]:
-    """A block that is no block: its statements run where they stand."""
-    yield
