@@ -32,7 +32,7 @@ import functools
 from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
-from kvdsl.ir import Buffer, Kernel, KernelBuilder, Val, construct, f32, i32, max_, select, u32, vec
+from kvdsl.ir import Buffer, Kernel, KernelBuilder, Val, construct, f32, max_, select, u32, vec
 from kvdsl.kernels.config import (
     rows_workgroup,
     require_whole_rows,
@@ -56,6 +56,7 @@ from kvdsl.kernels.config import (
     plus,
     times,
 )
+from kvdsl.kernels.rows import declare_inputs
 from kvdsl.kernels.dense_fields import (
     DenseWalk,
     ScalePlace,
@@ -76,7 +77,6 @@ from kvdsl.nodes.quantise import (
     row_lanes,
 )
 from kvdsl.nodes.rmsnorm import Norm
-from kvdsl.nodes.rotary import Rotation
 from kvdsl.nodes.transforms import lane_norm, rotated_lane, transform_lane, transform_run
 from kvdsl.nodes.window import append_window
 
@@ -273,13 +273,8 @@ def dense_build(cfg: DenseBuildConfig, name: str = "dense_build") -> Kernel:
 def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
     fmt = cfg.fmt
     kb = KernelBuilder(name, cfg.workgroup_size)
-    width = 4
-    src_k, src_v = words.bindings(kb, ("src_k", "src_v"), cfg.input_type.scalar, width)
-    seqlens = kb.binding("seqlens_k", i32, "read") if append else None
-    weight = words.binding(kb, "k_norm_weight", f32, width) if cfg.k_norm else None
-    cos = sin = None
-    if cfg.rotary:
-        cos, sin = words.bindings(kb, ROTARY_TABLES, f32, width)
+    ins = declare_inputs(kb, cfg, seqlens_k=append, width=4)
+    src_k, src_v, weight = ins.src_k, ins.src_v, ins.k_norm_weight
     q = quantiser(cfg)
     present_key = cache_binding(kb, q, "present_key")
     present_value = cache_binding(kb, q, "present_value")
@@ -309,7 +304,7 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
     src_base = kb.let("srcBase", bsh(b, t, hk, key_seq, hidden, per_row))
     skipped = None
     if append:
-        win = append_window(kb, seqlens, b, seq, key_seq)
+        win = append_window(kb, ins.seqlens_k, b, seq, key_seq)
         kb.comment(
             "New token t lands at row appendStart + t - skip; tokens before skip do not fit."
         )
@@ -318,7 +313,7 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
     else:
         dst_t, position = t, kb.let("pos", past + t)
     at = [src_base + q.vector_at(it.d, j) for j in range(n)]
-    rot = Rotation(cos, sin, position, half, cfg.partial) if cfg.rotary else None
+    rot = ins.rotation(position, half, cfg.partial) if cfg.rotary else None
 
     def load_k(i: Val) -> Val:
         return words.as_f32(kb, src_k[src_base + i])

@@ -132,7 +132,7 @@ class RowInputs:
 
 def declare_inputs(
     kb: KernelBuilder,
-    cfg: RowConfig,
+    cfg: Transforms,
     seqlens_k: bool = False,
     width: int = 1,
     packed_table: bool = False,
