@@ -114,7 +114,8 @@ class RowConfig(Transforms, RotaryWalk, CacheConfig):
 @dataclass(frozen=True)
 class RowInputs:
     """The bindings and consts the row program reads (``None`` where a transform is off);
-    with ``packed_table`` cos and sin are one binding, ``rotary_table``."""
+    with ``packed_table`` cos and sin are one binding, ``rotary_table``; ``layout``, the
+    bindings a layout declared among them (:func:`declare_inputs`)."""
 
     src_k: Buffer
     src_v: Buffer
@@ -123,6 +124,7 @@ class RowInputs:
     cos_cache: Buffer | None
     sin_cache: Buffer | None
     packed_table: bool = False
+    layout: Any = None
 
     def rotation(self, pos: Val, half: Val, partial: bool = False) -> Rotation:
         """The rotation at ``pos`` through these rotary tables (``partial``: the row's elements
@@ -136,20 +138,23 @@ def declare_inputs(
     seqlens_k: bool = False,
     width: int = 1,
     packed_table: bool = False,
+    between: Callable[[], Any] | None = None,
 ) -> RowInputs:
     """Declare the inputs in the template's order: ``src_k``, ``src_v``, ``seqlens_k`` (when
-    asked), then as ``cfg`` needs them the K-norm weight and the rotary caches (one
-    ``rotary_table`` with ``packed_table``); ``width`` > 1 makes the float inputs vectors (the
-    flat walk)."""
+    asked) or the bindings ``between()`` declares (a layout's: ``paged_append``'s addressing,
+    kept as :attr:`RowInputs.layout`), then as ``cfg`` needs them the K-norm weight and the
+    rotary caches (one ``rotary_table`` with ``packed_table``); ``width`` > 1 makes the float
+    inputs vectors (the flat walk)."""
     src_k, src_v = words.bindings(kb, ("src_k", "src_v"), cfg.input_type.scalar, width)
     seqlens = kb.binding("seqlens_k", i32, "read") if seqlens_k else None
+    layout = None if between is None else between()
     weight = words.binding(kb, "k_norm_weight", f32, width) if cfg.k_norm else None
     cos = sin = None
     if cfg.rotary and packed_table:
         cos = sin = words.binding(kb, ROTARY_TABLE, f32, width)
     elif cfg.rotary:
         cos, sin = words.bindings(kb, ROTARY_TABLES, f32, width)
-    return RowInputs(src_k, src_v, seqlens, weight, cos, sin, cfg.rotary and packed_table)
+    return RowInputs(src_k, src_v, seqlens, weight, cos, sin, cfg.rotary and packed_table, layout)
 
 
 @dataclass(frozen=True)
