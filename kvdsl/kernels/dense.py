@@ -13,7 +13,7 @@ one binding for both so that a rotary append stays within WebGPU's 8 storage buf
 
 The walk is flat, one invocation per ``vec4`` of a new row, rows whole inside a workgroup;
 each invocation loads its (normed, rotated) vector and hands the row to the dense quantiser,
-:func:`kvdsl.nodes.quantise.quantise_rows` (:func:`quantiser`), with the row's place in the
+:func:`kvdsl.nodes.quantise.quantise_rows` (:attr:`~kvdsl.kernels.dense_fields.LaneWalk.quantiser`), with the row's place in the
 cache; invocations past the end and tokens that do not fit store nothing.
 
 ``dense_build``: the same row program into a BNSH cache that holds the new tokens alone
@@ -42,7 +42,6 @@ from kvdsl.kernels.config import (
     one_format,
     MAX_WORKGROUP,
     ROTARY_TABLES,
-    Slot,
     CacheConfig,
     Element,
     Model,
@@ -59,11 +58,11 @@ from kvdsl.kernels.config import (
 from kvdsl.kernels.rows import declare_inputs
 from kvdsl.kernels.dense_fields import (
     DenseWalk,
+    LaneWalk,
     ScalePlace,
     Scales,
     require_format,
     require_rotation,
-    require_walk,
 )
 from kvdsl.nodes import rotation, walks, words
 from kvdsl.nodes.formats import FORMATS, Format, format_of
@@ -74,7 +73,6 @@ from kvdsl.nodes.quantise import (
     RowPlace,
     cache_binding,
     quantise_rows,
-    row_lanes,
 )
 from kvdsl.nodes.rmsnorm import Norm
 from kvdsl.nodes.transforms import lane_norm, rotated_lane, transform_lane, transform_run
@@ -122,15 +120,10 @@ class DenseConfig(Scales, CacheConfig):
 
 
 @dataclass(frozen=True)
-class DenseAppendConfig(Transforms, DenseConfig):
+class DenseAppendConfig(Transforms, LaneWalk, DenseConfig):
     """A ``dense_append`` variant: cache shape, format, scales' place, K RMSNorm, rotary (the
     first ``2 * rotary_half`` elements of a row, or the whole head), input type."""
 
-    walk: DenseWalk = Slot(None, DenseWalk, derive=lambda cfg: cfg.default_walk())
-    # K's and V's rows in separate invocations (each does half the work) or both in one.
-    split: bool = True
-    # Vectors a lane holds of a dense format's row, at most (None: the longest run).
-    run: int | None = None
     # K rotated by the signed Walsh-Hadamard matrix over blocks of this many dimensions (the
     # head_dim: the whole head) after its RMSNorm and rotary, before it is quantised
     # (kvdsl.reference.rotation); 0: not rotated. V is stored as it is. attend reads such a
@@ -153,7 +146,7 @@ class DenseAppendConfig(Transforms, DenseConfig):
             " WebGPU's default 8)",
         )
         require_rotation(self.fmt, self.rotation, self.head_dim)
-        require_walk(self.fmt, self.walk, self.run)
+        self.check_lane_walk()
         flag("split", self.split)
 
     def default_walk(self) -> DenseWalk:
@@ -169,14 +162,9 @@ class DenseAppendConfig(Transforms, DenseConfig):
     def default_workgroup_size(self) -> int:
         return rows_workgroup(QUANTISE_WORKGROUP, self.row_lanes)
 
-    @property
-    def row_lanes(self) -> int:
-        """Invocations per row (:func:`kvdsl.nodes.quantise.row_lanes`)."""
-        return row_lanes(self.fmt, self.head_dim, self.run or 0)
-
     def check_schedule(self) -> None:
         require_whole_rows(self.workgroup_size, self.row_lanes, "invocations of a row")
-        require_rows_fit(quantiser(self), self.k_norm, self.rotation)
+        require_rows_fit(self.quantiser, self.k_norm, self.rotation)
 
 
 @dataclass(frozen=True)
@@ -241,25 +229,6 @@ def _consts(kb: KernelBuilder, cfg: DenseConfig) -> tuple[Val, Val, Val]:
     return head_dim, per_row, row_words
 
 
-def quantiser(cfg: DenseAppendConfig) -> Quantiser:
-    """The quantising row program of ``cfg``'s format, scales' place, head dim and workgroup."""
-    staged = cfg.walk is DenseWalk.STAGED
-    strided = cfg.walk is DenseWalk.STRIDED
-    run = cfg.run or 0
-    paired = cfg.whole_rotary and not strided and Quantiser.pairs_fit(cfg.fmt, cfg.head_dim, run)
-    return Quantiser(
-        cfg.fmt,
-        cfg.inline,
-        cfg.head_dim,
-        cfg.workgroup_size,
-        staged,
-        strided,
-        cfg.split,
-        paired,
-        run,
-    )
-
-
 def dense_append(cfg: DenseAppendConfig, name: str = "dense_append") -> Kernel:
     """Build the ``dense_append`` kernel for ``cfg``."""
     return _quantise(cfg, name, append=True)
@@ -275,7 +244,7 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
     kb = KernelBuilder(name, cfg.workgroup_size)
     ins = declare_inputs(kb, cfg, seqlens_k=append, width=4)
     src_k, src_v, weight = ins.src_k, ins.src_v, ins.k_norm_weight
-    q = quantiser(cfg)
+    q = cfg.quantiser
     present_key = cache_binding(kb, q, "present_key")
     present_value = cache_binding(kb, q, "present_value")
     side = None if cfg.inline else kb.binding("present_scales", f32, "read_write")

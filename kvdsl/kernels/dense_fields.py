@@ -6,12 +6,14 @@ refusals of a format, a rotation and a walk that ``dense_append``,
 
 from __future__ import annotations
 
+from dataclasses import KW_ONLY, dataclass
 from enum import StrEnum
 from typing import Any
 
-from kvdsl.kernels.config import one_of, require
+from kvdsl.kernels.config import Slot, one_of, require
 from kvdsl.nodes import rotation
 from kvdsl.nodes.formats import Format
+from kvdsl.nodes.quantise import Quantiser, row_lanes
 
 
 class DenseWalk(StrEnum):
@@ -42,6 +44,45 @@ class Scales:
     def inline(self) -> bool:
         """Whether a dense row's scales sit inside it (always, for f32 and f16 rows)."""
         return self.scales is ScalePlace.INLINE
+
+
+@dataclass(frozen=True)
+class LaneWalk:
+    """The quantiser's walk of a writer into a dense format (a mixin of ``dense_append``'s
+    and ``qkv``'s configs, which give ``fmt``, ``inline``, ``head_dim``, ``workgroup_size``,
+    ``whole_rotary`` and ``default_walk``): ``walk`` (unset: the config's default), K's and V's
+    rows in invocations of their own (``split``) or together, and at most ``run`` vectors a lane
+    (None: the longest run)."""
+
+    _: KW_ONLY
+    walk: DenseWalk | None = Slot(None, DenseWalk, derive=lambda cfg: cfg.default_walk())
+    split: bool = True
+    run: int | None = None
+
+    def check_lane_walk(self) -> None:
+        """The walk and run the format can take (:func:`require_walk`)."""
+        require_walk(self.fmt, self.walk, self.run)
+
+    @property
+    def row_lanes(self) -> int:
+        """Invocations per row (:func:`kvdsl.nodes.quantise.row_lanes`)."""
+        return row_lanes(self.fmt, self.head_dim, self.run or 0)
+
+    @property
+    def quantiser(self) -> Quantiser | None:
+        """The quantising row program of the format (None without one), its scales' place,
+        head dim, workgroup and walk; rotary over the whole head pairs the runs where they
+        fit."""
+        if self.fmt is None:
+            return None
+        staged, strided = self.walk is DenseWalk.STAGED, self.walk is DenseWalk.STRIDED
+        run = self.run or 0
+        fits = Quantiser.pairs_fit(self.fmt, self.head_dim, run)
+        paired = self.whole_rotary and not strided and fits
+        return Quantiser(
+            self.fmt, self.inline, self.head_dim, self.workgroup_size, staged, strided,
+            self.split, paired, run,
+        )  # fmt: skip
 
 
 def require_format(

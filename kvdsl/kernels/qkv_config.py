@@ -30,15 +30,15 @@ from kvdsl.kernels.config import (
 from kvdsl.kernels.dense import QUANTISE_WORKGROUP, DenseFormat, one_format
 from kvdsl.kernels.dense_fields import (
     DenseWalk,
+    LaneWalk,
     ScalePlace,
     Scales,
     require_format,
     require_rotation,
-    require_walk,
 )
 from kvdsl.nodes import rotation
 from kvdsl.nodes.formats import Format, format_of
-from kvdsl.nodes.quantise import Quantiser, row_lanes
+from kvdsl.nodes.quantise import Quantiser
 
 #: The flat walk's workgroup size without a norm (no barrier).
 WORKGROUP = 256
@@ -53,7 +53,7 @@ class QLayout(StrEnum):
 
 
 @dataclass(frozen=True)
-class QkvConfig(Scales, Transforms, CacheConfig):
+class QkvConfig(Scales, Transforms, LaneWalk, CacheConfig):
     """A ``qkv`` variant: the heads (``q_heads`` a multiple of ``kv_heads``), head dim, the
     transforms (bias, Q and K RMSNorm, rotary) and the element types and Q's layout."""
 
@@ -67,12 +67,9 @@ class QkvConfig(Scales, Transforms, CacheConfig):
     # A dense format of the cache (kvdsl.nodes.formats); None: present_type's f32 or f16 rows.
     format: DenseFormat | None = FormatSlot(None, DenseFormat)
     scales: ScalePlace = choice(ScalePlace.INLINE)
-    # With a format: the quantiser's walk (dense_append's, and its default per format), the Q,
-    # K and V rows each in invocations of their own (split) or a K row and its V row together,
-    # and at most ``run`` vectors a lane (None: the longest run).
-    walk: DenseWalk | None = Slot(None, DenseWalk, derive=lambda cfg: cfg.default_walk())
-    split: bool = True
-    run: int | None = None
+    # With a format, the quantiser's walk (LaneWalk: dense_append's walk, split and run, its
+    # default walk per format): the Q, K and V rows each in invocations of their own (split) or
+    # a K row and its V row together.
     # With a format and rotary whose pairs are not in one lane: each vector's partner loaded
     # again from the input (true: the default with a format, the cache serves it) or staged in
     # workgroup memory (false) after a barrier.
@@ -169,7 +166,7 @@ class QkvConfig(Scales, Transforms, CacheConfig):
             f"'f32' (unset) with format {fmt.name!r}: the cache holds the format's u32 words",
         )
         require_format(fmt, self.scales, self.head_dim)
-        require_walk(fmt, self.walk, self.run)
+        self.check_lane_walk()
         buffers = 5 + int(self.norm) + int(self.rotary) + int(self.bias) + int(not self.inline)
         require(
             buffers <= MAX_STORAGE_BUFFERS,
@@ -262,28 +259,10 @@ class QkvConfig(Scales, Transforms, CacheConfig):
 
     def default_workgroup_size(self) -> int:
         if self.format is not None:
-            return rows_workgroup(
-                QUANTISE_WORKGROUP, row_lanes(self.fmt, self.head_dim, self.run or 0)
-            )
+            return rows_workgroup(QUANTISE_WORKGROUP, self.row_lanes)
         if not self.norm:
             return WORKGROUP
         return rows_workgroup(KNORM_WORKGROUP, self.pairs)
-
-    @property
-    def quantiser(self) -> Quantiser | None:
-        """The dense quantiser of a ``format`` (None: f32 or f16 rows)."""
-        if self.fmt is None:
-            return None
-        strided = self.walk is DenseWalk.STRIDED
-        run = self.run or 0
-        paired = (
-            self.whole_rotary and not strided and Quantiser.pairs_fit(self.fmt, self.head_dim, run)
-        )
-        staged = self.walk is DenseWalk.STAGED
-        return Quantiser(
-            self.fmt, self.inline, self.head_dim, self.workgroup_size, staged, strided,
-            self.split, paired, run,
-        )  # fmt: skip
 
     def workgroup_bytes(self) -> int:
         """The workgroup memory the kernel declares: the norm's partials (``wsum``); with a
@@ -310,7 +289,7 @@ class QkvConfig(Scales, Transforms, CacheConfig):
             f" WebGPU's default {MAX_WORKGROUP_BYTES}",
         )
         if self.format is not None:
-            lanes = row_lanes(self.fmt, self.head_dim, self.run or 0)
+            lanes = self.row_lanes
             require_whole_rows(
                 self.workgroup_size, lanes, "lanes of a row with a format", "quantised"
             )
