@@ -102,11 +102,16 @@ def require_format(
     require(fmt.takes(head_dim), "head_dim", head_dim, f"{fmt.head_dims()} for {role} {fmt.name!r}")
 
 
-def require_rotation(fmt: Format, block: Any, head_dim: int) -> None:
+def require_rotation(fmt: Format | None, block: Any, head_dim: int, plain: str = "") -> None:
     """A writer's or a reader's ``rotation`` (:func:`kvdsl.nodes.rotation.check_block`): 0 for a
-    format that carries a rotation of its own (:attr:`kvdsl.nodes.formats.Format.rotated`)."""
+    format that carries a rotation of its own (:attr:`kvdsl.nodes.formats.Format.rotated`), and
+    0 without a format (``fmt`` None: ``plain`` says how such rows are stored)."""
     wrong = rotation.check_block(block, head_dim)
     require(wrong is None, "rotation", block, wrong or "")
+    if fmt is None:
+        why = f"a rotation serves the quantiser: {plain}"
+        require(not block, "rotation", block, f"0 (unset) without a format ({why})")
+        return
     require(
         not (block and fmt.rotated),
         "rotation",

@@ -35,7 +35,7 @@ from kvdsl.kernels.config import (
 )
 from kvdsl.kernels.dense import QUANTISE_WORKGROUP, format_choice, one_format, require_rows_fit
 from kvdsl.kernels.dense_fields import ScalePlace, Scales, require_format, require_rotation
-from kvdsl.nodes import formats, paged, rotation, words
+from kvdsl.nodes import formats, paged, words
 from kvdsl.nodes.quantise import Quantiser, row_lanes
 from kvdsl.nodes.paged import PAGE_SIZES, Addressing, PagedRows, PageLayout, Pool
 
@@ -165,17 +165,8 @@ class PagedAppendConfig(Transforms, PagedConfig):
         super().check_fields()
         one_of("addressing", self.addressing, Addressing)
         self.check_transforms(norm=False)
-        if self.dense is not None:
-            require_rotation(self.dense, self.rotation, self.head_dim)
-        wrong = rotation.check_block(self.rotation, self.head_dim)
-        require(wrong is None, "rotation", self.rotation, wrong or "")
-        require(
-            not self.rotation or self.dense is not None,
-            "rotation",
-            self.rotation,
-            "0 (unset) without a format (a rotation serves the quantiser: f32 and f16 pages are"
-            " stored as they are)",
-        )
+        plain = "f32 and f16 pages are stored as they are"
+        require_rotation(self.dense, self.rotation, self.head_dim, plain)
         self._require_bindings()
 
     def _require_bindings(self) -> None:

@@ -119,16 +119,9 @@ class QkvConfig(Scales, Transforms, LaneWalk, CacheConfig):
         flag("split", self.split)
         flag("pair_loads", self.pair_loads)
         flag("q_strided", self.q_strided)
-        wrong = rotation.check_block(self.rotation, self.head_dim)
-        require(wrong is None, "rotation", self.rotation, wrong or "")
         if self.format is None:
-            require(
-                not self.rotation,
-                "rotation",
-                self.rotation,
-                "0 (unset) without a format (a rotation serves the quantiser: an f32 or f16"
-                " cache is stored as it is)",
-            )
+            plain = "an f32 or f16 cache is stored as it is"
+            require_rotation(None, self.rotation, self.head_dim, plain)
             require(
                 self.scales is ScalePlace.INLINE,
                 "scales",
