@@ -462,21 +462,29 @@ class Chain:
     append: Any
 
 
+def chain_start(cfg: QkvConfig, **build: Any) -> tuple[Any, Any]:
+    """The first two configs of ``cfg``'s unfused chain (:class:`Chain`): the split and Q's
+    ``build`` (Q RMSNorm, rotary at ``pastSeq + t``, on the flat walk with ``build``'s
+    fields)."""
+    from kvdsl.kernels.build import BuildConfig
+    from kvdsl.kernels.transpose import TransposeConfig
+
+    d, words_ = cfg.head_dim, cfg.input_type is Element.F16
+    split = TransposeConfig(cfg.heads, d, vec4=True, input_type=cfg.input_type, words=words_)
+    return split, BuildConfig(1, d, k_norm=cfg.q_norm, present_type=cfg.q_type, **build)
+
+
 def chain(cfg: QkvConfig) -> Chain:
     """The configs of ``cfg``'s unfused chain (:class:`Chain`)."""
     from kvdsl.kernels.build import BuildConfig
     from kvdsl.kernels.config import Walk
     from kvdsl.kernels.dense import DenseAppendConfig
     from kvdsl.kernels.merge_share import MergeShareConfig
-    from kvdsl.kernels.transpose import TransposeConfig
 
     d, flat = cfg.head_dim, Walk.FLAT
-    words_ = cfg.input_type is Element.F16
-    split = TransposeConfig(cfg.heads, d, vec4=True, input_type=cfg.input_type, words=words_)
     rot = {"rotary": cfg.rotary, "rotary_half": cfg.rotary_half}
-    dense = cfg.format is not None
-    q = BuildConfig(1, d, k_norm=cfg.q_norm, eps=cfg.eps, present_type=cfg.q_type, walk=flat, **rot)
-    if dense:
+    split, q = chain_start(cfg, eps=cfg.eps, walk=flat, **rot)
+    if cfg.format is not None:
         append = DenseAppendConfig(
             1, d, format=cfg.format, scales=cfg.scales, k_norm=cfg.k_norm, eps=cfg.eps,
             rotation=cfg.rotation, **rot,

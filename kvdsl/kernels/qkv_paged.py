@@ -54,7 +54,7 @@ from kvdsl.kernels.paged import (
     scale_binding,
     scale_pages,
 )
-from kvdsl.kernels.qkv import Q_HEADS, Chain, Place, QkvConfig, Target
+from kvdsl.kernels.qkv import Q_HEADS, Chain, Place, QkvConfig, Target, chain_start
 from kvdsl.kernels.qkv import bytes_moved as contiguous_bytes_moved
 from kvdsl.nodes import paged
 from kvdsl.nodes.paged import Addressing, PageLayout, Pool
@@ -249,12 +249,8 @@ def chain(cfg: PagedQkvConfig) -> Chain:
     addressing and a dense format's quantiser) into ``cfg``'s pools."""
     from kvdsl.kernels.build import BuildConfig
     from kvdsl.kernels.config import Walk
-    from kvdsl.kernels.transpose import TransposeConfig
 
-    d, flat = cfg.head_dim, Walk.FLAT
-    words_ = cfg.input_type is Element.F16
-    split = TransposeConfig(cfg.heads, d, vec4=True, input_type=cfg.input_type, words=words_)
-    rot = {"rotary": cfg.rotary, "rotary_half": cfg.rotary_half, "eps": cfg.eps, "walk": flat}
-    q = BuildConfig(1, d, k_norm=cfg.q_norm, present_type=cfg.q_type, **rot)
-    k = BuildConfig(1, d, k_norm=cfg.k_norm, **rot) if cfg.k_norm or cfg.rotary else None
+    rot = {"rotary": cfg.rotary, "rotary_half": cfg.rotary_half, "eps": cfg.eps, "walk": Walk.FLAT}
+    split, q = chain_start(cfg, **rot)
+    k = BuildConfig(1, cfg.head_dim, k_norm=cfg.k_norm, **rot) if cfg.k_norm or cfg.rotary else None
     return Chain(split, q, k, cfg.pool_config)
