@@ -29,20 +29,18 @@ from typing import Any
 
 from kvdsl.ir import Dispatch, Kernel, KernelBuilder, Val, convert
 from kvdsl.kernels.config import (
-    Element,
     FLOATS,
-    Model,
     PRESENT,
+    Element,
+    Model,
     Reduction,
     Walk,
     choice,
-    contract,
     one_of,
     partial_rotary,
-    plus,
     require_pairs,
-    times,
 )
+from kvdsl.kernels.config import contract, plus, times
 from kvdsl.kernels import rows
 from kvdsl.kernels.rows import RowConfig
 from kvdsl.nodes import walks, words

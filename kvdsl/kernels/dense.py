@@ -34,27 +34,24 @@ from typing import Any
 
 from kvdsl.ir import Buffer, Kernel, KernelBuilder, Val, construct, f32, max_, select, u32, vec
 from kvdsl.kernels.config import (
-    rows_workgroup,
-    require_whole_rows,
     FLOATS,
-    DenseFormat,
-    format_choice,
-    one_format,
     MAX_WORKGROUP,
     ROTARY_TABLES,
     CacheConfig,
+    DenseFormat,
     Element,
     Model,
-    ceil_div,
-    choice,
-    contract,
-    one_of,
-    flag,
-    require,
     Transforms,
-    plus,
-    times,
+    choice,
+    flag,
+    format_choice,
+    one_format,
+    one_of,
+    require,
+    require_whole_rows,
+    rows_workgroup,
 )
+from kvdsl.kernels.config import ceil_div, contract, plus, times
 from kvdsl.kernels.rows import declare_inputs
 from kvdsl.kernels.dense_fields import (
     DenseWalk,

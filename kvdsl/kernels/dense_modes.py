@@ -36,8 +36,6 @@ from typing import Any, Callable
 
 from kvdsl.ir import Buffer, Kernel, KernelBuilder, Val, f32, i32, max_, min_, u32, vec
 from kvdsl.kernels.config import (
-    rows_workgroup,
-    require_whole_rows,
     FLOATS,
     PAST,
     PRESENT,
@@ -45,20 +43,17 @@ from kvdsl.kernels.config import (
     ROTARY_TABLES,
     Element,
     Model,
+    RotaryHalf,
     ShiftRegion,
-    ceil_div,
     choice,
-    contract,
-    emax,
-    largest,
     one_of,
-    plus,
     require,
     require_rotary,
     require_rotary_vectors,
-    RotaryHalf,
-    times,
+    require_whole_rows,
+    rows_workgroup,
 )
+from kvdsl.kernels.config import ceil_div, contract, emax, largest, plus, times
 from kvdsl.kernels.dense import QUANTISE_WORKGROUP, DenseConfig, DenseFormat, ScalePlace
 from kvdsl.kernels.window_shift import ROTARY_REGIONS
 from kvdsl.nodes import walks, words

@@ -39,25 +39,21 @@ from typing import Any
 from kvdsl.ir import Kernel, KernelBuilder, f32, i32, u32
 from kvdsl.kernels.config import (
     COPY_WALKS,
-    CacheConfig,
-    Element,
-    Model,
     NEW,
     PAST,
     PRESENT,
     ROTARY_TABLES,
+    CacheConfig,
+    Element,
+    Model,
     ShareRegion,
     Walk,
-    ceil_div,
     choice,
-    contract,
     one_of,
     partial_rotary,
-    plus,
     require_rotary,
-    times,
-    window_batches,
 )
+from kvdsl.kernels.config import ceil_div, contract, plus, times, window_batches
 from kvdsl.kernels.merge import MovedTypes
 from kvdsl.kernels.plan import RotaryWalk
 from kvdsl.nodes import walks, words

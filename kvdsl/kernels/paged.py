@@ -15,24 +15,20 @@ from kvdsl.ir import Buffer, KernelBuilder, f32, u32
 from kvdsl.ir.ops import Op
 from kvdsl.ir.tree import Binary
 from kvdsl.kernels.config import (
-    rows_workgroup,
-    require_whole_rows,
     FLOATS,
     MAX_STORAGE_BUFFERS,
     MAX_WORKGROUP,
     CacheConfig,
     Element,
     Model,
-    ceil_div,
-    choice,
-    emax,
-    largest,
-    one_of,
-    plus,
-    require,
     Transforms,
-    times,
+    choice,
+    one_of,
+    require,
+    require_whole_rows,
+    rows_workgroup,
 )
+from kvdsl.kernels.config import ceil_div, emax, largest, plus, times
 from kvdsl.kernels.dense import QUANTISE_WORKGROUP, format_choice, one_format, require_rows_fit
 from kvdsl.kernels.dense_fields import ScalePlace, Scales, require_format, require_rotation
 from kvdsl.nodes import formats, paged, words

@@ -29,7 +29,8 @@ from typing import Any
 from kvdsl.ir import Buffer, Kernel, KernelBuilder, Val, f32, i32, max_, min_, u32
 from kvdsl.ir.tree import Member, Name
 from kvdsl.kernels.rows import FlatRow, declare_inputs, flat_k, flat_k_loads
-from kvdsl.kernels.config import ROTARY_TABLES, ceil_div, contract, times
+from kvdsl.kernels.config import ROTARY_TABLES
+from kvdsl.kernels.config import ceil_div, contract, times
 from kvdsl.kernels.paged import (
     POOLS,
     Addressing,

@@ -29,7 +29,8 @@ from typing import Any
 
 from kvdsl.ir import Dispatch, Kernel, KernelBuilder, i32, lit, select, u32
 from kvdsl.kernels.dense import ScalePlace
-from kvdsl.kernels.config import KernelConfig, Model, ceil_div, contract, emax, largest, plus, times
+from kvdsl.kernels.config import KernelConfig, Model
+from kvdsl.kernels.config import ceil_div, contract, emax, largest, plus, times
 from kvdsl.kernels.paged import (
     PagedConfig,
     PagedFormat,

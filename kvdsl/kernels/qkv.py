@@ -44,16 +44,8 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from kvdsl.ir import Buffer, Kernel, KernelBuilder, Val, f32, i32, lit, select, u32
-from kvdsl.kernels.config import (
-    MAX_STORAGE_BUFFERS,
-    PRESENT,
-    ROTARY_TABLE,
-    Element,
-    Model,
-    ceil_div,
-    contract,
-    times,
-)
+from kvdsl.kernels.config import MAX_STORAGE_BUFFERS, PRESENT, ROTARY_TABLE, Element, Model
+from kvdsl.kernels.config import ceil_div, contract, times
 from kvdsl.kernels.dense import DenseFormat, ScalePlace
 from kvdsl.kernels.qkv_config import QkvConfig, QLayout
 from kvdsl.nodes import walks, words

@@ -11,21 +11,21 @@ from enum import StrEnum
 
 from kvdsl.ir.verify import MAX_WORKGROUP_BYTES
 from kvdsl.kernels.config import (
-    rows_workgroup,
-    require_whole_rows,
-    FormatSlot,
     FLOATS,
-    Slot,
     KNORM_WORKGROUP,
     MAX_STORAGE_BUFFERS,
     CacheConfig,
     Element,
+    FormatSlot,
+    Slot,
+    Transforms,
     choice,
     flag,
     one_of,
     positive_int,
     require,
-    Transforms,
+    require_whole_rows,
+    rows_workgroup,
 )
 from kvdsl.kernels.dense import QUANTISE_WORKGROUP, DenseFormat, one_format
 from kvdsl.kernels.dense_fields import (

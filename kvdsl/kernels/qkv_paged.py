@@ -39,8 +39,8 @@ from kvdsl.kernels.config import (
     choice,
     one_of,
     require,
-    times,
 )
+from kvdsl.kernels.config import times
 from kvdsl.kernels.dense import DenseFormat, ScalePlace
 from kvdsl.kernels.paged import (
     PagedAppendConfig,

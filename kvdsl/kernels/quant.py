@@ -80,17 +80,13 @@ from kvdsl.kernels.config import (
     RotaryPosition,
     Slot,
     Walk,
-    ceil_div,
     choice,
-    contract,
-    node,
     one_of,
     partial_rotary,
-    plus,
     require,
     require_pairs,
-    times,
 )
+from kvdsl.kernels.config import ceil_div, contract, node, plus, times
 from kvdsl.nodes import walks, words
 from kvdsl.nodes.index import bnsh, cache_window
 from kvdsl.nodes.quant import (

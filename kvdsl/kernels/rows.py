@@ -20,23 +20,21 @@ from typing import Any, Callable
 
 from kvdsl.ir import Buffer, KernelBuilder, Local, Val, array, convert, f32, i32, select, u32
 from kvdsl.kernels.config import (
-    require_whole_rows,
-    CacheConfig,
     KNORM_WORKGROUP,
     ROTARY_TABLE,
     ROTARY_TABLES,
+    CacheConfig,
     Reduction,
     Transforms,
     Walk,
-    ceil_div,
     choice,
     one_of,
     require,
+    require_whole_rows,
     require_window,
-    times,
     walk_workgroup,
-    window_batches,
 )
+from kvdsl.kernels.config import ceil_div, times, window_batches
 from kvdsl.kernels.plan import RotaryWalk, WalkPlan
 from kvdsl.nodes import walks, words
 from kvdsl.nodes.index import CacheWindow, bsh, cache_window, split_rows

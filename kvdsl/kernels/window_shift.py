@@ -46,29 +46,23 @@ from typing import Any
 
 from kvdsl.ir import Kernel, KernelBuilder, Val, f32, i32, u32
 from kvdsl.kernels.config import (
-    CacheConfig,
-    Element,
-    Model,
     NEW,
     PAST,
     PRESENT,
     ROTARY_TABLE,
     ROTARY_TABLES,
+    CacheConfig,
+    Element,
+    Model,
     ShiftRegion,
     Walk,
-    ceil_div,
     choice,
-    contract,
-    emax,
-    largest,
     one_of,
     partial_rotary,
-    plus,
     require,
     require_rotary,
-    times,
-    window_batches,
 )
+from kvdsl.kernels.config import ceil_div, contract, emax, largest, plus, times, window_batches
 from kvdsl.kernels.merge import MovedTypes
 from kvdsl.kernels.plan import RotaryWalk, WalkPlan
 from kvdsl.nodes import walks, words
