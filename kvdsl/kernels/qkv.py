@@ -381,6 +381,7 @@ Q_HEADS = {
     "gemma3_1b": 4,
     "phi3_mini": 32,
     "qwen25_05b": 14,
+    "phi2": 32,
 }
 
 
@@ -392,25 +393,22 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, QkvConfig]:
     q4_0 at Llama's shape, int8 at Qwen3's, q8_0 at Gemma's, int4 with side scales at
     Qwen2.5's), and int4 at Llama's with K rotated over the whole head (``rotation``); ORT's
     ``ort_q4`` at Llama's (K and V in its own rotated basis)."""
-    own = {
-        "llama31_8b": {},
-        "phi3_mini": {},
-        "qwen3_06b": {"q_norm": True, "k_norm": True},
-        "gemma3_1b": {"q_norm": True, "k_norm": True},
-        "qwen25_05b": {"bias": True},
-    }
+    norms = {"q_norm": True, "k_norm": True}
+    own = {"llama31_8b": {}, "phi3_mini": {}, "qwen3_06b": norms, "gemma3_1b": norms}
+    own["qwen25_05b"] = {"bias": True}
     f16 = {"input_type": Element.F16, "present_type": Element.F16, "q_type": Element.F16}
     v: dict[str, QkvConfig] = {}
+
+    def add(tag: str, key: str, **fields: Any) -> None:
+        shape = models[key].shape | {"q_heads": Q_HEADS[key]}
+        v[f"qkv_{tag}{key}"] = QkvConfig(**shape, **fields)
+
     for key, extra in own.items():
-        m = models[key]
-        shape = m.shape | {"q_heads": Q_HEADS[key], "rotary": True, "rotary_half": m.half}
-        v[f"qkv_{key}"] = QkvConfig(**shape, **extra)
-        v[f"qkv_f16_{key}"] = QkvConfig(**shape, **extra, **f16)
-    llama = models["llama31_8b"].shape | {"q_heads": Q_HEADS["llama31_8b"]}
-    v["qkv_bsh_llama31_8b"] = QkvConfig(**llama, rotary=True, q_layout=QLayout.BSH)
-    v["qkv_norotary_llama31_8b"] = QkvConfig(**llama)
-    phi2 = models["phi2"]
-    v["qkv_partial_phi2"] = QkvConfig(**phi2.shape, q_heads=32, **phi2.rotary)
+        add("", key, **models[key].rotary, **extra)
+        add("f16_", key, **models[key].rotary, **extra, **f16)
+    add("bsh_", "llama31_8b", rotary=True, q_layout=QLayout.BSH)
+    add("norotary_", "llama31_8b")
+    add("partial_", "phi2", **models["phi2"].rotary)
     for key, fmt, place in (
         ("llama31_8b", DenseFormat.INT8, ScalePlace.INLINE),
         ("llama31_8b", DenseFormat.Q4_0, ScalePlace.INLINE),
@@ -418,16 +416,14 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, QkvConfig]:
         ("gemma3_1b", DenseFormat.Q8_0, ScalePlace.INLINE),
         ("qwen25_05b", DenseFormat.INT4, ScalePlace.SIDE),
     ):
-        m = models[key]
-        shape = m.shape | {"q_heads": Q_HEADS[key], "rotary": True}
-        tag = fmt.value + ("_side" if place is ScalePlace.SIDE else "")
-        v[f"qkv_{tag}_{key}"] = QkvConfig(**shape, **own[key], format=fmt, scales=place)
+        tag = fmt.value + ("_side_" if place is ScalePlace.SIDE else "_")
+        add(tag, key, rotary=True, **own[key], format=fmt, scales=place)
     # int4 with K rotated over the whole head (attend_int4_rotation128_llama31_8b reads it)
-    llama_rot = llama | {"rotary": True, "format": DenseFormat.INT4}
-    v["qkv_int4_rotation128_llama31_8b"] = QkvConfig(**llama_rot, rotation=llama["head_dim"])
-    v["qkv_int4_llama31_8b"] = QkvConfig(**llama_rot)  # its unrotated twin
+    int4 = {"rotary": True, "format": DenseFormat.INT4}
+    add("int4_rotation128_", "llama31_8b", **int4, rotation=models["llama31_8b"].head_dim)
+    add("int4_", "llama31_8b", **int4)  # its unrotated twin
     # ONNX Runtime's 4-bit cache, K and V in its own rotated basis (attend_ort_q4_llama31_8b)
-    v["qkv_ort_q4_llama31_8b"] = QkvConfig(**llama, rotary=True, format=DenseFormat.ORT_Q4)
+    add("ort_q4_", "llama31_8b", rotary=True, format=DenseFormat.ORT_Q4)
     return v
 
 
