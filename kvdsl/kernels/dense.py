@@ -36,7 +36,6 @@ from kvdsl.ir import Buffer, Kernel, KernelBuilder, Val, construct, f32, max_, s
 from kvdsl.kernels.config import (
     FLOATS,
     MAX_WORKGROUP,
-    ROTARY_TABLES,
     CacheConfig,
     DenseFormat,
     Element,
@@ -52,7 +51,7 @@ from kvdsl.kernels.config import (
     rows_workgroup,
 )
 from kvdsl.kernels.config import ceil_div, contract, plus, times
-from kvdsl.kernels.rows import declare_inputs
+from kvdsl.kernels.rows import declare_inputs, row_extents
 from kvdsl.kernels.dense_fields import (
     DenseWalk,
     LaneWalk,
@@ -348,16 +347,9 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
     doc += "".join(f"; {x}" for x in transforms) + "."
     kernel = kb.build(dispatch, doc)
     batch = ceil_div(count, cfg.kv_heads * key_seq)
-    src = times(batch, key_seq, cfg.hidden)
     rows = times(batch, cfg.kv_heads, seq)
-    extents: dict[str, Any] = {"src_k": src, "src_v": src}
-    if append:
-        extents["seqlens_k"] = batch
-    if cfg.k_norm:
-        extents["k_norm_weight"] = cfg.head_dim
-    if cfg.rotary:
-        positions = seq if append else plus(past, seq)
-        extents |= {t_: times(positions, cfg.half) for t_ in ROTARY_TABLES}
+    positions = seq if append else plus(past, seq)
+    extents = row_extents(cfg, count, key_seq, positions, seqlens=batch if append else None)
     extents |= {
         "present_key": times(rows, row_words.node),
         "present_value": times(rows, row_words.node),
