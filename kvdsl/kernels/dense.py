@@ -348,8 +348,8 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
     kernel = kb.build(dispatch, doc)
     batch = ceil_div(count, cfg.kv_heads * key_seq)
     rows = times(batch, cfg.kv_heads, seq)
-    positions = seq if append else plus(past, seq)
-    extents = row_extents(cfg, count, key_seq, positions, seqlens=batch if append else None)
+    positions, seqlens = (seq, {"seqlens_k": batch}) if append else (plus(past, seq), {})
+    extents = row_extents(cfg, count, key_seq, positions, between=seqlens)
     extents |= {
         "present_key": times(rows, row_words.node),
         "present_value": times(rows, row_words.node),

@@ -28,9 +28,8 @@ from typing import Any
 
 from kvdsl.ir import Buffer, Kernel, KernelBuilder, Val, f32, i32, max_, min_, u32
 from kvdsl.ir.tree import Member, Name
-from kvdsl.kernels.rows import FlatRow, declare_inputs, flat_k, flat_k_loads
-from kvdsl.kernels.config import ROTARY_TABLES
-from kvdsl.kernels.config import ceil_div, contract, times
+from kvdsl.kernels.rows import FlatRow, declare_inputs, flat_k, flat_k_loads, row_extents
+from kvdsl.kernels.config import ceil_div, contract
 from kvdsl.kernels.paged import (
     POOLS,
     Addressing,
@@ -218,14 +217,9 @@ def paged_append(cfg: PagedAppendConfig, name: str = "paged_append") -> Kernel:
 def _append_contract(cfg: PagedAppendConfig, count: Val, key_seq: Val) -> tuple[dict, dict]:
     """``paged_append``'s least binding sizes and requirements."""
     batch = ceil_div(count, cfg.kv_heads * key_seq)
-    src = times(batch, key_seq, cfg.hidden)
     max_pages = Member(Name("params"), "maxPages")
     address, fits, positions = addressing_extents(cfg, batch, key_seq, max_pages, 1)
-    extents: dict[str, Any] = {"src_k": src, "src_v": src} | address
+    extents = row_extents(cfg, count, key_seq, positions, between=address)
     requires: dict[str, Any] = {"keySeq >= 1": key_seq >= 1} | fits
-    if cfg.k_norm:
-        extents["k_norm_weight"] = cfg.head_dim
-    if cfg.rotary:
-        extents |= {t_: times(positions, cfg.half) for t_ in ROTARY_TABLES}
     extents |= pool_extents(cfg, pages_named(cfg, cfg.addressing))
     return extents, requires

@@ -432,19 +432,18 @@ def row_extents(
     seq: Val,
     positions: Any,
     win: CacheWindow = CacheWindow(),
-    seqlens: Any = None,
+    between: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The least sizes of the row program's inputs, in :func:`declare_inputs`' order:
     ``src_k``/``src_v`` for ``count`` rows of ``seq`` tokens per batch (from batch ``batchBase``
-    on in a window), ``seqlens_k`` (its extent ``seqlens``, where given), the K-norm weight,
-    and ``positions`` rotary positions."""
+    on in a window), the bindings declared after them (``between``: ``seqlens_k``, a layout's),
+    the K-norm weight, and ``positions`` rotary positions."""
     batches = ceil_div(count, cfg.kv_heads * seq)
     if win.head_base is not None:
         batches = window_batches(count, cfg.kv_heads, seq, win.head_base, win.batch_base)
     src = times(batches, seq, cfg.kv_heads * cfg.head_dim)
     out: dict[str, Any] = {"src_k": src, "src_v": src}
-    if seqlens is not None:
-        out["seqlens_k"] = seqlens
+    out |= between or {}
     if cfg.k_norm:
         out["k_norm_weight"] = cfg.head_dim
     if cfg.rotary:
