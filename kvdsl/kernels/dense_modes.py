@@ -59,7 +59,14 @@ from kvdsl.kernels.window_shift import ROTARY_REGIONS
 from kvdsl.nodes import walks, words
 from kvdsl.nodes.formats import FORMATS
 from kvdsl.nodes.index import bsh, split_rows
-from kvdsl.nodes.quantise import Destination, Quantiser, RowPlace, cache_binding, quantise_rows
+from kvdsl.nodes.quantise import (
+    Destination,
+    Quantiser,
+    RowPlace,
+    cache_binding,
+    quantise_rows,
+    row_lanes,
+)
 from kvdsl.nodes.quantise.quantiser import StoredRow
 from kvdsl.nodes.rotary import Rotation, rotate_loaded
 from kvdsl.nodes.window import append_window, sliding_window
@@ -147,20 +154,16 @@ class DenseWindowShiftConfig(RotaryHalf, DenseMoveConfig):
         return Quantiser(self.fmt, self.inline, self.head_dim, self.workgroup_size)
 
 
-def row_lanes(cfg: DenseConfig) -> int:
-    """The quantiser's lanes per row for ``cfg``'s format and head dim."""
-    return Quantiser(cfg.fmt, cfg.inline, cfg.head_dim, 1).lanes
-
-
 def quantise_workgroup(cfg: DenseConfig) -> int:
     """A quantising walk's workgroup size when a config leaves it unset: ``dense_append``'s, a
     multiple of the row's lanes."""
-    return rows_workgroup(QUANTISE_WORKGROUP, row_lanes(cfg))
+    return rows_workgroup(QUANTISE_WORKGROUP, row_lanes(cfg.fmt, cfg.head_dim))
 
 
 def require_quantised_rows(cfg: DenseConfig, where: str = "") -> None:
     """A quantising walk's workgroup holds whole rows (the row's statistic is reduced in it)."""
-    require_whole_rows(cfg.workgroup_size, row_lanes(cfg), f"lanes of a row{where}", "quantised")
+    lanes = row_lanes(cfg.fmt, cfg.head_dim)
+    require_whole_rows(cfg.workgroup_size, lanes, f"lanes of a row{where}", "quantised")
 
 
 @dataclass(frozen=True)
