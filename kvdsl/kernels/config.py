@@ -19,7 +19,6 @@ A cache's format is the one open choice: :data:`DenseFormat` names the built-in 
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import KW_ONLY, dataclass
 from enum import Enum, IntEnum, StrEnum
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable
@@ -332,23 +331,6 @@ KNORM_WORKGROUP = 128
 DEFAULT_WORKGROUP = 64
 
 
-def rows_workgroup(size: int, lanes: int) -> int:
-    """The default workgroup of a walk that holds rows whole: the most multiples of a row's
-    ``lanes`` invocations within ``size`` (one row where it is longer)."""
-    return size - size % lanes or lanes
-
-
-def require_whole_rows(workgroup_size: int, lanes: int, what: str, verb: str = "reduced") -> None:
-    """``workgroup_size`` a multiple of a row's ``lanes`` invocations (``what``, e.g. ``"lanes
-    of a row with a format"``): rows are ``verb`` whole inside a workgroup."""
-    require(
-        workgroup_size % lanes == 0,
-        "workgroup_size",
-        workgroup_size,
-        f"a multiple of the {lanes} {what} (rows are {verb} whole inside a workgroup)",
-    )
-
-
 def walk_workgroup(walk: Walk) -> int:
     """The default workgroup size of ``walk``."""
     return FLAT_WORKGROUP if walk is Walk.FLAT else DEFAULT_WORKGROUP
@@ -437,39 +419,6 @@ class RotaryHalf:
         """Whether rotary turns the whole head: its pairs then lie half a row apart, where a
         quantiser's paired runs (or a strided Q row's lane) hold both."""
         return self.rotary and not self.partial
-
-
-@dataclass(frozen=True)
-class Transforms(RotaryHalf):
-    """The fields of a writer that transforms new K rows (a mixin of its config): K RMSNorm
-    (``k_norm``, its ``eps``), NeoX rotary (``rotary``: the first ``2 * rotary_half`` elements
-    of a row, or the whole head) and the new rows' ``input_type``."""
-
-    _: KW_ONLY
-    k_norm: bool = False
-    rotary: bool = False
-    rotary_half: int | None = None
-    eps: float = 1e-6
-    input_type: Element = choice(Element.F32)
-
-    def check_transforms(self, vectors: bool = True, norm: bool = True) -> None:
-        """The transforms' checks: ``vectors``, a walk of ``vec4`` values
-        (:func:`require_rotary_vectors`); ``norm``, the kernel has a norm whose ``eps`` must be
-        a normal f32 (false: ``eps`` is checked only with ``k_norm``)."""
-        flag("k_norm", self.k_norm)
-        require_rotary(self.rotary, self.head_dim, half=self.rotary_half)
-        if vectors:
-            require_rotary_vectors(self.rotary, self.head_dim, self.rotary_half, self.mode)
-        if norm or self.k_norm:
-            require_eps(self.eps)
-        one_of("input_type", self.input_type, FLOATS)
-
-
-def require_eps(eps: Any) -> None:
-    """K RMSNorm's epsilon: a number > 0 that stays a normal f32 (``QK_EPS`` is an f32 const)."""
-    ok = isinstance(eps, (int, float)) and not isinstance(eps, bool)
-    ok = ok and math.isfinite(eps) and 2.0**-126 <= eps <= 3.4e38
-    require(ok, "eps", eps, "a number > 0 that is a normal f32 (1.2e-38 .. 3.4e38)")
 
 
 def require_rotary(

@@ -40,18 +40,16 @@ from kvdsl.kernels.config import (
     DenseFormat,
     Element,
     Model,
-    Transforms,
     choice,
     flag,
     format_choice,
     one_format,
     one_of,
     require,
-    require_whole_rows,
-    rows_workgroup,
 )
 from kvdsl.kernels.config import ceil_div, contract, plus, times
-from kvdsl.kernels.rows import declare_inputs, row_extents
+from kvdsl.kernels.plan import require_whole_rows, rows_workgroup
+from kvdsl.kernels.rows import Transforms, declare_inputs, row_extents
 from kvdsl.kernels.dense_fields import (
     DenseWalk,
     LaneWalk,

@@ -50,10 +50,9 @@ from kvdsl.kernels.config import (
     require,
     require_rotary,
     require_rotary_vectors,
-    require_whole_rows,
-    rows_workgroup,
 )
 from kvdsl.kernels.config import ceil_div, contract, emax, largest, plus, times
+from kvdsl.kernels.plan import require_whole_rows, rows_workgroup
 from kvdsl.kernels.dense import QUANTISE_WORKGROUP, DenseConfig, DenseFormat, ScalePlace
 from kvdsl.kernels.window_shift import ROTARY_REGIONS
 from kvdsl.nodes import walks, words

@@ -21,14 +21,13 @@ from kvdsl.kernels.config import (
     CacheConfig,
     Element,
     Model,
-    Transforms,
     choice,
     one_of,
     require,
-    require_whole_rows,
-    rows_workgroup,
 )
 from kvdsl.kernels.config import ceil_div, emax, largest, plus, times
+from kvdsl.kernels.plan import require_whole_rows, rows_workgroup
+from kvdsl.kernels.rows import Transforms
 from kvdsl.kernels.dense import QUANTISE_WORKGROUP, format_choice, one_format, require_rows_fit
 from kvdsl.kernels.dense_fields import ScalePlace, Scales, require_format, require_rotation
 from kvdsl.nodes import formats, paged, words

@@ -18,15 +18,14 @@ from kvdsl.kernels.config import (
     Element,
     FormatSlot,
     Slot,
-    Transforms,
     choice,
     flag,
     one_of,
     positive_int,
     require,
-    require_whole_rows,
-    rows_workgroup,
 )
+from kvdsl.kernels.plan import require_whole_rows, rows_workgroup
+from kvdsl.kernels.rows import Transforms
 from kvdsl.kernels.dense import QUANTISE_WORKGROUP, DenseFormat, one_format
 from kvdsl.kernels.dense_fields import (
     DenseWalk,

@@ -15,27 +15,32 @@ elements past ``2 * rotary_half`` pass through, normed.
 
 from __future__ import annotations
 
+import math
 from dataclasses import KW_ONLY, dataclass
 from typing import Any, Callable
 
 from kvdsl.ir import Buffer, KernelBuilder, Local, Val, array, convert, f32, i32, select, u32
 from kvdsl.kernels.config import (
+    FLOATS,
     KNORM_WORKGROUP,
     ROTARY_TABLE,
     ROTARY_TABLES,
     CacheConfig,
+    Element,
     Reduction,
-    Transforms,
+    RotaryHalf,
     Walk,
     choice,
+    flag,
     one_of,
     require,
-    require_whole_rows,
+    require_rotary,
+    require_rotary_vectors,
     require_window,
     walk_workgroup,
 )
 from kvdsl.kernels.config import ceil_div, times, window_batches
-from kvdsl.kernels.plan import RotaryWalk, WalkPlan
+from kvdsl.kernels.plan import RotaryWalk, WalkPlan, require_whole_rows
 from kvdsl.nodes import walks, words
 from kvdsl.nodes.index import CacheWindow, bsh, cache_window, split_rows
 from kvdsl.nodes.rmsnorm import (
@@ -48,6 +53,39 @@ from kvdsl.nodes.rmsnorm import (
 from kvdsl.nodes.rotary import Rotation, pair_entry, rotate, rotate_pair, rotate_row, rotated_pair
 
 WALKS = (Walk.PER_ROW, Walk.FLAT)
+
+
+@dataclass(frozen=True)
+class Transforms(RotaryHalf):
+    """The fields of a writer that transforms new K rows (a mixin of its config): K RMSNorm
+    (``k_norm``, its ``eps``), NeoX rotary (``rotary``: the first ``2 * rotary_half`` elements
+    of a row, or the whole head) and the new rows' ``input_type``."""
+
+    _: KW_ONLY
+    k_norm: bool = False
+    rotary: bool = False
+    rotary_half: int | None = None
+    eps: float = 1e-6
+    input_type: Element = choice(Element.F32)
+
+    def check_transforms(self, vectors: bool = True, norm: bool = True) -> None:
+        """The transforms' checks: ``vectors``, a walk of ``vec4`` values
+        (:func:`require_rotary_vectors`); ``norm``, the kernel has a norm whose ``eps`` must be
+        a normal f32 (false: ``eps`` is checked only with ``k_norm``)."""
+        flag("k_norm", self.k_norm)
+        require_rotary(self.rotary, self.head_dim, half=self.rotary_half)
+        if vectors:
+            require_rotary_vectors(self.rotary, self.head_dim, self.rotary_half, self.mode)
+        if norm or self.k_norm:
+            require_eps(self.eps)
+        one_of("input_type", self.input_type, FLOATS)
+
+
+def require_eps(eps: Any) -> None:
+    """K RMSNorm's epsilon: a number > 0 that stays a normal f32 (``QK_EPS`` is an f32 const)."""
+    ok = isinstance(eps, (int, float)) and not isinstance(eps, bool)
+    ok = ok and math.isfinite(eps) and 2.0**-126 <= eps <= 3.4e38
+    require(ok, "eps", eps, "a number > 0 that is a normal f32 (1.2e-38 .. 3.4e38)")
 
 
 @dataclass(frozen=True)
