@@ -54,24 +54,44 @@ KNORM_WORKGROUP = 128
 
 
 @dataclass(frozen=True)
-class PagedConfig(PagedRows, Scales, CacheConfig):
-    """The fields of the paged modes: the pages' geometry and the rows' format (a dense
-    format's scales inline or in a side pool of the same pages)."""
+class PageFields:
+    """The page fields of a config over pages (a mixin of ``paged_*``'s and ``paged_qkv``'s):
+    tokens per page, the order inside a page, K's and V's pools."""
 
     _: KW_ONLY
     page_size: int = 16
     page_layout: PageLayout = choice(PageLayout.NHD)
     pool: Pool = choice(Pool.SEPARATE)
+
+    def check_pages(self, fmt: formats.Format | None) -> None:
+        """The page fields, and the separate pools a dense format ``fmt`` is stored in."""
+        require_page_size(self.page_size)
+        one_of("page_layout", self.page_layout, PageLayout)
+        one_of("pool", self.pool, Pool)
+        if fmt is not None:
+            require(
+                self.pool is Pool.SEPARATE,
+                "pool",
+                self.pool.value,
+                f"'separate' for format {fmt.name!r} (the quantiser stores K and V at one index"
+                " of two bindings)",
+            )
+
+
+@dataclass(frozen=True)
+class PagedConfig(PagedRows, PageFields, Scales, CacheConfig):
+    """The fields of the paged modes: the pages' geometry and the rows' format (a dense
+    format's scales inline or in a side pool of the same pages)."""
+
+    _: KW_ONLY
     format: PagedFormat = format_choice(PagedFormat.F32)
     scales: ScalePlace = choice(ScalePlace.INLINE)
 
     def check_fields(self) -> None:
-        require_page_size(self.page_size)
-        one_of("page_layout", self.page_layout, PageLayout)
-        one_of("pool", self.pool, Pool)
         one_format("format", self.format, PagedFormat)
         one_of("scales", self.scales, ScalePlace)
         fmt = self.dense
+        self.check_pages(fmt)
         if fmt is None:
             require(
                 self.inline,
@@ -80,13 +100,6 @@ class PagedConfig(PagedRows, Scales, CacheConfig):
                 f"'inline' for format {self.format.value!r} (f32 and f16 rows have no scales)",
             )
         else:
-            require(
-                self.pool is Pool.SEPARATE,
-                "pool",
-                self.pool.value,
-                f"'separate' for format {fmt.name!r} (the quantiser stores K and V at one index"
-                " of two bindings)",
-            )
             require_format(fmt, self.scales, self.head_dim)
         require(
             self.head_dim % 4 == 0,

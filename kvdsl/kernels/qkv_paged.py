@@ -43,6 +43,7 @@ from kvdsl.kernels.config import (
 from kvdsl.kernels.config import times
 from kvdsl.kernels.dense import DenseFormat, ScalePlace
 from kvdsl.kernels.paged import (
+    PageFields,
     PagedAppendConfig,
     PagedFormat,
     addressing_extents,
@@ -50,7 +51,6 @@ from kvdsl.kernels.paged import (
     pages_named,
     pool_bindings,
     pool_extents,
-    require_page_size,
     scale_binding,
     scale_pages,
 )
@@ -62,39 +62,21 @@ from kvdsl.nodes.quantise import Quantiser, cache_binding
 
 
 @dataclass(frozen=True)
-class PagedQkvConfig(QkvConfig):
+class PagedQkvConfig(PageFields, QkvConfig):
     """A ``paged_qkv`` variant: a ``qkv`` config's fields and the pages' (``page_size``,
     ``page_layout``, ``pool``) and how a token finds its page (``addressing``)."""
 
     _: KW_ONLY
-    page_size: int = 16
-    page_layout: PageLayout = choice(PageLayout.NHD)
-    pool: Pool = choice(Pool.SEPARATE)
     addressing: Addressing = choice(Addressing.SLOT_MAPPING)
     mode = "paged_qkv"
-    KEYS = (
-        QkvConfig.KEYS[:-2]
-        + ("page_size", "page_layout", "pool", "addressing")
-        + (
-            "workgroup_size",
-            "fold",
-        )
+    KEYS = QkvConfig.KEYS[:-2] + (  # fmt: skip
+        "page_size", "page_layout", "pool", "addressing", "workgroup_size", "fold",
     )
 
     def check_fields(self) -> None:
         super().check_fields()
-        require_page_size(self.page_size)
-        one_of("page_layout", self.page_layout, PageLayout)
-        one_of("pool", self.pool, Pool)
+        self.check_pages(self.fmt)
         one_of("addressing", self.addressing, Addressing)
-        if self.format is not None:
-            require(
-                self.pool is Pool.SEPARATE,
-                "pool",
-                self.pool.value,
-                f"'separate' with format {self.format.value!r} (the quantiser stores K and V"
-                " at one index of two bindings)",
-            )
         n = self.storage_buffers
         if n > MAX_STORAGE_BUFFERS:
             past = f"{n} storage buffers, past WebGPU's default {MAX_STORAGE_BUFFERS}"
