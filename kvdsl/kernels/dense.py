@@ -143,16 +143,6 @@ class DenseAppendConfig(Transforms, LaneWalk, DenseConfig):
         self.check_lane_walk()
         flag("split", self.split)
 
-    def default_walk(self) -> DenseWalk:
-        """The walk of a config that leaves it unset: ggml's rows and inline int8 rows staged
-        (their words are not 16-byte aligned), a side-scale row's runs (``vec4<u32>``
-        stores), an inline 4-bit row strided, or in runs where rotary pairs them."""
-        if self.fmt.ggml or (self.inline and self.fmt.bits == 8):
-            return DenseWalk.STAGED
-        if not self.inline or (self.whole_rotary and Quantiser.pairs_fit(self.fmt, self.head_dim)):
-            return DenseWalk.RUNS
-        return DenseWalk.STRIDED
-
     def default_workgroup_size(self) -> int:
         return rows_workgroup(QUANTISE_WORKGROUP, self.row_lanes)
 

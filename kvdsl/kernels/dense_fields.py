@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import KW_ONLY, dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, ClassVar
 
 from kvdsl.kernels.config import Slot, one_of, require
 from kvdsl.nodes import rotation
@@ -58,6 +58,23 @@ class LaneWalk:
     walk: DenseWalk | None = Slot(None, DenseWalk, derive=lambda cfg: cfg.default_walk())
     split: bool = True
     run: int | None = None
+    #: Whether runs holding whole-head rotary's NeoX pairs come before every other default.
+    PAIRS_FIRST: ClassVar[bool] = False
+
+    def default_walk(self) -> DenseWalk | None:
+        """The walk of a config that leaves it unset (None without a format): ggml's rows and
+        inline int8 rows staged (their words are not 16-byte aligned), a side-scale row's runs
+        (``vec4<u32>`` stores), an inline 4-bit row strided, or in runs where whole-head
+        rotary's NeoX pairs fit in a lane's run (with :attr:`PAIRS_FIRST`, before the other
+        rules: no staging, no partner loads)."""
+        if self.fmt is None:
+            return None
+        paired = self.whole_rotary and Quantiser.pairs_fit(self.fmt, self.head_dim)
+        if paired and self.PAIRS_FIRST:
+            return DenseWalk.RUNS
+        if self.fmt.ggml or (self.inline and self.fmt.bits == 8):
+            return DenseWalk.STAGED
+        return DenseWalk.RUNS if not self.inline or paired else DenseWalk.STRIDED
 
     def check_lane_walk(self) -> None:
         """The walk and run the format can take (:func:`require_walk`)."""

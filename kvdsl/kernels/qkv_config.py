@@ -28,7 +28,6 @@ from kvdsl.kernels.plan import require_whole_rows, rows_workgroup
 from kvdsl.kernels.rows import Transforms
 from kvdsl.kernels.dense import QUANTISE_WORKGROUP, DenseFormat, one_format
 from kvdsl.kernels.dense_fields import (
-    DenseWalk,
     LaneWalk,
     ScalePlace,
     Scales,
@@ -37,7 +36,6 @@ from kvdsl.kernels.dense_fields import (
 )
 from kvdsl.nodes import rotation
 from kvdsl.nodes.formats import Format, format_of
-from kvdsl.nodes.quantise import Quantiser
 
 #: The flat walk's workgroup size without a norm (no barrier).
 WORKGROUP = 256
@@ -81,6 +79,8 @@ class QkvConfig(Scales, Transforms, LaneWalk, CacheConfig):
     # quantised (kvdsl.reference.rotation, as dense_append's rotation); 0: not rotated. Q is
     # written as it is (attend rotates it as it loads it, with the same rotation) and so is V.
     rotation: int = 0
+    # The default walk that timed fastest on an H200: runs holding NeoX pairs first.
+    PAIRS_FIRST = True
     mode = "qkv"
     KEYS = (  # fmt: skip
         "q_heads", "kv_heads", "head_dim", "q_norm", "k_norm", "rotary", "rotary_half", "eps",
@@ -167,22 +167,6 @@ class QkvConfig(Scales, Transforms, LaneWalk, CacheConfig):
             "'inline' with a norm, rotary and the bias (side scales would make 9 storage"
             " buffers, past WebGPU's default 8)",
         )
-
-    def default_walk(self) -> DenseWalk | None:
-        """The walk of a config with a format that leaves it unset (the fastest timed on an
-        H200): runs where rotary's NeoX pairs fit in a lane's run, else
-        ``dense_append``'s rule (:meth:`kvdsl.kernels.dense.DenseAppendConfig.default_walk`):
-        ggml and inline int8 rows staged, side-scale rows in runs, inline 4-bit rows strided;
-        None without a format."""
-        if self.fmt is None:
-            return None
-        if self.whole_rotary and Quantiser.pairs_fit(self.fmt, self.head_dim):
-            return DenseWalk.RUNS  # NeoX pairs in one lane: no staging, no partner loads
-        if self.fmt.ggml or (self.inline and self.fmt.bits == 8):
-            return DenseWalk.STAGED
-        if not self.inline:
-            return DenseWalk.RUNS
-        return DenseWalk.STRIDED
 
     @property
     def strided_q(self) -> bool:
