@@ -25,23 +25,22 @@ into the f32 row) is invalid WGSL; kvdsl converts on load and on store.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from kvdsl.ir import Dispatch, Kernel, KernelBuilder, Val, convert
 from kvdsl.kernels.config import (
-    Element,
     FLOATS,
-    Model,
     PRESENT,
+    Element,
+    Model,
     Reduction,
     Walk,
     choice,
-    contract,
     one_of,
     partial_rotary,
-    plus,
     require_pairs,
-    times,
 )
+from kvdsl.kernels.config import contract, plus, times
 from kvdsl.kernels import rows
 from kvdsl.kernels.rows import RowConfig
 from kvdsl.nodes import walks, words
@@ -140,40 +139,29 @@ def _transforms_doc(cfg: RowConfig) -> str:
 def catalog_variants(models: dict[str, Model]) -> dict[str, BuildConfig]:
     """Named ``build`` variants over ``models`` (catalog keys → :class:`Model`)."""
     flat, sg = {"walk": Walk.FLAT}, {"reduction": Reduction.SUBGROUP}
-    norm, rope = {"k_norm": True}, {"rotary": True}
-    v: dict[str, BuildConfig] = {}
-    for key, m in models.items():
-        v[f"build_{key}"] = BuildConfig(**m.shape)
-        v[f"build_rotary_{key}"] = BuildConfig(**m.shape, **m.rotary)
-        v[f"build_flat_{key}"] = BuildConfig(**m.shape, **flat)
-        v[f"build_rotary_flat_{key}"] = BuildConfig(**m.shape, **m.rotary, **flat)
-    for key in ("qwen3_06b", "gemma3_1b"):  # the families with QK RMSNorm
-        shape = models[key].shape
-        v[f"build_knorm_{key}"] = BuildConfig(**shape, **norm)
-        v[f"build_knorm_rotary_{key}"] = BuildConfig(**shape, **norm, **rope)
-        v[f"build_knorm_flat_{key}"] = BuildConfig(**shape, **norm, **flat)
-        v[f"build_knorm_rotary_flat_{key}"] = BuildConfig(**shape, **norm, **rope, **flat)
-        v[f"build_knorm_flat_sg_{key}"] = BuildConfig(**shape, **norm, **flat, **sg)
-        v[f"build_knorm_rotary_flat_sg_{key}"] = BuildConfig(**shape, **norm, **rope, **flat, **sg)
-        v[f"build_knorm_sg_{key}"] = BuildConfig(**shape, **norm, **sg)
-        v[f"build_knorm_rotary_sg_{key}"] = BuildConfig(**shape, **norm, **rope, **sg)
-    shape = models["llama31_8b"].shape
+    norm, rope, windowed = {"k_norm": True}, {"rotary": True}, {"walk": Walk.FLAT, "window": True}
     f16_out, f16_in = {"present_type": Element.F16}, {"input_type": Element.F16}
-    v["build_rotary_f16_llama31_8b"] = BuildConfig(**shape, **rope, **f16_out)
-    v["build_rotary_f16_in_llama31_8b"] = BuildConfig(**shape, **rope, **f16_in, **f16_out)
-    v["build_rotary_flat_f16_llama31_8b"] = BuildConfig(**shape, **rope, **f16_out, **flat)
-    v["build_rotary_flat_f16_in_llama31_8b"] = BuildConfig(
-        **shape, **rope, **f16_in, **f16_out, **flat
-    )
+    v: dict[str, BuildConfig] = {}
+
+    def add(tag: str, key: str, **fields: Any) -> None:
+        v[f"build{tag}_{key}"] = BuildConfig(**models[key].shape, **fields)
+
+    for key, m in models.items():
+        for walk, w in (("", {}), ("_flat", flat)):
+            add(walk, key, **w)
+            add(f"_rotary{walk}", key, **m.rotary, **w)
+    for key in ("qwen3_06b", "gemma3_1b"):  # the families with QK RMSNorm
+        for rotary, r in (("", {}), ("_rotary", rope)):
+            for walk, w in (("", {}), ("_flat", flat), ("_flat_sg", flat | sg), ("_sg", sg)):
+                add(f"_knorm{rotary}{walk}", key, **norm, **r, **w)
+    add("_rotary_f16", "llama31_8b", **rope, **f16_out)
+    add("_rotary_f16_in", "llama31_8b", **rope, **f16_in, **f16_out)
+    add("_rotary_flat_f16", "llama31_8b", **rope, **f16_out, **flat)
+    add("_rotary_flat_f16_in", "llama31_8b", **rope, **f16_in, **f16_out, **flat)
     for key, m in partial_rotary(models).items():  # the rotary's f16 forms
-        v[f"build_rotary_f16_{key}"] = BuildConfig(**m.shape, **m.rotary, **f16_out)
-        v[f"build_rotary_flat_f16_in_{key}"] = BuildConfig(
-            **m.shape, **m.rotary, **f16_in, **f16_out, **flat
-        )
-    windowed = {"walk": Walk.FLAT, "window": True}
+        add("_rotary_f16", key, **m.rotary, **f16_out)
+        add("_rotary_flat_f16_in", key, **m.rotary, **f16_in, **f16_out, **flat)
     for key in ("qwen25_05b", "llama31_8b"):
-        v[f"build_rotary_windowed_{key}"] = BuildConfig(**models[key].shape, **rope, **windowed)
-    v["build_knorm_rotary_windowed_qwen3_06b"] = BuildConfig(
-        **models["qwen3_06b"].shape, **norm, **rope, **windowed
-    )
+        add("_rotary_windowed", key, **rope, **windowed)
+    add("_knorm_rotary_windowed", "qwen3_06b", **norm, **rope, **windowed)
     return v

@@ -14,19 +14,18 @@ from dataclasses import dataclass
 from kvdsl.ir import Kernel, KernelBuilder, u32
 from kvdsl.kernels.config import (
     COPY_WALKS,
-    Element,
     MAX_HIDDEN,
+    PRESENT,
+    Element,
     KernelConfig,
     Model,
-    PRESENT,
     Walk,
     choice,
-    contract,
     one_of,
     positive_int,
     require,
-    times,
 )
+from kvdsl.kernels.config import contract, times
 from kvdsl.kernels.plan import VectorWalk
 from kvdsl.nodes import walks, words
 

@@ -13,7 +13,7 @@ one binding for both so that a rotary append stays within WebGPU's 8 storage buf
 
 The walk is flat, one invocation per ``vec4`` of a new row, rows whole inside a workgroup;
 each invocation loads its (normed, rotated) vector and hands the row to the dense quantiser,
-:func:`kvdsl.nodes.quantise.quantise_rows` (:func:`quantiser`), with the row's place in the
+:func:`kvdsl.nodes.quantise.quantise_rows` (:attr:`~kvdsl.kernels.dense_fields.LaneWalk.quantiser`), with the row's place in the
 cache; invocations past the end and tokens that do not fit store nothing.
 
 ``dense_build``: the same row program into a BNSH cache that holds the new tokens alone
@@ -28,53 +28,35 @@ scales included (``index.json``'s ``bytes_per_token_head``).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
-from kvdsl.ir import (
-    Buffer,
-    Kernel,
-    KernelBuilder,
-    Val,
-    construct,
-    f32,
-    i32,
-    max_,
-    select,
-    u32,
-    vec,
-)
+from kvdsl.ir import Buffer, Kernel, KernelBuilder, Val, construct, f32, max_, select, u32, vec
 from kvdsl.kernels.config import (
     FLOATS,
-    DenseFormat,
-    format_choice,
-    one_format,
     MAX_WORKGROUP,
-    ROTARY_TABLES,
-    Slot,
     CacheConfig,
+    DenseFormat,
     Element,
     Model,
-    ceil_div,
     choice,
-    contract,
-    one_of,
     flag,
+    format_choice,
+    one_format,
+    one_of,
     require,
-    require_rotary,
-    require_rotary_vectors,
-    RotaryHalf,
-    plus,
-    times,
 )
+from kvdsl.kernels.config import ceil_div, contract, plus, times
+from kvdsl.kernels.plan import require_whole_rows, rows_workgroup
+from kvdsl.kernels.rows import Transforms, declare_inputs, row_extents
 from kvdsl.kernels.dense_fields import (
     DenseWalk,
+    LaneWalk,
     ScalePlace,
     Scales,
-    require_eps,
     require_format,
     require_rotation,
-    require_walk,
 )
 from kvdsl.nodes import rotation, walks, words
 from kvdsl.nodes.formats import FORMATS, Format, format_of
@@ -85,11 +67,9 @@ from kvdsl.nodes.quantise import (
     RowPlace,
     cache_binding,
     quantise_rows,
-    row_lanes,
 )
-from kvdsl.nodes.rmsnorm import Norm, reduced_inverse_rms
-from kvdsl.nodes.rotary import Rotation
-from kvdsl.nodes.transforms import rotated_lane, transform_lane
+from kvdsl.nodes.rmsnorm import Norm
+from kvdsl.nodes.transforms import lane_norm, rotated_lane, transform_lane, transform_run
 from kvdsl.nodes.window import append_window
 
 F32X4 = vec(4, f32)
@@ -130,24 +110,14 @@ class DenseConfig(Scales, CacheConfig):
         return self.head_dim // 4
 
     def default_workgroup_size(self) -> int:
-        return MAX_WORKGROUP - MAX_WORKGROUP % self.per_row or self.per_row
+        return rows_workgroup(MAX_WORKGROUP, self.per_row)
 
 
 @dataclass(frozen=True)
-class DenseAppendConfig(RotaryHalf, DenseConfig):
+class DenseAppendConfig(Transforms, LaneWalk, DenseConfig):
     """A ``dense_append`` variant: cache shape, format, scales' place, K RMSNorm, rotary (the
     first ``2 * rotary_half`` elements of a row, or the whole head), input type."""
 
-    k_norm: bool = False
-    rotary: bool = False
-    eps: float = 1e-6
-    input_type: Element = choice(Element.F32)
-    rotary_half: int | None = None
-    walk: DenseWalk = Slot(None, DenseWalk, derive=lambda cfg: cfg.default_walk())
-    # K's and V's rows in separate invocations (each does half the work) or both in one.
-    split: bool = True
-    # Vectors a lane holds of a dense format's row, at most (None: the longest run).
-    run: int | None = None
     # K rotated by the signed Walsh-Hadamard matrix over blocks of this many dimensions (the
     # head_dim: the whole head) after its RMSNorm and rotary, before it is quantised
     # (kvdsl.reference.rotation); 0: not rotated. V is stored as it is. attend reads such a
@@ -161,9 +131,7 @@ class DenseAppendConfig(RotaryHalf, DenseConfig):
 
     def check_fields(self) -> None:
         super().check_fields()
-        flag("k_norm", self.k_norm)
-        require_eps(self.eps)
-        require_rotary(self.rotary, self.head_dim, half=self.rotary_half)
+        self.check_transforms()
         require(
             not (self.k_norm and self.rotary and self.scales is ScalePlace.SIDE),
             "scales",
@@ -171,40 +139,16 @@ class DenseAppendConfig(RotaryHalf, DenseConfig):
             "'inline' with k_norm and rotary (side scales would make 9 storage buffers, past"
             " WebGPU's default 8)",
         )
-        require_rotary_vectors(self.rotary, self.head_dim, self.rotary_half, self.mode)
         require_rotation(self.fmt, self.rotation, self.head_dim)
-        one_of("input_type", self.input_type, FLOATS)
-        require_walk(self.fmt, self.walk, self.run)
+        self.check_lane_walk()
         flag("split", self.split)
 
-    def default_walk(self) -> DenseWalk:
-        """The walk of a config that leaves it unset: ggml's rows and inline int8 rows staged
-        (their words are not 16-byte aligned), a side-scale row's runs (``vec4<u32>``
-        stores), an inline 4-bit row strided, or in runs where rotary pairs them."""
-        if self.fmt.ggml or (self.inline and self.fmt.bits == 8):
-            return DenseWalk.STAGED
-        if not self.inline or (self.whole_rotary and Quantiser.pairs_fit(self.fmt, self.head_dim)):
-            return DenseWalk.RUNS
-        return DenseWalk.STRIDED
-
     def default_workgroup_size(self) -> int:
-        lanes = self.row_lanes
-        return QUANTISE_WORKGROUP - QUANTISE_WORKGROUP % lanes or lanes
-
-    @property
-    def row_lanes(self) -> int:
-        """Invocations per row (:func:`kvdsl.nodes.quantise.row_lanes`)."""
-        return row_lanes(self.fmt, self.head_dim, self.run or 0)
+        return rows_workgroup(QUANTISE_WORKGROUP, self.row_lanes)
 
     def check_schedule(self) -> None:
-        require(
-            self.workgroup_size % self.row_lanes == 0,
-            "workgroup_size",
-            self.workgroup_size,
-            f"a multiple of the {self.row_lanes} invocations of a row (rows are reduced whole"
-            " inside a workgroup)",
-        )
-        require_rows_fit(quantiser(self), self.k_norm, self.rotation)
+        require_whole_rows(self.workgroup_size, self.row_lanes, "invocations of a row")
+        require_rows_fit(self.quantiser, self.k_norm, self.rotation)
 
 
 @dataclass(frozen=True)
@@ -269,25 +213,6 @@ def _consts(kb: KernelBuilder, cfg: DenseConfig) -> tuple[Val, Val, Val]:
     return head_dim, per_row, row_words
 
 
-def quantiser(cfg: DenseAppendConfig) -> Quantiser:
-    """The quantising row program of ``cfg``'s format, scales' place, head dim and workgroup."""
-    staged = cfg.walk is DenseWalk.STAGED
-    strided = cfg.walk is DenseWalk.STRIDED
-    run = cfg.run or 0
-    paired = cfg.whole_rotary and not strided and Quantiser.pairs_fit(cfg.fmt, cfg.head_dim, run)
-    return Quantiser(
-        cfg.fmt,
-        cfg.inline,
-        cfg.head_dim,
-        cfg.workgroup_size,
-        staged,
-        strided,
-        cfg.split,
-        paired,
-        run,
-    )
-
-
 def dense_append(cfg: DenseAppendConfig, name: str = "dense_append") -> Kernel:
     """Build the ``dense_append`` kernel for ``cfg``."""
     return _quantise(cfg, name, append=True)
@@ -301,14 +226,9 @@ def dense_build(cfg: DenseBuildConfig, name: str = "dense_build") -> Kernel:
 def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
     fmt = cfg.fmt
     kb = KernelBuilder(name, cfg.workgroup_size)
-    width = 4
-    src_k, src_v = words.bindings(kb, ("src_k", "src_v"), cfg.input_type.scalar, width)
-    seqlens = kb.binding("seqlens_k", i32, "read") if append else None
-    weight = words.binding(kb, "k_norm_weight", f32, width) if cfg.k_norm else None
-    cos = sin = None
-    if cfg.rotary:
-        cos, sin = words.bindings(kb, ROTARY_TABLES, f32, width)
-    q = quantiser(cfg)
+    ins = declare_inputs(kb, cfg, seqlens_k=append, width=4)
+    src_k, src_v, weight = ins.src_k, ins.src_v, ins.k_norm_weight
+    q = cfg.quantiser
     present_key = cache_binding(kb, q, "present_key")
     present_value = cache_binding(kb, q, "present_value")
     side = None if cfg.inline else kb.binding("present_scales", f32, "read_write")
@@ -337,7 +257,7 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
     src_base = kb.let("srcBase", bsh(b, t, hk, key_seq, hidden, per_row))
     skipped = None
     if append:
-        win = append_window(kb, seqlens, b, seq, key_seq)
+        win = append_window(kb, ins.seqlens_k, b, seq, key_seq)
         kb.comment(
             "New token t lands at row appendStart + t - skip; tokens before skip do not fit."
         )
@@ -346,14 +266,7 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
     else:
         dst_t, position = t, kb.let("pos", past + t)
     at = [src_base + q.vector_at(it.d, j) for j in range(n)]
-    rot = Rotation(cos, sin, position, half, cfg.partial) if cfg.rotary else None
-
-    def transform(k: list[Val], norm: Norm | None) -> list[Val]:
-        return transform_lane(kb, k, lambda j: q.vector_at(it.d, j), load_k, norm, rot, q.paired)
-
-    def rotated(k: list[Val]) -> list[Val]:
-        args = (q.vector_at, it.d, q.lanes, cfg.rotation, cfg.workgroup_size)
-        return rotated_lane(kb, k, *args)
+    rot = ins.rotation(position, half, cfg.partial) if cfg.rotary else None
 
     def load_k(i: Val) -> Val:
         return words.as_f32(kb, src_k[src_base + i])
@@ -361,9 +274,7 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
     def row_norm(k: list[Val]) -> Norm | None:
         if not cfg.k_norm:
             return None
-        sums = (tuple(k), it.d, lanes, cfg.workgroup_size, cfg.row_lanes)
-        inv_rms = reduced_inverse_rms(kb, head_dim, eps, *sums)
-        return Norm(inv_rms, lambda a: words.as_f32(kb, weight[a]))
+        return lane_norm(kb, k, it.d, lanes, q.lanes, cfg.workgroup_size, head_dim, eps, weight)
 
     if cfg.split:
         x = [kb.var(f"x{j}", F32X4) for j in range(n)]
@@ -376,15 +287,19 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
         if cfg.k_norm or cfg.rotary:
             norm = row_norm(x)
             with kb.if_(~is_v):
-                for j, kj in enumerate(transform(x, norm)):
+                vector_at = functools.partial(q.vector_at, it.d)
+                for j, kj in enumerate(
+                    transform_lane(kb, x, vector_at, load_k, norm, rot, q.paired)
+                ):
                     x[j].set(kj)
         if cfg.rotation:
             kb.comment("K's rows are rotated by their lanes together (a barrier), in workgroups")
             kb.comment("whose first row is K's (a workgroup-uniform test); V's keep theirs.")
             per_wg = cfg.workgroup_size // q.lanes
             first = kb.let("wgFirstRow", (kb.wid.x + kb.wid.y * kb.nwg.x) * per_wg)
+            args = (q.vector_at, it.d, q.lanes, cfg.rotation, cfg.workgroup_size)
             with kb.if_(first < count):
-                for xj, kj in zip(x, rotated(list(x))):
+                for xj, kj in zip(x, rotated_lane(kb, list(x), *args)):
                     xj.set(select(kj, xj, is_v))
         if fmt.rotated:
             kb.comment(f"The row in {fmt.name}'s own basis (the lane holds it whole).")
@@ -394,14 +309,8 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
     else:
         k = [kb.let(f"kIn{j}", words.as_f32(kb, src_k[at[j]])) for j in range(n)]
         v = [kb.let(f"v{j}", words.as_f32(kb, src_v[at[j]])) for j in range(n)]
-        if cfg.k_norm or cfg.rotary:
-            norm = row_norm(k)
-            k = transform(k, norm)
-        if cfg.rotation:
-            k = rotated(k)
-        if fmt.rotated:
-            kb.comment(f"The rows in {fmt.name}'s own basis (the lane holds them whole).")
-            k, v = fmt.rotate_row(kb, "kOrt", k), fmt.rotate_row(kb, "vOrt", v)
+        args = (row_norm(k), rot, cfg.rotation, cfg.workgroup_size)
+        k, v = transform_run(kb, q, it.d, k, v, load_k, *args)
     done = it.e >= rows * lanes
 
     def place() -> RowPlace:
@@ -430,16 +339,9 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
     doc += "".join(f"; {x}" for x in transforms) + "."
     kernel = kb.build(dispatch, doc)
     batch = ceil_div(count, cfg.kv_heads * key_seq)
-    src = times(batch, key_seq, cfg.hidden)
     rows = times(batch, cfg.kv_heads, seq)
-    extents: dict[str, Any] = {"src_k": src, "src_v": src}
-    if append:
-        extents["seqlens_k"] = batch
-    if cfg.k_norm:
-        extents["k_norm_weight"] = cfg.head_dim
-    if cfg.rotary:
-        positions = seq if append else plus(past, seq)
-        extents |= {t_: times(positions, cfg.half) for t_ in ROTARY_TABLES}
+    positions, seqlens = (seq, {"seqlens_k": batch}) if append else (plus(past, seq), {})
+    extents = row_extents(cfg, count, key_seq, positions, between=seqlens)
     extents |= {
         "present_key": times(rows, row_words.node),
         "present_value": times(rows, row_words.node),
@@ -501,51 +403,35 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, DenseConfig]:
     scales, appended plain and (scales inline) rotated, and read back; at Qwen2.5-0.5B's (head
     dim 64: ggml rows of two blocks) every format's rotary append; one f16-input append;
     int8, int4 and q4_0 appends and an int4 build with K rotated over the whole head."""
+    modes = {"append": DenseAppendConfig, "build": DenseBuildConfig, "read": DenseReadConfig}
+    rope, qwen3 = {"rotary": True}, "qwen3_06b"  # a family with QK RMSNorm
     v: dict[str, DenseConfig] = {}
-    llama, qwen = models["llama31_8b"].shape, models["qwen25_05b"].shape
+
+    def add(mode: str, tag: str, key: str = "llama31_8b", **fields: Any) -> None:
+        v[f"dense_{mode}_{tag}_{key}"] = modes[mode](**models[key].shape, **fields)
+
     for f in DenseFormat:
         ggml = FORMATS[f.value].ggml
         for place in [ScalePlace.INLINE] if ggml else list(ScalePlace):
             tag = f.value + ("_side" if place is ScalePlace.SIDE else "")
-            fs = {"format": f, "scales": place}
-            v[f"dense_append_{tag}_llama31_8b"] = DenseAppendConfig(**llama, **fs)
-            v[f"dense_read_{tag}_llama31_8b"] = DenseReadConfig(**llama, **fs)
-        v[f"dense_append_rotary_{f.value}_llama31_8b"] = DenseAppendConfig(
-            **llama, format=f, rotary=True
-        )
-        v[f"dense_append_rotary_{f.value}_qwen25_05b"] = DenseAppendConfig(
-            **qwen, format=f, rotary=True
-        )
-    qwen3 = models["qwen3_06b"].shape  # a family with QK RMSNorm
+            add("append", tag, format=f, scales=place)
+            add("read", tag, format=f, scales=place)
+        add("append", f"rotary_{f.value}", format=f, **rope)
+        add("append", f"rotary_{f.value}", "qwen25_05b", format=f, **rope)
+        add("build", f"rotary_{f.value}", format=f, **rope)
     for f in (DenseFormat.INT8, DenseFormat.Q4_0):
-        v[f"dense_append_knorm_rotary_{f.value}_qwen3_06b"] = DenseAppendConfig(
-            **qwen3, format=f, k_norm=True, rotary=True
-        )
-    v["dense_append_knorm_int4_asym_side_qwen3_06b"] = DenseAppendConfig(
-        **qwen3, format=DenseFormat.INT4_ASYM, scales=ScalePlace.SIDE, k_norm=True
-    )
-    for f in DenseFormat:
-        v[f"dense_build_rotary_{f.value}_llama31_8b"] = DenseBuildConfig(
-            **llama, format=f, rotary=True
-        )
+        add("append", f"knorm_rotary_{f.value}", qwen3, format=f, k_norm=True, **rope)
+    side = {"scales": ScalePlace.SIDE}
+    add("append", "knorm_int4_asym_side", qwen3, format=DenseFormat.INT4_ASYM, **side, k_norm=True)
     # K rotated over the whole head before quantising, beside the unrotated twins above
-    whole = llama["head_dim"]
+    whole = models["llama31_8b"].head_dim
     for f in (DenseFormat.INT8, DenseFormat.INT4, DenseFormat.Q4_0):
-        v[f"dense_append_rotary_{f.value}_rotation{whole}_llama31_8b"] = DenseAppendConfig(
-            **llama, format=f, rotary=True, rotation=whole
-        )
-    v[f"dense_build_rotary_int4_rotation{whole}_llama31_8b"] = DenseBuildConfig(
-        **llama, format=DenseFormat.INT4, rotary=True, rotation=whole
-    )
-    v["dense_build_int8_side_llama31_8b"] = DenseBuildConfig(**llama, scales=ScalePlace.SIDE)
-    v["dense_build_knorm_rotary_q8_0_qwen3_06b"] = DenseBuildConfig(
-        **qwen3, format=DenseFormat.Q8_0, k_norm=True, rotary=True
-    )
-    v["dense_read_q4_0_f16_llama31_8b"] = DenseReadConfig(
-        **llama, format=DenseFormat.Q4_0, output_type=Element.F16
-    )
-    v["dense_read_int8_f16_llama31_8b"] = DenseReadConfig(**llama, output_type=Element.F16)
-    v["dense_append_rotary_q8_0_f16_in_llama31_8b"] = DenseAppendConfig(
-        **llama, format=DenseFormat.Q8_0, rotary=True, input_type=Element.F16
-    )
+        add("append", f"rotary_{f.value}_rotation{whole}", format=f, **rope, rotation=whole)
+    add("build", f"rotary_int4_rotation{whole}", format=DenseFormat.INT4, **rope, rotation=whole)
+    add("build", "int8_side", **side)
+    add("build", "knorm_rotary_q8_0", qwen3, format=DenseFormat.Q8_0, k_norm=True, **rope)
+    f16_out = {"output_type": Element.F16}
+    add("read", "q4_0_f16", format=DenseFormat.Q4_0, **f16_out)
+    add("read", "int8_f16", **f16_out)
+    add("append", "rotary_q8_0_f16_in", format=DenseFormat.Q8_0, **rope, input_type=Element.F16)
     return v

@@ -23,18 +23,11 @@ from enum import StrEnum
 from typing import Any
 
 from kvdsl.ir import Buffer, Kernel, KernelBuilder, Val, construct, f16, f32, u32
-from kvdsl.kernels.config import (
-    PRESENT,
-    Model,
-    choice,
-    contract,
-    one_of,
-    require,
-    times,
-)
+from kvdsl.kernels.config import PRESENT, Model, choice, one_of, require
+from kvdsl.kernels.config import contract, times
 from kvdsl.kernels.dense import F32X4, LANES, DenseConfig, DenseFormat, format_choice, one_format
 from kvdsl.kernels.dense_fields import ScalePlace, require_format
-from kvdsl.kernels.dense_modes import load_run, quantise_workgroup, require_whole_rows
+from kvdsl.kernels.dense_modes import load_run, quantise_workgroup, require_quantised_rows
 from kvdsl.nodes import walks, words
 from kvdsl.nodes.formats import FORMATS, Format, format_of
 from kvdsl.nodes.quantise import Destination, Quantiser, RowPlace, cache_binding, quantise_rows
@@ -100,7 +93,7 @@ class DenseConvertConfig(DenseConfig):
         return quantise_workgroup(self)
 
     def check_schedule(self) -> None:
-        require_whole_rows(self)
+        require_quantised_rows(self)
 
 
 def dense_convert(cfg: DenseConvertConfig, name: str = "dense_convert") -> Kernel:

@@ -1,18 +1,19 @@
 """The fields the dense formats' modes share, and their checks: where a row's scales sit
 (:class:`ScalePlace`), how a quantiser stores a workgroup's rows (:class:`DenseWalk`), and the
-refusals of a format, a rotation, a walk and K RMSNorm's epsilon that ``dense_append``,
+refusals of a format, a rotation and a walk that ``dense_append``,
 ``paged_append``, ``qkv``, ``dense_convert`` and ``attend`` apply to their own fields.
 """
 
 from __future__ import annotations
 
-import math
+from dataclasses import KW_ONLY, dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, ClassVar
 
-from kvdsl.kernels.config import one_of, require
+from kvdsl.kernels.config import Slot, one_of, require
 from kvdsl.nodes import rotation
 from kvdsl.nodes.formats import Format
+from kvdsl.nodes.quantise import Quantiser, row_lanes
 
 
 class DenseWalk(StrEnum):
@@ -45,6 +46,62 @@ class Scales:
         return self.scales is ScalePlace.INLINE
 
 
+@dataclass(frozen=True)
+class LaneWalk:
+    """The quantiser's walk of a writer into a dense format (a mixin of ``dense_append``'s
+    and ``qkv``'s configs, which give ``fmt``, ``inline``, ``head_dim``, ``workgroup_size``,
+    ``whole_rotary`` and ``default_walk``): ``walk`` (unset: the config's default), K's and V's
+    rows in invocations of their own (``split``) or together, and at most ``run`` vectors a lane
+    (None: the longest run)."""
+
+    _: KW_ONLY
+    walk: DenseWalk | None = Slot(None, DenseWalk, derive=lambda cfg: cfg.default_walk())
+    split: bool = True
+    run: int | None = None
+    #: Whether runs holding whole-head rotary's NeoX pairs come before every other default.
+    PAIRS_FIRST: ClassVar[bool] = False
+
+    def default_walk(self) -> DenseWalk | None:
+        """The walk of a config that leaves it unset (None without a format): ggml's rows and
+        inline int8 rows staged (their words are not 16-byte aligned), a side-scale row's runs
+        (``vec4<u32>`` stores), an inline 4-bit row strided, or in runs where whole-head
+        rotary's NeoX pairs fit in a lane's run (with :attr:`PAIRS_FIRST`, before the other
+        rules: no staging, no partner loads)."""
+        if self.fmt is None:
+            return None
+        paired = self.whole_rotary and Quantiser.pairs_fit(self.fmt, self.head_dim)
+        if paired and self.PAIRS_FIRST:
+            return DenseWalk.RUNS
+        if self.fmt.ggml or (self.inline and self.fmt.bits == 8):
+            return DenseWalk.STAGED
+        return DenseWalk.RUNS if not self.inline or paired else DenseWalk.STRIDED
+
+    def check_lane_walk(self) -> None:
+        """The walk and run the format can take (:func:`require_walk`)."""
+        require_walk(self.fmt, self.walk, self.run)
+
+    @property
+    def row_lanes(self) -> int:
+        """Invocations per row (:func:`kvdsl.nodes.quantise.row_lanes`)."""
+        return row_lanes(self.fmt, self.head_dim, self.run or 0)
+
+    @property
+    def quantiser(self) -> Quantiser | None:
+        """The quantising row program of the format (None without one), its scales' place,
+        head dim, workgroup and walk; rotary over the whole head pairs the runs where they
+        fit."""
+        if self.fmt is None:
+            return None
+        staged, strided = self.walk is DenseWalk.STAGED, self.walk is DenseWalk.STRIDED
+        run = self.run or 0
+        fits = Quantiser.pairs_fit(self.fmt, self.head_dim, run)
+        paired = self.whole_rotary and not strided and fits
+        return Quantiser(
+            self.fmt, self.inline, self.head_dim, self.workgroup_size, staged, strided,
+            self.split, paired, run,
+        )  # fmt: skip
+
+
 def require_format(
     fmt: Format, scales: ScalePlace, head_dim: int, field: str = "scales", role: str = "format"
 ) -> None:
@@ -62,11 +119,16 @@ def require_format(
     require(fmt.takes(head_dim), "head_dim", head_dim, f"{fmt.head_dims()} for {role} {fmt.name!r}")
 
 
-def require_rotation(fmt: Format, block: Any, head_dim: int) -> None:
+def require_rotation(fmt: Format | None, block: Any, head_dim: int, plain: str = "") -> None:
     """A writer's or a reader's ``rotation`` (:func:`kvdsl.nodes.rotation.check_block`): 0 for a
-    format that carries a rotation of its own (:attr:`kvdsl.nodes.formats.Format.rotated`)."""
+    format that carries a rotation of its own (:attr:`kvdsl.nodes.formats.Format.rotated`), and
+    0 without a format (``fmt`` None: ``plain`` says how such rows are stored)."""
     wrong = rotation.check_block(block, head_dim)
     require(wrong is None, "rotation", block, wrong or "")
+    if fmt is None:
+        why = f"a rotation serves the quantiser: {plain}"
+        require(not block, "rotation", block, f"0 (unset) without a format ({why})")
+        return
     require(
         not (block and fmt.rotated),
         "rotation",
@@ -99,10 +161,3 @@ def require_walk(fmt: Any, walk: Any, run: Any) -> None:
         walk.value,
         f"'runs' or 'staged' for {fmt.name} (a ggml lane holds one whole block)",
     )
-
-
-def require_eps(eps: Any) -> None:
-    """K RMSNorm's epsilon: a number > 0 that stays a normal f32 (``QK_EPS`` is an f32 const)."""
-    ok = isinstance(eps, (int, float)) and not isinstance(eps, bool)
-    ok = ok and math.isfinite(eps) and 2.0**-126 <= eps <= 3.4e38
-    require(ok, "eps", eps, "a number > 0 that is a normal f32 (1.2e-38 .. 3.4e38)")

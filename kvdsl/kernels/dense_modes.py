@@ -43,26 +43,29 @@ from kvdsl.kernels.config import (
     ROTARY_TABLES,
     Element,
     Model,
+    RotaryHalf,
     ShiftRegion,
-    ceil_div,
     choice,
-    contract,
-    emax,
-    largest,
     one_of,
-    plus,
     require,
     require_rotary,
     require_rotary_vectors,
-    RotaryHalf,
-    times,
 )
+from kvdsl.kernels.config import ceil_div, contract, emax, largest, plus, times
+from kvdsl.kernels.plan import require_whole_rows, rows_workgroup
 from kvdsl.kernels.dense import QUANTISE_WORKGROUP, DenseConfig, DenseFormat, ScalePlace
 from kvdsl.kernels.window_shift import ROTARY_REGIONS
 from kvdsl.nodes import walks, words
 from kvdsl.nodes.formats import FORMATS
 from kvdsl.nodes.index import bsh, split_rows
-from kvdsl.nodes.quantise import Destination, Quantiser, RowPlace, cache_binding, quantise_rows
+from kvdsl.nodes.quantise import (
+    Destination,
+    Quantiser,
+    RowPlace,
+    cache_binding,
+    quantise_rows,
+    row_lanes,
+)
 from kvdsl.nodes.quantise.quantiser import StoredRow
 from kvdsl.nodes.rotary import Rotation, rotate_loaded
 from kvdsl.nodes.window import append_window, sliding_window
@@ -142,7 +145,7 @@ class DenseWindowShiftConfig(RotaryHalf, DenseMoveConfig):
 
     def check_schedule(self) -> None:
         if self.region is not ShiftRegion.SHIFT:
-            require_whole_rows(self, f" for region {self.region.value!r}")
+            require_quantised_rows(self, f" for region {self.region.value!r}")
 
     @property
     def quantiser(self) -> Quantiser:
@@ -150,28 +153,16 @@ class DenseWindowShiftConfig(RotaryHalf, DenseMoveConfig):
         return Quantiser(self.fmt, self.inline, self.head_dim, self.workgroup_size)
 
 
-def row_lanes(cfg: DenseConfig) -> int:
-    """The quantiser's lanes per row for ``cfg``'s format and head dim."""
-    return Quantiser(cfg.fmt, cfg.inline, cfg.head_dim, 1).lanes
-
-
 def quantise_workgroup(cfg: DenseConfig) -> int:
     """A quantising walk's workgroup size when a config leaves it unset: ``dense_append``'s, a
     multiple of the row's lanes."""
-    lanes = row_lanes(cfg)
-    return QUANTISE_WORKGROUP - QUANTISE_WORKGROUP % lanes or lanes
+    return rows_workgroup(QUANTISE_WORKGROUP, row_lanes(cfg.fmt, cfg.head_dim))
 
 
-def require_whole_rows(cfg: DenseConfig, where: str = "") -> None:
+def require_quantised_rows(cfg: DenseConfig, where: str = "") -> None:
     """A quantising walk's workgroup holds whole rows (the row's statistic is reduced in it)."""
-    lanes = row_lanes(cfg)
-    require(
-        cfg.workgroup_size % lanes == 0,
-        "workgroup_size",
-        cfg.workgroup_size,
-        f"a multiple of the {lanes} lanes of a row{where} (rows are quantised whole inside a"
-        " workgroup)",
-    )
+    lanes = row_lanes(cfg.fmt, cfg.head_dim)
+    require_whole_rows(cfg.workgroup_size, lanes, f"lanes of a row{where}", "quantised")
 
 
 @dataclass(frozen=True)
@@ -478,10 +469,13 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, DenseConfig]:
     and ``dense_window_shift`` at Gemma-2-2B's (sliding-window layers, head dim 256), every
     format inline; one f16-input append."""
     v: dict[str, DenseConfig] = {}
-    llama, gemma = models["llama31_8b"].shape, models["gemma2_2b"].shape
-    shift, append, every = (
-        {"region": r} for r in (ShiftRegion.SHIFT, ShiftRegion.APPEND, ShiftRegion.ALL)
-    )
+
+    def add(name: str, key: str = "llama31_8b", **fields: Any) -> None:
+        cls = DenseRetainConfig if name.startswith("retain") else DenseWindowShiftConfig
+        v[f"dense_{name}_{key}"] = cls(**models[key].shape, **fields)
+
+    regions = (ShiftRegion.SHIFT, ShiftRegion.APPEND, ShiftRegion.ALL)
+    shift, append, every = ({"region": r} for r in regions)
     for f in DenseFormat:
         if FORMATS[f.value].rotated:
             continue  # its appends are dense_append's; its rows move as any format's
@@ -489,26 +483,13 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, DenseConfig]:
         for place in [ScalePlace.INLINE] if ggml else list(ScalePlace):
             tag = f.value + ("_side" if place is ScalePlace.SIDE else "")
             fs = {"format": f, "scales": place}
-            v[f"dense_retain_{tag}_llama31_8b"] = DenseRetainConfig(**llama, **fs)
-            v[f"dense_window_shift_shift_{tag}_llama31_8b"] = DenseWindowShiftConfig(
-                **llama, **fs, **shift
-            )
-            v[f"dense_window_shift_append_rotary_{tag}_llama31_8b"] = DenseWindowShiftConfig(
-                **llama, **fs, **append, rotary=True
-            )
-        v[f"dense_window_shift_all_rotary_{f.value}_llama31_8b"] = DenseWindowShiftConfig(
-            **llama, format=f, **every, rotary=True
-        )
-        v[f"dense_retain_{f.value}_qwen25_05b"] = DenseRetainConfig(
-            **models["qwen25_05b"].shape, format=f
-        )
-        v[f"dense_window_shift_shift_{f.value}_gemma2_2b"] = DenseWindowShiftConfig(
-            **gemma, format=f, **shift
-        )
-        v[f"dense_window_shift_all_{f.value}_gemma2_2b"] = DenseWindowShiftConfig(
-            **gemma, format=f, **every
-        )
-    v["dense_window_shift_append_q4_0_f16_in_gemma2_2b"] = DenseWindowShiftConfig(
-        **gemma, format=DenseFormat.Q4_0, **append, input_type=Element.F16
-    )
+            add(f"retain_{tag}", **fs)
+            add(f"window_shift_shift_{tag}", **fs, **shift)
+            add(f"window_shift_append_rotary_{tag}", **fs, **append, rotary=True)
+        add(f"window_shift_all_rotary_{f.value}", format=f, **every, rotary=True)
+        add(f"retain_{f.value}", "qwen25_05b", format=f)
+        add(f"window_shift_shift_{f.value}", "gemma2_2b", format=f, **shift)
+        add(f"window_shift_all_{f.value}", "gemma2_2b", format=f, **every)
+    f16_in = {"input_type": Element.F16}
+    add("window_shift_append_q4_0_f16_in", "gemma2_2b", format=DenseFormat.Q4_0, **append, **f16_in)
     return v

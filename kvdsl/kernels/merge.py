@@ -24,22 +24,19 @@ from dataclasses import dataclass
 from kvdsl.ir import Kernel, KernelBuilder, u32
 from kvdsl.kernels.config import (
     COPY_WALKS,
-    CacheConfig,
-    Element,
     FLOATS,
-    Model,
     NEW,
     PAST,
     PRESENT,
+    CacheConfig,
+    Element,
+    Model,
     Walk,
-    ceil_div,
     choice,
-    contract,
     one_of,
     require_window,
-    times,
-    window_batches,
 )
+from kvdsl.kernels.config import ceil_div, contract, times, window_batches
 from kvdsl.kernels.plan import VectorWalk
 from kvdsl.nodes import walks, words
 from kvdsl.nodes.index import cache_window

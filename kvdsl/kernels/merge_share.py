@@ -34,29 +34,26 @@ are bound whole.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from kvdsl.ir import Kernel, KernelBuilder, f32, i32, u32
 from kvdsl.kernels.config import (
     COPY_WALKS,
-    CacheConfig,
-    Element,
-    Model,
     NEW,
     PAST,
     PRESENT,
     ROTARY_TABLES,
+    CacheConfig,
+    Element,
+    Model,
     ShareRegion,
     Walk,
-    ceil_div,
     choice,
-    contract,
     one_of,
     partial_rotary,
-    plus,
     require_rotary,
-    times,
-    window_batches,
 )
+from kvdsl.kernels.config import ceil_div, contract, plus, times, window_batches
 from kvdsl.kernels.merge import MovedTypes
 from kvdsl.kernels.plan import RotaryWalk
 from kvdsl.nodes import walks, words
@@ -212,61 +209,40 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, MergeShareConfig]:
     """Named merge_share passes: both regions, every walk, rotary on and off, f16."""
     retain, append = {"region": ShareRegion.RETAIN}, {"region": ShareRegion.APPEND}
     flat, per_row, hybrid = ({"walk": w} for w in (Walk.FLAT, Walk.PER_ROW, Walk.HYBRID))
-    v: dict[str, MergeShareConfig] = {}
-    for key in ("qwen25_05b", "llama31_8b", "gemma3_1b"):
-        shape = models[key].shape
-        v[f"merge_share_retain_{key}"] = MergeShareConfig(**shape, **retain)
-        v[f"merge_share_retain_per_row_{key}"] = MergeShareConfig(**shape, **retain, **per_row)
-        v[f"merge_share_append_{key}"] = MergeShareConfig(**shape, **append)
-        v[f"merge_share_append_rotary_{key}"] = MergeShareConfig(**shape, **append, rotary=True)
-        v[f"merge_share_retain_flat_{key}"] = MergeShareConfig(**shape, **retain, **flat)
-        v[f"merge_share_append_flat_{key}"] = MergeShareConfig(**shape, **append, **flat)
-        v[f"merge_share_append_rotary_flat_{key}"] = MergeShareConfig(
-            **shape, **append, **flat, rotary=True
-        )
-        if key != "gemma3_1b":
-            v[f"merge_share_append_rotary_hybrid_{key}"] = MergeShareConfig(
-                **shape, **append, **hybrid, rotary=True
-            )
-    shape = models["llama31_8b"].shape
-    v["merge_share_append_per_row_llama31_8b"] = MergeShareConfig(**shape, **append, **per_row)
-    v["merge_share_append_rotary_per_row_llama31_8b"] = MergeShareConfig(
-        **shape, **append, **per_row, rotary=True
-    )
-    v["merge_share_append_hybrid_llama31_8b"] = MergeShareConfig(**shape, **append, **hybrid)
+    rope, windowed = {"rotary": True}, {"walk": Walk.FLAT, "window": True}
     f16 = {"present_type": Element.F16, "input_type": Element.F16}
-    v["merge_share_retain_f16_llama31_8b"] = MergeShareConfig(**shape, **retain, **f16)
-    v["merge_share_append_rotary_f16_llama31_8b"] = MergeShareConfig(
-        **shape, **append, rotary=True, **f16
-    )
-    v["merge_share_retain_flat_f16_llama31_8b"] = MergeShareConfig(**shape, **retain, **flat, **f16)
-    v["merge_share_append_rotary_flat_f16_llama31_8b"] = MergeShareConfig(
-        **shape, **append, **flat, rotary=True, **f16
-    )
-    v["merge_share_append_rotary_per_row_f16_llama31_8b"] = MergeShareConfig(
-        **shape, **append, **per_row, rotary=True, **f16
-    )
+    v: dict[str, MergeShareConfig] = {}
+
+    def add(tag: str, key: str, **fields: Any) -> None:
+        v[f"merge_share_{tag}_{key}"] = MergeShareConfig(**models[key].shape, **fields)
+
+    for key in ("qwen25_05b", "llama31_8b", "gemma3_1b"):
+        add("retain", key, **retain)
+        add("retain_per_row", key, **retain, **per_row)
+        add("retain_flat", key, **retain, **flat)
+        add("append", key, **append)
+        add("append_rotary", key, **append, **rope)
+        add("append_flat", key, **append, **flat)
+        add("append_rotary_flat", key, **append, **flat, **rope)
+        if key != "gemma3_1b":
+            add("append_rotary_hybrid", key, **append, **hybrid, **rope)
+    key = "llama31_8b"
+    add("append_per_row", key, **append, **per_row)
+    add("append_rotary_per_row", key, **append, **per_row, **rope)
+    add("append_hybrid", key, **append, **hybrid)
+    add("retain_f16", key, **retain, **f16)
+    add("append_rotary_f16", key, **append, **rope, **f16)
+    add("retain_flat_f16", key, **retain, **flat, **f16)
+    add("append_rotary_flat_f16", key, **append, **flat, **rope, **f16)
+    add("append_rotary_per_row_f16", key, **append, **per_row, **rope, **f16)
     for key, m in partial_rotary(models).items():
-        rope = m.rotary
-        v[f"merge_share_append_rotary_{key}"] = MergeShareConfig(**m.shape, **append, **rope)
+        add("append_rotary", key, **append, **m.rotary)
         for name, walk in (("flat", flat), ("hybrid", hybrid), ("per_row", per_row)):
-            v[f"merge_share_append_rotary_{name}_{key}"] = MergeShareConfig(
-                **m.shape, **append, **walk, **rope
-            )
-        v[f"merge_share_append_rotary_f16_{key}"] = MergeShareConfig(
-            **m.shape, **append, **rope, **f16
-        )
-        v[f"merge_share_append_rotary_flat_f16_{key}"] = MergeShareConfig(
-            **m.shape, **append, **flat, **rope, **f16
-        )
-    windowed = {"walk": Walk.FLAT, "window": True}
+            add(f"append_rotary_{name}", key, **append, **walk, **m.rotary)
+        add("append_rotary_f16", key, **append, **m.rotary, **f16)
+        add("append_rotary_flat_f16", key, **append, **flat, **m.rotary, **f16)
     for key in ("qwen25_05b", "llama31_8b"):
-        shape = models[key].shape
-        v[f"merge_share_retain_windowed_{key}"] = MergeShareConfig(**shape, **retain, **windowed)
-        v[f"merge_share_append_rotary_windowed_{key}"] = MergeShareConfig(
-            **shape, **append, rotary=True, **windowed
-        )
-    v["merge_share_append_windowed_llama31_8b"] = MergeShareConfig(
-        **models["llama31_8b"].shape, **append, **windowed
-    )
+        add("retain_windowed", key, **retain, **windowed)
+        add("append_rotary_windowed", key, **append, **rope, **windowed)
+    add("append_windowed", "llama31_8b", **append, **windowed)
     return v

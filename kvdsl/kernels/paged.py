@@ -21,35 +21,18 @@ from kvdsl.kernels.config import (
     CacheConfig,
     Element,
     Model,
-    ceil_div,
     choice,
-    emax,
-    flag,
-    largest,
     one_of,
-    plus,
     require,
-    require_rotary,
-    require_rotary_vectors,
-    RotaryHalf,
-    times,
 )
-from kvdsl.kernels.dense import (
-    QUANTISE_WORKGROUP,
-    format_choice,
-    one_format,
-    require_rows_fit,
-)
-from kvdsl.kernels.dense_fields import (
-    ScalePlace,
-    Scales,
-    require_eps,
-    require_format,
-    require_rotation,
-)
-from kvdsl.nodes import formats, paged, rotation, words
+from kvdsl.kernels.config import ceil_div, emax, largest, plus, times
+from kvdsl.kernels.plan import require_whole_rows, rows_workgroup
+from kvdsl.kernels.rows import Transforms
+from kvdsl.kernels.dense import QUANTISE_WORKGROUP, format_choice, one_format, require_rows_fit
+from kvdsl.kernels.dense_fields import ScalePlace, Scales, require_format, require_rotation
+from kvdsl.nodes import formats, paged, words
 from kvdsl.nodes.quantise import Quantiser, row_lanes
-from kvdsl.nodes.paged import PAGE_SIZES, Addressing, PageGeometry, PageLayout, Pool
+from kvdsl.nodes.paged import PAGE_SIZES, Addressing, PagedRows, PageLayout, Pool
 
 #: The pool bindings: K's and V's, or the combined one; a dense format's side scales.
 POOLS, COMBINED_POOL, SCALE_POOL = ("key_pages", "value_pages"), "kv_pages", "scale_pages"
@@ -71,24 +54,44 @@ KNORM_WORKGROUP = 128
 
 
 @dataclass(frozen=True)
-class PagedConfig(Scales, CacheConfig):
-    """The fields of the paged modes: the pages' geometry and the rows' format (a dense
-    format's scales inline or in a side pool of the same pages)."""
+class PageFields:
+    """The page fields of a config over pages (a mixin of ``paged_*``'s and ``paged_qkv``'s):
+    tokens per page, the order inside a page, K's and V's pools."""
 
     _: KW_ONLY
     page_size: int = 16
     page_layout: PageLayout = choice(PageLayout.NHD)
     pool: Pool = choice(Pool.SEPARATE)
+
+    def check_pages(self, fmt: formats.Format | None) -> None:
+        """The page fields, and the separate pools a dense format ``fmt`` is stored in."""
+        require_page_size(self.page_size)
+        one_of("page_layout", self.page_layout, PageLayout)
+        one_of("pool", self.pool, Pool)
+        if fmt is not None:
+            require(
+                self.pool is Pool.SEPARATE,
+                "pool",
+                self.pool.value,
+                f"'separate' for format {fmt.name!r} (the quantiser stores K and V at one index"
+                " of two bindings)",
+            )
+
+
+@dataclass(frozen=True)
+class PagedConfig(PagedRows, PageFields, Scales, CacheConfig):
+    """The fields of the paged modes: the pages' geometry and the rows' format (a dense
+    format's scales inline or in a side pool of the same pages)."""
+
+    _: KW_ONLY
     format: PagedFormat = format_choice(PagedFormat.F32)
     scales: ScalePlace = choice(ScalePlace.INLINE)
 
     def check_fields(self) -> None:
-        require_page_size(self.page_size)
-        one_of("page_layout", self.page_layout, PageLayout)
-        one_of("pool", self.pool, Pool)
         one_format("format", self.format, PagedFormat)
         one_of("scales", self.scales, ScalePlace)
         fmt = self.dense
+        self.check_pages(fmt)
         if fmt is None:
             require(
                 self.inline,
@@ -97,13 +100,6 @@ class PagedConfig(Scales, CacheConfig):
                 f"'inline' for format {self.format.value!r} (f32 and f16 rows have no scales)",
             )
         else:
-            require(
-                self.pool is Pool.SEPARATE,
-                "pool",
-                self.pool.value,
-                f"'separate' for format {fmt.name!r} (the quantiser stores K and V at one index"
-                " of two bindings)",
-            )
             require_format(fmt, self.scales, self.head_dim)
         require(
             self.head_dim % 4 == 0,
@@ -136,22 +132,10 @@ class PagedConfig(Scales, CacheConfig):
         return self.per_row if fmt is None else fmt.row_words(self.head_dim, self.inline)
 
     @property
-    def geometry(self) -> PageGeometry:
-        """The pages in the pool binding's units."""
-        return PageGeometry(
-            self.page_size, self.kv_heads, self.row_units, self.page_layout, self.pool
-        )
-
-    @property
-    def scale_geometry(self) -> PageGeometry | None:
-        """The side scales' pages (``scale_pages``: per row K's stats then V's, f32), None
-        where the scales are inline."""
+    def side_words(self) -> int:
+        """f32 words of one row's K and V side scales (0 inline, and for f32 and f16 rows)."""
         fmt = self.dense
-        if fmt is None or self.inline:
-            return None
-        return PageGeometry(
-            self.page_size, self.kv_heads, 2 * fmt.stats, self.page_layout, Pool.SEPARATE
-        )
+        return 0 if fmt is None else 2 * fmt.side_words(self.inline)
 
     @property
     def page_values(self) -> int:
@@ -165,20 +149,15 @@ class PagedConfig(Scales, CacheConfig):
         return Element.U32 if self.dense is not None else Element(self.format.value)
 
     def default_workgroup_size(self) -> int:
-        return MAX_WORKGROUP - MAX_WORKGROUP % self.per_row or self.per_row
+        return rows_workgroup(MAX_WORKGROUP, self.per_row)
 
 
 @dataclass(frozen=True)
-class PagedAppendConfig(RotaryHalf, PagedConfig):
+class PagedAppendConfig(Transforms, PagedConfig):
     """A ``paged_append`` variant: pages, addressing, K RMSNorm, rotary (the first ``2 *
     rotary_half`` elements of a row, or the whole head), input type."""
 
     addressing: Addressing = choice(Addressing.SLOT_MAPPING)
-    k_norm: bool = False
-    rotary: bool = False
-    eps: float = 1e-6
-    input_type: Element = choice(Element.F32)
-    rotary_half: int | None = None
     # K rotated by the signed Walsh-Hadamard matrix over blocks of this many dimensions after
     # its norm and rotary, before a dense format quantises it (as dense_append's rotation);
     # 0: not rotated (and 0 for a format with its own rotation, ort_q4, which rotates K and V).
@@ -193,24 +172,10 @@ class PagedAppendConfig(RotaryHalf, PagedConfig):
     def check_fields(self) -> None:
         super().check_fields()
         one_of("addressing", self.addressing, Addressing)
-        flag("k_norm", self.k_norm)
-        require_rotary(self.rotary, self.head_dim, half=self.rotary_half)
-        require_rotary_vectors(self.rotary, self.head_dim, self.rotary_half, self.mode)
-        one_of("input_type", self.input_type, FLOATS)
-        if self.dense is not None:
-            require_rotation(self.dense, self.rotation, self.head_dim)
-        wrong = rotation.check_block(self.rotation, self.head_dim)
-        require(wrong is None, "rotation", self.rotation, wrong or "")
-        require(
-            not self.rotation or self.dense is not None,
-            "rotation",
-            self.rotation,
-            "0 (unset) without a format (a rotation serves the quantiser: f32 and f16 pages are"
-            " stored as they are)",
-        )
+        self.check_transforms(norm=False)
+        plain = "f32 and f16 pages are stored as they are"
+        require_rotation(self.dense, self.rotation, self.head_dim, plain)
         self._require_bindings()
-        if self.k_norm:
-            require_eps(self.eps)
 
     def _require_bindings(self) -> None:
         """At most WebGPU's default 8 storage buffers; the error names the field to change."""
@@ -248,21 +213,14 @@ class PagedAppendConfig(RotaryHalf, PagedConfig):
 
     def default_workgroup_size(self) -> int:
         size = QUANTISE_WORKGROUP if self.dense is not None else KNORM_WORKGROUP
-        lanes = self.row_lanes
         if self.k_norm or self.dense is not None:
-            return size - size % lanes or lanes
+            return rows_workgroup(size, self.row_lanes)
         return super().default_workgroup_size()
 
     def check_schedule(self) -> None:
-        lanes = self.row_lanes
         if self.k_norm or self.dense is not None:
-            require(
-                self.workgroup_size % lanes == 0,
-                "workgroup_size",
-                self.workgroup_size,
-                f"a multiple of the {lanes} invocations of a row with k_norm or a dense format"
-                " (rows are reduced whole inside a workgroup)",
-            )
+            what = "invocations of a row with k_norm or a dense format"
+            require_whole_rows(self.workgroup_size, self.row_lanes, what)
         if self.dense is not None:
             require_rows_fit(self.quantiser, self.k_norm, self.rotation)
 
@@ -400,68 +358,41 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, PagedConfig]:
     NHD and HND, separate and combined pools, both addressings, f32 and f16 pools, the dense
     formats (scales inline and in scale_pages; ORT's ``ort_q4``), rotary and (Qwen3's shape) K
     RMSNorm."""
-    llama, qwen3 = models["llama31_8b"].shape, models["qwen3_06b"].shape
-    f16 = {"format": PagedFormat.F16}
-    v: dict[str, PagedConfig] = {}
-    for size in (16, 64):
-        for lay in PageLayout:
-            tag = f"p{size}_{lay.value}"
-            geo = {"page_size": size, "page_layout": lay}
-            for a in Addressing:
-                at = {"addressing": a}
-                v[f"paged_append_{a.value}_{tag}_llama31_8b"] = PagedAppendConfig(
-                    **llama, **geo, **at
-                )
-                v[f"paged_read_{a.value}_{tag}_llama31_8b"] = PagedReadConfig(**llama, **geo, **at)
-            v[f"paged_append_rotary_f16_{tag}_llama31_8b"] = PagedAppendConfig(
-                **llama, **geo, rotary=True, **f16
-            )
-    tvm = {"page_size": 16, "page_layout": PageLayout.HND, "pool": Pool.COMBINED}
-    v["paged_append_rotary_tvm_f16_llama31_8b"] = PagedAppendConfig(
-        **llama, **tvm, rotary=True, **f16
-    )
-    v["paged_read_tvm_f16_llama31_8b"] = PagedReadConfig(
-        **llama, **tvm, **f16, output_type=Element.F16
-    )
-    v["paged_append_page_table_rotary_p64_hnd_llama31_8b"] = PagedAppendConfig(
-        **llama, page_size=64, page_layout=PageLayout.HND, addressing=Addressing.PAGE_TABLE,
-        rotary=True,
-    )  # fmt: skip
-    v["paged_append_knorm_rotary_combined_qwen3_06b"] = PagedAppendConfig(
-        **qwen3, pool=Pool.COMBINED, addressing=Addressing.PAGE_TABLE, k_norm=True, rotary=True
-    )
-    v["paged_append_f16_in_p16_nhd_llama31_8b"] = PagedAppendConfig(
-        **llama, input_type=Element.F16, **f16
-    )
-    # Dense formats in pages, their scales inline or in scale_pages.
+    f16, rope = {"format": PagedFormat.F16}, {"rotary": True}
     table, side = {"addressing": Addressing.PAGE_TABLE}, {"scales": ScalePlace.SIDE}
     hnd, p64 = {"page_layout": PageLayout.HND}, {"page_size": 64}
-    v["paged_append_int8_side_page_table_p16_nhd_llama31_8b"] = PagedAppendConfig(
-        **llama, format=PagedFormat.INT8, **side, **table
-    )
-    v["paged_append_rotary_q4_0_p16_hnd_llama31_8b"] = PagedAppendConfig(
-        **llama, format=PagedFormat.Q4_0, rotary=True, **hnd
-    )
-    v["paged_append_rotary_int4_page_table_p64_nhd_llama31_8b"] = PagedAppendConfig(
-        **llama, format=PagedFormat.INT4, rotary=True, **table, **p64
-    )
-    v["paged_append_rotary_q8_0_page_table_p16_nhd_llama31_8b"] = PagedAppendConfig(
-        **llama, format=PagedFormat.Q8_0, rotary=True, **table
-    )
-    v["paged_append_knorm_int4_asym_side_page_table_qwen3_06b"] = PagedAppendConfig(
-        **qwen3, format=PagedFormat.INT4_ASYM, k_norm=True, **side, **table
-    )
-    v["paged_read_int8_side_page_table_p16_nhd_llama31_8b"] = PagedReadConfig(
-        **llama, format=PagedFormat.INT8, **side
-    )
-    v["paged_read_q8_0_slot_mapping_p16_hnd_llama31_8b"] = PagedReadConfig(
-        **llama, format=PagedFormat.Q8_0, addressing=Addressing.SLOT_MAPPING, **hnd
-    )
-    v["paged_read_int4_asym_side_p64_hnd_f16_llama31_8b"] = PagedReadConfig(
-        **llama, format=PagedFormat.INT4_ASYM, **side, **hnd, **p64, output_type=Element.F16
-    )
+    f16_out = {"output_type": Element.F16}
+    v: dict[str, PagedConfig] = {}
+
+    def add(name: str, key: str = "llama31_8b", **fields: Any) -> None:
+        cls = PagedReadConfig if name.startswith("read") else PagedAppendConfig
+        v[f"paged_{name}_{key}"] = cls(**models[key].shape, **fields)
+
+    for size in (16, 64):
+        for lay in PageLayout:
+            tag, geo = f"p{size}_{lay.value}", {"page_size": size, "page_layout": lay}
+            for a in Addressing:
+                add(f"append_{a.value}_{tag}", **geo, addressing=a)
+                add(f"read_{a.value}_{tag}", **geo, addressing=a)
+            add(f"append_rotary_f16_{tag}", **geo, **rope, **f16)
+    tvm = {"page_size": 16, "page_layout": PageLayout.HND, "pool": Pool.COMBINED}
+    add("append_rotary_tvm_f16", **tvm, **rope, **f16)
+    add("read_tvm_f16", **tvm, **f16, **f16_out)
+    add("append_page_table_rotary_p64_hnd", **p64, **hnd, **table, **rope)
+    combined = {"pool": Pool.COMBINED, "k_norm": True}
+    add("append_knorm_rotary_combined", "qwen3_06b", **combined, **table, **rope)
+    add("append_f16_in_p16_nhd", input_type=Element.F16, **f16)
+    # Dense formats in pages, their scales inline or in scale_pages.
+    add("append_int8_side_page_table_p16_nhd", format=PagedFormat.INT8, **side, **table)
+    add("append_rotary_q4_0_p16_hnd", format=PagedFormat.Q4_0, **rope, **hnd)
+    add("append_rotary_int4_page_table_p64_nhd", format=PagedFormat.INT4, **rope, **table, **p64)
+    add("append_rotary_q8_0_page_table_p16_nhd", format=PagedFormat.Q8_0, **rope, **table)
+    asym = {"format": PagedFormat.INT4_ASYM, **side}
+    add("append_knorm_int4_asym_side_page_table", "qwen3_06b", **asym, k_norm=True, **table)
+    add("read_int8_side_page_table_p16_nhd", format=PagedFormat.INT8, **side)
+    slots = {"addressing": Addressing.SLOT_MAPPING}
+    add("read_q8_0_slot_mapping_p16_hnd", format=PagedFormat.Q8_0, **slots, **hnd)
+    add("read_int4_asym_side_p64_hnd_f16", **asym, **hnd, **p64, **f16_out)
     # ONNX Runtime's 4-bit rows, K and V in its rotated basis (attend_paged_ort_q4_p16_nhd)
-    v["paged_append_rotary_ort_q4_page_table_p16_nhd_llama31_8b"] = PagedAppendConfig(
-        **llama, format=PagedFormat.ORT_Q4, rotary=True, **table
-    )
+    add("append_rotary_ort_q4_page_table_p16_nhd", format=PagedFormat.ORT_Q4, **rope, **table)
     return v

@@ -26,20 +26,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kvdsl.ir import (
-    Buffer,
-    Kernel,
-    KernelBuilder,
-    Val,
-    f32,
-    i32,
-    max_,
-    min_,
-    u32,
-)
+from kvdsl.ir import Buffer, Kernel, KernelBuilder, Val, f32, i32, max_, min_, u32
 from kvdsl.ir.tree import Member, Name
-from kvdsl.kernels.rows import FlatRow, RowInputs, flat_k, flat_k_loads
-from kvdsl.kernels.config import ROTARY_TABLES, ceil_div, contract, times
+from kvdsl.kernels.rows import FlatRow, declare_inputs, flat_k, flat_k_loads, row_extents
+from kvdsl.kernels.config import ceil_div, contract
 from kvdsl.kernels.paged import (
     POOLS,
     Addressing,
@@ -54,32 +44,19 @@ from kvdsl.kernels.paged import (
 from kvdsl.nodes import paged, walks, words
 from kvdsl.nodes.index import bsh
 from kvdsl.nodes.quantise import Destination, RowPlace, cache_binding, quantise_rows
-from kvdsl.nodes.rmsnorm import Norm, reduced_inverse_rms
-from kvdsl.nodes.rotary import Rotation, rotate
-from kvdsl.nodes.transforms import rotated_lane, transform_lane
+from kvdsl.nodes.rmsnorm import reduced_inverse_rms
+from kvdsl.nodes.rotary import rotate
+from kvdsl.nodes.transforms import lane_norm, transform_run
 
 
-def _inputs(kb: KernelBuilder, cfg: PagedAppendConfig) -> dict[str, Buffer | None]:
-    """``paged_append``'s input bindings, in order: the sources, the addressing's, the K-norm
-    weight and the rotary tables (None where the config has none)."""
-    table = cfg.addressing is Addressing.PAGE_TABLE
-    ins: dict[str, Buffer | None] = dict.fromkeys(
-        ("seqlens_k", "page_table", "slot_mapping", "token_positions", "k_norm_weight")
-    )
-    ins["src_k"], ins["src_v"] = words.bindings(kb, ("src_k", "src_v"), cfg.input_type.scalar, 4)
-    if table:
-        ins["seqlens_k"] = kb.binding("seqlens_k", i32, "read")
-        ins["page_table"] = kb.binding("page_table", i32, "read")
-    else:
-        ins["slot_mapping"] = kb.binding("slot_mapping", i32, "read")
-        if cfg.rotary:
-            ins["token_positions"] = kb.binding("token_positions", i32, "read")
-    if cfg.k_norm:
-        ins["k_norm_weight"] = words.binding(kb, "k_norm_weight", f32, 4)
-    ins["cos_cache"] = ins["sin_cache"] = None
-    if cfg.rotary:
-        ins["cos_cache"], ins["sin_cache"] = words.bindings(kb, ROTARY_TABLES, f32, 4)
-    return ins
+def _addressing(kb: KernelBuilder, cfg: PagedAppendConfig) -> dict[str, Buffer | None]:
+    """``paged_append``'s addressing bindings by name: ``seqlens_k`` and ``page_table``, or
+    ``slot_mapping`` and, with rotary, ``token_positions`` (None where the config has none)."""
+    names = ("slot_mapping", "token_positions") if cfg.rotary else ("slot_mapping",)
+    if cfg.addressing is Addressing.PAGE_TABLE:
+        names = ("seqlens_k", "page_table")
+    ins = dict.fromkeys(("seqlens_k", "page_table", "slot_mapping", "token_positions"))
+    return ins | {n: kb.binding(n, i32, "read") for n in names}
 
 
 @dataclass(frozen=True)
@@ -135,7 +112,8 @@ def _address(
 def paged_append(cfg: PagedAppendConfig, name: str = "paged_append") -> Kernel:
     """Build the ``paged_append`` kernel for ``cfg``."""
     kb = KernelBuilder(name, cfg.workgroup_size)
-    ins = _inputs(kb, cfg)
+    inputs = declare_inputs(kb, cfg, width=4, between=lambda: _addressing(kb, cfg))
+    ins = inputs.layout
     q = cfg.quantiser
     if q is None:
         key_pool, value_pool = pool_bindings(kb, cfg, "read_write")
@@ -154,8 +132,7 @@ def paged_append(cfg: PagedAppendConfig, name: str = "paged_append") -> Kernel:
     table = cfg.addressing is Addressing.PAGE_TABLE
     if table:
         kb.param("maxPages")
-    src_k, src_v, weight = ins["src_k"], ins["src_v"], ins["k_norm_weight"]
-    cos, sin = ins["cos_cache"], ins["sin_cache"]
+    src_k, src_v, weight = inputs.src_k, inputs.src_v, inputs.k_norm_weight
 
     # A barrier (K RMSNorm's, the quantiser's) must be reached by every invocation: the walk
     # clamps the rows past the end instead of returning, and they leave after it.
@@ -174,28 +151,16 @@ def paged_append(cfg: PagedAppendConfig, name: str = "paged_append") -> Kernel:
         at = [tok.src_base + q.vector_at(it.d, j) for j in range(n)]
         k = [kb.let(f"kIn{j}", words.as_f32(kb, src_k[at[j]])) for j in range(n)]
         v = [kb.let(f"v{j}", words.as_f32(kb, src_v[at[j]])) for j in range(n)]
-        if cfg.k_norm or cfg.rotary or cfg.rotation:
-            norm = None
-            if cfg.k_norm:
-                sums = (tuple(k), it.d, lanes, cfg.workgroup_size, q.lanes)
-                inv_rms = reduced_inverse_rms(kb, head_dim, eps, *sums)
-                norm = Norm(inv_rms, lambda a: words.as_f32(kb, weight[a]))
-            rot = Rotation(cos, sin, tok.pos, half, cfg.partial) if cfg.rotary else None
+        norm = None
+        if cfg.k_norm:
+            norm = lane_norm(kb, k, it.d, lanes, q.lanes, cfg.workgroup_size, head_dim, eps, weight)
+        rot = inputs.rotation(tok.pos, half, cfg.partial) if cfg.rotary else None
 
-            def load_k(i: Val) -> Val:
-                return words.as_f32(kb, src_k[tok.src_base + i])
+        def load_k(i: Val) -> Val:
+            return words.as_f32(kb, src_k[tok.src_base + i])
 
-            def vector_at(j: int) -> Val:
-                return q.vector_at(it.d, j)
-
-            if cfg.k_norm or cfg.rotary:
-                k = transform_lane(kb, k, vector_at, load_k, norm, rot)
-            if cfg.rotation:
-                args = (q.vector_at, it.d, q.lanes, cfg.rotation, cfg.workgroup_size)
-                k = rotated_lane(kb, k, *args)
-        if q.fmt.rotated:
-            kb.comment(f"The rows in {q.fmt.name}'s own basis (the lane holds them whole).")
-            k, v = q.fmt.rotate_row(kb, "kOrt", k), q.fmt.rotate_row(kb, "vOrt", v)
+        args = (load_k, norm, rot, cfg.rotation, cfg.workgroup_size)
+        k, v = transform_run(kb, q, it.d, k, v, *args)
         addr = _address(kb, cfg, ins, pages, tok, tok.pos if table else None)
 
         def place() -> RowPlace:
@@ -215,7 +180,6 @@ def paged_append(cfg: PagedAppendConfig, name: str = "paged_append") -> Kernel:
                 it, tok.b, tok.hk, tok.t, tok.src_base, per_row, half, None, k_own,
                 partial=cfg.partial,
             )  # fmt: skip
-            inputs = RowInputs(src_k, src_v, ins["seqlens_k"], weight, cos, sin)
             loads = flat_k_loads(kb, row, inputs, lambda: tok.pos)
             v = kb.let("v", src_v[tok.src_base + it.d])
             sums = (k_own, it.d, per_row, cfg.workgroup_size, cfg.per_row)
@@ -224,7 +188,7 @@ def paged_append(cfg: PagedAppendConfig, name: str = "paged_append") -> Kernel:
             kb.leave_if(done if tok.late is None else done.lor(tok.late))
         else:
             if cfg.rotary:
-                rot = Rotation(cos, sin, tok.pos, half, cfg.partial)
+                rot = inputs.rotation(tok.pos, half, cfg.partial)
                 k = kb.let("k", rotate(kb, src_k, tok.src_base, it.d, rot))
             else:
                 k = kb.let("k", src_k[tok.src_base + it.d])
@@ -253,14 +217,9 @@ def paged_append(cfg: PagedAppendConfig, name: str = "paged_append") -> Kernel:
 def _append_contract(cfg: PagedAppendConfig, count: Val, key_seq: Val) -> tuple[dict, dict]:
     """``paged_append``'s least binding sizes and requirements."""
     batch = ceil_div(count, cfg.kv_heads * key_seq)
-    src = times(batch, key_seq, cfg.hidden)
     max_pages = Member(Name("params"), "maxPages")
     address, fits, positions = addressing_extents(cfg, batch, key_seq, max_pages, 1)
-    extents: dict[str, Any] = {"src_k": src, "src_v": src} | address
+    extents = row_extents(cfg, count, key_seq, positions, between=address)
     requires: dict[str, Any] = {"keySeq >= 1": key_seq >= 1} | fits
-    if cfg.k_norm:
-        extents["k_norm_weight"] = cfg.head_dim
-    if cfg.rotary:
-        extents |= {t_: times(positions, cfg.half) for t_ in ROTARY_TABLES}
     extents |= pool_extents(cfg, pages_named(cfg, cfg.addressing))
     return extents, requires

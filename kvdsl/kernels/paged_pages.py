@@ -23,21 +23,14 @@ append and a read through the table reach the same pages as before, and skip rel
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
 from kvdsl.ir import Dispatch, Kernel, KernelBuilder, i32, lit, select, u32
 from kvdsl.kernels.dense import ScalePlace
-from kvdsl.kernels.config import (
-    KernelConfig,
-    Model,
-    ceil_div,
-    contract,
-    emax,
-    largest,
-    plus,
-    times,
-)
+from kvdsl.kernels.config import KernelConfig, Model
+from kvdsl.kernels.config import ceil_div, contract, emax, largest, plus, times
 from kvdsl.kernels.paged import (
     PagedConfig,
     PagedFormat,
@@ -110,22 +103,12 @@ def _move(
     pools = [(src[0], dst[0])] if cfg.pool is Pool.COMBINED else list(zip(src[:2], dst[:2]))
     sides = cfg.scale_geometry
     guard = sides is not None and sides.stride > cfg.geometry.stride
-    with kb.if_(d < stride) if guard else _whole():
+    with kb.if_(d < stride) if guard else nullcontext():
         for s, o in pools:
             o[dst_page * stride + d] = s[src_page * stride + d]
     if sides is not None:
-        with kb.if_(d < side_stride) if sides.stride < cfg.geometry.stride else _whole():
+        with kb.if_(d < side_stride) if sides.stride < cfg.geometry.stride else nullcontext():
             dst[2][dst_page * side_stride + d] = src[2][src_page * side_stride + d]
-
-
-class _whole:
-    """No guard: every unit of the walk is a unit of the page."""
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> bool:
-        return False
 
 
 def paged_copy(cfg: PagedCopyConfig, name: str = "paged_copy") -> Kernel:

@@ -16,12 +16,30 @@ from kvdsl.kernels.config import (
     Reduction,
     RotaryHalf,
     Walk,
+    require,
     require_pairs,
     rotary_pairs,
     walk_workgroup,
 )
 from kvdsl.nodes import walks
 from kvdsl.nodes.walks import Item, block_lanes, lanes
+
+
+def rows_workgroup(size: int, lanes: int) -> int:
+    """The default workgroup of a walk that holds rows whole: the most multiples of a row's
+    ``lanes`` invocations within ``size`` (one row where it is longer)."""
+    return size - size % lanes or lanes
+
+
+def require_whole_rows(workgroup_size: int, lanes: int, what: str, verb: str = "reduced") -> None:
+    """``workgroup_size`` a multiple of a row's ``lanes`` invocations (``what``, e.g. ``"lanes
+    of a row with a format"``): rows are ``verb`` whole inside a workgroup."""
+    require(
+        workgroup_size % lanes == 0,
+        "workgroup_size",
+        workgroup_size,
+        f"a multiple of the {lanes} {what} (rows are {verb} whole inside a workgroup)",
+    )
 
 
 @dataclass(frozen=True)

@@ -43,27 +43,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from kvdsl.ir import (
-    Buffer,
-    Kernel,
-    KernelBuilder,
-    Val,
-    f32,
-    i32,
-    lit,
-    select,
-    u32,
-)
-from kvdsl.kernels.config import (
-    MAX_STORAGE_BUFFERS,
-    PRESENT,
-    ROTARY_TABLE,
-    Element,
-    Model,
-    ceil_div,
-    contract,
-    times,
-)
+from kvdsl.ir import Buffer, Kernel, KernelBuilder, Val, f32, i32, lit, select, u32
+from kvdsl.kernels.config import MAX_STORAGE_BUFFERS, PRESENT, ROTARY_TABLE, Element, Model
+from kvdsl.kernels.config import ceil_div, contract, times
 from kvdsl.kernels.dense import DenseFormat, ScalePlace
 from kvdsl.kernels.qkv_config import QkvConfig, QLayout
 from kvdsl.nodes import walks, words
@@ -162,6 +144,55 @@ def target(cfg: QkvConfig) -> Target:
     return Target(cfg)
 
 
+class Frame:
+    """What both ``qkv`` walks declare before their walk, in order: the bindings (:func:`bindings`,
+    None where the config has none); the consts ``HEAD_DIM``, ``HEAD_DIM_V4``, ``ROW_WORDS`` (a
+    dense format's), ``Q_HEADS``, ``KV_HEADS``, ``HEADS``, the walk's (``walk``: name → value,
+    in order), ``HALF_V4`` (rotary) and ``QK_EPS`` (a norm); the params ``count``, ``keySeq`` and
+    the cache's."""
+
+    def __init__(
+        self, kb: KernelBuilder, cfg: QkvConfig, cache: Target, q: Quantiser | None, walk: dict
+    ) -> None:
+        self.cfg, self.kb = cfg, kb
+        bound = bindings(kb, cfg, cache, q)
+        self.src, self.weight, self.table, self.bias, self.q_out = bound[:5]
+        self.present_key, self.present_value, self.side = bound[5:]
+        self.head_dim = kb.const("HEAD_DIM", u32, cfg.head_dim)
+        self.per_row = kb.const("HEAD_DIM_V4", u32, cfg.head_dim // 4)
+        if cfg.fmt is not None:
+            kb.const("ROW_WORDS", u32, cfg.row_words)
+        self.q_heads = kb.const("Q_HEADS", u32, cfg.q_heads)
+        self.kv_heads = kb.const("KV_HEADS", u32, cfg.kv_heads)
+        self.heads = kb.const("HEADS", u32, cfg.heads)
+        self.walk = {n: kb.const(n, u32, value) for n, value in walk.items()}
+        self.half = kb.const("HALF_V4", u32, cfg.half // 4) if cfg.rotary else None
+        self.eps = kb.const("QK_EPS", f32, float(cfg.eps)) if cfg.norm else None
+        self.count, self.key_seq = kb.param("count"), kb.param("keySeq")
+        cache.params(kb)
+
+    def row(self, row: Val, per_token: Val, name: str) -> tuple[Val, ...]:
+        """Walk row ``row``'s index among its token's ``per_token`` rows (named ``name``), the
+        token, and the token's ``t`` and batch ``b``."""
+        kb = self.kb
+        r = kb.let(name, row % per_token)
+        token = kb.let("token", row / per_token)
+        return r, token, kb.let("t", token % self.key_seq), kb.let("b", token / self.key_seq)
+
+    def q_base(self, b: Val, r: Val, t: Val, token: Val) -> Val:
+        """The first vector of Q head ``r``'s row of token ``t`` of batch ``b`` (``token``) in
+        ``q_out``, BNSH or BSH."""
+        if self.cfg.q_layout is QLayout.BNSH:
+            return self.kb.let("qBase", ((b * self.q_heads + r) * self.key_seq + t) * self.per_row)
+        return self.kb.let("qBase", (token * self.q_heads + r) * self.per_row)
+
+    def weight_base(self, is_q: Val) -> Val:
+        """The first vector of a row's norm weights: K's follow Q's where both are normed."""
+        if self.cfg.q_norm and self.cfg.k_norm:
+            return self.kb.let("wBase", select(self.per_row, as_u32(0), is_q))
+        return as_u32(0)
+
+
 def qkv(cfg: QkvConfig, name: str = "qkv") -> Kernel:
     """Build the ``qkv`` kernel for ``cfg``."""
     if cfg.format is not None:
@@ -170,67 +201,51 @@ def qkv(cfg: QkvConfig, name: str = "qkv") -> Kernel:
         return qkv_dense(cfg, name)
     kb = KernelBuilder(name, cfg.workgroup_size)
     cache = target(cfg)
-    src, weight, table, bias, q_out, present_key, present_value, _ = bindings(kb, cfg, cache)
-    head_dim = kb.const("HEAD_DIM", u32, cfg.head_dim)
-    per_row = kb.const("HEAD_DIM_V4", u32, cfg.head_dim // 4)
-    q_heads = kb.const("Q_HEADS", u32, cfg.q_heads)
-    kv_heads = kb.const("KV_HEADS", u32, cfg.kv_heads)
-    heads = kb.const("HEADS", u32, cfg.heads)
-    pairs = kb.const("PAIRS", u32, cfg.pairs)
-    half = kb.const("HALF_V4", u32, cfg.half // 4) if cfg.rotary else None
-    eps = kb.const("QK_EPS", f32, float(cfg.eps)) if cfg.norm else None
-    count, key_seq = kb.param("count"), kb.param("keySeq")
-    cache.params(kb)
-
-    it = walks.pairs(kb, cfg.fold, count, pairs, guard=not cfg.norm)
+    f = Frame(kb, cfg, cache, None, {"PAIRS": cfg.pairs})
+    pairs = f.walk["PAIRS"]
+    it = walks.pairs(kb, cfg.fold, f.count, pairs, guard=not cfg.norm)
     i = it.d
     kb.comment("Row = token * HEADS + head: Q heads, then K heads, then V heads.")
-    j = kb.let("head", it.row % heads)
-    token = kb.let("token", it.row / heads)
-    t = kb.let("t", token % key_seq)
-    b = kb.let("b", token / key_seq)
-    is_q = kb.let("isQ", j < q_heads)
-    is_v = kb.let("isV", j >= q_heads + kv_heads)
-    dst = cache.place(kb, b, t, token, key_seq)
+    j, token, t, b = f.row(it.row, f.heads, "head")
+    is_q = kb.let("isQ", j < f.q_heads)
+    is_v = kb.let("isV", j >= f.q_heads + f.kv_heads)
+    dst = cache.place(kb, b, t, token, f.key_seq)
     if cfg.partial:
         kb.comment(
             "A rotated pair (i, i + HALF_V4), or past the rotated part two adjacent vectors."
         )
-        turned = kb.let("turned", i < half)
+        turned = kb.let("turned", i < f.half)
         lo = kb.let("lo", select(i * 2, i, turned))
-        hi = kb.let("hi", select(i * 2 + 1, i + half, turned))
+        hi = kb.let("hi", select(i * 2 + 1, i + f.half, turned))
     else:
-        lo, hi = i, kb.let("hi", i + (half if half is not None else pairs))
+        lo, hi = i, kb.let("hi", i + (f.half if f.half is not None else pairs))
         turned = None
-    row_base = kb.let("rowBase", it.row * per_row)
-    x0 = kb.let("x0Raw", words.as_f32(kb, src[row_base + lo]))
-    x1 = kb.let("x1Raw", words.as_f32(kb, src[row_base + hi]))
-    if bias is not None:
-        bias_base = kb.let("biasBase", j * per_row)
-        x0 = kb.let("x0Bias", x0 + bias[bias_base + lo])
-        x1 = kb.let("x1Bias", x1 + bias[bias_base + hi])
+    row_base = kb.let("rowBase", it.row * f.per_row)
+    x0 = kb.let("x0Raw", words.as_f32(kb, f.src[row_base + lo]))
+    x1 = kb.let("x1Raw", words.as_f32(kb, f.src[row_base + hi]))
+    if f.bias is not None:
+        bias_base = kb.let("biasBase", j * f.per_row)
+        x0 = kb.let("x0Bias", x0 + f.bias[bias_base + lo])
+        x1 = kb.let("x1Bias", x1 + f.bias[bias_base + hi])
     w0 = w1 = normed = None
-    if weight is not None:
-        if cfg.q_norm and cfg.k_norm:
-            w_base = kb.let("wBase", select(per_row, as_u32(0), is_q))
-        else:
-            w_base = as_u32(0)
-        w0 = kb.let("w0", weight[w_base + lo])
-        w1 = kb.let("w1", weight[w_base + hi])
+    if f.weight is not None:
+        w_base = f.weight_base(is_q)
+        w0 = kb.let("w0", f.weight[w_base + lo])
+        w1 = kb.let("w1", f.weight[w_base + hi])
         normed = normed_rows(kb, cfg, is_q, is_v)
     cs = sn = None
-    if table is not None:
-        entry = i if turned is None else kb.let("pair", select(half - 1, i, turned))
-        at = kb.let("tableAt", dst.position * (half * 2) + entry)
-        cs, sn = kb.let("cs", table[at]), kb.let("sn", table[at + half])
-    if weight is not None:
+    if f.table is not None:
+        entry = i if turned is None else kb.let("pair", select(f.half - 1, i, turned))
+        at = kb.let("tableAt", dst.position * (f.half * 2) + entry)
+        cs, sn = kb.let("cs", f.table[at]), kb.let("sn", f.table[at + f.half])
+    if f.weight is not None:
         sums = ((x0, x1), i, pairs, cfg.workgroup_size, cfg.pairs)
-        inv_rms = reduced_inverse_rms(kb, head_dim, eps, *sums, what="RMSNorm")
-        kb.leave_if(it.e >= count * pairs)
-        norm = Norm(inv_rms, lambda a: weight[w_base + a], normed)
+        inv_rms = reduced_inverse_rms(kb, f.head_dim, f.eps, *sums, what="RMSNorm")
+        kb.leave_if(it.e >= f.count * pairs)
+        norm = Norm(inv_rms, lambda a: f.weight[w_base + a], normed)
         x0 = kb.let("x0", norm.scale(x0, w0))
         x1 = kb.let("x1", norm.scale(x1, w1))
-    if table is not None:
+    if f.table is not None:
         r0, r1 = rotated_pair(x0, x1, cs, sn)
         rotate = ~is_v if turned is None else kb.let("rotate", (~is_v).land(turned))
         x0 = kb.let("y0", select(x0, r0, rotate))
@@ -239,30 +254,26 @@ def qkv(cfg: QkvConfig, name: str = "qkv") -> Kernel:
     c_elem = words.elem(cfg.present_type.scalar, 4)
     stored = ~is_v if dst.skip is None else kb.let("stored", (~is_v).land(~dst.skip))
     with kb.if_(is_q):
-        if cfg.q_layout is QLayout.BNSH:
-            q_row = ((b * q_heads + j) * key_seq + t) * per_row
-        else:
-            q_row = (token * q_heads + j) * per_row
-        q_base = kb.let("qBase", q_row)
-        q_out[q_base + lo] = words.to(kb, q_elem, x0)
-        q_out[q_base + hi] = words.to(kb, q_elem, x1)
+        q_base = f.q_base(b, j, t, token)
+        f.q_out[q_base + lo] = words.to(kb, q_elem, x0)
+        f.q_out[q_base + hi] = words.to(kb, q_elem, x1)
     with kb.elif_(stored):
-        k_base = kb.let("kBase", dst.base(j - q_heads, False))
-        present_key[k_base + lo] = words.to(kb, c_elem, x0)
-        present_key[k_base + hi] = words.to(kb, c_elem, x1)
+        k_base = kb.let("kBase", dst.base(j - f.q_heads, False))
+        f.present_key[k_base + lo] = words.to(kb, c_elem, x0)
+        f.present_key[k_base + hi] = words.to(kb, c_elem, x1)
     with kb.elif_(is_v if dst.skip is None else is_v.land(~dst.skip)):
-        v_base = kb.let("vBase", dst.base(j - q_heads - kv_heads, True))
-        present_value[v_base + lo] = words.to(kb, c_elem, x0)
-        present_value[v_base + hi] = words.to(kb, c_elem, x1)
+        v_base = kb.let("vBase", dst.base(j - f.q_heads - f.kv_heads, True))
+        f.present_value[v_base + lo] = words.to(kb, c_elem, x0)
+        f.present_value[v_base + hi] = words.to(kb, c_elem, x1)
 
-    dispatch = walks.dispatch(count, pairs, cfg.workgroup_size, cfg.fold, blocks=False)
+    dispatch = walks.dispatch(f.count, pairs, cfg.workgroup_size, cfg.fold, blocks=False)
     kernel = kb.build(dispatch, describe(cfg))
-    batch = ceil_div(count, cfg.heads * key_seq)
+    batch = ceil_div(f.count, cfg.heads * f.key_seq)
     io = {
-        "qkv": times(count, cfg.head_dim),
-        "q_out": times(batch, key_seq, cfg.q_heads * cfg.head_dim),
+        "qkv": times(f.count, cfg.head_dim),
+        "q_out": times(batch, f.key_seq, cfg.q_heads * cfg.head_dim),
     }
-    return with_contract(kernel, cfg, cache, batch, key_seq, io)
+    return with_contract(kernel, cfg, cache, batch, f.key_seq, io)
 
 
 def bindings(kb: KernelBuilder, cfg: QkvConfig, cache: Target, q: Quantiser | None = None):
@@ -370,6 +381,7 @@ Q_HEADS = {
     "gemma3_1b": 4,
     "phi3_mini": 32,
     "qwen25_05b": 14,
+    "phi2": 32,
 }
 
 
@@ -381,25 +393,22 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, QkvConfig]:
     q4_0 at Llama's shape, int8 at Qwen3's, q8_0 at Gemma's, int4 with side scales at
     Qwen2.5's), and int4 at Llama's with K rotated over the whole head (``rotation``); ORT's
     ``ort_q4`` at Llama's (K and V in its own rotated basis)."""
-    own = {
-        "llama31_8b": {},
-        "phi3_mini": {},
-        "qwen3_06b": {"q_norm": True, "k_norm": True},
-        "gemma3_1b": {"q_norm": True, "k_norm": True},
-        "qwen25_05b": {"bias": True},
-    }
+    norms = {"q_norm": True, "k_norm": True}
+    own = {"llama31_8b": {}, "phi3_mini": {}, "qwen3_06b": norms, "gemma3_1b": norms}
+    own["qwen25_05b"] = {"bias": True}
     f16 = {"input_type": Element.F16, "present_type": Element.F16, "q_type": Element.F16}
     v: dict[str, QkvConfig] = {}
+
+    def add(tag: str, key: str, **fields: Any) -> None:
+        shape = models[key].shape | {"q_heads": Q_HEADS[key]}
+        v[f"qkv_{tag}{key}"] = QkvConfig(**shape, **fields)
+
     for key, extra in own.items():
-        m = models[key]
-        shape = m.shape | {"q_heads": Q_HEADS[key], "rotary": True, "rotary_half": m.half}
-        v[f"qkv_{key}"] = QkvConfig(**shape, **extra)
-        v[f"qkv_f16_{key}"] = QkvConfig(**shape, **extra, **f16)
-    llama = models["llama31_8b"].shape | {"q_heads": Q_HEADS["llama31_8b"]}
-    v["qkv_bsh_llama31_8b"] = QkvConfig(**llama, rotary=True, q_layout=QLayout.BSH)
-    v["qkv_norotary_llama31_8b"] = QkvConfig(**llama)
-    phi2 = models["phi2"]
-    v["qkv_partial_phi2"] = QkvConfig(**phi2.shape, q_heads=32, **phi2.rotary)
+        add("", key, **models[key].rotary, **extra)
+        add("f16_", key, **models[key].rotary, **extra, **f16)
+    add("bsh_", "llama31_8b", rotary=True, q_layout=QLayout.BSH)
+    add("norotary_", "llama31_8b")
+    add("partial_", "phi2", **models["phi2"].rotary)
     for key, fmt, place in (
         ("llama31_8b", DenseFormat.INT8, ScalePlace.INLINE),
         ("llama31_8b", DenseFormat.Q4_0, ScalePlace.INLINE),
@@ -407,16 +416,14 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, QkvConfig]:
         ("gemma3_1b", DenseFormat.Q8_0, ScalePlace.INLINE),
         ("qwen25_05b", DenseFormat.INT4, ScalePlace.SIDE),
     ):
-        m = models[key]
-        shape = m.shape | {"q_heads": Q_HEADS[key], "rotary": True}
-        tag = fmt.value + ("_side" if place is ScalePlace.SIDE else "")
-        v[f"qkv_{tag}_{key}"] = QkvConfig(**shape, **own[key], format=fmt, scales=place)
+        tag = fmt.value + ("_side_" if place is ScalePlace.SIDE else "_")
+        add(tag, key, rotary=True, **own[key], format=fmt, scales=place)
     # int4 with K rotated over the whole head (attend_int4_rotation128_llama31_8b reads it)
-    llama_rot = llama | {"rotary": True, "format": DenseFormat.INT4}
-    v["qkv_int4_rotation128_llama31_8b"] = QkvConfig(**llama_rot, rotation=llama["head_dim"])
-    v["qkv_int4_llama31_8b"] = QkvConfig(**llama_rot)  # its unrotated twin
+    int4 = {"rotary": True, "format": DenseFormat.INT4}
+    add("int4_rotation128_", "llama31_8b", **int4, rotation=models["llama31_8b"].head_dim)
+    add("int4_", "llama31_8b", **int4)  # its unrotated twin
     # ONNX Runtime's 4-bit cache, K and V in its own rotated basis (attend_ort_q4_llama31_8b)
-    v["qkv_ort_q4_llama31_8b"] = QkvConfig(**llama, rotary=True, format=DenseFormat.ORT_Q4)
+    add("ort_q4_", "llama31_8b", rotary=True, format=DenseFormat.ORT_Q4)
     return v
 
 
@@ -443,21 +450,29 @@ class Chain:
     append: Any
 
 
+def chain_start(cfg: QkvConfig, **build: Any) -> tuple[Any, Any]:
+    """The first two configs of ``cfg``'s unfused chain (:class:`Chain`): the split and Q's
+    ``build`` (Q RMSNorm, rotary at ``pastSeq + t``, on the flat walk with ``build``'s
+    fields)."""
+    from kvdsl.kernels.build import BuildConfig
+    from kvdsl.kernels.transpose import TransposeConfig
+
+    d, words_ = cfg.head_dim, cfg.input_type is Element.F16
+    split = TransposeConfig(cfg.heads, d, vec4=True, input_type=cfg.input_type, words=words_)
+    return split, BuildConfig(1, d, k_norm=cfg.q_norm, present_type=cfg.q_type, **build)
+
+
 def chain(cfg: QkvConfig) -> Chain:
     """The configs of ``cfg``'s unfused chain (:class:`Chain`)."""
     from kvdsl.kernels.build import BuildConfig
     from kvdsl.kernels.config import Walk
     from kvdsl.kernels.dense import DenseAppendConfig
     from kvdsl.kernels.merge_share import MergeShareConfig
-    from kvdsl.kernels.transpose import TransposeConfig
 
     d, flat = cfg.head_dim, Walk.FLAT
-    words_ = cfg.input_type is Element.F16
-    split = TransposeConfig(cfg.heads, d, vec4=True, input_type=cfg.input_type, words=words_)
     rot = {"rotary": cfg.rotary, "rotary_half": cfg.rotary_half}
-    dense = cfg.format is not None
-    q = BuildConfig(1, d, k_norm=cfg.q_norm, eps=cfg.eps, present_type=cfg.q_type, walk=flat, **rot)
-    if dense:
+    split, q = chain_start(cfg, eps=cfg.eps, walk=flat, **rot)
+    if cfg.format is not None:
         append = DenseAppendConfig(
             1, d, format=cfg.format, scales=cfg.scales, k_norm=cfg.k_norm, eps=cfg.eps,
             rotation=cfg.rotation, **rot,

@@ -6,44 +6,36 @@ the element types and, with a dense ``format``, the quantiser's walk; the kernel
 
 from __future__ import annotations
 
-import math
 from dataclasses import KW_ONLY, dataclass
 from enum import StrEnum
 
 from kvdsl.ir.verify import MAX_WORKGROUP_BYTES
 from kvdsl.kernels.config import (
-    FormatSlot,
     FLOATS,
-    Slot,
     KNORM_WORKGROUP,
     MAX_STORAGE_BUFFERS,
     CacheConfig,
     Element,
+    FormatSlot,
+    Slot,
     choice,
     flag,
     one_of,
     positive_int,
     require,
-    require_rotary,
-    require_rotary_vectors,
-    RotaryHalf,
 )
-from kvdsl.kernels.dense import (
-    QUANTISE_WORKGROUP,
-    DenseFormat,
-    one_format,
-)
+from kvdsl.kernels.plan import require_whole_rows, rows_workgroup
+from kvdsl.kernels.rows import Transforms
+from kvdsl.kernels.dense import QUANTISE_WORKGROUP, DenseFormat, one_format
 from kvdsl.kernels.dense_fields import (
-    DenseWalk,
+    LaneWalk,
     ScalePlace,
     Scales,
     require_format,
     require_rotation,
-    require_walk,
 )
 from kvdsl.nodes import rotation
 from kvdsl.nodes.formats import Format, format_of
-from kvdsl.nodes.quantise import Quantiser, row_lanes
 
 #: The flat walk's workgroup size without a norm (no barrier).
 WORKGROUP = 256
@@ -58,31 +50,23 @@ class QLayout(StrEnum):
 
 
 @dataclass(frozen=True)
-class QkvConfig(Scales, RotaryHalf, CacheConfig):
+class QkvConfig(Scales, Transforms, LaneWalk, CacheConfig):
     """A ``qkv`` variant: the heads (``q_heads`` a multiple of ``kv_heads``), head dim, the
     transforms (bias, Q and K RMSNorm, rotary) and the element types and Q's layout."""
 
     _: KW_ONLY
     q_heads: int
     q_norm: bool = False
-    k_norm: bool = False
-    rotary: bool = False
-    rotary_half: int | None = None
-    eps: float = 1e-6
     bias: bool = False
-    input_type: Element = choice(Element.F32)
     present_type: Element = choice(Element.F32)
     q_type: Element = choice(Element.F32)
     q_layout: QLayout = choice(QLayout.BNSH)
     # A dense format of the cache (kvdsl.nodes.formats); None: present_type's f32 or f16 rows.
     format: DenseFormat | None = FormatSlot(None, DenseFormat)
     scales: ScalePlace = choice(ScalePlace.INLINE)
-    # With a format: the quantiser's walk (dense_append's, and its default per format), the Q,
-    # K and V rows each in invocations of their own (split) or a K row and its V row together,
-    # and at most ``run`` vectors a lane (None: the longest run).
-    walk: DenseWalk | None = Slot(None, DenseWalk, derive=lambda cfg: cfg.default_walk())
-    split: bool = True
-    run: int | None = None
+    # With a format, the quantiser's walk (LaneWalk: dense_append's walk, split and run, its
+    # default walk per format): the Q, K and V rows each in invocations of their own (split) or
+    # a K row and its V row together.
     # With a format and rotary whose pairs are not in one lane: each vector's partner loaded
     # again from the input (true: the default with a format, the cache serves it) or staged in
     # workgroup memory (false) after a barrier.
@@ -95,6 +79,8 @@ class QkvConfig(Scales, RotaryHalf, CacheConfig):
     # quantised (kvdsl.reference.rotation, as dense_append's rotation); 0: not rotated. Q is
     # written as it is (attend rotates it as it loads it, with the same rotation) and so is V.
     rotation: int = 0
+    # The default walk that timed fastest on an H200: runs holding NeoX pairs first.
+    PAIRS_FIRST = True
     mode = "qkv"
     KEYS = (  # fmt: skip
         "q_heads", "kv_heads", "head_dim", "q_norm", "k_norm", "rotary", "rotary_half", "eps",
@@ -123,14 +109,8 @@ class QkvConfig(Scales, RotaryHalf, CacheConfig):
             "a multiple of 8 for qkv (each invocation holds a pair of vec4)",
         )
         flag("q_norm", self.q_norm)
-        flag("k_norm", self.k_norm)
         flag("bias", self.bias)
-        require_rotary(self.rotary, self.head_dim, half=self.rotary_half)
-        require_rotary_vectors(self.rotary, self.head_dim, self.rotary_half, "qkv")
-        ok = isinstance(self.eps, (int, float)) and not isinstance(self.eps, bool)
-        ok = ok and math.isfinite(self.eps) and 2.0**-126 <= self.eps <= 3.4e38
-        require(ok, "eps", self.eps, "a number > 0 that is a normal f32 (1.2e-38 .. 3.4e38)")
-        one_of("input_type", self.input_type, FLOATS)
+        self.check_transforms()
         one_of("present_type", self.present_type, FLOATS)
         one_of("q_type", self.q_type, FLOATS)
         one_of("q_layout", self.q_layout, QLayout)
@@ -138,16 +118,9 @@ class QkvConfig(Scales, RotaryHalf, CacheConfig):
         flag("split", self.split)
         flag("pair_loads", self.pair_loads)
         flag("q_strided", self.q_strided)
-        wrong = rotation.check_block(self.rotation, self.head_dim)
-        require(wrong is None, "rotation", self.rotation, wrong or "")
         if self.format is None:
-            require(
-                not self.rotation,
-                "rotation",
-                self.rotation,
-                "0 (unset) without a format (a rotation serves the quantiser: an f32 or f16"
-                " cache is stored as it is)",
-            )
+            plain = "an f32 or f16 cache is stored as it is"
+            require_rotation(None, self.rotation, self.head_dim, plain)
             require(
                 self.scales is ScalePlace.INLINE,
                 "scales",
@@ -185,7 +158,7 @@ class QkvConfig(Scales, RotaryHalf, CacheConfig):
             f"'f32' (unset) with format {fmt.name!r}: the cache holds the format's u32 words",
         )
         require_format(fmt, self.scales, self.head_dim)
-        require_walk(fmt, self.walk, self.run)
+        self.check_lane_walk()
         buffers = 5 + int(self.norm) + int(self.rotary) + int(self.bias) + int(not self.inline)
         require(
             buffers <= MAX_STORAGE_BUFFERS,
@@ -194,22 +167,6 @@ class QkvConfig(Scales, RotaryHalf, CacheConfig):
             "'inline' with a norm, rotary and the bias (side scales would make 9 storage"
             " buffers, past WebGPU's default 8)",
         )
-
-    def default_walk(self) -> DenseWalk | None:
-        """The walk of a config with a format that leaves it unset (the fastest timed on an
-        H200): runs where rotary's NeoX pairs fit in a lane's run, else
-        ``dense_append``'s rule (:meth:`kvdsl.kernels.dense.DenseAppendConfig.default_walk`):
-        ggml and inline int8 rows staged, side-scale rows in runs, inline 4-bit rows strided;
-        None without a format."""
-        if self.fmt is None:
-            return None
-        if self.whole_rotary and Quantiser.pairs_fit(self.fmt, self.head_dim):
-            return DenseWalk.RUNS  # NeoX pairs in one lane: no staging, no partner loads
-        if self.fmt.ggml or (self.inline and self.fmt.bits == 8):
-            return DenseWalk.STAGED
-        if not self.inline:
-            return DenseWalk.RUNS
-        return DenseWalk.STRIDED
 
     @property
     def strided_q(self) -> bool:
@@ -278,27 +235,10 @@ class QkvConfig(Scales, RotaryHalf, CacheConfig):
 
     def default_workgroup_size(self) -> int:
         if self.format is not None:
-            lanes = row_lanes(self.fmt, self.head_dim, self.run or 0)
-            return QUANTISE_WORKGROUP - QUANTISE_WORKGROUP % lanes or lanes
+            return rows_workgroup(QUANTISE_WORKGROUP, self.row_lanes)
         if not self.norm:
             return WORKGROUP
-        return KNORM_WORKGROUP - KNORM_WORKGROUP % self.pairs or self.pairs
-
-    @property
-    def quantiser(self) -> Quantiser | None:
-        """The dense quantiser of a ``format`` (None: f32 or f16 rows)."""
-        if self.fmt is None:
-            return None
-        strided = self.walk is DenseWalk.STRIDED
-        run = self.run or 0
-        paired = (
-            self.whole_rotary and not strided and Quantiser.pairs_fit(self.fmt, self.head_dim, run)
-        )
-        staged = self.walk is DenseWalk.STAGED
-        return Quantiser(
-            self.fmt, self.inline, self.head_dim, self.workgroup_size, staged, strided,
-            self.split, paired, run,
-        )  # fmt: skip
+        return rows_workgroup(KNORM_WORKGROUP, self.pairs)
 
     def workgroup_bytes(self) -> int:
         """The workgroup memory the kernel declares: the norm's partials (``wsum``); with a
@@ -325,19 +265,11 @@ class QkvConfig(Scales, RotaryHalf, CacheConfig):
             f" WebGPU's default {MAX_WORKGROUP_BYTES}",
         )
         if self.format is not None:
-            lanes = row_lanes(self.fmt, self.head_dim, self.run or 0)
-            require(
-                self.workgroup_size % lanes == 0,
-                "workgroup_size",
-                self.workgroup_size,
-                f"a multiple of the {lanes} lanes of a row with a format (rows are quantised"
-                " whole inside a workgroup)",
+            lanes = self.row_lanes
+            require_whole_rows(
+                self.workgroup_size, lanes, "lanes of a row with a format", "quantised"
             )
         elif self.norm:
-            require(
-                self.workgroup_size % self.pairs == 0,
-                "workgroup_size",
-                self.workgroup_size,
-                f"a multiple of the {self.pairs} pairs of a row with q_norm or k_norm (rows are"
-                " reduced whole inside a workgroup)",
+            require_whole_rows(
+                self.workgroup_size, self.pairs, "pairs of a row with q_norm or k_norm"
             )

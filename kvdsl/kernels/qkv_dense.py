@@ -21,32 +21,13 @@ turn into its basis in registers before the quantiser.
 from __future__ import annotations
 
 import functools
-from contextlib import contextmanager
-from typing import Iterator
+from contextlib import nullcontext
 
 from kvdsl.ir.builder import Shared
-from kvdsl.ir import (
-    Kernel,
-    KernelBuilder,
-    Val,
-    array,
-    f32,
-    select,
-    u32,
-    vec,
-)
+from kvdsl.ir import Kernel, KernelBuilder, Val, array, f32, select, vec
 from kvdsl.kernels.config import ceil_div, times
 from kvdsl.nodes.formats import Format
-from kvdsl.kernels.qkv import (
-    QkvConfig,
-    QLayout,
-    as_u32,
-    bindings,
-    describe,
-    normed_rows,
-    target,
-    with_contract,
-)
+from kvdsl.kernels.qkv import Frame, QkvConfig, describe, normed_rows, target, with_contract
 from kvdsl.nodes import walks, words
 from kvdsl.nodes.quantise import Destination, RowPlace, quantise_rows
 from kvdsl.nodes.rmsnorm import Norm, reduced_inverse_rms
@@ -62,37 +43,23 @@ def qkv_dense(cfg: QkvConfig, name: str = "qkv") -> Kernel:
     n = q.vectors
     kb = KernelBuilder(name, cfg.workgroup_size)
     cache = target(cfg)
-    src, weight, table, bias, q_out, present_key, present_value, side = bindings(kb, cfg, cache, q)
-    head_dim = kb.const("HEAD_DIM", u32, cfg.head_dim)
-    per_row = kb.const("HEAD_DIM_V4", u32, cfg.head_dim // 4)
-    row_words = kb.const("ROW_WORDS", u32, cfg.row_words)
-    q_heads = kb.const("Q_HEADS", u32, cfg.q_heads)
-    kv_heads = kb.const("KV_HEADS", u32, cfg.kv_heads)
-    heads = kb.const("HEADS", u32, cfg.heads)
-    rows_per_token = heads if cfg.split else kb.const("ROWS", u32, cfg.rows)
-    lanes = kb.const("ROW_LANES", u32, q.lanes)
-    half = kb.const("HALF_V4", u32, cfg.half // 4) if cfg.rotary else None
-    eps = kb.const("QK_EPS", f32, float(cfg.eps)) if cfg.norm else None
-    count, key_seq = kb.param("count"), kb.param("keySeq")
-    cache.params(kb)
-
+    walk = ({} if cfg.split else {"ROWS": cfg.rows}) | {"ROW_LANES": q.lanes}
+    f = Frame(kb, cfg, cache, q, walk)
+    rows_per_token, lanes = f.walk.get("ROWS", f.heads), f.walk["ROW_LANES"]
     kb.comment(f"ROW_LANES invocations per row, each holding {n} vectors of it.")
-    it = walks.vectors(kb, cfg.fold, count, lanes, 1, guard=False)
+    it = walks.vectors(kb, cfg.fold, f.count, lanes, 1, guard=False)
     lane = it.d
     if cfg.split:
         kb.comment("Row = token * HEADS + r: input head r (Q heads, then K heads, then V heads).")
     else:
         kb.comment("Row = token * ROWS + r: Q heads, then the (K, V) pairs of heads.")
-    r = kb.let("r", it.row % rows_per_token)
-    token = kb.let("token", it.row / rows_per_token)
-    t = kb.let("t", token % key_seq)
-    b = kb.let("b", token / key_seq)
-    is_q = kb.let("isQ", r < q_heads)
-    is_v = kb.let("isV", r >= q_heads + kv_heads) if cfg.split else None
-    dst = cache.place(kb, b, t, token, key_seq)
+    r, token, t, b = f.row(it.row, rows_per_token, "r")
+    is_q = kb.let("isQ", r < f.q_heads)
+    is_v = kb.let("isV", r >= f.q_heads + f.kv_heads) if cfg.split else None
+    dst = cache.place(kb, b, t, token, f.key_seq)
     if not cfg.split:
         kb.comment("Q head r, or K head r - Q_HEADS: input head r; its V head KV_HEADS further.")
-    k_row = kb.let("kRow", (token * heads + r) * per_row)
+    k_row = kb.let("kRow", (token * f.heads + r) * f.per_row)
     strided_q = cfg.strided_q
     if strided_q:
         kb.comment("A Q row's lane holds vectors lane + ROW_LANES * j (adjacent lanes, adjacent")
@@ -106,27 +73,27 @@ def qkv_dense(cfg: QkvConfig, name: str = "qkv") -> Kernel:
 
     def load_input(i: Val) -> Val:
         """The row's vector ``i`` as the input holds it, the bias added."""
-        xi = words.as_f32(kb, src[k_row + i])
-        return xi if bias is None else xi + bias[r * per_row + i]
+        xi = words.as_f32(kb, f.src[k_row + i])
+        return xi if f.bias is None else xi + f.bias[r * f.per_row + i]
 
     x = []
     for j in range(n):
-        xj = words.as_f32(kb, src[k_row + at[j]])
-        if bias is not None:
-            xj = xj + bias[r * per_row + at[j]]
+        xj = words.as_f32(kb, f.src[k_row + at[j]])
+        if f.bias is not None:
+            xj = xj + f.bias[r * f.per_row + at[j]]
         x.append(kb.let(f"x{j}", xj))
     v = None
     if not cfg.split:
         vs = [kb.var(f"v{j}", F32X4, words.splat(F32X4, 0.0)) for j in range(n)]
         with kb.if_(~is_q):
             for j in range(n):
-                vj = words.as_f32(kb, src[k_row + kv_heads * per_row + at[j]])
-                if bias is not None:
-                    vj = vj + bias[(r + kv_heads) * per_row + at[j]]
+                vj = words.as_f32(kb, f.src[k_row + f.kv_heads * f.per_row + at[j]])
+                if f.bias is not None:
+                    vj = vj + f.bias[(r + f.kv_heads) * f.per_row + at[j]]
                 vs[j].set(vj)
         v = [kb.let(f"vOwn{j}", vs[j]) for j in range(n)]
     staged = None
-    if table is not None and not q.paired and not cfg.pair_loads:
+    if f.table is not None and not q.paired and not cfg.pair_loads:
         kb.comment("Stage the lane's vectors: their rotary partners read them after the barrier.")
         staged = kb.workgroup_var("xRow", array(F32X4, cfg.workgroup_size * n))
         if q.strided:
@@ -135,15 +102,12 @@ def qkv_dense(cfg: QkvConfig, name: str = "qkv") -> Kernel:
         for j in range(n):
             staged[first + at[j] if q.strided else kb.lid.x * n + j] = x[j]
     norm = None
-    if weight is not None:
+    if f.weight is not None:
         sums = (tuple(x), lane, lanes, cfg.workgroup_size, q.lanes)
-        inv_rms = reduced_inverse_rms(kb, head_dim, eps, *sums, what="RMSNorm")
+        inv_rms = reduced_inverse_rms(kb, f.head_dim, f.eps, *sums, what="RMSNorm")
         normed = normed_rows(kb, cfg, is_q, is_v)
-        if cfg.q_norm and cfg.k_norm:
-            w_base = kb.let("wBase", select(per_row, as_u32(0), is_q))
-        else:
-            w_base = as_u32(0)
-        norm = Norm(inv_rms, lambda a: weight[w_base + a], normed)
+        w_base = f.weight_base(is_q)
+        norm = Norm(inv_rms, lambda a: f.weight[w_base + a], normed)
     elif staged is not None:
         kb.barrier()
     own = x
@@ -151,13 +115,13 @@ def qkv_dense(cfg: QkvConfig, name: str = "qkv") -> Kernel:
         own = [kb.let(f"n{j}", norm.apply(xj, at[j])) for j, xj in enumerate(x)]
     rotated = ~is_v if is_v is not None else None  # the rows rotary turns (all but V's)
     rot = None
-    if table is not None:
-        rot = Rotation(table, table, dst.position, half, cfg.partial, packed=True)
-    if table is None:
+    if f.table is not None:
+        rot = Rotation(f.table, f.table, dst.position, f.half, cfg.partial, packed=True)
+    if f.table is None:
         k = [kb.let(f"k{j}", o) for j, o in enumerate(own)]
     elif q.paired:
         k = [kb.var(f"y{j}", F32X4, o) for j, o in enumerate(own)]
-        with kb.if_(rotated) if rotated is not None else _always():
+        with kb.if_(rotated) if rotated is not None else nullcontext():
             for kj, y in zip(k, rotate_lane_pairs(kb, own, lambda j: at[j], rot, "r")):
                 kj.set(y)
     else:
@@ -182,7 +146,7 @@ def qkv_dense(cfg: QkvConfig, name: str = "qkv") -> Kernel:
         if strided_q:
             block = kb.elif_(rotated) if rotated is not None else kb.else_()
         else:
-            block = kb.if_(rotated) if rotated is not None else _always()
+            block = kb.if_(rotated) if rotated is not None else nullcontext()
         with block:
             ys = [
                 rotate_with_partner(
@@ -197,37 +161,33 @@ def qkv_dense(cfg: QkvConfig, name: str = "qkv") -> Kernel:
         k = _rotated_k(kb, cfg, k, is_q, is_v, lane, staged)
     if q.fmt.rotated:
         k, v = _own_basis(kb, q.fmt, k, v, is_q)
-    done = kb.let("done", it.e >= count * lanes)
+    done = kb.let("done", it.e >= f.count * lanes)
     with kb.if_(is_q.land(~done)):
-        if cfg.q_layout is QLayout.BNSH:
-            q_row = ((b * q_heads + r) * key_seq + t) * per_row
-        else:
-            q_row = (token * q_heads + r) * per_row
-        q_base = kb.let("qBase", q_row)
+        q_base = f.q_base(b, r, t, token)
         q_elem = words.elem(cfg.q_type.scalar, 4)
         for j in range(n):
-            q_out[q_base + at[j]] = words.to(kb, q_elem, q_rows[j])
+            f.q_out[q_base + at[j]] = words.to(kb, q_elem, q_rows[j])
 
     def place() -> RowPlace:
-        head = r - q_heads
+        head = r - f.q_heads
         if is_v is not None:
-            head = select(head, head - kv_heads, is_v)
+            head = select(head, head - f.kv_heads, is_v)
         head = kb.let("kvHead", head)
         return RowPlace(dst.base(head, False), None if dst.side is None else dst.side(head))
 
     skip = done.lor(is_q) if dst.skip is None else done.lor(is_q).lor(dst.skip)
-    dest = Destination(present_key, present_value, side, place, skip, is_v)
+    dest = Destination(f.present_key, f.present_value, f.side, place, skip, is_v)
     quantise_rows(kb, q, lane, k, v, dest)
 
-    dispatch = walks.dispatch(count, lanes, cfg.workgroup_size, cfg.fold, blocks=False)
+    dispatch = walks.dispatch(f.count, lanes, cfg.workgroup_size, cfg.fold, blocks=False)
     kernel = kb.build(dispatch, describe(cfg))
-    batch = ceil_div(count, cfg.rows * key_seq)
-    tokens = times(batch, key_seq)
+    batch = ceil_div(f.count, cfg.rows * f.key_seq)
+    tokens = times(batch, f.key_seq)
     io = {
         "qkv": times(tokens, cfg.heads * cfg.head_dim),
         "q_out": times(tokens, cfg.q_heads * cfg.head_dim),
     }
-    return with_contract(kernel, cfg, cache, batch, key_seq, io)
+    return with_contract(kernel, cfg, cache, batch, f.key_seq, io)
 
 
 def _rotated_k(
@@ -268,9 +228,3 @@ def _own_basis(
                 for o, y in zip(out[which], fmt.rotate_row(kb, f"{which}Ort", list(xs))):
                     o.set(y)
     return out["k"], out.get("v")
-
-
-@contextmanager
-def _always() -> Iterator[None]:
-    """A block that is no block: its statements run where they stand."""
-    yield

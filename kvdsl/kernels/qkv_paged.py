@@ -39,10 +39,11 @@ from kvdsl.kernels.config import (
     choice,
     one_of,
     require,
-    times,
 )
+from kvdsl.kernels.config import times
 from kvdsl.kernels.dense import DenseFormat, ScalePlace
 from kvdsl.kernels.paged import (
+    PageFields,
     PagedAppendConfig,
     PagedFormat,
     addressing_extents,
@@ -50,11 +51,10 @@ from kvdsl.kernels.paged import (
     pages_named,
     pool_bindings,
     pool_extents,
-    require_page_size,
     scale_binding,
     scale_pages,
 )
-from kvdsl.kernels.qkv import Q_HEADS, Chain, Place, QkvConfig, Target
+from kvdsl.kernels.qkv import Q_HEADS, Chain, Place, QkvConfig, Target, chain_start
 from kvdsl.kernels.qkv import bytes_moved as contiguous_bytes_moved
 from kvdsl.nodes import paged
 from kvdsl.nodes.paged import Addressing, PageLayout, Pool
@@ -62,39 +62,21 @@ from kvdsl.nodes.quantise import Quantiser, cache_binding
 
 
 @dataclass(frozen=True)
-class PagedQkvConfig(QkvConfig):
+class PagedQkvConfig(PageFields, QkvConfig):
     """A ``paged_qkv`` variant: a ``qkv`` config's fields and the pages' (``page_size``,
     ``page_layout``, ``pool``) and how a token finds its page (``addressing``)."""
 
     _: KW_ONLY
-    page_size: int = 16
-    page_layout: PageLayout = choice(PageLayout.NHD)
-    pool: Pool = choice(Pool.SEPARATE)
     addressing: Addressing = choice(Addressing.SLOT_MAPPING)
     mode = "paged_qkv"
-    KEYS = (
-        QkvConfig.KEYS[:-2]
-        + ("page_size", "page_layout", "pool", "addressing")
-        + (
-            "workgroup_size",
-            "fold",
-        )
+    KEYS = QkvConfig.KEYS[:-2] + (  # fmt: skip
+        "page_size", "page_layout", "pool", "addressing", "workgroup_size", "fold",
     )
 
     def check_fields(self) -> None:
         super().check_fields()
-        require_page_size(self.page_size)
-        one_of("page_layout", self.page_layout, PageLayout)
-        one_of("pool", self.pool, Pool)
+        self.check_pages(self.fmt)
         one_of("addressing", self.addressing, Addressing)
-        if self.format is not None:
-            require(
-                self.pool is Pool.SEPARATE,
-                "pool",
-                self.pool.value,
-                f"'separate' with format {self.format.value!r} (the quantiser stores K and V"
-                " at one index of two bindings)",
-            )
         n = self.storage_buffers
         if n > MAX_STORAGE_BUFFERS:
             past = f"{n} storage buffers, past WebGPU's default {MAX_STORAGE_BUFFERS}"
@@ -222,42 +204,23 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, PagedQkvConfig]:
     ``scale_pages``, slot-mapped; Qwen2.5 0.5B (the bias) int4 through a page table; Gemma 3 1B
     (its norms) q8_0 HND through a page table; Phi-3 f32 in pages of 32."""
     f16 = {"input_type": Element.F16, "present_type": Element.F16, "q_type": Element.F16}
-    table, slots = Addressing.PAGE_TABLE, Addressing.SLOT_MAPPING
-    norms = {"q_norm": True, "k_norm": True}
+    table, slots = {"addressing": Addressing.PAGE_TABLE}, {"addressing": Addressing.SLOT_MAPPING}
+    norms, hnd = {"q_norm": True, "k_norm": True}, {"page_layout": PageLayout.HND}
+    v: dict[str, PagedQkvConfig] = {}
 
-    def shape(key: str) -> dict[str, Any]:
-        return models[key].shape | {"q_heads": Q_HEADS[key], "rotary": True}
+    def add(tag: str, key: str, **fields: Any) -> None:
+        shape = models[key].shape | {"q_heads": Q_HEADS[key], "rotary": True}
+        v[f"paged_qkv_{tag}_{key}"] = PagedQkvConfig(**shape, **fields)
 
-    return {
-        "paged_qkv_f16_p16_llama31_8b": PagedQkvConfig(**shape("llama31_8b"), **f16),
-        "paged_qkv_f16_combined_hnd_llama31_8b": PagedQkvConfig(
-            **shape("llama31_8b"),
-            **f16,
-            addressing=table,
-            pool=Pool.COMBINED,
-            page_layout=PageLayout.HND,
-        ),
-        "paged_qkv_int8_page_table_qwen3_06b": PagedQkvConfig(
-            **shape("qwen3_06b"), **norms, format=DenseFormat.INT8, addressing=table
-        ),
-        "paged_qkv_q4_0_llama31_8b": PagedQkvConfig(
-            **shape("llama31_8b"), format=DenseFormat.Q4_0, addressing=slots
-        ),
-        "paged_qkv_int4_side_llama31_8b": PagedQkvConfig(
-            **shape("llama31_8b"), format=DenseFormat.INT4, scales=ScalePlace.SIDE
-        ),
-        "paged_qkv_int4_page_table_qwen25_05b": PagedQkvConfig(
-            **shape("qwen25_05b"), bias=True, format=DenseFormat.INT4, addressing=table
-        ),
-        "paged_qkv_q8_0_hnd_page_table_gemma3_1b": PagedQkvConfig(
-            **shape("gemma3_1b"),
-            **norms,
-            format=DenseFormat.Q8_0,
-            addressing=table,
-            page_layout=PageLayout.HND,
-        ),
-        "paged_qkv_p32_phi3_mini": PagedQkvConfig(**shape("phi3_mini"), page_size=32),
-    }
+    add("f16_p16", "llama31_8b", **f16)
+    add("f16_combined_hnd", "llama31_8b", **f16, **table, pool=Pool.COMBINED, **hnd)
+    add("int8_page_table", "qwen3_06b", **norms, format=DenseFormat.INT8, **table)
+    add("q4_0", "llama31_8b", format=DenseFormat.Q4_0, **slots)
+    add("int4_side", "llama31_8b", format=DenseFormat.INT4, scales=ScalePlace.SIDE)
+    add("int4_page_table", "qwen25_05b", bias=True, format=DenseFormat.INT4, **table)
+    add("q8_0_hnd_page_table", "gemma3_1b", **norms, format=DenseFormat.Q8_0, **table, **hnd)
+    add("p32", "phi3_mini", page_size=32)
+    return v
 
 
 def chain(cfg: PagedQkvConfig) -> Chain:
@@ -268,12 +231,8 @@ def chain(cfg: PagedQkvConfig) -> Chain:
     addressing and a dense format's quantiser) into ``cfg``'s pools."""
     from kvdsl.kernels.build import BuildConfig
     from kvdsl.kernels.config import Walk
-    from kvdsl.kernels.transpose import TransposeConfig
 
-    d, flat = cfg.head_dim, Walk.FLAT
-    words_ = cfg.input_type is Element.F16
-    split = TransposeConfig(cfg.heads, d, vec4=True, input_type=cfg.input_type, words=words_)
-    rot = {"rotary": cfg.rotary, "rotary_half": cfg.rotary_half, "eps": cfg.eps, "walk": flat}
-    q = BuildConfig(1, d, k_norm=cfg.q_norm, present_type=cfg.q_type, **rot)
-    k = BuildConfig(1, d, k_norm=cfg.k_norm, **rot) if cfg.k_norm or cfg.rotary else None
+    rot = {"rotary": cfg.rotary, "rotary_half": cfg.rotary_half, "eps": cfg.eps, "walk": Walk.FLAT}
+    split, q = chain_start(cfg, **rot)
+    k = BuildConfig(1, cfg.head_dim, k_norm=cfg.k_norm, **rot) if cfg.k_norm or cfg.rotary else None
     return Chain(split, q, k, cfg.pool_config)

@@ -47,6 +47,7 @@ Defects of the template, fixed here:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from kvdsl.ir import Dispatch, Kernel, KernelBuilder, Val, convert, f32, i32, min_, u32, vec
 from kvdsl.ir.tree import Binary, Call, Lit
@@ -79,17 +80,13 @@ from kvdsl.kernels.config import (
     RotaryPosition,
     Slot,
     Walk,
-    ceil_div,
     choice,
-    contract,
-    node,
     one_of,
     partial_rotary,
-    plus,
     require,
     require_pairs,
-    times,
 )
+from kvdsl.kernels.config import ceil_div, contract, node, plus, times
 from kvdsl.nodes import walks, words
 from kvdsl.nodes.index import bnsh, cache_window
 from kvdsl.nodes.quant import (
@@ -445,91 +442,52 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, QuantConfig]:
     """
     flat, sg = {"walk": Walk.FLAT}, {"reduction": Reduction.SUBGROUP}
     norm, rope = {"k_norm": True}, {"rotary": True}
-    v: dict[str, QuantConfig] = {}
-    for key in ("qwen25_05b", "llama31_8b", "phi3_mini", "gemma2_2b"):
-        shape = models[key].shape
-        for bits in Bits:
-            b = {"bits": bits}
-            v[f"build_quant_int{bits}_{key}"] = BuildQuantConfig(**shape, **b)
-            v[f"append_quant_int{bits}_{key}"] = AppendQuantConfig(**shape, **b)
-            v[f"build_quant_int{bits}_flat_{key}"] = BuildQuantConfig(**shape, **b, **flat)
-            v[f"append_quant_int{bits}_flat_{key}"] = AppendQuantConfig(**shape, **b, **flat)
-    for bits in Bits:
-        b = {"bits": bits}
-        shape = models["llama31_8b"].shape
-        v[f"build_quant_int{bits}_rotary_llama31_8b"] = BuildQuantConfig(**shape, **b, **rope)
-        v[f"build_quant_int{bits}_rotary_flat_llama31_8b"] = BuildQuantConfig(
-            **shape, **b, **rope, **flat
-        )
-        for key in ("qwen3_06b", "gemma3_1b"):  # the families with QK RMSNorm
-            shape = models[key].shape
-            v[f"build_quant_int{bits}_knorm_{key}"] = BuildQuantConfig(**shape, **b, **norm)
-            v[f"append_quant_int{bits}_knorm_{key}"] = AppendQuantConfig(**shape, **b, **norm)
-            v[f"build_quant_int{bits}_knorm_flat_{key}"] = BuildQuantConfig(
-                **shape, **b, **norm, **flat
-            )
-            v[f"append_quant_int{bits}_knorm_flat_{key}"] = AppendQuantConfig(
-                **shape, **b, **norm, **flat
-            )
-            for cls, mode in ((BuildQuantConfig, "build"), (AppendQuantConfig, "append")):
-                v[f"{mode}_quant_int{bits}_knorm_flat_sg_{key}"] = cls(
-                    **shape, **b, **norm, **flat, **sg
-                )
-                v[f"{mode}_quant_int{bits}_knorm_sg_{key}"] = cls(**shape, **b, **norm, **sg)
-    for key, m in partial_rotary(models).items():
-        for bits in Bits:
-            b = {"bits": bits}
-            v[f"build_quant_int{bits}_rotary_{key}"] = BuildQuantConfig(**m.shape, **b, **m.rotary)
-            # The flat int4 walk packs vectors: a half that does not divide by 4 has none.
-            v[f"append_quant_int{bits}_rotary_{key}"] = AppendQuantConfig(
-                **m.shape, **b, **m.rotary
-            )
-            if bits is Bits.INT8 or walks.lanes(m.head_dim, True, m.half) == 4:
-                for cls, mode in ((BuildQuantConfig, "build"), (AppendQuantConfig, "append")):
-                    v[f"{mode}_quant_int{bits}_rotary_flat_{key}"] = cls(
-                        **m.shape, **b, **m.rotary, **flat
-                    )
-    for bits in Bits:
-        b = {"bits": bits}
-        for walk, w in (("", {}), ("_flat", flat)):
-            shape = models["llama31_8b"].shape
-            v[f"append_quant_int{bits}_rotary{walk}_llama31_8b"] = AppendQuantConfig(
-                **shape, **b, **rope, **w
-            )
-            shape = models["qwen3_06b"].shape
-            for cls, mode in ((BuildQuantConfig, "build"), (AppendQuantConfig, "append")):
-                for red, r in (("", {}), ("_sg", sg)):
-                    v[f"{mode}_quant_int{bits}_knorm_rotary{walk}{red}_qwen3_06b"] = cls(
-                        **shape, **b, **norm, **rope, **w, **r
-                    )
-    shape = models["qwen3_06b"].shape
-    template = {"bindings": Bindings.TEMPLATE}
-    for cls, mode in ((BuildQuantConfig, "build"), (AppendQuantConfig, "append")):
-        for red, r in (("", {}), ("_sg", sg)):
-            v[f"{mode}_quant_int8_knorm_rotary_template_bindings{red}_qwen3_06b"] = cls(
-                **shape, **norm, **rope, **template, **r
-            )
-    shape = models["llama31_8b"].shape
-    f16_in = {"input_type": Element.F16}
-    v["build_quant_int8_f16_in_llama31_8b"] = BuildQuantConfig(**shape, **f16_in)
-    v["build_quant_int8_flat_f16_in_llama31_8b"] = BuildQuantConfig(**shape, **f16_in, **flat)
-    v["append_quant_int8_symmetric_llama31_8b"] = AppendQuantConfig(**shape, qmin=-127, qmax=127)
     windowed = {"walk": Walk.FLAT, "window": True}
+    build, append = ("build", BuildQuantConfig), ("append", AppendQuantConfig)
+    v: dict[str, QuantConfig] = {}
+
+    def add(tag: str, key: str, modes: tuple = (build, append), **fields: Any) -> None:
+        for mode, cls in modes:
+            v[f"{mode}_quant_{tag}_{key}"] = cls(**models[key].shape, **fields)
+
     for bits in Bits:
         b = {"bits": bits}
-        v[f"build_quant_int{bits}_windowed_llama31_8b"] = BuildQuantConfig(**shape, **b, **windowed)
-        v[f"append_quant_int{bits}_windowed_llama31_8b"] = AppendQuantConfig(
-            **shape, **b, **windowed
+        for key in ("qwen25_05b", "llama31_8b", "phi3_mini", "gemma2_2b"):
+            add(f"int{bits}", key, **b)
+            add(f"int{bits}_flat", key, **b, **flat)
+        add(f"int{bits}_rotary", "llama31_8b", (build,), **b, **rope)
+        add(f"int{bits}_rotary_flat", "llama31_8b", (build,), **b, **rope, **flat)
+        for key in ("qwen3_06b", "gemma3_1b"):  # the families with QK RMSNorm
+            for tag, more in (("", {}), ("_flat", flat), ("_flat_sg", flat | sg), ("_sg", sg)):
+                add(f"int{bits}_knorm{tag}", key, **b, **norm, **more)
+        for key, m in partial_rotary(models).items():
+            add(f"int{bits}_rotary", key, **b, **m.rotary)
+            # The flat int4 walk packs vectors: a half that does not divide by 4 has none.
+            if bits is Bits.INT8 or walks.lanes(m.head_dim, True, m.half) == 4:
+                add(f"int{bits}_rotary_flat", key, **b, **m.rotary, **flat)
+        for walk, w in (("", {}), ("_flat", flat)):
+            add(f"int{bits}_rotary{walk}", "llama31_8b", (append,), **b, **rope, **w)
+            for red, r in (("", {}), ("_sg", sg)):
+                add(
+                    f"int{bits}_knorm_rotary{walk}{red}", "qwen3_06b", **b, **norm, **rope, **w, **r
+                )
+        add(f"int{bits}_windowed", "llama31_8b", **b, **windowed)
+    template = {"bindings": Bindings.TEMPLATE}
+    for red, r in (("", {}), ("_sg", sg)):
+        add(
+            f"int8_knorm_rotary_template_bindings{red}",
+            "qwen3_06b",
+            **norm,
+            **rope,
+            **template,
+            **r,
         )
-    v["build_quant_int8_knorm_windowed_qwen3_06b"] = BuildQuantConfig(
-        **models["qwen3_06b"].shape, k_norm=True, **windowed
-    )
+    f16_in = {"input_type": Element.F16}
+    add("int8_f16_in", "llama31_8b", (build,), **f16_in)
+    add("int8_flat_f16_in", "llama31_8b", (build,), **f16_in, **flat)
+    add("int8_symmetric", "llama31_8b", (append,), qmin=-127, qmax=127)
+    add("int8_knorm_windowed", "qwen3_06b", (build,), **norm, **windowed)
     # Rotary in append_quant, and K RMSNorm with rotary, bind the packed bindings windowed too.
-    v["append_quant_int8_rotary_windowed_llama31_8b"] = AppendQuantConfig(
-        **shape, **rope, **windowed
-    )
-    for cls, mode in ((BuildQuantConfig, "build"), (AppendQuantConfig, "append")):
-        v[f"{mode}_quant_int8_knorm_rotary_windowed_qwen3_06b"] = cls(
-            **models["qwen3_06b"].shape, **norm, **rope, **windowed
-        )
+    add("int8_rotary_windowed", "llama31_8b", (append,), **rope, **windowed)
+    add("int8_knorm_rotary_windowed", "qwen3_06b", **norm, **rope, **windowed)
     return v

@@ -19,39 +19,28 @@ import math
 from dataclasses import KW_ONLY, dataclass
 from typing import Any, Callable
 
-from kvdsl.ir import (
-    Buffer,
-    KernelBuilder,
-    Local,
-    Val,
-    array,
-    convert,
-    f32,
-    i32,
-    select,
-    u32,
-)
+from kvdsl.ir import Buffer, KernelBuilder, Local, Val, array, convert, f32, i32, select, u32
 from kvdsl.kernels.config import (
-    CacheConfig,
-    Element,
     FLOATS,
     KNORM_WORKGROUP,
     ROTARY_TABLE,
     ROTARY_TABLES,
+    CacheConfig,
+    Element,
     Reduction,
+    RotaryHalf,
     Walk,
-    ceil_div,
     choice,
     flag,
     one_of,
     require,
     require_rotary,
+    require_rotary_vectors,
     require_window,
-    times,
     walk_workgroup,
-    window_batches,
 )
-from kvdsl.kernels.plan import RotaryWalk, WalkPlan
+from kvdsl.kernels.config import ceil_div, times, window_batches
+from kvdsl.kernels.plan import RotaryWalk, WalkPlan, require_whole_rows
 from kvdsl.nodes import walks, words
 from kvdsl.nodes.index import CacheWindow, bsh, cache_window, split_rows
 from kvdsl.nodes.rmsnorm import (
@@ -67,10 +56,10 @@ WALKS = (Walk.PER_ROW, Walk.FLAT)
 
 
 @dataclass(frozen=True)
-class RowConfig(RotaryWalk, CacheConfig):
-    """The fields of the modes that run the row program (``build``, the quantising modes): K
-    RMSNorm and rotary switches, the input type, the walk, the row reduction and ``pairs`` (one
-    invocation per pair of vectors, :attr:`kvdsl.kernels.plan.WalkPlan.uses_pairs`)."""
+class Transforms(RotaryHalf):
+    """The fields of a writer that transforms new K rows (a mixin of its config): K RMSNorm
+    (``k_norm``, its ``eps``), NeoX rotary (``rotary``: the first ``2 * rotary_half`` elements
+    of a row, or the whole head) and the new rows' ``input_type``."""
 
     _: KW_ONLY
     k_norm: bool = False
@@ -78,38 +67,50 @@ class RowConfig(RotaryWalk, CacheConfig):
     rotary_half: int | None = None
     eps: float = 1e-6
     input_type: Element = choice(Element.F32)
+
+    def check_transforms(self, vectors: bool = True, norm: bool = True) -> None:
+        """The transforms' checks: ``vectors``, a walk of ``vec4`` values
+        (:func:`require_rotary_vectors`); ``norm``, the kernel has a norm whose ``eps`` must be
+        a normal f32 (false: ``eps`` is checked only with ``k_norm``)."""
+        flag("k_norm", self.k_norm)
+        require_rotary(self.rotary, self.head_dim, half=self.rotary_half)
+        if vectors:
+            require_rotary_vectors(self.rotary, self.head_dim, self.rotary_half, self.mode)
+        if norm or self.k_norm:
+            require_eps(self.eps)
+        one_of("input_type", self.input_type, FLOATS)
+
+
+def require_eps(eps: Any) -> None:
+    """K RMSNorm's epsilon: a number > 0 that stays a normal f32 (``QK_EPS`` is an f32 const)."""
+    ok = isinstance(eps, (int, float)) and not isinstance(eps, bool)
+    ok = ok and math.isfinite(eps) and 2.0**-126 <= eps <= 3.4e38
+    require(ok, "eps", eps, "a number > 0 that is a normal f32 (1.2e-38 .. 3.4e38)")
+
+
+@dataclass(frozen=True)
+class RowConfig(Transforms, RotaryWalk, CacheConfig):
+    """The fields of the modes that run the row program (``build``, the quantising modes): K
+    RMSNorm and rotary switches, the input type (:class:`~kvdsl.kernels.config.Transforms`),
+    the walk, the row reduction and ``pairs`` (one invocation per pair of vectors,
+    :attr:`kvdsl.kernels.plan.WalkPlan.uses_pairs`)."""
+
+    _: KW_ONLY
     walk: Walk = choice(Walk.PER_ROW)
     reduction: Reduction = choice(Reduction.WORKGROUP)
     pairs: bool | None = None
 
     def check_fields(self) -> None:
         one_of("walk", self.walk, WALKS)
-        flag("k_norm", self.k_norm)
-        require_rotary(self.rotary, self.head_dim, half=self.rotary_half)
-        eps_ok = isinstance(self.eps, (int, float)) and not isinstance(self.eps, bool)
-        eps_ok = eps_ok and math.isfinite(self.eps) and self.eps > 0
-        # QK_EPS is an f32 const: a value that rounds to 0 or infinity in f32 would change the norm.
-        eps_ok = eps_ok and 2.0**-126 <= self.eps <= 3.4e38
-        require(
-            eps_ok,
-            "eps",
-            self.eps,
-            "a number > 0 that is a normal f32 (1.2e-38 .. 3.4e38)",
-        )
-        one_of("input_type", self.input_type, FLOATS)
+        self.check_transforms(vectors=False)
         require_window(self.window, self.walk)
 
     def check_schedule(self) -> None:
         # The vectors of a row.
         per_row = self.head_dim // walks.lanes(self.head_dim, self.rotary, self.half)
         if self.walk is Walk.FLAT and self.k_norm:
-            # The row's partial sums are reduced in workgroup memory: no row may straddle two.
-            require(
-                self.workgroup_size % per_row == 0,
-                "workgroup_size",
-                self.workgroup_size,
-                f"a multiple of the {per_row} vectors of a row for the flat walk with k_norm",
-            )
+            what = "vectors of a row for the flat walk with k_norm"
+            require_whole_rows(self.workgroup_size, per_row, what)
         one_of("reduction", self.reduction, Reduction)
         if self.reduction is Reduction.SUBGROUP:
             require(
@@ -149,7 +150,8 @@ class RowConfig(RotaryWalk, CacheConfig):
 @dataclass(frozen=True)
 class RowInputs:
     """The bindings and consts the row program reads (``None`` where a transform is off);
-    with ``packed_table`` cos and sin are one binding, ``rotary_table``."""
+    with ``packed_table`` cos and sin are one binding, ``rotary_table``; ``layout``, the
+    bindings a layout declared among them (:func:`declare_inputs`)."""
 
     src_k: Buffer
     src_v: Buffer
@@ -158,6 +160,7 @@ class RowInputs:
     cos_cache: Buffer | None
     sin_cache: Buffer | None
     packed_table: bool = False
+    layout: Any = None
 
     def rotation(self, pos: Val, half: Val, partial: bool = False) -> Rotation:
         """The rotation at ``pos`` through these rotary tables (``partial``: the row's elements
@@ -167,24 +170,27 @@ class RowInputs:
 
 def declare_inputs(
     kb: KernelBuilder,
-    cfg: RowConfig,
+    cfg: Transforms,
     seqlens_k: bool = False,
     width: int = 1,
     packed_table: bool = False,
+    between: Callable[[], Any] | None = None,
 ) -> RowInputs:
     """Declare the inputs in the template's order: ``src_k``, ``src_v``, ``seqlens_k`` (when
-    asked), then as ``cfg`` needs them the K-norm weight and the rotary caches (one
-    ``rotary_table`` with ``packed_table``); ``width`` > 1 makes the float inputs vectors (the
-    flat walk)."""
+    asked) or the bindings ``between()`` declares (a layout's: ``paged_append``'s addressing,
+    kept as :attr:`RowInputs.layout`), then as ``cfg`` needs them the K-norm weight and the
+    rotary caches (one ``rotary_table`` with ``packed_table``); ``width`` > 1 makes the float
+    inputs vectors (the flat walk)."""
     src_k, src_v = words.bindings(kb, ("src_k", "src_v"), cfg.input_type.scalar, width)
     seqlens = kb.binding("seqlens_k", i32, "read") if seqlens_k else None
+    layout = None if between is None else between()
     weight = words.binding(kb, "k_norm_weight", f32, width) if cfg.k_norm else None
     cos = sin = None
     if cfg.rotary and packed_table:
         cos = sin = words.binding(kb, ROTARY_TABLE, f32, width)
     elif cfg.rotary:
         cos, sin = words.bindings(kb, ROTARY_TABLES, f32, width)
-    return RowInputs(src_k, src_v, seqlens, weight, cos, sin, cfg.rotary and packed_table)
+    return RowInputs(src_k, src_v, seqlens, weight, cos, sin, cfg.rotary and packed_table, layout)
 
 
 @dataclass(frozen=True)
@@ -459,16 +465,23 @@ def flat_k(kb: KernelBuilder, row: FlatRow, loads: KLoads, inv_rms: Val | None) 
 
 
 def row_extents(
-    cfg: RowConfig, count: Val, seq: Val, positions: Any, win: CacheWindow = CacheWindow()
+    cfg: Transforms,
+    count: Val,
+    seq: Val,
+    positions: Any,
+    win: CacheWindow = CacheWindow(),
+    between: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The least sizes of the row program's inputs: ``src_k``/``src_v`` for ``count`` rows of
-    ``seq`` tokens per batch (from batch ``batchBase`` on in a window), the K-norm weight, and
-    ``positions`` rotary positions."""
+    """The least sizes of the row program's inputs, in :func:`declare_inputs`' order:
+    ``src_k``/``src_v`` for ``count`` rows of ``seq`` tokens per batch (from batch ``batchBase``
+    on in a window), the bindings declared after them (``between``: ``seqlens_k``, a layout's),
+    the K-norm weight, and ``positions`` rotary positions."""
     batches = ceil_div(count, cfg.kv_heads * seq)
     if win.head_base is not None:
         batches = window_batches(count, cfg.kv_heads, seq, win.head_base, win.batch_base)
     src = times(batches, seq, cfg.kv_heads * cfg.head_dim)
     out: dict[str, Any] = {"src_k": src, "src_v": src}
+    out |= between or {}
     if cfg.k_norm:
         out["k_norm_weight"] = cfg.head_dim
     if cfg.rotary:

@@ -15,19 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kvdsl.ir import Buffer, Dispatch, Kernel, KernelBuilder, Scalar, u32, vec
-from kvdsl.kernels.config import (
-    CacheConfig,
-    Element,
-    FLOATS,
-    Model,
-    choice,
-    contract,
-    flag,
-    one_of,
-    require,
-    times,
-    window_batches,
-)
+from kvdsl.kernels.config import FLOATS, CacheConfig, Element, Model, choice, flag, one_of, require
+from kvdsl.kernels.config import contract, times, window_batches
 from kvdsl.nodes import words
 from kvdsl.nodes.index import cache_window, flat_index
 

@@ -42,32 +42,27 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import Any
 
 from kvdsl.ir import Kernel, KernelBuilder, Val, f32, i32, u32
 from kvdsl.kernels.config import (
-    CacheConfig,
-    Element,
-    Model,
     NEW,
     PAST,
     PRESENT,
     ROTARY_TABLE,
     ROTARY_TABLES,
+    CacheConfig,
+    Element,
+    Model,
     ShiftRegion,
     Walk,
-    ceil_div,
     choice,
-    contract,
-    emax,
-    largest,
     one_of,
     partial_rotary,
-    plus,
     require,
     require_rotary,
-    times,
-    window_batches,
 )
+from kvdsl.kernels.config import ceil_div, contract, emax, largest, plus, times, window_batches
 from kvdsl.kernels.merge import MovedTypes
 from kvdsl.kernels.plan import RotaryWalk, WalkPlan
 from kvdsl.nodes import walks, words
@@ -240,45 +235,36 @@ def window_shift(cfg: WindowShiftConfig, name: str = "window_shift") -> Kernel:
 def catalog_variants(models: dict[str, Model]) -> dict[str, WindowShiftConfig]:
     """Named window_shift passes over the sliding-window model shapes and Llama."""
     shift, append = {"region": ShiftRegion.SHIFT}, {"region": ShiftRegion.APPEND}
-    flat = {"walk": Walk.FLAT}
-    v: dict[str, WindowShiftConfig] = {}
-    for key in ("gemma2_2b", "gemma3_1b", "llama31_8b"):
-        shape = models[key].shape
-        v[f"window_shift_{key}"] = WindowShiftConfig(**shape)
-        v[f"window_shift_shift_{key}"] = WindowShiftConfig(**shape, **shift)
-        v[f"window_shift_append_rotary_{key}"] = WindowShiftConfig(**shape, **append, rotary=True)
-        v[f"window_shift_flat_{key}"] = WindowShiftConfig(**shape, **flat)
-        v[f"window_shift_shift_flat_{key}"] = WindowShiftConfig(**shape, **shift, **flat)
-        v[f"window_shift_append_rotary_flat_{key}"] = WindowShiftConfig(
-            **shape, **append, rotary=True, **flat
-        )
-    shape = models["gemma2_2b"].shape
-    v["window_shift_append_gemma2_2b"] = WindowShiftConfig(**shape, **append)
+    flat, rope, windowed = (
+        {"walk": Walk.FLAT},
+        {"rotary": True},
+        {"walk": Walk.FLAT, "window": True},
+    )
     f16 = {"present_type": Element.F16, "input_type": Element.F16}
-    v["window_shift_f16_gemma2_2b"] = WindowShiftConfig(**shape, **f16)
-    v["window_shift_shift_f16_gemma2_2b"] = WindowShiftConfig(**shape, **shift, **f16)
-    v["window_shift_append_rotary_f16_gemma2_2b"] = WindowShiftConfig(
-        **shape, **append, rotary=True, **f16
-    )
-    v["window_shift_append_flat_gemma2_2b"] = WindowShiftConfig(**shape, **append, **flat)
-    v["window_shift_flat_f16_gemma2_2b"] = WindowShiftConfig(**shape, **flat, **f16)
-    v["window_shift_append_rotary_flat_f16_gemma2_2b"] = WindowShiftConfig(
-        **shape, **append, rotary=True, **flat, **f16
-    )
+    v: dict[str, WindowShiftConfig] = {}
+
+    def add(tag: str, key: str, **fields: Any) -> None:
+        v[f"window_shift{tag}_{key}"] = WindowShiftConfig(**models[key].shape, **fields)
+
+    for key in ("gemma2_2b", "gemma3_1b", "llama31_8b"):
+        for walk, w in (("", {}), ("_flat", flat)):
+            add(walk, key, **w)
+            add(f"_shift{walk}", key, **shift, **w)
+            add(f"_append_rotary{walk}", key, **append, **rope, **w)
+    key = "gemma2_2b"
+    add("_append", key, **append)
+    add("_f16", key, **f16)
+    add("_shift_f16", key, **shift, **f16)
+    add("_append_rotary_f16", key, **append, **rope, **f16)
+    add("_append_flat", key, **append, **flat)
+    add("_flat_f16", key, **flat, **f16)
+    add("_append_rotary_flat_f16", key, **append, **rope, **flat, **f16)
     for key, m in partial_rotary(models).items():
-        v[f"window_shift_append_rotary_{key}"] = WindowShiftConfig(**m.shape, **append, **m.rotary)
-        v[f"window_shift_append_rotary_flat_{key}"] = WindowShiftConfig(
-            **m.shape, **append, **m.rotary, **flat
-        )
-        v[f"window_shift_append_rotary_flat_f16_{key}"] = WindowShiftConfig(
-            **m.shape, **append, **m.rotary, **flat, **f16
-        )
-    windowed = {"walk": Walk.FLAT, "window": True}
+        add("_append_rotary", key, **append, **m.rotary)
+        add("_append_rotary_flat", key, **append, **m.rotary, **flat)
+        add("_append_rotary_flat_f16", key, **append, **m.rotary, **flat, **f16)
     for key in ("gemma2_2b", "llama31_8b"):
-        shape = models[key].shape
-        v[f"window_shift_windowed_{key}"] = WindowShiftConfig(**shape, **windowed)
-        v[f"window_shift_shift_windowed_{key}"] = WindowShiftConfig(**shape, **shift, **windowed)
-        v[f"window_shift_append_rotary_windowed_{key}"] = WindowShiftConfig(
-            **shape, **append, rotary=True, **windowed
-        )
+        add("_windowed", key, **windowed)
+        add("_shift_windowed", key, **shift, **windowed)
+        add("_append_rotary_windowed", key, **append, **rope, **windowed)
     return v

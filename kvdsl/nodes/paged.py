@@ -87,6 +87,34 @@ class PageGeometry:
         return (head * self.page_size + slot) * self.row
 
 
+class PagedRows:
+    """A paged pool's shape: a mixin of the configs over one, which declare ``page_size``,
+    ``kv_heads``, ``page_layout`` and ``pool`` and give ``row_units`` (a row's units in a pool
+    binding) and ``side_words`` (a row's K and V side scales, f32; 0 inline)."""
+
+    page_size: int
+    kv_heads: int
+    page_layout: PageLayout
+    pool: Pool
+    row_units: int
+    side_words: int
+
+    @property
+    def geometry(self) -> PageGeometry:
+        """The pages in the pool binding's units."""
+        layout, pool = self.page_layout, self.pool
+        return PageGeometry(self.page_size, self.kv_heads, self.row_units, layout, pool)
+
+    @property
+    def scale_geometry(self) -> PageGeometry | None:
+        """The side scales' pages (``scale_pages``: per row K's scale words then V's, f32, in
+        pages of the pool's layout, never combined), None without side scales."""
+        if self.side_words == 0:
+            return None
+        layout = self.page_layout
+        return PageGeometry(self.page_size, self.kv_heads, self.side_words, layout, Pool.SEPARATE)
+
+
 @dataclass(frozen=True)
 class Pages:
     """A geometry's consts in a kernel: ``PAGE_SIZE``, ``PAGE_UNITS`` and ``PAGE_STRIDE``."""
