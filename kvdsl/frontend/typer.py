@@ -606,6 +606,12 @@ class Typer(Assignments):
                 coords = self.expr(args[1], scope, None)
                 value = self.expr(args[2], scope, tex.texel)
                 return self.check(ir.TextureStore(args[0].name, coords, value), scope, ret, loop)
+            case CallStmt(ir.FnCall("textureBarrier", args)) if (
+                "textureBarrier" not in self.checker.function_names
+            ):
+                if args:
+                    raise self.error(f"textureBarrier takes no arguments, got {len(args)}")
+                return self.check(ir.Barrier("texture"), scope, ret, loop)
             case CallStmt(ir.Call(op) as call, (line, column)) if (
                 ops.info(op).spelling not in self.checker.function_names
             ):

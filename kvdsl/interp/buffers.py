@@ -292,8 +292,14 @@ class TextureMemory:
     data: np.ndarray
     owner: np.ndarray
     # Per texel of a read_write storage texture, the invocation that read it (-1: none, -2:
-    # several), for the race of a read and another invocation's write.
+    # several), for the race of a read and another invocation's write, and their workgroup
+    # (-1: none, -2: several).
     reader: np.ndarray | None = None
+    rgroup: np.ndarray | None = None
+    # Per texel, whether a textureBarrier() of its writer's (its readers') workgroup followed
+    # the write (the reads): invocations of that workgroup may then overwrite or read it.
+    ofenced: np.ndarray | None = None
+    rfenced: np.ndarray | None = None
 
 
 def texture_memory(texture: Texture, given: np.ndarray) -> TextureMemory:
@@ -312,8 +318,11 @@ def texture_memory(texture: Texture, given: np.ndarray) -> TextureMemory:
         )
     data = np.array(given, copy=True)
     owner = np.full(data.shape[:-1], -1, np.int64)
-    reader = owner.copy() if getattr(ty, "access", None) == "read_write" else None
-    return TextureMemory(texture, data, owner, reader)
+    out = TextureMemory(texture, data, owner, ofenced=np.zeros(owner.shape, bool))
+    if getattr(ty, "access", None) == "read_write":
+        out.reader, out.rgroup = owner.copy(), owner.copy()
+        out.rfenced = np.zeros(owner.shape, bool)
+    return out
 
 
 def from_texels(ty, texels: np.ndarray) -> np.ndarray:

@@ -361,7 +361,8 @@ class Barrier:
     """``workgroupBarrier();``: every invocation of the workgroup waits here, and workgroup
     memory written before it is visible after it. Only in uniform control flow (see verify).
     With ``space`` ``"storage"``, ``storageBarrier();``: the same wait, and storage memory
-    written before it is visible after it to the workgroup's invocations."""
+    written before it is visible after it to the workgroup's invocations; with ``"texture"``,
+    ``textureBarrier();``: the same, of the storage textures."""
 
     space: str = "workgroup"
 

@@ -28,10 +28,6 @@ LIMITS = {
     "texture_2d_array": k(
         "  out[0] = 1u;", "@group(0) @binding(1) var t: texture_2d_array<f32>;\n"
     ),
-    "texture_barrier": k(
-        "  textureBarrier();\n  out[0] = 1u;",
-        "@group(0) @binding(1) var t: texture_storage_2d<r32float, read_write>;\n",
-    ),
     "sampler_comparison": k("  out[0] = 1u;", "@group(0) @binding(1) var s: sampler_comparison;\n"),
 }
 
