@@ -309,9 +309,10 @@ def texture_memory(texture: Texture, given: np.ndarray) -> TextureMemory:
     if isinstance(ty, Sampler):  # WebGPU's default sampler: nothing held
         return TextureMemory(texture, np.zeros((0, 0, 0)), np.zeros((0, 0), np.int64))
     given = np.asarray(given)
-    dim = getattr(ty, "dim", 2)
+    dim = getattr(ty, "dim", 2) + getattr(ty, "arrayed", False)
     if given.ndim != dim + 1 or given.shape[-1] != ty.channels or given.dtype != ty.dtype:
         axes = ("width", "height, width", "depth, height, width")[dim - 1]
+        axes = axes.replace("depth", "layers") if getattr(ty, "arrayed", False) else axes
         raise TypeError(
             f"texture '{texture.name}' ({ty}) is given as {given.dtype}{list(given.shape)}: "
             f"expected {ty.dtype}[{axes}, {ty.channels}]"

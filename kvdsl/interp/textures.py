@@ -21,7 +21,8 @@ class TextureAccess:
     def texture_load(
         self, t: TextureMemory, coords: np.ndarray, level: np.ndarray, m: Mask
     ) -> np.ndarray:
-        """``textureLoad``: each lane's texel ``coords`` (x, y, and z of a ``texture_3d``) of
+        """``textureLoad``: each lane's texel ``coords`` (x, y, and z of a ``texture_3d`` or the
+        array index of a ``texture_2d_array``) of
         mip level ``level``, a ``vec4`` (``[lanes, 4]``; lanes off the mask read texel 0); an
         active lane's texel outside the texture, or a level other than 0 (the texture has one),
         is :class:`OutOfBounds` (WGSL leaves what such a load returns to the implementation)."""
@@ -38,24 +39,29 @@ class TextureAccess:
             texel = ", ".join(str(c) for c in xyz[j])
             what = f"level {lv[j]}" if lv[j] != 0 else f"texel ({texel})"
             who = self.grid.describe(int(self.grid.original(np.array([j]))[0]))
-            extent = ", ".join(f"{a} {n}" for a, n in zip(("width", "height", "depth"), size))
+            third = "layers" if getattr(t.texture.ty, "arrayed", False) else "depth"
+            extent = ", ".join(f"{a} {n}" for a, n in zip(("width", "height", third), size))
             raise OutOfBounds(
                 f"{name} {what} is out of bounds ({extent}, one level) for {who}{self.where()}"
             )
         at = tuple(np.where(bad, 0, xyz[:, k]) for k in reversed(range(len(size))))
         return t.data[at]
 
-    def texture_sample(self, t: TextureMemory, coords: np.ndarray) -> np.ndarray:
+    def texture_sample(
+        self, t: TextureMemory, coords: np.ndarray, layer: np.ndarray | None = None
+    ) -> np.ndarray:
         """``textureSampleLevel`` through WebGPU's default sampler: each lane's texel nearest
         its normalised ``coords`` (x, y[, z]; texel ``floor(u * size)``), each coordinate
         clamped to the edge (NaN as 0), of the one mip level, a ``vec4<f32>`` (``[lanes,
-        4]``)."""
-        size = t.data.shape[-2::-1]  # width, height[, depth]
+        4]``); of a ``texture_2d_array``, in layer ``layer`` (already clamped to the layers)."""
+        size = t.data.shape[-2::-1][: getattr(t.texture.ty, "dim", 2)]  # width, height[, depth]
         uvw = broadcast(coords, self.n).astype(np.float64).reshape(self.n, -1)  # 1-D: [n, 1]
         uvw = np.nan_to_num(uvw, nan=0.0)
         at = [
             np.clip(np.floor(uvw[:, k] * n), 0, n - 1).astype(np.int64) for k, n in enumerate(size)
         ]
+        if layer is not None:
+            at.append(broadcast(layer, self.n).reshape(-1))
         return t.data[tuple(reversed(at))]
 
     def texture_level(self, t: TextureMemory, level: np.ndarray, m: Mask) -> None:
