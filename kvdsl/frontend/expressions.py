@@ -259,9 +259,9 @@ class Expressions(Rules):
             return Atomic(args[0])
         if str(tok) == "ptr":
             return self._pointer_type(tok, args)
-        if str(tok) in ("texture_1d", "texture_2d", "texture_3d"):
+        if str(tok) in ("texture_1d", "texture_2d", "texture_3d", "texture_2d_array"):
             if len(args) == 1 and args[0] in (f32, u32, i32):
-                return SampledTexture(args[0], int(str(tok)[8]))
+                return SampledTexture(args[0], int(str(tok)[8]), str(tok).endswith("_array"))
             raise self._err(
                 f"{tok}<{', '.join(map(str, args))}> (sample types f32, u32, i32)",
                 tok.line,

@@ -73,7 +73,7 @@ WGSL_BUILTINS = set(
 #: The texture builtins the IR holds: one of them given a texture of the subset with arguments
 #: of no overload is WGSL's error (Tint: "no matching call"), not a construct outside the subset.
 TEXTURE_CALLS = frozenset(
-    ("textureDimensions", "textureLoad", "textureStore", "textureSampleLevel")
+    ("textureDimensions", "textureLoad", "textureNumLayers", "textureStore", "textureSampleLevel")
 )
 
 
@@ -204,6 +204,20 @@ class Typer(Assignments):
             case ir.FnCall("textureLoad", args) if self.texture(args, 3, scope):
                 coords, level = self.expr(args[1], scope, None), self.expr(args[2], scope, None)
                 return ir.TextureLoad(args[0].name, coords, level)
+            case ir.FnCall("textureLoad", args) if self.texture(args, 4, scope) and self.arrayed(
+                args[0], scope
+            ):
+                coords, layer, level = (self.expr(a, scope, None) for a in args[1:])
+                return ir.TextureLoad(args[0].name, coords, level, layer)
+            case ir.FnCall("textureNumLayers", args) if self.texture(args, 1, scope):
+                return ir.TextureNumLayers(args[0].name)
+            case ir.FnCall("textureSampleLevel", args) if self.texture(args, 5, scope) and (
+                self.arrayed(args[0], scope) and self.sampler(args[1], scope)
+            ):
+                coords = self.expr(args[2], scope, Vec(2, f32))
+                layer, level = self.expr(args[3], scope, None), self.expr(args[4], scope, f32)
+                name, sampler = args[0].name, args[1].name
+                return ir.TextureSampleLevel(name, sampler, coords, level, layer)
             case ir.FnCall("textureSampleLevel", args) if self.texture(args, 4, scope) and (
                 type(args[1]) is ir.Name
                 and (s := scope.lookup(args[1].name)) is not None
@@ -606,6 +620,12 @@ class Typer(Assignments):
                 coords = self.expr(args[1], scope, None)
                 value = self.expr(args[2], scope, tex.texel)
                 return self.check(ir.TextureStore(args[0].name, coords, value), scope, ret, loop)
+            case CallStmt(ir.FnCall("textureBarrier", args)) if (
+                "textureBarrier" not in self.checker.function_names
+            ):
+                if args:
+                    raise self.error(f"textureBarrier takes no arguments, got {len(args)}")
+                return self.check(ir.Barrier("texture"), scope, ret, loop)
             case CallStmt(ir.Call(op) as call, (line, column)) if (
                 ops.info(op).spelling not in self.checker.function_names
             ):
@@ -637,6 +657,18 @@ class Typer(Assignments):
             return False
         sym = scope.lookup(args[0].name)
         return sym is not None and sym.kind == "texture"
+
+    @staticmethod
+    def arrayed(arg: ir.Expr, scope: Scope) -> bool:
+        """Whether ``arg`` names a ``texture_2d_array``."""
+        ty = scope.lookup(arg.name).ty if type(arg) is ir.Name else None
+        return isinstance(ty, SampledTexture) and ty.arrayed
+
+    @staticmethod
+    def sampler(arg: ir.Expr, scope: Scope) -> bool:
+        """Whether ``arg`` names a sampler."""
+        sym = scope.lookup(arg.name) if type(arg) is ir.Name else None
+        return sym is not None and sym.kind == "texture" and isinstance(sym.ty, Sampler)
 
     def check(self, s: ir.Stmt, scope: Scope, ret: Type | None, loop: bool) -> ir.Stmt:
         try:

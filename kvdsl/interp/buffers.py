@@ -292,8 +292,14 @@ class TextureMemory:
     data: np.ndarray
     owner: np.ndarray
     # Per texel of a read_write storage texture, the invocation that read it (-1: none, -2:
-    # several), for the race of a read and another invocation's write.
+    # several), for the race of a read and another invocation's write, and their workgroup
+    # (-1: none, -2: several).
     reader: np.ndarray | None = None
+    rgroup: np.ndarray | None = None
+    # Per texel, whether a textureBarrier() of its writer's (its readers') workgroup followed
+    # the write (the reads): invocations of that workgroup may then overwrite or read it.
+    ofenced: np.ndarray | None = None
+    rfenced: np.ndarray | None = None
 
 
 def texture_memory(texture: Texture, given: np.ndarray) -> TextureMemory:
@@ -303,17 +309,21 @@ def texture_memory(texture: Texture, given: np.ndarray) -> TextureMemory:
     if isinstance(ty, Sampler):  # WebGPU's default sampler: nothing held
         return TextureMemory(texture, np.zeros((0, 0, 0)), np.zeros((0, 0), np.int64))
     given = np.asarray(given)
-    dim = getattr(ty, "dim", 2)
+    dim = getattr(ty, "dim", 2) + getattr(ty, "arrayed", False)
     if given.ndim != dim + 1 or given.shape[-1] != ty.channels or given.dtype != ty.dtype:
         axes = ("width", "height, width", "depth, height, width")[dim - 1]
+        axes = axes.replace("depth", "layers") if getattr(ty, "arrayed", False) else axes
         raise TypeError(
             f"texture '{texture.name}' ({ty}) is given as {given.dtype}{list(given.shape)}: "
             f"expected {ty.dtype}[{axes}, {ty.channels}]"
         )
     data = np.array(given, copy=True)
     owner = np.full(data.shape[:-1], -1, np.int64)
-    reader = owner.copy() if getattr(ty, "access", None) == "read_write" else None
-    return TextureMemory(texture, data, owner, reader)
+    out = TextureMemory(texture, data, owner, ofenced=np.zeros(owner.shape, bool))
+    if getattr(ty, "access", None) == "read_write":
+        out.reader, out.rgroup = owner.copy(), owner.copy()
+        out.rfenced = np.zeros(owner.shape, bool)
+    return out
 
 
 def from_texels(ty, texels: np.ndarray) -> np.ndarray:

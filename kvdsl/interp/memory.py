@@ -420,11 +420,12 @@ class Memory(StorageRaces, TextureAccess):
         w.written[slots] = True
 
     def barrier(self, m: Mask, space: str = "workgroup") -> None:
-        """``workgroupBarrier()`` (``space`` ``"workgroup"``) or ``storageBarrier()``
-        (``"storage"``): every invocation of a workgroup must be here, or none. The one starts
-        a new race interval in workgroup memory; the other marks each storage element written
-        so far as fenced, so that invocations of its writer's workgroup may read or overwrite
-        it (invocations of other workgroups still race with its writer)."""
+        """``workgroupBarrier()`` (``space`` ``"workgroup"``), ``storageBarrier()``
+        (``"storage"``) or ``textureBarrier()`` (``"texture"``): every invocation of a workgroup
+        must be here, or none. The first starts a new race interval in workgroup memory; the
+        others mark each storage element (storage texture texel) accessed so far as fenced, so
+        that invocations of its accessor's workgroup may read or overwrite it (invocations of
+        other workgroups still race with them)."""
         p = self.grid.per_group
         if m is not None or self.grid.ids is not None or self.grid.n % p:
             ids = self.grid.original(self.grid.active(m))
@@ -437,12 +438,15 @@ class Memory(StorageRaces, TextureAccess):
                     f"workgroup {self._wid(g)}: a barrier that some invocations of a workgroup "
                     f"do not reach is undefined in WGSL{self.where()}"
                 )
-        if space == "storage":
+        if space in ("storage", "texture"):
             if m is None and self.grid.ids is None and not self.grid.n % p:
                 groups = np.arange(self.grid.offset // p, (self.grid.offset + self.grid.n) // p)
             else:
                 groups = np.unique(self.grid.original(self.grid.active(m)) // p)
-            self.fence_storage(groups)
+            if space == "storage":
+                self.fence_storage(groups)
+            else:
+                self.fence_textures(groups)
             return
         for w in self.shared.values():
             w.barrier()

@@ -2,8 +2,9 @@
 ``read`` or ``read_write`` storage texture, ``textureSampleLevel`` through the default sampler,
 and ``textureStore`` of a ``write`` or ``read_write`` storage texture, with WGSL's bounds (a
 texel outside the texture, a level other than 0: :class:`~kvdsl.interp.errors.OutOfBounds`)
-and the races of two invocations storing one texel, or one reading a texel another stores; a
-mixin of :class:`kvdsl.interp.memory.Memory`, whose bounds reports it uses."""
+and the races of two invocations storing one texel, or one reading a texel another stores, that
+no ``textureBarrier()`` of their workgroup orders; a mixin of
+:class:`kvdsl.interp.memory.Memory`, whose bounds reports it uses."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ class TextureAccess:
     def texture_load(
         self, t: TextureMemory, coords: np.ndarray, level: np.ndarray, m: Mask
     ) -> np.ndarray:
-        """``textureLoad``: each lane's texel ``coords`` (x, y, and z of a ``texture_3d``) of
+        """``textureLoad``: each lane's texel ``coords`` (x, y, and z of a ``texture_3d`` or the
+        array index of a ``texture_2d_array``) of
         mip level ``level``, a ``vec4`` (``[lanes, 4]``; lanes off the mask read texel 0); an
         active lane's texel outside the texture, or a level other than 0 (the texture has one),
         is :class:`OutOfBounds` (WGSL leaves what such a load returns to the implementation)."""
@@ -37,24 +39,29 @@ class TextureAccess:
             texel = ", ".join(str(c) for c in xyz[j])
             what = f"level {lv[j]}" if lv[j] != 0 else f"texel ({texel})"
             who = self.grid.describe(int(self.grid.original(np.array([j]))[0]))
-            extent = ", ".join(f"{a} {n}" for a, n in zip(("width", "height", "depth"), size))
+            third = "layers" if getattr(t.texture.ty, "arrayed", False) else "depth"
+            extent = ", ".join(f"{a} {n}" for a, n in zip(("width", "height", third), size))
             raise OutOfBounds(
                 f"{name} {what} is out of bounds ({extent}, one level) for {who}{self.where()}"
             )
         at = tuple(np.where(bad, 0, xyz[:, k]) for k in reversed(range(len(size))))
         return t.data[at]
 
-    def texture_sample(self, t: TextureMemory, coords: np.ndarray) -> np.ndarray:
+    def texture_sample(
+        self, t: TextureMemory, coords: np.ndarray, layer: np.ndarray | None = None
+    ) -> np.ndarray:
         """``textureSampleLevel`` through WebGPU's default sampler: each lane's texel nearest
         its normalised ``coords`` (x, y[, z]; texel ``floor(u * size)``), each coordinate
         clamped to the edge (NaN as 0), of the one mip level, a ``vec4<f32>`` (``[lanes,
-        4]``)."""
-        size = t.data.shape[-2::-1]  # width, height[, depth]
+        4]``); of a ``texture_2d_array``, in layer ``layer`` (already clamped to the layers)."""
+        size = t.data.shape[-2::-1][: getattr(t.texture.ty, "dim", 2)]  # width, height[, depth]
         uvw = broadcast(coords, self.n).astype(np.float64).reshape(self.n, -1)  # 1-D: [n, 1]
         uvw = np.nan_to_num(uvw, nan=0.0)
         at = [
             np.clip(np.floor(uvw[:, k] * n), 0, n - 1).astype(np.int64) for k, n in enumerate(size)
         ]
+        if layer is not None:
+            at.append(broadcast(layer, self.n).reshape(-1))
         return t.data[tuple(reversed(at))]
 
     def texture_level(self, t: TextureMemory, level: np.ndarray, m: Mask) -> None:
@@ -101,8 +108,10 @@ class TextureAccess:
         at = self._texels(t, coords, lanes)
         if t.reader is not None:
             ids = self.grid.original(lanes).astype(np.int64)
+            group = ids // self.grid.per_group
             writer = t.owner[at]
-            clash = (writer >= 0) & (writer != ids)
+            ordered = t.ofenced[at] & (writer // self.grid.per_group == group)
+            clash = (writer >= 0) & (writer != ids) & ~ordered
             if clash.any():
                 j = int(np.flatnonzero(clash)[0])
                 raise RaceError(
@@ -110,16 +119,15 @@ class TextureAccess:
                     f"{self.grid.describe(int(writer[j]))} writes it and "
                     f"{self.grid.describe(int(ids[j]))} reads it in one dispatch{self.where()}"
                 )
-            # Per texel, whether two invocations read it in this statement.
+            # Per texel, whether two invocations (two workgroups) read it in this statement.
             texel, back = np.unique(np.ravel_multi_index(at, t.owner.shape), return_inverse=True)
-            lo = np.full(len(texel), np.iinfo(np.int64).max)
-            hi = np.full(len(texel), -1)
-            np.minimum.at(lo, back, ids)
-            np.maximum.at(hi, back, ids)
-            several = (lo != hi)[back]
-            old = t.reader[at]
-            mixed = several | ((old >= 0) & (old != ids)) | (old == -2)
-            t.reader[at] = np.where(mixed, -2, ids)
+            several, groups = _mixed(back, len(texel), ids), _mixed(back, len(texel), group)
+            old, old_group = t.reader[at], t.rgroup[at]
+            # Reads a textureBarrier() of this workgroup followed: ordered before what comes.
+            fresh = (old == -1) | (t.rfenced[at] & (old_group == group))
+            t.reader[at] = np.where(~several & (fresh | (old == ids)), ids, -2)
+            t.rgroup[at] = np.where(~groups & (fresh | (old_group == group)), group, -2)
+            t.rfenced[at] = False
         out = np.zeros((self.n, 4), t.texture.ty.texel.scalar.dtype)
         out[lanes] = from_texels(t.texture.ty, t.data[at])
         return out
@@ -133,6 +141,7 @@ class TextureAccess:
         lanes = self.grid.active(m)
         at = self._texels(t, coords, lanes)
         ids = self.grid.original(lanes).astype(np.int64)
+        group = ids // self.grid.per_group
         values = broadcast(v, self.n)[lanes]
         wide = unrepresentable(t.texture.ty, values)
         if wide.any():
@@ -147,7 +156,8 @@ class TextureAccess:
         order = np.argsort(flat, kind="stable")
         same = flat[order][1:] == flat[order][:-1]
         earlier = t.owner[at]
-        clash = (earlier >= 0) & (earlier != ids)
+        ordered = t.ofenced[at] & (earlier // self.grid.per_group == group)
+        clash = (earlier >= 0) & (earlier != ids) & ~ordered
         if same.any() or clash.any():
             if same.any():
                 j = int(np.flatnonzero(same)[0])
@@ -161,7 +171,8 @@ class TextureAccess:
             )
         if t.reader is not None:  # a read_write texture: a texel another invocation read
             readers = t.reader[at]
-            clash = (readers == -2) | ((readers >= 0) & (readers != ids))
+            ordered = t.rfenced[at] & (t.rgroup[at] == group)
+            clash = (readers != -1) & (readers != ids) & ~ordered
             if clash.any():
                 j = int(np.flatnonzero(clash)[0])
                 who = (
@@ -172,7 +183,22 @@ class TextureAccess:
                     f"{self.grid.describe(int(ids[j]))} writes it in one dispatch{self.where()}"
                 )
         t.owner[at] = ids
+        t.ofenced[at] = False
+        if t.reader is not None:  # the reads so far come before this write
+            t.reader[at] = t.rgroup[at] = -1
+            t.rfenced[at] = False
         t.data[at] = texels
+
+    def fence_textures(self, groups: np.ndarray) -> None:
+        """``textureBarrier()`` passed by the workgroups ``groups``: each texel access of
+        theirs so far is ordered before their invocations' accesses after it."""
+        p = self.grid.per_group
+        for t in self.textures.values():
+            if t.ofenced is None:
+                continue
+            t.ofenced |= (t.owner >= 0) & np.isin(t.owner // p, groups)
+            if t.rfenced is not None:
+                t.rfenced |= (t.rgroup >= 0) & np.isin(t.rgroup, groups)
 
     # ---- storage bindings ----------------------------------------------------------------
 
@@ -180,3 +206,13 @@ class TextureAccess:
 def _texel(at: tuple[np.ndarray, ...], j: int) -> str:
     """Texel ``j`` of index ``at`` (outermost axis first) as WGSL's coordinates, ``(x, y)``."""
     return "(" + ", ".join(str(int(a[j])) for a in reversed(at)) + ")"
+
+
+def _mixed(back: np.ndarray, n: int, values: np.ndarray) -> np.ndarray:
+    """Per entry of ``values`` (entry ``k`` of group ``back[k]`` of ``n``), whether its group
+    holds two different values."""
+    lo = np.full(n, np.iinfo(np.int64).max)
+    hi = np.full(n, np.iinfo(np.int64).min)
+    np.minimum.at(lo, back, values)
+    np.maximum.at(hi, back, values)
+    return (lo != hi)[back]

@@ -91,13 +91,16 @@ def specialise_handles(kernel: ir.Kernel) -> ir.Kernel:
                 return ir.TextureStore(name, rewrite(coords, env), rewrite(value, env))
             case ir.TextureDimensions(name, level):
                 return ir.TextureDimensions(env.get(name, name), rewrite(level, env))
-            case ir.TextureLoad(name, coords, level):
+            case ir.TextureLoad(name, coords, level, layer):
                 name = env.get(name, name)
-                return ir.TextureLoad(name, rewrite(coords, env), rewrite(level, env))
-            case ir.TextureSampleLevel(name, sampler, coords, level):
+                coords, level, layer = (rewrite(x, env) for x in (coords, level, layer))
+                return ir.TextureLoad(name, coords, level, layer)
+            case ir.TextureSampleLevel(name, sampler, coords, level, layer):
                 name, sampler = env.get(name, name), env.get(sampler, sampler)
-                coords, level = rewrite(coords, env), rewrite(level, env)
-                return ir.TextureSampleLevel(name, sampler, coords, level)
+                coords, level, layer = (rewrite(x, env) for x in (coords, level, layer))
+                return ir.TextureSampleLevel(name, sampler, coords, level, layer)
+            case ir.TextureNumLayers(name):
+                return ir.TextureNumLayers(env.get(name, name))
             case ir.FnCall(name, args) if name in functions and _handle_params(functions[name]):
                 fn = functions[name]
                 given = given_of(fn, args, env)

@@ -70,10 +70,16 @@ def call_text(
             return f"textureDimensions({name}, {expr(level)})"
         case ir.TextureLoad(name, coords, None):
             return f"textureLoad({name}, {expr(coords)})"
-        case ir.TextureLoad(name, coords, level):
+        case ir.TextureLoad(name, coords, level, None):
             return f"textureLoad({name}, {arguments((coords, level))})"
-        case ir.TextureSampleLevel(name, sampler, coords, level):
+        case ir.TextureLoad(name, coords, level, layer):
+            return f"textureLoad({name}, {arguments((coords, layer, level))})"
+        case ir.TextureSampleLevel(name, sampler, coords, level, None):
             return f"textureSampleLevel({name}, {sampler}, {arguments((coords, level))})"
+        case ir.TextureSampleLevel(name, sampler, coords, level, layer):
+            return f"textureSampleLevel({name}, {sampler}, {arguments((coords, layer, level))})"
+        case ir.TextureNumLayers(name):
+            return f"textureNumLayers({name})"
     return None
 
 

@@ -145,11 +145,13 @@ class TextureLoad:
     x then y; ``vec3`` of a ``texture_3d``) of mip level ``level`` (an ``i32`` or ``u32``) of
     sampled texture ``name``, a ``vec4`` of its sample type; ``textureLoad(name, coords)`` (no
     ``level``) of a storage texture of ``read`` or ``read_write`` access, a ``vec4`` of its
-    format's channel type (an ``r32`` format's ``(x, 0, 0, 1)``)."""
+    format's channel type (an ``r32`` format's ``(x, 0, 0, 1)``). Of a ``texture_2d_array``,
+    ``layer`` is the array index (an ``i32`` or ``u32``), written before the level."""
 
     name: str
     coords: Expr
     level: Expr | None = None
+    layer: Expr | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,12 +159,22 @@ class TextureSampleLevel:
     """``textureSampleLevel(name, sampler, coords, level)``: texture ``name`` (a
     ``texture_2d<f32>`` or ``texture_3d<f32>``) sampled through ``sampler`` at ``coords`` (a
     ``vec2<f32>`` or ``vec3<f32>`` of normalised coordinates, x first) and mip level ``level``
-    (an ``f32``), a ``vec4<f32>``."""
+    (an ``f32``), a ``vec4<f32>``; of a ``texture_2d_array<f32>``, ``layer`` is the array
+    index (an ``i32`` or ``u32``), written before the level."""
 
     name: str
     sampler: str
     coords: Expr
     level: Expr
+    layer: Expr | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TextureNumLayers:
+    """``textureNumLayers(name)``: the ``u32`` count of layers of ``texture_2d_array`` ``name``
+    (the same for every invocation)."""
+
+    name: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,6 +242,7 @@ Expr = (
     | TextureDimensions
     | TextureLoad
     | TextureSampleLevel
+    | TextureNumLayers
     | AtomicCall
     | AddressOf
     | Deref
@@ -361,7 +374,8 @@ class Barrier:
     """``workgroupBarrier();``: every invocation of the workgroup waits here, and workgroup
     memory written before it is visible after it. Only in uniform control flow (see verify).
     With ``space`` ``"storage"``, ``storageBarrier();``: the same wait, and storage memory
-    written before it is visible after it to the workgroup's invocations."""
+    written before it is visible after it to the workgroup's invocations; with ``"texture"``,
+    ``textureBarrier();``: the same, of the storage textures."""
 
     space: str = "workgroup"
 

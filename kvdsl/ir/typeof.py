@@ -353,7 +353,13 @@ class ExprTyper(PointerTyper):
                 which = "textureLoad does not read (a texture_2d or texture_3d)"
                 tex = self.texel_access(e, name, coords, scope, SampledTexture, which)
                 self._mip_level(e, level, scope)
+                self._layer(e, tex, e.layer, scope)
                 return tex.texel
+            case ir.TextureNumLayers(name):
+                tex = self.texture_type(e, name, scope)
+                if not (isinstance(tex, SampledTexture) and tex.arrayed):
+                    raise VerifyError(f"{show(e)}: '{name}' is a {tex}, not a texture_2d_array")
+                return u32
             case ir.TextureSampleLevel(name, sampler, coords, level):
                 tex = self.texture_type(e, name, scope)
                 if not isinstance(tex, SampledTexture) or tex.sample != f32:
@@ -372,6 +378,7 @@ class ExprTyper(PointerTyper):
                 lt = self.type_of(level, scope)
                 if lt is not f32:
                     raise VerifyError(f"{show(e)}: the level is {lt}, expected f32")
+                self._layer(e, tex, e.layer, scope)
                 return Vec(4, f32)
             case ir.ArrayLength(name, None, True):
                 sym = scope.lookup(name)
@@ -443,6 +450,16 @@ class ExprTyper(PointerTyper):
                     )
                 return ret
         raise VerifyError(f"not an expression: {e!r}")
+
+    def _layer(self, e: object, tex: SampledTexture, layer: object, scope: Scope) -> None:
+        """A ``texture_2d_array``'s layer index is given, an ``i32`` or ``u32``; no other
+        texture's is."""
+        if (layer is None) == tex.arrayed:
+            what = "no array index" if layer is None else "an array index"
+            raise VerifyError(f"{show(e)}: '{tex}' is given {what}")
+        lt = None if layer is None else self.type_of(layer, scope)
+        if lt is not None and lt is not i32 and lt is not u32:
+            raise VerifyError(f"{show(e)}: the array index is {lt}, expected i32 or u32")
 
     def texture_type(
         self, node: object, name: str, scope: Scope

@@ -267,9 +267,10 @@ class SampledTexture:
 
     sample: Scalar
     dim: int = 2
+    arrayed: bool = False  # texture_2d_array<T>: layers of 2-D textures, one index each
 
     def __str__(self) -> str:
-        return f"texture_{self.dim}d<{self.sample}>"
+        return f"texture_{self.dim}d{'_array' if self.arrayed else ''}<{self.sample}>"
 
     @property
     def texel(self) -> Vec:

@@ -178,7 +178,8 @@ class _Named(_Uses):
 
     def expr(self, e: object, scope: list[set[str]]) -> None:
         held = (ir.ArrayLength, ir.TextureLoad, ir.TextureDimensions, ir.TextureStore)
-        if isinstance(e, held + (ir.TextureSampleLevel,)) and self.binding(e.name, scope):
+        held += (ir.TextureSampleLevel, ir.TextureNumLayers)
+        if isinstance(e, held) and self.binding(e.name, scope):
             self.reads.add(e.name)
         if isinstance(e, ir.TextureSampleLevel) and self.binding(e.sampler, scope):
             self.reads.add(e.sampler)

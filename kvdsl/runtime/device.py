@@ -369,7 +369,7 @@ def _layout_entries(
             continue
         if isinstance(t.ty, SampledTexture):
             sample = SAMPLE_TYPES[t.ty.sample.name][2]
-            view = f"{t.ty.dim}d"
+            view = "2d-array" if t.ty.arrayed else f"{t.ty.dim}d"
             texture = {"sample_type": sample, "view_dimension": view, "multisampled": False}
             entries.append(
                 {"binding": k, "visibility": wgpu.ShaderStage.COMPUTE, "texture": texture}

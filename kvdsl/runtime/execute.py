@@ -163,7 +163,8 @@ class _Dispatch:
                 continue
             tex = _upload_texture(dev, t, texels[t.name])
             self.textures[t.name] = (t, tex, texels[t.name])
-            entries.append({"binding": k, "resource": tex.create_view()})
+            view = {"dimension": "2d-array"} if getattr(t.ty, "arrayed", False) else {}
+            entries.append({"binding": k, "resource": tex.create_view(**view)})
         self.bind_group = dev.create_bind_group(layout=self.pipe.layout, entries=entries)
 
     @property
@@ -234,7 +235,7 @@ def _upload_texture(dev, t: Texture, data: np.ndarray):
         size=(w, h, d),
         format=t.ty.format,
         usage=usage | wgpu.TextureUsage.COPY_DST,
-        dimension=f"{data.ndim - 1}d",
+        dimension="2d" if getattr(t.ty, "arrayed", False) else f"{data.ndim - 1}d",
     )
     row = w * data.shape[-1] * data.itemsize
     dev.queue.write_texture(

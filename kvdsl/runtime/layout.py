@@ -86,9 +86,10 @@ def split_textures(textures: tuple, buffers: Mapping[str, object]) -> tuple[dict
             raise BufferError(f"texture '{name}' ({t.ty}) has no array")
         a = np.asarray(a)
         ty = t.ty
-        dim = getattr(ty, "dim", 2)
+        dim = getattr(ty, "dim", 2) + getattr(ty, "arrayed", False)
         if a.ndim != dim + 1 or a.shape[-1] != ty.channels or a.dtype.newbyteorder("=") != ty.dtype:
             axes = ("width", "height, width", "depth, height, width")[dim - 1]
+            axes = axes.replace("depth", "layers") if getattr(ty, "arrayed", False) else axes
             raise BufferError(
                 f"texture '{name}' ({ty}) is given as {a.dtype}{list(a.shape)}: expected "
                 f"{ty.dtype}[{axes}, {ty.channels}]"

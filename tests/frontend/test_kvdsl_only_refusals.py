@@ -25,13 +25,7 @@ def k(body: str, head: str = "") -> str:
 
 LIMITS = {
     "texture_depth_2d": k("  out[0] = 1u;", "@group(0) @binding(1) var t: texture_depth_2d;\n"),
-    "texture_2d_array": k(
-        "  out[0] = 1u;", "@group(0) @binding(1) var t: texture_2d_array<f32>;\n"
-    ),
-    "texture_barrier": k(
-        "  textureBarrier();\n  out[0] = 1u;",
-        "@group(0) @binding(1) var t: texture_storage_2d<r32float, read_write>;\n",
-    ),
+    "texture_cube": k("  out[0] = 1u;", "@group(0) @binding(1) var t: texture_cube<f32>;\n"),
     "sampler_comparison": k("  out[0] = 1u;", "@group(0) @binding(1) var s: sampler_comparison;\n"),
 }
 

@@ -263,3 +263,59 @@ def test_an_integer_a_narrow_format_cannot_hold_is_out_of_bounds():
     with pytest.raises(OutOfBounds, match=r"dst texel \(0, 0\): .* stores \[300, 300, 300, 300\]"):
         interp.run(k, bufs, {}, (N // 64, 1, 1))
     assert tint_check({"t": _formats_text("rgba8uint", "u32")}) == {"t": None}
+
+
+#: textureBarrier(): each invocation reads its own texel, writes it, and, past the barrier, reads
+#: the texel of the invocation its workgroup mirrors (local 63 - l): ordered within the
+#: workgroup, as WGSL says.
+BARRIER = (
+    "@group(0) @binding(0) var<storage, read> a: array<f32>;\n"
+    "@group(0) @binding(1) var<storage, read_write> out: array<f32>;\n"
+    "@group(0) @binding(2) var acc: texture_storage_2d<r32float, read_write>;\n"
+    "@compute @workgroup_size(64)\n"
+    "fn main(@builtin(global_invocation_id) gid: vec3<u32>,\n"
+    "        @builtin(local_invocation_index) l: u32, @builtin(workgroup_id) wid: vec3<u32>) {\n"
+    "  let c = vec2<u32>(l, wid.x);\n  let mine = textureLoad(acc, c).x;\n"
+    "  textureStore(acc, c, vec4<f32>(mine + a[gid.x]));\n  textureBarrier();\n"
+    "  out[gid.x] = textureLoad(acc, vec2<u32>(63u - l, wid.x)).x;\n}\n"
+)
+
+
+def _barrier_run(backend, text: str = BARRIER) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(4412)
+    bufs = {"a": rng.uniform(1, 4, N).astype(np.float32), "out": np.full(N, np.nan, np.float32)}
+    bufs["acc"] = rng.uniform(1, 4, (2, 64, 1)).astype(np.float32)
+    return backend.run(parse(text), bufs, {}, (N // 64, 1, 1)), bufs
+
+
+@pytest.mark.parametrize("backend", ["interp", "gpu"])
+def test_a_texture_barrier_orders_a_workgroups_texel_accesses(backend, request):
+    if backend == "gpu":
+        request.getfixturevalue("gpu")
+    got, bufs = _barrier_run(interp if backend == "interp" else runtime)
+    new = bufs["acc"].reshape(2, 64) + bufs["a"].reshape(2, 64)
+    np.testing.assert_array_equal(got["acc"].reshape(2, 64), new)
+    np.testing.assert_array_equal(got["out"].reshape(2, 64), new[:, ::-1])
+    k = parse(BARRIER)
+    assert parse(emit(k)) == k
+    assert tint_check({"t": BARRIER, "printed": emit(k)}) == {"t": None, "printed": None}
+
+
+@pytest.mark.parametrize(
+    "old, new, words",
+    [
+        ("  textureBarrier();\n", "", r"acc texel \(\d+, 0\): invocation .* writes it and"),
+        ("63u - l, wid.x", "l, 1u - wid.x", r"acc texel \(0, 1\): invocation gid=\(64, 0, 0\)"),
+    ],
+    ids=["without_the_barrier", "across_workgroups"],
+)
+def test_texel_accesses_no_texture_barrier_orders_race(old, new, words):
+    with pytest.raises(RaceError, match=words):
+        _barrier_run(interp, BARRIER.replace(old, new))
+
+
+def test_a_texture_barrier_in_non_uniform_control_flow_is_refused_as_tint_refuses_it():
+    text = BARRIER.replace("  textureBarrier();\n", "  if (l > 3u) { textureBarrier(); }\n")
+    with pytest.raises(WgslTypeError, match=r"textureBarrier\(\) must be reached in uniform"):
+        parse(text)
+    assert "must only be called from uniform control flow" in tint_check({"t": text})["t"]

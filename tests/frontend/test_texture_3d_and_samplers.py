@@ -180,3 +180,45 @@ def test_1d_textures_load_sample_and_store_as_numpy_says(backend, request):
     np.testing.assert_array_equal(got["out"], want)
     np.testing.assert_array_equal(got["hist"].reshape(-1), np.arange(20) * 7 + a[:20])
     assert tint_check({"line": LINE}) == {"line": None}
+
+
+#: texture_2d_array: a texel of a layer loaded (the array index before the level), sampled (the
+#: index clamped to the layers, as WGSL's sampling builtins take it), the layers counted.
+LAYERS = (
+    "@group(0) @binding(0) var<storage, read> a: array<u32>;\n"
+    "@group(0) @binding(1) var<storage, read_write> out: array<f32>;\n"
+    "@group(0) @binding(2) var layers: texture_2d_array<f32>;\n"
+    "@group(0) @binding(3) var s: sampler;\n"
+    + ENTRY
+    + "  let d = textureDimensions(layers);\n  let n = textureNumLayers(layers);\n"
+    + "  let c = vec2<u32>(a[gid.x] % d.x, (a[gid.x] / 8u) % d.y);\n"
+    + "  let uv = (vec2<f32>(c) + 0.5) / vec2<f32>(d);\n"
+    + "  out[gid.x] = textureLoad(layers, c, a[gid.x] % n, 0).y\n"
+    + "    + textureSampleLevel(layers, s, uv, i32(a[gid.x] % 7u) - 1, 0.0).w * 10.0\n"
+    + "    + f32(n) * 100.0;\n}\n"
+)
+
+
+@pytest.mark.parametrize("backend", ["interp", "gpu"])
+def test_a_texture_2d_array_loads_samples_and_counts_its_layers_as_numpy_says(backend, request):
+    if backend == "gpu":
+        request.getfixturevalue("gpu")
+    k = parse(LAYERS)
+    assert parse(emit(k)) == k
+    rng = np.random.default_rng(4413)
+    a = rng.integers(1, 1000, N, dtype=np.uint32)
+    layers = rng.uniform(0.5, 4.0, (3, 5, 6, 4)).astype(np.float32)  # layers, height, width
+    bufs = {"a": a, "out": np.full(N, np.nan, np.float32), "layers": layers}
+    got = (interp if backend == "interp" else runtime).run(k, bufs, {}, (N // 64, 1, 1))
+    x, y, i = a % 6, (a // 8) % 5, a.astype(np.int64)
+    f = np.float32
+    want = layers[i % 3, y, x, 1] + layers[np.clip(i % 7 - 1, 0, 2), y, x, 3] * f(10) + f(300)
+    np.testing.assert_array_equal(got["out"], want)
+    assert tint_check({"layers": LAYERS}) == {"layers": None}
+
+
+def test_a_texture_2d_array_without_its_array_index_is_refused_as_tint_refuses_it():
+    text = LAYERS.replace("c, a[gid.x] % n, 0)", "c, 0)")
+    with pytest.raises(WgslTypeError, match=r"is given no array index"):
+        parse(text)
+    assert "no matching call to 'textureLoad(texture_2d_array<f32>" in tint_check({"t": text})["t"]
