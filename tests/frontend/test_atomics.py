@@ -13,7 +13,7 @@ import pytest
 from kvdsl import interp, runtime
 from kvdsl.emit import emit
 from kvdsl.frontend import parse
-from kvdsl.interp.memory import _atomic_sequence
+from kvdsl.interp.atomics import atomic_sequence
 from tests.helpers.wgsl import assert_buffers, printed_back
 
 N = 256  # four workgroups of 64
@@ -166,7 +166,7 @@ def test_one_steps_atomics_are_applied_one_at_a_time_in_lane_order(fn, dtype):
         new &= mask
         want_data[p] = new - (2**32 if dtype == np.int32 and new >= 2**31 else 0)
     got = data.copy()
-    old, flags = _atomic_sequence(fn, got, pos, args)
+    old, flags = atomic_sequence(fn, got, pos, args)
     np.testing.assert_array_equal(got, want_data.astype(dtype))
     if fn != "Store":
         np.testing.assert_array_equal(old, np.array(want_old, np.int64).astype(dtype))
