@@ -187,6 +187,8 @@ class AttendConfig(KernelConfig):
 
     def _check_format(self) -> None:
         one_of("scales", self.scales, ScalePlace)
+        if self.format is not None:
+            one_format("format", self.format, AttendFormat)
         if self.kivi_bits is None:
             require(
                 self.kivi_group == 0,
@@ -202,7 +204,6 @@ class AttendConfig(KernelConfig):
                 "'inline' (unset) without a format: an f32 or f16 cache has no scales",
             )
             return
-        one_format("format", self.format, AttendFormat)
         require(
             self.cache_type is Element.F32,
             "cache_type",
