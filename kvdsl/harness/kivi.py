@@ -142,34 +142,22 @@ class KiviPoolCase(Case):
 def _paged_flush_case(cfg: KiviFlushConfig, rng: np.random.Generator, i: int) -> Case:
     """Each sequence's full residual into group ``flushGroup`` of the page its table names; in
     one case in three one sequence's entry for it is negative (nothing written there)."""
-    h, d, g, size = cfg.kv_heads, cfg.head_dim, cfg.group, cfg.page_size
+    g, size = cfg.group, cfg.page_size
     batch, max_pages = [1, 2, 2][i % 3], [1, 2, 3][i % 3]
     pages = batch * max_pages + [0, 1, 2][i % 3]
     flush = int(rng.integers(0, max_pages * size // g))
     table = page_table(rng, batch, max_pages, pages)
     if i % 3 == 1:
         table[-1, flush * g // size] = -1
-    count = batch * h
-    k, v = (kivi_rows(rng, (count, g, d)) for _ in range(2))
-    pool = np.full((pages, h, cfg.head_words), POISON, np.uint32)
-    expected = pool.copy()
-    for b in range(batch):
-        heads = [kivi.quantize(k[b * h + x], v[b * h + x], cfg.bits, g) for x in range(h)]
-        kivi.write_pages(expected, table[b], heads, size, start=flush * g)
-    # As the contiguous flush's codes, the pool's code words may move a step on a GPU.
-    return KiviPoolCase(
-        {"batch": batch, "pages": pages, "flushGroup": flush, "maxPages": max_pages},
-        {
-            "residual_k": _halves(k).reshape(-1),
-            "residual_v": _halves(v).reshape(-1),
-            "page_table": table.reshape(-1),
-            "kivi_pages": pool.reshape(-1),
-        },
-        {"count": count, "maxPages": max_pages, "flushGroup": flush},
-        {"kivi_pages": expected.reshape(-1)},
-        {"kivi_pages": (expected != POISON).reshape(-1)},
-        codes={"kivi_pages": cfg.bits},
-        code_words=code_words(d, cfg.bits, g, size, pages, h),
+    return _flushed(
+        cfg,
+        rng,
+        table=table,
+        pages=pages,
+        page=size,
+        flush=flush,
+        shape={"batch": batch, "pages": pages, "flushGroup": flush, "maxPages": max_pages},
+        params={"maxPages": max_pages, "flushGroup": flush},
     )
 
 
@@ -180,32 +168,56 @@ def kivi_flush_case(cfg: KiviFlushConfig, rng: np.random.Generator, i: int) -> C
     or of the page its table names (:func:`_paged_flush_case`)."""
     if cfg.paged:
         return _paged_flush_case(cfg, rng, i)
-    h, d, g = cfg.kv_heads, cfg.head_dim, cfg.group
     batch = [1, 2, 1][i % 3]
     groups = [1, 3, 2][i % 3]
-    seq = groups * g
+    seq = groups * cfg.group
     flush = int(rng.integers(0, groups))
-    count = batch * h
-    k, v = (kivi_rows(rng, (count, g, d)) for _ in range(2))
-    words = kivi.page_words(d, cfg.bits, g, seq)
-    cache = np.full((batch, h, words), POISON, np.uint32)
-    expected = cache.copy()
+    return _flushed(
+        cfg,
+        rng,
+        table=np.arange(batch)[:, None],
+        pages=batch,
+        page=seq,
+        flush=flush,
+        shape={"batch": batch, "groups": groups, "flushGroup": flush},
+        params={"seq": seq, "flushGroup": flush},
+    )
+
+
+def _flushed(
+    cfg: KiviFlushConfig,
+    rng: np.random.Generator,
+    table: np.ndarray,
+    pages: int,
+    page: int,
+    flush: int,
+    shape: dict[str, int],
+    params: dict[str, int],
+) -> KiviPoolCase:
+    """A flush's case: each sequence's random residual (sequence ``b``'s pages of ``page``
+    tokens are ``table[b]``) flushed into group ``flush`` of its pages in a poisoned cache of
+    ``pages`` pages ``[pages, kv heads, page words]``: the pool ``kivi_pages`` with the table
+    as a buffer, or the contiguous ``kivi_cache`` (sequence ``b``'s page is ``b``)."""
+    h, d, g = cfg.kv_heads, cfg.head_dim, cfg.group
+    batch, name = len(table), "kivi_pages" if cfg.paged else "kivi_cache"
+    k, v = (kivi_rows(rng, (batch * h, g, d)) for _ in range(2))
+    words = np.full((pages, h, kivi.page_words(d, cfg.bits, g, page)), POISON, np.uint32)
+    expected = words.copy()
     for b in range(batch):
         heads = [kivi.quantize(k[b * h + x], v[b * h + x], cfg.bits, g) for x in range(h)]
-        kivi.write_pages(expected, np.array([b]), heads, seq, start=flush * g)
+        kivi.write_pages(expected, table[b], heads, page, start=flush * g)
+    bufs = {"residual_k": _halves(k).reshape(-1), "residual_v": _halves(v).reshape(-1)}
+    if cfg.paged:
+        bufs["page_table"] = table.reshape(-1)
     # The code words come from (x - min) * (1 / scale): a GPU's division may move one a step.
     return KiviPoolCase(
-        {"batch": batch, "groups": groups, "flushGroup": flush},
-        {
-            "residual_k": _halves(k).reshape(-1),
-            "residual_v": _halves(v).reshape(-1),
-            "kivi_cache": cache.reshape(-1),
-        },
-        {"count": count, "seq": seq, "flushGroup": flush},
-        {"kivi_cache": expected.reshape(-1)},
-        {"kivi_cache": (expected != POISON).reshape(-1)},
-        codes={"kivi_cache": cfg.bits},
-        code_words=code_words(d, cfg.bits, g, seq, batch, h),
+        shape,
+        bufs | {name: words.reshape(-1)},
+        {"count": batch * h} | params,
+        {name: expected.reshape(-1)},
+        {name: (expected != POISON).reshape(-1)},
+        codes={name: cfg.bits},
+        code_words=code_words(d, cfg.bits, g, page, pages, h),
     )
 
 
