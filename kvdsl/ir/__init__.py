@@ -65,18 +65,8 @@ interpreter holds it as its members by name)."""
 from kvdsl.ir.builder import Buffer, KernelBuilder, Local, Shared, largest, with_contract
 from kvdsl.ir.dispatch import DispatchError, workgroups
 from kvdsl.ir.features import features
-from kvdsl.ir.tree import (
-    Barrier,
-    Binding,
-    Const,
-    Dispatch,
-    Function,
-    Kernel,
-    PrivateVar,
-    Texture,
-    Uniform,
-    WorkgroupVar,
-)
+from kvdsl.ir.kernel import *  # noqa: F403 (Kernel, Binding, ...: kernel.__all__)
+from kvdsl.ir.tree import Barrier
 from kvdsl.ir.ops import Op
 from kvdsl.ir.types import (
     Array,

@@ -29,6 +29,19 @@ from kvdsl.ir.types import (
 if TYPE_CHECKING:
     from kvdsl.ir.tree import Expr, Stmt
 
+#: What :mod:`kvdsl.ir.tree` and :mod:`kvdsl.ir` re-export (``ir.Kernel``, ``ir.Binding``, ...).
+__all__ = [
+    "Binding",
+    "Const",
+    "Dispatch",
+    "Function",
+    "Kernel",
+    "PrivateVar",
+    "Texture",
+    "Uniform",
+    "WorkgroupVar",
+]
+
 
 @dataclass(frozen=True, slots=True)
 class Const:

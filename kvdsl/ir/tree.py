@@ -411,17 +411,7 @@ del _cls
 
 # ---- module items: kvdsl.ir.kernel ---------------------------------------------------------
 
-from kvdsl.ir.kernel import (  # noqa: E402 (re-exported: ir.Kernel, ir.Binding, ...)
-    Binding,
-    Const,
-    Dispatch,
-    Function,
-    Kernel,
-    PrivateVar,
-    Texture,
-    Uniform,
-    WorkgroupVar,
-)
+from kvdsl.ir.kernel import *  # noqa: E402,F403 (re-exported: ir.Kernel, ir.Binding, ...)
 
 _CHILDREN: dict[type, tuple[str, ...]] = {}
 _LEAVES = (str, int, float, bool, type(None), Op)
