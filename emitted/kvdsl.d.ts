@@ -60,7 +60,7 @@ export interface Variant {
    * its scales included (index.json's "bytes_per_token_head"). */
   readonly bytesPerTokenHead?: number;
   /** The paged modes only: the page geometry (index.json's "pages"): tokens per page, the
-   * order of a page's rows ("nhd" or "hnd"), K and V pools ("separate" or "combined"), the
+   * order of a page's rows, whether K and V have a pool each or share one, the
    * host values and bytes of one page of K (or V), the host values between pages of a pool,
    * and the f32 values of one page of side scales (0 inline). */
   readonly pages?: Readonly<{

@@ -375,6 +375,7 @@ def _adapter() -> str:
 def add_commands(sub: argparse._SubParsersAction) -> None:
     """Add ``session`` to the subcommands ``sub``."""
     from kvdsl.session import FORMATS
+    from kvdsl.session.paged_rows import ADDRESSING, LAYOUTS
 
     s = sub.add_parser(
         "session",
@@ -404,9 +405,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                    "(or a slot mapping) with a host page allocator")  # fmt: skip
     s.add_argument("--page-size", type=positive, default=16,
                    help="tokens per page (paged: a power of two from 16 to 256)")  # fmt: skip
-    s.add_argument("--page-layout", choices=("nhd", "hnd"), default="nhd",
+    s.add_argument("--page-layout", choices=LAYOUTS, default=LAYOUTS[0],
                    help="the order inside a page (paged)")  # fmt: skip
-    s.add_argument("--addressing", choices=("page_table", "slot_mapping"), default="page_table",
+    s.add_argument("--addressing", choices=ADDRESSING, default="page_table",
                    help="how an append finds its pages (paged)")  # fmt: skip
     s.add_argument("--attention", action="store_true",
                    help="after every decode, attend (and attend_merge) over every layer's "

@@ -13,6 +13,7 @@ import json
 from typing import Any
 
 from kvdsl import __version__
+from kvdsl.kernels.paged import PageLayout, Pool
 
 _RUNTIME = r"""
 const COMPUTE = 4; // GPUShaderStage.COMPUTE
@@ -362,11 +363,11 @@ export interface Variant {{
    * its scales included (index.json's "bytes_per_token_head"). */
   readonly bytesPerTokenHead?: number;
   /** The paged modes only: the page geometry (index.json's "pages"): tokens per page, the
-   * order of a page's rows ("nhd" or "hnd"), K and V pools ("separate" or "combined"), the
+   * order of a page's rows, whether K and V have a pool each or share one, the
    * host values and bytes of one page of K (or V), the host values between pages of a pool,
    * and the f32 values of one page of side scales (0 inline). */
   readonly pages?: Readonly<{{
-    pageSize: number; layout: "nhd" | "hnd"; pool: "separate" | "combined";
+    pageSize: number; layout: {layouts}; pool: {pools};
     pageValues: number; pageBytes: number; pageStrideValues: number; scalePageValues: number;
   }}>;
   /** The qkv mode only: the least bytes one dispatch moves, an expression of the shape
@@ -467,7 +468,14 @@ def render(index: dict[str, dict[str, Any]], code: dict[str, str]) -> tuple[str,
     lines += [f"  {json.dumps(name)}: {json.dumps(code[name])}," for name in index]
     lines += ["};"]
     js = "\n".join(lines) + "\n" + _RUNTIME
-    return js, DTS.format(version=__version__, modes=dts_modes())
+
+    def union(values) -> str:
+        return " | ".join(json.dumps(v.value) for v in values)
+
+    dts = DTS.format(
+        version=__version__, modes=dts_modes(), layouts=union(PageLayout), pools=union(Pool)
+    )
+    return js, dts
 
 
 def dts_modes() -> str:

@@ -44,6 +44,13 @@ class PageLayout(StrEnum):
     NHD = "nhd"
     HND = "hnd"
 
+    def inside(self, slot, head, kv_heads, page_size, row):
+        """Row ``(slot, head)``'s first unit inside a page of ``page_size`` tokens of
+        ``kv_heads`` rows of ``row`` units: plain integers, or IR values in a kernel."""
+        if self is PageLayout.NHD:
+            return (slot * kv_heads + head) * row
+        return (head * page_size + slot) * row
+
 
 class Pool(StrEnum):
     """Where K and V pages live: two pools, or one pool of ``[pages, 2, page]``."""
@@ -82,9 +89,7 @@ class PageGeometry:
 
     def offset(self, slot: int, head: int) -> int:
         """Row ``(slot, head)``'s first unit inside a page (plain integers)."""
-        if self.layout is PageLayout.NHD:
-            return (slot * self.kv_heads + head) * self.row
-        return (head * self.page_size + slot) * self.row
+        return self.layout.inside(slot, head, self.kv_heads, self.page_size, self.row)
 
 
 class PagedRows:
@@ -128,10 +133,7 @@ class Pages:
         """The first unit of row ``(slot, head)`` of page ``page`` in its pool binding: K's,
         or with ``value`` V's (in a combined pool, the page's second half)."""
         g = self.geometry
-        if g.layout is PageLayout.NHD:
-            inside = (slot * g.kv_heads + head) * g.row
-        else:
-            inside = (head * self.size + slot) * g.row
+        inside = g.layout.inside(slot, head, g.kv_heads, self.size, g.row)
         base = page * self.stride
         if value and g.pool is Pool.COMBINED:
             base = base + self.units
