@@ -116,8 +116,8 @@ def stored_difference(
     i = int(bad[0])
     page = f" (page {i // page_values})" if page_values else ""
     return (
-        f"{bad.size} values differ, first at {i}{page}: {got.reshape(-1)[i]!r} != "
-        f"{want.reshape(-1)[i]!r}"
+        f"{bad.size} values differ, first at {i}{page}: {got.reshape(-1)[i].item()!r} != "
+        f"{want.reshape(-1)[i].item()!r}"
     )
 
 
