@@ -118,21 +118,6 @@ def assert_refused_as_tint_refuses(text: str, error: type, match: str) -> None:
     assert tint_check({"refused": text})["refused"] is not None
 
 
-def assert_refused_in_tints_words(name: str, text: str, words: str) -> None:
-    """kvdsl refuses ``text`` (read as ``name``.wgsl) as a type error whose message holds
-    ``words``, and Tint's refusal holds them too."""
-    import pytest
-
-    from kvdsl.frontend import parse
-    from kvdsl.frontend.errors import WgslTypeError
-    from kvdsl.runtime import tint_check
-
-    with pytest.raises(WgslTypeError) as err:
-        parse(text, f"{name}.wgsl")
-    assert words in str(err.value)
-    assert words in tint_check({name: text})[name]
-
-
 def assert_taken(texts: dict[str, str]) -> None:
     """kvdsl reads each text (name → WGSL) and prints it back to the same IR, and neither naga
     nor Tint refuses any."""
