@@ -15,9 +15,8 @@ import pytest
 
 from kvdsl.emit import emit
 from kvdsl.frontend import parse
-from tests.helpers.backends import backend_run
-from tests.helpers.forms import ENTRY, GROUPS, HEAD, N, inputs, kernel, run_form
-from tests.helpers.wgsl import assert_refused, printed_back, refused_by_compilers
+from tests.helpers.forms import ENTRY, GROUPS, HEAD, N, assert_form_runs_as_numpy_says, kernel
+from tests.helpers.wgsl import assert_refused, refused_by_compilers
 
 SEED = 44
 
@@ -226,11 +225,8 @@ WORKGROUPS = {"local_invocation_index": (4, 1, 1), "builtin_struct_parameter": (
 @pytest.mark.parametrize("name", CASES)
 def test_runtime_form_prints_back_and_runs_as_numpy_says(name, backend, request):
     text, want = CASES[name]
-    printed_back(text)
-    a, groups = inputs(SEED), WORKGROUPS.get(name, GROUPS)
-    np.testing.assert_array_equal(
-        run_form(text, name, backend_run(backend, request), a, groups), want(a)
-    )
+    groups = WORKGROUPS.get(name, GROUPS)
+    assert_form_runs_as_numpy_says(text, name, want, backend, request, SEED, groups)
 
 
 def test_naga_and_tint_take_the_runtime_forms_and_their_prints():

@@ -13,9 +13,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.helpers.backends import backend_run
-from tests.helpers.forms import ENTRY, N, POISON, head, inputs, kernel, run_form
-from tests.helpers.wgsl import assert_tint_takes_them_and_their_prints, printed_back
+from tests.helpers.forms import ENTRY, N, POISON, assert_form_runs_as_numpy_says, head, kernel
+from tests.helpers.wgsl import assert_tint_takes_them_and_their_prints
 
 SEED = 4403
 U = np.uint64
@@ -176,10 +175,7 @@ CASES["predeclared_names"] = (
 @pytest.mark.parametrize("name", CASES)
 def test_tint_form_prints_back_and_runs_as_numpy_says(name, backend, request):
     text, want, lanes = CASES[name]
-    printed_back(text)
-    a = inputs(SEED)
-    got = run_form(text, name, backend_run(backend, request), a, lanes=lanes)
-    np.testing.assert_array_equal(got, (want(a.astype(U)) & U(0xFFFFFFFF)).astype(np.uint32))
+    assert_form_runs_as_numpy_says(text, name, want, backend, request, SEED, lanes=lanes, wide=U)
 
 
 def test_tint_takes_the_forms_and_tint_and_naga_their_prints():

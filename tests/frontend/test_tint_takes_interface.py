@@ -23,12 +23,18 @@ from kvdsl import interp, runtime
 from kvdsl.emit import emit
 from kvdsl.frontend import parse
 from kvdsl.runtime import tint_check
-from tests.helpers.backends import backend_run
-from tests.helpers.forms import ENTRY, HEAD, N, POISON, inputs, kernel, run_form
+from tests.helpers.forms import (
+    ENTRY,
+    HEAD,
+    N,
+    POISON,
+    assert_form_runs_as_numpy_says,
+    inputs,
+    kernel,
+)
 from tests.helpers.wgsl import (
     assert_refused,
     assert_tint_takes_them_and_their_prints,
-    printed_back,
 )
 
 SEED = 4405
@@ -167,10 +173,7 @@ def test_array_length_of_a_pointer_parameter_on_the_interpreter_is_what_numpy_sa
 @pytest.mark.parametrize("name", CASES)
 def test_form_prints_back_and_runs_as_numpy_says(name, backend, request):
     text, want, groups = CASES[name]
-    printed_back(text)
-    a = inputs(SEED)
-    got = run_form(text, name, backend_run(backend, request), a, groups)
-    np.testing.assert_array_equal(got, (want(a.astype(np.int64)) & 0xFFFFFFFF).astype(np.uint32))
+    assert_form_runs_as_numpy_says(text, name, want, backend, request, SEED, groups, wide=np.int64)
 
 
 def test_tint_takes_the_forms_and_tint_and_naga_their_prints():

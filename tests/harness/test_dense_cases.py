@@ -7,7 +7,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kvdsl import interp
 from kvdsl.harness.cases import cases_for
 from kvdsl.harness.dense import DenseCase
 from kvdsl.kernels.dense import (
@@ -19,7 +18,11 @@ from kvdsl.kernels.dense import (
     dense_read,
 )
 from kvdsl.reference import formats as fm
-from tests.helpers.case_outputs import assert_changes_are_caught, reference_outputs
+from tests.helpers.case_outputs import (
+    assert_cases_pass,
+    assert_changes_are_caught,
+    reference_outputs,
+)
 
 CONFIGS = [
     DenseAppendConfig(2, 64, format="int8", k_norm=True, rotary=True),
@@ -58,10 +61,7 @@ def test_cases_pass_on_the_interpreter(cfg):
     build = {"dense_append": dense_append, "dense_build": dense_build, "dense_read": dense_read}[
         cfg.mode
     ]
-    kernel = build(cfg)
-    for case in cases_for(cfg, 3, seed=4):
-        out = interp.run(kernel, dict(case.buffers), case.params)
-        assert case.against_reference(out) == []
+    assert_cases_pass(build(cfg), cfg, 3, seed=4)
 
 
 @pytest.mark.parametrize("cfg", CONFIGS, ids=_id)

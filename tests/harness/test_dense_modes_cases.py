@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import pytest
 
-from kvdsl import catalog, interp
+from kvdsl import catalog
 from kvdsl.harness.cases import cases_for
 from kvdsl.kernels.dense_convert import DenseConvertConfig
 from kvdsl.kernels.dense_modes import DenseRetainConfig, DenseWindowShiftConfig
-from tests.helpers.case_outputs import assert_changes_are_caught, reference_outputs
+from tests.helpers.case_outputs import (
+    assert_cases_pass,
+    assert_changes_are_caught,
+    reference_outputs,
+)
 
 CONFIGS = [
     DenseRetainConfig(2, 64, format="int4_asym", scales="side"),
@@ -30,11 +34,7 @@ def _id(cfg) -> str:
 
 @pytest.mark.parametrize("cfg", CONFIGS, ids=_id)
 def test_cases_pass_on_the_interpreter(cfg):
-    kernel = catalog.build_config(cfg)
-    for case in cases_for(cfg, 3, seed=4):
-        out = interp.run(kernel, dict(case.buffers), case.params)
-        assert case.against_reference(out) == []
-        assert set(case.buffers) == {b.name for b in kernel.bindings}
+    assert_cases_pass(catalog.build_config(cfg), cfg, 3, seed=4)
 
 
 @pytest.mark.parametrize("cfg", CONFIGS, ids=_id)

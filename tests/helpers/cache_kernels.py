@@ -10,6 +10,10 @@ import pytest
 from kvdsl import reference as ref
 
 DT = {"f32": np.float32, "f16": np.float16}
+#: The merge and window_shift tests' (kv_heads, head_dim): HALF 4, odd HALF 3, a real head.
+SHAPES = [(1, 8), (3, 6), (2, 64)]
+#: Their (present_type, input_type).
+TYPES = [("f32", "f32"), ("f16", "f16"), ("f16", "f32")]
 
 
 def bits(a: np.ndarray) -> np.ndarray:

@@ -1,4 +1,6 @@
-"""What a kernel that writes exactly the reference gives for a harness case."""
+"""What a kernel that writes exactly the reference gives for a harness case, what the case's
+verdict makes of changes to it, and a kernel's run over a config's cases against the
+reference."""
 
 from __future__ import annotations
 
@@ -30,3 +32,16 @@ def assert_changes_are_caught(case, got: dict, out: str, step: float) -> None:
         stale = {k: v.copy() for k, v in got.items()}
         stale[out][int(np.flatnonzero(~mask)[0])] = kind.type(0)
         assert "should not be" in case.against_reference(stale)[0]
+
+
+def assert_cases_pass(kernel, cfg, count: int, seed: int, run=None) -> None:
+    """``count`` of ``cfg``'s cases (from ``seed``) run through ``kernel`` by ``run`` (the
+    interpreter's where none) leave what the reference says, each case giving a buffer to each
+    of the kernel's bindings and to nothing else."""
+    from kvdsl import interp
+    from kvdsl.harness.cases import cases_for
+
+    for case in cases_for(cfg, count, seed=seed):
+        assert set(case.buffers) == {b.name for b in kernel.bindings}
+        out = (run or interp.run)(kernel, dict(case.buffers), case.params)
+        assert case.against_reference(out) == []

@@ -6,6 +6,7 @@ both`` against it; ``benchmarks/interp_corpus.py`` times the interpreter against
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Callable
 
 import numpy as np
@@ -529,15 +530,19 @@ def _grid_sample_np(b, p):
     return {"result": volume[z, y, x].T.ravel()}
 
 
+#: The code's width (``BITS``) of the q8_0 and q4_0 kernels' cases, and the atomic writer's file.
+Q8, Q4 = {"BITS": 8}, {"BITS": 4}
+ATOMIC = "q_0_quantize_atomic"
+
 CASES = [
     Case("rmsnorm", _rmsnorm, _rmsnorm_np, 1e-5),
     Case("softmax", _softmax, _softmax_np, 1e-5),
     Case("rope", _rope, _rope_np, 1e-4),
-    Case("q8_0_quantize", lambda rng: _pair_quant(rng, 17), _q8_quant_np),
-    Case("q8_0_dequantize", _q8_dequant, _q8_dequant_np),
+    Case("q8_0_quantize", partial(_pair_quant, words=17), _q8_quant_np, 0, "q_0_quantize", Q8),
+    Case("q8_0_dequantize", _q8_dequant, _q8_dequant_np, 0, "q_0_dequantize", Q8),
     Case("q8_0_blocks", _q8_blocks, _q8_blocks_np),
-    Case("q4_0_quantize", lambda rng: _pair_quant(rng, 9), _q4_quant_np),
-    Case("q4_0_dequantize", _q4_dequant, _q4_dequant_np),
+    Case("q4_0_quantize", partial(_pair_quant, words=9), _q4_quant_np, 0, "q_0_quantize", Q4),
+    Case("q4_0_dequantize", _q4_dequant, _q4_dequant_np, 0, "q_0_dequantize", Q4),
     Case("row_scatter", _scatter, _scatter_np),
     Case("matvec", _matvec, _matvec_np, 1e-4, "matvec_rows", {"ROWS": 1, "TILE": 256}),
     Case("matvec_rows", _matvec_rows, _matvec_np, 1e-4),
@@ -546,8 +551,8 @@ CASES = [
     Case("activation", _activation, _activation_np, 1e-5),
     Case("activation_gelu", lambda rng: _activation(rng, 1), _activation_np, 1e-4, "activation"),
     Case("bits_histogram", _bits, _bits_np),
-    Case("q8_0_quantize_atomic", lambda rng: _block_quant(rng, 34), _q8_atomic_np),
-    Case("q4_0_quantize_atomic", lambda rng: _block_quant(rng, 18), _q4_atomic_np),
+    Case("q8_0_quantize_atomic", partial(_block_quant, size=34), _q8_atomic_np, 0, ATOMIC, Q8),
+    Case("q4_0_quantize_atomic", partial(_block_quant, size=18), _q4_atomic_np, 0, ATOMIC, Q4),
     Case("rmsnorm_subgroup", _rmsnorm, _rmsnorm_np, 1e-5),
     Case("softmax_subgroup", _softmax, _softmax_np, 1e-5),
     Case("splitk_matvec_last_merges", _splitk, _splitk_np, 1e-4),

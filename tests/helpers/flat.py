@@ -1,5 +1,6 @@
 """The drop-in kernel of a flat config and the judge of the flat kernel's outputs against it
-(``tests/nodes/test_flat.py``; the pair walk and word tests compare the same way)."""
+(``tests/nodes/test_flat.py``; the pair walk and word tests compare the same way), and the run
+of two kernels over a config's cases that both compare by it."""
 
 from __future__ import annotations
 
@@ -45,3 +46,17 @@ def judge(case: Case, got: dict, want: dict, kind: str, gpu: bool) -> list[str]:
         if problem:
             problems.append(f"{name}: {problem}")
     return problems
+
+
+def assert_same_as(run, kernel, other, cfg, kind: str, seed: int, gpu: bool) -> None:
+    """``kernel`` and ``other`` run by ``run`` over three of ``cfg``'s cases leave what
+    :func:`judge` takes for a change of ``kind``, and ``kernel``'s outputs are the reference's
+    (no element written that the pass does not own)."""
+    from kvdsl.harness.cases import cases_for
+
+    for case in cases_for(cfg, 3, seed=seed):
+        got = run(kernel, dict(case.buffers), case.params)
+        want = run(other, dict(case.buffers), case.params)
+        problems = judge(case, got, want, kind, gpu)
+        assert not problems, f"{case.label()}: {problems}"
+        assert not case.against_reference(got)

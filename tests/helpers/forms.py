@@ -42,3 +42,25 @@ def run_form(text: str, name: str, run, a: np.ndarray, groups=GROUPS, lanes: int
     k = parse(text, f"{name}.wgsl")
     out = np.full(N if lanes == 1 else (N, lanes), POISON, np.uint32)
     return run(k, {"a": a, "out": out}, {}, groups)["out"]
+
+
+def assert_form_runs_as_numpy_says(
+    text: str, name: str, want, backend: str, request, seed: int, groups=GROUPS, **how
+) -> None:
+    """``text`` prints back to the same IR, and ``out`` after ``backend`` ("interp" or "gpu")
+    runs it over ``inputs(seed)`` is ``want(a)``. ``how`` may give ``lanes`` (as
+    :func:`run_form` takes it) and ``wide``: a numpy type ``want`` is given ``a`` as, its values
+    then taken modulo 2**32 (none: ``want`` is given the u32s and its values compared as they
+    are)."""
+    from tests.helpers.backends import backend_run
+    from tests.helpers.wgsl import printed_back
+
+    wide, lanes = how.get("wide"), how.get("lanes", 1)
+    printed_back(text)
+    a = inputs(seed)
+    got = run_form(text, name, backend_run(backend, request), a, groups, lanes)
+    if wide is not None:
+        want_a = (want(a.astype(wide)) & 0xFFFFFFFF).astype(np.uint32)
+    else:
+        want_a = want(a)
+    np.testing.assert_array_equal(got, want_a)

@@ -86,14 +86,18 @@ def _writers(message: str) -> tuple[int, list[int]]:
 # ---- out of bounds in storage --------------------------------------------------------------
 
 
-def _out_of_bounds(build, form: str) -> tuple[np.ndarray, str, np.ndarray]:
-    """``build``'s planted kernel on random ``src``: ``src``, its out-of-bounds message, and
-    what the twin leaves in ``dst``."""
+def _out_of_bounds(build, form: str, name: str, length: int, reaching: np.ndarray):
+    """``build``'s planted kernel on random ``src``, its finding asserted: ``name[length]`` out
+    of bounds, found for the first invocation active in ``form`` of those ``reaching`` says
+    reach it. Returns ``src`` and what the twin leaves in ``dst``."""
     src = nonzero(N)
     bufs = {"src": src, "dst": poison(N)}
     with pytest.raises(OutOfBounds) as e:
         interp.run(build(True, form), bufs, None, DISPATCH)
-    return src, str(e.value), interp.run(build(False, form), bufs, None, DISPATCH)["dst"]
+    first = _gid(_first(form, reaching))
+    words = f"{name}[{length}] is out of bounds (length {length}) for {first}"
+    assert str(e.value).startswith(words), str(e.value)
+    return src, interp.run(build(False, form), bufs, None, DISPATCH)["dst"]
 
 
 def _first(form: str, reaching: np.ndarray) -> int:
@@ -115,12 +119,8 @@ def storage_read(planted: bool, form: str):
 
 @pytest.mark.parametrize("form", READ_FORMS)
 def test_storage_read_out_of_bounds(form):
-    src, msg, out = _out_of_bounds(storage_read, form)
-    first = _first(form, _jn(form) == N - 1)
-    assert msg.startswith(f"src[{N}] is out of bounds (length {N}) for "), msg
-    assert _gid(first) in msg, msg
-
     j = _jn(form)
+    src, out = _out_of_bounds(storage_read, form, "src", N, j == N - 1)
     want = poison(N)
     on = _active(form, np.arange(N))
     want[on] = (src[(j + 1) % N] * np.float32(3) - src[j])[on]
@@ -140,10 +140,7 @@ def storage_write(planted: bool, form: str):
 
 @pytest.mark.parametrize("form", WRITE_FORMS)
 def test_storage_write_out_of_bounds(form):
-    src, msg, out = _out_of_bounds(storage_write, form)
-    first = _first(form, _jn(form) == N - 1)
-    assert msg.startswith(f"dst[{N}] is out of bounds (length {N}) for {_gid(first)}"), msg
-
+    src, out = _out_of_bounds(storage_write, form, "dst", N, _jn(form) == N - 1)
     want = poison(N)
     on = _active(form, np.arange(N))
     want[((_jn(form) + 1) % N)[on]] = (src * np.float32(-2))[on]
@@ -274,12 +271,9 @@ def shared_read(planted: bool, form: str):
 
 @pytest.mark.parametrize("form", ["strided", "masked", "uniform"])
 def test_workgroup_read_out_of_bounds(form):
-    src, msg, out = _out_of_bounds(shared_read, form)
     i = np.arange(N)
     k = np.full(N, WG) if form == "uniform" else i % WG + 1
-    first = _first(form, k == WG)
-    assert msg.startswith(f"w[{WG}] is out of bounds (length {WG}) for {_gid(first)}"), msg
-
+    src, out = _out_of_bounds(shared_read, form, "w", WG, k == WG)
     want = poison(N)
     on = _active(form, i)
     want[on] = (src[i // WG * WG + k % WG] - src)[on]
@@ -302,10 +296,8 @@ def shared_write(planted: bool, form: str):
 
 @pytest.mark.parametrize("form", ["strided", "masked"])
 def test_workgroup_write_out_of_bounds(form):
-    src, msg, out = _out_of_bounds(shared_write, form)
     i = np.arange(N)
-    first = _first(form, i % WG == WG - 1)
-    assert msg.startswith(f"w[{WG}] is out of bounds (length {WG}) for {_gid(first)}"), msg
+    src, out = _out_of_bounds(shared_write, form, "w", WG, i % WG == WG - 1)
 
     # Workgroup memory starts zeroed: a slot whose writer skipped the store reads 0.
     writer = i // WG * WG + (i - 1) % WG

@@ -40,6 +40,30 @@ def seeded_rows(n: int, d: int, seed: int) -> np.ndarray:
     return x.astype(F16).astype(F32)
 
 
+def _appended(cfg, kernels, cache: str, flushing: dict, k, v, chunks, bufs: dict, run) -> dict:
+    """``bufs`` after the rows ``k``, ``v`` ``[B, T, H, D]`` are appended into their residuals
+    chunk by chunk through ``run``, each residual of ``cfg.group`` rows the chunks fill flushed
+    into the buffer ``cache``: ``kernels`` the append and the flush, ``flushing`` the flush's
+    params besides the group's index."""
+    g, (append, flush) = cfg.group, kernels
+    past = 0
+    for n in chunks:
+        assert n <= g - past % g, "a chunk past the residual's free rows"
+        src = {
+            "src_k": np.ascontiguousarray(k[:, past : past + n]).reshape(-1),
+            "src_v": np.ascontiguousarray(v[:, past : past + n]).reshape(-1),
+            "residual_k": bufs["residual_k"],
+            "residual_v": bufs["residual_v"],
+        }
+        params = {"batchSize": k.shape[0], "keySeq": n, "pastSeq": past}
+        bufs |= {k_: w for k_, w in run(append, src, params).items() if k_.startswith("residual")}
+        past += n
+        if past % g == 0:
+            params = flushing | {"flushGroup": past // g - 1}
+            bufs |= {cache: run(flush, bufs, params)[cache]}
+    return bufs
+
+
 def cache_of(cfg, batch: int, seq: int, chunks: list[int], run, seed: int = 5):
     """Append ``sum(chunks)`` tokens of ``batch`` sequences chunk by chunk through ``run``,
     flushing each full residual into the contiguous cache of ``seq`` tokens a slice; returns
@@ -60,20 +84,8 @@ def cache_of(cfg, batch: int, seq: int, chunks: list[int], run, seed: int = 5):
         "residual_v": poison(count * g * d // 2),
         "kivi_cache": poison(count * kivi.page_words(d, cfg.bits, g, seq)),
     }
-    past = 0
-    for n in chunks:
-        src = {
-            "src_k": np.ascontiguousarray(k[:, past : past + n]).reshape(-1),
-            "src_v": np.ascontiguousarray(v[:, past : past + n]).reshape(-1),
-            "residual_k": bufs["residual_k"],
-            "residual_v": bufs["residual_v"],
-        }
-        params = {"batchSize": batch, "keySeq": n, "pastSeq": past}
-        bufs |= {k_: w for k_, w in run(append, src, params).items() if k_.startswith("residual")}
-        past += n
-        if past % g == 0:
-            params = {"count": count, "seq": seq, "flushGroup": past // g - 1}
-            bufs |= run(flush, bufs, params)
+    flushing = {"count": count, "seq": seq}
+    bufs = _appended(cfg, (append, flush), "kivi_cache", flushing, k, v, chunks, bufs, run)
     rows_k = k.transpose(0, 2, 1, 3)  # [B, H, T, D]
     rows_v = v.transpose(0, 2, 1, 3)
     return rows_k, rows_v, bufs
@@ -340,21 +352,8 @@ def paged_cache_of(cfg, batch: int, chunks: list[int], run, seed: int = 5):
         "page_table": table.reshape(-1),
         "kivi_pages": np.full(pages * h * words, POISON, np.uint32),
     }
-    past = 0
-    for n in chunks:
-        assert n <= g - past % g, "a chunk past the residual's free rows"
-        src = {
-            "src_k": np.ascontiguousarray(k[:, past : past + n]).reshape(-1),
-            "src_v": np.ascontiguousarray(v[:, past : past + n]).reshape(-1),
-            "residual_k": bufs["residual_k"],
-            "residual_v": bufs["residual_v"],
-        }
-        params = {"batchSize": batch, "keySeq": n, "pastSeq": past}
-        bufs |= {k_: w for k_, w in run(append, src, params).items() if k_.startswith("residual")}
-        past += n
-        if past % g == 0:
-            params = {"count": batch * h, "maxPages": max_pages, "flushGroup": past // g - 1}
-            bufs |= {"kivi_pages": run(flush, bufs, params)["kivi_pages"]}
+    flushing = {"count": batch * h, "maxPages": max_pages}
+    bufs = _appended(cfg, (append, flush), "kivi_pages", flushing, k, v, chunks, bufs, run)
     return k.transpose(0, 2, 1, 3), v.transpose(0, 2, 1, 3), table, bufs
 
 

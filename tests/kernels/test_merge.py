@@ -20,16 +20,14 @@ from kvdsl.kernels.merge_share import MergeShareConfig, merge_share
 from tests.helpers.cache_kernels import (
     BACKENDS,
     DT,
+    SHAPES,
+    TYPES,
     assert_bits,
     assert_close,
     nonzero,
     poison,
     rotary_tables,
 )
-
-SHAPES = [(1, 8), (3, 6), (2, 64)]  # (kv_heads, head_dim): HALF 4, odd HALF 3, a real head
-TYPES = [("f32", "f32"), ("f16", "f16"), ("f16", "f32")]  # (present_type, input_type)
-
 
 # ---- merge ---------------------------------------------------------------------------------------
 

@@ -26,6 +26,7 @@ from kvdsl.nodes.formats import FORMATS, Asymmetric, Format, Symmetric
 from kvdsl.reference import formats as fm
 from kvdsl.runtime import run
 from kvdsl.session import GpuHost, InterpHost, Session, SessionError, Spec
+from tests.helpers.case_outputs import assert_cases_pass
 from tests.helpers.decoders import assert_decodes_as_the_reference
 
 
@@ -64,16 +65,12 @@ def _id(cfg) -> str:
 
 @pytest.mark.parametrize("cfg", CONFIGS, ids=_id)
 def test_a_user_format_runs_in_every_writer_and_reader_on_the_interpreter(cfg):
-    kernel = catalog.build_config(cfg)
-    for case in cases_for(cfg, 2, seed=7):
-        assert case.against_reference(interp.run(kernel, dict(case.buffers), case.params)) == []
+    assert_cases_pass(catalog.build_config(cfg), cfg, 2, seed=7)
 
 
 @pytest.mark.parametrize("cfg", CONFIGS[::2], ids=_id)
 def test_a_user_format_runs_on_the_gpu(gpu, cfg):
-    kernel = catalog.build_config(cfg)
-    for case in cases_for(cfg, 1, seed=8):
-        assert case.against_reference(run(kernel, dict(case.buffers), case.params)) == []
+    assert_cases_pass(catalog.build_config(cfg), cfg, 1, seed=8, run=run)
 
 
 def test_a_format_is_equal_to_the_built_in_of_its_parameters():

@@ -8,6 +8,8 @@ import pytest
 from tests.helpers.cache_kernels import (
     BACKENDS,
     DT,
+    SHAPES,
+    TYPES,
     assert_bits,
     assert_close,
     nonzero,
@@ -19,9 +21,6 @@ from kvdsl import reference as ref
 from kvdsl.ir import workgroups
 from kvdsl.kernels.config import ConfigError
 from kvdsl.kernels.window_shift import WindowShiftConfig, window_shift
-
-SHAPES = [(1, 8), (3, 6), (2, 64)]
-TYPES = [("f32", "f32"), ("f16", "f16"), ("f16", "f32")]
 
 # (capacity, keySeq, seqlens_k per batch): a right-padded first prompt (seqlens+1 < keySeq), no
 # eviction, eviction, an exactly full cache, a long past, empty and negative seqlens.

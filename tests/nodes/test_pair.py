@@ -35,7 +35,7 @@ from kvdsl.kernels.config import ConfigError
 from kvdsl.kernels.merge_share import MergeShareConfig
 from kvdsl.kernels.quant import AppendQuantConfig, BuildQuantConfig
 from kvdsl.kernels.window_shift import WindowShiftConfig
-from tests.helpers.flat import drop_in, judge
+from tests.helpers.flat import assert_same_as, drop_in
 from tests.helpers.backends import backend_run
 
 pytestmark = pytest.mark.filterwarnings("ignore:All-NaN slice")
@@ -285,9 +285,4 @@ def test_knorm_pairs_match_vector_form_and_reference(cfg, backend, request):
     run = backend_run(backend, request)
     pair, vector = forms(cfg)
     kind = "norm" if cfg.k_norm else "rotary"
-    for case in cases_for(cfg, 3, seed=23):
-        got = run(pair, dict(case.buffers), case.params)
-        want = run(vector, dict(case.buffers), case.params)
-        problems = judge(case, got, want, kind, backend == "gpu")
-        assert not problems, f"{case.label()} vs vector form: {problems}"
-        assert not case.against_reference(got)
+    assert_same_as(run, pair, vector, cfg, kind, 23, backend == "gpu")
