@@ -11,8 +11,8 @@ from kvdsl.kernels.config import (
     FLOATS,
     MAX_STORAGE_BUFFERS,
     Element,
+    CacheConfig,
     FormatSlot,
-    KernelConfig,
     choice,
     one_format,
     one_of,
@@ -20,10 +20,11 @@ from kvdsl.kernels.config import (
     require,
 )
 from kvdsl.kernels.dense import ScalePlace, require_format, require_rotation
-from kvdsl.kernels.paged import require_page_size
+from kvdsl.kernels.dense_fields import Scales
+from kvdsl.kernels.paged import PageFields
 from kvdsl.nodes.formats import FORMATS, Format, format_of
 from kvdsl.nodes import rotation
-from kvdsl.nodes.paged import PageGeometry, PageLayout, Pool
+from kvdsl.nodes.paged import PagedRows, PageLayout, Pool
 
 #: The logit of a key a query does not see (below any real logit; ``exp`` of it less the
 #: row's maximum is 0 in f32).
@@ -102,22 +103,17 @@ class _Keys:
 
 
 @dataclass(frozen=True)
-class AttendConfig(KernelConfig):
+class AttendConfig(PagedRows, PageFields, Scales, CacheConfig):
     """Decode attention over a cache of ``kv_heads`` × ``head_dim`` rows for ``q_heads`` query
     heads and up to ``max_queries`` new tokens a sequence: the cache's layout and element type
     (``cache_type``, or a quantised ``format`` with its ``scales`` inline or aside), Q's and O's
     layouts and types, and the options (a sliding window, soft-capping, sinks)."""
 
-    kv_heads: int
-    head_dim: int
     q_heads: int
     _: KW_ONLY
     max_queries: int = 1
     cache: CacheLayout = choice(CacheLayout.BNSH)
     cache_type: Element = choice(Element.F32)
-    page_size: int = 16
-    page_layout: PageLayout = choice(PageLayout.NHD)
-    pool: Pool = choice(Pool.SEPARATE)
     q_layout: RowLayout = choice(RowLayout.BNSH)
     q_type: Element = choice(Element.F32)
     o_layout: RowLayout = choice(RowLayout.BNSH)
@@ -145,7 +141,6 @@ class AttendConfig(KernelConfig):
     )
 
     def check_fields(self) -> None:
-        positive_int("kv_heads", self.kv_heads)
         positive_int("q_heads", self.q_heads)
         positive_int("head_dim", self.head_dim, 256)
         require(self.head_dim % 4 == 0, "head_dim", self.head_dim, "a multiple of 4")
@@ -158,14 +153,12 @@ class AttendConfig(KernelConfig):
         positive_int("max_queries", self.max_queries, MAX_QUERIES)
         one_of("cache", self.cache, CacheLayout)
         one_of("cache_type", self.cache_type, FLOATS)
-        require_page_size(self.page_size)
-        one_of("page_layout", self.page_layout, PageLayout)
-        one_of("pool", self.pool, Pool)
+        self.check_pages(None)
         for field in ("q_layout", "o_layout"):
             one_of(field, getattr(self, field), RowLayout)
         for field in ("q_type", "o_type"):
             one_of(field, getattr(self, field), FLOATS)
-        require(not self.window, "window", self.window, "false for attend")
+        self.refuse_window()
         wrong = rotation.check_block(self.rotation, self.head_dim)
         require(wrong is None, "rotation", self.rotation, wrong or "")
         self._check_format()
@@ -326,11 +319,6 @@ class AttendConfig(KernelConfig):
         return format_of(self.format)
 
     @property
-    def inline(self) -> bool:
-        """Whether a format's scales sit inside its rows (always, for f32 and f16 rows)."""
-        return self.scales is ScalePlace.INLINE
-
-    @property
     def side_words(self) -> int:
         """A row's f32 scale words in the side binding, K's then V's (0 inline)."""
         fmt = self.fmt
@@ -408,20 +396,3 @@ class AttendConfig(KernelConfig):
         while most > 0 and r16(4 * rows * most) + (r16(4 * most) if paged else 0) > left:
             most -= 1
         return most
-
-    @property
-    def geometry(self) -> PageGeometry:
-        """A paged cache's pages, in binding units (:attr:`row_units` a row)."""
-        return PageGeometry(
-            self.page_size, self.kv_heads, self.row_units, self.page_layout, self.pool
-        )
-
-    @property
-    def scale_geometry(self) -> PageGeometry | None:
-        """A paged cache's side scales (``scale_pages``: per row K's scale words then V's, f32,
-        in pages of the pool's layout, never combined), None without side scales."""
-        if self.side_words == 0:
-            return None
-        return PageGeometry(
-            self.page_size, self.kv_heads, self.side_words, self.page_layout, Pool.SEPARATE
-        )
