@@ -109,6 +109,15 @@ def window_bindings(mode: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return PAST + PRESENT, SOURCES
 
 
+class RowLayout(StrEnum):
+    """The order of Q's rows (``qkv`` writes them, ``attend`` reads them) and of attention's
+    output: head-major BNSH ``[batch, heads, queries, D]`` or token-major BSH ``[batch, queries,
+    heads * D]``."""
+
+    BNSH = "bnsh"
+    BSH = "bsh"
+
+
 class Reduction(StrEnum):
     """How K RMSNorm sums a row on the flat program: through workgroup memory (any device) or
     across the subgroup with shuffles (devices with WGSL's ``subgroups``)."""

@@ -1,13 +1,12 @@
-"""The ``qkv`` mode's config (:class:`QkvConfig`, also ``paged_qkv``'s base) and Q's layout
-(:class:`QLayout`): the heads, the transforms (bias, Q and K RMSNorm, rotary, whole or partial),
-the element types and, with a dense ``format``, the quantiser's walk; the kernels are
-:mod:`kvdsl.kernels.qkv` (f32 and f16 rows) and :mod:`kvdsl.kernels.qkv_dense` (a dense format).
+"""The ``qkv`` mode's config (:class:`QkvConfig`, also ``paged_qkv``'s base): the heads, the
+transforms (bias, Q and K RMSNorm, rotary, whole or partial), the element types, Q's layout and,
+with a dense ``format``, the quantiser's walk; the kernels are :mod:`kvdsl.kernels.qkv` (f32 and
+f16 rows) and :mod:`kvdsl.kernels.qkv_dense` (a dense format).
 """
 
 from __future__ import annotations
 
 from dataclasses import KW_ONLY, dataclass
-from enum import StrEnum
 
 from kvdsl.ir.verify import MAX_WORKGROUP_BYTES
 from kvdsl.kernels.config import (
@@ -17,6 +16,7 @@ from kvdsl.kernels.config import (
     CacheConfig,
     Element,
     FormatSlot,
+    RowLayout,
     Slot,
     choice,
     flag,
@@ -41,14 +41,6 @@ from kvdsl.nodes.formats import Format, format_of
 WORKGROUP = 256
 
 
-class QLayout(StrEnum):
-    """The layout of the rotated Q: head-major BNSH ``[B, Hq, S, D]`` or token-major BSH
-    ``[B, S, Hq * D]``."""
-
-    BNSH = "bnsh"
-    BSH = "bsh"
-
-
 @dataclass(frozen=True)
 class QkvConfig(Scales, Transforms, LaneWalk, CacheConfig):
     """A ``qkv`` variant: the heads (``q_heads`` a multiple of ``kv_heads``), head dim, the
@@ -60,7 +52,7 @@ class QkvConfig(Scales, Transforms, LaneWalk, CacheConfig):
     bias: bool = False
     present_type: Element = choice(Element.F32)
     q_type: Element = choice(Element.F32)
-    q_layout: QLayout = choice(QLayout.BNSH)
+    q_layout: RowLayout = choice(RowLayout.BNSH)
     # A dense format of the cache (kvdsl.nodes.formats); None: present_type's f32 or f16 rows.
     format: DenseFormat | None = FormatSlot(None, DenseFormat)
     scales: ScalePlace = choice(ScalePlace.INLINE)
@@ -89,12 +81,7 @@ class QkvConfig(Scales, Transforms, LaneWalk, CacheConfig):
     )
 
     def check_fields(self) -> None:
-        require(
-            not self.window,
-            "window",
-            self.window,
-            "false for qkv (it has no windowed form: its cache binding holds whole heads)",
-        )
+        self.refuse_window("it has no windowed form: its cache binding holds whole heads")
         positive_int("q_heads", self.q_heads)
         require(
             self.q_heads % self.kv_heads == 0,
@@ -113,7 +100,7 @@ class QkvConfig(Scales, Transforms, LaneWalk, CacheConfig):
         self.check_transforms()
         one_of("present_type", self.present_type, FLOATS)
         one_of("q_type", self.q_type, FLOATS)
-        one_of("q_layout", self.q_layout, QLayout)
+        one_of("q_layout", self.q_layout, RowLayout)
         one_of("scales", self.scales, ScalePlace)
         flag("split", self.split)
         flag("pair_loads", self.pair_loads)

@@ -13,6 +13,7 @@ from kvdsl.kernels.config import (
     Element,
     CacheConfig,
     FormatSlot,
+    RowLayout,
     choice,
     one_format,
     one_of,
@@ -78,14 +79,6 @@ class CacheLayout(StrEnum):
 
     BNSH = "bnsh"
     PAGED = "paged"
-
-
-class RowLayout(StrEnum):
-    """The order of Q's and O's rows: ``[batch, heads, queries, D]`` or
-    ``[batch, queries, heads * D]``."""
-
-    BNSH = "bnsh"
-    BSH = "bsh"
 
 
 class _Keys:
