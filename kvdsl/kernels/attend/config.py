@@ -22,6 +22,7 @@ from kvdsl.kernels.config import (
 )
 from kvdsl.kernels.dense import ScalePlace, require_format, require_rotation
 from kvdsl.kernels.dense_fields import Scales
+from kvdsl.kernels.kivi import require_groups, require_whole_groups
 from kvdsl.kernels.paged import PageFields
 from kvdsl.nodes.formats import FORMATS, Format, format_of
 from kvdsl.nodes import rotation
@@ -227,30 +228,10 @@ class AttendConfig(PagedRows, PageFields, Scales, CacheConfig):
     def _check_kivi(self) -> None:
         """KIVI's layout as ``kivi_flush`` writes it (:class:`kvdsl.kernels.kivi.KiviConfig`'s
         rules), its scales its own."""
-        per = 32 // self.kivi_bits
-        group = self.kivi_group
-        require(
-            isinstance(group, int)
-            and not isinstance(group, bool)
-            and group >= per
-            and group % per == 0,
-            "kivi_group",
-            group,
-            f"a multiple of {per} (a word of {self.kivi_bits}-bit codes) for format"
-            f" {self.format_name!r}",
-        )
-        require(
-            self.head_dim % group == 0,
-            "head_dim",
-            self.head_dim,
-            f"a multiple of kivi_group={group} (V's groups of channels)",
-        )
-        require(
-            self.cache is CacheLayout.BNSH or self.page_size % group == 0,
-            "page_size",
-            self.page_size,
-            f"a multiple of kivi_group={group} (a page holds whole groups)",
-        )
+        group, why = self.kivi_group, f" for format {self.format_name!r}"
+        require_groups(self.kivi_bits, group, self.head_dim, "kivi_group", why)
+        if self.cache is CacheLayout.PAGED:
+            require_whole_groups(self.page_size, group, "kivi_group")
         for field, value, unset in (
             ("scales", self.scales, ScalePlace.INLINE),
             ("page_layout", self.page_layout, PageLayout.NHD),
