@@ -84,7 +84,6 @@ from kvdsl.kernels.config import (
     one_of,
     partial_rotary,
     require,
-    require_pairs,
 )
 from kvdsl.kernels.config import ceil_div, contract, node, plus, times
 from kvdsl.nodes import walks, words
@@ -154,7 +153,6 @@ class QuantConfig(RowConfig):
 
     def check_schedule(self) -> None:
         super().check_schedule()
-        require_pairs(self.plan)
         one_of("bits", self.bits, Bits)
         if self.int4:
             require(self.head_dim % 2 == 0, "head_dim", self.head_dim, "an even number for int4")
