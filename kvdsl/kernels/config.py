@@ -211,6 +211,18 @@ def positive_int(field: str, value: Any, limit: int | None = None) -> None:
     require(ok, field, value, "a positive integer" + (f" <= {limit}" if limit else ""))
 
 
+def multiple_of(field: str, value: int, n: int, rest: str = "") -> None:
+    """``value`` a multiple of ``n`` (``rest`` ends the message: where, and why)."""
+    require(value % n == 0, field, value, f"a multiple of {n}{rest}")
+
+
+def query_heads(q_heads: Any, kv_heads: int) -> None:
+    """``q_heads`` a positive multiple of ``kv_heads`` (grouped-query attention)."""
+    positive_int("q_heads", q_heads)
+    what = f"a multiple of kv_heads ({kv_heads}) for grouped-query attention"
+    require(q_heads % kv_heads == 0, "q_heads", q_heads, what)
+
+
 def one_of(field: str, value: Any, allowed: Iterable[Enum]) -> None:
     """``value`` is one of the members ``allowed`` (a string or number the constructor could not
     make a member of, ``8.0`` or ``True`` for ``8``, is not)."""
@@ -389,19 +401,10 @@ def require_rotary_vectors(rotary: bool, head_dim: int, half: Any = None, mode: 
     if not rotary:
         return
     if half is None:
-        require(
-            head_dim % 8 == 0,
-            "head_dim",
-            head_dim,
-            "a multiple of 8 with rotary (a vec4 lies in one half of the row)",
-        )
+        multiple_of("head_dim", head_dim, 8, " with rotary (a vec4 lies in one half of the row)")
         return
-    require(
-        half % 4 == 0,
-        "rotary_half",
-        half,
-        f"a multiple of 4 for {mode} (a rotated vec4 lies in one half of the rotated part)",
-    )
+    why = "a rotated vec4 lies in one half of the rotated part"
+    multiple_of("rotary_half", half, 4, f" for {mode} ({why})")
 
 
 class RotaryHalf:

@@ -20,8 +20,9 @@ from kvdsl.kernels.config import (
     Slot,
     choice,
     flag,
+    multiple_of,
     one_of,
-    positive_int,
+    query_heads,
     require,
 )
 from kvdsl.kernels.plan import require_whole_rows, rows_workgroup
@@ -82,19 +83,9 @@ class QkvConfig(Scales, Transforms, LaneWalk, CacheConfig):
 
     def check_fields(self) -> None:
         self.refuse_window("it has no windowed form: its cache binding holds whole heads")
-        positive_int("q_heads", self.q_heads)
-        require(
-            self.q_heads % self.kv_heads == 0,
-            "q_heads",
-            self.q_heads,
-            f"a multiple of kv_heads = {self.kv_heads} (grouped-query attention)",
-        )
-        require(
-            self.head_dim % 8 == 0,
-            "head_dim",
-            self.head_dim,
-            "a multiple of 8 for qkv (each invocation holds a pair of vec4)",
-        )
+        query_heads(self.q_heads, self.kv_heads)
+        why = " for qkv (each invocation holds a pair of vec4)"
+        multiple_of("head_dim", self.head_dim, 8, why)
         flag("q_norm", self.q_norm)
         flag("bias", self.bias)
         self.check_transforms()

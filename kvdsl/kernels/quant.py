@@ -81,6 +81,7 @@ from kvdsl.kernels.config import (
     Slot,
     Walk,
     choice,
+    multiple_of,
     one_of,
     partial_rotary,
     require,
@@ -159,12 +160,7 @@ class QuantConfig(RowConfig):
             if self.walk is Walk.FLAT:
                 # One invocation packs four elements into two words.
                 need = 8 if self.rotary and self.rotary_half is None else 4
-                require(
-                    self.head_dim % need == 0,
-                    "head_dim",
-                    self.head_dim,
-                    f"a multiple of {need} for the flat int4 walk",
-                )
+                multiple_of("head_dim", self.head_dim, need, " for the flat int4 walk")
                 require(
                     walks.lanes(self.head_dim, self.rotary, self.half) == 4,
                     "rotary_half",

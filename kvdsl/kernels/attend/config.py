@@ -16,8 +16,10 @@ from kvdsl.kernels.config import (
     RowLayout,
     choice,
     one_format,
+    multiple_of,
     one_of,
     positive_int,
+    query_heads,
     require,
 )
 from kvdsl.kernels.dense import ScalePlace, require_format, require_rotation
@@ -135,15 +137,9 @@ class AttendConfig(PagedRows, PageFields, Scales, CacheConfig):
     )
 
     def check_fields(self) -> None:
-        positive_int("q_heads", self.q_heads)
+        query_heads(self.q_heads, self.kv_heads)
         positive_int("head_dim", self.head_dim, 256)
-        require(self.head_dim % 4 == 0, "head_dim", self.head_dim, "a multiple of 4")
-        require(
-            self.q_heads % self.kv_heads == 0,
-            "q_heads",
-            self.q_heads,
-            f"a multiple of kv_heads ({self.kv_heads})",
-        )
+        multiple_of("head_dim", self.head_dim, 4)
         positive_int("max_queries", self.max_queries, MAX_QUERIES)
         one_of("cache", self.cache, CacheLayout)
         one_of("cache_type", self.cache_type, FLOATS)
