@@ -231,6 +231,20 @@ def one_of(field: str, value: Any, allowed: Iterable[Enum]) -> None:
     require(ok, field, value, "one of " + ", ".join(repr(a.value) for a in allowed))
 
 
+def unset(field: str, value: Any, default: Any, when: str) -> None:
+    """``value`` the field's ``default`` (``when``: where it must stay unset, and why); the
+    message spells the default as a user writes it: ``'inline' (unset)``, ``0 (unset)``,
+    ``true (unset)``, ``unset (None)``."""
+    ok = value == default if type(default) is int else value is default
+    if default is None:
+        shown = "unset (None)"
+    elif isinstance(default, bool):
+        shown = f"{str(default).lower()} (unset)"
+    else:
+        shown = f"{_plain(default)!r} (unset)"
+    require(ok, field, value, f"{shown} {when}")
+
+
 def flag(field: str, value: Any) -> None:
     """``value`` is a real bool (not 0/1, not a string)."""
     require(isinstance(value, bool), field, value, "true or false")
@@ -442,7 +456,7 @@ def require_rotary(
     row rotate, the rest pass through."""
     flag("rotary", rotary)
     if not rotary:
-        require(half is None, "rotary_half", half, "unset (None) unless rotary=True")
+        unset("rotary_half", half, None, "unless rotary=True")
         return
     require(allowed, "rotary", rotary, why)
     if half is None:

@@ -24,6 +24,7 @@ from kvdsl.kernels.config import (
     one_of,
     query_heads,
     require,
+    unset,
 )
 from kvdsl.kernels.plan import require_whole_rows, rows_workgroup
 from kvdsl.kernels.rows import Transforms
@@ -99,42 +100,18 @@ class QkvConfig(Scales, Transforms, LaneWalk, CacheConfig):
         if self.format is None:
             plain = "an f32 or f16 cache is stored as it is"
             require_rotation(None, self.rotation, self.head_dim, plain)
-            require(
-                self.scales is ScalePlace.INLINE,
-                "scales",
-                self.scales.value,
-                "'inline' (unset) without a format: an f32 or f16 cache has no scales",
-            )
-            for key in ("walk", "run"):
-                value = getattr(self, key)
-                require(
-                    value is None,
-                    key,
-                    value,
-                    "unset (None) without a format: the f32 and f16 walk holds pairs of vectors",
-                )
-            require(
-                self.split,
-                "split",
-                self.split,
-                "true (unset) without a format: the f32 and f16 walk holds each head's row alone",
-            )
-            require(
-                not self.pair_loads,
-                "pair_loads",
-                self.pair_loads,
-                "false (unset) without a format: the f32 and f16 walk holds each pair whole",
-            )
+            self.no_scales()
+            walk = "without a format: the f32 and f16 walk holds"
+            unset("walk", self.walk, None, f"{walk} pairs of vectors")
+            unset("run", self.run, None, f"{walk} pairs of vectors")
+            unset("split", self.split, True, f"{walk} each head's row alone")
+            unset("pair_loads", self.pair_loads, False, f"{walk} each pair whole")
             return
         one_format("format", self.format, DenseFormat)
         require_rotation(self.fmt, self.rotation, self.head_dim)
         fmt = self.fmt
-        require(
-            self.present_type is Element.F32,
-            "present_type",
-            self.present_type.value,
-            f"'f32' (unset) with format {fmt.name!r}: the cache holds the format's u32 words",
-        )
+        words = f"with format {fmt.name!r}: the cache holds the format's u32 words"
+        unset("present_type", self.present_type, Element.F32, words)
         require_format(fmt, self.scales, self.head_dim)
         self.check_lane_walk()
         buffers = 5 + int(self.norm) + int(self.rotary) + int(self.bias) + int(not self.inline)

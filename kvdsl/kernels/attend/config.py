@@ -21,6 +21,7 @@ from kvdsl.kernels.config import (
     positive_int,
     query_heads,
     require,
+    unset,
 )
 from kvdsl.kernels.dense import ScalePlace, require_format, require_rotation
 from kvdsl.kernels.dense_fields import Scales
@@ -173,26 +174,13 @@ class AttendConfig(PagedRows, PageFields, Scales, CacheConfig):
         if self.format is not None:
             one_format("format", self.format, AttendFormat)
         if self.kivi_bits is None:
-            require(
-                self.kivi_group == 0,
-                "kivi_group",
-                self.kivi_group,
-                "0 (unset) without a KIVI format (kivi2 or kivi4)",
-            )
+            unset("kivi_group", self.kivi_group, 0, "without a KIVI format (kivi2 or kivi4)")
         if self.format is None:
-            require(
-                self.inline,
-                "scales",
-                self.scales.value,
-                "'inline' (unset) without a format: an f32 or f16 cache has no scales",
-            )
+            self.no_scales()
             return
-        require(
-            self.cache_type is Element.F32,
-            "cache_type",
-            self.cache_type.value,
-            f"'f32' (unset) with format {self.format_name!r}: the cache holds the format's words",
-        )
+        name = self.format_name
+        words = f"with format {name!r}: the cache holds the format's words"
+        unset("cache_type", self.cache_type, Element.F32, words)
         if self.kivi_bits is not None:
             self._check_kivi()
             return
@@ -204,47 +192,25 @@ class AttendConfig(PagedRows, PageFields, Scales, CacheConfig):
             self.cache is CacheLayout.BNSH,
             "cache",
             self.cache.value,
-            f"'bnsh' for format {self.format_name!r} (the template's cache is contiguous)",
+            f"'bnsh' for format {name!r} (the template's cache is contiguous)",
         )
-        require(
-            self.inline,
-            "scales",
-            self.scales.value,
-            f"'inline' (unset) for format {self.format_name!r} (its scales are per channel or"
-            " per tensor, in kv_scale)",
-        )
-        require(
-            self.rotation == 0,
-            "rotation",
-            self.rotation,
-            f"0 (unset) for format {self.format_name!r} (its per-channel scales multiply Q's"
-            " channels before any rotation could mix them)",
-        )
+        why = "its scales are per channel or per tensor, in kv_scale"
+        unset("scales", self.scales, ScalePlace.INLINE, f"for format {name!r} ({why})")
+        why = "its per-channel scales multiply Q's channels before any rotation could mix them"
+        unset("rotation", self.rotation, 0, f"for format {name!r} ({why})")
 
     def _check_kivi(self) -> None:
         """KIVI's layout as ``kivi_flush`` writes it (:class:`kvdsl.kernels.kivi.KiviConfig`'s
         rules), its scales its own."""
-        group, why = self.kivi_group, f" for format {self.format_name!r}"
-        require_groups(self.kivi_bits, group, self.head_dim, "kivi_group", why)
+        name, group = self.format_name, self.kivi_group
+        require_groups(self.kivi_bits, group, self.head_dim, "kivi_group", f" for format {name!r}")
         if self.cache is CacheLayout.PAGED:
             require_whole_groups(self.page_size, group, "kivi_group")
-        for field, value, unset in (
-            ("scales", self.scales, ScalePlace.INLINE),
-            ("page_layout", self.page_layout, PageLayout.NHD),
-            ("pool", self.pool, Pool.SEPARATE),
-        ):
-            require(
-                value is unset,
-                field,
-                value.value,
-                f"{unset.value!r} (unset) for format {self.format_name!r} (KIVI's own layout)",
-            )
-        require(
-            self.rotation == 0,
-            "rotation",
-            self.rotation,
-            f"0 (unset) for format {self.format_name!r} (its K scales are per channel)",
-        )
+        own = f"for format {name!r} (KIVI's own layout)"
+        unset("scales", self.scales, ScalePlace.INLINE, own)
+        unset("page_layout", self.page_layout, PageLayout.NHD, own)
+        unset("pool", self.pool, Pool.SEPARATE, own)
+        unset("rotation", self.rotation, 0, f"for format {name!r} (its K scales are per channel)")
 
     def check_schedule(self) -> None:
         lanes = self.head_dim // self.unit
