@@ -19,7 +19,7 @@ present rows, past and present are bound from slice ``headBase`` on, new K/V fro
 
 from __future__ import annotations
 
-from dataclasses import KW_ONLY, dataclass
+from dataclasses import dataclass
 
 from kvdsl.ir import Kernel, KernelBuilder, u32
 from kvdsl.kernels.config import (
@@ -42,15 +42,15 @@ from kvdsl.nodes import walks, words
 from kvdsl.nodes.index import cache_window
 
 
-@dataclass(frozen=True)
 class MovedTypes:
-    """The element types of a pass that moves past and new rows into the present cache
-    (``merge``, ``merge_share``, ``window_shift``: a mixin of their configs, which declare the
-    walk): ``present_type`` of past and present, ``input_type`` of the new K/V."""
+    """A mixin of the configs of a pass that moves past and new rows into the present cache
+    (``merge``, ``merge_share``, ``window_shift``), which declare the fields: ``present_type``
+    of past and present, ``input_type`` of the new K/V, the walk and ``window``."""
 
-    _: KW_ONLY
-    present_type: Element = choice(Element.F32)
-    input_type: Element = choice(Element.F32)
+    present_type: Element
+    input_type: Element
+    walk: Walk
+    window: bool
 
     def check_moved(self) -> None:
         """The element types, then a window's walk (the flat one)."""
@@ -64,6 +64,8 @@ class MergeConfig(MovedTypes, VectorWalk, CacheConfig):
     """A merge variant: cache shape, walk and element types."""
 
     walk: Walk = choice(Walk.COOPERATIVE)
+    present_type: Element = choice(Element.F32)
+    input_type: Element = choice(Element.F32)
     mode = "merge"
     KEYS = ("kv_heads", "head_dim", "walk", "present_type", "input_type", "workgroup_size", "fold")
 

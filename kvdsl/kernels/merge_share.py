@@ -72,6 +72,8 @@ class MergeShareConfig(MovedTypes, RotaryWalk, CacheConfig):
     region: ShareRegion = choice(ShareRegion.APPEND)
     walk: Walk = choice(Walk.COOPERATIVE)
     rotary: bool = False
+    present_type: Element = choice(Element.F32)
+    input_type: Element = choice(Element.F32)
     pairs: bool | None = None
     rotary_half: int | None = None
     mode = "merge_share"

@@ -80,6 +80,8 @@ class WindowShiftConfig(MovedTypes, RotaryWalk, CacheConfig):
 
     region: ShiftRegion = choice(ShiftRegion.ALL)
     rotary: bool = False
+    present_type: Element = choice(Element.F32)
+    input_type: Element = choice(Element.F32)
     walk: Walk = choice(Walk.PER_ROW)
     pairs: bool | None = None
     rotary_half: int | None = None
