@@ -1,11 +1,13 @@
 """Typed, validated, frozen kernel configurations and the error they raise.
 
 A config is a point on the axes of :mod:`kvdsl.kernels`: closed choices are enums (:class:`Walk`,
-:class:`Element`, :class:`Reduction`, :class:`Bits`, the regions), each a ``StrEnum`` (``IntEnum``
-for bits) so that JSON, :func:`as_dict`, ``index.json`` and the emitted headers print their plain
-values. The fields every mode shares live in :class:`KernelConfig` and :class:`CacheConfig`, their
-checks written once; each mode's class adds its own fields and checks
-(:meth:`KernelConfig.check_fields`, :meth:`KernelConfig.check_schedule`).
+:class:`Element`, :class:`RowLayout`, :class:`Reduction`, :class:`Bits`, the regions), each a
+``StrEnum`` (``IntEnum`` for bits) so that JSON, :func:`as_dict`, ``index.json`` and the emitted
+headers print their plain values. The fields every mode shares live in :class:`KernelConfig` and
+:class:`CacheConfig`, their checks written once; each mode's class adds its own fields and checks
+(:meth:`KernelConfig.check_fields`, :meth:`KernelConfig.check_schedule`), through the field specs
+here (:func:`positive_int`, :func:`multiple_of`, :func:`one_of`, :func:`unset`, :func:`flag`),
+each with one message format.
 
 Strings (``--vars`` JSON, :func:`from_dict`, the legacy bridge) become members as the constructor
 stores them (:class:`Slot`); a value that names no member stays as given and the mode's check
