@@ -5,8 +5,9 @@ a function from config to ``Kernel``.
 ``Reduction``, ``Bits``, the regions) and the bases (``KernelConfig`` for every mode's
 ``workgroup_size`` and ``fold``, ``CacheConfig`` for the cache shape; in
 :mod:`~kvdsl.kernels.rows` ``Transforms``, the K transforms of every writer, and ``RowConfig``
-for the modes of the row program), each field's check written once. Text from a host (``--vars`` JSON, ``from_dict``) becomes enum members at
-the edge. A ``ConfigError`` names the field, the value and what is allowed.
+for the modes of the row program), each field's check written once. Text from a host
+(``--vars`` JSON, ``from_dict``) becomes enum members at the edge. A ``ConfigError`` names the
+field, the value and what is allowed.
 :mod:`~kvdsl.kernels.plan` makes the walk decisions from a whole config (which walk, pairs or
 not, the workgroup size, the whole-rows workgroup rule), so the nodes never see a config.
 
