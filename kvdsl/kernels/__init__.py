@@ -1,12 +1,13 @@
 """The modes: one module per mode, each with a frozen, typed config validated at construction, and
 a function from config to ``Kernel``.
 
-:mod:`~kvdsl.kernels.config` holds the enums (``Walk``, ``Element``, ``Reduction``, ``Bits``,
-the regions) and the bases (``KernelConfig`` for every mode's ``workgroup_size`` and ``fold``,
-``CacheConfig`` for the cache shape; in :mod:`~kvdsl.kernels.rows` ``Transforms``, the K
-transforms of every writer, and ``RowConfig`` for the modes of the row program), each field's
-check written once. Text from a host (``--vars`` JSON, ``from_dict``) becomes enum members at
-the edge. A ``ConfigError`` names the field, the value and what is allowed.
+:mod:`~kvdsl.kernels.config` holds the enums (``Walk``, ``Element``, ``RowLayout``,
+``Reduction``, ``Bits``, the regions) and the bases (``KernelConfig`` for every mode's
+``workgroup_size`` and ``fold``, ``CacheConfig`` for the cache shape; in
+:mod:`~kvdsl.kernels.rows` ``Transforms``, the K transforms of every writer, and ``RowConfig``
+for the modes of the row program), each field's check written once. Text from a host
+(``--vars`` JSON, ``from_dict``) becomes enum members at the edge. A ``ConfigError`` names the
+field, the value and what is allowed.
 :mod:`~kvdsl.kernels.plan` makes the walk decisions from a whole config (which walk, pairs or
 not, the workgroup size, the whole-rows workgroup rule), so the nodes never see a config.
 

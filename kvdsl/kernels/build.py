@@ -38,7 +38,6 @@ from kvdsl.kernels.config import (
     choice,
     one_of,
     partial_rotary,
-    require_pairs,
 )
 from kvdsl.kernels.config import contract, plus, times
 from kvdsl.kernels import rows
@@ -60,10 +59,9 @@ class BuildConfig(RowConfig):
         "workgroup_size", "fold", "walk", "reduction", "pairs",
     )
 
-    def check_schedule(self) -> None:
-        super().check_schedule()
+    def check_fields(self) -> None:
+        super().check_fields()
         one_of("present_type", self.present_type, FLOATS)
-        require_pairs(self.plan)
 
 
 def build(cfg: BuildConfig, name: str = "build") -> Kernel:

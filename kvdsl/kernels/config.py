@@ -1,11 +1,13 @@
 """Typed, validated, frozen kernel configurations and the error they raise.
 
 A config is a point on the axes of :mod:`kvdsl.kernels`: closed choices are enums (:class:`Walk`,
-:class:`Element`, :class:`Reduction`, :class:`Bits`, the regions), each a ``StrEnum`` (``IntEnum``
-for bits) so that JSON, :func:`as_dict`, ``index.json`` and the emitted headers print their plain
-values. The fields every mode shares live in :class:`KernelConfig` and :class:`CacheConfig`, their
-checks written once; each mode's class adds its own fields and checks
-(:meth:`KernelConfig.check_fields`, :meth:`KernelConfig.check_schedule`).
+:class:`Element`, :class:`RowLayout`, :class:`Reduction`, :class:`Bits`, the regions), each a
+``StrEnum`` (``IntEnum`` for bits) so that JSON, :func:`as_dict`, ``index.json`` and the emitted
+headers print their plain values. The fields every mode shares live in :class:`KernelConfig` and
+:class:`CacheConfig`, their checks written once; each mode's class adds its own fields and checks
+(:meth:`KernelConfig.check_fields`, :meth:`KernelConfig.check_schedule`), through the field specs
+here (:func:`positive_int`, :func:`multiple_of`, :func:`one_of`, :func:`unset`, :func:`flag`),
+each with one message format.
 
 Strings (``--vars`` JSON, :func:`from_dict`, the legacy bridge) become members as the constructor
 stores them (:class:`Slot`); a value that names no member stays as given and the mode's check
@@ -109,6 +111,15 @@ def window_bindings(mode: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return PAST + PRESENT, SOURCES
 
 
+class RowLayout(StrEnum):
+    """The order of Q's rows (``qkv`` writes them, ``attend`` reads them) and of attention's
+    output: head-major BNSH ``[batch, heads, queries, D]`` or token-major BSH ``[batch, queries,
+    heads * D]``."""
+
+    BNSH = "bnsh"
+    BSH = "bsh"
+
+
 class Reduction(StrEnum):
     """How K RMSNorm sums a row on the flat program: through workgroup memory (any device) or
     across the subgroup with shuffles (devices with WGSL's ``subgroups``)."""
@@ -202,12 +213,38 @@ def positive_int(field: str, value: Any, limit: int | None = None) -> None:
     require(ok, field, value, "a positive integer" + (f" <= {limit}" if limit else ""))
 
 
+def multiple_of(field: str, value: int, n: int, rest: str = "") -> None:
+    """``value`` a multiple of ``n`` (``rest`` ends the message: where, and why)."""
+    require(value % n == 0, field, value, f"a multiple of {n}{rest}")
+
+
+def query_heads(q_heads: Any, kv_heads: int) -> None:
+    """``q_heads`` a positive multiple of ``kv_heads`` (grouped-query attention)."""
+    positive_int("q_heads", q_heads)
+    what = f"a multiple of kv_heads ({kv_heads}) for grouped-query attention"
+    require(q_heads % kv_heads == 0, "q_heads", q_heads, what)
+
+
 def one_of(field: str, value: Any, allowed: Iterable[Enum]) -> None:
     """``value`` is one of the members ``allowed`` (a string or number the constructor could not
     make a member of, ``8.0`` or ``True`` for ``8``, is not)."""
     allowed = tuple(allowed)
     ok = any(value is a for a in allowed)
     require(ok, field, value, "one of " + ", ".join(repr(a.value) for a in allowed))
+
+
+def unset(field: str, value: Any, default: Any, when: str) -> None:
+    """``value`` the field's ``default`` (``when``: where it must stay unset, and why); the
+    message spells the default as a user writes it: ``'inline' (unset)``, ``0 (unset)``,
+    ``true (unset)``, ``unset (None)``."""
+    ok = value == default if type(default) is int else value is default
+    if default is None:
+        shown = "unset (None)"
+    elif isinstance(default, bool):
+        shown = f"{str(default).lower()} (unset)"
+    else:
+        shown = f"{_plain(default)!r} (unset)"
+    require(ok, field, value, f"{shown} {when}")
 
 
 def flag(field: str, value: Any) -> None:
@@ -380,19 +417,10 @@ def require_rotary_vectors(rotary: bool, head_dim: int, half: Any = None, mode: 
     if not rotary:
         return
     if half is None:
-        require(
-            head_dim % 8 == 0,
-            "head_dim",
-            head_dim,
-            "a multiple of 8 with rotary (a vec4 lies in one half of the row)",
-        )
+        multiple_of("head_dim", head_dim, 8, " with rotary (a vec4 lies in one half of the row)")
         return
-    require(
-        half % 4 == 0,
-        "rotary_half",
-        half,
-        f"a multiple of 4 for {mode} (a rotated vec4 lies in one half of the rotated part)",
-    )
+    why = "a rotated vec4 lies in one half of the rotated part"
+    multiple_of("rotary_half", half, 4, f" for {mode} ({why})")
 
 
 class RotaryHalf:
@@ -430,7 +458,7 @@ def require_rotary(
     row rotate, the rest pass through."""
     flag("rotary", rotary)
     if not rotary:
-        require(half is None, "rotary_half", half, "unset (None) unless rotary=True")
+        unset("rotary_half", half, None, "unless rotary=True")
         return
     require(allowed, "rotary", rotary, why)
     if half is None:

@@ -10,7 +10,7 @@ from dataclasses import KW_ONLY, dataclass
 from enum import StrEnum
 from typing import Any, ClassVar
 
-from kvdsl.kernels.config import Slot, one_of, require
+from kvdsl.kernels.config import Slot, one_of, require, unset
 from kvdsl.nodes import rotation
 from kvdsl.nodes.formats import Format
 from kvdsl.nodes.quantise import Quantiser, row_lanes
@@ -44,6 +44,11 @@ class Scales:
     def inline(self) -> bool:
         """Whether a dense row's scales sit inside it (always, for f32 and f16 rows)."""
         return self.scales is ScalePlace.INLINE
+
+    def no_scales(self) -> None:
+        """``scales`` unset, for a cache without a format: f32 and f16 rows have no scales."""
+        why = "without a format: an f32 or f16 cache has no scales"
+        unset("scales", self.scales, ScalePlace.INLINE, why)
 
 
 @dataclass(frozen=True)
@@ -127,7 +132,7 @@ def require_rotation(fmt: Format | None, block: Any, head_dim: int, plain: str =
     require(wrong is None, "rotation", block, wrong or "")
     if fmt is None:
         why = f"a rotation serves the quantiser: {plain}"
-        require(not block, "rotation", block, f"0 (unset) without a format ({why})")
+        unset("rotation", block, 0, f"without a format ({why})")
         return
     require(
         not (block and fmt.rotated),

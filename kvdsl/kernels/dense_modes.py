@@ -324,7 +324,6 @@ def _quantising_shift(cfg: DenseWindowShiftConfig, name: str) -> Kernel:
     workgroup. ``append`` walks the new tokens' rows; ``all`` every cache row, whose lanes first
     move (or zero) the words ``d, d + ROW_LANES, ...`` of a surviving (or cleared) row, then
     quantise the appended rows."""
-    fmt = cfg.fmt
     every = cfg.region is ShiftRegion.ALL
     kb = KernelBuilder(name, cfg.workgroup_size)
     q = cfg.quantiser

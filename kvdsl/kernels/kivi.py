@@ -54,6 +54,7 @@ from __future__ import annotations
 from contextlib import nullcontext
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 from kvdsl.ir import (
     Buffer,
@@ -105,25 +106,32 @@ class KiviConfig(CacheConfig):
 
     def check_fields(self) -> None:
         require(self.bits in (2, 4), "bits", self.bits, "2 or 4")
-        per = 32 // self.bits if self.bits in (2, 4) else 16
-        require(
-            isinstance(self.group, int) and self.group >= per and self.group % per == 0,
-            "group",
-            self.group,
-            f"a multiple of {per} (a word of {self.bits}-bit codes)",
-        )
-        require(
-            self.head_dim % self.group == 0,
-            "head_dim",
-            self.head_dim,
-            f"a multiple of group={self.group} (V's groups of channels)",
-        )
+        require_groups(self.bits, self.group, self.head_dim)
         require(not self.window, "window", self.window, "false for the KIVI kernels")
 
     @property
     def per(self) -> int:
         """Codes per u32 word."""
         return 32 // self.bits
+
+
+def require_groups(
+    bits: int, group: Any, head_dim: int, field: str = "group", why: str = ""
+) -> None:
+    """KIVI's ``group`` (the config's field ``field``): whole words of ``bits``-bit codes (``why``
+    ends that message), dividing ``head_dim`` (V's groups of channels)."""
+    per = 32 // bits
+    ok = isinstance(group, int) and not isinstance(group, bool) and group >= per
+    ok = ok and group % per == 0
+    require(ok, field, group, f"a multiple of {per} (a word of {bits}-bit codes){why}")
+    why = "V's groups of channels"
+    require(head_dim % group == 0, "head_dim", head_dim, f"a multiple of {field}={group} ({why})")
+
+
+def require_whole_groups(page_size: int, group: int, field: str = "group") -> None:
+    """A page of ``page_size`` tokens holds whole groups of ``group`` (the field ``field``)."""
+    whole = f"a multiple of {field}={group} (a page holds whole groups)"
+    require(page_size % group == 0, "page_size", page_size, whole)
 
 
 class KiviCache(StrEnum):
@@ -147,12 +155,7 @@ class KiviCacheConfig(KiviConfig):
         one_of("cache", self.cache, KiviCache)
         if self.cache is KiviCache.PAGED:
             require_page_size(self.page_size)
-            require(
-                self.page_size % self.group == 0,
-                "page_size",
-                self.page_size,
-                f"a multiple of group={self.group} (a page holds whole groups)",
-            )
+            require_whole_groups(self.page_size, self.group)
 
     @property
     def paged(self) -> bool:

@@ -22,6 +22,7 @@ from kvdsl.kernels.config import (
     Element,
     Model,
     choice,
+    multiple_of,
     one_of,
     require,
 )
@@ -101,12 +102,7 @@ class PagedConfig(PagedRows, PageFields, Scales, CacheConfig):
             )
         else:
             require_format(fmt, self.scales, self.head_dim)
-        require(
-            self.head_dim % 4 == 0,
-            "head_dim",
-            self.head_dim,
-            "a multiple of 4 for the paged modes (a row moves as vec4)",
-        )
+        multiple_of("head_dim", self.head_dim, 4, " for the paged modes (a row moves as vec4)")
         self.refuse_window("a paged pool is bound whole; its pages are the window")
 
     @property

@@ -22,10 +22,10 @@ The input ``qkv`` is the projection's output, ``[tokens, (Hq + 2 Hkv) * D]``: pe
   batch ``b``'s token ``t`` lands at row ``appendStart + t``
   (:func:`kvdsl.nodes.window.append_window`), which is also its rotary position.
 
-The config and Q's layout are :mod:`kvdsl.kernels.qkv_config`'s (:class:`QkvConfig`,
-:class:`QLayout`, imported here). Where a row lands and at which position it rotates is its
-:class:`Target`'s :class:`Place`: the one place a paged layout (a page table or a slot mapping:
-:mod:`kvdsl.kernels.qkv_paged`) changes.
+The config is :mod:`kvdsl.kernels.qkv_config`'s (:class:`QkvConfig`; Q's layout a
+:class:`kvdsl.kernels.config.RowLayout`). Where a row lands and at which position it rotates is
+its :class:`Target`'s :class:`Place`: the one place a paged layout (a page table or a slot
+mapping: :mod:`kvdsl.kernels.qkv_paged`) changes.
 
 The walk is flat over pairs of vectors: ``count = batch * keySeq * (Hq + 2 Hkv)`` rows of
 ``PAIRS = D / 8`` items, item ``i`` of a row holding vectors ``lo`` and ``hi``: the rotary pair
@@ -45,9 +45,9 @@ from typing import Any, Callable
 
 from kvdsl.ir import Buffer, Kernel, KernelBuilder, Val, f32, i32, lit, select, u32
 from kvdsl.kernels.config import MAX_STORAGE_BUFFERS, PRESENT, ROTARY_TABLE, Element, Model
-from kvdsl.kernels.config import ceil_div, contract, times
+from kvdsl.kernels.config import RowLayout, ceil_div, contract, times
 from kvdsl.kernels.dense import DenseFormat, ScalePlace
-from kvdsl.kernels.qkv_config import QkvConfig, QLayout
+from kvdsl.kernels.qkv_config import QkvConfig
 from kvdsl.nodes import walks, words
 from kvdsl.nodes.quantise import Quantiser, cache_binding
 from kvdsl.nodes.rmsnorm import Norm, reduced_inverse_rms
@@ -182,7 +182,7 @@ class Frame:
     def q_base(self, b: Val, r: Val, t: Val, token: Val) -> Val:
         """The first vector of Q head ``r``'s row of token ``t`` of batch ``b`` (``token``) in
         ``q_out``, BNSH or BSH."""
-        if self.cfg.q_layout is QLayout.BNSH:
+        if self.cfg.q_layout is RowLayout.BNSH:
             return self.kb.let("qBase", ((b * self.q_heads + r) * self.key_seq + t) * self.per_row)
         return self.kb.let("qBase", (token * self.q_heads + r) * self.per_row)
 
@@ -406,7 +406,7 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, QkvConfig]:
     for key, extra in own.items():
         add("", key, **models[key].rotary, **extra)
         add("f16_", key, **models[key].rotary, **extra, **f16)
-    add("bsh_", "llama31_8b", rotary=True, q_layout=QLayout.BSH)
+    add("bsh_", "llama31_8b", rotary=True, q_layout=RowLayout.BSH)
     add("norotary_", "llama31_8b")
     add("partial_", "phi2", **models["phi2"].rotary)
     for key, fmt, place in (

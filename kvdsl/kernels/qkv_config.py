@@ -1,13 +1,12 @@
-"""The ``qkv`` mode's config (:class:`QkvConfig`, also ``paged_qkv``'s base) and Q's layout
-(:class:`QLayout`): the heads, the transforms (bias, Q and K RMSNorm, rotary, whole or partial),
-the element types and, with a dense ``format``, the quantiser's walk; the kernels are
-:mod:`kvdsl.kernels.qkv` (f32 and f16 rows) and :mod:`kvdsl.kernels.qkv_dense` (a dense format).
+"""The ``qkv`` mode's config (:class:`QkvConfig`, also ``paged_qkv``'s base): the heads, the
+transforms (bias, Q and K RMSNorm, rotary, whole or partial), the element types, Q's layout and,
+with a dense ``format``, the quantiser's walk; the kernels are :mod:`kvdsl.kernels.qkv` (f32 and
+f16 rows) and :mod:`kvdsl.kernels.qkv_dense` (a dense format).
 """
 
 from __future__ import annotations
 
 from dataclasses import KW_ONLY, dataclass
-from enum import StrEnum
 
 from kvdsl.ir.verify import MAX_WORKGROUP_BYTES
 from kvdsl.kernels.config import (
@@ -17,12 +16,15 @@ from kvdsl.kernels.config import (
     CacheConfig,
     Element,
     FormatSlot,
+    RowLayout,
     Slot,
     choice,
     flag,
+    multiple_of,
     one_of,
-    positive_int,
+    query_heads,
     require,
+    unset,
 )
 from kvdsl.kernels.plan import require_whole_rows, rows_workgroup
 from kvdsl.kernels.rows import Transforms
@@ -41,14 +43,6 @@ from kvdsl.nodes.formats import Format, format_of
 WORKGROUP = 256
 
 
-class QLayout(StrEnum):
-    """The layout of the rotated Q: head-major BNSH ``[B, Hq, S, D]`` or token-major BSH
-    ``[B, S, Hq * D]``."""
-
-    BNSH = "bnsh"
-    BSH = "bsh"
-
-
 @dataclass(frozen=True)
 class QkvConfig(Scales, Transforms, LaneWalk, CacheConfig):
     """A ``qkv`` variant: the heads (``q_heads`` a multiple of ``kv_heads``), head dim, the
@@ -60,7 +54,7 @@ class QkvConfig(Scales, Transforms, LaneWalk, CacheConfig):
     bias: bool = False
     present_type: Element = choice(Element.F32)
     q_type: Element = choice(Element.F32)
-    q_layout: QLayout = choice(QLayout.BNSH)
+    q_layout: RowLayout = choice(RowLayout.BNSH)
     # A dense format of the cache (kvdsl.nodes.formats); None: present_type's f32 or f16 rows.
     format: DenseFormat | None = FormatSlot(None, DenseFormat)
     scales: ScalePlace = choice(ScalePlace.INLINE)
@@ -89,31 +83,16 @@ class QkvConfig(Scales, Transforms, LaneWalk, CacheConfig):
     )
 
     def check_fields(self) -> None:
-        require(
-            not self.window,
-            "window",
-            self.window,
-            "false for qkv (it has no windowed form: its cache binding holds whole heads)",
-        )
-        positive_int("q_heads", self.q_heads)
-        require(
-            self.q_heads % self.kv_heads == 0,
-            "q_heads",
-            self.q_heads,
-            f"a multiple of kv_heads = {self.kv_heads} (grouped-query attention)",
-        )
-        require(
-            self.head_dim % 8 == 0,
-            "head_dim",
-            self.head_dim,
-            "a multiple of 8 for qkv (each invocation holds a pair of vec4)",
-        )
+        self.refuse_window("it has no windowed form: its cache binding holds whole heads")
+        query_heads(self.q_heads, self.kv_heads)
+        why = " for qkv (each invocation holds a pair of vec4)"
+        multiple_of("head_dim", self.head_dim, 8, why)
         flag("q_norm", self.q_norm)
         flag("bias", self.bias)
         self.check_transforms()
         one_of("present_type", self.present_type, FLOATS)
         one_of("q_type", self.q_type, FLOATS)
-        one_of("q_layout", self.q_layout, QLayout)
+        one_of("q_layout", self.q_layout, RowLayout)
         one_of("scales", self.scales, ScalePlace)
         flag("split", self.split)
         flag("pair_loads", self.pair_loads)
@@ -121,42 +100,18 @@ class QkvConfig(Scales, Transforms, LaneWalk, CacheConfig):
         if self.format is None:
             plain = "an f32 or f16 cache is stored as it is"
             require_rotation(None, self.rotation, self.head_dim, plain)
-            require(
-                self.scales is ScalePlace.INLINE,
-                "scales",
-                self.scales.value,
-                "'inline' (unset) without a format: an f32 or f16 cache has no scales",
-            )
-            for key in ("walk", "run"):
-                value = getattr(self, key)
-                require(
-                    value is None,
-                    key,
-                    value,
-                    "unset (None) without a format: the f32 and f16 walk holds pairs of vectors",
-                )
-            require(
-                self.split,
-                "split",
-                self.split,
-                "true (unset) without a format: the f32 and f16 walk holds each head's row alone",
-            )
-            require(
-                not self.pair_loads,
-                "pair_loads",
-                self.pair_loads,
-                "false (unset) without a format: the f32 and f16 walk holds each pair whole",
-            )
+            self.no_scales()
+            walk = "without a format: the f32 and f16 walk holds"
+            unset("walk", self.walk, None, f"{walk} pairs of vectors")
+            unset("run", self.run, None, f"{walk} pairs of vectors")
+            unset("split", self.split, True, f"{walk} each head's row alone")
+            unset("pair_loads", self.pair_loads, False, f"{walk} each pair whole")
             return
         one_format("format", self.format, DenseFormat)
         require_rotation(self.fmt, self.rotation, self.head_dim)
         fmt = self.fmt
-        require(
-            self.present_type is Element.F32,
-            "present_type",
-            self.present_type.value,
-            f"'f32' (unset) with format {fmt.name!r}: the cache holds the format's u32 words",
-        )
+        words = f"with format {fmt.name!r}: the cache holds the format's u32 words"
+        unset("present_type", self.present_type, Element.F32, words)
         require_format(fmt, self.scales, self.head_dim)
         self.check_lane_walk()
         buffers = 5 + int(self.norm) + int(self.rotary) + int(self.bias) + int(not self.inline)

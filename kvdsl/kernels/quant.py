@@ -81,10 +81,10 @@ from kvdsl.kernels.config import (
     Slot,
     Walk,
     choice,
+    multiple_of,
     one_of,
     partial_rotary,
     require,
-    require_pairs,
 )
 from kvdsl.kernels.config import ceil_div, contract, node, plus, times
 from kvdsl.nodes import walks, words
@@ -154,19 +154,13 @@ class QuantConfig(RowConfig):
 
     def check_schedule(self) -> None:
         super().check_schedule()
-        require_pairs(self.plan)
         one_of("bits", self.bits, Bits)
         if self.int4:
             require(self.head_dim % 2 == 0, "head_dim", self.head_dim, "an even number for int4")
             if self.walk is Walk.FLAT:
                 # One invocation packs four elements into two words.
                 need = 8 if self.rotary and self.rotary_half is None else 4
-                require(
-                    self.head_dim % need == 0,
-                    "head_dim",
-                    self.head_dim,
-                    f"a multiple of {need} for the flat int4 walk",
-                )
+                multiple_of("head_dim", self.head_dim, need, " for the flat int4 walk")
                 require(
                     walks.lanes(self.head_dim, self.rotary, self.half) == 4,
                     "rotary_half",

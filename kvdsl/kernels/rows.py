@@ -129,6 +129,7 @@ class RowConfig(Transforms, RotaryWalk, CacheConfig):
                 "a power-of-two number of vectors per row for reduction='subgroup'"
                 f" (has {per_row})",
             )
+        super().check_schedule()  # pairs
 
     def default_workgroup_size(self) -> int:
         barrier = self.k_norm and self.reduction is Reduction.WORKGROUP

@@ -15,7 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kvdsl.ir import Buffer, Dispatch, Kernel, KernelBuilder, Scalar, u32, vec
-from kvdsl.kernels.config import FLOATS, CacheConfig, Element, Model, choice, flag, one_of, require
+from kvdsl.kernels.config import FLOATS, CacheConfig, Element, Model, choice, flag, multiple_of
+from kvdsl.kernels.config import one_of, require
 from kvdsl.kernels.config import contract, times, window_batches
 from kvdsl.nodes import words
 from kvdsl.nodes.index import cache_window, flat_index
@@ -44,7 +45,7 @@ class TransposeConfig(CacheConfig):
     def check_fields(self) -> None:
         flag("vec4", self.vec4)
         if self.vec4:
-            require(self.head_dim % 4 == 0, "head_dim", self.head_dim, "a multiple of 4 for vec4")
+            multiple_of("head_dim", self.head_dim, 4, " for vec4")
         one_of("input_type", self.input_type, FLOATS)
         one_of("present_type", self.present_type, FLOATS)
         flag("words", self.words)

@@ -24,11 +24,10 @@ rotated when they were appended), in ``append`` and in ``all`` alike; ``rotary_h
 packed in one ``rotary_table`` (per position ``HALF`` cos values, then ``HALF`` sin values), so
 that with past, new and present K/V it binds 8 storage buffers, WebGPU's default
 ``maxStorageBuffersPerShaderStage`` (two tables would make nine). ``shift`` writes no new K. The
-template's
-``append`` always rotates (and does not compile without ``hasRotary``: ``HALF`` is declared only
-then), while its ``all`` never rotates, even with ``hasRotary``: its one- and two-pass forms
-disagree for a rotary host. Here ``rotary`` means the same in every region that appends, and
-``append`` without it is the unrotated append.
+template's ``append`` always rotates (and does not compile without ``hasRotary``: ``HALF`` is
+declared only then), while its ``all`` never rotates, even with ``hasRotary``: its one- and
+two-pass forms disagree for a rotary host. Here ``rotary`` means the same in every region that
+appends, and ``append`` without it is the unrotated append.
 
 ``present_type`` is the element type of past and present, ``input_type`` that of the new K/V; kvdsl
 converts on store (the template stores new K and its f32 rotary row unconverted).

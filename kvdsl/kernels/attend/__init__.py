@@ -12,30 +12,17 @@ or HND pages, separate or combined pools); a row whose page entry is negative (a
 window released) is not seen. Q and O are BNSH ``[batch, qHeads, queries, headDim]`` or BSH
 ``[batch, queries, qHeads * headDim]``, f32 or f16 (carried in u32 words).
 
-A cache row is (:mod:`kvdsl.kernels.attend.cache`, bytes as kvdsl's writers write them):
-
-- f32 or f16 (``cache_type``; ``format`` unset);
-- a ``format`` of :mod:`kvdsl.nodes.formats` (``int8``, ``int4``, ``int4_asym``, ``q8_0``,
-  ``q4_0`` or any :class:`~kvdsl.nodes.formats.Format` value, a user's included): ``ROW_WORDS``
-  u32 words as ``dense_append``, ``dense_build``, the fused ``qkv`` and ``paged_append`` write
-  them, the scales inline (``scales="inline"``) or, with ``scales="side"``, in ``scales`` (a
-  contiguous cache: ``present_scales``' layout) or ``scale_pages`` (a paged one), K's scale
-  words then V's per row; dequantised in registers, four values at a time, by the format's own
-  :meth:`~kvdsl.nodes.formats.Format.decode4` (never through an f32 copy of the cache);
-- the template's int8 or int4 (``format="template_int8"`` / ``"template_int4"``, contiguous
-  only): ``build_quant``'s and ``append_quant``'s layout, one i32 a value or two nibbles ``q +
-  8`` a u32 word (low first), a byte layout no format of :mod:`kvdsl.nodes.formats` has (its
-  scales are not the row's: per channel or per tensor, as ``params.perChannel`` says, in
-  ``kv_scale``'s ``(k, v)`` entries, the template's packed binding). They are the same for
-  every key, so K's multiply the block's queries once and V's the output;
-- KIVI's mixed cache (``format="kivi2"`` / ``"kivi4"``, ``kivi_group`` G;
-  :mod:`kvdsl.kernels.attend.kivi`), as ``kivi_append`` and ``kivi_flush`` write it: a
-  sequence's keys below ``total - total % G`` in groups (K per channel over G keys, V per key
-  over G channels: ``code * scale + min``), in ``kivi_cache`` (contiguous) or ``kivi_pages``
-  (paged, through ``page_table``), the rest in the f16 residual (``residual_k``,
-  ``residual_v``). Its scores take four consecutive keys a trip, so that each channel's code
-  word and scale are loaded once for them (the keys of a code word and of a group are
-  consecutive).
+A cache row is, as kvdsl's writers write it (:mod:`kvdsl.kernels.attend.cache` and
+:mod:`kvdsl.kernels.attend.kivi` state each kind's bytes): f32 or f16 (``cache_type``;
+``format`` unset); a ``format`` of :mod:`kvdsl.nodes.formats` (any
+:class:`~kvdsl.nodes.formats.Format` value, a user's included), its scales inline or, with
+``scales="side"``, in ``scales`` or ``scale_pages``, dequantised in registers by the format's
+own decoder, never through an f32 copy of the cache; the template's int8 or int4
+(``format="template_int8"`` / ``"template_int4"``, contiguous only: ``build_quant``'s and
+``append_quant``'s layout, which no format of :mod:`kvdsl.nodes.formats` has, its scales per
+channel or per tensor as ``params.perChannel`` says, in ``kv_scale``); or KIVI's mixed cache
+(``format="kivi2"`` / ``"kivi4"``, ``kivi_group``), as ``kivi_append`` and ``kivi_flush`` write
+it.
 
 A quantised combined pool (which no writer of kvdsl fills) is read in the layout
 :class:`~kvdsl.nodes.paged.PageGeometry` states for it, its side scales in their own pages.
@@ -71,12 +58,12 @@ Inside a workgroup, in three steps between barriers:
 
 A unit is 16 bytes: a vec4 of f32, or eight f16 halves as ``vec4<u32>`` words (four halves as
 ``vec2<u32>`` where ``head_dim`` is not a multiple of 8), or the template's ``vec4<i32>`` or
-``vec4<u32>`` (KIVI's: eight values of a key, from one code word, or four residual words). A format's rows are read word by word: the scores load each word of a key's row
-(and each scale word) once, where the decoder first needs it; in the values an invocation
-decodes its unit of eight values (four for an 8-bit format) of each key. In a paged cache each
-key's row base is kept in workgroup memory by the scores, so the values read no page table. The
-latency of the cache's loads, not their count, bounds a decode: these are what keeps many in
-flight.
+``vec4<u32>`` (KIVI's: eight values of a key, from one code word, or four residual words). A
+format's rows are read word by word: the scores load each word of a key's row (and each scale
+word) once, where the decoder first needs it; in the values an invocation decodes its unit of
+eight values (four for an 8-bit format) of each key. In a paged cache each key's row base is
+kept in workgroup memory by the scores, so the values read no page table. The latency of the
+cache's loads, not their count, bounds a decode: these are what keeps many in flight.
 
 Logits of keys a row does not see are :data:`HIDDEN`, and weigh zero; a value a row does not
 weigh is never multiplied in (a released page may hold anything).

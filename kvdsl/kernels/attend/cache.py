@@ -22,7 +22,7 @@ t)`` of a contiguous cache, as ``dense_append``, ``qkv`` and ``append_quant`` wr
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -147,6 +147,21 @@ class TemplateRows(FloatRows):
         return self._scales(kb, name, hk, v, "y")
 
 
+def _once(kb: KernelBuilder, buf: Buffer, base: Val, name: str) -> Callable[[Val | int], Val]:
+    """``buf[base + w]``: at a place ``w`` known when the kernel is built, loaded once into a let
+    named ``name`` and ``w`` (a row's words and scale words, where a format first needs them)."""
+    lets: dict[int, Val] = {}
+
+    def load(w: Val | int) -> Val:
+        if not isinstance(w, int):
+            return buf[base + w]
+        if w not in lets:
+            lets[w] = kb.let(f"{name}{w}", buf[base + w])
+        return lets[w]
+
+    return load
+
+
 class FormatRows(FloatRows):
     """A format's rows of u32 words (``side``: the side scales' binding, None inline)."""
 
@@ -159,21 +174,8 @@ class FormatRows(FloatRows):
     ) -> Iterator[list]:
         """K's row decoded a vec4 at a time, each word and scale word loaded once, where the
         format first needs it (``loads`` vectors a run); its lets named from ``name``."""
-        loaded: dict[int, Val] = {}
-        stats: dict[int, Val] = {}
-
-        def load(w: Val | int) -> Val:
-            if not isinstance(w, int):
-                return key[row.base + w]
-            if w not in loaded:
-                loaded[w] = kb.let(f"{name}w{w}", key[row.base + w])
-            return loaded[w]
-
-        def stat(i: int) -> Val:
-            if i not in stats:
-                stats[i] = kb.let(f"{name}s{i}", self.side[row.side + i])
-            return stats[i]
-
+        load = _once(kb, key, row.base, f"{name}w")
+        stat = _once(kb, self.side, row.side, f"{name}s")
         n = self.cfg.head_dim // 4
         for lo in range(0, n, loads):
             yield [
@@ -190,21 +192,8 @@ class FormatRows(FloatRows):
     def value_lanes(self, kb: KernelBuilder, name: str, loaded: Any) -> list[Val]:
         value, row, i = loaded
         unit = self.cfg.unit
-        words: dict[int, Val] = {}  # the words at known places: an inline row's scale words
-        stats: dict[int, Val] = {}
-
-        def load(w: Val | int) -> Val:
-            if not isinstance(w, int):
-                return value[row.base + w]
-            if w not in words:
-                words[w] = kb.let(f"{name}Word{w}", value[row.base + w])
-            return words[w]
-
-        def stat(n: int) -> Val:
-            if n not in stats:
-                stats[n] = kb.let(f"{name}Stat{n}", self.side[row.side + n])
-            return stats[n]
-
+        load = _once(kb, value, row.base, f"{name}Word")
+        stat = _once(kb, self.side, row.side, f"{name}Stat")
         first = kb.let(f"{name}E", i * unit)
         return [
             self.fmt.decode4(

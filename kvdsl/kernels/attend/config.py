@@ -11,19 +11,25 @@ from kvdsl.kernels.config import (
     FLOATS,
     MAX_STORAGE_BUFFERS,
     Element,
+    CacheConfig,
     FormatSlot,
-    KernelConfig,
+    RowLayout,
     choice,
     one_format,
+    multiple_of,
     one_of,
     positive_int,
+    query_heads,
     require,
+    unset,
 )
 from kvdsl.kernels.dense import ScalePlace, require_format, require_rotation
-from kvdsl.kernels.paged import require_page_size
+from kvdsl.kernels.dense_fields import Scales
+from kvdsl.kernels.kivi import require_groups, require_whole_groups
+from kvdsl.kernels.paged import PageFields
 from kvdsl.nodes.formats import FORMATS, Format, format_of
 from kvdsl.nodes import rotation
-from kvdsl.nodes.paged import PageGeometry, PageLayout, Pool
+from kvdsl.nodes.paged import PagedRows, PageLayout, Pool
 
 #: The logit of a key a query does not see (below any real logit; ``exp`` of it less the
 #: row's maximum is 0 in f32).
@@ -79,14 +85,6 @@ class CacheLayout(StrEnum):
     PAGED = "paged"
 
 
-class RowLayout(StrEnum):
-    """The order of Q's and O's rows: ``[batch, heads, queries, D]`` or
-    ``[batch, queries, heads * D]``."""
-
-    BNSH = "bnsh"
-    BSH = "bsh"
-
-
 class _Keys:
     """``AttendConfig.KEYS``: every field on the class; on a config, ``kivi_group`` only where
     it is set (a KIVI cache's), as :func:`~kvdsl.kernels.config.as_dict` prints ``window``,
@@ -102,22 +100,17 @@ class _Keys:
 
 
 @dataclass(frozen=True)
-class AttendConfig(KernelConfig):
+class AttendConfig(PagedRows, PageFields, Scales, CacheConfig):
     """Decode attention over a cache of ``kv_heads`` × ``head_dim`` rows for ``q_heads`` query
     heads and up to ``max_queries`` new tokens a sequence: the cache's layout and element type
     (``cache_type``, or a quantised ``format`` with its ``scales`` inline or aside), Q's and O's
     layouts and types, and the options (a sliding window, soft-capping, sinks)."""
 
-    kv_heads: int
-    head_dim: int
     q_heads: int
     _: KW_ONLY
     max_queries: int = 1
     cache: CacheLayout = choice(CacheLayout.BNSH)
     cache_type: Element = choice(Element.F32)
-    page_size: int = 16
-    page_layout: PageLayout = choice(PageLayout.NHD)
-    pool: Pool = choice(Pool.SEPARATE)
     q_layout: RowLayout = choice(RowLayout.BNSH)
     q_type: Element = choice(Element.F32)
     o_layout: RowLayout = choice(RowLayout.BNSH)
@@ -145,27 +138,18 @@ class AttendConfig(KernelConfig):
     )
 
     def check_fields(self) -> None:
-        positive_int("kv_heads", self.kv_heads)
-        positive_int("q_heads", self.q_heads)
+        query_heads(self.q_heads, self.kv_heads)
         positive_int("head_dim", self.head_dim, 256)
-        require(self.head_dim % 4 == 0, "head_dim", self.head_dim, "a multiple of 4")
-        require(
-            self.q_heads % self.kv_heads == 0,
-            "q_heads",
-            self.q_heads,
-            f"a multiple of kv_heads ({self.kv_heads})",
-        )
+        multiple_of("head_dim", self.head_dim, 4)
         positive_int("max_queries", self.max_queries, MAX_QUERIES)
         one_of("cache", self.cache, CacheLayout)
         one_of("cache_type", self.cache_type, FLOATS)
-        require_page_size(self.page_size)
-        one_of("page_layout", self.page_layout, PageLayout)
-        one_of("pool", self.pool, Pool)
+        self.check_pages(None)
         for field in ("q_layout", "o_layout"):
             one_of(field, getattr(self, field), RowLayout)
         for field in ("q_type", "o_type"):
             one_of(field, getattr(self, field), FLOATS)
-        require(not self.window, "window", self.window, "false for attend")
+        self.refuse_window()
         wrong = rotation.check_block(self.rotation, self.head_dim)
         require(wrong is None, "rotation", self.rotation, wrong or "")
         self._check_format()
@@ -190,26 +174,13 @@ class AttendConfig(KernelConfig):
         if self.format is not None:
             one_format("format", self.format, AttendFormat)
         if self.kivi_bits is None:
-            require(
-                self.kivi_group == 0,
-                "kivi_group",
-                self.kivi_group,
-                "0 (unset) without a KIVI format (kivi2 or kivi4)",
-            )
+            unset("kivi_group", self.kivi_group, 0, "without a KIVI format (kivi2 or kivi4)")
         if self.format is None:
-            require(
-                self.inline,
-                "scales",
-                self.scales.value,
-                "'inline' (unset) without a format: an f32 or f16 cache has no scales",
-            )
+            self.no_scales()
             return
-        require(
-            self.cache_type is Element.F32,
-            "cache_type",
-            self.cache_type.value,
-            f"'f32' (unset) with format {self.format_name!r}: the cache holds the format's words",
-        )
+        name = self.format_name
+        words = f"with format {name!r}: the cache holds the format's words"
+        unset("cache_type", self.cache_type, Element.F32, words)
         if self.kivi_bits is not None:
             self._check_kivi()
             return
@@ -221,67 +192,25 @@ class AttendConfig(KernelConfig):
             self.cache is CacheLayout.BNSH,
             "cache",
             self.cache.value,
-            f"'bnsh' for format {self.format_name!r} (the template's cache is contiguous)",
+            f"'bnsh' for format {name!r} (the template's cache is contiguous)",
         )
-        require(
-            self.inline,
-            "scales",
-            self.scales.value,
-            f"'inline' (unset) for format {self.format_name!r} (its scales are per channel or"
-            " per tensor, in kv_scale)",
-        )
-        require(
-            self.rotation == 0,
-            "rotation",
-            self.rotation,
-            f"0 (unset) for format {self.format_name!r} (its per-channel scales multiply Q's"
-            " channels before any rotation could mix them)",
-        )
+        why = "its scales are per channel or per tensor, in kv_scale"
+        unset("scales", self.scales, ScalePlace.INLINE, f"for format {name!r} ({why})")
+        why = "its per-channel scales multiply Q's channels before any rotation could mix them"
+        unset("rotation", self.rotation, 0, f"for format {name!r} ({why})")
 
     def _check_kivi(self) -> None:
         """KIVI's layout as ``kivi_flush`` writes it (:class:`kvdsl.kernels.kivi.KiviConfig`'s
         rules), its scales its own."""
-        per = 32 // self.kivi_bits
-        group = self.kivi_group
-        require(
-            isinstance(group, int)
-            and not isinstance(group, bool)
-            and group >= per
-            and group % per == 0,
-            "kivi_group",
-            group,
-            f"a multiple of {per} (a word of {self.kivi_bits}-bit codes) for format"
-            f" {self.format_name!r}",
-        )
-        require(
-            self.head_dim % group == 0,
-            "head_dim",
-            self.head_dim,
-            f"a multiple of kivi_group={group} (V's groups of channels)",
-        )
-        require(
-            self.cache is CacheLayout.BNSH or self.page_size % group == 0,
-            "page_size",
-            self.page_size,
-            f"a multiple of kivi_group={group} (a page holds whole groups)",
-        )
-        for field, value, unset in (
-            ("scales", self.scales, ScalePlace.INLINE),
-            ("page_layout", self.page_layout, PageLayout.NHD),
-            ("pool", self.pool, Pool.SEPARATE),
-        ):
-            require(
-                value is unset,
-                field,
-                value.value,
-                f"{unset.value!r} (unset) for format {self.format_name!r} (KIVI's own layout)",
-            )
-        require(
-            self.rotation == 0,
-            "rotation",
-            self.rotation,
-            f"0 (unset) for format {self.format_name!r} (its K scales are per channel)",
-        )
+        name, group = self.format_name, self.kivi_group
+        require_groups(self.kivi_bits, group, self.head_dim, "kivi_group", f" for format {name!r}")
+        if self.cache is CacheLayout.PAGED:
+            require_whole_groups(self.page_size, group, "kivi_group")
+        own = f"for format {name!r} (KIVI's own layout)"
+        unset("scales", self.scales, ScalePlace.INLINE, own)
+        unset("page_layout", self.page_layout, PageLayout.NHD, own)
+        unset("pool", self.pool, Pool.SEPARATE, own)
+        unset("rotation", self.rotation, 0, f"for format {name!r} (its K scales are per channel)")
 
     def check_schedule(self) -> None:
         lanes = self.head_dim // self.unit
@@ -324,11 +253,6 @@ class AttendConfig(KernelConfig):
         if self.format is None or self.template_bits is not None or self.kivi_bits is not None:
             return None
         return format_of(self.format)
-
-    @property
-    def inline(self) -> bool:
-        """Whether a format's scales sit inside its rows (always, for f32 and f16 rows)."""
-        return self.scales is ScalePlace.INLINE
 
     @property
     def side_words(self) -> int:
@@ -408,20 +332,3 @@ class AttendConfig(KernelConfig):
         while most > 0 and r16(4 * rows * most) + (r16(4 * most) if paged else 0) > left:
             most -= 1
         return most
-
-    @property
-    def geometry(self) -> PageGeometry:
-        """A paged cache's pages, in binding units (:attr:`row_units` a row)."""
-        return PageGeometry(
-            self.page_size, self.kv_heads, self.row_units, self.page_layout, self.pool
-        )
-
-    @property
-    def scale_geometry(self) -> PageGeometry | None:
-        """A paged cache's side scales (``scale_pages``: per row K's scale words then V's, f32,
-        in pages of the pool's layout, never combined), None without side scales."""
-        if self.side_words == 0:
-            return None
-        return PageGeometry(
-            self.page_size, self.kv_heads, self.side_words, self.page_layout, Pool.SEPARATE
-        )
