@@ -60,7 +60,7 @@ MAT_ALIASES = {
 # Predeclared WGSL types with no place in the IR.
 #: A storage texture's access modes.
 ACCESSES = ("write", "read", "read_write")
-UNSUPPORTED_TYPES = {"sampler_comparison", "texture_external"}
+UNSUPPORTED_TYPES = {"texture_external"}
 UNSUPPORTED_TYPE_PREFIXES = ("texture_",)
 
 
@@ -242,8 +242,10 @@ class Expressions(Rules):
             return SCALARS[name]
         if name in VEC_ALIASES or name in MAT_ALIASES:
             return VEC_ALIASES.get(name) or MAT_ALIASES[name]
-        if name == "sampler":
-            return Sampler()
+        if name in ("sampler", "sampler_comparison"):
+            return Sampler(name == "sampler_comparison")
+        if name in ("texture_depth_2d", "texture_depth_2d_array"):
+            return SampledTexture(f32, 2, name.endswith("_array"), depth=True)
         if name in UNSUPPORTED_TYPES or name.startswith(UNSUPPORTED_TYPE_PREFIXES):
             raise self._err(f"type '{name}'", tok.line, tok.column)
         return StructRef(name, tok.line, tok.column)

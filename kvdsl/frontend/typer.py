@@ -33,10 +33,7 @@ from kvdsl.ir.types import (
     Array,
     Mat,
     Ptr,
-    SampledTexture,
-    Sampler,
     Scalar,
-    StorageTexture,
     Struct,
     Type,
     Vec,
@@ -45,7 +42,6 @@ from kvdsl.ir.types import (
     f16,
     f32,
     i32,
-    texel_coords,
     u32,
 )
 from kvdsl.frontend.abstract import (
@@ -58,6 +54,7 @@ from kvdsl.frontend.abstract import (
 )
 from kvdsl.frontend.assign import RGBA, RGBA_AS_XYZW, Assignments, hoisted
 from kvdsl.frontend.constructors import Constructors
+from kvdsl.frontend.texturecalls import FRAGMENT_ONLY, TEXTURE_CALLS, TextureCalls
 from kvdsl.ir.scope import Scope, VerifyError, shadowing
 from kvdsl.ir.verify import SWITCH_CLAUSE, Verifier
 
@@ -70,14 +67,9 @@ WGSL_BUILTINS = set(
     "textureNumSamples textureSample textureSampleBias textureSampleCompare textureSampleGrad "
     "textureSampleLevel textureStore textureBarrier workgroupBarrier".split()
 )
-#: The texture builtins the IR holds: one of them given a texture of the subset with arguments
-#: of no overload is WGSL's error (Tint: "no matching call"), not a construct outside the subset.
-TEXTURE_CALLS = frozenset(
-    ("textureDimensions", "textureLoad", "textureNumLayers", "textureStore", "textureSampleLevel")
-)
 
 
-class Typer(Assignments, Constructors):
+class Typer(Assignments, Constructors, TextureCalls):
     """Turns raw statements into verified IR statements, keeping their source lines."""
 
     def __init__(
@@ -182,48 +174,10 @@ class Typer(Assignments, Constructors):
             case ir.Call(op, args):
                 generic = op != Op.DOT and ops.info(op).generic
                 return ir.Call(op, self.unify(args, scope, want if generic else None))
-            case ir.FnCall("textureDimensions", args) if self.texture(args, 1, scope):
-                return ir.TextureDimensions(args[0].name)
-            case ir.FnCall("textureDimensions", args) if self.texture(args, 2, scope):
-                return ir.TextureDimensions(args[0].name, self.expr(args[1], scope, None))
-            case ir.FnCall("textureLoad", args) if self.texture(args, 2, scope) and isinstance(
-                scope.lookup(args[0].name).ty, StorageTexture
-            ):
-                return ir.TextureLoad(args[0].name, self.expr(args[1], scope, None))
-            case ir.FnCall("textureLoad", args) if self.texture(args, 3, scope):
-                coords, level = self.expr(args[1], scope, None), self.expr(args[2], scope, None)
-                return ir.TextureLoad(args[0].name, coords, level)
-            case ir.FnCall("textureLoad", args) if self.texture(args, 4, scope) and self.arrayed(
-                args[0], scope
-            ):
-                coords, layer, level = (self.expr(a, scope, None) for a in args[1:])
-                return ir.TextureLoad(args[0].name, coords, level, layer)
-            case ir.FnCall("textureNumLayers", args) if self.texture(args, 1, scope):
-                return ir.TextureNumLayers(args[0].name)
-            case ir.FnCall("textureSampleLevel", args) if self.texture(args, 5, scope) and (
-                self.arrayed(args[0], scope) and self.sampler(args[1], scope)
-            ):
-                coords = self.expr(args[2], scope, Vec(2, f32))
-                layer, level = self.expr(args[3], scope, None), self.expr(args[4], scope, f32)
-                name, sampler = args[0].name, args[1].name
-                return ir.TextureSampleLevel(name, sampler, coords, level, layer)
-            case ir.FnCall("textureSampleLevel", args) if self.texture(args, 4, scope) and (
-                type(args[1]) is ir.Name
-                and (s := scope.lookup(args[1].name)) is not None
-                and s.kind == "texture"
-                and isinstance(s.ty, Sampler)
-            ):
-                tex = scope.lookup(args[0].name).ty
-                coords = self.expr(args[2], scope, texel_coords(getattr(tex, "dim", 2), f32))
-                level = self.expr(args[3], scope, f32)
-                return ir.TextureSampleLevel(args[0].name, args[1].name, coords, level)
             case ir.FnCall(name, args) if (
-                name in TEXTURE_CALLS and args and self.texture(args, len(args), scope)
+                name in TEXTURE_CALLS | FRAGMENT_ONLY and args and self.texture(args[:1], 1, scope)
             ):
-                # A texture of the subset passed to a texture builtin of no overload that fits.
-                tex = str(scope.lookup(args[0].name).ty)
-                rest = (str(self.type_of(self.expr(a, scope, None), scope)) for a in args[1:])
-                raise self.error(f"no matching call to '{name}({', '.join((tex, *rest))})'")
+                return self.texture_call(name, args, scope)
             case ir.FnCall(name, args):
                 fn = self.checker.functions.get(name)
                 if fn is None and name in self.structs:
@@ -545,26 +499,6 @@ class Typer(Assignments, Constructors):
         if ct != bool_:
             raise self.error(f"condition is {ct}, expected bool")
         return cond
-
-    def texture(self, args: tuple, n: int, scope: Scope) -> bool:
-        """Whether ``args`` are ``n`` arguments of a texture builtin, the first a storage
-        texture's name (the call is refused as a WGSL builtin outside the subset otherwise)."""
-        if len(args) != n or type(args[0]) is not ir.Name:
-            return False
-        sym = scope.lookup(args[0].name)
-        return sym is not None and sym.kind == "texture"
-
-    @staticmethod
-    def arrayed(arg: ir.Expr, scope: Scope) -> bool:
-        """Whether ``arg`` names a ``texture_2d_array``."""
-        ty = scope.lookup(arg.name).ty if type(arg) is ir.Name else None
-        return isinstance(ty, SampledTexture) and ty.arrayed
-
-    @staticmethod
-    def sampler(arg: ir.Expr, scope: Scope) -> bool:
-        """Whether ``arg`` names a sampler."""
-        sym = scope.lookup(arg.name) if type(arg) is ir.Name else None
-        return sym is not None and sym.kind == "texture" and isinstance(sym.ty, Sampler)
 
     def check(self, s: ir.Stmt, scope: Scope, ret: Type | None, loop: bool) -> ir.Stmt:
         try:

@@ -23,7 +23,9 @@ from kvdsl.ir.types import (
     Sampler,
     Struct,
     Vec,
+    depth_refusal,
     held_as_words,
+    host_axes,
     memory_unit,
     stride,
     u32,
@@ -309,14 +311,18 @@ def texture_memory(texture: Texture, given: np.ndarray) -> TextureMemory:
     if isinstance(ty, Sampler):  # WebGPU's default sampler: nothing held
         return TextureMemory(texture, np.zeros((0, 0, 0)), np.zeros((0, 0), np.int64))
     given = np.asarray(given)
-    dim = getattr(ty, "dim", 2) + getattr(ty, "arrayed", False)
-    if given.ndim != dim + 1 or given.shape[-1] != ty.channels or given.dtype != ty.dtype:
-        axes = ("width", "height, width", "depth, height, width")[dim - 1]
-        axes = axes.replace("depth", "layers") if getattr(ty, "arrayed", False) else axes
+    axes = host_axes(ty)
+    want = tuple(int(a) if a.isdigit() else None for a in axes)
+    shape_ok = given.ndim == len(axes) and all(w in (None, n) for w, n in zip(want, given.shape))
+    if not shape_ok or given.dtype != ty.dtype:
         raise TypeError(
             f"texture '{texture.name}' ({ty}) is given as {given.dtype}{list(given.shape)}: "
-            f"expected {ty.dtype}[{axes}, {ty.channels}]"
+            f"expected {ty.dtype}[{', '.join(axes)}]"
         )
+    if getattr(ty, "depth", False):
+        if (why := depth_refusal(texture.name, ty, given)) is not None:
+            raise TypeError(why)
+        given = given[..., None]  # held as one channel, as the other textures hold four
     data = np.array(given, copy=True)
     owner = np.full(data.shape[:-1], -1, np.int64)
     out = TextureMemory(texture, data, owner, ofenced=np.zeros(owner.shape, bool))

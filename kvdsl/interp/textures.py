@@ -1,6 +1,7 @@
-"""Texture access in the interpreter: ``textureLoad`` of a sampled texture (2-D or 3-D) and of a
-``read`` or ``read_write`` storage texture, ``textureSampleLevel`` through the default sampler,
-and ``textureStore`` of a ``write`` or ``read_write`` storage texture, with WGSL's bounds (a
+"""Texture access in the interpreter: ``textureLoad`` of a sampled texture (1-D, 2-D, 3-D,
+arrayed or depth) and of a ``read`` or ``read_write`` storage texture, ``textureSampleLevel``
+through the default sampler, ``textureSampleCompareLevel`` and ``textureGatherCompare`` through
+the default sampler comparing by "less" (:data:`kvdsl.ir.types.COMPARE`), and ``textureStore`` of a ``write`` or ``read_write`` storage texture, with WGSL's bounds (a
 texel outside the texture, a level other than 0: :class:`~kvdsl.interp.errors.OutOfBounds`)
 and the races of two invocations storing one texel, or one reading a texel another stores, that
 no ``textureBarrier()`` of their workgroup orders; a mixin of
@@ -11,12 +12,62 @@ from __future__ import annotations
 import numpy as np
 
 from kvdsl.interp.buffers import TextureMemory, from_texels, to_texels, unrepresentable
-from kvdsl.interp.errors import OutOfBounds, RaceError
+from kvdsl.interp.errors import InterpError, OutOfBounds, RaceError
 from kvdsl.interp.values import Mask, broadcast
+from kvdsl.ir import tree as ir
+from kvdsl.ir.show import show
 
 
 class TextureAccess:
     """The texture loads and stores of :class:`kvdsl.interp.memory.Memory`."""
+
+    def texture_expr(self, e: ir.Expr, m: Mask) -> np.ndarray:
+        """The value of texture builtin ``e`` in each lane of mask ``m``: the texels of a
+        depth texture are ``f32`` scalars (``[lanes]``), the others' ``vec4`` (``[lanes,
+        4]``)."""
+        match e:
+            case ir.TextureDimensions(name, level):
+                t = self.texture_of(name)
+                if level is not None:
+                    self.texture_level(t, self.eval(level, m), m)
+                size = t.data.shape[-2::-1][: getattr(t.texture.ty, "dim", 2)]  # no layers
+                return np.array(size if len(size) == 1 else [size], np.uint32)
+            case ir.TextureNumLayers(name):
+                return np.array([self.texture_of(name).data.shape[0]], np.uint32)
+            case ir.TextureLoad(name, coords, None):  # a storage texture's
+                return self.storage_texture_load(self.texture_of(name), self.eval(coords, m), m)
+            case ir.TextureLoad(name, coords, level, layer):
+                t, xyz = self.texture_of(name), self.eval(coords, m)
+                if layer is not None:
+                    xyz = _with_layer(xyz, self.eval(layer, m), self.n)
+                return _returned(t, self.texture_load(t, xyz, self.eval(level, m), m))
+            case ir.TextureSampleLevel(name, _, coords, level, layer):
+                self.eval(level, m)  # one level: every level samples it
+                t = self.texture_of(name)
+                return _returned(
+                    t, self.texture_sample(t, self.eval(coords, m), self.index(t, layer, m))
+                )
+            case ir.TextureSampleCompare(name, _, coords, ref, layer, gather):
+                t = self.texture_of(name)
+                uv, index = self.eval(coords, m), self.index(t, layer, m)
+                ref = broadcast(self.eval(ref, m), self.n).reshape(self.n, 1)
+                texels = (
+                    self.texture_gather(t, uv, index)
+                    if gather
+                    else self.texture_sample(t, uv, index)
+                )
+                # The compare function "less": the reference passes where below the texel.
+                passed = (ref < texels).astype(np.float32)
+                return passed if gather else passed.reshape(self.n)
+        raise InterpError(f"{show(e)}: not a texture builtin")
+
+    def index(self, t: TextureMemory, layer: ir.Expr | None, m: Mask) -> np.ndarray | None:
+        """The array index ``layer`` of a sampling builtin in each lane, clamped to the layers
+        of ``t``, as WGSL's sampling builtins take it (None where ``t`` has no layers)."""
+        if layer is None:
+            return None
+        last = t.data.shape[0] - 1
+        return np.clip(broadcast(self.eval(layer, m), self.n).astype(np.int64), 0, last)
 
     def texture_load(
         self, t: TextureMemory, coords: np.ndarray, level: np.ndarray, m: Mask
@@ -63,6 +114,21 @@ class TextureAccess:
         if layer is not None:
             at.append(broadcast(layer, self.n).reshape(-1))
         return t.data[tuple(reversed(at))]
+
+    def texture_gather(
+        self, t: TextureMemory, coords: np.ndarray, layer: np.ndarray | None = None
+    ) -> np.ndarray:
+        """The four texels of 2-D texture ``t`` (of its one channel) a bilinear filter reads at
+        each lane's normalised ``coords``, in WGSL's order ``(umin, vmax), (umax, vmax), (umax,
+        vmin), (umin, vmin)`` (``[lanes, 4]``): texels ``floor(u * size - 0.5)`` and the next,
+        each clamped to the edge (NaN as 0); of an arrayed texture, in layer ``layer``."""
+        size = t.data.shape[-2::-1][:2]  # width, height
+        uv = np.nan_to_num(broadcast(coords, self.n).astype(np.float64).reshape(self.n, 2))
+        lo = [np.floor(uv[:, k] * n - 0.5).astype(np.int64) for k, n in enumerate(size)]
+        (u0, v0), (u1, v1) = ([np.clip(c + d, 0, n - 1) for c, n in zip(lo, size)] for d in (0, 1))
+        outer = () if layer is None else (broadcast(layer, self.n).reshape(-1),)
+        corners = ((u0, v1), (u1, v1), (u1, v0), (u0, v0))
+        return np.stack([t.data[(*outer, v, u, 0)] for u, v in corners], axis=1)
 
     def texture_level(self, t: TextureMemory, level: np.ndarray, m: Mask) -> None:
         """``textureDimensions(t, level)``: a level other than 0 of an active lane is
@@ -216,3 +282,16 @@ def _mixed(back: np.ndarray, n: int, values: np.ndarray) -> np.ndarray:
     np.minimum.at(lo, back, values)
     np.maximum.at(hi, back, values)
     return (lo != hi)[back]
+
+
+def _with_layer(coords: np.ndarray, layer: np.ndarray, n: int) -> np.ndarray:
+    """An arrayed texture's texel coordinates and array index as one ``[n, 3]`` array of
+    ``(x, y, layer)``, the layer the outermost axis of its texels."""
+    xy = broadcast(coords, n).astype(np.int64)
+    return np.concatenate([xy, broadcast(layer, n).astype(np.int64).reshape(n, 1)], axis=1)
+
+
+def _returned(t: TextureMemory, texels: np.ndarray) -> np.ndarray:
+    """Texels read of ``t`` (``[lanes, channels]``) as the builtin returns them: a depth
+    texture's one channel an ``f32`` scalar a lane, the others' four a ``vec4``."""
+    return texels.reshape(-1) if getattr(t.texture.ty, "depth", False) else texels

@@ -99,6 +99,10 @@ def specialise_handles(kernel: ir.Kernel) -> ir.Kernel:
                 name, sampler = env.get(name, name), env.get(sampler, sampler)
                 coords, level, layer = (rewrite(x, env) for x in (coords, level, layer))
                 return ir.TextureSampleLevel(name, sampler, coords, level, layer)
+            case ir.TextureSampleCompare(name, sampler, coords, ref, layer, gather):
+                name, sampler = env.get(name, name), env.get(sampler, sampler)
+                coords, ref, layer = (rewrite(x, env) for x in (coords, ref, layer))
+                return ir.TextureSampleCompare(name, sampler, coords, ref, layer, gather)
             case ir.TextureNumLayers(name):
                 return ir.TextureNumLayers(env.get(name, name))
             case ir.FnCall(name, args) if name in functions and _handle_params(functions[name]):

@@ -78,6 +78,10 @@ def call_text(
             return f"textureSampleLevel({name}, {sampler}, {arguments((coords, level))})"
         case ir.TextureSampleLevel(name, sampler, coords, level, layer):
             return f"textureSampleLevel({name}, {sampler}, {arguments((coords, layer, level))})"
+        case ir.TextureSampleCompare(name, sampler, coords, ref, layer, gather):
+            call = "textureGatherCompare" if gather else "textureSampleCompareLevel"
+            rest = (coords, ref) if layer is None else (coords, layer, ref)
+            return f"{call}({name}, {sampler}, {arguments(rest)})"
         case ir.TextureNumLayers(name):
             return f"textureNumLayers({name})"
     return None

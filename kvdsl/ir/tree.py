@@ -154,6 +154,24 @@ class TextureSampleLevel:
 
 
 @dataclass(frozen=True, slots=True)
+class TextureSampleCompare:
+    """``textureSampleCompareLevel(name, sampler, coords, depth_ref)``: depth texture ``name``
+    (a ``texture_depth_2d``) sampled through comparison sampler ``sampler`` at ``coords`` (a
+    ``vec2<f32>`` of normalised coordinates) on mip level 0, the texel compared with
+    ``depth_ref`` (an ``f32``): an ``f32``, 1.0 where the comparison passes, else 0.0. Of a
+    ``texture_depth_2d_array``, ``layer`` is the array index (an ``i32`` or ``u32``), written
+    before ``depth_ref``. ``gather``: ``textureGatherCompare(...)`` of the same arguments, the
+    four texels a bilinear filter would read each compared, a ``vec4<f32>``."""
+
+    name: str
+    sampler: str
+    coords: Expr
+    depth_ref: Expr
+    layer: Expr | None = None
+    gather: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class TextureNumLayers:
     """``textureNumLayers(name)``: the ``u32`` count of layers of ``texture_2d_array`` ``name``
     (the same for every invocation)."""
@@ -226,6 +244,7 @@ Expr = (
     | TextureDimensions
     | TextureLoad
     | TextureSampleLevel
+    | TextureSampleCompare
     | TextureNumLayers
     | AtomicCall
     | AddressOf

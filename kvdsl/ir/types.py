@@ -257,33 +257,47 @@ SAMPLE_TYPES = {
     "i32": ("rgba32sint", np.int32, "sint"),
 }
 
+#: What the runtime binds a depth texture as: one ``float32`` channel, the bind group's sample
+#: type ``depth`` (what a comparison sampler asks for).
+DEPTH_TEXTURE = ("depth32float", np.float32, "depth")
+
 
 @dataclass(frozen=True, slots=True)
 class SampledTexture:
     """``texture_2d<T>`` or ``texture_3d<T>`` (``dim`` 2 or 3; T ``f32``, ``u32`` or ``i32``):
     a 2-D or 3-D texture a kernel reads texels of (``textureLoad``) and the size of
     (``textureDimensions``), held as four channels of T (``rgba32float``, ``rgba32uint``,
-    ``rgba32sint``), one mip level."""
+    ``rgba32sint``), one mip level. ``depth``: ``texture_depth_2d`` (``texture_depth_2d_array``
+    arrayed), T ``f32``, one ``float32`` channel held as ``depth32float``, a texel an ``f32``."""
 
     sample: Scalar
     dim: int = 2
     arrayed: bool = False  # texture_2d_array<T>: layers of 2-D textures, one index each
+    depth: bool = False  # texture_depth_2d[_array]: one depth value a texel
 
     def __str__(self) -> str:
+        if self.depth:
+            return f"texture_depth_2d{'_array' if self.arrayed else ''}"
         return f"texture_{self.dim}d{'_array' if self.arrayed else ''}<{self.sample}>"
 
     @property
-    def texel(self) -> Vec:
-        """The type ``textureLoad`` returns: a ``vec4`` of the sample type."""
-        return Vec(4, self.sample)
+    def texel(self) -> Vec | Scalar:
+        """The type ``textureLoad`` returns: a ``vec4`` of the sample type (a depth texture's
+        ``f32``)."""
+        return self.sample if self.depth else Vec(4, self.sample)
 
     @property
     def format(self) -> str:
-        return SAMPLE_TYPES[self.sample.name][0]
+        return DEPTH_TEXTURE[0] if self.depth else SAMPLE_TYPES[self.sample.name][0]
+
+    @property
+    def binding_sample_type(self) -> str:
+        """The bind group layout's sample type for it."""
+        return DEPTH_TEXTURE[2] if self.depth else SAMPLE_TYPES[self.sample.name][2]
 
     @property
     def channels(self) -> int:
-        return 4
+        return 1 if self.depth else 4
 
     @property
     def dtype(self) -> np.dtype:
@@ -295,10 +309,20 @@ class SampledTexture:
 class Sampler:
     """``sampler``: how ``textureSampleLevel`` reads a ``texture_2d<f32>`` or ``texture_3d<f32>``
     at normalised coordinates. The host binds WebGPU's default sampler (the descriptor ``{}``:
-    nearest filtering, each coordinate clamped to the edge), which the interpreter samples as."""
+    nearest filtering, each coordinate clamped to the edge), which the interpreter samples as.
+    ``comparison``: ``sampler_comparison``, how ``textureSampleCompareLevel`` compares a depth
+    texture's texel with a reference: the default sampler with the compare function
+    :data:`COMPARE` (``{"compare": "less"}``)."""
+
+    comparison: bool = False
 
     def __str__(self) -> str:
-        return "sampler"
+        return "sampler_comparison" if self.comparison else "sampler"
+
+
+#: The compare function of the ``sampler_comparison`` the runtime binds: the reference passes
+#: (1.0) where it is less than the texel, else fails (0.0).
+COMPARE = "less"
 
 
 @dataclass(frozen=True, slots=True)
@@ -328,6 +352,28 @@ class StorageTexture:
     def dtype(self) -> np.dtype:
         """The numpy dtype the host holds each channel as."""
         return np.dtype(TEXEL_FORMATS[self.format][2])
+
+
+def host_axes(ty: StorageTexture | SampledTexture) -> tuple[str, ...]:
+    """The axes of the array the host gives texture type ``ty`` as, outermost first, in words
+    (``("height", "width", "4")``): a depth texture's has no channel axis."""
+    axes = ("depth", "height", "width")[3 - ty.dim :]
+    axes = ("layers", *axes) if getattr(ty, "arrayed", False) else axes
+    return axes if getattr(ty, "depth", False) else (*axes, str(ty.channels))
+
+
+def depth_refusal(name: str, ty: SampledTexture, given: np.ndarray) -> str | None:
+    """Why the host's array ``given`` cannot be depth texture ``name``'s texels (a value
+    outside [0, 1], or NaN: a render pass, the one way WebGPU writes ``depth32float``, clamps
+    what it writes to the viewport's depth range [0, 1]), else None."""
+    bad = ~((given >= 0) & (given <= 1))
+    if not bad.any():
+        return None
+    at = [int(i) for i in np.argwhere(bad)[0]]
+    return (
+        f"texture '{name}' ({ty}) holds {given[tuple(at)]} at {at}: a depth texture's values "
+        "are in [0, 1] (a render pass, the one way WebGPU writes depth32float, clamps to that)"
+    )
 
 
 def texel_coords(dim: int, scalar: Scalar) -> Scalar | Vec:

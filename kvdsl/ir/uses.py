@@ -178,10 +178,11 @@ class _Named(_Uses):
 
     def expr(self, e: object, scope: list[set[str]]) -> None:
         held = (ir.ArrayLength, ir.TextureLoad, ir.TextureDimensions, ir.TextureStore)
-        held += (ir.TextureSampleLevel, ir.TextureNumLayers)
+        held += (ir.TextureSampleLevel, ir.TextureSampleCompare, ir.TextureNumLayers)
         if isinstance(e, held) and self.binding(e.name, scope):
             self.reads.add(e.name)
-        if isinstance(e, ir.TextureSampleLevel) and self.binding(e.sampler, scope):
+        sampling = (ir.TextureSampleLevel, ir.TextureSampleCompare)
+        if isinstance(e, sampling) and self.binding(e.sampler, scope):
             self.reads.add(e.sampler)
         super().expr(e, scope)
 

@@ -19,9 +19,10 @@ from kvdsl.emit import emit
 from kvdsl.ir.handles import specialise_handles
 from kvdsl.ir.dispatch import workgroups as dispatch_workgroups
 from kvdsl.ir.tree import Binding, Kernel, Texture, Uniform
-from kvdsl.ir.types import SampledTexture, Sampler, StorageTexture, Struct, u32
+from kvdsl.ir.types import COMPARE, SampledTexture, Sampler, StorageTexture, Struct, u32
 from kvdsl.ir.features import limits as kernel_limits, uses_f16
 from kvdsl.runtime import device as gpu
+from kvdsl.runtime.depth import upload_depth
 from kvdsl.runtime.contract import check_bindings, check_contract, check_workgroups
 from kvdsl.runtime.errors import DeviceError
 from kvdsl.runtime.inputs import check_inputs
@@ -159,9 +160,13 @@ class _Dispatch:
         self.textures = {}  # name -> (Texture, GPU texture, the host's array)
         for k, t in enumerate(source.textures, len(bindings) + len(packed)):
             if isinstance(t.ty, Sampler):  # WebGPU's default sampler (nearest, clamp to edge)
-                entries.append({"binding": k, "resource": dev.create_sampler()})
+                compare = {"compare": COMPARE} if t.ty.comparison else {}
+                entries.append({"binding": k, "resource": dev.create_sampler(**compare)})
                 continue
-            tex = _upload_texture(dev, t, texels[t.name])
+            if getattr(t.ty, "depth", False):
+                tex = upload_depth(dev, texels[t.name], t.ty.arrayed)
+            else:
+                tex = _upload_texture(dev, t, texels[t.name])
             self.textures[t.name] = (t, tex, texels[t.name])
             view = {"dimension": "2d-array"} if getattr(t.ty, "arrayed", False) else {}
             entries.append({"binding": k, "resource": tex.create_view(**view)})

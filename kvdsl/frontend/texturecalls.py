@@ -1,0 +1,95 @@
+"""WGSL's texture builtins as the typer reads them (:class:`TextureCalls`, a part of
+:class:`kvdsl.frontend.typer.Typer`): each call of a texture of the subset picks its overload by
+its arguments' count and its texture's kind, and becomes the IR's node (``TextureLoad``,
+``TextureSampleLevel``, ``TextureSampleCompare`` ...), its abstract arguments typed as the
+overload takes them; arguments of no overload are refused in Tint's words ("no matching call"),
+and a builtin only a fragment shader may call, as Tint refuses it in a compute shader."""
+
+from __future__ import annotations
+
+from kvdsl.ir import tree as ir
+from kvdsl.ir.scope import Scope
+from kvdsl.ir.types import SampledTexture, Sampler, StorageTexture, Vec, f32, texel_coords
+
+#: The texture builtins the IR holds: one of them given a texture of the subset with arguments
+#: of no overload is WGSL's error (Tint: "no matching call"), not a construct outside the subset.
+TEXTURE_CALLS = frozenset(
+    (
+        "textureDimensions",
+        "textureLoad",
+        "textureNumLayers",
+        "textureStore",
+        "textureSampleLevel",
+        "textureSampleCompareLevel",
+        "textureGatherCompare",
+    )
+)
+#: The sampling builtins WGSL allows in a fragment shader only (they take implicit derivatives):
+#: Tint refuses each in a compute shader, whatever its texture.
+FRAGMENT_ONLY = frozenset(("textureSample", "textureSampleBias", "textureSampleCompare"))
+
+
+class TextureCalls:
+    """The :class:`kvdsl.frontend.typer.Typer`'s texture builtins, over its ``expr``,
+    ``type_of`` and ``error``."""
+
+    def texture_call(self, name: str, args: tuple, scope: Scope) -> ir.Expr:
+        """Texture builtin ``name`` called with ``args``, the first naming a texture (or
+        sampler) of the subset."""
+        n, tex = len(args), scope.lookup(args[0].name).ty
+        depth = isinstance(tex, SampledTexture) and tex.depth
+        arrayed = isinstance(tex, SampledTexture) and tex.arrayed
+        match name:
+            case _ if name in FRAGMENT_ONLY:
+                raise self.error(f"{name}: built-in cannot be used by compute pipeline stage")
+            case "textureDimensions" if n == 1:
+                return ir.TextureDimensions(args[0].name)
+            case "textureDimensions" if n == 2:
+                return ir.TextureDimensions(args[0].name, self.expr(args[1], scope, None))
+            case "textureLoad" if n == 2 and isinstance(tex, StorageTexture):
+                return ir.TextureLoad(args[0].name, self.expr(args[1], scope, None))
+            case "textureLoad" if n == 3:
+                coords, level = self.expr(args[1], scope, None), self.expr(args[2], scope, None)
+                return ir.TextureLoad(args[0].name, coords, level)
+            case "textureLoad" if n == 4 and arrayed:
+                coords, layer, level = (self.expr(a, scope, None) for a in args[1:])
+                return ir.TextureLoad(args[0].name, coords, level, layer)
+            case "textureNumLayers" if n == 1:
+                return ir.TextureNumLayers(args[0].name)
+            case "textureSampleLevel" if n == 5 and arrayed and self.sampler(args[1], scope):
+                coords = self.expr(args[2], scope, Vec(2, f32))
+                layer = self.expr(args[3], scope, None)
+                level = self.expr(args[4], scope, None if depth else f32)
+                name, sampler = args[0].name, args[1].name
+                return ir.TextureSampleLevel(name, sampler, coords, level, layer)
+            case "textureSampleLevel" if n == 4 and self.sampler(args[1], scope):
+                coords = self.expr(args[2], scope, texel_coords(getattr(tex, "dim", 2), f32))
+                level = self.expr(args[3], scope, None if depth else f32)
+                return ir.TextureSampleLevel(args[0].name, args[1].name, coords, level)
+            case "textureSampleCompareLevel" | "textureGatherCompare" if (
+                n == 4 + arrayed and depth and self.sampler(args[1], scope)
+            ):
+                coords = self.expr(args[2], scope, Vec(2, f32))
+                layer = self.expr(args[3], scope, None) if arrayed else None
+                ref = self.expr(args[-1], scope, f32)
+                gather = name == "textureGatherCompare"
+                return ir.TextureSampleCompare(
+                    args[0].name, args[1].name, coords, ref, layer, gather
+                )
+        # A texture of the subset passed to a texture builtin of no overload that fits.
+        rest = (str(self.type_of(self.expr(a, scope, None), scope)) for a in args[1:])
+        raise self.error(f"no matching call to '{name}({', '.join((str(tex), *rest))})'")
+
+    def texture(self, args: tuple, n: int, scope: Scope) -> bool:
+        """Whether ``args`` are ``n`` arguments of a texture builtin, the first a texture's (or
+        sampler's) name (the call is refused as a WGSL builtin outside the subset otherwise)."""
+        if len(args) != n or type(args[0]) is not ir.Name:
+            return False
+        sym = scope.lookup(args[0].name)
+        return sym is not None and sym.kind == "texture"
+
+    @staticmethod
+    def sampler(arg: ir.Expr, scope: Scope) -> bool:
+        """Whether ``arg`` names a sampler (``sampler`` or ``sampler_comparison``)."""
+        sym = scope.lookup(arg.name) if type(arg) is ir.Name else None
+        return sym is not None and sym.kind == "texture" and isinstance(sym.ty, Sampler)

@@ -1,0 +1,156 @@
+"""The typing of the texture builtins (``textureDimensions``, ``textureLoad``,
+``textureNumLayers``, ``textureSampleLevel``, ``textureSampleCompareLevel`` and
+``textureGatherCompare``) against WGSL's overloads: a mixin of
+:class:`~kvdsl.ir.typeof.ExprTyper`, whose ``type_of`` types their arguments."""
+
+from __future__ import annotations
+
+from kvdsl.ir import tree as ir
+from kvdsl.ir.scope import Scope, VerifyError
+from kvdsl.ir.show import show
+from kvdsl.ir.types import (
+    SampledTexture,
+    Sampler,
+    StorageTexture,
+    Type,
+    Vec,
+    f32,
+    i32,
+    texel_coords,
+    u32,
+)
+
+
+class TextureTyper:
+    """The texture builtins' types, of :class:`~kvdsl.ir.typeof.ExprTyper`."""
+
+    def texture_expr(self, e: ir.Expr, scope: Scope) -> Type:
+        """The type of texture builtin ``e``, or the :class:`VerifyError` of WGSL's refusal."""
+        match e:
+            case ir.TextureDimensions(name, level):
+                tex = self.texture_type(e, name, scope)
+                if level is not None:
+                    if not isinstance(tex, SampledTexture):
+                        raise VerifyError(
+                            f"{show(e)}: '{name}' is a {tex}, which has no mip levels (a "
+                            "level is given for a texture_2d or texture_3d)"
+                        )
+                    self._mip_level(e, level, scope)
+                return texel_coords(tex.dim, u32)
+            case ir.TextureLoad(name, coords, None):
+                which = (
+                    "textureLoad without a level does not read (a storage texture of read or "
+                    "read_write access)"
+                )
+                tex = self.texel_access(e, name, coords, scope, StorageTexture, which)
+                if tex.access == "write":
+                    raise VerifyError(f"{show(e)}: '{name}' is a {tex}, which {which}")
+                return tex.texel
+            case ir.TextureLoad(name, coords, level):
+                which = "textureLoad does not read (a texture_2d or texture_3d)"
+                tex = self.texel_access(e, name, coords, scope, SampledTexture, which)
+                self._mip_level(e, level, scope)
+                self._layer(e, tex, e.layer, scope)
+                return tex.texel
+            case ir.TextureNumLayers(name):
+                tex = self.texture_type(e, name, scope)
+                if not (isinstance(tex, SampledTexture) and tex.arrayed):
+                    raise VerifyError(f"{show(e)}: '{name}' is a {tex}, not a texture_2d_array")
+                return u32
+            case ir.TextureSampleLevel(name, sampler, coords, level):
+                tex = self.texture_type(e, name, scope)
+                if not isinstance(tex, SampledTexture) or tex.sample != f32:
+                    raise VerifyError(
+                        f"{show(e)}: '{name}' is a {tex}, which textureSampleLevel does not "
+                        "sample (a texture_1d<f32>, texture_2d<f32> or texture_3d<f32>)"
+                    )
+                self._sampler(e, sampler, False, scope)
+                self._sample_coords(e, tex, coords, scope)
+                if tex.depth:  # a depth texture's level is a whole number, as its loads'
+                    self._mip_level(e, level, scope)
+                elif (lt := self.type_of(level, scope)) is not f32:
+                    raise VerifyError(f"{show(e)}: the level is {lt}, expected f32")
+                self._layer(e, tex, e.layer, scope)
+                return tex.texel
+            case ir.TextureSampleCompare(name, sampler, coords, ref, layer, gather):
+                tex = self.texture_type(e, name, scope)
+                if not isinstance(tex, SampledTexture) or not tex.depth:
+                    raise VerifyError(
+                        f"{show(e)}: '{name}' is a {tex}, which {show(e).split('(')[0]} does "
+                        "not sample (a texture_depth_2d or texture_depth_2d_array)"
+                    )
+                self._sampler(e, sampler, True, scope)
+                self._sample_coords(e, tex, coords, scope)
+                if (rt := self.type_of(ref, scope)) is not f32:
+                    raise VerifyError(f"{show(e)}: the depth reference is {rt}, expected f32")
+                self._layer(e, tex, layer, scope)
+                return Vec(4, f32) if gather else f32
+        raise VerifyError(f"not a texture builtin: {e!r}")
+
+    def _sampler(self, e: ir.Expr, sampler: str, comparison: bool, scope: Scope) -> None:
+        """Sampler ``sampler`` of sampling builtin ``e`` is a ``sampler`` (a
+        ``sampler_comparison`` where ``comparison``)."""
+        ty = self.texture_type(e, sampler, scope)
+        if not isinstance(ty, Sampler) or ty.comparison != comparison:
+            raise VerifyError(f"{show(e)}: '{sampler}' is not a {Sampler(comparison)}")
+
+    def _sample_coords(
+        self, e: ir.Expr, tex: SampledTexture, coords: ir.Expr, scope: Scope
+    ) -> None:
+        """Sampling builtin ``e``'s ``coords`` are floats of ``tex``'s dimensions."""
+        ct = self.type_of(coords, scope)
+        if ct != texel_coords(tex.dim, f32):
+            raise VerifyError(
+                f"{show(e)}: the coordinates are {ct}, expected {texel_coords(tex.dim, f32)}"
+            )
+
+    def _layer(self, e: object, tex: SampledTexture, layer: object, scope: Scope) -> None:
+        """An arrayed texture's layer index is given, an ``i32`` or ``u32``; no other
+        texture's is."""
+        if (layer is None) == tex.arrayed:
+            what = "no array index" if layer is None else "an array index"
+            raise VerifyError(f"{show(e)}: '{tex}' is given {what}")
+        lt = None if layer is None else self.type_of(layer, scope)
+        if lt is not None and lt is not i32 and lt is not u32:
+            raise VerifyError(f"{show(e)}: the array index is {lt}, expected i32 or u32")
+
+    def texture_type(
+        self, node: object, name: str, scope: Scope
+    ) -> StorageTexture | SampledTexture | Sampler:
+        """The type of texture (or sampler) ``name`` a texture builtin ``node`` names."""
+        sym = scope.lookup(name)
+        if sym is None or sym.kind != "texture":
+            sampling = (ir.TextureSampleLevel, ir.TextureSampleCompare)
+            what = "sampler" if isinstance(node, sampling) and name == node.sampler else "texture"
+            raise VerifyError(f"{show(node)}: '{name}' is not a {what}")
+        return sym.ty
+
+    def texel_access(
+        self,
+        node: object,
+        name: str,
+        coords: ir.Expr,
+        scope: Scope,
+        kind: type[StorageTexture] | type[SampledTexture],
+        which: str,
+    ) -> StorageTexture | SampledTexture:
+        """The type of texture ``name`` that a texel builtin ``node`` (``textureLoad``,
+        ``textureStore``) reaches at ``coords``: a ``kind`` texture (``which``: the refusal of
+        another, in words) at integer coordinates of its dimensions (``vec2<i32>`` or
+        ``vec2<u32>`` for a 2D one)."""
+        tex = self.texture_type(node, name, scope)
+        if not isinstance(tex, kind):
+            raise VerifyError(f"{show(node)}: '{name}' is a {tex}, which {which}")
+        ct = self.type_of(coords, scope)
+        want = (texel_coords(tex.dim, i32), texel_coords(tex.dim, u32))
+        if ct not in want:
+            raise VerifyError(
+                f"{show(node)}: the coordinates are {ct}, expected {want[0]} or {want[1]}"
+            )
+        return tex
+
+    def _mip_level(self, e: ir.Expr, level: ir.Expr, scope: Scope) -> None:
+        """Refuse a mip ``level`` of texture builtin ``e`` that is not an i32 or u32."""
+        lt = self.type_of(level, scope)
+        if lt is not i32 and lt is not u32:
+            raise VerifyError(f"{show(e)}: the level is {lt}, expected i32 or u32")
