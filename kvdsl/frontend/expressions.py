@@ -61,6 +61,13 @@ MAT_ALIASES = {
 #: A storage texture's access modes.
 ACCESSES = ("write", "read", "read_write")
 UNSUPPORTED_TYPES = {"texture_external"}
+#: The depth textures of the subset.
+DEPTH_TEXTURES = (
+    "texture_depth_2d",
+    "texture_depth_2d_array",
+    "texture_depth_cube",
+    "texture_depth_cube_array",
+)
 UNSUPPORTED_TYPE_PREFIXES = ("texture_",)
 
 
@@ -244,8 +251,8 @@ class Expressions(Rules):
             return VEC_ALIASES.get(name) or MAT_ALIASES[name]
         if name in ("sampler", "sampler_comparison"):
             return Sampler(name == "sampler_comparison")
-        if name in ("texture_depth_2d", "texture_depth_2d_array"):
-            return SampledTexture(f32, 2, name.endswith("_array"), depth=True)
+        if name in DEPTH_TEXTURES:
+            return SampledTexture(f32, 2, name.endswith("_array"), True, "cube" in name)
         if name in UNSUPPORTED_TYPES or name.startswith(UNSUPPORTED_TYPE_PREFIXES):
             raise self._err(f"type '{name}'", tok.line, tok.column)
         return StructRef(name, tok.line, tok.column)
@@ -264,6 +271,14 @@ class Expressions(Rules):
         if str(tok) in ("texture_1d", "texture_2d", "texture_3d", "texture_2d_array"):
             if len(args) == 1 and args[0] in (f32, u32, i32):
                 return SampledTexture(args[0], int(str(tok)[8]), str(tok).endswith("_array"))
+            raise self._err(
+                f"{tok}<{', '.join(map(str, args))}> (sample types f32, u32, i32)",
+                tok.line,
+                tok.column,
+            )
+        if str(tok) in ("texture_cube", "texture_cube_array"):
+            if len(args) == 1 and args[0] in (f32, u32, i32):
+                return SampledTexture(args[0], 2, str(tok).endswith("_array"), cube=True)
             raise self._err(
                 f"{tok}<{', '.join(map(str, args))}> (sample types f32, u32, i32)",
                 tok.line,

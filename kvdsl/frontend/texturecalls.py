@@ -7,6 +7,7 @@ and a builtin only a fragment shader may call, as Tint refuses it in a compute s
 
 from __future__ import annotations
 
+from kvdsl.frontend.errors import UnsupportedError
 from kvdsl.ir import tree as ir
 from kvdsl.ir.scope import Scope
 from kvdsl.ir.types import SampledTexture, Sampler, StorageTexture, Vec, f32, texel_coords
@@ -33,12 +34,15 @@ class TextureCalls:
     """The :class:`kvdsl.frontend.typer.Typer`'s texture builtins, over its ``expr``,
     ``type_of`` and ``error``."""
 
-    def texture_call(self, name: str, args: tuple, scope: Scope) -> ir.Expr:
-        """Texture builtin ``name`` called with ``args``, the first naming a texture (or
-        sampler) of the subset."""
+    def texture_call(self, e: ir.FnCall, scope: Scope) -> ir.Expr:
+        """Texture builtin call ``e``, its first argument naming a texture (or sampler) of the
+        subset."""
+        name, args = e.name, e.args
         n, tex = len(args), scope.lookup(args[0].name).ty
         depth = isinstance(tex, SampledTexture) and tex.depth
         arrayed = isinstance(tex, SampledTexture) and tex.arrayed
+        cube = isinstance(tex, SampledTexture) and tex.cube  # sampled only, in a direction
+        towards = Vec(3, f32) if cube else texel_coords(getattr(tex, "dim", 2), f32)
         match name:
             case _ if name in FRAGMENT_ONLY:
                 raise self.error(f"{name}: built-in cannot be used by compute pipeline stage")
@@ -48,28 +52,33 @@ class TextureCalls:
                 return ir.TextureDimensions(args[0].name, self.expr(args[1], scope, None))
             case "textureLoad" if n == 2 and isinstance(tex, StorageTexture):
                 return ir.TextureLoad(args[0].name, self.expr(args[1], scope, None))
-            case "textureLoad" if n == 3:
+            case "textureGatherCompare" if cube:
+                line, column = self.calls.get(id(e), (self.line, None))
+                raise UnsupportedError(
+                    f"textureGatherCompare of a {tex}", self.filename, line, column
+                )
+            case "textureLoad" if n == 3 and not cube:
                 coords, level = self.expr(args[1], scope, None), self.expr(args[2], scope, None)
                 return ir.TextureLoad(args[0].name, coords, level)
-            case "textureLoad" if n == 4 and arrayed:
+            case "textureLoad" if n == 4 and arrayed and not cube:
                 coords, layer, level = (self.expr(a, scope, None) for a in args[1:])
                 return ir.TextureLoad(args[0].name, coords, level, layer)
             case "textureNumLayers" if n == 1:
                 return ir.TextureNumLayers(args[0].name)
             case "textureSampleLevel" if n == 5 and arrayed and self.sampler(args[1], scope):
-                coords = self.expr(args[2], scope, Vec(2, f32))
+                coords = self.expr(args[2], scope, towards)
                 layer = self.expr(args[3], scope, None)
                 level = self.expr(args[4], scope, None if depth else f32)
                 name, sampler = args[0].name, args[1].name
                 return ir.TextureSampleLevel(name, sampler, coords, level, layer)
             case "textureSampleLevel" if n == 4 and self.sampler(args[1], scope):
-                coords = self.expr(args[2], scope, texel_coords(getattr(tex, "dim", 2), f32))
+                coords = self.expr(args[2], scope, towards)
                 level = self.expr(args[3], scope, None if depth else f32)
                 return ir.TextureSampleLevel(args[0].name, args[1].name, coords, level)
             case "textureSampleCompareLevel" | "textureGatherCompare" if (
                 n == 4 + arrayed and depth and self.sampler(args[1], scope)
             ):
-                coords = self.expr(args[2], scope, Vec(2, f32))
+                coords = self.expr(args[2], scope, towards)
                 layer = self.expr(args[3], scope, None) if arrayed else None
                 ref = self.expr(args[-1], scope, f32)
                 gather = name == "textureGatherCompare"

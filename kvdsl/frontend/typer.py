@@ -177,7 +177,7 @@ class Typer(Assignments, Constructors, TextureCalls):
             case ir.FnCall(name, args) if (
                 name in TEXTURE_CALLS | FRAGMENT_ONLY and args and self.texture(args[:1], 1, scope)
             ):
-                return self.texture_call(name, args, scope)
+                return self.texture_call(e, scope)
             case ir.FnCall(name, args):
                 fn = self.checker.functions.get(name)
                 if fn is None and name in self.structs:

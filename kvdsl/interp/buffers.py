@@ -26,6 +26,7 @@ from kvdsl.ir.types import (
     depth_refusal,
     held_as_words,
     host_axes,
+    host_shape_fits,
     memory_unit,
     stride,
     u32,
@@ -312,8 +313,7 @@ def texture_memory(texture: Texture, given: np.ndarray) -> TextureMemory:
         return TextureMemory(texture, np.zeros((0, 0, 0)), np.zeros((0, 0), np.int64))
     given = np.asarray(given)
     axes = host_axes(ty)
-    want = tuple(int(a) if a.isdigit() else None for a in axes)
-    shape_ok = given.ndim == len(axes) and all(w in (None, n) for w, n in zip(want, given.shape))
+    shape_ok = host_shape_fits(ty, given.shape)
     if not shape_ok or given.dtype != ty.dtype:
         raise TypeError(
             f"texture '{texture.name}' ({ty}) is given as {given.dtype}{list(given.shape)}: "

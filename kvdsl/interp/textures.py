@@ -104,7 +104,12 @@ class TextureAccess:
         """``textureSampleLevel`` through WebGPU's default sampler: each lane's texel nearest
         its normalised ``coords`` (x, y[, z]; texel ``floor(u * size)``), each coordinate
         clamped to the edge (NaN as 0), of the one mip level, a ``vec4<f32>`` (``[lanes,
-        4]``); of a ``texture_2d_array``, in layer ``layer`` (already clamped to the layers)."""
+        4]``); of a ``texture_2d_array``, in layer ``layer`` (already clamped to the layers);
+        of a cube, the texel of the face ``coords`` points at (:func:`cube_face`)."""
+        if getattr(t.texture.ty, "cube", False):
+            face, x, y = cube_face(broadcast(coords, self.n).reshape(self.n, 3), t.data.shape[-2])
+            outer = () if layer is None else (broadcast(layer, self.n).reshape(-1),)
+            return t.data[(*outer, face, y, x)]
         size = t.data.shape[-2::-1][: getattr(t.texture.ty, "dim", 2)]  # width, height[, depth]
         uvw = broadcast(coords, self.n).astype(np.float64).reshape(self.n, -1)  # 1-D: [n, 1]
         uvw = np.nan_to_num(uvw, nan=0.0)
@@ -295,3 +300,35 @@ def _returned(t: TextureMemory, texels: np.ndarray) -> np.ndarray:
     """Texels read of ``t`` (``[lanes, channels]``) as the builtin returns them: a depth
     texture's one channel an ``f32`` scalar a lane, the others' four a ``vec4``."""
     return texels.reshape(-1) if getattr(t.texture.ty, "depth", False) else texels
+
+
+#: Per face of a cube (+X, -X, +Y, -Y, +Z, -Z), for its face coordinates s and t, the axis of
+#: the direction and the sign each takes (Vulkan's cube map face selection table).
+CUBE_FACES = (
+    ((2, -1), (1, -1)),
+    ((2, 1), (1, -1)),
+    ((0, 1), (2, 1)),
+    ((0, 1), (2, -1)),
+    ((0, 1), (1, -1)),
+    ((0, -1), (1, -1)),
+)
+
+
+def cube_face(directions: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The face (0 to 5: +X, -X, +Y, -Y, +Z, -Z) each of ``directions`` (``[lanes, 3]``) points
+    at, its major axis the component of the largest magnitude (x before y before z where two
+    tie), and the texel (x, y) of that face of ``size`` texels a side it reaches: face
+    coordinate ``s = sc / (2 |rc|) + 0.5`` by Vulkan's table, texel ``floor(s * size)`` clamped
+    to the face (a zero or NaN direction: face +X, its texel (0, 0))."""
+    d = np.nan_to_num(directions.astype(np.float64))
+    major = np.argmax(np.abs(d), axis=1)
+    face = 2 * major + (d[np.arange(len(d)), major] < 0)
+    at = []
+    for k in (0, 1):  # s, then t
+        axis = np.array([f[k][0] for f in CUBE_FACES])[face]
+        sign = np.array([f[k][1] for f in CUBE_FACES])[face]
+        rc = np.abs(d[np.arange(len(d)), major])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            st = np.nan_to_num(sign * d[np.arange(len(d)), axis] / (2 * rc) + 0.5)
+        at.append(np.clip(np.floor(st * size), 0, size - 1).astype(np.int64))
+    return face, at[0], at[1]

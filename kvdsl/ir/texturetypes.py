@@ -49,13 +49,15 @@ class TextureTyper:
             case ir.TextureLoad(name, coords, level):
                 which = "textureLoad does not read (a texture_2d or texture_3d)"
                 tex = self.texel_access(e, name, coords, scope, SampledTexture, which)
+                if tex.cube:
+                    raise VerifyError(f"{show(e)}: '{name}' is a {tex}, which {which}")
                 self._mip_level(e, level, scope)
                 self._layer(e, tex, e.layer, scope)
                 return tex.texel
             case ir.TextureNumLayers(name):
                 tex = self.texture_type(e, name, scope)
                 if not (isinstance(tex, SampledTexture) and tex.arrayed):
-                    raise VerifyError(f"{show(e)}: '{name}' is a {tex}, not a texture_2d_array")
+                    raise VerifyError(f"{show(e)}: '{name}' is a {tex}, which has no layers")
                 return u32
             case ir.TextureSampleLevel(name, sampler, coords, level):
                 tex = self.texture_type(e, name, scope)
@@ -99,10 +101,9 @@ class TextureTyper:
     ) -> None:
         """Sampling builtin ``e``'s ``coords`` are floats of ``tex``'s dimensions."""
         ct = self.type_of(coords, scope)
-        if ct != texel_coords(tex.dim, f32):
-            raise VerifyError(
-                f"{show(e)}: the coordinates are {ct}, expected {texel_coords(tex.dim, f32)}"
-            )
+        want = Vec(3, f32) if tex.cube else texel_coords(tex.dim, f32)  # a cube's: a direction
+        if ct != want:
+            raise VerifyError(f"{show(e)}: the coordinates are {ct}, expected {want}")
 
     def _layer(self, e: object, tex: SampledTexture, layer: object, scope: Scope) -> None:
         """An arrayed texture's layer index is given, an ``i32`` or ``u32``; no other

@@ -268,17 +268,22 @@ class SampledTexture:
     a 2-D or 3-D texture a kernel reads texels of (``textureLoad``) and the size of
     (``textureDimensions``), held as four channels of T (``rgba32float``, ``rgba32uint``,
     ``rgba32sint``), one mip level. ``depth``: ``texture_depth_2d`` (``texture_depth_2d_array``
-    arrayed), T ``f32``, one ``float32`` channel held as ``depth32float``, a texel an ``f32``."""
+    arrayed), T ``f32``, one ``float32`` channel held as ``depth32float``, a texel an ``f32``.
+    ``cube``: ``texture_cube<T>`` (``texture_depth_cube`` of ``depth``, ``_array`` of
+    ``arrayed``): six square faces (``dim`` 2, the size of a face) sampled in a direction."""
 
     sample: Scalar
     dim: int = 2
     arrayed: bool = False  # texture_2d_array<T>: layers of 2-D textures, one index each
     depth: bool = False  # texture_depth_2d[_array]: one depth value a texel
+    cube: bool = False  # texture_cube<T>: six faces, +X, -X, +Y, -Y, +Z, -Z
 
     def __str__(self) -> str:
+        shape = "cube" if self.cube else f"{self.dim}d"
+        array = "_array" if self.arrayed else ""
         if self.depth:
-            return f"texture_depth_2d{'_array' if self.arrayed else ''}"
-        return f"texture_{self.dim}d{'_array' if self.arrayed else ''}<{self.sample}>"
+            return f"texture_depth_{shape}{array}"
+        return f"texture_{shape}{array}<{self.sample}>"
 
     @property
     def texel(self) -> Vec | Scalar:
@@ -289,6 +294,12 @@ class SampledTexture:
     @property
     def format(self) -> str:
         return DEPTH_TEXTURE[0] if self.depth else SAMPLE_TYPES[self.sample.name][0]
+
+    @property
+    def view_dimension(self) -> str:
+        """The dimension of the view the runtime binds it through (``2d-array``, ``cube``)."""
+        shape = "cube" if self.cube else f"{self.dim}d"
+        return f"{shape}-array" if self.arrayed else shape
 
     @property
     def binding_sample_type(self) -> str:
@@ -356,10 +367,22 @@ class StorageTexture:
 
 def host_axes(ty: StorageTexture | SampledTexture) -> tuple[str, ...]:
     """The axes of the array the host gives texture type ``ty`` as, outermost first, in words
-    (``("height", "width", "4")``): a depth texture's has no channel axis."""
+    (``("height", "width", "4")``): a depth texture's has no channel axis, a cube's six faces
+    of ``size`` by ``size`` (``("6", "size", "size", "4")``)."""
     axes = ("depth", "height", "width")[3 - ty.dim :]
+    axes = ("6", "size", "size") if getattr(ty, "cube", False) else axes
     axes = ("layers", *axes) if getattr(ty, "arrayed", False) else axes
     return axes if getattr(ty, "depth", False) else (*axes, str(ty.channels))
+
+
+def host_shape_fits(ty: StorageTexture | SampledTexture, shape: tuple[int, ...]) -> bool:
+    """Whether an array of ``shape`` has the axes :func:`host_axes` names for ``ty``: as many,
+    each numbered one of that length, the ``size`` ones (a cube's faces) of one length."""
+    axes = host_axes(ty)
+    if len(shape) != len(axes):
+        return False
+    sizes = {n for a, n in zip(axes, shape) if a == "size"}
+    return len(sizes) < 2 and all(not a.isdigit() or int(a) == n for a, n in zip(axes, shape))
 
 
 def depth_refusal(name: str, ty: SampledTexture, given: np.ndarray) -> str | None:

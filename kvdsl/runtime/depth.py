@@ -38,10 +38,10 @@ fn fill(@builtin(position) at: vec4<f32>) -> @builtin(frag_depth) f32 {
 """
 
 
-def upload_depth(dev, data: np.ndarray, arrayed: bool):
-    """A ``depth32float`` 2-D texture (of ``layers`` array layers where ``arrayed``) on
-    ``dev`` holding ``data`` (``[height, width]`` or ``[layers, height, width]`` ``float32``
-    in [0, 1]), bindable as a sampled texture."""
+def upload_depth(dev, data: np.ndarray):
+    """A ``depth32float`` 2-D texture on ``dev`` holding ``data`` (``[height, width]``, or
+    ``[layers, height, width]`` in as many array layers; ``float32`` in [0, 1]), bindable as a
+    sampled texture."""
     wgpu = gpu.wgpu_module()
     layers, h, w = (1, *data.shape) if data.ndim == 2 else data.shape
     usage = wgpu.TextureUsage.TEXTURE_BINDING | wgpu.TextureUsage.RENDER_ATTACHMENT

@@ -370,7 +370,7 @@ def _layout_entries(
             continue
         if isinstance(t.ty, SampledTexture):
             sample = t.ty.binding_sample_type
-            view = "2d-array" if t.ty.arrayed else f"{t.ty.dim}d"
+            view = t.ty.view_dimension
             texture = {"sample_type": sample, "view_dimension": view, "multisampled": False}
             entries.append(
                 {"binding": k, "visibility": wgpu.ShaderStage.COMPUTE, "texture": texture}

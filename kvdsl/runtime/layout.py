@@ -27,6 +27,7 @@ from kvdsl.ir.types import (
     depth_refusal,
     field_offsets,
     host_axes,
+    host_shape_fits,
     size_of,
     stride,
 )
@@ -99,8 +100,7 @@ def split_textures(textures: tuple, buffers: Mapping[str, object]) -> tuple[dict
         a = np.asarray(a)
         ty = t.ty
         axes = host_axes(ty)
-        want = tuple(int(a) if a.isdigit() else None for a in axes)
-        shape_ok = a.ndim == len(axes) and all(w in (None, n) for w, n in zip(want, a.shape))
+        shape_ok = host_shape_fits(ty, a.shape)
         if not shape_ok or a.dtype.newbyteorder("=") != ty.dtype:
             raise BufferError(
                 f"texture '{name}' ({ty}) is given as {a.dtype}{list(a.shape)}: expected "
