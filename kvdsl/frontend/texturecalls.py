@@ -23,6 +23,8 @@ TEXTURE_CALLS = frozenset(
         "textureSampleLevel",
         "textureSampleCompareLevel",
         "textureGatherCompare",
+        "textureGather",
+        "textureSampleGrad",
     )
 )
 #: The sampling builtins WGSL allows in a fragment shader only (they take implicit derivatives):
@@ -38,6 +40,8 @@ class TextureCalls:
         """Texture builtin call ``e``, its first argument naming a texture (or sampler) of the
         subset."""
         name, args = e.name, e.args
+        if name == "textureGather" and not self.texture(args[:1], 1, scope):
+            return self.gather(e, scope)  # the channel first
         n, tex = len(args), scope.lookup(args[0].name).ty
         depth = isinstance(tex, SampledTexture) and tex.depth
         arrayed = isinstance(tex, SampledTexture) and tex.arrayed
@@ -52,7 +56,7 @@ class TextureCalls:
                 return ir.TextureDimensions(args[0].name, self.expr(args[1], scope, None))
             case "textureLoad" if n == 2 and isinstance(tex, StorageTexture):
                 return ir.TextureLoad(args[0].name, self.expr(args[1], scope, None))
-            case "textureGatherCompare" if cube:
+            case "textureGatherCompare" | "textureGather" if cube:
                 line, column = self.calls.get(id(e), (self.line, None))
                 raise UnsupportedError(
                     f"textureGatherCompare of a {tex}", self.filename, line, column
@@ -85,9 +89,43 @@ class TextureCalls:
                 return ir.TextureSampleCompare(
                     args[0].name, args[1].name, coords, ref, layer, gather
                 )
-        # A texture of the subset passed to a texture builtin of no overload that fits.
-        rest = (str(self.type_of(self.expr(a, scope, None), scope)) for a in args[1:])
-        raise self.error(f"no matching call to '{name}({', '.join((str(tex), *rest))})'")
+            case "textureGather" if n == 3 + arrayed and depth and self.sampler(args[1], scope):
+                coords = self.expr(args[2], scope, Vec(2, f32))
+                layer = self.expr(args[3], scope, None) if arrayed else None
+                return ir.TextureGather(args[0].name, args[1].name, coords, None, layer)
+            case "textureSampleGrad" if n == 5 + arrayed and self.sampler(args[1], scope):
+                coords = self.expr(args[2], scope, towards)
+                layer = self.expr(args[3], scope, None) if arrayed else None
+                ddx, ddy = (self.expr(a, scope, towards) for a in args[-2:])
+                return ir.TextureSampleGrad(args[0].name, args[1].name, coords, ddx, ddy, layer)
+        self.no_overload(name, args, scope)
+
+    def gather(self, e: ir.FnCall, scope: Scope) -> ir.TextureGather:
+        """``textureGather(component, t, s, coords[, array_index])`` of a texture of colour."""
+        args = e.args
+        tex = scope.lookup(args[1].name).ty
+        arrayed = isinstance(tex, SampledTexture) and tex.arrayed
+        if isinstance(tex, SampledTexture) and tex.cube:
+            line, column = self.calls.get(id(e), (self.line, None))
+            raise UnsupportedError(f"textureGather of a {tex}", self.filename, line, column)
+        colour = isinstance(tex, SampledTexture) and not tex.depth
+        if len(args) != 4 + arrayed or not colour or not self.sampler(args[2], scope):
+            self.no_overload("textureGather", args, scope)
+        component, coords = self.expr(args[0], scope, None), self.expr(args[3], scope, Vec(2, f32))
+        layer = self.expr(args[4], scope, None) if arrayed else None
+        return ir.TextureGather(args[1].name, args[2].name, coords, component, layer)
+
+    def no_overload(self, name: str, args: tuple, scope: Scope) -> None:
+        """Refuse texture builtin ``name`` of ``args``, no overload of which fits (Tint's
+        words), naming the textures and samplers among them by type."""
+        given = []
+        for a in args:
+            sym = scope.lookup(a.name) if type(a) is ir.Name else None
+            if sym is not None and sym.kind == "texture":
+                given.append(str(sym.ty))
+            else:
+                given.append(str(self.type_of(self.expr(a, scope, None), scope)))
+        raise self.error(f"no matching call to '{name}({', '.join(given)})'")
 
     def texture(self, args: tuple, n: int, scope: Scope) -> bool:
         """Whether ``args`` are ``n`` arguments of a texture builtin, the first a texture's (or

@@ -175,7 +175,13 @@ class Typer(Assignments, Constructors, TextureCalls):
                 generic = op != Op.DOT and ops.info(op).generic
                 return ir.Call(op, self.unify(args, scope, want if generic else None))
             case ir.FnCall(name, args) if (
-                name in TEXTURE_CALLS | FRAGMENT_ONLY and args and self.texture(args[:1], 1, scope)
+                name in TEXTURE_CALLS | FRAGMENT_ONLY
+                and args
+                and (
+                    self.texture(args[:1], 1, scope)
+                    or name == "textureGather"  # its channel first
+                    and self.texture(args[1:2], 1, scope)
+                )
             ):
                 return self.texture_call(e, scope)
             case ir.FnCall(name, args):

@@ -201,6 +201,8 @@ class Expressions:
                 | ir.TextureLoad()
                 | ir.TextureSampleLevel()
                 | ir.TextureSampleCompare()
+                | ir.TextureGather()
+                | ir.TextureSampleGrad()
             ):
                 return self.texture_expr(e, m)
             case ir.ArrayLength(name):

@@ -1,7 +1,8 @@
 """Texture access in the interpreter: ``textureLoad`` of a sampled texture (1-D, 2-D, 3-D,
 arrayed or depth) and of a ``read`` or ``read_write`` storage texture, ``textureSampleLevel``
 through the default sampler, ``textureSampleCompareLevel`` and ``textureGatherCompare`` through
-the default sampler comparing by "less" (:data:`kvdsl.ir.types.COMPARE`), and ``textureStore`` of a ``write`` or ``read_write`` storage texture, with WGSL's bounds (a
+the default sampler comparing by "less" (:data:`kvdsl.ir.types.COMPARE`), ``textureGather``,
+``textureSampleGrad`` (of the one level), and ``textureStore`` of a ``write`` or ``read_write`` storage texture, with WGSL's bounds (a
 texel outside the texture, a level other than 0: :class:`~kvdsl.interp.errors.OutOfBounds`)
 and the races of two invocations storing one texel, or one reading a texel another stores, that
 no ``textureBarrier()`` of their workgroup orders; a mixin of
@@ -59,6 +60,15 @@ class TextureAccess:
                 # The compare function "less": the reference passes where below the texel.
                 passed = (ref < texels).astype(np.float32)
                 return passed if gather else passed.reshape(self.n)
+            case ir.TextureGather(name, _, coords, component, layer):
+                t = self.texture_of(name)
+                uv, index = self.eval(coords, m), self.index(t, layer, m)
+                channel = 0 if component is None else int(self.eval(component, m).reshape(-1)[0])
+                return self.texture_gather(t, uv, index, channel)
+            case ir.TextureSampleGrad(name, _, coords, ddx, ddy, layer):
+                self.eval(ddx, m), self.eval(ddy, m)  # one level: every gradient samples it
+                t = self.texture_of(name)
+                return self.texture_sample(t, self.eval(coords, m), self.index(t, layer, m))
         raise InterpError(f"{show(e)}: not a texture builtin")
 
     def index(self, t: TextureMemory, layer: ir.Expr | None, m: Mask) -> np.ndarray | None:
@@ -121,9 +131,9 @@ class TextureAccess:
         return t.data[tuple(reversed(at))]
 
     def texture_gather(
-        self, t: TextureMemory, coords: np.ndarray, layer: np.ndarray | None = None
+        self, t: TextureMemory, coords: np.ndarray, layer: np.ndarray | None, channel: int = 0
     ) -> np.ndarray:
-        """The four texels of 2-D texture ``t`` (of its one channel) a bilinear filter reads at
+        """The four texels of 2-D texture ``t`` (their ``channel``) a bilinear filter reads at
         each lane's normalised ``coords``, in WGSL's order ``(umin, vmax), (umax, vmax), (umax,
         vmin), (umin, vmin)`` (``[lanes, 4]``): texels ``floor(u * size - 0.5)`` and the next,
         each clamped to the edge (NaN as 0); of an arrayed texture, in layer ``layer``."""
@@ -133,7 +143,7 @@ class TextureAccess:
         (u0, v0), (u1, v1) = ([np.clip(c + d, 0, n - 1) for c, n in zip(lo, size)] for d in (0, 1))
         outer = () if layer is None else (broadcast(layer, self.n).reshape(-1),)
         corners = ((u0, v1), (u1, v1), (u1, v0), (u0, v0))
-        return np.stack([t.data[(*outer, v, u, 0)] for u, v in corners], axis=1)
+        return np.stack([t.data[(*outer, v, u, channel)] for u, v in corners], axis=1)
 
     def texture_level(self, t: TextureMemory, level: np.ndarray, m: Mask) -> None:
         """``textureDimensions(t, level)``: a level other than 0 of an active lane is

@@ -103,6 +103,14 @@ def specialise_handles(kernel: ir.Kernel) -> ir.Kernel:
                 name, sampler = env.get(name, name), env.get(sampler, sampler)
                 coords, ref, layer = (rewrite(x, env) for x in (coords, ref, layer))
                 return ir.TextureSampleCompare(name, sampler, coords, ref, layer, gather)
+            case ir.TextureGather(name, sampler, coords, component, layer):
+                name, sampler = env.get(name, name), env.get(sampler, sampler)
+                coords, component, layer = (rewrite(x, env) for x in (coords, component, layer))
+                return ir.TextureGather(name, sampler, coords, component, layer)
+            case ir.TextureSampleGrad(name, sampler, coords, ddx, ddy, layer):
+                name, sampler = env.get(name, name), env.get(sampler, sampler)
+                coords, ddx, ddy, layer = (rewrite(x, env) for x in (coords, ddx, ddy, layer))
+                return ir.TextureSampleGrad(name, sampler, coords, ddx, ddy, layer)
             case ir.TextureNumLayers(name):
                 return ir.TextureNumLayers(env.get(name, name))
             case ir.FnCall(name, args) if name in functions and _handle_params(functions[name]):

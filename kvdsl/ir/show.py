@@ -82,6 +82,14 @@ def call_text(
             call = "textureGatherCompare" if gather else "textureSampleCompareLevel"
             rest = (coords, ref) if layer is None else (coords, layer, ref)
             return f"{call}({name}, {sampler}, {arguments(rest)})"
+        case ir.TextureGather(name, sampler, coords, component, layer):
+            first = () if component is None else (component,)
+            rest = (coords,) if layer is None else (coords, layer)
+            given = ", ".join((*map(expr, first), name, sampler, *map(expr, rest)))
+            return f"textureGather({given})"
+        case ir.TextureSampleGrad(name, sampler, coords, ddx, ddy, layer):
+            rest = (coords, ddx, ddy) if layer is None else (coords, layer, ddx, ddy)
+            return f"textureSampleGrad({name}, {sampler}, {arguments(rest)})"
         case ir.TextureNumLayers(name):
             return f"textureNumLayers({name})"
     return None

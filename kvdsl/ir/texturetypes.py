@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 from kvdsl.ir import tree as ir
+from kvdsl.ir.consteval import const_shaped
 from kvdsl.ir.scope import Scope, VerifyError
 from kvdsl.ir.show import show
 from kvdsl.ir.types import (
@@ -87,7 +88,58 @@ class TextureTyper:
                     raise VerifyError(f"{show(e)}: the depth reference is {rt}, expected f32")
                 self._layer(e, tex, layer, scope)
                 return Vec(4, f32) if gather else f32
+            case ir.TextureGather(name, sampler, coords, component, layer):
+                tex = self.texture_type(e, name, scope)
+                if not isinstance(tex, SampledTexture) or tex.dim != 2 or tex.cube:
+                    raise VerifyError(
+                        f"{show(e)}: '{name}' is a {tex}, which textureGather does not gather "
+                        "(a texture_2d, texture_2d_array or 2-D depth texture)"
+                    )
+                self._sampler(e, sampler, False, scope)
+                self._sample_coords(e, tex, coords, scope)
+                self._component(e, tex, component, scope)
+                self._layer(e, tex, layer, scope)
+                return Vec(4, tex.sample)
+            case ir.TextureSampleGrad(name, sampler, coords, ddx, ddy, layer):
+                tex = self.texture_type(e, name, scope)
+                if not isinstance(tex, SampledTexture) or tex.sample != f32 or tex.depth:
+                    raise VerifyError(
+                        f"{show(e)}: '{name}' is a {tex}, which textureSampleGrad does not "
+                        "sample (a texture_2d<f32>, texture_3d<f32> or cube of f32)"
+                    )
+                if tex.dim == 1:
+                    raise VerifyError(f"{show(e)}: '{name}' is a {tex}, which has no gradients")
+                self._sampler(e, sampler, False, scope)
+                ct = self._sample_coords(e, tex, coords, scope)
+                for grad in (ddx, ddy):
+                    if (gt := self.type_of(grad, scope)) != ct:
+                        raise VerifyError(f"{show(e)}: a gradient is {gt}, expected {ct}")
+                self._layer(e, tex, layer, scope)
+                return Vec(4, f32)
         raise VerifyError(f"not a texture builtin: {e!r}")
+
+    def _component(
+        self, e: ir.Expr, tex: SampledTexture, component: ir.Expr | None, scope: Scope
+    ) -> None:
+        """``textureGather``'s channel ``component``: none of a depth texture; else an ``i32``
+        or ``u32`` const-expression, a literal of one 0 to 3 (Tint's words)."""
+        if (component is None) != tex.depth:
+            what = "no component" if component is None else "a component"
+            raise VerifyError(f"{show(e)}: '{tex}' is given {what}")
+        if component is None:
+            return
+        if (ct := self.type_of(component, scope)) not in (i32, u32):
+            raise VerifyError(f"{show(e)}: the component is {ct}, expected i32 or u32")
+        if not const_shaped(component, scope.visible):
+            raise VerifyError(
+                f"{show(e)}: the 'component' argument of 'textureGather' must be a "
+                "const-expression"
+            )
+        if isinstance(component, ir.Lit) and not 0 <= component.value <= 3:
+            raise VerifyError(
+                f"{show(e)}: the component argument must be at least 0 and at most 3. "
+                f"component is {component.value}"
+            )
 
     def _sampler(self, e: ir.Expr, sampler: str, comparison: bool, scope: Scope) -> None:
         """Sampler ``sampler`` of sampling builtin ``e`` is a ``sampler`` (a
@@ -98,12 +150,14 @@ class TextureTyper:
 
     def _sample_coords(
         self, e: ir.Expr, tex: SampledTexture, coords: ir.Expr, scope: Scope
-    ) -> None:
-        """Sampling builtin ``e``'s ``coords`` are floats of ``tex``'s dimensions."""
+    ) -> Type:
+        """Sampling builtin ``e``'s ``coords`` are floats of ``tex``'s dimensions (their
+        type)."""
         ct = self.type_of(coords, scope)
         want = Vec(3, f32) if tex.cube else texel_coords(tex.dim, f32)  # a cube's: a direction
         if ct != want:
             raise VerifyError(f"{show(e)}: the coordinates are {ct}, expected {want}")
+        return ct
 
     def _layer(self, e: object, tex: SampledTexture, layer: object, scope: Scope) -> None:
         """An arrayed texture's layer index is given, an ``i32`` or ``u32``; no other
@@ -121,8 +175,7 @@ class TextureTyper:
         """The type of texture (or sampler) ``name`` a texture builtin ``node`` names."""
         sym = scope.lookup(name)
         if sym is None or sym.kind != "texture":
-            sampling = (ir.TextureSampleLevel, ir.TextureSampleCompare)
-            what = "sampler" if isinstance(node, sampling) and name == node.sampler else "texture"
+            what = "sampler" if name == getattr(node, "sampler", None) else "texture"
             raise VerifyError(f"{show(node)}: '{name}' is not a {what}")
         return sym.ty
 

@@ -172,6 +172,39 @@ class TextureSampleCompare:
 
 
 @dataclass(frozen=True, slots=True)
+class TextureGather:
+    """``textureGather(component, name, sampler, coords)``: the four texels a bilinear filter
+    reads of 2-D texture ``name`` at ``coords`` (a ``vec2<f32>``), through ``sampler``, their
+    channel ``component`` (an ``i32`` or ``u32`` const-expression, 0 to 3) as a ``vec4`` of
+    the sample type, in WGSL's order ``(umin, vmax), (umax, vmax), (umax, vmin), (umin,
+    vmin)``. Of a depth texture, ``component`` is None (the call has none) and the texels'
+    depths a ``vec4<f32>``; of an arrayed texture, ``layer`` is the array index (an ``i32`` or
+    ``u32``), written after the coordinates."""
+
+    name: str
+    sampler: str
+    coords: Expr
+    component: Expr | None = None
+    layer: Expr | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TextureSampleGrad:
+    """``textureSampleGrad(name, sampler, coords, ddx, ddy)``: texture ``name`` (a
+    ``texture_2d<f32>``, ``texture_3d<f32>`` or cube of ``f32``) sampled through ``sampler``
+    at ``coords`` with the level the gradients ``ddx`` and ``ddy`` (of ``coords``' type) pick,
+    a ``vec4<f32>``; of an arrayed texture, ``layer`` is the array index, written before the
+    gradients."""
+
+    name: str
+    sampler: str
+    coords: Expr
+    ddx: Expr
+    ddy: Expr
+    layer: Expr | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class TextureNumLayers:
     """``textureNumLayers(name)``: the ``u32`` count of layers of ``texture_2d_array`` ``name``
     (the same for every invocation)."""
@@ -245,6 +278,8 @@ Expr = (
     | TextureLoad
     | TextureSampleLevel
     | TextureSampleCompare
+    | TextureGather
+    | TextureSampleGrad
     | TextureNumLayers
     | AtomicCall
     | AddressOf

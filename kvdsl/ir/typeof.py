@@ -330,6 +330,8 @@ class ExprTyper(TextureTyper, PointerTyper):
                 | ir.TextureNumLayers()
                 | ir.TextureSampleLevel()
                 | ir.TextureSampleCompare()
+                | ir.TextureGather()
+                | ir.TextureSampleGrad()
             ):
                 return self.texture_expr(e, scope)
             case ir.ArrayLength(name, None, True):

@@ -165,6 +165,10 @@ def bindings_touched(kernel: ir.Kernel) -> set[str]:
     return u.reads | u.writes
 
 
+#: The texture builtins that name a sampler.
+SAMPLING = (ir.TextureSampleLevel, ir.TextureSampleCompare, ir.TextureGather, ir.TextureSampleGrad)
+
+
 class _Named(_Uses):
     """Every module resource named, not only the storage bindings read or written: a uniform,
     the params, a texture, ``arrayLength``'s binding."""
@@ -178,11 +182,10 @@ class _Named(_Uses):
 
     def expr(self, e: object, scope: list[set[str]]) -> None:
         held = (ir.ArrayLength, ir.TextureLoad, ir.TextureDimensions, ir.TextureStore)
-        held += (ir.TextureSampleLevel, ir.TextureSampleCompare, ir.TextureNumLayers)
+        held += (ir.TextureNumLayers, *SAMPLING)
         if isinstance(e, held) and self.binding(e.name, scope):
             self.reads.add(e.name)
-        sampling = (ir.TextureSampleLevel, ir.TextureSampleCompare)
-        if isinstance(e, sampling) and self.binding(e.sampler, scope):
+        if isinstance(e, SAMPLING) and self.binding(e.sampler, scope):
             self.reads.add(e.sampler)
         super().expr(e, scope)
 

@@ -23,7 +23,6 @@ def k(body: str, head: str = "") -> str:
     )
 
 
-T = "@group(0) @binding(1) var t: texture_2d<f32>;\n@group(0) @binding(2) var s: sampler;\n"
 C = "@group(0) @binding(1) var t: texture_depth_cube;\n@group(0) @binding(2) var s: sampler_comparison;\n"
 
 LIMITS = {
@@ -35,9 +34,9 @@ LIMITS = {
         "  out[0] = 1u;",
         "@group(0) @binding(1) var t: texture_storage_2d_array<r32float, write>;\n",
     ),
-    "textureGather": k("  out[0] = u32(textureGather(0, t, s, vec2<f32>(0.5)).x);", T),
-    "textureSampleGrad": k(
-        "  out[0] = u32(textureSampleGrad(t, s, vec2<f32>(0.5), vec2<f32>(), vec2<f32>()).x);", T
+    "textureGather_of_a_cube": k(
+        "  out[0] = u32(textureGather(0, t, s, vec3<f32>(1.0)).x);",
+        "@group(0) @binding(1) var t: texture_cube<f32>;\n@group(0) @binding(2) var s: sampler;\n",
     ),
     "textureGatherCompare_of_a_cube": k(
         "  out[0] = u32(textureGatherCompare(t, s, vec3<f32>(1.0), 0.5).x);", C
