@@ -284,10 +284,16 @@ class Expressions(Rules):
                 tok.line,
                 tok.column,
             )
-        if str(tok) in ("texture_storage_1d", "texture_storage_2d", "texture_storage_3d"):
+        if str(tok) in (
+            "texture_storage_1d",
+            "texture_storage_2d",
+            "texture_storage_3d",
+            "texture_storage_2d_array",
+        ):
             words = [a.name if isinstance(a, StructRef) else None for a in args]
             if len(words) == 2 and words[0] in TEXEL_FORMATS and words[1] in ACCESSES:
-                return StorageTexture(words[0], words[1], int(str(tok)[16]))
+                arrayed = str(tok).endswith("_array")
+                return StorageTexture(words[0], words[1], int(str(tok)[16]), arrayed)
             raise self._err(
                 f"{tok}<{', '.join(map(str, words))}> (the formats "
                 f"{', '.join(TEXEL_FORMATS)}; write, read or read_write access)",

@@ -61,6 +61,9 @@ class TextureCalls:
                 raise UnsupportedError(
                     f"textureGatherCompare of a {tex}", self.filename, line, column
                 )
+            case "textureLoad" if n == 3 and isinstance(tex, StorageTexture) and tex.arrayed:
+                coords, layer = self.expr(args[1], scope, None), self.expr(args[2], scope, None)
+                return ir.TextureLoad(args[0].name, coords, None, layer)
             case "textureLoad" if n == 3 and not cube:
                 coords, level = self.expr(args[1], scope, None), self.expr(args[2], scope, None)
                 return ir.TextureLoad(args[0].name, coords, level)

@@ -476,6 +476,12 @@ class Typer(Assignments, Constructors, TextureCalls):
                 coords = self.expr(args[1], scope, None)
                 value = self.expr(args[2], scope, tex.texel)
                 return self.check(ir.TextureStore(args[0].name, coords, value), scope, ret, loop)
+            case CallStmt(ir.FnCall("textureStore", args)) if self.texture(args, 4, scope):
+                tex = scope.lookup(args[0].name).ty
+                coords, layer = self.expr(args[1], scope, None), self.expr(args[2], scope, None)
+                value = self.expr(args[3], scope, getattr(tex, "texel", None))
+                store = ir.TextureStore(args[0].name, coords, value, layer)
+                return self.check(store, scope, ret, loop)
             case CallStmt(ir.FnCall("textureBarrier", args)) if (
                 "textureBarrier" not in self.checker.function_names
             ):

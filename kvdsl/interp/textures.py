@@ -35,8 +35,9 @@ class TextureAccess:
                 return np.array(size if len(size) == 1 else [size], np.uint32)
             case ir.TextureNumLayers(name):
                 return np.array([self.texture_of(name).data.shape[0]], np.uint32)
-            case ir.TextureLoad(name, coords, None):  # a storage texture's
-                return self.storage_texture_load(self.texture_of(name), self.eval(coords, m), m)
+            case ir.TextureLoad(name, coords, None, layer):  # a storage texture's
+                t = self.texture_of(name)
+                return self.storage_texture_load(t, self.texel_at(coords, layer, m), m)
             case ir.TextureLoad(name, coords, level, layer):
                 t, xyz = self.texture_of(name), self.eval(coords, m)
                 if layer is not None:
@@ -70,6 +71,12 @@ class TextureAccess:
                 t = self.texture_of(name)
                 return self.texture_sample(t, self.eval(coords, m), self.index(t, layer, m))
         raise InterpError(f"{show(e)}: not a texture builtin")
+
+    def texel_at(self, coords: ir.Expr, layer: ir.Expr | None, m: Mask) -> np.ndarray:
+        """A texel access's ``coords`` in each lane, and its array index ``layer`` after them
+        where given (x, y, layer: the layer the outermost axis of an arrayed texture)."""
+        xyz = self.eval(coords, m)
+        return xyz if layer is None else _with_layer(xyz, self.eval(layer, m), self.n)
 
     def index(self, t: TextureMemory, layer: ir.Expr | None, m: Mask) -> np.ndarray | None:
         """The array index ``layer`` of a sampling builtin in each lane, clamped to the layers
@@ -171,7 +178,8 @@ class TextureAccess:
         if bad.any():
             j = int(np.flatnonzero(bad)[0])
             texel = ", ".join(str(c) for c in at[j])
-            extent = ", ".join(f"{a} {n}" for a, n in zip(("width", "height", "depth"), size))
+            third = "layers" if getattr(t.texture.ty, "arrayed", False) else "depth"
+            extent = ", ".join(f"{a} {n}" for a, n in zip(("width", "height", third), size))
             who = self.grid.describe(int(self.grid.original(lanes[j : j + 1])[0]))
             raise OutOfBounds(
                 f"{t.texture.name} texel ({texel}) is out of bounds ({extent}) for {who}"

@@ -86,9 +86,9 @@ def specialise_handles(kernel: ir.Kernel) -> ir.Kernel:
             case ir.Deref(x):
                 x = rewrite(x, env)
                 return x.x if type(x) is ir.AddressOf else ir.Deref(x)
-            case ir.TextureStore(name, coords, value):
-                name = env.get(name, name)
-                return ir.TextureStore(name, rewrite(coords, env), rewrite(value, env))
+            case ir.TextureStore(name, coords, value, layer):
+                coords, value, layer = (rewrite(x, env) for x in (coords, value, layer))
+                return ir.TextureStore(env.get(name, name), coords, value, layer)
             case ir.TextureDimensions(name, level):
                 return ir.TextureDimensions(env.get(name, name), rewrite(level, env))
             case ir.TextureLoad(name, coords, level, layer):

@@ -68,8 +68,10 @@ def call_text(
             return f"textureDimensions({name})"
         case ir.TextureDimensions(name, level):
             return f"textureDimensions({name}, {expr(level)})"
-        case ir.TextureLoad(name, coords, None):
+        case ir.TextureLoad(name, coords, None, None):
             return f"textureLoad({name}, {expr(coords)})"
+        case ir.TextureLoad(name, coords, None, layer):  # a storage texture array's
+            return f"textureLoad({name}, {arguments((coords, layer))})"
         case ir.TextureLoad(name, coords, level, None):
             return f"textureLoad({name}, {arguments((coords, level))})"
         case ir.TextureLoad(name, coords, level, layer):
@@ -121,8 +123,10 @@ def statement(s: ir.Stmt, expr: Callable[[ir.Expr], str]) -> str | None:
             return expr(call)
         case ir.AtomicStmt(call):
             return expr(call)
-        case ir.TextureStore(name, coords, value):
+        case ir.TextureStore(name, coords, value, None):
             return f"textureStore({name}, {expr(coords)}, {expr(value)})"
+        case ir.TextureStore(name, coords, value, layer):
+            return f"textureStore({name}, {expr(coords)}, {expr(layer)}, {expr(value)})"
         case ir.ConstAssert(cond):
             return f"const_assert {expr(cond)}"
     return None

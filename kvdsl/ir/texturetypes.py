@@ -46,6 +46,7 @@ class TextureTyper:
                 tex = self.texel_access(e, name, coords, scope, StorageTexture, which)
                 if tex.access == "write":
                     raise VerifyError(f"{show(e)}: '{name}' is a {tex}, which {which}")
+                self._layer(e, tex, e.layer, scope)
                 return tex.texel
             case ir.TextureLoad(name, coords, level):
                 which = "textureLoad does not read (a texture_2d or texture_3d)"
@@ -57,7 +58,7 @@ class TextureTyper:
                 return tex.texel
             case ir.TextureNumLayers(name):
                 tex = self.texture_type(e, name, scope)
-                if not (isinstance(tex, SampledTexture) and tex.arrayed):
+                if not getattr(tex, "arrayed", False):
                     raise VerifyError(f"{show(e)}: '{name}' is a {tex}, which has no layers")
                 return u32
             case ir.TextureSampleLevel(name, sampler, coords, level):
@@ -159,7 +160,9 @@ class TextureTyper:
             raise VerifyError(f"{show(e)}: the coordinates are {ct}, expected {want}")
         return ct
 
-    def _layer(self, e: object, tex: SampledTexture, layer: object, scope: Scope) -> None:
+    def _layer(
+        self, e: object, tex: SampledTexture | StorageTexture, layer: object, scope: Scope
+    ) -> None:
         """An arrayed texture's layer index is given, an ``i32`` or ``u32``; no other
         texture's is."""
         if (layer is None) == tex.arrayed:

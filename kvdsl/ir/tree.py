@@ -431,11 +431,13 @@ class TextureStore:
     """``textureStore(name, coords, value);``: texel ``coords`` (a ``vec2<i32>`` or
     ``vec2<u32>``, x then y) of storage texture ``name`` set to ``value`` (a ``vec4`` of the
     format's channel type, converted to the format); coordinates outside the texture store
-    nothing, as WGSL says."""
+    nothing, as WGSL says. Of a ``texture_storage_2d_array``, ``layer`` is the array index (an
+    ``i32`` or ``u32``), written before the value."""
 
     name: str
     coords: Expr
     value: Expr
+    layer: Expr | None = None
 
 
 Stmt = (

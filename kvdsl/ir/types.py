@@ -341,14 +341,22 @@ class StorageTexture:
     """``texture_storage_2d<format, access>`` (``texture_storage_3d`` of ``dim`` 3): a storage
     texture a kernel writes texels of (``textureStore``; ``access`` ``write`` or
     ``read_write``), reads texels of (``textureLoad``; ``read`` or ``read_write``) and reads the
-    size of (``textureDimensions``)."""
+    size of (``textureDimensions``). ``arrayed``: ``texture_storage_2d_array``, layers of 2-D
+    textures, each texel access given an array index."""
 
     format: str
     access: str = "write"
     dim: int = 2
+    arrayed: bool = False
 
     def __str__(self) -> str:
-        return f"texture_storage_{self.dim}d<{self.format}, {self.access}>"
+        array = "_array" if self.arrayed else ""
+        return f"texture_storage_{self.dim}d{array}<{self.format}, {self.access}>"
+
+    @property
+    def view_dimension(self) -> str:
+        """The dimension of the view the runtime binds it through (``2d-array``)."""
+        return f"{self.dim}d-array" if self.arrayed else f"{self.dim}d"
 
     @property
     def texel(self) -> Vec:

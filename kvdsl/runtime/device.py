@@ -390,7 +390,7 @@ def _layout_entries(
                 "storage_texture": {
                     "access": access[t.ty.access],
                     "format": t.ty.format,
-                    "view_dimension": f"{t.ty.dim}d",
+                    "view_dimension": t.ty.view_dimension,
                 },
             }
         )

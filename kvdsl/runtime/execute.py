@@ -171,7 +171,7 @@ class _Dispatch:
             else:
                 tex = _upload_texture(dev, t, data)
             self.textures[t.name] = (t, tex, texels[t.name])
-            view = getattr(t.ty, "view_dimension", None)  # a storage texture's: its own
+            view = t.ty.view_dimension
             view = {"dimension": view} if view in ("2d-array", "cube", "cube-array") else {}
             entries.append({"binding": k, "resource": tex.create_view(**view)})
         self.bind_group = dev.create_bind_group(layout=self.pipe.layout, entries=entries)

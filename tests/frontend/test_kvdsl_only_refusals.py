@@ -30,10 +30,6 @@ LIMITS = {
         "  out[0] = 1u;", "@group(0) @binding(1) var t: texture_multisampled_2d<f32>;\n"
     ),
     "texture_external": k("  out[0] = 1u;", "@group(0) @binding(1) var t: texture_external;\n"),
-    "texture_storage_2d_array": k(
-        "  out[0] = 1u;",
-        "@group(0) @binding(1) var t: texture_storage_2d_array<r32float, write>;\n",
-    ),
     "textureGather_of_a_cube": k(
         "  out[0] = u32(textureGather(0, t, s, vec3<f32>(1.0)).x);",
         "@group(0) @binding(1) var t: texture_cube<f32>;\n@group(0) @binding(2) var s: sampler;\n",
