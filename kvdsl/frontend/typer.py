@@ -12,6 +12,8 @@ through ``Verifier.stmt``, so a type error is raised with the line of the statem
 from __future__ import annotations
 
 
+from dataclasses import fields, is_dataclass, replace
+
 from kvdsl.frontend.errors import UnsupportedError, WgslTypeError, discarded
 from kvdsl.frontend.numbers import const_int
 from kvdsl.frontend.records import (
@@ -88,11 +90,42 @@ class Typer(Assignments, Constructors, TextureCalls):
         self.lines: dict[int, int] = {}
         self.line: int | None = None
         self.const_symbols: set[int] = set()  # the scope symbols of function-scope consts
+        # Per function-scope const of an abstract value, by its symbol's id: the symbol and the
+        # value, which each use reads in its place (abstract, as WGSL evaluates it there).
+        self.abstract_consts: dict[int, tuple[object, ir.Expr]] = {}
+        self.inlining = False  # within an expression whose abstract consts are read in
         self.overrides: frozenset[str] = frozenset()  # the module's overrides (module consts)
         self.structs: dict[str, Struct] = {}  # the module's structs, by name
         self.must_use: frozenset[str] = frozenset()  # the helpers marked @must_use
         self.steps: set[int] = set()  # id(Assign) of each raw `lhs++` and `lhs--`
         self.alias_ctors: dict[int, str] = {}  # id(RawCtor) -> the alias it is called by
+
+    def inline(self, e, scope: Scope):
+        """Raw expression ``e`` with each name of a function-scope const of an abstract value
+        (:attr:`abstract_consts`) replaced by that value: ``const h = 0.5; h * 1e-50 * 1e50``
+        is abstract as a whole, as WGSL evaluates it."""
+        if type(e) is ir.Name:
+            sym = scope.lookup(e.name)
+            held = self.abstract_consts.get(id(sym)) if sym is not None else None
+            return held[1] if held is not None and held[0] is sym else e
+        if isinstance(e, tuple):
+            out = tuple(self.inline(x, scope) for x in e)
+            return e if all(a is b for a, b in zip(out, e)) else out
+        if not is_dataclass(e):
+            return e
+        changed = {}
+        for f in fields(e):
+            v = getattr(e, f.name)
+            if is_dataclass(v) or isinstance(v, tuple):
+                if (w := self.inline(v, scope)) is not v:
+                    changed[f.name] = w
+        if not changed:
+            return e
+        out = replace(e, **changed)
+        for held in (self.calls, self.alias_ctors):  # what is kept of the node, by its id
+            if id(e) in held:
+                held[id(out)] = held[id(e)]
+        return out
 
     def resolve(self, ty):
         """``ty`` with a struct named by the source (a ``StructRef``) resolved to its
@@ -120,6 +153,12 @@ class Typer(Assignments, Constructors, TextureCalls):
     # -- expressions --
     def expr(self, e: ir.Expr, scope: Scope, want: Type | None) -> ir.Expr:
         """``e`` with every abstract literal typed; ``want`` is the type the context expects."""
+        if self.abstract_consts and not self.inlining:
+            self.inlining = True
+            try:
+                return self.expr(self.inline(e, scope), scope, want)
+            finally:
+                self.inlining = False
         match e:
             case RawLit(value, ty):
                 ty = ty or pick(value, want)
@@ -396,7 +435,10 @@ class Typer(Assignments, Constructors, TextureCalls):
                     self.const_initialiser(name, value, scope)
                 out = self.check(ir.Let(name, value), scope, ret, loop)
                 if const:
-                    self.const_symbols.add(id(scope.lookup(name)))
+                    sym = scope.lookup(name)
+                    self.const_symbols.add(id(sym))
+                    if ty is None and is_abstract(raw := self.inline(s.value, scope)):
+                        self.abstract_consts[id(sym)] = (sym, raw)
                 return out
             case RawVar(name, ty, init):
                 ty = self.resolve(ty)
