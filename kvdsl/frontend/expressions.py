@@ -67,6 +67,7 @@ DEPTH_TEXTURES = (
     "texture_depth_2d_array",
     "texture_depth_cube",
     "texture_depth_cube_array",
+    "texture_depth_multisampled_2d",
 )
 UNSUPPORTED_TYPE_PREFIXES = ("texture_",)
 
@@ -252,7 +253,8 @@ class Expressions(Rules):
         if name in ("sampler", "sampler_comparison"):
             return Sampler(name == "sampler_comparison")
         if name in DEPTH_TEXTURES:
-            return SampledTexture(f32, 2, name.endswith("_array"), True, "cube" in name)
+            ms = name == "texture_depth_multisampled_2d"
+            return SampledTexture(f32, 2, name.endswith("_array"), True, "cube" in name, ms)
         if name in UNSUPPORTED_TYPES or name.startswith(UNSUPPORTED_TYPE_PREFIXES):
             raise self._err(f"type '{name}'", tok.line, tok.column)
         return StructRef(name, tok.line, tok.column)
@@ -276,8 +278,10 @@ class Expressions(Rules):
                 tok.line,
                 tok.column,
             )
-        if str(tok) in ("texture_cube", "texture_cube_array"):
+        if str(tok) in ("texture_cube", "texture_cube_array", "texture_multisampled_2d"):
             if len(args) == 1 and args[0] in (f32, u32, i32):
+                if str(tok) == "texture_multisampled_2d":
+                    return SampledTexture(args[0], 2, multisampled=True)
                 return SampledTexture(args[0], 2, str(tok).endswith("_array"), cube=True)
             raise self._err(
                 f"{tok}<{', '.join(map(str, args))}> (sample types f32, u32, i32)",

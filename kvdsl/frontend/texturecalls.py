@@ -19,6 +19,7 @@ TEXTURE_CALLS = frozenset(
         "textureDimensions",
         "textureLoad",
         "textureNumLayers",
+        "textureNumSamples",
         "textureStore",
         "textureSampleLevel",
         "textureSampleCompareLevel",
@@ -47,6 +48,11 @@ class TextureCalls:
         arrayed = isinstance(tex, SampledTexture) and tex.arrayed
         cube = isinstance(tex, SampledTexture) and tex.cube  # sampled only, in a direction
         towards = Vec(3, f32) if cube else texel_coords(getattr(tex, "dim", 2), f32)
+        if getattr(tex, "multisampled", False) and (
+            (name, n)
+            not in (("textureLoad", 3), ("textureDimensions", 1), ("textureNumSamples", 1))
+        ):
+            self.no_overload(name, args, scope)  # read texel by texel, sample by sample
         match name:
             case _ if name in FRAGMENT_ONLY:
                 raise self.error(f"{name}: built-in cannot be used by compute pipeline stage")
@@ -72,6 +78,8 @@ class TextureCalls:
                 return ir.TextureLoad(args[0].name, coords, level, layer)
             case "textureNumLayers" if n == 1:
                 return ir.TextureNumLayers(args[0].name)
+            case "textureNumSamples" if n == 1:
+                return ir.TextureNumSamples(args[0].name)
             case "textureSampleLevel" if n == 5 and arrayed and self.sampler(args[1], scope):
                 coords = self.expr(args[2], scope, towards)
                 layer = self.expr(args[3], scope, None)

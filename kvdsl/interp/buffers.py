@@ -14,6 +14,7 @@ import numpy as np
 from kvdsl.interp.indexsets import Shape, counts, strided
 from kvdsl.interp.values import ArrayValue
 from kvdsl.ir.tree import Binding, Texture, WorkgroupVar
+from kvdsl.ir.texels import host_axes, host_shape_fits, texel_refusal
 from kvdsl.ir.types import (
     Array,
     Atomic,
@@ -23,10 +24,7 @@ from kvdsl.ir.types import (
     Sampler,
     Struct,
     Vec,
-    depth_refusal,
     held_as_words,
-    host_axes,
-    host_shape_fits,
     memory_unit,
     stride,
     u32,
@@ -319,9 +317,9 @@ def texture_memory(texture: Texture, given: np.ndarray) -> TextureMemory:
             f"texture '{texture.name}' ({ty}) is given as {given.dtype}{list(given.shape)}: "
             f"expected {ty.dtype}[{', '.join(axes)}]"
         )
+    if (why := texel_refusal(texture.name, ty, given)) is not None:
+        raise TypeError(why)
     if getattr(ty, "depth", False):
-        if (why := depth_refusal(texture.name, ty, given)) is not None:
-            raise TypeError(why)
         given = given[..., None]  # held as one channel, as the other textures hold four
     data = np.array(given, copy=True)
     owner = np.full(data.shape[:-1], -1, np.int64)

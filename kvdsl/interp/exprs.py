@@ -198,6 +198,7 @@ class Expressions:
             case (
                 ir.TextureDimensions()
                 | ir.TextureNumLayers()
+                | ir.TextureNumSamples()
                 | ir.TextureLoad()
                 | ir.TextureSampleLevel()
                 | ir.TextureSampleCompare()

@@ -33,13 +33,16 @@ class TextureAccess:
                     self.texture_level(t, self.eval(level, m), m)
                 size = t.data.shape[-2::-1][: getattr(t.texture.ty, "dim", 2)]  # no layers
                 return np.array(size if len(size) == 1 else [size], np.uint32)
-            case ir.TextureNumLayers(name):
+            case ir.TextureNumLayers(name) | ir.TextureNumSamples(name):
                 return np.array([self.texture_of(name).data.shape[0]], np.uint32)
             case ir.TextureLoad(name, coords, None, layer):  # a storage texture's
                 t = self.texture_of(name)
                 return self.storage_texture_load(t, self.texel_at(coords, layer, m), m)
             case ir.TextureLoad(name, coords, level, layer):
                 t, xyz = self.texture_of(name), self.eval(coords, m)
+                if getattr(t.texture.ty, "multisampled", False):  # the sample: outermost
+                    xyz = _with_layer(xyz, self.eval(level, m), self.n)
+                    return _returned(t, self.texture_load(t, xyz, np.zeros(1, np.int64), m))
                 if layer is not None:
                     xyz = _with_layer(xyz, self.eval(layer, m), self.n)
                 return _returned(t, self.texture_load(t, xyz, self.eval(level, m), m))
@@ -108,6 +111,7 @@ class TextureAccess:
             what = f"level {lv[j]}" if lv[j] != 0 else f"texel ({texel})"
             who = self.grid.describe(int(self.grid.original(np.array([j]))[0]))
             third = "layers" if getattr(t.texture.ty, "arrayed", False) else "depth"
+            third = "samples" if getattr(t.texture.ty, "multisampled", False) else third
             extent = ", ".join(f"{a} {n}" for a, n in zip(("width", "height", third), size))
             raise OutOfBounds(
                 f"{name} {what} is out of bounds ({extent}, one level) for {who}{self.where()}"

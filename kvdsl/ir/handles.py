@@ -113,6 +113,8 @@ def specialise_handles(kernel: ir.Kernel) -> ir.Kernel:
                 return ir.TextureSampleGrad(name, sampler, coords, ddx, ddy, layer)
             case ir.TextureNumLayers(name):
                 return ir.TextureNumLayers(env.get(name, name))
+            case ir.TextureNumSamples(name):
+                return ir.TextureNumSamples(env.get(name, name))
             case ir.FnCall(name, args) if name in functions and _handle_params(functions[name]):
                 fn = functions[name]
                 given = given_of(fn, args, env)

@@ -94,6 +94,8 @@ def call_text(
             return f"textureSampleGrad({name}, {sampler}, {arguments(rest)})"
         case ir.TextureNumLayers(name):
             return f"textureNumLayers({name})"
+        case ir.TextureNumSamples(name):
+            return f"textureNumSamples({name})"
     return None
 
 

@@ -31,7 +31,7 @@ class TextureTyper:
             case ir.TextureDimensions(name, level):
                 tex = self.texture_type(e, name, scope)
                 if level is not None:
-                    if not isinstance(tex, SampledTexture):
+                    if not isinstance(tex, SampledTexture) or tex.multisampled:
                         raise VerifyError(
                             f"{show(e)}: '{name}' is a {tex}, which has no mip levels (a "
                             "level is given for a texture_2d or texture_3d)"
@@ -56,6 +56,11 @@ class TextureTyper:
                 self._mip_level(e, level, scope)
                 self._layer(e, tex, e.layer, scope)
                 return tex.texel
+            case ir.TextureNumSamples(name):
+                tex = self.texture_type(e, name, scope)
+                if not getattr(tex, "multisampled", False):
+                    raise VerifyError(f"{show(e)}: '{name}' is a {tex}, which is not multisampled")
+                return u32
             case ir.TextureNumLayers(name):
                 tex = self.texture_type(e, name, scope)
                 if not getattr(tex, "arrayed", False):

@@ -129,7 +129,8 @@ class TextureLoad:
     x then y; ``vec3`` of a ``texture_3d``) of mip level ``level`` (an ``i32`` or ``u32``) of
     sampled texture ``name``, a ``vec4`` of its sample type; ``textureLoad(name, coords)`` (no
     ``level``) of a storage texture of ``read`` or ``read_write`` access, a ``vec4`` of its
-    format's channel type (an ``r32`` format's ``(x, 0, 0, 1)``). Of a ``texture_2d_array``,
+    format's channel type (an ``r32`` format's ``(x, 0, 0, 1)``). Of a multisampled texture,
+    ``level`` is the sample index (an ``i32`` or ``u32``). Of a ``texture_2d_array``,
     ``layer`` is the array index (an ``i32`` or ``u32``), written before the level."""
 
     name: str
@@ -202,6 +203,14 @@ class TextureSampleGrad:
     ddx: Expr
     ddy: Expr
     layer: Expr | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TextureNumSamples:
+    """``textureNumSamples(name)``: the ``u32`` count of samples of each texel of multisampled
+    texture ``name``."""
+
+    name: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -281,6 +290,7 @@ Expr = (
     | TextureGather
     | TextureSampleGrad
     | TextureNumLayers
+    | TextureNumSamples
     | AtomicCall
     | AddressOf
     | Deref

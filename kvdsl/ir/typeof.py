@@ -328,6 +328,7 @@ class ExprTyper(TextureTyper, PointerTyper):
                 ir.TextureDimensions()
                 | ir.TextureLoad()
                 | ir.TextureNumLayers()
+                | ir.TextureNumSamples()
                 | ir.TextureSampleLevel()
                 | ir.TextureSampleCompare()
                 | ir.TextureGather()

@@ -260,6 +260,12 @@ SAMPLE_TYPES = {
 #: What the runtime binds a depth texture as: one ``float32`` channel, the bind group's sample
 #: type ``depth`` (what a comparison sampler asks for).
 DEPTH_TEXTURE = ("depth32float", np.float32, "depth")
+#: The formats of a multisampled texture of each sample type: WebGPU multisamples no format of
+#: four 32-bit channels, so four 16-bit ones, which hold the host's values exactly where they
+#: are values of the format (:func:`kvdsl.ir.texels.multisampled_refusal`).
+MULTISAMPLED = {"f32": ("rgba16float",), "u32": ("rgba16uint",), "i32": ("rgba16sint",)}
+#: The samples of each texel of a multisampled texture: WebGPU's one count past 1.
+SAMPLE_COUNT = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,16 +276,20 @@ class SampledTexture:
     ``rgba32sint``), one mip level. ``depth``: ``texture_depth_2d`` (``texture_depth_2d_array``
     arrayed), T ``f32``, one ``float32`` channel held as ``depth32float``, a texel an ``f32``.
     ``cube``: ``texture_cube<T>`` (``texture_depth_cube`` of ``depth``, ``_array`` of
-    ``arrayed``): six square faces (``dim`` 2, the size of a face) sampled in a direction."""
+    ``arrayed``): six square faces (``dim`` 2, the size of a face) sampled in a direction.
+    ``multisampled``: ``texture_multisampled_2d<T>`` (``texture_depth_multisampled_2d``), texels
+    of :data:`SAMPLE_COUNT` samples each, held as four 16-bit channels (:data:`MULTISAMPLED`)."""
 
     sample: Scalar
     dim: int = 2
     arrayed: bool = False  # texture_2d_array<T>: layers of 2-D textures, one index each
     depth: bool = False  # texture_depth_2d[_array]: one depth value a texel
     cube: bool = False  # texture_cube<T>: six faces, +X, -X, +Y, -Y, +Z, -Z
+    multisampled: bool = False  # texture_multisampled_2d<T>: SAMPLE_COUNT samples a texel
 
     def __str__(self) -> str:
         shape = "cube" if self.cube else f"{self.dim}d"
+        shape = f"multisampled_{shape}" if self.multisampled else shape
         array = "_array" if self.arrayed else ""
         if self.depth:
             return f"texture_depth_{shape}{array}"
@@ -293,7 +303,9 @@ class SampledTexture:
 
     @property
     def format(self) -> str:
-        return DEPTH_TEXTURE[0] if self.depth else SAMPLE_TYPES[self.sample.name][0]
+        if self.depth:
+            return DEPTH_TEXTURE[0]
+        return (MULTISAMPLED if self.multisampled else SAMPLE_TYPES)[self.sample.name][0]
 
     @property
     def view_dimension(self) -> str:
@@ -371,40 +383,6 @@ class StorageTexture:
     def dtype(self) -> np.dtype:
         """The numpy dtype the host holds each channel as."""
         return np.dtype(TEXEL_FORMATS[self.format][2])
-
-
-def host_axes(ty: StorageTexture | SampledTexture) -> tuple[str, ...]:
-    """The axes of the array the host gives texture type ``ty`` as, outermost first, in words
-    (``("height", "width", "4")``): a depth texture's has no channel axis, a cube's six faces
-    of ``size`` by ``size`` (``("6", "size", "size", "4")``)."""
-    axes = ("depth", "height", "width")[3 - ty.dim :]
-    axes = ("6", "size", "size") if getattr(ty, "cube", False) else axes
-    axes = ("layers", *axes) if getattr(ty, "arrayed", False) else axes
-    return axes if getattr(ty, "depth", False) else (*axes, str(ty.channels))
-
-
-def host_shape_fits(ty: StorageTexture | SampledTexture, shape: tuple[int, ...]) -> bool:
-    """Whether an array of ``shape`` has the axes :func:`host_axes` names for ``ty``: as many,
-    each numbered one of that length, the ``size`` ones (a cube's faces) of one length."""
-    axes = host_axes(ty)
-    if len(shape) != len(axes):
-        return False
-    sizes = {n for a, n in zip(axes, shape) if a == "size"}
-    return len(sizes) < 2 and all(not a.isdigit() or int(a) == n for a, n in zip(axes, shape))
-
-
-def depth_refusal(name: str, ty: SampledTexture, given: np.ndarray) -> str | None:
-    """Why the host's array ``given`` cannot be depth texture ``name``'s texels (a value
-    outside [0, 1], or NaN: a render pass, the one way WebGPU writes ``depth32float``, clamps
-    what it writes to the viewport's depth range [0, 1]), else None."""
-    bad = ~((given >= 0) & (given <= 1))
-    if not bad.any():
-        return None
-    at = [int(i) for i in np.argwhere(bad)[0]]
-    return (
-        f"texture '{name}' ({ty}) holds {given[tuple(at)]} at {at}: a depth texture's values "
-        "are in [0, 1] (a render pass, the one way WebGPU writes depth32float, clamps to that)"
-    )
 
 
 def texel_coords(dim: int, scalar: Scalar) -> Scalar | Vec:

@@ -182,7 +182,7 @@ class _Named(_Uses):
 
     def expr(self, e: object, scope: list[set[str]]) -> None:
         held = (ir.ArrayLength, ir.TextureLoad, ir.TextureDimensions, ir.TextureStore)
-        held += (ir.TextureNumLayers, *SAMPLING)
+        held += (ir.TextureNumLayers, ir.TextureNumSamples, *SAMPLING)
         if isinstance(e, held) and self.binding(e.name, scope):
             self.reads.add(e.name)
         if isinstance(e, SAMPLING) and self.binding(e.sampler, scope):

@@ -371,7 +371,8 @@ def _layout_entries(
         if isinstance(t.ty, SampledTexture):
             sample = t.ty.binding_sample_type
             view = t.ty.view_dimension
-            texture = {"sample_type": sample, "view_dimension": view, "multisampled": False}
+            ms = t.ty.multisampled
+            texture = {"sample_type": sample, "view_dimension": view, "multisampled": ms}
             entries.append(
                 {"binding": k, "visibility": wgpu.ShaderStage.COMPUTE, "texture": texture}
             )

@@ -17,6 +17,7 @@ from typing import Mapping
 import numpy as np
 
 from kvdsl.ir.host import split_values
+from kvdsl.ir.texels import host_axes, host_shape_fits, texel_refusal
 from kvdsl.ir.types import (
     Array,
     Mat,
@@ -24,10 +25,7 @@ from kvdsl.ir.types import (
     Scalar,
     Struct,
     Vec,
-    depth_refusal,
     field_offsets,
-    host_axes,
-    host_shape_fits,
     size_of,
     stride,
 )
@@ -108,7 +106,7 @@ def split_textures(textures: tuple, buffers: Mapping[str, object]) -> tuple[dict
             )
         if min(a.shape[: len(axes) - (not getattr(ty, "depth", False))]) < 1:
             raise BufferError(f"texture '{name}' ({ty}) is empty: {list(a.shape)}")
-        if getattr(ty, "depth", False) and (why := depth_refusal(name, ty, a)) is not None:
+        if (why := texel_refusal(name, ty, a)) is not None:
             raise BufferError(why)
         texels[name] = np.ascontiguousarray(a, ty.dtype.newbyteorder("<"))
     return {k: v for k, v in buffers.items() if k not in names}, texels
