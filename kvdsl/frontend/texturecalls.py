@@ -7,7 +7,6 @@ and a builtin only a fragment shader may call, as Tint refuses it in a compute s
 
 from __future__ import annotations
 
-from kvdsl.frontend.errors import UnsupportedError
 from kvdsl.ir import tree as ir
 from kvdsl.ir.scope import Scope
 from kvdsl.ir.types import SampledTexture, Sampler, StorageTexture, Vec, f32, texel_coords
@@ -62,11 +61,6 @@ class TextureCalls:
                 return ir.TextureDimensions(args[0].name, self.expr(args[1], scope, None))
             case "textureLoad" if n == 2 and isinstance(tex, StorageTexture):
                 return ir.TextureLoad(args[0].name, self.expr(args[1], scope, None))
-            case "textureGatherCompare" | "textureGather" if cube:
-                line, column = self.calls.get(id(e), (self.line, None))
-                raise UnsupportedError(
-                    f"textureGatherCompare of a {tex}", self.filename, line, column
-                )
             case "textureLoad" if n == 3 and isinstance(tex, StorageTexture) and tex.arrayed:
                 coords, layer = self.expr(args[1], scope, None), self.expr(args[2], scope, None)
                 return ir.TextureLoad(args[0].name, coords, None, layer)
@@ -101,7 +95,7 @@ class TextureCalls:
                     args[0].name, args[1].name, coords, ref, layer, gather
                 )
             case "textureGather" if n == 3 + arrayed and depth and self.sampler(args[1], scope):
-                coords = self.expr(args[2], scope, Vec(2, f32))
+                coords = self.expr(args[2], scope, towards)
                 layer = self.expr(args[3], scope, None) if arrayed else None
                 return ir.TextureGather(args[0].name, args[1].name, coords, None, layer)
             case "textureSampleGrad" if n == 5 + arrayed and self.sampler(args[1], scope):
@@ -116,13 +110,12 @@ class TextureCalls:
         args = e.args
         tex = scope.lookup(args[1].name).ty
         arrayed = isinstance(tex, SampledTexture) and tex.arrayed
-        if isinstance(tex, SampledTexture) and tex.cube:
-            line, column = self.calls.get(id(e), (self.line, None))
-            raise UnsupportedError(f"textureGather of a {tex}", self.filename, line, column)
+        cube = isinstance(tex, SampledTexture) and tex.cube  # sampled in a direction
         colour = isinstance(tex, SampledTexture) and not tex.depth
         if len(args) != 4 + arrayed or not colour or not self.sampler(args[2], scope):
             self.no_overload("textureGather", args, scope)
-        component, coords = self.expr(args[0], scope, None), self.expr(args[3], scope, Vec(2, f32))
+        towards = Vec(3 if cube else 2, f32)
+        component, coords = self.expr(args[0], scope, None), self.expr(args[3], scope, towards)
         layer = self.expr(args[4], scope, None) if arrayed else None
         return ir.TextureGather(args[1].name, args[2].name, coords, component, layer)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from kvdsl.interp.cubes import cube_footprint, cube_texel
 from kvdsl.interp.buffers import TextureMemory, from_texels, to_texels, unrepresentable
 from kvdsl.interp.errors import InterpError, OutOfBounds, RaceError
 from kvdsl.interp.values import Mask, broadcast
@@ -57,7 +58,7 @@ class TextureAccess:
                 uv, index = self.eval(coords, m), self.index(t, layer, m)
                 ref = broadcast(self.eval(ref, m), self.n).reshape(self.n, 1)
                 texels = (
-                    self.texture_gather(t, uv, index)
+                    self.texture_gather(t, uv, index, 0, m)
                     if gather
                     else self.texture_sample(t, uv, index)
                 )
@@ -68,7 +69,7 @@ class TextureAccess:
                 t = self.texture_of(name)
                 uv, index = self.eval(coords, m), self.index(t, layer, m)
                 channel = 0 if component is None else int(self.eval(component, m).reshape(-1)[0])
-                return self.texture_gather(t, uv, index, channel)
+                return self.texture_gather(t, uv, index, channel, m)
             case ir.TextureSampleGrad(name, _, coords, ddx, ddy, layer):
                 self.eval(ddx, m), self.eval(ddy, m)  # one level: every gradient samples it
                 t = self.texture_of(name)
@@ -128,7 +129,7 @@ class TextureAccess:
         4]``); of a ``texture_2d_array``, in layer ``layer`` (already clamped to the layers);
         of a cube, the texel of the face ``coords`` points at (:func:`cube_face`)."""
         if getattr(t.texture.ty, "cube", False):
-            face, x, y = cube_face(broadcast(coords, self.n).reshape(self.n, 3), t.data.shape[-2])
+            face, x, y = cube_texel(broadcast(coords, self.n).reshape(self.n, 3), t.data.shape[-2])
             outer = () if layer is None else (broadcast(layer, self.n).reshape(-1),)
             return t.data[(*outer, face, y, x)]
         size = t.data.shape[-2::-1][: getattr(t.texture.ty, "dim", 2)]  # width, height[, depth]
@@ -142,12 +143,20 @@ class TextureAccess:
         return t.data[tuple(reversed(at))]
 
     def texture_gather(
-        self, t: TextureMemory, coords: np.ndarray, layer: np.ndarray | None, channel: int = 0
+        self,
+        t: TextureMemory,
+        coords: np.ndarray,
+        layer: np.ndarray | None,
+        channel: int,
+        m: Mask,
     ) -> np.ndarray:
         """The four texels of 2-D texture ``t`` (their ``channel``) a bilinear filter reads at
         each lane's normalised ``coords``, in WGSL's order ``(umin, vmax), (umax, vmax), (umax,
         vmin), (umin, vmin)`` (``[lanes, 4]``): texels ``floor(u * size - 0.5)`` and the next,
-        each clamped to the edge (NaN as 0); of an arrayed texture, in layer ``layer``."""
+        each clamped to the edge (NaN as 0); of an arrayed texture, in layer ``layer``; of a
+        cube, :meth:`cube_gather`."""
+        if getattr(t.texture.ty, "cube", False):
+            return self.cube_gather(t, coords, layer, channel, m)
         size = t.data.shape[-2::-1][:2]  # width, height
         uv = np.nan_to_num(broadcast(coords, self.n).astype(np.float64).reshape(self.n, 2))
         lo = [np.floor(uv[:, k] * n - 0.5).astype(np.int64) for k, n in enumerate(size)]
@@ -155,6 +164,31 @@ class TextureAccess:
         outer = () if layer is None else (broadcast(layer, self.n).reshape(-1),)
         corners = ((u0, v1), (u1, v1), (u1, v0), (u0, v0))
         return np.stack([t.data[(*outer, v, u, channel)] for u, v in corners], axis=1)
+
+    def cube_gather(
+        self, t: TextureMemory, coords: np.ndarray, layer: np.ndarray | None, channel: int, m: Mask
+    ) -> np.ndarray:
+        """The four texels of cube ``t`` a bilinear filter reads in each lane's direction
+        ``coords`` (:func:`~kvdsl.interp.cubes.cube_footprint`: a texel past the face's edge is
+        the next face's), their ``channel``, in WGSL's order; of a cube array, in layer
+        ``layer``. An active lane whose footprint takes a cube's corner, where three faces meet
+        and no fourth texel is (WGSL leaves what it reads to the implementation), is
+        :class:`OutOfBounds`."""
+        d = broadcast(coords, self.n).astype(np.float64).reshape(self.n, 3)
+        faces, xs, ys, corner = cube_footprint(d, t.data.shape[-2])
+        lanes = self.grid.active(m)
+        if corner[lanes].any():
+            j = int(lanes[np.flatnonzero(corner[lanes])[0]])
+            who = self.grid.describe(int(self.grid.original(np.array([j]))[0]))
+            raise OutOfBounds(
+                f"{t.texture.name}: the texels gathered in direction {d[j].tolist()} take the "
+                f"cube's corner, where three faces meet (WGSL leaves the fourth to the "
+                f"implementation) for {who}{self.where()}"
+            )
+        outer = () if layer is None else (broadcast(layer, self.n).reshape(-1),)
+        return np.stack(
+            [t.data[(*outer, faces[k], ys[k], xs[k], channel)] for k in range(4)], axis=1
+        )
 
     def texture_level(self, t: TextureMemory, level: np.ndarray, m: Mask) -> None:
         """``textureDimensions(t, level)``: a level other than 0 of an active lane is
@@ -322,35 +356,3 @@ def _returned(t: TextureMemory, texels: np.ndarray) -> np.ndarray:
     """Texels read of ``t`` (``[lanes, channels]``) as the builtin returns them: a depth
     texture's one channel an ``f32`` scalar a lane, the others' four a ``vec4``."""
     return texels.reshape(-1) if getattr(t.texture.ty, "depth", False) else texels
-
-
-#: Per face of a cube (+X, -X, +Y, -Y, +Z, -Z), for its face coordinates s and t, the axis of
-#: the direction and the sign each takes (Vulkan's cube map face selection table).
-CUBE_FACES = (
-    ((2, -1), (1, -1)),
-    ((2, 1), (1, -1)),
-    ((0, 1), (2, 1)),
-    ((0, 1), (2, -1)),
-    ((0, 1), (1, -1)),
-    ((0, -1), (1, -1)),
-)
-
-
-def cube_face(directions: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The face (0 to 5: +X, -X, +Y, -Y, +Z, -Z) each of ``directions`` (``[lanes, 3]``) points
-    at, its major axis the component of the largest magnitude (x before y before z where two
-    tie), and the texel (x, y) of that face of ``size`` texels a side it reaches: face
-    coordinate ``s = sc / (2 |rc|) + 0.5`` by Vulkan's table, texel ``floor(s * size)`` clamped
-    to the face (a zero or NaN direction: face +X, its texel (0, 0))."""
-    d = np.nan_to_num(directions.astype(np.float64))
-    major = np.argmax(np.abs(d), axis=1)
-    face = 2 * major + (d[np.arange(len(d)), major] < 0)
-    at = []
-    for k in (0, 1):  # s, then t
-        axis = np.array([f[k][0] for f in CUBE_FACES])[face]
-        sign = np.array([f[k][1] for f in CUBE_FACES])[face]
-        rc = np.abs(d[np.arange(len(d)), major])
-        with np.errstate(divide="ignore", invalid="ignore"):
-            st = np.nan_to_num(sign * d[np.arange(len(d)), axis] / (2 * rc) + 0.5)
-        at.append(np.clip(np.floor(st * size), 0, size - 1).astype(np.int64))
-    return face, at[0], at[1]

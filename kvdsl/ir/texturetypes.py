@@ -96,10 +96,10 @@ class TextureTyper:
                 return Vec(4, f32) if gather else f32
             case ir.TextureGather(name, sampler, coords, component, layer):
                 tex = self.texture_type(e, name, scope)
-                if not isinstance(tex, SampledTexture) or tex.dim != 2 or tex.cube:
+                if not isinstance(tex, SampledTexture) or tex.dim != 2:
                     raise VerifyError(
                         f"{show(e)}: '{name}' is a {tex}, which textureGather does not gather "
-                        "(a texture_2d, texture_2d_array or 2-D depth texture)"
+                        "(a 2-D texture or cube, arrayed or not, of colour or depth)"
                     )
                 self._sampler(e, sampler, False, scope)
                 self._sample_coords(e, tex, coords, scope)

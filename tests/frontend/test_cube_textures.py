@@ -13,7 +13,8 @@ import pytest
 
 from kvdsl import interp, runtime
 from kvdsl.emit import emit
-from kvdsl.frontend import UnsupportedError, WgslTypeError, parse
+from kvdsl.frontend import WgslTypeError, parse
+from kvdsl.interp import OutOfBounds
 from kvdsl.runtime import BufferError, tint_check
 from tests.helpers.wgsl import refused_by_compilers
 
@@ -157,8 +158,91 @@ def test_what_wgsl_refuses_of_them_is_refused_as_tint_refuses_it(name):
     assert tints in tint_check({name: text})[name]
 
 
-def test_gathering_of_a_depth_cube_is_outside_the_subset_and_tint_takes_it():
-    text = _k("  let v = textureGatherCompare(shadow, sc, vec3<f32>(0.5, 1.0, 0.25), 0.5);")
-    with pytest.raises(UnsupportedError, match="textureGatherCompare of a texture_depth_cube"):
-        parse(text)
-    assert tint_check({"gather": text}) == {"gather": None}
+#: Gathers of cubes: the four texels a bilinear filter reads in a direction, those past the
+#: face's edge on the next face.
+GATHER = (
+    HEAD
+    + ENTRY
+    + "  let i = gid.x;\n  let o = i * 4u;\n  let p = dirs[i].xyz;\n  let r = dirs[i].w;\n"
+    + "  gathered[o] = textureGather(2, sky, s, p);\n"
+    + "  gathered[o + 1u] = textureGather(0u, skies, s, p, i % 2u);\n"
+    + "  gathered[o + 2u] = textureGatherCompare(shadow, sc, p, r);\n"
+    + "  gathered[o + 3u] = textureGather(shadow, s, p);\n  out[i] = 1.0;\n}\n"
+).replace(
+    "var<storage, read_write> out: array<f32>;\n",
+    "var<storage, read_write> out: array<f32>;\n"
+    "@group(0) @binding(8) var<storage, read_write> gathered: array<vec4<f32>>;\n",
+)
+
+
+def _footprints() -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray, np.ndarray]]]:
+    """Directions whose footprints reach past a face's edge (never two edges: a corner), and
+    for each the face and texel (x, y) of its four texels in WGSL's order, found by the
+    geometry of the faces: a texel past an edge is the one its centre's direction points at."""
+    rng = np.random.default_rng(4446)
+    face = rng.integers(0, 6, N)
+    i0, j0 = rng.integers(-1, S, N), rng.integers(-1, S, N)
+    at_edge = ((i0 == -1) | (i0 == S - 1)) & ((j0 == -1) | (j0 == S - 1))
+    j0 = np.where(at_edge, rng.integers(0, S - 1, N), j0)  # past one edge at most: no corner
+
+    def inside(c):  # a point of (c + 0.5 + f) / S, f away from a texel's edges, on the face
+        low = np.where(c == -1, 0.6, 0.2)
+        high = np.where(c == S - 1, 0.4, 0.8)
+        return (c + 0.5 + rng.uniform(low, high)) / S
+
+    s, t = inside(i0), inside(j0)
+    basis = [np.array([f[k] for f in FACES], np.float64) for k in range(3)]
+    toward = basis[0][face] + (2 * s - 1)[:, None] * basis[1][face]
+    toward += (2 * t - 1)[:, None] * basis[2][face]
+    texels = []
+    for di, dj in ((0, 1), (1, 1), (1, 0), (0, 0)):
+        i, j = i0 + di, j0 + dj
+        centre = basis[0][face] + (2 * (i + 0.5) / S - 1)[:, None] * basis[1][face]
+        centre += (2 * (j + 0.5) / S - 1)[:, None] * basis[2][face]
+        # The face of the largest component: its centre's direction; s and t along its axes.
+        k = np.argmax(np.abs(centre), axis=1)
+        f2 = np.argmax(
+            np.stack([centre @ np.array(FACES[q][0], np.float64) for q in range(6)], axis=1), axis=1
+        )
+        big = np.abs(centre[np.arange(N), k])
+        s2 = (centre * basis[1][f2]).sum(1) / (2 * big) + 0.5
+        t2 = (centre * basis[2][f2]).sum(1) / (2 * big) + 0.5
+        texels.append((f2, np.floor(s2 * S).astype(int), np.floor(t2 * S).astype(int)))
+    return toward * rng.uniform(0.5, 3.0, (N, 1)), texels
+
+
+@pytest.mark.parametrize("backend", ["interp", "gpu"])
+def test_cube_gathers_reach_the_next_face_as_numpy_says(backend, request):
+    if backend == "gpu":
+        request.getfixturevalue("gpu")
+    k = parse(GATHER)
+    assert parse(emit(k)) == k
+    toward, texels = _footprints()
+    given, _ = _inputs()
+    given["dirs"][:, :3] = toward
+    given["gathered"] = np.full((N * 4, 4), np.nan, np.float32)
+    got = (interp if backend == "interp" else runtime).run(k, given, {}, (N // 64, 1, 1))
+    ref = given["dirs"][:, 3:4]
+    i = np.arange(N)
+    sky, skies, shadow = given["sky"], given["skies"], given["shadow"]
+    f = np.float32
+    want = np.stack(
+        [
+            np.stack([sky[fa, y, x, 2] for fa, x, y in texels], 1),
+            np.stack([skies[i % 2, fa, y, x, 0] for fa, x, y in texels], 1),
+            np.stack([(ref[:, 0] < shadow[fa, y, x]).astype(f) for fa, x, y in texels], 1),
+            np.stack([shadow[fa, y, x] for fa, x, y in texels], 1),
+        ],
+        axis=1,
+    )
+    np.testing.assert_array_equal(got["gathered"], want.reshape(N * 4, 4))
+    assert refused_by_compilers({"text": GATHER}) == {}
+
+
+def test_a_gather_at_a_cubes_corner_is_out_of_bounds():
+    k = parse(GATHER)
+    given, _ = _inputs()
+    given["dirs"][:, :3] = [1.0, 0.99, 0.99]  # +X, by its corner with +Y and -Z
+    given["gathered"] = np.full((N * 4, 4), np.nan, np.float32)
+    with pytest.raises(OutOfBounds, match=r"sky: the texels gathered .* take the cube's corner"):
+        interp.run(k, given, {}, (N // 64, 1, 1))

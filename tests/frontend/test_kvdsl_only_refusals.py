@@ -23,17 +23,8 @@ def k(body: str, head: str = "") -> str:
     )
 
 
-C = "@group(0) @binding(1) var t: texture_depth_cube;\n@group(0) @binding(2) var s: sampler_comparison;\n"
-
 LIMITS = {
     "texture_external": k("  out[0] = 1u;", "@group(0) @binding(1) var t: texture_external;\n"),
-    "textureGather_of_a_cube": k(
-        "  out[0] = u32(textureGather(0, t, s, vec3<f32>(1.0)).x);",
-        "@group(0) @binding(1) var t: texture_cube<f32>;\n@group(0) @binding(2) var s: sampler;\n",
-    ),
-    "textureGatherCompare_of_a_cube": k(
-        "  out[0] = u32(textureGatherCompare(t, s, vec3<f32>(1.0), 0.5).x);", C
-    ),
 }
 
 
