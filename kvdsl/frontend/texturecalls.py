@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from kvdsl.ir import tree as ir
 from kvdsl.ir.scope import Scope
-from kvdsl.ir.types import SampledTexture, Sampler, StorageTexture, Vec, f32, texel_coords
+from kvdsl.ir.types import SampledTexture, Sampler, StorageTexture, Vec, f32, i32, texel_coords
 
 #: The texture builtins the IR holds: one of them given a texture of the subset with arguments
 #: of no overload is WGSL's error (Tint: "no matching call"), not a construct outside the subset.
@@ -25,6 +25,8 @@ TEXTURE_CALLS = frozenset(
         "textureGatherCompare",
         "textureGather",
         "textureSampleGrad",
+        "textureSampleBaseClampToEdge",
+        "textureNumLevels",
     )
 )
 #: The sampling builtins WGSL allows in a fragment shader only (they take implicit derivatives):
@@ -74,35 +76,42 @@ class TextureCalls:
                 return ir.TextureNumLayers(args[0].name)
             case "textureNumSamples" if n == 1:
                 return ir.TextureNumSamples(args[0].name)
-            case "textureSampleLevel" if n == 5 and arrayed and self.sampler(args[1], scope):
+            case "textureNumLevels" if n == 1:
+                return ir.TextureNumLevels(args[0].name)
+            case "textureSampleBaseClampToEdge" if n == 3 and self.sampler(args[1], scope):
+                coords = self.expr(args[2], scope, Vec(2, f32))
+                return ir.TextureSampleBaseClampToEdge(args[0].name, args[1].name, coords)
+            case "textureSampleLevel" if self.fits(args, 4 + arrayed, tex, scope):
                 coords = self.expr(args[2], scope, towards)
-                layer = self.expr(args[3], scope, None)
-                level = self.expr(args[4], scope, None if depth else f32)
+                layer = self.expr(args[3], scope, None) if arrayed else None
+                level = self.expr(args[3 + arrayed], scope, None if depth else f32)
+                offset = self.offset(args, 4 + arrayed, tex, scope)
                 name, sampler = args[0].name, args[1].name
-                return ir.TextureSampleLevel(name, sampler, coords, level, layer)
-            case "textureSampleLevel" if n == 4 and self.sampler(args[1], scope):
-                coords = self.expr(args[2], scope, towards)
-                level = self.expr(args[3], scope, None if depth else f32)
-                return ir.TextureSampleLevel(args[0].name, args[1].name, coords, level)
-            case "textureSampleCompareLevel" | "textureGatherCompare" if (
-                n == 4 + arrayed and depth and self.sampler(args[1], scope)
+                return ir.TextureSampleLevel(name, sampler, coords, level, layer, offset)
+            case "textureSampleCompareLevel" | "textureGatherCompare" if depth and self.fits(
+                args, 4 + arrayed, tex, scope
             ):
                 coords = self.expr(args[2], scope, towards)
                 layer = self.expr(args[3], scope, None) if arrayed else None
-                ref = self.expr(args[-1], scope, f32)
-                gather = name == "textureGatherCompare"
-                return ir.TextureSampleCompare(
-                    args[0].name, args[1].name, coords, ref, layer, gather
+                ref = self.expr(args[3 + arrayed], scope, f32)
+                gather, offset = name == "textureGatherCompare", self.offset(
+                    args, 4 + arrayed, tex, scope
                 )
-            case "textureGather" if n == 3 + arrayed and depth and self.sampler(args[1], scope):
+                return ir.TextureSampleCompare(
+                    args[0].name, args[1].name, coords, ref, layer, gather, offset
+                )
+            case "textureGather" if depth and self.fits(args, 3 + arrayed, tex, scope):
                 coords = self.expr(args[2], scope, towards)
                 layer = self.expr(args[3], scope, None) if arrayed else None
-                return ir.TextureGather(args[0].name, args[1].name, coords, None, layer)
-            case "textureSampleGrad" if n == 5 + arrayed and self.sampler(args[1], scope):
+                offset = self.offset(args, 3 + arrayed, tex, scope)
+                return ir.TextureGather(args[0].name, args[1].name, coords, None, layer, offset)
+            case "textureSampleGrad" if self.fits(args, 5 + arrayed, tex, scope):
                 coords = self.expr(args[2], scope, towards)
                 layer = self.expr(args[3], scope, None) if arrayed else None
-                ddx, ddy = (self.expr(a, scope, towards) for a in args[-2:])
-                return ir.TextureSampleGrad(args[0].name, args[1].name, coords, ddx, ddy, layer)
+                ddx, ddy = (self.expr(a, scope, towards) for a in args[3 + arrayed : 5 + arrayed])
+                offset = self.offset(args, 5 + arrayed, tex, scope)
+                name, sampler = args[0].name, args[1].name
+                return ir.TextureSampleGrad(name, sampler, coords, ddx, ddy, layer, offset)
         self.no_overload(name, args, scope)
 
     def gather(self, e: ir.FnCall, scope: Scope) -> ir.TextureGather:
@@ -112,12 +121,23 @@ class TextureCalls:
         arrayed = isinstance(tex, SampledTexture) and tex.arrayed
         cube = isinstance(tex, SampledTexture) and tex.cube  # sampled in a direction
         colour = isinstance(tex, SampledTexture) and not tex.depth
-        if len(args) != 4 + arrayed or not colour or not self.sampler(args[2], scope):
+        if not colour or not self.fits(args[1:], 3 + arrayed, tex, scope):
             self.no_overload("textureGather", args, scope)
         towards = Vec(3 if cube else 2, f32)
         component, coords = self.expr(args[0], scope, None), self.expr(args[3], scope, towards)
         layer = self.expr(args[4], scope, None) if arrayed else None
-        return ir.TextureGather(args[1].name, args[2].name, coords, component, layer)
+        offset = self.offset(args[1:], 3 + arrayed, tex, scope)
+        return ir.TextureGather(args[1].name, args[2].name, coords, component, layer, offset)
+
+    def fits(self, args: tuple, n: int, tex, scope: Scope) -> bool:
+        """Whether ``args`` of a sampling builtin (texture, sampler, ...) are its ``n``, or
+        ``n`` and an offset where ``tex`` takes one (a 2-D or 3-D texture's, not a cube's)."""
+        offsettable = isinstance(tex, SampledTexture) and not tex.cube and tex.dim > 1
+        return len(args) in (n, n + offsettable) and self.sampler(args[1], scope)
+
+    def offset(self, args: tuple, n: int, tex, scope: Scope) -> ir.Expr | None:
+        """The offset of a sampling builtin of ``n`` arguments besides, its last, if given."""
+        return self.expr(args[n], scope, texel_coords(tex.dim, i32)) if len(args) > n else None
 
     def no_overload(self, name: str, args: tuple, scope: Scope) -> None:
         """Refuse texture builtin ``name`` of ``args``, no overload of which fits (Tint's

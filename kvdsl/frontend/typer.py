@@ -67,7 +67,8 @@ WGSL_BUILTINS = set(
     "fwidthFine quadBroadcast quadSwapDiagonal quadSwapX quadSwapY "
     "textureDimensions textureGather textureLoad textureNumLayers textureNumLevels "
     "textureNumSamples textureSample textureSampleBias textureSampleCompare textureSampleGrad "
-    "textureSampleLevel textureStore textureBarrier workgroupBarrier".split()
+    "textureSampleLevel textureSampleBaseClampToEdge textureStore textureBarrier "
+    "workgroupBarrier".split()
 )
 
 

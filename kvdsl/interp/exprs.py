@@ -199,6 +199,8 @@ class Expressions:
                 ir.TextureDimensions()
                 | ir.TextureNumLayers()
                 | ir.TextureNumSamples()
+                | ir.TextureNumLevels()
+                | ir.TextureSampleBaseClampToEdge()
                 | ir.TextureLoad()
                 | ir.TextureSampleLevel()
                 | ir.TextureSampleCompare()

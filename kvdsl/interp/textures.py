@@ -47,33 +47,37 @@ class TextureAccess:
                 if layer is not None:
                     xyz = _with_layer(xyz, self.eval(layer, m), self.n)
                 return _returned(t, self.texture_load(t, xyz, self.eval(level, m), m))
-            case ir.TextureSampleLevel(name, _, coords, level, layer):
+            case ir.TextureSampleLevel(name, _, coords, level, layer, offset):
                 self.eval(level, m)  # one level: every level samples it
                 t = self.texture_of(name)
-                return _returned(
-                    t, self.texture_sample(t, self.eval(coords, m), self.index(t, layer, m))
-                )
-            case ir.TextureSampleCompare(name, _, coords, ref, layer, gather):
+                at = self.eval(coords, m), self.index(t, layer, m), self.texel_offset(offset, m)
+                return _returned(t, self.texture_sample(t, *at))
+            case ir.TextureSampleBaseClampToEdge(name, _, coords):
+                # Half a texel inside the edge: the texel the edge's clamp takes, of nearest.
                 t = self.texture_of(name)
-                uv, index = self.eval(coords, m), self.index(t, layer, m)
+                return self.texture_sample(t, self.eval(coords, m))
+            case ir.TextureSampleCompare(name, _, coords, ref, layer, gather, offset):
+                t = self.texture_of(name)
+                at = self.eval(coords, m), self.index(t, layer, m), self.texel_offset(offset, m)
                 ref = broadcast(self.eval(ref, m), self.n).reshape(self.n, 1)
                 texels = (
-                    self.texture_gather(t, uv, index, 0, m)
-                    if gather
-                    else self.texture_sample(t, uv, index)
+                    self.texture_gather(t, *at, 0, m) if gather else self.texture_sample(t, *at)
                 )
                 # The compare function "less": the reference passes where below the texel.
                 passed = (ref < texels).astype(np.float32)
                 return passed if gather else passed.reshape(self.n)
-            case ir.TextureGather(name, _, coords, component, layer):
+            case ir.TextureGather(name, _, coords, component, layer, offset):
                 t = self.texture_of(name)
-                uv, index = self.eval(coords, m), self.index(t, layer, m)
+                at = self.eval(coords, m), self.index(t, layer, m), self.texel_offset(offset, m)
                 channel = 0 if component is None else int(self.eval(component, m).reshape(-1)[0])
-                return self.texture_gather(t, uv, index, channel, m)
-            case ir.TextureSampleGrad(name, _, coords, ddx, ddy, layer):
+                return self.texture_gather(t, *at, channel, m)
+            case ir.TextureSampleGrad(name, _, coords, ddx, ddy, layer, offset):
                 self.eval(ddx, m), self.eval(ddy, m)  # one level: every gradient samples it
                 t = self.texture_of(name)
-                return self.texture_sample(t, self.eval(coords, m), self.index(t, layer, m))
+                at = self.eval(coords, m), self.index(t, layer, m), self.texel_offset(offset, m)
+                return self.texture_sample(t, *at)
+            case ir.TextureNumLevels(name):
+                return np.array([1], np.uint32)  # the one level each texture holds
         raise InterpError(f"{show(e)}: not a texture builtin")
 
     def texel_at(self, coords: ir.Expr, layer: ir.Expr | None, m: Mask) -> np.ndarray:
@@ -81,6 +85,13 @@ class TextureAccess:
         where given (x, y, layer: the layer the outermost axis of an arrayed texture)."""
         xyz = self.eval(coords, m)
         return xyz if layer is None else _with_layer(xyz, self.eval(layer, m), self.n)
+
+    def texel_offset(self, offset: ir.Expr | None, m: Mask) -> np.ndarray | None:
+        """A sampling builtin's texel ``offset`` (x[, y[, z]]) as ``[lanes, N]`` integers, or
+        None where it has none."""
+        if offset is None:
+            return None
+        return broadcast(self.eval(offset, m), self.n).astype(np.int64).reshape(self.n, -1)
 
     def index(self, t: TextureMemory, layer: ir.Expr | None, m: Mask) -> np.ndarray | None:
         """The array index ``layer`` of a sampling builtin in each lane, clamped to the layers
@@ -121,12 +132,17 @@ class TextureAccess:
         return t.data[at]
 
     def texture_sample(
-        self, t: TextureMemory, coords: np.ndarray, layer: np.ndarray | None = None
+        self,
+        t: TextureMemory,
+        coords: np.ndarray,
+        layer: np.ndarray | None = None,
+        offset: np.ndarray | None = None,
     ) -> np.ndarray:
         """``textureSampleLevel`` through WebGPU's default sampler: each lane's texel nearest
         its normalised ``coords`` (x, y[, z]; texel ``floor(u * size)``), each coordinate
         clamped to the edge (NaN as 0), of the one mip level, a ``vec4<f32>`` (``[lanes,
-        4]``); of a ``texture_2d_array``, in layer ``layer`` (already clamped to the layers);
+        4]``), moved by ``offset`` texels where given (before the clamp); of a
+        ``texture_2d_array``, in layer ``layer`` (already clamped to the layers);
         of a cube, the texel of the face ``coords`` points at (:func:`cube_face`)."""
         if getattr(t.texture.ty, "cube", False):
             face, x, y = cube_texel(broadcast(coords, self.n).reshape(self.n, 3), t.data.shape[-2])
@@ -135,8 +151,10 @@ class TextureAccess:
         size = t.data.shape[-2::-1][: getattr(t.texture.ty, "dim", 2)]  # width, height[, depth]
         uvw = broadcast(coords, self.n).astype(np.float64).reshape(self.n, -1)  # 1-D: [n, 1]
         uvw = np.nan_to_num(uvw, nan=0.0)
+        off = np.zeros((self.n, len(size)), np.int64) if offset is None else offset
         at = [
-            np.clip(np.floor(uvw[:, k] * n), 0, n - 1).astype(np.int64) for k, n in enumerate(size)
+            np.clip(np.floor(uvw[:, k] * n) + off[:, k], 0, n - 1).astype(np.int64)
+            for k, n in enumerate(size)
         ]
         if layer is not None:
             at.append(broadcast(layer, self.n).reshape(-1))
@@ -147,19 +165,21 @@ class TextureAccess:
         t: TextureMemory,
         coords: np.ndarray,
         layer: np.ndarray | None,
+        offset: np.ndarray | None,
         channel: int,
         m: Mask,
     ) -> np.ndarray:
         """The four texels of 2-D texture ``t`` (their ``channel``) a bilinear filter reads at
         each lane's normalised ``coords``, in WGSL's order ``(umin, vmax), (umax, vmax), (umax,
         vmin), (umin, vmin)`` (``[lanes, 4]``): texels ``floor(u * size - 0.5)`` and the next,
-        each clamped to the edge (NaN as 0); of an arrayed texture, in layer ``layer``; of a
-        cube, :meth:`cube_gather`."""
+        moved by ``offset`` texels where given, each clamped to the edge (NaN as 0); of an arrayed
+        texture, in layer ``layer``; of a cube, :meth:`cube_gather`."""
         if getattr(t.texture.ty, "cube", False):
             return self.cube_gather(t, coords, layer, channel, m)
         size = t.data.shape[-2::-1][:2]  # width, height
         uv = np.nan_to_num(broadcast(coords, self.n).astype(np.float64).reshape(self.n, 2))
-        lo = [np.floor(uv[:, k] * n - 0.5).astype(np.int64) for k, n in enumerate(size)]
+        off = np.zeros((self.n, 2), np.int64) if offset is None else offset
+        lo = [np.floor(uv[:, k] * n - 0.5).astype(np.int64) + off[:, k] for k, n in enumerate(size)]
         (u0, v0), (u1, v1) = ([np.clip(c + d, 0, n - 1) for c, n in zip(lo, size)] for d in (0, 1))
         outer = () if layer is None else (broadcast(layer, self.n).reshape(-1),)
         corners = ((u0, v1), (u1, v1), (u1, v0), (u0, v0))

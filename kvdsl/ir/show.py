@@ -40,6 +40,11 @@ def show(node: object) -> str:
     return type(node).__name__ if text is None else text
 
 
+def _given(*args) -> tuple:
+    """A texture builtin's arguments, those it is not given (None) left out."""
+    return tuple(a for a in args if a is not None)
+
+
 def call_text(
     e: object, expr: Callable[[ir.Expr], str], arguments: Callable[[tuple[ir.Expr, ...]], str]
 ) -> str | None:
@@ -76,22 +81,23 @@ def call_text(
             return f"textureLoad({name}, {arguments((coords, level))})"
         case ir.TextureLoad(name, coords, level, layer):
             return f"textureLoad({name}, {arguments((coords, layer, level))})"
-        case ir.TextureSampleLevel(name, sampler, coords, level, None):
-            return f"textureSampleLevel({name}, {sampler}, {arguments((coords, level))})"
-        case ir.TextureSampleLevel(name, sampler, coords, level, layer):
-            return f"textureSampleLevel({name}, {sampler}, {arguments((coords, layer, level))})"
-        case ir.TextureSampleCompare(name, sampler, coords, ref, layer, gather):
+        case ir.TextureSampleLevel(name, sampler, coords, level, layer, offset):
+            rest = _given(coords, layer, level, offset)
+            return f"textureSampleLevel({name}, {sampler}, {arguments(rest)})"
+        case ir.TextureSampleCompare(name, sampler, coords, ref, layer, gather, offset):
             call = "textureGatherCompare" if gather else "textureSampleCompareLevel"
-            rest = (coords, ref) if layer is None else (coords, layer, ref)
-            return f"{call}({name}, {sampler}, {arguments(rest)})"
-        case ir.TextureGather(name, sampler, coords, component, layer):
-            first = () if component is None else (component,)
-            rest = (coords,) if layer is None else (coords, layer)
-            given = ", ".join((*map(expr, first), name, sampler, *map(expr, rest)))
-            return f"textureGather({given})"
-        case ir.TextureSampleGrad(name, sampler, coords, ddx, ddy, layer):
-            rest = (coords, ddx, ddy) if layer is None else (coords, layer, ddx, ddy)
+            return f"{call}({name}, {sampler}, {arguments(_given(coords, layer, ref, offset))})"
+        case ir.TextureGather(name, sampler, coords, component, layer, offset):
+            first = () if component is None else (expr(component),)
+            rest = map(expr, _given(coords, layer, offset))
+            return f"textureGather({', '.join((*first, name, sampler, *rest))})"
+        case ir.TextureSampleGrad(name, sampler, coords, ddx, ddy, layer, offset):
+            rest = _given(coords, layer, ddx, ddy, offset)
             return f"textureSampleGrad({name}, {sampler}, {arguments(rest)})"
+        case ir.TextureSampleBaseClampToEdge(name, sampler, coords):
+            return f"textureSampleBaseClampToEdge({name}, {sampler}, {expr(coords)})"
+        case ir.TextureNumLevels(name):
+            return f"textureNumLevels({name})"
         case ir.TextureNumLayers(name):
             return f"textureNumLayers({name})"
         case ir.TextureNumSamples(name):

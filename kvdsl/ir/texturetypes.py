@@ -80,7 +80,24 @@ class TextureTyper:
                 elif (lt := self.type_of(level, scope)) is not f32:
                     raise VerifyError(f"{show(e)}: the level is {lt}, expected f32")
                 self._layer(e, tex, e.layer, scope)
+                self._offset(e, tex, e.offset, scope)
                 return tex.texel
+            case ir.TextureSampleBaseClampToEdge(name, sampler, coords):
+                tex = self.texture_type(e, name, scope)
+                plain = isinstance(tex, SampledTexture) and tex.sample == f32 and tex.dim == 2
+                if not plain or tex.depth or tex.arrayed or tex.cube or tex.multisampled:
+                    raise VerifyError(
+                        f"{show(e)}: '{name}' is a {tex}, which textureSampleBaseClampToEdge "
+                        "does not sample (a texture_2d<f32>)"
+                    )
+                self._sampler(e, sampler, False, scope)
+                self._sample_coords(e, tex, coords, scope)
+                return Vec(4, f32)
+            case ir.TextureNumLevels(name):
+                tex = self.texture_type(e, name, scope)
+                if not isinstance(tex, SampledTexture) or tex.multisampled:
+                    raise VerifyError(f"{show(e)}: '{name}' is a {tex}, which has no mip levels")
+                return u32
             case ir.TextureSampleCompare(name, sampler, coords, ref, layer, gather):
                 tex = self.texture_type(e, name, scope)
                 if not isinstance(tex, SampledTexture) or not tex.depth:
@@ -93,6 +110,7 @@ class TextureTyper:
                 if (rt := self.type_of(ref, scope)) is not f32:
                     raise VerifyError(f"{show(e)}: the depth reference is {rt}, expected f32")
                 self._layer(e, tex, layer, scope)
+                self._offset(e, tex, e.offset, scope)
                 return Vec(4, f32) if gather else f32
             case ir.TextureGather(name, sampler, coords, component, layer):
                 tex = self.texture_type(e, name, scope)
@@ -105,6 +123,7 @@ class TextureTyper:
                 self._sample_coords(e, tex, coords, scope)
                 self._component(e, tex, component, scope)
                 self._layer(e, tex, layer, scope)
+                self._offset(e, tex, e.offset, scope)
                 return Vec(4, tex.sample)
             case ir.TextureSampleGrad(name, sampler, coords, ddx, ddy, layer):
                 tex = self.texture_type(e, name, scope)
@@ -121,8 +140,35 @@ class TextureTyper:
                     if (gt := self.type_of(grad, scope)) != ct:
                         raise VerifyError(f"{show(e)}: a gradient is {gt}, expected {ct}")
                 self._layer(e, tex, layer, scope)
+                self._offset(e, tex, e.offset, scope)
                 return Vec(4, f32)
         raise VerifyError(f"not a texture builtin: {e!r}")
+
+    def _offset(
+        self, e: ir.Expr, tex: SampledTexture, offset: ir.Expr | None, scope: Scope
+    ) -> None:
+        """A sampling builtin's texel ``offset``: a ``vecN<i32>`` of the texture's N dimensions
+        (none of a cube or a 1-D texture), a const-expression, each component of a literal
+        one -8 to 7 (Tint's words)."""
+        if offset is None:
+            return
+        call = show(e).split("(")[0]
+        want = texel_coords(tex.dim, i32)
+        if tex.cube or tex.dim == 1 or (ot := self.type_of(offset, scope)) != want:
+            raise VerifyError(f"{show(e)}: '{tex}' takes no offset of this type")
+        if not const_shaped(offset, scope.visible):
+            raise VerifyError(
+                f"{show(e)}: the 'offset' argument of '{call}' must be a const-expression"
+            )
+        parts = offset.args if isinstance(offset, ir.Construct) else ()
+        values = [a.value for a in parts if isinstance(a, ir.Lit)]
+        values = values if len(values) == len(parts) else []  # of literals alone
+        for k, v in enumerate(values * (ot.n if len(values) == 1 else 1)):
+            if not -8 <= v <= 7:
+                raise VerifyError(
+                    f"{show(e)}: each component of the offset argument must be at least -8 "
+                    f"and at most 7. offset component {k} is {v}"
+                )
 
     def _component(
         self, e: ir.Expr, tex: SampledTexture, component: ir.Expr | None, scope: Scope

@@ -152,6 +152,7 @@ class TextureSampleLevel:
     coords: Expr
     level: Expr
     layer: Expr | None = None
+    offset: Expr | None = None  # a const vecN<i32> in -8..7, added to the texel coordinates
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,6 +171,7 @@ class TextureSampleCompare:
     depth_ref: Expr
     layer: Expr | None = None
     gather: bool = False
+    offset: Expr | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,6 +189,7 @@ class TextureGather:
     coords: Expr
     component: Expr | None = None
     layer: Expr | None = None
+    offset: Expr | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,6 +206,26 @@ class TextureSampleGrad:
     ddx: Expr
     ddy: Expr
     layer: Expr | None = None
+    offset: Expr | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TextureSampleBaseClampToEdge:
+    """``textureSampleBaseClampToEdge(name, sampler, coords)``: ``texture_2d<f32>`` ``name``
+    sampled through ``sampler`` at ``coords`` (a ``vec2<f32>``) on mip level 0, the coordinates
+    clamped to half a texel inside the edge, a ``vec4<f32>``."""
+
+    name: str
+    sampler: str
+    coords: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class TextureNumLevels:
+    """``textureNumLevels(name)``: the ``u32`` count of mip levels of sampled texture
+    ``name``."""
+
+    name: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -291,6 +314,8 @@ Expr = (
     | TextureSampleGrad
     | TextureNumLayers
     | TextureNumSamples
+    | TextureNumLevels
+    | TextureSampleBaseClampToEdge
     | AtomicCall
     | AddressOf
     | Deref

@@ -329,6 +329,8 @@ class ExprTyper(TextureTyper, PointerTyper):
                 | ir.TextureLoad()
                 | ir.TextureNumLayers()
                 | ir.TextureNumSamples()
+                | ir.TextureNumLevels()
+                | ir.TextureSampleBaseClampToEdge()
                 | ir.TextureSampleLevel()
                 | ir.TextureSampleCompare()
                 | ir.TextureGather()

@@ -166,7 +166,13 @@ def bindings_touched(kernel: ir.Kernel) -> set[str]:
 
 
 #: The texture builtins that name a sampler.
-SAMPLING = (ir.TextureSampleLevel, ir.TextureSampleCompare, ir.TextureGather, ir.TextureSampleGrad)
+SAMPLING = (
+    ir.TextureSampleLevel,
+    ir.TextureSampleCompare,
+    ir.TextureGather,
+    ir.TextureSampleGrad,
+    ir.TextureSampleBaseClampToEdge,
+)
 
 
 class _Named(_Uses):
@@ -182,7 +188,7 @@ class _Named(_Uses):
 
     def expr(self, e: object, scope: list[set[str]]) -> None:
         held = (ir.ArrayLength, ir.TextureLoad, ir.TextureDimensions, ir.TextureStore)
-        held += (ir.TextureNumLayers, ir.TextureNumSamples, *SAMPLING)
+        held += (ir.TextureNumLayers, ir.TextureNumSamples, ir.TextureNumLevels, *SAMPLING)
         if isinstance(e, held) and self.binding(e.name, scope):
             self.reads.add(e.name)
         if isinstance(e, SAMPLING) and self.binding(e.sampler, scope):

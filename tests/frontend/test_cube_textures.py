@@ -143,7 +143,7 @@ REFUSED = {
     ),
     "a_cube_array_without_its_index": (
         _k("  let v = textureSampleLevel(skies, s, vec3<f32>(0.5), 0.0);"),
-        "is given no array index",
+        "no matching call to 'textureSampleLevel(texture_cube_array<f32>, sampler, vec3<f32>",
         "no matching call to 'textureSampleLevel(texture_cube_array<f32>, sampler, vec3<f32>",
     ),
 }

@@ -135,3 +135,95 @@ def test_what_wgsl_refuses_of_them_is_refused_as_tint_refuses_it(name):
         parse(text, f"{name}.wgsl")
     assert ours in str(err.value)
     assert tints in tint_check({name: text})[name]
+
+
+#: Texel offsets (a const vecN<i32>, -8 to 7, added to the texel coordinates before the clamp)
+#: of textureSampleLevel, textureSampleCompareLevel, textureGather and textureGatherCompare;
+#: textureSampleBaseClampToEdge (of the one level, nearest: the texel textureSampleLevel reads)
+#: and textureNumLevels (one level).
+OFFSETS = (
+    HEAD
+    + "@group(0) @binding(6) var vol: texture_3d<f32>;\n"
+    + "@group(0) @binding(7) var sc: sampler_comparison;\n"
+    + ENTRY
+    + "  let i = gid.x;\n  let o = i * 4u;\n  let v = a[i];\n"
+    + "  let dims = vec2<f32>(textureDimensions(img));\n"
+    + "  let near = (vec2<f32>(f32(v % 9u), f32((v / 9u) % 8u)) - 1.25) / dims;\n"
+    + "  let uv = (vec2<f32>(f32(v % 11u), f32(v % 13u)) - 1.5) / dims;\n"
+    + "  let r = f32(v % 97u) / 97.0;\n"
+    + "  out[o] = textureSampleLevel(img, s, uv, 0.0, vec2<i32>(2, -1))\n"
+    + "    + textureSampleBaseClampToEdge(img, s, uv) * 16.0;\n"
+    + "  out[o + 1u] = textureGather(2, img, s, near, vec2(-1, i32(C)));\n"
+    + "  out[o + 2u] = textureGatherCompare(d, sc, near, r, vec2<i32>(1, -2));\n"
+    + "  out[o + 3u] = vec4<f32>(textureSampleCompareLevel(d, sc, uv, r, vec2<i32>(-8, 7)),\n"
+    + "    textureSampleLevel(vol, s, vec3<f32>(uv, 0.5), 0.0, vec3<i32>(1, 0, -1)).x,\n"
+    + "    f32(textureNumLevels(img) + textureNumLevels(d) * 10u), 0.0);\n}\n"
+)
+
+
+@pytest.mark.parametrize("backend", ["interp", "gpu"])
+def test_texel_offsets_base_clamp_and_levels_are_as_numpy_says(backend, request):
+    if backend == "gpu":
+        request.getfixturevalue("gpu")
+    k = parse(OFFSETS)
+    assert parse(emit(k)) == k
+    rng = np.random.default_rng(4447)
+    given = _inputs() | {"vol": rng.uniform(0.5, 4.0, (3, H, W, 4)).astype(np.float32)}
+    got = (interp if backend == "interp" else runtime).run(k, given, {}, (N // 64, 1, 1))["out"]
+    a = given["a"].astype(np.int64)
+    img, d, vol, f = given["img"], given["d"], given["vol"], np.float32
+    ui, vi = a % 11 - 2, a % 13 - 2  # the nearest texel, before the clamp
+    ref = (a % 97).astype(f) / f(97)
+
+    def clamp(x, n):
+        return np.clip(x, 0, n - 1)
+
+    def gathered(texel, du, dv):
+        u0, v0 = a % 9 - 2 + du, (a // 9) % 8 - 2 + dv
+        u, v = (clamp(u0, W), clamp(u0 + 1, W)), (clamp(v0, H), clamp(v0 + 1, H))
+        order = ((0, 1), (1, 1), (1, 0), (0, 0))
+        return np.stack([texel(u[j], v[q]) for j, q in order], axis=1).astype(f)
+
+    base = img[clamp(vi, H), clamp(ui, W)]
+    want = np.stack(
+        [
+            img[clamp(vi - 1, H), clamp(ui + 2, W)] + base * f(16),
+            gathered(lambda x, y: img[y, x, 2], -1, 3),
+            gathered(lambda x, y: (ref < d[y, x]).astype(f), 1, -2),
+            np.stack(
+                [
+                    (ref < d[clamp(vi + 7, H), clamp(ui - 8, W)]).astype(f),
+                    vol[clamp(np.full(N, 0), 3), clamp(vi, H), clamp(ui + 1, W), 0],
+                    np.full(N, 11, f),
+                    np.zeros(N, f),
+                ],
+                axis=1,
+            ),
+        ],
+        axis=1,
+    )
+    np.testing.assert_array_equal(got, want.reshape(N * 4, 4))
+    assert refused_by_compilers({"offsets": OFFSETS}) == {}
+
+
+#: What WGSL refuses of offsets, in Tint's words.
+OFFSETS_REFUSED = {
+    "an_offset_past_7": (
+        _k("  let g = textureSampleLevel(img, s, vec2<f32>(0.5), 0.0, vec2<i32>(8, 0));"),
+        "each component of the offset argument must be at least -8 and at most 7. offset "
+        "component 0 is 8",
+    ),
+    "an_offset_of_no_const": (
+        _k("  let g = textureGather(0, img, s, vec2<f32>(0.5), vec2<i32>(i32(i)));"),
+        "the 'offset' argument of 'textureGather' must be a const-expression",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", OFFSETS_REFUSED)
+def test_what_wgsl_refuses_of_offsets_is_refused_as_tint_refuses_it(name):
+    text, words = OFFSETS_REFUSED[name]
+    with pytest.raises(WgslTypeError) as err:
+        parse(text, f"{name}.wgsl")
+    assert words in str(err.value)
+    assert words in tint_check({name: text})[name]
