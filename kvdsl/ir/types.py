@@ -260,9 +260,8 @@ SAMPLE_TYPES = {
 #: What the runtime binds a depth texture as: one ``float32`` channel, the bind group's sample
 #: type ``depth`` (what a comparison sampler asks for).
 DEPTH_TEXTURE = ("depth32float", np.float32, "depth")
-#: The formats of a multisampled texture of each sample type: WebGPU multisamples no format of
-#: four 32-bit channels, so four 16-bit ones, which hold the host's values exactly where they
-#: are values of the format (:func:`kvdsl.ir.texels.multisampled_refusal`).
+#: The formats of a multisampled texture of each sample type: four 16-bit channels, as WebGPU
+#: multisamples no format of four 32-bit ones (:func:`kvdsl.ir.texels.multisampled_refusal`).
 MULTISAMPLED = {"f32": ("rgba16float",), "u32": ("rgba16uint",), "i32": ("rgba16sint",)}
 #: The samples of each texel of a multisampled texture: WebGPU's one count past 1.
 SAMPLE_COUNT = 4
@@ -366,8 +365,7 @@ class StorageTexture:
         return f"texture_storage_{self.dim}d{array}<{self.format}, {self.access}>"
 
     @property
-    def view_dimension(self) -> str:
-        """The dimension of the view the runtime binds it through (``2d-array``)."""
+    def view_dimension(self) -> str:  # of the view the runtime binds it through
         return f"{self.dim}d-array" if self.arrayed else f"{self.dim}d"
 
     @property
