@@ -60,7 +60,15 @@ MAT_ALIASES = {
 # Predeclared WGSL types with no place in the IR.
 #: A storage texture's access modes.
 ACCESSES = ("write", "read", "read_write")
-UNSUPPORTED_TYPES = {"sampler_comparison", "texture_external"}
+UNSUPPORTED_TYPES = {"texture_external"}
+#: The depth textures of the subset.
+DEPTH_TEXTURES = (
+    "texture_depth_2d",
+    "texture_depth_2d_array",
+    "texture_depth_cube",
+    "texture_depth_cube_array",
+    "texture_depth_multisampled_2d",
+)
 UNSUPPORTED_TYPE_PREFIXES = ("texture_",)
 
 
@@ -242,8 +250,11 @@ class Expressions(Rules):
             return SCALARS[name]
         if name in VEC_ALIASES or name in MAT_ALIASES:
             return VEC_ALIASES.get(name) or MAT_ALIASES[name]
-        if name == "sampler":
-            return Sampler()
+        if name in ("sampler", "sampler_comparison"):
+            return Sampler(name == "sampler_comparison")
+        if name in DEPTH_TEXTURES:
+            ms = name == "texture_depth_multisampled_2d"
+            return SampledTexture(f32, 2, name.endswith("_array"), True, "cube" in name, ms)
         if name in UNSUPPORTED_TYPES or name.startswith(UNSUPPORTED_TYPE_PREFIXES):
             raise self._err(f"type '{name}'", tok.line, tok.column)
         return StructRef(name, tok.line, tok.column)
@@ -267,10 +278,26 @@ class Expressions(Rules):
                 tok.line,
                 tok.column,
             )
-        if str(tok) in ("texture_storage_1d", "texture_storage_2d", "texture_storage_3d"):
+        if str(tok) in ("texture_cube", "texture_cube_array", "texture_multisampled_2d"):
+            if len(args) == 1 and args[0] in (f32, u32, i32):
+                if str(tok) == "texture_multisampled_2d":
+                    return SampledTexture(args[0], 2, multisampled=True)
+                return SampledTexture(args[0], 2, str(tok).endswith("_array"), cube=True)
+            raise self._err(
+                f"{tok}<{', '.join(map(str, args))}> (sample types f32, u32, i32)",
+                tok.line,
+                tok.column,
+            )
+        if str(tok) in (
+            "texture_storage_1d",
+            "texture_storage_2d",
+            "texture_storage_3d",
+            "texture_storage_2d_array",
+        ):
             words = [a.name if isinstance(a, StructRef) else None for a in args]
             if len(words) == 2 and words[0] in TEXEL_FORMATS and words[1] in ACCESSES:
-                return StorageTexture(words[0], words[1], int(str(tok)[16]))
+                arrayed = str(tok).endswith("_array")
+                return StorageTexture(words[0], words[1], int(str(tok)[16]), arrayed)
             raise self._err(
                 f"{tok}<{', '.join(map(str, words))}> (the formats "
                 f"{', '.join(TEXEL_FORMATS)}; write, read or read_write access)",

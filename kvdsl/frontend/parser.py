@@ -90,8 +90,8 @@ class _WholeWords:
     at the start of a longer word, so ``constHALF: u32 = 16u;`` read as ``const HALF``, which
     WGSL refuses. Offered ``NAME`` everywhere (a post-lexer's ``always_accept``), the lexer takes
     the whole word, a keyword only where the word is one, and the parser refuses the name.
-    ``++`` and ``--`` likewise: WGSL tokenises ``a--b`` as ``a -- b`` and refuses it, where the
-    contextual lexer read ``a - -b``."""
+    ``++`` and ``--`` likewise, ``--`` then split where no decrement statement ends there
+    (:meth:`ends_statement`)."""
 
     always_accept = ("NAME", "_INCREMENT", "_DECREMENT")
     #: Offsets of the ``>`` that close template lists in the text being parsed (WGSL's
@@ -119,6 +119,14 @@ class _WholeWords:
             return j not in self.openers
         return after != "(" or tok.value in self.generator_fns
 
+    def ends_statement(self, tok: Token) -> bool:
+        """Whether ``--`` token ``tok`` is a decrement statement's, followed by the ``;`` or
+        the ``)`` (a ``for`` loop's update) that ends one. WGSL tokenises in context: where a
+        decrement cannot stand (``1i--1i``, ``a--1``, in an expression), ``--`` is two ``-``,
+        as Tint reads it; the contextual lexer, offered ``--`` everywhere, took it whole."""
+        j = _BLANKS.match(self.code, tok.end_pos).end()
+        return self.code[j : j + 1] in (";", ")")
+
     def process(self, stream):
         for tok in stream:
             if (
@@ -127,11 +135,13 @@ class _WholeWords:
                 and self.generator_as_name(tok)
             ):
                 yield tok.update(type="NAME")
-            elif tok.value == ">>" and tok.start_pos in self.closers:
+            elif (tok.value == ">>" and tok.start_pos in self.closers) or (
+                tok.type == "_DECREMENT" and not self.ends_statement(tok)
+            ):
                 for k in (0, 1):
                     yield Token(
-                        "MORETHAN",
-                        ">",
+                        "MORETHAN" if tok.value == ">>" else "MINUS",
+                        tok.value[k],
                         start_pos=tok.start_pos + k,
                         line=tok.line,
                         column=tok.column + k,

@@ -12,6 +12,8 @@ through ``Verifier.stmt``, so a type error is raised with the line of the statem
 from __future__ import annotations
 
 
+from dataclasses import fields, is_dataclass, replace
+
 from kvdsl.frontend.errors import UnsupportedError, WgslTypeError, discarded
 from kvdsl.frontend.numbers import const_int
 from kvdsl.frontend.records import (
@@ -33,10 +35,7 @@ from kvdsl.ir.types import (
     Array,
     Mat,
     Ptr,
-    SampledTexture,
-    Sampler,
     Scalar,
-    StorageTexture,
     Struct,
     Type,
     Vec,
@@ -45,7 +44,6 @@ from kvdsl.ir.types import (
     f16,
     f32,
     i32,
-    texel_coords,
     u32,
 )
 from kvdsl.frontend.abstract import (
@@ -58,6 +56,7 @@ from kvdsl.frontend.abstract import (
 )
 from kvdsl.frontend.assign import RGBA, RGBA_AS_XYZW, Assignments, hoisted
 from kvdsl.frontend.constructors import Constructors
+from kvdsl.frontend.texturecalls import FRAGMENT_ONLY, TEXTURE_CALLS, TextureCalls
 from kvdsl.ir.scope import Scope, VerifyError, shadowing
 from kvdsl.ir.verify import SWITCH_CLAUSE, Verifier
 
@@ -68,16 +67,12 @@ WGSL_BUILTINS = set(
     "fwidthFine quadBroadcast quadSwapDiagonal quadSwapX quadSwapY "
     "textureDimensions textureGather textureLoad textureNumLayers textureNumLevels "
     "textureNumSamples textureSample textureSampleBias textureSampleCompare textureSampleGrad "
-    "textureSampleLevel textureStore textureBarrier workgroupBarrier".split()
-)
-#: The texture builtins the IR holds: one of them given a texture of the subset with arguments
-#: of no overload is WGSL's error (Tint: "no matching call"), not a construct outside the subset.
-TEXTURE_CALLS = frozenset(
-    ("textureDimensions", "textureLoad", "textureNumLayers", "textureStore", "textureSampleLevel")
+    "textureSampleLevel textureSampleBaseClampToEdge textureStore textureBarrier "
+    "workgroupBarrier".split()
 )
 
 
-class Typer(Assignments, Constructors):
+class Typer(Assignments, Constructors, TextureCalls):
     """Turns raw statements into verified IR statements, keeping their source lines."""
 
     def __init__(
@@ -96,11 +91,42 @@ class Typer(Assignments, Constructors):
         self.lines: dict[int, int] = {}
         self.line: int | None = None
         self.const_symbols: set[int] = set()  # the scope symbols of function-scope consts
+        # Per function-scope const of an abstract value, by its symbol's id: the symbol and the
+        # value, which each use reads in its place (abstract, as WGSL evaluates it there).
+        self.abstract_consts: dict[int, tuple[object, ir.Expr]] = {}
+        self.inlining = False  # within an expression whose abstract consts are read in
         self.overrides: frozenset[str] = frozenset()  # the module's overrides (module consts)
         self.structs: dict[str, Struct] = {}  # the module's structs, by name
         self.must_use: frozenset[str] = frozenset()  # the helpers marked @must_use
         self.steps: set[int] = set()  # id(Assign) of each raw `lhs++` and `lhs--`
         self.alias_ctors: dict[int, str] = {}  # id(RawCtor) -> the alias it is called by
+
+    def inline(self, e, scope: Scope):
+        """Raw expression ``e`` with each name of a function-scope const of an abstract value
+        (:attr:`abstract_consts`) replaced by that value: ``const h = 0.5; h * 1e-50 * 1e50``
+        is abstract as a whole, as WGSL evaluates it."""
+        if type(e) is ir.Name:
+            sym = scope.lookup(e.name)
+            held = self.abstract_consts.get(id(sym)) if sym is not None else None
+            return held[1] if held is not None and held[0] is sym else e
+        if isinstance(e, tuple):
+            out = tuple(self.inline(x, scope) for x in e)
+            return e if all(a is b for a, b in zip(out, e)) else out
+        if not is_dataclass(e):
+            return e
+        changed = {}
+        for f in fields(e):
+            v = getattr(e, f.name)
+            if is_dataclass(v) or isinstance(v, tuple):
+                if (w := self.inline(v, scope)) is not v:
+                    changed[f.name] = w
+        if not changed:
+            return e
+        out = replace(e, **changed)
+        for held in (self.calls, self.alias_ctors):  # what is kept of the node, by its id
+            if id(e) in held:
+                held[id(out)] = held[id(e)]
+        return out
 
     def resolve(self, ty):
         """``ty`` with a struct named by the source (a ``StructRef``) resolved to its
@@ -128,6 +154,12 @@ class Typer(Assignments, Constructors):
     # -- expressions --
     def expr(self, e: ir.Expr, scope: Scope, want: Type | None) -> ir.Expr:
         """``e`` with every abstract literal typed; ``want`` is the type the context expects."""
+        if self.abstract_consts and not self.inlining:
+            self.inlining = True
+            try:
+                return self.expr(self.inline(e, scope), scope, want)
+            finally:
+                self.inlining = False
         match e:
             case RawLit(value, ty):
                 ty = ty or pick(value, want)
@@ -182,48 +214,16 @@ class Typer(Assignments, Constructors):
             case ir.Call(op, args):
                 generic = op != Op.DOT and ops.info(op).generic
                 return ir.Call(op, self.unify(args, scope, want if generic else None))
-            case ir.FnCall("textureDimensions", args) if self.texture(args, 1, scope):
-                return ir.TextureDimensions(args[0].name)
-            case ir.FnCall("textureDimensions", args) if self.texture(args, 2, scope):
-                return ir.TextureDimensions(args[0].name, self.expr(args[1], scope, None))
-            case ir.FnCall("textureLoad", args) if self.texture(args, 2, scope) and isinstance(
-                scope.lookup(args[0].name).ty, StorageTexture
-            ):
-                return ir.TextureLoad(args[0].name, self.expr(args[1], scope, None))
-            case ir.FnCall("textureLoad", args) if self.texture(args, 3, scope):
-                coords, level = self.expr(args[1], scope, None), self.expr(args[2], scope, None)
-                return ir.TextureLoad(args[0].name, coords, level)
-            case ir.FnCall("textureLoad", args) if self.texture(args, 4, scope) and self.arrayed(
-                args[0], scope
-            ):
-                coords, layer, level = (self.expr(a, scope, None) for a in args[1:])
-                return ir.TextureLoad(args[0].name, coords, level, layer)
-            case ir.FnCall("textureNumLayers", args) if self.texture(args, 1, scope):
-                return ir.TextureNumLayers(args[0].name)
-            case ir.FnCall("textureSampleLevel", args) if self.texture(args, 5, scope) and (
-                self.arrayed(args[0], scope) and self.sampler(args[1], scope)
-            ):
-                coords = self.expr(args[2], scope, Vec(2, f32))
-                layer, level = self.expr(args[3], scope, None), self.expr(args[4], scope, f32)
-                name, sampler = args[0].name, args[1].name
-                return ir.TextureSampleLevel(name, sampler, coords, level, layer)
-            case ir.FnCall("textureSampleLevel", args) if self.texture(args, 4, scope) and (
-                type(args[1]) is ir.Name
-                and (s := scope.lookup(args[1].name)) is not None
-                and s.kind == "texture"
-                and isinstance(s.ty, Sampler)
-            ):
-                tex = scope.lookup(args[0].name).ty
-                coords = self.expr(args[2], scope, texel_coords(getattr(tex, "dim", 2), f32))
-                level = self.expr(args[3], scope, f32)
-                return ir.TextureSampleLevel(args[0].name, args[1].name, coords, level)
             case ir.FnCall(name, args) if (
-                name in TEXTURE_CALLS and args and self.texture(args, len(args), scope)
+                name in TEXTURE_CALLS | FRAGMENT_ONLY
+                and args
+                and (
+                    self.texture(args[:1], 1, scope)
+                    or name == "textureGather"  # its channel first
+                    and self.texture(args[1:2], 1, scope)
+                )
             ):
-                # A texture of the subset passed to a texture builtin of no overload that fits.
-                tex = str(scope.lookup(args[0].name).ty)
-                rest = (str(self.type_of(self.expr(a, scope, None), scope)) for a in args[1:])
-                raise self.error(f"no matching call to '{name}({', '.join((tex, *rest))})'")
+                return self.texture_call(e, scope)
             case ir.FnCall(name, args):
                 fn = self.checker.functions.get(name)
                 if fn is None and name in self.structs:
@@ -436,7 +436,10 @@ class Typer(Assignments, Constructors):
                     self.const_initialiser(name, value, scope)
                 out = self.check(ir.Let(name, value), scope, ret, loop)
                 if const:
-                    self.const_symbols.add(id(scope.lookup(name)))
+                    sym = scope.lookup(name)
+                    self.const_symbols.add(id(sym))
+                    if ty is None and is_abstract(raw := self.inline(s.value, scope)):
+                        self.abstract_consts[id(sym)] = (sym, raw)
                 return out
             case RawVar(name, ty, init):
                 ty = self.resolve(ty)
@@ -516,6 +519,12 @@ class Typer(Assignments, Constructors):
                 coords = self.expr(args[1], scope, None)
                 value = self.expr(args[2], scope, tex.texel)
                 return self.check(ir.TextureStore(args[0].name, coords, value), scope, ret, loop)
+            case CallStmt(ir.FnCall("textureStore", args)) if self.texture(args, 4, scope):
+                tex = scope.lookup(args[0].name).ty
+                coords, layer = self.expr(args[1], scope, None), self.expr(args[2], scope, None)
+                value = self.expr(args[3], scope, getattr(tex, "texel", None))
+                store = ir.TextureStore(args[0].name, coords, value, layer)
+                return self.check(store, scope, ret, loop)
             case CallStmt(ir.FnCall("textureBarrier", args)) if (
                 "textureBarrier" not in self.checker.function_names
             ):
@@ -545,26 +554,6 @@ class Typer(Assignments, Constructors):
         if ct != bool_:
             raise self.error(f"condition is {ct}, expected bool")
         return cond
-
-    def texture(self, args: tuple, n: int, scope: Scope) -> bool:
-        """Whether ``args`` are ``n`` arguments of a texture builtin, the first a storage
-        texture's name (the call is refused as a WGSL builtin outside the subset otherwise)."""
-        if len(args) != n or type(args[0]) is not ir.Name:
-            return False
-        sym = scope.lookup(args[0].name)
-        return sym is not None and sym.kind == "texture"
-
-    @staticmethod
-    def arrayed(arg: ir.Expr, scope: Scope) -> bool:
-        """Whether ``arg`` names a ``texture_2d_array``."""
-        ty = scope.lookup(arg.name).ty if type(arg) is ir.Name else None
-        return isinstance(ty, SampledTexture) and ty.arrayed
-
-    @staticmethod
-    def sampler(arg: ir.Expr, scope: Scope) -> bool:
-        """Whether ``arg`` names a sampler."""
-        sym = scope.lookup(arg.name) if type(arg) is ir.Name else None
-        return sym is not None and sym.kind == "texture" and isinstance(sym.ty, Sampler)
 
     def check(self, s: ir.Stmt, scope: Scope, ret: Type | None, loop: bool) -> ir.Stmt:
         try:

@@ -14,6 +14,7 @@ import numpy as np
 from kvdsl.interp.indexsets import Shape, counts, strided
 from kvdsl.interp.values import ArrayValue
 from kvdsl.ir.tree import Binding, Texture, WorkgroupVar
+from kvdsl.ir.texels import host_axes, host_shape_fits, texel_refusal
 from kvdsl.ir.types import (
     Array,
     Atomic,
@@ -309,14 +310,17 @@ def texture_memory(texture: Texture, given: np.ndarray) -> TextureMemory:
     if isinstance(ty, Sampler):  # WebGPU's default sampler: nothing held
         return TextureMemory(texture, np.zeros((0, 0, 0)), np.zeros((0, 0), np.int64))
     given = np.asarray(given)
-    dim = getattr(ty, "dim", 2) + getattr(ty, "arrayed", False)
-    if given.ndim != dim + 1 or given.shape[-1] != ty.channels or given.dtype != ty.dtype:
-        axes = ("width", "height, width", "depth, height, width")[dim - 1]
-        axes = axes.replace("depth", "layers") if getattr(ty, "arrayed", False) else axes
+    axes = host_axes(ty)
+    shape_ok = host_shape_fits(ty, given.shape)
+    if not shape_ok or given.dtype != ty.dtype:
         raise TypeError(
             f"texture '{texture.name}' ({ty}) is given as {given.dtype}{list(given.shape)}: "
-            f"expected {ty.dtype}[{axes}, {ty.channels}]"
+            f"expected {ty.dtype}[{', '.join(axes)}]"
         )
+    if (why := texel_refusal(texture.name, ty, given)) is not None:
+        raise TypeError(why)
+    if getattr(ty, "depth", False):
+        given = given[..., None]  # held as one channel, as the other textures hold four
     data = np.array(given, copy=True)
     owner = np.full(data.shape[:-1], -1, np.int64)
     out = TextureMemory(texture, data, owner, ofenced=np.zeros(owner.shape, bool))

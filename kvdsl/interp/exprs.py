@@ -195,33 +195,19 @@ class Expressions:
                 raise InterpError(f"{show(e)}: not a pointer to a runtime-sized array")
             case ir.ArrayLength(name, member) if member is not None:
                 return np.array([self.runtime_length(self.buffers[name], member)], np.uint32)
-            case ir.TextureDimensions(name, level):
-                t = self.texture_of(name)
-                if level is not None:
-                    self.texture_level(t, self.eval(level, m), m)
-                size = t.data.shape[-2::-1][: getattr(t.texture.ty, "dim", 2)]  # no layers
-                return np.array(size if len(size) == 1 else [size], np.uint32)
-            case ir.TextureNumLayers(name):
-                return np.array([self.texture_of(name).data.shape[0]], np.uint32)
-            case ir.TextureLoad(name, coords, level, layer) if layer is not None:
-                xyz = _with_layer(self.eval(coords, m), self.eval(layer, m), self.n)
-                return self.texture_load(self.texture_of(name), xyz, self.eval(level, m), m)
-            case ir.TextureLoad(name, coords, None):  # a storage texture's
-                return self.storage_texture_load(self.texture_of(name), self.eval(coords, m), m)
-            case ir.TextureLoad(name, coords, level):
-                return self.texture_load(
-                    self.texture_of(name), self.eval(coords, m), self.eval(level, m), m
-                )
-            case ir.TextureSampleLevel(name, _, coords, level, layer):
-                self.eval(level, m)  # one level: every level samples it
-                t = self.texture_of(name)
-                if layer is None:
-                    return self.texture_sample(t, self.eval(coords, m))
-                # The array index clamped to the layers, as WGSL's sampling builtins take it.
-                last = t.data.shape[0] - 1
-                index = np.clip(self.eval(layer, m).astype(np.int64), 0, last)
-                uv = broadcast(self.eval(coords, m), self.n).astype(np.float64)
-                return self.texture_sample(t, uv, index)
+            case (
+                ir.TextureDimensions()
+                | ir.TextureNumLayers()
+                | ir.TextureNumSamples()
+                | ir.TextureNumLevels()
+                | ir.TextureSampleBaseClampToEdge()
+                | ir.TextureLoad()
+                | ir.TextureSampleLevel()
+                | ir.TextureSampleCompare()
+                | ir.TextureGather()
+                | ir.TextureSampleGrad()
+            ):
+                return self.texture_expr(e, m)
             case ir.ArrayLength(name):
                 b = self.buffers[name]
                 per = b.binding.host_values if held_as_words(b.binding.elem) else 1
@@ -591,10 +577,3 @@ class Expressions:
             return self.frame.result
         finally:
             self.scopes, self.frame, self.current = caller
-
-
-def _with_layer(coords: np.ndarray, layer: np.ndarray, n: int) -> np.ndarray:
-    """A ``texture_2d_array``'s texel coordinates and array index as one ``[n, 3]`` array of
-    ``(x, y, layer)``, the layer the outermost axis of its texels."""
-    xy = broadcast(coords, n).astype(np.int64)
-    return np.concatenate([xy, broadcast(layer, n).astype(np.int64).reshape(n, 1)], axis=1)

@@ -400,9 +400,9 @@ class Machine(Scopes, Expressions, Memory, StructMemory, Assignment):
             case ir.AtomicStmt(call):
                 self.atomic(call, m)
                 return m
-            case ir.TextureStore(name, coords, value):
+            case ir.TextureStore(name, coords, value, layer):
                 self.texture_store(
-                    self.texture_of(name), self.eval(coords, m), self.eval(value, m), m
+                    self.texture_of(name), self.texel_at(coords, layer, m), self.eval(value, m), m
                 )
                 return m
             case ir.Switch():

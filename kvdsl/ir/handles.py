@@ -16,6 +16,24 @@ from kvdsl.ir import tree as ir
 from kvdsl.ir.types import Ptr, SampledTexture, Sampler, StorageTexture
 
 TEXTURES = (StorageTexture, SampledTexture, Sampler)
+#: The IR's texture builtins, each naming a texture (and a sampler, of the sampling ones).
+TEXTURE_NODES = (
+    ir.TextureStore,
+    ir.TextureDimensions,
+    ir.TextureLoad,
+    ir.TextureNumLayers,
+    ir.TextureNumSamples,
+    ir.TextureNumLevels,
+    ir.TextureSampleLevel,
+    ir.TextureSampleBaseClampToEdge,
+    ir.TextureSampleCompare,
+    ir.TextureGather,
+    ir.TextureSampleGrad,
+)
+_NAMES = {
+    node: ("name", "sampler") if "sampler" in node.__dataclass_fields__ else ("name",)
+    for node in TEXTURE_NODES
+}
 
 
 def _handle_params(fn: ir.Function) -> list[int]:
@@ -86,21 +104,15 @@ def specialise_handles(kernel: ir.Kernel) -> ir.Kernel:
             case ir.Deref(x):
                 x = rewrite(x, env)
                 return x.x if type(x) is ir.AddressOf else ir.Deref(x)
-            case ir.TextureStore(name, coords, value):
-                name = env.get(name, name)
-                return ir.TextureStore(name, rewrite(coords, env), rewrite(value, env))
-            case ir.TextureDimensions(name, level):
-                return ir.TextureDimensions(env.get(name, name), rewrite(level, env))
-            case ir.TextureLoad(name, coords, level, layer):
-                name = env.get(name, name)
-                coords, level, layer = (rewrite(x, env) for x in (coords, level, layer))
-                return ir.TextureLoad(name, coords, level, layer)
-            case ir.TextureSampleLevel(name, sampler, coords, level, layer):
-                name, sampler = env.get(name, name), env.get(sampler, sampler)
-                coords, level, layer = (rewrite(x, env) for x in (coords, level, layer))
-                return ir.TextureSampleLevel(name, sampler, coords, level, layer)
-            case ir.TextureNumLayers(name):
-                return ir.TextureNumLayers(env.get(name, name))
+            case _ if isinstance(node, TEXTURE_NODES):
+                # The texture (and sampler) named: the module's the parameter stands for.
+                named = {k: env.get(getattr(node, k), getattr(node, k)) for k in _NAMES[type(node)]}
+                changed = {
+                    f.name: rewrite(getattr(node, f.name), env)
+                    for f in fields(node)
+                    if f.name not in named
+                }
+                return replace(node, **named, **changed)
             case ir.FnCall(name, args) if name in functions and _handle_params(functions[name]):
                 fn = functions[name]
                 given = given_of(fn, args, env)

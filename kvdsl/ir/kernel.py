@@ -118,8 +118,10 @@ class Texture:
     """A texture binding: ``var name: texture_storage_2d<format, write>;``, which the host gives
     as a ``[height, width, channels]`` array of the format's dtype and takes back, or ``var
     name: texture_2d<T>;`` (``texture_3d<T>``), which the host gives as ``[height, width, 4]``
-    (``[depth, height, width, 4]``) of T's dtype; or a sampler binding, ``var name:
-    sampler;``, which the host gives nothing for (WebGPU's default sampler is bound)."""
+    (``[depth, height, width, 4]``) of T's dtype (each kind's axes:
+    :func:`kvdsl.ir.texels.host_axes`); or a sampler binding, ``var name: sampler;`` (or
+    ``sampler_comparison``), which the host gives nothing for (WebGPU's default sampler is
+    bound)."""
 
     name: str
     ty: StorageTexture | SampledTexture | Sampler

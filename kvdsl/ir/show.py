@@ -40,6 +40,11 @@ def show(node: object) -> str:
     return type(node).__name__ if text is None else text
 
 
+def _given(*args) -> tuple:
+    """A texture builtin's arguments, those it is not given (None) left out."""
+    return tuple(a for a in args if a is not None)
+
+
 def call_text(
     e: object, expr: Callable[[ir.Expr], str], arguments: Callable[[tuple[ir.Expr, ...]], str]
 ) -> str | None:
@@ -68,18 +73,35 @@ def call_text(
             return f"textureDimensions({name})"
         case ir.TextureDimensions(name, level):
             return f"textureDimensions({name}, {expr(level)})"
-        case ir.TextureLoad(name, coords, None):
+        case ir.TextureLoad(name, coords, None, None):
             return f"textureLoad({name}, {expr(coords)})"
+        case ir.TextureLoad(name, coords, None, layer):  # a storage texture array's
+            return f"textureLoad({name}, {arguments((coords, layer))})"
         case ir.TextureLoad(name, coords, level, None):
             return f"textureLoad({name}, {arguments((coords, level))})"
         case ir.TextureLoad(name, coords, level, layer):
             return f"textureLoad({name}, {arguments((coords, layer, level))})"
-        case ir.TextureSampleLevel(name, sampler, coords, level, None):
-            return f"textureSampleLevel({name}, {sampler}, {arguments((coords, level))})"
-        case ir.TextureSampleLevel(name, sampler, coords, level, layer):
-            return f"textureSampleLevel({name}, {sampler}, {arguments((coords, layer, level))})"
+        case ir.TextureSampleLevel(name, sampler, coords, level, layer, offset):
+            rest = _given(coords, layer, level, offset)
+            return f"textureSampleLevel({name}, {sampler}, {arguments(rest)})"
+        case ir.TextureSampleCompare(name, sampler, coords, ref, layer, gather, offset):
+            call = "textureGatherCompare" if gather else "textureSampleCompareLevel"
+            return f"{call}({name}, {sampler}, {arguments(_given(coords, layer, ref, offset))})"
+        case ir.TextureGather(name, sampler, coords, component, layer, offset):
+            first = () if component is None else (expr(component),)
+            rest = map(expr, _given(coords, layer, offset))
+            return f"textureGather({', '.join((*first, name, sampler, *rest))})"
+        case ir.TextureSampleGrad(name, sampler, coords, ddx, ddy, layer, offset):
+            rest = _given(coords, layer, ddx, ddy, offset)
+            return f"textureSampleGrad({name}, {sampler}, {arguments(rest)})"
+        case ir.TextureSampleBaseClampToEdge(name, sampler, coords):
+            return f"textureSampleBaseClampToEdge({name}, {sampler}, {expr(coords)})"
+        case ir.TextureNumLevels(name):
+            return f"textureNumLevels({name})"
         case ir.TextureNumLayers(name):
             return f"textureNumLayers({name})"
+        case ir.TextureNumSamples(name):
+            return f"textureNumSamples({name})"
     return None
 
 
@@ -109,8 +131,10 @@ def statement(s: ir.Stmt, expr: Callable[[ir.Expr], str]) -> str | None:
             return expr(call)
         case ir.AtomicStmt(call):
             return expr(call)
-        case ir.TextureStore(name, coords, value):
+        case ir.TextureStore(name, coords, value, None):
             return f"textureStore({name}, {expr(coords)}, {expr(value)})"
+        case ir.TextureStore(name, coords, value, layer):
+            return f"textureStore({name}, {expr(coords)}, {expr(layer)}, {expr(value)})"
         case ir.ConstAssert(cond):
             return f"const_assert {expr(cond)}"
     return None

@@ -129,7 +129,8 @@ class TextureLoad:
     x then y; ``vec3`` of a ``texture_3d``) of mip level ``level`` (an ``i32`` or ``u32``) of
     sampled texture ``name``, a ``vec4`` of its sample type; ``textureLoad(name, coords)`` (no
     ``level``) of a storage texture of ``read`` or ``read_write`` access, a ``vec4`` of its
-    format's channel type (an ``r32`` format's ``(x, 0, 0, 1)``). Of a ``texture_2d_array``,
+    format's channel type (an ``r32`` format's ``(x, 0, 0, 1)``). Of a multisampled texture,
+    ``level`` is the sample index (an ``i32`` or ``u32``). Of a ``texture_2d_array``,
     ``layer`` is the array index (an ``i32`` or ``u32``), written before the level."""
 
     name: str
@@ -151,6 +152,88 @@ class TextureSampleLevel:
     coords: Expr
     level: Expr
     layer: Expr | None = None
+    offset: Expr | None = None  # a const vecN<i32> in -8..7, added to the texel coordinates
+
+
+@dataclass(frozen=True, slots=True)
+class TextureSampleCompare:
+    """``textureSampleCompareLevel(name, sampler, coords, depth_ref)``: depth texture ``name``
+    (a ``texture_depth_2d``) sampled through comparison sampler ``sampler`` at ``coords`` (a
+    ``vec2<f32>`` of normalised coordinates) on mip level 0, the texel compared with
+    ``depth_ref`` (an ``f32``): an ``f32``, 1.0 where the comparison passes, else 0.0. Of a
+    ``texture_depth_2d_array``, ``layer`` is the array index (an ``i32`` or ``u32``), written
+    before ``depth_ref``. ``gather``: ``textureGatherCompare(...)`` of the same arguments, the
+    four texels a bilinear filter would read each compared, a ``vec4<f32>``."""
+
+    name: str
+    sampler: str
+    coords: Expr
+    depth_ref: Expr
+    layer: Expr | None = None
+    gather: bool = False
+    offset: Expr | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TextureGather:
+    """``textureGather(component, name, sampler, coords)``: the four texels a bilinear filter
+    reads of 2-D texture ``name`` at ``coords`` (a ``vec2<f32>``), through ``sampler``, their
+    channel ``component`` (an ``i32`` or ``u32`` const-expression, 0 to 3) as a ``vec4`` of
+    the sample type, in WGSL's order ``(umin, vmax), (umax, vmax), (umax, vmin), (umin,
+    vmin)``. Of a depth texture, ``component`` is None (the call has none) and the texels'
+    depths a ``vec4<f32>``; of an arrayed texture, ``layer`` is the array index (an ``i32`` or
+    ``u32``), written after the coordinates."""
+
+    name: str
+    sampler: str
+    coords: Expr
+    component: Expr | None = None
+    layer: Expr | None = None
+    offset: Expr | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TextureSampleGrad:
+    """``textureSampleGrad(name, sampler, coords, ddx, ddy)``: texture ``name`` (a
+    ``texture_2d<f32>``, ``texture_3d<f32>`` or cube of ``f32``) sampled through ``sampler``
+    at ``coords`` with the level the gradients ``ddx`` and ``ddy`` (of ``coords``' type) pick,
+    a ``vec4<f32>``; of an arrayed texture, ``layer`` is the array index, written before the
+    gradients."""
+
+    name: str
+    sampler: str
+    coords: Expr
+    ddx: Expr
+    ddy: Expr
+    layer: Expr | None = None
+    offset: Expr | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TextureSampleBaseClampToEdge:
+    """``textureSampleBaseClampToEdge(name, sampler, coords)``: ``texture_2d<f32>`` ``name``
+    sampled through ``sampler`` at ``coords`` (a ``vec2<f32>``) on mip level 0, the coordinates
+    clamped to half a texel inside the edge, a ``vec4<f32>``."""
+
+    name: str
+    sampler: str
+    coords: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class TextureNumLevels:
+    """``textureNumLevels(name)``: the ``u32`` count of mip levels of sampled texture
+    ``name``."""
+
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class TextureNumSamples:
+    """``textureNumSamples(name)``: the ``u32`` count of samples of each texel of multisampled
+    texture ``name``."""
+
+    name: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,7 +309,13 @@ Expr = (
     | TextureDimensions
     | TextureLoad
     | TextureSampleLevel
+    | TextureSampleCompare
+    | TextureGather
+    | TextureSampleGrad
     | TextureNumLayers
+    | TextureNumSamples
+    | TextureNumLevels
+    | TextureSampleBaseClampToEdge
     | AtomicCall
     | AddressOf
     | Deref
@@ -377,11 +466,13 @@ class TextureStore:
     """``textureStore(name, coords, value);``: texel ``coords`` (a ``vec2<i32>`` or
     ``vec2<u32>``, x then y) of storage texture ``name`` set to ``value`` (a ``vec4`` of the
     format's channel type, converted to the format); coordinates outside the texture store
-    nothing, as WGSL says."""
+    nothing, as WGSL says. Of a ``texture_storage_2d_array``, ``layer`` is the array index (an
+    ``i32`` or ``u32``), written before the value."""
 
     name: str
     coords: Expr
     value: Expr
+    layer: Expr | None = None
 
 
 Stmt = (

@@ -22,14 +22,8 @@ from kvdsl.ir.ops import Op
 from kvdsl.ir.pointers import PointerTyper
 from kvdsl.ir.scope import Scope, VerifyError, shadowing
 from kvdsl.ir.show import show
-from kvdsl.ir.types import (
-    Atomic,
-    SampledTexture,
-    Sampler,
-    StorageTexture,
-    holds_atomic,
-    texel_coords,
-)
+from kvdsl.ir.texturetypes import TextureTyper
+from kvdsl.ir.types import Atomic, holds_atomic
 from kvdsl.ir.types import (
     Array,
     Mat,
@@ -51,7 +45,7 @@ _INDEXED = frozenset(("binding", "workgroup"))  # kinds of names that are used o
 _SHL, _SHR, _DIV, _MOD, _CLAMP = Op.SHL, Op.SHR, Op.DIV, Op.MOD, Op.CLAMP
 
 
-class ExprTyper(PointerTyper):
+class ExprTyper(TextureTyper, PointerTyper):
     """Types the expressions of a kernel against a scope. A base of the
     :class:`~kvdsl.ir.verify.Verifier`, which adds the statements."""
 
@@ -330,56 +324,19 @@ class ExprTyper(PointerTyper):
                 return ty
             case ir.Unary(op, x):
                 return self._apply(e, op, (self.type_of(x, scope),))
-            case ir.TextureDimensions(name, level):
-                tex = self.texture_type(e, name, scope)
-                if level is not None:
-                    if not isinstance(tex, SampledTexture):
-                        raise VerifyError(
-                            f"{show(e)}: '{name}' is a {tex}, which has no mip levels (a "
-                            "level is given for a texture_2d or texture_3d)"
-                        )
-                    self._mip_level(e, level, scope)
-                return texel_coords(tex.dim, u32)
-            case ir.TextureLoad(name, coords, None):
-                which = (
-                    "textureLoad without a level does not read (a storage texture of read or "
-                    "read_write access)"
-                )
-                tex = self.texel_access(e, name, coords, scope, StorageTexture, which)
-                if tex.access == "write":
-                    raise VerifyError(f"{show(e)}: '{name}' is a {tex}, which {which}")
-                return tex.texel
-            case ir.TextureLoad(name, coords, level):
-                which = "textureLoad does not read (a texture_2d or texture_3d)"
-                tex = self.texel_access(e, name, coords, scope, SampledTexture, which)
-                self._mip_level(e, level, scope)
-                self._layer(e, tex, e.layer, scope)
-                return tex.texel
-            case ir.TextureNumLayers(name):
-                tex = self.texture_type(e, name, scope)
-                if not (isinstance(tex, SampledTexture) and tex.arrayed):
-                    raise VerifyError(f"{show(e)}: '{name}' is a {tex}, not a texture_2d_array")
-                return u32
-            case ir.TextureSampleLevel(name, sampler, coords, level):
-                tex = self.texture_type(e, name, scope)
-                if not isinstance(tex, SampledTexture) or tex.sample != f32:
-                    raise VerifyError(
-                        f"{show(e)}: '{name}' is a {tex}, which textureSampleLevel does not "
-                        "sample (a texture_1d<f32>, texture_2d<f32> or texture_3d<f32>)"
-                    )
-                if not isinstance(self.texture_type(e, sampler, scope), Sampler):
-                    raise VerifyError(f"{show(e)}: '{sampler}' is not a sampler")
-                ct = self.type_of(coords, scope)
-                if ct != texel_coords(tex.dim, f32):
-                    raise VerifyError(
-                        f"{show(e)}: the coordinates are {ct}, expected "
-                        f"{texel_coords(tex.dim, f32)}"
-                    )
-                lt = self.type_of(level, scope)
-                if lt is not f32:
-                    raise VerifyError(f"{show(e)}: the level is {lt}, expected f32")
-                self._layer(e, tex, e.layer, scope)
-                return Vec(4, f32)
+            case (
+                ir.TextureDimensions()
+                | ir.TextureLoad()
+                | ir.TextureNumLayers()
+                | ir.TextureNumSamples()
+                | ir.TextureNumLevels()
+                | ir.TextureSampleBaseClampToEdge()
+                | ir.TextureSampleLevel()
+                | ir.TextureSampleCompare()
+                | ir.TextureGather()
+                | ir.TextureSampleGrad()
+            ):
+                return self.texture_expr(e, scope)
             case ir.ArrayLength(name, None, True):
                 sym = scope.lookup(name)
                 ty = None if sym is None else sym.ty
@@ -450,56 +407,6 @@ class ExprTyper(PointerTyper):
                     )
                 return ret
         raise VerifyError(f"not an expression: {e!r}")
-
-    def _layer(self, e: object, tex: SampledTexture, layer: object, scope: Scope) -> None:
-        """A ``texture_2d_array``'s layer index is given, an ``i32`` or ``u32``; no other
-        texture's is."""
-        if (layer is None) == tex.arrayed:
-            what = "no array index" if layer is None else "an array index"
-            raise VerifyError(f"{show(e)}: '{tex}' is given {what}")
-        lt = None if layer is None else self.type_of(layer, scope)
-        if lt is not None and lt is not i32 and lt is not u32:
-            raise VerifyError(f"{show(e)}: the array index is {lt}, expected i32 or u32")
-
-    def texture_type(
-        self, node: object, name: str, scope: Scope
-    ) -> StorageTexture | SampledTexture | Sampler:
-        """The type of texture (or sampler) ``name`` a texture builtin ``node`` names."""
-        sym = scope.lookup(name)
-        if sym is None or sym.kind != "texture":
-            what = "sampler" if isinstance(node, ir.TextureSampleLevel) else "texture"
-            raise VerifyError(f"{show(node)}: '{name}' is not a {what}")
-        return sym.ty
-
-    def texel_access(
-        self,
-        node: object,
-        name: str,
-        coords: ir.Expr,
-        scope: Scope,
-        kind: type[StorageTexture] | type[SampledTexture],
-        which: str,
-    ) -> StorageTexture | SampledTexture:
-        """The type of texture ``name`` that a texel builtin ``node`` (``textureLoad``,
-        ``textureStore``) reaches at ``coords``: a ``kind`` texture (``which``: the refusal of
-        another, in words) at integer coordinates of its dimensions (``vec2<i32>`` or
-        ``vec2<u32>`` for a 2D one)."""
-        tex = self.texture_type(node, name, scope)
-        if not isinstance(tex, kind):
-            raise VerifyError(f"{show(node)}: '{name}' is a {tex}, which {which}")
-        ct = self.type_of(coords, scope)
-        want = (texel_coords(tex.dim, i32), texel_coords(tex.dim, u32))
-        if ct not in want:
-            raise VerifyError(
-                f"{show(node)}: the coordinates are {ct}, expected {want[0]} or {want[1]}"
-            )
-        return tex
-
-    def _mip_level(self, e: ir.Expr, level: ir.Expr, scope: Scope) -> None:
-        """Refuse a mip ``level`` of texture builtin ``e`` that is not an i32 or u32."""
-        lt = self.type_of(level, scope)
-        if lt is not i32 and lt is not u32:
-            raise VerifyError(f"{show(e)}: the level is {lt}, expected i32 or u32")
 
     def _whole_binding(self, name: str, ty: Type) -> Type:
         """The type of binding ``name`` read whole, as a value: one scalar, vector, struct or

@@ -257,33 +257,69 @@ SAMPLE_TYPES = {
     "i32": ("rgba32sint", np.int32, "sint"),
 }
 
+#: What the runtime binds a depth texture as: one ``float32`` channel, the bind group's sample
+#: type ``depth`` (what a comparison sampler asks for).
+DEPTH_TEXTURE = ("depth32float", np.float32, "depth")
+#: The formats of a multisampled texture of each sample type: four 16-bit channels, as WebGPU
+#: multisamples no format of four 32-bit ones (:func:`kvdsl.ir.texels.multisampled_refusal`).
+MULTISAMPLED = {"f32": ("rgba16float",), "u32": ("rgba16uint",), "i32": ("rgba16sint",)}
+#: The samples of each texel of a multisampled texture: WebGPU's one count past 1.
+SAMPLE_COUNT = 4
+
 
 @dataclass(frozen=True, slots=True)
 class SampledTexture:
     """``texture_2d<T>`` or ``texture_3d<T>`` (``dim`` 2 or 3; T ``f32``, ``u32`` or ``i32``):
     a 2-D or 3-D texture a kernel reads texels of (``textureLoad``) and the size of
     (``textureDimensions``), held as four channels of T (``rgba32float``, ``rgba32uint``,
-    ``rgba32sint``), one mip level."""
+    ``rgba32sint``), one mip level. ``depth``: ``texture_depth_2d`` (``texture_depth_2d_array``
+    arrayed), T ``f32``, one ``float32`` channel held as ``depth32float``, a texel an ``f32``.
+    ``cube``: ``texture_cube<T>`` (``texture_depth_cube`` of ``depth``, ``_array`` of
+    ``arrayed``): six square faces (``dim`` 2, the size of a face) sampled in a direction.
+    ``multisampled``: ``texture_multisampled_2d<T>`` (``texture_depth_multisampled_2d``), texels
+    of :data:`SAMPLE_COUNT` samples each, held as four 16-bit channels (:data:`MULTISAMPLED`)."""
 
     sample: Scalar
     dim: int = 2
     arrayed: bool = False  # texture_2d_array<T>: layers of 2-D textures, one index each
+    depth: bool = False  # texture_depth_2d[_array]: one depth value a texel
+    cube: bool = False  # texture_cube<T>: six faces, +X, -X, +Y, -Y, +Z, -Z
+    multisampled: bool = False  # texture_multisampled_2d<T>: SAMPLE_COUNT samples a texel
 
     def __str__(self) -> str:
-        return f"texture_{self.dim}d{'_array' if self.arrayed else ''}<{self.sample}>"
+        shape = "cube" if self.cube else f"{self.dim}d"
+        shape = f"multisampled_{shape}" if self.multisampled else shape
+        array = "_array" if self.arrayed else ""
+        if self.depth:
+            return f"texture_depth_{shape}{array}"
+        return f"texture_{shape}{array}<{self.sample}>"
 
     @property
-    def texel(self) -> Vec:
-        """The type ``textureLoad`` returns: a ``vec4`` of the sample type."""
-        return Vec(4, self.sample)
+    def texel(self) -> Vec | Scalar:
+        """The type ``textureLoad`` returns: a ``vec4`` of the sample type (a depth texture's
+        ``f32``)."""
+        return self.sample if self.depth else Vec(4, self.sample)
 
     @property
     def format(self) -> str:
-        return SAMPLE_TYPES[self.sample.name][0]
+        if self.depth:
+            return DEPTH_TEXTURE[0]
+        return (MULTISAMPLED if self.multisampled else SAMPLE_TYPES)[self.sample.name][0]
+
+    @property
+    def view_dimension(self) -> str:
+        """The dimension of the view the runtime binds it through (``2d-array``, ``cube``)."""
+        shape = "cube" if self.cube else f"{self.dim}d"
+        return f"{shape}-array" if self.arrayed else shape
+
+    @property
+    def binding_sample_type(self) -> str:
+        """The bind group layout's sample type for it."""
+        return DEPTH_TEXTURE[2] if self.depth else SAMPLE_TYPES[self.sample.name][2]
 
     @property
     def channels(self) -> int:
-        return 4
+        return 1 if self.depth else 4
 
     @property
     def dtype(self) -> np.dtype:
@@ -295,10 +331,20 @@ class SampledTexture:
 class Sampler:
     """``sampler``: how ``textureSampleLevel`` reads a ``texture_2d<f32>`` or ``texture_3d<f32>``
     at normalised coordinates. The host binds WebGPU's default sampler (the descriptor ``{}``:
-    nearest filtering, each coordinate clamped to the edge), which the interpreter samples as."""
+    nearest filtering, each coordinate clamped to the edge), which the interpreter samples as.
+    ``comparison``: ``sampler_comparison``, how ``textureSampleCompareLevel`` compares a depth
+    texture's texel with a reference: the default sampler with the compare function
+    :data:`COMPARE` (``{"compare": "less"}``)."""
+
+    comparison: bool = False
 
     def __str__(self) -> str:
-        return "sampler"
+        return "sampler_comparison" if self.comparison else "sampler"
+
+
+#: The compare function of the ``sampler_comparison`` the runtime binds: the reference passes
+#: (1.0) where it is less than the texel, else fails (0.0).
+COMPARE = "less"
 
 
 @dataclass(frozen=True, slots=True)
@@ -306,14 +352,21 @@ class StorageTexture:
     """``texture_storage_2d<format, access>`` (``texture_storage_3d`` of ``dim`` 3): a storage
     texture a kernel writes texels of (``textureStore``; ``access`` ``write`` or
     ``read_write``), reads texels of (``textureLoad``; ``read`` or ``read_write``) and reads the
-    size of (``textureDimensions``)."""
+    size of (``textureDimensions``). ``arrayed``: ``texture_storage_2d_array``, layers of 2-D
+    textures, each texel access given an array index."""
 
     format: str
     access: str = "write"
     dim: int = 2
+    arrayed: bool = False
 
     def __str__(self) -> str:
-        return f"texture_storage_{self.dim}d<{self.format}, {self.access}>"
+        array = "_array" if self.arrayed else ""
+        return f"texture_storage_{self.dim}d{array}<{self.format}, {self.access}>"
+
+    @property
+    def view_dimension(self) -> str:  # of the view the runtime binds it through
+        return f"{self.dim}d-array" if self.arrayed else f"{self.dim}d"
 
     @property
     def texel(self) -> Vec:

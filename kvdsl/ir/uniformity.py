@@ -367,6 +367,8 @@ class _Analysis:
             return cf
         if t is ir.TextureStore:
             self.value(s.coords, cf)
+            if s.layer is not None:
+                self.value(s.layer, cf)
             self.value(s.value, cf)
             return cf
         if t is ir.Switch:

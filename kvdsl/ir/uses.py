@@ -165,6 +165,16 @@ def bindings_touched(kernel: ir.Kernel) -> set[str]:
     return u.reads | u.writes
 
 
+#: The texture builtins that name a sampler.
+SAMPLING = (
+    ir.TextureSampleLevel,
+    ir.TextureSampleCompare,
+    ir.TextureGather,
+    ir.TextureSampleGrad,
+    ir.TextureSampleBaseClampToEdge,
+)
+
+
 class _Named(_Uses):
     """Every module resource named, not only the storage bindings read or written: a uniform,
     the params, a texture, ``arrayLength``'s binding."""
@@ -178,10 +188,10 @@ class _Named(_Uses):
 
     def expr(self, e: object, scope: list[set[str]]) -> None:
         held = (ir.ArrayLength, ir.TextureLoad, ir.TextureDimensions, ir.TextureStore)
-        held += (ir.TextureSampleLevel, ir.TextureNumLayers)
+        held += (ir.TextureNumLayers, ir.TextureNumSamples, ir.TextureNumLevels, *SAMPLING)
         if isinstance(e, held) and self.binding(e.name, scope):
             self.reads.add(e.name)
-        if isinstance(e, ir.TextureSampleLevel) and self.binding(e.sampler, scope):
+        if isinstance(e, SAMPLING) and self.binding(e.sampler, scope):
             self.reads.add(e.sampler)
         super().expr(e, scope)
 

@@ -176,6 +176,7 @@ class Verifier(ExprTyper):
                 tex = self.texel_access(s, name, coords, scope, StorageTexture, which)
                 if tex.access == "read":
                     raise VerifyError(f"{show(s)}: '{name}' is a {tex}, which {which}")
+                self._layer(s, tex, s.layer, scope)
                 vt = self.type_of(value, scope)
                 if vt != tex.texel:
                     raise VerifyError(

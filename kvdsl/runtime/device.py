@@ -34,7 +34,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Mapping
 
 from kvdsl.ir.tree import Binding
-from kvdsl.ir.types import READ_WRITE_FORMATS, SAMPLE_TYPES, SampledTexture, Sampler
+from kvdsl.ir.types import READ_WRITE_FORMATS, SampledTexture, Sampler
 from kvdsl.runtime.errors import CompileError, DeviceError, FeatureError, WebGPULoaded
 from kvdsl.runtime.webgpu import ALWAYS_DISABLED, WebGPU, check_toggles
 
@@ -362,15 +362,17 @@ def _layout_entries(
         )
     for k, t in enumerate(textures, len(bindings) + int(has_params)):  # then the textures
         if isinstance(t.ty, Sampler):  # WebGPU's default: nearest, as the textures' sample
-            sampler = {"type": "non-filtering"}  # types (unfilterable-float) need
+            # types (unfilterable-float) need; a sampler_comparison's compares (COMPARE).
+            sampler = {"type": "comparison" if t.ty.comparison else "non-filtering"}
             entries.append(
                 {"binding": k, "visibility": wgpu.ShaderStage.COMPUTE, "sampler": sampler}
             )
             continue
         if isinstance(t.ty, SampledTexture):
-            sample = SAMPLE_TYPES[t.ty.sample.name][2]
-            view = "2d-array" if t.ty.arrayed else f"{t.ty.dim}d"
-            texture = {"sample_type": sample, "view_dimension": view, "multisampled": False}
+            sample = t.ty.binding_sample_type
+            view = t.ty.view_dimension
+            ms = t.ty.multisampled
+            texture = {"sample_type": sample, "view_dimension": view, "multisampled": ms}
             entries.append(
                 {"binding": k, "visibility": wgpu.ShaderStage.COMPUTE, "texture": texture}
             )
@@ -389,7 +391,7 @@ def _layout_entries(
                 "storage_texture": {
                     "access": access[t.ty.access],
                     "format": t.ty.format,
-                    "view_dimension": f"{t.ty.dim}d",
+                    "view_dimension": t.ty.view_dimension,
                 },
             }
         )

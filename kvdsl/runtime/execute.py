@@ -19,9 +19,10 @@ from kvdsl.emit import emit
 from kvdsl.ir.handles import specialise_handles
 from kvdsl.ir.dispatch import workgroups as dispatch_workgroups
 from kvdsl.ir.tree import Binding, Kernel, Texture, Uniform
-from kvdsl.ir.types import SampledTexture, Sampler, StorageTexture, Struct, u32
+from kvdsl.ir.types import COMPARE, SampledTexture, Sampler, StorageTexture, Struct, u32
 from kvdsl.ir.features import limits as kernel_limits, uses_f16
 from kvdsl.runtime import device as gpu
+from kvdsl.runtime.rendered import upload_depth, upload_multisampled
 from kvdsl.runtime.contract import check_bindings, check_contract, check_workgroups
 from kvdsl.runtime.errors import DeviceError
 from kvdsl.runtime.inputs import check_inputs
@@ -159,11 +160,21 @@ class _Dispatch:
         self.textures = {}  # name -> (Texture, GPU texture, the host's array)
         for k, t in enumerate(source.textures, len(bindings) + len(packed)):
             if isinstance(t.ty, Sampler):  # WebGPU's default sampler (nearest, clamp to edge)
-                entries.append({"binding": k, "resource": dev.create_sampler()})
+                compare = {"compare": COMPARE} if t.ty.comparison else {}
+                entries.append({"binding": k, "resource": dev.create_sampler(**compare)})
                 continue
-            tex = _upload_texture(dev, t, texels[t.name])
+            data = texels[t.name]
+            if getattr(t.ty, "cube", False):  # the faces (of each layer) as layers of one 2d
+                data = data.reshape(-1, *data.shape[-3 + t.ty.depth :])
+            if getattr(t.ty, "multisampled", False):
+                tex = upload_multisampled(dev, t.ty, data)
+            elif getattr(t.ty, "depth", False):
+                tex = upload_depth(dev, data)
+            else:
+                tex = _upload_texture(dev, t, data)
             self.textures[t.name] = (t, tex, texels[t.name])
-            view = {"dimension": "2d-array"} if getattr(t.ty, "arrayed", False) else {}
+            view = t.ty.view_dimension
+            view = {"dimension": view} if view in ("2d-array", "cube", "cube-array") else {}
             entries.append({"binding": k, "resource": tex.create_view(**view)})
         self.bind_group = dev.create_bind_group(layout=self.pipe.layout, entries=entries)
 
@@ -225,17 +236,18 @@ class _Dispatch:
 def _upload_texture(dev, t: Texture, data: np.ndarray):
     """A GPU texture for texture ``t`` holding the host's ``data``: a storage texture's read
     back, a sampled texture's read by the kernel (``[depth, height, width, 4]`` of a
-    ``texture_3d``)."""
+    ``texture_3d``, ``[layers, height, width, 4]`` of an arrayed texture or a cube's faces)."""
     wgpu = gpu.wgpu_module()
     d, h, w = (1, 1, *data.shape[:-1])[-3:]  # depth, height, width
     usage = wgpu.TextureUsage.STORAGE_BINDING | wgpu.TextureUsage.COPY_SRC
     if isinstance(t.ty, SampledTexture):
         usage = wgpu.TextureUsage.TEXTURE_BINDING
+    layered = getattr(t.ty, "arrayed", False) or getattr(t.ty, "cube", False)  # layers of 2d
     tex = dev.create_texture(
         size=(w, h, d),
         format=t.ty.format,
         usage=usage | wgpu.TextureUsage.COPY_DST,
-        dimension="2d" if getattr(t.ty, "arrayed", False) else f"{data.ndim - 1}d",
+        dimension="2d" if layered else f"{data.ndim - 1}d",
     )
     row = w * data.shape[-1] * data.itemsize
     dev.queue.write_texture(

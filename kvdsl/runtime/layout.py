@@ -17,7 +17,18 @@ from typing import Mapping
 import numpy as np
 
 from kvdsl.ir.host import split_values
-from kvdsl.ir.types import Array, Mat, Sampler, Scalar, Struct, Vec, field_offsets, size_of, stride
+from kvdsl.ir.texels import host_axes, host_shape_fits, texel_refusal
+from kvdsl.ir.types import (
+    Array,
+    Mat,
+    Sampler,
+    Scalar,
+    Struct,
+    Vec,
+    field_offsets,
+    size_of,
+    stride,
+)
 from kvdsl.runtime.errors import BufferError, ParamsError
 from kvdsl.runtime.inputs import check_buffers, check_params, check_value
 
@@ -86,16 +97,17 @@ def split_textures(textures: tuple, buffers: Mapping[str, object]) -> tuple[dict
             raise BufferError(f"texture '{name}' ({t.ty}) has no array")
         a = np.asarray(a)
         ty = t.ty
-        dim = getattr(ty, "dim", 2) + getattr(ty, "arrayed", False)
-        if a.ndim != dim + 1 or a.shape[-1] != ty.channels or a.dtype.newbyteorder("=") != ty.dtype:
-            axes = ("width", "height, width", "depth, height, width")[dim - 1]
-            axes = axes.replace("depth", "layers") if getattr(ty, "arrayed", False) else axes
+        axes = host_axes(ty)
+        shape_ok = host_shape_fits(ty, a.shape)
+        if not shape_ok or a.dtype.newbyteorder("=") != ty.dtype:
             raise BufferError(
                 f"texture '{name}' ({ty}) is given as {a.dtype}{list(a.shape)}: expected "
-                f"{ty.dtype}[{axes}, {ty.channels}]"
+                f"{ty.dtype}[{', '.join(axes)}]"
             )
-        if min(a.shape[:-1]) < 1:
+        if min(a.shape[: len(axes) - (not getattr(ty, "depth", False))]) < 1:
             raise BufferError(f"texture '{name}' ({ty}) is empty: {list(a.shape)}")
+        if (why := texel_refusal(name, ty, a)) is not None:
+            raise BufferError(why)
         texels[name] = np.ascontiguousarray(a, ty.dtype.newbyteorder("<"))
     return {k: v for k, v in buffers.items() if k not in names}, texels
 

@@ -24,9 +24,7 @@ def k(body: str, head: str = "") -> str:
 
 
 LIMITS = {
-    "texture_depth_2d": k("  out[0] = 1u;", "@group(0) @binding(1) var t: texture_depth_2d;\n"),
-    "texture_cube": k("  out[0] = 1u;", "@group(0) @binding(1) var t: texture_cube<f32>;\n"),
-    "sampler_comparison": k("  out[0] = 1u;", "@group(0) @binding(1) var s: sampler_comparison;\n"),
+    "texture_external": k("  out[0] = 1u;", "@group(0) @binding(1) var t: texture_external;\n"),
 }
 
 

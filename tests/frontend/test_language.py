@@ -225,3 +225,45 @@ def test_module_consts_of_array_and_vector_type_run_as_numpy_says(gpu):
     for run in (interp.run, runtime.run):
         got = run(k, {"x": x, "out": np.full(128, np.nan, np.float32)}, None, (2, 1, 1))
         np.testing.assert_allclose(got["out"], want, rtol=1e-6, err_msg=run.__module__)
+
+
+#: ``--`` where no decrement statement ends (in an expression) is two ``-``, as WGSL tokenises
+#: in context and Tint reads it; a function-scope const of an abstract value is abstract where it
+#: is used (``h * 1e-50 * 1e50`` and ``t * 3.0 - 0.3`` evaluated in f64 before they take f32, an
+#: abstract int const divided by a float a float), as WGSL evaluates it.
+ABSTRACT = (
+    "@group(0) @binding(0) var<storage, read> a: array<i32>;\n"
+    "@group(0) @binding(1) var<storage, read_write> out: array<f32>;\n"
+    "@compute @workgroup_size(64)\n"
+    "fn main(@builtin(global_invocation_id) gid: vec3<u32>) {\n"
+    "  let i = gid.x;\n  var v = a[i];\n  v--;\n"
+    "  const h = 0.5;\n  const t = 0.1;\n  const n = 3;\n  const x = h * 1e-50 * 1e50;\n"
+    "  out[i * 4u] = f32(v--a[i] + 1i--2i);\n"
+    "  out[i * 4u + 1u] = x + f32(v);\n"
+    "  out[i * 4u + 2u] = t * 3.0 - 0.3;\n"
+    "  out[i * 4u + 3u] = n / 2.0 + t * f32(v);\n}\n"
+)
+
+
+def test_minus_minus_in_an_expression_and_abstract_function_consts_run_as_tint_reads_them(gpu):
+    from kvdsl.runtime import tint_check
+
+    k = parse(ABSTRACT)
+    assert parse(emit(k)) == k
+    rng = np.random.default_rng(4444)
+    a = rng.integers(1, 1000, 64, dtype=np.int32)
+    f = np.float32
+    v = a - 1
+    want = np.stack(
+        [
+            (v + a + 3).astype(f),
+            f(0.5) + v.astype(f),
+            np.full(64, f(0.1 * 3.0 - 0.3)),  # in f64, then f32: not 0, as in f32
+            f(1.5) + f(0.1) * v.astype(f),
+        ],
+        axis=1,
+    ).reshape(-1)
+    for backend in (interp, runtime):
+        got = backend.run(k, {"a": a, "out": np.full(256, np.nan, f)}, {}, (1, 1, 1))["out"]
+        np.testing.assert_array_equal(got, want)
+    assert tint_check({"abstract": ABSTRACT}) == {"abstract": None}

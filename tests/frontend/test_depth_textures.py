@@ -1,0 +1,191 @@
+"""``texture_depth_2d`` and ``texture_depth_2d_array`` (``textureLoad`` an ``f32``,
+``textureDimensions``, ``textureNumLayers``, ``textureSampleLevel`` at a whole-number level)
+and ``sampler_comparison`` (``textureSampleCompareLevel`` and ``textureGatherCompare`` through
+WebGPU's default sampler with the compare function "less": nearest texel, coordinates clamped
+to the edge, 1.0 where the reference is below the texel), in the entry point and through a
+helper's parameters: on the interpreter and on the GPU (llvmpipe will do; the runtime writes the
+depth32float texture with a render pass) over random non-zero depths into a poisoned output, to
+what numpy says; Tint and naga take the text and its print; what WGSL refuses of them is
+refused as Tint refuses it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kvdsl import interp, runtime
+from kvdsl.emit import emit
+from kvdsl.frontend import WgslTypeError, parse
+from kvdsl.interp import OutOfBounds
+from kvdsl.runtime import BufferError, tint_check
+from tests.helpers.wgsl import refused_by_compilers
+
+N, K = 128, 8  # invocations, outputs each
+H, W, L = 5, 7, 3  # the textures' height, width and layers
+HEAD = (
+    "@group(0) @binding(0) var<storage, read> a: array<u32>;\n"
+    "@group(0) @binding(1) var<storage, read_write> out: array<f32>;\n"
+    "@group(0) @binding(2) var d: texture_depth_2d;\n"
+    "@group(0) @binding(3) var da: texture_depth_2d_array;\n"
+    "@group(0) @binding(4) var sc: sampler_comparison;\n"
+    "@group(0) @binding(5) var s: sampler;\n"
+)
+HELPERS = (
+    "fn shadow(t: texture_depth_2d, sm: sampler_comparison, p: vec2<f32>, r: f32) -> f32 {\n"
+    "  return textureSampleCompareLevel(t, sm, p, r);\n}\n"
+)
+ENTRY = "@compute @workgroup_size(64)\nfn main(@builtin(global_invocation_id) gid: vec3<u32>) {\n"
+BODY = (
+    "  let i = gid.x;\n  let o = i * 8u;\n  let v = a[i];\n"
+    "  let dims = textureDimensions(d);\n  let n = textureNumLayers(da);\n"
+    "  let c = vec2<u32>(v % dims.x, (v / 8u) % dims.y);\n"
+    "  let uv = (vec2<f32>(f32(v % 11u), f32(v % 13u)) - 1.5) / vec2<f32>(dims);\n"
+    "  let near = (vec2<f32>(f32(v % 9u), f32((v / 9u) % 8u)) - 1.25) / vec2<f32>(dims);\n"
+    "  let r = f32(v % 97u) / 97.0;\n"
+    "  out[o] = textureLoad(d, c, 0);\n"
+    "  out[o + 1u] = textureLoad(da, vec2<i32>(c), v % n, 0u);\n"
+    "  out[o + 2u] = shadow(d, sc, uv, r);\n"
+    "  out[o + 3u] = textureSampleCompareLevel(da, sc, uv, i32(v % 5u) - 1, r);\n"
+    "  let g = textureGatherCompare(d, sc, near, r);\n"
+    "  out[o + 4u] = dot(g, vec4<f32>(1.0, 2.0, 4.0, 8.0));\n"
+    "  out[o + 5u] = dot(textureGatherCompare(da, sc, near, v % n, r), vec4<f32>(1.0, 2.0, 4.0, 8.0));\n"
+    "  out[o + 6u] = textureSampleLevel(d, s, uv, 0) + textureSampleLevel(da, s, uv, 2u, 0i);\n"
+    "  out[o + 7u] = f32(dims.x * 100u + dims.y * 10u + n + textureDimensions(da, 0).x);\n"
+)
+TEXT = HEAD + HELPERS + ENTRY + BODY + "}\n"
+
+
+def _inputs() -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(4440)
+    return {
+        "a": rng.integers(1, 1 << 20, N, dtype=np.uint32),
+        "out": np.full(N * K, np.nan, np.float32),
+        "d": rng.uniform(0.05, 0.95, (H, W)).astype(np.float32),
+        "da": rng.uniform(0.05, 0.95, (L, H, W)).astype(np.float32),
+    }
+
+
+def _want() -> np.ndarray:
+    t = _inputs()
+    a = t["a"].astype(np.int64)
+    d, da, f = t["d"], t["da"], np.float32
+    x, y, layer = a % W, (a // 8) % H, a % L
+    ref = (a % 97).astype(f) / f(97)  # as the kernel divides, in f32
+    ui, vi = np.clip(a % 11 - 2, 0, W - 1), np.clip(a % 13 - 2, 0, H - 1)  # the nearest texel
+    clamped = np.clip(a % 5 - 1, 0, L - 1)  # the array index, clamped to the layers
+    # textureGatherCompare: the texels floor(u * size - 0.5) and the next, clamped, in WGSL's
+    # order (umin, vmax), (umax, vmax), (umax, vmin), (umin, vmin).
+    u0, v0 = a % 9 - 2, (a // 9) % 8 - 2
+    u = np.clip(u0, 0, W - 1), np.clip(u0 + 1, 0, W - 1)
+    v = np.clip(v0, 0, H - 1), np.clip(v0 + 1, 0, H - 1)
+    corners = ((0, 1), (1, 1), (1, 0), (0, 0))
+
+    def gathered(tex):
+        passed = [(ref < tex(u[j], v[k])).astype(f) for j, k in corners]
+        return passed[0] + passed[1] * f(2) + passed[2] * f(4) + passed[3] * f(8)
+
+    want = np.stack(
+        [
+            d[y, x],
+            da[layer, y, x],
+            (ref < d[vi, ui]).astype(f),
+            (ref < da[clamped, vi, ui]).astype(f),
+            gathered(lambda uu, vv: d[vv, uu]),
+            gathered(lambda uu, vv: da[layer, vv, uu]),
+            d[vi, ui] + da[2, vi, ui],
+            np.full(N, W * 100 + H * 10 + L + W, f),
+        ],
+        axis=1,
+    )
+    return want.astype(f).reshape(-1)
+
+
+def _run(backend, text: str = TEXT, **given) -> np.ndarray:
+    return backend.run(parse(text), _inputs() | given, {}, (N // 64, 1, 1))["out"]
+
+
+def test_the_text_prints_back_as_it_reads():
+    k = parse(TEXT)
+    assert parse(emit(k)) == k
+
+
+@pytest.mark.parametrize("backend", ["interp", "gpu"])
+def test_depth_textures_load_sample_and_compare_as_numpy_says(backend, request):
+    if backend == "gpu":
+        request.getfixturevalue("gpu")
+    got = _run(interp if backend == "interp" else runtime)
+    want = _want()
+    assert 0 < want[2::K].sum() < N and 0 < want[4::K].sum()  # both outcomes of the compare
+    np.testing.assert_array_equal(got, want)
+
+
+def test_tint_and_naga_take_the_text_and_its_print():
+    assert refused_by_compilers({"text": TEXT, "printed": emit(parse(TEXT))}) == {}
+
+
+def test_a_depth_texel_outside_the_texture_is_out_of_bounds():
+    text = TEXT.replace("textureLoad(d, c, 0)", "textureLoad(d, c + vec2<u32>(0u, 3u), 0)")
+    with pytest.raises(OutOfBounds, match=r"d texel \(\d+, \d+\) is out of bounds \(width 7"):
+        _run(interp, text)
+
+
+@pytest.mark.parametrize("backend", ["interp", "gpu"])
+def test_a_depth_texture_given_with_channels_is_refused_naming_its_axes(backend):
+    with pytest.raises((TypeError, BufferError), match=r"expected float32\[height, width\]"):
+        _run(interp if backend == "interp" else runtime, d=np.full((H, W, 4), 0.5, np.float32))
+
+
+@pytest.mark.parametrize("backend", ["interp", "gpu"])
+def test_a_depth_outside_0_to_1_is_refused_naming_where(backend):
+    da = _inputs()["da"]
+    da[1, 2, 3] = 1.5
+    with pytest.raises((TypeError, BufferError), match=r"'da' .* holds 1.5 at \[1, 2, 3\]: .*"):
+        _run(interp if backend == "interp" else runtime, da=da)
+
+
+def _k(body: str) -> str:
+    return HEAD + ENTRY + "  let i = gid.x;\n" + body + "\n  out[i] = 1.0;\n}\n"
+
+
+#: What WGSL refuses: name -> (text, the words kvdsl's WgslTypeError holds, Tint's)
+REFUSED = {
+    "textureSampleCompare_in_compute": (
+        _k("  let v = textureSampleCompare(d, sc, vec2<f32>(0.5), 0.5);"),
+        "built-in cannot be used by compute pipeline stage",
+        "built-in cannot be used by compute pipeline stage",
+    ),
+    "compare_through_a_plain_sampler": (
+        _k("  let v = textureSampleCompareLevel(d, s, vec2<f32>(0.5), 0.5);"),
+        "is not a sampler_comparison",
+        "no matching call to 'textureSampleCompareLevel(texture_depth_2d, sampler, vec2<f32>",
+    ),
+    "sample_level_through_a_comparison_sampler": (
+        _k("  let v = textureSampleLevel(d, sc, vec2<f32>(0.5), 0);"),
+        "is not a sampler",
+        "no matching call to 'textureSampleLevel(texture_depth_2d, sampler_comparison",
+    ),
+    "a_float_level_of_a_depth_texture": (
+        _k("  let v = textureSampleLevel(d, s, vec2<f32>(0.5), 0.0);"),
+        "the level is f32, expected i32 or u32",
+        "no matching call to 'textureSampleLevel(texture_depth_2d, sampler, vec2<f32>",
+    ),
+    "a_depth_array_without_its_index": (
+        _k("  let v = textureSampleCompareLevel(da, sc, vec2<f32>(0.5), 0.5);"),
+        "no matching call to 'textureSampleCompareLevel(texture_depth_2d_array",
+        "no matching call to 'textureSampleCompareLevel(texture_depth_2d_array",
+    ),
+    "a_depth_load_as_a_vector": (
+        _k("  let v: vec4<f32> = textureLoad(d, vec2<i32>(0), 0);"),
+        "vec4<f32>",
+        "cannot initialize 'let' of type 'vec4<f32>' with value of type 'f32'",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", REFUSED)
+def test_what_wgsl_refuses_of_them_is_refused_as_tint_refuses_it(name):
+    text, ours, tints = REFUSED[name]
+    with pytest.raises(WgslTypeError) as err:
+        parse(text, f"{name}.wgsl")
+    assert ours in str(err.value)
+    assert tints in tint_check({name: text})[name]

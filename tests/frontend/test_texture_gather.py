@@ -1,0 +1,229 @@
+"""``textureGather`` (the four texels a bilinear filter reads, one channel of each, in WGSL's
+order ``(umin, vmax), (umax, vmax), (umax, vmin), (umin, vmin)``, each clamped to the edge) of
+``texture_2d<T>``, ``texture_2d_array<T>`` and ``texture_depth_2d``, and ``textureSampleGrad``
+(through WebGPU's default sampler and one mip level: the texel ``textureSampleLevel`` reads at
+level 0, whatever the gradients), on the interpreter and on the GPU (llvmpipe will do) over
+random non-zero texels into a poisoned output, to what numpy says; Tint and naga take the text
+and its print; what WGSL refuses of them is refused as Tint refuses it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kvdsl import interp, runtime
+from kvdsl.emit import emit
+from kvdsl.frontend import WgslTypeError, parse
+from kvdsl.runtime import tint_check
+from tests.helpers.wgsl import refused_by_compilers
+
+N, H, W, L = 128, 5, 7, 3  # invocations; the textures' height, width and layers
+HEAD = (
+    "@group(0) @binding(0) var<storage, read> a: array<u32>;\n"
+    "@group(0) @binding(1) var<storage, read_write> out: array<vec4<f32>>;\n"
+    "@group(0) @binding(2) var img: texture_2d<f32>;\n"
+    "@group(0) @binding(3) var ids: texture_2d_array<u32>;\n"
+    "@group(0) @binding(4) var d: texture_depth_2d;\n"
+    "@group(0) @binding(5) var s: sampler;\n"
+    "const C = 3u;\n"
+)
+ENTRY = "@compute @workgroup_size(64)\nfn main(@builtin(global_invocation_id) gid: vec3<u32>) {\n"
+BODY = (
+    "  let i = gid.x;\n  let o = i * 4u;\n  let v = a[i];\n"
+    "  let dims = vec2<f32>(textureDimensions(img));\n"
+    "  let near = (vec2<f32>(f32(v % 9u), f32((v / 9u) % 8u)) - 1.25) / dims;\n"
+    "  let uv = (vec2<f32>(f32(v % 11u), f32(v % 13u)) - 1.5) / dims;\n"
+    "  out[o] = textureGather(1, img, s, near);\n"
+    "  out[o + 1u] = vec4<f32>(textureGather(C, ids, s, near, i32(v % 5u) - 1));\n"
+    "  out[o + 2u] = textureGather(d, s, near);\n"
+    "  out[o + 3u] = textureSampleGrad(img, s, uv, vec2<f32>(0.3), vec2<f32>(-0.2, 0.1));\n"
+)
+TEXT = HEAD + ENTRY + BODY + "}\n"
+
+
+def _inputs() -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(4442)
+    return {
+        "a": rng.integers(1, 1 << 20, N, dtype=np.uint32),
+        "out": np.full((N * 4, 4), np.nan, np.float32),
+        "img": rng.uniform(0.5, 4.0, (H, W, 4)).astype(np.float32),
+        "ids": rng.integers(1, 1000, (L, H, W, 4), dtype=np.uint32),
+        "d": rng.uniform(0.05, 0.95, (H, W)).astype(np.float32),
+    }
+
+
+def _want() -> np.ndarray:
+    t = _inputs()
+    a = t["a"].astype(np.int64)
+    # The texels floor(u * size - 0.5) and the next, clamped to the edge.
+    u0, v0 = a % 9 - 2, (a // 9) % 8 - 2
+    u = np.clip(u0, 0, W - 1), np.clip(u0 + 1, 0, W - 1)
+    v = np.clip(v0, 0, H - 1), np.clip(v0 + 1, 0, H - 1)
+    order = ((0, 1), (1, 1), (1, 0), (0, 0))  # (umin, vmax), (umax, vmax), (umax, vmin), ...
+    layer = np.clip(a % 5 - 1, 0, L - 1)  # the array index, clamped to the layers
+
+    def gathered(texel):
+        return np.stack([texel(u[j], v[k]) for j, k in order], axis=1).astype(np.float32)
+
+    ui, vi = np.clip(a % 11 - 2, 0, W - 1), np.clip(a % 13 - 2, 0, H - 1)  # the nearest texel
+    want = np.stack(
+        [
+            gathered(lambda x, y: t["img"][y, x, 1]),
+            gathered(lambda x, y: t["ids"][layer, y, x, 3]),
+            gathered(lambda x, y: t["d"][y, x]),
+            t["img"][vi, ui],
+        ],
+        axis=1,
+    )
+    return want.reshape(N * 4, 4)
+
+
+def _run(backend, text: str = TEXT) -> np.ndarray:
+    return backend.run(parse(text), _inputs(), {}, (N // 64, 1, 1))["out"]
+
+
+def test_the_text_prints_back_as_it_reads():
+    k = parse(TEXT)
+    assert parse(emit(k)) == k
+
+
+@pytest.mark.parametrize("backend", ["interp", "gpu"])
+def test_gathers_and_gradient_samples_are_as_numpy_says(backend, request):
+    if backend == "gpu":
+        request.getfixturevalue("gpu")
+    got = _run(interp if backend == "interp" else runtime)
+    np.testing.assert_array_equal(got, _want())
+
+
+def test_tint_and_naga_take_the_text_and_its_print():
+    assert refused_by_compilers({"text": TEXT, "printed": emit(parse(TEXT))}) == {}
+
+
+def _k(body: str) -> str:
+    return HEAD + ENTRY + "  let i = gid.x;\n" + body + "\n  out[i] = vec4<f32>(1.0);\n}\n"
+
+
+#: What WGSL refuses: name -> (text, the words kvdsl's WgslTypeError holds, Tint's)
+REFUSED = {
+    "a_component_of_no_const": (
+        _k("  let c = i32(i % 4u);\n  let g = textureGather(c, img, s, vec2<f32>(0.5));"),
+        "the 'component' argument of 'textureGather' must be a const-expression",
+        "the 'component' argument of 'textureGather' must be a const-expression",
+    ),
+    "a_component_past_3": (
+        _k("  let g = textureGather(4, img, s, vec2<f32>(0.5));"),
+        "the component argument must be at least 0 and at most 3. component is 4",
+        "the component argument must be at least 0 and at most 3. component is 4",
+    ),
+    "a_component_of_a_depth_texture": (
+        _k("  let g = textureGather(0, d, s, vec2<f32>(0.5));"),
+        "no matching call to 'textureGather(i32, texture_depth_2d, sampler, vec2<f32>)'",
+        "no matching call to 'textureGather(abstract-int, texture_depth_2d, sampler, vec2<f32>)'",
+    ),
+    "a_gradient_of_a_u32_texture": (
+        _k("  let g = textureSampleGrad(ids, s, vec2<f32>(0.5), 1, vec2<f32>(), vec2<f32>());"),
+        "which textureSampleGrad does not sample",
+        "no matching call to 'textureSampleGrad(texture_2d_array<u32>, sampler, vec2<f32>",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", REFUSED)
+def test_what_wgsl_refuses_of_them_is_refused_as_tint_refuses_it(name):
+    text, ours, tints = REFUSED[name]
+    with pytest.raises(WgslTypeError) as err:
+        parse(text, f"{name}.wgsl")
+    assert ours in str(err.value)
+    assert tints in tint_check({name: text})[name]
+
+
+#: Texel offsets (a const vecN<i32>, -8 to 7, added to the texel coordinates before the clamp)
+#: of textureSampleLevel, textureSampleCompareLevel, textureGather and textureGatherCompare;
+#: textureSampleBaseClampToEdge (of the one level, nearest: the texel textureSampleLevel reads)
+#: and textureNumLevels (one level).
+OFFSETS = (
+    HEAD
+    + "@group(0) @binding(6) var vol: texture_3d<f32>;\n"
+    + "@group(0) @binding(7) var sc: sampler_comparison;\n"
+    + ENTRY
+    + "  let i = gid.x;\n  let o = i * 4u;\n  let v = a[i];\n"
+    + "  let dims = vec2<f32>(textureDimensions(img));\n"
+    + "  let near = (vec2<f32>(f32(v % 9u), f32((v / 9u) % 8u)) - 1.25) / dims;\n"
+    + "  let uv = (vec2<f32>(f32(v % 11u), f32(v % 13u)) - 1.5) / dims;\n"
+    + "  let r = f32(v % 97u) / 97.0;\n"
+    + "  out[o] = textureSampleLevel(img, s, uv, 0.0, vec2<i32>(2, -1))\n"
+    + "    + textureSampleBaseClampToEdge(img, s, uv) * 16.0;\n"
+    + "  out[o + 1u] = textureGather(2, img, s, near, vec2(-1, i32(C)));\n"
+    + "  out[o + 2u] = textureGatherCompare(d, sc, near, r, vec2<i32>(1, -2));\n"
+    + "  out[o + 3u] = vec4<f32>(textureSampleCompareLevel(d, sc, uv, r, vec2<i32>(-8, 7)),\n"
+    + "    textureSampleLevel(vol, s, vec3<f32>(uv, 0.5), 0.0, vec3<i32>(1, 0, -1)).x,\n"
+    + "    f32(textureNumLevels(img) + textureNumLevels(d) * 10u), 0.0);\n}\n"
+)
+
+
+@pytest.mark.parametrize("backend", ["interp", "gpu"])
+def test_texel_offsets_base_clamp_and_levels_are_as_numpy_says(backend, request):
+    if backend == "gpu":
+        request.getfixturevalue("gpu")
+    k = parse(OFFSETS)
+    assert parse(emit(k)) == k
+    rng = np.random.default_rng(4447)
+    given = _inputs() | {"vol": rng.uniform(0.5, 4.0, (3, H, W, 4)).astype(np.float32)}
+    got = (interp if backend == "interp" else runtime).run(k, given, {}, (N // 64, 1, 1))["out"]
+    a = given["a"].astype(np.int64)
+    img, d, vol, f = given["img"], given["d"], given["vol"], np.float32
+    ui, vi = a % 11 - 2, a % 13 - 2  # the nearest texel, before the clamp
+    ref = (a % 97).astype(f) / f(97)
+
+    def clamp(x, n):
+        return np.clip(x, 0, n - 1)
+
+    def gathered(texel, du, dv):
+        u0, v0 = a % 9 - 2 + du, (a // 9) % 8 - 2 + dv
+        u, v = (clamp(u0, W), clamp(u0 + 1, W)), (clamp(v0, H), clamp(v0 + 1, H))
+        order = ((0, 1), (1, 1), (1, 0), (0, 0))
+        return np.stack([texel(u[j], v[q]) for j, q in order], axis=1).astype(f)
+
+    base = img[clamp(vi, H), clamp(ui, W)]
+    want = np.stack(
+        [
+            img[clamp(vi - 1, H), clamp(ui + 2, W)] + base * f(16),
+            gathered(lambda x, y: img[y, x, 2], -1, 3),
+            gathered(lambda x, y: (ref < d[y, x]).astype(f), 1, -2),
+            np.stack(
+                [
+                    (ref < d[clamp(vi + 7, H), clamp(ui - 8, W)]).astype(f),
+                    vol[clamp(np.full(N, 0), 3), clamp(vi, H), clamp(ui + 1, W), 0],
+                    np.full(N, 11, f),
+                    np.zeros(N, f),
+                ],
+                axis=1,
+            ),
+        ],
+        axis=1,
+    )
+    np.testing.assert_array_equal(got, want.reshape(N * 4, 4))
+    assert refused_by_compilers({"offsets": OFFSETS}) == {}
+
+
+#: What WGSL refuses of offsets, in Tint's words.
+OFFSETS_REFUSED = {
+    "an_offset_past_7": (
+        _k("  let g = textureSampleLevel(img, s, vec2<f32>(0.5), 0.0, vec2<i32>(8, 0));"),
+        "each component of the offset argument must be at least -8 and at most 7. offset "
+        "component 0 is 8",
+    ),
+    "an_offset_of_no_const": (
+        _k("  let g = textureGather(0, img, s, vec2<f32>(0.5), vec2<i32>(i32(i)));"),
+        "the 'offset' argument of 'textureGather' must be a const-expression",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", OFFSETS_REFUSED)
+def test_what_wgsl_refuses_of_offsets_is_refused_as_tint_refuses_it(name):
+    text, words = OFFSETS_REFUSED[name]
+    with pytest.raises(WgslTypeError) as err:
+        parse(text, f"{name}.wgsl")
+    assert words in str(err.value)
+    assert words in tint_check({name: text})[name]
