@@ -63,9 +63,9 @@ def attention(
     group = hq // hkv
     held = (np.arange(t)[None, :] < lengths[:, None])[:, None, :, None]  # rows past a sequence
     k, v = np.where(held, k, 0.0), np.where(held, v, 0.0)  # are never read, whatever they hold
-    kq = np.repeat(k, group, axis=1)  # [B, Hq, T, D]
-    vq = np.repeat(v, group, axis=1)
-    logits = np.einsum("bhsd,bhtd->bhst", q, kq) * (1 / np.sqrt(d) if scale is None else scale)
+    qg = q.reshape(b, hkv, group * s, d)  # query head h reads KV head h // group
+    logits = (qg @ k.transpose(0, 1, 3, 2)).reshape(b, hq, s, t)
+    logits = logits * (1 / np.sqrt(d) if scale is None else scale)
     if softcap is not None:
         logits = softcap * np.tanh(logits / softcap)
     seen = visible(lengths, s, t, window)[:, None, :, :]  # [B, 1, S, T]
@@ -79,5 +79,5 @@ def attention(
     total = weights.sum(axis=-1, keepdims=True)
     if sinks is not None:
         total = total + np.exp(sink - top)
-    out = np.einsum("bhst,bhtd->bhsd", weights, vq)
+    out = (weights.reshape(b, hkv, group * s, t) @ v).reshape(b, hq, s, d)
     return np.divide(out, total, out=np.zeros_like(out), where=total > 0)

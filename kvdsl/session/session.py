@@ -325,24 +325,26 @@ class Session(Run):
         # rewritten (merge_share) or the window slid (window_shift), and the rows are capacity.
         s = self.spec
         exact = isinstance(self.host, InterpHost)
+        lengths = np.minimum(self.lengths, s.capacity)
+        # Rows past the longest sequence are never attended: they are neither read nor decoded.
+        held = int(lengths.max())
         layers = []
         for layer in self.layers:
             cache = self._cache(layer, layer.live)
             rows = []
             for side, (r, model) in enumerate(zip(cache, (layer.model_k, layer.model_v))):
-                stored = model.reshape(-1)
+                stored = self._held(model, held)
                 if not exact:  # the codes the check accepts (a dense one may move by a step)
-                    got = self._live(r)
+                    got = self._held(self._live(r), held)
                     stored = got if not self.fmt.judge(got, stored, exact) else stored
                 decoded = self.fmt.attended(
                     self.fmt.decode(stored.reshape(-1, self.fmt.unit), side)
                 )
-                rows.append(decoded.reshape(s.batch, s.kv_heads, s.capacity, s.head_dim))
+                rows.append(decoded.reshape(s.batch, s.kv_heads, held, s.head_dim))
             # The contract's size for the binding (the room after the cache holds canaries).
             size = max(cache[0].size, self._room)
             bound = {n: Bound(r.buffer, r.offset, size) for n, r in zip(("key", "value"), cache)}
             layers.append(AttendLayer(bound, *rows))
-        lengths = np.minimum(self.lengths, s.capacity)
         return lengths, lengths, layers, {"seq": s.capacity}, {"seq": s.capacity}
 
     def _check_positions(self, lens: np.ndarray) -> None:
@@ -353,6 +355,13 @@ class Session(Run):
             )
 
     # ---- checks ----------------------------------------------------------------------------
+
+    def _held(self, stored: np.ndarray, rows: int) -> np.ndarray:
+        """The first ``rows`` rows of each ``(batch, kv head)`` of a layer's stored values."""
+        s = self.spec
+        return np.ascontiguousarray(
+            stored.reshape(s.batch, s.kv_heads, s.capacity, -1)[:, :, :rows]
+        )
 
     def _live(self, r: Bound) -> np.ndarray:
         raw = self.host.read(r.buffer)
