@@ -24,6 +24,7 @@ from tests.helpers.textures import (
     assert_compilers_take_it_and_its_print,
     assert_refused_in_words,
     footprint,
+    indices_and_poison,
     read_back,
     refused_kernel,
     run_of,
@@ -65,9 +66,7 @@ TEXT = HEAD + HELPERS + ENTRY + BODY + "}\n"
 
 def _inputs() -> dict[str, np.ndarray]:
     rng = np.random.default_rng(4440)
-    return {
-        "a": rng.integers(1, 1 << 20, N, dtype=np.uint32),
-        "out": np.full(N * K, np.nan, np.float32),
+    return indices_and_poison(rng, N, N * K) | {
         "d": rng.uniform(0.05, 0.95, (H, W)).astype(np.float32),
         "da": rng.uniform(0.05, 0.95, (L, H, W)).astype(np.float32),
     }

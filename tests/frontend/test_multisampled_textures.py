@@ -20,6 +20,7 @@ from tests.helpers.textures import (
     BACKENDS,
     assert_compilers_take_it_and_its_print,
     assert_refused_in_words,
+    indices_and_poison,
     read_back,
     run_of,
 )
@@ -46,9 +47,7 @@ TEXT = (
 
 def _inputs() -> dict[str, np.ndarray]:
     rng = np.random.default_rng(4445)
-    return {
-        "a": rng.integers(1, 1 << 20, N, dtype=np.uint32),
-        "out": np.full((N * 3, 4), np.nan, np.float32),
+    return indices_and_poison(rng, N, (N * 3, 4)) | {
         # f16 values, as rgba16float holds them
         "ms": rng.uniform(0.5, 4.0, (S, H, W, 4)).astype(np.float16).astype(np.float32),
         "ids": rng.integers(1, 60000, (S, H, W, 4), dtype=np.uint32),

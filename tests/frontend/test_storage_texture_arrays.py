@@ -18,6 +18,7 @@ from tests.helpers.textures import (
     BACKENDS,
     assert_compilers_take_it_and_its_print,
     assert_refused_in_words,
+    indices_and_poison,
     read_back,
 )
 
@@ -42,9 +43,7 @@ TEXT = (
 
 def _inputs() -> dict[str, np.ndarray]:
     rng = np.random.default_rng(4443)
-    return {
-        "a": rng.integers(1, 1 << 20, N, dtype=np.uint32),
-        "out": np.full(N, np.nan, np.float32),
+    return indices_and_poison(rng, N, N) | {
         "src": rng.uniform(0.5, 4.0, (L, H, W, 4)).astype(np.float32),
         "dst": np.full((L, H, W, 1), 0xDEADBEEF, np.uint32),
         "acc": rng.uniform(0.5, 4.0, (L, H, W, 1)).astype(np.float32),

@@ -20,6 +20,7 @@ from tests.helpers.textures import (
     ENTRY,
     assert_compilers_take_it_and_its_print,
     assert_refused_in_words,
+    indices_and_poison,
     read_back,
     refused_kernel,
 )
@@ -52,9 +53,7 @@ TEXT = HEAD + HELPERS + ENTRY + BODY + "}\n"
 
 def _inputs() -> dict[str, np.ndarray]:
     rng = np.random.default_rng(4406)
-    return {
-        "a": rng.integers(1, 1 << 20, N, dtype=np.uint32),
-        "out": np.full(N, np.nan, np.float32),
+    return indices_and_poison(rng, N, N) | {
         "vol": rng.uniform(0.5, 4.0, (3, 5, 6, 4)).astype(np.float32),  # depth, height, width
         "ids": rng.integers(1, 1000, (2, 4, 3, 4), dtype=np.uint32),
         "img": rng.uniform(0.5, 4.0, (6, 7, 4)).astype(np.float32),

@@ -19,6 +19,7 @@ from tests.helpers.textures import (
     assert_compilers_take_it_and_its_print,
     assert_refused_in_words,
     footprint,
+    indices_and_poison,
     read_back,
     refused_kernel,
 )
@@ -49,9 +50,7 @@ TEXT = HEAD + ENTRY + BODY + "}\n"
 
 def _inputs() -> dict[str, np.ndarray]:
     rng = np.random.default_rng(4442)
-    return {
-        "a": rng.integers(1, 1 << 20, N, dtype=np.uint32),
-        "out": np.full((N * 4, 4), np.nan, np.float32),
+    return indices_and_poison(rng, N, (N * 4, 4)) | {
         "img": rng.uniform(0.5, 4.0, (H, W, 4)).astype(np.float32),
         "ids": rng.integers(1, 1000, (L, H, W, 4), dtype=np.uint32),
         "d": rng.uniform(0.05, 0.95, (H, W)).astype(np.float32),

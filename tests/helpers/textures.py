@@ -67,3 +67,13 @@ def footprint(u0: np.ndarray, v0: np.ndarray, width: int, height: int) -> list[t
     u = np.clip(u0, 0, width - 1), np.clip(u0 + 1, 0, width - 1)
     v = np.clip(v0, 0, height - 1), np.clip(v0 + 1, 0, height - 1)
     return [(u[du], v[dv]) for du, dv in GATHER_ORDER]
+
+
+def indices_and_poison(rng: np.random.Generator, n: int, out_shape) -> dict[str, np.ndarray]:
+    """The buffers ``a``, ``n`` random non-zero u32 below 2^20 that a kernel takes each
+    invocation's coordinates from, and ``out``, its f32 output of ``out_shape`` poisoned with
+    NaN so that an element left unwritten fails."""
+    return {
+        "a": rng.integers(1, 1 << 20, n, dtype=np.uint32),
+        "out": np.full(out_shape, np.nan, np.float32),
+    }
