@@ -1,8 +1,8 @@
 """What the texture tests (``tests/frontend/test_*texture*.py``) share: the entry point of their
-64-wide kernels and the refused kernel around a body, the backends they run on, the checks of
-a text (it reads back from its print; Tint and naga take it and its print; kvdsl refuses what
-WGSL refuses in its own words and Tint in Tint's) and numpy's bilinear footprint: the four
-texels a gather reads, in WGSL's order."""
+64-wide kernels and the refused kernel around a body, the backends they run on, the index
+buffer and poisoned output they give, the checks of a text (it reads back from its print; Tint
+and naga take it and its print; kvdsl refuses what WGSL refuses in its own words and Tint in
+Tint's) and numpy's bilinear footprint: the four texels a gather reads, in WGSL's order."""
 
 from __future__ import annotations
 
