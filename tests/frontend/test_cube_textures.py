@@ -11,11 +11,21 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kvdsl import interp, runtime
-from kvdsl.emit import emit
-from kvdsl.frontend import WgslTypeError, parse
+from kvdsl import interp
+from kvdsl.frontend import parse
 from kvdsl.interp import OutOfBounds
-from kvdsl.runtime import BufferError, tint_check
+from kvdsl.runtime import BufferError
+from tests.helpers.backends import backend_run
+from tests.helpers.textures import (
+    BACKENDS,
+    ENTRY,
+    GATHER_ORDER,
+    assert_compilers_take_it_and_its_print,
+    assert_refused_in_words,
+    read_back,
+    refused_kernel,
+    run_of,
+)
 from tests.helpers.wgsl import refused_by_compilers
 
 N, K, S, L = 128, 6, 4, 2  # invocations, outputs each, a face's size, the arrays' layers
@@ -29,7 +39,6 @@ HEAD = (
     "@group(0) @binding(6) var s: sampler;\n"
     "@group(0) @binding(7) var sc: sampler_comparison;\n"
 )
-ENTRY = "@compute @workgroup_size(64)\nfn main(@builtin(global_invocation_id) gid: vec3<u32>) {\n"
 BODY = (
     "  let i = gid.x;\n  let o = i * 6u;\n  let p = dirs[i].xyz;\n"
     "  let layer = i32(i % 4u) - 1;\n  let r = dirs[i].w;\n"
@@ -96,37 +105,34 @@ def _want() -> np.ndarray:
     return want.astype(f).reshape(-1)
 
 
-def _run(backend, text: str = TEXT, **given) -> np.ndarray:
-    return backend.run(parse(text), _inputs()[0] | given, {}, (N // 64, 1, 1))["out"]
+def _run(run, **given) -> np.ndarray:
+    return run(parse(TEXT), _inputs()[0] | given, {}, (N // 64, 1, 1))["out"]
 
 
 def test_the_text_prints_back_as_it_reads():
-    k = parse(TEXT)
-    assert parse(emit(k)) == k
+    read_back(TEXT)
 
 
-@pytest.mark.parametrize("backend", ["interp", "gpu"])
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_cube_textures_sample_in_a_direction_as_numpy_says(backend, request):
-    if backend == "gpu":
-        request.getfixturevalue("gpu")
     want = _want()
     assert 0 < want[2::K].sum() < N  # both outcomes of the compare
-    np.testing.assert_array_equal(_run(interp if backend == "interp" else runtime), want)
+    np.testing.assert_array_equal(_run(backend_run(backend, request)), want)
 
 
 def test_tint_and_naga_take_the_text_and_its_print():
-    assert refused_by_compilers({"text": TEXT, "printed": emit(parse(TEXT))}) == {}
+    assert_compilers_take_it_and_its_print(TEXT)
 
 
-@pytest.mark.parametrize("backend", ["interp", "gpu"])
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_a_cube_of_faces_not_square_is_refused_naming_its_axes(backend):
     sky = np.full((6, S, S + 1, 4), 0.5, np.float32)
     with pytest.raises((TypeError, BufferError), match=r"expected float32\[6, size, size, 4\]"):
-        _run(interp if backend == "interp" else runtime, sky=sky)
+        _run(run_of(backend), sky=sky)
 
 
 def _k(body: str) -> str:
-    return HEAD + ENTRY + "  let i = gid.x;\n" + body + "\n  out[i] = 1.0;\n}\n"
+    return refused_kernel(HEAD, body)
 
 
 #: What WGSL refuses: name -> (text, the words kvdsl's WgslTypeError holds, Tint's)
@@ -151,11 +157,7 @@ REFUSED = {
 
 @pytest.mark.parametrize("name", REFUSED)
 def test_what_wgsl_refuses_of_them_is_refused_as_tint_refuses_it(name):
-    text, ours, tints = REFUSED[name]
-    with pytest.raises(WgslTypeError) as err:
-        parse(text, f"{name}.wgsl")
-    assert ours in str(err.value)
-    assert tints in tint_check({name: text})[name]
+    assert_refused_in_words(name, *REFUSED[name])
 
 
 #: Gathers of cubes: the four texels a bilinear filter reads in a direction, those past the
@@ -195,7 +197,7 @@ def _footprints() -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray, np.nda
     toward = basis[0][face] + (2 * s - 1)[:, None] * basis[1][face]
     toward += (2 * t - 1)[:, None] * basis[2][face]
     texels = []
-    for di, dj in ((0, 1), (1, 1), (1, 0), (0, 0)):
+    for di, dj in GATHER_ORDER:
         i, j = i0 + di, j0 + dj
         centre = basis[0][face] + (2 * (i + 0.5) / S - 1)[:, None] * basis[1][face]
         centre += (2 * (j + 0.5) / S - 1)[:, None] * basis[2][face]
@@ -211,17 +213,14 @@ def _footprints() -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray, np.nda
     return toward * rng.uniform(0.5, 3.0, (N, 1)), texels
 
 
-@pytest.mark.parametrize("backend", ["interp", "gpu"])
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_cube_gathers_reach_the_next_face_as_numpy_says(backend, request):
-    if backend == "gpu":
-        request.getfixturevalue("gpu")
-    k = parse(GATHER)
-    assert parse(emit(k)) == k
+    k = read_back(GATHER)
     toward, texels = _footprints()
     given, _ = _inputs()
     given["dirs"][:, :3] = toward
     given["gathered"] = np.full((N * 4, 4), np.nan, np.float32)
-    got = (interp if backend == "interp" else runtime).run(k, given, {}, (N // 64, 1, 1))
+    got = backend_run(backend, request)(k, given, {}, (N // 64, 1, 1))
     ref = given["dirs"][:, 3:4]
     i = np.arange(N)
     sky, skies, shadow = given["sky"], given["skies"], given["shadow"]

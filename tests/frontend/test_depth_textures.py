@@ -13,12 +13,22 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kvdsl import interp, runtime
-from kvdsl.emit import emit
-from kvdsl.frontend import WgslTypeError, parse
+from kvdsl import interp
+from kvdsl.frontend import parse
 from kvdsl.interp import OutOfBounds
-from kvdsl.runtime import BufferError, tint_check
-from tests.helpers.wgsl import refused_by_compilers
+from kvdsl.runtime import BufferError
+from tests.helpers.backends import backend_run
+from tests.helpers.textures import (
+    BACKENDS,
+    ENTRY,
+    assert_compilers_take_it_and_its_print,
+    assert_refused_in_words,
+    footprint,
+    indices_and_poison,
+    read_back,
+    refused_kernel,
+    run_of,
+)
 
 N, K = 128, 8  # invocations, outputs each
 H, W, L = 5, 7, 3  # the textures' height, width and layers
@@ -34,7 +44,6 @@ HELPERS = (
     "fn shadow(t: texture_depth_2d, sm: sampler_comparison, p: vec2<f32>, r: f32) -> f32 {\n"
     "  return textureSampleCompareLevel(t, sm, p, r);\n}\n"
 )
-ENTRY = "@compute @workgroup_size(64)\nfn main(@builtin(global_invocation_id) gid: vec3<u32>) {\n"
 BODY = (
     "  let i = gid.x;\n  let o = i * 8u;\n  let v = a[i];\n"
     "  let dims = textureDimensions(d);\n  let n = textureNumLayers(da);\n"
@@ -57,9 +66,7 @@ TEXT = HEAD + HELPERS + ENTRY + BODY + "}\n"
 
 def _inputs() -> dict[str, np.ndarray]:
     rng = np.random.default_rng(4440)
-    return {
-        "a": rng.integers(1, 1 << 20, N, dtype=np.uint32),
-        "out": np.full(N * K, np.nan, np.float32),
+    return indices_and_poison(rng, N, N * K) | {
         "d": rng.uniform(0.05, 0.95, (H, W)).astype(np.float32),
         "da": rng.uniform(0.05, 0.95, (L, H, W)).astype(np.float32),
     }
@@ -73,15 +80,10 @@ def _want() -> np.ndarray:
     ref = (a % 97).astype(f) / f(97)  # as the kernel divides, in f32
     ui, vi = np.clip(a % 11 - 2, 0, W - 1), np.clip(a % 13 - 2, 0, H - 1)  # the nearest texel
     clamped = np.clip(a % 5 - 1, 0, L - 1)  # the array index, clamped to the layers
-    # textureGatherCompare: the texels floor(u * size - 0.5) and the next, clamped, in WGSL's
-    # order (umin, vmax), (umax, vmax), (umax, vmin), (umin, vmin).
-    u0, v0 = a % 9 - 2, (a // 9) % 8 - 2
-    u = np.clip(u0, 0, W - 1), np.clip(u0 + 1, 0, W - 1)
-    v = np.clip(v0, 0, H - 1), np.clip(v0 + 1, 0, H - 1)
-    corners = ((0, 1), (1, 1), (1, 0), (0, 0))
+    texels = footprint(a % 9 - 2, (a // 9) % 8 - 2, W, H)  # of textureGatherCompare
 
     def gathered(tex):
-        passed = [(ref < tex(u[j], v[k])).astype(f) for j, k in corners]
+        passed = [(ref < tex(uu, vv)).astype(f) for uu, vv in texels]
         return passed[0] + passed[1] * f(2) + passed[2] * f(4) + passed[3] * f(8)
 
     want = np.stack(
@@ -100,51 +102,48 @@ def _want() -> np.ndarray:
     return want.astype(f).reshape(-1)
 
 
-def _run(backend, text: str = TEXT, **given) -> np.ndarray:
-    return backend.run(parse(text), _inputs() | given, {}, (N // 64, 1, 1))["out"]
+def _run(run, text: str = TEXT, **given) -> np.ndarray:
+    return run(parse(text), _inputs() | given, {}, (N // 64, 1, 1))["out"]
 
 
 def test_the_text_prints_back_as_it_reads():
-    k = parse(TEXT)
-    assert parse(emit(k)) == k
+    read_back(TEXT)
 
 
-@pytest.mark.parametrize("backend", ["interp", "gpu"])
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_depth_textures_load_sample_and_compare_as_numpy_says(backend, request):
-    if backend == "gpu":
-        request.getfixturevalue("gpu")
-    got = _run(interp if backend == "interp" else runtime)
+    got = _run(backend_run(backend, request))
     want = _want()
     assert 0 < want[2::K].sum() < N and 0 < want[4::K].sum()  # both outcomes of the compare
     np.testing.assert_array_equal(got, want)
 
 
 def test_tint_and_naga_take_the_text_and_its_print():
-    assert refused_by_compilers({"text": TEXT, "printed": emit(parse(TEXT))}) == {}
+    assert_compilers_take_it_and_its_print(TEXT)
 
 
 def test_a_depth_texel_outside_the_texture_is_out_of_bounds():
     text = TEXT.replace("textureLoad(d, c, 0)", "textureLoad(d, c + vec2<u32>(0u, 3u), 0)")
     with pytest.raises(OutOfBounds, match=r"d texel \(\d+, \d+\) is out of bounds \(width 7"):
-        _run(interp, text)
+        _run(interp.run, text)
 
 
-@pytest.mark.parametrize("backend", ["interp", "gpu"])
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_a_depth_texture_given_with_channels_is_refused_naming_its_axes(backend):
     with pytest.raises((TypeError, BufferError), match=r"expected float32\[height, width\]"):
-        _run(interp if backend == "interp" else runtime, d=np.full((H, W, 4), 0.5, np.float32))
+        _run(run_of(backend), d=np.full((H, W, 4), 0.5, np.float32))
 
 
-@pytest.mark.parametrize("backend", ["interp", "gpu"])
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_a_depth_outside_0_to_1_is_refused_naming_where(backend):
     da = _inputs()["da"]
     da[1, 2, 3] = 1.5
     with pytest.raises((TypeError, BufferError), match=r"'da' .* holds 1.5 at \[1, 2, 3\]: .*"):
-        _run(interp if backend == "interp" else runtime, da=da)
+        _run(run_of(backend), da=da)
 
 
 def _k(body: str) -> str:
-    return HEAD + ENTRY + "  let i = gid.x;\n" + body + "\n  out[i] = 1.0;\n}\n"
+    return refused_kernel(HEAD, body)
 
 
 #: What WGSL refuses: name -> (text, the words kvdsl's WgslTypeError holds, Tint's)
@@ -184,8 +183,4 @@ REFUSED = {
 
 @pytest.mark.parametrize("name", REFUSED)
 def test_what_wgsl_refuses_of_them_is_refused_as_tint_refuses_it(name):
-    text, ours, tints = REFUSED[name]
-    with pytest.raises(WgslTypeError) as err:
-        parse(text, f"{name}.wgsl")
-    assert ours in str(err.value)
-    assert tints in tint_check({name: text})[name]
+    assert_refused_in_words(name, *REFUSED[name])

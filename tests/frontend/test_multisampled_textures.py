@@ -11,12 +11,19 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kvdsl import interp, runtime
-from kvdsl.emit import emit
-from kvdsl.frontend import WgslTypeError, parse
+from kvdsl import interp
+from kvdsl.frontend import parse
 from kvdsl.interp import OutOfBounds
-from kvdsl.runtime import BufferError, tint_check
-from tests.helpers.wgsl import refused_by_compilers
+from kvdsl.runtime import BufferError
+from tests.helpers.backends import backend_run
+from tests.helpers.textures import (
+    BACKENDS,
+    assert_compilers_take_it_and_its_print,
+    assert_refused_in_words,
+    indices_and_poison,
+    read_back,
+    run_of,
+)
 
 N, S, H, W = 128, 4, 5, 7  # invocations; samples, height and width
 TEXT = (
@@ -40,9 +47,7 @@ TEXT = (
 
 def _inputs() -> dict[str, np.ndarray]:
     rng = np.random.default_rng(4445)
-    return {
-        "a": rng.integers(1, 1 << 20, N, dtype=np.uint32),
-        "out": np.full((N * 3, 4), np.nan, np.float32),
+    return indices_and_poison(rng, N, (N * 3, 4)) | {
         # f16 values, as rgba16float holds them
         "ms": rng.uniform(0.5, 4.0, (S, H, W, 4)).astype(np.float16).astype(np.float32),
         "ids": rng.integers(1, 60000, (S, H, W, 4), dtype=np.uint32),
@@ -61,50 +66,45 @@ def _want() -> np.ndarray:
     return np.stack([t["ms"][k, y, x], whole, depth], axis=1).reshape(N * 3, 4)
 
 
-def _run(backend, text: str = TEXT, **given) -> np.ndarray:
-    return backend.run(parse(text), _inputs() | given, {}, (N // 64, 1, 1))["out"]
+def _run(run, text: str = TEXT, **given) -> np.ndarray:
+    return run(parse(text), _inputs() | given, {}, (N // 64, 1, 1))["out"]
 
 
 def test_the_text_prints_back_as_it_reads():
-    k = parse(TEXT)
-    assert parse(emit(k)) == k
+    read_back(TEXT)
 
 
-@pytest.mark.parametrize("backend", ["interp", "gpu"])
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_multisampled_textures_load_each_sample_as_numpy_says(backend, request):
-    if backend == "gpu":
-        request.getfixturevalue("gpu")
-    np.testing.assert_array_equal(_run(interp if backend == "interp" else runtime), _want())
+    np.testing.assert_array_equal(_run(backend_run(backend, request)), _want())
 
 
 def test_tint_and_naga_take_the_text_and_its_print():
-    assert refused_by_compilers({"text": TEXT, "printed": emit(parse(TEXT))}) == {}
+    assert_compilers_take_it_and_its_print(TEXT)
 
 
 def test_a_sample_past_the_samples_is_out_of_bounds():
     text = TEXT.replace("textureLoad(ms, c, k)", "textureLoad(ms, c, k + 1u)")
     with pytest.raises(OutOfBounds, match=r"ms texel \(\d+, \d+, 4\) is out of bounds .*samples 4"):
-        _run(interp, text)
+        _run(interp.run, text)
 
 
-@pytest.mark.parametrize("backend", ["interp", "gpu"])
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_a_count_of_samples_webgpu_does_not_make_is_refused_by_name(backend):
     ms = _inputs()["ms"][:2]
     with pytest.raises((TypeError, BufferError), match=r"'ms' .* is given 2 samples a texel: .* 4"):
-        _run(interp if backend == "interp" else runtime, ms=ms)
+        _run(run_of(backend), ms=ms)
 
 
-@pytest.mark.parametrize("backend", ["interp", "gpu"])
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_a_value_the_16_bit_format_does_not_hold_is_refused_by_name(backend):
     ids = _inputs()["ids"]
     ids[1, 2, 3, 0] = 70000
     with pytest.raises((TypeError, BufferError), match=r"'ids' .* holds 70000 at \[1, 2, 3, 0\]"):
-        _run(interp if backend == "interp" else runtime, ids=ids)
+        _run(run_of(backend), ids=ids)
 
 
 def test_a_level_of_a_multisampled_texture_is_refused_as_tint_refuses_it():
     text = TEXT.replace("textureDimensions(ms);", "textureDimensions(ms, 0);")
-    with pytest.raises(WgslTypeError, match=r"no matching call to 'textureDimensions"):
-        parse(text)
-    want = "no matching call to 'textureDimensions(texture_multisampled_2d<f32>"
-    assert want in tint_check({"t": text})["t"]
+    tints = "no matching call to 'textureDimensions(texture_multisampled_2d<f32>"
+    assert_refused_in_words("t", text, "no matching call to 'textureDimensions", tints)

@@ -10,12 +10,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kvdsl import interp, runtime
-from kvdsl.emit import emit
-from kvdsl.frontend import WgslTypeError, parse
+from kvdsl import interp
+from kvdsl.frontend import parse
 from kvdsl.interp import OutOfBounds
-from kvdsl.runtime import tint_check
-from tests.helpers.wgsl import refused_by_compilers
+from tests.helpers.backends import backend_run
+from tests.helpers.textures import (
+    BACKENDS,
+    assert_compilers_take_it_and_its_print,
+    assert_refused_in_words,
+    indices_and_poison,
+    read_back,
+)
 
 N, H, W, L = 64, 4, 5, 3  # invocations; the textures' height, width and layers
 TEXT = (
@@ -38,23 +43,18 @@ TEXT = (
 
 def _inputs() -> dict[str, np.ndarray]:
     rng = np.random.default_rng(4443)
-    return {
-        "a": rng.integers(1, 1 << 20, N, dtype=np.uint32),
-        "out": np.full(N, np.nan, np.float32),
+    return indices_and_poison(rng, N, N) | {
         "src": rng.uniform(0.5, 4.0, (L, H, W, 4)).astype(np.float32),
         "dst": np.full((L, H, W, 1), 0xDEADBEEF, np.uint32),
         "acc": rng.uniform(0.5, 4.0, (L, H, W, 1)).astype(np.float32),
     }
 
 
-@pytest.mark.parametrize("backend", ["interp", "gpu"])
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_storage_texture_arrays_load_store_and_count_as_numpy_says(backend, request):
-    if backend == "gpu":
-        request.getfixturevalue("gpu")
-    k = parse(TEXT)
-    assert parse(emit(k)) == k
+    k = read_back(TEXT)
     t = _inputs()
-    got = (interp if backend == "interp" else runtime).run(k, t, {}, (1, 1, 1))
+    got = backend_run(backend, request)(k, t, {}, (1, 1, 1))
     texels = H * W * L
     a = t["a"][:texels].astype(np.int64)
     f = np.float32
@@ -66,7 +66,7 @@ def test_storage_texture_arrays_load_store_and_count_as_numpy_says(backend, requ
 
 
 def test_tint_and_naga_take_the_text_and_its_print():
-    assert refused_by_compilers({"text": TEXT, "printed": emit(parse(TEXT))}) == {}
+    assert_compilers_take_it_and_its_print(TEXT)
 
 
 def test_a_layer_outside_the_texture_is_out_of_bounds():
@@ -77,7 +77,5 @@ def test_a_layer_outside_the_texture_is_out_of_bounds():
 
 def test_a_store_without_its_array_index_is_refused_as_tint_refuses_it():
     text = TEXT.replace("vec2<i32>(c), i32(layer), ", "vec2<i32>(c), ")
-    with pytest.raises(WgslTypeError, match=r"is given no array index"):
-        parse(text)
-    want = "no matching call to 'textureStore(texture_storage_2d_array<r32uint, write>"
-    assert want in tint_check({"t": text})["t"]
+    tints = "no matching call to 'textureStore(texture_storage_2d_array<r32uint, write>"
+    assert_refused_in_words("t", text, "is given no array index", tints)

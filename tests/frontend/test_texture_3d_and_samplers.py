@@ -11,11 +11,19 @@ import numpy as np
 import pytest
 
 from kvdsl import interp, runtime
-from kvdsl.emit import emit
-from kvdsl.frontend import WgslTypeError, parse
+from kvdsl.frontend import parse
 from kvdsl.interp import OutOfBounds
 from kvdsl.runtime import tint_check
-from tests.helpers.wgsl import refused_by_compilers
+from tests.helpers.backends import backend_run
+from tests.helpers.textures import (
+    BACKENDS,
+    ENTRY,
+    assert_compilers_take_it_and_its_print,
+    assert_refused_in_words,
+    indices_and_poison,
+    read_back,
+    refused_kernel,
+)
 
 N = 128
 HEAD = (
@@ -31,7 +39,6 @@ HELPERS = (
     "  return textureSampleLevel(t, sm, p, 0.0);\n}\n"
     "fn id_at(t: texture_3d<u32>, c: vec3<u32>) -> u32 { return textureLoad(t, c, 0u).z; }\n"
 )
-ENTRY = "@compute @workgroup_size(64)\nfn main(@builtin(global_invocation_id) gid: vec3<u32>) {\n"
 BODY = (
     "  let i = gid.x;\n  let d = textureDimensions(vol);\n"
     "  let c = vec3<u32>(a[i] % d.x, (a[i] / 8u) % d.y, (a[i] / 64u) % d.z);\n"
@@ -46,9 +53,7 @@ TEXT = HEAD + HELPERS + ENTRY + BODY + "}\n"
 
 def _inputs() -> dict[str, np.ndarray]:
     rng = np.random.default_rng(4406)
-    return {
-        "a": rng.integers(1, 1 << 20, N, dtype=np.uint32),
-        "out": np.full(N, np.nan, np.float32),
+    return indices_and_poison(rng, N, N) | {
         "vol": rng.uniform(0.5, 4.0, (3, 5, 6, 4)).astype(np.float32),  # depth, height, width
         "ids": rng.integers(1, 1000, (2, 4, 3, 4), dtype=np.uint32),
         "img": rng.uniform(0.5, 4.0, (6, 7, 4)).astype(np.float32),
@@ -77,8 +82,7 @@ WRAPPED = TEXT.replace("ids, c)", "ids, c % vec3(3u, 4u, 2u))")
 
 
 def test_the_interpreter_loads_and_samples_as_numpy_says():
-    k = parse(WRAPPED)
-    assert parse(emit(k)) == k
+    read_back(WRAPPED)
     np.testing.assert_array_equal(_run(interp, WRAPPED), _want())
 
 
@@ -87,7 +91,7 @@ def test_the_gpu_loads_and_samples_as_numpy_says(gpu):
 
 
 def test_tint_and_naga_take_the_text_and_its_print():
-    assert refused_by_compilers({"text": WRAPPED, "printed": emit(parse(WRAPPED))}) == {}
+    assert_compilers_take_it_and_its_print(WRAPPED)
 
 
 def test_a_texel_outside_a_texture_3d_is_out_of_bounds():
@@ -103,7 +107,7 @@ def test_a_texture_3d_given_as_a_2d_array_is_refused_naming_its_axes():
 
 
 def _k(body: str) -> str:
-    return HEAD + ENTRY + "  let i = gid.x;\n" + body + "\n  out[i] = 1.0;\n}\n"
+    return refused_kernel(HEAD, body)
 
 
 #: What WGSL refuses: name -> (text, the words kvdsl's WgslTypeError holds, Tint's)
@@ -138,11 +142,7 @@ REFUSED = {
 
 @pytest.mark.parametrize("name", REFUSED)
 def test_what_wgsl_refuses_of_them_is_refused_as_tint_refuses_it(name):
-    text, ours, tints = REFUSED[name]
-    with pytest.raises(WgslTypeError) as err:
-        parse(text, f"{name}.wgsl")
-    assert ours in str(err.value)
-    assert tints in tint_check({name: text})[name]
+    assert_refused_in_words(name, *REFUSED[name])
 
 
 #: 1-D textures: a sampled one loaded at a scalar coordinate and sampled, sized by a u32; a
@@ -163,18 +163,15 @@ LINE = (
 )
 
 
-@pytest.mark.parametrize("backend", ["interp", "gpu"])
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_1d_textures_load_sample_and_store_as_numpy_says(backend, request):
-    if backend == "gpu":
-        request.getfixturevalue("gpu")
-    k = parse(LINE)
-    assert parse(emit(k)) == k
+    k = read_back(LINE)
     rng = np.random.default_rng(4410)
     a = rng.integers(1, 1000, N, dtype=np.uint32)
     lut = rng.uniform(0.5, 4.0, (37, 4)).astype(np.float32)
     bufs = {"a": a, "out": np.full(N, np.nan, np.float32), "lut": lut}
     bufs["hist"] = np.full((20, 1), 0xDEADBEEF, np.uint32)
-    got = (interp if backend == "interp" else runtime).run(k, bufs, {}, (N // 64, 1, 1))
+    got = backend_run(backend, request)(k, bufs, {}, (N // 64, 1, 1))
     near = np.clip(a.astype(np.int64) % 41 - 3, 0, 36)  # the texel u is in, clamped
     want = lut[a % 37, 2] + lut[near, 0] * np.float32(10)
     np.testing.assert_array_equal(got["out"], want)
@@ -199,17 +196,14 @@ LAYERS = (
 )
 
 
-@pytest.mark.parametrize("backend", ["interp", "gpu"])
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_a_texture_2d_array_loads_samples_and_counts_its_layers_as_numpy_says(backend, request):
-    if backend == "gpu":
-        request.getfixturevalue("gpu")
-    k = parse(LAYERS)
-    assert parse(emit(k)) == k
+    k = read_back(LAYERS)
     rng = np.random.default_rng(4413)
     a = rng.integers(1, 1000, N, dtype=np.uint32)
     layers = rng.uniform(0.5, 4.0, (3, 5, 6, 4)).astype(np.float32)  # layers, height, width
     bufs = {"a": a, "out": np.full(N, np.nan, np.float32), "layers": layers}
-    got = (interp if backend == "interp" else runtime).run(k, bufs, {}, (N // 64, 1, 1))
+    got = backend_run(backend, request)(k, bufs, {}, (N // 64, 1, 1))
     x, y, i = a % 6, (a // 8) % 5, a.astype(np.int64)
     f = np.float32
     want = layers[i % 3, y, x, 1] + layers[np.clip(i % 7 - 1, 0, 2), y, x, 3] * f(10) + f(300)
@@ -219,6 +213,5 @@ def test_a_texture_2d_array_loads_samples_and_counts_its_layers_as_numpy_says(ba
 
 def test_a_texture_2d_array_without_its_array_index_is_refused_as_tint_refuses_it():
     text = LAYERS.replace("c, a[gid.x] % n, 0)", "c, 0)")
-    with pytest.raises(WgslTypeError, match=r"is given no array index"):
-        parse(text)
-    assert "no matching call to 'textureLoad(texture_2d_array<f32>" in tint_check({"t": text})["t"]
+    tints = "no matching call to 'textureLoad(texture_2d_array<f32>"
+    assert_refused_in_words("t", text, "is given no array index", tints)

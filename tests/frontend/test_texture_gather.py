@@ -11,10 +11,18 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kvdsl import interp, runtime
-from kvdsl.emit import emit
-from kvdsl.frontend import WgslTypeError, parse
-from kvdsl.runtime import tint_check
+from kvdsl.frontend import parse
+from tests.helpers.backends import backend_run
+from tests.helpers.textures import (
+    BACKENDS,
+    ENTRY,
+    assert_compilers_take_it_and_its_print,
+    assert_refused_in_words,
+    footprint,
+    indices_and_poison,
+    read_back,
+    refused_kernel,
+)
 from tests.helpers.wgsl import refused_by_compilers
 
 N, H, W, L = 128, 5, 7, 3  # invocations; the textures' height, width and layers
@@ -27,7 +35,6 @@ HEAD = (
     "@group(0) @binding(5) var s: sampler;\n"
     "const C = 3u;\n"
 )
-ENTRY = "@compute @workgroup_size(64)\nfn main(@builtin(global_invocation_id) gid: vec3<u32>) {\n"
 BODY = (
     "  let i = gid.x;\n  let o = i * 4u;\n  let v = a[i];\n"
     "  let dims = vec2<f32>(textureDimensions(img));\n"
@@ -43,9 +50,7 @@ TEXT = HEAD + ENTRY + BODY + "}\n"
 
 def _inputs() -> dict[str, np.ndarray]:
     rng = np.random.default_rng(4442)
-    return {
-        "a": rng.integers(1, 1 << 20, N, dtype=np.uint32),
-        "out": np.full((N * 4, 4), np.nan, np.float32),
+    return indices_and_poison(rng, N, (N * 4, 4)) | {
         "img": rng.uniform(0.5, 4.0, (H, W, 4)).astype(np.float32),
         "ids": rng.integers(1, 1000, (L, H, W, 4), dtype=np.uint32),
         "d": rng.uniform(0.05, 0.95, (H, W)).astype(np.float32),
@@ -55,15 +60,11 @@ def _inputs() -> dict[str, np.ndarray]:
 def _want() -> np.ndarray:
     t = _inputs()
     a = t["a"].astype(np.int64)
-    # The texels floor(u * size - 0.5) and the next, clamped to the edge.
-    u0, v0 = a % 9 - 2, (a // 9) % 8 - 2
-    u = np.clip(u0, 0, W - 1), np.clip(u0 + 1, 0, W - 1)
-    v = np.clip(v0, 0, H - 1), np.clip(v0 + 1, 0, H - 1)
-    order = ((0, 1), (1, 1), (1, 0), (0, 0))  # (umin, vmax), (umax, vmax), (umax, vmin), ...
+    texels = footprint(a % 9 - 2, (a // 9) % 8 - 2, W, H)
     layer = np.clip(a % 5 - 1, 0, L - 1)  # the array index, clamped to the layers
 
     def gathered(texel):
-        return np.stack([texel(u[j], v[k]) for j, k in order], axis=1).astype(np.float32)
+        return np.stack([texel(x, y) for x, y in texels], axis=1).astype(np.float32)
 
     ui, vi = np.clip(a % 11 - 2, 0, W - 1), np.clip(a % 13 - 2, 0, H - 1)  # the nearest texel
     want = np.stack(
@@ -78,29 +79,22 @@ def _want() -> np.ndarray:
     return want.reshape(N * 4, 4)
 
 
-def _run(backend, text: str = TEXT) -> np.ndarray:
-    return backend.run(parse(text), _inputs(), {}, (N // 64, 1, 1))["out"]
-
-
 def test_the_text_prints_back_as_it_reads():
-    k = parse(TEXT)
-    assert parse(emit(k)) == k
+    read_back(TEXT)
 
 
-@pytest.mark.parametrize("backend", ["interp", "gpu"])
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_gathers_and_gradient_samples_are_as_numpy_says(backend, request):
-    if backend == "gpu":
-        request.getfixturevalue("gpu")
-    got = _run(interp if backend == "interp" else runtime)
+    got = backend_run(backend, request)(parse(TEXT), _inputs(), {}, (N // 64, 1, 1))["out"]
     np.testing.assert_array_equal(got, _want())
 
 
 def test_tint_and_naga_take_the_text_and_its_print():
-    assert refused_by_compilers({"text": TEXT, "printed": emit(parse(TEXT))}) == {}
+    assert_compilers_take_it_and_its_print(TEXT)
 
 
 def _k(body: str) -> str:
-    return HEAD + ENTRY + "  let i = gid.x;\n" + body + "\n  out[i] = vec4<f32>(1.0);\n}\n"
+    return refused_kernel(HEAD, body, "vec4<f32>(1.0)")
 
 
 #: What WGSL refuses: name -> (text, the words kvdsl's WgslTypeError holds, Tint's)
@@ -130,11 +124,7 @@ REFUSED = {
 
 @pytest.mark.parametrize("name", REFUSED)
 def test_what_wgsl_refuses_of_them_is_refused_as_tint_refuses_it(name):
-    text, ours, tints = REFUSED[name]
-    with pytest.raises(WgslTypeError) as err:
-        parse(text, f"{name}.wgsl")
-    assert ours in str(err.value)
-    assert tints in tint_check({name: text})[name]
+    assert_refused_in_words(name, *REFUSED[name])
 
 
 #: Texel offsets (a const vecN<i32>, -8 to 7, added to the texel coordinates before the clamp)
@@ -161,15 +151,12 @@ OFFSETS = (
 )
 
 
-@pytest.mark.parametrize("backend", ["interp", "gpu"])
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_texel_offsets_base_clamp_and_levels_are_as_numpy_says(backend, request):
-    if backend == "gpu":
-        request.getfixturevalue("gpu")
-    k = parse(OFFSETS)
-    assert parse(emit(k)) == k
+    k = read_back(OFFSETS)
     rng = np.random.default_rng(4447)
     given = _inputs() | {"vol": rng.uniform(0.5, 4.0, (3, H, W, 4)).astype(np.float32)}
-    got = (interp if backend == "interp" else runtime).run(k, given, {}, (N // 64, 1, 1))["out"]
+    got = backend_run(backend, request)(k, given, {}, (N // 64, 1, 1))["out"]
     a = given["a"].astype(np.int64)
     img, d, vol, f = given["img"], given["d"], given["vol"], np.float32
     ui, vi = a % 11 - 2, a % 13 - 2  # the nearest texel, before the clamp
@@ -179,10 +166,8 @@ def test_texel_offsets_base_clamp_and_levels_are_as_numpy_says(backend, request)
         return np.clip(x, 0, n - 1)
 
     def gathered(texel, du, dv):
-        u0, v0 = a % 9 - 2 + du, (a // 9) % 8 - 2 + dv
-        u, v = (clamp(u0, W), clamp(u0 + 1, W)), (clamp(v0, H), clamp(v0 + 1, H))
-        order = ((0, 1), (1, 1), (1, 0), (0, 0))
-        return np.stack([texel(u[j], v[q]) for j, q in order], axis=1).astype(f)
+        texels = footprint(a % 9 - 2 + du, (a // 9) % 8 - 2 + dv, W, H)
+        return np.stack([texel(x, y) for x, y in texels], axis=1).astype(f)
 
     base = img[clamp(vi, H), clamp(ui, W)]
     want = np.stack(
@@ -223,7 +208,4 @@ OFFSETS_REFUSED = {
 @pytest.mark.parametrize("name", OFFSETS_REFUSED)
 def test_what_wgsl_refuses_of_offsets_is_refused_as_tint_refuses_it(name):
     text, words = OFFSETS_REFUSED[name]
-    with pytest.raises(WgslTypeError) as err:
-        parse(text, f"{name}.wgsl")
-    assert words in str(err.value)
-    assert words in tint_check({name: text})[name]
+    assert_refused_in_words(name, text, words, words)
