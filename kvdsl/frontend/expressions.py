@@ -80,6 +80,22 @@ def _binary(op: Op):
     return build
 
 
+def _array_length(arg: object) -> ir.ArrayLength | None:
+    """``arrayLength``'s node for its argument: ``&binding``, ``&rows.data`` (a struct's
+    runtime-sized member), a pointer parameter ``p``, or ``&*p`` (which is ``p``); None for
+    anything else."""
+    if isinstance(arg, ir.Name):
+        return ir.ArrayLength(arg.name, pointer=True)
+    x = arg.x if isinstance(arg, RawAddress) else None
+    if isinstance(x, ir.Name):
+        return ir.ArrayLength(x.name)
+    if isinstance(x, ir.Member) and isinstance(x.base, ir.Name):
+        return ir.ArrayLength(x.base.name, x.name)
+    if isinstance(x, ir.Deref) and isinstance(x.x, ir.Name):
+        return ir.ArrayLength(x.x.name, pointer=True)
+    return None
+
+
 @v_args(inline=True)
 class Expressions(Rules):
     """Expression and type rules → IR expressions and types."""
@@ -110,30 +126,10 @@ class Expressions(Rules):
             ctor = RawCtor(VEC_ALIASES.get(name) or MAT_ALIASES[name], args)
             self.alias_ctors[id(ctor)] = name  # a call of a value where one takes the name
             return ctor
-        if (
-            name == "arrayLength"
-            and len(args) == 1
-            and isinstance(args[0], RawAddress)
-            and isinstance(args[0].x, ir.Member)
-            and isinstance(args[0].x.base, ir.Name)
-        ):
-            return ir.ArrayLength(args[0].x.base.name, args[0].x.name)  # &rows.data
-        if name == "arrayLength" and len(args) == 1 and isinstance(args[0], ir.Name):
-            return ir.ArrayLength(args[0].name, pointer=True)  # a pointer parameter's
-        if (
-            name == "arrayLength"
-            and len(args) == 1
-            and isinstance(args[0], RawAddress)
-            and isinstance(args[0].x, ir.Deref)
-            and isinstance(args[0].x.x, ir.Name)
-        ):
-            return ir.ArrayLength(args[0].x.x.name, pointer=True)  # &*p, which is p
         if name == "arrayLength":
-            if len(args) != 1 or not (
-                isinstance(args[0], RawAddress) and isinstance(args[0].x, ir.Name)
-            ):
+            if len(args) != 1 or (length := _array_length(args[0])) is None:
                 raise self._err("arrayLength of something other than &binding", fn.line, fn.column)
-            return ir.ArrayLength(args[0].x.name)
+            return length
         if name == "workgroupUniformLoad":
             if len(args) != 1:
                 raise self._err(
