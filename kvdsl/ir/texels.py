@@ -103,6 +103,6 @@ def external_refusal(name: str, ty: SampledTexture, given: np.ndarray) -> str | 
         return None
     at = [int(i) for i in np.argwhere(bad)[0]]
     return (
-        f"texture '{name}' ({ty}) holds {given[tuple(at)]} at {at}: an external texture's "
+        f"texture '{name}' ({ty}) holds {given[tuple(at)]!s} at {at}: an external texture's "
         f"values are finite f16 values (its plane, {EXTERNAL_PLANE}, holds f16)"
     )

@@ -281,8 +281,7 @@ class SampledTexture:
     ``arrayed``): six square faces (``dim`` 2, the size of a face) sampled in a direction.
     ``multisampled``: ``texture_multisampled_2d<T>`` (``texture_depth_multisampled_2d``), texels
     of :data:`SAMPLE_COUNT` samples each, held as four 16-bit channels (:data:`MULTISAMPLED`).
-    ``external``: ``texture_external`` (T ``f32``, ``dim`` 2), one plane of :data:`EXTERNAL_PLANE`.
-    """
+    ``external``: ``texture_external`` (``f32``, ``dim`` 2), a plane of :data:`EXTERNAL_PLANE`."""
 
     sample: Scalar
     dim: int = 2
