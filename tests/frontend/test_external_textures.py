@@ -1,12 +1,12 @@
 """``texture_external``: ``textureLoad(t, coords)``, ``textureSampleBaseClampToEdge`` through the
-default sampler and ``textureDimensions``, on the interpreter over random non-zero f16 texels
-into a poisoned output, to what numpy says; Tint takes the text and its print, naga refuses it
-(wgpu-native has no external textures); what WGSL refuses of it is refused as Tint refuses it,
-a texel past the texture is out of bounds in the interpreter, and a host array the plane does
-not hold is refused by name. On the GPU only Dawn makes an external texture: its Null backend
-creates the pipeline and binds the texture (it executes nothing), wgpu-native refuses the
-kernel naming the binding, and where Dawn has an adapter (a GPU host) the kernel runs on it to
-what the interpreter says."""
+default sampler (in a helper taking the texture and the sampler) and ``textureDimensions``, on
+the interpreter over random non-zero f16 texels into a poisoned output, to what numpy says; Tint
+takes the text and its print, naga refuses it (wgpu-native has no external textures); what WGSL
+refuses of it is refused as Tint refuses it, a texel past the texture is out of bounds in the
+interpreter, and a host array the plane does not hold is refused by name. On the GPU only Dawn
+makes an external texture: its Null backend creates the pipeline and binds the texture (it
+executes nothing), wgpu-native refuses the kernel naming the binding, and where Dawn has an
+adapter (a GPU host) the kernel runs on it to what the interpreter says."""
 
 from __future__ import annotations
 
@@ -33,6 +33,8 @@ TEXT = (
     "@group(0) @binding(1) var<storage, read_write> out: array<vec4<f32>>;\n"
     "@group(0) @binding(2) var t: texture_external;\n"
     "@group(0) @binding(3) var s: sampler;\n"
+    "fn sampled(tx: texture_external, sm: sampler, uv: vec2<f32>) -> vec4<f32> {\n"
+    "  return textureSampleBaseClampToEdge(tx, sm, uv);\n}\n"
     "@compute @workgroup_size(64)\n"
     "fn main(@builtin(global_invocation_id) gid: vec3<u32>) {\n"
     "  let i = gid.x;\n  let o = i * 3u;\n  let v = a[i];\n"
@@ -40,7 +42,7 @@ TEXT = (
     "  let c = vec2<u32>(v % dims.x, (v / 8u) % dims.y);\n"
     "  let uv = (vec2<f32>(f32(v % 11u), f32(v % 9u)) - 1.5) / vec2<f32>(dims);\n"
     "  out[o] = textureLoad(t, c);\n"
-    "  out[o + 1u] = textureSampleBaseClampToEdge(t, s, uv) + textureLoad(t, vec2<i32>(c));\n"
+    "  out[o + 1u] = sampled(t, s, uv) + textureLoad(t, vec2<i32>(c));\n"
     "  out[o + 2u] = vec4<f32>(vec2<f32>(dims), f32(v % 7u), 1.0);\n}\n"
 )
 
@@ -106,14 +108,14 @@ REFUSED = {
         "no matching call to 'textureDimensions(texture_external, abstract-int)'",
     ),
     "textureSampleLevel": (
-        "textureSampleBaseClampToEdge(t, s, uv)",
+        "sampled(t, s, uv)",
         "textureSampleLevel(t, s, uv, 0.0)",
         "no matching call to 'textureSampleLevel(texture_external, sampler, vec2<f32>, f32)'",
         "no matching call to 'textureSampleLevel(texture_external, sampler, vec2<f32>, "
         "abstract-float)'",
     ),
     "textureSampleGrad": (
-        "textureSampleBaseClampToEdge(t, s, uv)",
+        "sampled(t, s, uv)",
         "textureSampleGrad(t, s, uv, uv, uv)",
         "no matching call to 'textureSampleGrad(texture_external, sampler, vec2<f32>, "
         "vec2<f32>, vec2<f32>)'",
@@ -121,7 +123,7 @@ REFUSED = {
         "vec2<f32>, vec2<f32>)'",
     ),
     "textureGather": (
-        "textureSampleBaseClampToEdge(t, s, uv)",
+        "sampled(t, s, uv)",
         "textureGather(0, t, s, uv)",
         "no matching call to 'textureGather(i32, texture_external, sampler, vec2<f32>)'",
         "no matching call to 'textureGather(abstract-int, texture_external, sampler, vec2<f32>)'",
