@@ -67,6 +67,8 @@ DEPTH_TEXTURES = (
     "texture_depth_cube_array",
     "texture_depth_multisampled_2d",
 )
+#: Type names outside the subset: a texture's not read above (``texture_2d`` without its
+#: sample type ...).
 UNSUPPORTED_TYPE_PREFIXES = ("texture_",)
 
 

@@ -1,6 +1,6 @@
 """Texture access in the interpreter: ``textureLoad`` of a sampled texture (1-D, 2-D, 3-D,
-arrayed, depth, multisampled or external) and of a ``read`` or ``read_write`` storage texture, ``textureSampleLevel``
-through the default sampler, ``textureSampleCompareLevel`` and ``textureGatherCompare`` through
+arrayed, depth, multisampled or external) and of a ``read`` or ``read_write`` storage texture,
+``textureSampleLevel`` through the default sampler, ``textureSampleCompareLevel`` and ``textureGatherCompare`` through
 the default sampler comparing by "less" (:data:`kvdsl.ir.types.COMPARE`), ``textureGather``,
 ``textureSampleGrad`` (of the one level), and ``textureStore`` of a ``write`` or ``read_write`` storage texture, with WGSL's bounds (a
 texel outside the texture, a level other than 0: :class:`~kvdsl.interp.errors.OutOfBounds`)
