@@ -57,10 +57,8 @@ MAT_ALIASES = {
     for r in (2, 3, 4)
     for s, ty in (("f", f32), ("h", f16))
 }
-# Predeclared WGSL types with no place in the IR.
 #: A storage texture's access modes.
 ACCESSES = ("write", "read", "read_write")
-UNSUPPORTED_TYPES = {"texture_external"}
 #: The depth textures of the subset.
 DEPTH_TEXTURES = (
     "texture_depth_2d",
@@ -69,6 +67,8 @@ DEPTH_TEXTURES = (
     "texture_depth_cube_array",
     "texture_depth_multisampled_2d",
 )
+#: Type names outside the subset: a texture's not read above (``texture_2d`` without its
+#: sample type ...).
 UNSUPPORTED_TYPE_PREFIXES = ("texture_",)
 
 
@@ -251,7 +251,9 @@ class Expressions(Rules):
         if name in DEPTH_TEXTURES:
             ms = name == "texture_depth_multisampled_2d"
             return SampledTexture(f32, 2, name.endswith("_array"), True, "cube" in name, ms)
-        if name in UNSUPPORTED_TYPES or name.startswith(UNSUPPORTED_TYPE_PREFIXES):
+        if name == "texture_external":
+            return SampledTexture(f32, 2, external=True)
+        if name.startswith(UNSUPPORTED_TYPE_PREFIXES):
             raise self._err(f"type '{name}'", tok.line, tok.column)
         return StructRef(name, tok.line, tok.column)
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from kvdsl.ir import tree as ir
 from kvdsl.ir.scope import Scope
-from kvdsl.ir.types import SampledTexture, Sampler, StorageTexture, Vec, f32, i32, texel_coords
+from kvdsl.ir.texels import texel_coords
+from kvdsl.ir.types import SampledTexture, Sampler, StorageTexture, Vec, f32, i32
 
 #: The texture builtins the IR holds: one of them given a texture of the subset with arguments
 #: of no overload is WGSL's error (Tint: "no matching call"), not a construct outside the subset.
@@ -29,6 +30,8 @@ TEXTURE_CALLS = frozenset(
         "textureNumLevels",
     )
 )
+#: The overloads of a ``texture_external`` (WGSL's): builtin and count of arguments.
+EXTERNAL_CALLS = (("textureLoad", 2), ("textureDimensions", 1), ("textureSampleBaseClampToEdge", 3))
 #: The sampling builtins WGSL allows in a fragment shader only (they take implicit derivatives):
 #: Tint refuses each in a compute shader, whatever its texture.
 FRAGMENT_ONLY = frozenset(("textureSample", "textureSampleBias", "textureSampleCompare"))
@@ -54,6 +57,8 @@ class TextureCalls:
             not in (("textureLoad", 3), ("textureDimensions", 1), ("textureNumSamples", 1))
         ):
             self.no_overload(name, args, scope)  # read texel by texel, sample by sample
+        if getattr(tex, "external", False) and (name, n) not in EXTERNAL_CALLS:
+            self.no_overload(name, args, scope)  # no level, no layer, no store
         match name:
             case _ if name in FRAGMENT_ONLY:
                 raise self.error(f"{name}: built-in cannot be used by compute pipeline stage")
@@ -61,7 +66,9 @@ class TextureCalls:
                 return ir.TextureDimensions(args[0].name)
             case "textureDimensions" if n == 2:
                 return ir.TextureDimensions(args[0].name, self.expr(args[1], scope, None))
-            case "textureLoad" if n == 2 and isinstance(tex, StorageTexture):
+            case "textureLoad" if n == 2 and (
+                isinstance(tex, StorageTexture) or getattr(tex, "external", False)
+            ):
                 return ir.TextureLoad(args[0].name, self.expr(args[1], scope, None))
             case "textureLoad" if n == 3 and isinstance(tex, StorageTexture) and tex.arrayed:
                 coords, layer = self.expr(args[1], scope, None), self.expr(args[2], scope, None)
@@ -120,7 +127,7 @@ class TextureCalls:
         tex = scope.lookup(args[1].name).ty
         arrayed = isinstance(tex, SampledTexture) and tex.arrayed
         cube = isinstance(tex, SampledTexture) and tex.cube  # sampled in a direction
-        colour = isinstance(tex, SampledTexture) and not tex.depth
+        colour = isinstance(tex, SampledTexture) and not tex.depth and not tex.external
         if not colour or not self.fits(args[1:], 3 + arrayed, tex, scope):
             self.no_overload("textureGather", args, scope)
         towards = Vec(3 if cube else 2, f32)

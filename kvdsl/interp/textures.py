@@ -1,6 +1,6 @@
 """Texture access in the interpreter: ``textureLoad`` of a sampled texture (1-D, 2-D, 3-D,
-arrayed or depth) and of a ``read`` or ``read_write`` storage texture, ``textureSampleLevel``
-through the default sampler, ``textureSampleCompareLevel`` and ``textureGatherCompare`` through
+arrayed, depth, multisampled or external) and of a ``read`` or ``read_write`` storage texture,
+``textureSampleLevel`` through the default sampler, ``textureSampleCompareLevel`` and ``textureGatherCompare`` through
 the default sampler comparing by "less" (:data:`kvdsl.ir.types.COMPARE`), ``textureGather``,
 ``textureSampleGrad`` (of the one level), and ``textureStore`` of a ``write`` or ``read_write`` storage texture, with WGSL's bounds (a
 texel outside the texture, a level other than 0: :class:`~kvdsl.interp.errors.OutOfBounds`)
@@ -36,6 +36,11 @@ class TextureAccess:
                 return np.array(size if len(size) == 1 else [size], np.uint32)
             case ir.TextureNumLayers(name) | ir.TextureNumSamples(name):
                 return np.array([self.texture_of(name).data.shape[0]], np.uint32)
+            case ir.TextureLoad(name, coords, None, None) if getattr(
+                self.texture_of(name).texture.ty, "external", False
+            ):  # an external texture's: no level, the one there is
+                t = self.texture_of(name)
+                return self.texture_load(t, self.eval(coords, m), np.zeros(1, np.int64), m)
             case ir.TextureLoad(name, coords, None, layer):  # a storage texture's
                 t = self.texture_of(name)
                 return self.storage_texture_load(t, self.texel_at(coords, layer, m), m)

@@ -130,6 +130,8 @@ def module_scope(kernel: ir.Kernel, verifier: Verifier) -> Scope:
         if isinstance(t.ty, SampledTexture):
             if t.ty.sample.name not in SAMPLE_TYPES:
                 raise VerifyError(f"texture '{t.name}': {t.ty} (sample types f32, u32, i32)")
+            if t.ty.external and t.ty != SampledTexture(f32, external=True):
+                raise VerifyError(f"texture '{t.name}': a texture_external is 2-D, of f32 alone")
         elif isinstance(t.ty, StorageTexture) and (
             t.ty.format not in TEXEL_FORMATS or t.ty.access not in ("write", "read", "read_write")
         ):

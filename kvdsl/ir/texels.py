@@ -1,12 +1,18 @@
-"""What the host gives a texture as: the axes of its array (:func:`host_axes`), whether an
-array has them (:func:`host_shape_fits`), and the values a texture's format cannot hold, refused
-in words (:func:`depth_refusal`)."""
+"""What the host gives a texture as: the type of its texel coordinates (:func:`texel_coords`), the
+axes of its array (:func:`host_axes`), whether an array has them (:func:`host_shape_fits`), and
+the values a texture's format cannot hold, refused in words (:func:`texel_refusal`)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from kvdsl.ir.types import SAMPLE_COUNT, SampledTexture, StorageTexture
+from kvdsl.ir.types import EXTERNAL_PLANE, SAMPLE_COUNT, SampledTexture, Scalar, StorageTexture, Vec
+
+
+def texel_coords(dim: int, scalar: Scalar) -> Scalar | Vec:
+    """The type of a texture's texel coordinates of ``scalar``: a ``vecN`` of a texture of
+    ``dim`` N, the scalar itself of a 1-D one."""
+    return scalar if dim == 1 else Vec(dim, scalar)
 
 
 def host_axes(ty: StorageTexture | SampledTexture) -> tuple[str, ...]:
@@ -47,9 +53,12 @@ def depth_refusal(name: str, ty: SampledTexture, given: np.ndarray) -> str | Non
 def texel_refusal(name: str, ty: StorageTexture | SampledTexture, given: np.ndarray) -> str | None:
     """Why the host's array ``given`` (of the axes :func:`host_axes` names) cannot be texture
     ``name``'s texels: :func:`multisampled_refusal` of a multisampled texture,
-    :func:`depth_refusal` of a depth texture; else None."""
+    :func:`external_refusal` of an external one, :func:`depth_refusal` of a depth texture; else
+    None."""
     if getattr(ty, "multisampled", False):
         return multisampled_refusal(name, ty, given)
+    if getattr(ty, "external", False):
+        return external_refusal(name, ty, given)
     if getattr(ty, "depth", False):
         return depth_refusal(name, ty, given)
     return None
@@ -80,4 +89,20 @@ def multisampled_refusal(name: str, ty: SampledTexture, given: np.ndarray) -> st
     return (
         f"texture '{name}' ({ty}) holds {given[tuple(at)]} at {at}: a multisampled texture's "
         f"values are {what}; WebGPU multisamples no format of 32-bit channels"
+    )
+
+
+def external_refusal(name: str, ty: SampledTexture, given: np.ndarray) -> str | None:
+    """Why the host's array ``given`` cannot be external texture ``name``'s texels (a value
+    its plane's format, :data:`~kvdsl.ir.types.EXTERNAL_PLANE`, does not hold exactly, or one
+    not finite: the colour conversion Dawn applies as it reads, an identity gamut matrix,
+    makes an infinite channel's neighbours NaN, 0 times inf), else None."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        bad = ~np.isfinite(given) | (given.astype(np.float16).astype(np.float32) != given)
+    if not bad.any():
+        return None
+    at = [int(i) for i in np.argwhere(bad)[0]]
+    return (
+        f"texture '{name}' ({ty}) holds {given[tuple(at)]!s} at {at}: an external texture's "
+        f"values are finite f16 values (its plane, {EXTERNAL_PLANE}, holds f16)"
     )

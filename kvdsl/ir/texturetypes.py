@@ -1,6 +1,6 @@
 """The typing of the texture builtins (``textureDimensions``, ``textureLoad``,
-``textureNumLayers``, ``textureSampleLevel``, ``textureSampleCompareLevel`` and
-``textureGatherCompare``) against WGSL's overloads: a mixin of
+``textureNumLayers``, ``textureSampleLevel``, ``textureSampleCompareLevel``,
+``textureGatherCompare``, ``textureSampleBaseClampToEdge`` ...) against WGSL's overloads: a mixin of
 :class:`~kvdsl.ir.typeof.ExprTyper`, whose ``type_of`` types their arguments."""
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from kvdsl.ir.types import (
     Vec,
     f32,
     i32,
-    texel_coords,
     u32,
 )
+from kvdsl.ir.texels import texel_coords
 
 
 class TextureTyper:
@@ -31,13 +31,16 @@ class TextureTyper:
             case ir.TextureDimensions(name, level):
                 tex = self.texture_type(e, name, scope)
                 if level is not None:
-                    if not isinstance(tex, SampledTexture) or tex.multisampled:
+                    if not isinstance(tex, SampledTexture) or tex.multisampled or tex.external:
                         raise VerifyError(
                             f"{show(e)}: '{name}' is a {tex}, which has no mip levels (a "
                             "level is given for a texture_2d or texture_3d)"
                         )
                     self._mip_level(e, level, scope)
                 return texel_coords(tex.dim, u32)
+            case ir.TextureLoad(name, coords, None) if self._external(e, name, scope):
+                which = "textureLoad without a level does not read"
+                return self.texel_access(e, name, coords, scope, SampledTexture, which).texel
             case ir.TextureLoad(name, coords, None):
                 which = (
                     "textureLoad without a level does not read (a storage texture of read or "
@@ -51,7 +54,7 @@ class TextureTyper:
             case ir.TextureLoad(name, coords, level):
                 which = "textureLoad does not read (a texture_2d or texture_3d)"
                 tex = self.texel_access(e, name, coords, scope, SampledTexture, which)
-                if tex.cube:
+                if tex.cube or tex.external:
                     raise VerifyError(f"{show(e)}: '{name}' is a {tex}, which {which}")
                 self._mip_level(e, level, scope)
                 self._layer(e, tex, e.layer, scope)
@@ -68,7 +71,7 @@ class TextureTyper:
                 return u32
             case ir.TextureSampleLevel(name, sampler, coords, level):
                 tex = self.texture_type(e, name, scope)
-                if not isinstance(tex, SampledTexture) or tex.sample != f32:
+                if not isinstance(tex, SampledTexture) or tex.sample != f32 or tex.external:
                     raise VerifyError(
                         f"{show(e)}: '{name}' is a {tex}, which textureSampleLevel does not "
                         "sample (a texture_1d<f32>, texture_2d<f32> or texture_3d<f32>)"
@@ -88,14 +91,14 @@ class TextureTyper:
                 if not plain or tex.depth or tex.arrayed or tex.cube or tex.multisampled:
                     raise VerifyError(
                         f"{show(e)}: '{name}' is a {tex}, which textureSampleBaseClampToEdge "
-                        "does not sample (a texture_2d<f32>)"
+                        "does not sample (a texture_2d<f32> or texture_external)"
                     )
                 self._sampler(e, sampler, False, scope)
                 self._sample_coords(e, tex, coords, scope)
                 return Vec(4, f32)
             case ir.TextureNumLevels(name):
                 tex = self.texture_type(e, name, scope)
-                if not isinstance(tex, SampledTexture) or tex.multisampled:
+                if not isinstance(tex, SampledTexture) or tex.multisampled or tex.external:
                     raise VerifyError(f"{show(e)}: '{name}' is a {tex}, which has no mip levels")
                 return u32
             case ir.TextureSampleCompare(name, sampler, coords, ref, layer, gather):
@@ -114,7 +117,7 @@ class TextureTyper:
                 return Vec(4, f32) if gather else f32
             case ir.TextureGather(name, sampler, coords, component, layer):
                 tex = self.texture_type(e, name, scope)
-                if not isinstance(tex, SampledTexture) or tex.dim != 2:
+                if not isinstance(tex, SampledTexture) or tex.dim != 2 or tex.external:
                     raise VerifyError(
                         f"{show(e)}: '{name}' is a {tex}, which textureGather does not gather "
                         "(a 2-D texture or cube, arrayed or not, of colour or depth)"
@@ -127,7 +130,12 @@ class TextureTyper:
                 return Vec(4, tex.sample)
             case ir.TextureSampleGrad(name, sampler, coords, ddx, ddy, layer):
                 tex = self.texture_type(e, name, scope)
-                if not isinstance(tex, SampledTexture) or tex.sample != f32 or tex.depth:
+                if (
+                    not isinstance(tex, SampledTexture)
+                    or tex.sample != f32
+                    or tex.depth
+                    or tex.external
+                ):
                     raise VerifyError(
                         f"{show(e)}: '{name}' is a {tex}, which textureSampleGrad does not "
                         "sample (a texture_2d<f32>, texture_3d<f32> or cube of f32)"
@@ -222,6 +230,10 @@ class TextureTyper:
         lt = None if layer is None else self.type_of(layer, scope)
         if lt is not None and lt is not i32 and lt is not u32:
             raise VerifyError(f"{show(e)}: the array index is {lt}, expected i32 or u32")
+
+    def _external(self, node: object, name: str, scope: Scope) -> bool:
+        """Whether texture ``name`` a texture builtin ``node`` names is a ``texture_external``."""
+        return getattr(self.texture_type(node, name, scope), "external", False)
 
     def texture_type(
         self, node: object, name: str, scope: Scope

@@ -265,6 +265,9 @@ DEPTH_TEXTURE = ("depth32float", np.float32, "depth")
 MULTISAMPLED = {"f32": ("rgba16float",), "u32": ("rgba16uint",), "i32": ("rgba16sint",)}
 #: The samples of each texel of a multisampled texture: WebGPU's one count past 1.
 SAMPLE_COUNT = 4
+#: The format of an external texture's one plane: Dawn takes rgba8unorm, bgra8unorm or
+#: rgba16float, a plane of float32 none (:func:`kvdsl.ir.texels.external_refusal`).
+EXTERNAL_PLANE = "rgba16float"
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,7 +280,8 @@ class SampledTexture:
     ``cube``: ``texture_cube<T>`` (``texture_depth_cube`` of ``depth``, ``_array`` of
     ``arrayed``): six square faces (``dim`` 2, the size of a face) sampled in a direction.
     ``multisampled``: ``texture_multisampled_2d<T>`` (``texture_depth_multisampled_2d``), texels
-    of :data:`SAMPLE_COUNT` samples each, held as four 16-bit channels (:data:`MULTISAMPLED`)."""
+    of :data:`SAMPLE_COUNT` samples each, held as four 16-bit channels (:data:`MULTISAMPLED`).
+    ``external``: ``texture_external`` (``f32``, ``dim`` 2), a plane of :data:`EXTERNAL_PLANE`."""
 
     sample: Scalar
     dim: int = 2
@@ -285,8 +289,11 @@ class SampledTexture:
     depth: bool = False  # texture_depth_2d[_array]: one depth value a texel
     cube: bool = False  # texture_cube<T>: six faces, +X, -X, +Y, -Y, +Z, -Z
     multisampled: bool = False  # texture_multisampled_2d<T>: SAMPLE_COUNT samples a texel
+    external: bool = False  # texture_external: Dawn's, one RGBA plane, no YUV conversion
 
     def __str__(self) -> str:
+        if self.external:
+            return "texture_external"
         shape = "cube" if self.cube else f"{self.dim}d"
         shape = f"multisampled_{shape}" if self.multisampled else shape
         array = "_array" if self.arrayed else ""
@@ -302,8 +309,8 @@ class SampledTexture:
 
     @property
     def format(self) -> str:
-        if self.depth:
-            return DEPTH_TEXTURE[0]
+        if self.depth or self.external:
+            return DEPTH_TEXTURE[0] if self.depth else EXTERNAL_PLANE
         return (MULTISAMPLED if self.multisampled else SAMPLE_TYPES)[self.sample.name][0]
 
     @property
@@ -381,12 +388,6 @@ class StorageTexture:
     def dtype(self) -> np.dtype:
         """The numpy dtype the host holds each channel as."""
         return np.dtype(TEXEL_FORMATS[self.format][2])
-
-
-def texel_coords(dim: int, scalar: Scalar) -> Scalar | Vec:
-    """The type of a texture's texel coordinates of ``scalar``: a ``vecN`` of a texture of
-    ``dim`` N, the scalar itself of a 1-D one."""
-    return scalar if dim == 1 else Vec(dim, scalar)
 
 
 #: The handle types a module var, a ``Kernel.textures`` entry and a helper's parameter may hold.

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Mapping
 from kvdsl.ir.tree import Binding
 from kvdsl.ir.types import READ_WRITE_FORMATS, SampledTexture, Sampler
 from kvdsl.runtime.errors import CompileError, DeviceError, FeatureError, WebGPULoaded
+from kvdsl.runtime.external import needs_dawn
 from kvdsl.runtime.webgpu import ALWAYS_DISABLED, WebGPU, check_toggles
 
 if TYPE_CHECKING:
@@ -368,6 +369,11 @@ def _layout_entries(
                 {"binding": k, "visibility": wgpu.ShaderStage.COMPUTE, "sampler": sampler}
             )
             continue
+        if isinstance(t.ty, SampledTexture) and t.ty.external:  # Dawn's (pipeline() checks)
+            entries.append(
+                {"binding": k, "visibility": wgpu.ShaderStage.COMPUTE, "external_texture": {}}
+            )
+            continue
         if isinstance(t.ty, SampledTexture):
             sample = t.ty.binding_sample_type
             view = t.ty.view_dimension
@@ -415,6 +421,10 @@ def pipeline(
     uniform; ``has_params`` may count the uniforms, params and others), so a module whose declarations disagree with the interface fails to compile; with
     None the layout is naga's automatic one.
     """
+    implementation = current_webgpu().implementation
+    for t in textures:
+        if getattr(t.ty, "external", False) and implementation != "dawn":
+            raise DeviceError(needs_dawn(t, implementation))
     accesses = None if bindings is None else tuple(b.access for b in bindings)
     wgpu = wgpu_module()
     need = tuple(sorted((limits or {}).items()))

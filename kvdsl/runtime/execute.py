@@ -22,6 +22,7 @@ from kvdsl.ir.tree import Binding, Kernel, Texture, Uniform
 from kvdsl.ir.types import COMPARE, SampledTexture, Sampler, StorageTexture, Struct, u32
 from kvdsl.ir.features import limits as kernel_limits, uses_f16
 from kvdsl.runtime import device as gpu
+from kvdsl.runtime.external import upload_external
 from kvdsl.runtime.rendered import upload_depth, upload_multisampled
 from kvdsl.runtime.contract import check_bindings, check_contract, check_workgroups
 from kvdsl.runtime.errors import DeviceError
@@ -166,6 +167,11 @@ class _Dispatch:
             data = texels[t.name]
             if getattr(t.ty, "cube", False):  # the faces (of each layer) as layers of one 2d
                 data = data.reshape(-1, *data.shape[-3 + t.ty.depth :])
+            if getattr(t.ty, "external", False):  # Dawn's: pipeline() refuses it elsewhere
+                tex = upload_external(dev, wgpu, data)
+                self.textures[t.name] = (t, tex, data)
+                entries.append({"binding": k, "resource": tex})
+                continue
             if getattr(t.ty, "multisampled", False):
                 tex = upload_multisampled(dev, t.ty, data)
             elif getattr(t.ty, "depth", False):

@@ -24,7 +24,10 @@ def k(body: str, head: str = "") -> str:
 
 
 LIMITS = {
-    "texture_external": k("  out[0] = 1u;", "@group(0) @binding(1) var t: texture_external;\n"),
+    # Tint takes a storage texture of a format WebGPU binds only under a feature where unused.
+    "an_unused_bgra8unorm_storage_texture": k(
+        "  out[0] = 1u;", "@group(0) @binding(1) var t: texture_storage_2d<bgra8unorm, write>;\n"
+    ),
 }
 
 
