@@ -41,13 +41,8 @@ def depth_refusal(name: str, ty: SampledTexture, given: np.ndarray) -> str | Non
     outside [0, 1], or NaN: a render pass, the one way WebGPU writes ``depth32float``, clamps
     what it writes to the viewport's depth range [0, 1]), else None."""
     bad = ~((given >= 0) & (given <= 1))
-    if not bad.any():
-        return None
-    at = [int(i) for i in np.argwhere(bad)[0]]
-    return (
-        f"texture '{name}' ({ty}) holds {given[tuple(at)]} at {at}: a depth texture's values "
-        "are in [0, 1] (a render pass, the one way WebGPU writes depth32float, clamps to that)"
-    )
+    what = "a depth texture's values are in [0, 1] (a render pass, the one way WebGPU writes "
+    return _first(name, ty, given, bad, what + "depth32float, clamps to that)")
 
 
 def texel_refusal(name: str, ty: StorageTexture | SampledTexture, given: np.ndarray) -> str | None:
@@ -83,13 +78,8 @@ def multisampled_refusal(name: str, ty: SampledTexture, given: np.ndarray) -> st
         info = np.iinfo(np.uint16 if ty.sample.name == "u32" else np.int16)
         bad = (given < info.min) | (given > info.max)
         what = f"in [{info.min}, {info.max}] (its format, {ty.format}, holds 16 bits)"
-    if not bad.any():
-        return None
-    at = [int(i) for i in np.argwhere(bad)[0]]
-    return (
-        f"texture '{name}' ({ty}) holds {given[tuple(at)]} at {at}: a multisampled texture's "
-        f"values are {what}; WebGPU multisamples no format of 32-bit channels"
-    )
+    why = f"a multisampled texture's values are {what}; WebGPU multisamples no format of "
+    return _first(name, ty, given, bad, why + "32-bit channels")
 
 
 def external_refusal(name: str, ty: SampledTexture, given: np.ndarray) -> str | None:
@@ -99,10 +89,14 @@ def external_refusal(name: str, ty: SampledTexture, given: np.ndarray) -> str | 
     makes an infinite channel's neighbours NaN, 0 times inf), else None."""
     with np.errstate(over="ignore", invalid="ignore"):
         bad = ~np.isfinite(given) | (given.astype(np.float16).astype(np.float32) != given)
+    what = f"an external texture's values are finite f16 values (its plane, {EXTERNAL_PLANE}, "
+    return _first(name, ty, given, bad, what + "holds f16)")
+
+
+def _first(name: str, ty: object, given: np.ndarray, bad: np.ndarray, what: str) -> str | None:
+    """The refusal of the first value ``bad`` marks in texture ``name``'s array ``given``
+    (its value, its place, ``what`` the texture holds), else None."""
     if not bad.any():
         return None
     at = [int(i) for i in np.argwhere(bad)[0]]
-    return (
-        f"texture '{name}' ({ty}) holds {given[tuple(at)]!s} at {at}: an external texture's "
-        f"values are finite f16 values (its plane, {EXTERNAL_PLANE}, holds f16)"
-    )
+    return f"texture '{name}' ({ty}) holds {given[tuple(at)]!s} at {at}: {what}"
