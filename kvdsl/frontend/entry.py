@@ -38,12 +38,63 @@ LANGUAGE_FEATURES = frozenset(
     )
 )
 SEVERITIES = ("error", "warning", "info", "off")
+#: WGSL's extensions of the vertex and fragment stages (``@builtin(clip_distances)``,
+#: ``@blend_src``, ``@builtin(primitive_index)``): a compute module may enable one, using nothing
+#: it grants. WGSL takes the directive where the device has the extension's feature, so the
+#: kernel keeps it (a directive of ``Kernel.directives``) and its device is asked for that
+#: feature (:mod:`kvdsl.runtime.device`).
+STAGE_EXTENSIONS = ("clip_distances", "dual_source_blending", "primitive_index")
+#: The extensions Tint knows past WGSL's: Dawn allows each only under a device feature or a
+#: toggle that WebGPU's devices (and kvdsl's) are not given.
+TINT_EXTENSIONS = frozenset(
+    (
+        "atomic_vec2u_min_max",
+        "subgroup_size_control",
+        "view_instancing",
+        "chromium_disable_uniformity_analysis",
+        "chromium_experimental_barycentric_coord",
+        "chromium_experimental_framebuffer_fetch",
+        "chromium_experimental_pixel_local",
+        "chromium_experimental_resource_table",
+        "chromium_experimental_subgroup_matrix",
+        "chromium_internal_input_attachments",
+    )
+)
 
 
 class EntryPoint:
     """The entry point's and helpers' attributes (``@workgroup_size``, ``@builtin`` inputs,
     ``@must_use``, ``@diagnostic``) and the names they declare, for the module's assembler
     (:class:`kvdsl.frontend.parser._Assembler`)."""
+
+    def enabled(self) -> tuple[set[str], tuple[str, ...]]:
+        """The module's ``enable`` directives, each checked as Tint checks it on a device of the
+        features kvdsl asks for: the extensions of ``f16`` and ``subgroups`` it names (which
+        the printer writes back where the kernel uses them), and the directives of
+        :data:`STAGE_EXTENSIONS` it names, each once (``enable clip_distances``)."""
+        named, kept = set(), []
+        for ext, line, column in self.module.enables:
+            if ext in TINT_EXTENSIONS:
+                raise WgslTypeError(
+                    f"extension '{ext}' is not allowed in the current environment (an extension "
+                    "of Tint's, not WGSL's: Dawn allows it under a device feature or toggle that "
+                    "kvdsl does not ask for)",
+                    self.filename,
+                    line,
+                    column,
+                )
+            if ext not in ("f16", "subgroups", *STAGE_EXTENSIONS):
+                raise WgslTypeError(
+                    f"enable {ext}: expected extension (WGSL's are f16, subgroups, "
+                    f"{', '.join(STAGE_EXTENSIONS)})",
+                    self.filename,
+                    line,
+                    column,
+                )
+            if ext in STAGE_EXTENSIONS and f"enable {ext}" not in kept:
+                kept.append(f"enable {ext}")
+            named.add(ext)
+        return named, tuple(kept)
 
     def workgroup_size(self, entry: FnDecl, consts: tuple[ir.Const, ...]):
         values = dict(self.folded)  # those of const-expressions: T = Tile(N, N * 2u)

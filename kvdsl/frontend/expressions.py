@@ -22,6 +22,7 @@ from kvdsl.frontend.records import (
     VecShape,
 )
 from kvdsl.frontend.rules import Rules
+from kvdsl.frontend.slots import FEATURE_FORMATS
 from kvdsl.ir import ops
 from kvdsl.ir import tree as ir
 from kvdsl.ir.ops import Op
@@ -293,12 +294,13 @@ class Expressions(Rules):
             "texture_storage_2d_array",
         ):
             words = [a.name if isinstance(a, StructRef) else None for a in args]
-            if len(words) == 2 and words[0] in TEXEL_FORMATS and words[1] in ACCESSES:
+            formats = (*TEXEL_FORMATS, *FEATURE_FORMATS)  # WGSL's (kvdsl.frontend.slots)
+            if len(words) == 2 and words[0] in formats and words[1] in ACCESSES:
                 arrayed = str(tok).endswith("_array")
                 return StorageTexture(words[0], words[1], int(str(tok)[16]), arrayed)
             raise self._err(
                 f"{tok}<{', '.join(map(str, words))}> (the formats "
-                f"{', '.join(TEXEL_FORMATS)}; write, read or read_write access)",
+                f"{', '.join(formats)}; write, read or read_write access)",
                 tok.line,
                 tok.column,
             )

@@ -50,7 +50,7 @@ from kvdsl.frontend.records import (
 )
 from kvdsl.frontend.transform import ToIR
 from kvdsl.frontend.shadows import resolve_shadows
-from kvdsl.frontend.slots import one_per_slot
+from kvdsl.frontend.slots import FEATURE_FORMATS, bindable, one_per_slot
 from kvdsl.frontend.typer import Typer
 from kvdsl.ir import tree as ir
 from kvdsl.ir import uniformity
@@ -59,7 +59,6 @@ from kvdsl.ir.types import (
     Mat,
     Ptr,
     HANDLES,
-    READ_WRITE_FORMATS,
     Scalar,
     StorageTexture,
     Struct,
@@ -68,7 +67,6 @@ from kvdsl.ir.types import (
 )
 from kvdsl.ir.features import uses_f16
 from kvdsl.ir.scope import Scope, Symbol, VerifyError, name_problem
-from kvdsl.ir.uses import resources_named
 from kvdsl.ir.verify import (
     Verifier,
     check_pointer_type,
@@ -300,11 +298,7 @@ class _Assembler(EntryPoint):
         return UnsupportedError(message, self.filename, line, column)
 
     def kernel(self, name: str, dispatch: ir.Dispatch | None) -> tuple[ir.Kernel, dict[int, int]]:
-        enabled = set()
-        for ext, line, column in self.module.enables:
-            if ext not in ("f16", "subgroups"):
-                raise self.err(f"enable {ext} (only f16 and subgroups)", line, column)
-            enabled.add(ext)
+        enabled, kept = self.enabled()
         structs = [d for d in self.module.decls if isinstance(d, StructDecl)]
         gvars = [d for d in self.module.decls if isinstance(d, GlobalVar)]
         fns = [d for d in self.module.decls if isinstance(d, FnDecl)]
@@ -321,6 +315,11 @@ class _Assembler(EntryPoint):
             raise WgslTypeError(f"entry point {entry.name}: {problem}", self.filename, entry.line)
         interface = Interface(self.filename, self.comments, self.decl_lines)
         params, bindings, shared = interface.declarations(structs, gvars)
+        held = [  # typed as WGSL types them, then left out of the kernel or refused (bindable)
+            t
+            for t in interface.textures
+            if isinstance(t.ty, StorageTexture) and t.ty.format in FEATURE_FORMATS
+        ]
         probe = ir.Kernel(
             name,
             bindings,
@@ -332,7 +331,7 @@ class _Assembler(EntryPoint):
             (),
             workgroup_vars=shared,
             uniforms=interface.uniforms,
-            textures=tuple(interface.textures),
+            textures=tuple(t for t in interface.textures if t not in held),
         )
         checker = Verifier(probe)
         checker.function_names = frozenset(fn.name for fn in fns if fn is not entry)
@@ -355,6 +354,8 @@ class _Assembler(EntryPoint):
         wg, wg_name = self.workgroup_size(entry, consts)
         probe = replace(probe, consts=consts)
         scope = self.scope(probe, checker, typer)
+        for t in held:
+            scope.declare(t.name, Symbol(t.ty, "texture"), t)
         private = self.private_vars(gvars, scope, checker, typer)
         functions = []
         for fn in fns:
@@ -371,7 +372,7 @@ class _Assembler(EntryPoint):
                 except VerifyError as err:
                     raise WgslTypeError(str(err), self.filename, a.line) from None
                 asserts.append(cond)
-        directives = self.directives()
+        directives = (*kept, *self.directives())
         main = Scope(scope)
         builtins, prelude = self.builtins(entry, main, wg)
         typer.line = entry.line
@@ -399,6 +400,7 @@ class _Assembler(EntryPoint):
             raise WgslTypeError("f16 is used without 'enable f16;'", self.filename, 1)
         # A subgroup builtin is taken with or without 'enable subgroups;': naga (wgpu) refuses
         # the directive and takes the builtins under the adapter's subgroup feature.
+        kernel = bindable(kernel, self.filename, self.decl_lines)
         try:
             verify(kernel, house=False)  # kvdsl's rules for its catalog: notes (house_notes)
         except VerifyError as err:
@@ -410,28 +412,7 @@ class _Assembler(EntryPoint):
             self.derived_uniformity(kernel, typer.lines)
         if interface.shared_slots:
             kernel = one_per_slot(kernel, interface.shared_slots, self.filename, self.decl_lines)
-        self.bound_as_webgpu_binds(kernel)
         return kernel, typer.lines
-
-    def bound_as_webgpu_binds(self, kernel: ir.Kernel) -> None:
-        """Refuse, as Tint (Dawn, making the pipeline) does, a ``read_write`` storage texture
-        the entry point names in a format WebGPU binds no such texture in (one it does not
-        name is left out of the pipeline, and taken)."""
-        named = resources_named(kernel)[0]
-        for t in kernel.textures:
-            ty = t.ty
-            if (
-                isinstance(ty, StorageTexture)
-                and ty.access == "read_write"
-                and ty.format not in READ_WRITE_FORMATS
-                and t.name in named
-            ):
-                raise WgslTypeError(
-                    f"texture '{t.name}': format {ty.format} does not support storage texture "
-                    f"access read_write (WebGPU binds it only in {', '.join(READ_WRITE_FORMATS)})",
-                    self.filename,
-                    self.decl_lines.get(t.name),
-                )
 
     def derived_uniformity(self, kernel: ir.Kernel, lines: dict[int, int]) -> None:
         """WGSL's uniformity analysis of an entry point taking a builtin of

@@ -189,7 +189,8 @@ class Kernel:
     extents: tuple[tuple[str, Expr], ...] = field(default=(), compare=False)
     requires: tuple[tuple[str, Expr], ...] = field(default=(), compare=False)
     workgroup_vars: tuple[WorkgroupVar, ...] = ()
-    # ``requires`` and ``diagnostic`` directives as their WGSL text without the semicolon
+    # ``enable`` directives of the extensions the IR does not decide (``enable clip_distances``),
+    # ``requires`` and ``diagnostic`` directives, as their WGSL text without the semicolon
     # (``requires packed_4x8_integer_dot_product``); module-scope ``const_assert`` conditions.
     directives: tuple[str, ...] = ()
     asserts: tuple[Expr, ...] = ()

@@ -377,8 +377,8 @@ class StorageTexture:
 
     @property
     def texel(self) -> Vec:
-        """The type ``textureStore`` takes: a ``vec4`` of the format's channel type."""
-        return Vec(4, SCALARS[TEXEL_FORMATS[self.format][0]])
+        """``textureStore``'s value: a ``vec4`` of u32 (``*uint``), i32 (``*sint``) or f32."""
+        return Vec(4, SCALARS[{"uint": "u32", "sint": "i32"}.get(self.format[-4:], "f32")])
 
     @property
     def channels(self) -> int:

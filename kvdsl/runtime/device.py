@@ -9,8 +9,10 @@ exactly that limit raised to its need (:func:`device`'s ``limits``); past the ad
 a :class:`~kvdsl.runtime.contract.LimitError`. :func:`configure` (an explicit opt-in, for
 benchmarks whose buffers pass 128 MiB) raises limits for every device. A
 device gets ``shader-f16`` only when a module says ``enable f16;``, ``subgroups`` only when it
-says ``enable subgroups;``, and ``timestamp-query`` whenever the adapter has it (it changes nothing
-a shader can do).
+says ``enable subgroups;``, the feature of an extension of the vertex and fragment stages
+(:data:`STAGE_FEATURES`) only when it enables that extension (WGSL takes the directive, naga and
+Tint alike, only on a device with the feature), and ``timestamp-query`` whenever the adapter has it
+(it changes nothing a shader can do).
 
 naga (wgpu 0.32) implements the subgroup built-ins but rejects the standard ``enable subgroups;``
 directive (gfx-rs/wgpu#5555) that Tint, and so every browser, requires: kvdsl emits the standard
@@ -153,6 +155,21 @@ def needs_subgroups(wgsl: str) -> bool:
     return any("subgroups" in names for _, _, names in _enables(wgsl))
 
 
+#: WGSL's extensions of the vertex and fragment stages, which a compute module may enable, each
+#: with the device feature WebGPU takes its directive under (the same name in wgpu-native).
+STAGE_FEATURES = {
+    "clip_distances": "clip-distances",
+    "dual_source_blending": "dual-source-blending",
+    "primitive_index": "primitive-index",
+}
+
+
+def stage_extensions(wgsl: str) -> tuple[str, ...]:
+    """The extensions of :data:`STAGE_FEATURES` the module enables, in that table's order."""
+    named = {n for _, _, names in _enables(wgsl) for n in names}
+    return tuple(e for e in STAGE_FEATURES if e in named)
+
+
 def extensions(wgsl: str) -> tuple[bool, bool]:
     """(f16, subgroups): the extensions the module enables, the key of its device."""
     return needs_f16(wgsl), needs_subgroups(wgsl)
@@ -191,7 +208,7 @@ class Pipeline:
 
 
 _adapter: wgpu.GPUAdapter | None = None
-_devices: dict[tuple[bool, bool, tuple[tuple[str, int], ...]], wgpu.GPUDevice] = {}
+_devices: dict[tuple, wgpu.GPUDevice] = {}  # device()'s keys
 _pipelines: dict[tuple, Pipeline] = {}
 _raised_limits: dict[str, int] = {}
 _consumed: list[tuple] = []  # the devices made so far, in order
@@ -266,13 +283,17 @@ def limit_name(name: str) -> str:
 
 
 def device(
-    f16: bool = False, subgroups: bool = False, limits: Mapping[str, int] | None = None
+    f16: bool = False,
+    subgroups: bool = False,
+    limits: Mapping[str, int] | None = None,
+    stages: tuple[str, ...] = (),
 ) -> wgpu.GPUDevice:
-    """The device for modules that do or do not enable ``f16`` and ``subgroups`` and need
-    ``limits`` beyond WebGPU's defaults (JavaScript names, :func:`kvdsl.ir.features.limits`):
-    one device per such set, requested with each of those limits at exactly its need."""
+    """The device for modules that do or do not enable ``f16`` and ``subgroups``, enable the
+    extensions ``stages`` of :data:`STAGE_FEATURES`, and need ``limits`` beyond WebGPU's
+    defaults (JavaScript names, :func:`kvdsl.ir.features.limits`): one device per such set,
+    requested with each of those limits at exactly its need."""
     need = tuple(sorted((limits or {}).items()))
-    key = (f16, subgroups, need)
+    key = (f16, subgroups, need) + ((stages,) if stages else ())
     if key not in _devices:
         a = adapter()
         raised = {}
@@ -289,6 +310,7 @@ def device(
         # wgpu-native 0.32 names the subgroup feature "subgroup"; WebGPU (Dawn) "subgroups".
         sg = "subgroups" if "subgroups" in a.features else "subgroup"
         wanted = [("f16", "shader-f16", f16), ("subgroups", sg, subgroups)]
+        wanted += [(e, STAGE_FEATURES[e], True) for e in stages]
         for extension, feature, on in wanted:
             if not on:
                 continue
@@ -430,7 +452,7 @@ def pipeline(
     need = tuple(sorted((limits or {}).items()))
     key = (wgsl, accesses, has_params, entry_point, need, textures, current_webgpu().loop_bounding)
     if key not in _pipelines:
-        dev = device(*extensions(wgsl), dict(need))
+        dev = device(*extensions(wgsl), dict(need), stage_extensions(wgsl))
         try:
             module = shader_module(dev, label, shader_source(wgsl))
             if bindings is None:

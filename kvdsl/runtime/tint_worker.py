@@ -2,8 +2,8 @@
 
 Run as a script, not imported: ``python tint_worker.py`` reads ``{"sources": {name: wgsl},
 "limits": {name: {limit: value}}}`` as JSON on stdin (the limits a module needs past WebGPU's
-defaults, as wgpu-py names them; a module without any is checked on a device with none raised)
-and writes ``{name: error text or null}`` as JSON on stdout. The Null adapter's own limits may
+defaults, as wgpu-py names them; a module without any is checked on a device with none raised;
+each device has the features of WGSL's extensions) and writes ``{name: error text or null}`` as JSON on stdout. The Null adapter's own limits may
 be below a module's need (it allows 8 storage buffers per stage): such a module is compiled by
 Tint (parse, resolve, validation) without Dawn's pipeline checks. It lives in its own process because
 wgpudawn and wgpu-native must not be loaded into one process, and it imports nothing from kvdsl
@@ -40,7 +40,10 @@ def main() -> None:
     job = json.load(sys.stdin)
     sources, limits = job["sources"], job["limits"]
     adapter = wgpudawn.gpu.request_adapter_sync()
-    features = [f for f in ("shader-f16", "subgroups") if f in adapter.features]
+    # The features of WGSL's extensions (kvdsl.runtime.device.STAGE_FEATURES beside shader-f16
+    # and subgroups): Tint takes an extension's directive only on a device with its feature.
+    wgsl = ("shader-f16", "subgroups", "clip-distances", "dual-source-blending", "primitive-index")
+    features = [f for f in wgsl if f in adapter.features]
     devices = {}
     results = {}
     for name, wgsl in sources.items():
