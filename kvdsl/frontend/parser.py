@@ -48,6 +48,7 @@ from kvdsl.frontend.records import (
     StructDecl,
     StructRef,
 )
+from kvdsl.frontend.abstract import abstract_float, is_abstract
 from kvdsl.frontend.transform import ToIR
 from kvdsl.frontend.shadows import resolve_shadows
 from kvdsl.frontend.slots import FEATURE_FORMATS, bindable, one_per_slot
@@ -64,6 +65,7 @@ from kvdsl.ir.types import (
     Struct,
     Vec,
     bool_,
+    f32,
 )
 from kvdsl.ir.features import uses_f16
 from kvdsl.ir.scope import Scope, Symbol, VerifyError, name_problem
@@ -293,6 +295,9 @@ class _Assembler(EntryPoint):
         self.folded = to_ir.consts  # the integer consts and struct consts' members, folded
         self.words: frozenset[str] = frozenset()  # every word of the module's text
         self.derived_inputs: dict[str, str] = {}  # parameter -> builtin, a let of the body
+        # The module consts of an abstract float no concrete type holds, which the kernel does
+        # not declare (each use reads the value in its place), by name.
+        self.unheld: dict[str, ConstDecl] = {}
 
     def err(self, message: str, line: int | None, column: int | None = None) -> UnsupportedError:
         return UnsupportedError(message, self.filename, line, column)
@@ -354,6 +359,8 @@ class _Assembler(EntryPoint):
         wg, wg_name = self.workgroup_size(entry, consts)
         probe = replace(probe, consts=consts)
         scope = self.scope(probe, checker, typer)
+        for d in self.unheld.values():  # its name taken, as WGSL takes it, for what follows
+            self._declare(scope, d.name, Symbol(f32, "const"), d, f"const {d.name}", d.line)
         for t in held:
             scope.declare(t.name, Symbol(t.ty, "texture"), t)
         private = self.private_vars(gvars, scope, checker, typer)
@@ -474,7 +481,20 @@ class _Assembler(EntryPoint):
                     "arrays and structs)",
                     d.line,
                 )
-            value = typer.expr(d.value, scope, declared)
+            raw = typer.inline(d.value, scope) if d.ty is None and not d.override else None
+            try:
+                value = typer.expr(d.value, scope, declared)
+            except WgslTypeError:
+                if raw is None or abstract_float(raw) is None:
+                    raise
+                # An abstract float no concrete type holds (const BIG = 1e50;): WGSL takes it
+                # where every use stays abstract, and each reads it in its place; no typed
+                # declaration could print it, so the kernel has none.
+                self._declare(scope, d.name, Symbol(f32, "const"), d, f"const {d.name}", d.line)
+                typer.module_abstract[d.name] = raw
+                self.decl_lines[d.name] = d.line
+                self.unheld[d.name] = d
+                continue
             if not d.override:
                 typer.no_override(f"const {d.name}", "const initializer", value, scope)
             ty = declared or typer.type_of(value, scope)
@@ -489,6 +509,8 @@ class _Assembler(EntryPoint):
                     d.line,
                 )
             self._declare(scope, d.name, Symbol(ty, "const"), d, f"const {d.name}", d.line)
+            if raw is not None and isinstance(ty, Scalar) and is_abstract(raw):
+                typer.module_abstract[d.name] = raw  # read in its place, as WGSL reads it
             self.decl_lines[d.name] = d.line
             comment = "\n".join(comments_.run_above(self.comments, d.line))
             out.append(ir.Const(d.name, ty, value, comment))

@@ -94,6 +94,9 @@ class Typer(Assignments, Constructors, TextureCalls):
         # Per function-scope const of an abstract value, by its symbol's id: the symbol and the
         # value, which each use reads in its place (abstract, as WGSL evaluates it there).
         self.abstract_consts: dict[int, tuple[object, ir.Expr]] = {}
+        # Per module const of an abstract scalar value (no type written), by name:
+        # the value, read in its place at each use as a function-scope one is.
+        self.module_abstract: dict[str, ir.Expr] = {}
         self.inlining = False  # within an expression whose abstract consts are read in
         self.overrides: frozenset[str] = frozenset()  # the module's overrides (module consts)
         self.structs: dict[str, Struct] = {}  # the module's structs, by name
@@ -102,11 +105,13 @@ class Typer(Assignments, Constructors, TextureCalls):
         self.alias_ctors: dict[int, str] = {}  # id(RawCtor) -> the alias it is called by
 
     def inline(self, e, scope: Scope):
-        """Raw expression ``e`` with each name of a function-scope const of an abstract value
-        (:attr:`abstract_consts`) replaced by that value: ``const h = 0.5; h * 1e-50 * 1e50``
-        is abstract as a whole, as WGSL evaluates it."""
+        """Raw expression ``e`` with each name of a function-scope or module const of an abstract
+        value (:attr:`abstract_consts`, :attr:`module_abstract`) replaced by that value:
+        ``const h = 0.5; h * 1e-50 * 1e50`` is abstract as a whole, as WGSL evaluates it."""
         if type(e) is ir.Name:
             sym = scope.lookup(e.name)
+            if sym is not None and sym.kind == "const" and e.name in self.module_abstract:
+                return self.module_abstract[e.name]  # no declaration within shadows it
             held = self.abstract_consts.get(id(sym)) if sym is not None else None
             return held[1] if held is not None and held[0] is sym else e
         if isinstance(e, tuple):
@@ -154,7 +159,7 @@ class Typer(Assignments, Constructors, TextureCalls):
     # -- expressions --
     def expr(self, e: ir.Expr, scope: Scope, want: Type | None) -> ir.Expr:
         """``e`` with every abstract literal typed; ``want`` is the type the context expects."""
-        if self.abstract_consts and not self.inlining:
+        if (self.abstract_consts or self.module_abstract) and not self.inlining:
             self.inlining = True
             try:
                 return self.expr(self.inline(e, scope), scope, want)
