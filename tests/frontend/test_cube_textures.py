@@ -21,9 +21,7 @@ from tests.helpers.textures import (
     ENTRY,
     GATHER_ORDER,
     assert_compilers_take_it_and_its_print,
-    assert_refused_in_words,
     read_back,
-    refused_kernel,
     run_of,
 )
 from tests.helpers.wgsl import refused_by_compilers
@@ -129,35 +127,6 @@ def test_a_cube_of_faces_not_square_is_refused_naming_its_axes(backend):
     sky = np.full((6, S, S + 1, 4), 0.5, np.float32)
     with pytest.raises((TypeError, BufferError), match=r"expected float32\[6, size, size, 4\]"):
         _run(run_of(backend), sky=sky)
-
-
-def _k(body: str) -> str:
-    return refused_kernel(HEAD, body)
-
-
-#: What WGSL refuses: name -> (text, the words kvdsl's WgslTypeError holds, Tint's)
-REFUSED = {
-    "a_cube_loaded": (
-        _k("  let v = textureLoad(sky, vec2<u32>(0u), 0);"),
-        "no matching call to 'textureLoad(texture_cube<f32>",
-        "no matching call to 'textureLoad(texture_cube<f32>",
-    ),
-    "a_cube_sampled_at_2d_coordinates": (
-        _k("  let v = textureSampleLevel(sky, s, vec2<f32>(0.5), 0.0);"),
-        "expected vec3<f32>",
-        "no matching call to 'textureSampleLevel(texture_cube<f32>, sampler, vec2<f32>",
-    ),
-    "a_cube_array_without_its_index": (
-        _k("  let v = textureSampleLevel(skies, s, vec3<f32>(0.5), 0.0);"),
-        "no matching call to 'textureSampleLevel(texture_cube_array<f32>, sampler, vec3<f32>",
-        "no matching call to 'textureSampleLevel(texture_cube_array<f32>, sampler, vec3<f32>",
-    ),
-}
-
-
-@pytest.mark.parametrize("name", REFUSED)
-def test_what_wgsl_refuses_of_them_is_refused_as_tint_refuses_it(name):
-    assert_refused_in_words(name, *REFUSED[name])
 
 
 #: Gathers of cubes: the four texels a bilinear filter reads in a direction, those past the

@@ -22,11 +22,9 @@ from tests.helpers.textures import (
     BACKENDS,
     ENTRY,
     assert_compilers_take_it_and_its_print,
-    assert_refused_in_words,
     footprint,
     indices_and_poison,
     read_back,
-    refused_kernel,
     run_of,
 )
 
@@ -140,47 +138,3 @@ def test_a_depth_outside_0_to_1_is_refused_naming_where(backend):
     da[1, 2, 3] = 1.5
     with pytest.raises((TypeError, BufferError), match=r"'da' .* holds 1.5 at \[1, 2, 3\]: .*"):
         _run(run_of(backend), da=da)
-
-
-def _k(body: str) -> str:
-    return refused_kernel(HEAD, body)
-
-
-#: What WGSL refuses: name -> (text, the words kvdsl's WgslTypeError holds, Tint's)
-REFUSED = {
-    "textureSampleCompare_in_compute": (
-        _k("  let v = textureSampleCompare(d, sc, vec2<f32>(0.5), 0.5);"),
-        "built-in cannot be used by compute pipeline stage",
-        "built-in cannot be used by compute pipeline stage",
-    ),
-    "compare_through_a_plain_sampler": (
-        _k("  let v = textureSampleCompareLevel(d, s, vec2<f32>(0.5), 0.5);"),
-        "is not a sampler_comparison",
-        "no matching call to 'textureSampleCompareLevel(texture_depth_2d, sampler, vec2<f32>",
-    ),
-    "sample_level_through_a_comparison_sampler": (
-        _k("  let v = textureSampleLevel(d, sc, vec2<f32>(0.5), 0);"),
-        "is not a sampler",
-        "no matching call to 'textureSampleLevel(texture_depth_2d, sampler_comparison",
-    ),
-    "a_float_level_of_a_depth_texture": (
-        _k("  let v = textureSampleLevel(d, s, vec2<f32>(0.5), 0.0);"),
-        "the level is f32, expected i32 or u32",
-        "no matching call to 'textureSampleLevel(texture_depth_2d, sampler, vec2<f32>",
-    ),
-    "a_depth_array_without_its_index": (
-        _k("  let v = textureSampleCompareLevel(da, sc, vec2<f32>(0.5), 0.5);"),
-        "no matching call to 'textureSampleCompareLevel(texture_depth_2d_array",
-        "no matching call to 'textureSampleCompareLevel(texture_depth_2d_array",
-    ),
-    "a_depth_load_as_a_vector": (
-        _k("  let v: vec4<f32> = textureLoad(d, vec2<i32>(0), 0);"),
-        "vec4<f32>",
-        "cannot initialize 'let' of type 'vec4<f32>' with value of type 'f32'",
-    ),
-}
-
-
-@pytest.mark.parametrize("name", REFUSED)
-def test_what_wgsl_refuses_of_them_is_refused_as_tint_refuses_it(name):
-    assert_refused_in_words(name, *REFUSED[name])

@@ -22,7 +22,6 @@ from tests.helpers.textures import (
     assert_refused_in_words,
     indices_and_poison,
     read_back,
-    refused_kernel,
 )
 
 N = 128
@@ -104,45 +103,6 @@ def test_a_texture_3d_given_as_a_2d_array_is_refused_naming_its_axes():
     bufs = _inputs() | {"vol": np.zeros((5, 6, 4), np.float32)}
     with pytest.raises(TypeError, match=r"expected float32\[depth, height, width, 4\]"):
         interp.run(k, bufs, {}, (N // 64, 1, 1))
-
-
-def _k(body: str) -> str:
-    return refused_kernel(HEAD, body)
-
-
-#: What WGSL refuses: name -> (text, the words kvdsl's WgslTypeError holds, Tint's)
-REFUSED = {
-    "sample_of_a_u32_texture": (
-        _k("  let v = textureSampleLevel(ids, s, vec3<f32>(0.5), 0.0);"),
-        "textureSampleLevel does not sample",
-        "no matching call to 'textureSampleLevel(texture_3d<u32>, sampler",
-    ),
-    "2d_coordinates_of_a_texture_3d": (
-        _k("  let v = textureSampleLevel(vol, s, vec2<f32>(0.5), 0.0);"),
-        "expected vec3<f32>",
-        "no matching call to 'textureSampleLevel(texture_3d<f32>, sampler, vec2<f32>",
-    ),
-    "2d_coordinates_of_a_texture_3d_load": (
-        _k("  let v = textureLoad(vol, vec2<u32>(0u), 0);"),
-        "expected vec3<i32> or vec3<u32>",
-        "no matching call to 'textureLoad(texture_3d<f32>, vec2<u32>",
-    ),
-    "sample_without_a_level": (
-        _k("  let v = textureSampleLevel(img, s, vec2<f32>(0.5));"),
-        "no matching call to 'textureSampleLevel(texture_2d<f32>, sampler, vec2<f32>)'",
-        "no matching call to 'textureSampleLevel(texture_2d<f32>, sampler, vec2<f32>)'",
-    ),
-    "a_texture_as_the_sampler": (
-        _k("  let v = textureSampleLevel(img, img, vec2<f32>(0.5), 0.0);"),
-        "no matching call to 'textureSampleLevel(texture_2d<f32>, texture_2d<f32>",
-        "no matching call to 'textureSampleLevel(texture_2d<f32>, texture_2d<f32>",
-    ),
-}
-
-
-@pytest.mark.parametrize("name", REFUSED)
-def test_what_wgsl_refuses_of_them_is_refused_as_tint_refuses_it(name):
-    assert_refused_in_words(name, *REFUSED[name])
 
 
 #: 1-D textures: a sampled one loaded at a scalar coordinate and sampled, sized by a u32; a

@@ -97,36 +97,6 @@ def _k(body: str) -> str:
     return refused_kernel(HEAD, body, "vec4<f32>(1.0)")
 
 
-#: What WGSL refuses: name -> (text, the words kvdsl's WgslTypeError holds, Tint's)
-REFUSED = {
-    "a_component_of_no_const": (
-        _k("  let c = i32(i % 4u);\n  let g = textureGather(c, img, s, vec2<f32>(0.5));"),
-        "the 'component' argument of 'textureGather' must be a const-expression",
-        "the 'component' argument of 'textureGather' must be a const-expression",
-    ),
-    "a_component_past_3": (
-        _k("  let g = textureGather(4, img, s, vec2<f32>(0.5));"),
-        "the component argument must be at least 0 and at most 3. component is 4",
-        "the component argument must be at least 0 and at most 3. component is 4",
-    ),
-    "a_component_of_a_depth_texture": (
-        _k("  let g = textureGather(0, d, s, vec2<f32>(0.5));"),
-        "no matching call to 'textureGather(i32, texture_depth_2d, sampler, vec2<f32>)'",
-        "no matching call to 'textureGather(abstract-int, texture_depth_2d, sampler, vec2<f32>)'",
-    ),
-    "a_gradient_of_a_u32_texture": (
-        _k("  let g = textureSampleGrad(ids, s, vec2<f32>(0.5), 1, vec2<f32>(), vec2<f32>());"),
-        "which textureSampleGrad does not sample",
-        "no matching call to 'textureSampleGrad(texture_2d_array<u32>, sampler, vec2<f32>",
-    ),
-}
-
-
-@pytest.mark.parametrize("name", REFUSED)
-def test_what_wgsl_refuses_of_them_is_refused_as_tint_refuses_it(name):
-    assert_refused_in_words(name, *REFUSED[name])
-
-
 #: Texel offsets (a const vecN<i32>, -8 to 7, added to the texel coordinates before the clamp)
 #: of textureSampleLevel, textureSampleCompareLevel, textureGather and textureGatherCompare;
 #: textureSampleBaseClampToEdge (of the one level, nearest: the texel textureSampleLevel reads)
