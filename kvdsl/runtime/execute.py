@@ -22,7 +22,7 @@ from kvdsl.ir.tree import Binding, Kernel, Texture, Uniform
 from kvdsl.ir.types import COMPARE, SampledTexture, Sampler, StorageTexture, Struct, u32
 from kvdsl.ir.features import limits as kernel_limits, uses_f16
 from kvdsl.runtime import device as gpu
-from kvdsl.runtime.external import upload_external
+from kvdsl.runtime.external import external_texture
 from kvdsl.runtime.rendered import upload_depth, upload_multisampled
 from kvdsl.runtime.contract import check_bindings, check_contract, check_workgroups
 from kvdsl.runtime.errors import DeviceError
@@ -168,7 +168,7 @@ class _Dispatch:
             if getattr(t.ty, "cube", False):  # the faces (of each layer) as layers of one 2d
                 data = data.reshape(-1, *data.shape[-3 + t.ty.depth :])
             if getattr(t.ty, "external", False):  # Dawn's: pipeline() refuses it elsewhere
-                tex = upload_external(dev, wgpu, data)
+                tex = external_texture(dev, _upload_texture(dev, t, data.astype("<f2")))
                 self.textures[t.name] = (t, tex, data)
                 entries.append({"binding": k, "resource": tex})
                 continue

@@ -17,10 +17,7 @@ branch, is approximate on a GPU); the gamut matrix is the identity (``1 * r + 0 
 
 from __future__ import annotations
 
-import numpy as np
-
 from kvdsl.ir.tree import Texture
-from kvdsl.ir.types import EXTERNAL_PLANE
 
 #: The transfer function (skcms' parameters g, a, b, c, d, e, f) Dawn decodes and encodes an
 #: external texture's colour with: its linear branch, ``c * |v| + f``, for ``|v|`` below ``d``,
@@ -38,22 +35,11 @@ def needs_dawn(texture: Texture, implementation: str) -> str:
     )
 
 
-def upload_external(dev, wgpu, data: np.ndarray):
-    """An external texture on Dawn device ``dev`` (``wgpu``: wgpudawn's module) whose one
-    plane, :data:`~kvdsl.ir.types.EXTERNAL_PLANE`, holds ``data`` (``[height, width, 4]``
-    ``float32`` values f16 holds), read as it is (:data:`LINEAR`)."""
+def external_texture(dev, plane):
+    """An external texture on Dawn device ``dev`` of one plane, ``plane`` (a texture of
+    :data:`~kvdsl.ir.types.EXTERNAL_PLANE`), read as it is (:data:`LINEAR`)."""
     from wgpudawn.backends.dawn.extras import create_external_texture
 
-    h, w = data.shape[:2]
-    usage = wgpu.TextureUsage.TEXTURE_BINDING | wgpu.TextureUsage.COPY_DST
-    plane = dev.create_texture(size=(w, h, 1), format=EXTERNAL_PLANE, usage=usage)
-    halves = np.ascontiguousarray(data, "<f4").astype("<f2")
-    dev.queue.write_texture(
-        {"texture": plane, "mip_level": 0, "origin": (0, 0, 0)},
-        halves.tobytes(),
-        {"offset": 0, "bytes_per_row": w * 4 * 2, "rows_per_image": h},
-        (w, h, 1),
-    )
     return create_external_texture(
         dev,
         plane.create_view(),
