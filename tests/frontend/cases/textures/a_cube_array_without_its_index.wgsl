@@ -1,16 +1,4 @@
 // expect: type error "no matching call to 'textureSampleLevel(texture_cube_array<f32>, sampler, vec3<f32>"
 // tint: refused "no matching call to 'textureSampleLevel(texture_cube_array<f32>, sampler, vec3<f32>"
-@group(0) @binding(0) var<storage, read> dirs: array<vec4<f32>>;
-@group(0) @binding(1) var<storage, read_write> out: array<f32>;
-@group(0) @binding(2) var sky: texture_cube<f32>;
-@group(0) @binding(3) var skies: texture_cube_array<f32>;
-@group(0) @binding(4) var shadow: texture_depth_cube;
-@group(0) @binding(5) var shadows: texture_depth_cube_array;
-@group(0) @binding(6) var s: sampler;
-@group(0) @binding(7) var sc: sampler_comparison;
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-  let i = gid.x;
+// in: _cube.wgsl
   let v = textureSampleLevel(skies, s, vec3<f32>(0.5), 0.0);
-  out[i] = 1.0;
-}
