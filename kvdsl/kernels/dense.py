@@ -43,7 +43,6 @@ from kvdsl.kernels.config import (
     choice,
     flag,
     format_choice,
-    one_format,
     one_of,
     require,
 )
@@ -91,8 +90,7 @@ class DenseConfig(Scales, CacheConfig):
     scales: ScalePlace = choice(ScalePlace.INLINE)
 
     def check_fields(self) -> None:
-        one_format("format", self.format, DenseFormat)
-        one_of("scales", self.scales, ScalePlace)
+        self.check_stored(DenseFormat)
         self.refuse_window(
             "the dense modes have no windowed form; dense_read runs on any window of whole rows"
             " as it is, with count the window's rows"

@@ -23,9 +23,9 @@ from enum import StrEnum
 from typing import Any
 
 from kvdsl.ir import Buffer, Kernel, KernelBuilder, Val, construct, f16, f32, u32
-from kvdsl.kernels.config import PRESENT, Model, choice, one_of, require
-from kvdsl.kernels.config import contract, times
-from kvdsl.kernels.dense import F32X4, LANES, DenseConfig, DenseFormat, format_choice, one_format
+from kvdsl.kernels.config import PRESENT, Model, choice, contract, one_format, one_of, require
+from kvdsl.kernels.config import times
+from kvdsl.kernels.dense import F32X4, LANES, DenseConfig, DenseFormat, format_choice
 from kvdsl.kernels.dense_fields import ScalePlace, require_format
 from kvdsl.kernels.dense_modes import load_run, quantise_workgroup, require_quantised_rows
 from kvdsl.nodes import walks, words

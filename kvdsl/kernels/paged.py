@@ -26,10 +26,10 @@ from kvdsl.kernels.config import (
     one_of,
     require,
 )
-from kvdsl.kernels.config import ceil_div, emax, largest, plus, times
+from kvdsl.kernels.config import ceil_div, emax, format_choice, largest, plus, times
 from kvdsl.kernels.plan import require_whole_rows, rows_workgroup
 from kvdsl.kernels.rows import Transforms
-from kvdsl.kernels.dense import QUANTISE_WORKGROUP, format_choice, one_format, require_rows_fit
+from kvdsl.kernels.dense import QUANTISE_WORKGROUP, require_rows_fit
 from kvdsl.kernels.dense_fields import ScalePlace, Scales, require_format, require_rotation
 from kvdsl.nodes import formats, paged, words
 from kvdsl.nodes.quantise import Quantiser, row_lanes
@@ -89,8 +89,7 @@ class PagedConfig(PagedRows, PageFields, Scales, CacheConfig):
     scales: ScalePlace = choice(ScalePlace.INLINE)
 
     def check_fields(self) -> None:
-        one_format("format", self.format, PagedFormat)
-        one_of("scales", self.scales, ScalePlace)
+        self.check_stored(PagedFormat)
         fmt = self.dense
         self.check_pages(fmt)
         if fmt is None:

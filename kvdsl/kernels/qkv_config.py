@@ -21,6 +21,7 @@ from kvdsl.kernels.config import (
     choice,
     flag,
     multiple_of,
+    one_format,
     one_of,
     query_heads,
     require,
@@ -28,7 +29,7 @@ from kvdsl.kernels.config import (
 )
 from kvdsl.kernels.plan import require_whole_rows, rows_workgroup
 from kvdsl.kernels.rows import Transforms
-from kvdsl.kernels.dense import QUANTISE_WORKGROUP, DenseFormat, one_format
+from kvdsl.kernels.dense import QUANTISE_WORKGROUP, DenseFormat
 from kvdsl.kernels.dense_fields import (
     LaneWalk,
     ScalePlace,
