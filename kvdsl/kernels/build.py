@@ -53,11 +53,6 @@ class BuildConfig(RowConfig):
 
     present_type: Element = choice(Element.F32)
     mode = "build"
-    KEYS = (  # fmt: skip
-        "kv_heads", "head_dim", "k_norm", "rotary", "rotary_half", "eps", "input_type",
-        "present_type",
-        "workgroup_size", "fold", "walk", "reduction", "pairs",
-    )
 
     def check_fields(self) -> None:
         super().check_fields()

@@ -315,6 +315,32 @@ def one_format(field: str, value: Any, allowed: Any) -> None:
         one_of(field, value, allowed)
 
 
+#: The metadata of a field :func:`as_dict` prints only where it is set (:func:`where_set`).
+WHERE_SET = {"published": "where set"}
+#: :class:`KernelConfig`'s fields, the schedule of every mode: printed after the mode's own.
+SCHEDULE = ("workgroup_size", "fold", "window")
+
+
+def where_set(default: Any) -> Any:
+    """A field :func:`as_dict` prints only where it holds a value other than ``default`` (falsy):
+    ``window``, attend's ``kivi_group``, so that a variant publishes the fields it uses."""
+    return dataclasses.field(default=default, metadata=WHERE_SET)
+
+
+class FieldOrder:
+    """``KEYS``: a config class's fields in the dataclass's order, :data:`SCHEDULE` last; on a
+    config, a :func:`where_set` field only where it is set."""
+
+    def __get__(self, cfg: Any, owner: type) -> Any:
+        if not dataclasses.is_dataclass(owner):
+            return self  # KernelConfig's own annotation, read as the dataclass is made
+        fields = sorted(dataclasses.fields(owner), key=lambda f: f.name in SCHEDULE)
+        shown = [
+            f for f in fields if cfg is None or f.metadata != WHERE_SET or getattr(cfg, f.name)
+        ]
+        return tuple(f.name for f in shown)
+
+
 @dataclass(frozen=True)
 class KernelConfig:
     """The fields every mode has: the workgroup size, the dispatch's fold width and ``window``.
@@ -326,15 +352,16 @@ class KernelConfig:
     runs as several dispatches (:mod:`kvdsl.runtime.windows`).
 
     ``workgroup_size`` left ``None`` reads as the mode's default (:meth:`default_workgroup_size`).
-    ``KEYS`` is the order of the fields in :func:`as_dict` (as published in ``index.json``).
+    ``KEYS`` is the order of the fields in :func:`as_dict` (as published in ``index.json``):
+    :class:`FieldOrder`'s.
     """
 
     mode: ClassVar[str]
-    KEYS: ClassVar[tuple[str, ...]]
+    KEYS: ClassVar[FieldOrder] = FieldOrder()
     _: KW_ONLY
     workgroup_size: int = Slot(derive=lambda cfg: cfg.default_workgroup_size())
     fold: int = MAX_FOLD
-    window: bool = False
+    window: bool = where_set(False)
 
     def __post_init__(self) -> None:
         flag("window", self.window)
@@ -500,9 +527,8 @@ def require_pairs(plan: WalkPlan) -> None:
 
 
 def as_dict(cfg: KernelConfig) -> dict[str, Any]:
-    """The config's fields as a JSON-ready dict, its mode first."""
-    window = {"window": True} if cfg.window else {}
-    return {"mode": cfg.mode, **{key: getattr(cfg, key) for key in cfg.KEYS}, **window}
+    """The config's fields as a JSON-ready dict: its mode, then ``KEYS``."""
+    return {"mode": cfg.mode, **{key: getattr(cfg, key) for key in cfg.KEYS}}
 
 
 def from_dict(cls: type[KernelConfig], data: dict[str, Any]) -> KernelConfig:

@@ -38,7 +38,6 @@ class CopyConfig(VectorWalk, KernelConfig):
     walk: Walk = choice(Walk.COOPERATIVE)
     present_type: Element = choice(Element.F32)
     mode = "copy"
-    KEYS = ("head_dim", "walk", "present_type", "workgroup_size", "fold")
 
     def check_fields(self) -> None:
         positive_int("head_dim", self.head_dim)

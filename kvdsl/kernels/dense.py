@@ -112,7 +112,7 @@ class DenseConfig(Scales, CacheConfig):
 
 
 @dataclass(frozen=True)
-class DenseAppendConfig(Transforms, LaneWalk, DenseConfig):
+class DenseAppendConfig(LaneWalk, Transforms, DenseConfig):
     """A ``dense_append`` variant: cache shape, format, scales' place, K RMSNorm, rotary (the
     first ``2 * rotary_half`` elements of a row, or the whole head), input type."""
 
@@ -122,10 +122,6 @@ class DenseAppendConfig(Transforms, LaneWalk, DenseConfig):
     # cache with the same rotation.
     rotation: int = 0
     mode = "dense_append"
-    KEYS = (  # fmt: skip
-        "kv_heads", "head_dim", "format", "scales", "k_norm", "rotary", "rotary_half", "eps",
-        "input_type", "walk", "split", "run", "rotation", "workgroup_size", "fold",
-    )
 
     def check_fields(self) -> None:
         super().check_fields()
@@ -164,7 +160,6 @@ class DenseReadConfig(DenseConfig):
 
     output_type: Element = choice(Element.F32)
     mode = "dense_read"
-    KEYS = ("kv_heads", "head_dim", "format", "scales", "output_type", "workgroup_size", "fold")
 
     def check_fields(self) -> None:
         super().check_fields()

@@ -45,10 +45,6 @@ class DenseConvertConfig(DenseConfig):
     source: Source = format_choice(Source.F16)
     source_scales: ScalePlace = choice(ScalePlace.INLINE)
     mode = "dense_convert"
-    KEYS = (  # fmt: skip
-        "kv_heads", "head_dim", "source", "source_scales", "format", "scales", "workgroup_size",
-        "fold",
-    )
 
     def check_fields(self) -> None:
         super().check_fields()

@@ -97,7 +97,6 @@ class DenseRetainConfig(DenseMoveConfig):
     """A ``dense_retain`` variant: ``merge_share``'s retain pass over a dense cache."""
 
     mode = "dense_retain"
-    KEYS = ("kv_heads", "head_dim", "format", "scales", "workgroup_size", "fold")
 
 
 @dataclass(frozen=True)
@@ -111,10 +110,6 @@ class DenseWindowShiftConfig(RotaryHalf, DenseMoveConfig):
     input_type: Element = choice(Element.F32)
     rotary_half: int | None = None
     mode = "dense_window_shift"
-    KEYS = (  # fmt: skip
-        "kv_heads", "head_dim", "format", "scales", "region", "rotary", "rotary_half",
-        "input_type", "workgroup_size", "fold",
-    )
 
     def check_fields(self) -> None:
         super().check_fields()

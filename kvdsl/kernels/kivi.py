@@ -102,7 +102,6 @@ class KiviConfig(CacheConfig):
 
     bits: int = 2
     group: int = 128
-    KEYS = ("kv_heads", "head_dim", "bits", "group", "workgroup_size", "fold")
 
     def check_fields(self) -> None:
         require(self.bits in (2, 4), "bits", self.bits, "2 or 4")
@@ -234,9 +233,6 @@ class KiviAppendConfig(KiviConfig):
 @dataclass(frozen=True)
 class KiviFlushConfig(KiviCacheConfig):
     mode = "kivi_flush"
-    KEYS = (  # fmt: skip
-        "kv_heads", "head_dim", "bits", "group", "cache", "page_size", "workgroup_size", "fold",
-    )
 
 
 def _consts(kb: KernelBuilder, cfg: KiviConfig) -> tuple[Val, Val, Val]:

@@ -67,7 +67,6 @@ class MergeConfig(MovedTypes, VectorWalk, CacheConfig):
     present_type: Element = choice(Element.F32)
     input_type: Element = choice(Element.F32)
     mode = "merge"
-    KEYS = ("kv_heads", "head_dim", "walk", "present_type", "input_type", "workgroup_size", "fold")
 
     def check_fields(self) -> None:
         one_of("walk", self.walk, COPY_WALKS)

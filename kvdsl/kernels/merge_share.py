@@ -77,10 +77,6 @@ class MergeShareConfig(MovedTypes, RotaryWalk, CacheConfig):
     pairs: bool | None = None
     rotary_half: int | None = None
     mode = "merge_share"
-    KEYS = (  # fmt: skip
-        "kv_heads", "head_dim", "region", "walk", "rotary", "rotary_half", "present_type",
-        "input_type", "workgroup_size", "fold", "pairs",
-    )
 
     def check_fields(self) -> None:
         one_of("region", self.region, ShareRegion)

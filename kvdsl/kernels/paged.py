@@ -158,11 +158,6 @@ class PagedAppendConfig(Transforms, PagedConfig):
     # 0: not rotated (and 0 for a format with its own rotation, ort_q4, which rotates K and V).
     rotation: int = 0
     mode = "paged_append"
-    KEYS = (  # fmt: skip
-        "kv_heads", "head_dim", "page_size", "page_layout", "pool", "addressing", "format",
-        "scales", "k_norm", "rotary", "rotary_half", "eps", "input_type", "rotation",
-        "workgroup_size", "fold",
-    )
 
     def check_fields(self) -> None:
         super().check_fields()
@@ -247,10 +242,6 @@ class PagedReadConfig(PagedConfig):
     addressing: Addressing = choice(Addressing.PAGE_TABLE)
     output_type: Element = choice(Element.F32)
     mode = "paged_read"
-    KEYS = (  # fmt: skip
-        "kv_heads", "head_dim", "page_size", "page_layout", "pool", "addressing", "format",
-        "scales", "output_type", "workgroup_size", "fold",
-    )
 
     def check_fields(self) -> None:
         super().check_fields()

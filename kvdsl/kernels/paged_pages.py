@@ -54,10 +54,6 @@ class PagedCopyConfig(PagedConfig):
     a whole-page copy)."""
 
     mode = "paged_copy"
-    KEYS = (  # fmt: skip
-        "kv_heads", "head_dim", "page_size", "page_layout", "pool", "format", "scales",
-        "workgroup_size", "fold",
-    )
 
 
 @dataclass(frozen=True)
@@ -73,7 +69,6 @@ class PagedWindowConfig(KernelConfig):
 
     page_size: int = 16
     mode = "paged_window"
-    KEYS = ("page_size", "workgroup_size", "fold")
 
     def check_fields(self) -> None:
         require_page_size(self.page_size)

@@ -45,7 +45,7 @@ WORKGROUP = 256
 
 
 @dataclass(frozen=True)
-class QkvConfig(Scales, Transforms, LaneWalk, CacheConfig):
+class QkvConfig(Scales, LaneWalk, Transforms, CacheConfig):
     """A ``qkv`` variant: the heads (``q_heads`` a multiple of ``kv_heads``), head dim, the
     transforms (bias, Q and K RMSNorm, rotary) and the element types and Q's layout."""
 
@@ -77,11 +77,6 @@ class QkvConfig(Scales, Transforms, LaneWalk, CacheConfig):
     # The default walk that timed fastest on an H200: runs holding NeoX pairs first.
     PAIRS_FIRST = True
     mode = "qkv"
-    KEYS = (  # fmt: skip
-        "q_heads", "kv_heads", "head_dim", "q_norm", "k_norm", "rotary", "rotary_half", "eps",
-        "bias", "input_type", "present_type", "q_type", "q_layout", "format", "scales",
-        "walk", "split", "run", "pair_loads", "q_strided", "rotation", "workgroup_size", "fold",
-    )
 
     def check_fields(self) -> None:
         self.refuse_window("it has no windowed form: its cache binding holds whole heads")

@@ -69,9 +69,6 @@ class PagedQkvConfig(PageFields, QkvConfig):
     _: KW_ONLY
     addressing: Addressing = choice(Addressing.SLOT_MAPPING)
     mode = "paged_qkv"
-    KEYS = QkvConfig.KEYS[:-2] + (  # fmt: skip
-        "page_size", "page_layout", "pool", "addressing", "workgroup_size", "fold",
-    )
 
     def check_fields(self) -> None:
         super().check_fields()

@@ -138,10 +138,6 @@ class QuantConfig(RowConfig):
     qmin: int = Slot(derive=lambda cfg: _qrange(cfg)[0])
     qmax: int = Slot(derive=lambda cfg: _qrange(cfg)[1])
     bindings: Bindings = Slot(enum=Bindings, derive=_default_bindings)
-    KEYS = (  # fmt: skip
-        "kv_heads", "head_dim", "bits", "qmin", "qmax", "k_norm", "rotary", "rotary_half", "eps",
-        "input_type", "workgroup_size", "fold", "bindings", "walk", "reduction", "pairs",
-    )
 
     @property
     def int4(self) -> bool:
@@ -189,7 +185,6 @@ class AppendQuantConfig(QuantConfig):
 
     rotary_position: RotaryPosition = choice(RotaryPosition.ROW)
     mode = "append_quant"
-    KEYS = QuantConfig.KEYS + ("rotary_position",)
 
     def check_schedule(self) -> None:
         super().check_schedule()

@@ -37,10 +37,6 @@ class TransposeConfig(CacheConfig):
     present_type: Element = choice(Element.F32)
     words: bool = False
     mode = "transpose"
-    KEYS = (  # fmt: skip
-        "kv_heads", "head_dim", "vec4", "input_type", "present_type", "workgroup_size", "fold",
-        "words",
-    )
 
     def check_fields(self) -> None:
         flag("vec4", self.vec4)

@@ -86,10 +86,6 @@ class WindowShiftConfig(MovedTypes, RotaryWalk, CacheConfig):
     pairs: bool | None = None
     rotary_half: int | None = None
     mode = "window_shift"
-    KEYS = (  # fmt: skip
-        "kv_heads", "head_dim", "region", "rotary", "rotary_half", "present_type", "input_type",
-        "workgroup_size", "fold", "walk", "pairs",
-    )
 
     def check_fields(self) -> None:
         one_of("region", self.region, ShiftRegion)

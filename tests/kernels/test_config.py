@@ -26,11 +26,18 @@ from kvdsl.kernels.quant import AppendQuantConfig, BuildQuantConfig
 
 @pytest.mark.parametrize("mode", sorted(catalog.MODES))
 def test_keys_name_every_field_once(mode):
-    """``KEYS`` (the order of as_dict, index.json and the emitted headers) lists each field but
-    ``window``, which as_dict appends where it is set."""
+    """``KEYS`` (the order of as_dict, index.json and the emitted headers) lists each field of
+    the dataclass once, in its order, the schedule's fields (``workgroup_size``, ``fold``,
+    ``window``) last; a variant's ``as_dict`` leaves ``window`` out where it is unset."""
     cls, _ = catalog.MODES[mode]
-    fields = [f.name for f in dataclasses.fields(cls) if f.name != "window"]
-    assert sorted(cls.KEYS) == sorted(fields) and len(set(cls.KEYS)) == len(cls.KEYS)
+    fields = [f.name for f in dataclasses.fields(cls)]
+    schedule = ["workgroup_size", "fold", "window"]
+    assert list(cls.KEYS) == [f for f in fields if f not in schedule] + schedule
+    for cfg in (c for c in catalog.VARIANTS.values() if type(c) is cls and not c.window):
+        unset = {f.name for f in dataclasses.fields(cls) if f.metadata and not getattr(cfg, f.name)}
+        assert "window" in unset and list(as_dict(cfg))[1:] == [
+            k for k in cls.KEYS if k not in unset
+        ]
 
 
 def test_window_is_printed_where_set():
@@ -64,9 +71,10 @@ def test_strings_become_members():
 def test_members_print_as_their_values():
     cfg = AppendQuantConfig(2, 16, bits=Bits.INT4, walk=Walk.FLAT)
     header = json.dumps(as_dict(cfg))
-    assert header.startswith('{"mode": "append_quant", "kv_heads": 2, "head_dim": 16, "bits": 4,')
+    assert header.startswith('{"mode": "append_quant", "kv_heads": 2, "head_dim": 16,')
     assert '"walk": "flat", "reduction": "workgroup"' in header
-    assert header.endswith('"rotary_position": "row"}')
+    assert '"bits": 4, "qmin": -8, "qmax": 7, "bindings": "template"' in header
+    assert header.endswith('"rotary_position": "row", "workgroup_size": 256, "fold": 65535}')
 
 
 def test_defaults_that_depend_on_other_fields():

@@ -22,6 +22,7 @@ from kvdsl.kernels.config import (
     query_heads,
     require,
     unset,
+    where_set,
 )
 from kvdsl.kernels.dense import ScalePlace, require_format, require_rotation
 from kvdsl.kernels.dense_fields import Scales
@@ -85,20 +86,6 @@ class CacheLayout(StrEnum):
     PAGED = "paged"
 
 
-class _Keys:
-    """``AttendConfig.KEYS``: every field on the class; on a config, ``kivi_group`` only where
-    it is set (a KIVI cache's), as :func:`~kvdsl.kernels.config.as_dict` prints ``window``,
-    so the published fields of the other caches' variants are theirs alone."""
-
-    def __init__(self, *keys: str) -> None:
-        self.keys = keys
-
-    def __get__(self, cfg: object, owner: type) -> tuple[str, ...]:
-        if cfg is None or cfg.kivi_group:
-            return self.keys
-        return tuple(k for k in self.keys if k != "kivi_group")
-
-
 @dataclass(frozen=True)
 class AttendConfig(PagedRows, PageFields, Scales, CacheConfig):
     """Decode attention over a cache of ``kv_heads`` × ``head_dim`` rows for ``q_heads`` query
@@ -129,13 +116,8 @@ class AttendConfig(PagedRows, PageFields, Scales, CacheConfig):
     # format's, and the output rotated back by it (its V rows are rotated too).
     rotation: int = 0
     # KIVI's cache (format kivi2 or kivi4): K's tokens (and V's channels) a scale; 0 otherwise.
-    kivi_group: int = 0
+    kivi_group: int = where_set(0)
     mode = "attend"
-    KEYS = _Keys(  # fmt: skip
-        "kv_heads", "head_dim", "q_heads", "max_queries", "cache", "cache_type", "format",
-        "scales", "page_size", "page_layout", "pool", "q_layout", "q_type", "o_layout", "o_type",
-        "sliding_window", "softcap", "sinks", "rotation", "kivi_group", "workgroup_size", "fold",
-    )
 
     def check_fields(self) -> None:
         query_heads(self.q_heads, self.kv_heads)
