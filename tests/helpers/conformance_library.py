@@ -6,7 +6,7 @@ builtins (sign, fract, step, saturate, ldexp, quantizeToF16) and the approximate
 from __future__ import annotations
 
 from tests.helpers.conformance_cases import Group, INF, MAX, MIN, UMAX, fn_, rows
-from kvdsl.ir import Op, bool_, call, construct, f32, i32, u32, vec
+from kvdsl.ir import Op, bool_, call, construct, f32, i32, ops, u32, vec
 
 V4I, V4U, V4F, V2F = vec(4, i32), vec(4, u32), vec(4, f32), vec(2, f32)
 
@@ -16,10 +16,10 @@ def _u(op: Op) -> Group:
 
 
 def _approx(op: Op, *cases) -> Group:
-    """The approximate builtin ``op`` of f32 arguments, named as WGSL spells it, over ``cases``
-    (as :func:`rows` takes them): as many arguments as its first case has."""
-    given = rows(*cases)
-    return Group(op.name.lower(), _u(op), (f32,) * len(given[0][0]), given, approx=True)
+    """The approximate builtin ``op`` of f32 arguments, named and taking as many of them as the
+    op table says, over ``cases`` (as :func:`rows` takes them)."""
+    spec = ops.info(op)
+    return Group(spec.spelling, _u(op), (f32,) * spec.arity, rows(*cases), approx=True)
 
 
 def _of(op: Op, ty, component: str):
