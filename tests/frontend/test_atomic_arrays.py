@@ -2,7 +2,8 @@
 counters, an array of such arrays, a runtime-sized array of them, and a struct in storage whose
 member is one (``hits: array<atomic<u32>, 4>``); and workgroup arrays of structs holding
 atomics, which WGSL zeroes for each workgroup. Each kernel runs on both backends as numpy says;
-what kvdsl refuses of them, Tint refuses too."""
+what kvdsl refuses of them, Tint refuses too: conformance cases (``cases/atomics/``, run by
+``test_wgsl_cases.py``)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ import pytest
 
 from kvdsl import interp, runtime
 from kvdsl.emit import emit
-from kvdsl.frontend import WgslTypeError, parse
-from tests.helpers.wgsl import assert_refused_as_tint_refuses, assert_tint_takes
+from kvdsl.frontend import parse
+from tests.helpers.wgsl import assert_tint_takes
 
 N = 256
 
@@ -76,43 +77,6 @@ def test_fixed_size_arrays_of_atomics_in_storage_count_as_numpy_says(gpu):
         for name, w in want.items():
             np.testing.assert_array_equal(got[name], w, err_msg=f"{run.__module__}: {name}")
     assert_tint_takes({"counters": COUNTERS})
-
-
-BAD = {
-    "a read binding": (
-        "@group(0) @binding(0) var<storage, read> c: array<atomic<u32>, 4>;",
-        "atomicLoad(&c[0])",
-        "holds an atomic, and the binding is read",
-    ),
-    "a plain read": (
-        "@group(0) @binding(0) var<storage, read_write> c: array<atomic<u32>, 4>;",
-        "c[0]",
-        "read and written only through the atomic builtins",
-    ),
-    "a constant index past the end": (
-        "@group(0) @binding(0) var<storage, read_write> c: array<atomic<u32>, 4>;",
-        "atomicAdd(&c[4], 1u)",
-        "the constant index 4 is out of range",
-    ),
-    "atomic<f32>": (
-        "@group(0) @binding(0) var<storage, read_write> c: array<atomic<f32>, 4>;",
-        "atomicLoad(&c[0])",
-        "WGSL's atomics are atomic<u32> and atomic<i32>",
-    ),
-}
-
-
-@pytest.mark.parametrize("what", BAD)
-def test_misused_atomic_arrays_are_refused_as_tint_refuses_them(what):
-    decl, use, message = BAD[what]
-    text = (
-        decl + "\n@group(0) @binding(1) var<storage, read_write> out: array<u32>;\n"
-        "@compute @workgroup_size(64)\n"
-        "fn main(@builtin(global_invocation_id) gid: vec3<u32>) {\n"
-        f"  out[gid.x] = {use};\n"
-        "}\n"
-    )
-    assert_refused_as_tint_refuses(text, WgslTypeError, message)
 
 
 SLOTS = """struct Slot {

@@ -21,15 +21,9 @@ from kvdsl.frontend.entry import STAGE_EXTENSIONS
 from kvdsl.frontend.slots import FEATURE_FORMATS
 from kvdsl.runtime import compile_wgsl, tint_check
 from tests.helpers.backends import backend_run
+from tests.helpers.forms import ENTRY, HEAD, POISON, N
 from tests.helpers.paths import ROOT
 from tests.helpers.textures import BACKENDS
-
-N = 128
-HEAD = (
-    "@group(0) @binding(0) var<storage, read> a: array<u32>;\n"
-    "@group(0) @binding(1) var<storage, read_write> out: array<u32>;\n"
-)
-ENTRY = "@compute @workgroup_size(64)\nfn main(@builtin(global_invocation_id) gid: vec3<u32>) {\n"
 
 
 def _declared(fmt: str, access: str = "write") -> str:
@@ -59,7 +53,7 @@ def _inputs() -> dict[str, np.ndarray]:
     rng = np.random.default_rng(4444)
     return {
         "a": rng.integers(1, 1 << 20, N, dtype=np.uint32),
-        "out": np.full(N, 0xDEADBEEF, np.uint32),
+        "out": np.full(N, POISON, np.uint32),
     }
 
 

@@ -4,7 +4,8 @@
 random non-zero texels into poisoned outputs, to what numpy says. The interpreter finds the
 races of one invocation reading a texel another writes; what WGSL refuses of them is refused as
 Tint refuses it, a ``read_write`` texture of a format WebGPU binds no such texture in among
-them."""
+them (the misused accesses are conformance cases: ``cases/textures/``, in the frame
+``_storage.wgsl``, run by ``test_wgsl_cases.py``)."""
 
 from __future__ import annotations
 
@@ -98,33 +99,6 @@ def test_an_invocation_reading_a_texel_another_writes_races(name):
     body, words = RACES[name]
     with pytest.raises(RaceError, match=words):
         _run(interp.run, HEAD + ENTRY + body + "\n}\n")
-
-
-#: What WGSL refuses: name -> (body, kvdsl's words, Tint's)
-REFUSED = {
-    "a_store_into_a_read_texture": (
-        "  textureStore(ids, c, vec4<u32>(1u));",
-        "which textureStore does not take",
-        "no matching call to 'textureStore(texture_storage_2d<r32uint, read>",
-    ),
-    "a_load_of_a_write_texture": (
-        "  let v = textureLoad(img, c);",
-        "which textureLoad without a level does not read",
-        "no matching call to 'textureLoad(texture_storage_2d<r32float, write>",
-    ),
-    "a_level_for_a_storage_texture": (
-        "  let v = textureLoad(acc, c, 0);",
-        "which textureLoad does not read",
-        "no matching call to 'textureLoad(texture_storage_2d<r32float, read_write>",
-    ),
-}
-
-
-@pytest.mark.parametrize("name", REFUSED)
-def test_what_wgsl_refuses_of_them_is_refused_as_tint_refuses_it(name):
-    body, ours, tints = REFUSED[name]
-    head = HEAD + "@group(0) @binding(4) var img: texture_storage_2d<r32float, write>;\n"
-    assert_refused_in_words(name, head + ENTRY + body + "\n  out[gid.x] = 1.0;\n}\n", ours, tints)
 
 
 RGBA_READ_WRITE = (

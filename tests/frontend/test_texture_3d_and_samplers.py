@@ -123,20 +123,30 @@ LINE = (
 )
 
 
+def _ran(backend: str, request, text: str, seed: int, **given) -> tuple[dict, dict]:
+    """What ``text`` leaves, run on ``backend`` over ``a`` (N random u32 below 1000), ``out`` (N
+    f32, poisoned) and ``given`` (a name and the shape of its random f32 texels, or its array),
+    drawn in that order from the seed ``seed``; and those buffers. ``text`` reads back from its
+    print and Tint takes it."""
+    k = read_back(text)
+    assert tint_check({"text": text}) == {"text": None}
+    rng = np.random.default_rng(seed)
+    bufs = {"a": rng.integers(1, 1000, N, dtype=np.uint32), "out": np.full(N, np.nan, np.float32)}
+    for name, value in given.items():
+        shaped = isinstance(value, tuple)
+        bufs[name] = rng.uniform(0.5, 4.0, value).astype(np.float32) if shaped else value
+    return backend_run(backend, request)(k, bufs, {}, (N // 64, 1, 1)), bufs
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_1d_textures_load_sample_and_store_as_numpy_says(backend, request):
-    k = read_back(LINE)
-    rng = np.random.default_rng(4410)
-    a = rng.integers(1, 1000, N, dtype=np.uint32)
-    lut = rng.uniform(0.5, 4.0, (37, 4)).astype(np.float32)
-    bufs = {"a": a, "out": np.full(N, np.nan, np.float32), "lut": lut}
-    bufs["hist"] = np.full((20, 1), 0xDEADBEEF, np.uint32)
-    got = backend_run(backend, request)(k, bufs, {}, (N // 64, 1, 1))
+    hist = np.full((20, 1), 0xDEADBEEF, np.uint32)
+    got, given = _ran(backend, request, LINE, 4410, lut=(37, 4), hist=hist)
+    a, lut = given["a"], given["lut"]
     near = np.clip(a.astype(np.int64) % 41 - 3, 0, 36)  # the texel u is in, clamped
     want = lut[a % 37, 2] + lut[near, 0] * np.float32(10)
     np.testing.assert_array_equal(got["out"], want)
     np.testing.assert_array_equal(got["hist"].reshape(-1), np.arange(20) * 7 + a[:20])
-    assert tint_check({"line": LINE}) == {"line": None}
 
 
 #: texture_2d_array: a texel of a layer loaded (the array index before the level), sampled (the
@@ -158,17 +168,12 @@ LAYERS = (
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_texture_2d_array_loads_samples_and_counts_its_layers_as_numpy_says(backend, request):
-    k = read_back(LAYERS)
-    rng = np.random.default_rng(4413)
-    a = rng.integers(1, 1000, N, dtype=np.uint32)
-    layers = rng.uniform(0.5, 4.0, (3, 5, 6, 4)).astype(np.float32)  # layers, height, width
-    bufs = {"a": a, "out": np.full(N, np.nan, np.float32), "layers": layers}
-    got = backend_run(backend, request)(k, bufs, {}, (N // 64, 1, 1))
+    got, given = _ran(backend, request, LAYERS, 4413, layers=(3, 5, 6, 4))  # layers, height, width
+    a, layers = given["a"], given["layers"]
     x, y, i = a % 6, (a // 8) % 5, a.astype(np.int64)
     f = np.float32
     want = layers[i % 3, y, x, 1] + layers[np.clip(i % 7 - 1, 0, 2), y, x, 3] * f(10) + f(300)
     np.testing.assert_array_equal(got["out"], want)
-    assert tint_check({"layers": LAYERS}) == {"layers": None}
 
 
 def test_a_texture_2d_array_without_its_array_index_is_refused_as_tint_refuses_it():

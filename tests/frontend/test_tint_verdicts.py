@@ -15,19 +15,8 @@ from kvdsl import interp, runtime
 from kvdsl.emit import emit
 from kvdsl.frontend import WgslTypeError, parse
 from kvdsl.runtime import tint_check
+from tests.helpers.forms import ENTRY, HEAD, POISON, N, kernel
 from tests.helpers.wgsl import refused_by_compilers
-
-N = 128
-POISON = 0xDEADBEEF
-HEAD = (
-    "@group(0) @binding(0) var<storage, read> a: array<u32>;\n"
-    "@group(0) @binding(1) var<storage, read_write> out: array<u32>;\n"
-)
-ENTRY = "@compute @workgroup_size(64)\nfn main(@builtin(global_invocation_id) gid: vec3<u32>) {\n"
-
-
-def kernel(body: str, helpers: str = "") -> str:
-    return HEAD + helpers + ENTRY + "  let i = gid.x;\n" + body + "\n}\n"
 
 
 def inputs() -> np.ndarray:

@@ -68,6 +68,39 @@ def rotary_tables(rng: np.random.Generator, positions: int, half: int) -> ref.Ro
     return ref.Rotary(np.cos(ang).astype(np.float32), np.sin(ang).astype(np.float32))
 
 
+def past_and_new(rng, heads, head_dim, cap, key, seqlens, cache: str, inp: str) -> dict:
+    """The buffers of a kernel that writes a batch's new K and V rows into a cache of its past
+    (``merge_share``, ``window_shift``), one sequence for each of ``seqlens``: ``past_k`` and
+    ``past_v`` [batch, heads, cap, head_dim] of the type ``cache`` names, ``new_k`` and ``new_v``
+    [batch, key, heads * head_dim] of the type ``inp`` names, random and non-zero; and
+    ``seqlens_k``."""
+    b = len(seqlens)
+    return {
+        "past_k": nonzero(rng, (b, heads, cap, head_dim), DT[cache]),
+        "past_v": nonzero(rng, (b, heads, cap, head_dim), DT[cache]),
+        "new_k": nonzero(rng, (b, key, heads * head_dim), DT[inp]),
+        "new_v": nonzero(rng, (b, key, heads * head_dim), DT[inp]),
+        "seqlens_k": np.array(seqlens, np.int32),
+    }
+
+
+def run_into_present(run, kernel, region: str, data: dict, rot, present_k, present_v) -> tuple:
+    """``present_key`` and ``present_value`` after ``run`` runs ``kernel`` (of the region
+    ``region``: "append" writes a row for each new token, any other each cached position) over
+    the buffers of ``data`` (:func:`past_and_new`) it binds, the rotary tables ``rot`` where it
+    binds them, and ``present_k`` and ``present_v``."""
+    b, heads, cap, _ = data["past_k"].shape
+    key = data["new_k"].shape[1]
+    names = {bd.name for bd in kernel.bindings}
+    bufs = {n: a.ravel() for n, a in data.items() if n in names}
+    if "cos_cache" in names:
+        bufs |= {"cos_cache": rot.cos, "sin_cache": rot.sin}
+    bufs |= {"present_key": present_k.ravel(), "present_value": present_v.ravel()}
+    rows = b * heads * (key if region == "append" else cap)
+    out = run(kernel, bufs, {"count": rows, "seq": cap, "keySeq": key})
+    return out["present_key"], out["present_value"]
+
+
 def assert_bits(got: np.ndarray, want: np.ndarray) -> None:
     """Bit-exact equality (NaN poison included)."""
     want = np.asarray(want, got.dtype).reshape(got.shape)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from kvdsl.ir import Op, call
+from kvdsl.ir import Op, call, u32
 from kvdsl.ir.builder import binary
 
 MIN, MAX, UMAX = -(2**31), 2**31 - 1, 2**32 - 1
@@ -36,6 +36,13 @@ def rows(*items):
 def binop(op):
     """The binary operator ``op`` as a function of two expressions."""
     return lambda a, b: binary(op, a, b)
+
+
+def binary_group(ty, op: Op, cases: list) -> Group:
+    """The binary operator ``op`` on operands of type ``ty`` (a shift's count a u32, as WGSL
+    takes it), named ``ty_op`` (``i32_shl``), over ``cases``."""
+    count = u32 if op in (Op.SHL, Op.SHR) else ty
+    return Group(f"{ty}_{op.name.lower()}", binop(op), (ty, count), cases)
 
 
 def unop(op):

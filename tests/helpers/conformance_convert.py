@@ -20,11 +20,17 @@ from kvdsl.ir import (
     vec,
 )
 
+
+def _convert(source, target, cases: list) -> Group:
+    """The conversion of a value of type ``source`` to type ``target``, named
+    ``source_to_target``, over ``cases``."""
+    return Group(f"{source}_to_{target}", lambda a: convert(target, a), (source,), cases)
+
+
 GROUPS = [
-    Group(
-        "f32_to_i32",
-        lambda a: convert(i32, a),
-        (f32,),
+    _convert(
+        f32,
+        i32,
         rows(
             ((2147483520.0,), 2147483520),
             ((2147483648.0,), 2147483520),
@@ -41,10 +47,9 @@ GROUPS = [
             ((16777217.0,), 16777216),
         ),
     ),
-    Group(
-        "f32_to_u32",
-        lambda a: convert(u32, a),
-        (f32,),
+    _convert(
+        f32,
+        u32,
         rows(
             ((-1.5,), 0),
             ((4294967040.0,), 4294967040),
@@ -58,22 +63,11 @@ GROUPS = [
             ((123.99,), 123),
         ),
     ),
-    Group(
-        "i32_to_u32",
-        lambda a: convert(u32, a),
-        (i32,),
-        rows(((-1,), UMAX), ((MIN,), 2**31), ((MAX,), MAX)),
-    ),
-    Group(
-        "u32_to_i32",
-        lambda a: convert(i32, a),
-        (u32,),
-        rows(((UMAX,), -1), ((2**31,), MIN), ((MAX,), MAX)),
-    ),
-    Group(
-        "i32_to_f32",
-        lambda a: convert(f32, a),
-        (i32,),
+    _convert(i32, u32, rows(((-1,), UMAX), ((MIN,), 2**31), ((MAX,), MAX))),
+    _convert(u32, i32, rows(((UMAX,), -1), ((2**31,), MIN), ((MAX,), MAX))),
+    _convert(
+        i32,
+        f32,
         rows(
             ((16777217,), 16777216.0),
             ((16777219,), 16777220.0),
@@ -83,10 +77,9 @@ GROUPS = [
             ((33554435,), 33554436.0),
         ),
     ),
-    Group(
-        "u32_to_f32",
-        lambda a: convert(f32, a),
-        (u32,),
+    _convert(
+        u32,
+        f32,
         rows(
             ((UMAX,), 4294967296.0),
             ((16777217,), 16777216.0),
@@ -108,10 +101,9 @@ GROUPS = [
         (i32,),
         rows(((0,), 0), ((MIN,), 1), ((-1,), 1)),
     ),
-    Group(
-        "f32_to_f16",
-        lambda a: convert(f16, a),
-        (f32,),
+    _convert(
+        f32,
+        f16,
         rows(
             ((65504.0,), 65504.0),
             ((65520.0,), INF),
@@ -125,28 +117,18 @@ GROUPS = [
             ((2.0**-14,), 2.0**-14),
         ),
     ),
-    Group(
-        "f16_to_f32",
-        lambda a: convert(f32, a),
-        (f16,),
-        rows(((65504.0,), 65504.0), ((-INF,), -INF), ((0.1,), None), ((-0.0,), -0.0)),
+    _convert(
+        f16, f32, rows(((65504.0,), 65504.0), ((-INF,), -INF), ((0.1,), None), ((-0.0,), -0.0))
     ),
-    Group(
-        "f16_to_i32",
-        lambda a: convert(i32, a),
-        (f16,),
+    _convert(
+        f16,
+        i32,
         rows(((INF,), 65504), ((-INF,), -65504), ((65504.0,), 65504), ((-2.5,), -2), ((NAN,), 0)),
     ),
-    Group(
-        "f16_to_u32",
-        lambda a: convert(u32, a),
-        (f16,),
-        rows(((-1.0,), 0), ((65504.0,), 65504), ((INF,), 65504), ((1.75,), 1)),
-    ),
-    Group(
-        "u32_to_f16",
-        lambda a: convert(f16, a),
-        (u32,),
+    _convert(f16, u32, rows(((-1.0,), 0), ((65504.0,), 65504), ((INF,), 65504), ((1.75,), 1))),
+    _convert(
+        u32,
+        f16,
         rows(
             ((65504,), 65504.0),
             ((2049,), 2048.0),
@@ -155,12 +137,7 @@ GROUPS = [
             ((65519,), 65504.0),
         ),
     ),
-    Group(
-        "i32_to_f16",
-        lambda a: convert(f16, a),
-        (i32,),
-        rows(((-2049,), -2048.0), ((-65504,), -65504.0), ((1,), 1.0)),
-    ),
+    _convert(i32, f16, rows(((-2049,), -2048.0), ((-65504,), -65504.0), ((1,), 1.0))),
     Group(
         "pack2x16float",
         lambda a, b: pack2x16float(construct(vec(2, f32), a, b)),

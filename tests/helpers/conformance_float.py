@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from tests.helpers.conformance_cases import Group, INF, NAN, binop, fn_, rows
+from tests.helpers.conformance_cases import Group, INF, NAN, binary_group, fn_, rows
 from kvdsl.ir import Op, call, clamp, construct, f16, f32, max_, min_, round_, select, vec
 
 #: round() of halves, in either width: to the even neighbour, the sign kept.
@@ -37,10 +37,9 @@ GROUPS = [
         (f32, f32),
         rows(((NAN, NAN), 1), ((NAN, 1.0), 1), ((-0.0, 0.0), 0), ((1.0, 2.0), 1)),
     ),
-    Group(
-        "f32_add",
-        binop(Op.ADD),
-        (f32, f32),
+    binary_group(
+        f32,
+        Op.ADD,
         rows(
             ((1.0, 2.0**-24), 1.0),
             ((1.0, 2.0**-23), 1.0 + 2.0**-23),
@@ -52,16 +51,14 @@ GROUPS = [
             ((1.0, 3 * 2.0**-24), 1.0 + 2.0**-22),
         ),
     ),
-    Group(
-        "f32_sub",
-        binop(Op.SUB),
-        (f32, f32),
+    binary_group(
+        f32,
+        Op.SUB,
         rows(((1.0, 1.0), 0.0), ((INF, INF), NAN), ((0.0, 0.0), 0.0), ((-1e38, 3e38), -INF)),
     ),
-    Group(
-        "f32_mul",
-        binop(Op.MUL),
-        (f32, f32),
+    binary_group(
+        f32,
+        Op.MUL,
         rows(
             ((1e30, 1e30), INF),
             ((-1e30, 1e30), -INF),
@@ -71,10 +68,9 @@ GROUPS = [
             ((3.0, 1.0 / 3.0), None),
         ),
     ),
-    Group(
-        "f32_div",
-        binop(Op.DIV),
-        (f32, f32),
+    binary_group(
+        f32,
+        Op.DIV,
         rows(
             ((1.0, 0.0), INF),
             ((-1.0, 0.0), -INF),
@@ -85,10 +81,9 @@ GROUPS = [
             ((2.0, 3.0), None),
         ),
     ),
-    Group(
-        "f32_mod",
-        binop(Op.MOD),
-        (f32, f32),
+    binary_group(
+        f32,
+        Op.MOD,
         rows(
             ((5.5, 2.0), 1.5),
             ((-5.5, 2.0), -1.5),
@@ -171,10 +166,9 @@ GROUPS = [
         (f32, f32),
         rows(((1.0, 2.0), 2.0), ((2.0, 1.0), 2.0), ((NAN, 1.0), NAN), ((-0.0, 0.0), -0.0)),
     ),
-    Group(
-        "f16_add",
-        binop(Op.ADD),
-        (f16, f16),
+    binary_group(
+        f16,
+        Op.ADD,
         rows(
             ((65504.0, 16.0), INF),
             ((65504.0, 15.0), 65504.0),
@@ -184,16 +178,14 @@ GROUPS = [
             ((-0.0, -0.0), -0.0),
         ),
     ),
-    Group(
-        "f16_mul",
-        binop(Op.MUL),
-        (f16, f16),
+    binary_group(
+        f16,
+        Op.MUL,
         rows(((256.0, 256.0), INF), ((1.5, 1.5), 2.25), ((0.1, 0.1), None), ((-2.0, 0.0), -0.0)),
     ),
-    Group(
-        "f16_div",
-        binop(Op.DIV),
-        (f16, f16),
+    binary_group(
+        f16,
+        Op.DIV,
         rows(((1.0, 3.0), None), ((1.0, 0.0), INF), ((0.0, 0.0), NAN), ((7.0, 2.0), 3.5)),
     ),
     Group(

@@ -4,26 +4,21 @@ comparisons, select, int4 packing and integer vectors."""
 
 from __future__ import annotations
 
-from tests.helpers.conformance_cases import Group, MAX, MIN, UMAX, binop, fn_, rows, unop
+from tests.helpers.conformance_cases import Group, MAX, MIN, UMAX, binary_group, fn_, rows, unop
 from kvdsl.ir import Op, clamp, construct, convert, dot, i32, max_, min_, select, u32, vec
 
 GROUPS = [
-    Group(
-        "u32_add",
-        binop(Op.ADD),
-        (u32, u32),
+    binary_group(
+        u32,
+        Op.ADD,
         rows(((UMAX, 1), 0), ((UMAX, UMAX), UMAX - 1), ((2**31, 2**31), 0), ((5, 7), 12)),
     ),
-    Group(
-        "u32_sub",
-        binop(Op.SUB),
-        (u32, u32),
-        rows(((0, 1), UMAX), ((3, 5), UMAX - 1), ((7, 7), 0), ((0, UMAX), 1)),
+    binary_group(
+        u32, Op.SUB, rows(((0, 1), UMAX), ((3, 5), UMAX - 1), ((7, 7), 0), ((0, UMAX), 1))
     ),
-    Group(
-        "u32_mul",
-        binop(Op.MUL),
-        (u32, u32),
+    binary_group(
+        u32,
+        Op.MUL,
         rows(
             ((2**31, 2), 0),
             ((65536, 65536), 0),
@@ -32,22 +27,15 @@ GROUPS = [
             ((3, 5), 15),
         ),
     ),
-    Group(
-        "i32_add",
-        binop(Op.ADD),
-        (i32, i32),
-        rows(((MAX, 1), MIN), ((MIN, -1), MAX), ((MIN, MIN), 0), ((-5, 3), -2)),
+    binary_group(
+        i32, Op.ADD, rows(((MAX, 1), MIN), ((MIN, -1), MAX), ((MIN, MIN), 0), ((-5, 3), -2))
     ),
-    Group(
-        "i32_sub",
-        binop(Op.SUB),
-        (i32, i32),
-        rows(((MIN, 1), MAX), ((MAX, -1), MIN), ((0, MIN), MIN), ((-5, -7), 2)),
+    binary_group(
+        i32, Op.SUB, rows(((MIN, 1), MAX), ((MAX, -1), MIN), ((0, MIN), MIN), ((-5, -7), 2))
     ),
-    Group(
-        "i32_mul",
-        binop(Op.MUL),
-        (i32, i32),
+    binary_group(
+        i32,
+        Op.MUL,
         rows(
             ((MIN, -1), MIN),
             ((MAX, 2), -2),
@@ -56,10 +44,9 @@ GROUPS = [
             ((46341, 46341), -2147479015),
         ),
     ),
-    Group(
-        "u32_div",
-        binop(Op.DIV),
-        (u32, u32),
+    binary_group(
+        u32,
+        Op.DIV,
         rows(
             ((7, 0), 7),
             ((0, 0), 0),
@@ -70,18 +57,16 @@ GROUPS = [
             ((5, 9), 0),
         ),
     ),
-    Group(
-        "u32_mod",
-        binop(Op.MOD),
-        (u32, u32),
+    binary_group(
+        u32,
+        Op.MOD,
         rows(
             ((7, 0), 0), ((0, 0), 0), ((7, 2), 1), ((UMAX, 10), 5), ((5, 9), 5), ((UMAX, UMAX), 0)
         ),
     ),
-    Group(
-        "i32_div",
-        binop(Op.DIV),
-        (i32, i32),
+    binary_group(
+        i32,
+        Op.DIV,
         rows(
             ((MIN, -1), MIN),
             ((7, 0), 7),
@@ -97,10 +82,9 @@ GROUPS = [
             ((-1, 2), 0),
         ),
     ),
-    Group(
-        "i32_mod",
-        binop(Op.MOD),
-        (i32, i32),
+    binary_group(
+        i32,
+        Op.MOD,
         rows(
             ((MIN, -1), 0),
             ((7, 0), 0),
@@ -114,10 +98,9 @@ GROUPS = [
             ((MIN, MAX), -1),
         ),
     ),
-    Group(
-        "u32_shl",
-        binop(Op.SHL),
-        (u32, u32),
+    binary_group(
+        u32,
+        Op.SHL,
         rows(
             ((1, 31), 2**31),
             ((1, 32), 1),
@@ -128,10 +111,9 @@ GROUPS = [
             ((0xABCD, 16), 0xABCD0000),
         ),
     ),
-    Group(
-        "u32_shr",
-        binop(Op.SHR),
-        (u32, u32),
+    binary_group(
+        u32,
+        Op.SHR,
         rows(
             ((2**31, 31), 1),
             ((2**31, 32), 2**31),
@@ -141,16 +123,14 @@ GROUPS = [
             ((0xABCD0000, 16), 0xABCD),
         ),
     ),
-    Group(
-        "i32_shl",
-        binop(Op.SHL),
-        (i32, u32),
+    binary_group(
+        i32,
+        Op.SHL,
         rows(((1, 31), MIN), ((-1, 31), MIN), ((1, 32), 1), ((-3, 33), -6), ((MAX, 1), -2)),
     ),
-    Group(
-        "i32_shr",
-        binop(Op.SHR),
-        (i32, u32),
+    binary_group(
+        i32,
+        Op.SHR,
         rows(
             ((-8, 1), -4),
             ((MIN, 31), -1),

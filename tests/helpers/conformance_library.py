@@ -6,13 +6,20 @@ builtins (sign, fract, step, saturate, ldexp, quantizeToF16) and the approximate
 from __future__ import annotations
 
 from tests.helpers.conformance_cases import Group, INF, MAX, MIN, UMAX, fn_, rows
-from kvdsl.ir import Op, bool_, call, construct, f32, i32, u32, vec
+from kvdsl.ir import Op, bool_, call, construct, f32, i32, ops, u32, vec
 
 V4I, V4U, V4F, V2F = vec(4, i32), vec(4, u32), vec(4, f32), vec(2, f32)
 
 
 def _u(op: Op) -> Group:
     return fn_(op)
+
+
+def _approx(op: Op, *cases) -> Group:
+    """The approximate builtin ``op`` of f32 arguments, named and taking as many of them as the
+    op table says, over ``cases`` (as :func:`rows` takes them)."""
+    spec = ops.info(op)
+    return Group(spec.spelling, _u(op), (f32,) * spec.arity, rows(*cases), approx=True)
 
 
 def _of(op: Op, ty, component: str):
@@ -263,78 +270,24 @@ GROUPS = [
         (f32, f32),
         rows(((1.0, -1.0), 1), ((-1.0, -1.0), 0)),
     ),
-    Group(
-        "pow",
-        _u(Op.POW),
-        (f32, f32),
-        rows(((2.0, 10.0), 1024.0), ((2.0, 0.5), 2.0**0.5), ((9.0, 0.5), 3.0), ((1.7, 2.3), None)),
-        approx=True,
-    ),
-    Group(
-        "exp2",
-        _u(Op.EXP2),
-        (f32,),
-        rows(((3.0,), 8.0), ((-1.0,), 0.5), ((0.3,), None)),
-        approx=True,
-    ),
-    Group(
-        "log2",
-        _u(Op.LOG2),
-        (f32,),
-        rows(((8.0,), 3.0), ((0.25,), -2.0), ((3.0,), None)),
-        approx=True,
-    ),
-    Group(
-        "tan", _u(Op.TAN), (f32,), rows(((0.0,), 0.0), ((0.5,), None), ((-1.0,), None)), approx=True
-    ),
-    Group("asin", _u(Op.ASIN), (f32,), rows(((0.0,), 0.0), ((0.5,), None)), approx=True),
-    Group("acos", _u(Op.ACOS), (f32,), rows(((1.0,), 0.0), ((0.5,), None)), approx=True),
-    Group(
-        "atan",
-        _u(Op.ATAN),
-        (f32,),
-        rows(((0.0,), 0.0), ((1.0,), None), ((-3.0,), None)),
-        approx=True,
-    ),
-    Group(
-        "atan2",
-        _u(Op.ATAN2),
-        (f32, f32),
-        rows(((1.0, 1.0), None), ((1.0, -1.0), None), ((-2.0, 0.5), None), ((0.0, 1.0), 0.0)),
-        approx=True,
-    ),
-    Group("sinh", _u(Op.SINH), (f32,), rows(((0.0,), 0.0), ((1.5,), None)), approx=True),
-    Group("cosh", _u(Op.COSH), (f32,), rows(((0.0,), 1.0), ((1.5,), None)), approx=True),
-    Group(
-        "tanh",
-        _u(Op.TANH),
-        (f32,),
-        rows(((0.0,), 0.0), ((0.7,), None), ((-2.0,), None)),
-        approx=True,
-    ),
-    Group("asinh", _u(Op.ASINH), (f32,), rows(((0.0,), 0.0), ((2.0,), None)), approx=True),
-    Group("acosh", _u(Op.ACOSH), (f32,), rows(((1.0,), 0.0), ((2.0,), None)), approx=True),
-    Group("atanh", _u(Op.ATANH), (f32,), rows(((0.0,), 0.0), ((0.5,), None)), approx=True),
-    Group(
-        "degrees", _u(Op.DEGREES), (f32,), rows(((3.14159265,), 180.0), ((1.0,), None)), approx=True
-    ),
-    Group(
-        "radians", _u(Op.RADIANS), (f32,), rows(((180.0,), 3.14159265), ((1.0,), None)), approx=True
-    ),
-    Group(
-        "smoothstep",
-        _u(Op.SMOOTHSTEP),
-        (f32, f32, f32),
-        rows(((0.0, 1.0, 0.5), 0.5), ((0.0, 1.0, 2.0), 1.0), ((0.0, 2.0, 0.3), None)),
-        approx=True,
-    ),
-    Group(
-        "mix",
-        _u(Op.MIX),
-        (f32, f32, f32),
-        rows(((1.0, 3.0, 0.5), 2.0), ((1.0, 3.0, 0.0), 1.0), ((-2.0, 5.0, 0.3), None)),
-        approx=True,
-    ),
+    _approx(Op.POW, ((2.0, 10.0), 1024.0), ((2.0, 0.5), 2.0**0.5), ((9.0, 0.5), 3.0), (1.7, 2.3)),
+    _approx(Op.EXP2, ((3.0,), 8.0), ((-1.0,), 0.5), (0.3,)),
+    _approx(Op.LOG2, ((8.0,), 3.0), ((0.25,), -2.0), (3.0,)),
+    _approx(Op.TAN, ((0.0,), 0.0), (0.5,), (-1.0,)),
+    _approx(Op.ASIN, ((0.0,), 0.0), (0.5,)),
+    _approx(Op.ACOS, ((1.0,), 0.0), (0.5,)),
+    _approx(Op.ATAN, ((0.0,), 0.0), (1.0,), (-3.0,)),
+    _approx(Op.ATAN2, (1.0, 1.0), (1.0, -1.0), (-2.0, 0.5), ((0.0, 1.0), 0.0)),
+    _approx(Op.SINH, ((0.0,), 0.0), (1.5,)),
+    _approx(Op.COSH, ((0.0,), 1.0), (1.5,)),
+    _approx(Op.TANH, ((0.0,), 0.0), (0.7,), (-2.0,)),
+    _approx(Op.ASINH, ((0.0,), 0.0), (2.0,)),
+    _approx(Op.ACOSH, ((1.0,), 0.0), (2.0,)),
+    _approx(Op.ATANH, ((0.0,), 0.0), (0.5,)),
+    _approx(Op.DEGREES, ((3.14159265,), 180.0), (1.0,)),
+    _approx(Op.RADIANS, ((180.0,), 3.14159265), (1.0,)),
+    _approx(Op.SMOOTHSTEP, ((0.0, 1.0, 0.5), 0.5), ((0.0, 1.0, 2.0), 1.0), (0.0, 2.0, 0.3)),
+    _approx(Op.MIX, ((1.0, 3.0, 0.5), 2.0), ((1.0, 3.0, 0.0), 1.0), (-2.0, 5.0, 0.3)),
     Group(
         "mix_vec_scalar",
         lambda a, b, t: call(Op.MIX, construct(V2F, a, b), construct(V2F, b, a), t).y,

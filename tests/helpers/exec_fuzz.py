@@ -399,15 +399,14 @@ def kernels(draw, signed_mod: bool = True, signed_abs: bool = True):
     return verified_kernel("gen_int", body, functions=functions)
 
 
-def verified_kernel(name: str, body: tuple, **fields) -> ir.Kernel:
-    """The generated kernel ``name`` over ``inp`` and ``out`` (u32, ``params.n`` of them) with
-    ``body``, verified; one the verifier refuses for a constant WGSL refuses is no kernel
-    (hypothesis draws again). ``fields`` are further ``Kernel`` fields (functions, builtins,
-    workgroup variables)."""
-    k = ir.Kernel(
+def kernel_of(name: str, bindings: tuple, body: tuple, params=None, **fields) -> ir.Kernel:
+    """The kernel ``name`` of ``bindings`` and ``params`` running ``body`` in ``WG`` invocations a
+    workgroup, ``gid`` each one's global invocation id, without consts; ``fields`` are further
+    ``Kernel`` fields (functions, builtins, workgroup variables)."""
+    return ir.Kernel(
         name=name,
-        bindings=(ir.Binding("inp", u32, "read"), ir.Binding("out", u32, "read_write")),
-        params=Struct("Params", (("n", u32),)),
+        bindings=bindings,
+        params=params,
         consts=(),
         functions=fields.pop("functions", ()),
         workgroup_size=(WG, 1, 1),
@@ -415,6 +414,15 @@ def verified_kernel(name: str, body: tuple, **fields) -> ir.Kernel:
         body=body,
         **fields,
     )
+
+
+def verified_kernel(name: str, body: tuple, **fields) -> ir.Kernel:
+    """The generated kernel ``name`` over ``inp`` and ``out`` (u32, ``params.n`` of them) with
+    ``body``, verified; one the verifier refuses for a constant WGSL refuses is no kernel
+    (hypothesis draws again). ``fields`` are further ``Kernel`` fields (functions, builtins,
+    workgroup variables)."""
+    bindings = (ir.Binding("inp", u32, "read"), ir.Binding("out", u32, "read_write"))
+    k = kernel_of(name, bindings, body, Struct("Params", (("n", u32),)), **fields)
     try:
         return verify(k)
     except VerifyError as err:

@@ -1,7 +1,7 @@
 """The frame of the runtime-form tests (``tests/frontend/test_runtime_forms.py``,
-``test_tint_takes.py``, ``test_tint_takes_interface.py``): modules that read ``a``, random
-non-zero u32s, and write ``out``, poisoned before each run, one word (or ``lanes``) per
-invocation."""
+``test_tint_takes.py``, ``test_tint_takes_interface.py``, ``test_tint_verdicts.py``,
+``test_feature_formats_and_extensions.py``): modules that read ``a``, random non-zero u32s, and
+write ``out``, poisoned before each run, one word (or ``lanes``) per invocation."""
 
 from __future__ import annotations
 

@@ -59,12 +59,12 @@ from tests.helpers.exec_fuzz import (
     N,
     POISON,
     SLOTS,
-    WG,
     as_word,
     assume_portable,
     avoiding,
     fuzz_settings,
     inputs,
+    kernel_of,
     kernels,
     outputs,
 )
@@ -147,15 +147,8 @@ def test_every_operator_pair_means_the_same_on_gpu_and_interpreter(gpu, deviatio
         Let("q", Binary(Op.EQ, Name("s"), Lit(3, u32))),
     ) + tuple(Assign(at(j), as_word(e, ty)) for j, (e, ty) in enumerate(pairs))
     k = verify(
-        Kernel(
-            name="operator_pairs",
-            bindings=(Binding("inp", u32, "read"), Binding("out", u32, "read_write")),
-            params=None,
-            consts=(),
-            functions=(),
-            workgroup_size=(WG, 1, 1),
-            builtins=(("gid", "global_invocation_id"),),
-            body=body,
+        kernel_of(
+            "operator_pairs", (Binding("inp", u32, "read"), Binding("out", u32, "read_write")), body
         )
     )
     assert_round_trip(k)

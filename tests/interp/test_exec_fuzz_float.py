@@ -56,7 +56,7 @@ from kvdsl.ir.ops import Op
 from kvdsl.ir.types import Vec, bool_, f16, f32, i32, u32
 from kvdsl.frontend.abstract import canonical
 from kvdsl.ir.verify import verify
-from tests.helpers.exec_fuzz import fuzz_settings
+from tests.helpers.exec_fuzz import fuzz_settings, kernel_of
 from tests.helpers.features import suite_feature
 from tests.helpers.roundtrip import Fresh, assert_round_trip
 
@@ -452,24 +452,15 @@ def kernels(draw, fixed_unpack: bool = True, halves: bool = True):
     the shader compiles unless ``fixed_unpack``; no f16 values unless ``halves``)."""
     scope = {FIXED_UNPACK: fixed_unpack, HALVES: halves}
     body = prelude(halves) + draw(stmts(Fresh(), 2, scope)) + epilogue(halves)
-    k = Kernel(
-        name="gen_float",
-        bindings=(
-            Binding("fin", f32, "read"),
-            *((Binding("hin", f16, "read"),) if halves else ()),
-            Binding("uin", u32, "read"),
-            Binding("out", f32, "read_write"),
-            Binding("words", u32, "read_write"),
-            *((Binding("halves", V2H, "read_write"),) if halves else ()),
-        ),
-        params=None,
-        consts=(),
-        functions=(),
-        workgroup_size=(WG, 1, 1),
-        builtins=(("gid", "global_invocation_id"),),
-        body=body,
+    bindings = (
+        Binding("fin", f32, "read"),
+        *((Binding("hin", f16, "read"),) if halves else ()),
+        Binding("uin", u32, "read"),
+        Binding("out", f32, "read_write"),
+        Binding("words", u32, "read_write"),
+        *((Binding("halves", V2H, "read_write"),) if halves else ()),
     )
-    return verify(k)
+    return verify(kernel_of("gen_float", bindings, body))
 
 
 def inputs(seed: int, halves: bool = True) -> dict:

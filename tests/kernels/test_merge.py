@@ -25,8 +25,10 @@ from tests.helpers.cache_kernels import (
     assert_bits,
     assert_close,
     nonzero,
+    past_and_new,
     poison,
     rotary_tables,
+    run_into_present,
 )
 
 # ---- merge ---------------------------------------------------------------------------------------
@@ -87,28 +89,12 @@ SHARE_CASES = [
 
 
 def _share_inputs(rng, heads, head_dim, cap, key, seqlens, cache, inp, rotary):
-    b = len(seqlens)
-    data = {
-        "past_k": nonzero(rng, (b, heads, cap, head_dim), DT[cache]),
-        "past_v": nonzero(rng, (b, heads, cap, head_dim), DT[cache]),
-        "new_k": nonzero(rng, (b, key, heads * head_dim), DT[inp]),
-        "new_v": nonzero(rng, (b, key, heads * head_dim), DT[inp]),
-        "seqlens_k": np.array(seqlens, np.int32),
-    }
-    rot = rotary_tables(rng, cap, head_dim // 2) if rotary else None
-    return data, rot
+    data = past_and_new(rng, heads, head_dim, cap, key, seqlens, cache, inp)
+    return data, rotary_tables(rng, cap, head_dim // 2) if rotary else None
 
 
-def _share_run(run, cfg, data, rot, present_k, present_v, cap, key):
-    b, heads = data["past_k"].shape[:2]
-    names = {bd.name for bd in merge_share(cfg).bindings}
-    bufs = {n: a.ravel() for n, a in data.items() if n in names}
-    if "cos_cache" in names:
-        bufs |= {"cos_cache": rot.cos, "sin_cache": rot.sin}
-    bufs |= {"present_key": present_k.ravel(), "present_value": present_v.ravel()}
-    rows = b * heads * (key if cfg.region == "append" else cap)
-    out = run(merge_share(cfg), bufs, {"count": rows, "seq": cap, "keySeq": key})
-    return out["present_key"], out["present_value"]
+def _share_run(run, cfg, data, rot, present_k, present_v):
+    return run_into_present(run, merge_share(cfg), cfg.region, data, rot, present_k, present_v)
 
 
 SHARE_CONFIGS = [
@@ -138,7 +124,7 @@ def test_merge_share_pass(run, region, walk, rotary, heads, head_dim, types):
     for cap, key, seqlens in SHARE_CASES:
         data, rot = _share_inputs(rng, heads, head_dim, cap, key, seqlens, cache, inp, rotary)
         pk, pv = poison(data["past_k"].shape, DT[cache]), poison(data["past_v"].shape, DT[cache])
-        got_k, got_v = _share_run(run, cfg, data, rot, pk, pv, cap, key)
+        got_k, got_v = _share_run(run, cfg, data, rot, pk, pv)
         if region == "retain":
             w = ref.merge_share_retain(data["past_k"], data["past_v"], data["seqlens_k"], key)
         else:
@@ -163,8 +149,8 @@ def test_merge_share_passes_cover_the_cache(run, walks, rotary):
     for cap, key, seqlens in SHARE_CASES:
         data, rot = _share_inputs(rng, heads, head_dim, cap, key, seqlens, "f32", "f32", rotary)
         pk, pv = poison(data["past_k"].shape, np.float32), poison(data["past_v"].shape, np.float32)
-        k, v = _share_run(run, retain, data, rot, pk, pv, cap, key)
-        k, v = _share_run(run, append, data, rot, k, v, cap, key)
+        k, v = _share_run(run, retain, data, rot, pk, pv)
+        k, v = _share_run(run, append, data, rot, k, v)
         w = ref.merge_share(**data, rotary=rot)
         assert w.mask.all()
         assert not np.isnan(k).any() and not np.isnan(v).any()
@@ -185,10 +171,10 @@ def test_merge_share_over_capacity_keeps_newest(run, walk):
     pk, pv = poison(data["past_k"].shape, np.float32), poison(data["past_v"].shape, np.float32)
     retain_walk = "per_row" if walk == "per_row" else "cooperative"
     retain = MergeShareConfig(heads, head_dim, "retain", retain_walk)
-    k, v = _share_run(run, retain, data, rot, pk, pv, cap, key)
+    k, v = _share_run(run, retain, data, rot, pk, pv)
     assert np.isnan(k).all() and np.isnan(v).all()
     append = MergeShareConfig(heads, head_dim, "append", walk, rotary=True)
-    k, v = _share_run(run, append, data, rot, k, v, cap, key)
+    k, v = _share_run(run, append, data, rot, k, v)
     newest_k = ref.split_heads(data["new_k"], heads)[:, :, key - cap :]
     newest_v = ref.split_heads(data["new_v"], heads)[:, :, key - cap :]
     want_k = ref.rotate_neox(newest_k, np.arange(cap), rot.cos, rot.sin)

@@ -12,9 +12,10 @@ from tests.helpers.cache_kernels import (
     TYPES,
     assert_bits,
     assert_close,
-    nonzero,
+    past_and_new,
     poison,
     rotary_tables,
+    run_into_present,
 )
 
 from kvdsl import reference as ref
@@ -33,30 +34,12 @@ OVER = [(4, 6, [5, 12, 2, -1])]  # more new tokens than the window holds
 
 
 def _inputs(rng, heads, head_dim, cap, key, seqlens, cache, inp):
-    b = len(seqlens)
-    data = {
-        "past_k": nonzero(rng, (b, heads, cap, head_dim), DT[cache]),
-        "past_v": nonzero(rng, (b, heads, cap, head_dim), DT[cache]),
-        "new_k": nonzero(rng, (b, key, heads * head_dim), DT[inp]),
-        "new_v": nonzero(rng, (b, key, heads * head_dim), DT[inp]),
-        "seqlens_k": np.array(seqlens, np.int32),
-    }
-    rot = rotary_tables(rng, max(seqlens) + 1 + key, head_dim // 2)
-    return data, rot
+    data = past_and_new(rng, heads, head_dim, cap, key, seqlens, cache, inp)
+    return data, rotary_tables(rng, max(seqlens) + 1 + key, head_dim // 2)
 
 
 def _run(run, cfg, data, rot, present_k, present_v):
-    b, heads, cap, _ = data["past_k"].shape
-    key = data["new_k"].shape[1]
-    kernel = window_shift(cfg)
-    names = {bd.name for bd in kernel.bindings}
-    bufs = {n: a.ravel() for n, a in data.items() if n in names}
-    if "cos_cache" in names:
-        bufs |= {"cos_cache": rot.cos, "sin_cache": rot.sin}
-    bufs |= {"present_key": present_k.ravel(), "present_value": present_v.ravel()}
-    rows = b * heads * (key if cfg.region == "append" else cap)
-    out = run(kernel, bufs, {"count": rows, "seq": cap, "keySeq": key})
-    return out["present_key"], out["present_value"]
+    return run_into_present(run, window_shift(cfg), cfg.region, data, rot, present_k, present_v)
 
 
 REGIONS = [("all", False), ("shift", False), ("append", False), ("append", True)]
