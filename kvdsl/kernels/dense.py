@@ -32,7 +32,8 @@ import functools
 from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
-from kvdsl.ir import Buffer, Kernel, KernelBuilder, Val, construct, f32, max_, select, u32, vec
+from kvdsl.ir import Buffer, Dispatch, Kernel, KernelBuilder, Val, construct, f32, max_, select, u32
+from kvdsl.ir import vec
 from kvdsl.kernels.config import (
     FLOATS,
     MAX_WORKGROUP,
@@ -103,6 +104,12 @@ class DenseConfig(Scales, CacheConfig):
     def fmt(self) -> Format:
         """The format's value (:class:`kvdsl.nodes.formats.Format`)."""
         return format_of(self.format)
+
+    @property
+    def kind(self) -> str:
+        """The format's name, with where its scales sit unless it is a ggml format (whose
+        scales are always inline): the cache's kind in a kernel's description."""
+        return self.fmt.name + ("" if self.fmt.ggml else f", scales {self.scales.value}")
 
     @property
     def per_row(self) -> int:
@@ -213,6 +220,94 @@ def _consts(kb: KernelBuilder, cfg: DenseConfig) -> tuple[Val, Val, Val]:
     return head_dim, per_row, row_words
 
 
+@dataclass(frozen=True)
+class DenseRows:
+    """The frame of a program that quantises new BSH K/V rows into a dense cache
+    (``dense_append``, ``dense_build``, ``dense_window_shift``'s ``append`` and ``all``): the
+    cache bindings ``present_key``, ``present_value`` (and ``present_scales`` with side scales),
+    the consts of a row and of its lanes (``HALF_V4`` with rotary), the quantiser ``q``'s walk
+    and store, the dispatch and the cache's extents (:func:`dense_rows` declares them; a program
+    declares its inputs before them and its params after)."""
+
+    kb: KernelBuilder
+    cfg: DenseConfig
+    q: Quantiser
+    present_key: Buffer
+    present_value: Buffer
+    side: Buffer | None
+    head_dim: Val
+    per_row: Val
+    row_words: Val
+    heads: Val
+    hidden: Val
+    lanes: Val
+    half: Val | None
+
+    def walk(self, rows: Val, each: str) -> walks.Item:
+        """The walk of ``rows`` rows, ``ROW_LANES`` invocations per row (``each``: what one
+        holds, in the kernel's comment), unguarded: invocations past the end load and reduce
+        with their workgroup and store nothing."""
+        self.kb.comment(f"ROW_LANES invocations per row, each {each}.")
+        return walks.vectors(self.kb, self.cfg.fold, rows, self.lanes, 1, guard=False)
+
+    def src_base(self, b: Val, t: Val, hk: Val, key_seq: Val) -> Val:
+        """``srcBase``: the first vector of head ``hk``'s row of token ``t`` of batch ``b`` in
+        the BSH sources (``key_seq`` tokens per batch)."""
+        return self.kb.let("srcBase", bsh(b, t, hk, key_seq, self.hidden, self.per_row))
+
+    def store(
+        self,
+        lane: Val,
+        k: list[Val],
+        v: list[Val] | None,
+        b: Val,
+        hk: Val,
+        seq: Val,
+        dst_t: Val,
+        skip: Val,
+        is_v: Val | None = None,
+    ) -> None:
+        """Quantise the vectors lane ``lane`` holds of a K and a V row (``k``, ``v``; ``v``
+        None: split rows, ``is_v`` telling V's) into cache row ``dst_t`` of head ``hk`` of batch
+        ``b`` (``seq`` rows per head), except where ``skip`` holds."""
+        kb, side = self.kb, self.side
+
+        def place() -> RowPlace:
+            row = kb.let("dstRow", (b * self.heads + hk) * seq + dst_t)
+            scales = None if side is None else row * self.q.side_words
+            return RowPlace(row * self.row_words, scales)
+
+        dest = Destination(self.present_key, self.present_value, side, place, skip, is_v)
+        quantise_rows(kb, self.q, lane, k, v, dest)
+
+    def dispatch(self, rows: Val) -> Dispatch:
+        """The dispatch of the walk over ``rows`` rows."""
+        return walks.dispatch(rows, self.lanes, self.cfg.workgroup_size, self.cfg.fold, False)
+
+    def extents(self, rows: Any) -> dict[str, Any]:
+        """The cache bindings' least sizes, for ``rows`` cache rows."""
+        words_ = times(rows, self.row_words.node)
+        out = {"present_key": words_, "present_value": words_}
+        if self.side is not None:
+            out["present_scales"] = times(rows, self.q.side_words)
+        return out
+
+
+def dense_rows(kb: KernelBuilder, cfg: DenseConfig, q: Quantiser) -> DenseRows:
+    """Declare the cache bindings and consts of :class:`DenseRows` for ``cfg`` (a dense config
+    with rotary fields, :class:`~kvdsl.kernels.config.RotaryHalf`) and its quantiser ``q``."""
+    present_key = cache_binding(kb, q, "present_key")
+    present_value = cache_binding(kb, q, "present_value")
+    side = None if cfg.inline else kb.binding("present_scales", f32, "read_write")
+    head_dim, per_row, row_words = _consts(kb, cfg)
+    heads = kb.const("KV_HEADS", u32, cfg.kv_heads)
+    hidden = kb.const("KV_HIDDEN_V4", u32, cfg.hidden // 4)
+    lanes = kb.const("ROW_LANES", u32, q.lanes)
+    half = kb.const("HALF_V4", u32, cfg.half // 4) if cfg.rotary else None
+    consts = (head_dim, per_row, row_words, heads, hidden, lanes, half)
+    return DenseRows(kb, cfg, q, present_key, present_value, side, *consts)
+
+
 def dense_append(cfg: DenseAppendConfig, name: str = "dense_append") -> Kernel:
     """Build the ``dense_append`` kernel for ``cfg``."""
     return _quantise(cfg, name, append=True)
@@ -229,14 +324,7 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
     ins = declare_inputs(kb, cfg, seqlens_k=append, width=4)
     src_k, src_v, weight = ins.src_k, ins.src_v, ins.k_norm_weight
     q = cfg.quantiser
-    present_key = cache_binding(kb, q, "present_key")
-    present_value = cache_binding(kb, q, "present_value")
-    side = None if cfg.inline else kb.binding("present_scales", f32, "read_write")
-    head_dim, per_row, row_words = _consts(kb, cfg)
-    heads = kb.const("KV_HEADS", u32, cfg.kv_heads)
-    hidden = kb.const("KV_HIDDEN_V4", u32, cfg.hidden // 4)
-    lanes = kb.const("ROW_LANES", u32, q.lanes)
-    half = kb.const("HALF_V4", u32, cfg.half // 4) if cfg.rotary else None
+    f = dense_rows(kb, cfg, q)
     eps = kb.const("QK_EPS", f32, float(cfg.eps)) if cfg.k_norm else None
     if append:
         count, key_seq, seq = kb.param("count"), kb.param("keySeq"), kb.param("seq")
@@ -246,15 +334,14 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
 
     n = q.vectors
     rows = count * 2 if cfg.split else count
-    kb.comment(f"ROW_LANES invocations per row, each holding {n} vectors of it.")
-    it = walks.vectors(kb, cfg.fold, rows, lanes, 1, guard=False)
+    it = f.walk(rows, f"holding {n} vectors of it")
     is_v = src_row = None
     if cfg.split:
         kb.comment("K's rows, then V's: an invocation quantises one row of one of them.")
         is_v = kb.let("isV", it.row >= count)
         src_row = kb.let("srcRow", select(it.row, it.row - count, is_v))
-    b, hk, t = split_rows(kb, it.row if src_row is None else src_row, heads, key_seq)
-    src_base = kb.let("srcBase", bsh(b, t, hk, key_seq, hidden, per_row))
+    b, hk, t = split_rows(kb, it.row if src_row is None else src_row, f.heads, key_seq)
+    src_base = f.src_base(b, t, hk, key_seq)
     skipped = None
     if append:
         win = append_window(kb, ins.seqlens_k, b, seq, key_seq)
@@ -266,7 +353,7 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
     else:
         dst_t, position = t, kb.let("pos", past + t)
     at = [src_base + q.vector_at(it.d, j) for j in range(n)]
-    rot = ins.rotation(position, half, cfg.partial) if cfg.rotary else None
+    rot = ins.rotation(position, f.half, cfg.partial) if cfg.rotary else None
 
     def load_k(i: Val) -> Val:
         return words.as_f32(kb, src_k[src_base + i])
@@ -274,7 +361,8 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
     def row_norm(k: list[Val]) -> Norm | None:
         if not cfg.k_norm:
             return None
-        return lane_norm(kb, k, it.d, lanes, q.lanes, cfg.workgroup_size, head_dim, eps, weight)
+        wg = cfg.workgroup_size
+        return lane_norm(kb, k, it.d, f.lanes, q.lanes, wg, f.head_dim, eps, weight)
 
     if cfg.split:
         x = [kb.var(f"x{j}", F32X4) for j in range(n)]
@@ -311,17 +399,8 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
         v = [kb.let(f"v{j}", words.as_f32(kb, src_v[at[j]])) for j in range(n)]
         args = (row_norm(k), rot, cfg.rotation, cfg.workgroup_size)
         k, v = transform_run(kb, q, it.d, k, v, load_k, *args)
-    done = it.e >= rows * lanes
-
-    def place() -> RowPlace:
-        row = kb.let("dstRow", (b * heads + hk) * seq + dst_t)
-        return RowPlace(row * row_words, None if side is None else row * (2 * fmt.stats))
-
-    skip = done if skipped is None else done.lor(skipped)
-    dest = Destination(present_key, present_value, side, place, skip, is_v)
-    quantise_rows(kb, q, it.d, k, v, dest)
-    dispatch = walks.dispatch(rows, lanes, cfg.workgroup_size, cfg.fold, blocks=False)
-    kind = fmt.name + ("" if fmt.ggml else f", scales {cfg.scales.value}")
+    done = it.e >= rows * f.lanes
+    f.store(it.d, k, v, b, hk, seq, dst_t, done if skipped is None else done.lor(skipped), is_v)
     transforms = ["K RMS-normed"] if cfg.k_norm else []
     if cfg.rotary:
         transforms.append("K rotated at its row" if append else "K rotated at pastSeq + t")
@@ -329,25 +408,20 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
         transforms.append(f"K and V in {fmt.name}'s rotated basis")
     if append:
         doc = (
-            f"Quantise new BSH K/V into a buffer-sharing BNSH {kind} cache, each row's scale\n"
+            f"Quantise new BSH K/V into a buffer-sharing BNSH {cfg.kind} cache, each row's scale\n"
             "reduced in the kernel; the append window comes from seqlens_k"
         )
     else:
         doc = (
-            f"Quantise new BSH K/V into a BNSH {kind} cache, each row's scale reduced in the kernel"
+            f"Quantise new BSH K/V into a BNSH {cfg.kind} cache, each row's scale reduced in the"
+            " kernel"
         )
     doc += "".join(f"; {x}" for x in transforms) + "."
-    kernel = kb.build(dispatch, doc)
+    kernel = kb.build(f.dispatch(rows), doc)
     batch = ceil_div(count, cfg.kv_heads * key_seq)
-    rows = times(batch, cfg.kv_heads, seq)
     positions, seqlens = (seq, {"seqlens_k": batch}) if append else (plus(past, seq), {})
     extents = row_extents(cfg, count, key_seq, positions, between=seqlens)
-    extents |= {
-        "present_key": times(rows, row_words.node),
-        "present_value": times(rows, row_words.node),
-    }
-    if side is not None:
-        extents["present_scales"] = times(rows, 2 * fmt.stats)
+    extents |= f.extents(times(batch, cfg.kv_heads, seq))
     requires = {"keySeq >= 1": key_seq >= 1, "keySeq <= seq": key_seq <= seq}
     if not append:
         requires = {"seq >= 1": seq >= 1}

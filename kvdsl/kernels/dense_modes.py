@@ -53,19 +53,12 @@ from kvdsl.kernels.config import (
 )
 from kvdsl.kernels.config import ceil_div, contract, emax, largest, plus, times
 from kvdsl.kernels.plan import require_whole_rows, rows_workgroup
-from kvdsl.kernels.dense import QUANTISE_WORKGROUP, DenseConfig, DenseFormat, ScalePlace
+from kvdsl.kernels.dense import QUANTISE_WORKGROUP, DenseConfig, DenseFormat, ScalePlace, dense_rows
 from kvdsl.kernels.window_shift import ROTARY_REGIONS
 from kvdsl.nodes import walks, words
 from kvdsl.nodes.formats import FORMATS
-from kvdsl.nodes.index import bsh, split_rows
-from kvdsl.nodes.quantise import (
-    Destination,
-    Quantiser,
-    RowPlace,
-    cache_binding,
-    quantise_rows,
-    row_lanes,
-)
+from kvdsl.nodes.index import split_rows
+from kvdsl.nodes.quantise import Quantiser, row_lanes
 from kvdsl.nodes.quantise.quantiser import StoredRow
 from kvdsl.nodes.rotary import Rotation, rotate_loaded
 from kvdsl.nodes.window import append_window, sliding_window
@@ -255,7 +248,7 @@ def dense_retain(cfg: DenseRetainConfig, name: str = "dense_retain") -> Kernel:
     with kb.if_((t < win.append_start).lor(t >= win.active_end)):
         _move_row(kb, cfg, w, w.it.row, w.it.row)
     doc = (
-        f"Buffer-sharing append over a dense {_kind(cfg)} cache, retain pass: rows outside\n"
+        f"Buffer-sharing append over a dense {cfg.kind} cache, retain pass: rows outside\n"
         "each batch's append window copied past -> present at the same index, words and\n"
         "side scales (the append pass is dense_append)."
     )
@@ -307,15 +300,11 @@ def _shift(cfg: DenseWindowShiftConfig, name: str) -> Kernel:
         kb.comment("to zero), not left stale.")
         _zero_row(kb, cfg, w, w.it.row)
     doc = (
-        f"Windowed dense {_kind(cfg)} cache, shift pass: the surviving past rows slide down by\n"
+        f"Windowed dense {cfg.kind} cache, shift pass: the surviving past rows slide down by\n"
         "the eviction count (words and side scales), rows past the resident ones are\n"
         "zeroed; the appended rows are left to the append pass."
     )
     return _word_pass(kb, cfg, w, count, seq, doc)
-
-
-def _kind(cfg: DenseConfig) -> str:
-    return cfg.fmt.name + ("" if cfg.fmt.ggml else f", scales {cfg.scales.value}")
 
 
 def _quantising_shift(cfg: DenseWindowShiftConfig, name: str) -> Kernel:
@@ -337,31 +326,23 @@ def _quantising_shift(cfg: DenseWindowShiftConfig, name: str) -> Kernel:
         cos = sin = words.binding(kb, ROTARY_TABLE, f32, 4)
     elif cfg.rotary:
         cos, sin = words.bindings(kb, ROTARY_TABLES, f32, 4)
-    present_key, present_value = (cache_binding(kb, q, n) for n in PRESENT)
-    side = None if cfg.inline else kb.binding(PRESENT_SCALES, f32, "read_write")
-    kb.const("HEAD_DIM", u32, cfg.head_dim)
-    per_row = kb.const("HEAD_DIM_V4", u32, cfg.per_row)
-    row_words = kb.const("ROW_WORDS", u32, cfg.row_words)
-    heads = kb.const("KV_HEADS", u32, cfg.kv_heads)
-    hidden = kb.const("KV_HIDDEN_V4", u32, cfg.hidden // 4)
-    lanes = kb.const("ROW_LANES", u32, q.lanes)
-    half = kb.const("HALF_V4", u32, cfg.half // 4) if cfg.rotary else None
+    f = dense_rows(kb, cfg, q)
+    present_key, present_value = f.present_key, f.present_value
     count, seq, key_seq = kb.param("count"), kb.param("seq"), kb.param("keySeq")
 
-    kb.comment(f"ROW_LANES invocations per row, each on a run of {q.vectors} vectors.")
-    it = walks.vectors(kb, cfg.fold, count, lanes, 1, guard=False)
-    done = kb.let("done", it.e >= count * lanes)
+    it = f.walk(count, f"on a run of {q.vectors} vectors")
+    done = kb.let("done", it.e >= count * f.lanes)
     if every:
-        b, hk, t = split_rows(kb, it.row, heads, seq)
+        b, hk, t = split_rows(kb, it.row, f.heads, seq)
         win = sliding_window(kb, seqlens, b, seq, key_seq)
         appended = (t >= win.append_start).land(t < win.resident)
         kb.comment("The new token of an appended row; any row's index stays in range (the")
         kb.comment("quantiser's loads are made by every invocation).")
         j = kb.let("j", min_(max_(t, win.append_start) - win.append_start + win.skip, key_seq - 1))
         dst_t = t
-        slice_ = kb.let("slice", (b * heads + hk) * seq)
+        slice_ = kb.let("slice", (b * f.heads + hk) * seq)
         units = cfg.row_words // q.store_width  # the cache bindings' elements per row
-        row_units = row_words if units == cfg.row_words else kb.const("ROW_VECS", u32, units)
+        row_units = f.row_words if units == cfg.row_words else kb.const("ROW_VECS", u32, units)
         dst = kb.let("dst", it.row * row_units)
 
         def move(at: Val) -> None:
@@ -381,50 +362,41 @@ def _quantising_shift(cfg: DenseWindowShiftConfig, name: str) -> Kernel:
             _strided(kb, units, q.lanes, it.d, clear)
         skip = done.lor(~appended)
     else:
-        b, hk, j = split_rows(kb, it.row, heads, key_seq, "j")
+        b, hk, j = split_rows(kb, it.row, f.heads, key_seq, "j")
         win = sliding_window(kb, seqlens, b, seq, key_seq)
         kb.comment(
             "New token j lands at row appendStart + j - skip; tokens before skip do not fit."
         )
         dst_t = kb.let("dstT", win.append_start + (max_(j, win.skip) - win.skip))
         skip = done.lor(j < win.skip)
-    src_base = kb.let("srcBase", bsh(b, j, hk, key_seq, hidden, per_row))
+    src_base = f.src_base(b, j, hk, key_seq)
     pos = kb.let("pos", win.past + j)
     rot = None
     if cfg.rotary:
         kb.comment("New K is rotated at its absolute position; retained keys already are.")
-        rot = Rotation(cos, sin, pos, half, cfg.partial, packed=every)
+        rot = Rotation(cos, sin, pos, f.half, cfg.partial, packed=every)
     k, v = load_run(kb, (src_k, src_v), src_base, q, it.d, rot)
-
-    def place() -> RowPlace:
-        dst = kb.let("dstRow", (b * heads + hk) * seq + dst_t)
-        return RowPlace(dst * row_words, None if side is None else dst * cfg.side_words)
-
-    quantise_rows(kb, q, it.d, k, v, Destination(present_key, present_value, side, place, skip))
-    dispatch = walks.dispatch(count, lanes, cfg.workgroup_size, cfg.fold, blocks=False)
+    f.store(it.d, k, v, b, hk, seq, dst_t, skip)
     rotated = ", K rotated at its absolute position" if cfg.rotary else ""
     if every:
         doc = (
-            f"Windowed dense {_kind(cfg)} cache, every row: surviving past rows slide down by\n"
+            f"Windowed dense {cfg.kind} cache, every row: surviving past rows slide down by\n"
             "the eviction count, the new BSH K/V are quantised into the appended rows (each\n"
             f"row's scale reduced in the kernel{rotated}), the rows past them are zeroed."
         )
     else:
         doc = (
-            f"Windowed dense {_kind(cfg)} cache, append pass: the new BSH K/V quantised into\n"
+            f"Windowed dense {cfg.kind} cache, append pass: the new BSH K/V quantised into\n"
             f"the appended rows, each row's scale reduced in the kernel{rotated}."
         )
-    kernel = kb.build(dispatch, doc)
+    kernel = kb.build(f.dispatch(count), doc)
     per_batch = seq if every else key_seq
     batches = ceil_div(count, cfg.kv_heads * per_batch)
     new = times(batches, key_seq, cfg.hidden)
-    cache = times(batches, cfg.kv_heads, seq, cfg.row_words)
     extents: dict[str, Any] = {"seqlens_k": batches, SOURCES[0]: new, SOURCES[1]: new}
-    extents |= {"present_key": cache, "present_value": cache}
+    extents |= f.extents(times(batches, cfg.kv_heads, seq))
     if every:
-        extents |= {"past_k": cache, "past_v": cache}
-    if side is not None:
-        extents[PRESENT_SCALES] = times(batches, cfg.kv_heads, seq, cfg.side_words)
+        extents |= {name: extents["present_key"] for name in PAST}
     if cfg.rotary:
         # New token j sits at position max(keySeq, seqlens_k[b] + 1) - keySeq + j.
         positions = emax(key_seq, plus(largest("seqlens_k"), 1))
