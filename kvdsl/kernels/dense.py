@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import KW_ONLY, dataclass
-from typing import Any
+from typing import Any, Callable
 
 from kvdsl.ir import Buffer, Dispatch, Kernel, KernelBuilder, Val, construct, f32, max_, select, u32
 from kvdsl.ir import vec
@@ -222,12 +222,11 @@ def _consts(kb: KernelBuilder, cfg: DenseConfig) -> tuple[Val, Val, Val]:
 
 @dataclass(frozen=True)
 class DenseRows:
-    """The frame of a program that quantises new BSH K/V rows into a dense cache
-    (``dense_append``, ``dense_build``, ``dense_window_shift``'s ``append`` and ``all``): the
-    cache bindings ``present_key``, ``present_value`` (and ``present_scales`` with side scales),
-    the consts of a row and of its lanes (``HALF_V4`` with rotary), the quantiser ``q``'s walk
-    and store, the dispatch and the cache's extents (:func:`dense_rows` declares them; a program
-    declares its inputs before them and its params after)."""
+    """The frame of a program that quantises rows into a dense cache (``dense_append``,
+    ``dense_build``, ``dense_window_shift``'s ``append`` and ``all``, ``dense_convert``): the
+    bindings ``present_key``, ``present_value`` (and ``present_scales``, side scales), the consts
+    (:func:`dense_rows`), the quantiser ``q``'s walk and store, its dispatch and the cache's
+    extents."""
 
     kb: KernelBuilder
     cfg: DenseConfig
@@ -235,50 +234,43 @@ class DenseRows:
     present_key: Buffer
     present_value: Buffer
     side: Buffer | None
-    head_dim: Val
-    per_row: Val
-    row_words: Val
-    heads: Val
-    hidden: Val
-    lanes: Val
-    half: Val | None
+    consts: dict[str, Val]
 
     def walk(self, rows: Val, each: str) -> walks.Item:
         """The walk of ``rows`` rows, ``ROW_LANES`` invocations per row (``each``: what one
-        holds, in the kernel's comment), unguarded: invocations past the end load and reduce
-        with their workgroup and store nothing."""
+        holds, in a comment), unguarded: those past the end reach the quantiser's barriers."""
         self.kb.comment(f"ROW_LANES invocations per row, each {each}.")
         return walks.vectors(self.kb, self.cfg.fold, rows, self.lanes, 1, guard=False)
 
     def src_base(self, b: Val, t: Val, hk: Val, key_seq: Val) -> Val:
-        """``srcBase``: the first vector of head ``hk``'s row of token ``t`` of batch ``b`` in
-        the BSH sources (``key_seq`` tokens per batch)."""
-        return self.kb.let("srcBase", bsh(b, t, hk, key_seq, self.hidden, self.per_row))
+        """``srcBase``: head ``hk``'s first vector of token ``t`` of batch ``b`` in BSH sources
+        of ``key_seq`` tokens per batch."""
+        hidden, per_row = self.consts["KV_HIDDEN_V4"], self.consts["HEAD_DIM_V4"]
+        return self.kb.let("srcBase", bsh(b, t, hk, key_seq, hidden, per_row))
 
-    def store(
-        self,
-        lane: Val,
-        k: list[Val],
-        v: list[Val] | None,
-        b: Val,
-        hk: Val,
-        seq: Val,
-        dst_t: Val,
-        skip: Val,
-        is_v: Val | None = None,
-    ) -> None:
-        """Quantise the vectors lane ``lane`` holds of a K and a V row (``k``, ``v``; ``v``
-        None: split rows, ``is_v`` telling V's) into cache row ``dst_t`` of head ``hk`` of batch
-        ``b`` (``seq`` rows per head), except where ``skip`` holds."""
-        kb, side = self.kb, self.side
+    def head_row(self, b: Val, hk: Val, seq: Val, t: Val) -> Callable[[], Val]:
+        """Row ``t`` of head ``hk`` of batch ``b`` in a BNSH cache of ``seq`` rows per head,
+        declared (``dstRow``) where :meth:`store` asks for it."""
+        heads = self.consts["KV_HEADS"]
+        return lambda: self.kb.let("dstRow", (b * heads + hk) * seq + t)
+
+    def store(self, lane: Val, k: list[Val], v: list[Val] | None, row: Callable[[], Val],
+              skip: Val, is_v: Val | None = None) -> None:  # fmt: skip
+        """Quantise lane ``lane``'s vectors of a K and a V row (``k``, ``v``; split rows: ``k``
+        alone, ``is_v`` telling V's) into cache row ``row()``, except where ``skip`` holds."""
 
         def place() -> RowPlace:
-            row = kb.let("dstRow", (b * self.heads + hk) * seq + dst_t)
-            scales = None if side is None else row * self.q.side_words
-            return RowPlace(row * self.row_words, scales)
+            at = row()
+            scales = None if self.side is None else at * self.q.side_words
+            return RowPlace(at * self.consts["ROW_WORDS"], scales)
 
-        dest = Destination(self.present_key, self.present_value, side, place, skip, is_v)
-        quantise_rows(kb, self.q, lane, k, v, dest)
+        dest = Destination(self.present_key, self.present_value, self.side, place, skip, is_v)
+        quantise_rows(self.kb, self.q, lane, k, v, dest)
+
+    @property
+    def lanes(self) -> Val:
+        """``ROW_LANES``."""
+        return self.consts["ROW_LANES"]
 
     def dispatch(self, rows: Val) -> Dispatch:
         """The dispatch of the walk over ``rows`` rows."""
@@ -286,26 +278,35 @@ class DenseRows:
 
     def extents(self, rows: Any) -> dict[str, Any]:
         """The cache bindings' least sizes, for ``rows`` cache rows."""
-        words_ = times(rows, self.row_words.node)
+        words_ = times(rows, self.consts["ROW_WORDS"].node)
         out = {"present_key": words_, "present_value": words_}
         if self.side is not None:
             out["present_scales"] = times(rows, self.q.side_words)
         return out
 
 
-def dense_rows(kb: KernelBuilder, cfg: DenseConfig, q: Quantiser) -> DenseRows:
-    """Declare the cache bindings and consts of :class:`DenseRows` for ``cfg`` (a dense config
-    with rotary fields, :class:`~kvdsl.kernels.config.RotaryHalf`) and its quantiser ``q``."""
+def dense_rows(
+    kb: KernelBuilder, cfg: DenseConfig, q: Quantiser, between: dict[str, int], half: int = 0
+) -> DenseRows:
+    """Declare :class:`DenseRows`' bindings for ``cfg`` and its quantiser ``q``, then the consts
+    ``HEAD_DIM``, ``HEAD_DIM_V4``, ``ROW_WORDS``, those of ``between`` (name → value, in order:
+    :func:`head_consts` for rows of BSH heads), ``ROW_LANES`` and, with rotary's ``half`` pairs
+    per row, ``HALF_V4``."""
     present_key = cache_binding(kb, q, "present_key")
     present_value = cache_binding(kb, q, "present_value")
     side = None if cfg.inline else kb.binding("present_scales", f32, "read_write")
-    head_dim, per_row, row_words = _consts(kb, cfg)
-    heads = kb.const("KV_HEADS", u32, cfg.kv_heads)
-    hidden = kb.const("KV_HIDDEN_V4", u32, cfg.hidden // 4)
-    lanes = kb.const("ROW_LANES", u32, q.lanes)
-    half = kb.const("HALF_V4", u32, cfg.half // 4) if cfg.rotary else None
-    consts = (head_dim, per_row, row_words, heads, hidden, lanes, half)
-    return DenseRows(kb, cfg, q, present_key, present_value, side, *consts)
+    names = ("HEAD_DIM", "HEAD_DIM_V4", "ROW_WORDS")
+    consts = dict(zip(names, _consts(kb, cfg)))
+    consts |= {name: kb.const(name, u32, value) for name, value in between.items()}
+    consts["ROW_LANES"] = kb.const("ROW_LANES", u32, q.lanes)
+    if half:
+        consts["HALF_V4"] = kb.const("HALF_V4", u32, half // 4)
+    return DenseRows(kb, cfg, q, present_key, present_value, side, consts)
+
+
+def head_consts(cfg: DenseConfig) -> dict[str, int]:
+    """``KV_HEADS`` and ``KV_HIDDEN_V4``: the consts of rows of BSH heads (:func:`dense_rows`)."""
+    return {"KV_HEADS": cfg.kv_heads, "KV_HIDDEN_V4": cfg.hidden // 4}
 
 
 def dense_append(cfg: DenseAppendConfig, name: str = "dense_append") -> Kernel:
@@ -324,7 +325,7 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
     ins = declare_inputs(kb, cfg, seqlens_k=append, width=4)
     src_k, src_v, weight = ins.src_k, ins.src_v, ins.k_norm_weight
     q = cfg.quantiser
-    f = dense_rows(kb, cfg, q)
+    f = dense_rows(kb, cfg, q, head_consts(cfg), cfg.half if cfg.rotary else 0)
     eps = kb.const("QK_EPS", f32, float(cfg.eps)) if cfg.k_norm else None
     if append:
         count, key_seq, seq = kb.param("count"), kb.param("keySeq"), kb.param("seq")
@@ -340,7 +341,7 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
         kb.comment("K's rows, then V's: an invocation quantises one row of one of them.")
         is_v = kb.let("isV", it.row >= count)
         src_row = kb.let("srcRow", select(it.row, it.row - count, is_v))
-    b, hk, t = split_rows(kb, it.row if src_row is None else src_row, f.heads, key_seq)
+    b, hk, t = split_rows(kb, it.row if src_row is None else src_row, f.consts["KV_HEADS"], key_seq)
     src_base = f.src_base(b, t, hk, key_seq)
     skipped = None
     if append:
@@ -353,7 +354,7 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
     else:
         dst_t, position = t, kb.let("pos", past + t)
     at = [src_base + q.vector_at(it.d, j) for j in range(n)]
-    rot = ins.rotation(position, f.half, cfg.partial) if cfg.rotary else None
+    rot = ins.rotation(position, f.consts.get("HALF_V4"), cfg.partial) if cfg.rotary else None
 
     def load_k(i: Val) -> Val:
         return words.as_f32(kb, src_k[src_base + i])
@@ -362,7 +363,7 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
         if not cfg.k_norm:
             return None
         wg = cfg.workgroup_size
-        return lane_norm(kb, k, it.d, f.lanes, q.lanes, wg, f.head_dim, eps, weight)
+        return lane_norm(kb, k, it.d, f.lanes, q.lanes, wg, f.consts["HEAD_DIM"], eps, weight)
 
     if cfg.split:
         x = [kb.var(f"x{j}", F32X4) for j in range(n)]
@@ -400,7 +401,8 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
         args = (row_norm(k), rot, cfg.rotation, cfg.workgroup_size)
         k, v = transform_run(kb, q, it.d, k, v, load_k, *args)
     done = it.e >= rows * f.lanes
-    f.store(it.d, k, v, b, hk, seq, dst_t, done if skipped is None else done.lor(skipped), is_v)
+    skip = done if skipped is None else done.lor(skipped)
+    f.store(it.d, k, v, f.head_row(b, hk, seq, dst_t), skip, is_v)
     transforms = ["K RMS-normed"] if cfg.k_norm else []
     if cfg.rotary:
         transforms.append("K rotated at its row" if append else "K rotated at pastSeq + t")

@@ -53,7 +53,8 @@ from kvdsl.kernels.config import (
 )
 from kvdsl.kernels.config import ceil_div, contract, emax, largest, plus, times
 from kvdsl.kernels.plan import require_whole_rows, rows_workgroup
-from kvdsl.kernels.dense import QUANTISE_WORKGROUP, DenseConfig, DenseFormat, ScalePlace, dense_rows
+from kvdsl.kernels.dense import QUANTISE_WORKGROUP, DenseConfig, DenseFormat, ScalePlace
+from kvdsl.kernels.dense import dense_rows, head_consts
 from kvdsl.kernels.window_shift import ROTARY_REGIONS
 from kvdsl.nodes import walks, words
 from kvdsl.nodes.formats import FORMATS
@@ -326,23 +327,26 @@ def _quantising_shift(cfg: DenseWindowShiftConfig, name: str) -> Kernel:
         cos = sin = words.binding(kb, ROTARY_TABLE, f32, 4)
     elif cfg.rotary:
         cos, sin = words.bindings(kb, ROTARY_TABLES, f32, 4)
-    f = dense_rows(kb, cfg, q)
+    f = dense_rows(kb, cfg, q, head_consts(cfg), cfg.half if cfg.rotary else 0)
+    heads = f.consts["KV_HEADS"]
     present_key, present_value = f.present_key, f.present_value
     count, seq, key_seq = kb.param("count"), kb.param("seq"), kb.param("keySeq")
 
     it = f.walk(count, f"on a run of {q.vectors} vectors")
     done = kb.let("done", it.e >= count * f.lanes)
     if every:
-        b, hk, t = split_rows(kb, it.row, f.heads, seq)
+        b, hk, t = split_rows(kb, it.row, heads, seq)
         win = sliding_window(kb, seqlens, b, seq, key_seq)
         appended = (t >= win.append_start).land(t < win.resident)
         kb.comment("The new token of an appended row; any row's index stays in range (the")
         kb.comment("quantiser's loads are made by every invocation).")
         j = kb.let("j", min_(max_(t, win.append_start) - win.append_start + win.skip, key_seq - 1))
         dst_t = t
-        slice_ = kb.let("slice", (b * f.heads + hk) * seq)
+        slice_ = kb.let("slice", (b * heads + hk) * seq)
         units = cfg.row_words // q.store_width  # the cache bindings' elements per row
-        row_units = f.row_words if units == cfg.row_words else kb.const("ROW_VECS", u32, units)
+        row_units = (
+            f.consts["ROW_WORDS"] if units == cfg.row_words else kb.const("ROW_VECS", u32, units)
+        )
         dst = kb.let("dst", it.row * row_units)
 
         def move(at: Val) -> None:
@@ -362,7 +366,7 @@ def _quantising_shift(cfg: DenseWindowShiftConfig, name: str) -> Kernel:
             _strided(kb, units, q.lanes, it.d, clear)
         skip = done.lor(~appended)
     else:
-        b, hk, j = split_rows(kb, it.row, f.heads, key_seq, "j")
+        b, hk, j = split_rows(kb, it.row, heads, key_seq, "j")
         win = sliding_window(kb, seqlens, b, seq, key_seq)
         kb.comment(
             "New token j lands at row appendStart + j - skip; tokens before skip do not fit."
@@ -374,9 +378,9 @@ def _quantising_shift(cfg: DenseWindowShiftConfig, name: str) -> Kernel:
     rot = None
     if cfg.rotary:
         kb.comment("New K is rotated at its absolute position; retained keys already are.")
-        rot = Rotation(cos, sin, pos, f.half, cfg.partial, packed=every)
+        rot = Rotation(cos, sin, pos, f.consts.get("HALF_V4"), cfg.partial, packed=every)
     k, v = load_run(kb, (src_k, src_v), src_base, q, it.d, rot)
-    f.store(it.d, k, v, b, hk, seq, dst_t, skip)
+    f.store(it.d, k, v, f.head_row(b, hk, seq, dst_t), skip)
     rotated = ", K rotated at its absolute position" if cfg.rotary else ""
     if every:
         doc = (
