@@ -39,7 +39,8 @@ from kvdsl.kernels.config import (
     one_of,
     require_window,
 )
-from kvdsl.kernels.config import ceil_div, contract, times, window_batches
+from kvdsl.kernels.config import ceil_div, contract, times
+from kvdsl.kernels.rows import source_batches
 from kvdsl.kernels.plan import VectorWalk
 from kvdsl.nodes import walks, words
 from kvdsl.nodes.index import CacheWindow, cache_window
@@ -166,13 +167,10 @@ def merge(cfg: MergeConfig, name: str = "merge") -> Kernel:
         present_value[it.e] = words.to(kb, m.cache, new_v[n_src])
     doc = "Copy the past BNSH cache, then append new BSH K/V tokens into the present cache."
     kernel = kb.build(plan.dispatch(rows, hd4), doc)
-    batches = ceil_div(rows, heads * seq)
-    past = times(batches, heads, past_seq, head_dim)
-    new = times(batches, key_seq, hidden)
+    past = times(ceil_div(rows, heads * seq), heads, past_seq, head_dim)
     if cfg.window:
         past = times(ceil_div(rows, seq), past_seq, head_dim)
-        new_batches = window_batches(rows, cfg.kv_heads, seq, win.head_base, win.batch_base)
-        new = times(new_batches, key_seq, hidden)
+    new = times(source_batches(rows, cfg.kv_heads, seq, win), key_seq, hidden)
     present = times(rows, head_dim)
     # A flat kernel's vector bindings count vectors (a no-op for scalar bindings).
     return walks.vector_extents(

@@ -49,8 +49,9 @@ from kvdsl.kernels.config import (
     partial_rotary,
     require_rotary,
 )
-from kvdsl.kernels.config import ceil_div, contract, plus, times, window_batches
+from kvdsl.kernels.config import ceil_div, contract, times
 from kvdsl.kernels.merge import MovedRows, MovedTypes, moved_rows
+from kvdsl.kernels.rows import seqlens_extent, source_batches
 from kvdsl.kernels.plan import RotaryWalk
 from kvdsl.nodes import walks, words
 from kvdsl.nodes.index import split_rows
@@ -118,21 +119,19 @@ def merge_share(cfg: MergeShareConfig, name: str = "merge_share") -> Kernel:
     kernel = kb.build(plan.row_dispatch(kb, rows, cfg.width), doc)
     heads, head_dim = cfg.kv_heads, cfg.head_dim
     if cfg.region is ShareRegion.RETAIN:
-        batches = ceil_div(rows, heads * seq)
-        if cfg.window:  # seqlens_k is bound whole: up to the window's last batch
-            batches = ceil_div(plus(times(win.head_base, seq), rows), heads * seq)
         cache = times(rows, head_dim)
-        extents = {"past_k": cache, "past_v": cache, "seqlens_k": batches}
+        extents = {
+            "past_k": cache,
+            "past_v": cache,
+            "seqlens_k": seqlens_extent(rows, heads, seq, win),
+        }
         requires = {"seq >= 1": seq >= 1}
     else:
-        batches = ceil_div(rows, heads * key_seq)
-        new = times(batches, key_seq, heads * head_dim)
+        batches = seqlens_extent(rows, heads, key_seq, win)
+        new = times(source_batches(rows, heads, key_seq, win), key_seq, heads * head_dim)
         cache = times(batches, heads, seq, head_dim)
         if cfg.window:
-            new_batches = window_batches(rows, heads, key_seq, win.head_base, win.batch_base)
-            new = times(new_batches, key_seq, heads * head_dim)
             cache = times(ceil_div(rows, key_seq), seq, head_dim)
-            batches = ceil_div(plus(times(win.head_base, key_seq), rows), heads * key_seq)
         extents = {"new_k": new, "new_v": new, "seqlens_k": batches}
         if cfg.rotary:
             rot = times(seq, cfg.half)

@@ -58,8 +58,9 @@ from kvdsl.kernels.config import (
     require,
     require_rotary,
 )
-from kvdsl.kernels.config import ceil_div, contract, emax, largest, plus, times, window_batches
+from kvdsl.kernels.config import ceil_div, contract, emax, largest, plus, times
 from kvdsl.kernels.merge import MovedTypes, moved_rows
+from kvdsl.kernels.rows import seqlens_extent, source_batches
 from kvdsl.kernels.plan import RotaryWalk, WalkPlan
 from kvdsl.nodes import walks, words
 from kvdsl.nodes.index import split_rows
@@ -179,12 +180,7 @@ def window_shift(cfg: WindowShiftConfig, name: str = "window_shift") -> Kernel:
     )
     kernel = kb.build(dispatch, doc)
     per_batch = key_seq if region is ShiftRegion.APPEND else seq
-    batches = ceil_div(rows, heads * per_batch)
-    new = times(batches, key_seq, hidden) if new else None
-    if cfg.window:
-        new_batches = window_batches(rows, cfg.kv_heads, per_batch, win.head_base, win.batch_base)
-        new = times(new_batches, key_seq, hidden) if new else None
-        batches = ceil_div(plus(times(win.head_base, per_batch), rows), heads * per_batch)
+    batches = seqlens_extent(rows, heads, per_batch, win)
     extents = {"seqlens_k": batches}
     if region is ShiftRegion.APPEND and cfg.window:
         present = times(ceil_div(rows, key_seq), seq, head_dim)
@@ -194,8 +190,9 @@ def window_shift(cfg: WindowShiftConfig, name: str = "window_shift") -> Kernel:
         present = times(rows, head_dim)
         past = times(ceil_div(rows, seq), seq, head_dim)
         extents |= {"past_k": past, "past_v": past}
-    if new is not None:
-        extents |= {"new_k": new, "new_v": new}
+    if new:
+        news = times(source_batches(rows, cfg.kv_heads, per_batch, win), key_seq, hidden)
+        extents |= {"new_k": news, "new_v": news}
     if cfg.rotary:
         # New token j sits at position max(keySeq, seqlens_k[b] + 1) - keySeq + j.
         positions = emax(key_seq, plus(largest("seqlens_k"), 1))
