@@ -190,38 +190,24 @@ def _word_walk(kb: KernelBuilder, cfg: DenseMoveConfig, count: Val) -> _Rows:
     return _Rows(past, present, past_side, present_side, seqlens, row_vecs, heads, it)
 
 
-def _move_row(
-    kb: KernelBuilder, cfg: DenseMoveConfig, w: _Rows, src_row: Val, dst_row: Val
+def _put_row(
+    kb: KernelBuilder, cfg: DenseMoveConfig, w: _Rows, dst_row: Val, src_row: Val | None = None
 ) -> None:
-    """Vector ``d`` of row ``src_row`` of the past, and the side scale words it owns, to row
-    ``dst_row`` of the present."""
+    """Vector ``d`` of row ``dst_row`` of the present, and the side scale words it owns: those of
+    row ``src_row`` of the past, or zeros (``src_row`` None)."""
     d = w.it.d
-    src = kb.let("src", src_row * w.row_vecs + d)
+    src = None if src_row is None else kb.let("src", src_row * w.row_vecs + d)
     dst = kb.let("dst", dst_row * w.row_vecs + d)
-    w.present[0][dst] = w.past[0][src]
-    w.present[1][dst] = w.past[1][src]
+    for past, present in zip(w.past, w.present):
+        present[dst] = words.zero(present.binding.elem) if src is None else past[src]
     past_side, present_side = w.past_side, w.present_side
     if past_side is not None and present_side is not None:
 
-        def move(at: Val) -> None:
-            present_side[dst_row * cfg.side_words + at] = past_side[src_row * cfg.side_words + at]
+        def put(at: Val) -> None:
+            value = 0.0 if src_row is None else past_side[src_row * cfg.side_words + at]
+            present_side[dst_row * cfg.side_words + at] = value
 
-        _strided(kb, cfg.side_words, cfg.row_words // word_width(cfg.row_words), d, move)
-
-
-def _zero_row(kb: KernelBuilder, cfg: DenseMoveConfig, w: _Rows, dst_row: Val) -> None:
-    """Vector ``d`` of row ``dst_row`` of the present, and its side scale words, zeroed."""
-    elem = w.present[0].binding.elem
-    dst = kb.let("dst", dst_row * w.row_vecs + w.it.d)
-    w.present[0][dst] = words.zero(elem)
-    w.present[1][dst] = words.zero(elem)
-    present_side = w.present_side
-    if present_side is not None:
-
-        def clear(at: Val) -> None:
-            present_side[dst_row * cfg.side_words + at] = 0.0
-
-        _strided(kb, cfg.side_words, cfg.row_words // word_width(cfg.row_words), w.it.d, clear)
+        _strided(kb, cfg.side_words, cfg.row_words // word_width(cfg.row_words), d, put)
 
 
 def _strided(kb: KernelBuilder, n: int, per: int, d: Val, move: Callable[[Val], None]) -> None:
@@ -247,7 +233,7 @@ def dense_retain(cfg: DenseRetainConfig, name: str = "dense_retain") -> Kernel:
     win = append_window(kb, w.seqlens, b, seq, key_seq)
     kb.comment("Outside the append window; the shared stride makes this dst == src.")
     with kb.if_((t < win.append_start).lor(t >= win.active_end)):
-        _move_row(kb, cfg, w, w.it.row, w.it.row)
+        _put_row(kb, cfg, w, w.it.row, w.it.row)
     doc = (
         f"Buffer-sharing append over a dense {cfg.kind} cache, retain pass: rows outside\n"
         "each batch's append window copied past -> present at the same index, words and\n"
@@ -295,11 +281,11 @@ def _shift(cfg: DenseWindowShiftConfig, name: str) -> Kernel:
     slice_ = kb.let("slice", (b * w.heads + hk) * seq)
     with kb.if_(t < win.append_start):
         kb.comment("Surviving past rows slide down by the eviction count, words and scales.")
-        _move_row(kb, cfg, w, slice_ + (t + win.evicted), w.it.row)
+        _put_row(kb, cfg, w, w.it.row, slice_ + (t + win.evicted))
     with kb.elif_(t >= win.resident):
         kb.comment("Outside the resident window: zero words and scales (every element decodes")
         kb.comment("to zero), not left stale.")
-        _zero_row(kb, cfg, w, w.it.row)
+        _put_row(kb, cfg, w, w.it.row)
     doc = (
         f"Windowed dense {cfg.kind} cache, shift pass: the surviving past rows slide down by\n"
         "the eviction count (words and side scales), rows past the resident ones are\n"
