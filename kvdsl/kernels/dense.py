@@ -274,7 +274,8 @@ class DenseRows:
 
     def dispatch(self, rows: Val) -> Dispatch:
         """The dispatch of the walk over ``rows`` rows."""
-        return walks.dispatch(rows, self.lanes, self.cfg.workgroup_size, self.cfg.fold, False)
+        cfg = self.cfg
+        return walks.dispatch(rows, self.lanes, cfg.workgroup_size, cfg.fold, blocks=False)
 
     def extents(self, rows: Any) -> dict[str, Any]:
         """The cache bindings' least sizes, for ``rows`` cache rows."""
