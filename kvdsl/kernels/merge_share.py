@@ -120,11 +120,8 @@ def merge_share(cfg: MergeShareConfig, name: str = "merge_share") -> Kernel:
     heads, head_dim = cfg.kv_heads, cfg.head_dim
     if cfg.region is ShareRegion.RETAIN:
         cache = times(rows, head_dim)
-        extents = {
-            "past_k": cache,
-            "past_v": cache,
-            "seqlens_k": seqlens_extent(rows, heads, seq, win),
-        }
+        batches = seqlens_extent(rows, heads, seq, win)
+        extents = {"past_k": cache, "past_v": cache, "seqlens_k": batches}
         requires = {"seq >= 1": seq >= 1}
     else:
         batches = seqlens_extent(rows, heads, key_seq, win)
