@@ -172,20 +172,12 @@ def merge(cfg: MergeConfig, name: str = "merge") -> Kernel:
         past = times(ceil_div(rows, seq), past_seq, head_dim)
     new = times(source_batches(rows, cfg.kv_heads, seq, win), key_seq, hidden)
     present = times(rows, head_dim)
+    extents = {"past_k": past, "past_v": past, "new_k": new, "new_v": new}
+    extents |= {"present_key": present, "present_value": present}
+    fits = "seq <= pastSeq + keySeq (the present holds the past rows, then the new tokens)"
+    requires = {"seq >= 1": seq >= 1, fits: seq <= past_seq + key_seq}
     # A flat kernel's vector bindings count vectors (a no-op for scalar bindings).
-    return walks.vector_extents(
-        contract(
-            kernel,
-            {"past_k": past, "past_v": past, "new_k": new, "new_v": new}
-            | {"present_key": present, "present_value": present},
-            {
-                "seq >= 1": seq >= 1,
-                "seq <= pastSeq + keySeq (the present holds the past rows, then the new tokens)": (
-                    seq <= past_seq + key_seq
-                ),
-            },
-        )
-    )
+    return walks.vector_extents(contract(kernel, extents, requires))
 
 
 def catalog_variants(models: dict[str, Model]) -> dict[str, MergeConfig]:
