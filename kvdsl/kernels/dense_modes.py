@@ -330,9 +330,8 @@ def _quantising_shift(cfg: DenseWindowShiftConfig, name: str) -> Kernel:
         dst_t = t
         slice_ = kb.let("slice", (b * heads + hk) * seq)
         units = cfg.row_words // q.store_width  # the cache bindings' elements per row
-        row_units = (
-            f.consts["ROW_WORDS"] if units == cfg.row_words else kb.const("ROW_VECS", u32, units)
-        )
+        words_ = units == cfg.row_words
+        row_units = f.consts["ROW_WORDS"] if words_ else kb.const("ROW_VECS", u32, units)
         dst = kb.let("dst", it.row * row_units)
 
         def move(at: Val) -> None:
