@@ -287,12 +287,18 @@ class DenseRows:
 
 
 def dense_rows(
-    kb: KernelBuilder, cfg: DenseConfig, q: Quantiser, between: dict[str, int], half: int = 0
+    kb: KernelBuilder,
+    cfg: DenseConfig,
+    q: Quantiser,
+    half: int = 0,
+    between: dict[str, int] | None = None,
 ) -> DenseRows:
     """Declare :class:`DenseRows`' bindings for ``cfg`` and its quantiser ``q``, then the consts
-    ``HEAD_DIM``, ``HEAD_DIM_V4``, ``ROW_WORDS``, those of ``between`` (name → value, in order:
-    :func:`head_consts` for rows of BSH heads), ``ROW_LANES`` and, with rotary's ``half`` pairs
-    per row, ``HALF_V4``."""
+    ``HEAD_DIM``, ``HEAD_DIM_V4``, ``ROW_WORDS``, those of ``between`` (name → value, in order;
+    None: ``KV_HEADS`` and ``KV_HIDDEN_V4``, for rows of BSH heads), ``ROW_LANES`` and, with
+    rotary's ``half`` pairs per row, ``HALF_V4``."""
+    if between is None:
+        between = {"KV_HEADS": cfg.kv_heads, "KV_HIDDEN_V4": cfg.hidden // 4}
     present_key = cache_binding(kb, q, "present_key")
     present_value = cache_binding(kb, q, "present_value")
     side = None if cfg.inline else kb.binding("present_scales", f32, "read_write")
@@ -303,11 +309,6 @@ def dense_rows(
     if half:
         consts["HALF_V4"] = kb.const("HALF_V4", u32, half // 4)
     return DenseRows(kb, cfg, q, present_key, present_value, side, consts)
-
-
-def head_consts(cfg: DenseConfig) -> dict[str, int]:
-    """``KV_HEADS`` and ``KV_HIDDEN_V4``: the consts of rows of BSH heads (:func:`dense_rows`)."""
-    return {"KV_HEADS": cfg.kv_heads, "KV_HIDDEN_V4": cfg.hidden // 4}
 
 
 def dense_append(cfg: DenseAppendConfig, name: str = "dense_append") -> Kernel:
@@ -326,7 +327,7 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
     ins = declare_inputs(kb, cfg, seqlens_k=append, width=4)
     src_k, src_v, weight = ins.src_k, ins.src_v, ins.k_norm_weight
     q = cfg.quantiser
-    f = dense_rows(kb, cfg, q, head_consts(cfg), cfg.half if cfg.rotary else 0)
+    f = dense_rows(kb, cfg, q, cfg.half if cfg.rotary else 0)
     eps = kb.const("QK_EPS", f32, float(cfg.eps)) if cfg.k_norm else None
     if append:
         count, key_seq, seq = kb.param("count"), kb.param("keySeq"), kb.param("seq")

@@ -111,7 +111,7 @@ def dense_convert(cfg: DenseConvertConfig, name: str = "dense_convert") -> Kerne
     between = (
         {} if src is None else {"SRC_ROW_WORDS": src.row_words(cfg.head_dim, cfg.source_inline)}
     )
-    f = dense_rows(kb, cfg, q, between)
+    f = dense_rows(kb, cfg, q, between=between)
     count = kb.param("count")
 
     it = f.walk(count, f"on a run of {q.vectors} vectors")

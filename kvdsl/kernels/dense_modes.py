@@ -54,7 +54,7 @@ from kvdsl.kernels.config import (
 from kvdsl.kernels.config import ceil_div, contract, emax, largest, plus, times
 from kvdsl.kernels.plan import require_whole_rows, rows_workgroup
 from kvdsl.kernels.dense import QUANTISE_WORKGROUP, DenseConfig, DenseFormat, ScalePlace
-from kvdsl.kernels.dense import dense_rows, head_consts
+from kvdsl.kernels.dense import dense_rows
 from kvdsl.kernels.window_shift import ROTARY_REGIONS
 from kvdsl.nodes import walks, words
 from kvdsl.nodes.formats import FORMATS
@@ -313,7 +313,7 @@ def _quantising_shift(cfg: DenseWindowShiftConfig, name: str) -> Kernel:
         cos = sin = words.binding(kb, ROTARY_TABLE, f32, 4)
     elif cfg.rotary:
         cos, sin = words.bindings(kb, ROTARY_TABLES, f32, 4)
-    f = dense_rows(kb, cfg, q, head_consts(cfg), cfg.half if cfg.rotary else 0)
+    f = dense_rows(kb, cfg, q, cfg.half if cfg.rotary else 0)
     heads = f.consts["KV_HEADS"]
     present_key, present_value = f.present_key, f.present_value
     count, seq, key_seq = kb.param("count"), kb.param("seq"), kb.param("keySeq")
