@@ -123,12 +123,10 @@ def window_shift(cfg: WindowShiftConfig, name: str = "window_shift") -> Kernel:
     plan = cfg.plan
     pairs = plan.uses_pairs
     region = cfg.region
-    # Only the types of the bindings the region declares decide whether f16 moves as words.
-    types = (
-        (cfg.present_type,) if region is ShiftRegion.SHIFT else (cfg.present_type, cfg.input_type)
-    )
-    width = words.width(cfg.head_dim, types, cfg.rotary, cfg.half)
     past, new = region is not ShiftRegion.APPEND, region is not ShiftRegion.SHIFT
+    # Only the types of the bindings the region declares decide whether f16 moves as words.
+    types = (cfg.present_type, cfg.input_type) if new else (cfg.present_type,)
+    width = words.width(cfg.head_dim, types, cfg.rotary, cfg.half)
     # 'all' with rotary binds cos and sin as one packed table: 8 storage buffers in all.
     packed = cfg.rotary and region is ShiftRegion.ALL
     m = moved_rows(kb, cfg, width, past, new, rotary=cfg.rotary, packed=packed)
